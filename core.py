@@ -1,0 +1,334 @@
+"""Shared records of sgieval: the typed contracts every folder exchanges.
+
+DESIGN.md "Contracts": items -> responses -> scores -> report.  Every record is a
+pydantic model that serialises to one JSON line in the run folder
+(``runs/<run_id>/{items,responses,scores}.jsonl``).
+
+This module imports nothing of ours; every other folder may import it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# --------------------------------------------------------------------------- tasks
+DEEP_RESEARCH = "deep_research"
+IDEA_GENERATION = "idea_generation"
+DRY_EXPERIMENT = "dry_experiment"
+WET_EXPERIMENT = "wet_experiment"
+EXPERIMENTAL_REASONING = "experimental_reasoning"
+OPEN_CREATIVITY = "open_creativity"
+FEASIBILITY = "feasibility"
+GENERIC = "generic"
+
+SGI_TASKS = (DEEP_RESEARCH, IDEA_GENERATION, DRY_EXPERIMENT, WET_EXPERIMENT, EXPERIMENTAL_REASONING)
+
+Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error"]
+"""Per-record status (METRICS.md D.7).  Only ``ok`` scores enter metric means;
+the others are counted and listed in the report's failures section."""
+
+
+# -------------------------------------------------------------------------- errors
+class SgievalError(Exception):
+    """Base error.  ``what`` names the thing that is wrong (file, field, model
+    string), ``fix`` says how to repair it; ``str()`` gives one line with both."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, what: str | None = None, fix: str | None = None):
+        self.message = message
+        self.what = what
+        self.fix = fix
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        parts = []
+        if self.what:
+            parts.append(f"{self.what}: ")
+        parts.append(self.message)
+        if self.fix:
+            parts.append(f" Fix: {self.fix}")
+        return "".join(parts)
+
+
+class InputError(SgievalError):
+    """Bad user input: a missing data folder, malformed file or field, unknown
+    model string, a request that selects nothing.  CLI exit code 2."""
+
+    exit_code = 2
+
+
+class DataNotFoundError(InputError):
+    """A benchmark's data could not be found in any lookup location."""
+
+
+class OfflineError(SgievalError):
+    """A network resource (hub download, web search, URL) is unreachable."""
+
+    exit_code = 2
+
+
+class ModelCallError(SgievalError):
+    """A target, judge or agent model call failed after its retries."""
+
+
+class ParseError(SgievalError):
+    """A model or judge reply could not be parsed into the expected structure."""
+
+
+class ToolError(SgievalError):
+    """A tool (sandbox, PDF reader, search) could not run."""
+
+
+class SandboxUnavailableError(ToolError):
+    """No safe sandbox backend can start (e.g. bubblewrap missing)."""
+
+
+# ------------------------------------------------------------------------- records
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+
+
+class Item(_Record):
+    """One benchmark item.
+
+    ``id`` is stable across runs (``<benchmark>/<native id>``).  ``prompt`` is
+    what the target model sees; ``reference`` is the task-specific gold (answer
+    string, reference steps, unit tests, protocol, option index, Likert value,
+    or None for open-ended tasks).  ``type`` is the benchmark's own category
+    (SGI-Bench Table 1 target category, reasoning type, ...), "" when none.
+    """
+
+    id: str
+    benchmark: str
+    task: str
+    discipline: str = ""
+    direction: str = ""
+    type: str = ""
+    prompt: str
+    reference: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Response(_Record):
+    """One target-model reply to one item.
+
+    ``text`` is the raw reply ("" when the call failed), ``answer`` the parsed
+    answer (task-specific; None when not parsed), ``latency_s`` wall seconds,
+    ``tokens`` {"input": int, "output": int} when known, ``cost`` in USD when
+    known.  A failed call has ``status`` != "ok" and ``error`` gives the reason;
+    it is never scored as a zero.  ``metadata`` keeps replay provenance (e.g.
+    the stored SciAidanBench records with their stored judge scores).
+    """
+
+    item_id: str
+    model: str
+    text: str = ""
+    answer: Any = None
+    latency_s: float | None = None
+    tokens: dict[str, int] | None = None
+    cost: float | None = None
+    error: str | None = None
+    status: Status = "ok"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _error_implies_status(self) -> "Response":
+        if self.error and self.status == "ok":
+            self.status = "infra_error"
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class Score(_Record):
+    """One metric value for one (item, target model).
+
+    ``value`` is on the metric's declared native scale (``MetricSpec.range``);
+    None when the score could not be computed, in which case ``status`` says
+    why and ``error`` gives the reason.  ``judge`` is the judge model name, or
+    ``"objective"`` for metrics computed without a model.  ``evidence`` keeps
+    raw judge replies and tool calls ({"tool", "input", "output", "duration_s"}).
+    ``details`` keeps sub-scores (e.g. per-criterion rubric scores).
+    """
+
+    item_id: str
+    model: str
+    metric: str
+    value: float | None = None
+    rationale: str = ""
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    judge: str = "objective"
+    error: str | None = None
+    status: Status = "ok"
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Score":
+        if self.status == "ok":
+            if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)):
+                if self.error is None:
+                    raise ValueError(f"Score {self.metric} for {self.item_id}: status ok needs a value")
+                self.status = "parse_error"
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+MetricKind = Literal["objective", "judge", "rubric"]
+
+
+class MetricSpec(_Record):
+    """Declaration of a metric.
+
+    ``range`` is the native (min, max) of per-item values; ``higher_is_better``
+    gives the direction; ``source`` cites the paper section, spec section, URL
+    or "user".  ``benchmark`` names the benchmark whose predefined metric this
+    is ("" for custom metrics).  ``variant_of`` names the default metric this
+    one is a named variant of (e.g. the code's behaviour where METRICS.md C
+    lists a discrepancy).  ``primary`` marks the metric the report ranks by.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    tasks: list[str]
+    kind: MetricKind = "objective"
+    range: tuple[float, float] = (0.0, 1.0)
+    higher_is_better: bool = True
+    description: str = ""
+    source: str = ""
+    benchmark: str = ""
+    variant_of: str | None = None
+    primary: bool = False
+    unit: str = ""
+
+    @property
+    def scale_label(self) -> str:
+        lo, hi = self.range
+        fmt = lambda x: f"{x:g}" if math.isfinite(x) else "inf"  # noqa: E731
+        return f"{fmt(lo)}-{fmt(hi)}" + (f" {self.unit}" if self.unit else "")
+
+
+class Criterion(_Record):
+    """One rubric criterion scored 0-10.  ``anchors`` maps score levels
+    (e.g. 0, 5, 10) to what that level looks like."""
+
+    name: str
+    description: str
+    anchors: dict[int, str] = Field(default_factory=dict)
+
+    @field_validator("anchors")
+    @classmethod
+    def _anchor_range(cls, v: dict[int, str]) -> dict[int, str]:
+        for k in v:
+            if not 0 <= int(k) <= 10:
+                raise ValueError(f"anchor level {k} outside 0-10")
+        return v
+
+
+class Rubric(MetricSpec):
+    """A custom metric judged per criterion (0-10 each) and aggregated to 0-100:
+
+        value = 10 * sum_c w_c * s_c / sum_c w_c      (weighted mean x 10)
+
+    (SGI-Bench paper section 3, metric customisation.)  Weights default to 1.
+    Saved as YAML with :meth:`to_yaml` / :meth:`from_yaml`.
+    """
+
+    kind: MetricKind = "rubric"
+    range: tuple[float, float] = (0.0, 100.0)
+    criteria: list[Criterion]
+    weights: dict[str, float] = Field(default_factory=dict)
+    aggregation: Literal["weighted_mean_x10"] = "weighted_mean_x10"
+
+    @model_validator(mode="after")
+    def _weights(self) -> "Rubric":
+        names = [c.name for c in self.criteria]
+        if not names:
+            raise ValueError(f"rubric {self.name!r} has no criteria")
+        unknown = set(self.weights) - set(names)
+        if unknown:
+            raise ValueError(f"rubric {self.name!r}: weights for unknown criteria {sorted(unknown)}")
+        for n in names:
+            self.weights.setdefault(n, 1.0)
+        if any(w < 0 for w in self.weights.values()) or sum(self.weights.values()) <= 0:
+            raise ValueError(f"rubric {self.name!r}: weights must be >= 0 with a positive sum")
+        return self
+
+    def aggregate(self, criterion_scores: dict[str, float]) -> float:
+        """Weighted mean of 0-10 criterion scores, times 10 -> 0-100.
+        Raises KeyError naming a missing criterion."""
+        total_w = sum(self.weights[c.name] for c in self.criteria)
+        s = 0.0
+        for c in self.criteria:
+            if c.name not in criterion_scores:
+                raise KeyError(f"rubric {self.name!r}: no score for criterion {c.name!r}")
+            s += self.weights[c.name] * float(criterion_scores[c.name])
+        return 10.0 * s / total_w
+
+    def to_yaml(self, path: str | Path | None = None) -> str:
+        data = self.model_dump(mode="json")
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_yaml(cls, source: str | Path) -> "Rubric":
+        """Load from a YAML file path or YAML text.  Raises InputError naming the file."""
+        p = Path(source) if not (isinstance(source, str) and "\n" in source) else None
+        where = str(p) if p else "<yaml text>"
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8") if p else source)
+            return cls.model_validate(data)
+        except (OSError, yaml.YAMLError, ValueError) as e:
+            raise InputError(str(e).splitlines()[0], what=where, fix="check the rubric YAML against `sgieval metric show rigor`") from e
+
+
+class RunConfig(_Record):
+    """Everything that defines a run; printed in the report header.
+
+    ``models`` are target-model strings, ``judges`` judge-model strings
+    (empty: judge metrics are reported as not run), ``agent_model`` the
+    planning model (None: offline agent paths).  ``k`` None means all matches.
+    """
+
+    run_id: str
+    request: str = ""
+    benchmarks: list[str] = Field(default_factory=list)
+    k: int | None = None
+    seed: int = 0
+    models: list[str] = Field(default_factory=list)
+    judges: list[str] = Field(default_factory=list)
+    agent_model: str | None = None
+    base_url: str | None = None
+    data_dir: str | None = None
+    out_dir: str = "runs"
+    tools: list[str] = Field(default_factory=lambda: ["search", "pdf", "python"])
+    sandbox: str = "auto"
+    unsafe_local_exec: bool = False
+    allow_self_judge: bool = False
+    yes: bool = False
+    max_concurrency: int = 16
+    use_cache: bool = True
+    budget_usd: float | None = None
+    executor: str = "local"
+    bootstrap_resamples: int = 10000
+
+    @field_validator("k")
+    @classmethod
+    def _k_positive(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ValueError("k must be >= 1 (or omitted for all matches)")
+        return v

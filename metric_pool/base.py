@@ -1,0 +1,110 @@
+"""The metric interface (DESIGN.md "Style we follow": a metric is small and pure
+where it can be; a judge metric is the same shape with a chat model passed in).
+
+A :class:`Metric` declares one or more :class:`MetricSpec` and returns one
+:class:`Score` per spec for each (item, response).  Corpus-level metrics
+(e.g. SFBench's quadratic weighted kappa) also implement :meth:`Metric.corpus`,
+returning Scores whose ``item_id`` is :data:`CORPUS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..core import Item, MetricSpec, Response, Score
+from ..models.base import NamedModel
+
+CORPUS = "*"
+"""``Score.item_id`` of a corpus-level score (computed over all items of a model)."""
+
+
+@dataclass
+class ScoringContext:
+    """What a metric may use while scoring.
+
+    ``judges``: judge models (empty: judge metrics report ``not_run``).
+    ``tools``: the run's ToolPool (or None).  ``sandbox``: a
+    :class:`sgieval.tools.base.Sandbox` for running model-written code.
+    ``embedder``: callable list[str] -> np.ndarray (n, d) or None (MiniLM is
+    loaded lazily by metrics that need it).  ``allow_self_judge``: when False a
+    judge whose name equals the target model's is skipped.
+    """
+
+    judges: list[NamedModel] = field(default_factory=list)
+    tools: Any = None
+    sandbox: Any = None
+    embedder: Callable[[list[str]], Any] | None = None
+    allow_self_judge: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def judges_for(self, target_model: str) -> list[NamedModel]:
+        """Judges allowed to score ``target_model`` (judge hygiene, issue 5)."""
+        if self.allow_self_judge:
+            return list(self.judges)
+        return [j for j in self.judges if _bare(j.name) != _bare(target_model)]
+
+
+def _bare(name: str) -> str:
+    return name.split(":", 1)[1] if ":" in name else name
+
+
+class Metric:
+    """Base class.  Subclasses set ``specs`` and implement :meth:`score`.
+
+    ``score`` must return exactly one Score per spec, in ``specs`` order; on
+    failure it returns Scores with ``status`` != "ok" and the reason in
+    ``error`` (never a silent zero).
+    """
+
+    specs: list[MetricSpec] = []
+
+    @property
+    def name(self) -> str:
+        return self.specs[0].name
+
+    def applies(self, item: Item) -> bool:
+        return any(item.task in s.tasks or "*" in s.tasks for s in self.specs)
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        raise NotImplementedError
+
+    def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
+        """Corpus-level scores for one model; default none."""
+        return []
+
+    # helpers ---------------------------------------------------------------
+    def failed(self, item: Item, response: Response, status: str, error: str, *, judge: str = "objective",
+               evidence: list[dict] | None = None) -> list[Score]:
+        """One failed Score per spec with the same status and reason."""
+        return [
+            Score(item_id=item.id, model=response.model, metric=s.name, value=None, status=status,  # type: ignore[arg-type]
+                  error=error, judge=judge, evidence=list(evidence or []))
+            for s in self.specs
+        ]
+
+
+class FunctionMetric(Metric):
+    """An objective metric from a pure function ``fn(item, response) -> (value, rationale)``
+    or ``-> dict[spec name, (value, rationale)]`` when it declares several specs.
+    A ValueError from ``fn`` becomes a ``parse_error`` Score with its message."""
+
+    def __init__(self, specs: MetricSpec | list[MetricSpec], fn: Callable[[Item, Response], Any]):
+        self.specs = [specs] if isinstance(specs, MetricSpec) else list(specs)
+        self.fn = fn
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        try:
+            out = self.fn(item, response)
+        except ValueError as e:
+            return self.failed(item, response, "parse_error", str(e))
+        if len(self.specs) == 1 and not isinstance(out, dict):
+            out = {self.specs[0].name: out}
+        scores = []
+        for s in self.specs:
+            value, rationale, *rest = out[s.name]
+            scores.append(Score(item_id=item.id, model=response.model, metric=s.name, value=float(value),
+                                rationale=rationale, details=rest[0] if rest else {}))
+        return scores

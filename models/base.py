@@ -1,0 +1,33 @@
+"""Named chat models by role (DESIGN.md "Models and roles")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["target", "judge", "agent"]
+
+
+@dataclass
+class NamedModel:
+    """A chat model bound to a role.
+
+    ``name`` is the model string the user gave (``replay:o1-mini``,
+    ``openai:gpt-4.1``, ``local:smollm2``) and is what records and reports
+    show.  ``chat`` is a LangChain ``BaseChatModel`` (None for replay-only
+    targets, which are served by ``replay``).  ``provider`` keys the
+    per-provider concurrency limit.  ``smoke_test`` marks models whose scores
+    are smoke-test quality (the embedded SmolLM2); the report says so.
+    """
+
+    name: str
+    role: Role
+    chat: Any = None
+    replay: Any = None
+    provider: str = ""
+    smoke_test: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_replay(self) -> bool:
+        return self.replay is not None

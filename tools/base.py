@@ -1,0 +1,61 @@
+"""Shared tool types: the sandbox interface every backend implements.
+
+``Sandbox.run`` runs one Python program in a fresh work directory and returns
+an :class:`ExecResult`.  Backends: bubblewrap (local, default), E2B (cloud),
+and an explicitly unsafe plain subprocess (``--unsafe-local-exec``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+KilledReason = Literal["timeout", "cpu_time", "memory", "output_limit", "process_limit", "signal"]
+
+
+class ExecResult(BaseModel):
+    """Outcome of one sandboxed run.
+
+    ``stdout``/``stderr`` are decoded text, truncated to the output limit with a
+    marker line; ``exit_code`` is the process return code (negative: killed by
+    a signal; None: never started); ``wall_time_s`` seconds of the main program
+    (setup scripts excluded); ``peak_memory_mb`` when known; ``timed_out`` True
+    when the wall-time limit fired; ``killed_reason`` names the limit that
+    ended the run; ``files`` holds requested output files (name -> text);
+    ``backend`` names the sandbox that ran it.
+    """
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    wall_time_s: float = 0.0
+    peak_memory_mb: float | None = None
+    timed_out: bool = False
+    killed_reason: KilledReason | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    backend: str = ""
+    setup_failed: bool = False
+
+
+class Sandbox(Protocol):
+    """A place to run untrusted Python.
+
+    ``run(code, files=..., setup_scripts=..., timeout_s=..., output_files=...)``:
+    writes ``files`` (name -> text or bytes) into a fresh work directory, runs
+    each of ``setup_scripts`` (names among ``files``) in order with the same
+    limits (a failing setup sets ``setup_failed`` and skips the main program),
+    then runs ``code`` as ``main.py``; returns the main program's ExecResult.
+    """
+
+    name: str
+
+    def run(
+        self,
+        code: str,
+        *,
+        files: dict[str, str | bytes] | None = None,
+        setup_scripts: list[str] | None = None,
+        timeout_s: float = 60.0,
+        output_files: list[str] | None = None,
+    ) -> ExecResult: ...
