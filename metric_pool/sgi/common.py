@@ -1,0 +1,123 @@
+"""Shared SGI-Bench machinery: answer-tag extraction, the "empty or none" rule,
+spec helpers and a per-spec multi-metric.
+
+Sources: METRICS.md A.0 (answer-tag extraction, empty/failed model output) and
+D.1 (tag matching is case-sensitive; an empty ``<answer></answer>`` is an empty
+answer, not a fallback; the "empty or none" test looks at the raw reply).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ...core import InputError, Item, MetricSpec, Response, Score
+from ..base import Metric, ScoringContext
+
+BENCHMARK = "sgi-bench"
+PAPER = "paper arXiv 2512.16969"
+
+ANSWER_OPEN = "<answer>"
+ANSWER_CLOSE = "</answer>"
+NONE_ANSWER = "None"
+"""The string SGI-Bench stores as response, answer and parsed answer for an empty
+or "none" reply (METRICS.md A.0)."""
+
+
+def extract_answer_tag(text: str) -> str | None:
+    """Text between the last ``<answer>`` and the first ``</answer>`` after it, stripped.
+
+    METRICS.md A.0 + D.1: tags are matched case-sensitively (``<ANSWER>`` is not a
+    tag); an empty pair ``<answer></answer>`` (or whitespace only) gives ``""``
+    (an empty answer, no fallback); a missing opening tag, or no closing tag after
+    the last opening tag, gives ``None`` so the caller falls back to the whole
+    response (:func:`model_answer`).
+    """
+    if text is None:
+        return None
+    start = text.rfind(ANSWER_OPEN)
+    if start < 0:
+        return None
+    start += len(ANSWER_OPEN)
+    end = text.find(ANSWER_CLOSE, start)
+    if end < 0:
+        return None
+    return text[start:end].strip()
+
+
+def is_empty_or_none(text: str | None) -> bool:
+    """METRICS.md A.0/D.1: the reply is empty or equals "none" case-insensitively,
+    tested on the raw reply without stripping (so ``"none\\n"`` and ``" "`` are
+    not empty-or-none)."""
+    return text is None or len(text) == 0 or text.lower() == "none"
+
+
+def model_answer(text: str | None) -> str:
+    """SGI-Bench ``model_answer``: ``"None"`` for an empty-or-none reply
+    (:func:`is_empty_or_none`), else the tag extraction, falling back to the
+    whole (unstripped) response when a tag is missing (METRICS.md A.0, A.1 step 1)."""
+    if is_empty_or_none(text):
+        return NONE_ANSWER
+    tagged = extract_answer_tag(text)  # type: ignore[arg-type]
+    return text if tagged is None else tagged  # type: ignore[return-value]
+
+
+def spec(name: str, task: str, section: str, description: str, *, kind: str = "objective",
+         range: tuple[float, float] = (0.0, 1.0), variant_of: str | None = None, primary: bool = False,
+         unit: str = "") -> MetricSpec:
+    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969"."""
+    return MetricSpec(name=name, tasks=[task], kind=kind, range=range, higher_is_better=True,  # type: ignore[arg-type]
+                      description=description, source=f"METRICS.md {section} / {PAPER}", benchmark=BENCHMARK,
+                      variant_of=variant_of, primary=primary, unit=unit)
+
+
+Computed = tuple[float, str] | tuple[float, str, dict[str, Any]]
+
+
+class PerSpecMetric(Metric):
+    """An objective metric family whose specs are computed independently.
+
+    ``fns[i](item, response) -> (value, rationale[, details])`` computes
+    ``specs[i]``.  A ``ValueError`` from one function fails only that spec
+    (``parse_error`` with the message; an :class:`InputError`, e.g. a missing
+    reference field, gives ``input_error``), so e.g. a wet-lab PA failure on an item
+    with zero steps does not hide its sequence similarity.  A response whose
+    status is not ``ok`` gives failed Scores with the response's status.
+    """
+
+    def __init__(self, specs: Sequence[MetricSpec], fns: Sequence[Callable[[Item, Response], Computed]]):
+        if len(specs) != len(fns):
+            raise ValueError("PerSpecMetric needs one function per spec")
+        self.specs = list(specs)
+        self.fns = list(fns)
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        return self.score_sync(item, response)
+
+    def score_sync(self, item: Item, response: Response) -> list[Score]:
+        """Synchronous scoring (the objective path needs no event loop)."""
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        out: list[Score] = []
+        for s, fn in zip(self.specs, self.fns):
+            try:
+                value, rationale, *rest = fn(item, response)
+            except InputError as e:
+                out.append(Score(item_id=item.id, model=response.model, metric=s.name, value=None,
+                                 status="input_error", error=str(e)))
+                continue
+            except ValueError as e:
+                out.append(Score(item_id=item.id, model=response.model, metric=s.name, value=None,
+                                 status="parse_error", error=str(e)))
+                continue
+            out.append(Score(item_id=item.id, model=response.model, metric=s.name, value=float(value),
+                             rationale=rationale, details=rest[0] if rest else {}))
+        return out
+
+
+def reference_field(item: Item, key: str) -> Any:
+    """``item.reference[key]``; raises InputError naming the item and field when absent."""
+    ref = item.reference
+    if not isinstance(ref, dict) or key not in ref:
+        raise InputError(f"reference has no field {key!r}", what=f"item {item.id}",
+                         fix=f"load the item with the SGI item contract for task {item.task!r}")
+    return ref[key]

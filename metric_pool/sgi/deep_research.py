@@ -1,0 +1,365 @@
+"""SGI-Bench Deep Research metrics: Exact Match, normalised EM, Step-Level Accuracy.
+
+METRICS.md A.1 (with A.0 and D.1): ``em`` is Python string equality between the
+reference answer and either the extracted ``model_answer`` or the optional LLM
+answer parser's raw output; ``em_normalised`` is reported beside it (never
+instead); ``sla`` is the judge's per-step correct/incorrect proportion.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, Literal
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from ...core import DEEP_RESEARCH, InputError, Item, ModelCallError, Response, Score
+from ...models.base import NamedModel
+from ...models.calls import ainvoke, message_text
+from ..base import Metric, ScoringContext
+from ..judge import as_data, ask_judge
+from .common import NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
+
+# ------------------------------------------------------------------ specs
+EM = spec(
+    "em", DEEP_RESEARCH, "A.1",
+    "Exact Match, 0/1 per item: EM = 1 if answer == model_answer or answer == llm_parsed_answer "
+    "(Python string equality, no normalisation), else 0. model_answer = text between the last <answer> "
+    "and the first </answer> after it, stripped (case-sensitive tags; empty tags = empty answer), falling "
+    "back to the whole response; an empty or 'none' reply gives 'None'. llm_parsed_answer is the raw output "
+    "of the optional answer parser (the first judge-role model; omitted when no judge is configured). "
+    "Task score = mean x 100; the SGI-Score DR term.",
+    primary=True)
+EM_NORMALISED = spec(
+    "em_normalised", DEEP_RESEARCH, "A.1 (sgieval extension, reported beside em)",
+    "Normalised Exact Match, 0/1 per item: 1 if the reference and model_answer (or llm_parsed_answer) are "
+    "equal after stripping, collapsing whitespace and case folding, or, when both parse as finite decimal "
+    "numbers, are equal after rounding both (half up) to the decimal places written in the reference "
+    "('0.25' vs '0.250' -> 1; reference '3' matches '3.4'). Not part of the SGI-Score.",
+    variant_of="em")
+SLA = spec(
+    "sla", DEEP_RESEARCH, "A.1",
+    "Step-Level Accuracy, 0-1 per item: the judge splits the model's solution into steps and marks each "
+    "'correct' or 'incorrect' against the reference steps and answer (at least one step incorrect when the "
+    "final answer is wrong); SLA = #correct / #steps. Mean over judges when several are configured. "
+    "Task score = mean x 100; not in the SGI-Score.",
+    kind="judge")
+
+NUMERIC_EXAMPLE = "0.25"
+PHRASE_EXAMPLE = "T cell and B cell"
+
+
+# ------------------------------------------------------------- exact match
+def is_numeric_reference(answer: str) -> bool:
+    """A.1 step 2: the reference counts as numeric when Python ``float(answer)``
+    succeeds (so "1e5", "inf" and surrounding spaces count)."""
+    try:
+        float(answer)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def parser_example(answer: str) -> str:
+    """The answer parser's example value: "0.25" for a numeric reference, else
+    "T cell and B cell" (A.1 step 2)."""
+    return NUMERIC_EXAMPLE if is_numeric_reference(answer) else PHRASE_EXAMPLE
+
+
+def exact_match(answer: str, extracted: str, parsed: str | None = None) -> int:
+    """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``), else 0.
+    ``parsed`` None means no parser output (never equal)."""
+    return int(answer == extracted or (parsed is not None and answer == parsed))
+
+
+_WS = re.compile(r"\s+")
+
+
+def _collapse(text: str) -> str:
+    return _WS.sub(" ", text).strip().casefold()
+
+
+def _finite_decimal(text: str) -> Decimal | None:
+    try:
+        d = Decimal(text)
+    except (decimal.InvalidOperation, ValueError):
+        return None
+    return d if d.is_finite() else None
+
+
+def normalised_equal(reference: str, prediction: str) -> bool:
+    """True when ``prediction`` matches ``reference`` after normalisation.
+
+    1. Strip, collapse every whitespace run to one space, case-fold; equal -> True.
+    2. If both strings then parse as finite ``Decimal`` numbers, round both half-up to
+       the reference's decimal places (``-exponent`` of the reference as written:
+       "0.25" -> 2, "0.250" -> 3, "3" -> 0, "1e5" -> -5, i.e. to the hundred-thousand)
+       and compare.  Units are not handled ("0.25 mg" vs "0.25" is False).
+    """
+    r, p = _collapse(reference), _collapse(prediction)
+    if r == p:
+        return True
+    rd, pd = _finite_decimal(r), _finite_decimal(p)
+    if rd is None or pd is None:
+        return False
+    places = -int(rd.as_tuple().exponent)
+    quantum = Decimal(1).scaleb(-places)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 200
+        try:
+            return pd.quantize(quantum, rounding=ROUND_HALF_UP) == rd.quantize(quantum, rounding=ROUND_HALF_UP)
+        except decimal.InvalidOperation:
+            return False
+
+
+PARSER_SYSTEM = """You convert text into a value that has exactly the format of an example value.
+
+Instructions:
+1. Look at the example value inside the <example> tags and its type inside the <type> tags.
+2. Read the text inside the <input_text> tags; ignore explanations and keep only the final value it gives.
+3. Reformat that value to match the example's format and type without changing its meaning.
+4. Output only the value: no explanation, no quotes, no other text.
+
+<example>
+{example}
+</example>
+
+<type>
+{type}
+</type>
+"""
+
+PARSER_USER = """
+<input_text>
+{text}
+</input_text>
+"""
+
+
+def parser_messages(extracted: str, example: str) -> list:
+    """Messages for the LLM answer parser (A.0): system prompt with the example
+    and its type, user message with the extracted answer."""
+    typ = "One letter" if len(example) == 1 else str(type(example))
+    return [SystemMessage(content=PARSER_SYSTEM.format(example=example, type=typ)),
+            HumanMessage(content=PARSER_USER.format(text=extracted))]
+
+
+async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, dict[str, Any]]:
+    """Run the LLM answer parser on ``extracted``.
+
+    Returns (parsed answer, evidence).  The parsed answer is the parser's raw,
+    unstripped output; when the call fails after its retries it is ``extracted``
+    (A.0).  Evidence: {"tool": "answer_parser", "judge", "input", "example", "raw", "error"}.
+    """
+    example = parser_example(reference)
+    ev: dict[str, Any] = {"tool": "answer_parser", "judge": parser.name, "input": extracted, "example": example,
+                          "raw": None, "error": None}
+    try:
+        out = await ainvoke(parser, parser_messages(extracted, example))
+    except ModelCallError as e:
+        ev["error"] = f"answer parser failed, extracted answer used instead: {e.message}"
+        return extracted, ev
+    raw = message_text(out)
+    ev["raw"] = raw
+    return raw, ev
+
+
+class ExactMatchMetric(Metric):
+    """``em`` (primary, A.1) and ``em_normalised`` (beside it), both 0/1 per item.
+
+    The LLM answer parser runs when ``ctx`` has a judge allowed for the target
+    model (the first one) and ``use_parser`` is True; otherwise only the
+    extracted answer is compared.  An empty or "none" reply scores against the
+    string "None" with no parser call (A.0).  Raises nothing: a missing
+    reference answer gives ``input_error`` Scores.
+    """
+
+    specs = [EM, EM_NORMALISED]
+
+    def __init__(self, use_parser: bool = True):
+        self.use_parser = use_parser
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        try:
+            ref = reference_field(item, "answer")
+        except InputError as e:
+            return self.failed(item, response, "input_error", str(e))
+        ref = str(ref)
+        text = response.text
+        parsed: str | None = None
+        evidence: list[dict[str, Any]] = []
+        judge_name = "objective"
+        if is_empty_or_none(text):
+            extracted = parsed = NONE_ANSWER
+        else:
+            extracted = model_answer(text)
+            parsers = ctx.judges_for(response.model) if self.use_parser else []
+            if parsers:
+                parsed, ev = await parse_answer(parsers[0], extracted, ref)
+                evidence.append(ev)
+                judge_name = parsers[0].name
+        em = exact_match(ref, extracted, parsed)
+        cands = [extracted] + ([parsed] if parsed is not None else [])
+        emn = int(any(normalised_equal(ref, c) for c in cands))
+        details = {"model_answer": extracted, "model_answer_after_llm_parser": parsed, "reference": ref}
+        how = "no answer parser" if parsed is None or judge_name == "objective" else f"parser {judge_name}"
+        return [
+            Score(item_id=item.id, model=response.model, metric=EM.name, value=float(em), judge=judge_name,
+                  evidence=evidence, details=details,
+                  rationale=f"reference {ref!r} vs model_answer {extracted!r}"
+                            + (f" / parsed {parsed!r}" if parsed is not None else "") + f" ({how}): EM {em}"),
+            Score(item_id=item.id, model=response.model, metric=EM_NORMALISED.name, value=float(emn),
+                  judge=judge_name, evidence=evidence, details=details,
+                  rationale=f"normalised comparison of {ref!r} with {[c for c in cands]!r}: {emn}"),
+        ]
+
+
+# ------------------------------------------------------------------- SLA
+class StepJudgement(BaseModel):
+    """One judged step: the model's step, the judge's reason, and ``judge`` in
+    {"correct", "incorrect"} (case and surrounding spaces are normalised)."""
+
+    solution_step: str = ""
+    reason: str = ""
+    judge: Literal["correct", "incorrect"]
+
+    @field_validator("solution_step", "reason", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        return "" if v is None else str(v)
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _verdict(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+
+class StepJudgements(BaseModel):
+    """The SLA judge's reply: a non-empty list of :class:`StepJudgement`.
+    A bare JSON list (the benchmark's own output format) is accepted too."""
+
+    steps: list[StepJudgement] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            return {"steps": data}
+        if isinstance(data, dict) and "steps" not in data and "judge" in data:
+            return {"steps": [data]}
+        return data
+
+
+SLA_SYSTEM = """You are an expert who validates LLM-generated solutions. Compare the LLM solution step by step \
+with the reference solution and output only a structured verification list.
+
+Instructions:
+1. Break the LLM solution into its individual steps and evaluate each against the reference solution steps.
+2. For each step give: "solution_step" (the part of the LLM solution being evaluated), "reason" (a critical \
+explanation of any error, omission or deviation from the reference approach; be stringent), and "judge" \
+(exactly "correct" or "incorrect").
+3. If the LLM's final answer is incorrect, mark at least one step "incorrect".
+4. Point out even minor inaccuracies or logical flaws.
+5. Do not answer the question yourself; only evaluate."""
+
+SLA_USER = """## Question
+{question}
+
+## Reference Solution Steps
+{steps}
+
+## Reference Answer
+{answer}
+
+## LLM Solution Steps
+{solution}
+
+## LLM Answer
+{model_answer}
+
+Reply as {{"steps": [{{"solution_step": "...", "reason": "...", "judge": "correct"}}, ...]}}."""
+
+
+def sla_messages(item: Item, response_text: str, extracted: str) -> list:
+    """Judge messages for SLA (A.1): question, reference steps joined by newlines,
+    reference answer, the full response and ``model_answer`` (both as delimited data)."""
+    steps = reference_field(item, "steps")
+    steps_text = "\n".join(str(s) for s in steps) if isinstance(steps, list) else str(steps)
+    question = item.metadata.get("question") or item.prompt
+    return [SystemMessage(content=SLA_SYSTEM),
+            HumanMessage(content=SLA_USER.format(
+                question=question, steps=steps_text, answer=reference_field(item, "answer"),
+                solution=as_data(response_text), model_answer=as_data(extracted, "MODEL_ANSWER")))]
+
+
+def step_level_accuracy(steps: list[StepJudgement]) -> float:
+    """SLA = #steps judged "correct" / #steps (A.1); raises ValueError for an empty list."""
+    if not steps:
+        raise ValueError("the judge returned an empty step list")
+    return sum(s.judge == "correct" for s in steps) / len(steps)
+
+
+class StepLevelAccuracyMetric(Metric):
+    """``sla``: 0-1 per item, judge metric (A.1).
+
+    Every judge allowed for the target model is asked (structured output,
+    parse retries in :func:`ask_judge`); the value is the mean of the per-judge
+    SLAs that parsed.  No judge -> ``not_run``; no judge reply parsed (or only
+    empty lists) -> ``judge_error``.  Raw replies are in ``evidence``.
+    """
+
+    specs = [SLA]
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        judges = ctx.judges_for(response.model)
+        if not judges:
+            reason = ("no judge configured" if not ctx.judges
+                      else f"every configured judge is the target model {response.model} (self-judging disabled)")
+            return self.failed(item, response, "not_run", f"sla needs a judge: {reason}")
+        text = NONE_ANSWER if is_empty_or_none(response.text) else response.text
+        try:
+            messages = sla_messages(item, text, model_answer(response.text))
+        except InputError as e:
+            return self.failed(item, response, "input_error", str(e))
+        values: list[float] = []
+        evidence: list[dict[str, Any]] = []
+        per_judge: dict[str, Any] = {}
+        errors: list[str] = []
+        for j in judges:
+            reply = await ask_judge(j, messages, StepJudgements)
+            if reply.parsed is None:
+                errors.append(f"{j.name}: {reply.error}")
+                evidence.append(reply.evidence())
+                continue
+            v = step_level_accuracy(reply.parsed.steps)
+            values.append(v)
+            steps = [s.model_dump() for s in reply.parsed.steps]
+            per_judge[j.name] = {"sla": v, "steps": steps}
+            evidence.append(reply.evidence(steps=steps))
+        names = ",".join(j.name for j in judges)
+        if not values:
+            return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
+        value = sum(values) / len(values)
+        n_ok = sum(len(p["steps"]) for p in per_judge.values())
+        rationale = "; ".join(
+            f"{name}: {sum(s['judge'] == 'correct' for s in p['steps'])}/{len(p['steps'])} steps correct"
+            for name, p in per_judge.items())
+        if errors:
+            rationale += f"; failed judges excluded: {'; '.join(errors)}"
+        return [Score(item_id=item.id, model=response.model, metric=SLA.name, value=value, judge=names,
+                      evidence=evidence, rationale=rationale,
+                      details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok})]
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """Deep Research metrics.  ``options["dr_use_parser"]`` (default True) turns
+    the LLM answer parser on or off."""
+    options = options or {}
+    return [ExactMatchMetric(use_parser=bool(options.get("dr_use_parser", True))), StepLevelAccuracyMetric()]

@@ -1,0 +1,296 @@
+"""SGI-Bench Experimental Reasoning metrics: Multi-Choice Accuracy and Reasoning Validity.
+
+Sources: METRICS.md A.5 (MCA, RV), D.3 (last ``\\boxed{...}``, spaces stripped,
+case-sensitive letter) and D.4 (structured judge reply; a 0-10 score outside
+its range is a parse error, retried, then a judge error).
+
+* ``mca`` (primary, the SGI-Score ER term): D.3.
+* ``mca_lenient``: also unwraps ``\\text{B}``, ``(B)``, ``B.``, lower case,
+  0-based indices, and falls back to the last "Answer: X" (sgieval extension).
+* ``mca_code``: the published code: the first ``\\boxed{<one upper-case letter>}``.
+* ``reasoning_validity``: judge score 0-10 (the benchmark reports RV/10 x 100).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score
+from ..base import Metric, ScoringContext
+from ..judge import as_data, ask_judge
+from .common import PerSpecMetric, reference_field, spec
+
+BOXED = "\\boxed{"
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every ``\\boxed{...}`` in ``text``, in order, with balanced
+    braces (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed box is skipped."""
+    out = []
+    start = text.find(BOXED)
+    while start >= 0:
+        k = start + len(BOXED)
+        depth = 1
+        j = k
+        while j < len(text) and depth:
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+            j += 1
+        if depth == 0:
+            out.append(text[k:j - 1])
+        start = text.find(BOXED, start + 1)
+    return out
+
+
+def extract_option(text: str) -> str | None:
+    """D.3: the content of the LAST ``\\boxed{...}`` with all whitespace removed,
+    or None when the reply has no box.  No unwrapping: ``\\text{B}`` stays as is."""
+    boxes = boxed_contents(text or "")
+    if not boxes:
+        return None
+    return "".join(boxes[-1].split())
+
+
+def gold_letter(item: Item) -> str:
+    """``chr(65 + reference["answer"])`` (A.5: the answer is a 0-based int).
+    Raises InputError when the field is missing or not a non-negative int."""
+    ans = reference_field(item, "answer")
+    try:
+        idx = int(ans)
+    except (TypeError, ValueError):
+        idx = -1
+    if isinstance(ans, bool) or idx < 0 or idx > 25 or str(ans).strip() != str(idx):
+        raise InputError(f"reference answer {ans!r} is not a 0-based option index 0..25", what=f"item {item.id}",
+                         fix="set reference['answer'] to the 0-based index of the correct option")
+    return chr(65 + idx)
+
+
+def mca(text: str, gold: str) -> int:
+    """Multi-choice accuracy (A.5 with D.3): 1 if :func:`extract_option` == ``gold`` exactly
+    (so ``\\boxed{b}``, ``\\boxed{B.}`` and ``\\boxed{\\text{B}}`` are wrong for "B"), else 0."""
+    return int(extract_option(text) == gold)
+
+
+_CODE_RE = re.compile(r"\\boxed\{([A-Z])\}")
+
+
+def mca_code(text: str, gold: str) -> int:
+    """The published code's MCA (A.5): the first ``\\boxed{X}`` with X one upper-case
+    letter, compared with the gold letter ignoring case."""
+    m = _CODE_RE.search(text or "")
+    return int(bool(m) and m.group(1).lower() == gold.lower())
+
+
+_WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+_ANSWER_RE = re.compile(r"answer\s*(?:is)?\s*[:：]?\s*\(?\s*([A-Za-z]|\d{1,2})\b", re.IGNORECASE)
+
+
+def _lenient_letter(token: str, n_options: int) -> str | None:
+    t = token
+    for _ in range(3):
+        t = _WRAPPERS.sub(r"\1", t)
+    t = "".join(t.split()).strip("().:*$[]")
+    if re.fullmatch(r"[A-Za-z]", t):
+        return t.upper()
+    if re.fullmatch(r"\d{1,2}", t) and int(t) < max(n_options, 1):
+        return chr(65 + int(t))
+    m = re.match(r"([A-Z])[.)]", t)
+    return m.group(1) if m else None
+
+
+def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
+    """Lenient option extraction (``mca_lenient`` only, not the benchmark's rule).
+
+    1. The last ``\\boxed{...}``: unwrap ``\\text{}``/``\\textbf{}``/``\\mathrm{}``..., drop
+       spaces and surrounding ``()[].:*$``; one letter (any case) -> upper case; a
+       number < ``n_options`` -> 0-based index (``\\boxed{1}`` -> "B"); "B. text" -> "B".
+    2. Otherwise the last "Answer: X" / "answer is X" (letter or 0-based index).
+    Returns the letter or None."""
+    text = text or ""
+    boxes = boxed_contents(text)
+    if boxes:
+        got = _lenient_letter(boxes[-1], n_options)
+        if got:
+            return got
+    hits = _ANSWER_RE.findall(text)
+    for h in reversed(hits):
+        got = _lenient_letter(h, n_options)
+        if got:
+            return got
+    return None
+
+
+MCA = spec("mca", EXPERIMENTAL_REASONING, "A.5, D.3",
+           "Multi-choice accuracy, 0/1 per item: 1 if the content of the LAST \\boxed{...}, with spaces removed, "
+           "equals the gold letter chr(65 + answer) exactly (case-sensitive; \\boxed{\\text{B}} and \\boxed{B.} "
+           "are wrong). Task score = mean x 100; the SGI-Score ER term.", primary=True)
+MCA_LENIENT = spec("mca_lenient", EXPERIMENTAL_REASONING, "A.5 (sgieval extension)",
+                   "Lenient multi-choice accuracy, 0/1: last \\boxed{} with \\text{} unwrapped, case folded and "
+                   "0-based indices mapped to letters, else the last 'Answer: X'. Not in the SGI-Score.",
+                   variant_of="mca")
+MCA_CODE = spec("mca_code", EXPERIMENTAL_REASONING, "A.5",
+                "Published-code multi-choice accuracy, 0/1: the FIRST \\boxed{X} with X one upper-case letter "
+                "A-Z, compared with the gold letter ignoring case.", variant_of="mca")
+RV = spec("reasoning_validity", EXPERIMENTAL_REASONING, "A.5, D.4",
+          "Reasoning validity, 0-10 per item (judge): logical coherence and alignment with the numbered "
+          "reference steps; rubric bands 10 / 7-9 / 4-6 / 1-3 / 0. The judge's structured integer score "
+          "(out-of-range = parse error, retried). Mean over judges. The benchmark reports RV/10 x 100, i.e. "
+          "sgieval's 0-10 mean x 10. Not in the SGI-Score.", kind="judge", range=(0.0, 10.0))
+
+
+def _mca_fn(item: Item, response: Response):
+    gold = gold_letter(item)
+    got = extract_option(response.text)
+    v = int(got == gold)
+    return v, f"extracted {got!r} (last \\boxed{{}}), gold {gold!r}: {v}", {"extracted": got, "gold": gold}
+
+
+def _mca_lenient_fn(item: Item, response: Response):
+    gold = gold_letter(item)
+    opts = item.reference.get("options") if isinstance(item.reference, dict) else None
+    got = extract_option_lenient(response.text, len(opts) if isinstance(opts, list) and opts else 26)
+    v = int(got == gold)
+    return v, f"lenient extraction {got!r}, gold {gold!r}: {v}", {"extracted": got, "gold": gold}
+
+
+def _mca_code_fn(item: Item, response: Response):
+    gold = gold_letter(item)
+    m = _CODE_RE.search(response.text or "")
+    v = mca_code(response.text, gold)
+    return v, f"first \\boxed{{[A-Z]}}: {m.group(1) if m else None!r}, gold {gold!r}: {v}", {}
+
+
+class MultiChoiceMetric(PerSpecMetric):
+    """``mca`` (primary), ``mca_lenient``, ``mca_code``: 0/1 per item each."""
+
+    def __init__(self) -> None:
+        super().__init__([MCA, MCA_LENIENT, MCA_CODE], [_mca_fn, _mca_lenient_fn, _mca_code_fn])
+
+
+# ------------------------------------------------------------------ RV judge
+class ReasoningValidityJudgement(BaseModel):
+    """The RV judge's reply: a short ``rationale`` and an integer ``score`` 0..10
+    (pydantic rejects values outside the range, so :func:`ask_judge` retries)."""
+
+    rationale: str = ""
+    score: int = Field(ge=0, le=10)
+
+
+RV_SYSTEM = """You are a strict evaluator of the validity of a model's reasoning process. Score the reasoning \
+validity from 0 (completely invalid) to 10 (fully rigorous).
+
+Evaluation rules:
+1. Identify the complete reasoning process in the model prediction (ignore a bare final answer given without \
+reasoning).
+2. Judge two criteria: logical coherence (sequential, self-consistent steps with no contradictions or illogical \
+deductions) and alignment with the reference reasoning (direction, key premises and deduction logic; partial \
+alignment earns partial credit).
+3. Deduct points for irrelevant content, missing key reasoning steps (even when the final answer is right) and \
+flawed logic (circular reasoning, false premises).
+4. Do not reward the final answer itself: a correct answer with invalid reasoning scores low; a wrong answer with \
+partly valid reasoning may score higher.
+
+Scoring guide:
+- 10: fully rigorous and coherent, all key steps and logic match the reference reasoning.
+- 7-9: mostly coherent; minor logical gaps or partial misalignment; no major contradictions.
+- 4-6: obvious logical flaws (e.g. a missing key step, minor contradictions) or limited alignment.
+- 1-3: barely valid; severe flaws (several contradictions) or almost no alignment.
+- 0: completely invalid, self-contradictory, or irrelevant."""
+
+RV_USER = """# Question
+{question}
+
+# Reference Reasoning
+{steps}
+
+# Model Prediction
+{prediction}"""
+
+MCQ_INSTRUCTION = ("Please solve the following multiple-choice question step-by-step. Reason step by step, then "
+                   "give the letter of the single most correct option enclosed in \\boxed{}, e.g. \\boxed{A}.")
+
+
+def question_block(item: Item) -> str:
+    """The question-and-options prompt the RV judge sees (A.5): the instruction,
+    "Question:" + the raw question, "Options:" labelled "A. ...", "B. ..." (falls
+    back to ``item.prompt`` when the raw question or options are absent)."""
+    ref = item.reference if isinstance(item.reference, dict) else {}
+    q, opts = item.metadata.get("question"), ref.get("options")
+    if not q or not isinstance(opts, list):
+        return item.prompt
+    lines = "".join(f"{chr(65 + i)}. {o}\n" for i, o in enumerate(opts))
+    return f"{MCQ_INSTRUCTION}\n\nQuestion:\n{q}\n\nOptions:\n{lines}"
+
+
+def rv_messages(item: Item, response_text: str, images: bool = True) -> list:
+    """Judge messages for RV: question images first (base64 PNG from
+    ``metadata["images"]``, not the step images), then the question block, the
+    numbered reference steps and the full model output as delimited data."""
+    steps = reference_field(item, "steps")
+    steps_text = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)) if isinstance(steps, list) else str(steps)
+    text = RV_USER.format(question=question_block(item), steps=steps_text, prediction=as_data(response_text))
+    blocks: list[dict[str, Any]] = []
+    if images:
+        for b64 in item.metadata.get("images") or []:
+            blocks.append({"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}})
+    content: Any = blocks + [{"type": "text", "text": text}] if blocks else text
+    return [SystemMessage(content=RV_SYSTEM), HumanMessage(content=content)]
+
+
+class ReasoningValidityMetric(Metric):
+    """``reasoning_validity``: 0-10 per item, judge metric (A.5 with D.4).
+
+    Each judge allowed for the target model returns a
+    :class:`ReasoningValidityJudgement`; the value is the mean of the parsed
+    scores.  No judge -> ``not_run``; no judge parsed after retries ->
+    ``judge_error`` (never 0, unlike the published code).  ``images``: send the
+    question images (default True)."""
+
+    specs = [RV]
+
+    def __init__(self, images: bool = True):
+        self.images = images
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        judges = ctx.judges_for(response.model)
+        if not judges:
+            reason = ("no judge configured" if not ctx.judges
+                      else f"every configured judge is the target model {response.model} (self-judging disabled)")
+            return self.failed(item, response, "not_run", f"reasoning_validity needs a judge: {reason}")
+        try:
+            messages = rv_messages(item, response.text, self.images)
+        except InputError as e:
+            return self.failed(item, response, "input_error", str(e))
+        values, evidence, errors, per_judge = [], [], [], {}
+        for j in judges:
+            reply = await ask_judge(j, messages, ReasoningValidityJudgement)
+            if reply.parsed is None:
+                errors.append(f"{j.name}: {reply.error}")
+                evidence.append(reply.evidence())
+                continue
+            values.append(float(reply.parsed.score))
+            per_judge[j.name] = reply.parsed.model_dump()
+            evidence.append(reply.evidence(score=reply.parsed.score))
+        names = ",".join(j.name for j in judges)
+        if not values:
+            return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
+        value = sum(values) / len(values)
+        rationale = "; ".join(f"{n}: {p['score']}/10 ({p['rationale']})" for n, p in per_judge.items())
+        if errors:
+            rationale += f"; failed judges excluded: {'; '.join(errors)}"
+        return [Score(item_id=item.id, model=response.model, metric=RV.name, value=value, judge=names,
+                      evidence=evidence, rationale=rationale, details={"per_judge": per_judge, "judge_errors": errors})]
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """Experimental Reasoning metrics.  ``options["rv_images"]`` (default True)."""
+    options = options or {}
+    return [MultiChoiceMetric(), ReasoningValidityMetric(images=bool(options.get("rv_images", True)))]

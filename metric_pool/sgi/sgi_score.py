@@ -1,0 +1,168 @@
+"""SGI-Score (METRICS.md A.6) from per-item scores, with per-task and
+per-discipline breakdowns.
+
+    SGI = (DR + IG + DE + WE + ER) / 5, each term already rounded to 2 decimals, on 0-100:
+      DR = round(mean em x 100, 2)            IG = round(mean idea final score, 2)  (native 0-100)
+      DE = round(mean PassAll@5 x 100, 2)     WE = round(mean wet_final_score x 100, 2)
+      ER = round(mean mca x 100, 2)
+
+Each task term is ``round(mean x scale, 2)`` with scale 100 for metrics on 0-1
+and 1 for metrics already on 0-100 (A.0 ``show_results``).  Only ``ok`` scores
+enter a mean (D.7); failed ones are counted.  A task with no ``ok`` score is
+reported as missing -- never as zero: the SGI-Score is then None, the missing
+tasks are named, and ``partial`` gives the mean over the present terms, labelled
+as such.  Example (GPT-4.1, README): (11.32 + 36.49 + 34.32 + 36.63 + 38.49)/5 = 31.45.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ...core import (DEEP_RESEARCH, DRY_EXPERIMENT, EXPERIMENTAL_REASONING, IDEA_GENERATION, SGI_TASKS,
+                     WET_EXPERIMENT, InputError, Item, MetricSpec, Score)
+
+TERM_LABELS = {DEEP_RESEARCH: "DR", IDEA_GENERATION: "IG", DRY_EXPERIMENT: "DE", WET_EXPERIMENT: "WE",
+               EXPERIMENTAL_REASONING: "ER"}
+
+FALLBACK_COMPONENTS: dict[str, tuple[str, float]] = {
+    DEEP_RESEARCH: ("em", 100.0),
+    IDEA_GENERATION: ("idea_final_score", 1.0),
+    DRY_EXPERIMENT: ("passall@5", 100.0),
+    WET_EXPERIMENT: ("wet_final_score", 100.0),
+    EXPERIMENTAL_REASONING: ("mca", 100.0),
+}
+"""(metric name, scale) per task used when the task's module is not available
+to declare its primary spec."""
+
+
+def _scale(s: MetricSpec) -> float:
+    return 100.0 if s.range[1] <= 1.0 else 1.0
+
+
+def default_components() -> dict[str, tuple[str, float]]:
+    """task -> (metric name, scale) of each SGI-Score term: the ``primary`` spec of
+    each task among the SGI-Bench metrics (scale 100 when its range tops at 1,
+    else 1), falling back to :data:`FALLBACK_COMPONENTS` for a task whose module
+    is not present."""
+    from . import metrics as sgi_metrics
+
+    comps = dict(FALLBACK_COMPONENTS)
+    for m in sgi_metrics():
+        for s in m.specs:
+            if s.primary:
+                for t in s.tasks:
+                    if t in comps:
+                        comps[t] = (s.name, _scale(s))
+    return comps
+
+
+@dataclass
+class TaskTerm:
+    """One SGI-Score term: ``task``, ``label`` (DR, IG, ...), ``metric``,
+    ``value`` (round(mean x scale, 2), 0-100; None when missing), ``n`` ok
+    scores, ``n_failed`` non-ok scores, ``reason`` when missing."""
+
+    task: str
+    label: str
+    metric: str
+    value: float | None
+    n: int
+    n_failed: int = 0
+    reason: str = ""
+
+    @property
+    def missing(self) -> bool:
+        return self.value is None
+
+
+@dataclass
+class SGIScoreResult:
+    """SGI-Score of one target model (0-100).
+
+    ``sgi_score``: round(sum of the 5 terms / 5, 2), None when a task is missing.
+    ``missing``: tasks with no ok score.  ``partial``: round(mean of present terms, 2)
+    -- labelled "partial mean over present tasks", not comparable with published
+    SGI-Scores; None when every task is present or none is.  ``terms``: task ->
+    TaskTerm.  ``by_discipline``: discipline -> SGIScoreResult over that
+    discipline's items (their own ``by_discipline`` is empty).
+    """
+
+    model: str
+    sgi_score: float | None
+    terms: dict[str, TaskTerm]
+    missing: list[str] = field(default_factory=list)
+    partial: float | None = None
+    partial_label: str = "partial mean over present tasks (not an SGI-Score)"
+    by_discipline: dict[str, "SGIScoreResult"] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line, e.g. ``SGI-Score 31.45 (DR 11.32, IG 36.49, ...)``."""
+        parts = ", ".join(f"{t.label} {t.value:.2f}" if t.value is not None else f"{t.label} missing"
+                          for t in self.terms.values())
+        if self.sgi_score is not None:
+            return f"SGI-Score {self.sgi_score:.2f} ({parts})"
+        p = f"{self.partial:.2f}" if self.partial is not None else "n/a"
+        return (f"SGI-Score not available: missing {', '.join(self.missing)} ({parts}); "
+                f"{self.partial_label}: {p}")
+
+
+def _compute(model: str, scores: Sequence[Score], comps: dict[str, tuple[str, float]],
+             task_of: dict[str, str]) -> SGIScoreResult:
+    terms: dict[str, TaskTerm] = {}
+    for task in SGI_TASKS:
+        name, scale = comps[task]
+        mine = [s for s in scores if s.metric == name and task_of.get(s.item_id) == task]
+        ok = [float(s.value) for s in mine if s.ok and s.value is not None]
+        n_failed = len(mine) - len(ok)
+        if ok:
+            terms[task] = TaskTerm(task, TERM_LABELS[task], name, round(sum(ok) / len(ok) * scale, 2), len(ok),
+                                   n_failed)
+        else:
+            reason = (f"all {n_failed} {name} scores failed" if n_failed else f"no {name} scores")
+            terms[task] = TaskTerm(task, TERM_LABELS[task], name, None, 0, n_failed, reason)
+    present = [t.value for t in terms.values() if t.value is not None]
+    missing = [t for t, term in terms.items() if term.value is None]
+    if not missing:
+        return SGIScoreResult(model, round(sum(present) / len(SGI_TASKS), 2), terms)
+    partial = round(sum(present) / len(present), 2) if present else None
+    return SGIScoreResult(model, None, terms, missing, partial)
+
+
+def sgi_score(scores: Iterable[Score], items: dict[str, Item], *,
+              components: dict[str, tuple[str, float]] | None = None,
+              model: str | None = None) -> SGIScoreResult:
+    """SGI-Score (A.6) of one target model from per-item ``scores``.
+
+    ``items`` maps item id -> Item (gives each score's task and discipline;
+    scores of unknown items are ignored).  ``components`` maps task -> (metric
+    name, scale) and defaults to :func:`default_components`.  ``model`` selects
+    one model's scores; when None the scores must all belong to one model.
+    Raises InputError when several models are mixed without ``model``.
+    The per-discipline results use the same rule (a task with no items in a
+    discipline is missing there).
+    """
+    scores = list(scores)
+    models = sorted({s.model for s in scores})
+    if model is None:
+        if len(models) > 1:
+            raise InputError(f"scores of several models {models}", what="sgi_score(scores)",
+                             fix="pass model=<name> or use sgi_scores_by_model()")
+        model = models[0] if models else ""
+    scores = [s for s in scores if s.model == model]
+    comps = components or default_components()
+    task_of = {i: it.task for i, it in items.items()}
+    result = _compute(model, scores, comps, task_of)
+    disciplines = sorted({items[s.item_id].discipline for s in scores if s.item_id in items})
+    for d in disciplines:
+        ids = {i for i, it in items.items() if it.discipline == d}
+        result.by_discipline[d] = _compute(model, [s for s in scores if s.item_id in ids], comps, task_of)
+    return result
+
+
+def sgi_scores_by_model(scores: Iterable[Score], items: dict[str, Item], *,
+                        components: dict[str, tuple[str, float]] | None = None) -> dict[str, SGIScoreResult]:
+    """:func:`sgi_score` for every model present in ``scores`` (model -> result)."""
+    scores = list(scores)
+    comps = components or default_components()
+    return {m: sgi_score(scores, items, components=comps, model=m) for m in sorted({s.model for s in scores})}

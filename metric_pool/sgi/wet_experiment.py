@@ -1,0 +1,523 @@
+"""SGI-Bench Wet Experiment metrics: protocol parsing, Sequence Similarity (SS),
+Parameter Accuracy (PA), the final score, and their named variants.
+
+Sources: METRICS.md A.4 (formulas), A.4b (soft variants), C.2 (no
+permutation-equivalent groups in the code) and D.2 (parser decisions).
+
+A protocol is a list of steps ``output_var = <Action name>(key=value, ...)``.
+Both the reference (``item.reference["answer"]``) and the prediction
+(``model_answer``: the ``<answer>`` tag extraction, or the whole response) are
+parsed the same way.
+
+Metric families (all 0-1 per item; task score = mean x 100):
+
+* default (``wet_sequence_similarity``, ``wet_parameter_accuracy``,
+  ``wet_final_score``): the A.4 formulas on protocols parsed with
+  :func:`parse_protocol` (the D.2 reading).  ``wet_final_score`` is the SGI-Score
+  WE term.
+* ``*_perm``: the paper's permutation-equivalent reading (see
+  :func:`independent_groups`).
+* ``*_code``: the A.4 formulas on protocols parsed with
+  :func:`parse_protocol_code` (the published code's regex, which swallows the
+  step after a one-line call), for reproducing published numbers.
+* ``wet_soft_*``: the later upstream soft scores (A.4b), on the default parser.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import combinations
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ...core import WET_EXPERIMENT, Item, Response
+from ..base import Metric
+from .common import PerSpecMetric, model_answer, reference_field, spec
+
+
+@dataclass(frozen=True)
+class Step:
+    """One protocol step: ``action`` (name between ``<`` and ``>``, stripped),
+    ``params`` (key -> value string, one pair of surrounding double quotes
+    removed), ``output`` (the output variable name)."""
+
+    action: str
+    params: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+
+
+# ------------------------------------------------------------------ parsing
+_PARAM_RE = re.compile(r"^\s*(\w+)\s*=\s*(.*?)\s*(?:,)?\s*$")
+_CODE_STEP_RE = re.compile(r"(\w+)\s*=\s*<([^>]+)>\(\s*([\s\S]*?)(?=\n\s*\)\s*$)", re.MULTILINE)
+_HEADER_RE = re.compile(r"(\w+)\s*=\s*<([^>]+)>\((.*)$")
+
+
+def parse_params(block: str) -> dict[str, str]:
+    """Parameter block -> dict (A.4): every non-empty line other than a bare ``)``
+    must be ``key = value`` with an optional trailing comma; other lines are
+    ignored; one pair of surrounding double quotes is removed (single quotes are
+    kept); a repeated key keeps its last value.  Two parameters on one line
+    (``a=1, b=2``) become one key ``a`` with value ``1, b=2``."""
+    params: dict[str, str] = {}
+    for raw in block.split("\n"):
+        line = raw.strip()
+        if not line or line == ")":
+            continue
+        m = _PARAM_RE.match(line)
+        if not m:
+            continue
+        value = m.group(2).strip()
+        if value.startswith('"') and value.endswith('"'):
+            value = value[1:-1]
+        params[m.group(1)] = value
+    return params
+
+
+@lru_cache(maxsize=4096)
+def parse_protocol_code(text: str) -> tuple[Step, ...]:
+    """The published code's parser (A.4), kept as the ``*_code`` variant.
+
+    Multiline regex ``(\\w+)\\s*=\\s*<([^>]+)>\\(\\s*([\\s\\S]*?)(?=\\n\\s*\\)\\s*$)``:
+    the parameter block runs lazily to the first line holding only ``)``, so a
+    one-line call ``x = <A>(k=1)`` or an empty call swallows the following
+    step (A.4 edge cases)."""
+    steps = []
+    for m in _CODE_STEP_RE.finditer(text):
+        steps.append(Step(action=m.group(2).strip(), params=parse_params(m.group(3).strip()),
+                          output=m.group(1).strip()))
+    return tuple(steps)
+
+
+def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
+    """Scan ``segment`` starting at paren depth ``depth`` (parentheses inside
+    double quotes are ignored); return (index where depth reaches 0 or None, depth)."""
+    in_quote = False
+    for k, ch in enumerate(segment):
+        if ch == '"':
+            in_quote = not in_quote
+        elif not in_quote:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return k, 0
+    return None, depth
+
+
+@lru_cache(maxsize=4096)
+def parse_protocol(text: str) -> tuple[Step, ...]:
+    """The default protocol parser (A.4 with the D.2 decisions), line by line.
+
+    A step starts at a line containing ``output_var = <Action name>(`` (spaces
+    around ``=`` allowed).  Its parameters may start on that line after ``(``.
+    The call ends at the first of: the parenthesis that closes the opening
+    ``(`` (balanced count, parentheses inside double quotes ignored), so a
+    one-line call ``x = <A>(k=1)`` is one complete step; a line holding only
+    ``)``; the next step's header line (which starts a new step); the end of
+    the text.  Parameter lines follow :func:`parse_params` (two parameters on
+    one line stay one key).  Returns the steps in order (empty tuple if none).
+    """
+    lines = text.split("\n")
+    steps: list[Step] = []
+    i = 0
+    while i < len(lines):
+        m = _HEADER_RE.search(lines[i])
+        i += 1
+        if not m:
+            continue
+        output, action, rest = m.group(1), m.group(2).strip(), m.group(3)
+        block: list[str] = []
+        pos, depth = _close_paren(rest, 1)
+        if pos is not None:
+            block.append(rest[:pos])
+        else:
+            block.append(rest)
+            while i < len(lines):
+                line = lines[i]
+                if line.strip() == ")":
+                    i += 1
+                    break
+                if _HEADER_RE.search(line):
+                    break
+                i += 1
+                pos, depth = _close_paren(line, depth)
+                if pos is not None:
+                    block.append(line[:pos])
+                    break
+                block.append(line)
+        steps.append(Step(action=action, params=parse_params("\n".join(block)), output=output))
+    return tuple(steps)
+
+
+# ------------------------------------------------------ sequence similarity
+def _inversions(gt: list[str], pred: list[str], exempt: Callable[[int, int], bool] | None = None) -> int:
+    return sum(1 for i, j in combinations(range(len(gt)), 2)
+               if not (exempt and exempt(i, j))
+               and ((gt[i] < gt[j] and pred[i] > pred[j]) or (gt[i] > gt[j] and pred[i] < pred[j])))
+
+
+def sequence_similarity(gt: list[str], pred: list[str]) -> float:
+    """Action-sequence similarity SS (A.4), 0-1.
+
+    SS = 0 if the lengths differ, 1 if n <= 1, else 1 - inversions / (n(n-1)/2),
+    where pair i < j is an inversion when the two lists order their names
+    oppositely under Python string comparison (equal names never count), so a
+    prediction repeating one name n times scores 1."""
+    if len(gt) != len(pred):
+        return 0.0
+    n = len(gt)
+    if n <= 1:
+        return 1.0
+    return 1.0 - _inversions(gt, pred) / (n * (n - 1) / 2)
+
+
+def independent_groups(steps: tuple[Step, ...] | list[Step]) -> list[tuple[int, int]]:
+    """Permutation-equivalent step groups of a reference protocol (paper reading).
+
+    Definition used by sgieval (the code has none, C.2): scan the steps in order
+    and keep extending the current group [start, end) while the next step uses
+    none of the current group's output variables as a parameter value; a step
+    that consumes an output of a step in the current group starts a new group.
+    So a group is a maximal run of consecutive steps with no data dependency
+    among them through generated variables, whose relative order does not
+    matter.  Returns half-open index ranges covering 0..len(steps).
+    """
+    groups: list[tuple[int, int]] = []
+    start = 0
+    outs: set[str] = set()
+    for k, s in enumerate(steps):
+        if k > start and any(v in outs for v in s.params.values()):
+            groups.append((start, k))
+            start, outs = k, set()
+        outs.add(s.output)
+    if steps:
+        groups.append((start, len(steps)))
+    return groups
+
+
+def sequence_similarity_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> float:
+    """Permutation-equivalent SS: as :func:`sequence_similarity`, but a pair of
+    positions i < j that lie in the same reference group
+    (:func:`independent_groups`) never counts as an inversion.  The denominator
+    stays n(n-1)/2, so SS_perm >= SS and equals it when every group is a single step."""
+    gt = [s.action for s in gt_steps]
+    pred = [s.action for s in pred_steps]
+    if len(gt) != len(pred):
+        return 0.0
+    n = len(gt)
+    if n <= 1:
+        return 1.0
+    group_of = {k: g for g, (a, b) in enumerate(independent_groups(gt_steps)) for k in range(a, b)}
+    inv = _inversions(gt, pred, lambda i, j: group_of[i] == group_of[j])
+    return 1.0 - inv / (n * (n - 1) / 2)
+
+
+# -------------------------------------------------------- parameter accuracy
+def _outputs(steps: tuple[Step, ...]) -> set[str]:
+    return {s.output for s in steps}
+
+
+def step_error(g: Step, p: Step, gen_gt: set[str], gen_pred: set[str], mapping: dict[str, str]) -> str | None:
+    """Why the aligned pair (reference step ``g``, predicted step ``p``) is an
+    error, or None (A.4 PA step 1): action names differ; parameter-key sets
+    differ; or some key's wiring is wrong (both values generated: the predicted
+    one must map through ``mapping`` (pred output -> ref output) to the reference
+    value; neither generated: any literal is fine; exactly one generated: error)."""
+    if g.action != p.action:
+        return f"action mismatch: expected {g.action!r}, got {p.action!r}"
+    if set(g.params) != set(p.params):
+        return f"parameter keys mismatch: expected {sorted(g.params)}, got {sorted(p.params)}"
+    bad = []
+    for key in g.params:
+        vg, vp = g.params[key], p.params[key]
+        g_gen, p_gen = vg in gen_gt, vp in gen_pred
+        if g_gen and p_gen:
+            if mapping.get(vp) != vg:
+                bad.append(f"{key}: expected output of {vg!r}, got {vp!r} (maps to {mapping.get(vp)!r})")
+        elif g_gen != p_gen:
+            bad.append(f"{key}: expected {'generated variable' if g_gen else 'literal'}, got "
+                       f"{'generated variable' if p_gen else 'literal'}")
+    return "; ".join(bad) if bad else None
+
+
+def _check_nonempty(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> None:
+    if not gt_steps and not pred_steps:
+        raise ValueError("parameter accuracy is undefined: the reference and the prediction both parse to "
+                         "0 protocol steps (METRICS.md D.2)")
+
+
+def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
+    """Parameter accuracy PA (A.4), 0-1, with strictly positional alignment.
+
+    For each i < min(len gt, len pred) count at most one error
+    (:func:`step_error`); after an error-free step record (pred output -> ref
+    output).  Add |len gt - len pred| errors.  PA = 1 - errors / max(len gt, len pred).
+    Returns (PA, per-error messages).  Raises ValueError when both protocols
+    have 0 steps (D.2)."""
+    _check_nonempty(gt_steps, pred_steps)
+    gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
+    mapping: dict[str, str] = {}
+    errors: list[str] = []
+    for i in range(min(len(gt_steps), len(pred_steps))):
+        err = step_error(gt_steps[i], pred_steps[i], gen_gt, gen_pred, mapping)
+        if err is None:
+            mapping[pred_steps[i].output] = gt_steps[i].output
+        else:
+            errors.append(f"step {i + 1}: {err}")
+    gap = abs(len(gt_steps) - len(pred_steps))
+    n_err = len(errors) + gap
+    if gap:
+        errors.append(f"{gap} {'extra' if len(pred_steps) > len(gt_steps) else 'missing'} step(s)")
+    return 1.0 - n_err / max(len(gt_steps), len(pred_steps)), errors
+
+
+def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
+    """Permutation-equivalent PA (the paper's reading; C.2 says the code has none).
+
+    Positions 0..m-1 (m = min(len gt, len pred)) are split by the reference's
+    :func:`independent_groups`.  Inside a group, the reference steps and the
+    predicted steps at the same positions are matched one-to-one so as to
+    minimise the number of erroneous pairs (:func:`step_error` with the variable
+    mapping as of the group's start; Hungarian algorithm,
+    ``scipy.optimize.linear_sum_assignment``; ties keep the positional pairing).
+    Error-free pairs then record (pred output -> ref output).  The
+    |len gt - len pred| unmatched steps are errors, and
+    PA = 1 - errors / max(len gt, len pred).  With single-step groups this is
+    exactly :func:`parameter_accuracy`.  Raises ValueError when both have 0 steps.
+    """
+    _check_nonempty(gt_steps, pred_steps)
+    gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
+    m = min(len(gt_steps), len(pred_steps))
+    mapping: dict[str, str] = {}
+    errors: list[str] = []
+    for a, b in independent_groups(gt_steps):
+        b = min(b, m)
+        if a >= b:
+            break
+        idx = list(range(a, b))
+        errs = [[step_error(gt_steps[r], pred_steps[c], gen_gt, gen_pred, mapping) for c in idx] for r in idx]
+        cost = np.array([[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)]
+                         for r, row in enumerate(errs)])
+        rows, cols = linear_sum_assignment(cost)
+        updates = {}
+        for r, c in zip(rows, cols):
+            err = errs[r][c]
+            if err is None:
+                updates[pred_steps[idx[c]].output] = gt_steps[idx[r]].output
+            else:
+                errors.append(f"step {idx[r] + 1} (matched to predicted step {idx[c] + 1}): {err}")
+        mapping.update(updates)
+    gap = abs(len(gt_steps) - len(pred_steps))
+    n_err = len(errors) + gap
+    if gap:
+        errors.append(f"{gap} {'extra' if len(pred_steps) > len(gt_steps) else 'missing'} step(s)")
+    return 1.0 - n_err / max(len(gt_steps), len(pred_steps)), errors
+
+
+# --------------------------------------------------------------- soft (A.4b)
+def _norm_action(a: str) -> str:
+    return re.sub(r"\s+", " ", a.strip().lower())
+
+
+def align_actions(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> list[tuple[int, int]]:
+    """Longest-common-subsequence alignment of normalised action names (A.4b:
+    stripped, lower-cased, whitespace collapsed).  Backtracking from the end
+    takes a diagonal match when possible, else moves up (drops a reference step)
+    when dp[i-1][j] >= dp[i][j-1], else left -- the upstream tie-break.
+    Returns (gt index, pred index) pairs in increasing order."""
+    g = [_norm_action(s.action) for s in gt_steps]
+    p = [_norm_action(s.action) for s in pred_steps]
+    n, m = len(g), len(p)
+    dp = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n):
+        for j in range(m):
+            dp[i + 1][j + 1] = max(dp[i][j] + 1 if g[i] == p[j] else 0, dp[i][j + 1], dp[i + 1][j])
+    pairs = []
+    i, j = n, m
+    while i > 0 and j > 0:
+        if g[i - 1] == p[j - 1] and dp[i][j] == dp[i - 1][j - 1] + 1:
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif dp[i - 1][j] >= dp[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return pairs[::-1]
+
+
+def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, float, dict]:
+    """A.4b soft SS and soft PA, both 0-1.
+
+    With M aligned pairs (:func:`align_actions`): soft SS = (M/len gt) x (M/len pred).
+    Each pair scores key_score x value_score, key_score = 2|shared keys| /
+    (|gt keys| + |pred keys|) (1 if both empty), value_score = fraction of shared
+    keys whose wiring is consistent (both generated and the predicted maps to the
+    reference through earlier pairs, or neither generated; 1 if both have no keys,
+    0 if no shared keys otherwise); every pair records (pred output -> ref output).
+    soft PA = (sum of pair scores)^2 / (len gt x len pred).  One side empty: both 0;
+    both empty: soft SS = 1 and soft PA raises ValueError (D.2).
+    Returns (soft SS, soft PA or NaN when undefined, details)."""
+    if not gt_steps and not pred_steps:
+        return 1.0, float("nan"), {"aligned": []}
+    if not gt_steps or not pred_steps:
+        return 0.0, 0.0, {"aligned": []}
+    pairs = align_actions(gt_steps, pred_steps)
+    gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
+    mapping: dict[str, str] = {}
+    total = 0.0
+    for gi, pi in pairs:
+        g, p = gt_steps[gi], pred_steps[pi]
+        kg, kp = set(g.params), set(p.params)
+        shared = kg & kp
+        key_score = 1.0 if not kg and not kp else 2 * len(shared) / (len(kg) + len(kp))
+        if not shared:
+            value_score = 1.0 if not kg and not kp else 0.0
+        else:
+            ok = 0
+            for k in shared:
+                g_gen, p_gen = g.params[k] in gen_gt, p.params[k] in gen_pred
+                if g_gen and p_gen:
+                    ok += int(mapping.get(p.params[k]) == g.params[k])
+                elif not g_gen and not p_gen:
+                    ok += 1
+            value_score = ok / len(shared)
+        total += key_score * value_score
+        mapping[p.output] = g.output
+    n, m = len(gt_steps), len(pred_steps)
+    return (len(pairs) / n) * (len(pairs) / m), total * total / (n * m), {"aligned": pairs, "pair_score_sum": total}
+
+
+# ------------------------------------------------------------------ metrics
+def protocols(item: Item, response: Response, parser: Callable[[str], tuple[Step, ...]] = parse_protocol
+              ) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
+    """(reference steps, predicted steps) of an item, parsed with ``parser``.
+    The prediction is ``model_answer(response.text)`` (A.4 Inputs)."""
+    ref = reference_field(item, "answer")
+    return parser(str(ref)), parser(model_answer(response.text))
+
+
+_SS_DESC = ("SS = 0 if the reference and predicted action lists differ in length, 1 if n <= 1, else "
+            "1 - inversions / (n(n-1)/2), an inversion being a pair i<j the two lists order oppositely under "
+            "string comparison (a prediction repeating one name n times scores 1).")
+_PA_DESC = ("PA = 1 - errors / max(len gt, len pred): at each aligned position at most one error (action "
+            "differs, key sets differ, or wrong wiring of generated variables), plus |len gt - len pred|; "
+            "zero steps on both sides -> parse_error (D.2).")
+_DEFAULT_PARSER = " Protocols parsed with the D.2 reading (one-line calls are complete steps)."
+_CODE_PARSER = (" Protocols parsed with the published code's regex (a one-line call swallows the next step); "
+                "reproduces published numbers.")
+_PERM = (" Permutation-equivalent (paper): consecutive reference steps with no data dependency through "
+         "generated variables form a group whose order does not matter.")
+
+SS = spec("wet_sequence_similarity", WET_EXPERIMENT, "A.4", "Action-sequence similarity, 0-1. " + _SS_DESC
+          + _DEFAULT_PARSER)
+PA = spec("wet_parameter_accuracy", WET_EXPERIMENT, "A.4", "Parameter accuracy, 0-1, positional alignment "
+          "(what the benchmark defines). " + _PA_DESC + _DEFAULT_PARSER)
+FINAL = spec("wet_final_score", WET_EXPERIMENT, "A.4", "Wet-experiment final score, 0-1: (SS + PA) / 2 with "
+             "wet_sequence_similarity and wet_parameter_accuracy. Task score = mean x 100; the SGI-Score WE term.",
+             primary=True)
+SS_PERM = spec("wet_sequence_similarity_perm", WET_EXPERIMENT, "A.4, C.2",
+               "SS, 0-1, where pairs of positions inside one reference group never count as inversions. "
+               + _SS_DESC + _PERM, variant_of=SS.name)
+PA_PERM = spec("wet_parameter_accuracy_perm", WET_EXPERIMENT, "A.4, C.2",
+               "PA, 0-1, where steps inside one reference group are matched in any order (minimum errors). "
+               + _PA_DESC + _PERM, variant_of=PA.name)
+FINAL_PERM = spec("wet_final_score_perm", WET_EXPERIMENT, "A.4, C.2",
+                  "(wet_sequence_similarity_perm + wet_parameter_accuracy_perm) / 2, 0-1." + _PERM,
+                  variant_of=FINAL.name)
+SS_CODE = spec("wet_sequence_similarity_code", WET_EXPERIMENT, "A.4", "SS, 0-1. " + _SS_DESC + _CODE_PARSER,
+               variant_of=SS.name)
+PA_CODE = spec("wet_parameter_accuracy_code", WET_EXPERIMENT, "A.4", "PA, 0-1, positional. " + _PA_DESC
+               + _CODE_PARSER, variant_of=PA.name)
+FINAL_CODE = spec("wet_final_score_code", WET_EXPERIMENT, "A.4", "(SS + PA) / 2, 0-1, as the published code "
+                  "computes final_score." + _CODE_PARSER, variant_of=FINAL.name)
+SOFT_SS = spec("wet_soft_sequence_similarity", WET_EXPERIMENT, "A.4b",
+               "Soft SS, 0-1 (later upstream): actions normalised (strip, lower case, collapse whitespace) and "
+               "aligned by LCS; soft SS = (matches/len gt) x (matches/len pred)." + _DEFAULT_PARSER,
+               variant_of=SS.name)
+SOFT_PA = spec("wet_soft_parameter_accuracy", WET_EXPERIMENT, "A.4b",
+               "Soft PA, 0-1 (later upstream): each LCS-aligned pair scores key score x value score (key score = "
+               "2 x shared keys / (gt keys + pred keys), value score = fraction of shared keys wired "
+               "consistently); soft PA = (sum of pair scores)^2 / (len gt x len pred); zero steps on both "
+               "sides -> parse_error (D.2)." + _DEFAULT_PARSER, variant_of=PA.name)
+
+
+def _names(steps: tuple[Step, ...]) -> list[str]:
+    return [s.action for s in steps]
+
+
+def _ss(parser):
+    def fn(item: Item, response: Response):
+        g, p = protocols(item, response, parser)
+        v = sequence_similarity(_names(g), _names(p))
+        return v, f"{len(g)} reference vs {len(p)} predicted steps: SS {v:.4f}", {
+            "gt_actions": _names(g), "pred_actions": _names(p)}
+    return fn
+
+
+def _pa(parser, pa_fn):
+    def fn(item: Item, response: Response):
+        g, p = protocols(item, response, parser)
+        v, errors = pa_fn(g, p)
+        return v, f"{len(g)} reference vs {len(p)} predicted steps: PA {v:.4f}" + (
+            f"; errors: {' | '.join(errors)}" if errors else ""), {"errors": errors}
+    return fn
+
+
+def _final(parser, ss_fn, pa_fn):
+    def fn(item: Item, response: Response):
+        g, p = protocols(item, response, parser)
+        ss = ss_fn(g, p)
+        pa, errors = pa_fn(g, p)
+        return (ss + pa) / 2, f"(SS {ss:.4f} + PA {pa:.4f}) / 2", {"ss": ss, "pa": pa, "errors": errors}
+    return fn
+
+
+def _ss_plain(g, p):
+    return sequence_similarity(_names(g), _names(p))
+
+
+def _soft_ss(item: Item, response: Response):
+    g, p = protocols(item, response)
+    ss, _, d = soft_scores(g, p)
+    return ss, f"{len(d['aligned'])} LCS-aligned actions of {len(g)} reference / {len(p)} predicted: soft SS {ss:.4f}", d
+
+
+def _soft_pa(item: Item, response: Response):
+    g, p = protocols(item, response)
+    _check_nonempty(g, p)
+    _, pa, d = soft_scores(g, p)
+    return pa, f"soft PA {pa:.4f} over {len(d['aligned'])} aligned pairs", d
+
+
+class WetExperimentMetric(PerSpecMetric):
+    """All wet-experiment metrics of one item (each spec computed independently,
+    so an undefined PA does not hide SS).  Specs in order: default SS, PA, final
+    (primary); ``_perm``; ``_code``; soft SS, soft PA."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            [SS, PA, FINAL, SS_PERM, PA_PERM, FINAL_PERM, SS_CODE, PA_CODE, FINAL_CODE, SOFT_SS, SOFT_PA],
+            [_ss(parse_protocol), _pa(parse_protocol, parameter_accuracy),
+             _final(parse_protocol, _ss_plain, parameter_accuracy),
+             lambda i, r: _perm_ss(i, r), _pa(parse_protocol, parameter_accuracy_perm),
+             _final(parse_protocol, sequence_similarity_perm, parameter_accuracy_perm),
+             _ss(parse_protocol_code), _pa(parse_protocol_code, parameter_accuracy),
+             _final(parse_protocol_code, _ss_plain, parameter_accuracy),
+             _soft_ss, _soft_pa])
+
+
+def _perm_ss(item: Item, response: Response):
+    g, p = protocols(item, response)
+    v = sequence_similarity_perm(g, p)
+    return v, f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}", {
+        "groups": independent_groups(g)}
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """Wet Experiment metrics (one :class:`WetExperimentMetric`)."""
+    return [WetExperimentMetric()]
