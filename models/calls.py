@@ -1,5 +1,27 @@
-"""Model calls with retries: every target, judge and agent call goes through
-:func:`ainvoke` so retry, concurrency and accounting live in one place.
+"""Model calls: every target, judge and agent call goes through :func:`ainvoke`
+so concurrency, retries, the call cache and accounting live in one place
+(issue 6 parts 1, 2, 4; DESIGN.md "Conventions").
+
+Per call, in order:
+
+1. **Cache** (:mod:`sgieval.models.cache`): when caching applies (a plain chat
+   call at temperature 0, cache not switched off) and the same (model,
+   parameters, messages) was answered before, the stored reply is returned
+   and no model is called.
+2. **Budget** (:mod:`sgieval.models.accounting`): the active :class:`Ledger`
+   raises :class:`BudgetExceeded` before the call when its budget is spent.
+3. **Concurrency**: one ``asyncio.Semaphore`` per provider (default 16
+   in-flight calls, :func:`set_max_concurrency`) bounds the calls; it is held
+   only while a request is in flight, never during backoff sleeps.
+4. **Retries**: HTTP 408/409/429/5xx, timeouts and connection errors are
+   retried with jittered exponential backoff
+   ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)``; a 429's
+   ``Retry-After`` / ``retry-after-ms`` header is honoured (the wait is at least
+   the header's delay, capped at ``max_retry_after_s``).  Each attempt is
+   bounded by ``timeout_s``.  Other errors (400, 401, 404, bad request...) are
+   not retried.
+5. **Accounting**: tokens (``usage_metadata``), latency and cost are recorded
+   into the ledger under (model name, role).
 
 A call that still fails after ``max_attempts`` raises :class:`ModelCallError`
 with the last reason; callers record it as a failed Response/Score, never a zero.
@@ -8,36 +30,138 @@ with the last reason; callers record it as a failed Response/Score, never a zero
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import random
 import time
-from collections import defaultdict
+import weakref
 from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ..core import ModelCallError
+from . import accounting as _acc
+from . import cache as _cache
 from .base import NamedModel
 
-_SEMAPHORES: dict[tuple[int, str], asyncio.Semaphore] = {}
-MAX_CONCURRENCY = defaultdict(lambda: 16)
+DEFAULT_MAX_CONCURRENCY = 16
+
+# provider -> limit; "*" is the default for providers not listed.
+_LIMITS: dict[str, int] = {"*": DEFAULT_MAX_CONCURRENCY}
+# event loop -> provider -> semaphore (semaphores bind to one loop).
+_SEMAPHORES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses retried besides every 5xx."""
+
+
+def set_max_concurrency(provider: str, n: int) -> None:
+    """Bound in-flight calls to ``n`` (>= 1) for ``provider``, or for every
+    provider when ``provider`` is ``"*"`` or ``"all"`` (this also resets
+    per-provider overrides).  Applies to calls that start afterwards.
+    Raises ValueError for ``n < 1``.
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"max concurrency must be >= 1, got {n}")
+    if provider in ("*", "all"):
+        _LIMITS.clear()
+        _LIMITS["*"] = n
+        for sems in list(_SEMAPHORES.values()):
+            sems.clear()
+    else:
+        _LIMITS[provider] = n
+        for sems in list(_SEMAPHORES.values()):
+            sems.pop(provider, None)
+
+
+def max_concurrency(provider: str) -> int:
+    """Current in-flight limit for ``provider``."""
+    return _LIMITS.get(provider, _LIMITS["*"])
+
+
+def provider_key(model: NamedModel) -> str:
+    """The concurrency key of ``model``: its ``provider``, else its name."""
+    return model.provider or model.name
 
 
 def _semaphore(provider: str) -> asyncio.Semaphore:
-    loop_id = id(asyncio.get_running_loop())
-    key = (loop_id, provider)
-    if key not in _SEMAPHORES:
-        _SEMAPHORES[key] = asyncio.Semaphore(MAX_CONCURRENCY[provider])
-    return _SEMAPHORES[key]
+    loop = asyncio.get_running_loop()
+    sems = _SEMAPHORES.setdefault(loop, {})
+    sem = sems.get(provider)
+    if sem is None:
+        sem = sems[provider] = asyncio.Semaphore(max_concurrency(provider))
+    return sem
+
+
+# ----------------------------------------------------------------- classification
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    try:
+        return int(status) if status is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _retryable(exc: BaseException) -> bool:
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    """True for 408/409/429/5xx, timeouts and connection errors."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    status = _status(exc)
     if status is not None:
-        return status == 429 or status >= 500 or status == 408
+        return status in RETRYABLE_STATUS or status >= 500
     name = type(exc).__name__.lower()
-    return any(k in name for k in ("timeout", "connection", "ratelimit", "apierror", "server"))
+    return any(k in name for k in ("timeout", "connection", "ratelimit", "serviceunavailable", "internalserver"))
 
 
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or
+    ``Retry-After`` as seconds or an HTTP date), or None."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None)
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000.0)
+        ra = headers.get("retry-after")
+    except Exception:  # noqa: BLE001 - odd header containers
+        return None
+    if ra is None:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(ra)
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def backoff_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None) -> float:
+    """Jittered exponential backoff after failed attempt ``attempt`` (1-based):
+    ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)`` seconds."""
+    r = (rng or random).random()
+    return min(max_delay_s, base_delay_s * (2 ** (attempt - 1))) * (0.5 + r)
+
+
+def _reason(exc: BaseException | None, timeout_s: float) -> str:
+    if exc is None:
+        return "unknown error"
+    if isinstance(exc, asyncio.TimeoutError) and not str(exc):
+        return f"timeout after {timeout_s:g} s"
+    status = _status(exc)
+    text = str(exc).replace("\n", " ")[:300]
+    prefix = f"HTTP {status} " if status is not None else ""
+    return f"{prefix}{type(exc).__name__}: {text}"
+
+
+# ----------------------------------------------------------------------- ainvoke
 async def ainvoke(
     model: NamedModel,
     messages: Sequence[BaseMessage] | str,
@@ -46,33 +170,113 @@ async def ainvoke(
     max_attempts: int = 4,
     timeout_s: float = 300.0,
     base_delay_s: float = 0.5,
+    max_delay_s: float = 30.0,
+    max_retry_after_s: float = 120.0,
+    use_cache: bool | None = None,
+    ledger: "_acc.Ledger | None" = None,
+    role: str | None = None,
 ) -> Any:
     """Invoke ``runnable`` (default ``model.chat``) with ``messages``.
 
-    Retries 429/5xx/timeouts/connection errors with jittered exponential
-    backoff (base ``base_delay_s``, doubling), at most ``max_attempts`` tries,
-    each bounded by ``timeout_s`` seconds.  Returns the runnable's output
-    (an ``AIMessage`` for a chat model).  Raises ModelCallError naming the
-    model and the last reason.
+    ``messages``: a list of LangChain messages or a string.  Returns the
+    runnable's output (an ``AIMessage`` for a chat model); an AIMessage gets
+    ``response_metadata["sgieval"] = {"latency_s", "attempts", "cached",
+    "cost"}`` (see :func:`call_info`).
+
+    ``use_cache``: None (default) caches plain chat calls (``runnable`` None or
+    ``model.chat``) at temperature 0 unless the cache is switched off
+    (``--no-cache``, :func:`sgieval.models.cache.configure`); True caches any
+    temperature; False never.  Calls through another runnable (structured
+    output, tool bindings) are not cached.
+
+    ``ledger``: where tokens/latency/cost are recorded (default the ledger
+    activated with :meth:`Ledger.activate`, else none).  ``role`` overrides
+    ``model.role`` in the ledger.
+
+    Retries: at most ``max_attempts`` tries, each bounded by ``timeout_s``
+    seconds; waits as in the module docstring.
+
+    Raises :class:`ModelCallError` (model name + last reason) when every
+    attempt failed or the error is not retryable, and
+    :class:`sgieval.models.accounting.BudgetExceeded` before the call when the
+    ledger's budget is spent.
     """
     target = runnable if runnable is not None else model.chat
     if target is None:
         raise ModelCallError("has no chat model to call", what=model.name)
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+    book = ledger if ledger is not None else _acc.current_ledger()
+    who = role or model.role
+
+    plain = runnable is None or runnable is model.chat
+    key = None
+    if plain and _cache.should_cache(model, use_cache):
+        key = _cache.cache_key_for(model, messages)
+        hit = _cache.get_cache().get(key)
+        if hit is not None:
+            if book is not None:
+                book.record(model.name, who, cached=True)
+            _annotate(hit, latency_s=0.0, attempts=0, cached=True, cost=0.0)
+            return hit
+
+    if book is not None:
+        book.check_budget(model.name, who)
+
+    sem = _semaphore(provider_key(model))
     last: BaseException | None = None
+    started = time.perf_counter()
+    attempt = 0
     for attempt in range(1, max_attempts + 1):
         try:
-            async with _semaphore(model.provider or model.name):
-                return await asyncio.wait_for(target.ainvoke(messages), timeout=timeout_s)
-        except asyncio.TimeoutError as e:
-            last = e
+            async with sem:
+                out = await asyncio.wait_for(target.ainvoke(messages), timeout=timeout_s)
+        except asyncio.CancelledError:
+            raise
         except Exception as e:  # noqa: BLE001 - classified below
             last = e
             if not _retryable(e):
                 break
-        if attempt < max_attempts:
-            await asyncio.sleep(base_delay_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
-    reason = f"{type(last).__name__}: {last}" if last else "unknown error"
-    raise ModelCallError(f"call failed after {attempt} attempt(s): {reason}", what=model.name)
+            if attempt < max_attempts:
+                wait = backoff_s(attempt, base_delay_s, max_delay_s)
+                ra = retry_after_s(e)
+                if ra is not None:
+                    wait = max(wait, min(ra, max_retry_after_s))
+                await asyncio.sleep(wait)
+            continue
+        latency = time.perf_counter() - started
+        cost = None
+        if book is not None:
+            entry = book.record(model.name, who, usage=usage(out), latency_s=latency)
+            cost = entry.cost
+        else:
+            u = usage(out)
+            cost = _acc.price_call(model.name, u) if u else None
+        if key is not None and isinstance(out, BaseMessage):
+            _cache.get_cache().put(key, out, model=model.name)
+        _annotate(out, latency_s=latency, attempts=attempt, cached=False, cost=cost)
+        return out
+    latency = time.perf_counter() - started
+    if book is not None:
+        book.record(model.name, who, latency_s=latency, error=_reason(last, timeout_s))
+    raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(last, timeout_s)}", what=model.name)
+
+
+def _annotate(out: Any, **info: Any) -> None:
+    if isinstance(out, AIMessage):
+        try:
+            out.response_metadata["sgieval"] = info
+        except Exception:  # noqa: BLE001 - frozen/odd metadata: skip annotation
+            pass
+
+
+def call_info(msg: Any) -> dict[str, Any]:
+    """``{"latency_s": float s, "attempts": int, "cached": bool, "cost": USD
+    or None}`` that :func:`ainvoke` attached to an AIMessage; {} otherwise."""
+    meta = getattr(msg, "response_metadata", None)
+    if isinstance(meta, dict):
+        return dict(meta.get("sgieval") or {})
+    return {}
 
 
 def message_text(msg: Any) -> str:

@@ -1,0 +1,362 @@
+"""A local OpenAI-compatible chat-completions server for benchmarks and tests
+(issue 6 part 6).
+
+Serves ``POST /v1/chat/completions`` (and ``/chat/completions``) on 127.0.0.1
+with configurable
+
+* latency (``latency_ms``, applied to every answered request),
+* faults: ``error_rate`` (fraction of requests answered with an error; a
+  ``share_429`` part of them as HTTP 429 with a ``Retry-After`` header of
+  ``retry_after_s`` seconds, the rest as HTTP 500) and ``hang_rate`` (fraction
+  of requests that never answer: the connection stays open until the client
+  gives up or the server stops).  Faults are drawn from ``random.Random(seed)``
+  per request, or chosen by a ``faults(index, body) -> None | "429" | "500" |
+  "hang"`` callable;
+* replies: ``replies`` is a callable ``(body, index) -> reply`` or a list
+  (request ``i`` served gets ``replies[i % len]``); a reply is a string (the
+  content) or a dict with optional ``content``, ``tool_calls`` (each
+  ``{"name", "arguments" (dict or JSON string), "id"}``), ``usage``
+  (``{"prompt_tokens", "completion_tokens"}``) and ``finish_reason``.  The
+  default reply is ``"echo: <last user message>"``.  Default usage: prompt
+  tokens = whitespace-separated words over all message contents, completion
+  tokens = words of the reply content (so tests can hand-compute totals).
+
+``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
+"hung"}``; ``GET /log`` every request as ``{"index", "t" (server
+``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
+"last_user"}``; ``POST /reset`` clears both.
+
+Use in-process (tests)::
+
+    with MockOpenAI(latency_ms=10, error_rate=0.2) as mock:
+        chat = ChatOpenAI(base_url=mock.url, api_key="test", model="mock", max_retries=0)
+
+or as a script::
+
+    python -m sgieval.bench.mock_openai --port 8011 --latency-ms 100 --error-rate 0.2 --hang-rate 0.02
+
+(``--port 0`` picks a free port; the first stdout line is ``MOCK_OPENAI_URL=<url>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import random
+import socket
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+Reply = "str | dict[str, Any]"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def messages_key(messages: list[dict[str, Any]]) -> str:
+    """sha256 hex of the request's messages (canonical JSON)."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def last_user(messages: list[dict[str, Any]]) -> str:
+    """Text of the last user message ("" when none)."""
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            return _content_text(m.get("content"))
+    return ""
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def default_reply(body: dict[str, Any], index: int) -> str:
+    """``"echo: <last user message>"``."""
+    return "echo: " + last_user(body.get("messages", []))
+
+
+class MockOpenAI:
+    """The mock server; see the module docstring for every option.
+
+    ``url`` is the OpenAI base URL (``http://127.0.0.1:<port>/v1``) once
+    started.  ``stats()`` / ``log()`` read the counters from any thread.
+    """
+
+    def __init__(
+        self,
+        *,
+        latency_ms: float = 0.0,
+        error_rate: float = 0.0,
+        hang_rate: float = 0.0,
+        share_429: float = 0.5,
+        retry_after_s: float | None = 1.0,
+        replies: Callable[[dict[str, Any], int], Any] | list[Any] | None = None,
+        faults: Callable[[int, dict[str, Any]], str | None] | None = None,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        hang_s: float = 3600.0,
+    ):
+        for name, v in (("error_rate", error_rate), ("hang_rate", hang_rate), ("share_429", share_429)):
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be within 0-1, got {v}")
+        if error_rate + hang_rate > 1.0:
+            raise ValueError(f"error_rate + hang_rate must be <= 1, got {error_rate + hang_rate}")
+        self.latency_ms = latency_ms
+        self.error_rate = error_rate
+        self.hang_rate = hang_rate
+        self.share_429 = share_429
+        self.retry_after_s = retry_after_s
+        self.replies = replies
+        self.faults = faults
+        self.hang_s = hang_s
+        self.host = host
+        self.port = port
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._counts = {"requests": 0, "served": 0, "429": 0, "500": 0, "hung": 0}
+        self._log: list[dict[str, Any]] = []
+        self._served = 0
+        self._stop_event: asyncio.Event | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self.app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/chat/completions", self._chat, methods=["POST"]),
+            Route("/stats", self._stats, methods=["GET"]),
+            Route("/log", self._get_log, methods=["GET"]),
+            Route("/reset", self._reset, methods=["POST"]),
+        ])
+
+    # ---------------------------------------------------------------- public
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def stats(self) -> dict[str, int]:
+        """Counts: requests received, served (200), 429, 500, hung."""
+        with self._lock:
+            return dict(self._counts)
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every request received, in arrival order (see module doc)."""
+        with self._lock:
+            return [dict(r) for r in self._log]
+
+    def reset(self) -> None:
+        with self._lock:
+            for k in self._counts:
+                self._counts[k] = 0
+            self._log.clear()
+            self._served = 0
+
+    # ------------------------------------------------------------- handlers
+    def _choose_fault(self, index: int, body: dict[str, Any]) -> str | None:
+        if self.faults is not None:
+            return self.faults(index, body)
+        with self._lock:
+            r = self._rng.random()
+            r2 = self._rng.random()
+        if r < self.hang_rate:
+            return "hang"
+        if r < self.hang_rate + self.error_rate:
+            return "429" if r2 < self.share_429 else "500"
+        return None
+
+    def _reply_for(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        if self.replies is None:
+            spec: Any = default_reply(body, index)
+        elif callable(self.replies):
+            spec = self.replies(body, index)
+        else:
+            spec = self.replies[index % len(self.replies)]
+        if isinstance(spec, str):
+            spec = {"content": spec}
+        content = spec.get("content")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        tool_calls = []
+        for i, tc in enumerate(spec.get("tool_calls") or []):
+            if "function" in tc:
+                tool_calls.append({"id": tc.get("id", f"call_{index}_{i}"), "type": "function",
+                                   "function": tc["function"]})
+                continue
+            args = tc.get("arguments", {})
+            tool_calls.append({"id": tc.get("id", f"call_{index}_{i}"), "type": "function",
+                               "function": {"name": tc["name"],
+                                            "arguments": args if isinstance(args, str) else json.dumps(args)}})
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        msgs = body.get("messages", [])
+        usage = dict(spec.get("usage") or {})
+        usage.setdefault("prompt_tokens", sum(word_count(_content_text(m.get("content"))) for m in msgs))
+        usage.setdefault("completion_tokens", word_count(content or ""))
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        finish = spec.get("finish_reason") or ("tool_calls" if tool_calls else "stop")
+        return {
+            "id": f"chatcmpl-mock-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "mock"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": usage,
+        }
+
+    async def _chat(self, request: Request) -> JSONResponse:
+        t = time.monotonic()
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return JSONResponse({"error": {"message": "invalid JSON body", "type": "invalid_request_error"}}, 400)
+        msgs = body.get("messages") or []
+        with self._lock:
+            index = self._counts["requests"]
+            self._counts["requests"] += 1
+            entry = {"index": index, "t": t, "outcome": "pending", "key": messages_key(msgs),
+                     "last_user": last_user(msgs)}
+            self._log.append(entry)
+        if body.get("stream"):
+            entry["outcome"] = "400"
+            return JSONResponse({"error": {"message": "streaming is not supported by the mock",
+                                           "type": "invalid_request_error"}}, 400)
+        fault = self._choose_fault(index, body)
+        if fault == "hang":
+            with self._lock:
+                self._counts["hung"] += 1
+                entry["outcome"] = "hung"
+            assert self._stop_event is not None
+            try:
+                await asyncio.wait_for(self._stop_event.wait(), self.hang_s)
+            except asyncio.TimeoutError:
+                pass
+            return JSONResponse({"error": {"message": "server stopping", "type": "server_error"}}, 503)
+        if self.latency_ms:
+            await asyncio.sleep(self.latency_ms / 1000.0)
+        if fault == "429":
+            with self._lock:
+                self._counts["429"] += 1
+                entry["outcome"] = "429"
+            headers = {}
+            if self.retry_after_s is not None:
+                headers["retry-after"] = f"{self.retry_after_s:g}"
+            return JSONResponse({"error": {"message": "Rate limit reached (mock)", "type": "rate_limit_error",
+                                           "code": "rate_limit_exceeded"}}, 429, headers=headers)
+        if fault == "500":
+            with self._lock:
+                self._counts["500"] += 1
+                entry["outcome"] = "500"
+            return JSONResponse({"error": {"message": "Internal server error (mock)", "type": "server_error"}}, 500)
+        with self._lock:
+            served = self._served
+            self._served += 1
+        payload = self._reply_for(body, served)
+        with self._lock:
+            self._counts["served"] += 1
+            entry["outcome"] = "200"
+        return JSONResponse(payload)
+
+    async def _stats(self, request: Request) -> JSONResponse:
+        return JSONResponse(self.stats())
+
+    async def _get_log(self, request: Request) -> JSONResponse:
+        return JSONResponse(self.log())
+
+    async def _reset(self, request: Request) -> JSONResponse:
+        self.reset()
+        return JSONResponse({"ok": True})
+
+    # ------------------------------------------------------------ lifecycle
+    def _bind(self) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        return sock
+
+    def _config(self) -> uvicorn.Config:
+        return uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False,
+                              timeout_graceful_shutdown=1, backlog=4096, limit_concurrency=None)
+
+    async def serve(self) -> None:
+        """Serve on the current event loop until :meth:`stop` (script mode)."""
+        self._sock = self._sock or self._bind()
+        self._stop_event = asyncio.Event()
+        self._server = uvicorn.Server(self._config())
+        self._loop = asyncio.get_running_loop()
+        await self._server.serve(sockets=[self._sock])
+
+    def start(self, timeout_s: float = 10.0) -> "MockOpenAI":
+        """Start in a daemon thread on a free port (or ``port``); returns self."""
+        self._sock = self._bind()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self.serve()), daemon=True,
+                                        name="mock-openai")
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not (self._server is not None and self._server.started):
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"mock OpenAI server did not start on {self.url}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Release hung requests and stop the server thread."""
+        if self._server is None:
+            return
+        loop = getattr(self, "_loop", None)
+        if loop is not None and self._stop_event is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._stop_event.set)
+            except RuntimeError:
+                pass
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = None
+
+    def __enter__(self) -> "MockOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m sgieval.bench.mock_openai",
+                                 description="OpenAI-compatible mock chat-completions server.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8011, help="0 picks a free port")
+    ap.add_argument("--latency-ms", type=float, default=0.0)
+    ap.add_argument("--error-rate", type=float, default=0.0, help="fraction answered 429/500 (0-1)")
+    ap.add_argument("--share-429", type=float, default=0.5, help="fraction of the errors that are 429 (0-1)")
+    ap.add_argument("--hang-rate", type=float, default=0.0, help="fraction that never answer (0-1)")
+    ap.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds on 429")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    mock = MockOpenAI(latency_ms=a.latency_ms, error_rate=a.error_rate, share_429=a.share_429,
+                      hang_rate=a.hang_rate, retry_after_s=a.retry_after, seed=a.seed, host=a.host, port=a.port)
+    mock._sock = mock._bind()
+    print(f"MOCK_OPENAI_URL={mock.url}", flush=True)
+    try:
+        asyncio.run(mock.serve())
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

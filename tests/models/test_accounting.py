@@ -1,0 +1,127 @@
+"""Accounting: prices, per-call cost, totals per (model, role), budget."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+
+from sgieval.core import InputError
+from sgieval.models import accounting, cache
+from sgieval.models.accounting import BudgetExceeded, Ledger, price_call, price_of
+from sgieval.models.base import NamedModel
+from sgieval.models.calls import ainvoke
+
+
+@pytest.fixture(autouse=True)
+def _reset(tmp_path):
+    cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
+    yield
+    accounting.reset_prices()
+    cache.configure(path=tmp_path / "unused.sqlite")
+
+
+def test_price_lookup_exact_prefix_and_unknown():
+    assert price_of("openai:gpt-4o") == (2.50, 10.00)
+    assert price_of("gpt-4o-mini-2024-07-18") == (0.15, 0.60)  # longest prefix gpt-4o-mini, not gpt-4o
+    assert price_of("anthropic:claude-3-5-sonnet-20241022") == (3.00, 15.00)
+    assert price_of("local:smollm2") is None
+    assert price_call("local:smollm2", {"input": 10, "output": 10}) is None  # unknown, not 0
+    assert price_call("gpt-4o", None) is None
+    # 1000 in * 2.5/1e6 + 500 out * 10/1e6 = 0.0025 + 0.005 = 0.0075
+    assert price_call("gpt-4o", {"input": 1000, "output": 500}) == pytest.approx(0.0075)
+
+
+def test_price_table_override_from_yaml(tmp_path):
+    p = tmp_path / "prices.yaml"
+    p.write_text("my-model: {input: 1.0, output: 2.0}\nopenai:gpt-4o: [5, 20]\n")
+    accounting.set_prices(p)
+    assert price_of("local:my-model") == (1.0, 2.0)
+    assert price_of("gpt-4o") == (5.0, 20.0)
+    assert price_of("gpt-4.1") == (2.00, 8.00)  # merged, defaults kept
+    accounting.set_prices({"only": {"input": 1, "output": 1}}, replace=True)
+    assert price_of("gpt-4.1") is None
+
+
+def test_bad_price_table_names_file_and_model(tmp_path):
+    p = tmp_path / "prices.yaml"
+    p.write_text("gpt-x: {input: 1.0}\n")
+    with pytest.raises(InputError) as ei:
+        accounting.load_prices(p)
+    assert str(ei.value).startswith(f"{p}: bad price for model 'gpt-x': {{'input': 1.0}} (KeyError: 'output')")
+    with pytest.raises(InputError, match="negative price for model 'm'"):
+        accounting.load_prices({"m": [-1, 1]})
+    with pytest.raises(InputError, match="budget must be >= 0 USD"):
+        Ledger(budget_usd=-1)
+
+
+def _fake(*usages):
+    return FakeMessagesListChatModel(responses=[
+        AIMessage(f"r{i}", usage_metadata={"input_tokens": a, "output_tokens": b, "total_tokens": a + b})
+        for i, (a, b) in enumerate(usages)
+    ])
+
+
+async def test_ledger_totals_per_model_and_role():
+    target = NamedModel(name="openai:gpt-4o-mini", role="target", chat=_fake((100, 20), (300, 40)))
+    judge = NamedModel(name="openai:gpt-4o", role="judge", chat=_fake((1000, 50)))
+    local = NamedModel(name="local:smollm2", role="judge", chat=_fake((7, 3)))
+    ledger = Ledger()
+    with ledger.activate():
+        await ainvoke(target, "a")
+        await ainvoke(target, "b")
+        await ainvoke(judge, "c")
+        await ainvoke(local, "d")
+    t = ledger.totals()
+    tt = t[("openai:gpt-4o-mini", "target")]
+    # tokens: 100 + 300 = 400 in, 20 + 40 = 60 out
+    # cost: 400 * 0.15/1e6 + 60 * 0.60/1e6 = 6.0e-5 + 3.6e-5 = 9.6e-5
+    assert (tt.calls, tt.input_tokens, tt.output_tokens) == (2, 400, 60)
+    assert tt.cost == pytest.approx(9.6e-5)
+    tj = t[("openai:gpt-4o", "judge")]
+    # 1000 * 2.5/1e6 + 50 * 10/1e6 = 0.0025 + 0.0005 = 0.003
+    assert (tj.calls, tj.input_tokens, tj.output_tokens) == (1, 1000, 50)
+    assert tj.cost == pytest.approx(0.003)
+    tl = t[("local:smollm2", "judge")]
+    assert (tl.calls, tl.input_tokens, tl.output_tokens, tl.cost, tl.unpriced_calls) == (1, 7, 3, None, 1)
+    g = ledger.total()
+    # 400 + 1000 + 7 = 1407 in; 60 + 50 + 3 = 113 out; cost 9.6e-5 + 0.003 = 0.003096
+    assert (g.calls, g.input_tokens, g.output_tokens, g.unpriced_calls) == (4, 1407, 113, 1)
+    assert g.cost == pytest.approx(0.003096)
+    assert ledger.spent_usd == pytest.approx(0.003096)
+    assert list(t) == [("openai:gpt-4o-mini", "target"), ("openai:gpt-4o", "judge"), ("local:smollm2", "judge")]
+    s = ledger.summary()
+    assert s["total"]["input_tokens"] == 1407 and s["stopped"] is None and len(s["rows"]) == 3
+
+
+async def test_cached_calls_are_counted_but_free():
+    model = NamedModel(name="openai:gpt-4o", role="judge", chat=_fake((1000, 100), (1, 1)),
+                       params={"temperature": 0})
+    ledger = Ledger()
+    with ledger.activate():
+        await ainvoke(model, "same")
+        await ainvoke(model, "same")
+    (t,) = ledger.totals().values()
+    # one paid call: 1000 * 2.5/1e6 + 100 * 10/1e6 = 0.0025 + 0.001 = 0.0035
+    assert (t.calls, t.cached_calls, t.input_tokens, t.output_tokens) == (1, 1, 1000, 100)
+    assert t.cost == pytest.approx(0.0035)
+
+
+def test_merge_and_role_override():
+    a, b = Ledger(), Ledger()
+    a.record("gpt-4o", "target", usage={"input": 1_000_000, "output": 0})  # $2.50
+    b.record("gpt-4o", "target", usage={"input": 0, "output": 1_000_000})  # $10.00
+    a.merge(b.to_dicts())
+    (t,) = a.totals().values()
+    assert (t.calls, t.input_tokens, t.output_tokens) == (2, 1_000_000, 1_000_000)
+    assert t.cost == pytest.approx(12.5)
+    assert a.spent_usd == pytest.approx(12.5)
+
+
+def test_budget_zero_refuses_first_paid_call():
+    led = Ledger(budget_usd=0.0)
+    with pytest.raises(BudgetExceeded) as ei:
+        led.check_budget("openai:gpt-4o", "judge")
+    assert (ei.value.spent_usd, ei.value.budget_usd, ei.value.model, ei.value.role) == (0.0, 0.0, "openai:gpt-4o",
+                                                                                         "judge")
+    Ledger(budget_usd=None).check_budget()  # no budget: never raises
