@@ -1,0 +1,780 @@
+"""SGI-Bench Idea Generation metrics (METRICS.md A.2).
+
+Per item, from the target's reply (a JSON research idea) and the reference idea:
+
+- four objective scores on 0-10: effectiveness_obj (keyword/idea cosine),
+  novelty_obj (distance to related work and held-out related work),
+  detailedness_obj (completeness, repetition and length penalties) and
+  feasibility_obj (implementation-graph similarity, networkx);
+- a judged win per dimension: N judges x 2 position-swapped calls, each voting
+  "Win A"/"Win B" on five lines; the generated idea "wins" a dimension when it
+  gets enough of the 2N votes (below) and then scores 100, else 0;
+- dim = (10 x X_obj + judged) / 2 on 0-100, and
+  ``idea_final_score`` = mean of the four dims (0-100; the SGI-Score IG term,
+  task score = plain mean, no x100; METRICS.md A.6).
+
+Vote thresholds, generalised to N judges (sgieval decision; METRICS.md A.2 states
+them for 3 judges = 6 votes, C.5): with g votes for the generated idea out of
+2N, "win" if g / 2N > 1/2 (novelty: g / 2N > 2/3), "lose" if g / 2N <= 1/3, else
+"tie".  Integer form: win if g > N (novelty 3g > 4N); lose if 3g <= 2N.  For
+N = 3 this is exactly the spec's g > 3 (novelty g > 4) and g <= 2.  A call that
+still fails to parse after 5 attempts casts no votes and so lowers g (the spec's
+absolute thresholds); a judge that cannot be reached at all (ModelCallError
+after retries) makes the judged scores ``judge_error`` instead (METRICS.md D.7).
+
+With no judge configured, the four ``*_obj`` metrics are still reported and the
+judged metrics (``*_win``, the dims and ``idea_final_score``) are ``not_run``.
+
+Decisions beyond the spec (documented here, tested):
+
+- Parser ``"tolerant"`` (default, issue 3: "tolerate code fences and trailing
+  text"): after the spec's ``json.loads`` of the first fenced block fails, and
+  after ``json.loads`` of the whole text fails, the first JSON value starting
+  at the first "{" is decoded with ``json.JSONDecoder.raw_decode``, so trailing
+  prose is ignored.  ``options={"idea_parser": "code"}`` gives the code's exact
+  behaviour (no raw_decode step).
+- Feasibility with non-string step texts: the code's text-similarity function
+  catches its own join error and returns 0, so the result is 0.6 x edge
+  similarity (METRICS.md A.2 step 7 says "any exception gives 0"; sgieval
+  follows the code, which produced the published numbers).
+- An empty parsed ``related_work_test`` dict makes the code's mean NaN, and
+  ``max(0, min(10, NaN))`` is 10 in Python, so cutting_edge (B) = 10; kept.
+- A reply that parses to a non-dict (list, number, string) or whose ``Idea``
+  breaks the evaluator (e.g. ``null``: ``len(None)``) "errors out with
+  final_score = 0" (A.2): ``idea_final_score`` = 0 with status ok (it counts in
+  the task mean, as in the code) and the other metrics are ``parse_error``
+  (excluded, as ``_meta_evaluation.json`` excludes them).
+- A reference whose stringified fields do not parse (``ast.literal_eval``)
+  gives ``input_error`` for every metric of that item.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Sequence
+
+import networkx as nx
+import numpy as np
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from ...core import IDEA_GENERATION, InputError, Item, ModelCallError, Response, Score
+from ...models.base import NamedModel
+from ...models.calls import ainvoke, message_text
+from ..base import Metric, ScoringContext
+from ..embeddings import cosine_matrix, get_embedder
+from ..judge import DATA_NOTICE, as_data
+from .common import spec
+
+__all__ = [
+    "IDEA_FIELDS", "parse_idea", "reference_idea", "effectiveness_obj", "novelty_obj", "completeness",
+    "length_penalty", "repetition_penalty", "detailedness_obj", "graph_similarity", "feasibility_obj",
+    "judge_prompt", "parse_votes", "decide", "IdeaGenerationMetric", "metrics", "SPECS",
+]
+
+IDEA_FIELDS = ("Idea", "ImplementationSteps", "ImplementationOrder", "Dataset", "EvaluationMetrics", "ExpectedOutcome")
+CONTEXT_FIELDS = ("related_work", "challenge", "limitation", "motivation", "task_objective", "existing_solutions")
+DIMENSIONS = ("effectiveness", "novelty", "detailedness", "feasibility", "overall")
+SCORED_DIMS = DIMENSIONS[:4]
+ALPHA = 0.6
+MAX_JUDGE_ATTEMPTS = 5
+
+Encode = Callable[[list[str]], np.ndarray]
+
+# ------------------------------------------------------------------ specs
+_A2 = "A.2"
+OBJ_SPECS = {
+    "effectiveness": spec(
+        "idea_effectiveness_obj", IDEA_GENERATION, _A2,
+        "Objective effectiveness, 0-10: clip(10 x cos(MiniLM(', '.join(keywords)), MiniLM(Idea)), 0, 10); "
+        "if encoding fails (Idea not a string) 10 x fraction of keywords that are lowercase substrings of the "
+        "lowercased Idea.", range=(0.0, 10.0)),
+    "novelty": spec(
+        "idea_novelty_obj", IDEA_GENERATION, _A2,
+        "Objective novelty, 0-10: 0.5 A + 0.5 B; A = clip(10 (1 - mean cos(Idea, v)), 0, 10) over the values v of "
+        "related_work and existing_solutions (0 if none); B = the same over 'k: v' of related_work_test; any "
+        "error sets A = B = 0.", range=(0.0, 10.0)),
+    "detailedness": spec(
+        "idea_detailedness_obj", IDEA_GENERATION, _A2,
+        "Objective detailedness, 0-10: 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length); "
+        "completeness = 10 k/6 (non-null fields); length penalty (L-700)/100 if L > 700, (300-L)/100 if L < 300, "
+        "capped at 10, 0 for an empty Idea; repetition = min(10, max(0, 10 (mean pairwise cos of sentences "
+        "longer than 10 chars - 0.2))), 0 with fewer than 2 sentences.", range=(0.0, 10.0)),
+    "feasibility": spec(
+        "idea_feasibility_obj", IDEA_GENERATION, _A2,
+        "Objective feasibility, 0-10: 10 x (0.6 edge Jaccard + 0.4 node-text token Jaccard) between the "
+        "implementation graphs (networkx DiGraph) of the generated and reference ideas.", range=(0.0, 10.0)),
+}
+WIN_SPECS = {
+    d: spec(f"idea_{d}_win", IDEA_GENERATION, _A2,
+            f"Judged {d}, 0 or 100 per item: N judges x 2 position-swapped pairwise votes (reference vs generated); "
+            f"100 if the generated idea wins, i.e. g votes of 2N with "
+            + ("3g > 4N (g > 4 of 6)" if d == "novelty" else "g > N (g > 3 of 6)")
+            + ", else 0. Mean = win rate.", kind="judge", range=(0.0, 100.0))
+    for d in SCORED_DIMS
+}
+DIM_SPECS = {
+    d: spec(f"idea_{d}", IDEA_GENERATION, _A2,
+            f"Idea {d}, 0-100: (10 x idea_{d}_obj + idea_{d}_win) / 2.", kind="judge", range=(0.0, 100.0))
+    for d in SCORED_DIMS
+}
+FINAL_SPEC = spec(
+    "idea_final_score", IDEA_GENERATION, _A2,
+    "Idea Generation final score, 0-100: mean of idea_effectiveness, idea_novelty, idea_detailedness and "
+    "idea_feasibility. Task score = mean (no x100); the SGI-Score IG term. A reply that does not parse to a JSON "
+    "object scores 0.", kind="judge", range=(0.0, 100.0), primary=True)
+SPECS = [*OBJ_SPECS.values(), *WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]
+
+
+# ------------------------------------------------------------------ parsing
+_FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)```")
+_FLAGS = re.DOTALL | re.IGNORECASE
+_Q = "[\"']"
+_FIELD_PATTERNS: dict[str, tuple[str, str]] = {
+    "Idea": (rf"{_Q}?Idea{_Q}?\s*:\s*{_Q}(.*?){_Q}",
+             r"1\.\s*Idea[:\s-]+(.*?)(?=\n\s*(?:2\.|Implementation))"),
+    "ImplementationSteps": (rf"{_Q}?ImplementationSteps{_Q}?\s*:\s*\{{(.*?)\}}",
+                            r"2\.\s*Implementation Steps[:\s-]+(.*?)(?=\n\s*(?:3\.|Implementation Order))"),
+    "ImplementationOrder": (rf"{_Q}?ImplementationOrder{_Q}?\s*:\s*\[(.*?)\]",
+                            r"3\.\s*Implementation Order[:\s-]+(.*?)(?=\n\s*(?:4\.|Dataset))"),
+    "Dataset": (rf"{_Q}?Dataset{_Q}?\s*:\s*{_Q}(.*?){_Q}(?=\s*,\s*{_Q})",
+                r"4\.\s*Dataset[:\s-]+(.*?)(?=\n\s*(?:5\.|Evaluation))"),
+    "EvaluationMetrics": (rf"{_Q}?EvaluationMetrics{_Q}?\s*:\s*\{{(.*?)\}}(?=\s*,\s*{_Q})",
+                          r"5\.\s*Evaluation Metrics[:\s-]+(.*?)(?=\n\s*(?:6\.|Expected))"),
+    "ExpectedOutcome": (rf"{_Q}?ExpectedOutcome{_Q}?\s*:\s*{_Q}(.*?){_Q}",
+                        r"6\.\s*Expected Outcome[:\s-]+(.*?)$"),
+}
+
+
+def _raw_decode_first_object(text: str) -> Any:
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no '{'")
+    obj, _ = json.JSONDecoder().raw_decode(text[start:])
+    return obj
+
+
+def _regex_fallback(text: str) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for field, patterns in _FIELD_PATTERNS.items():
+        for pattern in patterns:
+            m = re.search(pattern, text, _FLAGS)
+            if not m:
+                continue
+            body = m.group(1).strip()
+            if field == "ImplementationSteps":
+                steps = {k: v.strip() for k, v in re.findall(r"[\"'](\d+)[\"']\s*:\s*[\"'](.*?)[\"']", body)}
+                if steps:
+                    result[field] = steps
+                    break
+            elif field == "ImplementationOrder":
+                order = re.findall(r"[\"']([^\"']+)[\"']", body)
+                if order:
+                    result[field] = order
+                    break
+            elif field == "EvaluationMetrics":
+                mets = {k.strip(): v.strip() for k, v in re.findall(r"[\"']([^\"']+)[\"']\s*:\s*[\"'](.*?)[\"']", body)}
+                if mets:
+                    result[field] = mets
+                    break
+            else:
+                result[field] = body
+                break
+    return result
+
+
+def parse_idea(text: str, *, tolerant: bool = True) -> Any:
+    """Parse a generated idea (METRICS.md A.2 "Generation and parsing").
+
+    Order: (1) ``json.loads`` of the first fenced code block (optionally tagged
+    json); (2) ``json.loads`` of the whole text; (tolerant only, sgieval
+    extension) ``raw_decode`` of the first JSON value starting at the first "{"
+    of the fenced block, then of the whole text, ignoring trailing text;
+    (3) the per-field regex fallback (quoted ``"Key": "value"`` forms where the
+    value ends at the first quote; numbered headings "1. Idea" ... "6. Expected
+    Outcome" running to the next heading; steps and metrics need quoted pairs
+    inside ``{...}``; the order collects quoted strings inside ``[...]``);
+    (4) ``{"full_text": text}``.  Returns whatever JSON decodes to (a dict
+    normally; a list or number is returned as is, and the caller treats it as
+    an evaluator error, as the code does).
+    """
+    text = text if isinstance(text, str) else str(text)
+    m = _FENCE.search(text)
+    block = m.group(1).strip() if m else None
+    if block is not None:
+        try:
+            return json.loads(block)
+        except json.JSONDecodeError:
+            pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if tolerant:
+        for candidate in ([block] if block is not None else []) + [text]:
+            try:
+                return _raw_decode_first_object(candidate)
+            except ValueError:
+                continue
+    result = _regex_fallback(text)
+    return result if result else {"full_text": text}
+
+
+def _literal(item_id: str, ref: dict, key: str, default: str) -> Any:
+    raw = ref.get(key, default)
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise InputError(f"reference field {key!r} is not a Python literal ({type(e).__name__}: {e})",
+                         what=f"item {item_id}", fix="load SGI-IdeaGeneration records unchanged (raw dataset strings)") from e
+
+
+def reference_idea(item: Item) -> dict[str, Any]:
+    """The reference idea in the generated idea's keys (METRICS.md A.2 "Inputs").
+
+    ``Idea`` = core_idea, ``ImplementationSteps`` = literal_eval(implementation_steps),
+    ``ImplementationOrder`` = list(implementation_order), ``Dataset`` = data,
+    ``EvaluationMetrics`` = literal_eval(evaluation_metrics), ``ExpectedOutcome``,
+    plus ``RelatedWork``/``ExistingSolutions`` (literal_eval), ``related_work_test``
+    (raw string, parsed later inside the novelty block), ``keywords`` and the
+    raw context strings.  Raises InputError naming the item and field."""
+    ref = item.reference
+    if not isinstance(ref, dict):
+        raise InputError("reference is not a dict of SGI-IdeaGeneration fields", what=f"item {item.id}",
+                         fix="load the item with the SGI item contract (SGI_ITEMS.md)")
+    out: dict[str, Any] = {k: ref.get(k, "") for k in CONTEXT_FIELDS}
+    out["related_work_test"] = ref.get("related_work_test", "")
+    out["keywords"] = ref.get("keywords", []) or []
+    out["Idea"] = ref.get("core_idea", "")
+    out["RelatedWork"] = _literal(item.id, ref, "related_work", "{}")
+    out["ExistingSolutions"] = _literal(item.id, ref, "existing_solutions", "{}")
+    out["ImplementationSteps"] = _literal(item.id, ref, "implementation_steps", "{}")
+    out["ImplementationOrder"] = list(ref.get("implementation_order", "[]"))
+    out["EvaluationMetrics"] = _literal(item.id, ref, "evaluation_metrics", "{}")
+    out["Dataset"] = ref.get("data", "")
+    out["ExpectedOutcome"] = ref.get("expected_outcome", "")
+    return out
+
+
+def generated_fields(parsed: dict[str, Any]) -> dict[str, Any]:
+    """The six idea fields of a parsed reply with the code's defaults
+    (Idea "", ImplementationSteps {}, ImplementationOrder {}, Dataset "",
+    EvaluationMetrics "", ExpectedOutcome "")."""
+    return {
+        "Idea": parsed.get("Idea", ""),
+        "ImplementationSteps": parsed.get("ImplementationSteps", {}),
+        "ImplementationOrder": parsed.get("ImplementationOrder", {}),
+        "Dataset": parsed.get("Dataset", ""),
+        "EvaluationMetrics": parsed.get("EvaluationMetrics", ""),
+        "ExpectedOutcome": parsed.get("ExpectedOutcome", ""),
+    }
+
+
+# ------------------------------------------------------------------ objective parts
+def _clip10(x: float) -> float:
+    # Python max/min, as the code: min(10, nan) -> 10
+    return float(max(0, min(10, x)))
+
+
+def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tuple[float, dict[str, Any]]:
+    """Effectiveness_obj, 0-10 (METRICS.md A.2, C.1): clip(10 x cos(keywords joined
+    with ", ", idea), 0, 10) with normalised embeddings.  If encoding raises
+    (e.g. ``idea`` is not a string) -> 10 x (fraction of keywords whose
+    ``str(k).lower()`` is a substring of the lowercased idea; "" when the idea is
+    not a string), 0 with no keywords.  Returns (value, details)."""
+    terms = ", ".join(str(t) for t in keywords)
+    try:
+        v = encode([terms, idea])
+        sim = float(cosine_matrix(v[0], v[1])[0, 0])
+        return _clip10(sim * 10), {"path": "embedding", "cosine": sim}
+    except Exception as e:  # noqa: BLE001 - the code's fallback on any encoding error
+        low = idea.lower() if isinstance(idea, str) else ""
+        hits = [t for t in keywords if str(t).lower() in low]
+        rate = len(hits) / len(keywords) if keywords else 0
+        return float(rate * 10), {"path": "keyword_fallback", "hits": [str(h) for h in hits],
+                                  "error": f"{type(e).__name__}: {e}"}
+
+
+def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
+    sims = cosine_matrix(idea_vec, vecs)[0] if len(vecs) else np.array([])
+    with np.errstate(all="ignore"):
+        avg = float(np.mean(sims)) if len(sims) else float("nan")
+    return _clip10((1 - avg) * 10)
+
+
+def novelty_obj(idea: Any, ref: dict[str, Any], encode: Encode) -> tuple[float, dict[str, Any]]:
+    """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2).
+
+    A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of
+    ``ref["RelatedWork"]`` and ``ref["ExistingSolutions"]`` (0 if none);
+    B = the same over "k: v" for the pairs of ``literal_eval(ref["related_work_test"])``
+    (an empty dict gives NaN -> 10, as the code).  Any exception (non-string
+    idea or values, unparsable related_work_test) sets A = B = 0.
+    Returns (value, {"A", "B", ...})."""
+    try:
+        existing = list(ref["RelatedWork"].values()) + list(ref["ExistingSolutions"].values())
+        if existing:
+            v = encode([idea, *existing])
+            a = _mean_distance_score(v[0], v[1:])
+        else:
+            a = 0.0
+        rwt = ast.literal_eval(ref["related_work_test"])
+        snippets = [f"{k}: {val}" for k, val in rwt.items()]
+        v = encode([idea, *snippets])
+        b = _mean_distance_score(v[0], v[1:])
+    except Exception as e:  # noqa: BLE001 - the code zeroes both parts on any error
+        return 0.0, {"A": 0.0, "B": 0.0, "error": f"{type(e).__name__}: {e}"}
+    return 0.5 * a + 0.5 * b, {"A": a, "B": b}
+
+
+def completeness(gen: dict[str, Any]) -> float:
+    """10 x k / 6, k = number of the six idea fields that are not None (A.2)."""
+    k = sum(gen.get(f) is not None for f in IDEA_FIELDS)
+    return 10 * k / 6
+
+
+def length_penalty(idea: Any) -> float:
+    """Length penalty, 0-10 (A.2), L = len(idea): (L-700)/100 if L > 700, (300-L)/100 if
+    L < 300, else 0; capped at 10; 0 for an empty (falsy) idea.
+    Raises TypeError when a truthy idea has no length (e.g. an int)."""
+    if not idea:
+        return 0.0
+    n = len(idea)
+    p = (n - 700) / 100 if n > 700 else (300 - n) / 100 if n < 300 else 0.0
+    return float(min(p, 10.0))
+
+
+_SENT_SPLIT = re.compile(r"[.!?。！？]")
+
+
+def repetition_penalty(idea: Any, encode: Encode) -> float:
+    """Repetition penalty, 0-10 (A.2): split on . ! ? 。 ！ ？, keep stripped segments
+    longer than 10 characters; 0 with fewer than 2 (or a non-string idea);
+    else min(10, max(0, 10 x (mean_{i<j} cos(s_i, s_j) - 0.2))).  Encoding errors give 0."""
+    if not isinstance(idea, str):
+        return 0.0
+    sents = [s.strip() for s in _SENT_SPLIT.split(idea) if len(s.strip()) > 10]
+    if len(sents) < 2:
+        return 0.0
+    try:
+        v = encode(sents)
+        sim = cosine_matrix(v, v)
+        iu = np.triu_indices(len(sents), k=1)
+        avg = float(np.mean(sim[iu]))
+    except Exception:  # noqa: BLE001 - the code returns 0 on errors
+        return 0.0
+    return float(min(max(0, (avg - 0.2) * 10), 10.0))
+
+
+def detailedness_obj(gen: dict[str, Any], encode: Encode) -> tuple[float, dict[str, Any]]:
+    """Detailedness_obj, 0-10 = 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length)
+    (A.2).  Raises TypeError for an idea without a length (evaluator error)."""
+    idea = gen.get("Idea", "")
+    comp = completeness(gen)
+    lp = length_penalty(idea)
+    rp = repetition_penalty(idea, encode)
+    len(idea)  # the code records len(idea) in its details: None/int ideas error out here
+    value = 0.2 * comp + 0.4 * (10 - rp) + 0.4 * (10 - lp)
+    return value, {"completeness": comp, "length_penalty": lp, "repetition_penalty": rp, "length": len(idea)}
+
+
+def _node_text_similarity(g1: nx.DiGraph, g2: nx.DiGraph) -> float:
+    t1 = [g1.nodes[n]["text"] for n in g1.nodes()]
+    t2 = [g2.nodes[n]["text"] for n in g2.nodes()]
+    if not t1 or not t2:
+        return 0.0
+    try:
+        j1, j2 = " ".join(t1), " ".join(t2)
+        if len(j1.strip()) < 3 or len(j2.strip()) < 3:
+            return 0.0
+        w1, w2 = set(j1.lower().split()), set(j2.lower().split())
+        if not w1 or not w2:
+            return 0.0
+        return len(w1 & w2) / len(w1 | w2)
+    except Exception:  # noqa: BLE001 - e.g. non-string step texts: the code returns 0 here
+        return 0.0
+
+
+def _edge_jaccard(g1: nx.DiGraph, g2: nx.DiGraph) -> float:
+    e1, e2 = set(g1.edges()), set(g2.edges())
+    if not e1 and not e2:
+        return 1.0
+    return len(e1 & e2) / len(e1 | e2)
+
+
+def _add_order_edges(order: Any, graph: nx.DiGraph, keys: list[str]) -> bool:
+    added = False
+    if all(o.isdigit() for o in order):
+        nodes = sorted(o for o in order if o in keys)
+        for a, b in zip(nodes, nodes[1:]):
+            graph.add_edge(a, b)
+            added = True
+    else:
+        for o in order:
+            if "-" in o:
+                parts = o.split("-")
+                if len(parts) == 2 and parts[0] in keys and parts[1] in keys:
+                    graph.add_edge(parts[0], parts[1])
+                    added = True
+    return added
+
+
+def graph_similarity(gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA) -> tuple[float, dict[str, Any]]:
+    """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7).
+
+    Nodes: ``str(step key)`` with the step text; edges from the order (all
+    digit strings: chain the valid keys in string-sorted order, "10" before "2";
+    else "a-b" items splitting into exactly two keys); a graph with no edges gets
+    its nodes chained in string-sorted order; if one still has none (single
+    node) the result is the node-text similarity alone.  Result = alpha x edge
+    Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node texts
+    (0 when either joined text is shorter than 3 characters).  Missing or empty
+    steps/order on either side, and any exception, give 0.
+    Returns (value, {"edge", "text", ...})."""
+    for d in (gen, ref):
+        if not all(k in d for k in ("ImplementationSteps", "ImplementationOrder")):
+            return 0.0, {"reason": "missing ImplementationSteps or ImplementationOrder"}
+        if not d["ImplementationSteps"] or not d["ImplementationOrder"]:
+            return 0.0, {"reason": "empty ImplementationSteps or ImplementationOrder"}
+    try:
+        graphs = []
+        for d in (gen, ref):
+            g = nx.DiGraph()
+            for k, v in d["ImplementationSteps"].items():
+                g.add_node(str(k), text=v)
+            if g.number_of_nodes() == 0:
+                return 0.0, {"reason": "no nodes"}
+            keys = [str(k) for k in d["ImplementationSteps"].keys()]
+            if not _add_order_edges(d["ImplementationOrder"], g, keys):
+                nodes = sorted(g.nodes())
+                for a, b in zip(nodes, nodes[1:]):
+                    g.add_edge(a, b)
+            graphs.append(g)
+        g1, g2 = graphs
+        text = _node_text_similarity(g1, g2)
+        if g1.number_of_edges() == 0 or g2.number_of_edges() == 0:
+            return text, {"edge": None, "text": text, "reason": "a graph has no edges: text similarity only"}
+        edge = _edge_jaccard(g1, g2)
+        return alpha * edge + (1 - alpha) * text, {"edge": edge, "text": text}
+    except Exception as e:  # noqa: BLE001 - the code returns 0 on any error
+        return 0.0, {"reason": f"{type(e).__name__}: {e}"}
+
+
+def feasibility_obj(gen: dict[str, Any], ref: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """Feasibility_obj, 0-10 = 10 x :func:`graph_similarity` (alpha 0.6) (A.2)."""
+    sim, det = graph_similarity(gen, ref, ALPHA)
+    return 10 * sim, det
+
+
+# ------------------------------------------------------------------ judged part
+JUDGE_SYSTEM = "You are an expert reviewer of research proposals. " + DATA_NOTICE
+
+JUDGE_TEMPLATE = """You compare TWO research hypotheses, Hypothesis A and Hypothesis B, on five separate dimensions and pick a \
+winner for each one. Ties are NOT allowed: choose A or B for every dimension. Judge only from scientific principles and \
+the background context below.
+
+## Background context
+{context}
+
+## Hypothesis A
+{a}
+
+## Hypothesis B
+{b}
+
+## Dimensions
+1) Effectiveness: which hypothesis is more likely to achieve the stated research objective if implemented with standard \
+practice in the field (mechanistic plausibility, causal logic, addressing the core problem)?
+2) Novelty: which hypothesis is more innovative or original? Compare each idea with the related work and existing \
+solutions in the context; lower similarity to them means greater novelty.
+3) Detailedness: which hypothesis specifies mechanisms, assumptions, experimental steps, variables and dependencies more \
+clearly and completely, so a competent researcher could implement it with little ambiguity?
+4) Feasibility: which hypothesis is more realistic and implementable with current technology?
+5) Overall: weighing all aspects, with emphasis on coherence and scientific grounding, which hypothesis is better?
+
+Judge each dimension on its own. Give one judgment line per dimension followed by 1-3 sentences of reasoning.
+
+## Output format (follow exactly; "Win A" or "Win B" inside the brackets)
+Effectiveness: [Win A/Win B] because ...
+Novelty: [Win A/Win B] because ...
+Detailedness: [Win A/Win B] because ...
+Feasibility: [Win A/Win B] because ...
+Overall: [Win A/Win B] because ...
+"""
+
+
+def format_idea(idea: dict[str, Any]) -> str:
+    """"Field: value" for each of the six idea fields with a truthy value, separated by blank lines (A.2)."""
+    return "\n\n".join(f"{f}: {idea[f]}" for f in IDEA_FIELDS if f in idea and idea[f])
+
+
+def format_context(ref: dict[str, Any]) -> str:
+    """The six raw context strings as "name: value" with truthy values, separated by blank lines (A.2)."""
+    return "\n\n".join(f"{f}: {ref[f]}" for f in CONTEXT_FIELDS if f in ref and ref[f])
+
+
+def judge_prompt(idea_a: str, idea_b: str, context: str) -> str:
+    """The pairwise judge prompt (A.2 "Judged part"); the ideas are wrapped as delimited data."""
+    return JUDGE_TEMPLATE.format(context=as_data(context, "CONTEXT") if context else "(none)",
+                                 a=as_data(idea_a, "HYPOTHESIS_A"), b=as_data(idea_b, "HYPOTHESIS_B"))
+
+
+def _verdict(m: re.Match) -> str:
+    return "win_A" if "WIN A" in re.sub(r"\s+", " ", m.group(1).upper()) else "win_B"
+
+
+def parse_votes(reply: str) -> dict[str, dict[str, str]] | None:
+    """Parse a five-line judge reply (A.2).  Per dimension, case-insensitive, first
+    match in the whole reply: (1) ``Name : [Win A|B]`` (spaces allowed, "Win\\s*A");
+    (2) ``Name : Win A|B`` followed by whitespace; (3) the first "Win A|B" later on
+    the name's line.  Returns {dim: {"judgment": "win_A"|"win_B", "reason"}} for all
+    five dimensions, or None when any dimension fails (the call is retried)."""
+    out: dict[str, dict[str, str]] = {}
+    for dim in DIMENSIONS:
+        name = dim.capitalize()
+        m = (re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", reply, re.IGNORECASE)
+             or re.search(rf"{name}\s*:\s*(Win\s*A|Win\s*B)\s+", reply, re.IGNORECASE)
+             or re.search(rf"{name}[^\n]*?(Win\s*A|Win\s*B)", reply, re.IGNORECASE))
+        if not m:
+            return None
+        r = re.search(rf"{name}\s*:[^\n]*?because\s*([^\n]*)", reply, re.IGNORECASE)
+        out[dim] = {"judgment": _verdict(m), "reason": r.group(1).strip() if r else ""}
+    return out
+
+
+def flip_votes(votes: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Swap win_A and win_B (verdicts from the swapped order, A.2)."""
+    swap = {"win_A": "win_B", "win_B": "win_A"}
+    return {d: {**v, "judgment": swap[v["judgment"]]} for d, v in votes.items()}
+
+
+def decide(g: int, n_judges: int, dim: str) -> str:
+    """"win" / "tie" / "lose" for g votes for the generated idea out of 2N.
+
+    sgieval's generalisation of A.2 (thresholds stated for N = 3): win if
+    g/2N > 1/2 (novelty g/2N > 2/3), lose if g/2N <= 1/3, else tie.  Integer
+    form: win if g > N (novelty 3g > 4N); lose if 3g <= 2N.  N = 3 gives the
+    spec's g > 3 (novelty g > 4) and g <= 2."""
+    win = 3 * g > 4 * n_judges if dim == "novelty" else g > n_judges
+    if win:
+        return "win"
+    if 3 * g <= 2 * n_judges:
+        return "lose"
+    return "tie"
+
+
+async def judge_call(judge: NamedModel, prompt: str, *, swapped: bool,
+                     max_attempts: int = MAX_JUDGE_ATTEMPTS) -> dict[str, Any]:
+    """One (judge, order) call with up to ``max_attempts`` attempts; an unparsable
+    reply is retried with the parse problem shown to the judge.  Returns an
+    evidence dict: tool, judge, order, raw (every reply), attempts, votes
+    (generated-vs-reference orientation: swapped verdicts already flipped; None
+    when no attempt parsed), error, call_failed (True when the model could not
+    be reached)."""
+    msgs: list = [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=prompt)]
+    ev: dict[str, Any] = {"tool": "judge", "judge": judge.name,
+                          "order": "A=generated,B=reference" if swapped else "A=reference,B=generated",
+                          "raw": [], "attempts": 0, "votes": None, "error": None, "call_failed": False}
+    for attempt in range(1, max_attempts + 1):
+        ev["attempts"] = attempt
+        try:
+            out = await ainvoke(judge, msgs)
+        except ModelCallError as e:
+            ev["error"] = f"judge call failed: {e.message}"
+            ev["call_failed"] = True
+            return ev
+        text = message_text(out)
+        ev["raw"].append(text)
+        votes = parse_votes(text)
+        if votes is not None:
+            ev["votes"] = flip_votes(votes) if swapped else votes
+            ev["error"] = None
+            return ev
+        ev["error"] = f"unparsable judge reply after {attempt} attempt(s)"
+        msgs = msgs + [AIMessage(content=text), HumanMessage(
+            content="Your reply could not be parsed: every one of the five lines must read "
+                    "'<Dimension>: [Win A] because ...' or '<Dimension>: [Win B] because ...'. Reply again in that format.")]
+    return ev
+
+
+# ------------------------------------------------------------------ the metric
+class _EncodeCache:
+    """Text -> embedding LRU cache around an embedder (reference texts repeat across target models)."""
+
+    def __init__(self, embed: Callable[[list[str]], Any], maxsize: int = 50_000):
+        self.embed = embed
+        self.maxsize = maxsize
+        self.cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"text {i} is {type(t).__name__}, not str")
+        with self.lock:
+            return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if missing:
+            vecs = np.asarray(self.embed(missing), dtype=np.float32)
+            for t, v in zip(missing, vecs):
+                self.cache[t] = v
+        out = np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+        for t in texts:
+            self.cache.move_to_end(t)
+        while len(self.cache) > self.maxsize:
+            self.cache.popitem(last=False)
+        return out
+
+
+class IdeaGenerationMetric(Metric):
+    """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores).
+
+    Options: ``embedding_model`` ("minilm" default, or "openai:<model>"),
+    ``idea_parser`` ("tolerant" default | "code"), ``judge_attempts`` (5).
+    ``ctx.embedder`` (a callable list[str] -> (n, d) array), when set, is used
+    instead of the named embedder.  Judges come from ``ctx.judges_for(target)``.
+    """
+
+    specs = SPECS
+
+    def __init__(self, options: dict | None = None):
+        opts = dict(options or {})
+        self.embedding_model = opts.get("embedding_model", "minilm")
+        parser = opts.get("idea_parser", "tolerant")
+        if parser not in ("tolerant", "code"):
+            raise InputError(f"unknown idea_parser {parser!r}", what="option idea_parser", fix="use 'tolerant' or 'code'")
+        self.tolerant = parser == "tolerant"
+        self.judge_attempts = int(opts.get("judge_attempts", MAX_JUDGE_ATTEMPTS))
+        self._encoders: dict[int, _EncodeCache] = {}
+
+    def _encoder(self, ctx: ScoringContext) -> _EncodeCache:
+        embed = ctx.embedder if ctx.embedder is not None else get_embedder(self.embedding_model)
+        key = id(embed)
+        if key not in self._encoders:
+            self._encoders[key] = _EncodeCache(embed)
+        return self._encoders[key]
+
+    def _score(self, item: Item, response: Response, name: str, value: float | None, *, status: str = "ok",
+               rationale: str = "", error: str | None = None, details: dict | None = None, judge: str = "objective",
+               evidence: list | None = None) -> Score:
+        return Score(item_id=item.id, model=response.model, metric=name, value=value, status=status,  # type: ignore[arg-type]
+                     rationale=rationale, error=error, details=details or {}, judge=judge, evidence=evidence or [])
+
+    def objective(self, gen: dict[str, Any], ref: dict[str, Any], encode: Encode) -> dict[str, tuple[float, dict]]:
+        """The four objective parts (0-10) with details; raises TypeError when the
+        evaluator would error (e.g. ``Idea`` is null)."""
+        idea = gen["Idea"]
+        return {
+            "effectiveness": effectiveness_obj(idea, ref["keywords"], encode),
+            "novelty": novelty_obj(idea, ref, encode),
+            "detailedness": detailedness_obj(gen, encode),
+            "feasibility": feasibility_obj({"ImplementationSteps": gen["ImplementationSteps"],
+                                            "ImplementationOrder": gen["ImplementationOrder"]}, ref),
+        }
+
+    def _evaluator_error(self, item: Item, response: Response, reason: str) -> list[Score]:
+        out = []
+        for s in self.specs:
+            if s.name == FINAL_SPEC.name:
+                out.append(self._score(item, response, s.name, 0.0, rationale=f"evaluator error, final_score 0 (A.2): {reason}",
+                                       details={"evaluator_error": reason}))
+            else:
+                out.append(self._score(item, response, s.name, None, status="parse_error", error=reason))
+        return out
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        try:
+            ref = reference_idea(item)
+        except InputError as e:
+            return self.failed(item, response, "input_error", str(e))
+        parsed = parse_idea(response.text, tolerant=self.tolerant)
+        if not isinstance(parsed, dict):
+            return self._evaluator_error(item, response, f"the reply parses to a {type(parsed).__name__}, not a JSON object")
+        gen = generated_fields(parsed)
+        encode = self._encoder(ctx)
+        try:
+            obj = await asyncio.to_thread(self.objective, gen, ref, encode)
+        except TypeError as e:
+            return self._evaluator_error(item, response, f"{type(e).__name__}: {e}")
+        parse_note = "full_text only (no field parsed)" if set(parsed) == {"full_text"} else ""
+        scores: dict[str, Score] = {}
+        for d, (value, det) in obj.items():
+            det = {**det, **({"parse": parse_note} if parse_note else {})}
+            scores[OBJ_SPECS[d].name] = self._score(item, response, OBJ_SPECS[d].name, float(value),
+                                                    rationale=f"{d}_obj = {value:.4g} / 10", details=det)
+
+        judges = ctx.judges_for(response.model)
+        results, evidence, reason = await self._judged(ref, gen, judges)
+        if results is None:  # not_run / judge_error
+            status = "not_run" if not judges else "judge_error"
+            for s in [*WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]:
+                scores[s.name] = self._score(item, response, s.name, None, status=status, error=reason,
+                                             judge=",".join(j.name for j in judges) or "none", evidence=evidence)
+        else:
+            jname = ",".join(j.name for j in judges)
+            dims = []
+            for d in SCORED_DIMS:
+                r = results[d]
+                win_value = 100.0 if r["result"] == "win" else 0.0
+                scores[WIN_SPECS[d].name] = self._score(
+                    item, response, WIN_SPECS[d].name, win_value, judge=jname, evidence=evidence, details=r,
+                    rationale=f"{r['result']}: generated idea got {r['generated_votes']} of {r['total_votes']} votes")
+                dim_value = (10 * obj[d][0] + win_value) / 2
+                dims.append(dim_value)
+                scores[DIM_SPECS[d].name] = self._score(
+                    item, response, DIM_SPECS[d].name, dim_value, judge=jname,
+                    rationale=f"(10 x {obj[d][0]:.4g} + {win_value:g}) / 2", details={"obj": obj[d][0], "judged": win_value})
+            final = sum(dims) / 4
+            scores[FINAL_SPEC.name] = self._score(
+                item, response, FINAL_SPEC.name, final, judge=jname, evidence=evidence,
+                rationale="mean of dims " + ", ".join(f"{d}={v:.4g}" for d, v in zip(SCORED_DIMS, dims)),
+                details={"dims": dict(zip(SCORED_DIMS, dims)), "overall": results["overall"]})
+        return [scores[s.name] for s in self.specs]
+
+    async def _judged(self, ref: dict[str, Any], gen: dict[str, Any], judges: list[NamedModel]
+                      ) -> tuple[dict[str, dict] | None, list[dict], str | None]:
+        """(per-dimension results, evidence, None), or (None, evidence, reason) when no judge is
+        configured or a judge could not be reached."""
+        if not judges:
+            return None, [], ("no judge configured: the judged votes, the dims and idea_final_score need a judge (--judge); "
+                           "the objective parts are reported as idea_*_obj")
+        ref_text, gen_text = format_idea(ref), format_idea(gen)
+        context = format_context(ref)
+        normal = judge_prompt(ref_text, gen_text, context)
+        swapped = judge_prompt(gen_text, ref_text, context)
+
+        async def both_orders(j: NamedModel) -> list[dict[str, Any]]:
+            # the two orders of one judge run one after the other (as the code does); judges run concurrently
+            first = await judge_call(j, normal, swapped=False, max_attempts=self.judge_attempts)
+            second = await judge_call(j, swapped, swapped=True, max_attempts=self.judge_attempts)
+            return [first, second]
+
+        evidence = [e for pair in await asyncio.gather(*(both_orders(j) for j in judges)) for e in pair]
+        failed = [e for e in evidence if e["call_failed"]]
+        if failed:
+            return None, evidence, "; ".join(f"{e['judge']} ({e['order']}): {e['error']}" for e in failed)
+        n = len(judges)
+        results: dict[str, dict] = {}
+        for d in DIMENSIONS:
+            g = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_B")
+            o = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_A")
+            results[d] = {"result": decide(g, n, d), "generated_votes": g, "reference_votes": o,
+                          "total_votes": 2 * n, "n_judges": n,
+                          "failed_calls": sum(1 for e in evidence if e["votes"] is None)}
+        return results, evidence, None
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The SGI Idea Generation metrics (one :class:`IdeaGenerationMetric` with 13 specs)."""
+    return [IdeaGenerationMetric(options)]
