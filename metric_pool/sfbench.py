@@ -1,0 +1,428 @@
+"""SFBench predefined metrics (DATASETS.md "SFBench"; METRICS.md D.5, D.7).
+
+A system outputs, per claim, a Likert feasibility score -2 (infeasible) ..
++2 (feasible) and an explanation.  The target's reply is parsed by
+:func:`parse_feasibility_reply`.
+
+Likert metrics (objective, :class:`SFBenchLikert`):
+
+- per item ``sfbench_abs_error`` = |pred - gold| (0-4, lower is better) and
+  ``sfbench_exact`` = 1 if pred == gold else 0;
+- corpus (``item_id`` = :data:`CORPUS`): ``sfbench_qwk`` (primary), quadratic
+  weighted Cohen's kappa over the five labels -2..2
+  (``sklearn.metrics.cohen_kappa_score(weights="quadratic", labels=[-2..2])``,
+  range -1..1); ``sfbench_accuracy`` = mean exact (0-1); ``sfbench_mae`` =
+  mean absolute error (0-4).  Each corpus Score keeps the 5x5 confusion
+  matrix (rows gold -2..2, columns predicted -2..2) in
+  ``details["confusion_matrix"]``.
+
+D.5: a Likert value outside -2..2 is an input error (gold: ``input_error``;
+target reply: ``parse_error``).  Kappa when *both* sides use fewer than two
+distinct labels is undefined and reported as undefined (value None, status
+``not_run``, the reason in ``error``), never 0 or 1; when only one side uses
+a single label, kappa is defined and scikit-learn's value (0 for a constant
+prediction) is reported.
+
+Explanation metrics (judge, :class:`SFBenchExplanation`):
+
+- per item ``sfbench_expl_correctness`` (Sound 5, Mostly Sound 4, Mixed 3,
+  Mostly Unsound 2, Unsound 1) and ``sfbench_expl_completeness`` (Complete 5,
+  Strong 4, Adequate 3, Weak 2, Incomplete 1), judged against the gold
+  explanation; labels matched case-insensitively on the five names (D.5);
+  several judges are averaged;
+- corpus: ``sfbench_expl_correctness_norm`` = sum / (5 k) and
+  ``sfbench_expl_completeness_norm`` likewise over the k judged claims (0.2-1),
+  and ``sfbench_expl_f1`` = their harmonic mean 2 C M / (C + M).
+
+The judge prompt carries the completeness rule of DATASETS.md: an
+explanation of an infeasible claim (gold score < 0) is complete if it gives
+one valid reason; for a non-negative claim (gold score >= 0) it must cover
+every crucial aspect.  No judge configured -> ``not_run`` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import defaultdict
+from typing import Any, Sequence
+
+import numpy as np
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, field_validator
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from ..core import FEASIBILITY, Item, MetricSpec, Response, Score
+from .base import CORPUS, Metric, ScoringContext
+from .judge import as_data, ask_judge, parse_json_object
+
+BENCHMARK = "sfbench"
+LABELS = [-2, -1, 0, 1, 2]
+SRC = 'DATASETS.md "SFBench" (SFBench, JHU APL 2026); METRICS.md D.5, D.7'
+
+CORRECTNESS_LEVELS = {"sound": 5, "mostly sound": 4, "mixed": 3, "mostly unsound": 2, "unsound": 1}
+COMPLETENESS_LEVELS = {"complete": 5, "strong": 4, "adequate": 3, "weak": 2, "incomplete": 1}
+
+KAPPA_UNDEFINED = "kappa undefined: fewer than two distinct labels on both sides"
+
+# ------------------------------------------------------------------------------ specs
+ABS_ERROR = MetricSpec(
+    name="sfbench_abs_error", tasks=[FEASIBILITY], range=(0.0, 4.0), higher_is_better=False, benchmark=BENCHMARK,
+    description="|predicted Likert - gold Likert| per claim (labels -2..2).", source=SRC)
+EXACT = MetricSpec(
+    name="sfbench_exact", tasks=[FEASIBILITY], range=(0.0, 1.0), benchmark=BENCHMARK,
+    description="1 if the predicted Likert score equals the gold score, else 0.", source=SRC)
+QWK = MetricSpec(
+    name="sfbench_qwk", tasks=[FEASIBILITY], range=(-1.0, 1.0), benchmark=BENCHMARK, primary=True,
+    description="Quadratic weighted Cohen's kappa between predicted and gold Likert scores over labels -2..2 "
+                "(corpus level; undefined when both sides use fewer than two distinct labels).", source=SRC)
+ACCURACY = MetricSpec(
+    name="sfbench_accuracy", tasks=[FEASIBILITY], range=(0.0, 1.0), benchmark=BENCHMARK,
+    description="Fraction of claims whose predicted Likert score equals the gold score (corpus level).", source=SRC)
+MAE = MetricSpec(
+    name="sfbench_mae", tasks=[FEASIBILITY], range=(0.0, 4.0), higher_is_better=False, benchmark=BENCHMARK,
+    description="Mean absolute error of the predicted Likert scores (corpus level).", source=SRC)
+CORRECTNESS = MetricSpec(
+    name="sfbench_expl_correctness", tasks=[FEASIBILITY], kind="judge", range=(1.0, 5.0), benchmark=BENCHMARK,
+    description="Explanation correctness judged vs the gold explanation: Sound 5, Mostly Sound 4, Mixed 3, "
+                "Mostly Unsound 2, Unsound 1.", source=SRC)
+COMPLETENESS = MetricSpec(
+    name="sfbench_expl_completeness", tasks=[FEASIBILITY], kind="judge", range=(1.0, 5.0), benchmark=BENCHMARK,
+    description="Explanation completeness judged vs the gold explanation: Complete 5, Strong 4, Adequate 3, Weak 2, "
+                "Incomplete 1 (infeasible claim: one valid reason suffices; non-negative claim: every crucial "
+                "aspect).", source=SRC)
+CORRECTNESS_NORM = MetricSpec(
+    name="sfbench_expl_correctness_norm", tasks=[FEASIBILITY], kind="judge", range=(0.0, 1.0), benchmark=BENCHMARK,
+    description="Sum of correctness levels / (5 k) over the k judged claims (corpus level).", source=SRC)
+COMPLETENESS_NORM = MetricSpec(
+    name="sfbench_expl_completeness_norm", tasks=[FEASIBILITY], kind="judge", range=(0.0, 1.0), benchmark=BENCHMARK,
+    description="Sum of completeness levels / (5 k) over the k judged claims (corpus level).", source=SRC)
+EXPL_F1 = MetricSpec(
+    name="sfbench_expl_f1", tasks=[FEASIBILITY], kind="judge", range=(0.0, 1.0), benchmark=BENCHMARK,
+    description="Explanation F1: harmonic mean of the normalised correctness and completeness (corpus level).",
+    source=SRC)
+
+
+# ---------------------------------------------------------------------------- parsing
+_SCORE_LINE = re.compile(
+    r"^[\s>*_#-]*(?:feasibility(?:\s+score)?|likert(?:\s+score)?|score|rating)[\s*_]*[:=][\s*_]*"
+    r"([+\-\u2212]?\s*\d+(?:\.\d+)?)",
+    re.I | re.M)
+_EXPLANATION_LINE = re.compile(r"^[\s>*_#-]*explanation[\s*_]*[:=][\s*_]*", re.I | re.M)
+_SCORE_KEYS = ("score", "feasibility_score", "feasibility", "likert")
+
+
+def _likert(value: Any, where: str) -> int:
+    """An integer -2..2 from an int, an integral float or a string like "+1".
+    Raises ValueError naming ``where``."""
+    if isinstance(value, bool):
+        raise ValueError(f"{where}: Likert score {value!r} is not a number")
+    if isinstance(value, str):
+        txt = value.strip().replace("\u2212", "-").replace(" ", "")
+        try:
+            value = float(txt)
+        except ValueError:
+            raise ValueError(f"{where}: Likert score {value!r} is not a number") from None
+    if not isinstance(value, (int, float)) or isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: Likert score {value!r} is not a number")
+    if float(value) != int(value):
+        raise ValueError(f"{where}: Likert score {value!r} is not an integer")
+    v = int(value)
+    if v not in LABELS:
+        raise ValueError(f"{where}: Likert score {v} outside -2..2 (METRICS.md D.5)")
+    return v
+
+
+def parse_feasibility_reply(text: str) -> tuple[int, str]:
+    """Parse a target reply into ``(likert score -2..2, explanation)``.
+
+    Accepted forms, tried in order:
+
+    1. a JSON object (code fences and surrounding text allowed) with a
+       ``score`` key (or ``feasibility_score`` / ``feasibility`` / ``likert``)
+       and an optional ``explanation``;
+    2. a line ``Feasibility: +1`` (also ``Feasibility score:``, ``Score:``,
+       ``Likert:``, ``Rating:``; ``=`` allowed; the **last** such line counts);
+       the explanation is the text after an ``Explanation:`` line marker if
+       present, else the reply without the score line, stripped.
+
+    Values may be ints, integral floats ("1.0") or signed strings ("+1").
+    Raises ValueError: no score found, a non-integer, or a value outside
+    -2..2 (METRICS.md D.5).
+    """
+    text = text or ""
+    try:
+        obj = parse_json_object(text)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict):
+        key = next((k for k in _SCORE_KEYS if k in obj), None)
+        if key is None:
+            key = next((k for k in obj if isinstance(k, str) and k.lower() in _SCORE_KEYS), None)
+        if key is not None:
+            expl = obj.get("explanation", obj.get("Explanation", ""))
+            if isinstance(expl, list):
+                expl = "\n".join(str(e) for e in expl)
+            return _likert(obj[key], f"reply field {key!r}"), str(expl or "").strip()
+    matches = list(_SCORE_LINE.finditer(text))
+    if not matches:
+        raise ValueError("no Likert score found in the reply (expected JSON {\"score\": -2..2, \"explanation\": ...} "
+                         "or a line 'Feasibility: +1')")
+    m = matches[-1]
+    score = _likert(m.group(1), "reply line " + repr(m.group(0).strip()))
+    em = list(_EXPLANATION_LINE.finditer(text))
+    if em:
+        expl = text[em[-1].end():]
+        expl = _SCORE_LINE.sub("", expl) if _SCORE_LINE.search(expl) else expl
+    else:
+        line_end = text.find("\n", m.end())
+        expl = text[:m.start()] + ("" if line_end < 0 else text[line_end:])
+    return score, expl.strip()
+
+
+def gold_likert(item: Item) -> int:
+    """The gold Likert score ``item.reference["score"]``; raises ValueError
+    naming the item and field when missing or outside -2..2 (D.5)."""
+    ref = item.reference
+    if not isinstance(ref, dict) or "score" not in ref:
+        raise ValueError(f"item {item.id}: reference has no 'score' field (SFBench items need "
+                         "reference = {\"score\": -2..2, \"explanation\": str})")
+    return _likert(ref["score"], f"item {item.id} field reference.score")
+
+
+# ----------------------------------------------------------------------- Likert metric
+def _corpus_score(model: str, spec: MetricSpec, value: float | None, rationale: str, details: dict,
+                  *, status: str = "ok", error: str | None = None) -> Score:
+    return Score(item_id=CORPUS, model=model, metric=spec.name, value=value, rationale=rationale,
+                 details=details, status=status, error=error)  # type: ignore[arg-type]
+
+
+def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
+    """Quadratic weighted Cohen's kappa over labels -2..2 (scikit-learn), or
+    None when undefined: both sides use fewer than two distinct labels
+    (METRICS.md D.5), or scikit-learn returns NaN."""
+    if len(set(gold)) < 2 and len(set(pred)) < 2:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        k = float(cohen_kappa_score(list(gold), list(pred), weights="quadratic", labels=LABELS))
+    return None if math.isnan(k) else k
+
+
+class SFBenchLikert(Metric):
+    """Likert-score metrics of SFBench (module docstring).  Per item
+    ``sfbench_abs_error`` and ``sfbench_exact`` (details: ``pred``, ``gold``,
+    ``explanation``); :meth:`corpus` gives ``sfbench_qwk``,
+    ``sfbench_accuracy`` and ``sfbench_mae`` (:attr:`corpus_specs`) from the
+    ok per-item scores.  Failed responses keep their status; an unparsable or
+    out-of-range reply is ``parse_error``; a bad gold value ``input_error``.
+    """
+
+    specs = [ABS_ERROR, EXACT]
+    corpus_specs = [QWK, ACCURACY, MAE]
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        try:
+            gold = gold_likert(item)
+        except ValueError as e:
+            return self.failed(item, response, "input_error", str(e))
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        try:
+            pred, expl = parse_feasibility_reply(response.text)
+        except ValueError as e:
+            return self.failed(item, response, "parse_error", str(e))
+        details = {"pred": pred, "gold": gold, "explanation": expl}
+        err = abs(pred - gold)
+        return [
+            Score(item_id=item.id, model=response.model, metric=ABS_ERROR.name, value=float(err),
+                  rationale=f"|{pred} - ({gold})| = {err}", details=details),
+            Score(item_id=item.id, model=response.model, metric=EXACT.name, value=float(pred == gold),
+                  rationale=f"predicted {pred}, gold {gold}", details=details),
+        ]
+
+    def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
+        """Corpus scores per model from the ok ``sfbench_abs_error`` Scores
+        (details ``pred``/``gold``).  A model with no ok score gets ``not_run``
+        Scores saying so."""
+        pairs: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        models = list(dict.fromkeys([r.model for r in responses] + [s.model for s in scores]))
+        for s in scores:
+            if s.metric == ABS_ERROR.name and s.ok and s.item_id != CORPUS:
+                pairs[s.model].append((int(s.details["gold"]), int(s.details["pred"])))
+        out: list[Score] = []
+        for model in models:
+            pp = pairs.get(model, [])
+            if not pp:
+                for spec in self.corpus_specs:
+                    out.append(_corpus_score(model, spec, None, "", {}, status="not_run",
+                                             error="no parsed SFBench predictions for this model"))
+                continue
+            gold = [g for g, _ in pp]
+            pred = [p for _, p in pp]
+            cm = confusion_matrix(gold, pred, labels=LABELS).tolist()
+            details = {"n": len(pp), "labels": LABELS, "confusion_matrix": cm,
+                       "confusion_matrix_axes": "rows gold -2..2, columns predicted -2..2"}
+            k = quadratic_kappa(gold, pred)
+            if k is None:
+                out.append(_corpus_score(model, QWK, None, "", {**details, "undefined": True}, status="not_run",
+                                         error=KAPPA_UNDEFINED))
+            else:
+                out.append(_corpus_score(model, QWK, k, f"quadratic weighted kappa over {len(pp)} claims", details))
+            acc = sum(g == p for g, p in pp) / len(pp)
+            mae = sum(abs(g - p) for g, p in pp) / len(pp)
+            out.append(_corpus_score(model, ACCURACY, acc, f"{sum(g == p for g, p in pp)} of {len(pp)} exact",
+                                     details))
+            out.append(_corpus_score(model, MAE, mae, f"mean |pred - gold| over {len(pp)} claims", details))
+        return out
+
+
+# ------------------------------------------------------------------- explanation judge
+def _level(value: Any, levels: dict[str, int], what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be one of {[k.title() for k in levels]}")
+    key = " ".join(value.replace("_", " ").replace("-", " ").split()).lower()
+    if key not in levels:
+        raise ValueError(f"{what} {value!r} is not one of {[k.title() for k in levels]}")
+    return key
+
+
+class ExplanationVerdict(BaseModel):
+    """Judge reply for one SFBench explanation: ``correctness`` one of Sound,
+    Mostly Sound, Mixed, Mostly Unsound, Unsound; ``completeness`` one of
+    Complete, Strong, Adequate, Weak, Incomplete (case-insensitive, D.5);
+    ``rationale`` a short justification."""
+
+    rationale: str = Field(default="", description="two or three sentences justifying both labels")
+    correctness: str = Field(description="one of: Sound, Mostly Sound, Mixed, Mostly Unsound, Unsound")
+    completeness: str = Field(description="one of: Complete, Strong, Adequate, Weak, Incomplete")
+
+    @field_validator("correctness")
+    @classmethod
+    def _corr(cls, v: Any) -> str:
+        return _level(v, CORRECTNESS_LEVELS, "correctness")
+
+    @field_validator("completeness")
+    @classmethod
+    def _comp(cls, v: Any) -> str:
+        return _level(v, COMPLETENESS_LEVELS, "completeness")
+
+
+JUDGE_SYSTEM = """You grade the explanation a system gave for its feasibility rating of a materials-science claim (SFBench).
+You are given the claim, the expert (gold) feasibility score on the scale -2 (infeasible) .. +2 (feasible) with the expert explanation, and the system's score and explanation.
+
+Grade two things against the expert explanation.
+Correctness of the system's explanation (are its reasons scientifically right and do they support its rating?):
+Sound, Mostly Sound, Mixed, Mostly Unsound, Unsound.
+Completeness of the system's explanation:
+Complete, Strong, Adequate, Weak, Incomplete.
+Completeness rule: {rule}
+
+Use exactly one of the five names for each field."""
+
+RULE_INFEASIBLE = ("this claim is infeasible (gold score {gold}); an explanation of an infeasible claim is Complete "
+                   "if it gives one valid reason why the claim cannot hold.")
+RULE_NON_NEGATIVE = ("this claim is not infeasible (gold score {gold}); an explanation of a non-negative claim must "
+                     "cover every crucial aspect the expert explanation covers to be Complete.")
+
+
+def judge_messages(item: Item, pred: int, explanation: str) -> list:
+    """Messages for the explanation judge (system: scales and the completeness
+    rule for this claim's gold score; human: claim, gold, delimited system output)."""
+    gold = gold_likert(item)
+    ref = item.reference or {}
+    rule = (RULE_INFEASIBLE if gold < 0 else RULE_NON_NEGATIVE).format(gold=f"{gold:+d}")
+    claim = item.metadata.get("question") or item.prompt
+    human = (f"Claim:\n{claim}\n\nExpert feasibility score: {gold:+d}\nExpert explanation:\n"
+             f"{ref.get('explanation', '')}\n\nSystem feasibility score: {pred:+d}\nSystem explanation:\n"
+             f"{as_data(explanation)}")
+    return [SystemMessage(content=JUDGE_SYSTEM.format(rule=rule)), HumanMessage(content=human)]
+
+
+class SFBenchExplanation(Metric):
+    """Explanation correctness and completeness judge (module docstring).
+
+    Per item: each allowed judge (``ctx.judges_for(model)``) is asked once
+    through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse
+    retries); the value is the mean level over the judges that answered
+    (1-5); every raw reply is kept in ``evidence``.  No judge -> ``not_run``;
+    every judge failing -> ``judge_error``; an unparsable target reply ->
+    ``parse_error``.  :meth:`corpus` gives the normalised scores and the F1.
+    """
+
+    specs = [CORRECTNESS, COMPLETENESS]
+    corpus_specs = [CORRECTNESS_NORM, COMPLETENESS_NORM, EXPL_F1]
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        judges = ctx.judges_for(response.model)
+        if not judges:
+            return self.failed(item, response, "not_run",
+                               "no judge configured: SFBench explanation correctness/completeness need a judge model")
+        try:
+            gold_likert(item)
+        except ValueError as e:
+            return self.failed(item, response, "input_error", str(e))
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        try:
+            pred, expl = parse_feasibility_reply(response.text)
+        except ValueError as e:
+            return self.failed(item, response, "parse_error", str(e))
+        if not expl.strip():
+            return self.failed(item, response, "parse_error", "the reply has no explanation to judge")
+        msgs = judge_messages(item, pred, expl)
+        evidence, verdicts, errors = [], {}, []
+        for j in judges:
+            reply = await ask_judge(j, msgs, ExplanationVerdict)
+            evidence.append(reply.evidence())
+            if reply.parsed is None:
+                errors.append(f"{j.name}: {reply.error}")
+            else:
+                verdicts[j.name] = reply.parsed
+        names = ",".join(j.name for j in judges)
+        if not verdicts:
+            return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
+        out = []
+        for spec, field_, levels in ((CORRECTNESS, "correctness", CORRECTNESS_LEVELS),
+                                     (COMPLETENESS, "completeness", COMPLETENESS_LEVELS)):
+            per = {n: levels[getattr(v, field_)] for n, v in verdicts.items()}
+            labels = {n: getattr(v, field_).title() for n, v in verdicts.items()}
+            value = sum(per.values()) / len(per)
+            out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=value,
+                             rationale=" | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items()),
+                             judge=names, evidence=evidence,
+                             details={"labels": labels, "levels": per, "judge_errors": errors}))
+        return out
+
+    def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
+        """Normalised correctness C = sum / (5 k), completeness M likewise,
+        over the k claims with both scores ok, and F1 = 2 C M / (C + M)."""
+        models = list(dict.fromkeys([r.model for r in responses] + [s.model for s in scores]))
+        by: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+        for s in scores:
+            if s.metric in (CORRECTNESS.name, COMPLETENESS.name) and s.ok and s.item_id != CORPUS:
+                by[(s.model, s.item_id)][s.metric] = float(s.value)  # type: ignore[arg-type]
+        out: list[Score] = []
+        for model in models:
+            rows = [v for (m, _), v in by.items() if m == model and len(v) == 2]
+            if not rows:
+                for spec in self.corpus_specs:
+                    out.append(_corpus_score(model, spec, None, "", {}, status="not_run",
+                                             error="no judged SFBench explanations for this model"))
+                continue
+            k = len(rows)
+            c = sum(r[CORRECTNESS.name] for r in rows) / (5 * k)
+            m_ = sum(r[COMPLETENESS.name] for r in rows) / (5 * k)
+            f1 = 2 * c * m_ / (c + m_)
+            details = {"k": k}
+            out.append(_corpus_score(model, CORRECTNESS_NORM, c, f"sum of correctness / (5 x {k})", details))
+            out.append(_corpus_score(model, COMPLETENESS_NORM, m_, f"sum of completeness / (5 x {k})", details))
+            out.append(_corpus_score(model, EXPL_F1, f1, "harmonic mean of normalised correctness and completeness",
+                                     details))
+        return out
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """Predefined SFBench metrics: the Likert metrics and the explanation judge."""
+    return [SFBenchLikert(), SFBenchExplanation()]
