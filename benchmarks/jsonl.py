@@ -1,0 +1,259 @@
+"""Generic JSONL benchmark loader, shared record readers, and the replay format.
+
+Generic JSONL benchmark (issue 2, item 3): one JSON object per line with
+
+========== ======== =====================================================
+field      required meaning
+========== ======== =====================================================
+id         yes      native id (string or integer), unique in the file
+prompt     yes      exactly what the target model sees (string)
+reference  no       gold answer, any JSON value -> ``Item.reference = {"answer": value}``
+task       no       task name (default ``"generic"``)
+discipline no       facet (string, default "")
+direction  no       facet (string, default "")
+type       no       facet (string, default "")
+metadata   no       JSON object copied into ``Item.metadata``
+========== ======== =====================================================
+
+Any other field is an input error (put extra data under ``metadata``).  Items
+get ``benchmark = "jsonl:<file stem>"`` and ``id = "<benchmark>/<id>"``
+(SGI_ITEMS.md).  A record without ``reference`` has ``Item.reference = None``.
+
+Replay files (stored responses, served by ``replay:<name or path>`` models):
+one JSON object per line, ``{"item_id": str, "text": str}`` plus an optional
+``"model": str``.  ``item_id`` is the full ``Item.id`` (e.g.
+``"sgi-bench/SGI_IdeaGeneration_9001"``) and ``text`` the raw reply exactly as
+the target would have returned it.  The model name is the ``model`` field when
+present, otherwise the file stem (``responses/fixture-model-a.jsonl`` ->
+``fixture-model-a``).  Example fixtures: ``tests/fixtures/sgi/responses/``.
+
+Shared helpers used by the SGI-Bench and SFBench loaders: :func:`iter_records`
+reads JSONL / JSON-list / parquet files and yields ``(location, record)``
+pairs whose location names the file and the 1-based line, record or row;
+:func:`input_error_from_validation` turns a pydantic ``ValidationError`` into
+one :class:`~sgieval.core.InputError` naming file, line, field and fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..core import GENERIC, DataNotFoundError, InputError, Item
+
+__all__ = ["load_jsonl", "iter_records", "input_error_from_validation", "GenericRecord"]
+
+
+# ------------------------------------------------------------------ record reading
+def _plain(value: Any) -> Any:
+    """Convert numpy / pyarrow scalars (e.g. float16 ``runtime``) to Python values."""
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return _plain(tolist())
+    return value
+
+
+def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[str, dict]]:
+    """Yield ``(location, record)`` for every record of a data file.
+
+    Formats by suffix: ``.jsonl`` (one JSON object per line, blank lines
+    skipped; location ``"<path> line N"``), ``.json`` (a JSON list of
+    objects; location ``"<path> record N"``), ``.parquet`` (one row per record
+    via pyarrow; location ``"<path> row N"``).  N counts from 1.
+
+    Raises :class:`DataNotFoundError` for a missing file and
+    :class:`InputError` for an unreadable file, a bad JSON line or a
+    non-object record, naming the file, the line and the fix.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataNotFoundError(f"no such {kind} file", what=str(p),
+                                fix="check the path, or pass --data-dir <folder holding the files>")
+    suffix = p.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            rows = pq.read_table(p).to_pylist()
+        except Exception as e:  # pyarrow raises several error types for a bad file
+            raise InputError(f"cannot read parquet: {str(e).splitlines()[0]}", what=str(p),
+                             fix="re-download the file, or convert it to JSONL with one record per line") from e
+        for n, row in enumerate(rows, 1):
+            yield f"{p} row {n}", _plain(row)
+        return
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read file: {e}", what=str(p), fix="save the file as UTF-8 text") from e
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", what=str(p),
+                             fix="write a JSON list of objects, or one JSON object per line in a .jsonl file") from e
+        if isinstance(data, dict):
+            data = [data]
+        if not isinstance(data, list):
+            raise InputError(f"top-level JSON value is a {type(data).__name__}, expected a list of objects",
+                             what=str(p), fix="write a JSON list of objects ([{...}, {...}])")
+        for n, rec in enumerate(data, 1):
+            where = f"{p} record {n}"
+            if not isinstance(rec, dict):
+                raise InputError(f"{kind} is a {type(rec).__name__}, expected a JSON object", what=where,
+                                 fix="make every element of the list a JSON object {...}")
+            yield where, rec
+        return
+    # JSONL (any other suffix is read as JSONL)
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{p} line {n}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"is not valid JSON: {e.msg} (column {e.colno})", what=where,
+                             fix="write exactly one complete JSON object per line (JSONL)") from e
+        if not isinstance(rec, dict):
+            raise InputError(f"{kind} is a {type(rec).__name__}, expected a JSON object", what=where,
+                             fix="write exactly one JSON object {...} per line (JSONL)")
+        yield where, rec
+
+
+def _type_phrase(model: type[BaseModel], field: str) -> str:
+    info = model.model_fields.get(field)
+    if info is None:
+        return "the documented type"
+    desc = info.description
+    if desc:
+        return desc
+    ann = info.annotation
+    names = {str: "a string", int: "an integer", float: "a number", dict: "a JSON object",
+             list[str]: "a list of strings"}
+    return names.get(ann, f"{getattr(ann, '__name__', str(ann))}")
+
+
+def input_error_from_validation(err: ValidationError, *, where: str, model: type[BaseModel], label: str,
+                                schema_ref: str, hint: Callable[[str], str | None] | None = None) -> InputError:
+    """One-line :class:`InputError` for the first problem in ``err``.
+
+    ``where`` names the file and line/row, ``label`` the record (e.g.
+    ``"SGI-Bench deep_research record 'SGI_DeepResearch_0001'"``),
+    ``schema_ref`` the document defining the schema (quoted in the fix).
+    ``hint(field)`` may return a field-specific fix.
+    Message shape: ``"<where>: <label>: field 'answer' is missing. Fix: ..."``.
+    """
+    errors = err.errors()
+    e = errors[0]
+    loc = [str(x) for x in e.get("loc", ())]
+    field = loc[0] if loc else ""
+    path = ".".join(loc)
+    more = f" (and {len(errors) - 1} more problem(s) in this record)" if len(errors) > 1 else ""
+    text = e.get("msg", "invalid value")
+    if text.startswith("Value error, "):
+        text = text[len("Value error, "):]
+    if not loc:  # a whole-record check (model validator)
+        msg = f"{label}: {text}{more}"
+    elif e.get("type") == "missing":
+        msg = f"{label}: field '{path}' is missing{more}"
+    elif e.get("type") == "extra_forbidden":
+        msg = f"{label}: unknown field '{path}'{more}"
+    else:
+        got = e.get("input")
+        got_s = repr(got)
+        if len(got_s) > 60:
+            got_s = got_s[:57] + "..."
+        msg = f"{label}: field '{path}': {text[0].lower() + text[1:]} (got {got_s}){more}"
+    fix = hint(field) if hint else None
+    if fix is None:
+        if not field:
+            fix = f"correct the record ({schema_ref})"
+        elif e.get("type") == "extra_forbidden":
+            fix = f"remove the field '{field}' or move it under 'metadata' ({schema_ref})"
+        else:
+            fix = f"give every record the field '{field}' as {_type_phrase(model, field)} ({schema_ref})"
+    return InputError(msg, what=where, fix=fix)
+
+
+# ----------------------------------------------------------------- generic JSONL
+class GenericRecord(BaseModel):
+    """One record of a generic JSONL benchmark (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="a string or integer, unique in the file")
+    prompt: str = Field(min_length=1, description="a non-empty string (the text the target model sees)")
+    reference: Any = None
+    task: str = Field(default=GENERIC, min_length=1, description="a non-empty string such as \"generic\"")
+    discipline: str = Field(default="", description="a string")
+    direction: str = Field(default="", description="a string")
+    type: str = Field(default="", description="a string")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="a JSON object")
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int):
+            return str(v)
+        if isinstance(v, str) and not v.strip():
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("discipline", "direction", "type", mode="before")
+    @classmethod
+    def _facet(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
+def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
+    """Load a generic JSONL benchmark into Items (field table in the module docstring).
+
+    ``benchmark`` defaults to ``"jsonl:<file stem>"``; ``Item.id`` is
+    ``"<benchmark>/<id>"``; ``reference`` becomes ``{"answer": reference}``
+    (None when the record has none); ``metadata`` gets the record's
+    ``metadata`` plus ``source`` (the file) and ``native_id``, and
+    ``metadata["question"]`` = the prompt unless the record's metadata sets it.
+
+    Raises :class:`DataNotFoundError` when the file does not exist and
+    :class:`InputError` naming ``<file> line N``, the field and the fix for a
+    bad JSON line, a missing/ill-typed/unknown field, a duplicate id or an
+    empty file.
+    """
+    p = Path(path)
+    bench = benchmark or f"jsonl:{p.stem}"
+    items: list[Item] = []
+    seen: dict[str, str] = {}
+    for where, rec in iter_records(p, kind="JSONL record"):
+        try:
+            r = GenericRecord.model_validate(rec)
+        except ValidationError as e:
+            rid = rec.get("id")
+            label = f"JSONL record {rid!r}" if rid is not None else "JSONL record"
+            raise input_error_from_validation(e, where=where, model=GenericRecord, label=label,
+                                              schema_ref="generic JSONL format: id, prompt required") from None
+        if r.id in seen:
+            raise InputError(f"duplicate id {r.id!r} (first at {seen[r.id]})", what=where,
+                             fix="give every record a unique 'id'")
+        seen[r.id] = where
+        items.append(Item(
+            id=f"{bench}/{r.id}", benchmark=bench, task=r.task, discipline=r.discipline,
+            direction=r.direction, type=r.type, prompt=r.prompt,
+            reference=None if "reference" not in rec else {"answer": r.reference},
+            metadata={"question": r.prompt, **r.metadata, "source": str(p), "native_id": r.id},
+        ))
+    if not items:
+        raise InputError("contains no records", what=str(p), fix="write one JSON object per line with at least 'id' and 'prompt'")
+    return items

@@ -1,0 +1,208 @@
+"""SFBench loader: materials-science feasibility claims as Items.
+
+Source: "SFBench: The SciFy Scientific Feasibility Benchmark" (JHU APL, 2026),
+format in ``shared/specs/DATASETS.md`` "SFBench".  The data is not available
+on this machine; the canonical record fields here are
+
+================== ==========================================================
+field              meaning
+================== ==========================================================
+``id``             claim id (string or integer)
+``claim``          the claim text
+``score``          gold feasibility, integer Likert -2 (infeasible) .. 2 (feasible)
+``explanation``    gold explanation (string; a list of bullet strings is joined with newlines)
+``subdomain``      one of the four materials-science subdomains
+``assessment_date`` date before which all information must have been available (string, e.g. "2024-06-01")
+================== ==========================================================
+
+Field-name mapping.  The SFBench repository's own column names could not be
+checked from here, so these spellings are also accepted (matched after
+lower-casing and removing spaces, ``-`` and ``_``; the first alias present
+wins, canonical name first):
+
+- ``id``: ``claim_id``, ``idx``, ``claim_idx``
+- ``claim``: ``claim_text``, ``statement``, ``text``
+- ``score``: ``feasibility``, ``feasibility_score``, ``likert``, ``likert_score``, ``label``, ``rating``, ``gold_score``
+- ``explanation``: ``rationale``, ``justification``, ``gold_explanation``
+- ``subdomain``: ``sub_domain``, ``domain``, ``category``
+- ``assessment_date``: ``date``, ``assessed_on``, ``cutoff_date``, ``knowledge_cutoff``
+
+Item mapping (SGI_ITEMS.md): ``id = "sfbench/<id>"``, ``task = "feasibility"``,
+``discipline = "materials science"``, ``direction`` = subdomain,
+``reference = {"score": int -2..2, "explanation": str}``,
+``metadata = {"question": claim, "assessment_date": ..., "source": file}``; the
+prompt is :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
+
+METRICS.md D.5: a Likert value outside -2..2 is an input error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core import FEASIBILITY, InputError, Item
+from . import prompts
+from .jsonl import iter_records
+
+__all__ = ["BENCHMARK", "DISCIPLINE", "FIELD_ALIASES", "LIKERT_LEVELS", "load_sfbench", "parse_feasibility_reply"]
+
+BENCHMARK = "sfbench"
+DISCIPLINE = "materials science"
+LIKERT_LEVELS = (-2, -1, 0, 1, 2)
+"""The five feasibility labels, -2 infeasible .. 2 feasible (DATASETS.md)."""
+
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "id": ("id", "claim_id", "idx", "claim_idx"),
+    "claim": ("claim", "claim_text", "statement", "text"),
+    "score": ("score", "feasibility", "feasibility_score", "likert", "likert_score", "label", "rating", "gold_score"),
+    "explanation": ("explanation", "rationale", "justification", "gold_explanation"),
+    "subdomain": ("subdomain", "sub_domain", "domain", "category"),
+    "assessment_date": ("assessment_date", "date", "assessed_on", "cutoff_date", "knowledge_cutoff"),
+}
+"""Canonical field -> accepted spellings (module docstring)."""
+
+_FIX = {
+    "id": "give every claim a unique 'id' (string or integer)",
+    "claim": "give every record the claim text in 'claim' (a non-empty string)",
+    "score": "set 'score' to an integer from -2 (infeasible) to 2 (feasible) (METRICS.md D.5)",
+    "explanation": "give every record the gold explanation in 'explanation' (a string or a list of strings)",
+    "subdomain": "give every record its materials-science 'subdomain' (a string)",
+    "assessment_date": "give every record its 'assessment_date' (a string such as \"2024-06-01\")",
+}
+
+
+def _norm(key: str) -> str:
+    return re.sub(r"[\s_\-]", "", str(key).lower())
+
+
+def _pick(rec: dict, field: str) -> tuple[bool, Any, str]:
+    """(found, value, key used) for a canonical field, trying its aliases."""
+    by_norm = {_norm(k): k for k in rec}
+    for alias in FIELD_ALIASES[field]:
+        k = by_norm.get(_norm(alias))
+        if k is not None:
+            return True, rec[k], k
+    return False, None, field
+
+
+def _likert(value: Any) -> int:
+    """Integer Likert value from an int, an integral float or a string like "+2"; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError("is a boolean")
+    if isinstance(value, int):
+        v = value
+    elif isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("is not an integer")
+        v = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", value):
+        v = int(float(value))
+    else:
+        raise ValueError("is not an integer")
+    return v
+
+
+def load_sfbench(path: str | Path) -> list[Item]:
+    """Load SFBench claims from a JSON list (``.json``) or JSONL file.
+
+    Returns one Item per claim, in file order (mapping in the module
+    docstring).  Raises :class:`~sgieval.core.DataNotFoundError` for a missing
+    file and :class:`~sgieval.core.InputError` naming the file, the record
+    (``line N`` for JSONL, ``record N`` for a JSON list), the field and the fix
+    for: a missing field, a non-string text field, a score that is not an
+    integer or lies outside -2..2 (METRICS.md D.5), a duplicate id, or an
+    empty file.
+    """
+    p = Path(path)
+    items: list[Item] = []
+    seen: dict[str, str] = {}
+    for where, rec in iter_records(p, kind="SFBench claim"):
+        vals: dict[str, Any] = {}
+        keys: dict[str, str] = {}
+        for field in FIELD_ALIASES:
+            found, value, key = _pick(rec, field)
+            if not found or value is None:
+                raise InputError(f"SFBench claim: field '{field}' is missing", what=where, fix=_FIX[field])
+            vals[field], keys[field] = value, key
+        cid = vals["id"]
+        if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
+            raise InputError(f"SFBench claim: field '{keys['id']}' must be a non-empty string or integer (got {cid!r})",
+                             what=where, fix=_FIX["id"])
+        cid = str(cid).strip()
+        label = f"SFBench claim {cid!r}"
+        try:
+            score = _likert(vals["score"])
+        except ValueError as e:
+            raise InputError(f"{label}: field '{keys['score']}' {e} (got {vals['score']!r})", what=where,
+                             fix=_FIX["score"]) from None
+        if score not in LIKERT_LEVELS:
+            raise InputError(f"{label}: field '{keys['score']}' = {score} is outside the Likert scale -2..2",
+                             what=where, fix=_FIX["score"])
+        expl = vals["explanation"]
+        if isinstance(expl, list) and all(isinstance(x, str) for x in expl):
+            expl = "\n".join(expl)
+        for field in ("claim", "subdomain", "assessment_date"):
+            v = vals[field]
+            if not isinstance(v, str) or not v.strip():
+                raise InputError(f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})",
+                                 what=where, fix=_FIX[field])
+        if not isinstance(expl, str):
+            raise InputError(f"{label}: field '{keys['explanation']}' must be a string or a list of strings "
+                             f"(got {type(expl).__name__})", what=where, fix=_FIX["explanation"])
+        if cid in seen:
+            raise InputError(f"{label}: duplicate id (first at {seen[cid]})", what=where, fix=_FIX["id"])
+        seen[cid] = where
+        claim, date = vals["claim"].strip(), vals["assessment_date"].strip()
+        items.append(Item(
+            id=f"{BENCHMARK}/{cid}", benchmark=BENCHMARK, task=FEASIBILITY, discipline=DISCIPLINE,
+            direction=vals["subdomain"].strip(), type="", prompt=prompts.sfbench_prompt(claim, date),
+            reference={"score": score, "explanation": expl},
+            metadata={"question": claim, "assessment_date": date, "source": str(p), "native_id": cid},
+        ))
+    if not items:
+        raise InputError("contains no claims", what=str(p),
+                         fix="write a JSON list of claim objects or one claim object per line (JSONL)")
+    return items
+
+
+_SCORE_RE = re.compile(r"[\"']?score[\"']?\s*[:=]\s*[\"']?([+-]?\d+)", re.IGNORECASE)
+
+
+def parse_feasibility_reply(text: str) -> tuple[int | None, str]:
+    """Parse a target reply to the SFBench prompt into ``(score, explanation)``.
+
+    Tries, in order: the last JSON object in the reply (``{"score": int,
+    "explanation": str}``, repaired with ``json_repair``), then the last
+    ``score: <int>`` occurrence with the whole reply as explanation.  The
+    score is None when none is found or it lies outside -2..2 (a parse
+    failure, not a label); the explanation is "" when absent.
+    """
+    import json_repair
+
+    text = text or ""
+    for m in reversed(list(re.finditer(r"\{", text))):
+        chunk = text[m.start(): text.rfind("}") + 1]
+        if not chunk:
+            continue
+        try:
+            obj = json_repair.loads(chunk)
+        except Exception:  # json_repair rarely raises; treat as no object
+            continue
+        if isinstance(obj, dict) and any(_norm(k) == "score" for k in obj):
+            raw = next(v for k, v in obj.items() if _norm(k) == "score")
+            expl = next((v for k, v in obj.items() if _norm(k) == "explanation"), "")
+            try:
+                s = _likert(raw)
+            except ValueError:
+                s = None
+            if s not in LIKERT_LEVELS:
+                s = None
+            return s, expl if isinstance(expl, str) else json.dumps(expl)
+    hits = _SCORE_RE.findall(text)
+    if hits:
+        s = int(hits[-1])
+        return (s if s in LIKERT_LEVELS else None), text.strip()
+    return None, text.strip()

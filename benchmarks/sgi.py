@@ -1,0 +1,503 @@
+"""SGI-Bench loader: the five tasks as :class:`~sgieval.core.Item` records.
+
+Schema: ``shared/specs/DATASETS.md`` "SGI-Bench" (field names and types are
+validated exactly, one pydantic model per task); Item mapping:
+``helper/SGI_ITEMS.md``; prompts: :mod:`sgieval.benchmarks.prompts`
+(METRICS.md A.1-A.5).
+
+Sources (``load_sgi_bench(source=...)``):
+
+- a **folder** with one file per task, named after the task constant or the
+  HuggingFace dataset: ``deep_research.jsonl`` / ``SGI-DeepResearch.parquet``,
+  ``idea_generation`` / ``SGI-IdeaGeneration``, ``dry_experiment`` /
+  ``SGI-DryExperiment``, ``wet_experiment`` / ``SGI-WetExperiment``,
+  ``experimental_reasoning`` / ``SGI-Reasoning`` (suffix ``.jsonl``,
+  ``.parquet`` or ``.json``).  A sub-folder named like that (e.g. a hub
+  snapshot ``SGI-DeepResearch/data/test-00000-of-00001.parquet``) also works,
+  as does a ``sgi-bench/`` sub-folder holding these files;
+- a **single file**; its task comes from the file name, else from the
+  ``idx`` prefix of its first record (``SGI_DeepResearch_0000``);
+- ``None``: the HuggingFace hub through ``datasets.load_dataset(
+  "InternScience/SGI-<Task>", split="test")``.  The hub is probed first with a
+  short HTTP request (``hub_timeout_s``, default 3 s; ``HF_HUB_OFFLINE=1``
+  skips the probe), so offline the call fails within seconds with
+  :class:`HubUnavailableError` saying how to point at local files.
+
+Images (experimental_reasoning ``images`` / ``step_images``): parquet gives
+``{"bytes", "path"}`` dicts, ``datasets`` gives PIL images, JSONL gives base64
+strings (optionally ``data:image/...;base64,`` URIs).  All become base64 PNG
+strings (non-PNG images are re-encoded with Pillow).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..core import (
+    DEEP_RESEARCH,
+    DRY_EXPERIMENT,
+    EXPERIMENTAL_REASONING,
+    IDEA_GENERATION,
+    SGI_TASKS,
+    WET_EXPERIMENT,
+    DataNotFoundError,
+    InputError,
+    Item,
+    OfflineError,
+)
+from . import prompts
+from .jsonl import input_error_from_validation, iter_records
+
+__all__ = [
+    "BENCHMARK", "HUB_DATASETS", "FILE_NAMES", "HubUnavailableError", "load_sgi_bench", "task_of_name",
+    "record_to_item", "RECORD_MODELS",
+]
+
+BENCHMARK = "sgi-bench"
+
+HUB_DATASETS: dict[str, str] = {
+    DEEP_RESEARCH: "InternScience/SGI-DeepResearch",
+    IDEA_GENERATION: "InternScience/SGI-IdeaGeneration",
+    DRY_EXPERIMENT: "InternScience/SGI-DryExperiment",
+    WET_EXPERIMENT: "InternScience/SGI-WetExperiment",
+    EXPERIMENTAL_REASONING: "InternScience/SGI-Reasoning",
+}
+"""Task -> HuggingFace dataset name (DATASETS.md; split ``test``)."""
+
+FILE_NAMES: dict[str, tuple[str, ...]] = {
+    t: (t, HUB_DATASETS[t].split("/", 1)[1]) for t in SGI_TASKS
+}
+"""Task -> accepted file stems (task constant, HF dataset name)."""
+
+DATA_SUFFIXES = (".jsonl", ".parquet", ".json")
+SCHEMA_REF = "DATASETS.md, SGI-Bench {task}"
+_FIX_DATA_DIR = ("put the SGI-Bench files in one folder (deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, "
+                 "wet_experiment.jsonl, experimental_reasoning.jsonl, or .parquet; schema in DATASETS.md) and pass "
+                 "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)")
+
+
+class HubUnavailableError(OfflineError, DataNotFoundError):
+    """The HuggingFace hub cannot be reached (or the download failed) and no
+    local files were given.  Both an :class:`OfflineError` and a
+    :class:`DataNotFoundError` (an :class:`InputError`), CLI exit code 2."""
+
+
+# --------------------------------------------------------------------- names
+def _norm(name: str) -> str:
+    s = re.sub(r"[^a-z0-9]", "", name.lower())
+    return s[3:] if s.startswith("sgi") else s
+
+
+_NAME_TO_TASK: dict[str, str] = {}
+for _t, _names in FILE_NAMES.items():
+    for _n in _names:
+        _NAME_TO_TASK[_norm(_n)] = _t
+_NAME_TO_TASK["experimentalreasoning"] = EXPERIMENTAL_REASONING
+_NAME_TO_TASK["reasoning"] = EXPERIMENTAL_REASONING
+
+
+def task_of_name(name: str) -> str | None:
+    """The SGI task a file/folder stem or ``idx`` prefix names, else None.
+
+    Case, ``-``/``_`` and a leading ``SGI`` are ignored:
+    ``"SGI-DeepResearch"``, ``"deep_research"`` and ``"SGI_DeepResearch"``
+    all give ``"deep_research"``; ``"SGI-Reasoning"`` gives
+    ``"experimental_reasoning"``."""
+    return _NAME_TO_TASK.get(_norm(name))
+
+
+# ------------------------------------------------------------------- images
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_b64_from_bytes(data: bytes) -> str:
+    if not data.startswith(_PNG_MAGIC):
+        try:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(data)) as im:
+                buf = io.BytesIO()
+                im.save(buf, format="PNG")
+                data = buf.getvalue()
+        except Exception as e:
+            raise ValueError(f"is not a decodable image ({type(e).__name__})") from e
+    return base64.b64encode(data).decode("ascii")
+
+
+def to_png_base64(image: Any) -> str:
+    """One image as a base64 PNG string.
+
+    Accepts a base64 string (or ``data:image/...;base64,`` URI), raw bytes, a
+    ``{"bytes": ..., "path": ...}`` dict (parquet / ``datasets`` storage) or a
+    PIL image.  Raises ValueError for anything that is not a decodable image."""
+    if isinstance(image, str):
+        s = image.strip()
+        if s.startswith("data:"):
+            s = s.split(",", 1)[1] if "," in s else ""
+        try:
+            raw = base64.b64decode(s, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise ValueError("is not valid base64") from e
+        if not raw:
+            raise ValueError("is an empty image string")
+        return s if raw.startswith(_PNG_MAGIC) else _png_b64_from_bytes(raw)
+    if isinstance(image, (bytes, bytearray)):
+        return _png_b64_from_bytes(bytes(image))
+    if isinstance(image, dict):
+        data = image.get("bytes")
+        if data:
+            return _png_b64_from_bytes(bytes(data))
+        path = image.get("path")
+        if path and Path(path).is_file():
+            return _png_b64_from_bytes(Path(path).read_bytes())
+        raise ValueError("is an image dict without bytes or a readable path")
+    if hasattr(image, "save") and hasattr(image, "mode"):  # PIL.Image.Image
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
+        return base64.b64encode(buf.getvalue()).decode("ascii")
+    raise ValueError(f"is a {type(image).__name__}, expected a base64 PNG string or an image")
+
+
+# ------------------------------------------------------------ record schemas
+class _SgiRecord(BaseModel):
+    """Fields common to all SGI-Bench tasks.  Unknown extra columns are ignored;
+    ``discipline``/``direction`` may be absent or null ("")."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    idx: str = Field(min_length=1, description="a non-empty string such as 'SGI_DeepResearch_0000'")
+    question: str = Field(min_length=1, description="a non-empty string")
+    discipline: str = Field(default="", description="a string (one of the SGI-Bench disciplines)")
+    direction: str = Field(default="", description="a string (research direction slug)")
+
+    @field_validator("discipline", "direction", mode="before")
+    @classmethod
+    def _none_facet(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
+class DeepResearchRecord(_SgiRecord):
+    """DATASETS.md ``deep_research`` row."""
+
+    steps: list[str] = Field(description="a list of strings (reference reasoning steps)")
+    answer: str = Field(description="a string (numeric answers stored as strings, e.g. \"0.25\")")
+    type: str = Field(default="", description="a string (Data / Properties / Micro-Experiments / Macro-Experiments)")
+
+
+class IdeaGenerationRecord(_SgiRecord):
+    """DATASETS.md ``idea_generation`` row (stringified dicts stay raw strings)."""
+
+    related_work: str = Field(description="a string holding a Python-literal dict")
+    challenge: str = Field(description="a string")
+    limitation: str = Field(description="a string")
+    motivation: str = Field(description="a string")
+    task_objective: str = Field(description="a string")
+    existing_solutions: str = Field(description="a string holding a Python-literal dict")
+    keywords: list[str] = Field(description="a list of strings (3-5 expert keywords)")
+    core_idea: str = Field(description="a string")
+    implementation_steps: str = Field(description="a string holding a Python-literal dict step_id -> text")
+    implementation_order: list[str] = Field(description="a list of strings (edges like '1-2')")
+    data: str = Field(description="a string")
+    evaluation_metrics: str = Field(description="a string holding a Python-literal dict")
+    expected_outcome: str = Field(description="a string")
+    related_work_test: str = Field(description="a string holding a Python-literal dict")
+
+
+class DryExperimentRecord(_SgiRecord):
+    """DATASETS.md ``dry_experiment`` row (five unit tests, i = 0..4)."""
+
+    data_code: str = Field(description="a string (python)")
+    main_code: str = Field(description="a string (complete reference python)")
+    incomplete_main_code: str = Field(description="a string (python with masked functions)")
+    incomplete_functions: list[str] = Field(min_length=1, description="a non-empty list of function names")
+    unit_test_0_data: str = Field(description="a string (python that generates test data)")
+    unit_test_0_output: str = Field(description="a string (expected stdout)")
+    unit_test_1_data: str = Field(description="a string (python that generates test data)")
+    unit_test_1_output: str = Field(description="a string (expected stdout)")
+    unit_test_2_data: str = Field(description="a string (python that generates test data)")
+    unit_test_2_output: str = Field(description="a string (expected stdout)")
+    unit_test_3_data: str = Field(description="a string (python that generates test data)")
+    unit_test_3_output: str = Field(description="a string (expected stdout)")
+    unit_test_4_data: str = Field(description="a string (python that generates test data)")
+    unit_test_4_output: str = Field(description="a string (expected stdout)")
+    function_type: str = Field(default="", description="a string (masked-function type, paper Table 2)")
+    runtime: float | None = Field(default=None, description="a number (reference runtime in seconds) or null")
+
+
+class WetExperimentRecord(_SgiRecord):
+    """DATASETS.md ``wet_experiment`` row."""
+
+    action_pool: str = Field(min_length=1, description="a non-empty string (the atomic actions)")
+    answer: str = Field(min_length=1, description="a non-empty string (reference protocol, 'var = <Action>(...)' lines)")
+
+
+class ExperimentalReasoningRecord(_SgiRecord):
+    """DATASETS.md ``experimental_reasoning`` row; images normalised to base64 PNG."""
+
+    images: list[str] = Field(min_length=1, description="a non-empty list of images (base64 PNG strings or {'bytes','path'} dicts)")
+    options: list[str] = Field(min_length=2, description="a list of at least two option strings")
+    steps: list[str] = Field(description="a list of strings (reference reasoning steps)")
+    step_images: list[str] = Field(default_factory=list, description="a list of images (base64 PNG strings or {'bytes','path'} dicts)")
+    answer: int = Field(description="an integer: the 0-based index of the correct option")
+    image_type: str = Field(default="", description="a string (process, observation, experiment, simulation, visualization)")
+    type: str = Field(default="", description="a string (reasoning type)")
+
+    @field_validator("images", "step_images", mode="before")
+    @classmethod
+    def _images(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if not isinstance(v, (list, tuple)):
+            return v
+        out = []
+        for i, im in enumerate(v):
+            try:
+                out.append(to_png_base64(im))
+            except ValueError as e:
+                raise ValueError(f"element {i} {e}") from None
+        return out
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _no_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError("must be an integer option index, not a boolean")
+        return v
+
+    @model_validator(mode="after")
+    def _answer_in_range(self) -> "ExperimentalReasoningRecord":
+        if not 0 <= self.answer < len(self.options):
+            raise ValueError(f"answer index {self.answer} is outside the {len(self.options)} options (0..{len(self.options) - 1})")
+        return self
+
+
+RECORD_MODELS: dict[str, type[_SgiRecord]] = {
+    DEEP_RESEARCH: DeepResearchRecord,
+    IDEA_GENERATION: IdeaGenerationRecord,
+    DRY_EXPERIMENT: DryExperimentRecord,
+    WET_EXPERIMENT: WetExperimentRecord,
+    EXPERIMENTAL_REASONING: ExperimentalReasoningRecord,
+}
+"""Task -> pydantic model validating one dataset row (DATASETS.md)."""
+
+
+def _hint(task: str):
+    def hint(field: str) -> str | None:
+        if task == EXPERIMENTAL_REASONING and field in ("", "answer"):
+            return "set 'answer' to the 0-based index of the correct option (0 = A) (" + SCHEMA_REF.format(task=task) + ")"
+        return None
+    return hint
+
+
+# ------------------------------------------------------------------- items
+def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
+    """Map one validated row to an Item (SGI_ITEMS.md): ``id =
+    "sgi-bench/<idx>"``, prompt from :mod:`.prompts`, reference per task,
+    ``metadata["question"]`` = raw question, ``metadata["source"]`` = file or
+    hub dataset name."""
+    meta: dict[str, Any] = {"question": rec.question, "idx": rec.idx, "source": source}
+    type_ = ""
+    if task == DEEP_RESEARCH:
+        assert isinstance(rec, DeepResearchRecord)
+        prompt = prompts.deep_research_prompt(rec.question)
+        reference: Any = {"answer": rec.answer, "steps": list(rec.steps)}
+        type_ = rec.type
+    elif task == IDEA_GENERATION:
+        assert isinstance(rec, IdeaGenerationRecord)
+        prompt = prompts.idea_generation_prompt(rec.question)
+        reference = {k: getattr(rec, k) for k in (
+            "core_idea", "keywords", "implementation_steps", "implementation_order", "data", "evaluation_metrics",
+            "expected_outcome", "related_work", "existing_solutions", "related_work_test", "challenge",
+            "limitation", "motivation", "task_objective")}
+        reference["keywords"] = list(rec.keywords)
+        reference["implementation_order"] = list(rec.implementation_order)
+    elif task == DRY_EXPERIMENT:
+        assert isinstance(rec, DryExperimentRecord)
+        prompt = prompts.dry_experiment_prompt(rec.question)
+        reference = {
+            "data_code": rec.data_code, "main_code": rec.main_code, "incomplete_main_code": rec.incomplete_main_code,
+            "incomplete_functions": list(rec.incomplete_functions),
+            "unit_tests": [{"data": getattr(rec, f"unit_test_{i}_data"), "output": getattr(rec, f"unit_test_{i}_output")}
+                           for i in range(5)],
+            "runtime": None if rec.runtime is None else float(rec.runtime),
+        }
+        type_ = rec.function_type
+    elif task == WET_EXPERIMENT:
+        assert isinstance(rec, WetExperimentRecord)
+        prompt = prompts.wet_experiment_prompt(rec.question)
+        reference = {"answer": rec.answer, "action_pool": rec.action_pool}
+    elif task == EXPERIMENTAL_REASONING:
+        assert isinstance(rec, ExperimentalReasoningRecord)
+        prompt = prompts.experimental_reasoning_prompt(rec.question, rec.options)
+        reference = {"answer": rec.answer, "options": list(rec.options), "steps": list(rec.steps)}
+        type_ = rec.type
+        meta.update(image_type=rec.image_type, images=list(rec.images), n_step_images=len(rec.step_images))
+    else:  # pragma: no cover - guarded by callers
+        raise InputError(f"unknown SGI-Bench task {task!r}", what="task", fix=f"use one of {list(SGI_TASKS)}")
+    return Item(id=f"{BENCHMARK}/{rec.idx}", benchmark=BENCHMARK, task=task, discipline=rec.discipline,
+                direction=rec.direction, type=type_, prompt=prompt, reference=reference, metadata=meta)
+
+
+def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[Item]:
+    model = RECORD_MODELS[task]
+    items = []
+    for where, row in rows:
+        try:
+            rec = model.model_validate(row)
+        except ValidationError as e:
+            idx = row.get("idx")
+            label = f"SGI-Bench {task} record" + (f" {idx!r}" if isinstance(idx, str) and idx else "")
+            raise input_error_from_validation(e, where=where, model=model, label=label,
+                                              schema_ref=SCHEMA_REF.format(task=task), hint=_hint(task)) from None
+        items.append((where, record_to_item(task, rec, source)))
+    return items  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------ sources
+def _task_files(folder: Path, task: str) -> list[Path]:
+    """Data files for ``task`` in ``folder`` (see module docstring), [] if none."""
+    direct = sorted(p for p in folder.iterdir()
+                    if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and task_of_name(p.stem) == task)
+    if len(direct) > 1:
+        raise InputError(f"several files for SGI-Bench task {task}: {', '.join(p.name for p in direct)}",
+                         what=str(folder), fix="keep exactly one file per task in the folder")
+    if direct:
+        return direct
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and task_of_name(p.name) == task):
+        files = sorted(p for p in sub.rglob("*") if p.is_file() and p.suffix.lower() in (".parquet", ".jsonl"))
+        tests = [p for p in files if "test" in p.name.lower()]
+        if tests or files:
+            return tests or files
+    return []
+
+
+def _first_idx(path: Path) -> str | None:
+    for _, row in iter_records(path):
+        idx = row.get("idx")
+        return idx.rsplit("_", 1)[0] if isinstance(idx, str) else None
+    return None
+
+
+def _check_tasks(tasks: list[str] | None) -> list[str]:
+    if tasks is None:
+        return list(SGI_TASKS)
+    out = []
+    for t in tasks:
+        tt = t if t in SGI_TASKS else task_of_name(t)
+        if tt is None:
+            raise InputError(f"unknown SGI-Bench task {t!r}", what="tasks", fix=f"use some of {list(SGI_TASKS)}")
+        out.append(tt)
+    return list(dict.fromkeys(out))
+
+
+def _hub_probe(timeout_s: float) -> str | None:
+    """None when the hub answers within ``timeout_s``; else the reason."""
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return f"{var} is set"
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    try:
+        import httpx
+
+        httpx.head(endpoint, timeout=timeout_s, follow_redirects=False)
+    except Exception as e:  # any transport error means: not reachable
+        return f"{endpoint} is unreachable ({type(e).__name__})"
+    return None
+
+
+def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
+    name = HUB_DATASETS[task]
+    reason = _hub_probe(timeout_s)
+    if reason is not None:
+        raise HubUnavailableError(f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
+                                  what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR)
+    try:
+        import datasets
+
+        ds = datasets.load_dataset(name, split="test")
+    except Exception as e:
+        raise HubUnavailableError(f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
+                                  f"{str(e).splitlines()[0] if str(e) else ''}",
+                                  what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR) from e
+    rows = ((f"HuggingFace dataset {name} row {n}", dict(r)) for n, r in enumerate(ds, 1))
+    return [it for _, it in _items_from_rows(task, rows, source=f"hf:{name}")]
+
+
+def load_sgi_bench(source: str | Path | None = None, tasks: list[str] | None = None, *,
+                   hub_timeout_s: float = 3.0) -> list[Item]:
+    """Load SGI-Bench items.
+
+    ``source``: a folder (one file per task), a single task file, or None for
+    the HuggingFace hub (module docstring).  ``tasks``: task constants (or
+    file-style names such as ``"SGI-Reasoning"``) to load; None = every task
+    found in the folder (all five from the hub).  Items come in
+    ``SGI_TASKS`` order, rows in file order.
+
+    Raises:
+        DataNotFoundError: ``source`` does not exist, the folder holds no task
+            file, or a requested task has no file.
+        HubUnavailableError: ``source`` is None and the hub is unreachable
+            (after at most ``hub_timeout_s`` seconds) or the download failed.
+        InputError: a bad record (message names the file, the line/row, the
+            field and the fix), an unknown task, a file whose task cannot be
+            told, or a duplicate ``idx``.
+    """
+    wanted = _check_tasks(tasks)
+    pairs: list[tuple[str, Item]] = []
+    if source is None:
+        for t in wanted:
+            pairs += [(f"hub {HUB_DATASETS[t]}", it) for it in _load_from_hub(t, hub_timeout_s)]
+    else:
+        src = Path(source).expanduser()
+        if not src.exists():
+            raise DataNotFoundError("no such file or folder", what=str(src), fix=_FIX_DATA_DIR)
+        if src.is_file():
+            task = task_of_name(src.stem)
+            if task is None:
+                prefix = _first_idx(src)
+                task = task_of_name(prefix) if prefix else None
+            if task is None:
+                raise InputError("cannot tell which SGI-Bench task this file holds (neither the file name nor the "
+                                 "'idx' prefix names a task)", what=str(src),
+                                 fix="name the file after its task, e.g. deep_research.jsonl or SGI-Reasoning.parquet")
+            if tasks is not None and task not in wanted:
+                raise InputError(f"file holds task {task}, but tasks={wanted} were requested", what=str(src),
+                                 fix="pass the file of the requested task or drop the task filter")
+            pairs += _items_from_rows(task, iter_records(src, kind="SGI-Bench record"), str(src))
+        else:
+            folder = src
+            if not any(_task_files(folder, t) for t in SGI_TASKS):
+                for sub in ("sgi-bench", "sgi_bench", "SGI-Bench"):
+                    if (folder / sub).is_dir():
+                        folder = folder / sub
+                        break
+            found = 0
+            for t in wanted:
+                files = _task_files(folder, t)
+                if not files:
+                    if tasks is not None:
+                        raise DataNotFoundError(f"no file for SGI-Bench task {t} (expected {t}.jsonl, {t}.parquet "
+                                                f"or {FILE_NAMES[t][1]}.parquet)", what=str(folder), fix=_FIX_DATA_DIR)
+                    continue
+                found += 1
+                for f in files:
+                    pairs += _items_from_rows(t, iter_records(f, kind="SGI-Bench record"), str(f))
+            if not found:
+                raise DataNotFoundError("folder holds no SGI-Bench task file", what=str(folder), fix=_FIX_DATA_DIR)
+    seen: dict[str, str] = {}
+    items = []
+    for where, it in pairs:
+        if it.id in seen:
+            raise InputError(f"duplicate idx {it.metadata['idx']!r} (first at {seen[it.id]})", what=where,
+                             fix="give every SGI-Bench record a unique 'idx'")
+        seen[it.id] = where
+        items.append(it)
+    return items
