@@ -50,9 +50,9 @@ class SgievalError(Exception):
         parts = []
         if self.what:
             parts.append(f"{self.what}: ")
-        parts.append(self.message)
+        parts.append(self.message.rstrip())
         if self.fix:
-            parts.append(f" Fix: {self.fix}")
+            parts.append(("" if self.message.rstrip().endswith((".", "!", "?")) else ".") + f" Fix: {self.fix}")
         return "".join(parts)
 
 
@@ -215,8 +215,10 @@ class MetricSpec(_Record):
     @property
     def scale_label(self) -> str:
         lo, hi = self.range
-        fmt = lambda x: f"{x:g}" if math.isfinite(x) else "inf"  # noqa: E731
-        return f"{fmt(lo)}-{fmt(hi)}" + (f" {self.unit}" if self.unit else "")
+        unit = f" {self.unit}" if self.unit else ""
+        if not math.isfinite(hi):
+            return f"count >= {lo:g}{unit}"
+        return f"{lo:g}-{hi:g}{unit}"
 
 
 class Criterion(_Record):
@@ -332,3 +334,73 @@ class RunConfig(_Record):
         if v is not None and v < 1:
             raise ValueError("k must be >= 1 (or omitted for all matches)")
         return v
+
+
+# ------------------------------------------------------------------ run folder
+class RunStore:
+    """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records.
+
+    ``items.jsonl``, ``responses.jsonl``, ``scores.jsonl``: one record per
+    line, appended and flushed as produced, so a killed run loses nothing
+    written.  A torn last line (killed mid-write) is dropped on read and
+    truncated before the next append.  ``config.json`` holds the RunConfig.
+    Keys: a Response is done per (item_id, model); a Score per
+    (item_id, model, metric).
+    """
+
+    FILES = {"items": Item, "responses": Response, "scores": Score}
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "figures").mkdir(exist_ok=True)
+        for name in self.FILES:
+            self._repair(self.path(name))
+
+    def path(self, name: str) -> Path:
+        return self.root / f"{name}.jsonl"
+
+    @staticmethod
+    def _repair(p: Path) -> None:
+        if not p.exists() or p.stat().st_size == 0:
+            return
+        with p.open("rb+") as f:
+            f.seek(-1, 2)
+            if f.read(1) == b"\n":
+                return
+            data = p.read_bytes()
+            cut = data.rfind(b"\n") + 1
+            f.truncate(cut)
+
+    def append(self, name: str, records: list[BaseModel]) -> None:
+        """Append records as JSON lines and flush."""
+        if not records:
+            return
+        with self.path(name).open("a", encoding="utf-8") as f:
+            for r in records:
+                f.write(r.model_dump_json() + "\n")
+            f.flush()
+
+    def read(self, name: str) -> list[Any]:
+        """All records of ``name`` (torn last line dropped)."""
+        p = self.path(name)
+        if not p.exists():
+            return []
+        cls = self.FILES[name]
+        out = []
+        for line in p.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                try:
+                    out.append(cls.model_validate_json(line))
+                except ValueError:
+                    continue
+        return out
+
+    def write_config(self, config: "RunConfig") -> None:
+        (self.root / "config.json").write_text(config.model_dump_json(indent=2), encoding="utf-8")
+
+    def read_config(self) -> "RunConfig":
+        p = self.root / "config.json"
+        if not p.exists():
+            raise InputError("no config.json", what=str(self.root), fix="give the id of a run listed by `sgieval runs`")
+        return RunConfig.model_validate_json(p.read_text(encoding="utf-8"))

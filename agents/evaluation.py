@@ -1,0 +1,150 @@
+"""Evaluation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 3).
+
+Runs the target models on the selected items (or replays stored responses),
+applies every metric of the plan, and appends each Response and Score to the
+run folder as it is produced.  Work already in the run folder is skipped, so
+a resumed run recomputes nothing already written (issue 2, issue 6.3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from langchain_core.messages import HumanMessage
+
+from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, Score
+from ..metric_pool.base import CORPUS, Metric, ScoringContext
+from ..models.base import NamedModel
+from ..models.calls import ainvoke, message_text, usage
+
+
+@dataclass
+class EvalProgress:
+    """Counts of what this call produced and skipped (for logs and tests)."""
+
+    responses_new: int = 0
+    responses_skipped: int = 0
+    scores_new: int = 0
+    scores_skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def _user_message(item: Item) -> HumanMessage:
+    images = item.metadata.get("images") or []
+    if not images:
+        return HumanMessage(content=item.prompt)
+    blocks: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
+                                    for b in images]
+    blocks.append({"type": "text", "text": item.prompt})
+    return HumanMessage(content=blocks)
+
+
+async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response:
+    """One target Response for ``item``.
+
+    Replay targets serve the stored response (a missing one is a failed
+    Response with the reason).  Open-creativity items run the AidanBench
+    generation protocol (METRICS.md B.1-B.5), which needs a judge.  Other
+    tasks send ``item.prompt`` once.  A call that fails after its retries is
+    a Response with status ``infra_error`` and the reason, never an empty
+    answer scored as zero.
+    """
+    if target.is_replay:
+        return target.replay.respond(item, target.name)
+    if item.task == OPEN_CREATIVITY:
+        from ..metric_pool.aidanbench_protocol import run_generation
+
+        judges = ctx.judges_for(target.name)
+        if not judges:
+            return Response(item_id=item.id, model=target.name, status="not_run",
+                            error="the open-creativity protocol needs a coherence judge: pass --judge")
+        return await run_generation(item, target, judges[0], ctx.embedder, **ctx.options.get("aidanbench", {}))
+    t0 = time.perf_counter()
+    try:
+        msg = await ainvoke(target, [_user_message(item)])
+    except ModelCallError as e:
+        return Response(item_id=item.id, model=target.name, status="infra_error", error=e.message,
+                        latency_s=time.perf_counter() - t0)
+    return Response(item_id=item.id, model=target.name, text=message_text(msg), latency_s=time.perf_counter() - t0,
+                    tokens=usage(msg))
+
+
+async def score_response(item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext,
+                         done: set[tuple[str, str, str]]) -> list[Score]:
+    """Scores of every applicable metric not yet in ``done``.  A metric that
+    raises becomes failed Scores (status ``parse_error``) with the exception."""
+    out: list[Score] = []
+    for m in metrics:
+        if not m.applies(item):
+            continue
+        todo = [s.name for s in m.specs if (item.id, response.model, s.name) not in done]
+        if not todo:
+            continue
+        try:
+            scores = await m.score(item, response, ctx)
+        except InputError as e:
+            scores = m.failed(item, response, "input_error", e.one_line())
+        except Exception as e:  # noqa: BLE001 - a metric bug must not lose the run
+            scores = m.failed(item, response, "parse_error", f"{type(e).__name__}: {e}")
+        out += [s for s in scores if s.metric in todo]
+    return out
+
+
+async def run_evaluation(store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
+                         ctx: ScoringContext, *, max_parallel: int = 16,
+                         on_progress: Callable[[int, int], None] | None = None) -> EvalProgress:
+    """Evaluate every (target, item) pair not already complete in ``store``.
+
+    Units run concurrently (at most ``max_parallel``); each appends its
+    Response, then its Scores, as soon as they exist.  Corpus-level scores
+    (``item_id == "*"``) are computed last, once per model.
+    """
+    prog = EvalProgress()
+    responses = {(r.item_id, r.model): r for r in store.read("responses")}
+    done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
+    sem = asyncio.Semaphore(max_parallel)
+    lock = asyncio.Lock()
+    units = [(t, i) for t in targets for i in items]
+    finished = 0
+
+    async def unit(target: NamedModel, item: Item) -> None:
+        nonlocal finished
+        async with sem:
+            resp = responses.get((item.id, target.name))
+            if resp is None:
+                resp = await infer(item, target, ctx)
+                async with lock:
+                    store.append("responses", [resp])
+                    responses[(item.id, target.name)] = resp
+                prog.responses_new += 1
+            else:
+                prog.responses_skipped += 1
+            if not resp.ok:
+                prog.failures.append(f"{target.name} on {item.id}: {resp.error}")
+            scores = await score_response(item, resp, metrics, ctx, done)
+            async with lock:
+                store.append("scores", scores)
+                done.update((s.item_id, s.model, s.metric) for s in scores)
+                prog.scores_new += len(scores)
+                finished += 1
+                if on_progress:
+                    on_progress(finished, len(units))
+
+    await asyncio.gather(*(unit(t, i) for t, i in units))
+
+    by_id = {i.id: i for i in items}
+    all_scores = store.read("scores")
+    for t in targets:
+        model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
+        model_scores = [s for s in all_scores if s.model == t.name]
+        for m in metrics:
+            if all((CORPUS, t.name, s.name) in done for s in m.specs):
+                continue
+            corpus = [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
+            store.append("scores", corpus)
+            done.update((CORPUS, t.name, s.metric) for s in corpus)
+            prog.scores_new += len(corpus)
+    return prog

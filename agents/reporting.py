@@ -1,0 +1,262 @@
+"""Reporting agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 4).
+
+scores + rationales + metrics -> ``report.md``: run header, ranking with
+mean, total and 95% bootstrap CI per target model, breakdowns by discipline
+and task, a bar chart, a paired comparison of the top two, limitations, a
+narrative that answers the request, and the failures.
+
+The template narrative is built from the same formatted numbers as the
+tables.  With an agent model the narrative is written by the model and every
+number in it must appear in the report's tables (checked in code); a
+narrative that fails the check is regenerated once, then replaced by the
+template narrative (issue 5).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from ..core import Item, MetricSpec, Response, Score
+from ..metric_pool.aggregate import Summary, paired_test, summarize
+from ..metric_pool.base import CORPUS
+from ..models.base import NamedModel
+from ..models.calls import ainvoke, message_text
+from ..reports.charts import ranking_chart
+from ..reports.render import markdown_table, render_report
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    """Numbers as the report prints them: integers without decimals, others
+    with ``digits`` decimals; None/NaN as "n/a"."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.{digits}f}"
+
+
+@dataclass
+class ModelStat:
+    model: str
+    summary: Summary | None
+    failed: int
+
+
+def _stats(scores: list[Score], metric: str, models: list[str], n_resamples: int, seed: int) -> list[ModelStat]:
+    out = []
+    for m in models:
+        vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id != CORPUS]
+        failed = sum(1 for s in scores if s.model == m and s.metric == metric and not s.ok)
+        out.append(ModelStat(m, summarize(vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
+    return out
+
+
+def _order(stats: list[ModelStat], higher_is_better: bool) -> list[ModelStat]:
+    have = [s for s in stats if s.summary is not None]
+    none = [s for s in stats if s.summary is None]
+    have.sort(key=lambda s: (-(s.summary.mean) if higher_is_better else s.summary.mean, s.model))
+    return have + none
+
+
+def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models: list[str], facet: str,
+               show_total: bool) -> str | None:
+    groups = sorted({getattr(items[s.item_id], facet) for s in scores if s.item_id in items})
+    if len(groups) < 2 and facet != "discipline":
+        return None
+    rows = []
+    for g in groups:
+        row: list[Any] = [g or "(none)"]
+        n_items = len({iid for iid, it in items.items() if getattr(it, facet) == g})
+        row.append(n_items)
+        for m in models:
+            vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id in items
+                    and getattr(items[s.item_id], facet) == g]
+            if not vals:
+                row.append("n/a")
+            elif show_total:
+                row.append(f"{fmt(sum(vals))} ({fmt(sum(vals) / len(vals))})")
+            else:
+                row.append(fmt(sum(vals) / len(vals)))
+        rows.append(row)
+    label = "total (mean)" if show_total else "mean"
+    return markdown_table([facet, "items"] + [f"{m}: {label}" for m in models], rows)
+
+
+def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[str], custom: set[str]) -> str:
+    rows = []
+    for spec in specs:
+        row: list[Any] = [spec.name + (" *custom*" if spec.name in custom else ""), spec.kind, spec.scale_label]
+        any_value = False
+        for m in models:
+            item_vals = [s.value for s in scores if s.model == m and s.metric == spec.name and s.ok and s.item_id != CORPUS]
+            corpus = [s for s in scores if s.model == m and s.metric == spec.name and s.item_id == CORPUS]
+            not_run = [s for s in scores if s.model == m and s.metric == spec.name and s.status == "not_run"]
+            if item_vals:
+                row.append(fmt(sum(item_vals) / len(item_vals)))
+                any_value = True
+            elif corpus and corpus[0].ok:
+                row.append(fmt(corpus[0].value) + " (corpus)")
+                any_value = True
+            elif not_run or (corpus and corpus[0].status == "not_run"):
+                row.append("not run")
+            else:
+                row.append("n/a")
+        if any_value or any(c == "not run" for c in row[3:]):
+            rows.append(row)
+    return markdown_table(["metric", "kind", "scale"] + models, rows)
+
+
+def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
+    rows = []
+    for r in responses:
+        if not r.ok:
+            rows.append({"kind": "response", "item": r.item_id, "model": r.model, "metric": "",
+                         "status": r.status, "reason": (r.error or "")[:200]})
+    for s in scores:
+        if not s.ok:
+            rows.append({"kind": "score", "item": s.item_id, "model": s.model, "metric": s.metric,
+                         "status": s.status, "reason": (s.error or "")[:200]})
+    by_status = Counter(r["status"] for r in rows)
+    return {"total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
+            "rows": rows[:limit], "more": max(0, len(rows) - limit)}
+
+
+def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, n_items: int, scope: str,
+                       comparison: dict[str, Any] | None) -> str:
+    """Answer the request from the ranking table's own numbers."""
+    ranked = [s for s in ranking if s.summary is not None]
+    if not ranked:
+        return f"No target model has a valid {spec.name} score on the {n_items} selected items; see Failures."
+    best = ranked[0]
+    q = f'To "{request}": ' if request else ""
+    total = f"total {fmt(best.summary.total)}, " if math.isinf(spec.range[1]) else ""
+    text = (f"{q}**{best.model}** ranks first by {spec.name} on {n_items} items ({scope}): "
+            f"{total}mean {fmt(best.summary.mean)} per item (95% CI {fmt(best.summary.ci_low)} to "
+            f"{fmt(best.summary.ci_high)}).")
+    if len(ranked) > 1:
+        order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
+        text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."
+        second = ranked[1]
+        if comparison:
+            sig = "a significant" if comparison["p"] < 0.05 else "no significant"
+            text += (f" Against the runner-up {second.model} (mean {fmt(second.summary.mean)}), the paired test on "
+                     f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level.")
+        elif _overlap(best.summary, second.summary):
+            text += f" Its CI overlaps that of {second.model}: no significant difference."
+    return text
+
+
+def _overlap(a: Summary, b: Summary) -> bool:
+    if any(math.isnan(x) for x in (a.ci_low, a.ci_high, b.ci_low, b.ci_high)):
+        return True
+    return not (a.ci_low > b.ci_high or b.ci_low > a.ci_high)
+
+
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+def numbers_supported(narrative: str, tables_text: str) -> list[str]:
+    """Numbers in ``narrative`` that do not appear in ``tables_text`` (empty = passes the check)."""
+    present = set(NUMBER.findall(tables_text))
+    return [n for n in NUMBER.findall(narrative) if n not in present]
+
+
+NARRATIVE_SYSTEM = """You write the answer paragraph of an evaluation report for a researcher.
+Answer their question in 3-6 sentences using ONLY numbers that appear verbatim in the tables given.
+Name the target models exactly as in the tables. Say when confidence intervals overlap (no significant difference)."""
+
+
+async def llm_narrative(agent: NamedModel, request: str, tables_text: str) -> tuple[str | None, list[str]]:
+    """A narrative from ``agent`` that passes the number check, or None after
+    two attempts; returns (narrative, notes)."""
+    notes = []
+    msgs = [SystemMessage(content=NARRATIVE_SYSTEM),
+            HumanMessage(content=f"Question: {request or 'Which model is best overall?'}\n\nTables:\n{tables_text}")]
+    for attempt in (1, 2):
+        try:
+            text = message_text(await ainvoke(agent, msgs)).strip()
+        except Exception as e:  # noqa: BLE001
+            notes.append(f"narrative call failed: {e}")
+            return None, notes
+        bad = numbers_supported(text, tables_text)
+        if text and not bad:
+            return text, notes
+        notes.append(f"narrative attempt {attempt} cited numbers not in the tables: {bad[:5]}")
+        msgs = msgs + [HumanMessage(content=f"These numbers are not in the tables: {bad[:10]}. Rewrite using only table numbers.")]
+    return None, notes
+
+
+async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Item], responses: list[Response],
+                       scores: list[Score], specs: list[MetricSpec], primary: str, models: list[str],
+                       custom: set[str] | None = None, agent: NamedModel | None = None, n_resamples: int = 10000,
+                       seed: int = 0, warnings: list[str] | None = None,
+                       extra_sections: list[dict[str, str]] | None = None) -> Path:
+    """Write ``run_dir/report.md`` (and ``figures/ranking.png``); returns its path."""
+    custom = custom or set()
+    by_id = {i.id: i for i in items}
+    spec = next((s for s in specs if s.name == primary), None) or specs[0]
+    stats = _order(_stats(scores, spec.name, models, n_resamples, seed), spec.higher_is_better)
+    ranked = [s for s in stats if s.summary is not None]
+    rows = []
+    for rank, s in enumerate(stats, 1):
+        sm = s.summary
+        rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt(sm.mean) if sm else "n/a",
+                     "ci": f"{fmt(sm.ci_low)} to {fmt(sm.ci_high)}" if sm else "n/a",
+                     "total": fmt(sm.total) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
+    chart = "figures/ranking.png"
+    if ranked:
+        ranking_chart(run_dir / chart, [s.model for s in ranked], [s.summary.mean for s in ranked],
+                      [s.summary.ci_low for s in ranked], [s.summary.ci_high for s in ranked],
+                      metric=spec.name, scale=spec.scale_label)
+    comparison = None
+    if len(ranked) >= 2:
+        a = {s.item_id: s.value for s in scores if s.model == ranked[0].model and s.metric == spec.name and s.ok}
+        b = {s.item_id: s.value for s in scores if s.model == ranked[1].model and s.metric == spec.name and s.ok}
+        if len(set(a) & set(b)) >= 2:
+            pr = paired_test(a, b, n_resamples=n_resamples, seed=seed)
+            comparison = {"n": pr.n, "method": f"{pr.method}, {ranked[0].model} minus {ranked[1].model}",
+                          "mean_diff": fmt(pr.mean_diff), "ci": f"{fmt(pr.ci_low)} to {fmt(pr.ci_high)}",
+                          "p_value": f"{pr.p_value:.4g}", "p": pr.p_value}
+    show_total = math.isinf(spec.range[1])
+    model_order = [s.model for s in stats]
+    tables = {
+        "metrics": _metrics_table(scores, specs, model_order, custom),
+        "discipline": _breakdown(by_id, scores, spec.name, model_order, "discipline", show_total),
+        "task": _breakdown(by_id, scores, spec.name, model_order, "task", show_total),
+    }
+    limitations = [f"{len(items)} items selected; "
+                   + ("CIs are wide at this sample size." if len(items) < 30 else "CIs are 95% BCa bootstrap intervals over items.")]
+    limitations.append(f"Judge: {header.get('judges', 'none')}. Judge metrics without a judge are reported as not run.")
+    for i in range(len(ranked) - 1):
+        if _overlap(ranked[i].summary, ranked[i + 1].summary):
+            limitations.append(f"{ranked[i].model} and {ranked[i + 1].model}: overlapping 95% CIs on {spec.name}, "
+                               "no significant difference.")
+    scope = header.get("scope", "")
+    narrative = template_narrative(header.get("request", ""), stats, spec, len(items), scope, comparison)
+    tables_text = "\n".join([markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"],
+                                            [list(r.values()) for r in rows])] + [t for t in tables.values() if t]
+                            + ([f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, "
+                                f"p = {comparison['p_value']}"] if comparison else []))
+    if agent is not None:
+        text, notes = await llm_narrative(agent, header.get("request", ""), tables_text + f"\nitems: {len(items)}")
+        if text:
+            narrative = f"{text}\n\n*(Narrative written by the agent model {agent.name}; every number checked against the tables.)*"
+        else:
+            limitations.append("The agent's narrative failed the number check twice; the template narrative is shown. "
+                               + "; ".join(notes))
+    data = {"header": header, "narrative": narrative,
+            "ranking": {"metric": spec.name, "scale": spec.scale_label, "higher_is_better": spec.higher_is_better,
+                        "rows": rows, "chart": chart},
+            "comparison": comparison, "sgi": header.get("sgi_table"), "tables": tables,
+            "extra_sections": extra_sections or [], "limitations": limitations,
+            "failures": _failures(responses, scores), "warnings": warnings or []}
+    out = run_dir / "report.md"
+    out.write_text(render_report(data), encoding="utf-8")
+    return out

@@ -1,0 +1,115 @@
+"""The benchmark catalog: every loaded Item, with facets to filter and count.
+
+Facets (issue 2): benchmark, task, discipline, direction, type.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..core import DataNotFoundError, InputError, Item
+
+FACETS = ("benchmark", "task", "discipline", "direction", "type")
+
+
+@dataclass
+class Catalog:
+    """All items of the loaded benchmarks.
+
+    ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no
+    local data), so the questioning agent and ``sgieval catalog`` can say so.
+    """
+
+    items: list[Item]
+    unavailable: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_id = {i.id: i for i in self.items}
+        if len(self.by_id) != len(self.items):
+            dup = [k for k, v in Counter(i.id for i in self.items).items() if v > 1][:3]
+            raise InputError(f"duplicate item ids {dup}", what="catalog", fix="give every item a unique id")
+
+    def counts(self, facet: str, items: Iterable[Item] | None = None) -> Counter:
+        """Counter of ``facet`` values over ``items`` (default: all)."""
+        if facet not in FACETS:
+            raise InputError(f"unknown facet {facet!r}", what="catalog", fix=f"use one of {FACETS}")
+        return Counter(getattr(i, facet) for i in (self.items if items is None else items))
+
+    def values(self, facet: str) -> list[str]:
+        return sorted(v for v in self.counts(facet) if v)
+
+    def filter(self, filters: dict[str, list[str]] | None = None) -> list[Item]:
+        """Items whose facet values are in each filter's list (case-insensitive);
+        an empty or missing filter keeps everything.  Order is catalog order."""
+        filters = {k: v for k, v in (filters or {}).items() if v}
+        for k in filters:
+            if k not in FACETS:
+                raise InputError(f"unknown facet {k!r}", what="filter", fix=f"use one of {FACETS}")
+        wanted = {k: {x.lower() for x in v} for k, v in filters.items()}
+        return [i for i in self.items if all(getattr(i, k).lower() in v for k, v in wanted.items())]
+
+    def search(self, text: str, items: Iterable[Item] | None = None, limit: int = 20) -> list[Item]:
+        """Items whose prompt contains every word of ``text`` (case-insensitive),
+        best (most word hits in the prompt) first."""
+        words = [w for w in re.findall(r"\w+", text.lower()) if len(w) > 2]
+        scored = []
+        for i in (self.items if items is None else items):
+            p = i.prompt.lower()
+            hits = sum(p.count(w) for w in words)
+            if words and all(w in p for w in words):
+                scored.append((-hits, i.id, i))
+        return [i for _, _, i in sorted(scored)[:limit]]
+
+    def sample(self, items: list[Item], k: int | None, seed: int = 0) -> list[Item]:
+        """``k`` items stratified by (discipline, task) with ``seed``; all when
+        k is None or >= len(items).  Deterministic for a seed; proportional
+        allocation (largest remainder), at least one per stratum while k allows."""
+        if k is None or k >= len(items):
+            return list(items)
+        strata: dict[tuple[str, str], list[Item]] = {}
+        for i in items:
+            strata.setdefault((i.discipline, i.task), []).append(i)
+        keys = sorted(strata)
+        n = len(items)
+        quota = {s: k * len(strata[s]) / n for s in keys}
+        alloc = {s: int(quota[s]) for s in keys}
+        rest = k - sum(alloc.values())
+        for s in sorted(keys, key=lambda s: (-(quota[s] - alloc[s]), s))[:rest]:
+            alloc[s] += 1
+        rng = random.Random(seed)
+        chosen: set[str] = set()
+        for s in keys:
+            pool = sorted(strata[s], key=lambda i: i.id)
+            chosen.update(i.id for i in rng.sample(pool, min(alloc[s], len(pool))))
+        return [i for i in items if i.id in chosen]
+
+
+def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | None = None) -> Catalog:
+    """Load the named benchmarks (default: every benchmark whose data is found).
+
+    A name may also be a path to a JSONL file (a user benchmark).  Raises
+    DataNotFoundError when a benchmark that was asked for by name has no data.
+    """
+    from . import load_benchmark
+
+    names = benchmarks or ["sciaidanbench", "sgi-bench", "sfbench"]
+    items: list[Item] = []
+    unavailable: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for b in names:
+        try:
+            its, src = load_benchmark(b, data_dir)
+        except DataNotFoundError as e:
+            if benchmarks:
+                raise
+            unavailable[b] = f"no local data (`sgieval data pull {b}`, or --data-dir)"
+            continue
+        items += its
+        sources[b] = src
+    return Catalog(items=items, unavailable=unavailable, sources=sources)

@@ -1,0 +1,141 @@
+"""SciAidanBench loader (DATASETS.md "SciAidanBench"; METRICS.md B.7).
+
+``questions.json`` -> Items (task ``open_creativity``, discipline = domain,
+direction = subdomain or the domain when there is none).
+``responses/<model>.json`` -> stored answer records per model and question,
+kept whole (accepted answers and the final rejected one) with their stored
+judge scores, for replay.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import OPEN_CREATIVITY, InputError, Item
+
+BENCHMARK = "sciaidanbench"
+PROMPT_NOTE = (
+    "Open-ended question: the target model is asked again and again for a new answer, with its earlier "
+    "answers shown (METRICS.md B.1)."
+)
+RECORD_FIELDS = ("answer_num", "answer")
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+
+
+def item_id(domain: str, subdomain: str | None, index: int) -> str:
+    """Stable id ``sciaidanbench/<domain>[-<subdomain>]/<index_in_list>``."""
+    group = _slug(domain) if not subdomain or subdomain == domain else f"{_slug(domain)}-{_slug(subdomain)}"
+    return f"{BENCHMARK}/{group}/{index}"
+
+
+def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
+    """Items from ``folder/questions.json``.
+
+    ``published_only`` keeps the 155 questions of the published results
+    (``in_published_results``), the default so that totals compare with the
+    published tables; False gives all 157.  Raises InputError naming the
+    file and field on malformed input.
+    """
+    path = folder / "questions.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise InputError("file not found", what=str(path), fix="point --data-dir at a SciAidanBench folder") from e
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON at line {e.lineno}: {e.msg}", what=str(path),
+                         fix="restore the file with `sgieval data pull sciaidanbench`") from e
+    if not isinstance(raw, list):
+        raise InputError("expected a JSON list of question objects", what=str(path),
+                         fix="restore the file with `sgieval data pull sciaidanbench`")
+    items = []
+    for n, q in enumerate(raw):
+        for f in ("domain", "question"):
+            if not isinstance(q, dict) or not isinstance(q.get(f), str):
+                raise InputError(f"record {n} lacks string field {f!r}", what=str(path),
+                                 fix="each record needs domain, subdomain, index_in_list, question")
+        if published_only and q.get("in_published_results") is False:
+            continue
+        sub = q.get("subdomain") or q["domain"]
+        idx = q.get("index_in_list", n)
+        items.append(Item(
+            id=item_id(q["domain"], sub, idx), benchmark=BENCHMARK, task=OPEN_CREATIVITY,
+            discipline=q["domain"], direction=sub, type="open-ended", prompt=q["question"], reference=None,
+            metadata={"question": q["question"], "index_in_list": idx,
+                      "in_published_results": q.get("in_published_results", True), "note": PROMPT_NOTE},
+        ))
+    return items
+
+
+@dataclass
+class StoredAnswers:
+    """One model's stored SciAidanBench answers.
+
+    ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the
+    file, ``by_question`` maps question text -> {"records": [...],
+    "temperature": "0.7", "domain", "subdomain"}.
+    """
+
+    model: str
+    path: Path
+    by_question: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def load_stored_answers(path: Path) -> list[StoredAnswers]:
+    """Parse ``responses/<model>.json`` (layout ``domains -> domain ->
+    (subdomain ->)? models -> model -> temperature -> question -> [records]``).
+
+    Returns one StoredAnswers per model found in the file.  Raises InputError
+    naming the file and the JSON path of the first malformed part (bad JSON,
+    wrong nesting, a record lacking ``answer_num``/``answer``).
+    """
+    fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout of DATASETS.md"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", what=str(path), fix=fix) from e
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", what=str(path), fix=fix) from e
+    if not isinstance(data, dict) or not isinstance(data.get("domains"), dict):
+        raise InputError("top level must be an object with a 'domains' object", what=str(path), fix=fix)
+    out: dict[str, StoredAnswers] = {}
+    for domain, dv in data["domains"].items():
+        if not isinstance(dv, dict):
+            raise InputError(f"domains.{domain} must be an object", what=str(path), fix=fix)
+        subs = {domain: dv} if "models" in dv else dv
+        for sub, sv in subs.items():
+            where = f"domains.{domain}" + ("" if sub == domain else f".{sub}")
+            if not isinstance(sv, dict) or not isinstance(sv.get("models"), dict):
+                raise InputError(f"{where} lacks a 'models' object", what=str(path), fix=fix)
+            for model, temps in sv["models"].items():
+                if not isinstance(temps, dict):
+                    raise InputError(f"{where}.models.{model} must map temperature -> questions", what=str(path), fix=fix)
+                store = out.setdefault(model, StoredAnswers(model=model, path=path))
+                for temp, qs in temps.items():
+                    if not isinstance(qs, dict):
+                        raise InputError(f"{where}.models.{model}.{temp} must map question -> records",
+                                         what=str(path), fix=fix)
+                    for question, recs in qs.items():
+                        if not isinstance(recs, list):
+                            raise InputError(f"{where}.models.{model}.{temp}[{question[:40]!r}] must be a list of records",
+                                             what=str(path), fix=fix)
+                        for k, r in enumerate(recs):
+                            missing = [f for f in RECORD_FIELDS if not isinstance(r, dict) or f not in r]
+                            if missing:
+                                raise InputError(
+                                    f"record {k} of {where}.models.{model}.{temp}[{question[:40]!r}] lacks field {missing[0]!r}",
+                                    what=str(path), fix=fix)
+                        store.by_question[question] = {"records": recs, "temperature": temp, "domain": domain,
+                                                       "subdomain": sub}
+    return list(out.values())
+
+
+def list_response_files(folder: Path) -> list[Path]:
+    """The stored per-model response files of a SciAidanBench folder, sorted."""
+    return sorted((folder / "responses").glob("*.json"))

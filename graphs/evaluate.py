@@ -1,0 +1,272 @@
+"""The evaluation graph: questioning -> customisation -> [confirm] -> evaluation -> reporting.
+
+A LangGraph ``StateGraph`` over :class:`EvalState` with an async SQLite
+checkpointer in ``runs/<run_id>/state.sqlite`` (thread id = run id), so a
+killed run continues with ``sgieval resume <run_id>``.  Records (items,
+responses, scores) live in the run folder's JSONL files, appended as they are
+produced; the graph state holds only the plans and the report path.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypedDict
+
+import structlog
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from ..agents.customisation import MetricPlan, plan_specs, run_customisation
+from ..agents.evaluation import run_evaluation
+from ..agents.questioning import SelectionPlan, run_questioning
+from ..agents.reporting import build_report, fmt
+from ..benchmarks.catalog import Catalog, load_catalog
+from ..core import InputError, Item, RunConfig, RunStore, SgievalError
+from ..metric_pool.base import Metric, ScoringContext
+from ..metric_pool.registry import predefined_metrics
+from ..models.base import NamedModel
+from ..models.registry import resolve_model, stored_models
+
+log = structlog.get_logger("sgieval")
+
+
+class EvalState(TypedDict, total=False):
+    """Graph state (checkpointed).  ``selection``: SelectionPlan dump plus
+    ``item_ids``; ``metric_plan``: MetricPlan dump; ``confirmed``; ``targets``:
+    target model names; ``evaluated``: counts; ``report``: report path."""
+
+    selection: dict[str, Any]
+    metric_plan: dict[str, Any]
+    confirmed: bool
+    targets: list[str]
+    evaluated: dict[str, Any]
+    report: str
+
+
+@dataclass
+class RunRuntime:
+    """What the nodes use that is not state: the config, the run folder, the
+    catalog and the models by role (resolved from the config's strings, or
+    given directly, e.g. scripted chat models in tests)."""
+
+    config: RunConfig
+    store: RunStore
+    catalog: Catalog
+    targets: list[NamedModel] = field(default_factory=list)
+    judges: list[NamedModel] = field(default_factory=list)
+    agent: NamedModel | None = None
+    tools: Any = None
+    sandbox: Any = None
+    on_progress: Callable[[int, int], None] | None = None
+    metric_options: dict[str, Any] = field(default_factory=dict)
+
+
+def new_run_id(request: str) -> str:
+    """``YYYYmmdd-HHMMSS-<slug of the request>``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", (request or "all").lower()).strip("-")[:32].strip("-")
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}"
+
+
+def _items(rt: RunRuntime, ids: list[str]) -> list[Item]:
+    return [rt.catalog.by_id[i] for i in ids]
+
+
+def _metrics(rt: RunRuntime, items: list[Item], plan: MetricPlan) -> list[Metric]:
+    benchmarks = list(dict.fromkeys(i.benchmark for i in items))
+    ms = [m for m in predefined_metrics(benchmarks, items, rt.metric_options)
+          if any(s.name in plan.predefined for s in m.specs)]
+    if plan.custom:
+        from ..metric_pool.rubric import RubricMetric
+
+        ms += [RubricMetric(r) for r in plan.custom]
+    return ms
+
+
+def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
+    if rt.targets:
+        return rt.targets
+    if rt.config.models:
+        return [resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir)
+                for m in rt.config.models]
+    if items and all(i.benchmark == "sciaidanbench" for i in items):
+        stores = stored_models(rt.config.data_dir)
+        return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay") for s in stores]
+    raise InputError("no target models given", what="--models",
+                     fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)")
+
+
+def build_graph(rt: RunRuntime, checkpointer: Any = None):
+    """Compile the four-agent graph bound to ``rt``."""
+
+    async def questioning(state: EvalState) -> dict[str, Any]:
+        plan, items, trace = await run_questioning(rt.config.request, rt.catalog, k=rt.config.k, seed=rt.config.seed,
+                                                   agent=rt.agent)
+        if not rt.store.read("items"):
+            rt.store.append("items", items)
+        log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
+        return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace}}
+
+    async def customisation(state: EvalState) -> dict[str, Any]:
+        items = _items(rt, state["selection"]["item_ids"])
+        plan, _metrics_, trace = await run_customisation(rt.config.request, items, agent=rt.agent,
+                                                         options=rt.metric_options)
+        for r in plan.custom:
+            r.to_yaml(rt.store.root / "rubrics" / f"{r.name}.yaml")
+        log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
+        return {"metric_plan": plan.model_dump(mode="json")}
+
+    async def confirm(state: EvalState) -> dict[str, Any]:
+        if rt.config.yes:
+            return {"confirmed": True}
+        plan = MetricPlan.model_validate(state["metric_plan"])
+        answer = interrupt({"question": "Run with these metrics?", "predefined": plan.predefined,
+                            "custom": [r.name for r in plan.custom], "primary": plan.primary, "notes": plan.notes})
+        if not answer:
+            raise SgievalError("cancelled at the metric confirmation", what=rt.config.run_id,
+                               fix=f"`sgieval resume {rt.config.run_id}` to answer again")
+        return {"confirmed": True}
+
+    async def evaluation(state: EvalState) -> dict[str, Any]:
+        items = _items(rt, state["selection"]["item_ids"])
+        plan = MetricPlan.model_validate(state["metric_plan"])
+        targets = _default_targets(rt, items)
+        rt.targets = targets
+        ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
+                             allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
+        prog = await run_evaluation(rt.store, items, targets, _metrics(rt, items, plan), ctx,
+                                    max_parallel=rt.config.max_concurrency, on_progress=rt.on_progress)
+        log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new)
+        return {"targets": [t.name for t in targets],
+                "evaluated": {"responses_new": prog.responses_new, "scores_new": prog.scores_new}}
+
+    async def reporting(state: EvalState) -> dict[str, Any]:
+        path = await write_report(rt, state)
+        return {"report": str(path)}
+
+    g = StateGraph(EvalState)
+    g.add_node("questioning", questioning)
+    g.add_node("customisation", customisation)
+    g.add_node("confirm", confirm)
+    g.add_node("evaluation", evaluation)
+    g.add_node("reporting", reporting)
+    g.add_edge(START, "questioning")
+    g.add_edge("questioning", "customisation")
+    g.add_edge("customisation", "confirm")
+    g.add_edge("confirm", "evaluation")
+    g.add_edge("evaluation", "reporting")
+    g.add_edge("reporting", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+async def write_report(rt: RunRuntime, state: EvalState) -> Path:
+    """(Re)write ``report.md`` from the run folder's records and the plans in ``state``."""
+    sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    items = _items(rt, state["selection"]["item_ids"])
+    metrics = _metrics(rt, items, plan)
+    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
+    targets = state.get("targets") or [t.name for t in rt.targets]
+    ids = {i.id for i in items}
+    scores = [s for s in rt.store.read("scores") if s.model in targets and (s.item_id in ids or s.item_id == "*")]
+    responses = [r for r in rt.store.read("responses") if r.model in targets and r.item_id in ids]
+    warnings = []
+    smoke = [m.name for m in ([*rt.judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test]
+    if smoke:
+        warnings.append(f"{', '.join(dict.fromkeys(smoke))} is an embedded 135M-parameter model: its outputs and "
+                        "scores are smoke-test quality, not evidence about the target models.")
+    if rt.config.allow_self_judge:
+        warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
+    if rt.config.unsafe_local_exec:
+        warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
+    scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
+    sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items()
+                        if any(i.benchmark == b for i in items)) or "n/a"
+    header = {
+        "run_id": rt.config.run_id, "request": rt.config.request, "selection_reason": sel.reason,
+        "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
+        "k": sel.k if sel.k is not None else "all matches", "n_items": len(items), "sampling": sel.sampling,
+        "seed": sel.seed, "models": ", ".join(targets) + " (target)",
+        "judges": ", ".join(j.name for j in rt.judges) or "none (judge metrics not run)",
+        "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
+        "metrics": ", ".join(plan.predefined) + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
+        "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,
+        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}", "scope": scope,
+        "extra": {"notes": "; ".join(plan.notes)} if plan.notes else {},
+        "sgi_table": None,
+    }
+    if any(i.benchmark == "sgi-bench" for i in items):
+        header["sgi_table"] = _sgi_section(scores, {i.id: i for i in items}, targets)
+    return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
+                              specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
+                              agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
+                              warnings=warnings)
+
+
+def _sgi_section(scores, items, targets) -> str | None:
+    try:
+        from ..metric_pool.sgi.sgi_score import sgi_score
+    except ImportError:
+        return None
+    from ..reports.render import markdown_table
+
+    rows = []
+    for m in targets:
+        res = sgi_score([s for s in scores if s.model == m], items)
+        rows.append([m, fmt(res.score), res.describe()])
+    return markdown_table(["target model", "SGI-Score (0-100)", "per task"], rows)
+
+
+async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None) -> EvalState:
+    """Run (or resume) the graph for ``rt`` to the end.
+
+    ``confirm(payload) -> bool`` answers the metric confirmation interrupt
+    (None: the run stops at the interrupt and can be resumed).  Returns the
+    final state.
+    """
+    if not resume:
+        rt.store.write_config(rt.config)
+    thread = {"configurable": {"thread_id": rt.config.run_id}}
+    try:
+        async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:
+            graph = build_graph(rt, saver)
+            snap = await graph.aget_state(thread)
+            if snap.values and not snap.next:
+                return snap.values  # already complete: nothing to do
+            inp: Any = {} if not snap.next else None
+            pending = list(getattr(snap, "interrupts", ()) or ())
+            if snap.next and pending:
+                if confirm is None:
+                    return {**snap.values, "__interrupt__": pending}
+                inp = Command(resume=bool(confirm(pending[0].value)))
+            result = await graph.ainvoke(inp, thread)
+            while "__interrupt__" in result:
+                if confirm is None:
+                    return result
+                result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread)
+            return result
+    except SgievalError:
+        if not rt.store.read("responses"):
+            shutil.rmtree(rt.store.root, ignore_errors=True)  # nothing computed: leave no half-written run
+        raise
+
+
+def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: list[NamedModel] | None = None,
+                 judges: list[NamedModel] | None = None, agent: NamedModel | None = None, **kw: Any) -> RunRuntime:
+    """Resolve the config's model strings (unless models are given) and load
+    the catalog (unless given).  Raises InputError for bad model strings or
+    missing data before anything is written."""
+    catalog = catalog or load_catalog(config.benchmarks or None, config.data_dir)
+    if judges is None:
+        judges = [resolve_model(j, "judge", base_url=config.base_url) for j in config.judges]
+    if agent is None and config.agent_model:
+        agent = resolve_model(config.agent_model, "agent", base_url=config.base_url)
+    if targets is None and config.models:
+        targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir) for m in config.models]
+    store = RunStore(Path(config.out_dir) / config.run_id)
+    return RunRuntime(config=config, store=store, catalog=catalog, targets=targets or [], judges=judges,
+                      agent=agent, **kw)

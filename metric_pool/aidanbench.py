@@ -1,0 +1,95 @@
+"""SciAidanBench / AidanBench predefined metrics, counted from answer records.
+
+The records are those of METRICS.md B.7 (stored and replayed, or produced by
+the generation protocol in :mod:`.aidanbench_protocol`); each Response keeps
+them in ``metadata["records"]``.  METRICS.md B.6, C.7 and D.6:
+
+- ``aidan_accepted_answers`` (default, primary): records whose
+  ``stopping_condition`` is null (the SciAidanBench README's "accepted
+  answers"); per question 0..cap, model score = sum over questions.
+- ``aidan_published_count``: ``len(list)``, which includes the rejected
+  terminating answer (SciAidanBench ``analysis/utils.py``, used for the
+  published figures); a named variant of the accepted count.
+- ``aidan_mean_coherence``: mean ``coherence_score`` (0-100, stored judge) of
+  the accepted answers of a question.
+- ``aidan_mean_novelty``: mean ``embedding_dissimilarity_score`` (0-1) of the
+  accepted answers of a question.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import OPEN_CREATIVITY, Item, MetricSpec, Response, Score
+from .base import Metric, ScoringContext
+
+SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
+
+ACCEPTED = MetricSpec(
+    name="aidan_accepted_answers", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, float("inf")),
+    higher_is_better=True, benchmark="sciaidanbench", primary=True, unit="answers",
+    description="Accepted answers per question: records with stopping_condition null. Model score = sum over questions.",
+    source=SRC)
+PUBLISHED = MetricSpec(
+    name="aidan_published_count", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, float("inf")),
+    higher_is_better=True, benchmark="sciaidanbench", variant_of="aidan_accepted_answers", unit="answers",
+    description="Published count per question: len(list) including the rejected terminating answer "
+                "(analysis/utils.py); normally accepted + 1.",
+    source=SRC)
+COHERENCE = MetricSpec(
+    name="aidan_mean_coherence", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, 100),
+    higher_is_better=True, benchmark="sciaidanbench",
+    description="Mean stored coherence_score (0-100, o1-mini judge) of the accepted answers of a question.",
+    source=SRC)
+NOVELTY = MetricSpec(
+    name="aidan_mean_novelty", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, 1),
+    higher_is_better=True, benchmark="sciaidanbench",
+    description="Mean stored embedding_dissimilarity_score (1 - max cosine vs earlier answers) of accepted answers.",
+    source=SRC)
+
+
+def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records with ``stopping_condition`` null (D.6)."""
+    return [r for r in records if r.get("stopping_condition") is None]
+
+
+class AnswerCountMetrics(Metric):
+    """The four record-count metrics of one question (see module docstring).
+
+    Needs ``response.metadata["records"]``; without it every score is a
+    ``parse_error`` naming the missing records.  Means over zero accepted
+    answers are undefined: value None, status ``not_run``, reason given.
+    """
+
+    specs = [ACCEPTED, PUBLISHED, COHERENCE, NOVELTY]
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        records = response.metadata.get("records")
+        if not isinstance(records, list):
+            return self.failed(item, response, "parse_error",
+                               "response has no answer records (metadata['records']); the open-creativity "
+                               "metrics need the generation protocol or a SciAidanBench replay")
+        acc = accepted_records(records)
+        stop = records[-1].get("final_stopping_condition") or records[-1].get("stopping_condition") if records else None
+        why = f"{len(acc)} accepted of {len(records)} stored answers; stopped by {stop or 'no stop recorded'}"
+        out = [
+            Score(item_id=item.id, model=response.model, metric=ACCEPTED.name, value=float(len(acc)), rationale=why),
+            Score(item_id=item.id, model=response.model, metric=PUBLISHED.name, value=float(len(records)),
+                  rationale=f"len(list) = {len(records)} (includes the rejected terminating answer)"),
+        ]
+        for spec, key in ((COHERENCE, "coherence_score"), (NOVELTY, "embedding_dissimilarity_score")):
+            vals = [float(r[key]) for r in acc if r.get(key) is not None]
+            if vals:
+                out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=sum(vals) / len(vals),
+                                 rationale=f"mean {key} over {len(vals)} accepted answers"))
+            else:
+                out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=None,
+                                 status="not_run", error=f"no accepted answers with a {key}"))
+        return out
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """Predefined SciAidanBench metrics."""
+    return [AnswerCountMetrics()]

@@ -1,0 +1,104 @@
+"""Model strings -> NamedModels by role (DESIGN.md "Models and roles").
+
+- ``replay:<name or path>``: stored responses.  A name matches a stored
+  SciAidanBench model (``o1-mini``, ``phi4`` or ``phi4:latest``, or the file
+  stem ``phi4_latest``); a path is a SciAidanBench responses JSON file or a
+  JSONL replay file.
+- ``local:<name>``: the embedded offline model (``local:smollm2``, extra ``[local]``).
+- ``openai:<model>``: any OpenAI-compatible server; base URL from
+  ``--base-url`` or ``OPENAI_BASE_URL``.
+- anything else: ``langchain.chat_models.init_chat_model``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..core import InputError
+from .base import NamedModel, Role
+from .replay import ReplayStore, load_jsonl_replay, sciaidanbench_stores
+
+REPLAY_PREFIX = "replay:"
+
+
+def stored_models(data_dir: str | Path | None = None) -> list[ReplayStore]:
+    """Every stored SciAidanBench model found in the data lookup order (empty when no data)."""
+    from ..benchmarks.data import find_benchmark_dir
+
+    folder = find_benchmark_dir("sciaidanbench", data_dir, required=False)
+    return sciaidanbench_stores(folder) if folder else []
+
+
+def _match(name: str, store: ReplayStore) -> bool:
+    n = name.lower()
+    cands = {store.model.lower(), store.model.split(":")[0].lower(), store.source.stem.lower(),
+             store.model.replace("/", "_").lower()}
+    return n in cands
+
+
+def resolve_replay(spec: str, data_dir: str | Path | None = None, _stores: list[ReplayStore] | None = None) -> NamedModel:
+    """A replay target for ``replay:<name or path>``.  Raises InputError listing
+    the stored models when the name matches none."""
+    ref = spec[len(REPLAY_PREFIX):]
+    p = Path(ref).expanduser()
+    if p.suffix in (".json", ".jsonl") and p.is_file():
+        if p.suffix == ".jsonl":
+            store = load_jsonl_replay(p)
+        else:
+            from ..benchmarks.sciaidanbench import load_stored_answers
+
+            sas = load_stored_answers(p)
+            if not sas:
+                raise InputError("holds no models", what=str(p), fix="use a SciAidanBench responses file")
+            store = ReplayStore(model=sas[0].model, source=p, by_question=sas[0].by_question)
+        return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
+    if p.suffix in (".json", ".jsonl"):
+        raise InputError("replay file not found", what=str(p), fix="give an existing file after replay:")
+    stores = _stores if _stores is not None else stored_models(data_dir)
+    for s in stores:
+        if _match(ref, s):
+            return NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
+    known = ", ".join(s.model for s in stores) or "none found"
+    raise InputError(f"no stored responses named {ref!r}", what=spec,
+                     fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>")
+
+
+def resolve_model(spec: str, role: Role, *, base_url: str | None = None, data_dir: str | Path | None = None,
+                  temperature: float = 0.0) -> NamedModel:
+    """Resolve one model string for ``role``.  Raises InputError (exit code 2
+    in the CLI) for an unknown or unusable model string, naming the fix."""
+    spec = spec.strip()
+    if spec.startswith(REPLAY_PREFIX):
+        if role != "target":
+            raise InputError("replay models can only be target models", what=spec,
+                             fix="use an LLM (openai:..., local:smollm2, ...) for judge and agent roles")
+        return resolve_replay(spec, data_dir)
+    if spec.startswith("local:"):
+        from .local import load_local_model
+
+        return load_local_model(spec, role)
+    if spec.startswith("openai:"):
+        from langchain_openai import ChatOpenAI
+
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = os.environ.get("OPENAI_API_KEY") or ("not-needed" if url else None)
+        if key is None:
+            raise InputError("no OPENAI_API_KEY set and no base URL given", what=spec,
+                             fix="export OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible server")
+        chat = ChatOpenAI(model=spec.split(":", 1)[1], base_url=url, api_key=key, temperature=temperature,
+                          max_retries=0, timeout=300)
+        return NamedModel(name=spec, role=role, chat=chat, provider=url or "openai",
+                          params={"temperature": temperature})
+    if ":" not in spec:
+        raise InputError("unknown model string", what=spec,
+                         fix="use replay:<name>, local:smollm2, openai:<model> or provider:model (init_chat_model)")
+    try:
+        from langchain.chat_models import init_chat_model
+
+        chat = init_chat_model(spec, temperature=temperature)
+    except Exception as e:  # noqa: BLE001 - provider packages raise many kinds
+        raise InputError(f"cannot create chat model: {str(e).splitlines()[0]}", what=spec,
+                         fix="check the provider prefix and install its langchain package (e.g. langchain-anthropic)") from e
+    return NamedModel(name=spec, role=role, chat=chat, provider=spec.split(":", 1)[0],
+                      params={"temperature": temperature})

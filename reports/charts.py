@@ -1,0 +1,53 @@
+"""Matplotlib charts for the report (PNG, headless Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: list[float], ci_high: list[float],
+                  *, metric: str, scale: str) -> Path:
+    """Horizontal bar chart of per-model means with 95% CI error bars.
+    NaN CI bounds draw no error bar.  Returns ``path``."""
+    m = np.asarray(means, dtype=float)
+    lo = np.nan_to_num(m - np.asarray(ci_low, dtype=float), nan=0.0)
+    hi = np.nan_to_num(np.asarray(ci_high, dtype=float) - m, nan=0.0)
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(models) + 1.5))
+    y = np.arange(len(models))
+    ax.barh(y, m, xerr=[lo, hi], color="#4C72B0", capsize=4)
+    ax.set_yticks(y, labels=models)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{metric} (mean per item, scale {scale}; bars: 95% bootstrap CI)")
+    ax.set_title(f"Ranking by {metric}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def heatmap(path: Path, rows: list[str], cols: list[str], values: list[list[float]], *, title: str,
+            vmin: float = 0.0, vmax: float = 10.0) -> Path:
+    """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10)."""
+    v = np.asarray(values, dtype=float)
+    fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2.5, 0.6 * len(rows) + 1.8))
+    im = ax.imshow(v, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(len(cols)), labels=cols, rotation=30, ha="right")
+    ax.set_yticks(range(len(rows)), labels=rows)
+    for r in range(len(rows)):
+        for c in range(len(cols)):
+            if not np.isnan(v[r, c]):
+                ax.text(c, r, f"{v[r, c]:.1f}", ha="center", va="center", color="w", fontsize=8)
+    fig.colorbar(im, ax=ax)
+    ax.set_title(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

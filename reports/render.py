@@ -1,0 +1,29 @@
+"""Render the Markdown report from prepared tables (Jinja2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub Markdown table; ``|`` inside cells is escaped."""
+    def cell(x: Any) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
+    """Fill ``template`` with ``data`` (keys: header, narrative, ranking,
+    comparison, sgi, tables, extra_sections, limitations, failures, warnings).
+    Raises jinja2.UndefinedError naming a missing key."""
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
+                      trim_blocks=False, lstrip_blocks=False)
+    return env.get_template(template).render(**data)
