@@ -33,12 +33,13 @@ Item mapping (SGI_ITEMS.md): ``id = "sfbench/<id>"``, ``task = "feasibility"``,
 ``metadata = {"question": claim, "assessment_date": ..., "source": file}``; the
 prompt is :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
 
-METRICS.md D.5: a Likert value outside -2..2 is an input error.
+METRICS.md D.5: a Likert value outside -2..2 is an input error.  The
+target's reply (JSON ``{"score", "explanation"}`` as the prompt asks) is
+parsed by ``sgieval.metric_pool.sfbench.parse_feasibility_reply``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from ..core import FEASIBILITY, InputError, Item
 from . import prompts
 from .jsonl import iter_records
 
-__all__ = ["BENCHMARK", "DISCIPLINE", "FIELD_ALIASES", "LIKERT_LEVELS", "load_sfbench", "parse_feasibility_reply"]
+__all__ = ["BENCHMARK", "DISCIPLINE", "FIELD_ALIASES", "LIKERT_LEVELS", "load_sfbench"]
 
 BENCHMARK = "sfbench"
 DISCIPLINE = "materials science"
@@ -166,43 +167,3 @@ def load_sfbench(path: str | Path) -> list[Item]:
         raise InputError("contains no claims", what=str(p),
                          fix="write a JSON list of claim objects or one claim object per line (JSONL)")
     return items
-
-
-_SCORE_RE = re.compile(r"[\"']?score[\"']?\s*[:=]\s*[\"']?([+-]?\d+)", re.IGNORECASE)
-
-
-def parse_feasibility_reply(text: str) -> tuple[int | None, str]:
-    """Parse a target reply to the SFBench prompt into ``(score, explanation)``.
-
-    Tries, in order: the last JSON object in the reply (``{"score": int,
-    "explanation": str}``, repaired with ``json_repair``), then the last
-    ``score: <int>`` occurrence with the whole reply as explanation.  The
-    score is None when none is found or it lies outside -2..2 (a parse
-    failure, not a label); the explanation is "" when absent.
-    """
-    import json_repair
-
-    text = text or ""
-    for m in reversed(list(re.finditer(r"\{", text))):
-        chunk = text[m.start(): text.rfind("}") + 1]
-        if not chunk:
-            continue
-        try:
-            obj = json_repair.loads(chunk)
-        except Exception:  # json_repair rarely raises; treat as no object
-            continue
-        if isinstance(obj, dict) and any(_norm(k) == "score" for k in obj):
-            raw = next(v for k, v in obj.items() if _norm(k) == "score")
-            expl = next((v for k, v in obj.items() if _norm(k) == "explanation"), "")
-            try:
-                s = _likert(raw)
-            except ValueError:
-                s = None
-            if s not in LIKERT_LEVELS:
-                s = None
-            return s, expl if isinstance(expl, str) else json.dumps(expl)
-    hits = _SCORE_RE.findall(text)
-    if hits:
-        s = int(hits[-1])
-        return (s if s in LIKERT_LEVELS else None), text.strip()
-    return None, text.strip()
