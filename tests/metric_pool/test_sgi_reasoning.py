@@ -1,0 +1,143 @@
+"""SGI-Bench Experimental Reasoning: option extraction (A.5, D.3), MCA variants and the
+Reasoning Validity judge (0-10, D.4)."""
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+
+from sgieval.core import Item, Response
+from sgieval.metric_pool.base import ScoringContext
+from sgieval.metric_pool.sgi.reasoning import (MultiChoiceMetric, ReasoningValidityMetric, boxed_contents,
+                                               extract_option, extract_option_lenient, mca, mca_code,
+                                               question_block, rv_messages)
+from sgieval.models.base import NamedModel
+
+TARGET = "test:target"
+
+
+def item(answer=1, images=("QUJD",)):
+    return Item(id="sgi-bench/SGI_Reasoning_0000", benchmark="sgi-bench", task="experimental_reasoning",
+                discipline="chemistry", type="signal perception", prompt="full prompt",
+                reference={"answer": answer, "options": ["red", "blue", "green", "white"],
+                           "steps": ["Read the plot.", "Compare peaks."]},
+                metadata={"question": "Which colour?", "images": list(images)})
+
+
+def resp(text):
+    return Response(item_id="sgi-bench/SGI_Reasoning_0000", model=TARGET, text=text)
+
+
+def judge(*replies, name="fake:judge"):
+    return NamedModel(name=name, role="judge",
+                      chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies]))
+
+
+def test_boxed_contents_balanced():
+    assert boxed_contents(r"x \boxed{A} y \boxed{\text{B}} z \boxed{C") == ["A", r"\text{B}"]
+
+
+@pytest.mark.parametrize("text,expected", [
+    (r"so \boxed{A}", "A"),
+    (r"first \boxed{A}, finally \boxed{ B }", "B"),      # last box wins, spaces stripped
+    (r"\boxed{\text{B}}", r"\text{B}"),
+    (r"\boxed{b}", "b"),
+    ("no box, Answer: B", None),
+])
+def test_extract_option(text, expected):
+    assert extract_option(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    (r"\boxed{B}", 1), (r"\boxed{ B }", 1),
+    (r"\boxed{\text{B}}", 0),        # malformed box is wrong (A.5)
+    (r"\boxed{B.}", 0),
+    (r"\boxed{b}", 0),               # case-sensitive (D.3)
+    (r"\boxed{B} on reflection \boxed{C}", 0),   # last box wins
+    (r"\boxed{C} no wait \boxed{B}", 1),
+    ("Answer: B", 0),                # no box
+    ("", 0),
+])
+def test_mca_default(text, expected):
+    assert mca(text, "B") == expected
+
+
+def test_mca_code_first_box_ignoring_case():
+    assert mca_code(r"\boxed{B} on reflection \boxed{C}", "B") == 1   # first box
+    assert mca_code(r"\boxed{b}", "B") == 0                            # regex takes upper-case letters only
+    assert mca_code(r"\boxed{\text{B}} \boxed{B}", "B") == 1           # malformed first box skipped by the regex
+
+
+@pytest.mark.parametrize("text,expected", [
+    (r"\boxed{\text{B}}", "B"), (r"\boxed{b}", "B"), (r"\boxed{B.}", "B"), (r"\boxed{(B)}", "B"),
+    (r"\boxed{1}", "B"),                              # 0-based index
+    (r"\boxed{B. blue}", "B"),
+    ("Answer: c", "C"), ("so the answer is (D)", "D"), ("Answer: 0", "A"),
+    ("Answer: 7", None),                              # index out of range for 4 options
+    ("nothing here", None),
+])
+def test_extract_option_lenient(text, expected):
+    assert extract_option_lenient(text, n_options=4) == expected
+
+
+async def test_multichoice_metric_scores():
+    scores = await MultiChoiceMetric().score(item(answer=1), resp(r"\boxed{A} ... \boxed{\text{B}}"), ScoringContext())
+    got = {s.metric: s.value for s in scores}
+    # default: last box "\text{B}" != "B" -> 0; lenient unwraps -> 1; code: first box A -> 0
+    assert got == {"mca": 0.0, "mca_lenient": 1.0, "mca_code": 0.0}
+    assert scores[0].details == {"extracted": r"\text{B}", "gold": "B"}
+
+
+async def test_multichoice_bad_reference_is_input_error():
+    scores = await MultiChoiceMetric().score(item(answer="B"), resp(r"\boxed{B}"), ScoringContext())
+    assert {s.status for s in scores} == {"input_error"}
+    assert scores[0].error == ("item sgi-bench/SGI_Reasoning_0000: reference answer 'B' is not a 0-based option "
+                               "index 0..25. Fix: set reference['answer'] to the 0-based index of the correct option")
+
+
+# ------------------------------------------------------------------ RV judge
+async def rv(judges, allow_self=False):
+    ctx = ScoringContext(judges=list(judges), allow_self_judge=allow_self)
+    return (await ReasoningValidityMetric().score(item(), resp(r"Peaks... \boxed{B}"), ctx))[0]
+
+
+async def test_rv_out_of_range_score_is_retried():
+    s = await rv([judge('{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}')])
+    assert (s.status, s.value) == ("ok", 8.0)          # 0-10 scale; 85 rejected, not read as 8.5
+    assert s.evidence[0]["attempts"] == 2
+    assert s.evidence[0]["raw"] == ['{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}']
+    assert s.rationale == "fake:judge: 8/10 (solid)"
+
+
+async def test_rv_never_valid_is_judge_error_not_zero():
+    s = await rv([judge('{"score": 11}', '{"score": -1}', "Score: 6")])
+    assert (s.status, s.value) == ("judge_error", None)
+    assert "unparsable judge reply after 3 attempt(s)" in s.error
+    assert len(s.evidence[0]["raw"]) == 3
+
+
+async def test_rv_two_judges_mean():
+    s = await rv([judge('{"rationale": "a", "score": 7}', name="fake:j1"),
+                  judge('{"rationale": "b", "score": 8}', name="fake:j2")])
+    assert s.value == pytest.approx(7.5)               # (7 + 8) / 2
+    assert s.judge == "fake:j1,fake:j2"
+
+
+async def test_rv_no_judge_not_run():
+    s = await rv([])
+    assert (s.status, s.error) == ("not_run", "reasoning_validity needs a judge: no judge configured")
+
+
+def test_rv_messages_images_first_then_text():
+    msgs = rv_messages(item(), r"my reasoning \boxed{B}")
+    content = msgs[1].content
+    assert content[0] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+    text = content[1]["text"]
+    assert "Question:\nWhich colour?\n\nOptions:\nA. red\nB. blue\nC. green\nD. white\n" in text
+    assert "1. Read the plot.\n2. Compare peaks." in text
+    assert "<<<RESPONSE_UNDER_REVIEW>>>\nmy reasoning \\boxed{B}\n<<<END_RESPONSE_UNDER_REVIEW>>>" in text
+    assert isinstance(rv_messages(item(images=()), "x")[1].content, str)   # no images: plain text
+
+
+def test_question_block_falls_back_to_prompt():
+    it = Item(id="q", benchmark="sgi-bench", task="experimental_reasoning", prompt="full prompt", reference={"answer": 0})
+    assert question_block(it) == "full prompt"
