@@ -1,0 +1,403 @@
+"""AidanBench / SciAidanBench generation protocol as a runnable evaluation (METRICS.md B.1-B.5, C.6, D.6).
+
+For one question the target model is asked again and again for a new answer,
+with all its earlier answers shown; each answer is scored for coherence
+(judge, 0-100), embedding novelty (0-1) and optionally LLM novelty (0-1),
+stored, and the stop rule is checked.  The result is one :class:`Response`
+whose ``metadata["records"]`` has the SciAidanBench record format (B.7), so
+the counting metrics of :mod:`.aidanbench` apply to generated and replayed
+runs alike.
+
+Decisions beyond the sources (stated here and tested):
+
+- Target and judge calls go through :func:`sgieval.models.calls.ainvoke`
+  (retries of transient errors).  A target call that still fails ends the
+  question with status ``infra_error``; a coherence or similarity reply that
+  cannot be parsed is re-asked with the parse error shown (up to
+  ``judge_attempts`` tries) and then ends the question with ``judge_error``.
+  The records stored so far are kept in both cases; nothing is scored as 0.
+  (SciAidanBench retries ordinary errors indefinitely; AidanBench ends the
+  question; sgieval bounds the retries and reports the failure.)
+- A content-filter error of the target (SciAidanBench, B.5 "Errors") after at
+  least one stored answer relabels that last answer ``content_error`` and ends
+  the question normally (status ok).
+- ``<think>...</think>`` blocks are removed from a target reply (kept in the
+  record's ``thoughts``) before the answer tag is extracted.
+- The cap ``max_answers`` ends a question whose last answer passed: its
+  ``stopping_condition`` stays null (it is accepted) and
+  ``final_stopping_condition`` is ``"answer_cap"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any, Callable, Literal, Sequence
+
+import numpy as np
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ..core import InputError, Item, ModelCallError, Response
+from ..models.base import NamedModel
+from ..models.calls import ainvoke, message_text
+from .embeddings import cosine_matrix
+
+Variant = Literal["sciaidanbench", "aidanbench"]
+
+TAU_C = 15
+TAU_N = 0.15
+TAU_LLM = 0.15
+
+COHERENCE_STOP = "coherence_threshold"
+EMBEDDING_STOP = "embedding_dissimilarity_threshold"
+LLM_STOP = "llm_dissimilarity_threshold"
+CONTENT_ERROR = "content_error"
+ANSWER_CAP = "answer_cap"
+
+CONTENT_FILTER_TERMS = ("invalid prompt", "invalid_prompt", "content management policy", "content_filter")
+
+# ------------------------------------------------------------------------ prompts (B.1, B.2, B.4)
+GEN_HEAD = ("Answer the following question:\n<question>{question}</question>\n"
+            "Give your answer inside <answer></answer> XML tags.\n")
+GEN_COT = ("Work through it step by step:\n"
+           "1. Review any previous answers so you do not repeat them: note the ideas and themes they already cover "
+           "and the angles they leave open.\n"
+           "2. Brainstorm several fresh possibilities, including unconventional but valid ones.\n"
+           "3. Develop the idea you choose, reasoning step by step and checking your reasoning.\n"
+           "Put your thinking inside <thoughts></thoughts> XML tags, then give your final answer inside "
+           "<answer></answer> XML tags.\n")
+GEN_ONE = "Give one direct answer only, not a list of answers. Be concise.\n"
+GEN_PREVIOUS = ("IMPORTANT: give an answer you have NOT given before.\n"
+                "Your previous answers are inside the <previous_answers></previous_answers> XML tags.\n"
+                "<previous_answers>\n{previous}\n</previous_answers>")
+
+COHERENCE_PROMPT = """Your task is to rate how coherent and plausible an answer to a question is.
+
+Question: <question>{question}</question>
+Answer: <answer>{answer}</answer>
+
+Give a Coherence and Plausibility Score from 0 to 100 using these bands:
+
+0-20: INCOHERENT / NONSENSICAL - unrelated to the question, self-contradictory or impossible, no grasp of the context.
+21-40: SEVERELY FLAWED - major logical gaps, core concepts misunderstood, mostly incorrect though partly relevant.
+41-60: PARTIALLY COHERENT - basic understanding, valid points mixed with errors, weakly connected logic, misses key aspects.
+61-80: MOSTLY COHERENT - clear understanding, sound logic with minor gaps, claims mostly plausible and supported.
+81-100: HIGHLY COHERENT - fully addresses the question, logically consistent, all claims plausible and well grounded.
+
+IMPORTANT: give your final score as one integer from 0 to 100 inside <coherence_score></coherence_score> XML tags, for example:
+<coherence_score>75</coherence_score>
+Do not add any other text."""
+
+SIMILARITY_PROMPT = """Your task is to rate how similar in meaning two answers to the same question are, looking at the core ideas rather than the wording.
+
+Question: <question>{question}</question>
+First answer: <answer1>{answer1}</answer1>
+Second answer: <answer2>{answer2}</answer2>
+
+Give a Similarity Score from 0 to 100 using these bands:
+
+0-20: completely different, no meaningful overlap.
+21-40: minimal similarity, few shared ideas.
+41-60: moderate similarity, some shared core ideas.
+61-80: substantial similarity with minor variations.
+81-100: nearly identical in meaning (possibly different words).
+
+IMPORTANT: give your final score as one integer from 0 to 100 inside <similarity_score></similarity_score> XML tags, for example:
+<similarity_score>75</similarity_score>
+Do not add any other text."""
+
+
+def generation_prompt(question: str, previous_answers: Sequence[str], *, cot: bool = False) -> str:
+    """The B.1 prompt: (1) the question in ``<question>`` tags and the reply
+    format ``<answer>``; (2) optional chain-of-thought block; (3) one concise
+    answer, not a list; (4) with previous answers, a do-not-repeat warning and
+    each answer as ``<previous_answer id='k'>`` (k = 1..) in ``<previous_answers>``."""
+    p = GEN_HEAD.format(question=question)
+    if cot:
+        p += GEN_COT
+    p += GEN_ONE
+    if previous_answers:
+        prev = "\n\n".join(f"<previous_answer id='{k}'>\n{a}\n</previous_answer>"
+                           for k, a in enumerate(previous_answers, 1))
+        p += GEN_PREVIOUS.format(previous=prev)
+    return p
+
+
+# ------------------------------------------------------------------------------ parsing
+def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
+    """Content of ``<tag>...</tag>`` (case-sensitive, D.1), stripped; the last
+    match when ``last`` (AidanBench) else the first (SciAidanBench); None
+    when there is no tag.  An empty tag gives "" (D.1: no fallback)."""
+    matches = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.S)
+    if not matches:
+        return None
+    return (matches[-1] if last else matches[0]).strip()
+
+
+def split_thoughts(text: str) -> tuple[str, str]:
+    """Remove ``<think>...</think>`` blocks -> (remaining text, thoughts joined)."""
+    thoughts = re.findall(r"<think>(.*?)</think>", text, flags=re.S)
+    if not thoughts:
+        return text, ""
+    return re.sub(r"<think>.*?</think>", " ", text, flags=re.S).strip(), "\n\n".join(t.strip() for t in thoughts)
+
+
+def extract_answer(text: str, variant: Variant = "sciaidanbench") -> str:
+    """B.1 answer extraction: the ``<answer>`` tag content (first in
+    SciAidanBench, last in AidanBench), stripped; the whole reply when there is
+    no tag."""
+    got = extract_tag(text, "answer", last=(variant == "aidanbench"))
+    return text if got is None else got
+
+
+def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 100) -> int:
+    """B.2/B.4 parsing: ``int()`` of the ``<tag>`` content (first or last
+    match), or of the whole reply when there is no tag; the integer must lie in
+    ``lo..hi``.  Raises ValueError with the reason (D.4: out of range is a
+    parse error)."""
+    got = extract_tag(text, tag, last=last)
+    raw = text.strip() if got is None else got
+    try:
+        v = int(raw)
+    except ValueError:
+        where = f"<{tag}> content" if got is not None else f"reply without <{tag}> tags"
+        raise ValueError(f"{where} {raw[:80]!r} is not an integer") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"<{tag}> value {v} outside {lo}-{hi}")
+    return v
+
+
+# ---------------------------------------------------------------------------- stop rule
+def stopping_condition(coherence: float, novelty: float, llm_novelty: float | None = None, *,
+                       tau_c: float = TAU_C, tau_n: float = TAU_N, tau_llm: float = TAU_LLM) -> str | None:
+    """B.5 stop rule, checked in this order: coherence <= ``tau_c`` ->
+    ``coherence_threshold``; embedding novelty < ``tau_n`` (strict) ->
+    ``embedding_dissimilarity_threshold``; LLM novelty (when not None) <
+    ``tau_llm`` (strict) -> ``llm_dissimilarity_threshold``; else None."""
+    if coherence <= tau_c:
+        return COHERENCE_STOP
+    if novelty < tau_n:
+        return EMBEDDING_STOP
+    if llm_novelty is not None and llm_novelty < tau_llm:
+        return LLM_STOP
+    return None
+
+
+# ---------------------------------------------------------------------------- embeddings
+def _encode(embedder: Any, texts: list[str]) -> np.ndarray:
+    """``embedder.encode(texts, normalize=True)`` (metric_pool.embeddings.Embedder)
+    or ``embedder(texts)`` for a plain callable -> (n, d) array."""
+    if hasattr(embedder, "encode"):
+        out = embedder.encode(texts, normalize=True)
+    elif callable(embedder):
+        out = embedder(texts)
+    else:
+        raise InputError(f"embedder {embedder!r} has neither encode() nor __call__", what="embedder",
+                         fix="pass metric_pool.embeddings.get_embedder('minilm') or a callable list[str] -> array")
+    return np.asarray(out, dtype=np.float64)
+
+
+def novelty_against(new: np.ndarray, previous: np.ndarray) -> float:
+    """B.3: N = 1 - max cosine(new, previous rows); 1.0 when there is no previous row."""
+    if previous.shape[0] == 0:
+        return 1.0
+    return float(1.0 - cosine_matrix(new, previous).max())
+
+
+def recompute_novelty(records: Sequence[dict[str, Any]], embedder: Any) -> list[float]:
+    """Embedding novelty of stored answer records recomputed with ``embedder``
+    (B.3): for record i, 1 - max cosine of its ``answer`` against records
+    0..i-1; the first gets 1.0.  Returns one float (0-2, normally 0-1) per
+    record, in order.  Raises InputError when a record lacks a string ``answer``."""
+    texts = []
+    for k, r in enumerate(records):
+        a = r.get("answer") if isinstance(r, dict) else None
+        if not isinstance(a, str):
+            raise InputError(f"record {k} has no string 'answer'", what="answer records",
+                             fix="records need the SciAidanBench format (METRICS.md B.7)")
+        texts.append(a)
+    if not texts:
+        return []
+    emb = _encode(embedder, texts)
+    return [novelty_against(emb[i], emb[:i]) for i in range(len(texts))]
+
+
+# ------------------------------------------------------------------------------- judges
+class _JudgeFailure(Exception):
+    pass
+
+
+async def _judge_int(judge: NamedModel, prompt: str, tag: str, *, last: bool, attempts: int,
+                     raw_log: list[dict[str, Any]], answer_num: int, kind: str) -> int:
+    """Ask ``judge`` for an integer in ``<tag>``; re-ask with the parse error
+    shown on an unparsable reply.  Raises _JudgeFailure with the reason."""
+    msgs: list[BaseMessage] = [HumanMessage(content=prompt)]
+    err = "no attempt"
+    for attempt in range(1, attempts + 1):
+        try:
+            out = await ainvoke(judge, msgs)
+        except ModelCallError as e:
+            raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {e.message}") from e
+        text = message_text(out)
+        raw_log.append({"answer_num": answer_num, "kind": kind, "judge": judge.name, "attempt": attempt, "raw": text})
+        try:
+            return parse_score_tag(text, tag, last=last)
+        except ValueError as e:
+            err = str(e)
+            msgs = msgs + [AIMessage(content=text), HumanMessage(
+                content=f"Your reply could not be parsed: {err}. Reply again with only "
+                        f"<{tag}>N</{tag}>, N an integer from 0 to 100.")]
+    raise _JudgeFailure(f"unparsable {kind} judge reply for answer {answer_num} after {attempts} attempt(s): {err}")
+
+
+def _is_content_filter(err: ModelCallError) -> bool:
+    return any(t in err.message.lower() for t in CONTENT_FILTER_TERMS)
+
+
+def records_text(records: Sequence[dict[str, Any]]) -> str:
+    """All answers of a question as numbered text blocks ``[k] answer``."""
+    return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
+
+
+# ---------------------------------------------------------------------------- the loop
+async def run_generation(
+    item: Item,
+    target: NamedModel,
+    judge: NamedModel | None,
+    embedder: Any,
+    *,
+    variant: Variant = "sciaidanbench",
+    llm_novelty: bool = True,
+    tau_c: float = TAU_C,
+    tau_n: float = TAU_N,
+    tau_llm: float = TAU_LLM,
+    max_answers: int = 50,
+    temperature: float = 0.7,
+    cot: bool = False,
+    judge_attempts: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Response:
+    """Run the B.1 generation loop for one question and return one Response.
+
+    ``item``: the question is ``item.metadata["question"]`` (else ``item.prompt``).
+    ``target``: the model asked for answers, at ``temperature`` (B.1: 0.7).
+    ``judge``: the coherence judge (B.2, 0-100 in ``<coherence_score>``) and,
+    with ``llm_novelty``, the similarity judge (B.4, one call per previous
+    answer, in parallel; LLM novelty = 1 - max(score/100)).
+    ``embedder``: ``Embedder`` (``encode(texts, normalize=True)``) or a
+    callable list[str] -> (n, d); embedding novelty N = 1 - max cosine vs the
+    earlier answers, 1.0 for the first (B.3).
+    ``variant``: "sciaidanbench" takes the first ``<answer>``/score tag,
+    "aidanbench" the last.  Stop rule :func:`stopping_condition` with
+    ``tau_c``/``tau_n``/``tau_llm``; at most ``max_answers`` answers.
+
+    Returns a Response with ``metadata["records"]`` (B.7 record format:
+    ``answer_num``, ``answer``, ``coherence_score`` int, ``embedding_dissimilarity_score``,
+    ``llm_dissimilarity_score`` when enabled, ``processing_time`` cumulative s,
+    ``stopping_condition``, ``final_stopping_condition`` on the last;
+    ``thoughts`` when the reply had ``<think>`` blocks), ``answer`` = the
+    accepted answers, ``text`` = all answers numbered, and the raw judge
+    replies in ``metadata["judge_raw"]``.  Failures: status ``infra_error``
+    (target or embedder) or ``judge_error`` with the reason in ``error`` and
+    the records so far kept.
+
+    Raises InputError when ``judge`` is None (coherence judge required), when
+    ``target`` has no chat model, or for a bad ``variant``/``max_answers``.
+    """
+    if judge is None:
+        raise InputError("the AidanBench/SciAidanBench generation protocol needs a coherence judge "
+                         "(METRICS.md B.2) and none is configured", what=f"item {item.id}",
+                         fix="configure a judge model (--judge), or replay stored answers instead")
+    if target.chat is None:
+        raise InputError("the target has no chat model to generate answers with", what=target.name,
+                         fix="use a callable model, or replay stored SciAidanBench answers")
+    if variant not in ("sciaidanbench", "aidanbench"):
+        raise InputError(f"unknown protocol variant {variant!r}", what="variant", fix="use 'sciaidanbench' or 'aidanbench'")
+    if max_answers < 1:
+        raise InputError(f"max_answers must be >= 1, got {max_answers}", what="max_answers")
+    last = variant == "aidanbench"
+    question = item.metadata.get("question") or item.prompt
+    try:
+        runnable = target.chat.bind(temperature=temperature)
+    except Exception:  # noqa: BLE001 - a chat model without bind(): call it as configured
+        runnable = target.chat
+    records: list[dict[str, Any]] = []
+    answers: list[str] = []
+    emb_prev: np.ndarray | None = None
+    judge_raw: list[dict[str, Any]] = []
+    t0 = clock()
+    status, error = "ok", None
+
+    for answer_num in range(1, max_answers + 1):
+        prompt = generation_prompt(question, answers, cot=cot)
+        try:
+            out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
+        except ModelCallError as e:
+            if _is_content_filter(e) and records:
+                records[-1]["stopping_condition"] = CONTENT_ERROR
+                records[-1]["final_stopping_condition"] = CONTENT_ERROR
+                records[-1]["error_message"] = e.message
+                break
+            status, error = "infra_error", f"target call failed for answer {answer_num}: {e.message}"
+            break
+        reply, thoughts = split_thoughts(message_text(out))
+        answer = extract_answer(reply, variant)
+
+        try:
+            coherence = await _judge_int(judge, COHERENCE_PROMPT.format(question=question, answer=answer),
+                                         "coherence_score", last=last, attempts=judge_attempts, raw_log=judge_raw,
+                                         answer_num=answer_num, kind="coherence")
+        except _JudgeFailure as e:
+            status, error = "judge_error", str(e)
+            break
+
+        try:
+            e_new = _encode(embedder, [answer])
+        except Exception as e:  # noqa: BLE001 - OfflineError, model errors
+            status, error = "infra_error", f"embedding failed for answer {answer_num}: {type(e).__name__}: {e}"
+            break
+        novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)
+
+        llm_nov: float | None = None
+        if llm_novelty:
+            if answers:
+                calls = [_judge_int(judge, SIMILARITY_PROMPT.format(question=question, answer1=answer, answer2=prev),
+                                    "similarity_score", last=last, attempts=judge_attempts, raw_log=judge_raw,
+                                    answer_num=answer_num, kind="similarity")
+                         for prev in answers]
+                results = await asyncio.gather(*calls, return_exceptions=True)
+                failures = [r for r in results if isinstance(r, BaseException)]
+                if failures:
+                    if not all(isinstance(f, _JudgeFailure) for f in failures):
+                        raise next(f for f in failures if not isinstance(f, _JudgeFailure))
+                    status, error = "judge_error", str(failures[0])
+                    break
+                llm_nov = 1.0 - max(int(r) for r in results) / 100  # type: ignore[arg-type]
+            else:
+                llm_nov = 1.0
+
+        stop = stopping_condition(coherence, novelty, llm_nov, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
+        rec: dict[str, Any] = {"answer_num": answer_num, "answer": answer}
+        if thoughts:
+            rec["thoughts"] = thoughts
+        rec.update({"embedding_dissimilarity_score": novelty, "coherence_score": coherence,
+                    "processing_time": clock() - t0, "stopping_condition": stop})
+        if llm_novelty:
+            rec["llm_dissimilarity_score"] = llm_nov
+        records.append(rec)
+        answers.append(answer)
+        emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
+        if stop:
+            rec["final_stopping_condition"] = stop
+            break
+    else:
+        records[-1]["final_stopping_condition"] = ANSWER_CAP
+
+    accepted = [r["answer"] for r in records if r.get("stopping_condition") is None]
+    meta = {"records": records, "protocol": variant, "temperature": str(temperature), "judge": judge.name,
+            "embedder": getattr(embedder, "name", type(embedder).__name__), "llm_novelty": llm_novelty,
+            "thresholds": {"coherence": tau_c, "embedding": tau_n, "llm": tau_llm}, "max_answers": max_answers,
+            "judge_raw": judge_raw}
+    return Response(item_id=item.id, model=target.name, text=records_text(records), answer=accepted,
+                    latency_s=clock() - t0, status=status, error=error, metadata=meta)  # type: ignore[arg-type]
