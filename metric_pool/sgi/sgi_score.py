@@ -28,7 +28,7 @@ TERM_LABELS = {DEEP_RESEARCH: "DR", IDEA_GENERATION: "IG", DRY_EXPERIMENT: "DE",
 FALLBACK_COMPONENTS: dict[str, tuple[str, float]] = {
     DEEP_RESEARCH: ("em", 100.0),
     IDEA_GENERATION: ("idea_final_score", 1.0),
-    DRY_EXPERIMENT: ("passall@5", 100.0),
+    DRY_EXPERIMENT: ("dry_passall_5", 100.0),
     WET_EXPERIMENT: ("wet_final_score", 100.0),
     EXPERIMENTAL_REASONING: ("mca", 100.0),
 }

@@ -8,7 +8,7 @@ from sgieval.metric_pool.sgi import metrics, sgi_score, sgi_scores_by_model
 from sgieval.metric_pool.sgi.sgi_score import default_components
 
 COMPONENTS = {"deep_research": ("em", 100.0), "idea_generation": ("idea_final_score", 1.0),
-              "dry_experiment": ("passall@5", 100.0), "wet_experiment": ("wet_final_score", 100.0),
+              "dry_experiment": ("dry_passall_5", 100.0), "wet_experiment": ("wet_final_score", 100.0),
               "experimental_reasoning": ("mca", 100.0)}
 
 
@@ -28,7 +28,7 @@ def build(model="openai:gpt-4.1", skip=(), discipline_of=lambda k: "physics"):
 
     add("deep_research", "em", [1.0] * 36 + [0.0] * 282)
     add("idea_generation", "idea_final_score", [36.49] * 315)
-    add("dry_experiment", "passall@5", [1.0] * 93 + [0.0] * 178)
+    add("dry_experiment", "dry_passall_5", [1.0] * 93 + [0.0] * 178)
     add("wet_experiment", "wet_final_score", [1.0] * 24 + [0.9084] + [0.0] * 43)
     add("experimental_reasoning", "mca", [1.0] * 112 + [0.0] * 179)
     return scores, items
@@ -136,3 +136,9 @@ def test_optional_task_module_absent_is_skipped_other_import_errors_raise(monkey
     monkeypatch.setattr(sgi, "_OPTIONAL", ())
     with pytest.raises(ModuleNotFoundError, match="not_written_yet"):
         sgi.metrics()
+
+
+def test_gpt41_example_with_default_components():
+    # default components: the primary spec of each task (fallback names when a module is absent)
+    scores, items = build()
+    assert sgi_score(scores, items).sgi_score == 31.45
