@@ -1,0 +1,439 @@
+"""SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5, SER, AET.
+
+Per item: the model completes the functions named in ``incomplete_functions``;
+they are swapped into ``incomplete_main_code`` (:func:`assemble`, ast-based),
+and the assembled program runs once per unit test i = 0..4 in a sandbox whose
+work directory holds ``data_en.py`` = ``unit_tests[i]["data"]``, run first as a
+setup script (the benchmark's data builder), then the program.
+
+- Output = (stderr + "\\n" + stdout).strip().  A test passes (1) if the output
+  equals ``unit_tests[i]["output"]`` exactly (the reference is not stripped);
+  else (2) fails on a timeout or a nonzero return code; else (3) the optional
+  judge (first of ``ctx.judges_for(target)``, the spec's ``o4-mini`` role)
+  decides ``{judgment, reason}`` with the 2% rule for training losses/metrics,
+  passing only on judgment exactly "correct".  Without a judge such a test
+  fails and the rationale says the judge was not run.
+- With p passed tests: PassAll@5 = [p = 5] (primary; SGI-Score DE term =
+  mean x 100), PassAll@3 = [p >= 3], PassAll@1 = [p >= 1];
+  SER = (#tests with return code 0) / 5; AET = mean runtime (seconds) over the
+  tests with runtime > 0 (a timeout counts as the timeout, 300 s by default;
+  a launch failure is -1), or -1 if none qualify.
+
+Sandbox: ``ctx.sandbox`` (a :class:`sgieval.tools.base.Sandbox`).  When it is
+None and the metric options set ``unsafe_local_exec=True``, the fallback
+:class:`SubprocessSandbox` (a plain subprocess with a timeout, NO isolation)
+is used; otherwise every Score is ``infra_error`` "no sandbox configured".  A
+failing data script (setup) makes the item ``infra_error``: the benchmark's own
+data could not be built there (e.g. a missing package), which is no fault of
+the model.
+
+Decisions beyond the spec (tested):
+
+- The "LLM-parsed answer" fallback of the assembly is replaced by the
+  concatenated fenced code blocks of the answer (no model call): the spec's
+  parser exists only to pull code out of prose.
+- When the replacing function's last line has no newline (the extracted answer
+  is stripped), a newline is added so the next line of the main code is not
+  glued onto it.
+- An empty or "none" response (A.0) writes no program: 0 tests pass,
+  SER = 0, AET = -1 (the code would run a stale program from an earlier run).
+- A judge reply that still does not parse after retries makes PassAll@k
+  ``judge_error`` for the item (the code makes the item null); SER and AET are
+  still reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, ToolError
+from ...tools.base import ExecResult
+from ..base import Metric, ScoringContext
+from ..judge import as_data, ask_judge
+from .common import extract_answer_tag, is_empty_or_none, spec
+
+__all__ = [
+    "function_lines", "replace_function", "assemble", "program_output", "unit_test_passed_exact",
+    "SubprocessSandbox", "DryExperimentMetric", "metrics", "SPECS", "aggregate_aet", "DEFAULT_TIMEOUT_S",
+]
+
+DEFAULT_TIMEOUT_S = 300.0
+N_TESTS = 5
+
+# ------------------------------------------------------------------ specs
+_A3 = "A.3"
+PASSALL_1 = spec("dry_passall_1", DRY_EXPERIMENT, _A3,
+                 "PassAll@1, 0/1 per item: 1 if at least 1 of the 5 unit tests passes (exact output match, else no error "
+                 "and the optional judge says correct).")
+PASSALL_3 = spec("dry_passall_3", DRY_EXPERIMENT, _A3, "PassAll@3, 0/1 per item: 1 if at least 3 of the 5 unit tests pass.")
+PASSALL_5 = spec("dry_passall_5", DRY_EXPERIMENT, _A3,
+                 "PassAll@5, 0/1 per item: 1 if all 5 unit tests pass. Task score = mean x 100; the SGI-Score DE term.",
+                 primary=True)
+SER = spec("dry_smooth_execution_rate", DRY_EXPERIMENT, _A3,
+           "Smooth Execution Rate, 0-1 per item: (unit tests whose program exits with return code 0) / 5, "
+           "regardless of correctness.")
+AET = spec("dry_average_execution_time", DRY_EXPERIMENT, _A3,
+           "Average Execution Time in seconds per item: mean wall time over the unit tests with runtime > 0 (a timeout "
+           "counts as the timeout, 300 s), -1 if none. Aggregation (C.4): step_4_score.py averages items with AET > 0; "
+           "sgi_score.py averages every item, -1 included; see aggregate_aet().",
+           range=(-1.0, float("inf")), unit="s").model_copy(update={"higher_is_better": False})
+SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
+
+
+def aggregate_aet(values: Sequence[float], convention: str = "step4") -> float:
+    """Task-level AET (seconds) from per-item AET values (METRICS.md A.3, C.4).
+
+    ``"step4"`` (step_4_score.py): mean over items with AET > 0 (NaN when none);
+    ``"sgi_score"`` (sgi_score.py): mean over every item, -1 values included.
+    Raises ValueError for an unknown convention or no values."""
+    vals = [float(v) for v in values]
+    if not vals:
+        raise ValueError("aggregate_aet needs at least one value")
+    if convention == "step4":
+        pos = [v for v in vals if v > 0]
+        return sum(pos) / len(pos) if pos else float("nan")
+    if convention == "sgi_score":
+        return sum(vals) / len(vals)
+    raise ValueError(f"unknown AET convention {convention!r}: use 'step4' or 'sgi_score'")
+
+
+# ------------------------------------------------------------------ assembly
+def _compiles(src: str) -> bool:
+    try:
+        compile(src, "<string>", "exec")
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def function_lines(src: str) -> dict[str, tuple[int, int]]:
+    """{name: (def line, end line)} (1-based, inclusive) of the top-level
+    ``ast.FunctionDef`` nodes of ``src``; with duplicate names the last wins.
+    Decorator lines are not included; async defs, classes and nested functions
+    are ignored.  Raises SyntaxError when ``src`` does not parse."""
+    out: dict[str, tuple[int, int]] = {}
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = (node.lineno, node.end_lineno or node.lineno)
+    return out
+
+
+def replace_function(main_code: str, new_code: str, name: str) -> str:
+    """Replace top-level function ``name`` of ``main_code`` by the same-named one of
+    ``new_code`` (METRICS.md A.3 "Assembly"): lines from the ``def`` line to the end
+    line are swapped.  Raises ValueError when either source (or the result) does
+    not compile, or KeyError when ``name`` is missing on either side."""
+    if not _compiles(main_code):
+        raise ValueError("main code does not compile")
+    if not _compiles(new_code):
+        raise ValueError("answer code does not compile")
+    f1, f2 = function_lines(main_code), function_lines(new_code)
+    if name not in f1:
+        raise KeyError(f"function {name!r} not in the main code")
+    if name not in f2:
+        raise KeyError(f"function {name!r} not in the answer")
+    (s1, e1), (s2, e2) = f1[name], f2[name]
+    lines1 = main_code.splitlines(keepends=True)
+    lines2 = new_code.splitlines(keepends=True)[s2 - 1:e2]
+    if lines2 and not lines2[-1].endswith(("\n", "\r")):
+        lines2[-1] += "\n"  # sgieval: keep the following main-code line on its own line
+    lines1[s1 - 1:e1] = lines2
+    out = "".join(lines1)
+    if not _compiles(out):
+        raise ValueError("the code does not compile after the replacement")
+    return out
+
+
+_FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | re.I)
+
+
+def answer_candidates(text: str) -> list[tuple[str, str]]:
+    """Sources to take the completed functions from, in order: ("answer", the
+    ``<answer>`` extraction, else the whole response) and ("fenced", its fenced
+    code blocks joined by blank lines, sgieval's stand-in for the LLM-parsed
+    answer) when there are any."""
+    tagged = extract_answer_tag(text)
+    answer = text if tagged is None else tagged
+    out = [("answer", answer)]
+    blocks = _FENCED.findall(answer) or _FENCED.findall(text)
+    if blocks:
+        out.append(("fenced", "\n\n".join(b.rstrip() + "\n" for b in blocks)))
+    return out
+
+
+def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """The program to run: for each name in ``functions`` in order, replace it in
+    the code with the same-named function from the first candidate of
+    :func:`answer_candidates` that works; otherwise leave it unchanged.
+    Returns (code, {name: "answer" | "fenced" | "unchanged: <last error>"})."""
+    code = incomplete_main_code
+    report: dict[str, str] = {}
+    cands = answer_candidates(response_text)
+    for name in functions:
+        err = ""
+        for label, cand in cands:
+            try:
+                code = replace_function(code, cand, name)
+                report[name] = label
+                break
+            except (ValueError, KeyError, SyntaxError, RecursionError, MemoryError) as e:
+                err = str(e)
+        else:
+            report[name] = f"unchanged: {err}"
+    return code, report
+
+
+# ------------------------------------------------------------------ execution
+class SubprocessSandbox:
+    """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary
+    directory with a wall-clock timeout (the process group is killed).
+
+    Implements the :class:`sgieval.tools.base.Sandbox` protocol for the dry
+    experiment metric when ``ctx.sandbox`` is None and the options explicitly
+    allow ``unsafe_local_exec``.  ``PYTHONIOENCODING=utf-8`` as A.3.
+    """
+
+    name = "subprocess-fallback (unsafe)"
+
+    def __init__(self, python: str | None = None):
+        self.python = python or sys.executable
+
+    def _one(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8", "HOME": str(workdir), "MPLBACKEND": "Agg"}
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.Popen([self.python, script], cwd=workdir, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            return ExecResult(stderr=f"launch failed: {e}", exit_code=None, backend=self.name)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = proc.communicate()
+            timed_out = True
+        wall = time.perf_counter() - t0
+        return ExecResult(stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+                          exit_code=proc.returncode, wall_time_s=wall, timed_out=timed_out,
+                          killed_reason="timeout" if timed_out else None, backend=self.name)
+
+    def run(self, code: str, *, files: dict[str, str | bytes] | None = None, setup_scripts: list[str] | None = None,
+            timeout_s: float = 60.0, output_files: list[str] | None = None) -> ExecResult:
+        workdir = Path(tempfile.mkdtemp(prefix="sgieval-dry-"))
+        try:
+            for fname, content in (files or {}).items():
+                p = workdir / fname
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+            (workdir / "main.py").write_text(code, encoding="utf-8")
+            for s in setup_scripts or []:
+                r = self._one(workdir, s, timeout_s)
+                if r.exit_code != 0 or r.timed_out:
+                    return r.model_copy(update={"setup_failed": True})
+            res = self._one(workdir, "main.py", timeout_s)
+            for fname in output_files or []:
+                p = workdir / fname
+                if p.is_file():
+                    res.files[fname] = p.read_text(encoding="utf-8", errors="replace")
+            return res
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def program_output(res: ExecResult) -> str:
+    """A.3: (stderr + "\\n" + stdout).strip()."""
+    return (res.stderr + "\n" + res.stdout).strip()
+
+
+def unit_test_passed_exact(output: str, reference: str) -> bool:
+    """A.3 pass rule 1: exact equality with the (unstripped) reference output."""
+    return output == reference
+
+
+class DryJudgement(BaseModel):
+    """The dry-experiment judge's reply (A.3): judgment "correct" | "incorrect" and a reason."""
+
+    judgment: str
+    reason: str = Field(default="")
+
+
+DRY_JUDGE_SYSTEM = "You are an expert in checking whether a program's output matches a reference output."
+DRY_JUDGE_TEMPLATE = """Decide whether the model output matches the reference output and explain briefly.
+
+Rules:
+1. Check every numerical value strictly: every digit must match. Any inconsistency means "incorrect".
+2. For training-related losses or metrics, a relative difference of up to 2% between the model output and the
+   reference output is acceptable; more than 2% is "incorrect".
+3. Reply with a JSON object: {{"judgment": "correct" or "incorrect", "reason": "<brief explanation>"}}.
+
+## Reference output
+{reference}
+
+## Model output
+{output}
+"""
+
+
+# ------------------------------------------------------------------ the metric
+class DryExperimentMetric(Metric):
+    """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`).
+
+    Options: ``timeout_s`` (per program, default 300), ``unsafe_local_exec``
+    (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None), ``parallel_tests``
+    (run the 5 unit tests concurrently; default True), ``judge_attempts`` (3).
+    """
+
+    specs = SPECS
+
+    def __init__(self, options: dict | None = None):
+        opts = dict(options or {})
+        self.timeout_s = float(opts.get("timeout_s", opts.get("dry_timeout_s", DEFAULT_TIMEOUT_S)))
+        self.unsafe_local_exec = bool(opts.get("unsafe_local_exec", False))
+        self.parallel = bool(opts.get("parallel_tests", True))
+        self.judge_attempts = int(opts.get("judge_attempts", 3))
+
+    def _sandbox(self, ctx: ScoringContext) -> Any:
+        if ctx.sandbox is not None:
+            return ctx.sandbox
+        if self.unsafe_local_exec or ctx.options.get("unsafe_local_exec"):
+            return SubprocessSandbox()
+        return None
+
+    @staticmethod
+    def _reference(item: Item) -> tuple[str, list[str], list[dict[str, str]]]:
+        ref = item.reference
+        fix = "load SGI-DryExperiment records with the SGI item contract (SGI_ITEMS.md)"
+        if not isinstance(ref, dict):
+            raise InputError("reference is not a dict", what=f"item {item.id}", fix=fix)
+        for key in ("incomplete_main_code", "incomplete_functions", "unit_tests"):
+            if key not in ref:
+                raise InputError(f"reference has no field {key!r}", what=f"item {item.id}", fix=fix)
+        tests = ref["unit_tests"]
+        if not isinstance(tests, list) or len(tests) != N_TESTS or not all(
+                isinstance(t, dict) and isinstance(t.get("data"), str) and isinstance(t.get("output"), str) for t in tests):
+            raise InputError("reference 'unit_tests' must be 5 objects with string 'data' and 'output'",
+                             what=f"item {item.id}", fix=fix)
+        return ref["incomplete_main_code"], list(ref["incomplete_functions"]), tests
+
+    def _run_one(self, sandbox: Any, code: str, data: str) -> ExecResult:
+        return sandbox.run(code, files={"data_en.py": data}, setup_scripts=["data_en.py"], timeout_s=self.timeout_s)
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        try:
+            main_code, functions, tests = self._reference(item)
+        except InputError as e:
+            return self.failed(item, response, "input_error", str(e))
+
+        if is_empty_or_none(response.text):
+            rows = [{"test": i, "passed": False, "returncode": None, "runtime": -1.0, "how": "no program (empty response)"}
+                    for i in range(N_TESTS)]
+            return self._scores(item, response, rows, {}, "empty or 'none' response: no program written (A.0/A.3)", None, [])
+
+        sandbox = self._sandbox(ctx)
+        if sandbox is None:
+            return self.failed(item, response, "infra_error",
+                               "no sandbox configured: dry-experiment code needs a sandbox (bubblewrap/E2B), "
+                               "or allow the unsafe subprocess fallback with --unsafe-local-exec")
+        code, assembly = assemble(main_code, response.text, functions)
+        try:
+            if self.parallel:
+                results = await asyncio.gather(*(asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests))
+            else:
+                results = [await asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests]
+        except (ToolError, OSError) as e:
+            return self.failed(item, response, "infra_error", f"sandbox {getattr(sandbox, 'name', '?')} failed: {e}")
+        setup_failed = [i for i, r in enumerate(results) if r.setup_failed]
+        if setup_failed:
+            r = results[setup_failed[0]]
+            return self.failed(item, response, "infra_error",
+                               f"data script data_en.py failed for unit test(s) {setup_failed} in sandbox "
+                               f"{r.backend or getattr(sandbox, 'name', '?')}: {program_output(r)[-500:]}")
+
+        judges = ctx.judges_for(response.model)
+        judge = judges[0] if judges else None
+        rows: list[dict[str, Any]] = []
+        evidence: list[dict[str, Any]] = []
+        judge_error: str | None = None
+        for i, (t, res) in enumerate(zip(tests, results)):
+            out = program_output(res)
+            if res.exit_code is None and not res.timed_out:  # never started: launch exception
+                runtime, rc = -1.0, 1
+            elif res.timed_out:
+                runtime, rc = self.timeout_s, -1
+            else:
+                runtime, rc = float(res.wall_time_s), int(res.exit_code)
+            row: dict[str, Any] = {"test": i, "returncode": rc, "runtime": runtime, "timed_out": res.timed_out,
+                                   "output_tail": out[-300:]}
+            evidence.append({"tool": "sandbox", "input": f"unit test {i}", "backend": res.backend or getattr(sandbox, "name", ""),
+                             "output": out[-2000:], "exit_code": res.exit_code, "duration_s": res.wall_time_s})
+            if unit_test_passed_exact(out, t["output"]):
+                row.update(passed=True, how="exact match")
+            elif res.timed_out or rc != 0:
+                row.update(passed=False, how="timeout" if res.timed_out else f"return code {rc}")
+            elif judge is None:
+                row.update(passed=False, how="output differs; judge not run (no judge configured)")
+            else:
+                msgs = [SystemMessage(content=DRY_JUDGE_SYSTEM), HumanMessage(content=DRY_JUDGE_TEMPLATE.format(
+                    reference=as_data(t["output"], "REFERENCE_OUTPUT"), output=as_data(out, "MODEL_OUTPUT")))]
+                reply = await ask_judge(judge, msgs, DryJudgement, max_attempts=self.judge_attempts)
+                evidence.append(reply.evidence(test=i))
+                if reply.parsed is None:
+                    judge_error = f"unit test {i}: {reply.error}"
+                    row.update(passed=False, how=f"judge error: {reply.error}")
+                else:
+                    ok = reply.parsed.judgment == "correct"
+                    row.update(passed=ok, how=f"judge: {reply.parsed.judgment} ({reply.parsed.reason})")
+            rows.append(row)
+        return self._scores(item, response, rows, assembly, "", judge_error, evidence,
+                            judge_name=judge.name if judge is not None else "objective")
+
+    def _scores(self, item: Item, response: Response, rows: list[dict[str, Any]], assembly: dict[str, str], note: str,
+                judge_error: str | None, evidence: list[dict[str, Any]], judge_name: str = "objective") -> list[Score]:
+        p = sum(1 for r in rows if r["passed"])
+        ser = sum(1 for r in rows if r["returncode"] == 0) / N_TESTS
+        pos = [r["runtime"] for r in rows if r["runtime"] > 0]
+        aet = sum(pos) / len(pos) if pos else -1.0
+        details = {"passed": p, "tests": rows, "assembly": assembly}
+        summary = (note + "; " if note else "") + f"{p}/5 unit tests passed: " + "; ".join(
+            f"#{r['test']} {'pass' if r['passed'] else 'fail'} ({r['how']})" for r in rows)
+
+        def mk(s, value: float | None, rationale: str, *, status: str = "ok", error: str | None = None,
+               judge: str = "objective") -> Score:
+            return Score(item_id=item.id, model=response.model, metric=s.name, value=value, rationale=rationale,
+                         status=status, error=error, details=details, evidence=evidence, judge=judge)  # type: ignore[arg-type]
+
+        out = []
+        for s, k in ((PASSALL_1, 1), (PASSALL_3, 3), (PASSALL_5, 5)):
+            if judge_error:
+                out.append(mk(s, None, summary, status="judge_error", error=judge_error, judge=judge_name))
+            else:
+                out.append(mk(s, float(p >= k), summary, judge=judge_name))
+        out.append(mk(SER, ser, f"{int(round(ser * N_TESTS))}/5 programs exited with return code 0"))
+        out.append(mk(AET, aet, f"mean runtime over {len(pos)} test(s) with runtime > 0" if pos
+                      else "no test with runtime > 0: AET = -1"))
+        return out
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The SGI Dry Experiment metrics (one :class:`DryExperimentMetric` with 5 specs)."""
+    return [DryExperimentMetric(options)]
