@@ -346,9 +346,10 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
                 direction=rec.direction, type=type_, prompt=prompt, reference=reference, metadata=meta)
 
 
-def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[Item]:
+def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[tuple[str, Item]]:
+    """Validate rows and map them to ``(location, Item)`` pairs; InputError on the first bad row."""
     model = RECORD_MODELS[task]
-    items = []
+    items: list[tuple[str, Item]] = []
     for where, row in rows:
         try:
             rec = model.model_validate(row)
@@ -358,7 +359,7 @@ def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -
             raise input_error_from_validation(e, where=where, model=model, label=label,
                                               schema_ref=SCHEMA_REF.format(task=task), hint=_hint(task)) from None
         items.append((where, record_to_item(task, rec, source)))
-    return items  # type: ignore[return-value]
+    return items
 
 
 # ------------------------------------------------------------------ sources

@@ -432,3 +432,64 @@ def test_hub_unreachable_endpoint(monkeypatch):
     assert str(e.value) == ("HuggingFace dataset InternScience/SGI-DeepResearch: cannot download SGI-Bench from the "
                             "HuggingFace hub: http://127.0.0.1:9 is unreachable (ConnectError). "
                             f"Fix: {FIX_DATA_DIR}")
+
+
+@pytest.fixture()
+def local_hub(monkeypatch):
+    """A local HTTP endpoint standing in for huggingface.co, so the reachability probe passes."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class H(BaseHTTPRequestHandler):
+        def do_HEAD(self):  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{srv.server_port}")
+    yield
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_hub_rows_with_pil_images(local_hub, monkeypatch):
+    # `datasets` is a dependency, replaced by a stand-in returning rows as `datasets` yields them (PIL images)
+    import datasets
+
+    rows = _rows("experimental_reasoning.jsonl")
+    for r in rows:
+        r["images"] = [Image.open(io.BytesIO(base64.b64decode(b))) for b in r["images"]]
+        r["step_images"] = [Image.open(io.BytesIO(base64.b64decode(b))) for b in r["step_images"]]
+    calls = []
+
+    def fake_load_dataset(name, split=None):
+        calls.append((name, split))
+        return rows
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    got = load_sgi_bench(None, tasks=["experimental_reasoning"])
+    assert calls == [("InternScience/SGI-Reasoning", "test")]
+    want = load_sgi_bench(FIX / "experimental_reasoning.jsonl")
+    assert [i.id for i in got] == [i.id for i in want]
+    assert [i.metadata["source"] for i in got] == ["hf:InternScience/SGI-Reasoning"] * 3
+    for g, w in zip(got, want):
+        # re-encoded PNGs decode to the same pixels
+        for a, b in zip(g.metadata["images"], w.metadata["images"]):
+            assert Image.open(io.BytesIO(base64.b64decode(a))).convert("RGB").tobytes() == \
+                Image.open(io.BytesIO(base64.b64decode(b))).convert("RGB").tobytes()
+
+    def failing_load_dataset(name, split=None):
+        raise ConnectionError("Couldn't reach 'InternScience/SGI-Reasoning' on the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", failing_load_dataset)
+    with pytest.raises(HubUnavailableError) as e:
+        load_sgi_bench(None, tasks=["experimental_reasoning"])
+    assert str(e.value) == ("HuggingFace dataset InternScience/SGI-Reasoning: downloading from the HuggingFace hub "
+                            "failed: ConnectionError: Couldn't reach 'InternScience/SGI-Reasoning' on the Hub. "
+                            f"Fix: {FIX_DATA_DIR}")
