@@ -66,6 +66,9 @@ def _run(config: RunConfig, *, resume: bool) -> None:
             state = asyncio.run(execute(rt, resume=resume, confirm=confirm))
         except SgievalError as e:
             _fail(e)
+    if state.get("confirmed") is False:
+        err.print("cancelled at the metric confirmation; nothing was evaluated")
+        raise typer.Exit(3)
     if "__interrupt__" in state or not state.get("report"):
         err.print(f"stopped before the report; continue with `sgieval resume {config.run_id}`")
         raise typer.Exit(3)
@@ -155,15 +158,18 @@ def report(run_id: str, out_dir: Path = typer.Option(Path("runs"), "--out")) -> 
 @app.command()
 def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
     """List the runs in the runs folder with their status."""
-    t = Table("run id", "request", "responses", "scores", "status")
+    found = False
     for d in sorted(out_dir.glob("*/config.json")):
         store = RunStore(d.parent)
         cfg = store.read_config()
-        n_r = sum(1 for _ in open(store.path("responses"))) if store.path("responses").exists() else 0
-        n_s = sum(1 for _ in open(store.path("scores"))) if store.path("scores").exists() else 0
+        n_r, n_s = (len(store.path(n).read_text().splitlines()) if store.path(n).exists() else 0
+                    for n in ("responses", "scores"))
         status = "complete" if (d.parent / "report.md").exists() else "incomplete (sgieval resume)"
-        t.add_row(cfg.run_id, cfg.request[:50], str(n_r), str(n_s), status)
-    out.print(t)
+        out.print(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}", soft_wrap=True,
+                  highlight=False)
+        found = True
+    if not found:
+        out.print(f"no runs in {out_dir}")
 
 
 @app.command()

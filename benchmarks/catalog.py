@@ -99,6 +99,10 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
     from . import load_benchmark
 
     names = benchmarks or ["sciaidanbench", "sgi-bench", "sfbench"]
+    if data_dir is not None and not Path(data_dir).expanduser().exists():
+        raise DataNotFoundError("folder does not exist", what=f"--data-dir {data_dir}",
+                                fix="point --data-dir at a folder holding sciaidanbench/, sgi-bench/ or sfbench/, "
+                                    "or run `sgieval data pull sciaidanbench`")
     items: list[Item] = []
     unavailable: dict[str, str] = {}
     sources: dict[str, str] = {}
@@ -112,4 +116,8 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
             continue
         items += its
         sources[b] = src
+    if not items:
+        raise DataNotFoundError("no benchmark data found in any lookup location", what="catalog",
+                                fix="run `sgieval data pull sciaidanbench` when online, or pass --data-dir / set "
+                                    "SGIEVAL_DATA to a folder holding sciaidanbench/, sgi-bench/ or sfbench/")
     return Catalog(items=items, unavailable=unavailable, sources=sources)

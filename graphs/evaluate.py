@@ -126,10 +126,7 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         plan = MetricPlan.model_validate(state["metric_plan"])
         answer = interrupt({"question": "Run with these metrics?", "predefined": plan.predefined,
                             "custom": [r.name for r in plan.custom], "primary": plan.primary, "notes": plan.notes})
-        if not answer:
-            raise SgievalError("cancelled at the metric confirmation", what=rt.config.run_id,
-                               fix=f"`sgieval resume {rt.config.run_id}` to answer again")
-        return {"confirmed": True}
+        return {"confirmed": bool(answer)}
 
     async def evaluation(state: EvalState) -> dict[str, Any]:
         items = _items(rt, state["selection"]["item_ids"])
@@ -157,7 +154,7 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
     g.add_edge(START, "questioning")
     g.add_edge("questioning", "customisation")
     g.add_edge("customisation", "confirm")
-    g.add_edge("confirm", "evaluation")
+    g.add_conditional_edges("confirm", lambda s: "evaluation" if s.get("confirmed") else END, ["evaluation", END])
     g.add_edge("evaluation", "reporting")
     g.add_edge("reporting", END)
     return g.compile(checkpointer=checkpointer)
@@ -208,17 +205,14 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
 
 
 def _sgi_section(scores, items, targets) -> str | None:
-    try:
-        from ..metric_pool.sgi.sgi_score import sgi_score
-    except ImportError:
-        return None
+    from ..metric_pool.sgi.sgi_score import sgi_score
     from ..reports.render import markdown_table
 
     rows = []
     for m in targets:
-        res = sgi_score([s for s in scores if s.model == m], items)
-        rows.append([m, fmt(res.score), res.describe()])
-    return markdown_table(["target model", "SGI-Score (0-100)", "per task"], rows)
+        res = sgi_score([s for s in scores if s.model == m], items, model=m)
+        rows.append([m, fmt(res.sgi_score) if res.sgi_score is not None else "missing tasks", res.summary()])
+    return markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], rows)
 
 
 async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None) -> EvalState:

@@ -1,0 +1,94 @@
+"""SciAidanBench loader and replay on the real shared data (DATASETS.md; METRICS.md B.6-B.7)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from sgieval.benchmarks import load_catalog
+from sgieval.benchmarks.sciaidanbench import load_questions, load_stored_answers
+from sgieval.core import InputError
+from sgieval.models.registry import resolve_model, stored_models
+
+
+def test_questions_published_and_all(sciaidan_dir):
+    items = load_questions(sciaidan_dir)
+    assert len(items) == 155
+    assert len(load_questions(sciaidan_dir, published_only=False)) == 157
+    counts = Counter(i.discipline for i in items)
+    # DATASETS.md: Physics 27+13+7+12 = 59 minus the 2 unpublished Synchrotron questions = 57
+    assert counts == {"Physics": 57, "Nanoscience": 32, "Chemistry": 25, "Biology": 20,
+                      "Environmental Science": 16, "Neuroscience": 5}
+    chem = [i for i in items if i.discipline == "Chemistry"]
+    assert chem[0].id == "sciaidanbench/chemistry/0" and chem[0].direction == "Chemistry"
+    astro = [i for i in items if i.direction == "Astrophysics"]
+    assert len(astro) == 13 and astro[0].id.startswith("sciaidanbench/physics-astrophysics/")
+    assert {i.task for i in items} == {"open_creativity"}
+
+
+def test_stored_models_and_records_kept(sciaidan_dir):
+    names = sorted(s.model for s in stored_models())
+    assert names == ["llama3.3:latest", "mistral:latest", "o1-mini", "openai/4o", "phi4:latest", "qwen2.5:latest"]
+    target = resolve_model("replay:openai/4o", "target")
+    item = load_questions(sciaidan_dir)[0]
+    resp = target.replay.respond(item, target.name)
+    recs = resp.metadata["records"]
+    # every stored record is kept: the accepted ones and the final rejected one, with stored judge scores
+    assert recs[-1]["stopping_condition"] is not None and "final_stopping_condition" in recs[-1]
+    assert all(r["stopping_condition"] is None for r in recs[:-1])
+    assert resp.answer == [r["answer"] for r in recs[:-1]]
+    assert "coherence_score" in recs[0] and recs[0]["embedding_dissimilarity_score"] == 1.0
+
+
+def test_replay_name_forms():
+    assert resolve_model("replay:phi4", "target").name == "replay:phi4:latest"
+    assert resolve_model("replay:phi4_latest", "target").name == "replay:phi4:latest"
+    assert resolve_model("replay:openai_4o", "target").name == "replay:openai/4o"
+    with pytest.raises(InputError, match="no stored responses named 'gpt-9'.*o1-mini"):
+        resolve_model("replay:gpt-9", "target")
+    with pytest.raises(InputError, match="replay models can only be target models"):
+        resolve_model("replay:o1-mini", "judge")
+
+
+def test_replay_missing_item_is_failed_response(tmp_path, sciaidan_dir):
+    item = load_questions(sciaidan_dir)[0].model_copy(update={"id": "x/1", "prompt": "unknown question?",
+                                                              "metadata": {"question": "unknown question?"}})
+    m = resolve_model("replay:o1-mini", "target")
+    r = m.replay.respond(item, m.name)
+    assert r.status == "not_run" and r.text == ""
+    assert "replay:o1-mini has no stored response for item x/1" in r.error
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "invalid JSON at line 1"),
+    (json.dumps({"results": {}}), "top level must be an object with a 'domains' object"),
+    (json.dumps({"domains": {"Chemistry": {"nomodels": {}}}}), "domains.Chemistry.nomodels lacks a 'models' object"),
+    (json.dumps({"domains": {"Chemistry": {"models": {"m": {"0.7": {"Q?": [{"answer_num": 1}]}}}}}}),
+     "record 0 of domains.Chemistry.models.m.0.7['Q?'] lacks field 'answer'"),
+    (json.dumps({"domains": {"Chemistry": {"models": {"m": {"0.7": {"Q?": "text"}}}}}}),
+     "must be a list of records"),
+])
+def test_malformed_responses_file(tmp_path, content, message):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    with pytest.raises(InputError) as e:
+        load_stored_answers(p)
+    assert message in str(e.value) and str(p) in str(e.value) and "Fix:" in str(e.value)
+
+
+def test_catalog_facets_and_sampling(sciaidan_dir):
+    cat = load_catalog(["sciaidanbench"])
+    assert cat.counts("task") == {"open_creativity": 155}
+    assert len(cat.filter({"discipline": ["chemistry"]})) == 25  # case-insensitive
+    phys = cat.filter({"discipline": ["Physics"]})
+    a = cat.sample(phys, 10, seed=1)
+    assert [i.id for i in a] == [i.id for i in cat.sample(phys, 10, seed=1)]  # deterministic for a seed
+    # stratified by discipline: 10 of (Physics 57) from one stratum; over all 155 with k=31 each discipline
+    # gets round(31 * n/155): Physics 11.4, Nano 6.4, Chem 5, Bio 4, Env 3.2, Neuro 1 -> 11+6+5+4+3+1 = 30, +1 to Physics (.4 > .4 tie by name)
+    s = cat.sample(cat.items, 31, seed=0)
+    c = Counter(i.discipline for i in s)
+    assert sum(c.values()) == 31 and c["Chemistry"] == 5 and c["Biology"] == 4 and c["Neuroscience"] == 1
+    hits = cat.search("polymer bandgap")
+    assert hits and "bandgap" in hits[0].prompt.lower()
