@@ -58,7 +58,7 @@ from .jsonl import input_error_from_validation, iter_records
 
 __all__ = [
     "BENCHMARK", "HUB_DATASETS", "FILE_NAMES", "HubUnavailableError", "load_sgi_bench", "task_of_name",
-    "record_to_item", "RECORD_MODELS",
+    "record_to_item", "RECORD_MODELS", "pull_sgi_bench",
 ]
 
 BENCHMARK = "sgi-bench"
@@ -502,3 +502,36 @@ def load_sgi_bench(source: str | Path | None = None, tasks: list[str] | None = N
         seen[it.id] = where
         items.append(it)
     return items
+
+
+def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0) -> Path:
+    """Download SGI-Bench from the HuggingFace hub into ``dest`` as ``<task>.parquet``.
+
+    One file per task (``datasets.load_dataset(HUB_DATASETS[task], split="test")``
+    then ``Dataset.to_parquet``; images are stored as ``{"bytes", "path"}``
+    structs, which :func:`load_sgi_bench` reads).  ``tasks`` as in
+    :func:`load_sgi_bench` (None = all five).  Returns ``dest``.
+
+    Raises :class:`HubUnavailableError` within about ``hub_timeout_s`` seconds
+    when the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or when a
+    download fails; files of tasks already downloaded are kept.
+    """
+    dest = Path(dest).expanduser()
+    wanted = _check_tasks(tasks)
+    reason = _hub_probe(hub_timeout_s)
+    if reason is not None:
+        raise HubUnavailableError(f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
+                                  what=f"data pull sgi-bench -> {dest}", fix=_FIX_DATA_DIR)
+    import datasets
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for t in wanted:
+        name = HUB_DATASETS[t]
+        try:
+            ds = datasets.load_dataset(name, split="test")
+            ds.to_parquet(str(dest / f"{t}.parquet"))
+        except Exception as e:
+            raise HubUnavailableError(f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
+                                      f"{str(e).splitlines()[0] if str(e) else ''}",
+                                      what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR) from e
+    return dest

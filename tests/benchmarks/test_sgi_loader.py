@@ -493,3 +493,31 @@ def test_hub_rows_with_pil_images(local_hub, monkeypatch):
     assert str(e.value) == ("HuggingFace dataset InternScience/SGI-Reasoning: downloading from the HuggingFace hub "
                             "failed: ConnectionError: Couldn't reach 'InternScience/SGI-Reasoning' on the Hub. "
                             f"Fix: {FIX_DATA_DIR}")
+
+
+def test_pull_writes_parquet_that_loads_back(local_hub, monkeypatch, tmp_path):
+    import datasets
+
+    from sgieval.benchmarks.sgi import pull_sgi_bench
+
+    def fake_load_dataset(name, split=None):  # stand-in for the hub download: a real datasets.Dataset
+        task = {"InternScience/SGI-DeepResearch": "deep_research", "InternScience/SGI-WetExperiment": "wet_experiment"}[name]
+        return datasets.Dataset.from_list(_rows(f"{task}.jsonl"))
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    out = pull_sgi_bench(tmp_path / "sgi-bench", tasks=["deep_research", "wet_experiment"])
+    assert sorted(p.name for p in out.iterdir()) == ["deep_research.parquet", "wet_experiment.parquet"]
+    got = load_sgi_bench(out)
+    want = load_sgi_bench(FIX, tasks=["deep_research", "wet_experiment"])
+    assert [(i.id, i.prompt, i.reference) for i in got] == [(i.id, i.prompt, i.reference) for i in want]
+
+
+def test_pull_offline(monkeypatch, tmp_path):
+    from sgieval.benchmarks.sgi import pull_sgi_bench
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(HubUnavailableError) as e:
+        pull_sgi_bench(tmp_path / "sgi-bench")
+    assert str(e.value) == (f"data pull sgi-bench -> {tmp_path / 'sgi-bench'}: cannot download SGI-Bench from the "
+                            f"HuggingFace hub: HF_HUB_OFFLINE is set. Fix: {FIX_DATA_DIR}")
+    assert not (tmp_path / "sgi-bench").exists()
