@@ -478,9 +478,9 @@ def test_hub_rows_with_pil_images(local_hub, monkeypatch):
     want = load_sgi_bench(FIX / "experimental_reasoning.jsonl")
     assert [i.id for i in got] == [i.id for i in want]
     assert [i.metadata["source"] for i in got] == ["hf:InternScience/SGI-Reasoning"] * 3
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         # re-encoded PNGs decode to the same pixels
-        for a, b in zip(g.metadata["images"], w.metadata["images"]):
+        for a, b in zip(g.metadata["images"], w.metadata["images"], strict=True):
             assert Image.open(io.BytesIO(base64.b64decode(a))).convert("RGB").tobytes() == \
                 Image.open(io.BytesIO(base64.b64decode(b))).convert("RGB").tobytes()
 
