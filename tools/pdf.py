@@ -1,0 +1,327 @@
+"""PDF reader (issue 4, item 2), on pypdf.
+
+:func:`read_pdf` takes a path, bytes, or an http(s) URL (online only) and
+returns a :class:`PdfDocument`: numbered page texts, metadata (title, authors,
+year when present), chunks for long documents.  Hostile input never crashes
+or hangs the caller:
+
+- missing/unreadable/too large file, not a PDF, malformed beyond repair,
+  encrypted without the password -> :class:`~sgieval.core.ToolError` with the
+  reason and a fix;
+- some pages failing, pages over ``max_pages``/``max_chars``, the time budget
+  ``timeout_s`` running out, or no text layer (image-only scans; no OCR here)
+  -> a result with ``partial=True`` and ``warnings`` saying what is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..core import InputError, ToolError
+
+__all__ = ["PdfPage", "PdfChunk", "PdfDocument", "read_pdf", "parse_page_ranges", "ReadPdfInput", "make_read_pdf_tool"]
+
+_MIB = 1024 * 1024
+
+
+class PdfPage(BaseModel):
+    """One page: ``number`` is 1-based, ``text`` the extracted text ("" when none)."""
+
+    number: int
+    text: str
+
+
+class PdfChunk(BaseModel):
+    """A slice of the document text of at most ``chunk_chars`` characters,
+    spanning pages ``first_page``..``last_page`` (1-based, inclusive)."""
+
+    index: int
+    first_page: int
+    last_page: int
+    text: str
+
+
+class PdfDocument(BaseModel):
+    """Result of :func:`read_pdf`.
+
+    ``n_pages`` is the page count of the whole file; ``pages`` holds the pages
+    actually read (selected by ``pages``, capped by ``max_pages``);
+    ``partial`` is True when anything selected was not read (limits, time,
+    failing pages, no text layer), with the reasons in ``warnings``.
+    """
+
+    source: str
+    title: str | None = None
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    n_pages: int = 0
+    pages: list[PdfPage] = Field(default_factory=list)
+    chunks: list[PdfChunk] = Field(default_factory=list)
+    partial: bool = False
+    warnings: list[str] = Field(default_factory=list)
+    backend: str = "pypdf"
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(p.text for p in self.pages if p.text)
+
+
+def parse_page_ranges(spec: str | None, n_pages: int) -> list[int]:
+    """1-based page numbers selected by ``spec``: "3", "1-5", "2,4-6", "10-"
+    (to the end), "-3" (first three); None or "" or "all" selects every page.
+    Numbers beyond ``n_pages`` are dropped.  Raises InputError on syntax errors
+    or a range with start > end."""
+    if spec is None or not str(spec).strip() or str(spec).strip().lower() == "all":
+        return list(range(1, n_pages + 1))
+    out: list[int] = []
+    seen: set[int] = set()
+    for part in str(spec).split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d*)\s*-\s*(\d*)|(\d+)", part)
+        if not m or part == "-":
+            raise InputError(f"bad page range {part!r}", what="pages", fix="use forms like '3', '1-5', '2,4-6' or '10-'")
+        if m.group(3):
+            lo = hi = int(m.group(3))
+        else:
+            lo = int(m.group(1)) if m.group(1) else 1
+            hi = int(m.group(2)) if m.group(2) else max(n_pages, lo)
+        if lo < 1 or lo > hi:
+            raise InputError(f"bad page range {part!r} (start must be >= 1 and <= end)", what="pages",
+                             fix="use forms like '3', '1-5', '2,4-6' or '10-'")
+        for p in range(lo, min(hi, n_pages) + 1):
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+    return out
+
+
+def _split_authors(author: str | None) -> list[str]:
+    if not author:
+        return []
+    parts = re.split(r"\s*;\s*|\s+and\s+|\s*&\s*", author.strip())
+    if len(parts) == 1 and author.count(",") >= 2:
+        parts = author.split(",")
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _year(meta: Any) -> int | None:
+    for attr in ("creation_date", "modification_date"):
+        try:
+            d = getattr(meta, attr, None)
+        except Exception:  # noqa: BLE001 - malformed dates raise in pypdf
+            d = None
+        if isinstance(d, datetime):
+            return d.year
+    for key in ("/CreationDate", "/ModDate"):
+        raw = str(meta.get(key, "") or "") if hasattr(meta, "get") else ""
+        m = re.search(r"(?:D:)?((?:19|20)\d\d)", raw)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _chunks(pages: list[PdfPage], chunk_chars: int) -> list[PdfChunk]:
+    chunks: list[PdfChunk] = []
+    buf, first, last = "", None, None
+
+    def flush() -> None:
+        nonlocal buf, first, last
+        if buf.strip():
+            chunks.append(PdfChunk(index=len(chunks), first_page=first, last_page=last, text=buf.strip()))
+        buf, first, last = "", None, None
+
+    for page in pages:
+        text = page.text
+        while text:
+            room = chunk_chars - len(buf)
+            if room <= 0:
+                flush()
+                continue
+            piece, text = text[:room], text[room:]
+            if first is None:
+                first = page.number
+            last = page.number
+            buf += piece
+            if text:
+                flush()
+        if buf and len(buf) < chunk_chars:
+            buf += "\n\n"
+    flush()
+    return chunks
+
+
+def _load_bytes(source: str | Path | bytes, max_bytes: int, timeout_s: float) -> tuple[bytes, str]:
+    if isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+        label = "<bytes>"
+    elif isinstance(source, str) and re.match(r"https?://", source, re.I):
+        from .search import fetch_url  # lazy: search imports this module
+
+        data = fetch_url(source, timeout_s=timeout_s, max_bytes=max_bytes).content
+        label = source
+    else:
+        p = Path(source)
+        label = str(p)
+        if not p.is_file():
+            raise ToolError("no such PDF file", what=label, fix="check the path")
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise ToolError(f"PDF is {size / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit", what=label,
+                            fix="raise max_bytes or split the file")
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise ToolError(f"cannot read the file ({e.strerror})", what=label, fix="check permissions") from e
+    if len(data) > max_bytes:
+        raise ToolError(f"PDF is {len(data) / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit", what=label,
+                        fix="raise max_bytes or split the file")
+    if not data.strip():
+        raise ToolError("the file is empty", what=label, fix="check the file")
+    return data, label
+
+
+def read_pdf(
+    source: str | Path | bytes,
+    *,
+    pages: str | None = None,
+    max_pages: int = 50,
+    max_chars: int = 200_000,
+    chunk_chars: int = 4000,
+    timeout_s: float = 30.0,
+    password: str | None = None,
+    max_bytes: int = 100 * _MIB,
+) -> PdfDocument:
+    """Read a PDF into numbered page texts, metadata and chunks.
+
+    ``source``: path, raw bytes, or http(s) URL (fetched only when online;
+    OfflineError otherwise).  ``pages``: page ranges (see
+    :func:`parse_page_ranges`).  ``max_pages``: at most this many selected pages
+    are read; ``max_chars``: total text cap; ``timeout_s``: time budget for
+    text extraction, checked between pages; ``password``: for encrypted files
+    (the empty user password is tried when None).  Over any limit the result is
+    ``partial`` with a warning.  Raises ToolError (unreadable, not a PDF,
+    encrypted without password, AES without ``cryptography``) or InputError
+    (bad ``pages``).
+    """
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
+
+    t0 = time.monotonic()
+    data, label = _load_bytes(source, max_bytes, timeout_s)
+    if b"%PDF" not in data[:1024]:
+        raise ToolError("not a PDF (no %PDF header)", what=label, fix="pass a PDF file")
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt(password if password is not None else "")
+            except DependencyError as e:
+                raise ToolError(f"the PDF is encrypted with AES and cannot be decrypted here ({e})", what=label,
+                                fix="pip install cryptography, or pass a decrypted copy") from e
+            if not ok:
+                raise ToolError("the PDF is encrypted and the password is " + ("wrong" if password else "missing"),
+                                what=label, fix="pass password=... or a decrypted copy")
+        n_pages = len(reader.pages)
+    except ToolError:
+        raise
+    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as e:
+        raise ToolError(f"malformed PDF that pypdf cannot open ({type(e).__name__}: {e})", what=label,
+                        fix="repair it (e.g. `qpdf in.pdf out.pdf`) or pass another copy") from e
+
+    doc = PdfDocument(source=label, n_pages=n_pages)
+    try:
+        meta = reader.metadata
+    except Exception as e:  # noqa: BLE001 - broken info dictionary
+        meta = None
+        doc.warnings.append(f"metadata unreadable ({type(e).__name__})")
+    if meta is not None:
+        try:
+            doc.title = (meta.title or "").strip() or None
+            doc.authors = _split_authors(meta.author)
+        except Exception:  # noqa: BLE001
+            doc.warnings.append("metadata fields unreadable")
+        doc.year = _year(meta)
+
+    wanted = parse_page_ranges(pages, n_pages)
+    if pages and not wanted:
+        raise InputError(f"page range {pages!r} selects no page of a {n_pages}-page PDF", what="pages",
+                         fix=f"choose pages between 1 and {n_pages}")
+    if len(wanted) > max_pages:
+        doc.partial = True
+        doc.warnings.append(f"{len(wanted)} pages selected; read the first {max_pages} (max_pages); "
+                            f"ask for more with pages='{wanted[max_pages]}-'")
+        wanted = wanted[:max_pages]
+
+    total = 0
+    failed: list[int] = []
+    empty: list[int] = []
+    for i, number in enumerate(wanted):
+        if time.monotonic() - t0 > timeout_s:
+            doc.partial = True
+            doc.warnings.append(f"time limit of {timeout_s:g} s reached after {i} pages; pages {number}- not read")
+            break
+        try:
+            text = reader.pages[number - 1].extract_text() or ""
+        except FileNotDecryptedError as e:  # pragma: no cover - decrypt() succeeded above
+            raise ToolError(f"cannot decrypt page {number}", what=label, fix="pass the password") from e
+        except Exception as e:  # noqa: BLE001 - any parser failure on a damaged page
+            failed.append(number)
+            doc.pages.append(PdfPage(number=number, text=""))
+            doc.warnings.append(f"page {number}: text extraction failed ({type(e).__name__})")
+            continue
+        text = text.replace("\x00", "").strip()
+        if not text:
+            empty.append(number)
+        if total + len(text) > max_chars:
+            text = text[: max(max_chars - total, 0)]
+            doc.pages.append(PdfPage(number=number, text=text))
+            doc.partial = True
+            doc.warnings.append(f"text limit of {max_chars} characters reached on page {number}; later pages not read")
+            total = max_chars
+            break
+        total += len(text)
+        doc.pages.append(PdfPage(number=number, text=text))
+    if failed:
+        doc.partial = True
+    if empty and len(empty) == len(doc.pages) and doc.pages:
+        doc.partial = True
+        doc.warnings.append("no text layer on the pages read (image-only scan?); OCR is not available")
+    elif empty:
+        doc.warnings.append(f"no text on pages {', '.join(map(str, empty[:20]))}{' ...' if len(empty) > 20 else ''}")
+    doc.chunks = _chunks(doc.pages, chunk_chars)
+    return doc
+
+
+class ReadPdfInput(BaseModel):
+    """Arguments of the ``read_pdf`` tool."""
+
+    source: str = Field(description="path of a PDF file, or an http(s) URL when online")
+    pages: str | None = Field(None, description="page ranges such as '1-3,7' (default: all, up to max_pages)")
+    max_pages: int = Field(20, ge=1, le=500, description="read at most this many pages")
+
+
+def make_read_pdf_tool(**defaults: Any):
+    """LangChain ``read_pdf`` tool: returns the PdfDocument as a JSON-able dict
+    (without chunks).  ``defaults`` are passed to :func:`read_pdf`."""
+    from langchain_core.tools import StructuredTool
+
+    def _read(source: str, pages: str | None = None, max_pages: int = 20) -> dict[str, Any]:
+        doc = read_pdf(source, pages=pages, max_pages=max_pages, **defaults)
+        return doc.model_dump(mode="json", exclude={"chunks"})
+
+    return StructuredTool.from_function(
+        func=_read,
+        name="read_pdf",
+        description="Read a PDF (path or URL): page texts with page numbers, title, authors, year. "
+        "Marks the result partial when limits cut it.",
+        args_schema=ReadPdfInput,
+    )
