@@ -226,6 +226,27 @@ async def test_target_failure_is_infra_error_with_records_kept():
     assert len(r.metadata["records"]) == 1 and r.metadata["records"][0]["stopping_condition"] is None
 
 
+async def test_judge_call_failure_is_judge_error():
+    # the judge has one scripted reply; its second call fails (exhausted script -> RuntimeError, not retried)
+    r = await run_generation(ITEM, target("alpha", "beta"), judge(coh(80)), LookupEmbedder(), llm_novelty=False)
+    assert r.status == "judge_error"
+    assert r.error.startswith("coherence judge call failed for answer 2: call failed after 1 attempt(s): RuntimeError")
+    assert [x["answer"] for x in r.metadata["records"]] == ["alpha"]
+
+
+async def test_embedder_failure_is_infra_error():
+    from sgieval.core import OfflineError
+
+    class Down:
+        def encode(self, texts, normalize=True):
+            raise OfflineError("embedding call failed: no network", what="openai:text-embedding-3-large")
+
+    r = await run_generation(ITEM, target("alpha"), judge(coh(80)), Down(), llm_novelty=False)
+    assert (r.status, r.metadata["records"]) == ("infra_error", [])
+    assert r.error == ("embedding failed for answer 1: OfflineError: openai:text-embedding-3-large: "
+                       "embedding call failed: no network")
+
+
 async def test_content_filter_relabels_last_answer():
     r = await run_generation(ITEM, target("alpha", ValueError("Error: content_filter triggered")), judge(coh(80)),
                              LookupEmbedder(), llm_novelty=False)
