@@ -4,24 +4,41 @@ request + catalog + K -> a :class:`SelectionPlan` (facet filters, K, seed,
 sampling, reason) -> selected item ids.  No request means everything.
 
 Offline path (no agent model): the request is mapped onto catalog facets with
-the vocabulary of :mod:`.vocabulary`.  With an agent model: the model proposes
-the plan as structured output; values absent from the catalog are dropped
-with a note, and a plan that fails or selects nothing falls back to the
-offline plan, which the reason says.
+the vocabulary of :mod:`.vocabulary`.
+
+With an agent model that supports tool calling (``chat.bind_tools`` works:
+OpenAI-compatible servers, the embedded ``local:smollm2``), the model explores
+the catalog with three LangChain tools (:func:`catalog_tools`:
+``facet_counts``, ``search_items``, ``sample_items``) and ends by calling
+``submit_selection_plan`` (:class:`PlanArgs`); at most ``max_steps`` model
+turns (default 8).  With an agent model without tool calling (``bind_tools``
+raises NotImplementedError), the model proposes the plan as structured output
+(JSON).  Either way values absent from the catalog are dropped with a note,
+the run's seed and ``--k`` override the model's, and a plan that fails or
+selects nothing falls back to the offline plan, which the reason says.
+
+Determinism: the items are ``Catalog.sample(matches, k, seed)`` of the plan's
+filters -- stratified by (discipline, task) when K is smaller than the
+matches -- so the same plan and seed always select the same item ids.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from ..benchmarks.catalog import FACETS, Catalog
-from ..core import InputError, Item
+from ..core import InputError, Item, ModelCallError
 from ..metric_pool.judge import ask_judge as ask_structured
+from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
+from ..models.calls import ainvoke, message_text
 from .vocabulary import BENCHMARKS, DISCIPLINES, TASKS
 
 
@@ -132,17 +149,9 @@ def _catalog_summary(catalog: Catalog) -> str:
     return "\n".join(lines)
 
 
-async def llm_plan(request: str, catalog: Catalog, agent: NamedModel, k: int | None, seed: int) -> tuple[SelectionPlan, list[str]]:
-    """Ask ``agent`` for a SelectionPlan; returns (plan, notes).  Values not in
-    the catalog are dropped (noted).  Raises ValueError when the model gives
-    no usable plan (the caller falls back to the offline plan)."""
-    msgs = [SystemMessage(content=PLAN_SYSTEM),
-            HumanMessage(content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
-                                 f"Request: {request or '(none: evaluate everything)'}")]
-    reply = await ask_structured(agent, msgs, SelectionPlan)
-    if reply.parsed is None:
-        raise ValueError(reply.error or "no plan")
-    plan = reply.parsed
+def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int | None, seed: int) -> SelectionPlan:
+    """Drop facets/values absent from the catalog (noted in the reason), apply
+    the run's ``k`` (when given) and ``seed``, and name the planner."""
     notes: list[str] = []
     clean: dict[str, list[str]] = {}
     for facet, vals in plan.filters.items():
@@ -150,7 +159,8 @@ async def llm_plan(request: str, catalog: Catalog, agent: NamedModel, k: int | N
             notes.append(f"dropped unknown facet {facet!r}")
             continue
         known = {v.lower(): v for v in catalog.values(facet)}
-        kept = [known[v.lower()] for v in vals if v.lower() in known]
+        vals = [vals] if isinstance(vals, str) else list(vals or [])
+        kept = list(dict.fromkeys(known[v.lower()] for v in vals if v.lower() in known))
         dropped = [v for v in vals if v.lower() not in known]
         if dropped:
             notes.append(f"dropped {facet} values not in the catalog: {dropped}")
@@ -163,23 +173,215 @@ async def llm_plan(request: str, catalog: Catalog, agent: NamedModel, k: int | N
     plan.planner = agent.name
     if notes:
         plan.reason = f"{plan.reason} ({'; '.join(notes)})"
-    return plan, [r for r in reply.raw]
+    return plan
+
+
+async def llm_plan(request: str, catalog: Catalog, agent: NamedModel, k: int | None, seed: int) -> tuple[SelectionPlan, list[str]]:
+    """Ask ``agent`` for a SelectionPlan as structured output (models without
+    tool calling); returns (plan, raw replies).  Values not in the catalog are
+    dropped (noted).  Raises ValueError when the model gives no usable plan
+    (the caller falls back to the offline plan)."""
+    msgs = [SystemMessage(content=PLAN_SYSTEM),
+            HumanMessage(content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
+                                 f"Request: {request or '(none: evaluate everything)'}")]
+    reply = await ask_structured(agent, msgs, SelectionPlan)
+    if reply.parsed is None:
+        raise ValueError(reply.error or "no plan")
+    return _clean_plan(reply.parsed, catalog, agent, k, seed), [r for r in reply.raw]
+
+
+# ------------------------------------------------------------------ tool path
+class PlanArgs(BaseModel):
+    """Arguments of the ``submit_selection_plan`` tool: the agent's final plan.
+
+    ``filters``: facet -> accepted values (facets benchmark, task, discipline,
+    direction, type; leave a facet out when the request does not constrain
+    it).  ``k``: number of items, only when the request asks for a number
+    (None = all matches).  ``reason``: one sentence on why.
+    """
+
+    filters: dict[str, list[str]] = Field(default_factory=dict,
+                                          description="facet -> accepted values, e.g. {\"task\": [\"idea_generation\"]}")
+    k: int | None = Field(default=None, description="number of items; null = all matches")
+    reason: str = Field(default="", description="why these filters answer the request")
+
+
+SUBMIT_TOOL = "submit_selection_plan"
+
+
+def _filters_arg(filters: Any) -> dict[str, list[str]]:
+    if not filters:
+        return {}
+    if isinstance(filters, str):
+        filters = json.loads(filters)
+    if not isinstance(filters, dict):
+        raise InputError(f"filters must be an object facet -> list of values, got {type(filters).__name__}",
+                         what="filters", fix='pass e.g. {"task": ["idea_generation"]}')
+    return {str(f): [v] if isinstance(v, str) else [str(x) for x in v] for f, v in filters.items() if v}
+
+
+def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
+    """The questioning agent's LangChain tools over ``catalog``.
+
+    - ``facet_counts(facet, filters=None)`` -> JSON ``{value: item count}``
+      of one facet among the items matching ``filters``;
+    - ``search_items(text, filters=None, limit=10)`` -> JSON list of
+      ``{id, benchmark, task, discipline, snippet}`` whose prompt contains
+      every word of ``text`` (:meth:`Catalog.search`, best first, limit <= 50);
+    - ``sample_items(filters=None, k=None)`` -> JSON ``{"matches", "k",
+      "sampling", "item_ids"}``: the items a plan with these filters and K
+      would select (stratified by discipline and task with the run's ``seed``).
+
+    Bad arguments (unknown facet, malformed filters) come back as an
+    ``"error: ..."`` string for the model to read, never an exception.
+    """
+
+    def _safe(fn):
+        @functools.wraps(fn)
+        def run(*a: Any, **kw: Any) -> str:
+            try:
+                return fn(*a, **kw)
+            except (InputError, ValueError, TypeError) as e:
+                return f"error: {e}"
+        return run
+
+    def facet_counts(facet: str, filters: dict[str, list[str]] | None = None) -> str:
+        """Count catalog items per value of one facet (benchmark, task, discipline, direction, type), among the items matching the optional filters (facet -> accepted values)."""
+        items = catalog.filter(_filters_arg(filters))
+        counts = catalog.counts(facet, items)
+        return json.dumps({v: n for v, n in sorted(counts.items()) if v}, ensure_ascii=False)
+
+    def search_items(text: str, filters: dict[str, list[str]] | None = None, limit: int = 10) -> str:
+        """Find catalog items whose prompt contains every word of `text` (optionally within filters: facet -> accepted values); returns id, benchmark, task, discipline and a snippet, best match first."""
+        hits = catalog.search(text, catalog.filter(_filters_arg(filters)), limit=max(1, min(int(limit), 50)))
+        return json.dumps([{"id": i.id, "benchmark": i.benchmark, "task": i.task, "discipline": i.discipline,
+                            "snippet": i.prompt[:160]} for i in hits], ensure_ascii=False)
+
+    def sample_items(filters: dict[str, list[str]] | None = None, k: int | None = None) -> str:
+        """Preview the item ids a plan would select: items matching the filters (facet -> accepted values), k of them stratified by discipline and task with the run's seed (k null = all matches)."""
+        matches = catalog.filter(_filters_arg(filters))
+        chosen = catalog.sample(matches, k, seed)
+        return json.dumps({"matches": len(matches), "k": k,
+                           "sampling": "stratified" if k is not None and k < len(matches) else "all",
+                           "item_ids": [i.id for i in chosen]}, ensure_ascii=False)
+
+    return [StructuredTool.from_function(_safe(f), name=f.__name__, description=f.__doc__)
+            for f in (facet_counts, search_items, sample_items)]
+
+
+def submit_tool() -> BaseTool:
+    """The ``submit_selection_plan`` tool (schema :class:`PlanArgs`); calling it ends the agent's turn."""
+
+    def submit_selection_plan(filters: dict[str, list[str]] | None = None, k: int | None = None,
+                              reason: str = "") -> str:
+        return "plan received"
+
+    return StructuredTool.from_function(
+        submit_selection_plan, name=SUBMIT_TOOL, args_schema=PlanArgs,
+        description="Submit the final selection plan (filters, k, reason). Call exactly once, at the end.")
+
+
+TOOL_SYSTEM = """You are the questioning agent of sgieval, an evaluation orchestrator for scientific LLMs.
+Choose the benchmark items that answer the researcher's request.
+Use the tools facet_counts, search_items and sample_items to inspect the catalog, then call submit_selection_plan once
+with the filters (facet -> values, only values that exist in the catalog), k (only if the request asks for a number of
+items) and a one-sentence reason. Leave a facet out when the request does not constrain it."""
+
+
+def bind_catalog_tools(agent: NamedModel, tools: list[BaseTool]) -> Any | None:
+    """``agent.chat.bind_tools(tools)``, or None when the chat model has no
+    tool calling (``bind_tools`` raises NotImplementedError)."""
+    chat = agent.chat
+    if chat is None or not hasattr(chat, "bind_tools"):
+        return None
+    try:
+        return chat.bind_tools(tools)
+    except NotImplementedError:
+        return None
+
+
+async def tool_plan(request: str, catalog: Catalog, agent: NamedModel, bound: Any, k: int | None, seed: int,
+                    *, max_steps: int = 8) -> tuple[SelectionPlan, list[dict[str, Any]]]:
+    """The tool-calling loop: the model calls catalog tools (their results go
+    back as ToolMessages) until it calls ``submit_selection_plan`` (or
+    answers with a JSON plan in plain text).  Returns (cleaned plan, trace of
+    ``{"tool", "args", "result"}`` per call).  Raises ValueError after
+    ``max_steps`` turns without a plan, ModelCallError when a call fails."""
+    tools = {t.name: t for t in catalog_tools(catalog, seed)}
+    msgs: list[Any] = [SystemMessage(content=TOOL_SYSTEM),
+                       HumanMessage(content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
+                                            f"Request: {request or '(none: evaluate everything)'}")]
+    calls: list[dict[str, Any]] = []
+    for _ in range(max_steps):
+        msg = await ainvoke(agent, msgs, runnable=bound)
+        if not isinstance(msg, AIMessage):
+            msg = AIMessage(content=message_text(msg))
+        msgs.append(msg)
+        if not msg.tool_calls:
+            text = message_text(msg)
+            calls.append({"tool": None, "args": {}, "result": text[:500]})
+            try:
+                obj = parse_json_object(text)
+                args = PlanArgs.model_validate(obj)
+            except (ValueError, TypeError) as e:
+                msgs.append(HumanMessage(content=f"No plan received ({str(e)[:200]}). Call {SUBMIT_TOOL} with the "
+                                                 "filters, k and reason."))
+                continue
+            return _clean_plan(SelectionPlan(**args.model_dump()), catalog, agent, k, seed), calls
+        submitted: PlanArgs | None = None
+        for tc in msg.tool_calls:
+            name, args, tid = tc["name"], dict(tc.get("args") or {}), tc.get("id") or ""
+            if name == SUBMIT_TOOL:
+                try:
+                    submitted = PlanArgs.model_validate({**args, "filters": _filters_arg(args.get("filters"))})
+                    result = "plan received"
+                except (ValueError, TypeError, InputError) as e:
+                    result = f"error: invalid plan ({str(e)[:300]}); call {SUBMIT_TOOL} again"
+            elif name in tools:
+                result = tools[name].invoke(args)
+            else:
+                result = f"error: unknown tool {name!r}; use one of {sorted(tools) + [SUBMIT_TOOL]}"
+            calls.append({"tool": name, "args": args, "result": str(result)[:2000]})
+            msgs.append(ToolMessage(content=str(result), tool_call_id=tid, name=name))
+        if submitted is not None:
+            return _clean_plan(SelectionPlan(**submitted.model_dump()), catalog, agent, k, seed), calls
+    raise ValueError(f"no {SUBMIT_TOOL} call within {max_steps} model turns")
 
 
 async def run_questioning(request: str, catalog: Catalog, *, k: int | None = None, seed: int = 0,
                           agent: NamedModel | None = None) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
-    """The questioning step: (plan, selected items, trace).  ``trace`` keeps
-    the agent's raw replies and any fallback reason."""
+    """The questioning step: (plan, selected items, trace).
+
+    ``trace`` keeps ``"path"`` ("tools", "structured" or "offline"), the
+    agent's tool calls (``"tool_calls"``) or raw replies (``"agent_raw"``),
+    and any fallback reason (``"fallback"``).  ``plan.sampling`` is
+    "stratified" when K is smaller than the matches, else "all".
+    """
     trace: dict[str, Any] = {}
     if agent is not None:
         try:
-            plan, raw = await llm_plan(request, catalog, agent, k, seed)
-            trace["agent_raw"] = raw
+            bound = bind_catalog_tools(agent, [*catalog_tools(catalog, seed), submit_tool()])
+            if bound is not None:
+                trace["path"] = "tools"
+                plan, calls = await tool_plan(request, catalog, agent, bound, k, seed)
+                trace["tool_calls"] = calls
+            else:
+                trace["path"] = "structured"
+                plan, raw = await llm_plan(request, catalog, agent, k, seed)
+                trace["agent_raw"] = raw
             items = apply_plan(plan, catalog)
+            plan.sampling = _sampling(plan, catalog)
             return plan, items, trace
-        except (ValueError, InputError) as e:
+        except (ValueError, InputError, ModelCallError) as e:
             trace["fallback"] = f"agent {agent.name} gave no usable plan ({e}); offline plan used"
+    trace["path"] = "offline"
     plan = offline_plan(request, catalog, k, seed)
     if "fallback" in trace:
         plan.reason = f"{trace['fallback']}. {plan.reason}"
-    return plan, apply_plan(plan, catalog), trace
+    items = apply_plan(plan, catalog)
+    plan.sampling = _sampling(plan, catalog)
+    return plan, items, trace
+
+
+def _sampling(plan: SelectionPlan, catalog: Catalog) -> str:
+    return "stratified" if plan.k is not None and plan.k < len(catalog.filter(plan.filters)) else "all"
