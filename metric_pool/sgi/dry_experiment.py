@@ -296,19 +296,21 @@ Rules:
 class DryExperimentMetric(Metric):
     """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`).
 
-    Options: ``timeout_s`` (per program, default 300), ``unsafe_local_exec``
-    (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None), ``parallel_tests``
-    (run the 5 unit tests concurrently; default True), ``judge_attempts`` (3).
+    Options (shared dict of all SGI metrics, hence the ``dry_`` prefix):
+    ``dry_timeout_s`` (wall seconds per program, default 300), ``unsafe_local_exec``
+    (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read
+    from ``ctx.options``), ``dry_parallel_tests`` (run the 5 unit tests
+    concurrently; default True), ``dry_judge_attempts`` (3).
     """
 
     specs = SPECS
 
     def __init__(self, options: dict | None = None):
         opts = dict(options or {})
-        self.timeout_s = float(opts.get("timeout_s", opts.get("dry_timeout_s", DEFAULT_TIMEOUT_S)))
+        self.timeout_s = float(opts.get("dry_timeout_s", DEFAULT_TIMEOUT_S))
         self.unsafe_local_exec = bool(opts.get("unsafe_local_exec", False))
-        self.parallel = bool(opts.get("parallel_tests", True))
-        self.judge_attempts = int(opts.get("judge_attempts", 3))
+        self.parallel = bool(opts.get("dry_parallel_tests", True))
+        self.judge_attempts = int(opts.get("dry_judge_attempts", 3))
 
     def _sandbox(self, ctx: ScoringContext) -> Any:
         if ctx.sandbox is not None:

@@ -638,8 +638,9 @@ class _EncodeCache:
 class IdeaGenerationMetric(Metric):
     """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores).
 
-    Options: ``embedding_model`` ("minilm" default, or "openai:<model>"),
-    ``idea_parser`` ("tolerant" default | "code"), ``judge_attempts`` (5).
+    Options (shared dict of all SGI metrics): ``embedding_model`` ("minilm"
+    default, or "openai:<model>"), ``idea_parser`` ("tolerant" default | "code"),
+    ``idea_judge_attempts`` (5, the spec's attempts per judge and order).
     ``ctx.embedder`` (a callable list[str] -> (n, d) array), when set, is used
     instead of the named embedder.  Judges come from ``ctx.judges_for(target)``.
     """
@@ -653,7 +654,7 @@ class IdeaGenerationMetric(Metric):
         if parser not in ("tolerant", "code"):
             raise InputError(f"unknown idea_parser {parser!r}", what="option idea_parser", fix="use 'tolerant' or 'code'")
         self.tolerant = parser == "tolerant"
-        self.judge_attempts = int(opts.get("judge_attempts", MAX_JUDGE_ATTEMPTS))
+        self.judge_attempts = int(opts.get("idea_judge_attempts", MAX_JUDGE_ATTEMPTS))
         self._encoders: dict[int, _EncodeCache] = {}
 
     def _encoder(self, ctx: ScoringContext) -> _EncodeCache:

@@ -115,7 +115,7 @@ async def test_judge_decides_non_exact_output():
                        chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies)))
     ctx = ScoringContext(sandbox=ScriptedSandbox(results), judges=[judge])
     item = dry_item(["loss 0.1"] * 5)
-    scores = {s.metric: s for s in await de.DryExperimentMetric({"parallel_tests": False}).score(
+    scores = {s.metric: s for s in await de.DryExperimentMetric({"dry_parallel_tests": False}).score(
         item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx)}
     assert [scores[n].value for n in ("dry_passall_1", "dry_passall_3", "dry_passall_5")] == [1.0, 1.0, 0.0]
     assert scores["dry_passall_5"].judge == "o4-mini"
@@ -202,7 +202,7 @@ async def test_real_run_subprocess_fallback():
     # tests: x=2 -> "4" exact pass; x=3 -> "9" pass; x=-1 -> "warning: negative\n\n1" (stderr first) != "1",
     # rc 0, no judge -> fail; "sleep" -> timeout (2 s) -> fail, rc -1; x=0 -> ZeroDivisionError rc 1 -> fail.
     # p = 2: PassAll@1 = 1, @3 = 0, @5 = 0; SER = 3/5; AET > 0 (includes the 2 s timeout: AET >= 2/5)
-    m = de.DryExperimentMetric({"unsafe_local_exec": True, "timeout_s": 2.0})
+    m = de.DryExperimentMetric({"unsafe_local_exec": True, "dry_timeout_s": 2.0})
     item = real_item()
     scores = {s.metric: s for s in await m.score(item, Response(item_id=item.id, model="t", text=REAL_ANSWER),
                                                  ScoringContext())}
@@ -224,7 +224,7 @@ async def test_real_run_without_unsafe_flag_is_infra_error_and_setup_failure():
     assert {s.status for s in scores} == {"infra_error"}
     broken = real_item()
     broken.reference["unit_tests"][1]["data"] = "raise SystemExit(3)\n"
-    m = de.DryExperimentMetric({"unsafe_local_exec": True, "timeout_s": 2.0})
+    m = de.DryExperimentMetric({"unsafe_local_exec": True, "dry_timeout_s": 2.0})
     scores = await m.score(broken, Response(item_id=item.id, model="t", text="def compute(x):\n    return x\n"),
                            ScoringContext())
     assert {s.status for s in scores} == {"infra_error"}
