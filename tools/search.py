@@ -1,0 +1,606 @@
+"""Web search and page fetching (issue 4, item 3).
+
+Backends of :class:`WebSearch`:
+
+- ``ddgs`` (online): the ``ddgs`` metasearch package (successor of
+  duckduckgo-search); title, URL, snippet; region, safesearch and time
+  filters; exponential backoff on rate limits and timeouts.
+- ``bm25`` (offline): a ``bm25s`` index (Lucene BM25, k1=1.5, b=0.75) over a
+  corpus folder the user names (Markdown, text, JSONL, PDFs via
+  :func:`~sgieval.tools.pdf.read_pdf`) and over documents handed in (e.g. the
+  catalog's item texts).
+
+``auto`` uses ddgs when online and falls back to bm25 otherwise.  Every
+:class:`SearchHit` names the backend that produced it.  :func:`visit_webpage`
+fetches a URL to clean text (httpx + a small HTML-to-text converter).
+
+Offline detection (:func:`is_online`) resolves the target host in a helper
+thread and opens one TCP connection, within ``0.8 s`` in total, and caches the
+answer for 60 s.  ``SGIEVAL_NETWORK=offline|online`` overrides the probe (e.g.
+``online`` behind a proxy that resolves names itself); with ``HTTPS_PROXY`` /
+``ALL_PROXY`` set, the proxy host is probed instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Iterable, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field
+
+from ..core import InputError, OfflineError, ToolError
+
+__all__ = [
+    "Document",
+    "SearchHit",
+    "SearchResults",
+    "WebPage",
+    "BM25Index",
+    "WebSearch",
+    "is_online",
+    "fetch_url",
+    "visit_webpage",
+    "html_to_text",
+    "make_web_search_tool",
+    "make_visit_webpage_tool",
+    "DDGS_PROBE_HOST",
+]
+
+DDGS_PROBE_HOST = "duckduckgo.com"
+_PROBE_TTL_S = 60.0
+_PROBE_TIMEOUT_S = 0.8
+_probe_cache: dict[tuple[str, int], tuple[float, bool, str]] = {}
+_probe_lock = threading.Lock()
+
+
+# ------------------------------------------------------------------ connectivity
+def _proxy_target() -> tuple[str, int] | None:
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy"):
+        val = os.environ.get(var)
+        if val:
+            u = urlsplit(val if "://" in val else f"http://{val}")
+            if u.hostname:
+                return u.hostname, u.port or (443 if u.scheme == "https" else 80)
+    return None
+
+
+def _probe(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
+    """Resolve ``host`` (in a daemon thread, so a hanging resolver cannot
+    block us) and connect to it, all within ``timeout_s``."""
+    t0 = time.monotonic()
+    box: dict[str, Any] = {}
+
+    def resolve() -> None:
+        try:
+            box["addrs"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as e:
+            box["error"] = e
+
+    th = threading.Thread(target=resolve, daemon=True, name="sgieval-dns-probe")
+    th.start()
+    th.join(timeout_s)
+    if th.is_alive():
+        return False, f"resolving {host} took longer than {timeout_s:g} s"
+    if "error" in box:
+        return False, f"cannot resolve {host} ({box['error']})"
+    last = f"no address for {host}"
+    for family, stype, proto, _, addr in box.get("addrs", [])[:2]:
+        left = timeout_s - (time.monotonic() - t0)
+        if left <= 0:
+            last = f"cannot connect to {host}:{port} within {timeout_s:g} s"
+            break
+        try:
+            with socket.socket(family, stype, proto) as s:
+                s.settimeout(left)
+                s.connect(addr)
+                return True, f"connected to {host}:{port}"
+        except OSError as e:
+            last = f"cannot connect to {host}:{port} ({e})"
+    return False, last
+
+
+def network_status(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False,
+                   timeout_s: float = _PROBE_TIMEOUT_S) -> tuple[bool, str]:
+    """(online, reason) for reaching ``host:port``; see the module docstring.
+    Cached for 60 s per target; returns within ``timeout_s`` (default 0.8 s)."""
+    mode = os.environ.get("SGIEVAL_NETWORK", "auto").strip().lower()
+    if mode == "offline":
+        return False, "SGIEVAL_NETWORK=offline"
+    if mode == "online":
+        return True, "SGIEVAL_NETWORK=online"
+    target = _proxy_target() or (host, port)
+    now = time.monotonic()
+    with _probe_lock:
+        hit = _probe_cache.get(target)
+        if hit and not refresh and now - hit[0] < _PROBE_TTL_S:
+            return hit[1], hit[2]
+    ok, why = _probe(target[0], target[1], timeout_s)
+    with _probe_lock:
+        _probe_cache[target] = (time.monotonic(), ok, why)
+    return ok, why
+
+
+def is_online(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False) -> bool:
+    """True when ``host:port`` is reachable (cached probe, < 1 s)."""
+    return network_status(host, port, refresh=refresh)[0]
+
+
+@dataclass
+class Fetched:
+    url: str
+    status_code: int
+    content_type: str
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        m = re.search(r"charset=([\w-]+)", self.content_type or "")
+        try:
+            return self.content.decode(m.group(1) if m else "utf-8", errors="replace")
+        except LookupError:
+            return self.content.decode("utf-8", errors="replace")
+
+
+def fetch_url(url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 * 1024,
+              transport: Any = None) -> Fetched:
+    """GET ``url`` (redirects followed, at most ``max_bytes``).  Raises
+    OfflineError fast when the host is unreachable, InputError for a non-http
+    URL, ToolError for HTTP errors or bodies over ``max_bytes``.
+    ``transport``: an httpx transport (e.g. ``httpx.MockTransport``) to use
+    instead of the network; the connectivity probe is skipped then."""
+    import httpx
+
+    u = urlsplit(url)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise InputError(f"not an http(s) URL: {url!r}", what="url", fix="pass a URL starting with https://")
+    ok, why = (True, "") if transport is not None else network_status(
+        u.hostname, u.port or (443 if u.scheme == "https" else 80))
+    if not ok:
+        raise OfflineError(f"cannot fetch {url}: offline ({why})", what="visit_webpage",
+                           fix="use web_search with the offline backend 'bm25' over a local corpus (--corpus DIR)")
+    try:
+        with httpx.Client(follow_redirects=True, timeout=timeout_s, transport=transport,
+                          headers={"User-Agent": "Mozilla/5.0 (sgieval research tool)"}) as client:
+            with client.stream("GET", url) as r:
+                buf = bytearray()
+                for chunk in r.iter_bytes():
+                    buf.extend(chunk)
+                    if len(buf) > max_bytes:
+                        raise ToolError(f"{url}: body larger than {max_bytes} bytes", what="fetch_url",
+                                        fix="raise max_bytes")
+                if r.status_code >= 400:
+                    raise ToolError(f"{url}: HTTP {r.status_code}", what="fetch_url", fix="check the URL")
+                return Fetched(str(r.url), r.status_code, r.headers.get("content-type", ""), bytes(buf))
+    except httpx.HTTPError as e:
+        raise ToolError(f"{url}: {type(e).__name__}: {e}", what="fetch_url", fix="retry later or check the URL") from e
+
+
+# --------------------------------------------------------------------- HTML text
+class _HTMLText(HTMLParser):
+    _SKIP = {"script", "style", "noscript", "svg", "template", "iframe", "head", "nav", "footer", "form"}
+    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
+              "header", "pre", "blockquote", "table", "ul", "ol", "dd", "dt", "hr"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag, attrs):  # noqa: ANN001
+        if tag == "title":
+            self._in_title = True
+        elif tag in self._SKIP:
+            self._skip += 1
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):  # noqa: ANN001
+        if tag == "title":
+            self._in_title = False
+        elif tag in self._SKIP:
+            self._skip = max(0, self._skip - 1)
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data):  # noqa: ANN001
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """(title, text) of an HTML page: scripts, styles, navigation and forms
+    dropped, block elements on their own lines, whitespace collapsed."""
+    p = _HTMLText()
+    try:
+        p.feed(html)
+        p.close()
+    except Exception:  # noqa: BLE001 - HTMLParser is lenient; be safe anyway
+        pass
+    text = "".join(p.parts)
+    lines = [re.sub(r"[ \t\r\f\v\xa0]+", " ", ln).strip() for ln in text.split("\n")]
+    text = "\n".join(ln for ln in lines if ln)
+    return re.sub(r"\s+", " ", p.title).strip(), text
+
+
+class WebPage(BaseModel):
+    """Clean text of one fetched page; ``truncated`` when cut at ``max_chars``."""
+
+    url: str
+    title: str = ""
+    text: str = ""
+    truncated: bool = False
+    backend: str = "httpx"
+
+
+def visit_webpage(url: str, *, max_chars: int = 20_000, timeout_s: float = 15.0, transport: Any = None) -> WebPage:
+    """Fetch ``url`` to clean text (HTML, plain text, or PDF via read_pdf).
+    Offline: OfflineError within a second (see :func:`is_online`).
+    ``transport``: see :func:`fetch_url`."""
+    got = fetch_url(url, timeout_s=timeout_s, transport=transport)
+    ctype = got.content_type.lower()
+    if "pdf" in ctype or got.content[:5] == b"%PDF-":
+        from .pdf import read_pdf
+
+        doc = read_pdf(got.content, max_chars=max_chars)
+        title, text = doc.title or "", doc.text
+    elif "html" in ctype or "<html" in got.text[:2000].lower():
+        title, text = html_to_text(got.text)
+    else:
+        title, text = "", got.text
+    return WebPage(url=got.url, title=title, text=text[:max_chars], truncated=len(text) > max_chars)
+
+
+# ------------------------------------------------------------------------- BM25
+class Document(BaseModel):
+    """A searchable text: ``id`` unique, ``source`` a path, URL or item id."""
+
+    id: str
+    title: str = ""
+    text: str
+    source: str = ""
+
+
+class SearchHit(BaseModel):
+    """One search result.  ``score``: BM25 score (bm25) or None (ddgs);
+    ``backend``: "ddgs" or "bm25"; ``rank`` starts at 1."""
+
+    rank: int
+    title: str
+    url: str
+    snippet: str
+    backend: str
+    score: float | None = None
+    doc_id: str | None = None
+
+
+class SearchResults(BaseModel):
+    """Hits of one query, best first, with the backend that answered."""
+
+    query: str
+    backend: str
+    hits: list[SearchHit] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+_TEXT_KEYS = ("text", "content", "body", "abstract", "prompt", "question", "answer")
+_TITLE_KEYS = ("title", "name", "id")
+
+
+def _as_document(obj: Any, i: int) -> Document:
+    if isinstance(obj, Document):
+        return obj
+    if isinstance(obj, str):
+        first = obj.strip().splitlines()[0][:80] if obj.strip() else ""
+        return Document(id=f"doc-{i}", title=first, text=obj, source=f"doc-{i}")
+    if hasattr(obj, "prompt") and hasattr(obj, "id"):  # core.Item (catalog text)
+        ref = getattr(obj, "reference", None)
+        text = obj.prompt + (f"\n\n{ref}" if isinstance(ref, str) else "")
+        return Document(id=str(obj.id), title=str(obj.id), text=text, source=f"item:{obj.id}")
+    if isinstance(obj, dict):
+        text = next((str(obj[k]) for k in _TEXT_KEYS if obj.get(k)), "")
+        did = str(obj.get("id", f"doc-{i}"))
+        title = next((str(obj[k]) for k in _TITLE_KEYS if obj.get(k)), did)
+        return Document(id=did, title=title, text=text, source=str(obj.get("url") or obj.get("source") or did))
+    raise InputError(f"document {i} has unsupported type {type(obj).__name__}", what="documents",
+                     fix="pass strings, dicts with a 'text' field, Document or Item objects")
+
+
+def _md_title(text: str, fallback: str) -> str:
+    m = re.search(r"^\s*#\s+(.+)$", text, re.M)
+    return m.group(1).strip() if m else fallback
+
+
+def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Document], list[str]]:
+    """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/
+    ``.rst`` (one document each, title = first Markdown heading or file
+    stem), ``.jsonl`` (one per line; text from text/content/body/abstract/
+    prompt, title from title/name/id), ``.pdf`` (read_pdf, first
+    ``pdf_max_pages`` pages).  Returns (documents, warnings about skipped
+    files).  Raises InputError when the folder does not exist."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError("corpus folder not found", what=str(root), fix="pass an existing folder with --corpus DIR")
+    docs: list[Document] = []
+    warnings: list[str] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        ext = path.suffix.lower()
+        rel = str(path.relative_to(root))
+        try:
+            if ext in (".md", ".markdown", ".txt", ".rst"):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                docs.append(Document(id=rel, title=_md_title(text, path.stem), text=text, source=str(path)))
+            elif ext == ".jsonl":
+                for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        warnings.append(f"{rel}:{n}: not JSON ({e.msg}); skipped")
+                        continue
+                    d = _as_document(obj if isinstance(obj, dict) else {"text": str(obj)}, n)
+                    docs.append(d.model_copy(update={"id": f"{rel}:{d.id}",
+                                                     "source": d.source if "://" in d.source else f"{path}:{n}"}))
+            elif ext == ".pdf":
+                from .pdf import read_pdf
+
+                doc = read_pdf(path, max_pages=pdf_max_pages)
+                docs.append(Document(id=rel, title=doc.title or path.stem, text=doc.text, source=str(path)))
+                if doc.partial:
+                    warnings.append(f"{rel}: partial ({'; '.join(doc.warnings)})")
+        except (ToolError, OSError) as e:
+            warnings.append(f"{rel}: skipped ({e})")
+    return docs, warnings
+
+
+class BM25Index:
+    """BM25 (bm25s, Lucene variant, k1=1.5, b=0.75, English stopwords) over
+    passages of at most ``passage_words`` words; a query returns the best
+    passage per document, ranked by score; zero-score documents are not
+    returned.  Score of document d for query q (Lucene BM25)::
+
+        sum_{t in q} ln(1 + (N - df_t + 0.5) / (df_t + 0.5))
+                     * tf_td / (tf_td + k1 * (1 - b + b * |d| / avgdl))
+
+    (bm25s ``method="lucene"``: Lucene >= 8 drops the constant (k1 + 1) factor.)
+    """
+
+    backend = "bm25"
+
+    def __init__(self, documents: Iterable[Any], *, passage_words: int = 300, warnings: list[str] | None = None):
+        import bm25s
+
+        self.documents = [_as_document(d, i) for i, d in enumerate(documents)]
+        self.warnings = list(warnings or [])
+        self.passages: list[tuple[int, str]] = []
+        for di, d in enumerate(self.documents):
+            words = d.text.split()
+            for start in range(0, max(len(words), 1), passage_words):
+                self.passages.append((di, " ".join(words[start:start + passage_words])))
+        self._retriever = None
+        if self.passages:
+            tokens = bm25s.tokenize([p for _, p in self.passages], stopwords="en", show_progress=False)
+            self._retriever = bm25s.BM25()
+            self._retriever.index(tokens, show_progress=False)
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, *, documents: Iterable[Any] = (), pdf_max_pages: int = 50,
+                    passage_words: int = 300) -> "BM25Index":
+        """Index a corpus folder (see :func:`load_corpus`) plus ``documents``."""
+        docs, warnings = load_corpus(folder, pdf_max_pages=pdf_max_pages)
+        return cls([*docs, *documents], passage_words=passage_words, warnings=warnings)
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def search(self, query: str, k: int = 5) -> list[SearchHit]:
+        """Up to ``k`` hits, best first (ties keep corpus order)."""
+        import bm25s
+
+        if self._retriever is None or not query.strip():
+            return []
+        q = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+        vocab = self._retriever.vocab_dict
+        q = [[t for t in q[0] if t in vocab]]
+        if not q[0]:
+            return []
+        n = len(self.passages)
+        ids, scores = self._retriever.retrieve(q, k=n, show_progress=False)
+        best: dict[int, tuple[float, int]] = {}
+        for pi, sc in zip(ids[0].tolist(), scores[0].tolist()):
+            if sc <= 0:
+                continue
+            di = self.passages[pi][0]
+            if di not in best or sc > best[di][0]:
+                best[di] = (sc, pi)
+        order = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
+        hits = []
+        for rank, (di, (sc, pi)) in enumerate(order, 1):
+            d = self.documents[di]
+            passage = self.passages[pi][1]
+            hits.append(SearchHit(rank=rank, title=d.title or d.id, url=d.source or d.id, snippet=passage[:300],
+                                  backend=self.backend, score=round(float(sc), 6), doc_id=d.id))
+        return hits
+
+
+# ------------------------------------------------------------------- WebSearch
+SearchBackend = Literal["auto", "ddgs", "bm25"]
+_TIMELIMITS = {None, "d", "w", "m", "y"}
+
+
+class WebSearch:
+    """Web search with an online (ddgs) and an offline (bm25) backend.
+
+    ``backend``: ``auto`` | ``ddgs`` | ``bm25``; ``corpus_dir``/``documents``
+    build the BM25 index (lazily, on the first offline query); ``region``
+    (e.g. ``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off) are ddgs
+    defaults; ``max_retries``/``backoff_s``: retries on rate limits and
+    timeouts, sleeping ``backoff_s * 2**attempt`` seconds.
+    """
+
+    def __init__(self, backend: SearchBackend = "auto", *, corpus_dir: str | Path | None = None,
+                 documents: Iterable[Any] | None = None, region: str = "wt-wt", safesearch: str = "moderate",
+                 max_retries: int = 3, backoff_s: float = 1.0, ddgs_timeout_s: int = 10):
+        if backend not in ("auto", "ddgs", "bm25"):
+            raise InputError(f"unknown search backend {backend!r}", what="search backend", fix="use auto, ddgs or bm25")
+        self.backend = backend
+        self.corpus_dir = corpus_dir
+        self.documents = list(documents or [])
+        self.region = region
+        self.safesearch = safesearch
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.ddgs_timeout_s = ddgs_timeout_s
+        self._index: BM25Index | None = None
+        self._index_lock = threading.Lock()
+
+    @property
+    def has_local_corpus(self) -> bool:
+        return bool(self.corpus_dir) or bool(self.documents)
+
+    def index(self) -> BM25Index:
+        """The BM25 index (built once).  Raises OfflineError naming the bm25
+        backend when there is nothing to index."""
+        with self._index_lock:
+            if self._index is None:
+                if not self.has_local_corpus:
+                    raise OfflineError(
+                        "offline web search backend 'bm25' has no documents to search",
+                        what="web_search",
+                        fix="pass a corpus folder (--corpus DIR) or documents, or run online for the 'ddgs' backend",
+                    )
+                if self.corpus_dir:
+                    self._index = BM25Index.from_folder(self.corpus_dir, documents=self.documents)
+                else:
+                    self._index = BM25Index(self.documents)
+            return self._index
+
+    def search(self, query: str, max_results: int = 5, *, region: str | None = None,
+               timelimit: str | None = None) -> SearchResults:
+        """Search ``query``; ``timelimit`` d/w/m/y (ddgs only).  Raises
+        OfflineError (offline and no local corpus, or ddgs requested
+        offline), InputError (empty query, bad timelimit), ToolError (ddgs
+        failing after retries and no local corpus)."""
+        if not query or not query.strip():
+            raise InputError("empty search query", what="web_search.query", fix="pass some words to search for")
+        if timelimit not in _TIMELIMITS:
+            raise InputError(f"bad timelimit {timelimit!r}", what="web_search.timelimit", fix="use d, w, m or y")
+        max_results = max(1, min(int(max_results), 50))
+        if self.backend == "bm25":
+            return self._bm25(query, max_results)
+        online, why = network_status(DDGS_PROBE_HOST, 443)
+        if not online:
+            if self.backend == "ddgs":
+                raise OfflineError(
+                    f"online web search backend 'ddgs' is unreachable: offline ({why})",
+                    what="web_search",
+                    fix="use the offline backend 'bm25' over a local corpus (--corpus DIR)",
+                )
+            if not self.has_local_corpus:
+                raise OfflineError(
+                    f"offline ({why}) and the offline web search backend 'bm25' has no documents to search",
+                    what="web_search",
+                    fix="pass a corpus folder (--corpus DIR) or documents, or run online for the 'ddgs' backend",
+                )
+            res = self._bm25(query, max_results)
+            res.warnings.insert(0, f"offline ({why}): answered by the local BM25 index")
+            return res
+        try:
+            return self._ddgs(query, max_results, region or self.region, timelimit)
+        except ToolError as e:
+            if self.backend == "auto" and self.has_local_corpus:
+                res = self._bm25(query, max_results)
+                res.warnings.insert(0, f"ddgs failed ({e}); answered by the local BM25 index")
+                return res
+            raise
+
+    def _bm25(self, query: str, k: int) -> SearchResults:
+        idx = self.index()
+        return SearchResults(query=query, backend="bm25", hits=idx.search(query, k), warnings=list(idx.warnings))
+
+    def _ddgs(self, query: str, k: int, region: str, timelimit: str | None) -> SearchResults:
+        from ddgs import DDGS
+        from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+
+        last: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            try:
+                rows = DDGS(timeout=self.ddgs_timeout_s).text(
+                    query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k)
+                break
+            except (RatelimitException, TimeoutException) as e:
+                last = e
+            except DDGSException as e:
+                msg = str(e)
+                if "no results" in msg.lower():
+                    rows = []
+                    break
+                if not re.search(r"ratelimit|rate limit|429|timed out|timeout", msg, re.I):
+                    raise ToolError(f"ddgs search failed: {msg}", what="web_search", fix="retry later") from e
+                last = e
+            if attempt < self.max_retries:
+                time.sleep(self.backoff_s * (2 ** attempt))
+        else:
+            raise ToolError(f"ddgs search failed after {self.max_retries + 1} attempts: {last}", what="web_search",
+                            fix="retry later (rate limited) or use the offline backend 'bm25'")
+        hits = [
+            SearchHit(rank=i, title=str(r.get("title", "")), url=str(r.get("href") or r.get("url") or ""),
+                      snippet=str(r.get("body") or r.get("snippet") or ""), backend="ddgs")
+            for i, r in enumerate(rows[:k], 1)
+        ]
+        return SearchResults(query=query, backend="ddgs", hits=hits)
+
+
+# ------------------------------------------------------------- LangChain tools
+class WebSearchInput(BaseModel):
+    """Arguments of the ``web_search`` tool."""
+
+    query: str = Field(description="search words")
+    max_results: int = Field(5, ge=1, le=20, description="number of results")
+    region: str | None = Field(None, description="region code such as us-en or wt-wt (online only)")
+    timelimit: Literal["d", "w", "m", "y"] | None = Field(None, description="only results from the last day/week/month/year (online only)")
+
+
+class VisitWebpageInput(BaseModel):
+    """Arguments of the ``visit_webpage`` tool."""
+
+    url: str = Field(description="http(s) URL to fetch")
+    max_chars: int = Field(20_000, ge=100, le=200_000, description="truncate the text to this many characters")
+
+
+def make_web_search_tool(search: WebSearch):
+    """LangChain ``web_search`` tool over ``search``; returns SearchResults as a dict."""
+    from langchain_core.tools import StructuredTool
+
+    def _run(query: str, max_results: int = 5, region: str | None = None, timelimit: str | None = None) -> dict[str, Any]:
+        return search.search(query, max_results, region=region, timelimit=timelimit).model_dump(mode="json")
+
+    return StructuredTool.from_function(
+        func=_run, name="web_search", args_schema=WebSearchInput,
+        description="Search the web (online: ddgs) or the local corpus (offline: BM25). "
+        "Each hit has title, url, snippet and the backend that answered.")
+
+
+def make_visit_webpage_tool(**defaults: Any):
+    """LangChain ``visit_webpage`` tool; returns WebPage as a dict."""
+    from langchain_core.tools import StructuredTool
+
+    def _run(url: str, max_chars: int = 20_000) -> dict[str, Any]:
+        return visit_webpage(url, max_chars=max_chars, **defaults).model_dump(mode="json")
+
+    return StructuredTool.from_function(
+        func=_run, name="visit_webpage", args_schema=VisitWebpageInput,
+        description="Fetch a web page (or online PDF) as clean text. Fails fast when offline.")
