@@ -90,7 +90,7 @@ class Embedder:
     def __init__(self, name: str):
         self.name = name
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         if name == MINILM:
             self._kind = "minilm"
         elif name.startswith("openai:") and len(name) > len("openai:"):
@@ -142,8 +142,9 @@ class Embedder:
             model = self._load()
             if not texts:
                 return np.zeros((0, self.dimension or 0), dtype=np.float32)
-            out = model.encode(texts, batch_size=batch_size, normalize_embeddings=normalize,
-                               convert_to_numpy=True, show_progress_bar=False)
+            with self._lock:  # one inference at a time per model (torch already uses all intra-op threads)
+                out = model.encode(texts, batch_size=batch_size, normalize_embeddings=normalize,
+                                   convert_to_numpy=True, show_progress_bar=False)
             return np.asarray(out, dtype=np.float32)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)

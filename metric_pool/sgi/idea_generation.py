@@ -22,6 +22,9 @@ still fails to parse after 5 attempts casts no votes and so lowers g (the spec's
 absolute thresholds); a judge that cannot be reached at all (ModelCallError
 after retries) makes the judged scores ``judge_error`` instead (METRICS.md D.7).
 
+Judge sampling settings (the spec's temperature 0.1 for these judges) are those
+of the configured judge model; sgieval does not override them.
+
 With no judge configured, the four ``*_obj`` metrics are still reported and the
 judged metrics (``*_win``, the dims and ``idea_final_score``) are ``not_run``.
 
