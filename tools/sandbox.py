@@ -58,6 +58,9 @@ __all__ = [
     "get_sandbox",
     "bwrap_status",
     "TRUNCATION_MARKER",
+    "RunPythonInput",
+    "make_run_python_tool",
+    "processes_of_uid",
 ]
 
 TRUNCATION_MARKER = "\n[sgieval sandbox: output truncated at {limit} bytes]\n"
@@ -865,3 +868,30 @@ def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **lim
         if unsafe_local_exec:
             return UnsafeLocalSandbox(lim)
         raise
+
+
+# ------------------------------------------------------------- LangChain tool
+class RunPythonInput(BaseModel):
+    """Arguments of the ``run_python`` tool."""
+
+    code: str = Field(description="Python source to run as main.py in a fresh, network-less sandbox")
+    files: dict[str, str] = Field(default_factory=dict, description="extra text files (relative name -> content)")
+    timeout_s: float = Field(30.0, gt=0, le=600, description="wall-time limit in seconds")
+    output_files: list[str] = Field(default_factory=list, description="files to read back after the run")
+
+
+def make_run_python_tool(sandbox: Sandbox):
+    """LangChain ``run_python`` tool over ``sandbox``; returns the ExecResult
+    as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
+    timed_out, killed_reason, files, backend)."""
+    from langchain_core.tools import StructuredTool
+
+    def _run(code: str, files: dict[str, str] | None = None, timeout_s: float = 30.0,
+             output_files: list[str] | None = None) -> dict[str, Any]:
+        res = sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
+        return res.model_dump(mode="json")
+
+    return StructuredTool.from_function(
+        func=_run, name="run_python", args_schema=RunPythonInput,
+        description="Run Python code (numpy, scipy, pandas, scikit-learn available) in an isolated sandbox "
+        "without network; returns stdout, stderr, exit code and which limit killed it, if any.")

@@ -1,0 +1,312 @@
+"""ToolPool: the set of tools an agent receives, chosen per run (issue 4, item 4).
+
+``--tools search,pdf,python`` -> ``ToolPool.from_names(["search", "pdf", "python"], ...)``.
+
+Every call, whether made by code (:meth:`ToolPool.call`) or by an agent through
+the LangChain tools of :attr:`ToolPool.tools`, is timed and recorded as an
+evidence dict ``{"tool", "input", "output", "duration_s"}`` (plus ``"error"``
+when it failed) into every active :class:`CallBudget`.  Open one per score::
+
+    with pool.budget(5) as b:          # at most 5 tool calls for this score
+        out, ev = pool.call("run_python", code="print(1)")
+        ...
+    score.evidence.extend(b.calls)
+
+Budgets live in a ContextVar, so concurrent scores (threads, asyncio tasks)
+keep separate evidence; LangChain runs sync tools in executor threads with a
+copy of the context, so agent calls are recorded too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from pydantic import BaseModel
+
+from ..core import InputError, SgievalError, ToolError
+from .base import ExecResult, Sandbox
+from .pdf import PdfDocument, ReadPdfInput, read_pdf
+from .sandbox import RunPythonInput, get_sandbox
+from .search import SearchResults, VisitWebpageInput, WebPage, WebSearch, WebSearchInput, visit_webpage
+
+__all__ = ["ToolPool", "CallBudget", "TOOL_GROUPS", "summarize_output"]
+
+TOOL_GROUPS: dict[str, tuple[str, ...]] = {
+    "search": ("web_search", "visit_webpage"),
+    "pdf": ("read_pdf",),
+    "python": ("run_python",),
+}
+"""``--tools`` names -> the tools they enable."""
+
+_ALIASES = {"search": "web_search", "pdf": "read_pdf", "python": "run_python", "visit": "visit_webpage"}
+SUMMARY_CHARS = 500
+INPUT_STR_CHARS = 4000
+
+_ACTIVE: contextvars.ContextVar[tuple["CallBudget", ...]] = contextvars.ContextVar("sgieval_tool_budgets", default=())
+
+
+class CallBudget:
+    """Tool calls allowed and made within one ``with pool.budget(n)`` block.
+
+    ``limit``: max calls (None: unlimited, recording only); ``calls``: the
+    evidence dicts, in call order; ``used``/``remaining``.  A call beyond the
+    limit raises ToolError and is not run (nor recorded).
+    """
+
+    def __init__(self, limit: int | None):
+        if limit is not None and limit < 0:
+            raise InputError(f"tool call budget must be >= 0, got {limit}", what="budget", fix="pass 0 or more")
+        self.limit = limit
+        self.calls: list[dict[str, Any]] = []
+        self.used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int | None:
+        return None if self.limit is None else max(self.limit - self.used, 0)
+
+    def _reserve(self, tool: str) -> None:
+        with self._lock:
+            if self.limit is not None and self.used >= self.limit:
+                raise ToolError(f"tool call budget of {self.limit} calls per score is used up (refused: {tool})",
+                                what="tool budget", fix="answer with the evidence gathered so far")
+            self.used += 1
+
+    def _record(self, ev: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls.append(ev)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def summarize_output(output: Any) -> str:
+    """A one-paragraph summary (<= 500 characters) of a tool output, for evidence."""
+    if isinstance(output, ExecResult):
+        s = f"exit {output.exit_code}; {output.wall_time_s:.2f} s"
+        if output.killed_reason:
+            s += f"; killed: {output.killed_reason}"
+        if output.setup_failed:
+            s += "; setup failed"
+        s += f"; stdout: {_clip(output.stdout.strip(), 220)!r}"
+        if output.stderr.strip():
+            s += f"; stderr: {_clip(output.stderr.strip()[-150:], 150)!r}"
+        s += f" [{output.backend}]"
+    elif isinstance(output, SearchResults):
+        parts = [f"{h.rank}. {_clip(h.title, 60)} <{_clip(h.url, 80)}>" for h in output.hits]
+        s = f"{output.backend}: {len(output.hits)} hits" + (": " + "; ".join(parts) if parts else "")
+    elif isinstance(output, PdfDocument):
+        s = (f"{output.title or output.source}: {len(output.pages)}/{output.n_pages} pages"
+             f"{' (partial)' if output.partial else ''}: {_clip(output.text, 300)!r}")
+    elif isinstance(output, WebPage):
+        s = f"{output.title} <{output.url}>{' (truncated)' if output.truncated else ''}: {_clip(output.text, 300)!r}"
+    elif isinstance(output, BaseModel):
+        s = output.model_dump_json()
+    else:
+        s = str(output)
+    return _clip(s, SUMMARY_CHARS)
+
+
+def _clip_input(kwargs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in kwargs.items():
+        if isinstance(v, str):
+            out[k] = _clip(v, INPUT_STR_CHARS)
+        elif isinstance(v, dict):
+            out[k] = {kk: _clip(vv, 500) if isinstance(vv, str) else vv for kk, vv in v.items()}
+        elif isinstance(v, Path):
+            out[k] = str(v)
+        else:
+            out[k] = v
+    return out
+
+
+class _Spec:
+    def __init__(self, name: str, description: str, schema: type[BaseModel], fn: Callable[..., BaseModel]):
+        self.name, self.description, self.schema, self.fn = name, description, schema, fn
+
+
+class ToolPool:
+    """The tools of one run, with evidence recording and per-score budgets.
+
+    Build with :meth:`from_names`.  ``tools`` (LangChain BaseTools for agents;
+    their errors come back to the agent as text), ``names``, ``call`` /
+    ``acall`` (typed outputs: ExecResult, SearchResults, PdfDocument,
+    WebPage), ``budget(n)``.
+    """
+
+    def __init__(self, specs: Iterable[_Spec], *, sandbox: Sandbox | None = None, search: WebSearch | None = None):
+        self._specs = {s.name: s for s in specs}
+        self.sandbox = sandbox
+        self.search = search
+        self._tools: list[Any] | None = None
+
+    # ---------------------------------------------------------------- building
+    @classmethod
+    def from_names(
+        cls,
+        names: Iterable[str] | str,
+        *,
+        corpus_dir: str | Path | None = None,
+        documents: Iterable[Any] | None = None,
+        sandbox: Sandbox | str | None = None,
+        unsafe_local_exec: bool = False,
+        search_backend: str = "auto",
+        sandbox_limits: dict[str, Any] | None = None,
+        pdf_max_pages: int = 50,
+    ) -> "ToolPool":
+        """Pool with the tools named (``search`` -> web_search + visit_webpage,
+        ``pdf`` -> read_pdf, ``python`` -> run_python; a comma-separated string
+        works too).  ``corpus_dir``/``documents``: offline search corpus
+        (e.g. the catalog's items); ``sandbox``: a Sandbox or a backend name
+        for :func:`~sgieval.tools.sandbox.get_sandbox` (default ``auto``).
+        Raises InputError for unknown names, SandboxUnavailableError when
+        ``python`` is asked for and no sandbox can start."""
+        if isinstance(names, str):
+            names = [n for n in names.split(",")]
+        wanted = [n.strip().lower() for n in names if n and n.strip()]
+        unknown = [n for n in wanted if n not in TOOL_GROUPS]
+        if unknown:
+            raise InputError(f"unknown tool(s) {', '.join(map(repr, unknown))}", what="--tools",
+                             fix=f"choose among {', '.join(TOOL_GROUPS)}")
+        specs: list[_Spec] = []
+        sbx: Sandbox | None = None
+        ws: WebSearch | None = None
+        if "search" in wanted:
+            ws = WebSearch(search_backend, corpus_dir=corpus_dir, documents=documents)  # type: ignore[arg-type]
+
+            def _search(query: str, max_results: int = 5, region: str | None = None,
+                        timelimit: str | None = None) -> SearchResults:
+                return ws.search(query, max_results, region=region, timelimit=timelimit)
+
+            def _visit(url: str, max_chars: int = 20_000) -> WebPage:
+                return visit_webpage(url, max_chars=max_chars)
+
+            specs.append(_Spec("web_search", "Search the web (online: ddgs) or the local corpus (offline: BM25). "
+                               "Each hit has title, url, snippet and the backend that answered.", WebSearchInput, _search))
+            specs.append(_Spec("visit_webpage", "Fetch a web page (or online PDF) as clean text. Fails fast when offline.",
+                               VisitWebpageInput, _visit))
+        if "pdf" in wanted:
+            def _pdf(source: str, pages: str | None = None, max_pages: int = 20) -> PdfDocument:
+                return read_pdf(source, pages=pages, max_pages=min(max_pages, pdf_max_pages))
+
+            specs.append(_Spec("read_pdf", "Read a PDF (path or URL): page texts with page numbers, title, authors, "
+                               "year. Marks the result partial when limits cut it.", ReadPdfInput, _pdf))
+        if "python" in wanted:
+            sbx = sandbox if sandbox is not None and not isinstance(sandbox, str) else get_sandbox(
+                sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
+
+            def _py(code: str, files: dict[str, str] | None = None, timeout_s: float = 30.0,
+                    output_files: list[str] | None = None) -> ExecResult:
+                return sbx.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
+
+            specs.append(_Spec("run_python", "Run Python code (numpy, scipy, pandas, scikit-learn available) in an "
+                               "isolated sandbox without network; returns stdout, stderr, exit code and which limit "
+                               "killed it, if any.", RunPythonInput, _py))
+        return cls(specs, sandbox=sbx, search=ws)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in the pool (e.g. ["web_search", "visit_webpage", "read_pdf", "run_python"])."""
+        return list(self._specs)
+
+    def _resolve(self, name: str) -> _Spec:
+        key = name if name in self._specs else _ALIASES.get(name, name)
+        if key not in self._specs:
+            raise InputError(f"tool {name!r} is not in this pool", what="tool",
+                             fix=f"use one of {', '.join(self._specs) or '(none: pass --tools)'}")
+        return self._specs[key]
+
+    # ----------------------------------------------------------------- calling
+    @contextlib.contextmanager
+    def budget(self, n: int | None) -> Iterator[CallBudget]:
+        """Context in which at most ``n`` tool calls may run (None: no limit);
+        yields the CallBudget whose ``calls`` are the evidence dicts.  Budgets
+        nest: a call counts against every enclosing budget."""
+        b = CallBudget(n)
+        token = _ACTIVE.set(_ACTIVE.get() + (b,))
+        try:
+            yield b
+        finally:
+            _ACTIVE.reset(token)
+
+    def recording(self) -> contextlib.AbstractContextManager[CallBudget]:
+        """``budget(None)``: record evidence without a limit."""
+        return self.budget(None)
+
+    def call(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Run tool ``name`` (or its alias: search, visit, pdf, python) with
+        ``kwargs`` validated against its input schema; return (typed output,
+        evidence dict).  The evidence is also appended to every active budget.
+        Raises InputError (unknown tool, bad arguments), ToolError (budget
+        used up, tool failure), OfflineError, SandboxUnavailableError; failed
+        calls are recorded with an ``error`` key before the error propagates."""
+        spec = self._resolve(name)
+        try:
+            args = spec.schema.model_validate(kwargs).model_dump()
+        except ValueError as e:
+            raise InputError(f"bad arguments for {spec.name}: {str(e).splitlines()[0]} ({e})".replace("\n", " "),
+                             what=f"tool {spec.name}", fix=f"fields: {', '.join(spec.schema.model_fields)}") from e
+        budgets = _ACTIVE.get()
+        for b in budgets:
+            b._reserve(spec.name)
+        ev: dict[str, Any] = {"tool": spec.name, "input": _clip_input(args)}
+        t0 = time.perf_counter()
+        try:
+            out = spec.fn(**args)
+        except Exception as e:
+            ev["output"] = _clip(f"error: {e}", SUMMARY_CHARS)
+            ev["duration_s"] = round(time.perf_counter() - t0, 4)
+            ev["error"] = type(e).__name__
+            for b in budgets:
+                b._record(ev)
+            raise
+        ev["output"] = summarize_output(out)
+        ev["duration_s"] = round(time.perf_counter() - t0, 4)
+        for b in budgets:
+            b._record(ev)
+        return out, ev
+
+    async def acall(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """:meth:`call` in a worker thread (the context, hence the budgets, is copied)."""
+        return await asyncio.to_thread(self.call, name, **kwargs)
+
+    # --------------------------------------------------------- LangChain tools
+    @property
+    def tools(self) -> list[Any]:
+        """LangChain StructuredTools (one per tool) for agents.  They go
+        through :meth:`call`, so every agent call is recorded and budgeted;
+        errors (including a used-up budget) are returned to the agent as
+        "Error: ..." text instead of raising.  Outputs are JSON-able dicts."""
+        if self._tools is None:
+            from langchain_core.tools import StructuredTool, ToolException
+
+            tools = []
+            for spec in self._specs.values():
+                def _fn(_name: str = spec.name, **kwargs: Any) -> dict[str, Any]:
+                    try:
+                        out, _ = self.call(_name, **kwargs)
+                    except SgievalError as e:
+                        raise ToolException(str(e)) from e
+                    return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
+
+                tools.append(StructuredTool.from_function(
+                    func=_bind(_fn, spec.name), name=spec.name, description=spec.description,
+                    args_schema=spec.schema, handle_tool_error=True))
+            self._tools = tools
+        return list(self._tools)
+
+
+def _bind(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def bound(**kwargs: Any) -> Any:
+        return fn(name, **kwargs)
+
+    bound.__name__ = name
+    return bound
