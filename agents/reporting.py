@@ -2,8 +2,13 @@
 
 scores + rationales + metrics -> ``report.md``: run header, ranking with
 mean, total and 95% bootstrap CI per target model, breakdowns by discipline
-and task, a bar chart, a paired comparison of the top two, limitations, a
-narrative that answers the request, and the failures.
+and task, a bar chart, a paired comparison of the top two, custom metrics
+beside the predefined ones (marked *custom*), a per-criterion breakdown of
+every rubric metric (table + heatmap PNG of model x criterion means, 0-10,
+from ``Score.details["criteria"]``), limitations (sample size, judge
+identity, self-judging, overlapping confidence intervals stated as "no
+significant difference"), a narrative that answers the request, and the
+failures.
 
 The template narrative is built from the same formatted numbers as the
 tables.  With an agent model the narrative is written by the model and every
@@ -28,7 +33,7 @@ from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..metric_pool.base import CORPUS
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
-from ..reports.charts import ranking_chart
+from ..reports.charts import heatmap, ranking_chart
 from ..reports.render import markdown_table, render_report
 
 
@@ -159,13 +164,48 @@ def _overlap(a: Summary, b: Summary) -> bool:
     return not (a.ci_low > b.ci_high or b.ci_low > a.ci_high)
 
 
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+NUMBER = re.compile(r"(?<![\w.])(?<!\w-)-?\d+(?:\.\d+)?(?![\w.]*\w)")
+"""A number in text: not part of a word or hyphenated name ("o1-mini", "gpt-4o", "llama3.3")."""
+
+FIXED_NUMBERS_TEXT = "95% confidence intervals; the 5% significance level; rubric criteria 0-10; rubric scores 0-100"
+"""Numbers the report's own fixed wording uses (allowed in a narrative)."""
 
 
-def numbers_supported(narrative: str, tables_text: str) -> list[str]:
-    """Numbers in ``narrative`` that do not appear in ``tables_text`` (empty = passes the check)."""
-    present = set(NUMBER.findall(tables_text))
-    return [n for n in NUMBER.findall(narrative) if n not in present]
+def _as_float(x: str) -> float | None:
+    try:
+        return float(x)
+    except ValueError:
+        return None
+
+
+def numbers_supported(narrative: str, tables_text: str, header_text: str = "") -> list[str]:
+    """Numbers in ``narrative`` that appear neither in ``tables_text`` nor in
+    ``header_text`` (the run header: item counts, K, seed, ...); empty list =
+    the narrative passes the check.
+
+    A number matches when it is written the same way or has the same value
+    ("0.5" matches "0.50", "296" matches "296.0").  Digits inside words or
+    hyphenated names (the "1" of "o1-mini", the "4" of "gpt-4o") are not numbers.  Order of the returned list = order in
+    the narrative (issue 5: every number of the narrative must be in the report).
+    """
+    present = NUMBER.findall(tables_text) + NUMBER.findall(header_text)
+    exact = set(present)
+    values = {v for v in (_as_float(x) for x in present) if v is not None}
+    out = []
+    for n in NUMBER.findall(narrative):
+        if n in exact or _as_float(n) in values:
+            continue
+        out.append(n)
+    return out
+
+
+def header_facts(header: dict[str, Any], n_items: int, models: list[str]) -> str:
+    """The run header's facts as one text (what a narrative may cite besides
+    the tables): items selected, K, seed, target models and their count,
+    judges, filters, plus :data:`FIXED_NUMBERS_TEXT`."""
+    return (f"items selected: {n_items}; K: {header.get('k', 'all matches')}; seed: {header.get('seed', 0)}; "
+            f"target models ({len(models)}): {', '.join(models)}; judge: {header.get('judges', 'none')}; "
+            f"filters: {header.get('filters', 'none')}; {FIXED_NUMBERS_TEXT}")
 
 
 NARRATIVE_SYSTEM = """You write the answer paragraph of an evaluation report for a researcher.
@@ -173,19 +213,22 @@ Answer their question in 3-6 sentences using ONLY numbers that appear verbatim i
 Name the target models exactly as in the tables. Say when confidence intervals overlap (no significant difference)."""
 
 
-async def llm_narrative(agent: NamedModel, request: str, tables_text: str) -> tuple[str | None, list[str]]:
-    """A narrative from ``agent`` that passes the number check, or None after
-    two attempts; returns (narrative, notes)."""
+async def llm_narrative(agent: NamedModel, request: str, tables_text: str,
+                        header_text: str = "") -> tuple[str | None, list[str]]:
+    """A narrative from ``agent`` that passes the number check against
+    ``tables_text`` and ``header_text`` (:func:`numbers_supported`), or None
+    after two attempts; returns (narrative, notes)."""
     notes = []
+    facts = f"\n\nRun facts:\n{header_text}" if header_text else ""
     msgs = [SystemMessage(content=NARRATIVE_SYSTEM),
-            HumanMessage(content=f"Question: {request or 'Which model is best overall?'}\n\nTables:\n{tables_text}")]
+            HumanMessage(content=f"Question: {request or 'Which model is best overall?'}\n\nTables:\n{tables_text}{facts}")]
     for attempt in (1, 2):
         try:
             text = message_text(await ainvoke(agent, msgs)).strip()
         except Exception as e:  # noqa: BLE001
             notes.append(f"narrative call failed: {e}")
             return None, notes
-        bad = numbers_supported(text, tables_text)
+        bad = numbers_supported(text, tables_text, header_text)
         if text and not bad:
             return text, notes
         notes.append(f"narrative attempt {attempt} cited numbers not in the tables: {bad[:5]}")
@@ -193,12 +236,90 @@ async def llm_narrative(agent: NamedModel, request: str, tables_text: str) -> tu
     return None, notes
 
 
+# --------------------------------------------------------------- rubric criteria
+def criterion_scores(score: Score) -> dict[str, float]:
+    """Per-criterion values (0-10) of a rubric Score from ``details["criteria"]``.
+
+    Accepted shapes: ``{name: value}``, ``{name: {"score"|"value": v, ...}}``
+    or ``[{"criterion"|"name": name, "score"|"value": v, ...}, ...]``.
+    Entries without a numeric value (a failed criterion) are left out.
+    """
+    raw = (score.details or {}).get("criteria")
+    out: dict[str, float] = {}
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    elif isinstance(raw, list):
+        pairs = [(e.get("criterion", e.get("name")), e) for e in raw if isinstance(e, dict)]
+    else:
+        return out
+    for name, v in pairs:
+        if isinstance(v, dict):
+            v = v.get("score", v.get("value"))
+        if name is None or isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(float(v)):
+            continue
+        out[str(name)] = float(v)
+    return out
+
+
+def rubric_breakdown(scores: list[Score], rubric: Any, models: list[str]) -> dict[str, Any] | None:
+    """Mean per-criterion score (0-10) per target model for one rubric metric.
+
+    ``rubric``: a spec with ``name``, ``criteria`` (each with ``name``) and
+    optional ``weights``.  Returns ``{"rubric", "criteria": [names],
+    "weights": [w], "means": {model: [mean or NaN per criterion]},
+    "n": {model: [count per criterion]}}`` over the ok item-level scores of
+    that metric, or None when no score carries criterion values.
+    """
+    names = [c.name for c in rubric.criteria]
+    weights = [float((getattr(rubric, "weights", None) or {}).get(n, 1.0)) for n in names]
+    means: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
+    found = False
+    for m in models:
+        per: dict[str, list[float]] = defaultdict(list)
+        for s in scores:
+            if s.model == m and s.metric == rubric.name and s.item_id != CORPUS:
+                for c, v in criterion_scores(s).items():
+                    per[c].append(v)
+        found = found or any(per.values())
+        means[m] = [sum(per[n]) / len(per[n]) if per[n] else float("nan") for n in names]
+        counts[m] = [len(per[n]) for n in names]
+    if not found:
+        return None
+    return {"rubric": rubric.name, "criteria": names, "weights": weights, "means": means, "n": counts}
+
+
+def _criteria_section(run_dir: Path, bd: dict[str, Any]) -> dict[str, str]:
+    models = list(bd["means"])
+    rows = []
+    for j, c in enumerate(bd["criteria"]):
+        rows.append([c, fmt(bd["weights"][j])] + [fmt(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models])
+    table = markdown_table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows)
+    fig = f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png"
+    heatmap(run_dir / fig, models, bd["criteria"], [bd["means"][m] for m in models],
+            title=f"{bd['rubric']}: mean score per criterion (0-10)")
+    return {"rubric": bd["rubric"], "table": table, "figure": fig}
+
+
+def _self_judged(judges: list[str], models: list[str]) -> list[str]:
+    bare = lambda n: n.split(":", 1)[1] if ":" in n else n  # noqa: E731 - same rule as ScoringContext.judges_for
+    targets = {bare(m) for m in models}
+    return [j for j in judges if bare(j) in targets]
+
+
 async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Item], responses: list[Response],
                        scores: list[Score], specs: list[MetricSpec], primary: str, models: list[str],
                        custom: set[str] | None = None, agent: NamedModel | None = None, n_resamples: int = 10000,
                        seed: int = 0, warnings: list[str] | None = None,
-                       extra_sections: list[dict[str, str]] | None = None) -> Path:
-    """Write ``run_dir/report.md`` (and ``figures/ranking.png``); returns its path."""
+                       extra_sections: list[dict[str, str]] | None = None, judges: list[str] | None = None,
+                       allow_self_judge: bool = False) -> Path:
+    """Write ``run_dir/report.md`` (and ``figures/ranking.png``, one
+    ``figures/criteria_<rubric>.png`` heatmap per rubric metric with criterion
+    scores); returns its path.
+
+    ``judges``: judge model names (for the self-judging limitation; default
+    none); ``allow_self_judge``: whether ``--allow-self-judge`` was set.
+    """
     custom = custom or set()
     by_id = {i.id: i for i in items}
     spec = next((s for s in specs if s.name == primary), None) or specs[0]
@@ -233,19 +354,38 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     }
     limitations = [f"{len(items)} items selected; "
                    + ("CIs are wide at this sample size." if len(items) < 30 else "CIs are 95% BCa bootstrap intervals over items.")]
-    limitations.append(f"Judge: {header.get('judges', 'none')}. Judge metrics without a judge are reported as not run.")
+    judges = list(judges or [])
+    if judges:
+        limitations.append(f"Judge: {', '.join(judges)}. Judge and rubric scores are {'this one model' if len(judges) == 1 else 'these models'}'s "
+                           "judgement: another judge may score differently, and a judge may favour models of its own family.")
+    else:
+        limitations.append(f"Judge: {header.get('judges', 'none')}. Judge metrics without a judge are reported as not run.")
+    selfj = _self_judged(judges, models)
+    if selfj and allow_self_judge:
+        limitations.append(f"--allow-self-judge was set: {', '.join(selfj)} scored its own responses.")
+    elif selfj:
+        limitations.append(f"{', '.join(selfj)} is both judge and target: it did not score its own responses "
+                           "(those judge metrics are not run; pass --allow-self-judge to allow it).")
     for i in range(len(ranked) - 1):
         if _overlap(ranked[i].summary, ranked[i + 1].summary):
             limitations.append(f"{ranked[i].model} and {ranked[i + 1].model}: overlapping 95% CIs on {spec.name}, "
                                "no significant difference.")
+    criteria = []
+    for r in specs:
+        if getattr(r, "criteria", None):
+            bd = rubric_breakdown(scores, r, model_order)
+            if bd is not None:
+                criteria.append(_criteria_section(run_dir, bd))
     scope = header.get("scope", "")
     narrative = template_narrative(header.get("request", ""), stats, spec, len(items), scope, comparison)
     tables_text = "\n".join([markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"],
                                             [list(r.values()) for r in rows])] + [t for t in tables.values() if t]
+                            + [c["table"] for c in criteria]
                             + ([f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, "
                                 f"p = {comparison['p_value']}"] if comparison else []))
     if agent is not None:
-        text, notes = await llm_narrative(agent, header.get("request", ""), tables_text + f"\nitems: {len(items)}")
+        text, notes = await llm_narrative(agent, header.get("request", ""), tables_text,
+                                          header_facts(header, len(items), models))
         if text:
             narrative = f"{text}\n\n*(Narrative written by the agent model {agent.name}; every number checked against the tables.)*"
         else:
@@ -254,7 +394,7 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     data = {"header": header, "narrative": narrative,
             "ranking": {"metric": spec.name, "scale": spec.scale_label, "higher_is_better": spec.higher_is_better,
                         "rows": rows, "chart": chart},
-            "comparison": comparison, "sgi": header.get("sgi_table"), "tables": tables,
+            "comparison": comparison, "sgi": header.get("sgi_table"), "tables": tables, "criteria": criteria,
             "extra_sections": extra_sections or [], "limitations": limitations,
             "failures": _failures(responses, scores), "warnings": warnings or []}
     out = run_dir / "report.md"

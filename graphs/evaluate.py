@@ -201,7 +201,8 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
     return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
                               specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
                               agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
-                              warnings=warnings)
+                              warnings=warnings, judges=[j.name for j in rt.judges],
+                              allow_self_judge=rt.config.allow_self_judge)
 
 
 def _sgi_section(scores, items, targets) -> str | None:

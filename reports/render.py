@@ -22,8 +22,9 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
 
 def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
     """Fill ``template`` with ``data`` (keys: header, narrative, ranking,
-    comparison, sgi, tables, extra_sections, limitations, failures, warnings).
+    comparison, sgi, tables, criteria (list of {rubric, table, figure};
+    optional, default none), extra_sections, limitations, failures, warnings).
     Raises jinja2.UndefinedError naming a missing key."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False, lstrip_blocks=False)
-    return env.get_template(template).render(**data)
+    return env.get_template(template).render(**{"criteria": [], **data})

@@ -1,0 +1,156 @@
+"""Reporting agent: per-criterion rubric breakdown (table + heatmap), custom metrics beside predefined ones,
+limitations (sample size, judge identity, self-judging, overlapping CIs), and the narrative number check
+(issue 5, item 4).  Records are built by hand so every expected number is hand-computed."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from sgieval.agents.reporting import (build_report, criterion_scores, header_facts, numbers_supported,
+                                      rubric_breakdown)
+from sgieval.core import Criterion, Item, MetricSpec, Response, Rubric, Score
+from tests.conftest import scripted
+
+MODELS = ["m-a", "m-b"]
+EM = MetricSpec(name="em", tasks=["generic"], range=(0.0, 1.0), primary=True, description="exact match")
+RIGOR = Rubric(name="rigor", tasks=["generic"], description="rigor", source="user",
+               criteria=[Criterion(name="logic", description="sound reasoning", anchors={0: "none", 10: "flawless"}),
+                         Criterion(name="grounding", description="cites theory", anchors={0: "none", 10: "full"})],
+               weights={"logic": 2.0})
+ITEMS = [Item(id=f"t/{i}", benchmark="jsonl", task="generic", discipline=d, prompt=f"q{i}")
+         for i, d in ((1, "chemistry"), (2, "physics"), (3, "physics"))]
+
+# rubric value = 10 * (2 * logic + 1 * grounding) / 3   (Rubric.aggregate, weights logic 2, grounding 1)
+CRITERIA = {
+    ("m-a", "t/1"): (8, 5),   # 10 * 21 / 3 = 70
+    ("m-a", "t/2"): (6, 8),   # 10 * 20 / 3 = 66.67
+    ("m-a", "t/3"): (10, 2),  # 10 * 22 / 3 = 73.33
+    ("m-b", "t/1"): (4, 6),   # 10 * 14 / 3 = 46.67
+    ("m-b", "t/2"): (5, 3),   # 10 * 13 / 3 = 43.33
+}
+EM_VALUES = {("m-a", "t/1"): 1, ("m-a", "t/2"): 1, ("m-a", "t/3"): 0,
+             ("m-b", "t/1"): 0, ("m-b", "t/2"): 1, ("m-b", "t/3"): 0}
+
+
+def records() -> tuple[list[Response], list[Score]]:
+    responses = [Response(item_id=i.id, model=m, text="...") for m in MODELS for i in ITEMS]
+    scores = [Score(item_id=iid, model=m, metric="em", value=float(v), rationale="exact") for (m, iid), v in
+              EM_VALUES.items()]
+    for (m, iid), (lo, gr) in CRITERIA.items():
+        crit = [{"criterion": "logic", "score": lo, "rationale": f"logic {lo}"},
+                {"criterion": "grounding", "score": gr, "rationale": f"grounding {gr}"}]
+        scores.append(Score(item_id=iid, model=m, metric="rigor", value=RIGOR.aggregate({"logic": lo, "grounding": gr}),
+                            rationale="per criterion", judge="judge-x", details={"criteria": crit}))
+    scores.append(Score(item_id="t/3", model="m-b", metric="rigor", status="judge_error", error="judge unreachable",
+                        judge="judge-x"))
+    return responses, scores
+
+
+def header(**kw) -> dict:
+    h = {"run_id": "r1", "request": "Which model is most rigorous?", "selection_reason": "test", "filters": "none",
+         "k": "all matches", "n_items": 3, "sampling": "all", "seed": 7, "models": "m-a, m-b (target)",
+         "judges": "judge-x", "agent": "none", "metrics": "em; custom: rigor", "primary": "rigor",
+         "primary_reason": "asked", "data_source": "test", "tools": "none", "scope": "whole catalog", "extra": {}}
+    h.update(kw)
+    return h
+
+
+def report(tmp_path, primary="rigor", agent=None, judges=("judge-x",), allow_self_judge=False, **hkw) -> str:
+    responses, scores = records()
+    path = asyncio.run(build_report(tmp_path, header=header(**hkw), items=ITEMS, responses=responses, scores=scores,
+                                    specs=[EM, RIGOR], primary=primary, models=MODELS, custom={"rigor"}, agent=agent,
+                                    n_resamples=999, seed=0, judges=list(judges),
+                                    allow_self_judge=allow_self_judge))
+    return path.read_text()
+
+
+def test_criterion_scores_accepts_the_three_shapes():
+    def s(crit):
+        return Score(item_id="x", model="m", metric="r", value=1.0, details={"criteria": crit})
+
+    assert criterion_scores(s({"a": 7, "b": 3.5})) == {"a": 7.0, "b": 3.5}
+    assert criterion_scores(s({"a": {"score": 7, "rationale": "r"}, "b": {"value": 2}})) == {"a": 7.0, "b": 2.0}
+    assert criterion_scores(s([{"criterion": "a", "score": 9}, {"name": "b", "value": 1},
+                               {"criterion": "c", "score": None}])) == {"a": 9.0, "b": 1.0}
+    assert criterion_scores(Score(item_id="x", model="m", metric="r", value=1.0)) == {}
+
+
+def test_rubric_breakdown_means_per_model_and_criterion():
+    _, scores = records()
+    bd = rubric_breakdown(scores, RIGOR, MODELS)
+    # m-a logic (8 + 6 + 10) / 3 = 8, grounding (5 + 8 + 2) / 3 = 5; m-b (failed t/3 has no criteria):
+    # logic (4 + 5) / 2 = 4.5, grounding (6 + 3) / 2 = 4.5
+    assert bd["criteria"] == ["logic", "grounding"] and bd["weights"] == [2.0, 1.0]
+    assert bd["means"] == {"m-a": [8.0, 5.0], "m-b": [4.5, 4.5]}
+    assert bd["n"] == {"m-a": [3, 3], "m-b": [2, 2]}
+    assert rubric_breakdown([s for s in scores if s.metric == "em"], RIGOR, MODELS) is None
+
+
+def test_report_has_criteria_breakdown_custom_metric_and_limitations(tmp_path):
+    text = report(tmp_path)
+    # ranking by rigor: m-a mean (70 + 66.67 + 73.33) / 3 = 70, m-b (46.67 + 43.33) / 2 = 45, one failed
+    assert re.search(r"\| 1 \| m-a \| 70 \| [^|]+ \| 210 \| 3 \| 0 \|", text)
+    assert re.search(r"\| 2 \| m-b \| 45 \| [^|]+ \| 90 \| 2 \| 1 \|", text)
+    section = text.split("## Rubric breakdown: rigor (mean criterion score per target model, 0-10)", 1)[1]
+    section = section.split("## ", 1)[0]
+    assert "| criterion | weight | m-a: mean (0-10) | m-b: mean (0-10) |" in section
+    assert "| logic | 2 | 8 | 4.50 |" in section and "| grounding | 1 | 5 | 4.50 |" in section
+    assert "![rigor per criterion](figures/criteria_rigor.png)" in section
+    assert (tmp_path / "figures" / "criteria_rigor.png").stat().st_size > 5000
+    # custom metric listed beside the predefined one; em means 2/3 = 0.67 and 1/3 = 0.33
+    assert "| rigor *custom* | rubric | 0-100 | 70 | 45 |" in text
+    assert "| em | objective | 0-1 | 0.67 | 0.33 |" in text
+    lim = text.split("## Limitations", 1)[1].split("## Failures", 1)[0]
+    assert "- 3 items selected; CIs are wide at this sample size." in lim
+    assert ("- Judge: judge-x. Judge and rubric scores are this one model's judgement: another judge may score "
+            "differently, and a judge may favour models of its own family.") in lim
+    assert "both judge and target" not in lim
+    assert "| score | t/3 | m-b | rigor | judge_error | judge unreachable |" in text
+
+
+def test_overlapping_cis_are_stated_as_no_significant_difference(tmp_path):
+    text = report(tmp_path, primary="em")
+    # em per item: m-a [1, 1, 0], m-b [0, 1, 0]: both bootstrap CIs span values inside 0-1 and overlap
+    assert "- m-a and m-b: overlapping 95% CIs on em, no significant difference." in text
+
+
+def test_self_judging_is_stated(tmp_path):
+    text = report(tmp_path / "a", judges=("openai:m-a",))
+    assert ("- openai:m-a is both judge and target: it did not score its own responses (those judge metrics are "
+            "not run; pass --allow-self-judge to allow it).") in text
+    text = report(tmp_path / "b", judges=("openai:m-a",), allow_self_judge=True)
+    assert "- --allow-self-judge was set: openai:m-a scored its own responses." in text
+
+
+def test_numbers_supported_checks_tables_and_header():
+    tables = "| 1 | m-a | 70 | 66.67 to 73.33 | 210 | 3 | 0 |\n| logic | 2 | 8 | 4.50 |"
+    facts = header_facts({"k": "all matches", "seed": 7, "judges": "judge-x", "filters": "task = generic"}, 3,
+                         MODELS)
+    assert facts == ("items selected: 3; K: all matches; seed: 7; target models (2): m-a, m-b; judge: judge-x; "
+                     "filters: task = generic; 95% confidence intervals; the 5% significance level; "
+                     "rubric criteria 0-10; rubric scores 0-100")
+    # 70 and 8 from the tables; 4.5 equals the table's 4.50; 3 items, 2 models, seed 7 and "95% CI" from the header
+    ok = "m-a leads with 70 (logic 8 vs 4.5) over 3 items and 2 models, seed 7; 95% CIs overlap."
+    assert numbers_supported(ok, tables, facts) == []
+    # without the header facts, 7 is unsupported (3 and 2 are in the ranking row; 95 is not)
+    assert numbers_supported(ok, tables) == ["7", "95"]
+    # digits inside model names are not numbers; invented numbers are listed in narrative order
+    assert numbers_supported("o1-mini scored 71.5 and gpt-4o 12", tables, facts) == ["71.5", "12"]
+
+
+def test_llm_narrative_may_cite_header_numbers(tmp_path):
+    narrative = "m-a is the most rigorous: mean 70 against 45 for m-b on 3 items (seed 7); logic 8 vs 4.50."
+    agent = scripted("narrator", [narrative])
+    text = report(tmp_path, agent=agent)
+    assert narrative in text and "every number checked against the tables" in text
+
+
+def test_llm_narrative_with_invented_number_falls_back_to_template(tmp_path):
+    agent = scripted("narrator", ["m-a scores 99.", "m-a scores 98."])
+    text = report(tmp_path, agent=agent)
+    assert "m-a scores 99." not in text
+    assert "**m-a** ranks first by rigor on 3 items" in text
+    assert ("The agent's narrative failed the number check twice; the template narrative is shown. "
+            "narrative attempt 1 cited numbers not in the tables: ['99']; narrative attempt 2 cited numbers not "
+            "in the tables: ['98']") in text
