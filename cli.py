@@ -221,3 +221,7 @@ def data_where() -> None:
 
 def main() -> None:  # pragma: no cover
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
