@@ -75,7 +75,7 @@ def starter_rubric(quality: str) -> Rubric | None:
 def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) -> MetricPlan:
     """Deterministic plan: all applicable predefined metrics; ranking metric
     from the first quality that maps to one, else the first primary metric."""
-    specs = [s for m in metrics for s in m.specs]
+    specs = [s for m in metrics for s in m.all_specs]
     names = [s.name for s in specs]
     qualities = detect_qualities(request)
     primary = ""
@@ -120,7 +120,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     trace: dict[str, Any] = {}
     if agent is None:
         return base, metrics, trace
-    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.specs)
+    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.all_specs)
     msgs = [SystemMessage(content=CUSTOM_SYSTEM),
             HumanMessage(content=f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}")]
     reply = await ask_structured(agent, msgs, MetricPlan)
@@ -139,4 +139,4 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
 
 def plan_specs(plan: MetricPlan, metrics: list[Metric]) -> list[MetricSpec]:
     """Every MetricSpec of the plan, predefined first, then custom."""
-    return [s for m in metrics for s in m.specs] + list(plan.custom)
+    return [s for m in metrics for s in m.all_specs] + list(plan.custom)

@@ -141,7 +141,7 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
         model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
         model_scores = [s for s in all_scores if s.model == t.name]
         for m in metrics:
-            if all((CORPUS, t.name, s.name) in done for s in m.specs):
+            if all((CORPUS, t.name, s.name) in done for s in m.corpus_specs):
                 continue
             corpus = [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
             store.append("scores", corpus)

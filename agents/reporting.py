@@ -59,6 +59,13 @@ def _stats(scores: list[Score], metric: str, models: list[str], n_resamples: int
     for m in models:
         vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id != CORPUS]
         failed = sum(1 for s in scores if s.model == m and s.metric == metric and not s.ok)
+        corpus = [s for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id == CORPUS]
+        if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
+            v = float(corpus[0].value)
+            n = int(corpus[0].details.get("n", 0) or 0)
+            out.append(ModelStat(m, Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
+                                 failed))
+            continue
         out.append(ModelStat(m, summarize(vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
     return out
 

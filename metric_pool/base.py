@@ -58,10 +58,17 @@ class Metric:
     """
 
     specs: list[MetricSpec] = []
+    corpus_specs: list[MetricSpec] = []
+    """Specs of the corpus-level scores :meth:`corpus` returns (e.g. SFBench's kappa)."""
 
     @property
     def name(self) -> str:
         return self.specs[0].name
+
+    @property
+    def all_specs(self) -> list[MetricSpec]:
+        """Per-item specs, then corpus-level specs."""
+        return list(self.specs) + list(self.corpus_specs)
 
     def applies(self, item: Item) -> bool:
         return any(item.task in s.tasks or "*" in s.tasks for s in self.specs)

@@ -25,3 +25,30 @@ def scripted(name: str, replies: list[str], role: str = "agent") -> NamedModel:
     """A NamedModel whose chat model answers with ``replies`` in order (then repeats the last)."""
     chat = FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies])
     return NamedModel(name=name, role=role, chat=chat, provider=f"scripted-{name}")
+
+
+from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+
+
+class RoutedChat(BaseChatModel):
+    """A scripted chat model that answers by the content of the last message:
+    the reply of the first route whose key is a substring of it, else ``default``.
+    Deterministic under concurrency (unlike a reply list consumed in call order)."""
+
+    routes: list[tuple[str, str]]
+    default: str = ""
+
+    @property
+    def _llm_type(self) -> str:
+        return "routed-fake"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        content = messages[-1].content
+        text = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+        reply = next((r for k, r in self.routes if k in text), self.default)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+
+def routed(name: str, routes: list[tuple[str, str]], default: str = "", role: str = "target") -> NamedModel:
+    return NamedModel(name=name, role=role, chat=RoutedChat(routes=routes, default=default), provider=f"routed-{name}")
