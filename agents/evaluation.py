@@ -61,6 +61,10 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
         if not judges:
             return Response(item_id=item.id, model=target.name, status="not_run",
                             error="the open-creativity protocol needs a coherence judge: pass --judge")
+        if ctx.embedder is None:
+            from ..metric_pool.embeddings import get_embedder
+
+            ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
         return await run_generation(item, target, judges[0], ctx.embedder, **ctx.options.get("aidanbench", {}))
     t0 = time.perf_counter()
     try:
