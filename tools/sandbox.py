@@ -564,7 +564,7 @@ class BubblewrapSandbox(_BaseSandbox):
         if not self.is_root:
             ns = ["--unshare-user", "--disable-userns"] + ns
         return [
-            self.bwrap, *ns, "--die-with-parent", "--new-session", "--as-pid-1", "--hostname", "sandbox",
+            self.bwrap, *ns, "--die-with-parent", "--new-session", "--hostname", "sandbox",
             *_system_binds(),
             *_bind_args(_bwrap_python_paths()),
             "--proc", "/proc", "--dev", "/dev",
@@ -594,9 +594,8 @@ class BubblewrapSandbox(_BaseSandbox):
     def argv(self, workdir: Path, script: str, timeout_s: float, uid: int | None, peak_fd: int | None = None) -> list[str]:
         """The full bwrap command line for one program (for inspection/tests).
 
-        Chain inside the namespaces: setpriv (drop to ``uid``, no caps) ->
-        prlimit -> ``timeout 0`` (pid 1: reaps and relays the exit status, so
-        the program itself is never the unkillable pid 1) -> python script.
+        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv
+        (drop to ``uid``, no capabilities) -> prlimit -> python script.
         """
         args = list(self._static)
         extra = {"PYTHONPATH": _BOOT_MOUNT}
@@ -614,7 +613,7 @@ class BubblewrapSandbox(_BaseSandbox):
         else:
             nproc = self.limits.max_processes + _count_processes(os.getuid())
         args += self._prlimit(timeout_s, nproc)
-        args += ["timeout", "0", self.python, "-X", "utf8", script]
+        args += [self.python, "-X", "utf8", script]
         return args
 
     def _run_script(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:

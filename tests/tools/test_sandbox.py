@@ -129,7 +129,7 @@ def test_host_files_are_not_visible(sbx):
     # only the virtual environment is bound under the repository path
     assert lines[5] == "['.venv']"
     assert "shadow" not in lines[6] and "passwd" not in lines[6]
-    # the pid namespace shows 2 processes: pid 1 (timeout) and the program
+    # the pid namespace shows 2 processes: bwrap's reaper (pid 1) and the program
     assert lines[7] == "2"
 
 
