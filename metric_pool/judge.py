@@ -71,6 +71,15 @@ def _schema_instruction(schema: type[BaseModel]) -> str:
 def parse_json_object(text: str) -> Any:
     """Extract and repair the last JSON object or list in ``text`` (code fences
     allowed).  Raises ValueError when there is none."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        # a reply that is one JSON value wins over fences quoted inside its strings
+        try:
+            obj = json.loads(stripped)
+            if isinstance(obj, (dict, list)) and obj not in ({}, []):
+                return obj
+        except ValueError:
+            pass
     fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.S)
     candidates = fenced[::-1] + [text]
     for c in candidates:
