@@ -24,7 +24,10 @@ with configurable
 ``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
 ``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
-"last_user"}``; ``POST /reset`` clears both.
+"last_user"}``; ``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
+:meth:`MockOpenAI.release` close and open a gate in front of the handler
+(kill tests use it to stop a client at a point where every answered call has
+reached the client).
 
 Use in-process (tests)::
 
@@ -130,6 +133,8 @@ class MockOpenAI:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._counts = {"requests": 0, "served": 0, "429": 0, "500": 0, "hung": 0}
+        self._passed = 0
+        self._gate: asyncio.Event | None = None
         self._log: list[dict[str, Any]] = []
         self._served = 0
         self._stop_event: asyncio.Event | None = None
@@ -159,8 +164,37 @@ class MockOpenAI:
         with self._lock:
             return [dict(r) for r in self._log]
 
+    def passed(self) -> int:
+        """Requests that got past the gate (they will be answered or faulted)."""
+        with self._lock:
+            return self._passed
+
+    def hold(self) -> None:
+        """Close the gate: requests arriving from now on wait (not counted as
+        served) until :meth:`release`.  Lets a test reach a quiescent point."""
+        done = threading.Event()
+
+        def close() -> None:
+            if self._gate is not None:
+                self._gate.clear()
+            done.set()
+
+        self._call(close)
+        done.wait(10)
+
+    def release(self) -> None:
+        """Open the gate.  Requests held meanwhile are dropped (HTTP 503,
+        outcome "dropped", not counted as served): their client is gone."""
+        self._call(lambda: self._gate.set() if self._gate else None)
+
+    def _call(self, fn: Callable[[], Any]) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn)
+
     def reset(self) -> None:
         with self._lock:
+            self._passed = 0
             for k in self._counts:
                 self._counts[k] = 0
             self._log.clear()
@@ -234,6 +268,13 @@ class MockOpenAI:
             entry["outcome"] = "400"
             return JSONResponse({"error": {"message": "streaming is not supported by the mock",
                                            "type": "invalid_request_error"}}, 400)
+        if self._gate is not None and not self._gate.is_set():
+            await self._gate.wait()
+            with self._lock:
+                entry["outcome"] = "dropped"
+            return JSONResponse({"error": {"message": "dropped at the gate", "type": "server_error"}}, 503)
+        with self._lock:
+            self._passed += 1
         fault = self._choose_fault(index, body)
         if fault == "hang":
             with self._lock:
@@ -296,6 +337,8 @@ class MockOpenAI:
         """Serve on the current event loop until :meth:`stop` (script mode)."""
         self._sock = self._sock or self._bind()
         self._stop_event = asyncio.Event()
+        self._gate = asyncio.Event()
+        self._gate.set()
         self._server = uvicorn.Server(self._config())
         self._loop = asyncio.get_running_loop()
         await self._server.serve(sockets=[self._sock])
