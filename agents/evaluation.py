@@ -16,6 +16,7 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 
 from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, Score
+from ..models.accounting import BudgetExceeded
 from ..metric_pool.base import CORPUS, Metric, ScoringContext
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text, usage
@@ -30,6 +31,7 @@ class EvalProgress:
     scores_new: int = 0
     scores_skipped: int = 0
     failures: list[str] = field(default_factory=list)
+    budget_stopped: str | None = None
 
 
 def _user_message(item: Item) -> HumanMessage:
@@ -89,6 +91,8 @@ async def score_response(item: Item, response: Response, metrics: list[Metric], 
             continue
         try:
             scores = await m.score(item, response, ctx)
+        except BudgetExceeded:
+            raise
         except InputError as e:
             scores = m.failed(item, response, "input_error", e.one_line())
         except Exception as e:  # noqa: BLE001 - a metric bug must not lose the run
@@ -115,8 +119,16 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
     finished = 0
 
     async def unit(target: NamedModel, item: Item) -> None:
+        try:
+            await _unit(target, item)
+        except BudgetExceeded as e:  # stop cleanly: units not started are skipped, the report says where
+            prog.budget_stopped = prog.budget_stopped or e.one_line()
+
+    async def _unit(target: NamedModel, item: Item) -> None:
         nonlocal finished
         async with sem:
+            if prog.budget_stopped:
+                return
             resp = responses.get((item.id, target.name))
             if resp is None:
                 resp = await infer(item, target, ctx)
@@ -138,6 +150,8 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
                     on_progress(finished, len(units))
 
     await asyncio.gather(*(unit(t, i) for t, i in units))
+    if prog.budget_stopped:
+        return prog  # corpus-level scores need every item: not computed on a budget stop
 
     by_id = {i.id: i for i in items}
     all_scores = store.read("scores")

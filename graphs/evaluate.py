@@ -10,6 +10,7 @@ produced; the graph state holds only the plans and the report path.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -22,7 +23,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from ..agents.customisation import MetricPlan, plan_specs, run_customisation
-from ..agents.evaluation import run_evaluation
 from ..agents.questioning import SelectionPlan, run_questioning
 from ..agents.reporting import build_report, fmt
 from ..benchmarks.catalog import Catalog, load_catalog
@@ -30,7 +30,11 @@ from ..core import InputError, Item, RunConfig, RunStore, SgievalError
 from ..metric_pool.base import Metric, ScoringContext
 from ..metric_pool.registry import predefined_metrics
 from ..models.base import NamedModel
+from ..models import cache as call_cache
+from ..models.accounting import Ledger
+from ..models.calls import set_max_concurrency
 from ..models.registry import resolve_model, stored_models
+from .executors import evaluate_with_executor
 
 log = structlog.get_logger("sgieval")
 
@@ -64,6 +68,7 @@ class RunRuntime:
     sandbox: Any = None
     on_progress: Callable[[int, int], None] | None = None
     metric_options: dict[str, Any] = field(default_factory=dict)
+    ledger: Ledger | None = None
 
 
 def new_run_id(request: str) -> str:
@@ -100,6 +105,33 @@ def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
                      fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)")
 
 
+def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
+    """Give the run its sandbox (when dry-experiment items need one) and its
+    tool pool (when judges may call tools).  A sandbox that cannot start is
+    not fatal: the dry-experiment scores record it as ``infra_error`` with
+    the reason, and ``--unsafe-local-exec`` is the explicit way out."""
+    from ..core import DRY_EXPERIMENT, SandboxUnavailableError
+
+    rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
+    if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
+        from ..tools.sandbox import get_sandbox
+
+        try:
+            rt.sandbox = get_sandbox(rt.config.sandbox, unsafe_local_exec=rt.config.unsafe_local_exec)
+        except SandboxUnavailableError as e:
+            log.warning("sandbox unavailable", reason=e.one_line())
+    if rt.tools is None and rt.judges and rt.config.tools:
+        from ..tools.pool import ToolPool
+
+        kw = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
+                  unsafe_local_exec=rt.config.unsafe_local_exec)
+        try:
+            rt.tools = ToolPool.from_names(rt.config.tools, **kw)
+        except SandboxUnavailableError as e:
+            log.warning("run_python tool unavailable", reason=e.one_line())
+            rt.tools = ToolPool.from_names([n for n in rt.config.tools if n != "python"], **kw)
+
+
 def build_graph(rt: RunRuntime, checkpointer: Any = None):
     """Compile the four-agent graph bound to ``rt``."""
 
@@ -133,13 +165,20 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         plan = MetricPlan.model_validate(state["metric_plan"])
         targets = _default_targets(rt, items)
         rt.targets = targets
+        _attach_tools(rt, items)
         ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
                              allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
-        prog = await run_evaluation(rt.store, items, targets, _metrics(rt, items, plan), ctx,
-                                    max_parallel=rt.config.max_concurrency, on_progress=rt.on_progress)
-        log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new)
+        try:
+            prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
+                                                executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
+                                                on_progress=rt.on_progress)
+        finally:
+            _save_ledger(rt)
+        log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
+                 budget_stopped=prog.budget_stopped)
         return {"targets": [t.name for t in targets],
-                "evaluated": {"responses_new": prog.responses_new, "scores_new": prog.scores_new}}
+                "evaluated": {"responses_new": prog.responses_new, "scores_new": prog.scores_new,
+                              "budget_stopped": prog.budget_stopped}}
 
     async def reporting(state: EvalState) -> dict[str, Any]:
         path = await write_report(rt, state)
@@ -180,6 +219,10 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
     if rt.config.unsafe_local_exec:
         warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
+    stopped = (state.get("evaluated") or {}).get("budget_stopped")
+    if stopped:
+        warnings.append(f"The run stopped at its budget before every item was evaluated ({stopped}); "
+                        "the tables cover what was evaluated, corpus-level metrics were not computed.")
     scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
     sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items()
                         if any(i.benchmark == b for i in items)) or "n/a"
@@ -202,7 +245,48 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
                               specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
                               agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
                               warnings=warnings, judges=[j.name for j in rt.judges],
-                              allow_self_judge=rt.config.allow_self_judge)
+                              allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt))
+
+
+LEDGER_FILE = "ledger.json"
+
+
+def _load_ledger(rt: RunRuntime) -> Ledger:
+    ledger = Ledger(budget_usd=rt.config.budget_usd)
+    p = rt.store.root / LEDGER_FILE
+    if p.exists():
+        ledger.merge(json.loads(p.read_text(encoding="utf-8")))
+    return ledger
+
+
+def _save_ledger(rt: RunRuntime) -> None:
+    if rt.ledger is not None:
+        (rt.store.root / LEDGER_FILE).write_text(json.dumps(rt.ledger.to_dicts()), encoding="utf-8")
+
+
+def _usage_section(rt: RunRuntime) -> list[dict[str, str]]:
+    """"Cost and usage": calls, tokens, latency and cost per (model, role), with the total
+    (issue 6.4).  Costs come from the price table; unknown prices show as n/a, never 0."""
+    from ..reports.render import markdown_table
+
+    ledger = rt.ledger or _load_ledger(rt)
+    summ = ledger.summary()
+    if not summ["rows"]:
+        return [{"title": "Cost and usage", "body": "No model calls were made (replayed responses and objective "
+                                                    "metrics only, or every call served from the cache)."}]
+
+    def row(t: dict[str, Any]) -> list[Any]:
+        return [t["model"], t["role"], t["calls"], t["cached_calls"], t["failed_calls"], t["input_tokens"],
+                t["output_tokens"], fmt(t["latency_s"]), "n/a" if t["cost"] is None else f"{t['cost']:.4f}"]
+
+    body = markdown_table(["model", "role", "calls", "cached", "failed", "input tokens", "output tokens",
+                           "latency (s)", "cost (USD)"], [row(t) for t in summ["rows"]] + [row(summ["total"])])
+    if summ["budget_usd"] is not None:
+        body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD."
+        if summ["stopped"]:
+            st = summ["stopped"]
+            body += f" Stopped before a {st.get('role', '')} call to {st.get('model', '')}."
+    return [{"title": "Cost and usage", "body": body}]
 
 
 def _sgi_section(scores, items, targets) -> str | None:
@@ -225,29 +309,38 @@ async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[di
     """
     if not resume:
         rt.store.write_config(rt.config)
-    thread = {"configurable": {"thread_id": rt.config.run_id}}
+    set_max_concurrency("*", rt.config.max_concurrency)
+    call_cache.configure(enabled=rt.config.use_cache)
+    rt.ledger = _load_ledger(rt)
     try:
-        async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:
-            graph = build_graph(rt, saver)
-            snap = await graph.aget_state(thread)
-            if snap.values and not snap.next:
-                return snap.values  # already complete: nothing to do
-            inp: Any = {} if not snap.next else None
-            pending = list(getattr(snap, "interrupts", ()) or ())
-            if snap.next and pending:
-                if confirm is None:
-                    return {**snap.values, "__interrupt__": pending}
-                inp = Command(resume=bool(confirm(pending[0].value)))
-            result = await graph.ainvoke(inp, thread)
-            while "__interrupt__" in result:
-                if confirm is None:
-                    return result
-                result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread)
-            return result
+        with rt.ledger.activate():
+            return await _drive(rt, confirm)
     except SgievalError:
         if not rt.store.read("responses"):
             shutil.rmtree(rt.store.root, ignore_errors=True)  # nothing computed: leave no half-written run
         raise
+
+
+async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> EvalState:
+    """Invoke the checkpointed graph from wherever its thread stopped."""
+    thread = {"configurable": {"thread_id": rt.config.run_id}}
+    async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:
+        graph = build_graph(rt, saver)
+        snap = await graph.aget_state(thread)
+        if snap.values and not snap.next:
+            return snap.values  # already complete: nothing to do
+        inp: Any = {} if not snap.next else None
+        pending = list(getattr(snap, "interrupts", ()) or ())
+        if snap.next and pending:
+            if confirm is None:
+                return {**snap.values, "__interrupt__": pending}
+            inp = Command(resume=bool(confirm(pending[0].value)))
+        result = await graph.ainvoke(inp, thread)
+        while "__interrupt__" in result:
+            if confirm is None:
+                return result
+            result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread)
+        return result
 
 
 def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: list[NamedModel] | None = None,

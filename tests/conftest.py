@@ -47,8 +47,23 @@ class RoutedChat(BaseChatModel):
         content = messages[-1].content
         text = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
         reply = next((r for k, r in self.routes if k in text), self.default)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+        # token usage as providers report it: 100 input tokens and 10 output tokens per call
+        usage = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply, usage_metadata=usage))])
 
 
 def routed(name: str, routes: list[tuple[str, str]], default: str = "", role: str = "target") -> NamedModel:
     return NamedModel(name=name, role=role, chat=RoutedChat(routes=routes, default=default), provider=f"routed-{name}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_call_cache(tmp_path_factory):
+    """Tests never read or write the user's call cache (a cached reply would hide a model call)."""
+    import os
+
+    from sgieval.models import cache
+
+    d = tmp_path_factory.mktemp("call-cache")
+    os.environ["SGIEVAL_CACHE_DIR"] = str(d)
+    cache.configure(path=d / "calls.sqlite")
+    yield
