@@ -7,20 +7,37 @@ predefined ones, never instead), and the metric the ranking uses.
 
 Offline path: qualities are found with the vocabulary; a quality with a
 predefined metric picks it as the ranking metric (creativity -> accepted
-answers on open creativity); others are looked up in the starter rubric
-library (``metric_pool/rubrics/``) when it is present.
+answers on open creativity); others are looked up in the rubric library
+(``metric_pool/rubrics/``: starter, project and user rubrics) by semantic
+match (:func:`sgieval.metric_pool.rubrics.find_rubric`).
+
+With an agent model: the model picks the ranking metric and drafts rubrics
+(criteria with 0-10 anchors, weights, aggregation to 0-100) for qualities
+the pool lacks, grounded in any PDF the request names (read with
+``read_pdf`` and cited in the rubric's ``source``) and, when a ToolPool is
+given, in ``web_search``/``read_pdf`` calls it makes itself.
+
+Also the rubric authoring used by ``sgieval metric define``
+(:mod:`sgieval.graphs.metric_chat`): :func:`propose_rubric` and
+:func:`revise_rubric`, each with a deterministic offline path (best library
+rubric by semantic match, or a generic 4-criterion rubric from the
+description's key phrases; revisions understood by small regexes:
+"weigh X double", "X weight 2", "drop X", "add criterion X: description",
+"rename to NAME") and an LLM path (structured output :class:`Rubric`).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ..core import Item, MetricSpec, Rubric
+from ..core import Criterion, InputError, Item, MetricSpec, ModelCallError, Rubric, SgievalError
 from ..metric_pool.base import Metric
+from ..metric_pool.judge import as_data
 from ..metric_pool.judge import ask_judge as ask_structured
 from ..metric_pool.registry import predefined_metrics
 from ..models.base import NamedModel
@@ -106,37 +123,460 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
 CUSTOM_SYSTEM = """You are the metric customisation agent of sgieval. The benchmark's predefined metrics are always applied.
 Pick the metric that best answers the request as `primary` (a name from the list, or the name of a custom rubric you define).
 Only when the request names a quality that no listed metric measures, define a custom rubric for it: 4-6 criteria,
-each scored 0-10 with anchors for 0, 5 and 10, equal weights unless the request says otherwise."""
+each scored 0-10 with anchors for 0, 5 and 10, equal weights unless the request says otherwise (aggregation: weighted
+mean of the criterion scores x 10, so 0-100). Put your citations in the rubric's `source`.
+When the user names a document (given below as DOCUMENT data), take the rubric's criteria from it and cite it."""
+
+PDF_RE = re.compile(r"""(?:(?<=\s)|^|(?<=["'(]))((?:~|\.{1,2}|/)?[^\s"'()]*\.pdf)\b""", re.I)
+PDF_CHARS = 12_000
+"""Characters of a named PDF shown to the agent."""
+
+
+QUOTED_PDF_RE = re.compile(r"""["']([^"']+?\.pdf)["']""", re.I)
+
+
+def named_pdfs(request: str) -> list[str]:
+    """``.pdf`` paths named in ``request`` (in order, duplicates dropped), e.g.
+    "score rigor with the rubric in ~/papers/rubric.pdf" -> ["~/papers/rubric.pdf"].
+    Quote a path that contains spaces ("'/my papers/r.pdf'")."""
+    text = request or ""
+    quoted = [m.group(1) for m in QUOTED_PDF_RE.finditer(text)]
+    rest = QUOTED_PDF_RE.sub(" ", text)
+    return list(dict.fromkeys(quoted + [m.group(1).rstrip(".,;:") for m in PDF_RE.finditer(rest)]))
+
+
+def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Read every PDF named in ``request`` (through ``tools.call("read_pdf")``
+    when the pool has it, so the call is recorded, else with
+    :func:`sgieval.tools.pdf.read_pdf`; at most 20 pages each).  Returns
+    (documents {"path", "title", "text" (<= PDF_CHARS), "pages", "partial"},
+    notes for the plan about PDFs that could not be read)."""
+    docs: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for raw in named_pdfs(request):
+        path = str(Path(raw).expanduser())
+        try:
+            if tools is not None and "read_pdf" in getattr(tools, "names", []):
+                doc, _ = tools.call("read_pdf", source=path, max_pages=20)
+            else:
+                from ..tools.pdf import read_pdf
+
+                doc = read_pdf(path, max_pages=20)
+        except SgievalError as e:
+            notes.append(f"the PDF {raw} named in the request could not be read: {e.one_line()}")
+            continue
+        text = doc.text
+        docs.append({"path": raw, "title": doc.title or Path(path).name, "pages": len(doc.pages),
+                     "partial": doc.partial or len(text) > PDF_CHARS, "text": text[:PDF_CHARS]})
+    return docs, notes
+
+
+def _tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[str]) -> Rubric:
+    """Rubric from an agent made safe to run: slug name distinct from ``taken``,
+    tasks ["*"] when none, a source (``default_source`` when empty) that cites
+    every entry of ``cite`` not already mentioned."""
+    from ..metric_pool.rubrics import slug
+
+    name = slug(r.name)
+    if name in taken:
+        name = f"{name}_custom"
+    source = (r.source or "").strip() or default_source
+    missing = [c for c in cite if c.split(" ")[0] not in source]
+    if missing:
+        source = f"{source}; " + "; ".join(missing)
+    return r.model_copy(update={"name": name, "tasks": r.tasks or ["*"], "source": source, "kind": "rubric",
+                                "range": (0.0, 100.0)})
+
+
+DRAFT_SYSTEM = """You formalise a quality of scientific answers as a rubric for sgieval.
+Give 4-6 criteria; each has a short name, a one-sentence description and anchors for scores 0, 5 and 10.
+Weights default to 1 (say otherwise only when asked). Aggregation is the weighted mean of the 0-10 criterion
+scores x 10 (0-100). `tasks` is ["*"]. Put your citations (documents, URLs, papers) in `source`."""
+
+
+async def draft_rubric(quality: str, agent: NamedModel, *, request: str = "", documents: list[dict[str, Any]] | None = None,
+                       name: str | None = None) -> tuple[Rubric | None, list[str], str | None]:
+    """Ask ``agent`` for a :class:`Rubric` measuring ``quality`` (structured
+    output, parse retries).  ``documents`` (from :func:`read_named_pdfs`) are
+    shown as delimited data and cited in ``source``.  Returns (rubric or None,
+    raw replies, error)."""
+    from ..metric_pool.rubrics import slug
+
+    docs = documents or []
+    parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
+    if request:
+        parts.append(f"User request: {request}")
+    for d in docs:
+        parts.append(f"Document {d['path']} ({d['title']}):\n{as_data(d['text'], 'DOCUMENT')}")
+    reply = await ask_structured(agent, [SystemMessage(content=DRAFT_SYSTEM), HumanMessage(content="\n\n".join(parts))],
+                                 Rubric)
+    if reply.parsed is None:
+        return None, reply.raw, reply.error
+    r = _tidy_rubric(reply.parsed, taken=set(), default_source=f"drafted by {agent.name} for '{quality}'",
+                     cite=[f"{d['path']} ({d['title']})" for d in docs])
+    if name:
+        r = r.model_copy(update={"name": slug(name)})
+    return r, reply.raw, None
+
+
+def _urls(evidence: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for e in evidence:
+        if e.get("tool") == "web_search" and not e.get("refused"):
+            out += re.findall(r"<([^<>\s]+)>", str(e.get("output", "")))
+        if e.get("tool") == "read_pdf" and not e.get("refused"):
+            out.append(str((e.get("input") or {}).get("source", "")))
+    return [u for u in dict.fromkeys(out) if u][:5]
 
 
 async def run_customisation(request: str, items: list[Item], *, agent: NamedModel | None = None,
-                            options: dict | None = None) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
+                            options: dict | None = None, tools: Any = None) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
     """(plan, predefined Metric objects, trace).  With ``agent``, the model
     proposes the ranking metric and any custom rubrics; the predefined list
-    is enforced in code, so the agent can add metrics but never drop one."""
+    is enforced in code, so the agent can add metrics but never drop one.
+
+    PDFs named in the request are read (``read_pdf``) and given to the agent
+    as data; its rubrics cite them in ``source``.  ``tools`` (a ToolPool):
+    the agent may first call ``web_search``/``read_pdf`` (at most
+    ``options["agent_tool_budget"]``, default 3 calls; needs ``bind_tools``),
+    and the URLs it consulted are cited.  A quality with no predefined
+    metric, no library rubric and no agent rubric gets one drafted with
+    :func:`draft_rubric`.  Offline (no agent) the plan is
+    :func:`offline_metric_plan`; named PDFs are noted, not used.
+    Trace keys: ``agent_raw``, ``documents``, ``tool_evidence``.
+    """
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
     metrics = predefined_metrics(benchmarks, items, options)
     base = offline_metric_plan(request, items, metrics)
     trace: dict[str, Any] = {}
+    docs, pdf_notes = read_named_pdfs(request, tools) if named_pdfs(request) else ([], [])
+    base.notes.extend(pdf_notes)
+    if docs:
+        trace["documents"] = [{k: v for k, v in d.items() if k != "text"} for d in docs]
     if agent is None:
+        if docs:
+            base.notes.append(f"read {', '.join(d['path'] for d in docs)}, but drafting a rubric from a document "
+                              "needs an agent model (--agent-model); the rubric library was used instead")
         return base, metrics, trace
-    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.all_specs)
-    msgs = [SystemMessage(content=CUSTOM_SYSTEM),
-            HumanMessage(content=f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}")]
+    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.specs)
+    content = f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
+    for d in docs:
+        content += (f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
+                    f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}")
+    msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
+    evidence: list[dict[str, Any]] = []
+    if tools is not None:
+        from ..metric_pool.rubric import tool_loop
+
+        budget = int((options or {}).get("agent_tool_budget", 3))
+        try:
+            loop = await tool_loop(agent, [SystemMessage(content=CUSTOM_SYSTEM + "\nYou may first call web_search or "
+                                                         f"read_pdf (at most {budget} calls) to ground rubric criteria."),
+                                           msgs[1]], tools, allowed=("web_search", "read_pdf"), budget=budget)
+            evidence = loop.evidence
+            if loop.last is not None:
+                msgs = [msgs[0], *loop.messages[1:],
+                        HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object.")]
+        except ModelCallError as e:
+            base.notes.append(f"agent {agent.name} tool use failed ({e.message}); planning without tools")
+        trace["tool_evidence"] = evidence
     reply = await ask_structured(agent, msgs, MetricPlan)
     trace["agent_raw"] = reply.raw
     if reply.parsed is None:
         base.notes.append(f"agent {agent.name} gave no usable metric plan ({reply.error}); offline plan used")
         return base, metrics, trace
     p = reply.parsed
-    names = {r.name for r in p.custom} | set(base.predefined)
-    plan = MetricPlan(predefined=base.predefined, custom=p.custom or base.custom,
-                      primary=p.primary if p.primary in names else base.primary,
+    cite = [f"{d['path']} ({d['title']})" for d in docs] + [f"consulted {u}" for u in _urls(evidence)]
+    taken = set(base.predefined)
+    custom = [_tidy_rubric(r, taken=taken, default_source=f"drafted by agent {agent.name} from the request: {request}",
+                           cite=cite) for r in p.custom]
+    if not custom:
+        custom = list(base.custom)
+    notes = base.notes + p.notes
+    covered = {q for q in base.qualities if any(q in QUALITY_METRICS and n in base.predefined
+                                                for n in QUALITY_METRICS[q])}
+    for q in base.qualities:
+        if q in covered or any(_mentions(r, q) for r in custom):
+            continue
+        r, raw, error = await draft_rubric(q, agent, request=request, documents=docs)
+        trace.setdefault("draft_raw", {})[q] = raw
+        if r is None:
+            notes.append(f"agent {agent.name} could not draft a rubric for '{q}' ({error})")
+            continue
+        custom.append(r)
+        notes = [n for n in notes if not n.startswith(f"'{q}' has no predefined metric")]
+    names = {r.name for r in custom} | set(base.predefined)
+    primary = p.primary if p.primary in names else (base.primary if base.primary in names else
+                                                    (custom[0].name if custom else base.primary))
+    plan = MetricPlan(predefined=base.predefined, custom=custom, primary=primary,
                       qualities=p.qualities or base.qualities, reason=p.reason or base.reason,
-                      notes=base.notes + p.notes, planner=agent.name)
+                      notes=notes, planner=agent.name)
     return plan, metrics, trace
+
+
+def _mentions(r: Rubric, quality: str) -> bool:
+    q = quality.lower()
+    return q in r.name.lower().replace("_", " ") or q in (r.description or "").lower()
 
 
 def plan_specs(plan: MetricPlan, metrics: list[Metric]) -> list[MetricSpec]:
     """Every MetricSpec of the plan, predefined first, then custom."""
     return [s for m in metrics for s in m.all_specs] + list(plan.custom)
+
+
+# ------------------------------------------------------------ rubric authoring
+# Used by `sgieval metric define` (graphs/metric_chat.py).
+
+_FILLER = re.compile(
+    r"^(?:(?:i|we)\s+(?:want|need|would like)\s+|(?:a|an|the|my|our|some|new)\s+|(?:custom\s+)?(?:metric|rubric|score|"
+    r"measure|criterion|criteria)s?\s+|(?:that|which|to)\s+|(?:for|of|on|about|in|by)\s+|(?:measures?|measuring|"
+    r"scores?|scoring|rates?|rating|evaluates?|evaluating|checks?|checking|judges?|judging|assess(?:es|ing)?)\s+|"
+    r"(?:how|whether|if)\s+(?:well\s+|much\s+)?|(?:the\s+)?(?:model'?s?|responses?|answers?|ideas?|proposals?)\s+"
+    r"(?:is|are|shows?|has|have|gives?|uses?|includes?)?\s*|(?:is|are|be)\s+)+", re.I)
+_GENERIC = [
+    ("correctness", "Statements, numbers and conclusions are correct.",
+     "Mostly wrong.", "Partly correct, with notable errors.", "Fully correct."),
+    ("completeness", "Every part of the task is addressed.",
+     "Most of the task is ignored.", "Main parts addressed, some missing.", "Every part addressed in depth."),
+    ("justification", "Claims are supported with reasoning, evidence or references.",
+     "Unsupported assertions.", "Some support, with gaps.", "Every claim is well supported."),
+    ("clarity", "The response is clear and well organised.",
+     "Confusing.", "Understandable with effort.", "Clear and well organised."),
+]
+
+
+def key_phrases(description: str, limit: int = 4) -> list[str]:
+    """Up to ``limit`` short phrases (1-5 words) naming what ``description``
+    asks to measure: the text is split at punctuation and at "and"/"or"/
+    "with"/"plus", and leading filler ("a metric for how well the answer ...")
+    is stripped.  "A metric for cost awareness and use of cheap reagents" ->
+    ["cost awareness", "use of cheap reagents"]."""
+    out: list[str] = []
+    for part in re.split(r"[,;:.!?()]|\b(?:and|or|with|plus|as well as|including)\b", description or "", flags=re.I):
+        p = _FILLER.sub("", part.strip()).strip(" -'\"").lower()
+        p = re.sub(r"\s+", " ", p)
+        if p and 1 <= len(p.split()) <= 5 and re.search(r"[a-z]", p) and p not in out:
+            out.append(p)
+    return out[:limit]
+
+
+def generic_rubric(description: str, name: str | None = None) -> Rubric:
+    """A 4-criterion rubric from ``description``: one criterion per key phrase
+    (:func:`key_phrases`), filled up with correctness, completeness,
+    justification and clarity; anchors at 0/5/10; equal weights."""
+    from ..metric_pool.rubrics import slug
+
+    phrases = key_phrases(description)
+    crits: list[Criterion] = []
+    for p in phrases:
+        crits.append(Criterion(name=p, description=f"How well the response shows {p}.",
+                               anchors={0: f"No {p}.", 5: f"Some {p}, with clear gaps.", 10: f"Thorough {p}."}))
+    for n, d, a0, a5, a10 in _GENERIC:
+        if len(crits) >= 4:
+            break
+        if n not in {c.name for c in crits}:
+            crits.append(Criterion(name=n, description=d, anchors={0: a0, 5: a5, 10: a10}))
+    metric = slug(name or (phrases[0] if phrases else "custom_metric"))
+    return Rubric(name=metric, tasks=["*"], description=(description or metric).strip(), criteria=crits,
+                  source="user (sgieval metric define, generic rubric from the description)")
+
+
+def best_library_match(description: str) -> tuple[Rubric | None, float]:
+    """(library rubric, cosine) best matching ``description`` or one of its
+    key phrases (MiniLM, :func:`sgieval.metric_pool.rubrics.match_texts`);
+    (None, best cosine) when below :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
+    from ..metric_pool.rubrics import MATCH_THRESHOLD, find_rubric, list_rubrics, match_texts, semantic_scores
+
+    pool = list_rubrics()
+    exact = find_rubric(description, threshold=2.0, rubrics=pool)  # exact-name path only
+    if exact is not None:
+        return exact, 1.0
+    queries = [description] + key_phrases(description)
+    best: tuple[Rubric | None, float] = (None, -1.0)
+    for r in pool:
+        texts = match_texts(r)
+        sim = max(max(semantic_scores(q, texts)) for q in queries)
+        if sim > best[1]:
+            best = (r, sim)
+    return (best[0], best[1]) if best[1] >= MATCH_THRESHOLD else (None, best[1])
+
+
+PROPOSE_SYSTEM = """You help a researcher define an evaluation metric as a rubric for sgieval.
+Draft a rubric from their description: a snake_case name, a one-sentence description, 4-6 criteria (short name,
+one-sentence description, anchors for scores 0, 5 and 10), weights (1 unless the user asks otherwise),
+tasks ["*"], and a `source` ("user" plus any document or paper the description names).
+Aggregation is fixed: weighted mean of the 0-10 criterion scores x 10 (0-100)."""
+
+REVISE_SYSTEM = """You revise an sgieval rubric as the researcher asks. Change only what they ask for; keep every other
+criterion, anchor and weight as it is. Reply with the whole revised rubric."""
+
+
+async def propose_rubric(description: str, *, agent: NamedModel | None = None,
+                         name: str | None = None) -> tuple[Rubric, str]:
+    """First rubric for a metric described in plain language -> (rubric, message to the user).
+
+    Offline (``agent`` None): the library rubric best matching the
+    description by meaning (:func:`best_library_match`), renamed to ``name``
+    when given; else :func:`generic_rubric`.  With ``agent``: structured
+    output :class:`Rubric`; a failed reply falls back to the offline path
+    and the message says so.  Raises InputError on an empty description."""
+    from ..metric_pool.rubrics import slug
+
+    if not (description or "").strip():
+        raise InputError("the metric description is empty", what="metric description",
+                         fix="describe what the metric should measure, e.g. 'how rigorous a research idea is'")
+    fallback = ""
+    if agent is not None:
+        msg = f"Description: {description}" + (f"\nMetric name: {slug(name)}" if name else "")
+        reply = await ask_structured(agent, [SystemMessage(content=PROPOSE_SYSTEM), HumanMessage(content=msg)], Rubric)
+        if reply.parsed is not None:
+            r = _tidy_rubric(reply.parsed, taken=set(), default_source="user (sgieval metric define)", cite=[])
+            if name:
+                r = r.model_copy(update={"name": slug(name)})
+            return r, f"{agent.name} drafted the rubric {r.name} with {len(r.criteria)} criteria."
+        fallback = f"{agent.name} gave no usable rubric ({reply.error}); "
+    hit, sim = best_library_match(description)
+    if hit is not None:
+        r = hit.model_copy(update={"name": slug(name) if name else hit.name}, deep=True)
+        return r, (f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with "
+                   f"{len(r.criteria)} criteria.")
+    r = generic_rubric(description, name)
+    return r, (f"{fallback}No library rubric matches (best {sim:.2f}); a generic rubric with "
+               f"{len(r.criteria)} criteria was built from your description.")
+
+
+DONE_RE = re.compile(r"^\s*(?:done|save(?: it)?|finish(?:ed)?|that'?s (?:it|all)|looks good|ok(?:ay)?|lgtm|yes|y)\s*[.!]*\s*$",
+                     re.I)
+CANCEL_RE = re.compile(r"^\s*(?:cancel|quit|exit|abort|q)\s*[.!]*\s*$", re.I)
+
+_FACTORS = {"double": 2.0, "twice": 2.0, "triple": 3.0, "thrice": 3.0, "half": 0.5, "halve": 0.5}
+_NUM = r"(\d+(?:\.\d+)?)"
+_REVISIONS: list[tuple[str, re.Pattern[str]]] = [
+    ("factor", re.compile(rf"^(?:weigh|weight|count|make)\s+(?:the\s+)?(?P<c>.+?)\s+(?:count\s+)?(?:as\s+)?"
+                          rf"(?P<f>double|twice|triple|thrice|half|x\s*{_NUM}|{_NUM}\s*x|{_NUM}\s+times)(?:\s+as much)?$", re.I)),
+    ("factor", re.compile(r"^(?P<f>double|triple|halve)\s+(?:the\s+)?(?:weight\s+(?:of|for)\s+)?(?:the\s+)?(?P<c>.+?)"
+                          r"(?:'s)?(?:\s+weight)?$", re.I)),
+    ("factor", re.compile(r"^(?P<c>.+?)\s+(?:counts?|weighs?|weighted)\s+(?P<f>double|twice|triple|thrice|half)$", re.I)),
+    ("set", re.compile(rf"^(?:set\s+|give\s+)?(?:the\s+)?weight\s+(?:of|for)\s+(?:the\s+)?(?P<c>.+?)\s*(?:to|=|:|at)\s*(?P<w>{_NUM})$",
+                       re.I)),
+    ("set", re.compile(rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
+                       re.I)),
+    ("drop", re.compile(r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$", re.I)),
+    ("add", re.compile(r"^add\s+(?:a\s+)?(?:new\s+)?(?:criterion|criteria)\s+(?P<c>[^:]+?)(?:\s*[:\-=]\s*(?P<d>.+))?$", re.I)),
+    ("rename", re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I)),
+]
+
+
+def match_criterion(rubric: Rubric, phrase: str) -> str | None:
+    """The criterion of ``rubric`` that ``phrase`` names: exact (case- and
+    punctuation-insensitive), then containment either way, then every word
+    of the phrase sharing a 6-letter stem with a word of the name, then the best
+    MiniLM cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
+    from ..metric_pool.rubrics import MATCH_THRESHOLD, semantic_scores
+
+    def norm(x: str) -> str:
+        return re.sub(r"[^a-z0-9]+", " ", x.lower()).strip()
+
+    q = re.sub(r"^(?:the\s+)?(?:criterion\s+)?", "", norm(phrase))
+    names = [c.name for c in rubric.criteria]
+    for n in names:
+        if norm(n) == q:
+            return n
+    for n in names:
+        if q and (q in norm(n) or norm(n) in q):
+            return n
+    if not q:
+        return None
+    words = q.split()
+    for n in names:  # shared stems: "methodology" -> "methodological soundness"
+        nw = norm(n).split()
+        if all(any(len(w) >= 5 and len(x) >= 5 and w[:6] == x[:6] for x in nw) for w in words):
+            return n
+    sims = semantic_scores(phrase, names)
+    i = max(range(len(names)), key=lambda k: sims[k])
+    return names[i] if sims[i] >= MATCH_THRESHOLD else None
+
+
+REVISION_HELP = ("Try: 'weigh X double', 'X weight 2', 'drop X', 'add criterion X: description', "
+                 "'rename to NAME', or 'done' to save.")
+
+
+def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
+    """Apply the change(s) asked in ``request`` (several separated by ";" or
+    new lines) -> (revised rubric, message).  Understood: "weigh X double"
+    (x2; also triple/half, "x 1.5", "3 times"), "double X", "X counts
+    double", "X weight 2" / "set the weight of X to 2", "drop X", "add
+    criterion X: description", "rename to NAME".  The criterion is matched
+    with :func:`match_criterion`.  An instruction that is not understood
+    leaves the rubric unchanged and the message says so and lists the forms."""
+    from ..metric_pool.rubrics import slug
+
+    r = rubric.model_copy(deep=True)
+    done: list[str] = []
+    for part in [p.strip(" .!") for p in re.split(r"[;\n]+|\.\s+", request or "") if p.strip(" .!")]:
+        part = re.sub(r"^(?:please|and|also|then)\s+", "", part, flags=re.I).strip()
+        kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), (None, None))
+        if m is None:
+            done.append(f"I did not understand '{part}'. {REVISION_HELP}")
+            continue
+        if kind == "rename":
+            new = slug(m.group("n"))
+            done.append(f"renamed {r.name} -> {new}")
+            r = r.model_copy(update={"name": new})
+            continue
+        if kind == "add":
+            cname = m.group("c").strip().strip("'\"").lower()
+            desc = (m.group("d") or f"How well the response shows {cname}.").strip()
+            if match_criterion(r, cname) and re.sub(r"\W+", " ", cname) == re.sub(r"\W+", " ", match_criterion(r, cname) or ""):
+                done.append(f"criterion '{cname}' already exists")
+                continue
+            crit = Criterion(name=cname, description=desc,
+                             anchors={0: f"No {cname}.", 5: f"Some {cname}, with clear gaps.", 10: f"Thorough {cname}."})
+            r = Rubric.model_validate({**r.model_dump(), "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
+                                       "weights": {**r.weights, cname: 1.0}})
+            done.append(f"added criterion '{cname}' (weight 1)")
+            continue
+        cname = match_criterion(r, m.group("c"))
+        if cname is None:
+            done.append(f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})")
+            continue
+        if kind == "drop":
+            if len(r.criteria) == 1:
+                done.append(f"cannot drop '{cname}': it is the only criterion")
+                continue
+            r = Rubric.model_validate({**r.model_dump(), "criteria": [c.model_dump() for c in r.criteria if c.name != cname],
+                                       "weights": {k: v for k, v in r.weights.items() if k != cname}})
+            done.append(f"dropped '{cname}'")
+            continue
+        old = r.weights[cname]
+        if kind == "factor":
+            f = m.group("f").lower()
+            num = re.search(_NUM, f)
+            factor = _FACTORS.get(f, float(num.group(1)) if num else 1.0)
+            new_w = old * factor
+        else:
+            new_w = float(m.group("w"))
+        try:
+            r = Rubric.model_validate({**r.model_dump(), "weights": {**r.weights, cname: new_w}})
+        except ValueError as e:
+            done.append(f"weight of '{cname}' not changed: {str(e).splitlines()[0]}")
+            continue
+        done.append(f"weight of '{cname}' {old:g} -> {new_w:g}")
+    text = "; ".join(done)
+    return r, text if text.endswith(".") else text + "."
+
+
+async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | None = None) -> tuple[Rubric, str]:
+    """Revise ``rubric`` as ``request`` asks -> (rubric, message).  Offline:
+    :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the
+    request go to the model, which returns the whole revised :class:`Rubric`
+    (structured output); a failed reply falls back to the offline path."""
+    if agent is None:
+        return revise_offline(rubric, request)
+    msg = f"Current rubric (YAML):\n{rubric.to_yaml()}\nRequested change: {request}"
+    reply = await ask_structured(agent, [SystemMessage(content=REVISE_SYSTEM), HumanMessage(content=msg)], Rubric)
+    if reply.parsed is None:
+        r, m = revise_offline(rubric, request)
+        return r, f"{agent.name} gave no usable revision ({reply.error}); offline: {m}"
+    r = _tidy_rubric(reply.parsed, taken=set(), default_source=rubric.source or "user (sgieval metric define)", cite=[])
+    return r, f"{agent.name} revised the rubric ({len(r.criteria)} criteria)."

@@ -1,0 +1,137 @@
+"""The metric-definition chat behind ``sgieval metric define`` (issue 5 item 2).
+
+A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with
+``interrupt`` whenever it needs the user:
+
+    describe --(user: what the metric measures)--> propose --> review
+    review --(user: "weigh risk awareness double")--> revise --> review
+    review --(user: "done")--> save --> END          review --("cancel")--> END
+
+``propose``/``revise`` are :func:`sgieval.agents.customisation.propose_rubric`
+and :func:`~sgieval.agents.customisation.revise_rubric`: deterministic offline
+(library rubric by semantic match, regex revisions) or an agent model
+(structured output :class:`~sgieval.core.Rubric`).  ``save`` writes
+``<name>.yaml`` with :func:`sgieval.metric_pool.rubrics.save_rubric` (the user
+rubric folder unless ``save_dir`` is given).
+
+Interrupt payloads (what the user is shown) are dicts:
+``{"kind": "describe", "message"}`` and ``{"kind": "review", "message",
+"rubric" (Rubric dump), "yaml"}``; resume with ``Command(resume=<user text>)``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypedDict
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+from ..agents.customisation import CANCEL_RE, DONE_RE, REVISION_HELP, propose_rubric, revise_rubric
+from ..core import InputError, Rubric
+from ..metric_pool.rubrics import save_rubric
+from ..models.base import NamedModel
+
+__all__ = ["MetricChatState", "build_metric_chat", "run_metric_chat", "DESCRIBE_PROMPT", "REVIEW_PROMPT"]
+
+DESCRIBE_PROMPT = "Describe the metric: what quality of a response should it measure?"
+REVIEW_PROMPT = f"Changes? {REVISION_HELP} ('cancel' to quit without saving.)"
+MAX_TURNS = 50
+
+
+class MetricChatState(TypedDict, total=False):
+    """Checkpointed chat state.  ``description``: the user's metric
+    description; ``rubric``: the current Rubric dump; ``message``: the
+    agent's last message; ``request``: the user's last change request;
+    ``history``: [{"role": "user"|"agent", "text"}]; ``status``:
+    "open" | "done" | "cancelled"; ``saved``: path of the saved YAML."""
+
+    description: str
+    rubric: dict[str, Any]
+    message: str
+    request: str
+    history: list[dict[str, str]]
+    status: str
+    saved: str
+
+
+def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = None,
+                      save_dir: str | Path | None = None, checkpointer: Any = None):
+    """Compile the chat graph.  ``agent``: LLM for proposal and revisions
+    (None: offline); ``name``: the metric's name (default: from the
+    proposal); ``save_dir``: folder for the YAML (default: the user rubric
+    folder, $SGIEVAL_RUBRIC_DIR); ``checkpointer``: default an in-memory saver
+    (interrupts need one)."""
+
+    def _hist(state: MetricChatState, *turns: tuple[str, str]) -> list[dict[str, str]]:
+        return [*(state.get("history") or []), *({"role": r, "text": t} for r, t in turns)]
+
+    async def describe(state: MetricChatState) -> dict[str, Any]:
+        if (state.get("description") or "").strip():
+            return {"status": "open"}
+        text = str(interrupt({"kind": "describe", "message": DESCRIBE_PROMPT})).strip()
+        if CANCEL_RE.match(text):
+            return {"status": "cancelled", "history": _hist(state, ("user", text))}
+        return {"description": text, "status": "open", "history": _hist(state, ("user", text))}
+
+    async def propose(state: MetricChatState) -> dict[str, Any]:
+        rubric, msg = await propose_rubric(state["description"], agent=agent, name=name)
+        return {"rubric": rubric.model_dump(mode="json"), "message": msg, "history": _hist(state, ("agent", msg))}
+
+    async def review(state: MetricChatState) -> dict[str, Any]:
+        rubric = Rubric.model_validate(state["rubric"])
+        text = str(interrupt({"kind": "review", "message": state.get("message", ""), "rubric": state["rubric"],
+                              "yaml": rubric.to_yaml()})).strip()
+        status = "done" if DONE_RE.match(text) else "cancelled" if CANCEL_RE.match(text) else "open"
+        return {"request": text, "status": status, "history": _hist(state, ("user", text))}
+
+    async def revise(state: MetricChatState) -> dict[str, Any]:
+        rubric, msg = await revise_rubric(Rubric.model_validate(state["rubric"]), state["request"], agent=agent)
+        return {"rubric": rubric.model_dump(mode="json"), "message": msg, "history": _hist(state, ("agent", msg))}
+
+    async def save(state: MetricChatState) -> dict[str, Any]:
+        path = save_rubric(Rubric.model_validate(state["rubric"]), user=True, folder=save_dir)
+        msg = f"saved to {path}"
+        return {"saved": str(path), "message": msg, "history": _hist(state, ("agent", msg))}
+
+    g = StateGraph(MetricChatState)
+    for n, f in (("describe", describe), ("propose", propose), ("review", review), ("revise", revise), ("save", save)):
+        g.add_node(n, f)
+    g.add_edge(START, "describe")
+    g.add_conditional_edges("describe", lambda s: END if s.get("status") == "cancelled" else "propose", ["propose", END])
+    g.add_edge("propose", "review")
+    g.add_conditional_edges("review", lambda s: {"done": "save", "cancelled": END}.get(s.get("status", ""), "revise"),
+                            ["save", "revise", END])
+    g.add_edge("revise", "review")
+    g.add_edge("save", END)
+    return g.compile(checkpointer=checkpointer if checkpointer is not None else InMemorySaver())
+
+
+async def run_metric_chat(answer: Callable[[dict[str, Any]], str | Awaitable[str]], *, agent: NamedModel | None = None,
+                          name: str | None = None, save_dir: str | Path | None = None,
+                          description: str | None = None, on_message: Callable[[dict[str, Any]], None] | None = None,
+                          max_turns: int = MAX_TURNS) -> MetricChatState:
+    """Drive the chat to the end: each interrupt payload goes to
+    ``answer(payload) -> user text`` (sync or async) and is resumed with
+    ``Command(resume=text)``.  ``description`` skips the first question.
+    Returns the final state (``status`` "done" with ``saved``, or
+    "cancelled").  Raises InputError after ``max_turns`` user turns."""
+    graph = build_metric_chat(agent=agent, name=name, save_dir=save_dir)
+    config = {"configurable": {"thread_id": f"metric-define-{uuid.uuid4().hex[:8]}"}}
+    result = await graph.ainvoke({"description": description or ""}, config)
+    turns = 0
+    while "__interrupt__" in result:
+        turns += 1
+        if turns > max_turns:
+            raise InputError(f"no decision after {max_turns} turns", what="sgieval metric define",
+                             fix="say 'done' to save or 'cancel' to quit")
+        payload = result["__interrupt__"][0].value
+        if on_message is not None:
+            on_message(payload)
+        text = answer(payload)
+        if hasattr(text, "__await__"):
+            text = await text  # type: ignore[misc]
+        result = await graph.ainvoke(Command(resume=str(text)), config)
+    return result  # type: ignore[return-value]
