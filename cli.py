@@ -18,12 +18,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .cli_metric import metric_app
 from .core import RunConfig, RunStore, SgievalError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="sgieval: agentic evaluation of scientific LLMs (SGI-Bench, SciAidanBench, SFBench, JSONL).")
 data_app = typer.Typer(help="Benchmark data: where it is, and how to fetch it.")
 app.add_typer(data_app, name="data")
+app.add_typer(metric_app, name="metric")
 err = Console(stderr=True)
 out = Console()
 

@@ -242,6 +242,7 @@ class RubricMetric(Metric):
     a custom metric beside the predefined ones.  One Score per (item,
     response): ``value`` 0-100; ``details["criteria"]`` = {criterion: mean
     score 0-10}; ``details["per_judge"]`` = {judge: {criterion: score}};
+    ``details["rationales"]`` = {criterion: {judge: rationale}};
     ``rationale`` names each criterion's score and rationale and the tools
     used; ``evidence`` holds every raw judge reply and every tool call.
 
@@ -336,7 +337,10 @@ class RubricMetric(Metric):
         if failed:
             rationale += " Judges without a valid reply (left out of the mean): " + "; ".join(
                 f"{v.judge}: {v.error}" for v in failed) + "."
-        details = {"criteria": means, "per_judge": per_judge, "weights": dict(self.rubric.weights),
+        rationales = {c.name: {v.judge: next(x.rationale for x in v.parsed.scores if x.criterion == c.name)  # type: ignore[union-attr]
+                               for v in ok} for c in self.rubric.criteria}
+        details = {"criteria": means, "per_judge": per_judge, "rationales": rationales,
+                   "weights": dict(self.rubric.weights),
                    "tools_used": counts, "n_judges": len(ok)}
         if failed:
             details["failed_judges"] = {v.judge: v.error for v in failed}
