@@ -629,9 +629,11 @@ class BubblewrapSandbox(_BaseSandbox):
                 raise
             raw = _execute(argv, env=None, cwd=None, timeout_s=timeout_s,
                            output_bytes=self.limits.output_bytes, peak_pipe=pipe)
-            if uid is not None and raw.killed_by_host:
-                # Killing bwrap tears the pid namespace down asynchronously
-                # (PDEATHSIG): wait until it is gone before the uid is reused.
+            if uid is not None:
+                # bwrap's exit (or its killing) tears the pid namespace down
+                # asynchronously: forked children (a fork bomb, a detached
+                # grandchild) can outlive it for a moment.  Kill and wait until
+                # none is left before the uid is reused.
                 _kill_uid(uid, wait_s=5.0)
         finally:
             if uid is not None:
