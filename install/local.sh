@@ -46,7 +46,8 @@ fi
 if ! have_llama; then
   mkdir -p "$CACHE"
   tag="$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
-  find_wheel() { ls -t "$CACHE"/llama_cpp_python-*-"$tag"-*.whl 2>/dev/null | head -n 1 || true; }
+  # the wheel is tagged py3-none-<platform> (ctypes bindings); accept a cpXY tag too
+  find_wheel() { ls -t "$CACHE"/llama_cpp_python-*-py3-none-*.whl "$CACHE"/llama_cpp_python-*-"$tag"-*.whl 2>/dev/null | head -n 1 || true; }
   wheel="$(find_wheel)"
   if [ -z "$wheel" ]; then
     echo "building the llama-cpp-python wheel into $CACHE (CPU only; about 15 minutes on 2 cores) ..."
@@ -62,7 +63,7 @@ if ! have_llama; then
     echo "wheel built in $(( $(date +%s) - start )) s"
     wheel="$(find_wheel)"
     if [ -z "$wheel" ]; then
-      echo "install/local.sh: the build finished but no llama_cpp_python-*-$tag-*.whl is in $CACHE" >&2
+      echo "install/local.sh: the build finished but no llama_cpp_python-*.whl is in $CACHE" >&2
       exit 1
     fi
   else

@@ -49,10 +49,12 @@ Grammar-based tool calling: ``bind_tools`` constrains each reply to either
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import importlib.util
 import json
 import math
+import os
 import re
 import threading
 import uuid
@@ -72,7 +74,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import InputError
 from .base import NamedModel, Role
@@ -133,11 +135,40 @@ def gguf_path(name: str) -> Path:
                      what=f"local:{key}", fix=INSTALL_FIX)
 
 
+def default_threads() -> int:
+    """CPU threads for the local model: ``$SGIEVAL_LOCAL_THREADS`` or 1.
+
+    One thread is the default because llama.cpp's worker threads busy-wait at
+    each barrier: on a shared, oversubscribed machine (load 5-7 on 2 cores)
+    64 tokens took 2.9 s with 1 thread and 43.9 s with 2 (measured here).
+    Raise it on an idle machine with more cores."""
+    try:
+        return max(1, int(os.environ.get("SGIEVAL_LOCAL_THREADS", "1")))
+    except ValueError:
+        raise InputError("must be a positive integer", what="SGIEVAL_LOCAL_THREADS",
+                         fix="unset it or set e.g. SGIEVAL_LOCAL_THREADS=2") from None
+
+
 _LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
 _LLAMAS_LOCK = threading.Lock()
 
 
-def get_llama(path: str | Path, n_ctx: int = 8192, n_threads: int = 2) -> tuple[Any, threading.Lock]:
+def _close_all() -> None:
+    """Free the cached models before interpreter teardown (llama_cpp's own
+    ``__del__`` fails once its module globals are gone)."""
+    with _LLAMAS_LOCK:
+        for llm, _ in _LLAMAS.values():
+            try:
+                llm.close()
+            except Exception:  # noqa: BLE001 - best effort at exit
+                pass
+        _LLAMAS.clear()
+
+
+atexit.register(_close_all)
+
+
+def get_llama(path: str | Path, n_ctx: int = 8192, n_threads: int = 1) -> tuple[Any, threading.Lock]:
     """The process-wide ``llama_cpp.Llama`` for ``(path, n_ctx, n_threads)``,
     loaded once, and the lock that serialises calls into it (a Llama context
     is not thread-safe)."""
@@ -179,6 +210,13 @@ def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any]
     return None
 
 
+MAX_GRAMMAR_REPEAT = 800
+"""Largest bounded repetition put into a grammar.  llama.cpp expands ``x{0,n}``
+into n nested rules; here n=1000 worked, n=1500 was rejected ("exceeds sane
+defaults") and then crashed the process (segfault), so larger ``maxLength``
+values are lowered to this and larger ``maxItems`` are dropped."""
+
+
 def constrain_schema(schema: dict[str, Any], max_string_chars: int = 800, max_enum: int = 101) -> dict[str, Any]:
     """A copy of JSON ``schema`` that llama.cpp's grammar can enforce.
 
@@ -186,7 +224,9 @@ def constrain_schema(schema: dict[str, Any], max_string_chars: int = 800, max_en
       ``exclusiveMinimum``/``exclusiveMaximum``) with at most ``max_enum``
       values -> ``{"type": "integer", "enum": [a, ..., b]}``;
     - ``{"type": "string"}`` with no ``maxLength``/``enum``/``const``/
-      ``pattern``/``format`` -> ``maxLength = max_string_chars``;
+      ``pattern``/``format`` -> ``maxLength = max_string_chars`` (0 = no cap);
+    - ``maxLength`` above :data:`MAX_GRAMMAR_REPEAT` (800) -> 800, and
+      ``maxItems`` above it removed (large bounded repetitions crash llama.cpp);
     - everything else, including ``$defs`` and ``$ref``, unchanged.
     """
 
@@ -208,11 +248,38 @@ def constrain_schema(schema: dict[str, Any], max_string_chars: int = 800, max_en
                 lo_i, hi_i = math.ceil(lo), math.floor(hi)
                 if 0 <= hi_i - lo_i < max_enum:
                     out["enum"] = list(range(lo_i, hi_i + 1))
-        if typ == "string" and not any(k in out for k in ("maxLength", "enum", "const", "pattern", "format")):
-            out["maxLength"] = max_string_chars
+        if typ == "string" and max_string_chars > 0 and not any(
+                k in out for k in ("maxLength", "enum", "const", "pattern", "format")):
+            out["maxLength"] = min(max_string_chars, MAX_GRAMMAR_REPEAT)
+        if isinstance(out.get("maxLength"), int) and out["maxLength"] > MAX_GRAMMAR_REPEAT:
+            out["maxLength"] = MAX_GRAMMAR_REPEAT
+        if isinstance(out.get("maxItems"), int) and out["maxItems"] > MAX_GRAMMAR_REPEAT:
+            del out["maxItems"]  # unbounded list grammar; pydantic still checks the bound
         return out
 
     return walk(copy.deepcopy(schema))
+
+
+_CHAR_RULE = re.compile(r'^(char ::= )\[\^"\\\\\]', re.M)
+
+
+def json_grammar(schema: dict[str, Any]) -> Any:
+    """A ``llama_cpp.LlamaGrammar`` accepting exactly the JSON documents of ``schema``.
+
+    Built with llama-cpp-python's JSON-schema converter, with one fix: its
+    string character rule ``[^"\\]`` admits raw control characters (a
+    newline inside a string), which strict JSON parsers reject; they are
+    excluded here as upstream llama.cpp does (``[^"\\\x7F\x00-\x1F]``).
+    Raises ValueError when the schema cannot be converted.
+    """
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+    try:
+        gbnf = json_schema_to_gbnf(json.dumps(schema))
+    except Exception as e:  # noqa: BLE001 - the converter raises assertion/key errors
+        raise ValueError(f"JSON schema not supported by the llama.cpp grammar converter: {e}") from e
+    gbnf = _CHAR_RULE.sub(lambda m: m.group(1) + '[^"\\\\\\x7F\\x00-\\x1F]', gbnf)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 def _schema_of(schema: Any) -> dict[str, Any]:
@@ -328,7 +395,7 @@ class ChatLocalLlama(BaseChatModel):
     ``temperature`` (0 = greedy, deterministic), ``max_tokens`` (new tokens
     per reply, default 512), ``n_ctx`` (context tokens, default 8192; prompt
     plus reply must fit, else the call raises ValueError), ``n_threads``
-    (default 2), ``repeat_penalty`` (default 1.1; tiny models loop without
+    (default :func:`default_threads`: 1, or ``$SGIEVAL_LOCAL_THREADS``), ``repeat_penalty`` (default 1.1; tiny models loop without
     it), ``seed``, ``json_schema`` (constrain every reply to this schema),
     ``json_from_system_prompt`` (default True: a schema announced in the
     system prompt as "JSON schema: {...}" constrains the reply; see the
@@ -348,7 +415,7 @@ class ChatLocalLlama(BaseChatModel):
     temperature: float = 0.0
     max_tokens: int = 512
     n_ctx: int = 8192
-    n_threads: int = 2
+    n_threads: int = Field(default_factory=lambda: default_threads())
     repeat_penalty: float = 1.1
     seed: int = 0
     json_schema: dict[str, Any] | None = None
@@ -394,21 +461,19 @@ class ChatLocalLlama(BaseChatModel):
         elif schema is None and self.json_from_system_prompt:
             schema = schema_from_system_prompt(messages)
 
-        fmt = None
-        if schema is not None:
-            fmt = {"type": "json_object", "schema": constrain_schema(schema, self.max_string_chars)}
+        grammar = json_grammar(constrain_schema(schema, self.max_string_chars)) if schema is not None else None
 
         llm, lock = get_llama(self.model_path, self.n_ctx, self.n_threads)
         with lock:
             out = llm.create_chat_completion(
                 messages=chat, temperature=temperature, max_tokens=max_tokens, stop=stop or [],
-                response_format=fmt, repeat_penalty=self.repeat_penalty, seed=self.seed,
+                grammar=grammar, repeat_penalty=self.repeat_penalty, seed=self.seed,
             )
         choice = out["choices"][0]
         text = choice["message"].get("content") or ""
         usage = out.get("usage") or {}
         meta = {"model_name": self.model_name, "finish_reason": choice.get("finish_reason"),
-                "json_constrained": fmt is not None}
+                "json_constrained": grammar is not None}
         usage_md = {"input_tokens": int(usage.get("prompt_tokens", 0)),
                     "output_tokens": int(usage.get("completion_tokens", 0)),
                     "total_tokens": int(usage.get("total_tokens", 0))}
@@ -486,7 +551,7 @@ def _tool_reply(text: str, meta: dict[str, Any], usage_md: dict[str, int]) -> AI
 
 # ----------------------------------------------------------------------------- resolve
 def load_local_model(name: str, role: Role, *, temperature: float = 0.0, max_tokens: int = 512,
-                     n_ctx: int = 8192, n_threads: int = 2) -> NamedModel:
+                     n_ctx: int = 8192, n_threads: int | None = None) -> NamedModel:
     """``local:<name>`` (or bare ``<name>``) -> NamedModel(provider="local",
     smoke_test=True) whose ``chat`` is a :class:`ChatLocalLlama`.
 
@@ -499,7 +564,7 @@ def load_local_model(name: str, role: Role, *, temperature: float = 0.0, max_tok
     path = gguf_path(key)
     _require_llama_cpp()
     chat = ChatLocalLlama(model_name=key, model_path=str(path), temperature=temperature, max_tokens=max_tokens,
-                          n_ctx=n_ctx, n_threads=n_threads)
+                          n_ctx=n_ctx, n_threads=n_threads or default_threads())
     return NamedModel(name=f"{LOCAL_PREFIX}{key}", role=role, chat=chat, provider="local", smoke_test=True,
                       params={"temperature": temperature, "max_tokens": max_tokens, "n_ctx": n_ctx,
                               "gguf": path.name})

@@ -85,6 +85,13 @@ def test_constrain_schema_turns_integer_ranges_into_enums_and_caps_strings():
     assert s2["properties"]["x"]["enum"] == [1, 2]
     assert "enum" not in s2["properties"]["y"]
     assert "maxLength" not in s2["properties"]["z"]
+    # bounds llama.cpp cannot expand (n=1500 crashed it) are lowered to 800 / dropped
+    s3 = constrain_schema({"type": "object", "properties": {
+        "long": {"type": "string", "maxLength": 5000},
+        "many": {"type": "array", "items": {"type": "integer"}, "maxItems": 2000}}}, max_string_chars=0)
+    assert s3["properties"]["long"]["maxLength"] == 800
+    assert "maxItems" not in s3["properties"]["many"]
+    assert constrain_schema({"type": "string"}, max_string_chars=0) == {"type": "string"}
     # the input is not modified
     assert "enum" not in Verdict.model_json_schema()["properties"]["score"]
 
@@ -113,6 +120,16 @@ needs_model = pytest.mark.skipif(not _have_local(),
 @pytest.fixture(scope="module")
 def smol():
     return load_local_model("local:smollm2", "judge")
+
+
+@pytest.mark.local_llm
+@needs_model
+def test_grammar_excludes_raw_control_characters_in_strings():
+    from sgieval.models.local import json_grammar
+
+    gbnf = json_grammar({"type": "object", "properties": {"r": {"type": "string"}}})._grammar
+    char_rule = [line for line in gbnf.splitlines() if line.startswith("char ::=")]
+    assert char_rule == [r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])']
 
 
 @pytest.mark.local_llm
