@@ -39,6 +39,24 @@ from .executors import evaluate_with_executor
 log = structlog.get_logger("sgieval")
 
 
+def configure_logging(run_dir: Path) -> None:
+    """structlog: JSON lines to ``run_dir/log.jsonl`` and human lines to stderr
+    (DESIGN.md "Conventions")."""
+    import sys
+
+    path = run_dir / "log.jsonl"
+
+    def to_file(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(event, default=str) + "\n")
+        return event
+
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), to_file,
+                    structlog.dev.ConsoleRenderer(colors=False)],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr), cache_logger_on_first_use=False)
+
+
 class EvalState(TypedDict, total=False):
     """Graph state (checkpointed).  ``selection``: SelectionPlan dump plus
     ``item_ids``; ``metric_plan``: MetricPlan dump; ``confirmed``; ``targets``:
@@ -309,6 +327,7 @@ async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[di
     """
     if not resume:
         rt.store.write_config(rt.config)
+    configure_logging(rt.store.root)
     set_max_concurrency("*", rt.config.max_concurrency)
     call_cache.configure(enabled=rt.config.use_cache)
     rt.ledger = _load_ledger(rt)
