@@ -181,7 +181,7 @@ def _tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[
     if name in taken:
         name = f"{name}_custom"
     source = (r.source or "").strip() or default_source
-    missing = [c for c in cite if c.split(" ")[0] not in source]
+    missing = [c for c in cite if c not in source]
     if missing:
         source = f"{source}; " + "; ".join(missing)
     return r.model_copy(update={"name": name, "tasks": r.tasks or ["*"], "source": source, "kind": "rubric",
@@ -293,8 +293,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     if not custom:
         custom = list(base.custom)
     notes = base.notes + p.notes
-    covered = {q for q in base.qualities if any(q in QUALITY_METRICS and n in base.predefined
-                                                for n in QUALITY_METRICS[q])}
+    covered = {q for q in base.qualities if any(n in base.predefined for n in QUALITY_METRICS.get(q, []))}
     for q in base.qualities:
         if q in covered or any(_mentions(r, q) for r in custom):
             continue
