@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field
 
-from sgieval.core import InputError
+from sgieval.core import InputError, ModelCallError
 from sgieval.metric_pool.judge import _schema_instruction, ask_judge
 from sgieval.models import local
 from sgieval.models.calls import ainvoke, message_text
@@ -191,3 +191,26 @@ def test_bind_tools_with_required_choice_returns_a_tool_call(smol):
     assert out.content == ""
     assert [c["name"] for c in out.tool_calls] == ["count_items"]
     assert isinstance(out.tool_calls[0]["args"]["discipline"], str)
+
+
+@pytest.mark.local_llm
+@needs_model
+async def test_overlong_prompt_is_a_failed_call_with_the_reason():
+    tiny = load_local_model("local:smollm2", "target", n_ctx=256)
+    with pytest.raises(ModelCallError) as ei:
+        await ainvoke(tiny, "word " * 400)
+    # ValueError is not retryable: one attempt, and the reason names both sizes
+    assert "call failed after 1 attempt(s): ValueError: the prompt has" in ei.value.message
+    assert "more than the context of local:smollm2 (256 tokens)" in ei.value.message
+
+
+@pytest.mark.local_llm
+@needs_model
+async def test_concurrent_calls_share_one_model(smol):
+    import asyncio
+
+    prompts = [f"Name the number after {i}." for i in range(3)]
+    outs = await asyncio.gather(*(ainvoke(smol, p) for p in prompts))
+    # calls are serialised on one cached Llama; each still gets its own greedy reply
+    assert [message_text(o) for o in outs] == [message_text(await smol.chat.ainvoke(p)) for p in prompts]
+    assert len(local._LLAMAS) >= 1
