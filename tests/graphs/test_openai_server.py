@@ -1,0 +1,147 @@
+"""The rigor graph through the real client path: ``openai:<name>`` model strings -> langchain-openai ChatOpenAI ->
+HTTP chat completions (with tool calls) against a local OpenAI-compatible mock server started by the test on
+127.0.0.1 (issue 5 "Done when", second point).
+
+The server answers by the requested model name:
+
+- ``planner`` (agent): with tools in the request, it first calls ``facet_counts`` and, once a tool result is in the
+  conversation, ``submit_selection_plan``; the customisation agent gets a JSON metric plan; the narrative request
+  gets a narrative citing table numbers;
+- ``model-a`` / ``model-b`` (targets): the stored fixture replies of fixture-model-a / fixture-model-b for the
+  item whose prompt is the last user message;
+- ``judge``: :func:`tests.graphs.test_rigor_scripted.judge_text` of the prompt (longer hypothesis wins every
+  pairwise dimension; rubric criteria 8,7,8,... for replies over 600 characters, else 3,2,3,...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from sgieval.bench.mock_openai import MockOpenAI
+from sgieval.benchmarks.catalog import load_catalog
+from sgieval.core import RunConfig
+from sgieval.graphs.evaluate import execute, make_runtime
+from sgieval.models import cache as call_cache
+from tests.graphs.test_rigor_scripted import REQUEST, RESPONSES, RIGOR_CRITERIA, judge_text, sgi_data
+
+NARRATIVE = ("openai:model-a is the more rigorous model on the 2 idea-generation items: rigor mean 75 (0-100) "
+             "against 25 for openai:model-b.")
+
+
+def _text(content) -> str:
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+class Server:
+    """Reply logic of the mock server (see the module docstring); records every request body."""
+
+    def __init__(self, data_dir: Path):
+        cat = load_catalog(["sgi-bench"], data_dir)
+        stored = {}
+        for m in ("a", "b"):
+            for line in (RESPONSES / f"fixture-model-{m}.jsonl").read_text().splitlines():
+                rec = json.loads(line)
+                stored[(m, rec["item_id"])] = rec["text"]
+        self.by_prompt = {i.prompt: i.id for i in cat.items}
+        self.stored = stored
+        self.bodies: list[dict] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict, index: int):
+        with self.lock:
+            self.bodies.append(body)
+        msgs = body["messages"]
+        system = "\n".join(_text(m.get("content")) for m in msgs if m["role"] == "system")
+        user = "\n".join(_text(m.get("content")) for m in msgs if m["role"] == "user")
+        model = body["model"]
+        if model == "planner":
+            if body.get("tools"):
+                if not any(m["role"] == "tool" for m in msgs):
+                    return {"content": None, "tool_calls": [{"name": "facet_counts", "id": "call_1", "arguments": {
+                        "facet": "discipline", "filters": {"task": ["idea_generation"]}}}]}
+                return {"content": None, "tool_calls": [{"name": "submit_selection_plan", "id": "call_2", "arguments": {
+                    "filters": {"task": ["idea_generation"]}, "reason": "idea-generation items of every discipline"}}]}
+            if "metric customisation agent" in system:
+                return json.dumps({"primary": "rigor", "qualities": ["rigor"], "reason": "starter rigor rubric"})
+            return NARRATIVE
+        if model in ("model-a", "model-b"):
+            last = _text(msgs[-1].get("content"))
+            return self.stored.get((model[-1], self.by_prompt.get(last, "")), "no stored reply")
+        if model == "judge":
+            return judge_text(system, user)
+        return "unknown model"
+
+
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("openai")
+    data = sgi_data(tmp)
+    logic = Server(data)
+    mp = pytest.MonkeyPatch()
+    mp.setitem(call_cache._state, "enabled", False)  # every call must reach the server
+    mp.delenv("OPENAI_API_KEY", raising=False)
+    try:
+        with MockOpenAI(replies=logic) as mock:
+            cfg = RunConfig(run_id="served", request=REQUEST, benchmarks=["sgi-bench"], data_dir=str(data),
+                            out_dir=str(tmp / "runs"), yes=True, bootstrap_resamples=999, base_url=mock.url,
+                            models=["openai:model-a", "openai:model-b"], judges=["openai:judge"],
+                            agent_model="openai:planner")
+            rt = make_runtime(cfg)
+            state = asyncio.run(execute(rt))
+            stats = mock.stats()
+    finally:
+        mp.undo()
+    return rt, state, Path(state["report"]).read_text(), logic, stats
+
+
+def test_models_are_real_openai_clients(served_run):
+    rt, state, report, logic, stats = served_run
+    from langchain_openai import ChatOpenAI
+
+    assert isinstance(rt.agent.chat, ChatOpenAI) and rt.agent.name == "openai:planner"
+    assert [t.name for t in rt.targets] == ["openai:model-a", "openai:model-b"]
+    assert all(isinstance(m.chat, ChatOpenAI) for m in [*rt.targets, *rt.judges])
+    by_model = {}
+    for b in logic.bodies:
+        by_model[b["model"]] = by_model.get(b["model"], 0) + 1
+    # planner: 2 tool-calling turns + metric plan + narrative; targets: 2 items each;
+    # judge: per (target, item) 2 pairwise calls + 1 rubric call = 3, x 4 = 12
+    assert by_model == {"planner": 4, "model-a": 2, "model-b": 2, "judge": 12}
+    assert stats == {"requests": 20, "served": 20, "429": 0, "500": 0, "hung": 0}
+    tool_bodies = [b for b in logic.bodies if b.get("tools")]
+    assert [sorted(t["function"]["name"] for t in tool_bodies[0]["tools"])] == [
+        ["facet_counts", "sample_items", "search_items", "submit_selection_plan"]]
+    # the second turn carried the tool result back as a "tool" message with the call id
+    tool_msg = [m for m in tool_bodies[1]["messages"] if m["role"] == "tool"]
+    assert tool_msg[0]["tool_call_id"] == "call_1" and json.loads(tool_msg[0]["content"]) == {"chemistry": 1,
+                                                                                               "physics": 1}
+
+
+def test_selection_rubric_scores_and_report_over_http(served_run):
+    rt, state, report, logic, stats = served_run
+    assert state["selection"]["filters"] == {"task": ["idea_generation"]}
+    assert state["selection"]["planner"] == "openai:planner"
+    [rubric] = state["metric_plan"]["custom"]
+    assert [c["name"] for c in rubric["criteria"]] == RIGOR_CRITERIA
+    rigor = {(s.model, s.item_id): s for s in rt.store.read("scores") if s.metric == "rigor"}
+    assert len(rigor) == 4 and all(s.ok for s in rigor.values())
+    for (model, _), s in rigor.items():
+        # 10 x mean(8, 7, 8, 7, 8, 7) = 75 for model-a's full ideas; 10 x mean(3, 2, 3, 2, 3, 2) = 25 for model-b
+        assert s.value == pytest.approx(75.0 if model == "openai:model-a" else 25.0)
+        assert set(s.details["criteria"]) == set(RIGOR_CRITERIA)
+        assert "risk awareness " in s.rationale and s.judge == "openai:judge"
+    responses = {r.model: r for r in rt.store.read("responses")}
+    assert responses["openai:model-a"].tokens["output"] > 0  # usage came back through the client
+    for section in ("## Answer", "## Ranking by rigor", "## Rubric breakdown: rigor", "## Limitations"):
+        assert section in report
+    assert NARRATIVE in report
+    assert re.search(r"\| 1 \| openai:model-a \| 75 \|", report)
+    assert "| rigor *custom* | rubric | 0-100 | 75 | 25 |" in report
