@@ -33,14 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ..core import Criterion, InputError, Item, MetricSpec, ModelCallError, Rubric, SgievalError
 from ..metric_pool.base import Metric
-from ..metric_pool.judge import as_data
+from ..metric_pool.judge import JudgeReply, as_data, parse_json_object
 from ..metric_pool.judge import ask_judge as ask_structured
 from ..metric_pool.registry import predefined_metrics
 from ..models.base import NamedModel
+from ..models.calls import message_text
 from .vocabulary import QUALITY_WORDS
 
 # quality -> predefined metric names that measure it (first applicable wins)
@@ -265,6 +266,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
                     f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}")
     msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
     evidence: list[dict[str, Any]] = []
+    direct: MetricPlan | None = None
     if tools is not None:
         from ..metric_pool.rubric import tool_loop
 
@@ -274,13 +276,21 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
                                                          f"read_pdf (at most {budget} calls) to ground rubric criteria."),
                                            msgs[1]], tools, allowed=("web_search", "read_pdf"), budget=budget)
             evidence = loop.evidence
-            if loop.last is not None:
+            if loop.last is not None and not loop.last.tool_calls:
+                try:  # the agent answered with the plan right away: no second call
+                    direct = MetricPlan.model_validate(parse_json_object(message_text(loop.last)))
+                except (ValueError, ValidationError):
+                    direct = None
+            if loop.last is not None and direct is None:
                 msgs = [msgs[0], *loop.messages[1:],
                         HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object.")]
         except ModelCallError as e:
             base.notes.append(f"agent {agent.name} tool use failed ({e.message}); planning without tools")
         trace["tool_evidence"] = evidence
-    reply = await ask_structured(agent, msgs, MetricPlan)
+    if direct is not None:
+        reply = JudgeReply(judge=agent.name, parsed=direct, raw=[message_text(loop.last)], attempts=1)
+    else:
+        reply = await ask_structured(agent, msgs, MetricPlan)
     trace["agent_raw"] = reply.raw
     if reply.parsed is None:
         base.notes.append(f"agent {agent.name} gave no usable metric plan ({reply.error}); offline plan used")

@@ -138,7 +138,7 @@ def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
             rt.sandbox = get_sandbox(rt.config.sandbox, unsafe_local_exec=rt.config.unsafe_local_exec)
         except SandboxUnavailableError as e:
             log.warning("sandbox unavailable", reason=e.one_line())
-    if rt.tools is None and rt.judges and rt.config.tools:
+    if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
         from ..tools.pool import ToolPool
 
         kw = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
@@ -163,8 +163,9 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
 
     async def customisation(state: EvalState) -> dict[str, Any]:
         items = _items(rt, state["selection"]["item_ids"])
+        _attach_tools(rt, items)
         plan, _metrics_, trace = await run_customisation(rt.config.request, items, agent=rt.agent,
-                                                         options=rt.metric_options)
+                                                         options=rt.metric_options, tools=rt.tools)
         for r in plan.custom:
             r.to_yaml(rt.store.root / "rubrics" / f"{r.name}.yaml")
         log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
