@@ -212,29 +212,21 @@ def evaluation_graph(config: Any = None):
 
 
 def metric_chat_graph(config: Any = None):
-    """LangGraph Studio factory for the metric-definition chat
-    (``sgieval metric define``; ``langgraph.json`` -> ``sgieval.api:metric_chat_graph``).
-    ``config["configurable"]`` may carry ``agent_model`` (default: the offline
-    drafting path).  Raises ImportError when :mod:`sgieval.graphs.metric_chat`
-    has no graph factory."""
-    from .graphs import metric_chat
+    """LangGraph Studio factory for the metric-definition chat of
+    ``sgieval metric define`` (``langgraph.json`` ->
+    ``sgieval.api:metric_chat_graph``): :func:`sgieval.graphs.metric_chat.build_metric_chat`.
+
+    ``config["configurable"]`` may carry ``agent_model`` (a model string;
+    default: the offline drafting path), ``base_url``, ``name`` (the metric's
+    name) and ``save_dir`` (default: the user rubric folder).  The graph
+    pauses at interrupts for the user's description and change requests.
+    """
+    from .graphs.metric_chat import build_metric_chat
 
     c = _configurable(config)
-    for name in ("studio_graph", "build_metric_chat_graph", "build_graph", "make_graph"):
-        factory = getattr(metric_chat, name, None)
-        if factory is not None:
-            break
-    else:
-        raise ImportError("sgieval.graphs.metric_chat exposes no graph factory "
-                          "(studio_graph, build_metric_chat_graph, build_graph or make_graph)")
     agent = None
     if c.get("agent_model"):
         from .models.registry import resolve_model
 
         agent = resolve_model(c["agent_model"], "agent", base_url=c.get("base_url"))
-    import inspect
-
-    params = inspect.signature(factory).parameters
-    if "agent" in params:
-        return factory(agent=agent)
-    return factory()
+    return build_metric_chat(agent=agent, name=c.get("name"), save_dir=c.get("save_dir"))

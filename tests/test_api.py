@@ -8,8 +8,9 @@ import json
 import pytest
 
 import sgieval
+from sgieval import api
 from sgieval.core import InputError
-from tests.conftest import REPO
+from sgieval.tests.conftest import REPO
 
 CHEM = "Which model is the most creative in chemistry?"
 
@@ -63,10 +64,30 @@ def test_langgraph_json_names_importable_factories(tmp_path):
     assert spec["graphs"] == {"evaluate": "sgieval.api:evaluation_graph",
                               "metric_chat": "sgieval.api:metric_chat_graph"}
     assert spec["dependencies"] == ["."]
-    graph = sgieval.api.evaluation_graph({"configurable": {"request": CHEM, "out_dir": str(tmp_path), "yes": True,
+    graph = api.evaluation_graph({"configurable": {"request": CHEM, "out_dir": str(tmp_path), "yes": True,
                                                             "models": "replay:o1-mini", "run_id": "studio",
                                                             "bootstrap_resamples": 999}})
     assert set(graph.get_graph().nodes) >= {"questioning", "customisation", "confirm", "evaluation", "reporting"}
     state = asyncio.run(graph.ainvoke({}))
     assert state["report"] == str(tmp_path / "studio" / "report.md")
     assert len(state["selection"]["item_ids"]) == 25
+
+
+def test_metric_chat_factory_runs_the_chat_to_a_saved_rubric(tmp_path):
+    from langgraph.types import Command
+
+    graph = api.metric_chat_graph({"configurable": {"save_dir": str(tmp_path), "name": "rigor_check"}})
+    assert set(graph.get_graph().nodes) >= {"describe", "propose", "review", "revise", "save"}
+    thread = {"configurable": {"thread_id": "t"}}
+
+    async def chat():
+        out = await graph.ainvoke({}, thread)
+        assert out["__interrupt__"][0].value["kind"] == "describe"
+        out = await graph.ainvoke(Command(resume="how rigorous a research idea is"), thread)
+        assert out["__interrupt__"][0].value["kind"] == "review"
+        return await graph.ainvoke(Command(resume="done"), thread)
+
+    final = asyncio.run(chat())
+    assert final["status"] == "done" and final["saved"] == str(tmp_path / "rigor_check.yaml")
+    saved = sgieval.Rubric.from_yaml(tmp_path / "rigor_check.yaml")
+    assert saved.name == "rigor_check" and saved.model_dump() == sgieval.Rubric.model_validate(final["rubric"]).model_dump()
