@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from sgieval.agents.questioning import catalog_tools, run_questioning
 from sgieval.benchmarks.catalog import load_catalog
 from sgieval.models.base import NamedModel
-from tests.conftest import FIXTURES, scripted
+from sgieval.tests.conftest import FIXTURES, scripted
 
 REQUEST = "Which model has the best rigor in idea generation across disciplines?"
 

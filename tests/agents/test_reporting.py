@@ -10,7 +10,7 @@ import re
 from sgieval.agents.reporting import (build_report, criterion_scores, header_facts, numbers_supported,
                                       rubric_breakdown)
 from sgieval.core import Criterion, Item, MetricSpec, Response, Rubric, Score
-from tests.conftest import scripted
+from sgieval.tests.conftest import scripted
 
 MODELS = ["m-a", "m-b"]
 EM = MetricSpec(name="em", tasks=["generic"], range=(0.0, 1.0), primary=True, description="exact match")

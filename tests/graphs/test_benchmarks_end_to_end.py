@@ -9,7 +9,7 @@ import shutil
 from sgieval.benchmarks.sfbench import load_sfbench
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
-from tests.conftest import FIXTURES, routed
+from sgieval.tests.conftest import FIXTURES, routed
 
 
 def _data_dir(tmp_path, name, src):

@@ -9,7 +9,7 @@ import shutil
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.models import accounting
-from tests.conftest import FIXTURES, routed
+from sgieval.tests.conftest import FIXTURES, routed
 
 
 def test_budget_stops_cleanly_and_report_says_where(tmp_path):

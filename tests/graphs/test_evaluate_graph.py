@@ -10,7 +10,7 @@ import pytest
 
 from sgieval.core import InputError, RunConfig, RunStore
 from sgieval.graphs.evaluate import execute, make_runtime
-from tests.conftest import scripted
+from sgieval.tests.conftest import scripted
 
 CHEM = "Which model is the most creative in chemistry?"
 

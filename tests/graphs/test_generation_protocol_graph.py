@@ -6,7 +6,7 @@ import asyncio
 
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
-from tests.conftest import routed
+from sgieval.tests.conftest import routed
 
 
 def test_generation_protocol_through_graph(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import FIXTURES
+from sgieval.tests.conftest import FIXTURES
 
 pytestmark = [
     pytest.mark.local_llm,

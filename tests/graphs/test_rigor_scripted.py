@@ -29,7 +29,7 @@ from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.metric_pool.judge import DATA_NOTICE
 from sgieval.models.base import NamedModel
-from tests.conftest import FIXTURES
+from sgieval.tests.conftest import FIXTURES
 
 REQUEST = "Which model has the best rigor in idea generation across disciplines?"
 RIGOR_CRITERIA = ["logical self-consistency", "theory and literature grounding", "precise problem definition",
