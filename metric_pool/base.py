@@ -44,6 +44,17 @@ class ScoringContext:
             return list(self.judges)
         return [j for j in self.judges if _bare(j.name) != _bare(target_model)]
 
+    def no_judge_reason(self, target_model: str, metric: str) -> str | None:
+        """Why judge metric ``metric`` cannot score ``target_model`` (None when a
+        judge may): no judge configured, or only the target itself without
+        ``--allow-self-judge``.  Judge metrics report it as ``not_run``."""
+        if self.judges_for(target_model):
+            return None
+        if not self.judges:
+            return f"{metric} needs a judge: no judge configured (pass --judge)"
+        return (f"{metric} needs a judge: the only judge(s) ({', '.join(j.name for j in self.judges)}) are the "
+                f"target model {target_model}; pass another --judge or --allow-self-judge")
+
 
 def _bare(name: str) -> str:
     return name.split(":", 1)[1] if ":" in name else name

@@ -301,14 +301,9 @@ class RubricMetric(Metric):
         name = self.rubric.name
         if not response.ok:
             return self.failed(item, response, response.status, f"no response: {response.error}")
-        if not ctx.judges:
-            return self.failed(item, response, "not_run", f"rubric metric {name} needs a judge; none configured "
-                                                          "(pass --judge)")
         judges = ctx.judges_for(response.model)
         if not judges:
-            return self.failed(item, response, "not_run",
-                               f"the only judge(s) ({', '.join(j.name for j in ctx.judges)}) are the target model "
-                               f"{response.model}; pass another --judge or --allow-self-judge")
+            return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, f"rubric metric {name}"))
         verdicts = await asyncio.gather(*(self._judge_one(j, item, response, ctx) for j in judges))
         evidence = [e for v in verdicts for e in v.evidence]
         judge_names = ", ".join(v.judge for v in verdicts)

@@ -357,8 +357,8 @@ class SFBenchExplanation(Metric):
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges = ctx.judges_for(response.model)
         if not judges:
-            return self.failed(item, response, "not_run",
-                               "no judge configured: SFBench explanation correctness/completeness need a judge model")
+            return self.failed(item, response, "not_run", ctx.no_judge_reason(
+                response.model, "SFBench explanation correctness/completeness"))
         try:
             gold_likert(item)
         except ValueError as e:

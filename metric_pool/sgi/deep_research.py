@@ -320,9 +320,7 @@ class StepLevelAccuracyMetric(Metric):
             return self.failed(item, response, response.status, f"no response: {response.error}")
         judges = ctx.judges_for(response.model)
         if not judges:
-            reason = ("no judge configured" if not ctx.judges
-                      else f"every configured judge is the target model {response.model} (self-judging disabled)")
-            return self.failed(item, response, "not_run", f"sla needs a judge: {reason}")
+            return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, "sla"))
         text = NONE_ANSWER if is_empty_or_none(response.text) else response.text
         try:
             messages = sla_messages(item, text, model_answer(response.text))

@@ -262,9 +262,7 @@ class ReasoningValidityMetric(Metric):
             return self.failed(item, response, response.status, f"no response: {response.error}")
         judges = ctx.judges_for(response.model)
         if not judges:
-            reason = ("no judge configured" if not ctx.judges
-                      else f"every configured judge is the target model {response.model} (self-judging disabled)")
-            return self.failed(item, response, "not_run", f"reasoning_validity needs a judge: {reason}")
+            return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, "reasoning_validity"))
         try:
             messages = rv_messages(item, response.text, self.images)
         except InputError as e:

@@ -215,7 +215,8 @@ def test_self_judging_is_excluded_unless_allowed(tmp_path):
     rigor = {(s.model, s.item_id): s for s in rt.store.read("scores") if s.metric == "rigor"}
     a = [s for (m, _), s in rigor.items() if m == MODEL_A]
     assert [s.status for s in a] == ["not_run", "not_run"]
-    assert a[0].error == ("the only judge(s) (fixture-model-a) are the target model replay:fixture-model-a; "
+    assert a[0].error == ("rubric metric rigor needs a judge: the only judge(s) (fixture-model-a) are the target "
+                          "model replay:fixture-model-a; "
                           "pass another --judge or --allow-self-judge")
     assert all(s.ok for (m, _), s in rigor.items() if m == MODEL_B)
     assert ("- fixture-model-a is both judge and target: it did not score its own responses (those judge metrics "

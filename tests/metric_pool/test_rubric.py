@@ -192,11 +192,12 @@ async def test_response_is_delimited_data_with_escaped_delimiters():
 async def test_no_judge_and_self_judge_are_not_run():
     m = RubricMetric(load_rubric("rigor"))
     [s] = await m.score(ITEM, RESP, ScoringContext())
-    assert (s.status, s.error) == ("not_run", "rubric metric rigor needs a judge; none configured (pass --judge)")
+    assert (s.status, s.error) == ("not_run", "rubric metric rigor needs a judge: no judge configured (pass --judge)")
     self_j = judge("openai:target-a", [verdict([5] * 6)])
     [s] = await m.score(ITEM, RESP, ScoringContext(judges=[self_j]))
     assert s.status == "not_run"
-    assert s.error == ("the only judge(s) (openai:target-a) are the target model openai:target-a; "
+    assert s.error == ("rubric metric rigor needs a judge: the only judge(s) (openai:target-a) are the target "
+                       "model openai:target-a; "
                        "pass another --judge or --allow-self-judge")
     [s] = await m.score(ITEM, RESP, ScoringContext(judges=[self_j], allow_self_judge=True))
     assert s.status == "ok" and s.value == pytest.approx(50.0)  # all 5 -> 5*10

@@ -132,7 +132,8 @@ async def test_explanation_not_run_without_judge():
     s = await SFBenchExplanation().score(item(1, -2), resp(1, '{"score": -2, "explanation": "e"}'), ScoringContext())
     assert [(x.metric, x.status) for x in s] == [("sfbench_expl_correctness", "not_run"),
                                                 ("sfbench_expl_completeness", "not_run")]
-    assert s[0].error == "no judge configured: SFBench explanation correctness/completeness need a judge model"
+    assert s[0].error == ("SFBench explanation correctness/completeness needs a judge: no judge configured "
+                          "(pass --judge)")
 
 
 async def test_explanation_labels_case_insensitive_and_retry():

@@ -215,13 +215,13 @@ async def test_sla_bad_verdict_word_is_retried_then_judge_error():
 
 async def test_sla_no_judge_not_run():
     s = await sla([])
-    assert (s.status, s.value, s.error) == ("not_run", None, "sla needs a judge: no judge configured")
+    assert (s.status, s.value, s.error) == ("not_run", None, "sla needs a judge: no judge configured (pass --judge)")
 
 
 async def test_sla_self_judge_skipped():
     s = await sla([judge(LIST_3, name="other:target")])
     assert s.status == "not_run"
-    assert s.error == ("sla needs a judge: every configured judge is the target model test:target "
-                       "(self-judging disabled)")
+    assert s.error == ("sla needs a judge: the only judge(s) (other:target) are the target model test:target; "
+                       "pass another --judge or --allow-self-judge")
     s2 = await sla([judge(LIST_3, name="other:target")], allow_self=True)
     assert s2.value == pytest.approx(2 / 3)

@@ -124,7 +124,7 @@ async def test_rv_two_judges_mean():
 
 async def test_rv_no_judge_not_run():
     s = await rv([])
-    assert (s.status, s.error) == ("not_run", "reasoning_validity needs a judge: no judge configured")
+    assert (s.status, s.error) == ("not_run", "reasoning_validity needs a judge: no judge configured (pass --judge)")
 
 
 def test_rv_messages_images_first_then_text():
