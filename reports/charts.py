@@ -23,7 +23,7 @@ def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: lis
     ax.barh(y, m, xerr=[lo, hi], color="#4C72B0", capsize=4)
     ax.set_yticks(y, labels=models)
     ax.invert_yaxis()
-    ax.set_xlabel(f"{metric} (mean per item, scale {scale}; bars: 95% bootstrap CI)")
+    ax.set_xlabel(f"{metric}: mean per item (scale {scale})\nerror bars: 95% bootstrap CI")
     ax.set_title(f"Ranking by {metric}")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
