@@ -34,7 +34,7 @@ def test_ask_with_local_agent_and_judge_completes_with_smoke_test_warning(tmp_pa
         "ask", "Which model has the best rigor in idea generation?",
         "--agent-model", "local:smollm2", "--judge", "local:smollm2", "--models", models,
         "--benchmark", "sgi-bench", "--data-dir", str(data), "--out", str(tmp_path / "runs"), "--yes",
-        "--max-concurrency", "2",
+        "--k", "1", "--max-concurrency", "2",
     ])
     assert result.exit_code == 0, result.output
     m = re.search(r"report: (\S+report\.md)", result.output.replace("\n", ""))
