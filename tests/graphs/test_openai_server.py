@@ -4,9 +4,9 @@ HTTP chat completions (with tool calls) against a local OpenAI-compatible mock s
 
 The server answers by the requested model name:
 
-- ``planner`` (agent): with tools in the request, it first calls ``facet_counts`` and, once a tool result is in the
-  conversation, ``submit_selection_plan``; the customisation agent gets a JSON metric plan; the narrative request
-  gets a narrative citing table numbers;
+- ``planner`` (agent): offered the catalog tools, it first calls ``facet_counts`` and, once a tool result is in the
+  conversation, ``submit_selection_plan``; the customisation agent (offered web_search/read_pdf, or no tools) gets a
+  JSON metric plan at once; the narrative request gets a narrative citing table numbers;
 - ``model-a`` / ``model-b`` (targets): the stored fixture replies of fixture-model-a / fixture-model-b for the
   item whose prompt is the last user message;
 - ``judge``: :func:`tests.graphs.test_rigor_scripted.judge_text` of the prompt (longer hypothesis wins every
@@ -28,7 +28,7 @@ from sgieval.benchmarks.catalog import load_catalog
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.models import cache as call_cache
-from tests.graphs.test_rigor_scripted import REQUEST, RESPONSES, RIGOR_CRITERIA, judge_text, sgi_data
+from sgieval.tests.graphs.test_rigor_scripted import REQUEST, RESPONSES, RIGOR_CRITERIA, judge_text, sgi_data
 
 NARRATIVE = ("openai:model-a is the more rigorous model on the 2 idea-generation items: rigor mean 75 (0-100) "
              "against 25 for openai:model-b.")
@@ -63,7 +63,8 @@ class Server:
         user = "\n".join(_text(m.get("content")) for m in msgs if m["role"] == "user")
         model = body["model"]
         if model == "planner":
-            if body.get("tools"):
+            offered = {t["function"]["name"] for t in body.get("tools") or []}
+            if "submit_selection_plan" in offered:
                 if not any(m["role"] == "tool" for m in msgs):
                     return {"content": None, "tool_calls": [{"name": "facet_counts", "id": "call_1", "arguments": {
                         "facet": "discipline", "filters": {"task": ["idea_generation"]}}}]}
@@ -116,7 +117,8 @@ def test_models_are_real_openai_clients(served_run):
     # judge: per (target, item) 2 pairwise calls + 1 rubric call = 3, x 4 = 12
     assert by_model == {"planner": 4, "model-a": 2, "model-b": 2, "judge": 12}
     assert stats == {"requests": 20, "served": 20, "429": 0, "500": 0, "hung": 0}
-    tool_bodies = [b for b in logic.bodies if b.get("tools")]
+    tool_bodies = [b for b in logic.bodies if b["model"] == "planner" and b.get("tools")
+                   and "submit_selection_plan" in {t["function"]["name"] for t in b["tools"]}]
     assert [sorted(t["function"]["name"] for t in tool_bodies[0]["tools"])] == [
         ["facet_counts", "sample_items", "search_items", "submit_selection_plan"]]
     # the second turn carried the tool result back as a "tool" message with the call id
