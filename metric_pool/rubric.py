@@ -173,7 +173,9 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
     by the pool's :meth:`budget`), answer each with a ToolMessage (errors as
     "Error: ..." text), and go on; calls beyond the budget are refused (a
     ToolMessage saying so, evidence with ``refused: True``) and the loop
-    stops.  The loop also stops at the first reply without tool calls.
+    stops.  The loop also stops at the first reply without tool calls, and
+    once ``budget`` calls were attempted (refused calls count, so a model that
+    keeps calling a tool it was not offered cannot loop for ever).
     Raises ModelCallError when a model call fails after its retries.
     """
     msgs = list(messages)
@@ -188,6 +190,7 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
     evidence: list[dict[str, Any]] = []
     last: AIMessage | None = None
     names = {t.name for t in tools}
+    attempted = 0
     with pool.budget(budget) as b:
         while True:
             last = await ainvoke(model, msgs, runnable=bound)
@@ -196,6 +199,7 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
             if not calls:
                 break
             for tc in calls:
+                attempted += 1
                 name, args, cid = tc.get("name", ""), dict(tc.get("args") or {}), tc.get("id") or ""
                 if b.used >= budget:
                     evidence.append({"tool": name, "input": args, "output": f"refused: budget of {budget} tool calls used up",
@@ -219,7 +223,7 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
                 for ev in b.calls[n_before:]:
                     evidence.append({**ev, "judge": model.name})
                 msgs.append(ToolMessage(content=content, tool_call_id=cid))
-            if b.used >= budget:
+            if b.used >= budget or attempted >= budget:
                 break
     return ToolLoopResult(msgs, evidence=evidence, last=last)
 

@@ -273,3 +273,26 @@ async def test_judge_without_tool_calling_is_judged_without_tools(pool):
     assert s.value == pytest.approx(50.0)
     assert s.rationale.endswith("Tools used: none (openai:plain: openai:plain does not support tool calling "
                                 "(NotImplementedError); judged without tools).")
+
+
+async def test_tool_loop_stops_when_the_model_keeps_calling_a_tool_not_offered():
+    # a model that asks for "visit_webpage" (not offered) on every turn: each refused call counts
+    # toward the budget of 2, so the loop ends after 2 model turns instead of looping for ever
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    from sgieval.metric_pool.rubric import tool_loop
+    from sgieval.models.base import NamedModel
+    from sgieval.tools.pool import ToolPool
+
+    class ToolFake(FakeMessagesListChatModel):
+        def bind_tools(self, tools, **kw):
+            return self
+
+    call = AIMessage(content="", tool_calls=[{"name": "visit_webpage", "args": {"url": "x"}, "id": "c1"}])
+    chat = ToolFake(responses=[call] * 50)
+    model = NamedModel(name="looper", role="judge", chat=chat)
+    pool = ToolPool.from_names(["search"], documents=[{"id": "d", "text": "rigor and method"}], search_backend="bm25")
+    res = await tool_loop(model, [], pool, allowed=("web_search",), budget=2)
+    assert [e["output"] for e in res.evidence] == ["refused: tool not offered"] * 2
+    assert chat.i == 2  # two model turns, then the loop stopped
