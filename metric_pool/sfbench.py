@@ -210,6 +210,23 @@ def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
     return None if math.isnan(k) else k
 
 
+def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int, int, str] | list[Score]:
+    """(gold Likert, predicted Likert, explanation), or the failed Scores of
+    ``metric``: ``input_error`` for a bad gold value (D.5), the response's
+    own status when the call failed, ``parse_error`` for an unparsable reply."""
+    try:
+        gold = gold_likert(item)
+    except ValueError as e:
+        return metric.failed(item, response, "input_error", str(e))
+    if not response.ok:
+        return metric.failed(item, response, response.status, f"no response: {response.error}")
+    try:
+        pred, expl = parse_feasibility_reply(response.text)
+    except ValueError as e:
+        return metric.failed(item, response, "parse_error", str(e))
+    return gold, pred, expl
+
+
 class SFBenchLikert(Metric):
     """Likert-score metrics of SFBench (module docstring).  Per item
     ``sfbench_abs_error`` and ``sfbench_exact`` (details: ``pred``, ``gold``,
@@ -223,16 +240,10 @@ class SFBenchLikert(Metric):
     corpus_specs = [QWK, ACCURACY, MAE]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        try:
-            gold = gold_likert(item)
-        except ValueError as e:
-            return self.failed(item, response, "input_error", str(e))
-        if not response.ok:
-            return self.failed(item, response, response.status, f"no response: {response.error}")
-        try:
-            pred, expl = parse_feasibility_reply(response.text)
-        except ValueError as e:
-            return self.failed(item, response, "parse_error", str(e))
+        parsed = _gold_and_reply(self, item, response)
+        if isinstance(parsed, list):
+            return parsed
+        gold, pred, expl = parsed
         details = {"pred": pred, "gold": gold, "explanation": expl}
         err = abs(pred - gold)
         return [
@@ -359,16 +370,10 @@ class SFBenchExplanation(Metric):
         if not judges:
             return self.failed(item, response, "not_run", ctx.no_judge_reason(
                 response.model, "SFBench explanation correctness/completeness"))
-        try:
-            gold_likert(item)
-        except ValueError as e:
-            return self.failed(item, response, "input_error", str(e))
-        if not response.ok:
-            return self.failed(item, response, response.status, f"no response: {response.error}")
-        try:
-            pred, expl = parse_feasibility_reply(response.text)
-        except ValueError as e:
-            return self.failed(item, response, "parse_error", str(e))
+        parsed = _gold_and_reply(self, item, response)
+        if isinstance(parsed, list):
+            return parsed
+        _gold, pred, expl = parsed
         if not expl.strip():
             return self.failed(item, response, "parse_error", "the reply has no explanation to judge")
         msgs = judge_messages(item, pred, expl)
