@@ -56,7 +56,7 @@ def test_chemistry_ranking_offline(tmp_path):
 
 
 def test_all_questions_published_order(tmp_path):
-    _, _ = run(tmp_path, "Which model is the most creative?")
+    rt, _ = run(tmp_path, "Which model is the most creative?")
     report = (tmp_path / "r" / "report.md").read_text()
     rows = ranking_rows(report)
     # issue 3 recount: accepted answers over the 155 published questions
@@ -65,6 +65,13 @@ def test_all_questions_published_order(tmp_path):
     published = re.search(r"\| aidan_published_count \|[^\n]*", report).group(0)
     # per-item means of len(list): 2704/155 = 17.45, 1737/155 = 11.21, 1460/155 = 9.42, 1253/155 = 8.08, 1149/155 = 7.41, 836/155 = 5.39
     assert published.endswith("| 17.45 | 11.21 | 9.42 | 8.08 | 7.41 | 5.39 |")
+    # issue 3: the published len(list) convention, totals over the 155 questions
+    totals: dict[str, float] = {}
+    for s in rt.store.read("scores"):
+        if s.metric == "aidan_published_count":
+            totals[s.model] = totals.get(s.model, 0) + s.value
+    assert totals == {"replay:mistral:latest": 836, "replay:phi4:latest": 1149, "replay:qwen2.5:latest": 1253,
+                      "replay:llama3.3:latest": 1460, "replay:openai/4o": 1737, "replay:o1-mini": 2704}
 
 
 def test_request_that_selects_nothing_leaves_no_run(tmp_path):
