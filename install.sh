@@ -22,7 +22,7 @@ fi
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -c "import torch" >/dev/null 2>&1 || .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e '.[dev]'
+.venv/bin/pip install -q -e '.[dev,ray]'
 .venv/bin/python -c "import sgieval.cli" # fails loudly if the install is broken
 
 if [ "${SGIEVAL_SKIP_LOCAL:-0}" != 1 ]; then

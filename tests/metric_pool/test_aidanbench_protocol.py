@@ -6,8 +6,6 @@ fixed vectors, so every novelty value is hand-computable.
 
 import itertools
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -273,12 +271,8 @@ async def test_counting_metrics_apply_to_generated_records():
 
 
 # ------------------------------------------------------------------- real data
-DATA = Path(os.environ.get("SGIEVAL_SCIAIDANBENCH", "/work/shared/data/sciaidanbench"))
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not (DATA / "responses" / "openai_4o.json").exists(), reason="SciAidanBench data not present")
-def test_minilm_novelty_agrees_with_stored_text_embedding_3_large():
+def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     """Issue 3 "Done when": MiniLM novelty vs the stored text-embedding-3-large values for openai/4o,
     all 155 questions, over the non-first answers (the first is 1.0 on both sides by definition)."""
     from scipy.stats import spearmanr
@@ -286,7 +280,7 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large():
     from sgieval.benchmarks.sciaidanbench import load_stored_answers
     from sgieval.metric_pool.embeddings import get_embedder
 
-    (store,) = load_stored_answers(DATA / "responses" / "openai_4o.json")
+    (store,) = load_stored_answers(sciaidan_dir / "responses" / "openai_4o.json")
     lists = [e["records"] for e in store.by_question.values()]
     texts = [r["answer"] for recs in lists for r in recs]
     emb = get_embedder("minilm").encode(texts, normalize=True)
