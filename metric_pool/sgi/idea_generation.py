@@ -36,10 +36,11 @@ Decisions beyond the spec (documented here, tested):
   at the first "{" is decoded with ``json.JSONDecoder.raw_decode``, so trailing
   prose is ignored.  ``options={"idea_parser": "code"}`` gives the code's exact
   behaviour (no raw_decode step).
-- Feasibility with non-string step texts: the code's text-similarity function
-  catches its own join error and returns 0, so the result is 0.6 x edge
-  similarity (METRICS.md A.2 step 7 says "any exception gives 0"; sgieval
-  follows the code, which produced the published numbers).
+- Feasibility with non-string step texts: METRICS.md A.2 step 7 says any
+  exception gives 0 (e.g. non-string step texts), and that is the default.
+  The published code's text-similarity function catches its own join error
+  and returns 0 for the text part only (result 0.6 x edge similarity); that
+  reading is available as ``graph_similarity(..., code_text_errors=True)``.
 - An empty parsed ``related_work_test`` dict makes the code's mean NaN, and
   ``max(0, min(10, NaN))`` is 10 in Python, so cutting_edge (B) = 10; kept.
 - A reply that parses to a non-dict (list, number, string) or whose ``Idea``
@@ -387,21 +388,23 @@ def detailedness_obj(gen: dict[str, Any], encode: Encode) -> tuple[float, dict[s
     return value, {"completeness": comp, "length_penalty": lp, "repetition_penalty": rp, "length": len(idea)}
 
 
-def _node_text_similarity(g1: nx.DiGraph, g2: nx.DiGraph) -> float:
+def _node_text_similarity(g1: nx.DiGraph, g2: nx.DiGraph, code_text_errors: bool = False) -> float:
     t1 = [g1.nodes[n]["text"] for n in g1.nodes()]
     t2 = [g2.nodes[n]["text"] for n in g2.nodes()]
     if not t1 or not t2:
         return 0.0
     try:
         j1, j2 = " ".join(t1), " ".join(t2)
-        if len(j1.strip()) < 3 or len(j2.strip()) < 3:
-            return 0.0
-        w1, w2 = set(j1.lower().split()), set(j2.lower().split())
-        if not w1 or not w2:
-            return 0.0
-        return len(w1 & w2) / len(w1 | w2)
-    except Exception:  # noqa: BLE001 - e.g. non-string step texts: the code returns 0 here
+    except TypeError:  # non-string step texts: A.2 step 7 -> the whole similarity is 0 (raised to the caller)
+        if code_text_errors:
+            return 0.0  # the published code's reading: only the text part is 0
+        raise
+    if len(j1.strip()) < 3 or len(j2.strip()) < 3:
         return 0.0
+    w1, w2 = set(j1.lower().split()), set(j2.lower().split())
+    if not w1 or not w2:
+        return 0.0
+    return len(w1 & w2) / len(w1 | w2)
 
 
 def _edge_jaccard(g1: nx.DiGraph, g2: nx.DiGraph) -> float:
@@ -428,7 +431,8 @@ def _add_order_edges(order: Any, graph: nx.DiGraph, keys: list[str]) -> bool:
     return added
 
 
-def graph_similarity(gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA) -> tuple[float, dict[str, Any]]:
+def graph_similarity(gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA, *,
+                     code_text_errors: bool = False) -> tuple[float, dict[str, Any]]:
     """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7).
 
     Nodes: ``str(step key)`` with the step text; edges from the order (all
@@ -438,7 +442,9 @@ def graph_similarity(gen: dict[str, Any], ref: dict[str, Any], alpha: float = AL
     node) the result is the node-text similarity alone.  Result = alpha x edge
     Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node texts
     (0 when either joined text is shorter than 3 characters).  Missing or empty
-    steps/order on either side, and any exception, give 0.
+    steps/order on either side, and any exception (e.g. non-string step
+    texts), give 0; ``code_text_errors=True`` gives the published code's
+    reading instead, where a text-join error zeroes only the text part.
     Returns (value, {"edge", "text", ...})."""
     for d in (gen, ref):
         if not all(k in d for k in ("ImplementationSteps", "ImplementationOrder")):
@@ -460,7 +466,7 @@ def graph_similarity(gen: dict[str, Any], ref: dict[str, Any], alpha: float = AL
                     g.add_edge(a, b)
             graphs.append(g)
         g1, g2 = graphs
-        text = _node_text_similarity(g1, g2)
+        text = _node_text_similarity(g1, g2, code_text_errors)
         if g1.number_of_edges() == 0 or g2.number_of_edges() == 0:
             return text, {"edge": None, "text": text, "reason": "a graph has no edges: text similarity only"}
         edge = _edge_jaccard(g1, g2)

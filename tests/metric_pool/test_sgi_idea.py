@@ -217,9 +217,11 @@ def test_graph_similarity_edge_cases():
     # "1 - 2" splits into "1 " and " 2" (no trimming) -> no edge -> nodes chained 1 -> 2: same edges as ref
     spaced = {"ImplementationSteps": {"1": "alpha gamma", "2": "delta"}, "ImplementationOrder": ["1 - 2"]}
     assert ig.graph_similarity(spaced, ref)[0] == pytest.approx(1.0)
-    # non-string step texts: text similarity 0 (the code catches its join error), edges still count: 0.6 x 1
+    # non-string step texts: METRICS.md A.2 step 7 -> any exception gives 0 (the default)
     dict_steps = {"ImplementationSteps": {"1": {"t": "alpha"}, "2": "delta"}, "ImplementationOrder": ["1-2"]}
-    assert ig.graph_similarity(dict_steps, ref)[0] == pytest.approx(0.6)
+    assert ig.graph_similarity(dict_steps, ref)[0] == 0.0
+    # the published code's reading: only the text part is 0, edges still count: 0.6 x 1 + 0.4 x 0
+    assert ig.graph_similarity(dict_steps, ref, code_text_errors=True)[0] == pytest.approx(0.6)
 
 
 # ------------------------------------------------------------------ vote parsing and thresholds
