@@ -41,8 +41,11 @@ Decisions beyond the spec (documented here, tested):
   The published code's text-similarity function catches its own join error
   and returns 0 for the text part only (result 0.6 x edge similarity); that
   reading is available as ``graph_similarity(..., code_text_errors=True)``.
-- An empty parsed ``related_work_test`` dict makes the code's mean NaN, and
-  ``max(0, min(10, NaN))`` is 10 in Python, so cutting_edge (B) = 10; kept.
+- An empty parsed ``related_work_test`` dict: METRICS.md A.2 defines B as "the
+  same" as A, which is 0 when there is nothing to compare with; that is the
+  default.  (The published code takes the mean of nothing, NaN, and
+  ``max(0, min(10, NaN))`` is 10 in Python; ``novelty_obj(...,
+  code_empty_b=True)`` reproduces it.)
 - A reply that parses to a non-dict (list, number, string) or whose ``Idea``
   breaks the evaluator (e.g. ``null``: ``len(None)``) "errors out with
   final_score = 0" (A.2): ``idea_final_score`` = 0 with status ok (it counts in
@@ -312,13 +315,15 @@ def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
     return _clip10((1 - avg) * 10)
 
 
-def novelty_obj(idea: Any, ref: dict[str, Any], encode: Encode) -> tuple[float, dict[str, Any]]:
+def novelty_obj(idea: Any, ref: dict[str, Any], encode: Encode, *,
+                code_empty_b: bool = False) -> tuple[float, dict[str, Any]]:
     """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2).
 
     A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of
     ``ref["RelatedWork"]`` and ``ref["ExistingSolutions"]`` (0 if none);
     B = the same over "k: v" for the pairs of ``literal_eval(ref["related_work_test"])``
-    (an empty dict gives NaN -> 10, as the code).  Any exception (non-string
+    (0 when the dict is empty, like A; ``code_empty_b=True``: 10, the published
+    code's NaN behaviour).  Any exception (non-string
     idea or values, unparsable related_work_test) sets A = B = 0.
     Returns (value, {"A", "B", ...})."""
     try:
@@ -330,8 +335,11 @@ def novelty_obj(idea: Any, ref: dict[str, Any], encode: Encode) -> tuple[float, 
             a = 0.0
         rwt = ast.literal_eval(ref["related_work_test"])
         snippets = [f"{k}: {val}" for k, val in rwt.items()]
-        v = encode([idea, *snippets])
-        b = _mean_distance_score(v[0], v[1:])
+        if snippets:
+            v = encode([idea, *snippets])
+            b = _mean_distance_score(v[0], v[1:])
+        else:
+            b = 10.0 if code_empty_b else 0.0
     except Exception as e:  # noqa: BLE001 - the code zeroes both parts on any error
         return 0.0, {"A": 0.0, "B": 0.0, "error": f"{type(e).__name__}: {e}"}
     return 0.5 * a + 0.5 * b, {"A": a, "B": b}

@@ -144,9 +144,11 @@ def test_novelty_parts():
     # no related work / existing solutions -> A = 0, B still computed: 0.5 x 0 + 0.5 x 4 = 2
     empty = ig.reference_idea(make_item(related_work="{}", existing_solutions="{}"))
     assert ig.novelty_obj("idea", empty, enc)[0] == pytest.approx(2.0)
-    # empty related_work_test: mean of nothing is NaN and max(0, min(10, NaN)) = 10 in the code -> B = 10
+    # empty related_work_test: B is "the same" as A (A.2), 0 with nothing to compare with;
+    # the published code's mean of nothing is NaN and max(0, min(10, NaN)) = 10 -> B = 10 in its variant
     nan_b = ig.reference_idea(make_item(related_work_test="{}"))
-    assert ig.novelty_obj("idea", nan_b, enc)[1]["B"] == 10.0
+    assert ig.novelty_obj("idea", nan_b, enc)[1]["B"] == 0.0
+    assert ig.novelty_obj("idea", nan_b, enc, code_empty_b=True)[1]["B"] == 10.0
 
 
 def test_length_penalty():
