@@ -67,3 +67,18 @@ def _isolated_call_cache(tmp_path_factory):
     os.environ["SGIEVAL_CACHE_DIR"] = str(d)
     cache.configure(path=d / "calls.sqlite")
     yield
+
+
+@pytest.fixture
+def fresh_call_cache(tmp_path):
+    """An enabled call cache in ``tmp_path`` for one test; afterwards the cache switch, the price table and the
+    per-provider concurrency limits are back to their defaults (nothing leaks into later tests)."""
+    from sgieval.models import accounting, cache
+    from sgieval.models.calls import set_max_concurrency
+
+    cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
+    yield
+    cache.configure(path=tmp_path / "unused.sqlite")
+    cache._state["enabled"] = None
+    accounting.reset_prices()
+    set_max_concurrency("*", 16)

@@ -19,13 +19,7 @@ from sgieval.models.accounting import BudgetExceeded, Ledger
 from sgieval.models.base import NamedModel
 from sgieval.models.calls import ainvoke, call_info, message_text, set_max_concurrency
 
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path):
-    cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
-    yield
-    cache.configure(path=tmp_path / "unused.sqlite")
-    set_max_concurrency("*", 16)
+pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 
 def model_for(mock: MockOpenAI, name: str = "gpt-4o-mini", role: str = "target", **chat_kw) -> NamedModel:

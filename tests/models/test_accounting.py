@@ -7,18 +7,12 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage
 
 from sgieval.core import InputError
-from sgieval.models import accounting, cache
+from sgieval.models import accounting
 from sgieval.models.accounting import BudgetExceeded, Ledger, price_call, price_of
 from sgieval.models.base import NamedModel
 from sgieval.models.calls import ainvoke
 
-
-@pytest.fixture(autouse=True)
-def _reset(tmp_path):
-    cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
-    yield
-    accounting.reset_prices()
-    cache.configure(path=tmp_path / "unused.sqlite")
+pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 
 def test_price_lookup_exact_prefix_and_unknown():

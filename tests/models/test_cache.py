@@ -13,13 +13,7 @@ from langchain_openai import ChatOpenAI
 from sgieval.models import cache
 from sgieval.models.base import NamedModel
 
-
-@pytest.fixture(autouse=True)
-def _reset(tmp_path):
-    cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
-    yield
-    cache.configure(path=tmp_path / "unused.sqlite")
-    cache._state["enabled"] = None
+pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 
 def test_key_is_sha256_of_canonical_json():

@@ -23,6 +23,8 @@ from sgieval.models.calls import (
     ainvoke, backoff_s, call_info, max_concurrency, message_text, retry_after_s, set_max_concurrency, usage,
 )
 
+pytestmark = pytest.mark.usefixtures("fresh_call_cache")
+
 
 class StatusError(Exception):
     """Stands in for an SDK HTTP error: ``status_code`` and ``response.headers``."""
@@ -59,12 +61,6 @@ class Scripted:
             self.in_flight -= 1
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path):
-    cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
-    yield
-    cache.configure(path=tmp_path / "unused.sqlite")
-    set_max_concurrency("*", 16)
 
 
 def nm(chat=None, **kw) -> NamedModel:
