@@ -116,29 +116,29 @@ def pull(benchmark: str, dest_root: Path | None = None) -> Path:
         raise OfflineError(f"no public download for {benchmark!r}", what="data pull",
                            fix=f"place the files in {dest_root / (sub or benchmark)} (see DATASETS.md)")
     dest = dest_root / sub
-    host = "codeload.github.com" if benchmark == "sciaidanbench" else "huggingface.co"
+    if benchmark == "sgi-bench":  # pull_sgi_bench probes the hub itself (HF_ENDPOINT, HF_HUB_OFFLINE) and fails fast
+        from .sgi import pull_sgi_bench
+
+        return pull_sgi_bench(dest)
+    host = "codeload.github.com"
     if not online(host):
         raise OfflineError(f"cannot reach {host}", what=f"data pull {benchmark}",
                            fix=f"copy the files to {dest} by hand, or pass --data-dir / set SGIEVAL_DATA")
-    if benchmark == "sciaidanbench":
-        import httpx
+    import httpx
 
-        r = httpx.get(SCIAIDANBENCH_TARBALL, follow_redirects=True, timeout=120)
-        r.raise_for_status()
-        (dest / "responses").mkdir(parents=True, exist_ok=True)
-        questions: list[dict] = []
-        with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:gz") as tar:
-            for m in tar.getmembers():
-                if "/results/per_model/" in m.name and m.name.endswith(".json") and m.isfile():
-                    data = json.load(tar.extractfile(m))  # type: ignore[arg-type]
-                    (dest / "responses" / Path(m.name).name).write_text(json.dumps(data), encoding="utf-8")
-                    if not questions:
-                        questions = _questions_from_results(data)
-        (dest / "questions.json").write_text(json.dumps(questions, indent=1), encoding="utf-8")
-        return dest
-    from .sgi import pull_sgi_bench
-
-    return pull_sgi_bench(dest)
+    r = httpx.get(SCIAIDANBENCH_TARBALL, follow_redirects=True, timeout=120)
+    r.raise_for_status()
+    (dest / "responses").mkdir(parents=True, exist_ok=True)
+    questions: list[dict] = []
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:gz") as tar:
+        for m in tar.getmembers():
+            if "/results/per_model/" in m.name and m.name.endswith(".json") and m.isfile():
+                data = json.load(tar.extractfile(m))  # type: ignore[arg-type]
+                (dest / "responses" / Path(m.name).name).write_text(json.dumps(data), encoding="utf-8")
+                if not questions:
+                    questions = _questions_from_results(data)
+    (dest / "questions.json").write_text(json.dumps(questions, indent=1), encoding="utf-8")
+    return dest
 
 
 def _questions_from_results(data: dict) -> list[dict]:
