@@ -3,26 +3,31 @@
 Starts the mock OpenAI server (:mod:`sgieval.bench.mock_openai`) in a
 subprocess (so the server does not share this process's CPU/GIL), then makes
 ``--calls`` (default 2,000) calls with ``--latency-ms`` (100) mock latency at
-``--concurrency`` (64) through ``ainvoke`` with ``langchain_openai.ChatOpenAI``
-(``max_retries=0`` so ainvoke's retries apply) and a :class:`Ledger`.
+``--concurrency`` (64) through ``ainvoke`` with the client sgieval builds for
+an ``openai:`` model string (:func:`sgieval.models.registry.resolve_model`;
+``max_retries=0`` so ainvoke's retries apply) and a :class:`Ledger`, once per
+transport: ``direct`` (:class:`~sgieval.models.openai_direct.ChatOpenAIDirect`,
+the default) and ``sdk`` (``ChatOpenAI`` through the openai SDK), each against
+a fresh server.
 
 Prints:
 
 * ``achieved/ideal`` = wall time / (calls x latency / concurrency); target <= 1.15.
 * CPU time per call of this process (``time.process_time``), in ms:
-  - ``client total``: everything in this process (ChatOpenAI, the openai SDK,
-    httpx, pydantic parsing, and sgieval's orchestration);
+  - ``client total``: everything in this process (the chat client, its HTTP
+    library, response parsing, and sgieval's orchestration);
   - ``orchestration``: sgieval's own part, measured by running the same number
     of calls through ``ainvoke`` with a runnable that only sleeps the latency
     (semaphore, retry loop, cache decision, ledger, annotation); target < 2 ms.
 
-Usage: ``python -m sgieval.bench.throughput [--calls 2000 --latency-ms 100 --concurrency 64]``
+Usage: ``python -m sgieval.bench.throughput [--calls 2000 --latency-ms 100 --concurrency 64 --transport both]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import subprocess
 import sys
@@ -98,28 +103,32 @@ async def _run(model, calls: int, runnable=None) -> tuple[float, float, int]:
     return wall, cpu, sum(oks)
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    ap = argparse.ArgumentParser(prog="python -m sgieval.bench.throughput")
-    ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--latency-ms", type=float, default=100.0)
-    ap.add_argument("--concurrency", type=int, default=64)
-    a = ap.parse_args(argv)
+def _http_model(url: str, transport: str):
+    """The ``openai:`` target sgieval builds for ``url`` with ``transport``
+    (``direct`` = ChatOpenAIDirect, the default; ``sdk`` = ChatOpenAI)."""
+    from sgieval.models.registry import resolve_model
 
-    from langchain_openai import ChatOpenAI
-
-    from sgieval.models.base import NamedModel
-    from sgieval.models.calls import set_max_concurrency
-
-    set_max_concurrency("mock", a.concurrency)
-    ideal = a.calls * (a.latency_ms / 1000.0) / a.concurrency
-    proc, url = _start_server(a.latency_ms)
+    old = os.environ.get("SGIEVAL_OPENAI_TRANSPORT")
+    os.environ["SGIEVAL_OPENAI_TRANSPORT"] = transport
     try:
-        chat = ChatOpenAI(base_url=url, api_key="test", model="gpt-4o-mini", max_retries=0)
-        model = NamedModel(name="openai:gpt-4o-mini", role="target", chat=chat, provider="mock")
+        model = resolve_model("openai:gpt-4o-mini", "target", base_url=url)
+    finally:
+        if old is None:
+            os.environ.pop("SGIEVAL_OPENAI_TRANSPORT", None)
+        else:
+            os.environ["SGIEVAL_OPENAI_TRANSPORT"] = old
+    return dataclasses.replace(model, provider="mock")
+
+
+def _measure_http(transport: str, calls: int, latency_ms: float, concurrency: int) -> dict[str, float]:
+    """One fresh mock server, a warm-up of ``concurrency`` calls, then ``calls`` timed calls."""
+    proc, url = _start_server(latency_ms)
+    try:
+        model = _http_model(url, transport)
 
         async def both():
-            await _run(model, min(a.concurrency, a.calls))  # warm-up: imports, connections
-            return await _run(model, a.calls)
+            await _run(model, min(concurrency, calls))  # warm-up: imports, connections
+            return await _run(model, calls)
 
         wall, cpu, ok = asyncio.run(both())
         server_cpu = _proc_cpu(proc.pid)
@@ -129,28 +138,51 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+    out = {"wall_s": wall, "ok": ok, "client_cpu_ms_per_call": 1000 * cpu / calls}
+    if server_cpu is not None:
+        out["server_cpu_ms_per_call"] = 1000 * server_cpu / (calls + min(concurrency, calls))
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    ap = argparse.ArgumentParser(prog="python -m sgieval.bench.throughput")
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--latency-ms", type=float, default=100.0)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--transport", choices=["direct", "sdk", "both"], default="both",
+                    help="openai: client to time: direct (sgieval's default), sdk (ChatOpenAI), or both")
+    a = ap.parse_args(argv)
+
+    from sgieval.models.base import NamedModel
+    from sgieval.models.calls import set_max_concurrency
+
+    set_max_concurrency("mock", a.concurrency)
+    ideal = a.calls * (a.latency_ms / 1000.0) / a.concurrency
+    print(f"calls={a.calls} latency={a.latency_ms:g} ms concurrency={a.concurrency} cpus={os.cpu_count()} "
+          f"ideal={ideal:.2f} s")
+    out: dict[str, float] = {"calls": a.calls, "ideal_s": ideal}
+    transports = ["direct", "sdk"] if a.transport == "both" else [a.transport]
+    for transport in transports:
+        m = _measure_http(transport, a.calls, a.latency_ms, a.concurrency)
+        label = {"direct": "openai: default (ChatOpenAIDirect, aiohttp)",
+                 "sdk": "openai: with SGIEVAL_OPENAI_TRANSPORT=sdk (ChatOpenAI, openai SDK)"}[transport]
+        ratio = m["wall_s"] / ideal
+        print(f"{label} -> mock: wall {m['wall_s']:.2f} s, ok={m['ok']}, achieved/ideal = {ratio:.3f} "
+              f"(target <= 1.15)")
+        print(f"  client CPU per call (chat client + sgieval) = {m['client_cpu_ms_per_call']:.2f} ms")
+        if "server_cpu_ms_per_call" in m:
+            print(f"  mock server CPU per call = {m['server_cpu_ms_per_call']:.2f} ms")
+        out.update({f"{transport}_{k}": v for k, v in m.items()})
+        out[f"{transport}_ratio"] = ratio
+    try:
+        print(f"1-min load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+              "(the mock server and other processes share the CPUs)")
+    except OSError:
+        pass
 
     sleeper_model = NamedModel(name="sleeper", role="target", chat=_Sleeper(a.latency_ms / 1000.0), provider="mock")
     o_wall, o_cpu, o_ok = asyncio.run(_run(sleeper_model, a.calls))
-
-    out = {
-        "calls": a.calls, "ok": ok, "wall_s": wall, "ideal_s": ideal, "ratio": wall / ideal,
-        "client_cpu_ms_per_call": 1000 * cpu / a.calls,
-        "orchestration_cpu_ms_per_call": 1000 * o_cpu / a.calls,
-        "orchestration_ratio": o_wall / ideal,
-    }
-    print(f"calls={a.calls} ok={ok} latency={a.latency_ms:g} ms concurrency={a.concurrency} cpus={os.cpu_count()}")
-    print(f"HTTP (ChatOpenAI -> mock): wall {wall:.2f} s, ideal {ideal:.2f} s, "
-          f"achieved/ideal = {wall / ideal:.3f} (target <= 1.15)")
-    print(f"  client CPU per call (SDK + httpx + sgieval) = {out['client_cpu_ms_per_call']:.2f} ms")
-    if server_cpu is not None:
-        out["server_cpu_ms_per_call"] = 1000 * server_cpu / (a.calls + min(a.concurrency, a.calls))
-        print(f"  mock server CPU per call = {out['server_cpu_ms_per_call']:.2f} ms")
-    try:
-        load = os.getloadavg()[0]
-        print(f"  1-min load average {load:.2f} on {os.cpu_count()} CPUs (other processes share the CPUs)")
-    except OSError:
-        pass
+    out.update({"orchestration_cpu_ms_per_call": 1000 * o_cpu / a.calls, "orchestration_ratio": o_wall / ideal})
     print(f"orchestration only (ainvoke over a sleeping runnable): wall {o_wall:.2f} s, "
           f"achieved/ideal = {o_wall / ideal:.3f}, ok={o_ok}")
     print(f"  orchestration CPU per call = {out['orchestration_cpu_ms_per_call']:.3f} ms (target < 2 ms)")

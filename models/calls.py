@@ -106,9 +106,18 @@ def _status(exc: BaseException) -> int | None:
         return None
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """aiohttp's connection and truncated-body errors (ChatOpenAIDirect's transport), when installed."""
+    try:
+        import aiohttp
+    except ImportError:
+        return ()
+    return (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
+
+
 def _retryable(exc: BaseException) -> bool:
     """True for 408/409/429/5xx, timeouts and connection errors."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, *_transport_errors())):
         return True
     status = _status(exc)
     if status is not None:

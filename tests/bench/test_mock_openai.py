@@ -1,5 +1,6 @@
-"""The mock OpenAI server through the real client path (langchain_openai.ChatOpenAI)
-and ainvoke's retries, cache and ledger against it."""
+"""The mock OpenAI server through the real client path (ChatOpenAIDirect, the
+default client of ``openai:`` model strings; the first test also through
+langchain_openai.ChatOpenAI) and ainvoke's retries, cache and ledger against it."""
 
 from __future__ import annotations
 
@@ -18,23 +19,26 @@ from sgieval.models import cache
 from sgieval.models.accounting import BudgetExceeded, Ledger
 from sgieval.models.base import NamedModel
 from sgieval.models.calls import ainvoke, call_info, message_text, set_max_concurrency
+from sgieval.models.openai_direct import ChatOpenAIDirect
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 
-def model_for(mock: MockOpenAI, name: str = "gpt-4o-mini", role: str = "target", **chat_kw) -> NamedModel:
-    chat = ChatOpenAI(base_url=mock.url, api_key="test", model=name, max_retries=0, **chat_kw)
+def model_for(mock: MockOpenAI, name: str = "gpt-4o-mini", role: str = "target", chat_cls: type = ChatOpenAIDirect,
+              **chat_kw) -> NamedModel:
+    chat = chat_cls(base_url=mock.url, api_key="test", model=name, max_retries=0, **chat_kw)
     return NamedModel(name=f"openai:{name}", role=role, chat=chat, provider="mock")
 
 
-async def test_echo_usage_and_tool_calls_through_chatopenai():
+@pytest.mark.parametrize("chat_cls", [ChatOpenAIDirect, ChatOpenAI])
+async def test_echo_usage_and_tool_calls_through_chatopenai(chat_cls):
     replies = [
         "plain answer here",
         {"content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}],
          "usage": {"prompt_tokens": 50, "completion_tokens": 7}},
     ]
     with MockOpenAI(replies=replies) as mock:
-        m = model_for(mock)
+        m = model_for(mock, chat_cls=chat_cls)
         a = await ainvoke(m, [HumanMessage("what is two plus two")])
         b = await ainvoke(m, [HumanMessage("use the tool")])
         stats = httpx.get(mock.url.replace("/v1", "/stats")).json()

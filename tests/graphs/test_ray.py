@@ -1,7 +1,7 @@
 """The Ray executor gives the same records as the local one (issue 6 part 5).
 
-Ray runs locally with 2 CPUs; the target is langchain_openai.ChatOpenAI against
-the in-process mock OpenAI server (so the chat model is rebuilt inside the Ray
+Ray runs locally with 2 CPUs; the target is ChatOpenAIDirect (the client of
+``openai:`` model strings) against the in-process mock OpenAI server (so the chat model is rebuilt inside the Ray
 tasks), the metric an objective exact match.
 """
 
@@ -69,25 +69,33 @@ def ray_local():
     ray.shutdown()
 
 
-def test_pack_rebuilds_chatopenai():
+@pytest.mark.parametrize("cls_name", ["ChatOpenAI", "ChatOpenAIDirect"])
+def test_pack_rebuilds_chatopenai(cls_name):
     from langchain_openai import ChatOpenAI
 
-    chat = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=7)
+    from sgieval.models.openai_direct import ChatOpenAIDirect
+
+    cls = {"ChatOpenAI": ChatOpenAI, "ChatOpenAIDirect": ChatOpenAIDirect}[cls_name]
+    chat = cls(model="m", api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=7)
     (m,) = unpack_models(pack_models([NamedModel(name="openai:m", role="target", chat=chat, provider="p")]))
+    assert type(m.chat) is cls
     assert (m.name, m.provider, m.chat.model_name, m.chat.openai_api_base, m.chat.max_retries,
             m.chat.request_timeout) == ("openai:m", "p", "m", "http://127.0.0.1:9/v1", 0, 7.0)
     assert m.chat is not chat
 
 
 def test_ray_executor_same_records_as_local(tmp_path, ray_local):
-    from langchain_openai import ChatOpenAI
+    # ChatOpenAIDirect (the client of openai: strings) pools one connection session per event loop;
+    # langchain's ChatOpenAI keeps one httpx client per process, whose pooled connections may belong to
+    # an earlier test's closed loop
+    from sgieval.models.openai_direct import ChatOpenAIDirect
 
     items, metric = _items(), _metric()
     with MockOpenAI(replies=_reply) as mock:
         def target():
             # no temperature -> no call cache: both executors really call the server
             return NamedModel(name="openai:mock", role="target", provider="mock",
-                              chat=ChatOpenAI(model="mock", base_url=mock.url, api_key="test", max_retries=0))
+                              chat=ChatOpenAIDirect(model="mock", base_url=mock.url, api_key="test", max_retries=0))
 
         local = RunStore(tmp_path / "local")
         asyncio.run(evaluate_with_executor(local, items, [target()], [metric], ScoringContext(), executor="local"))
@@ -124,17 +132,15 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
 
 
 def test_ray_resume_computes_only_missing(tmp_path, ray_local):
-    from langchain_openai import ChatOpenAI
+    from sgieval.models.openai_direct import ChatOpenAIDirect
 
     items, metric = _items(), _metric()
     with MockOpenAI(replies=_reply) as mock:
         model = NamedModel(name="openai:mock", role="target", provider="mock",
-                           chat=ChatOpenAI(model="mock", base_url=mock.url, api_key="test", max_retries=0))
+                           chat=ChatOpenAIDirect(model="mock", base_url=mock.url, api_key="test", max_retries=0))
         store = RunStore(tmp_path / "r")
 
         async def go():
-            # one event loop for the whole test: langchain_openai caches its httpx client per
-            # process, and that client cannot outlive the loop that opened its connections
             # first 10 items done (responses + scores), items 10-11 have a response but no score
             await evaluate_with_executor(store, items[:10], [model], [metric], ScoringContext())
             await evaluate_with_executor(store, items[10:12], [model], [], ScoringContext())

@@ -1,0 +1,160 @@
+"""``ChatOpenAIDirect``: LangChain's ``ChatOpenAI`` with a lean HTTP path for
+plain chat completions (issue 6, "go as fast as the endpoints allow").
+
+Why: on this project's reference machine (2 cores) one ``ChatOpenAI.ainvoke``
+costs about 4-6 ms of CPU, most of it inside the openai SDK (a recursive
+TypedDict transform of every request body, httpx request building, pydantic
+construction of the response) and a thread-pool hop for parsing.  At 64
+concurrent calls of 100 ms that caps one process near 200 calls/s, a third of
+what the endpoint allows (``python -m sgieval.bench.throughput`` prints both).
+
+What changes: only the transport.  The request body is still built by
+``ChatOpenAI._get_request_payload`` and the reply still becomes an
+``AIMessage`` through ``ChatOpenAI._create_chat_result``, so messages, tool
+binding, ``tool_choice``, usage metadata and ``response_metadata`` are the
+ones ``ChatOpenAI`` gives; the POST goes through one pooled
+:class:`aiohttp.ClientSession` per event loop.  Requests this path does not
+cover fall back to ``ChatOpenAI`` unchanged: streaming, the Responses API,
+``response_format`` (structured output parsed by the SDK), the synchronous
+``invoke``, ``include_response_headers`` and custom ``http_async_client``.
+
+Errors: a non-2xx reply raises :class:`OpenAIHTTPError` (``status_code``,
+``headers``, ``body``), which :mod:`sgieval.models.calls` classifies like the
+SDK's errors (429/408/409/5xx retried, ``Retry-After`` honoured); connection
+failures raise ``aiohttp.ClientError`` subclasses, timeouts
+``asyncio.TimeoutError``.
+
+Sessions close when their event loop shuts down (``asyncio.run`` closes
+async generators; the session lives in one), or explicitly with
+:func:`aclose_sessions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from typing import Any, AsyncIterator
+
+from langchain_core.outputs import ChatResult
+from langchain_openai import ChatOpenAI
+
+
+class OpenAIHTTPError(Exception):
+    """A non-2xx reply from an OpenAI-compatible endpoint.
+
+    Attributes: ``status_code`` (int), ``headers`` (a case-insensitive mapping
+    of the reply headers, e.g. ``retry-after``), ``body`` (parsed JSON or the
+    text, at most 2,000 characters) and ``url``."""
+
+    def __init__(self, status_code: int, headers: Any, body: Any, url: str):
+        self.status_code = status_code
+        self.headers = headers
+        self.body = body
+        self.url = url
+        detail = body
+        if isinstance(body, dict):
+            err = body.get("error")
+            detail = err.get("message", err) if isinstance(err, dict) else (err or body)
+        super().__init__(f"{status_code} from {url}: {str(detail)[:500]}")
+
+
+_HOLDERS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]]" = weakref.WeakKeyDictionary()
+
+
+async def _hold_session(limit: int) -> AsyncIterator[Any]:
+    """An async generator that owns one session until the loop closes it
+    (``loop.shutdown_asyncgens``, run by ``asyncio.run``) or ``aclose``."""
+    import aiohttp
+
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
+                                    json_serialize=json.dumps)
+    try:
+        yield session
+        await asyncio.Event().wait()  # pragma: no cover - resumed only by aclose
+    finally:
+        await session.close()
+
+
+async def _session() -> Any:
+    """The pooled ``aiohttp.ClientSession`` of the running loop (created on first use)."""
+    loop = asyncio.get_running_loop()
+    held = _HOLDERS.get(loop)
+    if held is None or held[1].closed:
+        gen = _hold_session(limit=1024)
+        session = await gen.__anext__()
+        held = (gen, session)
+        _HOLDERS[loop] = held
+    return held[1]
+
+
+async def aclose_sessions() -> None:
+    """Close the running loop's pooled session (no-op when none)."""
+    held = _HOLDERS.pop(asyncio.get_running_loop(), None)
+    if held is not None:
+        await held[0].aclose()
+
+
+class ChatOpenAIDirect(ChatOpenAI):
+    """``ChatOpenAI`` whose async chat-completions calls skip the openai SDK
+    (see the module docstring for what is covered and what falls back).
+
+    Same constructor as ``ChatOpenAI``; ``max_retries`` is ignored on the
+    direct path (retries belong to :func:`sgieval.models.calls.ainvoke`)."""
+
+    def _direct_ok(self, payload: dict) -> bool:
+        return not (payload.get("stream") or "response_format" in payload or self._use_responses_api(payload)
+                    or self.include_response_headers or self.http_async_client is not None)
+
+    def _direct_url_headers(self) -> tuple[str, dict[str, str]]:
+        base = (self.openai_api_base or "https://api.openai.com/v1").rstrip("/")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
+        if callable(key):  # an api-key provider: the SDK path handles refreshing
+            raise TypeError("callable api_key")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        if self.openai_organization:
+            headers["OpenAI-Organization"] = self.openai_organization
+        headers.update({str(k): str(v) for k, v in (self.default_headers or {}).items()})
+        url = f"{base}/chat/completions"
+        if self.default_query:
+            from urllib.parse import urlencode
+
+            url += "?" + urlencode({str(k): str(v) for k, v in self.default_query.items()})
+        return url, headers
+
+    def _direct_timeout(self) -> Any:
+        import aiohttp
+
+        t = self.request_timeout
+        if isinstance(t, (int, float)):
+            return aiohttp.ClientTimeout(total=float(t))
+        if isinstance(t, tuple) and t:
+            return aiohttp.ClientTimeout(total=None, sock_connect=t[0], sock_read=t[-1])
+        return aiohttp.ClientTimeout(total=600.0)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        payload = self._get_request_payload(messages, stop=stop, **kwargs)
+        if not self._direct_ok(payload):
+            return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        try:
+            url, headers = self._direct_url_headers()
+        except TypeError:
+            return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        payload.pop("stream", None)
+        session = await _session()
+        async with session.post(url, json=payload, headers=headers, timeout=self._direct_timeout()) as resp:
+            raw = await resp.read()
+            if resp.status >= 300:
+                text = raw.decode("utf-8", "replace")[:2000]
+                try:
+                    body: Any = json.loads(text)
+                except ValueError:
+                    body = text
+                raise OpenAIHTTPError(resp.status, resp.headers, body, url)
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
+            raise ValueError(f"non-JSON reply from {url}: {raw[:200]!r}") from e
+        return self._create_chat_result(data, {})

@@ -1,0 +1,160 @@
+"""ChatOpenAIDirect (the default client of ``openai:`` model strings) against the
+mock OpenAI server: the same AIMessages as langchain's ChatOpenAI, HTTP errors
+classified for ainvoke's retries, fallbacks, and one pooled session per loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
+
+from sgieval.bench.mock_openai import MockOpenAI
+from sgieval.core import InputError, ModelCallError
+from sgieval.models import openai_direct
+from sgieval.models.base import NamedModel
+from sgieval.models.calls import ainvoke, call_info, retry_after_s
+from sgieval.models.openai_direct import ChatOpenAIDirect, OpenAIHTTPError
+from sgieval.models.registry import resolve_model
+
+pytestmark = pytest.mark.usefixtures("fresh_call_cache")
+
+REPLIES = [
+    "plain answer here",
+    {"content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}],
+     "usage": {"prompt_tokens": 50, "completion_tokens": 7}},
+]
+
+
+def _view(msg):
+    return (msg.content, msg.tool_calls, msg.usage_metadata["input_tokens"], msg.usage_metadata["output_tokens"],
+            msg.usage_metadata["total_tokens"], msg.response_metadata.get("finish_reason"),
+            msg.response_metadata.get("model_name"))
+
+
+@pytest.mark.parametrize("reply_index", [0, 1])
+async def test_same_message_as_chatopenai(reply_index):
+    # request i is answered with REPLIES[i % 2]; both clients get the same reply
+    replies = [REPLIES[reply_index]] * 2
+    with MockOpenAI(replies=replies) as mock:
+        kw = dict(base_url=mock.url, api_key="k", model="gpt-4o-mini", max_retries=0)
+        msgs = [SystemMessage("be brief"), HumanMessage("what is two plus two")]
+        sdk = await ChatOpenAI(**kw).ainvoke(msgs)
+        direct = await ChatOpenAIDirect(**kw).ainvoke(msgs)
+        assert mock.stats()["served"] == 2
+    assert _view(direct) == _view(sdk)
+    if reply_index == 0:
+        # default usage: prompt = words of all messages (2 + 5), completion = 3 words
+        assert _view(direct)[:6] == ("plain answer here", [], 7, 3, 10, "stop")
+    else:
+        assert direct.tool_calls == [{"name": "run_python", "args": {"code": "print(2)"}, "id": "c1",
+                                      "type": "tool_call"}]
+        assert _view(direct)[2:6] == (50, 7, 57, "tool_calls")
+
+
+async def test_request_body_carries_messages_params_and_bound_tools():
+    bodies = []
+
+    def reply(body, index):
+        bodies.append(body)
+        return "ok"
+
+    @tool
+    def run_python(code: str) -> str:
+        """Run Python code."""
+        return code
+
+    with MockOpenAI(replies=reply) as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m1", temperature=0, max_tokens=64)
+        await chat.bind_tools([run_python]).ainvoke([HumanMessage("hi")])
+    (body,) = bodies
+    assert body["model"] == "m1" and body["temperature"] == 0 and body["max_completion_tokens"] == 64
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert [t["function"]["name"] for t in body["tools"]] == ["run_python"]
+    assert body["tools"][0]["function"]["parameters"]["properties"] == {"code": {"type": "string"}}
+    assert "stream" not in body
+
+
+async def test_429_raises_status_error_and_ainvoke_retries_after_retry_after():
+    with MockOpenAI(faults=lambda i, body: "429" if i == 0 else None, retry_after_s=0.25) as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", max_retries=0)
+        with pytest.raises(OpenAIHTTPError) as ei:
+            await chat.ainvoke("first")
+        assert ei.value.status_code == 429 and retry_after_s(ei.value) == 0.25
+        assert "Rate limit reached (mock)" in str(ei.value)
+        mock.reset()
+        mock.faults = lambda i, body: "429" if i == 0 else None
+        model = NamedModel(name="openai:m", role="target", chat=chat, provider="mock-429")
+        out = await ainvoke(model, "second", base_delay_s=0.01)
+        assert out.content == "echo: second" and call_info(out)["attempts"] == 2
+        assert call_info(out)["latency_s"] >= 0.25  # waited at least Retry-After
+        assert mock.stats() == {"requests": 2, "served": 1, "429": 1, "500": 0, "hung": 0}
+
+
+async def test_500_every_time_becomes_a_model_call_error_with_the_status():
+    with MockOpenAI(error_rate=1.0, share_429=0.0) as mock:
+        model = NamedModel(name="openai:m", role="judge", provider="mock-500",
+                           chat=ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m"))
+        with pytest.raises(ModelCallError) as ei:
+            await ainvoke(model, "q", max_attempts=3, base_delay_s=0.01)
+        assert mock.stats()["500"] == 3
+    msg = str(ei.value)
+    assert "openai:m" in msg and "after 3 attempt(s)" in msg and "HTTP 500 OpenAIHTTPError" in msg
+    assert "Internal server error (mock)" in msg
+
+
+async def test_refused_connection_is_retried_then_reported():
+    model = NamedModel(name="openai:m", role="target", provider="closed-port",
+                       chat=ChatOpenAIDirect(base_url="http://127.0.0.1:9/v1", api_key="k", model="m"))
+    with pytest.raises(ModelCallError) as ei:
+        await ainvoke(model, "q", max_attempts=2, base_delay_s=0.01)
+    assert "after 2 attempt(s)" in str(ei.value) and "ClientConnectorError" in str(ei.value)
+
+
+class Verdict(BaseModel):
+    score: int
+    rationale: str
+
+
+async def test_structured_output_falls_back_to_the_sdk_path():
+    # response_format requests are parsed by the openai SDK; the direct path hands them over
+    with MockOpenAI(replies=[json.dumps({"score": 7, "rationale": "sound controls"})]) as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", max_retries=0)
+        out = await chat.with_structured_output(Verdict, method="json_schema").ainvoke("grade it")
+    assert out == Verdict(score=7, rationale="sound controls")
+
+
+def test_session_is_pooled_per_loop_and_closed_when_the_loop_ends(caplog):
+    with MockOpenAI() as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m")
+
+        async def two_calls():
+            a = await chat.ainvoke("one")
+            s1 = await openai_direct._session()
+            b = await chat.ainvoke("two")
+            assert await openai_direct._session() is s1
+            return a.content, b.content, s1
+
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            first = asyncio.run(two_calls())
+            second = asyncio.run(two_calls())
+    assert first[:2] == second[:2] == ("echo: one", "echo: two")
+    assert first[2] is not second[2] and first[2].closed and second[2].closed
+    assert "Unclosed" not in caplog.text
+
+
+def test_openai_strings_use_the_direct_client_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("SGIEVAL_OPENAI_TRANSPORT", raising=False)
+    m = resolve_model("openai:gpt-4o", "judge", base_url="http://127.0.0.1:9/v1")
+    assert type(m.chat) is ChatOpenAIDirect and (m.chat.max_retries, m.chat.request_timeout) == (0, 300.0)
+    monkeypatch.setenv("SGIEVAL_OPENAI_TRANSPORT", "sdk")
+    assert type(resolve_model("openai:gpt-4o", "judge", base_url="http://127.0.0.1:9/v1").chat) is ChatOpenAI
+    monkeypatch.setenv("SGIEVAL_OPENAI_TRANSPORT", "curl")
+    with pytest.raises(InputError) as ei:
+        resolve_model("openai:gpt-4o", "judge", base_url="http://127.0.0.1:9/v1")
+    assert "SGIEVAL_OPENAI_TRANSPORT" in ei.value.one_line() and "'sdk'" in ei.value.one_line()
