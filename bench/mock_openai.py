@@ -24,7 +24,7 @@ with configurable
 ``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
 ``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
-"last_user"}``; ``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
+"last_user", "user_agent", "authorization" (the request's headers)}``; ``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
 :meth:`MockOpenAI.release` close and open a gate in front of the handler
 (kill tests use it to stop a client at a point where every answered call has
 reached the client).
@@ -262,7 +262,8 @@ class MockOpenAI:
             index = self._counts["requests"]
             self._counts["requests"] += 1
             entry = {"index": index, "t": t, "outcome": "pending", "key": messages_key(msgs),
-                     "last_user": last_user(msgs)}
+                     "last_user": last_user(msgs), "user_agent": request.headers.get("user-agent", ""),
+                     "authorization": request.headers.get("authorization", "")}
             self._log.append(entry)
         if body.get("stream"):
             entry["outcome"] = "400"

@@ -16,7 +16,8 @@ ones ``ChatOpenAI`` gives; the POST goes through one pooled
 :class:`aiohttp.ClientSession` per event loop.  Requests this path does not
 cover fall back to ``ChatOpenAI`` unchanged: streaming, the Responses API,
 ``response_format`` (structured output parsed by the SDK), the synchronous
-``invoke``, ``include_response_headers`` and custom ``http_async_client``.
+``invoke``, ``include_response_headers``, a custom ``http_async_client``,
+``openai_proxy`` and an ``api_key`` given as a callable.
 
 Errors: a non-2xx reply raises :class:`OpenAIHTTPError` (``status_code``,
 ``headers``, ``body``), which :mod:`sgieval.models.calls` classifies like the
@@ -38,6 +39,7 @@ from typing import Any, AsyncIterator
 
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 
 class OpenAIHTTPError(Exception):
@@ -62,26 +64,29 @@ class OpenAIHTTPError(Exception):
 _HOLDERS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]]" = weakref.WeakKeyDictionary()
 
 
-async def _hold_session(limit: int) -> AsyncIterator[Any]:
+async def _hold_session(loop: asyncio.AbstractEventLoop, limit: int) -> AsyncIterator[Any]:
     """An async generator that owns one session until the loop closes it
-    (``loop.shutdown_asyncgens``, run by ``asyncio.run``) or ``aclose``."""
+    (``loop.shutdown_asyncgens``, run by ``asyncio.run``) or ``aclose``; then
+    it closes the session and forgets the loop."""
     import aiohttp
 
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
-                                    json_serialize=json.dumps)
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit))
     try:
         yield session
-        await asyncio.Event().wait()  # pragma: no cover - resumed only by aclose
     finally:
+        if _HOLDERS.get(loop, (None, None))[1] is session:
+            del _HOLDERS[loop]
         await session.close()
 
 
 async def _session() -> Any:
-    """The pooled ``aiohttp.ClientSession`` of the running loop (created on first use)."""
+    """The pooled ``aiohttp.ClientSession`` of the running loop (created on first use).
+    Concurrency is bounded by :mod:`sgieval.models.calls`' per-provider
+    semaphores, not by the pool (limit 1,024 connections)."""
     loop = asyncio.get_running_loop()
     held = _HOLDERS.get(loop)
     if held is None or held[1].closed:
-        gen = _hold_session(limit=1024)
+        gen = _hold_session(loop, limit=1024)
         session = await gen.__anext__()
         held = (gen, session)
         _HOLDERS[loop] = held
@@ -90,7 +95,7 @@ async def _session() -> Any:
 
 async def aclose_sessions() -> None:
     """Close the running loop's pooled session (no-op when none)."""
-    held = _HOLDERS.pop(asyncio.get_running_loop(), None)
+    held = _HOLDERS.get(asyncio.get_running_loop())
     if held is not None:
         await held[0].aclose()
 
@@ -103,15 +108,15 @@ class ChatOpenAIDirect(ChatOpenAI):
     direct path (retries belong to :func:`sgieval.models.calls.ainvoke`)."""
 
     def _direct_ok(self, payload: dict) -> bool:
+        key = self.openai_api_key
         return not (payload.get("stream") or "response_format" in payload or self._use_responses_api(payload)
-                    or self.include_response_headers or self.http_async_client is not None)
+                    or self.include_response_headers or self.http_async_client is not None
+                    or self.openai_proxy or not (key is None or isinstance(key, SecretStr)))
 
     def _direct_url_headers(self) -> tuple[str, dict[str, str]]:
         base = (self.openai_api_base or "https://api.openai.com/v1").rstrip("/")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
-        if callable(key):  # an api-key provider: the SDK path handles refreshing
-            raise TypeError("callable api_key")
+        key = self.openai_api_key.get_secret_value() if isinstance(self.openai_api_key, SecretStr) else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
         if self.openai_organization:
@@ -138,10 +143,7 @@ class ChatOpenAIDirect(ChatOpenAI):
         payload = self._get_request_payload(messages, stop=stop, **kwargs)
         if not self._direct_ok(payload):
             return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        try:
-            url, headers = self._direct_url_headers()
-        except TypeError:
-            return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        url, headers = self._direct_url_headers()
         payload.pop("stream", None)
         session = await _session()
         async with session.post(url, json=payload, headers=headers, timeout=self._direct_timeout()) as resp:

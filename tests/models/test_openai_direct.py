@@ -47,6 +47,9 @@ async def test_same_message_as_chatopenai(reply_index):
         sdk = await ChatOpenAI(**kw).ainvoke(msgs)
         direct = await ChatOpenAIDirect(**kw).ainvoke(msgs)
         assert mock.stats()["served"] == 2
+        log = mock.log()
+    assert [e["authorization"] for e in log] == ["Bearer k", "Bearer k"]
+    assert log[0]["user_agent"].startswith("AsyncOpenAI/Python") and "aiohttp" in log[1]["user_agent"]
     assert _view(direct) == _view(sdk)
     if reply_index == 0:
         # default usage: prompt = words of all messages (2 + 5), completion = 3 words
@@ -126,7 +129,18 @@ async def test_structured_output_falls_back_to_the_sdk_path():
     with MockOpenAI(replies=[json.dumps({"score": 7, "rationale": "sound controls"})]) as mock:
         chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", max_retries=0)
         out = await chat.with_structured_output(Verdict, method="json_schema").ainvoke("grade it")
+        (entry,) = mock.log()
     assert out == Verdict(score=7, rationale="sound controls")
+    assert entry["user_agent"].startswith("AsyncOpenAI/Python")
+
+
+async def test_callable_api_key_falls_back_to_the_sdk_path():
+    with MockOpenAI() as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key=lambda: "rotating-key", model="m", max_retries=0)
+        out = await chat.ainvoke("hello")
+        (entry,) = mock.log()
+    assert out.content == "echo: hello"
+    assert entry["authorization"] == "Bearer rotating-key" and entry["user_agent"].startswith("AsyncOpenAI/Python")
 
 
 def test_session_is_pooled_per_loop_and_closed_when_the_loop_ends(caplog):
@@ -138,14 +152,19 @@ def test_session_is_pooled_per_loop_and_closed_when_the_loop_ends(caplog):
             s1 = await openai_direct._session()
             b = await chat.ainvoke("two")
             assert await openai_direct._session() is s1
-            return a.content, b.content, s1
+            await openai_direct.aclose_sessions()
+            assert s1.closed and await openai_direct._session() is not s1
+            c = await chat.ainvoke("three")
+            return a.content, b.content, c.content, await openai_direct._session()
 
         with caplog.at_level(logging.ERROR, logger="asyncio"):
             first = asyncio.run(two_calls())
             second = asyncio.run(two_calls())
-    assert first[:2] == second[:2] == ("echo: one", "echo: two")
-    assert first[2] is not second[2] and first[2].closed and second[2].closed
+    assert first[:3] == second[:3] == ("echo: one", "echo: two", "echo: three")
+    assert first[3] is not second[3] and first[3].closed and second[3].closed
     assert "Unclosed" not in caplog.text
+    held = [h[1] for h in openai_direct._HOLDERS.values()]
+    assert first[3] not in held and second[3] not in held  # ended loops are forgotten
 
 
 def test_openai_strings_use_the_direct_client_unless_told_otherwise(monkeypatch):
