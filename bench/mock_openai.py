@@ -24,7 +24,8 @@ with configurable
 ``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
 ``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
-"last_user", "user_agent", "authorization" (the request's headers)}``; ``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
+"last_user", "user_agent", "authorization" (the request's headers)}``;
+``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
 :meth:`MockOpenAI.release` close and open a gate in front of the handler
 (kill tests use it to stop a client at a point where every answered call has
 reached the client).

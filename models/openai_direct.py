@@ -27,7 +27,10 @@ failures raise ``aiohttp.ClientError`` subclasses, timeouts
 
 Sessions close when their event loop shuts down (``asyncio.run`` closes
 async generators; the session lives in one), or explicitly with
-:func:`aclose_sessions`.
+:func:`aclose_sessions`.  So one process may run several event loops one
+after the other (the CLI's resume, tests, notebooks); ``ChatOpenAI`` keeps one
+httpx client per process whose pooled connections belong to the first loop,
+and its next call on a later loop fails with "Event loop is closed".
 """
 
 from __future__ import annotations

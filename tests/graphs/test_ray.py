@@ -1,8 +1,8 @@
 """The Ray executor gives the same records as the local one (issue 6 part 5).
 
 Ray runs locally with 2 CPUs; the target is ChatOpenAIDirect (the client of
-``openai:`` model strings) against the in-process mock OpenAI server (so the chat model is rebuilt inside the Ray
-tasks), the metric an objective exact match.
+``openai:`` model strings) against the in-process mock OpenAI server (so the
+chat model is rebuilt inside the Ray tasks), the metric an objective exact match.
 """
 
 from __future__ import annotations
