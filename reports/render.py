@@ -24,6 +24,11 @@ def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
     """Fill ``template`` with ``data`` (keys: header, narrative, ranking,
     comparison, sgi, tables, criteria (list of {rubric, table, figure};
     optional, default none), extra_sections, limitations, failures, warnings).
+
+    Figures are embedded only when given: ``ranking["chart"]`` and each
+    criteria ``figure`` may be None (no file was written, no image link).
+    Optional: ``tables["pairs"]`` (adjacent-rank paired tests) and
+    ``failures["not_applicable"]`` ({total, by_metric, rows, more}).
     Raises jinja2.UndefinedError naming a missing key."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False, lstrip_blocks=False)

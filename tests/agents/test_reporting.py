@@ -109,10 +109,14 @@ def test_report_has_criteria_breakdown_custom_metric_and_limitations(tmp_path):
     assert "| score | t/3 | m-b | rigor | judge_error | judge unreachable |" in text
 
 
-def test_overlapping_cis_are_stated_as_no_significant_difference(tmp_path):
+def test_non_significance_comes_from_the_paired_test(tmp_path):
     text = report(tmp_path, primary="em")
-    # em per item: m-a [1, 1, 0], m-b [0, 1, 0]: both bootstrap CIs span values inside 0-1 and overlap
-    assert "- m-a and m-b: overlapping 95% CIs on em, no significant difference." in text
+    # em per item: m-a [1, 1, 0], m-b [0, 1, 0] -> differences [1, 0, 0], mean 1/3 = 0.33.  Exact sign-flip
+    # permutation (2**3 = 8 flips): P(mean >= 1/3) = 4/8, two-sided p = min(1, 2 * 4/8) = 1.
+    assert ("- m-a and m-b: no significant difference on em (paired permutation test over 3 shared items, p = 1); "
+            "their 95% CIs overlap.") in text
+    assert "| m-a vs m-b | 3 | 0.33 | 0 to 1 | 1 | not significant |" in text
+    assert "overlapping 95% CIs on em, no significant difference" not in text
 
 
 def test_self_judging_is_stated(tmp_path):
