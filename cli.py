@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .cli_metric import metric_app
-from .core import RunConfig, RunStore, SgievalError
+from .core import InputError, RunConfig, RunStore, SgievalError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="sgieval: agentic evaluation of scientific LLMs (SGI-Bench, SciAidanBench, SFBench, JSONL).")
@@ -37,6 +37,87 @@ def _fail(e: SgievalError) -> None:
 
 def _split(values: list[str] | None) -> list[str]:
     return [v.strip() for x in values or [] for v in x.split(",") if v.strip()]
+
+
+def _validation_reason(e: Exception) -> str:
+    """One line for a pydantic ValidationError (``field: message; ...``) or any
+    other exception (its last non-empty line), never the pydantic help URL."""
+    errors = getattr(e, "errors", None)
+    if callable(errors):
+        try:
+            return "; ".join((f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", ""))
+                             for x in errors())
+        except Exception:  # noqa: BLE001 - fall back to the text
+            pass
+    lines = [ln.strip() for ln in str(e).splitlines()
+             if ln.strip() and not ln.strip().startswith("For further information")]
+    return lines[-1] if lines else type(e).__name__
+
+
+def _check_options(*, k: int | None = None, max_concurrency: int | None = None, budget: float | None = None,
+                   sandbox: str | None = None, unsafe_local_exec: bool = False, tools: list[str] | None = None,
+                   executor: str | None = None) -> None:
+    """Reject bad option values before anything is built or written.
+
+    Raises InputError (exit code 2) naming the option: ``--k`` and
+    ``--max-concurrency`` must be integers >= 1, ``--budget`` >= 0 USD,
+    ``--sandbox`` one of the backends of :func:`sgieval.tools.sandbox.get_sandbox`
+    (``unsafe-local``/``local`` only with ``--unsafe-local-exec``), ``--tools``
+    names of :data:`sgieval.tools.pool.TOOL_GROUPS`, ``--executor`` one of
+    :data:`sgieval.graphs.executors.EXECUTORS`.
+    """
+    if k is not None and k < 1:
+        raise InputError(f"must be a positive integer (number of items to sample), got {k}", what="--k",
+                         fix="pass --k 1 or more, or leave --k out to evaluate every matching item")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise InputError(f"must be a positive integer (model calls in flight), got {max_concurrency}",
+                         what="--max-concurrency", fix="pass --max-concurrency 1 or more (default 16)")
+    if budget is not None and not budget >= 0:
+        raise InputError(f"must be >= 0 USD, got {budget}", what="--budget",
+                         fix="pass a non-negative amount in USD, or leave --budget out for no limit")
+    if sandbox is not None:
+        from .tools.sandbox import _BACKENDS
+
+        if sandbox.lower() not in _BACKENDS:
+            raise InputError(f"unknown sandbox backend {sandbox!r}", what="--sandbox",
+                             fix=f"use one of {', '.join(_BACKENDS)}")
+        if sandbox.lower() in ("unsafe-local", "local") and not unsafe_local_exec:
+            raise InputError("the unsafe local backend runs model code without isolation",
+                             what=f"--sandbox {sandbox}", fix="add --unsafe-local-exec to allow it explicitly")
+    if tools:
+        from .tools.pool import TOOL_GROUPS
+
+        unknown = [t for t in tools if t.lower() not in TOOL_GROUPS]
+        if unknown:
+            raise InputError(f"unknown tool(s) {', '.join(map(repr, unknown))}", what="--tools",
+                             fix=f"give a comma-separated list of {', '.join(TOOL_GROUPS)} (e.g. --tools search,pdf)")
+    if executor is not None:
+        from .graphs.executors import EXECUTORS
+
+        if executor not in EXECUTORS:
+            raise InputError(f"unknown executor {executor!r}", what="--executor", fix=f"use one of {', '.join(EXECUTORS)}")
+
+
+def _check_targets(config: RunConfig) -> None:
+    """Without ``--models`` the targets are the stored SciAidanBench models
+    (``<data>/sciaidanbench/responses/*.json``); raise InputError when there
+    are none, so a run never "completes" with an empty ranking.  A data
+    folder that cannot be searched is left to the catalog's own error."""
+    if config.models:
+        return
+    from .benchmarks.data import find_benchmark_dir
+    from .benchmarks.sciaidanbench import list_response_files
+
+    try:
+        folder = find_benchmark_dir("sciaidanbench", config.data_dir, required=False)
+    except SgievalError:
+        return  # the data folder itself is wrong: load_catalog reports it
+    if folder is None or not list_response_files(folder):
+        where = f"{folder / 'responses'}" if folder is not None else "<data>/sciaidanbench/responses/"
+        raise InputError(f"no target models were given and no stored responses were found in {where}",
+                         what="--models",
+                         fix="pass --models replay:<name|file> or openai:<model> (comma-separated), "
+                             "or put stored responses in <data>/sciaidanbench/responses/")
 
 
 def _run(config: RunConfig, *, resume: bool) -> None:
@@ -89,11 +170,11 @@ def ask(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."),
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder for run folders."),
     seed: int = typer.Option(0, "--seed"),
-    tools: str = typer.Option("search,pdf,python", "--tools", help="Tool pool for agents and judges."),
-    sandbox: str = typer.Option("auto", "--sandbox", help="auto | bwrap | e2b"),
+    tools: str = typer.Option("search,pdf,python", "--tools", help="Tool pool for agents and judges: comma-separated search, pdf, python (empty: none)."),
+    sandbox: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"),
     unsafe_local_exec: bool = typer.Option(False, "--unsafe-local-exec", help="Run model code without a sandbox (stated in the report)."),
     allow_self_judge: bool = typer.Option(False, "--allow-self-judge"),
-    max_concurrency: int = typer.Option(16, "--max-concurrency"),
+    max_concurrency: int = typer.Option(16, "--max-concurrency", help="Model calls in flight (>= 1)."),
     no_cache: bool = typer.Option(False, "--no-cache"),
     budget: Optional[float] = typer.Option(None, "--budget", help="Stop cleanly when this many USD are spent."),
     executor: str = typer.Option("local", "--executor", help="local | ray"),
@@ -103,6 +184,11 @@ def ask(
     from .graphs.evaluate import new_run_id
 
     try:
+        _check_options(k=k, max_concurrency=max_concurrency, budget=budget, sandbox=sandbox,
+                       unsafe_local_exec=unsafe_local_exec, tools=_split([tools]), executor=executor)
+    except SgievalError as e:
+        _fail(e)
+    try:
         config = RunConfig(
             run_id=new_run_id(request), request=request, benchmarks=_split(benchmark), k=k, seed=seed,
             models=_split(models), judges=_split(judge), agent_model=agent_model, base_url=base_url,
@@ -110,38 +196,101 @@ def ask(
             sandbox=sandbox, unsafe_local_exec=unsafe_local_exec, allow_self_judge=allow_self_judge, yes=yes,
             max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor)
     except ValueError as e:
-        err.print(f"[bold red]error:[/] {str(e).splitlines()[-1]}")
-        raise typer.Exit(2)
+        _fail(InputError(_validation_reason(e), what="options", fix="see `sgieval ask --help`"))
+    try:
+        _check_targets(config)
+    except SgievalError as e:
+        _fail(e)
     _run(config, resume=False)
 
 
-def _run_dir(run_id: str, out_dir: Path) -> Path:
-    d = out_dir / run_id
-    if not (d / "config.json").is_file():
-        _fail(SgievalError("no such run", what=str(d), fix="list runs with `sgieval runs`"))
-    return d
+def _run_dir(run: str, out_dir: Path) -> Path:
+    """The run folder named by ``run``: a run id (looked up in ``out_dir``), a
+    path to the run folder, or a path to a file in it (e.g. the
+    ``runs/<id>/report.md`` that ``ask`` prints).  Fails (exit 2) when none of
+    these holds a ``config.json``."""
+    p = Path(run).expanduser()
+    for d in (out_dir / run, p, p.parent if p.suffix else None):
+        if d is not None and (d / "config.json").is_file():
+            return d
+    _fail(InputError("no such run", what=run,
+                     fix=f"give a run id listed by `sgieval runs --out {out_dir}`, the run folder, or its report.md"))
+    raise AssertionError  # unreachable: _fail exits
+
+
+def _read_config(d: Path) -> RunConfig:
+    """``d/config.json`` as a RunConfig whose ``out_dir`` is ``d``'s parent;
+    fails (exit 2) with the file and the reason when it cannot be read."""
+    try:
+        config = RunStore(d).read_config()
+    except SgievalError as e:
+        _fail(e)
+    except (ValueError, OSError) as e:
+        _fail(InputError(f"unreadable run config ({_validation_reason(e)})", what=str(d / "config.json"),
+                         fix="restore the file, or start a new run with `sgieval ask`"))
+    config.out_dir = str(d.parent)
+    return config
+
+
+async def _reopen_budget_stopped(config: RunConfig) -> bool:
+    """If the run's graph finished with a budget stop, step its checkpoint back
+    to just after the metric confirmation so :func:`execute` evaluates the
+    remaining units (done responses and scores are skipped) and rewrites the
+    report.  Returns True when the run was reopened."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from .graphs.evaluate import build_graph, make_runtime
+
+    d = Path(config.out_dir) / config.run_id
+    if not (d / "state.sqlite").exists():
+        return False
+    rt = make_runtime(config)
+    thread = {"configurable": {"thread_id": config.run_id}}
+    async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
+        graph = build_graph(rt, saver)
+        snap = await graph.aget_state(thread)
+        if snap.next or not (snap.values.get("evaluated") or {}).get("budget_stopped"):
+            return False
+        await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
+    return True
 
 
 @app.command()
-def resume(run_id: str, out_dir: Path = typer.Option(Path("runs"), "--out"),
+def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+           budget: Optional[float] = typer.Option(None, "--budget", help="New budget in USD (total for the run, "
+                                                  "including what was already spent). A run stopped at its budget "
+                                                  "continues with the items it did not reach."),
            yes: bool = typer.Option(False, "--yes", "-y")) -> None:
-    """Continue a run that was killed or stopped at the confirmation."""
-    d = _run_dir(run_id, out_dir)
-    config = RunStore(d).read_config()
-    config.out_dir = str(out_dir)
+    """Continue a run that was killed, stopped at the confirmation, or stopped at its budget."""
+    try:
+        _check_options(budget=budget)
+    except SgievalError as e:
+        _fail(e)
+    d = _run_dir(run, out_dir)
+    config = _read_config(d)
     config.yes = config.yes or yes
+    if budget is not None:
+        config.budget_usd = budget
+        RunStore(d).write_config(config)  # the report header and later resumes see the new budget
+        try:
+            if asyncio.run(_reopen_budget_stopped(config)):
+                err.print(f"continuing the run stopped at its budget with a budget of {budget} USD")
+        except SgievalError as e:
+            _fail(e)
     _run(config, resume=True)
 
 
 @app.command()
-def report(run_id: str, out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
+def report(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id).")) -> None:
     """Re-render the report of a run from its records (no model calls)."""
     from .graphs.evaluate import make_runtime, write_report, build_graph
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    d = _run_dir(run_id, out_dir)
-    config = RunStore(d).read_config()
-    config.out_dir = str(out_dir)
+    d = _run_dir(run, out_dir)
+    config = _read_config(d)
+    run_id = config.run_id
 
     async def go() -> str:
         rt = make_runtime(config)
@@ -159,17 +308,23 @@ def report(run_id: str, out_dir: Path = typer.Option(Path("runs"), "--out")) -> 
 
 @app.command()
 def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
-    """List the runs in the runs folder with their status."""
+    """List the runs in the runs folder with their status; a run whose
+    config.json cannot be read is listed as unreadable with the reason."""
     found = False
     for d in sorted(out_dir.glob("*/config.json")):
-        store = RunStore(d.parent)
-        cfg = store.read_config()
-        n_r, n_s = (len(store.path(n).read_text().splitlines()) if store.path(n).exists() else 0
-                    for n in ("responses", "scores"))
+        found = True
+        try:
+            store = RunStore(d.parent)
+            cfg = store.read_config()
+            n_r, n_s = (len(store.path(n).read_text().splitlines()) if store.path(n).exists() else 0
+                        for n in ("responses", "scores"))
+        except (SgievalError, ValueError, OSError) as e:
+            reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
+            out.print(f"{d.parent.name}\tunreadable: {d}: {reason}", soft_wrap=True, highlight=False)
+            continue
         status = "complete" if (d.parent / "report.md").exists() else "incomplete (sgieval resume)"
         out.print(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}", soft_wrap=True,
                   highlight=False)
-        found = True
     if not found:
         out.print(f"no runs in {out_dir}")
 
