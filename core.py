@@ -9,6 +9,7 @@ This module imports nothing of ours; every other folder may import it.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Literal
@@ -349,12 +350,15 @@ class RunStore:
     """
 
     FILES = {"items": Item, "responses": Response, "scores": Score}
+    JOURNALS = ("ledger",)
+    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
+    ``ledger.jsonl`` holds one model call per line (tokens, latency, cost)."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "figures").mkdir(exist_ok=True)
-        for name in self.FILES:
+        for name in (*self.FILES, *self.JOURNALS):
             self._repair(self.path(name))
 
     def path(self, name: str) -> Path:
@@ -381,6 +385,29 @@ class RunStore:
                 f.write(r.model_dump_json() + "\n")
             f.flush()
 
+    def append_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """Append JSON-ready dicts to the journal ``name`` (one of :attr:`JOURNALS`) and flush."""
+        if not rows:
+            return
+        with self.path(name).open("a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+            f.flush()
+
+    def read_rows(self, name: str) -> list[dict[str, Any]]:
+        """Every dict of the journal ``name`` (torn or unreadable lines dropped)."""
+        p = self.path(name)
+        if not p.exists():
+            return []
+        out = []
+        for line in p.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict):
+                out.append(row)
+        return out
+
     def read(self, name: str) -> list[Any]:
         """All records of ``name`` (torn last line dropped)."""
         p = self.path(name)
@@ -396,8 +423,21 @@ class RunStore:
                     continue
         return out
 
-    def write_config(self, config: "RunConfig") -> None:
-        (self.root / "config.json").write_text(config.model_dump_json(indent=2), encoding="utf-8")
+    def write_config(self, config: "RunConfig", *, new: bool = False) -> None:
+        """Write ``config.json``.  ``new=True`` claims the folder for a new run:
+        raises InputError when it already holds a run's config (two runs never
+        share a folder)."""
+        p = self.root / "config.json"
+        if not new:
+            p.write_text(config.model_dump_json(indent=2), encoding="utf-8")
+            return
+        try:
+            with p.open("x", encoding="utf-8") as f:
+                f.write(config.model_dump_json(indent=2))
+        except FileExistsError:
+            raise InputError("this run folder already holds a run", what=str(self.root),
+                             fix=f"resume it with `sgieval resume {self.root.name}`, or start the new run "
+                                 "with another run id") from None
 
     def read_config(self) -> "RunConfig":
         p = self.root / "config.json"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import secrets
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,9 +91,10 @@ class RunRuntime:
 
 
 def new_run_id(request: str) -> str:
-    """``YYYYmmdd-HHMMSS-<slug of the request>``."""
+    """``YYYYmmdd-HHMMSS-<slug of the request>-<4 random hex digits>`` (the
+    suffix keeps two runs of one request started in the same second apart)."""
     slug = re.sub(r"[^a-z0-9]+", "-", (request or "all").lower()).strip("-")[:32].strip("-")
-    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}"
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(2)}"
 
 
 def _items(rt: RunRuntime, ids: list[str]) -> list[Item]:
@@ -114,11 +116,16 @@ def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
     if rt.targets:
         return rt.targets
     if rt.config.models:
-        return [resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir)
-                for m in rt.config.models]
+        return unique_models([resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir)
+                              for m in rt.config.models])
     if items and all(i.benchmark == "sciaidanbench" for i in items):
         stores = stored_models(rt.config.data_dir)
-        return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay") for s in stores]
+        if stores:
+            return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
+                    for s in stores]
+        raise InputError("no target models given and no stored SciAidanBench responses found", what="--models",
+                         fix="pass --models (e.g. replay:o1-mini, openai:gpt-4.1), or put stored answers in "
+                             "<data dir>/sciaidanbench/responses/ (`sgieval data pull sciaidanbench`)")
     raise InputError("no target models given", what="--models",
                      fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)")
 
@@ -166,6 +173,11 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         _attach_tools(rt, items)
         plan, _metrics_, trace = await run_customisation(rt.config.request, items, agent=rt.agent,
                                                          options=rt.metric_options, tools=rt.tools)
+        if not plan.predefined and not plan.custom:
+            benches = sorted({i.benchmark for i in items})
+            raise InputError(f"no metric applies to the selected items of {', '.join(benches)}", what="metrics",
+                             fix="give JSONL items a `reference` field (scored by exact_match), or ask about a "
+                                 "quality such as 'most rigorous' to get a rubric metric (needs --judge)")
         for r in plan.custom:
             r.to_yaml(rt.store.root / "rubrics" / f"{r.name}.yaml")
         log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
@@ -187,12 +199,9 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         _attach_tools(rt, items)
         ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
                              allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
-        try:
-            prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
-                                                executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
-                                                on_progress=rt.on_progress)
-        finally:
-            _save_ledger(rt)
+        prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
+                                            executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
+                                            on_progress=rt.on_progress)
         log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
                  budget_stopped=prog.budget_stopped)
         return {"targets": [t.name for t in targets],
@@ -267,20 +276,14 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
                               allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt))
 
 
-LEDGER_FILE = "ledger.json"
-
-
 def _load_ledger(rt: RunRuntime) -> Ledger:
+    """The run's ledger: every call already in ``ledger.jsonl``, then
+    journalling each new call there as it is recorded (so a killed run's
+    accounts survive)."""
     ledger = Ledger(budget_usd=rt.config.budget_usd)
-    p = rt.store.root / LEDGER_FILE
-    if p.exists():
-        ledger.merge(json.loads(p.read_text(encoding="utf-8")))
+    ledger.merge(rt.store.read_rows("ledger"))
+    ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
     return ledger
-
-
-def _save_ledger(rt: RunRuntime) -> None:
-    if rt.ledger is not None:
-        (rt.store.root / LEDGER_FILE).write_text(json.dumps(rt.ledger.to_dicts()), encoding="utf-8")
 
 
 def _usage_section(rt: RunRuntime) -> list[dict[str, str]]:
@@ -327,7 +330,7 @@ async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[di
     final state.
     """
     if not resume:
-        rt.store.write_config(rt.config)
+        rt.store.write_config(rt.config, new=True)
     configure_logging(rt.store.root)
     set_max_concurrency("*", rt.config.max_concurrency)
     call_cache.configure(enabled=rt.config.use_cache)
@@ -376,5 +379,17 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
     if targets is None and config.models:
         targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir) for m in config.models]
     store = RunStore(Path(config.out_dir) / config.run_id)
-    return RunRuntime(config=config, store=store, catalog=catalog, targets=targets or [], judges=judges,
-                      agent=agent, **kw)
+    return RunRuntime(config=config, store=store, catalog=catalog, targets=unique_models(targets or []),
+                      judges=unique_models(judges), agent=agent, **kw)
+
+
+def unique_models(models: list[NamedModel]) -> list[NamedModel]:
+    """``models`` without repeats of a name (``replay:phi4`` and ``replay:phi4:latest``
+    resolve to one model): the first of each name is kept, in order."""
+    seen: dict[str, NamedModel] = {}
+    for m in models:
+        if m.name in seen:
+            log.warning("duplicate model ignored", model=m.name, role=m.role)
+            continue
+        seen[m.name] = m
+    return list(seen.values())

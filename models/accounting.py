@@ -34,7 +34,7 @@ import contextvars
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 
@@ -225,16 +225,22 @@ class Ledger:
 
     ``budget_usd``: stop before a call once spent >= budget (None: no budget).
     ``prices``: a price table for this ledger (default: the process-wide one).
+    ``on_record``: called with the new records as dicts (:meth:`to_dicts`
+    form) each time records are added (by :meth:`record` or :meth:`merge`);
+    the run graph appends them to the run folder's ``ledger.jsonl`` so a
+    killed run loses no call from its accounts.
     """
 
     def __init__(self, budget_usd: float | None = None, *,
-                 prices: str | Path | Mapping[str, Any] | None = None):
+                 prices: str | Path | Mapping[str, Any] | None = None,
+                 on_record: Callable[[list[dict[str, Any]]], None] | None = None):
         if budget_usd is not None and budget_usd < 0:
             raise InputError(f"budget must be >= 0 USD, got {budget_usd}", what="--budget")
         self.budget_usd = budget_usd
         self.prices = load_prices(prices) if prices is not None else None
         self.records: list[CallRecord] = []
         self.stopped: dict[str, Any] | None = None
+        self.on_record = on_record
         self._lock = threading.Lock()
         self._spent = 0.0
 
@@ -257,6 +263,8 @@ class Ledger:
             self.records.append(rec)
             if cost:
                 self._spent += cost
+        if self.on_record is not None:
+            self.on_record([asdict(rec)])
         return rec
 
     @property
@@ -337,6 +345,8 @@ class Ledger:
                 self.records.append(r)
                 if r.cost:
                     self._spent += r.cost
+        if self.on_record is not None and rows:
+            self.on_record([dict(d) for d in rows])
 
     # -- context ---------------------------------------------------------
     @contextlib.contextmanager

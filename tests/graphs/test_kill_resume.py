@@ -150,3 +150,8 @@ def test_sigkill_five_times_then_resume_equals_uninterrupted(tmp_path):
     assert got[1] == ref[1]  # responses (latency excluded)
     assert got[2] == ref[2]  # scores
     assert len(got[1]) == N and (out / run_id / "report.md").is_file()
+    # the accounts survive the kills: ledger.jsonl holds each served call once (recorded before the
+    # reply is cached, and every kill came after the cache had every served reply)
+    rows = RunStore(out / run_id).read_rows("ledger")
+    paid = [r for r in rows if not r["cached"] and r["error"] is None]
+    assert len(paid) == N and all(r["model"] == "openai:mock" and r["role"] == "target" for r in paid)

@@ -1,0 +1,95 @@
+"""Predefined metrics of a user JSONL benchmark (metric_pool/generic.py), and the
+whole graph on a JSONL file (-b <file.jsonl>) with replayed targets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from sgieval.benchmarks.jsonl import load_jsonl
+from sgieval.core import Item, Response, RunConfig
+from sgieval.graphs.evaluate import execute, make_runtime
+from sgieval.metric_pool.base import ScoringContext
+from sgieval.metric_pool.generic import ReferenceMatch, prediction_text, reference_text
+from sgieval.metric_pool.registry import predefined_metrics
+
+BENCH = [
+    {"id": 1, "prompt": "What is 10*10? Answer with the number only.", "reference": "100", "discipline": "math"},
+    {"id": 2, "prompt": "Chemical symbol of sodium?", "reference": "Na", "discipline": "chemistry"},
+    {"id": 3, "prompt": "pi to two decimals?", "reference": 3.14, "discipline": "math"},
+]
+ANSWERS = {
+    "a": ["100", "Sodium is <answer>na</answer>", "3.14159"],
+    "b": [" 100 ", "Na", "about 3"],
+}
+
+
+def _write(tmp_path):
+    bench = tmp_path / "quiz.jsonl"
+    bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
+    for model, texts in ANSWERS.items():
+        (tmp_path / f"model-{model}.jsonl").write_text("".join(
+            json.dumps({"item_id": f"jsonl:quiz/{i + 1}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    return bench
+
+
+def test_prediction_and_reference_text():
+    assert prediction_text("x <answer> 1 </answer> then <answer>2</answer>\n") == "2"
+    assert prediction_text("  plain  ") == "plain"
+    assert (reference_text(3.14), reference_text([1, 2]), reference_text("Na")) == ("3.14", "[1, 2]", "Na")
+
+
+@pytest.mark.parametrize("text,exact,norm", [
+    ("100", 1.0, 1.0), (" 100\n", 1.0, 1.0), ("100.0", 0.0, 1.0),  # "100" has 0 decimals: 100.0 rounds to 100
+    ("<answer>NA</answer>", 0.0, None), ("99", 0.0, 0.0),
+])
+def test_reference_match_values(text, exact, norm):
+    item = Item(id="jsonl:q/1", benchmark="jsonl:q", task="generic", prompt="p", reference={"answer": "100"})
+    scores = asyncio.run(ReferenceMatch().score(item, Response(item_id=item.id, model="m", text=text),
+                                                ScoringContext()))
+    got = {s.metric: s.value for s in scores}
+    assert got["exact_match"] == exact
+    if norm is not None:
+        assert got["exact_match_normalised"] == norm
+
+
+def test_applies_only_to_jsonl_items_with_a_reference():
+    m = ReferenceMatch()
+    assert m.applies(Item(id="jsonl:q/1", benchmark="jsonl:q", task="t", prompt="p", reference={"answer": 0}))
+    assert not m.applies(Item(id="jsonl:q/2", benchmark="jsonl:q", task="t", prompt="p"))
+    assert not m.applies(Item(id="sfbench/1", benchmark="sfbench", task="t", prompt="p", reference={"answer": 1}))
+
+
+def test_graph_ranks_a_jsonl_benchmark_by_exact_match(tmp_path):
+    bench = _write(tmp_path)
+    cfg = RunConfig(run_id="r", request="Which model is most accurate?", benchmarks=[str(bench)],
+                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999,
+                    models=[f"replay:{tmp_path / 'model-a.jsonl'}", f"replay:{tmp_path / 'model-b.jsonl'}"])
+    rt = make_runtime(cfg)
+    state = asyncio.run(execute(rt))
+    assert state["metric_plan"]["primary"] == "exact_match"
+    got = {(s.model, s.metric, s.item_id): s.value for s in rt.store.read("scores") if s.ok}
+    # model a: "100" = "100" (1); "na" != "Na" (0, normalised 1); "3.14159" != "3.14" (0; rounded to 2 places 1)
+    # model b: " 100 " stripped (1); "Na" (1); "about 3" (0, 0)
+    exact = {m: sum(v for (mm, met, _), v in got.items() if mm == m and met == "exact_match")
+             for m in ("replay:model-a", "replay:model-b")}
+    norm = {m: sum(v for (mm, met, _), v in got.items() if mm == m and met == "exact_match_normalised")
+            for m in ("replay:model-a", "replay:model-b")}
+    assert exact == {"replay:model-a": 1.0, "replay:model-b": 2.0}
+    assert norm == {"replay:model-a": 3.0, "replay:model-b": 2.0}
+    report = (tmp_path / "runs" / "r" / "report.md").read_text()
+    assert "## Ranking by exact_match" in report
+    assert "| 1 | replay:model-b | 0.67 |" in report and "| 2 | replay:model-a | 0.33 |" in report
+    assert "| exact_match_normalised | objective | 0-1 | 0.67 | 1 |" in report
+
+
+def test_jsonl_without_references_has_no_predefined_metric(tmp_path):
+    bench = tmp_path / "open.jsonl"
+    bench.write_text(json.dumps({"id": "x", "prompt": "Propose an experiment."}) + "\n")
+    items = load_jsonl(bench)
+    assert predefined_metrics([items[0].benchmark], items) == []
+    # without items to filter by, the module's metrics are listed
+    assert [s.name for m in predefined_metrics([items[0].benchmark]) for s in m.specs] == \
+        ["exact_match", "exact_match_normalised"]
