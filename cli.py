@@ -155,7 +155,7 @@ def _run(config: RunConfig, *, resume: bool) -> None:
     if "__interrupt__" in state or not state.get("report"):
         err.print(f"stopped before the report; continue with `sgieval resume {config.run_id}`")
         raise typer.Exit(3)
-    out.print(f"report: {state['report']}")
+    out.print(f"report: {state['report']}", soft_wrap=True, highlight=False)
 
 
 @app.command()
@@ -301,7 +301,7 @@ def report(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
         return str(await write_report(rt, snap.values))
 
     try:
-        out.print(f"report: {asyncio.run(go())}")
+        out.print(f"report: {asyncio.run(go())}", soft_wrap=True, highlight=False)
     except SgievalError as e:
         _fail(e)
 

@@ -134,6 +134,7 @@ def test_resume_with_a_larger_budget_continues_a_budget_stopped_run(tmp_path, mo
         res = runner.invoke(app, ["resume", str(run_dir / "report.md"), "--budget", "5"])
         assert res.exit_code == 0, res.output
         assert "continuing the run stopped at its budget with a budget of 5.0 USD" in res.output
+        assert f"report: {run_dir / 'report.md'}\n" in res.output  # one line, never wrapped, for scripts
         # the 10 claims not reached are now asked, once each
         assert mock.stats()["requests"] == 10
     assert len((run_dir / "responses.jsonl").read_text().splitlines()) == 10
