@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -150,7 +151,13 @@ def _run(config: RunConfig, *, resume: bool) -> None:
         except SgievalError as e:
             _fail(e)
     if state.get("confirmed") is False:
-        err.print("cancelled at the metric confirmation; nothing was evaluated")
+        run_dir = Path(config.out_dir) / config.run_id
+        if not RunStore(run_dir).read("responses"):
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing evaluated: no run folder left to resume
+            err.print("cancelled at the metric confirmation; nothing was evaluated and no run folder was kept",
+                      soft_wrap=True)
+        else:
+            err.print("cancelled at the metric confirmation; nothing new was evaluated")
         raise typer.Exit(3)
     if "__interrupt__" in state or not state.get("report"):
         err.print(f"stopped before the report; continue with `sgieval resume {config.run_id}`")

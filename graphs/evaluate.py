@@ -304,10 +304,11 @@ def _usage_section(rt: RunRuntime) -> list[dict[str, str]]:
     body = markdown_table(["model", "role", "calls", "cached", "failed", "input tokens", "output tokens",
                            "latency (s)", "cost (USD)"], [row(t) for t in summ["rows"]] + [row(summ["total"])])
     if summ["budget_usd"] is not None:
-        body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD."
+        body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
         if summ["stopped"]:
             st = summ["stopped"]
-            body += f" Stopped before a {st.get('role', '')} call to {st.get('model', '')}."
+            body += (f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
+                     f"call to {st.get('model', '')}; calls already in flight then finished and are counted.")
     return [{"title": "Cost and usage", "body": body}]
 
 

@@ -86,7 +86,8 @@ class AnswerCountMetrics(Metric):
                                  rationale=f"mean {key} over {len(vals)} accepted answers"))
             else:
                 out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=None,
-                                 status="not_run", error=f"no accepted answers with a {key}"))
+                                 status="not_run", error=f"no accepted answers with a {key}",
+                                 details={"not_applicable": True}))
         return out
 
 

@@ -85,10 +85,10 @@ class BudgetExceeded(SgievalError):
         self.model = model
         self.role = role
         super().__init__(
-            f"budget of ${budget_usd:.4f} reached (spent ${spent_usd:.4f}); refused a {role or 'model'} call "
-            f"to {model or '?'}.",
+            f"budget of ${budget_usd:.4f} reached (${spent_usd:.4f} spent at that point; calls already in "
+            f"flight still finish and count); refused a {role or 'model'} call to {model or '?'}.",
             what="--budget",
-            fix="raise --budget or resume the run later with a larger budget",
+            fix="raise --budget, or continue the run with `sgieval resume <run id> --budget <USD>`",
         )
 
 

@@ -33,8 +33,10 @@ def test_confirmation_prompt_yes_and_no(tmp_path):
     assert "ranking by: aidan_accepted_answers" in yes.output
     no = runner.invoke(app, ["ask", CHEM, "--k", "3", "--out", str(tmp_path / "b")], input="n\n")
     assert no.exit_code == 3 and "cancelled at the metric confirmation" in no.output
-    (run_dir,) = list((tmp_path / "b").iterdir())
-    assert not (run_dir / "report.md").exists() and not (run_dir / "responses.jsonl").exists()
+    assert "no run folder was kept" in no.output
+    # nothing was evaluated: no run folder is left for `runs` to list as resumable
+    assert not (tmp_path / "b").exists() or list((tmp_path / "b").iterdir()) == []
+    assert "no runs in" in runner.invoke(app, ["runs", "--out", str(tmp_path / "b")]).output
 
 
 def test_catalog_counts():

@@ -171,8 +171,9 @@ async def test_budget_stops_before_the_call():
         with pytest.raises(BudgetExceeded) as ei:
             await ainvoke(model, "three")
     assert isinstance(ei.value, SgievalError)
-    assert str(ei.value) == ("--budget: budget of $0.2000 reached (spent $0.3000); refused a target call to "
-                             "openai:gpt-4o-mini. Fix: raise --budget or resume the run later with a larger budget")
+    assert str(ei.value) == ("--budget: budget of $0.2000 reached ($0.3000 spent at that point; calls already in "
+                             "flight still finish and count); refused a target call to openai:gpt-4o-mini. "
+                             "Fix: raise --budget, or continue the run with `sgieval resume <run id> --budget <USD>`")
     assert chat.i == 2  # the third scripted reply was never requested
     assert ledger.stopped == {"spent_usd": pytest.approx(0.3), "budget_usd": 0.2, "model": "openai:gpt-4o-mini",
                               "role": "target", "calls": 2}
