@@ -120,6 +120,10 @@ def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
                               for m in rt.config.models])
     if items and all(i.benchmark == "sciaidanbench" for i in items):
         stores = stored_models(rt.config.data_dir)
+        named = models_named_in(rt.config.request, [s.model for s in stores])
+        if named:
+            stores = [s for s in stores if s.model in named]
+            log.info("targets named in the request", targets=named)
         if stores:
             return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
                     for s in stores]
@@ -128,6 +132,22 @@ def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
                              "<data dir>/sciaidanbench/responses/ (`sgieval data pull sciaidanbench`)")
     raise InputError("no target models given", what="--models",
                      fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)")
+
+
+def models_named_in(request: str, models: list[str]) -> list[str]:
+    """The stored models the request names, in ``models`` order: a model
+    matches when its name (``openai/4o``) or its bare name (``4o``,
+    ``llama3.3`` for ``llama3.3:latest``) appears in the request as a word of
+    its own (case-insensitive; no letter, digit or dot may touch it, save a
+    sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not
+    match "phi45")."""
+    text = (request or "").lower()
+    out = []
+    for m in models:
+        names = {m.lower(), m.split(":")[0].split("/")[-1].lower()}
+        if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w|\.\w)", text) for n in names if n):
+            out.append(m)
+    return out
 
 
 def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
@@ -247,6 +267,11 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
     if rt.config.unsafe_local_exec:
         warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
+    if not rt.config.models and state.get("targets"):
+        stored = [m.split(":", 1)[1] for m in state["targets"] if m.startswith("replay:")]
+        if stored and models_named_in(rt.config.request, stored) == stored:
+            warnings.append(f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
+                            "pass --models to evaluate others.")
     stopped = (state.get("evaluated") or {}).get("budget_stopped")
     if stopped:
         warnings.append(f"The run stopped at its budget before every item was evaluated ({stopped}); "

@@ -72,3 +72,27 @@ def test_ledger_journal_is_reloaded(tmp_path):
     assert (t[("openai:m", "target")].calls, t[("openai:m", "target")].input_tokens) == (2, 11)
     assert (t[("openai:j", "judge")].calls, t[("openai:j", "judge")].failed_calls) == (1, 1)
     assert len(RunStore(tmp_path / "l").read_rows("ledger")) == 3
+
+
+def test_models_named_in_the_request():
+    from sgieval.graphs.evaluate import models_named_in
+
+    stored = ["o1-mini", "openai/4o", "phi4:latest", "llama3.3:latest", "qwen2.5:latest", "mistral:latest"]
+    assert models_named_in("Is o1-mini more creative than mistral in physics?", stored) == ["o1-mini",
+                                                                                            "mistral:latest"]
+    assert models_named_in("Compare Llama3.3, Qwen2.5.", stored) == ["llama3.3:latest", "qwen2.5:latest"]
+    assert models_named_in("How does GPT-4o do?", stored) == ["openai/4o"]
+    assert models_named_in("phi4.5 or llama3.30 or phi45", stored) == []
+    assert models_named_in("Which model is the most creative in chemistry?", stored) == []
+
+
+def test_request_naming_two_stored_models_evaluates_those_two(tmp_path, sciaidan_dir):
+    cfg = RunConfig(run_id="two", request="Is o1-mini more creative than mistral in chemistry?", k=3,
+                    data_dir=str(sciaidan_dir.parent), out_dir=str(tmp_path), yes=True, bootstrap_resamples=99)
+    rt = make_runtime(cfg)
+    state = asyncio.run(execute(rt))
+    assert sorted(state["targets"]) == ["replay:mistral:latest", "replay:o1-mini"]
+    assert {r.model for r in rt.store.read("responses")} == {"replay:o1-mini", "replay:mistral:latest"}
+    report = (tmp_path / "two" / "report.md").read_text()
+    assert (f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
+            "pass --models to evaluate others.") in report
