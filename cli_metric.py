@@ -23,7 +23,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .core import Item, Response, Rubric, SgievalError
+from .core import InputError, Item, Response, Rubric, SgievalError
 
 metric_app = typer.Typer(no_args_is_help=True, help="Rubric metrics: define in a chat, list, show, test on a response.")
 err = Console(stderr=True)
@@ -144,8 +144,14 @@ def test(
         r = load_rubric(name)
         judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
         p = Path(response)
-        text = p.read_text(encoding="utf-8") if len(response) < 4096 and "\n" not in response and p.is_file() \
-            else response
+        one_line = len(response) < 4096 and "\n" not in response
+        if one_line and p.is_file():
+            text = p.read_text(encoding="utf-8")
+        elif one_line and " " not in response and (p.suffix in (".txt", ".md", ".json", ".jsonl") or "/" in response):
+            raise InputError("no such file", what=f"--response {response}",
+                             fix="give an existing file, or the response text itself")
+        else:
+            text = response
         pool = None
         if tools:
             from .tools.pool import ToolPool

@@ -142,3 +142,11 @@ def test_cli_metric_test_through_openai_client(tmp_path):
     assert "rigor: 65.0 / 100 (judge: openai:mock; tools used: none)" in res.output
     assert "why 5" in res.output and "risk awareness" in res.output
     assert len(body) == 1
+
+
+def test_cli_metric_test_missing_response_file_is_an_error(tmp_path):
+    # a path-like --response that does not exist is not scored as text
+    res = CliRunner().invoke(app, ["metric", "test", "rigor", "--response", str(tmp_path / "missing.txt"),
+                                   "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1"])
+    assert res.exit_code == 2
+    assert f"--response {tmp_path / 'missing.txt'}: no such file" in " ".join(res.output.split())
