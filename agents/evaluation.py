@@ -62,7 +62,7 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
         judges = ctx.judges_for(target.name)
         if not judges:
             return Response(item_id=item.id, model=target.name, status="not_run",
-                            error="the open-creativity protocol needs a coherence judge: pass --judge")
+                            error=ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)"))
         if ctx.embedder is None:
             from ..metric_pool.embeddings import get_embedder
 

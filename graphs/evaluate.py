@@ -27,7 +27,7 @@ from ..agents.customisation import MetricPlan, plan_specs, run_customisation
 from ..agents.questioning import SelectionPlan, run_questioning
 from ..agents.reporting import build_report, fmt
 from ..benchmarks.catalog import Catalog, load_catalog
-from ..core import InputError, Item, RunConfig, RunStore, SgievalError
+from ..core import OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
 from ..metric_pool.base import Metric, ScoringContext
 from ..metric_pool.registry import predefined_metrics
 from ..models.base import NamedModel
@@ -219,6 +219,13 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         _attach_tools(rt, items)
         ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
                              allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
+        if any(i.task == OPEN_CREATIVITY for i in items):
+            for t in targets:
+                reason = None if t.is_replay else ctx.no_judge_reason(t.name, "the open-creativity protocol")
+                if reason:  # every open-creativity answer of t would fail: say so before any call
+                    raise InputError(reason.split("; ")[0], what=t.name,
+                                     fix=reason.split("; ", 1)[1] if "; " in reason else
+                                     "pass --judge <model> (it judges coherence after each answer)")
         prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
                                             executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
                                             on_progress=rt.on_progress)

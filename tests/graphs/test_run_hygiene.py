@@ -96,3 +96,21 @@ def test_request_naming_two_stored_models_evaluates_those_two(tmp_path, sciaidan
     report = (tmp_path / "two" / "report.md").read_text()
     assert (f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
             "pass --models to evaluate others.") in report
+
+
+def test_live_target_on_sciaidanbench_without_a_judge_stops_before_any_call(tmp_path, sciaidan_dir):
+    from sgieval.bench.mock_openai import MockOpenAI
+
+    with MockOpenAI() as mock:
+        for judges, expected in (([], "the open-creativity protocol needs a judge: no judge configured (pass "
+                                      "--judge). Fix: pass --judge <model>"),
+                                 (["openai:m1"], "are the target model openai:m1. Fix: pass another --judge or "
+                                                 "--allow-self-judge")):
+            cfg = RunConfig(run_id=f"j{len(judges)}", request="creative in chemistry", k=2, base_url=mock.url,
+                            data_dir=str(sciaidan_dir.parent), out_dir=str(tmp_path), yes=True,
+                            models=["openai:m1"], judges=judges)
+            with pytest.raises(InputError) as ei:
+                asyncio.run(execute(make_runtime(cfg)))
+            assert expected in ei.value.one_line()
+            assert not (tmp_path / cfg.run_id).exists()
+        assert mock.stats()["requests"] == 0
