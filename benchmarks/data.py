@@ -66,7 +66,9 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
     """The folder holding ``benchmark``'s data, searched in lookup order.
 
     Raises DataNotFoundError (one line: where it looked, how to fix) when
-    ``required`` and nothing is found; returns None otherwise.
+    ``required`` and nothing is found, and always when ``data_dir`` holds a
+    ``<benchmark>/`` folder without the benchmark's files (no silent fallback
+    to the next location); returns None otherwise.
     """
     sub = BENCHMARK_DIRS.get(benchmark, benchmark)
     looked: list[str] = []
@@ -78,6 +80,12 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
                 fix=f"point --data-dir at a folder holding {sub}/ (or the {sub} files themselves), "
                     f"or run `sgieval data pull {benchmark}`")
     explicit = Path(data_dir).expanduser().resolve() if data_dir else None
+    if explicit is not None and (explicit / sub).is_dir() and not _holds(explicit / sub, benchmark):
+        # the user pointed at this benchmark's folder: never fall back past it silently
+        want = MARKERS.get(benchmark) or "*.jsonl, *.parquet or *.json files"
+        raise DataNotFoundError(f"{explicit / sub} holds no {benchmark} data (expected {want})",
+                                what=f"--data-dir {data_dir}",
+                                fix=f"put the {benchmark} files there, or run `sgieval data pull {benchmark}`")
     for root in data_roots(data_dir):
         for cand in ([root, root / sub] if root == explicit else [root / sub]):
             looked.append(str(cand))

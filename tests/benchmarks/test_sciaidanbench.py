@@ -92,3 +92,18 @@ def test_catalog_facets_and_sampling(sciaidan_dir):
     assert sum(c.values()) == 31 and c["Chemistry"] == 5 and c["Biology"] == 4 and c["Neuroscience"] == 1
     hits = cat.search("polymer bandgap")
     assert hits and "bandgap" in hits[0].prompt.lower()
+
+
+def test_explicit_data_dir_with_an_empty_benchmark_folder_does_not_fall_back(tmp_path, sciaidan_dir):
+    from sgieval.benchmarks.data import find_benchmark_dir
+    from sgieval.core import DataNotFoundError
+
+    (tmp_path / "sciaidanbench").mkdir()
+    with pytest.raises(DataNotFoundError) as ei:
+        find_benchmark_dir("sciaidanbench", tmp_path)
+    assert ei.value.one_line().startswith(f"--data-dir {tmp_path}: {tmp_path / 'sciaidanbench'} holds no "
+                                          "sciaidanbench data (expected questions.json)")
+    # a data folder without a sciaidanbench/ folder still falls back along the lookup order
+    other = tmp_path / "other"
+    other.mkdir()
+    assert find_benchmark_dir("sciaidanbench", other) == sciaidan_dir
