@@ -122,7 +122,7 @@ def pull(benchmark: str, dest_root: Path | None = None) -> Path:
     sub = BENCHMARK_DIRS.get(benchmark)
     if sub is None or benchmark == "sfbench":
         raise OfflineError(f"no public download for {benchmark!r}", what="data pull",
-                           fix=f"place the files in {dest_root / (sub or benchmark)} (see DATASETS.md)")
+                           fix=f"place the files in {dest_root / (sub or benchmark)} (layout: the README's \"Data\" section)")
     dest = dest_root / sub
     if benchmark == "sgi-bench":  # pull_sgi_bench probes the hub itself (HF_ENDPOINT, HF_HUB_OFFLINE) and fails fast
         from .sgi import pull_sgi_bench

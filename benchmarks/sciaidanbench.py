@@ -95,7 +95,7 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
     naming the file and the JSON path of the first malformed part (bad JSON,
     wrong nesting, a record lacking ``answer_num``/``answer``).
     """
-    fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout of DATASETS.md"
+    fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout in the README's \"Data\" section"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
