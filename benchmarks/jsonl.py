@@ -94,7 +94,7 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
             yield f"{p} row {n}", _plain(row)
         return
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not data
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read file: {e}", what=str(p), fix="save the file as UTF-8 text") from e
     if suffix == ".json":
@@ -159,7 +159,10 @@ def input_error_from_validation(err: ValidationError, *, where: str, model: type
     loc = [str(x) for x in e.get("loc", ())]
     field = loc[0] if loc else ""
     path = ".".join(loc)
-    more = f" (and {len(errors) - 1} more problem(s) in this record)" if len(errors) > 1 else ""
+    others = [f"'{'.'.join(str(x) for x in o.get('loc', ())) or 'record'}' {o.get('type', 'invalid')}"
+              for o in errors[1:4]]
+    more = (f" (and {len(errors) - 1} more problem(s) in this record: {', '.join(others)}"
+            f"{', ...' if len(errors) > 4 else ''})") if len(errors) > 1 else ""
     text = e.get("msg", "invalid value")
     if text.startswith("Value error, "):
         text = text[len("Value error, "):]

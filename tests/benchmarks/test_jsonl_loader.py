@@ -88,3 +88,16 @@ def test_duplicate_id_bad_json_non_object_empty(tmp_path):
         load_jsonl(f)
     assert str(e.value) == (f"{f}: contains no records. Fix: write one JSON object per line with at least 'id' and "
                             "'prompt'")
+
+
+def test_byte_order_mark_is_accepted_and_every_problem_is_named(tmp_path):
+    p = tmp_path / "bom.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"id": 1, "prompt": "p", "reference": "x"}\n')
+    (item,) = load_jsonl(p)
+    assert (item.id, item.reference) == ("jsonl:bom/1", {"answer": "x"})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "prompt": "p", "answer": "x", "foo": 2}\n')
+    with pytest.raises(InputError) as ei:
+        load_jsonl(bad)
+    assert ("unknown field 'answer' (and 1 more problem(s) in this record: 'foo' extra_forbidden)"
+            in ei.value.one_line())
