@@ -471,7 +471,8 @@ _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
     ("set", re.compile(rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
                        re.I)),
     ("drop", re.compile(r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$", re.I)),
-    ("add", re.compile(r"^add\s+(?:a\s+)?(?:new\s+)?(?:criterion|criteria)\s+(?P<c>[^:]+?)(?:\s*[:\-=]\s*(?P<d>.+))?$", re.I)),
+    ("add", re.compile(r"^add\s+(?:a\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
+                       r"(?:(?:about|for|on|covering|named|called)\s+)?(?P<c>[^:]+?)(?:\s*[:\-=]\s*(?P<d>.+))?$", re.I)),
     ("rename", re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I)),
 ]
 

@@ -31,7 +31,7 @@ from langgraph.types import Command, interrupt
 
 from ..agents.customisation import CANCEL_RE, DONE_RE, REVISION_HELP, propose_rubric, revise_rubric
 from ..core import InputError, Rubric
-from ..metric_pool.rubrics import save_rubric
+from ..metric_pool.rubrics import STARTER_DIR, save_rubric, slug
 from ..models.base import NamedModel
 
 __all__ = ["MetricChatState", "build_metric_chat", "run_metric_chat", "DESCRIBE_PROMPT", "REVIEW_PROMPT"]
@@ -92,8 +92,16 @@ def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = Non
         return {"rubric": rubric.model_dump(mode="json"), "message": msg, "history": _hist(state, ("agent", msg))}
 
     async def save(state: MetricChatState) -> dict[str, Any]:
-        path = save_rubric(Rubric.model_validate(state["rubric"]), user=True, folder=save_dir)
-        msg = f"saved to {path}"
+        rubric = Rubric.model_validate(state["rubric"])
+        note = ""
+        starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"
+        if name is None and starter.is_file() and Rubric.from_yaml(starter) != rubric:
+            # an edited starter saved under the starter's name would shadow it in every later run
+            new_name = f"{rubric.name}_custom"
+            note = f" (as {new_name}: {rubric.name} is a starter rubric; --name chooses the name)"
+            rubric = rubric.model_copy(update={"name": new_name})
+        path = save_rubric(rubric, user=True, folder=save_dir)
+        msg = f"saved to {path}{note}"
         return {"saved": str(path), "message": msg, "history": _hist(state, ("agent", msg))}
 
     g = StateGraph(MetricChatState)

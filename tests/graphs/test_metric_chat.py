@@ -150,3 +150,15 @@ def test_cli_metric_test_missing_response_file_is_an_error(tmp_path):
                                    "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1"])
     assert res.exit_code == 2
     assert f"--response {tmp_path / 'missing.txt'}: no such file" in " ".join(res.output.split())
+
+
+async def test_edited_starter_is_saved_beside_it_not_over_it(tmp_path):
+    turns = iter(["A rubric for how rigorous a research idea is", "add a criterion about safety of reagents",
+                  "done"])
+    state = await run_metric_chat(lambda payload: next(turns), save_dir=tmp_path / "out")
+    assert state["status"] == "done"
+    saved = Rubric.from_yaml(state["saved"])
+    assert state["saved"] == str(tmp_path / "out" / "rigor_custom.yaml") and saved.name == "rigor_custom"
+    assert [c.name for c in saved.criteria] == [*RIGOR, "safety of reagents"]
+    assert "rigor is a starter rubric" in state["message"]
+    assert load_rubric("rigor").criteria != saved.criteria  # the starter is untouched
