@@ -236,12 +236,14 @@ async def evaluate_with_executor(store: RunStore, items: list[Item], targets: li
     as the shard finishes and its ledger records merged into the active
     :class:`~sgieval.models.accounting.Ledger`; then ``run_evaluation`` runs
     locally, finds every unit done, and adds the corpus-level scores.
-    Returns run_evaluation's progress object.  Raises InputError for an
+    Returns run_evaluation's progress object, with the shards' records
+    counted as new (as the local executor counts its own).  Raises InputError for an
     unknown executor or a model that cannot be shipped.
     """
     from ..agents.evaluation import run_evaluation
 
     _check(executor)
+    sharded = {"responses": 0, "scores": 0}
     if executor == "ray":
         todo = _pending_items(store, items, targets, metrics)
         if todo:
@@ -255,6 +257,8 @@ async def evaluate_with_executor(store: RunStore, items: list[Item], targets: li
                 for part in res:
                     store.append("responses", part["responses"])
                     store.append("scores", part["scores"])
+                    sharded["responses"] += len(part["responses"])
+                    sharded["scores"] += len(part["scores"])
                     if ledger is not None:
                         ledger.merge(part["ledger"])
                     done_units[0] += len(part["responses"])
@@ -263,8 +267,14 @@ async def evaluate_with_executor(store: RunStore, items: list[Item], targets: li
 
             await run_units(todo, fn, "ray", num_shards=num_shards, on_shard=on_shard, address=address,
                             num_cpus=num_cpus)
-    return await run_evaluation(store, items, targets, metrics, ctx, max_parallel=max_parallel,
+    prog = await run_evaluation(store, items, targets, metrics, ctx, max_parallel=max_parallel,
                                 on_progress=on_progress)
+    # what the shards produced in this call is new, not skipped, as with the local executor
+    prog.responses_new += sharded["responses"]
+    prog.responses_skipped -= min(sharded["responses"], prog.responses_skipped)
+    prog.scores_new += sharded["scores"]
+    prog.scores_skipped -= min(sharded["scores"], prog.scores_skipped)
+    return prog
 
 
 __all__ = ["EXECUTORS", "ensure_ray", "evaluate_with_executor", "pack_models", "run_units", "shard",

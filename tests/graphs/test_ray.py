@@ -112,8 +112,9 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
 
         prog = asyncio.run(go())
         assert mock.stats()["served"] == N  # each item called once, from the Ray tasks
-        # everything was done by the shards; the local pass only checked
-        assert (prog.responses_new, prog.responses_skipped) == (0, N)
+        # everything was done by the shards (counted as new, as the local executor would); the local
+        # pass only checked
+        assert (prog.responses_new, prog.responses_skipped, prog.scores_new) == (N, 0, N)
 
         # a completed run rerun with the ray executor makes no call
         asyncio.run(evaluate_with_executor(dist, items, [target()], [metric], ScoringContext(), executor="ray"))
