@@ -53,9 +53,14 @@ def fmt(x: float | None, digits: int = 2) -> str:
 
 @dataclass
 class ModelStat:
+    """One target model's row of the ranking: ``summary`` None when it has no
+    ok score; ``corpus`` True for a corpus-level metric (one value over
+    ``summary.n`` items, e.g. quadratic weighted kappa: no per-item CI)."""
+
     model: str
     summary: Summary | None
     failed: int
+    corpus: bool = False
 
 
 def _stats(scores: list[Score], metric: str, models: list[str], n_resamples: int, seed: int) -> list[ModelStat]:
@@ -68,7 +73,7 @@ def _stats(scores: list[Score], metric: str, models: list[str], n_resamples: int
             v = float(corpus[0].value)
             n = int(corpus[0].details.get("n", 0) or 0)
             out.append(ModelStat(m, Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
-                                 failed))
+                                 failed, corpus=True))
             continue
         out.append(ModelStat(m, summarize(vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
     return out
@@ -206,7 +211,7 @@ def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec,
         where.append(f"{n_items} items selected")
     where_text = f" ({'; '.join(where)})" if where else ""
     ci = (f" (95% CI {fmt(best.summary.ci_low)} to {fmt(best.summary.ci_high)})" if _has_ci(best.summary)
-          else " (no CI: fewer than 2 items)")
+          else " (a corpus-level value: no per-item CI)" if best.corpus else " (no CI: fewer than 2 items)")
     text = (f"{q}**{best.model}** ranks first by {spec.name} on {_items(best.summary.n)}{where_text}: "
             f"{total}mean {fmt(best.summary.mean)} per item{ci}.")
     if len(ranked) > 1:
@@ -511,7 +516,8 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     for rank, s in enumerate(stats, 1):
         sm = s.summary
         rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt(sm.mean) if sm else "n/a",
-                     "ci": f"{fmt(sm.ci_low)} to {fmt(sm.ci_high)}" if sm else "n/a",
+                     "ci": ("corpus-level, no CI" if s.corpus and not _has_ci(sm) else
+                            f"{fmt(sm.ci_low)} to {fmt(sm.ci_high)}") if sm else "n/a",
                      "total": fmt(sm.total) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
     chart: str | None = None
     chart_notes: list[str] = []

@@ -68,3 +68,7 @@ def test_sfbench_kappa_ranking(tmp_path):
     assert corpus[("scripted-flat", "sfbench_accuracy")].value == golds.count(0) / len(golds)
     assert abs(corpus[("scripted-flat", "sfbench_mae")].value - sum(abs(g) for g in golds) / len(golds)) < 1e-12
     assert "| 1 | scripted-exact | 1 |" in report and "| 2 | scripted-flat | 0 |" in report
+    # kappa is one corpus-level value per model: the ranking says so instead of "n/a to n/a"
+    assert f"| 1 | scripted-exact | 1 | corpus-level, no CI | 1 | {len(items)} | 0 |" in report
+    assert (f"**scripted-exact** ranks first by sfbench_qwk on {len(items)} items" in report
+            and "(a corpus-level value: no per-item CI)" in report)
