@@ -150,6 +150,11 @@ def _run(config: RunConfig, *, resume: bool) -> None:
             state = asyncio.run(execute(rt, resume=resume, confirm=confirm))
         except SgievalError as e:
             _fail(e)
+        except KeyboardInterrupt:
+            progress.stop()
+            err.print(f"interrupted; every finished response and score is kept: continue with "
+                      f"`sgieval resume {config.run_id}`", soft_wrap=True)
+            raise typer.Exit(130) from None
     if state.get("confirmed") is False:
         run_dir = Path(config.out_dir) / config.run_id
         if not RunStore(run_dir).read("responses"):
@@ -285,6 +290,10 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
                 err.print(f"continuing the run stopped at its budget with a budget of {budget} USD")
         except SgievalError as e:
             _fail(e)
+    elif (d / "report.md").is_file() and "The run stopped at its budget" in (d / "report.md").read_text(
+            encoding="utf-8", errors="replace"):
+        err.print(f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
+                  f"one: `sgieval resume {config.run_id} --budget <USD>`", soft_wrap=True)
     _run(config, resume=True)
 
 
@@ -329,7 +338,13 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
             reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
             out.print(f"{d.parent.name}\tunreadable: {d}: {reason}", soft_wrap=True, highlight=False)
             continue
-        status = "complete" if (d.parent / "report.md").exists() else "incomplete (sgieval resume)"
+        report_md = d.parent / "report.md"
+        if not report_md.exists():
+            status = "incomplete (sgieval resume)"
+        elif "The run stopped at its budget" in report_md.read_text(encoding="utf-8", errors="replace"):
+            status = "stopped at its budget (sgieval resume <run> --budget USD)"
+        else:
+            status = "complete"
         out.print(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}", soft_wrap=True,
                   highlight=False)
     if not found:

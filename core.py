@@ -329,6 +329,17 @@ class RunConfig(_Record):
     executor: str = "local"
     bootstrap_resamples: int = 10000
 
+    @field_validator("benchmarks")
+    @classmethod
+    def _absolute_benchmark_files(cls, v: list[str]) -> list[str]:
+        """A benchmark given as a path to an existing file is kept as its
+        absolute path, so ``resume`` and ``report`` work from any folder."""
+        out = []
+        for b in v:
+            p = Path(b).expanduser()
+            out.append(str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet") and p.is_file() else b)
+        return out
+
     @field_validator("k")
     @classmethod
     def _k_positive(cls, v: int | None) -> int | None:

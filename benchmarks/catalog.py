@@ -115,7 +115,8 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
             unavailable[b] = f"no local data (`sgieval data pull {b}`, or --data-dir)"
             continue
         items += its
-        sources[b] = src
+        for name in dict.fromkeys([b, *(i.benchmark for i in its)]):  # "my.jsonl" loads items of "jsonl:my"
+            sources[name] = src
     if not items:
         raise DataNotFoundError("no benchmark data found in any lookup location", what="catalog",
                                 fix="run `sgieval data pull sciaidanbench` when online, or pass --data-dir / set "

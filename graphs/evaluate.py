@@ -140,11 +140,14 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
     ``llama3.3`` for ``llama3.3:latest``) appears in the request as a word of
     its own (case-insensitive; no letter, digit or dot may touch it, save a
     sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not
-    match "phi45")."""
+    match "phi45"), or its family name: the leading letters of the bare name
+    when there are at least 4 ("llama" names ``llama3.3:latest``)."""
     text = (request or "").lower()
     out = []
     for m in models:
-        names = {m.lower(), m.split(":")[0].split("/")[-1].lower()}
+        bare = m.split(":")[0].split("/")[-1].lower()
+        family = re.match(r"[a-z]{4,}", bare)  # "llama" for llama3.3, "qwen" for qwen2.5
+        names = {m.lower(), bare, family.group(0) if family else ""}
         if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w|\.\w)", text) for n in names if n):
             out.append(m)
     return out
@@ -403,26 +406,49 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
                  judges: list[NamedModel] | None = None, agent: NamedModel | None = None, **kw: Any) -> RunRuntime:
     """Resolve the config's model strings (unless models are given) and load
     the catalog (unless given).  Raises InputError for bad model strings or
-    missing data before anything is written."""
-    catalog = catalog or load_catalog(config.benchmarks or None, config.data_dir)
+    missing data before anything is written.
+
+    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered
+    run) uses those items, not the benchmark files as they are now: the report
+    does not change when a source file is edited or moved, and the run needs
+    no source at all once its items are stored."""
+    run_dir = Path(config.out_dir) / config.run_id
+    stored = RunStore(run_dir).read("items") if (run_dir / "items.jsonl").is_file() else []
+    if catalog is None:
+        try:
+            catalog = load_catalog(config.benchmarks or None, config.data_dir)
+        except SgievalError:
+            if not stored:
+                raise
+            catalog = Catalog(items=stored, sources={b: f"{run_dir / 'items.jsonl'} (the run's copy)"
+                                                     for b in dict.fromkeys(i.benchmark for i in stored)})
+    if stored:
+        catalog.by_id.update({i.id: i for i in stored})
     if judges is None:
         judges = [resolve_model(j, "judge", base_url=config.base_url) for j in config.judges]
     if agent is None and config.agent_model:
         agent = resolve_model(config.agent_model, "agent", base_url=config.base_url)
     if targets is None and config.models:
         targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir) for m in config.models]
+    targets, judges = unique_models(targets or []), unique_models(judges)
     store = RunStore(Path(config.out_dir) / config.run_id)
-    return RunRuntime(config=config, store=store, catalog=catalog, targets=unique_models(targets or []),
-                      judges=unique_models(judges), agent=agent, **kw)
+    return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent, **kw)
 
 
 def unique_models(models: list[NamedModel]) -> list[NamedModel]:
     """``models`` without repeats of a name (``replay:phi4`` and ``replay:phi4:latest``
-    resolve to one model): the first of each name is kept, in order."""
+    resolve to one model): the first of each name is kept, in order.  Raises
+    InputError when two different replay files give one name (a/ans.jsonl and
+    b/ans.jsonl): one of them would be lost."""
     seen: dict[str, NamedModel] = {}
     for m in models:
-        if m.name in seen:
-            log.warning("duplicate model ignored", model=m.name, role=m.role)
+        first = seen.get(m.name)
+        if first is None:
+            seen[m.name] = m
             continue
-        seen[m.name] = m
+        a, b = (getattr(getattr(x, "replay", None), "source", None) for x in (first, m))
+        if a is not None and b is not None and Path(a).resolve() != Path(b).resolve():
+            raise InputError(f"two stored-response files give the same model name {m.name!r} ({a}, {b})",
+                             what="--models", fix="add a \"model\" field to the lines of one file, or rename it")
+        log.warning("duplicate model ignored", model=m.name, role=m.role)
     return list(seen.values())

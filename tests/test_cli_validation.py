@@ -131,6 +131,13 @@ def test_resume_with_a_larger_budget_continues_a_budget_stopped_run(tmp_path, mo
         # budget 0: spent 0 >= 0 refuses the first call, so nothing was asked
         assert mock.stats()["requests"] == 0 and not (run_dir / "responses.jsonl").exists()
         assert "The run stopped at its budget" in (run_dir / "report.md").read_text()
+        listing = runner.invoke(app, ["runs", "--out", str(tmp_path / "runs")]).output
+        assert "stopped at its budget (sgieval resume <run> --budget USD)" in " ".join(listing.split())
+        # resuming without a new budget says how to continue, and calls nothing
+        res = runner.invoke(app, ["resume", str(run_dir)])
+        assert res.exit_code == 0 and mock.stats()["requests"] == 0
+        assert (f"this run stopped at its budget (0.0 USD); to evaluate the rest, pass a larger one: "
+                f"`sgieval resume {run_dir.name} --budget <USD>`") in res.output
         res = runner.invoke(app, ["resume", str(run_dir / "report.md"), "--budget", "5"])
         assert res.exit_code == 0, res.output
         assert "continuing the run stopped at its budget with a budget of 5.0 USD" in res.output

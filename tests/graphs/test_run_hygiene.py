@@ -83,6 +83,8 @@ def test_models_named_in_the_request():
     assert models_named_in("Compare Llama3.3, Qwen2.5.", stored) == ["llama3.3:latest", "qwen2.5:latest"]
     assert models_named_in("How does GPT-4o do?", stored) == ["openai/4o"]
     assert models_named_in("phi4.5 or llama3.30 or phi45", stored) == []
+    assert models_named_in("Compare phi4 and llama; is 4o ahead of qwen?", stored) == [
+        "openai/4o", "phi4:latest", "llama3.3:latest", "qwen2.5:latest"]
     assert models_named_in("Which model is the most creative in chemistry?", stored) == []
 
 

@@ -93,3 +93,43 @@ def test_jsonl_without_references_has_no_predefined_metric(tmp_path):
     # without items to filter by, the module's metrics are listed
     assert [s.name for m in predefined_metrics([items[0].benchmark]) for s in m.specs] == \
         ["exact_match", "exact_match_normalised"]
+
+
+def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monkeypatch):
+    from sgieval.graphs.evaluate import write_report
+
+    bench = _write(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    cfg = RunConfig(run_id="r", request="Which model is most accurate?", benchmarks=["quiz.jsonl"],
+                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999,
+                    models=[f"replay:{tmp_path / 'model-a.jsonl'}", f"replay:{tmp_path / 'model-b.jsonl'}"])
+    assert cfg.benchmarks == [str(bench)]  # kept absolute, so resume/report work from any folder
+    rt = make_runtime(cfg)
+    state = asyncio.run(execute(rt))
+    report = (tmp_path / "runs" / "r" / "report.md").read_text()
+    # the source is edited (item 2 moves to geology) and item 3 deleted: the run keeps its own copy
+    bench.write_text(json.dumps({**BENCH[0]}) + "\n" + json.dumps({**BENCH[1], "discipline": "geology"}) + "\n")
+    again = asyncio.run(write_report(make_runtime(cfg), state))
+    assert again.read_text().split("## Answer")[1] == report.split("## Answer")[1]
+    assert f"| data source | jsonl:quiz: {bench} |" in report
+    bench.unlink()  # and without the source at all: only the data source line changes
+    again = asyncio.run(write_report(make_runtime(cfg), state)).read_text()
+    assert f"| data source | jsonl:quiz: {tmp_path / 'runs' / 'r' / 'items.jsonl'} (the run's copy) |" in again
+    def body(text):
+        return [line for line in text.split("## Answer")[1].splitlines() if not line.startswith("| data source |")]
+    assert body(again) == body(report)
+
+
+def test_two_replay_files_with_one_model_name_are_refused(tmp_path):
+    from sgieval.core import InputError
+
+    bench = _write(tmp_path)
+    for d in ("x", "y"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "ans.jsonl").write_text((tmp_path / "model-a.jsonl").read_text())
+    cfg = RunConfig(run_id="c", request="", benchmarks=[str(bench)], out_dir=str(tmp_path / "runs"), yes=True,
+                    models=[f"replay:{tmp_path / 'x' / 'ans.jsonl'}", f"replay:{tmp_path / 'y' / 'ans.jsonl'}"])
+    with pytest.raises(InputError) as ei:
+        make_runtime(cfg)
+    assert "two stored-response files give the same model name 'replay:ans'" in ei.value.one_line()
+    assert not (tmp_path / "runs" / "c").exists()
