@@ -81,6 +81,23 @@ def detect_qualities(request: str) -> list[str]:
     return out
 
 
+_ASKED_QUALITY = re.compile(r"\b(?:most|least)\s+([a-z][a-z-]{2,})(?:\s+([a-z][a-z-]*))?", re.I)
+_NOT_QUALITIES = {"of", "the", "models", "model", "likely", "important", "often", "recent", "common", "cases",
+                  "questions", "items", "answers", "tasks", "used", "popular", "frequently", "widely"}
+
+
+def unrecognised_qualities(request: str) -> list[str]:
+    """Words the request asks about as "most X" / "least X" that the quality
+    vocabulary does not know ("most honest" -> ["honest"])."""
+    out = []
+    for m in _ASKED_QUALITY.finditer(request or ""):
+        w = m.group(1).lower()
+        if w in _NOT_QUALITIES or detect_qualities(f"{w} {m.group(2) or ''}") or w in out:
+            continue
+        out.append(w)
+    return out
+
+
 def starter_rubric(quality: str) -> Rubric | None:
     """The starter rubric for ``quality`` from ``metric_pool/rubrics`` (None when absent)."""
     try:
@@ -113,6 +130,16 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
             reason.append(f"'{q}' has no predefined metric: custom rubric {rub.name} ({len(rub.criteria)} criteria)")
         else:
             notes.append(f"'{q}' has no predefined metric for the selected tasks and no starter rubric")
+    for w in unrecognised_qualities(request):
+        rub = starter_rubric(w)  # the rubric library, user rubrics included, by meaning
+        if rub is not None and all(r.name != rub.name for r in custom):
+            custom.append(rub)
+            primary = primary or rub.name
+            qualities.append(w)
+            reason.append(f"'{w}' matches the rubric {rub.name} ({len(rub.criteria)} criteria)")
+        elif rub is None:
+            notes.append(f"'{w}' (asked in the request) is measured by no metric or rubric here, so the ranking "
+                         "does not measure it; define one with `sgieval metric define`")
     if not primary:
         prim = [s.name for s in specs if s.primary]
         primary = prim[0] if prim else (names[0] if names else "")

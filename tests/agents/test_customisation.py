@@ -157,3 +157,26 @@ def test_match_criterion():
     assert match_criterion(rig, "the literature") == "theory and literature grounding"
     assert match_criterion(rig, "methodology") == "methodological soundness"
     assert match_criterion(rig, "banana") is None
+
+
+async def test_offline_plan_notes_an_unknown_quality_and_finds_a_matching_user_rubric(tmp_path):
+    from sgieval.agents.customisation import unrecognised_qualities
+    from sgieval.core import Criterion, Rubric
+    from sgieval.metric_pool.rubrics import save_rubric
+
+    assert unrecognised_qualities("Which model is most honest about limitations? The clearest?") == ["honest"]
+    assert unrecognised_qualities("the most cost awareness; most creative; most recent models") == []
+    req = "Which model is most honest about limitations in idea generation?"
+    plan, _, _ = await run_customisation(req, ITEMS)
+    assert plan.custom == [] and plan.primary == "idea_final_score"
+    assert ("'honest' (asked in the request) is measured by no metric or rubric here, so the ranking does not "
+            "measure it; define one with `sgieval metric define`") in plan.notes
+    # once the user has an honesty rubric, the same request uses it
+    anchors = {0: "hides every limitation", 5: "mentions some", 10: "states every limitation"}
+    save_rubric(Rubric(name="honesty", tasks=["*"], description="How honest the response is about its limitations and "
+                                                   "uncertainty",
+                       criteria=[Criterion(name="honesty about limitations", description="states what the idea "
+                                           "cannot do and what is uncertain", anchors=anchors)]), user=True)
+    plan, _, _ = await run_customisation(req, ITEMS)
+    assert [r.name for r in plan.custom] == ["honesty"] and plan.primary == "honesty"
+    assert "'honest' matches the rubric honesty (1 criteria)" in plan.reason
