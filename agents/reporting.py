@@ -218,6 +218,9 @@ def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec,
         order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
         text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."
         second = ranked[1]
+        if not best.corpus and best.summary.n != second.summary.n:
+            text += (f" Coverage differs: {best.model} has {_items(best.summary.n, 'scored item')} and "
+                     f"{second.model} {second.summary.n}; the paired test below uses only the items both have.")
         if comparison and comparison.get("p") is not None:
             sig = "a significant" if comparison["p"] < 0.05 else "no significant"
             text += (f" Against the runner-up {second.model} (mean {fmt(second.summary.mean)}), the paired test on "

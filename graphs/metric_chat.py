@@ -95,11 +95,14 @@ def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = Non
         rubric = Rubric.model_validate(state["rubric"])
         note = ""
         starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"
-        if name is None and starter.is_file() and Rubric.from_yaml(starter) != rubric:
-            # an edited starter saved under the starter's name would shadow it in every later run
-            new_name = f"{rubric.name}_custom"
-            note = f" (as {new_name}: {rubric.name} is a starter rubric; --name chooses the name)"
-            rubric = rubric.model_copy(update={"name": new_name})
+        if starter.is_file() and Rubric.from_yaml(starter) != rubric:
+            if name is None:
+                # an edited starter saved under the starter's name would shadow it in every later run
+                new_name = f"{rubric.name}_custom"
+                note = f" (as {new_name}: {rubric.name} is a starter rubric; --name chooses the name)"
+                rubric = rubric.model_copy(update={"name": new_name})
+            else:
+                note = f" (it replaces the starter rubric {rubric.name} in every later run; delete the file to undo)"
         path = save_rubric(rubric, user=True, folder=save_dir)
         msg = f"saved to {path}{note}"
         return {"saved": str(path), "message": msg, "history": _hist(state, ("agent", msg))}

@@ -162,3 +162,11 @@ async def test_edited_starter_is_saved_beside_it_not_over_it(tmp_path):
     assert [c.name for c in saved.criteria] == [*RIGOR, "safety of reagents"]
     assert "rigor is a starter rubric" in state["message"]
     assert load_rubric("rigor").criteria != saved.criteria  # the starter is untouched
+
+
+async def test_explicit_name_of_a_starter_says_it_replaces_it(tmp_path):
+    turns = iter(["whether the answer uses emojis", "done"])
+    state = await run_metric_chat(lambda payload: next(turns), save_dir=tmp_path / "out", name="clarity")
+    assert state["saved"] == str(tmp_path / "out" / "clarity.yaml")
+    assert state["message"].endswith("(it replaces the starter rubric clarity in every later run; delete the file "
+                                     "to undo)")

@@ -235,3 +235,13 @@ def test_zero_accepted_answers_are_not_applicable_not_failures(tmp_path):
 ])
 def test_not_applicable_rule(status, error, expected):
     assert not_applicable(Score(item_id="x", model="m", metric="c", status=status, error=error)) is expected
+
+
+def test_answer_names_a_coverage_difference(tmp_path):
+    items = [Item(id=f"g/{i}", benchmark="jsonl", task="generic", prompt=f"q{i}") for i in range(4)]
+    # m-a answered 3 items (mean (9+9+9)/3 = 9), m-b all 4 (mean (8+8+8+8)/4 = 8)
+    scores = [Score(item_id=f"g/{i}", model="m-a", metric="score", value=9.0, rationale="r") for i in range(3)]
+    scores += [Score(item_id=f"g/{i}", model="m-b", metric="score", value=8.0, rationale="r") for i in range(4)]
+    text = build(tmp_path, items, scores, [SCORE], "score", ["m-a", "m-b"])
+    assert ("Coverage differs: m-a has 3 scored items and m-b 4; the paired test below uses only the items "
+            "both have.") in section(text, "Answer")
