@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .cli_metric import metric_app
-from .core import InputError, RunConfig, RunStore, SgievalError
+from .core import BUDGET_STOP_NOTE, InputError, RunConfig, RunStore, SgievalError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="sgieval: agentic evaluation of scientific LLMs (SGI-Bench, SciAidanBench, SFBench, JSONL).")
@@ -244,6 +244,12 @@ def _read_config(d: Path) -> RunConfig:
     return config
 
 
+def _stopped_at_budget(d: Path) -> bool:
+    """Whether the report in run folder ``d`` says the run stopped at its budget."""
+    report_md = d / "report.md"
+    return report_md.is_file() and BUDGET_STOP_NOTE in report_md.read_text(encoding="utf-8", errors="replace")
+
+
 async def _reopen_budget_stopped(config: RunConfig) -> bool:
     """If the run's graph finished with a budget stop, step its checkpoint back
     to just after the metric confirmation so :func:`execute` evaluates the
@@ -290,8 +296,7 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
                 err.print(f"continuing the run stopped at its budget with a budget of {budget} USD")
         except SgievalError as e:
             _fail(e)
-    elif (d / "report.md").is_file() and "The run stopped at its budget" in (d / "report.md").read_text(
-            encoding="utf-8", errors="replace"):
+    elif _stopped_at_budget(d):
         err.print(f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
                   f"one: `sgieval resume {config.run_id} --budget <USD>`", soft_wrap=True)
     _run(config, resume=True)
@@ -338,10 +343,9 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
             reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
             out.print(f"{d.parent.name}\tunreadable: {d}: {reason}", soft_wrap=True, highlight=False)
             continue
-        report_md = d.parent / "report.md"
-        if not report_md.exists():
+        if not (d.parent / "report.md").exists():
             status = "incomplete (sgieval resume)"
-        elif "The run stopped at its budget" in report_md.read_text(encoding="utf-8", errors="replace"):
+        elif _stopped_at_budget(d.parent):
             status = "stopped at its budget (sgieval resume <run> --budget USD)"
         else:
             status = "complete"

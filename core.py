@@ -349,6 +349,10 @@ class RunConfig(_Record):
 
 
 # ------------------------------------------------------------------ run folder
+BUDGET_STOP_NOTE = "The run stopped at its budget"
+"""How a report says its run stopped at the budget (``sgieval runs`` and ``resume`` look for it)."""
+
+
 class RunStore:
     """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records.
 

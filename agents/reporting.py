@@ -320,25 +320,32 @@ def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
     return out
 
 
-def sgi_unavailable(scores: list[Score], items: list[Item], models: list[str]) -> list[str]:
-    """Why the SGI-Score (METRICS.md A.6, metric_pool/sgi/sgi_score.py) is not
-    available, one line per group of target models with the same missing
-    terms, e.g. "SGI-Score not available for m-a: missing DE (no dry_passall_5
-    scores), WE (all 2 wet_final_score scores failed)."; empty when no item is
-    from SGI-Bench or every model has an SGI-Score."""
+def sgi_section(scores: list[Score], items: list[Item], models: list[str]) -> tuple[str | None, list[str]]:
+    """The SGI-Score table and why it is unavailable, from one SGI-Score
+    computation per target model (METRICS.md A.6, metric_pool/sgi/sgi_score.py).
+
+    Returns ``(table, unavailable)``: ``table`` is the Markdown table of
+    SGI-Score (0-100) and per-task terms per target model (None when no item is
+    from SGI-Bench); ``unavailable`` has one line per group of target models with
+    the same missing terms, e.g. "SGI-Score not available for m-a: missing DE (no
+    dry_passall_5 scores), WE (all 2 wet_final_score scores failed)." (empty when
+    every model has an SGI-Score)."""
     if not any(i.benchmark == "sgi-bench" for i in items):
-        return []
+        return None, []
     from ..metric_pool.sgi.sgi_score import sgi_score
 
     by_id = {i.id: i for i in items}
+    rows = []
     why: dict[str, list[str]] = {}
     for m in models:
         res = sgi_score([s for s in scores if s.model == m], by_id, model=m)
+        rows.append([m, fmt(res.sgi_score) if res.sgi_score is not None else "missing tasks", res.summary()])
         if res.sgi_score is None:
             reason = ", ".join(f"{t.label} ({t.reason})" for t in res.terms.values() if t.missing)
             why.setdefault(reason, []).append(m)
-    return [f"SGI-Score not available for {', '.join(ms)}: missing {reason}; an SGI-Score needs an ok score on "
-            "all five SGI-Bench tasks." for reason, ms in why.items()]
+    table = markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], rows)
+    return table, [f"SGI-Score not available for {', '.join(ms)}: missing {reason}; an SGI-Score needs an ok "
+                   "score on all five SGI-Bench tasks." for reason, ms in why.items()]
 
 
 NUMBER = re.compile(r"(?<![\w.])(?<!\w-)-?\d+(?:\.\d+)?(?![\w.]*\w)")
@@ -554,7 +561,7 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
         limitations.append(f"{', '.join(selfj)} is both judge and target: it did not score its own responses "
                            "(those judge metrics are not run; pass --allow-self-judge to allow it).")
     limitations += _pair_limitations(pairs, spec.name)
-    sgi_missing = sgi_unavailable(scores, items, models)
+    sgi_table, sgi_missing = sgi_section(scores, items, models)
     limitations += sgi_missing
     criteria = []
     for r in specs:
@@ -570,7 +577,7 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     tables_text = "\n".join([markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"],
                                             [list(r.values()) for r in rows])] + [t for t in tables.values() if t]
                             + [c["table"] for c in criteria]
-                            + ([header["sgi_table"]] if header.get("sgi_table") else [])
+                            + ([sgi_table] if sgi_table else [])
                             + ([f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, "
                                 f"p = {comparison['p_value']}"] if comparison else []))
     if agent is not None:
@@ -584,7 +591,7 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     data = {"header": header, "narrative": narrative,
             "ranking": {"metric": spec.name, "scale": spec.scale_label, "higher_is_better": spec.higher_is_better,
                         "rows": rows, "chart": chart},
-            "comparison": comparison, "sgi": header.get("sgi_table"), "tables": tables, "criteria": criteria,
+            "comparison": comparison, "sgi": sgi_table, "tables": tables, "criteria": criteria,
             "extra_sections": extra_sections or [], "limitations": limitations,
             "failures": _failures(responses, scores), "warnings": warnings or []}
     out = run_dir / "report.md"

@@ -27,7 +27,7 @@ from ..agents.customisation import MetricPlan, plan_specs, run_customisation
 from ..agents.questioning import SelectionPlan, run_questioning
 from ..agents.reporting import build_report, fmt
 from ..benchmarks.catalog import Catalog, load_catalog
-from ..core import OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
+from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
 from ..metric_pool.base import Metric, ScoringContext
 from ..metric_pool.registry import predefined_metrics
 from ..models.base import NamedModel
@@ -224,11 +224,10 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
                              allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
         if any(i.task == OPEN_CREATIVITY for i in items):
             for t in targets:
-                reason = None if t.is_replay else ctx.no_judge_reason(t.name, "the open-creativity protocol")
-                if reason:  # every open-creativity answer of t would fail: say so before any call
-                    raise InputError(reason.split("; ")[0], what=t.name,
-                                     fix=reason.split("; ", 1)[1] if "; " in reason else
-                                     "pass --judge <model> (it judges coherence after each answer)")
+                problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
+                if problem:  # every open-creativity answer of t would fail: say so before any call
+                    raise InputError(problem[0], what=t.name,
+                                     fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)")
         prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
                                             executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
                                             on_progress=rt.on_progress)
@@ -284,7 +283,7 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
                             "pass --models to evaluate others.")
     stopped = (state.get("evaluated") or {}).get("budget_stopped")
     if stopped:
-        warnings.append(f"The run stopped at its budget before every item was evaluated ({stopped}); "
+        warnings.append(f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
                         "the tables cover what was evaluated, corpus-level metrics were not computed.")
     scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
     sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items()
@@ -300,10 +299,7 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,
         "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}", "scope": scope,
         "extra": {"notes": "; ".join(plan.notes)} if plan.notes else {},
-        "sgi_table": None,
     }
-    if any(i.benchmark == "sgi-bench" for i in items):
-        header["sgi_table"] = _sgi_section(scores, {i.id: i for i in items}, targets)
     return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
                               specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
                               agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
@@ -345,17 +341,6 @@ def _usage_section(rt: RunRuntime) -> list[dict[str, str]]:
             body += (f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
                      f"call to {st.get('model', '')}; calls already in flight then finished and are counted.")
     return [{"title": "Cost and usage", "body": body}]
-
-
-def _sgi_section(scores, items, targets) -> str | None:
-    from ..metric_pool.sgi.sgi_score import sgi_score
-    from ..reports.render import markdown_table
-
-    rows = []
-    for m in targets:
-        res = sgi_score([s for s in scores if s.model == m], items, model=m)
-        rows.append([m, fmt(res.sgi_score) if res.sgi_score is not None else "missing tasks", res.summary()])
-    return markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], rows)
 
 
 async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None) -> EvalState:
@@ -431,7 +416,7 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
     if targets is None and config.models:
         targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir) for m in config.models]
     targets, judges = unique_models(targets or []), unique_models(judges)
-    store = RunStore(Path(config.out_dir) / config.run_id)
+    store = RunStore(run_dir)
     return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent, **kw)
 
 

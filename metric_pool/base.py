@@ -44,16 +44,23 @@ class ScoringContext:
             return list(self.judges)
         return [j for j in self.judges if _bare(j.name) != _bare(target_model)]
 
-    def no_judge_reason(self, target_model: str, metric: str) -> str | None:
-        """Why judge metric ``metric`` cannot score ``target_model`` (None when a
-        judge may): no judge configured, or only the target itself without
-        ``--allow-self-judge``.  Judge metrics report it as ``not_run``."""
+    def judge_problem(self, target_model: str, metric: str) -> tuple[str, str | None] | None:
+        """``(problem, fix)`` when judge metric ``metric`` cannot score
+        ``target_model``, else None: no judge configured (fix None: the problem
+        says "pass --judge"), or only the target itself without
+        ``--allow-self-judge``."""
         if self.judges_for(target_model):
             return None
         if not self.judges:
-            return f"{metric} needs a judge: no judge configured (pass --judge)"
+            return f"{metric} needs a judge: no judge configured (pass --judge)", None
         return (f"{metric} needs a judge: the only judge(s) ({', '.join(j.name for j in self.judges)}) are the "
-                f"target model {target_model}; pass another --judge or --allow-self-judge")
+                f"target model {target_model}", "pass another --judge or --allow-self-judge")
+
+    def no_judge_reason(self, target_model: str, metric: str) -> str | None:
+        """:meth:`judge_problem` as one line (None when a judge may score).
+        Judge metrics report it as ``not_run``."""
+        p = self.judge_problem(target_model, metric)
+        return None if p is None else p[0] if p[1] is None else f"{p[0]}; {p[1]}"
 
 
 def _bare(name: str) -> str:

@@ -24,11 +24,11 @@ have no predefined metric (the request's custom rubric metrics still apply).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..core import Item, MetricSpec, Response
 from .base import FunctionMetric, Metric
+from .sgi.common import extract_answer_tag
 from .sgi.deep_research import normalised_equal
 
 SRC = "sgieval generic JSONL benchmark (metric_pool/generic.py); normalisation as METRICS.md A.1 normalised EM"
@@ -46,18 +46,17 @@ NORMALISED = MetricSpec(
                 "numbers to the reference's decimal places, else 0.",
     source=SRC)
 
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-
-
 def reference_text(value: Any) -> str:
     """The reference as compared: a string as is, any other JSON value in its JSON form."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def prediction_text(response_text: str) -> str:
-    """The content of the last ``<answer>...</answer>`` (stripped), else the stripped response."""
-    found = _ANSWER.findall(response_text or "")
-    return (found[-1] if found else (response_text or "")).strip()
+    """The content of the last ``<answer>...</answer>`` (stripped; the SGI-Bench
+    tag rule, :func:`sgieval.metric_pool.sgi.common.extract_answer_tag`), else
+    the stripped response."""
+    tagged = extract_answer_tag(response_text or "")
+    return (tagged if tagged is not None else (response_text or "")).strip()
 
 
 def _score(item: Item, response: Response) -> dict[str, tuple[float, str, dict]]:
