@@ -398,7 +398,8 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
     does not change when a source file is edited or moved, and the run needs
     no source at all once its items are stored."""
     run_dir = Path(config.out_dir) / config.run_id
-    stored = RunStore(run_dir).read("items") if (run_dir / "items.jsonl").is_file() else []
+    existing = RunStore(run_dir) if (run_dir / "items.jsonl").is_file() else None  # no folder made for a new run
+    stored = existing.read("items") if existing else []
     if catalog is None:
         try:
             catalog = load_catalog(config.benchmarks or None, config.data_dir)
@@ -416,7 +417,7 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
     if targets is None and config.models:
         targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir) for m in config.models]
     targets, judges = unique_models(targets or []), unique_models(judges)
-    store = RunStore(run_dir)
+    store = existing or RunStore(run_dir)
     return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent, **kw)
 
 
