@@ -213,7 +213,9 @@ class SubprocessSandbox:
         self.python = python or sys.executable
 
     def _one(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:
-        env = {**os.environ, "PYTHONIOENCODING": "utf-8", "HOME": str(workdir), "MPLBACKEND": "Agg"}
+        # a clean environment: the host's variables (API keys among them) never reach model-written code
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+               "HOME": str(workdir), "TMPDIR": str(workdir), "MPLBACKEND": "Agg"}
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen([self.python, script], cwd=workdir, env=env, stdout=subprocess.PIPE,
