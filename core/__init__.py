@@ -16,6 +16,7 @@ from .errors import (
     ToolError,
 )
 from .records import (
+    CORPUS,
     DEEP_RESEARCH,
     DRY_EXPERIMENT,
     EXPERIMENTAL_REASONING,
@@ -38,7 +39,7 @@ from .records import (
 from .store import BUDGET_STOP_NOTE, RunStore
 
 __all__ = [
-    "BUDGET_STOP_NOTE", "DEEP_RESEARCH", "DRY_EXPERIMENT", "EXPERIMENTAL_REASONING", "FEASIBILITY", "GENERIC",
+    "BUDGET_STOP_NOTE", "CORPUS", "DEEP_RESEARCH", "DRY_EXPERIMENT", "EXPERIMENTAL_REASONING", "FEASIBILITY", "GENERIC",
     "IDEA_GENERATION", "OPEN_CREATIVITY", "SGI_TASKS", "WET_EXPERIMENT",
     "Criterion", "DataNotFoundError", "InputError", "Item", "MetricKind", "MetricSpec", "ModelCallError",
     "OfflineError", "ParseError", "Response", "Rubric", "RunConfig", "RunStore", "SandboxUnavailableError",

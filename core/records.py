@@ -29,6 +29,9 @@ GENERIC = "generic"
 
 SGI_TASKS = (DEEP_RESEARCH, IDEA_GENERATION, DRY_EXPERIMENT, WET_EXPERIMENT, EXPERIMENTAL_REASONING)
 
+CORPUS = "*"
+"""``Score.item_id`` of a corpus-level score (computed over all items of a model, e.g. SFBench's kappa)."""
+
 Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error"]
 """Per-record status (METRICS.md D.7).  Only ``ok`` scores enter metric means;
 the others are counted and listed in the report's failures section."""

@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..core import Item, MetricSpec, Response, Score
+from ..core import CORPUS, Item, MetricSpec, Response, Score
 from ..models.base import NamedModel
 
-CORPUS = "*"
-"""``Score.item_id`` of a corpus-level score (computed over all items of a model)."""
+# CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.
 
 
 @dataclass

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import re
 
-from sgieval.agents.reporting import (build_report, criterion_scores, header_facts, numbers_supported,
-                                      rubric_breakdown)
+from sgieval.agents.reporting import build_report, header_facts, numbers_supported
+from sgieval.reports.build import criterion_scores, rubric_breakdown
 from sgieval.core import Criterion, Item, MetricSpec, Response, Rubric, Score
 from sgieval.tests.conftest import scripted
 

@@ -16,8 +16,9 @@ import re
 
 import pytest
 
-import sgieval.agents.reporting as reporting
-from sgieval.agents.reporting import build_report, not_applicable
+import sgieval.reports.build as report_build
+from sgieval.agents.reporting import build_report
+from sgieval.reports.build import not_applicable
 from sgieval.core import (DEEP_RESEARCH, EXPERIMENTAL_REASONING, Criterion, Item, MetricSpec, Response, Rubric,
                           Score)
 from sgieval.tests.conftest import scripted
@@ -148,7 +149,7 @@ def test_heatmap_that_fails_to_draw_is_not_linked(tmp_path, monkeypatch):
     def broken(path, *a, **kw):
         raise RuntimeError("no fonts")
 
-    monkeypatch.setattr(reporting, "heatmap", broken)
+    monkeypatch.setattr(report_build, "heatmap", broken)
     scores = [Score(item_id=i.id, model="m-a", metric="rigor", value=70.0, rationale="r", judge="judge-x",
                     details={"criteria": {"logic": 7}}) for i in ITEMS3]
     text = build(tmp_path, ITEMS3, scores, [RIGOR], "rigor", ["m-a"])

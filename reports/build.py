@@ -1,0 +1,505 @@
+"""Build the report: its data model, tables, breakdowns, limitations, failures and figures.
+
+The reporting agent (``agents/reporting.py``) computes the statistics that
+need the metric pool (per-model :class:`ModelStat` summaries, the paired
+tests of adjacent ranks, the SGI-Score rows) and hands them here as plain
+data; this module turns records + those statistics into a
+:class:`ReportDraft` (tables, figures, limitations; everything but the
+narrative) and :func:`write_report` renders it with the narrative into
+``report.md``.  It imports only ``core`` (DESIGN.md "Layout").
+
+Sections: ranking with mean, total and 95% bootstrap CI per target model,
+breakdowns by discipline and task, a bar chart, custom metrics beside the
+predefined ones (marked *custom*), a per-criterion breakdown of every rubric
+metric (table + heatmap PNG of model x criterion means, 0-10, from
+``Score.details["criteria"]``), the paired permutation test of every
+adjacent pair of the ranking, limitations (sample size, judge identity,
+self-judging, adjacent pairs the paired test does not separate -- CI overlap
+is reported as overlap, never as a test --, why an SGI-Score is
+unavailable), and the failures (not-applicable scores, e.g. means over 0
+accepted answers, kept apart).  Figures are embedded only when their file
+was written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..core import CORPUS, Item, MetricSpec, Response, Score
+from .charts import heatmap, ranking_chart
+from .render import markdown_table, render_report
+
+__all__ = [
+    "NOT_APPLICABLE_REASONS", "ModelStat", "PairStat", "ReportDraft", "SgiRow", "SummaryLike", "assemble",
+    "ci_overlap", "count_phrase", "criterion_scores", "fmt", "has_ci", "item_values", "not_applicable",
+    "order_stats", "pair_entry", "rubric_breakdown", "sgi_table", "write_report",
+]
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    """Numbers as the report prints them: integers without decimals, others
+    with ``digits`` decimals; None/NaN as "n/a"."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.{digits}f}"
+
+
+def count_phrase(n: int, noun: str = "item") -> str:
+    """``"1 item"``, ``"3 items"`` (English plural of ``noun`` by count)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+# ----------------------------------------------------------------------------- data model
+class SummaryLike(Protocol):
+    """What the report reads of a per-model summary (``metric_pool.aggregate.Summary``):
+    ``n`` values, ``mean`` and ``total`` on the metric's scale, the 95% CI
+    ``[ci_low, ci_high]`` (NaN when unavailable)."""
+
+    n: int
+    mean: float
+    total: float
+    ci_low: float
+    ci_high: float
+
+
+class PairStat(Protocol):
+    """What the report reads of a paired test (``metric_pool.aggregate.PairedResult``):
+    ``n`` shared items, ``method``, ``mean_diff`` (a minus b), the 95% CI of the
+    difference ``[ci_low, ci_high]`` and ``p_value`` (0-1)."""
+
+    n: int
+    method: str
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+@dataclass
+class ModelStat:
+    """One target model's row of the ranking: ``summary`` None when it has no
+    ok score; ``corpus`` True for a corpus-level metric (one value over
+    ``summary.n`` items, e.g. quadratic weighted kappa: no per-item CI)."""
+
+    model: str
+    summary: SummaryLike | None
+    failed: int
+    corpus: bool = False
+
+
+@dataclass
+class SgiRow:
+    """One target model's SGI-Score (0-100, METRICS.md A.6) or None, its per-task
+    terms as text, and the missing terms as text ("" when complete)."""
+
+    model: str
+    sgi_score: float | None
+    per_task: str
+    missing: str = ""
+
+
+@dataclass
+class ReportDraft:
+    """Everything of the report but its narrative: ``data`` (the template's
+    keys except ``narrative``), ``stats`` (ranking order), ``spec`` (the
+    ranking metric), ``top`` (paired test of the top two, or None),
+    ``tables_text`` (every table as one text: what a narrative may cite),
+    ``sgi_missing`` (why an SGI-Score is unavailable, one line per group)."""
+
+    data: dict[str, Any]
+    stats: list[ModelStat]
+    spec: MetricSpec
+    top: dict[str, Any] | None
+    tables_text: str
+    sgi_missing: list[str] = field(default_factory=list)
+
+    @property
+    def limitations(self) -> list[str]:
+        """The Limitations section's lines (append to add one)."""
+        return self.data["limitations"]
+
+
+# ----------------------------------------------------------------------------- statistics helpers
+def has_ci(a: SummaryLike) -> bool:
+    """Whether both CI bounds of ``a`` are numbers (not NaN)."""
+    return not any(math.isnan(x) for x in (a.ci_low, a.ci_high))
+
+
+def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
+    """Whether the two 95% CIs overlap; None when either CI is unavailable (NaN).
+    Overlap is only overlap: it is not a significance test."""
+    if not (has_ci(a) and has_ci(b)):
+        return None
+    return not (a.ci_low > b.ci_high or b.ci_low > a.ci_high)
+
+
+def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelStat]:
+    """Models with a summary by mean (best first; ties by name), then those without."""
+    have = [s for s in stats if s.summary is not None]
+    none = [s for s in stats if s.summary is None]
+    have.sort(key=lambda s: (-(s.summary.mean) if higher_is_better else s.summary.mean, s.model))
+    return have + none
+
+
+def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
+    """``{item_id: value}`` of ``model``'s ok item-level ``metric`` scores (corpus-level ones left out)."""
+    return {s.item_id: float(s.value) for s in scores
+            if s.model == model and s.metric == metric and s.ok and s.item_id != CORPUS}
+
+
+def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | None) -> dict[str, Any]:
+    """One adjacent-pair entry of the ranking (``hi`` ranked above ``lo``).
+
+    Keys: ``a``, ``b`` (model names), ``n`` shared items, ``overlap`` (whether
+    the marginal 95% CIs overlap; None when a CI is unavailable -- reported as
+    overlap only, never as a test) and ``p`` (None when not tested); with a
+    ``result``: ``method``, ``mean_diff`` (a minus b, formatted), ``ci`` (95%
+    paired bootstrap CI of the difference), ``p_value`` (formatted, 4
+    significant digits), ``p`` (float 0-1), ``significant`` (p < 0.05)."""
+    d: dict[str, Any] = {"a": hi.model, "b": lo.model, "n": shared, "p": None,
+                         "overlap": ci_overlap(hi.summary, lo.summary)}
+    if result is not None:
+        d.update(n=result.n, method=f"{result.method}, {hi.model} minus {lo.model}", mean_diff=fmt(result.mean_diff),
+                 ci=f"{fmt(result.ci_low)} to {fmt(result.ci_high)}", p_value=f"{result.p_value:.4g}",
+                 p=result.p_value, significant=result.p_value < 0.05)
+    return d
+
+
+NOT_APPLICABLE_REASONS = (re.compile(r"^no accepted answers\b"),)
+"""``not_run`` reasons that mean "nothing to score", not a failure: SciAidanBench
+coherence / novelty means over a question with 0 accepted answers
+(metric_pool/aidanbench.py: "no accepted answers with a <field>")."""
+
+
+def not_applicable(s: Score) -> bool:
+    """True for a Score that is not applicable rather than failed: status
+    ``not_run`` with ``details["not_applicable"]`` true or a reason matching
+    :data:`NOT_APPLICABLE_REASONS`."""
+    if s.status != "not_run":
+        return False
+    if (s.details or {}).get("not_applicable"):
+        return True
+    return any(p.search(s.error or "") for p in NOT_APPLICABLE_REASONS)
+
+
+# ----------------------------------------------------------------------------- tables
+def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models: list[str], facet: str,
+               show_total: bool) -> str | None:
+    groups = sorted({getattr(items[s.item_id], facet) for s in scores if s.item_id in items})
+    if len(groups) < 2 and facet != "discipline":
+        return None
+    rows = []
+    for g in groups:
+        row: list[Any] = [g or "(none)"]
+        n_items = len({iid for iid, it in items.items() if getattr(it, facet) == g})
+        row.append(n_items)
+        for m in models:
+            vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id in items
+                    and getattr(items[s.item_id], facet) == g]
+            if not vals:
+                row.append("n/a")
+            elif show_total:
+                row.append(f"{fmt(sum(vals))} ({fmt(sum(vals) / len(vals))})")
+            else:
+                row.append(fmt(sum(vals) / len(vals)))
+        rows.append(row)
+    label = "total (mean)" if show_total else "mean"
+    return markdown_table([facet, "items"] + [f"{m}: {label}" for m in models], rows)
+
+
+def _cell_without_value(mine: list[Score]) -> str:
+    """The "All metrics" cell of one (metric, model) without an ok value:
+    "n/a" (no score), "not run", "not applicable (N)" or "all N failed (status[ k, status k])" with
+    "; M not applicable" when some of the scores were not applicable."""
+    if not mine:
+        return "n/a"
+    if all(s.status == "not_run" and not not_applicable(s) for s in mine):
+        return "not run"
+    if all(not_applicable(s) for s in mine):
+        return f"not applicable ({len(mine)})"
+    failed = [s for s in mine if not not_applicable(s)]
+    by = Counter(s.status for s in failed)
+    what = (next(iter(by)) if len(by) == 1
+            else ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    na = len(mine) - len(failed)
+    return f"all {len(failed)} failed ({what})" + (f"; {na} not applicable" if na else "")
+
+
+def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[str], custom: set[str]) -> str:
+    """One row per metric of the run's metric list (``specs``), never dropped:
+    the mean per item of the ok scores per target model, "x (corpus)" for a
+    corpus-level value, else :func:`_cell_without_value` (e.g. "all 3 failed
+    (judge_error)", "not run")."""
+    rows = []
+    for spec in specs:
+        row: list[Any] = [spec.name + (" *custom*" if spec.name in custom else ""), spec.kind, spec.scale_label]
+        for m in models:
+            mine = [s for s in scores if s.model == m and s.metric == spec.name]
+            item_vals = [s.value for s in mine if s.ok and s.item_id != CORPUS]
+            corpus = [s for s in mine if s.ok and s.item_id == CORPUS]
+            if item_vals:
+                row.append(fmt(sum(item_vals) / len(item_vals)))
+            elif corpus:
+                row.append(fmt(corpus[0].value) + " (corpus)")
+            else:
+                row.append(_cell_without_value(mine))
+        rows.append(row)
+    return markdown_table(["metric", "kind", "scale"] + models, rows)
+
+
+def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
+    """Failed responses and scores (status != ok) for the Failures section;
+    not-applicable scores (:func:`not_applicable`) are kept apart in
+    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures."""
+    rows, na = [], []
+    for r in responses:
+        if not r.ok:
+            rows.append({"kind": "response", "item": r.item_id, "model": r.model, "metric": "",
+                         "status": r.status, "reason": (r.error or "")[:200]})
+    for s in scores:
+        if not s.ok:
+            row = {"kind": "score", "item": s.item_id, "model": s.model, "metric": s.metric,
+                   "status": s.status, "reason": (s.error or "")[:200]}
+            (na if not_applicable(s) else rows).append(row)
+    by_status = Counter(r["status"] for r in rows)
+    by_metric = Counter(r["metric"] for r in na)
+    return {"total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
+            "rows": rows[:limit], "more": max(0, len(rows) - limit),
+            "not_applicable": {"total": len(na), "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
+                               "rows": na[:limit], "more": max(0, len(na) - limit)}}
+
+
+def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
+    if not pairs:
+        return None
+    rows = []
+    for d in pairs:
+        if d["p"] is None:
+            rows.append([f"{d['a']} vs {d['b']}", d["n"], "n/a", "n/a", "n/a", "not tested (needs 2 shared items)"])
+        else:
+            rows.append([f"{d['a']} vs {d['b']}", d["n"], d["mean_diff"], d["ci"], d["p_value"],
+                         "significant" if d["significant"] else "not significant"])
+    return markdown_table(["adjacent ranks (paired permutation test)", "shared items", "mean difference (upper minus lower)",
+                           "95% CI of difference", "p", "at the 5% level"], rows)
+
+
+def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
+    """Limitation lines from the adjacent-pair paired tests: every pair the test
+    does not separate, every pair it cannot test, and every pair whose marginal
+    CIs overlap although the paired test separates them."""
+    out = []
+    for d in pairs:
+        ab = f"{d['a']} and {d['b']}"
+        overlap = "; their 95% CIs overlap" if d["overlap"] else ""
+        if d["p"] is None:
+            out.append(f"{ab}: not compared by a paired test on {metric} ({count_phrase(d['n'], 'shared scored item')}; "
+                       f"at least 2 needed){overlap}.")
+        elif not d["significant"]:
+            out.append(f"{ab}: no significant difference on {metric} (paired permutation test over {d['n']} shared "
+                       f"items, p = {d['p_value']}){overlap}.")
+        elif d["overlap"]:
+            out.append(f"{ab}: their 95% CIs on {metric} overlap, but the paired permutation test over {d['n']} "
+                       f"shared items finds a significant difference (p = {d['p_value']}).")
+    if sum(d["p"] is not None for d in pairs) > 1:
+        out.append("Adjacent-pair p-values are not adjusted for multiple comparisons.")
+    return out
+
+
+def sgi_table(rows: list[SgiRow] | None) -> tuple[str | None, list[str]]:
+    """The SGI-Score table and why it is unavailable (METRICS.md A.6).
+
+    Returns ``(table, unavailable)``: ``table`` is the Markdown table of
+    SGI-Score (0-100) and per-task terms per target model (None when ``rows``
+    is None: no item is from SGI-Bench); ``unavailable`` has one line per
+    group of target models with the same missing terms, e.g. "SGI-Score not
+    available for m-a: missing DE (no dry_passall_5 scores), WE (all 2
+    wet_final_score scores failed)." (empty when every model has an SGI-Score)."""
+    if rows is None:
+        return None, []
+    why: dict[str, list[str]] = {}
+    out = []
+    for r in rows:
+        out.append([r.model, fmt(r.sgi_score) if r.sgi_score is not None else "missing tasks", r.per_task])
+        if r.sgi_score is None:
+            why.setdefault(r.missing, []).append(r.model)
+    table = markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], out)
+    return table, [f"SGI-Score not available for {', '.join(ms)}: missing {reason}; an SGI-Score needs an ok "
+                   "score on all five SGI-Bench tasks." for reason, ms in why.items()]
+
+
+# ----------------------------------------------------------------------------- rubric criteria
+def criterion_scores(score: Score) -> dict[str, float]:
+    """Per-criterion values (0-10) of a rubric Score from ``details["criteria"]``.
+
+    Accepted shapes: ``{name: value}``, ``{name: {"score"|"value": v, ...}}``
+    or ``[{"criterion"|"name": name, "score"|"value": v, ...}, ...]``.
+    Entries without a numeric value (a failed criterion) are left out.
+    """
+    raw = (score.details or {}).get("criteria")
+    out: dict[str, float] = {}
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    elif isinstance(raw, list):
+        pairs = [(e.get("criterion", e.get("name")), e) for e in raw if isinstance(e, dict)]
+    else:
+        return out
+    for name, v in pairs:
+        if isinstance(v, dict):
+            v = v.get("score", v.get("value"))
+        if name is None or isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(float(v)):
+            continue
+        out[str(name)] = float(v)
+    return out
+
+
+def rubric_breakdown(scores: list[Score], rubric: Any, models: list[str]) -> dict[str, Any] | None:
+    """Mean per-criterion score (0-10) per target model for one rubric metric.
+
+    ``rubric``: a spec with ``name``, ``criteria`` (each with ``name``) and
+    optional ``weights``.  Returns ``{"rubric", "criteria": [names],
+    "weights": [w], "means": {model: [mean or NaN per criterion]},
+    "n": {model: [count per criterion]}}`` over the ok item-level scores of
+    that metric, or None when no score carries criterion values.
+    """
+    names = [c.name for c in rubric.criteria]
+    weights = [float((getattr(rubric, "weights", None) or {}).get(n, 1.0)) for n in names]
+    means: dict[str, list[float]] = {}
+    counts: dict[str, list[int]] = {}
+    found = False
+    for m in models:
+        per: dict[str, list[float]] = defaultdict(list)
+        for s in scores:
+            if s.model == m and s.metric == rubric.name and s.item_id != CORPUS:
+                for c, v in criterion_scores(s).items():
+                    per[c].append(v)
+        found = found or any(per.values())
+        means[m] = [sum(per[n]) / len(per[n]) if per[n] else float("nan") for n in names]
+        counts[m] = [len(per[n]) for n in names]
+    if not found:
+        return None
+    return {"rubric": rubric.name, "criteria": names, "weights": weights, "means": means, "n": counts}
+
+
+def _figure(run_dir: Path, rel: str, notes: list[str], draw: Any, *args: Any, **kw: Any) -> str | None:
+    """Draw a figure with ``draw(run_dir / rel, *args, **kw)``; returns ``rel``
+    when the file was written, else None (the report then embeds no image) and
+    a note in ``notes`` when drawing raised."""
+    try:
+        path = draw(run_dir / rel, *args, **kw)
+    except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
+        notes.append(f"Figure {rel} could not be drawn: {type(e).__name__}: {e}")
+        return None
+    return rel if path is not None and Path(path).is_file() else None
+
+
+def _criteria_section(run_dir: Path, bd: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
+    models = list(bd["means"])
+    rows = []
+    for j, c in enumerate(bd["criteria"]):
+        rows.append([c, fmt(bd["weights"][j])] + [fmt(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models])
+    table = markdown_table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows)
+    fig = f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png"
+    fig_out = _figure(run_dir, fig, notes if notes is not None else [], heatmap, models, bd["criteria"],
+                      [bd["means"][m] for m in models], title=f"{bd['rubric']}: mean score per criterion (0-10)")
+    return {"rubric": bd["rubric"], "table": table, "figure": fig_out}
+
+
+def _self_judged(judges: list[str], models: list[str]) -> list[str]:
+    bare = lambda n: n.split(":", 1)[1] if ":" in n else n  # noqa: E731 - same rule as ScoringContext.judges_for
+    targets = {bare(m) for m in models}
+    return [j for j in judges if bare(j) in targets]
+
+
+# ----------------------------------------------------------------------------- the whole report
+def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], responses: list[Response],
+             scores: list[Score], specs: list[MetricSpec], spec: MetricSpec, stats: list[ModelStat],
+             pairs: list[dict[str, Any]], sgi: list[SgiRow] | None, models: list[str],
+             custom: set[str] | None = None, warnings: list[str] | None = None,
+             extra_sections: list[dict[str, str]] | None = None, judges: list[str] | None = None,
+             allow_self_judge: bool = False) -> ReportDraft:
+    """Every section of the report but the narrative; draws ``figures/ranking.png``
+    and one ``figures/criteria_<rubric>.png`` heatmap per rubric metric with
+    criterion scores under ``run_dir``.
+
+    ``stats``: the ranking of ``spec`` in order (:func:`order_stats`);
+    ``pairs``: one :func:`pair_entry` per adjacent pair of the ranked models;
+    ``sgi``: SGI-Score rows (None: no SGI-Bench item); ``judges``: judge model
+    names (for the self-judging limitation; default none);
+    ``allow_self_judge``: whether ``--allow-self-judge`` was set."""
+    custom = custom or set()
+    by_id = {i.id: i for i in items}
+    ranked = [s for s in stats if s.summary is not None]
+    rows = []
+    for rank, s in enumerate(stats, 1):
+        sm = s.summary
+        rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt(sm.mean) if sm else "n/a",
+                     "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else
+                            f"{fmt(sm.ci_low)} to {fmt(sm.ci_high)}") if sm else "n/a",
+                     "total": fmt(sm.total) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
+    chart: str | None = None
+    chart_notes: list[str] = []
+    if ranked:
+        chart = _figure(run_dir, "figures/ranking.png", chart_notes, ranking_chart, [s.model for s in ranked],
+                        [s.summary.mean for s in ranked], [s.summary.ci_low for s in ranked],
+                        [s.summary.ci_high for s in ranked], metric=spec.name, scale=spec.scale_label)
+    top = pairs[0] if pairs else None
+    comparison = top if top and top["p"] is not None else None
+    show_total = math.isinf(spec.range[1])
+    model_order = [s.model for s in stats]
+    tables = {
+        "metrics": _metrics_table(scores, specs, model_order, custom),
+        "discipline": _breakdown(by_id, scores, spec.name, model_order, "discipline", show_total),
+        "task": _breakdown(by_id, scores, spec.name, model_order, "task", show_total),
+        "pairs": _pairs_table(pairs),
+    }
+    limitations = [f"{len(items)} items selected; "
+                   + ("CIs are wide at this sample size." if len(items) < 30 else "CIs are 95% BCa bootstrap intervals over items.")]
+    judges = list(judges or [])
+    if judges:
+        limitations.append(f"Judge: {', '.join(judges)}. Judge and rubric scores are {'this one model' if len(judges) == 1 else 'these models'}'s "
+                           "judgement: another judge may score differently, and a judge may favour models of its own family.")
+    else:
+        limitations.append(f"Judge: {header.get('judges', 'none')}. Judge metrics without a judge are reported as not run.")
+    selfj = _self_judged(judges, models)
+    if selfj and allow_self_judge:
+        limitations.append(f"--allow-self-judge was set: {', '.join(selfj)} scored its own responses.")
+    elif selfj:
+        limitations.append(f"{', '.join(selfj)} is both judge and target: it did not score its own responses "
+                           "(those judge metrics are not run; pass --allow-self-judge to allow it).")
+    limitations += _pair_limitations(pairs, spec.name)
+    sgi_tab, sgi_missing = sgi_table(sgi)
+    limitations += sgi_missing
+    criteria = []
+    for r in specs:
+        if getattr(r, "criteria", None):
+            bd = rubric_breakdown(scores, r, model_order)
+            if bd is not None:
+                criteria.append(_criteria_section(run_dir, bd, chart_notes))
+    limitations += chart_notes
+    tables_text = "\n".join([markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"],
+                                            [list(r.values()) for r in rows])] + [t for t in tables.values() if t]
+                            + [c["table"] for c in criteria]
+                            + ([sgi_tab] if sgi_tab else [])
+                            + ([f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, "
+                                f"p = {comparison['p_value']}"] if comparison else []))
+    data = {"header": header,
+            "ranking": {"metric": spec.name, "scale": spec.scale_label, "higher_is_better": spec.higher_is_better,
+                        "rows": rows, "chart": chart},
+            "comparison": comparison, "sgi": sgi_tab, "tables": tables, "criteria": criteria,
+            "extra_sections": extra_sections or [], "limitations": limitations,
+            "failures": _failures(responses, scores), "warnings": warnings or []}
+    return ReportDraft(data=data, stats=stats, spec=spec, top=top, tables_text=tables_text, sgi_missing=sgi_missing)
+
+
+def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
+    """Render ``draft`` with ``narrative`` (the Answer section) to ``run_dir/report.md``; returns its path."""
+    out = run_dir / "report.md"
+    out.write_text(render_report({**draft.data, "narrative": narrative}), encoding="utf-8")
+    return out
