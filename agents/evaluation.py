@@ -19,7 +19,7 @@ from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, 
 from ..models.accounting import BudgetExceeded
 from ..metric_pool.base import CORPUS, Metric, ScoringContext
 from ..models.base import NamedModel
-from ..models.calls import ainvoke, message_text, usage
+from ..models.calls import ainvoke, read_reply, usage
 
 
 @dataclass
@@ -74,14 +74,32 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
     except ModelCallError as e:
         return Response(item_id=item.id, model=target.name, status="infra_error", error=e.message,
                         latency_s=time.perf_counter() - t0)
-    return Response(item_id=item.id, model=target.name, text=message_text(msg), latency_s=time.perf_counter() - t0,
-                    tokens=usage(msg))
+    return reply_response(item, target, msg, latency_s=time.perf_counter() - t0)
+
+
+def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float | None = None) -> Response:
+    """The Response of one target reply (METRICS.md D.8, D.10): ``text`` is the
+    final text after the last ``</think>``, ``reasoning`` the thinking (also a
+    server's separate ``reasoning_content``), ``finish_reason`` the server's;
+    a reply cut by the token limit has status ``truncated`` and one with no
+    final text ``empty`` (both excluded from means and counted in the report)."""
+    r = read_reply(msg)
+    error = None
+    if r["status"] == "truncated":
+        error = f"reply cut by the token limit (finish_reason {r['finish_reason']!r})"
+    elif r["status"] == "empty":
+        error = "empty reply" + (" (reasoning only, no final text after it)" if r["reasoning"] else "")
+    return Response(item_id=item.id, model=target.name, text=r["text"], reasoning=r["reasoning"],
+                    finish_reason=r["finish_reason"], latency_s=latency_s, tokens=usage(msg),
+                    status=r["status"], error=error)
 
 
 async def score_response(item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext,
                          done: set[tuple[str, str, str]]) -> list[Score]:
     """Scores of every applicable metric not yet in ``done``.  A metric that
-    raises becomes failed Scores (status ``parse_error``) with the exception."""
+    raises becomes failed Scores (status ``parse_error``) with the exception.
+    Metrics see the response's final text only (its reasoning moved out, D.8)."""
+    response = response.split_reasoning()
     out: list[Score] = []
     for m in metrics:
         if not m.applies(item):

@@ -20,6 +20,16 @@ with configurable
   default reply is ``"echo: <last user message>"``.  Default usage: prompt
   tokens = whitespace-separated words over all message contents, completion
   tokens = words of the reply content (so tests can hand-compute totals).
+  A reply dict may also carry ``reasoning_content`` (returned beside the
+  content, as vLLM and DeepSeek do for reasoning models);
+* parameter policy: ``reject_params`` names request parameters answered with
+  HTTP 400 as the OpenAI API does for reasoning models, e.g.
+  ``{"temperature"}``: a request whose body carries ``temperature`` gets
+  ``{"error": {"message": "Unsupported value: 'temperature' does not support
+  0 with this model. Only the default (1) value is supported.", "type":
+  "invalid_request_error", "param": "temperature", "code":
+  "unsupported_value"}}`` (other names: ``Unsupported parameter: '<name>' is
+  not supported with this model.``, code ``unsupported_parameter``);
 
 ``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
@@ -94,6 +104,16 @@ def default_reply(body: dict[str, Any], index: int) -> str:
     return "echo: " + last_user(body.get("messages", []))
 
 
+def rejection(param: str, value: Any) -> dict[str, Any]:
+    """The OpenAI API's error object for a parameter a model rejects (HTTP 400)."""
+    if param == "temperature":
+        return {"message": f"Unsupported value: 'temperature' does not support {value} with this model. Only the "
+                           "default (1) value is supported.", "type": "invalid_request_error", "param": param,
+                "code": "unsupported_value"}
+    return {"message": f"Unsupported parameter: '{param}' is not supported with this model.",
+            "type": "invalid_request_error", "param": param, "code": "unsupported_parameter"}
+
+
 class MockOpenAI:
     """The mock server; see the module docstring for every option.
 
@@ -115,6 +135,7 @@ class MockOpenAI:
         host: str = "127.0.0.1",
         port: int = 0,
         hang_s: float = 3600.0,
+        reject_params: set[str] | frozenset[str] | tuple[str, ...] = (),
     ):
         for name, v in (("error_rate", error_rate), ("hang_rate", hang_rate), ("share_429", share_429)):
             if not 0.0 <= v <= 1.0:
@@ -129,6 +150,7 @@ class MockOpenAI:
         self.replies = replies
         self.faults = faults
         self.hang_s = hang_s
+        self.reject_params = frozenset(reject_params)
         self.host = host
         self.port = port
         self._rng = random.Random(seed)
@@ -225,6 +247,8 @@ class MockOpenAI:
             spec = {"content": spec}
         content = spec.get("content")
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        if spec.get("reasoning_content") is not None:
+            message["reasoning_content"] = spec["reasoning_content"]
         tool_calls = []
         for i, tc in enumerate(spec.get("tool_calls") or []):
             if "function" in tc:
@@ -270,6 +294,11 @@ class MockOpenAI:
             entry["outcome"] = "400"
             return JSONResponse({"error": {"message": "streaming is not supported by the mock",
                                            "type": "invalid_request_error"}}, 400)
+        rejected = sorted(p for p in self.reject_params if p in body)
+        if rejected:
+            with self._lock:
+                entry["outcome"] = "400"
+            return JSONResponse({"error": rejection(rejected[0], body[rejected[0]])}, 400)
         if self._gate is not None and not self._gate.is_set():
             await self._gate.wait()
             with self._lock:
@@ -395,9 +424,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hang-rate", type=float, default=0.0, help="fraction that never answer (0-1)")
     ap.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds on 429")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reject-params", default="", help="comma-separated request parameters answered with HTTP 400 "
+                                                          "as OpenAI does for reasoning models (e.g. temperature)")
     a = ap.parse_args(argv)
     mock = MockOpenAI(latency_ms=a.latency_ms, error_rate=a.error_rate, share_429=a.share_429,
-                      hang_rate=a.hang_rate, retry_after_s=a.retry_after, seed=a.seed, host=a.host, port=a.port)
+                      hang_rate=a.hang_rate, retry_after_s=a.retry_after, seed=a.seed, host=a.host, port=a.port,
+                      reject_params={p.strip() for p in a.reject_params.split(",") if p.strip()})
     mock._sock = mock._bind()
     print(f"MOCK_OPENAI_URL={mock.url}", flush=True)
     try:

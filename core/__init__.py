@@ -36,6 +36,7 @@ from .records import (
     Score,
     Status,
 )
+from .replies import final_text, join_reasoning, reply_status, split_reasoning
 from .store import BUDGET_STOP_NOTE, RunStore
 
 __all__ = [
@@ -44,4 +45,5 @@ __all__ = [
     "Criterion", "DataNotFoundError", "InputError", "Item", "MetricKind", "MetricSpec", "ModelCallError",
     "OfflineError", "ParseError", "Response", "Rubric", "RunConfig", "RunStore", "SandboxUnavailableError",
     "Score", "SgievalError", "Status", "ToolError",
+    "final_text", "join_reasoning", "reply_status", "split_reasoning",
 ]

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import InputError
+from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
 
 # --------------------------------------------------------------------------- tasks
 DEEP_RESEARCH = "deep_research"
@@ -32,9 +33,11 @@ SGI_TASKS = (DEEP_RESEARCH, IDEA_GENERATION, DRY_EXPERIMENT, WET_EXPERIMENT, EXP
 CORPUS = "*"
 """``Score.item_id`` of a corpus-level score (computed over all items of a model, e.g. SFBench's kappa)."""
 
-Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error"]
-"""Per-record status (METRICS.md D.7).  Only ``ok`` scores enter metric means;
-the others are counted and listed in the report's failures section."""
+Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error", "truncated", "empty"]
+"""Per-record status (METRICS.md D.7, D.10).  Only ``ok`` scores enter metric means;
+the others are counted and listed in the report's failures section.  ``truncated``
+(the reply was cut by the token limit) and ``empty`` (no final text) come from the
+target's reply and are passed on to its Scores."""
 
 
 # ------------------------------------------------------------------------- records
@@ -72,6 +75,13 @@ class Response(_Record):
     known.  A failed call has ``status`` != "ok" and ``error`` gives the reason;
     it is never scored as a zero.  ``metadata`` keeps replay provenance (e.g.
     the stored SciAidanBench records with their stored judge scores).
+
+    ``text`` is the final text after the model's reasoning (METRICS.md D.8:
+    everything up to the last ``</think>`` is moved to ``reasoning``, together
+    with any reasoning the server returned apart, e.g. ``reasoning_content``;
+    ``reasoning`` is never scored).  ``finish_reason`` is the server's (``stop``,
+    ``length``...; None when unknown).  A reply cut by the token limit has
+    status ``truncated``, one with no final text ``empty`` (D.10).
     """
 
     item_id: str
@@ -84,6 +94,8 @@ class Response(_Record):
     error: str | None = None
     status: Status = "ok"
     metadata: dict[str, Any] = Field(default_factory=dict)
+    reasoning: str | None = None
+    finish_reason: str | None = None
 
     @model_validator(mode="after")
     def _error_implies_status(self) -> "Response":
@@ -94,6 +106,19 @@ class Response(_Record):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def split_reasoning(self) -> "Response":
+        """This response with its reasoning moved out of ``text`` (METRICS.md D.8):
+        ``text`` becomes the final text after the last ``</think>`` and the thinking
+        joins ``reasoning``; an ``ok`` response left with no final text becomes
+        ``empty`` (D.10).  Returns ``self`` when ``text`` has no think tag."""
+        if THINK_CLOSE not in self.text and THINK_OPEN not in self.text:
+            return self
+        think, final = split_reasoning(self.text)
+        update: dict[str, Any] = {"text": final, "reasoning": join_reasoning(self.reasoning, think)}
+        if self.status == "ok" and not final.strip():
+            update.update(status="empty", error="empty reply (reasoning only, no final text after it)")
+        return self.model_copy(update=update)
 
 
 class Score(_Record):

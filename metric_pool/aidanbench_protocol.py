@@ -38,9 +38,9 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ..core import InputError, Item, ModelCallError, Response
+from ..core import InputError, Item, ModelCallError, Response, split_reasoning
 from ..models.base import NamedModel
-from ..models.calls import ainvoke, message_text
+from ..models.calls import ainvoke, message_text, read_reply
 from .embeddings import cosine_matrix
 
 Variant = Literal["sciaidanbench", "aidanbench"]
@@ -136,11 +136,12 @@ def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
 
 
 def split_thoughts(text: str) -> tuple[str, str]:
-    """Remove ``<think>...</think>`` blocks -> (remaining text, thoughts joined)."""
-    thoughts = re.findall(r"<think>(.*?)</think>", text, flags=re.S)
-    if not thoughts:
-        return text, ""
-    return re.sub(r"<think>.*?</think>", " ", text, flags=re.S).strip(), "\n\n".join(t.strip() for t in thoughts)
+    """(final text, thoughts) of a reply (METRICS.md D.8, :func:`sgieval.core.split_reasoning`):
+    the text after the LAST ``</think>`` is the reply the answer is extracted
+    from, everything before it is the thoughts ("" when there is no think tag).
+    An unclosed ``<think>`` leaves no final text."""
+    thoughts, final = split_reasoning(text)
+    return final, thoughts or ""
 
 
 def extract_answer(text: str, variant: Variant = "sciaidanbench") -> str:
@@ -341,7 +342,14 @@ async def run_generation(
                 break
             status, error = "infra_error", f"target call failed for answer {answer_num}: {e.message}"
             break
-        reply, thoughts = split_thoughts(message_text(out))
+        got = read_reply(out)
+        if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
+            status = got["status"]
+            error = (f"target reply for answer {answer_num} "
+                     + ("cut by the token limit" if status == "truncated" else "has no final text")
+                     + f" (finish_reason {got['finish_reason']!r})")
+            break
+        reply, thoughts = got["text"], got["reasoning"] or ""
         answer = extract_answer(reply, variant)
 
         try:

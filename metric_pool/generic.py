@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core import Item, MetricSpec, Response
+from ..core import Item, MetricSpec, Response, final_text
 from .base import FunctionMetric, Metric
 from .sgi.common import extract_answer_tag
 from .sgi.deep_research import normalised_equal
@@ -54,9 +54,11 @@ def reference_text(value: Any) -> str:
 def prediction_text(response_text: str) -> str:
     """The content of the last ``<answer>...</answer>`` (stripped; the SGI-Bench
     tag rule, :func:`sgieval.metric_pool.sgi.common.extract_answer_tag`), else
-    the stripped response."""
-    tagged = extract_answer_tag(response_text or "")
-    return (tagged if tagged is not None else (response_text or "")).strip()
+    the stripped response; both read only the text after the last ``</think>``
+    (METRICS.md D.8)."""
+    text = final_text(response_text or "")  # D.8: the reasoning before the last </think> is never scored
+    tagged = extract_answer_tag(text)
+    return (tagged if tagged is not None else text).strip()
 
 
 def _score(item: Item, response: Response) -> dict[str, tuple[float, str, dict]]:

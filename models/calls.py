@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ..core import ModelCallError
+from ..core import ModelCallError, join_reasoning, reply_status, split_reasoning
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
@@ -261,7 +261,8 @@ async def ainvoke(
         else:
             u = usage(out)
             cost = _acc.price_call(model.name, u) if u else None
-        if key is not None and isinstance(out, BaseMessage):
+        if key is not None and isinstance(out, BaseMessage) and reply_status_of(out) == "ok":
+            # D.10: a truncated or empty reply is never cached, so a rerun calls again
             _cache.get_cache().put(key, out, model=model.name)
         _annotate(out, latency_s=latency, attempts=attempt, cached=False, cost=cost)
         return out
@@ -296,6 +297,52 @@ def message_text(msg: Any) -> str:
     if isinstance(content, list):
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
     return str(content)
+
+
+def finish_reason(msg: Any) -> str | None:
+    """The reply's ``finish_reason`` (OpenAI-compatible: ``stop``, ``length``,
+    ``tool_calls``, ``content_filter``; Anthropic's ``stop_reason``), or None."""
+    meta = getattr(msg, "response_metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    v = meta.get("finish_reason") or meta.get("stop_reason") or meta.get("done_reason")
+    return str(v) if v is not None else None
+
+
+def separate_reasoning(msg: Any) -> str | None:
+    """Reasoning a server returned apart from the content (METRICS.md D.8):
+    ``additional_kwargs["reasoning_content"]`` (kept by ChatOpenAIDirect,
+    langchain-deepseek) or content blocks of type ``thinking`` / ``reasoning``;
+    None when there is none."""
+    extra = getattr(msg, "additional_kwargs", None) or {}
+    parts: list[str] = []
+    v = extra.get("reasoning_content") if isinstance(extra, dict) else None
+    if isinstance(v, str):
+        parts.append(v)
+    content = getattr(msg, "content", None)
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") in ("thinking", "reasoning"):
+                t = b.get("thinking") or b.get("reasoning") or b.get("text")
+                if isinstance(t, str):
+                    parts.append(t)
+    return join_reasoning(*parts)
+
+
+def read_reply(msg: Any) -> dict[str, Any]:
+    """What a reply says, read once for a record (METRICS.md D.8, D.10):
+    ``{"text": final text after the last </think>, "reasoning": separate
+    reasoning + <think> text or None, "finish_reason": str or None,
+    "status": "ok" | "truncated" | "empty"}``."""
+    think, final = split_reasoning(message_text(msg))
+    fr = finish_reason(msg)
+    return {"text": final, "reasoning": join_reasoning(separate_reasoning(msg), think), "finish_reason": fr,
+            "status": reply_status(fr, final, has_tool_calls=bool(getattr(msg, "tool_calls", None)))}
+
+
+def reply_status_of(msg: Any) -> str:
+    """:func:`sgieval.core.reply_status` of an AIMessage: ``ok``, ``truncated`` or ``empty``."""
+    return read_reply(msg)["status"]
 
 
 def usage(msg: Any) -> dict[str, int] | None:

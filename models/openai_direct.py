@@ -162,4 +162,26 @@ class ChatOpenAIDirect(ChatOpenAI):
             data = json.loads(raw)
         except ValueError as e:
             raise ValueError(f"non-JSON reply from {url}: {raw[:200]!r}") from e
-        return self._create_chat_result(data, {})
+        result = self._create_chat_result(data, {})
+        keep_separate_reasoning(data, result)
+        return result
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Message fields in which OpenAI-compatible servers (vLLM, DeepSeek, llama.cpp,
+OpenRouter) return a reasoning model's thinking apart from its content."""
+
+
+def keep_separate_reasoning(data: dict, result: ChatResult) -> None:
+    """Copy the first choice's ``reasoning_content`` (or ``reasoning``) string into
+    the AIMessage's ``additional_kwargs["reasoning_content"]`` (``ChatOpenAI``
+    drops it; METRICS.md D.8 keeps it on the record, never scored)."""
+    try:
+        msg = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return
+    for f in REASONING_FIELDS:
+        v = msg.get(f) if isinstance(msg, dict) else None
+        if isinstance(v, str) and v.strip() and result.generations:
+            result.generations[0].message.additional_kwargs["reasoning_content"] = v
+            return

@@ -41,8 +41,12 @@ class ReplayStore:
         """The stored Response for ``item``, or a failed Response (status
         ``not_run``) saying the replay has no stored answer for it."""
         if item.id in self.by_item:
-            return Response(item_id=item.id, model=model_name, text=self.by_item[item.id], latency_s=0.0,
+            text = self.by_item[item.id]
+            resp = Response(item_id=item.id, model=model_name, text=text, latency_s=0.0,
                             metadata={"replay": str(self.source)})
+            if not text.strip():  # D.10: an empty stored reply is flagged, not scored
+                resp = resp.model_copy(update={"status": "empty", "error": "empty stored reply"})
+            return resp.split_reasoning()  # D.8
         entry = self.by_question.get(item.metadata.get("question", item.prompt))
         if entry is not None:
             recs = entry["records"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ...core import InputError, Item, MetricSpec, Response, Score
+from ...core import InputError, Item, MetricSpec, Response, Score, final_text
 from ..base import Metric, ScoringContext
 
 BENCHMARK = "sgi-bench"
@@ -24,7 +24,8 @@ or "none" reply (METRICS.md A.0)."""
 
 
 def extract_answer_tag(text: str) -> str | None:
-    """Text between the last ``<answer>`` and the first ``</answer>`` after it, stripped.
+    """Text between the last ``<answer>`` and the first ``</answer>`` after it, stripped,
+    in the text after the last ``</think>`` (METRICS.md D.8).
 
     METRICS.md A.0 + D.1: tags are matched case-sensitively (``<ANSWER>`` is not a
     tag); an empty pair ``<answer></answer>`` (or whitespace only) gives ``""``
@@ -34,6 +35,7 @@ def extract_answer_tag(text: str) -> str | None:
     """
     if text is None:
         return None
+    text = final_text(text)  # D.8: only the text after the last </think> holds the answer
     start = text.rfind(ANSWER_OPEN)
     if start < 0:
         return None
@@ -57,8 +59,11 @@ def model_answer(text: str | None) -> str:
     whole (unstripped) response when a tag is missing (METRICS.md A.0, A.1 step 1)."""
     if is_empty_or_none(text):
         return NONE_ANSWER
-    tagged = extract_answer_tag(text)  # type: ignore[arg-type]
-    return text if tagged is None else tagged  # type: ignore[return-value]
+    text = final_text(text)  # D.8
+    if is_empty_or_none(text):
+        return NONE_ANSWER
+    tagged = extract_answer_tag(text)
+    return text if tagged is None else tagged
 
 
 def spec(name: str, task: str, section: str, description: str, *, kind: str = "objective",

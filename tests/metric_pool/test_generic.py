@@ -133,3 +133,20 @@ def test_two_replay_files_with_one_model_name_are_refused(tmp_path):
         make_runtime(cfg)
     assert "two stored-response files give the same model name 'replay:ans'" in ei.value.one_line()
     assert not (tmp_path / "runs" / "c").exists()
+
+
+@pytest.mark.parametrize("text, expected", [
+    # issue 11 item 2: the reasoning before the last </think> is not the answer
+    ("<think>6 x 7 = 42? check: yes</think>\n42", "42"),
+    ("<think>maybe <answer>41</answer></think>\n<answer>42</answer>", "42"),
+    ("<think>I will answer 42", ""),  # unclosed think: no answer
+])
+def test_prediction_text_after_reasoning(text, expected):
+    assert prediction_text(text) == expected
+
+
+async def test_exact_match_after_reasoning():
+    it = Item(id="jsonl:q/1", benchmark="jsonl:q", task="generic", prompt="6*7?", reference={"answer": 42})
+    got = await ReferenceMatch().score(it, Response(item_id=it.id, model="m", text="<think>...</think>\n42"),
+                                       ScoringContext())
+    assert [(s.metric, s.value) for s in got] == [("exact_match", 1.0), ("exact_match_normalised", 1.0)]

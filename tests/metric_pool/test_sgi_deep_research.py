@@ -225,3 +225,15 @@ async def test_sla_self_judge_skipped():
                        "pass another --judge or --allow-self-judge")
     s2 = await sla([judge(LIST_3, name="other:target")], allow_self=True)
     assert s2.value == pytest.approx(2 / 3)
+
+
+async def test_em_reads_the_text_after_the_last_think_close():
+    # issue 11 item 2: the draft <answer>B</answer> inside the reasoning is not the answer
+    text = "Let me see. <answer>B</answer>. Wait, no... so D.\n</think>\n\nD"
+    it = item(answer="D")
+    em, emn = await ExactMatchMetric().score(it, resp(text), ScoringContext())
+    assert (em.value, emn.value, em.details["model_answer"]) == (1.0, 1.0, "D")
+    # variant: tags after the reasoning, a wrong draft answer inside it
+    em2, _ = await ExactMatchMetric().score(
+        it, resp("<think><answer>B</answer></think>\nSo: <answer>D</answer>"), ScoringContext())
+    assert (em2.value, em2.details["model_answer"]) == (1.0, "D")
