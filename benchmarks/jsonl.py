@@ -8,6 +8,9 @@ field      required meaning
 id         yes      native id (string or integer), unique in the file
 prompt     yes      exactly what the target model sees (string)
 reference  no       gold answer, any JSON value -> ``Item.reference = {"answer": value}``
+options    no       multiple choice: a list of option texts (labelled A, B, ...) or an
+                    object letter -> text, kept as ``Item.reference["options"]``; the
+                    reference is then the option letter, a 0-based index or an option's text
 task       no       task name (default ``"generic"``)
 discipline no       facet (string, default "")
 direction  no       facet (string, default "")
@@ -203,6 +206,19 @@ class GenericRecord(BaseModel):
     direction: str = Field(default="", description="a string")
     type: str = Field(default="", description="a string")
     metadata: dict[str, Any] = Field(default_factory=dict, description="a JSON object")
+    options: list[str] | dict[str, str] | None = Field(
+        default=None, description="a list of option texts or an object letter -> text")
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: Any) -> Any:
+        if v is not None and len(v) == 0:
+            raise ValueError("must hold at least one option")
+        if isinstance(v, list) and len(v) > 26:
+            raise ValueError("at most 26 options (letters A-Z)")
+        if isinstance(v, dict) and any(len(k) != 1 or not k.isascii() or not k.isalpha() for k in v):
+            raise ValueError("option keys must be single letters A-Z")
+        return v
 
     @field_validator("id", mode="before")
     @classmethod
@@ -254,7 +270,8 @@ def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
         items.append(Item(
             id=f"{bench}/{r.id}", benchmark=bench, task=r.task, discipline=r.discipline,
             direction=r.direction, type=r.type, prompt=r.prompt,
-            reference=None if "reference" not in rec else {"answer": r.reference},
+            reference=None if "reference" not in rec else {
+                "answer": r.reference, **({"options": r.options} if r.options is not None else {})},
             metadata={"question": r.prompt, **r.metadata, "source": str(p), "native_id": r.id},
         ))
     if not items:

@@ -2,34 +2,48 @@
 :mod:`sgieval.benchmarks.jsonl`): reference matching.
 
 Items of a JSONL benchmark with a ``reference`` (``Item.reference =
-{"answer": value}``) get two objective per-item metrics, both 0 or 1 (higher
+{"answer": value}``) get objective per-item metrics, each 0 or 1 (higher
 is better; a model's score is the mean over items, i.e. accuracy):
 
 - ``exact_match`` (primary): the prediction equals the reference after
   stripping surrounding whitespace (case, inner spacing and number formatting
   all count).
-- ``exact_match_normalised``: equality after the normalisation of the
-  SGI-Bench deep-research normalised EM (whitespace collapsed, case-folded,
-  numbers rounded to the reference's decimal places;
-  :func:`sgieval.metric_pool.sgi.deep_research.normalised_equal`), a named
-  variant of ``exact_match`` reported beside it.
+- ``exact_match_normalised``: equality after the METRICS.md D.11
+  normalisation (:func:`sgieval.metric_pool.answers.normalised_match`: NFKC,
+  dashes, whitespace, case; numbers compared as numbers after removing
+  currency symbols and thousands separators, rounded to the reference's
+  decimal places), a named variant of ``exact_match`` reported beside it.
+- ``numeric_match`` (items whose reference is a number): the last number of
+  the answer within a relative tolerance of 0.01 of the reference.
 
 The prediction is the text inside the last ``<answer>...</answer>`` of the
 response when there is one (the SGI-Bench convention, METRICS.md A.1 step 1),
-else the whole response.  A non-string reference is compared in its JSON form
-(``100`` -> ``"100"``, ``[1, 2]`` -> ``"[1, 2]"``).  Items without a reference
-have no predefined metric (the request's custom rubric metrics still apply).
+else the whole response, both after the reasoning (the text after the last
+``</think>``, D.8).  A non-string reference is compared in its JSON form
+(``100`` -> ``"100"``, ``[1, 2]`` -> ``"[1, 2]"``).
+
+Multiple-choice items (``reference["options"]``, the JSONL ``options`` field)
+compare option letters instead (:func:`choice_prediction`): the last
+``\\boxed{}`` holding an option letter (D.3), else a final ``ANSWER: X`` line
+(D.9), else a one-letter answer; ``exact_match`` is case-sensitive,
+``exact_match_normalised`` ignores case.  A reply with no answer scores 0 with
+``details["no_answer"]`` set, so the report counts "no answer found" apart from
+wrong answers.  Items without a reference have no predefined metric (the
+request's custom rubric metrics still apply).
 """
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from ..core import Item, MetricSpec, Response, final_text
+from .answers import answer_line_letter, close_enough, last_number, normalised_match, parse_number, unwrap_letter
 from .base import FunctionMetric, Metric
 from .sgi.common import extract_answer_tag
-from .sgi.deep_research import normalised_equal
+from .sgi.reasoning import extract_option
 
 SRC = "sgieval generic JSONL benchmark (metric_pool/generic.py); normalisation as METRICS.md A.1 normalised EM"
 
@@ -42,9 +56,20 @@ EXACT = MetricSpec(
 NORMALISED = MetricSpec(
     name="exact_match_normalised", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
     benchmark="jsonl", variant_of="exact_match",
-    description="1 if prediction and reference are equal after collapsing whitespace, case-folding and rounding "
-                "numbers to the reference's decimal places, else 0.",
-    source=SRC)
+    description="1 if prediction and reference are equal after Unicode NFKC, dashes to '-', collapsing whitespace "
+                "and case-folding, or are equal numbers (currency symbols and thousands separators removed, 1/2 and "
+                "6.02 x 10^23 forms read) after rounding to the reference's decimal places, else 0 (METRICS.md D.11).",
+    source=SRC + "; METRICS.md D.11")
+NUMERIC_REL_TOL = 0.01
+"""Relative tolerance of ``numeric_match`` (declared in :data:`NUMERIC`'s description)."""
+NUMERIC = MetricSpec(
+    name="numeric_match", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
+    benchmark="jsonl", variant_of="exact_match",
+    description=f"For a numeric reference r: 1 if the last number p written in the final answer (the <answer> tag, "
+                f"else the reply after its reasoning; thousands separators, currency symbols, exponents and "
+                f"fractions read) satisfies |p - r| <= rel_tol * |r| with relative tolerance rel_tol = "
+                f"{NUMERIC_REL_TOL:g}, else 0; no number found is 0, counted as no answer found.",
+    source="sgieval generic JSONL benchmark (metric_pool/generic.py); issue 11 item 4")
 
 def reference_text(value: Any) -> str:
     """The reference as compared: a string as is, any other JSON value in its JSON form."""
@@ -61,16 +86,85 @@ def prediction_text(response_text: str) -> str:
     return (tagged if tagged is not None else text).strip()
 
 
+def choice_letters(item: Item) -> list[str] | None:
+    """Option letters of a multiple-choice JSONL item (``reference["options"]``:
+    a list labelled A, B, ... or a dict keyed by letter), or None."""
+    opts = (item.reference or {}).get("options") if isinstance(item.reference, dict) else None
+    if isinstance(opts, dict) and opts:
+        return [str(k) for k in opts]
+    if isinstance(opts, list) and opts:
+        return [chr(65 + k) for k in range(len(opts))]
+    return None
+
+
+def reference_letter(item: Item, letters: list[str]) -> str:
+    """The gold option letter of a multiple-choice item: the reference itself when
+    it is one of ``letters``; a 0-based int index; or the text of one option.
+    Raises ValueError naming the item otherwise."""
+    ref = (item.reference or {}).get("answer")
+    opts = item.reference.get("options")
+    if isinstance(ref, str) and ref.strip() in letters:
+        return ref.strip()
+    if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(letters):
+        return letters[ref]
+    texts = list(opts.values()) if isinstance(opts, dict) else list(opts)
+    if ref in texts:
+        return letters[texts.index(ref)]
+    raise ValueError(f"item {item.id}: reference {ref!r} is neither an option letter ({', '.join(letters)}), "
+                     "a 0-based option index nor the text of an option")
+
+
+def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
+    """(letter or None, how it was found) for a multiple-choice reply, reading the
+    text after the last ``</think>`` (D.8): the last ``\\boxed{}`` holding an
+    option letter (D.3); else a final ``ANSWER: X`` line (D.9); else the
+    prediction text (:func:`prediction_text`) when it is one letter, possibly
+    wrapped (``<answer>(B)</answer>``, ``B.``).  Letters past the options are
+    skipped; None means no answer found."""
+    text = final_text(response_text or "")
+    got = extract_option(text, letters)
+    if got is not None:
+        return got, "last \\boxed{} holding an option letter"
+    upper = {x.upper() for x in letters}
+    for how, cand in (("final ANSWER: line", answer_line_letter(text)),
+                      ("whole answer", unwrap_letter(prediction_text(text)))):
+        if cand is not None and cand.upper() in upper:
+            return cand, how
+    return None, "no answer found"
+
+
 def _score(item: Item, response: Response) -> dict[str, tuple[float, str, dict]]:
+    letters = choice_letters(item)
+    if letters:
+        return _score_choice(item, response, letters)
     ref = reference_text((item.reference or {}).get("answer")).strip()
     pred = prediction_text(response.text)
-    details = {"reference": ref[:500], "prediction": pred[:500]}
+    details: dict[str, Any] = {"reference": ref[:500], "prediction": pred[:500]}
+    if not pred:
+        details["no_answer"] = True
     exact = float(pred == ref)
-    norm = float(normalised_equal(ref, pred))
+    norm = float(normalised_match(ref, pred))
     shown = f"prediction {pred[:120]!r} vs reference {ref[:120]!r}"
     return {
         EXACT.name: (exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
         NORMALISED.name: (norm, f"{'equal' if norm else 'not equal'} after normalisation: {shown}", details),
+    }
+
+
+def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[str, tuple[float, str, dict]]:
+    gold = reference_letter(item, letters)
+    got, how = choice_prediction(response.text, letters)
+    details: dict[str, Any] = {"reference": gold, "prediction": got, "found_by": how}
+    if got is None:
+        details["no_answer"] = True
+        why = f"no answer found (no boxed option letter, no final ANSWER: line), reference {gold!r}"
+        return {EXACT.name: (0.0, why, details), NORMALISED.name: (0.0, why, details)}
+    exact = float(got == gold)
+    norm = float(got.casefold() == gold.casefold())
+    shown = f"option {got!r} ({how}) vs reference {gold!r}"
+    return {
+        EXACT.name: (exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
+        NORMALISED.name: (norm, f"{'equal' if norm else 'not equal'} ignoring case: {shown}", details),
     }
 
 
@@ -86,6 +180,46 @@ class ReferenceMatch(FunctionMetric):
             and "answer" in item.reference
 
 
+def numeric_reference(item: Item) -> Decimal | Fraction | None:
+    """The number a JSONL item's reference gives (an int/float, or a string that
+    :func:`sgieval.metric_pool.answers.parse_number` reads), or None; always
+    None for multiple-choice items."""
+    if not isinstance(item.reference, dict) or choice_letters(item):
+        return None
+    ref = item.reference.get("answer")
+    if isinstance(ref, bool) or ref is None:
+        return None
+    if isinstance(ref, (int, float)):
+        return parse_number(repr(ref)) if isinstance(ref, float) else Decimal(ref)
+    return parse_number(ref) if isinstance(ref, str) else None
+
+
+def _numeric(item: Item, response: Response) -> tuple[float, str, dict]:
+    ref = numeric_reference(item)
+    if ref is None:
+        raise ValueError(f"item {item.id}: the reference is not a number")
+    pred_text = prediction_text(response.text)
+    got = last_number(pred_text)
+    details: dict[str, Any] = {"reference": str(ref), "prediction": None if got is None else str(got),
+                               "rel_tol": NUMERIC_REL_TOL}
+    if got is None:
+        details["no_answer"] = True
+        return 0.0, f"no number found in the answer {pred_text[:120]!r}; reference {ref}", details
+    v = float(close_enough(ref, got, NUMERIC_REL_TOL))
+    return v, (f"last number {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance "
+               f"{NUMERIC_REL_TOL:g}"), details
+
+
+class NumericMatch(FunctionMetric):
+    """``numeric_match`` (:data:`NUMERIC`) for JSONL items whose reference is a number."""
+
+    def __init__(self) -> None:
+        super().__init__(NUMERIC, _numeric)
+
+    def applies(self, item: Item) -> bool:
+        return item.benchmark.startswith("jsonl") and numeric_reference(item) is not None
+
+
 def metrics(options: dict | None = None) -> list[Metric]:
-    """Predefined metrics of a JSONL benchmark: :class:`ReferenceMatch`."""
-    return [ReferenceMatch()]
+    """Predefined metrics of a JSONL benchmark: :class:`ReferenceMatch` and :class:`NumericMatch`."""
+    return [ReferenceMatch(), NumericMatch()]

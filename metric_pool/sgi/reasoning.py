@@ -1,7 +1,7 @@
 """SGI-Bench Experimental Reasoning metrics: Multi-Choice Accuracy and Reasoning Validity.
 
-Sources: METRICS.md A.5 (MCA, RV), D.3 (last ``\\boxed{...}``, spaces stripped,
-case-sensitive letter) and D.4 (structured judge reply; a 0-10 score outside
+Sources: METRICS.md A.5 (MCA, RV), D.3 (the last ``\\boxed{...}`` holding an
+option letter, case-sensitive letter), D.8 (only the text after the last ``</think>``) and D.4 (structured judge reply; a 0-10 score outside
 its range is a parse error, retried, then a judge error).
 
 * ``mca`` (primary, the SGI-Score ER term): D.3.
@@ -14,12 +14,12 @@ its range is a parse error, retried, then a judge error).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Collection
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score
+from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text
 from ..base import Metric, ScoringContext
 from ..judge import as_data, ask_judge
 from .common import PerSpecMetric, reference_field, spec
@@ -48,13 +48,46 @@ def boxed_contents(text: str) -> list[str]:
     return out
 
 
-def extract_option(text: str) -> str | None:
-    """D.3: the content of the LAST ``\\boxed{...}`` with all whitespace removed,
-    or None when the reply has no box.  No unwrapping: ``\\text{B}`` stays as is."""
-    boxes = boxed_contents(text or "")
-    if not boxes:
-        return None
-    return "".join(boxes[-1].split())
+_D3_WRAPPERS = re.compile(r"\\(?:text|mathrm)\s*\{([^{}]*)\}")
+
+
+def option_letter(box: str) -> str | None:
+    """The option letter a box holds (METRICS.md D.3), or None.
+
+    Removes every space, ``$`` and ``**``, unwraps ``\\text{...}`` and
+    ``\\mathrm{...}`` and surrounding parentheses; what is left must be one
+    ASCII letter, returned as written (``\\boxed{ D }``, ``\\text{D}``,
+    ``(D)`` -> "D"; ``b`` -> "b"; ``\\langle H\\rangle``, ``B.``, ``2x`` -> None)."""
+    t = box
+    for _ in range(3):
+        t = _D3_WRAPPERS.sub(r"\1", t)
+    t = "".join(t.split()).replace("$", "").replace("**", "")
+    while len(t) >= 2 and t[0] == "(" and t[-1] == ")":
+        t = t[1:-1]
+    return t if re.fullmatch(r"[A-Za-z]", t) else None
+
+
+def extract_option(text: str, n_options: "int | Collection[str] | None" = None) -> str | None:
+    """D.3: the option letter of the LAST ``\\boxed{...}`` that holds one
+    (:func:`option_letter`), in the text after the last ``</think>`` (D.8).
+    Boxes holding anything else are skipped; with ``n_options`` known, so are
+    letters past the last option (``H`` with options A-D), compared ignoring
+    case; ``n_options`` may also be the option letters themselves.  None when
+    no box holds an option letter: the item has no answer (counted as "no
+    answer found", not as a wrong answer)."""
+    allowed = None if n_options is None else (
+        {chr(65 + k) for k in range(n_options)} if isinstance(n_options, int) else {x.upper() for x in n_options})
+    for box in reversed(boxed_contents(final_text(text or ""))):
+        got = option_letter(box)
+        if got is not None and (allowed is None or got.upper() in allowed):
+            return got
+    return None
+
+
+def n_options_of(item: Item) -> int | None:
+    """Number of options in ``item.reference["options"]`` (list or dict), or None."""
+    opts = item.reference.get("options") if isinstance(item.reference, dict) else None
+    return len(opts) if isinstance(opts, (list, dict)) and opts else None
 
 
 def gold_letter(item: Item) -> str:
@@ -71,10 +104,11 @@ def gold_letter(item: Item) -> str:
     return chr(65 + idx)
 
 
-def mca(text: str, gold: str) -> int:
+def mca(text: str, gold: str, n_options: int | None = None) -> int:
     """Multi-choice accuracy (A.5 with D.3): 1 if :func:`extract_option` == ``gold`` exactly
-    (so ``\\boxed{b}``, ``\\boxed{B.}`` and ``\\boxed{\\text{B}}`` are wrong for "B"), else 0."""
-    return int(extract_option(text) == gold)
+    (case-sensitive, so ``\\boxed{b}`` is wrong for "B"; ``\\boxed{\\text{B}}`` and
+    ``$\\boxed{ B }$`` are right), else 0 (also when no box holds a letter)."""
+    return int(extract_option(text, n_options) == gold)
 
 
 _CODE_RE = re.compile(r"\\boxed\{([A-Z])\}")
@@ -83,7 +117,7 @@ _CODE_RE = re.compile(r"\\boxed\{([A-Z])\}")
 def mca_code(text: str, gold: str) -> int:
     """The published code's MCA (A.5): the first ``\\boxed{X}`` with X one upper-case
     letter, compared with the gold letter ignoring case."""
-    m = _CODE_RE.search(text or "")
+    m = _CODE_RE.search(final_text(text or ""))
     return int(bool(m) and m.group(1).lower() == gold.lower())
 
 
@@ -112,7 +146,7 @@ def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
        number < ``n_options`` -> 0-based index (``\\boxed{1}`` -> "B"); "B. text" -> "B".
     2. Otherwise the last "Answer: X" / "answer is X" (letter or 0-based index).
     Returns the letter or None."""
-    text = text or ""
+    text = final_text(text or "")
     boxes = boxed_contents(text)
     if boxes:
         got = _lenient_letter(boxes[-1], n_options)
@@ -126,10 +160,12 @@ def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
     return None
 
 
-MCA = spec("mca", EXPERIMENTAL_REASONING, "A.5, D.3",
-           "Multi-choice accuracy, 0/1 per item: 1 if the content of the LAST \\boxed{...}, with spaces removed, "
-           "equals the gold letter chr(65 + answer) exactly (case-sensitive; \\boxed{\\text{B}} and \\boxed{B.} "
-           "are wrong). Task score = mean x 100; the SGI-Score ER term.", primary=True)
+MCA = spec("mca", EXPERIMENTAL_REASONING, "A.5, D.3, D.8",
+           "Multi-choice accuracy, 0/1 per item: the LAST \\boxed{...} after the reasoning that holds a single "
+           "option letter (spaces, $, ** and surrounding parentheses removed, \\text{}/\\mathrm{} unwrapped; boxes "
+           "holding anything else skipped) must equal the gold letter chr(65 + answer) exactly (case-sensitive: "
+           "\\boxed{b} is wrong for B). No such box: 0, counted as no answer found. Task score = mean x 100; the "
+           "SGI-Score ER term.", primary=True)
 MCA_LENIENT = spec("mca_lenient", EXPERIMENTAL_REASONING, "A.5 (sgieval extension)",
                    "Lenient multi-choice accuracy, 0/1: last \\boxed{} with \\text{} unwrapped, case folded and "
                    "0-based indices mapped to letters, else the last 'Answer: X'. Not in the SGI-Score.",
@@ -146,9 +182,13 @@ RV = spec("reasoning_validity", EXPERIMENTAL_REASONING, "A.5, D.4",
 
 def _mca_fn(item: Item, response: Response):
     gold = gold_letter(item)
-    got = extract_option(response.text)
+    got = extract_option(response.text, n_options_of(item))
     v = int(got == gold)
-    return v, f"extracted {got!r} (last \\boxed{{}}), gold {gold!r}: {v}", {"extracted": got, "gold": gold}
+    if got is None:
+        return v, f"no answer found (no \\boxed{{}} holds an option letter), gold {gold!r}: 0", \
+            {"extracted": None, "gold": gold, "no_answer": True}
+    return v, f"extracted {got!r} (last \\boxed{{}} holding a letter), gold {gold!r}: {v}", \
+        {"extracted": got, "gold": gold}
 
 
 def _mca_lenient_fn(item: Item, response: Response):
@@ -161,7 +201,7 @@ def _mca_lenient_fn(item: Item, response: Response):
 
 def _mca_code_fn(item: Item, response: Response):
     gold = gold_letter(item)
-    m = _CODE_RE.search(response.text or "")
+    m = _CODE_RE.search(final_text(response.text or ""))
     v = mca_code(response.text, gold)
     return v, f"first \\boxed{{[A-Z]}}: {m.group(1) if m else None!r}, gold {gold!r}: {v}", {}
 

@@ -56,14 +56,50 @@ _CODE_STEP_RE = re.compile(r"(\w+)\s*=\s*<([^>]+)>\(\s*([\s\S]*?)(?=\n\s*\)\s*$)
 _HEADER_RE = re.compile(r"(\w+)\s*=\s*<([^>]+)>\((.*)$")
 
 
-def parse_params(block: str) -> dict[str, str]:
+_PAIR_START = re.compile(r"\s*\w+\s*=")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def split_pairs(line: str) -> list[str]:
+    """Split one parameter line into ``key = value`` pieces (METRICS.md D.2 as
+    amended): at commas outside quotes (``"`` or ``'``) and outside ``()[]{}``
+    brackets, and only where the next piece starts a ``key =`` pair, so a value
+    that holds a comma (``"37 °C, 5% CO2"``, ``37 C, 5% CO2``) stays whole.
+    ``"a=1, b=[2, 3]"`` -> ``["a=1", " b=[2, 3]"]``."""
+    pieces: list[str] = []
+    depth, quote, start = 0, "", 0
+    for k, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0 and _PAIR_START.match(line, k + 1):
+            pieces.append(line[start:k])
+            start = k + 1
+    pieces.append(line[start:])
+    return pieces
+
+
+def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
     """Parameter block -> dict (A.4): every non-empty line other than a bare ``)``
     must be ``key = value`` with an optional trailing comma; other lines are
     ignored; one pair of surrounding double quotes is removed (single quotes are
-    kept); a repeated key keeps its last value.  Two parameters on one line
-    (``a=1, b=2``) become one key ``a`` with value ``1, b=2``."""
+    kept); a repeated key keeps its last value.
+
+    ``split_commas`` False (the published code, A.4): two parameters on one line
+    (``a=1, b=2``) become one key ``a`` with value ``1, b=2``.  True (D.2 as
+    amended, the default parser): the line is split by :func:`split_pairs`, so
+    ``a=1, b=2`` gives ``a`` and ``b``, as the same call over several lines does."""
     params: dict[str, str] = {}
-    for raw in block.split("\n"):
+    lines = block.split("\n")
+    if split_commas:
+        lines = [piece for raw in lines for piece in split_pairs(raw)]
+    for raw in lines:
         line = raw.strip()
         if not line or line == ")":
             continue
@@ -119,8 +155,10 @@ def parse_protocol(text: str) -> tuple[Step, ...]:
     ``(`` (balanced count, parentheses inside double quotes ignored), so a
     one-line call ``x = <A>(k=1)`` is one complete step; a line holding only
     ``)``; the next step's header line (which starts a new step); the end of
-    the text.  Parameter lines follow :func:`parse_params` (two parameters on
-    one line stay one key).  Returns the steps in order (empty tuple if none).
+    the text.  Parameter lines follow :func:`parse_params` with the D.2
+    amendment: several pairs on one line are split on commas outside quotes and
+    brackets, so ``a = <X>(p=1, q=2)`` and the same call written over four lines
+    have the same parameters.  Returns the steps in order (empty tuple if none).
     """
     lines = text.split("\n")
     steps: list[Step] = []
@@ -150,7 +188,7 @@ def parse_protocol(text: str) -> tuple[Step, ...]:
                     block.append(line[:pos])
                     break
                 block.append(line)
-        steps.append(Step(action=action, params=parse_params("\n".join(block)), output=output))
+        steps.append(Step(action=action, params=parse_params("\n".join(block), split_commas=True), output=output))
     return tuple(steps)
 
 

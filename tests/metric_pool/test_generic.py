@@ -92,7 +92,7 @@ def test_jsonl_without_references_has_no_predefined_metric(tmp_path):
     assert predefined_metrics([items[0].benchmark], items) == []
     # without items to filter by, the module's metrics are listed
     assert [s.name for m in predefined_metrics([items[0].benchmark]) for s in m.specs] == \
-        ["exact_match", "exact_match_normalised"]
+        ["exact_match", "exact_match_normalised", "numeric_match"]
 
 
 def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monkeypatch):
@@ -150,3 +150,102 @@ async def test_exact_match_after_reasoning():
     got = await ReferenceMatch().score(it, Response(item_id=it.id, model="m", text="<think>...</think>\n42"),
                                        ScoringContext())
     assert [(s.metric, s.value) for s in got] == [("exact_match", 1.0), ("exact_match_normalised", 1.0)]
+
+
+# ------------------------------------------------ issue 11 item 4: answer extraction (METRICS.md D.3, D.9, D.11)
+def _item(reference, options=None, iid="1"):
+    ref = {"answer": reference, **({"options": options} if options is not None else {})}
+    return Item(id=f"jsonl:q/{iid}", benchmark="jsonl:q", task="generic", prompt="?", reference=ref)
+
+
+async def _scores(it, text):
+    metrics = [m for m in predefined_metrics(["jsonl:q"], [it]) if m.applies(it)]
+    out = {}
+    for m in metrics:
+        for s in await m.score(it, Response(item_id=it.id, model="m", text=text), ScoringContext()):
+            out[s.metric] = s
+    return out
+
+
+@pytest.mark.parametrize("reference, text, exact, normalised", [
+    ("29", "<answer>$29.00</answer>", 0.0, 1.0),           # currency symbol, decimals of the reference
+    ("29", "<answer>€ 29</answer>", 0.0, 1.0),
+    ("1250", "1,250", 0.0, 1.0),                          # thousands separator
+    ("1250000", "1 250 000", 0.0, 1.0),
+    ("ångström", "a\u030angstro\u0308m", 0.0, 1.0),        # decomposed vs composed (NFKC)
+    ("Ångström", "\u212bngström", 0.0, 1.0),               # angstrom sign
+    ("-5", "\u22125", 0.0, 1.0),                           # minus sign
+    ("0.5", "1/2", 0.0, 1.0),
+    ("6.02e23", "6.02 × 10^23", 0.0, 1.0),
+    ("29", "29.5", 0.0, 0.0),                             # rounds to 30, not 29
+    ("0.25", "0.25 mg", 0.0, 0.0),                        # units are not converted
+    ("Na", "Na", 1.0, 1.0),
+])
+async def test_normalised_exact_match(reference, text, exact, normalised):
+    got = await _scores(_item(reference), text)
+    assert (got["exact_match"].value, got["exact_match_normalised"].value) == (exact, normalised)
+
+
+@pytest.mark.parametrize("reference, text, value", [
+    (42, "6 x 7 = 42", 1.0),
+    (42, "<answer>about 42.3</answer>", 1.0),             # |42.3 - 42| = 0.3 <= 0.01 * 42
+    (42, "<answer>42.5</answer>", 0.0),                   # 0.5 > 0.42
+    ("1250", "it costs $1,250.00 in total", 1.0),
+    (3.14, "pi is 3.14159", 1.0),
+    (0, "0.0", 1.0),
+    (6.02e23, "N_A = 6.022 × 10^23 per mol", 1.0),
+    (42, "<think>maybe 42</think>\nI do not know", 0.0),  # no number after the reasoning
+])
+async def test_numeric_match(reference, text, value):
+    got = await _scores(_item(reference), text)
+    assert got["numeric_match"].value == value
+
+
+async def test_numeric_match_applies_to_numeric_references_only():
+    assert "numeric_match" not in await _scores(_item("Na"), "Na")
+    assert "numeric_match" not in await _scores(_item("B", ["x", "y"]), "B")
+    none = (await _scores(_item(42), "I do not know"))["numeric_match"]
+    assert (none.value, none.details["no_answer"]) == (0.0, True)
+
+
+OPTS = ["red", "blue", "green", "white"]
+
+
+@pytest.mark.parametrize("reference, text, exact, found", [
+    ("B", r"so \boxed{B}", 1.0, "B"),
+    ("D", "reasoning...\nANSWER: D", 1.0, "D"),
+    ("D", "reasoning...\nANSWER: $D$", 1.0, "D"),
+    ("D", "reasoning...\nAnswer: **D**", 1.0, "D"),
+    ("D", "reasoning...\nanswer: (D).", 1.0, "D"),
+    ("D", "reasoning...\n**ANSWER:** D", 1.0, "D"),
+    ("D", r"\boxed{D} and finally \boxed{\langle H\rangle}", 1.0, "D"),
+    ("D", "<answer>D</answer>", 1.0, "D"),
+    ("D", "D", 1.0, "D"),
+    ("D", "ANSWER: d", 0.0, "d"),                         # case-sensitive; the normalised variant ignores case
+    (3, r"\boxed{D}", 1.0, "D"),                          # 0-based index reference
+    ("white", r"\boxed{D}", 1.0, "D"),                    # option-text reference
+    # no answer: not option I, not a wrong answer
+    ("D", "I am not sure.\nANSWER: I don't know", 0.0, None),
+    ("D", "ANSWER: B and C", 0.0, None),
+    ("D", "ANSWER: H", 0.0, None),                        # not an option letter
+    ("D", "ANSWER: D\nbut maybe not", 0.0, None),         # not the final line
+])
+async def test_multiple_choice_answers(reference, text, exact, found):
+    got = await _scores(_item(reference, OPTS), text)
+    em = got["exact_match"]
+    assert (em.value, em.details["prediction"]) == (exact, found)
+    assert em.details.get("no_answer", False) is (found is None)
+
+
+async def test_multiple_choice_through_the_jsonl_loader(tmp_path):
+    p = tmp_path / "mc.jsonl"
+    p.write_text(json.dumps({"id": 1, "prompt": "Colour?", "reference": "B", "options": ["red", "blue"]}) + "\n"
+                 + json.dumps({"id": 2, "prompt": "Letter?", "reference": "C", "options": {"A": "x", "C": "y"}}) + "\n")
+    items = load_jsonl(p)
+    assert items[0].reference == {"answer": "B", "options": ["red", "blue"]}
+    assert (await _scores(items[0], "ANSWER: B"))["exact_match"].value == 1.0
+    assert (await _scores(items[1], r"\boxed{C}"))["exact_match"].value == 1.0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": 1, "prompt": "?", "options": {"AB": "x"}}) + "\n")
+    with pytest.raises(Exception, match="option keys must be single letters"):
+        load_jsonl(bad)

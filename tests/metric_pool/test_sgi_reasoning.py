@@ -39,17 +39,32 @@ def test_boxed_contents_balanced():
 @pytest.mark.parametrize("text,expected", [
     (r"so \boxed{A}", "A"),
     (r"first \boxed{A}, finally \boxed{ B }", "B"),      # last box wins, spaces stripped
-    (r"\boxed{\text{B}}", r"\text{B}"),
+    (r"\boxed{\text{B}}", "B"),                        # D.3: \text{} unwrapped
     (r"\boxed{b}", "b"),
     ("no box, Answer: B", None),
+    # issue 11 item 4: the last box HOLDING AN OPTION LETTER wins; other boxes are skipped
+    (r"earlier \boxed{D} ... so the value is \boxed{\langle H\rangle}", "D"),
+    (r"\boxed{ D }", "D"), (r"\boxed{\text{D}}", "D"), (r"$\boxed{D}$", "D"),
+    (r"\boxed{(D)}", "D"), (r"\boxed{\mathrm{ D }}", "D"), (r"\boxed{$**D**$}", "D"),
+    (r"\boxed{D} then \boxed{x^2 + 1} and \boxed{42}", "D"),
+    (r"\boxed{B.}", None), (r"\boxed{AB}", None),
+    # D.8: a box inside the reasoning is not the answer
+    ("<think>maybe \\boxed{A}</think>\nSo \\boxed{C}", "C"),
+    ("<think>maybe \\boxed{A}</think>\nI cannot decide.", None),
 ])
 def test_extract_option(text, expected):
     assert extract_option(text) == expected
 
 
+def test_extract_option_skips_letters_past_the_options():
+    assert extract_option(r"\boxed{B} ... \boxed{H}", n_options=4) == "B"
+    assert extract_option(r"\boxed{B} ... \boxed{H}") == "H"
+    assert extract_option(r"\boxed{B} ... \boxed{d}", n_options=4) == "d"   # in range, wrong case: kept
+
+
 @pytest.mark.parametrize("text,expected", [
     (r"\boxed{B}", 1), (r"\boxed{ B }", 1),
-    (r"\boxed{\text{B}}", 0),        # malformed box is wrong (A.5)
+    (r"\boxed{\text{B}}", 1),        # D.3 unwraps \text{}
     (r"\boxed{B.}", 0),
     (r"\boxed{b}", 0),               # case-sensitive (D.3)
     (r"\boxed{B} on reflection \boxed{C}", 0),   # last box wins
@@ -82,9 +97,19 @@ def test_extract_option_lenient(text, expected):
 async def test_multichoice_metric_scores():
     scores = await MultiChoiceMetric().score(item(answer=1), resp(r"\boxed{A} ... \boxed{\text{B}}"), ScoringContext())
     got = {s.metric: s.value for s in scores}
-    # default: last box "\text{B}" != "B" -> 0; lenient unwraps -> 1; code: first box A -> 0
-    assert got == {"mca": 0.0, "mca_lenient": 1.0, "mca_code": 0.0}
-    assert scores[0].details == {"extracted": r"\text{B}", "gold": "B"}
+    # default: last box "\text{B}" holds B (D.3 unwraps) -> 1; lenient -> 1; code: first box A -> 0
+    assert got == {"mca": 1.0, "mca_lenient": 1.0, "mca_code": 0.0}
+    assert scores[0].details == {"extracted": "B", "gold": "B"}
+
+
+async def test_multichoice_no_answer_found_is_flagged_apart_from_a_wrong_answer():
+    none = await MultiChoiceMetric().score(item(answer=1), resp(r"It is \boxed{\langle H\rangle}."), ScoringContext())
+    wrong = await MultiChoiceMetric().score(item(answer=1), resp(r"\boxed{C}"), ScoringContext())
+    assert (none[0].value, none[0].details) == (0.0, {"extracted": None, "gold": "B", "no_answer": True})
+    assert (wrong[0].value, wrong[0].details) == (0.0, {"extracted": "C", "gold": "B"})
+    # options A-D: a box holding H is not an option letter, the earlier D is the answer
+    late = await MultiChoiceMetric().score(item(answer=3), resp(r"\boxed{D}, i.e. \boxed{H}"), ScoringContext())
+    assert late[0].value == 1.0
 
 
 async def test_multichoice_bad_reference_is_input_error():

@@ -6,6 +6,7 @@ import pytest
 from sgieval.core import Item, Response
 from sgieval.metric_pool.sgi.wet_experiment import (Step, WetExperimentMetric, independent_groups,
                                                      parameter_accuracy, parameter_accuracy_perm, parse_protocol,
+                                                     split_pairs,
                                                      parse_protocol_code, sequence_similarity,
                                                      sequence_similarity_perm, soft_scores)
 
@@ -46,9 +47,35 @@ def test_single_line_call_is_one_step_but_code_swallows_next():
 
 def test_params_on_opening_line_and_two_params_on_one_line():
     assert parse_protocol("x = <A>(k=1,\n  m = \"v\"\n)") == steps(("A", {"k": "1", "m": "v"}, "x"))
-    # two parameters on one line stay one key whose value holds the comma (A.4)
-    assert parse_protocol("x = <A>(\n  a=1, b=2\n)") == steps(("A", {"a": "1, b=2"}, "x"))
-    assert parse_protocol("x = <A>(a=1, b=2)") == steps(("A", {"a": "1, b=2"}, "x"))
+    # D.2 as amended: several pairs on one line are split on commas outside quotes and brackets
+    assert parse_protocol("x = <A>(\n  a=1, b=2\n)") == steps(("A", {"a": "1", "b": "2"}, "x"))
+    assert parse_protocol("x = <A>(a=1, b=2)") == steps(("A", {"a": "1", "b": "2"}, "x"))
+    # the published code's parser keeps A.4: one key whose value holds the comma
+    assert parse_protocol_code("x = <A>(\n  a=1, b=2\n)") == steps(("A", {"a": "1, b=2"}, "x"))
+
+
+@pytest.mark.parametrize("line, pieces", [
+    ("a=1, b=2", ["a=1", " b=2"]),
+    ('a="x, y", b=2', ['a="x, y"', " b=2"]),           # comma inside double quotes
+    ("a='x, y=1', b=2", ["a='x, y=1'", " b=2"]),       # inside single quotes
+    ("a=[1, 2], b=f(3, c=4)", ["a=[1, 2]", " b=f(3, c=4)"]),  # inside brackets
+    ("cond=37 C, 5% CO2", ["cond=37 C, 5% CO2"]),       # no 'key =' after the comma: one value
+    ("a=1,", ["a=1,"]),
+])
+def test_split_pairs(line, pieces):
+    assert split_pairs(line) == pieces
+
+
+def test_one_line_call_equals_the_multi_line_call():
+    # issue 11 item 4: the same call on one line and over four lines gives PA 1.0
+    one = "a = <X>(p=1, q=2)"
+    four = "a = <X>(\n    p=1,\n    q=2\n)"
+    assert parse_protocol(one) == parse_protocol(four) == steps(("X", {"p": "1", "q": "2"}, "a"))
+    assert parameter_accuracy(parse_protocol(four), parse_protocol(one)) == (1.0, [])
+    # variant: quoted values with commas and a wired input, two steps
+    ref = 'a = <Mix>(\n  buffer="PBS, pH 7.4",\n  volume=10\n)\nb = <Spin>(\n  sample=a,\n  g=300\n)'
+    pred = 'a = <Mix>(buffer="PBS, pH 7.4", volume=10)\nb = <Spin>(sample=a, g=300)'
+    assert parameter_accuracy(parse_protocol(ref), parse_protocol(pred)) == (1.0, [])
 
 
 def test_parse_details():
