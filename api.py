@@ -99,9 +99,10 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: str, config: R
     """None when only strings were given (make_runtime resolves them); else every model as a NamedModel."""
     if not objects:
         return None
-    from .models.registry import resolve_model
+    from .models.registry import resolve_model, sampling_for_role
 
-    return [resolve_model(s, role, base_url=config.base_url, data_dir=config.data_dir) for s in strings] + objects
+    return [resolve_model(s, role, base_url=config.base_url, data_dir=config.data_dir,
+                          **sampling_for_role(config, role)) for s in strings] + objects
 
 
 async def aevaluate(request: str = "", models: Sequence[Any] | str | NamedModel | None = None,
@@ -166,7 +167,9 @@ def evaluate(request: str = "", models: Sequence[Any] | str | NamedModel | None 
     pause; with False, ``confirm(payload) -> bool`` answers it, and without
     ``confirm`` the run stops there with ``stopped=True``), any other
     :class:`~sgieval.core.RunConfig` field (``allow_self_judge``,
-    ``base_url``, ``bootstrap_resamples``, ...), and ``metric_options``,
+    ``base_url``, ``bootstrap_resamples``, the sampling parameters
+    ``temperature`` (targets, default 0), ``judge_temperature`` (judges,
+    default 0) and ``reasoning_effort`` (default not sent), ...), and ``metric_options``,
     ``on_progress``, ``tools_pool``, ``sandbox_backend`` for the runtime.
 
     Raises :class:`~sgieval.core.InputError` for bad input (unknown option or

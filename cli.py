@@ -128,6 +128,9 @@ def _run(config: RunConfig, *, resume: bool) -> None:
         rt = make_runtime(config)
     except SgievalError as e:
         _fail(e)
+    for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
+        for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
+            err.print(f"{m.name} ({m.role}): {param} not sent: {why}", soft_wrap=True, highlight=False)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         task = progress.add_task("evaluating", total=None)
@@ -190,6 +193,9 @@ def ask(
     no_cache: bool = typer.Option(False, "--no-cache"),
     budget: Optional[float] = typer.Option(None, "--budget", help="Stop cleanly when this many USD are spent."),
     executor: str = typer.Option("local", "--executor", help="local | ray"),
+    temperature: Optional[float] = typer.Option(0.0, "--temperature", help="Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5, deepseek-reasoner, do not get it)."),
+    judge_temperature: Optional[float] = typer.Option(0.0, "--judge-temperature", help="Sampling temperature of the judges (0-2; same family rules)."),
+    reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort", help="none | minimal | low | medium | high, sent to reasoning models (default: not sent)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
 ) -> None:
     """Answer a plain-language evaluation request and write runs/<run_id>/report.md."""
@@ -206,7 +212,8 @@ def ask(
             models=_split(models), judges=_split(judge), agent_model=agent_model, base_url=base_url,
             data_dir=str(data_dir) if data_dir else None, out_dir=str(out_dir), tools=_split([tools]),
             sandbox=sandbox, unsafe_local_exec=unsafe_local_exec, allow_self_judge=allow_self_judge, yes=yes,
-            max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor)
+            max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor,
+            temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort)
     except ValueError as e:
         _fail(InputError(_validation_reason(e), what="options", fix="see `sgieval ask --help`"))
     try:

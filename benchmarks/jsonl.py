@@ -28,7 +28,9 @@ one JSON object per line, ``{"item_id": str, "text": str}`` plus an optional
 ``"sgi-bench/SGI_IdeaGeneration_9001"``) and ``text`` the raw reply exactly as
 the target would have returned it.  The model name is the ``model`` field when
 present, otherwise the file stem (``responses/fixture-model-a.jsonl`` ->
-``fixture-model-a``).  Example fixtures: ``tests/fixtures/sgi/responses/``.
+``fixture-model-a``).  A file holds one model and one line per item: a
+second line for an ``item_id``, or a line naming another model, is an input
+error naming the line.  Example fixtures: ``tests/fixtures/sgi/responses/``.
 
 Shared helpers used by the SGI-Bench and SFBench loaders: :func:`iter_records`
 reads JSONL / JSON-list / parquet files and yields ``(location, record)``

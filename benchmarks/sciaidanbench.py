@@ -78,8 +78,15 @@ class StoredAnswers:
     """One model's stored SciAidanBench answers.
 
     ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the
-    file, ``by_question`` maps question text -> {"records": [...],
-    "temperature": "0.7", "domain", "subdomain"}.
+    file, ``by_question`` maps question text -> {"lists": [{"records": [...],
+    "temperature": "0.7", "domain", "subdomain"}, ...], "records": the lists'
+    records one after the other, "temperature": the lists' temperatures
+    joined by ",", "domain", "subdomain" (of the first list)}.
+
+    Every stored list is kept: the same question under another temperature or
+    subdomain is another list, never an overwrite (METRICS.md B.6: the
+    published ``total_responses`` sums over domains, subdomains, temperatures
+    and questions).
     """
 
     model: str
@@ -131,9 +138,26 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
                                 raise InputError(
                                     f"record {k} of {where}.models.{model}.{temp}[{question[:40]!r}] lacks field {missing[0]!r}",
                                     what=str(path), fix=fix)
-                        store.by_question[question] = {"records": recs, "temperature": temp, "domain": domain,
-                                                       "subdomain": sub}
+                        add_list(store.by_question, question,
+                                 {"records": recs, "temperature": temp, "domain": domain, "subdomain": sub})
     return list(out.values())
+
+
+def merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
+    """One entry for several stored lists of a question: ``records`` one list
+    after the other (so counts sum over lists, B.6), ``temperature`` the
+    temperatures joined by ",", ``domain``/``subdomain`` of the first list,
+    and ``lists`` the lists themselves."""
+    return {"records": [r for lst in lists for r in lst["records"]],
+            "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
+            "domain": lists[0]["domain"], "subdomain": lists[0]["subdomain"], "lists": lists}
+
+
+def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[str, Any]) -> None:
+    """Add one stored list of ``question`` to ``by_question`` beside the lists
+    already there (:func:`merge_lists`)."""
+    old = by_question.get(question)
+    by_question[question] = merge_lists((old["lists"] if old else []) + [lst])
 
 
 def list_response_files(folder: Path) -> list[Path]:

@@ -277,6 +277,13 @@ class RunConfig(_Record):
     ``models`` are target-model strings, ``judges`` judge-model strings
     (empty: judge metrics are reported as not run), ``agent_model`` the
     planning model (None: offline agent paths).  ``k`` None means all matches.
+
+    Sampling parameters per role (issue 11 item 1): ``temperature`` for target
+    models, ``judge_temperature`` for judges (0-2; None: the provider's
+    default), ``reasoning_effort`` for every reasoning model (None: not sent);
+    model families that reject one do not get it.  The run fills
+    ``sent_params`` (model -> the parameters actually sent) and
+    ``dropped_params`` (model -> parameter -> why it was not sent).
     """
 
     run_id: str
@@ -300,6 +307,11 @@ class RunConfig(_Record):
     budget_usd: float | None = None
     executor: str = "local"
     bootstrap_resamples: int = 10000
+    temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    judge_temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    sent_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    dropped_params: dict[str, dict[str, str]] = Field(default_factory=dict)
 
     @field_validator("benchmarks")
     @classmethod

@@ -34,7 +34,7 @@ from ..models.base import NamedModel
 from ..models import cache as call_cache
 from ..models.accounting import Ledger
 from ..models.calls import set_max_concurrency
-from ..models.registry import resolve_model, stored_models
+from ..models.registry import resolve_model, sampling_for_role, stored_models
 from .executors import evaluate_with_executor
 
 log = structlog.get_logger("sgieval")
@@ -116,7 +116,8 @@ def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
     if rt.targets:
         return rt.targets
     if rt.config.models:
-        return unique_models([resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir)
+        return unique_models([resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir,
+                                            **sampling_for_role(rt.config, "target"))
                               for m in rt.config.models])
     if items and all(i.benchmark == "sciaidanbench" for i in items):
         stores = stored_models(rt.config.data_dir)
@@ -228,9 +229,11 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
                 if problem:  # every open-creativity answer of t would fail: say so before any call
                     raise InputError(problem[0], what=t.name,
                                      fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)")
+        record_sampling(rt)
         prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
                                             executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
                                             on_progress=rt.on_progress)
+        record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
         log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
                  budget_stopped=prog.budget_stopped)
         return {"targets": [t.name for t in targets],
@@ -254,6 +257,34 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
     g.add_edge("evaluation", "reporting")
     g.add_edge("reporting", END)
     return g.compile(checkpointer=checkpointer)
+
+
+def record_sampling(rt: RunRuntime) -> None:
+    """Write the sampling parameters each model of the run actually gets
+    (``RunConfig.sent_params``) and those it does not, with the reason
+    (``RunConfig.dropped_params``), into ``config.json`` (issue 11 item 1);
+    log each dropped one.  Replay targets send nothing and are not listed."""
+    models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
+    sent = {m.name: dict(m.params) for m in models if not m.is_replay}
+    dropped = {m.name: dict(m.dropped) for m in models if m.dropped}
+    if sent == rt.config.sent_params and dropped == rt.config.dropped_params:
+        return
+    for name, params in dropped.items():
+        for p, why in params.items():
+            if rt.config.dropped_params.get(name, {}).get(p) != why:
+                log.warning("sampling parameter not sent", model=name, param=p, reason=why)
+    rt.config.sent_params, rt.config.dropped_params = sent, dropped
+    rt.store.write_config(rt.config)
+
+
+def sampling_line(config: RunConfig) -> str:
+    """The report's "sampling parameters" line: per model, what was sent and what was not, with why."""
+    parts = []
+    for name in dict.fromkeys([*config.sent_params, *config.dropped_params]):
+        sent = ", ".join(f"{k}={v}" for k, v in config.sent_params.get(name, {}).items()) or "provider defaults"
+        not_sent = "; ".join(f"{k} not sent: {why}" for k, why in config.dropped_params.get(name, {}).items())
+        parts.append(f"{name}: {sent}" + (f" ({not_sent})" if not_sent else ""))
+    return "; ".join(parts)
 
 
 async def write_report(rt: RunRuntime, state: EvalState) -> Path:
@@ -298,7 +329,8 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         "metrics": ", ".join(plan.predefined) + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
         "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,
         "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}", "scope": scope,
-        "extra": {"notes": "; ".join(plan.notes)} if plan.notes else {},
+        "extra": {**({"notes": "; ".join(plan.notes)} if plan.notes else {}),
+                  **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {})},
     }
     return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
                               specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
@@ -411,11 +443,14 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
     if stored:
         catalog.by_id.update({i.id: i for i in stored})
     if judges is None:
-        judges = [resolve_model(j, "judge", base_url=config.base_url) for j in config.judges]
+        judges = [resolve_model(j, "judge", base_url=config.base_url, **sampling_for_role(config, "judge"))
+                  for j in config.judges]
     if agent is None and config.agent_model:
-        agent = resolve_model(config.agent_model, "agent", base_url=config.base_url)
+        agent = resolve_model(config.agent_model, "agent", base_url=config.base_url,
+                              **sampling_for_role(config, "agent"))
     if targets is None and config.models:
-        targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir) for m in config.models]
+        targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir,
+                                 **sampling_for_role(config, "target")) for m in config.models]
     targets, judges = unique_models(targets or []), unique_models(judges)
     store = existing or RunStore(run_dir)
     return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent, **kw)

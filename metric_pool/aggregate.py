@@ -1,7 +1,13 @@
-"""Aggregation of per-item scores: mean, total, 95% bootstrap CI.
+"""Aggregation of per-item scores: mean, total, 95% CI.
 
 Bootstrap: the BCa interval from ``scipy.stats.bootstrap``
 (Efron & Tibshirani 1993), 95% confidence, resampling items with replacement.
+Binary (0/1) values get the Wilson score interval of a proportion instead
+(Wilson 1927; ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``),
+which stays informative at the edges: 8 of 8 correct gives 0.68 to 1, where a
+bootstrap gives the degenerate "1 to 1" (issue 11 item 9).  Every interval
+says how it was made (``Summary.method``) and, when it is degenerate or
+unavailable, why (``Summary.note``).
 """
 
 from __future__ import annotations
@@ -17,9 +23,13 @@ from scipy import stats
 @dataclass(frozen=True)
 class Summary:
     """``n`` values, their ``mean`` and ``total`` (same scale as the values),
-    ``std`` (population), and the 95% bootstrap CI of the mean
-    ``[ci_low, ci_high]`` (NaN when n < 2; equal
-    values give a degenerate CI equal to the mean)."""
+    ``std`` (population), and the 95% CI of the mean ``[ci_low, ci_high]``.
+
+    ``method``: ``"wilson"`` (0/1 values: Wilson score interval of the
+    proportion), ``"bca"`` or ``"percentile"`` (bootstrap over items),
+    ``"degenerate"`` (every value equal and not 0/1: zero width, equal to the
+    mean) or ``"none"`` (NaN: fewer than 2 values).  ``note`` says why an
+    interval is degenerate, unavailable or not BCa ("" otherwise)."""
 
     n: int
     mean: float
@@ -27,21 +37,53 @@ class Summary:
     std: float
     ci_low: float
     ci_high: float
+    method: str = "bca"
+    note: str = ""
+
+
+def is_binary(x: np.ndarray) -> bool:
+    """True when every value is exactly 0 or 1 (a 0/1 metric such as exact match)."""
+    return bool(x.size) and bool(np.all((x == 0) | (x == 1)))
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion with ``k`` successes in ``n`` trials
+    (Wilson 1927), via ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``:
+    center (p + z²/2n)/(1 + z²/n), half-width z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²).
+    8 of 8 at 95% -> (0.6756, 1.0).  Raises ValueError for n < 1 or k outside 0..n."""
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"wilson_interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def summarize(values: Sequence[float], *, n_resamples: int = 10000, seed: int = 0,
-              confidence: float = 0.95) -> Summary:
-    """Mean, total and a ``confidence`` bootstrap CI (scipy.stats.bootstrap,
-    method "BCa", ``n_resamples`` resamples, ``seed``) of ``values``.
+              confidence: float = 0.95, binary: bool | None = None) -> Summary:
+    """Mean, total and a ``confidence`` CI of ``values`` (see :class:`Summary`).
+
+    ``binary`` None (default) detects 0/1 values (:func:`is_binary`); True/False
+    forces the choice.  Binary values get :func:`wilson_interval` (also for one
+    value).  Others: ``scipy.stats.bootstrap`` with method "BCa" (``n_resamples``
+    resamples, ``seed``), percentile when BCa is undefined; fewer than 2 values
+    give NaN and equal values a zero-width interval, each with its ``note``.
     Raises ValueError for an empty sequence."""
     x = np.asarray(list(values), dtype=float)
     if x.size == 0:
         raise ValueError("summarize() needs at least one value")
     mean = float(x.mean())
-    if x.size < 2:
+    method, note = "bca", ""
+    if (is_binary(x) if binary is None else binary):
+        k = int(x.sum())
+        lo, hi = wilson_interval(k, int(x.size), confidence)
+        method = "wilson"
+        note = f"Wilson score interval for {k} of {x.size} (a 0/1 metric)"
+    elif x.size < 2:
         lo = hi = math.nan
+        method, note = "none", "no CI: fewer than 2 items"
     elif np.all(x == x[0]):
         lo = hi = mean
+        method = "degenerate"
+        note = f"zero-width interval: all {x.size} values equal {x[0]:g}, so every bootstrap resample does"
     else:
         res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
                               method="BCa", random_state=np.random.default_rng(seed))
@@ -50,7 +92,9 @@ def summarize(values: Sequence[float], *, n_resamples: int = 10000, seed: int = 
             res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
                                   method="percentile", random_state=np.random.default_rng(seed))
             lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return Summary(n=int(x.size), mean=mean, total=float(x.sum()), std=float(x.std()), ci_low=lo, ci_high=hi)
+            method, note = "percentile", "percentile bootstrap: the BCa interval is undefined for these values"
+    return Summary(n=int(x.size), mean=mean, total=float(x.sum()), std=float(x.std()), ci_low=lo, ci_high=hi,
+                   method=method, note=note)
 
 
 # ----------------------------------------------------------------------------- paired comparison
@@ -63,7 +107,8 @@ class PairedResult:
     ci_high]`` the 95% paired bootstrap CI of ``mean_diff`` (NaN when n < 2;
     equal differences give a degenerate CI equal to ``mean_diff``);
     ``p_value`` two-sided, for H0 "no difference" (0-1); ``method``
-    "permutation" or "bootstrap".
+    "permutation" or "bootstrap"; ``ci_note`` says why the CI is degenerate
+    or unavailable ("" otherwise).
     """
 
     n: int
@@ -74,6 +119,7 @@ class PairedResult:
     ci_high: float
     p_value: float
     method: str
+    ci_note: str = ""
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -114,10 +160,14 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
     rng = np.random.default_rng(seed)
 
     # CI of the mean difference (paired bootstrap)
+    ci_note = ""
     if n < 2:
         lo = hi = math.nan
+        ci_note = "no CI: fewer than 2 common items"
     elif np.all(d == d[0]):
         lo = hi = mean_diff
+        ci_note = (f"zero-width interval: the difference is {d[0]:g} on all {n} common items, so every bootstrap "
+                   "resample gives it")
     else:
         lo = hi = math.nan
         for ci_method in ("BCa", "percentile"):
@@ -125,6 +175,8 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
                                   n_resamples=n_resamples, method=ci_method, random_state=np.random.default_rng(seed))
             lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
             if not (math.isnan(lo) or math.isnan(hi)):
+                if ci_method == "percentile":
+                    ci_note = "percentile bootstrap: the BCa interval is undefined for these differences"
                 break
 
     # p-value
@@ -142,4 +194,4 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
         extreme = np.count_nonzero(np.abs(boot) >= abs(mean_diff) - 1e-12 * max(1.0, abs(mean_diff)))
         p = float((1 + extreme) / (1 + n_resamples))
     return PairedResult(n=n, mean_a=float(x.mean()), mean_b=float(y.mean()), mean_diff=mean_diff,
-                        ci_low=lo, ci_high=hi, p_value=min(1.0, p), method=method)
+                        ci_low=lo, ci_high=hi, p_value=min(1.0, p), method=method, ci_note=ci_note)

@@ -320,7 +320,8 @@ async def run_generation(
     last = variant == "aidanbench"
     question = item.metadata.get("question") or item.prompt
     try:
-        runnable = target.chat.bind(temperature=temperature)
+        # a model whose family rejects temperature (o-series, gpt-5...) is called as configured
+        runnable = target.chat if "temperature" in target.dropped else target.chat.bind(temperature=temperature)
     except Exception:  # noqa: BLE001 - a chat model without bind(): call it as configured
         runnable = target.chat
     records: list[dict[str, Any]] = []

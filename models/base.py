@@ -18,6 +18,10 @@ class NamedModel:
     targets, which are served by ``replay``).  ``provider`` keys the
     per-provider concurrency limit.  ``smoke_test`` marks models whose scores
     are smoke-test quality (the embedded SmolLM2); the report says so.
+    ``params`` are the sampling parameters actually sent (``temperature``,
+    ``reasoning_effort``); ``dropped`` maps each parameter the run asked for
+    but this model does not get to the reason (its family rejects it, or its
+    server answered HTTP 400 naming it; :mod:`sgieval.models.params`).
     """
 
     name: str
@@ -27,6 +31,7 @@ class NamedModel:
     provider: str = ""
     smoke_test: bool = False
     params: dict[str, Any] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_replay(self) -> bool:

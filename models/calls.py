@@ -19,7 +19,10 @@ Per call, in order:
    ``Retry-After`` / ``retry-after-ms`` header is honoured (the wait is at least
    the header's delay, capped at ``max_retry_after_s``).  Each attempt is
    bounded by ``timeout_s``.  Other errors (400, 401, 404, bad request...) are
-   not retried.
+   not retried, except once: an HTTP 400 naming a parameter that was sent
+   (``temperature`` to a reasoning model, ...) is retried without it, and the
+   model records the parameter in ``NamedModel.dropped`` with the reason
+   (:mod:`sgieval.models.params`).
 5. **Accounting**: tokens (``usage_metadata``), latency and cost are recorded
    into the ledger under (model name, role).
 
@@ -236,7 +239,10 @@ async def ainvoke(
     last: BaseException | None = None
     started = time.perf_counter()
     attempt = 0
-    for attempt in range(1, max_attempts + 1):
+    allowed = max_attempts
+    dropped_one = False
+    while attempt < allowed:
+        attempt += 1
         try:
             async with sem:
                 out = await asyncio.wait_for(target.ainvoke(messages), timeout=timeout_s)
@@ -245,8 +251,15 @@ async def ainvoke(
         except Exception as e:  # noqa: BLE001 - classified below
             last = e
             if not _retryable(e):
+                if not dropped_one and _status(e) == 400:
+                    retry_target = _without_rejected_param(model, target, e)
+                    if retry_target is not None:  # issue 11 item 1: once, without the parameter
+                        dropped_one, target, allowed = True, retry_target, allowed + 1
+                        if key is not None:
+                            key = _cache.cache_key_for(model, messages)
+                        continue
                 break
-            if attempt < max_attempts:
+            if attempt < allowed:
                 wait = backoff_s(attempt, base_delay_s, max_delay_s)
                 ra = retry_after_s(e)
                 if ra is not None:
@@ -270,6 +283,28 @@ async def ainvoke(
     if book is not None:
         book.record(model.name, who, latency_s=latency, error=_reason(last, timeout_s))
     raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(last, timeout_s)}", what=model.name)
+
+
+def _without_rejected_param(model: NamedModel, target: Any, exc: BaseException) -> Any:
+    """When HTTP 400 ``exc`` names a parameter sent to ``model`` (its ``params``
+    or the runnable's bound kwargs), stop sending it (:func:`sgieval.models.params.drop_param`,
+    recorded in ``model.dropped``) and return the runnable to retry with; else None."""
+    from .params import drop_param, rejected_param
+
+    bound = getattr(target, "kwargs", None) if hasattr(target, "bound") else None
+    sent = [*model.params, *(bound or {}), *model.dropped]
+    param = rejected_param(exc, sent)
+    if param is None:
+        return None
+    reason = f"rejected by the server: {_reason(exc, 0.0)[:200]}"
+    # a concurrent call may have dropped it already: then this call was sent before and just retries
+    changed = drop_param(model, param, reason) or (param in model.dropped and param not in model.params)
+    if bound and param in bound:
+        target = target.bound.bind(**{k: v for k, v in bound.items() if k != param})
+        model.params.pop(param, None)
+        model.dropped[param] = reason
+        changed = True
+    return target if changed else None
 
 
 def _annotate(out: Any, **info: Any) -> None:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from ..core import InputError
 from .base import NamedModel, Role
+from .params import sampling_params
 from .replay import ReplayStore, load_jsonl_replay, sciaidanbench_stores
 
 REPLAY_PREFIX = "replay:"
@@ -54,6 +56,11 @@ def resolve_replay(spec: str, data_dir: str | Path | None = None, _stores: list[
             sas = load_stored_answers(p)
             if not sas:
                 raise InputError("holds no models", what=str(p), fix="use a SciAidanBench responses file")
+            if len(sas) > 1:
+                raise InputError(f"holds the answers of {len(sas)} models ({', '.join(sa.model for sa in sas)}); "
+                                 "replay:<file> serves one model", what=str(p),
+                                 fix="split the file by model, or put it in <data>/sciaidanbench/responses/ and "
+                                     "name the models (replay:<name>)")
             store = ReplayStore(model=sas[0].model, source=p, by_question=sas[0].by_question)
         return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
     if p.suffix in (".json", ".jsonl"):
@@ -65,6 +72,15 @@ def resolve_replay(spec: str, data_dir: str | Path | None = None, _stores: list[
     known = ", ".join(s.model for s in stores) or "none found"
     raise InputError(f"no stored responses named {ref!r}", what=spec,
                      fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>")
+
+
+def sampling_for_role(config: Any, role: Role) -> dict[str, Any]:
+    """The sampling keywords of :func:`resolve_model` for ``role`` from a
+    :class:`~sgieval.core.RunConfig`: ``temperature`` (targets:
+    ``config.temperature``; judges: ``config.judge_temperature``; agents: 0)
+    and ``reasoning_effort`` (every role)."""
+    t = {"target": config.temperature, "judge": config.judge_temperature}.get(role, 0.0)
+    return {"temperature": t, "reasoning_effort": config.reasoning_effort}
 
 
 OPENAI_TRANSPORTS = ("direct", "sdk")
@@ -88,9 +104,14 @@ def openai_chat_class() -> type:
 
 
 def resolve_model(spec: str, role: Role, *, base_url: str | None = None, data_dir: str | Path | None = None,
-                  temperature: float = 0.0) -> NamedModel:
+                  temperature: float | None = 0.0, reasoning_effort: str | None = None) -> NamedModel:
     """Resolve one model string for ``role``.  Raises InputError (exit code 2
-    in the CLI) for an unknown or unusable model string, naming the fix."""
+    in the CLI) for an unknown or unusable model string, naming the fix.
+
+    ``temperature`` (None: the provider's default) and ``reasoning_effort``
+    (None: not sent) are filtered per model family
+    (:func:`sgieval.models.params.sampling_params`); ``NamedModel.params``
+    holds what is sent and ``NamedModel.dropped`` what was not, with the reason."""
     spec = spec.strip()
     if spec.startswith(REPLAY_PREFIX):
         if role != "target":
@@ -107,19 +128,24 @@ def resolve_model(spec: str, role: Role, *, base_url: str | None = None, data_di
         if key is None:
             raise InputError("no OPENAI_API_KEY set and no base URL given", what=spec,
                              fix="export OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible server")
+        sent, dropped = sampling_params(spec, temperature=temperature, reasoning_effort=reasoning_effort)
         chat = openai_chat_class()(model=spec.split(":", 1)[1], base_url=url, api_key=key,
-                                   temperature=temperature, max_retries=0, timeout=300)
-        return NamedModel(name=spec, role=role, chat=chat, provider=url or "openai",
-                          params={"temperature": temperature})
+                                   max_retries=0, timeout=300, **sent)
+        if "temperature" not in sent and chat.temperature is not None:
+            chat.temperature = None  # ChatOpenAI sets 1 for o1 models by itself: send nothing instead
+        return NamedModel(name=spec, role=role, chat=chat, provider=url or "openai", params=dict(sent),
+                          dropped=dropped)
     if ":" not in spec:
         raise InputError("unknown model string", what=spec,
                          fix="use replay:<name>, local:smollm2, openai:<model> or provider:model (init_chat_model)")
+    provider = spec.split(":", 1)[0]
+    sent, dropped = sampling_params(spec, temperature=temperature, reasoning_effort=reasoning_effort,
+                                    openai_compatible=provider in ("openai", "azure_openai"))
     try:
         from langchain.chat_models import init_chat_model
 
-        chat = init_chat_model(spec, temperature=temperature)
+        chat = init_chat_model(spec, **sent)
     except Exception as e:  # noqa: BLE001 - provider packages raise many kinds
         raise InputError(f"cannot create chat model: {str(e).splitlines()[0]}", what=spec,
                          fix="check the provider prefix and install its langchain package (e.g. langchain-anthropic)") from e
-    return NamedModel(name=spec, role=role, chat=chat, provider=spec.split(":", 1)[0],
-                      params={"temperature": temperature})
+    return NamedModel(name=spec, role=role, chat=chat, provider=provider, params=dict(sent), dropped=dropped)

@@ -107,3 +107,85 @@ def test_explicit_data_dir_with_an_empty_benchmark_folder_does_not_fall_back(tmp
     other = tmp_path / "other"
     other.mkdir()
     assert find_benchmark_dir("sciaidanbench", other) == sciaidan_dir
+
+
+# ----------------------------------------- issue 11 item 8: every stored list is kept (METRICS.md B.6)
+def _rec(n, stop=None):
+    return {"answer_num": n, "answer": f"a{n}", "coherence_score": 80, "embedding_dissimilarity_score": 0.5,
+            "stopping_condition": stop}
+
+
+def _lists(k_accepted):
+    """A stored list: k accepted answers, then the rejected terminating one."""
+    return [_rec(i + 1) for i in range(k_accepted)] + [_rec(k_accepted + 1, "coherence_threshold")]
+
+
+async def test_same_question_under_two_temperatures_and_subdomains_is_never_overwritten(tmp_path):
+    from sgieval.core import Item
+    from sgieval.metric_pool.aidanbench import AnswerCountMetrics
+    from sgieval.metric_pool.base import ScoringContext
+    from sgieval.models.replay import ReplayStore
+
+    q = "Name a catalyst."
+    data = {"domains": {
+        "Chemistry": {"models": {"m": {"0.7": {q: _lists(3)}, "1.0": {q: _lists(2)}}}},
+        "Physics": {"Optics": {"models": {"m": {"0.7": {q: _lists(5)}}}}},
+    }}
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(data))
+    (sa,) = load_stored_answers(p)
+    entry = sa.by_question[q]
+    assert [(lst["domain"], lst["subdomain"], lst["temperature"], len(lst["records"])) for lst in entry["lists"]] == [
+        ("Chemistry", "Chemistry", "0.7", 4), ("Chemistry", "Chemistry", "1.0", 3), ("Physics", "Optics", "0.7", 6)]
+    store = ReplayStore(model="m", source=p, by_question=sa.by_question)
+
+    async def counts(discipline, direction):
+        it = Item(id=f"x/{direction}", benchmark="sciaidanbench", task="open_creativity", discipline=discipline,
+                  direction=direction, prompt=q, metadata={"question": q})
+        resp = store.respond(it, "replay:m")
+        got = {s.metric: s.value for s in await AnswerCountMetrics().score(it, resp, ScoringContext())}
+        return resp, got
+
+    # chemistry: both temperatures, summed (B.6 total_responses sums over temperatures)
+    chem, got = await counts("Chemistry", "Chemistry")
+    assert (got["aidan_accepted_answers"], got["aidan_published_count"]) == (5.0, 7.0)
+    assert chem.metadata["temperature"] == "0.7,1.0"
+    assert [(x["temperature"], x["start"], x["n"]) for x in chem.metadata["lists"]] == [("0.7", 0, 4), ("1.0", 4, 3)]
+    # the same question under Physics/Optics is its own list
+    _, got = await counts("Physics", "Optics")
+    assert (got["aidan_accepted_answers"], got["aidan_published_count"]) == (5.0, 6.0)
+
+
+def test_real_stored_files_hold_one_list_per_question(sciaidan_dir):
+    # the published files have no repeated question, so the chemistry ranking 296/274/200/194/180/107 is unchanged
+    for f in sorted((sciaidan_dir / "responses").glob("*.json")):
+        (sa,) = load_stored_answers(f)
+        assert len(sa.by_question) == 155 and all(len(e["lists"]) == 1 for e in sa.by_question.values())
+
+
+def test_replay_file_with_two_models_or_two_lines_for_one_item(tmp_path):
+    from sgieval.models.replay import load_jsonl_replay
+    from sgieval.models.registry import resolve_replay
+
+    two = tmp_path / "two.jsonl"
+    two.write_text('{"item_id": "a", "text": "x", "model": "m1"}\n{"item_id": "b", "text": "y", "model": "m1"}\n'
+                   '{"item_id": "a", "text": "z", "model": "m2"}\n')
+    with pytest.raises(InputError, match=r"line 3: model 'm2', but line 1 is model 'm1'; a replay file holds the "
+                                         r"replies of one model\. Fix: split the file by model"):
+        load_jsonl_replay(two)
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"item_id": "a", "text": "x"}\n\n{"item_id": "b", "text": "y"}\n{"item_id": "a", "text": "z"}\n')
+    with pytest.raises(InputError, match=r"dup.jsonl: line 4: a second reply for item 'a' of model 'dup' \(the first "
+                                         r"is on line 1\)"):
+        load_jsonl_replay(dup)
+    # a model field on some lines only: the file stem for the others is another model
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text('{"item_id": "a", "text": "x"}\n{"item_id": "b", "text": "y", "model": "other"}\n')
+    with pytest.raises(InputError, match="line 2: model 'other', but line 1 is model 'mixed'"):
+        load_jsonl_replay(mixed)
+    # a SciAidanBench file with two models: the names are shown
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"domains": {"Chemistry": {"models": {"m1": {"0.7": {"Q?": _lists(1)}},
+                                                                     "m2": {"0.7": {"Q?": _lists(1)}}}}}}))
+    with pytest.raises(InputError, match=r"holds the answers of 2 models \(m1, m2\)"):
+        resolve_replay(f"replay:{both}")

@@ -78,3 +78,38 @@ def test_errors():
         paired_test({"a": 1.0}, {"a": 1.0}, method="ttest")
     with pytest.raises(ValueError, match="no item with a finite score in common"):
         paired_test({"a": 1.0}, {"b": 1.0})
+
+
+# ------------------------------------------------- issue 11 item 9: intervals at the edges say what they are
+def test_binary_metric_gets_a_wilson_interval_not_one_to_one():
+    from sgieval.metric_pool.aggregate import summarize, wilson_interval
+
+    s = summarize([1.0] * 8)
+    # Wilson, z = 1.95996: center (1 + z^2/16) / (1 + z^2/8) = 0.83780, half-width 0.16220
+    assert (s.method, round(s.ci_low, 4), s.ci_high) == ("wilson", 0.6756, 1.0)
+    assert s.note == "Wilson score interval for 8 of 8 (a 0/1 metric)"
+    # variants: 0 of 8 mirrors it; 3 of 10 by hand: center 0.36821, half-width 0.26040
+    assert (summarize([0.0] * 8).ci_low, round(summarize([0.0] * 8).ci_high, 4)) == (0.0, 0.3244)
+    assert tuple(round(v, 4) for v in wilson_interval(3, 10)) == (0.1078, 0.6032)
+    # a single binary value still has an interval
+    assert round(summarize([1.0]).ci_low, 4) == 0.2065
+    # forced off: the bootstrap path (equal values: zero width, with the reason)
+    b = summarize([1.0] * 8, binary=False)
+    assert (b.method, b.ci_low, b.ci_high) == ("degenerate", 1.0, 1.0)
+    assert b.note == "zero-width interval: all 8 values equal 1, so every bootstrap resample does"
+
+
+def test_every_degenerate_interval_says_why():
+    from sgieval.metric_pool.aggregate import paired_test, summarize
+
+    one = summarize([7.0])
+    assert (one.method, one.note) == ("none", "no CI: fewer than 2 items")
+    same = summarize([7.0, 7.0, 7.0])
+    assert (same.ci_low, same.ci_high, same.method) == (7.0, 7.0, "degenerate")
+    assert same.note == "zero-width interval: all 3 values equal 7, so every bootstrap resample does"
+    spread = summarize([1.0, 2.0, 4.0, 8.0], n_resamples=999)
+    assert (spread.method, spread.note) == ("bca", "")
+    pr = paired_test({"a": 3.0, "b": 5.0}, {"a": 1.0, "b": 3.0}, n_resamples=999)
+    assert (pr.ci_low, pr.ci_high) == (2.0, 2.0)
+    assert pr.ci_note == "zero-width interval: the difference is 2 on all 2 common items, so every bootstrap resample gives it"
+    assert paired_test({"a": 1.0}, {"a": 0.0}).ci_note == "no CI: fewer than 2 common items"

@@ -1,0 +1,121 @@
+"""Sampling parameters per role and per model family (DESIGN.md "Models and roles"; issue 11 item 1).
+
+A run sets sampling parameters per role (``--temperature`` for targets,
+``--judge-temperature`` for judges, ``--reasoning-effort`` for every
+reasoning model).  Before a model is built, :func:`sampling_params` removes
+the parameters its family is known to reject:
+
+========================================== =========================================
+family (bare model name, case-insensitive) not sent
+========================================== =========================================
+OpenAI o-series: ``o1``, ``o3``, ``o4-mini``  ``temperature``, ``top_p``
+``gpt-5*`` except ``gpt-5*-chat*``          ``temperature``, ``top_p``
+``deepseek-reasoner``, ``deepseek-r1*``      ``temperature``, ``top_p``
+models that do not reason (``gpt-4*``,      ``reasoning_effort``
+``gpt-3.5*``, ``chatgpt-*``), and every
+model that is not OpenAI-compatible
+========================================== =========================================
+
+A model outside this table gets what the user asked; when its server still
+answers HTTP 400 naming one of the parameters sent, :func:`sgieval.models.calls.ainvoke`
+retries the call once without it (:func:`rejected_param`, :func:`drop_param`)
+and the model records what was dropped and why (``NamedModel.dropped``).
+``NamedModel.params`` always holds what is actually sent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from .base import NamedModel
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
+"""Values of ``--reasoning-effort`` (OpenAI's ``reasoning_effort``)."""
+
+_NO_SAMPLING = (
+    (re.compile(r"^o\d"), "OpenAI o-series models reject it"),
+    (re.compile(r"^gpt-5(?!.*chat)"), "gpt-5 reasoning models reject it"),
+    (re.compile(r"^deepseek-(reasoner|r1)"), "deepseek-reasoner ignores it"),
+)
+_NON_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-)")
+SAMPLING = ("temperature", "top_p")
+
+CHAT_ATTRIBUTES = {"temperature": "temperature", "top_p": "top_p", "reasoning_effort": "reasoning_effort",
+                   "max_tokens": "max_tokens", "max_completion_tokens": "max_tokens", "seed": "seed"}
+"""Request parameter -> attribute of a LangChain chat model holding it."""
+
+
+def bare_model_name(spec: str) -> str:
+    """``openai:o4-mini`` -> ``o4-mini``; ``openai:openai/o4-mini`` (a router) -> ``o4-mini``."""
+    name = spec.split(":", 1)[1] if ":" in spec else spec
+    return name.rsplit("/", 1)[-1].strip().lower()
+
+
+def sampling_params(spec: str, *, temperature: float | None = None, reasoning_effort: str | None = None,
+                    openai_compatible: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(sent, dropped)`` for model string ``spec``: the parameters to send
+    (``temperature`` 0-2 and ``reasoning_effort``, each only when not None)
+    and, for each one its family does not get, the reason (table above).
+    ``openai_compatible`` False: ``reasoning_effort`` is never sent (only the
+    OpenAI chat-completions API has it)."""
+    name = bare_model_name(spec)
+    sent: dict[str, Any] = {}
+    dropped: dict[str, str] = {}
+    if temperature is not None:
+        why = next((w for rx, w in _NO_SAMPLING if rx.search(name)), None)
+        if why:
+            dropped["temperature"] = f"{why} (asked {temperature:g})"
+        else:
+            sent["temperature"] = temperature
+    if reasoning_effort is not None:
+        if not openai_compatible:
+            dropped["reasoning_effort"] = f"only OpenAI-compatible models take it (asked {reasoning_effort})"
+        elif _NON_REASONING.search(name):
+            dropped["reasoning_effort"] = f"{name} is not a reasoning model (asked {reasoning_effort})"
+        else:
+            sent["reasoning_effort"] = reasoning_effort
+    return sent, dropped
+
+
+_REJECT_WORDS = re.compile(r"unsupported|not supported|unrecognized|unrecognised|unknown|not allowed|"
+                           r"does not support|extra inputs|extra_forbidden|not permitted|invalid", re.IGNORECASE)
+
+
+def rejected_param(exc: BaseException, sent: Iterable[str]) -> str | None:
+    """The parameter an HTTP 400 reply says the model rejects, when it is one of
+    ``sent``; else None.  Reads the OpenAI error object's ``param`` field, then
+    the message (a sent name quoted or named beside words such as
+    "Unsupported", "not supported", "Unrecognized", "Extra inputs")."""
+    sent = [p for p in sent]
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(err, dict) and err.get("param") in sent:
+        return str(err["param"])
+    text = str(exc)
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        text += " " + err["message"]
+    if not _REJECT_WORDS.search(text):
+        return None
+    for p in sent:
+        if re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", text):
+            return p
+    return None
+
+
+def drop_param(model: NamedModel, param: str, reason: str) -> bool:
+    """Stop sending ``param`` to ``model``: set the chat model's attribute to
+    None (runnables bound to it follow), remove it from ``model.params`` and
+    record ``model.dropped[param] = reason``.  Returns False when the chat
+    model has no such attribute (nothing changed)."""
+    attr = CHAT_ATTRIBUTES.get(param, param)
+    chat = model.chat
+    if chat is None or not hasattr(chat, attr) or getattr(chat, attr) is None:
+        return False
+    try:
+        setattr(chat, attr, None)
+    except (AttributeError, TypeError, ValueError):
+        return False
+    model.params.pop(param, None)
+    model.dropped[param] = reason
+    return True
