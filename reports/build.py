@@ -127,6 +127,21 @@ class ReportDraft:
 
 
 # ----------------------------------------------------------------------------- statistics helpers
+def ci_text(a: SummaryLike) -> str:
+    """A ranking row's CI cell: ``"lo to hi"``, marked ``(Wilson score, 0/1 metric)``
+    for a Wilson interval, and saying why for a degenerate or missing one
+    (``Summary.method`` / ``Summary.note``, issue 11 item 9)."""
+    method, note = getattr(a, "method", ""), getattr(a, "note", "")
+    if not has_ci(a):
+        return f"n/a ({note})" if note else "n/a"
+    text = f"{fmt(a.ci_low)} to {fmt(a.ci_high)}"
+    if method == "wilson":
+        return f"{text} (Wilson score, 0/1 metric)"
+    if method in ("degenerate", "percentile") and note:
+        return f"{text} ({note})"
+    return text
+
+
 def has_ci(a: SummaryLike) -> bool:
     """Whether both CI bounds of ``a`` are numbers (not NaN)."""
     return not any(math.isnan(x) for x in (a.ci_low, a.ci_high))
@@ -254,6 +269,37 @@ def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[st
     return markdown_table(["metric", "kind", "scale"] + models, rows)
 
 
+REPLY_STATUSES = ("truncated", "empty")
+"""Response statuses that come from the target's reply itself (METRICS.md D.10), counted apart from errors."""
+
+
+def injection_suspected(s: Score) -> bool:
+    """Whether a score's evidence (or details) flags judge-format tags inside the
+    scored text (METRICS.md D.14: ``injection_suspected``)."""
+    if s.details.get("injection_suspected"):
+        return True
+    return any(isinstance(e, dict) and (e.get("injection_suspected") or e.get("kind") == "injection_suspected")
+               for e in s.evidence)
+
+
+def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
+    """The Failures section's counts, each apart from the others (issue 11):
+    ``truncated`` and ``empty`` target replies (D.10), ``no_answer`` ok scores
+    whose reply held no answer (``details["no_answer"]``, scored 0 but not a
+    wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
+    flagged ``injection_suspected`` (D.14), and ``errors``: failed responses
+    and failed, applicable scores with any other status."""
+    truncated = sum(r.status == "truncated" for r in responses)
+    empty = sum(r.status == "empty" for r in responses)
+    no_answer = Counter(s.metric for s in scores if s.ok and s.details.get("no_answer"))
+    injection = sum(injection_suspected(s) for s in scores)
+    errors = (sum(not r.ok and r.status not in REPLY_STATUSES for r in responses)
+              + sum(not s.ok and s.status not in REPLY_STATUSES and not not_applicable(s) for s in scores))
+    return {"truncated": truncated, "empty": empty, "no_answer": sum(no_answer.values()),
+            "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(no_answer.items())),
+            "injection": injection, "errors": errors}
+
+
 def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
     """Failed responses and scores (status != ok) for the Failures section;
     not-applicable scores (:func:`not_applicable`) are kept apart in
@@ -271,6 +317,7 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
     by_status = Counter(r["status"] for r in rows)
     by_metric = Counter(r["metric"] for r in na)
     return {"total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
+            "flags": reply_flags(responses, scores),
             "rows": rows[:limit], "more": max(0, len(rows) - limit),
             "not_applicable": {"total": len(na), "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
                                "rows": na[:limit], "more": max(0, len(na) - limit)}}
@@ -440,8 +487,7 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
     for rank, s in enumerate(stats, 1):
         sm = s.summary
         rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt(sm.mean) if sm else "n/a",
-                     "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else
-                            f"{fmt(sm.ci_low)} to {fmt(sm.ci_high)}") if sm else "n/a",
+                     "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
                      "total": fmt(sm.total) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
     chart: str | None = None
     chart_notes: list[str] = []
@@ -460,7 +506,9 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
         "pairs": _pairs_table(pairs),
     }
     limitations = [f"{len(items)} items selected; "
-                   + ("CIs are wide at this sample size." if len(items) < 30 else "CIs are 95% BCa bootstrap intervals over items.")]
+                   + ("CIs are wide at this sample size." if len(items) < 30 else "CIs are 95% BCa bootstrap intervals over items.")
+                   + (" 0/1 metrics get Wilson score intervals (a bootstrap of 8 of 8 correct would say '1 to 1')."
+                      if any(getattr(s.summary, "method", "") == "wilson" for s in ranked) else "")]
     judges = list(judges or [])
     if judges:
         limitations.append(f"Judge: {', '.join(judges)}. Judge and rubric scores are {'this one model' if len(judges) == 1 else 'these models'}'s "

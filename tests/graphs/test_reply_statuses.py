@@ -22,6 +22,7 @@ REPLIES = {
     "q3": {"content": "<think>6 x 7 = 42; draft <answer>41</answer>? no</think>\n\n<answer>42</answer>"},
     "q4": {"content": "42", "reasoning_content": "I recall that 6 x 7 is 42."},
     "q5": {"content": "<think>hmm, 6 x 7 is"},  # still thinking when it stopped, no final text
+    "q6": {"content": "I do not know."},  # an answer without a number: numeric_match finds none
 }
 
 
@@ -51,9 +52,9 @@ def test_truncated_empty_and_reasoning_replies(tmp_path, fresh_call_cache):
     bench = _bench(tmp_path)
     with MockOpenAI(replies=reply) as mock:
         resp, em, report = _run(tmp_path, bench, mock.url, "first")
-        assert mock.stats()["served"] == 5
+        assert mock.stats()["served"] == 6
         assert {q: r.status for q, r in resp.items()} == {
-            "q1": "truncated", "q2": "empty", "q3": "ok", "q4": "ok", "q5": "empty"}
+            "q1": "truncated", "q2": "empty", "q3": "ok", "q4": "ok", "q5": "empty", "q6": "ok"}
         assert resp["q1"].finish_reason == "length" and resp["q3"].finish_reason == "stop"
         assert resp["q3"].text == "<answer>42</answer>"
         assert resp["q3"].reasoning == "6 x 7 = 42; draft <answer>41</answer>? no"
@@ -62,10 +63,15 @@ def test_truncated_empty_and_reasoning_replies(tmp_path, fresh_call_cache):
         # the truncated/empty replies are not zeros: their scores carry the status and stay out of the mean
         assert {q: (s.status, s.value) for q, s in em.items()} == {
             "q1": ("truncated", None), "q2": ("empty", None), "q3": ("ok", 1.0), "q4": ("ok", 1.0),
-            "q5": ("empty", None)}
-        # a rerun: the two good replies come from the call cache, the three flagged ones are asked again
+            "q5": ("empty", None), "q6": ("ok", 0.0)}
+        # the report counts each kind apart from errors; the 0/1 mean (2 of 3) has a Wilson interval
+        assert ("Counted apart: 1 truncated replies (cut by the token limit), 2 empty replies, 1 scores with no "
+                "answer found (numeric_match 1; scored 0, not counted as wrong answers), 0 scores with injection "
+                "suspected (judge-format tags in the scored text), 0 errors.") in report
+        assert "| 1 | openai:mock | 0.67 | 0.21 to 0.94 (Wilson score, 0/1 metric) | 2 | 3 | 3 |" in report
+        # a rerun: the good replies come from the call cache, the three flagged ones are asked again
         resp2, _, _ = _run(tmp_path, bench, mock.url, "second")
-        assert mock.stats()["served"] == 8
-        again = [e["last_user"].split(":", 1)[0] for e in mock.log()[5:]]
+        assert mock.stats()["served"] == 9
+        again = [e["last_user"].split(":", 1)[0] for e in mock.log()[6:]]
         assert sorted(again) == ["q1", "q2", "q5"]
         assert resp2["q3"].reasoning == resp["q3"].reasoning
