@@ -32,6 +32,10 @@ class EvalProgress:
     scores_skipped: int = 0
     failures: list[str] = field(default_factory=list)
     budget_stopped: str | None = None
+    texts_embedded: int = 0
+    long_texts_embedded: int = 0
+    """Texts the run embedded, and how many of them exceeded MiniLM's 256-token
+    window and were embedded whole in pieces (issue 11 item 10)."""
 
 
 def _user_message(item: Item) -> HumanMessage:
@@ -128,7 +132,21 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
     Response, then its Scores, as soon as they exist.  Corpus-level scores
     (``item_id == "*"``) are computed last, once per model.
     """
+    from ..metric_pool.embeddings import embedding_counts
+
     prog = EvalProgress()
+    embedded_before = embedding_counts()
+    try:
+        return await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress)
+    finally:
+        after = embedding_counts()
+        prog.texts_embedded = after[0] - embedded_before[0]
+        prog.long_texts_embedded = after[1] - embedded_before[1]
+
+
+async def _run_evaluation(prog: EvalProgress, store: RunStore, items: list[Item], targets: list[NamedModel],
+                          metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
+                          on_progress: Callable[[int, int], None] | None) -> EvalProgress:
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
     sem = asyncio.Semaphore(max_parallel)

@@ -238,6 +238,7 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
                  budget_stopped=prog.budget_stopped)
         return {"targets": [t.name for t in targets],
                 "evaluated": {"responses_new": prog.responses_new, "scores_new": prog.scores_new,
+                              "texts_embedded": prog.texts_embedded, "long_texts_embedded": prog.long_texts_embedded,
                               "budget_stopped": prog.budget_stopped}}
 
     async def reporting(state: EvalState) -> dict[str, Any]:
@@ -312,6 +313,11 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         if stored and models_named_in(rt.config.request, stored) == stored:
             warnings.append(f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
                             "pass --models to evaluate others.")
+    long_texts = (state.get("evaluated") or {}).get("long_texts_embedded") or 0
+    if long_texts:
+        n = (state.get("evaluated") or {}).get("texts_embedded") or 0
+        warnings.append(f"{long_texts} of the {n} texts embedded with MiniLM were longer than its 256-token window; "
+                        "each was embedded whole, in pieces of at most 250 word pieces whose vectors were averaged.")
     stopped = (state.get("evaluated") or {}).get("budget_stopped")
     if stopped:
         warnings.append(f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "

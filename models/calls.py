@@ -23,6 +23,9 @@ Per call, in order:
    (``temperature`` to a reasoning model, ...) is retried without it, and the
    model records the parameter in ``NamedModel.dropped`` with the reason
    (:mod:`sgieval.models.params`).
+   A judge reply cut by the token limit (``finish_reason`` ``length``) is
+   asked once more with twice the ``max_tokens``; cut again, the call fails
+   (METRICS.md D.10; the metric records a ``judge_error``).
 5. **Accounting**: tokens (``usage_metadata``), latency and cost are recorded
    into the ledger under (model name, role).
 
@@ -241,11 +244,12 @@ async def ainvoke(
     attempt = 0
     allowed = max_attempts
     dropped_one = False
+    longer: dict[str, Any] = {}  # max_tokens of the retry of a truncated judge reply (D.10)
     while attempt < allowed:
         attempt += 1
         try:
             async with sem:
-                out = await asyncio.wait_for(target.ainvoke(messages), timeout=timeout_s)
+                out = await asyncio.wait_for(target.ainvoke(messages, **longer), timeout=timeout_s)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - classified below
@@ -274,15 +278,47 @@ async def ainvoke(
         else:
             u = usage(out)
             cost = _acc.price_call(model.name, u) if u else None
-        if key is not None and isinstance(out, BaseMessage) and reply_status_of(out) == "ok":
+        raw = out.get("raw") if isinstance(out, dict) else out  # with_structured_output(include_raw=True)
+        status = reply_status_of(raw) if isinstance(raw, BaseMessage) else "ok"
+        if status == "truncated" and who == "judge":  # D.10: once more with twice the max_tokens, then a failure
+            if longer:
+                raise ModelCallError(f"judge reply cut by the token limit again with max_tokens "
+                                     f"{longer['max_tokens']} (finish_reason {finish_reason(raw)!r})", what=model.name)
+            longer = {"max_tokens": _twice_max_tokens(model, target, raw)}
+            allowed += 1
+            continue
+        if key is not None and isinstance(out, BaseMessage) and status == "ok":
             # D.10: a truncated or empty reply is never cached, so a rerun calls again
             _cache.get_cache().put(key, out, model=model.name)
-        _annotate(out, latency_s=latency, attempts=attempt, cached=False, cost=cost)
+        _annotate(out, latency_s=latency, attempts=attempt, cached=False, cost=cost,
+                  finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None)
         return out
     latency = time.perf_counter() - started
     if book is not None:
         book.record(model.name, who, latency_s=latency, error=_reason(last, timeout_s))
     raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(last, timeout_s)}", what=model.name)
+
+
+DEFAULT_RETRY_MAX_TOKENS = 4096
+"""``max_tokens`` of the retry of a truncated judge reply when neither the
+model's limit nor the reply's output tokens are known."""
+
+
+def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
+    """Twice the limit that cut ``reply`` (METRICS.md D.10): the runnable's bound
+    or the chat model's ``max_tokens`` (``max_completion_tokens``), else the
+    reply's output tokens (the server's own limit), else
+    :data:`DEFAULT_RETRY_MAX_TOKENS`."""
+    for obj, get in ((target, lambda o: (getattr(o, "kwargs", None) or {}).get("max_tokens")),
+                     (model.chat, lambda o: getattr(o, "max_tokens", None)),
+                     (model.chat, lambda o: getattr(o, "max_completion_tokens", None))):
+        v = get(obj) if obj is not None else None
+        if isinstance(v, int) and v > 0:
+            return 2 * v
+    u = usage(reply)
+    if u and u.get("output", 0) > 0:
+        return 2 * u["output"]
+    return DEFAULT_RETRY_MAX_TOKENS
 
 
 def _without_rejected_param(model: NamedModel, target: Any, exc: BaseException) -> Any:
@@ -317,7 +353,8 @@ def _annotate(out: Any, **info: Any) -> None:
 
 def call_info(msg: Any) -> dict[str, Any]:
     """``{"latency_s": float s, "attempts": int, "cached": bool, "cost": USD
-    or None}`` that :func:`ainvoke` attached to an AIMessage; {} otherwise."""
+    or None, "finish_reason": str or None}`` that :func:`ainvoke` attached to
+    an AIMessage; {} otherwise."""
     meta = getattr(msg, "response_metadata", None)
     if isinstance(meta, dict):
         return dict(meta.get("sgieval") or {})

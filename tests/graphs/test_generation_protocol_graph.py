@@ -32,3 +32,18 @@ def test_generation_protocol_through_graph(tmp_path):
         assert scores[(iid, "aidan_mean_coherence")] == 80
     report = (tmp_path / "g" / "report.md").read_text()
     assert "| 1 | scripted-repeater | 1 |" in report and "| judge | scripted-judge |" in report
+
+
+def test_long_answers_are_embedded_whole_and_the_report_says_how_many(tmp_path):
+    # issue 11 item 10: the repeated answer is longer than MiniLM's 256-token window (2 questions x 2 answers)
+    long = " ".join(f"Step {k}: dope the copolymer backbone with acceptor unit number {k}." for k in range(40))
+    target = routed("scripted-long", [], default=f"<answer>{long}</answer>")
+    judge = routed("scripted-judge", [], default="<coherence_score>80</coherence_score>", role="judge")
+    cfg = RunConfig(run_id="long", request="Which model is the most creative in chemistry? 2 questions",
+                    out_dir=str(tmp_path), yes=True, bootstrap_resamples=999)
+    rt = make_runtime(cfg, targets=[target], judges=[judge])
+    state = asyncio.run(execute(rt))
+    assert state["evaluated"]["long_texts_embedded"] == 4 and state["evaluated"]["texts_embedded"] == 4
+    report = (tmp_path / "long" / "report.md").read_text()
+    assert ("4 of the 4 texts embedded with MiniLM were longer than its 256-token window; each was embedded whole, "
+            "in pieces of at most 250 word pieces whose vectors were averaged.") in report

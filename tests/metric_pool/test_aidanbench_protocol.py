@@ -283,7 +283,10 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     (store,) = load_stored_answers(sciaidan_dir / "responses" / "openai_4o.json")
     lists = [e["records"] for e in store.by_question.values()]
     texts = [r["answer"] for recs in lists for r in recs]
-    emb = get_embedder("minilm").encode(texts, normalize=True)
+    embedder = get_embedder("minilm")
+    long_before = embedder.long_texts_seen
+    emb = embedder.encode(texts, normalize=True)  # long answers embedded whole (issue 11 item 10)
+    assert embedder.long_texts_seen - long_before == 2  # 2 of openai/4o's 1,737 answers exceed 256 tokens
     ours, stored, k = [], [], 0
 
     class Precomputed:  # recompute_novelty on the batch-encoded vectors of each question
@@ -305,5 +308,7 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     print(f"\nopenai/4o: {len(lists)} questions, {len(ours)} non-first answers; "
           f"Spearman rho = {rho:.4f}; same accept/reject at 0.15 = {agree:.4f}")
     assert len(lists) == 155 and len(ours) == 1737 - 155
-    assert rho >= 0.7
-    assert agree >= 0.90
+    # the published agreement figures hold with long answers embedded whole (0.7838 / 0.9229 truncated,
+    # 0.7837 / 0.9229 chunked and mean-pooled)
+    assert round(rho, 3) == 0.784
+    assert round(agree, 3) == 0.923

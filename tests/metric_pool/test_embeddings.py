@@ -52,3 +52,38 @@ def test_minilm_real_encoding():
     assert e.encode([]).shape == (0, 384)
     with pytest.raises(TypeError, match="text 1 is int, not str"):
         e.encode(["ok", 3])  # type: ignore[list-item]
+
+
+# ------------------------------------------------ issue 11 item 10: long texts are embedded whole
+OPENING = " ".join(f"Step {k}: the catalyst lowers the activation energy of reaction number {k}." for k in range(40))
+
+
+def test_pooling_weights_pieces_by_length():
+    e = Embedder("minilm")
+    v = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]], dtype=np.float32)
+    # text 0 = pieces of 3 and 1 characters: (3*(1,0) + 1*(0,1)) / 4 = (0.75, 0.25) -> unit (0.9487, 0.3162)
+    out = e._pool(v, [0, 0, 1], ["abc", "d", "xy"], 2, normalize=True)
+    assert out[0] == pytest.approx([0.75 / np.hypot(0.75, 0.25), 0.25 / np.hypot(0.75, 0.25)], abs=1e-6)
+    assert out[1] == pytest.approx([0.0, 1.0])
+    raw = e._pool(v, [0, 0, 1], ["abc", "d", "xy"], 2, normalize=False)
+    assert raw[0] == pytest.approx([0.75, 0.25]) and raw[1] == pytest.approx([0.0, 2.0])
+    with pytest.raises(InputError, match="unknown long-text mode 'drop'"):
+        Embedder("minilm", long_texts="drop")
+
+
+def test_long_answers_sharing_their_opening_are_told_apart():
+    chunked, truncated = Embedder("minilm"), Embedder("minilm", long_texts="truncate")
+    a = OPENING + " So the answer is photosynthesis in green algae."
+    b = OPENING + " So the answer is the rusting of iron in seawater, a different process altogether."
+    assert chunked.token_counts([OPENING])[0] > 472  # longer than MiniLM's 256-token window
+    nt = 1 - float(cosine_matrix(*truncated.encode([a, b]))[0, 0])
+    nc = 1 - float(cosine_matrix(*chunked.encode([a, b]))[0, 0])
+    # truncated, both read only the shared opening: identical vectors, novelty 0
+    assert nt == pytest.approx(0.0, abs=1e-6)
+    # embedded whole (two pieces each, mean-pooled): the different endings now count (about 1 - 0.9957)
+    assert nc == pytest.approx(0.0043, abs=0.0005)
+    assert (chunked.long_texts_seen, chunked.texts_seen) == (2, 2)
+    # short texts are embedded exactly as before
+    short = ["cat sits on mat", "quantum chromodynamics"]
+    assert np.abs(chunked.encode(short) - truncated.encode(short)).max() < 1e-6
+    assert (chunked.long_texts_seen, chunked.texts_seen) == (2, 4)
