@@ -276,7 +276,7 @@ REPLY_STATUSES = ("truncated", "empty")
 def injection_suspected(s: Score) -> bool:
     """Whether a score's evidence (or details) flags judge-format tags inside the
     scored text (METRICS.md D.14: ``injection_suspected``)."""
-    if s.details.get("injection_suspected"):
+    if s.details.get("injection_suspected") or "injection_suspected" in (getattr(s, "flags", None) or ()):
         return True
     return any(isinstance(e, dict) and (e.get("injection_suspected") or e.get("kind") == "injection_suspected")
                for e in s.evidence)
