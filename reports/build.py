@@ -317,7 +317,7 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
     by_status = Counter(r["status"] for r in rows)
     by_metric = Counter(r["metric"] for r in na)
     return {"total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
-            "flags": reply_flags(responses, scores),
+            "apart": reply_flags(responses, scores),
             "rows": rows[:limit], "more": max(0, len(rows) - limit),
             "not_applicable": {"total": len(na), "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
                                "rows": na[:limit], "more": max(0, len(na) - limit)}}
