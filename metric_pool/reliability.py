@@ -1,0 +1,363 @@
+"""Judge reliability of a judge panel (issue 12): can the judged numbers be trusted?
+
+A *unit* is one (item, target model) pair that two or more judges of a panel scored on one metric.  From the
+per-judge values each judged Score keeps (see :func:`judge_values`) this module computes, per judged metric:
+
+- **inter-judge agreement**: Krippendorff's alpha (``krippendorff`` package; interval level for 0-10 and 0-100
+  scores, nominal for labels), with a percentile bootstrap 95% CI over units (Hayes & Krippendorff 2007 resample
+  units);
+- **per-judge offset**: the mean over units of (judge's value - mean of the panel on that unit), with a bootstrap
+  95% CI (:func:`sgieval.metric_pool.aggregate.summarize`);
+- **leave-one-judge-out**: the ranking of target models by the mean of the remaining judges' values, and whether
+  its top model or its order differs from the full panel's;
+- **self-preference**: for a judge whose model family (:func:`model_family`) equals a target's, the mean over that
+  target's units of (the judge's value - the mean of the other judges), with a bootstrap 95% CI; significant when
+  the CI excludes 0;
+- **position bias** (pairwise votes with swapped order, SGI-Bench idea generation, METRICS.md A.2): the share of
+  (judge, item, dimension) vote pairs whose verdict changes when the two ideas swap places;
+- **test-retest** (a judge asked ``k`` times): Krippendorff's alpha between a judge's repeats.
+
+The verdict sentence uses Krippendorff's (2004, *Content Analysis*, 2nd ed., section 11.3.4) thresholds:
+alpha >= 0.800 reliable, 0.667 <= alpha < 0.800 tentative conclusions only, below 0.667 not reliable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..core import MetricSpec, Score
+
+ALPHA_RELIABLE = 0.800
+ALPHA_TENTATIVE = 0.667
+"""Krippendorff (2004), section 11.3.4: rely on data with alpha >= .800; consider variables with
+.667 <= alpha < .800 only for tentative conclusions."""
+
+DEFAULT_FAMILIES: dict[str, tuple[str, ...]] = {
+    "openai": ("gpt", "o1", "o3", "o4", "openai/", "chatgpt", "text-embedding"),
+    "anthropic": ("claude",),
+    "google": ("gemini", "gemma", "palm"),
+    "meta": ("llama",),
+    "mistral": ("mistral", "mixtral", "codestral", "ministral"),
+    "qwen": ("qwen", "qwq"),
+    "microsoft": ("phi",),
+    "deepseek": ("deepseek",),
+    "huggingface": ("smollm",),
+}
+"""Declared mapping: family -> name prefixes (matched on the model id after its provider prefix, lower case).
+Override with the ``families`` argument (``--judge-families`` / ``options["judge_families"]``)."""
+
+
+def model_family(model: str, families: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """The family of a model string (``openai:gpt-4.1`` -> "openai", ``replay:llama3.3:latest`` -> "meta",
+    ``replay:openai/4o`` -> "openai"), or None when no declared prefix matches.  The provider prefix
+    (``openai:``, ``replay:``, ``local:``...) is dropped first, except that a bare ``openai/`` path counts."""
+    fams = families if families is not None else DEFAULT_FAMILIES
+    name = model.strip().lower()
+    if name.startswith("replay:"):
+        name = name[len("replay:"):]
+    bare = name.split(":", 1)[1] if ":" in name and name.split(":", 1)[0] in (
+        "openai", "anthropic", "google_genai", "google", "ollama", "local", "mistralai", "groq", "together",
+        "deepseek", "fireworks", "bedrock") else name
+    for fam, prefixes in fams.items():
+        for p in prefixes:
+            if bare.startswith(p.lower()) or name.startswith(p.lower()):
+                return fam
+    return None
+
+
+def judge_values(score: Score) -> dict[str, float]:
+    """{judge: that judge's value on the metric's own scale} of one judged Score, or {} when the Score holds
+    no per-judge values.  Read from ``details["judge_values"]`` when present, else derived from
+    ``details["per_judge"]``: a rubric's per-criterion scores give the weighted mean x 10 (0-100, as
+    :meth:`sgieval.core.Rubric.aggregate`), ``{"sla": v}`` gives v, ``{"score": v}`` gives v."""
+    d = score.details or {}
+    if isinstance(d.get("judge_values"), dict):
+        return {str(k): float(v) for k, v in d["judge_values"].items() if _finite(v)}
+    per = d.get("per_judge")
+    if not isinstance(per, dict):
+        return {}
+    weights = d.get("weights") if isinstance(d.get("weights"), dict) else None
+    out: dict[str, float] = {}
+    for judge, v in per.items():
+        if isinstance(v, (int, float)) and _finite(v):
+            out[judge] = float(v)
+        elif isinstance(v, dict) and _finite(v.get("sla")):
+            out[judge] = float(v["sla"])
+        elif isinstance(v, dict) and _finite(v.get("score")):
+            out[judge] = float(v["score"])
+        elif isinstance(v, dict) and v and all(_finite(x) for x in v.values()):
+            w = {c: float((weights or {}).get(c, 1.0)) for c in v}
+            total = sum(w.values())
+            if total > 0:
+                out[judge] = 10.0 * sum(w[c] * float(s) for c, s in v.items()) / total
+    return out
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+# ------------------------------------------------------------------------------------------- alpha
+def alpha(matrix: np.ndarray, level: str = "interval") -> float | None:
+    """Krippendorff's alpha of a (judges x units) matrix (NaN = not rated), via the ``krippendorff``
+    package.  None when undefined: fewer than 2 units rated by 2 judges, or no variation at all."""
+    import krippendorff
+
+    m = np.asarray(matrix, dtype=float)
+    pairable = np.sum(~np.isnan(m), axis=0) >= 2
+    if m.shape[0] < 2 or pairable.sum() < 2:
+        return None
+    vals = m[:, pairable]
+    if np.unique(vals[~np.isnan(vals)]).size < 2:
+        return None
+    with np.errstate(all="ignore"):
+        a = float(krippendorff.alpha(reliability_data=vals, level_of_measurement=level))
+    return a if math.isfinite(a) else None
+
+
+def alpha_ci(matrix: np.ndarray, level: str = "interval", *, n_resamples: int = 1000, seed: int = 0,
+             confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of :func:`alpha`, resampling units (columns) with replacement; resamples where
+    alpha is undefined are left out.  (NaN, NaN) when fewer than 2 units or no resample is defined."""
+    m = np.asarray(matrix, dtype=float)
+    m = m[:, np.sum(~np.isnan(m), axis=0) >= 2]
+    if m.shape[1] < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(n_resamples):
+        a = alpha(m[:, rng.integers(0, m.shape[1], size=m.shape[1])], level)
+        if a is not None:
+            stats.append(a)
+    if not stats:
+        return math.nan, math.nan
+    tail = (1 - confidence) / 2 * 100
+    return float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))
+
+
+# --------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Offset:
+    """A judge's mean offset from the panel mean on the units it rated (metric's scale), with its 95% CI."""
+
+    judge: str
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class LeaveOneOut:
+    """The ranking without ``dropped``: ``order`` best first; ``top_changed`` / ``order_changed`` against the
+    full panel's ranking."""
+
+    dropped: str
+    order: list[str]
+    top_changed: bool
+    order_changed: bool
+
+
+@dataclass(frozen=True)
+class SelfPreference:
+    """``judge`` scoring ``target`` of its own ``family``: mean over ``n`` units of (judge - other judges' mean),
+    metric's scale, with its 95% CI; ``significant`` when the CI excludes 0."""
+
+    judge: str
+    target: str
+    family: str
+    diff: float
+    ci_low: float
+    ci_high: float
+    n: int
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Judge reliability of one judged metric (module docstring); values on the metric's scale."""
+
+    metric: str
+    level: str
+    judges: list[str]
+    n_units: int
+    alpha: float | None
+    alpha_ci: tuple[float, float]
+    offsets: list[Offset]
+    full_order: list[str]
+    leave_one_out: list[LeaveOneOut]
+    self_preference: list[SelfPreference]
+    position_flip_share: float | None = None
+    position_pairs: int = 0
+    retest: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """One sentence: do the judges agree enough for the ranking to stand (Krippendorff 2004 thresholds)?"""
+        if self.alpha is None:
+            return (f"Judge agreement on {self.metric} is undefined ({self.n_units} units rated by 2 or more judges, "
+                    "or no variation), so the panel's reliability is unknown.")
+        lo, hi = self.alpha_ci
+        ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
+        if self.alpha >= ALPHA_RELIABLE:
+            judgement = "the judges agree well enough for the ranking to stand (alpha >= 0.800, Krippendorff 2004)"
+        elif self.alpha >= ALPHA_TENTATIVE:
+            judgement = ("the judges agree only enough for tentative conclusions (0.667 <= alpha < 0.800, "
+                         "Krippendorff 2004)")
+        else:
+            judgement = "the judges do not agree enough for the ranking to stand (alpha < 0.667, Krippendorff 2004)"
+        return f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {self.alpha:.2f}{ci}: {judgement}."
+
+
+def _level(spec: MetricSpec | None, values: Iterable[float]) -> str:
+    vals = list(values)
+    if spec is not None and spec.range == (0.0, 1.0) and set(vals) <= {0.0, 1.0}:
+        return "nominal"
+    return "interval"
+
+
+def _order(means: dict[str, float], higher_is_better: bool) -> list[str]:
+    return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
+
+
+def _model_means(units: dict[tuple[str, str], dict[str, float]], judges: Sequence[str]) -> dict[str, float]:
+    per_model: dict[str, list[float]] = defaultdict(list)
+    for (_, model), vals in units.items():
+        vs = [vals[j] for j in judges if j in vals]
+        if vs:
+            per_model[model].append(sum(vs) / len(vs))
+    return {m: sum(v) / len(v) for m, v in per_model.items() if v}
+
+
+def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[float, float, float]:
+    from .aggregate import summarize
+
+    s = summarize(values, n_resamples=n_resamples, seed=seed)
+    return s.mean, s.ci_low, s.ci_high
+
+
+def position_flips(scores: Sequence[Score]) -> tuple[float | None, int]:
+    """(share of (judge, item, model, dimension) vote pairs whose verdict differs between the two presentation
+    orders, number of such pairs), from idea-generation evidence (records with ``judge``, ``order`` and
+    ``votes`` already oriented generated-vs-reference, METRICS.md A.2).  (None, 0) when there are none."""
+    pairs: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for s in scores:
+        for e in s.evidence or []:
+            ev = e if isinstance(e, dict) else getattr(e, "model_dump", lambda: {})()
+            votes, order, judge = ev.get("votes"), ev.get("order"), ev.get("judge")
+            if not isinstance(votes, dict) or not order or not judge:
+                continue
+            for dim, v in votes.items():
+                verdict = v.get("judgment") if isinstance(v, dict) else None
+                if verdict:
+                    pairs.setdefault((judge, s.item_id, s.model, dim), {})[str(order)] = verdict
+    both = [p for p in pairs.values() if len(p) == 2]
+    if not both:
+        return None, 0
+    flips = sum(1 for p in both if len(set(p.values())) > 1)
+    return flips / len(both), len(both)
+
+
+def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
+                families: Mapping[str, Sequence[str]] | None = None, n_resamples: int = 1000,
+                seed: int = 0) -> Reliability | None:
+    """Judge reliability of one metric's per-item ``scores`` (status ``ok``, one metric) scored by a panel.
+
+    Returns None when fewer than two judges gave values.  ``spec`` gives the direction
+    (``higher_is_better``) and the measurement level (0/1 metrics are nominal).  Scores whose details hold
+    ``judge_repeats`` ({judge: [values of the k repeats]}) feed the test-retest alphas."""
+    units: dict[tuple[str, str], dict[str, float]] = {}
+    repeats: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(dict)
+    metric = spec.name if spec is not None else (scores[0].metric if scores else "")
+    for s in scores:
+        if s.status != "ok":
+            continue
+        vals = judge_values(s)
+        if vals:
+            units[(s.item_id, s.model)] = vals
+        for j, reps in ((s.details or {}).get("judge_repeats") or {}).items():
+            if isinstance(reps, list) and len(reps) >= 2:
+                repeats[j][(s.item_id, s.model)] = [float(x) for x in reps if _finite(x)]
+    judges = sorted({j for v in units.values() for j in v})
+    if len(judges) < 2:
+        return None
+    keys = sorted(units)
+    m = np.array([[units[k].get(j, np.nan) for k in keys] for j in judges], dtype=float)
+    level = _level(spec, m[~np.isnan(m)])
+    a = alpha(m, level)
+    ci = alpha_ci(m, level, n_resamples=n_resamples, seed=seed) if a is not None else (math.nan, math.nan)
+    hib = spec.higher_is_better if spec is not None else True
+
+    offsets = []
+    for j in judges:
+        diffs = [units[k][j] - sum(units[k].values()) / len(units[k]) for k in keys
+                 if j in units[k] and len(units[k]) >= 2]
+        if diffs:
+            mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
+            offsets.append(Offset(j, mean, lo, hi, len(diffs)))
+
+    full = _order(_model_means(units, judges), hib)
+    loo = []
+    for j in judges:
+        order = _order(_model_means(units, [x for x in judges if x != j]), hib)
+        loo.append(LeaveOneOut(j, order, bool(order and full and order[0] != full[0]), order != full))
+
+    prefs = []
+    targets = sorted({k[1] for k in keys})
+    for j in judges:
+        fam = model_family(j, families)
+        if fam is None:
+            continue
+        for t in targets:
+            if model_family(t, families) != fam:
+                continue
+            diffs = [units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
+                     for k in keys if k[1] == t and j in units[k] and len(units[k]) >= 2]
+            if diffs:
+                mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
+                sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
+                prefs.append(SelfPreference(j, t, fam, mean, lo, hi, len(diffs), sig))
+
+    retest: dict[str, float | None] = {}
+    for j, per_unit in sorted(repeats.items()):
+        k = max(len(v) for v in per_unit.values())
+        rm = np.array([[v[r] if r < len(v) else np.nan for v in per_unit.values()] for r in range(k)], dtype=float)
+        retest[j] = alpha(rm, level)
+
+    share, n_pairs = position_flips(scores)
+    return Reliability(metric=metric, level=level, judges=judges, n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
+                       alpha=a, alpha_ci=ci, offsets=offsets, full_order=full, leave_one_out=loo,
+                       self_preference=prefs, position_flip_share=share, position_pairs=n_pairs, retest=retest)
+
+
+_SAFE = re.compile(r"[|\n]")
+
+
+def reliability_rows(rel: Reliability) -> dict[str, Any]:
+    """Plain data for the report (reports/ imports core only): formatted table rows and sentences."""
+    def f(x: float) -> str:
+        return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"
+
+    return {
+        "metric": rel.metric,
+        "verdict": rel.verdict,
+        "agreement": [[rel.metric, rel.level, ", ".join(rel.judges), str(rel.n_units), f(rel.alpha),
+                       f"{f(rel.alpha_ci[0])} to {f(rel.alpha_ci[1])}"]],
+        "offsets": [[o.judge, f(o.mean), f"{f(o.ci_low)} to {f(o.ci_high)}", str(o.n)] for o in rel.offsets],
+        "leave_one_out": [[lo.dropped, " > ".join(lo.order), "yes" if lo.top_changed else "no",
+                           "yes" if lo.order_changed else "no"] for lo in rel.leave_one_out],
+        "self_preference": [[p.judge, p.target, p.family, f(p.diff), f"{f(p.ci_low)} to {f(p.ci_high)}", str(p.n),
+                             "yes" if p.significant else "no"] for p in rel.self_preference],
+        "position": (None if rel.position_flip_share is None else
+                     f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"),
+        "retest": [[j, f(a)] for j, a in rel.retest.items()],
+        "significant_self_preference": [f"{p.judge} scores {p.target} (same family: {p.family}) {f(p.diff)} above "
+                                        f"the other judges (95% CI {f(p.ci_low)} to {f(p.ci_high)})"
+                                        for p in rel.self_preference if p.significant],
+    }
