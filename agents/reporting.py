@@ -32,8 +32,10 @@ from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
 from ..reports.build import (ModelStat, SgiRow, assemble, ci_overlap, count_phrase, fmt, has_ci, item_values,
                              not_applicable, order_stats, pair_entry, write_report)
+from ..reports.render import markdown_table
 
 __all__ = ["FIXED_NUMBERS_TEXT", "NARRATIVE_SYSTEM", "NUMBER", "adjacent_pair_tests", "build_report", "fmt",
+           "judge_reliability", "reliability_section", "reliability_sentences",
            "header_facts", "llm_narrative", "numbers_supported", "ranking_stats", "sgi_rows", "template_narrative"]
 
 
@@ -216,6 +218,66 @@ async def llm_narrative(agent: NamedModel, request: str, tables_text: str,
     return None, notes
 
 
+def judge_reliability(scores: list[Score], specs: list[MetricSpec], *, seed: int = 0,
+                      n_resamples: int = 1000) -> list[dict[str, Any]]:
+    """Judge-reliability rows (:func:`sgieval.metric_pool.reliability.reliability_rows`) of every judged metric
+    (kind ``judge`` or ``rubric``) that a panel of two or more judges scored; [] when none."""
+    from ..metric_pool.reliability import reliability, reliability_rows
+
+    out = []
+    for sp in specs:
+        if sp.kind not in ("judge", "rubric"):
+            continue
+        rel = reliability([s for s in scores if s.metric == sp.name and s.item_id != CORPUS], sp,
+                          n_resamples=n_resamples, seed=seed)
+        if rel is not None:
+            out.append(reliability_rows(rel))
+    return out
+
+
+def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The report's "Judge reliability" section (title, Markdown body) from :func:`judge_reliability` rows."""
+    parts = ["Krippendorff's alpha (interval level for 0-10 and 0-100 scores, nominal for 0/1 labels) with a "
+             "bootstrap 95% CI over units (item x target model); thresholds of Krippendorff (2004): >= 0.800 "
+             "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."]
+    for r in rows:
+        parts.append(f"### {r['metric']}\n\n{r['verdict']}\n")
+        parts.append(markdown_table(["metric", "level", "judges", "units", "alpha", "95% CI"], r["agreement"]))
+        if r["offsets"]:
+            parts.append("Each judge's mean offset from the panel mean (metric's scale):\n\n"
+                         + markdown_table(["judge", "mean offset", "95% CI", "units"], r["offsets"]))
+        if r["leave_one_out"]:
+            parts.append("Leave one judge out (ranking by the remaining judges):\n\n"
+                         + markdown_table(["judge left out", "order (best first)", "top model changes",
+                                           "order changes"], r["leave_one_out"]))
+        if r["self_preference"]:
+            parts.append("Self-preference (a judge scoring a target of its own model family, minus the other "
+                         "judges' mean on the same items):\n\n"
+                         + markdown_table(["judge", "target", "family", "difference", "95% CI", "items",
+                                           "significant"], r["self_preference"]))
+        else:
+            parts.append("Self-preference: no judge belongs to the family of a ranked target model.")
+        if r["position"]:
+            parts.append(f"Position bias: {r['position']}.")
+        if r["retest"]:
+            parts.append("Test-retest (alpha between a judge's repeated verdicts):\n\n"
+                         + markdown_table(["judge", "alpha"], r["retest"]))
+    return {"title": "Judge reliability", "body": "\n\n".join(parts)}
+
+
+def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
+    """Sentences for the Answer: the verdict on the ranking metric's judges (else the first judged metric's),
+    and every significant self-preference."""
+    if not rows:
+        return ""
+    main = next((r for r in rows if r["metric"] == primary), rows[0])
+    text = " " + main["verdict"]
+    prefs = [p for r in rows for p in r["significant_self_preference"]]
+    if prefs:
+        text += " Self-preference: " + "; ".join(prefs) + "."
+    return text
+
+
 async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Item], responses: list[Response],
                        scores: list[Score], specs: list[MetricSpec], primary: str, models: list[str],
                        custom: set[str] | None = None, agent: NamedModel | None = None, n_resamples: int = 10000,
@@ -234,12 +296,15 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     stats = order_stats(ranking_stats(scores, spec.name, models, n_resamples, seed), spec.higher_is_better)
     ranked = [s for s in stats if s.summary is not None]
     pairs = adjacent_pair_tests(scores, spec.name, ranked, n_resamples=n_resamples, seed=seed)
+    reliabilities = judge_reliability(scores, specs, seed=seed)
+    sections = [*(extra_sections or []), *([reliability_section(reliabilities)] if reliabilities else [])]
     draft = assemble(run_dir, header=header, items=items, responses=responses, scores=scores, specs=specs, spec=spec,
                      stats=stats, pairs=pairs, sgi=sgi_rows(scores, items, models), models=models, custom=custom,
-                     warnings=warnings, extra_sections=extra_sections, judges=judges,
+                     warnings=warnings, extra_sections=sections, judges=judges,
                      allow_self_judge=allow_self_judge)
     narrative = template_narrative(header.get("request", ""), stats, spec, len(items), header.get("scope", ""),
                                    draft.top)
+    narrative += reliability_sentences(reliabilities, spec.name)
     if draft.sgi_missing:
         narrative += " " + " ".join(draft.sgi_missing)
     if agent is not None:

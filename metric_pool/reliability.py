@@ -18,7 +18,8 @@ per-judge values each judged Score keeps (see :func:`judge_values`) this module 
 - **test-retest** (a judge asked ``k`` times): Krippendorff's alpha between a judge's repeats.
 
 The verdict sentence uses Krippendorff's (2004, *Content Analysis*, 2nd ed., section 11.3.4) thresholds:
-alpha >= 0.800 reliable, 0.667 <= alpha < 0.800 tentative conclusions only, below 0.667 not reliable.
+alpha >= 0.800 reliable, 0.667 <= alpha < 0.800 tentative conclusions only, below 0.667 not reliable; an alpha
+above 0.800 whose 95% CI reaches below 0.667 is reported as not established (too few units).
 """
 
 from __future__ import annotations
@@ -205,7 +206,10 @@ class Reliability:
                     "or no variation), so the panel's reliability is unknown.")
         lo, hi = self.alpha_ci
         ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
-        if self.alpha >= ALPHA_RELIABLE:
+        if self.alpha >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
+            judgement = ("alpha is above 0.800 but its CI reaches below 0.667, so with these few units the judges' "
+                         "agreement is not established (Krippendorff 2004 thresholds)")
+        elif self.alpha >= ALPHA_RELIABLE:
             judgement = "the judges agree well enough for the ranking to stand (alpha >= 0.800, Krippendorff 2004)"
         elif self.alpha >= ALPHA_TENTATIVE:
             judgement = ("the judges agree only enough for tentative conclusions (0.667 <= alpha < 0.800, "
