@@ -309,29 +309,92 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
     _run(config, resume=True)
 
 
+async def _write_report(d: Path, config: RunConfig) -> str:
+    """Re-render ``report.md`` (and ``report.json``) of the run in folder ``d``
+    from its records; raises SgievalError when the run has not chosen its metrics."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from .graphs.evaluate import build_graph, make_runtime, write_report
+
+    run_id = config.run_id
+    rt = make_runtime(config)
+    async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
+        snap = await build_graph(rt, saver).aget_state({"configurable": {"thread_id": run_id}})
+    if not snap.values.get("metric_plan"):
+        raise SgievalError("the run has not chosen its metrics yet", what=run_id, fix=f"`sgieval resume {run_id}`")
+    return str(await write_report(rt, snap.values))
+
+
 @app.command()
 def report(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
            out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id).")) -> None:
     """Re-render the report of a run from its records (no model calls)."""
-    from .graphs.evaluate import make_runtime, write_report, build_graph
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    d = _run_dir(run, out_dir)
+    config = _read_config(d)
+    try:
+        out.print(f"report: {asyncio.run(_write_report(d, config))}", soft_wrap=True, highlight=False)
+    except SgievalError as e:
+        _fail(e)
+
+
+def _serve(folder: Path, port: int, open_browser: bool) -> None:
+    """Serve ``folder`` on http://127.0.0.1:<port>/ (0: any free port) until Ctrl-C; open the browser on it."""
+    import functools
+    import http.server
+    import webbrowser
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # no access log on the terminal
+            pass
+
+    handler = functools.partial(Quiet, directory=str(folder))
+    try:
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as e:
+        _fail(InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror})", what="--port",
+                         fix="pass another --port, or --port 0 for any free port"))
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
+    out.print(f"serving {folder} at {url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
+    if open_browser:
+        webbrowser.open(url)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+
+
+@app.command()
+def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+         out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+         serve: bool = typer.Option(False, "--serve", help="Serve the viewer on 127.0.0.1 and open the browser."),
+         port: int = typer.Option(0, "--port", help="Port for --serve (0: any free port)."),
+         open_browser: bool = typer.Option(True, "--open/--no-open", help="With --serve: open the browser.")) -> None:
+    """Write the run's HTML viewer (runs/<id>/viewer/index.html: one folder, no network needed to open it)."""
+    from .reports.viewer import write_viewer
 
     d = _run_dir(run, out_dir)
     config = _read_config(d)
-    run_id = config.run_id
-
-    async def go() -> str:
-        rt = make_runtime(config)
-        async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
-            snap = await build_graph(rt, saver).aget_state({"configurable": {"thread_id": run_id}})
-        if not snap.values.get("metric_plan"):
-            raise SgievalError("the run has not chosen its metrics yet", what=run_id, fix=f"`sgieval resume {run_id}`")
-        return str(await write_report(rt, snap.values))
-
-    try:
-        out.print(f"report: {asyncio.run(go())}", soft_wrap=True, highlight=False)
-    except SgievalError as e:
-        _fail(e)
+    if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
+        try:  # a run reported before report.json existed: re-render its report from the records
+            asyncio.run(_write_report(d, config))
+        except SgievalError as e:
+            err.print(f"no report for this run ({e.one_line()}); the viewer shows its records without a ranking",
+                      soft_wrap=True)
+    report_data = None
+    if (d / "report.json").is_file():
+        try:
+            report_data = json.loads((d / "report.json").read_text(encoding="utf-8"))
+        except ValueError as e:
+            _fail(InputError(f"unreadable report data ({e})", what=str(d / "report.json"),
+                             fix=f"re-render it with `sgieval report {config.run_id}`"))
+    store = RunStore(d)
+    path = write_viewer(d, store.read("items"), store.read("responses"), store.read("scores"), report=report_data,
+                        config=config.model_dump(mode="json"), specs=(report_data or {}).get("metric_specs"))
+    out.print(f"viewer: {path}", soft_wrap=True, highlight=False)
+    if serve:
+        _serve(path.parent, port, open_browser)
 
 
 @app.command()

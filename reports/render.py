@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +35,24 @@ def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False, lstrip_blocks=False)
     return env.get_template(template).render(**{"criteria": [], **data})
+
+
+def jsonable(x: Any) -> Any:
+    """JSON-ready copy of ``x``: NaN/inf -> None, tuples -> lists, keys -> str, unknown objects -> str."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if x is None or isinstance(x, (str, int, bool)):
+        return x
+    return str(x)
+
+
+def write_report_json(path: Path, data: dict[str, Any]) -> Path:
+    """Write the report's data (the dict :func:`render_report` fills the template
+    with) as JSON for the HTML viewer: NaN/inf become null, other objects their
+    ``str``.  Returns ``path``."""
+    path.write_text(json.dumps(jsonable(data), ensure_ascii=False, indent=1), encoding="utf-8")
+    return path

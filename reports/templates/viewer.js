@@ -1,0 +1,444 @@
+/* sgieval run viewer (reports/viewer.py writes the data files).
+ * Plain JavaScript, no library.  Views (location hash):
+ *   #/                      overview: answer, ranking with CIs, chart, tables, judge panels, failures
+ *   #/items?facet=v&q=..    item table: facets, search, failures & flags filter, pages of PAGE rows
+ *   #/item/<id>?model=..    one item: prompt, reference, each target model's answer, every score
+ * Model-written text is always inserted with textContent (never parsed as HTML). */
+(function () {
+  'use strict';
+  var D = window.SGV_DATA;
+  var T = null;            // window.SGV_TEXT once text.js has loaded
+  var textWaiters = [];
+  var app = document.getElementById('app');
+  var FACETS = ['benchmark', 'task', 'discipline', 'model', 'metric', 'status'];
+  var ITEM_COL = {benchmark: 1, task: 2, discipline: 3, direction: 4, type: 5};
+  var PAGE = D.page_size || 50;
+  var searchText = null;   // lower-cased prompt + answers per row (built once texts are loaded)
+
+  // ------------------------------------------------------------------ helpers
+  function el(tag, attrs) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      for (var k in attrs) {
+        if (!Object.prototype.hasOwnProperty.call(attrs, k) || attrs[k] == null) continue;
+        if (k === 'text') e.textContent = attrs[k];
+        else if (k === 'cls') e.className = attrs[k];
+        else if (k.slice(0, 2) === 'on') e.addEventListener(k.slice(2), attrs[k]);
+        else e.setAttribute(k, attrs[k]);
+      }
+    }
+    for (var i = 2; i < arguments.length; i++) add(e, arguments[i]);
+    return e;
+  }
+  function add(parent, kid) {
+    if (kid == null || kid === false) return;
+    if (Array.isArray(kid)) { kid.forEach(function (k) { add(parent, k); }); return; }
+    parent.appendChild(typeof kid === 'object' ? kid : document.createTextNode(String(kid)));
+  }
+  function fmt(x, digits) {
+    if (x == null || (typeof x === 'number' && isNaN(x))) return 'n/a';
+    if (typeof x !== 'number') return String(x);
+    if (Number.isInteger(x)) return String(x);
+    return x.toFixed(digits == null ? 2 : digits);
+  }
+  function asText(x) {
+    if (x == null) return '';
+    return typeof x === 'string' ? x : JSON.stringify(x, null, 2);
+  }
+  function hash(view, params) {
+    var q = new URLSearchParams();
+    Object.keys(params || {}).forEach(function (k) { if (params[k] != null && params[k] !== '') q.set(k, params[k]); });
+    var s = q.toString();
+    return '#/' + view + (s ? '?' + s : '');
+  }
+  function itemHash(id, params) { return hash('item/' + encodeURIComponent(id), params); }
+  function parseHash() {
+    var h = location.hash.replace(/^#\/?/, '');
+    var qi = h.indexOf('?');
+    var path = qi < 0 ? h : h.slice(0, qi);
+    var params = {};
+    new URLSearchParams(qi < 0 ? '' : h.slice(qi + 1)).forEach(function (v, k) { params[k] = v; });
+    return {path: path, params: params};
+  }
+  function badge(status) {
+    var cls = status === 'ok' ? 'ok' : status === 'not_applicable' ? 'na' : FLAGS[status] ? 'flag' : 'bad';
+    return el('span', {cls: 'badge ' + cls, text: status});
+  }
+  var FLAGS = {truncated: 1, empty: 1, injection_suspected: 1};
+  function mdInline(text) {   // **bold** and `code` of the report's narrative, everything else as text
+    var out = [];
+    String(text || '').split(/(\*\*[^*]+\*\*|`[^`]+`)/).forEach(function (part) {
+      if (/^\*\*[^*]+\*\*$/.test(part)) out.push(el('b', {text: part.slice(2, -2)}));
+      else if (/^`[^`]+`$/.test(part)) out.push(el('code', {text: part.slice(1, -1)}));
+      else if (part) out.push(document.createTextNode(part));
+    });
+    return out;
+  }
+  function mdTable(md) {      // a GitHub Markdown table of the report -> <table>
+    if (!md) return null;
+    var lines = md.split('\n').filter(function (l) { return /^\|/.test(l); });
+    if (lines.length < 2) return el('pre', {text: md});
+    function cells(l) { return l.replace(/^\||\|$/g, '').split(/(?<!\\)\|/).map(function (c) { return c.trim().replace(/\\\|/g, '|'); }); }
+    var head = cells(lines[0]);
+    return el('table', null, el('thead', null, el('tr', null, head.map(function (c) { return el('th', {text: c}); }))),
+      el('tbody', null, lines.slice(2).map(function (l) {
+        return el('tr', null, cells(l).map(function (c) { return el('td', null, mdInline(c)); }));
+      })));
+  }
+  function whenTexts(fn) { if (T) fn(); else textWaiters.push(fn); }
+
+  // ------------------------------------------------------------------ derived data
+  var models = D.models, metrics = D.metrics, items = D.items, rows = D.rows, scores = D.scores;
+  var metricIdx = {}; metrics.forEach(function (m, k) { metricIdx[m.name] = k; });
+  var itemIdx = {}; items.forEach(function (it, k) { itemIdx[it[0]] = k; });
+  var report = D.report || null;
+  var primary = report && report.ranking ? report.ranking.metric : (metrics[0] || {}).name;
+  // per row: set of statuses (response + scores) and flags, failed = any status other than ok / not_applicable
+  rows.forEach(function (r) {
+    var st = {}, fl = {};
+    if (r[2]) st[r[2]] = 1;
+    r[3].forEach(function (f) { fl[f] = 1; });
+    r[4].forEach(function (si) {
+      var s = scores[si]; st[s[3]] = 1; s[4].forEach(function (f) { fl[f] = 1; });
+    });
+    r.statuses = st; r.flags = fl;
+    r.failed = Object.keys(st).some(function (k) { return k !== 'ok' && k !== 'not_applicable'; }) || Object.keys(fl).length > 0;
+    r.byMetric = {};
+    r[4].forEach(function (si) { r.byMetric[scores[si][1]] = si; });
+  });
+  function rowFacet(r, facet) {  // list of values of a facet for one row
+    if (facet === 'model') return [r[1] < 0 ? '(no response)' : models[r[1]]];
+    if (facet === 'metric') return r[4].map(function (si) { return metrics[scores[si][1]].name; });
+    if (facet === 'status') return Object.keys(r.statuses).concat(Object.keys(r.flags));
+    if (r[0] < 0) return ['(corpus-level)'];
+    return [items[r[0]][ITEM_COL[facet]]];
+  }
+  var facetCounts = {};
+  FACETS.forEach(function (f) {
+    var c = {};
+    rows.forEach(function (r) { rowFacet(r, f).forEach(function (v) { c[v] = (c[v] || 0) + 1; }); });
+    facetCounts[f] = c;
+  });
+  function buildSearchText() {
+    if (searchText || !T) return;
+    searchText = rows.map(function (r, k) {
+      var it = r[0] >= 0 ? T.items[r[0]] : null;
+      return ((it ? it[0] + '\n' + (r[0] >= 0 ? items[r[0]][0] : '') : '') + '\n' + (T.rows[k][0] || '') + '\n' + asText(T.rows[k][1])).toLowerCase();
+    });
+  }
+  function filterRows(p) {
+    var q = (p.q || '').toLowerCase().trim();
+    return rows.filter(function (r, k) {
+      for (var i = 0; i < FACETS.length; i++) {
+        var f = FACETS[i], want = p[f];
+        if (!want) continue;
+        var vals = rowFacet(r, f);
+        if (f === 'status' && want === 'failed') { if (!r.failed) return false; continue; }
+        if (vals.indexOf(want) < 0) return false;
+      }
+      if (p.failed === '1' && !r.failed) return false;
+      if (q) {
+        if (!searchText) return String(r[0] >= 0 ? items[r[0]][0] : '').toLowerCase().indexOf(q) >= 0;
+        if (searchText[k].indexOf(q) < 0) return false;
+      }
+      return true;
+    });
+  }
+
+  // ------------------------------------------------------------------ overview
+  function rankingChart(vals, metric) {
+    // horizontal bars with 95% CI whiskers; each bar links to the items behind it
+    var w = 640, rowH = 26, left = 210, right = 60, top = 10;
+    var finite = vals.filter(function (v) { return v.mean != null; });
+    if (!finite.length) return null;
+    var max = Math.max.apply(null, finite.map(function (v) { return Math.max(v.ci_high == null ? v.mean : v.ci_high, v.mean); }));
+    var min = Math.min(0, Math.min.apply(null, finite.map(function (v) { return v.ci_low == null ? v.mean : v.ci_low; })));
+    var span = (max - min) || 1, plotW = w - left - right;
+    var x = function (v) { return left + (v - min) / span * plotW; };
+    var ns = 'http://www.w3.org/2000/svg';
+    function s(tag, attrs, text) {
+      var e = document.createElementNS(ns, tag);
+      for (var k in attrs) e.setAttribute(k, attrs[k]);
+      if (text != null) e.textContent = text;
+      return e;
+    }
+    var svg = s('svg', {width: w, height: top + rowH * finite.length + 24, role: 'img', 'aria-label': 'ranking chart', id: 'ranking-chart'});
+    finite.forEach(function (v, k) {
+      var y = top + k * rowH;
+      var a = s('a', {href: hash('items', {model: v.model, metric: metric})});
+      a.appendChild(s('title', {}, v.model + ': mean ' + fmt(v.mean) + (v.ci_low != null ? ' (95% CI ' + fmt(v.ci_low) + ' to ' + fmt(v.ci_high) + ')' : '')));
+      a.appendChild(s('text', {x: left - 6, y: y + 16, 'text-anchor': 'end'}, v.model));
+      a.appendChild(s('rect', {x: x(Math.min(0, v.mean)), y: y + 4, width: Math.abs(x(v.mean) - x(0)), height: rowH - 9, fill: '#4C72B0'}));
+      svg.appendChild(a);
+      if (v.ci_low != null && v.ci_high != null) {
+        var cy = y + rowH / 2;
+        svg.appendChild(s('line', {x1: x(v.ci_low), x2: x(v.ci_high), y1: cy, y2: cy, stroke: '#1d2330'}));
+        [v.ci_low, v.ci_high].forEach(function (c) { svg.appendChild(s('line', {x1: x(c), x2: x(c), y1: cy - 5, y2: cy + 5, stroke: '#1d2330'})); });
+      }
+      svg.appendChild(s('text', {x: x(v.ci_high != null ? Math.max(v.ci_high, v.mean) : v.mean) + 6, y: y + 16}, fmt(v.mean)));
+    });
+    var axisY = top + rowH * finite.length + 4;
+    svg.appendChild(s('line', {x1: left, x2: w - right, y1: axisY, y2: axisY, stroke: '#98a2b3'}));
+    svg.appendChild(s('text', {x: left, y: axisY + 16}, fmt(min)));
+    svg.appendChild(s('text', {x: w - right, y: axisY + 16, 'text-anchor': 'end'}, fmt(max)));
+    return svg;
+  }
+  function judgePanels() {
+    // for every metric with per-judge values: mean of the aggregate and of each judge, per target model
+    var out = [];
+    metrics.forEach(function (m, mk) {
+      var judges = {}, agg = {}, per = {};
+      scores.forEach(function (s) {
+        if (s[1] !== mk || s[3] !== 'ok' || !s[6] || !Object.keys(s[6]).length) return;
+        var model = models[rows[s[0]][1]];
+        (agg[model] = agg[model] || []).push(s[2]);
+        Object.keys(s[6]).forEach(function (j) {
+          judges[j] = 1;
+          var key = model + '\u0000' + j;
+          (per[key] = per[key] || []).push(s[6][j]);
+        });
+      });
+      var js = Object.keys(judges);
+      if (!js.length) return;
+      var mean = function (a) { return a && a.length ? a.reduce(function (x, y) { return x + y; }, 0) / a.length : null; };
+      out.push(el('h3', {text: m.name + ' (' + (m.scale || 'native scale') + '): each judge beside the panel aggregate'}));
+      out.push(el('table', {cls: 'judge-panel', 'data-metric': m.name},
+        el('thead', null, el('tr', null, el('th', {text: 'target model'}), el('th', {cls: 'num', text: 'aggregate (mean)'}),
+          js.map(function (j) { return el('th', {cls: 'num', text: j}); }), el('th', {cls: 'num', text: 'n'}))),
+        el('tbody', null, Object.keys(agg).map(function (model) {
+          return el('tr', null, el('td', null, el('a', {href: hash('items', {model: model, metric: m.name}), text: model})),
+            el('td', {cls: 'num', text: fmt(mean(agg[model]))}),
+            js.map(function (j) { return el('td', {cls: 'num', text: fmt(mean(per[model + '\u0000' + j]))}); }),
+            el('td', {cls: 'num', text: String(agg[model].length)}));
+        }))));
+    });
+    return out;
+  }
+  function overview() {
+    var run = D.run || {};
+    var nFailed = rows.filter(function (r) { return r.failed; }).length;
+    var parts = [el('h1', {text: run.request || '(no request: whole catalog)'})];
+    parts.push(el('div', {cls: 'card'}, el('dl', {cls: 'kv'},
+      el('dt', {text: 'run id'}), el('dd', null, el('code', {text: run.run_id || ''})),
+      el('dt', {text: 'items'}), el('dd', null, el('a', {href: hash('items', {}), text: items.length + ' items, ' + rows.length + ' item x target model rows'})),
+      el('dt', {text: 'target models'}), el('dd', {text: models.join(', ')}),
+      el('dt', {text: 'judge'}), el('dd', {text: report && report.header ? report.header.judges : ((run.judges || []).join(', ') || 'none')}),
+      el('dt', {text: 'failures & flags'}), el('dd', null, el('a', {href: hash('items', {failed: '1'}), id: 'failures-link', text: nFailed + ' rows with a failed record or a flag'})))));
+    if (!report) {
+      parts.push(el('p', {cls: 'muted', text: 'This run has no report yet (report.json); the ranking is shown after `sgieval report`.'}));
+      return parts;
+    }
+    (report.warnings || []).forEach(function (w) { parts.push(el('p', {cls: 'card', text: 'Warning: ' + w})); });
+    parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, mdInline(report.narrative)));
+    var rk = report.ranking;
+    if (rk) {
+      parts.push(el('h2', {text: 'Ranking by ' + rk.metric + ' (scale ' + rk.scale + ', ' + (rk.higher_is_better ? 'higher' : 'lower') + ' is better)'}));
+      var link = function (model, text, extra) {
+        var p = {model: model, metric: rk.metric}; if (extra) for (var k in extra) p[k] = extra[k];
+        return el('a', {href: hash('items', p), text: String(text)});
+      };
+      parts.push(el('table', {id: 'ranking'}, el('thead', null, el('tr', null,
+        ['rank', 'target model', 'mean per item', '95% CI (bootstrap)', 'total', 'n items', 'failed'].map(function (h, k) {
+          return el('th', {cls: k > 1 ? 'num' : null, text: h});
+        }))), el('tbody', null, rk.rows.map(function (r) {
+          return el('tr', {'data-model': r.model}, el('td', {text: String(r.rank)}), el('td', null, link(r.model, r.model)),
+            el('td', {cls: 'num'}, link(r.model, r.mean)), el('td', {cls: 'num', text: r.ci}),
+            el('td', {cls: 'num'}, link(r.model, r.total)), el('td', {cls: 'num'}, link(r.model, r.n)),
+            el('td', {cls: 'num'}, r.failed ? link(r.model, r.failed, {status: 'failed'}) : '0'));
+        }))));
+      if (rk.values) parts.push(el('div', {cls: 'card'}, rankingChart(rk.values, rk.metric),
+        el('div', {cls: 'muted', text: 'Bars: mean per item; whiskers: 95% bootstrap CI. Click a bar for its items.'})));
+    }
+    var tables = report.tables || {};
+    if (tables.pairs) parts.push(el('h2', {text: 'Paired tests of adjacent ranks'}), mdTable(tables.pairs));
+    if (report.sgi) parts.push(el('h2', {text: 'SGI-Score'}), mdTable(report.sgi));
+    if (tables.metrics) parts.push(el('h2', {text: 'All metrics (mean per item)'}), mdTable(tables.metrics));
+    var panels = judgePanels();
+    if (panels.length) parts.push(el('h2', {text: 'Judge panels'}), el('div', {id: 'judge-panels'}, panels));
+    (report.criteria || []).forEach(function (c) { parts.push(el('h2', {text: 'Rubric breakdown: ' + c.rubric}), mdTable(c.table)); });
+    if (tables.discipline) parts.push(el('h2', {text: 'By discipline'}), mdTable(tables.discipline));
+    if (tables.task) parts.push(el('h2', {text: 'By task'}), mdTable(tables.task));
+    if ((D.figures || []).length) parts.push(el('h2', {text: 'Figures'}), el('div', {cls: 'figures'},
+      D.figures.map(function (f) { return el('img', {src: 'figures/' + f, alt: f, loading: 'lazy'}); })));
+    if ((report.limitations || []).length) parts.push(el('h2', {text: 'Limitations'}),
+      el('ul', null, report.limitations.map(function (l) { return el('li', null, mdInline(l)); })));
+    var fl = report.failures || {};
+    parts.push(el('h2', {text: 'Failures'}), el('p', null, (fl.total || 0) + ' failed records' + (fl.by_status ? ' (' + fl.by_status + ')' : '') + '. ',
+      el('a', {href: hash('items', {status: 'failed'}), text: 'Show them in the item table'})));
+    return parts;
+  }
+
+  // ------------------------------------------------------------------ item table
+  function facetSelect(f, p) {
+    var counts = facetCounts[f];
+    var sel = el('select', {id: 'facet-' + f, 'data-facet': f, onchange: function () {
+      var np = Object.assign({}, p); np[f] = this.value; delete np.page; location.hash = hash('items', np);
+    }}, el('option', {value: '', text: '(all)'}));
+    if (f === 'status') sel.appendChild(el('option', {value: 'failed', text: 'failed or flagged (any)'}));
+    var keys = Object.keys(counts);
+    if (f === 'model') keys.sort(function (a, b) { return models.indexOf(a) - models.indexOf(b); }); else keys.sort();
+    keys.forEach(function (v) { sel.appendChild(el('option', {value: v, text: v + ' (' + counts[v] + ')'})); });
+    sel.value = p[f] || '';
+    return el('label', null, f, sel);
+  }
+  function itemsView(p) {
+    var shownMetrics = p.metric && metricIdx[p.metric] != null ? [metricIdx[p.metric]]
+      : metrics.map(function (m, k) { return k; }).sort(function (a, b) { return (metrics[b].name === primary) - (metrics[a].name === primary); }).slice(0, 5);
+    var search = el('input', {type: 'search', id: 'search', placeholder: 'search prompts and answers', value: p.q || ''});
+    var timer = null;
+    search.addEventListener('input', function () {
+      clearTimeout(timer);
+      var v = this.value;
+      timer = setTimeout(function () { var np = Object.assign({}, p, {q: v}); delete np.page; location.hash = hash('items', np); }, 250);
+    });
+    var only = el('input', {type: 'checkbox', id: 'only-failed', onchange: function () {
+      var np = Object.assign({}, p, {failed: this.checked ? '1' : ''}); delete np.page; location.hash = hash('items', np);
+    }});
+    only.checked = p.failed === '1';
+    var filters = el('div', {cls: 'filters'}, FACETS.map(function (f) { return facetSelect(f, p); }),
+      el('label', null, 'search', search), el('label', {cls: 'check'}, 'failures & flags', only),
+      el('a', {href: hash('items', {}), text: 'clear filters'}));
+    var list = filterRows(p);
+    var pages = Math.max(1, Math.ceil(list.length / PAGE));
+    var page = Math.min(Math.max(1, parseInt(p.page || '1', 10) || 1), pages);
+    var shown = list.slice((page - 1) * PAGE, page * PAGE);
+    var go = function (n) { return function () { var np = Object.assign({}, p, {page: String(n)}); location.hash = hash('items', np); }; };
+    var pager = el('div', {cls: 'pager'},
+      el('button', {id: 'prev', onclick: go(page - 1), disabled: page <= 1 ? 'disabled' : null, text: '\u2190 previous'}),
+      el('span', {id: 'pager-info', text: 'page ' + page + ' of ' + pages + ' \u00b7 ' + list.length + (list.length === 1 ? ' row' : ' rows')}),
+      el('button', {id: 'next', onclick: go(page + 1), disabled: page >= pages ? 'disabled' : null, text: 'next \u2192'}));
+    var note = p.q && !searchText ? el('p', {cls: 'muted', id: 'search-wait', text: 'Loading texts for the search (text.js)\u2026 matching item ids meanwhile.'}) : null;
+    var table = el('table', {id: 'items-table'}, el('thead', null, el('tr', null,
+      el('th', {text: 'item'}), el('th', {text: 'discipline'}), el('th', {text: 'task'}), el('th', {text: 'target model'}),
+      el('th', {text: 'status / flags'}), shownMetrics.map(function (k) {
+        return el('th', {cls: 'num', text: metrics[k].name + (metrics[k].scale ? ' (' + metrics[k].scale + ')' : '')});
+      }))), el('tbody', null, shown.map(function (r) {
+      var it = r[0] >= 0 ? items[r[0]] : null;
+      var model = r[1] >= 0 ? models[r[1]] : '';
+      var id = it ? it[0] : '*';
+      var sts = Object.keys(r.statuses).sort().map(badge).concat(Object.keys(r.flags).map(function (f) { return el('span', {cls: 'badge flag', text: f}); }));
+      return el('tr', {'data-item': id, 'data-model': model},
+        el('td', null, it ? el('a', {href: itemHash(id, {model: model}), cls: 'item-link', text: id}) : el('span', {text: '(corpus-level)'})),
+        el('td', {text: it ? it[3] : ''}), el('td', {text: it ? it[2] : ''}), el('td', {text: model || '(no response)'}),
+        el('td', null, sts),
+        shownMetrics.map(function (k) {
+          var si = r.byMetric[k];
+          if (si == null) return el('td', {cls: 'num muted', text: ''});
+          var s = scores[si];
+          return el('td', {cls: 'num', title: s[3]}, s[3] === 'ok' ? fmt(s[2]) : badge(s[3]));
+        }));
+    })));
+    return [el('h1', {text: 'Items'}), filters, note, pager, table];
+  }
+
+  // ------------------------------------------------------------------ one item
+  function evidenceBlock(ev) {
+    if (!ev || !ev.length) return null;
+    return el('details', {cls: 'evidence'}, el('summary', {text: 'evidence (' + ev.length + ')'}), ev.map(function (e, k) {
+      var kind = e.kind || e.tool || 'record';
+      var body = [];
+      if (e.tool === 'judge' || e.kind === 'judge_reply') {
+        body.push(el('div', {cls: 'muted', text: 'judge ' + (e.judge || '') + (e.attempts ? ', attempts ' + e.attempts : '') + (e.error ? ', error: ' + e.error : '')}));
+        (Array.isArray(e.raw) ? e.raw : e.raw != null ? [e.raw] : []).forEach(function (r) { body.push(el('pre', {cls: 'raw-reply', text: asText(r)})); });
+      } else {
+        ['input', 'query', 'code', 'args'].forEach(function (f) { if (e[f] != null) body.push(el('div', {cls: 'muted', text: f}), el('pre', {text: asText(e[f])})); });
+        ['output', 'result', 'stdout', 'stderr', 'results', 'works'].forEach(function (f) { if (e[f] != null && e[f] !== '') body.push(el('div', {cls: 'muted', text: f}), el('pre', {text: asText(e[f])})); });
+      }
+      var rest = {};
+      Object.keys(e).forEach(function (f) { if (['kind', 'tool', 'judge', 'raw', 'attempts', 'input', 'query', 'code', 'args', 'output', 'result', 'stdout', 'stderr', 'results', 'works'].indexOf(f) < 0) rest[f] = e[f]; });
+      if (Object.keys(rest).length) body.push(el('pre', {cls: 'muted', text: JSON.stringify(rest, null, 2)}));
+      return el('details', {open: ev.length <= 3 ? 'open' : null}, el('summary', {text: (k + 1) + '. ' + kind + (e.duration_s != null ? ' (' + fmt(e.duration_s) + ' s)' : '')}), body);
+    }));
+  }
+  function scoreBlock(si) {
+    var s = scores[si], t = T.scores[si], m = metrics[s[1]];
+    var panel = s[6] && Object.keys(s[6]).length ? el('table', {cls: 'panel'}, el('tbody', null,
+      el('tr', null, el('th', {text: 'panel aggregate'}), el('td', {cls: 'num', text: fmt(s[2])})),
+      Object.keys(s[6]).map(function (j) { return el('tr', null, el('td', {text: j}), el('td', {cls: 'num', text: fmt(s[6][j])})); }))) : null;
+    return el('div', {cls: 'score', 'data-metric': m.name},
+      el('div', null, el('b', {text: m.name}), ' ', el('span', {cls: 'value', text: s[3] === 'ok' || s[2] != null ? fmt(s[2]) : ''}),
+        m.scale ? el('span', {cls: 'muted', text: ' (scale ' + m.scale + ')'}) : null, ' ', badge(s[3]),
+        s[4].map(function (f) { return el('span', {cls: 'badge flag', text: f}); })),
+      el('div', {cls: 'muted', text: 'judge: ' + s[5]}),
+      t[0] ? el('div', {cls: 'rationale', text: t[0]}) : null,
+      t[2] ? el('div', {cls: 'error', text: 'reason: ' + t[2]}) : null,
+      panel, evidenceBlock(t[1]),
+      t[3] && Object.keys(t[3]).length ? el('details', null, el('summary', {text: 'details'}), el('pre', {text: JSON.stringify(t[3], null, 2)})) : null);
+  }
+  function itemView(id, p) {
+    var k = itemIdx[id];
+    if (k == null) return [el('p', {text: 'No item ' + id + ' in this run.'}), el('a', {href: hash('items', {}), text: 'back to the items'})];
+    if (!T) return [el('p', {cls: 'muted', id: 'text-wait', text: 'Loading the texts (text.js)\u2026'})];
+    var it = items[k], tx = T.items[k];
+    var mine = [];
+    rows.forEach(function (r, rk) { if (r[0] === k) mine.push(rk); });
+    if (p.model) mine.sort(function (a, b) { return (models[rows[b][1]] === p.model) - (models[rows[a][1]] === p.model); });
+    var back = Object.assign({}, p); delete back.model;
+    var cols = mine.map(function (rk) {
+      var r = rows[rk], t = T.rows[rk], model = r[1] >= 0 ? models[r[1]] : '(no response)';
+      var ex = t[4] || {};
+      return el('section', {cls: 'model-col' + (model === p.model ? ' focus' : ''), 'data-model': model},
+        el('h3', {text: model}),
+        el('div', null, r[2] ? badge(r[2]) : null, r[3].map(function (f) { return el('span', {cls: 'badge flag', text: f}); }),
+          el('span', {cls: 'muted', text: [ex.latency_s != null ? fmt(ex.latency_s) + ' s' : '', ex.tokens ? 'tokens ' + JSON.stringify(ex.tokens) : '', ex.cost != null ? '$' + fmt(ex.cost, 4) : ''].filter(Boolean).join(' \u00b7 ')})),
+        t[3] ? el('div', {cls: 'error', text: 'error: ' + t[3]}) : null,
+        el('div', {cls: 'muted', text: 'answer'}), el('pre', {cls: 'answer-text', text: t[0] || ''}),
+        t[1] != null ? el('details', null, el('summary', {text: 'parsed answer'}), el('pre', {cls: 'parsed', text: asText(t[1])})) : null,
+        t[2] ? el('details', {cls: 'reasoning'}, el('summary', {text: 'reasoning (' + t[2].length + ' chars)'}), el('pre', {text: t[2]})) : null,
+        ex.metadata ? el('details', null, el('summary', {text: 'response metadata'}), el('pre', {text: JSON.stringify(ex.metadata, null, 2)})) : null,
+        el('h3', {text: 'scores'}), r[4].map(scoreBlock));
+    });
+    return [
+      el('p', null, el('a', {href: hash('items', back), text: '\u2190 back to the items'})),
+      el('h1', {id: 'item-id', text: id}),
+      el('p', {cls: 'facets'}, ['benchmark', 'task', 'discipline', 'direction', 'type'].map(function (f) {
+        return el('span', {cls: 'badge', title: f, text: f + ': ' + (it[ITEM_COL[f]] || '-')});
+      })),
+      el('h2', {text: 'Prompt'}), el('pre', {id: 'prompt', text: tx[0]}),
+      el('h2', {text: 'Reference'}), el('pre', {id: 'reference', text: tx[1] == null ? '(none: open-ended)' : asText(tx[1])}),
+      tx[2] && Object.keys(tx[2]).length ? el('details', null, el('summary', {text: 'item metadata'}), el('pre', {text: JSON.stringify(tx[2], null, 2)})) : null,
+      el('h2', {text: 'Target models (' + cols.length + ')'}), el('div', {cls: 'models'}, cols)];
+  }
+
+  // ------------------------------------------------------------------ router
+  function render() {
+    var h = parseHash();
+    var view;
+    ['overview', 'items', 'failures'].forEach(function (n) { document.getElementById('nav-' + n).className = ''; });
+    if (h.path.indexOf('item/') === 0) {
+      view = itemView(decodeURIComponent(h.path.slice(5)), h.params);
+      if (!T) whenTexts(render);
+    } else if (h.path === 'items') {
+      document.getElementById(h.params.failed === '1' ? 'nav-failures' : 'nav-items').className = 'active';
+      view = itemsView(h.params);
+      if (h.params.q && !searchText) whenTexts(render);
+    } else {
+      document.getElementById('nav-overview').className = 'active';
+      view = overview();
+    }
+    app.textContent = '';
+    add(app, view);
+    app.setAttribute('data-view', h.path.split('/')[0] || 'overview');
+    app.setAttribute('data-texts', T ? 'loaded' : 'pending');
+    window.scrollTo(0, 0);
+  }
+  document.getElementById('run-title').textContent = (D.run && D.run.run_id) || '';
+  window.addEventListener('hashchange', render);
+  render();
+  if (window.performance && performance.mark) performance.mark('sgv-ready');
+  // the long texts load after the first paint
+  setTimeout(function () {
+    var s = document.createElement('script');
+    s.src = 'text.js';
+    s.onload = function () {
+      T = window.SGV_TEXT;
+      buildSearchText();
+      document.getElementById('app').setAttribute('data-texts', 'loaded');
+      if (performance.mark) performance.mark('sgv-texts');
+      var w = textWaiters; textWaiters = [];
+      if (w.length) render();
+    };
+    s.onerror = function () { app.insertBefore(el('p', {cls: 'error', text: 'text.js could not be loaded: prompts and answers are unavailable.'}), app.firstChild); };
+    document.body.appendChild(s);
+  }, 0);
+})();

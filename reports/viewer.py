@@ -1,0 +1,243 @@
+"""The HTML viewer of a run (issue 16 item 1): ``runs/<id>/viewer/``.
+
+One folder that opens with no network (no CDN) and can be shared as is:
+
+- ``index.html``: the page shell, its CSS and JavaScript inlined (Jinja2 template
+  ``templates/viewer.html.j2`` with ``viewer.css`` / ``viewer.js``; plain JS, no
+  framework);
+- ``data.js``: the index (``window.SGV_DATA``): run header, the report's answer,
+  ranking (with its 95% CIs) and tables, and per (item, target model) row the
+  facets, statuses, flags and score values -- what the overview, the item table,
+  its facets and pager need;
+- ``text.js``: the long texts (``window.SGV_TEXT``): prompts, references, answers,
+  reasoning, rationales, evidence.  It loads after the first paint, so a
+  10,000-item run paints its overview and first table page from the index alone;
+  search over prompts and answers and the item view wait for it;
+- ``figures/``: copies of the report's PNG charts (matplotlib).
+
+Everything model-written is inserted as text (``textContent``), never as HTML.
+The data files are JavaScript assignments (not JSON fetched at run time) so the
+viewer works from ``file://`` where browsers refuse ``fetch``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Iterable
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from ..core import Item, Response, Score
+from .render import jsonable
+
+TEMPLATES = Path(__file__).parent / "templates"
+PAGE_SIZE = 50
+"""Rows per page of the item table."""
+
+NOT_APPLICABLE = "not_applicable"
+"""Viewer status of a score that is not applicable rather than failed (status
+``not_run`` with ``details["not_applicable"]`` or a reason "no accepted
+answers..."; the report's rule, ``agents/reporting.not_applicable``)."""
+
+
+def score_status(s: Score) -> str:
+    """The status the viewer shows for ``s``: its ``status``, or
+    :data:`NOT_APPLICABLE` for a not-applicable ``not_run`` score."""
+    if s.status == "not_run" and ((s.details or {}).get("not_applicable")
+                                  or (s.error or "").startswith("no accepted answers")):
+        return NOT_APPLICABLE
+    return s.status
+
+
+def record_flags(rec: Response | Score) -> list[str]:
+    """Flags of a response or score beyond its status: ``truncated`` (finish
+    reason ``length``), ``empty``, ``injection_suspected``, and any names listed
+    under ``metadata``/``details`` ``"flags"``.  Order kept, no duplicates."""
+    data = rec.model_dump()
+    extra = data.get("metadata") or data.get("details") or {}
+    out: list[str] = []
+    finish = data.get("finish_reason") or extra.get("finish_reason")
+    if finish == "length" or data.get("status") == "truncated":
+        out.append("truncated")
+    if data.get("status") == "empty":
+        out.append("empty")
+    if (extra.get("injection_suspected") or data.get("injection_suspected")
+            or any(isinstance(e, dict) and e.get("injection_suspected") for e in data.get("evidence") or [])):
+        out.append("injection_suspected")
+    for f in extra.get("flags") or []:
+        out.append(str(f))
+    return list(dict.fromkeys(out))
+
+
+def judge_panel(s: Score) -> dict[str, float]:
+    """Each judge's own value of a judge-panel score ({judge: value}; empty
+    when the score has no per-judge values).
+
+    Read from ``details["per_judge"]`` ({judge: number} or, for a rubric,
+    {judge: {criterion: 0-10}} -> that judge's weighted mean x10 with
+    ``details["weights"]``, the rubric aggregation of ``core.Rubric.aggregate``)
+    or ``details["levels"]`` ({judge: level}, SFBench explanation judges)."""
+    d = s.details or {}
+    out: dict[str, float] = {}
+    pj = d.get("per_judge")
+    if isinstance(pj, dict):
+        weights = d.get("weights") or {}
+        for j, v in pj.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[str(j)] = float(v)
+            elif isinstance(v, dict):
+                nums = {c: float(x) for c, x in v.items() if isinstance(x, (int, float)) and not isinstance(x, bool)}
+                tw = sum(float(weights.get(c, 1.0)) for c in nums)
+                if nums and tw > 0:
+                    out[str(j)] = 10.0 * sum(float(weights.get(c, 1.0)) * x for c, x in nums.items()) / tw
+    lv = d.get("levels")
+    if not out and isinstance(lv, dict):
+        out = {str(j): float(v) for j, v in lv.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return out
+
+
+def _reasoning(r: Response) -> str:
+    data = r.model_dump()
+    md = data.get("metadata") or {}
+    for key in ("reasoning", "reasoning_text", "thoughts"):
+        v = data.get(key) or md.get(key)
+        if isinstance(v, str) and v.strip():
+            return v
+    recs = md.get("records")
+    if isinstance(recs, list):  # SciAidanBench stored answers of thinking models
+        parts = [f"[{x.get('answer_num', k + 1)}] {x['thoughts']}" for k, x in enumerate(recs)
+                 if isinstance(x, dict) and isinstance(x.get("thoughts"), str) and x["thoughts"].strip()]
+        return "\n\n".join(parts)
+    return ""
+
+
+def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score], *,
+                      report: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
+                      specs: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(index, texts) for ``data.js`` and ``text.js``.
+
+    ``report``: the report's data (``report.json``: narrative, ranking rows
+    with CIs and numeric ``values``, tables, failures, limitations; None when
+    the run has no report); ``specs``: [{name, scale, hib, kind}] per metric.
+
+    index: ``run`` (config), ``report``, ``models`` (the ranking's order
+    first), ``metrics`` ([{name, scale, hib, kind}]),
+    ``items`` ([id, benchmark, task, discipline, direction, type] per item),
+    ``rows`` ([item index, model index, response status, flags, [score indices]]
+    per (item, target model); item index -1 for corpus-level scores) and
+    ``scores`` ([row index, metric index, value or None, status, flags, judge,
+    {judge: value}] per score).  texts: ``items`` ([prompt, reference,
+    metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens,
+    cost, ...}]) and ``scores`` ([rationale, evidence, error, details]), aligned
+    with the index.
+    """
+    items = list(items)
+    item_idx = {it.id: n for n, it in enumerate(items)}
+    models: list[str] = []
+    model_idx: dict[str, int] = {}
+
+    def mi(name: str) -> int:
+        if name not in model_idx:
+            model_idx[name] = len(models)
+            models.append(name)
+        return model_idx[name]
+
+    for row in ((report or {}).get("ranking") or {}).get("rows") or []:  # the ranking's order first
+        mi(row["model"])
+    rows: list[list[Any]] = []
+    row_text: list[list[Any]] = []
+    row_of: dict[tuple[str, str], int] = {}
+    for r in responses:
+        key = (r.item_id, r.model)
+        n = row_of.get(key)
+        extra = {k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None}
+        md = dict(r.metadata or {})
+        if isinstance(md.get("records"), list):  # stored answers: their scores, not the texts again (in ``text``)
+            md["records"] = [{k: v for k, v in x.items() if k not in ("answer", "thoughts")} if isinstance(x, dict)
+                             else x for x in md["records"]]
+        if md:
+            extra["metadata"] = md
+        row = [item_idx.get(r.item_id, -1), mi(r.model), r.status, record_flags(r), []]
+        text = [r.text, r.answer, _reasoning(r), r.error, extra]
+        if n is None:
+            row_of[key] = len(rows)
+            rows.append(row)
+            row_text.append(text)
+        else:  # a later record of the same (item, model) replaces the earlier one, as the run store reads it
+            row[4] = rows[n][4]
+            rows[n], row_text[n] = row, text
+    metrics: list[dict[str, Any]] = []
+    metric_idx: dict[str, int] = {}
+    for sp in specs or []:
+        metric_idx[sp["name"]] = len(metrics)
+        metrics.append({"name": sp["name"], "scale": sp.get("scale", ""), "hib": sp.get("hib", True),
+                        "kind": sp.get("kind", "")})
+    sc: list[list[Any]] = []
+    sc_text: list[list[Any]] = []
+    for s in scores:
+        key = (s.item_id, s.model)
+        if key not in row_of:
+            row_of[key] = len(rows)
+            rows.append([item_idx.get(s.item_id, -1), mi(s.model), "", [], []])
+            row_text.append(["", None, "", None, {}])
+        if s.metric not in metric_idx:
+            metric_idx[s.metric] = len(metrics)
+            metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
+        r = row_of[key]
+        rows[r][4].append(len(sc))
+        sc.append([r, metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)])
+        sc_text.append([s.rationale, s.evidence, s.error, s.details])
+    # items without any record still get a row, so the table lists every selected item
+    seen = {row[0] for row in rows}
+    for n, _it in enumerate(items):
+        if n not in seen:
+            rows.append([n, -1, "", [], []])
+            row_text.append(["", None, "", None, {}])
+    order = sorted(range(len(rows)), key=lambda k: (rows[k][0] < 0, rows[k][0], rows[k][1]))
+    remap = {old: new for new, old in enumerate(order)}
+    rows = [rows[k] for k in order]
+    row_text = [row_text[k] for k in order]
+    for s_ in sc:
+        s_[0] = remap[s_[0]]
+    index = {
+        "run": config or {}, "report": report, "models": models, "metrics": metrics, "page_size": PAGE_SIZE,
+        "items": [[it.id, it.benchmark, it.task, it.discipline, it.direction, it.type] for it in items],
+        "rows": rows, "scores": sc,
+    }
+    texts = {"items": [[it.prompt, it.reference, it.metadata] for it in items], "rows": row_text, "scores": sc_text}
+    return jsonable(index), jsonable(texts)
+
+
+def _js_assign(name: str, data: Any) -> str:
+    # JSON is valid JavaScript (ES2019); "</" is escaped so the file could also be inlined in a <script>
+    return f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
+
+
+def write_viewer(run_dir: str | Path, items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score],
+                 *, report: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
+                 specs: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/) and
+    return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
+    the report's figures are copied from ``run_dir/figures``.  An existing
+    viewer folder is replaced."""
+    run_dir = Path(run_dir)
+    out = run_dir / "viewer"
+    index, texts = build_viewer_data(items, responses, scores, report=report, config=config, specs=specs)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "figures").mkdir(parents=True)
+    for fig in sorted((run_dir / "figures").glob("*.png")):
+        shutil.copy2(fig, out / "figures" / fig.name)
+    index["figures"] = sorted(p.name for p in (out / "figures").glob("*.png"))
+    (out / "data.js").write_text(_js_assign("SGV_DATA", index), encoding="utf-8")
+    (out / "text.js").write_text(_js_assign("SGV_TEXT", texts), encoding="utf-8")
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
+    run = index["run"]
+    html = env.get_template("viewer.html.j2").render(
+        title=f"sgieval: {run.get('request') or run.get('run_id') or run_dir.name}",
+        css=(TEMPLATES / "viewer.css").read_text(encoding="utf-8"),
+        js=(TEMPLATES / "viewer.js").read_text(encoding="utf-8"))
+    (out / "index.html").write_text(html, encoding="utf-8")
+    return out / "index.html"
