@@ -398,6 +398,23 @@ def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder,
 
 
 @app.command()
+def export(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+           fmt: str = typer.Option("parquet", "--format", "-f", help="parquet | jsonl | csv"),
+           dest: Optional[Path] = typer.Option(None, "--dest", help="Output folder (default: runs/<id>/export)."),
+           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id).")) -> None:
+    """Write the run's items, responses and scores as tables (one row per score with the item's facets)."""
+    from .reports.export import export_run
+
+    d = _run_dir(run, out_dir)
+    try:
+        paths = export_run(d, fmt.lower(), dest)
+    except SgievalError as e:
+        _fail(e)
+    for p in paths:
+        out.print(str(p), soft_wrap=True, highlight=False)
+
+
+@app.command()
 def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
     """List the runs in the runs folder with their status; a run whose
     config.json cannot be read is listed as unreadable with the reason."""
