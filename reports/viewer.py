@@ -30,6 +30,7 @@ from typing import Any, Iterable
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..core import Item, Response, Score
+from .build import not_applicable
 from .render import jsonable
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -37,16 +38,14 @@ PAGE_SIZE = 50
 """Rows per page of the item table."""
 
 NOT_APPLICABLE = "not_applicable"
-"""Viewer status of a score that is not applicable rather than failed (status
-``not_run`` with ``details["not_applicable"]`` or a reason "no accepted
-answers..."; the report's rule, ``agents/reporting.not_applicable``)."""
+"""Viewer status of a score that is not applicable rather than failed (the
+report's rule, :func:`.build.not_applicable`)."""
 
 
 def score_status(s: Score) -> str:
     """The status the viewer shows for ``s``: its ``status``, or
     :data:`NOT_APPLICABLE` for a not-applicable ``not_run`` score."""
-    if s.status == "not_run" and ((s.details or {}).get("not_applicable")
-                                  or (s.error or "").startswith("no accepted answers")):
+    if not_applicable(s):
         return NOT_APPLICABLE
     return s.status
 
