@@ -65,7 +65,7 @@ def record_flags(rec: Response | Score) -> list[str]:
     if (extra.get("injection_suspected") or data.get("injection_suspected")
             or any(isinstance(e, dict) and e.get("injection_suspected") for e in data.get("evidence") or [])):
         out.append("injection_suspected")
-    for f in extra.get("flags") or []:
+    for f in [*(data.get("flags") or []), *(extra.get("flags") or [])]:
         out.append(str(f))
     return list(dict.fromkeys(out))
 
