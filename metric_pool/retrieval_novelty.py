@@ -1,0 +1,186 @@
+"""Retrieval-augmented novelty (METRICS.md section E; SGI-Bench paper, arXiv 2512.16969, section 5.1.1, eqs. 3-5).
+
+For one generated idea (the text inside ``<answer>...</answer>`` of the final text after the reasoning, D.8; the
+whole final text when there is no such tag):
+
+1. retrieve ``n`` = 4 related works with the tool pool's ``web_search`` (online: the web; offline: the BM25 index
+   over ``--corpus <folder>``); the query is the idea's first sentence plus the item's question;
+2. S_avg = mean over the works found of cos(e_idea, e_work), the work's text being its title and snippet, with the
+   run's embedder;
+3. ``retrieval_novelty`` S_inn = clip(10 (1 - S_avg), 0, 10), 0-10, higher is more novel;
+4. ``retrieval_novelty_reward`` R_novelty = 1 if S_inn > tau (tau = 5) else 0; ``ttrl_reward`` R = R_format +
+   R_novelty (0-2), where R_format = 1 if the reply closed a reasoning block and gave a non-empty
+   ``<answer>...</answer>``, counted only where the item's prompt asked for ``<answer>`` tags (else R = R_novelty,
+   and the rationale says so);
+5. fewer than n works found: those found are used and their number recorded; none: ``not_run`` with
+   ``details["not_applicable"]`` and the reason (never 10); a search or embedding failure: ``infra_error``.
+
+Every score's evidence is one ``retrieval`` record: the query, the backend, the works (title, source,
+similarity) and the embedder.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import Item, MetricSpec, Response, Score
+from ..core.replies import final_text
+from .base import Metric, ScoringContext
+
+SRC = "METRICS.md E; SGI-Bench paper (arXiv 2512.16969) section 5.1.1, eqs. 3-5"
+N_WORKS = 4
+TAU = 5.0
+
+NOVELTY = MetricSpec(
+    name="retrieval_novelty", tasks=["*"], kind="objective", range=(0.0, 10.0), higher_is_better=True,
+    description="Innovation score S_inn = clip(10 (1 - S_avg), 0, 10), S_avg the mean cosine similarity between the "
+                "idea and the n = 4 works retrieved for it (web search online, BM25 over --corpus offline).",
+    source=SRC)
+REWARD = MetricSpec(
+    name="retrieval_novelty_reward", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
+    description="R_novelty = 1 if S_inn > tau (tau = 5) else 0.", source=SRC)
+TTRL = MetricSpec(
+    name="ttrl_reward", tasks=["*"], kind="objective", range=(0.0, 2.0), higher_is_better=True,
+    description="R = R_format + R_novelty (0-2, unweighted as in the paper); R_format counted only where the prompt "
+                "asked for <answer> tags.", source=SRC)
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_SENTENCE = re.compile(r"(.+?[.!?])(\s|$)", re.S)
+
+
+def idea_text(response: Response) -> str:
+    """The idea: the last ``<answer>`` block of the final text (after the reasoning, D.8), else the final text."""
+    text = final_text(response.text)
+    found = _ANSWER.findall(text)
+    return (found[-1] if found else text).strip()
+
+
+def first_sentence(text: str, max_chars: int = 300) -> str:
+    """The first sentence of ``text`` (up to its first ``.``, ``!`` or ``?``), at most ``max_chars``."""
+    t = " ".join(text.split())
+    m = _SENTENCE.match(t)
+    return (m.group(1) if m else t)[:max_chars]
+
+
+def query_for(item: Item, idea: str) -> str:
+    """The search query: the idea's first sentence plus the item's question (its prompt's first sentence)."""
+    q = item.metadata.get("question") if isinstance(item.metadata.get("question"), str) else item.prompt
+    return f"{first_sentence(idea)} {first_sentence(q or '')}".strip()
+
+
+def format_reward(item: Item, response: Response) -> int | None:
+    """R_format (E.4): 1 when the reply closed a reasoning block and gave a non-empty ``<answer>``; None when the
+    item's prompt did not ask for ``<answer>`` tags."""
+    if "<answer>" not in (item.prompt or ""):
+        return None
+    closed = bool(response.reasoning and response.reasoning.strip()) or "</think>" in (response.text or "")
+    found = _ANSWER.findall(final_text(response.text))
+    return int(closed and bool(found) and bool(found[-1].strip()))
+
+
+def innovation(similarities: list[float]) -> tuple[float, float]:
+    """(S_avg, S_inn) of the cosine similarities of the works found (E.2, E.3)."""
+    s_avg = float(sum(similarities) / len(similarities))
+    return s_avg, float(min(10.0, max(0.0, 10.0 * (1.0 - s_avg))))
+
+
+class RetrievalNoveltyMetric(Metric):
+    """``retrieval_novelty``, ``retrieval_novelty_reward`` and ``ttrl_reward`` (module docstring).
+
+    ``search``: callable (query, n) -> list of hits with ``title``, ``url``/``source`` and ``snippet`` (default:
+    ``ctx.tools.call("web_search", ...)``, else a :class:`sgieval.tools.search.WebSearch` over
+    ``ctx.options["corpus"]``); ``ctx.embedder`` (default MiniLM, ``ctx.options["embedding_model"]``)."""
+
+    specs = [NOVELTY, REWARD, TTRL]
+
+    def __init__(self, *, n: int = N_WORKS, tau: float = TAU, search: Callable[[str, int], Any] | None = None):
+        self.n, self.tau, self._search = n, tau, search
+
+    def applies(self, item: Item) -> bool:
+        return True
+
+    def _hits(self, query: str, ctx: ScoringContext) -> tuple[list[dict[str, str]], str]:
+        if self._search is not None:
+            raw, backend = self._search(query, self.n), "custom"
+        elif ctx.tools is not None and "web_search" in getattr(ctx.tools, "names", []):
+            out, _ = ctx.tools.call("web_search", query=query, max_results=self.n)
+            raw, backend = out.hits, out.backend
+        else:
+            from ..tools.search import WebSearch
+
+            corpus = ctx.options.get("corpus")
+            out = WebSearch("auto", corpus_dir=corpus).search(query, self.n)
+            raw, backend = out.hits, out.backend
+        hits = []
+        for h in list(raw)[: self.n]:
+            get = (lambda k, h=h: h.get(k)) if isinstance(h, dict) else (lambda k, h=h: getattr(h, k, None))
+            hits.append({"title": str(get("title") or ""), "source": str(get("url") or get("source") or ""),
+                         "snippet": str(get("snippet") or "")})
+        return hits, backend
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        if not response.ok:
+            return self.failed(item, response, response.status, f"no response: {response.error}")
+        idea = idea_text(response)
+        if not idea:
+            return self.failed(item, response, "parse_error", "no idea text to compare (empty <answer> or reply)")
+        query = query_for(item, idea)
+        try:
+            hits, backend = self._hits(query, ctx)
+        except Exception as e:  # noqa: BLE001 - any search failure is an infra_error with its reason (E.5)
+            return self.failed(item, response, "infra_error", f"search failed: {type(e).__name__}: {e}")
+        embedder_name = getattr(ctx.embedder, "name", None) or ctx.options.get("embedding_model", "minilm")
+        evidence: dict[str, Any] = {"tool": "web_search", "kind": "retrieval", "query": query, "backend": backend,
+                                    "embedder": str(embedder_name), "n_requested": self.n, "n_found": len(hits),
+                                    "works": [{"title": h["title"], "source": h["source"]} for h in hits]}
+        if not hits:
+            return [Score(item_id=item.id, model=response.model, metric=s.name, value=None, status="not_run",
+                          error=f"no related work found for the query {query!r} ({backend}); novelty not scored",
+                          details={"not_applicable": True}, evidence=[evidence]) for s in self.specs]
+        try:
+            if ctx.embedder is None:
+                from .embeddings import get_embedder
+
+                ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
+                evidence["embedder"] = str(getattr(ctx.embedder, "name", evidence["embedder"]))
+            texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
+            emb = np.asarray(ctx.embedder(texts), dtype=float)
+            norms = np.linalg.norm(emb, axis=1)
+            sims = [float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0
+                    for i in range(1, len(texts))]
+        except Exception as e:  # noqa: BLE001
+            return self.failed(item, response, "infra_error", f"embedding failed: {type(e).__name__}: {e}",
+                               evidence=[evidence])
+        for w, s in zip(evidence["works"], sims):
+            w["similarity"] = round(s, 6)
+        s_avg, s_inn = innovation(sims)
+        r_nov = 1.0 if s_inn > self.tau else 0.0
+        r_fmt = format_reward(item, response)
+        found = f"{len(hits)} of {self.n} works found" if len(hits) < self.n else f"{len(hits)} works"
+        works = "; ".join(f"{w['title']} ({w['similarity']:.3f})" for w in evidence["works"])
+        base = f"S_avg = {s_avg:.4f} over {found} ({works}); S_inn = clip(10 (1 - S_avg), 0, 10) = {s_inn:.4f}"
+        details = {"s_avg": s_avg, "s_inn": s_inn, "n_found": len(hits), "r_format": r_fmt, "tau": self.tau}
+        ttrl = r_nov + (r_fmt or 0)
+        fmt_note = ("R_format not counted: the prompt did not ask for <answer> tags" if r_fmt is None
+                    else f"R_format = {r_fmt}")
+        mk = dict(item_id=item.id, model=response.model, evidence=[evidence], details=details)
+        return [
+            Score(metric=NOVELTY.name, value=s_inn, rationale=base, **mk),
+            Score(metric=REWARD.name, value=r_nov, rationale=f"{base}; S_inn {'>' if r_nov else '<='} tau = {self.tau:g}",
+                  **mk),
+            Score(metric=TTRL.name, value=float(ttrl), rationale=f"R = R_format + R_novelty = {ttrl:g} ({fmt_note}; "
+                  f"R_novelty = {r_nov:g})", **mk),
+        ]
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The retrieval-novelty metric with ``options`` ``n`` and ``tau`` (METRICS.md E.6)."""
+    o = options or {}
+    return [RetrievalNoveltyMetric(n=int(o.get("n", N_WORKS)), tau=float(o.get("tau", TAU)))]
+
+
+__all__ = ["NOVELTY", "REWARD", "TTRL", "RetrievalNoveltyMetric", "format_reward", "idea_text", "innovation",
+           "metrics", "query_for"]

@@ -1,0 +1,128 @@
+"""Retrieval-augmented novelty (METRICS.md E): a generated corpus of six short papers and two ideas (one close to
+the papers, one far), BM25 retrieval over the corpus, a fixed word-indicator embedder, hand-computed S_avg,
+S_inn and rewards; MiniLM ranks the two ideas the same way."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from sgieval.core import Item, Response
+from sgieval.metric_pool.base import ScoringContext
+from sgieval.metric_pool.retrieval_novelty import RetrievalNoveltyMetric, idea_text, query_for
+
+PAPERS = {
+    "p1.md": "# Graphene desalination\nGraphene membranes filter salt.",
+    "p2.md": "# Graphene filters\nGraphene membranes filter seawater salt.",
+    "p3.md": "# Salt membranes\nMembranes filter seawater salt.",
+    "p4.md": "# Membrane fouling\nMembranes foul in seawater.",
+    "p5.md": "# Protein folding\nEnzymes fold proteins.",
+    "p6.md": "# Enzyme kinetics\nEnzymes catalyse reactions quickly.",
+}
+QUESTION = "Propose one research idea. Put your final idea in <answer></answer> after thinking in <think></think>."
+ITEM = Item(id="ideas/1", benchmark="jsonl:ideas", task="generic", prompt=QUESTION)
+CLOSE = Response(item_id="ideas/1", model="replay:close", text="<answer>Graphene membranes filter seawater salt.</answer>",
+                 reasoning="I thought about desalination.")
+FAR = Response(item_id="ideas/1", model="replay:far", text="<answer>Enzymes could power tiny submarines.</answer>")
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+VOCAB = sorted(set().union(*(words(t) for t in PAPERS.values()), words(CLOSE.text), words(FAR.text),
+                           {"answer"}))
+
+
+def indicator(texts: list[str]) -> np.ndarray:
+    """Fixed test embedder: 1 per vocabulary word present; cosine = |A & B| / sqrt(|A| |B|)."""
+    return np.array([[1.0 if w in words(t) else 0.0 for w in VOCAB] for t in texts])
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    for name, text in PAPERS.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+async def _score(resp, corpus, embedder=indicator):
+    ctx = ScoringContext(embedder=embedder, options={"corpus": str(corpus)})
+    return {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, resp, ctx)}
+
+
+async def test_close_idea_hand_computed(corpus):
+    got = await _score(CLOSE, corpus)
+    nov = got["retrieval_novelty"]
+    # BM25 (stopwords removed; the question's words are not in the corpus) finds the four papers sharing a word
+    # with "graphene membranes filter seawater salt": p1-p4.  Idea words {graphene, membranes, filter, seawater,
+    # salt}; work = title + snippet (the file's text):
+    # p1 {graphene, desalination, membranes, filter, salt}: 4 shared -> 4/sqrt(5*5) = 0.8
+    # p2 {graphene, filters, membranes, filter, seawater, salt}: 5 -> 5/sqrt(5*6) = 0.912871
+    # p3 {salt, membranes, filter, seawater}: 4 -> 4/sqrt(5*4) = 0.894427
+    # p4 {membrane, fouling, membranes, foul, in, seawater}: 2 -> 2/sqrt(5*6) = 0.365148
+    sims = [0.8, 5 / math.sqrt(30), 4 / math.sqrt(20), 2 / math.sqrt(30)]
+    s_avg = sum(sims) / 4  # 0.743112
+    assert nov.details["s_avg"] == pytest.approx(s_avg)
+    assert nov.value == pytest.approx(10 * (1 - s_avg))  # 2.568884
+    assert sorted(w["title"] for w in nov.evidence[0]["works"]) == sorted(
+        ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"])
+    assert nov.evidence[0]["query"] == ("Graphene membranes filter seawater salt. Propose one research idea.")
+    assert nov.evidence[0]["backend"] == "bm25" and nov.evidence[0]["n_found"] == 4
+    assert got["retrieval_novelty_reward"].value == 0.0  # 2.57 <= tau 5
+    # the prompt asks for <answer>; reasoning closed and a non-empty answer: R_format 1; R = 1 + 0
+    assert got["ttrl_reward"].value == 1.0
+
+
+async def test_far_idea_hand_computed_with_fewer_works_than_n(corpus):
+    got = await _score(FAR, corpus)
+    nov = got["retrieval_novelty"]
+    # only p5 and p6 share a word ("enzymes") with the idea {enzymes, could, power, tiny, submarines}:
+    # p5 {protein, folding, enzymes, fold, proteins}: 1/sqrt(25) = 0.2; p6 {enzyme, kinetics, enzymes, catalyse,
+    # reactions, quickly}: 1/sqrt(30) = 0.182574;  S_avg = 0.191287, S_inn = 8.087129
+    s_avg = (0.2 + 1 / math.sqrt(30)) / 2
+    assert nov.value == pytest.approx(10 * (1 - s_avg))
+    assert nov.details["n_found"] == 2 and "2 of 4 works found" in nov.rationale
+    assert got["retrieval_novelty_reward"].value == 1.0  # 8.09 > 5
+    # no closed reasoning block: R_format 0; R = 0 + 1
+    assert got["ttrl_reward"].value == 1.0 and "R_format = 0" in got["ttrl_reward"].rationale
+
+
+async def test_no_work_found_is_not_applicable_never_10(corpus):
+    resp = Response(item_id="ideas/1", model="replay:x", text="<answer>Quantum dots glow brightly.</answer>")
+    got = await _score(resp, corpus)
+    assert all(s.value is None and s.status == "not_run" and s.details == {"not_applicable": True}
+               for s in got.values())
+    assert got["retrieval_novelty"].error.startswith("no related work found for the query")
+
+
+async def test_search_failure_is_an_infra_error(tmp_path):
+    got = await _score(CLOSE, tmp_path / "missing-folder")
+    assert {s.status for s in got.values()} == {"infra_error"}
+    assert got["retrieval_novelty"].error.startswith("search failed: InputError")
+
+
+async def test_format_reward_is_not_counted_when_the_prompt_did_not_ask(corpus):
+    item = ITEM.model_copy(update={"prompt": "Propose one research idea."})
+    ctx = ScoringContext(embedder=indicator, options={"corpus": str(corpus)})
+    got = {s.metric: s for s in await RetrievalNoveltyMetric().score(item, FAR, ctx)}
+    assert got["ttrl_reward"].value == 1.0 and "R_format not counted" in got["ttrl_reward"].rationale
+
+
+def test_idea_and_query():
+    r = Response(item_id="i", model="m", text="<think>draft <answer>old</answer></think>Final: <answer>New idea. More.</answer>")
+    assert idea_text(r) == "New idea. More."
+    assert query_for(ITEM, "New idea. More.") == "New idea. Propose one research idea."
+
+
+@pytest.mark.slow
+async def test_minilm_ranks_the_far_idea_as_more_novel(corpus):
+    from sgieval.metric_pool.embeddings import get_embedder
+
+    emb = get_embedder("minilm")
+    close = (await _score(CLOSE, corpus, emb))["retrieval_novelty"].value
+    far = (await _score(FAR, corpus, emb))["retrieval_novelty"].value
+    assert far > close
