@@ -72,6 +72,16 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
     """
     sub = BENCHMARK_DIRS.get(benchmark, benchmark)
     looked: list[str] = []
+    if data_dir and Path(data_dir).expanduser().is_dir():
+        from .layouts import looks_sgi_snapshot, upstream_view
+
+        if benchmark == "sgi-bench" and looks_sgi_snapshot(Path(data_dir).expanduser()):
+            return Path(data_dir).expanduser().resolve()  # hub snapshots: SGI-<Task>/.../<split>-*.parquet
+        view = upstream_view(data_dir)  # a clone of SciAidanBench or AidanBench (benchmarks/layouts.py)
+        if view is not None:
+            if benchmark == "sciaidanbench":
+                return view.folder
+            data_dir = None  # the clone holds no other benchmark: never read its files as one
     if data_dir:
         d = Path(data_dir).expanduser()
         if not d.exists():
@@ -92,8 +102,13 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
             if _holds(cand, benchmark):
                 return cand
     if required:
+        tried = ""
+        if explicit is not None:
+            from .layouts import LAYOUTS
+
+            tried = f"; layouts tried for --data-dir: {'; '.join(LAYOUTS)}"
         raise DataNotFoundError(
-            f"no {benchmark} data found (looked in: {', '.join(looked)})", what=benchmark,
+            f"no {benchmark} data found (looked in: {', '.join(looked)}{tried})", what=benchmark,
             fix=f"run `sgieval data pull {benchmark}` when online, or pass --data-dir / set SGIEVAL_DATA "
                 f"to a folder holding {sub}/")
     return None

@@ -110,7 +110,10 @@ def task_of_name(name: str) -> str | None:
     Case, ``-``/``_`` and a leading ``SGI`` are ignored:
     ``"SGI-DeepResearch"``, ``"deep_research"`` and ``"SGI_DeepResearch"``
     all give ``"deep_research"``; ``"SGI-Reasoning"`` gives
-    ``"experimental_reasoning"``."""
+    ``"experimental_reasoning"``; a HuggingFace hub cache folder
+    ``datasets--InternScience--SGI-DeepResearch`` names its dataset."""
+    if name.startswith("datasets--"):
+        name = name.rsplit("--", 1)[-1]
     return _NAME_TO_TASK.get(_norm(name))
 
 

@@ -1,0 +1,355 @@
+"""Upstream data layouts (issue 16 item 3): a benchmark's data as its own public repository or dataset leaves it.
+
+``--data-dir`` may point at:
+
+- **the sgieval layout**: ``<root>/<benchmark>/`` folders (``sciaidanbench/questions.json`` +
+  ``responses/*.json``, ``sgi-bench/*.parquet``, ``sfbench/*.jsonl``), or one benchmark's folder itself;
+- **a clone of SciAidanBench** (github CFN-softbio/SciAidanBench): ``results/per_model/model_*.json`` in the
+  ``domains -> ...`` layout (keys domain, subdomain, model, temperature, question), and the question list as Python
+  source in ``benchmark/sciaidanbench_questions*.py``.  The list is read as data with :mod:`ast` (literal lists and
+  dicts of strings), never imported or run.  Model names come from the files (``model_deepseek-r1_7b.json`` holds
+  ``deepseek-r1:7b``); pseudo-models (``top-5*`` ensembles and routers) are listed apart and are not targets.
+  The clone itself, ``results/`` or ``results/per_model/`` are all recognised;
+- **a clone of AidanBench** (github aidanmclaughlin/AidanBench): ``benchmark/question_list.py``
+  (``questions = [...]``) and ``results/*.json`` (``models -> <model> -> "<temperature>" -> question ->
+  [records]``); read the same way;
+- **an SGI-Bench snapshot from the HuggingFace hub**: parquet files per split, as ``snapshot_download`` or the hub
+  cache leave them (``SGI-DeepResearch/data/test-00000-of-00001.parquet``,
+  ``datasets--InternScience--SGI-DeepResearch/snapshots/<revision>/data/test-*.parquet``).
+
+A clone is not read in place: :func:`sciaidanbench_view` writes an sgieval-layout view of it (``questions.json``,
+``responses/`` symlinks to the model files, ``layout.json`` naming the source, the models and the pseudo-models)
+into the user cache, rebuilt when the clone's files change; every loader and replay model then reads the view.
+When no layout fits, :class:`~sgieval.core.DataNotFoundError` names every layout tried and what it looked for.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import DataNotFoundError
+
+PSEUDO_MODEL = re.compile(r"^(top-\d+|ensemble|router)", re.I)
+"""Model names (or ``model_<name>`` file stems) of SciAidanBench configurations that are not one model:
+``top-5`` ensembles, ``top-5-parallel__<Domain>`` routers."""
+
+SCIAIDAN_CLONE = "SciAidanBench clone (results/per_model/model_*.json, benchmark/sciaidanbench_questions*.py)"
+AIDAN_CLONE = "AidanBench clone (benchmark/question_list.py, results/*.json)"
+SGI_SNAPSHOT = "SGI-Bench hub snapshot (SGI-<Task>/.../<split>-*.parquet)"
+SGIEVAL_LAYOUT = "sgieval layout (<dir>/<benchmark>/: sciaidanbench/questions.json, sgi-bench/*.parquet|jsonl, sfbench/*.jsonl)"
+LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)
+"""Every layout :func:`detect` tries, in order."""
+
+
+# ------------------------------------------------------------------ reading Python question lists as data
+def literal_strings(path: Path) -> dict[str, Any]:
+    """Module-level assignments of ``path`` whose value is a literal list of
+    strings or a (nested) dict whose leaves are such lists: {name: value}.
+
+    The file is parsed with :func:`ast.parse` and each value evaluated with
+    :func:`ast.literal_eval`; nothing is imported or executed.  Other
+    statements are ignored.  Raises DataNotFoundError naming the file when it
+    is not valid Python."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError, OSError) as e:
+        raise DataNotFoundError(f"cannot read the question list as Python source ({e})", what=str(path),
+                                fix="restore the file from the upstream repository") from e
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        try:
+            val = ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if _string_tree(val):
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = val
+    return out
+
+
+def _string_tree(v: Any) -> bool:
+    if isinstance(v, list):
+        return bool(v) and all(isinstance(x, str) for x in v)
+    if isinstance(v, dict):
+        return bool(v) and all(isinstance(k, str) and _string_tree(x) for k, x in v.items())
+    return False
+
+
+def question_groups(files: list[Path]) -> list[tuple[str, str | None, list[str]]]:
+    """(domain, subdomain or None, questions) from the dicts of SciAidanBench
+    question-list files (``{domain: [q...]}`` or ``{domain: {subdomain:
+    [q...]}}``), in file order; the first dict of that shape wins."""
+    for f in files:
+        for val in literal_strings(f).values():
+            if not isinstance(val, dict):
+                continue
+            groups: list[tuple[str, str | None, list[str]]] = []
+            for domain, v in val.items():
+                if isinstance(v, list):
+                    groups.append((domain, None, v))
+                else:
+                    groups += [(domain, sub, qs) for sub, qs in v.items() if isinstance(qs, list)]
+            if groups:
+                return groups
+    return []
+
+
+# ------------------------------------------------------------------ SciAidanBench clone
+def _clone_root(folder: Path) -> Path | None:
+    """The SciAidanBench clone holding ``folder`` (the clone, its ``results/`` or ``results/per_model/``)."""
+    for cand in (folder, folder.parent, folder.parent.parent):
+        if (cand / "results" / "per_model").is_dir() and any((cand / "results" / "per_model").glob("model_*.json")):
+            return cand
+    return None
+
+
+@dataclass
+class CloneView:
+    """The sgieval-layout view of an upstream clone: ``folder`` (what the
+    loaders read), ``source`` (the clone), ``layout`` (one of :data:`LAYOUTS`),
+    ``models`` (real model names), ``pseudo_models`` (ensembles/routers:
+    {name: file}), ``notes`` (e.g. files that could not be read)."""
+
+    folder: Path
+    source: Path
+    layout: str
+    models: list[str] = field(default_factory=list)
+    pseudo_models: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _cache_root() -> Path:
+    import platformdirs
+
+    return Path(os.environ.get("SGIEVAL_LAYOUT_CACHE") or Path(platformdirs.user_cache_dir("sgieval")) / "layouts")
+
+
+def _fingerprint(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for f in sorted(files):
+        st = f.stat()
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _is_pseudo(name: str) -> bool:
+    return bool(PSEUDO_MODEL.match(name.removeprefix("model_")))
+
+
+def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
+    """The sgieval-layout view of the SciAidanBench clone holding ``folder``,
+    or None when ``folder`` is not in one.
+
+    ``questions.json``: the question-list dict of ``benchmark/sciaidanbench_questions*.py``
+    when there is one (domain, subdomain, index in its list; ``in_published_results``:
+    whether the results files hold the question), else the questions of the first
+    real model's results file in file order (as ``sgieval data pull`` builds it).
+    ``responses/``: a symlink per real model's file (its name inside the file);
+    pseudo-models go to ``responses/pseudo/`` (not targets).  Written under
+    ``dest_root`` (default: the user cache, ``$SGIEVAL_LAYOUT_CACHE``) and
+    reused while the clone's files are unchanged."""
+    from .sciaidanbench import load_stored_answers
+
+    root = _clone_root(Path(folder).expanduser().resolve())
+    if root is None:
+        return None
+    files = sorted((root / "results" / "per_model").glob("model_*.json"))
+    qfiles = sorted((root / "benchmark").glob("sciaidanbench_questions*.py")) if (root / "benchmark").is_dir() else []
+    key = _fingerprint(files + qfiles)
+    dest = (dest_root or _cache_root()) / hashlib.sha256(str(root).encode()).hexdigest()[:12] / "sciaidanbench"
+    manifest = dest / "layout.json"
+    if manifest.is_file():
+        try:
+            m = json.loads(manifest.read_text(encoding="utf-8"))
+            if m.get("fingerprint") == key:
+                return CloneView(dest, root, SCIAIDAN_CLONE, m["models"], m["pseudo_models"], m.get("notes", []))
+        except (ValueError, KeyError):
+            pass
+    view = CloneView(dest, root, SCIAIDAN_CLONE)
+    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
+    for old in [*(dest / "responses").glob("*.json"), *(dest / "responses" / "pseudo").glob("*.json")]:
+        old.unlink()
+    results_questions: list[tuple[str, str | None, str]] = []
+    for f in files:
+        try:
+            stores = load_stored_answers(f)
+        except Exception as e:  # noqa: BLE001 - one unreadable file is reported, the others are used
+            view.notes.append(f"{f.name}: {e}")
+            continue
+        names = [s.model for s in stores] or [f.stem.removeprefix("model_")]
+        if any(_is_pseudo(n) for n in names) or _is_pseudo(f.stem):
+            view.pseudo_models.update({n: f.name for n in names})
+            (dest / "responses" / "pseudo" / f.name).symlink_to(f)
+            continue
+        view.models += names
+        (dest / "responses" / f.name).symlink_to(f)
+        if not results_questions:
+            results_questions = _questions_in_results(f)
+    published = {q for _, _, q in results_questions}
+    groups = question_groups(qfiles)
+    questions = []
+    if groups:
+        for domain, sub, qs in groups:
+            for i, q in enumerate(qs):
+                questions.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
+                                  "in_published_results": q in published})
+    else:
+        counters: dict[tuple[str, str | None], int] = {}
+        for domain, sub, q in results_questions:
+            i = counters.get((domain, sub), 0)
+            counters[(domain, sub)] = i + 1
+            questions.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
+                              "in_published_results": True})
+    (dest / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
+    manifest.write_text(json.dumps({"layout": SCIAIDAN_CLONE, "source": str(root), "fingerprint": key,
+                                    "models": view.models, "pseudo_models": view.pseudo_models, "notes": view.notes},
+                                   indent=1), encoding="utf-8")
+    return view
+
+
+def _questions_in_results(path: Path) -> list[tuple[str, str | None, str]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out: list[tuple[str, str | None, str]] = []
+    for domain, dv in (data.get("domains") or {}).items():
+        subs = {None: dv} if "models" in dv else dv
+        for sub, sv in subs.items():
+            for temps in (sv.get("models") or {}).values():
+                for qs in temps.values():
+                    out += [(domain, sub, q) for q in qs]
+                    break
+                break
+    return out
+
+
+# ------------------------------------------------------------------ AidanBench clone
+AIDAN_DOMAIN = "AidanBench"
+"""Discipline (SciAidanBench ``domain``) given to the general questions of an AidanBench clone."""
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
+def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
+    """The sgieval-layout view of an AidanBench clone at ``folder`` (or None).
+
+    Questions: ``questions = [...]`` of ``benchmark/question_list.py`` (read
+    with :mod:`ast`), domain :data:`AIDAN_DOMAIN`, index = position in the list.
+    Stored answers: each ``results/*.json`` (``models -> <model> ->
+    "<temperature>" -> question -> [records]``) rewritten under
+    ``domains -> AidanBench``; a Git LFS pointer or an unreadable file is
+    named in ``notes`` (and ``layout.json``) instead of failing the run."""
+    root = Path(folder).expanduser().resolve()
+    qfile = root / "benchmark" / "question_list.py"
+    if not qfile.is_file():
+        return None
+    files = sorted((root / "results").glob("*.json")) if (root / "results").is_dir() else []
+    key = _fingerprint(files + [qfile])
+    dest = (dest_root or _cache_root()) / hashlib.sha256(str(root).encode()).hexdigest()[:12] / "sciaidanbench"
+    manifest = dest / "layout.json"
+    if manifest.is_file():
+        try:
+            m = json.loads(manifest.read_text(encoding="utf-8"))
+            if m.get("fingerprint") == key:
+                return CloneView(dest, root, AIDAN_CLONE, m["models"], m["pseudo_models"], m.get("notes", []))
+        except (ValueError, KeyError):
+            pass
+    view = CloneView(dest, root, AIDAN_CLONE)
+    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
+    for old in [*(dest / "responses").glob("*.json"), *(dest / "responses" / "pseudo").glob("*.json")]:
+        old.unlink()
+    lists = [v for v in literal_strings(qfile).values() if isinstance(v, list)]
+    if not lists:
+        raise DataNotFoundError("no literal list of question strings", what=str(qfile),
+                                fix="restore benchmark/question_list.py from the AidanBench repository")
+    questions = [{"domain": AIDAN_DOMAIN, "subdomain": None, "index_in_list": i, "question": q,
+                  "in_published_results": True} for i, q in enumerate(lists[0])]
+    for f in files:
+        with f.open("rb") as fh:
+            head = fh.read(len(LFS_POINTER))
+        if head == LFS_POINTER:
+            view.notes.append(f"{f.name} is a Git LFS pointer, not the results (run `git lfs pull` in {root})")
+            continue
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+            models = data["models"]
+            if not isinstance(models, dict):
+                raise ValueError("'models' is not an object")
+        except (ValueError, KeyError, TypeError) as e:
+            view.notes.append(f"{f.name}: not an AidanBench results file ({e})")
+            continue
+        names = list(models)
+        pseudo = [n for n in names if _is_pseudo(n)]
+        real = {n: v for n, v in models.items() if n not in pseudo}
+        view.pseudo_models.update({n: f.name for n in pseudo})
+        view.models += list(real)
+        if real:
+            (dest / "responses" / f.name).write_text(
+                json.dumps({"domains": {AIDAN_DOMAIN: {"models": real}}}), encoding="utf-8")
+    (dest / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
+    manifest.write_text(json.dumps({"layout": AIDAN_CLONE, "source": str(root), "fingerprint": key,
+                                    "models": view.models, "pseudo_models": view.pseudo_models, "notes": view.notes},
+                                   indent=1), encoding="utf-8")
+    return view
+
+
+def upstream_view(folder: str | Path) -> CloneView | None:
+    """The view of a SciAidanBench or AidanBench clone at ``folder``, else None."""
+    return sciaidanbench_view(folder) or aidanbench_view(folder)
+
+
+# ------------------------------------------------------------------ detection
+def looks_sgi_snapshot(folder: Path) -> bool:
+    """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset
+    (``SGI-DeepResearch``, ``datasets--InternScience--SGI-DeepResearch``, ...)
+    with a parquet file somewhere below it (a hub snapshot, one file per split)."""
+    from .sgi import task_of_name
+
+    if not folder.is_dir():
+        return False
+    for sub in folder.iterdir():
+        if sub.is_dir() and task_of_name(sub.name) and next(sub.rglob("*.parquet"), None) is not None:
+            return True
+    return False
+
+
+def detect(folder: str | Path) -> str:
+    """The layout (one of :data:`LAYOUTS`) of ``folder``.
+
+    Raises DataNotFoundError naming every layout tried and what each looked
+    for when none fits (a SciAidanBench or AidanBench clone is recognised
+    before any benchmark's own loader reads a file, so it is never reported
+    as another benchmark's bad data)."""
+    d = Path(folder).expanduser()
+    if not d.is_dir():
+        raise DataNotFoundError("folder does not exist", what=str(d), fix="point --data-dir at a data folder")
+    if any((d / sub).is_dir() for sub in ("sciaidanbench", "sgi-bench", "sfbench")) or (d / "questions.json").is_file():
+        return SGIEVAL_LAYOUT
+    if _clone_root(d.resolve()) is not None:
+        return SCIAIDAN_CLONE
+    if (d / "benchmark" / "question_list.py").is_file():
+        return AIDAN_CLONE
+    if looks_sgi_snapshot(d):
+        return SGI_SNAPSHOT
+    if any(p.suffix in (".jsonl", ".parquet", ".json") for p in d.iterdir() if p.is_file()):
+        return SGIEVAL_LAYOUT  # one benchmark's own folder
+    tried = "; ".join([
+        f"{SGIEVAL_LAYOUT}: none of these sub-folders",
+        f"{SCIAIDAN_CLONE}: no results/per_model/model_*.json here, in its parent or grandparent",
+        f"{AIDAN_CLONE}: no benchmark/question_list.py",
+        f"{SGI_SNAPSHOT}: no parquet file under a folder named after an SGI-Bench dataset",
+    ])
+    raise DataNotFoundError(f"no known data layout fits (tried: {tried})", what=f"--data-dir {d}",
+                            fix="point --data-dir at one of these layouts, or run `sgieval data pull <benchmark>`")
