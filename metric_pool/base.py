@@ -118,6 +118,7 @@ class FunctionMetric(Metric):
         self.fn = fn
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        response = response.split_reasoning()  # D.8: the function sees the final text only
         if not response.ok:
             return self.failed(item, response, response.status, f"no response: {response.error}")
         try:

@@ -99,7 +99,9 @@ class PerSpecMetric(Metric):
         return self.score_sync(item, response)
 
     def score_sync(self, item: Item, response: Response) -> list[Score]:
-        """Synchronous scoring (the objective path needs no event loop)."""
+        """Synchronous scoring (the objective path needs no event loop); the
+        functions see the final text only (reasoning moved out, D.8)."""
+        response = response.split_reasoning()
         if not response.ok:
             return self.failed(item, response, response.status, f"no response: {response.error}")
         out: list[Score] = []

@@ -249,3 +249,15 @@ def test_metric_missing_reference_is_input_error():
     it = Item(id="w", benchmark="sgi-bench", task="wet_experiment", prompt="p", reference={})
     out = WetExperimentMetric().score_sync(it, Response(item_id="w", model="m", text=REF))
     assert {s.status for s in out} == {"input_error"} and len(out) == 11
+
+
+def test_wet_metric_reads_the_protocol_after_the_reasoning():
+    # D.8 also when a metric is called directly (API, `sgieval metric test`), not through the evaluation agent
+    ref = "a = <X>(\n    p=1,\n    q=2\n)"
+    it = Item(id="w", benchmark="sgi-bench", task="wet_experiment", prompt="?", reference={"answer": ref})
+    draft = "<think>b = <Y>(r=3)\nc = <Z>(s=4)</think>\n"
+    scores = {s.metric: s.value for s in WetExperimentMetric().score_sync(
+        it, Response(item_id="w", model="m", text=draft + "a = <X>(p=1, q=2)"))}
+    assert scores["wet_parameter_accuracy"] == 1.0 and scores["wet_sequence_similarity"] == 1.0
+    empty = WetExperimentMetric().score_sync(it, Response(item_id="w", model="m", text=draft))
+    assert {s.status for s in empty} == {"empty"}
