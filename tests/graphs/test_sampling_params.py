@@ -51,3 +51,29 @@ def test_reasoning_models_get_only_the_parameters_they_take(tmp_path, monkeypatc
     scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     assert sorted((s["model"], s["value"]) for s in scores if s["metric"] == "exact_match") == [
         ("openai:my-reasoner", 1.0), ("openai:my-reasoner", 1.0), ("openai:o4-mini", 1.0), ("openai:o4-mini", 1.0)]
+
+
+def test_the_python_api_takes_the_same_sampling_parameters(tmp_path, monkeypatch):
+    import sgieval
+
+    monkeypatch.setenv("SGIEVAL_NO_CACHE", "1")
+    bench = tmp_path / "q.jsonl"
+    bench.write_text(json.dumps({"id": 1, "prompt": "1 + 1?", "reference": 2}) + "\n")
+    bodies = []
+
+    def reply(body, index):
+        bodies.append(body)
+        return "2"
+
+    with MockOpenAI(reject_params={"reasoning_effort"}, replies=reply) as mock:
+        run = sgieval.evaluate("", models="openai:gpt-4.1-mini, openai:qwen3", benchmarks=str(bench),
+                               base_url=mock.url, temperature=0.7, reasoning_effort="high",
+                               out_dir=tmp_path / "runs", run_id="api", bootstrap_resamples=999)
+    cfg = json.loads((run.run_dir / "config.json").read_text())
+    # gpt-4.1-mini is not a reasoning model: no reasoning_effort; qwen3's server rejects it (HTTP 400), dropped
+    assert cfg["sent_params"] == {"openai:gpt-4.1-mini": {"temperature": 0.7}, "openai:qwen3": {"temperature": 0.7}}
+    assert cfg["dropped_params"]["openai:gpt-4.1-mini"] == {
+        "reasoning_effort": "gpt-4.1-mini is not a reasoning model (asked high)"}
+    assert list(cfg["dropped_params"]["openai:qwen3"]) == ["reasoning_effort"]
+    assert [b.get("temperature") for b in bodies] == [0.7, 0.7]
+    assert run.means("exact_match") == {"openai:gpt-4.1-mini": 1.0, "openai:qwen3": 1.0}
