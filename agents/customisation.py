@@ -70,6 +70,9 @@ class MetricPlan(BaseModel):
     reason: str = ""
     notes: list[str] = Field(default_factory=list)
     planner: str = "offline"
+    pool: list[str] = Field(default_factory=list)
+    """Metrics of the pool beyond the benchmark's predefined ones (e.g. ``retrieval_novelty`` for "novel compared
+    with the literature"), reported beside them."""
 
 
 def detect_qualities(request: str) -> list[str]:
@@ -105,6 +108,49 @@ def starter_rubric(quality: str) -> Rubric | None:
     except ImportError:
         return None
     return find_rubric(quality)
+
+
+LITERATURE_NOVELTY = re.compile(
+    r"\b(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
+    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)\b", re.I)
+"""A request about novelty relative to the literature ("compared with my papers", "against these papers")."""
+
+POOL_METRICS = {"retrieval_novelty": ("retrieval_novelty", "retrieval_novelty_reward", "ttrl_reward")}
+"""Pool metrics the plan may add: name -> the spec names its Metric scores."""
+
+
+def literature_novelty(request: str) -> bool:
+    """True for a request about novelty measured against the literature: it names novelty ("novel",
+    "novelty", "original") and compares with papers / the literature (METRICS.md E; issue 12 item 4)."""
+    text = request or ""
+    return bool(re.search(r"\bnovel|\boriginal", text, re.I)) and bool(LITERATURE_NOVELTY.search(text))
+
+
+def pool_metrics(names: list[str], options: dict | None = None) -> list[Metric]:
+    """The Metric objects of the pool metrics ``names`` (keys of :data:`POOL_METRICS`)."""
+    out: list[Metric] = []
+    for n in names:
+        if n == "retrieval_novelty":
+            from ..metric_pool.retrieval_novelty import metrics as rn_metrics
+
+            out += rn_metrics((options or {}).get("retrieval_novelty"))
+    return out
+
+
+def _add_literature_novelty(plan: MetricPlan, request: str, options: dict | None) -> MetricPlan:
+    """``plan`` with ``retrieval_novelty`` added and made the ranking metric when the request asks for novelty
+    against the literature; a note says which corpus (or the web) it searches."""
+    if not literature_novelty(request) or "retrieval_novelty" in plan.pool:
+        return plan
+    corpus = (options or {}).get("corpus")
+    where = f"the papers in {corpus} (BM25)" if corpus else "the web (offline: pass --corpus <folder of papers>)"
+    return plan.model_copy(update={
+        "pool": [*plan.pool, "retrieval_novelty"], "primary": "retrieval_novelty",
+        "qualities": list(dict.fromkeys([*plan.qualities, "novelty against the literature"])),
+        "reason": ("novelty compared with the literature is measured by retrieval_novelty (METRICS.md E: "
+                   f"similarity to the 4 works retrieved from {where})"
+                   + "".join(f"; {r}" for r in plan.reason.split("; ")
+                             if r and not r.startswith("ranking by the benchmark's primary metric")))})
 
 
 def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) -> MetricPlan:
@@ -275,7 +321,8 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     """
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
     metrics = predefined_metrics(benchmarks, items, options)
-    base = offline_metric_plan(request, items, metrics)
+    base = _add_literature_novelty(offline_metric_plan(request, items, metrics), request, options)
+    metrics = [*metrics, *pool_metrics(base.pool, options)]
     trace: dict[str, Any] = {}
     docs, pdf_notes = read_named_pdfs(request, tools) if named_pdfs(request) else ([], [])
     base.notes.extend(pdf_notes)
@@ -346,7 +393,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
                                                     (custom[0].name if custom else base.primary))
     plan = MetricPlan(predefined=base.predefined, custom=custom, primary=primary,
                       qualities=p.qualities or base.qualities, reason=p.reason or base.reason,
-                      notes=notes, planner=agent.name)
+                      notes=notes, planner=agent.name, pool=base.pool)
     return plan, metrics, trace
 
 

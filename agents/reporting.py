@@ -265,6 +265,32 @@ def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
     return {"title": "Judge reliability", "body": "\n\n".join(parts)}
 
 
+def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | None:
+    """"Retrieved works" section: for each ``retrieval_novelty`` score (METRICS.md E), the item, the target
+    model, S_inn and the works retrieved with their cosine similarity to the idea (at most ``limit`` rows; the
+    rest are in scores.jsonl).  None when the run has no such score."""
+    rows = []
+    for s in scores:
+        if s.metric != "retrieval_novelty":
+            continue
+        ev = next((e for e in (s.evidence or []) if isinstance(e, dict) and e.get("kind") == "retrieval"), None)
+        if ev is None:
+            continue
+        works = "; ".join(f"{w.get('title', '')} ({w['similarity']:.3f})" if "similarity" in w else str(w.get("title"))
+                          for w in ev.get("works", [])) or "none found"
+        value = fmt(s.value) if s.value is not None else (s.error or s.status)
+        rows.append([s.item_id, s.model, value, works, ev.get("query", "")])
+    if not rows:
+        return None
+    body = ("Works retrieved for each idea (n = 4 requested; cosine similarity to the idea with the run's "
+            "embedder) and the query used; S_inn = clip(10 (1 - mean similarity), 0, 10).\n\n"
+            + markdown_table(["item", "target model", "S_inn (0-10)", "retrieved works (similarity)", "query"],
+                             rows[:limit]))
+    if len(rows) > limit:
+        body += f"\n\n{len(rows) - limit} more rows in scores.jsonl (evidence of retrieval_novelty)."
+    return {"title": "Retrieved works", "body": body}
+
+
 def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
     """Sentences for the Answer: the verdict on the ranking metric's judges (else the first judged metric's),
     and every significant self-preference."""
@@ -297,7 +323,9 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     ranked = [s for s in stats if s.summary is not None]
     pairs = adjacent_pair_tests(scores, spec.name, ranked, n_resamples=n_resamples, seed=seed)
     reliabilities = judge_reliability(scores, specs, seed=seed)
-    sections = [*(extra_sections or []), *([reliability_section(reliabilities)] if reliabilities else [])]
+    retrieved = retrieval_section(scores)
+    sections = [*(extra_sections or []), *([reliability_section(reliabilities)] if reliabilities else []),
+                *([retrieved] if retrieved else [])]
     draft = assemble(run_dir, header=header, items=items, responses=responses, scores=scores, specs=specs, spec=spec,
                      stats=stats, pairs=pairs, sgi=sgi_rows(scores, items, models), models=models, custom=custom,
                      warnings=warnings, extra_sections=sections, judges=judges,

@@ -305,6 +305,9 @@ class RunConfig(_Record):
     max_concurrency: int = 16
     use_cache: bool = True
     budget_usd: float | None = None
+    corpus: str | None = None
+    """A folder of the user's papers (PDF, Markdown, text, JSONL): the offline search corpus (BM25) of
+    ``web_search`` and of the retrieval-novelty metric (METRICS.md E)."""
     executor: str = "local"
     bootstrap_resamples: int = 10000
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)

@@ -109,6 +109,10 @@ def _metrics(rt: RunRuntime, items: list[Item], plan: MetricPlan) -> list[Metric
         from ..metric_pool.rubric import RubricMetric
 
         ms += [RubricMetric(r) for r in plan.custom]
+    if plan.pool:
+        from ..agents.customisation import pool_metrics
+
+        ms += pool_metrics(plan.pool, rt.metric_options)
     return ms
 
 
@@ -162,6 +166,8 @@ def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
     from ..core import DRY_EXPERIMENT, SandboxUnavailableError
 
     rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
+    if rt.config.corpus:
+        rt.metric_options.setdefault("corpus", rt.config.corpus)
     if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
         from ..tools.sandbox import get_sandbox
 
@@ -173,7 +179,7 @@ def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
         from ..tools.pool import ToolPool
 
         kw = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
-                  unsafe_local_exec=rt.config.unsafe_local_exec)
+                  unsafe_local_exec=rt.config.unsafe_local_exec, corpus_dir=rt.config.corpus)
         try:
             rt.tools = ToolPool.from_names(rt.config.tools, **kw)
         except SandboxUnavailableError as e:
@@ -197,7 +203,7 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         _attach_tools(rt, items)
         plan, _metrics_, trace = await run_customisation(rt.config.request, items, agent=rt.agent,
                                                          options=rt.metric_options, tools=rt.tools)
-        if not plan.predefined and not plan.custom:
+        if not plan.predefined and not plan.custom and not plan.pool:
             benches = sorted({i.benchmark for i in items})
             raise InputError(f"no metric applies to the selected items of {', '.join(benches)}", what="metrics",
                              fix="give JSONL items a `reference` field (scored by exact_match), or ask about a "
