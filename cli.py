@@ -176,7 +176,7 @@ def _run(config: RunConfig, *, resume: bool) -> None:
 @app.command()
 def ask(
     request: str = typer.Argument("", help="The question, in plain language. Empty: evaluate everything."),
-    benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b", help="sciaidanbench, sgi-bench, sfbench or a .jsonl path (repeatable). Default: every benchmark with data."),
+    benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b", help="sciaidanbench, sgi-bench, sfbench, a .jsonl path or a .yaml benchmark definition (repeatable). Default: every benchmark with data."),
     k: Optional[int] = typer.Option(None, "--k", help="Number of items (stratified sample). Default: all matches."),
     models: Optional[list[str]] = typer.Option(None, "--models", "-m", help="Target models (comma-separated or repeated): replay:<name|path>, openai:<model>, local:smollm2, provider:model. Default for SciAidanBench: every stored model."),
     judge: Optional[list[str]] = typer.Option(None, "--judge", "-j", help="Judge model(s). Default: none (judge metrics are reported as not run)."),
@@ -484,10 +484,11 @@ def data_pull(benchmark: str = typer.Argument(..., help="sciaidanbench or sgi-be
 @data_app.command("where")
 def data_where() -> None:
     """Show the data lookup order and what each location holds."""
-    from .benchmarks.data import BENCHMARK_DIRS, data_roots
+    from .benchmarks import registry
+    from .benchmarks.data import data_roots
 
     for root in data_roots(os.environ.get("SGIEVAL_DATA")):
-        held = [b for b, sub in BENCHMARK_DIRS.items() if (root / sub).is_dir()]
+        held = [d.name for d in registry.with_data() if (root / d.data_folder).is_dir()]
         out.print(f"{root}: {', '.join(held) or '-'}")
 
 

@@ -6,7 +6,8 @@ qualities the request names that the pool lacks (reported beside the
 predefined ones, never instead), and the metric the ranking uses.
 
 Offline path: qualities are found with the vocabulary; a quality with a
-predefined metric picks it as the ranking metric (creativity -> accepted
+predefined metric picks it as the ranking metric: the applicable metric whose
+``MetricSpec.qualities`` ranks the quality best (creativity -> accepted
 answers on open creativity); others are looked up in the rubric library
 (``metric_pool/rubrics/``: starter, project and user rubrics) by semantic
 match (:func:`sgieval.metric_pool.rubrics.find_rubric`).
@@ -39,18 +40,31 @@ from ..core import Criterion, InputError, Item, MetricSpec, ModelCallError, Rubr
 from ..metric_pool.base import Metric
 from ..metric_pool.judge import JudgeReply, as_data, parse_json_object
 from ..metric_pool.judge import ask_judge as ask_structured
-from ..metric_pool.registry import predefined_metrics
+from ..benchmarks import registry as benchmark_registry
 from ..models.base import NamedModel
 from ..models.calls import message_text
 from .vocabulary import QUALITY_WORDS
 
-# quality -> predefined metric names that measure it (first applicable wins)
-QUALITY_METRICS: dict[str, list[str]] = {
-    "creativity": ["aidan_accepted_answers", "idea_novelty", "idea_final_score"],
-    "novelty": ["idea_novelty", "aidan_mean_novelty", "aidan_accepted_answers"],
-    "feasibility": ["idea_feasibility", "sfbench_qwk"],
-    "accuracy": ["em", "mca", "sfbench_qwk", "dry_passall_5", "wet_final_score"],
-}
+
+def metric_for_quality(quality: str, specs: list[MetricSpec]) -> str | None:
+    """Name of the spec in ``specs`` that measures ``quality`` best: the lowest
+    ``MetricSpec.qualities`` rank, ties broken by ``specs`` order; None when
+    none measures it."""
+    ranked = [(s.qualities[quality], k, s.name) for k, s in enumerate(specs) if quality in s.qualities]
+    return min(ranked)[2] if ranked else None
+
+
+def declared_primaries(items: list[Item]) -> set[str]:
+    """Names of the primary metrics the items' benchmark definitions declare for
+    the items' tasks (``Benchmark.primary``; ``"*"`` = any task)."""
+    out: set[str] = set()
+    for b, task in dict.fromkeys((i.benchmark, i.task) for i in items):
+        defn = benchmark_registry.find(b)
+        if defn is not None:
+            name = defn.primary.get(task) or defn.primary.get("*")
+            if name:
+                out.add(name)
+    return out
 
 
 class MetricPlan(BaseModel):
@@ -164,7 +178,7 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
     custom: list[Rubric] = []
     reason: list[str] = []
     for q in qualities:
-        hit = next((n for n in QUALITY_METRICS.get(q, []) if n in names), None)
+        hit = metric_for_quality(q, specs)
         if hit:
             primary = primary or hit
             reason.append(f"'{q}' is measured by the predefined metric {hit}")
@@ -187,7 +201,8 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
             notes.append(f"'{w}' (asked in the request) is measured by no metric or rubric here, so the ranking "
                          "does not measure it; define one with `sgieval metric define`")
     if not primary:
-        prim = [s.name for s in specs if s.primary]
+        declared = declared_primaries(items)
+        prim = [s.name for s in specs if s.name in declared] or [s.name for s in specs if s.primary]
         primary = prim[0] if prim else (names[0] if names else "")
         reason.append(f"ranking by the benchmark's primary metric {primary}")
     return MetricPlan(predefined=names, custom=custom, primary=primary, qualities=qualities,
@@ -320,7 +335,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     Trace keys: ``agent_raw``, ``documents``, ``tool_evidence``.
     """
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
-    metrics = predefined_metrics(benchmarks, items, options)
+    metrics = benchmark_registry.predefined_metrics(benchmarks, items, options)
     base = _add_literature_novelty(offline_metric_plan(request, items, metrics), request, options)
     metrics = [*metrics, *pool_metrics(base.pool, options)]
     trace: dict[str, Any] = {}
@@ -377,7 +392,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     if not custom:
         custom = list(base.custom)
     notes = base.notes + p.notes
-    covered = {q for q in base.qualities if any(n in base.predefined for n in QUALITY_METRICS.get(q, []))}
+    covered = {q for q in base.qualities if metric_for_quality(q, [s for m in metrics for s in m.all_specs])}
     for q in base.qualities:
         if q in covered or any(_mentions(r, q) for r in custom):
             continue

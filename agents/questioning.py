@@ -4,7 +4,8 @@ request + catalog + K -> a :class:`SelectionPlan` (facet filters, K, seed,
 sampling, reason) -> selected item ids.  No request means everything.
 
 Offline path (no agent model): the request is mapped onto catalog facets with
-the vocabulary of :mod:`.vocabulary`.
+the vocabulary of the registered benchmarks (each definition's
+``vocabulary``, joined by :func:`sgieval.benchmarks.registry.vocabulary`).
 
 With an agent model that supports tool calling (``chat.bind_tools`` works:
 OpenAI-compatible servers, the embedded ``local:smollm2``), the model explores
@@ -33,13 +34,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from ..benchmarks import registry as benchmark_registry
 from ..benchmarks.catalog import FACETS, Catalog
 from ..core import InputError, Item, ModelCallError
 from ..metric_pool.judge import ask_judge as ask_structured
 from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
-from .vocabulary import BENCHMARKS, DISCIPLINES, TASKS
 
 
 class SelectionPlan(BaseModel):
@@ -82,7 +83,8 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
     reasons: list[str] = []
     cat_disc = {v.lower(): v for v in catalog.values("discipline")}
     cat_dir = {v.lower(): v for v in catalog.values("direction")}
-    for concept, (patterns, values) in DISCIPLINES.items():
+    vocab = benchmark_registry.vocabulary()
+    for concept, (patterns, values) in vocab.disciplines.items():
         hit = _find(patterns, text)
         if not hit:
             continue
@@ -97,12 +99,12 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
         else:
             filters.setdefault("discipline", []).append(concept)
             matched[hit] = f"discipline={concept} (not in the loaded catalog)"
-    for task, patterns in TASKS:
+    for task, patterns in vocab.tasks:
         hit = _find(patterns, text)
         if hit:
             filters.setdefault("task", []).append(task)
             matched[hit] = f"task={task}"
-    for bench, patterns in BENCHMARKS.items():
+    for bench, patterns in vocab.benchmarks.items():
         hit = _find(patterns, text)
         if hit:
             filters.setdefault("benchmark", []).append(bench)

@@ -1,7 +1,9 @@
-"""Benchmark loaders and the catalog.
+"""Benchmarks: one module per benchmark, each ending with its :class:`Benchmark` definition; the registry; the catalog.
 
-``load_benchmark(name, data_dir)`` -> (items, source description) for
-``sciaidanbench``, ``sgi-bench``, ``sfbench`` or a path to a JSONL file.
+``load_benchmark(name, data_dir)`` -> (items, source description) for a
+registered benchmark (``sciaidanbench``, ``sgi-bench``, ``sfbench``, or one
+added with ``registry.register``), a path to a JSONL file, or a path to a
+YAML benchmark definition (:mod:`.user`).
 """
 
 from __future__ import annotations
@@ -9,39 +11,38 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core import InputError, Item
-from .catalog import FACETS, Catalog, load_catalog  # noqa: F401
-from .data import data_roots, find_benchmark_dir, pull  # noqa: F401
+from . import registry
+from .base import Benchmark, Vocabulary
+from .catalog import FACETS, Catalog, load_catalog
+from .data import data_roots, find_benchmark_dir, pull
 
-KNOWN = ("sciaidanbench", "sgi-bench", "sfbench")
+__all__ = ["Benchmark", "Catalog", "FACETS", "Vocabulary", "data_roots", "find_benchmark_dir", "load_benchmark",
+           "load_catalog", "pull", "registry"]
 
 
 def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[Item], str]:
-    """Items of benchmark ``name`` and where they came from."""
-    if name == "sciaidanbench":
-        from .sciaidanbench import load_questions
+    """Items of benchmark ``name`` and where they came from.
 
-        folder = find_benchmark_dir(name, data_dir)
-        return load_questions(folder), str(folder)
-    if name == "sgi-bench":
-        folder = find_benchmark_dir(name, data_dir)
-        from .sgi import load_sgi_bench
+    ``name``: a registered benchmark (its data folder is found with
+    :func:`find_benchmark_dir`), a path to a file whose suffix a definition
+    loads (``.jsonl``: the generic JSONL benchmark), or a path to a YAML
+    benchmark definition (registered, replacing an earlier one of its name,
+    then loaded).  Raises InputError for an unknown name or a missing file,
+    DataNotFoundError when a benchmark's data is not found.
+    """
+    p = Path(name).expanduser()
+    if p.suffix.lower() in (".yaml", ".yml"):
+        from .user import load_yaml_benchmark
 
-        return load_sgi_bench(folder), str(folder)
-    if name == "sfbench":
-        folder = find_benchmark_dir(name, data_dir)
-        from .sfbench import load_sfbench
-
-        files = sorted(p for p in folder.iterdir() if p.suffix in (".json", ".jsonl"))
-        items: list[Item] = []
-        for f in files:
-            items += load_sfbench(f)
-        return items, str(folder)
-    p = Path(name)
-    if p.suffix == ".jsonl":
+        defn = registry.register(load_yaml_benchmark(p), replace=True)
+        return defn.loader(p), str(p)
+    by_path = registry.for_path(name)
+    if by_path is not None and registry.find(name) is None:
         if not p.is_file():
             raise InputError("file not found", what=str(p), fix="give the path of a JSONL benchmark file")
-        from .jsonl import load_jsonl
-
-        return load_jsonl(p), str(p)
-    raise InputError(f"unknown benchmark {name!r}", what="--benchmark",
-                     fix=f"use one of {', '.join(KNOWN)} or a path to a .jsonl file")
+        return by_path.loader(p), str(p)
+    defn = registry.get(name)
+    if not defn.data_root:
+        return defn.loader(Path(defn.source or ".")), defn.source
+    folder = find_benchmark_dir(defn.name, data_dir)
+    return defn.loader(folder), str(folder)

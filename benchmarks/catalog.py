@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..core import DataNotFoundError, InputError, Item
-
-FACETS = ("benchmark", "task", "discipline", "direction", "type")
+from .base import FACET_NAMES as FACETS
 
 
 @dataclass
@@ -91,17 +90,19 @@ class Catalog:
 
 
 def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | None = None) -> Catalog:
-    """Load the named benchmarks (default: every benchmark whose data is found).
+    """Load the named benchmarks (default: every registered benchmark whose data is
+    in a data root and found there, in registry order).
 
-    A name may also be a path to a JSONL file (a user benchmark).  Raises
-    DataNotFoundError when a benchmark that was asked for by name has no data.
+    A name may also be a path to a JSONL file or a YAML benchmark definition
+    (a user benchmark).  Raises DataNotFoundError when a benchmark that was
+    asked for by name has no data.
     """
-    from . import load_benchmark
+    from . import load_benchmark, registry
 
-    names = benchmarks or ["sciaidanbench", "sgi-bench", "sfbench"]
+    names = benchmarks or [d.name for d in registry.with_data()]
     if data_dir is not None and not Path(data_dir).expanduser().exists():
         raise DataNotFoundError("folder does not exist", what=f"--data-dir {data_dir}",
-                                fix="point --data-dir at a folder holding sciaidanbench/, sgi-bench/ or sfbench/, "
+                                fix=f"point --data-dir at a folder holding {_folders()}, "
                                     "or run `sgieval data pull sciaidanbench`")
     items: list[Item] = []
     unavailable: dict[str, str] = {}
@@ -120,5 +121,13 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
     if not items:
         raise DataNotFoundError("no benchmark data found in any lookup location", what="catalog",
                                 fix="run `sgieval data pull sciaidanbench` when online, or pass --data-dir / set "
-                                    "SGIEVAL_DATA to a folder holding sciaidanbench/, sgi-bench/ or sfbench/")
+                                    f"SGIEVAL_DATA to a folder holding {_folders()}")
     return Catalog(items=items, unavailable=unavailable, sources=sources)
+
+
+def _folders() -> str:
+    """"sciaidanbench/, sgi-bench/ or sfbench/": the data folders of the registered benchmarks."""
+    from . import registry
+
+    subs = [f"{d.data_folder}/" for d in registry.with_data()]
+    return ", ".join(subs[:-1]) + f" or {subs[-1]}" if len(subs) > 1 else "".join(subs)

@@ -48,8 +48,9 @@ from typing import Any, Callable, Iterator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core import GENERIC, DataNotFoundError, InputError, Item
+from .base import Benchmark
 
-__all__ = ["load_jsonl", "iter_records", "input_error_from_validation", "GenericRecord"]
+__all__ = ["load_jsonl", "iter_records", "input_error_from_validation", "GenericRecord", "DEFINITION"]
 
 
 # ------------------------------------------------------------------ record reading
@@ -279,3 +280,28 @@ def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
     if not items:
         raise InputError("contains no records", what=str(p), fix="write one JSON object per line with at least 'id' and 'prompt'")
     return items
+
+
+# ------------------------------------------------------------------ definition
+def _metrics(options: dict | None = None) -> list:
+    from ..metric_pool import generic
+
+    return generic.metrics(options)
+
+
+DEFINITION = Benchmark(
+    name="jsonl",
+    description="A user benchmark in one JSONL file (-b questions.jsonl): id, prompt, optional reference and facets.",
+    loader=load_jsonl,
+    data_root=False,
+    path_suffixes=(".jsonl",),
+    owns=lambda name: name.startswith("jsonl"),
+    source="the user's file",
+    tasks=(GENERIC,),
+    facets={"benchmark": "jsonl:<file stem>", "task": "the record's task (default generic)",
+            "discipline": "the record's discipline", "direction": "the record's direction", "type": "the record's type"},
+    prompts={GENERIC: "{prompt}"},
+    metrics=_metrics,
+    primary={"*": "exact_match"},
+)
+"""The generic JSONL benchmark, as the registry lists it (items are named ``jsonl:<file stem>``)."""

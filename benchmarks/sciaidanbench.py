@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import OPEN_CREATIVITY, InputError, Item
+from ..core import OPEN_CREATIVITY, InputError, Item, OfflineError
+from .base import Benchmark, Vocabulary
 
 BENCHMARK = "sciaidanbench"
 PROMPT_NOTE = (
@@ -163,3 +164,93 @@ def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[st
 def list_response_files(folder: Path) -> list[Path]:
     """The stored per-model response files of a SciAidanBench folder, sorted."""
     return sorted((folder / "responses").glob("*.json"))
+
+
+# ------------------------------------------------------------------- data pull
+COMMIT = "aaa03c4"
+TARBALL = f"https://codeload.github.com/CFN-softbio/SciAidanBench/tar.gz/{COMMIT}"
+
+
+def pull_sciaidanbench(dest: Path) -> Path:
+    """Download the public SciAidanBench data into ``dest``; returns ``dest``.
+
+    The per-model results of github CFN-softbio/SciAidanBench at commit
+    aaa03c4 -> ``responses/<model>.json``, and ``questions.json`` rebuilt from
+    them (domain, subdomain, index_in_list, question,
+    in_published_results=True).  Raises OfflineError within a few seconds
+    when codeload.github.com is unreachable, saying where to put the files.
+    """
+    import io
+    import tarfile
+
+    from .data import online
+
+    host = "codeload.github.com"
+    if not online(host):
+        raise OfflineError(f"cannot reach {host}", what=f"data pull {BENCHMARK}",
+                           fix=f"copy the files to {dest} by hand, or pass --data-dir / set SGIEVAL_DATA")
+    import httpx
+
+    r = httpx.get(TARBALL, follow_redirects=True, timeout=120)
+    r.raise_for_status()
+    (dest / "responses").mkdir(parents=True, exist_ok=True)
+    questions: list[dict] = []
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:gz") as tar:
+        for m in tar.getmembers():
+            if "/results/per_model/" in m.name and m.name.endswith(".json") and m.isfile():
+                data = json.load(tar.extractfile(m))  # type: ignore[arg-type]
+                (dest / "responses" / Path(m.name).name).write_text(json.dumps(data), encoding="utf-8")
+                if not questions:
+                    questions = _questions_from_results(data)
+    (dest / "questions.json").write_text(json.dumps(questions, indent=1), encoding="utf-8")
+    return dest
+
+
+def _questions_from_results(data: dict) -> list[dict]:
+    out = []
+    for domain, dv in data.get("domains", {}).items():
+        subs = {None: dv} if "models" in dv else dv
+        for sub, sv in subs.items():
+            for _model, temps in sv["models"].items():
+                for _t, qs in temps.items():
+                    for i, q in enumerate(qs):
+                        out.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
+                                    "in_published_results": True})
+                    break
+                break
+    return out
+
+
+# ------------------------------------------------------------------ definition
+def _metrics(options: dict | None = None) -> list:
+    from ..metric_pool import aidanbench
+
+    return aidanbench.metrics(options)
+
+
+DEFINITION = Benchmark(
+    name=BENCHMARK,
+    description="SciAidanBench: open-ended science questions, answered again and again until answers repeat "
+                "or lose coherence (accepted answers count).",
+    loader=load_questions,
+    markers=("questions.json",),
+    pull=pull_sciaidanbench,
+    source=f"github CFN-softbio/SciAidanBench at {COMMIT} (questions and per-model results)",
+    tasks=(OPEN_CREATIVITY,),
+    facets={"discipline": "domain (Chemistry, Physics, ...)", "direction": "subdomain, or the domain when none",
+            "type": "open-ended"},
+    vocabulary=Vocabulary(
+        disciplines={"chemistry": ("chemistry",), "physics": ("physics",), "astronomy": ("astrophysics",),
+                     "life": ("biology",), "neuroscience": ("neuroscience",), "earth": ("environmental science",),
+                     "nanoscience": ("nanoscience",), "condensed matter": ("condensed matter",),
+                     "synchrotron": ("synchrotron",)},
+        tasks=((OPEN_CREATIVITY, (r"creative", r"creativity", r"novel ideas", r"open[- ]ended", r"divergent",
+                                  r"brainstorm\w*", r"originality")),),
+        names=(r"sci[- ]?aidan[- ]?bench", r"aidan[- ]?bench"),
+    ),
+    # the generation protocol builds each turn's prompt (METRICS.md B.1): the question, then the earlier answers
+    prompts={OPEN_CREATIVITY: "sgieval.metric_pool.aidanbench_protocol.generation_prompt(question, previous_answers)"},
+    metrics=_metrics,
+    primary={OPEN_CREATIVITY: "aidan_accepted_answers"},
+)
+"""SciAidanBench, as the registry lists it."""

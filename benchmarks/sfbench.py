@@ -46,9 +46,11 @@ from typing import Any
 
 from ..core import FEASIBILITY, InputError, Item
 from . import prompts
+from .base import Benchmark, Vocabulary
 from .jsonl import iter_records
 
-__all__ = ["BENCHMARK", "DISCIPLINE", "FIELD_ALIASES", "LIKERT_LEVELS", "load_sfbench"]
+__all__ = ["BENCHMARK", "DEFINITION", "DISCIPLINE", "FIELD_ALIASES", "LIKERT_LEVELS", "load_sfbench",
+           "load_sfbench_folder"]
 
 BENCHMARK = "sfbench"
 DISCIPLINE = "materials science"
@@ -167,3 +169,36 @@ def load_sfbench(path: str | Path) -> list[Item]:
         raise InputError("contains no claims", what=str(p),
                          fix="write a JSON list of claim objects or one claim object per line (JSONL)")
     return items
+
+
+def load_sfbench_folder(folder: str | Path) -> list[Item]:
+    """Every claim of the ``.json``/``.jsonl`` files of ``folder`` (sorted by name), with :func:`load_sfbench`."""
+    items: list[Item] = []
+    for f in sorted(p for p in Path(folder).iterdir() if p.suffix in (".json", ".jsonl")):
+        items += load_sfbench(f)
+    return items
+
+
+# ------------------------------------------------------------------ definition
+def _metrics(options: dict | None = None) -> list:
+    from ..metric_pool import sfbench as sfbench_metrics
+
+    return sfbench_metrics.metrics(options)
+
+
+DEFINITION = Benchmark(
+    name=BENCHMARK,
+    description="SFBench: materials-science feasibility claims rated -2..2 with an explanation (JHU APL, 2026).",
+    loader=load_sfbench_folder,
+    pull=None,  # no public download: the files are placed by hand (README "Data")
+    source="SFBench: The SciFy Scientific Feasibility Benchmark (JHU APL, 2026); no public download",
+    tasks=(FEASIBILITY,),
+    facets={"discipline": DISCIPLINE, "direction": "materials-science subdomain"},
+    vocabulary=Vocabulary(disciplines={"material": (DISCIPLINE,)},
+                          tasks=((FEASIBILITY, (r"feasibility", r"feasible", r"scientific claims?")),),
+                          names=(r"sf[- ]?bench", r"scify")),
+    prompts={FEASIBILITY: prompts.SFBENCH_TEMPLATE},
+    metrics=_metrics,
+    primary={FEASIBILITY: "sfbench_qwk"},
+)
+"""SFBench, as the registry lists it."""

@@ -54,6 +54,7 @@ from ..core import (
     OfflineError,
 )
 from . import prompts
+from .base import Benchmark, Vocabulary, literal
 from .jsonl import input_error_from_validation, iter_records
 
 __all__ = [
@@ -538,3 +539,52 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
                                       f"{str(e).splitlines()[0] if str(e) else ''}",
                                       what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR) from e
     return dest
+
+
+# ------------------------------------------------------------------ definition
+def _metrics(options: dict | None = None) -> list:
+    from ..metric_pool import sgi as sgi_metrics
+
+    return sgi_metrics.metrics(options)
+
+
+DEFINITION = Benchmark(
+    name=BENCHMARK,
+    description="SGI-Bench: deep research, idea generation, dry and wet experiments, experimental reasoning "
+                "(arXiv 2512.16969).",
+    loader=load_sgi_bench,
+    pull=pull_sgi_bench,
+    source="HuggingFace " + ", ".join(HUB_DATASETS.values()) + " (split test)",
+    tasks=tuple(SGI_TASKS),
+    facets={"discipline": "one of the ten SGI-Bench disciplines (astronomy, chemistry, earth, ...)",
+            "direction": "research direction slug", "type": "target category / function type / reasoning type"},
+    vocabulary=Vocabulary(
+        disciplines={c: (c,) for c in ("chemistry", "physics", "astronomy", "life", "neuroscience", "earth",
+                                       "material", "energy", "information", "mathematics")},
+        tasks=(
+            (IDEA_GENERATION, (r"idea generation", r"ideation", r"generat\w* (research )?ideas?", r"research ideas?",
+                               r"hypothesis generation")),
+            (DEEP_RESEARCH, (r"deep research", r"literature (search|review)", r"research questions?",
+                             r"multi-step research")),
+            (DRY_EXPERIMENT, (r"dry (lab|experiments?)", r"computational experiments?", r"scientific code", r"coding",
+                              r"code completion")),
+            (WET_EXPERIMENT, (r"wet (lab|experiments?)", r"(laboratory|lab|experimental) protocols?",
+                              r"protocol design")),
+            (EXPERIMENTAL_REASONING, (r"experimental reasoning", r"multimodal reasoning", r"multiple[- ]choice",
+                                      r"(figures?|images?|plots?) reasoning")),
+        ),
+        names=(r"sgi[- ]?bench", r"sgi"),
+    ),
+    prompts={
+        DEEP_RESEARCH: "{question}" + literal(prompts.DEEP_RESEARCH_INSTRUCTIONS),
+        IDEA_GENERATION: "{question}" + literal(prompts.IDEA_GENERATION_INSTRUCTIONS),
+        DRY_EXPERIMENT: "{question}" + literal(prompts.DRY_EXPERIMENT_INSTRUCTIONS),
+        WET_EXPERIMENT: "{question}" + literal(prompts.WET_EXPERIMENT_INSTRUCTIONS),
+        EXPERIMENTAL_REASONING: literal(prompts.EXPERIMENTAL_REASONING_INSTRUCTIONS) + "\n\nQuestion:\n{question}\n\n"
+                                "Options:\n{options}\n",
+    },
+    metrics=_metrics,
+    primary={DEEP_RESEARCH: "em", IDEA_GENERATION: "idea_final_score", DRY_EXPERIMENT: "dry_passall_5",
+             WET_EXPERIMENT: "wet_final_score", EXPERIMENTAL_REASONING: "mca"},
+)
+"""SGI-Bench, as the registry lists it (templates: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5)."""

@@ -169,6 +169,13 @@ class MetricSpec(_Record):
     is ("" for custom metrics).  ``variant_of`` names the default metric this
     one is a named variant of (e.g. the code's behaviour where METRICS.md C
     lists a discrepancy).  ``primary`` marks the metric the report ranks by.
+
+    ``qualities`` maps each quality the metric measures (the words a request
+    asks about: ``creativity``, ``novelty``, ``feasibility``, ``accuracy``,
+    ...) to a rank: 1 = a direct measure of it, larger = a weaker proxy.
+    When a request names a quality, the customisation agent ranks by the
+    applicable metric with the lowest rank for it (ties: the order of the
+    metric pool).  A list is read as rank 1 for each quality.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -184,6 +191,26 @@ class MetricSpec(_Record):
     variant_of: str | None = None
     primary: bool = False
     unit: str = ""
+    qualities: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("qualities", mode="before")
+    @classmethod
+    def _qualities(cls, v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return {str(q): 1 for q in v}
+        return {} if v is None else v
+
+    @field_validator("qualities")
+    @classmethod
+    def _quality_ranks(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = [q for q, r in v.items() if r < 1]
+        if bad:
+            raise ValueError(f"quality rank must be >= 1 (1 = a direct measure), got {bad[0]}: {v[bad[0]]}")
+        return v
+
+    def measures(self, quality: str) -> int | None:
+        """This metric's rank for ``quality`` (1 = a direct measure), None when it does not measure it."""
+        return self.qualities.get(quality)
 
     @property
     def scale_label(self) -> str:
@@ -253,6 +280,8 @@ class Rubric(MetricSpec):
 
     def to_yaml(self, path: str | Path | None = None) -> str:
         data = self.model_dump(mode="json")
+        if not data.get("qualities"):
+            data.pop("qualities", None)  # rubric files stay as they were when no quality is declared
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -324,7 +353,7 @@ class RunConfig(_Record):
         out = []
         for b in v:
             p = Path(b).expanduser()
-            out.append(str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet") and p.is_file() else b)
+            out.append(str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b)
         return out
 
     @field_validator("k")

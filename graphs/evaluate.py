@@ -29,7 +29,7 @@ from ..agents.reporting import build_report, fmt
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
 from ..metric_pool.base import Metric, ScoringContext
-from ..metric_pool.registry import predefined_metrics
+from ..benchmarks.registry import predefined_metrics
 from ..models.base import NamedModel
 from ..models import cache as call_cache
 from ..models.accounting import Ledger

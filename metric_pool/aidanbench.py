@@ -28,6 +28,7 @@ SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench
 ACCEPTED = MetricSpec(
     name="aidan_accepted_answers", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, float("inf")),
     higher_is_better=True, benchmark="sciaidanbench", primary=True, unit="answers",
+    qualities={"creativity": 1, "novelty": 3},
     description="Accepted answers per question: records with stopping_condition null. Model score = sum over questions.",
     source=SRC)
 PUBLISHED = MetricSpec(
@@ -43,7 +44,7 @@ COHERENCE = MetricSpec(
     source=SRC)
 NOVELTY = MetricSpec(
     name="aidan_mean_novelty", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, 1),
-    higher_is_better=True, benchmark="sciaidanbench",
+    higher_is_better=True, benchmark="sciaidanbench", qualities={"novelty": 2},
     description="Mean stored embedding_dissimilarity_score (1 - max cosine vs earlier answers) of accepted answers.",
     source=SRC)
 

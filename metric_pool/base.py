@@ -108,6 +108,28 @@ class Metric:
         ]
 
 
+class BenchmarkOnly(Metric):
+    """``metric`` restricted to the items of one benchmark (``Item.benchmark ==
+    benchmark``): a library rubric that a user benchmark lists as predefined
+    scores that benchmark's items only, never those of another benchmark in
+    the same run.  Scores, specs and corpus scores are ``metric``'s."""
+
+    def __init__(self, metric: Metric, benchmark: str):
+        self.inner = metric
+        self.benchmark = benchmark
+        self.specs = list(metric.specs)
+        self.corpus_specs = list(metric.corpus_specs)
+
+    def applies(self, item: Item) -> bool:
+        return item.benchmark == self.benchmark and self.inner.applies(item)
+
+    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        return await self.inner.score(item, response, ctx)
+
+    def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
+        return self.inner.corpus(items, responses, scores)
+
+
 class FunctionMetric(Metric):
     """An objective metric from a pure function ``fn(item, response) -> (value, rationale)``
     or ``-> dict[spec name, (value, rationale)]`` when it declares several specs.

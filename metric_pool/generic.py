@@ -37,9 +37,9 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Sequence
 
-from ..core import Item, MetricSpec, Response, final_text
+from ..core import InputError, Item, MetricSpec, Response, final_text
 from .answers import answer_line_letter, close_enough, last_number, normalised_match, parse_number, unwrap_letter
 from .base import FunctionMetric, Metric
 from .sgi.common import extract_answer_tag
@@ -168,16 +168,33 @@ def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[st
     }
 
 
-class ReferenceMatch(FunctionMetric):
-    """``exact_match`` and ``exact_match_normalised`` (module docstring) for JSONL
-    items that have a reference; scores are 0 or 1."""
+REFERENCE_METRICS = (EXACT.name, NORMALISED.name, NUMERIC.name)
+"""Names of the reference-matching metrics (:class:`ReferenceMatch`, :class:`NumericMatch`)."""
 
-    def __init__(self) -> None:
-        super().__init__([EXACT, NORMALISED], _score)
+
+class ReferenceMatch(FunctionMetric):
+    """``exact_match`` and ``exact_match_normalised`` (module docstring) for
+    items that have a reference; scores are 0 or 1.
+
+    ``benchmark``: the items scored are those of this benchmark (a YAML user
+    benchmark's name); None: those of any generic JSONL benchmark
+    (``jsonl:<stem>``).  ``names``: the specs to compute (default both).
+    Raises InputError for an unknown name."""
+
+    def __init__(self, benchmark: str | None = None, names: Sequence[str] | None = None) -> None:
+        specs = [EXACT, NORMALISED]
+        if names is not None:
+            unknown = [n for n in names if n not in {s.name for s in specs}]
+            if unknown:
+                raise InputError(f"unknown reference metric {unknown[0]!r}", what="metrics",
+                                 fix=f"use {EXACT.name} or {NORMALISED.name}")
+            specs = [s for s in specs if s.name in names]
+        super().__init__(specs, _score)
+        self.benchmark = benchmark
 
     def applies(self, item: Item) -> bool:
-        return item.benchmark.startswith("jsonl") and item.reference is not None \
-            and "answer" in item.reference
+        mine = item.benchmark == self.benchmark if self.benchmark else item.benchmark.startswith("jsonl")
+        return mine and item.reference is not None and "answer" in item.reference
 
 
 def numeric_reference(item: Item) -> Decimal | Fraction | None:
@@ -211,13 +228,17 @@ def _numeric(item: Item, response: Response) -> tuple[float, str, dict]:
 
 
 class NumericMatch(FunctionMetric):
-    """``numeric_match`` (:data:`NUMERIC`) for JSONL items whose reference is a number."""
+    """``numeric_match`` (:data:`NUMERIC`) for items whose reference is a number:
+    those of ``benchmark`` (a YAML user benchmark's name), or of any generic
+    JSONL benchmark when None."""
 
-    def __init__(self) -> None:
+    def __init__(self, benchmark: str | None = None) -> None:
         super().__init__(NUMERIC, _numeric)
+        self.benchmark = benchmark
 
     def applies(self, item: Item) -> bool:
-        return item.benchmark.startswith("jsonl") and numeric_reference(item) is not None
+        mine = item.benchmark == self.benchmark if self.benchmark else item.benchmark.startswith("jsonl")
+        return mine and numeric_reference(item) is not None
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

@@ -75,6 +75,7 @@ EXACT = MetricSpec(
     description="1 if the predicted Likert score equals the gold score, else 0.", source=SRC)
 QWK = MetricSpec(
     name="sfbench_qwk", tasks=[FEASIBILITY], range=(-1.0, 1.0), benchmark=BENCHMARK, primary=True,
+    qualities={"feasibility": 2, "accuracy": 3},
     description="Quadratic weighted Cohen's kappa between predicted and gold Likert scores over labels -2..2 "
                 "(corpus level; undefined when both sides use fewer than two distinct labels).", source=SRC)
 ACCURACY = MetricSpec(

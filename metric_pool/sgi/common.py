@@ -68,11 +68,12 @@ def model_answer(text: str | None) -> str:
 
 def spec(name: str, task: str, section: str, description: str, *, kind: str = "objective",
          range: tuple[float, float] = (0.0, 1.0), variant_of: str | None = None, primary: bool = False,
-         unit: str = "") -> MetricSpec:
-    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969"."""
+         unit: str = "", qualities: dict[str, int] | None = None) -> MetricSpec:
+    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969";
+    ``qualities``: quality -> rank (MetricSpec.qualities)."""
     return MetricSpec(name=name, tasks=[task], kind=kind, range=range, higher_is_better=True,  # type: ignore[arg-type]
                       description=description, source=f"METRICS.md {section} / {PAPER}", benchmark=BENCHMARK,
-                      variant_of=variant_of, primary=primary, unit=unit)
+                      variant_of=variant_of, primary=primary, unit=unit, qualities=qualities or {})
 
 
 Computed = tuple[float, str] | tuple[float, str, dict[str, Any]]

@@ -32,7 +32,7 @@ EM = spec(
     "back to the whole response; an empty or 'none' reply gives 'None'. llm_parsed_answer is the raw output "
     "of the optional answer parser (the first judge-role model; omitted when no judge is configured). "
     "Task score = mean x 100; the SGI-Score DR term.",
-    primary=True)
+    primary=True, qualities={"accuracy": 1})
 EM_NORMALISED = spec(
     "em_normalised", DEEP_RESEARCH, "A.1 (sgieval extension, reported beside em)",
     "Normalised Exact Match, 0/1 per item: 1 if the reference and model_answer (or llm_parsed_answer) are "

@@ -82,7 +82,7 @@ PASSALL_1 = spec("dry_passall_1", DRY_EXPERIMENT, _A3,
 PASSALL_3 = spec("dry_passall_3", DRY_EXPERIMENT, _A3, "PassAll@3, 0/1 per item: 1 if at least 3 of the 5 unit tests pass.")
 PASSALL_5 = spec("dry_passall_5", DRY_EXPERIMENT, _A3,
                  "PassAll@5, 0/1 per item: 1 if all 5 unit tests pass. Task score = mean x 100; the SGI-Score DE term.",
-                 primary=True)
+                 primary=True, qualities={"accuracy": 4})
 SER = spec("dry_smooth_execution_rate", DRY_EXPERIMENT, _A3,
            "Smooth Execution Rate, 0-1 per item: (unit tests whose program exits with return code 0) / 5, "
            "regardless of correctness.")

@@ -124,16 +124,21 @@ WIN_SPECS = {
             + ", else 0. Mean = win rate.", kind="judge", range=(0.0, 100.0))
     for d in SCORED_DIMS
 }
+DIM_QUALITIES: dict[str, dict[str, int]] = {"novelty": {"novelty": 1, "creativity": 2},
+                                             "feasibility": {"feasibility": 1}}
+"""Qualities (MetricSpec.qualities) of the per-dimension idea scores."""
 DIM_SPECS = {
     d: spec(f"idea_{d}", IDEA_GENERATION, _A2,
-            f"Idea {d}, 0-100: (10 x idea_{d}_obj + idea_{d}_win) / 2.", kind="judge", range=(0.0, 100.0))
+            f"Idea {d}, 0-100: (10 x idea_{d}_obj + idea_{d}_win) / 2.", kind="judge", range=(0.0, 100.0),
+            qualities=DIM_QUALITIES.get(d))
     for d in SCORED_DIMS
 }
 FINAL_SPEC = spec(
     "idea_final_score", IDEA_GENERATION, _A2,
     "Idea Generation final score, 0-100: mean of idea_effectiveness, idea_novelty, idea_detailedness and "
     "idea_feasibility. Task score = mean (no x100); the SGI-Score IG term. A reply that does not parse to a JSON "
-    "object scores 0.", kind="judge", range=(0.0, 100.0), primary=True)
+    "object scores 0.", kind="judge", range=(0.0, 100.0), primary=True,
+    qualities={"creativity": 3})
 SPECS = [*OBJ_SPECS.values(), *WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]
 
 

@@ -165,7 +165,8 @@ MCA = spec("mca", EXPERIMENTAL_REASONING, "A.5, D.3, D.8",
            "option letter (spaces, $, ** and surrounding parentheses removed, \\text{}/\\mathrm{} unwrapped; boxes "
            "holding anything else skipped) must equal the gold letter chr(65 + answer) exactly (case-sensitive: "
            "\\boxed{b} is wrong for B). No such box: 0, counted as no answer found. Task score = mean x 100; the "
-           "SGI-Score ER term.", primary=True)
+           "SGI-Score ER term.", primary=True,
+           qualities={"accuracy": 2})
 MCA_LENIENT = spec("mca_lenient", EXPERIMENTAL_REASONING, "A.5 (sgieval extension)",
                    "Lenient multi-choice accuracy, 0/1: last \\boxed{} with \\text{} unwrapped, case folded and "
                    "0-based indices mapped to letters, else the last 'Answer: X'. Not in the SGI-Score.",

@@ -457,7 +457,7 @@ PA = spec("wet_parameter_accuracy", WET_EXPERIMENT, "A.4", "Parameter accuracy, 
           "(what the benchmark defines). " + _PA_DESC + _DEFAULT_PARSER)
 FINAL = spec("wet_final_score", WET_EXPERIMENT, "A.4", "Wet-experiment final score, 0-1: (SS + PA) / 2 with "
              "wet_sequence_similarity and wet_parameter_accuracy. Task score = mean x 100; the SGI-Score WE term.",
-             primary=True)
+             primary=True, qualities={"accuracy": 5})
 SS_PERM = spec("wet_sequence_similarity_perm", WET_EXPERIMENT, "A.4, C.2",
                "SS, 0-1, where pairs of positions inside one reference group never count as inversions. "
                + _SS_DESC + _PERM, variant_of=SS.name)

@@ -13,7 +13,7 @@ from sgieval.core import Item, Response, RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.generic import ReferenceMatch, prediction_text, reference_text
-from sgieval.metric_pool.registry import predefined_metrics
+from sgieval.benchmarks.registry import predefined_metrics
 
 BENCH = [
     {"id": 1, "prompt": "What is 10*10? Answer with the number only.", "reference": "100", "discipline": "math"},

@@ -1,0 +1,154 @@
+"""The definition of a benchmark: everything sgieval knows about one benchmark, in one object.
+
+A benchmark module (``sciaidanbench.py``, ``sgi.py``, ``sfbench.py``,
+``jsonl.py``) ends with one :class:`Benchmark`; :mod:`.registry` lists them
+(``register(defn)`` is the one line that makes a new benchmark known to
+``sgieval ask``, ``sgieval catalog``, ``sgieval data`` and the agents).
+
+What the rest of sgieval reads from a definition:
+
+- data: ``folder`` (the sub-folder of a data root), ``markers`` (files that
+  mark a folder as holding the data), ``loader`` (folder -> Items), ``pull``
+  (download into a folder, or None when there is no public download);
+- catalog: ``tasks`` and ``facets`` (what the five catalog facets mean for it);
+- questioning agent (offline path): ``vocabulary`` (request words -> facet values);
+- target prompts: ``prompts`` (task -> template, as sent);
+- customisation agent: ``metrics`` (factory of its predefined metrics) and
+  ``primary`` (task -> the metric its ranking uses by default).  What each
+  metric measures is declared on the metric itself (``MetricSpec.qualities``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from ..core import Item
+
+if TYPE_CHECKING:  # the metric interface; benchmarks never import metric_pool at module level
+    from ..metric_pool.base import Metric
+
+FACET_NAMES = ("benchmark", "task", "discipline", "direction", "type")
+"""The catalog facets every Item has (:class:`~sgieval.core.Item` fields)."""
+
+
+def literal(text: str) -> str:
+    """``text`` with its braces doubled, for a prompt template filled with ``str.format``."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+SCIENCE_WORDS: dict[str, tuple[str, ...]] = {
+    "chemistry": (r"chemistry", r"chemical(s)?", r"chemists?", r"chem"),
+    "physics": (r"physics", r"physicists?"),
+    "astronomy": (r"astronomy", r"astrophysics?", r"astronomical", r"cosmology", r"astro"),
+    "life": (r"biology", r"biological", r"life sciences?", r"biomedical", r"bio", r"biologists?"),
+    "neuroscience": (r"neuroscience", r"neuro", r"brain science"),
+    "earth": (r"earth sciences?", r"geoscience", r"geology", r"climate", r"environmental( science)?", r"environment"),
+    "material": (r"materials?( science)?", r"materials scientists?"),
+    "nanoscience": (r"nano(science|technology)?",),
+    "energy": (r"energy",),
+    "information": (r"information( science)?", r"computer science", r"informatics"),
+    "mathematics": (r"mathematics", r"maths?", r"mathematical"),
+    "condensed matter": (r"condensed[- ]matter",),
+    "synchrotron": (r"synchrotron", r"x-ray"),
+}
+"""Science concepts -> the request words naming them (regular expressions, matched
+case-insensitively on word boundaries).  Plain English shared by every benchmark;
+a benchmark maps a concept to its own facet values in :class:`Vocabulary`, and
+may add words for a concept of its own (``Vocabulary.words``)."""
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Request words the offline questioning agent maps onto this benchmark's facet values.
+
+    ``disciplines``: concept -> the discipline or direction values (lower
+    case) it stands for in this benchmark, e.g. ``{"life": ("biology",)}``;
+    the concept's words are :data:`SCIENCE_WORDS` plus ``words``.
+    ``words``: concept -> extra patterns (for a concept not in
+    :data:`SCIENCE_WORDS`, or more words for one that is).  ``tasks``:
+    (task, patterns), checked in order, more specific phrases first.
+    ``names``: patterns naming the benchmark itself ("sgi bench").
+    Patterns are regular expressions matched case-insensitively on word
+    boundaries.  Several benchmarks' vocabularies are joined in registry
+    order (:func:`sgieval.benchmarks.registry.vocabulary`).
+    """
+
+    disciplines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tasks: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark, as sgieval uses it (see the module docstring).
+
+    Fields:
+        name: the benchmark name, ``Item.benchmark`` of its items and the
+            ``-b`` value (``"sgi-bench"``).
+        description: one line for listings.
+        loader: ``loader(folder: Path) -> list[Item]``; raises InputError /
+            DataNotFoundError naming file, record, field and fix.
+        folder: the sub-folder of a data root holding the data (default ``name``).
+        markers: file names that mark a folder as holding the data; empty:
+            any ``*.jsonl``, ``*.parquet`` or ``*.json`` file does.
+        pull: ``pull(dest: Path) -> Path`` downloads the public data into
+            ``dest`` (the benchmark's folder); None: no public download.
+        source: where the data comes from (URL, dataset, paper), shown by ``sgieval data``.
+        tasks: the task names its items use.
+        facets: facet -> what it means here (e.g. ``{"direction": "subdomain"}``).
+        vocabulary: the offline request vocabulary (:class:`Vocabulary`).
+        prompts: task -> the template the target sees, a ``str.format`` string
+            over the record's fields (``{question}``; literal braces doubled,
+            see :func:`literal`); the loader fills it into ``Item.prompt``.
+        metrics: ``metrics(options: dict | None) -> list[Metric]``, the
+            predefined metrics (imported lazily by the factory).
+        primary: task -> name of the metric the ranking uses by default (its
+            ``MetricSpec.primary`` is True).
+        owns: ``owns(item_benchmark: str) -> bool`` for a definition whose items
+            carry derived names (the generic JSONL benchmark's ``jsonl:<stem>``);
+            None: only ``name`` itself.
+        data_root: True when the data is a folder found in the data roots
+            (``--data-dir``, ``$SGIEVAL_DATA``, ``../shared/data``, the user
+            cache); False when the loader is given a file path instead
+            (``-b questions.jsonl``) or knows its own files (a YAML benchmark).
+        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by
+            this benchmark's loader (the generic JSONL benchmark: ``.jsonl``).
+    """
+
+    name: str
+    loader: Callable[[Path], list[Item]]
+    description: str = ""
+    folder: str = ""
+    markers: tuple[str, ...] = ()
+    pull: Callable[[Path], Path] | None = None
+    source: str = ""
+    tasks: tuple[str, ...] = ()
+    facets: Mapping[str, str] = field(default_factory=dict)
+    vocabulary: Vocabulary = field(default_factory=Vocabulary)
+    prompts: Mapping[str, str] = field(default_factory=dict)
+    metrics: Callable[[dict | None], list["Metric"]] = field(default=lambda options=None: [])
+    primary: Mapping[str, str] = field(default_factory=dict)
+    owns: Callable[[str], bool] | None = None
+    data_root: bool = True
+    path_suffixes: tuple[str, ...] = ()
+
+    @property
+    def data_folder(self) -> str:
+        """The sub-folder of a data root that holds this benchmark (``folder`` or ``name``)."""
+        return self.folder or self.name
+
+    def holds(self, folder: Path) -> bool:
+        """Whether ``folder`` holds this benchmark's data: every marker file is
+        there, or (no markers) at least one ``.jsonl``/``.parquet``/``.json`` file."""
+        if not folder.is_dir():
+            return False
+        if self.markers:
+            return all((folder / m).is_file() for m in self.markers)
+        return any(p.suffix in (".jsonl", ".parquet", ".json") for p in folder.iterdir())
+
+    def matches(self, item_benchmark: str) -> bool:
+        """Whether items whose ``Item.benchmark`` is ``item_benchmark`` are this benchmark's."""
+        return item_benchmark == self.name or (self.owns is not None and self.owns(item_benchmark))

@@ -1,0 +1,184 @@
+"""The benchmark registry: every :class:`~sgieval.benchmarks.base.Benchmark` sgieval knows.
+
+The built-in benchmarks are the definitions that end the modules named in
+:data:`BUILTIN_MODULES` (loaded lazily, in that order: it is the catalog's
+default order).  A new benchmark is one module ending with its definition,
+plus one line::
+
+    from sgieval.benchmarks.registry import register
+    register(MY_BENCHMARK)
+
+Everything that used to keep a per-benchmark table (data folders and markers,
+``data pull``, the catalog's default list, the offline request vocabulary,
+the predefined metrics) reads it from here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from ..core import InputError, Item
+from .base import Benchmark
+
+if TYPE_CHECKING:
+    from ..metric_pool.base import Metric
+
+BUILTIN_MODULES = ("sciaidanbench", "sgi", "sfbench", "jsonl")
+"""Modules of ``sgieval.benchmarks`` whose ``DEFINITION`` is registered first, in this order."""
+
+_lock = threading.Lock()
+_builtin: dict[str, Benchmark] = {}
+_user: dict[str, Benchmark] = {}
+
+
+def _ensure_builtins() -> None:
+    if _builtin:
+        return
+    with _lock:
+        if _builtin:
+            return
+        loaded: dict[str, Benchmark] = {}
+        for mod in BUILTIN_MODULES:
+            defn = importlib.import_module(f"{__package__}.{mod}").DEFINITION
+            loaded[defn.name] = defn
+        _builtin.update(loaded)
+
+
+def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
+    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents); returns it.
+
+    Registering the same definition again is a no-op.  Raises InputError when
+    the name is a built-in benchmark's, or another definition already has it
+    (pass ``replace=True`` to replace a user definition, e.g. a reloaded
+    YAML benchmark)."""
+    if not isinstance(defn, Benchmark):
+        raise InputError(f"register() takes a Benchmark, got {type(defn).__name__}", what="benchmark registry",
+                         fix="build the definition with sgieval.benchmarks.base.Benchmark(name=..., loader=...)")
+    if not re.fullmatch(r"[A-Za-z0-9][\w.\-]*", defn.name or ""):
+        raise InputError(f"benchmark name {defn.name!r} is not a plain name", what="benchmark registry",
+                         fix="use letters, digits, '-', '_' or '.' (e.g. my-bench)")
+    _ensure_builtins()
+    if defn.name in _builtin and _builtin[defn.name] is not defn:
+        raise InputError(f"benchmark {defn.name!r} is built in", what="benchmark registry",
+                         fix="give your benchmark another name")
+    old = _user.get(defn.name)
+    if old is not None and old is not defn and old != defn and not replace:
+        raise InputError(f"another benchmark is already registered as {defn.name!r}", what="benchmark registry",
+                         fix="give it another name, or register(defn, replace=True)")
+    if defn.name not in _builtin:
+        _user[defn.name] = defn
+    return defn
+
+
+def unregister(name: str) -> None:
+    """Forget the user benchmark ``name`` (built-ins stay); no error when unknown."""
+    _user.pop(name, None)
+
+
+def all() -> list[Benchmark]:  # noqa: A001 - the registry's public name (``registry.all()``)
+    """Every definition: the built-ins in :data:`BUILTIN_MODULES` order, then user ones in registration order."""
+    _ensure_builtins()
+    return [*_builtin.values(), *_user.values()]
+
+
+def names() -> list[str]:
+    """Names of :func:`all`."""
+    return [d.name for d in all()]
+
+
+def find(name: str) -> Benchmark | None:
+    """The definition named ``name``, or owning items named ``name`` (``jsonl:qa`` -> the JSONL benchmark); None if none."""
+    defs = all()
+    return next((d for d in defs if d.name == name), None) or next((d for d in defs if d.matches(name)), None)
+
+
+def get(name: str) -> Benchmark:
+    """:func:`find`, raising InputError (naming the known benchmarks) when nothing matches."""
+    defn = find(name)
+    if defn is None:
+        raise InputError(f"unknown benchmark {name!r}", what="benchmark",
+                         fix=f"use one of {', '.join(names())}, or a path to a .jsonl or .yaml benchmark file")
+    return defn
+
+
+def with_data() -> list[Benchmark]:
+    """Definitions whose data is a folder in the data roots (``Benchmark.data_root``), in
+    registry order: the benchmarks a catalog loads when none is named."""
+    return [d for d in all() if d.data_root]
+
+
+def for_path(path: str) -> Benchmark | None:
+    """The definition that loads ``-b <path>`` by its suffix (``.jsonl`` -> the JSONL benchmark), else None."""
+    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    return next((d for d in all() if suffix and suffix in d.path_suffixes), None)
+
+
+def predefined_metrics(benchmarks: Iterable[str], items: Iterable[Item] = (),
+                       options: dict | None = None) -> list["Metric"]:
+    """The predefined metrics of ``benchmarks`` (names or item benchmark names)
+    that apply to at least one of their ``items`` (all of them when ``items``
+    is empty), each metric once (first benchmark wins).  Raises InputError
+    for an unknown benchmark."""
+    items = list(items)
+    out: list[Metric] = []
+    seen: set[str] = set()
+    for b in dict.fromkeys(benchmarks):
+        defn = find(b)
+        if defn is None:
+            raise InputError(f"no predefined metrics for benchmark {b!r}", what="benchmark",
+                             fix=f"use one of {', '.join(names())}")
+        own = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
+        for m in defn.metrics(options):
+            if m.name in seen:
+                continue
+            if items and not any(m.applies(i) for i in own):
+                continue
+            seen.add(m.name)
+            out.append(m)
+    return out
+
+
+@dataclass(frozen=True)
+class MergedVocabulary:
+    """Every registered benchmark's :class:`~sgieval.benchmarks.base.Vocabulary`, joined.
+
+    ``disciplines``: concept -> (patterns, facet values), patterns and values
+    of a shared concept joined without repeats; ``tasks``: (task, patterns);
+    ``benchmarks``: benchmark name -> patterns naming it.  Order: registry
+    order, first appearance."""
+
+    disciplines: dict[str, tuple[list[str], list[str]]]
+    tasks: list[tuple[str, list[str]]]
+    benchmarks: dict[str, list[str]]
+
+
+def vocabulary() -> MergedVocabulary:
+    """The offline request vocabulary of every registered benchmark (:class:`MergedVocabulary`).
+
+    Concepts come in :data:`~sgieval.benchmarks.base.SCIENCE_WORDS` order, then
+    new ones in registry order; a concept's patterns are its science words
+    plus every benchmark's extra ``words``; its values, tasks and patterns
+    are joined in registry order without repeats.  A concept no registered
+    benchmark maps to a value is still listed (the questioning agent then
+    says it is not in the loaded catalog)."""
+    from .base import SCIENCE_WORDS
+
+    disc: dict[str, tuple[list[str], list[str]]] = {c: (list(w), []) for c, w in SCIENCE_WORDS.items()}
+    tasks: dict[str, list[str]] = {}
+    benches: dict[str, list[str]] = {}
+    for d in all():
+        v = d.vocabulary
+        for concept in [*v.disciplines, *v.words]:
+            pats, values = disc.setdefault(concept, ([], []))
+            pats += [p for p in v.words.get(concept, ()) if p not in pats]
+            values += [x for x in v.disciplines.get(concept, ()) if x not in values]
+        for task, pats in v.tasks:
+            t0 = tasks.setdefault(task, [])
+            t0 += [p for p in pats if p not in t0]
+        if v.names:
+            benches[d.name] = list(v.names)
+    return MergedVocabulary(disciplines=disc, tasks=list(tasks.items()), benchmarks=benches)

@@ -1,0 +1,206 @@
+"""A user benchmark written as a small YAML definition (``sgieval ask -b my.yaml``).
+
+Example (``capitals.yaml``; paths are relative to the YAML file)::
+
+    name: capitals                      # required: the benchmark name (Item.benchmark)
+    description: Capital cities of Europe
+    files: [capitals.jsonl]             # required: generic-JSONL files (id, prompt, reference, ...)
+    prompt: |                           # optional template; default "{prompt}"
+      Answer with the city only, inside <answer></answer>.
+      {prompt}
+    facets: {task: qa, discipline: geography}   # optional defaults for records without them
+    metrics: [exact_match, exact_match_normalised]  # optional; default these two
+    primary: exact_match                # optional; default the first metric
+    vocabulary:                         # optional: request words for the offline questioning agent
+      names: ["capitals?"]
+      disciplines: {geography: [geography]}
+      words: {geography: ["geograph\\w*"]}
+      tasks: {qa: ["capital cities"]}
+
+Records follow the generic JSONL format of :mod:`sgieval.benchmarks.jsonl`
+(``id``, ``prompt`` required; ``reference``, ``task``, ``discipline``,
+``direction``, ``type``, ``metadata`` optional).  Items get
+``benchmark = <name>`` and ``id = "<name>/<record id>"``.  The ``prompt``
+template is filled with ``{prompt}`` (the record's prompt) and the record's
+``metadata`` fields; the record's own prompt stays in
+``metadata["question"]``.  ``facets`` fill a record's task (when it has the
+default ``generic``), discipline, direction and type (when empty).
+
+``metrics`` names reference metrics (``exact_match``,
+``exact_match_normalised``, ``numeric_match``: the prediction, the last
+``<answer>`` or the whole reply, against ``reference``;
+:mod:`sgieval.metric_pool.generic`) or rubrics of the rubric library (``sgieval
+metric list``; judged, so they need ``--judge``), each applied to this
+benchmark's items only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..core import GENERIC, InputError, Item
+from .base import Benchmark, Vocabulary
+from .jsonl import input_error_from_validation, load_jsonl
+
+SUFFIXES = (".yaml", ".yml")
+DEFAULT_METRICS = ("exact_match", "exact_match_normalised")
+REFERENCE_METRICS = ("exact_match", "exact_match_normalised", "numeric_match")
+
+
+class VocabularySpec(BaseModel):
+    """The ``vocabulary`` block (:class:`~sgieval.benchmarks.base.Vocabulary`, lists instead of tuples)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    names: list[str] = Field(default_factory=list, description="a list of patterns naming the benchmark")
+    disciplines: dict[str, list[str]] = Field(default_factory=dict,
+                                              description="a mapping concept -> list of discipline values")
+    words: dict[str, list[str]] = Field(default_factory=dict, description="a mapping concept -> list of patterns")
+    tasks: dict[str, list[str]] = Field(default_factory=dict, description="a mapping task -> list of patterns")
+
+
+class BenchmarkSpec(BaseModel):
+    """A YAML benchmark definition (module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="a benchmark name such as capitals")
+    description: str = Field(default="", description="a string")
+    files: list[str] = Field(min_length=1, description="a list of JSONL file paths (relative to the YAML file)")
+    prompt: str = Field(default="{prompt}", description="a template string containing {prompt}")
+    facets: dict[str, str] = Field(default_factory=dict,
+                                   description="a mapping with some of task, discipline, direction, type")
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS),
+                               description="a list of metric names (exact_match, exact_match_normalised, numeric_match, "
+                                           "rubric names)")
+    primary: str | None = Field(default=None, description="one of the listed metrics")
+    vocabulary: VocabularySpec = Field(default_factory=VocabularySpec, description="a mapping (see the README)")
+
+    @field_validator("files", mode="before")
+    @classmethod
+    def _one_file(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("facets")
+    @classmethod
+    def _facets(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in v if k not in ("task", "discipline", "direction", "type")]
+        if bad:
+            raise ValueError(f"unknown facet {bad[0]!r} (facets: task, discipline, direction, type)")
+        return v
+
+
+def _fill(template: str, item: Item, where: str) -> str:
+    fields = {k: v for k, v in item.metadata.items() if isinstance(k, str)}
+    fields["prompt"] = item.metadata.get("question", item.prompt)
+    try:
+        return template.format_map(fields)
+    except KeyError as e:
+        raise InputError(f"prompt template names {{{e.args[0]}}}, which record {item.metadata.get('native_id')!r} "
+                         "does not have", what=where,
+                         fix="use {prompt} or a field every record has under 'metadata' (write {{ and }} for braces)") from None
+    except (ValueError, IndexError) as e:
+        raise InputError(f"prompt template is not a valid format string ({e})", what=where,
+                         fix="use {prompt} and {metadata field} placeholders; write {{ and }} for literal braces") from None
+
+
+def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
+    items: list[Item] = []
+    seen: dict[str, str] = {}
+    for f in spec.files:
+        path = (base / f).expanduser() if not Path(f).expanduser().is_absolute() else Path(f).expanduser()
+        for it in load_jsonl(path, benchmark=spec.name):
+            if it.id in seen:
+                raise InputError(f"duplicate id {it.metadata.get('native_id')!r} (also in {seen[it.id]})",
+                                 what=str(path), fix="give every record of the benchmark's files a unique 'id'")
+            seen[it.id] = str(path)
+            update: dict[str, Any] = {"prompt": _fill(spec.prompt, it, f"{where}: prompt")}
+            if "task" in spec.facets and it.task == GENERIC:
+                update["task"] = spec.facets["task"]
+            for facet in ("discipline", "direction", "type"):
+                if facet in spec.facets and not getattr(it, facet):
+                    update[facet] = spec.facets[facet]
+            items.append(it.model_copy(update=update))
+    return items
+
+
+def _metrics_factory(spec: BenchmarkSpec, where: str):
+    """The definition's ``metrics(options)``: reference metrics and library rubrics, this benchmark's items only."""
+    reference = [m for m in spec.metrics if m in DEFAULT_METRICS]
+    numeric = "numeric_match" in spec.metrics
+    rubrics = [m for m in spec.metrics if m not in REFERENCE_METRICS]
+
+    def metrics(options: dict | None = None) -> list:
+        from ..metric_pool.base import BenchmarkOnly
+        from ..metric_pool.generic import NumericMatch, ReferenceMatch
+        from ..metric_pool.rubric import RubricMetric
+        from ..metric_pool.rubrics import load_rubric
+
+        out: list = [ReferenceMatch(benchmark=spec.name, names=reference)] if reference else []
+        if numeric:
+            out.append(NumericMatch(benchmark=spec.name))
+        for name in rubrics:
+            try:
+                rubric = load_rubric(name)
+            except InputError as e:
+                raise InputError(f"metrics: {e.message}", what=where,
+                                 fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; "
+                                     f"{e.fix}") from None
+            out.append(BenchmarkOnly(RubricMetric(rubric), spec.name))
+        return out
+
+    return metrics
+
+
+def load_yaml_benchmark(path: str | Path) -> Benchmark:
+    """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring).
+
+    Its loader reads the listed JSONL files (the folder argument is ignored:
+    the files are named by the YAML).  Raises InputError naming the file, the
+    field and the fix for unreadable YAML, a missing/unknown field or a bad
+    value, and DataNotFoundError when the YAML file does not exist; errors in
+    the JSONL files surface when the items are loaded.
+    """
+    from ..core import DataNotFoundError
+
+    p = Path(path).expanduser()
+    where = str(p)
+    if not p.is_file():
+        raise DataNotFoundError("no such benchmark definition file", what=where,
+                                fix="give the path of a YAML benchmark definition (README: \"Your own benchmark\")")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8-sig"))
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"is not readable YAML: {str(e).splitlines()[0]}", what=where,
+                         fix="write the definition as YAML (README: \"Your own benchmark\")") from e
+    if not isinstance(data, dict):
+        raise InputError(f"top level is a {type(data).__name__}, expected a mapping", what=where,
+                         fix="start the file with 'name: ...' and 'files: [...]'")
+    try:
+        spec = BenchmarkSpec.model_validate(data)
+    except ValidationError as e:
+        raise input_error_from_validation(e, where=where, model=BenchmarkSpec, label="benchmark definition",
+                                          schema_ref="README \"Your own benchmark\"") from None
+    if spec.primary is not None and spec.primary not in spec.metrics:
+        raise InputError(f"primary metric {spec.primary!r} is not one of the listed metrics {spec.metrics}",
+                         what=f"{where}: primary", fix="name one of the listed metrics, or leave primary out")
+    if not spec.metrics:
+        raise InputError("lists no metric", what=f"{where}: metrics",
+                         fix="list exact_match (needs a reference in every record) or a rubric name")
+    v = spec.vocabulary
+    base = p.resolve().parent
+    tasks = tuple(dict.fromkeys([spec.facets.get("task", GENERIC)]))
+    return Benchmark(
+        name=spec.name, description=spec.description or f"user benchmark defined in {p.name}",
+        loader=lambda _folder=None: _items(spec, base, where), data_root=False, source=str(p.resolve()),
+        tasks=tasks, facets=dict(spec.facets),
+        vocabulary=Vocabulary(disciplines={c: tuple(x.lower() for x in vals) for c, vals in v.disciplines.items()},
+                              words={c: tuple(w) for c, w in v.words.items()},
+                              tasks=tuple((t, tuple(ps)) for t, ps in v.tasks.items()), names=tuple(v.names)),
+        prompts={t: spec.prompt for t in tasks}, metrics=_metrics_factory(spec, where),
+        primary={"*": spec.primary or spec.metrics[0]},
+    )
