@@ -1,9 +1,12 @@
-"""The Python API: run sgieval from code and get the run's records back (issue 5, item 6).
+"""The Python API: run sgieval from code and get the run's records back (issue 10, item 7).
 
     import sgieval
     run = sgieval.evaluate("Which model is the most creative in chemistry?")
     run.totals("aidan_accepted_answers")   # {"replay:o1-mini": 296.0, ...}
     run.report                               # Path to runs/<run_id>/report.md
+    run.to_pandas()                          # one row per Score, with the item facets
+    sgieval.load_run(run.run_dir)            # the same records, read back from the run folder
+    sgieval.score(["<answer>Paris</answer>"], "exact_match", references=["Paris"])   # [Score(value=1.0, ...)]
 
 ``evaluate`` runs the same four-agent LangGraph graph as ``sgieval ask``
 (:mod:`sgieval.graphs.evaluate`), with the metric confirmation answered
@@ -22,16 +25,20 @@ import asyncio
 import concurrent.futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union
 
 from pydantic import ValidationError
 
-from .core import InputError, Item, Response, RunConfig, Score
+from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score
 from .models.base import NamedModel
 
-ModelArg = "str | NamedModel"
+if TYPE_CHECKING:
+    from .metric_pool.base import Metric
 
-_RUNTIME_KEYS = {"metric_options", "on_progress", "tools_pool", "sandbox_backend"}
+ModelArg = Union[str, NamedModel]
+"""A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
+or a ready :class:`~sgieval.models.base.NamedModel` (e.g. a scripted chat model in a test)."""
+Models = Union[ModelArg, Sequence[ModelArg], None]
 
 
 @dataclass
@@ -44,7 +51,8 @@ class RunRecords:
     (path of ``report.md``, None when the run stopped at the metric
     confirmation); ``selection`` (the questioning agent's plan + item ids);
     ``metric_plan`` (the customisation agent's plan); ``state`` (the final
-    graph state); ``stopped`` (True when the run stopped at the confirmation).
+    graph state); ``stopped`` (True when the run stopped at the confirmation);
+    ``config`` (the run's :class:`~sgieval.core.RunConfig`).
     """
 
     run_id: str
@@ -57,6 +65,7 @@ class RunRecords:
     metric_plan: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
+    config: RunConfig | None = None
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
         """The ok item-level Scores of ``metric`` (optionally of one target model)."""
@@ -77,8 +86,36 @@ class RunRecords:
             n[s.model] = n.get(s.model, 0) + 1
         return {m: tot[m] / n[m] for m in tot}
 
+    def to_pandas(self, records: Literal["scores", "responses", "items"] = "scores"):
+        """The records as a ``pandas.DataFrame``, one row per record.
 
-def _split_models(models: Sequence[Any] | str | NamedModel | None) -> tuple[list[str], list[NamedModel]]:
+        ``"scores"`` (default): every Score field (``item_id``, ``model``,
+        ``metric``, ``value`` on the metric's native scale, ``status``,
+        ``judge``, ``rationale``, ``error``, ...) plus the item's ``benchmark``,
+        ``task``, ``discipline``, ``direction`` and ``type`` (empty for
+        corpus-level scores, ``item_id == "*"``).  ``"responses"``: every
+        Response field plus the same item facets.  ``"items"``: every Item
+        field.  Raises InputError for another ``records`` value."""
+        import pandas as pd
+
+        facets = ("benchmark", "task", "discipline", "direction", "type")
+        if records == "items":
+            return pd.DataFrame([i.model_dump() for i in self.items], columns=list(Item.model_fields))
+        if records not in ("scores", "responses"):
+            raise InputError(f"unknown records {records!r}", what="to_pandas", fix="use 'scores', 'responses' or 'items'")
+        rows_of = self.scores if records == "scores" else self.responses
+        cls = Score if records == "scores" else Response
+        by_id = {i.id: i for i in self.items}
+        rows = []
+        for r in rows_of:
+            row = r.model_dump()
+            it = by_id.get(r.item_id)
+            row.update({f: getattr(it, f) if it is not None else "" for f in facets})
+            rows.append(row)
+        return pd.DataFrame(rows, columns=[*cls.model_fields, *facets])
+
+
+def _split_models(models: Models) -> tuple[list[str], list[NamedModel]]:
     if models is None:
         return [], []
     if isinstance(models, (str, NamedModel)):
@@ -105,40 +142,48 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: str, config: R
                           **sampling_for_role(config, role)) for s in strings] + objects
 
 
-async def aevaluate(request: str = "", models: Sequence[Any] | str | NamedModel | None = None,
-                    judge: Sequence[Any] | str | NamedModel | None = None, *,
-                    agent: str | NamedModel | None = None, benchmarks: Sequence[str] | str | None = None,
+async def aevaluate(request: str = "", *, models: Models = None, judge: Models = None,
+                    agent_model: ModelArg | None = None, benchmark: str | Sequence[str] | None = None,
                     k: int | None = None, seed: int = 0, data_dir: str | Path | None = None,
                     out_dir: str | Path = "runs", run_id: str | None = None, yes: bool = True,
-                    confirm: Callable[[dict], bool] | None = None, **kw: Any) -> RunRecords:
+                    confirm: Callable[[dict], bool] | None = None, base_url: str | None = None,
+                    tools: Sequence[str] = ("search", "pdf", "python"), sandbox: str = "auto",
+                    unsafe_local_exec: bool = False, allow_self_judge: bool = False, max_concurrency: int = 16,
+                    use_cache: bool = True, budget_usd: float | None = None, executor: str = "local",
+                    bootstrap_resamples: int = 10000, temperature: float | None = 0.0,
+                    judge_temperature: float | None = 0.0,
+                    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
+                    metric_options: dict[str, Any] | None = None,
+                    on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
+                    sandbox_backend: Any = None) -> RunRecords:
     """Async :func:`evaluate` (same arguments)."""
     from .graphs.evaluate import execute, make_runtime, new_run_id
 
     t_str, t_obj = _split_models(models)
     j_str, j_obj = _split_models(judge)
-    runtime_kw = {k_: kw.pop(k_) for k_ in list(kw) if k_ in _RUNTIME_KEYS}
-    unknown = [k_ for k_ in kw if k_ not in RunConfig.model_fields]
-    if unknown:
-        raise InputError(f"unknown option(s) {unknown}", what="sgieval.evaluate",
-                         fix=f"use RunConfig fields ({', '.join(sorted(RunConfig.model_fields))}) or "
-                             f"{', '.join(sorted(_RUNTIME_KEYS))}")
-    if isinstance(benchmarks, str):
-        benchmarks = [benchmarks]
+    if agent_model is not None and not isinstance(agent_model, (str, NamedModel)):
+        raise InputError(f"agent_model {agent_model!r} is neither a model string nor a NamedModel", what="agent_model",
+                         fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)")
+    benchmarks = [benchmark] if isinstance(benchmark, (str, Path)) else list(benchmark or [])
     try:
-        config = RunConfig(run_id=run_id or new_run_id(request), request=request, benchmarks=list(benchmarks or []),
+        config = RunConfig(run_id=run_id or new_run_id(request), request=request, benchmarks=[str(b) for b in benchmarks],
                            k=k, seed=seed, models=t_str, judges=j_str,
-                           agent_model=agent if isinstance(agent, str) else None,
+                           agent_model=agent_model if isinstance(agent_model, str) else None,
                            data_dir=str(data_dir) if data_dir is not None else None, out_dir=str(out_dir), yes=yes,
-                           **kw)
+                           base_url=base_url, tools=list(tools), sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
+                           allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
+                           budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
+                           temperature=temperature, judge_temperature=judge_temperature,
+                           reasoning_effort=reasoning_effort)
     except ValidationError as e:
         errs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
         raise InputError(errs, what="sgieval.evaluate", fix="check the option values") from e
     targets = _resolve(t_str, t_obj, "target", config)
     judges = _resolve(j_str, j_obj, "judge", config)
-    rt = make_runtime(config, targets=targets, judges=judges, agent=agent if isinstance(agent, NamedModel) else None,
-                      metric_options=runtime_kw.get("metric_options") or {},
-                      on_progress=runtime_kw.get("on_progress"),
-                      tools=runtime_kw.get("tools_pool"), sandbox=runtime_kw.get("sandbox_backend"))
+    rt = make_runtime(config, targets=targets, judges=judges,
+                      agent=agent_model if isinstance(agent_model, NamedModel) else None,
+                      metric_options=dict(metric_options or {}), on_progress=on_progress,
+                      tools=tools_pool, sandbox=sandbox_backend)
     state = await execute(rt, confirm=confirm if confirm is not None else (lambda payload: True) if yes else None)
     stopped = "__interrupt__" in state or state.get("confirmed") is False or not state.get("report")
     ids = set((state.get("selection") or {}).get("item_ids") or [])
@@ -150,39 +195,255 @@ async def aevaluate(request: str = "", models: Sequence[Any] | str | NamedModel 
         scores=[s for s in rt.store.read("scores") if not targets_names or s.model in targets_names],
         report=Path(state["report"]) if state.get("report") else None,
         selection={k_: v for k_, v in (state.get("selection") or {}).items()},
-        metric_plan=dict(state.get("metric_plan") or {}), state=dict(state), stopped=stopped)
+        metric_plan=dict(state.get("metric_plan") or {}), state=dict(state), stopped=stopped, config=config)
 
 
-def evaluate(request: str = "", models: Sequence[Any] | str | NamedModel | None = None,
-             judge: Sequence[Any] | str | NamedModel | None = None, **kw: Any) -> RunRecords:
+def evaluate(request: str = "", *, models: Models = None, judge: Models = None,
+             agent_model: ModelArg | None = None, benchmark: str | Sequence[str] | None = None,
+             k: int | None = None, seed: int = 0, data_dir: str | Path | None = None,
+             out_dir: str | Path = "runs", run_id: str | None = None, yes: bool = True,
+             confirm: Callable[[dict], bool] | None = None, base_url: str | None = None,
+             tools: Sequence[str] = ("search", "pdf", "python"), sandbox: str = "auto",
+             unsafe_local_exec: bool = False, allow_self_judge: bool = False, max_concurrency: int = 16,
+             use_cache: bool = True, budget_usd: float | None = None, executor: str = "local",
+             bootstrap_resamples: int = 10000, temperature: float | None = 0.0,
+             judge_temperature: float | None = 0.0,
+             reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
+             metric_options: dict[str, Any] | None = None,
+             on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
+             sandbox_backend: Any = None) -> RunRecords:
     """Run the evaluation graph on ``request`` and return its :class:`RunRecords`.
 
-    ``request``: the question in plain language ("" = the whole catalog).
-    ``models``: target models (strings or NamedModels; default for
-    SciAidanBench: every stored model).  ``judge``: judge model(s) (default
-    none: judge metrics are reported as not run).  Keyword options:
-    ``agent`` (planning model string or NamedModel; default the offline
-    agent paths), ``benchmarks``, ``k``, ``seed``, ``data_dir``, ``out_dir``
-    (default "runs"), ``run_id``, ``yes`` (default True: no confirmation
-    pause; with False, ``confirm(payload) -> bool`` answers it, and without
-    ``confirm`` the run stops there with ``stopped=True``), any other
-    :class:`~sgieval.core.RunConfig` field (``allow_self_judge``,
-    ``base_url``, ``bootstrap_resamples``, the sampling parameters
-    ``temperature`` (targets, default 0), ``judge_temperature`` (judges,
-    default 0) and ``reasoning_effort`` (default not sent), ...), and ``metric_options``,
-    ``on_progress``, ``tools_pool``, ``sandbox_backend`` for the runtime.
+    The same four-agent graph as ``sgieval ask`` (the keywords mirror its options).
 
-    Raises :class:`~sgieval.core.InputError` for bad input (unknown option or
-    model string, missing data, a request that selects nothing).  Works
-    inside a running event loop (e.g. Jupyter) by running in a worker thread.
+    Args:
+        request: the question in plain language ("" = the whole catalog).
+        models: target model(s): strings (comma-separated allowed) or NamedModels;
+            default for SciAidanBench: every stored model.
+        judge: judge model(s); default none (judge metrics are reported as not run).
+        agent_model: planning model for the agents; default None (offline agent paths).
+        benchmark: benchmark name(s) (``"sgi-bench"``), or paths of JSONL files or YAML
+            benchmark definitions; default every registered benchmark with data.
+        k: number of items (stratified sample, >= 1); default all matches.
+        seed: sampling and bootstrap seed.
+        data_dir: data folder (default: ``$SGIEVAL_DATA``, ``../shared/data``, the user cache).
+        out_dir: folder of run folders (default "runs"); ``run_id``: the run's id (default: time + request).
+        yes: True (default): no pause at the metric confirmation.  With False,
+            ``confirm(payload) -> bool`` answers it; without ``confirm`` the run
+            stops there with ``stopped=True``.
+        base_url: OpenAI-compatible server for ``openai:`` models.
+        tools, sandbox, unsafe_local_exec: the tool pool (names of search, pdf, python)
+            and the sandbox backend for model-written code (``--sandbox``).
+        allow_self_judge: let a judge score its own responses (stated in the report).
+        max_concurrency: model calls in flight (>= 1); ``use_cache``: the call cache.
+        budget_usd: stop cleanly after this many USD; ``executor``: "local" or "ray".
+        bootstrap_resamples: resamples of the bootstrap CIs (default 10000).
+        temperature, judge_temperature, reasoning_effort: sampling parameters per role
+            (targets default 0, judges default 0, 0-2; None: the provider's default;
+            ``reasoning_effort`` default not sent); model families that reject one do not get it.
+        metric_options, on_progress, tools_pool, sandbox_backend: runtime objects
+            (metric options dict; progress callback ``(done, total)``; a ready
+            ToolPool; a ready Sandbox).
+
+    Raises :class:`~sgieval.core.InputError` for bad input (a bad option value or
+    model string, missing data, a request that selects nothing), TypeError for an
+    unknown keyword.  Works inside a running event loop (e.g. Jupyter) by
+    running in a worker thread.
     """
-    coro = aevaluate(request, models, judge, **kw)
+    coro = aevaluate(request, models=models, judge=judge, agent_model=agent_model, benchmark=benchmark, k=k, seed=seed,
+                     data_dir=data_dir, out_dir=out_dir, run_id=run_id, yes=yes, confirm=confirm, base_url=base_url,
+                     tools=tools, sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
+                     allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
+                     budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
+                     temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
+                     metric_options=metric_options, on_progress=on_progress, tools_pool=tools_pool,
+                     sandbox_backend=sandbox_backend)
+    return _run_sync(coro)
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run ``coro`` to its end, in a worker thread when an event loop is already running."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+# ------------------------------------------------------------------ load_run
+def load_run(path: str | Path) -> RunRecords:
+    """The records of a finished (or stopped) run folder, as :func:`evaluate` returns them.
+
+    ``path``: the run folder, or a file in it (its ``report.md`` or
+    ``config.json``).  ``items`` are the run's selected items, ``responses``
+    and ``scores`` every stored record; ``selection``, ``metric_plan`` and
+    ``state`` come from the run's last checkpoint (empty when it has none);
+    ``report`` is ``report.md`` when present.  Raises InputError when ``path``
+    holds no run (no ``config.json``) or its config is unreadable.
+    """
+    from .core import RunStore
+
+    p = Path(path).expanduser()
+    root = p if (p / "config.json").is_file() else p.parent if (p.parent / "config.json").is_file() else None
+    if root is None:
+        raise InputError("no run here (no config.json)", what=str(p),
+                         fix="give a run folder (runs/<run_id>) or its report.md")
+    store = RunStore(root)
+    try:
+        config = store.read_config()
+    except (ValueError, OSError) as e:
+        raise InputError(f"unreadable run config ({str(e).splitlines()[0]})", what=str(root / "config.json"),
+                         fix="restore the file, or start a new run") from e
+    state = _last_state(root, config.run_id)
+    ids = set((state.get("selection") or {}).get("item_ids") or [])
+    items = store.read("items")
+    report = root / "report.md"
+    return RunRecords(run_id=config.run_id, run_dir=root, items=[i for i in items if i.id in ids] if ids else items,
+                      responses=store.read("responses"), scores=store.read("scores"),
+                      report=report if report.is_file() else None, selection=dict(state.get("selection") or {}),
+                      metric_plan=dict(state.get("metric_plan") or {}), state=state,
+                      stopped=not report.is_file(), config=config)
+
+
+def _last_state(root: Path, run_id: str) -> dict[str, Any]:
+    """The graph state of the run's last checkpoint in ``state.sqlite`` ({} without one)."""
+    db = root / "state.sqlite"
+    if not db.is_file():
+        return {}
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        tup = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": run_id}})
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+    return dict(tup.checkpoint.get("channel_values") or {}) if tup else {}
+
+
+# --------------------------------------------------------------------- score
+MetricArg = Union[str, "Metric", MetricSpec]
+"""A metric: the name of a predefined metric (``exact_match``, ``em``, ``mca``, ...) or of a library
+rubric (``rigor``), a :class:`~sgieval.core.Rubric`, or a :class:`~sgieval.metric_pool.base.Metric`."""
+
+
+def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
+    """(Metric object, spec name to keep or None for all, benchmark name for built items)."""
+    from .metric_pool.base import Metric
+
+    if isinstance(metric, Metric):
+        return metric, None, ""
+    if isinstance(metric, Rubric):
+        from .metric_pool.rubric import RubricMetric
+
+        return RubricMetric(metric), metric.name, ""
+    if isinstance(metric, MetricSpec):
+        metric = metric.name
+    if not isinstance(metric, str) or not metric.strip():
+        raise InputError(f"metric {metric!r} is not a metric", what="sgieval.score",
+                         fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric")
+    from .benchmarks import registry
+
+    for defn in registry.all():
+        for m in defn.metrics(None):
+            if any(s.name == metric for s in m.all_specs):
+                return m, metric, defn.name
+    from .metric_pool.rubric import RubricMetric
+    from .metric_pool.rubrics import load_rubric
+
+    try:
+        rubric = load_rubric(metric)
+    except InputError:
+        known = sorted({s.name for d in registry.all() for m in d.metrics(None) for s in m.all_specs})
+        raise InputError(f"no predefined metric or rubric called {metric!r}", what="sgieval.score",
+                         fix=f"use a predefined metric ({', '.join(known[:12])}, ...) or a rubric "
+                             "(`sgieval metric list`)") from None
+    return RubricMetric(rubric), rubric.name, ""
+
+
+async def ascore(responses: Sequence[str] | Sequence[Response], metric: MetricArg, *, judge: Models = None,
+                 items: Sequence[Item] | None = None, references: Sequence[Any] | None = None,
+                 prompts: Sequence[str] | None = None, model: str = "given", allow_self_judge: bool = False,
+                 options: dict[str, Any] | None = None) -> list[Score]:
+    """Async :func:`score` (same arguments)."""
+    from .metric_pool.base import CORPUS, ScoringContext
+
+    m, keep, bench = _metric_of(metric)
+    resp = list(responses)
+    n = len(resp)
+    for name, seq in (("items", items), ("references", references), ("prompts", prompts)):
+        if seq is not None and len(seq) != n:
+            raise InputError(f"{len(seq)} {name} for {n} responses", what="sgieval.score",
+                             fix=f"give one {name[:-1]} per response, in the same order")
+    spec = next((s for s in m.all_specs if s.name == keep), m.all_specs[0])
+    task = next((t for t in spec.tasks if t != "*"), "generic")
+    its: list[Item] = list(items) if items is not None else [
+        Item(id=f"given/{k}", benchmark=bench or "given", task=task,
+             prompt=(prompts[k] if prompts is not None else ""),
+             reference=None if references is None else {"answer": references[k]},
+             metadata={"question": prompts[k] if prompts is not None else ""})
+        for k in range(n)]
+    rs = [r if isinstance(r, Response) else Response(item_id=its[k].id, model=model, text=str(r))
+          for k, r in enumerate(resp)]
+    for it, r in zip(its, rs):
+        if r.item_id != it.id:
+            raise InputError(f"response for {r.item_id!r} given with item {it.id!r}", what="sgieval.score",
+                             fix="give the items in the order of the responses")
+        if not m.applies(it):
+            raise InputError(f"metric {keep or m.name} does not apply to item {it.id} (task {it.task!r}, "
+                             f"benchmark {it.benchmark!r}; it scores tasks {spec.tasks})", what="sgieval.score",
+                             fix="pass items of a task the metric scores (items=...), or another metric")
+    j_str, j_obj = _split_models(judge)
+    judges = list(j_obj)
+    if j_str:
+        from .models.registry import resolve_model
+
+        judges = [resolve_model(s, "judge") for s in j_str] + judges
+    ctx = ScoringContext(judges=judges, allow_self_judge=allow_self_judge, options=dict(options or {}))
+    out: list[Score] = []
+    for it, r in zip(its, rs):
+        out += await m.score(it, r, ctx)
+    out += m.corpus({i.id: i for i in its}, rs, out)
+    # corpus-level scores (item_id CORPUS) come last, after the per-response ones
+    return sorted((s for s in out if keep is None or s.metric == keep), key=lambda s: s.item_id == CORPUS)
+
+
+def score(responses: Sequence[str] | Sequence[Response], metric: MetricArg, *, judge: Models = None,
+          items: Sequence[Item] | None = None, references: Sequence[Any] | None = None,
+          prompts: Sequence[str] | None = None, model: str = "given", allow_self_judge: bool = False,
+          options: dict[str, Any] | None = None) -> list[Score]:
+    """Score given texts with one metric: no request, no graph, no run folder.
+
+    Args:
+        responses: reply texts, or :class:`~sgieval.core.Response` records (their
+            ``item_id`` must match ``items``).
+        metric: a predefined metric name (``exact_match``, ``em``, ``mca``,
+            ``sfbench_qwk``, ...; found in the registered benchmarks' metrics),
+            a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`,
+            or a :class:`~sgieval.metric_pool.base.Metric` (all its specs).
+        judge: judge model(s) for judge and rubric metrics (strings or
+            NamedModels); without one such a metric's scores are ``not_run``
+            with the reason, never a silent zero.
+        items: the items answered, one per response (needed by task-specific
+            metrics: deep-research references, multiple-choice options, ...).
+            Without them each text gets an item ``given/<k>`` of the metric's
+            task, with ``references[k]`` as ``{"answer": ...}`` and
+            ``prompts[k]`` as its prompt.
+        model: the model name on the Scores of plain texts.
+        allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
+
+    Returns one Score per response (in order) for the named metric (all specs
+    of a Metric object), then any corpus-level Scores (``item_id == "*"``).
+    Values are on the metric's native scale (``MetricSpec.range``).  Raises
+    InputError for an unknown metric, lengths that differ, or an item the
+    metric does not apply to.
+    """
+    return _run_sync(ascore(responses, metric, judge=judge, items=items, references=references, prompts=prompts,
+                            model=model, allow_self_judge=allow_self_judge, options=options))
 
 
 # ------------------------------------------------------------- LangGraph Studio

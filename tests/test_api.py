@@ -44,8 +44,12 @@ def test_evaluate_with_model_strings_and_without_confirmation(tmp_path):
 
 
 def test_evaluate_rejects_unknown_options(tmp_path):
-    with pytest.raises(InputError, match=r"sgieval.evaluate: unknown option\(s\) \['colour'\]"):
+    # typed keywords (issue 10 item 7): an unknown option is Python's own TypeError, before anything runs
+    with pytest.raises(TypeError, match=r"evaluate\(\) got an unexpected keyword argument 'colour'"):
         sgieval.evaluate(CHEM, out_dir=tmp_path, colour="red")
+    with pytest.raises(TypeError, match="positional argument"):
+        sgieval.evaluate(CHEM, "replay:o1-mini")  # models is keyword-only
+    assert list(tmp_path.iterdir()) == []
     with pytest.raises(InputError, match="sgieval.evaluate: k: Value error, k must be >= 1 \\(or omitted for all matches\\)"):
         sgieval.evaluate(CHEM, out_dir=tmp_path, k=0)
 
@@ -91,3 +95,96 @@ def test_metric_chat_factory_runs_the_chat_to_a_saved_rubric(tmp_path):
     assert final["status"] == "done" and final["saved"] == str(tmp_path / "rigor_check.yaml")
     saved = sgieval.Rubric.from_yaml(tmp_path / "rigor_check.yaml")
     assert saved.name == "rigor_check" and saved.model_dump() == sgieval.Rubric.model_validate(final["rubric"]).model_dump()
+
+
+# ------------------------------------------------------------------ issue 10, item 7
+def test_evaluate_signature_is_typed_keywords():
+    import inspect
+
+    params = inspect.signature(sgieval.evaluate).parameters
+    assert list(params)[:6] == ["request", "models", "judge", "agent_model", "benchmark", "k"]
+    assert all(p.kind is p.KEYWORD_ONLY for n, p in params.items() if n != "request")
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values())
+    assert set(inspect.signature(sgieval.aevaluate).parameters) == set(params)
+
+
+def test_load_run_and_to_pandas(tmp_path):
+    run = sgieval.evaluate(CHEM, models="replay:o1-mini,replay:mistral", out_dir=tmp_path, run_id="lr",
+                           bootstrap_resamples=999)
+    again = sgieval.load_run(tmp_path / "lr" / "report.md")  # a file in the run folder works too
+    assert again.run_dir == tmp_path / "lr" and again.report == tmp_path / "lr" / "report.md" and not again.stopped
+    assert [i.id for i in again.items] == [i.id for i in run.items] and len(again.items) == 25
+    assert again.totals("aidan_accepted_answers") == {"replay:o1-mini": 296.0, "replay:mistral:latest": 107.0}
+    assert again.metric_plan["primary"] == "aidan_accepted_answers"
+    assert again.selection["filters"] == {"discipline": ["Chemistry"], "task": ["open_creativity"]}
+    assert again.config.models == ["replay:o1-mini", "replay:mistral"]
+    df = again.to_pandas()
+    # 25 items x 2 models x 4 SciAidanBench metrics
+    assert len(df) == 200 and set(df.metric) == {"aidan_accepted_answers", "aidan_published_count",
+                                                 "aidan_mean_coherence", "aidan_mean_novelty"}
+    acc = df[df.metric == "aidan_accepted_answers"]
+    assert acc.groupby("model")["value"].sum().to_dict() == {"replay:mistral:latest": 107.0, "replay:o1-mini": 296.0}
+    assert set(acc.discipline) == {"Chemistry"} and set(acc.benchmark) == {"sciaidanbench"}
+    assert len(again.to_pandas("responses")) == 50 and len(again.to_pandas("items")) == 25
+    with pytest.raises(InputError, match="to_pandas: unknown records 'judges'"):
+        again.to_pandas("judges")
+    with pytest.raises(InputError, match=r"no run here \(no config.json\)"):
+        sgieval.load_run(tmp_path)
+
+
+def test_score_predefined_metrics_without_a_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = sgieval.score(["x <answer> 0.250 </answer>", "0.25", "<answer>1/4</answer>"], "exact_match_normalised",
+                      references=[0.25, "0.25", "0.25"])
+    # normalised EM: numbers rounded to the reference's decimals; "1/4" is not a number
+    assert [x.value for x in s] == [1.0, 1.0, 0.0] and {x.metric for x in s} == {"exact_match_normalised"}
+    assert [x.item_id for x in s] == ["given/0", "given/1", "given/2"] and {x.model for x in s} == {"given"}
+    # a SGI-Bench metric: deep-research exact match (METRICS.md A.1), no normalisation
+    em = sgieval.score(["Step 1. ... <answer>0.25</answer>", "<answer>0.250</answer>"], "em",
+                       references=["0.25", "0.25"], model="m")
+    assert [x.value for x in em] == [1.0, 0.0] and em[0].model == "m"
+    # a corpus-level metric comes after the per-response scores
+    from sgieval.benchmarks.sfbench import load_sfbench
+    from sgieval.tests.conftest import FIXTURES
+
+    items = load_sfbench(FIXTURES / "sfbench" / "claims.jsonl")
+    replies = [json.dumps({"score": i.reference["score"], "explanation": "-"}) for i in items]
+    qwk = sgieval.score(replies, "sfbench_qwk", items=items)
+    assert [(x.item_id, x.value) for x in qwk] == [("*", 1.0)]
+    assert list(tmp_path.iterdir()) == []  # no run folder
+
+
+def test_score_rubric_with_a_scripted_judge_and_bad_input():
+    from sgieval.tests.conftest import scripted
+
+    crit = ["logical self-consistency", "theory and literature grounding", "precise problem definition",
+            "discipline-aligned terminology", "methodological soundness", "risk awareness"]
+    reply = json.dumps({"scores": [{"criterion": c, "score": 8 if k % 2 == 0 else 6, "rationale": "ok",
+                                    "evidence": []} for k, c in enumerate(crit)]})
+    judge = scripted("judge-1", [reply], role="judge")
+    (s,) = sgieval.score(["We propose a controlled study ..."], "rigor", judge=judge)
+    # weighted mean of 8, 6, 8, 6, 8, 6 with equal weights = 7, x 10 = 70 (0-100)
+    assert (s.metric, s.value, s.judge, s.status) == ("rigor", 70.0, "judge-1", "ok")
+    with pytest.raises(InputError, match="sgieval.score: no predefined metric or rubric called 'elegance'"):
+        sgieval.score(["x"], "elegance")
+    with pytest.raises(InputError, match="sgieval.score: 1 references for 2 responses"):
+        sgieval.score(["a", "b"], "exact_match", references=["a"])
+    with pytest.raises(InputError, match=r"metric mca does not apply to item sfbench/"):
+        from sgieval.benchmarks.sfbench import load_sfbench
+        from sgieval.tests.conftest import FIXTURES
+
+        sgieval.score(["x"], "mca", items=load_sfbench(FIXTURES / "sfbench" / "claims.jsonl")[:1])
+
+
+def test_public_names_and_light_import():
+    import subprocess
+    import sys
+
+    for name in ("evaluate", "aevaluate", "score", "ascore", "load_run", "RunRecords", "Item", "Response", "Score",
+                 "MetricSpec", "Rubric", "RunConfig", "Metric", "Benchmark", "Vocabulary", "register_benchmark",
+                 "get_benchmark", "list_benchmarks"):
+        assert name in sgieval.__all__ and getattr(sgieval, name) is not None, name
+    assert sgieval.get_benchmark("sgi-bench").primary["deep_research"] == "em"
+    code = "import sys, sgieval; print(sorted(m for m in sys.modules if m.startswith(('sgieval.', 'langgraph', 'langchain'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['sgieval.core', 'sgieval.core.errors', 'sgieval.core.records', 'sgieval.core.store']"
