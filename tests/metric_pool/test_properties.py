@@ -21,7 +21,7 @@ from sgieval.benchmarks.sgi import load_sgi_bench
 from sgieval.core import Response
 from sgieval.metric_pool.aggregate import summarize
 from sgieval.metric_pool.base import CORPUS, ScoringContext
-from sgieval.metric_pool.registry import predefined_metrics
+from sgieval.benchmarks.registry import predefined_metrics
 from sgieval.metric_pool.sfbench import quadratic_kappa
 from sgieval.metric_pool.sgi.wet_experiment import sequence_similarity
 from sgieval.tests.conftest import FIXTURES
