@@ -42,7 +42,10 @@ def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[
             raise InputError("file not found", what=str(p), fix="give the path of a JSONL benchmark file")
         return by_path.loader(p), str(p)
     defn = registry.get(name)
-    if not defn.data_root:
+    if not defn.data_root and defn.path_suffixes:
+        raise InputError(f"{name!r} is loaded from a file", what="benchmark",
+                         fix=f"give the path of a {' or '.join(defn.path_suffixes)} file instead of its name")
+    if not defn.data_root:  # a definition that knows its own files (a YAML benchmark registered earlier)
         return defn.loader(Path(defn.source or ".")), defn.source
     folder = find_benchmark_dir(defn.name, data_dir)
     return defn.loader(folder), str(folder)

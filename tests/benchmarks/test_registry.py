@@ -21,6 +21,10 @@ def test_builtins_in_catalog_order():
     with pytest.raises(InputError, match=r"benchmark: unknown benchmark 'nope'. Fix: use one of sciaidanbench, "
                                          r"sgi-bench, sfbench, jsonl, or a path"):
         registry.get("nope")
+    from sgieval.benchmarks import load_benchmark
+
+    with pytest.raises(InputError, match=r"benchmark: 'jsonl' is loaded from a file. Fix: give the path of a .jsonl"):
+        load_benchmark("jsonl")
 
 
 @pytest.mark.parametrize("name", ["sciaidanbench", "sgi-bench", "sfbench", "jsonl"])
