@@ -66,7 +66,7 @@ def test_the_python_api_takes_the_same_sampling_parameters(tmp_path, monkeypatch
         return "2"
 
     with MockOpenAI(reject_params={"reasoning_effort"}, replies=reply) as mock:
-        run = sgieval.evaluate("", models="openai:gpt-4.1-mini, openai:qwen3", benchmarks=str(bench),
+        run = sgieval.evaluate("", models="openai:gpt-4.1-mini, openai:qwen3", benchmark=str(bench),
                                base_url=mock.url, temperature=0.7, reasoning_effort="high",
                                out_dir=tmp_path / "runs", run_id="api", bootstrap_resamples=999)
     cfg = json.loads((run.run_dir / "config.json").read_text())
