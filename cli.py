@@ -22,9 +22,9 @@ from rich.table import Table
 from .cli_metric import metric_app
 from .core import BUDGET_STOP_NOTE, InputError, RunConfig, RunStore, SgievalError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # plain help: no <bool> placeholders
                   help="sgieval: agentic evaluation of scientific LLMs (SGI-Bench, SciAidanBench, SFBench, JSONL).")
-data_app = typer.Typer(help="Benchmark data: where it is, and how to fetch it.")
+data_app = typer.Typer(help="Benchmark data: where it is, and how to fetch it.", rich_markup_mode=None)
 app.add_typer(data_app, name="data")
 app.add_typer(metric_app, name="metric")
 err = Console(stderr=True)
@@ -114,6 +114,9 @@ def _check_targets(config: RunConfig) -> None:
     except SgievalError:
         return  # the data folder itself is wrong: load_catalog reports it
     if folder is None or not list_response_files(folder):
+        from .benchmarks.catalog import load_catalog
+
+        load_catalog(config.benchmarks or None, config.data_dir)  # no benchmark data at all: that is the first error
         where = f"{folder / 'responses'}" if folder is not None else "<data>/sciaidanbench/responses/"
         raise InputError(f"no target models were given and no stored responses were found in {where}",
                          what="--models",
@@ -122,7 +125,8 @@ def _check_targets(config: RunConfig) -> None:
 
 
 def _run(config: RunConfig, *, resume: bool) -> None:
-    from .graphs.evaluate import execute, make_runtime
+    from .agents.requirements import MetricNeeds
+    from .graphs.evaluate import check_request_models, execute, make_runtime
 
     try:
         rt = make_runtime(config)
@@ -131,6 +135,13 @@ def _run(config: RunConfig, *, resume: bool) -> None:
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
         for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
             err.print(f"{m.name} ({m.role}): {param} not sent: {why}", soft_wrap=True, highlight=False)
+    if not resume:
+        try:
+            check_request_models(rt)  # before the progress bar: the error is the only line printed
+        except SgievalError as e:
+            if not rt.store.read("responses"):
+                shutil.rmtree(rt.store.root, ignore_errors=True)
+            _fail(e)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as progress:
         task = progress.add_task("evaluating", total=None)
@@ -139,13 +150,19 @@ def _run(config: RunConfig, *, resume: bool) -> None:
         def confirm(payload: dict) -> bool:
             progress.stop()
             err.print("[bold]Metrics for this run[/]")
-            err.print(f"  predefined: {', '.join(payload['predefined'])}")
+            err.print(f"  predefined: {', '.join(payload['predefined'])}", highlight=False, soft_wrap=True)
             if payload.get("custom"):
-                err.print(f"  custom: {', '.join(payload['custom'])}")
-            err.print(f"  ranking by: {payload['primary']}")
+                err.print(f"  custom: {', '.join(payload['custom'])}", highlight=False, soft_wrap=True)
+            err.print(f"  ranking by: {payload['primary']}", highlight=False)
+            for need in payload.get("needs") or []:
+                err.print(f"  - {MetricNeeds.model_validate(need).line()}", highlight=False, soft_wrap=True)
             for n in payload.get("notes") or []:
-                err.print(f"  note: {n}")
-            ok = typer.confirm("Run with these metrics?", default=True, err=True)
+                err.print(f"  note: {n}", highlight=False, soft_wrap=True)
+            try:
+                ok = typer.confirm("Run with these metrics?", default=True, err=True)
+            except (typer.Abort, EOFError):  # stdin closed: the same as answering no
+                err.print("")
+                ok = False
             progress.start()
             return ok
 
@@ -184,13 +201,15 @@ def ask(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."),
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder for run folders."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the item sample and the bootstrap CIs."),
     tools: str = typer.Option("search,pdf,python", "--tools", help="Tool pool for agents and judges: comma-separated search, pdf, python (empty: none)."),
     sandbox: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"),
     unsafe_local_exec: bool = typer.Option(False, "--unsafe-local-exec", help="Run model code without a sandbox (stated in the report)."),
-    allow_self_judge: bool = typer.Option(False, "--allow-self-judge"),
+    allow_self_judge: bool = typer.Option(False, "--allow-self-judge", help="Let a judge score its own responses "
+                                          "(off by default: a judge that is also a target skips them; the report says so)."),
     max_concurrency: int = typer.Option(16, "--max-concurrency", help="Model calls in flight (>= 1)."),
-    no_cache: bool = typer.Option(False, "--no-cache"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the model-call cache "
+                                  "(every call goes to the model)."),
     budget: Optional[float] = typer.Option(None, "--budget", help="Stop cleanly when this many USD are spent."),
     executor: str = typer.Option("local", "--executor", help="local | ray"),
     temperature: Optional[float] = typer.Option(0.0, "--temperature", help="Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5, deepseek-reasoner, do not get it)."),
@@ -288,7 +307,7 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
            budget: Optional[float] = typer.Option(None, "--budget", help="New budget in USD (total for the run, "
                                                   "including what was already spent). A run stopped at its budget "
                                                   "continues with the items it did not reach."),
-           yes: bool = typer.Option(False, "--yes", "-y")) -> None:
+           yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics.")) -> None:
     """Continue a run that was killed, stopped at the confirmation, or stopped at its budget."""
     try:
         _check_options(budget=budget)
@@ -417,7 +436,7 @@ def export(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
 
 
 @app.command()
-def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
+def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders.")) -> None:
     """List the runs in the runs folder with their status; a run whose
     config.json cannot be read is listed as unreadable with the reason."""
     found = False
@@ -445,19 +464,25 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out")) -> None:
 
 
 @app.command()
-def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b"),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-            as_json: bool = typer.Option(False, "--json")) -> None:
-    """Print item counts per facet (benchmark, task, discipline, direction, type)."""
-    from .benchmarks.catalog import FACETS, load_catalog
+def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b", help="sciaidanbench, sgi-bench, "
+                                                          "sfbench or a .jsonl path (repeatable). Default: every "
+                                                          "benchmark with data."),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, "
+                                                    "../shared/data, user cache)."),
+            as_json: bool = typer.Option(False, "--json", help="Print the counts as one JSON object.")) -> None:
+    """Print item counts per facet (benchmark, task, discipline, direction, type) and the models with stored
+    responses per benchmark (usable as replay:<name> without a model call)."""
+    from .benchmarks.catalog import FACETS, load_catalog, stored_responses
 
     try:
         cat = load_catalog(_split(benchmark) or None, str(data_dir) if data_dir else None)
+        stored, unreadable = stored_responses(cat, str(data_dir) if data_dir else None)
     except SgievalError as e:
         _fail(e)
     counts = {f: dict(sorted(cat.counts(f).items())) for f in FACETS}
     if as_json:
-        out.print_json(json.dumps({"items": len(cat.items), "facets": counts, "unavailable": cat.unavailable}))
+        out.print_json(json.dumps({"items": len(cat.items), "facets": counts, "unavailable": cat.unavailable,
+                                   "stored_responses": stored, "unreadable_responses": unreadable}))
         return
     out.print(f"[bold]{len(cat.items)} items[/]")
     for f in FACETS:
@@ -465,6 +490,17 @@ def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "
         for v, n in counts[f].items():
             t.add_row(v or "(none)", str(n))
         out.print(t)
+    t = Table("benchmark", "stored responses (--models replay:<name>)", "items answered",
+              title="models with stored responses")
+    for b in sorted({i.benchmark for i in cat.items}):
+        models = stored.get(b) or {}
+        if not models:
+            t.add_row(b, "none (run models live: --models openai:<model>, ...)", "-")
+        for m, n in sorted(models.items()):
+            t.add_row(b, m, str(n))
+    out.print(t)
+    for path, why in unreadable.items():
+        out.print(f"[yellow]unreadable stored responses[/] {path}: {why}", soft_wrap=True)
     for b, why in cat.unavailable.items():
         out.print(f"[yellow]not loaded[/] {b}: {why}", soft_wrap=True)
 

@@ -25,7 +25,8 @@ from rich.table import Table
 
 from .core import InputError, Item, Response, Rubric, SgievalError
 
-metric_app = typer.Typer(no_args_is_help=True, help="Rubric metrics: define in a chat, list, show, test on a response.")
+metric_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                         help="Rubric metrics: define in a chat, list, show, test on a response.")
 err = Console(stderr=True)
 out = Console()
 
@@ -62,6 +63,7 @@ def define(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder for the YAML (default: user rubric folder)."),
 ) -> None:
     """Define a rubric metric in a chat: describe it, ask for changes, say 'done' to save."""
+    from .agents.customisation import PHRASINGS
     from .graphs.metric_chat import run_metric_chat
     from .models.registry import resolve_model
 
@@ -70,11 +72,16 @@ def define(
     except SgievalError as e:
         _fail(e)
 
+    shown = {"phrasings": agent is not None}  # the offline forms are shown once, before the first change
+
     def answer(payload: dict[str, Any]) -> str:
         if payload.get("message"):
             err.print(f"[bold]agent:[/] {payload['message']}", highlight=False)
         if payload["kind"] == "review":
             err.print(rubric_table(Rubric.model_validate(payload["rubric"])))
+            if not shown["phrasings"]:
+                err.print(PHRASINGS, highlight=False, markup=False)
+                shown["phrasings"] = True
             try:
                 return typer.prompt("changes (or 'done' / 'cancel')", err=True)
             except typer.Abort:

@@ -430,7 +430,9 @@ _FILLER = re.compile(
     r"measure|criterion|criteria)s?\s+|(?:that|which|to)\s+|(?:for|of|on|about|in|by)\s+|(?:measures?|measuring|"
     r"scores?|scoring|rates?|rating|evaluates?|evaluating|checks?|checking|judges?|judging|assess(?:es|ing)?)\s+|"
     r"(?:how|whether|if)\s+(?:well\s+|much\s+)?|(?:the\s+)?(?:model'?s?|responses?|answers?|ideas?|proposals?)\s+"
-    r"(?:is|are|shows?|has|have|gives?|uses?|includes?)?\s*|(?:is|are|be)\s+)+", re.I)
+    r"(?:is|are|shows?|has|have|gives?|uses?|includes?)?\s*|(?:is|are|be)\s+|"
+    r"(?:(?:research|scientific|proposed|generated)\s+)?(?:ideas?|responses?|answers?|proposals?|plans?|outputs?)\s+"
+    r"(?:states?|gives?|proposes?|includes?|provides?|presents?|makes?|offers?|contains?)\s+)+", re.I)
 _GENERIC = [
     ("correctness", "Statements, numbers and conclusions are correct.",
      "Mostly wrong.", "Partly correct, with notable errors.", "Fully correct."),
@@ -458,6 +460,37 @@ def key_phrases(description: str, limit: int = 4) -> list[str]:
     return out[:limit]
 
 
+_VERBS = ("states", "gives", "estimates", "includes", "provides", "proposes", "describes", "explains", "considers",
+          "uses", "has", "contains", "discusses", "identifies", "addresses", "mentions", "offers", "presents",
+          "defines", "reports", "cites", "quantifies", "justifies", "compares", "lists", "avoids", "follows")
+
+
+def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
+    """An offline criterion for ``phrase`` whose description says what it
+    checks (never just its name again), with anchors at 0, 5 and 10.
+
+    A phrase that starts with a verb ("estimates its cost") is checked as an
+    action ("Checks whether the response estimates its cost ..."); any other
+    phrase ("testable hypothesis") as something the response must contain,
+    stated explicitly and specifically and supported."""
+    p = phrase.strip()
+    first = p.split()[0].lower() if p.split() else ""
+    if first in _VERBS:
+        desc = (f"Checks whether the response {p}, explicitly and specifically, and whether that part is correct "
+                "and supported by reasoning or evidence.")
+        anchors = {0: f"The response does not {first.removesuffix('es') if first.endswith('ies') else first[:-1]}"
+                      f"{' ' + ' '.join(p.split()[1:]) if len(p.split()) > 1 else ''}.".replace("  ", " "),
+                   5: "It does so only vaguely, partly or without support.",
+                   10: "It does so explicitly, specifically and with sound support."}
+    else:
+        art = "an" if p[:1].lower() in "aeiou" else "a"
+        desc = (f"Checks whether the response contains {art} {p} that is stated explicitly, is specific enough to "
+                "act on or test, and is supported by reasoning or evidence.")
+        anchors = {0: f"No {p} in the response.", 5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
+                   10: f"{art.capitalize()} {p} is explicit, specific and well supported."}
+    return Criterion(name=p, description=desc + weight_note, anchors=anchors)
+
+
 def generic_rubric(description: str, name: str | None = None) -> Rubric:
     """A 4-criterion rubric from ``description``: one criterion per key phrase
     (:func:`key_phrases`), filled up with correctness, completeness,
@@ -465,10 +498,7 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
     from ..metric_pool.rubrics import slug
 
     phrases = key_phrases(description)
-    crits: list[Criterion] = []
-    for p in phrases:
-        crits.append(Criterion(name=p, description=f"How well the response shows {p}.",
-                               anchors={0: f"No {p}.", 5: f"Some {p}, with clear gaps.", 10: f"Thorough {p}."}))
+    crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
     for n, d, a0, a5, a10 in _GENERIC:
         if len(crits) >= 4:
             break
@@ -550,6 +580,11 @@ CANCEL_RE = re.compile(r"^\s*(?:cancel|quit|exit|abort|q)\s*[.!]*\s*$", re.I)
 _FACTORS = {"double": 2.0, "twice": 2.0, "triple": 3.0, "thrice": 3.0, "half": 0.5, "halve": 0.5}
 _NUM = r"(\d+(?:\.\d+)?)"
 _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
+    ("add", re.compile(r"^add\s+(?:an?\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
+                       r"(?:(?:about|for|on|covering|named|called)\s+)?"
+                       r"(?:[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019]+)[\"'\u201d\u2019]|(?P<c>[^:\"'(]+?))"
+                       rf"(?:\s*,?\s*\(?\s*(?:with\s+)?(?:an?\s+)?weight(?:ed)?\s*(?:of|=|:|at)?\s*(?P<w>{_NUM})\s*\)?)?"
+                       r"(?:\s*[:\-=]\s*(?P<d>.+))?$", re.I)),
     ("factor", re.compile(rf"^(?:weigh|weight|count|make)\s+(?:the\s+)?(?P<c>.+?)\s+(?:count\s+)?(?:as\s+)?"
                           rf"(?P<f>double|twice|triple|thrice|half|x\s*{_NUM}|{_NUM}\s*x|{_NUM}\s+times)(?:\s+as much)?$", re.I)),
     ("factor", re.compile(r"^(?P<f>double|triple|halve)\s+(?:the\s+)?(?:weight\s+(?:of|for)\s+)?(?:the\s+)?(?P<c>.+?)"
@@ -560,8 +595,6 @@ _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
     ("set", re.compile(rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
                        re.I)),
     ("drop", re.compile(r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$", re.I)),
-    ("add", re.compile(r"^add\s+(?:a\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
-                       r"(?:(?:about|for|on|covering|named|called)\s+)?(?P<c>[^:]+?)(?:\s*[:\-=]\s*(?P<d>.+))?$", re.I)),
     ("rename", re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I)),
 ]
 
@@ -597,7 +630,34 @@ def match_criterion(rubric: Rubric, phrase: str) -> str | None:
 
 
 REVISION_HELP = ("Try: 'weigh X double', 'X weight 2', 'drop X', 'add criterion X: description', "
-                 "'rename to NAME', or 'done' to save.")
+                 "'add a criterion \"X\" with weight 2', 'rename to NAME' (several at once: join them with 'and' "
+                 "or ';'), or 'done' to save.")
+PHRASINGS = ("Changes you can ask for (offline): 'weigh X double' | 'X weight 2' | 'set the weight of X to 0.5' | "
+             "'drop X' | 'add criterion X: what it checks' | 'add a criterion \"X\" with weight 2' | 'rename to NAME'; "
+             "join several with 'and' or ';'. 'done' saves, 'cancel' quits.")
+"""The offline revision forms, shown before the first change is asked for (``sgieval metric define``)."""
+
+_SPLIT = re.compile(r"[;\n]+|\.\s+|,?\s+\band\s+(?=(?:then\s+|also\s+)?(?:add|remove|drop|delete|weigh|weight|set|"
+                    r"give|rename|call|name|double|triple|halve|make|count)\b)", re.I)
+_NOT_A_NAME = re.compile(r"\b(?:and|weight|weigh|remove|drop|delete|rename|add|set|double|with)\b", re.I)
+
+
+def split_revisions(request: str) -> list[str]:
+    """The single changes in ``request``: split at ";", new lines, sentence
+    ends and at "and" before another change verb (outside quotes), so
+    'add a criterion "testable hypothesis" with weight 2 and remove
+    completeness' -> ['add a criterion "testable hypothesis" with weight 2',
+    'remove completeness']."""
+    text = request or ""
+    quoted: list[str] = []
+
+    def hide(m: re.Match[str]) -> str:
+        quoted.append(m.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    masked = re.sub(r"[\"\u201c][^\"\u201d]*[\"\u201d]", hide, text)
+    parts = [re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], p) for p in _SPLIT.split(masked)]
+    return [p.strip(" .!") for p in parts if p and p.strip(" .!")]
 
 
 def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
@@ -612,7 +672,8 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
 
     r = rubric.model_copy(deep=True)
     done: list[str] = []
-    for part in [p.strip(" .!") for p in re.split(r"[;\n]+|\.\s+", request or "") if p.strip(" .!")]:
+    last: str | None = None  # the criterion "it" refers to: the last one added or changed
+    for part in split_revisions(request):
         part = re.sub(r"^(?:please|and|also|then)\s+", "", part, flags=re.I).strip()
         kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), (None, None))
         if m is None:
@@ -624,18 +685,31 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             r = r.model_copy(update={"name": new})
             continue
         if kind == "add":
-            cname = m.group("c").strip().strip("'\"").lower()
-            desc = (m.group("d") or f"How well the response shows {cname}.").strip()
+            cname = re.sub(r"\s+", " ", (m.group("q") or m.group("c") or "").strip().strip("'\"").lower())
+            if not m.group("q") and (len(cname.split()) > 6 or _NOT_A_NAME.search(cname)):
+                # never turn a whole instruction into a criterion name
+                done.append(f"I did not understand '{part}' (which words name the criterion?); put the name in "
+                            f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}")
+                continue
             if match_criterion(r, cname) and re.sub(r"\W+", " ", cname) == re.sub(r"\W+", " ", match_criterion(r, cname) or ""):
                 done.append(f"criterion '{cname}' already exists")
                 continue
-            crit = Criterion(name=cname, description=desc,
-                             anchors={0: f"No {cname}.", 5: f"Some {cname}, with clear gaps.", 10: f"Thorough {cname}."})
-            r = Rubric.model_validate({**r.model_dump(), "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
-                                       "weights": {**r.weights, cname: 1.0}})
-            done.append(f"added criterion '{cname}' (weight 1)")
+            crit = drafted_criterion(cname)
+            if m.group("d"):
+                crit = crit.model_copy(update={"description": m.group("d").strip()})
+            w = float(m.group("w")) if m.group("w") else 1.0
+            try:
+                r = Rubric.model_validate({**r.model_dump(), "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
+                                           "weights": {**r.weights, cname: w}})
+            except ValueError as e:
+                done.append(f"criterion '{cname}' not added: {str(e).splitlines()[0]}")
+                continue
+            done.append(f"added criterion '{cname}' (weight {w:g})")
+            last = cname
             continue
-        cname = match_criterion(r, m.group("c"))
+        said = m.group("c").strip().lower()
+        cname = last if said in ("it", "this", "that", "this criterion", "that criterion", "the new one") else \
+            match_criterion(r, m.group("c"))
         if cname is None:
             done.append(f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})")
             continue
@@ -661,7 +735,8 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             done.append(f"weight of '{cname}' not changed: {str(e).splitlines()[0]}")
             continue
         done.append(f"weight of '{cname}' {old:g} -> {new_w:g}")
-    text = "; ".join(done)
+        last = cname
+    text = "; ".join(d.rstrip(".") if i < len(done) - 1 else d for i, d in enumerate(done))
     return r, text if text.endswith(".") else text + "."
 
 

@@ -41,6 +41,8 @@ from ..metric_pool.judge import ask_judge as ask_structured
 from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
+from ..core import (DEEP_RESEARCH, DRY_EXPERIMENT, EXPERIMENTAL_REASONING, FEASIBILITY, IDEA_GENERATION,
+                    OPEN_CREATIVITY, WET_EXPERIMENT)
 
 
 class SelectionPlan(BaseModel):
@@ -124,11 +126,62 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
     return plan
 
 
-def apply_plan(plan: SelectionPlan, catalog: Catalog) -> list[Item]:
-    """Items selected by ``plan``.  Raises InputError (one line, with the
-    available values) when the filters select nothing."""
+TASK_BENCHMARK = {IDEA_GENERATION: "sgi-bench", DEEP_RESEARCH: "sgi-bench", DRY_EXPERIMENT: "sgi-bench",
+                  WET_EXPERIMENT: "sgi-bench", EXPERIMENTAL_REASONING: "sgi-bench", FEASIBILITY: "sfbench",
+                  OPEN_CREATIVITY: "sciaidanbench"}
+"""Which benchmark holds each task's items (for the error when that benchmark is not loaded)."""
+BENCHMARK_TITLES = {"sgi-bench": "SGI-Bench", "sfbench": "SFBench", "sciaidanbench": "SciAidanBench"}
+
+
+def _instead_request(request: str, plan: SelectionPlan) -> str:
+    """``request`` without the words that chose the task ("... in chemistry idea generation?" -> "... in
+    chemistry?"), for the SciAidanBench alternative the error suggests."""
+    text = request or ""
+    for term, facet in plan.matched_terms.items():
+        if facet.startswith("task="):
+            text = re.sub(rf"\s*\b{re.escape(term)}\b", "", text, flags=re.I)
+    return re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+
+
+def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") -> InputError | None:
+    """The error for a plan whose task filter names tasks of a benchmark that
+    is not loaded (no local data): which benchmark holds those items, how to
+    get it (``sgieval data pull`` or ``--data-dir``), and -- when the request
+    asks about a quality and stored SciAidanBench answers are loaded -- the
+    exact command that judges those answers for that quality instead.  None
+    when the plan's emptiness has another cause."""
+    from ..benchmarks.data import how_to_get
+
+    tasks = plan.filters.get("task") or []
+    loaded = set(catalog.values("task"))
+    absent = [t for t in tasks if t not in loaded and TASK_BENCHMARK.get(t) in catalog.unavailable]
+    if not absent:
+        return None
+    bench = TASK_BENCHMARK[absent[0]]
+    title = BENCHMARK_TITLES.get(bench, bench)
+    what = " and ".join(t.replace("_", "-") for t in absent)
+    fix = how_to_get(bench)
+    if "sciaidanbench" in {i.benchmark for i in catalog.items}:
+        from .customisation import detect_qualities, unrecognised_qualities
+
+        qualities = detect_qualities(request) + unrecognised_qualities(request)
+        if qualities:
+            alt = _instead_request(request, plan)
+            fix += (f"; or judge the stored SciAidanBench answers for {qualities[0]} instead: "
+                    f"`sgieval ask \"{alt}\" -b sciaidanbench --judge openai:gpt-4.1`")
+    return InputError(f"{what} items come from {title}, which is not loaded (no local {bench} data)",
+                      what="request", fix=fix)
+
+
+def apply_plan(plan: SelectionPlan, catalog: Catalog, request: str = "") -> list[Item]:
+    """Items selected by ``plan``.  Raises InputError (one line) when the
+    filters select nothing: :func:`missing_task_data` when the asked task's
+    benchmark is not loaded, else with the available values."""
     matches = catalog.filter(plan.filters)
     if not matches:
+        missing = missing_task_data(plan, catalog, request)
+        if missing is not None:
+            raise missing
         avail = "; ".join(f"{f}: {', '.join(catalog.values(f))}" for f in ("benchmark", "task", "discipline")
                           if f in plan.filters or f == "task")
         desc = ", ".join(f"{f} in {v}" for f, v in plan.filters.items())
@@ -380,7 +433,7 @@ async def run_questioning(request: str, catalog: Catalog, *, k: int | None = Non
     plan = offline_plan(request, catalog, k, seed)
     if "fallback" in trace:
         plan.reason = f"{trace['fallback']}. {plan.reason}"
-    items = apply_plan(plan, catalog)
+    items = apply_plan(plan, catalog, request)
     plan.sampling = _sampling(plan, catalog)
     return plan, items, trace
 

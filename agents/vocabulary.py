@@ -10,10 +10,10 @@ from __future__ import annotations
 
 # Qualities a request may ask about (regular expressions, matched case-insensitively on word boundaries).
 QUALITY_WORDS: dict[str, list[str]] = {
-    "creativity": [r"creative", r"creativity", r"novel", r"original(ity)?", r"divergent"],
+    "creativity": [r"creative", r"creativity", r"original(ity)?", r"divergent"],
     "rigor": [r"rigou?r(ous)?", r"rigorously"],
     "feasibility": [r"feasib(le|ility)", r"practical(ity)?"],
-    "novelty": [r"novelty", r"innovative"],
+    "novelty": [r"novel(ty)?", r"innovative", r"new(est)? ideas"],  # ranked by a novelty metric, not by counts
     "clarity": [r"clarity", r"clear(ly|er|est)?", r"well[- ]written"],
     "safety": [r"safety", r"safe(r|st)?", r"hazard\w*", r"risks?"],
     "reproducibility": [r"reproducib(le|ility)", r"replicab(le|ility)"],

@@ -113,7 +113,9 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
         except DataNotFoundError as e:
             if benchmarks:
                 raise
-            unavailable[b] = f"no local data (`sgieval data pull {b}`, or --data-dir)"
+            from .data import how_to_get
+
+            unavailable[b] = f"no local data ({how_to_get(b)})"
             continue
         items += its
         for name in dict.fromkeys([b, *(i.benchmark for i in its)]):  # "my.jsonl" loads items of "jsonl:my"
@@ -131,3 +133,35 @@ def _folders() -> str:
 
     subs = [f"{d.data_folder}/" for d in registry.with_data()]
     return ", ".join(subs[:-1]) + f" or {subs[-1]}" if len(subs) > 1 else "".join(subs)
+
+
+def stored_responses(catalog: Catalog, data_dir: str | Path | None = None) -> tuple[dict[str, dict[str, int]],
+                                                                                      dict[str, str]]:
+    """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a model call).
+
+    Returns (``{benchmark: {stored model name: items of catalog it answers}}``,
+    ``{file: why it could not be read}``).  Today only SciAidanBench ships
+    stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay
+    JSONL files of other benchmarks are given with ``--models replay:<file>``.
+    """
+    from .data import find_benchmark_dir
+    from .sciaidanbench import BENCHMARK, list_response_files, load_stored_answers
+
+    out: dict[str, dict[str, int]] = {}
+    problems: dict[str, str] = {}
+    questions = {i.metadata.get("question", i.prompt) for i in catalog.items if i.benchmark == BENCHMARK}
+    if not questions:
+        return out, problems
+    try:
+        folder = find_benchmark_dir(BENCHMARK, data_dir, required=False)
+    except DataNotFoundError:
+        return out, problems
+    for path in list_response_files(folder) if folder else []:
+        try:
+            stores = load_stored_answers(path)
+        except InputError as e:
+            problems[str(path)] = e.message
+            continue
+        for st in stores:
+            out.setdefault(BENCHMARK, {})[st.model] = sum(1 for q in st.by_question if q in questions)
+    return out, problems

@@ -21,6 +21,30 @@ from ..core import DataNotFoundError, OfflineError
 from .base import Benchmark
 
 
+def _definition(benchmark: str) -> Benchmark | None:
+    from . import registry
+
+    return registry.find(benchmark)
+
+
+def pullable(benchmark: str) -> bool:
+    """Whether ``sgieval data pull <benchmark>`` can fetch it (its definition has a public source)."""
+    defn = _definition(benchmark)
+    return defn is not None and defn.pull is not None
+
+
+def how_to_get(benchmark: str) -> str:
+    """The fix that gets ``benchmark``'s data, naming only commands that work:
+    ``sgieval data pull <b>`` for a benchmark whose definition has a public
+    source (``Benchmark.pull``), else where to put the files (``--data-dir``)."""
+    defn = _definition(benchmark)
+    sub = getattr(defn, "data_folder", None) or benchmark
+    if defn is not None and defn.pull is not None:
+        return f"run `sgieval data pull {benchmark}` (online), or pass --data-dir <folder holding {sub}/>"
+    return (f"{benchmark} has no public download: put its files in <folder>/{sub}/ (layout: the README's \"Data\" "
+            f"section) and pass --data-dir <folder> or set SGIEVAL_DATA")
+
+
 def user_data_dir() -> Path:
     """The user cache folder that ``sgieval data pull`` fills."""
     return Path(platformdirs.user_cache_dir("sgieval")) / "data"
@@ -77,15 +101,16 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
         if not d.exists():
             raise DataNotFoundError(
                 "folder does not exist", what=f"--data-dir {d}",
-                fix=f"point --data-dir at a folder holding {sub}/ (or the {sub} files themselves), "
-                    f"or run `sgieval data pull {benchmark}`")
+                fix=f"point --data-dir at a folder holding {sub}/ (or the {sub} files themselves)"
+                    + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""))
     explicit = Path(data_dir).expanduser().resolve() if data_dir else None
     if explicit is not None and (explicit / sub).is_dir() and not defn.holds(explicit / sub):
         # the user pointed at this benchmark's folder: never fall back past it silently
         want = ", ".join(defn.markers) or "*.jsonl, *.parquet or *.json files"
         raise DataNotFoundError(f"{explicit / sub} holds no {benchmark} data (expected {want})",
                                 what=f"--data-dir {data_dir}",
-                                fix=f"put the {benchmark} files there, or run `sgieval data pull {benchmark}`")
+                                fix=f"put the {benchmark} files there"
+                                    + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""))
     for root in data_roots(data_dir):
         for cand in ([root, root / sub] if root == explicit else [root / sub]):
             looked.append(str(cand))
@@ -99,8 +124,7 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
             tried = f"; layouts tried for --data-dir: {'; '.join(LAYOUTS)}"
         raise DataNotFoundError(
             f"no {benchmark} data found (looked in: {', '.join(looked)}{tried})", what=benchmark,
-            fix=f"run `sgieval data pull {benchmark}` when online, or pass --data-dir / set SGIEVAL_DATA "
-                f"to a folder holding {sub}/")
+            fix=how_to_get(benchmark))
     return None
 
 

@@ -187,8 +187,10 @@ def pull_sciaidanbench(dest: Path) -> Path:
 
     host = "codeload.github.com"
     if not online(host):
-        raise OfflineError(f"cannot reach {host}", what=f"data pull {BENCHMARK}",
-                           fix=f"copy the files to {dest} by hand, or pass --data-dir / set SGIEVAL_DATA")
+        raise OfflineError(f"cannot reach {host} (the files come from github.com/CFN-softbio/SciAidanBench "
+                           f"(commit {COMMIT}, results/per_model/*.json))", what=f"data pull {BENCHMARK}",
+                           fix=f"retry when online, or copy questions.json and responses/<model>.json to {dest} "
+                               "by hand (layout: the README's \"Data\" section), or pass --data-dir / set SGIEVAL_DATA")
     import httpx
 
     r = httpx.get(TARBALL, follow_redirects=True, timeout=120)

@@ -79,9 +79,10 @@ FILE_NAMES: dict[str, tuple[str, ...]] = {
 """Task -> accepted file stems (task constant, HF dataset name)."""
 
 DATA_SUFFIXES = (".jsonl", ".parquet", ".json")
-SCHEMA_REF = "DATASETS.md, SGI-Bench {task}"
-_FIX_DATA_DIR = ("put the SGI-Bench files in one folder (deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, "
-                 "wet_experiment.jsonl, experimental_reasoning.jsonl, or .parquet; schema in DATASETS.md) and pass "
+SCHEMA_REF = "fields of the SGI-Bench {task} dataset card on HuggingFace"
+_FIX_DATA_DIR = ("run `sgieval data pull sgi-bench` when online, or put the SGI-Bench files in one folder "
+                 "(deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, wet_experiment.jsonl, "
+                 "experimental_reasoning.jsonl, or .parquet; fields of the HuggingFace datasets) and pass "
                  "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)")
 
 

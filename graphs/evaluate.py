@@ -25,6 +25,7 @@ from langgraph.types import Command, interrupt
 
 from ..agents.customisation import MetricPlan, plan_specs, run_customisation
 from ..agents.questioning import SelectionPlan, run_questioning
+from ..agents.requirements import MetricNeeds, metric_needs, none_can_run
 from ..agents.reporting import build_report, fmt
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
@@ -187,6 +188,35 @@ def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
             rt.tools = ToolPool.from_names([n for n in rt.config.tools if n != "python"], **kw)
 
 
+def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], targets: list[NamedModel]) -> None:
+    """Raise InputError when a live target on open-creativity items has no
+    judge that may score it: every one of its answers would fail, so the run
+    says so before any call."""
+    if any(i.task == OPEN_CREATIVITY for i in items):
+        for t in targets:
+            problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
+            if problem:
+                raise InputError(problem[0], what=t.name,
+                                 fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)")
+
+
+def plan_needs(rt: RunRuntime, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
+    """What each metric of ``plan`` needs and whether this run has it (the
+    confirmation's list, :func:`sgieval.agents.requirements.metric_needs`)."""
+    items = _items(rt, item_ids)
+    _attach_tools(rt, items)
+    metrics = _metrics(rt, items, plan)
+    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
+    try:
+        targets = _default_targets(rt, items)
+    except InputError:
+        targets = []  # the evaluation step names the missing targets
+    return metric_needs(specs, items, primary=plan.primary, custom={r.name for r in plan.custom},
+                        judges=[j.name for j in rt.judges], targets=[t.name for t in targets],
+                        replay_targets=bool(targets) and all(t.is_replay for t in targets),
+                        sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge)
+
+
 def build_graph(rt: RunRuntime, checkpointer: Any = None):
     """Compile the four-agent graph bound to ``rt``."""
 
@@ -214,11 +244,19 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         return {"metric_plan": plan.model_dump(mode="json")}
 
     async def confirm(state: EvalState) -> dict[str, Any]:
-        if rt.config.yes:
-            return {"confirmed": True}
         plan = MetricPlan.model_validate(state["metric_plan"])
+        needs = plan_needs(rt, state["selection"]["item_ids"], plan)
+        if rt.config.yes:
+            _check_open_creativity_judges(ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge),
+                                          _items(rt, state["selection"]["item_ids"]),
+                                          _default_targets(rt, _items(rt, state["selection"]["item_ids"])))
+            stop = none_can_run(needs)
+            if stop is not None:  # --yes: nothing could be measured, so nothing is run
+                raise stop
+            return {"confirmed": True}
         answer = interrupt({"question": "Run with these metrics?", "predefined": plan.predefined,
-                            "custom": [r.name for r in plan.custom], "primary": plan.primary, "notes": plan.notes})
+                            "custom": [r.name for r in plan.custom], "primary": plan.primary, "notes": plan.notes,
+                            "needs": [n.model_dump() for n in needs]})
         return {"confirmed": bool(answer)}
 
     async def evaluation(state: EvalState) -> dict[str, Any]:
@@ -229,12 +267,7 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
         _attach_tools(rt, items)
         ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
                              allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
-        if any(i.task == OPEN_CREATIVITY for i in items):
-            for t in targets:
-                problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
-                if problem:  # every open-creativity answer of t would fail: say so before any call
-                    raise InputError(problem[0], what=t.name,
-                                     fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)")
+        _check_open_creativity_judges(ctx, items, targets)
         record_sampling(rt)
         prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
                                             executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
@@ -351,6 +384,19 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
                               allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt))
 
 
+def check_request_models(rt: RunRuntime) -> None:
+    """Stop a new run whose request names a model with no stored responses
+    that is not one of its targets (issue 17 item 4): InputError with the
+    stored models and the ``--models`` flag that runs it live
+    (:func:`sgieval.agents.request_models.check_named_models`)."""
+    from ..agents.request_models import check_named_models, model_mentions
+
+    if not model_mentions(rt.config.request):
+        return
+    stored = [s.model for s in stored_models(rt.config.data_dir)]
+    check_named_models(rt.config.request, [*rt.config.models, *(t.name for t in rt.targets)], stored)
+
+
 def _load_ledger(rt: RunRuntime) -> Ledger:
     """The run's ledger: every call already in ``ledger.jsonl``, then
     journalling each new call there as it is recorded (so a killed run's
@@ -394,13 +440,14 @@ async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[di
     (None: the run stops at the interrupt and can be resumed).  Returns the
     final state.
     """
-    if not resume:
-        rt.store.write_config(rt.config, new=True)
-    configure_logging(rt.store.root)
-    set_max_concurrency("*", rt.config.max_concurrency)
-    call_cache.configure(enabled=rt.config.use_cache)
-    rt.ledger = _load_ledger(rt)
     try:
+        if not resume:
+            check_request_models(rt)
+            rt.store.write_config(rt.config, new=True)
+        configure_logging(rt.store.root)
+        set_max_concurrency("*", rt.config.max_concurrency)
+        call_cache.configure(enabled=rt.config.use_cache)
+        rt.ledger = _load_ledger(rt)
         with rt.ledger.activate():
             return await _drive(rt, confirm)
     except SgievalError:

@@ -123,8 +123,17 @@ class Embedder:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as hf_logging
 
-                    self._model = SentenceTransformer(minilm_path(), device="cpu")
+                    # no "Loading weights" bar on stderr (it printed into `metric define`'s prompt);
+                    # the caller's progress-bar setting is restored afterwards
+                    bars = hf_logging.is_progress_bar_enabled()
+                    hf_logging.disable_progress_bar()
+                    try:
+                        self._model = SentenceTransformer(minilm_path(), device="cpu")
+                    finally:
+                        if bars:
+                            hf_logging.enable_progress_bar()
         return self._model
 
     @property

@@ -309,7 +309,7 @@ def test_missing_field_names_file_line_field_fix(tmp_path):
     assert str(e.value) == (
         f"{f} line 2: SGI-Bench deep_research record 'SGI_DeepResearch_9002': field 'answer' is missing. "
         "Fix: give every record the field 'answer' as a string (numeric answers stored as strings, e.g. \"0.25\") "
-        "(DATASETS.md, SGI-Bench deep_research)")
+        "(fields of the SGI-Bench deep_research dataset card on HuggingFace)")
 
 
 def test_wrong_type_names_value(tmp_path):
@@ -321,7 +321,7 @@ def test_wrong_type_names_value(tmp_path):
     assert str(e.value) == (
         f"{f} line 4: SGI-Bench deep_research record 'SGI_DeepResearch_9004': field 'answer': input should be a "
         "valid string (got 10). Fix: give every record the field 'answer' as a string (numeric answers stored as "
-        "strings, e.g. \"0.25\") (DATASETS.md, SGI-Bench deep_research)")
+        "strings, e.g. \"0.25\") (fields of the SGI-Bench deep_research dataset card on HuggingFace)")
 
 
 def test_bad_json_line(tmp_path):
@@ -343,7 +343,7 @@ def test_reasoning_answer_out_of_range_and_bad_image(tmp_path):
     assert str(e.value) == (
         f"{f} line 1: SGI-Bench experimental_reasoning record 'SGI_Reasoning_9001': answer index 8 is outside the "
         "8 options (0..7). Fix: set 'answer' to the 0-based index of the correct option (0 = A) "
-        "(DATASETS.md, SGI-Bench experimental_reasoning)")
+        "(fields of the SGI-Bench experimental_reasoning dataset card on HuggingFace)")
     rows = _rows("experimental_reasoning.jsonl")
     rows[2]["images"][1] = "not base64!"
     _write_jsonl(f, rows)
@@ -353,7 +353,7 @@ def test_reasoning_answer_out_of_range_and_bad_image(tmp_path):
         f"{f} line 3: SGI-Bench experimental_reasoning record 'SGI_Reasoning_9003': field 'images': element 1 is "
         "not valid base64 (got ")
     assert str(e.value).endswith("Fix: give every record the field 'images' as a non-empty list of images (base64 "
-                                 "PNG strings or {'bytes','path'} dicts) (DATASETS.md, SGI-Bench experimental_reasoning)")
+                                 "PNG strings or {'bytes','path'} dicts) (fields of the SGI-Bench experimental_reasoning dataset card on HuggingFace)")
 
 
 def test_parquet_bad_row_names_row(tmp_path):

@@ -1,0 +1,106 @@
+"""What each chosen metric needs, and whether the run has it (issue 17 item 5: say what cannot be measured
+before running).
+
+The metric confirmation lists, for every metric of the plan, what it needs
+to produce a score -- a judge model, a sandbox for model-written code, the
+benchmark items, stored judgements for replayed open-creativity answers --
+and whether that is available, with the fix when it is not.  With ``--yes``
+a run in which no chosen metric can run stops before any work
+(:func:`none_can_run`).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, MetricSpec
+
+__all__ = ["MetricNeeds", "metric_needs", "none_can_run", "JUDGE_FIX", "SANDBOX_FIX"]
+
+JUDGE_FIX = "pass --judge <model> (e.g. --judge openai:gpt-4.1; --judge local:smollm2 offline, smoke-test quality)"
+SANDBOX_FIX = ("install bubblewrap (`apt-get install bubblewrap`), or pass --sandbox e2b with E2B_API_KEY set, "
+               "or --sandbox unsafe-local --unsafe-local-exec")
+
+
+class MetricNeeds(BaseModel):
+    """One row of the confirmation: ``metric``, its ``kind`` (objective,
+    judge, rubric), whether it is the ranking metric (``primary``) or a
+    custom rubric (``custom``), ``needs`` (what it uses, e.g. ["judge",
+    "12 items"]), ``available`` (True when every need is met), ``missing``
+    (what is not, one phrase) and ``fix`` (a flag or command)."""
+
+    metric: str
+    kind: str = "objective"
+    primary: bool = False
+    custom: bool = False
+    needs: list[str] = Field(default_factory=list)
+    available: bool = True
+    missing: str = ""
+    fix: str = ""
+
+    def line(self) -> str:
+        """``rigor (rubric, ranking): needs judge, 25 items -- NOT available: no judge given. Fix: ...``."""
+        tags = [self.kind] + (["custom"] if self.custom else []) + (["ranking"] if self.primary else [])
+        text = f"{self.metric} ({', '.join(tags)}): needs {', '.join(self.needs) or 'nothing'}"
+        if self.available:
+            return f"{text} -- available"
+        return f"{text} -- NOT available: {self.missing}" + (f". Fix: {self.fix}" if self.fix else "")
+
+
+def _bare(name: str) -> str:
+    return name.split(":", 1)[1] if ":" in name else name
+
+
+def metric_needs(specs: list[MetricSpec], items: list[Item], *, primary: str = "", custom: set[str] | None = None,
+                 judges: list[str] | None = None, targets: list[str] | None = None, replay_targets: bool = False,
+                 sandbox: bool = False, allow_self_judge: bool = False) -> list[MetricNeeds]:
+    """One :class:`MetricNeeds` per spec, in ``specs`` order.
+
+    Needs: judge and rubric metrics need a judge (``judges``: judge model
+    names; a judge that is the only judge and also a target needs
+    ``allow_self_judge``); dry-experiment metrics need a sandbox
+    (``sandbox``: one could start); open-creativity metrics need stored
+    judgements when every target is replayed (``replay_targets``) and a
+    judge (coherence after each answer) when a target is live; every metric
+    needs items of its tasks (counted in ``items``)."""
+    custom = custom or set()
+    judges = list(judges or [])
+    targets = list(targets or [])
+    out = []
+    for s in specs:
+        n = sum(1 for i in items if i.task in s.tasks or "*" in s.tasks)
+        row = MetricNeeds(metric=s.name, kind=s.kind, primary=s.name == primary, custom=s.name in custom)
+        problems: list[tuple[str, str]] = []
+        if s.kind in ("judge", "rubric") or (OPEN_CREATIVITY in s.tasks and targets and not replay_targets):
+            row.needs.append("judge")
+            if not judges:
+                problems.append(("no judge given", JUDGE_FIX))
+            elif not allow_self_judge and targets and all(_bare(j) in {_bare(t) for t in targets} for j in judges):
+                problems.append((f"the only judge ({', '.join(judges)}) is a target model",
+                                 "pass another --judge, or --allow-self-judge"))
+        if OPEN_CREATIVITY in s.tasks and replay_targets:
+            row.needs.append("stored judgements (replayed answers)")
+        if DRY_EXPERIMENT in s.tasks:
+            row.needs.append("sandbox")
+            if not sandbox:
+                problems.append(("no sandbox can start", SANDBOX_FIX))
+        row.needs.append(f"{n} item{'' if n == 1 else 's'}")
+        if n == 0:
+            problems.append(("no selected item of its tasks", "select items of " + ", ".join(s.tasks)))
+        if problems:
+            row.available = False
+            row.missing = "; ".join(p for p, _ in problems)
+            row.fix = "; ".join(dict.fromkeys(f for _, f in problems if f))
+        out.append(row)
+    return out
+
+
+def none_can_run(needs: list[MetricNeeds]) -> InputError | None:
+    """The error that stops a ``--yes`` run in which no chosen metric can
+    run (None when at least one can): each metric with what it lacks, and
+    the fixes."""
+    if not needs or any(n.available for n in needs):
+        return None
+    why = "; ".join(f"{n.metric}: {n.missing}" for n in needs)
+    fixes = "; ".join(dict.fromkeys(n.fix for n in needs if n.fix))
+    return InputError(f"none of the chosen metrics can run ({why})", what="metrics", fix=fixes or None)
