@@ -67,6 +67,18 @@ def declared_primaries(items: list[Item]) -> set[str]:
     return out
 
 
+# (quality, metric) pairs where the metric is a stand-in, not a measure of the quality itself: the plan and the
+# report's Answer say which metric was used instead, and why (issue 17 item 3)
+STAND_INS: dict[tuple[str, str], str] = {
+    ("creativity", "idea_novelty"): "idea generation has no creativity metric; the novelty dimension is its closest "
+                                    "measure",
+    ("creativity", "idea_final_score"): "idea generation has no creativity metric; the overall idea score includes "
+                                        "novelty",
+    ("novelty", "aidan_accepted_answers"): "the selected tasks have no novelty metric; accepted answers count only "
+                                           "answers that passed the novelty threshold",
+}
+
+
 class MetricPlan(BaseModel):
     """The metrics of a run.
 
@@ -87,6 +99,8 @@ class MetricPlan(BaseModel):
     pool: list[str] = Field(default_factory=list)
     """Metrics of the pool beyond the benchmark's predefined ones (e.g. ``retrieval_novelty`` for "novel compared
     with the literature"), reported beside them."""
+    stand_in: str = ""
+    """When ``primary`` stands in for the asked quality (:data:`STAND_INS`): which metric was used instead and why."""
 
 
 def detect_qualities(request: str) -> list[str]:
@@ -174,14 +188,19 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
     names = [s.name for s in specs]
     qualities = detect_qualities(request)
     primary = ""
+    stand_in = ""
     notes: list[str] = []
     custom: list[Rubric] = []
     reason: list[str] = []
     for q in qualities:
         hit = metric_for_quality(q, specs)
         if hit:
+            if not primary and (q, hit) in STAND_INS:
+                stand_in = f"'{q}' is ranked by {hit} instead: {STAND_INS[(q, hit)]}"
+                reason.append(stand_in)
+            else:
+                reason.append(f"'{q}' is measured by the predefined metric {hit}")
             primary = primary or hit
-            reason.append(f"'{q}' is measured by the predefined metric {hit}")
             continue
         rub = starter_rubric(q)
         if rub is not None:
@@ -206,7 +225,7 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
         primary = prim[0] if prim else (names[0] if names else "")
         reason.append(f"ranking by the benchmark's primary metric {primary}")
     return MetricPlan(predefined=names, custom=custom, primary=primary, qualities=qualities,
-                      reason="; ".join(reason), notes=notes)
+                      reason="; ".join(reason), notes=notes, stand_in=stand_in)
 
 
 CUSTOM_SYSTEM = """You are the metric customisation agent of sgieval. The benchmark's predefined metrics are always applied.
@@ -408,7 +427,8 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
                                                     (custom[0].name if custom else base.primary))
     plan = MetricPlan(predefined=base.predefined, custom=custom, primary=primary,
                       qualities=p.qualities or base.qualities, reason=p.reason or base.reason,
-                      notes=notes, planner=agent.name, pool=base.pool)
+                      notes=notes, planner=agent.name, pool=base.pool,
+                      stand_in=base.stand_in if primary == base.primary else "")
     return plan, metrics, trace
 
 

@@ -54,6 +54,29 @@ def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r.get("stopping_condition") is None]
 
 
+def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How far a question's answer list can be trusted as a count (issue 17 item 1).
+
+    - ``{"missing": True, ...}``: the list is empty -- no answer was recorded,
+      a missing observation (its count 0 is not a measurement);
+    - ``{"censored": True, "stop_error": message, ...}``: the list ended with
+      an error record (``error_message`` / ``error_type``, or the legacy
+      ``stopping_condition: "error"``, METRICS.md B.7): generation stopped
+      by an error, not by the stop rule, so the count is a lower bound;
+    - ``{}`` otherwise.
+    The published counting is unchanged; these flags go into ``Score.details``
+    so the report lists them and tests the ranking without them."""
+    if not records:
+        return {"missing": True, "flag_reason": "empty stored list: no answer was recorded for this question"}
+    last = records[-1]
+    if last.get("error_message") or last.get("error_type") or last.get("stopping_condition") == "error":
+        msg = str(last.get("error_message") or last.get("error_type") or "stopping_condition 'error'")
+        n = len(accepted_records(records))
+        return {"censored": True, "stop_error": msg[:300],
+                "flag_reason": f"stopped by error after {n} accepted answer{'' if n == 1 else 's'} (a lower bound)"}
+    return {}
+
+
 class AnswerCountMetrics(Metric):
     """The four record-count metrics of one question (see module docstring).
 
@@ -74,21 +97,25 @@ class AnswerCountMetrics(Metric):
                                "metrics need the generation protocol or a SciAidanBench replay")
         acc = accepted_records(records)
         stop = records[-1].get("final_stopping_condition") or records[-1].get("stopping_condition") if records else None
+        flag = record_flag(records)
         why = f"{len(acc)} accepted of {len(records)} stored answers; stopped by {stop or 'no stop recorded'}"
+        if flag:
+            why += f" ({'missing' if flag.get('missing') else 'censored'}: {flag['flag_reason']})"
         out = [
-            Score(item_id=item.id, model=response.model, metric=ACCEPTED.name, value=float(len(acc)), rationale=why),
+            Score(item_id=item.id, model=response.model, metric=ACCEPTED.name, value=float(len(acc)), rationale=why,
+                  details=dict(flag)),
             Score(item_id=item.id, model=response.model, metric=PUBLISHED.name, value=float(len(records)),
-                  rationale=f"len(list) = {len(records)} (includes the rejected terminating answer)"),
+                  rationale=f"len(list) = {len(records)} (includes the rejected terminating answer)", details=dict(flag)),
         ]
         for spec, key in ((COHERENCE, "coherence_score"), (NOVELTY, "embedding_dissimilarity_score")):
             vals = [float(r[key]) for r in acc if r.get(key) is not None]
             if vals:
                 out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=sum(vals) / len(vals),
-                                 rationale=f"mean {key} over {len(vals)} accepted answers"))
+                                 rationale=f"mean {key} over {len(vals)} accepted answers", details=dict(flag)))
             else:
                 out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=None,
                                  status="not_run", error=f"no accepted answers with a {key}",
-                                 details={"not_applicable": True}))
+                                 details={"not_applicable": True, **flag}))
         return out
 
 

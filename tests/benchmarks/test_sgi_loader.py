@@ -365,7 +365,7 @@ def test_parquet_bad_row_names_row(tmp_path):
     assert str(e.value) == (
         f"{f} row 2: SGI-Bench wet_experiment record 'SGI_WetExperiment_9002': field 'action_pool': string should "
         "have at least 1 character (got ''). Fix: give every record the field 'action_pool' as a non-empty string "
-        "(the atomic actions) (DATASETS.md, SGI-Bench wet_experiment)")
+        "(the atomic actions) (fields of the SGI-Bench wet_experiment dataset card on HuggingFace)")
 
 
 def test_duplicate_idx_and_ambiguous_files(tmp_path):
@@ -383,9 +383,10 @@ def test_duplicate_idx_and_ambiguous_files(tmp_path):
                             "deep_research.jsonl. Fix: keep exactly one file per task in the folder")
 
 
-FIX_DATA_DIR = ("put the SGI-Bench files in one folder (deep_research.jsonl, idea_generation.jsonl, "
-                "dry_experiment.jsonl, wet_experiment.jsonl, experimental_reasoning.jsonl, or .parquet; schema in "
-                "DATASETS.md) and pass --data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)")
+FIX_DATA_DIR = ("run `sgieval data pull sgi-bench` when online, or put the SGI-Bench files in one folder "
+                "(deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, wet_experiment.jsonl, "
+                "experimental_reasoning.jsonl, or .parquet; fields of the HuggingFace datasets) and pass "
+                "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)")
 
 
 def test_missing_sources(tmp_path):
