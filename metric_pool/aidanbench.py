@@ -49,6 +49,30 @@ NOVELTY = MetricSpec(
     source=SRC)
 
 
+STORED_JUDGE = "o1-mini"
+"""Coherence (and LLM-novelty) judge of the published SciAidanBench run (METRICS.md B.2, B.4)."""
+STORED_EMBEDDER = "text-embedding-3-large"
+"""Embedding model of the stored ``embedding_dissimilarity_score`` (METRICS.md B.3)."""
+
+
+def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
+    """Who decided the acceptance of a question's answers (issue 17 item 2).
+
+    Live protocol runs name their judge and embedder in the response
+    metadata (``judge``, ``embedder``): origin ``live``.  Stored (replayed)
+    records do not name them, so the benchmark definition is used: coherence
+    by ``o1-mini`` and novelty by ``text-embedding-3-large`` embeddings
+    (METRICS.md B.2-B.4), origin ``stored``.  Keys: ``coherence``,
+    ``novelty``, ``origin``, ``source``."""
+    if metadata.get("judge"):
+        return {"coherence": str(metadata["judge"]), "novelty": str(metadata.get("embedder") or "unknown embedder"),
+                "origin": "live", "source": "this run's judge and embedder"}
+    return {"coherence": str(metadata.get("stored_judge") or STORED_JUDGE),
+            "novelty": str(metadata.get("stored_embedder") or STORED_EMBEDDER), "origin": "stored",
+            "source": ("the stored records" if metadata.get("stored_judge") else
+                       "the SciAidanBench definition (METRICS.md B.2-B.3; the stored records do not name them)")}
+
+
 def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records with ``stopping_condition`` null (D.6)."""
     return [r for r in records if r.get("stopping_condition") is None]
@@ -97,9 +121,9 @@ class AnswerCountMetrics(Metric):
                                "metrics need the generation protocol or a SciAidanBench replay")
         acc = accepted_records(records)
         stop = records[-1].get("final_stopping_condition") or records[-1].get("stopping_condition") if records else None
-        flag = record_flag(records)
+        flag = {**record_flag(records), "judged_by": judged_by(response.metadata)}
         why = f"{len(acc)} accepted of {len(records)} stored answers; stopped by {stop or 'no stop recorded'}"
-        if flag:
+        if flag.get("flag_reason"):
             why += f" ({'missing' if flag.get('missing') else 'censored'}: {flag['flag_reason']})"
         out = [
             Score(item_id=item.id, model=response.model, metric=ACCEPTED.name, value=float(len(acc)), rationale=why,
@@ -114,7 +138,8 @@ class AnswerCountMetrics(Metric):
                                  rationale=f"mean {key} over {len(vals)} accepted answers", details=dict(flag)))
             else:
                 out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=None,
-                                 status="not_run", error=f"no accepted answers with a {key}",
+                                 status="not_run",
+                                 error=f"no accepted answers with {'an' if key[0] in 'aeiou' else 'a'} {key}",
                                  details={"not_applicable": True, **flag}))
         return out
 

@@ -1,0 +1,195 @@
+"""What the Answer must say beside the ranking (issue 17 items 1-3): flagged stored records and whether the order
+survives without them, who judged, self-preference, metrics that disagree about the top model, exact ties at the
+top, and means dominated by one item.
+
+Pure functions over :class:`~sgieval.core.Score` records and plain values (imports only ``core``); the report
+builder turns their results into the Answer's sentences, the Run table's judge row, the Limitations and the
+Failures section.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Iterable
+
+from ..core import MetricSpec, Score
+
+CORPUS = "*"  # Score.item_id of a corpus-level score (metric_pool.base.CORPUS)
+
+__all__ = ["DOMINANCE_SHARE", "dominant_item", "flag_rows", "flagged_items", "judgement_sources", "judge_summary",
+           "metric_tops", "order_text", "self_preference", "sensitivity_sentence", "tied_at_top"]
+
+DOMINANCE_SHARE = 0.4
+"""An item dominates a model's mean when it holds at least this share of the model's total and at least twice the
+next item's value (non-negative metric, 3 or more items)."""
+
+
+def _flag(s: Score) -> str | None:
+    d = s.details or {}
+    return "missing" if d.get("missing") else "censored" if d.get("censored") else None
+
+
+def flag_rows(scores: Iterable[Score], models: list[str] | None = None) -> list[dict[str, str]]:
+    """One row per flagged (item, target model) pair, whatever the metric:
+    ``{"item", "model", "flag" ("censored" | "missing"), "reason", "error"}``
+    sorted by model then item id; ``models`` limits the target models."""
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for s in scores:
+        f = _flag(s)
+        if f is None or (models is not None and s.model not in models) or (s.model, s.item_id) in rows:
+            continue
+        d = s.details or {}
+        rows[(s.model, s.item_id)] = {"item": s.item_id, "model": s.model, "flag": f,
+                                      "reason": str(d.get("flag_reason", "")), "error": str(d.get("stop_error", ""))}
+    return [rows[k] for k in sorted(rows)]
+
+
+def flagged_items(scores: Iterable[Score], metric: str, models: list[str]) -> set[str]:
+    """Item ids for which any of ``models`` has a censored or missing ``metric`` score."""
+    return {s.item_id for s in scores if s.metric == metric and s.model in models and _flag(s)}
+
+
+def _means(scores: Iterable[Score], metric: str, models: list[str], leave_out: set[str] = frozenset()) -> dict[str, float]:
+    vals: dict[str, list[float]] = {m: [] for m in models}
+    for s in scores:
+        if s.metric == metric and s.model in vals and s.ok and s.item_id != CORPUS and s.item_id not in leave_out:
+            vals[s.model].append(float(s.value))
+    return {m: sum(v) / len(v) for m, v in vals.items() if v}
+
+
+def _ordered(means: dict[str, float], higher_is_better: bool) -> list[str]:
+    return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
+
+
+def order_text(models: list[str], higher_is_better: bool = True) -> str:
+    """``a > b > c`` (``<`` when lower is better)."""
+    return (" > " if higher_is_better else " < ").join(models)
+
+
+def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]) -> str | None:
+    """The Answer's sensitivity line (issue 17 item 1): leaving out the items
+    whose stored list of any ranked model is censored (ended by an error) or
+    missing (empty), does the order of ``order`` by ``spec`` change?  None
+    when no ranked model has a flagged ``spec`` score."""
+    bad = flagged_items(scores, spec.name, order)
+    if not bad:
+        return None
+    rows = [r for r in flag_rows((s for s in scores if s.metric == spec.name), order)]
+    n_c = sum(1 for r in rows if r["flag"] == "censored")
+    n_m = len(rows) - n_c
+    parts = ([f"{n_c} censored (stopped by an error, so the count is a lower bound)"] if n_c else []) + \
+            ([f"{n_m} missing (an empty stored list)"] if n_m else [])
+    kept = _means(scores, spec.name, order, leave_out=bad)
+    new = _ordered(kept, spec.higher_is_better)
+    head = (f"Sensitivity: {' and '.join(parts)} stored {'list is' if len(rows) == 1 else 'lists are'} counted as "
+            f"published (see Failures); leaving out the {len(bad)} item{'' if len(bad) == 1 else 's'} concerned")
+    if new == [m for m in order if m in kept]:
+        return f"{head}, the order by {spec.name} does not change."
+    return f"{head}, the order by {spec.name} changes to {order_text(new, spec.higher_is_better)}."
+
+
+def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[str, str]]:
+    """The distinct ``details["judged_by"]`` records (who decided acceptance:
+    ``coherence``, ``novelty``, ``origin`` stored|live, ``source``) of the
+    target models' scores, in first-seen order."""
+    out: list[dict[str, str]] = []
+    for s in scores:
+        jb = (s.details or {}).get("judged_by")
+        if s.model in models and isinstance(jb, dict) and jb not in out:
+            out.append(jb)
+    return out
+
+
+def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_metrics_scored: bool) -> str:
+    """The Run table's judge row: the live judges (or none) and every stored
+    judgement source, e.g. "none called in this run; stored judgements (SciAidanBench
+    published run): coherence by o1-mini, novelty by text-embedding-3-large embeddings
+    (from the SciAidanBench definition ...)"."""
+    if live_judges:
+        parts = [f"{', '.join(live_judges)} (live)"]
+    else:
+        parts = ["none called in this run" + ("" if judge_metrics_scored else " (judge metrics not run)")]
+    for src in sources:
+        what = (f"coherence by {src.get('coherence')}, novelty by {src.get('novelty')} embeddings "
+                f"(from {src.get('source')})")
+        if src.get("origin") == "stored":
+            parts.append(f"stored judgements of the original run: {what}")
+        elif not live_judges or src.get("coherence") not in live_judges:
+            parts.append(f"open-creativity protocol: {what}")
+    return "; ".join(parts)
+
+
+def _bare(name: str) -> str:
+    n = name.split(":", 1)[1] if name.startswith(("replay:", "openai:", "local:")) else name
+    return n.split(":")[0].split("/")[-1].lower()
+
+
+def self_preference(models: list[str], sources: list[dict[str, str]], live_judges: list[str],
+                    allow_self_judge: bool) -> list[str]:
+    """Sentences naming every ranked target that is the same model as a judge
+    that decided its scores (stored coherence judge of a replay, or a live
+    judge allowed to score its own responses), e.g. "replay:o1-mini is ranked
+    while o1-mini judged the coherence that decided its accepted answers
+    (stored judgements): a judge may favour its own answers (self-preference)"."""
+    out = []
+    for m in models:
+        for src in sources:
+            j = src.get("coherence", "")
+            if j and _bare(j) == _bare(m):
+                how = "stored judgements of the original run" if src.get("origin") == "stored" else "live"
+                out.append(f"{m} is ranked while {j} judged the coherence that decided its accepted answers ({how}): "
+                           "a judge may favour its own answers (self-preference), so its position may be overstated")
+                break
+        else:
+            if allow_self_judge:
+                for j in live_judges:
+                    if _bare(j) == _bare(m):
+                        out.append(f"{m} is ranked while {j} judged its responses (--allow-self-judge): a judge may "
+                                   "favour its own answers (self-preference)")
+                        break
+    return out
+
+
+def tied_at_top(means: list[tuple[str, float]]) -> list[str]:
+    """The models sharing the best mean exactly (``means`` best first); a
+    single name when there is no tie."""
+    if not means:
+        return []
+    best = means[0][1]
+    return [m for m, v in means if v == best]
+
+
+def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str]) -> dict[str, tuple[list[str], float]]:
+    """Per metric of ``specs``: (the model(s) with the best mean per item over
+    ok item-level scores, that mean); metrics no model has a value for are
+    left out."""
+    out = {}
+    for spec in specs:
+        means = _means(scores, spec.name, models)
+        if not means:
+            continue
+        order = _ordered(means, spec.higher_is_better)
+        best = means[order[0]]
+        out[spec.name] = ([m for m in order if means[m] == best], best)
+    return out
+
+
+def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any] | None:
+    """When one item holds at least :data:`DOMINANCE_SHARE` of ``model``'s
+    total on ``metric`` (non-negative values, 3+ items): ``{"item", "value",
+    "total", "share", "n", "mean", "median"}``; else None."""
+    vals = {s.item_id: float(s.value) for s in scores
+            if s.model == model and s.metric == metric and s.ok and s.item_id != CORPUS}
+    if len(vals) < 3 or any(v < 0 for v in vals.values()):
+        return None
+    total = sum(vals.values())
+    if total <= 0 or math.isnan(total):
+        return None
+    ranked = sorted(vals, key=lambda k: (-vals[k], k))
+    item = ranked[0]
+    share = vals[item] / total
+    if share < DOMINANCE_SHARE or vals[item] < 2 * vals[ranked[1]]:
+        return None
+    return {"item": item, "value": vals[item], "total": total, "share": share, "n": len(vals),
+            "mean": total / len(vals), "median": statistics.median(vals.values())}
