@@ -30,12 +30,14 @@ from ..core import CORPUS, Item, MetricSpec, Response, Score
 from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
-from ..reports.build import (ModelStat, SgiRow, assemble, ci_overlap, count_phrase, fmt, has_ci, item_values,
-                             not_applicable, order_stats, pair_entry, write_report)
+from ..reports.answer import (dominant_item, judgement_sources, metric_tops, self_preference, sensitivity_sentence,
+                              tied_at_top)
+from ..reports.build import (ModelStat, SgiRow, assemble, ci_overlap, count_phrase, fmt, fmt2, fmt_total, has_ci,
+                             item_values, not_applicable, order_stats, pair_entry, write_report)
 from ..reports.render import markdown_table
 
-__all__ = ["FIXED_NUMBERS_TEXT", "NARRATIVE_SYSTEM", "NUMBER", "adjacent_pair_tests", "build_report", "fmt",
-           "judge_reliability", "reliability_section", "reliability_sentences",
+__all__ = ["FIXED_NUMBERS_TEXT", "NARRATIVE_SYSTEM", "NUMBER", "adjacent_pair_tests", "answer_facts", "build_report",
+           "fmt", "judge_reliability", "reliability_section", "reliability_sentences",
            "header_facts", "llm_narrative", "numbers_supported", "ranking_stats", "sgi_rows", "template_narrative"]
 
 
@@ -99,8 +101,44 @@ def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[
 
 
 # ----------------------------------------------------------------------------- narrative
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _ci_text(st: ModelStat) -> str:
+    return (f" (95% CI {fmt2(st.summary.ci_low)} to {fmt2(st.summary.ci_high)})" if has_ci(st.summary)
+            else " (a corpus-level value: no per-item CI)" if st.corpus else " (no CI: fewer than 2 items)")
+
+
+def focus_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, focus: str, scope: str,
+                    n_items: int) -> str:
+    """The absolute answer about one model (issue 17 item 4): its mean (95% CI)
+    and total on ``spec``, then where it stands among the other evaluated
+    models (its rank and the leader), never "ranks first" of a one-model list."""
+    ranked = [s for s in ranking if s.summary is not None]
+    me = next((s for s in ranked if s.model == focus), None)
+    q = f'To "{request}": ' if request else ""
+    if me is None:
+        return f"{q}{focus} has no valid {spec.name} score on the {n_items} selected items; see Failures."
+    total = f", total {fmt_total(me.summary.total, spec)}" if math.isinf(spec.range[1]) else ""
+    where = f" ({scope})" if scope else ""
+    text = (f"{q}**{focus}** scores a mean of {fmt2(me.summary.mean)} per item by {spec.name} (scale "
+            f"{spec.scale_label}) on {count_phrase(me.summary.n)}{where}{_ci_text(me)}{total}.")
+    others = [s for s in ranked if s.model != focus]
+    if not others:
+        return text + " No other model was evaluated, so this is an absolute score, not a ranking."
+    rank = ranked.index(me) + 1
+    lead = ranked[0] if ranked[0].model != focus else ranked[1]
+    ties = [s.model for s in ranked if s.model != focus and s.summary.mean == me.summary.mean]
+    text += (f" Among the {len(ranked)} evaluated models it ranks {_ordinal(rank)}"
+             + (f" (tied with {', '.join(ties)})" if ties else "")
+             + (f"; first is {lead.model} (mean {fmt2(lead.summary.mean)})." if rank > 1 else
+                f"; next is {lead.model} (mean {fmt2(lead.summary.mean)})."))
+    return text
+
+
 def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, n_items: int, scope: str,
-                       comparison: dict[str, Any] | None) -> str:
+                       comparison: dict[str, Any] | None, focus: str | None = None) -> str:
     """Answer the request from the ranking table's own numbers.
 
     The item count named is the leader's ``n`` for ``spec`` (items with an ok
@@ -108,22 +146,32 @@ def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec,
     they differ.  ``comparison``: the paired test of the top two
     (:func:`adjacent_pair_tests` entry; ``p`` None when it could not be run).
     Significance wording comes only from that paired test; without one the
-    text says so and mentions CI overlap only when both CIs exist.
+    text says so and mentions CI overlap only when both CIs exist.  Models
+    sharing the best mean exactly are stated as a tie.  ``focus`` (the one
+    model the request asks about), or a single ranked model, gets the
+    absolute answer of :func:`focus_narrative` instead of a ranking (also when only
+    one target model was evaluated).
     """
     ranked = [s for s in ranking if s.summary is not None]
     if not ranked:
         return f"No target model has a valid {spec.name} score on the {n_items} selected items; see Failures."
+    if focus or len(ranking) == 1:  # the request is about one model: an absolute answer, not a ranking
+        return focus_narrative(request, ranking, spec, focus or ranking[0].model, scope, n_items)
     best = ranked[0]
     q = f'To "{request}": ' if request else ""
-    total = f"total {fmt(best.summary.total)}, " if math.isinf(spec.range[1]) else ""
+    total = f"total {fmt_total(best.summary.total, spec)}, " if math.isinf(spec.range[1]) else ""
     where = [scope] if scope else []
     if best.summary.n != n_items:
         where.append(f"{n_items} items selected")
     where_text = f" ({'; '.join(where)})" if where else ""
-    ci = (f" (95% CI {fmt(best.summary.ci_low)} to {fmt(best.summary.ci_high)})" if has_ci(best.summary)
-          else " (a corpus-level value: no per-item CI)" if best.corpus else " (no CI: fewer than 2 items)")
-    text = (f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.summary.n)}{where_text}: "
-            f"{total}mean {fmt(best.summary.mean)} per item{ci}.")
+    tied = tied_at_top([(s.model, s.summary.mean) for s in ranked])
+    if len(tied) > 1:
+        text = (f"{q}{' and '.join(f'**{m}**' for m in tied)} tie for first by {spec.name} on "
+                f"{count_phrase(best.summary.n)}{where_text}: mean {fmt2(best.summary.mean)} per item each, so the "
+                "request has no single answer on this metric.")
+    else:
+        text = (f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.summary.n)}{where_text}: "
+                f"{total}mean {fmt2(best.summary.mean)} per item{_ci_text(best)}.")
     if len(ranked) > 1:
         order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
         text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."
@@ -131,18 +179,76 @@ def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec,
         if not best.corpus and best.summary.n != second.summary.n:
             text += (f" Coverage differs: {best.model} has {count_phrase(best.summary.n, 'scored item')} and "
                      f"{second.model} {second.summary.n}; the paired test below uses only the items both have.")
-        if comparison and comparison.get("p") is not None:
+        if len(tied) > 1:
+            pass
+        elif comparison and comparison.get("p") is not None:
             sig = "a significant" if comparison["p"] < 0.05 else "no significant"
-            text += (f" Against the runner-up {second.model} (mean {fmt(second.summary.mean)}), the paired test on "
+            text += (f" Against the runner-up {second.model} (mean {fmt2(second.summary.mean)}), the paired test on "
                      f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level.")
         else:
             shared = comparison["n"] if comparison else 0
-            text += (f" No paired test against the runner-up {second.model} (mean {fmt(second.summary.mean)}): "
+            text += (f" No paired test against the runner-up {second.model} (mean {fmt2(second.summary.mean)}): "
                      f"they share {count_phrase(shared, 'scored item')} and the test needs at least 2, so the order is not "
                      "evidence of a difference.")
             if ci_overlap(best.summary, second.summary):
                 text += " Their 95% CIs overlap."
     return text
+
+
+def answer_facts(scores: list[Score], specs: list[MetricSpec], spec: MetricSpec, stats: list[ModelStat], *,
+                 judges: list[str], allow_self_judge: bool, stand_in: str = "", focus: str | None = None) -> list[str]:
+    """Sentences the Answer adds after the narrative (template or agent),
+    computed in code (issue 17 items 1-3): the stand-in metric and why; other
+    metrics that put another model first; a mean dominated by one item (with
+    the median); the sensitivity of the order to censored or missing stored
+    records; who judged (stored or live); self-preference."""
+    ranked = [s for s in stats if s.summary is not None]
+    names = [s.model for s in ranked]
+    out: list[str] = []
+    if stand_in:
+        out.append(f"No metric here measures the asked quality directly: {stand_in}.")
+    leaders = tied_at_top([(s.model, s.summary.mean) for s in ranked]) if ranked else []
+    if len(ranked) > 1:
+        others = [x for x in specs if x.name != spec.name and not x.variant_of and spec.variant_of != x.name]
+        disagree = []
+        for name, (top, mean) in metric_tops(scores, others, names).items():
+            if set(top) & set(leaders if not focus else names[:1]):
+                continue
+            doms = [d for d in (dominant_item(scores, name, m) for m in top) if d]
+            dom = (f", but one item, {doms[0]['item']}, holds {fmt(doms[0]['value'])} of its {fmt(doms[0]['total'])} "
+                   f"({doms[0]['share']:.0%}); median {fmt2(doms[0]['median'])} per item" if doms else "")
+            disagree.append(f"{name} puts {' and '.join(top)} first (mean {fmt2(mean)}{dom})")
+        if disagree:
+            first = " and ".join(leaders) if not focus else names[0]
+            out.append(f"The metrics disagree about the top model: {spec.name} puts {first} first, but "
+                       + "; ".join(disagree) + ".")
+    for m in (leaders if not focus else [focus]):
+        dom = dominant_item(scores, spec.name, m)
+        if dom:
+            out.append(f"One item dominates {m}'s mean on {spec.name}: {dom['item']} holds {fmt(dom['value'])} of its "
+                       f"total {fmt(dom['total'])} ({dom['share']:.0%}); its median is {fmt2(dom['median'])} per item "
+                       f"against a mean of {fmt2(dom['mean'])}.")
+    if ranked:
+        sens = sensitivity_sentence(scores, spec, names)
+        if sens:
+            out.append(sens)
+    sources = judgement_sources(scores, names)
+    who = []
+    for src in sources:
+        if src.get("origin") == "stored":
+            who.append(f"acceptance rests on stored judgements of the original run: coherence by {src.get('coherence')} "
+                       f"and novelty by {src.get('novelty')} embeddings")
+        else:
+            who.append(f"acceptance was decided in this run: coherence by {src.get('coherence')} and novelty by "
+                       f"{src.get('novelty')} embeddings")
+    if judges:
+        who.append(f"judge and rubric metrics were scored by {', '.join(judges)}")
+    elif sources:
+        who.append("no judge was called in this run")
+    if who:
+        out.append("Who judged: " + "; ".join(who) + ".")
+    out += [f"Self-preference: {x}." for x in self_preference(names, sources, judges, allow_self_judge)]
+    return out
 
 
 NUMBER = re.compile(r"(?<![\w.])(?<!\w-)-?\d+(?:\.\d+)?(?![\w.]*\w)")
@@ -309,14 +415,17 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
                        custom: set[str] | None = None, agent: NamedModel | None = None, n_resamples: int = 10000,
                        seed: int = 0, warnings: list[str] | None = None,
                        extra_sections: list[dict[str, str]] | None = None, judges: list[str] | None = None,
-                       allow_self_judge: bool = False) -> Path:
+                       allow_self_judge: bool = False, focus: str | None = None, stand_in: str = "") -> Path:
     """Write ``run_dir/report.md`` (and ``figures/ranking.png``, one
     ``figures/criteria_<rubric>.png`` heatmap per rubric metric with criterion
     scores); returns its path.
 
     The ranking metric is ``primary`` (else the first of ``specs``).
     ``judges``: judge model names (for the self-judging limitation; default
-    none); ``allow_self_judge``: whether ``--allow-self-judge`` was set.
+    none); ``allow_self_judge``: whether ``--allow-self-judge`` was set;
+    ``focus``: the one model the request asks about (absolute answer);
+    ``stand_in``: why the ranking metric stands in for the asked quality.
+    The Answer ends with :func:`answer_facts` (also after an agent's narrative).
     """
     spec = next((s for s in specs if s.name == primary), None) or specs[0]
     stats = order_stats(ranking_stats(scores, spec.name, models, n_resamples, seed), spec.higher_is_better)
@@ -331,7 +440,7 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
                      warnings=warnings, extra_sections=sections, judges=judges,
                      allow_self_judge=allow_self_judge)
     narrative = template_narrative(header.get("request", ""), stats, spec, len(items), header.get("scope", ""),
-                                   draft.top)
+                                   draft.top, focus=focus)
     narrative += reliability_sentences(reliabilities, spec.name)
     if draft.sgi_missing:
         narrative += " " + " ".join(draft.sgi_missing)
@@ -343,4 +452,8 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
         else:
             draft.limitations.append("The agent's narrative failed the number check twice; the template narrative is shown. "
                                      + "; ".join(notes))
+    facts = answer_facts(scores, specs, spec, stats, judges=list(judges or []), allow_self_judge=allow_self_judge,
+                         stand_in=stand_in, focus=focus)
+    if facts:
+        narrative += "\n\n" + " ".join(facts)
     return write_report(run_dir, draft, narrative)

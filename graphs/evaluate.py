@@ -127,9 +127,11 @@ def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
     if items and all(i.benchmark == "sciaidanbench" for i in items):
         stores = stored_models(rt.config.data_dir)
         named = models_named_in(rt.config.request, [s.model for s in stores])
-        if named:
+        if len(named) > 1:  # a comparison of the named models
             stores = [s for s in stores if s.model in named]
             log.info("targets named in the request", targets=named)
+        elif named:  # one model: every stored model is replayed too, so the report says where it stands
+            log.info("one stored model named in the request; the others are shown for comparison", focus=named)
         if stores:
             return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
                     for s in stores]
@@ -347,11 +349,17 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
     if rt.config.unsafe_local_exec:
         warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
+    focus = None
     if not rt.config.models and state.get("targets"):
         stored = [m.split(":", 1)[1] for m in state["targets"] if m.startswith("replay:")]
-        if stored and models_named_in(rt.config.request, stored) == stored:
+        named = models_named_in(rt.config.request, stored) if stored else []
+        if stored and named == stored:
             warnings.append(f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
                             "pass --models to evaluate others.")
+        elif len(named) == 1:
+            focus = f"replay:{named[0]}"
+            warnings.append(f"The request asks about one model ({focus}): the Answer gives its scores; the other "
+                            "stored models are evaluated only to show where it stands.")
     long_texts = (state.get("evaluated") or {}).get("long_texts_embedded") or 0
     if long_texts:
         n = (state.get("evaluated") or {}).get("texts_embedded") or 0
@@ -381,7 +389,8 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
                               specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
                               agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
                               warnings=warnings, judges=[j.name for j in rt.judges],
-                              allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt))
+                              allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt),
+                              focus=focus, stand_in=plan.stand_in)
 
 
 def check_request_models(rt: RunRuntime) -> None:

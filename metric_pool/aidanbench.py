@@ -70,7 +70,7 @@ def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
     return {"coherence": str(metadata.get("stored_judge") or STORED_JUDGE),
             "novelty": str(metadata.get("stored_embedder") or STORED_EMBEDDER), "origin": "stored",
             "source": ("the stored records" if metadata.get("stored_judge") else
-                       "the SciAidanBench definition (METRICS.md B.2-B.3; the stored records do not name them)")}
+                       "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them")}
 
 
 def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import CORPUS, Item, MetricSpec, Response, Score
+from .answer import flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
 from .render import markdown_table, render_report, write_report_json
 
 __all__ = [
     "NOT_APPLICABLE_REASONS", "ModelStat", "PairStat", "ReportDraft", "SgiRow", "SummaryLike", "assemble",
-    "ci_overlap", "count_phrase", "criterion_scores", "fmt", "has_ci", "item_values", "not_applicable",
+    "ci_overlap", "count_phrase", "criterion_scores", "fmt", "fmt2", "fmt_p", "fmt_total", "has_ci", "item_values", "not_applicable",
     "order_stats", "pair_entry", "rubric_breakdown", "sgi_table", "write_report",
 ]
 
@@ -49,6 +50,27 @@ def fmt(x: float | None, digits: int = 2) -> str:
     if float(x).is_integer():
         return str(int(x))
     return f"{x:.{digits}f}"
+
+
+def fmt2(x: float | None) -> str:
+    """A statistic (mean, CI bound, difference) as the report's tables print it:
+    always 2 decimals ("8.00" beside "7.76", issue 17 item 8); None/NaN as "n/a"."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.2f}"
+
+
+def fmt_total(x: float | None, spec: MetricSpec) -> str:
+    """A total: an integer for a count metric (unbounded range, e.g. accepted
+    answers), else 2 decimals like the means."""
+    return fmt(x) if math.isinf(spec.range[1]) else fmt2(x)
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value, every one alike: 4 decimals ("0.0012", "0.5625"), "< 0.0001" below that; None as "n/a"."""
+    if p is None or math.isnan(p):
+        return "n/a"
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
 
 
 def count_phrase(n: int, noun: str = "item") -> str:
@@ -134,7 +156,7 @@ def ci_text(a: SummaryLike) -> str:
     method, note = getattr(a, "method", ""), getattr(a, "note", "")
     if not has_ci(a):
         return f"n/a ({note})" if note else "n/a"
-    text = f"{fmt(a.ci_low)} to {fmt(a.ci_high)}"
+    text = f"{fmt2(a.ci_low)} to {fmt2(a.ci_high)}"
     if method == "wilson":
         return f"{text} (Wilson score, 0/1 metric)"
     if method in ("degenerate", "percentile") and note:
@@ -177,12 +199,12 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
     overlap only, never as a test) and ``p`` (None when not tested); with a
     ``result``: ``method``, ``mean_diff`` (a minus b, formatted), ``ci`` (95%
     paired bootstrap CI of the difference), ``p_value`` (formatted, 4
-    significant digits), ``p`` (float 0-1), ``significant`` (p < 0.05)."""
+    decimals, :func:`fmt_p`), ``p`` (float 0-1), ``significant`` (p < 0.05)."""
     d: dict[str, Any] = {"a": hi.model, "b": lo.model, "n": shared, "p": None,
                          "overlap": ci_overlap(hi.summary, lo.summary)}
     if result is not None:
-        d.update(n=result.n, method=f"{result.method}, {hi.model} minus {lo.model}", mean_diff=fmt(result.mean_diff),
-                 ci=f"{fmt(result.ci_low)} to {fmt(result.ci_high)}", p_value=f"{result.p_value:.4g}",
+        d.update(n=result.n, method=f"{result.method}, {hi.model} minus {lo.model}", mean_diff=fmt2(result.mean_diff),
+                 ci=f"{fmt2(result.ci_low)} to {fmt2(result.ci_high)}", p_value=fmt_p(result.p_value),
                  p=result.p_value, significant=result.p_value < 0.05)
     return d
 
@@ -208,7 +230,7 @@ def not_applicable(s: Score) -> bool:
 def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models: list[str], facet: str,
                show_total: bool) -> str | None:
     groups = sorted({getattr(items[s.item_id], facet) for s in scores if s.item_id in items})
-    if len(groups) < 2 and facet != "discipline":
+    if len(groups) < 2:  # a one-row breakdown repeats the ranking
         return None
     rows = []
     for g in groups:
@@ -221,9 +243,9 @@ def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models:
             if not vals:
                 row.append("n/a")
             elif show_total:
-                row.append(f"{fmt(sum(vals))} ({fmt(sum(vals) / len(vals))})")
+                row.append(f"{fmt(sum(vals))} ({fmt2(sum(vals) / len(vals))})")
             else:
-                row.append(fmt(sum(vals) / len(vals)))
+                row.append(fmt2(sum(vals) / len(vals)))
         rows.append(row)
     label = "total (mean)" if show_total else "mean"
     return markdown_table([facet, "items"] + [f"{m}: {label}" for m in models], rows)
@@ -260,9 +282,9 @@ def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[st
             item_vals = [s.value for s in mine if s.ok and s.item_id != CORPUS]
             corpus = [s for s in mine if s.ok and s.item_id == CORPUS]
             if item_vals:
-                row.append(fmt(sum(item_vals) / len(item_vals)))
+                row.append(fmt2(sum(item_vals) / len(item_vals)))
             elif corpus:
-                row.append(fmt(corpus[0].value) + " (corpus)")
+                row.append(fmt2(corpus[0].value) + " (corpus)")
             else:
                 row.append(_cell_without_value(mine))
         rows.append(row)
@@ -338,25 +360,27 @@ def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
 
 
 def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
-    """Limitation lines from the adjacent-pair paired tests: every pair the test
-    does not separate, every pair it cannot test, and every pair whose marginal
-    CIs overlap although the paired test separates them."""
-    out = []
-    for d in pairs:
-        ab = f"{d['a']} and {d['b']}"
-        overlap = "; their 95% CIs overlap" if d["overlap"] else ""
-        if d["p"] is None:
-            out.append(f"{ab}: not compared by a paired test on {metric} ({count_phrase(d['n'], 'shared scored item')}; "
-                       f"at least 2 needed){overlap}.")
-        elif not d["significant"]:
-            out.append(f"{ab}: no significant difference on {metric} (paired permutation test over {d['n']} shared "
-                       f"items, p = {d['p_value']}){overlap}.")
-        elif d["overlap"]:
-            out.append(f"{ab}: their 95% CIs on {metric} overlap, but the paired permutation test over {d['n']} "
-                       f"shared items finds a significant difference (p = {d['p_value']}).")
-    if sum(d["p"] is not None for d in pairs) > 1:
-        out.append("Adjacent-pair p-values are not adjusted for multiple comparisons.")
-    return out
+    """One Limitations line about the adjacent-pair tests (the table beside the
+    ranking has the numbers; issue 17 item 8): which adjacent pairs the
+    paired test does not separate or cannot test, that overlapping CIs are not
+    a test, and that the p-values are not adjusted for multiple comparisons."""
+    if not pairs:
+        return []
+    loose = [f"{d['a']} vs {d['b']}" for d in pairs if d["p"] is not None and not d["significant"]]
+    untested = [f"{d['a']} vs {d['b']}" for d in pairs if d["p"] is None]
+    parts = []
+    if loose:
+        parts.append(f"the paired test on {metric} does not separate {', '.join(loose)} at the 5% level, so their "
+                     "order is not evidence of a difference")
+    if untested:
+        parts.append(f"{', '.join(untested)} share fewer than 2 scored items and are not tested")
+    if not parts:
+        parts.append(f"the paired test on {metric} separates every adjacent pair at the 5% level")
+    tested = sum(d["p"] is not None for d in pairs)
+    tail = (" 95% CI overlap is not a test (some pairs the test separates have overlapping CIs)."
+            if any(d["p"] is not None and d["significant"] and d["overlap"] for d in pairs) else "")
+    adj = " The p-values are not adjusted for multiple comparisons." if tested > 1 else ""
+    return [f"Adjacent ranks (table beside the ranking): {'; '.join(parts)}.{tail}{adj}"]
 
 
 def sgi_table(rows: list[SgiRow] | None) -> tuple[str | None, list[str]]:
@@ -373,7 +397,7 @@ def sgi_table(rows: list[SgiRow] | None) -> tuple[str | None, list[str]]:
     why: dict[str, list[str]] = {}
     out = []
     for r in rows:
-        out.append([r.model, fmt(r.sgi_score) if r.sgi_score is not None else "missing tasks", r.per_task])
+        out.append([r.model, fmt2(r.sgi_score) if r.sgi_score is not None else "missing tasks", r.per_task])
         if r.sgi_score is None:
             why.setdefault(r.missing, []).append(r.model)
     table = markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], out)
@@ -450,7 +474,7 @@ def _criteria_section(run_dir: Path, bd: dict[str, Any], notes: list[str] | None
     models = list(bd["means"])
     rows = []
     for j, c in enumerate(bd["criteria"]):
-        rows.append([c, fmt(bd["weights"][j])] + [fmt(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models])
+        rows.append([c, fmt(bd["weights"][j])] + [fmt2(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models])
     table = markdown_table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows)
     fig = f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png"
     fig_out = _figure(run_dir, fig, notes if notes is not None else [], heatmap, models, bd["criteria"],
@@ -486,9 +510,9 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
     rows = []
     for rank, s in enumerate(stats, 1):
         sm = s.summary
-        rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt(sm.mean) if sm else "n/a",
+        rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt2(sm.mean) if sm else "n/a",
                      "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
-                     "total": fmt(sm.total) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
+                     "total": fmt_total(sm.total, spec) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
     chart: str | None = None
     chart_notes: list[str] = []
     if ranked:
@@ -510,7 +534,21 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
                    + (" 0/1 metrics get Wilson score intervals (a bootstrap of 8 of 8 correct would say '1 to 1')."
                       if any(getattr(s.summary, "method", "") == "wilson" for s in ranked) else "")]
     judges = list(judges or [])
-    if judges:
+    sources = judgement_sources(scores, models)
+    if sources:  # who decided acceptance of open-creativity answers, also for replays (issue 17 item 2)
+        header = {**header, "judges": judge_summary(sources, judges, any(s.ok and s.judge != "objective"
+                                                                         for s in scores))}
+        for src in sources:
+            what = ("the stored judgements of the original run" if src.get("origin") == "stored"
+                    else "this run's open-creativity protocol")
+            limitations.append(f"Acceptance of the open-creativity answers rests on {what}: coherence scored by "
+                               f"{src.get('coherence')} and novelty by {src.get('novelty')} embeddings (from "
+                               f"{src.get('source')}); another judge or embedder may accept different answers.")
+    limitations += [f"Self-preference: {x}." for x in self_preference([s.model for s in ranked], sources, judges,
+                                                                       allow_self_judge)]
+    if sources and not judges:
+        pass  # the acceptance line above says who judged; no live judge was called
+    elif judges:
         limitations.append(f"Judge: {', '.join(judges)}. Judge and rubric scores are {'this one model' if len(judges) == 1 else 'these models'}'s "
                            "judgement: another judge may score differently, and a judge may favour models of its own family.")
     else:
@@ -542,7 +580,7 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
                         "rows": rows, "chart": chart},
             "comparison": comparison, "sgi": sgi_tab, "tables": tables, "criteria": criteria,
             "extra_sections": extra_sections or [], "limitations": limitations,
-            "failures": _failures(responses, scores), "warnings": warnings or [],
+            "failures": {**_failures(responses, scores), "flagged": flag_rows(scores, models)}, "warnings": warnings or [],
             # for the HTML viewer (report.json; the Markdown template does not use them)
             "metric_specs": [{"name": sp.name, "scale": sp.scale_label, "hib": sp.higher_is_better, "kind": sp.kind}
                              for sp in specs]}

@@ -90,16 +90,17 @@ def test_rubric_breakdown_means_per_model_and_criterion():
 def test_report_has_criteria_breakdown_custom_metric_and_limitations(tmp_path):
     text = report(tmp_path)
     # ranking by rigor: m-a mean (70 + 66.67 + 73.33) / 3 = 70, m-b (46.67 + 43.33) / 2 = 45, one failed
-    assert re.search(r"\| 1 \| m-a \| 70 \| [^|]+ \| 210 \| 3 \| 0 \|", text)
-    assert re.search(r"\| 2 \| m-b \| 45 \| [^|]+ \| 90 \| 2 \| 1 \|", text)
+    # one format per column: means and totals of a 0-100 metric with 2 decimals (issue 17 item 8)
+    assert re.search(r"\| 1 \| m-a \| 70\.00 \| [^|]+ \| 210\.00 \| 3 \| 0 \|", text)
+    assert re.search(r"\| 2 \| m-b \| 45\.00 \| [^|]+ \| 90\.00 \| 2 \| 1 \|", text)
     section = text.split("## Rubric breakdown: rigor (mean criterion score per target model, 0-10)", 1)[1]
     section = section.split("## ", 1)[0]
     assert "| criterion | weight | m-a: mean (0-10) | m-b: mean (0-10) |" in section
-    assert "| logic | 2 | 8 | 4.50 |" in section and "| grounding | 1 | 5 | 4.50 |" in section
+    assert "| logic | 2 | 8.00 | 4.50 |" in section and "| grounding | 1 | 5.00 | 4.50 |" in section
     assert "![rigor per criterion](figures/criteria_rigor.png)" in section
     assert (tmp_path / "figures" / "criteria_rigor.png").stat().st_size > 5000
     # custom metric listed beside the predefined one; em means 2/3 = 0.67 and 1/3 = 0.33
-    assert "| rigor *custom* | rubric | 0-100 | 70 | 45 |" in text
+    assert "| rigor *custom* | rubric | 0-100 | 70.00 | 45.00 |" in text
     assert "| em | objective | 0-1 | 0.67 | 0.33 |" in text
     lim = text.split("## Limitations", 1)[1].split("## Failures", 1)[0]
     assert "- 3 items selected; CIs are wide at this sample size." in lim
@@ -113,9 +114,9 @@ def test_non_significance_comes_from_the_paired_test(tmp_path):
     text = report(tmp_path, primary="em")
     # em per item: m-a [1, 1, 0], m-b [0, 1, 0] -> differences [1, 0, 0], mean 1/3 = 0.33.  Exact sign-flip
     # permutation (2**3 = 8 flips): P(mean >= 1/3) = 4/8, two-sided p = min(1, 2 * 4/8) = 1.
-    assert ("- m-a and m-b: no significant difference on em (paired permutation test over 3 shared items, p = 1); "
-            "their 95% CIs overlap.") in text
-    assert "| m-a vs m-b | 3 | 0.33 | 0 to 1 | 1 | not significant |" in text
+    assert ("- Adjacent ranks (table beside the ranking): the paired test on em does not separate m-a vs m-b at the "
+            "5% level, so their order is not evidence of a difference.") in text
+    assert "| m-a vs m-b | 3 | 0.33 | 0.00 to 1.00 | 1.0000 | not significant |" in text
     assert "overlapping 95% CIs on em, no significant difference" not in text
 
 

@@ -48,8 +48,8 @@ def test_scores_keep_published_counting_and_carry_the_flag():
     assert "censored" not in plain and "missing" not in plain
     # who decided acceptance: stored records name no judge, so the benchmark definition does
     assert plain["judged_by"] == {"coherence": "o1-mini", "novelty": "text-embedding-3-large", "origin": "stored",
-                                  "source": "the SciAidanBench definition (METRICS.md B.2-B.3; the stored records do "
-                                            "not name them)"}
+                                  "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do "
+                                            "not name them"}
 
 
 def test_real_data_has_seven_censored_pairs_and_one_missing(sciaidan_dir):

@@ -70,3 +70,45 @@ def test_tops_ties_and_dominance():
                                                  "mean": 4.0, "median": 2.0}
     assert dominant_item(scores, "acc", "c") is None  # 5, 5, 1: 5/11 = 45% but not twice the next item (5)
     assert dominant_item(scores, "acc", "b") is None  # 4, 3, 4: 36%
+
+
+# ------------------------------------------------------------------ the Answer, through the real build_report
+import asyncio  # noqa: E402
+
+from sgieval.agents.reporting import build_report  # noqa: E402
+from sgieval.core import Item  # noqa: E402
+
+SCORE = MetricSpec(name="score", tasks=["generic"], range=(0.0, 100.0), primary=True)
+ITEMS = [Item(id=f"g/{i}", benchmark="jsonl", task="generic", discipline="physics", prompt=f"q{i}") for i in range(4)]
+HEADER = {"run_id": "r", "request": "Which model is best?", "selection_reason": "t", "filters": "none", "k": "all",
+          "n_items": 4, "sampling": "all", "seed": 0, "models": "m", "judges": "none", "agent": "none",
+          "metrics": "score", "primary": "score", "primary_reason": "t", "data_source": "t", "tools": "none",
+          "scope": "whole catalog", "extra": {}}
+
+
+def _answer(tmp_path, values: dict[str, list[float]], **kw) -> str:
+    scores = [Score(item_id=it.id, model=m, metric="score", value=v[j]) for m, v in values.items()
+              for j, it in enumerate(ITEMS)]
+    path = asyncio.run(build_report(tmp_path, header=HEADER, items=ITEMS, responses=[], scores=scores, specs=[SCORE],
+                                    primary="score", models=list(values), n_resamples=199, seed=0, **kw))
+    return path.read_text().split("## Answer", 1)[1].split("\n## ", 1)[0]
+
+
+def test_exact_tie_at_the_top_is_stated_as_a_tie(tmp_path):
+    # m-a 90, 70, 80, 80 and m-b 80, 80, 80, 80: both mean 80; m-c mean 50
+    text = _answer(tmp_path, {"m-a": [90, 70, 80, 80], "m-b": [80, 80, 80, 80], "m-c": [50, 50, 50, 50]})
+    assert ('To "Which model is best?": **m-a** and **m-b** tie for first by score on 4 items (whole catalog): mean '
+            "80.00 per item each, so the request has no single answer on this metric.") in text
+    assert "ranks first" not in text and "Against the runner-up" not in text
+
+
+def test_a_single_target_gets_an_absolute_score_and_a_stand_in_is_named(tmp_path):
+    text = _answer(tmp_path, {"m-a": [90, 70, 80, 60]},
+                   stand_in="'creativity' is ranked by score instead: no creativity metric here")
+    # mean (90 + 70 + 80 + 60) / 4 = 75
+    assert text.startswith('\n\nTo "Which model is best?": **m-a** scores a mean of 75.00 per item by score (scale '
+                           "0-100) on 4 items (whole catalog) (95% CI")
+    assert "No other model was evaluated, so this is an absolute score, not a ranking." in text
+    assert ("No metric here measures the asked quality directly: 'creativity' is ranked by score instead: no "
+            "creativity metric here.") in text
+    assert "ranks first" not in text

@@ -76,4 +76,4 @@ def test_lower_is_better_primary_metric_ranks_the_smallest_error_first(tmp_path)
     assert "## Ranking by sfbench_abs_error" in report and "lower is better" in report
     ranks = {m: _row(report, m) for m in ("scripted-exact", "scripted-near", "scripted-far")}
     assert [ranks[m][0] for m in ("scripted-exact", "scripted-near", "scripted-far")] == ["1", "2", "3"]
-    assert ranks["scripted-exact"][2] == "0" and ranks["scripted-near"][2] == "1" and ranks["scripted-far"][2] == "2"
+    assert ranks["scripted-exact"][2] == "0.00" and ranks["scripted-near"][2] == "1.00" and ranks["scripted-far"][2] == "2.00"
