@@ -189,6 +189,7 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
     qualities = detect_qualities(request)
     primary = ""
     stand_in = ""
+    unmeasured: list[str] = []
     notes: list[str] = []
     custom: list[Rubric] = []
     reason: list[str] = []
@@ -209,6 +210,7 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
             reason.append(f"'{q}' has no predefined metric: custom rubric {rub.name} ({len(rub.criteria)} criteria)")
         else:
             notes.append(f"'{q}' has no predefined metric for the selected tasks and no starter rubric")
+            unmeasured.append(q)
     for w in unrecognised_qualities(request):
         rub = starter_rubric(w)  # the rubric library, user rubrics included, by meaning
         if rub is not None and all(r.name != rub.name for r in custom):
@@ -219,11 +221,16 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
         elif rub is None:
             notes.append(f"'{w}' (asked in the request) is measured by no metric or rubric here, so the ranking "
                          "does not measure it; define one with `sgieval metric define`")
+            unmeasured.append(w)
     if not primary:
         declared = declared_primaries(items)
         prim = [s.name for s in specs if s.name in declared] or [s.name for s in specs if s.primary]
         primary = prim[0] if prim else (names[0] if names else "")
         reason.append(f"ranking by the benchmark's primary metric {primary}")
+        if unmeasured:
+            stand_in = (f"{', '.join(repr(w) for w in unmeasured)} {'is' if len(unmeasured) == 1 else 'are'} measured "
+                        f"by no metric or rubric here, so the ranking uses the benchmark's primary metric {primary} "
+                        "instead (define a rubric with `sgieval metric define`)")
     return MetricPlan(predefined=names, custom=custom, primary=primary, qualities=qualities,
                       reason="; ".join(reason), notes=notes, stand_in=stand_in)
 

@@ -107,7 +107,7 @@ def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_m
     published run): coherence by o1-mini, novelty by text-embedding-3-large embeddings
     (from the SciAidanBench definition ...)"."""
     if live_judges:
-        parts = [f"{', '.join(live_judges)} (live)"]
+        parts = [", ".join(live_judges)]
     else:
         parts = ["none called in this run" + ("" if judge_metrics_scored else " (judge metrics not run)")]
     for src in sources:

@@ -29,3 +29,10 @@ def test_a_stand_in_metric_is_named_with_the_reason():
     assert p.primary == "idea_novelty"
     assert p.stand_in == ("'creativity' is ranked by idea_novelty instead: idea generation has no creativity metric; "
                           "the novelty dimension is its closest measure")
+
+
+def test_an_unmeasured_quality_names_the_metric_used_instead():
+    p = _plan("Which model is the most honest?", "sciaidanbench", OPEN_CREATIVITY)
+    assert p.primary == "aidan_accepted_answers"
+    assert p.stand_in == ("'honest' is measured by no metric or rubric here, so the ranking uses the benchmark's "
+                          "primary metric aidan_accepted_answers instead (define a rubric with `sgieval metric define`)")

@@ -43,7 +43,7 @@ def test_sgi_deep_research_replay(tmp_path):
     # fixture-model-a answers the 4 deep-research fixtures correctly, fixture-model-b gets all 4 wrong
     assert sorted(v for (m, _), v in em.items() if m == "replay:fixture-model-a") == [1.0] * 4
     assert sorted(v for (m, _), v in em.items() if m == "replay:fixture-model-b") == [0.0] * 4
-    assert "| 1 | replay:fixture-model-a | 1 |" in report and "| 2 | replay:fixture-model-b | 0 |" in report
+    assert "| 1 | replay:fixture-model-a | 1.00 |" in report and "| 2 | replay:fixture-model-b | 0.00 |" in report
     sla = [s for s in rt.store.read("scores") if s.metric == "sla"]
     assert len(sla) == 8 and {s.status for s in sla} == {"not_run"}  # no judge configured
     assert "## SGI-Score" in report and "missing tasks" in report  # 4 of 5 tasks have no results: never zero
@@ -67,8 +67,8 @@ def test_sfbench_kappa_ranking(tmp_path):
     # accuracy = gold==0 share; MAE = mean |gold - 0|
     assert corpus[("scripted-flat", "sfbench_accuracy")].value == golds.count(0) / len(golds)
     assert abs(corpus[("scripted-flat", "sfbench_mae")].value - sum(abs(g) for g in golds) / len(golds)) < 1e-12
-    assert "| 1 | scripted-exact | 1 |" in report and "| 2 | scripted-flat | 0 |" in report
+    assert "| 1 | scripted-exact | 1.00 |" in report and "| 2 | scripted-flat | 0.00 |" in report
     # kappa is one corpus-level value per model: the ranking says so instead of "n/a to n/a"
-    assert f"| 1 | scripted-exact | 1 | corpus-level, no CI | 1 | {len(items)} | 0 |" in report
+    assert f"| 1 | scripted-exact | 1.00 | corpus-level, no CI | 1.00 | {len(items)} | 0 |" in report
     assert (f"**scripted-exact** ranks first by sfbench_qwk on {len(items)} items" in report
             and "(a corpus-level value: no per-item CI)" in report)

@@ -31,7 +31,7 @@ def test_generation_protocol_through_graph(tmp_path):
         assert scores[(iid, "aidan_accepted_answers")] == 1 and scores[(iid, "aidan_published_count")] == 2
         assert scores[(iid, "aidan_mean_coherence")] == 80
     report = (tmp_path / "g" / "report.md").read_text()
-    assert "| 1 | scripted-repeater | 1 |" in report and "| judge | scripted-judge |" in report
+    assert "| 1 | scripted-repeater | 1.00 |" in report and "| judge | scripted-judge |" in report
 
 
 def test_long_answers_are_embedded_whole_and_the_report_says_how_many(tmp_path):

@@ -145,5 +145,5 @@ def test_selection_rubric_scores_and_report_over_http(served_run):
     for section in ("## Answer", "## Ranking by rigor", "## Rubric breakdown: rigor", "## Limitations"):
         assert section in report
     assert NARRATIVE in report
-    assert re.search(r"\| 1 \| openai:model-a \| 75 \|", report)
-    assert "| rigor *custom* | rubric | 0-100 | 75 | 25 |" in report
+    assert re.search(r"\| 1 \| openai:model-a \| 75\.00 \|", report)
+    assert "| rigor *custom* | rubric | 0-100 | 75.00 | 25.00 |" in report

@@ -196,11 +196,11 @@ def test_report_sections(rigor_run):
                     "## By discipline: rigor", "## Limitations", "## Failures"):
         assert section in report, section
     assert narrative in report and "every number checked against the tables" in report
-    assert re.search(rf"\| 1 \| {MODEL_A} \| 75 \| [^|]+ \| 150 \| 2 \| 0 \|", report)
-    assert re.search(rf"\| 2 \| {MODEL_B} \| 25 \| [^|]+ \| 50 \| 2 \| 0 \|", report)
-    assert f"| rigor *custom* | rubric | 0-100 | 75 | 25 |" in report
+    assert re.search(rf"\| 1 \| {MODEL_A} \| 75\.00 \| [^|]+ \| 150\.00 \| 2 \| 0 \|", report)
+    assert re.search(rf"\| 2 \| {MODEL_B} \| 25\.00 \| [^|]+ \| 50\.00 \| 2 \| 0 \|", report)
+    assert f"| rigor *custom* | rubric | 0-100 | 75.00 | 25.00 |" in report
     assert "| idea_final_score |" in report  # the predefined metrics beside the custom one
-    assert "| logical self-consistency | 1 | 8 | 3 |" in report and "| risk awareness | 1 | 7 | 2 |" in report
+    assert "| logical self-consistency | 1 | 8.00 | 3.00 |" in report and "| risk awareness | 1 | 7.00 | 2.00 |" in report
     assert (rt.store.root / "figures" / "criteria_rigor.png").stat().st_size > 5000
     assert "| judge | scripted-judge |" in report
     assert "- 2 items selected; CIs are wide at this sample size." in report

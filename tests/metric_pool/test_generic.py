@@ -82,7 +82,7 @@ def test_graph_ranks_a_jsonl_benchmark_by_exact_match(tmp_path):
     report = (tmp_path / "runs" / "r" / "report.md").read_text()
     assert "## Ranking by exact_match" in report
     assert "| 1 | replay:model-b | 0.67 |" in report and "| 2 | replay:model-a | 0.33 |" in report
-    assert "| exact_match_normalised | objective | 0-1 | 0.67 | 1 |" in report
+    assert "| exact_match_normalised | objective | 0-1 | 0.67 | 1.00 |" in report
 
 
 def test_jsonl_without_references_has_no_predefined_metric(tmp_path):
