@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sgieval.agents.customisation import detect_qualities, offline_metric_plan
 from sgieval.core import IDEA_GENERATION, OPEN_CREATIVITY, Item
-from sgieval.metric_pool.registry import predefined_metrics
+from sgieval.benchmarks.registry import predefined_metrics
 
 
 def _plan(request, benchmark, task):

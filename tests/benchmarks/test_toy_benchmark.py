@@ -93,9 +93,9 @@ def test_ask_on_a_registered_toy_benchmark(toy):
     # the definition's primary metric ranks: exact 4/4 = 1, sloppy 2/4 = 0.5
     rows = {ln.split(" | ")[1]: ln for ln in report.splitlines() if ln.startswith(("| 1 | replay:", "| 2 | replay:"))}
     # rank | model | mean | CI | total | n items | failed
-    assert rows["replay:exact"].startswith("| 1 | replay:exact | 1 |") and rows["replay:exact"].endswith("| 4 | 4 | 0 |")
+    assert rows["replay:exact"].startswith("| 1 | replay:exact | 1.00 |") and rows["replay:exact"].endswith("| 4.00 | 4 | 0 |")
     assert rows["replay:sloppy"].startswith("| 2 | replay:sloppy | 0.50 |")
-    assert rows["replay:sloppy"].endswith("| 2 | 4 | 0 |")
+    assert rows["replay:sloppy"].endswith("| 2.00 | 4 | 0 |")  # one format per column (issue 17 item 8)
     # the questioning agent used the definition's vocabulary: "toy-arith" names it, "sums" its task
     assert "'toy-arith' -> benchmark=toy-arith" in report and "'sums' -> task=arithmetic" in report
 

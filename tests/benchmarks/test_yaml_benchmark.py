@@ -70,7 +70,7 @@ def test_ask_on_a_yaml_benchmark(caps):
     report = (run / "report.md").read_text()
     assert "'capital cities' -> task=capitals" in report
     # atlas 3/3 = 1; guess 1/3 = 0.33
-    assert "| 1 | replay:atlas | 1 |" in report and "| 2 | replay:guess | 0.33 |" in report
+    assert "| 1 | replay:atlas | 1.00 |" in report and "| 2 | replay:guess | 0.33 |" in report
 
 
 @pytest.mark.parametrize("text, message", [
