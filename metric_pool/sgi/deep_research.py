@@ -206,7 +206,10 @@ class ExactMatchMetric(Metric):
         em = exact_match(ref, extracted, parsed)
         cands = [extracted] + ([parsed] if parsed is not None else [])
         emn = int(any(normalised_equal(ref, c) for c in cands))
-        details = {"model_answer": extracted, "model_answer_after_llm_parser": parsed, "reference": ref}
+        details: dict[str, Any] = {"model_answer": extracted, "model_answer_after_llm_parser": parsed,
+                                   "reference": ref}
+        if not extracted.strip():  # empty <answer></answer> (D.1): no answer found, apart from wrong answers
+            details["no_answer"] = True
         how = "no answer parser" if parsed is None or judge_name == "objective" else f"parser {judge_name}"
         return [
             Score(item_id=item.id, model=response.model, metric=EM.name, value=float(em), judge=judge_name,

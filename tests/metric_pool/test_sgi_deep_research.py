@@ -90,6 +90,10 @@ async def test_em_without_parser(ref, text, em, emn):
 async def test_em_details_for_empty_tags():
     s = await em_scores("0.25", "<answer></answer>")
     assert s["em"].details["model_answer"] == ""
+    # no answer found, counted apart from a wrong answer (issue 11 item 4); variant: whitespace-only tags
+    assert s["em"].details["no_answer"] is True and s["em"].value == 0.0
+    assert (await em_scores("0.25", "<answer> \n </answer>"))["em"].details["no_answer"] is True
+    assert "no_answer" not in (await em_scores("0.25", "<answer>0.3</answer>"))["em"].details
 
 
 async def test_em_with_parser_keeps_raw_output_trailing_newline():
