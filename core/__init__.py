@@ -37,7 +37,7 @@ from .records import (
     Status,
 )
 from .replies import final_text, join_reasoning, reply_status, split_reasoning
-from .store import BUDGET_STOP_NOTE, RunStore
+from .store import BUDGET_STOP_NOTE, RunStore, sync_open_stores
 
 __all__ = [
     "BUDGET_STOP_NOTE", "CORPUS", "DEEP_RESEARCH", "DRY_EXPERIMENT", "EXPERIMENTAL_REASONING", "FEASIBILITY", "GENERIC",
@@ -45,5 +45,5 @@ __all__ = [
     "Criterion", "DataNotFoundError", "InputError", "Item", "MetricKind", "MetricSpec", "ModelCallError",
     "OfflineError", "ParseError", "Response", "Rubric", "RunConfig", "RunStore", "SandboxUnavailableError",
     "Score", "SgievalError", "Status", "ToolError",
-    "final_text", "join_reasoning", "reply_status", "split_reasoning",
+    "final_text", "join_reasoning", "reply_status", "split_reasoning", "sync_open_stores",
 ]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import weakref
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -18,6 +20,27 @@ BUDGET_STOP_NOTE = "The run stopped at its budget"
 """How a report says its run stopped at the budget (``sgieval runs`` and ``resume`` look for it)."""
 
 
+_OPEN: "weakref.WeakSet[RunStore]" = weakref.WeakSet()
+"""Run stores holding open JSONL files (for :func:`sync_open_stores`); an
+OS-resource registry, not run configuration."""
+
+
+def sync_open_stores() -> None:
+    """Flush, fsync and close the JSONL files of every RunStore of this process
+    (the command line calls it before ending the process without teardown)."""
+    for store in list(_OPEN):
+        store.close()
+
+
+def _close_files(files: dict[str, BinaryIO]) -> None:
+    for f in files.values():
+        try:
+            f.close()
+        except OSError:
+            pass
+    files.clear()
+
+
 class RunStore:
     """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records.
 
@@ -27,6 +50,14 @@ class RunStore:
     truncated before the next append.  ``config.json`` holds the RunConfig.
     Keys: a Response is done per (item_id, model); a Score per
     (item_id, model, metric).
+
+    Per-item cost (issue 13 item 3): a file is opened once, on its first
+    append, and stays open (append + flush per call, so a SIGKILL loses
+    nothing appended) until :meth:`close`, which also fsyncs it.  The records
+    of a file, once read, are kept with the file's size: :meth:`read` returns
+    them without re-reading the file while the file has the size this store
+    last saw (its own appends extend them), and re-reads it when another
+    writer changed it.
     """
 
     FILES = {"items": Item, "responses": Response, "scores": Score}
@@ -40,6 +71,9 @@ class RunStore:
         (self.root / "figures").mkdir(exist_ok=True)
         for name in (*self.FILES, *self.JOURNALS):
             self._repair(self.path(name))
+        self._files: dict[str, BinaryIO] = {}
+        self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
+        self._finalizer = weakref.finalize(self, _close_files, self._files)
 
     def path(self, name: str) -> Path:
         return self.root / f"{name}.jsonl"
@@ -56,22 +90,35 @@ class RunStore:
             cut = data.rfind(b"\n") + 1
             f.truncate(cut)
 
+    def _write(self, name: str, data: bytes) -> int:
+        """Append ``data`` to ``name``.jsonl through its open file and flush;
+        returns the file's size after the write."""
+        f = self._files.get(name)
+        if f is None:
+            f = self._files[name] = self.path(name).open("ab")
+            _OPEN.add(self)
+        f.write(data)
+        f.flush()
+        return f.tell()
+
     def append(self, name: str, records: list[BaseModel]) -> None:
         """Append records as JSON lines and flush."""
         if not records:
             return
-        with self.path(name).open("a", encoding="utf-8") as f:
-            for r in records:
-                f.write(r.model_dump_json() + "\n")
-            f.flush()
+        data = "".join(r.model_dump_json() + "\n" for r in records).encode("utf-8")
+        end = self._write(name, data)
+        known = self._records.get(name)
+        if known is not None:
+            if known[0] + len(data) == end:  # nobody else wrote in between: the kept records stay exact
+                self._records[name] = (end, known[1] + list(records))
+            else:
+                del self._records[name]
 
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
         """Append JSON-ready dicts to the journal ``name`` (one of :attr:`JOURNALS`) and flush."""
         if not rows:
             return
-        with self.path(name).open("a", encoding="utf-8") as f:
-            f.write("".join(json.dumps(r) + "\n" for r in rows))
-            f.flush()
+        self._write(name, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 
     def read_rows(self, name: str) -> list[dict[str, Any]]:
         """Every dict of the journal ``name`` (torn or unreadable lines dropped)."""
@@ -89,19 +136,44 @@ class RunStore:
         return out
 
     def read(self, name: str) -> list[Any]:
-        """All records of ``name`` (torn last line dropped)."""
+        """All records of ``name`` (torn last line dropped), as a new list
+        (the records themselves are shared with later reads: do not mutate them)."""
         p = self.path(name)
-        if not p.exists():
-            return []
+        try:
+            size = p.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        known = self._records.get(name)
+        if known is not None and known[0] == size:
+            return list(known[1])
+        data = p.read_bytes() if size else b""
         cls = self.FILES[name]
         out = []
-        for line in p.read_text(encoding="utf-8").splitlines():
+        for line in data.decode("utf-8").splitlines():
             if line.strip():
                 try:
                     out.append(cls.model_validate_json(line))
                 except ValueError:
                     continue
-        return out
+        self._records[name] = (len(data), out)
+        return list(out)
+
+    def close(self) -> None:
+        """Flush, fsync and close the open JSONL files (a later append reopens them)."""
+        for f in self._files.values():
+            try:
+                f.flush()
+                os.fsync(f.fileno())
+            except (OSError, ValueError):
+                pass
+        _close_files(self._files)
+        _OPEN.discard(self)
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def write_config(self, config: "RunConfig", *, new: bool = False) -> None:
         """Write ``config.json``.  ``new=True`` claims the folder for a new run:

@@ -26,7 +26,6 @@ from langgraph.types import Command, interrupt
 from ..agents.customisation import MetricPlan, plan_specs, run_customisation
 from ..agents.questioning import SelectionPlan, run_questioning
 from ..agents.requirements import MetricNeeds, metric_needs, none_can_run
-from ..agents.reporting import build_report, fmt
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
 from ..metric_pool.base import Metric, ScoringContext
@@ -331,6 +330,7 @@ def sampling_line(config: RunConfig) -> str:
 
 async def write_report(rt: RunRuntime, state: EvalState) -> Path:
     """(Re)write ``report.md`` from the run folder's records and the plans in ``state``."""
+    from ..agents.reporting import build_report  # with scipy and matplotlib: loaded when the report is built
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = _items(rt, state["selection"]["item_ids"])
@@ -419,6 +419,7 @@ def _load_ledger(rt: RunRuntime) -> Ledger:
 def _usage_section(rt: RunRuntime) -> list[dict[str, str]]:
     """"Cost and usage": calls, tokens, latency and cost per (model, role), with the total
     (issue 6.4).  Costs come from the price table; unknown prices show as n/a, never 0."""
+    from ..agents.reporting import fmt
     from ..reports.render import markdown_table
 
     ledger = rt.ledger or _load_ledger(rt)
@@ -461,8 +462,11 @@ async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[di
             return await _drive(rt, confirm)
     except SgievalError:
         if not rt.store.read("responses"):
+            rt.store.close()
             shutil.rmtree(rt.store.root, ignore_errors=True)  # nothing computed: leave no half-written run
         raise
+    finally:
+        rt.store.close()  # fsync the records written (the files reopen if the runtime is used again)
 
 
 async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> EvalState:

@@ -218,6 +218,7 @@ def _shard_evaluator(targets: list[dict[str, Any]], metrics: list[Metric], ctx: 
             new_r = [r for r in store.read("responses") if (r.item_id, r.model) not in have_r]
             new_s = [s for s in store.read("scores")
                      if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s]
+            store.close()
         return [{"responses": new_r, "scores": new_s, "ledger": ledger.to_dicts()}]
 
     return evaluate_shard

@@ -8,6 +8,8 @@ which stays informative at the edges: 8 of 8 correct gives 0.68 to 1, where a
 bootstrap gives the degenerate "1 to 1" (issue 11 item 9).  Every interval
 says how it was made (``Summary.method``) and, when it is degenerate or
 unavailable, why (``Summary.note``).
+``scipy.stats`` is imported by the first computation that needs it, not with
+this module (issue 13).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     8 of 8 at 95% -> (0.6756, 1.0).  Raises ValueError for n < 1 or k outside 0..n."""
     if n < 1 or not 0 <= k <= n:
         raise ValueError(f"wilson_interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    from scipy import stats
+
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
 
@@ -85,6 +88,8 @@ def summarize(values: Sequence[float], *, n_resamples: int = 10000, seed: int = 
         method = "degenerate"
         note = f"zero-width interval: all {x.size} values equal {x[0]:g}, so every bootstrap resample does"
     else:
+        from scipy import stats
+
         res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
                               method="BCa", random_state=np.random.default_rng(seed))
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -158,6 +163,7 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
     n = len(keys)
     mean_diff = float(d.mean())
     rng = np.random.default_rng(seed)
+    from scipy import stats
 
     # CI of the mean difference (paired bootstrap)
     ci_note = ""

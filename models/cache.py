@@ -16,16 +16,32 @@ does the same for subprocesses.
 Replies are serialised with ``langchain_core.messages.message_to_dict`` and
 restored with ``messages_from_dict`` (content, tool calls, usage metadata and
 response metadata survive the round trip).
+
+Cost per call (issue 13 item 3): the location is resolved once, when the
+cache is first used after :func:`configure` (each run calls it at its start),
+not per call.  A lookup is one indexed SELECT (WAL: readers never wait for the
+writer).  A reply is kept in memory (and served from there) and committed by
+a background writer thread in batches: one transaction for every
+:attr:`CallCache.BATCH` (64) replies, or :attr:`CallCache.WINDOW_S` (0.2 s)
+after the first uncommitted reply, whichever comes first, so the event loop
+never waits for a commit.  **Window**: a SIGKILL loses at most the replies of
+the last 0.2 s (at most 64 replies past the last full batch); they are
+requested again on resume, and only those whose records were not yet written
+to the run folder, since a response or score in the run folder is never
+recomputed.  An orderly exit (``close``, the ``atexit`` hook, the command
+line's exit) commits everything first.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -33,7 +49,7 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 
 from .base import NamedModel
 
-_state: dict[str, Any] = {"enabled": None, "path": None, "cache": None}
+_state: dict[str, Any] = {"enabled": None, "path": None, "cache": None, "resolved": False}
 _lock = threading.Lock()
 
 
@@ -49,15 +65,15 @@ def cache_dir() -> Path:
 
 def configure(*, enabled: bool | None = None, path: str | Path | None = None) -> None:
     """Switch the cache on/off for this process (``enabled``; None leaves it)
-    and/or point it at another SQLite file (``path``)."""
+    and/or point it at another SQLite file (``path``).  The location
+    (``path``, else ``$SGIEVAL_CACHE_DIR`` or the user cache dir) is resolved
+    again on the next use."""
     with _lock:
         if enabled is not None:
             _state["enabled"] = bool(enabled)
         if path is not None:
             _state["path"] = Path(path)
-            if _state["cache"] is not None:
-                _state["cache"].close()
-            _state["cache"] = None
+        _state["resolved"] = False
 
 
 def enabled() -> bool:
@@ -68,14 +84,19 @@ def enabled() -> bool:
 
 
 def get_cache() -> "CallCache":
-    """The process-wide cache (opened lazily at the configured path)."""
+    """The process-wide cache, opened lazily at the configured path; the path
+    is resolved on the first use after :func:`configure` and kept."""
+    c = _state["cache"]
+    if c is not None and _state["resolved"]:
+        return c
     with _lock:
-        path = _state["path"] or cache_dir() / "calls.sqlite"
+        path = Path(_state["path"] or cache_dir() / "calls.sqlite")
         c = _state["cache"]
-        if c is None or c.path != Path(path):
+        if c is None or c.path != path:
             if c is not None:
                 c.close()
             c = _state["cache"] = CallCache(path)
+        _state["resolved"] = True
         return c
 
 
@@ -180,52 +201,171 @@ def cache_key_for(model: NamedModel, messages: Sequence[BaseMessage] | str) -> s
 
 
 # -------------------------------------------------------------------- store
+_OPEN: "weakref.WeakSet[CallCache]" = weakref.WeakSet()
+
+
+@atexit.register
+def _commit_all() -> None:
+    """At exit, commit what every open cache still holds in memory."""
+    for c in list(_OPEN):
+        c.close()
+
+
 class CallCache:
-    """SQLite store ``key -> serialised reply``; safe across threads (one
-    connection behind a lock) and processes (WAL, 30 s busy timeout)."""
+    """SQLite store ``key -> serialised reply``; safe across threads and
+    processes (WAL, 30 s busy timeout).
+
+    :meth:`put` keeps the reply in memory and a writer thread commits the
+    pending replies in one transaction per batch (:attr:`BATCH` replies, or
+    :attr:`WINDOW_S` seconds after the oldest pending one); :meth:`get` sees
+    pending replies at once.  :meth:`flush` commits now; :meth:`close`
+    commits and closes.  Another connection (process) sees a reply once its
+    batch is committed."""
+
+    BATCH = 64
+    """Pending replies that trigger a commit at once."""
+    WINDOW_S = 0.2
+    """Longest time (s) a reply stays uncommitted: what a SIGKILL can lose."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()  # the read connection
+        self._db: sqlite3.Connection | None = self._connect()
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, reply TEXT NOT NULL, created REAL)"
         )
+        self._pending: dict[str, tuple[str, str, float]] = {}  # key -> (model, reply JSON, created)
+        self._cond = threading.Condition()  # guards _pending, _writing, _closed
+        self._writing: dict[str, tuple[str, str, float]] = {}  # the batch being committed
+        self._closed = False
+        self._writer: threading.Thread | None = None
+        self._wdb: sqlite3.Connection | None = None  # the committing connection (one batch at a time)
+        self.error: str | None = None
+        """The last failed commit (its replies were dropped), or None."""
+        _OPEN.add(self)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _read(self, sql: str, args: tuple = ()) -> Any:
+        """First row of ``sql`` on the read connection (reopened after :meth:`close`)."""
+        with self._lock:
+            if self._db is None:
+                self._db = self._connect()
+            return self._db.execute(sql, args).fetchone()
 
     def get(self, key: str) -> BaseMessage | None:
         """The stored reply for ``key`` (a fresh message object) or None."""
-        with self._lock:
-            row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        return messages_from_dict([json.loads(row[0])])[0]
+        with self._cond:
+            row = self._pending.get(key) or self._writing.get(key)
+        if row is not None:
+            blob = row[1]
+        else:
+            found = self._read("SELECT reply FROM calls WHERE key = ?", (key,))
+            if found is None:
+                return None
+            blob = found[0]
+        return messages_from_dict([json.loads(blob)])[0]
 
     def put(self, key: str, reply: BaseMessage, *, model: str = "") -> None:
-        """Store ``reply`` under ``key`` (replaces an existing entry)."""
+        """Store ``reply`` under ``key`` (replaces an existing entry); committed
+        within :attr:`WINDOW_S` seconds (see the class doc)."""
         d = message_to_dict(reply)
         meta = d["data"].get("response_metadata")
         if isinstance(meta, dict) and "sgieval" in meta:
             d["data"]["response_metadata"] = {k: v for k, v in meta.items() if k != "sgieval"}
         blob = json.dumps(d, ensure_ascii=False, default=str)
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO calls (key, model, reply, created) VALUES (?, ?, ?, ?)",
-                             (key, model, blob, time.time()))
+        with self._cond:
+            if self._closed:  # closed (e.g. at exit): write through
+                self._pending[key] = (model, blob, time.time())
+                self._commit_pending()
+                return
+            self._pending[key] = (model, blob, time.time())
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_loop, name="sgieval-call-cache", daemon=True)
+                self._writer.start()
+            if len(self._pending) >= self.BATCH:
+                self._cond.notify_all()
+
+    def _write_loop(self) -> None:
+        """Writer thread: commit the pending replies per batch until closed."""
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return  # close() commits what is left
+                deadline = time.monotonic() + self.WINDOW_S
+                while len(self._pending) < self.BATCH and not self._closed:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                self._commit_pending()
+
+    def _commit_pending(self) -> None:
+        """Commit ``_pending`` in one transaction (called with ``_cond`` held;
+        one batch at a time; the lock is released while SQLite writes, so
+        :meth:`put` never waits for the disk).  A failed commit is kept in
+        :attr:`error` and its replies are dropped (the calls are made again
+        when needed); the run goes on."""
+        while self._writing:  # another thread's batch first
+            self._cond.wait()
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, {}
+        self._writing = batch
+        self._cond.release()
+        try:
+            if self._wdb is None:
+                self._wdb = self._connect()
+            rows = [(k, m, blob, t) for k, (m, blob, t) in batch.items()]
+            with self._wdb:  # one transaction
+                self._wdb.execute("BEGIN IMMEDIATE")
+                self._wdb.executemany(
+                    "INSERT OR REPLACE INTO calls (key, model, reply, created) VALUES (?, ?, ?, ?)", rows)
+        except sqlite3.Error as e:
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self._cond.acquire()
+            self._writing = {}
+            self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Commit every pending reply now (returns when they are on disk)."""
+        with self._cond:
+            self._commit_pending()
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+        self.flush()
+        return int(self._read("SELECT COUNT(*) FROM calls")[0])
 
     def clear(self) -> None:
         """Delete every entry."""
-        with self._lock:
-            self._db.execute("DELETE FROM calls")
+        self.flush()
+        self._read("DELETE FROM calls")
 
     def close(self) -> None:
+        """Commit the pending replies, stop the writer thread and close the connections."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        writer = self._writer
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
+        self.flush()
+        with self._cond:
+            wdb, self._wdb = self._wdb, None
         with self._lock:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
+            rdb, self._db = self._db, None
+            for db in (rdb, wdb):
+                try:
+                    if db is not None:
+                        db.close()
+                except sqlite3.Error:
+                    pass
+        _OPEN.discard(self)

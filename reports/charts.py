@@ -1,20 +1,31 @@
-"""Matplotlib charts for the report (PNG, headless Agg backend)."""
+"""Matplotlib charts for the report (PNG, headless Agg backend).
+
+matplotlib is imported on the first chart, not with this module (issue 13:
+starting a run does not pay for it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the headless Agg backend (imported once, on first use)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: list[float], ci_high: list[float],
                   *, metric: str, scale: str) -> Path:
     """Horizontal bar chart of per-model means with 95% CI error bars.
     NaN CI bounds draw no error bar.  Returns ``path``."""
+    plt = _pyplot()
     m = np.asarray(means, dtype=float)
     lo = np.nan_to_num(m - np.asarray(ci_low, dtype=float), nan=0.0)
     hi = np.nan_to_num(np.asarray(ci_high, dtype=float) - m, nan=0.0)
@@ -35,6 +46,7 @@ def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: lis
 def heatmap(path: Path, rows: list[str], cols: list[str], values: list[list[float]], *, title: str,
             vmin: float = 0.0, vmax: float = 10.0) -> Path:
     """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10)."""
+    plt = _pyplot()
     v = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2.5, 0.6 * len(rows) + 1.8))
     im = ax.imshow(v, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,44 @@ def test_round_trip_keeps_tool_calls_and_usage(tmp_path):
     assert cache.CallCache(Path(tmp_path / "x" / "c.sqlite")).get("k1").tool_calls == msg.tool_calls
     store.clear()
     assert len(store) == 0
+
+
+def _other_connection_count(path: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(path) as c:
+        return int(c.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+
+def test_replies_are_committed_in_batches_off_the_caller(tmp_path, monkeypatch):
+    path = tmp_path / "c.sqlite"
+    store = cache.CallCache(path)
+    monkeypatch.setattr(store, "WINDOW_S", 3600.0)  # only a full batch or flush() commits
+    monkeypatch.setattr(store, "BATCH", 3)
+    store.put("a", AIMessage("1"))
+    store.put("b", AIMessage("2"))
+    # pending: served to this process at once, not yet in the file
+    assert store.get("a").content == "1" and store.get("b").content == "2"
+    assert _other_connection_count(path) == 0
+    store.put("c", AIMessage("3"))  # the third reply fills the batch: the writer thread commits all three
+    deadline = time.monotonic() + 60
+    while _other_connection_count(path) != 3:
+        assert time.monotonic() < deadline, "the full batch was never committed"
+        time.sleep(0.01)
+    store.put("d", AIMessage("4"))
+    assert _other_connection_count(path) == 3
+    store.close()  # an orderly close commits what is pending
+    assert _other_connection_count(path) == 4
+    assert cache.CallCache(path).get("d").content == "4"
+
+
+def test_location_is_resolved_once_until_configure(tmp_path, monkeypatch):
+    monkeypatch.setitem(cache._state, "path", None)  # located by $SGIEVAL_CACHE_DIR
+    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "one"))
+    cache.configure()
+    first = cache.get_cache()
+    assert first.path == tmp_path / "one" / "calls.sqlite"
+    monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "two"))
+    assert cache.get_cache() is first  # not looked up again per call
+    cache.configure()  # a new run
+    assert cache.get_cache().path == tmp_path / "two" / "calls.sqlite"
