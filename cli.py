@@ -32,6 +32,11 @@ class _CommandLine(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return super().__call__(*args, **kwargs)
+        import gc
+
+        # this process is ours: collect young objects every 10,000 allocations instead of 700 (the
+        # imports of langgraph, langchain and scipy spent ~0.3 s of CPU in ~570 collections)
+        gc.set_threshold(10_000, 20, 20)
         try:
             super().__call__()
         except SystemExit as e:

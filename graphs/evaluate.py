@@ -14,6 +14,7 @@ import json
 import re
 import secrets
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypedDict
@@ -218,6 +219,36 @@ def plan_needs(rt: RunRuntime, item_ids: list[str], plan: MetricPlan) -> list[Me
                         sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge)
 
 
+def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
+    """``on_progress`` that also starts, when the first unit is done, a daemon
+    thread importing what the report will need (the report builder,
+    scipy.stats, matplotlib: ~1 s of CPU).  While model calls are in flight the
+    event loop mostly waits, so these imports overlap the calls instead of
+    following them (issue 13); nothing is imported before the first call."""
+    started = False
+
+    def load() -> None:
+        try:
+            import scipy.stats  # noqa: F401
+
+            from ..agents import reporting  # noqa: F401
+            from ..reports.charts import pyplot
+
+            pyplot()
+        except Exception:  # noqa: BLE001 - only a warm-up: the report imports them itself
+            pass
+
+    def progress(done: int, total: int) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            threading.Thread(target=load, name="sgieval-report-imports", daemon=True).start()
+        if on_progress is not None:
+            on_progress(done, total)
+
+    return progress
+
+
 def build_graph(rt: RunRuntime, checkpointer: Any = None):
     """Compile the four-agent graph bound to ``rt``."""
 
@@ -270,9 +301,12 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
                              allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
         _check_open_creativity_judges(ctx, items, targets)
         record_sampling(rt)
+        on_progress = rt.on_progress
+        if any(not t.is_replay for t in targets):
+            on_progress = _warming_report_imports(on_progress)
         prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
                                             executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
-                                            on_progress=rt.on_progress)
+                                            on_progress=on_progress)
         record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
         log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
                  budget_stopped=prog.budget_stopped)

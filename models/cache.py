@@ -146,7 +146,20 @@ def _plain(v: Any) -> Any:
 def model_params(model: NamedModel) -> dict[str, Any]:
     """Parameters that change a reply: the chat model's identifying params
     (model, temperature, max tokens...), its base URL, bound kwargs (tools),
-    and ``model.params`` (which win)."""
+    and ``model.params`` (which win).
+
+    Computed once per (NamedModel, chat model object, ``params``) and kept on
+    the NamedModel (a chat model's settings are fixed when it is built; a
+    different chat object or ``params`` recomputes).  Do not mutate the result."""
+    memo = model.__dict__.get("_sgieval_key_params")
+    if memo is not None and memo[0] is model.chat and memo[1] == model.params:
+        return memo[2]
+    plain = _model_params(model)
+    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), plain)
+    return plain
+
+
+def _model_params(model: NamedModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
     chat = model.chat
     for obj in (getattr(chat, "bound", None), chat):
@@ -190,14 +203,18 @@ def _message_payload(messages: Sequence[BaseMessage] | str) -> Any:
 def cache_key(model_name: str, params: dict[str, Any], messages: Sequence[BaseMessage] | str) -> str:
     """sha256 hex of the canonical JSON of {"model", "params", "messages"}
     (keys sorted; message ids and response/usage metadata excluded)."""
-    payload = {"model": model_name, "params": _plain(params), "messages": _message_payload(messages)}
+    return _key(model_name, _plain(params), messages)
+
+
+def _key(model_name: str, plain_params: Any, messages: Sequence[BaseMessage] | str) -> str:
+    payload = {"model": model_name, "params": plain_params, "messages": _message_payload(messages)}
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def cache_key_for(model: NamedModel, messages: Sequence[BaseMessage] | str) -> str:
     """:func:`cache_key` of ``model.name``, :func:`model_params` and ``messages``."""
-    return cache_key(model.name, model_params(model), messages)
+    return _key(model.name, model_params(model), messages)  # model_params is plain data already
 
 
 # -------------------------------------------------------------------- store

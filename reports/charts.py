@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """``matplotlib.pyplot`` on the headless Agg backend (imported once, on first use)."""
     import matplotlib
 
@@ -25,7 +25,7 @@ def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: lis
                   *, metric: str, scale: str) -> Path:
     """Horizontal bar chart of per-model means with 95% CI error bars.
     NaN CI bounds draw no error bar.  Returns ``path``."""
-    plt = _pyplot()
+    plt = pyplot()
     m = np.asarray(means, dtype=float)
     lo = np.nan_to_num(m - np.asarray(ci_low, dtype=float), nan=0.0)
     hi = np.nan_to_num(np.asarray(ci_high, dtype=float) - m, nan=0.0)
@@ -46,7 +46,7 @@ def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: lis
 def heatmap(path: Path, rows: list[str], cols: list[str], values: list[list[float]], *, title: str,
             vmin: float = 0.0, vmax: float = 10.0) -> Path:
     """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10)."""
-    plt = _pyplot()
+    plt = pyplot()
     v = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2.5, 0.6 * len(rows) + 1.8))
     im = ax.imshow(v, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")

@@ -139,3 +139,18 @@ def test_location_is_resolved_once_until_configure(tmp_path, monkeypatch):
     assert cache.get_cache() is first  # not looked up again per call
     cache.configure()  # a new run
     assert cache.get_cache().path == tmp_path / "two" / "calls.sqlite"
+
+
+def test_model_params_are_read_once_per_model_chat_and_params():
+    chat = ChatOpenAI(model="gpt-4o", api_key="k", base_url="http://127.0.0.1:9/v1", temperature=0)
+    m = NamedModel(name="openai:gpt-4o", role="target", chat=chat)
+    first = cache.model_params(m)
+    assert cache.model_params(m) is first  # not recomputed per call
+    key = cache.cache_key_for(m, [HumanMessage("q")])
+    assert key == cache.cache_key("openai:gpt-4o", first, [HumanMessage("q")])
+    m.params["temperature"] = 0.5  # other params: recomputed, and a different key
+    assert cache.model_params(m)["temperature"] == 0.5
+    assert cache.cache_key_for(m, [HumanMessage("q")]) != key
+    m.params.clear()
+    m.chat = ChatOpenAI(model="gpt-4.1", api_key="k", temperature=0)  # another chat model: recomputed
+    assert cache.model_params(m)["model"] == "gpt-4.1"
