@@ -148,14 +148,17 @@ def model_params(model: NamedModel) -> dict[str, Any]:
     (model, temperature, max tokens...), its base URL, bound kwargs (tools),
     and ``model.params`` (which win).
 
-    Computed once per (NamedModel, chat model object, ``params``) and kept on
-    the NamedModel (a chat model's settings are fixed when it is built; a
-    different chat object or ``params`` recomputes).  Do not mutate the result."""
+    Computed once per (NamedModel, chat model object, ``params``, ``dropped``)
+    and kept on the NamedModel (a chat model's settings are fixed when it is
+    built, save a parameter a server rejected, which is recorded in
+    ``dropped``; a different chat object, ``params`` or ``dropped``
+    recomputes).  Do not mutate the result."""
+    dropped = getattr(model, "dropped", None) or {}
     memo = model.__dict__.get("_sgieval_key_params")
-    if memo is not None and memo[0] is model.chat and memo[1] == model.params:
-        return memo[2]
+    if memo is not None and memo[0] is model.chat and memo[1] == model.params and memo[2] == dropped:
+        return memo[3]
     plain = _model_params(model)
-    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), plain)
+    model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), dict(dropped), plain)
     return plain
 
 

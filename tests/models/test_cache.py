@@ -152,5 +152,8 @@ def test_model_params_are_read_once_per_model_chat_and_params():
     assert cache.model_params(m)["temperature"] == 0.5
     assert cache.cache_key_for(m, [HumanMessage("q")]) != key
     m.params.clear()
+    chat.temperature = None  # a parameter the server rejected (models/params.drop_param) is recorded in dropped
+    m.dropped["temperature"] = "rejected by the server"
+    assert "temperature" not in cache.model_params(m)
     m.chat = ChatOpenAI(model="gpt-4.1", api_key="k", temperature=0)  # another chat model: recomputed
     assert cache.model_params(m)["model"] == "gpt-4.1"
