@@ -223,3 +223,37 @@ def test_browser_long_run_pages(tmp_path):
     finally:
         b.close()
     assert (shots / "items-page-2.png").is_file()
+
+
+def test_view_serve_on_loopback(chem_run):
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "sgieval.cli", "view", str(chem_run), "--serve", "--no-open",
+                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"{url}/index.html", timeout=2)
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "timeout"
+                time.sleep(0.3)
+        assert r.status_code == 200 and "<title>sgieval: Which model is the most creative in chemistry?</title>" in r.text
+        js = httpx.get(f"{url}/data.js", timeout=5)
+        assert js.status_code == 200 and js.text.startswith("window.SGV_DATA = ")
+        assert httpx.get(f"{url}/figures/ranking.png", timeout=5).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    out = proc.stdout.read()
+    assert f"serving {chem_run / 'viewer'} at http://127.0.0.1:{port}/index.html (Ctrl-C to stop)" in out
