@@ -27,7 +27,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
-pytest.importorskip("llama_cpp.server.app", reason="llama_cpp.server is not importable: bash install/local.sh installs the [local] extra with its server")
+pytest.importorskip("llama_cpp.server.app",
+                    reason="llama_cpp.server is not importable: bash install/local.sh installs the [local] extra with its server")
 
 from sgieval.cli import app  # noqa: E402
 from sgieval.core import GENERIC, Item, Response, RunConfig, RunStore  # noqa: E402
