@@ -277,6 +277,7 @@ def ask(
     judge_temperature: Optional[float] = typer.Option(0.0, "--judge-temperature", help="Sampling temperature of the judges (0-2; same family rules)."),
     reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort", help="none | minimal | low | medium | high, sent to reasoning models (default: not sent)."),
     corpus: Optional[Path] = typer.Option(None, "--corpus", help="Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the retrieval-novelty metric (\"novel compared with my papers\")."),
+    recheck: bool = typer.Option(False, "--recheck", help="Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the agreement with the stored text-embedding-3-large decisions."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
 ) -> None:
     """Answer a plain-language evaluation request and write runs/<run_id>/report.md."""
@@ -295,7 +296,7 @@ def ask(
             sandbox=sandbox, unsafe_local_exec=unsafe_local_exec, allow_self_judge=allow_self_judge, yes=yes,
             max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor,
             temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
-            corpus=str(corpus.expanduser().resolve()) if corpus else None)
+            corpus=str(corpus.expanduser().resolve()) if corpus else None, recheck=recheck)
     except ValueError as e:
         _fail(InputError(_validation_reason(e), what="options", fix="see `sgieval ask --help`"))
     try:

@@ -397,6 +397,35 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | 
     return {"title": "Retrieved works", "body": body}
 
 
+def recheck_section(responses: list[Response], embedding_model: str = "minilm") -> dict[str, Any] | None:
+    """``--recheck``: the "Stored judgements rechecked" section and one Answer sentence
+    (:mod:`sgieval.metric_pool.recheck`), or None when no response carries stored SciAidanBench records."""
+    from ..metric_pool.embeddings import get_embedder
+    from ..metric_pool.recheck import ranking_changes, recheck
+
+    embedder = get_embedder(embedding_model)
+    rows = recheck(responses, embedder)
+    if not rows:
+        return None
+    stored, ours, changed = ranking_changes(rows)
+    name = getattr(embedder, "name", embedding_model)
+    table = markdown_table(
+        ["target model", "questions", "answers compared", "Spearman rho", "same decision at 0.15",
+         "accepted (stored)", "accepted (re-decided)"],
+        [[r.model, r.n_questions, r.n_answers, "n/a" if r.rho is None else f"{r.rho:.3f}",
+          "n/a" if r.same_share is None else f"{r.same_share:.1%}", r.stored_accepted, r.recheck_accepted]
+         for r in rows])
+    body = (f"Each stored answer's novelty recomputed with {name} (1 - max cosine against the earlier answers of its "
+            "list, METRICS.md B.3) against the stored text-embedding-3-large value, over the non-first answers; "
+            "accepted answers re-decided with the B.5 stop rule (stored coherence, recomputed novelty; a list the "
+            "recheck would continue past its stored end counts as a lower bound).\n\n" + table
+            + f"\n\nRanking by accepted answers: stored {' > '.join(stored)}; re-decided {' > '.join(ours)} "
+            + ("(the order changes)." if changed else "(same order)."))
+    sentence = (f"Rechecked with {name}, the stored acceptance decisions " + (
+        "would change the ranking order" if changed else "give the same ranking order") + ".")
+    return {"section": {"title": "Stored judgements rechecked", "body": body}, "sentence": sentence}
+
+
 def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
     """Sentences for the Answer: the verdict on the ranking metric's judges (else the first judged metric's),
     and every significant self-preference."""
@@ -415,7 +444,8 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
                        custom: set[str] | None = None, agent: NamedModel | None = None, n_resamples: int = 10000,
                        seed: int = 0, warnings: list[str] | None = None,
                        extra_sections: list[dict[str, str]] | None = None, judges: list[str] | None = None,
-                       allow_self_judge: bool = False, focus: str | None = None, stand_in: str = "") -> Path:
+                       allow_self_judge: bool = False, focus: str | None = None, stand_in: str = "",
+                       recheck: bool = False, embedding_model: str = "minilm") -> Path:
     """Write ``run_dir/report.md`` (and ``figures/ranking.png``, one
     ``figures/criteria_<rubric>.png`` heatmap per rubric metric with criterion
     scores); returns its path.
@@ -433,8 +463,9 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     pairs = adjacent_pair_tests(scores, spec.name, ranked, n_resamples=n_resamples, seed=seed)
     reliabilities = judge_reliability(scores, specs, seed=seed)
     retrieved = retrieval_section(scores)
+    rechecked = recheck_section(responses, embedding_model) if recheck else None
     sections = [*(extra_sections or []), *([reliability_section(reliabilities)] if reliabilities else []),
-                *([retrieved] if retrieved else [])]
+                *([retrieved] if retrieved else []), *([rechecked["section"]] if rechecked else [])]
     draft = assemble(run_dir, header=header, items=items, responses=responses, scores=scores, specs=specs, spec=spec,
                      stats=stats, pairs=pairs, sgi=sgi_rows(scores, items, models), models=models, custom=custom,
                      warnings=warnings, extra_sections=sections, judges=judges,
@@ -442,6 +473,8 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     narrative = template_narrative(header.get("request", ""), stats, spec, len(items), header.get("scope", ""),
                                    draft.top, focus=focus)
     narrative += reliability_sentences(reliabilities, spec.name)
+    if rechecked:
+        narrative += " " + rechecked["sentence"]
     if draft.sgi_missing:
         narrative += " " + " ".join(draft.sgi_missing)
     if agent is not None:

@@ -335,6 +335,8 @@ class RunConfig(_Record):
     use_cache: bool = True
     budget_usd: float | None = None
     corpus: str | None = None
+    recheck: bool = False
+    """Re-decide stored SciAidanBench acceptances with the run's embedder and report the agreement (issue 12)."""
     """A folder of the user's papers (PDF, Markdown, text, JSONL): the offline search corpus (BM25) of
     ``web_search`` and of the retrieval-novelty metric (METRICS.md E)."""
     executor: str = "local"

@@ -424,7 +424,8 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
                               agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
                               warnings=warnings, judges=[j.name for j in rt.judges],
                               allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt),
-                              focus=focus, stand_in=plan.stand_in)
+                              focus=focus, stand_in=plan.stand_in, recheck=rt.config.recheck,
+                              embedding_model=rt.metric_options.get("embedding_model", "minilm"))
 
 
 def check_request_models(rt: RunRuntime) -> None:
