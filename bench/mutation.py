@@ -67,7 +67,7 @@ def write_config(root: Path, modules: list[str], tests: list[str]) -> None:
         "only_mutate = " + json.dumps([f"sgieval/{m}" for m in modules]),
         "pytest_add_cli_args_test_selection = " + json.dumps([f"sgieval/{t}" for t in tests]),
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "--import-mode=importlib", "-o", "asyncio_mode=auto", '
-        '"-o", "asyncio_default_fixture_loop_scope=function"]',
+        '"-o", "asyncio_default_fixture_loop_scope=function", "-m", "not slow"]',
     ]
     (root / "pyproject.toml").write_text("\n".join(lines) + "\n")
 
@@ -100,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stage(root)
         write_config(root, modules, tests)
-        env = {**os.environ, "PYTHONPATH": str(root / "mutants"), "SGIEVAL_MUTATION": "1"}
+        env = {**os.environ, "PYTHONPATH": str(root / "mutants")}
+        shared = REPO.parent / "shared" / "data"  # the staged copy does not sit beside ../shared
+        if shared.is_dir() and "SGIEVAL_DATA" not in env:
+            env["SGIEVAL_DATA"] = str(shared)
         env.pop("CI", None)
         t0 = time.perf_counter()
         run = subprocess.run([mutmut, "run"], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
