@@ -210,7 +210,11 @@ async def test_concurrent_calls_share_one_model(smol):
     import asyncio
 
     prompts = [f"Name the number after {i}." for i in range(3)]
+    await smol.chat.ainvoke("warm up")  # the model file is loaded and cached once here
+    before = dict(local._LLAMAS)
     outs = await asyncio.gather(*(ainvoke(smol, p) for p in prompts))
     # calls are serialised on one cached Llama; each still gets its own greedy reply
     assert [message_text(o) for o in outs] == [message_text(await smol.chat.ainvoke(p)) for p in prompts]
-    assert len(local._LLAMAS) >= 1
+    # the three concurrent calls loaded nothing new: the same cached Llama objects, no new entry
+    assert local._LLAMAS.keys() == before.keys()
+    assert all(local._LLAMAS[k][0] is before[k][0] for k in before)

@@ -143,7 +143,8 @@ def test_summary_is_capped_at_500_chars(sbx):
     assert len(out.stdout) == 5001 and len(ev["output"]) <= 500
     _, ev = pool.call("python", code="print(1)", files={"big.txt": "z" * 10_000})
     assert len(ev["input"]["files"]["big.txt"]) == 500
-    assert isinstance(PdfDocument(source="x"), PdfDocument)
+    empty = PdfDocument(source="x")  # a document with no pages: no text, not partial, no title
+    assert (empty.text, empty.pages, empty.partial, empty.title) == ("", [], False, None)
 
 
 def test_python_tool_unavailable_is_clear(monkeypatch):
