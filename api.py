@@ -27,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union
 
-from pydantic import ValidationError
 
 from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score
 from .models.base import NamedModel
 
 if TYPE_CHECKING:
     from .metric_pool.base import Metric
+
+API_NAMES = {"unsafe_local_exec": "unsafe_local_exec=True", "agent_model": "agent_model"}
+"""RunConfig field -> how a keyword of :func:`evaluate` is named in its errors (default: the field name)."""
 
 ModelArg = Union[str, NamedModel]
 """A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
@@ -165,19 +167,17 @@ async def aevaluate(request: str = "", *, models: Models = None, judge: Models =
         raise InputError(f"agent_model {agent_model!r} is neither a model string nor a NamedModel", what="agent_model",
                          fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)")
     benchmarks = [benchmark] if isinstance(benchmark, (str, Path)) else list(benchmark or [])
-    try:
-        config = RunConfig(run_id=run_id or new_run_id(request), request=request, benchmarks=[str(b) for b in benchmarks],
-                           k=k, seed=seed, models=t_str, judges=j_str,
-                           agent_model=agent_model if isinstance(agent_model, str) else None,
-                           data_dir=str(data_dir) if data_dir is not None else None, out_dir=str(out_dir), yes=yes,
-                           base_url=base_url, tools=list(tools), sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
-                           allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
-                           budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
-                           temperature=temperature, judge_temperature=judge_temperature,
-                           reasoning_effort=reasoning_effort)
-    except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
-        raise InputError(errs, what="sgieval.evaluate", fix="check the option values") from e
+    # the same validation as the CLI (RunConfig.checked): one InputError naming the keyword and the fix
+    config = RunConfig.checked(API_NAMES, run_id=run_id or new_run_id(request), request=request,
+                               benchmarks=[str(b) for b in benchmarks],
+                               k=k, seed=seed, models=t_str, judges=j_str,
+                               agent_model=agent_model if isinstance(agent_model, str) else None,
+                               data_dir=str(data_dir) if data_dir is not None else None, out_dir=str(out_dir), yes=yes,
+                               base_url=base_url, tools=list(tools), sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
+                               allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
+                               budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
+                               temperature=temperature, judge_temperature=judge_temperature,
+                               reasoning_effort=reasoning_effort)
     targets = _resolve(t_str, t_obj, "target", config)
     judges = _resolve(j_str, j_obj, "judge", config)
     rt = make_runtime(config, targets=targets, judges=judges,

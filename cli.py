@@ -116,48 +116,14 @@ def _validation_reason(e: Exception) -> str:
     return lines[-1] if lines else type(e).__name__
 
 
-def _check_options(*, k: int | None = None, max_concurrency: int | None = None, budget: float | None = None,
-                   sandbox: str | None = None, unsafe_local_exec: bool = False, tools: list[str] | None = None,
-                   executor: str | None = None) -> None:
-    """Reject bad option values before anything is built or written.
-
-    Raises InputError (exit code 2) naming the option: ``--k`` and
-    ``--max-concurrency`` must be integers >= 1, ``--budget`` >= 0 USD,
-    ``--sandbox`` one of the backends of :func:`sgieval.tools.sandbox.get_sandbox`
-    (``unsafe-local``/``local`` only with ``--unsafe-local-exec``), ``--tools``
-    names of :data:`sgieval.tools.pool.TOOL_GROUPS`, ``--executor`` one of
-    :data:`sgieval.graphs.executors.EXECUTORS`.
-    """
-    if k is not None and k < 1:
-        raise InputError(f"must be a positive integer (number of items to sample), got {k}", what="--k",
-                         fix="pass --k 1 or more, or leave --k out to evaluate every matching item")
-    if max_concurrency is not None and max_concurrency < 1:
-        raise InputError(f"must be a positive integer (model calls in flight), got {max_concurrency}",
-                         what="--max-concurrency", fix="pass --max-concurrency 1 or more (default 16)")
-    if budget is not None and not budget >= 0:
-        raise InputError(f"must be >= 0 USD, got {budget}", what="--budget",
-                         fix="pass a non-negative amount in USD, or leave --budget out for no limit")
-    if sandbox is not None:
-        from .tools.sandbox import _BACKENDS
-
-        if sandbox.lower() not in _BACKENDS:
-            raise InputError(f"unknown sandbox backend {sandbox!r}", what="--sandbox",
-                             fix=f"use one of {', '.join(_BACKENDS)}")
-        if sandbox.lower() in ("unsafe-local", "local") and not unsafe_local_exec:
-            raise InputError("the unsafe local backend runs model code without isolation",
-                             what=f"--sandbox {sandbox}", fix="add --unsafe-local-exec to allow it explicitly")
-    if tools:
-        from .tools.pool import TOOL_GROUPS
-
-        unknown = [t for t in tools if t.lower() not in TOOL_GROUPS]
-        if unknown:
-            raise InputError(f"unknown tool(s) {', '.join(map(repr, unknown))}", what="--tools",
-                             fix=f"give a comma-separated list of {', '.join(TOOL_GROUPS)} (e.g. --tools search,pdf)")
-    if executor is not None:
-        from .graphs.executors import EXECUTORS
-
-        if executor not in EXECUTORS:
-            raise InputError(f"unknown executor {executor!r}", what="--executor", fix=f"use one of {', '.join(EXECUTORS)}")
+CLI_NAMES = {"k": "--k", "max_concurrency": "--max-concurrency", "budget_usd": "--budget", "sandbox": "--sandbox",
+             "unsafe_local_exec": "--unsafe-local-exec", "tools": "--tools", "executor": "--executor",
+             "benchmarks": "--benchmark", "models": "--models", "judges": "--judge", "agent_model": "--agent-model",
+             "base_url": "--base-url", "data_dir": "--data-dir", "out_dir": "--out", "seed": "--seed",
+             "use_cache": "--no-cache", "allow_self_judge": "--allow-self-judge", "yes": "--yes",
+             "temperature": "--temperature", "judge_temperature": "--judge-temperature",
+             "reasoning_effort": "--reasoning-effort"}
+"""RunConfig field -> the ``sgieval ask`` option that sets it (how a bad value is named in errors)."""
 
 
 def _check_targets(config: RunConfig) -> None:
@@ -283,22 +249,17 @@ def ask(
     """Answer a plain-language evaluation request and write runs/<run_id>/report.md."""
     from .graphs.evaluate import new_run_id
 
-    try:
-        _check_options(k=k, max_concurrency=max_concurrency, budget=budget, sandbox=sandbox,
-                       unsafe_local_exec=unsafe_local_exec, tools=_split([tools]), executor=executor)
-    except SgievalError as e:
-        _fail(e)
-    try:
-        config = RunConfig(
-            run_id=new_run_id(request), request=request, benchmarks=_split(benchmark), k=k, seed=seed,
+    try:  # one validation for the CLI and the Python API (RunConfig.checked)
+        config = RunConfig.checked(
+            CLI_NAMES, run_id=new_run_id(request), request=request, benchmarks=_split(benchmark), k=k, seed=seed,
             models=_split(models), judges=_split(judge), agent_model=agent_model, base_url=base_url,
             data_dir=str(data_dir) if data_dir else None, out_dir=str(out_dir), tools=_split([tools]),
             sandbox=sandbox, unsafe_local_exec=unsafe_local_exec, allow_self_judge=allow_self_judge, yes=yes,
             max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor,
             temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
             corpus=str(corpus.expanduser().resolve()) if corpus else None, recheck=recheck)
-    except ValueError as e:
-        _fail(InputError(_validation_reason(e), what="options", fix="see `sgieval ask --help`"))
+    except SgievalError as e:
+        _fail(e)
     try:
         _check_targets(config)
     except SgievalError as e:
@@ -372,7 +333,7 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
            yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics.")) -> None:
     """Continue a run that was killed, stopped at the confirmation, or stopped at its budget."""
     try:
-        _check_options(budget=budget)
+        RunConfig.checked(CLI_NAMES, run_id="-", budget_usd=budget)
     except SgievalError as e:
         _fail(e)
     d = _run_dir(run, out_dir)

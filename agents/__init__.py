@@ -1,0 +1,38 @@
+"""agents: the four agents (questioning, customisation, evaluation, reporting narrative), each a step ``(state, run context) -> state update`` (run.py), the run context and the executors.
+
+What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
+lazily from their modules on first use, so importing one module of this folder does not import the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    "CANCEL_RE": "customisation",
+    "DONE_RE": "customisation",
+    "MetricPlan": "customisation",
+    "REVISION_HELP": "customisation",
+    "propose_rubric": "customisation",
+    "revise_rubric": "customisation",
+    "EXECUTORS": "executors",
+    "ensure_ray": "executors",
+    "evaluate_with_executor": "executors",
+    "pack_models": "executors",
+    "run_units": "executors",
+    "shard": "executors",
+    "unpack_models": "executors",
+    "SelectionPlan": "questioning",
+    "build_report": "reporting",
+}
+"""Public name -> the module of this folder that defines it."""
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

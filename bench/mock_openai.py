@@ -10,8 +10,8 @@ with configurable
   ``retry_after_s`` seconds, the rest as HTTP 500) and ``hang_rate`` (fraction
   of requests that never answer: the connection stays open until the client
   gives up or the server stops).  Faults are drawn from ``random.Random(seed)``
-  per request, or chosen by a ``faults(index, body) -> None | "429" | "500" |
-  "hang"`` callable;
+  per request, or chosen by a ``faults(index, body) -> None | "400" | "429" |
+  "500" | "hang"`` callable ("400": an invalid-request error, never retried);
 * replies: ``replies`` is a callable ``(body, index) -> reply`` or a list
   (request ``i`` served gets ``replies[i % len]``); a reply is a string (the
   content) or a dict with optional ``content``, ``tool_calls`` (each
@@ -34,7 +34,9 @@ with configurable
 ``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
 ``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
-"last_user", "user_agent", "authorization" (the request's headers)}``;
+"last_user", "user_agent", "authorization" (the request's headers), and with
+``log_bodies=True`` "body" (the request body exactly as received, as text) and
+"content_type"}``;
 ``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
 :meth:`MockOpenAI.release` close and open a gate in front of the handler
 (kill tests use it to stop a client at a point where every answered call has
@@ -136,6 +138,7 @@ class MockOpenAI:
         port: int = 0,
         hang_s: float = 3600.0,
         reject_params: set[str] | frozenset[str] | tuple[str, ...] = (),
+        log_bodies: bool = False,
     ):
         for name, v in (("error_rate", error_rate), ("hang_rate", hang_rate), ("share_429", share_429)):
             if not 0.0 <= v <= 1.0:
@@ -151,6 +154,7 @@ class MockOpenAI:
         self.faults = faults
         self.hang_s = hang_s
         self.reject_params = frozenset(reject_params)
+        self.log_bodies = log_bodies
         self.host = host
         self.port = port
         self._rng = random.Random(seed)
@@ -279,7 +283,8 @@ class MockOpenAI:
     async def _chat(self, request: Request) -> JSONResponse:
         t = time.monotonic()
         try:
-            body = await request.json()
+            raw = await request.body()
+            body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             return JSONResponse({"error": {"message": "invalid JSON body", "type": "invalid_request_error"}}, 400)
         msgs = body.get("messages") or []
@@ -289,6 +294,9 @@ class MockOpenAI:
             entry = {"index": index, "t": t, "outcome": "pending", "key": messages_key(msgs),
                      "last_user": last_user(msgs), "user_agent": request.headers.get("user-agent", ""),
                      "authorization": request.headers.get("authorization", "")}
+            if self.log_bodies:
+                entry["body"] = raw.decode("utf-8")
+                entry["content_type"] = request.headers.get("content-type", "")
             self._log.append(entry)
         if body.get("stream"):
             entry["outcome"] = "400"
@@ -328,6 +336,11 @@ class MockOpenAI:
                 headers["retry-after"] = f"{self.retry_after_s:g}"
             return JSONResponse({"error": {"message": "Rate limit reached (mock)", "type": "rate_limit_error",
                                            "code": "rate_limit_exceeded"}}, 429, headers=headers)
+        if fault == "400":
+            with self._lock:
+                entry["outcome"] = "400"
+            return JSONResponse({"error": {"message": "Invalid request (mock)", "type": "invalid_request_error"}},
+                                400)
         if fault == "500":
             with self._lock:
                 self._counts["500"] += 1

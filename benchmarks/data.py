@@ -11,7 +11,6 @@ benchmark's folder.
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 
@@ -56,8 +55,11 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
     cands: list[Path] = []
     if data_dir:
         cands.append(Path(data_dir).expanduser())
-    if os.environ.get("SGIEVAL_DATA"):
-        cands.append(Path(os.environ["SGIEVAL_DATA"]).expanduser())
+    from ..core.settings import current_settings
+
+    env_data = current_settings().data
+    if env_data:
+        cands.append(env_data)
     cands += [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", user_data_dir()]
     out: list[Path] = []
     for c in cands:

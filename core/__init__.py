@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .errors import (
     DataNotFoundError,
+    FieldProblem,
     InputError,
     ModelCallError,
     OfflineError,
@@ -14,17 +15,21 @@ from .errors import (
     SandboxUnavailableError,
     SgievalError,
     ToolError,
+    problem_to_input_error,
 )
 from .records import (
     CORPUS,
     DEEP_RESEARCH,
     DRY_EXPERIMENT,
+    EXECUTORS,
     EXPERIMENTAL_REASONING,
     FEASIBILITY,
     GENERIC,
     IDEA_GENERATION,
     OPEN_CREATIVITY,
+    SANDBOX_BACKENDS,
     SGI_TASKS,
+    TOOL_NAMES,
     WET_EXPERIMENT,
     Criterion,
     Item,
@@ -40,10 +45,23 @@ from .replies import final_text, join_reasoning, reply_status, split_reasoning
 from .store import BUDGET_STOP_NOTE, RunStore, sync_open_stores
 
 __all__ = [
-    "BUDGET_STOP_NOTE", "CORPUS", "DEEP_RESEARCH", "DRY_EXPERIMENT", "EXPERIMENTAL_REASONING", "FEASIBILITY", "GENERIC",
-    "IDEA_GENERATION", "OPEN_CREATIVITY", "SGI_TASKS", "WET_EXPERIMENT",
-    "Criterion", "DataNotFoundError", "InputError", "Item", "MetricKind", "MetricSpec", "ModelCallError",
+    "BUDGET_STOP_NOTE", "CORPUS", "DEEP_RESEARCH", "DRY_EXPERIMENT", "EXECUTORS", "EXPERIMENTAL_REASONING", "FEASIBILITY", "GENERIC",
+    "IDEA_GENERATION", "OPEN_CREATIVITY", "SANDBOX_BACKENDS", "SGI_TASKS", "TOOL_NAMES", "WET_EXPERIMENT",
+    "Criterion", "DataNotFoundError", "FieldProblem", "Settings", "InputError", "Item", "MetricKind", "MetricSpec", "ModelCallError",
     "OfflineError", "ParseError", "Response", "Rubric", "RunConfig", "RunStore", "SandboxUnavailableError",
     "Score", "SgievalError", "Status", "ToolError",
     "final_text", "join_reasoning", "reply_status", "split_reasoning", "sync_open_stores",
+    "current_settings", "get_logger", "load_settings", "run_logging", "use_settings", "problem_to_input_error",
 ]
+
+_LAZY = {"Settings": "settings", "current_settings": "settings", "load_settings": "settings",
+         "use_settings": "settings", "get_logger": "logs", "run_logging": "logs"}
+"""Names that load on first use (pydantic-settings and structlog are slow to import)."""
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # -------------------------------------------------------------------------- errors
 class SgievalError(Exception):
     """Base error.  ``what`` names the thing that is wrong (file, field, model
@@ -56,3 +58,46 @@ class ToolError(SgievalError):
 
 class SandboxUnavailableError(ToolError):
     """No safe sandbox backend can start (e.g. bubblewrap missing)."""
+
+
+class FieldProblem(ValueError):
+    """A pydantic validator's complaint with its fix (raised inside validators:
+    pydantic keeps it as the error's cause); :func:`problem_to_input_error`
+    turns it into an :class:`InputError` naming the option as the user spelled it.
+
+    ``fix`` may name options as ``{field}`` placeholders (``"pass {max_concurrency}
+    1 or more"``), filled with the caller's spelling (``--max-concurrency`` for the
+    CLI, ``max_concurrency`` for the Python API).  ``field`` overrides the field
+    the error is reported on (a model validator has none); ``value`` is shown after
+    the option name (``--sandbox unsafe-local: ...``)."""
+
+    def __init__(self, reason: str, fix: str, *, field: str | None = None, value: str | None = None):
+        self.reason, self.fix, self.field, self.value = reason, fix, field, value
+        super().__init__(reason)
+
+
+class _OptionNames(dict):
+    def __missing__(self, key: str) -> str:
+        return key
+
+
+def problem_to_input_error(e: Any, names: dict[str, str] | None = None,
+                           default_what: str = "settings") -> InputError:
+    """The first error of ``e`` as one InputError: ``what`` = ``names[field]``
+    (e.g. ``"--max-concurrency"`` for the CLI, ``"SGIEVAL_LOCAL_THREADS"``)
+    or the field name; reason and fix from a :class:`FieldProblem`, else
+    pydantic's message with a generic fix."""
+    names = names or {}
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    cause = (err.get("ctx") or {}).get("error")
+    field = (cause.field if isinstance(cause, FieldProblem) and cause.field
+             else str(err["loc"][0]) if err.get("loc") else "")
+    what = names.get(field, loc or field or default_what)
+    if isinstance(cause, FieldProblem):
+        if cause.value is not None:
+            what = f"{what} {cause.value}"
+        return InputError(cause.reason, what=what, fix=cause.fix.format_map(_OptionNames(names)))
+    msg = str(err.get("msg", "invalid value"))
+    return InputError(msg[0].lower() + msg[1:] if msg else "invalid value", what=what,
+                      fix="check the value (see README, Usage)")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .errors import InputError
+from .errors import FieldProblem, InputError, problem_to_input_error
 from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
 
 # --------------------------------------------------------------------------- tasks
@@ -32,6 +32,13 @@ SGI_TASKS = (DEEP_RESEARCH, IDEA_GENERATION, DRY_EXPERIMENT, WET_EXPERIMENT, EXP
 
 CORPUS = "*"
 """``Score.item_id`` of a corpus-level score (computed over all items of a model, e.g. SFBench's kappa)."""
+
+SANDBOX_BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local")
+"""``RunConfig.sandbox`` values (``--sandbox``); ``tools.sandbox.get_sandbox`` accepts exactly these."""
+TOOL_NAMES = ("search", "pdf", "python")
+"""``RunConfig.tools`` names (``--tools``); the keys of ``tools.pool.TOOL_GROUPS``."""
+EXECUTORS = ("local", "ray")
+"""``RunConfig.executor`` values (``--executor``); ``agents.executors.EXECUTORS``."""
 
 Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error", "truncated", "empty"]
 """Per-record status (METRICS.md D.7, D.10).  Only ``ok`` scores enter metric means;
@@ -358,9 +365,74 @@ class RunConfig(_Record):
             out.append(str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b)
         return out
 
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The ``SGIEVAL_*`` settings the run started with (``Settings.shown()``: secrets masked); filled at the start."""
+
+    @classmethod
+    def checked(cls, names: dict[str, str] | None = None, **fields: Any) -> "RunConfig":
+        """A validated RunConfig from ``fields``, the one validation path of the CLI
+        and the Python API.  Raises :class:`InputError` naming the option as the
+        caller spells it (``names``: field -> e.g. ``"--max-concurrency"``;
+        default the field name) with the reason and the fix, e.g.
+        ``max_concurrency: must be a positive integer (model calls in flight),
+        got 0. Fix: pass max_concurrency 1 or more (default 16)``."""
+        from pydantic import ValidationError
+
+        try:
+            return cls(**fields)
+        except ValidationError as e:
+            raise problem_to_input_error(e, names, default_what="options") from None
+
     @field_validator("k")
     @classmethod
     def _k_positive(cls, v: int | None) -> int | None:
         if v is not None and v < 1:
-            raise ValueError("k must be >= 1 (or omitted for all matches)")
+            raise FieldProblem(f"must be a positive integer (number of items to sample), got {v}",
+                               "pass {k} 1 or more, or leave {k} out to evaluate every matching item")
         return v
+
+    @field_validator("max_concurrency")
+    @classmethod
+    def _concurrency_positive(cls, v: int) -> int:
+        if v < 1:
+            raise FieldProblem(f"must be a positive integer (model calls in flight), got {v}",
+                               "pass {max_concurrency} 1 or more (default 16)")
+        return v
+
+    @field_validator("budget_usd")
+    @classmethod
+    def _budget_non_negative(cls, v: float | None) -> float | None:
+        if v is not None and not v >= 0:  # NaN fails too
+            raise FieldProblem(f"must be >= 0 USD, got {v}",
+                               "pass a non-negative amount in USD, or leave {budget_usd} out for no limit")
+        return v
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_sandbox(cls, v: str) -> str:
+        if v.lower() not in SANDBOX_BACKENDS:
+            raise FieldProblem(f"unknown sandbox backend {v!r}", f"use one of {', '.join(SANDBOX_BACKENDS)}")
+        return v
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, v: list[str]) -> list[str]:
+        unknown = [t for t in v if t.lower() not in TOOL_NAMES]
+        if unknown:
+            raise FieldProblem(f"unknown tool(s) {', '.join(map(repr, unknown))}",
+                               f"give a comma-separated list of {', '.join(TOOL_NAMES)} (e.g. {{tools}} search,pdf)")
+        return v
+
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, v: str) -> str:
+        if v not in EXECUTORS:
+            raise FieldProblem(f"unknown executor {v!r}", f"use one of {', '.join(EXECUTORS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _unsafe_local_needs_consent(self) -> "RunConfig":
+        if self.sandbox.lower() in ("unsafe-local", "local") and not self.unsafe_local_exec:
+            raise FieldProblem("the unsafe local backend runs model code without isolation",
+                               "add {unsafe_local_exec} to allow it explicitly", field="sandbox", value=self.sandbox)
+        return self

@@ -1,0 +1,31 @@
+"""graphs: LangGraph wiring only: the evaluation graph (the run context travels as its ``context``) and the metric-definition chat graph.
+
+What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
+lazily from their modules on first use, so importing one module of this folder does not import the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    "EvalState": "evaluate",
+    "build_graph": "evaluate",
+    "execute": "evaluate",
+    "make_runtime": "evaluate",
+    "new_run_id": "evaluate",
+    "write_report": "evaluate",
+    "build_metric_chat": "metric_chat",
+    "run_metric_chat": "metric_chat",
+}
+"""Public name -> the module of this folder that defines it."""
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

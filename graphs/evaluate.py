@@ -10,7 +10,6 @@ produced; the graph state holds only the plans and the report path.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 import secrets
 import shutil
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypedDict
 
-import structlog
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
@@ -32,31 +30,14 @@ from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfi
 from ..metric_pool.base import Metric, ScoringContext
 from ..benchmarks.registry import predefined_metrics
 from ..models.base import NamedModel
-from ..models import cache as call_cache
-from ..models.accounting import Ledger
-from ..models.calls import set_max_concurrency
+from ..core.logs import get_logger, run_logging
+from ..core.settings import load_settings, use_settings
+from ..models.context import CallContext, call_context, current_call_context
+from ..models.accounting import Ledger, price_table
 from ..models.registry import resolve_model, sampling_for_role, stored_models
 from .executors import evaluate_with_executor
 
-log = structlog.get_logger("sgieval")
-
-
-def configure_logging(run_dir: Path) -> None:
-    """structlog: JSON lines to ``run_dir/log.jsonl`` and human lines to stderr
-    (DESIGN.md "Conventions")."""
-    import sys
-
-    path = run_dir / "log.jsonl"
-
-    def to_file(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-        with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(event, default=str) + "\n")
-        return event
-
-    structlog.configure(
-        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), to_file,
-                    structlog.dev.ConsoleRenderer(colors=False)],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr), cache_logger_on_first_use=False)
+log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), the host's structlog outside
 
 
 class EvalState(TypedDict, total=False):
@@ -89,6 +70,9 @@ class RunRuntime:
     on_progress: Callable[[int, int], None] | None = None
     metric_options: dict[str, Any] = field(default_factory=dict)
     ledger: Ledger | None = None
+    settings: Any = None
+    calls: CallContext | None = None
+    prices: Any = None
 
 
 def new_run_id(request: str) -> str:
@@ -417,7 +401,8 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,
         "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}", "scope": scope,
         "extra": {**({"notes": "; ".join(plan.notes)} if plan.notes else {}),
-                  **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {})},
+                  **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
+                  **({"settings": rt.settings.header_line()} if rt.settings is not None else {})},
     }
     return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
                               specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
@@ -445,7 +430,7 @@ def _load_ledger(rt: RunRuntime) -> Ledger:
     """The run's ledger: every call already in ``ledger.jsonl``, then
     journalling each new call there as it is recorded (so a killed run's
     accounts survive)."""
-    ledger = Ledger(budget_usd=rt.config.budget_usd)
+    ledger = Ledger(budget_usd=rt.config.budget_usd, prices=rt.prices if rt.prices is not None else price_table())
     ledger.merge(rt.store.read_rows("ledger"))
     ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
     return ledger
@@ -485,16 +470,21 @@ async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[di
     (None: the run stops at the interrupt and can be resumed).  Returns the
     final state.
     """
+    if rt.settings is None:
+        rt.settings = load_settings()
+    if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file (issue 10 item 2)
+        rt.calls = CallContext(use_cache=rt.config.use_cache, cache_path=current_call_context().cache_path,
+                               limits={"*": rt.config.max_concurrency})
     try:
-        if not resume:
-            check_request_models(rt)
-            rt.store.write_config(rt.config, new=True)
-        configure_logging(rt.store.root)
-        set_max_concurrency("*", rt.config.max_concurrency)
-        call_cache.configure(enabled=rt.config.use_cache)
-        rt.ledger = _load_ledger(rt)
-        with rt.ledger.activate():
-            return await _drive(rt, confirm)
+        # run-scoped, never global: settings, call context, log sink and ledger are contextvars of this run
+        with use_settings(rt.settings), call_context(rt.calls), run_logging(rt.store.root, rt.config.run_id):
+            if not resume:
+                check_request_models(rt)
+                rt.config.settings = rt.settings.shown()
+                rt.store.write_config(rt.config, new=True)
+            rt.ledger = _load_ledger(rt)
+            with rt.ledger.activate():
+                return await _drive(rt, confirm)
     except SgievalError:
         if not rt.store.read("responses"):
             rt.store.close()
@@ -560,7 +550,9 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
                                  **sampling_for_role(config, "target")) for m in config.models]
     targets, judges = unique_models(targets or []), unique_models(judges)
     store = existing or RunStore(run_dir)
-    return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent, **kw)
+    settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
+    return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent,
+                      settings=settings, **kw)
 
 
 def unique_models(models: list[NamedModel]) -> list[NamedModel]:

@@ -1,0 +1,53 @@
+"""metric_pool: every metric (objective, judge, rubric), the predefined-metric registry and the aggregations (CIs, paired tests, SGI-Score).
+
+What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
+lazily from their modules on first use, so importing one module of this folder does not import the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    "PairedResult": "aggregate",
+    "Summary": "aggregate",
+    "paired_test": "aggregate",
+    "summarize": "aggregate",
+    "run_generation": "aidanbench_protocol",
+    "CORPUS": "base",
+    "FunctionMetric": "base",
+    "Metric": "base",
+    "ScoringContext": "base",
+    "embedding_counts": "embeddings",
+    "get_embedder": "embeddings",
+    "JudgeReply": "judge",
+    "as_data": "judge",
+    "ask_judge": "judge",
+    "parse_json_object": "judge",
+    "reliability": "reliability",
+    "reliability_rows": "reliability",
+    "RubricMetric": "rubric",
+    "tool_loop": "rubric",
+    "MATCH_THRESHOLD": "rubrics",
+    "STARTER_DIR": "rubrics",
+    "find_rubric": "rubrics",
+    "list_rubrics": "rubrics",
+    "load_rubric": "rubrics",
+    "match_texts": "rubrics",
+    "rubric_origin": "rubrics",
+    "save_rubric": "rubrics",
+    "semantic_scores": "rubrics",
+    "slug": "rubrics",
+    "sgi_score": "sgi.sgi_score",
+}
+"""Public name -> the module of this folder that defines it."""
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

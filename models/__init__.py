@@ -1,4 +1,41 @@
-"""Model strings -> chat models by role; replay of stored responses; model calls."""
+"""Model strings -> chat models by role; replay of stored responses; model calls (cache, retries, ledger,
+run-scoped call context).
+
+What other folders may use (DESIGN.md "Adding things"); names beyond ``NamedModel``, ``Role`` and the
+registry load lazily from their modules on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .base import NamedModel, Role  # noqa: F401
 from .registry import resolve_model, resolve_replay, stored_models  # noqa: F401
+
+_PUBLIC: dict[str, str] = {
+    "BudgetExceeded": "accounting",
+    "Ledger": "accounting",
+    "current_ledger": "accounting",
+    "price_table": "accounting",
+    "set_prices": "accounting",
+    "CallContext": "context",
+    "call_context": "context",
+    "current_call_context": "context",
+    "ainvoke": "calls",
+    "call_info": "calls",
+    "message_text": "calls",
+    "read_reply": "calls",
+    "sampling_for_role": "registry",
+    "usage": "calls",
+}
+"""Public name -> the module of this folder that defines it (loaded on first use)."""
+
+__all__ = sorted([*_PUBLIC, "NamedModel", "Role", "resolve_model", "resolve_replay", "stored_models"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

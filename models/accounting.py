@@ -135,6 +135,11 @@ def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False)
     _prices.update(parsed)
 
 
+def price_table() -> dict[str, tuple[float, float]]:
+    """A copy of the process-wide price table (what a run starts with)."""
+    return dict(_prices)
+
+
 def reset_prices() -> None:
     """Restore :data:`DEFAULT_PRICES`."""
     _prices.clear()
@@ -362,5 +367,5 @@ class Ledger:
 
 __all__ = [
     "BudgetExceeded", "CallRecord", "DEFAULT_PRICES", "Ledger", "Totals", "current_ledger", "load_prices",
-    "price_call", "price_of", "reset_prices", "set_prices",
+    "price_call", "price_of", "price_table", "reset_prices", "set_prices",
 ]

@@ -9,9 +9,10 @@ does not call the models again.  Where:
 
 When: :func:`should_cache` -- on by default only for deterministic calls
 (temperature 0, read from ``NamedModel.params["temperature"]`` or the chat
-model's ``temperature`` attribute).  ``--no-cache`` calls
-``configure(enabled=False)``; the environment variable ``SGIEVAL_NO_CACHE=1``
-does the same for subprocesses.
+model's ``temperature`` attribute).  The switch and the file belong to the
+current call context (:mod:`sgieval.models.context`): a run's ``--no-cache``
+(``RunConfig.use_cache``) holds for that run only; outside a run the
+environment variable ``SGIEVAL_NO_CACHE=1`` switches it off.
 
 Replies are serialised with ``langchain_core.messages.message_to_dict`` and
 restored with ``messages_from_dict`` (content, tool calls, usage metadata and
@@ -37,7 +38,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -48,56 +48,37 @@ from typing import Any, Sequence
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from .base import NamedModel
-
-_state: dict[str, Any] = {"enabled": None, "path": None, "cache": None, "resolved": False}
-_lock = threading.Lock()
+from .context import current_call_context
 
 
 def cache_dir() -> Path:
     """``$SGIEVAL_CACHE_DIR`` or the platform's user cache dir for sgieval."""
-    env = os.environ.get("SGIEVAL_CACHE_DIR")
+    from ..core.settings import current_settings
+
+    env = current_settings().cache_dir
     if env:
-        return Path(env).expanduser()
+        return env
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("sgieval"))
 
 
 def configure(*, enabled: bool | None = None, path: str | Path | None = None) -> None:
-    """Switch the cache on/off for this process (``enabled``; None leaves it)
-    and/or point it at another SQLite file (``path``).  The location
-    (``path``, else ``$SGIEVAL_CACHE_DIR`` or the user cache dir) is resolved
-    again on the next use."""
-    with _lock:
-        if enabled is not None:
-            _state["enabled"] = bool(enabled)
-        if path is not None:
-            _state["path"] = Path(path)
-        _state["resolved"] = False
+    """Switch the cache on/off (``enabled``; None leaves it) and/or point it at
+    another SQLite file (``path``) for the current call context: the running
+    run's (:mod:`sgieval.models.context`), else the process default used by
+    calls outside any run.  A run never changes the process default."""
+    current_call_context().configure_cache(enabled=enabled, path=path)
 
 
 def enabled() -> bool:
-    """Whether the cache is on (default True unless ``SGIEVAL_NO_CACHE`` is set)."""
-    if _state["enabled"] is not None:
-        return bool(_state["enabled"])
-    return os.environ.get("SGIEVAL_NO_CACHE", "").strip().lower() not in ("1", "true", "yes")
+    """Whether the cache is on in the current call context (default True unless ``SGIEVAL_NO_CACHE`` is set)."""
+    return current_call_context().cache_enabled()
 
 
 def get_cache() -> "CallCache":
-    """The process-wide cache, opened lazily at the configured path; the path
-    is resolved on the first use after :func:`configure` and kept."""
-    c = _state["cache"]
-    if c is not None and _state["resolved"]:
-        return c
-    with _lock:
-        path = Path(_state["path"] or cache_dir() / "calls.sqlite")
-        c = _state["cache"]
-        if c is None or c.path != path:
-            if c is not None:
-                c.close()
-            c = _state["cache"] = CallCache(path)
-        _state["resolved"] = True
-        return c
+    """The current call context's cache (opened lazily at its configured path)."""
+    return current_call_context().cache()
 
 
 # --------------------------------------------------------------------- keys

@@ -10,8 +10,9 @@ Per call, in order:
    and no model is called.
 2. **Budget** (:mod:`sgieval.models.accounting`): the active :class:`Ledger`
    raises :class:`BudgetExceeded` before the call when its budget is spent.
-3. **Concurrency**: one ``asyncio.Semaphore`` per provider (default 16
-   in-flight calls, :func:`set_max_concurrency`) bounds the calls; it is held
+3. **Concurrency**: one ``asyncio.Semaphore`` per provider and run (default 16
+   in-flight calls, ``RunConfig.max_concurrency``; :func:`set_max_concurrency`
+   outside runs; :mod:`sgieval.models.context`) bounds the calls; it is held
    only while a request is in flight, never during backoff sleeps.
 4. **Retries**: HTTP 408/409/429/5xx, timeouts and connection errors are
    retried with jittered exponential backoff
@@ -39,7 +40,6 @@ import asyncio
 import email.utils
 import random
 import time
-import weakref
 from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -48,15 +48,7 @@ from ..core import ModelCallError, join_reasoning, reply_status, split_reasoning
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
-
-DEFAULT_MAX_CONCURRENCY = 16
-
-# provider -> limit; "*" is the default for providers not listed.
-_LIMITS: dict[str, int] = {"*": DEFAULT_MAX_CONCURRENCY}
-# event loop -> provider -> semaphore (semaphores bind to one loop).
-_SEMAPHORES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = (
-    weakref.WeakKeyDictionary()
-)
+from .context import DEFAULT_MAX_CONCURRENCY, current_call_context  # noqa: F401 - re-exported
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx."""
@@ -65,26 +57,17 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 def set_max_concurrency(provider: str, n: int) -> None:
     """Bound in-flight calls to ``n`` (>= 1) for ``provider``, or for every
     provider when ``provider`` is ``"*"`` or ``"all"`` (this also resets
-    per-provider overrides).  Applies to calls that start afterwards.
+    per-provider overrides), in the current call context (the running run's,
+    else the process default for calls outside runs; a run sets its own from
+    ``RunConfig.max_concurrency``).  Applies to calls that start afterwards.
     Raises ValueError for ``n < 1``.
     """
-    n = int(n)
-    if n < 1:
-        raise ValueError(f"max concurrency must be >= 1, got {n}")
-    if provider in ("*", "all"):
-        _LIMITS.clear()
-        _LIMITS["*"] = n
-        for sems in list(_SEMAPHORES.values()):
-            sems.clear()
-    else:
-        _LIMITS[provider] = n
-        for sems in list(_SEMAPHORES.values()):
-            sems.pop(provider, None)
+    current_call_context().set_limit(provider, n)
 
 
 def max_concurrency(provider: str) -> int:
-    """Current in-flight limit for ``provider``."""
-    return _LIMITS.get(provider, _LIMITS["*"])
+    """Current in-flight limit for ``provider`` (in the current call context)."""
+    return current_call_context().limit(provider)
 
 
 def provider_key(model: NamedModel) -> str:
@@ -93,12 +76,7 @@ def provider_key(model: NamedModel) -> str:
 
 
 def _semaphore(provider: str) -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    sems = _SEMAPHORES.setdefault(loop, {})
-    sem = sems.get(provider)
-    if sem is None:
-        sem = sems[provider] = asyncio.Semaphore(max_concurrency(provider))
-    return sem
+    return current_call_context().semaphore(provider)
 
 
 # ----------------------------------------------------------------- classification

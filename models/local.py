@@ -60,7 +60,6 @@ import copy
 import importlib.util
 import json
 import math
-import os
 import re
 import threading
 import uuid
@@ -148,11 +147,9 @@ def default_threads() -> int:
     each barrier: on a shared, oversubscribed machine (load 5-7 on 2 cores)
     64 tokens took 2.9 s with 1 thread and 43.9 s with 2 (measured here).
     Raise it on an idle machine with more cores."""
-    try:
-        return max(1, int(os.environ.get("SGIEVAL_LOCAL_THREADS", "1")))
-    except ValueError:
-        raise InputError("must be a positive integer", what="SGIEVAL_LOCAL_THREADS",
-                         fix="unset it or set e.g. SGIEVAL_LOCAL_THREADS=2") from None
+    from ..core.settings import current_settings
+
+    return current_settings().local_threads
 
 
 _LLAMAS: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}

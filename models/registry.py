@@ -90,10 +90,9 @@ def openai_chat_class() -> type:
     """The chat-model class for ``openai:`` strings: ``ChatOpenAIDirect``
     (default) or, with ``SGIEVAL_OPENAI_TRANSPORT=sdk``, ``ChatOpenAI``.
     Raises InputError for another value of that variable."""
-    transport = os.environ.get("SGIEVAL_OPENAI_TRANSPORT", "direct").strip().lower() or "direct"
-    if transport not in OPENAI_TRANSPORTS:
-        raise InputError(f"unknown OpenAI transport {transport!r}", what="SGIEVAL_OPENAI_TRANSPORT",
-                         fix="set it to 'direct' (default) or 'sdk', or unset it")
+    from ..core.settings import current_settings
+
+    transport = current_settings().openai_transport  # validated: one of OPENAI_TRANSPORTS
     if transport == "sdk":
         from langchain_openai import ChatOpenAI
 

@@ -1,0 +1,44 @@
+"""reports: build the report from records and statistics: its data model, tables, figures (matplotlib), Markdown rendering (Jinja2).
+
+What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
+lazily from their modules on first use, so importing one module of this folder does not import the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    "ModelStat": "build",
+    "ReportDraft": "build",
+    "SgiRow": "build",
+    "assemble": "build",
+    "ci_overlap": "build",
+    "count_phrase": "build",
+    "criterion_scores": "build",
+    "fmt": "build",
+    "has_ci": "build",
+    "item_values": "build",
+    "not_applicable": "build",
+    "order_stats": "build",
+    "pair_entry": "build",
+    "rubric_breakdown": "build",
+    "write_report": "build",
+    "heatmap": "charts",
+    "ranking_chart": "charts",
+    "markdown_table": "render",
+    "export_run": "export",
+    "write_viewer": "viewer",
+    "render_report": "render",
+}
+"""Public name -> the module of this folder that defines it."""
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

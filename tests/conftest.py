@@ -75,11 +75,12 @@ def fresh_call_cache(tmp_path):
     per-provider concurrency limits are back to their defaults (nothing leaks into later tests)."""
     from sgieval.models import accounting, cache
     from sgieval.models.calls import set_max_concurrency
+    from sgieval.models.context import current_call_context
 
     cache.configure(path=tmp_path / "calls.sqlite", enabled=True)
     yield
     cache.configure(path=tmp_path / "unused.sqlite")
-    cache._state["enabled"] = None
+    current_call_context().use_cache = None  # back to "follow SGIEVAL_NO_CACHE"
     accounting.reset_prices()
     set_max_concurrency("*", 16)
 

@@ -50,7 +50,8 @@ def test_evaluate_rejects_unknown_options(tmp_path):
     with pytest.raises(TypeError, match="positional argument"):
         sgieval.evaluate(CHEM, "replay:o1-mini")  # models is keyword-only
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(InputError, match="sgieval.evaluate: k: Value error, k must be >= 1 \\(or omitted for all matches\\)"):
+    with pytest.raises(InputError, match=r"^k: must be a positive integer \(number of items to sample\), got 0\. "
+                                         r"Fix: pass k 1 or more, or leave k out to evaluate every matching item$"):
         sgieval.evaluate(CHEM, out_dir=tmp_path, k=0)
 
 

@@ -112,7 +112,9 @@ def network_status(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: boo
                    timeout_s: float = _PROBE_TIMEOUT_S) -> tuple[bool, str]:
     """(online, reason) for reaching ``host:port``; see the module docstring.
     Cached for 60 s per target; returns within ``timeout_s`` (default 0.8 s)."""
-    mode = os.environ.get("SGIEVAL_NETWORK", "auto").strip().lower()
+    from ..core.settings import current_settings
+
+    mode = current_settings().network
     if mode == "offline":
         return False, "SGIEVAL_NETWORK=offline"
     if mode == "online":

@@ -21,7 +21,6 @@ least :data:`MATCH_THRESHOLD`.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -58,9 +57,11 @@ def slug(name: str) -> str:
 
 def user_rubric_dir() -> Path:
     """``$SGIEVAL_RUBRIC_DIR`` when set, else ``user_config_dir("sgieval")/rubrics`` (not created here)."""
-    env = os.environ.get("SGIEVAL_RUBRIC_DIR")
+    from ...core.settings import current_settings
+
+    env = current_settings().rubric_dir
     if env:
-        return Path(env).expanduser()
+        return env
     from platformdirs import user_config_dir
 
     return Path(user_config_dir("sgieval")) / "rubrics"

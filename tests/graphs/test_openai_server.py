@@ -27,7 +27,7 @@ from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.benchmarks.catalog import load_catalog
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
-from sgieval.models import cache as call_cache
+from sgieval.models.context import current_call_context
 from sgieval.tests.graphs.test_rigor_scripted import REQUEST, RESPONSES, RIGOR_CRITERIA, judge_text, sgi_data
 
 NARRATIVE = ("openai:model-a is the more rigorous model on the 2 idea-generation items: rigor mean 75 (0-100) "
@@ -87,7 +87,7 @@ def served_run(tmp_path_factory):
     data = sgi_data(tmp)
     logic = Server(data)
     mp = pytest.MonkeyPatch()
-    mp.setitem(call_cache._state, "enabled", False)  # every call must reach the server
+    mp.setattr(current_call_context(), "use_cache", False)  # outside the run: every call must reach the server
     mp.delenv("OPENAI_API_KEY", raising=False)
     try:
         with MockOpenAI(replies=logic) as mock:

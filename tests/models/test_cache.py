@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
 from sgieval.models import cache
+from sgieval.models.context import current_call_context
 from sgieval.models.base import NamedModel
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
@@ -64,7 +65,7 @@ def test_temperature_sources_and_should_cache():
 
 
 def test_no_cache_env(monkeypatch):
-    cache._state["enabled"] = None
+    current_call_context().use_cache = None  # outside a run: follow SGIEVAL_NO_CACHE
     monkeypatch.setenv("SGIEVAL_NO_CACHE", "1")
     assert cache.enabled() is False
     monkeypatch.setenv("SGIEVAL_NO_CACHE", "0")

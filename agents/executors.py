@@ -1,0 +1,286 @@
+"""Executors: where the evaluation units of a run execute (issue 6 part 5).
+
+``local`` (default) runs every (target, item) unit in this process's event
+loop.  ``ray`` shards the items of a run across Ray tasks (the ``[ray]``
+extra); each task evaluates its shard with the same code as the local
+executor (:func:`sgieval.agents.evaluation.run_evaluation` on a scratch run
+folder) and returns its Responses, Scores and ledger records; the driver
+appends each shard's records to the run folder as soon as that shard
+finishes (so a killed run keeps finished shards), then computes the
+corpus-level scores locally.  The records are the same as the local
+executor's (up to ``latency_s`` and file order).
+
+Cluster: ``ray.init(address=...)`` is called with ``address`` or
+``$RAY_ADDRESS`` (e.g. ``ray://head:10001`` or ``auto``) when given, else a
+local Ray instance with ``num_cpus`` CPUs.  Every node needs sgieval
+installed (same version) and network access to the model endpoints; each
+task keeps its own per-provider concurrency limit, so the cluster-wide
+in-flight calls are at most ``shards x --max-concurrency`` per provider.
+Each node uses its own call cache directory.  The ``--budget`` is checked by
+the driver between shards, not inside tasks.
+
+Models are shipped to tasks with cloudpickle; chat models holding live HTTP
+clients (ChatOpenAI, ...) are rebuilt in the task from their set pydantic
+fields (the client objects are recreated there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+from ..core import EXECUTORS, InputError, Item, RunStore
+from ..metric_pool.base import CORPUS, Metric, ScoringContext
+from ..models.accounting import current_ledger
+from ..models.base import NamedModel
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+# EXECUTORS (core): "local", "ray"
+
+_CLIENT_FIELDS = frozenset({"client", "async_client", "root_client", "root_async_client", "http_client",
+                            "http_async_client"})
+
+
+def _check(executor: str) -> None:
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}", what="--executor", fix=f"use one of {', '.join(EXECUTORS)}")
+
+
+def shard(units: Sequence[U], n: int) -> list[list[U]]:
+    """Split ``units`` into at most ``n`` contiguous shards of near-equal size
+    (sizes differ by at most 1; empty shards dropped; order kept)."""
+    n = max(1, min(int(n), len(units)))
+    q, r = divmod(len(units), n)
+    out, start = [], 0
+    for k in range(n):
+        size = q + (1 if k < r else 0)
+        if size:
+            out.append(list(units[start:start + size]))
+        start += size
+    return out
+
+
+# ------------------------------------------------------------------ Ray plumbing
+def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
+    """Import and initialise Ray (once).  Raises InputError when the ``[ray]``
+    extra is not installed."""
+    try:
+        import ray
+    except ImportError as e:
+        raise InputError("the ray executor needs Ray", what="--executor ray",
+                         fix="pip install 'sgieval[ray]' (or use --executor local)") from e
+    if not ray.is_initialized():
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
+        if address:
+            kw["address"] = address
+        else:
+            kw.update(num_cpus=num_cpus, include_dashboard=False)
+        ray.init(**kw)
+    return ray
+
+
+def _portable_chat(chat: Any) -> Any:
+    """``chat`` itself when picklable, else a ("rebuild", class, fields) recipe."""
+    from ray import cloudpickle
+
+    try:
+        cloudpickle.dumps(chat)
+        return chat
+    except Exception:  # noqa: BLE001 - live clients, locks
+        pass
+    fields = getattr(type(chat), "model_fields", None)
+    if not fields:
+        raise InputError(f"cannot ship chat model {type(chat).__name__} to Ray tasks", what="--executor ray",
+                         fix="use --executor local for this model")
+    data = {k: getattr(chat, k) for k in chat.model_fields_set if k in fields and k not in _CLIENT_FIELDS}
+    return ("__rebuild__", type(chat), data)
+
+
+def _restore_chat(packed: Any) -> Any:
+    if isinstance(packed, tuple) and len(packed) == 3 and packed[0] == "__rebuild__":
+        return packed[1](**packed[2])
+    return packed
+
+
+def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
+    """NamedModels as picklable dicts (see :func:`unpack_models`)."""
+    out = []
+    for m in models:
+        d = {k: getattr(m, k) for k in ("name", "role", "replay", "provider", "smoke_test", "params")}
+        d["chat"] = _portable_chat(m.chat) if m.chat is not None else None
+        out.append(d)
+    return out
+
+
+def unpack_models(packed: Sequence[dict[str, Any]]) -> list[NamedModel]:
+    return [NamedModel(**{**d, "chat": _restore_chat(d["chat"])}) for d in packed]
+
+
+_TASK_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _run_in_task(fn: Callable[[list[Any]], Awaitable[Any]], part: list[Any]) -> Any:
+    """Body of a Ray task.  One event loop per worker process, kept open across
+    tasks: SDK clients cached per process (langchain_openai caches its httpx
+    client) stay bound to a live loop when the worker runs a second shard."""
+    global _TASK_LOOP
+    if _TASK_LOOP is None or _TASK_LOOP.is_closed():
+        _TASK_LOOP = asyncio.new_event_loop()
+    asyncio.set_event_loop(_TASK_LOOP)
+    return _TASK_LOOP.run_until_complete(fn(part))
+
+
+# ---------------------------------------------------------------- generic API
+async def run_units(units: Sequence[U], fn: Callable[[list[U]], Awaitable[list[R]]], executor: str = "local", *,
+                    num_shards: int | None = None, on_shard: Callable[[list[R]], None] | None = None,
+                    address: str | None = None, num_cpus: int | None = None) -> list[R]:
+    """Run ``fn`` over ``units`` and return the concatenated results.
+
+    ``fn(shard) -> list[result]`` is an async function (for ``ray`` it must be
+    picklable with cloudpickle: a module-level function or a closure over
+    picklable values).  ``local``: one call ``fn(units)`` in this event loop.
+    ``ray``: ``units`` split into ``num_shards`` shards (default: the Ray
+    cluster's CPU count), one Ray task each; ``on_shard(results)`` is called in
+    this process as each shard finishes (completion order); the return value
+    keeps shard order.  Raises InputError for an unknown executor or missing Ray.
+    """
+    _check(executor)
+    units = list(units)
+    if executor == "local" or not units:
+        res = await fn(units) if units else []
+        if on_shard and units:
+            on_shard(res)
+        return list(res)
+    ray = ensure_ray(address, num_cpus)
+    n = num_shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    parts = shard(units, n)
+    remote = ray.remote(_run_in_task)
+    fn_ref = ray.put(fn)
+    refs = [remote.remote(fn_ref, p) for p in parts]
+    results: dict[int, list[R]] = {}
+    index = {r: k for k, r in enumerate(refs)}
+    pending = list(refs)
+    while pending:
+        ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
+        for r in ready:
+            res = list(await asyncio.to_thread(ray.get, r))
+            results[index[r]] = res
+            if on_shard:
+                on_shard(res)
+    return [x for k in range(len(parts)) for x in results[k]]
+
+
+# ---------------------------------------------------------- evaluation binding
+def _pending_items(store: RunStore, items: Sequence[Item], targets: Sequence[NamedModel],
+                   metrics: Sequence[Metric]) -> list[Item]:
+    resp = {(r.item_id, r.model) for r in store.read("responses")}
+    done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
+    out = []
+    for it in items:
+        for t in targets:
+            if (it.id, t.name) not in resp or any(
+                    (it.id, t.name, s.name) not in done for m in metrics if m.applies(it) for s in m.specs):
+                out.append(it)
+                break
+    return out
+
+
+def _shard_evaluator(targets: list[dict[str, Any]], metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
+                     existing: dict[str, Any],
+                     use_cache: bool | None = None) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:
+    """The per-shard function shipped to Ray tasks: evaluates its items on a
+    scratch run folder (pre-filled with the run's records of those items) with
+    the local executor's code and returns one {"responses", "scores",
+    "ledger"} dict (corpus-level scores left to the driver)."""
+
+    async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
+        from .evaluation import run_evaluation
+        from ..models.accounting import Ledger
+        from ..models.context import CallContext, call_context
+
+        ids = {i.id for i in items}
+        models = unpack_models(targets)
+        ledger = Ledger()
+        calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})  # this shard's own limits
+        with tempfile.TemporaryDirectory(prefix="sgieval-shard-") as tmp, ledger.activate(), call_context(calls):
+            store = RunStore(tmp)
+            old_r = [r for r in existing["responses"] if r.item_id in ids]
+            old_s = [s for s in existing["scores"] if s.item_id in ids]
+            store.append("responses", old_r)
+            store.append("scores", old_s)
+            await run_evaluation(store, items, models, metrics, ctx, max_parallel=max_parallel)
+            have_r = {(r.item_id, r.model) for r in old_r}
+            have_s = {(s.item_id, s.model, s.metric) for s in old_s}
+            new_r = [r for r in store.read("responses") if (r.item_id, r.model) not in have_r]
+            new_s = [s for s in store.read("scores")
+                     if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s]
+            store.close()
+        return [{"responses": new_r, "scores": new_s, "ledger": ledger.to_dicts()}]
+
+    return evaluate_shard
+
+
+async def evaluate_with_executor(store: RunStore, items: list[Item], targets: list[NamedModel],
+                                 metrics: list[Metric], ctx: ScoringContext, *, executor: str = "local",
+                                 max_parallel: int = 16, on_progress: Callable[[int, int], None] | None = None,
+                                 num_shards: int | None = None, address: str | None = None,
+                                 num_cpus: int | None = None) -> Any:
+    """Evaluate ``items`` x ``targets`` into ``store`` with ``executor``.
+
+    ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.
+    ``ray``: the items still missing a Response or a Score are sharded across
+    Ray tasks (see module doc); each shard's records are appended to ``store``
+    as the shard finishes and its ledger records merged into the active
+    :class:`~sgieval.models.accounting.Ledger`; then ``run_evaluation`` runs
+    locally, finds every unit done, and adds the corpus-level scores.
+    Returns run_evaluation's progress object, with the shards' records
+    counted as new (as the local executor counts its own).  Raises InputError for an
+    unknown executor or a model that cannot be shipped.
+    """
+    from .evaluation import run_evaluation
+
+    _check(executor)
+    sharded = {"responses": 0, "scores": 0}
+    if executor == "ray":
+        todo = _pending_items(store, items, targets, metrics)
+        if todo:
+            existing = {"responses": store.read("responses"), "scores": store.read("scores")}
+            from ..models.context import current_call_context
+
+            fn = _shard_evaluator(pack_models(targets), list(metrics), ctx, max_parallel, existing,
+                                  current_call_context().use_cache)
+            ledger = current_ledger()
+            total = len(todo) * len(targets)
+            done_units = [0]
+
+            def on_shard(res: list[dict[str, Any]]) -> None:
+                for part in res:
+                    store.append("responses", part["responses"])
+                    store.append("scores", part["scores"])
+                    sharded["responses"] += len(part["responses"])
+                    sharded["scores"] += len(part["scores"])
+                    if ledger is not None:
+                        ledger.merge(part["ledger"])
+                    done_units[0] += len(part["responses"])
+                if on_progress:
+                    on_progress(min(done_units[0], total), total)
+
+            await run_units(todo, fn, "ray", num_shards=num_shards, on_shard=on_shard, address=address,
+                            num_cpus=num_cpus)
+    prog = await run_evaluation(store, items, targets, metrics, ctx, max_parallel=max_parallel,
+                                on_progress=on_progress)
+    # what the shards produced in this call is new, not skipped, as with the local executor
+    prog.responses_new += sharded["responses"]
+    prog.responses_skipped -= min(sharded["responses"], prog.responses_skipped)
+    prog.scores_new += sharded["scores"]
+    prog.scores_skipped -= min(sharded["scores"], prog.scores_skipped)
+    return prog
+
+
+__all__ = ["EXECUTORS", "ensure_ray", "evaluate_with_executor", "pack_models", "run_units", "shard",
+           "unpack_models"]

@@ -1,0 +1,101 @@
+"""Run-scoped logging (DESIGN.md "Conventions": structlog, JSON to the run folder, human lines to stderr).
+
+sgieval never configures structlog or the standard ``logging`` module of the
+process it runs in.  A run opens its own sink with ``with run_logging(run_dir,
+run_id): ...``: a structlog logger built with :func:`structlog.wrap_logger`
+(its own processors, not the global configuration) that writes one JSON line
+per event to ``run_dir/log.jsonl`` and a human line to stderr.  The run id is
+bound with :func:`structlog.contextvars.bound_contextvars` for the run's
+context only, so it is in every JSON line of that run and in no other run's.
+
+sgieval's modules log through :func:`get_logger`: inside a run the event goes
+to that run's sink; outside any run it goes to ``structlog.get_logger("sgieval")``,
+i.e. wherever the host application configured structlog to send it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import structlog
+
+__all__ = ["get_logger", "run_logging"]
+
+_sink: contextvars.ContextVar[Any] = contextvars.ContextVar("sgieval_run_log", default=None)
+
+
+class _RunLogger:
+    """Forwards ``log.info(event, **kw)`` (and debug, warning, error, exception, ...) to the
+    current run's logger, else to the host's ``structlog.get_logger(name)``."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def _target(self) -> Any:
+        sink = _sink.get()
+        return sink if sink is not None else structlog.get_logger(self._name)
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return lambda *args, **kw: getattr(self._target(), method)(*args, **kw)
+
+
+def get_logger(name: str = "sgieval") -> Any:
+    """A logger for sgieval modules (see module doc); safe to create at import time."""
+    return _RunLogger(name)
+
+
+def _to_file(path: Path) -> Callable[[Any, str, dict[str, Any]], dict[str, Any]]:
+    def to_file(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(event, default=str) + "\n")
+        return event
+
+    return to_file
+
+
+def _console_view(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """The stderr line omits the bound run id (the JSON line keeps it)."""
+    event.pop("run_id", None)
+    return event
+
+
+class run_logging:  # noqa: N801 - a context manager, used like contextlib helpers
+    """``with run_logging(run_dir, run_id): ...``: this context's (and its asyncio
+    tasks') sgieval log events go to ``run_dir/log.jsonl`` (one JSON object per
+    line: ``event``, ``level``, ``timestamp`` ISO-8601 UTC, ``run_id``, the
+    event's fields) and, as a human line, to ``stream`` (default: ``sys.stderr``
+    when the run starts).  On exit the previous sink and bindings are restored;
+    the process's structlog and logging configuration are never touched."""
+
+    def __init__(self, run_dir: str | Path, run_id: str, *, stream: Any = None):
+        self.path = Path(run_dir) / "log.jsonl"
+        self.run_id = run_id
+        self.stream = stream
+        self._token: contextvars.Token | None = None
+        self._bound: Any = None
+
+    def __enter__(self) -> Any:
+        logger = structlog.wrap_logger(
+            structlog.PrintLogger(self.stream if self.stream is not None else sys.stderr),
+            processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+                        structlog.processors.TimeStamper(fmt="iso"), _to_file(self.path), _console_view,
+                        structlog.dev.ConsoleRenderer(colors=False)],
+            cache_logger_on_first_use=False)
+        self._bound = structlog.contextvars.bound_contextvars(run_id=self.run_id)
+        self._bound.__enter__()
+        self._token = _sink.set(logger)
+        return logger
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._token is not None:
+            _sink.reset(self._token)
+            self._token = None
+        if self._bound is not None:
+            self._bound.__exit__(*exc)
+            self._bound = None

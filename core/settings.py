@@ -1,0 +1,160 @@
+"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place (issue 10 item 3).
+
+One pydantic-settings object, :class:`Settings`.  A run reads it once when it
+starts (its run context keeps that copy, prints it in the run header and stores
+it, secrets masked, in ``config.json``); code running outside a run reads the
+environment afresh with :func:`current_settings`.
+
+=========================== ======================================= ===================
+variable                    meaning                                 default
+=========================== ======================================= ===================
+``SGIEVAL_CACHE_DIR``       folder of the model-call cache          user cache dir
+``SGIEVAL_NO_CACHE``        1/true/yes: call cache off              off (cache on)
+``SGIEVAL_DATA``            benchmark data folder                   ../shared/data, user data dir
+``SGIEVAL_RUBRIC_DIR``      folder of the user's rubric YAML files  user config dir/rubrics
+``SGIEVAL_OPENAI_TRANSPORT`` ``direct`` (aiohttp) or ``sdk``        direct
+                            (ChatOpenAI) for ``openai:`` models
+``SGIEVAL_LOCAL_THREADS``   CPU threads of the embedded model (>=1) 1
+``SGIEVAL_NETWORK``         ``auto`` (probe), ``online``, ``offline`` auto
+=========================== ======================================= ===================
+
+Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``,
+``SGIEVAL_LLAMA_CPP_SPEC``, ``SGIEVAL_WHEEL_CACHE``, ``SGIEVAL_SMOLLM``.
+Secrets the run header names but never shows: ``OPENAI_API_KEY``,
+``E2B_API_KEY`` (``"set"`` / ``"not set"``).
+
+A bad value raises :class:`~sgieval.core.errors.InputError` naming the
+variable and the fix, e.g. ``SGIEVAL_LOCAL_THREADS: must be a positive
+integer. Fix: unset it or set e.g. SGIEVAL_LOCAL_THREADS=2``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import FieldProblem, problem_to_input_error
+
+__all__ = ["FieldProblem", "Settings", "current_settings", "load_settings", "use_settings"]
+
+OPENAI_TRANSPORTS = ("direct", "sdk")
+NETWORK_MODES = ("auto", "online", "offline")
+
+
+def _truthy(v: Any) -> bool:
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+class Settings(BaseSettings):
+    """The ``SGIEVAL_*`` variables (module doc).  Paths are expanded (``~``);
+    empty strings count as unset."""
+
+    model_config = SettingsConfigDict(env_prefix="SGIEVAL_", extra="ignore", case_sensitive=False,
+                                      env_ignore_empty=True, frozen=True)
+
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    data: Path | None = None
+    rubric_dir: Path | None = None
+    openai_transport: Literal["direct", "sdk"] = "direct"
+    local_threads: int = 1
+    network: Literal["auto", "online", "offline"] = "auto"
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    e2b_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("E2B_API_KEY"))
+
+    @field_validator("cache_dir", "data", "rubric_dir", mode="before")
+    @classmethod
+    def _expand(cls, v: Any) -> Any:
+        return Path(v).expanduser() if isinstance(v, (str, Path)) and str(v).strip() else None
+
+    @field_validator("no_cache", mode="before")
+    @classmethod
+    def _flag(cls, v: Any) -> bool:
+        return _truthy(v) if isinstance(v, str) else bool(v)
+
+    @field_validator("openai_transport", mode="before")
+    @classmethod
+    def _transport(cls, v: Any) -> str:
+        t = str(v).strip().lower() or "direct"
+        if t not in OPENAI_TRANSPORTS:
+            raise FieldProblem(f"unknown OpenAI transport {v!r}", "set it to 'direct' (default) or 'sdk', or unset it")
+        return t
+
+    @field_validator("local_threads", mode="before")
+    @classmethod
+    def _threads(cls, v: Any) -> int:
+        try:
+            return max(1, int(str(v).strip()))
+        except ValueError:
+            raise FieldProblem("must be a positive integer", "unset it or set e.g. SGIEVAL_LOCAL_THREADS=2") from None
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network(cls, v: Any) -> str:
+        m = str(v).strip().lower() or "auto"
+        if m not in NETWORK_MODES:
+            raise FieldProblem(f"unknown network mode {v!r}", "set it to auto (probe), online or offline, or unset it")
+        return m
+
+    def shown(self) -> dict[str, Any]:
+        """The settings as printed in the run header and stored in ``config.json``:
+        ``SGIEVAL_<NAME>`` -> value (paths as text, unset as None); secrets
+        as ``"set"`` / ``"not set"``, never their value."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            v = getattr(self, name)
+            if name.endswith("_api_key"):
+                out[name.upper()] = "set" if v is not None and v.get_secret_value() else "not set"
+            else:
+                out[f"SGIEVAL_{name.upper()}"] = str(v) if isinstance(v, Path) else v
+        return out
+
+    def header_line(self) -> str:
+        """One line for the run header: ``SGIEVAL_NO_CACHE=False, ...``."""
+        return ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in self.shown().items())
+
+
+ENV_NAMES = {name: (name.upper() if name.endswith("_api_key") else f"SGIEVAL_{name.upper()}")
+             for name in Settings.model_fields}
+"""Settings field -> the environment variable it reads."""
+
+
+def load_settings() -> Settings:
+    """Read and validate the environment now.  Raises InputError naming the
+    variable (e.g. ``SGIEVAL_OPENAI_TRANSPORT``) for a bad value."""
+    try:
+        return Settings()
+    except ValidationError as e:
+        raise problem_to_input_error(e, ENV_NAMES) from None
+
+
+_run_settings: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("sgieval_settings", default=None)
+
+
+def current_settings() -> Settings:
+    """The running run's settings (read once when it started), else the
+    environment read now (:func:`load_settings`)."""
+    s = _run_settings.get()
+    return s if s is not None else load_settings()
+
+
+class use_settings:  # noqa: N801 - used as a context manager, like contextlib helpers
+    """``with use_settings(s): ...`` makes ``s`` what :func:`current_settings`
+    returns in this context (and the asyncio tasks it starts); restored on exit."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> Settings:
+        self._token = _run_settings.set(self.settings)
+        return self.settings
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._token is not None:
+            _run_settings.reset(self._token)
+            self._token = None

@@ -1,0 +1,166 @@
+"""The run-scoped settings of model calls: cache switch and file, concurrency limits (issue 10 item 2).
+
+A :class:`CallContext` holds what a run configures for its model calls and
+the resources that follow from it (its semaphores, its open cache file).
+:func:`sgieval.models.calls.ainvoke` reads the *current* context: the one a
+run activated with ``with call_context(ctx): ...`` (a contextvar, so it is
+inherited by the asyncio tasks the run starts and invisible to every other
+run in the process), else the process's default context (calls made outside
+any run, e.g. from a notebook cell or a test).
+
+Two runs in one process (``asyncio.gather(sgieval.aevaluate(...), ...)``)
+therefore each see their own cache switch and limits, and a finished run
+leaves nothing behind: the default context is never changed by a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_CONCURRENCY = 16
+
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "CallContext", "call_context", "current_call_context"]
+
+
+@dataclass(eq=False)
+class CallContext:
+    """What one run configures for its model calls.
+
+    ``use_cache``: True/False switches the call cache on/off for the run; None
+    follows ``SGIEVAL_NO_CACHE`` (read when asked).  ``cache_path``: the cache's
+    SQLite file (None: ``<SGIEVAL_CACHE_DIR or user cache dir>/calls.sqlite``).
+    ``limits``: in-flight calls per provider key, ``"*"`` for any provider not
+    listed (>= 1 each).  The context owns one ``asyncio.Semaphore`` per
+    (event loop, provider) and its opened cache; :meth:`close` releases them.
+    """
+
+    use_cache: bool | None = None
+    cache_path: Path | None = None
+    limits: dict[str, int] = field(default_factory=lambda: {"*": DEFAULT_MAX_CONCURRENCY})
+    _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False)
+    _cache: Any = field(default=None, repr=False)
+    _resolved: bool = field(default=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    # ------------------------------------------------------------ concurrency
+    def set_limit(self, provider: str, n: int) -> None:
+        """Bound in-flight calls to ``n`` (>= 1) for ``provider``, or for every
+        provider when ``provider`` is ``"*"``/``"all"`` (also dropping
+        per-provider overrides).  Applies to calls that start afterwards.
+        Raises ValueError for ``n < 1``."""
+        n = int(n)
+        if n < 1:
+            raise ValueError(f"max concurrency must be >= 1, got {n}")
+        with self._lock:
+            if provider in ("*", "all"):
+                self.limits = {"*": n}
+                for sems in list(self._semaphores.values()):
+                    sems.clear()
+            else:
+                self.limits = {**self.limits, provider: n}
+                for sems in list(self._semaphores.values()):
+                    sems.pop(provider, None)
+
+    def limit(self, provider: str) -> int:
+        """The in-flight limit for ``provider``."""
+        return self.limits.get(provider, self.limits.get("*", DEFAULT_MAX_CONCURRENCY))
+
+    def semaphore(self, provider: str) -> asyncio.Semaphore:
+        """This context's semaphore for ``provider`` on the running event loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            sems = self._semaphores.get(loop)
+            if sems is None:
+                sems = self._semaphores[loop] = {}
+            sem = sems.get(provider)
+            if sem is None:
+                sem = sems[provider] = asyncio.Semaphore(self.limit(provider))
+            return sem
+
+    # ------------------------------------------------------------------ cache
+    def cache_enabled(self) -> bool:
+        """Whether the call cache is on: ``use_cache`` when set, else not ``SGIEVAL_NO_CACHE``."""
+        if self.use_cache is not None:
+            return bool(self.use_cache)
+        from ..core.settings import current_settings
+
+        return not current_settings().no_cache
+
+    def configure_cache(self, *, enabled: bool | None = None, path: str | Path | None = None) -> None:
+        """Switch this context's cache on/off (``enabled``; None leaves it) and/or
+        point it at another SQLite file (``path``; the open one is closed)."""
+        with self._lock:
+            if enabled is not None:
+                self.use_cache = bool(enabled)
+            if path is not None:
+                self.cache_path = Path(path)
+                if self._cache is not None:
+                    self._cache.close()
+                self._cache = None
+            self._resolved = False  # the location is resolved again on the next use
+
+    def cache(self) -> Any:
+        """This context's :class:`~sgieval.models.cache.CallCache` (opened lazily)."""
+        c = self._cache
+        if c is not None and self._resolved:  # fast path: the location was resolved once (perf13)
+            return c
+        from .cache import CallCache, cache_dir
+
+        with self._lock:
+            path = self.cache_path or cache_dir() / "calls.sqlite"
+            c = self._cache
+            if c is None or c.path != Path(path):
+                if c is not None:
+                    c.close()
+                c = self._cache = CallCache(path)
+            self._resolved = True
+            return c
+
+    def close(self) -> None:
+        """Close the cache file this context opened (it reopens on next use)."""
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+            self._resolved = False
+            self._semaphores.clear()
+
+
+_DEFAULT = CallContext()
+"""The context of calls made outside any run (never changed by a run)."""
+
+_current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("sgieval_call_context", default=None)
+
+
+def current_call_context() -> CallContext:
+    """The active run's :class:`CallContext`, else the process default."""
+    ctx = _current.get()
+    return ctx if ctx is not None else _DEFAULT
+
+
+class call_context:  # noqa: N801 - a context manager, used like contextlib helpers
+    """``with call_context(ctx): ...`` makes ``ctx`` current in this context and
+    the asyncio tasks started inside it; on exit the previous one is restored
+    and ``ctx``'s cache file is closed."""
+
+    def __init__(self, ctx: CallContext):
+        self.ctx = ctx
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> CallContext:
+        self._token = _current.set(self.ctx)
+        return self.ctx
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+        self.ctx.close()
+

@@ -1,0 +1,152 @@
+"""The layers of DESIGN.md "Layout" as a checked contract (issue 10 item 6): every module's imports are parsed
+with ``ast`` and each import of another sgieval folder must be an allowed direction, and no module imports
+another folder's ``_private`` names or modules.  The exceptions that remain are listed here with their reason;
+an exception that is no longer needed fails the test too, so the list stays true."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from sgieval.tests.conftest import REPO
+
+FOLDERS = ("core", "benchmarks", "metric_pool", "tools", "models", "agents", "graphs", "reports")
+
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "benchmarks": {"core", "metric_pool"},
+    "metric_pool": {"core", "tools", "models"},
+    "tools": {"core"},
+    "models": {"core"},
+    # "everything above"; reports too: the reporting agent hands its statistics to reports/ (DESIGN.md picture:
+    # agents/reporting.py -> reports/)
+    "agents": {"core", "benchmarks", "metric_pool", "tools", "models", "reports"},
+    "graphs": {"agents", "core"},
+    "reports": {"core"},
+    "cli": {"graphs", "reports", "core"},
+}
+"""Folder -> the sgieval folders its modules may import (DESIGN.md "Layout")."""
+
+# (importing module, imported folder): why this import stays.  Keep short; each one is a debt.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("cli.py", "benchmarks"): "`sgieval catalog` / `data` list and pull benchmark data; `ask` checks for stored "
+                              "SciAidanBench answers before a run",
+    ("cli_metric.py", "metric_pool"): "`sgieval metric show/test` work on the metric pool without a run",
+    ("cli_metric.py", "models"): "`sgieval metric test/define --judge/--agent-model` resolve model strings",
+    ("cli_metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
+    ("graphs/metric_chat.py", "metric_pool"): "the chat graph's save node writes the rubric YAML (save_rubric)",
+    ("graphs/metric_chat.py", "models"): "type of the agent model parameter (NamedModel)",
+    ("models/registry.py", "benchmarks"): "replay:<name> finds the stored SciAidanBench answers in the data folder",
+    ("models/replay.py", "benchmarks"): "replay reads SciAidanBench's stored-answer files (that benchmark's layout)",
+    ("cli.py", "agents"): "`ask` lists each metric's needs at the confirmation (agents.requirements)",
+    ("cli_metric.py", "agents"): "`sgieval metric define` drafts a rubric with the customisation agent",
+    # issue 10 item 6, not done: the run's business logic (default targets, judge pre-checks, tools, header,
+    # usage table, make_runtime) is still in graphs/evaluate.py; moving it into agents/ removes these five
+    ("graphs/evaluate.py", "benchmarks"): "catalog loading and predefined metrics (make_runtime, _metrics)",
+    ("graphs/evaluate.py", "metric_pool"): "ScoringContext and RubricMetric (evaluation node, _metrics)",
+    ("graphs/evaluate.py", "models"): "model resolution, ledger and the run's call context (make_runtime, execute)",
+    ("graphs/evaluate.py", "reports"): "the cost-and-usage table (_usage_section)",
+    ("graphs/evaluate.py", "tools"): "sandbox and tool pool of the run (_attach_tools)",
+}
+
+
+def _folder(rel: str) -> str:
+    first = rel.split("/", 1)[0]
+    return first if "/" in rel else ("cli" if rel.startswith("cli") else first.removesuffix(".py"))
+
+
+def _modules() -> list[Path]:
+    out = []
+    for p in sorted(REPO.rglob("*.py")):
+        rel = p.relative_to(REPO).as_posix()
+        if rel.split("/", 1)[0] in ("tests", "bench", ".venv", "install", "build") or "/." in "/" + rel:
+            continue
+        out.append(p)
+    return out
+
+
+def _imports(rel: str, source: str) -> list[tuple[str, list[str], int]]:
+    """(dotted module within sgieval, imported names, line) for every relative or ``sgieval.`` import of the
+    module at ``rel`` (path relative to the package root) with text ``source``."""
+    pkg = rel.split("/")[:-1]
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                if node.level - 1 > len(pkg):
+                    continue
+                base = pkg[: len(pkg) - (node.level - 1)]
+                mod = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            elif node.module and (node.module == "sgieval" or node.module.startswith("sgieval.")):
+                mod = node.module.removeprefix("sgieval").lstrip(".")
+            else:
+                continue
+            out.append((mod, [a.name for a in node.names], node.lineno))
+        elif isinstance(node, ast.Import):
+            out += [(a.name.removeprefix("sgieval."), [], node.lineno) for a in node.names
+                    if a.name.startswith("sgieval.")]
+    return out
+
+
+def _check(rel: str, source: str) -> tuple[list[str], set[tuple[str, str]]]:
+    """Layer violations of one module, and the listed exceptions it uses."""
+    bad: list[str] = []
+    used: set[tuple[str, str]] = set()
+    mine = _folder(rel)
+    if mine not in ALLOWED:
+        return bad, used  # the root package (__init__.py, api.py) is the public API: it may use every folder
+    for mod, names, line in _imports(rel, source):
+        parts = [p for p in mod.split(".") if p]
+        target = parts[0] if parts else ""
+        if target not in FOLDERS or target == mine:
+            continue
+        private = [p for p in parts[1:] if p.startswith("_") and not p.startswith("__")]
+        private += [n for n in names if n.startswith("_") and not n.startswith("__")]
+        if private:
+            bad.append(f"{rel}:{line} imports private {private} of {mod}")
+        if target not in ALLOWED[mine]:
+            if (rel, target) in EXCEPTIONS:
+                used.add((rel, target))
+            else:
+                bad.append(f"{rel}:{line} ({mine}) imports {mod} ({target} is not allowed for {mine})")
+    return bad, used
+
+
+def _violations() -> tuple[list[str], set[tuple[str, str]]]:
+    bad: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for path in _modules():
+        b, u = _check(path.relative_to(REPO).as_posix(), path.read_text(encoding="utf-8"))
+        bad += b
+        used |= u
+    return bad, used
+
+
+def test_imports_follow_the_design_layers():
+    bad, used = _violations()
+    assert bad == []
+    assert sorted(set(EXCEPTIONS) - used) == []  # every listed exception is still needed
+
+
+def test_the_checker_sees_a_violation():
+    """The parser finds a relative import of a forbidden folder and a private name (guards the checker itself)."""
+    bad, _ = _check("reports/probe.py", "from ..metric_pool.aggregate import summarize\n"
+                                        "from ..core.records import _Record\n"
+                                        "from .charts import heatmap\n"
+                                        "import sgieval.models._secret\n")
+    assert bad == ["reports/probe.py:1 (reports) imports metric_pool.aggregate (metric_pool is not allowed for reports)",
+                   "reports/probe.py:2 imports private ['_Record'] of core.records",
+                   "reports/probe.py:4 imports private ['_secret'] of models._secret",
+                   "reports/probe.py:4 (reports) imports models._secret (models is not allowed for reports)"]
+
+
+def test_every_folder_lists_its_public_names():
+    """Each folder's ``__init__.py`` says what other folders may use (``__all__``), and every listed name exists."""
+    import importlib
+
+    for folder in FOLDERS:
+        mod = importlib.import_module(f"sgieval.{folder}")
+        names = getattr(mod, "__all__", None)
+        assert names, f"sgieval/{folder}/__init__.py has no __all__"
+        missing = [n for n in names if not hasattr(mod, n)]
+        assert missing == [], f"{folder}.__all__ lists missing names {missing}"
