@@ -131,7 +131,7 @@ def test_replies_are_committed_in_batches_off_the_caller(tmp_path, monkeypatch):
 
 
 def test_location_is_resolved_once_until_configure(tmp_path, monkeypatch):
-    monkeypatch.setitem(cache._state, "path", None)  # located by $SGIEVAL_CACHE_DIR
+    monkeypatch.setattr(current_call_context(), "cache_path", None)  # located by $SGIEVAL_CACHE_DIR
     monkeypatch.setenv("SGIEVAL_CACHE_DIR", str(tmp_path / "one"))
     cache.configure()
     first = cache.get_cache()
