@@ -180,8 +180,10 @@ class RunStore:
         raises InputError when it already holds a run's config (two runs never
         share a folder)."""
         p = self.root / "config.json"
-        if not new:
-            p.write_text(config.model_dump_json(indent=2), encoding="utf-8")
+        if not new:  # replace atomically: a run killed mid-write keeps the previous config.json whole
+            tmp = p.with_name(f".config.json.{os.getpid()}.tmp")
+            tmp.write_text(config.model_dump_json(indent=2), encoding="utf-8")
+            os.replace(tmp, p)
             return
         try:
             with p.open("x", encoding="utf-8") as f:

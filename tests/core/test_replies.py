@@ -59,3 +59,4 @@ def test_response_split_reasoning():
     # no tag: the very same object
     plain = Response(item_id="i", model="m", text="D")
     assert plain.split_reasoning() is plain
+
