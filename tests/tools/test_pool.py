@@ -149,10 +149,10 @@ def test_summary_is_capped_at_500_chars(sbx):
 
 def test_python_tool_unavailable_is_clear(monkeypatch):
     from sgieval.core import SandboxUnavailableError
-    from sgieval.tools import sandbox as sbmod
+    import shutil
 
-    real_which = sbmod.shutil.which
-    monkeypatch.setattr(sbmod.shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k))
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k))
     monkeypatch.delenv("E2B_API_KEY", raising=False)
     with pytest.raises(SandboxUnavailableError, match="bubblewrap cannot start"):
         ToolPool.from_names(["python"])

@@ -1,0 +1,42 @@
+"""Sandboxed Python execution, one module per backend (issue 4 item 1; issue 10 item 6).
+
+- :mod:`.common`: :class:`SandboxLimits`, the host-side runner, output decoding
+  (capped; control characters escaped), the shared ``run`` flow;
+- :mod:`.bwrap`: :class:`BubblewrapSandbox` (local, namespaces; uids leased
+  across processes with lock files);
+- :mod:`.e2b`: :class:`E2BSandbox` (cloud microVM);
+- :mod:`.local`: :class:`UnsafeLocalSandbox` (plain subprocess, only with ``--unsafe-local-exec``);
+- :mod:`.factory`: :func:`get_sandbox` and the LangChain ``run_python`` tool.
+
+Every backend implements :class:`~sgieval.tools.base.Sandbox` and returns an
+:class:`~sgieval.tools.base.ExecResult`.
+"""
+
+from __future__ import annotations
+
+from .bwrap import DEFAULT_UIDS, BubblewrapSandbox, bwrap_status, processes_of_uid, uid_lock_dir
+from .common import SANDBOX_WORKDIR, TRUNCATION_MARKER, SandboxLimits, UnavailableSandbox, escape_control_chars
+from .e2b import E2BSandbox
+from .factory import BACKENDS, RunPythonInput, get_sandbox, make_run_python_tool
+from .local import UnsafeLocalSandbox
+
+_BACKENDS = BACKENDS  # the name older callers and tests read
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_UIDS",
+    "SANDBOX_WORKDIR",
+    "TRUNCATION_MARKER",
+    "BubblewrapSandbox",
+    "E2BSandbox",
+    "RunPythonInput",
+    "SandboxLimits",
+    "UnavailableSandbox",
+    "UnsafeLocalSandbox",
+    "bwrap_status",
+    "escape_control_chars",
+    "get_sandbox",
+    "make_run_python_tool",
+    "processes_of_uid",
+    "uid_lock_dir",
+]

@@ -1,0 +1,610 @@
+"""The bubblewrap backend: local isolation with Linux namespaces.
+
+Bubblewrap layout (what the untrusted program sees)::
+
+    /usr, /lib*, /bin, /sbin       read-only system binaries and libraries
+    /etc/ld.so.cache (+ few)       read-only; no /etc/shadow, /etc/passwd of the host
+    /proc, /dev                    fresh (pid namespace), minimal devices
+    /tmp, /dev/shm                 private tmpfs (``tmp_mb`` each)
+    <sys.prefix>, <sys.base_prefix> the project's interpreter and virtual environment, read-only
+                                   (bound after /tmp, so a venv under /tmp stays visible)
+    /sandbox                       the work directory (cwd, HOME): a private tmpfs of ``work_mb``
+    /.sgieval, /.sgieval-in        read-only: the driver + sitecustomize, the staged input files
+
+Namespaces: net (no network, only a down loopback), pid, ipc, uts, cgroup.  As
+root the programs run as an unprivileged uid (``setpriv``) with no
+capabilities and ``no_new_privs``; limits via ``prlimit``: address space
+(``memory_mb``, default 2048 MiB), CPU seconds, processes (``max_processes``),
+file size (``max_file_mb``), no core dumps.  One bwrap runs the setup scripts
+and ``main.py`` of a ``run`` in order, through a small driver
+(:mod:`.driver_src`), so the files the setup scripts write stay in the tmpfs
+for the main program and nothing the program writes lands on the host.  Output
+files are read back after main.py exits (any exit code); a program killed by
+the host (wall time, output) takes its work dir with it, so none come back then.
+
+**Isolation across processes.** Each concurrent run holds its own uid: a uid
+is taken with an exclusive ``flock`` on ``<runtime dir>/sgieval-sandbox-uids/
+uid-<n>.lock`` (:func:`uid_lock_dir`), held until every process of that uid is
+gone.  The lock is per open file, so it separates threads of one process and
+separate sgieval processes alike, and the kernel drops it when its holder
+dies.  Killing "every process of the uid" after a run therefore only ever hits
+that run's own leftovers, and ``RLIMIT_NPROC`` counts only that run.
+
+Wall time (``timeout_s`` per program, default 60 s) and output
+(``output_bytes`` per stream, default 1 MiB) are enforced by the host, which
+kills bwrap; ``--die-with-parent`` and the pid namespace then take every
+sandboxed process down with it.  A sandbox that cannot start its interpreter
+raises :class:`~sgieval.core.SandboxUnavailableError` with the reason (the
+item is then an ``infra_error``, never a failed test).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fcntl
+import json
+import os
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ...core import SandboxUnavailableError, ToolError
+from ..base import ExecResult
+from .common import (
+    _BOOT_MOUNT,
+    _MIB,
+    SANDBOX_WORKDIR,
+    SandboxLimits,
+    _BaseSandbox,
+    _boot_dir,
+    _decode,
+    _python,
+    _Raw,
+    _sandbox_env,
+    _to_result,
+)
+
+__all__ = ["BubblewrapSandbox", "DEFAULT_UIDS", "bwrap_status", "processes_of_uid", "uid_lock_dir"]
+
+_INPUT_MOUNT = "/.sgieval-in"
+DEFAULT_UIDS = range(3_900_000, 3_900_256)
+"""Sandbox uids (not in /etc/passwd): one per concurrent run on the machine (taken with a lock file)."""
+
+_BWRAP_PROBE: dict[tuple, tuple[bool, str]] = {}
+_UID_WAIT_S = 60.0
+
+
+# ------------------------------------------------------------------ uid locks
+def uid_lock_dir() -> Path:
+    """The folder of the uid lock files: ``$XDG_RUNTIME_DIR/sgieval-sandbox-uids``,
+    else ``/run/sgieval-sandbox-uids`` for root, else
+    ``<tmp>/sgieval-sandbox-uids-<euid>``.  Created with mode 0700; raises
+    ToolError when it exists but is not a directory owned by the caller."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        d = Path(runtime) / "sgieval-sandbox-uids"
+    elif os.geteuid() == 0 and os.path.isdir("/run") and os.access("/run", os.W_OK):
+        d = Path("/run/sgieval-sandbox-uids")
+    else:
+        d = Path(tempfile.gettempdir()) / f"sgieval-sandbox-uids-{os.geteuid()}"
+    try:
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+    except OSError as e:
+        raise ToolError(f"cannot create the sandbox uid lock folder {d}: {e}", what="sandbox uids",
+                        fix="set XDG_RUNTIME_DIR to a private writable folder") from e
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise ToolError(f"{d} is not a folder owned by uid {os.geteuid()}", what="sandbox uid lock folder",
+                        fix=f"remove {d}, or set XDG_RUNTIME_DIR to a private writable folder")
+    return d
+
+
+class _UidLease:
+    """An exclusive lease on one sandbox uid (an flock'ed lock file)."""
+
+    def __init__(self, uid: int, fd: int):
+        self.uid, self.fd = uid, fd
+
+    def release(self, clean: bool = True) -> None:
+        """Give the uid back; ``clean``: no process of it is left (the next
+        holder need not look for leftovers)."""
+        try:
+            if clean:
+                os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self.fd)
+
+
+def _try_lease(folder: Path, uid: int) -> _UidLease | None:
+    fd = os.open(folder / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return _UidLease(uid, fd)
+
+
+def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
+    """Take the first free uid of ``uids`` (no other thread or process holds
+    it); wait up to ``wait_s`` seconds when all are taken, then raise
+    ToolError.  The lock file holds the holder's pid while in use and is
+    emptied on a clean release; leftover processes of a uid whose holder died
+    are killed before it is handed out."""
+    folder = uid_lock_dir()
+    end = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        for u in uids:
+            lease = _try_lease(folder, u)
+            if lease is not None:
+                # a non-empty lock file: its last holder died (or failed) before cleaning up
+                if os.fstat(lease.fd).st_size and processes_of_uid(u):
+                    _kill_uid(u, wait_s=5.0)
+                os.pwrite(lease.fd, b"%d\n" % os.getpid(), 0)
+                return lease
+        if time.monotonic() >= end:
+            raise ToolError(f"all {len(uids)} sandbox uids are busy (held by other runs for {wait_s:.0f} s)",
+                            what="BubblewrapSandbox.uids", fix="lower the concurrency or pass a larger uid range")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """PIDs of live processes whose real uid is ``uid`` (reads /proc)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as fh:
+                for line in fh:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            pids.append(int(d))
+                        break
+        except OSError:
+            continue
+    return pids
+
+
+def _count_processes(uid: int) -> int:
+    return len(processes_of_uid(uid))
+
+
+def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
+    """SIGKILL every process of ``uid`` (only call it for a uid you lease);
+    poll up to ``wait_s`` seconds until none is left.  True when none is left."""
+    end = time.monotonic() + wait_s
+    delay = 0.001
+    while True:
+        pids = processes_of_uid(uid)
+        if not pids:
+            return True
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if time.monotonic() >= end:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+# ------------------------------------------------------------------ bwrap args
+def _bind_args(paths: list[str], made: set[str] | None = None) -> list[str]:
+    """``--ro-bind`` each path (deduplicated, nested ones dropped), creating
+    missing parent directories with mode 0755 so the sandbox uid can traverse
+    them (bwrap would otherwise copy restrictive modes such as /root's 0700)."""
+    uniq: list[str] = []
+    for p in sorted({os.path.abspath(p) for p in paths if p and os.path.exists(p)}, key=len):
+        if not any(p == u or p.startswith(u.rstrip("/") + "/") for u in uniq):
+            uniq.append(p)
+    args: list[str] = []
+    made = set(made or ()) | {"/"}
+    top_links = {"/bin", "/lib", "/lib64", "/sbin", "/lib32", "/libx32"}
+    for p in uniq:
+        parents = list(reversed(PurePosixPath(p).parents))
+        for parent in parents:
+            s = str(parent)
+            if s in made or s in top_links:
+                continue
+            args += ["--perms", "0755", "--dir", s]
+            made.add(s)
+        args += ["--ro-bind", p, p]
+        made.add(p)
+    return args
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for d in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+        p = Path("/") / d
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            args += ["--ro-bind", str(p), str(p)]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives"):
+        if os.path.exists(f):
+            args += ["--ro-bind", f, f]
+    return args
+
+
+def _bwrap_python_paths(python: str) -> list[str]:
+    """Folders to bind read-only so ``python`` runs inside: this process's
+    prefixes, and the environment and base installation of ``python`` (its
+    ``bin/..``, and that of the file its symlinks resolve to)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.add(str(Path(os.path.abspath(python)).parent.parent))
+    paths.add(str(Path(os.path.realpath(python)).parent.parent))
+    return sorted(p for p in paths if p and p != "/" and not p.startswith("/usr/"))  # /usr is bound whole
+
+
+def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
+    """(True, version) when bubblewrap can start a sandbox with the options
+    used here, else (False, reason).  Cached per binary."""
+    exe = bwrap or shutil.which("bwrap")
+    if not exe or not os.path.exists(exe):
+        return False, "the `bwrap` executable is not installed"
+    key = (exe, os.geteuid())
+    if key in _BWRAP_PROBE:
+        return _BWRAP_PROBE[key]
+    ns = ["--unshare-net", "--unshare-pid"]
+    if os.geteuid() != 0:
+        ns = ["--unshare-user"] + ns
+    try:
+        p = subprocess.run([exe, *ns, "--die-with-parent", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],
+                           capture_output=True, timeout=10)
+        ok = p.returncode == 0
+        why = "ok" if ok else (p.stderr.decode(errors="replace").strip() or f"exit code {p.returncode}")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ok, why = False, str(e)
+    _BWRAP_PROBE[key] = (ok, why)
+    return ok, why
+
+
+# --------------------------------------------------------------------- backend
+class BubblewrapSandbox(_BaseSandbox):
+    """Local sandbox on bubblewrap (see the module docstring for the layout).
+
+    ``uids``: pool of unprivileged uids used when running as root (each run
+    leases one for its duration, across threads and processes; default
+    :data:`DEFAULT_UIDS`).  When not root, bwrap makes a user namespace and
+    the program keeps the caller's uid (RLIMIT_NPROC then counts the caller's
+    processes: the limit is raised by their current count).  ``work_mb``:
+    size of the work dir tmpfs (default: ``max_file_mb`` x 4, at least 256).
+    ``python``: the interpreter run inside (default: this one, ``sys.executable``).
+    Raises SandboxUnavailableError at construction when bwrap cannot start.
+    """
+
+    name = "bubblewrap"
+
+    def __init__(self, limits: SandboxLimits | None = None, *, uids: range | list[int] | None = None,
+                 bwrap: str | None = None, work_mb: int | None = None, python: str | None = None,
+                 **limit_kwargs: Any):
+        super().__init__(limits, **limit_kwargs)
+        self.uids = list(uids if uids is not None else DEFAULT_UIDS)
+        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.python = python or _python()
+        self.is_root = os.geteuid() == 0
+        self.work_mb = int(work_mb if work_mb is not None else max(256, 4 * self.limits.max_file_mb))
+        ok, why = bwrap_status(self.bwrap)
+        if not ok:
+            raise SandboxUnavailableError(
+                f"bubblewrap cannot start: {why}",
+                what="sandbox backend 'bubblewrap'",
+                fix="install it (`apt-get install -y bubblewrap`), set E2B_API_KEY for the E2B backend, "
+                "or pass --unsafe-local-exec to run model code without isolation",
+            )
+        self._static = self._static_args()
+
+    def _static_args(self) -> list[str]:
+        ns = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if not self.is_root:
+            ns = ["--unshare-user", "--disable-userns"] + ns
+        tmp = str(self.limits.tmp_mb * _MIB)
+        return [
+            self.bwrap, *ns, "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            *_system_binds(),
+            "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm",
+            "--perms", "1777", "--size", tmp, "--tmpfs", "/tmp",
+            # after the fresh /tmp and /dev/shm, so an interpreter or venv living there stays visible
+            *_bind_args(_bwrap_python_paths(self.python), made={"/tmp", "/dev", "/dev/shm", "/proc"}),
+            "--ro-bind", _boot_dir(), _BOOT_MOUNT,
+            "--perms", "1777", "--size", str(self.work_mb * _MIB), "--tmpfs", SANDBOX_WORKDIR,
+            "--clearenv",
+        ]
+
+    def _prlimit(self, timeout_s: float, nproc: int) -> list[str]:
+        L = self.limits
+        cpu = L.cpu_seconds(timeout_s)
+        return [
+            "prlimit", f"--as={L.memory_mb * _MIB}", f"--cpu={cpu}:{cpu + 1}", f"--nproc={nproc}",
+            f"--fsize={L.max_file_mb * _MIB}", "--core=0", "--",
+        ]
+
+    def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
+        """The full bwrap command line for one run (for inspection/tests).
+
+        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv
+        (drop to ``uid``, no capabilities) -> prlimit -> the driver
+        (``python -X utf8 /.sgieval/driver.py <spec>``), which runs the programs.
+        """
+        args = list(self._static)
+        for k, v in _sandbox_env({"PYTHONPATH": _BOOT_MOUNT}).items():
+            args += ["--setenv", k, v]
+        args += ["--ro-bind", str(staged), _INPUT_MOUNT, "--chdir", SANDBOX_WORKDIR]
+        if uid is not None:
+            args += [
+                "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all", "--",
+            ]
+            nproc = self.limits.max_processes + 1  # + the driver
+        else:
+            nproc = self.limits.max_processes + 1 + _count_processes(os.getuid())
+        args += self._prlimit(timeout_s, nproc)
+        args += [self.python, "-X", "utf8", f"{_BOOT_MOUNT}/driver.py", json.dumps(spec)]
+        return args
+
+    def _run_programs(self, workdir: Path, scripts: list[str], timeout_s: float,
+                      output_files: list[str] | None) -> tuple[list[ExecResult], dict[str, str]]:
+        lease = lease_uid(self.uids) if self.is_root else None
+        uid = lease.uid if lease else None
+        clean = False
+        fds: list[int] = []
+        try:
+            os.chmod(workdir, 0o755)
+            for dirpath, dirnames, filenames in os.walk(workdir):
+                for n in dirnames:
+                    os.chmod(os.path.join(dirpath, n), 0o755)
+                for n in filenames:
+                    os.chmod(os.path.join(dirpath, n), 0o644)
+            status_r, status_w = os.pipe()
+            fds += [status_r, status_w]
+            programs, streams, peaks = [], {}, []
+            for i, script in enumerate(scripts):
+                peak_r, peak_w = os.pipe()
+                fds += [peak_r, peak_w]
+                peaks.append(peak_r)
+                if i == len(scripts) - 1:
+                    out_w, err_w = 1, 2
+                else:
+                    (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+                    fds += [out_r, out_w, err_r, err_w]
+                    streams[out_r], streams[err_r] = (i, "stdout"), (i, "stderr")
+                programs.append({"script": script, "out": out_w, "err": err_w, "peak": peak_w})
+            spec = {"status": status_w, "input": _INPUT_MOUNT, "python": self.python, "programs": programs,
+                    "outputs": list(output_files or []), "limit": self.limits.output_bytes}
+            argv = self.argv(workdir, spec, timeout_s, uid)
+            pass_fds = [status_w] + [x for p in programs for x in (p["out"], p["err"], p["peak"]) if x > 2]
+            fds = [fd for fd in fds if fd not in pass_fds]  # _execute_programs closes these
+            raws, files, nostart, boot_err = _execute_programs(
+                argv, pass_fds, status_r, streams, peaks, n=len(scripts), timeout_s=timeout_s,
+                output_bytes=self.limits.output_bytes, n_outputs=len(output_files or []))
+            if uid is not None:
+                # bwrap's exit (or its killing) tears the pid namespace down
+                # asynchronously: forked children (a fork bomb, a detached
+                # grandchild) can outlive it for a moment.  Kill and wait until
+                # none is left before the uid is handed to another run.
+                clean = _kill_uid(uid, wait_s=5.0)
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            if lease is not None:
+                lease.release(clean)
+        if nostart or not raws:
+            reason = nostart or boot_err or "the sandbox exited before running any program"
+            raise SandboxUnavailableError(f"the sandbox could not start the program: {reason}",
+                                          what="sandbox backend 'bubblewrap'",
+                                          fix="check that the interpreter and its virtual environment can be "
+                                              "bound read-only (see `python -m sgieval.bench.sandbox`), or use "
+                                              "--sandbox e2b")
+        results = []
+        for raw in raws:
+            code = raw.returncode
+            if raw.killed_by_host:
+                code = -signal.SIGKILL
+            results.append(_to_result(raw, code, self.limits.output_bytes, self.name))
+        limit = self.limits.output_bytes
+        got = {}
+        if len(raws) == len(scripts):
+            for name, b64 in files.items():
+                try:
+                    data = base64.b64decode(b64, validate=True)
+                except (binascii.Error, ValueError):
+                    continue
+                got[name] = _decode(data[:limit], len(data) > limit, limit)
+        return results, got
+
+
+def _peek_peak(fd: int) -> int | None:
+    """The peak RSS (KiB) a program reported on its pipe (see common's
+    sitecustomize), without closing ``fd``."""
+    try:
+        os.set_blocking(fd, False)
+        data = os.read(fd, 64)
+    except OSError:
+        return None
+    return int(data[:-1]) if data.endswith(b"\n") and data[:-1].isdigit() and len(data) < 14 else None
+
+
+def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, streams: dict[int, tuple[int, str]],
+                      peaks: list[int], *, n: int, timeout_s: float, output_bytes: int, n_outputs: int = 0,
+                      grace_s: float = 0.5) -> tuple[list[_Raw], dict[str, str], str | None, str]:
+    """Start bwrap (``argv``) in its own session and follow its driver: one
+    :class:`_Raw` per program that started (output capped per stream, wall
+    time, return code, peak memory), the output files, the reason a program
+    could not start (or None) and bwrap's own error text when nothing started.
+    Kills the whole process group on a program's wall timeout or output
+    overflow.  Raises OSError only when bwrap itself cannot be executed."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, close_fds=True, pass_fds=pass_fds)
+    finally:
+        for fd in pass_fds:  # the child holds the write ends now
+            os.close(fd)
+    raws: list[_Raw] = []
+    bufs: dict[tuple[int, str], bytearray] = {}
+    status_buf = bytearray()
+    status_cap = 64 * 1024 + n_outputs * (2 * output_bytes + 1024)
+    files: dict[str, str] = {}
+    nostart: str | None = None
+    killed = False
+    current: int | None = None
+    started_at = t0
+    sel = selectors.DefaultSelector()
+    pidfd = None
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ, ("exit", None))
+    except (AttributeError, OSError):  # pragma: no cover - kernels < 5.3
+        pidfd = None
+    sel.register(proc.stdout, selectors.EVENT_READ, ("stream", (n - 1, "stdout")))
+    sel.register(proc.stderr, selectors.EVENT_READ, ("stream", (n - 1, "stderr")))
+    for fd, key in streams.items():
+        sel.register(fd, selectors.EVENT_READ, ("stream", key))
+    sel.register(status_r, selectors.EVENT_READ, ("status", None))
+    open_fds = 3 + len(streams)
+    deadline = t0 + timeout_s
+    exited = False
+
+    def kill() -> None:
+        nonlocal killed
+        killed = True
+        for target in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+
+    def on_status(line: str) -> None:
+        nonlocal current, deadline, started_at, nostart
+        word, _, rest = line.partition(" ")
+        if word == "start":
+            i = int(rest)
+            if i != len(raws) or i >= n:
+                return
+            raws.append(_Raw())
+            current, started_at = i, time.perf_counter()
+            deadline = started_at + timeout_s
+        elif word == "done":
+            i_s, rc_s, wall_s = rest.split()
+            i = int(i_s)
+            if 0 <= i < len(raws):
+                raws[i].returncode, raws[i].wall_s = int(rc_s), float(wall_s)
+                current = None
+                deadline = time.perf_counter() + timeout_s  # the next program's start is near
+        elif word == "nostart":
+            nostart = rest.partition(" ")[2] or rest
+        elif word == "files":
+            try:
+                got = json.loads(rest)
+                if isinstance(got, dict):
+                    files.update({str(k): str(v) for k, v in got.items()})
+            except ValueError:
+                pass
+
+    try:
+        while True:
+            now = time.perf_counter()
+            if now >= deadline:
+                if not exited and current is not None:
+                    raws[current].timed_out = True
+                    raws[current].wall_s = now - started_at
+                kill()
+                break
+            if exited and open_fds == 0:
+                break
+            wait = deadline - now
+            if pidfd is None and not exited:
+                wait = min(wait, 0.02)
+            events = sel.select(wait)
+            if pidfd is None and not exited and proc.poll() is not None:
+                exited = True
+                deadline = min(deadline, time.perf_counter() + grace_s)
+            overflow = False
+            for key, _ in events:
+                kind, what = key.data
+                if kind == "exit":
+                    sel.unregister(key.fileobj)
+                    exited = True
+                    deadline = min(deadline, time.perf_counter() + grace_s)
+                    continue
+                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
+                data = os.read(fd, 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    open_fds -= 1
+                    continue
+                if kind == "status":
+                    if len(status_buf) + len(data) > status_cap:
+                        kill()
+                        overflow = True
+                        break
+                    status_buf.extend(data)
+                    while b"\n" in status_buf:
+                        line, _, rest = bytes(status_buf).partition(b"\n")
+                        status_buf[:] = rest
+                        on_status(line.decode("utf-8", "replace"))
+                    continue
+                buf = bufs.setdefault(what, bytearray())
+                room = output_bytes - len(buf)
+                if len(data) > room:
+                    buf.extend(data[: max(room, 0)])
+                    i = what[0]
+                    if i < len(raws):
+                        raws[i].truncated[what[1]] = True
+                        raws[i].output_exceeded = True
+                    kill()
+                    overflow = True
+                    break
+                buf.extend(data)
+            if overflow:
+                break
+    finally:
+        sel.close()
+        try:
+            _, st = os.waitpid(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(st)
+        except ChildProcessError:  # pragma: no cover - already reaped
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        for f in (proc.stdout, proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+        if pidfd is not None:
+            os.close(pidfd)
+    for i, raw in enumerate(raws):
+        raw.stdout = bytes(bufs.get((i, "stdout"), b""))
+        raw.stderr = bytes(bufs.get((i, "stderr"), b""))
+        raw.peak_kb = _peek_peak(peaks[i])
+        if raw.returncode is None:  # killed by the host, or the driver died under it
+            raw.killed_by_host = killed
+            raw.returncode = -signal.SIGKILL
+    boot_err = ""
+    if not raws:
+        boot_err = bytes(bufs.get((n - 1, "stderr"), b"")).decode("utf-8", "replace").strip()[-500:]
+        if not boot_err and proc.returncode:
+            boot_err = f"bwrap exit code {proc.returncode}"
+    return raws, files, nostart, boot_err

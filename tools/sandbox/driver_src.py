@@ -1,0 +1,199 @@
+"""Source of the in-sandbox driver (``/.sgieval/driver.py``) of the bubblewrap backend.
+
+It runs inside the namespaces as the sandbox uid, under the run's rlimits,
+as ``python -X utf8 /.sgieval/driver.py <spec>``.  Its one argument is a JSON
+spec::
+
+    {"status": fd, "input": "/.sgieval-in", "python": "<interpreter>",
+     "programs": [{"script": "data_en.py", "out": fd, "err": fd, "peak": fd}, ..., {"script": "main.py", ...}],
+     "outputs": ["out.txt", ...], "limit": <bytes per output file>}
+
+It copies the staged input files into the work dir (a size-capped tmpfs),
+then runs each program in order in its own forked child (stdout/stderr on
+the pipes the host gave it).  The child does what ``python -X utf8 <script>``
+would do (``sys.argv``, ``sys.path[0]``, a fresh ``__main__``, tracebacks, exit code,
+atexit, non-daemon threads joined) without starting a second interpreter,
+which keeps the sandbox overhead near that of a single ``python`` start.  It
+reports on the status pipe, one line each::
+
+    start <i>                       the program begins
+    done <i> <returncode> <wall_s>  it ended (negative return code: signal)
+    nostart <i> <reason>            its interpreter could not be started
+    files <json>                    output files (name -> base64 of the first limit+1 bytes)
+
+After each program it kills every other process of the pid namespace
+(``kill(-1)``: its leftovers, detached or not), so the next program starts
+alone.  It stops after a setup script that fails; the output files are read
+after main.py whatever its exit code.
+"""
+
+DRIVER = r'''
+import atexit, json, os, resource, signal, sys, threading, time
+
+
+def _kill_others():
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            return
+        time.sleep(0.002)
+
+
+def _copy_in(src, dst):
+    for root, dirs, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        here = dst if rel == "." else os.path.join(dst, rel)
+        for d in dirs:
+            os.makedirs(os.path.join(here, d), exist_ok=True)
+        for f in files:
+            with open(os.path.join(root, f), "rb") as a, open(os.path.join(here, f), "wb") as b:
+                b.write(a.read())
+
+
+def _read_output(name, limit):
+    real = os.path.realpath(name)
+    if not real.startswith(os.getcwd().rstrip("/") + "/"):
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        import stat
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, n = [], 0
+        while n <= limit:
+            b = os.read(fd, min(65536, limit + 1 - n))
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+        import base64
+        return base64.b64encode(b"".join(chunks)).decode("ascii")
+    finally:
+        os.close(fd)
+
+
+def _peak_hook(fd):
+    def report():
+        try:
+            kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                     resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            os.write(fd, b"%d\n" % kb)
+            os.close(fd)
+        except Exception:
+            pass
+
+    atexit.register(report)
+
+
+def _child(p, st):
+    # What `python -X utf8 <script>` does, in the forked child of this interpreter.
+    os.dup2(p["out"], 1)
+    os.dup2(p["err"], 2)
+    keep = p["peak"]
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    os.set_inheritable(keep, False)
+    _peak_hook(keep)
+    script = os.path.join(os.getcwd(), p["script"])
+    sys.argv[:] = [p["script"]]
+    sys.path[0] = os.path.dirname(script)
+    code = 0
+    try:
+        with open(script, "rb") as fh:
+            source = fh.read()
+        main = type(sys)("__main__")
+        main.__file__, main.__cached__, main.__builtins__ = script, None, __builtins__
+        sys.modules["__main__"] = main
+        exec(compile(source, script, "exec", dont_inherit=True), main.__dict__)
+    except SystemExit as e:
+        code = e.code
+    except BaseException as e:
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:
+            tb = tb.tb_next
+        try:
+            sys.excepthook(type(e), e.with_traceback(tb), tb)
+        except BaseException:
+            pass
+        code = 1
+    try:
+        threading._shutdown()
+    except BaseException:
+        pass
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        try:
+            print(code, file=sys.stderr)
+        except BaseException:
+            pass
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except BaseException:
+            pass
+    os._exit(code & 0xFF)
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    st = spec["status"]
+    os.set_inheritable(st, False)
+
+    def say(line):
+        os.write(st, (line + "\n").encode("utf-8", "replace"))
+
+    try:
+        _copy_in(spec["input"], os.getcwd())
+    except OSError as e:
+        say("nostart 0 cannot copy the input files into the work dir: %s" % e)
+        return 0
+    for i, p in enumerate(spec["programs"]):
+        say("start %d" % i)
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(st)
+                _child(p, st)
+            finally:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        wall = time.perf_counter() - t0
+        rc = os.waitstatus_to_exitcode(status)
+        _kill_others()
+        for fd in (p["out"], p["err"], p["peak"]):
+            if fd > 2:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        say("done %d %d %.6f" % (i, rc, wall))
+        if rc != 0 and i < len(spec["programs"]) - 1:  # a failed setup script: main.py does not run
+            return 0
+    files = {}
+    for name in spec["outputs"]:
+        got = _read_output(name, spec["limit"])
+        if got is not None:
+            files[name] = got
+    say("files " + json.dumps(files))
+    return 0
+
+
+os._exit(main())
+'''

@@ -1,0 +1,79 @@
+"""Picking a backend (:func:`get_sandbox`) and the LangChain ``run_python`` tool."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ...core import InputError, SandboxUnavailableError
+from ..base import Sandbox
+from .bwrap import BubblewrapSandbox
+from .common import SandboxLimits
+from .e2b import E2BSandbox
+from .local import UnsafeLocalSandbox
+
+__all__ = ["BACKENDS", "get_sandbox", "RunPythonInput", "make_run_python_tool"]
+
+BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local")
+"""Backend names accepted by :func:`get_sandbox` and ``--sandbox``."""
+
+
+
+def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **limits: Any) -> Sandbox:
+    """Pick a sandbox backend.
+
+    ``backend``: ``auto`` (E2B when ``E2B_API_KEY`` is set, else bubblewrap),
+    ``bubblewrap``/``bwrap``, ``e2b``, or ``unsafe-local`` (needs
+    ``unsafe_local_exec=True``).  ``limits``: :class:`SandboxLimits` fields
+    (``memory_mb``, ``timeout_s``, ``cpu_time_s``, ``output_bytes``,
+    ``max_processes``, ``max_file_mb``, ``tmp_mb``).  When bubblewrap cannot
+    start: SandboxUnavailableError, unless ``unsafe_local_exec`` is True, in
+    which case the plain-subprocess backend is returned (backend name
+    ``"unsafe-local"``).  Raises InputError for an unknown backend name.
+    """
+    b = (backend or "auto").lower()
+    if b not in BACKENDS:
+        raise InputError(f"unknown sandbox backend {backend!r}", what="--sandbox", fix=f"use one of {', '.join(BACKENDS)}")
+    lim = SandboxLimits(**limits)
+    if b in ("unsafe-local", "local"):
+        if not unsafe_local_exec:
+            raise SandboxUnavailableError("the unsafe local backend runs model code without isolation",
+                                          what="--sandbox unsafe-local", fix="add --unsafe-local-exec to allow it explicitly")
+        return UnsafeLocalSandbox(lim)
+    if b == "e2b" or (b == "auto" and os.environ.get("E2B_API_KEY")):
+        return E2BSandbox(lim)
+    try:
+        return BubblewrapSandbox(lim)
+    except SandboxUnavailableError:
+        if unsafe_local_exec:
+            return UnsafeLocalSandbox(lim)
+        raise
+
+
+# ------------------------------------------------------------- LangChain tool
+class RunPythonInput(BaseModel):
+    """Arguments of the ``run_python`` tool."""
+
+    code: str = Field(description="Python source to run as main.py in a fresh, network-less sandbox")
+    files: dict[str, str] = Field(default_factory=dict, description="extra text files (relative name -> content)")
+    timeout_s: float = Field(30.0, gt=0, le=600, description="wall-time limit in seconds")
+    output_files: list[str] = Field(default_factory=list, description="files to read back after the run")
+
+
+def make_run_python_tool(sandbox: Sandbox):
+    """LangChain ``run_python`` tool over ``sandbox``; returns the ExecResult
+    as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
+    timed_out, killed_reason, files, backend)."""
+    from langchain_core.tools import StructuredTool
+
+    def _run(code: str, files: dict[str, str] | None = None, timeout_s: float = 30.0,
+             output_files: list[str] | None = None) -> dict[str, Any]:
+        res = sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
+        return res.model_dump(mode="json")
+
+    return StructuredTool.from_function(
+        func=_run, name="run_python", args_schema=RunPythonInput,
+        description="Run Python code (numpy, scipy, pandas, scikit-learn available) in an isolated sandbox "
+        "without network; returns stdout, stderr, exit code and which limit killed it, if any.")
