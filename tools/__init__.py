@@ -18,7 +18,9 @@ from .sandbox import (
     make_run_python_tool,
 )
 from .search import (
+    SEARCH_LIMITER,
     BM25Index,
+    SearchLimiter,
     Document,
     SearchHit,
     SearchResults,
@@ -36,7 +38,7 @@ __all__ = [
     "SandboxLimits", "BubblewrapSandbox", "UnsafeLocalSandbox", "E2BSandbox", "get_sandbox", "bwrap_status",
     "make_run_python_tool",
     "PdfPage", "PdfChunk", "PdfDocument", "read_pdf", "parse_page_ranges", "make_read_pdf_tool",
-    "Document", "SearchHit", "SearchResults", "WebPage", "BM25Index", "WebSearch", "is_online", "network_status",
+    "SEARCH_LIMITER", "SearchLimiter", "Document", "SearchHit", "SearchResults", "WebPage", "BM25Index", "WebSearch", "is_online", "network_status",
     "visit_webpage", "make_web_search_tool", "make_visit_webpage_tool",
     "ToolPool", "CallBudget", "TOOL_GROUPS", "summarize_output",
 ]

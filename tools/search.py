@@ -23,8 +23,10 @@ answer for 60 s.  ``SGIEVAL_NETWORK=offline|online`` overrides the probe (e.g.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import re
 import socket
 import threading
@@ -32,7 +34,7 @@ import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
@@ -443,6 +445,69 @@ SearchBackend = Literal["auto", "ddgs", "bm25"]
 _TIMELIMITS = {None, "d", "w", "m", "y"}
 
 
+class SearchLimiter:
+    """Paces the requests every :class:`WebSearch` of the process sends to the
+    online search backend (issue 14 item 7): at most ``concurrency`` requests
+    in flight, consecutive request starts at least ``min_interval_s`` seconds
+    apart, and a ``Retry-After`` the backend sent (:meth:`hold_off`) delays
+    every caller, not only the one that received it.  Thread-safe (searches
+    run in worker threads)."""
+
+    def __init__(self, concurrency: int = 1, min_interval_s: float = 0.5):
+        if concurrency < 1 or min_interval_s < 0:
+            raise InputError("concurrency must be >= 1 and min_interval_s >= 0", what="SearchLimiter",
+                             fix="e.g. SearchLimiter(concurrency=1, min_interval_s=0.5)")
+        self.concurrency = concurrency
+        self.min_interval_s = min_interval_s
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._next_start = 0.0  # time.monotonic() before which no request may start
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one request slot: wait for a free slot, then for the next allowed start time."""
+        with self._slots:
+            while True:
+                with self._lock:
+                    now = time.monotonic()
+                    wait = self._next_start - now
+                    if wait <= 0:
+                        self._next_start = now + self.min_interval_s
+                        break
+                time.sleep(min(wait, 5.0))
+            yield
+
+    def hold_off(self, seconds: float) -> None:
+        """No request (of any caller) starts within ``seconds`` from now (a Retry-After)."""
+        with self._lock:
+            self._next_start = max(self._next_start, time.monotonic() + max(0.0, seconds))
+
+
+SEARCH_LIMITER = SearchLimiter()
+"""The process's one limiter for online searches (shared by every WebSearch unless one is given)."""
+
+_RETRY_AFTER = re.compile(r"retry[- _]after\D{0,3}(\d+(?:\.\d+)?)", re.I)
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds a search backend asked to wait: a ``Retry-After`` header on the
+    exception's response, or "Retry-After: N" in its message; None when absent."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None)
+    value = None
+    if headers:
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+        except Exception:  # noqa: BLE001 - odd header containers
+            value = None
+    if value is None:
+        m = _RETRY_AFTER.search(str(exc))
+        value = m.group(1) if m else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 class WebSearch:
     """Web search with an online (ddgs) and an offline (bm25) backend.
 
@@ -450,12 +515,16 @@ class WebSearch:
     build the BM25 index (lazily, on the first offline query); ``region``
     (e.g. ``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off) are ddgs
     defaults; ``max_retries``/``backoff_s``: retries on rate limits and
-    timeouts, sleeping ``backoff_s * 2**attempt`` seconds.
+    timeouts, sleeping a random 0..``backoff_s * 2**attempt`` seconds ("full
+    jitter"), or the backend's Retry-After when it is longer (which then holds
+    every search of the process).  ``limiter``: the :class:`SearchLimiter`
+    pacing online requests (default the process's :data:`SEARCH_LIMITER`).
     """
 
     def __init__(self, backend: SearchBackend = "auto", *, corpus_dir: str | Path | None = None,
                  documents: Iterable[Any] | None = None, region: str = "wt-wt", safesearch: str = "moderate",
-                 max_retries: int = 3, backoff_s: float = 1.0, ddgs_timeout_s: int = 10):
+                 max_retries: int = 3, backoff_s: float = 1.0, ddgs_timeout_s: int = 10,
+                 limiter: SearchLimiter | None = None):
         if backend not in ("auto", "ddgs", "bm25"):
             raise InputError(f"unknown search backend {backend!r}", what="search backend", fix="use auto, ddgs or bm25")
         self.backend = backend
@@ -466,6 +535,7 @@ class WebSearch:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.ddgs_timeout_s = ddgs_timeout_s
+        self.limiter = limiter
         self._index: BM25Index | None = None
         self._index_lock = threading.Lock()
 
@@ -537,11 +607,13 @@ class WebSearch:
         from ddgs import DDGS
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
+        limiter = self.limiter or SEARCH_LIMITER
         last: Exception | None = None
         for attempt in range(self.max_retries + 1):
             try:
-                rows = DDGS(timeout=self.ddgs_timeout_s).text(
-                    query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k)
+                with limiter.slot():
+                    rows = DDGS(timeout=self.ddgs_timeout_s).text(
+                        query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k)
                 break
             except (RatelimitException, TimeoutException) as e:
                 last = e
@@ -554,7 +626,12 @@ class WebSearch:
                     raise ToolError(f"ddgs search failed: {msg}", what="web_search", fix="retry later") from e
                 last = e
             if attempt < self.max_retries:
-                time.sleep(self.backoff_s * (2 ** attempt))
+                wait = random.uniform(0.0, self.backoff_s * (2 ** attempt))
+                ra = retry_after_s(last) if last is not None else None
+                if ra is not None:
+                    limiter.hold_off(ra)  # every search of the process waits, not only this one
+                    wait = max(wait, ra)
+                time.sleep(wait)
         else:
             raise ToolError(f"ddgs search failed after {self.max_retries + 1} attempts: {last}", what="web_search",
                             fix="retry later (rate limited) or use the offline backend 'bm25'")

@@ -215,3 +215,75 @@ def test_visit_webpage_html_to_text_over_mock_transport():
         visit_webpage("https://example.org/missing", transport=httpx.MockTransport(not_found))
     with pytest.raises(InputError, match="not an http"):
         visit_webpage("file:///etc/passwd")
+
+
+# ------------------------------------------------------------ issue 14 item 7: one limiter per process
+def test_six_concurrent_searches_are_paced_by_one_process_limiter(monkeypatch, online):
+    import threading
+    import time as _time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sgieval.tools import search as search_mod
+    from sgieval.tools.search import SearchLimiter
+
+    limiter = SearchLimiter(concurrency=1, min_interval_s=0.2)
+    monkeypatch.setattr(search_mod, "SEARCH_LIMITER", limiter)  # the process's limiter, as every WebSearch uses
+    lock, active, starts = threading.Lock(), [0], []
+
+    def text(ddgs_self, query, **kwargs):
+        with lock:
+            active[0] += 1
+            starts.append((_time.monotonic(), active[0]))
+        _time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return ROWS
+
+    monkeypatch.setattr(DDGS, "text", text)
+    # six separate WebSearch objects (as six tool pools / judges would have), six threads at once
+    with ThreadPoolExecutor(6) as ex:
+        results = list(ex.map(lambda i: WebSearch("ddgs").search(f"q{i}"), range(6)))
+    assert [len(r.hits) for r in results] == [2] * 6
+    assert [n for _, n in starts] == [1] * 6  # never two requests in flight
+    gaps = [b[0] - a[0] for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.2 - 0.01  # starts at least min_interval_s apart
+
+
+def test_retry_after_is_honoured_for_every_caller_and_backoff_has_jitter(monkeypatch, online):
+    import time as _time
+
+    from sgieval.tools import search as search_mod
+    from sgieval.tools.search import SearchLimiter, retry_after_s
+
+    assert retry_after_s(DDGSException("https://x 429 Too Many Requests; Retry-After: 0.4")) == 0.4
+    assert retry_after_s(RatelimitException("202 Ratelimit")) is None
+    limiter = SearchLimiter(concurrency=1, min_interval_s=0.0)
+    monkeypatch.setattr(search_mod, "SEARCH_LIMITER", limiter)
+    stamps = []
+    replies = [DDGSException("https://x 429 Too Many Requests; Retry-After: 0.4"), ROWS, ROWS]
+
+    def text(ddgs_self, query, **kwargs):
+        stamps.append(_time.monotonic())
+        r = replies.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    monkeypatch.setattr(DDGS, "text", text)
+    assert len(WebSearch("ddgs", backoff_s=0.0).search("q").hits) == 2
+    assert stamps[1] - stamps[0] >= 0.4 - 0.01  # waited the server's Retry-After, not the 0 s backoff
+    # another search started right away still waits out the hold-off set by the first one's Retry-After
+    limiter.hold_off(0.3)
+    t0 = _time.monotonic()
+    WebSearch("ddgs").search("other")
+    assert stamps[2] - t0 >= 0.3 - 0.01
+    # full jitter: waits are drawn uniformly from 0..backoff_s * 2**attempt
+    sleeps = []
+    monkeypatch.setattr(search_mod.time, "sleep", lambda s: sleeps.append(s))
+    monkeypatch.setattr(DDGS, "text", FakeDDGS([RatelimitException("202 Ratelimit")] * 4).method)
+    search_mod.random.seed(7)
+    with pytest.raises(ToolError):
+        WebSearch("ddgs", max_retries=3, backoff_s=1.0).search("q")
+    search_mod.random.seed(7)
+    expected = [search_mod.random.uniform(0.0, 1.0 * 2 ** a) for a in range(3)]
+    assert sleeps == expected and len(set(sleeps)) == 3
