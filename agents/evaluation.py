@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from langchain_core.messages import HumanMessage
 
-from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, Score
+from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, RunStoppedError, Score
 from ..models.accounting import BudgetExceeded
 from ..metric_pool.base import CORPUS, Metric, ScoringContext
 from ..models.base import NamedModel
@@ -113,7 +113,7 @@ async def score_response(item: Item, response: Response, metrics: list[Metric], 
             continue
         try:
             scores = await m.score(item, response, ctx)
-        except BudgetExceeded:
+        except (BudgetExceeded, RunStoppedError):
             raise
         except InputError as e:
             scores = m.failed(item, response, "input_error", e.one_line())
@@ -154,16 +154,20 @@ async def _run_evaluation(prog: EvalProgress, store: RunStore, items: list[Item]
     units = [(t, i) for t in targets for i in items]
     finished = 0
 
+    stopped: list[RunStoppedError] = []
+
     async def unit(target: NamedModel, item: Item) -> None:
         try:
             await _unit(target, item)
         except BudgetExceeded as e:  # stop cleanly: units not started are skipped, the report says where
             prog.budget_stopped = prog.budget_stopped or e.one_line()
+        except RunStoppedError as e:  # e.g. a refused key: no other unit starts, the run stops with this error
+            stopped.append(e)
 
     async def _unit(target: NamedModel, item: Item) -> None:
         nonlocal finished
         async with sem:
-            if prog.budget_stopped:
+            if prog.budget_stopped or stopped:
                 return
             resp = responses.get((item.id, target.name))
             if resp is None:
@@ -186,6 +190,8 @@ async def _run_evaluation(prog: EvalProgress, store: RunStore, items: list[Item]
                     on_progress(finished, len(units))
 
     await asyncio.gather(*(unit(t, i) for t, i in units))
+    if stopped:
+        raise stopped[0]
     if prog.budget_stopped:
         return prog  # corpus-level scores need every item: not computed on a budget stop
 

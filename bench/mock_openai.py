@@ -10,8 +10,9 @@ with configurable
   ``retry_after_s`` seconds, the rest as HTTP 500) and ``hang_rate`` (fraction
   of requests that never answer: the connection stays open until the client
   gives up or the server stops).  Faults are drawn from ``random.Random(seed)``
-  per request, or chosen by a ``faults(index, body) -> None | "400" | "429" |
-  "500" | "hang"`` callable ("400": an invalid-request error, never retried);
+  per request, or chosen by a ``faults(index, body) -> None | "400" | "401" | "403" |
+  "429" | "500" | "hang"`` callable ("400": an invalid-request error, never retried;
+  401/403: a refused key, as OpenAI answers it);
 * replies: ``replies`` is a callable ``(body, index) -> reply`` or a list
   (request ``i`` served gets ``replies[i % len]``); a reply is a string (the
   content) or a dict with optional ``content``, ``tool_calls`` (each
@@ -341,6 +342,12 @@ class MockOpenAI:
                 entry["outcome"] = "400"
             return JSONResponse({"error": {"message": "Invalid request (mock)", "type": "invalid_request_error"}},
                                 400)
+        if fault in ("401", "403"):
+            with self._lock:
+                entry["outcome"] = fault
+            msg = "Incorrect API key provided (mock)" if fault == "401" else "You are not allowed to use this model (mock)"
+            return JSONResponse({"error": {"message": msg, "type": "invalid_request_error",
+                                           "code": "invalid_api_key" if fault == "401" else "forbidden"}}, int(fault))
         if fault == "500":
             with self._lock:
                 self._counts["500"] += 1

@@ -6,6 +6,9 @@ Imports nothing of ours; every other folder may import what is listed in ``__all
 from __future__ import annotations
 
 from .errors import (
+    CacheCorruptError,
+    CredentialsError,
+    RunStoppedError,
     DataNotFoundError,
     FieldProblem,
     InputError,
@@ -17,6 +20,7 @@ from .errors import (
     ToolError,
     problem_to_input_error,
 )
+from .secrets import redact_secrets, redact_url
 from .records import (
     CORPUS,
     DEEP_RESEARCH,
@@ -52,6 +56,7 @@ __all__ = [
     "Score", "SgievalError", "Status", "ToolError",
     "final_text", "join_reasoning", "reply_status", "split_reasoning", "sync_open_stores",
     "current_settings", "get_logger", "load_settings", "run_logging", "use_settings", "problem_to_input_error",
+    "CacheCorruptError", "CredentialsError", "RunStoppedError", "redact_secrets", "redact_url",
 ]
 
 _LAZY = {"Settings": "settings", "current_settings": "settings", "load_settings": "settings",

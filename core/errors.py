@@ -101,3 +101,18 @@ def problem_to_input_error(e: Any, names: dict[str, str] | None = None,
     msg = str(err.get("msg", "invalid value"))
     return InputError(msg[0].lower() + msg[1:] if msg else "invalid value", what=what,
                       fix="check the value (see README, Usage)")
+class RunStoppedError(SgievalError):
+    """A fault that stops the whole run at its first occurrence instead of
+    being recorded item by item (credentials refused, a corrupted call
+    cache): metrics and agents re-raise it.  CLI exit code 2."""
+
+    exit_code = 2
+
+
+class CredentialsError(RunStoppedError):
+    """An endpoint answered 401/403: the key is missing, wrong or not allowed
+    for the model.  Names the provider, the model string and the variable to set."""
+
+
+class CacheCorruptError(RunStoppedError):
+    """The call cache file is not a readable SQLite database."""

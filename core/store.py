@@ -180,6 +180,10 @@ class RunStore:
         raises InputError when it already holds a run's config (two runs never
         share a folder)."""
         p = self.root / "config.json"
+        from .secrets import redact_url
+
+        if config.base_url and redact_url(config.base_url) != config.base_url:
+            config = config.model_copy(update={"base_url": redact_url(config.base_url)})  # no key in the file
         if not new:  # replace atomically: a run killed mid-write keeps the previous config.json whole
             tmp = p.with_name(f".config.json.{os.getpid()}.tmp")
             tmp.write_text(config.model_dump_json(indent=2), encoding="utf-8")

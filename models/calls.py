@@ -44,7 +44,15 @@ from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ..core import ModelCallError, join_reasoning, reply_status, split_reasoning
+from ..core import (
+    CredentialsError,
+    ModelCallError,
+    join_reasoning,
+    redact_secrets,
+    redact_url,
+    reply_status,
+    split_reasoning,
+)
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
@@ -88,6 +96,28 @@ def _status(exc: BaseException) -> int | None:
         return int(status) if status is not None else None
     except (TypeError, ValueError):
         return None
+
+
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
+                 "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS", "mistralai": "MISTRAL_API_KEY",
+                 "groq": "GROQ_API_KEY", "together": "TOGETHER_API_KEY", "fireworks": "FIREWORKS_API_KEY",
+                 "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY", "cohere": "COHERE_API_KEY"}
+"""Model-string prefix -> the environment variable holding its key."""
+
+
+def credentials_error(model: NamedModel, status: int | None) -> CredentialsError:
+    """The one-line error for an endpoint that answered 401/403 to ``model``:
+    provider (and server, without any credentials in its URL), model string,
+    the variable to set."""
+    prefix = model.name.split(":", 1)[0] if ":" in model.name else model.provider
+    var = KEY_VARIABLES.get(prefix, f"{prefix.upper()}_API_KEY")
+    where = prefix
+    if prefix == "openai" and "://" in (model.provider or ""):
+        where = f"the OpenAI-compatible server at {redact_url(model.provider)}"
+    what = "refused the credentials" if status == 401 else "refused access (forbidden)"
+    return CredentialsError(f"{where} {what} (HTTP {status}) for model {model.name}; the run stops here",
+                            what=model.name, fix=f"set {var} to a valid key for this model (or check --base-url), "
+                                                 "then run again (a kept run folder resumes with `sgieval resume`)")
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
@@ -149,7 +179,7 @@ def _reason(exc: BaseException | None, timeout_s: float) -> str:
     if isinstance(exc, asyncio.TimeoutError) and not str(exc):
         return f"timeout after {timeout_s:g} s"
     status = _status(exc)
-    text = str(exc).replace("\n", " ")[:300]
+    text = redact_secrets(str(exc).replace("\n", " "))[:300]
     prefix = f"HTTP {status} " if status is not None else ""
     return f"{prefix}{type(exc).__name__}: {text}"
 
@@ -274,6 +304,8 @@ async def ainvoke(
     latency = time.perf_counter() - started
     if book is not None:
         book.record(model.name, who, latency_s=latency, error=_reason(last, timeout_s))
+    if last is not None and _status(last) in (401, 403):
+        raise credentials_error(model, _status(last))
     raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(last, timeout_s)}", what=model.name)
 
 

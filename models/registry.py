@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core import InputError
+from ..core import InputError, redact_url
 from .base import NamedModel, Role
 from .params import sampling_params
 from .replay import ReplayStore, load_jsonl_replay, sciaidanbench_stores
@@ -123,7 +123,14 @@ def resolve_model(spec: str, role: Role, *, base_url: str | None = None, data_di
         return load_local_model(spec, role)
     if spec.startswith("openai:"):
         url = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = os.environ.get("OPENAI_API_KEY") or ("not-needed" if url else None)
+        url_key = None
+        if url:  # a key embedded in the URL (http://user:sk-...@host/v1) is sent as the API key, never kept in the URL
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(url)
+            url_key = parts.password or parts.username
+            url = redact_url(url)
+        key = url_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if url else None)
         if key is None:
             raise InputError("no OPENAI_API_KEY set and no base URL given", what=spec,
                              fix="export OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible server")
