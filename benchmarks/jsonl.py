@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..core import GENERIC, DataNotFoundError, InputError, Item
+from ..core import GENERIC, DataNotFoundError, InputError, Item, json_loads_strict
 from .base import Benchmark
 
 __all__ = ["load_jsonl", "iter_records", "input_error_from_validation", "GenericRecord", "DEFINITION"]
@@ -105,7 +105,7 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
         raise InputError(f"cannot read file: {e}", what=str(p), fix="save the file as UTF-8 text") from e
     if suffix == ".json":
         try:
-            data = json.loads(text)
+            data = json_loads_strict(text)
         except json.JSONDecodeError as e:
             raise InputError(f"is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", what=str(p),
                              fix="write a JSON list of objects, or one JSON object per line in a .jsonl file") from e
@@ -127,7 +127,7 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
             continue
         where = f"{p} line {n}"
         try:
-            rec = json.loads(line)
+            rec = json_loads_strict(line)
         except json.JSONDecodeError as e:
             raise InputError(f"is not valid JSON: {e.msg} (column {e.colno})", what=where,
                              fix="write exactly one complete JSON object per line (JSONL)") from e

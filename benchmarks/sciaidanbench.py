@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import OPEN_CREATIVITY, InputError, Item, OfflineError
+from ..core import OPEN_CREATIVITY, InputError, Item, OfflineError, json_loads_strict
 from .base import Benchmark, Vocabulary
 
 BENCHMARK = "sciaidanbench"
@@ -46,7 +46,10 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
     """
     path = folder / "questions.json"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json_loads_strict(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", what=str(path),
+                         fix="restore it with `sgieval data pull sciaidanbench`") from e
     except FileNotFoundError as e:
         raise InputError("file not found", what=str(path), fix="point --data-dir at a SciAidanBench folder") from e
     except json.JSONDecodeError as e:
@@ -105,9 +108,11 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
     """
     fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout in the README's \"Data\" section"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads_strict(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", what=str(path), fix=fix) from e
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", what=str(path), fix=fix) from e
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", what=str(path), fix=fix) from e
     if not isinstance(data, dict) or not isinstance(data.get("domains"), dict):

@@ -20,6 +20,7 @@ from .errors import (
     ToolError,
     problem_to_input_error,
 )
+from .files import json_loads_strict
 from .secrets import redact_secrets, redact_url
 from .records import (
     CORPUS,
@@ -57,6 +58,7 @@ __all__ = [
     "final_text", "join_reasoning", "reply_status", "split_reasoning", "sync_open_stores",
     "current_settings", "get_logger", "load_settings", "run_logging", "use_settings", "problem_to_input_error",
     "CacheCorruptError", "CredentialsError", "RunStoppedError", "redact_secrets", "redact_url",
+    "json_loads_strict",
 ]
 
 _LAZY = {"Settings": "settings", "current_settings": "settings", "load_settings": "settings",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import InputError, Item, Response
+from ..core import InputError, Item, Response, json_loads_strict
 
 
 def sciaidanbench_text(records: list[dict[str, Any]]) -> str:
@@ -77,11 +77,15 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
     store = ReplayStore(model=path.stem, source=path)
     first_line: dict[str, int] = {}
     model_line: tuple[str, int] | None = None
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read file: {e}", what=str(path), fix="save the file as UTF-8 text") from e
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json_loads_strict(line)
         except json.JSONDecodeError as e:
             raise InputError(f"line {n}: invalid JSON ({e.msg})", what=str(path),
                              fix='each line must be {"item_id": ..., "text": ...}') from e
