@@ -233,6 +233,11 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
     return progress
 
 
+def after_confirm(state: EvalState) -> str:
+    """The router after the metric confirmation: ``evaluation`` when confirmed, else the end."""
+    return "evaluation" if state.get("confirmed") else END
+
+
 def build_graph(rt: RunRuntime, checkpointer: Any = None):
     """Compile the four-agent graph bound to ``rt``."""
 
@@ -312,7 +317,7 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
     g.add_edge(START, "questioning")
     g.add_edge("questioning", "customisation")
     g.add_edge("customisation", "confirm")
-    g.add_conditional_edges("confirm", lambda s: "evaluation" if s.get("confirmed") else END, ["evaluation", END])
+    g.add_conditional_edges("confirm", lambda s: after_confirm(s), ["evaluation", END])
     g.add_edge("evaluation", "reporting")
     g.add_edge("reporting", END)
     return g.compile(checkpointer=checkpointer)
@@ -501,7 +506,12 @@ async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> Eval
         graph = build_graph(rt, saver)
         snap = await graph.aget_state(thread)
         if snap.values and not snap.next:
-            return snap.values  # already complete: nothing to do
+            if snap.values.get("report") or snap.values.get("confirmed") is not True:
+                return snap.values  # already complete (or declined at the confirmation): nothing to do
+            # confirmed but no report: the router after the confirmation raised (issue 14 item 6), and the
+            # graph recorded the confirmation as its last step; route again from there
+            await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
+            snap = await graph.aget_state(thread)
         inp: Any = {} if not snap.next else None
         pending = list(getattr(snap, "interrupts", ()) or ())
         if snap.next and pending:
