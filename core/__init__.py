@@ -45,6 +45,7 @@ from .records import (
     RunConfig,
     Score,
     Status,
+    criterion_key,
 )
 from .replies import final_text, join_reasoning, reply_status, split_reasoning
 from .store import BUDGET_STOP_NOTE, RunStore, sync_open_stores
@@ -59,6 +60,7 @@ __all__ = [
     "current_settings", "get_logger", "load_settings", "run_logging", "use_settings", "problem_to_input_error",
     "CacheCorruptError", "CredentialsError", "RunStoppedError", "redact_secrets", "redact_url",
     "json_loads_strict",
+    "criterion_key",
 ]
 
 _LAZY = {"Settings": "settings", "current_settings": "settings", "load_settings": "settings",

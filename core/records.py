@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import FieldProblem, InputError, problem_to_input_error
 from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
@@ -245,6 +245,38 @@ class Criterion(_Record):
         return v
 
 
+def criterion_key(name: str) -> str:
+    """The identity of a rubric criterion name: Unicode NFKC, case-folded, with
+    every character that is not a letter, digit or combining mark removed
+    (punctuation, spaces, symbols).  ``"Logical rigor"``, ``"logical-rigor"``
+    and ``"LOGICAL_RIGOR"`` are one criterion; ``"逻辑严谨性"`` and ``"可行性"`` are
+    two (issue 11 item 7: criterion names are any Unicode text)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", name or "").casefold()
+    return "".join(ch for ch in folded if unicodedata.category(ch)[0] in "LNM")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a mapping repeating a key (PyYAML keeps the last silently)."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"repeated key {key!r} (line {key_node.start_mark.line + 1}; first on line "
+                            f"{seen[key] + 1})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 class Rubric(MetricSpec):
     """A custom metric judged per criterion (0-10 each) and aggregated to 0-100:
 
@@ -265,6 +297,15 @@ class Rubric(MetricSpec):
         names = [c.name for c in self.criteria]
         if not names:
             raise ValueError(f"rubric {self.name!r} has no criteria")
+        keys: dict[str, str] = {}
+        for n in names:
+            k = criterion_key(n)
+            if not k:
+                raise ValueError(f"rubric {self.name!r}: criterion name {n!r} has no letters or digits")
+            if k in keys:
+                raise ValueError(f"rubric {self.name!r}: criterion {n!r} repeats criterion {keys[k]!r} "
+                                 "(names equal up to case and punctuation)")
+            keys[k] = n
         unknown = set(self.weights) - set(names)
         if unknown:
             raise ValueError(f"rubric {self.name!r}: weights for unknown criteria {sorted(unknown)}")
@@ -300,11 +341,20 @@ class Rubric(MetricSpec):
         """Load from a YAML file path or YAML text.  Raises InputError naming the file."""
         p = Path(source) if not (isinstance(source, str) and "\n" in source) else None
         where = str(p) if p else "<yaml text>"
+        fix = "check the rubric YAML against `sgieval metric show rigor`"
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8") if p else source)
+            data = yaml.load(p.read_text(encoding="utf-8") if p else source, Loader=_UniqueKeyLoader)  # noqa: S506
+        except yaml.constructor.ConstructorError as e:
+            raise InputError(f"{e.problem}", what=where, fix="keep one entry per key in the rubric YAML") from e
+        except (OSError, yaml.YAMLError) as e:
+            raise InputError(str(e).splitlines()[0], what=where, fix=fix) from e
+        try:
             return cls.model_validate(data)
-        except (OSError, yaml.YAMLError, ValueError) as e:
-            raise InputError(str(e).splitlines()[0], what=where, fix="check the rubric YAML against `sgieval metric show rigor`") from e
+        except ValueError as e:
+            msg = str(e)
+            if isinstance(e, ValidationError):
+                msg = "; ".join(str(err.get("msg", "")).removeprefix("Value error, ") for err in e.errors())
+            raise InputError(msg.splitlines()[0], what=where, fix=fix) from e
 
 
 class RunConfig(_Record):

@@ -68,9 +68,92 @@ def _schema_instruction(schema: type[BaseModel]) -> str:
     )
 
 
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(final text, reasoning) of a reply (METRICS.md D.8).
+
+    The text up to and including the last ``</think>`` is the reasoning; the
+    rest is the final text that gets parsed.  A reply with ``<think>`` and no
+    ``</think>`` has no final text (``("", text)``): the judge never finished
+    thinking, so nothing in it is its answer.  Without think tags the whole
+    reply is the final text and the reasoning is ``""``.
+    """
+    text = text or ""
+    i = text.rfind(THINK_CLOSE)
+    if i >= 0:
+        return text[i + len(THINK_CLOSE):], text[: i + len(THINK_CLOSE)]
+    if THINK_OPEN in text:
+        return "", text
+    return text, ""
+
+
+LATEX_COMMANDS_NRT = frozenset("""
+nabla ne neq nu not notin ni newline nolimits nleq ngeq nmid nexists natural nearrow nwarrow nparallel nsubseteq
+nsupseteq ncong nsim nprec nsucc nLeftarrow nRightarrow
+theta tau tan tanh times to top text textbf textit textrm texttt textsf textstyle textnormal tilde triangle
+therefore tfrac tbinom tt tiny triangleq triangledown triangleleft triangleright twoheadrightarrow
+rho right rightarrow rightleftharpoons rangle rfloor rceil rbrace rvert rVert rm rmfamily rightharpoonup
+""".split())
+"""LaTeX commands that begin with the valid JSON escapes ``\\n``, ``\\t``, ``\\r``:
+inside a judge's JSON string they are kept as LaTeX, not read as newline,
+tab or carriage return (issue 11 item 5)."""
+
+_BACKSLASH_WORD = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)")
+
+
+def protect_latex_escapes(text: str) -> str:
+    """Double the backslash of LaTeX commands in JSON text so a JSON parser keeps them.
+
+    Judges quote formulas (``"E = \\frac{1}{2}"``) inside JSON strings without
+    escaping the backslash; ``json.loads`` reads ``\\f`` as a form feed and
+    ``\\b`` as a backspace, and ``\\a`` is no escape at all.  Rule, for a
+    backslash (not itself escaped) followed by letters ``w``:
+
+    - ``\\uXXXX`` with four hex digits: a JSON escape, kept;
+    - ``w`` starts with ``b`` or ``f`` and is longer than one letter
+      (``\\frac``, ``\\beta``): LaTeX;
+    - ``w`` starts with ``n``, ``t`` or ``r``: LaTeX only when ``w`` is in
+      :data:`LATEX_COMMANDS_NRT` (``\\nabla``, ``\\theta``, ``\\times``), else the
+      escape (``"line\\nThe"`` keeps its newline);
+    - any other letter (``\\alpha``, ``\\sum``): not a JSON escape, LaTeX.
+
+    LaTeX backslashes are doubled; everything else is unchanged.
+    """
+    if "\\" not in text:
+        return text
+
+    def fix(m: re.Match[str]) -> str:
+        pre, word = m.group(1), m.group(2)
+        c = word[0]
+        after = m.string[m.start(2) + 1: m.start(2) + 5]
+        if c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", after):
+            return m.group(0)
+        if c in "bf":
+            latex = len(word) > 1
+        elif c in "nrt":
+            latex = word in LATEX_COMMANDS_NRT
+        else:
+            latex = True
+        return f"{pre}\\\\{word}" if latex else m.group(0)
+
+    return _BACKSLASH_WORD.sub(fix, text)
+
+
 def parse_json_object(text: str) -> Any:
-    """Extract and repair the last JSON object or list in ``text`` (code fences
-    allowed).  Raises ValueError when there is none."""
+    """The JSON object or list a judge replied with (code fences allowed), repaired.
+
+    Before parsing: the reasoning up to the last ``</think>`` is removed
+    (:func:`split_reasoning`, METRICS.md D.8: a draft inside ``<think>`` is
+    never the answer; an unclosed ``<think>`` leaves nothing to parse) and
+    LaTeX backslashes are protected (:func:`protect_latex_escapes`).  A reply
+    that is one JSON value wins; otherwise the last fenced block, then the
+    text from its first ``{``/``[``, are repaired with ``json_repair``.
+    Raises ValueError when there is none."""
+    text, _reasoning = split_reasoning(text or "")
+    text = protect_latex_escapes(text)
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         # a reply that is one JSON value wins over fences quoted inside its strings

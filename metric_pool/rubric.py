@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ..core import Item, ModelCallError, Response, Rubric, Score, SgievalError
+from ..core import Item, ModelCallError, Response, Rubric, Score, SgievalError, criterion_key
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
 from .base import Metric, ScoringContext
@@ -71,25 +70,38 @@ class RubricJudgement(BaseModel):
     scores: list[CriterionScore]
 
 
-def _norm(s: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", (s or "").lower()).strip()
-
-
 def judgement_schema(rubric: Rubric) -> type[RubricJudgement]:
-    """A :class:`RubricJudgement` subclass that also requires a score for
-    every criterion of ``rubric`` (names matched case- and
-    punctuation-insensitively; extra criteria are dropped).  A reply missing
-    a criterion fails validation, so :func:`ask_judge` retries it."""
+    """A :class:`RubricJudgement` subclass that requires exactly one score for
+    every criterion of ``rubric``.
+
+    Names are matched by :func:`~sgieval.core.criterion_key` (Unicode text,
+    case and punctuation ignored: ``"逻辑严谨性"`` and ``"可行性"`` stay two
+    criteria).  A reply that misses a criterion, scores one the rubric does
+    not have, or scores one twice fails validation, so :func:`ask_judge`
+    retries it with the error, then reports a judge error (issue 11 item 7:
+    never a score from a partial or foreign reply)."""
     names = [c.name for c in rubric.criteria]
+    keys = {criterion_key(n): n for n in names}
 
     class RubricJudgementFor(RubricJudgement):
         @model_validator(mode="after")
         def _every_criterion(self) -> "RubricJudgementFor":
-            by = {_norm(s.criterion): s for s in self.scores}
-            missing = [n for n in names if _norm(n) not in by]
+            by: dict[str, CriterionScore] = {}
+            problems = []
+            for s in self.scores:
+                k = criterion_key(s.criterion)
+                if k not in keys:
+                    problems.append(f"criterion {s.criterion!r} is not in the rubric")
+                elif k in by:
+                    problems.append(f"criterion {s.criterion!r} is scored twice")
+                else:
+                    by[k] = s
+            missing = [n for k, n in keys.items() if k not in by]
             if missing:
-                raise ValueError(f"no score for criteria {missing}; score every criterion: {names}")
-            self.scores = [by[_norm(n)].model_copy(update={"criterion": n}) for n in names]
+                problems.append(f"no score for criteria {missing}")
+            if problems:
+                raise ValueError("; ".join(problems) + f"; score exactly these criteria: {names}")
+            self.scores = [by[k].model_copy(update={"criterion": n}) for k, n in keys.items()]
             return self
 
     RubricJudgementFor.__name__ = RubricJudgementFor.__qualname__ = "RubricJudgement"

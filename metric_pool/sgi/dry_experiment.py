@@ -6,12 +6,16 @@ and the assembled program runs once per unit test i = 0..4 in a sandbox whose
 work directory holds ``data_en.py`` = ``unit_tests[i]["data"]``, run first as a
 setup script (the benchmark's data builder), then the program.
 
-- Output = (stderr + "\\n" + stdout).strip().  A test passes (1) if the output
-  equals ``unit_tests[i]["output"]`` exactly (the reference is not stripped);
-  else (2) fails on a timeout or a nonzero return code; else (3) the optional
-  judge (first of ``ctx.judges_for(target)``, the spec's ``o4-mini`` role)
-  decides ``{judgment, reason}`` with the 2% rule for training losses/metrics,
-  passing only on judgment exactly "correct".  Without a judge such a test
+- Output = (stderr + "\\n" + stdout).strip().  A test (1) fails on a timeout
+  or a nonzero return code, whatever it printed (METRICS.md D.13); else (2)
+  passes if the output equals ``unit_tests[i]["output"]`` exactly (the
+  reference is not stripped); else (3) the optional judge (first of
+  ``ctx.judges_for(target)``, the spec's ``o4-mini`` role) decides
+  ``{judgment, reason}`` with the 2% rule for training losses/metrics, passing
+  on judgment "correct" after strip and case-folding (D.12; an empty, missing
+  or other judgment is a judge error).  The upstream order (exact match
+  before the exit check, A.3) is the named code variant
+  ``dry_pass_order="code"``.  Without a judge such a test
   fails and the rationale says the judge was not run.
 - With p passed tests: PassAll@5 = [p = 5] (primary; SGI-Score DE term =
   mean x 100), PassAll@3 = [p >= 3], PassAll@1 = [p >= 1];
@@ -55,10 +59,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, ToolError
 from ...tools.base import ExecResult
@@ -69,6 +73,7 @@ from .common import extract_answer_tag, is_empty_or_none, spec
 __all__ = [
     "function_lines", "replace_function", "assemble", "program_output", "unit_test_passed_exact",
     "SubprocessSandbox", "DryExperimentMetric", "metrics", "SPECS", "aggregate_aet", "DEFAULT_TIMEOUT_S",
+    "DryJudgement", "unit_test_verdict", "PASS_ORDERS",
 ]
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -271,10 +276,51 @@ def unit_test_passed_exact(output: str, reference: str) -> bool:
 
 
 class DryJudgement(BaseModel):
-    """The dry-experiment judge's reply (A.3): judgment "correct" | "incorrect" and a reason."""
+    """The dry-experiment judge's reply (A.3): judgment "correct" | "incorrect" and a reason.
 
-    judgment: str
+    METRICS.md D.12: ``judgment`` is compared after strip and case-folding
+    (``"CORRECT"`` is correct); an empty, missing or any other value fails
+    validation, so :func:`ask_judge` retries it and then reports a judge error
+    (never a failed test)."""
+
+    judgment: Literal["correct", "incorrect"]
     reason: str = Field(default="")
+
+    @field_validator("judgment", mode="before")
+    @classmethod
+    def _fold(cls, v: Any) -> Any:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("judgment must be \"correct\" or \"incorrect\" (got an empty or missing value)")
+        return v.strip().casefold()
+
+
+PASS_ORDERS = ("paper", "code")
+"""Unit-test pass rule orders: ``"paper"`` (METRICS.md D.13, default) checks the
+exit first, ``"code"`` is the upstream order (exact output first), the named
+code variant (option ``dry_pass_order``)."""
+
+
+def unit_test_verdict(output: str, reference: str, returncode: int, timed_out: bool,
+                      order: str = "paper") -> tuple[bool | None, str]:
+    """(passed, how) of one unit test before the judge; ``passed`` None means
+    the judge decides.
+
+    ``"paper"`` (D.13): a program that timed out or exited non-zero fails,
+    whatever it printed; only then is the output compared exactly.
+    ``"code"`` (A.3, the upstream order): an exact output match passes even
+    after a non-zero exit; else a timeout or non-zero exit fails.
+    Raises ValueError for another ``order``."""
+    if order not in PASS_ORDERS:
+        raise ValueError(f"unknown dry_pass_order {order!r}: use 'paper' or 'code'")
+    failed_exit = timed_out or returncode != 0
+    how_exit = "timeout" if timed_out else f"return code {returncode}"
+    if order == "paper" and failed_exit:
+        return False, how_exit
+    if unit_test_passed_exact(output, reference):
+        return True, "exact match"
+    if failed_exit:
+        return False, how_exit
+    return None, "output differs"
 
 
 DRY_JUDGE_SYSTEM = "You are an expert in checking whether a program's output matches a reference output."
@@ -302,7 +348,9 @@ class DryExperimentMetric(Metric):
     ``dry_timeout_s`` (wall seconds per program, default 300), ``unsafe_local_exec``
     (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read
     from ``ctx.options``), ``dry_parallel_tests`` (run the 5 unit tests
-    concurrently; default True), ``dry_judge_attempts`` (3).
+    concurrently; default True), ``dry_judge_attempts`` (3), ``dry_pass_order``
+    ("paper": exit status first, D.13; "code": the upstream order, exact
+    output first; see :func:`unit_test_verdict`).
     """
 
     specs = SPECS
@@ -313,6 +361,10 @@ class DryExperimentMetric(Metric):
         self.unsafe_local_exec = bool(opts.get("unsafe_local_exec", False))
         self.parallel = bool(opts.get("dry_parallel_tests", True))
         self.judge_attempts = int(opts.get("dry_judge_attempts", 3))
+        self.pass_order = str(opts.get("dry_pass_order", "paper"))
+        if self.pass_order not in PASS_ORDERS:
+            raise InputError(f"unknown dry_pass_order {self.pass_order!r}", what="metric option dry_pass_order",
+                             fix="use 'paper' (METRICS.md D.13) or 'code' (upstream order)")
 
     def _sandbox(self, ctx: ScoringContext) -> Any:
         if ctx.sandbox is not None:
@@ -390,10 +442,9 @@ class DryExperimentMetric(Metric):
                                    "output_tail": out[-300:]}
             evidence.append({"tool": "sandbox", "input": f"unit test {i}", "backend": res.backend or getattr(sandbox, "name", ""),
                              "output": out[-2000:], "exit_code": res.exit_code, "duration_s": res.wall_time_s})
-            if unit_test_passed_exact(out, t["output"]):
-                row.update(passed=True, how="exact match")
-            elif res.timed_out or rc != 0:
-                row.update(passed=False, how="timeout" if res.timed_out else f"return code {rc}")
+            passed, how = unit_test_verdict(out, t["output"], rc, res.timed_out, self.pass_order)
+            if passed is not None:
+                row.update(passed=passed, how=how)
             elif judge is None:
                 row.update(passed=False, how="output differs; judge not run (no judge configured)")
             else:
@@ -405,7 +456,7 @@ class DryExperimentMetric(Metric):
                     judge_error = f"unit test {i}: {reply.error}"
                     row.update(passed=False, how=f"judge error: {reply.error}")
                 else:
-                    ok = reply.parsed.judgment == "correct"
+                    ok = reply.parsed.judgment == "correct"  # folded by DryJudgement (D.12)
                     row.update(passed=ok, how=f"judge: {reply.parsed.judgment} ({reply.parsed.reason})")
             rows.append(row)
         return self._scores(item, response, rows, assembly, "", judge_error, evidence,

@@ -108,9 +108,9 @@ async def test_scores_with_scripted_sandbox_hand_values():
 async def test_judge_decides_non_exact_output():
     results = {f"d{i}": ExecResult(stderr="UserWarning: x", stdout="loss 0.101", exit_code=0, wall_time_s=1.0)
                for i in range(5)}
-    # each unit test needs the judge (stderr breaks exact match); scripted verdicts: 4 correct, 1 "Correct"
-    # ("Correct" is not exactly "correct" -> fail) -> p = 4: PassAll@3 = 1, PassAll@5 = 0
-    replies = ['{"judgment": "correct", "reason": "within 2%"}'] * 4 + ['{"judgment": "Correct", "reason": "ok"}']
+    # each unit test needs the judge (stderr breaks exact match); scripted verdicts: 4 correct, 1 "incorrect"
+    # -> p = 4: PassAll@3 = 1, PassAll@5 = 0
+    replies = ['{"judgment": "correct", "reason": "within 2%"}'] * 4 + ['{"judgment": "incorrect", "reason": "5%"}']
     judge = NamedModel(name="o4-mini", role="judge",
                        chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies)))
     ctx = ScoringContext(sandbox=ScriptedSandbox(results), judges=[judge])
@@ -229,3 +229,77 @@ async def test_real_run_without_unsafe_flag_is_infra_error_and_setup_failure():
                            ScoringContext())
     assert {s.status for s in scores} == {"infra_error"}
     assert scores[0].error.startswith("data script data_en.py failed for unit test(s) [1]")
+
+
+# ------------------------------------------------------------------ D.12 verdicts, D.13 pass order, LaTeX reasons
+def _judged(replies: list[str], options: dict | None = None):
+    """Score one item whose 5 tests all need the judge (rc 0, output differs), judge replies in order."""
+    results = {f"d{i}": ExecResult(stdout="loss 0.101", exit_code=0, wall_time_s=1.0) for i in range(5)}
+    judge = NamedModel(name="o4-mini", role="judge",
+                       chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies)))
+    ctx = ScoringContext(sandbox=ScriptedSandbox(results), judges=[judge])
+    item = dry_item(["loss 0.1"] * 5)
+    metric = de.DryExperimentMetric({"dry_parallel_tests": False, **(options or {})})
+    return item, ctx, metric
+
+
+async def _score(item, ctx, metric):
+    resp = Response(item_id=item.id, model="t", text="def f():\n    return 1\n")
+    return {s.metric: s for s in await metric.score(item, resp, ctx)}
+
+
+async def test_d12_verdict_is_stripped_and_case_folded():
+    # "CORRECT", " Correct\n", "correct" pass; "INCORRECT", "Incorrect " fail -> p = 3
+    verdicts = ["CORRECT", " Correct\n", "correct", "INCORRECT", "Incorrect "]
+    scores = await _score(*_judged([json.dumps({"judgment": v, "reason": "r"}) for v in verdicts]))
+    assert [scores[n].value for n in ("dry_passall_1", "dry_passall_3", "dry_passall_5")] == [1.0, 1.0, 0.0]
+    assert [r["passed"] for r in scores["dry_passall_5"].details["tests"]] == [True, True, True, False, False]
+
+
+@pytest.mark.parametrize("bad", ['{"judgment": "", "reason": "r"}', '{"reason": "looks fine"}',
+                                 '{"judgment": "maybe", "reason": "r"}', '{"judgment": null}'])
+async def test_d12_empty_missing_or_other_verdict_is_judge_error_not_a_failed_test(bad):
+    # every attempt (3 per test) gets the bad verdict: a judge error, never "0 tests passed"
+    scores = await _score(*_judged([bad] * 3 + ['{"judgment": "correct"}'] * 12))
+    assert scores["dry_passall_1"].status == "judge_error" and scores["dry_passall_1"].value is None
+    assert "unit test 0" in scores["dry_passall_5"].error
+    assert scores["dry_smooth_execution_rate"].value == 1.0
+
+
+async def test_d12_bad_verdict_then_good_one_is_retried():
+    scores = await _score(*_judged(['{"judgment": ""}', '{"judgment": "Correct"}'] + ['{"judgment": "correct"}'] * 4))
+    assert scores["dry_passall_5"].value == 1.0
+
+
+async def test_judge_reason_keeps_latex_backslashes():
+    # "\frac" in a JSON string is a form feed + "rac" to json.loads; the judge meant LaTeX (issue 11 item 5)
+    replies = [r'{"judgment":"correct","reason":"E = \frac{1}{2}"}', r'{"judgment":"correct","reason":"\beta \approx 2"}',
+               r'{"judgment":"correct","reason":"\nabla \cdot E"}'] + ['{"judgment": "correct", "reason": "ok"}'] * 2
+    scores = await _score(*_judged(replies))
+    hows = [r["how"] for r in scores["dry_passall_5"].details["tests"]]
+    assert hows[:3] == ["judge: correct (E = \\frac{1}{2})", "judge: correct (\\beta \\approx 2)",
+                        "judge: correct (\\nabla \\cdot E)"]
+
+
+@pytest.mark.parametrize("res,paper,code", [
+    (ExecResult(stdout="42", exit_code=1, wall_time_s=1.0), (False, "return code 1"), (True, "exact match")),
+    (ExecResult(stdout="42", exit_code=-9, wall_time_s=5.0, timed_out=True), (False, "timeout"), (True, "exact match")),
+    (ExecResult(stdout="41", exit_code=2, wall_time_s=1.0), (False, "return code 2"), (False, "return code 2")),
+    (ExecResult(stdout="42", exit_code=0, wall_time_s=1.0), (True, "exact match"), (True, "exact match")),
+])
+async def test_d13_nonzero_exit_fails_whatever_it_printed(res, paper, code):
+    """D.13: exit first (default); the upstream order (exact output first) is the named code variant."""
+    item = dry_item(["42"] * 5)
+    resp = Response(item_id=item.id, model="t", text="def f():\n    return 1\n")
+    for order, want in (("paper", paper), ("code", code)):
+        m = de.DryExperimentMetric({"dry_parallel_tests": False, "dry_pass_order": order})
+        scores = {s.metric: s for s in await m.score(item, resp, ScoringContext(sandbox=ScriptedSandbox(
+            {f"d{i}": res for i in range(5)})))}
+        row = scores["dry_passall_5"].details["tests"][0]
+        assert (row["passed"], row["how"]) == want, order
+        assert scores["dry_passall_5"].value == float(want[0])
+
+
+def test_unknown_pass_order_is_an_input_error():
+    with pytest.raises(de.InputError, match="dry_pass_order"):
+        de.DryExperimentMetric({"dry_pass_order": "fast"})
