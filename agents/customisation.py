@@ -334,13 +334,13 @@ async def draft_rubric(quality: str, agent: NamedModel, *, request: str = "", do
     return r, reply.raw, None
 
 
-def _urls(evidence: list[dict[str, Any]]) -> list[str]:
+def _urls(evidence: list[Any]) -> list[str]:
     out: list[str] = []
     for e in evidence:
-        if e.get("tool") == "web_search" and not e.get("refused"):
-            out += re.findall(r"<([^<>\s]+)>", str(e.get("output", "")))
-        if e.get("tool") == "read_pdf" and not e.get("refused"):
-            out.append(str((e.get("input") or {}).get("source", "")))
+        if e.tool == "web_search" and not e.refused:
+            out += re.findall(r"<([^<>\s]+)>", str(e.output or ""))
+        if e.tool == "read_pdf" and not e.refused:
+            out.append(str((e.input or {}).get("source", "")))
     return [u for u in dict.fromkeys(out) if u][:5]
 
 
@@ -380,7 +380,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
         content += (f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
                     f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}")
     msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
-    evidence: list[dict[str, Any]] = []
+    evidence: list[Any] = []
     direct: MetricPlan | None = None
     if tools is not None:
         from ..metric_pool.rubric import tool_loop
@@ -401,7 +401,7 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
                         HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object.")]
         except ModelCallError as e:
             base.notes.append(f"agent {agent.name} tool use failed ({e.message}); planning without tools")
-        trace["tool_evidence"] = evidence
+        trace["tool_evidence"] = [e.model_dump(mode="json") for e in evidence]
     if direct is not None:
         reply = JudgeReply(judge=agent.name, parsed=direct, raw=[message_text(loop.last)], attempts=1)
     else:

@@ -35,7 +35,8 @@ with configurable
 ``GET /stats`` returns the counts ``{"requests", "served", "429", "500",
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
 ``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
-"last_user", "user_agent", "authorization" (the request's headers), and with
+"last_user", "user_agent", "authorization" (the request's headers),
+"response_format", "tools" (function names), "tool_choice" (as sent), and with
 ``log_bodies=True`` "body" (the request body exactly as received, as text) and
 "content_type"}``;
 ``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
@@ -294,7 +295,11 @@ class MockOpenAI:
             self._counts["requests"] += 1
             entry = {"index": index, "t": t, "outcome": "pending", "key": messages_key(msgs),
                      "last_user": last_user(msgs), "user_agent": request.headers.get("user-agent", ""),
-                     "authorization": request.headers.get("authorization", "")}
+                     "authorization": request.headers.get("authorization", ""),
+                     "response_format": body.get("response_format"),
+                     "tools": [((t.get("function") or {}).get("name")) for t in body.get("tools") or []
+                               if isinstance(t, dict)],
+                     "tool_choice": body.get("tool_choice")}
             if self.log_bodies:
                 entry["body"] = raw.decode("utf-8")
                 entry["content_type"] = request.headers.get("content-type", "")

@@ -36,15 +36,22 @@ from .records import (
     SGI_TASKS,
     TOOL_NAMES,
     WET_EXPERIMENT,
+    EVIDENCE_KINDS,
     Criterion,
+    Evidence,
     Item,
+    JudgeReplyEvidence,
     MetricKind,
     MetricSpec,
     Response,
+    RetrievalEvidence,
     Rubric,
     RunConfig,
+    SandboxRunEvidence,
     Score,
     Status,
+    ToolCallEvidence,
+    as_evidence,
     criterion_key,
 )
 from .replies import final_text, join_reasoning, reply_status, split_reasoning
@@ -61,6 +68,7 @@ __all__ = [
     "CacheCorruptError", "CredentialsError", "RunStoppedError", "redact_secrets", "redact_url",
     "json_loads_strict",
     "criterion_key",
+    "EVIDENCE_KINDS", "Evidence", "JudgeReplyEvidence", "RetrievalEvidence", "SandboxRunEvidence", "ToolCallEvidence", "as_evidence",
 ]
 
 _LAZY = {"Settings": "settings", "current_settings": "settings", "load_settings": "settings",

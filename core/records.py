@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -128,14 +128,137 @@ class Response(_Record):
         return self.model_copy(update=update)
 
 
+# ------------------------------------------------------------------------ evidence
+class _Evidence(_Record):
+    """Base of the typed evidence records (DESIGN.md "Contracts"): one shape per
+    ``kind``, serialised with ``kind``; ``details`` holds what a metric adds
+    beyond the shape (unit test number, judged steps, votes...)."""
+
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallEvidence(_Evidence):
+    """One tool call made for a score (``web_search``, ``read_pdf``,
+    ``run_python``...): ``input`` (arguments), ``output`` (a summary of at
+    most 500 characters), ``duration_s`` seconds, ``error`` (the exception type
+    name or the reason when it failed), ``refused`` (not run: budget used up or tool not
+    offered), ``judge`` (the judge or agent that called it)."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    tool: str
+    input: Any = None
+    output: Any = None
+    duration_s: float | None = None
+    error: str | None = None
+    refused: bool = False
+    judge: str | None = None
+
+
+class JudgeReplyEvidence(_Evidence):
+    """Every reply of one judge call: ``raw`` (one text per attempt),
+    ``attempts``, ``error`` (why no reply parsed; None when one did),
+    ``structured`` (how the reply was asked for: ``json_schema`` /
+    ``function_calling`` (native), ``prompt`` (embedded schema, fallback),
+    ``text`` (a tag format), "" for records written before this field),
+    ``note`` (why the native path was left), ``reasoning`` (the text up to
+    the last ``</think>`` per attempt, METRICS.md D.8), ``flags``
+    (``injection_suspected`` when the judged text carries the judge's own
+    output tags, D.14)."""
+
+    kind: Literal["judge_reply"] = "judge_reply"
+    judge: str
+    raw: list[str] = Field(default_factory=list)
+    attempts: int = 0
+    error: str | None = None
+    structured: str = ""
+    note: str = ""
+    reasoning: list[str] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+
+
+class SandboxRunEvidence(_Evidence):
+    """One program run in a sandbox: ``input`` (what ran, e.g. "unit test 3"),
+    ``backend``, ``output`` (the tail of stderr + stdout), ``exit_code``
+    (None when it never started), ``duration_s`` wall seconds."""
+
+    kind: Literal["sandbox_run"] = "sandbox_run"
+    input: str = ""
+    backend: str = ""
+    output: str = ""
+    exit_code: int | None = None
+    duration_s: float | None = None
+
+
+class RetrievalEvidence(_Evidence):
+    """Works retrieved for a score (METRICS.md E): ``query`` (exact text),
+    ``works`` ([{"title", "source", "similarity"}...]), ``embedder``,
+    ``n_requested`` works asked for (None when not fixed)."""
+
+    kind: Literal["retrieval"] = "retrieval"
+    query: str = ""
+    works: list[dict[str, Any]] = Field(default_factory=list)
+    embedder: str = ""
+    n_requested: int | None = None
+
+
+Evidence = Annotated[
+    ToolCallEvidence | JudgeReplyEvidence | SandboxRunEvidence | RetrievalEvidence, Field(discriminator="kind")]
+"""One typed evidence record; ``kind`` selects the shape."""
+
+EVIDENCE_KINDS = {"tool_call": ToolCallEvidence, "judge_reply": JudgeReplyEvidence,
+                  "sandbox_run": SandboxRunEvidence, "retrieval": RetrievalEvidence}
+
+
+def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
+    """An evidence dict without ``kind`` (run folders written before typed
+    evidence, or a tool pool's call dict) mapped to its typed shape: fields of
+    the shape are kept, the rest go to ``details``."""
+    tool = d.get("tool")
+    if tool == "judge":
+        cls: type[_Evidence] = JudgeReplyEvidence
+        d = {**d, "judge": d.get("judge") or "", "kind": "judge_reply"}
+        d.pop("tool", None)
+    elif tool == "sandbox":
+        cls = SandboxRunEvidence
+        d = {**d, "kind": "sandbox_run", "input": str(d.get("input") or "")}
+        d.pop("tool", None)
+    elif "query" in d and "works" in d:
+        cls = RetrievalEvidence
+        d = {**d, "kind": "retrieval"}
+    else:
+        cls = ToolCallEvidence
+        d = {**d, "kind": "tool_call", "tool": str(tool or "unknown")}
+    fields = set(cls.model_fields)
+    out = {k: v for k, v in d.items() if k in fields}
+    extra = {k: v for k, v in d.items() if k not in fields}
+    if extra:
+        out["details"] = {**extra, **dict(out.get("details") or {})}
+    return out
+
+
+def as_evidence(e: Any) -> Any:
+    """A typed evidence record from a record, a dict with ``kind``, or a
+    legacy dict (see :func:`_legacy_evidence`)."""
+    if isinstance(e, _Evidence):
+        return e
+    if isinstance(e, dict):
+        kind = e.get("kind")
+        if kind in EVIDENCE_KINDS:
+            return EVIDENCE_KINDS[kind].model_validate(e)
+        return EVIDENCE_KINDS[_legacy_evidence(e)["kind"]].model_validate(_legacy_evidence(e))
+    return e
+
+
 class Score(_Record):
     """One metric value for one (item, target model).
 
     ``value`` is on the metric's declared native scale (``MetricSpec.range``);
     None when the score could not be computed, in which case ``status`` says
     why and ``error`` gives the reason.  ``judge`` is the judge model name, or
-    ``"objective"`` for metrics computed without a model.  ``evidence`` keeps
-    raw judge replies and tool calls ({"tool", "input", "output", "duration_s"}).
+    ``"objective"`` for metrics computed without a model.  ``evidence`` is a
+    list of typed records (:data:`Evidence`: ``tool_call``, ``judge_reply``,
+    ``sandbox_run``, ``retrieval``), serialised with ``kind``; dicts given
+    here (and legacy run folders) are converted (:func:`as_evidence`).
     ``details`` keeps sub-scores (e.g. per-criterion rubric scores).
     """
 
@@ -144,11 +267,27 @@ class Score(_Record):
     metric: str
     value: float | None = None
     rationale: str = ""
-    evidence: list[dict[str, Any]] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
     judge: str = "objective"
     error: str | None = None
     status: Status = "ok"
     details: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _typed_evidence(cls, v: Any) -> Any:
+        """Dicts become typed evidence records (legacy run folders and tool-pool dicts included)."""
+        return [as_evidence(e) for e in v] if isinstance(v, (list, tuple)) else v
+
+    @property
+    def flags(self) -> list[str]:
+        """Flags raised by this score's evidence (e.g. ``injection_suspected``), in order, without repeats."""
+        out: list[str] = []
+        for e in self.evidence:
+            for f in getattr(e, "flags", ()):
+                if f not in out:
+                    out.append(f)
+        return out
 
     @model_validator(mode="after")
     def _consistent(self) -> "Score":

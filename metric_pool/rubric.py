@@ -21,7 +21,7 @@ Tools: when the scoring context has a ToolPool (``ctx.tools``) with
 ``web_search`` and/or ``run_python`` and the judge's chat model supports
 ``bind_tools``, the judge may call them first (:func:`tool_loop`), at most
 ``tool_budget`` calls (default 3) per judge for each score; every call is kept
-in ``Score.evidence`` ({"tool", "input", "output", "duration_s", "judge"}) and
+in ``Score.evidence`` (:class:`~sgieval.core.ToolCallEvidence`) and
 the rationale names the tools used.
 """
 
@@ -35,11 +35,12 @@ from typing import Any, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from ..core import Item, ModelCallError, Response, Rubric, Score, SgievalError, criterion_key
+from ..core import (Evidence, Item, ModelCallError, Response, Rubric, Score, SgievalError, ToolCallEvidence, as_evidence,
+                    criterion_key)
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
 from .base import Metric, ScoringContext
-from .judge import DATA_NOTICE, _schema_instruction, as_data, ask_judge, parse_json_object
+from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, parse_json_object
 
 __all__ = ["RubricMetric", "CriterionScore", "RubricJudgement", "judgement_schema", "tool_loop", "ToolLoopResult",
            "rubric_prompt", "DEFAULT_TOOL_BUDGET", "JUDGE_TOOLS"]
@@ -147,13 +148,13 @@ class ToolLoopResult:
     were offered), ``note`` (why tools were not offered, "" otherwise)."""
 
     messages: list[BaseMessage]
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[ToolCallEvidence] = field(default_factory=list)
     last: AIMessage | None = None
     note: str = ""
 
     @property
     def tools_used(self) -> list[str]:
-        return [e["tool"] for e in self.evidence if not e.get("refused")]
+        return [e.tool for e in self.evidence if not e.refused]
 
 
 def offered_tools(pool: Any, allowed: Sequence[str]) -> list[Any]:
@@ -199,7 +200,7 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
     except (NotImplementedError, AttributeError, TypeError, ValueError) as e:
         return ToolLoopResult(msgs, note=f"{model.name} does not support tool calling ({type(e).__name__}); "
                                          "judged without tools")
-    evidence: list[dict[str, Any]] = []
+    evidence: list[ToolCallEvidence] = []
     last: AIMessage | None = None
     names = {t.name for t in tools}
     attempted = 0
@@ -214,14 +215,14 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
                 attempted += 1
                 name, args, cid = tc.get("name", ""), dict(tc.get("args") or {}), tc.get("id") or ""
                 if b.used >= budget:
-                    evidence.append({"tool": name, "input": args, "output": f"refused: budget of {budget} tool calls used up",
-                                     "duration_s": 0.0, "refused": True, "judge": model.name})
+                    evidence.append(ToolCallEvidence(tool=name, input=args, duration_s=0.0, refused=True, judge=model.name,
+                                                     output=f"refused: budget of {budget} tool calls used up"))
                     msgs.append(ToolMessage(content=f"Error: tool call budget of {budget} calls is used up; "
                                                     "answer with the evidence gathered so far.", tool_call_id=cid))
                     continue
                 if name not in names:
-                    evidence.append({"tool": name, "input": args, "output": "refused: tool not offered",
-                                     "duration_s": 0.0, "refused": True, "judge": model.name})
+                    evidence.append(ToolCallEvidence(tool=name, input=args, output="refused: tool not offered",
+                                                     duration_s=0.0, refused=True, judge=model.name))
                     msgs.append(ToolMessage(content=f"Error: no tool {name!r}; tools: {sorted(names)}", tool_call_id=cid))
                     continue
                 n_before = len(b.calls)
@@ -233,7 +234,7 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
                 except Exception as e:  # noqa: BLE001 - a tool failure is reported to the judge, not raised
                     content = f"Error: {type(e).__name__}: {e}"
                 for ev in b.calls[n_before:]:
-                    evidence.append({**ev, "judge": model.name})
+                    evidence.append(as_evidence({**ev, "judge": model.name}))
                 msgs.append(ToolMessage(content=content, tool_call_id=cid))
             if b.used >= budget or attempted >= budget:
                 break
@@ -245,7 +246,7 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
 class _Verdict:
     judge: str
     parsed: RubricJudgement | None
-    evidence: list[dict[str, Any]]
+    evidence: list[Evidence]
     error: str | None
     tools_note: str = ""
 
@@ -282,7 +283,7 @@ class RubricMetric(Metric):
         system, user = rubric_prompt(self.rubric, item, response.text)
         budget = int(ctx.options.get("tool_budget", self.tool_budget)) if ctx.options else self.tool_budget
         tools = offered_tools(ctx.tools, self.tools)
-        evidence: list[dict[str, Any]] = []
+        evidence: list[Evidence] = []
         note = ""
         msgs: list[BaseMessage] = [SystemMessage(content=system), HumanMessage(content=user)]
         if tools and budget > 0:
@@ -301,12 +302,12 @@ class RubricMetric(Metric):
                     text = message_text(loop.last)
                     try:
                         parsed = schema.model_validate(parse_json_object(text))
-                        evidence.insert(0, {"tool": "judge", "judge": judge.name, "raw": [text], "attempts": 1,
-                                            "error": None})
+                        evidence.insert(0, JudgeReply(judge=judge.name, parsed=parsed, raw=[text], attempts=1,
+                                                      mode="prompt").evidence())
                         return _Verdict(judge.name, parsed, evidence, None, note)
                     except (ValueError, ValidationError):
                         pass
-                used = len([e for e in loop.evidence if not e.get("refused")])
+                used = len(loop.tools_used)
                 msgs.append(HumanMessage(content=f"Tool use is over ({used} call(s) made). Reply now with only the "
                                                  "JSON object: a score for every criterion."))
         reply = await ask_judge(judge, msgs, schema, max_attempts=self.max_attempts)
@@ -338,7 +339,7 @@ class RubricMetric(Metric):
                 s = next(x for x in v.parsed.scores if x.criterion == c.name)  # type: ignore[union-attr]
                 whys.append(f"{v.judge}: {s.score:g}" + (f" - {s.rationale.strip()}" if s.rationale.strip() else ""))
             parts.append(f"{c.name} {means[c.name]:.3g}/10 ({'; '.join(whys)})")
-        used = [e["tool"] for e in evidence if e.get("tool") not in (None, "judge") and not e.get("refused")]
+        used = [e.tool for e in evidence if isinstance(e, ToolCallEvidence) and not e.refused]
         counts = {t: used.count(t) for t in dict.fromkeys(used)}
         tools_txt = ", ".join(f"{t} x{n}" for t, n in counts.items()) if counts else "none"
         notes = [f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note and v.tools_note != "no tools offered"]

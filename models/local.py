@@ -25,12 +25,12 @@ JSON-constrained output (so even a 135M model returns parseable JSON):
 2. ``chat.invoke(msgs, response_format={"type": "json_object", "schema": {...}})``
    or ``chat.bind(response_format=...)`` (OpenAI-style ``{"type":
    "json_schema", "json_schema": {"schema": ...}}`` is accepted too).
-3. Opt-in for judges (on by default, ``json_from_system_prompt=True``):
-   ``metric_pool.judge.ask_judge`` appends "... matching this JSON schema:\\n
-   {schema}" to the system prompt and parses the JSON from the reply text.
-   When a system message contains ``JSON schema:`` followed by a JSON object,
-   that object is used as the generation grammar, so the reply text is valid
-   JSON for ``ask_judge`` unchanged.
+3. Judges and agents (``sgieval.models.structured.ask_structured``) take
+   path 1: the schema is bound as ``response_format`` by
+   ``with_structured_output`` and reaches ``_generate`` explicitly.  The old
+   prompt-matching path (a system message holding ``JSON schema:`` followed by
+   a JSON object becomes the grammar) is off by default and only kept as an
+   opt-in (``json_from_system_prompt=True``).
 
 In every case the schema is tightened first (:func:`constrain_schema`):
 llama.cpp's JSON-schema grammar ignores ``minimum``/``maximum``, so a bounded
@@ -401,9 +401,9 @@ class ChatLocalLlama(BaseChatModel):
     ``n_threads`` (default :func:`default_threads`: 1, or
     ``$SGIEVAL_LOCAL_THREADS``), ``repeat_penalty`` (default 1.1; tiny models
     loop without it), ``seed``, ``json_schema`` (constrain every reply to this schema),
-    ``json_from_system_prompt`` (default True: a schema announced in the
-    system prompt as "JSON schema: {...}" constrains the reply; see the
-    module docstring), ``max_string_chars`` (cap for unbounded JSON strings).
+    ``json_from_system_prompt`` (default False; True: a schema announced in the
+    system prompt as "JSON schema: {...}" constrains the reply, the old path;
+    the schema normally arrives as ``response_format``), ``max_string_chars`` (cap for unbounded JSON strings).
 
     Per-call kwargs: ``response_format``, ``tools``/``tool_choice`` (set by
     ``bind_tools``), ``temperature``, ``max_tokens``, ``stop``.
@@ -423,7 +423,7 @@ class ChatLocalLlama(BaseChatModel):
     repeat_penalty: float = 1.1
     seed: int = 0
     json_schema: dict[str, Any] | None = None
-    json_from_system_prompt: bool = True
+    json_from_system_prompt: bool = False
     max_string_chars: int = 800
 
     @property

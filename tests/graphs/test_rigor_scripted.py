@@ -158,7 +158,7 @@ def test_per_criterion_scores_with_rationales(rigor_run):
         assert s.value == pytest.approx(75.0 if model == MODEL_A else 25.0)
         for c, v in zip(RIGOR_CRITERIA, expect):
             assert f"{c} {v}/10 (scripted-judge: {v} - {c}: " in s.rationale
-        assert s.evidence[0]["tool"] == "judge" and len(s.evidence[0]["raw"]) == 1
+        assert s.evidence[0].kind == "judge_reply" and len(s.evidence[0].raw) == 1
     # scores.jsonl on disk holds the same per-criterion details
     lines = [json.loads(x) for x in (rt.store.root / "scores.jsonl").read_text().splitlines()]
     disk = [x for x in lines if x["metric"] == "rigor" and x["model"] == MODEL_B]
@@ -181,7 +181,7 @@ def test_judge_hygiene_delimited_data_and_swapped_pairs(rigor_run):
     assert len(pair_prompts) == 8
     wins = [s for s in rt.store.read("scores") if s.metric == "idea_effectiveness_win"]
     for s in wins:
-        assert sorted(e["order"] for e in s.evidence) == ["A=generated,B=reference", "A=reference,B=generated"]
+        assert sorted(e.details["order"] for e in s.evidence) == ["A=generated,B=reference", "A=reference,B=generated"]
     # the judge votes for the longer idea in both orders, so the thin ideas of model b get 0 of 2 votes
     b_wins = [s for s in wins if s.model == MODEL_B]
     assert [s.value for s in b_wins] == [0.0, 0.0]

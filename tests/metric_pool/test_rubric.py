@@ -143,7 +143,7 @@ async def test_two_judges_weighted_mean_by_hand():
                                   "(openai:judge-a: 8 - A: logical self-consistency; openai:judge-b: 6 - B: "
                                   "logical self-consistency);")
     assert s.rationale.endswith("Tools used: none.")
-    raws = [e["raw"] for e in s.evidence if e["tool"] == "judge"]
+    raws = [e.raw for e in s.evidence if e.kind == "judge_reply"]
     assert len(raws) == 2 and json.loads(raws[0][0])["scores"][0]["score"] == 8
 
 
@@ -153,8 +153,8 @@ async def test_out_of_range_score_is_retried_then_accepted():
     [s] = await RubricMetric(load_rubric("rigor")).score(ITEM, RESP, ScoringContext(judges=[j]))
     # equal weights: (10+5*5)/6 = 35/6 = 5.8333; x10 = 58.333
     assert s.status == "ok" and s.value == pytest.approx(350 / 6)
-    [ev] = [e for e in s.evidence if e["tool"] == "judge"]
-    assert ev["attempts"] == 2 and len(ev["raw"]) == 2
+    [ev] = [e for e in s.evidence if e.kind == "judge_reply"]
+    assert ev.attempts == 2 and len(ev.raw) == 2
     retry_prompt = j.chat.seen[1][-1].content
     assert retry_prompt.startswith("Your reply could not be parsed:") and "less than or equal to 10" in retry_prompt
 
@@ -238,14 +238,14 @@ async def test_tool_loop_records_evidence_and_stops_at_budget(pool):
     m = RubricMetric(load_rubric("rigor"), tool_budget=2)
     [s] = await m.score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
     assert j.chat.bound == ["web_search", "run_python"]   # visit_webpage is not offered to judges
-    tools = [e for e in s.evidence if e["tool"] != "judge"]
-    assert [(e["tool"], bool(e.get("refused"))) for e in tools] == [("web_search", False), ("run_python", False),
+    tools = [e for e in s.evidence if e.kind == "tool_call"]
+    assert [(e.tool, e.refused) for e in tools] == [("web_search", False), ("run_python", False),
                                                                    ("web_search", True)]
-    assert tools[0]["input"]["query"] == "graphene mobility hBN"
-    assert tools[0]["output"] == "bm25: 1 hits: 1. Graphene mobility record <d1>"  # only d1 shares query words
-    assert "stdout: '42'" in tools[1]["output"] and tools[1]["duration_s"] >= 0
-    assert tools[2]["output"] == "refused: budget of 2 tool calls used up"
-    assert all(e["judge"] == "openai:tooljudge" for e in tools)
+    assert tools[0].input["query"] == "graphene mobility hBN"
+    assert tools[0].output == "bm25: 1 hits: 1. Graphene mobility record <d1>"  # only d1 shares query words
+    assert "stdout: '42'" in tools[1].output and tools[1].duration_s >= 0
+    assert tools[2].output == "refused: budget of 2 tool calls used up"
+    assert all(e.judge == "openai:tooljudge" for e in tools)
     # the model was called 3 times: two tool rounds, then the final JSON asked for after the budget ran out
     assert len(j.chat.seen) == 3
     assert j.chat.seen[2][-1].content.startswith("Tool use is over (2 call(s) made).")
@@ -264,7 +264,7 @@ async def test_tool_loop_final_json_without_extra_call(pool):
     j = judge("openai:tj", replies, ToolCalling)
     [s] = await RubricMetric(load_rubric("rigor")).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
     assert len(j.chat.seen) == 2 and s.value == pytest.approx(100.0)
-    assert [e["tool"] for e in s.evidence] == ["judge", "web_search"]
+    assert [e.kind for e in s.evidence] == ["judge_reply", "tool_call"] and s.evidence[1].tool == "web_search"
 
 
 async def test_judge_without_tool_calling_is_judged_without_tools(pool):
@@ -294,5 +294,5 @@ async def test_tool_loop_stops_when_the_model_keeps_calling_a_tool_not_offered()
     model = NamedModel(name="looper", role="judge", chat=chat)
     pool = ToolPool.from_names(["search"], documents=[{"id": "d", "text": "rigor and method"}], search_backend="bm25")
     res = await tool_loop(model, [], pool, allowed=("web_search",), budget=2)
-    assert [e["output"] for e in res.evidence] == ["refused: tool not offered"] * 2
+    assert [e.output for e in res.evidence] == ["refused: tool not offered"] * 2
     assert chat.i == 2  # two model turns, then the loop stopped

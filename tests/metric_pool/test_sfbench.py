@@ -143,7 +143,7 @@ async def test_explanation_labels_case_insensitive_and_retry():
     assert [(x.metric, x.value, x.status) for x in s] == [("sfbench_expl_correctness", 4.0, "ok"),
                                                          ("sfbench_expl_completeness", 4.0, "ok")]
     assert s[0].judge == "judge-a"
-    assert len(s[0].evidence[0]["raw"]) == 2 and s[0].evidence[0]["attempts"] == 2  # first reply "Good" rejected
+    assert len(s[0].evidence[0].raw) == 2 and s[0].evidence[0].attempts == 2  # first reply "Good" rejected
     assert s[0].details["labels"] == {"judge-a": "Mostly Sound"}
 
 
@@ -158,7 +158,7 @@ async def test_explanation_two_judges_averaged_and_judge_error():
                                          ScoringContext(judges=[bad]))
     assert {x.status for x in s} == {"judge_error"}
     assert s[0].error.startswith("judge-c: unparsable judge reply after 3 attempt(s)")
-    assert len(s[0].evidence[0]["raw"]) == 3
+    assert len(s[0].evidence[0].raw) == 3
 
 
 async def test_explanation_parse_error_for_unparsable_reply():

@@ -103,7 +103,7 @@ async def test_em_with_parser_keeps_raw_output_trailing_newline():
     assert (s["em"].value, s["em_normalised"].value) == (0.0, 1.0)
     assert s["em"].judge == "fake:judge"
     ev = s["em"].evidence[0]
-    assert (ev["tool"], ev["raw"], ev["input"], ev["example"]) == ("answer_parser", "0.25\n", "about 0.25 mM", "0.25")
+    assert (ev.tool, ev.details["raw"], ev.input, ev.details["example"]) == ("answer_parser", "0.25\n", "about 0.25 mM", "0.25")
 
 
 async def test_em_parser_rescues_answer():
@@ -120,7 +120,7 @@ async def test_em_parser_failure_falls_back_to_extracted_answer():
     s = await em_scores("0.25", "<answer>0.25</answer>", [failing])
     assert s["em"].value == 1.0
     assert s["em"].details["model_answer_after_llm_parser"] == "0.25"   # extracted answer stored instead (A.0)
-    assert "parser down" in s["em"].evidence[0]["error"]
+    assert "parser down" in s["em"].evidence[0].error
 
 
 async def test_em_empty_reply_skips_parser():
@@ -183,7 +183,7 @@ async def test_sla_bare_list_proportion():
     assert s.status == "ok" and s.value == pytest.approx(2 / 3)
     assert s.judge == "fake:judge"
     assert [st["judge"] for st in s.details["per_judge"]["fake:judge"]["steps"]] == ["correct", "incorrect", "correct"]
-    assert s.evidence[0]["raw"] == ["Here is my verdict:\n" + LIST_3]
+    assert s.evidence[0].raw == ["Here is my verdict:\n" + LIST_3]
 
 
 async def test_sla_object_format_and_two_judges_mean():
@@ -199,15 +199,15 @@ async def test_sla_object_format_and_two_judges_mean():
 async def test_sla_retries_unparsable_reply():
     s = await sla([judge("I think it is fine.", LIST_3)])
     assert s.value == pytest.approx(2 / 3)
-    assert s.evidence[0]["attempts"] == 2
-    assert s.evidence[0]["raw"] == ["I think it is fine.", LIST_3]
+    assert s.evidence[0].attempts == 2
+    assert s.evidence[0].raw == ["I think it is fine.", LIST_3]
 
 
 async def test_sla_empty_list_is_judge_error():
     s = await sla([judge("[]", '{"steps": []}', "[]")])
     assert s.status == "judge_error" and s.value is None
     assert s.error.startswith("fake:judge: ")
-    assert len(s.evidence[0]["raw"]) == 3     # three attempts, all kept
+    assert len(s.evidence[0].raw) == 3     # three attempts, all kept
 
 
 async def test_sla_bad_verdict_word_is_retried_then_judge_error():

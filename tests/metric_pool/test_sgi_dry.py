@@ -119,7 +119,7 @@ async def test_judge_decides_non_exact_output():
         item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx)}
     assert [scores[n].value for n in ("dry_passall_1", "dry_passall_3", "dry_passall_5")] == [1.0, 1.0, 0.0]
     assert scores["dry_passall_5"].judge == "o4-mini"
-    assert sum(1 for e in scores["dry_passall_5"].evidence if e["tool"] == "judge") == 5
+    assert sum(1 for e in scores["dry_passall_5"].evidence if e.kind == "judge_reply") == 5
 
 
 async def test_judge_unparsable_is_judge_error_for_passall_only():

@@ -301,11 +301,11 @@ async def test_metric_votes_three_judges_with_swap_and_retry():
         assert scores[f"idea_{d}"].value == pytest.approx(dims[d])
     assert scores["idea_final_score"].value == pytest.approx(sum(dims.values()) / 4)
     ev = scores["idea_final_score"].evidence
-    assert [(e["judge"], e["order"], e["attempts"]) for e in ev] == [
+    assert [(e.judge, e.details["order"], e.attempts) for e in ev] == [
         ("j1", "A=reference,B=generated", 1), ("j1", "A=generated,B=reference", 1),
         ("j2", "A=reference,B=generated", 1), ("j2", "A=generated,B=reference", 1),
         ("j3", "A=reference,B=generated", 2), ("j3", "A=generated,B=reference", 1)]
-    assert ev[4]["raw"][0] == "I like B better."
+    assert ev[4].raw[0] == "I like B better."
 
 
 async def test_metric_unparsable_judge_casts_no_votes():
@@ -317,7 +317,7 @@ async def test_metric_unparsable_judge_casts_no_votes():
     # N = 1, g = 1 of 2: not > 1 -> tie -> 0 for every dimension
     assert scores["idea_effectiveness_win"].value == 0.0
     assert scores["idea_effectiveness_win"].details["failed_calls"] == 1
-    assert scores["idea_effectiveness_win"].evidence[0]["raw"] == ["nope"] * 5
+    assert scores["idea_effectiveness_win"].evidence[0].raw == ["nope"] * 5
 
 
 class _Down:

@@ -128,8 +128,8 @@ async def rv(judges, allow_self=False):
 async def test_rv_out_of_range_score_is_retried():
     s = await rv([judge('{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}')])
     assert (s.status, s.value) == ("ok", 8.0)          # 0-10 scale; 85 rejected, not read as 8.5
-    assert s.evidence[0]["attempts"] == 2
-    assert s.evidence[0]["raw"] == ['{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}']
+    assert s.evidence[0].attempts == 2
+    assert s.evidence[0].raw == ['{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}']
     assert s.rationale == "fake:judge: 8/10 (solid)"
 
 
@@ -137,7 +137,7 @@ async def test_rv_never_valid_is_judge_error_not_zero():
     s = await rv([judge('{"score": 11}', '{"score": -1}', "Score: 6")])
     assert (s.status, s.value) == ("judge_error", None)
     assert "unparsable judge reply after 3 attempt(s)" in s.error
-    assert len(s.evidence[0]["raw"]) == 3
+    assert len(s.evidence[0].raw) == 3
 
 
 async def test_rv_two_judges_mean():

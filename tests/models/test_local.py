@@ -175,6 +175,7 @@ async def test_ask_judge_parses_local_reply_on_first_attempt(smol):
     assert isinstance(reply.parsed, Verdict)
     assert 0 <= reply.parsed.score <= 10
     assert reply.attempts == 1
+    assert reply.mode == "json_schema"   # the schema reached the model as response_format, not prompt words
     # the raw text itself is strict JSON (grammar-constrained), not just repairable
     assert Verdict.model_validate(json.loads(reply.raw[0])) == reply.parsed
 
@@ -218,3 +219,16 @@ async def test_concurrent_calls_share_one_model(smol):
     # the three concurrent calls loaded nothing new: the same cached Llama objects, no new entry
     assert local._LLAMAS.keys() == before.keys()
     assert all(local._LLAMAS[k][0] is before[k][0] for k in before)
+
+
+def test_local_judge_gets_the_schema_as_response_format_not_from_prompt_words(tmp_path):
+    """issue 10 item 4: the bound schema reaches the local model explicitly; prompt words are not a grammar."""
+    from sgieval.models.base import NamedModel
+    from sgieval.models.local import ChatLocalLlama
+    from sgieval.models.structured import native_structured
+
+    chat = ChatLocalLlama(model_path=str(tmp_path / "none.gguf"))
+    assert chat.json_from_system_prompt is False
+    got = native_structured(NamedModel(name="local:x", role="judge", chat=chat), Verdict)
+    assert got is not None and got[1] == "json_schema"
+    assert got[0].chat.kwargs["response_format"] == {"type": "json_object", "schema": Verdict.model_json_schema()}

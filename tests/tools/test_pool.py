@@ -57,7 +57,7 @@ def test_search_call_evidence_and_budget(corpus):
     assert [c["input"]["query"] for c in b.calls] == ["graphene", "mobility"]
     # the evidence goes into a Score as is
     s = Score(item_id="x/1", model="m", metric="m1", value=1.0, evidence=b.calls)
-    assert s.evidence[0]["tool"] == "web_search"
+    assert s.evidence[0].tool == "web_search" and s.evidence[0].kind == "tool_call"
 
 
 def test_failed_call_is_recorded_then_raised(corpus, tmp_path):

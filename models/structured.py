@@ -1,0 +1,344 @@
+"""Structured replies from chat models: one parse-and-retry loop for judges and agents.
+
+DESIGN.md "Contracts": agents and judges return pydantic models through
+LangChain's ``with_structured_output`` (the provider's native JSON-schema or
+tool-calling mode); the prompt-embedded schema with repair is only the
+fallback for models without it, and the reply records which path was used.
+METRICS.md D.4: the model's own final field is parsed (never the first number
+in its text); a reply that does not parse is retried with the parse error
+shown to the model, then recorded as a failure.  D.8: reasoning up to the
+last ``</think>`` is never parsed.
+
+Public names: :func:`ask_structured` (the loop), :class:`StructuredReply`,
+:func:`native_structured` (which native mode a model offers),
+:func:`parse_json_object`, :func:`split_reasoning`,
+:func:`protect_latex_escapes`, :func:`schema_instruction`.
+
+Every call goes through :func:`sgieval.models.calls.ainvoke` (cache, budget,
+concurrency, retries, ledger): the native mode is the chat model bound to the
+schema by ``with_structured_output``, so the schema is part of the cache key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Literal, Sequence, TypeVar
+
+import json_repair
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ValidationError
+
+from ..core import ModelCallError
+from .base import NamedModel
+from .calls import ainvoke, message_text
+
+__all__ = ["ask_structured", "StructuredReply", "native_structured", "parse_json_object", "split_reasoning",
+           "protect_latex_escapes", "schema_instruction", "StructuredMode", "LATEX_COMMANDS_NRT"]
+
+T = TypeVar("T")
+
+StructuredMode = Literal["json_schema", "function_calling", "prompt", "text"]
+"""How a structured reply was asked for: the provider's native ``json_schema``
+(``response_format``) or ``function_calling`` (a forced tool call) mode, the
+``prompt``-embedded schema with repair (fallback), or a ``text`` format parsed
+by the caller's own parser (tags such as ``<coherence_score>``)."""
+
+
+def schema_instruction(schema: type[BaseModel]) -> str:
+    """The prompt-embedded schema of the fallback path (models without native structured output)."""
+    return (
+        "Reply with a single JSON object and nothing else, matching this JSON schema:\n"
+        + json.dumps(schema.model_json_schema(), ensure_ascii=False)
+    )
+
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(final text, reasoning) of a reply (METRICS.md D.8).
+
+    The text up to and including the last ``</think>`` is the reasoning; the
+    rest is the final text that gets parsed.  A reply with ``<think>`` and no
+    ``</think>`` has no final text (``("", text)``): the judge never finished
+    thinking, so nothing in it is its answer.  Without think tags the whole
+    reply is the final text and the reasoning is ``""``.
+    """
+    text = text or ""
+    i = text.rfind(THINK_CLOSE)
+    if i >= 0:
+        return text[i + len(THINK_CLOSE):], text[: i + len(THINK_CLOSE)]
+    if THINK_OPEN in text:
+        return "", text
+    return text, ""
+
+
+LATEX_COMMANDS_NRT = frozenset("""
+nabla ne neq nu not notin ni newline nolimits nleq ngeq nmid nexists natural nearrow nwarrow nparallel nsubseteq
+nsupseteq ncong nsim nprec nsucc nLeftarrow nRightarrow
+theta tau tan tanh times to top text textbf textit textrm texttt textsf textstyle textnormal tilde triangle
+therefore tfrac tbinom tt tiny triangleq triangledown triangleleft triangleright twoheadrightarrow
+rho right rightarrow rightleftharpoons rangle rfloor rceil rbrace rvert rVert rm rmfamily rightharpoonup
+""".split())
+"""LaTeX commands that begin with the valid JSON escapes ``\\n``, ``\\t``, ``\\r``:
+inside a judge's JSON string they are kept as LaTeX, not read as newline,
+tab or carriage return (issue 11 item 5)."""
+
+_BACKSLASH_WORD = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)")
+
+
+def protect_latex_escapes(text: str) -> str:
+    """Double the backslash of LaTeX commands in JSON text so a JSON parser keeps them.
+
+    Judges quote formulas (``"E = \\frac{1}{2}"``) inside JSON strings without
+    escaping the backslash; ``json.loads`` reads ``\\f`` as a form feed and
+    ``\\b`` as a backspace, and ``\\a`` is no escape at all.  Rule, for a
+    backslash (not itself escaped) followed by letters ``w``:
+
+    - ``\\uXXXX`` with four hex digits: a JSON escape, kept;
+    - ``w`` starts with ``b`` or ``f`` and is longer than one letter
+      (``\\frac``, ``\\beta``): LaTeX;
+    - ``w`` starts with ``n``, ``t`` or ``r``: LaTeX only when ``w`` is in
+      :data:`LATEX_COMMANDS_NRT` (``\\nabla``, ``\\theta``, ``\\times``), else the
+      escape (``"line\\nThe"`` keeps its newline);
+    - any other letter (``\\alpha``, ``\\sum``): not a JSON escape, LaTeX.
+
+    LaTeX backslashes are doubled; everything else is unchanged.
+    """
+    if "\\" not in text:
+        return text
+
+    def fix(m: re.Match[str]) -> str:
+        pre, word = m.group(1), m.group(2)
+        c = word[0]
+        after = m.string[m.start(2) + 1: m.start(2) + 5]
+        if c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", after):
+            return m.group(0)
+        if c in "bf":
+            latex = len(word) > 1
+        elif c in "nrt":
+            latex = word in LATEX_COMMANDS_NRT
+        else:
+            latex = True
+        return f"{pre}\\\\{word}" if latex else m.group(0)
+
+    return _BACKSLASH_WORD.sub(fix, text)
+
+
+def parse_json_object(text: str) -> Any:
+    """The JSON object or list a judge replied with (code fences allowed), repaired.
+
+    Before parsing: the reasoning up to the last ``</think>`` is removed
+    (:func:`split_reasoning`, METRICS.md D.8: a draft inside ``<think>`` is
+    never the answer; an unclosed ``<think>`` leaves nothing to parse) and
+    LaTeX backslashes are protected (:func:`protect_latex_escapes`).  A reply
+    that is one JSON value wins; otherwise the last fenced block, then the
+    text from its first ``{``/``[``, are repaired with ``json_repair``.
+    Raises ValueError when there is none."""
+    text, _reasoning = split_reasoning(text or "")
+    text = protect_latex_escapes(text)
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        # a reply that is one JSON value wins over fences quoted inside its strings
+        try:
+            obj = json.loads(stripped)
+            if isinstance(obj, (dict, list)) and obj not in ({}, []):
+                return obj
+        except ValueError:
+            pass
+    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.S)
+    candidates = fenced[::-1] + [text]
+    for c in candidates:
+        start = min([i for i in (c.find("{"), c.find("[")) if i >= 0], default=-1)
+        if start < 0:
+            continue
+        try:
+            obj = json_repair.loads(c[start:])
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(obj, (dict, list)) and obj != "" and obj not in ({}, []):
+            return obj
+    raise ValueError("no JSON object found in the reply")
+
+
+
+# ------------------------------------------------------------------ native structured output
+_REFUSAL_HINTS = ("http 400", "http 404", "http 422", "response_format", "json_schema", "not supported",
+                  "unsupported", "tool_choice")
+
+
+def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[NamedModel, StructuredMode] | None:
+    """``model`` with its chat model bound to ``schema`` by LangChain's
+    ``with_structured_output``, and the mode it uses (``"json_schema"`` when
+    the binding sends ``response_format``, ``"function_calling"`` when it
+    forces a tool call), or None when the chat model has no native structured
+    output (``with_structured_output`` or ``bind_tools`` not implemented, as
+    for scripted fakes) or the runnable is not "bound model | parser".
+
+    The returned NamedModel keeps name, role, provider and params, so
+    :func:`~sgieval.models.calls.ainvoke` caches it (the bound schema is part
+    of the key) and books it under the same name."""
+    chat = model.chat
+    if chat is None or not hasattr(chat, "with_structured_output"):
+        return None
+    try:
+        runnable = chat.with_structured_output(schema)
+    except (NotImplementedError, TypeError, ValueError, AttributeError, ImportError):
+        return None
+    first = getattr(runnable, "first", None)
+    kwargs = getattr(first, "kwargs", None)
+    if first is None or not isinstance(kwargs, dict) or getattr(first, "bound", None) is not chat:
+        return None
+    if "response_format" in kwargs:
+        mode: StructuredMode = "json_schema"
+        rf = kwargs["response_format"]
+        if isinstance(rf, type) and issubclass(rf, BaseModel):
+            # LangChain's OpenAI binding passes the class, and the SDK then parses the reply itself (a reply
+            # that is not bare JSON fails the call instead of being a parse error we retry), and a class is
+            # no cache key: send the JSON schema as plain data instead.
+            spec: dict[str, Any] = {"name": rf.__name__, "schema": rf.model_json_schema()}
+            if (rf.__doc__ or "").strip():
+                spec["description"] = " ".join(rf.__doc__.split())[:500]
+            first = chat.bind(**{**kwargs, "response_format": {"type": "json_schema", "json_schema": spec}})
+    elif "tools" in kwargs:
+        mode = "function_calling"
+    else:
+        return None
+    return dataclasses.replace(model, chat=first), mode
+
+
+def _native_text(out: Any, mode: StructuredMode) -> str:
+    """The JSON text of a native reply: the content (json_schema), or the raw
+    arguments of the forced tool call (function_calling; raw text so LaTeX
+    backslashes are repaired like any other reply)."""
+    if mode == "function_calling":
+        raw_calls = (getattr(out, "additional_kwargs", None) or {}).get("tool_calls") or []
+        for rc in raw_calls:
+            args = (rc.get("function") or {}).get("arguments") if isinstance(rc, dict) else None
+            if isinstance(args, str) and args.strip():
+                return args
+        for tc in getattr(out, "tool_calls", None) or []:
+            return json.dumps(tc.get("args") or {}, ensure_ascii=False)
+    return message_text(out)
+
+
+# ------------------------------------------------------------------ the loop
+@dataclass
+class StructuredReply(Generic[T]):
+    """Outcome of :func:`ask_structured`.
+
+    ``parsed``: the validated value (None on failure); ``raw``: every reply
+    text, one per attempt; ``reasoning``: the reasoning part of each reply
+    (text up to the last ``</think>``, "" when none); ``attempts``;
+    ``error``: the reason when ``parsed`` is None; ``mode``: the path used
+    (:data:`StructuredMode`); ``note``: why the native path was left, "" else;
+    ``call_failed``: True when the model could not be reached (after the
+    retries of :func:`~sgieval.models.calls.ainvoke`)."""
+
+    model: str
+    parsed: T | None
+    raw: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    attempts: int = 0
+    error: str | None = None
+    mode: StructuredMode = "prompt"
+    note: str = ""
+    call_failed: bool = False
+
+
+def _with_system(msgs: list[BaseMessage], extra: str) -> list[BaseMessage]:
+    if not extra:
+        return msgs
+    if msgs and isinstance(msgs[0], SystemMessage):
+        return [SystemMessage(content=f"{msgs[0].content}\n\n{extra}"), *msgs[1:]]
+    return [SystemMessage(content=extra), *msgs]
+
+
+async def ask_structured(
+    model: NamedModel,
+    messages: Sequence[BaseMessage],
+    schema: type[BaseModel] | None = None,
+    *,
+    parse: Callable[[str], T] | None = None,
+    max_attempts: int = 3,
+    system_note: str = "",
+    retry_hint: str = "Reply again with only the JSON object.",
+    native: bool = True,
+    label: str = "model",
+) -> StructuredReply[T]:
+    """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text).
+
+    The one parse-and-retry loop of sgieval (issue 10 item 5): judges
+    (``metric_pool.judge.ask_judge``, idea-generation votes, AidanBench score
+    tags) and agents use it.
+
+    - ``schema`` without ``parse``: the native mode first
+      (:func:`native_structured`); for a model without it, the schema is
+      embedded in the system prompt (:func:`schema_instruction`) and the reply
+      is repaired (:func:`parse_json_object`).  A native call refused by the
+      server (HTTP 400/422 naming the format) switches to the prompt path for
+      the remaining attempts; ``note`` says so.
+    - ``parse``: a text format (``mode="text"``): ``parse(final text)``
+      returns the value or raises ValueError; the reasoning before the last
+      ``</think>`` is removed first (D.8).
+    - ``system_note``: appended to the system prompt (e.g. the judge's
+      data notice).  A reply that does not parse is retried with the error
+      and ``retry_hint``, at most ``max_attempts`` tries.
+
+    Never raises for model or parse failures: ``parsed`` is None and
+    ``error`` gives the reason (``call_failed`` when the model could not be
+    reached); ``label`` names the caller in those reasons ("judge call
+    failed: ...", "unparsable judge reply after 3 attempt(s): ...").  Raises
+    ValueError when neither ``schema`` nor ``parse`` is given.
+    """
+    if schema is None and parse is None:
+        raise ValueError("ask_structured needs a schema or a parse function")
+    base = _with_system(list(messages), system_note)
+    caller: NamedModel = model
+    mode: StructuredMode = "text" if parse is not None else "prompt"
+    if parse is None and native:
+        got = native_structured(model, schema)  # type: ignore[arg-type]
+        if got is not None:
+            caller, mode = got
+    msgs = base if mode != "prompt" else _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
+    reply: StructuredReply[T] = StructuredReply(model=model.name, parsed=None, mode=mode)
+
+    def read(text: str) -> Any:
+        if parse is not None:
+            return parse(split_reasoning(text)[0])
+        return schema.model_validate(parse_json_object(text))  # type: ignore[union-attr]
+
+    attempt = 0
+    while attempt < max_attempts:
+        attempt += 1
+        reply.attempts = attempt
+        try:
+            out = await ainvoke(caller, msgs)
+        except ModelCallError as e:
+            if mode in ("json_schema", "function_calling") and any(h in e.message.lower() for h in _REFUSAL_HINTS):
+                reply.note = f"native {mode} refused ({e.message[:200]}); prompt-embedded schema used"
+                caller, mode = model, "prompt"
+                reply.mode = mode
+                msgs = _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
+                attempt -= 1
+                continue
+            reply.error = f"{label} call failed: {e.message}"
+            reply.call_failed = True
+            return reply
+        text = _native_text(out, mode) if mode in ("json_schema", "function_calling") else message_text(out)
+        reply.raw.append(text)
+        reply.reasoning.append(split_reasoning(text)[1])
+        try:
+            reply.parsed = read(text)
+            reply.error = None
+            return reply
+        except (ValueError, ValidationError) as e:
+            err = str(e).replace("\n", " ")[:500]
+            reply.error = f"unparsable {label} reply after {attempt} attempt(s): {err}"
+            msgs = msgs + [AIMessage(content=text), HumanMessage(
+                content=f"Your reply could not be parsed: {err}\n{retry_hint}")]
+    return reply
