@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import OPEN_CREATIVITY, Item, MetricSpec, Response, Score
+from ..core import OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
 from .base import Metric, ScoringContext
 
 SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
@@ -141,6 +141,16 @@ class AnswerCountMetrics(Metric):
                                  status="not_run",
                                  error=f"no accepted answers with {'an' if key[0] in 'aeiou' else 'a'} {key}",
                                  details={"not_applicable": True, **flag}))
+        flagged = [r for r in records if r.get("flags")]
+        if flagged:
+            # METRICS.md D.14: an answer carrying the judge's own tags is flagged on every score of the question
+            nums = [r.get("answer_num") for r in flagged]
+            raw = [e.get("raw", "") for e in response.metadata.get("judge_raw") or []
+                   if e.get("answer_num") in nums and e.get("flags")]
+            ev = JudgeReplyEvidence(judge=str(response.metadata.get("judge") or ""), raw=raw, attempts=len(raw),
+                                    structured="text", flags=sorted({f for r in flagged for f in r["flags"]}),
+                                    details={"answer_nums": nums})
+            out = [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
         return out
 
 

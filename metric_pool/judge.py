@@ -12,6 +12,7 @@ re-exported here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, Sequence, TypeVar
 
@@ -30,7 +31,8 @@ from ..models.structured import (
     split_reasoning,
 )
 
-__all__ = ["ask_judge", "JudgeReply", "as_data", "DATA_NOTICE", "parse_json_object", "split_reasoning",
+__all__ = ["ask_judge", "JudgeReply", "as_data", "DATA_NOTICE", "neutralise", "injection_signals", "injection_flags",
+           "INJECTION_FLAG", "JUDGE_TAGS", "JUDGE_KEYS", "parse_json_object", "split_reasoning",
            "protect_latex_escapes", "LATEX_COMMANDS_NRT", "schema_instruction"]
 
 T = TypeVar("T", bound=BaseModel)
@@ -39,15 +41,67 @@ DATA_OPEN = "<<<RESPONSE_UNDER_REVIEW>>>"
 DATA_CLOSE = "<<<END_RESPONSE_UNDER_REVIEW>>>"
 
 
-def as_data(text: str, label: str = "RESPONSE_UNDER_REVIEW") -> str:
-    """Wrap untrusted text as delimited data for a judge prompt.
+JUDGE_TAGS = ("coherence_score", "similarity_score", "score", "judgment", "verdict")
+"""Output tags of sgieval's judges (and any tag ending in ``_score``): inside
+candidate text they are neutralised, and their presence flags the response
+(METRICS.md D.14)."""
+
+JUDGE_KEYS = ("score", "scores", "judgment", "judge", "verdict", "criterion")
+"""JSON keys of judge replies, neutralised inside candidate text (D.14)."""
+
+INJECTION_FLAG = "injection_suspected"
+
+_TAG = re.compile(r"<(\s*/?\s*)([A-Za-z_][\w-]*)(\s*[^<>]{0,200}?)>")
+_KEY = re.compile(r'"(\s*)(' + "|".join(JUDGE_KEYS) + r')(\s*)"(\s*:)', re.I)
+_DELIM = re.compile(r"<<<|>>>")
+
+
+def _is_judge_tag(name: str, extra: Sequence[str]) -> bool:
+    n = name.lower()
+    return n in JUDGE_TAGS or n.endswith("_score") or n in extra
+
+
+def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
+    """``text`` with the judge's own output format disarmed (METRICS.md D.14):
+    the ``<`` of every judge tag (:data:`JUDGE_TAGS`, ``*_score``, and
+    ``extra_tags`` such as ``answer`` where the judge prompt uses that tag as
+    a delimiter) becomes ``&lt;``, and the quotes of judge JSON keys
+    (:data:`JUDGE_KEYS`, ``"score":``) become ``&quot;``.  Other text is unchanged."""
+    extra = tuple(t.lower() for t in extra_tags)
+    out = _TAG.sub(lambda m: ("&lt;" + m.group(1) + m.group(2) + m.group(3) + ">")
+                   if _is_judge_tag(m.group(2), extra) else m.group(0), text or "")
+    return _KEY.sub(lambda m: f"&quot;{m.group(1)}{m.group(2)}{m.group(3)}&quot;{m.group(4)}", out)
+
+
+def injection_signals(text: str, extra_tags: Sequence[str] = ()) -> list[str]:
+    """The judge-format pieces found in candidate ``text`` (D.14), in order,
+    without repeats: judge tags (``<coherence_score>``, ``</answer>`` when
+    ``answer`` is in ``extra_tags``...), judge JSON keys followed by a value
+    (``"score": 10``) and data delimiters (``<<<``/``>>>``).  Empty for
+    ordinary text."""
+    extra = tuple(t.lower() for t in extra_tags)
+    found = [m.group(0).strip() for m in _TAG.finditer(text or "") if _is_judge_tag(m.group(2), extra)]
+    found += [m.group(0) for m in _KEY.finditer(text or "")]
+    found += [m.group(0) for m in _DELIM.finditer(text or "")]
+    return list(dict.fromkeys(found))
+
+
+def injection_flags(*texts: str, extra_tags: Sequence[str] = ()) -> list[str]:
+    """``[INJECTION_FLAG]`` when any of ``texts`` carries judge-format pieces (:func:`injection_signals`), else []."""
+    return [INJECTION_FLAG] if any(injection_signals(t, extra_tags) for t in texts) else []
+
+
+def as_data(text: str, label: str = "RESPONSE_UNDER_REVIEW", extra_tags: Sequence[str] = ()) -> str:
+    """Wrap untrusted text as delimited data for a judge prompt (METRICS.md D.14).
 
     The delimiters are escaped inside the text (``<<<`` -> ``<\u200b<<``) so a
-    response cannot close the block early; the judge prompt states that the
-    block is data to evaluate, not instructions (issue 5, judge hygiene).
+    response cannot close the block early, and the judge's own output tags
+    and JSON keys are neutralised (:func:`neutralise`); the judge prompt
+    states that the block is data to evaluate, not instructions (issue 5,
+    judge hygiene).
     """
     open_, close = f"<<<{label}>>>", f"<<<END_{label}>>>"
-    safe = (text or "").replace("<<<", "<\u200b<<").replace(">>>", ">>\u200b>")
+    safe = neutralise(text or "", extra_tags).replace("<<<", "<\u200b<<").replace(">>>", ">>\u200b>")
     return f"{open_}\n{safe}\n{close}"
 
 
@@ -95,6 +149,7 @@ async def ask_judge(
     schema: type[T],
     *,
     max_attempts: int = 3,
+    candidate: str | Sequence[str] | None = None,
 ) -> JudgeReply[T]:
     """Ask ``judge`` for a ``schema`` object with
     :func:`~sgieval.models.structured.ask_structured`: native structured output
@@ -104,8 +159,12 @@ async def ask_judge(
     validators enforce ranges); one that does not parse is retried with the
     parse error shown to the judge, up to ``max_attempts`` tries.  Never
     raises for model or parse failures: the reason is in ``JudgeReply.error``.
+    ``candidate``: the judged text(s); when they carry judge-format pieces the
+    reply is flagged ``injection_suspected`` (:func:`injection_flags`, D.14).
     """
     r = await ask_structured(judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE,
                              label="judge")
+    texts = [candidate] if isinstance(candidate, str) else list(candidate or [])
     return JudgeReply(judge=judge.name, parsed=r.parsed, raw=r.raw, attempts=r.attempts, error=r.error,
-                      mode=r.mode, note=r.note, reasoning=r.reasoning, call_failed=r.call_failed)
+                      mode=r.mode, note=r.note, reasoning=r.reasoning, call_failed=r.call_failed,
+                      flags=injection_flags(*texts))

@@ -40,7 +40,7 @@ from ..core import (Evidence, Item, ModelCallError, Response, Rubric, Score, Sgi
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
 from .base import Metric, ScoringContext
-from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, parse_json_object
+from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, injection_flags, parse_json_object
 
 __all__ = ["RubricMetric", "CriterionScore", "RubricJudgement", "judgement_schema", "tool_loop", "ToolLoopResult",
            "rubric_prompt", "DEFAULT_TOOL_BUDGET", "JUDGE_TOOLS"]
@@ -303,14 +303,14 @@ class RubricMetric(Metric):
                     try:
                         parsed = schema.model_validate(parse_json_object(text))
                         evidence.insert(0, JudgeReply(judge=judge.name, parsed=parsed, raw=[text], attempts=1,
-                                                      mode="prompt").evidence())
+                                                      mode="prompt", flags=injection_flags(response.text)).evidence())
                         return _Verdict(judge.name, parsed, evidence, None, note)
                     except (ValueError, ValidationError):
                         pass
                 used = len(loop.tools_used)
                 msgs.append(HumanMessage(content=f"Tool use is over ({used} call(s) made). Reply now with only the "
                                                  "JSON object: a score for every criterion."))
-        reply = await ask_judge(judge, msgs, schema, max_attempts=self.max_attempts)
+        reply = await ask_judge(judge, msgs, schema, max_attempts=self.max_attempts, candidate=response.text)
         evidence.insert(0, reply.evidence())
         return _Verdict(judge.name, reply.parsed, evidence, reply.error, note)
 

@@ -380,7 +380,7 @@ class SFBenchExplanation(Metric):
         msgs = judge_messages(item, pred, expl)
         evidence, verdicts, errors = [], {}, []
         for j in judges:
-            reply = await ask_judge(j, msgs, ExplanationVerdict)
+            reply = await ask_judge(j, msgs, ExplanationVerdict, candidate=response.text)
             evidence.append(reply.evidence())
             if reply.parsed is None:
                 errors.append(f"{j.name}: {reply.error}")

@@ -325,7 +325,9 @@ def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any
 def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
     """Failed responses and scores (status != ok) for the Failures section;
     not-applicable scores (:func:`not_applicable`) are kept apart in
-    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures."""
+    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures;
+    scores whose evidence raises a flag (``injection_suspected``, METRICS.md
+    D.14) are counted in ``flags`` ({total, by_flag, rows, more}), whatever their status."""
     rows, na = [], []
     for r in responses:
         if not r.ok:
@@ -338,8 +340,14 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
             (na if not_applicable(s) else rows).append(row)
     by_status = Counter(r["status"] for r in rows)
     by_metric = Counter(r["metric"] for r in na)
-    return {"total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
+    flagged = [{"item": s.item_id, "model": s.model, "metric": s.metric, "flags": ", ".join(s.flags)}
+               for s in scores if s.flags]
+    flag_counts = Counter(f for s in scores for f in s.flags)
+    return {"flags": {"total": len(flagged), "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}"
+                                                                  for k, v in sorted(flag_counts.items())),
+                      "rows": flagged[:limit], "more": max(0, len(flagged) - limit)},
             "apart": reply_flags(responses, scores),
+            "total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
             "rows": rows[:limit], "more": max(0, len(rows) - limit),
             "not_applicable": {"total": len(na), "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
                                "rows": na[:limit], "more": max(0, len(na) - limit)}}

@@ -334,7 +334,7 @@ class StepLevelAccuracyMetric(Metric):
         per_judge: dict[str, Any] = {}
         errors: list[str] = []
         for j in judges:
-            reply = await ask_judge(j, messages, StepJudgements)
+            reply = await ask_judge(j, messages, StepJudgements, candidate=text)
             if reply.parsed is None:
                 errors.append(f"{j.name}: {reply.error}")
                 evidence.append(reply.evidence())

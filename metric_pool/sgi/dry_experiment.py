@@ -450,7 +450,7 @@ class DryExperimentMetric(Metric):
             else:
                 msgs = [SystemMessage(content=DRY_JUDGE_SYSTEM), HumanMessage(content=DRY_JUDGE_TEMPLATE.format(
                     reference=as_data(t["output"], "REFERENCE_OUTPUT"), output=as_data(out, "MODEL_OUTPUT")))]
-                reply = await ask_judge(judge, msgs, DryJudgement, max_attempts=self.judge_attempts)
+                reply = await ask_judge(judge, msgs, DryJudgement, max_attempts=self.judge_attempts, candidate=out)
                 evidence.append(reply.evidence(test=i))
                 if reply.parsed is None:
                     judge_error = f"unit test {i}: {reply.error}"

@@ -72,9 +72,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from ...core import IDEA_GENERATION, InputError, Item, ModelCallError, Response, Score
 from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
+from ...models.structured import ask_structured
 from ..base import Metric, ScoringContext
 from ..embeddings import cosine_matrix, get_embedder
-from ..judge import DATA_NOTICE, as_data
+from ..judge import DATA_NOTICE, INJECTION_FLAG, as_data, injection_flags
 from .common import spec
 
 __all__ = [
@@ -591,38 +592,46 @@ def decide(g: int, n_judges: int, dim: str) -> str:
     return "tie"
 
 
+_VOTE_LINE = re.compile(r"(effectiveness|novelty|detailedness|feasibility|overall)\s*:\s*\[?\s*win\s*[ab]\b", re.I)
+
+
+def vote_injection_flags(candidate: str) -> list[str]:
+    """``["injection_suspected"]`` when the generated idea carries the judge's
+    own vote lines ("Novelty: [Win B]") or other judge-format pieces (D.14)."""
+    return [INJECTION_FLAG] if (_VOTE_LINE.search(candidate or "") or injection_flags(candidate)) else []
+
+
 async def judge_call(judge: NamedModel, prompt: str, *, swapped: bool,
-                     max_attempts: int = MAX_JUDGE_ATTEMPTS) -> dict[str, Any]:
-    """One (judge, order) call with up to ``max_attempts`` attempts; an unparsable
-    reply is retried with the parse problem shown to the judge.  Returns an
-    evidence dict: tool, judge, order, raw (every reply), attempts, votes
-    (generated-vs-reference orientation: swapped verdicts already flipped; None
-    when no attempt parsed), error, call_failed (True when the model could not
-    be reached)."""
-    msgs: list = [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=prompt)]
-    ev: dict[str, Any] = {"tool": "judge", "judge": judge.name,
-                          "order": "A=generated,B=reference" if swapped else "A=reference,B=generated",
-                          "raw": [], "attempts": 0, "votes": None, "error": None, "call_failed": False}
-    for attempt in range(1, max_attempts + 1):
-        ev["attempts"] = attempt
-        try:
-            out = await ainvoke(judge, msgs)
-        except ModelCallError as e:
-            ev["error"] = f"judge call failed: {e.message}"
-            ev["call_failed"] = True
-            return ev
-        text = message_text(out)
-        ev["raw"].append(text)
+                     max_attempts: int = MAX_JUDGE_ATTEMPTS, candidate: str = "") -> dict[str, Any]:
+    """One (judge, order) call with up to ``max_attempts`` attempts through
+    :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
+    loop; the five vote lines are a text format read by :func:`parse_votes`);
+    an unparsable reply is retried with the parse problem shown to the judge.
+    Returns an evidence dict: tool, judge, order, raw (every reply), attempts,
+    votes (generated-vs-reference orientation: swapped verdicts already
+    flipped; None when no attempt parsed), error, call_failed (True when the
+    model could not be reached), flags (``injection_suspected`` when
+    ``candidate``, the generated idea, carries vote lines, D.14)."""
+
+    def votes_of(text: str) -> dict[str, dict[str, str]]:
         votes = parse_votes(text)
-        if votes is not None:
-            ev["votes"] = flip_votes(votes) if swapped else votes
-            ev["error"] = None
-            return ev
-        ev["error"] = f"unparsable judge reply after {attempt} attempt(s)"
-        msgs = msgs + [AIMessage(content=text), HumanMessage(
-            content="Your reply could not be parsed: every one of the five lines must read "
-                    "'<Dimension>: [Win A] because ...' or '<Dimension>: [Win B] because ...'. Reply again in that format.")]
-    return ev
+        if votes is None:
+            raise ValueError("every one of the five lines must read '<Dimension>: [Win A] because ...' "
+                             "or '<Dimension>: [Win B] because ...'")
+        return votes
+
+    r = await ask_structured(judge, [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=prompt)],
+                             parse=votes_of, max_attempts=max_attempts, label="judge",
+                             retry_hint="Reply again in that format.")
+    votes = r.parsed
+    error = r.error
+    if votes is None and not r.call_failed:
+        error = f"unparsable judge reply after {r.attempts} attempt(s)"
+    return {"tool": "judge", "judge": judge.name,
+            "order": "A=generated,B=reference" if swapped else "A=reference,B=generated",
+            "raw": r.raw, "attempts": r.attempts, "structured": r.mode,
+            "votes": (flip_votes(votes) if swapped else votes) if votes is not None else None,
+            "error": error, "call_failed": r.call_failed, "flags": vote_injection_flags(candidate)}
 
 
 # ------------------------------------------------------------------ the metric
@@ -779,8 +788,8 @@ class IdeaGenerationMetric(Metric):
 
         async def both_orders(j: NamedModel) -> list[dict[str, Any]]:
             # the two orders of one judge run one after the other (as the code does); judges run concurrently
-            first = await judge_call(j, normal, swapped=False, max_attempts=self.judge_attempts)
-            second = await judge_call(j, swapped, swapped=True, max_attempts=self.judge_attempts)
+            first = await judge_call(j, normal, swapped=False, max_attempts=self.judge_attempts, candidate=gen_text)
+            second = await judge_call(j, swapped, swapped=True, max_attempts=self.judge_attempts, candidate=gen_text)
             return [first, second]
 
         evidence = [e for pair in await asyncio.gather(*(both_orders(j) for j in judges)) for e in pair]

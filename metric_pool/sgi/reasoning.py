@@ -310,7 +310,7 @@ class ReasoningValidityMetric(Metric):
             return self.failed(item, response, "input_error", str(e))
         values, evidence, errors, per_judge = [], [], [], {}
         for j in judges:
-            reply = await ask_judge(j, messages, ReasoningValidityJudgement)
+            reply = await ask_judge(j, messages, ReasoningValidityJudgement, candidate=response.text)
             if reply.parsed is None:
                 errors.append(f"{j.name}: {reply.error}")
                 evidence.append(reply.evidence())
