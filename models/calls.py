@@ -14,7 +14,8 @@ Per call, in order:
    in-flight calls, ``RunConfig.max_concurrency``; :func:`set_max_concurrency`
    outside runs; :mod:`sgieval.models.context`) bounds the calls; it is held
    only while a request is in flight, never during backoff sleeps.
-4. **Retries**: HTTP 408/409/429/5xx, timeouts and connection errors are
+4. **Retries** (:mod:`sgieval.core.retry`, the one retry policy, on tenacity):
+   HTTP 408/409/429/5xx, timeouts and connection errors are
    retried with jittered exponential backoff
    ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)``; a 429's
    ``Retry-After`` / ``retry-after-ms`` header is honoured (the wait is at least
@@ -37,8 +38,6 @@ with the last reason; callers record it as a failed Response/Score, never a zero
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import random
 import time
 from typing import Any, Sequence
 
@@ -53,6 +52,7 @@ from ..core import (
     reply_status,
     split_reasoning,
 )
+from ..core import retry as _retry
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
@@ -140,37 +140,9 @@ def _retryable(exc: BaseException) -> bool:
     return any(k in name for k in ("timeout", "connection", "ratelimit", "serviceunavailable", "internalserver"))
 
 
-def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or
-    ``Retry-After`` as seconds or an HTTP date), or None."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None)
-    if not headers:
-        return None
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000.0)
-        ra = headers.get("retry-after")
-    except Exception:  # noqa: BLE001 - odd header containers
-        return None
-    if ra is None:
-        return None
-    try:
-        return max(0.0, float(ra))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(ra)
-        return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
-def backoff_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None) -> float:
-    """Jittered exponential backoff after failed attempt ``attempt`` (1-based):
-    ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)`` seconds."""
-    r = (rng or random).random()
-    return min(max_delay_s, base_delay_s * (2 ** (attempt - 1))) * (0.5 + r)
+retry_after_s = _retry.retry_after_s
+backoff_s = _retry.backoff_s
+"""Re-exported from :mod:`sgieval.core.retry` (the one retry policy)."""
 
 
 def _reason(exc: BaseException | None, timeout_s: float) -> str:
@@ -247,37 +219,39 @@ async def ainvoke(
         book.check_budget(model.name, who)
 
     sem = _semaphore(provider_key(model))
-    last: BaseException | None = None
     started = time.perf_counter()
-    attempt = 0
+    attempt = 0          # attempts made, over every round below
     allowed = max_attempts
     dropped_one = False
     longer: dict[str, Any] = {}  # max_tokens of the retry of a truncated judge reply (D.10)
-    while attempt < allowed:
-        attempt += 1
+    while True:
+        # one round of the one retry policy (sgieval.core.retry) for transient errors; a round ends in a
+        # reply, or in an error that the two special retries below may answer once each
+        async def attempt_once(target: Any = target, extra: dict[str, Any] = dict(longer)) -> Any:
+            async with sem:  # held only while a request is in flight, never during backoff sleeps
+                return await asyncio.wait_for(target.ainvoke(messages, **extra), timeout=timeout_s)
+
+        policy = _retry.RetryPolicy(max_attempts=max(1, allowed - attempt), base_delay_s=base_delay_s,
+                                    max_delay_s=max_delay_s, max_retry_after_s=max_retry_after_s)
         try:
-            async with sem:
-                out = await asyncio.wait_for(target.ainvoke(messages, **longer), timeout=timeout_s)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: BLE001 - classified below
-            last = e
-            if not _retryable(e):
-                if not dropped_one and _status(e) == 400:
-                    retry_target = _without_rejected_param(model, target, e)
-                    if retry_target is not None:  # issue 11 item 1: once, without the parameter
-                        dropped_one, target, allowed = True, retry_target, allowed + 1
-                        if key is not None:
-                            key = _cache.cache_key_for(model, messages)
-                        continue
-                break
-            if attempt < allowed:
-                wait = backoff_s(attempt, base_delay_s, max_delay_s)
-                ra = retry_after_s(e)
-                if ra is not None:
-                    wait = max(wait, min(ra, max_retry_after_s))
-                await asyncio.sleep(wait)
-            continue
+            out, n = await _retry.aretry(attempt_once, policy, _retryable)
+        except _retry.RetriesExhausted as e:
+            attempt += e.attempts
+            if not dropped_one and not _retryable(e.last) and _status(e.last) == 400:
+                retry_target = _without_rejected_param(model, target, e.last)
+                if retry_target is not None:  # issue 11 item 1: once, without the parameter
+                    dropped_one, target, allowed = True, retry_target, allowed + 1
+                    if key is not None:
+                        key = _cache.cache_key_for(model, messages)
+                    continue
+            latency = time.perf_counter() - started
+            if book is not None:
+                book.record(model.name, who, latency_s=latency, error=_reason(e.last, timeout_s))
+            if _status(e.last) in (401, 403):
+                raise credentials_error(model, _status(e.last)) from None
+            raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(e.last, timeout_s)}",
+                                 what=model.name) from None
+        attempt += n
         latency = time.perf_counter() - started
         cost = None
         if book is not None:
@@ -301,12 +275,6 @@ async def ainvoke(
         _annotate(out, latency_s=latency, attempts=attempt, cached=False, cost=cost,
                   finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None)
         return out
-    latency = time.perf_counter() - started
-    if book is not None:
-        book.record(model.name, who, latency_s=latency, error=_reason(last, timeout_s))
-    if last is not None and _status(last) in (401, 403):
-        raise credentials_error(model, _status(last))
-    raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(last, timeout_s)}", what=model.name)
 
 
 DEFAULT_RETRY_MAX_TOKENS = 4096

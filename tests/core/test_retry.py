@@ -1,0 +1,79 @@
+"""The one retry policy (sgieval.core.retry, issue 10 item 5), used by model calls and web search."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgieval.core.retry import RetriesExhausted, RetryPolicy, aretry, retry
+
+
+class Flaky(Exception):
+    def __init__(self, msg: str = "flaky", headers: dict | None = None):
+        super().__init__(msg)
+        self.headers = headers or {}
+
+
+def script(*steps):
+    it = iter(steps)
+
+    def fn():
+        s = next(it)
+        if isinstance(s, BaseException):
+            raise s
+        return s
+    return fn
+
+
+def test_sync_retry_counts_attempts_and_waits_with_backoff(monkeypatch):
+    import random
+
+    monkeypatch.setattr(random, "random", lambda: 0.5)       # U(0.5, 1.5) -> 1.0: waits are the bare formula
+    waits: list[float] = []
+    policy = RetryPolicy(max_attempts=4, base_delay_s=1.0, max_delay_s=3.0)
+    out, attempts = retry(script(Flaky(), Flaky(), Flaky(), "ok"), policy, lambda e: isinstance(e, Flaky),
+                          sleep=waits.append)
+    assert (out, attempts) == ("ok", 4)
+    assert waits == [1.0, 2.0, 3.0]     # 1 * 2**0, 1 * 2**1, min(3, 1 * 2**2)
+
+
+def test_retry_after_header_wins_over_a_shorter_backoff(monkeypatch):
+    import random
+
+    monkeypatch.setattr(random, "random", lambda: 0.5)
+    waits: list[float] = []
+    policy = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=1.0, max_retry_after_s=5.0)
+    retry(script(Flaky(headers={"retry-after": "2"}), Flaky(headers={"retry-after": "60"}), "ok"), policy,
+          lambda e: True, sleep=waits.append)
+    assert waits == [2.0, 5.0]          # the header's 2 s; 60 s capped at max_retry_after_s
+
+
+def test_non_retryable_error_stops_at_once_and_exhaustion_names_the_attempts():
+    with pytest.raises(RetriesExhausted) as e:
+        retry(script(ValueError("bad request")), RetryPolicy(max_attempts=5), lambda e: isinstance(e, Flaky),
+              sleep=lambda s: None)
+    assert e.value.attempts == 1 and isinstance(e.value.last, ValueError)
+    with pytest.raises(RetriesExhausted) as e:
+        retry(script(Flaky("a"), Flaky("b")), RetryPolicy(max_attempts=2), lambda e: True, sleep=lambda s: None)
+    assert e.value.attempts == 2 and str(e.value.last) == "b"
+
+
+async def test_async_retry():
+    steps = iter([Flaky(), "done"])
+    waits: list[float] = []
+
+    async def fn():
+        s = next(steps)
+        if isinstance(s, BaseException):
+            raise s
+        return s
+
+    async def sleep(s):
+        waits.append(s)
+
+    out, attempts = await aretry(fn, RetryPolicy(max_attempts=3, base_delay_s=0.1), lambda e: True, sleep=sleep)
+    assert (out, attempts) == ("done", 2) and len(waits) == 1 and 0.05 <= waits[0] <= 0.15
+
+
+def test_policy_rejects_zero_attempts():
+    with pytest.raises(ValueError, match="max_attempts must be >= 1"):
+        RetryPolicy(max_attempts=0)
