@@ -30,7 +30,7 @@ import json
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
@@ -40,7 +40,8 @@ from ..core import InputError, Item, ModelCallError
 from ..metric_pool.judge import ask_judge as ask_structured
 from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
-from ..models.calls import ainvoke, message_text
+from ..models.calls import message_text
+from ..models.tool_loop import bind_tools, run_tool_loop
 from ..core import (DEEP_RESEARCH, DRY_EXPERIMENT, EXPERIMENTAL_REASONING, FEASIBILITY, IDEA_GENERATION,
                     OPEN_CREATIVITY, WET_EXPERIMENT)
 
@@ -345,61 +346,56 @@ items) and a one-sentence reason. Leave a facet out when the request does not co
 
 def bind_catalog_tools(agent: NamedModel, tools: list[BaseTool]) -> Any | None:
     """``agent.chat.bind_tools(tools)``, or None when the chat model has no
-    tool calling (``bind_tools`` raises NotImplementedError)."""
-    chat = agent.chat
-    if chat is None or not hasattr(chat, "bind_tools"):
-        return None
-    try:
-        return chat.bind_tools(tools)
-    except NotImplementedError:
-        return None
+    tool calling (:func:`sgieval.models.tool_loop.bind_tools`)."""
+    return bind_tools(agent, tools)
 
 
 async def tool_plan(request: str, catalog: Catalog, agent: NamedModel, bound: Any, k: int | None, seed: int,
                     *, max_steps: int = 8) -> tuple[SelectionPlan, list[dict[str, Any]]]:
-    """The tool-calling loop: the model calls catalog tools (their results go
-    back as ToolMessages) until it calls ``submit_selection_plan`` (or
-    answers with a JSON plan in plain text).  Returns (cleaned plan, trace of
-    ``{"tool", "args", "result"}`` per call).  Raises ValueError after
+    """The tool-calling loop (the one tool loop,
+    :func:`sgieval.models.tool_loop.run_tool_loop`): the model calls catalog
+    tools (their results go back as ToolMessages) until it calls
+    ``submit_selection_plan`` (or answers with a JSON plan in plain text).
+    Returns (cleaned plan, trace of ``{"tool", "args", "result"}`` per call;
+    a plain-text reply is ``{"tool": None, ...}``).  Raises ValueError after
     ``max_steps`` turns without a plan, ModelCallError when a call fails."""
     tools = {t.name: t for t in catalog_tools(catalog, seed)}
     msgs: list[Any] = [SystemMessage(content=TOOL_SYSTEM),
                        HumanMessage(content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
                                             f"Request: {request or '(none: evaluate everything)'}")]
-    calls: list[dict[str, Any]] = []
-    for _ in range(max_steps):
-        msg = await ainvoke(agent, msgs, runnable=bound)
-        if not isinstance(msg, AIMessage):
-            msg = AIMessage(content=message_text(msg))
-        msgs.append(msg)
-        if not msg.tool_calls:
-            text = message_text(msg)
-            calls.append({"tool": None, "args": {}, "result": text[:500]})
+    trace: list[dict[str, Any]] = []
+    plan: list[PlanArgs] = []
+
+    async def execute(name: str, args: dict[str, Any]) -> str:
+        if name == SUBMIT_TOOL:
             try:
-                obj = parse_json_object(text)
-                args = PlanArgs.model_validate(obj)
-            except (ValueError, TypeError) as e:
-                msgs.append(HumanMessage(content=f"No plan received ({str(e)[:200]}). Call {SUBMIT_TOOL} with the "
-                                                 "filters, k and reason."))
-                continue
-            return _clean_plan(SelectionPlan(**args.model_dump()), catalog, agent, k, seed), calls
-        submitted: PlanArgs | None = None
-        for tc in msg.tool_calls:
-            name, args, tid = tc["name"], dict(tc.get("args") or {}), tc.get("id") or ""
-            if name == SUBMIT_TOOL:
-                try:
-                    submitted = PlanArgs.model_validate({**args, "filters": _filters_arg(args.get("filters"))})
-                    result = "plan received"
-                except (ValueError, TypeError, InputError) as e:
-                    result = f"error: invalid plan ({str(e)[:300]}); call {SUBMIT_TOOL} again"
-            elif name in tools:
-                result = tools[name].invoke(args)
-            else:
-                result = f"error: unknown tool {name!r}; use one of {sorted(tools) + [SUBMIT_TOOL]}"
-            calls.append({"tool": name, "args": args, "result": str(result)[:2000]})
-            msgs.append(ToolMessage(content=str(result), tool_call_id=tid, name=name))
-        if submitted is not None:
-            return _clean_plan(SelectionPlan(**submitted.model_dump()), catalog, agent, k, seed), calls
+                plan.append(PlanArgs.model_validate({**args, "filters": _filters_arg(args.get("filters"))}))
+                result = "plan received"
+            except (ValueError, TypeError, InputError) as e:
+                result = f"error: invalid plan ({str(e)[:300]}); call {SUBMIT_TOOL} again"
+        else:
+            result = str(tools[name].invoke(args))
+        trace.append({"tool": name, "args": args, "result": result[:2000]})
+        return result
+
+    def unknown(name: str, args: dict[str, Any]) -> str:
+        result = f"error: unknown tool {name!r}; use one of {sorted(tools) + [SUBMIT_TOOL]}"
+        trace.append({"tool": name, "args": args, "result": result})
+        return result
+
+    def on_text(msg: AIMessage) -> str | None:
+        text = message_text(msg)
+        trace.append({"tool": None, "args": {}, "result": text[:500]})
+        try:
+            plan.append(PlanArgs.model_validate(parse_json_object(text)))
+            return None
+        except (ValueError, TypeError) as e:
+            return f"No plan received ({str(e)[:200]}). Call {SUBMIT_TOOL} with the filters, k and reason."
+
+    loop = await run_tool_loop(agent, msgs, bound, execute, offered=[*tools, SUBMIT_TOOL], max_turns=max_steps,
+                               on_text=on_text, done=lambda: bool(plan), unknown_tool=unknown)
+    if loop.stopped in ("answered", "finished") and plan:
+        return _clean_plan(SelectionPlan(**plan[-1].model_dump()), catalog, agent, k, seed), trace
     raise ValueError(f"no {SUBMIT_TOOL} call within {max_steps} model turns")
 
 

@@ -32,13 +32,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from ..core import (Evidence, Item, ModelCallError, Response, Rubric, Score, SgievalError, ToolCallEvidence, as_evidence,
                     criterion_key)
 from ..models.base import NamedModel
-from ..models.calls import ainvoke, message_text
+from ..models.calls import message_text
+from ..models.tool_loop import run_tool_loop
 from .base import Metric, ScoringContext
 from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, injection_flags, parse_json_object
 
@@ -177,7 +178,8 @@ def _tool_content(out: Any) -> str:
 
 async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: Any, *,
                     allowed: Sequence[str] = JUDGE_TOOLS, budget: int = DEFAULT_TOOL_BUDGET) -> ToolLoopResult:
-    """Let ``model`` call the pool's ``allowed`` tools, at most ``budget`` calls.
+    """Let ``model`` call the pool's ``allowed`` tools, at most ``budget`` calls,
+    through the one tool loop (:func:`sgieval.models.tool_loop.run_tool_loop`).
 
     The tools are bound with ``model.chat.bind_tools``; a model without tool
     calling (NotImplementedError), an empty pool or ``budget`` 0 returns at
@@ -200,45 +202,35 @@ async def tool_loop(model: NamedModel, messages: Sequence[BaseMessage], pool: An
     except (NotImplementedError, AttributeError, TypeError, ValueError) as e:
         return ToolLoopResult(msgs, note=f"{model.name} does not support tool calling ({type(e).__name__}); "
                                          "judged without tools")
-    evidence: list[ToolCallEvidence] = []
-    last: AIMessage | None = None
-    names = {t.name for t in tools}
-    attempted = 0
+    per_call: list[list[ToolCallEvidence]] = []   # the pool's evidence of each call run, in call order
+
     with pool.budget(budget) as b:
-        while True:
-            last = await ainvoke(model, msgs, runnable=bound)
-            msgs.append(last)
-            calls = list(getattr(last, "tool_calls", None) or [])
-            if not calls:
-                break
-            for tc in calls:
-                attempted += 1
-                name, args, cid = tc.get("name", ""), dict(tc.get("args") or {}), tc.get("id") or ""
-                if b.used >= budget:
-                    evidence.append(ToolCallEvidence(tool=name, input=args, duration_s=0.0, refused=True, judge=model.name,
-                                                     output=f"refused: budget of {budget} tool calls used up"))
-                    msgs.append(ToolMessage(content=f"Error: tool call budget of {budget} calls is used up; "
-                                                    "answer with the evidence gathered so far.", tool_call_id=cid))
-                    continue
-                if name not in names:
-                    evidence.append(ToolCallEvidence(tool=name, input=args, output="refused: tool not offered",
-                                                     duration_s=0.0, refused=True, judge=model.name))
-                    msgs.append(ToolMessage(content=f"Error: no tool {name!r}; tools: {sorted(names)}", tool_call_id=cid))
-                    continue
-                n_before = len(b.calls)
-                try:
-                    out, _ev = await pool.acall(name, **args)
-                    content = _tool_content(out)
-                except SgievalError as e:
-                    content = f"Error: {e.one_line()}"
-                except Exception as e:  # noqa: BLE001 - a tool failure is reported to the judge, not raised
-                    content = f"Error: {type(e).__name__}: {e}"
-                for ev in b.calls[n_before:]:
-                    evidence.append(as_evidence({**ev, "judge": model.name}))
-                msgs.append(ToolMessage(content=content, tool_call_id=cid))
-            if b.used >= budget or attempted >= budget:
-                break
-    return ToolLoopResult(msgs, evidence=evidence, last=last)
+        async def execute(name: str, args: dict[str, Any]) -> str:
+            n_before = len(b.calls)
+            try:
+                out, _ev = await pool.acall(name, **args)
+                content = _tool_content(out)
+            except SgievalError as e:
+                content = f"Error: {e.one_line()}"
+            except Exception as e:  # noqa: BLE001 - a tool failure is reported to the judge, not raised
+                content = f"Error: {type(e).__name__}: {e}"
+            per_call.append([as_evidence({**ev, "judge": model.name}) for ev in b.calls[n_before:]])
+            return content
+
+        loop = await run_tool_loop(model, msgs, bound, execute, offered=[t.name for t in tools], max_calls=budget,
+                                   max_turns=budget + 1)
+    # refused calls become evidence too, in call order
+    evidence: list[ToolCallEvidence] = []
+    ran = iter(per_call)
+    for c in loop.calls:
+        if c.refused:
+            why = (f"refused: budget of {budget} tool calls used up" if "budget" in c.content
+                   else "refused: tool not offered")
+            evidence.append(ToolCallEvidence(tool=c.name, input=c.args, output=why, duration_s=0.0, refused=True,
+                                             judge=model.name))
+        else:
+            evidence.extend(next(ran, []))
+    return ToolLoopResult(loop.messages, evidence=evidence, last=loop.last)
 
 
 # ------------------------------------------------------------------------ metric
