@@ -67,11 +67,10 @@ from typing import Any, Callable, Sequence
 
 import networkx as nx
 import numpy as np
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
-from ...core import IDEA_GENERATION, InputError, Item, ModelCallError, Response, Score
+from ...core import IDEA_GENERATION, InputError, Item, Response, Score
 from ...models.base import NamedModel
-from ...models.calls import ainvoke, message_text
 from ...models.structured import ask_structured
 from ..base import Metric, ScoringContext
 from ..embeddings import cosine_matrix, get_embedder
