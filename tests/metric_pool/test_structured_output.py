@@ -149,3 +149,22 @@ def test_legacy_evidence_dicts_read_as_typed_records():
     dumped = json.loads(s.model_dump_json())
     assert [e["kind"] for e in dumped["evidence"]] == ["judge_reply", "tool_call", "sandbox_run"]
     assert Score.model_validate(dumped) == s
+
+
+def test_direct_transport_keeps_structured_calls_off_the_sdk_across_event_loops(monkeypatch):
+    """A JSON-schema response_format is plain request JSON: ChatOpenAIDirect posts it itself (aiohttp), so a
+    second event loop in the same process (resume, notebooks) does not hit the SDK's per-process client."""
+    import asyncio
+
+    monkeypatch.setenv("SGIEVAL_OPENAI_TRANSPORT", "direct")
+    with MockOpenAI(replies=['{"judgment": "ok", "score": 5}']) as mock:
+        judge = resolve_model("openai:mock-judge", "judge", base_url=mock.url)
+        for i in range(2):
+            reply = asyncio.run(ask_judge(judge, [*MSGS, HumanMessage(content=f"loop {i}")], Verdict))
+            assert reply.parsed == Verdict(judgment="ok", score=5) and reply.mode == "json_schema"
+        # the same structured call again is answered by the call cache (the bound schema is part of the key)
+        again = asyncio.run(ask_judge(judge, [*MSGS, HumanMessage(content="loop 0")], Verdict))
+        assert again.parsed == Verdict(judgment="ok", score=5)
+        log = mock.log()
+    assert len(log) == 2 and all("aiohttp" in e["user_agent"] for e in log)
+    assert all(e["response_format"]["json_schema"]["name"] == "Verdict" for e in log)
