@@ -19,7 +19,7 @@ from typing import Any, Generic, Sequence, TypeVar
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
-from ..core import JudgeReplyEvidence
+from ..core import JudgeReplyEvidence, split_reasoning
 from ..models.base import NamedModel
 from ..models.structured import (
     LATEX_COMMANDS_NRT,
@@ -28,7 +28,6 @@ from ..models.structured import (
     parse_json_object,
     protect_latex_escapes,
     schema_instruction,
-    split_reasoning,
 )
 
 __all__ = ["ask_judge", "JudgeReply", "as_data", "DATA_NOTICE", "neutralise", "injection_signals", "injection_flags",

@@ -11,7 +11,7 @@ last ``</think>`` is never parsed.
 
 Public names: :func:`ask_structured` (the loop), :class:`StructuredReply`,
 :func:`native_structured` (which native mode a model offers),
-:func:`parse_json_object`, :func:`split_reasoning`,
+:func:`parse_json_object`,
 :func:`protect_latex_escapes`, :func:`schema_instruction`.
 
 Every call goes through :func:`sgieval.models.calls.ainvoke` (cache, budget,
@@ -31,11 +31,11 @@ import json_repair
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
-from ..core import ModelCallError
+from ..core import ModelCallError, final_text, split_reasoning
 from .base import NamedModel
 from .calls import ainvoke, message_text
 
-__all__ = ["ask_structured", "StructuredReply", "native_structured", "parse_json_object", "split_reasoning",
+__all__ = ["ask_structured", "StructuredReply", "native_structured", "parse_json_object",
            "protect_latex_escapes", "schema_instruction", "StructuredMode", "LATEX_COMMANDS_NRT"]
 
 T = TypeVar("T")
@@ -53,28 +53,6 @@ def schema_instruction(schema: type[BaseModel]) -> str:
         "Reply with a single JSON object and nothing else, matching this JSON schema:\n"
         + json.dumps(schema.model_json_schema(), ensure_ascii=False)
     )
-
-
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
-
-
-def split_reasoning(text: str) -> tuple[str, str]:
-    """(final text, reasoning) of a reply (METRICS.md D.8).
-
-    The text up to and including the last ``</think>`` is the reasoning; the
-    rest is the final text that gets parsed.  A reply with ``<think>`` and no
-    ``</think>`` has no final text (``("", text)``): the judge never finished
-    thinking, so nothing in it is its answer.  Without think tags the whole
-    reply is the final text and the reasoning is ``""``.
-    """
-    text = text or ""
-    i = text.rfind(THINK_CLOSE)
-    if i >= 0:
-        return text[i + len(THINK_CLOSE):], text[: i + len(THINK_CLOSE)]
-    if THINK_OPEN in text:
-        return "", text
-    return text, ""
 
 
 LATEX_COMMANDS_NRT = frozenset("""
@@ -133,14 +111,13 @@ def parse_json_object(text: str) -> Any:
     """The JSON object or list a judge replied with (code fences allowed), repaired.
 
     Before parsing: the reasoning up to the last ``</think>`` is removed
-    (:func:`split_reasoning`, METRICS.md D.8: a draft inside ``<think>`` is
-    never the answer; an unclosed ``<think>`` leaves nothing to parse) and
+    (:func:`sgieval.core.final_text`, METRICS.md D.8: a draft inside
+    ``<think>`` is never the answer; an unclosed ``<think>`` leaves nothing to parse) and
     LaTeX backslashes are protected (:func:`protect_latex_escapes`).  A reply
     that is one JSON value wins; otherwise the last fenced block, then the
     text from its first ``{``/``[``, are repaired with ``json_repair``.
     Raises ValueError when there is none."""
-    text, _reasoning = split_reasoning(text or "")
-    text = protect_latex_escapes(text)
+    text = protect_latex_escapes(final_text(text or ""))
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         # a reply that is one JSON value wins over fences quoted inside its strings
@@ -232,8 +209,8 @@ class StructuredReply(Generic[T]):
     """Outcome of :func:`ask_structured`.
 
     ``parsed``: the validated value (None on failure); ``raw``: every reply
-    text, one per attempt; ``reasoning``: the reasoning part of each reply
-    (text up to the last ``</think>``, "" when none); ``attempts``;
+    text, one per attempt; ``reasoning``: the reasoning of each reply
+    (:func:`sgieval.core.split_reasoning`, "" when none); ``attempts``;
     ``error``: the reason when ``parsed`` is None; ``mode``: the path used
     (:data:`StructuredMode`); ``note``: why the native path was left, "" else;
     ``call_failed``: True when the model could not be reached (after the
@@ -300,7 +277,7 @@ async def ask_structured(
     base = _with_system(list(messages), system_note)
     caller: NamedModel = model
     mode: StructuredMode = "text" if parse is not None else "prompt"
-    if parse is None and native:
+    if parse is None and native and not {"response_format", "tools"} & set(model.dropped or {}):
         got = native_structured(model, schema)  # type: ignore[arg-type]
         if got is not None:
             caller, mode = got
@@ -309,7 +286,7 @@ async def ask_structured(
 
     def read(text: str) -> Any:
         if parse is not None:
-            return parse(split_reasoning(text)[0])
+            return parse(final_text(text))
         return schema.model_validate(parse_json_object(text))  # type: ignore[union-attr]
 
     attempt = 0
@@ -329,9 +306,18 @@ async def ask_structured(
             reply.error = f"{label} call failed: {e.message}"
             reply.call_failed = True
             return reply
+        refused = [p for p in ("response_format", "tools", "tool_choice") if p in (caller.dropped or {})]
+        if mode in ("json_schema", "function_calling") and refused:
+            # ainvoke dropped the format after the server's HTTP 400 naming it: the reply was asked without
+            # it; read it as text, and ask any retry with the prompt-embedded schema
+            reply.note = (f"native {mode} refused ({caller.dropped[refused[0]][:200]}); "
+                          "prompt-embedded schema used")
+            caller, mode = model, "prompt"
+            reply.mode = mode
+            msgs = _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
         text = _native_text(out, mode) if mode in ("json_schema", "function_calling") else message_text(out)
         reply.raw.append(text)
-        reply.reasoning.append(split_reasoning(text)[1])
+        reply.reasoning.append(split_reasoning(text)[0] or "")
         try:
             reply.parsed = read(text)
             reply.error = None

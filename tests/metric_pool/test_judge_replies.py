@@ -48,10 +48,10 @@ async def test_unclosed_think_has_no_answer_and_is_retried():
     assert out.parsed == Scored(score=7) and out.attempts == 2
 
 
-def test_split_reasoning():
-    assert split_reasoning("<think>a</think>\nb") == ("\nb", "<think>a</think>")
-    assert split_reasoning("<think>a") == ("", "<think>a")
-    assert split_reasoning("plain") == ("plain", "")
+def test_split_reasoning_is_the_core_one():
+    assert split_reasoning("<think>a</think>\nb") == ("a", "b")
+    assert split_reasoning("<think>a") == ("a", "")
+    assert split_reasoning("plain") == (None, "plain")
 
 
 # ------------------------------------------------------------------ LaTeX in JSON strings (issue 11 item 5)

@@ -59,7 +59,7 @@ async def test_native_reply_is_still_parsed_by_our_parser_think_and_latex():
         judge = resolve_model("openai:mock-judge", "judge", base_url=mock.url)
         reply = await ask_judge(judge, MSGS, Verdict)
     assert reply.parsed == Verdict(judgment="E = \\frac{1}{2}", score=9) and reply.attempts == 1
-    assert reply.reasoning == ['<think>{"judgment": "x", "score": 1}</think>']
+    assert reply.reasoning == ['{"judgment": "x", "score": 1}']
 
 
 async def test_native_parse_error_is_retried_with_the_schema_still_bound():
