@@ -379,13 +379,13 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | 
     for s in scores:
         if s.metric != "retrieval_novelty":
             continue
-        ev = next((e for e in (s.evidence or []) if isinstance(e, dict) and e.get("kind") == "retrieval"), None)
+        ev = next((e for e in (s.evidence or []) if getattr(e, "kind", None) == "retrieval"), None)
         if ev is None:
             continue
         works = "; ".join(f"{w.get('title', '')} ({w['similarity']:.3f})" if "similarity" in w else str(w.get("title"))
-                          for w in ev.get("works", [])) or "none found"
+                          for w in ev.works) or "none found"
         value = fmt(s.value) if s.value is not None else (s.error or s.status)
-        rows.append([s.item_id, s.model, value, works, ev.get("query", "")])
+        rows.append([s.item_id, s.model, value, works, ev.query])
     if not rows:
         return None
     body = ("Works retrieved for each idea (n = 4 requested; cosine similarity to the idea with the run's "

@@ -135,6 +135,8 @@ class _Evidence(_Record):
     beyond the shape (unit test number, judged steps, votes...)."""
 
     details: dict[str, Any] = Field(default_factory=dict)
+    flags: list[str] = Field(default_factory=list)
+    """Flags this record raises about the score, e.g. ``injection_suspected`` (METRICS.md D.14)."""
 
 
 class ToolCallEvidence(_Evidence):
@@ -166,14 +168,13 @@ class JudgeReplyEvidence(_Evidence):
     output tags, D.14)."""
 
     kind: Literal["judge_reply"] = "judge_reply"
-    judge: str
+    judge: str = ""
     raw: list[str] = Field(default_factory=list)
     attempts: int = 0
     error: str | None = None
     structured: str = ""
     note: str = ""
     reasoning: list[str] = Field(default_factory=list)
-    flags: list[str] = Field(default_factory=list)
 
 
 class SandboxRunEvidence(_Evidence):
@@ -192,13 +193,16 @@ class SandboxRunEvidence(_Evidence):
 class RetrievalEvidence(_Evidence):
     """Works retrieved for a score (METRICS.md E): ``query`` (exact text),
     ``works`` ([{"title", "source", "similarity"}...]), ``embedder``,
-    ``n_requested`` works asked for (None when not fixed)."""
+    ``n_requested`` works asked for (None when not fixed), ``n_found``,
+    ``backend`` (search backend)."""
 
     kind: Literal["retrieval"] = "retrieval"
     query: str = ""
     works: list[dict[str, Any]] = Field(default_factory=list)
     embedder: str = ""
     n_requested: int | None = None
+    n_found: int | None = None
+    backend: str = ""
 
 
 Evidence = Annotated[
@@ -236,15 +240,30 @@ def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
+    """A truthy ``injection_suspected`` key becomes that flag in ``flags``."""
+    if d.get("injection_suspected"):
+        d = {k: v for k, v in d.items() if k != "injection_suspected"}
+        d["flags"] = [*(d.get("flags") or []), "injection_suspected"]
+    return d
+
+
 def as_evidence(e: Any) -> Any:
     """A typed evidence record from a record, a dict with ``kind``, or a
     legacy dict (see :func:`_legacy_evidence`)."""
     if isinstance(e, _Evidence):
         return e
     if isinstance(e, dict):
+        e = _flag_keys(e)
         kind = e.get("kind")
         if kind in EVIDENCE_KINDS:
-            return EVIDENCE_KINDS[kind].model_validate(e)
+            cls = EVIDENCE_KINDS[kind]
+            fields = set(cls.model_fields)
+            out = {k: v for k, v in e.items() if k in fields}
+            extra = {k: v for k, v in e.items() if k not in fields}
+            if extra:  # keys beyond the shape (e.g. a retrieval's backend and counts) are kept in details
+                out["details"] = {**extra, **dict(out.get("details") or {})}
+            return cls.model_validate(out)
         return EVIDENCE_KINDS[_legacy_evidence(e)["kind"]].model_validate(_legacy_evidence(e))
     return e
 

@@ -254,6 +254,7 @@ def position_flips(scores: Sequence[Score]) -> tuple[float | None, int]:
     for s in scores:
         for e in s.evidence or []:
             ev = e if isinstance(e, dict) else getattr(e, "model_dump", lambda: {})()
+            ev = {**(ev.get("details") or {}), **ev}  # typed judge_reply evidence keeps order/votes in details
             votes, order, judge = ev.get("votes"), ev.get("order"), ev.get("judge")
             if not isinstance(votes, dict) or not order or not judge:
                 continue

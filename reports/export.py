@@ -70,7 +70,7 @@ def run_tables(items: Iterable[Item], responses: Iterable[Response], scores: Ite
     for s in scores:
         out["scores"].append({"item_id": s.item_id, **_facets(by_id, s.item_id), "model": s.model, "metric": s.metric,
                               "value": s.value, "status": s.status, "judge": s.judge, "rationale": s.rationale,
-                              "error": s.error, "evidence": _json(s.evidence), "details": _json(s.details)})
+                              "error": s.error, "evidence": _json([e.model_dump(mode="json") for e in s.evidence]), "details": _json(s.details)})
     return out
 
 

@@ -63,7 +63,8 @@ def record_flags(rec: Response | Score) -> list[str]:
     if data.get("status") == "empty":
         out.append("empty")
     if (extra.get("injection_suspected") or data.get("injection_suspected")
-            or any(isinstance(e, dict) and e.get("injection_suspected") for e in data.get("evidence") or [])):
+            or any(isinstance(e, dict) and (e.get("injection_suspected") or "injection_suspected" in (e.get("flags") or []))
+                   for e in data.get("evidence") or [])):
         out.append("injection_suspected")
     for f in [*(data.get("flags") or []), *(extra.get("flags") or [])]:
         out.append(str(f))
@@ -187,7 +188,7 @@ def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scor
         r = row_of[key]
         rows[r][4].append(len(sc))
         sc.append([r, metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)])
-        sc_text.append([s.rationale, s.evidence, s.error, s.details])
+        sc_text.append([s.rationale, [e.model_dump(mode="json") for e in s.evidence], s.error, s.details])
     # items without any record still get a row, so the table lists every selected item
     seen = {row[0] for row in rows}
     for n, _it in enumerate(items):

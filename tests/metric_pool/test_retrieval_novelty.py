@@ -68,10 +68,10 @@ async def test_close_idea_hand_computed(corpus):
     s_avg = sum(sims) / 4  # 0.743112
     assert nov.details["s_avg"] == pytest.approx(s_avg)
     assert nov.value == pytest.approx(10 * (1 - s_avg))  # 2.568884
-    assert sorted(w["title"] for w in nov.evidence[0]["works"]) == sorted(
+    assert sorted(w["title"] for w in nov.evidence[0].works) == sorted(
         ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"])
-    assert nov.evidence[0]["query"] == ("Graphene membranes filter seawater salt. Propose one research idea.")
-    assert nov.evidence[0]["backend"] == "bm25" and nov.evidence[0]["n_found"] == 4
+    assert nov.evidence[0].query == ("Graphene membranes filter seawater salt. Propose one research idea.")
+    assert nov.evidence[0].backend == "bm25" and nov.evidence[0].n_found == 4
     assert got["retrieval_novelty_reward"].value == 0.0  # 2.57 <= tau 5
     # the prompt asks for <answer>; reasoning closed and a non-empty answer: R_format 1; R = 1 + 0
     assert got["ttrl_reward"].value == 1.0

@@ -59,7 +59,10 @@ EXPECTED = {
         {"item_id": "t/0", "benchmark": "t", "task": "generic", "discipline": "chem", "direction": "d", "type": "x",
          "model": "m1", "metric": "exact_match", "value": 1.0, "status": "ok", "judge": "objective",
          "rationale": "exact", "error": None,
-         "evidence": '[{"input": "1+1", "kind": "tool_call", "output": "2", "tool": "run_python"}]', "details": "{}"},
+         # typed evidence (core.ToolCallEvidence) is exported with every field of its shape
+         "evidence": ('[{"details": {}, "duration_s": null, "error": null, "flags": [], "input": "1+1", '
+                      '"judge": null, "kind": "tool_call", "output": "2", "refused": false, "tool": "run_python"}]'),
+         "details": "{}"},
         {"item_id": "t/1", "benchmark": "t", "task": "generic", "discipline": "bio", "direction": "", "type": "",
          "model": "m1", "metric": "exact_match", "value": None, "status": "infra_error", "judge": "objective",
          "rationale": "", "error": "no response: timeout after 3 attempts", "evidence": "[]", "details": "{}"},
