@@ -15,9 +15,7 @@ binding, ``tool_choice``, usage metadata and ``response_metadata`` are the
 ones ``ChatOpenAI`` gives; the POST goes through one pooled
 :class:`aiohttp.ClientSession` per event loop.  Requests this path does not
 cover fall back to ``ChatOpenAI`` unchanged: streaming, the Responses API,
-a ``response_format`` given as a pydantic class (structured output parsed by
-the SDK; a JSON-schema dict, as :mod:`sgieval.models.structured` sends, stays
-on the direct path: it is plain request JSON), the synchronous
+``response_format`` (structured output parsed by the SDK), the synchronous
 ``invoke``, ``include_response_headers``, a custom ``http_async_client``,
 ``openai_proxy`` and an ``api_key`` given as a callable.
 
