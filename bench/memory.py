@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     a = ap.parse_args(argv)
 
     from sgieval.agents.evaluation import run_evaluation
-    from sgieval.core import GENERIC, Item, MetricSpec, Response, RunStore
+    from sgieval.core import GENERIC, Item, MetricSpec, RunStore
     from sgieval.metric_pool.base import FunctionMetric, ScoringContext
     from sgieval.models.accounting import Ledger
     from sgieval.models.base import NamedModel

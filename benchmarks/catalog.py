@@ -110,7 +110,7 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
     for b in names:
         try:
             its, src = load_benchmark(b, data_dir)
-        except DataNotFoundError as e:
+        except DataNotFoundError:
             if benchmarks:
                 raise
             from .data import how_to_get

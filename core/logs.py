@@ -19,7 +19,7 @@ import contextvars
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, MutableMapping, Callable
 
 import structlog
 
@@ -50,8 +50,8 @@ def get_logger(name: str = "sgieval") -> Any:
     return _RunLogger(name)
 
 
-def _to_file(path: Path) -> Callable[[Any, str, dict[str, Any]], dict[str, Any]]:
-    def to_file(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _to_file(path: Path) -> Callable[[Any, str, MutableMapping[str, Any]], MutableMapping[str, Any]]:
+    def to_file(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(event, default=str) + "\n")
         return event
@@ -59,7 +59,7 @@ def _to_file(path: Path) -> Callable[[Any, str, dict[str, Any]], dict[str, Any]]
     return to_file
 
 
-def _console_view(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """The stderr line omits the bound run id (the JSON line keeps it)."""
     event.pop("run_id", None)
     return event

@@ -7,7 +7,6 @@ pydantic model that serialises to one JSON line in the run folder
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -209,7 +208,7 @@ Evidence = Annotated[
     ToolCallEvidence | JudgeReplyEvidence | SandboxRunEvidence | RetrievalEvidence, Field(discriminator="kind")]
 """One typed evidence record; ``kind`` selects the shape."""
 
-EVIDENCE_KINDS = {"tool_call": ToolCallEvidence, "judge_reply": JudgeReplyEvidence,
+EVIDENCE_KINDS: dict[str, type[BaseModel]] = {"tool_call": ToolCallEvidence, "judge_reply": JudgeReplyEvidence,
                   "sandbox_run": SandboxRunEvidence, "retrieval": RetrievalEvidence}
 
 

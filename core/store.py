@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
 
-from .errors import InputError, SgievalError
+from .errors import InputError
 from .records import Item, Response, Score, RunConfig
 
 # ------------------------------------------------------------------ run folder
@@ -60,7 +58,7 @@ class RunStore:
     writer changed it.
     """
 
-    FILES = {"items": Item, "responses": Response, "scores": Score}
+    FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score}
     JOURNALS = ("ledger",)
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost)."""

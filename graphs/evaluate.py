@@ -76,10 +76,10 @@ class RunRuntime:
 
 
 def new_run_id(request: str) -> str:
-    """``YYYYmmdd-HHMMSS-<slug of the request>-<4 random hex digits>`` (the
+    """``YYYYmmdd-HHMMSS-<slug of the request>-<8 random hex digits>`` (the
     suffix keeps two runs of one request started in the same second apart)."""
     slug = re.sub(r"[^a-z0-9]+", "-", (request or "all").lower()).strip("-")[:32].strip("-")
-    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(2)}"
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
 
 
 def _items(rt: RunRuntime, ids: list[str]) -> list[Item]:

@@ -40,7 +40,7 @@ from langchain_core.messages import HumanMessage
 
 from ..core import InputError, Item, ModelCallError, Response, split_reasoning
 from ..models.base import NamedModel
-from ..models.calls import ainvoke, message_text, read_reply
+from ..models.calls import ainvoke, read_reply
 from ..models.structured import ask_structured
 from .judge import as_data, injection_flags
 from .embeddings import cosine_matrix

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..core import CORPUS, Item, MetricSpec, Response, Score
+from ..core import CORPUS, Item, MetricSpec, Response, Score  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
 from ..models.base import NamedModel
 
 # CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.

@@ -48,7 +48,6 @@ import warnings
 from collections import defaultdict
 from typing import Any, Sequence
 
-import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 from sklearn.metrics import cohen_kappa_score, confusion_matrix

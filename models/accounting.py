@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 

@@ -15,7 +15,7 @@ from sgieval.graphs.evaluate import _load_ledger, execute, make_runtime, new_run
 def test_run_ids_differ_within_one_second():
     ids = {new_run_id("Which model is most creative?") for _ in range(50)}
     assert len(ids) == 50
-    assert all(re.fullmatch(r"\d{8}-\d{6}-which-model-is-most-creative-[0-9a-f]{4}", i) for i in ids)
+    assert all(re.fullmatch(r"\d{8}-\d{6}-which-model-is-most-creative-[0-9a-f]{8}", i) for i in ids)
 
 
 def test_a_new_run_never_reuses_a_folder(tmp_path, sciaidan_dir):

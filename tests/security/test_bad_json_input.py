@@ -3,8 +3,6 @@ one line naming the file (and line) and exit 2, no traceback."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
