@@ -6,8 +6,7 @@ lazily from their modules on first use, so importing one module of this folder d
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..core.lazy import lazy_exports
 
 _PUBLIC: dict[str, str] = {
     "PairedResult": "aggregate",
@@ -46,8 +45,4 @@ _PUBLIC: dict[str, str] = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _PUBLIC)

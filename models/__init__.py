@@ -7,8 +7,7 @@ registry load lazily from their modules on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..core.lazy import lazy_exports
 
 from .base import NamedModel, Role  # noqa: F401
 from .registry import resolve_model, resolve_replay, stored_models  # noqa: F401
@@ -34,8 +33,4 @@ _PUBLIC: dict[str, str] = {
 __all__ = sorted([*_PUBLIC, "NamedModel", "Role", "resolve_model", "resolve_replay", "stored_models"])
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _PUBLIC)

@@ -1,0 +1,20 @@
+"""Lazy public names of a folder (DESIGN.md "Adding things": each folder's ``__init__`` lists what others may use)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+
+def lazy_exports(package: str, public: dict[str, str]) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` for ``package`` that loads each public name from the module of the folder
+    that defines it (``public``: name -> module name inside the folder) on first use, so importing one module of
+    a folder does not import the others.  Raises AttributeError for a name not in ``public``."""
+
+    def __getattr__(name: str) -> Any:
+        module = public.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+    return __getattr__
