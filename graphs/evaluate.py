@@ -505,14 +505,19 @@ async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> Eval
     async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:
         graph = build_graph(rt, saver)
         snap = await graph.aget_state(thread)
-        if snap.values and not snap.next:
+        # Complete means the thread reached END: a checkpoint with no task left at all.  Not ``not snap.next``:
+        # LangGraph leaves out of ``next`` the tasks whose writes are saved, and a run killed after a step's
+        # writes were committed but before the step's own checkpoint was (checkpoints are written in the
+        # background while the next step runs) has such a latest checkpoint.  Invoking with None applies
+        # those saved writes and continues from there; input ({}) only starts a thread with no checkpoint.
+        if snap.created_at is not None and not snap.tasks:
             if snap.values.get("report") or snap.values.get("confirmed") is not True:
                 return snap.values  # already complete (or declined at the confirmation): nothing to do
             # confirmed but no report: the router after the confirmation raised (issue 14 item 6), and the
             # graph recorded the confirmation as its last step; route again from there
             await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
             snap = await graph.aget_state(thread)
-        inp: Any = {} if not snap.next else None
+        inp: Any = {} if snap.created_at is None else None
         pending = list(getattr(snap, "interrupts", ()) or ())
         if snap.next and pending:
             if confirm is None:
