@@ -510,13 +510,9 @@ async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> Eval
         # writes were committed but before the step's own checkpoint was (checkpoints are written in the
         # background while the next step runs) has such a latest checkpoint.  Invoking with None applies
         # those saved writes and continues from there; input ({}) only starts a thread with no checkpoint.
-        if snap.created_at is not None and not snap.tasks:
-            if snap.values.get("report") or snap.values.get("confirmed") is not True:
-                return snap.values  # already complete (or declined at the confirmation): nothing to do
-            # confirmed but no report: the router after the confirmation raised (issue 14 item 6), and the
-            # graph recorded the confirmation as its last step; route again from there
-            await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
-            snap = await graph.aget_state(thread)
+        done = snap.created_at is not None and not snap.tasks
+        if done and (snap.values.get("report") or snap.values.get("confirmed") is not True):
+            return snap.values  # already complete (or declined at the confirmation): nothing to do
         inp: Any = {} if snap.created_at is None else None
         pending = list(getattr(snap, "interrupts", ()) or ())
         if snap.next and pending:
@@ -528,6 +524,11 @@ async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> Eval
             if confirm is None:
                 return result
             result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread)
+        if result.get("confirmed") is True and not result.get("report"):
+            # confirmed but ended without a report: the router after the confirmation raised (issue 14 item 6)
+            # and the graph kept the confirmation's writes without the route; route again from there
+            await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
+            result = await graph.ainvoke(None, thread)
         return result
 
 
