@@ -15,9 +15,20 @@ async def _score(resp: Response):
     return await AnswerCountMetrics().score(ITEM, resp, ScoringContext())
 
 
+JUDGED_BY = {"coherence": "o1-mini", "novelty": "text-embedding-3-large", "origin": "stored",
+             "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them"}
+
+
 def _view(scores):
-    return [(s.item_id, s.model, s.metric, s.value, s.status, s.error, s.rationale, s.judge, s.details)
-            for s in scores]
+    """Each score as a tuple; who judged (issue 17, the same on every score of stored records) is checked
+    and left out of the details compared."""
+    out = []
+    for s in scores:
+        details = dict(s.details)
+        judged = details.pop("judged_by", None)
+        assert judged in (None, JUDGED_BY)
+        out.append((s.item_id, s.model, s.metric, s.value, s.status, s.error, s.rationale, s.judge, details))
+    return out
 
 
 async def test_failed_response_gives_one_failure_per_metric_with_its_reason():
@@ -72,10 +83,11 @@ async def test_no_stop_recorded_and_zero_accepted_answers_are_not_applicable_mea
     assert got[2] == (ITEM.id, "replay:m", "aidan_mean_coherence", None, "not_run",
                       "no accepted answers with a coherence_score", "", "objective", {"not_applicable": True})
     assert got[3] == (ITEM.id, "replay:m", "aidan_mean_novelty", None, "not_run",
-                      "no accepted answers with a embedding_dissimilarity_score", "", "objective",
+                      "no accepted answers with an embedding_dissimilarity_score", "", "objective",
                       {"not_applicable": True})
     empty = _view(await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": []})))
-    assert empty[0][3:7] == (0.0, "ok", None, "0 accepted of 0 stored answers; stopped by no stop recorded")
+    assert empty[0][3:7] == (0.0, "ok", None, "0 accepted of 0 stored answers; stopped by no stop recorded "
+                                              "(missing: empty stored list: no answer was recorded for this question)")
     assert empty[1][3] == 0.0
 
 
