@@ -154,8 +154,8 @@ def test_rubric_judge_call(llama_server):
     resp = Response(item_id="t/0", model="openai:smollm2", text="100 degrees Celsius.")
     (score,) = asyncio.run(RubricMetric(rubric, max_attempts=2).score(item, resp, ScoringContext(judges=[judge])))
     assert score.judge == "openai:smollm2-judge"
-    raw = [e for e in score.evidence if e.get("tool") == "judge" or e.get("kind") == "judge_reply"]
-    assert raw and raw[0].get("raw")  # the judge's raw replies are kept either way
+    raw = [e for e in score.evidence if e.kind == "judge_reply"]  # typed evidence (issue 10 item 4)
+    assert len(raw) == 1 and raw[0].raw and raw[0].raw[0]  # the judge's raw replies are kept either way
     if score.status == "ok":
         assert 0 <= score.value <= 100 and score.rationale
     else:
