@@ -150,6 +150,35 @@ def _is_pseudo(name: str) -> bool:
     return bool(PSEUDO_MODEL.match(name.removeprefix("model_")))
 
 
+def _open_view(root: Path, layout: str, files: list[Path], dest_root: Path | None) -> tuple[CloneView, str, bool]:
+    """(view, fingerprint, cached) of the sgieval-layout view of the clone at ``root``: the view stored in
+    ``layout.json`` when its fingerprint of ``files`` still holds (cached True), else an empty view whose
+    ``responses/`` folders were emptied, to be filled and closed with :func:`_close_view`."""
+    key = _fingerprint(files)
+    dest = (dest_root or _cache_root()) / hashlib.sha256(str(root).encode()).hexdigest()[:12] / "sciaidanbench"
+    manifest = dest / "layout.json"
+    if manifest.is_file():
+        try:
+            m = json.loads(manifest.read_text(encoding="utf-8"))
+            if m.get("fingerprint") == key:
+                return CloneView(dest, root, layout, m["models"], m["pseudo_models"], m.get("notes", [])), key, True
+        except (ValueError, KeyError):
+            pass
+    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
+    for old in [*(dest / "responses").glob("*.json"), *(dest / "responses" / "pseudo").glob("*.json")]:
+        old.unlink()
+    return CloneView(dest, root, layout), key, False
+
+
+def _close_view(view: CloneView, key: str, questions: list[dict[str, Any]]) -> CloneView:
+    """Write the view's ``questions.json`` and its ``layout.json`` manifest (fingerprint ``key``); return it."""
+    (view.folder / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
+    (view.folder / "layout.json").write_text(json.dumps(
+        {"layout": view.layout, "source": str(view.source), "fingerprint": key, "models": view.models,
+         "pseudo_models": view.pseudo_models, "notes": view.notes}, indent=1), encoding="utf-8")
+    return view
+
+
 def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
     """The sgieval-layout view of the SciAidanBench clone holding ``folder``,
     or None when ``folder`` is not in one.
@@ -169,20 +198,10 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
         return None
     files = sorted((root / "results" / "per_model").glob("model_*.json"))
     qfiles = sorted((root / "benchmark").glob("sciaidanbench_questions*.py")) if (root / "benchmark").is_dir() else []
-    key = _fingerprint(files + qfiles)
-    dest = (dest_root or _cache_root()) / hashlib.sha256(str(root).encode()).hexdigest()[:12] / "sciaidanbench"
-    manifest = dest / "layout.json"
-    if manifest.is_file():
-        try:
-            m = json.loads(manifest.read_text(encoding="utf-8"))
-            if m.get("fingerprint") == key:
-                return CloneView(dest, root, SCIAIDAN_CLONE, m["models"], m["pseudo_models"], m.get("notes", []))
-        except (ValueError, KeyError):
-            pass
-    view = CloneView(dest, root, SCIAIDAN_CLONE)
-    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
-    for old in [*(dest / "responses").glob("*.json"), *(dest / "responses" / "pseudo").glob("*.json")]:
-        old.unlink()
+    view, key, cached = _open_view(root, SCIAIDAN_CLONE, files + qfiles, dest_root)
+    if cached:
+        return view
+    dest = view.folder
     results_questions: list[tuple[str, str | None, str]] = []
     for f in files:
         try:
@@ -214,11 +233,7 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
             counters[(domain, sub)] = i + 1
             questions.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
                               "in_published_results": True})
-    (dest / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
-    manifest.write_text(json.dumps({"layout": SCIAIDAN_CLONE, "source": str(root), "fingerprint": key,
-                                    "models": view.models, "pseudo_models": view.pseudo_models, "notes": view.notes},
-                                   indent=1), encoding="utf-8")
-    return view
+    return _close_view(view, key, questions)
 
 
 def _questions_in_results(path: Path) -> list[tuple[str, str | None, str]]:
@@ -256,20 +271,10 @@ def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneV
     if not qfile.is_file():
         return None
     files = sorted((root / "results").glob("*.json")) if (root / "results").is_dir() else []
-    key = _fingerprint(files + [qfile])
-    dest = (dest_root or _cache_root()) / hashlib.sha256(str(root).encode()).hexdigest()[:12] / "sciaidanbench"
-    manifest = dest / "layout.json"
-    if manifest.is_file():
-        try:
-            m = json.loads(manifest.read_text(encoding="utf-8"))
-            if m.get("fingerprint") == key:
-                return CloneView(dest, root, AIDAN_CLONE, m["models"], m["pseudo_models"], m.get("notes", []))
-        except (ValueError, KeyError):
-            pass
-    view = CloneView(dest, root, AIDAN_CLONE)
-    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
-    for old in [*(dest / "responses").glob("*.json"), *(dest / "responses" / "pseudo").glob("*.json")]:
-        old.unlink()
+    view, key, cached = _open_view(root, AIDAN_CLONE, files + [qfile], dest_root)
+    if cached:
+        return view
+    dest = view.folder
     lists = [v for v in literal_strings(qfile).values() if isinstance(v, list)]
     if not lists:
         raise DataNotFoundError("no literal list of question strings", what=str(qfile),
@@ -298,11 +303,7 @@ def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneV
         if real:
             (dest / "responses" / f.name).write_text(
                 json.dumps({"domains": {AIDAN_DOMAIN: {"models": real}}}), encoding="utf-8")
-    (dest / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
-    manifest.write_text(json.dumps({"layout": AIDAN_CLONE, "source": str(root), "fingerprint": key,
-                                    "models": view.models, "pseudo_models": view.pseudo_models, "notes": view.notes},
-                                   indent=1), encoding="utf-8")
-    return view
+    return _close_view(view, key, questions)
 
 
 def upstream_view(folder: str | Path) -> CloneView | None:

@@ -25,7 +25,6 @@ above 0.800 whose 95% CI reaches below 0.667 is reported as not established (too
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -339,9 +338,6 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
     return Reliability(metric=metric, level=level, judges=judges, n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
                        alpha=a, alpha_ci=ci, offsets=offsets, full_order=full, leave_one_out=loo,
                        self_preference=prefs, position_flip_share=share, position_pairs=n_pairs, retest=retest)
-
-
-_SAFE = re.compile(r"[|\n]")
 
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
