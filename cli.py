@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -38,10 +39,28 @@ class _CommandLine(typer.Typer):
         # imports of langgraph, langchain and scipy spent ~0.3 s of CPU in ~570 collections)
         gc.set_threshold(10_000, 20, 20)
         try:
-            super().__call__()
+            with _report_worker(sys.argv[1:]):
+                super().__call__()
         except SystemExit as e:
             _exit_promptly(e.code)
         _exit_promptly(0)
+
+
+def _report_worker(argv: list[str]) -> Any:
+    """For the commands that write a report (``ask``, ``resume``, ``report``;
+    not their ``--help``): a warm worker process forked now, before any
+    thread starts, that imports scipy.stats and matplotlib on the second core
+    while this process imports LangGraph and runs the evaluation; the report's
+    bootstrap, paired tests and charts then run there (core.offload, issue 13:
+    the main job's wall time).  Other commands: no worker.  Console script only:
+    the Python API and ``app([...])`` compute in their own process."""
+    import contextlib
+
+    if not argv or argv[0] not in ("ask", "resume", "report") or "--help" in argv:
+        return contextlib.nullcontext()
+    from .core.offload import warm_worker
+
+    return warm_worker()
 
 
 def _exit_promptly(code: Any) -> None:

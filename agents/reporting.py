@@ -27,6 +27,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..core import CORPUS, Item, MetricSpec, Response, Score
+from ..core.offload import call
 from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
@@ -60,7 +61,7 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
             out.append(ModelStat(m, Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
                                  failed, corpus=True))
             continue
-        out.append(ModelStat(m, summarize(vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
+        out.append(ModelStat(m, call(summarize, vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
     return out
 
 
@@ -76,7 +77,7 @@ def adjacent_pair_tests(scores: list[Score], metric: str, ranked: list[ModelStat
     for hi, lo in zip(ranked, ranked[1:]):
         a, b = item_values(scores, hi.model, metric), item_values(scores, lo.model, metric)
         shared = len(set(a) & set(b))
-        pr = paired_test(a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
+        pr = call(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
         out.append(pair_entry(hi, lo, shared, pr))
     return out
 

@@ -31,6 +31,7 @@ from ..metric_pool.base import Metric, ScoringContext
 from ..benchmarks.registry import predefined_metrics
 from ..models.base import NamedModel
 from ..core.logs import get_logger, run_logging
+from ..core.offload import worker_active
 from ..core.settings import load_settings, use_settings
 from ..models.context import CallContext, call_context, current_call_context
 from ..models.accounting import Ledger, price_table
@@ -211,14 +212,18 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
     following them (issue 13); nothing is imported before the first call."""
     started = False
 
+    warm = worker_active()  # the sgieval command's warm worker imports scipy and matplotlib itself
+
     def load() -> None:
         try:
-            import scipy.stats  # noqa: F401
-
             from ..agents import reporting  # noqa: F401
-            from ..reports.charts import pyplot
 
-            pyplot()
+            if not warm:
+                import scipy.stats  # noqa: F401
+
+                from ..reports.charts import pyplot
+
+                pyplot()
         except Exception:  # noqa: BLE001 - only a warm-up: the report imports them itself
             pass
 

@@ -239,9 +239,10 @@ def _model_means(units: dict[tuple[str, str], dict[str, float]], judges: Sequenc
 
 
 def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[float, float, float]:
+    from ..core.offload import call
     from .aggregate import summarize
 
-    s = summarize(values, n_resamples=n_resamples, seed=seed)
+    s = call(summarize, list(values), n_resamples=n_resamples, seed=seed)  # in the warm worker when there is one
     return s.mean, s.ci_low, s.ci_high
 
 

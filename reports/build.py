@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import CORPUS, Item, MetricSpec, Response, Score
+from ..core.offload import call
 from .answer import flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
 from .render import markdown_table, render_report, write_report_json
@@ -471,7 +472,7 @@ def _figure(run_dir: Path, rel: str, notes: list[str], draw: Any, *args: Any, **
     when the file was written, else None (the report then embeds no image) and
     a note in ``notes`` when drawing raised."""
     try:
-        path = draw(run_dir / rel, *args, **kw)
+        path = call(draw, run_dir / rel, *args, **kw)  # in the warm worker when there is one
     except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
         notes.append(f"Figure {rel} could not be drawn: {type(e).__name__}: {e}")
         return None
