@@ -153,8 +153,9 @@ async def aevaluate(request: str = "", *, models: Models = None, judge: Models =
                     unsafe_local_exec: bool = False, allow_self_judge: bool = False, max_concurrency: int = 16,
                     use_cache: bool = True, budget_usd: float | None = None, executor: str = "local",
                     bootstrap_resamples: int = 10000, temperature: float | None = 0.0,
-                    judge_temperature: float | None = 0.0,
+                    judge_temperature: float | None = 0.0, judge_repeats: int = 1,
                     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
+                    corpus: str | Path | None = None, recheck: bool = False,
                     metric_options: dict[str, Any] | None = None,
                     on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
                     sandbox_backend: Any = None) -> RunRecords:
@@ -177,7 +178,9 @@ async def aevaluate(request: str = "", *, models: Models = None, judge: Models =
                                allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
                                budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
                                temperature=temperature, judge_temperature=judge_temperature,
-                               reasoning_effort=reasoning_effort)
+                               reasoning_effort=reasoning_effort, judge_repeats=judge_repeats,
+                               corpus=str(Path(corpus).expanduser().resolve()) if corpus is not None else None,
+                               recheck=recheck)
     targets = _resolve(t_str, t_obj, "target", config)
     judges = _resolve(j_str, j_obj, "judge", config)
     rt = make_runtime(config, targets=targets, judges=judges,
@@ -207,8 +210,9 @@ def evaluate(request: str = "", *, models: Models = None, judge: Models = None,
              unsafe_local_exec: bool = False, allow_self_judge: bool = False, max_concurrency: int = 16,
              use_cache: bool = True, budget_usd: float | None = None, executor: str = "local",
              bootstrap_resamples: int = 10000, temperature: float | None = 0.0,
-             judge_temperature: float | None = 0.0,
+             judge_temperature: float | None = 0.0, judge_repeats: int = 1,
              reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
+             corpus: str | Path | None = None, recheck: bool = False,
              metric_options: dict[str, Any] | None = None,
              on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
              sandbox_backend: Any = None) -> RunRecords:
@@ -241,6 +245,12 @@ def evaluate(request: str = "", *, models: Models = None, judge: Models = None,
         temperature, judge_temperature, reasoning_effort: sampling parameters per role
             (targets default 0, judges default 0, 0-2; None: the provider's default;
             ``reasoning_effort`` default not sent); model families that reject one do not get it.
+        judge_repeats: times each judge is asked per judged item (1-20, default 1); with 2 or more the
+            report's Judge reliability section gives each judge's test-retest alpha with its CI, the score
+            uses each judge's mean over its repeats (then the panel mean), and a judge temperature of 0
+            becomes 0.7 (:mod:`sgieval.metric_pool.repeats`).
+        corpus: folder of papers searched offline (BM25) by ``web_search`` and retrieval novelty
+            (``--corpus``); recheck: re-decide stored SciAidanBench acceptances (``--recheck``).
         metric_options, on_progress, tools_pool, sandbox_backend: runtime objects
             (metric options dict; progress callback ``(done, total)``; a ready
             ToolPool; a ready Sandbox).
@@ -256,7 +266,7 @@ def evaluate(request: str = "", *, models: Models = None, judge: Models = None,
                      allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
                      budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
                      temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
-                     metric_options=metric_options, on_progress=on_progress, tools_pool=tools_pool,
+                     judge_repeats=judge_repeats, corpus=corpus, recheck=recheck, metric_options=metric_options, on_progress=on_progress, tools_pool=tools_pool,
                      sandbox_backend=sandbox_backend)
     return _run_sync(coro)
 

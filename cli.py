@@ -141,7 +141,7 @@ CLI_NAMES = {"k": "--k", "max_concurrency": "--max-concurrency", "budget_usd": "
              "base_url": "--base-url", "data_dir": "--data-dir", "out_dir": "--out", "seed": "--seed",
              "use_cache": "--no-cache", "allow_self_judge": "--allow-self-judge", "yes": "--yes",
              "temperature": "--temperature", "judge_temperature": "--judge-temperature",
-             "reasoning_effort": "--reasoning-effort"}
+             "reasoning_effort": "--reasoning-effort", "judge_repeats": "--judge-repeats"}
 """RunConfig field -> the ``sgieval ask`` option that sets it (how a bad value is named in errors)."""
 
 
@@ -260,6 +260,7 @@ def ask(
     executor: str = typer.Option("local", "--executor", help="local | ray"),
     temperature: Optional[float] = typer.Option(0.0, "--temperature", help="Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5, deepseek-reasoner, do not get it)."),
     judge_temperature: Optional[float] = typer.Option(0.0, "--judge-temperature", help="Sampling temperature of the judges (0-2; same family rules)."),
+    judge_repeats: int = typer.Option(1, "--judge-repeats", help="Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over its repeats."),
     reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort", help="none | minimal | low | medium | high, sent to reasoning models (default: not sent)."),
     corpus: Optional[Path] = typer.Option(None, "--corpus", help="Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the retrieval-novelty metric (\"novel compared with my papers\")."),
     recheck: bool = typer.Option(False, "--recheck", help="Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the agreement with the stored text-embedding-3-large decisions."),
@@ -276,7 +277,8 @@ def ask(
             sandbox=sandbox, unsafe_local_exec=unsafe_local_exec, allow_self_judge=allow_self_judge, yes=yes,
             max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor,
             temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
-            corpus=str(corpus.expanduser().resolve()) if corpus else None, recheck=recheck)
+            corpus=str(corpus.expanduser().resolve()) if corpus else None, recheck=recheck,
+            judge_repeats=judge_repeats)
     except SgievalError as e:
         _fail(e)
     try:

@@ -349,6 +349,11 @@ def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
              "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."]
     for r in rows:
         parts.append(f"### {r['metric']}\n\n{r['verdict']}\n")
+        if r.get("n_judges", 2) < 2:  # one judge asked several times: only its test-retest agreement applies
+            parts.append("Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, "
+                         "each repeat a coder, a failed repeat a missing value):\n\n"
+                         + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"]))
+            continue
         parts.append(markdown_table(["metric", "level", "judges", "units", "alpha", "95% CI"], r["agreement"]))
         if r["offsets"]:
             parts.append("Each judge's mean offset from the panel mean (metric's scale):\n\n"
@@ -367,8 +372,9 @@ def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
         if r["position"]:
             parts.append(f"Position bias: {r['position']}.")
         if r["retest"]:
-            parts.append("Test-retest (alpha between a judge's repeated verdicts):\n\n"
-                         + markdown_table(["judge", "alpha"], r["retest"]))
+            parts.append("Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, "
+                         "each repeat a coder, a failed repeat a missing value):\n\n"
+                         + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"]))
     return {"title": "Judge reliability", "body": "\n\n".join(parts)}
 
 
@@ -434,6 +440,8 @@ def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
         return ""
     main = next((r for r in rows if r["metric"] == primary), rows[0])
     text = " " + main["verdict"]
+    if main.get("retest_sentence"):
+        text += " " + main["retest_sentence"]
     prefs = [p for r in rows for p in r["significant_self_preference"]]
     if prefs:
         text += " Self-preference: " + "; ".join(prefs) + "."

@@ -514,6 +514,15 @@ class Rubric(MetricSpec):
             raise InputError(msg.splitlines()[0], what=where, fix=fix) from e
 
 
+MAX_JUDGE_REPEATS = 20
+"""Upper bound of ``RunConfig.judge_repeats`` (each repeat is a full judge call)."""
+
+REPEAT_JUDGE_TEMPERATURE = 0.7
+"""Judge temperature of a run with ``judge_repeats`` > 1 whose judge temperature was 0 (the default): repeats at
+temperature 0 would repeat one verdict, so test-retest agreement needs sampling.  A temperature > 0 given by the
+user is kept."""
+
+
 class RunConfig(_Record):
     """Everything that defines a run; printed in the report header.
 
@@ -549,10 +558,14 @@ class RunConfig(_Record):
     use_cache: bool = True
     budget_usd: float | None = None
     corpus: str | None = None
-    recheck: bool = False
-    """Re-decide stored SciAidanBench acceptances with the run's embedder and report the agreement (issue 12)."""
     """A folder of the user's papers (PDF, Markdown, text, JSONL): the offline search corpus (BM25) of
     ``web_search`` and of the retrieval-novelty metric (METRICS.md E)."""
+    recheck: bool = False
+    """Re-decide stored SciAidanBench acceptances with the run's embedder and report the agreement (issue 12)."""
+    judge_repeats: int = 1
+    """How many times each judge is asked per judged item (1-20; issue 12, test-retest).  With more than one,
+    a judge temperature of 0 becomes :data:`REPEAT_JUDGE_TEMPERATURE` (a deterministic judge would only repeat
+    itself); families that reject a temperature do not get one (METRICS.md D.8-D.10 apply to each repeat)."""
     executor: str = "local"
     bootstrap_resamples: int = 10000
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
@@ -597,6 +610,21 @@ class RunConfig(_Record):
             raise FieldProblem(f"must be a positive integer (number of items to sample), got {v}",
                                "pass {k} 1 or more, or leave {k} out to evaluate every matching item")
         return v
+
+    @field_validator("judge_repeats")
+    @classmethod
+    def _repeats_in_range(cls, v: int) -> int:
+        if not 1 <= v <= MAX_JUDGE_REPEATS:
+            raise FieldProblem(f"must be an integer from 1 to {MAX_JUDGE_REPEATS} (times each judge is asked per "
+                               f"item), got {v}", "pass {judge_repeats} 2 or more for test-retest agreement, or "
+                               "leave it out to ask each judge once")
+        return v
+
+    @model_validator(mode="after")
+    def _repeats_sample(self) -> "RunConfig":
+        if self.judge_repeats > 1 and self.judge_temperature == 0.0:
+            self.judge_temperature = REPEAT_JUDGE_TEMPERATURE
+        return self
 
     @field_validator("max_concurrency")
     @classmethod

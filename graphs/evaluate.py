@@ -154,6 +154,8 @@ def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
     from ..core import DRY_EXPERIMENT, SandboxUnavailableError
 
     rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
+    if rt.config.judge_repeats > 1:
+        rt.metric_options.setdefault("judge_repeats", rt.config.judge_repeats)
     if rt.config.corpus:
         rt.metric_options.setdefault("corpus", rt.config.corpus)
     if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
@@ -405,7 +407,9 @@ async def write_report(rt: RunRuntime, state: EvalState) -> Path:
         "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
         "k": sel.k if sel.k is not None else "all matches", "n_items": len(items), "sampling": sel.sampling,
         "seed": sel.seed, "models": ", ".join(targets) + " (target)",
-        "judges": ", ".join(j.name for j in rt.judges) or "none (judge metrics not run)",
+        "judges": (", ".join(j.name for j in rt.judges) + (f" (each asked {rt.config.judge_repeats} times per "
+                                                            "judged item)" if rt.config.judge_repeats > 1 else ""))
+                  or "none (judge metrics not run)",
         "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
         "metrics": ", ".join(plan.predefined) + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
         "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,

@@ -15,7 +15,9 @@ per-judge values each judged Score keeps (see :func:`judge_values`) this module 
   the CI excludes 0;
 - **position bias** (pairwise votes with swapped order, SGI-Bench idea generation, METRICS.md A.2): the share of
   (judge, item, dimension) vote pairs whose verdict changes when the two ideas swap places;
-- **test-retest** (a judge asked ``k`` times): Krippendorff's alpha between a judge's repeats.
+- **test-retest** (a judge asked ``k`` times, ``--judge-repeats k``, :mod:`sgieval.metric_pool.repeats`):
+  Krippendorff's alpha of the (k repeats x units) matrix of one judge's values, each repeat taken as a coder and
+  a failed repeat as a missing value, with the same bootstrap 95% CI over units.  Computed with one judge too.
 
 The verdict sentence uses Krippendorff's (2004, *Content Analysis*, 2nd ed., section 11.3.4) thresholds:
 alpha >= 0.800 reliable, 0.667 <= alpha < 0.800 tentative conclusions only, below 0.667 not reliable; an alpha
@@ -196,10 +198,18 @@ class Reliability:
     position_flip_share: float | None = None
     position_pairs: int = 0
     retest: dict[str, float | None] = field(default_factory=dict)
+    """{judge: test-retest alpha between its repeats} (None: undefined)."""
+    retest_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """{judge: bootstrap 95% CI of its test-retest alpha}."""
+    retest_units: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """{judge: (units rated by two or more of its repeats, k repeats)}."""
 
     @property
     def verdict(self) -> str:
         """One sentence: do the judges agree enough for the ranking to stand (Krippendorff 2004 thresholds)?"""
+        if len(self.judges) < 2:
+            return (f"On {self.metric} one judge ({', '.join(self.judges) or 'none'}) scored the items, so agreement "
+                    "between judges cannot be measured.")
         if self.alpha is None:
             return (f"Judge agreement on {self.metric} is undefined ({self.n_units} units rated by 2 or more judges, "
                     "or no variation), so the panel's reliability is unknown.")
@@ -287,10 +297,10 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
         if vals:
             units[(s.item_id, s.model)] = vals
         for j, reps in ((s.details or {}).get("judge_repeats") or {}).items():
-            if isinstance(reps, list) and len(reps) >= 2:
-                repeats[j][(s.item_id, s.model)] = [float(x) for x in reps if _finite(x)]
-    judges = sorted({j for v in units.values() for j in v})
-    if len(judges) < 2:
+            if isinstance(reps, list) and len(reps) >= 2:  # a failed repeat (None) stays a missing value
+                repeats[j][(s.item_id, s.model)] = [float(x) if _finite(x) else math.nan for x in reps]
+    judges = sorted({j for v in units.values() for j in v} | set(repeats))
+    if len(judges) < 2 and not repeats:
         return None
     keys = sorted(units)
     m = np.array([[units[k].get(j, np.nan) for k in keys] for j in judges], dtype=float)
@@ -309,7 +319,7 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
 
     full = _order(_model_means(units, judges), hib)
     loo = []
-    for j in judges:
+    for j in (judges if len(judges) >= 2 else []):
         order = _order(_model_means(units, [x for x in judges if x != j]), hib)
         loo.append(LeaveOneOut(j, order, bool(order and full and order[0] != full[0]), order != full))
 
@@ -330,15 +340,23 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
                 prefs.append(SelfPreference(j, t, fam, mean, lo, hi, len(diffs), sig))
 
     retest: dict[str, float | None] = {}
+    retest_ci: dict[str, tuple[float, float]] = {}
+    retest_units: dict[str, tuple[int, int]] = {}
     for j, per_unit in sorted(repeats.items()):
         k = max(len(v) for v in per_unit.values())
-        rm = np.array([[v[r] if r < len(v) else np.nan for v in per_unit.values()] for r in range(k)], dtype=float)
+        rkeys = sorted(per_unit)
+        rm = np.array([[per_unit[u][r] if r < len(per_unit[u]) else np.nan for u in rkeys] for r in range(k)],
+                      dtype=float)
         retest[j] = alpha(rm, level)
+        retest_ci[j] = (alpha_ci(rm, level, n_resamples=n_resamples, seed=seed) if retest[j] is not None
+                        else (math.nan, math.nan))
+        retest_units[j] = (int(np.sum(np.sum(~np.isnan(rm), axis=0) >= 2)), k)
 
     share, n_pairs = position_flips(scores)
     return Reliability(metric=metric, level=level, judges=judges, n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
                        alpha=a, alpha_ci=ci, offsets=offsets, full_order=full, leave_one_out=loo,
-                       self_preference=prefs, position_flip_share=share, position_pairs=n_pairs, retest=retest)
+                       self_preference=prefs, position_flip_share=share, position_pairs=n_pairs, retest=retest,
+                       retest_ci=retest_ci, retest_units=retest_units)
 
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
@@ -356,10 +374,37 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
                            "yes" if lo.order_changed else "no"] for lo in rel.leave_one_out],
         "self_preference": [[p.judge, p.target, p.family, f(p.diff), f"{f(p.ci_low)} to {f(p.ci_high)}", str(p.n),
                              "yes" if p.significant else "no"] for p in rel.self_preference],
+        "n_judges": len(rel.judges),
+        "retest_sentence": retest_sentence(rel),
         "position": (None if rel.position_flip_share is None else
                      f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"),
-        "retest": [[j, f(a)] for j, a in rel.retest.items()],
+        "retest": [[j, str(rel.retest_units.get(j, (0, 0))[1]), str(rel.retest_units.get(j, (0, 0))[0]), f(a),
+                    f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[0])} to "
+                    f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[1])}"] for j, a in rel.retest.items()],
         "significant_self_preference": [f"{p.judge} scores {p.target} (same family: {p.family}) {f(p.diff)} above "
                                         f"the other judges (95% CI {f(p.ci_low)} to {f(p.ci_high)})"
                                         for p in rel.self_preference if p.significant],
     }
+
+
+def retest_sentence(rel: Reliability) -> str:
+    """One sentence on the judges' test-retest agreement ("" without repeats), with the Krippendorff (2004)
+    reading of each alpha (module docstring)."""
+    if not rel.retest:
+        return ""
+
+    def read(a: float | None, lo: float) -> str:
+        if a is None:
+            return "undefined"
+        if a >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
+            return "not established (its CI reaches below 0.667)"
+        return ("reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable")
+
+    parts = []
+    for j, a in rel.retest.items():
+        lo, hi = rel.retest_ci.get(j, (math.nan, math.nan))
+        ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
+        k = rel.retest_units.get(j, (0, 0))[1]
+        parts.append(f"{j} {'n/a' if a is None else f'{a:.2f}'}{ci} over {k} repeats, {read(a, lo)}")
+    return (f"Test-retest agreement on {rel.metric} (Krippendorff's alpha between a judge's repeats; Krippendorff "
+            "2004 thresholds): " + "; ".join(parts) + ".")

@@ -42,6 +42,7 @@ from ..models.calls import message_text
 from ..models.tool_loop import run_tool_loop
 from .base import Metric, ScoringContext
 from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, injection_flags, parse_json_object
+from .repeats import Draw, draws, judge_repeats, repeat_details
 
 __all__ = ["RubricMetric", "CriterionScore", "RubricJudgement", "judgement_schema", "tool_loop", "ToolLoopResult",
            "rubric_prompt", "DEFAULT_TOOL_BUDGET", "JUDGE_TOOLS"]
@@ -241,6 +242,20 @@ class _Verdict:
     evidence: list[Evidence]
     error: str | None
     tools_note: str = ""
+    repeat: int = 0
+
+
+def _criterion(v: _Verdict, name: str) -> float:
+    return float(next(x.score for x in v.parsed.scores if x.criterion == name))  # type: ignore[union-attr]
+
+
+def _criterion_why(v: _Verdict, name: str) -> str:
+    return next(x.rationale for x in v.parsed.scores if x.criterion == name)  # type: ignore[union-attr]
+
+
+def _rep(v: _Verdict, k: int) -> str:
+    """" (repeat r/k)" for a repeated judge's call, "" when each judge is asked once."""
+    return f" (repeat {v.repeat + 1}/{k})" if k > 1 else ""
 
 
 class RubricMetric(Metric):
@@ -260,6 +275,15 @@ class RubricMetric(Metric):
     Status: ``not_run`` with no judge (or only the target itself without
     ``allow_self_judge``); ``judge_error`` when no judge gave a valid reply;
     the response's own status when it failed.
+
+    Repeats (``ctx.options["judge_repeats"]`` k > 1, ``--judge-repeats``;
+    :mod:`sgieval.metric_pool.repeats`): each judge is asked k times;
+    ``per_judge`` holds each judge's criterion scores averaged over its
+    repeats that parsed, and the value aggregates the mean over judges of
+    those, so ``value = 10 * sum_c w_c * mean_j mean_r s_cjr / sum_c w_c``;
+    ``details["judge_repeats"]`` = {judge: [value 0-100 of each repeat, None
+    where it failed]}, ``details["repeat_failures"]`` the failed repeats'
+    reasons; every reply's evidence carries ``details["repeat"]``.
     """
 
     def __init__(self, rubric: Rubric, *, tool_budget: int = DEFAULT_TOOL_BUDGET,
@@ -313,15 +337,27 @@ class RubricMetric(Metric):
         judges = ctx.judges_for(response.model)
         if not judges:
             return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, f"rubric metric {name}"))
-        verdicts = await asyncio.gather(*(self._judge_one(j, item, response, ctx) for j in judges))
+        k = judge_repeats(ctx)
+        pairs = draws(judges, k)
+        verdicts = list(await asyncio.gather(*(self._judge_one(j, item, response, ctx) for j, _ in pairs)))
+        for v, (_, r) in zip(verdicts, pairs):
+            v.repeat = r
+            if k > 1:  # every repeat's replies and tool calls carry its index
+                for e in v.evidence:
+                    e.details["repeat"] = r
         evidence = [e for v in verdicts for e in v.evidence]
-        judge_names = ", ".join(v.judge for v in verdicts)
+        judge_names = ", ".join(dict.fromkeys(v.judge for v in verdicts))
         ok = [v for v in verdicts if v.parsed is not None]
         if not ok:
-            reasons = "; ".join(f"{v.judge}: {v.error}" for v in verdicts)
+            reasons = "; ".join(f"{v.judge}{_rep(v, k)}: {v.error}" for v in verdicts)
             return self.failed(item, response, "judge_error", f"no judge gave a valid rubric reply ({reasons})",
                                judge=judge_names, evidence=evidence)
-        per_judge = {v.judge: {s.criterion: s.score for s in v.parsed.scores} for v in ok}  # type: ignore[union-attr]
+        # each judge's criterion score: the mean over its repeats that parsed (k = 1: its one reply)
+        by_judge: dict[str, list[_Verdict]] = {}
+        for v in ok:
+            by_judge.setdefault(v.judge, []).append(v)
+        per_judge = {j: {c.name: sum(_criterion(v, c.name) for v in vs) / len(vs) for c in self.rubric.criteria}
+                     for j, vs in by_judge.items()}
         means = {c.name: sum(pj[c.name] for pj in per_judge.values()) / len(per_judge) for c in self.rubric.criteria}
         value = self.rubric.aggregate(means)
         parts = []
@@ -329,24 +365,33 @@ class RubricMetric(Metric):
             whys = []
             for v in ok:
                 s = next(x for x in v.parsed.scores if x.criterion == c.name)  # type: ignore[union-attr]
-                whys.append(f"{v.judge}: {s.score:g}" + (f" - {s.rationale.strip()}" if s.rationale.strip() else ""))
+                whys.append(f"{v.judge}{_rep(v, k)}: {s.score:g}"
+                            + (f" - {s.rationale.strip()}" if s.rationale.strip() else ""))
             parts.append(f"{c.name} {means[c.name]:.3g}/10 ({'; '.join(whys)})")
         used = [e.tool for e in evidence if isinstance(e, ToolCallEvidence) and not e.refused]
         counts = {t: used.count(t) for t in dict.fromkeys(used)}
         tools_txt = ", ".join(f"{t} x{n}" for t, n in counts.items()) if counts else "none"
-        notes = [f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note and v.tools_note != "no tools offered"]
+        notes = list(dict.fromkeys(f"{v.judge}: {v.tools_note}" for v in verdicts
+                                   if v.tools_note and v.tools_note != "no tools offered"))
         failed = [v for v in verdicts if v.parsed is None]
-        rationale = (f"{name} = {value:.1f}/100 (weighted mean x10). " + "; ".join(parts)
+        lost = [j for j in dict.fromkeys(v.judge for v in failed) if j not in by_judge]
+        agg = "weighted mean x10" + (f"; each judge's criterion score is the mean of its {k} repeats that parsed, "
+                                     "then the mean over judges" if k > 1 else "")
+        rationale = (f"{name} = {value:.1f}/100 ({agg}). " + "; ".join(parts)
                      + f". Tools used: {tools_txt}" + (f" ({'; '.join(notes)})" if notes else "") + ".")
         if failed:
-            rationale += " Judges without a valid reply (left out of the mean): " + "; ".join(
-                f"{v.judge}: {v.error}" for v in failed) + "."
-        rationales = {c.name: {v.judge: next(x.rationale for x in v.parsed.scores if x.criterion == c.name)  # type: ignore[union-attr]
-                               for v in ok} for c in self.rubric.criteria}
-        details = {"criteria": means, "per_judge": per_judge, "rationales": rationales,
-                   "weights": dict(self.rubric.weights),
-                   "tools_used": counts, "n_judges": len(ok)}
-        if failed:
-            details["failed_judges"] = {v.judge: v.error for v in failed}
+            rationale += (" Judges without a valid reply (left out of the mean): "
+                          + "; ".join(f"{v.judge}{_rep(v, k)}: {v.error}" for v in failed) + ".")
+        rationales = {c.name: {j: _criterion_why(vs[-1], c.name) for j, vs in by_judge.items()}
+                      for c in self.rubric.criteria}
+        details: dict[str, Any] = {"criteria": means, "per_judge": per_judge, "rationales": rationales,
+                                   "weights": dict(self.rubric.weights),
+                                   "tools_used": counts, "n_judges": len(by_judge)}
+        if lost:
+            details["failed_judges"] = {j: next(v.error for v in failed if v.judge == j) for j in lost}
+        details.update(repeat_details([Draw(v.judge, v.repeat,
+                                            None if v.parsed is None else self.rubric.aggregate(
+                                                {c.name: _criterion(v, c.name) for c in self.rubric.criteria}),
+                                            v.error) for v in verdicts], k))
         return [Score(item_id=item.id, model=response.model, metric=name, value=value, rationale=rationale,
                       evidence=evidence, judge=judge_names, details=details)]

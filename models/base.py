@@ -22,6 +22,9 @@ class NamedModel:
     ``reasoning_effort``); ``dropped`` maps each parameter the run asked for
     but this model does not get to the reason (its family rejects it, or its
     server answered HTTP 400 naming it; :mod:`sgieval.models.params`).
+    ``repeat``: which draw of a repeated judge this is (0 = the first; issue 12, ``--judge-repeats``): the
+    index is part of the call cache key (:func:`sgieval.models.cache.model_params`) from 1 on, so k repeats
+    are k distinct calls and a first draw shares its cache entry with a run that asks once.
     """
 
     name: str
@@ -32,7 +35,19 @@ class NamedModel:
     smoke_test: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
+    repeat: int = 0
 
     @property
     def is_replay(self) -> bool:
         return self.replay is not None
+
+
+def repeat_of(model: NamedModel, index: int) -> NamedModel:
+    """``model`` as its ``index``-th repeated draw (0-based; 0 returns ``model`` itself): the same name, chat
+    model, provider and parameter dicts (a parameter a server rejects is dropped for every draw), with
+    ``repeat = index`` so the call cache keeps the draws apart."""
+    if index == 0:
+        return model
+    from dataclasses import replace
+
+    return replace(model, repeat=index)

@@ -133,12 +133,20 @@ def model_params(model: NamedModel) -> dict[str, Any]:
     and kept on the NamedModel (a chat model's settings are fixed when it is
     built, save a parameter a server rejected, which is recorded in
     ``dropped``; a different chat object, ``params`` or ``dropped``
-    recomputes).  Do not mutate the result."""
+    recomputes).  Do not mutate the result.
+
+    A repeated judge draw (``NamedModel.repeat`` r >= 1, ``--judge-repeats``)
+    adds ``"repeat": r``: the r-th draw of the same request is its own cache
+    entry (k repeats are k calls, and a rerun finds each again), while the
+    first draw (r = 0) keeps the key of a run that asks once."""
     dropped = getattr(model, "dropped", None) or {}
+    repeat = getattr(model, "repeat", 0) or 0
     memo = model.__dict__.get("_sgieval_key_params")
     if memo is not None and memo[0] is model.chat and memo[1] == model.params and memo[2] == dropped:
         return memo[3]
     plain = _model_params(model)
+    if repeat:
+        plain = {**plain, "repeat": int(repeat)}
     model.__dict__["_sgieval_key_params"] = (model.chat, dict(model.params), dict(dropped), plain)
     return plain
 
