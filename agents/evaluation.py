@@ -9,6 +9,7 @@ a resumed run recomputes nothing already written (issue 2, issue 6.3).
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -123,6 +124,19 @@ async def score_response(item: Item, response: Response, metrics: list[Metric], 
     return out
 
 
+def _embedded_so_far() -> tuple[int, int]:
+    """``(texts, long texts)`` embedded so far in this process
+    (metric_pool.embeddings.embedding_counts); ``(0, 0)`` while the embeddings
+    module is not loaded, since nothing can have been embedded then.  Not
+    importing it here keeps numpy off the path to the first model call
+    (issue 13)."""
+    module = sys.modules.get(_EMBEDDINGS)
+    return module.embedding_counts() if module is not None else (0, 0)
+
+
+_EMBEDDINGS = __name__.rsplit(".", 2)[0] + ".metric_pool.embeddings"
+
+
 async def run_evaluation(store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
                          ctx: ScoringContext, *, max_parallel: int = 16,
                          on_progress: Callable[[int, int], None] | None = None) -> EvalProgress:
@@ -132,14 +146,12 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
     Response, then its Scores, as soon as they exist.  Corpus-level scores
     (``item_id == "*"``) are computed last, once per model.
     """
-    from ..metric_pool.embeddings import embedding_counts
-
     prog = EvalProgress()
-    embedded_before = embedding_counts()
+    embedded_before = _embedded_so_far()
     try:
         return await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress)
     finally:
-        after = embedding_counts()
+        after = _embedded_so_far()
         prog.texts_embedded = after[0] - embedded_before[0]
         prog.long_texts_embedded = after[1] - embedded_before[1]
 
