@@ -18,6 +18,10 @@ where that repeat failed, ``details["repeat_failures"]`` = {judge: {repeat index
 ``details["repeats"]`` = k; every repeat's judge reply is in the evidence with its ``repeat`` index.  The report's
 Judge reliability section reads ``judge_repeats`` for the test-retest alpha of each judge
 (:func:`sgieval.metric_pool.reliability.reliability`).
+
+**Where**: rubric metrics, ``reasoning_validity``, the deep-research ``sla`` and the SFBench explanation judge.
+Idea-generation votes (their win thresholds count the six votes of the paper's three judges, METRICS.md A.2),
+dry-experiment verdicts and the AidanBench coherence judge inside the generation loop ask each judge once.
 """
 
 from __future__ import annotations

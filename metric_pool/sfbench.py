@@ -55,6 +55,7 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from ..core import FEASIBILITY, Item, MetricSpec, Response, Score
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
+from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
 
 BENCHMARK = "sfbench"
 LABELS = [-2, -1, 0, 1, 2]
@@ -355,9 +356,11 @@ class SFBenchExplanation(Metric):
     """Explanation correctness and completeness judge (module docstring).
 
     Per item: each allowed judge (``ctx.judges_for(model)``) is asked once
+    (``--judge-repeats k``: k times, :mod:`sgieval.metric_pool.repeats`)
     through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse
-    retries); the value is the mean level over the judges that answered
-    (1-5); every raw reply is kept in ``evidence``.  No judge -> ``not_run``;
+    retries); the value is the mean over the judges that answered of each
+    judge's level (1-5; with repeats its mean level over the repeats that
+    parsed), kept per judge in ``details["judge_values"]``; every raw reply is kept in ``evidence``.  No judge -> ``not_run``;
     every judge failing -> ``judge_error``; an unparsable target reply ->
     ``parse_error``.  :meth:`corpus` gives the normalised scores and the F1.
     """
@@ -377,27 +380,33 @@ class SFBenchExplanation(Metric):
         if not expl.strip():
             return self.failed(item, response, "parse_error", "the reply has no explanation to judge")
         msgs = judge_messages(item, pred, expl)
+        k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
+        fields = ((CORRECTNESS, "correctness", CORRECTNESS_LEVELS), (COMPLETENESS, "completeness", COMPLETENESS_LEVELS))
         evidence, verdicts, errors = [], {}, []
-        for j in judges:
+        got: dict[str, list[Draw]] = {f: [] for _, f, _ in fields}
+        for j, r in draws(judges, k):
             reply = await ask_judge(j, msgs, ExplanationVerdict, candidate=response.text)
-            evidence.append(reply.evidence())
+            evidence.append(reply.evidence(**({"repeat": r} if k > 1 else {})))
             if reply.parsed is None:
-                errors.append(f"{j.name}: {reply.error}")
+                errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
             else:
-                verdicts[j.name] = reply.parsed
+                verdicts[j.name] = reply.parsed  # with repeats: the judge's last repeat that parsed
+            for _, f, levels in fields:
+                got[f].append(Draw(j.name, r, None if reply.parsed is None else levels[getattr(reply.parsed, f)],
+                                   reply.error))
         names = ",".join(j.name for j in judges)
         if not verdicts:
             return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
         out = []
-        for spec, field_, levels in ((CORRECTNESS, "correctness", CORRECTNESS_LEVELS),
-                                     (COMPLETENESS, "completeness", COMPLETENESS_LEVELS)):
-            per = {n: levels[getattr(v, field_)] for n, v in verdicts.items()}
+        for spec, field_, _levels in fields:
+            per = judge_means(got[field_])  # each judge's mean level over its repeats that parsed (k = 1: its level)
             labels = {n: getattr(v, field_).title() for n, v in verdicts.items()}
             value = sum(per.values()) / len(per)
             out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=value,
                              rationale=" | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items()),
                              judge=names, evidence=evidence,
-                             details={"labels": labels, "levels": per, "judge_errors": errors}))
+                             details={"labels": labels, "levels": per, "judge_values": per, "judge_errors": errors,
+                                      **repeat_details(got[field_], k)}))
         return out
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:

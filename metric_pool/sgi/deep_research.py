@@ -21,6 +21,7 @@ from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
 from ..base import Metric, ScoringContext
 from ..judge import as_data, ask_judge
+from ..repeats import Draw, draws, judge_means, judge_repeats, repeat_details
 from .common import NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
 
 # ------------------------------------------------------------------ specs
@@ -329,25 +330,31 @@ class StepLevelAccuracyMetric(Metric):
             messages = sla_messages(item, text, model_answer(response.text))
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
-        values: list[float] = []
-        evidence: list[dict[str, Any]] = []
+        k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
+        got: list[Draw] = []
+        evidence: list[Any] = []
         per_judge: dict[str, Any] = {}
         errors: list[str] = []
-        for j in judges:
+        for j, r in draws(judges, k):
+            rep = {"repeat": r} if k > 1 else {}
             reply = await ask_judge(j, messages, StepJudgements, candidate=text)
             if reply.parsed is None:
-                errors.append(f"{j.name}: {reply.error}")
-                evidence.append(reply.evidence())
+                errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
+                evidence.append(reply.evidence(**rep))
+                got.append(Draw(j.name, r, None, reply.error))
                 continue
             v = step_level_accuracy(reply.parsed.steps)
-            values.append(v)
+            got.append(Draw(j.name, r, v))
             steps = [s.model_dump() for s in reply.parsed.steps]
-            per_judge[j.name] = {"sla": v, "steps": steps}
-            evidence.append(reply.evidence(steps=steps))
+            per_judge[j.name] = {"sla": v, "steps": steps}  # steps: the judge's last repeat that parsed
+            evidence.append(reply.evidence(steps=steps, **rep))
         names = ",".join(j.name for j in judges)
-        if not values:
+        means = judge_means(got)  # each judge's mean SLA over its repeats that parsed (k = 1: its one value)
+        if not means:
             return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
-        value = sum(values) / len(values)
+        for n, m in means.items():
+            per_judge[n]["sla"] = m
+        value = sum(means.values()) / len(means)
         n_ok = sum(len(p["steps"]) for p in per_judge.values())
         rationale = "; ".join(
             f"{name}: {sum(s['judge'] == 'correct' for s in p['steps'])}/{len(p['steps'])} steps correct"
@@ -356,7 +363,8 @@ class StepLevelAccuracyMetric(Metric):
             rationale += f"; failed judges excluded: {'; '.join(errors)}"
         return [Score(item_id=item.id, model=response.model, metric=SLA.name, value=value, judge=names,
                       evidence=evidence, rationale=rationale,
-                      details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok})]
+                      details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok,
+                               **repeat_details(got, k)})]
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

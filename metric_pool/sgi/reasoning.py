@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text
 from ..base import Metric, ScoringContext
 from ..judge import as_data, ask_judge
+from ..repeats import Draw, draws, judge_means, judge_repeats, repeat_details
 from .common import PerSpecMetric, reference_field, spec
 
 BOXED = "\\boxed{"
@@ -308,25 +309,33 @@ class ReasoningValidityMetric(Metric):
             messages = rv_messages(item, response.text, self.images)
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
-        values, evidence, errors, per_judge = [], [], [], {}
-        for j in judges:
+        k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
+        evidence, errors, per_judge, got = [], [], {}, []
+        for j, r in draws(judges, k):
+            rep = {"repeat": r} if k > 1 else {}
             reply = await ask_judge(j, messages, ReasoningValidityJudgement, candidate=response.text)
             if reply.parsed is None:
-                errors.append(f"{j.name}: {reply.error}")
-                evidence.append(reply.evidence())
+                errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
+                evidence.append(reply.evidence(**rep))
+                got.append(Draw(j.name, r, None, reply.error))
                 continue
-            values.append(float(reply.parsed.score))
+            got.append(Draw(j.name, r, float(reply.parsed.score)))
             per_judge[j.name] = reply.parsed.model_dump()
-            evidence.append(reply.evidence(score=reply.parsed.score))
+            evidence.append(reply.evidence(score=reply.parsed.score, **rep))
         names = ",".join(j.name for j in judges)
-        if not values:
+        means = judge_means(got)  # each judge's mean over its repeats that parsed (k = 1: its one score)
+        if not means:
             return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
-        value = sum(values) / len(values)
-        rationale = "; ".join(f"{n}: {p['score']}/10 ({p['rationale']})" for n, p in per_judge.items())
+        for n, m in means.items():
+            per_judge[n]["score"] = m
+        value = sum(means.values()) / len(means)
+        rationale = "; ".join(f"{n}: {p['score']:g}/10{f' (mean of {k} repeats)' if k > 1 else ''} ({p['rationale']})"
+                              for n, p in per_judge.items())
         if errors:
             rationale += f"; failed judges excluded: {'; '.join(errors)}"
         return [Score(item_id=item.id, model=response.model, metric=RV.name, value=value, judge=names,
-                      evidence=evidence, rationale=rationale, details={"per_judge": per_judge, "judge_errors": errors})]
+                      evidence=evidence, rationale=rationale,
+                      details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)})]
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

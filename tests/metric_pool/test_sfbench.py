@@ -195,3 +195,19 @@ def test_metrics_registry_entry():
     assert [s.name for m in ms for s in m.specs] == [
         "sfbench_abs_error", "sfbench_exact", "sfbench_expl_correctness", "sfbench_expl_completeness"]
     assert [s.name for s in ms[0].corpus_specs if s.primary] == ["sfbench_qwk"]
+
+
+async def test_explanation_judge_repeats_mean_level_per_judge_then_panel():
+    # --judge-repeats 3.  judge-a: Sound/Complete (5/5), a repeat that never parses (3 attempts), mixed/weak (3/2);
+    # judge-b: mixed/weak (3/2) three times.  By hand, correctness: a (5 + 3) / 2 = 4, b 3 -> (4 + 3) / 2 = 3.5;
+    # completeness: a (5 + 2) / 2 = 3.5, b 2 -> (3.5 + 2) / 2 = 2.75
+    ja = judge("judge-a", verdict("Sound", "Complete"), "no json", "still none", "nope", verdict("mixed", "weak"))
+    jb = judge("judge-b", *[verdict("mixed", "weak")] * 3)
+    s = await SFBenchExplanation().score(item(1, 0), resp(1, '{"score": 0, "explanation": "e"}'),
+                                         ScoringContext(judges=[ja, jb], options={"judge_repeats": 3}))
+    assert [x.value for x in s] == [3.5, 2.75]
+    assert s[0].details["judge_repeats"] == {"judge-a": [5.0, None, 3.0], "judge-b": [3.0, 3.0, 3.0]}
+    assert s[1].details["judge_repeats"] == {"judge-a": [5.0, None, 2.0], "judge-b": [2.0, 2.0, 2.0]}
+    assert s[0].details["judge_values"] == {"judge-a": 4.0, "judge-b": 3.0}
+    assert s[0].details["repeat_failures"]["judge-a"]["1"].startswith("unparsable judge reply after 3 attempt(s)")
+    assert [e.details["repeat"] for e in s[0].evidence] == [0, 1, 2, 0, 1, 2]

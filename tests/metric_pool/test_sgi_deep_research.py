@@ -241,3 +241,17 @@ async def test_em_reads_the_text_after_the_last_think_close():
     em2, _ = await ExactMatchMetric().score(
         it, resp("<think><answer>B</answer></think>\nSo: <answer>D</answer>"), ScoringContext())
     assert (em2.value, em2.details["model_answer"]) == (1.0, "D")
+
+
+async def test_sla_judge_repeats_mean_per_judge():
+    # --judge-repeats 2: j1 gives 2/3 (LIST_3) then 1/1; j2 gives 1/2 twice.  By hand: j1 mean (2/3 + 1) / 2 = 5/6,
+    # j2 1/2; value = (5/6 + 1/2) / 2 = 2/3
+    j1 = judge(LIST_3, '{"steps": [{"solution_step": "a", "reason": "r", "judge": "correct"}]}', name="fake:j1")
+    j2 = judge('{"steps": [{"solution_step": "a", "reason": "r", "judge": "incorrect"},'
+               ' {"solution_step": "b", "reason": "r", "judge": "correct"}]}', name="fake:j2")
+    ctx = ScoringContext(judges=[j1, j2], options={"judge_repeats": 2})
+    s = (await StepLevelAccuracyMetric().score(item(), resp("Step 1 ... <answer>0.3</answer>"), ctx))[0]
+    assert s.value == pytest.approx(2 / 3)
+    assert s.details["judge_repeats"] == {"fake:j1": [pytest.approx(2 / 3), 1.0], "fake:j2": [0.5, 0.5]}
+    assert s.details["per_judge"]["fake:j1"]["sla"] == pytest.approx(5 / 6)
+    assert "repeat_failures" not in s.details and s.details["repeats"] == 2

@@ -166,3 +166,23 @@ def test_rv_messages_images_first_then_text():
 def test_question_block_falls_back_to_prompt():
     it = Item(id="q", benchmark="sgi-bench", task="experimental_reasoning", prompt="full prompt", reference={"answer": 0})
     assert question_block(it) == "full prompt"
+
+
+async def test_rv_judge_repeats_mean_per_judge_then_panel_and_failed_repeat_recorded():
+    # --judge-repeats 3: j1 answers 6, then a repeat that never parses (3 attempts: 11, 11, 11), then 9;
+    # j2 answers 4, 4, 5.  By hand: j1's mean over repeats that parsed = (6 + 9) / 2 = 7.5, j2's = 13/3;
+    # value = (7.5 + 13/3) / 2 = 71/12 = 5.9167 (the mean of all five draws, 28/5 = 5.6, is not used)
+    j1 = judge('{"rationale": "a", "score": 6}', '{"score": 11}', '{"score": 11}', '{"score": 11}',
+               '{"rationale": "c", "score": 9}', name="fake:j1")
+    j2 = judge('{"rationale": "b", "score": 4}', '{"rationale": "b", "score": 4}', '{"rationale": "b", "score": 5}',
+               name="fake:j2")
+    ctx = ScoringContext(judges=[j1, j2], options={"judge_repeats": 3})
+    s = (await ReasoningValidityMetric().score(item(), resp(r"Peaks... \boxed{B}"), ctx))[0]
+    assert s.status == "ok" and s.value == pytest.approx(71 / 12)
+    assert s.details["judge_repeats"] == {"fake:j1": [6.0, None, 9.0], "fake:j2": [4.0, 4.0, 5.0]}
+    assert s.details["repeat_failures"] == {"fake:j1": {"1": s.evidence[1].error}}
+    assert "unparsable judge reply after 3 attempt(s)" in s.evidence[1].error
+    assert [e.details["repeat"] for e in s.evidence] == [0, 1, 2, 0, 1, 2]
+    assert s.details["per_judge"]["fake:j1"]["score"] == pytest.approx(7.5)
+    assert s.rationale.startswith("fake:j1: 7.5/10 (mean of 3 repeats) (c); fake:j2: 4.33333/10 (mean of 3 repeats)")
+    assert "failed judges excluded: fake:j1 (repeat 2/3): unparsable judge reply" in s.rationale
