@@ -259,7 +259,7 @@ async def _judge_int(judge: NamedModel, prompt: str, tag: str, *, last: bool, at
         raw_log.append({"answer_num": answer_num, "kind": kind, "judge": judge.name, "attempt": i, "raw": text,
                         **({"flags": list(flags)} if flags else {})})
     if r.call_failed:
-        raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {r.error.split(': ', 1)[-1]}")
+        raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {(r.error or '').split(': ', 1)[-1]}")
     if r.parsed is None:
         err = (r.error or "").split(": ", 1)[-1]
         raise _JudgeFailure(f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..core import CORPUS, Item, MetricSpec, Response, Score  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
+from ..core import CORPUS, Item, MetricSpec, Response, Score, as_evidence  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
 from ..models.base import NamedModel
 
 # CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.
@@ -55,11 +55,12 @@ class ScoringContext:
         return (f"{metric} needs a judge: the only judge(s) ({', '.join(j.name for j in self.judges)}) are the "
                 f"target model {target_model}", "pass another --judge or --allow-self-judge")
 
-    def no_judge_reason(self, target_model: str, metric: str) -> str | None:
-        """:meth:`judge_problem` as one line (None when a judge may score).
-        Judge metrics report it as ``not_run``."""
+    def no_judge_reason(self, target_model: str, metric: str) -> str:
+        """:meth:`judge_problem` as one line, for a metric that found no judge
+        in :meth:`judges_for` (judge metrics report it as ``not_run``); when a
+        judge may score after all, a plain "no judge scored <metric>"."""
         p = self.judge_problem(target_model, metric)
-        return None if p is None else p[0] if p[1] is None else f"{p[0]}; {p[1]}"
+        return f"no judge scored {metric}" if p is None else p[0] if p[1] is None else f"{p[0]}; {p[1]}"
 
 
 def _bare(name: str) -> str:
@@ -99,11 +100,12 @@ class Metric:
 
     # helpers ---------------------------------------------------------------
     def failed(self, item: Item, response: Response, status: str, error: str, *, judge: str = "objective",
-               evidence: list[dict] | None = None) -> list[Score]:
-        """One failed Score per spec with the same status and reason."""
+               evidence: Sequence[Any] | None = None) -> list[Score]:
+        """One failed Score per spec with the same status and reason;
+        ``evidence``: typed records or dicts (core.as_evidence)."""
         return [
             Score(item_id=item.id, model=response.model, metric=s.name, value=None, status=status,  # type: ignore[arg-type]
-                  error=error, judge=judge, evidence=list(evidence or []))
+                  error=error, judge=judge, evidence=[as_evidence(e) for e in evidence or []])
             for s in self.specs
         ]
 

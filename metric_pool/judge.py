@@ -24,6 +24,7 @@ from ..models.base import NamedModel
 from ..models.structured import (
     LATEX_COMMANDS_NRT,
     StructuredMode,
+    StructuredReply,
     ask_structured,
     parse_json_object,
     protect_latex_escapes,
@@ -161,8 +162,8 @@ async def ask_judge(
     ``candidate``: the judged text(s); when they carry judge-format pieces the
     reply is flagged ``injection_suspected`` (:func:`injection_flags`, D.14).
     """
-    r = await ask_structured(judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE,
-                             label="judge")
+    r: StructuredReply[Any] = await ask_structured(judge, messages, schema, max_attempts=max_attempts,
+                                                   system_note=DATA_NOTICE, label="judge")
     texts = [candidate] if isinstance(candidate, str) else list(candidate or [])
     return JudgeReply(judge=judge.name, parsed=r.parsed, raw=r.raw, attempts=r.attempts, error=r.error,
                       mode=r.mode, note=r.note, reasoning=r.reasoning, call_failed=r.call_failed,

@@ -52,7 +52,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from ..core import FEASIBILITY, Item, MetricSpec, Response, Score
+from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
 from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
@@ -382,7 +382,9 @@ class SFBenchExplanation(Metric):
         msgs = judge_messages(item, pred, expl)
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
         fields = ((CORRECTNESS, "correctness", CORRECTNESS_LEVELS), (COMPLETENESS, "completeness", COMPLETENESS_LEVELS))
-        evidence, verdicts, errors = [], {}, []
+        evidence: list[Evidence] = []
+        verdicts: dict[str, ExplanationVerdict] = {}
+        errors: list[str] = []
         got: dict[str, list[Draw]] = {f: [] for _, f, _ in fields}
         for j, r in draws(judges, k):
             reply = await ask_judge(j, msgs, ExplanationVerdict, candidate=response.text)

@@ -168,7 +168,8 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
         return None
     first = getattr(runnable, "first", None)
     kwargs = getattr(first, "kwargs", None)
-    if first is None or not isinstance(kwargs, dict) or getattr(first, "bound", None) is not chat:
+    bound: Any = getattr(first, "bound", None)
+    if first is None or not isinstance(kwargs, dict) or bound is not chat:
         return None
     if "response_format" in kwargs:
         mode: StructuredMode = "json_schema"
@@ -179,7 +180,7 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
             # no cache key: send the JSON schema as plain data instead.
             spec: dict[str, Any] = {"name": rf.__name__, "schema": rf.model_json_schema()}
             if (rf.__doc__ or "").strip():
-                spec["description"] = " ".join(rf.__doc__.split())[:500]
+                spec["description"] = " ".join((rf.__doc__ or "").split())[:500]
             first = chat.bind(**{**kwargs, "response_format": {"type": "json_schema", "json_schema": spec}})
     elif "tools" in kwargs:
         mode = "function_calling"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from ..core import MetricSpec, Score
 
@@ -50,10 +50,11 @@ def flagged_items(scores: Iterable[Score], metric: str, models: list[str]) -> se
     return {s.item_id for s in scores if s.metric == metric and s.model in models and _flag(s)}
 
 
-def _means(scores: Iterable[Score], metric: str, models: list[str], leave_out: set[str] = frozenset()) -> dict[str, float]:
+def _means(scores: Iterable[Score], metric: str, models: list[str], leave_out: Collection[str] = frozenset()) -> dict[str, float]:
     vals: dict[str, list[float]] = {m: [] for m in models}
     for s in scores:
-        if s.metric == metric and s.model in vals and s.ok and s.item_id != CORPUS and s.item_id not in leave_out:
+        if (s.metric == metric and s.model in vals and s.ok and s.value is not None and s.item_id != CORPUS
+                and s.item_id not in leave_out):
             vals[s.model].append(float(s.value))
     return {m: sum(v) / len(v) for m, v in vals.items() if v}
 
@@ -180,7 +181,7 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
     total on ``metric`` (non-negative values, 3+ items): ``{"item", "value",
     "total", "share", "n", "mean", "median"}``; else None."""
     vals = {s.item_id: float(s.value) for s in scores
-            if s.model == model and s.metric == metric and s.ok and s.item_id != CORPUS}
+            if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS}
     if len(vals) < 3 or any(v < 0 for v in vals.values()):
         return None
     total = sum(vals.values())

@@ -185,9 +185,9 @@ def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scor
         if s.metric not in metric_idx:
             metric_idx[s.metric] = len(metrics)
             metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
-        r = row_of[key]
-        rows[r][4].append(len(sc))
-        sc.append([r, metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)])
+        ri = row_of[key]
+        rows[ri][4].append(len(sc))
+        sc.append([ri, metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)])
         sc_text.append([s.rationale, [e.model_dump(mode="json") for e in s.evidence], s.error, s.details])
     # items without any record still get a row, so the table lists every selected item
     seen = {row[0] for row in rows}

@@ -134,7 +134,7 @@ def _chunks(pages: list[PdfPage], chunk_chars: int) -> list[PdfChunk]:
 
     def flush() -> None:
         nonlocal buf, first, last
-        if buf.strip():
+        if buf.strip() and first is not None and last is not None:  # text always comes with its pages
             chunks.append(PdfChunk(index=len(chunks), first_page=first, last_page=last, text=buf.strip()))
         buf, first, last = "", None, None
 

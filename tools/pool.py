@@ -203,7 +203,7 @@ class ToolPool:
             sbx = sandbox if sandbox is not None and not isinstance(sandbox, str) else get_sandbox(
                 sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
 
-            def _py(code: str, files: dict[str, str] | None = None, timeout_s: float = 30.0,
+            def _py(code: str, files: dict[str, str | bytes] | None = None, timeout_s: float = 30.0,
                     output_files: list[str] | None = None) -> ExecResult:
                 return sbx.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
 

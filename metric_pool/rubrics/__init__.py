@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ...core import InputError, Rubric
 
@@ -120,7 +120,7 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", (s or "").lower()).strip()
 
 
-_VEC_CACHE: dict[str, object] = {}
+_VEC_CACHE: dict[str, Any] = {}
 
 
 def semantic_scores(query: str, texts: list[str]) -> list[float]:

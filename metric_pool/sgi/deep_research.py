@@ -16,7 +16,7 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ...core import DEEP_RESEARCH, InputError, Item, ModelCallError, Response, Score
+from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, Response, Score
 from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
 from ..base import Metric, ScoringContext
@@ -148,7 +148,7 @@ def parser_messages(extracted: str, example: str) -> list:
             HumanMessage(content=PARSER_USER.format(text=extracted))]
 
 
-async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, dict[str, Any]]:
+async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, Any]:
     """Run the LLM answer parser on ``extracted``.
 
     Returns (parsed answer, evidence).  The parsed answer is the parser's raw,
@@ -193,7 +193,7 @@ class ExactMatchMetric(Metric):
         ref = str(ref)
         text = response.text
         parsed: str | None = None
-        evidence: list[dict[str, Any]] = []
+        evidence: list[Evidence] = []
         judge_name = "objective"
         if is_empty_or_none(text):
             extracted = parsed = NONE_ANSWER

@@ -401,9 +401,9 @@ class DryExperimentMetric(Metric):
             return self.failed(item, response, "input_error", str(e))
 
         if is_empty_or_none(response.text):
-            rows = [{"test": i, "passed": False, "returncode": None, "runtime": -1.0, "how": "no program (empty response)"}
-                    for i in range(N_TESTS)]
-            return self._scores(item, response, rows, {}, "empty or 'none' response: no program written (A.0/A.3)", None, [])
+            no_program = [{"test": i, "passed": False, "returncode": None, "runtime": -1.0,
+                           "how": "no program (empty response)"} for i in range(N_TESTS)]
+            return self._scores(item, response, no_program, {}, "empty or 'none' response: no program written (A.0/A.3)", None, [])
 
         sandbox = self._sandbox(ctx)
         if sandbox is None:
@@ -428,7 +428,7 @@ class DryExperimentMetric(Metric):
         judges = ctx.judges_for(response.model)
         judge = judges[0] if judges else None
         rows: list[dict[str, Any]] = []
-        evidence: list[dict[str, Any]] = []
+        evidence: list[Any] = []  # sandbox-run dicts and judge replies (core.as_evidence types them)
         judge_error: str | None = None
         for i, (t, res) in enumerate(zip(tests, results)):
             out = program_output(res)
@@ -437,7 +437,7 @@ class DryExperimentMetric(Metric):
             elif res.timed_out:
                 runtime, rc = self.timeout_s, -1
             else:
-                runtime, rc = float(res.wall_time_s), int(res.exit_code)
+                runtime, rc = float(res.wall_time_s), int(res.exit_code or 0)  # not None here: the process ran
             row: dict[str, Any] = {"test": i, "returncode": rc, "runtime": runtime, "timed_out": res.timed_out,
                                    "output_tail": out[-300:]}
             evidence.append({"tool": "sandbox", "input": f"unit test {i}", "backend": res.backend or getattr(sandbox, "name", ""),

@@ -19,7 +19,7 @@ from typing import Any, Collection
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text
+from ...core import EXPERIMENTAL_REASONING, Evidence, InputError, Item, Response, Score, final_text
 from ..base import Metric, ScoringContext
 from ..judge import as_data, ask_judge
 from ..repeats import Draw, draws, judge_means, judge_repeats, repeat_details
@@ -119,7 +119,7 @@ def mca_code(text: str, gold: str) -> int:
     """The published code's MCA (A.5): the first ``\\boxed{X}`` with X one upper-case
     letter, compared with the gold letter ignoring case."""
     m = _CODE_RE.search(final_text(text or ""))
-    return int(bool(m) and m.group(1).lower() == gold.lower())
+    return int(m is not None and m.group(1).lower() == gold.lower())
 
 
 _WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
@@ -310,7 +310,10 @@ class ReasoningValidityMetric(Metric):
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        evidence, errors, per_judge, got = [], [], {}, []
+        evidence: list[Evidence] = []
+        errors: list[str] = []
+        per_judge: dict[str, Any] = {}
+        got: list[Draw] = []
         for j, r in draws(judges, k):
             rep = {"repeat": r} if k > 1 else {}
             reply = await ask_judge(j, messages, ReasoningValidityJudgement, candidate=response.text)
