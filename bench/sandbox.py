@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     jobs = []
     for i in range(args.items):
         solution = f"def scale(x):\n    return x * {i}\n"
-        for t in range(args.tests):
-            test = f"from solution import scale\nassert scale({t}) == {t * i}\nprint('ok')\n"
+        for n in range(args.tests):
+            test = f"from solution import scale\nassert scale({n}) == {n * i}\nprint('ok')\n"
             jobs.append((solution, test))
 
     def one(job):

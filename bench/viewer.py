@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sgieval.core import GENERIC, Item, Response, Score
+from sgieval.core import GENERIC, Item, Response, Score, as_evidence
 from sgieval.reports.viewer import write_viewer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -62,7 +62,7 @@ def synthetic_run(run_dir: Path, n_items: int, n_models: int, seed: int = 0) -> 
             scores.append(Score(item_id=it.id, model=m, metric="rigor", value=rng.uniform(0, 100), judge="j1,j2",
                                 rationale=_text(rng, 150),
                                 details={"per_judge": {"j1": {"c": rng.randint(0, 10)}, "j2": {"c": rng.randint(0, 10)}}},
-                                evidence=[{"kind": "judge_reply", "judge": "j1", "raw": ['{"scores": []}']}]))
+                                evidence=[as_evidence({"kind": "judge_reply", "judge": "j1", "raw": ['{"scores": []}']})]))
             bad = rng.random() < 0.02
             scores.append(Score(item_id=it.id, model=m, metric="coherence", value=None if bad else rng.uniform(0, 1),
                                 status="judge_error" if bad else "ok", error="unparsable reply" if bad else None))

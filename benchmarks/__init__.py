@@ -48,4 +48,5 @@ def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[
     if not defn.data_root:  # a definition that knows its own files (a YAML benchmark registered earlier)
         return defn.loader(Path(defn.source or ".")), defn.source
     folder = find_benchmark_dir(defn.name, data_dir)
+    assert folder is not None  # required=True: a missing folder raised DataNotFoundError
     return defn.loader(folder), str(folder)

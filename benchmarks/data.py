@@ -20,7 +20,7 @@ from ..core import DataNotFoundError, OfflineError
 from .base import Benchmark
 
 
-def _definition(benchmark: str) -> Benchmark | None:
+def _registered(benchmark: str) -> Benchmark | None:
     from . import registry
 
     return registry.find(benchmark)
@@ -28,7 +28,7 @@ def _definition(benchmark: str) -> Benchmark | None:
 
 def pullable(benchmark: str) -> bool:
     """Whether ``sgieval data pull <benchmark>`` can fetch it (its definition has a public source)."""
-    defn = _definition(benchmark)
+    defn = _registered(benchmark)
     return defn is not None and defn.pull is not None
 
 
@@ -36,7 +36,7 @@ def how_to_get(benchmark: str) -> str:
     """The fix that gets ``benchmark``'s data, naming only commands that work:
     ``sgieval data pull <b>`` for a benchmark whose definition has a public
     source (``Benchmark.pull``), else where to put the files (``--data-dir``)."""
-    defn = _definition(benchmark)
+    defn = _registered(benchmark)
     sub = getattr(defn, "data_folder", None) or benchmark
     if defn is not None and defn.pull is not None:
         return f"run `sgieval data pull {benchmark}` (online), or pass --data-dir <folder holding {sub}/>"

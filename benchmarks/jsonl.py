@@ -145,7 +145,7 @@ def _type_phrase(model: type[BaseModel], field: str) -> str:
     if desc:
         return desc
     ann = info.annotation
-    names = {str: "a string", int: "an integer", float: "a number", dict: "a JSON object",
+    names: dict[Any, str] = {str: "a string", int: "an integer", float: "a number", dict: "a JSON object",
              list[str]: "a list of strings"}
     return names.get(ann, f"{getattr(ann, '__name__', str(ann))}")
 

@@ -176,9 +176,9 @@ def vocabulary() -> MergedVocabulary:
             pats, values = disc.setdefault(concept, ([], []))
             pats += [p for p in v.words.get(concept, ()) if p not in pats]
             values += [x for x in v.disciplines.get(concept, ()) if x not in values]
-        for task, pats in v.tasks:
+        for task, task_pats in v.tasks:
             t0 = tasks.setdefault(task, [])
-            t0 += [p for p in pats if p not in t0]
+            t0 += [p for p in task_pats if p not in t0]
         if v.names:
             benches[d.name] = list(v.names)
     return MergedVocabulary(disciplines=disc, tasks=list(tasks.items()), benchmarks=benches)

@@ -194,9 +194,13 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
     v = spec.vocabulary
     base = p.resolve().parent
     tasks = tuple(dict.fromkeys([spec.facets.get("task", GENERIC)]))
+
+    def loader(_folder: Path | None = None) -> list[Item]:  # the definition knows its own files
+        return _items(spec, base, where)
+
     return Benchmark(
         name=spec.name, description=spec.description or f"user benchmark defined in {p.name}",
-        loader=lambda _folder=None: _items(spec, base, where), data_root=False, source=str(p.resolve()),
+        loader=loader, data_root=False, source=str(p.resolve()),
         tasks=tasks, facets=dict(spec.facets),
         vocabulary=Vocabulary(disciplines={c: tuple(x.lower() for x in vals) for c, vals in v.disciplines.items()},
                               words={c: tuple(w) for c, w in v.words.items()},
