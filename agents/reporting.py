@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ..core import CORPUS, Item, MetricSpec, Response, Score
+from ..core import CORPUS, Item, MetricSpec, Response, RetrievalEvidence, Score
 from ..core.offload import call
 from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
@@ -52,11 +52,13 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
     None; ``failed`` counts its failed scores (not-applicable ones excluded)."""
     out = []
     for m in models:
-        vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id != CORPUS]
+        vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.value is not None
+                and s.item_id != CORPUS]
         failed = sum(1 for s in scores if s.model == m and s.metric == metric and not s.ok and not not_applicable(s))
-        corpus = [s for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id == CORPUS]
+        corpus = [s for s in scores if s.model == m and s.metric == metric and s.ok and s.value is not None
+                  and s.item_id == CORPUS]
         if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
-            v = float(corpus[0].value)
+            v = float(corpus[0].value or 0.0)  # not None: filtered above
             n = int(corpus[0].details.get("n", 0) or 0)
             out.append(ModelStat(m, Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
                                  failed, corpus=True))
@@ -107,7 +109,7 @@ def _ordinal(n: int) -> str:
 
 
 def _ci_text(st: ModelStat) -> str:
-    return (f" (95% CI {fmt2(st.summary.ci_low)} to {fmt2(st.summary.ci_high)})" if has_ci(st.summary)
+    return (f" (95% CI {fmt2(st.stats.ci_low)} to {fmt2(st.stats.ci_high)})" if has_ci(st.stats)
             else " (a corpus-level value: no per-item CI)" if st.corpus else " (no CI: fewer than 2 items)")
 
 
@@ -121,20 +123,20 @@ def focus_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, fo
     q = f'To "{request}": ' if request else ""
     if me is None:
         return f"{q}{focus} has no valid {spec.name} score on the {n_items} selected items; see Failures."
-    total = f", total {fmt_total(me.summary.total, spec)}" if math.isinf(spec.range[1]) else ""
+    total = f", total {fmt_total(me.stats.total, spec)}" if math.isinf(spec.range[1]) else ""
     where = f" ({scope})" if scope else ""
-    text = (f"{q}**{focus}** scores a mean of {fmt2(me.summary.mean)} per item by {spec.name} (scale "
-            f"{spec.scale_label}) on {count_phrase(me.summary.n)}{where}{_ci_text(me)}{total}.")
+    text = (f"{q}**{focus}** scores a mean of {fmt2(me.stats.mean)} per item by {spec.name} (scale "
+            f"{spec.scale_label}) on {count_phrase(me.stats.n)}{where}{_ci_text(me)}{total}.")
     others = [s for s in ranked if s.model != focus]
     if not others:
         return text + " No other model was evaluated, so this is an absolute score, not a ranking."
     rank = ranked.index(me) + 1
     lead = ranked[0] if ranked[0].model != focus else ranked[1]
-    ties = [s.model for s in ranked if s.model != focus and s.summary.mean == me.summary.mean]
+    ties = [s.model for s in ranked if s.model != focus and s.stats.mean == me.stats.mean]
     text += (f" Among the {len(ranked)} evaluated models it ranks {_ordinal(rank)}"
              + (f" (tied with {', '.join(ties)})" if ties else "")
-             + (f"; first is {lead.model} (mean {fmt2(lead.summary.mean)})." if rank > 1 else
-                f"; next is {lead.model} (mean {fmt2(lead.summary.mean)})."))
+             + (f"; first is {lead.model} (mean {fmt2(lead.stats.mean)})." if rank > 1 else
+                f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."))
     return text
 
 
@@ -160,38 +162,38 @@ def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec,
         return focus_narrative(request, ranking, spec, focus or ranking[0].model, scope, n_items)
     best = ranked[0]
     q = f'To "{request}": ' if request else ""
-    total = f"total {fmt_total(best.summary.total, spec)}, " if math.isinf(spec.range[1]) else ""
+    total = f"total {fmt_total(best.stats.total, spec)}, " if math.isinf(spec.range[1]) else ""
     where = [scope] if scope else []
-    if best.summary.n != n_items:
+    if best.stats.n != n_items:
         where.append(f"{n_items} items selected")
     where_text = f" ({'; '.join(where)})" if where else ""
-    tied = tied_at_top([(s.model, s.summary.mean) for s in ranked])
+    tied = tied_at_top([(s.model, s.stats.mean) for s in ranked])
     if len(tied) > 1:
         text = (f"{q}{' and '.join(f'**{m}**' for m in tied)} tie for first by {spec.name} on "
-                f"{count_phrase(best.summary.n)}{where_text}: mean {fmt2(best.summary.mean)} per item each, so the "
+                f"{count_phrase(best.stats.n)}{where_text}: mean {fmt2(best.stats.mean)} per item each, so the "
                 "request has no single answer on this metric.")
     else:
-        text = (f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.summary.n)}{where_text}: "
-                f"{total}mean {fmt2(best.summary.mean)} per item{_ci_text(best)}.")
+        text = (f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: "
+                f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}.")
     if len(ranked) > 1:
         order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
         text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."
         second = ranked[1]
-        if not best.corpus and best.summary.n != second.summary.n:
-            text += (f" Coverage differs: {best.model} has {count_phrase(best.summary.n, 'scored item')} and "
-                     f"{second.model} {second.summary.n}; the paired test below uses only the items both have.")
+        if not best.corpus and best.stats.n != second.stats.n:
+            text += (f" Coverage differs: {best.model} has {count_phrase(best.stats.n, 'scored item')} and "
+                     f"{second.model} {second.stats.n}; the paired test below uses only the items both have.")
         if len(tied) > 1:
             pass
         elif comparison and comparison.get("p") is not None:
             sig = "a significant" if comparison["p"] < 0.05 else "no significant"
-            text += (f" Against the runner-up {second.model} (mean {fmt2(second.summary.mean)}), the paired test on "
+            text += (f" Against the runner-up {second.model} (mean {fmt2(second.stats.mean)}), the paired test on "
                      f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level.")
         else:
             shared = comparison["n"] if comparison else 0
-            text += (f" No paired test against the runner-up {second.model} (mean {fmt2(second.summary.mean)}): "
+            text += (f" No paired test against the runner-up {second.model} (mean {fmt2(second.stats.mean)}): "
                      f"they share {count_phrase(shared, 'scored item')} and the test needs at least 2, so the order is not "
                      "evidence of a difference.")
-            if ci_overlap(best.summary, second.summary):
+            if ci_overlap(best.stats, second.stats):
                 text += " Their 95% CIs overlap."
     return text
 
@@ -208,7 +210,7 @@ def answer_facts(scores: list[Score], specs: list[MetricSpec], spec: MetricSpec,
     out: list[str] = []
     if stand_in:
         out.append(f"No metric here measures the asked quality directly: {stand_in}.")
-    leaders = tied_at_top([(s.model, s.summary.mean) for s in ranked]) if ranked else []
+    leaders = tied_at_top([(s.model, s.stats.mean) for s in ranked]) if ranked else []
     if len(ranked) > 1:
         others = [x for x in specs if x.name != spec.name and not x.variant_of and spec.variant_of != x.name]
         disagree = []
@@ -224,11 +226,11 @@ def answer_facts(scores: list[Score], specs: list[MetricSpec], spec: MetricSpec,
             out.append(f"The metrics disagree about the top model: {spec.name} puts {first} first, but "
                        + "; ".join(disagree) + ".")
     for m in (leaders if not focus else [focus]):
-        dom = dominant_item(scores, spec.name, m)
-        if dom:
-            out.append(f"One item dominates {m}'s mean on {spec.name}: {dom['item']} holds {fmt(dom['value'])} of its "
-                       f"total {fmt(dom['total'])} ({dom['share']:.0%}); its median is {fmt2(dom['median'])} per item "
-                       f"against a mean of {fmt2(dom['mean'])}.")
+        dominant = dominant_item(scores, spec.name, m)
+        if dominant:
+            out.append(f"One item dominates {m}'s mean on {spec.name}: {dominant['item']} holds "
+                       f"{fmt(dominant['value'])} of its total {fmt(dominant['total'])} ({dominant['share']:.0%}); its "
+                       f"median is {fmt2(dominant['median'])} per item against a mean of {fmt2(dominant['mean'])}.")
     if ranked:
         sens = sensitivity_sentence(scores, spec, names)
         if sens:
@@ -386,7 +388,7 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | 
     for s in scores:
         if s.metric != "retrieval_novelty":
             continue
-        ev = next((e for e in (s.evidence or []) if getattr(e, "kind", None) == "retrieval"), None)
+        ev = next((e for e in (s.evidence or []) if isinstance(e, RetrievalEvidence)), None)
         if ev is None:
             continue
         works = "; ".join(f"{w.get('title', '')} ({w['similarity']:.3f})" if "similarity" in w else str(w.get("title"))

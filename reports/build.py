@@ -85,11 +85,16 @@ class SummaryLike(Protocol):
     ``n`` values, ``mean`` and ``total`` on the metric's scale, the 95% CI
     ``[ci_low, ci_high]`` (NaN when unavailable)."""
 
-    n: int
-    mean: float
-    total: float
-    ci_low: float
-    ci_high: float
+    @property
+    def n(self) -> int: ...
+    @property
+    def mean(self) -> float: ...
+    @property
+    def total(self) -> float: ...
+    @property
+    def ci_low(self) -> float: ...
+    @property
+    def ci_high(self) -> float: ...
 
 
 class PairStat(Protocol):
@@ -97,12 +102,18 @@ class PairStat(Protocol):
     ``n`` shared items, ``method``, ``mean_diff`` (a minus b), the 95% CI of the
     difference ``[ci_low, ci_high]`` and ``p_value`` (0-1)."""
 
-    n: int
-    method: str
-    mean_diff: float
-    ci_low: float
-    ci_high: float
-    p_value: float
+    @property
+    def n(self) -> int: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def mean_diff(self) -> float: ...
+    @property
+    def ci_low(self) -> float: ...
+    @property
+    def ci_high(self) -> float: ...
+    @property
+    def p_value(self) -> float: ...
 
 
 @dataclass
@@ -115,6 +126,14 @@ class ModelStat:
     summary: SummaryLike | None
     failed: int
     corpus: bool = False
+
+    @property
+    def stats(self) -> SummaryLike:
+        """``summary`` of a model that has one (a ranked model); raises
+        ValueError for a model without an ok score."""
+        if self.summary is None:
+            raise ValueError(f"{self.model} has no ok score: it is not ranked")
+        return self.summary
 
 
 @dataclass
@@ -182,14 +201,14 @@ def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelSta
     """Models with a summary by mean (best first; ties by name), then those without."""
     have = [s for s in stats if s.summary is not None]
     none = [s for s in stats if s.summary is None]
-    have.sort(key=lambda s: (-(s.summary.mean) if higher_is_better else s.summary.mean, s.model))
+    have.sort(key=lambda s: (-(s.stats.mean) if higher_is_better else s.stats.mean, s.model))
     return have + none
 
 
 def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
     """``{item_id: value}`` of ``model``'s ok item-level ``metric`` scores (corpus-level ones left out)."""
     return {s.item_id: float(s.value) for s in scores
-            if s.model == model and s.metric == metric and s.ok and s.item_id != CORPUS}
+            if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS}
 
 
 def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | None) -> dict[str, Any]:
@@ -202,7 +221,7 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
     paired bootstrap CI of the difference), ``p_value`` (formatted, 4
     decimals, :func:`fmt_p`), ``p`` (float 0-1), ``significant`` (p < 0.05)."""
     d: dict[str, Any] = {"a": hi.model, "b": lo.model, "n": shared, "p": None,
-                         "overlap": ci_overlap(hi.summary, lo.summary)}
+                         "overlap": ci_overlap(hi.stats, lo.stats)}
     if result is not None:
         d.update(n=result.n, method=f"{result.method}, {hi.model} minus {lo.model}", mean_diff=fmt2(result.mean_diff),
                  ci=f"{fmt2(result.ci_low)} to {fmt2(result.ci_high)}", p_value=fmt_p(result.p_value),
@@ -239,8 +258,8 @@ def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models:
         n_items = len({iid for iid, it in items.items() if getattr(it, facet) == g})
         row.append(n_items)
         for m in models:
-            vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.item_id in items
-                    and getattr(items[s.item_id], facet) == g]
+            vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.value is not None
+                    and s.item_id in items and getattr(items[s.item_id], facet) == g]
             if not vals:
                 row.append("n/a")
             elif show_total:
@@ -280,7 +299,7 @@ def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[st
         row: list[Any] = [spec.name + (" *custom*" if spec.name in custom else ""), spec.kind, spec.scale_label]
         for m in models:
             mine = [s for s in scores if s.model == m and s.metric == spec.name]
-            item_vals = [s.value for s in mine if s.ok and s.item_id != CORPUS]
+            item_vals = [s.value for s in mine if s.ok and s.value is not None and s.item_id != CORPUS]
             corpus = [s for s in mine if s.ok and s.item_id == CORPUS]
             if item_vals:
                 row.append(fmt2(sum(item_vals) / len(item_vals)))
@@ -329,7 +348,8 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
     ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures;
     scores whose evidence raises a flag (``injection_suspected``, METRICS.md
     D.14) are counted in ``flags`` ({total, by_flag, rows, more}), whatever their status."""
-    rows, na = [], []
+    rows: list[dict[str, Any]] = []
+    na: list[dict[str, Any]] = []
     for r in responses:
         if not r.ok:
             rows.append({"kind": "response", "item": r.item_id, "model": r.model, "metric": "",
@@ -526,8 +546,8 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
     chart_notes: list[str] = []
     if ranked:
         chart = _figure(run_dir, "figures/ranking.png", chart_notes, ranking_chart, [s.model for s in ranked],
-                        [s.summary.mean for s in ranked], [s.summary.ci_low for s in ranked],
-                        [s.summary.ci_high for s in ranked], metric=spec.name, scale=spec.scale_label)
+                        [s.stats.mean for s in ranked], [s.stats.ci_low for s in ranked],
+                        [s.stats.ci_high for s in ranked], metric=spec.name, scale=spec.scale_label)
     top = pairs[0] if pairs else None
     comparison = top if top and top["p"] is not None else None
     show_total = math.isinf(spec.range[1])
