@@ -119,7 +119,7 @@ def alpha(matrix: np.ndarray, level: str = "interval") -> float | None:
     if np.unique(vals[~np.isnan(vals)]).size < 2:
         return None
     with np.errstate(all="ignore"):
-        a = float(krippendorff.alpha(reliability_data=vals, level_of_measurement=level))
+        a = float(krippendorff.alpha(reliability_data=vals, level_of_measurement=level))  # type: ignore[arg-type]  # level: "interval" or "nominal" (checked by the callers)
     return a if math.isfinite(a) else None
 
 
@@ -263,7 +263,7 @@ def position_flips(scores: Sequence[Score]) -> tuple[float | None, int]:
     pairs: dict[tuple[str, str, str, str], dict[str, str]] = {}
     for s in scores:
         for e in s.evidence or []:
-            ev = e if isinstance(e, dict) else getattr(e, "model_dump", lambda: {})()
+            ev: dict[str, Any] = e if isinstance(e, dict) else getattr(e, "model_dump", lambda: {})()
             ev = {**(ev.get("details") or {}), **ev}  # typed judge_reply evidence keeps order/votes in details
             votes, order, judge = ev.get("votes"), ev.get("order"), ev.get("judge")
             if not isinstance(votes, dict) or not order or not judge:
@@ -361,7 +361,7 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
     """Plain data for the report (reports/ imports core only): formatted table rows and sentences."""
-    def f(x: float) -> str:
+    def f(x: float | None) -> str:
         return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"
 
     return {

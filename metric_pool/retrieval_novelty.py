@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import Item, MetricSpec, Response, Score
+from ..core import Item, MetricSpec, Response, Score, as_evidence
 from ..core.replies import final_text
 from .base import Metric, ScoringContext
 
@@ -139,7 +139,7 @@ class RetrievalNoveltyMetric(Metric):
         if not hits:
             return [Score(item_id=item.id, model=response.model, metric=s.name, value=None, status="not_run",
                           error=f"no related work found for the query {query!r} ({backend}); novelty not scored",
-                          details={"not_applicable": True}, evidence=[evidence]) for s in self.specs]
+                          details={"not_applicable": True}, evidence=[as_evidence(evidence)]) for s in self.specs]
         try:
             if ctx.embedder is None:
                 from .embeddings import get_embedder
@@ -166,14 +166,13 @@ class RetrievalNoveltyMetric(Metric):
         ttrl = r_nov + (r_fmt or 0)
         fmt_note = ("R_format not counted: the prompt did not ask for <answer> tags" if r_fmt is None
                     else f"R_format = {r_fmt}")
-        mk = dict(item_id=item.id, model=response.model, evidence=[evidence], details=details)
-        return [
-            Score(metric=NOVELTY.name, value=s_inn, rationale=base, **mk),
-            Score(metric=REWARD.name, value=r_nov, rationale=f"{base}; S_inn {'>' if r_nov else '<='} tau = {self.tau:g}",
-                  **mk),
-            Score(metric=TTRL.name, value=float(ttrl), rationale=f"R = R_format + R_novelty = {ttrl:g} ({fmt_note}; "
-                  f"R_novelty = {r_nov:g})", **mk),
-        ]
+        rationales = {
+            NOVELTY.name: (s_inn, base),
+            REWARD.name: (r_nov, f"{base}; S_inn {'>' if r_nov else '<='} tau = {self.tau:g}"),
+            TTRL.name: (float(ttrl), f"R = R_format + R_novelty = {ttrl:g} ({fmt_note}; R_novelty = {r_nov:g})"),
+        }
+        return [Score(item_id=item.id, model=response.model, metric=name, value=value, rationale=why,
+                      evidence=[as_evidence(evidence)], details=details) for name, (value, why) in rationales.items()]
 
 
 def metrics(options: dict | None = None) -> list[Metric]:
