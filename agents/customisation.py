@@ -165,6 +165,18 @@ def pool_metrics(names: list[str], options: dict | None = None) -> list[Metric]:
     return out
 
 
+def retrieval_source(options: dict | None, tools: Any = None) -> str | None:
+    """Where ``retrieval_novelty`` would search, or None when it has nothing to search: the ``--corpus`` folder
+    (BM25), else the tool pool's ``web_search`` (the web online; offline the pool's own index).  The agent-model
+    path offers the metric only when this is not None (issue 12 item 4)."""
+    corpus = (options or {}).get("corpus")
+    if corpus:
+        return f"the papers in {corpus} (BM25)"
+    if tools is not None and "web_search" in (getattr(tools, "names", None) or []):
+        return "web_search (the web; offline its local index)"
+    return None
+
+
 def _add_literature_novelty(plan: MetricPlan, request: str, options: dict | None) -> MetricPlan:
     """``plan`` with ``retrieval_novelty`` added and made the ranking metric when the request asks for novelty
     against the literature; a note says which corpus (or the web) it searches."""
@@ -240,6 +252,8 @@ Pick the metric that best answers the request as `primary` (a name from the list
 Only when the request names a quality that no listed metric measures, define a custom rubric for it: 4-6 criteria,
 each scored 0-10 with anchors for 0, 5 and 10, equal weights unless the request says otherwise (aggregation: weighted
 mean of the criterion scores x 10, so 0-100). Put your citations in the rubric's `source`.
+Pool metrics, when listed, are applied only if you name them in `pool`; for novelty compared with the literature,
+prior work or the user's papers choose retrieval_novelty (in `pool` and as `primary`).
 When the user names a document (given below as DOCUMENT data), take the rubric's criteria from it and cite it."""
 
 PDF_RE = re.compile(r"""(?:(?<=\s)|^|(?<=["'(]))((?:~|\.{1,2}|/)?[^\s"'()]*\.pdf)\b""", re.I)
@@ -374,8 +388,18 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
             base.notes.append(f"read {', '.join(d['path'] for d in docs)}, but drafting a rubric from a document "
                               "needs an agent model (--agent-model); the rubric library was used instead")
         return base, metrics, trace
-    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.specs)
+    # pool metrics the agent may choose (issue 12 item 4): retrieval novelty, when there is something to search
+    source = retrieval_source(options, tools)
+    offered = [n for n in POOL_METRICS if n in base.pool or source is not None]
+    pool_specs = {n: [s for m in pool_metrics([n], options) for s in m.specs] for n in offered}
+    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.specs
+                        if not any(s.name in POOL_METRICS[n] for n in offered))
     content = f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
+    if offered:
+        content += ("\nPool metrics (applied only when you name them in `pool`; one may be `primary`):\n" + "\n".join(
+            f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for n in offered for s in pool_specs[n])
+            + f"\n  retrieval_novelty searches {source or 'the web'}; choose it (pool and primary) for a request "
+              "about novelty or originality compared with the literature, prior work or the user's papers.")
     for d in docs:
         content += (f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
                     f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}")
@@ -429,14 +453,27 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
             continue
         custom.append(r)
         notes = [n for n in notes if not n.startswith(f"'{q}' has no predefined metric")]
-    names = {r.name for r in custom} | set(base.predefined)
+    # pool metrics: the offline plan's (a literal "compared with my papers" request) plus those the agent chose
+    # among the offered ones, by name in `pool` or as its primary metric
+    chosen = [n for n in offered if n in p.pool or p.primary in POOL_METRICS[n]]
+    pool = list(dict.fromkeys([*base.pool, *chosen]))
+    for n in p.pool:
+        if n not in pool:
+            notes.append(f"agent {agent.name} chose the pool metric {n!r}, which is not offered here"
+                         + (" (retrieval novelty needs --corpus <folder> or the search tool)"
+                            if n in POOL_METRICS else ""))
+    names = {r.name for r in custom} | set(base.predefined) | {x for n in pool for x in POOL_METRICS[n]}
     primary = p.primary if p.primary in names else (base.primary if base.primary in names else
                                                     (custom[0].name if custom else base.primary))
+    qualities = p.qualities or base.qualities
+    if "retrieval_novelty" in chosen and "retrieval_novelty" not in base.pool:
+        qualities = list(dict.fromkeys([*qualities, "novelty against the literature"]))
     plan = MetricPlan(predefined=base.predefined, custom=custom, primary=primary,
-                      qualities=p.qualities or base.qualities, reason=p.reason or base.reason,
-                      notes=notes, planner=agent.name, pool=base.pool,
+                      qualities=qualities, reason=p.reason or base.reason,
+                      notes=notes, planner=agent.name, pool=pool,
                       stand_in=base.stand_in if primary == base.primary else "")
-    return plan, metrics, trace
+    metrics = [m for m in metrics if not any(s.name in POOL_METRICS.get(n, ()) for n in offered for s in m.specs)]
+    return plan, [*metrics, *pool_metrics(pool, options)], trace
 
 
 def _mentions(r: Rubric, quality: str) -> bool:

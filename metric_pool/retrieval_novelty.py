@@ -3,8 +3,10 @@
 For one generated idea (the text inside ``<answer>...</answer>`` of the final text after the reasoning, D.8; the
 whole final text when there is no such tag):
 
-1. retrieve ``n`` = 4 related works with the tool pool's ``web_search`` (online: the web; offline: the BM25 index
-   over ``--corpus <folder>``); the query is the idea's first sentence plus the item's question;
+1. retrieve ``n`` = 4 related works: with ``--corpus <folder>`` (``options["corpus"]``) from the BM25 index over
+   that folder only, online or not (the user's papers, never the benchmark's own items); without one, with the
+   tool pool's ``web_search`` (online: the web; offline: its local index); the query is the idea's first
+   sentence plus the item's question;
 2. S_avg = mean over the works found of cos(e_idea, e_work), the work's text being its title and snippet, with the
    run's embedder;
 3. ``retrieval_novelty`` S_inn = clip(10 (1 - S_avg), 0, 10), 0-10, higher is more novel;
@@ -91,8 +93,8 @@ class RetrievalNoveltyMetric(Metric):
     """``retrieval_novelty``, ``retrieval_novelty_reward`` and ``ttrl_reward`` (module docstring).
 
     ``search``: callable (query, n) -> list of hits with ``title``, ``url``/``source`` and ``snippet`` (default:
-    ``ctx.tools.call("web_search", ...)``, else a :class:`sgieval.tools.search.WebSearch` over
-    ``ctx.options["corpus"]``); ``ctx.embedder`` (default MiniLM, ``ctx.options["embedding_model"]``)."""
+    a BM25 :class:`sgieval.tools.search.WebSearch` over ``ctx.options["corpus"]`` when given, else
+    ``ctx.tools.call("web_search", ...)``, else an ``auto`` WebSearch); ``ctx.embedder`` (default MiniLM, ``ctx.options["embedding_model"]``)."""
 
     specs = [NOVELTY, REWARD, TTRL]
 
@@ -102,17 +104,30 @@ class RetrievalNoveltyMetric(Metric):
     def applies(self, item: Item) -> bool:
         return True
 
+    def _corpus_search(self, corpus: str) -> Any:
+        """One BM25 search over the ``corpus`` folder per metric object (the index is built once, on first use)."""
+        from ..tools.search import WebSearch
+
+        cached = getattr(self, "_corpus", None)
+        if cached is None or cached[0] != corpus:
+            cached = (corpus, WebSearch("bm25", corpus_dir=corpus))
+            self._corpus = cached
+        return cached[1]
+
     def _hits(self, query: str, ctx: ScoringContext) -> tuple[list[dict[str, str]], str]:
+        corpus = ctx.options.get("corpus")
         if self._search is not None:
             raw, backend = self._search(query, self.n), "custom"
+        elif corpus:  # the user's papers only: never the web, nor the benchmark's own items in the pool's index
+            out = self._corpus_search(str(corpus)).search(query, self.n)
+            raw, backend = out.hits, out.backend
         elif ctx.tools is not None and "web_search" in getattr(ctx.tools, "names", []):
             out, _ = ctx.tools.call("web_search", query=query, max_results=self.n)
             raw, backend = out.hits, out.backend
         else:
             from ..tools.search import WebSearch
 
-            corpus = ctx.options.get("corpus")
-            out = WebSearch("auto", corpus_dir=corpus).search(query, self.n)
+            out = WebSearch("auto").search(query, self.n)
             raw, backend = out.hits, out.backend
         hits = []
         for h in list(raw)[: self.n]:

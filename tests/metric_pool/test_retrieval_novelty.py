@@ -126,3 +126,24 @@ async def test_minilm_ranks_the_far_idea_as_more_novel(corpus):
     close = (await _score(CLOSE, corpus, emb))["retrieval_novelty"].value
     far = (await _score(FAR, corpus, emb))["retrieval_novelty"].value
     assert far > close
+
+
+async def test_with_a_corpus_only_the_papers_are_searched_not_the_pools_benchmark_items(corpus):
+    # a run with judges or an agent has a tool pool whose offline index also holds the benchmark's own items;
+    # with --corpus, "compared with my papers" searches the papers only (the close idea's item text below would
+    # otherwise be a retrieved "work")
+    from sgieval.tools.pool import ToolPool
+
+    own = Item(id="ideas/own", benchmark="jsonl:ideas", task="generic",
+               prompt="Graphene membranes filter seawater salt graphene membranes filter seawater salt.")
+    pool = ToolPool.from_names("search", corpus_dir=str(corpus), documents=[own], search_backend="bm25")
+    ctx = ScoringContext(embedder=indicator, tools=pool, options={"corpus": str(corpus)})
+    got = {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, CLOSE, ctx)}
+    nov = got["retrieval_novelty"]
+    assert sorted(w["title"] for w in nov.evidence[0].works) == sorted(
+        ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"])
+    assert nov.value == pytest.approx(10 * (1 - (0.8 + 5 / math.sqrt(30) + 4 / math.sqrt(20) + 2 / math.sqrt(30)) / 4))
+    # without a corpus the pool's web_search is used, and its index holds the item
+    ctx2 = ScoringContext(embedder=indicator, tools=pool, options={})
+    got2 = {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, CLOSE, ctx2)}
+    assert "item:ideas/own" in [w["source"] for w in got2["retrieval_novelty"].evidence[0].works]
