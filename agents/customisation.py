@@ -818,3 +818,24 @@ async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | Non
         return r, f"{agent.name} gave no usable revision ({reply.error}); offline: {m}"
     r = _tidy_rubric(reply.parsed, taken=set(), default_source=rubric.source or "user (sgieval metric define)", cite=[])
     return r, f"{agent.name} revised the rubric ({len(r.criteria)} criteria)."
+
+
+def save_defined_rubric(rubric: Rubric, *, name: str | None = None, folder: str | Path | None = None) -> tuple[Path, str]:
+    """Save the rubric ``sgieval metric define`` agreed on -> (path of ``<name>.yaml``, note for the user).
+
+    The YAML goes to ``folder`` (default: the user rubric folder, $SGIEVAL_RUBRIC_DIR).  A rubric that edits a
+    starter rubric (same name, other content) is saved as ``<name>_custom`` when the user gave no ``name``
+    (under the starter's name it would shadow the starter in every later run); with ``name`` it replaces the
+    starter, and the note says so.  The note is "" otherwise."""
+    from ..metric_pool.rubrics import STARTER_DIR, save_rubric, slug
+
+    note = ""
+    starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"
+    if starter.is_file() and Rubric.from_yaml(starter) != rubric:
+        if name is None:
+            new_name = f"{rubric.name}_custom"
+            note = f" (as {new_name}: {rubric.name} is a starter rubric; --name chooses the name)"
+            rubric = rubric.model_copy(update={"name": new_name})
+        else:
+            note = f" (it replaces the starter rubric {rubric.name} in every later run; delete the file to undo)"
+    return save_rubric(rubric, user=True, folder=folder), note

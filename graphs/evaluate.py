@@ -5,40 +5,44 @@ checkpointer in ``runs/<run_id>/state.sqlite`` (thread id = run id), so a
 killed run continues with ``sgieval resume <run_id>``.  Records (items,
 responses, scores) live in the run folder's JSONL files, appended as they are
 produced; the graph state holds only the plans and the report path.
+
+Wiring only (DESIGN.md "graphs/", issue 10 item 6): each node calls an agent
+step of :mod:`sgieval.agents.run` with the graph state and the run context
+(:class:`~sgieval.agents.run.RunContext`), which travels as LangGraph's
+``context`` (``context_schema``); the run's business logic (default targets,
+judge pre-checks, tools, report header, usage table) lives there.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
-import secrets
-import shutil
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, TypedDict
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from ..agents.customisation import MetricPlan, plan_specs, run_customisation
-from ..agents.questioning import SelectionPlan, run_questioning
-from ..agents.requirements import MetricNeeds, metric_needs, none_can_run
-from ..benchmarks.catalog import Catalog, load_catalog
-from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
-from ..metric_pool.base import Metric, ScoringContext
-from ..benchmarks.registry import predefined_metrics
-from ..models.base import NamedModel
-from ..core.logs import get_logger, run_logging
-from ..core.offload import worker_active
-from ..core.settings import load_settings, use_settings
-from ..models.context import CallContext, call_context, current_call_context
-from ..models.accounting import Ledger, price_table
-from ..models.registry import resolve_model, sampling_for_role, stored_models
-from .executors import evaluate_with_executor
+from ..agents import run as steps
+from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use these names from here
+    RunContext,
+    check_request_models,
+    load_ledger,
+    make_runtime,
+    models_named_in,
+    new_run_id,
+    plan_needs,
+    record_sampling,
+    sampling_line,
+    unique_models,
+    write_report,
+)
+from ..core import SgievalError
 
-log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), the host's structlog outside
+__all__ = ["EvalState", "RunContext", "after_confirm", "build_graph", "check_request_models", "execute",
+           "make_runtime", "models_named_in", "new_run_id", "unique_models", "write_report"]
+
+RunRuntime = RunContext
+"""Former name of the run context (kept for callers of this module)."""
 
 
 class EvalState(TypedDict, total=False):
@@ -54,268 +58,41 @@ class EvalState(TypedDict, total=False):
     report: str
 
 
-@dataclass
-class RunRuntime:
-    """What the nodes use that is not state: the config, the run folder, the
-    catalog and the models by role (resolved from the config's strings, or
-    given directly, e.g. scripted chat models in tests)."""
-
-    config: RunConfig
-    store: RunStore
-    catalog: Catalog
-    targets: list[NamedModel] = field(default_factory=list)
-    judges: list[NamedModel] = field(default_factory=list)
-    agent: NamedModel | None = None
-    tools: Any = None
-    sandbox: Any = None
-    on_progress: Callable[[int, int], None] | None = None
-    metric_options: dict[str, Any] = field(default_factory=dict)
-    ledger: Ledger | None = None
-    settings: Any = None
-    calls: CallContext | None = None
-    prices: Any = None
-
-
-def new_run_id(request: str) -> str:
-    """``YYYYmmdd-HHMMSS-<slug of the request>-<8 random hex digits>`` (the
-    suffix keeps two runs of one request started in the same second apart)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", (request or "all").lower()).strip("-")[:32].strip("-")
-    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
-
-
-def _items(rt: RunRuntime, ids: list[str]) -> list[Item]:
-    return [rt.catalog.by_id[i] for i in ids]
-
-
-def _metrics(rt: RunRuntime, items: list[Item], plan: MetricPlan) -> list[Metric]:
-    benchmarks = list(dict.fromkeys(i.benchmark for i in items))
-    ms = [m for m in predefined_metrics(benchmarks, items, rt.metric_options)
-          if any(s.name in plan.predefined for s in m.specs)]
-    if plan.custom:
-        from ..metric_pool.rubric import RubricMetric
-
-        ms += [RubricMetric(r) for r in plan.custom]
-    if plan.pool:
-        from ..agents.customisation import pool_metrics
-
-        ms += pool_metrics(plan.pool, rt.metric_options)
-    return ms
-
-
-def _default_targets(rt: RunRuntime, items: list[Item]) -> list[NamedModel]:
-    if rt.targets:
-        return rt.targets
-    if rt.config.models:
-        return unique_models([resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir,
-                                            **sampling_for_role(rt.config, "target"))
-                              for m in rt.config.models])
-    if items and all(i.benchmark == "sciaidanbench" for i in items):
-        stores = stored_models(rt.config.data_dir)
-        named = models_named_in(rt.config.request, [s.model for s in stores])
-        if len(named) > 1:  # a comparison of the named models
-            stores = [s for s in stores if s.model in named]
-            log.info("targets named in the request", targets=named)
-        elif named:  # one model: every stored model is replayed too, so the report says where it stands
-            log.info("one stored model named in the request; the others are shown for comparison", focus=named)
-        if stores:
-            return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
-                    for s in stores]
-        raise InputError("no target models given and no stored SciAidanBench responses found", what="--models",
-                         fix="pass --models (e.g. replay:o1-mini, openai:gpt-4.1), or put stored answers in "
-                             "<data dir>/sciaidanbench/responses/ (`sgieval data pull sciaidanbench`)")
-    raise InputError("no target models given", what="--models",
-                     fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)")
-
-
-def models_named_in(request: str, models: list[str]) -> list[str]:
-    """The stored models the request names, in ``models`` order: a model
-    matches when its name (``openai/4o``) or its bare name (``4o``,
-    ``llama3.3`` for ``llama3.3:latest``) appears in the request as a word of
-    its own (case-insensitive; no letter, digit or dot may touch it, save a
-    sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not
-    match "phi45"), or its family name: the leading letters of the bare name
-    when there are at least 4 ("llama" names ``llama3.3:latest``)."""
-    text = (request or "").lower()
-    out = []
-    for m in models:
-        bare = m.split(":")[0].split("/")[-1].lower()
-        family = re.match(r"[a-z]{4,}", bare)  # "llama" for llama3.3, "qwen" for qwen2.5
-        names = {m.lower(), bare, family.group(0) if family else ""}
-        if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w|\.\w)", text) for n in names if n):
-            out.append(m)
-    return out
-
-
-def _attach_tools(rt: RunRuntime, items: list[Item]) -> None:
-    """Give the run its sandbox (when dry-experiment items need one) and its
-    tool pool (when judges may call tools).  A sandbox that cannot start is
-    not fatal: the dry-experiment scores record it as ``infra_error`` with
-    the reason, and ``--unsafe-local-exec`` is the explicit way out."""
-    from ..core import DRY_EXPERIMENT, SandboxUnavailableError
-
-    rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
-    if rt.config.judge_repeats > 1:
-        rt.metric_options.setdefault("judge_repeats", rt.config.judge_repeats)
-    if rt.config.corpus:
-        rt.metric_options.setdefault("corpus", rt.config.corpus)
-    if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
-        from ..tools.sandbox import get_sandbox
-
-        try:
-            rt.sandbox = get_sandbox(rt.config.sandbox, unsafe_local_exec=rt.config.unsafe_local_exec)
-        except SandboxUnavailableError as e:
-            log.warning("sandbox unavailable", reason=e.one_line())
-    if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
-        from ..tools.pool import ToolPool
-
-        kw = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
-                  unsafe_local_exec=rt.config.unsafe_local_exec, corpus_dir=rt.config.corpus)
-        try:
-            rt.tools = ToolPool.from_names(rt.config.tools, **kw)
-        except SandboxUnavailableError as e:
-            log.warning("run_python tool unavailable", reason=e.one_line())
-            rt.tools = ToolPool.from_names([n for n in rt.config.tools if n != "python"], **kw)
-
-
-def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], targets: list[NamedModel]) -> None:
-    """Raise InputError when a live target on open-creativity items has no
-    judge that may score it: every one of its answers would fail, so the run
-    says so before any call."""
-    if any(i.task == OPEN_CREATIVITY for i in items):
-        for t in targets:
-            problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
-            if problem:
-                raise InputError(problem[0], what=t.name,
-                                 fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)")
-
-
-def plan_needs(rt: RunRuntime, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
-    """What each metric of ``plan`` needs and whether this run has it (the
-    confirmation's list, :func:`sgieval.agents.requirements.metric_needs`)."""
-    items = _items(rt, item_ids)
-    _attach_tools(rt, items)
-    metrics = _metrics(rt, items, plan)
-    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
-    try:
-        targets = _default_targets(rt, items)
-    except InputError:
-        targets = []  # the evaluation step names the missing targets
-    return metric_needs(specs, items, primary=plan.primary, custom={r.name for r in plan.custom},
-                        judges=[j.name for j in rt.judges], targets=[t.name for t in targets],
-                        replay_targets=bool(targets) and all(t.is_replay for t in targets),
-                        sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge)
-
-
-def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
-    """``on_progress`` that also starts, when the first unit is done, a daemon
-    thread importing what the report will need (the report builder,
-    scipy.stats, matplotlib: ~1 s of CPU).  While model calls are in flight the
-    event loop mostly waits, so these imports overlap the calls instead of
-    following them (issue 13); nothing is imported before the first call."""
-    started = False
-
-    warm = worker_active()  # the sgieval command's warm worker imports scipy and matplotlib itself
-
-    def load() -> None:
-        try:
-            from ..agents import reporting  # noqa: F401
-
-            if not warm:
-                import scipy.stats  # noqa: F401
-
-                from ..reports.charts import pyplot
-
-                pyplot()
-        except Exception:  # noqa: BLE001 - only a warm-up: the report imports them itself
-            pass
-
-    def progress(done: int, total: int) -> None:
-        nonlocal started
-        if not started:
-            started = True
-            threading.Thread(target=load, name="sgieval-report-imports", daemon=True).start()
-        if on_progress is not None:
-            on_progress(done, total)
-
-    return progress
-
-
 def after_confirm(state: EvalState) -> str:
     """The router after the metric confirmation: ``evaluation`` when confirmed, else the end."""
     return "evaluation" if state.get("confirmed") else END
 
 
-def build_graph(rt: RunRuntime, checkpointer: Any = None):
-    """Compile the four-agent graph bound to ``rt``."""
+def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
+    """Compile the four-agent graph.  Each invocation brings its run context
+    (``graph.ainvoke(..., context=rt)``); ``rt`` is the one used when an
+    invocation brings none (state reads, LangGraph Studio).  Each node is an
+    agent step of :mod:`sgieval.agents.run`; the router is :func:`after_confirm`."""
 
-    async def questioning(state: EvalState) -> dict[str, Any]:
-        plan, items, trace = await run_questioning(rt.config.request, rt.catalog, k=rt.config.k, seed=rt.config.seed,
-                                                   agent=rt.agent)
-        if not rt.store.read("items"):
-            rt.store.append("items", items)
-        log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
-        return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace}}
+    def ctx(runtime: Runtime[RunContext] | None) -> RunContext:
+        c = getattr(runtime, "context", None) or rt
+        if c is None:
+            raise SgievalError("the evaluation graph was invoked without a run context",
+                               fix="invoke it with context=make_runtime(config)")
+        return c
 
-    async def customisation(state: EvalState) -> dict[str, Any]:
-        items = _items(rt, state["selection"]["item_ids"])
-        _attach_tools(rt, items)
-        plan, _metrics_, trace = await run_customisation(rt.config.request, items, agent=rt.agent,
-                                                         options=rt.metric_options, tools=rt.tools)
-        if not plan.predefined and not plan.custom and not plan.pool:
-            benches = sorted({i.benchmark for i in items})
-            raise InputError(f"no metric applies to the selected items of {', '.join(benches)}", what="metrics",
-                             fix="give JSONL items a `reference` field (scored by exact_match), or ask about a "
-                                 "quality such as 'most rigorous' to get a rubric metric (needs --judge)")
-        for r in plan.custom:
-            r.to_yaml(rt.store.root / "rubrics" / f"{r.name}.yaml")
-        log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
-        return {"metric_plan": plan.model_dump(mode="json")}
+    async def questioning(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        return await steps.questioning_step(state, ctx(runtime))
 
-    async def confirm(state: EvalState) -> dict[str, Any]:
-        plan = MetricPlan.model_validate(state["metric_plan"])
-        needs = plan_needs(rt, state["selection"]["item_ids"], plan)
-        if rt.config.yes:
-            _check_open_creativity_judges(ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge),
-                                          _items(rt, state["selection"]["item_ids"]),
-                                          _default_targets(rt, _items(rt, state["selection"]["item_ids"])))
-            stop = none_can_run(needs)
-            if stop is not None:  # --yes: nothing could be measured, so nothing is run
-                raise stop
-            return {"confirmed": True}
-        answer = interrupt({"question": "Run with these metrics?", "predefined": plan.predefined,
-                            "custom": [r.name for r in plan.custom], "primary": plan.primary, "notes": plan.notes,
-                            "needs": [n.model_dump() for n in needs]})
-        return {"confirmed": bool(answer)}
+    async def customisation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        return await steps.customisation_step(state, ctx(runtime))
 
-    async def evaluation(state: EvalState) -> dict[str, Any]:
-        items = _items(rt, state["selection"]["item_ids"])
-        plan = MetricPlan.model_validate(state["metric_plan"])
-        targets = _default_targets(rt, items)
-        rt.targets = targets
-        _attach_tools(rt, items)
-        ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
-                             allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
-        _check_open_creativity_judges(ctx, items, targets)
-        record_sampling(rt)
-        on_progress = rt.on_progress
-        if any(not t.is_replay for t in targets):
-            on_progress = _warming_report_imports(on_progress)
-        prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
-                                            executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
-                                            on_progress=on_progress)
-        record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
-        log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
-                 budget_stopped=prog.budget_stopped)
-        return {"targets": [t.name for t in targets],
-                "evaluated": {"responses_new": prog.responses_new, "scores_new": prog.scores_new,
-                              "texts_embedded": prog.texts_embedded, "long_texts_embedded": prog.long_texts_embedded,
-                              "budget_stopped": prog.budget_stopped}}
+    async def confirm(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        payload = steps.confirmation(state, ctx(runtime))
+        return {"confirmed": True if payload is None else bool(interrupt(payload))}
 
-    async def reporting(state: EvalState) -> dict[str, Any]:
-        path = await write_report(rt, state)
-        return {"report": str(path)}
+    async def evaluation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        return await steps.evaluation_step(state, ctx(runtime))
 
-    g = StateGraph(EvalState)
+    async def reporting(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        return await steps.reporting_step(state, ctx(runtime))
+
+    g = StateGraph(EvalState, context_schema=RunContext)
     g.add_node("questioning", questioning)
     g.add_node("customisation", customisation)
     g.add_node("confirm", confirm)
@@ -330,185 +107,20 @@ def build_graph(rt: RunRuntime, checkpointer: Any = None):
     return g.compile(checkpointer=checkpointer)
 
 
-def record_sampling(rt: RunRuntime) -> None:
-    """Write the sampling parameters each model of the run actually gets
-    (``RunConfig.sent_params``) and those it does not, with the reason
-    (``RunConfig.dropped_params``), into ``config.json`` (issue 11 item 1);
-    log each dropped one.  Replay targets send nothing and are not listed."""
-    models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
-    sent = {m.name: dict(m.params) for m in models if not m.is_replay}
-    dropped = {m.name: dict(m.dropped) for m in models if m.dropped}
-    if sent == rt.config.sent_params and dropped == rt.config.dropped_params:
-        return
-    for name, params in dropped.items():
-        for p, why in params.items():
-            if rt.config.dropped_params.get(name, {}).get(p) != why:
-                log.warning("sampling parameter not sent", model=name, param=p, reason=why)
-    rt.config.sent_params, rt.config.dropped_params = sent, dropped
-    rt.store.write_config(rt.config)
-
-
-def sampling_line(config: RunConfig) -> str:
-    """The report's "sampling parameters" line: per model, what was sent and what was not, with why."""
-    parts = []
-    for name in dict.fromkeys([*config.sent_params, *config.dropped_params]):
-        sent = ", ".join(f"{k}={v}" for k, v in config.sent_params.get(name, {}).items()) or "provider defaults"
-        not_sent = "; ".join(f"{k} not sent: {why}" for k, why in config.dropped_params.get(name, {}).items())
-        parts.append(f"{name}: {sent}" + (f" ({not_sent})" if not_sent else ""))
-    return "; ".join(parts)
-
-
-async def write_report(rt: RunRuntime, state: EvalState) -> Path:
-    """(Re)write ``report.md`` from the run folder's records and the plans in ``state``."""
-    from ..agents.reporting import build_report  # with scipy and matplotlib: loaded when the report is built
-    sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
-    plan = MetricPlan.model_validate(state["metric_plan"])
-    items = _items(rt, state["selection"]["item_ids"])
-    metrics = _metrics(rt, items, plan)
-    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
-    targets = state.get("targets") or [t.name for t in rt.targets]
-    ids = {i.id for i in items}
-    scores = [s for s in rt.store.read("scores") if s.model in targets and (s.item_id in ids or s.item_id == "*")]
-    responses = [r for r in rt.store.read("responses") if r.model in targets and r.item_id in ids]
-    warnings = []
-    smoke = [m.name for m in ([*rt.judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test]
-    if smoke:
-        warnings.append(f"{', '.join(dict.fromkeys(smoke))} is an embedded 135M-parameter model: its outputs and "
-                        "scores are smoke-test quality, not evidence about the target models.")
-    if rt.config.allow_self_judge:
-        warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
-    if rt.config.unsafe_local_exec:
-        warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
-    focus = None
-    if not rt.config.models and state.get("targets"):
-        stored = [m.split(":", 1)[1] for m in state["targets"] if m.startswith("replay:")]
-        named = models_named_in(rt.config.request, stored) if stored else []
-        if stored and named == stored:
-            warnings.append(f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
-                            "pass --models to evaluate others.")
-        elif len(named) == 1:
-            focus = f"replay:{named[0]}"
-            warnings.append(f"The request asks about one model ({focus}): the Answer gives its scores; the other "
-                            "stored models are evaluated only to show where it stands.")
-    long_texts = (state.get("evaluated") or {}).get("long_texts_embedded") or 0
-    if long_texts:
-        n = (state.get("evaluated") or {}).get("texts_embedded") or 0
-        warnings.append(f"{long_texts} of the {n} texts embedded with MiniLM were longer than its 256-token window; "
-                        "each was embedded whole, in pieces of at most 250 word pieces whose vectors were averaged.")
-    stopped = (state.get("evaluated") or {}).get("budget_stopped")
-    if stopped:
-        warnings.append(f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
-                        "the tables cover what was evaluated, corpus-level metrics were not computed.")
-    scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
-    sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items()
-                        if any(i.benchmark == b for i in items)) or "n/a"
-    header = {
-        "run_id": rt.config.run_id, "request": rt.config.request, "selection_reason": sel.reason,
-        "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
-        "k": sel.k if sel.k is not None else "all matches", "n_items": len(items), "sampling": sel.sampling,
-        "seed": sel.seed, "models": ", ".join(targets) + " (target)",
-        "judges": (", ".join(j.name for j in rt.judges) + (f" (each asked {rt.config.judge_repeats} times per "
-                                                            "judged item)" if rt.config.judge_repeats > 1 else ""))
-                  or "none (judge metrics not run)",
-        "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
-        "metrics": ", ".join(plan.predefined) + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
-        "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,
-        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}", "scope": scope,
-        "extra": {**({"notes": "; ".join(plan.notes)} if plan.notes else {}),
-                  **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
-                  **({"settings": rt.settings.header_line()} if rt.settings is not None else {})},
-    }
-    return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
-                              specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
-                              agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
-                              warnings=warnings, judges=[j.name for j in rt.judges],
-                              allow_self_judge=rt.config.allow_self_judge, extra_sections=_usage_section(rt),
-                              focus=focus, stand_in=plan.stand_in, recheck=rt.config.recheck,
-                              embedding_model=rt.metric_options.get("embedding_model", "minilm"))
-
-
-def check_request_models(rt: RunRuntime) -> None:
-    """Stop a new run whose request names a model with no stored responses
-    that is not one of its targets (issue 17 item 4): InputError with the
-    stored models and the ``--models`` flag that runs it live
-    (:func:`sgieval.agents.request_models.check_named_models`)."""
-    from ..agents.request_models import check_named_models, model_mentions
-
-    if not model_mentions(rt.config.request):
-        return
-    stored = [s.model for s in stored_models(rt.config.data_dir)]
-    check_named_models(rt.config.request, [*rt.config.models, *(t.name for t in rt.targets)], stored)
-
-
-def _load_ledger(rt: RunRuntime) -> Ledger:
-    """The run's ledger: every call already in ``ledger.jsonl``, then
-    journalling each new call there as it is recorded (so a killed run's
-    accounts survive)."""
-    ledger = Ledger(budget_usd=rt.config.budget_usd, prices=rt.prices if rt.prices is not None else price_table())
-    ledger.merge(rt.store.read_rows("ledger"))
-    ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
-    return ledger
-
-
-def _usage_section(rt: RunRuntime) -> list[dict[str, str]]:
-    """"Cost and usage": calls, tokens, latency and cost per (model, role), with the total
-    (issue 6.4).  Costs come from the price table; unknown prices show as n/a, never 0."""
-    from ..agents.reporting import fmt
-    from ..reports.render import markdown_table
-
-    ledger = rt.ledger or _load_ledger(rt)
-    summ = ledger.summary()
-    if not summ["rows"]:
-        return [{"title": "Cost and usage", "body": "No model calls were made (replayed responses and objective "
-                                                    "metrics only, or every call served from the cache)."}]
-
-    def row(t: dict[str, Any]) -> list[Any]:
-        return [t["model"], t["role"], t["calls"], t["cached_calls"], t["failed_calls"], t["input_tokens"],
-                t["output_tokens"], fmt(t["latency_s"]), "n/a" if t["cost"] is None else f"{t['cost']:.4f}"]
-
-    body = markdown_table(["model", "role", "calls", "cached", "failed", "input tokens", "output tokens",
-                           "latency (s)", "cost (USD)"], [row(t) for t in summ["rows"]] + [row(summ["total"])])
-    if summ["budget_usd"] is not None:
-        body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
-        if summ["stopped"]:
-            st = summ["stopped"]
-            body += (f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
-                     f"call to {st.get('model', '')}; calls already in flight then finished and are counted.")
-    return [{"title": "Cost and usage", "body": body}]
-
-
-async def execute(rt: RunRuntime, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None) -> EvalState:
-    """Run (or resume) the graph for ``rt`` to the end.
+async def execute(rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None) -> EvalState:
+    """Run (or resume) the graph for ``rt`` to the end, inside the run's scope
+    (:func:`sgieval.agents.run.run_scope`: settings, call context, log sink and
+    ledger of this run only).
 
     ``confirm(payload) -> bool`` answers the metric confirmation interrupt
     (None: the run stops at the interrupt and can be resumed).  Returns the
     final state.
     """
-    if rt.settings is None:
-        rt.settings = load_settings()
-    if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file (issue 10 item 2)
-        rt.calls = CallContext(use_cache=rt.config.use_cache, cache_path=current_call_context().cache_path,
-                               limits={"*": rt.config.max_concurrency})
-    try:
-        # run-scoped, never global: settings, call context, log sink and ledger are contextvars of this run
-        with use_settings(rt.settings), call_context(rt.calls), run_logging(rt.store.root, rt.config.run_id):
-            if not resume:
-                check_request_models(rt)
-                rt.config.settings = rt.settings.shown()
-                rt.store.write_config(rt.config, new=True)
-            rt.ledger = _load_ledger(rt)
-            with rt.ledger.activate():
-                return await _drive(rt, confirm)
-    except SgievalError:
-        if not rt.store.read("responses"):
-            rt.store.close()
-            shutil.rmtree(rt.store.root, ignore_errors=True)  # nothing computed: leave no half-written run
-        raise
-    finally:
-        rt.store.close()  # fsync the records written (the files reopen if the runtime is used again)
+    with steps.run_scope(rt, resume=resume):
+        return await _drive(rt, confirm)
 
 
-async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> EvalState:
+async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> EvalState:
     """Invoke the checkpointed graph from wherever its thread stopped."""
     thread = {"configurable": {"thread_id": rt.config.run_id}}
     async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:
@@ -528,72 +140,15 @@ async def _drive(rt: RunRuntime, confirm: Callable[[dict], bool] | None) -> Eval
             if confirm is None:
                 return {**snap.values, "__interrupt__": pending}
             inp = Command(resume=bool(confirm(pending[0].value)))
-        result = await graph.ainvoke(inp, thread)
+        result = await graph.ainvoke(inp, thread, context=rt)
         while "__interrupt__" in result:
             if confirm is None:
                 return result
-            result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread)
+            result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread,
+                                         context=rt)
         if result.get("confirmed") is True and not result.get("report"):
             # confirmed but ended without a report: the router after the confirmation raised (issue 14 item 6)
             # and the graph kept the confirmation's writes without the route; route again from there
             await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
-            result = await graph.ainvoke(None, thread)
+            result = await graph.ainvoke(None, thread, context=rt)
         return result
-
-
-def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: list[NamedModel] | None = None,
-                 judges: list[NamedModel] | None = None, agent: NamedModel | None = None, **kw: Any) -> RunRuntime:
-    """Resolve the config's model strings (unless models are given) and load
-    the catalog (unless given).  Raises InputError for bad model strings or
-    missing data before anything is written.
-
-    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered
-    run) uses those items, not the benchmark files as they are now: the report
-    does not change when a source file is edited or moved, and the run needs
-    no source at all once its items are stored."""
-    run_dir = Path(config.out_dir) / config.run_id
-    existing = RunStore(run_dir) if (run_dir / "items.jsonl").is_file() else None  # no folder made for a new run
-    stored = existing.read("items") if existing else []
-    if catalog is None:
-        try:
-            catalog = load_catalog(config.benchmarks or None, config.data_dir)
-        except SgievalError:
-            if not stored:
-                raise
-            catalog = Catalog(items=stored, sources={b: f"{run_dir / 'items.jsonl'} (the run's copy)"
-                                                     for b in dict.fromkeys(i.benchmark for i in stored)})
-    if stored:
-        catalog.by_id.update({i.id: i for i in stored})
-    if judges is None:
-        judges = [resolve_model(j, "judge", base_url=config.base_url, **sampling_for_role(config, "judge"))
-                  for j in config.judges]
-    if agent is None and config.agent_model:
-        agent = resolve_model(config.agent_model, "agent", base_url=config.base_url,
-                              **sampling_for_role(config, "agent"))
-    if targets is None and config.models:
-        targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir,
-                                 **sampling_for_role(config, "target")) for m in config.models]
-    targets, judges = unique_models(targets or []), unique_models(judges)
-    store = existing or RunStore(run_dir)
-    settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
-    return RunRuntime(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent,
-                      settings=settings, **kw)
-
-
-def unique_models(models: list[NamedModel]) -> list[NamedModel]:
-    """``models`` without repeats of a name (``replay:phi4`` and ``replay:phi4:latest``
-    resolve to one model): the first of each name is kept, in order.  Raises
-    InputError when two different replay files give one name (a/ans.jsonl and
-    b/ans.jsonl): one of them would be lost."""
-    seen: dict[str, NamedModel] = {}
-    for m in models:
-        first = seen.get(m.name)
-        if first is None:
-            seen[m.name] = m
-            continue
-        a, b = (getattr(getattr(x, "replay", None), "source", None) for x in (first, m))
-        if a is not None and b is not None and Path(a).resolve() != Path(b).resolve():
-            raise InputError(f"two stored-response files give the same model name {m.name!r} ({a}, {b})",
-                             what="--models", fix="add a \"model\" field to the lines of one file, or rename it")
-        log.warning("duplicate model ignored", model=m.name, role=m.role)
-    return list(seen.values())

@@ -11,8 +11,8 @@ A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with
 and :func:`~sgieval.agents.customisation.revise_rubric`: deterministic offline
 (library rubric by semantic match, regex revisions) or an agent model
 (structured output :class:`~sgieval.core.Rubric`).  ``save`` writes
-``<name>.yaml`` with :func:`sgieval.metric_pool.rubrics.save_rubric` (the user
-rubric folder unless ``save_dir`` is given).
+``<name>.yaml`` with :func:`sgieval.agents.customisation.save_defined_rubric`
+(the user rubric folder unless ``save_dir`` is given).
 
 Interrupt payloads (what the user is shown) are dicts:
 ``{"kind": "describe", "message"}`` and ``{"kind": "review", "message",
@@ -29,10 +29,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from ..agents.customisation import CANCEL_RE, DONE_RE, REVISION_HELP, propose_rubric, revise_rubric
+from ..agents.customisation import (
+    CANCEL_RE,
+    DONE_RE,
+    REVISION_HELP,
+    NamedModel,
+    propose_rubric,
+    revise_rubric,
+    save_defined_rubric,
+)
 from ..core import InputError, Rubric
-from ..metric_pool.rubrics import STARTER_DIR, save_rubric, slug
-from ..models.base import NamedModel
 
 __all__ = ["MetricChatState", "build_metric_chat", "run_metric_chat", "DESCRIBE_PROMPT", "REVIEW_PROMPT"]
 
@@ -92,18 +98,7 @@ def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = Non
         return {"rubric": rubric.model_dump(mode="json"), "message": msg, "history": _hist(state, ("agent", msg))}
 
     async def save(state: MetricChatState) -> dict[str, Any]:
-        rubric = Rubric.model_validate(state["rubric"])
-        note = ""
-        starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"
-        if starter.is_file() and Rubric.from_yaml(starter) != rubric:
-            if name is None:
-                # an edited starter saved under the starter's name would shadow it in every later run
-                new_name = f"{rubric.name}_custom"
-                note = f" (as {new_name}: {rubric.name} is a starter rubric; --name chooses the name)"
-                rubric = rubric.model_copy(update={"name": new_name})
-            else:
-                note = f" (it replaces the starter rubric {rubric.name} in every later run; delete the file to undo)"
-        path = save_rubric(rubric, user=True, folder=save_dir)
+        path, note = save_defined_rubric(Rubric.model_validate(state["rubric"]), name=name, folder=save_dir)
         msg = f"saved to {path}{note}"
         return {"saved": str(path), "message": msg, "history": _hist(state, ("agent", msg))}
 

@@ -34,19 +34,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli_metric.py", "metric_pool"): "`sgieval metric show/test` work on the metric pool without a run",
     ("cli_metric.py", "models"): "`sgieval metric test/define --judge/--agent-model` resolve model strings",
     ("cli_metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
-    ("graphs/metric_chat.py", "metric_pool"): "the chat graph's save node writes the rubric YAML (save_rubric)",
-    ("graphs/metric_chat.py", "models"): "type of the agent model parameter (NamedModel)",
     ("models/registry.py", "benchmarks"): "replay:<name> finds the stored SciAidanBench answers in the data folder",
     ("models/replay.py", "benchmarks"): "replay reads SciAidanBench's stored-answer files (that benchmark's layout)",
     ("cli.py", "agents"): "`ask` lists each metric's needs at the confirmation (agents.requirements)",
     ("cli_metric.py", "agents"): "`sgieval metric define` drafts a rubric with the customisation agent",
-    # issue 10 item 6, not done: the run's business logic (default targets, judge pre-checks, tools, header,
-    # usage table, make_runtime) is still in graphs/evaluate.py; moving it into agents/ removes these five
-    ("graphs/evaluate.py", "benchmarks"): "catalog loading and predefined metrics (make_runtime, _metrics)",
-    ("graphs/evaluate.py", "metric_pool"): "ScoringContext and RubricMetric (evaluation node, _metrics)",
-    ("graphs/evaluate.py", "models"): "model resolution, ledger and the run's call context (make_runtime, execute)",
-    ("graphs/evaluate.py", "reports"): "the cost-and-usage table (_usage_section)",
-    ("graphs/evaluate.py", "tools"): "sandbox and tool pool of the run (_attach_tools)",
 }
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from sgieval.core import RunConfig, RunStore
+from sgieval.agents import run as steps
 from sgieval.graphs import evaluate as ev
 
 CHEM = "Which model is the most creative in chemistry?"
@@ -29,13 +30,15 @@ def lone(tmp_path_factory):
     return records(out / "lone"), state
 
 
-# (module attribute patched, how it is called); each raises once, then behaves
-TARGETS = ["run_questioning", "run_customisation", "evaluate_with_executor", "write_report", "after_confirm"]
+# (module whose attribute is patched, attribute): each raises once, then behaves.  The agents the nodes call
+# (agents/run.py's steps) and the graph's router (graphs/evaluate.py)
+TARGETS = [(steps, "run_questioning"), (steps, "run_customisation"), (steps, "evaluate_with_executor"),
+           (steps, "write_report"), (ev, "after_confirm")]
 
 
-@pytest.mark.parametrize("target", TARGETS)
-def test_fault_in_a_node_or_the_router_then_resume(tmp_path, monkeypatch, lone, target):
-    real = getattr(ev, target)
+@pytest.mark.parametrize("module,target", TARGETS, ids=[t for _, t in TARGETS])
+def test_fault_in_a_node_or_the_router_then_resume(tmp_path, monkeypatch, lone, module, target):
+    real = getattr(module, target)
     calls = {"n": 0}
 
     def once(*a, **k):
@@ -44,7 +47,7 @@ def test_fault_in_a_node_or_the_router_then_resume(tmp_path, monkeypatch, lone, 
             raise RuntimeError(f"injected fault in {target}")
         return real(*a, **k)
 
-    monkeypatch.setattr(ev, target, once)
+    monkeypatch.setattr(module, target, once)
     cfg = RunConfig(run_id="f", request=CHEM, k=3, out_dir=str(tmp_path), bootstrap_resamples=99, yes=True)
     with pytest.raises(RuntimeError, match="injected fault"):
         asyncio.run(ev.execute(ev.make_runtime(cfg)))

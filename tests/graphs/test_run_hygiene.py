@@ -9,7 +9,7 @@ import re
 import pytest
 
 from sgieval.core import InputError, RunConfig, RunStore
-from sgieval.graphs.evaluate import _load_ledger, execute, make_runtime, new_run_id
+from sgieval.graphs.evaluate import load_ledger, execute, make_runtime, new_run_id
 
 
 def test_run_ids_differ_within_one_second():
@@ -61,13 +61,13 @@ def test_no_stored_models_and_no_models_is_an_input_error(tmp_path, sciaidan_dir
 def test_ledger_journal_is_reloaded(tmp_path):
     cfg = RunConfig(run_id="l", out_dir=str(tmp_path))
     rt = make_runtime(cfg, catalog=object(), targets=[], judges=[])  # the ledger needs only the store
-    led = _load_ledger(rt)
+    led = load_ledger(rt)
     led.record("openai:m", "target", usage={"input": 10, "output": 2}, latency_s=0.5)
     led.record("openai:j", "judge", error="HTTP 500")
     led.merge([{"model": "openai:m", "role": "target", "input_tokens": 1, "output_tokens": 1, "latency_s": 0.1,
                 "cost": None, "cached": False, "error": None}])
     # a new process (resume) sees the three calls
-    again = _load_ledger(make_runtime(cfg, catalog=object(), targets=[], judges=[]))
+    again = load_ledger(make_runtime(cfg, catalog=object(), targets=[], judges=[]))
     t = again.totals()
     assert (t[("openai:m", "target")].calls, t[("openai:m", "target")].input_tokens) == (2, 11)
     assert (t[("openai:j", "judge")].calls, t[("openai:j", "judge")].failed_calls) == (1, 1)
