@@ -138,10 +138,11 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: str, config: R
     """None when only strings were given (make_runtime resolves them); else every model as a NamedModel."""
     if not objects:
         return None
-    from .models.registry import resolve_model, sampling_for_role
+    from .agents.replays import resolve_run_model
+    from .models.registry import sampling_for_role
 
-    return [resolve_model(s, role, base_url=config.base_url, data_dir=config.data_dir,
-                          **sampling_for_role(config, role)) for s in strings] + objects
+    return [resolve_run_model(s, role, base_url=config.base_url, data_dir=config.data_dir,
+                              **sampling_for_role(config, role)) for s in strings] + objects
 
 
 async def aevaluate(request: str = "", *, models: Models = None, judge: Models = None,

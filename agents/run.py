@@ -33,10 +33,11 @@ from ..metric_pool.base import Metric, ScoringContext
 from ..models.accounting import Ledger, price_table
 from ..models.base import NamedModel
 from ..models.context import CallContext, call_context, current_call_context
-from ..models.registry import resolve_model, sampling_for_role, stored_models
+from ..models.registry import resolve_model, sampling_for_role
 from .customisation import MetricPlan, plan_specs, run_customisation
 from .executors import evaluate_with_executor
 from .questioning import SelectionPlan, run_questioning
+from .replays import resolve_run_model, stored_models
 from .requirements import MetricNeeds, metric_needs, none_can_run
 
 __all__ = ["RunContext", "check_request_models", "confirmation", "customisation_step", "evaluation_step",
@@ -110,7 +111,7 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
         agent = resolve_model(config.agent_model, "agent", base_url=config.base_url,
                               **sampling_for_role(config, "agent"))
     if targets is None and config.models:
-        targets = [resolve_model(m, "target", base_url=config.base_url, data_dir=config.data_dir,
+        targets = [resolve_run_model(m, "target", base_url=config.base_url, data_dir=config.data_dir,
                                  **sampling_for_role(config, "target")) for m in config.models]
     targets, judges = unique_models(targets or []), unique_models(judges)
     store = existing or RunStore(run_dir)
@@ -180,7 +181,7 @@ def _default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
     if rt.targets:
         return rt.targets
     if rt.config.models:
-        return unique_models([resolve_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir,
+        return unique_models([resolve_run_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir,
                                             **sampling_for_role(rt.config, "target"))
                               for m in rt.config.models])
     if items and all(i.benchmark == "sciaidanbench" for i in items):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.lazy import lazy_exports
 
 from .base import NamedModel, Role  # noqa: F401
-from .registry import resolve_model, resolve_replay, stored_models  # noqa: F401
+from .registry import resolve_model, resolve_replay  # noqa: F401
 
 _PUBLIC: dict[str, str] = {
     "BudgetExceeded": "accounting",
@@ -26,11 +26,13 @@ _PUBLIC: dict[str, str] = {
     "message_text": "calls",
     "read_reply": "calls",
     "sampling_for_role": "registry",
+    "ReplayStore": "replay",
+    "StoredResponses": "replay",
     "usage": "calls",
 }
 """Public name -> the module of this folder that defines it (loaded on first use)."""
 
-__all__ = sorted([*_PUBLIC, "NamedModel", "Role", "resolve_model", "resolve_replay", "stored_models"])
+__all__ = sorted([*_PUBLIC, "NamedModel", "Role", "resolve_model", "resolve_replay"])
 
 
 __getattr__ = lazy_exports(__name__, _PUBLIC)

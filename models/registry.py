@@ -22,17 +22,9 @@ from typing import Any
 from ..core import InputError, redact_url
 from .base import NamedModel, Role
 from .params import sampling_params
-from .replay import ReplayStore, load_jsonl_replay, sciaidanbench_stores
+from .replay import ReplayStore, StoredResponses, load_jsonl_replay
 
 REPLAY_PREFIX = "replay:"
-
-
-def stored_models(data_dir: str | Path | None = None) -> list[ReplayStore]:
-    """Every stored SciAidanBench model found in the data lookup order (empty when no data)."""
-    from ..benchmarks.data import find_benchmark_dir
-
-    folder = find_benchmark_dir("sciaidanbench", data_dir, required=False)
-    return sciaidanbench_stores(folder) if folder else []
 
 
 def _match(name: str, store: ReplayStore) -> bool:
@@ -42,30 +34,34 @@ def _match(name: str, store: ReplayStore) -> bool:
     return n in cands
 
 
-def resolve_replay(spec: str, data_dir: str | Path | None = None, _stores: list[ReplayStore] | None = None) -> NamedModel:
-    """A replay target for ``replay:<name or path>``.  Raises InputError listing
-    the stored models when the name matches none."""
+def resolve_replay(spec: str, stored: StoredResponses | None = None,
+                   _stores: list[ReplayStore] | None = None) -> NamedModel:
+    """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
+    (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
+    stored models when the name matches none, and for a ``.json`` file that is not one model's answers."""
     ref = spec[len(REPLAY_PREFIX):]
     p = Path(ref).expanduser()
     if p.suffix in (".json", ".jsonl") and p.is_file():
         if p.suffix == ".jsonl":
             store = load_jsonl_replay(p)
         else:
-            from ..benchmarks.sciaidanbench import load_stored_answers
-
-            sas = load_stored_answers(p)
-            if not sas:
+            if stored is None or stored.read_file is None:
+                raise InputError("no reader for stored-answer .json files was given", what=str(p),
+                                 fix="resolve it with sgieval.agents.replays.resolve_run_model (it reads "
+                                     "SciAidanBench responses files), or give a JSONL replay file")
+            stores = stored.read_file(p)
+            if not stores:
                 raise InputError("holds no models", what=str(p), fix="use a SciAidanBench responses file")
-            if len(sas) > 1:
-                raise InputError(f"holds the answers of {len(sas)} models ({', '.join(sa.model for sa in sas)}); "
+            if len(stores) > 1:
+                raise InputError(f"holds the answers of {len(stores)} models ({', '.join(s.model for s in stores)}); "
                                  "replay:<file> serves one model", what=str(p),
                                  fix="split the file by model, or put it in <data>/sciaidanbench/responses/ and "
                                      "name the models (replay:<name>)")
-            store = ReplayStore(model=sas[0].model, source=p, by_question=sas[0].by_question)
+            store = stores[0]
         return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
     if p.suffix in (".json", ".jsonl"):
         raise InputError("replay file not found", what=str(p), fix="give an existing file after replay:")
-    stores = _stores if _stores is not None else stored_models(data_dir)
+    stores = _stores if _stores is not None else (stored.stores() if stored is not None else [])
     for s in stores:
         if _match(ref, s):
             return NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
@@ -102,7 +98,7 @@ def openai_chat_class() -> type:
     return ChatOpenAIDirect
 
 
-def resolve_model(spec: str, role: Role, *, base_url: str | None = None, data_dir: str | Path | None = None,
+def resolve_model(spec: str, role: Role, *, base_url: str | None = None, stored: StoredResponses | None = None,
                   temperature: float | None = 0.0, reasoning_effort: str | None = None) -> NamedModel:
     """Resolve one model string for ``role``.  Raises InputError (exit code 2
     in the CLI) for an unknown or unusable model string, naming the fix.
@@ -110,13 +106,15 @@ def resolve_model(spec: str, role: Role, *, base_url: str | None = None, data_di
     ``temperature`` (None: the provider's default) and ``reasoning_effort``
     (None: not sent) are filtered per model family
     (:func:`sgieval.models.params.sampling_params`); ``NamedModel.params``
-    holds what is sent and ``NamedModel.dropped`` what was not, with the reason."""
+    holds what is sent and ``NamedModel.dropped`` what was not, with the reason.  ``stored``: where
+    ``replay:`` strings find stored responses (:class:`~sgieval.models.replay.StoredResponses`; None: only
+    JSONL replay files)."""
     spec = spec.strip()
     if spec.startswith(REPLAY_PREFIX):
         if role != "target":
             raise InputError("replay models can only be target models", what=spec,
                              fix="use an LLM (openai:..., local:smollm2, ...) for judge and agent roles")
-        return resolve_replay(spec, data_dir)
+        return resolve_replay(spec, stored)
     if spec.startswith("local:"):
         from .local import load_local_model
 

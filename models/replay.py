@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..core import InputError, Item, Response, json_loads_strict
 
@@ -114,12 +114,15 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
     return store
 
 
-def sciaidanbench_stores(folder: Path) -> list[ReplayStore]:
-    """One ReplayStore per model stored under ``folder/responses``."""
-    from ..benchmarks.sciaidanbench import list_response_files, load_stored_answers
+@dataclass(frozen=True)
+class StoredResponses:
+    """Where ``replay:`` model strings find stored responses.  The caller builds it from the benchmark that
+    stores them (:func:`sgieval.agents.replays.stored_responses`): models/ reads no benchmark's data (DESIGN.md
+    layers: models imports core only).
 
-    stores = []
-    for f in list_response_files(folder):
-        for sa in load_stored_answers(f):
-            stores.append(ReplayStore(model=sa.model, source=f, by_question=sa.by_question))
-    return stores
+    ``stores()``: every stored model, for ``replay:<name>`` (called only when a name is resolved);
+    ``read_file(path)``: the models of one stored-answers ``.json`` file, for ``replay:<file.json>`` (None:
+    such files are not understood here).  Both raise InputError for malformed files."""
+
+    stores: Callable[[], list[ReplayStore]] = list
+    read_file: Callable[[Path], list[ReplayStore]] | None = None

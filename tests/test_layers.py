@@ -34,8 +34,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli_metric.py", "metric_pool"): "`sgieval metric show/test` work on the metric pool without a run",
     ("cli_metric.py", "models"): "`sgieval metric test/define --judge/--agent-model` resolve model strings",
     ("cli_metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
-    ("models/registry.py", "benchmarks"): "replay:<name> finds the stored SciAidanBench answers in the data folder",
-    ("models/replay.py", "benchmarks"): "replay reads SciAidanBench's stored-answer files (that benchmark's layout)",
     ("cli.py", "agents"): "`ask` lists each metric's needs at the confirmation (agents.requirements)",
     ("cli_metric.py", "agents"): "`sgieval metric define` drafts a rubric with the customisation agent",
 }

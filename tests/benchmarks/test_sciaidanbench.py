@@ -10,7 +10,8 @@ import pytest
 from sgieval.benchmarks import load_catalog
 from sgieval.benchmarks.sciaidanbench import load_questions, load_stored_answers
 from sgieval.core import InputError
-from sgieval.models.registry import resolve_model, stored_models
+from sgieval.agents.replays import resolve_run_model as resolve_model
+from sgieval.agents.replays import stored_models
 
 
 def test_questions_published_and_all(sciaidan_dir):
@@ -165,6 +166,7 @@ def test_real_stored_files_hold_one_list_per_question(sciaidan_dir):
 
 def test_replay_file_with_two_models_or_two_lines_for_one_item(tmp_path):
     from sgieval.models.replay import load_jsonl_replay
+    from sgieval.agents.replays import stored_responses
     from sgieval.models.registry import resolve_replay
 
     two = tmp_path / "two.jsonl"
@@ -188,4 +190,7 @@ def test_replay_file_with_two_models_or_two_lines_for_one_item(tmp_path):
     both.write_text(json.dumps({"domains": {"Chemistry": {"models": {"m1": {"0.7": {"Q?": _lists(1)}},
                                                                      "m2": {"0.7": {"Q?": _lists(1)}}}}}}))
     with pytest.raises(InputError, match=r"holds the answers of 2 models \(m1, m2\)"):
+        resolve_replay(f"replay:{both}", stored_responses())
+    # models/ reads no benchmark's files: without the reader the .json file is refused, with the fix
+    with pytest.raises(InputError, match=r"no reader for stored-answer \.json files was given.*resolve_run_model"):
         resolve_replay(f"replay:{both}")

@@ -1,0 +1,49 @@
+"""Stored responses for ``replay:`` targets, read from the benchmark that stores them.
+
+models/ resolves ``replay:<name or file>`` but reads no benchmark's data (DESIGN.md layers: models imports
+core only); the run, which may import both, hands it a :class:`~sgieval.models.replay.StoredResponses` built
+here from SciAidanBench's stored answers (``<data>/sciaidanbench/responses/<model>.json``, METRICS.md B.7).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks.data import find_benchmark_dir
+from ..benchmarks.sciaidanbench import list_response_files, load_stored_answers
+from ..models.base import NamedModel, Role
+from ..models.registry import resolve_model
+from ..models.replay import ReplayStore, StoredResponses
+
+__all__ = ["read_stored_file", "resolve_run_model", "sciaidanbench_stores", "stored_models", "stored_responses"]
+
+
+def read_stored_file(path: Path) -> list[ReplayStore]:
+    """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file (in file order).
+    Raises InputError naming the file and the malformed part."""
+    return [ReplayStore(model=sa.model, source=path, by_question=sa.by_question) for sa in load_stored_answers(path)]
+
+
+def sciaidanbench_stores(folder: Path) -> list[ReplayStore]:
+    """One ReplayStore per model stored under ``folder/responses`` (files sorted by name)."""
+    return [store for f in list_response_files(folder) for store in read_stored_file(f)]
+
+
+def stored_models(data_dir: str | Path | None = None) -> list[ReplayStore]:
+    """Every stored SciAidanBench model found in the data lookup order (empty when there is no data).
+    Raises DataNotFoundError when ``data_dir`` holds a ``sciaidanbench/`` folder without its files."""
+    folder = find_benchmark_dir("sciaidanbench", data_dir, required=False)
+    return sciaidanbench_stores(folder) if folder else []
+
+
+def stored_responses(data_dir: str | Path | None = None) -> StoredResponses:
+    """What :func:`sgieval.models.registry.resolve_model` needs for ``replay:`` strings: the stored models
+    of ``data_dir``'s lookup order (read when a name is resolved) and the stored-answers file reader."""
+    return StoredResponses(stores=lambda: stored_models(data_dir), read_file=read_stored_file)
+
+
+def resolve_run_model(spec: str, role: Role, *, data_dir: str | Path | None = None, **kw: Any) -> NamedModel:
+    """:func:`sgieval.models.registry.resolve_model` with the stored responses of ``data_dir`` (``kw``:
+    ``base_url``, ``temperature``, ``reasoning_effort``).  Raises InputError as resolve_model does."""
+    return resolve_model(spec, role, stored=stored_responses(data_dir), **kw)
