@@ -7,8 +7,11 @@ accepts is retried after a jittered exponential backoff
 
     wait = min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)      seconds
 
-and, when the error carries a ``Retry-After`` / ``retry-after-ms`` header, at
-least that long (capped at ``max_retry_after_s``).  At most ``max_attempts``
+("equal jitter", the default) or ``U(0, min(max_delay_s, base_delay_s * 2**(attempt-1)))``
+("full jitter", ``jitter="full"``), and, when the error carries a ``Retry-After``
+/ ``retry-after-ms`` header (or what the policy's ``retry_after`` reads), at
+least that long (capped at ``max_retry_after_s``).  ``on_retry(attempt, exc,
+wait_s)`` runs before each wait (e.g. to hold other callers off too).  At most ``max_attempts``
 tries; a non-retryable error ends the loop at once.  Whatever ends the loop
 is raised as :class:`RetriesExhausted` carrying the last exception and the
 number of attempts, so callers can word their own error.
@@ -21,20 +24,27 @@ import email.utils
 import random
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable, TypeVar
+from typing import Awaitable, Callable, Literal, TypeVar
 
 import tenacity
 
 T = TypeVar("T")
 
-__all__ = ["RetryPolicy", "RetriesExhausted", "aretry", "retry", "backoff_s", "retry_after_s"]
+__all__ = ["Jitter", "OnRetry", "RetryPolicy", "RetriesExhausted", "aretry", "retry", "backoff_s", "retry_after_s"]
 
 
-def backoff_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None) -> float:
-    """Jittered exponential backoff after failed attempt ``attempt`` (1-based):
-    ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)`` seconds."""
-    r = (rng or random).random()
-    return min(max_delay_s, base_delay_s * (2 ** (attempt - 1))) * (0.5 + r)
+Jitter = Literal["equal", "full"]
+
+
+def backoff_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None,
+              jitter: Jitter = "equal") -> float:
+    """Jittered exponential backoff after failed attempt ``attempt`` (1-based), in seconds:
+    ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` times ``U(0.5, 1.5)`` (``jitter="equal"``) or
+    ``U(0, 1)`` (``"full"``: ``rng.uniform(0, cap)``, AWS "full jitter")."""
+    cap = min(max_delay_s, base_delay_s * (2 ** (attempt - 1)))
+    if jitter == "full":
+        return (rng or random).uniform(0.0, cap)
+    return cap * (0.5 + (rng or random).random())
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -66,22 +76,30 @@ def retry_after_s(exc: BaseException) -> float | None:
 @dataclass(frozen=True)
 class RetryPolicy:
     """``max_attempts`` (>= 1) tries; backoff ``base_delay_s``/``max_delay_s``
-    seconds (module formula); a Retry-After header is honoured up to
-    ``max_retry_after_s`` seconds.  Raises ValueError for ``max_attempts < 1``."""
+    seconds with ``jitter`` (module formula); the wait the server asked for
+    (``retry_after(exc)``, default :func:`retry_after_s`: the headers) is
+    honoured up to ``max_retry_after_s`` seconds.  Raises ValueError for
+    ``max_attempts < 1``."""
 
     max_attempts: int = 4
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
     max_retry_after_s: float = 120.0
+    jitter: Jitter = "equal"
+    retry_after: Callable[[BaseException], float | None] | None = None
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
 
+    def server_wait_s(self, exc: BaseException) -> float | None:
+        """Seconds the server asked to wait before the next try after ``exc`` (uncapped), or None."""
+        return (self.retry_after or retry_after_s)(exc)
+
     def wait_s(self, attempt: int, exc: BaseException | None) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based) that raised ``exc``."""
-        wait = backoff_s(attempt, self.base_delay_s, self.max_delay_s)
-        ra = retry_after_s(exc) if exc is not None else None
+        wait = backoff_s(attempt, self.base_delay_s, self.max_delay_s, jitter=self.jitter)
+        ra = self.server_wait_s(exc) if exc is not None else None
         if ra is not None:
             wait = max(wait, min(ra, self.max_retry_after_s))
         return wait
@@ -98,6 +116,11 @@ class RetriesExhausted(Exception):
         self.attempts = attempts
 
 
+OnRetry = Callable[[int, BaseException, float], None]
+"""``on_retry(attempt, exc, wait_s)``: called after failed attempt ``attempt`` (1-based) raised ``exc``, before
+waiting ``wait_s`` seconds for the next one."""
+
+
 def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
     def wait(state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
@@ -106,15 +129,30 @@ def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
     return wait
 
 
+def _before_sleep(on_retry: OnRetry | None) -> Callable[[tenacity.RetryCallState], None] | None:
+    """tenacity's ``before_sleep`` hook (runs only when another attempt follows) calling ``on_retry``."""
+    if on_retry is None:
+        return None
+
+    def hook(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if exc is not None:
+            on_retry(state.attempt_number, exc, state.upcoming_sleep)
+
+    return hook
+
+
 async def aretry(fn: Callable[[], Awaitable[T]], policy: RetryPolicy,
                  retryable: Callable[[BaseException], bool], *,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> tuple[T, int]:
-    """``(await fn(), attempts)`` under ``policy``; ``fn`` is called once per attempt.
-    ``asyncio.CancelledError`` is never retried.  Raises :class:`RetriesExhausted`."""
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 on_retry: OnRetry | None = None) -> tuple[T, int]:
+    """``(await fn(), attempts)`` under ``policy``; ``fn`` is called once per attempt; ``on_retry`` as
+    :data:`OnRetry`.  ``asyncio.CancelledError`` is never retried.  Raises :class:`RetriesExhausted`."""
     attempts = 0
     try:
         async for attempt in tenacity.AsyncRetrying(
                 stop=tenacity.stop_after_attempt(policy.max_attempts), wait=_wait(policy), sleep=sleep,
+                before_sleep=_before_sleep(on_retry),
                 retry=tenacity.retry_if_exception(lambda e: not isinstance(e, asyncio.CancelledError) and retryable(e)),
                 reraise=True):
             with attempt:
@@ -128,12 +166,13 @@ async def aretry(fn: Callable[[], Awaitable[T]], policy: RetryPolicy,
 
 
 def retry(fn: Callable[[], T], policy: RetryPolicy, retryable: Callable[[BaseException], bool], *,
-          sleep: Callable[[float], None] = time.sleep) -> tuple[T, int]:
+          sleep: Callable[[float], None] = time.sleep, on_retry: OnRetry | None = None) -> tuple[T, int]:
     """Synchronous :func:`aretry`: ``(fn(), attempts)``.  Raises :class:`RetriesExhausted`."""
     attempts = 0
     try:
         for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(policy.max_attempts), wait=_wait(policy),
-                                         sleep=sleep, retry=tenacity.retry_if_exception(retryable), reraise=True):
+                                         sleep=sleep, before_sleep=_before_sleep(on_retry),
+                                         retry=tenacity.retry_if_exception(retryable), reraise=True):
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 out = fn()

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
-import random
 import re
 import socket
 import threading
@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field
 
 from ..core import InputError, OfflineError, ToolError
+from ..core.retry import RetriesExhausted, RetryPolicy, retry
 
 __all__ = [
     "Document",
@@ -608,33 +609,39 @@ class WebSearch:
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
         limiter = self.limiter or SEARCH_LIMITER
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
+
+        def attempt() -> list[dict[str, Any]]:
             try:
                 with limiter.slot():
-                    rows = DDGS(timeout=self.ddgs_timeout_s).text(
+                    return DDGS(timeout=self.ddgs_timeout_s).text(
                         query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k)
-                break
-            except (RatelimitException, TimeoutException) as e:
-                last = e
+            except (RatelimitException, TimeoutException):
+                raise
             except DDGSException as e:
                 msg = str(e)
                 if "no results" in msg.lower():
-                    rows = []
-                    break
+                    return []
                 if not re.search(r"ratelimit|rate limit|429|timed out|timeout", msg, re.I):
                     raise ToolError(f"ddgs search failed: {msg}", what="web_search", fix="retry later") from e
-                last = e
-            if attempt < self.max_retries:
-                wait = random.uniform(0.0, self.backoff_s * (2 ** attempt))
-                ra = retry_after_s(last) if last is not None else None
-                if ra is not None:
-                    limiter.hold_off(ra)  # every search of the process waits, not only this one
-                    wait = max(wait, ra)
-                time.sleep(wait)
-        else:
-            raise ToolError(f"ddgs search failed after {self.max_retries + 1} attempts: {last}", what="web_search",
-                            fix="retry later (rate limited) or use the offline backend 'bm25'")
+                raise
+
+        def hold_off(_attempt: int, exc: BaseException, _wait: float) -> None:
+            ra = retry_after_s(exc)
+            if ra is not None:
+                limiter.hold_off(ra)  # every search of the process waits, not only this one
+
+        # the one retry loop (core/retry.py): full jitter 0..backoff_s * 2**(attempt-1) s, or the backend's
+        # Retry-After (header or message) when longer; time.sleep looked up at call time (tests replace it)
+        policy = RetryPolicy(max_attempts=self.max_retries + 1, base_delay_s=self.backoff_s, max_delay_s=math.inf,
+                             max_retry_after_s=math.inf, jitter="full", retry_after=retry_after_s)
+        try:
+            rows, _ = retry(attempt, policy, lambda e: isinstance(e, DDGSException),
+                            sleep=lambda s: time.sleep(s), on_retry=hold_off)
+        except RetriesExhausted as e:
+            if isinstance(e.last, ToolError):
+                raise e.last from e.last.__cause__
+            raise ToolError(f"ddgs search failed after {e.attempts} attempts: {e.last}", what="web_search",
+                            fix="retry later (rate limited) or use the offline backend 'bm25'") from e.last
         hits = [
             SearchHit(rank=i, title=str(r.get("title", "")), url=str(r.get("href") or r.get("url") or ""),
                       snippet=str(r.get("body") or r.get("snippet") or ""), backend="ddgs")

@@ -77,3 +77,22 @@ async def test_async_retry():
 def test_policy_rejects_zero_attempts():
     with pytest.raises(ValueError, match="max_attempts must be >= 1"):
         RetryPolicy(max_attempts=0)
+
+
+def test_full_jitter_reader_and_hook_before_each_wait(monkeypatch):
+    """Web search's policy: full jitter U(0, base * 2**(a-1)), its own Retry-After reader (uncapped), and
+    ``on_retry`` called before each wait only (not after the last attempt)."""
+    import random
+
+    monkeypatch.setattr(random, "uniform", lambda a, b: (b - a) * 0.25)  # full jitter -> a quarter of the cap
+    waits: list[float] = []
+    seen: list[tuple[int, str, float]] = []
+    policy = RetryPolicy(max_attempts=4, base_delay_s=2.0, max_delay_s=float("inf"), jitter="full",
+                         max_retry_after_s=float("inf"),
+                         retry_after=lambda e: 30.0 if "slow down" in str(e) else None)
+    with pytest.raises(RetriesExhausted) as e:
+        retry(script(Flaky("a"), Flaky("slow down"), Flaky("c"), Flaky("d")), policy, lambda e: True,
+              sleep=waits.append, on_retry=lambda a, exc, w: seen.append((a, str(exc), w)))
+    assert e.value.attempts == 4
+    assert waits == [0.5, 30.0, 2.0]  # 2 * 2**0 / 4; the reader's 30 s over 1.0; 2 * 2**2 / 4
+    assert seen == [(1, "a", 0.5), (2, "slow down", 30.0), (3, "c", 2.0)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import httpx
 import matplotlib
@@ -270,8 +271,12 @@ def test_retry_after_is_honoured_for_every_caller_and_backoff_has_jitter(monkeyp
         return r
 
     monkeypatch.setattr(DDGS, "text", text)
+    held: list[float] = []
+    real_hold_off = limiter.hold_off
+    monkeypatch.setattr(limiter, "hold_off", lambda s: (held.append(s), real_hold_off(s)))
     assert len(WebSearch("ddgs", backoff_s=0.0).search("q").hits) == 2
     assert stamps[1] - stamps[0] >= 0.4 - 0.01  # waited the server's Retry-After, not the 0 s backoff
+    assert held == [0.4]  # and held every other search of the process off for as long
     # another search started right away still waits out the hold-off set by the first one's Retry-After
     limiter.hold_off(0.3)
     t0 = _time.monotonic()
@@ -281,9 +286,9 @@ def test_retry_after_is_honoured_for_every_caller_and_backoff_has_jitter(monkeyp
     sleeps = []
     monkeypatch.setattr(search_mod.time, "sleep", lambda s: sleeps.append(s))
     monkeypatch.setattr(DDGS, "text", FakeDDGS([RatelimitException("202 Ratelimit")] * 4).method)
-    search_mod.random.seed(7)
+    random.seed(7)
     with pytest.raises(ToolError):
         WebSearch("ddgs", max_retries=3, backoff_s=1.0).search("q")
-    search_mod.random.seed(7)
-    expected = [search_mod.random.uniform(0.0, 1.0 * 2 ** a) for a in range(3)]
+    random.seed(7)
+    expected = [random.uniform(0.0, 1.0 * 2 ** a) for a in range(3)]
     assert sleeps == expected and len(set(sleeps)) == 3
