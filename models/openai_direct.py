@@ -13,7 +13,13 @@ What changes: only the transport.  The request body is still built by
 ``AIMessage`` through ``ChatOpenAI._create_chat_result``, so messages, tool
 binding, ``tool_choice``, usage metadata and ``response_metadata`` are the
 ones ``ChatOpenAI`` gives; the POST goes through one pooled
-:class:`aiohttp.ClientSession` per event loop.  Requests this path does not
+:class:`aiohttp.ClientSession` per event loop.  The bytes sent are the SDK's
+(:func:`wire_body`: its key order, ``extra_body`` merged, compact UTF-8 JSON,
+``"stream": false``) and the reply gets the SDK models' None-valued fields
+before it becomes an AIMessage (:func:`sdk_shape`), so both transports give
+the same message (tests/models/test_openai_contract.py).  For servers other
+than api.openai.com the body is first adapted for stricter servers
+(:func:`compat_payload`; ``server_compat`` turns that off or on).  Requests this path does not
 cover fall back to ``ChatOpenAI`` unchanged: streaming, the Responses API,
 ``response_format`` (structured output parsed by the SDK), the synchronous
 ``invoke``, ``include_response_headers``, a custom ``http_async_client``,
@@ -157,6 +163,62 @@ def _rejects_json_schema(err: "OpenAIHTTPError") -> bool:
     return err.status_code in (400, 422, 500) and "response_format" in text and "json_schema" in text
 
 
+SDK_BODY_ORDER = (
+    "model", "stream", "service_tier", "messages", "audio", "frequency_penalty", "function_call", "functions",
+    "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata", "modalities", "moderation", "n",
+    "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options",
+    "prompt_cache_retention", "reasoning_effort", "response_format", "safety_identifier", "seed", "stop", "store",
+    "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity",
+    "web_search_options",
+)
+"""Key order of the chat-completions body the openai SDK sends (``AsyncCompletions.create``, openai 3.x);
+tests/models/test_openai_contract.py fails when an installed version sends other bytes."""
+
+
+def wire_body(payload: dict[str, Any]) -> bytes:
+    """The request body exactly as the openai SDK sends ``payload`` (``ChatOpenAI._get_request_payload``'s
+    dict): known keys in :data:`SDK_BODY_ORDER`, then other keys in their order, then the entries of
+    ``extra_body`` merged at the top level (not a literal ``"extra_body"`` key); compact JSON, UTF-8 without
+    ASCII escapes (what httpx sends for ``json=``).  Raises ValueError for NaN or infinite numbers."""
+    extra = payload.get("extra_body") or {}
+    rank = {k: i for i, k in enumerate(SDK_BODY_ORDER)}
+    keys = sorted((k for k in payload if k != "extra_body"), key=lambda k: rank.get(k, len(rank)))
+    body = {k: payload[k] for k in keys}
+    body.update(extra)
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _optional_fields(cls: Any) -> dict[str, Any]:
+    """Fields of an openai response model with a default (name -> default), in declaration order."""
+    return {n: f.default for n, f in cls.model_fields.items() if not f.is_required()}
+
+
+_SHAPES: dict[str, dict[str, Any]] = {}
+"""Memo of the SDK response models' optional fields (filled once; derived from the installed openai package)."""
+
+
+def sdk_shape(data: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completion reply ``data`` with the optional fields the SDK's response models add when it
+    parses a reply (``ChatCompletion``, ``Choice``, ``ChatCompletionMessage``, ``CompletionUsage``: e.g.
+    ``refusal``, ``system_fingerprint``, token details, None when absent), so ``_create_chat_result``
+    builds the AIMessage of the SDK path without building the models (about 5x cheaper)."""
+    if not _SHAPES:
+        from openai.types.chat import ChatCompletion, ChatCompletionMessage
+        from openai.types.chat.chat_completion import Choice
+        from openai.types.completion_usage import CompletionUsage
+
+        _SHAPES.update(completion=_optional_fields(ChatCompletion), choice=_optional_fields(Choice),
+                       message=_optional_fields(ChatCompletionMessage), usage=_optional_fields(CompletionUsage))
+    out = {**_SHAPES["completion"], **data}
+    if isinstance(out.get("choices"), list):
+        out["choices"] = [{**_SHAPES["choice"], **c,
+                           "message": {**_SHAPES["message"], **c["message"]} if isinstance(c.get("message"), dict)
+                           else c.get("message")} if isinstance(c, dict) else c for c in out["choices"]]
+    if isinstance(out.get("usage"), dict):
+        out["usage"] = {**_SHAPES["usage"], **out["usage"]}
+    return out
+
+
 class ChatOpenAIDirect(ChatOpenAI):
     """``ChatOpenAI`` whose async chat-completions calls skip the openai SDK
     (see the module docstring for what is covered and what falls back).
@@ -164,8 +226,8 @@ class ChatOpenAIDirect(ChatOpenAI):
     Same constructor as ``ChatOpenAI``; ``max_retries`` is ignored on the
     direct path (retries belong to :func:`sgieval.models.calls.ainvoke`).
 
-    With a base URL other than api.openai.com the body goes through
-    :func:`compat_payload`, and structured output (a ``response_format``
+    With a base URL other than api.openai.com (or ``server_compat=True``) the
+    body goes through :func:`compat_payload`, and structured output (a ``response_format``
     dict, as ``with_structured_output(method="json_schema")`` binds it) is
     (a pydantic class converted as the openai SDK's ``parse`` converts it)
     sent on the direct path: when the server rejects type ``json_schema``
@@ -176,17 +238,25 @@ class ChatOpenAIDirect(ChatOpenAI):
     those as 500) is raised with status 400, so it is not retried.
     """
 
+    server_compat: bool | None = None
+    """Adapt bodies for servers stricter than OpenAI's (:func:`compat_payload`, the ``json_object`` fallback):
+    None (default) does it for base URLs other than api.openai.com, True always, False never (then the body
+    is byte for byte what ``ChatOpenAI`` sends)."""
+
     _json_object_only: bool = False
 
     def _official(self) -> bool:
         base = (self.openai_api_base or "https://api.openai.com/v1").lower()
         return "api.openai.com" in base
 
+    def _compat(self) -> bool:
+        return (not self._official()) if self.server_compat is None else self.server_compat
+
     def _direct_ok(self, payload: dict) -> bool:
         key = self.openai_api_key
         rf = payload.get("response_format")
         structured = isinstance(rf, dict) or (isinstance(rf, type) and issubclass(rf, BaseModel))
-        return not (payload.get("stream") or (rf is not None and not (structured and not self._official()))
+        return not (payload.get("stream") or (rf is not None and not (structured and self._compat()))
                     or self._use_responses_api(payload)
                     or self.include_response_headers or self.http_async_client is not None
                     or self.openai_proxy or not (key is None or isinstance(key, SecretStr)))
@@ -222,13 +292,14 @@ class ChatOpenAIDirect(ChatOpenAI):
         if not self._direct_ok(payload):
             return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
         url, headers = self._direct_url_headers()
-        payload.pop("stream", None)
         rf = payload.get("response_format")
+        if rf is not None:
+            payload.pop("stream", None)  # as the SDK path's parse() (plain create() sends "stream": false)
         if isinstance(rf, type) and issubclass(rf, BaseModel):  # what the SDK's parse() would send for the class
             from openai.lib._parsing._completions import type_to_response_format_param
 
             rf = payload["response_format"] = dict(type_to_response_format_param(rf))
-        if not self._official():
+        if self._compat():
             compat_payload(payload)
             if isinstance(rf, dict) and self._json_object_only and json_object_format(rf) is not None:
                 payload["response_format"] = json_object_format(rf)
@@ -240,7 +311,14 @@ class ChatOpenAIDirect(ChatOpenAI):
                 raise
             object.__setattr__(self, "_json_object_only", True)
             data = await self._post(url, headers, {**payload, "response_format": fallback})
-        result = self._create_chat_result(data, {})
+        if not isinstance(data, dict):
+            return self._create_chat_result(data, {})  # LangChain's error for a non-JSON-object reply
+        shaped = sdk_shape(data)
+        result = self._create_chat_result(shaped, {})
+        first = (shaped.get("choices") or [None])[0]
+        if result.generations and isinstance(first, dict) and isinstance(first.get("message"), dict):
+            # as ChatOpenAI does for the SDK's parsed reply: the message's refusal (None when none)
+            result.generations[0].message.additional_kwargs["refusal"] = first["message"].get("refusal")
         keep_separate_reasoning(data, result)
         if isinstance(rf, dict) and rf.get("type") in ("json_schema", "json_object") and result.generations:
             msg = result.generations[0].message
@@ -253,7 +331,7 @@ class ChatOpenAIDirect(ChatOpenAI):
 
     async def _post(self, url: str, headers: dict[str, str], payload: dict) -> Any:
         session = await _session()
-        async with session.post(url, json=payload, headers=headers, timeout=self._direct_timeout()) as resp:
+        async with session.post(url, data=wire_body(payload), headers=headers, timeout=self._direct_timeout()) as resp:
             raw = await resp.read()
             if resp.status >= 300:
                 text = raw.decode("utf-8", "replace")[:2000]

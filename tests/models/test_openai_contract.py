@@ -15,17 +15,9 @@ from langchain_openai import ChatOpenAI
 
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.models import calls
-from sgieval.models.openai_direct import ChatOpenAIDirect
+from sgieval.models.openai_direct import ChatOpenAIDirect, compat_payload, wire_body
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
-
-KNOWN_DIFFERENCE = pytest.mark.xfail(
-    strict=False,
-    reason="ChatOpenAIDirect differs from ChatOpenAI today: it drops 'stream', serialises with aiohttp's json= "
-           "(other separators, ASCII escapes, langchain's key order), adapts bodies for non-OpenAI URLs "
-           "(compat_payload), sends a literal 'extra_body' key, and builds AIMessages without the SDK's None "
-           "fields (refusal, token details); see /work/coord/notes-ctx10.md")
-
 
 @tool
 def run_python(code: str) -> str:
@@ -62,19 +54,22 @@ def _message_view(msg: AIMessage) -> dict:
     return d
 
 
-async def _both(reply, options: dict, bind: bool, messages) -> tuple[list[dict], AIMessage, AIMessage]:
+async def _both(reply, options: dict, bind: bool, messages, *,
+                compat: bool = False) -> tuple[list[dict], AIMessage, AIMessage]:
+    """Both transports against one mock; ChatOpenAIDirect without (``compat`` False) or with the adaptations
+    for stricter servers (:func:`sgieval.models.openai_direct.compat_payload`, on by default for every base URL
+    but api.openai.com, so for the mock's)."""
     with MockOpenAI(replies=[reply], log_bodies=True) as mock:
         kw = dict(base_url=mock.url, api_key="k", model="gpt-4o-mini", max_retries=0, **options)
         out = []
         for cls in (ChatOpenAI, ChatOpenAIDirect):
-            chat = cls(**kw)
+            chat = cls(**kw) if cls is ChatOpenAI else cls(**kw, **({} if compat else {"server_compat": False}))
             runnable = chat.bind_tools([run_python]) if bind else chat
             out.append(await runnable.ainvoke(messages))
         log = mock.log()
     return log, out[0], out[1]
 
 
-@KNOWN_DIFFERENCE
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_same_request_bytes_and_same_message(case):
     reply, options, bind, messages = CASES[case]
@@ -85,7 +80,29 @@ async def test_same_request_bytes_and_same_message(case):
     assert _message_view(direct) == _message_view(sdk)
 
 
-@KNOWN_DIFFERENCE
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_with_server_compat_the_body_is_the_sdk_body_after_the_same_adaptation(case):
+    """For servers other than api.openai.com ChatOpenAIDirect adapts the body for stricter servers
+    (llama-cpp-python): its bytes equal the SDK's body after the same :func:`compat_payload`, serialised as the
+    SDK serialises (``wire_body``); the AIMessage is the same."""
+    reply, options, bind, messages = CASES[case]
+    log, sdk, direct = await _both(reply, options, bind, messages, compat=True)
+    assert log[1]["body"] == wire_body(compat_payload(json.loads(log[0]["body"]))).decode("utf-8")
+    assert _message_view(direct) == _message_view(sdk)
+
+
+async def test_server_compat_changes_what_llama_cpp_needs_and_nothing_else():
+    """Hand-checked: the tool-result turn's assistant message (content null) and max_tokens."""
+    log, _, _ = await _both(*CASES["tool_result_turn"], compat=True)
+    sdk, direct = json.loads(log[0]["body"]), json.loads(log[1]["body"])
+    assert sdk["messages"][1]["content"] is None and direct["messages"][1]["content"] == ""
+    assert {**direct, "messages": None} == {**sdk, "messages": None}
+    log, _, _ = await _both(*CASES["usage_and_length"], compat=True)
+    sdk, direct = json.loads(log[0]["body"]), json.loads(log[1]["body"])
+    assert (sdk["max_completion_tokens"], "max_tokens" in sdk) == (7, False)
+    assert direct == {**sdk, "max_tokens": 7}
+
+
 async def test_the_bodies_carry_what_was_asked():
     """Hand-checked fields of two of the bodies (so "identical" cannot mean "both empty")."""
     log, sdk, _ = await _both(*CASES["extra_body"])
@@ -118,7 +135,6 @@ async def test_errors_are_classified_alike(fault, status, retried, retry_after):
     assert seen == [(status, retried, retry_after)] * 2
 
 
-@KNOWN_DIFFERENCE
 async def test_reasoning_text_is_the_one_documented_difference():
     """A server's separate ``reasoning_content`` is kept by ChatOpenAIDirect in ``additional_kwargs``
     (METRICS.md D.8; ChatOpenAI drops it): that key is the only difference, the request bytes are the same."""
