@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal, ParamSpec, Sequence, TypeVar, Union
 
 
 from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score
@@ -41,6 +43,9 @@ ModelArg = Union[str, NamedModel]
 """A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
 or a ready :class:`~sgieval.models.base.NamedModel` (e.g. a scripted chat model in a test)."""
 Models = Union[ModelArg, Sequence[ModelArg], None]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass
@@ -145,6 +150,25 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: str, config: R
                               **sampling_for_role(config, role)) for s in strings] + objects
 
 
+def _synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callable[P, R]:
+    """The synchronous form of the coroutine function ``afn``, named ``name``: the same parameters (its
+    signature and type are ``afn``'s, so there is one definition of the keywords), run to the end by
+    :func:`_run_sync`; its docstring is ``afn``'s."""
+
+    sig = inspect.signature(afn)
+
+    @functools.wraps(afn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:  # an unknown or missing keyword: TypeError naming this function, before any work
+            raise TypeError(f"{name}() {e}") from None
+        return _run_sync(afn(*args, **kwargs))
+
+    run.__name__, run.__qualname__ = name, name
+    return run
+
+
 async def aevaluate(request: str = "", *, models: Models = None, judge: Models = None,
                     agent_model: ModelArg | None = None, benchmark: str | Sequence[str] | None = None,
                     k: int | None = None, seed: int = 0, data_dir: str | Path | None = None,
@@ -160,63 +184,6 @@ async def aevaluate(request: str = "", *, models: Models = None, judge: Models =
                     metric_options: dict[str, Any] | None = None,
                     on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
                     sandbox_backend: Any = None) -> RunRecords:
-    """Async :func:`evaluate` (same arguments)."""
-    from .graphs.evaluate import execute, make_runtime, new_run_id
-
-    t_str, t_obj = _split_models(models)
-    j_str, j_obj = _split_models(judge)
-    if agent_model is not None and not isinstance(agent_model, (str, NamedModel)):
-        raise InputError(f"agent_model {agent_model!r} is neither a model string nor a NamedModel", what="agent_model",
-                         fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)")
-    benchmarks = [benchmark] if isinstance(benchmark, (str, Path)) else list(benchmark or [])
-    # the same validation as the CLI (RunConfig.checked): one InputError naming the keyword and the fix
-    config = RunConfig.checked(API_NAMES, run_id=run_id or new_run_id(request), request=request,
-                               benchmarks=[str(b) for b in benchmarks],
-                               k=k, seed=seed, models=t_str, judges=j_str,
-                               agent_model=agent_model if isinstance(agent_model, str) else None,
-                               data_dir=str(data_dir) if data_dir is not None else None, out_dir=str(out_dir), yes=yes,
-                               base_url=base_url, tools=list(tools), sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
-                               allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
-                               budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
-                               temperature=temperature, judge_temperature=judge_temperature,
-                               reasoning_effort=reasoning_effort, judge_repeats=judge_repeats,
-                               corpus=str(Path(corpus).expanduser().resolve()) if corpus is not None else None,
-                               recheck=recheck)
-    targets = _resolve(t_str, t_obj, "target", config)
-    judges = _resolve(j_str, j_obj, "judge", config)
-    rt = make_runtime(config, targets=targets, judges=judges,
-                      agent=agent_model if isinstance(agent_model, NamedModel) else None,
-                      metric_options=dict(metric_options or {}), on_progress=on_progress,
-                      tools=tools_pool, sandbox=sandbox_backend)
-    state = await execute(rt, confirm=confirm if confirm is not None else (lambda payload: True) if yes else None)
-    stopped = "__interrupt__" in state or state.get("confirmed") is False or not state.get("report")
-    ids = set((state.get("selection") or {}).get("item_ids") or [])
-    targets_names = set(state.get("targets") or [])
-    items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
-    return RunRecords(
-        run_id=config.run_id, run_dir=rt.store.root, items=items,
-        responses=[r for r in rt.store.read("responses") if not targets_names or r.model in targets_names],
-        scores=[s for s in rt.store.read("scores") if not targets_names or s.model in targets_names],
-        report=Path(state["report"]) if state.get("report") else None,
-        selection={k_: v for k_, v in (state.get("selection") or {}).items()},
-        metric_plan=dict(state.get("metric_plan") or {}), state=dict(state), stopped=stopped, config=config)
-
-
-def evaluate(request: str = "", *, models: Models = None, judge: Models = None,
-             agent_model: ModelArg | None = None, benchmark: str | Sequence[str] | None = None,
-             k: int | None = None, seed: int = 0, data_dir: str | Path | None = None,
-             out_dir: str | Path = "runs", run_id: str | None = None, yes: bool = True,
-             confirm: Callable[[dict], bool] | None = None, base_url: str | None = None,
-             tools: Sequence[str] = ("search", "pdf", "python"), sandbox: str = "auto",
-             unsafe_local_exec: bool = False, allow_self_judge: bool = False, max_concurrency: int = 16,
-             use_cache: bool = True, budget_usd: float | None = None, executor: str = "local",
-             bootstrap_resamples: int = 10000, temperature: float | None = 0.0,
-             judge_temperature: float | None = 0.0, judge_repeats: int = 1,
-             reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
-             corpus: str | Path | None = None, recheck: bool = False,
-             metric_options: dict[str, Any] | None = None,
-             on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
-             sandbox_backend: Any = None) -> RunRecords:
     """Run the evaluation graph on ``request`` and return its :class:`RunRecords`.
 
     The same four-agent graph as ``sgieval ask`` (the keywords mirror its options).
@@ -258,18 +225,53 @@ def evaluate(request: str = "", *, models: Models = None, judge: Models = None,
 
     Raises :class:`~sgieval.core.InputError` for bad input (a bad option value or
     model string, missing data, a request that selects nothing), TypeError for an
-    unknown keyword.  Works inside a running event loop (e.g. Jupyter) by
-    running in a worker thread.
+    unknown keyword.  :func:`evaluate` is the synchronous form (one definition:
+    the same parameters).
     """
-    coro = aevaluate(request, models=models, judge=judge, agent_model=agent_model, benchmark=benchmark, k=k, seed=seed,
-                     data_dir=data_dir, out_dir=out_dir, run_id=run_id, yes=yes, confirm=confirm, base_url=base_url,
-                     tools=tools, sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
-                     allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
-                     budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
-                     temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
-                     judge_repeats=judge_repeats, corpus=corpus, recheck=recheck, metric_options=metric_options, on_progress=on_progress, tools_pool=tools_pool,
-                     sandbox_backend=sandbox_backend)
-    return _run_sync(coro)
+    from .graphs.evaluate import execute, make_runtime, new_run_id
+
+    t_str, t_obj = _split_models(models)
+    j_str, j_obj = _split_models(judge)
+    if agent_model is not None and not isinstance(agent_model, (str, NamedModel)):
+        raise InputError(f"agent_model {agent_model!r} is neither a model string nor a NamedModel", what="agent_model",
+                         fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)")
+    benchmarks = [benchmark] if isinstance(benchmark, (str, Path)) else list(benchmark or [])
+    # the same validation as the CLI (RunConfig.checked): one InputError naming the keyword and the fix
+    config = RunConfig.checked(API_NAMES, run_id=run_id or new_run_id(request), request=request,
+                               benchmarks=[str(b) for b in benchmarks],
+                               k=k, seed=seed, models=t_str, judges=j_str,
+                               agent_model=agent_model if isinstance(agent_model, str) else None,
+                               data_dir=str(data_dir) if data_dir is not None else None, out_dir=str(out_dir), yes=yes,
+                               base_url=base_url, tools=list(tools), sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
+                               allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
+                               budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
+                               temperature=temperature, judge_temperature=judge_temperature,
+                               reasoning_effort=reasoning_effort, judge_repeats=judge_repeats,
+                               corpus=str(Path(corpus).expanduser().resolve()) if corpus is not None else None,
+                               recheck=recheck)
+    targets = _resolve(t_str, t_obj, "target", config)
+    judges = _resolve(j_str, j_obj, "judge", config)
+    rt = make_runtime(config, targets=targets, judges=judges,
+                      agent=agent_model if isinstance(agent_model, NamedModel) else None,
+                      metric_options=dict(metric_options or {}), on_progress=on_progress,
+                      tools=tools_pool, sandbox=sandbox_backend)
+    state = await execute(rt, confirm=confirm if confirm is not None else (lambda payload: True) if yes else None)
+    stopped = "__interrupt__" in state or state.get("confirmed") is False or not state.get("report")
+    ids = set((state.get("selection") or {}).get("item_ids") or [])
+    targets_names = set(state.get("targets") or [])
+    items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
+    return RunRecords(
+        run_id=config.run_id, run_dir=rt.store.root, items=items,
+        responses=[r for r in rt.store.read("responses") if not targets_names or r.model in targets_names],
+        scores=[s for s in rt.store.read("scores") if not targets_names or s.model in targets_names],
+        report=Path(state["report"]) if state.get("report") else None,
+        selection={k_: v for k_, v in (state.get("selection") or {}).items()},
+        metric_plan=dict(state.get("metric_plan") or {}), state=dict(state), stopped=stopped, config=config)
+
+
+evaluate = _synchronous(aevaluate, "evaluate")
+"""Run the evaluation graph on ``request`` and return its :class:`RunRecords` (synchronous :func:`aevaluate`: the
+same typed keyword parameters; works inside a running event loop, e.g. Jupyter, by running in a worker thread)."""
 
 
 def _run_sync(coro: Any) -> Any:
@@ -380,7 +382,33 @@ async def ascore(responses: Sequence[str] | Sequence[Response], metric: MetricAr
                  items: Sequence[Item] | None = None, references: Sequence[Any] | None = None,
                  prompts: Sequence[str] | None = None, model: str = "given", allow_self_judge: bool = False,
                  options: dict[str, Any] | None = None) -> list[Score]:
-    """Async :func:`score` (same arguments)."""
+    """Score given texts with one metric: no request, no graph, no run folder.
+
+    Args:
+        responses: reply texts, or :class:`~sgieval.core.Response` records (their
+            ``item_id`` must match ``items``).
+        metric: a predefined metric name (``exact_match``, ``em``, ``mca``,
+            ``sfbench_qwk``, ...; found in the registered benchmarks' metrics),
+            a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`,
+            or a :class:`~sgieval.metric_pool.base.Metric` (all its specs).
+        judge: judge model(s) for judge and rubric metrics (strings or
+            NamedModels); without one such a metric's scores are ``not_run``
+            with the reason, never a silent zero.
+        items: the items answered, one per response (needed by task-specific
+            metrics: deep-research references, multiple-choice options, ...).
+            Without them each text gets an item ``given/<k>`` of the metric's
+            task, with ``references[k]`` as ``{"answer": ...}`` and
+            ``prompts[k]`` as its prompt.
+        model: the model name on the Scores of plain texts.
+        allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
+
+    Returns one Score per response (in order) for the named metric (all specs
+    of a Metric object), then any corpus-level Scores (``item_id == "*"``).
+    Values are on the metric's native scale (``MetricSpec.range``).  Raises
+    InputError for an unknown metric, lengths that differ, or an item the
+    metric does not apply to.  :func:`score` is the synchronous form (the same
+    parameters).
+    """
     from .metric_pool.base import CORPUS, ScoringContext
 
     m, keep, bench = _metric_of(metric)
@@ -423,38 +451,9 @@ async def ascore(responses: Sequence[str] | Sequence[Response], metric: MetricAr
     return sorted((s for s in out if keep is None or s.metric == keep), key=lambda s: s.item_id == CORPUS)
 
 
-def score(responses: Sequence[str] | Sequence[Response], metric: MetricArg, *, judge: Models = None,
-          items: Sequence[Item] | None = None, references: Sequence[Any] | None = None,
-          prompts: Sequence[str] | None = None, model: str = "given", allow_self_judge: bool = False,
-          options: dict[str, Any] | None = None) -> list[Score]:
-    """Score given texts with one metric: no request, no graph, no run folder.
-
-    Args:
-        responses: reply texts, or :class:`~sgieval.core.Response` records (their
-            ``item_id`` must match ``items``).
-        metric: a predefined metric name (``exact_match``, ``em``, ``mca``,
-            ``sfbench_qwk``, ...; found in the registered benchmarks' metrics),
-            a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`,
-            or a :class:`~sgieval.metric_pool.base.Metric` (all its specs).
-        judge: judge model(s) for judge and rubric metrics (strings or
-            NamedModels); without one such a metric's scores are ``not_run``
-            with the reason, never a silent zero.
-        items: the items answered, one per response (needed by task-specific
-            metrics: deep-research references, multiple-choice options, ...).
-            Without them each text gets an item ``given/<k>`` of the metric's
-            task, with ``references[k]`` as ``{"answer": ...}`` and
-            ``prompts[k]`` as its prompt.
-        model: the model name on the Scores of plain texts.
-        allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
-
-    Returns one Score per response (in order) for the named metric (all specs
-    of a Metric object), then any corpus-level Scores (``item_id == "*"``).
-    Values are on the metric's native scale (``MetricSpec.range``).  Raises
-    InputError for an unknown metric, lengths that differ, or an item the
-    metric does not apply to.
-    """
-    return _run_sync(ascore(responses, metric, judge=judge, items=items, references=references, prompts=prompts,
-                            model=model, allow_self_judge=allow_self_judge, options=options))
+score = _synchronous(ascore, "score")
+"""Score given texts with one metric, no request, graph or run folder (synchronous :func:`ascore`: the same
+typed keyword parameters)."""
 
 
 # ------------------------------------------------------------- LangGraph Studio

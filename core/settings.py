@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextvars
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -47,6 +47,15 @@ NETWORK_MODES = ("auto", "online", "offline")
 
 def _truthy(v: Any) -> bool:
     return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _one_of(v: Any, allowed: Sequence[str], what: str, fix: str) -> str:
+    """``v`` case-folded and stripped, or ``allowed[0]`` (the default) when empty; FieldProblem
+    "unknown <what> 'v'" with ``fix`` when it is not one of ``allowed``."""
+    t = str(v).strip().lower() or allowed[0]
+    if t not in allowed:
+        raise FieldProblem(f"unknown {what} {v!r}", fix)
+    return t
 
 
 class Settings(BaseSettings):
@@ -79,10 +88,7 @@ class Settings(BaseSettings):
     @field_validator("openai_transport", mode="before")
     @classmethod
     def _transport(cls, v: Any) -> str:
-        t = str(v).strip().lower() or "direct"
-        if t not in OPENAI_TRANSPORTS:
-            raise FieldProblem(f"unknown OpenAI transport {v!r}", "set it to 'direct' (default) or 'sdk', or unset it")
-        return t
+        return _one_of(v, OPENAI_TRANSPORTS, "OpenAI transport", "set it to 'direct' (default) or 'sdk', or unset it")
 
     @field_validator("local_threads", mode="before")
     @classmethod
@@ -95,10 +101,7 @@ class Settings(BaseSettings):
     @field_validator("network", mode="before")
     @classmethod
     def _network(cls, v: Any) -> str:
-        m = str(v).strip().lower() or "auto"
-        if m not in NETWORK_MODES:
-            raise FieldProblem(f"unknown network mode {v!r}", "set it to auto (probe), online or offline, or unset it")
-        return m
+        return _one_of(v, NETWORK_MODES, "network mode", "set it to auto (probe), online or offline, or unset it")
 
     def shown(self) -> dict[str, Any]:
         """The settings as printed in the run header and stored in ``config.json``:

@@ -29,15 +29,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from ..agents.customisation import (
-    CANCEL_RE,
-    DONE_RE,
-    REVISION_HELP,
-    NamedModel,
-    propose_rubric,
-    revise_rubric,
-    save_defined_rubric,
-)
+from ..agents.customisation import CANCEL_RE, DONE_RE, REVISION_HELP, NamedModel
+from ..agents.customisation import propose_rubric, revise_rubric, save_defined_rubric
 from ..core import InputError, Rubric
 
 __all__ = ["MetricChatState", "build_metric_chat", "run_metric_chat", "DESCRIBE_PROMPT", "REVIEW_PROMPT"]

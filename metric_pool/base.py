@@ -109,6 +109,18 @@ class Metric:
             for s in self.specs
         ]
 
+    def judges_or_failed(self, item: Item, response: Response, ctx: ScoringContext,
+                         metric: str) -> tuple[list[NamedModel], list[Score] | None]:
+        """The judges that may score ``response`` (:meth:`ScoringContext.judges_for`), or the failed Scores to
+        return instead: the response's own status when it failed ("no response: <error>"), ``not_run`` with
+        :meth:`ScoringContext.no_judge_reason` (naming ``metric``) when no judge may score it."""
+        if not response.ok:
+            return [], self.failed(item, response, response.status, f"no response: {response.error}")
+        judges = ctx.judges_for(response.model)
+        if not judges:
+            return [], self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, metric))
+        return judges, None
+
 
 class BenchmarkOnly(Metric):
     """``metric`` restricted to the items of one benchmark (``Item.benchmark ==

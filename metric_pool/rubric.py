@@ -332,11 +332,9 @@ class RubricMetric(Metric):
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         name = self.rubric.name
-        if not response.ok:
-            return self.failed(item, response, response.status, f"no response: {response.error}")
-        judges = ctx.judges_for(response.model)
-        if not judges:
-            return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, f"rubric metric {name}"))
+        judges, failed = self.judges_or_failed(item, response, ctx, f"rubric metric {name}")
+        if failed is not None:
+            return failed
         k = judge_repeats(ctx)
         pairs = draws(judges, k)
         verdicts = list(await asyncio.gather(*(self._judge_one(j, item, response, ctx) for j, _ in pairs)))

@@ -320,11 +320,9 @@ class StepLevelAccuracyMetric(Metric):
     specs = [SLA]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        if not response.ok:
-            return self.failed(item, response, response.status, f"no response: {response.error}")
-        judges = ctx.judges_for(response.model)
-        if not judges:
-            return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, "sla"))
+        judges, failed = self.judges_or_failed(item, response, ctx, "sla")
+        if failed is not None:
+            return failed
         text = NONE_ANSWER if is_empty_or_none(response.text) else response.text
         try:
             messages = sla_messages(item, text, model_answer(response.text))

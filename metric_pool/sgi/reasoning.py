@@ -300,11 +300,9 @@ class ReasoningValidityMetric(Metric):
         self.images = images
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        if not response.ok:
-            return self.failed(item, response, response.status, f"no response: {response.error}")
-        judges = ctx.judges_for(response.model)
-        if not judges:
-            return self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, "reasoning_validity"))
+        judges, failed = self.judges_or_failed(item, response, ctx, "reasoning_validity")
+        if failed is not None:
+            return failed
         try:
             messages = rv_messages(item, response.text, self.images)
         except InputError as e:
