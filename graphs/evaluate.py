@@ -70,7 +70,8 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     agent step of :mod:`sgieval.agents.run`; the router is :func:`after_confirm`."""
 
     def ctx(runtime: Runtime[RunContext] | None) -> RunContext:
-        c = getattr(runtime, "context", None) or rt
+        c = getattr(runtime, "context", None)
+        c = c if isinstance(c, RunContext) else rt  # Studio may bring a context of its own (a dict)
         if c is None:
             raise SgievalError("the evaluation graph was invoked without a run context",
                                fix="invoke it with context=make_runtime(config)")

@@ -80,7 +80,7 @@ async def test_request_body_carries_messages_params_and_bound_tools():
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert [t["function"]["name"] for t in body["tools"]] == ["run_python"]
     assert body["tools"][0]["function"]["parameters"]["properties"] == {"code": {"type": "string"}}
-    assert "stream" not in body
+    assert body["stream"] is False  # what the openai SDK sends for a plain create() (tests/models/test_openai_contract.py)
 
 
 async def test_429_raises_status_error_and_ainvoke_retries_after_retry_after():
