@@ -772,11 +772,12 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             last = cname
             continue
         said = m.group("c").strip().lower()
-        cname = last if said in ("it", "this", "that", "this criterion", "that criterion", "the new one") else \
+        found = last if said in ("it", "this", "that", "this criterion", "that criterion", "the new one") else \
             match_criterion(r, m.group("c"))
-        if cname is None:
+        if found is None:
             done.append(f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})")
             continue
+        cname = found
         if kind == "drop":
             if len(r.criteria) == 1:
                 done.append(f"cannot drop '{cname}': it is the only criterion")

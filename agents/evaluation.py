@@ -43,7 +43,7 @@ def _user_message(item: Item) -> HumanMessage:
     images = item.metadata.get("images") or []
     if not images:
         return HumanMessage(content=item.prompt)
-    blocks: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
+    blocks: list[str | dict[Any, Any]] = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
                                     for b in images]
     blocks.append({"type": "text", "text": item.prompt})
     return HumanMessage(content=blocks)

@@ -186,9 +186,9 @@ def apply_plan(plan: SelectionPlan, catalog: Catalog, request: str = "") -> list
         avail = "; ".join(f"{f}: {', '.join(catalog.values(f))}" for f in ("benchmark", "task", "discipline")
                           if f in plan.filters or f == "task")
         desc = ", ".join(f"{f} in {v}" for f, v in plan.filters.items())
-        missing = "; ".join(f"{b}: {why}" for b, why in catalog.unavailable.items())
+        unavailable = "; ".join(f"{b}: {why}" for b, why in catalog.unavailable.items())
         raise InputError(f"the request selects no items ({desc})", what="request",
-                         fix=f"ask about what the catalog holds ({avail})" + (f"; not loaded: {missing}" if missing else ""))
+                         fix=f"ask about what the catalog holds ({avail})" + (f"; not loaded: {unavailable}" if unavailable else ""))
     return catalog.sample(matches, plan.k, plan.seed)
 
 

@@ -6,7 +6,7 @@ import json
 import os
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Sequence
 
 from pydantic import BaseModel
 
@@ -99,7 +99,7 @@ class RunStore:
         f.flush()
         return f.tell()
 
-    def append(self, name: str, records: list[BaseModel]) -> None:
+    def append(self, name: str, records: Sequence[BaseModel]) -> None:
         """Append records as JSON lines and flush."""
         if not records:
             return

@@ -373,7 +373,9 @@ class BubblewrapSandbox(_BaseSandbox):
                     os.chmod(os.path.join(dirpath, n), 0o644)
             status_r, status_w = os.pipe()
             fds += [status_r, status_w]
-            programs, streams, peaks = [], {}, []
+            programs: list[dict[str, Any]] = []
+            streams: dict[int, Any] = {}
+            peaks: list[int] = []
             for i, script in enumerate(scripts):
                 peak_r, peak_w = os.pipe()
                 fds += [peak_r, peak_w]
@@ -475,6 +477,7 @@ def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, strea
         sel.register(pidfd, selectors.EVENT_READ, ("exit", None))
     except (AttributeError, OSError):  # pragma: no cover - kernels < 5.3
         pidfd = None
+    assert proc.stdout is not None and proc.stderr is not None  # started with stdout=stderr=PIPE
     sel.register(proc.stdout, selectors.EVENT_READ, ("stream", (n - 1, "stdout")))
     sel.register(proc.stderr, selectors.EVENT_READ, ("stream", (n - 1, "stderr")))
     for fd, key in streams.items():
@@ -539,17 +542,17 @@ def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, strea
                 exited = True
                 deadline = min(deadline, time.perf_counter() + grace_s)
             overflow = False
-            for key, _ in events:
-                kind, what = key.data
+            for sel_key, _ in events:
+                kind, what = sel_key.data
                 if kind == "exit":
-                    sel.unregister(key.fileobj)
+                    sel.unregister(sel_key.fileobj)
                     exited = True
                     deadline = min(deadline, time.perf_counter() + grace_s)
                     continue
-                fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
+                fd = sel_key.fileobj if isinstance(sel_key.fileobj, int) else sel_key.fileobj.fileno()
                 data = os.read(fd, 65536)
                 if not data:
-                    sel.unregister(key.fileobj)
+                    sel.unregister(sel_key.fileobj)
                     open_fds -= 1
                     continue
                 if kind == "status":
@@ -590,7 +593,8 @@ def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, strea
             pass
         for f in (proc.stdout, proc.stderr):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:
                 pass
         if pidfd is not None:

@@ -52,13 +52,13 @@ class SandboxLimits(BaseModel):
     (RLIMIT_FSIZE; default 64); ``tmp_mb`` size of the private /tmp tmpfs.
     """
 
-    memory_mb: int = Field(2048, ge=64)
-    timeout_s: float = Field(60.0, gt=0)
-    cpu_time_s: float | None = Field(None, gt=0)
-    output_bytes: int = Field(_MIB, ge=1024)
-    max_processes: int = Field(64, ge=4)
-    max_file_mb: int = Field(64, ge=1)
-    tmp_mb: int = Field(64, ge=1)
+    memory_mb: int = Field(default=2048, ge=64)
+    timeout_s: float = Field(default=60.0, gt=0)
+    cpu_time_s: float | None = Field(default=None, gt=0)
+    output_bytes: int = Field(default=_MIB, ge=1024)
+    max_processes: int = Field(default=64, ge=4)
+    max_file_mb: int = Field(default=64, ge=1)
+    tmp_mb: int = Field(default=64, ge=1)
 
     def cpu_seconds(self, timeout_s: float) -> int:
         return int(math.ceil(self.cpu_time_s if self.cpu_time_s is not None else timeout_s))
@@ -121,6 +121,7 @@ def _execute(
         sel.register(pidfd, selectors.EVENT_READ, "exit")
     except (AttributeError, OSError):  # pragma: no cover - kernels < 5.3
         pidfd = None
+    assert proc.stdout is not None and proc.stderr is not None  # started with stdout=stderr=PIPE
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
     deadline = t0 + timeout_s
@@ -160,7 +161,7 @@ def _execute(
                     # keep the pipes open: give them a short grace, then kill.
                     deadline = min(deadline, time.perf_counter() + grace_s)
                     continue
-                data = os.read(key.fileobj.fileno(), 65536)
+                data = os.read(key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno(), 65536)
                 if not data:
                     sel.unregister(key.fileobj)
                     open_streams -= 1
@@ -192,7 +193,8 @@ def _execute(
             pass
         for f in (proc.stdout, proc.stderr):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:
                 pass
         if pidfd is not None:

@@ -68,7 +68,7 @@ def make_run_python_tool(sandbox: Sandbox):
     timed_out, killed_reason, files, backend)."""
     from langchain_core.tools import StructuredTool
 
-    def _run(code: str, files: dict[str, str] | None = None, timeout_s: float = 30.0,
+    def _run(code: str, files: dict[str, str | bytes] | None = None, timeout_s: float = 30.0,
              output_files: list[str] | None = None) -> dict[str, Any]:
         res = sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
         return res.model_dump(mode="json")
