@@ -27,12 +27,15 @@ dry-experiment verdicts and the AidanBench coherence judge inside the generation
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel
 
 from ..models.base import NamedModel, repeat_of
 
-__all__ = ["Draw", "judge_repeats", "draws", "repeat_details", "judge_means"]
+__all__ = ["Draw", "Repeats", "ask_repeats", "judge_repeats", "draws", "repeat_details", "judge_means"]
 
 
 def judge_repeats(ctx: Any) -> int:
@@ -84,4 +87,40 @@ def repeat_details(results: Sequence[Draw], k: int) -> dict[str, Any]:
     out: dict[str, Any] = {"judge_repeats": per, "repeats": k}
     if fails:
         out["repeat_failures"] = fails
+    return out
+
+
+@dataclass
+class Repeats:
+    """What :func:`ask_repeats` gathered: ``draws`` (one :class:`Draw` per call, in call order), ``evidence`` (every
+    call's judge reply, with its ``repeat`` index when ``k`` > 1), ``errors`` ("judge (repeat r/k): reason" of each
+    failed call), ``parsed`` ({judge: its last repeat that parsed}, judges in first-parsed order)."""
+
+    draws: list[Draw] = field(default_factory=list)
+    evidence: list[Any] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    parsed: dict[str, Any] = field(default_factory=dict)
+
+
+async def ask_repeats(judges: Sequence[NamedModel], k: int, messages: list[BaseMessage], schema: type[BaseModel], *,
+                      candidate: str, value: Callable[[Any], float],
+                      evidence_fields: Callable[[Any], dict[str, Any]] = lambda parsed: {}) -> Repeats:
+    """Ask every judge ``k`` times (:func:`draws`, one after the other) for a ``schema`` reply to ``messages``
+    through :func:`sgieval.metric_pool.judge.ask_judge` (``candidate``: the judged text, for its injection
+    flags); ``value(parsed)`` is a parsed reply's value on the metric's scale, ``evidence_fields(parsed)`` extra
+    fields of its evidence record.  A call that fails is a Draw with value None and its reason (never a zero)."""
+    from .judge import ask_judge
+
+    out = Repeats()
+    for j, r in draws(judges, k):
+        rep = {"repeat": r} if k > 1 else {}
+        reply = await ask_judge(j, messages, schema, candidate=candidate)
+        if reply.parsed is None:
+            out.errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
+            out.evidence.append(reply.evidence(**rep))
+            out.draws.append(Draw(j.name, r, None, reply.error))
+            continue
+        out.draws.append(Draw(j.name, r, value(reply.parsed)))
+        out.parsed[j.name] = reply.parsed
+        out.evidence.append(reply.evidence(**evidence_fields(reply.parsed), **rep))
     return out

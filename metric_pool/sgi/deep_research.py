@@ -20,8 +20,8 @@ from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, R
 from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
 from ..base import Metric, ScoringContext
-from ..judge import as_data, ask_judge
-from ..repeats import Draw, draws, judge_means, judge_repeats, repeat_details
+from ..judge import as_data
+from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
 from .common import NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
 
 # ------------------------------------------------------------------ specs
@@ -329,23 +329,13 @@ class StepLevelAccuracyMetric(Metric):
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        got: list[Draw] = []
-        evidence: list[Any] = []
-        per_judge: dict[str, Any] = {}
-        errors: list[str] = []
-        for j, r in draws(judges, k):
-            rep = {"repeat": r} if k > 1 else {}
-            reply = await ask_judge(j, messages, StepJudgements, candidate=text)
-            if reply.parsed is None:
-                errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
-                evidence.append(reply.evidence(**rep))
-                got.append(Draw(j.name, r, None, reply.error))
-                continue
-            v = step_level_accuracy(reply.parsed.steps)
-            got.append(Draw(j.name, r, v))
-            steps = [s.model_dump() for s in reply.parsed.steps]
-            per_judge[j.name] = {"sla": v, "steps": steps}  # steps: the judge's last repeat that parsed
-            evidence.append(reply.evidence(steps=steps, **rep))
+        asked = await ask_repeats(judges, k, messages, StepJudgements, candidate=text,
+                                  value=lambda p: step_level_accuracy(p.steps),
+                                  evidence_fields=lambda p: {"steps": [s.model_dump() for s in p.steps]})
+        got, evidence, errors = asked.draws, asked.evidence, asked.errors
+        per_judge: dict[str, Any] = {  # steps: the judge's last repeat that parsed
+            n: {"sla": step_level_accuracy(p.steps), "steps": [s.model_dump() for s in p.steps]}
+            for n, p in asked.parsed.items()}
         names = ",".join(j.name for j in judges)
         means = judge_means(got)  # each judge's mean SLA over its repeats that parsed (k = 1: its one value)
         if not means:

@@ -19,10 +19,10 @@ from typing import Any, Collection
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ...core import EXPERIMENTAL_REASONING, Evidence, InputError, Item, Response, Score, final_text
+from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text
 from ..base import Metric, ScoringContext
-from ..judge import as_data, ask_judge
-from ..repeats import Draw, draws, judge_means, judge_repeats, repeat_details
+from ..judge import as_data
+from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
 from .common import PerSpecMetric, reference_field, spec
 
 BOXED = "\\boxed{"
@@ -308,21 +308,10 @@ class ReasoningValidityMetric(Metric):
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        evidence: list[Evidence] = []
-        errors: list[str] = []
-        per_judge: dict[str, Any] = {}
-        got: list[Draw] = []
-        for j, r in draws(judges, k):
-            rep = {"repeat": r} if k > 1 else {}
-            reply = await ask_judge(j, messages, ReasoningValidityJudgement, candidate=response.text)
-            if reply.parsed is None:
-                errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
-                evidence.append(reply.evidence(**rep))
-                got.append(Draw(j.name, r, None, reply.error))
-                continue
-            got.append(Draw(j.name, r, float(reply.parsed.score)))
-            per_judge[j.name] = reply.parsed.model_dump()
-            evidence.append(reply.evidence(score=reply.parsed.score, **rep))
+        asked = await ask_repeats(judges, k, messages, ReasoningValidityJudgement, candidate=response.text,
+                                  value=lambda p: float(p.score), evidence_fields=lambda p: {"score": p.score})
+        got, evidence, errors = asked.draws, asked.evidence, asked.errors
+        per_judge: dict[str, Any] = {n: p.model_dump() for n, p in asked.parsed.items()}
         names = ",".join(j.name for j in judges)
         means = judge_means(got)  # each judge's mean over its repeats that parsed (k = 1: its one score)
         if not means:
