@@ -66,7 +66,10 @@ from .common import (
     _BaseSandbox,
     _boot_dir,
     _decode,
+    _end_group,
     _python,
+    _reap,
+    _select_round,
     _Raw,
     _sandbox_env,
     _to_result,
@@ -534,13 +537,7 @@ def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, strea
                 break
             if exited and open_fds == 0:
                 break
-            wait = deadline - now
-            if pidfd is None and not exited:
-                wait = min(wait, 0.02)
-            events = sel.select(wait)
-            if pidfd is None and not exited and proc.poll() is not None:
-                exited = True
-                deadline = min(deadline, time.perf_counter() + grace_s)
+            events, exited, deadline = _select_round(sel, proc, pidfd, now, deadline, exited, grace_s)
             overflow = False
             for sel_key, _ in events:
                 kind, what = sel_key.data
@@ -582,23 +579,8 @@ def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, strea
                 break
     finally:
         sel.close()
-        try:
-            _, st = os.waitpid(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(st)
-        except ChildProcessError:  # pragma: no cover - already reaped
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-        for f in (proc.stdout, proc.stderr):
-            try:
-                if f is not None:
-                    f.close()
-            except OSError:
-                pass
-        if pidfd is not None:
-            os.close(pidfd)
+        _reap(proc)
+        _end_group(proc, pidfd)
     for i, raw in enumerate(raws):
         raw.stdout = bytes(bufs.get((i, "stdout"), b""))
         raw.stderr = bytes(bufs.get((i, "stderr"), b""))

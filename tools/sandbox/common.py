@@ -146,13 +146,7 @@ def _execute(
                 break
             if exited and open_streams == 0:
                 break
-            wait = deadline - now
-            if pidfd is None and not exited:
-                wait = min(wait, 0.02)
-            events = sel.select(wait)
-            if pidfd is None and not exited and proc.poll() is not None:
-                exited = True
-                deadline = min(deadline, time.perf_counter() + grace_s)
+            events, exited, deadline = _select_round(sel, proc, pidfd, now, deadline, exited, grace_s)
             for key, _ in events:
                 if key.data == "exit":
                     sel.unregister(key.fileobj)
@@ -180,30 +174,55 @@ def _execute(
     finally:
         sel.close()
         # Reap, then make sure no member of the group survives.
-        try:
-            _, status = os.waitpid(proc.pid, 0)
-            raw.returncode = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:  # pragma: no cover - already reaped
-            raw.returncode = proc.returncode
-        proc.returncode = raw.returncode
+        raw.returncode = _reap(proc)
         raw.wall_s = time.perf_counter() - t0
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-        for f in (proc.stdout, proc.stderr):
-            try:
-                if f is not None:
-                    f.close()
-            except OSError:
-                pass
-        if pidfd is not None:
-            os.close(pidfd)
+        _end_group(proc, pidfd)
         if peak_pipe:
             raw.peak_kb = _read_peak(peak_pipe[0])
     raw.stdout = bytes(bufs["stdout"])
     raw.stderr = bytes(bufs["stderr"])
     return raw
+
+
+def _select_round(sel: selectors.BaseSelector, proc: subprocess.Popen, pidfd: int | None, now: float,
+                  deadline: float, exited: bool, grace_s: float) -> tuple[list, bool, float]:
+    """One round of an output loop: the selector's events until ``deadline`` (``time.perf_counter`` seconds;
+    every 20 ms when no ``pidfd`` tells the exit), then an exit seen by polling, after which the deadline is at
+    most ``grace_s`` away.  Returns (events, exited, deadline)."""
+    wait = deadline - now
+    if pidfd is None and not exited:
+        wait = min(wait, 0.02)
+    events = sel.select(wait)
+    if pidfd is None and not exited and proc.poll() is not None:
+        exited = True
+        deadline = min(deadline, time.perf_counter() + grace_s)
+    return events, exited, deadline
+
+
+def _reap(proc: subprocess.Popen) -> int | None:
+    """Wait for ``proc`` and set its ``returncode`` (a signal as its negative number); returns it."""
+    try:
+        _, status = os.waitpid(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    except ChildProcessError:  # pragma: no cover - already reaped
+        pass
+    return proc.returncode
+
+
+def _end_group(proc: subprocess.Popen, pidfd: int | None) -> None:
+    """After :func:`_reap`: SIGKILL whatever of ``proc``'s process group survives, close its pipes and ``pidfd``."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+    for f in (proc.stdout, proc.stderr):
+        try:
+            if f is not None:
+                f.close()
+        except OSError:
+            pass
+    if pidfd is not None:
+        os.close(pidfd)
 
 
 def _read_peak(fd: int) -> int | None:
