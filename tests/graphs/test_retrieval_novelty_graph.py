@@ -4,11 +4,11 @@ with --corpus and replayed ideas ranks by retrieval_novelty, offline, with the r
 from __future__ import annotations
 
 import json
-
-from typer.testing import CliRunner
+import os
+import subprocess
+import sys
 
 from sgieval.agents.customisation import literature_novelty
-from sgieval.cli import app
 from sgieval.tests.metric_pool.test_retrieval_novelty import PAPERS
 
 
@@ -20,8 +20,7 @@ def test_literature_novelty_requests():
     assert not literature_novelty("Compare the models against these papers' accuracy")  # no novelty asked
 
 
-def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path):
     (tmp_path / "papers").mkdir()
     for name, text in PAPERS.items():
         (tmp_path / "papers" / name).write_text(text)
@@ -33,14 +32,32 @@ def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path, monk
     for model, texts in ideas.items():
         (tmp_path / f"{model}.jsonl").write_text("".join(
             json.dumps({"item_id": f"jsonl:ideas/{r['id']}", "text": t}) + "\n" for r, t in zip(rows, texts)))
-    res = CliRunner().invoke(app, ["ask", "How novel are these ideas compared with my papers?", "-b", "ideas.jsonl",
-                                   "--corpus", "papers", "--models", "replay:close.jsonl,replay:far.jsonl", "--yes"])
-    assert res.exit_code == 0, res.output
+    # the real command, offline (SGIEVAL_NETWORK=offline: no web search is even tried)
+    res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask",
+                          "How novel are these ideas compared with my papers?", "-b", "ideas.jsonl",
+                          "--corpus", "papers", "--models", "replay:close.jsonl,replay:far.jsonl", "--yes"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                         env={**os.environ, "SGIEVAL_NETWORK": "offline"})
+    assert res.returncode == 0, res.stderr[-3000:]
     report = next((tmp_path / "runs").glob("*/report.md")).read_text()
-    assert "**replay:far** ranks first by retrieval_novelty on 2 items" in report
     assert "## Ranking by retrieval_novelty (scale 0-10, higher is better)" in report
-    assert "## Retrieved works" in report
-    close_row = next(line for line in report.splitlines() if line.startswith("| jsonl:ideas/i1 | replay:close |"))
-    for title in ("Graphene filters", "Graphene desalination", "Salt membranes", "Membrane fouling"):
-        assert title in close_row
+    # retrieved papers per item (BM25 over the six papers: those sharing a word with the idea and question; n = 4)
+    # with MiniLM cosine similarities; S_inn = clip(10 (1 - mean), 0, 10) by hand from the listed similarities:
+    # close/i1 10 (1 - (0.919 + 0.854 + 0.655 + 0.485) / 4) = 2.7175 -> 2.72; close/i2 10 (1 - (0.877 + 0.447) / 2)
+    # = 3.38; far/i1 10 (1 - (0.395 + 0.403) / 2) = 6.01; far/i2 10 (1 - (0.426 + 0.452) / 2) = 5.61
+    for row in (
+        "| jsonl:ideas/i1 | replay:close | 2.72 | Graphene filters (0.919); Graphene desalination (0.854); Salt "
+        "membranes (0.655); Membrane fouling (0.485) | Graphene membranes filter seawater salt. Propose a research "
+        "idea about water. |",
+        "| jsonl:ideas/i2 | replay:close | 3.38 | Protein folding (0.877); Enzyme kinetics (0.447) | Enzymes fold "
+        "proteins. Propose a research idea about cells. |",
+        "| jsonl:ideas/i1 | replay:far | 6.01 | Protein folding (0.395); Enzyme kinetics (0.403) | Enzymes could "
+        "power tiny submarines. Propose a research idea about water. |",
+        "| jsonl:ideas/i2 | replay:far | 5.61 | Graphene desalination (0.426); Graphene filters (0.452) | Graphene "
+        "sails catch solar wind. Propose a research idea about cells. |",
+    ):
+        assert row in report, row
+    # ranking: far (6.01 + 5.61) / 2 = 5.81 over close (2.72 + 3.38) / 2 = 3.05 (means of the unrounded values)
+    assert "| 1 | replay:far | 5.81 |" in report and "| 2 | replay:close | 3.05 |" in report
+    assert "**replay:far** ranks first by retrieval_novelty on 2 items" in report
     assert "(BM25)" in report and str(tmp_path / "papers") in report
