@@ -15,20 +15,36 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .cli_metric import metric_app
-from .core import BUDGET_STOP_NOTE, InputError, RunConfig, RunStore, SgievalError, sync_open_stores
+from .core import (
+    BUDGET_STOP_NOTE,
+    REPORT_PENDING,
+    InputError,
+    RunConfig,
+    RunStore,
+    SgievalError,
+    check_state_file,
+    disk_error,
+    escape_control_chars,
+    is_disk_full,
+    sync_open_stores,
+)
 
 class _CommandLine(typer.Typer):
     """The ``sgieval`` app.  Called with no arguments (the console script,
     ``python -m sgieval.cli``), the command reads ``sys.argv`` and the process
     then ends promptly after its last write (:func:`_exit_promptly`); called
     with arguments (``app(["ask", ...])``) it behaves as a plain Typer app and
-    raises SystemExit as usual."""
+    raises SystemExit as usual.  As the console script, an exception no
+    command turned into one line is one line too (:func:`_last_resort`), never
+    a traceback on the terminal."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
@@ -43,6 +59,8 @@ class _CommandLine(typer.Typer):
                 super().__call__()
         except SystemExit as e:
             _exit_promptly(e.code)
+        except Exception as e:  # noqa: BLE001 - the last resort: one line, the traceback in a log file
+            _exit_promptly(_last_resort(e))
         _exit_promptly(0)
 
 
@@ -61,6 +79,39 @@ def _report_worker(argv: list[str]) -> Any:
     from .core.offload import warm_worker
 
     return warm_worker()
+
+
+def _last_resort(e: BaseException) -> int:
+    """Print one line for an exception that escaped every command (exit code
+    returned: 2 for a full disk or an SgievalError, else 1); the full traceback
+    goes to ``<user log dir>/last-error.log`` (``platformdirs.user_log_dir``),
+    which the line names (issue 14 item 4)."""
+    import traceback
+
+    import platformdirs
+
+    if isinstance(e, SgievalError):
+        err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
+        return e.exit_code
+    if is_disk_full(e):
+        d = disk_error(e, getattr(e, "filename", None) or Path.cwd())  # type: ignore[arg-type]
+        err.print(f"[bold red]error:[/] {_safe(d.one_line())}", highlight=False, soft_wrap=True)
+        return d.exit_code
+    first = str(e).splitlines()[0] if str(e) else ""
+    where = ""
+    try:
+        from .core import redact_secrets
+
+        log = Path(platformdirs.user_log_dir("sgieval")) / "last-error.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(redact_secrets("".join(traceback.format_exception(type(e), e, e.__traceback__))),
+                       encoding="utf-8")
+        where = f" (the full traceback is in {log})"
+    except OSError:
+        pass
+    err.print(f"[bold red]error:[/] {_safe(f'unexpected {type(e).__name__}: {first}{where}')}", highlight=False,
+              soft_wrap=True)
+    return 1
 
 
 def _exit_promptly(code: Any) -> None:
@@ -111,9 +162,37 @@ err = Console(stderr=True)
 out = Console()
 
 
+def _safe(value: object) -> str:
+    """``value`` as text safe to print with rich: control characters (NUL,
+    terminal escapes) shown as ``\\xNN``, rich markup (``[/]``, ``[bold]``)
+    shown literally.  Every untrusted text (a request, a run id, a model's or a
+    file's words in an error) goes through it (issue 14 item 4)."""
+    return escape(escape_control_chars(str(value)))
+
+
 def _fail(e: SgievalError) -> None:
-    err.print(f"[bold red]error:[/] {e.one_line()}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
     raise typer.Exit(e.exit_code)
+
+
+def _unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "", ref: str | None = None) -> None:
+    """One line for an exception that is not an SgievalError, never a traceback
+    on the terminal (issue 14 item 4): a full disk names the disk and its free
+    space (exit 2); anything else names the exception (exit 1), and with a run
+    folder ``run_dir`` its full traceback goes to ``run_dir/log.jsonl`` and the
+    line says how to continue (``sgieval resume <ref>``)."""
+    if is_disk_full(e):
+        _fail(disk_error(e, getattr(e, "filename", None) or run_dir or Path.cwd()))  # type: ignore[arg-type]
+    first = str(e).splitlines()[0] if str(e) else ""
+    line = f"unexpected {type(e).__name__}: {first}"
+    if run_dir is not None:
+        from .core.logs import log_traceback
+
+        log_traceback(run_dir, run_id, e)
+        line += (f"; the full traceback is in {run_dir / 'log.jsonl'}; every finished response and score is kept: "
+                 f"continue with `sgieval resume {ref or run_dir}`")
+    err.print(f"[bold red]error:[/] {_safe(line)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -170,22 +249,27 @@ def _check_targets(config: RunConfig) -> None:
                              "or put stored responses in <data>/sciaidanbench/responses/")
 
 
-def _run(config: RunConfig, *, resume: bool) -> None:
+def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> None:
+    """Run (``resume=False``) or continue the run of ``config`` in ``run_dir``
+    (default ``<out_dir>/<run_id>``; ``resume`` passes the folder it was given,
+    renamed or symlinked).  A folder is removed on failure or cancellation only
+    when this call created it and nothing was evaluated."""
     from .agents.requirements import MetricNeeds
     from .graphs.evaluate import check_request_models, execute, make_runtime
 
     try:
-        rt = make_runtime(config)
+        rt = make_runtime(config, run_dir=run_dir)
     except SgievalError as e:
         _fail(e)
+    ref = config.run_id if rt.store.root == Path(config.out_dir) / config.run_id else str(rt.store.root)
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
         for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
-            err.print(f"{m.name} ({m.role}): {param} not sent: {why}", soft_wrap=True, highlight=False)
+            err.print(_safe(f"{m.name} ({m.role}): {param} not sent: {why}"), soft_wrap=True, highlight=False)
     if not resume:
         try:
             check_request_models(rt)  # before the progress bar: the error is the only line printed
         except SgievalError as e:
-            if not rt.store.read("responses"):
+            if rt.store.created and not rt.store.read("responses"):
                 shutil.rmtree(rt.store.root, ignore_errors=True)
             _fail(e)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -196,14 +280,14 @@ def _run(config: RunConfig, *, resume: bool) -> None:
         def confirm(payload: dict) -> bool:
             progress.stop()
             err.print("[bold]Metrics for this run[/]")
-            err.print(f"  predefined: {', '.join(payload['predefined'])}", highlight=False, soft_wrap=True)
+            err.print(f"  predefined: {_safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
             if payload.get("custom"):
-                err.print(f"  custom: {', '.join(payload['custom'])}", highlight=False, soft_wrap=True)
-            err.print(f"  ranking by: {payload['primary']}", highlight=False)
+                err.print(f"  custom: {_safe(', '.join(payload['custom']))}", highlight=False, soft_wrap=True)
+            err.print(f"  ranking by: {_safe(payload['primary'])}", highlight=False)
             for need in payload.get("needs") or []:
-                err.print(f"  - {MetricNeeds.model_validate(need).line()}", highlight=False, soft_wrap=True)
+                err.print(f"  - {_safe(MetricNeeds.model_validate(need).line())}", highlight=False, soft_wrap=True)
             for n in payload.get("notes") or []:
-                err.print(f"  note: {n}", highlight=False, soft_wrap=True)
+                err.print(f"  note: {_safe(n)}", highlight=False, soft_wrap=True)
             try:
                 ok = typer.confirm("Run with these metrics?", default=True, err=True)
             except (typer.Abort, EOFError):  # stdin closed: the same as answering no
@@ -219,21 +303,28 @@ def _run(config: RunConfig, *, resume: bool) -> None:
         except KeyboardInterrupt:
             progress.stop()
             err.print(f"interrupted; every finished response and score is kept: continue with "
-                      f"`sgieval resume {config.run_id}`", soft_wrap=True)
+                      f"`sgieval resume {_safe(ref)}`", soft_wrap=True)
             raise typer.Exit(130) from None
+        except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as e:  # noqa: BLE001 - one line on the terminal, the traceback in the run's log
+            progress.stop()
+            kept = rt.store.root.is_dir()
+            _unexpected(e, rt.store.root if kept else None, config.run_id, ref)
     if state.get("confirmed") is False:
-        run_dir = Path(config.out_dir) / config.run_id
-        if not RunStore(run_dir).read("responses"):
-            shutil.rmtree(run_dir, ignore_errors=True)  # nothing evaluated: no run folder left to resume
+        # nothing evaluated in a folder this call made: no run folder left to resume (never one it was given)
+        if not resume and rt.store.created and not rt.store.read("responses"):
+            rt.store.close()
+            shutil.rmtree(rt.store.root, ignore_errors=True)
             err.print("cancelled at the metric confirmation; nothing was evaluated and no run folder was kept",
                       soft_wrap=True)
         else:
             err.print("cancelled at the metric confirmation; nothing new was evaluated")
         raise typer.Exit(3)
     if "__interrupt__" in state or not state.get("report"):
-        err.print(f"stopped before the report; continue with `sgieval resume {config.run_id}`")
+        err.print(f"stopped before the report; continue with `sgieval resume {_safe(ref)}`")
         raise typer.Exit(3)
-    out.print(f"report: {state['report']}", soft_wrap=True, highlight=False)
+    out.print(f"report: {_safe(state['report'])}", soft_wrap=True, highlight=False)
 
 
 @app.command()
@@ -316,13 +407,61 @@ def _read_config(d: Path) -> RunConfig:
     return config
 
 
+def _confirm_settings(config: RunConfig, d: Path, given: dict[str, Any], trust: bool,
+                      only: tuple[str, ...] | None = None) -> None:
+    """Before ``resume``/``report``/``view`` use a run's ``config.json`` with the
+    user's credentials (issue 14 item 2): the settings that send data or run
+    code elsewhere (:func:`sgieval.core.trust.sensitive_settings`; ``only``
+    restricts them, e.g. to ``base_url`` when only the agent model is called)
+    are used only when given again on the command line (``given`` replaces
+    them in ``config``), ``--trust-config`` is passed, they are the user's own
+    (this machine started or confirmed a run with them), or the user confirms
+    them at the prompt, which shows each of them.  Fails (exit 2) otherwise,
+    naming each setting and the flag that passes it."""
+    from .core.trust import FLAGS, is_trusted, remember, sensitive_settings
+
+    for k, v in given.items():
+        setattr(config, k, v)
+    pending = {k: v for k, v in sensitive_settings(config).items() if k not in given and (only is None or k in only)}
+    if not pending or trust or is_trusted(config):
+        return
+    shown = "; ".join(f"{k} = {v}" for k, v in pending.items())
+    err.print(f"{_safe(d / 'config.json')} asks for settings that send data or run code elsewhere: {_safe(shown)}",
+              soft_wrap=True, highlight=False)
+    try:
+        ok = typer.confirm("Use them with your credentials?", default=False, err=True)
+    except (typer.Abort, click.exceptions.Abort, EOFError):  # no answer (stdin closed): not confirmed
+        err.print("")
+        ok = False
+    if not ok:
+        _fail(InputError(f"not confirmed: {shown}", what=str(d / "config.json"),
+                         fix=f"pass them again ({', '.join(FLAGS[k] for k in pending)}) or --trust-config after "
+                             "checking them"))
+    remember(config)
+
+
+def _given_settings(base_url: str | None, sandbox: str | None, tools: str | None,
+                    unsafe_local_exec: bool | None) -> dict[str, Any]:
+    """The sensitive settings passed on the ``resume`` command line (``--base-url ''``: no base URL)."""
+    given: dict[str, Any] = {}
+    if base_url is not None:
+        given["base_url"] = base_url or None
+    if sandbox is not None:
+        given["sandbox"] = sandbox
+    if tools is not None:
+        given["tools"] = _split([tools])
+    if unsafe_local_exec is not None:
+        given["unsafe_local_exec"] = unsafe_local_exec
+    return given
+
+
 def _stopped_at_budget(d: Path) -> bool:
     """Whether the report in run folder ``d`` says the run stopped at its budget."""
     report_md = d / "report.md"
     return report_md.is_file() and BUDGET_STOP_NOTE in report_md.read_text(encoding="utf-8", errors="replace")
 
 
-async def _reopen_budget_stopped(config: RunConfig) -> bool:
+async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
     """If the run's graph finished with a budget stop, step its checkpoint back
     to just after the metric confirmation so :func:`execute` evaluates the
     remaining units (done responses and scores are skipped) and rewrites the
@@ -331,10 +470,10 @@ async def _reopen_budget_stopped(config: RunConfig) -> bool:
 
     from .graphs.evaluate import build_graph, make_runtime
 
-    d = Path(config.out_dir) / config.run_id
     if not (d / "state.sqlite").exists():
         return False
-    rt = make_runtime(config)
+    check_state_file(d / "state.sqlite")
+    rt = make_runtime(config, run_dir=d)
     thread = {"configurable": {"thread_id": config.run_id}}
     async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
         graph = build_graph(rt, saver)
@@ -351,27 +490,49 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
            budget: Optional[float] = typer.Option(None, "--budget", help="New budget in USD (total for the run, "
                                                   "including what was already spent). A run stopped at its budget "
                                                   "continues with the items it did not reach."),
-           yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics.")) -> None:
-    """Continue a run that was killed, stopped at the confirmation, or stopped at its budget."""
+           yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
+           base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of the OpenAI-compatible "
+                                                  "server to use (instead of the one in the run's config.json, which "
+                                                  "is used only once confirmed; '' for none)."),
+           sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox backend (as for `ask`)."),
+           tools: Optional[str] = typer.Option(None, "--tools", help="Tool pool (as for `ask`; '' for none)."),
+           unsafe_local_exec: Optional[bool] = typer.Option(None, "--unsafe-local-exec/--no-unsafe-local-exec",
+                                                            help="Allow (or refuse) running model code without a "
+                                                                 "sandbox."),
+           trust_config: bool = typer.Option(False, "--trust-config", help="Use the base URL, sandbox, tools and "
+                                             "unsafe-local-exec setting of the run's config.json without asking.")
+           ) -> None:
+    """Continue a run that was killed, stopped at the confirmation, or stopped at its budget.
+
+    A run folder may come from someone else: the settings of its config.json that send data or run code
+    elsewhere (base URL, unsafe local execution, a remote sandbox, tools) are shown and used only once
+    confirmed, or when passed again (--base-url, --sandbox, --tools, --unsafe-local-exec, --trust-config)."""
+    given = _given_settings(base_url, sandbox, tools, unsafe_local_exec)
     try:
-        RunConfig.checked(CLI_NAMES, run_id="-", budget_usd=budget)
+        RunConfig.checked(CLI_NAMES, run_id="resume", budget_usd=budget, **given)
     except SgievalError as e:
         _fail(e)
     d = _run_dir(run, out_dir)
     config = _read_config(d)
     config.yes = config.yes or yes
+    _confirm_settings(config, d, given, trust_config)
+    try:
+        check_state_file(d / "state.sqlite")
+    except SgievalError as e:
+        _fail(e)
     if budget is not None:
         config.budget_usd = budget
         RunStore(d).write_config(config)  # the report header and later resumes see the new budget
         try:
-            if asyncio.run(_reopen_budget_stopped(config)):
+            if asyncio.run(_reopen_budget_stopped(config, d)):
                 err.print(f"continuing the run stopped at its budget with a budget of {budget} USD")
         except SgievalError as e:
             _fail(e)
     elif _stopped_at_budget(d):
         err.print(f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
-                  f"one: `sgieval resume {config.run_id} --budget <USD>`", soft_wrap=True)
-    _run(config, resume=True)
+                  f"one: `sgieval resume {_safe(config.run_id if d.name == config.run_id else d)} --budget <USD>`",
+                  soft_wrap=True)
+    _run(config, resume=True, run_dir=d)
 
 
 async def _write_report(d: Path, config: RunConfig) -> str:
@@ -382,24 +543,36 @@ async def _write_report(d: Path, config: RunConfig) -> str:
     from .graphs.evaluate import build_graph, make_runtime, write_report
 
     run_id = config.run_id
-    rt = make_runtime(config)
+    check_state_file(d / "state.sqlite")
+    rt = make_runtime(config, run_dir=d)  # the folder given (renamed or symlinked), never <out>/<run_id>
     async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
         snap = await build_graph(rt, saver).aget_state({"configurable": {"thread_id": run_id}})
     if not snap.values.get("metric_plan"):
-        raise SgievalError("the run has not chosen its metrics yet", what=run_id, fix=f"`sgieval resume {run_id}`")
+        raise SgievalError("the run has not chosen its metrics yet", what=str(d), fix=f"`sgieval resume {d}`")
     return str(await write_report(rt, snap.values))
 
 
 @app.command()
 def report(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
-           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id).")) -> None:
-    """Re-render the report of a run from its records (no model calls)."""
+           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+           base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL for the agent model that "
+                                                  "writes the narrative (instead of the one in the run's "
+                                                  "config.json, which is used only once confirmed)."),
+           trust_config: bool = typer.Option(False, "--trust-config",
+                                             help="Use the base URL of the run's config.json without asking.")) -> None:
+    """Re-render the report of a run from its records (no model calls but the agent model's narrative)."""
     d = _run_dir(run, out_dir)
     config = _read_config(d)
+    if config.agent_model:  # only the agent model (the narrative) is called by `report`
+        _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url",))
     try:
-        out.print(f"report: {asyncio.run(_write_report(d, config))}", soft_wrap=True, highlight=False)
+        out.print(f"report: {_safe(asyncio.run(_write_report(d, config)))}", soft_wrap=True, highlight=False)
     except SgievalError as e:
         _fail(e)
+    except (typer.Exit, click.exceptions.Exit):
+        raise
+    except Exception as e:  # noqa: BLE001 - one line (a full disk names the disk), the traceback in log.jsonl
+        _unexpected(e, d, config.run_id)
 
 
 def _serve(folder: Path, port: int, open_browser: bool) -> None:
@@ -419,7 +592,7 @@ def _serve(folder: Path, port: int, open_browser: bool) -> None:
         _fail(InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror})", what="--port",
                          fix="pass another --port, or --port 0 for any free port"))
     url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
-    out.print(f"serving {folder} at {url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
+    out.print(f"serving {_safe(folder)} at {url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
     if open_browser:
         webbrowser.open(url)
     try:
@@ -442,10 +615,12 @@ def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder,
     d = _run_dir(run, out_dir)
     config = _read_config(d)
     if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
+        if config.agent_model:  # re-rendering may call the agent model: its base URL must be the user's choice
+            _confirm_settings(config, d, {}, False, only=("base_url",))
         try:  # a run reported before report.json existed: re-render its report from the records
             asyncio.run(_write_report(d, config))
         except SgievalError as e:
-            err.print(f"no report for this run ({e.one_line()}); the viewer shows its records without a ranking",
+            err.print(f"no report for this run ({_safe(e.one_line())}); the viewer shows its records without a ranking",
                       soft_wrap=True)
     report_data = None
     if (d / "report.json").is_file():
@@ -457,7 +632,7 @@ def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder,
     store = RunStore(d)
     path = write_viewer(d, store.read("items"), store.read("responses"), store.read("scores"), report=report_data,
                         config=config.model_dump(mode="json"), specs=(report_data or {}).get("metric_specs"))
-    out.print(f"viewer: {path}", soft_wrap=True, highlight=False)
+    out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
     if serve:
         _serve(path.parent, port, open_browser)
 
@@ -476,7 +651,7 @@ def export(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
     except SgievalError as e:
         _fail(e)
     for p in paths:
-        out.print(str(p), soft_wrap=True, highlight=False)
+        out.print(_safe(p), soft_wrap=True, highlight=False)
 
 
 @app.command()
@@ -486,25 +661,24 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holdin
     found = False
     for d in sorted(out_dir.glob("*/config.json")):
         found = True
-        try:
-            store = RunStore(d.parent)
-            cfg = store.read_config()
-            n_r, n_s = (len(store.path(n).read_text().splitlines()) if store.path(n).exists() else 0
-                        for n in ("responses", "scores"))
+        try:  # read only: listing never repairs, creates or follows anything in a run folder
+            cfg = RunConfig.model_validate_json(d.read_text(encoding="utf-8"))
+            n_r, n_s = (len((d.parent / f"{n}.jsonl").read_text(encoding="utf-8", errors="replace").splitlines())
+                        if (d.parent / f"{n}.jsonl").is_file() else 0 for n in ("responses", "scores"))
         except (SgievalError, ValueError, OSError) as e:
             reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
-            out.print(f"{d.parent.name}\tunreadable: {d}: {reason}", soft_wrap=True, highlight=False)
+            out.print(_safe(f"{d.parent.name}\tunreadable: {d}: {reason}"), soft_wrap=True, highlight=False)
             continue
-        if not (d.parent / "report.md").exists():
+        if not (d.parent / "report.md").exists() or (d.parent / REPORT_PENDING).exists():
             status = "incomplete (sgieval resume)"
         elif _stopped_at_budget(d.parent):
             status = "stopped at its budget (sgieval resume <run> --budget USD)"
         else:
             status = "complete"
-        out.print(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}", soft_wrap=True,
+        out.print(_safe(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}"), soft_wrap=True,
                   highlight=False)
     if not found:
-        out.print(f"no runs in {out_dir}")
+        out.print(f"no runs in {_safe(out_dir)}", highlight=False)
 
 
 @app.command()
@@ -532,21 +706,21 @@ def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "
     for f in FACETS:
         t = Table(f, "items")
         for v, n in counts[f].items():
-            t.add_row(v or "(none)", str(n))
+            t.add_row(_safe(v) if v else "(none)", str(n))
         out.print(t)
     t = Table("benchmark", "stored responses (--models replay:<name>)", "items answered",
               title="models with stored responses")
     for b in sorted({i.benchmark for i in cat.items}):
         models = stored.get(b) or {}
         if not models:
-            t.add_row(b, "none (run models live: --models openai:<model>, ...)", "-")
+            t.add_row(_safe(b), "none (run models live: --models openai:<model>, ...)", "-")
         for m, n in sorted(models.items()):
-            t.add_row(b, m, str(n))
+            t.add_row(_safe(b), _safe(m), str(n))
     out.print(t)
     for path, why in unreadable.items():
-        out.print(f"[yellow]unreadable stored responses[/] {path}: {why}", soft_wrap=True)
+        out.print(f"[yellow]unreadable stored responses[/] {_safe(path)}: {_safe(why)}", soft_wrap=True)
     for b, why in cat.unavailable.items():
-        out.print(f"[yellow]not loaded[/] {b}: {why}", soft_wrap=True)
+        out.print(f"[yellow]not loaded[/] {_safe(b)}: {_safe(why)}", soft_wrap=True)
 
 
 @data_app.command("pull")
@@ -558,7 +732,7 @@ def data_pull(benchmark: str = typer.Argument(..., help="sciaidanbench or sgi-be
         dest = pull(benchmark)
     except SgievalError as e:
         _fail(e)
-    out.print(f"{benchmark}: {dest}")
+    out.print(_safe(f"{benchmark}: {dest}"), highlight=False)
 
 
 @data_app.command("where")
@@ -569,7 +743,7 @@ def data_where() -> None:
 
     for root in data_roots(os.environ.get("SGIEVAL_DATA")):
         held = [d.name for d in registry.with_data() if (root / d.data_folder).is_dir()]
-        out.print(f"{root}: {', '.join(held) or '-'}")
+        out.print(_safe(f"{root}: {', '.join(held) or '-'}"), highlight=False)
 
 
 def main() -> None:  # pragma: no cover

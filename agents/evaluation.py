@@ -137,6 +137,33 @@ def _embedded_so_far() -> tuple[int, int]:
 _EMBEDDINGS = __name__.rsplit(".", 2)[0] + ".metric_pool.embeddings"
 
 
+async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
+    """Before a run that needs the sandbox (``ctx.sandbox`` set and a
+    dry-experiment item among ``items``), start it once with a trivial program
+    (the sandbox's ``check()``; the outcome is kept on the sandbox object, so
+    a run checks it once).  A sandbox that cannot start its interpreter is
+    replaced in ``ctx`` by :class:`~sgieval.tools.sandbox.UnavailableSandbox`
+    carrying the reason: each dry-experiment item is then ``infra_error`` with
+    that reason, never a failed test, and no program is launched (issue 14
+    item 1).  A sandbox object without ``check`` (a test double) is used as is."""
+    from ..core import DRY_EXPERIMENT, SandboxUnavailableError
+
+    sandbox = ctx.sandbox
+    check = getattr(sandbox, "check", None)
+    if check is None or not any(i.task == DRY_EXPERIMENT for i in items):
+        return
+    try:
+        await asyncio.to_thread(check)
+    except SandboxUnavailableError as e:
+        from ..core.logs import get_logger
+        from ..tools.sandbox import UnavailableSandbox
+
+        if isinstance(sandbox, UnavailableSandbox):
+            return
+        get_logger("sgieval").warning("sandbox cannot run programs", reason=e.one_line())
+        ctx.sandbox = UnavailableSandbox(getattr(sandbox, "name", type(sandbox).__name__), e)
+
+
 async def run_evaluation(store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
                          ctx: ScoringContext, *, max_parallel: int = 16,
                          on_progress: Callable[[int, int], None] | None = None) -> EvalProgress:
@@ -146,6 +173,7 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
     Response, then its Scores, as soon as they exist.  Corpus-level scores
     (``item_id == "*"``) are computed last, once per model.
     """
+    await check_sandbox_once(ctx, items)
     prog = EvalProgress()
     embedded_before = _embedded_so_far()
     try:

@@ -82,7 +82,8 @@ def new_run_id(request: str) -> str:
 
 
 def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: list[NamedModel] | None = None,
-                 judges: list[NamedModel] | None = None, agent: NamedModel | None = None, **kw: Any) -> RunContext:
+                 judges: list[NamedModel] | None = None, agent: NamedModel | None = None,
+                 run_dir: str | Path | None = None, **kw: Any) -> RunContext:
     """Resolve the config's model strings (unless models are given) and load
     the catalog (unless given).  Raises InputError for bad model strings or
     missing data before anything is written.
@@ -90,8 +91,12 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
     A run folder that already holds ``items.jsonl`` (a resumed or re-rendered
     run) uses those items, not the benchmark files as they are now: the report
     does not change when a source file is edited or moved, and the run needs
-    no source at all once its items are stored."""
-    run_dir = Path(config.out_dir) / config.run_id
+    no source at all once its items are stored.
+
+    ``run_dir``: the run folder (default ``<out_dir>/<run_id>``); ``report``
+    and ``resume`` pass the folder they were given, so a renamed or symlinked
+    run folder is the one read and written (issue 14 item 2)."""
+    run_dir = Path(run_dir) if run_dir is not None else Path(config.out_dir) / config.run_id
     existing = RunStore(run_dir) if (run_dir / "items.jsonl").is_file() else None  # no folder made for a new run
     stored = existing.read("items") if existing else []
     if catalog is None:
@@ -298,7 +303,7 @@ async def customisation_step(state: State, rt: RunContext) -> State:
                          fix="give JSONL items a `reference` field (scored by exact_match), or ask about a "
                              "quality such as 'most rigorous' to get a rubric metric (needs --judge)")
     for r in plan.custom:
-        r.to_yaml(rt.store.root / "rubrics" / f"{r.name}.yaml")
+        r.to_yaml(rt.store.rubric_path(r.name))  # slugged: a user YAML may name it ../../x (issue 14 item 2)
     log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
     return {"metric_plan": plan.model_dump(mode="json")}
 
@@ -529,8 +534,9 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     """Activate the run ``rt`` for the body: its settings, model-call context (cache switch, limits), log sink
     and ledger become the current ones (contextvars: run-scoped, never global, issue 10 item 2).  A new run
     (``resume`` False) first checks the models its request names (:func:`check_request_models`) and writes
-    ``config.json`` with its settings (secrets masked).  A SgievalError leaving the body removes the run folder
-    when no response was computed (no half-written run); the records are fsynced at the end either way."""
+    ``config.json`` with its settings (secrets masked).  A SgievalError leaving the body of a new run removes
+    the run folder when this call created it and no response was computed (no half-written run; a folder it was
+    given, or a resumed run's, is never removed: issue 14 item 2); the records are fsynced at the end either way."""
     if rt.settings is None:
         rt.settings = load_settings()
     if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file (issue 10 item 2)
@@ -546,7 +552,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             with rt.ledger.activate():
                 yield rt
     except SgievalError:
-        if not rt.store.read("responses"):
+        if not resume and rt.store.created and not rt.store.read("responses"):
             rt.store.close()
             shutil.rmtree(rt.store.root, ignore_errors=True)  # nothing computed: leave no half-written run
         raise

@@ -20,7 +20,7 @@ from .errors import (
     ToolError,
     problem_to_input_error,
 )
-from .files import json_loads_strict
+from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, plain_name, slug_name
 from .secrets import redact_secrets, redact_url
 from .records import (
     CORPUS,
@@ -55,7 +55,7 @@ from .records import (
     criterion_key,
 )
 from .replies import final_text, join_reasoning, reply_status, split_reasoning
-from .store import BUDGET_STOP_NOTE, RunStore, sync_open_stores
+from .store import BUDGET_STOP_NOTE, REPORT_PENDING, RunStore, check_state_file, sync_open_stores
 
 __all__ = [
     "BUDGET_STOP_NOTE", "CORPUS", "DEEP_RESEARCH", "DRY_EXPERIMENT", "EXECUTORS", "EXPERIMENTAL_REASONING", "FEASIBILITY", "GENERIC",
@@ -66,7 +66,8 @@ __all__ = [
     "final_text", "join_reasoning", "reply_status", "split_reasoning", "sync_open_stores",
     "current_settings", "get_logger", "load_settings", "run_logging", "use_settings", "problem_to_input_error",
     "CacheCorruptError", "CredentialsError", "RunStoppedError", "redact_secrets", "redact_url",
-    "json_loads_strict",
+    "json_loads_strict", "atomic_write_text", "disk_error", "escape_control_chars", "is_disk_full", "plain_name",
+    "slug_name", "REPORT_PENDING", "check_state_file",
     "criterion_key",
     "EVIDENCE_KINDS", "Evidence", "JudgeReplyEvidence", "RetrievalEvidence", "SandboxRunEvidence", "ToolCallEvidence", "as_evidence",
 ]

@@ -23,7 +23,9 @@ from typing import Any, MutableMapping, Callable
 
 import structlog
 
-__all__ = ["get_logger", "run_logging"]
+from .secrets import redact_secrets
+
+__all__ = ["get_logger", "log_traceback", "run_logging"]
 
 _sink: contextvars.ContextVar[Any] = contextvars.ContextVar("sgieval_run_log", default=None)
 
@@ -50,13 +52,47 @@ def get_logger(name: str = "sgieval") -> Any:
     return _RunLogger(name)
 
 
+def _redacted(v: Any) -> Any:
+    """``v`` with keys masked in every string, also inside dicts, lists and tuples."""
+    if isinstance(v, str):
+        return redact_secrets(v)
+    if isinstance(v, dict):
+        return {k: _redacted(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_redacted(x) for x in v)
+    return v
+
+
 def _to_file(path: Path) -> Callable[[Any, str, MutableMapping[str, Any]], MutableMapping[str, Any]]:
     def to_file(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        # no key in the log (issue 14 item 8): the file line and the terminal line are redacted alike
+        for k, v in list(event.items()):
+            event[k] = _redacted(v)
         with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(event, default=str) + "\n")
+            f.write(redact_secrets(json.dumps(event, default=str)) + "\n")
         return event
 
     return to_file
+
+
+def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException, event: str = "unexpected error") -> None:
+    """Append ``exc`` with its full traceback (keys masked) to ``run_dir/log.jsonl``
+    as one JSON line (``event``, ``level`` "error", ``timestamp``, ``run_id``,
+    ``error``, ``traceback``): the command line prints one line and points here.
+    Best effort: a missing folder or a full disk writes nothing."""
+    import datetime as _dt
+    import traceback
+
+    line = {"event": event, "level": "error", "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "run_id": run_id, "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))}
+    try:
+        p = Path(run_dir)
+        if p.is_dir():
+            with (p / "log.jsonl").open("a", encoding="utf-8") as f:
+                f.write(redact_secrets(json.dumps(line, default=str)) + "\n")
+    except OSError:
+        pass
 
 
 def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

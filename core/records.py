@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import FieldProblem, InputError, problem_to_input_error
+from .files import PLAIN_NAME, atomic_write_text
 from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
 
 # --------------------------------------------------------------------------- tasks
@@ -484,13 +485,14 @@ class Rubric(MetricSpec):
         return 10.0 * s / total_w
 
     def to_yaml(self, path: str | Path | None = None) -> str:
+        """The rubric as YAML text; with ``path``, also written there whole or
+        not at all (:func:`~sgieval.core.files.atomic_write_text`)."""
         data = self.model_dump(mode="json")
         if not data.get("qualities"):
             data.pop("qualities", None)  # rubric files stay as they were when no quality is declared
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text, encoding="utf-8")
+        if path is not None:  # whole or not at all: a full disk leaves the old file (InputError naming the disk)
+            atomic_write_text(path, text)
         return text
 
     @classmethod
@@ -573,6 +575,17 @@ class RunConfig(_Record):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
     sent_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
     dropped_params: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @field_validator("run_id")
+    @classmethod
+    def _plain_run_id(cls, v: str) -> str:
+        """The run id is one plain folder name (:data:`sgieval.core.files.PLAIN_NAME`):
+        a ``config.json`` from a shared run folder may say ``"../victim"``, which
+        would move the run (and what it writes or removes) out of its folder."""
+        if not PLAIN_NAME.fullmatch(v) or ".." in v:
+            raise FieldProblem(f"run_id {v!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
+                               "use a run id such as 20260101-120000-chemistry-ab12cd34")
+        return v
 
     @field_validator("benchmarks")
     @classmethod

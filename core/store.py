@@ -11,11 +11,16 @@ from typing import Any, BinaryIO, Sequence
 from pydantic import BaseModel
 
 from .errors import InputError
+from .files import atomic_write_text, slug_name
 from .records import Item, Response, Score, RunConfig
 
 # ------------------------------------------------------------------ run folder
 BUDGET_STOP_NOTE = "The run stopped at its budget"
 """How a report says its run stopped at the budget (``sgieval runs`` and ``resume`` look for it)."""
+
+REPORT_PENDING = ".report-pending"
+"""Marker file in a run folder while its report is being (re)written: ``sgieval runs``
+lists the run as incomplete until the new report is in place (issue 14 item 3)."""
 
 
 _OPEN: "weakref.WeakSet[RunStore]" = weakref.WeakSet()
@@ -63,9 +68,25 @@ class RunStore:
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost)."""
 
+    WRITTEN = ("items.jsonl", "responses.jsonl", "scores.jsonl", "ledger.jsonl", "config.json", "report.md",
+               "report.json", "state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "state.sqlite-journal",
+               "log.jsonl", "figures", "rubrics", REPORT_PENDING)
+    """Names sgieval writes in a run folder: none of them may be a symbolic link
+    (a shared run folder could point one at a file outside the run)."""
+
     def __init__(self, root: str | Path):
         self.root = Path(root)
+        self.created = not self.root.exists()
+        """True when this RunStore made the folder: only then may its caller remove it
+        (issue 14 item 2: resume/ask never delete a folder they did not create)."""
+        self.problems: list[str] = []
+        """Records that could not be read, one line each (file, line, reason)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        links = [n for n in self.WRITTEN if (self.root / n).is_symlink()]
+        if links:
+            raise InputError(f"the run folder holds symbolic link(s) {', '.join(links)}: writing there could change "
+                             "files outside the run", what=str(self.root),
+                             fix="replace each link by the file it points to (or remove it), then retry")
         (self.root / "figures").mkdir(exist_ok=True)
         for name in (*self.FILES, *self.JOURNALS):
             self._repair(self.path(name))
@@ -119,23 +140,47 @@ class RunStore:
         self._write(name, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 
     def read_rows(self, name: str) -> list[dict[str, Any]]:
-        """Every dict of the journal ``name`` (torn or unreadable lines dropped)."""
+        """Every dict of the journal ``name``; a line that is not JSON is skipped
+        and named (:meth:`_skipped`)."""
         p = self.path(name)
         if not p.exists():
             return []
         out = []
-        for line in p.read_text(encoding="utf-8").splitlines():
+        for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError) as e:
+                self._skipped(p, n, f"not JSON ({str(e).splitlines()[0][:120]})")
                 continue
             if isinstance(row, dict):
                 out.append(row)
         return out
 
+    def _skipped(self, p: Path, n: int, reason: str) -> None:
+        """Note (once per file and line) a record that cannot be read: kept in
+        :attr:`problems` and logged as a warning naming file, line and reason;
+        the run stays readable."""
+        msg = f"{p} line {n}: {reason}; the record is skipped (fix: correct or delete that line)"
+        if msg in self.problems:
+            return
+        self.problems.append(msg)
+        from .logs import get_logger
+
+        try:
+            get_logger("sgieval").warning("unreadable record skipped", file=str(p), line=n, reason=reason)
+        except (OSError, ValueError):  # a logging sink that is gone must not make the run unreadable
+            pass
+
     def read(self, name: str) -> list[Any]:
         """All records of ``name`` (torn last line dropped), as a new list
-        (the records themselves are shared with later reads: do not mutate them)."""
+        (the records themselves are shared with later reads: do not mutate them).
+
+        A line that is not a valid record (edited, damaged, invalid UTF-8) is
+        skipped and named: file, line number and reason in :attr:`problems` and
+        a logged warning; the other records are returned, so the run stays
+        readable (issue 14 item 3)."""
         p = self.path(name)
         try:
             size = p.stat().st_size
@@ -147,11 +192,15 @@ class RunStore:
         data = p.read_bytes() if size else b""
         cls = self.FILES[name]
         out = []
-        for line in data.decode("utf-8").splitlines():
+        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
             if line.strip():
                 try:
                     out.append(cls.model_validate_json(line))
-                except ValueError:
+                except (ValueError, RecursionError) as e:
+                    errs = e.errors() if hasattr(e, "errors") else []
+                    reason = "; ".join((f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x["msg"])
+                                       for x in errs[:3]) or type(e).__name__
+                    self._skipped(p, n, f"not a valid {cls.__name__} record ({reason[:200]})")
                     continue
         self._records[name] = (len(data), out)
         return list(out)
@@ -182,11 +231,12 @@ class RunStore:
 
         if config.base_url and redact_url(config.base_url) != config.base_url:
             config = config.model_copy(update={"base_url": redact_url(config.base_url)})  # no key in the file
-        if not new:  # replace atomically: a run killed mid-write keeps the previous config.json whole
-            tmp = p.with_name(f".config.json.{os.getpid()}.tmp")
-            tmp.write_text(config.model_dump_json(indent=2), encoding="utf-8")
-            os.replace(tmp, p)
+        if not new:  # whole or not at all: a run killed mid-write (or a full disk) keeps the previous config.json
+            atomic_write_text(p, config.model_dump_json(indent=2))
             return
+        from .trust import remember
+
+        remember(config)  # this machine starts the run: its base URL, sandbox and tools are the user's own choice
         try:
             with p.open("x", encoding="utf-8") as f:
                 f.write(config.model_dump_json(indent=2))
@@ -195,8 +245,33 @@ class RunStore:
                              fix=f"resume it with `sgieval resume {self.root.name}`, or start the new run "
                                  "with another run id") from None
 
+    def rubric_path(self, name: str) -> Path:
+        """Where the run keeps the rubric named ``name``: ``rubrics/<slug>.yaml``
+        (:func:`~sgieval.core.files.slug_name`: a user YAML's ``name: ../../../rigor``
+        becomes ``rubrics/rigor.yaml``, inside the run).  Raises InputError for a
+        name with no letter or digit."""
+        return self.root / "rubrics" / f"{slug_name(name, 'rubric name')}.yaml"
+
     def read_config(self) -> "RunConfig":
         p = self.root / "config.json"
         if not p.exists():
             raise InputError("no config.json", what=str(self.root), fix="give the id of a run listed by `sgieval runs`")
         return RunConfig.model_validate_json(p.read_text(encoding="utf-8"))
+
+
+def check_state_file(path: str | Path) -> None:
+    """Raise InputError naming ``path`` (a run's ``state.sqlite``) when it
+    exists but is not a readable SQLite database (truncated, garbage), with
+    the fix; a missing or empty file passes (a run with no checkpoint yet)."""
+    import sqlite3
+
+    p = Path(path)
+    if not p.is_file():
+        return
+    try:
+        with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as db:
+            db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as e:
+        raise InputError(f"the run's graph state is unreadable ({e})", what=str(p),
+                         fix=f"restore it from a backup, or move it away and run `sgieval resume {p.parent}`: the "
+                             "run is planned again and every stored response and score is kept") from None

@@ -47,6 +47,7 @@ from typing import Any, Sequence
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
+from ..core import CacheCorruptError
 from .base import NamedModel
 from .context import current_call_context
 
@@ -240,11 +241,14 @@ class CallCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()  # the read connection
-        self._db: sqlite3.Connection | None = self._connect()
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, reply TEXT NOT NULL, created REAL)"
-        )
+        try:
+            self._db: sqlite3.Connection | None = self._connect()
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT, reply TEXT NOT NULL, created REAL)"
+            )
+        except sqlite3.DatabaseError as e:
+            raise self.corrupt(e) from None
         self._pending: dict[str, tuple[str, str, float]] = {}  # key -> (model, reply JSON, created)
         self._cond = threading.Condition()  # guards _pending, _writing, _closed
         self._writing: dict[str, tuple[str, str, float]] = {}  # the batch being committed
@@ -260,15 +264,29 @@ class CallCache:
         db.execute("PRAGMA synchronous=NORMAL")
         return db
 
+    def corrupt(self, e: Exception) -> CacheCorruptError:
+        """The one-line error for a cache file SQLite cannot read (issue 14 item 4):
+        it stops the run before any score becomes a ``parse_error``, naming the
+        file and the fix (delete it, or run with ``--no-cache``)."""
+        return CacheCorruptError(f"the call cache is corrupted ({e})", what=str(self.path),
+                                 fix=f"delete {self.path} (it only holds cached replies; nothing else is lost) "
+                                     "or run with --no-cache")
+
     def _read(self, sql: str, args: tuple = ()) -> Any:
-        """First row of ``sql`` on the read connection (reopened after :meth:`close`)."""
-        with self._lock:
-            if self._db is None:
-                self._db = self._connect()
-            return self._db.execute(sql, args).fetchone()
+        """First row of ``sql`` on the read connection (reopened after :meth:`close`).
+        Raises CacheCorruptError when the file is not a readable database."""
+        try:
+            with self._lock:
+                if self._db is None:
+                    self._db = self._connect()
+                return self._db.execute(sql, args).fetchone()
+        except sqlite3.DatabaseError as e:
+            raise self.corrupt(e) from None
 
     def get(self, key: str) -> BaseMessage | None:
-        """The stored reply for ``key`` (a fresh message object) or None."""
+        """The stored reply for ``key`` (a fresh message object) or None; an
+        entry that does not decode is a miss (the new reply replaces it).
+        Raises CacheCorruptError when the file is not a readable database."""
         with self._cond:
             row = self._pending.get(key) or self._writing.get(key)
         if row is not None:
@@ -278,7 +296,10 @@ class CallCache:
             if found is None:
                 return None
             blob = found[0]
-        return messages_from_dict([json.loads(blob)])[0]
+        try:
+            return messages_from_dict([json.loads(blob)])[0]
+        except (ValueError, TypeError, KeyError, RecursionError):  # one damaged entry: a miss
+            return None
 
     def put(self, key: str, reply: BaseMessage, *, model: str = "") -> None:
         """Store ``reply`` under ``key`` (replaces an existing entry); committed

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core import CORPUS, Item, MetricSpec, Response, Score
+from ..core import CORPUS, REPORT_PENDING, Item, MetricSpec, Response, Score, atomic_write_text, redact_secrets
 from ..core.offload import call
 from .answer import flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
@@ -621,11 +621,21 @@ def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
 
     The same data goes to ``run_dir/report.json`` for the HTML viewer
     (:mod:`.viewer`), with ``ranking["values"]``: the numbers behind the ranking
-    rows ({model, mean, ci_low, ci_high, total, n} per ranked model; NaN as null)."""
+    rows ({model, mean, ci_low, ci_high, total, n} per ranked model; NaN as null).
+
+    Both files are written whole or not at all (:func:`~sgieval.core.atomic_write_text`:
+    a full disk raises InputError naming the disk and leaves the old report), with
+    keys inside URLs masked (:func:`~sgieval.core.redact_secrets`).  While they are
+    written, ``run_dir/.report-pending`` (:data:`~sgieval.core.REPORT_PENDING`) marks
+    the run as incomplete for ``sgieval runs``; it is removed once both are in place
+    and stays when a write fails (issue 14 item 3)."""
     out = run_dir / "report.md"
+    pending = run_dir / REPORT_PENDING
+    pending.touch()
     data = {**draft.data, "narrative": narrative}
-    out.write_text(render_report(data), encoding="utf-8")
+    atomic_write_text(out, redact_secrets(render_report(data)))
     values = [{"model": s.model, "mean": s.summary.mean, "ci_low": s.summary.ci_low, "ci_high": s.summary.ci_high,
                "total": s.summary.total, "n": s.summary.n} for s in draft.stats if s.summary is not None]
     write_report_json(run_dir / "report.json", {**data, "ranking": {**data["ranking"], "values": values}})
+    pending.unlink(missing_ok=True)
     return out

@@ -9,6 +9,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from ..core import atomic_write_text, redact_secrets
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -53,6 +55,7 @@ def jsonable(x: Any) -> Any:
 def write_report_json(path: Path, data: dict[str, Any]) -> Path:
     """Write the report's data (the dict :func:`render_report` fills the template
     with) as JSON for the HTML viewer: NaN/inf become null, other objects their
-    ``str``.  Returns ``path``."""
-    path.write_text(json.dumps(jsonable(data), ensure_ascii=False, indent=1), encoding="utf-8")
+    ``str``; keys inside URLs masked.  Written whole or not at all
+    (:func:`~sgieval.core.atomic_write_text`).  Returns ``path``."""
+    atomic_write_text(path, redact_secrets(json.dumps(jsonable(data), ensure_ascii=False, indent=1)))
     return path

@@ -69,6 +69,16 @@ def _isolated_call_cache(tmp_path_factory):
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_state_dir(tmp_path_factory):
+    """Tests never read or write the user's state folder (the settings confirmed for resume,
+    sgieval.core.trust; the last-error log)."""
+    import os
+
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+
+
 @pytest.fixture
 def fresh_call_cache(tmp_path):
     """An enabled call cache in ``tmp_path`` for one test; afterwards the cache switch, the price table and the

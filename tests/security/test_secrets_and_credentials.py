@@ -57,6 +57,46 @@ def test_key_in_base_url_appears_in_no_file_of_the_run(tmp_path):
     assert json.loads((run / "config.json").read_text())["base_url"] == mock.url
 
 
+ENV_KEY = "sk-envkey-9f8e7d6c5b4a3210"
+
+
+@pytest.mark.parametrize("where", ["userinfo", "query", "both"])
+def test_no_key_in_any_file_of_a_run(tmp_path, monkeypatch, where):
+    # a recognisable key in the environment and one inside the base URL (user-info, query, both): after a run
+    # (with a damaged line to warn about and a failing call to log), no file of the run folder holds either
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    with MockOpenAI(replies=lambda body, i: "<answer>2</answer>",
+                    faults=lambda index, body: "400" if index == 0 else None) as mock:
+        url = mock.url
+        if where in ("userinfo", "both"):
+            url = url.replace("http://", f"http://user:{FAKE_KEY}@")
+        if where in ("query", "both"):
+            url += f"?api_key={FAKE_KEY}&token={FAKE_KEY}"
+        out = tmp_path / "runs"
+        res = runner.invoke(app, ["ask", "", "-b", str(bench(tmp_path)), "-m", "openai:gpt-4o-mini", "--base-url", url,
+                                  "--tools", "", "--yes", "--max-concurrency", "1", "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        sent = mock.log()
+    (run,) = out.iterdir()
+    res2 = runner.invoke(app, ["report", str(run)])
+    assert res2.exit_code == 0, res2.output
+    files = [p for p in run.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"config.json", "report.md", "report.json", "log.jsonl", "responses.jsonl",
+                                       "scores.jsonl", "ledger.jsonl", "state.sqlite"}
+    for p in files:
+        data = p.read_bytes()
+        assert FAKE_KEY.encode() not in data and ENV_KEY.encode() not in data, p
+        assert FAKE_KEY[3:].encode() not in data, p  # not even without its prefix
+    for text in (res.output, res2.output):
+        assert FAKE_KEY not in text and ENV_KEY not in text
+    if where == "userinfo":  # a URL's user-info password is sent as the API key (the calls did reach the server)
+        assert len(sent) == 4 and all(e["authorization"] == f"Bearer {FAKE_KEY}" for e in sent)
+    else:  # the client appends its path after the query: the calls fail, and their logged reasons hold no key
+        assert "failed" in (run / "report.md").read_text()
+    stored = json.loads((run / "config.json").read_text())["base_url"]
+    assert stored == mock.url + ("?api_key=***&token=***" if where != "userinfo" else "")
+
+
 @pytest.mark.parametrize("status", ["401", "403"])
 def test_refused_key_stops_the_run_at_the_first_reply(tmp_path, status):
     with MockOpenAI(faults=lambda index, body: status) as mock:
@@ -96,3 +136,40 @@ def test_429_and_500_keep_their_retries(tmp_path):
         assert mock.stats()["requests"] == 4
     (run,) = out.iterdir()
     assert [json.loads(x)["status"] for x in (run / "responses.jsonl").read_text().splitlines()] == ["ok", "ok"]
+
+
+def test_run_log_masks_keys_in_every_field(tmp_path):
+    # sink level: whatever an event carries (a URL with a key, a bare key), log.jsonl and the terminal line hold none
+    import io
+
+    from sgieval.core.logs import get_logger, log_traceback, run_logging
+
+    stream = io.StringIO()
+    with run_logging(tmp_path, "r1", stream=stream):
+        get_logger("sgieval").warning("call failed", url=f"http://u:{FAKE_KEY}@h/v1?api_key={FAKE_KEY}",
+                                      reason=f"bad key {FAKE_KEY}", nested={"key": FAKE_KEY})
+    try:
+        raise RuntimeError(f"at http://u:{FAKE_KEY}@h/v1")
+    except RuntimeError as e:
+        log_traceback(tmp_path, "r1", e)
+    text = (tmp_path / "log.jsonl").read_text()
+    assert FAKE_KEY not in text and FAKE_KEY not in stream.getvalue()
+    first, second = (json.loads(x) for x in text.splitlines())
+    assert (first["url"], first["reason"], first["nested"]) == ("http://h/v1?api_key=***", "bad key sk-***",
+                                                                {"key": "sk-***"})
+    assert second["error"] == "RuntimeError: at http://h/v1"
+
+
+def test_report_files_mask_keys(tmp_path, monkeypatch):
+    # sink level: a narrative (an agent model's words) quoting a key never reaches report.md or report.json
+    from sgieval.core import MetricSpec
+    from sgieval.reports import build
+
+    monkeypatch.setattr(build, "render_report", lambda data: f"# Report\n\n{data['narrative']}\n")
+    draft = build.ReportDraft(data={"ranking": {}}, stats=[], top=None, tables_text="",
+                              spec=MetricSpec(name="m", tasks=["generic"], kind="objective", range=(0, 1), higher_is_better=True,
+                                              description="d", source="s"))
+    build.write_report(tmp_path, draft, f"Served by http://u:{FAKE_KEY}@h/v1 with {FAKE_KEY}.")
+    assert (tmp_path / "report.md").read_text() == "# Report\n\nServed by http://h/v1 with sk-***.\n"
+    assert json.loads((tmp_path / "report.json").read_text())["narrative"] == "Served by http://h/v1 with sk-***."
+    assert not (tmp_path / ".report-pending").exists()
