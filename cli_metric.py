@@ -21,9 +21,10 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from .core import InputError, Item, Response, Rubric, SgievalError
+from .core import InputError, Item, Response, Rubric, SgievalError, escape_control_chars
 
 metric_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                          help="Rubric metrics: define in a chat, list, show, test on a response.")
@@ -31,14 +32,21 @@ err = Console(stderr=True)
 out = Console()
 
 
+def _safe(value: object) -> str:
+    """``value`` as text safe to print with rich: control characters shown as
+    ``\\xNN``, rich markup (``[/]``) shown literally (a user's rubric YAML,
+    a model's rationale; issue 14 item 4)."""
+    return escape(escape_control_chars(str(value)))
+
+
 def _fail(e: SgievalError) -> None:
-    err.print(f"[bold red]error:[/] {e.one_line()}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
     raise typer.Exit(e.exit_code)
 
 
 def rubric_table(r: Rubric, scores: dict[str, float] | None = None, rationales: dict[str, str] | None = None) -> Table:
     """Criteria of ``r`` with weights (and scores 0-10 / rationales when given)."""
-    t = Table(title=f"{r.name} (0-100 = weighted mean of 0-10 criteria x 10)", show_lines=False)
+    t = Table(title=f"{_safe(r.name)} (0-100 = weighted mean of 0-10 criteria x 10)", show_lines=False)
     t.add_column("criterion")
     t.add_column("weight", justify="right")
     if scores is None:
@@ -48,9 +56,10 @@ def rubric_table(r: Rubric, scores: dict[str, float] | None = None, rationales: 
         t.add_column("rationale")
     for c in r.criteria:
         if scores is None:
-            t.add_row(c.name, f"{r.weights[c.name]:g}", c.description)
+            t.add_row(_safe(c.name), f"{r.weights[c.name]:g}", _safe(c.description))
         else:
-            t.add_row(c.name, f"{r.weights[c.name]:g}", f"{scores[c.name]:.3g}", (rationales or {}).get(c.name, ""))
+            t.add_row(_safe(c.name), f"{r.weights[c.name]:g}", f"{scores[c.name]:.3g}",
+                      _safe((rationales or {}).get(c.name, "")))
     return t
 
 
@@ -76,7 +85,7 @@ def define(
 
     def answer(payload: dict[str, Any]) -> str:
         if payload.get("message"):
-            err.print(f"[bold]agent:[/] {payload['message']}", highlight=False)
+            err.print(f"[bold]agent:[/] {_safe(payload['message'])}", highlight=False)
         if payload["kind"] == "review":
             err.print(rubric_table(Rubric.model_validate(payload["rubric"])))
             if not shown["phrasings"]:
@@ -98,7 +107,7 @@ def define(
     if state.get("status") != "done":
         err.print("cancelled; nothing saved")
         raise typer.Exit(3)
-    out.print(f"saved: {state['saved']}")
+    out.print(f"saved: {_safe(state['saved'])}", highlight=False)
 
 
 @metric_app.command("list")
@@ -115,7 +124,7 @@ def list_cmd() -> None:
         t.add_column(col)
     for r in rubrics:
         origin, path = rubric_origin(r.name) or ("?", None)
-        t.add_row(r.name, origin, str(len(r.criteria)), r.description)
+        t.add_row(_safe(r.name), origin, str(len(r.criteria)), _safe(r.description))
     out.print(t)
 
 
@@ -153,7 +162,11 @@ def test(
         p = Path(response)
         one_line = len(response) < 4096 and "\n" not in response
         if one_line and p.is_file():
-            text = p.read_text(encoding="utf-8")
+            try:
+                text = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"cannot read file: {e}", what=f"--response {response}",
+                                 fix="save the response as UTF-8 text") from None
         elif one_line and " " not in response and (p.suffix in (".txt", ".md", ".json", ".jsonl") or "/" in response):
             raise InputError("no such file", what=f"--response {response}",
                              fix="give an existing file, or the response text itself")
@@ -167,20 +180,20 @@ def test(
     except SgievalError as e:
         _fail(e)
     except OSError as e:
-        err.print(f"[bold red]error:[/] --response: {e}")
+        err.print(f"[bold red]error:[/] --response: {_safe(e)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     item = Item(id="metric-test/1", benchmark="metric-test", task="generic", prompt=question)
     resp = Response(item_id=item.id, model="response-under-test", text=text)
     ctx = ScoringContext(judges=judges, tools=pool, options={"tool_budget": tool_budget})
     [score] = asyncio.run(RubricMetric(r).score(item, resp, ctx))
     if not score.ok:
-        err.print(f"[bold red]{score.status}:[/] {score.error}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]{score.status}:[/] {_safe(score.error)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     rats = score.details.get("rationales", {})
     why = {c: (" | ".join(f"{j}: {t}" for j, t in by.items()) if len(by) > 1 else next(iter(by.values()), ""))
            for c, by in rats.items()}
     out.print(rubric_table(r, score.details["criteria"], why))
     used = score.details.get("tools_used") or {}
-    out.print(f"{r.name}: {score.value:.1f} / 100 (judge: {score.judge}; tools used: "
-              f"{', '.join(f'{k} x{v}' for k, v in used.items()) or 'none'})")
+    out.print(_safe(f"{r.name}: {score.value:.1f} / 100 (judge: {score.judge}; tools used: "
+                    f"{', '.join(f'{k} x{v}' for k, v in used.items()) or 'none'})"), highlight=False)
 

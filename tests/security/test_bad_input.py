@@ -247,3 +247,53 @@ def test_full_disk_while_writing_the_report_leaves_the_run_incomplete(tmp_path, 
     assert res.exit_code == 0, res.output
     listing = runner.invoke(app, ["runs", "--out", str(run.parent)])
     assert listing.output.split()[:2] == [run.name, "complete"]
+
+
+def test_markup_in_a_user_rubric_and_a_benchmark_field_is_printed_literally(tmp_path, monkeypatch):
+    from sgieval.metric_pool.rubrics import load_rubric
+
+    udir = tmp_path / "user-rubrics"
+    udir.mkdir()
+    hostile = load_rubric("rigor").model_copy(update={"name": "grit", "description": "tough [/] \x1b[31mred [bold]"})
+    hostile.to_yaml(udir / "grit.yaml")
+    monkeypatch.setenv("SGIEVAL_RUBRIC_DIR", str(udir))
+    res = runner.invoke(app, ["metric", "list"])
+    assert res.exit_code == 0, res.output
+    (row,) = [ln for ln in res.output.splitlines() if "grit" in ln]
+    assert [c.strip() for c in row.split("│")[1:5]] == ["grit", "user", "6", "tough [/] \\x1b[31mred [bold]"]
+    bench = tmp_path / "qa.jsonl"
+    bench.write_text(json.dumps({"id": "q1", "prompt": "p", "reference": "a", "discipline": "[/]chem[bold]"}) + "\n")
+    res = runner.invoke(app, ["catalog", "-b", str(bench)])
+    assert res.exit_code == 0, res.output
+    assert "[/]chem[bold]" in res.output
+
+
+@pytest.mark.parametrize("raw", [b"caf\xe9 au lait\n", b"\xff\xfe\x00x"])
+def test_metric_test_response_file_with_invalid_utf8(tmp_path, raw):
+    answer = tmp_path / "answer.txt"
+    answer.write_bytes(raw)
+    err = one_error_line(runner.invoke(app, ["metric", "test", "rigor", "--response", str(answer), "--judge",
+                                             "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1"]))
+    assert err.startswith(f"error: --response {answer}: cannot read file: 'utf-8' codec can't decode byte ")
+    assert err.endswith(". Fix: save the response as UTF-8 text")
+
+
+def test_full_disk_while_a_run_appends_its_records_is_one_line(tmp_path, monkeypatch):
+    from sgieval.core import RunStore as Store
+
+    real = Store._write
+
+    def write(self, name, data):
+        if name == "responses":
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path(name)))
+        return real(self, name, data)
+
+    monkeypatch.setattr(Store, "_write", write)
+    out = tmp_path / "runs"
+    err = one_error_line(runner.invoke(app, ["ask", CHEM, "--k", "2", "--yes", "--out", str(out)]))
+    (run,) = out.iterdir()
+    assert err.startswith(f"error: {run / 'responses.jsonl'}: the disk holding ") and " is full (" in err
+    assert err.endswith("MiB free); nothing was half-written. Fix: free space on "
+                        f"{err.split('the disk holding ')[1].split(' is full')[0]} (or use --out on another disk), "
+                        "then `sgieval resume`")
+    assert (run / "config.json").is_file()  # the run is kept for resume

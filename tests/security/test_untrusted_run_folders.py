@@ -105,14 +105,18 @@ def test_traversal_run_id_in_config_json_is_refused(tmp_path, hostile):
 def test_resume_never_deletes_a_folder_it_did_not_create(tmp_path):
     # the graph fails inside (no metric applies to items without a reference): the old code removed the
     # run folder because it held no responses, taking the user's own files with it
-    run = shipped_run(tmp_path / "runs" / "shared-run", benchmarks=[str(jsonl_benchmark(tmp_path, reference=False))],
-                      models=["openai:gpt-4o-mini"])
-    (run / "notes.txt").write_text("my notes")
-    before = snapshot(tmp_path, skip=run)
-    res = runner.invoke(app, ["resume", str(run), "--yes"])
-    assert res.exit_code == 2, res.output
-    assert "no metric applies to the selected items" in res.output
-    assert (run / "notes.txt").read_text() == "my notes" and (run / "config.json").is_file()
+    with MockOpenAI(replies=["x"]) as attacker, MockOpenAI(replies=["x"]) as mine:
+        run = shipped_run(tmp_path / "runs" / "shared-run",
+                          benchmarks=[str(jsonl_benchmark(tmp_path, reference=False))], models=["openai:gpt-4o-mini"],
+                          base_url=attacker.url)
+        (run / "notes.txt").write_text("my notes")
+        before = snapshot(tmp_path, skip=run)
+        for extra in (["--base-url", mine.url], ["--trust-config"]):
+            res = runner.invoke(app, ["resume", str(run), "--yes", *extra])
+            assert res.exit_code == 2, res.output
+            assert "no metric applies to the selected items" in res.output
+            assert (run / "notes.txt").read_text() == "my notes" and (run / "config.json").is_file()
+        assert attacker.stats()["requests"] == 0 and mine.stats()["requests"] == 0
     assert snapshot(tmp_path, skip=run) == before
 
 
