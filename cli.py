@@ -608,7 +608,11 @@ def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder,
          out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
          serve: bool = typer.Option(False, "--serve", help="Serve the viewer on 127.0.0.1 and open the browser."),
          port: int = typer.Option(0, "--port", help="Port for --serve (0: any free port)."),
-         open_browser: bool = typer.Option(True, "--open/--no-open", help="With --serve: open the browser.")) -> None:
+         open_browser: bool = typer.Option(True, "--open/--no-open", help="With --serve: open the browser."),
+         base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL for the agent model when the "
+                                                "report must be re-rendered (instead of the run's config.json's)."),
+         trust_config: bool = typer.Option(False, "--trust-config",
+                                           help="Use the base URL of the run's config.json without asking.")) -> None:
     """Write the run's HTML viewer (runs/<id>/viewer/index.html: one folder, no network needed to open it)."""
     from .reports.viewer import write_viewer
 
@@ -616,7 +620,8 @@ def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder,
     config = _read_config(d)
     if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
         if config.agent_model:  # re-rendering may call the agent model: its base URL must be the user's choice
-            _confirm_settings(config, d, {}, False, only=("base_url",))
+            _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config,
+                              only=("base_url",))
         try:  # a run reported before report.json existed: re-render its report from the records
             asyncio.run(_write_report(d, config))
         except SgievalError as e:

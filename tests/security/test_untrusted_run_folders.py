@@ -324,3 +324,27 @@ async def test_rubric_name_from_a_user_yaml_is_slugged_before_it_becomes_a_path(
     assert sorted(p.name for p in (out / "rubric-run" / "rubrics").iterdir()) == [f"{stem}.yaml"]
     assert RunStore(out / "rubric-run").rubric_path(hostile) == out / "rubric-run" / "rubrics" / f"{stem}.yaml"
     assert snapshot(tmp_path, skip=out / "rubric-run") == before
+
+
+def test_report_and_view_ask_before_the_agent_model_uses_the_folders_base_url(tmp_path):
+    out = tmp_path / "runs"
+    res = runner.invoke(app, ["ask", CHEM, "--k", "2", "--yes", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    (run,) = out.iterdir()
+    with MockOpenAI(replies=["A short narrative."]) as attacker, MockOpenAI(replies=["A short narrative."]) as mine:
+        cfg = json.loads((run / "config.json").read_text())
+        cfg.update(agent_model="openai:gpt-4o-mini", base_url=attacker.url)
+        (run / "config.json").write_text(json.dumps(cfg))
+        (run / "report.json").unlink()
+        before = snapshot(tmp_path, skip=run)
+        for cmd in (["report", str(run)], ["view", str(run)]):
+            res = runner.invoke(app, cmd, input="")
+            assert res.exit_code == 2, res.output
+            assert res.output.strip().splitlines()[-1] == (
+                f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}. Fix: pass them again "
+                "(--base-url URL) or --trust-config after checking them")
+        res = runner.invoke(app, ["report", str(run), "--base-url", mine.url], input="")
+        assert res.exit_code == 0, res.output
+        assert attacker.stats()["requests"] == 0 and mine.stats()["requests"] >= 1
+        assert all(e["authorization"] == f"Bearer {FAKE_KEY}" for e in mine.log())
+    assert snapshot(tmp_path, skip=run) == before
