@@ -31,6 +31,7 @@ MODULES: dict[str, list[str]] = {
                                   "tests/metric_pool/test_aidanbench_protocol.py",
                                   "tests/metric_pool/test_aidanbench_counts.py"],
     "metric_pool/aggregate.py": ["tests/metric_pool/test_aggregate_paired.py",
+                                 "tests/metric_pool/test_aggregate_exact.py",
                                  "tests/metric_pool/test_planted_bugs_metrics.py"],
     "metric_pool/sfbench.py": ["tests/metric_pool/test_sfbench.py"],
     "metric_pool/sgi/reasoning.py": ["tests/metric_pool/test_sgi_reasoning.py",
