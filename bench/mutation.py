@@ -39,7 +39,8 @@ MODULES: dict[str, list[str]] = {
     "metric_pool/sgi/wet_experiment.py": ["tests/metric_pool/test_sgi_wet.py"],
     "metric_pool/sgi/sgi_score.py": ["tests/metric_pool/test_sgi_score.py"],
     "core/store.py": ["tests/core"],
-    "models/cache.py": ["tests/models/test_cache.py", "tests/models/test_cache_key_fields.py"],
+    "models/cache.py": ["tests/models/test_cache.py", "tests/models/test_cache_key_fields.py",
+                        "tests/models/test_cache_exact.py"],
 }
 """Module (path in the repository) -> the tests that guard it (paths that do not exist are left out)."""
 
@@ -82,6 +83,15 @@ def tally(root: Path, module: str) -> Counter:
     return Counter(STATUS.get(c, "suspicious") for c in codes.values())
 
 
+def survivors(root: Path, module: str) -> list[str]:
+    """Names of ``module``'s surviving mutants (for ``mutmut show``)."""
+    meta = root / "mutants" / "sgieval" / f"{module}.meta"
+    if not meta.is_file():
+        return []
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    return [k for k, c in codes.items() if STATUS.get(c) == "survived"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("modules", nargs="*", help=f"modules to mutate (default: {', '.join(MODULES)})")
@@ -122,11 +132,9 @@ def main(argv: list[str] | None = None) -> int:
             score = 100.0 * c["killed"] / decided if decided else float("nan")
             worst = min(worst, score) if decided else worst
             print(f"{m:40} {sum(c.values()):>8} {c['killed']:>7} {c['survived']:>9} {c['no tests']:>9} {score:>6.1f}%")
-        if args.survivors:
-            res = subprocess.run([mutmut, "results"], cwd=root, env=env, capture_output=True, text=True).stdout
-            for line in res.splitlines():
-                name = line.strip().rsplit(":", 1)[0]
-                if name:
+        if args.survivors:  # only the survivors (``mutmut results`` also lists the timeouts counted as killed)
+            for m in modules:
+                for name in survivors(root, m):
                     print(subprocess.run([mutmut, "show", name], cwd=root, env=env, capture_output=True,
                                          text=True).stdout)
         print(f"lowest module score {worst:.1f}% (goal >= 85%)")
