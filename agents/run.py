@@ -54,9 +54,11 @@ State = dict[str, Any]
 
 @dataclass
 class RunContext:
-    """What the nodes use that is not state: the config, the run folder, the
-    catalog and the models by role (resolved from the config's strings, or
-    given directly, e.g. scripted chat models in tests)."""
+    """One run's context, handed to every agent step (LangGraph's ``context``): what the steps use that is not
+    graph state.  ``config``, ``store`` (the run folder), ``catalog``, the models by role (resolved from the
+    config's strings, or given directly, e.g. scripted chat models in tests), ``tools``/``sandbox`` (attached
+    when needed), ``on_progress(done, total)``, ``metric_options``; and the run's own ``ledger``, ``settings``,
+    ``calls`` (cache switch and limits) and ``prices``, which :func:`run_scope` makes current for the run only."""
 
     config: RunConfig
     store: RunStore
