@@ -36,7 +36,7 @@ MODULES: dict[str, list[str]] = {
     "metric_pool/sfbench.py": ["tests/metric_pool/test_sfbench.py"],
     "metric_pool/sgi/reasoning.py": ["tests/metric_pool/test_sgi_reasoning.py",
                                      "tests/metric_pool/test_planted_bugs_metrics.py"],
-    "metric_pool/sgi/wet_experiment.py": ["tests/metric_pool/test_sgi_wet.py"],
+    "metric_pool/sgi/wet_experiment.py": ["tests/metric_pool/test_sgi_wet.py", "tests/metric_pool/test_sgi_wet_exact.py"],
     "metric_pool/sgi/sgi_score.py": ["tests/metric_pool/test_sgi_score.py"],
     "core/store.py": ["tests/core"],
     "models/cache.py": ["tests/models/test_cache.py", "tests/models/test_cache_key_fields.py",

@@ -224,3 +224,49 @@ def test_a_process_ending_without_close_exits_and_commits_at_exit(tmp_path):
             f"c = CallCache({str(path)!r}); c.WINDOW_S = 3600.0\nc.put('k', AIMessage('x'))\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert [r[:2] for r in _rows(path)] == [("k", "")]
+
+
+# ------------------------------------------------------------------ damaged cache files (issue 14 item 4)
+def _corrupt_message(path: Path, why: str) -> str:
+    return (f"{path}: the call cache is corrupted ({why}). Fix: delete {path} (it only holds cached replies; "
+            "nothing else is lost) or run with --no-cache")
+
+
+def test_a_file_that_is_not_a_database_stops_with_the_file_and_the_fix(tmp_path):
+    from sgieval.core import CacheCorruptError
+
+    path = tmp_path / "calls.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(CacheCorruptError) as e:
+        cache.CallCache(path)
+    assert str(e.value) == _corrupt_message(path, "file is not a database")
+    assert (e.value.what, e.value.fix) == (str(path), f"delete {path} (it only holds cached replies; nothing else "
+                                                      "is lost) or run with --no-cache")
+
+
+def test_a_file_damaged_after_opening_stops_the_next_read(tmp_path):
+    from sgieval.core import CacheCorruptError
+
+    path = tmp_path / "calls.sqlite"
+    c = cache.CallCache(path)
+    c.close()  # the read connection is reopened on the next read, on the damaged file
+    path.write_bytes(b"garbage!" * 1000)
+    for p in (tmp_path / "calls.sqlite-wal", tmp_path / "calls.sqlite-shm"):
+        p.unlink(missing_ok=True)
+    with pytest.raises(CacheCorruptError) as e:
+        c.get("k")
+    assert str(e.value) == _corrupt_message(path, "file is not a database")
+
+
+@pytest.mark.parametrize("blob", ["{not json", '{"type": "nope", "data": {}}', '{"data": {"content": "x"}}', "[]"])
+def test_an_entry_that_does_not_decode_is_a_miss(tmp_path, blob):
+    path = tmp_path / "calls.sqlite"
+    c = cache.CallCache(path)
+    c.put("bad", AIMessage("x"))
+    c.put("good", AIMessage("two"))
+    c.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE calls SET reply = ? WHERE key = 'bad'", (blob,))
+    c = cache.CallCache(path)
+    assert c.get("bad") is None and c.get("good").content == "two"
+    c.close()
