@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ...core import InputError, Rubric
+from ...core.files import slug_name
 
 __all__ = ["STARTER_DIR", "CUSTOM_DIR", "MATCH_THRESHOLD", "user_rubric_dir", "rubric_dirs", "list_rubrics",
            "load_rubric", "save_rubric", "find_rubric", "rubric_origin", "slug", "semantic_scores", "match_texts"]
@@ -46,13 +47,10 @@ Origin = Literal["starter", "custom", "user"]
 
 def slug(name: str) -> str:
     """A rubric/metric name as used in file names and metric columns:
-    lower case, runs of other characters -> ``_`` ("Risk Awareness!" -> "risk_awareness").
+    lower case, runs of other characters -> ``_`` ("Risk Awareness!" -> "risk_awareness"), at most 120
+    characters (:func:`sgieval.core.files.slug_name`, the one rule for names that become paths).
     Raises InputError when nothing is left."""
-    s = re.sub(r"[^a-z0-9]+", "_", (name or "").lower()).strip("_")
-    if not s:
-        raise InputError(f"rubric name {name!r} has no letters or digits", what="rubric name",
-                         fix="name the rubric with letters, digits and underscores, e.g. 'cost_awareness'")
-    return s
+    return slug_name(name, what="rubric name")
 
 
 def user_rubric_dir() -> Path:
