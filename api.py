@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal, ParamSpec, 
 
 
 from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score
-from .models.base import NamedModel
+from .models.base import NamedModel, Role
 
 if TYPE_CHECKING:
     from .metric_pool.base import Metric
@@ -83,12 +83,12 @@ class RunRecords:
         """Sum of ``metric`` over the selected items per target model (ok scores only)."""
         out: dict[str, float] = {}
         for s in self.values(metric):
-            out[s.model] = out.get(s.model, 0.0) + float(s.value)
+            out[s.model] = out.get(s.model, 0.0) + float(s.value or 0.0)  # ok scores have a value
         return out
 
     def means(self, metric: str) -> dict[str, float]:
         """Mean of ``metric`` per item per target model (ok scores only)."""
-        tot, n = self.totals(metric), {}
+        tot, n = self.totals(metric), dict[str, int]()
         for s in self.values(metric):
             n[s.model] = n.get(s.model, 0) + 1
         return {m: tot[m] / n[m] for m in tot}
@@ -139,7 +139,7 @@ def _split_models(models: Models) -> tuple[list[str], list[NamedModel]]:
     return strings, objects
 
 
-def _resolve(strings: list[str], objects: list[NamedModel], role: str, config: RunConfig) -> list[NamedModel] | None:
+def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: RunConfig) -> list[NamedModel] | None:
     """None when only strings were given (make_runtime resolves them); else every model as a NamedModel."""
     if not objects:
         return None

@@ -21,7 +21,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..benchmarks.registry import predefined_metrics
@@ -47,9 +47,11 @@ __all__ = ["RunContext", "check_request_models", "confirmation", "customisation_
 
 log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), the host's structlog outside
 
-State = dict[str, Any]
+State = Mapping[str, Any]
 """The evaluation graph's state (``sgieval.graphs.evaluate.EvalState``): ``selection``, ``metric_plan``,
 ``confirmed``, ``targets``, ``evaluated``, ``report``."""
+Update = dict[str, Any]
+"""What a step returns: the state keys it sets (LangGraph merges them into the state)."""
 
 
 @dataclass
@@ -231,7 +233,7 @@ def _attach_tools(rt: RunContext, items: list[Item]) -> None:
     if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
         from ..tools.pool import ToolPool
 
-        kw = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
+        kw: dict[str, Any] = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
                   unsafe_local_exec=rt.config.unsafe_local_exec, corpus_dir=rt.config.corpus)
         try:
             rt.tools = ToolPool.from_names(rt.config.tools, **kw)
@@ -282,7 +284,7 @@ def check_request_models(rt: RunContext) -> None:
     check_named_models(rt.config.request, [*rt.config.models, *(t.name for t in rt.targets)], stored)
 
 
-async def questioning_step(state: State, rt: RunContext) -> State:
+async def questioning_step(state: State, rt: RunContext) -> Update:
     """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once)."""
     plan, items, trace = await run_questioning(rt.config.request, rt.catalog, k=rt.config.k, seed=rt.config.seed,
                                                agent=rt.agent)
@@ -292,7 +294,7 @@ async def questioning_step(state: State, rt: RunContext) -> State:
     return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace}}
 
 
-async def customisation_step(state: State, rt: RunContext) -> State:
+async def customisation_step(state: State, rt: RunContext) -> Update:
     """Customisation agent: choose the metrics (predefined, pool, custom rubrics saved under ``rubrics/``).
     Raises InputError when no metric applies to the selected items."""
     items = _items(rt, state["selection"]["item_ids"])
@@ -330,7 +332,7 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
             "needs": [n.model_dump() for n in needs]}
 
 
-async def evaluation_step(state: State, rt: RunContext) -> State:
+async def evaluation_step(state: State, rt: RunContext) -> Update:
     """Evaluation: the targets answer the selected items and every metric of the plan scores them (records
     appended to the run folder as they come; done units are skipped).  Returns ``targets`` and the counts."""
     items = _items(rt, state["selection"]["item_ids"])
@@ -357,7 +359,7 @@ async def evaluation_step(state: State, rt: RunContext) -> State:
                           "budget_stopped": prog.budget_stopped}}
 
 
-async def reporting_step(state: State, rt: RunContext) -> State:
+async def reporting_step(state: State, rt: RunContext) -> Update:
     """Reporting: write ``report.md`` (:func:`write_report`); returns its path as ``report``."""
     path = await write_report(rt, state)
     return {"report": str(path)}

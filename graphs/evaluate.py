@@ -108,7 +108,8 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     return g.compile(checkpointer=checkpointer)
 
 
-async def execute(rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None) -> EvalState:
+async def execute(rt: RunContext, *, resume: bool = False,
+                  confirm: Callable[[dict], bool] | None = None) -> dict[str, Any]:
     """Run (or resume) the graph for ``rt`` to the end, inside the run's scope
     (:func:`sgieval.agents.run.run_scope`: settings, call context, log sink and
     ledger of this run only).
@@ -121,7 +122,7 @@ async def execute(rt: RunContext, *, resume: bool = False, confirm: Callable[[di
         return await _drive(rt, confirm)
 
 
-async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> EvalState:
+async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict[str, Any]:
     """Invoke the checkpointed graph from wherever its thread stopped."""
     thread = {"configurable": {"thread_id": rt.config.run_id}}
     async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:

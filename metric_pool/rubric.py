@@ -371,22 +371,22 @@ class RubricMetric(Metric):
         tools_txt = ", ".join(f"{t} x{n}" for t, n in counts.items()) if counts else "none"
         notes = list(dict.fromkeys(f"{v.judge}: {v.tools_note}" for v in verdicts
                                    if v.tools_note and v.tools_note != "no tools offered"))
-        failed = [v for v in verdicts if v.parsed is None]
-        lost = [j for j in dict.fromkeys(v.judge for v in failed) if j not in by_judge]
+        unparsed = [v for v in verdicts if v.parsed is None]
+        lost = [j for j in dict.fromkeys(v.judge for v in unparsed) if j not in by_judge]
         agg = "weighted mean x10" + (f"; each judge's criterion score is the mean of its {k} repeats that parsed, "
                                      "then the mean over judges" if k > 1 else "")
         rationale = (f"{name} = {value:.1f}/100 ({agg}). " + "; ".join(parts)
                      + f". Tools used: {tools_txt}" + (f" ({'; '.join(notes)})" if notes else "") + ".")
-        if failed:
+        if unparsed:
             rationale += (" Judges without a valid reply (left out of the mean): "
-                          + "; ".join(f"{v.judge}{_rep(v, k)}: {v.error}" for v in failed) + ".")
+                          + "; ".join(f"{v.judge}{_rep(v, k)}: {v.error}" for v in unparsed) + ".")
         rationales = {c.name: {j: _criterion_why(vs[-1], c.name) for j, vs in by_judge.items()}
                       for c in self.rubric.criteria}
         details: dict[str, Any] = {"criteria": means, "per_judge": per_judge, "rationales": rationales,
                                    "weights": dict(self.rubric.weights),
                                    "tools_used": counts, "n_judges": len(by_judge)}
         if lost:
-            details["failed_judges"] = {j: next(v.error for v in failed if v.judge == j) for j in lost}
+            details["failed_judges"] = {j: next(v.error for v in unparsed if v.judge == j) for j in lost}
         details.update(repeat_details([Draw(v.judge, v.repeat,
                                             None if v.parsed is None else self.rubric.aggregate(
                                                 {c.name: _criterion(v, c.name) for c in self.rubric.criteria}),

@@ -298,7 +298,7 @@ class ChatOpenAIDirect(ChatOpenAI):
         if isinstance(rf, type) and issubclass(rf, BaseModel):  # what the SDK's parse() would send for the class
             from openai.lib._parsing._completions import type_to_response_format_param
 
-            rf = payload["response_format"] = dict(type_to_response_format_param(rf))
+            rf = payload["response_format"] = dict(type_to_response_format_param(rf))  # type: ignore[arg-type]  # a class gives a dict, never Omit
         if self._compat():
             compat_payload(payload)
             if isinstance(rf, dict) and self._json_object_only and json_object_format(rf) is not None:
