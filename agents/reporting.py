@@ -351,10 +351,13 @@ def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
              "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."]
     for r in rows:
         parts.append(f"### {r['metric']}\n\n{r['verdict']}\n")
-        if r.get("n_judges", 2) < 2:  # one judge asked several times: only its test-retest agreement applies
-            parts.append("Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, "
-                         "each repeat a coder, a failed repeat a missing value):\n\n"
-                         + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"]))
+        if r.get("n_judges", 2) < 2:  # one judge: only its test-retest agreement and position bias apply
+            if r["retest"]:
+                parts.append("Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same "
+                             "items, each repeat a coder, a failed repeat a missing value):\n\n"
+                             + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"]))
+            if r["position"]:
+                parts.append(f"Position bias: {r['position']}.")
             continue
         parts.append(markdown_table(["metric", "level", "judges", "units", "alpha", "95% CI"], r["agreement"]))
         if r["offsets"]:

@@ -256,10 +256,11 @@ def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[floa
     return s.mean, s.ci_low, s.ci_high
 
 
-def position_flips(scores: Sequence[Score]) -> tuple[float | None, int]:
+def position_flips(scores: Sequence[Score], dims: set[str] | None = None) -> tuple[float | None, int]:
     """(share of (judge, item, model, dimension) vote pairs whose verdict differs between the two presentation
     orders, number of such pairs), from idea-generation evidence (records with ``judge``, ``order`` and
-    ``votes`` already oriented generated-vs-reference, METRICS.md A.2).  (None, 0) when there are none."""
+    ``votes`` already oriented generated-vs-reference, METRICS.md A.2).  ``dims``: only these dimensions
+    (None: every dimension).  (None, 0) when there are none."""
     pairs: dict[tuple[str, str, str, str], dict[str, str]] = {}
     for s in scores:
         for e in s.evidence or []:
@@ -269,6 +270,8 @@ def position_flips(scores: Sequence[Score]) -> tuple[float | None, int]:
             if not isinstance(votes, dict) or not order or not judge:
                 continue
             for dim, v in votes.items():
+                if dims is not None and dim not in dims:
+                    continue
                 verdict = v.get("judgment") if isinstance(v, dict) else None
                 if verdict:
                     pairs.setdefault((judge, s.item_id, s.model, dim), {})[str(order)] = verdict
@@ -300,7 +303,10 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
             if isinstance(reps, list) and len(reps) >= 2:  # a failed repeat (None) stays a missing value
                 repeats[j][(s.item_id, s.model)] = [float(x) if _finite(x) else math.nan for x in reps]
     judges = sorted({j for v in units.values() for j in v} | set(repeats))
-    if len(judges) < 2 and not repeats:
+    # a pairwise-vote metric (idea generation, A.2) counts position flips on its own dimension only
+    dims = {str(s.details["dimension"]) for s in scores if (s.details or {}).get("dimension")} or None
+    share, n_pairs = position_flips(scores, dims)
+    if not judges or (len(judges) < 2 and not repeats and not n_pairs):
         return None
     keys = sorted(units)
     m = np.array([[units[k].get(j, np.nan) for k in keys] for j in judges], dtype=float)
@@ -352,7 +358,6 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
                         else (math.nan, math.nan))
         retest_units[j] = (int(np.sum(np.sum(~np.isnan(rm), axis=0) >= 2)), k)
 
-    share, n_pairs = position_flips(scores)
     return Reliability(metric=metric, level=level, judges=judges, n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
                        alpha=a, alpha_ci=ci, offsets=offsets, full_order=full, leave_one_out=loo,
                        self_preference=prefs, position_flip_share=share, position_pairs=n_pairs, retest=retest,

@@ -802,8 +802,20 @@ class IdeaGenerationMetric(Metric):
             o = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_A")
             results[d] = {"result": decide(g, n, d), "generated_votes": g, "reference_votes": o,
                           "total_votes": 2 * n, "n_judges": n,
-                          "failed_calls": sum(1 for e in evidence if e["votes"] is None)}
+                          "failed_calls": sum(1 for e in evidence if e["votes"] is None),
+                          "dimension": d, "judge_values": _judge_win_shares(evidence, d)}
         return results, evidence, None
+
+
+def _judge_win_shares(evidence: list[dict[str, Any]], dim: str) -> dict[str, float]:
+    """{judge: 100 x its votes for the generated idea on ``dim`` / its calls that cast votes} (0, 50 or 100 with
+    both orders parsed): each panel member's own verdict on the metric's 0-100 scale, read by the judge-reliability
+    statistics (issue 12); judges whose calls all failed are left out."""
+    out: dict[str, list[int]] = {}
+    for e in evidence:
+        if e["votes"]:
+            out.setdefault(e["judge"], []).append(int(e["votes"][dim]["judgment"] == "win_B"))
+    return {j: 100.0 * sum(v) / len(v) for j, v in out.items()}
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

@@ -361,3 +361,31 @@ async def test_metric_real_minilm_objective():
     for s in (s_on, s_off):
         for d in OBJ:
             assert 0.0 <= s[f"idea_{d}_obj"].value <= 10.0
+
+
+async def test_position_biased_scripted_judge_gives_the_expected_flip_share():
+    """Issue 12 item 5: a judge that always picks the idea shown first flips every verdict with the order."""
+    from sgieval.metric_pool.reliability import position_flips, reliability
+
+    A4, B4 = ("[Win A]",) * 4, ("[Win B]",) * 4
+    biased = judge("biased", [five(*A4), five(*A4)])   # always "A": reference first, then generated first
+    fair = judge("fair", [five(*B4), five(*A4)])       # always the generated idea, in both orders
+    # partly biased: the generated idea in both orders, except novelty, where it picks B (the second idea) twice
+    partly = judge("partly", [five(*B4), five("[Win A]", "[Win B]", "[Win A]", "[Win A]")])
+    ctx = ScoringContext(judges=[biased, fair, partly], embedder=ENC)
+    resp = Response(item_id="x", model="openai:target", text=reply_json())
+    scores = {s.metric: s for s in await ig.metrics()[0].score(make_item(), resp, ctx)}
+    eff, nov = scores["idea_effectiveness_win"], scores["idea_novelty_win"]
+    # oriented to generated-vs-reference, pairs (judge, dimension) whose verdict changes with the order:
+    # effectiveness: biased only -> 1 of 3; novelty: biased and partly -> 2 of 3
+    assert reliability([eff], ig.WIN_SPECS["effectiveness"]).position_flip_share == pytest.approx(1 / 3)
+    rel = reliability([nov], ig.WIN_SPECS["novelty"])
+    assert (rel.position_flip_share, rel.position_pairs) == (pytest.approx(2 / 3), 3)
+    # over all five dimensions: the overall line is "[Win A]" in every reply (five()'s default), so it flips for
+    # all three judges: biased 5, fair 1 (overall), partly 2 (novelty, overall) of 15 pairs -> 8/15
+    assert position_flips([nov]) == (pytest.approx(8 / 15), 15)
+    # each judge's own verdict, 100 x its votes for the generated idea / 2: novelty biased 50, fair 100, partly 50
+    assert nov.details["judge_values"] == {"biased": 50.0, "fair": 100.0, "partly": 50.0}
+    assert eff.details["judge_values"] == {"biased": 50.0, "fair": 100.0, "partly": 100.0}
+    # the panel's vote count: effectiveness g = 1 + 2 + 2 = 5 > 3 -> win; novelty g = 1 + 2 + 1 = 4, not > 4 -> tie
+    assert (eff.value, nov.value, nov.details["generated_votes"]) == (100.0, 0.0, 4)
