@@ -443,7 +443,9 @@ def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
     and every significant self-preference."""
     if not rows:
         return ""
-    main = next((r for r in rows if r["metric"] == primary), rows[0])
+    # an idea-generation dimension (idea_novelty) is judged through its votes (idea_novelty_win)
+    main = next((r for r in rows if r["metric"] == primary), None) or next(
+        (r for r in rows if r["metric"] == f"{primary}_win"), rows[0])
     text = " " + main["verdict"]
     if main.get("retest_sentence"):
         text += " " + main["retest_sentence"]
