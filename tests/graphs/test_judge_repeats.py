@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
