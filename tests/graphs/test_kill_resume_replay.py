@@ -30,12 +30,21 @@ def test_sigkill_half_way_then_resume_equals_uninterrupted(tmp_path):
     total = 155 * 6
     responses = None
     deadline = time.time() + 240
-    while time.time() < deadline:
-        found = list(killed_out.glob("*/responses.jsonl"))
-        if found and len(found[0].read_text().splitlines()) >= total // 3:
-            responses = found[0]
-            break
-        time.sleep(0.02)
+    # the run goes on in 10 ms slices between SIGCONT and SIGSTOP and is looked at while stopped: a replay run
+    # writes all 930 responses in well under a second, so a poller that is not scheduled for a moment (a loaded
+    # machine) would otherwise find the run already finished
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGSTOP)
+            found = list(killed_out.glob("*/responses.jsonl"))
+            if found and len(found[0].read_text().splitlines()) >= total // 3:
+                responses = found[0]
+                break
+            os.kill(proc.pid, signal.SIGCONT)
+            time.sleep(0.01)
+    finally:
+        if responses is None:
+            proc.kill()
     assert responses is not None, "the run never got a third of the way"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
