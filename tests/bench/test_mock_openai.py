@@ -89,7 +89,10 @@ async def test_500_calls_with_errors_and_hangs_all_end_answered_or_failed():
     assert {u for u, c in per_item.items() if c["200"] == 1} == {f"item-{i}" for i in answered}
     assert all(c["200"] <= 1 for c in per_item.values())
     for i in failed:
-        assert sum(per_item[f"item-{i}"].values()) == attempts
+        # every attempt the server saw is logged; an attempt that timed out while still queued in the client
+        # (a loaded machine) never reached it, so a failed item has between 1 and `attempts` log lines, and
+        # `attempts` on an idle machine
+        assert 1 <= sum(per_item[f"item-{i}"].values()) <= attempts
     assert stats["served"] == len(answered)
     assert stats["requests"] == stats["served"] + stats["429"] + stats["500"] + stats["hung"]
     assert stats["429"] > 0 and stats["500"] > 0 and stats["hung"] > 0  # the faults really happened
