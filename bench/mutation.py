@@ -14,6 +14,7 @@ no tests, and the mutation score = killed / (killed + survived), the goal being 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import shutil
@@ -33,16 +34,41 @@ MODULES: dict[str, list[str]] = {
     "metric_pool/aggregate.py": ["tests/metric_pool/test_aggregate_paired.py",
                                  "tests/metric_pool/test_aggregate_exact.py",
                                  "tests/metric_pool/test_planted_bugs_metrics.py"],
-    "metric_pool/sfbench.py": ["tests/metric_pool/test_sfbench.py"],
+    "metric_pool/sfbench.py": ["tests/metric_pool/test_sfbench.py", "tests/metric_pool/test_sfbench_exact.py"],
     "metric_pool/sgi/reasoning.py": ["tests/metric_pool/test_sgi_reasoning.py",
+                                     "tests/metric_pool/test_sgi_reasoning_exact.py",
                                      "tests/metric_pool/test_planted_bugs_metrics.py"],
     "metric_pool/sgi/wet_experiment.py": ["tests/metric_pool/test_sgi_wet.py", "tests/metric_pool/test_sgi_wet_exact.py"],
     "metric_pool/sgi/sgi_score.py": ["tests/metric_pool/test_sgi_score.py"],
     "core/store.py": ["tests/core"],
     "models/cache.py": ["tests/models/test_cache.py", "tests/models/test_cache_key_fields.py",
                         "tests/models/test_cache_exact.py"],
+    "reports/build.py": ["tests/reports/test_ranking_exact.py", "tests/reports/test_planted_bugs_report.py"],
+    "tools/sandbox/bwrap.py": ["tests/tools/test_sandbox_argv.py"],
 }
 """Module (path in the repository) -> the tests that guard it (paths that do not exist are left out)."""
+
+FUNCTIONS: dict[str, list[str]] = {
+    "reports/build.py": ["order_stats", "ci_text", "has_ci", "ci_overlap", "item_values", "pair_entry", "fmt", "fmt2",
+                         "fmt_p", "fmt_total", "ModelStat.stats"],
+    "tools/sandbox/bwrap.py": ["_bind_args", "_system_binds", "_bwrap_python_paths",
+                               "BubblewrapSandbox._static_args", "BubblewrapSandbox._prlimit",
+                               "BubblewrapSandbox.argv"],
+}
+"""Modules of which only some functions decide a number: the report's ranking (the rest of reports/build.py
+writes prose) and the sandbox's command line (the rest of tools/sandbox/bwrap.py runs and watches processes).
+Only these functions' mutants are run and counted; ``Class.method`` names a method."""
+
+
+def mutant_globs(module: str) -> list[str]:
+    """mutmut name patterns of ``module``'s mutants that are run and counted (all of them, or those of
+    :data:`FUNCTIONS`)."""
+    dotted = "sgieval." + module[:-3].replace("/", ".")
+    names = FUNCTIONS.get(module)
+    if not names:
+        return [f"{dotted}.*"]
+    return [f"{dotted}." + ("x\u01c1" + n.replace(".", "\u01c1") if "." in n else f"x_{n}") + "__mutmut_*"
+            for n in names]
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
           36: "killed", -24: "killed", 24: "killed", 152: "killed", 255: "killed", None: "not checked"}
@@ -80,7 +106,8 @@ def tally(root: Path, module: str) -> Counter:
     if not meta.is_file():
         return Counter()
     codes = json.loads(meta.read_text())["exit_code_by_key"]
-    return Counter(STATUS.get(c, "suspicious") for c in codes.values())
+    pats = mutant_globs(module)
+    return Counter(STATUS.get(c, "suspicious") for k, c in codes.items() if any(fnmatch.fnmatchcase(k, p) for p in pats))
 
 
 def survivors(root: Path, module: str) -> list[str]:
@@ -89,7 +116,8 @@ def survivors(root: Path, module: str) -> list[str]:
     if not meta.is_file():
         return []
     codes = json.loads(meta.read_text())["exit_code_by_key"]
-    return [k for k, c in codes.items() if STATUS.get(c) == "survived"]
+    pats = mutant_globs(module)
+    return [k for k, c in codes.items() if STATUS.get(c) == "survived" and any(fnmatch.fnmatchcase(k, p) for p in pats)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             env["SGIEVAL_DATA"] = str(shared)
         env.pop("CI", None)
         t0 = time.perf_counter()
-        run = subprocess.run([mutmut, "run"], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        selection = [g for m in modules for g in mutant_globs(m)] if any(m in FUNCTIONS for m in modules) else []
+        run = subprocess.run([mutmut, "run", *selection], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
         wall = time.perf_counter() - t0
         if run.returncode != 0:
