@@ -166,3 +166,49 @@ async def test_rv_two_repeats_say_so_and_a_failed_judge_is_listed():
     assert s.rationale.startswith("j1: 7/10 (mean of 2 repeats) (b); failed judges excluded: j2 (repeat 1/2): ")
     assert "; j2 (repeat 2/2): " in s.rationale
     assert len(s.details["judge_errors"]) == 2
+
+
+def test_a_reference_that_is_not_a_dict_has_no_options_and_no_question_block():
+    it = Item(id="r9", benchmark="sgi-bench", task="experimental_reasoning", prompt="bare prompt",
+              reference="B", metadata={"question": "Which?"})
+    assert n_options_of(it) is None
+    assert question_block(it) == "bare prompt"
+
+
+class _Recording:
+    """A judge whose chat model records what it is sent and answers by the response text it finds."""
+
+    def __init__(self):
+        from langchain_core.language_models.chat_models import BaseChatModel
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        seen = self.seen = []
+
+        class Chat(BaseChatModel):
+            @property
+            def _llm_type(self) -> str:
+                return "recording-fake"
+
+            def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+                content = messages[-1].content
+                seen.append(content)
+                text = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content)
+                score = 9 if "the model's own words" in text else 1
+                reply = AIMessage(content='{"rationale": "r", "score": %d}' % score)
+                return ChatResult(generations=[ChatGeneration(message=reply)])
+
+        self.model = NamedModel(name="rec:judge", role="judge", chat=Chat())
+
+
+@pytest.mark.parametrize("images", [True, False])
+async def test_rv_judge_sees_the_response_and_the_images_as_configured(images):
+    rec = _Recording()
+    it = _item()
+    it.metadata["images"] = ["QUJD"]
+    ctx = ScoringContext(judges=[rec.model])
+    metric = ReasoningValidityMetric() if images else ReasoningValidityMetric(images=False)
+    s = (await metric.score(it, Response(item_id=it.id, model="t", text="the model's own words"), ctx))[0]
+    assert s.value == 9.0
+    assert [isinstance(c, list) for c in rec.seen] == [images]
+    if images:
+        assert rec.seen[0][0] == {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}

@@ -90,3 +90,10 @@ def test_number_formats_of_the_ranking_table():
     count = MetricSpec(name="c", tasks=["t"], range=(0.0, math.inf))
     share = MetricSpec(name="s", tasks=["t"], range=(0.0, 1.0))
     assert (fmt_total(12.0, count), fmt_total(12.0, share)) == ("12", "12.00")
+
+
+def test_ci_cells_of_a_summary_without_method_or_note():
+    from types import SimpleNamespace
+
+    assert ci_text(SimpleNamespace(ci_low=0.25, ci_high=0.75)) == "0.25 to 0.75"
+    assert ci_text(SimpleNamespace(ci_low=NAN, ci_high=0.75)) == "n/a"

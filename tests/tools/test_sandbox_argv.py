@@ -109,3 +109,88 @@ def test_without_a_uid_the_callers_processes_are_added_to_the_process_limit(tmp_
                     "--", sbx.python, "-X", "utf8", f"{_BOOT_MOUNT}/driver.py", "{}"]
     assert got[got.index(SANDBOX_WORKDIR) - 3:got.index(SANDBOX_WORKDIR) + 1] == [
         "--size", str(300 * MIB), "--tmpfs", SANDBOX_WORKDIR]
+
+
+def test_bind_args_order_by_length_and_the_root_and_a_name_ending_like_a_strip_character(tmp_path):
+    made = {str(p) for p in PurePosixPath(tmp_path).parents} | {str(tmp_path)}
+    for d in ("b", "aa", "aX", "a/b"):
+        (tmp_path / d).mkdir(parents=True)
+    b, aa = str(tmp_path / "b"), str(tmp_path / "aa")
+    assert bw._bind_args([aa, b], made=made) == ["--ro-bind", b, b, "--ro-bind", aa, aa]  # shorter first
+    # …/aX does not contain …/a/b
+    ax, ab = str(tmp_path / "aX"), str(tmp_path / "a" / "b")
+    assert bw._bind_args([ax, ab], made=made) == ["--ro-bind", ax, ax, "--perms", "0755", "--dir",
+                                                  str(tmp_path / "a"), "--ro-bind", ab, ab]
+    assert bw._bind_args(["/", "/usr", "/etc"]) == ["--ro-bind", "/", "/"]  # everything is inside /
+
+
+@pytest.mark.parametrize("top", ["/bin", "/sbin", "/lib", "/lib64"])
+def test_no_folder_is_made_over_a_top_level_link(top):
+    inside = next((os.path.join(top, n) for n in sorted(os.listdir(top))), None) if os.path.isdir(top) else None
+    if inside is None:
+        pytest.skip(f"{top} is not on this host")
+    assert bw._bind_args([inside]) == ["--ro-bind", inside, inside]
+
+
+def test_system_binds_on_a_host_with_real_top_level_folders(monkeypatch):
+    present = {"/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
+    monkeypatch.setattr(bw.Path, "is_symlink", lambda self: False)
+    monkeypatch.setattr(bw.Path, "is_dir", lambda self: str(self) in present)
+    got = bw._system_binds()
+    assert got[:21] == ["--ro-bind", "/usr", "/usr", "--ro-bind", "/bin", "/bin", "--ro-bind", "/sbin", "/sbin",
+                        "--ro-bind", "/lib", "/lib", "--ro-bind", "/lib64", "/lib64", "--ro-bind", "/lib32", "/lib32",
+                        "--ro-bind", "/libx32", "/libx32"]
+    assert got[21:25] == ["--perms", "0755", "--dir", "/etc"]
+
+
+def test_python_paths_leave_out_the_root_and_what_lies_under_usr(tmp_path):
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to("/usr/lib/sgieval-test/bin/python")  # need not exist: only resolved
+    mine = {p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+            if p != "/" and not p.startswith("/usr/")}
+    assert bw._bwrap_python_paths(str(venv / "python")) == sorted(mine | {str(tmp_path / "venv")})
+    # /bin/python: its folder's parent is / (left out); resolved through the /bin link it is /usr
+    assert bw._bwrap_python_paths("/bin/python-sgieval-test") == sorted(
+        mine | ({"/usr"} if os.path.islink("/bin") else set()))
+
+
+def test_static_args_when_not_root():
+    sbx = _sandbox()
+    sbx.is_root = False
+    got = sbx._static_args()
+    assert got[:9] == [sbx.bwrap, "--unshare-user", "--disable-userns", "--unshare-net", "--unshare-pid",
+                       "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent"]
+
+
+@pytest.mark.parametrize("where", ["tmp", "/dev/shm", "/proc/self/fd"])
+def test_an_interpreter_under_the_fresh_mounts_makes_no_folder_over_them(tmp_path, where):
+    if where == "tmp":
+        base = tmp_path
+    elif where == "/dev/shm":
+        if not os.access("/dev/shm", os.W_OK):
+            pytest.skip("/dev/shm is not writable here")
+        import tempfile
+
+        base = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    else:
+        base = None
+    if base is not None:
+        (base / "venv" / "bin").mkdir(parents=True)
+        python = str(base / "venv" / "bin" / "python")
+    else:
+        python = "/proc/self/fd/python"
+    try:
+        sbx = _sandbox(python=python)
+        got = sbx._static_args()
+        tmpfs = got.index("/tmp")  # "--tmpfs", "/tmp": the folders after it are the interpreter's
+        boot = got.index(_BOOT_MOUNT)
+        binds = got[tmpfs + 1:boot - 2]
+        assert binds == bw._bind_args(bw._bwrap_python_paths(python), made={"/tmp", "/dev", "/dev/shm", "/proc"})
+        dirs = [binds[k + 1] for k, x in enumerate(binds) if x == "--dir"]
+        assert not {"/tmp", "/dev", "/dev/shm", "/proc"} & set(dirs)
+    finally:
+        if where == "/dev/shm":
+            import shutil
+
+            shutil.rmtree(base, ignore_errors=True)
