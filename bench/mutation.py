@@ -39,8 +39,9 @@ MODULES: dict[str, list[str]] = {
                                      "tests/metric_pool/test_sgi_reasoning_exact.py",
                                      "tests/metric_pool/test_planted_bugs_metrics.py"],
     "metric_pool/sgi/wet_experiment.py": ["tests/metric_pool/test_sgi_wet.py", "tests/metric_pool/test_sgi_wet_exact.py"],
-    "metric_pool/sgi/sgi_score.py": ["tests/metric_pool/test_sgi_score.py"],
-    "core/store.py": ["tests/core"],
+    "metric_pool/sgi/sgi_score.py": ["tests/metric_pool/test_sgi_score.py", "tests/metric_pool/test_sgi_score_exact.py"],
+    "core/store.py": ["tests/core/test_store.py", "tests/core/test_store_config.py",
+                      "tests/core/test_store_torn_write.py", "tests/core/test_store_exact.py"],
     "models/cache.py": ["tests/models/test_cache.py", "tests/models/test_cache_key_fields.py",
                         "tests/models/test_cache_exact.py"],
     "reports/build.py": ["tests/reports/test_ranking_exact.py", "tests/reports/test_planted_bugs_report.py"],
@@ -146,11 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         env.pop("CI", None)
         t0 = time.perf_counter()
         selection = [g for m in modules for g in mutant_globs(m)] if any(m in FUNCTIONS for m in modules) else []
-        run = subprocess.run([mutmut, "run", *selection], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True)
+        run = subprocess.run([mutmut, "run", *selection], cwd=root, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
         wall = time.perf_counter() - t0
         if run.returncode != 0:
-            print(run.stderr[-4000:], file=sys.stderr)
+            print(run.stdout[-4000:], file=sys.stderr)
             return run.returncode
         print(f"mutmut on {len(modules)} module(s), {len(tests)} test file(s): {wall:.0f} s")
         print(f"{'module':40} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'score':>7}")

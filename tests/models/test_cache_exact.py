@@ -36,7 +36,7 @@ def _rows(path: Path) -> list[tuple]:
         return c.execute("SELECT key, model, reply FROM calls ORDER BY key").fetchall()
 
 
-def _wait_for(cond, timeout: float = 20.0) -> None:
+def _wait_for(cond, timeout: float = 10.0) -> None:
     end = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < end, "condition not reached in time"
