@@ -20,22 +20,46 @@ from __future__ import annotations
 from typing import Any
 
 from .core import (  # noqa: F401
-    InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score, SgievalError,
+    InputError,
+    Item,
+    MetricSpec,
+    Response,
+    Rubric,
+    RunConfig,
+    Score,
+    SgievalError,
 )
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "evaluate": ("api", "evaluate"), "aevaluate": ("api", "aevaluate"), "score": ("api", "score"),
-    "ascore": ("api", "ascore"), "load_run": ("api", "load_run"), "RunRecords": ("api", "RunRecords"),
-    "Metric": ("metric_pool.base", "Metric"), "ScoringContext": ("metric_pool.base", "ScoringContext"),
-    "Benchmark": ("benchmarks.base", "Benchmark"), "Vocabulary": ("benchmarks.base", "Vocabulary"),
-    "register_benchmark": ("benchmarks.registry", "register"), "get_benchmark": ("benchmarks.registry", "get"),
+    "evaluate": ("api", "evaluate"),
+    "aevaluate": ("api", "aevaluate"),
+    "score": ("api", "score"),
+    "ascore": ("api", "ascore"),
+    "load_run": ("api", "load_run"),
+    "RunRecords": ("api", "RunRecords"),
+    "Metric": ("metric_pool.base", "Metric"),
+    "ScoringContext": ("metric_pool.base", "ScoringContext"),
+    "Benchmark": ("benchmarks.base", "Benchmark"),
+    "Vocabulary": ("benchmarks.base", "Vocabulary"),
+    "register_benchmark": ("benchmarks.registry", "register"),
+    "get_benchmark": ("benchmarks.registry", "get"),
     "list_benchmarks": ("benchmarks.registry", "all"),
 }
 
-__all__ = ["InputError", "Item", "MetricSpec", "Response", "Rubric", "RunConfig", "Score", "SgievalError",
-           "__version__", *_LAZY]
+__all__ = [
+    "InputError",
+    "Item",
+    "MetricSpec",
+    "Response",
+    "Rubric",
+    "RunConfig",
+    "Score",
+    "SgievalError",
+    "__version__",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -76,8 +76,11 @@ class RunRecords:
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
         """The ok item-level Scores of ``metric`` (optionally of one target model)."""
-        return [s for s in self.scores if s.metric == metric and s.ok and s.item_id != "*"
-                and (model is None or s.model == model)]
+        return [
+            s
+            for s in self.scores
+            if s.metric == metric and s.ok and s.item_id != "*" and (model is None or s.model == model)
+        ]
 
     def totals(self, metric: str) -> dict[str, float]:
         """Sum of ``metric`` over the selected items per target model (ok scores only)."""
@@ -109,7 +112,9 @@ class RunRecords:
         if records == "items":
             return pd.DataFrame([i.model_dump() for i in self.items], columns=list(Item.model_fields))
         if records not in ("scores", "responses"):
-            raise InputError(f"unknown records {records!r}", what="to_pandas", fix="use 'scores', 'responses' or 'items'")
+            raise InputError(
+                f"unknown records {records!r}", what="to_pandas", fix="use 'scores', 'responses' or 'items'"
+            )
         rows_of = self.scores if records == "scores" else self.responses
         cls = Score if records == "scores" else Response
         by_id = {i.id: i for i in self.items}
@@ -134,8 +139,11 @@ def _split_models(models: Models) -> tuple[list[str], list[NamedModel]]:
         elif isinstance(m, str):
             strings += [x.strip() for x in m.split(",") if x.strip()]
         else:
-            raise InputError(f"model {m!r} is neither a model string nor a NamedModel", what="models",
-                             fix="pass model strings such as 'replay:o1-mini' or 'openai:gpt-4.1', or NamedModel objects")
+            raise InputError(
+                f"model {m!r} is neither a model string nor a NamedModel",
+                what="models",
+                fix="pass model strings such as 'replay:o1-mini' or 'openai:gpt-4.1', or NamedModel objects",
+            )
     return strings, objects
 
 
@@ -146,8 +154,12 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
     from .agents.replays import resolve_run_model
     from .models.registry import sampling_for_role
 
-    return [resolve_run_model(s, role, base_url=config.base_url, data_dir=config.data_dir,
-                              **sampling_for_role(config, role)) for s in strings] + objects
+    return [
+        resolve_run_model(
+            s, role, base_url=config.base_url, data_dir=config.data_dir, **sampling_for_role(config, role)
+        )
+        for s in strings
+    ] + objects
 
 
 def _synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callable[P, R]:
@@ -169,21 +181,41 @@ def _synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callabl
     return run
 
 
-async def aevaluate(request: str = "", *, models: Models = None, judge: Models = None,
-                    agent_model: ModelArg | None = None, benchmark: str | Sequence[str] | None = None,
-                    k: int | None = None, seed: int = 0, data_dir: str | Path | None = None,
-                    out_dir: str | Path = "runs", run_id: str | None = None, yes: bool = True,
-                    confirm: Callable[[dict], bool] | None = None, base_url: str | None = None,
-                    tools: Sequence[str] = ("search", "pdf", "python"), sandbox: str = "auto",
-                    unsafe_local_exec: bool = False, allow_self_judge: bool = False, max_concurrency: int = 16,
-                    use_cache: bool = True, budget_usd: float | None = None, executor: str = "local",
-                    bootstrap_resamples: int = 10000, temperature: float | None = 0.0,
-                    judge_temperature: float | None = 0.0, judge_repeats: int = 1,
-                    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
-                    corpus: str | Path | None = None, recheck: bool = False,
-                    metric_options: dict[str, Any] | None = None,
-                    on_progress: Callable[[int, int], None] | None = None, tools_pool: Any = None,
-                    sandbox_backend: Any = None) -> RunRecords:
+async def aevaluate(
+    request: str = "",
+    *,
+    models: Models = None,
+    judge: Models = None,
+    agent_model: ModelArg | None = None,
+    benchmark: str | Sequence[str] | None = None,
+    k: int | None = None,
+    seed: int = 0,
+    data_dir: str | Path | None = None,
+    out_dir: str | Path = "runs",
+    run_id: str | None = None,
+    yes: bool = True,
+    confirm: Callable[[dict], bool] | None = None,
+    base_url: str | None = None,
+    tools: Sequence[str] = ("search", "pdf", "python"),
+    sandbox: str = "auto",
+    unsafe_local_exec: bool = False,
+    allow_self_judge: bool = False,
+    max_concurrency: int = 16,
+    use_cache: bool = True,
+    budget_usd: float | None = None,
+    executor: str = "local",
+    bootstrap_resamples: int = 10000,
+    temperature: float | None = 0.0,
+    judge_temperature: float | None = 0.0,
+    judge_repeats: int = 1,
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
+    corpus: str | Path | None = None,
+    recheck: bool = False,
+    metric_options: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    tools_pool: Any = None,
+    sandbox_backend: Any = None,
+) -> RunRecords:
     """Run the evaluation graph on ``request`` and return its :class:`RunRecords`.
 
     The same four-agent graph as ``sgieval ask`` (the keywords mirror its options).
@@ -233,40 +265,73 @@ async def aevaluate(request: str = "", *, models: Models = None, judge: Models =
     t_str, t_obj = _split_models(models)
     j_str, j_obj = _split_models(judge)
     if agent_model is not None and not isinstance(agent_model, (str, NamedModel)):
-        raise InputError(f"agent_model {agent_model!r} is neither a model string nor a NamedModel", what="agent_model",
-                         fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)")
+        raise InputError(
+            f"agent_model {agent_model!r} is neither a model string nor a NamedModel",
+            what="agent_model",
+            fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)",
+        )
     benchmarks = [benchmark] if isinstance(benchmark, (str, Path)) else list(benchmark or [])
     # the same validation as the CLI (RunConfig.checked): one InputError naming the keyword and the fix
-    config = RunConfig.checked(API_NAMES, run_id=run_id or new_run_id(request), request=request,
-                               benchmarks=[str(b) for b in benchmarks],
-                               k=k, seed=seed, models=t_str, judges=j_str,
-                               agent_model=agent_model if isinstance(agent_model, str) else None,
-                               data_dir=str(data_dir) if data_dir is not None else None, out_dir=str(out_dir), yes=yes,
-                               base_url=base_url, tools=list(tools), sandbox=sandbox, unsafe_local_exec=unsafe_local_exec,
-                               allow_self_judge=allow_self_judge, max_concurrency=max_concurrency, use_cache=use_cache,
-                               budget_usd=budget_usd, executor=executor, bootstrap_resamples=bootstrap_resamples,
-                               temperature=temperature, judge_temperature=judge_temperature,
-                               reasoning_effort=reasoning_effort, judge_repeats=judge_repeats,
-                               corpus=str(Path(corpus).expanduser().resolve()) if corpus is not None else None,
-                               recheck=recheck)
+    config = RunConfig.checked(
+        API_NAMES,
+        run_id=run_id or new_run_id(request),
+        request=request,
+        benchmarks=[str(b) for b in benchmarks],
+        k=k,
+        seed=seed,
+        models=t_str,
+        judges=j_str,
+        agent_model=agent_model if isinstance(agent_model, str) else None,
+        data_dir=str(data_dir) if data_dir is not None else None,
+        out_dir=str(out_dir),
+        yes=yes,
+        base_url=base_url,
+        tools=list(tools),
+        sandbox=sandbox,
+        unsafe_local_exec=unsafe_local_exec,
+        allow_self_judge=allow_self_judge,
+        max_concurrency=max_concurrency,
+        use_cache=use_cache,
+        budget_usd=budget_usd,
+        executor=executor,
+        bootstrap_resamples=bootstrap_resamples,
+        temperature=temperature,
+        judge_temperature=judge_temperature,
+        reasoning_effort=reasoning_effort,
+        judge_repeats=judge_repeats,
+        corpus=str(Path(corpus).expanduser().resolve()) if corpus is not None else None,
+        recheck=recheck,
+    )
     targets = _resolve(t_str, t_obj, "target", config)
     judges = _resolve(j_str, j_obj, "judge", config)
-    rt = make_runtime(config, targets=targets, judges=judges,
-                      agent=agent_model if isinstance(agent_model, NamedModel) else None,
-                      metric_options=dict(metric_options or {}), on_progress=on_progress,
-                      tools=tools_pool, sandbox=sandbox_backend)
+    rt = make_runtime(
+        config,
+        targets=targets,
+        judges=judges,
+        agent=agent_model if isinstance(agent_model, NamedModel) else None,
+        metric_options=dict(metric_options or {}),
+        on_progress=on_progress,
+        tools=tools_pool,
+        sandbox=sandbox_backend,
+    )
     state = await execute(rt, confirm=confirm if confirm is not None else (lambda payload: True) if yes else None)
     stopped = "__interrupt__" in state or state.get("confirmed") is False or not state.get("report")
     ids = set((state.get("selection") or {}).get("item_ids") or [])
     targets_names = set(state.get("targets") or [])
     items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
     return RunRecords(
-        run_id=config.run_id, run_dir=rt.store.root, items=items,
+        run_id=config.run_id,
+        run_dir=rt.store.root,
+        items=items,
         responses=[r for r in rt.store.read("responses") if not targets_names or r.model in targets_names],
         scores=[s for s in rt.store.read("scores") if not targets_names or s.model in targets_names],
         report=Path(state["report"]) if state.get("report") else None,
         selection={k_: v for k_, v in (state.get("selection") or {}).items()},
-        metric_plan=dict(state.get("metric_plan") or {}), state=dict(state), stopped=stopped, config=config)
+        metric_plan=dict(state.get("metric_plan") or {}),
+        state=dict(state),
+        stopped=stopped,
+        config=config,
+    )
 
 
 evaluate = _synchronous(aevaluate, "evaluate")
@@ -300,23 +365,35 @@ def load_run(path: str | Path) -> RunRecords:
     p = Path(path).expanduser()
     root = p if (p / "config.json").is_file() else p.parent if (p.parent / "config.json").is_file() else None
     if root is None:
-        raise InputError("no run here (no config.json)", what=str(p),
-                         fix="give a run folder (runs/<run_id>) or its report.md")
+        raise InputError(
+            "no run here (no config.json)", what=str(p), fix="give a run folder (runs/<run_id>) or its report.md"
+        )
     store = RunStore(root)
     try:
         config = store.read_config()
     except (ValueError, OSError) as e:
-        raise InputError(f"unreadable run config ({str(e).splitlines()[0]})", what=str(root / "config.json"),
-                         fix="restore the file, or start a new run") from e
+        raise InputError(
+            f"unreadable run config ({str(e).splitlines()[0]})",
+            what=str(root / "config.json"),
+            fix="restore the file, or start a new run",
+        ) from e
     state = _last_state(root, config.run_id)
     ids = set((state.get("selection") or {}).get("item_ids") or [])
     items = store.read("items")
     report = root / "report.md"
-    return RunRecords(run_id=config.run_id, run_dir=root, items=[i for i in items if i.id in ids] if ids else items,
-                      responses=store.read("responses"), scores=store.read("scores"),
-                      report=report if report.is_file() else None, selection=dict(state.get("selection") or {}),
-                      metric_plan=dict(state.get("metric_plan") or {}), state=state,
-                      stopped=not report.is_file(), config=config)
+    return RunRecords(
+        run_id=config.run_id,
+        run_dir=root,
+        items=[i for i in items if i.id in ids] if ids else items,
+        responses=store.read("responses"),
+        scores=store.read("scores"),
+        report=report if report.is_file() else None,
+        selection=dict(state.get("selection") or {}),
+        metric_plan=dict(state.get("metric_plan") or {}),
+        state=state,
+        stopped=not report.is_file(),
+        config=config,
+    )
 
 
 def _last_state(root: Path, run_id: str) -> dict[str, Any]:
@@ -357,8 +434,11 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
     if isinstance(metric, MetricSpec):
         metric = metric.name
     if not isinstance(metric, str) or not metric.strip():
-        raise InputError(f"metric {metric!r} is not a metric", what="sgieval.score",
-                         fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric")
+        raise InputError(
+            f"metric {metric!r} is not a metric",
+            what="sgieval.score",
+            fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric",
+        )
     from .benchmarks import registry
 
     for defn in registry.all():
@@ -372,16 +452,26 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
         rubric = load_rubric(metric)
     except InputError:
         known = sorted({s.name for d in registry.all() for m in d.metrics(None) for s in m.all_specs})
-        raise InputError(f"no predefined metric or rubric called {metric!r}", what="sgieval.score",
-                         fix=f"use a predefined metric ({', '.join(known[:12])}, ...) or a rubric "
-                             "(`sgieval metric list`)") from None
+        raise InputError(
+            f"no predefined metric or rubric called {metric!r}",
+            what="sgieval.score",
+            fix=f"use a predefined metric ({', '.join(known[:12])}, ...) or a rubric (`sgieval metric list`)",
+        ) from None
     return RubricMetric(rubric), rubric.name, ""
 
 
-async def ascore(responses: Sequence[str] | Sequence[Response], metric: MetricArg, *, judge: Models = None,
-                 items: Sequence[Item] | None = None, references: Sequence[Any] | None = None,
-                 prompts: Sequence[str] | None = None, model: str = "given", allow_self_judge: bool = False,
-                 options: dict[str, Any] | None = None) -> list[Score]:
+async def ascore(
+    responses: Sequence[str] | Sequence[Response],
+    metric: MetricArg,
+    *,
+    judge: Models = None,
+    items: Sequence[Item] | None = None,
+    references: Sequence[Any] | None = None,
+    prompts: Sequence[str] | None = None,
+    model: str = "given",
+    allow_self_judge: bool = False,
+    options: dict[str, Any] | None = None,
+) -> list[Score]:
     """Score given texts with one metric: no request, no graph, no run folder.
 
     Args:
@@ -416,26 +506,46 @@ async def ascore(responses: Sequence[str] | Sequence[Response], metric: MetricAr
     n = len(resp)
     for name, seq in (("items", items), ("references", references), ("prompts", prompts)):
         if seq is not None and len(seq) != n:
-            raise InputError(f"{len(seq)} {name} for {n} responses", what="sgieval.score",
-                             fix=f"give one {name[:-1]} per response, in the same order")
+            raise InputError(
+                f"{len(seq)} {name} for {n} responses",
+                what="sgieval.score",
+                fix=f"give one {name[:-1]} per response, in the same order",
+            )
     spec = next((s for s in m.all_specs if s.name == keep), m.all_specs[0])
     task = next((t for t in spec.tasks if t != "*"), "generic")
-    its: list[Item] = list(items) if items is not None else [
-        Item(id=f"given/{k}", benchmark=bench or "given", task=task,
-             prompt=(prompts[k] if prompts is not None else ""),
-             reference=None if references is None else {"answer": references[k]},
-             metadata={"question": prompts[k] if prompts is not None else ""})
-        for k in range(n)]
-    rs = [r if isinstance(r, Response) else Response(item_id=its[k].id, model=model, text=str(r))
-          for k, r in enumerate(resp)]
+    its: list[Item] = (
+        list(items)
+        if items is not None
+        else [
+            Item(
+                id=f"given/{k}",
+                benchmark=bench or "given",
+                task=task,
+                prompt=(prompts[k] if prompts is not None else ""),
+                reference=None if references is None else {"answer": references[k]},
+                metadata={"question": prompts[k] if prompts is not None else ""},
+            )
+            for k in range(n)
+        ]
+    )
+    rs = [
+        r if isinstance(r, Response) else Response(item_id=its[k].id, model=model, text=str(r))
+        for k, r in enumerate(resp)
+    ]
     for it, r in zip(its, rs):
         if r.item_id != it.id:
-            raise InputError(f"response for {r.item_id!r} given with item {it.id!r}", what="sgieval.score",
-                             fix="give the items in the order of the responses")
+            raise InputError(
+                f"response for {r.item_id!r} given with item {it.id!r}",
+                what="sgieval.score",
+                fix="give the items in the order of the responses",
+            )
         if not m.applies(it):
-            raise InputError(f"metric {keep or m.name} does not apply to item {it.id} (task {it.task!r}, "
-                             f"benchmark {it.benchmark!r}; it scores tasks {spec.tasks})", what="sgieval.score",
-                             fix="pass items of a task the metric scores (items=...), or another metric")
+            raise InputError(
+                f"metric {keep or m.name} does not apply to item {it.id} (task {it.task!r}, "
+                f"benchmark {it.benchmark!r}; it scores tasks {spec.tasks})",
+                what="sgieval.score",
+                fix="pass items of a task the metric scores (items=...), or another metric",
+            )
     j_str, j_obj = _split_models(judge)
     judges = list(j_obj)
     if j_str:

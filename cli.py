@@ -37,6 +37,7 @@ from .core import (
     sync_open_stores,
 )
 
+
 class _CommandLine(typer.Typer):
     """The ``sgieval`` app.  Called with no arguments (the console script,
     ``python -m sgieval.cli``), the command reads ``sys.argv`` and the process
@@ -104,13 +105,17 @@ def _last_resort(e: BaseException) -> int:
 
         log = Path(platformdirs.user_log_dir("sgieval")) / "last-error.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(redact_secrets("".join(traceback.format_exception(type(e), e, e.__traceback__))),
-                       encoding="utf-8")
+        log.write_text(
+            redact_secrets("".join(traceback.format_exception(type(e), e, e.__traceback__))), encoding="utf-8"
+        )
         where = f" (the full traceback is in {log})"
     except OSError:
         pass
-    err.print(f"[bold red]error:[/] {_safe(f'unexpected {type(e).__name__}: {first}{where}')}", highlight=False,
-              soft_wrap=True)
+    err.print(
+        f"[bold red]error:[/] {_safe(f'unexpected {type(e).__name__}: {first}{where}')}",
+        highlight=False,
+        soft_wrap=True,
+    )
     return 1
 
 
@@ -153,8 +158,12 @@ def _exit_promptly(code: Any) -> None:
         os._exit(status)
 
 
-app = _CommandLine(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # plain help: no <bool> placeholders
-                   help="sgieval: agentic evaluation of scientific LLMs (SGI-Bench, SciAidanBench, SFBench, JSONL).")
+app = _CommandLine(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: no <bool> placeholders
+    help="sgieval: agentic evaluation of scientific LLMs (SGI-Bench, SciAidanBench, SFBench, JSONL).",
+)
 data_app = typer.Typer(help="Benchmark data: where it is, and how to fetch it.", rich_markup_mode=None)
 app.add_typer(data_app, name="data")
 app.add_typer(metric_app, name="metric")
@@ -189,8 +198,10 @@ def _unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "",
         from .core.logs import log_traceback
 
         log_traceback(run_dir, run_id, e)
-        line += (f"; the full traceback is in {run_dir / 'log.jsonl'}; every finished response and score is kept: "
-                 f"continue with `sgieval resume {ref or run_dir}`")
+        line += (
+            f"; the full traceback is in {run_dir / 'log.jsonl'}; every finished response and score is kept: "
+            f"continue with `sgieval resume {ref or run_dir}`"
+        )
     err.print(f"[bold red]error:[/] {_safe(line)}", highlight=False, soft_wrap=True)
     raise typer.Exit(1)
 
@@ -205,22 +216,41 @@ def _validation_reason(e: Exception) -> str:
     errors = getattr(e, "errors", None)
     if callable(errors):
         try:
-            return "; ".join((f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", ""))
-                             for x in errors())
+            return "; ".join(
+                (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", "")) for x in errors()
+            )
         except Exception:  # noqa: BLE001 - fall back to the text
             pass
-    lines = [ln.strip() for ln in str(e).splitlines()
-             if ln.strip() and not ln.strip().startswith("For further information")]
+    lines = [
+        ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.strip().startswith("For further information")
+    ]
     return lines[-1] if lines else type(e).__name__
 
 
-CLI_NAMES = {"k": "--k", "max_concurrency": "--max-concurrency", "budget_usd": "--budget", "sandbox": "--sandbox",
-             "unsafe_local_exec": "--unsafe-local-exec", "tools": "--tools", "executor": "--executor",
-             "benchmarks": "--benchmark", "models": "--models", "judges": "--judge", "agent_model": "--agent-model",
-             "base_url": "--base-url", "data_dir": "--data-dir", "out_dir": "--out", "seed": "--seed",
-             "use_cache": "--no-cache", "allow_self_judge": "--allow-self-judge", "yes": "--yes",
-             "temperature": "--temperature", "judge_temperature": "--judge-temperature",
-             "reasoning_effort": "--reasoning-effort", "judge_repeats": "--judge-repeats"}
+CLI_NAMES = {
+    "k": "--k",
+    "max_concurrency": "--max-concurrency",
+    "budget_usd": "--budget",
+    "sandbox": "--sandbox",
+    "unsafe_local_exec": "--unsafe-local-exec",
+    "tools": "--tools",
+    "executor": "--executor",
+    "benchmarks": "--benchmark",
+    "models": "--models",
+    "judges": "--judge",
+    "agent_model": "--agent-model",
+    "base_url": "--base-url",
+    "data_dir": "--data-dir",
+    "out_dir": "--out",
+    "seed": "--seed",
+    "use_cache": "--no-cache",
+    "allow_self_judge": "--allow-self-judge",
+    "yes": "--yes",
+    "temperature": "--temperature",
+    "judge_temperature": "--judge-temperature",
+    "reasoning_effort": "--reasoning-effort",
+    "judge_repeats": "--judge-repeats",
+}
 """RunConfig field -> the ``sgieval ask`` option that sets it (how a bad value is named in errors)."""
 
 
@@ -243,10 +273,12 @@ def _check_targets(config: RunConfig) -> None:
 
         load_catalog(config.benchmarks or None, config.data_dir)  # no benchmark data at all: that is the first error
         where = f"{folder / 'responses'}" if folder is not None else "<data>/sciaidanbench/responses/"
-        raise InputError(f"no target models were given and no stored responses were found in {where}",
-                         what="--models",
-                         fix="pass --models replay:<name|file> or openai:<model> (comma-separated), "
-                             "or put stored responses in <data>/sciaidanbench/responses/")
+        raise InputError(
+            f"no target models were given and no stored responses were found in {where}",
+            what="--models",
+            fix="pass --models replay:<name|file> or openai:<model> (comma-separated), "
+            "or put stored responses in <data>/sciaidanbench/responses/",
+        )
 
 
 def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> None:
@@ -272,8 +304,14 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             if rt.store.created and not rt.store.read("responses"):
                 shutil.rmtree(rt.store.root, ignore_errors=True)
             _fail(e)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
         task = progress.add_task("evaluating", total=None)
         rt.on_progress = lambda done, total: progress.update(task, completed=done, total=total)
 
@@ -302,8 +340,10 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             _fail(e)
         except KeyboardInterrupt:
             progress.stop()
-            err.print(f"interrupted; every finished response and score is kept: continue with "
-                      f"`sgieval resume {_safe(ref)}`", soft_wrap=True)
+            err.print(
+                f"interrupted; every finished response and score is kept: continue with `sgieval resume {_safe(ref)}`",
+                soft_wrap=True,
+            )
             raise typer.Exit(130) from None
         except (typer.Exit, click.exceptions.Exit, click.exceptions.Abort):
             raise
@@ -316,8 +356,9 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
         if not resume and rt.store.created and not rt.store.read("responses"):
             rt.store.close()
             shutil.rmtree(rt.store.root, ignore_errors=True)
-            err.print("cancelled at the metric confirmation; nothing was evaluated and no run folder was kept",
-                      soft_wrap=True)
+            err.print(
+                "cancelled at the metric confirmation; nothing was evaluated and no run folder was kept", soft_wrap=True
+            )
         else:
             err.print("cancelled at the metric confirmation; nothing new was evaluated")
         raise typer.Exit(3)
@@ -330,31 +371,84 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
 @app.command()
 def ask(
     request: str = typer.Argument("", help="The question, in plain language. Empty: evaluate everything."),
-    benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b", help="sciaidanbench, sgi-bench, sfbench, a .jsonl path or a .yaml benchmark definition (repeatable). Default: every benchmark with data."),
+    benchmark: Optional[list[str]] = typer.Option(
+        None,
+        "--benchmark",
+        "-b",
+        help="sciaidanbench, sgi-bench, sfbench, a .jsonl path or a .yaml benchmark definition (repeatable). Default: every benchmark with data.",
+    ),
     k: Optional[int] = typer.Option(None, "--k", help="Number of items (stratified sample). Default: all matches."),
-    models: Optional[list[str]] = typer.Option(None, "--models", "-m", help="Target models (comma-separated or repeated): replay:<name|path>, openai:<model>, local:smollm2, provider:model. Default for SciAidanBench: every stored model."),
-    judge: Optional[list[str]] = typer.Option(None, "--judge", "-j", help="Judge model(s). Default: none (judge metrics are reported as not run)."),
-    agent_model: Optional[str] = typer.Option(None, "--agent-model", help="Planning model for the agents. Default: offline agent paths."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."),
+    models: Optional[list[str]] = typer.Option(
+        None,
+        "--models",
+        "-m",
+        help="Target models (comma-separated or repeated): replay:<name|path>, openai:<model>, local:smollm2, provider:model. Default for SciAidanBench: every stored model.",
+    ),
+    judge: Optional[list[str]] = typer.Option(
+        None, "--judge", "-j", help="Judge model(s). Default: none (judge metrics are reported as not run)."
+    ),
+    agent_model: Optional[str] = typer.Option(
+        None, "--agent-model", help="Planning model for the agents. Default: offline agent paths."
+    ),
+    base_url: Optional[str] = typer.Option(
+        None, "--base-url", help="Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."
+    ),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."
+    ),
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder for run folders."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the item sample and the bootstrap CIs."),
-    tools: str = typer.Option("search,pdf,python", "--tools", help="Tool pool for agents and judges: comma-separated search, pdf, python (empty: none)."),
-    sandbox: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"),
-    unsafe_local_exec: bool = typer.Option(False, "--unsafe-local-exec", help="Run model code without a sandbox (stated in the report)."),
-    allow_self_judge: bool = typer.Option(False, "--allow-self-judge", help="Let a judge score its own responses "
-                                          "(off by default: a judge that is also a target skips them; the report says so)."),
+    tools: str = typer.Option(
+        "search,pdf,python",
+        "--tools",
+        help="Tool pool for agents and judges: comma-separated search, pdf, python (empty: none).",
+    ),
+    sandbox: str = typer.Option(
+        "auto", "--sandbox", help="auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"
+    ),
+    unsafe_local_exec: bool = typer.Option(
+        False, "--unsafe-local-exec", help="Run model code without a sandbox (stated in the report)."
+    ),
+    allow_self_judge: bool = typer.Option(
+        False,
+        "--allow-self-judge",
+        help="Let a judge score its own responses "
+        "(off by default: a judge that is also a target skips them; the report says so).",
+    ),
     max_concurrency: int = typer.Option(16, "--max-concurrency", help="Model calls in flight (>= 1)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the model-call cache "
-                                  "(every call goes to the model)."),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Do not read or write the model-call cache (every call goes to the model)."
+    ),
     budget: Optional[float] = typer.Option(None, "--budget", help="Stop cleanly when this many USD are spent."),
     executor: str = typer.Option("local", "--executor", help="local | ray"),
-    temperature: Optional[float] = typer.Option(0.0, "--temperature", help="Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5, deepseek-reasoner, do not get it)."),
-    judge_temperature: Optional[float] = typer.Option(0.0, "--judge-temperature", help="Sampling temperature of the judges (0-2; same family rules)."),
-    judge_repeats: int = typer.Option(1, "--judge-repeats", help="Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over its repeats."),
-    reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort", help="none | minimal | low | medium | high, sent to reasoning models (default: not sent)."),
-    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the retrieval-novelty metric (\"novel compared with my papers\")."),
-    recheck: bool = typer.Option(False, "--recheck", help="Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the agreement with the stored text-embedding-3-large decisions."),
+    temperature: Optional[float] = typer.Option(
+        0.0,
+        "--temperature",
+        help="Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5, deepseek-reasoner, do not get it).",
+    ),
+    judge_temperature: Optional[float] = typer.Option(
+        0.0, "--judge-temperature", help="Sampling temperature of the judges (0-2; same family rules)."
+    ),
+    judge_repeats: int = typer.Option(
+        1,
+        "--judge-repeats",
+        help="Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over its repeats.",
+    ),
+    reasoning_effort: Optional[str] = typer.Option(
+        None,
+        "--reasoning-effort",
+        help="none | minimal | low | medium | high, sent to reasoning models (default: not sent).",
+    ),
+    corpus: Optional[Path] = typer.Option(
+        None,
+        "--corpus",
+        help="Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the retrieval-novelty metric (\"novel compared with my papers\").",
+    ),
+    recheck: bool = typer.Option(
+        False,
+        "--recheck",
+        help="Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the agreement with the stored text-embedding-3-large decisions.",
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
 ) -> None:
     """Answer a plain-language evaluation request and write runs/<run_id>/report.md."""
@@ -362,14 +456,34 @@ def ask(
 
     try:  # one validation for the CLI and the Python API (RunConfig.checked)
         config = RunConfig.checked(
-            CLI_NAMES, run_id=new_run_id(request), request=request, benchmarks=_split(benchmark), k=k, seed=seed,
-            models=_split(models), judges=_split(judge), agent_model=agent_model, base_url=base_url,
-            data_dir=str(data_dir) if data_dir else None, out_dir=str(out_dir), tools=_split([tools]),
-            sandbox=sandbox, unsafe_local_exec=unsafe_local_exec, allow_self_judge=allow_self_judge, yes=yes,
-            max_concurrency=max_concurrency, use_cache=not no_cache, budget_usd=budget, executor=executor,
-            temperature=temperature, judge_temperature=judge_temperature, reasoning_effort=reasoning_effort,
-            corpus=str(corpus.expanduser().resolve()) if corpus else None, recheck=recheck,
-            judge_repeats=judge_repeats)
+            CLI_NAMES,
+            run_id=new_run_id(request),
+            request=request,
+            benchmarks=_split(benchmark),
+            k=k,
+            seed=seed,
+            models=_split(models),
+            judges=_split(judge),
+            agent_model=agent_model,
+            base_url=base_url,
+            data_dir=str(data_dir) if data_dir else None,
+            out_dir=str(out_dir),
+            tools=_split([tools]),
+            sandbox=sandbox,
+            unsafe_local_exec=unsafe_local_exec,
+            allow_self_judge=allow_self_judge,
+            yes=yes,
+            max_concurrency=max_concurrency,
+            use_cache=not no_cache,
+            budget_usd=budget,
+            executor=executor,
+            temperature=temperature,
+            judge_temperature=judge_temperature,
+            reasoning_effort=reasoning_effort,
+            corpus=str(corpus.expanduser().resolve()) if corpus else None,
+            recheck=recheck,
+            judge_repeats=judge_repeats,
+        )
     except SgievalError as e:
         _fail(e)
     try:
@@ -388,8 +502,13 @@ def _run_dir(run: str, out_dir: Path) -> Path:
     for d in (out_dir / run, p, p.parent if p.suffix else None):
         if d is not None and (d / "config.json").is_file():
             return d
-    _fail(InputError("no such run", what=run,
-                     fix=f"give a run id listed by `sgieval runs --out {out_dir}`, the run folder, or its report.md"))
+    _fail(
+        InputError(
+            "no such run",
+            what=run,
+            fix=f"give a run id listed by `sgieval runs --out {out_dir}`, the run folder, or its report.md",
+        )
+    )
     raise AssertionError  # unreachable: _fail exits
 
 
@@ -401,14 +520,20 @@ def _read_config(d: Path) -> RunConfig:
     except SgievalError as e:
         _fail(e)
     except (ValueError, OSError) as e:
-        _fail(InputError(f"unreadable run config ({_validation_reason(e)})", what=str(d / "config.json"),
-                         fix="restore the file, or start a new run with `sgieval ask`"))
+        _fail(
+            InputError(
+                f"unreadable run config ({_validation_reason(e)})",
+                what=str(d / "config.json"),
+                fix="restore the file, or start a new run with `sgieval ask`",
+            )
+        )
     config.out_dir = str(d.parent)
     return config
 
 
-def _confirm_settings(config: RunConfig, d: Path, given: dict[str, Any], trust: bool,
-                      only: tuple[str, ...] | None = None) -> None:
+def _confirm_settings(
+    config: RunConfig, d: Path, given: dict[str, Any], trust: bool, only: tuple[str, ...] | None = None
+) -> None:
     """Before ``resume``/``report``/``view`` use a run's ``config.json`` with the
     user's credentials (issue 14 item 2): the settings that send data or run
     code elsewhere (:func:`sgieval.core.trust.sensitive_settings`; ``only``
@@ -426,22 +551,30 @@ def _confirm_settings(config: RunConfig, d: Path, given: dict[str, Any], trust: 
     if not pending or trust or is_trusted(config):
         return
     shown = "; ".join(f"{k} = {v}" for k, v in pending.items())
-    err.print(f"{_safe(d / 'config.json')} asks for settings that send data or run code elsewhere: {_safe(shown)}",
-              soft_wrap=True, highlight=False)
+    err.print(
+        f"{_safe(d / 'config.json')} asks for settings that send data or run code elsewhere: {_safe(shown)}",
+        soft_wrap=True,
+        highlight=False,
+    )
     try:
         ok = typer.confirm("Use them with your credentials?", default=False, err=True)
     except (typer.Abort, click.exceptions.Abort, EOFError):  # no answer (stdin closed): not confirmed
         err.print("")
         ok = False
     if not ok:
-        _fail(InputError(f"not confirmed: {shown}", what=str(d / "config.json"),
-                         fix=f"pass them again ({', '.join(FLAGS[k] for k in pending)}) or --trust-config after "
-                             "checking them"))
+        _fail(
+            InputError(
+                f"not confirmed: {shown}",
+                what=str(d / "config.json"),
+                fix=f"pass them again ({', '.join(FLAGS[k] for k in pending)}) or --trust-config after checking them",
+            )
+        )
     remember(config)
 
 
-def _given_settings(base_url: str | None, sandbox: str | None, tools: str | None,
-                    unsafe_local_exec: bool | None) -> dict[str, Any]:
+def _given_settings(
+    base_url: str | None, sandbox: str | None, tools: str | None, unsafe_local_exec: bool | None
+) -> dict[str, Any]:
     """The sensitive settings passed on the ``resume`` command line (``--base-url ''``: no base URL)."""
     given: dict[str, Any] = {}
     if base_url is not None:
@@ -485,23 +618,37 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
 
 
 @app.command()
-def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
-           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
-           budget: Optional[float] = typer.Option(None, "--budget", help="New budget in USD (total for the run, "
-                                                  "including what was already spent). A run stopped at its budget "
-                                                  "continues with the items it did not reach."),
-           yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
-           base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of the OpenAI-compatible "
-                                                  "server to use (instead of the one in the run's config.json, which "
-                                                  "is used only once confirmed; '' for none)."),
-           sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox backend (as for `ask`)."),
-           tools: Optional[str] = typer.Option(None, "--tools", help="Tool pool (as for `ask`; '' for none)."),
-           unsafe_local_exec: Optional[bool] = typer.Option(None, "--unsafe-local-exec/--no-unsafe-local-exec",
-                                                            help="Allow (or refuse) running model code without a "
-                                                                 "sandbox."),
-           trust_config: bool = typer.Option(False, "--trust-config", help="Use the base URL, sandbox, tools and "
-                                             "unsafe-local-exec setting of the run's config.json without asking.")
-           ) -> None:
+def resume(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+    budget: Optional[float] = typer.Option(
+        None,
+        "--budget",
+        help="New budget in USD (total for the run, "
+        "including what was already spent). A run stopped at its budget "
+        "continues with the items it did not reach.",
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
+    base_url: Optional[str] = typer.Option(
+        None,
+        "--base-url",
+        help="Base URL of the OpenAI-compatible "
+        "server to use (instead of the one in the run's config.json, which "
+        "is used only once confirmed; '' for none).",
+    ),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", help="Sandbox backend (as for `ask`)."),
+    tools: Optional[str] = typer.Option(None, "--tools", help="Tool pool (as for `ask`; '' for none)."),
+    unsafe_local_exec: Optional[bool] = typer.Option(
+        None,
+        "--unsafe-local-exec/--no-unsafe-local-exec",
+        help="Allow (or refuse) running model code without a sandbox.",
+    ),
+    trust_config: bool = typer.Option(
+        False,
+        "--trust-config",
+        help="Use the base URL, sandbox, tools and unsafe-local-exec setting of the run's config.json without asking.",
+    ),
+) -> None:
     """Continue a run that was killed, stopped at the confirmation, or stopped at its budget.
 
     A run folder may come from someone else: the settings of its config.json that send data or run code
@@ -529,9 +676,11 @@ def resume(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folde
         except SgievalError as e:
             _fail(e)
     elif _stopped_at_budget(d):
-        err.print(f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
-                  f"one: `sgieval resume {_safe(config.run_id if d.name == config.run_id else d)} --budget <USD>`",
-                  soft_wrap=True)
+        err.print(
+            f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
+            f"one: `sgieval resume {_safe(config.run_id if d.name == config.run_id else d)} --budget <USD>`",
+            soft_wrap=True,
+        )
     _run(config, resume=True, run_dir=d)
 
 
@@ -553,13 +702,20 @@ async def _write_report(d: Path, config: RunConfig) -> str:
 
 
 @app.command()
-def report(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
-           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
-           base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL for the agent model that "
-                                                  "writes the narrative (instead of the one in the run's "
-                                                  "config.json, which is used only once confirmed)."),
-           trust_config: bool = typer.Option(False, "--trust-config",
-                                             help="Use the base URL of the run's config.json without asking.")) -> None:
+def report(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+    base_url: Optional[str] = typer.Option(
+        None,
+        "--base-url",
+        help="Base URL for the agent model that "
+        "writes the narrative (instead of the one in the run's "
+        "config.json, which is used only once confirmed).",
+    ),
+    trust_config: bool = typer.Option(
+        False, "--trust-config", help="Use the base URL of the run's config.json without asking."
+    ),
+) -> None:
     """Re-render the report of a run from its records (no model calls but the agent model's narrative)."""
     d = _run_dir(run, out_dir)
     config = _read_config(d)
@@ -589,8 +745,13 @@ def _serve(folder: Path, port: int, open_browser: bool) -> None:
     try:
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     except OSError as e:
-        _fail(InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror})", what="--port",
-                         fix="pass another --port, or --port 0 for any free port"))
+        _fail(
+            InputError(
+                f"cannot listen on 127.0.0.1:{port} ({e.strerror})",
+                what="--port",
+                fix="pass another --port, or --port 0 for any free port",
+            )
+        )
     url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
     out.print(f"serving {_safe(folder)} at {url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
     if open_browser:
@@ -604,15 +765,21 @@ def _serve(folder: Path, port: int, open_browser: bool) -> None:
 
 
 @app.command()
-def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
-         out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
-         serve: bool = typer.Option(False, "--serve", help="Serve the viewer on 127.0.0.1 and open the browser."),
-         port: int = typer.Option(0, "--port", help="Port for --serve (0: any free port)."),
-         open_browser: bool = typer.Option(True, "--open/--no-open", help="With --serve: open the browser."),
-         base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL for the agent model when the "
-                                                "report must be re-rendered (instead of the run's config.json's)."),
-         trust_config: bool = typer.Option(False, "--trust-config",
-                                           help="Use the base URL of the run's config.json without asking.")) -> None:
+def view(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+    serve: bool = typer.Option(False, "--serve", help="Serve the viewer on 127.0.0.1 and open the browser."),
+    port: int = typer.Option(0, "--port", help="Port for --serve (0: any free port)."),
+    open_browser: bool = typer.Option(True, "--open/--no-open", help="With --serve: open the browser."),
+    base_url: Optional[str] = typer.Option(
+        None,
+        "--base-url",
+        help="Base URL for the agent model when the report must be re-rendered (instead of the run's config.json's).",
+    ),
+    trust_config: bool = typer.Option(
+        False, "--trust-config", help="Use the base URL of the run's config.json without asking."
+    ),
+) -> None:
     """Write the run's HTML viewer (runs/<id>/viewer/index.html: one folder, no network needed to open it)."""
     from .reports.viewer import write_viewer
 
@@ -620,33 +787,48 @@ def view(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder,
     config = _read_config(d)
     if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
         if config.agent_model:  # re-rendering may call the agent model: its base URL must be the user's choice
-            _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config,
-                              only=("base_url",))
+            _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url",))
         try:  # a run reported before report.json existed: re-render its report from the records
             asyncio.run(_write_report(d, config))
         except SgievalError as e:
-            err.print(f"no report for this run ({_safe(e.one_line())}); the viewer shows its records without a ranking",
-                      soft_wrap=True)
+            err.print(
+                f"no report for this run ({_safe(e.one_line())}); the viewer shows its records without a ranking",
+                soft_wrap=True,
+            )
     report_data = None
     if (d / "report.json").is_file():
         try:
             report_data = json.loads((d / "report.json").read_text(encoding="utf-8"))
         except ValueError as e:
-            _fail(InputError(f"unreadable report data ({e})", what=str(d / "report.json"),
-                             fix=f"re-render it with `sgieval report {config.run_id}`"))
+            _fail(
+                InputError(
+                    f"unreadable report data ({e})",
+                    what=str(d / "report.json"),
+                    fix=f"re-render it with `sgieval report {config.run_id}`",
+                )
+            )
     store = RunStore(d)
-    path = write_viewer(d, store.read("items"), store.read("responses"), store.read("scores"), report=report_data,
-                        config=config.model_dump(mode="json"), specs=(report_data or {}).get("metric_specs"))
+    path = write_viewer(
+        d,
+        store.read("items"),
+        store.read("responses"),
+        store.read("scores"),
+        report=report_data,
+        config=config.model_dump(mode="json"),
+        specs=(report_data or {}).get("metric_specs"),
+    )
     out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
     if serve:
         _serve(path.parent, port, open_browser)
 
 
 @app.command()
-def export(run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
-           fmt: str = typer.Option("parquet", "--format", "-f", help="parquet | jsonl | csv"),
-           dest: Optional[Path] = typer.Option(None, "--dest", help="Output folder (default: runs/<id>/export)."),
-           out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id).")) -> None:
+def export(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    fmt: str = typer.Option("parquet", "--format", "-f", help="parquet | jsonl | csv"),
+    dest: Optional[Path] = typer.Option(None, "--dest", help="Output folder (default: runs/<id>/export)."),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+) -> None:
     """Write the run's items, responses and scores as tables (one row per score with the item's facets)."""
     from .reports.export import export_run
 
@@ -668,8 +850,12 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holdin
         found = True
         try:  # read only: listing never repairs, creates or follows anything in a run folder
             cfg = RunConfig.model_validate_json(d.read_text(encoding="utf-8"))
-            n_r, n_s = (len((d.parent / f"{n}.jsonl").read_text(encoding="utf-8", errors="replace").splitlines())
-                        if (d.parent / f"{n}.jsonl").is_file() else 0 for n in ("responses", "scores"))
+            n_r, n_s = (
+                len((d.parent / f"{n}.jsonl").read_text(encoding="utf-8", errors="replace").splitlines())
+                if (d.parent / f"{n}.jsonl").is_file()
+                else 0
+                for n in ("responses", "scores")
+            )
         except (SgievalError, ValueError, OSError) as e:
             reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
             out.print(_safe(f"{d.parent.name}\tunreadable: {d}: {reason}"), soft_wrap=True, highlight=False)
@@ -680,19 +866,28 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holdin
             status = "stopped at its budget (sgieval resume <run> --budget USD)"
         else:
             status = "complete"
-        out.print(_safe(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}"), soft_wrap=True,
-                  highlight=False)
+        out.print(
+            _safe(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}"),
+            soft_wrap=True,
+            highlight=False,
+        )
     if not found:
         out.print(f"no runs in {_safe(out_dir)}", highlight=False)
 
 
 @app.command()
-def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "-b", help="sciaidanbench, sgi-bench, "
-                                                          "sfbench or a .jsonl path (repeatable). Default: every "
-                                                          "benchmark with data."),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, "
-                                                    "../shared/data, user cache)."),
-            as_json: bool = typer.Option(False, "--json", help="Print the counts as one JSON object.")) -> None:
+def catalog(
+    benchmark: Optional[list[str]] = typer.Option(
+        None,
+        "--benchmark",
+        "-b",
+        help="sciaidanbench, sgi-bench, sfbench or a .jsonl path (repeatable). Default: every benchmark with data.",
+    ),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as one JSON object."),
+) -> None:
     """Print item counts per facet (benchmark, task, discipline, direction, type) and the models with stored
     responses per benchmark (usable as replay:<name> without a model call)."""
     from .benchmarks.catalog import FACETS, load_catalog, stored_responses
@@ -704,8 +899,17 @@ def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "
         _fail(e)
     counts = {f: dict(sorted(cat.counts(f).items())) for f in FACETS}
     if as_json:
-        out.print_json(json.dumps({"items": len(cat.items), "facets": counts, "unavailable": cat.unavailable,
-                                   "stored_responses": stored, "unreadable_responses": unreadable}))
+        out.print_json(
+            json.dumps(
+                {
+                    "items": len(cat.items),
+                    "facets": counts,
+                    "unavailable": cat.unavailable,
+                    "stored_responses": stored,
+                    "unreadable_responses": unreadable,
+                }
+            )
+        )
         return
     out.print(f"[bold]{len(cat.items)} items[/]")
     for f in FACETS:
@@ -713,8 +917,9 @@ def catalog(benchmark: Optional[list[str]] = typer.Option(None, "--benchmark", "
         for v, n in counts[f].items():
             t.add_row(_safe(v) if v else "(none)", str(n))
         out.print(t)
-    t = Table("benchmark", "stored responses (--models replay:<name>)", "items answered",
-              title="models with stored responses")
+    t = Table(
+        "benchmark", "stored responses (--models replay:<name>)", "items answered", title="models with stored responses"
+    )
     for b in sorted({i.benchmark for i in cat.items}):
         models = stored.get(b) or {}
         if not models:

@@ -26,8 +26,11 @@ from rich.table import Table
 
 from .core import InputError, Item, Response, Rubric, SgievalError, escape_control_chars
 
-metric_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
-                         help="Rubric metrics: define in a chat, list, show, test on a response.")
+metric_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Rubric metrics: define in a chat, list, show, test on a response.",
+)
 err = Console(stderr=True)
 out = Console()
 
@@ -58,16 +61,23 @@ def rubric_table(r: Rubric, scores: dict[str, float] | None = None, rationales: 
         if scores is None:
             t.add_row(_safe(c.name), f"{r.weights[c.name]:g}", _safe(c.description))
         else:
-            t.add_row(_safe(c.name), f"{r.weights[c.name]:g}", f"{scores[c.name]:.3g}",
-                      _safe((rationales or {}).get(c.name, "")))
+            t.add_row(
+                _safe(c.name),
+                f"{r.weights[c.name]:g}",
+                f"{scores[c.name]:.3g}",
+                _safe((rationales or {}).get(c.name, "")),
+            )
     return t
 
 
 @metric_app.command("define")
 def define(
     name: Optional[str] = typer.Option(None, "--name", help="Metric name (default: from the proposal)."),
-    agent_model: Optional[str] = typer.Option(None, "--agent-model", help="LLM that proposes and revises "
-                                              "(e.g. openai:gpt-4.1, local:smollm2). Default: offline."),
+    agent_model: Optional[str] = typer.Option(
+        None,
+        "--agent-model",
+        help="LLM that proposes and revises (e.g. openai:gpt-4.1, local:smollm2). Default: offline.",
+    ),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for --agent-model."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder for the YAML (default: user rubric folder)."),
 ) -> None:
@@ -165,11 +175,13 @@ def test(
             try:
                 text = p.read_text(encoding="utf-8")
             except UnicodeDecodeError as e:
-                raise InputError(f"cannot read file: {e}", what=f"--response {response}",
-                                 fix="save the response as UTF-8 text") from None
+                raise InputError(
+                    f"cannot read file: {e}", what=f"--response {response}", fix="save the response as UTF-8 text"
+                ) from None
         elif one_line and " " not in response and (p.suffix in (".txt", ".md", ".json", ".jsonl") or "/" in response):
-            raise InputError("no such file", what=f"--response {response}",
-                             fix="give an existing file, or the response text itself")
+            raise InputError(
+                "no such file", what=f"--response {response}", fix="give an existing file, or the response text itself"
+            )
         else:
             text = response
         pool = None
@@ -190,10 +202,16 @@ def test(
         err.print(f"[bold red]{score.status}:[/] {_safe(score.error)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     rats = score.details.get("rationales", {})
-    why = {c: (" | ".join(f"{j}: {t}" for j, t in by.items()) if len(by) > 1 else next(iter(by.values()), ""))
-           for c, by in rats.items()}
+    why = {
+        c: (" | ".join(f"{j}: {t}" for j, t in by.items()) if len(by) > 1 else next(iter(by.values()), ""))
+        for c, by in rats.items()
+    }
     out.print(rubric_table(r, score.details["criteria"], why))
     used = score.details.get("tools_used") or {}
-    out.print(_safe(f"{r.name}: {score.value:.1f} / 100 (judge: {score.judge}; tools used: "
-                    f"{', '.join(f'{k} x{v}' for k, v in used.items()) or 'none'})"), highlight=False)
-
+    out.print(
+        _safe(
+            f"{r.name}: {score.value:.1f} / 100 (judge: {score.judge}; tools used: "
+            f"{', '.join(f'{k} x{v}' for k, v in used.items()) or 'none'})"
+        ),
+        highlight=False,
+    )

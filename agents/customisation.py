@@ -71,11 +71,11 @@ def declared_primaries(items: list[Item]) -> set[str]:
 # report's Answer say which metric was used instead, and why (issue 17 item 3)
 STAND_INS: dict[tuple[str, str], str] = {
     ("creativity", "idea_novelty"): "idea generation has no creativity metric; the novelty dimension is its closest "
-                                    "measure",
+    "measure",
     ("creativity", "idea_final_score"): "idea generation has no creativity metric; the overall idea score includes "
-                                        "novelty",
+    "novelty",
     ("novelty", "aidan_accepted_answers"): "the selected tasks have no novelty metric; accepted answers count only "
-                                           "answers that passed the novelty threshold",
+    "answers that passed the novelty threshold",
 }
 
 
@@ -113,8 +113,26 @@ def detect_qualities(request: str) -> list[str]:
 
 
 _ASKED_QUALITY = re.compile(r"\b(?:most|least)\s+([a-z][a-z-]{2,})(?:\s+([a-z][a-z-]*))?", re.I)
-_NOT_QUALITIES = {"of", "the", "models", "model", "likely", "important", "often", "recent", "common", "cases",
-                  "questions", "items", "answers", "tasks", "used", "popular", "frequently", "widely"}
+_NOT_QUALITIES = {
+    "of",
+    "the",
+    "models",
+    "model",
+    "likely",
+    "important",
+    "often",
+    "recent",
+    "common",
+    "cases",
+    "questions",
+    "items",
+    "answers",
+    "tasks",
+    "used",
+    "popular",
+    "frequently",
+    "widely",
+}
 
 
 def unrecognised_qualities(request: str) -> list[str]:
@@ -140,7 +158,9 @@ def starter_rubric(quality: str) -> Rubric | None:
 
 LITERATURE_NOVELTY = re.compile(
     r"\b(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
-    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)\b", re.I)
+    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)\b",
+    re.I,
+)
 """A request about novelty relative to the literature ("compared with my papers", "against these papers")."""
 
 POOL_METRICS = {"retrieval_novelty": ("retrieval_novelty", "retrieval_novelty_reward", "ttrl_reward")}
@@ -184,13 +204,22 @@ def _add_literature_novelty(plan: MetricPlan, request: str, options: dict | None
         return plan
     corpus = (options or {}).get("corpus")
     where = f"the papers in {corpus} (BM25)" if corpus else "the web (offline: pass --corpus <folder of papers>)"
-    return plan.model_copy(update={
-        "pool": [*plan.pool, "retrieval_novelty"], "primary": "retrieval_novelty",
-        "qualities": list(dict.fromkeys([*plan.qualities, "novelty against the literature"])),
-        "reason": ("novelty compared with the literature is measured by retrieval_novelty (METRICS.md E: "
-                   f"similarity to the 4 works retrieved from {where})"
-                   + "".join(f"; {r}" for r in plan.reason.split("; ")
-                             if r and not r.startswith("ranking by the benchmark's primary metric")))})
+    return plan.model_copy(
+        update={
+            "pool": [*plan.pool, "retrieval_novelty"],
+            "primary": "retrieval_novelty",
+            "qualities": list(dict.fromkeys([*plan.qualities, "novelty against the literature"])),
+            "reason": (
+                "novelty compared with the literature is measured by retrieval_novelty (METRICS.md E: "
+                f"similarity to the 4 works retrieved from {where})"
+                + "".join(
+                    f"; {r}"
+                    for r in plan.reason.split("; ")
+                    if r and not r.startswith("ranking by the benchmark's primary metric")
+                )
+            ),
+        }
+    )
 
 
 def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) -> MetricPlan:
@@ -231,8 +260,10 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
             qualities.append(w)
             reason.append(f"'{w}' matches the rubric {rub.name} ({len(rub.criteria)} criteria)")
         elif rub is None:
-            notes.append(f"'{w}' (asked in the request) is measured by no metric or rubric here, so the ranking "
-                         "does not measure it; define one with `sgieval metric define`")
+            notes.append(
+                f"'{w}' (asked in the request) is measured by no metric or rubric here, so the ranking "
+                "does not measure it; define one with `sgieval metric define`"
+            )
             unmeasured.append(w)
     if not primary:
         declared = declared_primaries(items)
@@ -240,11 +271,20 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
         primary = prim[0] if prim else (names[0] if names else "")
         reason.append(f"ranking by the benchmark's primary metric {primary}")
         if unmeasured:
-            stand_in = (f"{', '.join(repr(w) for w in unmeasured)} {'is' if len(unmeasured) == 1 else 'are'} measured "
-                        f"by no metric or rubric here, so the ranking uses the benchmark's primary metric {primary} "
-                        "instead (define a rubric with `sgieval metric define`)")
-    return MetricPlan(predefined=names, custom=custom, primary=primary, qualities=qualities,
-                      reason="; ".join(reason), notes=notes, stand_in=stand_in)
+            stand_in = (
+                f"{', '.join(repr(w) for w in unmeasured)} {'is' if len(unmeasured) == 1 else 'are'} measured "
+                f"by no metric or rubric here, so the ranking uses the benchmark's primary metric {primary} "
+                "instead (define a rubric with `sgieval metric define`)"
+            )
+    return MetricPlan(
+        predefined=names,
+        custom=custom,
+        primary=primary,
+        qualities=qualities,
+        reason="; ".join(reason),
+        notes=notes,
+        stand_in=stand_in,
+    )
 
 
 CUSTOM_SYSTEM = """You are the metric customisation agent of sgieval. The benchmark's predefined metrics are always applied.
@@ -295,8 +335,15 @@ def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any
             notes.append(f"the PDF {raw} named in the request could not be read: {e.one_line()}")
             continue
         text = doc.text
-        docs.append({"path": raw, "title": doc.title or Path(path).name, "pages": len(doc.pages),
-                     "partial": doc.partial or len(text) > PDF_CHARS, "text": text[:PDF_CHARS]})
+        docs.append(
+            {
+                "path": raw,
+                "title": doc.title or Path(path).name,
+                "pages": len(doc.pages),
+                "partial": doc.partial or len(text) > PDF_CHARS,
+                "text": text[:PDF_CHARS],
+            }
+        )
     return docs, notes
 
 
@@ -313,8 +360,9 @@ def _tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[
     missing = [c for c in cite if c not in source]
     if missing:
         source = f"{source}; " + "; ".join(missing)
-    return r.model_copy(update={"name": name, "tasks": r.tasks or ["*"], "source": source, "kind": "rubric",
-                                "range": (0.0, 100.0)})
+    return r.model_copy(
+        update={"name": name, "tasks": r.tasks or ["*"], "source": source, "kind": "rubric", "range": (0.0, 100.0)}
+    )
 
 
 DRAFT_SYSTEM = """You formalise a quality of scientific answers as a rubric for sgieval.
@@ -323,8 +371,14 @@ Weights default to 1 (say otherwise only when asked). Aggregation is the weighte
 scores x 10 (0-100). `tasks` is ["*"]. Put your citations (documents, URLs, papers) in `source`."""
 
 
-async def draft_rubric(quality: str, agent: NamedModel, *, request: str = "", documents: list[dict[str, Any]] | None = None,
-                       name: str | None = None) -> tuple[Rubric | None, list[str], str | None]:
+async def draft_rubric(
+    quality: str,
+    agent: NamedModel,
+    *,
+    request: str = "",
+    documents: list[dict[str, Any]] | None = None,
+    name: str | None = None,
+) -> tuple[Rubric | None, list[str], str | None]:
     """Ask ``agent`` for a :class:`Rubric` measuring ``quality`` (structured
     output, parse retries).  ``documents`` (from :func:`read_named_pdfs`) are
     shown as delimited data and cited in ``source``.  Returns (rubric or None,
@@ -337,12 +391,17 @@ async def draft_rubric(quality: str, agent: NamedModel, *, request: str = "", do
         parts.append(f"User request: {request}")
     for d in docs:
         parts.append(f"Document {d['path']} ({d['title']}):\n{as_data(d['text'], 'DOCUMENT')}")
-    reply = await ask_structured(agent, [SystemMessage(content=DRAFT_SYSTEM), HumanMessage(content="\n\n".join(parts))],
-                                 Rubric)
+    reply = await ask_structured(
+        agent, [SystemMessage(content=DRAFT_SYSTEM), HumanMessage(content="\n\n".join(parts))], Rubric
+    )
     if reply.parsed is None:
         return None, reply.raw, reply.error
-    r = _tidy_rubric(reply.parsed, taken=set(), default_source=f"drafted by {agent.name} for '{quality}'",
-                     cite=[f"{d['path']} ({d['title']})" for d in docs])
+    r = _tidy_rubric(
+        reply.parsed,
+        taken=set(),
+        default_source=f"drafted by {agent.name} for '{quality}'",
+        cite=[f"{d['path']} ({d['title']})" for d in docs],
+    )
     if name:
         r = r.model_copy(update={"name": slug(name)})
     return r, reply.raw, None
@@ -358,8 +417,9 @@ def _urls(evidence: list[Any]) -> list[str]:
     return [u for u in dict.fromkeys(out) if u][:5]
 
 
-async def run_customisation(request: str, items: list[Item], *, agent: NamedModel | None = None,
-                            options: dict | None = None, tools: Any = None) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
+async def run_customisation(
+    request: str, items: list[Item], *, agent: NamedModel | None = None, options: dict | None = None, tools: Any = None
+) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
     """(plan, predefined Metric objects, trace).  With ``agent``, the model
     proposes the ranking metric and any custom rubrics; the predefined list
     is enforced in code, so the agent can add metrics but never drop one.
@@ -385,24 +445,36 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
         trace["documents"] = [{k: v for k, v in d.items() if k != "text"} for d in docs]
     if agent is None:
         if docs:
-            base.notes.append(f"read {', '.join(d['path'] for d in docs)}, but drafting a rubric from a document "
-                              "needs an agent model (--agent-model); the rubric library was used instead")
+            base.notes.append(
+                f"read {', '.join(d['path'] for d in docs)}, but drafting a rubric from a document "
+                "needs an agent model (--agent-model); the rubric library was used instead"
+            )
         return base, metrics, trace
     # pool metrics the agent may choose (issue 12 item 4): retrieval novelty, when there is something to search
     source = retrieval_source(options, tools)
     offered = [n for n in POOL_METRICS if n in base.pool or source is not None]
     pool_specs = {n: [s for m in pool_metrics([n], options) for s in m.specs] for n in offered}
-    listing = "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for m in metrics for s in m.specs
-                        if not any(s.name in POOL_METRICS[n] for n in offered))
+    listing = "\n".join(
+        f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}"
+        for m in metrics
+        for s in m.specs
+        if not any(s.name in POOL_METRICS[n] for n in offered)
+    )
     content = f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
     if offered:
-        content += ("\nPool metrics (applied only when you name them in `pool`; one may be `primary`):\n" + "\n".join(
-            f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for n in offered for s in pool_specs[n])
+        content += (
+            "\nPool metrics (applied only when you name them in `pool`; one may be `primary`):\n"
+            + "\n".join(
+                f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for n in offered for s in pool_specs[n]
+            )
             + f"\n  retrieval_novelty searches {source or 'the web'}; choose it (pool and primary) for a request "
-              "about novelty or originality compared with the literature, prior work or the user's papers.")
+            "about novelty or originality compared with the literature, prior work or the user's papers."
+        )
     for d in docs:
-        content += (f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
-                    f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}")
+        content += (
+            f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
+            f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}"
+        )
     msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
     evidence: list[Any] = []
     direct: MetricPlan | None = None
@@ -411,9 +483,19 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
 
         budget = int((options or {}).get("agent_tool_budget", 3))
         try:
-            loop = await tool_loop(agent, [SystemMessage(content=CUSTOM_SYSTEM + "\nYou may first call web_search or "
-                                                         f"read_pdf (at most {budget} calls) to ground rubric criteria."),
-                                           msgs[1]], tools, allowed=("web_search", "read_pdf"), budget=budget)
+            loop = await tool_loop(
+                agent,
+                [
+                    SystemMessage(
+                        content=CUSTOM_SYSTEM + "\nYou may first call web_search or "
+                        f"read_pdf (at most {budget} calls) to ground rubric criteria."
+                    ),
+                    msgs[1],
+                ],
+                tools,
+                allowed=("web_search", "read_pdf"),
+                budget=budget,
+            )
             evidence = loop.evidence
             if loop.last is not None and not loop.last.tool_calls:
                 try:  # the agent answered with the plan right away: no second call
@@ -421,8 +503,11 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
                 except (ValueError, ValidationError):
                     direct = None
             if loop.last is not None and direct is None:
-                msgs = [msgs[0], *loop.messages[1:],
-                        HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object.")]
+                msgs = [
+                    msgs[0],
+                    *loop.messages[1:],
+                    HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object."),
+                ]
         except ModelCallError as e:
             base.notes.append(f"agent {agent.name} tool use failed ({e.message}); planning without tools")
         trace["tool_evidence"] = [e.model_dump(mode="json") for e in evidence]
@@ -437,8 +522,12 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     p = reply.parsed
     cite = [f"{d['path']} ({d['title']})" for d in docs] + [f"consulted {u}" for u in _urls(evidence)]
     taken = set(base.predefined)
-    custom = [_tidy_rubric(r, taken=taken, default_source=f"drafted by agent {agent.name} from the request: {request}",
-                           cite=cite) for r in p.custom]
+    custom = [
+        _tidy_rubric(
+            r, taken=taken, default_source=f"drafted by agent {agent.name} from the request: {request}", cite=cite
+        )
+        for r in p.custom
+    ]
     if not custom:
         custom = list(base.custom)
     notes = base.notes + p.notes
@@ -459,19 +548,30 @@ async def run_customisation(request: str, items: list[Item], *, agent: NamedMode
     pool = list(dict.fromkeys([*base.pool, *chosen]))
     for n in p.pool:
         if n not in pool:
-            notes.append(f"agent {agent.name} chose the pool metric {n!r}, which is not offered here"
-                         + (" (retrieval novelty needs --corpus <folder> or the search tool)"
-                            if n in POOL_METRICS else ""))
+            notes.append(
+                f"agent {agent.name} chose the pool metric {n!r}, which is not offered here"
+                + (" (retrieval novelty needs --corpus <folder> or the search tool)" if n in POOL_METRICS else "")
+            )
     names = {r.name for r in custom} | set(base.predefined) | {x for n in pool for x in POOL_METRICS[n]}
-    primary = p.primary if p.primary in names else (base.primary if base.primary in names else
-                                                    (custom[0].name if custom else base.primary))
+    primary = (
+        p.primary
+        if p.primary in names
+        else (base.primary if base.primary in names else (custom[0].name if custom else base.primary))
+    )
     qualities = p.qualities or base.qualities
     if "retrieval_novelty" in chosen and "retrieval_novelty" not in base.pool:
         qualities = list(dict.fromkeys([*qualities, "novelty against the literature"]))
-    plan = MetricPlan(predefined=base.predefined, custom=custom, primary=primary,
-                      qualities=qualities, reason=p.reason or base.reason,
-                      notes=notes, planner=agent.name, pool=pool,
-                      stand_in=base.stand_in if primary == base.primary else "")
+    plan = MetricPlan(
+        predefined=base.predefined,
+        custom=custom,
+        primary=primary,
+        qualities=qualities,
+        reason=p.reason or base.reason,
+        notes=notes,
+        planner=agent.name,
+        pool=pool,
+        stand_in=base.stand_in if primary == base.primary else "",
+    )
     metrics = [m for m in metrics if not any(s.name in POOL_METRICS.get(n, ()) for n in offered for s in m.specs)]
     return plan, [*metrics, *pool_metrics(pool, options)], trace
 
@@ -496,16 +596,38 @@ _FILLER = re.compile(
     r"(?:how|whether|if)\s+(?:well\s+|much\s+)?|(?:the\s+)?(?:model'?s?|responses?|answers?|ideas?|proposals?)\s+"
     r"(?:is|are|shows?|has|have|gives?|uses?|includes?)?\s*|(?:is|are|be)\s+|"
     r"(?:(?:research|scientific|proposed|generated)\s+)?(?:ideas?|responses?|answers?|proposals?|plans?|outputs?)\s+"
-    r"(?:states?|gives?|proposes?|includes?|provides?|presents?|makes?|offers?|contains?)\s+)+", re.I)
+    r"(?:states?|gives?|proposes?|includes?|provides?|presents?|makes?|offers?|contains?)\s+)+",
+    re.I,
+)
 _GENERIC = [
-    ("correctness", "Statements, numbers and conclusions are correct.",
-     "Mostly wrong.", "Partly correct, with notable errors.", "Fully correct."),
-    ("completeness", "Every part of the task is addressed.",
-     "Most of the task is ignored.", "Main parts addressed, some missing.", "Every part addressed in depth."),
-    ("justification", "Claims are supported with reasoning, evidence or references.",
-     "Unsupported assertions.", "Some support, with gaps.", "Every claim is well supported."),
-    ("clarity", "The response is clear and well organised.",
-     "Confusing.", "Understandable with effort.", "Clear and well organised."),
+    (
+        "correctness",
+        "Statements, numbers and conclusions are correct.",
+        "Mostly wrong.",
+        "Partly correct, with notable errors.",
+        "Fully correct.",
+    ),
+    (
+        "completeness",
+        "Every part of the task is addressed.",
+        "Most of the task is ignored.",
+        "Main parts addressed, some missing.",
+        "Every part addressed in depth.",
+    ),
+    (
+        "justification",
+        "Claims are supported with reasoning, evidence or references.",
+        "Unsupported assertions.",
+        "Some support, with gaps.",
+        "Every claim is well supported.",
+    ),
+    (
+        "clarity",
+        "The response is clear and well organised.",
+        "Confusing.",
+        "Understandable with effort.",
+        "Clear and well organised.",
+    ),
 ]
 
 
@@ -524,9 +646,35 @@ def key_phrases(description: str, limit: int = 4) -> list[str]:
     return out[:limit]
 
 
-_VERBS = ("states", "gives", "estimates", "includes", "provides", "proposes", "describes", "explains", "considers",
-          "uses", "has", "contains", "discusses", "identifies", "addresses", "mentions", "offers", "presents",
-          "defines", "reports", "cites", "quantifies", "justifies", "compares", "lists", "avoids", "follows")
+_VERBS = (
+    "states",
+    "gives",
+    "estimates",
+    "includes",
+    "provides",
+    "proposes",
+    "describes",
+    "explains",
+    "considers",
+    "uses",
+    "has",
+    "contains",
+    "discusses",
+    "identifies",
+    "addresses",
+    "mentions",
+    "offers",
+    "presents",
+    "defines",
+    "reports",
+    "cites",
+    "quantifies",
+    "justifies",
+    "compares",
+    "lists",
+    "avoids",
+    "follows",
+)
 
 
 def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
@@ -540,18 +688,27 @@ def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
     p = phrase.strip()
     first = p.split()[0].lower() if p.split() else ""
     if first in _VERBS:
-        desc = (f"Checks whether the response {p}, explicitly and specifically, and whether that part is correct "
-                "and supported by reasoning or evidence.")
-        anchors = {0: f"The response does not {first.removesuffix('es') if first.endswith('ies') else first[:-1]}"
-                      f"{' ' + ' '.join(p.split()[1:]) if len(p.split()) > 1 else ''}.".replace("  ", " "),
-                   5: "It does so only vaguely, partly or without support.",
-                   10: "It does so explicitly, specifically and with sound support."}
+        desc = (
+            f"Checks whether the response {p}, explicitly and specifically, and whether that part is correct "
+            "and supported by reasoning or evidence."
+        )
+        anchors = {
+            0: f"The response does not {first.removesuffix('es') if first.endswith('ies') else first[:-1]}"
+            f"{' ' + ' '.join(p.split()[1:]) if len(p.split()) > 1 else ''}.".replace("  ", " "),
+            5: "It does so only vaguely, partly or without support.",
+            10: "It does so explicitly, specifically and with sound support.",
+        }
     else:
         art = "an" if p[:1].lower() in "aeiou" else "a"
-        desc = (f"Checks whether the response contains {art} {p} that is stated explicitly, is specific enough to "
-                "act on or test, and is supported by reasoning or evidence.")
-        anchors = {0: f"No {p} in the response.", 5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
-                   10: f"{art.capitalize()} {p} is explicit, specific and well supported."}
+        desc = (
+            f"Checks whether the response contains {art} {p} that is stated explicitly, is specific enough to "
+            "act on or test, and is supported by reasoning or evidence."
+        )
+        anchors = {
+            0: f"No {p} in the response.",
+            5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
+            10: f"{art.capitalize()} {p} is explicit, specific and well supported.",
+        }
     return Criterion(name=p, description=desc + weight_note, anchors=anchors)
 
 
@@ -569,8 +726,13 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
         if n not in {c.name for c in crits}:
             crits.append(Criterion(name=n, description=d, anchors={0: a0, 5: a5, 10: a10}))
     metric = slug(name or (phrases[0] if phrases else "custom_metric"))
-    return Rubric(name=metric, tasks=["*"], description=(description or metric).strip(), criteria=crits,
-                  source="user (sgieval metric define, generic rubric from the description)")
+    return Rubric(
+        name=metric,
+        tasks=["*"],
+        description=(description or metric).strip(),
+        criteria=crits,
+        source="user (sgieval metric define, generic rubric from the description)",
+    )
 
 
 def best_library_match(description: str) -> tuple[Rubric | None, float]:
@@ -603,8 +765,9 @@ REVISE_SYSTEM = """You revise an sgieval rubric as the researcher asks. Change o
 criterion, anchor and weight as it is. Reply with the whole revised rubric."""
 
 
-async def propose_rubric(description: str, *, agent: NamedModel | None = None,
-                         name: str | None = None) -> tuple[Rubric, str]:
+async def propose_rubric(
+    description: str, *, agent: NamedModel | None = None, name: str | None = None
+) -> tuple[Rubric, str]:
     """First rubric for a metric described in plain language -> (rubric, message to the user).
 
     Offline (``agent`` None): the library rubric best matching the
@@ -615,8 +778,11 @@ async def propose_rubric(description: str, *, agent: NamedModel | None = None,
     from ..metric_pool.rubrics import slug
 
     if not (description or "").strip():
-        raise InputError("the metric description is empty", what="metric description",
-                         fix="describe what the metric should measure, e.g. 'how rigorous a research idea is'")
+        raise InputError(
+            "the metric description is empty",
+            what="metric description",
+            fix="describe what the metric should measure, e.g. 'how rigorous a research idea is'",
+        )
     fallback = ""
     if agent is not None:
         msg = f"Description: {description}" + (f"\nMetric name: {slug(name)}" if name else "")
@@ -630,36 +796,74 @@ async def propose_rubric(description: str, *, agent: NamedModel | None = None,
     hit, sim = best_library_match(description)
     if hit is not None:
         r = hit.model_copy(update={"name": slug(name) if name else hit.name}, deep=True)
-        return r, (f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with "
-                   f"{len(r.criteria)} criteria.")
+        return r, (
+            f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with {len(r.criteria)} criteria."
+        )
     r = generic_rubric(description, name)
-    return r, (f"{fallback}No library rubric matches (best {sim:.2f}); a generic rubric with "
-               f"{len(r.criteria)} criteria was built from your description.")
+    return r, (
+        f"{fallback}No library rubric matches (best {sim:.2f}); a generic rubric with "
+        f"{len(r.criteria)} criteria was built from your description."
+    )
 
 
-DONE_RE = re.compile(r"^\s*(?:done|save(?: it)?|finish(?:ed)?|that'?s (?:it|all)|looks good|ok(?:ay)?|lgtm|yes|y)\s*[.!]*\s*$",
-                     re.I)
+DONE_RE = re.compile(
+    r"^\s*(?:done|save(?: it)?|finish(?:ed)?|that'?s (?:it|all)|looks good|ok(?:ay)?|lgtm|yes|y)\s*[.!]*\s*$", re.I
+)
 CANCEL_RE = re.compile(r"^\s*(?:cancel|quit|exit|abort|q)\s*[.!]*\s*$", re.I)
 
 _FACTORS = {"double": 2.0, "twice": 2.0, "triple": 3.0, "thrice": 3.0, "half": 0.5, "halve": 0.5}
 _NUM = r"(\d+(?:\.\d+)?)"
 _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
-    ("add", re.compile(r"^add\s+(?:an?\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
-                       r"(?:(?:about|for|on|covering|named|called)\s+)?"
-                       r"(?:[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019]+)[\"'\u201d\u2019]|(?P<c>[^:\"'(]+?))"
-                       rf"(?:\s*,?\s*\(?\s*(?:with\s+)?(?:an?\s+)?weight(?:ed)?\s*(?:of|=|:|at)?\s*(?P<w>{_NUM})\s*\)?)?"
-                       r"(?:\s*[:\-=]\s*(?P<d>.+))?$", re.I)),
-    ("factor", re.compile(rf"^(?:weigh|weight|count|make)\s+(?:the\s+)?(?P<c>.+?)\s+(?:count\s+)?(?:as\s+)?"
-                          rf"(?P<f>double|twice|triple|thrice|half|x\s*{_NUM}|{_NUM}\s*x|{_NUM}\s+times)(?:\s+as much)?$", re.I)),
-    ("factor", re.compile(r"^(?P<f>double|triple|halve)\s+(?:the\s+)?(?:weight\s+(?:of|for)\s+)?(?:the\s+)?(?P<c>.+?)"
-                          r"(?:'s)?(?:\s+weight)?$", re.I)),
-    ("factor", re.compile(r"^(?P<c>.+?)\s+(?:counts?|weighs?|weighted)\s+(?P<f>double|twice|triple|thrice|half)$", re.I)),
-    ("set", re.compile(rf"^(?:set\s+|give\s+)?(?:the\s+)?weight\s+(?:of|for)\s+(?:the\s+)?(?P<c>.+?)\s*(?:to|=|:|at)\s*(?P<w>{_NUM})$",
-                       re.I)),
-    ("set", re.compile(rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
-                       re.I)),
+    (
+        "add",
+        re.compile(
+            r"^add\s+(?:an?\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
+            r"(?:(?:about|for|on|covering|named|called)\s+)?"
+            r"(?:[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019]+)[\"'\u201d\u2019]|(?P<c>[^:\"'(]+?))"
+            rf"(?:\s*,?\s*\(?\s*(?:with\s+)?(?:an?\s+)?weight(?:ed)?\s*(?:of|=|:|at)?\s*(?P<w>{_NUM})\s*\)?)?"
+            r"(?:\s*[:\-=]\s*(?P<d>.+))?$",
+            re.I,
+        ),
+    ),
+    (
+        "factor",
+        re.compile(
+            rf"^(?:weigh|weight|count|make)\s+(?:the\s+)?(?P<c>.+?)\s+(?:count\s+)?(?:as\s+)?"
+            rf"(?P<f>double|twice|triple|thrice|half|x\s*{_NUM}|{_NUM}\s*x|{_NUM}\s+times)(?:\s+as much)?$",
+            re.I,
+        ),
+    ),
+    (
+        "factor",
+        re.compile(
+            r"^(?P<f>double|triple|halve)\s+(?:the\s+)?(?:weight\s+(?:of|for)\s+)?(?:the\s+)?(?P<c>.+?)"
+            r"(?:'s)?(?:\s+weight)?$",
+            re.I,
+        ),
+    ),
+    (
+        "factor",
+        re.compile(r"^(?P<c>.+?)\s+(?:counts?|weighs?|weighted)\s+(?P<f>double|twice|triple|thrice|half)$", re.I),
+    ),
+    (
+        "set",
+        re.compile(
+            rf"^(?:set\s+|give\s+)?(?:the\s+)?weight\s+(?:of|for)\s+(?:the\s+)?(?P<c>.+?)\s*(?:to|=|:|at)\s*(?P<w>{_NUM})$",
+            re.I,
+        ),
+    ),
+    (
+        "set",
+        re.compile(
+            rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
+            re.I,
+        ),
+    ),
     ("drop", re.compile(r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$", re.I)),
-    ("rename", re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I)),
+    (
+        "rename",
+        re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I),
+    ),
 ]
 
 
@@ -693,16 +897,23 @@ def match_criterion(rubric: Rubric, phrase: str) -> str | None:
     return names[i] if sims[i] >= MATCH_THRESHOLD else None
 
 
-REVISION_HELP = ("Try: 'weigh X double', 'X weight 2', 'drop X', 'add criterion X: description', "
-                 "'add a criterion \"X\" with weight 2', 'rename to NAME' (several at once: join them with 'and' "
-                 "or ';'), or 'done' to save.")
-PHRASINGS = ("Changes you can ask for (offline): 'weigh X double' | 'X weight 2' | 'set the weight of X to 0.5' | "
-             "'drop X' | 'add criterion X: what it checks' | 'add a criterion \"X\" with weight 2' | 'rename to NAME'; "
-             "join several with 'and' or ';'. 'done' saves, 'cancel' quits.")
+REVISION_HELP = (
+    "Try: 'weigh X double', 'X weight 2', 'drop X', 'add criterion X: description', "
+    "'add a criterion \"X\" with weight 2', 'rename to NAME' (several at once: join them with 'and' "
+    "or ';'), or 'done' to save."
+)
+PHRASINGS = (
+    "Changes you can ask for (offline): 'weigh X double' | 'X weight 2' | 'set the weight of X to 0.5' | "
+    "'drop X' | 'add criterion X: what it checks' | 'add a criterion \"X\" with weight 2' | 'rename to NAME'; "
+    "join several with 'and' or ';'. 'done' saves, 'cancel' quits."
+)
 """The offline revision forms, shown before the first change is asked for (``sgieval metric define``)."""
 
-_SPLIT = re.compile(r"[;\n]+|\.\s+|,?\s+\band\s+(?=(?:then\s+|also\s+)?(?:add|remove|drop|delete|weigh|weight|set|"
-                    r"give|rename|call|name|double|triple|halve|make|count)\b)", re.I)
+_SPLIT = re.compile(
+    r"[;\n]+|\.\s+|,?\s+\band\s+(?=(?:then\s+|also\s+)?(?:add|remove|drop|delete|weigh|weight|set|"
+    r"give|rename|call|name|double|triple|halve|make|count)\b)",
+    re.I,
+)
 _NOT_A_NAME = re.compile(r"\b(?:and|weight|weigh|remove|drop|delete|rename|add|set|double|with)\b", re.I)
 
 
@@ -752,10 +963,14 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             cname = re.sub(r"\s+", " ", (m.group("q") or m.group("c") or "").strip().strip("'\"").lower())
             if not m.group("q") and (len(cname.split()) > 6 or _NOT_A_NAME.search(cname)):
                 # never turn a whole instruction into a criterion name
-                done.append(f"I did not understand '{part}' (which words name the criterion?); put the name in "
-                            f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}")
+                done.append(
+                    f"I did not understand '{part}' (which words name the criterion?); put the name in "
+                    f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}"
+                )
                 continue
-            if match_criterion(r, cname) and re.sub(r"\W+", " ", cname) == re.sub(r"\W+", " ", match_criterion(r, cname) or ""):
+            if match_criterion(r, cname) and re.sub(r"\W+", " ", cname) == re.sub(
+                r"\W+", " ", match_criterion(r, cname) or ""
+            ):
                 done.append(f"criterion '{cname}' already exists")
                 continue
             crit = drafted_criterion(cname)
@@ -763,8 +978,13 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
                 crit = crit.model_copy(update={"description": m.group("d").strip()})
             w = float(m.group("w")) if m.group("w") else 1.0
             try:
-                r = Rubric.model_validate({**r.model_dump(), "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
-                                           "weights": {**r.weights, cname: w}})
+                r = Rubric.model_validate(
+                    {
+                        **r.model_dump(),
+                        "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
+                        "weights": {**r.weights, cname: w},
+                    }
+                )
             except ValueError as e:
                 done.append(f"criterion '{cname}' not added: {str(e).splitlines()[0]}")
                 continue
@@ -772,8 +992,11 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             last = cname
             continue
         said = m.group("c").strip().lower()
-        found = last if said in ("it", "this", "that", "this criterion", "that criterion", "the new one") else \
-            match_criterion(r, m.group("c"))
+        found = (
+            last
+            if said in ("it", "this", "that", "this criterion", "that criterion", "the new one")
+            else match_criterion(r, m.group("c"))
+        )
         if found is None:
             done.append(f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})")
             continue
@@ -782,8 +1005,13 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             if len(r.criteria) == 1:
                 done.append(f"cannot drop '{cname}': it is the only criterion")
                 continue
-            r = Rubric.model_validate({**r.model_dump(), "criteria": [c.model_dump() for c in r.criteria if c.name != cname],
-                                       "weights": {k: v for k, v in r.weights.items() if k != cname}})
+            r = Rubric.model_validate(
+                {
+                    **r.model_dump(),
+                    "criteria": [c.model_dump() for c in r.criteria if c.name != cname],
+                    "weights": {k: v for k, v in r.weights.items() if k != cname},
+                }
+            )
             done.append(f"dropped '{cname}'")
             continue
         old = r.weights[cname]
@@ -821,7 +1049,9 @@ async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | Non
     return r, f"{agent.name} revised the rubric ({len(r.criteria)} criteria)."
 
 
-def save_defined_rubric(rubric: Rubric, *, name: str | None = None, folder: str | Path | None = None) -> tuple[Path, str]:
+def save_defined_rubric(
+    rubric: Rubric, *, name: str | None = None, folder: str | Path | None = None
+) -> tuple[Path, str]:
     """Save the rubric ``sgieval metric define`` agreed on -> (path of ``<name>.yaml``, note for the user).
 
     The YAML goes to ``folder`` (default: the user rubric folder, $SGIEVAL_RUBRIC_DIR).  A rubric that edits a

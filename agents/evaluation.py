@@ -43,8 +43,9 @@ def _user_message(item: Item) -> HumanMessage:
     images = item.metadata.get("images") or []
     if not images:
         return HumanMessage(content=item.prompt)
-    blocks: list[str | dict[Any, Any]] = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}}
-                                    for b in images]
+    blocks: list[str | dict[Any, Any]] = [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b}"}} for b in images
+    ]
     blocks.append({"type": "text", "text": item.prompt})
     return HumanMessage(content=blocks)
 
@@ -66,8 +67,12 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
 
         judges = ctx.judges_for(target.name)
         if not judges:
-            return Response(item_id=item.id, model=target.name, status="not_run",
-                            error=ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)"))
+            return Response(
+                item_id=item.id,
+                model=target.name,
+                status="not_run",
+                error=ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)"),
+            )
         if ctx.embedder is None:
             from ..metric_pool.embeddings import get_embedder
 
@@ -77,8 +82,13 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
     try:
         msg = await ainvoke(target, [_user_message(item)])
     except ModelCallError as e:
-        return Response(item_id=item.id, model=target.name, status="infra_error", error=e.message,
-                        latency_s=time.perf_counter() - t0)
+        return Response(
+            item_id=item.id,
+            model=target.name,
+            status="infra_error",
+            error=e.message,
+            latency_s=time.perf_counter() - t0,
+        )
     return reply_response(item, target, msg, latency_s=time.perf_counter() - t0)
 
 
@@ -94,13 +104,22 @@ def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float
         error = f"reply cut by the token limit (finish_reason {r['finish_reason']!r})"
     elif r["status"] == "empty":
         error = "empty reply" + (" (reasoning only, no final text after it)" if r["reasoning"] else "")
-    return Response(item_id=item.id, model=target.name, text=r["text"], reasoning=r["reasoning"],
-                    finish_reason=r["finish_reason"], latency_s=latency_s, tokens=usage(msg),
-                    status=r["status"], error=error)
+    return Response(
+        item_id=item.id,
+        model=target.name,
+        text=r["text"],
+        reasoning=r["reasoning"],
+        finish_reason=r["finish_reason"],
+        latency_s=latency_s,
+        tokens=usage(msg),
+        status=r["status"],
+        error=error,
+    )
 
 
-async def score_response(item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext,
-                         done: set[tuple[str, str, str]]) -> list[Score]:
+async def score_response(
+    item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext, done: set[tuple[str, str, str]]
+) -> list[Score]:
     """Scores of every applicable metric not yet in ``done``.  A metric that
     raises becomes failed Scores (status ``parse_error``) with the exception.
     Metrics see the response's final text only (its reasoning moved out, D.8)."""
@@ -164,9 +183,16 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
         ctx.sandbox = UnavailableSandbox(getattr(sandbox, "name", type(sandbox).__name__), e)
 
 
-async def run_evaluation(store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
-                         ctx: ScoringContext, *, max_parallel: int = 16,
-                         on_progress: Callable[[int, int], None] | None = None) -> EvalProgress:
+async def run_evaluation(
+    store: RunStore,
+    items: list[Item],
+    targets: list[NamedModel],
+    metrics: list[Metric],
+    ctx: ScoringContext,
+    *,
+    max_parallel: int = 16,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> EvalProgress:
     """Evaluate every (target, item) pair not already complete in ``store``.
 
     Units run concurrently (at most ``max_parallel``); each appends its
@@ -184,9 +210,16 @@ async def run_evaluation(store: RunStore, items: list[Item], targets: list[Named
         prog.long_texts_embedded = after[1] - embedded_before[1]
 
 
-async def _run_evaluation(prog: EvalProgress, store: RunStore, items: list[Item], targets: list[NamedModel],
-                          metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
-                          on_progress: Callable[[int, int], None] | None) -> EvalProgress:
+async def _run_evaluation(
+    prog: EvalProgress,
+    store: RunStore,
+    items: list[Item],
+    targets: list[NamedModel],
+    metrics: list[Metric],
+    ctx: ScoringContext,
+    max_parallel: int,
+    on_progress: Callable[[int, int], None] | None,
+) -> EvalProgress:
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
     sem = asyncio.Semaphore(max_parallel)

@@ -41,8 +41,9 @@ R = TypeVar("R")
 
 # EXECUTORS (core): "local", "ray"
 
-_CLIENT_FIELDS = frozenset({"client", "async_client", "root_client", "root_async_client", "http_client",
-                            "http_async_client"})
+_CLIENT_FIELDS = frozenset(
+    {"client", "async_client", "root_client", "root_async_client", "http_client", "http_async_client"}
+)
 
 
 def _check(executor: str) -> None:
@@ -59,7 +60,7 @@ def shard(units: Sequence[U], n: int) -> list[list[U]]:
     for k in range(n):
         size = q + (1 if k < r else 0)
         if size:
-            out.append(list(units[start:start + size]))
+            out.append(list(units[start : start + size]))
         start += size
     return out
 
@@ -71,8 +72,11 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     try:
         import ray
     except ImportError as e:
-        raise InputError("the ray executor needs Ray", what="--executor ray",
-                         fix="pip install 'sgieval[ray]' (or use --executor local)") from e
+        raise InputError(
+            "the ray executor needs Ray",
+            what="--executor ray",
+            fix="pip install 'sgieval[ray]' (or use --executor local)",
+        ) from e
     if not ray.is_initialized():
         address = address or os.environ.get("RAY_ADDRESS") or None
         kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
@@ -95,8 +99,11 @@ def _portable_chat(chat: Any) -> Any:
         pass
     fields = getattr(type(chat), "model_fields", None)
     if not fields:
-        raise InputError(f"cannot ship chat model {type(chat).__name__} to Ray tasks", what="--executor ray",
-                         fix="use --executor local for this model")
+        raise InputError(
+            f"cannot ship chat model {type(chat).__name__} to Ray tasks",
+            what="--executor ray",
+            fix="use --executor local for this model",
+        )
     data = {k: getattr(chat, k) for k in chat.model_fields_set if k in fields and k not in _CLIENT_FIELDS}
     return ("__rebuild__", type(chat), data)
 
@@ -136,9 +143,16 @@ def _run_in_task(fn: Callable[[list[Any]], Awaitable[Any]], part: list[Any]) -> 
 
 
 # ---------------------------------------------------------------- generic API
-async def run_units(units: Sequence[U], fn: Callable[[list[U]], Awaitable[list[R]]], executor: str = "local", *,
-                    num_shards: int | None = None, on_shard: Callable[[list[R]], None] | None = None,
-                    address: str | None = None, num_cpus: int | None = None) -> list[R]:
+async def run_units(
+    units: Sequence[U],
+    fn: Callable[[list[U]], Awaitable[list[R]]],
+    executor: str = "local",
+    *,
+    num_shards: int | None = None,
+    on_shard: Callable[[list[R]], None] | None = None,
+    address: str | None = None,
+    num_cpus: int | None = None,
+) -> list[R]:
     """Run ``fn`` over ``units`` and return the concatenated results.
 
     ``fn(shard) -> list[result]`` is an async function (for ``ray`` it must be
@@ -176,23 +190,30 @@ async def run_units(units: Sequence[U], fn: Callable[[list[U]], Awaitable[list[R
 
 
 # ---------------------------------------------------------- evaluation binding
-def _pending_items(store: RunStore, items: Sequence[Item], targets: Sequence[NamedModel],
-                   metrics: Sequence[Metric]) -> list[Item]:
+def _pending_items(
+    store: RunStore, items: Sequence[Item], targets: Sequence[NamedModel], metrics: Sequence[Metric]
+) -> list[Item]:
     resp = {(r.item_id, r.model) for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
     out = []
     for it in items:
         for t in targets:
             if (it.id, t.name) not in resp or any(
-                    (it.id, t.name, s.name) not in done for m in metrics if m.applies(it) for s in m.specs):
+                (it.id, t.name, s.name) not in done for m in metrics if m.applies(it) for s in m.specs
+            ):
                 out.append(it)
                 break
     return out
 
 
-def _shard_evaluator(targets: list[dict[str, Any]], metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
-                     existing: dict[str, Any],
-                     use_cache: bool | None = None) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:
+def _shard_evaluator(
+    targets: list[dict[str, Any]],
+    metrics: list[Metric],
+    ctx: ScoringContext,
+    max_parallel: int,
+    existing: dict[str, Any],
+    use_cache: bool | None = None,
+) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:
     """The per-shard function shipped to Ray tasks: evaluates its items on a
     scratch run folder (pre-filled with the run's records of those items) with
     the local executor's code and returns one {"responses", "scores",
@@ -217,19 +238,29 @@ def _shard_evaluator(targets: list[dict[str, Any]], metrics: list[Metric], ctx: 
             have_r = {(r.item_id, r.model) for r in old_r}
             have_s = {(s.item_id, s.model, s.metric) for s in old_s}
             new_r = [r for r in store.read("responses") if (r.item_id, r.model) not in have_r]
-            new_s = [s for s in store.read("scores")
-                     if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s]
+            new_s = [
+                s for s in store.read("scores") if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s
+            ]
             store.close()
         return [{"responses": new_r, "scores": new_s, "ledger": ledger.to_dicts()}]
 
     return evaluate_shard
 
 
-async def evaluate_with_executor(store: RunStore, items: list[Item], targets: list[NamedModel],
-                                 metrics: list[Metric], ctx: ScoringContext, *, executor: str = "local",
-                                 max_parallel: int = 16, on_progress: Callable[[int, int], None] | None = None,
-                                 num_shards: int | None = None, address: str | None = None,
-                                 num_cpus: int | None = None) -> Any:
+async def evaluate_with_executor(
+    store: RunStore,
+    items: list[Item],
+    targets: list[NamedModel],
+    metrics: list[Metric],
+    ctx: ScoringContext,
+    *,
+    executor: str = "local",
+    max_parallel: int = 16,
+    on_progress: Callable[[int, int], None] | None = None,
+    num_shards: int | None = None,
+    address: str | None = None,
+    num_cpus: int | None = None,
+) -> Any:
     """Evaluate ``items`` x ``targets`` into ``store`` with ``executor``.
 
     ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.
@@ -252,8 +283,9 @@ async def evaluate_with_executor(store: RunStore, items: list[Item], targets: li
             existing = {"responses": store.read("responses"), "scores": store.read("scores")}
             from ..models.context import current_call_context
 
-            fn = _shard_evaluator(pack_models(targets), list(metrics), ctx, max_parallel, existing,
-                                  current_call_context().use_cache)
+            fn = _shard_evaluator(
+                pack_models(targets), list(metrics), ctx, max_parallel, existing, current_call_context().use_cache
+            )
             ledger = current_ledger()
             total = len(todo) * len(targets)
             done_units = [0]
@@ -270,10 +302,10 @@ async def evaluate_with_executor(store: RunStore, items: list[Item], targets: li
                 if on_progress:
                     on_progress(min(done_units[0], total), total)
 
-            await run_units(todo, fn, "ray", num_shards=num_shards, on_shard=on_shard, address=address,
-                            num_cpus=num_cpus)
-    prog = await run_evaluation(store, items, targets, metrics, ctx, max_parallel=max_parallel,
-                                on_progress=on_progress)
+            await run_units(
+                todo, fn, "ray", num_shards=num_shards, on_shard=on_shard, address=address, num_cpus=num_cpus
+            )
+    prog = await run_evaluation(store, items, targets, metrics, ctx, max_parallel=max_parallel, on_progress=on_progress)
     # what the shards produced in this call is new, not skipped, as with the local executor
     prog.responses_new += sharded["responses"]
     prog.responses_skipped -= min(sharded["responses"], prog.responses_skipped)
@@ -282,5 +314,4 @@ async def evaluate_with_executor(store: RunStore, items: list[Item], targets: li
     return prog
 
 
-__all__ = ["EXECUTORS", "ensure_ray", "evaluate_with_executor", "pack_models", "run_units", "shard",
-           "unpack_models"]
+__all__ = ["EXECUTORS", "ensure_ray", "evaluate_with_executor", "pack_models", "run_units", "shard", "unpack_models"]

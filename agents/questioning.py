@@ -42,8 +42,15 @@ from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
 from ..models.calls import message_text
 from ..models.tool_loop import bind_tools, run_tool_loop
-from ..core import (DEEP_RESEARCH, DRY_EXPERIMENT, EXPERIMENTAL_REASONING, FEASIBILITY, IDEA_GENERATION,
-                    OPEN_CREATIVITY, WET_EXPERIMENT)
+from ..core import (
+    DEEP_RESEARCH,
+    DRY_EXPERIMENT,
+    EXPERIMENTAL_REASONING,
+    FEASIBILITY,
+    IDEA_GENERATION,
+    OPEN_CREATIVITY,
+    WET_EXPERIMENT,
+)
 
 
 class SelectionPlan(BaseModel):
@@ -120,16 +127,31 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
     if matched:
         reasons.append("request terms mapped to facets: " + "; ".join(f"'{t}' -> {f}" for t, f in matched.items()))
     else:
-        reasons.append("no facet named in the request: every item of the loaded catalog" if text.strip()
-                       else "no request: every item of the loaded catalog")
-    plan = SelectionPlan(filters={f: list(dict.fromkeys(v)) for f, v in filters.items()}, k=k, seed=seed,
-                         sampling="stratified" if k else "all", reason=". ".join(reasons), matched_terms=matched)
+        reasons.append(
+            "no facet named in the request: every item of the loaded catalog"
+            if text.strip()
+            else "no request: every item of the loaded catalog"
+        )
+    plan = SelectionPlan(
+        filters={f: list(dict.fromkeys(v)) for f, v in filters.items()},
+        k=k,
+        seed=seed,
+        sampling="stratified" if k else "all",
+        reason=". ".join(reasons),
+        matched_terms=matched,
+    )
     return plan
 
 
-TASK_BENCHMARK = {IDEA_GENERATION: "sgi-bench", DEEP_RESEARCH: "sgi-bench", DRY_EXPERIMENT: "sgi-bench",
-                  WET_EXPERIMENT: "sgi-bench", EXPERIMENTAL_REASONING: "sgi-bench", FEASIBILITY: "sfbench",
-                  OPEN_CREATIVITY: "sciaidanbench"}
+TASK_BENCHMARK = {
+    IDEA_GENERATION: "sgi-bench",
+    DEEP_RESEARCH: "sgi-bench",
+    DRY_EXPERIMENT: "sgi-bench",
+    WET_EXPERIMENT: "sgi-bench",
+    EXPERIMENTAL_REASONING: "sgi-bench",
+    FEASIBILITY: "sfbench",
+    OPEN_CREATIVITY: "sciaidanbench",
+}
 """Which benchmark holds each task's items (for the error when that benchmark is not loaded)."""
 BENCHMARK_TITLES = {"sgi-bench": "SGI-Bench", "sfbench": "SFBench", "sciaidanbench": "SciAidanBench"}
 
@@ -168,10 +190,13 @@ def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") 
         qualities = detect_qualities(request) + unrecognised_qualities(request)
         if qualities:
             alt = _instead_request(request, plan)
-            fix += (f"; or judge the stored SciAidanBench answers for {qualities[0]} instead: "
-                    f"`sgieval ask \"{alt}\" -b sciaidanbench --judge openai:gpt-4.1`")
-    return InputError(f"{what} items come from {title}, which is not loaded (no local {bench} data)",
-                      what="request", fix=fix)
+            fix += (
+                f"; or judge the stored SciAidanBench answers for {qualities[0]} instead: "
+                f"`sgieval ask \"{alt}\" -b sciaidanbench --judge openai:gpt-4.1`"
+            )
+    return InputError(
+        f"{what} items come from {title}, which is not loaded (no local {bench} data)", what="request", fix=fix
+    )
 
 
 def apply_plan(plan: SelectionPlan, catalog: Catalog, request: str = "") -> list[Item]:
@@ -183,12 +208,18 @@ def apply_plan(plan: SelectionPlan, catalog: Catalog, request: str = "") -> list
         missing = missing_task_data(plan, catalog, request)
         if missing is not None:
             raise missing
-        avail = "; ".join(f"{f}: {', '.join(catalog.values(f))}" for f in ("benchmark", "task", "discipline")
-                          if f in plan.filters or f == "task")
+        avail = "; ".join(
+            f"{f}: {', '.join(catalog.values(f))}"
+            for f in ("benchmark", "task", "discipline")
+            if f in plan.filters or f == "task"
+        )
         desc = ", ".join(f"{f} in {v}" for f, v in plan.filters.items())
         unavailable = "; ".join(f"{b}: {why}" for b, why in catalog.unavailable.items())
-        raise InputError(f"the request selects no items ({desc})", what="request",
-                         fix=f"ask about what the catalog holds ({avail})" + (f"; not loaded: {unavailable}" if unavailable else ""))
+        raise InputError(
+            f"the request selects no items ({desc})",
+            what="request",
+            fix=f"ask about what the catalog holds ({avail})" + (f"; not loaded: {unavailable}" if unavailable else ""),
+        )
     return catalog.sample(matches, plan.k, plan.seed)
 
 
@@ -232,14 +263,20 @@ def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int
     return plan
 
 
-async def llm_plan(request: str, catalog: Catalog, agent: NamedModel, k: int | None, seed: int) -> tuple[SelectionPlan, list[str]]:
+async def llm_plan(
+    request: str, catalog: Catalog, agent: NamedModel, k: int | None, seed: int
+) -> tuple[SelectionPlan, list[str]]:
     """Ask ``agent`` for a SelectionPlan as structured output (models without
     tool calling); returns (plan, raw replies).  Values not in the catalog are
     dropped (noted).  Raises ValueError when the model gives no usable plan
     (the caller falls back to the offline plan)."""
-    msgs = [SystemMessage(content=PLAN_SYSTEM),
-            HumanMessage(content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
-                                 f"Request: {request or '(none: evaluate everything)'}")]
+    msgs = [
+        SystemMessage(content=PLAN_SYSTEM),
+        HumanMessage(
+            content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
+            f"Request: {request or '(none: evaluate everything)'}"
+        ),
+    ]
     reply = await ask_structured(agent, msgs, SelectionPlan)
     if reply.parsed is None:
         raise ValueError(reply.error or "no plan")
@@ -256,8 +293,9 @@ class PlanArgs(BaseModel):
     (None = all matches).  ``reason``: one sentence on why.
     """
 
-    filters: dict[str, list[str]] = Field(default_factory=dict,
-                                          description="facet -> accepted values, e.g. {\"task\": [\"idea_generation\"]}")
+    filters: dict[str, list[str]] = Field(
+        default_factory=dict, description="facet -> accepted values, e.g. {\"task\": [\"idea_generation\"]}"
+    )
     k: int | None = Field(default=None, description="number of items; null = all matches")
     reason: str = Field(default="", description="why these filters answer the request")
 
@@ -271,8 +309,11 @@ def _filters_arg(filters: Any) -> dict[str, list[str]]:
     if isinstance(filters, str):
         filters = json.loads(filters)
     if not isinstance(filters, dict):
-        raise InputError(f"filters must be an object facet -> list of values, got {type(filters).__name__}",
-                         what="filters", fix='pass e.g. {"task": ["idea_generation"]}')
+        raise InputError(
+            f"filters must be an object facet -> list of values, got {type(filters).__name__}",
+            what="filters",
+            fix='pass e.g. {"task": ["idea_generation"]}',
+        )
     return {str(f): [v] if isinstance(v, str) else [str(x) for x in v] for f, v in filters.items() if v}
 
 
@@ -299,6 +340,7 @@ def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
                 return fn(*a, **kw)
             except (InputError, ValueError, TypeError) as e:
                 return f"error: {e}"
+
         return run
 
     def facet_counts(facet: str, filters: dict[str, list[str]] | None = None) -> str:
@@ -310,31 +352,54 @@ def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
     def search_items(text: str, filters: dict[str, list[str]] | None = None, limit: int = 10) -> str:
         """Find catalog items whose prompt contains every word of `text` (optionally within filters: facet -> accepted values); returns id, benchmark, task, discipline and a snippet, best match first."""
         hits = catalog.search(text, catalog.filter(_filters_arg(filters)), limit=max(1, min(int(limit), 50)))
-        return json.dumps([{"id": i.id, "benchmark": i.benchmark, "task": i.task, "discipline": i.discipline,
-                            "snippet": i.prompt[:160]} for i in hits], ensure_ascii=False)
+        return json.dumps(
+            [
+                {
+                    "id": i.id,
+                    "benchmark": i.benchmark,
+                    "task": i.task,
+                    "discipline": i.discipline,
+                    "snippet": i.prompt[:160],
+                }
+                for i in hits
+            ],
+            ensure_ascii=False,
+        )
 
     def sample_items(filters: dict[str, list[str]] | None = None, k: int | None = None) -> str:
         """Preview the item ids a plan would select: items matching the filters (facet -> accepted values), k of them stratified by discipline and task with the run's seed (k null = all matches)."""
         matches = catalog.filter(_filters_arg(filters))
         chosen = catalog.sample(matches, k, seed)
-        return json.dumps({"matches": len(matches), "k": k,
-                           "sampling": "stratified" if k is not None and k < len(matches) else "all",
-                           "item_ids": [i.id for i in chosen]}, ensure_ascii=False)
+        return json.dumps(
+            {
+                "matches": len(matches),
+                "k": k,
+                "sampling": "stratified" if k is not None and k < len(matches) else "all",
+                "item_ids": [i.id for i in chosen],
+            },
+            ensure_ascii=False,
+        )
 
-    return [StructuredTool.from_function(_safe(f), name=f.__name__, description=f.__doc__)
-            for f in (facet_counts, search_items, sample_items)]
+    return [
+        StructuredTool.from_function(_safe(f), name=f.__name__, description=f.__doc__)
+        for f in (facet_counts, search_items, sample_items)
+    ]
 
 
 def submit_tool() -> BaseTool:
     """The ``submit_selection_plan`` tool (schema :class:`PlanArgs`); calling it ends the agent's turn."""
 
-    def submit_selection_plan(filters: dict[str, list[str]] | None = None, k: int | None = None,
-                              reason: str = "") -> str:
+    def submit_selection_plan(
+        filters: dict[str, list[str]] | None = None, k: int | None = None, reason: str = ""
+    ) -> str:
         return "plan received"
 
     return StructuredTool.from_function(
-        submit_selection_plan, name=SUBMIT_TOOL, args_schema=PlanArgs,
-        description="Submit the final selection plan (filters, k, reason). Call exactly once, at the end.")
+        submit_selection_plan,
+        name=SUBMIT_TOOL,
+        args_schema=PlanArgs,
+        description="Submit the final selection plan (filters, k, reason). Call exactly once, at the end.",
+    )
 
 
 TOOL_SYSTEM = """You are the questioning agent of sgieval, an evaluation orchestrator for scientific LLMs.
@@ -350,8 +415,9 @@ def bind_catalog_tools(agent: NamedModel, tools: list[BaseTool]) -> Any | None:
     return bind_tools(agent, tools)
 
 
-async def tool_plan(request: str, catalog: Catalog, agent: NamedModel, bound: Any, k: int | None, seed: int,
-                    *, max_steps: int = 8) -> tuple[SelectionPlan, list[dict[str, Any]]]:
+async def tool_plan(
+    request: str, catalog: Catalog, agent: NamedModel, bound: Any, k: int | None, seed: int, *, max_steps: int = 8
+) -> tuple[SelectionPlan, list[dict[str, Any]]]:
     """The tool-calling loop (the one tool loop,
     :func:`sgieval.models.tool_loop.run_tool_loop`): the model calls catalog
     tools (their results go back as ToolMessages) until it calls
@@ -360,9 +426,13 @@ async def tool_plan(request: str, catalog: Catalog, agent: NamedModel, bound: An
     a plain-text reply is ``{"tool": None, ...}``).  Raises ValueError after
     ``max_steps`` turns without a plan, ModelCallError when a call fails."""
     tools = {t.name: t for t in catalog_tools(catalog, seed)}
-    msgs: list[Any] = [SystemMessage(content=TOOL_SYSTEM),
-                       HumanMessage(content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
-                                            f"Request: {request or '(none: evaluate everything)'}")]
+    msgs: list[Any] = [
+        SystemMessage(content=TOOL_SYSTEM),
+        HumanMessage(
+            content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
+            f"Request: {request or '(none: evaluate everything)'}"
+        ),
+    ]
     trace: list[dict[str, Any]] = []
     plan: list[PlanArgs] = []
 
@@ -392,15 +462,25 @@ async def tool_plan(request: str, catalog: Catalog, agent: NamedModel, bound: An
         except (ValueError, TypeError) as e:
             return f"No plan received ({str(e)[:200]}). Call {SUBMIT_TOOL} with the filters, k and reason."
 
-    loop = await run_tool_loop(agent, msgs, bound, execute, offered=[*tools, SUBMIT_TOOL], max_turns=max_steps,
-                               on_text=on_text, done=lambda: bool(plan), unknown_tool=unknown)
+    loop = await run_tool_loop(
+        agent,
+        msgs,
+        bound,
+        execute,
+        offered=[*tools, SUBMIT_TOOL],
+        max_turns=max_steps,
+        on_text=on_text,
+        done=lambda: bool(plan),
+        unknown_tool=unknown,
+    )
     if loop.stopped in ("answered", "finished") and plan:
         return _clean_plan(SelectionPlan(**plan[-1].model_dump()), catalog, agent, k, seed), trace
     raise ValueError(f"no {SUBMIT_TOOL} call within {max_steps} model turns")
 
 
-async def run_questioning(request: str, catalog: Catalog, *, k: int | None = None, seed: int = 0,
-                          agent: NamedModel | None = None) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
+async def run_questioning(
+    request: str, catalog: Catalog, *, k: int | None = None, seed: int = 0, agent: NamedModel | None = None
+) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
     """The questioning step: (plan, selected items, trace).
 
     ``trace`` keeps ``"path"`` ("tools", "structured" or "offline"), the

@@ -31,20 +31,54 @@ from ..core.offload import call
 from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
-from ..reports.answer import (dominant_item, judgement_sources, metric_tops, self_preference, sensitivity_sentence,
-                              tied_at_top)
-from ..reports.build import (ModelStat, SgiRow, assemble, ci_overlap, count_phrase, fmt, fmt2, fmt_total, has_ci,
-                             item_values, not_applicable, order_stats, pair_entry, write_report)
+from ..reports.answer import (
+    dominant_item,
+    judgement_sources,
+    metric_tops,
+    self_preference,
+    sensitivity_sentence,
+    tied_at_top,
+)
+from ..reports.build import (
+    ModelStat,
+    SgiRow,
+    assemble,
+    ci_overlap,
+    count_phrase,
+    fmt,
+    fmt2,
+    fmt_total,
+    has_ci,
+    item_values,
+    not_applicable,
+    order_stats,
+    pair_entry,
+    write_report,
+)
 from ..reports.render import markdown_table
 
-__all__ = ["FIXED_NUMBERS_TEXT", "NARRATIVE_SYSTEM", "NUMBER", "adjacent_pair_tests", "answer_facts", "build_report",
-           "fmt", "judge_reliability", "reliability_section", "reliability_sentences",
-           "header_facts", "llm_narrative", "numbers_supported", "ranking_stats", "sgi_rows", "template_narrative"]
+__all__ = [
+    "FIXED_NUMBERS_TEXT",
+    "NARRATIVE_SYSTEM",
+    "NUMBER",
+    "adjacent_pair_tests",
+    "answer_facts",
+    "build_report",
+    "fmt",
+    "judge_reliability",
+    "reliability_section",
+    "reliability_sentences",
+    "header_facts",
+    "llm_narrative",
+    "numbers_supported",
+    "ranking_stats",
+    "sgi_rows",
+    "template_narrative",
+]
 
 
 # ----------------------------------------------------------------------------- statistics (metric pool)
-def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resamples: int,
-                  seed: int) -> list[ModelStat]:
+def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resamples: int, seed: int) -> list[ModelStat]:
     """One :class:`ModelStat` per model in ``models`` order: the summary
     (metric_pool.aggregate.summarize: mean, total, 95% BCa bootstrap CI with
     ``n_resamples`` resamples and ``seed``) of its ok item-level ``metric``
@@ -52,23 +86,36 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
     None; ``failed`` counts its failed scores (not-applicable ones excluded)."""
     out = []
     for m in models:
-        vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.value is not None
-                and s.item_id != CORPUS]
+        vals = [
+            s.value
+            for s in scores
+            if s.model == m and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
+        ]
         failed = sum(1 for s in scores if s.model == m and s.metric == metric and not s.ok and not not_applicable(s))
-        corpus = [s for s in scores if s.model == m and s.metric == metric and s.ok and s.value is not None
-                  and s.item_id == CORPUS]
+        corpus = [
+            s
+            for s in scores
+            if s.model == m and s.metric == metric and s.ok and s.value is not None and s.item_id == CORPUS
+        ]
         if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
             v = float(corpus[0].value or 0.0)  # not None: filtered above
             n = int(corpus[0].details.get("n", 0) or 0)
-            out.append(ModelStat(m, Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
-                                 failed, corpus=True))
+            out.append(
+                ModelStat(
+                    m,
+                    Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
+                    failed,
+                    corpus=True,
+                )
+            )
             continue
         out.append(ModelStat(m, call(summarize, vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
     return out
 
 
-def adjacent_pair_tests(scores: list[Score], metric: str, ranked: list[ModelStat], *, n_resamples: int,
-                        seed: int) -> list[dict[str, Any]]:
+def adjacent_pair_tests(
+    scores: list[Score], metric: str, ranked: list[ModelStat], *, n_resamples: int, seed: int
+) -> list[dict[str, Any]]:
     """Paired test (metric_pool.aggregate.paired_test, permutation, two-sided)
     of each adjacent pair of ``ranked`` (rank i vs rank i+1) over the items
     both have an ok item-level ``metric`` score for; one
@@ -97,8 +144,11 @@ def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[
     rows = []
     for m in models:
         res = sgi_score([s for s in scores if s.model == m], by_id, model=m)
-        missing = ("" if res.sgi_score is not None
-                   else ", ".join(f"{t.label} ({t.reason})" for t in res.terms.values() if t.missing))
+        missing = (
+            ""
+            if res.sgi_score is not None
+            else ", ".join(f"{t.label} ({t.reason})" for t in res.terms.values() if t.missing)
+        )
         rows.append(SgiRow(m, res.sgi_score, res.summary(), missing))
     return rows
 
@@ -109,12 +159,18 @@ def _ordinal(n: int) -> str:
 
 
 def _ci_text(st: ModelStat) -> str:
-    return (f" (95% CI {fmt2(st.stats.ci_low)} to {fmt2(st.stats.ci_high)})" if has_ci(st.stats)
-            else " (a corpus-level value: no per-item CI)" if st.corpus else " (no CI: fewer than 2 items)")
+    return (
+        f" (95% CI {fmt2(st.stats.ci_low)} to {fmt2(st.stats.ci_high)})"
+        if has_ci(st.stats)
+        else " (a corpus-level value: no per-item CI)"
+        if st.corpus
+        else " (no CI: fewer than 2 items)"
+    )
 
 
-def focus_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, focus: str, scope: str,
-                    n_items: int) -> str:
+def focus_narrative(
+    request: str, ranking: list[ModelStat], spec: MetricSpec, focus: str, scope: str, n_items: int
+) -> str:
     """The absolute answer about one model (issue 17 item 4): its mean (95% CI)
     and total on ``spec``, then where it stands among the other evaluated
     models (its rank and the leader), never "ranks first" of a one-model list."""
@@ -125,23 +181,37 @@ def focus_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, fo
         return f"{q}{focus} has no valid {spec.name} score on the {n_items} selected items; see Failures."
     total = f", total {fmt_total(me.stats.total, spec)}" if math.isinf(spec.range[1]) else ""
     where = f" ({scope})" if scope else ""
-    text = (f"{q}**{focus}** scores a mean of {fmt2(me.stats.mean)} per item by {spec.name} (scale "
-            f"{spec.scale_label}) on {count_phrase(me.stats.n)}{where}{_ci_text(me)}{total}.")
+    text = (
+        f"{q}**{focus}** scores a mean of {fmt2(me.stats.mean)} per item by {spec.name} (scale "
+        f"{spec.scale_label}) on {count_phrase(me.stats.n)}{where}{_ci_text(me)}{total}."
+    )
     others = [s for s in ranked if s.model != focus]
     if not others:
         return text + " No other model was evaluated, so this is an absolute score, not a ranking."
     rank = ranked.index(me) + 1
     lead = ranked[0] if ranked[0].model != focus else ranked[1]
     ties = [s.model for s in ranked if s.model != focus and s.stats.mean == me.stats.mean]
-    text += (f" Among the {len(ranked)} evaluated models it ranks {_ordinal(rank)}"
-             + (f" (tied with {', '.join(ties)})" if ties else "")
-             + (f"; first is {lead.model} (mean {fmt2(lead.stats.mean)})." if rank > 1 else
-                f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."))
+    text += (
+        f" Among the {len(ranked)} evaluated models it ranks {_ordinal(rank)}"
+        + (f" (tied with {', '.join(ties)})" if ties else "")
+        + (
+            f"; first is {lead.model} (mean {fmt2(lead.stats.mean)})."
+            if rank > 1
+            else f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."
+        )
+    )
     return text
 
 
-def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec, n_items: int, scope: str,
-                       comparison: dict[str, Any] | None, focus: str | None = None) -> str:
+def template_narrative(
+    request: str,
+    ranking: list[ModelStat],
+    spec: MetricSpec,
+    n_items: int,
+    scope: str,
+    comparison: dict[str, Any] | None,
+    focus: str | None = None,
+) -> str:
     """Answer the request from the ranking table's own numbers.
 
     The item count named is the leader's ``n`` for ``spec`` (items with an ok
@@ -169,37 +239,56 @@ def template_narrative(request: str, ranking: list[ModelStat], spec: MetricSpec,
     where_text = f" ({'; '.join(where)})" if where else ""
     tied = tied_at_top([(s.model, s.stats.mean) for s in ranked])
     if len(tied) > 1:
-        text = (f"{q}{' and '.join(f'**{m}**' for m in tied)} tie for first by {spec.name} on "
-                f"{count_phrase(best.stats.n)}{where_text}: mean {fmt2(best.stats.mean)} per item each, so the "
-                "request has no single answer on this metric.")
+        text = (
+            f"{q}{' and '.join(f'**{m}**' for m in tied)} tie for first by {spec.name} on "
+            f"{count_phrase(best.stats.n)}{where_text}: mean {fmt2(best.stats.mean)} per item each, so the "
+            "request has no single answer on this metric."
+        )
     else:
-        text = (f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: "
-                f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}.")
+        text = (
+            f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: "
+            f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}."
+        )
     if len(ranked) > 1:
         order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
         text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."
         second = ranked[1]
         if not best.corpus and best.stats.n != second.stats.n:
-            text += (f" Coverage differs: {best.model} has {count_phrase(best.stats.n, 'scored item')} and "
-                     f"{second.model} {second.stats.n}; the paired test below uses only the items both have.")
+            text += (
+                f" Coverage differs: {best.model} has {count_phrase(best.stats.n, 'scored item')} and "
+                f"{second.model} {second.stats.n}; the paired test below uses only the items both have."
+            )
         if len(tied) > 1:
             pass
         elif comparison and comparison.get("p") is not None:
             sig = "a significant" if comparison["p"] < 0.05 else "no significant"
-            text += (f" Against the runner-up {second.model} (mean {fmt2(second.stats.mean)}), the paired test on "
-                     f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level.")
+            text += (
+                f" Against the runner-up {second.model} (mean {fmt2(second.stats.mean)}), the paired test on "
+                f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level."
+            )
         else:
             shared = comparison["n"] if comparison else 0
-            text += (f" No paired test against the runner-up {second.model} (mean {fmt2(second.stats.mean)}): "
-                     f"they share {count_phrase(shared, 'scored item')} and the test needs at least 2, so the order is not "
-                     "evidence of a difference.")
+            text += (
+                f" No paired test against the runner-up {second.model} (mean {fmt2(second.stats.mean)}): "
+                f"they share {count_phrase(shared, 'scored item')} and the test needs at least 2, so the order is not "
+                "evidence of a difference."
+            )
             if ci_overlap(best.stats, second.stats):
                 text += " Their 95% CIs overlap."
     return text
 
 
-def answer_facts(scores: list[Score], specs: list[MetricSpec], spec: MetricSpec, stats: list[ModelStat], *,
-                 judges: list[str], allow_self_judge: bool, stand_in: str = "", focus: str | None = None) -> list[str]:
+def answer_facts(
+    scores: list[Score],
+    specs: list[MetricSpec],
+    spec: MetricSpec,
+    stats: list[ModelStat],
+    *,
+    judges: list[str],
+    allow_self_judge: bool,
+    stand_in: str = "",
+    focus: str | None = None,
+) -> list[str]:
     """Sentences the Answer adds after the narrative (template or agent),
     computed in code (issue 17 items 1-3): the stand-in metric and why; other
     metrics that put another model first; a mean dominated by one item (with
@@ -218,19 +307,28 @@ def answer_facts(scores: list[Score], specs: list[MetricSpec], spec: MetricSpec,
             if set(top) & set(leaders if not focus else names[:1]):
                 continue
             doms = [d for d in (dominant_item(scores, name, m) for m in top) if d]
-            dom = (f", but one item, {doms[0]['item']}, holds {fmt(doms[0]['value'])} of its {fmt(doms[0]['total'])} "
-                   f"({doms[0]['share']:.0%}); median {fmt2(doms[0]['median'])} per item" if doms else "")
+            dom = (
+                f", but one item, {doms[0]['item']}, holds {fmt(doms[0]['value'])} of its {fmt(doms[0]['total'])} "
+                f"({doms[0]['share']:.0%}); median {fmt2(doms[0]['median'])} per item"
+                if doms
+                else ""
+            )
             disagree.append(f"{name} puts {' and '.join(top)} first (mean {fmt2(mean)}{dom})")
         if disagree:
             first = " and ".join(leaders) if not focus else names[0]
-            out.append(f"The metrics disagree about the top model: {spec.name} puts {first} first, but "
-                       + "; ".join(disagree) + ".")
-    for m in (leaders if not focus else [focus]):
+            out.append(
+                f"The metrics disagree about the top model: {spec.name} puts {first} first, but "
+                + "; ".join(disagree)
+                + "."
+            )
+    for m in leaders if not focus else [focus]:
         dominant = dominant_item(scores, spec.name, m)
         if dominant:
-            out.append(f"One item dominates {m}'s mean on {spec.name}: {dominant['item']} holds "
-                       f"{fmt(dominant['value'])} of its total {fmt(dominant['total'])} ({dominant['share']:.0%}); its "
-                       f"median is {fmt2(dominant['median'])} per item against a mean of {fmt2(dominant['mean'])}.")
+            out.append(
+                f"One item dominates {m}'s mean on {spec.name}: {dominant['item']} holds "
+                f"{fmt(dominant['value'])} of its total {fmt(dominant['total'])} ({dominant['share']:.0%}); its "
+                f"median is {fmt2(dominant['median'])} per item against a mean of {fmt2(dominant['mean'])}."
+            )
     if ranked:
         sens = sensitivity_sentence(scores, spec, names)
         if sens:
@@ -239,11 +337,15 @@ def answer_facts(scores: list[Score], specs: list[MetricSpec], spec: MetricSpec,
     who = []
     for src in sources:
         if src.get("origin") == "stored":
-            who.append(f"acceptance rests on stored judgements of the original run: coherence by {src.get('coherence')} "
-                       f"and novelty by {src.get('novelty')} embeddings")
+            who.append(
+                f"acceptance rests on stored judgements of the original run: coherence by {src.get('coherence')} "
+                f"and novelty by {src.get('novelty')} embeddings"
+            )
         else:
-            who.append(f"acceptance was decided in this run: coherence by {src.get('coherence')} and novelty by "
-                       f"{src.get('novelty')} embeddings")
+            who.append(
+                f"acceptance was decided in this run: coherence by {src.get('coherence')} and novelty by "
+                f"{src.get('novelty')} embeddings"
+            )
     if judges:
         who.append(f"judge and rubric metrics were scored by {', '.join(judges)}")
     elif sources:
@@ -293,9 +395,11 @@ def header_facts(header: dict[str, Any], n_items: int, models: list[str]) -> str
     """The run header's facts as one text (what a narrative may cite besides
     the tables): items selected, K, seed, target models and their count,
     judges, filters, plus :data:`FIXED_NUMBERS_TEXT`."""
-    return (f"items selected: {n_items}; K: {header.get('k', 'all matches')}; seed: {header.get('seed', 0)}; "
-            f"target models ({len(models)}): {', '.join(models)}; judge: {header.get('judges', 'none')}; "
-            f"filters: {header.get('filters', 'none')}; {FIXED_NUMBERS_TEXT}")
+    return (
+        f"items selected: {n_items}; K: {header.get('k', 'all matches')}; seed: {header.get('seed', 0)}; "
+        f"target models ({len(models)}): {', '.join(models)}; judge: {header.get('judges', 'none')}; "
+        f"filters: {header.get('filters', 'none')}; {FIXED_NUMBERS_TEXT}"
+    )
 
 
 NARRATIVE_SYSTEM = """You write the answer paragraph of an evaluation report for a researcher.
@@ -304,15 +408,18 @@ Name the target models exactly as in the tables. Call a difference significant o
 paired-test table (state its p); overlapping confidence intervals alone are not a test."""
 
 
-async def llm_narrative(agent: NamedModel, request: str, tables_text: str,
-                        header_text: str = "") -> tuple[str | None, list[str]]:
+async def llm_narrative(
+    agent: NamedModel, request: str, tables_text: str, header_text: str = ""
+) -> tuple[str | None, list[str]]:
     """A narrative from ``agent`` that passes the number check against
     ``tables_text`` and ``header_text`` (:func:`numbers_supported`), or None
     after two attempts; returns (narrative, notes)."""
     notes = []
     facts = f"\n\nRun facts:\n{header_text}" if header_text else ""
-    msgs = [SystemMessage(content=NARRATIVE_SYSTEM),
-            HumanMessage(content=f"Question: {request or 'Which model is best overall?'}\n\nTables:\n{tables_text}{facts}")]
+    msgs = [
+        SystemMessage(content=NARRATIVE_SYSTEM),
+        HumanMessage(content=f"Question: {request or 'Which model is best overall?'}\n\nTables:\n{tables_text}{facts}"),
+    ]
     for attempt in (1, 2):
         try:
             text = message_text(await ainvoke(agent, msgs)).strip()
@@ -323,12 +430,15 @@ async def llm_narrative(agent: NamedModel, request: str, tables_text: str,
         if text and not bad:
             return text, notes
         notes.append(f"narrative attempt {attempt} cited numbers not in the tables: {bad[:5]}")
-        msgs = msgs + [HumanMessage(content=f"These numbers are not in the tables: {bad[:10]}. Rewrite using only table numbers.")]
+        msgs = msgs + [
+            HumanMessage(content=f"These numbers are not in the tables: {bad[:10]}. Rewrite using only table numbers.")
+        ]
     return None, notes
 
 
-def judge_reliability(scores: list[Score], specs: list[MetricSpec], *, seed: int = 0,
-                      n_resamples: int = 1000) -> list[dict[str, Any]]:
+def judge_reliability(
+    scores: list[Score], specs: list[MetricSpec], *, seed: int = 0, n_resamples: int = 1000
+) -> list[dict[str, Any]]:
     """Judge-reliability rows (:func:`sgieval.metric_pool.reliability.reliability_rows`) of every judged metric
     (kind ``judge`` or ``rubric``) that a panel of two or more judges scored; [] when none."""
     from ..metric_pool.reliability import reliability, reliability_rows
@@ -337,8 +447,9 @@ def judge_reliability(scores: list[Score], specs: list[MetricSpec], *, seed: int
     for sp in specs:
         if sp.kind not in ("judge", "rubric"):
             continue
-        rel = reliability([s for s in scores if s.metric == sp.name and s.item_id != CORPUS], sp,
-                          n_resamples=n_resamples, seed=seed)
+        rel = reliability(
+            [s for s in scores if s.metric == sp.name and s.item_id != CORPUS], sp, n_resamples=n_resamples, seed=seed
+        )
         if rel is not None:
             out.append(reliability_rows(rel))
     return out
@@ -346,45 +457,59 @@ def judge_reliability(scores: list[Score], specs: list[MetricSpec], *, seed: int
 
 def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
     """The report's "Judge reliability" section (title, Markdown body) from :func:`judge_reliability` rows."""
-    parts = ["Krippendorff's alpha (interval level for 0-10 and 0-100 scores, nominal for 0/1 labels) with a "
-             "bootstrap 95% CI over units (item x target model); thresholds of Krippendorff (2004): >= 0.800 "
-             "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."]
+    parts = [
+        "Krippendorff's alpha (interval level for 0-10 and 0-100 scores, nominal for 0/1 labels) with a "
+        "bootstrap 95% CI over units (item x target model); thresholds of Krippendorff (2004): >= 0.800 "
+        "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."
+    ]
     for r in rows:
         parts.append(f"### {r['metric']}\n\n{r['verdict']}\n")
         if r.get("n_judges", 2) < 2:  # one judge: only its test-retest agreement and position bias apply
             if r["retest"]:
-                parts.append("Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same "
-                             "items, each repeat a coder, a failed repeat a missing value):\n\n"
-                             + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"]))
+                parts.append(
+                    "Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same "
+                    "items, each repeat a coder, a failed repeat a missing value):\n\n"
+                    + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"])
+                )
             if r["position"]:
                 parts.append(f"Position bias: {r['position']}.")
             continue
         parts.append(markdown_table(["metric", "level", "judges", "units", "alpha", "95% CI"], r["agreement"]))
         if r["offsets"]:
-            parts.append("Each judge's mean offset from the panel mean (metric's scale):\n\n"
-                         + markdown_table(["judge", "mean offset", "95% CI", "units"], r["offsets"]))
+            parts.append(
+                "Each judge's mean offset from the panel mean (metric's scale):\n\n"
+                + markdown_table(["judge", "mean offset", "95% CI", "units"], r["offsets"])
+            )
         if r["leave_one_out"]:
-            parts.append("Leave one judge out (ranking by the remaining judges):\n\n"
-                         + markdown_table(["judge left out", "order (best first)", "top model changes",
-                                           "order changes"], r["leave_one_out"]))
+            parts.append(
+                "Leave one judge out (ranking by the remaining judges):\n\n"
+                + markdown_table(
+                    ["judge left out", "order (best first)", "top model changes", "order changes"], r["leave_one_out"]
+                )
+            )
         if r["self_preference"]:
-            parts.append("Self-preference (a judge scoring a target of its own model family, minus the other "
-                         "judges' mean on the same items):\n\n"
-                         + markdown_table(["judge", "target", "family", "difference", "95% CI", "items",
-                                           "significant"], r["self_preference"]))
+            parts.append(
+                "Self-preference (a judge scoring a target of its own model family, minus the other "
+                "judges' mean on the same items):\n\n"
+                + markdown_table(
+                    ["judge", "target", "family", "difference", "95% CI", "items", "significant"], r["self_preference"]
+                )
+            )
         else:
             parts.append("Self-preference: no judge belongs to the family of a ranked target model.")
         if r["position"]:
             parts.append(f"Position bias: {r['position']}.")
         if r["retest"]:
-            parts.append("Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, "
-                         "each repeat a coder, a failed repeat a missing value):\n\n"
-                         + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"]))
+            parts.append(
+                "Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, "
+                "each repeat a coder, a failed repeat a missing value):\n\n"
+                + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"])
+            )
     return {"title": "Judge reliability", "body": "\n\n".join(parts)}
 
 
 def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | None:
-    """"Retrieved works" section: for each ``retrieval_novelty`` score (METRICS.md E), the item, the target
+    """ "Retrieved works" section: for each ``retrieval_novelty`` score (METRICS.md E), the item, the target
     model, S_inn and the works retrieved with their cosine similarity to the idea (at most ``limit`` rows; the
     rest are in scores.jsonl).  None when the run has no such score."""
     rows = []
@@ -394,16 +519,24 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | 
         ev = next((e for e in (s.evidence or []) if isinstance(e, RetrievalEvidence)), None)
         if ev is None:
             continue
-        works = "; ".join(f"{w.get('title', '')} ({w['similarity']:.3f})" if "similarity" in w else str(w.get("title"))
-                          for w in ev.works) or "none found"
+        works = (
+            "; ".join(
+                f"{w.get('title', '')} ({w['similarity']:.3f})" if "similarity" in w else str(w.get("title"))
+                for w in ev.works
+            )
+            or "none found"
+        )
         value = fmt(s.value) if s.value is not None else (s.error or s.status)
         rows.append([s.item_id, s.model, value, works, ev.query])
     if not rows:
         return None
-    body = ("Works retrieved for each idea (n = 4 requested; cosine similarity to the idea with the run's "
-            "embedder) and the query used; S_inn = clip(10 (1 - mean similarity), 0, 10).\n\n"
-            + markdown_table(["item", "target model", "S_inn (0-10)", "retrieved works (similarity)", "query"],
-                             rows[:limit]))
+    body = (
+        "Works retrieved for each idea (n = 4 requested; cosine similarity to the idea with the run's "
+        "embedder) and the query used; S_inn = clip(10 (1 - mean similarity), 0, 10).\n\n"
+        + markdown_table(
+            ["item", "target model", "S_inn (0-10)", "retrieved works (similarity)", "query"], rows[:limit]
+        )
+    )
     if len(rows) > limit:
         body += f"\n\n{len(rows) - limit} more rows in scores.jsonl (evidence of retrieval_novelty)."
     return {"title": "Retrieved works", "body": body}
@@ -422,19 +555,42 @@ def recheck_section(responses: list[Response], embedding_model: str = "minilm") 
     stored, ours, changed = ranking_changes(rows)
     name = getattr(embedder, "name", embedding_model)
     table = markdown_table(
-        ["target model", "questions", "answers compared", "Spearman rho", "same decision at 0.15",
-         "accepted (stored)", "accepted (re-decided)"],
-        [[r.model, r.n_questions, r.n_answers, "n/a" if r.rho is None else f"{r.rho:.3f}",
-          "n/a" if r.same_share is None else f"{r.same_share:.1%}", r.stored_accepted, r.recheck_accepted]
-         for r in rows])
-    body = (f"Each stored answer's novelty recomputed with {name} (1 - max cosine against the earlier answers of its "
-            "list, METRICS.md B.3) against the stored text-embedding-3-large value, over the non-first answers; "
-            "accepted answers re-decided with the B.5 stop rule (stored coherence, recomputed novelty; a list the "
-            "recheck would continue past its stored end counts as a lower bound).\n\n" + table
-            + f"\n\nRanking by accepted answers: stored {' > '.join(stored)}; re-decided {' > '.join(ours)} "
-            + ("(the order changes)." if changed else "(same order)."))
-    sentence = (f"Rechecked with {name}, the stored acceptance decisions " + (
-        "would change the ranking order" if changed else "give the same ranking order") + ".")
+        [
+            "target model",
+            "questions",
+            "answers compared",
+            "Spearman rho",
+            "same decision at 0.15",
+            "accepted (stored)",
+            "accepted (re-decided)",
+        ],
+        [
+            [
+                r.model,
+                r.n_questions,
+                r.n_answers,
+                "n/a" if r.rho is None else f"{r.rho:.3f}",
+                "n/a" if r.same_share is None else f"{r.same_share:.1%}",
+                r.stored_accepted,
+                r.recheck_accepted,
+            ]
+            for r in rows
+        ],
+    )
+    body = (
+        f"Each stored answer's novelty recomputed with {name} (1 - max cosine against the earlier answers of its "
+        "list, METRICS.md B.3) against the stored text-embedding-3-large value, over the non-first answers; "
+        "accepted answers re-decided with the B.5 stop rule (stored coherence, recomputed novelty; a list the "
+        "recheck would continue past its stored end counts as a lower bound).\n\n"
+        + table
+        + f"\n\nRanking by accepted answers: stored {' > '.join(stored)}; re-decided {' > '.join(ours)} "
+        + ("(the order changes)." if changed else "(same order).")
+    )
+    sentence = (
+        f"Rechecked with {name}, the stored acceptance decisions "
+        + ("would change the ranking order" if changed else "give the same ranking order")
+        + "."
+    )
     return {"section": {"title": "Stored judgements rechecked", "body": body}, "sentence": sentence}
 
 
@@ -445,7 +601,8 @@ def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
         return ""
     # an idea-generation dimension (idea_novelty) is judged through its votes (idea_novelty_win)
     main = next((r for r in rows if r["metric"] == primary), None) or next(
-        (r for r in rows if r["metric"] == f"{primary}_win"), rows[0])
+        (r for r in rows if r["metric"] == f"{primary}_win"), rows[0]
+    )
     text = " " + main["verdict"]
     if main.get("retest_sentence"):
         text += " " + main["retest_sentence"]
@@ -455,13 +612,29 @@ def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
     return text
 
 
-async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Item], responses: list[Response],
-                       scores: list[Score], specs: list[MetricSpec], primary: str, models: list[str],
-                       custom: set[str] | None = None, agent: NamedModel | None = None, n_resamples: int = 10000,
-                       seed: int = 0, warnings: list[str] | None = None,
-                       extra_sections: list[dict[str, str]] | None = None, judges: list[str] | None = None,
-                       allow_self_judge: bool = False, focus: str | None = None, stand_in: str = "",
-                       recheck: bool = False, embedding_model: str = "minilm") -> Path:
+async def build_report(
+    run_dir: Path,
+    *,
+    header: dict[str, Any],
+    items: list[Item],
+    responses: list[Response],
+    scores: list[Score],
+    specs: list[MetricSpec],
+    primary: str,
+    models: list[str],
+    custom: set[str] | None = None,
+    agent: NamedModel | None = None,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    warnings: list[str] | None = None,
+    extra_sections: list[dict[str, str]] | None = None,
+    judges: list[str] | None = None,
+    allow_self_judge: bool = False,
+    focus: str | None = None,
+    stand_in: str = "",
+    recheck: bool = False,
+    embedding_model: str = "minilm",
+) -> Path:
     """Write ``run_dir/report.md`` (and ``figures/ranking.png``, one
     ``figures/criteria_<rubric>.png`` heatmap per rubric metric with criterion
     scores); returns its path.
@@ -480,29 +653,59 @@ async def build_report(run_dir: Path, *, header: dict[str, Any], items: list[Ite
     reliabilities = judge_reliability(scores, specs, seed=seed)
     retrieved = retrieval_section(scores)
     rechecked = recheck_section(responses, embedding_model) if recheck else None
-    sections = [*(extra_sections or []), *([reliability_section(reliabilities)] if reliabilities else []),
-                *([retrieved] if retrieved else []), *([rechecked["section"]] if rechecked else [])]
-    draft = assemble(run_dir, header=header, items=items, responses=responses, scores=scores, specs=specs, spec=spec,
-                     stats=stats, pairs=pairs, sgi=sgi_rows(scores, items, models), models=models, custom=custom,
-                     warnings=warnings, extra_sections=sections, judges=judges,
-                     allow_self_judge=allow_self_judge)
-    narrative = template_narrative(header.get("request", ""), stats, spec, len(items), header.get("scope", ""),
-                                   draft.top, focus=focus)
+    sections = [
+        *(extra_sections or []),
+        *([reliability_section(reliabilities)] if reliabilities else []),
+        *([retrieved] if retrieved else []),
+        *([rechecked["section"]] if rechecked else []),
+    ]
+    draft = assemble(
+        run_dir,
+        header=header,
+        items=items,
+        responses=responses,
+        scores=scores,
+        specs=specs,
+        spec=spec,
+        stats=stats,
+        pairs=pairs,
+        sgi=sgi_rows(scores, items, models),
+        models=models,
+        custom=custom,
+        warnings=warnings,
+        extra_sections=sections,
+        judges=judges,
+        allow_self_judge=allow_self_judge,
+    )
+    narrative = template_narrative(
+        header.get("request", ""), stats, spec, len(items), header.get("scope", ""), draft.top, focus=focus
+    )
     narrative += reliability_sentences(reliabilities, spec.name)
     if rechecked:
         narrative += " " + rechecked["sentence"]
     if draft.sgi_missing:
         narrative += " " + " ".join(draft.sgi_missing)
     if agent is not None:
-        text, notes = await llm_narrative(agent, header.get("request", ""), draft.tables_text,
-                                          header_facts(header, len(items), models))
+        text, notes = await llm_narrative(
+            agent, header.get("request", ""), draft.tables_text, header_facts(header, len(items), models)
+        )
         if text:
             narrative = f"{text}\n\n*(Narrative written by the agent model {agent.name}; every number checked against the tables.)*"
         else:
-            draft.limitations.append("The agent's narrative failed the number check twice; the template narrative is shown. "
-                                     + "; ".join(notes))
-    facts = answer_facts(scores, specs, spec, stats, judges=list(judges or []), allow_self_judge=allow_self_judge,
-                         stand_in=stand_in, focus=focus)
+            draft.limitations.append(
+                "The agent's narrative failed the number check twice; the template narrative is shown. "
+                + "; ".join(notes)
+            )
+    facts = answer_facts(
+        scores,
+        specs,
+        spec,
+        stats,
+        judges=list(judges or []),
+        allow_self_judge=allow_self_judge,
+        stand_in=stand_in,
+        focus=focus,
+    )
     if facts:
         narrative += "\n\n" + " ".join(facts)
     return write_report(run_dir, draft, narrative)

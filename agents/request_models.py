@@ -21,14 +21,30 @@ MODEL_MENTION = re.compile(
     r"|claude[\w.-]*|gemini[\w.-]*|gemma[\w.-]*|llama[\w.-]*|qwen[\w.-]*|qwq[\w.-]*|mistral[\w.-]*"
     r"|mixtral[\w.-]*|deepseek[\w.-]*|phi-?\d[\w.-]*|grok[\w.-]*|command-r[\w.+-]*|smollm[\w.-]*|kimi[\w.-]*"
     r")(?![\w:/])",
-    re.I)
+    re.I,
+)
 """A model name in free text: the common model families (gpt-4.1, o3-mini, claude-3.5-sonnet,
 llama3.3, qwen2.5, mistral, deepseek-r1, phi4, gemini-2.5-pro, ...), case-insensitive, as a word of its own."""
 
-_PROVIDER = {"gpt": "openai", "chatgpt": "openai", "o": "openai", "claude": "anthropic", "gemini": "google_genai",
-             "gemma": "ollama", "llama": "ollama", "qwen": "ollama", "qwq": "ollama", "mistral": "mistralai",
-             "mixtral": "mistralai", "deepseek": "deepseek", "phi": "ollama", "grok": "xai", "command": "cohere",
-             "smollm": "local", "kimi": "openai"}
+_PROVIDER = {
+    "gpt": "openai",
+    "chatgpt": "openai",
+    "o": "openai",
+    "claude": "anthropic",
+    "gemini": "google_genai",
+    "gemma": "ollama",
+    "llama": "ollama",
+    "qwen": "ollama",
+    "qwq": "ollama",
+    "mistral": "mistralai",
+    "mixtral": "mistralai",
+    "deepseek": "deepseek",
+    "phi": "ollama",
+    "grok": "xai",
+    "command": "cohere",
+    "smollm": "local",
+    "kimi": "openai",
+}
 
 
 def model_mentions(request: str) -> list[str]:
@@ -48,7 +64,7 @@ def _bare(name: str) -> str:
     n = name.lower()
     for prefix in ("replay:", "openai:", "local:"):
         if n.startswith(prefix):
-            n = n[len(prefix):]
+            n = n[len(prefix) :]
     if ":" in n and not n.endswith(":latest"):
         n = n.split(":", 1)[1]  # provider:model
     return n.split(":")[0].split("/")[-1]
@@ -100,7 +116,8 @@ def check_named_models(request: str, targets: list[str], stored: list[str]) -> N
     verb = "has" if len(missing) == 1 else "have"
     target_note = f"; the targets are {', '.join(targets)}" if targets else ""
     live = ",".join(live_model_string(m) for m in missing)
-    raise InputError(f"{who} {verb} no stored responses (stored: {have}){target_note}, so the run would answer about "
-                     "other models", what="request",
-                     fix=f"run it live with --models {live} (an OpenAI-compatible server: --base-url), "
-                         "or ask about a stored model")
+    raise InputError(
+        f"{who} {verb} no stored responses (stored: {have}){target_note}, so the run would answer about other models",
+        what="request",
+        fix=f"run it live with --models {live} (an OpenAI-compatible server: --base-url), or ask about a stored model",
+    )

@@ -18,8 +18,10 @@ from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, MetricSpec
 __all__ = ["MetricNeeds", "metric_needs", "none_can_run", "JUDGE_FIX", "SANDBOX_FIX"]
 
 JUDGE_FIX = "pass --judge <model> (e.g. --judge openai:gpt-4.1; --judge local:smollm2 offline, smoke-test quality)"
-SANDBOX_FIX = ("install bubblewrap (`apt-get install bubblewrap`), or pass --sandbox e2b with E2B_API_KEY set, "
-               "or --sandbox unsafe-local --unsafe-local-exec")
+SANDBOX_FIX = (
+    "install bubblewrap (`apt-get install bubblewrap`), or pass --sandbox e2b with E2B_API_KEY set, "
+    "or --sandbox unsafe-local --unsafe-local-exec"
+)
 
 
 class MetricNeeds(BaseModel):
@@ -51,9 +53,18 @@ def _bare(name: str) -> str:
     return name.split(":", 1)[1] if ":" in name else name
 
 
-def metric_needs(specs: list[MetricSpec], items: list[Item], *, primary: str = "", custom: set[str] | None = None,
-                 judges: list[str] | None = None, targets: list[str] | None = None, replay_targets: bool = False,
-                 sandbox: bool = False, allow_self_judge: bool = False) -> list[MetricNeeds]:
+def metric_needs(
+    specs: list[MetricSpec],
+    items: list[Item],
+    *,
+    primary: str = "",
+    custom: set[str] | None = None,
+    judges: list[str] | None = None,
+    targets: list[str] | None = None,
+    replay_targets: bool = False,
+    sandbox: bool = False,
+    allow_self_judge: bool = False,
+) -> list[MetricNeeds]:
     """One :class:`MetricNeeds` per spec, in ``specs`` order.
 
     Needs: judge and rubric metrics need a judge (``judges``: judge model
@@ -76,8 +87,12 @@ def metric_needs(specs: list[MetricSpec], items: list[Item], *, primary: str = "
             if not judges:
                 problems.append(("no judge given", JUDGE_FIX))
             elif not allow_self_judge and targets and all(_bare(j) in {_bare(t) for t in targets} for j in judges):
-                problems.append((f"the only judge ({', '.join(judges)}) is a target model",
-                                 "pass another --judge, or --allow-self-judge"))
+                problems.append(
+                    (
+                        f"the only judge ({', '.join(judges)}) is a target model",
+                        "pass another --judge, or --allow-self-judge",
+                    )
+                )
         if OPEN_CREATIVITY in s.tasks and replay_targets:
             row.needs.append("stored judgements (replayed answers)")
         if DRY_EXPERIMENT in s.tasks:

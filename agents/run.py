@@ -40,10 +40,26 @@ from .questioning import SelectionPlan, run_questioning
 from .replays import resolve_run_model, stored_models
 from .requirements import MetricNeeds, metric_needs, none_can_run
 
-__all__ = ["RunContext", "check_request_models", "confirmation", "customisation_step", "evaluation_step",
-           "load_ledger", "make_runtime", "models_named_in", "new_run_id", "plan_needs", "questioning_step",
-           "record_sampling", "reporting_step", "run_scope", "sampling_line", "unique_models", "usage_section",
-           "write_report"]
+__all__ = [
+    "RunContext",
+    "check_request_models",
+    "confirmation",
+    "customisation_step",
+    "evaluation_step",
+    "load_ledger",
+    "make_runtime",
+    "models_named_in",
+    "new_run_id",
+    "plan_needs",
+    "questioning_step",
+    "record_sampling",
+    "reporting_step",
+    "run_scope",
+    "sampling_line",
+    "unique_models",
+    "usage_section",
+    "write_report",
+]
 
 log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), the host's structlog outside
 
@@ -85,9 +101,16 @@ def new_run_id(request: str) -> str:
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
 
 
-def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: list[NamedModel] | None = None,
-                 judges: list[NamedModel] | None = None, agent: NamedModel | None = None,
-                 run_dir: str | Path | None = None, **kw: Any) -> RunContext:
+def make_runtime(
+    config: RunConfig,
+    *,
+    catalog: Catalog | None = None,
+    targets: list[NamedModel] | None = None,
+    judges: list[NamedModel] | None = None,
+    agent: NamedModel | None = None,
+    run_dir: str | Path | None = None,
+    **kw: Any,
+) -> RunContext:
     """Resolve the config's model strings (unless models are given) and load
     the catalog (unless given).  Raises InputError for bad model strings or
     missing data before anything is written.
@@ -109,24 +132,43 @@ def make_runtime(config: RunConfig, *, catalog: Catalog | None = None, targets: 
         except SgievalError:
             if not stored:
                 raise
-            catalog = Catalog(items=stored, sources={b: f"{run_dir / 'items.jsonl'} (the run's copy)"
-                                                     for b in dict.fromkeys(i.benchmark for i in stored)})
+            catalog = Catalog(
+                items=stored,
+                sources={
+                    b: f"{run_dir / 'items.jsonl'} (the run's copy)" for b in dict.fromkeys(i.benchmark for i in stored)
+                },
+            )
     if stored:
         catalog.by_id.update({i.id: i for i in stored})
     if judges is None:
-        judges = [resolve_model(j, "judge", base_url=config.base_url, **sampling_for_role(config, "judge"))
-                  for j in config.judges]
+        judges = [
+            resolve_model(j, "judge", base_url=config.base_url, **sampling_for_role(config, "judge"))
+            for j in config.judges
+        ]
     if agent is None and config.agent_model:
-        agent = resolve_model(config.agent_model, "agent", base_url=config.base_url,
-                              **sampling_for_role(config, "agent"))
+        agent = resolve_model(
+            config.agent_model, "agent", base_url=config.base_url, **sampling_for_role(config, "agent")
+        )
     if targets is None and config.models:
-        targets = [resolve_run_model(m, "target", base_url=config.base_url, data_dir=config.data_dir,
-                                 **sampling_for_role(config, "target")) for m in config.models]
+        targets = [
+            resolve_run_model(
+                m, "target", base_url=config.base_url, data_dir=config.data_dir, **sampling_for_role(config, "target")
+            )
+            for m in config.models
+        ]
     targets, judges = unique_models(targets or []), unique_models(judges)
     store = existing or RunStore(run_dir)
     settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
-    return RunContext(config=config, store=store, catalog=catalog, targets=targets, judges=judges, agent=agent,
-                      settings=settings, **kw)
+    return RunContext(
+        config=config,
+        store=store,
+        catalog=catalog,
+        targets=targets,
+        judges=judges,
+        agent=agent,
+        settings=settings,
+        **kw,
+    )
 
 
 def unique_models(models: list[NamedModel]) -> list[NamedModel]:
@@ -142,8 +184,11 @@ def unique_models(models: list[NamedModel]) -> list[NamedModel]:
             continue
         a, b = (getattr(getattr(x, "replay", None), "source", None) for x in (first, m))
         if a is not None and b is not None and Path(a).resolve() != Path(b).resolve():
-            raise InputError(f"two stored-response files give the same model name {m.name!r} ({a}, {b})",
-                             what="--models", fix="add a \"model\" field to the lines of one file, or rename it")
+            raise InputError(
+                f"two stored-response files give the same model name {m.name!r} ({a}, {b})",
+                what="--models",
+                fix="add a \"model\" field to the lines of one file, or rename it",
+            )
         log.warning("duplicate model ignored", model=m.name, role=m.role)
     return list(seen.values())
 
@@ -173,8 +218,11 @@ def _items(rt: RunContext, ids: list[str]) -> list[Item]:
 
 def _metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Metric]:
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
-    ms = [m for m in predefined_metrics(benchmarks, items, rt.metric_options)
-          if any(s.name in plan.predefined for s in m.specs)]
+    ms = [
+        m
+        for m in predefined_metrics(benchmarks, items, rt.metric_options)
+        if any(s.name in plan.predefined for s in m.specs)
+    ]
     if plan.custom:
         from ..metric_pool.rubric import RubricMetric
 
@@ -190,9 +238,18 @@ def _default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
     if rt.targets:
         return rt.targets
     if rt.config.models:
-        return unique_models([resolve_run_model(m, "target", base_url=rt.config.base_url, data_dir=rt.config.data_dir,
-                                            **sampling_for_role(rt.config, "target"))
-                              for m in rt.config.models])
+        return unique_models(
+            [
+                resolve_run_model(
+                    m,
+                    "target",
+                    base_url=rt.config.base_url,
+                    data_dir=rt.config.data_dir,
+                    **sampling_for_role(rt.config, "target"),
+                )
+                for m in rt.config.models
+            ]
+        )
     if items and all(i.benchmark == "sciaidanbench" for i in items):
         stores = stored_models(rt.config.data_dir)
         named = models_named_in(rt.config.request, [s.model for s in stores])
@@ -202,13 +259,18 @@ def _default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
         elif named:  # one model: every stored model is replayed too, so the report says where it stands
             log.info("one stored model named in the request; the others are shown for comparison", focus=named)
         if stores:
-            return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
-                    for s in stores]
-        raise InputError("no target models given and no stored SciAidanBench responses found", what="--models",
-                         fix="pass --models (e.g. replay:o1-mini, openai:gpt-4.1), or put stored answers in "
-                             "<data dir>/sciaidanbench/responses/ (`sgieval data pull sciaidanbench`)")
-    raise InputError("no target models given", what="--models",
-                     fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)")
+            return [NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay") for s in stores]
+        raise InputError(
+            "no target models given and no stored SciAidanBench responses found",
+            what="--models",
+            fix="pass --models (e.g. replay:o1-mini, openai:gpt-4.1), or put stored answers in "
+            "<data dir>/sciaidanbench/responses/ (`sgieval data pull sciaidanbench`)",
+        )
+    raise InputError(
+        "no target models given",
+        what="--models",
+        fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)",
+    )
 
 
 def _attach_tools(rt: RunContext, items: list[Item]) -> None:
@@ -233,8 +295,12 @@ def _attach_tools(rt: RunContext, items: list[Item]) -> None:
     if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
         from ..tools.pool import ToolPool
 
-        kw: dict[str, Any] = dict(documents=rt.catalog.items, sandbox=rt.sandbox or rt.config.sandbox,
-                  unsafe_local_exec=rt.config.unsafe_local_exec, corpus_dir=rt.config.corpus)
+        kw: dict[str, Any] = dict(
+            documents=rt.catalog.items,
+            sandbox=rt.sandbox or rt.config.sandbox,
+            unsafe_local_exec=rt.config.unsafe_local_exec,
+            corpus_dir=rt.config.corpus,
+        )
         try:
             rt.tools = ToolPool.from_names(rt.config.tools, **kw)
         except SandboxUnavailableError as e:
@@ -250,8 +316,11 @@ def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], target
         for t in targets:
             problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
             if problem:
-                raise InputError(problem[0], what=t.name,
-                                 fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)")
+                raise InputError(
+                    problem[0],
+                    what=t.name,
+                    fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)",
+                )
 
 
 def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
@@ -265,10 +334,17 @@ def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[Me
         targets = _default_targets(rt, items)
     except InputError:
         targets = []  # the evaluation step names the missing targets
-    return metric_needs(specs, items, primary=plan.primary, custom={r.name for r in plan.custom},
-                        judges=[j.name for j in rt.judges], targets=[t.name for t in targets],
-                        replay_targets=bool(targets) and all(t.is_replay for t in targets),
-                        sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge)
+    return metric_needs(
+        specs,
+        items,
+        primary=plan.primary,
+        custom={r.name for r in plan.custom},
+        judges=[j.name for j in rt.judges],
+        targets=[t.name for t in targets],
+        replay_targets=bool(targets) and all(t.is_replay for t in targets),
+        sandbox=rt.sandbox is not None,
+        allow_self_judge=rt.config.allow_self_judge,
+    )
 
 
 def check_request_models(rt: RunContext) -> None:
@@ -286,8 +362,9 @@ def check_request_models(rt: RunContext) -> None:
 
 async def questioning_step(state: State, rt: RunContext) -> Update:
     """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once)."""
-    plan, items, trace = await run_questioning(rt.config.request, rt.catalog, k=rt.config.k, seed=rt.config.seed,
-                                               agent=rt.agent)
+    plan, items, trace = await run_questioning(
+        rt.config.request, rt.catalog, k=rt.config.k, seed=rt.config.seed, agent=rt.agent
+    )
     if not rt.store.read("items"):
         rt.store.append("items", items)
     log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
@@ -299,13 +376,17 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
     Raises InputError when no metric applies to the selected items."""
     items = _items(rt, state["selection"]["item_ids"])
     _attach_tools(rt, items)
-    plan, _metrics_, trace = await run_customisation(rt.config.request, items, agent=rt.agent,
-                                                     options=rt.metric_options, tools=rt.tools)
+    plan, _metrics_, trace = await run_customisation(
+        rt.config.request, items, agent=rt.agent, options=rt.metric_options, tools=rt.tools
+    )
     if not plan.predefined and not plan.custom and not plan.pool:
         benches = sorted({i.benchmark for i in items})
-        raise InputError(f"no metric applies to the selected items of {', '.join(benches)}", what="metrics",
-                         fix="give JSONL items a `reference` field (scored by exact_match), or ask about a "
-                             "quality such as 'most rigorous' to get a rubric metric (needs --judge)")
+        raise InputError(
+            f"no metric applies to the selected items of {', '.join(benches)}",
+            what="metrics",
+            fix="give JSONL items a `reference` field (scored by exact_match), or ask about a "
+            "quality such as 'most rigorous' to get a rubric metric (needs --judge)",
+        )
     for r in plan.custom:
         r.to_yaml(rt.store.rubric_path(r.name))  # slugged: a user YAML may name it ../../x (issue 14 item 2)
     log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
@@ -320,16 +401,23 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
     plan = MetricPlan.model_validate(state["metric_plan"])
     needs = plan_needs(rt, state["selection"]["item_ids"], plan)
     if rt.config.yes:
-        _check_open_creativity_judges(ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge),
-                                      _items(rt, state["selection"]["item_ids"]),
-                                      _default_targets(rt, _items(rt, state["selection"]["item_ids"])))
+        _check_open_creativity_judges(
+            ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge),
+            _items(rt, state["selection"]["item_ids"]),
+            _default_targets(rt, _items(rt, state["selection"]["item_ids"])),
+        )
         stop = none_can_run(needs)
         if stop is not None:  # --yes: nothing could be measured, so nothing is run
             raise stop
         return None
-    return {"question": "Run with these metrics?", "predefined": plan.predefined,
-            "custom": [r.name for r in plan.custom], "primary": plan.primary, "notes": plan.notes,
-            "needs": [n.model_dump() for n in needs]}
+    return {
+        "question": "Run with these metrics?",
+        "predefined": plan.predefined,
+        "custom": [r.name for r in plan.custom],
+        "primary": plan.primary,
+        "notes": plan.notes,
+        "needs": [n.model_dump() for n in needs],
+    }
 
 
 async def evaluation_step(state: State, rt: RunContext) -> Update:
@@ -340,23 +428,42 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     targets = _default_targets(rt, items)
     rt.targets = targets
     _attach_tools(rt, items)
-    ctx = ScoringContext(judges=rt.judges, tools=rt.tools, sandbox=rt.sandbox,
-                         allow_self_judge=rt.config.allow_self_judge, options=rt.metric_options)
+    ctx = ScoringContext(
+        judges=rt.judges,
+        tools=rt.tools,
+        sandbox=rt.sandbox,
+        allow_self_judge=rt.config.allow_self_judge,
+        options=rt.metric_options,
+    )
     _check_open_creativity_judges(ctx, items, targets)
     record_sampling(rt)
     on_progress = rt.on_progress
     if any(not t.is_replay for t in targets):
         on_progress = _warming_report_imports(on_progress)
-    prog = await evaluate_with_executor(rt.store, items, targets, _metrics(rt, items, plan), ctx,
-                                        executor=rt.config.executor, max_parallel=rt.config.max_concurrency,
-                                        on_progress=on_progress)
+    prog = await evaluate_with_executor(
+        rt.store,
+        items,
+        targets,
+        _metrics(rt, items, plan),
+        ctx,
+        executor=rt.config.executor,
+        max_parallel=rt.config.max_concurrency,
+        on_progress=on_progress,
+    )
     record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
-    log.info("evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
-             budget_stopped=prog.budget_stopped)
-    return {"targets": [t.name for t in targets],
-            "evaluated": {"responses_new": prog.responses_new, "scores_new": prog.scores_new,
-                          "texts_embedded": prog.texts_embedded, "long_texts_embedded": prog.long_texts_embedded,
-                          "budget_stopped": prog.budget_stopped}}
+    log.info(
+        "evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new, budget_stopped=prog.budget_stopped
+    )
+    return {
+        "targets": [t.name for t in targets],
+        "evaluated": {
+            "responses_new": prog.responses_new,
+            "scores_new": prog.scores_new,
+            "texts_embedded": prog.texts_embedded,
+            "long_texts_embedded": prog.long_texts_embedded,
+            "budget_stopped": prog.budget_stopped,
+        },
+    }
 
 
 async def reporting_step(state: State, rt: RunContext) -> Update:
@@ -430,6 +537,7 @@ def sampling_line(config: RunConfig) -> str:
 async def write_report(rt: RunContext, state: State) -> Path:
     """(Re)write ``report.md`` from the run folder's records and the plans in ``state``."""
     from .reporting import build_report  # with scipy and matplotlib: loaded when the report is built
+
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = _items(rt, state["selection"]["item_ids"])
@@ -442,8 +550,10 @@ async def write_report(rt: RunContext, state: State) -> Path:
     warnings = []
     smoke = [m.name for m in ([*rt.judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test]
     if smoke:
-        warnings.append(f"{', '.join(dict.fromkeys(smoke))} is an embedded 135M-parameter model: its outputs and "
-                        "scores are smoke-test quality, not evidence about the target models.")
+        warnings.append(
+            f"{', '.join(dict.fromkeys(smoke))} is an embedded 135M-parameter model: its outputs and "
+            "scores are smoke-test quality, not evidence about the target models."
+        )
     if rt.config.allow_self_judge:
         warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
     if rt.config.unsafe_local_exec:
@@ -453,47 +563,84 @@ async def write_report(rt: RunContext, state: State) -> Path:
         stored = [m.split(":", 1)[1] for m in state["targets"] if m.startswith("replay:")]
         named = models_named_in(rt.config.request, stored) if stored else []
         if stored and named == stored:
-            warnings.append(f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
-                            "pass --models to evaluate others.")
+            warnings.append(
+                f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
+                "pass --models to evaluate others."
+            )
         elif len(named) == 1:
             focus = f"replay:{named[0]}"
-            warnings.append(f"The request asks about one model ({focus}): the Answer gives its scores; the other "
-                            "stored models are evaluated only to show where it stands.")
+            warnings.append(
+                f"The request asks about one model ({focus}): the Answer gives its scores; the other "
+                "stored models are evaluated only to show where it stands."
+            )
     long_texts = (state.get("evaluated") or {}).get("long_texts_embedded") or 0
     if long_texts:
         n = (state.get("evaluated") or {}).get("texts_embedded") or 0
-        warnings.append(f"{long_texts} of the {n} texts embedded with MiniLM were longer than its 256-token window; "
-                        "each was embedded whole, in pieces of at most 250 word pieces whose vectors were averaged.")
+        warnings.append(
+            f"{long_texts} of the {n} texts embedded with MiniLM were longer than its 256-token window; "
+            "each was embedded whole, in pieces of at most 250 word pieces whose vectors were averaged."
+        )
     stopped = (state.get("evaluated") or {}).get("budget_stopped")
     if stopped:
-        warnings.append(f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
-                        "the tables cover what was evaluated, corpus-level metrics were not computed.")
+        warnings.append(
+            f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
+            "the tables cover what was evaluated, corpus-level metrics were not computed."
+        )
     scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
-    sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items()
-                        if any(i.benchmark == b for i in items)) or "n/a"
+    sources = (
+        "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
+    )
     header = {
-        "run_id": rt.config.run_id, "request": rt.config.request, "selection_reason": sel.reason,
+        "run_id": rt.config.run_id,
+        "request": rt.config.request,
+        "selection_reason": sel.reason,
         "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
-        "k": sel.k if sel.k is not None else "all matches", "n_items": len(items), "sampling": sel.sampling,
-        "seed": sel.seed, "models": ", ".join(targets) + " (target)",
-        "judges": (", ".join(j.name for j in rt.judges) + (f" (each asked {rt.config.judge_repeats} times per "
-                                                            "judged item)" if rt.config.judge_repeats > 1 else ""))
-                  or "none (judge metrics not run)",
+        "k": sel.k if sel.k is not None else "all matches",
+        "n_items": len(items),
+        "sampling": sel.sampling,
+        "seed": sel.seed,
+        "models": ", ".join(targets) + " (target)",
+        "judges": (
+            ", ".join(j.name for j in rt.judges)
+            + (f" (each asked {rt.config.judge_repeats} times per judged item)" if rt.config.judge_repeats > 1 else "")
+        )
+        or "none (judge metrics not run)",
         "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
-        "metrics": ", ".join(plan.predefined) + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
-        "primary": plan.primary, "primary_reason": plan.reason, "data_source": sources,
-        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}", "scope": scope,
-        "extra": {**({"notes": "; ".join(plan.notes)} if plan.notes else {}),
-                  **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
-                  **({"settings": rt.settings.header_line()} if rt.settings is not None else {})},
+        "metrics": ", ".join(plan.predefined)
+        + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
+        "primary": plan.primary,
+        "primary_reason": plan.reason,
+        "data_source": sources,
+        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
+        "scope": scope,
+        "extra": {
+            **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
+            **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
+            **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
+        },
     }
-    return await build_report(rt.store.root, header=header, items=items, responses=responses, scores=scores,
-                              specs=specs, primary=plan.primary, models=targets, custom={r.name for r in plan.custom},
-                              agent=rt.agent, n_resamples=rt.config.bootstrap_resamples, seed=rt.config.seed,
-                              warnings=warnings, judges=[j.name for j in rt.judges],
-                              allow_self_judge=rt.config.allow_self_judge, extra_sections=usage_section(rt),
-                              focus=focus, stand_in=plan.stand_in, recheck=rt.config.recheck,
-                              embedding_model=rt.metric_options.get("embedding_model", "minilm"))
+    return await build_report(
+        rt.store.root,
+        header=header,
+        items=items,
+        responses=responses,
+        scores=scores,
+        specs=specs,
+        primary=plan.primary,
+        models=targets,
+        custom={r.name for r in plan.custom},
+        agent=rt.agent,
+        n_resamples=rt.config.bootstrap_resamples,
+        seed=rt.config.seed,
+        warnings=warnings,
+        judges=[j.name for j in rt.judges],
+        allow_self_judge=rt.config.allow_self_judge,
+        extra_sections=usage_section(rt),
+        focus=focus,
+        stand_in=plan.stand_in,
+        recheck=rt.config.recheck,
+        embedding_model=rt.metric_options.get("embedding_model", "minilm"),
+    )
 
 
 def load_ledger(rt: RunContext) -> Ledger:
@@ -507,7 +654,7 @@ def load_ledger(rt: RunContext) -> Ledger:
 
 
 def usage_section(rt: RunContext) -> list[dict[str, str]]:
-    """"Cost and usage": calls, tokens, latency and cost per (model, role), with the total
+    """ "Cost and usage": calls, tokens, latency and cost per (model, role), with the total
     (issue 6.4).  Costs come from the price table; unknown prices show as n/a, never 0."""
     from ..agents.reporting import fmt
     from ..reports.render import markdown_table
@@ -515,21 +662,39 @@ def usage_section(rt: RunContext) -> list[dict[str, str]]:
     ledger = rt.ledger or load_ledger(rt)
     summ = ledger.summary()
     if not summ["rows"]:
-        return [{"title": "Cost and usage", "body": "No model calls were made (replayed responses and objective "
-                                                    "metrics only, or every call served from the cache)."}]
+        return [
+            {
+                "title": "Cost and usage",
+                "body": "No model calls were made (replayed responses and objective "
+                "metrics only, or every call served from the cache).",
+            }
+        ]
 
     def row(t: dict[str, Any]) -> list[Any]:
-        return [t["model"], t["role"], t["calls"], t["cached_calls"], t["failed_calls"], t["input_tokens"],
-                t["output_tokens"], fmt(t["latency_s"]), "n/a" if t["cost"] is None else f"{t['cost']:.4f}"]
+        return [
+            t["model"],
+            t["role"],
+            t["calls"],
+            t["cached_calls"],
+            t["failed_calls"],
+            t["input_tokens"],
+            t["output_tokens"],
+            fmt(t["latency_s"]),
+            "n/a" if t["cost"] is None else f"{t['cost']:.4f}",
+        ]
 
-    body = markdown_table(["model", "role", "calls", "cached", "failed", "input tokens", "output tokens",
-                           "latency (s)", "cost (USD)"], [row(t) for t in summ["rows"]] + [row(summ["total"])])
+    body = markdown_table(
+        ["model", "role", "calls", "cached", "failed", "input tokens", "output tokens", "latency (s)", "cost (USD)"],
+        [row(t) for t in summ["rows"]] + [row(summ["total"])],
+    )
     if summ["budget_usd"] is not None:
         body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
         if summ["stopped"]:
             st = summ["stopped"]
-            body += (f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
-                     f"call to {st.get('model', '')}; calls already in flight then finished and are counted.")
+            body += (
+                f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
+                f"call to {st.get('model', '')}; calls already in flight then finished and are counted."
+            )
     return [{"title": "Cost and usage", "body": body}]
 
 
@@ -544,8 +709,11 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     if rt.settings is None:
         rt.settings = load_settings()
     if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file (issue 10 item 2)
-        rt.calls = CallContext(use_cache=rt.config.use_cache, cache_path=current_call_context().cache_path,
-                               limits={"*": rt.config.max_concurrency})
+        rt.calls = CallContext(
+            use_cache=rt.config.use_cache,
+            cache_path=current_call_context().cache_path,
+            limits={"*": rt.config.max_concurrency},
+        )
     try:
         with use_settings(rt.settings), call_context(rt.calls), run_logging(rt.store.root, rt.config.run_id):
             if not resume:

@@ -91,8 +91,9 @@ def _sgieval_cmd() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "sgieval.cli"]
 
 
-def _run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
-         url: str | None = None) -> Measured:
+def _run(
+    cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, url: str | None = None
+) -> Measured:
     """Run ``cmd`` to its end; wall from just before the spawn to the reaped exit, CPU and peak
     RSS from ``wait4``; first call and served calls from the mock server at ``url`` (reset first)."""
     if url:
@@ -119,8 +120,15 @@ def _run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None 
             first = t_first - t0
             before = [c for t, c in samples if t <= t_first]
             first_cpu = before[-1] if before else None
-    return Measured(wall_s=wall, cpu_s=ru.ru_utime + ru.ru_stime, rss_mib=ru.ru_maxrss / 1024.0,
-                    first_call_s=first, served=served, returncode=proc.returncode, first_call_cpu_s=first_cpu)
+    return Measured(
+        wall_s=wall,
+        cpu_s=ru.ru_utime + ru.ru_stime,
+        rss_mib=ru.ru_maxrss / 1024.0,
+        first_call_s=first,
+        served=served,
+        returncode=proc.returncode,
+        first_call_cpu_s=first_cpu,
+    )
 
 
 def _sample_cpu(pid: int, out: list[tuple[float, float]]) -> None:
@@ -143,16 +151,20 @@ def _sample_cpu(pid: int, out: list[tuple[float, float]]) -> None:
 def _items(path: Path, n: int) -> None:
     with path.open("w", encoding="utf-8") as f:
         for i in range(n):
-            f.write(json.dumps({"id": f"e{i:05d}", "prompt": f"Question {i}: what is {i} + {i}?",
-                                "reference": str(2 * i)}) + "\n")
+            f.write(
+                json.dumps({"id": f"e{i:05d}", "prompt": f"Question {i}: what is {i} + {i}?", "reference": str(2 * i)})
+                + "\n"
+            )
 
 
 def _row(label: str, m: Measured, ideal: float) -> str:
     first = "n/a" if m.first_call_s is None else f"{m.first_call_s:.2f}"
     first_cpu = "n/a" if m.first_call_cpu_s is None else f"{m.first_call_cpu_s:.2f}"
-    return (f"  {label:<8} wall {m.wall_s:7.2f} s  CPU {m.cpu_s:7.2f} s  peak RSS {m.rss_mib:6.0f} MiB  "
-            f"first call {first:>5} s (CPU {first_cpu} s)  served {m.served}  wall/ideal {m.wall_s / ideal:.2f}"
-            + ("" if m.returncode == 0 else f"  EXIT {m.returncode}"))
+    return (
+        f"  {label:<8} wall {m.wall_s:7.2f} s  CPU {m.cpu_s:7.2f} s  peak RSS {m.rss_mib:6.0f} MiB  "
+        f"first call {first:>5} s (CPU {first_cpu} s)  served {m.served}  wall/ideal {m.wall_s / ideal:.2f}"
+        + ("" if m.returncode == 0 else f"  EXIT {m.returncode}")
+    )
 
 
 def measure_n(n: int, url: str, latency_ms: float, concurrency: int, work: Path) -> dict[str, float]:
@@ -163,26 +175,60 @@ def measure_n(n: int, url: str, latency_ms: float, concurrency: int, work: Path)
     _items(items, n)
     ideal = n * latency_ms / 1000.0 / concurrency
     env = {**os.environ, "SGIEVAL_CACHE_DIR": str(d / "cache"), "PYTHONUNBUFFERED": "0"}
-    a = _run(_sgieval_cmd() + ["ask", "", "-b", str(items), "-m", "openai:mock", "--base-url", url,
-                               "--out", str(d / "runs"), "--max-concurrency", str(concurrency), "--yes"],
-             env=env, cwd=d, url=url)
+    a = _run(
+        _sgieval_cmd()
+        + [
+            "ask",
+            "",
+            "-b",
+            str(items),
+            "-m",
+            "openai:mock",
+            "--base-url",
+            url,
+            "--out",
+            str(d / "runs"),
+            "--max-concurrency",
+            str(concurrency),
+            "--yes",
+        ],
+        env=env,
+        cwd=d,
+        url=url,
+    )
     bare_py = d / "bare.py"
     bare_py.write_text(BARE_SCRIPT)
-    b = _run([sys.executable, str(bare_py), str(items), str(d / "bare_out.jsonl"), url, str(concurrency)],
-             env=env, cwd=d, url=url)
+    b = _run(
+        [sys.executable, str(bare_py), str(items), str(d / "bare_out.jsonl"), url, str(concurrency)],
+        env=env,
+        cwd=d,
+        url=url,
+    )
     ratio = a.wall_s / b.wall_s
     print(f"N={n} items, latency {latency_ms:g} ms, {concurrency} in flight, ideal {ideal:.2f} s")
     print(_row("sgieval", a, ideal))
     print(_row("bare", b, ideal))
     target = 1.2 if n <= 1000 else 1.05
-    print(f"  sgieval/bare wall ratio = {ratio:.3f} (target <= {target} at {n} items), CPU ratio "
-          f"{a.cpu_s / b.cpu_s:.3f}; same calls served: {a.served == b.served == n}; first call target <= 1.0 s")
-    return {"n": n, "ratio": ratio, "sgieval_wall_s": a.wall_s, "bare_wall_s": b.wall_s, "sgieval_cpu_s": a.cpu_s,
-            "bare_cpu_s": b.cpu_s, "sgieval_rss_mib": a.rss_mib, "bare_rss_mib": b.rss_mib,
-            "sgieval_first_call_s": a.first_call_s or float("nan"), "bare_first_call_s": b.first_call_s or float("nan"),
-            "sgieval_first_call_cpu_s": a.first_call_cpu_s or float("nan"),
-            "bare_first_call_cpu_s": b.first_call_cpu_s or float("nan"),
-            "sgieval_served": a.served, "bare_served": b.served}
+    print(
+        f"  sgieval/bare wall ratio = {ratio:.3f} (target <= {target} at {n} items), CPU ratio "
+        f"{a.cpu_s / b.cpu_s:.3f}; same calls served: {a.served == b.served == n}; first call target <= 1.0 s"
+    )
+    return {
+        "n": n,
+        "ratio": ratio,
+        "sgieval_wall_s": a.wall_s,
+        "bare_wall_s": b.wall_s,
+        "sgieval_cpu_s": a.cpu_s,
+        "bare_cpu_s": b.cpu_s,
+        "sgieval_rss_mib": a.rss_mib,
+        "bare_rss_mib": b.rss_mib,
+        "sgieval_first_call_s": a.first_call_s or float("nan"),
+        "bare_first_call_s": b.first_call_s or float("nan"),
+        "sgieval_first_call_cpu_s": a.first_call_cpu_s or float("nan"),
+        "bare_first_call_cpu_s": b.first_call_cpu_s or float("nan"),
+        "sgieval_served": a.served,
+        "bare_served": b.served,
+    }
 
 
 def measure_startup(work: Path, repeat: int) -> dict[str, float]:
@@ -195,8 +241,10 @@ def measure_startup(work: Path, repeat: int) -> dict[str, float]:
         out[f"{name}_wall_s"], out[f"{name}_cpu_s"] = best.wall_s, best.cpu_s
         target = 0.3 if name == "help" else 1.5
         label = "sgieval --help" if name == "help" else f"sgieval ask {CHEM!r} --yes"
-        print(f"{label}: wall {best.wall_s:.2f} s (best of {repeat}; target <= {target} s), CPU {best.cpu_s:.2f} s, "
-              f"peak RSS {best.rss_mib:.0f} MiB" + ("" if best.returncode == 0 else f", EXIT {best.returncode}"))
+        print(
+            f"{label}: wall {best.wall_s:.2f} s (best of {repeat}; target <= {target} s), CPU {best.cpu_s:.2f} s, "
+            f"peak RSS {best.rss_mib:.0f} MiB" + ("" if best.returncode == 0 else f", EXIT {best.returncode}")
+        )
     return out
 
 
@@ -205,8 +253,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--n", type=int, action="append", help="items (repeatable; default 1000 and 10000)")
     ap.add_argument("--latency-ms", type=float, default=100.0)
     ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--startup", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time `sgieval --help` and the main job (default on)")
+    ap.add_argument(
+        "--startup",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time `sgieval --help` and the main job (default on)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs per startup timing (best is shown)")
     a = ap.parse_args(argv)
     ns = a.n or [1000, 10000]

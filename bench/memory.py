@@ -33,8 +33,10 @@ class _Echo:
     async def ainvoke(self, messages):
         text = messages[-1].content if isinstance(messages, list) else str(messages)
         n = int(text.rsplit(" ", 1)[1])
-        return AIMessage(f"answer-{n if n % 2 == 0 else n + 1}",
-                         usage_metadata={"input_tokens": 2, "output_tokens": 1, "total_tokens": 3})
+        return AIMessage(
+            f"answer-{n if n % 2 == 0 else n + 1}",
+            usage_metadata={"input_tokens": 2, "output_tokens": 1, "total_tokens": 3},
+        )
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -52,8 +54,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     base = _rss_mib()
     spec = MetricSpec(name="exact_match", tasks=[GENERIC], range=(0.0, 1.0), source="bench")
     metric = FunctionMetric(spec, lambda item, resp: (float(resp.text.strip() == item.reference["answer"]), "exact"))
-    items = [Item(id=f"bench/{n}", benchmark="bench", task=GENERIC, prompt=f"question {n}",
-                  reference={"answer": f"answer-{n}"}) for n in range(a.items)]
+    items = [
+        Item(
+            id=f"bench/{n}",
+            benchmark="bench",
+            task=GENERIC,
+            prompt=f"question {n}",
+            reference={"answer": f"answer-{n}"},
+        )
+        for n in range(a.items)
+    ]
     target = NamedModel(name="scripted", role="target", chat=_Echo(), provider="bench")
     set_max_concurrency("bench", 64)
     ledger = Ledger()
@@ -67,8 +77,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     peak = _rss_mib()
     ok = sum(1 for s in scores if s.ok)
     mean = sum(s.value for s in scores if s.ok) / max(ok, 1)
-    print(f"items={a.items} path={path} responses={n_resp} scores={len(scores)} mean exact_match={mean:.3f} "
-          f"(expected 0.500) wall={wall:.1f} s")
+    print(
+        f"items={a.items} path={path} responses={n_resp} scores={len(scores)} mean exact_match={mean:.3f} "
+        f"(expected 0.500) wall={wall:.1f} s"
+    )
     print(f"RSS after imports {base:.0f} MiB; peak RSS {peak:.0f} MiB = {peak / 1024:.3f} GiB (target < 1 GiB)")
     return {"peak_mib": peak, "base_mib": base, "wall_s": wall}
 

@@ -111,11 +111,19 @@ def default_reply(body: dict[str, Any], index: int) -> str:
 def rejection(param: str, value: Any) -> dict[str, Any]:
     """The OpenAI API's error object for a parameter a model rejects (HTTP 400)."""
     if param == "temperature":
-        return {"message": f"Unsupported value: 'temperature' does not support {value} with this model. Only the "
-                           "default (1) value is supported.", "type": "invalid_request_error", "param": param,
-                "code": "unsupported_value"}
-    return {"message": f"Unsupported parameter: '{param}' is not supported with this model.",
-            "type": "invalid_request_error", "param": param, "code": "unsupported_parameter"}
+        return {
+            "message": f"Unsupported value: 'temperature' does not support {value} with this model. Only the "
+            "default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": param,
+            "code": "unsupported_value",
+        }
+    return {
+        "message": f"Unsupported parameter: '{param}' is not supported with this model.",
+        "type": "invalid_request_error",
+        "param": param,
+        "code": "unsupported_parameter",
+    }
 
 
 class MockOpenAI:
@@ -170,13 +178,15 @@ class MockOpenAI:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
-        self.app = Starlette(routes=[
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/chat/completions", self._chat, methods=["POST"]),
-            Route("/stats", self._stats, methods=["GET"]),
-            Route("/log", self._get_log, methods=["GET"]),
-            Route("/reset", self._reset, methods=["POST"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/chat/completions", self._chat, methods=["POST"]),
+                Route("/stats", self._stats, methods=["GET"]),
+                Route("/log", self._get_log, methods=["GET"]),
+                Route("/reset", self._reset, methods=["POST"]),
+            ]
+        )
 
     # ---------------------------------------------------------------- public
     @property
@@ -258,13 +268,18 @@ class MockOpenAI:
         tool_calls = []
         for i, tc in enumerate(spec.get("tool_calls") or []):
             if "function" in tc:
-                tool_calls.append({"id": tc.get("id", f"call_{index}_{i}"), "type": "function",
-                                   "function": tc["function"]})
+                tool_calls.append(
+                    {"id": tc.get("id", f"call_{index}_{i}"), "type": "function", "function": tc["function"]}
+                )
                 continue
             args = tc.get("arguments", {})
-            tool_calls.append({"id": tc.get("id", f"call_{index}_{i}"), "type": "function",
-                               "function": {"name": tc["name"],
-                                            "arguments": args if isinstance(args, str) else json.dumps(args)}})
+            tool_calls.append(
+                {
+                    "id": tc.get("id", f"call_{index}_{i}"),
+                    "type": "function",
+                    "function": {"name": tc["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+                }
+            )
         if tool_calls:
             message["tool_calls"] = tool_calls
         msgs = body.get("messages", [])
@@ -293,21 +308,29 @@ class MockOpenAI:
         with self._lock:
             index = self._counts["requests"]
             self._counts["requests"] += 1
-            entry = {"index": index, "t": t, "outcome": "pending", "key": messages_key(msgs),
-                     "last_user": last_user(msgs), "user_agent": request.headers.get("user-agent", ""),
-                     "authorization": request.headers.get("authorization", ""),
-                     "response_format": body.get("response_format"),
-                     "tools": [((t.get("function") or {}).get("name")) for t in body.get("tools") or []
-                               if isinstance(t, dict)],
-                     "tool_choice": body.get("tool_choice")}
+            entry = {
+                "index": index,
+                "t": t,
+                "outcome": "pending",
+                "key": messages_key(msgs),
+                "last_user": last_user(msgs),
+                "user_agent": request.headers.get("user-agent", ""),
+                "authorization": request.headers.get("authorization", ""),
+                "response_format": body.get("response_format"),
+                "tools": [
+                    ((t.get("function") or {}).get("name")) for t in body.get("tools") or [] if isinstance(t, dict)
+                ],
+                "tool_choice": body.get("tool_choice"),
+            }
             if self.log_bodies:
                 entry["body"] = raw.decode("utf-8")
                 entry["content_type"] = request.headers.get("content-type", "")
             self._log.append(entry)
         if body.get("stream"):
             entry["outcome"] = "400"
-            return JSONResponse({"error": {"message": "streaming is not supported by the mock",
-                                           "type": "invalid_request_error"}}, 400)
+            return JSONResponse(
+                {"error": {"message": "streaming is not supported by the mock", "type": "invalid_request_error"}}, 400
+            )
         rejected = sorted(p for p in self.reject_params if p in body)
         if rejected:
             with self._lock:
@@ -340,19 +363,39 @@ class MockOpenAI:
             headers = {}
             if self.retry_after_s is not None:
                 headers["retry-after"] = f"{self.retry_after_s:g}"
-            return JSONResponse({"error": {"message": "Rate limit reached (mock)", "type": "rate_limit_error",
-                                           "code": "rate_limit_exceeded"}}, 429, headers=headers)
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": "Rate limit reached (mock)",
+                        "type": "rate_limit_error",
+                        "code": "rate_limit_exceeded",
+                    }
+                },
+                429,
+                headers=headers,
+            )
         if fault == "400":
             with self._lock:
                 entry["outcome"] = "400"
-            return JSONResponse({"error": {"message": "Invalid request (mock)", "type": "invalid_request_error"}},
-                                400)
+            return JSONResponse({"error": {"message": "Invalid request (mock)", "type": "invalid_request_error"}}, 400)
         if fault in ("401", "403"):
             with self._lock:
                 entry["outcome"] = fault
-            msg = "Incorrect API key provided (mock)" if fault == "401" else "You are not allowed to use this model (mock)"
-            return JSONResponse({"error": {"message": msg, "type": "invalid_request_error",
-                                           "code": "invalid_api_key" if fault == "401" else "forbidden"}}, int(fault))
+            msg = (
+                "Incorrect API key provided (mock)"
+                if fault == "401"
+                else "You are not allowed to use this model (mock)"
+            )
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": msg,
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key" if fault == "401" else "forbidden",
+                    }
+                },
+                int(fault),
+            )
         if fault == "500":
             with self._lock:
                 self._counts["500"] += 1
@@ -390,8 +433,15 @@ class MockOpenAI:
         return sock
 
     def _config(self) -> uvicorn.Config:
-        return uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False,
-                              timeout_graceful_shutdown=1, backlog=4096, limit_concurrency=None)
+        return uvicorn.Config(
+            self.app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+            backlog=4096,
+            limit_concurrency=None,
+        )
 
     async def serve(self) -> None:
         """Serve on the current event loop until :meth:`stop` (script mode)."""
@@ -406,8 +456,7 @@ class MockOpenAI:
     def start(self, timeout_s: float = 10.0) -> "MockOpenAI":
         """Start in a daemon thread on a free port (or ``port``); returns self."""
         self._sock = self._bind()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self.serve()), daemon=True,
-                                        name="mock-openai")
+        self._thread = threading.Thread(target=lambda: asyncio.run(self.serve()), daemon=True, name="mock-openai")
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not (self._server is not None and self._server.started):
@@ -439,8 +488,9 @@ class MockOpenAI:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m sgieval.bench.mock_openai",
-                                 description="OpenAI-compatible mock chat-completions server.")
+    ap = argparse.ArgumentParser(
+        prog="python -m sgieval.bench.mock_openai", description="OpenAI-compatible mock chat-completions server."
+    )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8011, help="0 picks a free port")
     ap.add_argument("--latency-ms", type=float, default=0.0)
@@ -449,12 +499,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hang-rate", type=float, default=0.0, help="fraction that never answer (0-1)")
     ap.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds on 429")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--reject-params", default="", help="comma-separated request parameters answered with HTTP 400 "
-                                                          "as OpenAI does for reasoning models (e.g. temperature)")
+    ap.add_argument(
+        "--reject-params",
+        default="",
+        help="comma-separated request parameters answered with HTTP 400 "
+        "as OpenAI does for reasoning models (e.g. temperature)",
+    )
     a = ap.parse_args(argv)
-    mock = MockOpenAI(latency_ms=a.latency_ms, error_rate=a.error_rate, share_429=a.share_429,
-                      hang_rate=a.hang_rate, retry_after_s=a.retry_after, seed=a.seed, host=a.host, port=a.port,
-                      reject_params={p.strip() for p in a.reject_params.split(",") if p.strip()})
+    mock = MockOpenAI(
+        latency_ms=a.latency_ms,
+        error_rate=a.error_rate,
+        share_429=a.share_429,
+        hang_rate=a.hang_rate,
+        retry_after_s=a.retry_after,
+        seed=a.seed,
+        host=a.host,
+        port=a.port,
+        reject_params={p.strip() for p in a.reject_params.split(",") if p.strip()},
+    )
     mock._sock = mock._bind()
     print(f"MOCK_OPENAI_URL={mock.url}", flush=True)
     try:

@@ -46,20 +46,27 @@ def main(argv: list[str] | None = None) -> None:
 
     sbx = get_sandbox(args.backend, timeout_s=30)
     sbx.run("pass")  # warm caches
-    t = _interleaved_ms({
-        "plain": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
-        "boxed": lambda: sbx.run("pass"),
-    }, args.repeat)
+    t = _interleaved_ms(
+        {
+            "plain": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+            "boxed": lambda: sbx.run("pass"),
+        },
+        args.repeat,
+    )
     diffs = [b - p for p, b in zip(t["plain"], t["boxed"])]
     med = {k: statistics.median(v) for k, v in t.items()}
     best = {k: min(v) for k, v in t.items()}
     print(f"[overhead] load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
-    print(f"[overhead] plain `python -c pass`: median {med['plain']:.1f} ms, best {best['plain']:.1f} ms ({args.repeat} runs)")
+    print(
+        f"[overhead] plain `python -c pass`: median {med['plain']:.1f} ms, best {best['plain']:.1f} ms ({args.repeat} runs)"
+    )
     print(f"[overhead] {sbx.name} run of `pass`: median {med['boxed']:.1f} ms, best {best['boxed']:.1f} ms")
     over = statistics.median(diffs)
-    print(f"[overhead] sandbox overhead: median of paired differences {over:+.1f} ms, best-vs-best "
-          f"{best['boxed'] - best['plain']:+.1f} ms, ratio of medians {med['boxed'] / med['plain']:.2f}x "
-          f"(target < 50 ms: {'MET' if over < 50 else 'NOT MET'})")
+    print(
+        f"[overhead] sandbox overhead: median of paired differences {over:+.1f} ms, best-vs-best "
+        f"{best['boxed'] - best['plain']:+.1f} ms, ratio of medians {med['boxed'] / med['plain']:.2f}x "
+        f"(target < 50 ms: {'MET' if over < 50 else 'NOT MET'})"
+    )
 
     jobs = []
     for i in range(args.items):
@@ -78,8 +85,10 @@ def main(argv: list[str] | None = None) -> None:
         ok = sum(ex.map(one, jobs))
     dt = time.perf_counter() - t0
     n = len(jobs)
-    print(f"[throughput] {args.items} items x {args.tests} unit tests = {n} sandboxed runs, {args.workers} workers: "
-          f"{dt:.1f} s, {n / dt:.1f} runs/s, {args.items / dt:.2f} items/s; passed {ok}/{n}")
+    print(
+        f"[throughput] {args.items} items x {args.tests} unit tests = {n} sandboxed runs, {args.workers} workers: "
+        f"{dt:.1f} s, {n / dt:.1f} runs/s, {args.items / dt:.2f} items/s; passed {ok}/{n}"
+    )
 
     t0 = time.perf_counter()
     online, why = network_status(refresh=True)

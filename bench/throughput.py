@@ -39,7 +39,9 @@ from langchain_core.messages import AIMessage
 def _start_server(latency_ms: float) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "sgieval.bench.mock_openai", "--port", "0", "--latency-ms", str(latency_ms)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     line = proc.stdout.readline().strip() if proc.stdout else ""
     if not line.startswith("MOCK_OPENAI_URL="):
@@ -149,8 +151,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--latency-ms", type=float, default=100.0)
     ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--transport", choices=["direct", "sdk", "both"], default="both",
-                    help="openai: client to time: direct (sgieval's default), sdk (ChatOpenAI), or both")
+    ap.add_argument(
+        "--transport",
+        choices=["direct", "sdk", "both"],
+        default="both",
+        help="openai: client to time: direct (sgieval's default), sdk (ChatOpenAI), or both",
+    )
     a = ap.parse_args(argv)
 
     from sgieval.models.base import NamedModel
@@ -158,33 +164,40 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     set_max_concurrency("mock", a.concurrency)
     ideal = a.calls * (a.latency_ms / 1000.0) / a.concurrency
-    print(f"calls={a.calls} latency={a.latency_ms:g} ms concurrency={a.concurrency} cpus={os.cpu_count()} "
-          f"ideal={ideal:.2f} s")
+    print(
+        f"calls={a.calls} latency={a.latency_ms:g} ms concurrency={a.concurrency} cpus={os.cpu_count()} "
+        f"ideal={ideal:.2f} s"
+    )
     out: dict[str, float] = {"calls": a.calls, "ideal_s": ideal}
     transports = ["direct", "sdk"] if a.transport == "both" else [a.transport]
     for transport in transports:
         m = _measure_http(transport, a.calls, a.latency_ms, a.concurrency)
-        label = {"direct": "openai: default (ChatOpenAIDirect, aiohttp)",
-                 "sdk": "openai: with SGIEVAL_OPENAI_TRANSPORT=sdk (ChatOpenAI, openai SDK)"}[transport]
+        label = {
+            "direct": "openai: default (ChatOpenAIDirect, aiohttp)",
+            "sdk": "openai: with SGIEVAL_OPENAI_TRANSPORT=sdk (ChatOpenAI, openai SDK)",
+        }[transport]
         ratio = m["wall_s"] / ideal
-        print(f"{label} -> mock: wall {m['wall_s']:.2f} s, ok={m['ok']}, achieved/ideal = {ratio:.3f} "
-              f"(target <= 1.15)")
+        print(f"{label} -> mock: wall {m['wall_s']:.2f} s, ok={m['ok']}, achieved/ideal = {ratio:.3f} (target <= 1.15)")
         print(f"  client CPU per call (chat client + sgieval) = {m['client_cpu_ms_per_call']:.2f} ms")
         if "server_cpu_ms_per_call" in m:
             print(f"  mock server CPU per call = {m['server_cpu_ms_per_call']:.2f} ms")
         out.update({f"{transport}_{k}": v for k, v in m.items()})
         out[f"{transport}_ratio"] = ratio
     try:
-        print(f"1-min load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
-              "(the mock server and other processes share the CPUs)")
+        print(
+            f"1-min load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+            "(the mock server and other processes share the CPUs)"
+        )
     except OSError:
         pass
 
     sleeper_model = NamedModel(name="sleeper", role="target", chat=_Sleeper(a.latency_ms / 1000.0), provider="mock")
     o_wall, o_cpu, o_ok = asyncio.run(_run(sleeper_model, a.calls))
     out.update({"orchestration_cpu_ms_per_call": 1000 * o_cpu / a.calls, "orchestration_ratio": o_wall / ideal})
-    print(f"orchestration only (ainvoke over a sleeping runnable): wall {o_wall:.2f} s, "
-          f"achieved/ideal = {o_wall / ideal:.3f}, ok={o_ok}")
+    print(
+        f"orchestration only (ainvoke over a sleeping runnable): wall {o_wall:.2f} s, "
+        f"achieved/ideal = {o_wall / ideal:.3f}, ok={o_ok}"
+    )
     print(f"  orchestration CPU per call = {out['orchestration_cpu_ms_per_call']:.3f} ms (target < 2 ms)")
     return out
 

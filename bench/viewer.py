@@ -29,10 +29,19 @@ from sgieval.core import GENERIC, Item, Response, Score, as_evidence
 from sgieval.reports.viewer import write_viewer
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-WORDS = ("catalyst ligand entropy photon lattice enzyme isotope polymer spectra kinetics solvent orbital "
-         "phase boundary diffusion protein neuron plasma quantum crystal").split()
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WORDS = (
+    "catalyst ligand entropy photon lattice enzyme isotope polymer spectra kinetics solvent orbital "
+    "phase boundary diffusion protein neuron plasma quantum crystal"
+).split()
 
 
 def _text(rng: random.Random, n_chars: int) -> str:
@@ -49,28 +58,67 @@ def synthetic_run(run_dir: Path, n_items: int, n_models: int, seed: int = 0) -> 
     """Write the viewer of a synthetic run into ``run_dir``; returns index.html."""
     rng = random.Random(seed)
     disciplines = ["chemistry", "physics", "biology", "materials", "earth"]
-    items = [Item(id=f"bench/{k}", benchmark="bench", task=GENERIC, discipline=disciplines[k % 5],
-                  direction=f"dir-{k % 17}", prompt=_text(rng, 600), reference=_text(rng, 80)) for k in range(n_items)]
+    items = [
+        Item(
+            id=f"bench/{k}",
+            benchmark="bench",
+            task=GENERIC,
+            discipline=disciplines[k % 5],
+            direction=f"dir-{k % 17}",
+            prompt=_text(rng, 600),
+            reference=_text(rng, 80),
+        )
+        for k in range(n_items)
+    ]
     models = [f"openai:model-{m}" for m in range(n_models)]
     responses, scores = [], []
     for it in items:
         for m in models:
-            responses.append(Response(item_id=it.id, model=m, text=_text(rng, 1200), latency_s=1.5,
-                                      tokens={"input": 200, "output": 300}))
-            scores.append(Score(item_id=it.id, model=m, metric="exact_match", value=float(rng.random() < 0.5),
-                                rationale="exact match of the parsed answer"))
-            scores.append(Score(item_id=it.id, model=m, metric="rigor", value=rng.uniform(0, 100), judge="j1,j2",
-                                rationale=_text(rng, 150),
-                                details={"per_judge": {"j1": {"c": rng.randint(0, 10)}, "j2": {"c": rng.randint(0, 10)}}},
-                                evidence=[as_evidence({"kind": "judge_reply", "judge": "j1", "raw": ['{"scores": []}']})]))
+            responses.append(
+                Response(
+                    item_id=it.id, model=m, text=_text(rng, 1200), latency_s=1.5, tokens={"input": 200, "output": 300}
+                )
+            )
+            scores.append(
+                Score(
+                    item_id=it.id,
+                    model=m,
+                    metric="exact_match",
+                    value=float(rng.random() < 0.5),
+                    rationale="exact match of the parsed answer",
+                )
+            )
+            scores.append(
+                Score(
+                    item_id=it.id,
+                    model=m,
+                    metric="rigor",
+                    value=rng.uniform(0, 100),
+                    judge="j1,j2",
+                    rationale=_text(rng, 150),
+                    details={"per_judge": {"j1": {"c": rng.randint(0, 10)}, "j2": {"c": rng.randint(0, 10)}}},
+                    evidence=[as_evidence({"kind": "judge_reply", "judge": "j1", "raw": ['{"scores": []}']})],
+                )
+            )
             bad = rng.random() < 0.02
-            scores.append(Score(item_id=it.id, model=m, metric="coherence", value=None if bad else rng.uniform(0, 1),
-                                status="judge_error" if bad else "ok", error="unparsable reply" if bad else None))
-    specs = [{"name": "exact_match", "scale": "0-1", "hib": True, "kind": "objective"},
-             {"name": "rigor", "scale": "0-100", "hib": True, "kind": "rubric"},
-             {"name": "coherence", "scale": "0-1", "hib": True, "kind": "judge"}]
-    return write_viewer(run_dir, items, responses, scores, specs=specs,
-                        config={"run_id": f"bench-{n_items}", "request": "synthetic"})
+            scores.append(
+                Score(
+                    item_id=it.id,
+                    model=m,
+                    metric="coherence",
+                    value=None if bad else rng.uniform(0, 1),
+                    status="judge_error" if bad else "ok",
+                    error="unparsable reply" if bad else None,
+                )
+            )
+    specs = [
+        {"name": "exact_match", "scale": "0-1", "hib": True, "kind": "objective"},
+        {"name": "rigor", "scale": "0-100", "hib": True, "kind": "rubric"},
+        {"name": "coherence", "scale": "0-1", "hib": True, "kind": "judge"},
+    ]
+    return write_viewer(
+        run_dir, items, responses, scores, specs=specs, config={"run_id": f"bench-{n_items}", "request": "synthetic"}
+    )
 
 
 def measure(index: Path) -> dict[str, float]:
@@ -83,8 +131,12 @@ def measure(index: Path) -> dict[str, float]:
         page = ctx.new_page()
         page.goto(index.as_uri())
         page.wait_for_selector("#app[data-texts='loaded']", timeout=300_000)
-        paint = page.evaluate("() => Object.fromEntries(performance.getEntriesByType('paint').map(e => [e.name, e.startTime]))")
-        marks = page.evaluate("() => Object.fromEntries(performance.getEntriesByType('mark').map(e => [e.name, e.startTime]))")
+        paint = page.evaluate(
+            "() => Object.fromEntries(performance.getEntriesByType('paint').map(e => [e.name, e.startTime]))"
+        )
+        marks = page.evaluate(
+            "() => Object.fromEntries(performance.getEntriesByType('mark').map(e => [e.name, e.startTime]))"
+        )
         out["first_contentful_paint_ms"] = paint.get("first-contentful-paint", float("nan"))
         out["overview_ready_ms"] = marks.get("sgv-ready", float("nan"))
         out["texts_loaded_ms"] = marks.get("sgv-texts", float("nan"))
@@ -95,12 +147,16 @@ def measure(index: Path) -> dict[str, float]:
             page.wait_for_function(done_js, timeout=300_000)
             return 1000 * (time.perf_counter() - t0)
 
-        out["table_page_1_ms"] = timed(lambda: page.evaluate("location.hash = '#/items'"),
-                                       "document.querySelector('#pager-info') !== null")
-        out["table_page_2_ms"] = timed(lambda: page.click("#next"),
-                                       "document.querySelector('#pager-info').textContent.startsWith('page 2')")
-        out["search_ms"] = timed(lambda: page.evaluate("location.hash = '#/items?q=zzz-no-match'"),
-                                 "document.querySelector('#pager-info').textContent.endsWith(' 0 rows')")
+        out["table_page_1_ms"] = timed(
+            lambda: page.evaluate("location.hash = '#/items'"), "document.querySelector('#pager-info') !== null"
+        )
+        out["table_page_2_ms"] = timed(
+            lambda: page.click("#next"), "document.querySelector('#pager-info').textContent.startsWith('page 2')"
+        )
+        out["search_ms"] = timed(
+            lambda: page.evaluate("location.hash = '#/items?q=zzz-no-match'"),
+            "document.querySelector('#pager-info').textContent.endsWith(' 0 rows')",
+        )
         ctx.close()
     return out
 
@@ -119,7 +175,9 @@ def main() -> None:
             sizes = {f.name: f.stat().st_size for f in index.parent.iterdir() if f.is_file()}
             results[n] = {"write_s": write_s, **{f"{k}_bytes": v for k, v in sizes.items()}, **measure(index)}
         small, big = results[100], results[a.items]
-        print(f"viewer of {a.items} items x {a.models} models ({a.items * a.models} rows, {3 * a.items * a.models} scores)")
+        print(
+            f"viewer of {a.items} items x {a.models} models ({a.items * a.models} rows, {3 * a.items * a.models} scores)"
+        )
         for k, v in big.items():
             unit = "MB" if k.endswith("_bytes") else ""
             shown = f"{v / 1e6:.2f} MB" if unit else (f"{v:.2f} s" if k.endswith("_s") else f"{v:.0f} ms")

@@ -16,8 +16,18 @@ from .base import Benchmark, Vocabulary
 from .catalog import FACETS, Catalog, load_catalog
 from .data import data_roots, find_benchmark_dir, pull
 
-__all__ = ["Benchmark", "Catalog", "FACETS", "Vocabulary", "data_roots", "find_benchmark_dir", "load_benchmark",
-           "load_catalog", "pull", "registry"]
+__all__ = [
+    "Benchmark",
+    "Catalog",
+    "FACETS",
+    "Vocabulary",
+    "data_roots",
+    "find_benchmark_dir",
+    "load_benchmark",
+    "load_catalog",
+    "pull",
+    "registry",
+]
 
 
 def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[Item], str]:
@@ -43,8 +53,11 @@ def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[
         return by_path.loader(p), str(p)
     defn = registry.get(name)
     if not defn.data_root and defn.path_suffixes:
-        raise InputError(f"{name!r} is loaded from a file", what="benchmark",
-                         fix=f"give the path of a {' or '.join(defn.path_suffixes)} file instead of its name")
+        raise InputError(
+            f"{name!r} is loaded from a file",
+            what="benchmark",
+            fix=f"give the path of a {' or '.join(defn.path_suffixes)} file instead of its name",
+        )
     if not defn.data_root:  # a definition that knows its own files (a YAML benchmark registered earlier)
         return defn.loader(Path(defn.source or ".")), defn.source
     folder = find_benchmark_dir(defn.name, data_dir)

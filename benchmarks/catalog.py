@@ -58,7 +58,7 @@ class Catalog:
         best (most word hits in the prompt) first."""
         words = [w for w in re.findall(r"\w+", text.lower()) if len(w) > 2]
         scored = []
-        for i in (self.items if items is None else items):
+        for i in self.items if items is None else items:
             p = i.prompt.lower()
             hits = sum(p.count(w) for w in words)
             if words and all(w in p for w in words):
@@ -101,9 +101,11 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
 
     names = benchmarks or [d.name for d in registry.with_data()]
     if data_dir is not None and not Path(data_dir).expanduser().exists():
-        raise DataNotFoundError("folder does not exist", what=f"--data-dir {data_dir}",
-                                fix=f"point --data-dir at a folder holding {_folders()}, "
-                                    "or run `sgieval data pull sciaidanbench`")
+        raise DataNotFoundError(
+            "folder does not exist",
+            what=f"--data-dir {data_dir}",
+            fix=f"point --data-dir at a folder holding {_folders()}, or run `sgieval data pull sciaidanbench`",
+        )
     items: list[Item] = []
     unavailable: dict[str, str] = {}
     sources: dict[str, str] = {}
@@ -121,22 +123,26 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
         for name in dict.fromkeys([b, *(i.benchmark for i in its)]):  # "my.jsonl" loads items of "jsonl:my"
             sources[name] = src
     if not items:
-        raise DataNotFoundError("no benchmark data found in any lookup location", what="catalog",
-                                fix="run `sgieval data pull sciaidanbench` when online, or pass --data-dir / set "
-                                    f"SGIEVAL_DATA to a folder holding {_folders()}")
+        raise DataNotFoundError(
+            "no benchmark data found in any lookup location",
+            what="catalog",
+            fix="run `sgieval data pull sciaidanbench` when online, or pass --data-dir / set "
+            f"SGIEVAL_DATA to a folder holding {_folders()}",
+        )
     return Catalog(items=items, unavailable=unavailable, sources=sources)
 
 
 def _folders() -> str:
-    """"sciaidanbench/, sgi-bench/ or sfbench/": the data folders of the registered benchmarks."""
+    """ "sciaidanbench/, sgi-bench/ or sfbench/": the data folders of the registered benchmarks."""
     from . import registry
 
     subs = [f"{d.data_folder}/" for d in registry.with_data()]
     return ", ".join(subs[:-1]) + f" or {subs[-1]}" if len(subs) > 1 else "".join(subs)
 
 
-def stored_responses(catalog: Catalog, data_dir: str | Path | None = None) -> tuple[dict[str, dict[str, int]],
-                                                                                      dict[str, str]]:
+def stored_responses(
+    catalog: Catalog, data_dir: str | Path | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
     """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a model call).
 
     Returns (``{benchmark: {stored model name: items of catalog it answers}}``,

@@ -40,8 +40,10 @@ def how_to_get(benchmark: str) -> str:
     sub = getattr(defn, "data_folder", None) or benchmark
     if defn is not None and defn.pull is not None:
         return f"run `sgieval data pull {benchmark}` (online), or pass --data-dir <folder holding {sub}/>"
-    return (f"{benchmark} has no public download: put its files in <folder>/{sub}/ (layout: the README's \"Data\" "
-            f"section) and pass --data-dir <folder> or set SGIEVAL_DATA")
+    return (
+        f"{benchmark} has no public download: put its files in <folder>/{sub}/ (layout: the README's \"Data\" "
+        f"section) and pass --data-dir <folder> or set SGIEVAL_DATA"
+    )
 
 
 def user_data_dir() -> Path:
@@ -102,19 +104,23 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
         d = Path(data_dir).expanduser()
         if not d.exists():
             raise DataNotFoundError(
-                "folder does not exist", what=f"--data-dir {d}",
+                "folder does not exist",
+                what=f"--data-dir {d}",
                 fix=f"point --data-dir at a folder holding {sub}/ (or the {sub} files themselves)"
-                    + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""))
+                + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""),
+            )
     explicit = Path(data_dir).expanduser().resolve() if data_dir else None
     if explicit is not None and (explicit / sub).is_dir() and not defn.holds(explicit / sub):
         # the user pointed at this benchmark's folder: never fall back past it silently
         want = ", ".join(defn.markers) or "*.jsonl, *.parquet or *.json files"
-        raise DataNotFoundError(f"{explicit / sub} holds no {benchmark} data (expected {want})",
-                                what=f"--data-dir {data_dir}",
-                                fix=f"put the {benchmark} files there"
-                                    + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""))
+        raise DataNotFoundError(
+            f"{explicit / sub} holds no {benchmark} data (expected {want})",
+            what=f"--data-dir {data_dir}",
+            fix=f"put the {benchmark} files there"
+            + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""),
+        )
     for root in data_roots(data_dir):
-        for cand in ([root, root / sub] if root == explicit else [root / sub]):
+        for cand in [root, root / sub] if root == explicit else [root / sub]:
             looked.append(str(cand))
             if defn.holds(cand):
                 return cand
@@ -125,8 +131,10 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
 
             tried = f"; layouts tried for --data-dir: {'; '.join(LAYOUTS)}"
         raise DataNotFoundError(
-            f"no {benchmark} data found (looked in: {', '.join(looked)}{tried})", what=benchmark,
-            fix=how_to_get(benchmark))
+            f"no {benchmark} data found (looked in: {', '.join(looked)}{tried})",
+            what=benchmark,
+            fix=how_to_get(benchmark),
+        )
     return None
 
 
@@ -153,6 +161,9 @@ def pull(benchmark: str, dest_root: Path | None = None) -> Path:
     defn = find(benchmark)
     if defn is None or defn.pull is None or not defn.data_root:
         sub = defn.data_folder if defn is not None else benchmark
-        raise OfflineError(f"no public download for {benchmark!r}", what="data pull",
-                           fix=f"place the files in {dest_root / sub} (layout: the README's \"Data\" section)")
+        raise OfflineError(
+            f"no public download for {benchmark!r}",
+            what="data pull",
+            fix=f"place the files in {dest_root / sub} (layout: the README's \"Data\" section)",
+        )
     return defn.pull(dest_root / defn.data_folder)

@@ -85,8 +85,9 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
     """
     p = Path(path)
     if not p.is_file():
-        raise DataNotFoundError(f"no such {kind} file", what=str(p),
-                                fix="check the path, or pass --data-dir <folder holding the files>")
+        raise DataNotFoundError(
+            f"no such {kind} file", what=str(p), fix="check the path, or pass --data-dir <folder holding the files>"
+        )
     suffix = p.suffix.lower()
     if suffix == ".parquet":
         try:
@@ -94,8 +95,11 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
 
             rows = pq.read_table(p).to_pylist()
         except Exception as e:  # pyarrow raises several error types for a bad file
-            raise InputError(f"cannot read parquet: {str(e).splitlines()[0]}", what=str(p),
-                             fix="re-download the file, or convert it to JSONL with one record per line") from e
+            raise InputError(
+                f"cannot read parquet: {str(e).splitlines()[0]}",
+                what=str(p),
+                fix="re-download the file, or convert it to JSONL with one record per line",
+            ) from e
         for n, row in enumerate(rows, 1):
             yield f"{p} row {n}", _plain(row)
         return
@@ -107,18 +111,27 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
         try:
             data = json_loads_strict(text)
         except json.JSONDecodeError as e:
-            raise InputError(f"is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", what=str(p),
-                             fix="write a JSON list of objects, or one JSON object per line in a .jsonl file") from e
+            raise InputError(
+                f"is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
+                what=str(p),
+                fix="write a JSON list of objects, or one JSON object per line in a .jsonl file",
+            ) from e
         if isinstance(data, dict):
             data = [data]
         if not isinstance(data, list):
-            raise InputError(f"top-level JSON value is a {type(data).__name__}, expected a list of objects",
-                             what=str(p), fix="write a JSON list of objects ([{...}, {...}])")
+            raise InputError(
+                f"top-level JSON value is a {type(data).__name__}, expected a list of objects",
+                what=str(p),
+                fix="write a JSON list of objects ([{...}, {...}])",
+            )
         for n, rec in enumerate(data, 1):
             where = f"{p} record {n}"
             if not isinstance(rec, dict):
-                raise InputError(f"{kind} is a {type(rec).__name__}, expected a JSON object", what=where,
-                                 fix="make every element of the list a JSON object {...}")
+                raise InputError(
+                    f"{kind} is a {type(rec).__name__}, expected a JSON object",
+                    what=where,
+                    fix="make every element of the list a JSON object {...}",
+                )
             yield where, rec
         return
     # JSONL (any other suffix is read as JSONL)
@@ -129,11 +142,17 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
         try:
             rec = json_loads_strict(line)
         except json.JSONDecodeError as e:
-            raise InputError(f"is not valid JSON: {e.msg} (column {e.colno})", what=where,
-                             fix="write exactly one complete JSON object per line (JSONL)") from e
+            raise InputError(
+                f"is not valid JSON: {e.msg} (column {e.colno})",
+                what=where,
+                fix="write exactly one complete JSON object per line (JSONL)",
+            ) from e
         if not isinstance(rec, dict):
-            raise InputError(f"{kind} is a {type(rec).__name__}, expected a JSON object", what=where,
-                             fix="write exactly one JSON object {...} per line (JSONL)")
+            raise InputError(
+                f"{kind} is a {type(rec).__name__}, expected a JSON object",
+                what=where,
+                fix="write exactly one JSON object {...} per line (JSONL)",
+            )
         yield where, rec
 
 
@@ -145,13 +164,25 @@ def _type_phrase(model: type[BaseModel], field: str) -> str:
     if desc:
         return desc
     ann = info.annotation
-    names: dict[Any, str] = {str: "a string", int: "an integer", float: "a number", dict: "a JSON object",
-             list[str]: "a list of strings"}
+    names: dict[Any, str] = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        dict: "a JSON object",
+        list[str]: "a list of strings",
+    }
     return names.get(ann, f"{getattr(ann, '__name__', str(ann))}")
 
 
-def input_error_from_validation(err: ValidationError, *, where: str, model: type[BaseModel], label: str,
-                                schema_ref: str, hint: Callable[[str], str | None] | None = None) -> InputError:
+def input_error_from_validation(
+    err: ValidationError,
+    *,
+    where: str,
+    model: type[BaseModel],
+    label: str,
+    schema_ref: str,
+    hint: Callable[[str], str | None] | None = None,
+) -> InputError:
     """One-line :class:`InputError` for the first problem in ``err``.
 
     ``where`` names the file and line/row, ``label`` the record (e.g.
@@ -165,13 +196,20 @@ def input_error_from_validation(err: ValidationError, *, where: str, model: type
     loc = [str(x) for x in e.get("loc", ())]
     field = loc[0] if loc else ""
     path = ".".join(loc)
-    others = [f"'{'.'.join(str(x) for x in o.get('loc', ())) or 'record'}' {o.get('type', 'invalid')}"
-              for o in errors[1:4]]
-    more = (f" (and {len(errors) - 1} more problem(s) in this record: {', '.join(others)}"
-            f"{', ...' if len(errors) > 4 else ''})") if len(errors) > 1 else ""
+    others = [
+        f"'{'.'.join(str(x) for x in o.get('loc', ())) or 'record'}' {o.get('type', 'invalid')}" for o in errors[1:4]
+    ]
+    more = (
+        (
+            f" (and {len(errors) - 1} more problem(s) in this record: {', '.join(others)}"
+            f"{', ...' if len(errors) > 4 else ''})"
+        )
+        if len(errors) > 1
+        else ""
+    )
     text = e.get("msg", "invalid value")
     if text.startswith("Value error, "):
-        text = text[len("Value error, "):]
+        text = text[len("Value error, ") :]
     if not loc:  # a whole-record check (model validator)
         msg = f"{label}: {text}{more}"
     elif e.get("type") == "missing":
@@ -210,7 +248,8 @@ class GenericRecord(BaseModel):
     type: str = Field(default="", description="a string")
     metadata: dict[str, Any] = Field(default_factory=dict, description="a JSON object")
     options: list[str] | dict[str, str] | None = Field(
-        default=None, description="a list of option texts or an object letter -> text")
+        default=None, description="a list of option texts or an object letter -> text"
+    )
 
     @field_validator("options")
     @classmethod
@@ -264,21 +303,33 @@ def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
         except ValidationError as e:
             rid = rec.get("id")
             label = f"JSONL record {rid!r}" if rid is not None else "JSONL record"
-            raise input_error_from_validation(e, where=where, model=GenericRecord, label=label,
-                                              schema_ref="generic JSONL format: id, prompt required") from None
+            raise input_error_from_validation(
+                e, where=where, model=GenericRecord, label=label, schema_ref="generic JSONL format: id, prompt required"
+            ) from None
         if r.id in seen:
-            raise InputError(f"duplicate id {r.id!r} (first at {seen[r.id]})", what=where,
-                             fix="give every record a unique 'id'")
+            raise InputError(
+                f"duplicate id {r.id!r} (first at {seen[r.id]})", what=where, fix="give every record a unique 'id'"
+            )
         seen[r.id] = where
-        items.append(Item(
-            id=f"{bench}/{r.id}", benchmark=bench, task=r.task, discipline=r.discipline,
-            direction=r.direction, type=r.type, prompt=r.prompt,
-            reference=None if "reference" not in rec else {
-                "answer": r.reference, **({"options": r.options} if r.options is not None else {})},
-            metadata={"question": r.prompt, **r.metadata, "source": str(p), "native_id": r.id},
-        ))
+        items.append(
+            Item(
+                id=f"{bench}/{r.id}",
+                benchmark=bench,
+                task=r.task,
+                discipline=r.discipline,
+                direction=r.direction,
+                type=r.type,
+                prompt=r.prompt,
+                reference=None
+                if "reference" not in rec
+                else {"answer": r.reference, **({"options": r.options} if r.options is not None else {})},
+                metadata={"question": r.prompt, **r.metadata, "source": str(p), "native_id": r.id},
+            )
+        )
     if not items:
-        raise InputError("contains no records", what=str(p), fix="write one JSON object per line with at least 'id' and 'prompt'")
+        raise InputError(
+            "contains no records", what=str(p), fix="write one JSON object per line with at least 'id' and 'prompt'"
+        )
     return items
 
 
@@ -298,8 +349,13 @@ DEFINITION = Benchmark(
     owns=lambda name: name.startswith("jsonl"),
     source="the user's file",
     tasks=(GENERIC,),
-    facets={"benchmark": "jsonl:<file stem>", "task": "the record's task (default generic)",
-            "discipline": "the record's discipline", "direction": "the record's direction", "type": "the record's type"},
+    facets={
+        "benchmark": "jsonl:<file stem>",
+        "task": "the record's task (default generic)",
+        "discipline": "the record's discipline",
+        "direction": "the record's direction",
+        "type": "the record's type",
+    },
     prompts={GENERIC: "{prompt}"},
     metrics=_metrics,
     primary={"*": "exact_match"},

@@ -43,7 +43,9 @@ PSEUDO_MODEL = re.compile(r"^(top-\d+|ensemble|router)", re.I)
 SCIAIDAN_CLONE = "SciAidanBench clone (results/per_model/model_*.json, benchmark/sciaidanbench_questions*.py)"
 AIDAN_CLONE = "AidanBench clone (benchmark/question_list.py, results/*.json)"
 SGI_SNAPSHOT = "SGI-Bench hub snapshot (SGI-<Task>/.../<split>-*.parquet)"
-SGIEVAL_LAYOUT = "sgieval layout (<dir>/<benchmark>/: sciaidanbench/questions.json, sgi-bench/*.parquet|jsonl, sfbench/*.jsonl)"
+SGIEVAL_LAYOUT = (
+    "sgieval layout (<dir>/<benchmark>/: sciaidanbench/questions.json, sgi-bench/*.parquet|jsonl, sfbench/*.jsonl)"
+)
 LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)
 """Every layout :func:`detect` tries, in order."""
 
@@ -60,8 +62,11 @@ def literal_strings(path: Path) -> dict[str, Any]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError, OSError) as e:
-        raise DataNotFoundError(f"cannot read the question list as Python source ({e})", what=str(path),
-                                fix="restore the file from the upstream repository") from e
+        raise DataNotFoundError(
+            f"cannot read the question list as Python source ({e})",
+            what=str(path),
+            fix="restore the file from the upstream repository",
+        ) from e
     out: dict[str, Any] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign):
@@ -173,9 +178,20 @@ def _open_view(root: Path, layout: str, files: list[Path], dest_root: Path | Non
 def _close_view(view: CloneView, key: str, questions: list[dict[str, Any]]) -> CloneView:
     """Write the view's ``questions.json`` and its ``layout.json`` manifest (fingerprint ``key``); return it."""
     (view.folder / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
-    (view.folder / "layout.json").write_text(json.dumps(
-        {"layout": view.layout, "source": str(view.source), "fingerprint": key, "models": view.models,
-         "pseudo_models": view.pseudo_models, "notes": view.notes}, indent=1), encoding="utf-8")
+    (view.folder / "layout.json").write_text(
+        json.dumps(
+            {
+                "layout": view.layout,
+                "source": str(view.source),
+                "fingerprint": key,
+                "models": view.models,
+                "pseudo_models": view.pseudo_models,
+                "notes": view.notes,
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
     return view
 
 
@@ -224,15 +240,23 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
     if groups:
         for domain, sub, qs in groups:
             for i, q in enumerate(qs):
-                questions.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
-                                  "in_published_results": q in published})
+                questions.append(
+                    {
+                        "domain": domain,
+                        "subdomain": sub,
+                        "index_in_list": i,
+                        "question": q,
+                        "in_published_results": q in published,
+                    }
+                )
     else:
         counters: dict[tuple[str, str | None], int] = {}
         for domain, sub, q in results_questions:
             i = counters.get((domain, sub), 0)
             counters[(domain, sub)] = i + 1
-            questions.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
-                              "in_published_results": True})
+            questions.append(
+                {"domain": domain, "subdomain": sub, "index_in_list": i, "question": q, "in_published_results": True}
+            )
     return _close_view(view, key, questions)
 
 
@@ -277,10 +301,15 @@ def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneV
     dest = view.folder
     lists = [v for v in literal_strings(qfile).values() if isinstance(v, list)]
     if not lists:
-        raise DataNotFoundError("no literal list of question strings", what=str(qfile),
-                                fix="restore benchmark/question_list.py from the AidanBench repository")
-    questions = [{"domain": AIDAN_DOMAIN, "subdomain": None, "index_in_list": i, "question": q,
-                  "in_published_results": True} for i, q in enumerate(lists[0])]
+        raise DataNotFoundError(
+            "no literal list of question strings",
+            what=str(qfile),
+            fix="restore benchmark/question_list.py from the AidanBench repository",
+        )
+    questions = [
+        {"domain": AIDAN_DOMAIN, "subdomain": None, "index_in_list": i, "question": q, "in_published_results": True}
+        for i, q in enumerate(lists[0])
+    ]
     for f in files:
         with f.open("rb") as fh:
             head = fh.read(len(LFS_POINTER))
@@ -302,7 +331,8 @@ def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneV
         view.models += list(real)
         if real:
             (dest / "responses" / f.name).write_text(
-                json.dumps({"domains": {AIDAN_DOMAIN: {"models": real}}}), encoding="utf-8")
+                json.dumps({"domains": {AIDAN_DOMAIN: {"models": real}}}), encoding="utf-8"
+            )
     return _close_view(view, key, questions)
 
 
@@ -346,11 +376,16 @@ def detect(folder: str | Path) -> str:
         return SGI_SNAPSHOT
     if any(p.suffix in (".jsonl", ".parquet", ".json") for p in d.iterdir() if p.is_file()):
         return SGIEVAL_LAYOUT  # one benchmark's own folder
-    tried = "; ".join([
-        f"{SGIEVAL_LAYOUT}: none of these sub-folders",
-        f"{SCIAIDAN_CLONE}: no results/per_model/model_*.json here, in its parent or grandparent",
-        f"{AIDAN_CLONE}: no benchmark/question_list.py",
-        f"{SGI_SNAPSHOT}: no parquet file under a folder named after an SGI-Bench dataset",
-    ])
-    raise DataNotFoundError(f"no known data layout fits (tried: {tried})", what=f"--data-dir {d}",
-                            fix="point --data-dir at one of these layouts, or run `sgieval data pull <benchmark>`")
+    tried = "; ".join(
+        [
+            f"{SGIEVAL_LAYOUT}: none of these sub-folders",
+            f"{SCIAIDAN_CLONE}: no results/per_model/model_*.json here, in its parent or grandparent",
+            f"{AIDAN_CLONE}: no benchmark/question_list.py",
+            f"{SGI_SNAPSHOT}: no parquet file under a folder named after an SGI-Bench dataset",
+        ]
+    )
+    raise DataNotFoundError(
+        f"no known data layout fits (tried: {tried})",
+        what=f"--data-dir {d}",
+        fix="point --data-dir at one of these layouts, or run `sgieval data pull <benchmark>`",
+    )

@@ -56,19 +56,29 @@ def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
     (pass ``replace=True`` to replace a user definition, e.g. a reloaded
     YAML benchmark)."""
     if not isinstance(defn, Benchmark):
-        raise InputError(f"register() takes a Benchmark, got {type(defn).__name__}", what="benchmark registry",
-                         fix="build the definition with sgieval.benchmarks.base.Benchmark(name=..., loader=...)")
+        raise InputError(
+            f"register() takes a Benchmark, got {type(defn).__name__}",
+            what="benchmark registry",
+            fix="build the definition with sgieval.benchmarks.base.Benchmark(name=..., loader=...)",
+        )
     if not re.fullmatch(r"[A-Za-z0-9][\w.\-]*", defn.name or ""):
-        raise InputError(f"benchmark name {defn.name!r} is not a plain name", what="benchmark registry",
-                         fix="use letters, digits, '-', '_' or '.' (e.g. my-bench)")
+        raise InputError(
+            f"benchmark name {defn.name!r} is not a plain name",
+            what="benchmark registry",
+            fix="use letters, digits, '-', '_' or '.' (e.g. my-bench)",
+        )
     _ensure_builtins()
     if defn.name in _builtin and _builtin[defn.name] is not defn:
-        raise InputError(f"benchmark {defn.name!r} is built in", what="benchmark registry",
-                         fix="give your benchmark another name")
+        raise InputError(
+            f"benchmark {defn.name!r} is built in", what="benchmark registry", fix="give your benchmark another name"
+        )
     old = _user.get(defn.name)
     if old is not None and old is not defn and old != defn and not replace:
-        raise InputError(f"another benchmark is already registered as {defn.name!r}", what="benchmark registry",
-                         fix="give it another name, or register(defn, replace=True)")
+        raise InputError(
+            f"another benchmark is already registered as {defn.name!r}",
+            what="benchmark registry",
+            fix="give it another name, or register(defn, replace=True)",
+        )
     if defn.name not in _builtin:
         _user[defn.name] = defn
     return defn
@@ -100,8 +110,11 @@ def get(name: str) -> Benchmark:
     """:func:`find`, raising InputError (naming the known benchmarks) when nothing matches."""
     defn = find(name)
     if defn is None:
-        raise InputError(f"unknown benchmark {name!r}", what="benchmark",
-                         fix=f"use one of {', '.join(names())}, or a path to a .jsonl or .yaml benchmark file")
+        raise InputError(
+            f"unknown benchmark {name!r}",
+            what="benchmark",
+            fix=f"use one of {', '.join(names())}, or a path to a .jsonl or .yaml benchmark file",
+        )
     return defn
 
 
@@ -117,8 +130,9 @@ def for_path(path: str) -> Benchmark | None:
     return next((d for d in all() if suffix and suffix in d.path_suffixes), None)
 
 
-def predefined_metrics(benchmarks: Iterable[str], items: Iterable[Item] = (),
-                       options: dict | None = None) -> list["Metric"]:
+def predefined_metrics(
+    benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
+) -> list["Metric"]:
     """The predefined metrics of ``benchmarks`` (names or item benchmark names)
     that apply to at least one of their ``items`` (all of them when ``items``
     is empty), each metric once (first benchmark wins).  Raises InputError
@@ -129,8 +143,9 @@ def predefined_metrics(benchmarks: Iterable[str], items: Iterable[Item] = (),
     for b in dict.fromkeys(benchmarks):
         defn = find(b)
         if defn is None:
-            raise InputError(f"no predefined metrics for benchmark {b!r}", what="benchmark",
-                             fix=f"use one of {', '.join(names())}")
+            raise InputError(
+                f"no predefined metrics for benchmark {b!r}", what="benchmark", fix=f"use one of {', '.join(names())}"
+            )
         own = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
         for m in defn.metrics(options):
             if m.name in seen:

@@ -48,32 +48,56 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
     try:
         raw = json_loads_strict(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", what=str(path),
-                         fix="restore it with `sgieval data pull sciaidanbench`") from e
+        raise InputError(
+            f"not UTF-8 text ({e.reason} at byte {e.start})",
+            what=str(path),
+            fix="restore it with `sgieval data pull sciaidanbench`",
+        ) from e
     except FileNotFoundError as e:
         raise InputError("file not found", what=str(path), fix="point --data-dir at a SciAidanBench folder") from e
     except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON at line {e.lineno}: {e.msg}", what=str(path),
-                         fix="restore the file with `sgieval data pull sciaidanbench`") from e
+        raise InputError(
+            f"invalid JSON at line {e.lineno}: {e.msg}",
+            what=str(path),
+            fix="restore the file with `sgieval data pull sciaidanbench`",
+        ) from e
     if not isinstance(raw, list):
-        raise InputError("expected a JSON list of question objects", what=str(path),
-                         fix="restore the file with `sgieval data pull sciaidanbench`")
+        raise InputError(
+            "expected a JSON list of question objects",
+            what=str(path),
+            fix="restore the file with `sgieval data pull sciaidanbench`",
+        )
     items = []
     for n, q in enumerate(raw):
         for f in ("domain", "question"):
             if not isinstance(q, dict) or not isinstance(q.get(f), str):
-                raise InputError(f"record {n} lacks string field {f!r}", what=str(path),
-                                 fix="each record needs domain, subdomain, index_in_list, question")
+                raise InputError(
+                    f"record {n} lacks string field {f!r}",
+                    what=str(path),
+                    fix="each record needs domain, subdomain, index_in_list, question",
+                )
         if published_only and q.get("in_published_results") is False:
             continue
         sub = q.get("subdomain") or q["domain"]
         idx = q.get("index_in_list", n)
-        items.append(Item(
-            id=item_id(q["domain"], sub, idx), benchmark=BENCHMARK, task=OPEN_CREATIVITY,
-            discipline=q["domain"], direction=sub, type="open-ended", prompt=q["question"], reference=None,
-            metadata={"question": q["question"], "index_in_list": idx,
-                      "in_published_results": q.get("in_published_results", True), "note": PROMPT_NOTE},
-        ))
+        items.append(
+            Item(
+                id=item_id(q["domain"], sub, idx),
+                benchmark=BENCHMARK,
+                task=OPEN_CREATIVITY,
+                discipline=q["domain"],
+                direction=sub,
+                type="open-ended",
+                prompt=q["question"],
+                reference=None,
+                metadata={
+                    "question": q["question"],
+                    "index_in_list": idx,
+                    "in_published_results": q.get("in_published_results", True),
+                    "note": PROMPT_NOTE,
+                },
+            )
+        )
     return items
 
 
@@ -128,24 +152,35 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
                 raise InputError(f"{where} lacks a 'models' object", what=str(path), fix=fix)
             for model, temps in sv["models"].items():
                 if not isinstance(temps, dict):
-                    raise InputError(f"{where}.models.{model} must map temperature -> questions", what=str(path), fix=fix)
+                    raise InputError(
+                        f"{where}.models.{model} must map temperature -> questions", what=str(path), fix=fix
+                    )
                 store = out.setdefault(model, StoredAnswers(model=model, path=path))
                 for temp, qs in temps.items():
                     if not isinstance(qs, dict):
-                        raise InputError(f"{where}.models.{model}.{temp} must map question -> records",
-                                         what=str(path), fix=fix)
+                        raise InputError(
+                            f"{where}.models.{model}.{temp} must map question -> records", what=str(path), fix=fix
+                        )
                     for question, recs in qs.items():
                         if not isinstance(recs, list):
-                            raise InputError(f"{where}.models.{model}.{temp}[{question[:40]!r}] must be a list of records",
-                                             what=str(path), fix=fix)
+                            raise InputError(
+                                f"{where}.models.{model}.{temp}[{question[:40]!r}] must be a list of records",
+                                what=str(path),
+                                fix=fix,
+                            )
                         for k, r in enumerate(recs):
                             missing = [f for f in RECORD_FIELDS if not isinstance(r, dict) or f not in r]
                             if missing:
                                 raise InputError(
                                     f"record {k} of {where}.models.{model}.{temp}[{question[:40]!r}] lacks field {missing[0]!r}",
-                                    what=str(path), fix=fix)
-                        add_list(store.by_question, question,
-                                 {"records": recs, "temperature": temp, "domain": domain, "subdomain": sub})
+                                    what=str(path),
+                                    fix=fix,
+                                )
+                        add_list(
+                            store.by_question,
+                            question,
+                            {"records": recs, "temperature": temp, "domain": domain, "subdomain": sub},
+                        )
     return list(out.values())
 
 
@@ -154,9 +189,13 @@ def merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
     after the other (so counts sum over lists, B.6), ``temperature`` the
     temperatures joined by ",", ``domain``/``subdomain`` of the first list,
     and ``lists`` the lists themselves."""
-    return {"records": [r for lst in lists for r in lst["records"]],
-            "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
-            "domain": lists[0]["domain"], "subdomain": lists[0]["subdomain"], "lists": lists}
+    return {
+        "records": [r for lst in lists for r in lst["records"]],
+        "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
+        "domain": lists[0]["domain"],
+        "subdomain": lists[0]["subdomain"],
+        "lists": lists,
+    }
 
 
 def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[str, Any]) -> None:
@@ -192,10 +231,13 @@ def pull_sciaidanbench(dest: Path) -> Path:
 
     host = "codeload.github.com"
     if not online(host):
-        raise OfflineError(f"cannot reach {host} (the files come from github.com/CFN-softbio/SciAidanBench "
-                           f"(commit {COMMIT}, results/per_model/*.json))", what=f"data pull {BENCHMARK}",
-                           fix=f"retry when online, or copy questions.json and responses/<model>.json to {dest} "
-                               "by hand (layout: the README's \"Data\" section), or pass --data-dir / set SGIEVAL_DATA")
+        raise OfflineError(
+            f"cannot reach {host} (the files come from github.com/CFN-softbio/SciAidanBench "
+            f"(commit {COMMIT}, results/per_model/*.json))",
+            what=f"data pull {BENCHMARK}",
+            fix=f"retry when online, or copy questions.json and responses/<model>.json to {dest} "
+            "by hand (layout: the README's \"Data\" section), or pass --data-dir / set SGIEVAL_DATA",
+        )
     import httpx
 
     r = httpx.get(TARBALL, follow_redirects=True, timeout=120)
@@ -221,8 +263,15 @@ def _questions_from_results(data: dict) -> list[dict]:
             for _model, temps in sv["models"].items():
                 for _t, qs in temps.items():
                     for i, q in enumerate(qs):
-                        out.append({"domain": domain, "subdomain": sub, "index_in_list": i, "question": q,
-                                    "in_published_results": True})
+                        out.append(
+                            {
+                                "domain": domain,
+                                "subdomain": sub,
+                                "index_in_list": i,
+                                "question": q,
+                                "in_published_results": True,
+                            }
+                        )
                     break
                 break
     return out
@@ -238,21 +287,43 @@ def _metrics(options: dict | None = None) -> list:
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SciAidanBench: open-ended science questions, answered again and again until answers repeat "
-                "or lose coherence (accepted answers count).",
+    "or lose coherence (accepted answers count).",
     loader=load_questions,
     markers=("questions.json",),
     pull=pull_sciaidanbench,
     source=f"github CFN-softbio/SciAidanBench at {COMMIT} (questions and per-model results)",
     tasks=(OPEN_CREATIVITY,),
-    facets={"discipline": "domain (Chemistry, Physics, ...)", "direction": "subdomain, or the domain when none",
-            "type": "open-ended"},
+    facets={
+        "discipline": "domain (Chemistry, Physics, ...)",
+        "direction": "subdomain, or the domain when none",
+        "type": "open-ended",
+    },
     vocabulary=Vocabulary(
-        disciplines={"chemistry": ("chemistry",), "physics": ("physics",), "astronomy": ("astrophysics",),
-                     "life": ("biology",), "neuroscience": ("neuroscience",), "earth": ("environmental science",),
-                     "nanoscience": ("nanoscience",), "condensed matter": ("condensed matter",),
-                     "synchrotron": ("synchrotron",)},
-        tasks=((OPEN_CREATIVITY, (r"creative", r"creativity", r"novel ideas", r"open[- ]ended", r"divergent",
-                                  r"brainstorm\w*", r"originality")),),
+        disciplines={
+            "chemistry": ("chemistry",),
+            "physics": ("physics",),
+            "astronomy": ("astrophysics",),
+            "life": ("biology",),
+            "neuroscience": ("neuroscience",),
+            "earth": ("environmental science",),
+            "nanoscience": ("nanoscience",),
+            "condensed matter": ("condensed matter",),
+            "synchrotron": ("synchrotron",),
+        },
+        tasks=(
+            (
+                OPEN_CREATIVITY,
+                (
+                    r"creative",
+                    r"creativity",
+                    r"novel ideas",
+                    r"open[- ]ended",
+                    r"divergent",
+                    r"brainstorm\w*",
+                    r"originality",
+                ),
+            ),
+        ),
         names=(r"sci[- ]?aidan[- ]?bench", r"aidan[- ]?bench"),
     ),
     # the generation protocol builds each turn's prompt (METRICS.md B.1): the question, then the earlier answers

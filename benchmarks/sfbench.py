@@ -49,8 +49,15 @@ from . import prompts
 from .base import Benchmark, Vocabulary
 from .jsonl import iter_records
 
-__all__ = ["BENCHMARK", "DEFINITION", "DISCIPLINE", "FIELD_ALIASES", "LIKERT_LEVELS", "load_sfbench",
-           "load_sfbench_folder"]
+__all__ = [
+    "BENCHMARK",
+    "DEFINITION",
+    "DISCIPLINE",
+    "FIELD_ALIASES",
+    "LIKERT_LEVELS",
+    "load_sfbench",
+    "load_sfbench_folder",
+]
 
 BENCHMARK = "sfbench"
 DISCIPLINE = "materials science"
@@ -132,42 +139,66 @@ def load_sfbench(path: str | Path) -> list[Item]:
             vals[field], keys[field] = value, key
         cid = vals["id"]
         if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
-            raise InputError(f"SFBench claim: field '{keys['id']}' must be a non-empty string or integer (got {cid!r})",
-                             what=where, fix=_FIX["id"])
+            raise InputError(
+                f"SFBench claim: field '{keys['id']}' must be a non-empty string or integer (got {cid!r})",
+                what=where,
+                fix=_FIX["id"],
+            )
         cid = str(cid).strip()
         label = f"SFBench claim {cid!r}"
         try:
             score = _likert(vals["score"])
         except ValueError as e:
-            raise InputError(f"{label}: field '{keys['score']}' {e} (got {vals['score']!r})", what=where,
-                             fix=_FIX["score"]) from None
+            raise InputError(
+                f"{label}: field '{keys['score']}' {e} (got {vals['score']!r})", what=where, fix=_FIX["score"]
+            ) from None
         if score not in LIKERT_LEVELS:
-            raise InputError(f"{label}: field '{keys['score']}' = {score} is outside the Likert scale -2..2",
-                             what=where, fix=_FIX["score"])
+            raise InputError(
+                f"{label}: field '{keys['score']}' = {score} is outside the Likert scale -2..2",
+                what=where,
+                fix=_FIX["score"],
+            )
         expl = vals["explanation"]
         if isinstance(expl, list) and all(isinstance(x, str) for x in expl):
             expl = "\n".join(expl)
         for field in ("claim", "subdomain", "assessment_date"):
             v = vals[field]
             if not isinstance(v, str) or not v.strip():
-                raise InputError(f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})",
-                                 what=where, fix=_FIX[field])
+                raise InputError(
+                    f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})",
+                    what=where,
+                    fix=_FIX[field],
+                )
         if not isinstance(expl, str):
-            raise InputError(f"{label}: field '{keys['explanation']}' must be a string or a list of strings "
-                             f"(got {type(expl).__name__})", what=where, fix=_FIX["explanation"])
+            raise InputError(
+                f"{label}: field '{keys['explanation']}' must be a string or a list of strings "
+                f"(got {type(expl).__name__})",
+                what=where,
+                fix=_FIX["explanation"],
+            )
         if cid in seen:
             raise InputError(f"{label}: duplicate id (first at {seen[cid]})", what=where, fix=_FIX["id"])
         seen[cid] = where
         claim, date = vals["claim"].strip(), vals["assessment_date"].strip()
-        items.append(Item(
-            id=f"{BENCHMARK}/{cid}", benchmark=BENCHMARK, task=FEASIBILITY, discipline=DISCIPLINE,
-            direction=vals["subdomain"].strip(), type="", prompt=prompts.sfbench_prompt(claim, date),
-            reference={"score": score, "explanation": expl},
-            metadata={"question": claim, "assessment_date": date, "source": str(p), "native_id": cid},
-        ))
+        items.append(
+            Item(
+                id=f"{BENCHMARK}/{cid}",
+                benchmark=BENCHMARK,
+                task=FEASIBILITY,
+                discipline=DISCIPLINE,
+                direction=vals["subdomain"].strip(),
+                type="",
+                prompt=prompts.sfbench_prompt(claim, date),
+                reference={"score": score, "explanation": expl},
+                metadata={"question": claim, "assessment_date": date, "source": str(p), "native_id": cid},
+            )
+        )
     if not items:
-        raise InputError("contains no claims", what=str(p),
-                         fix="write a JSON list of claim objects or one claim object per line (JSONL)")
+        raise InputError(
+            "contains no claims",
+            what=str(p),
+            fix="write a JSON list of claim objects or one claim object per line (JSONL)",
+        )
     return items
 
 
@@ -194,9 +225,11 @@ DEFINITION = Benchmark(
     source="SFBench: The SciFy Scientific Feasibility Benchmark (JHU APL, 2026); no public download",
     tasks=(FEASIBILITY,),
     facets={"discipline": DISCIPLINE, "direction": "materials-science subdomain"},
-    vocabulary=Vocabulary(disciplines={"material": (DISCIPLINE,)},
-                          tasks=((FEASIBILITY, (r"feasibility", r"feasible", r"scientific claims?")),),
-                          names=(r"sf[- ]?bench", r"scify")),
+    vocabulary=Vocabulary(
+        disciplines={"material": (DISCIPLINE,)},
+        tasks=((FEASIBILITY, (r"feasibility", r"feasible", r"scientific claims?")),),
+        names=(r"sf[- ]?bench", r"scify"),
+    ),
     prompts={FEASIBILITY: prompts.SFBENCH_TEMPLATE},
     metrics=_metrics,
     primary={FEASIBILITY: "sfbench_qwk"},

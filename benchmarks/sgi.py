@@ -58,8 +58,15 @@ from .base import Benchmark, Vocabulary, literal
 from .jsonl import input_error_from_validation, iter_records
 
 __all__ = [
-    "BENCHMARK", "HUB_DATASETS", "FILE_NAMES", "HubUnavailableError", "load_sgi_bench", "task_of_name",
-    "record_to_item", "RECORD_MODELS", "pull_sgi_bench",
+    "BENCHMARK",
+    "HUB_DATASETS",
+    "FILE_NAMES",
+    "HubUnavailableError",
+    "load_sgi_bench",
+    "task_of_name",
+    "record_to_item",
+    "RECORD_MODELS",
+    "pull_sgi_bench",
 ]
 
 BENCHMARK = "sgi-bench"
@@ -73,17 +80,17 @@ HUB_DATASETS: dict[str, str] = {
 }
 """Task -> HuggingFace dataset name (DATASETS.md; split ``test``)."""
 
-FILE_NAMES: dict[str, tuple[str, ...]] = {
-    t: (t, HUB_DATASETS[t].split("/", 1)[1]) for t in SGI_TASKS
-}
+FILE_NAMES: dict[str, tuple[str, ...]] = {t: (t, HUB_DATASETS[t].split("/", 1)[1]) for t in SGI_TASKS}
 """Task -> accepted file stems (task constant, HF dataset name)."""
 
 DATA_SUFFIXES = (".jsonl", ".parquet", ".json")
 SCHEMA_REF = "fields of the SGI-Bench {task} dataset card on HuggingFace"
-_FIX_DATA_DIR = ("run `sgieval data pull sgi-bench` when online, or put the SGI-Bench files in one folder "
-                 "(deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, wet_experiment.jsonl, "
-                 "experimental_reasoning.jsonl, or .parquet; fields of the HuggingFace datasets) and pass "
-                 "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)")
+_FIX_DATA_DIR = (
+    "run `sgieval data pull sgi-bench` when online, or put the SGI-Bench files in one folder "
+    "(deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, wet_experiment.jsonl, "
+    "experimental_reasoning.jsonl, or .parquet; fields of the HuggingFace datasets) and pass "
+    "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)"
+)
 
 
 class HubUnavailableError(OfflineError, DataNotFoundError):
@@ -241,18 +248,26 @@ class WetExperimentRecord(_SgiRecord):
     """DATASETS.md ``wet_experiment`` row."""
 
     action_pool: str = Field(min_length=1, description="a non-empty string (the atomic actions)")
-    answer: str = Field(min_length=1, description="a non-empty string (reference protocol, 'var = <Action>(...)' lines)")
+    answer: str = Field(
+        min_length=1, description="a non-empty string (reference protocol, 'var = <Action>(...)' lines)"
+    )
 
 
 class ExperimentalReasoningRecord(_SgiRecord):
     """DATASETS.md ``experimental_reasoning`` row; images normalised to base64 PNG."""
 
-    images: list[str] = Field(min_length=1, description="a non-empty list of images (base64 PNG strings or {'bytes','path'} dicts)")
+    images: list[str] = Field(
+        min_length=1, description="a non-empty list of images (base64 PNG strings or {'bytes','path'} dicts)"
+    )
     options: list[str] = Field(min_length=2, description="a list of at least two option strings")
     steps: list[str] = Field(description="a list of strings (reference reasoning steps)")
-    step_images: list[str] = Field(default_factory=list, description="a list of images (base64 PNG strings or {'bytes','path'} dicts)")
+    step_images: list[str] = Field(
+        default_factory=list, description="a list of images (base64 PNG strings or {'bytes','path'} dicts)"
+    )
     answer: int = Field(description="an integer: the 0-based index of the correct option")
-    image_type: str = Field(default="", description="a string (process, observation, experiment, simulation, visualization)")
+    image_type: str = Field(
+        default="", description="a string (process, observation, experiment, simulation, visualization)"
+    )
     type: str = Field(default="", description="a string (reasoning type)")
 
     @field_validator("images", "step_images", mode="before")
@@ -280,7 +295,9 @@ class ExperimentalReasoningRecord(_SgiRecord):
     @model_validator(mode="after")
     def _answer_in_range(self) -> "ExperimentalReasoningRecord":
         if not 0 <= self.answer < len(self.options):
-            raise ValueError(f"answer index {self.answer} is outside the {len(self.options)} options (0..{len(self.options) - 1})")
+            raise ValueError(
+                f"answer index {self.answer} is outside the {len(self.options)} options (0..{len(self.options) - 1})"
+            )
         return self
 
 
@@ -297,8 +314,11 @@ RECORD_MODELS: dict[str, type[_SgiRecord]] = {
 def _hint(task: str):
     def hint(field: str) -> str | None:
         if task == EXPERIMENTAL_REASONING and field in ("", "answer"):
-            return "set 'answer' to the 0-based index of the correct option (0 = A) (" + SCHEMA_REF.format(task=task) + ")"
+            return (
+                "set 'answer' to the 0-based index of the correct option (0 = A) (" + SCHEMA_REF.format(task=task) + ")"
+            )
         return None
+
     return hint
 
 
@@ -318,20 +338,39 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
     elif task == IDEA_GENERATION:
         assert isinstance(rec, IdeaGenerationRecord)
         prompt = prompts.idea_generation_prompt(rec.question)
-        reference = {k: getattr(rec, k) for k in (
-            "core_idea", "keywords", "implementation_steps", "implementation_order", "data", "evaluation_metrics",
-            "expected_outcome", "related_work", "existing_solutions", "related_work_test", "challenge",
-            "limitation", "motivation", "task_objective")}
+        reference = {
+            k: getattr(rec, k)
+            for k in (
+                "core_idea",
+                "keywords",
+                "implementation_steps",
+                "implementation_order",
+                "data",
+                "evaluation_metrics",
+                "expected_outcome",
+                "related_work",
+                "existing_solutions",
+                "related_work_test",
+                "challenge",
+                "limitation",
+                "motivation",
+                "task_objective",
+            )
+        }
         reference["keywords"] = list(rec.keywords)
         reference["implementation_order"] = list(rec.implementation_order)
     elif task == DRY_EXPERIMENT:
         assert isinstance(rec, DryExperimentRecord)
         prompt = prompts.dry_experiment_prompt(rec.question)
         reference = {
-            "data_code": rec.data_code, "main_code": rec.main_code, "incomplete_main_code": rec.incomplete_main_code,
+            "data_code": rec.data_code,
+            "main_code": rec.main_code,
+            "incomplete_main_code": rec.incomplete_main_code,
             "incomplete_functions": list(rec.incomplete_functions),
-            "unit_tests": [{"data": getattr(rec, f"unit_test_{i}_data"), "output": getattr(rec, f"unit_test_{i}_output")}
-                           for i in range(5)],
+            "unit_tests": [
+                {"data": getattr(rec, f"unit_test_{i}_data"), "output": getattr(rec, f"unit_test_{i}_output")}
+                for i in range(5)
+            ],
             "runtime": None if rec.runtime is None else float(rec.runtime),
         }
         type_ = rec.function_type
@@ -347,8 +386,17 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
         meta.update(image_type=rec.image_type, images=list(rec.images), n_step_images=len(rec.step_images))
     else:  # pragma: no cover - guarded by callers
         raise InputError(f"unknown SGI-Bench task {task!r}", what="task", fix=f"use one of {list(SGI_TASKS)}")
-    return Item(id=f"{BENCHMARK}/{rec.idx}", benchmark=BENCHMARK, task=task, discipline=rec.discipline,
-                direction=rec.direction, type=type_, prompt=prompt, reference=reference, metadata=meta)
+    return Item(
+        id=f"{BENCHMARK}/{rec.idx}",
+        benchmark=BENCHMARK,
+        task=task,
+        discipline=rec.discipline,
+        direction=rec.direction,
+        type=type_,
+        prompt=prompt,
+        reference=reference,
+        metadata=meta,
+    )
 
 
 def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[tuple[str, Item]]:
@@ -361,8 +409,9 @@ def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -
         except ValidationError as e:
             idx = row.get("idx")
             label = f"SGI-Bench {task} record" + (f" {idx!r}" if isinstance(idx, str) and idx else "")
-            raise input_error_from_validation(e, where=where, model=model, label=label,
-                                              schema_ref=SCHEMA_REF.format(task=task), hint=_hint(task)) from None
+            raise input_error_from_validation(
+                e, where=where, model=model, label=label, schema_ref=SCHEMA_REF.format(task=task), hint=_hint(task)
+            ) from None
         items.append((where, record_to_item(task, rec, source)))
     return items
 
@@ -370,11 +419,17 @@ def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -
 # ------------------------------------------------------------------ sources
 def _task_files(folder: Path, task: str) -> list[Path]:
     """Data files for ``task`` in ``folder`` (see module docstring), [] if none."""
-    direct = sorted(p for p in folder.iterdir()
-                    if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and task_of_name(p.stem) == task)
+    direct = sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix.lower() in DATA_SUFFIXES and task_of_name(p.stem) == task
+    )
     if len(direct) > 1:
-        raise InputError(f"several files for SGI-Bench task {task}: {', '.join(p.name for p in direct)}",
-                         what=str(folder), fix="keep exactly one file per task in the folder")
+        raise InputError(
+            f"several files for SGI-Bench task {task}: {', '.join(p.name for p in direct)}",
+            what=str(folder),
+            fix="keep exactly one file per task in the folder",
+        )
     if direct:
         return direct
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and task_of_name(p.name) == task):
@@ -423,22 +478,29 @@ def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
     name = HUB_DATASETS[task]
     reason = _hub_probe(timeout_s)
     if reason is not None:
-        raise HubUnavailableError(f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
-                                  what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR)
+        raise HubUnavailableError(
+            f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
+            what=f"HuggingFace dataset {name}",
+            fix=_FIX_DATA_DIR,
+        )
     try:
         import datasets
 
         ds = datasets.load_dataset(name, split="test")
     except Exception as e:
-        raise HubUnavailableError(f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
-                                  f"{str(e).splitlines()[0] if str(e) else ''}",
-                                  what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR) from e
+        raise HubUnavailableError(
+            f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
+            f"{str(e).splitlines()[0] if str(e) else ''}",
+            what=f"HuggingFace dataset {name}",
+            fix=_FIX_DATA_DIR,
+        ) from e
     rows = ((f"HuggingFace dataset {name} row {n}", dict(r)) for n, r in enumerate(ds, 1))
     return [it for _, it in _items_from_rows(task, rows, source=f"hf:{name}")]
 
 
-def load_sgi_bench(source: str | Path | None = None, tasks: list[str] | None = None, *,
-                   hub_timeout_s: float = 3.0) -> list[Item]:
+def load_sgi_bench(
+    source: str | Path | None = None, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0
+) -> list[Item]:
     """Load SGI-Bench items.
 
     ``source``: a folder (one file per task), a single task file, or None for
@@ -471,12 +533,18 @@ def load_sgi_bench(source: str | Path | None = None, tasks: list[str] | None = N
                 prefix = _first_idx(src)
                 task = task_of_name(prefix) if prefix else None
             if task is None:
-                raise InputError("cannot tell which SGI-Bench task this file holds (neither the file name nor the "
-                                 "'idx' prefix names a task)", what=str(src),
-                                 fix="name the file after its task, e.g. deep_research.jsonl or SGI-Reasoning.parquet")
+                raise InputError(
+                    "cannot tell which SGI-Bench task this file holds (neither the file name nor the "
+                    "'idx' prefix names a task)",
+                    what=str(src),
+                    fix="name the file after its task, e.g. deep_research.jsonl or SGI-Reasoning.parquet",
+                )
             if tasks is not None and task not in wanted:
-                raise InputError(f"file holds task {task}, but tasks={wanted} were requested", what=str(src),
-                                 fix="pass the file of the requested task or drop the task filter")
+                raise InputError(
+                    f"file holds task {task}, but tasks={wanted} were requested",
+                    what=str(src),
+                    fix="pass the file of the requested task or drop the task filter",
+                )
             pairs += _items_from_rows(task, iter_records(src, kind="SGI-Bench record"), str(src))
         else:
             folder = src
@@ -490,8 +558,12 @@ def load_sgi_bench(source: str | Path | None = None, tasks: list[str] | None = N
                 files = _task_files(folder, t)
                 if not files:
                     if tasks is not None:
-                        raise DataNotFoundError(f"no file for SGI-Bench task {t} (expected {t}.jsonl, {t}.parquet "
-                                                f"or {FILE_NAMES[t][1]}.parquet)", what=str(folder), fix=_FIX_DATA_DIR)
+                        raise DataNotFoundError(
+                            f"no file for SGI-Bench task {t} (expected {t}.jsonl, {t}.parquet "
+                            f"or {FILE_NAMES[t][1]}.parquet)",
+                            what=str(folder),
+                            fix=_FIX_DATA_DIR,
+                        )
                     continue
                 found += 1
                 for f in files:
@@ -502,8 +574,11 @@ def load_sgi_bench(source: str | Path | None = None, tasks: list[str] | None = N
     items = []
     for where, it in pairs:
         if it.id in seen:
-            raise InputError(f"duplicate idx {it.metadata['idx']!r} (first at {seen[it.id]})", what=where,
-                             fix="give every SGI-Bench record a unique 'idx'")
+            raise InputError(
+                f"duplicate idx {it.metadata['idx']!r} (first at {seen[it.id]})",
+                what=where,
+                fix="give every SGI-Bench record a unique 'idx'",
+            )
         seen[it.id] = where
         items.append(it)
     return items
@@ -525,8 +600,11 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
     wanted = _check_tasks(tasks)
     reason = _hub_probe(hub_timeout_s)
     if reason is not None:
-        raise HubUnavailableError(f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
-                                  what=f"data pull sgi-bench -> {dest}", fix=_FIX_DATA_DIR)
+        raise HubUnavailableError(
+            f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
+            what=f"data pull sgi-bench -> {dest}",
+            fix=_FIX_DATA_DIR,
+        )
     import datasets
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -536,9 +614,12 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
             ds = datasets.load_dataset(name, split="test")
             ds.to_parquet(str(dest / f"{t}.parquet"))
         except Exception as e:
-            raise HubUnavailableError(f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
-                                      f"{str(e).splitlines()[0] if str(e) else ''}",
-                                      what=f"HuggingFace dataset {name}", fix=_FIX_DATA_DIR) from e
+            raise HubUnavailableError(
+                f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else ''}",
+                what=f"HuggingFace dataset {name}",
+                fix=_FIX_DATA_DIR,
+            ) from e
     return dest
 
 
@@ -552,27 +633,70 @@ def _metrics(options: dict | None = None) -> list:
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SGI-Bench: deep research, idea generation, dry and wet experiments, experimental reasoning "
-                "(arXiv 2512.16969).",
+    "(arXiv 2512.16969).",
     loader=load_sgi_bench,
     pull=pull_sgi_bench,
     source="HuggingFace " + ", ".join(HUB_DATASETS.values()) + " (split test)",
     tasks=tuple(SGI_TASKS),
-    facets={"discipline": "one of the ten SGI-Bench disciplines (astronomy, chemistry, earth, ...)",
-            "direction": "research direction slug", "type": "target category / function type / reasoning type"},
+    facets={
+        "discipline": "one of the ten SGI-Bench disciplines (astronomy, chemistry, earth, ...)",
+        "direction": "research direction slug",
+        "type": "target category / function type / reasoning type",
+    },
     vocabulary=Vocabulary(
-        disciplines={c: (c,) for c in ("chemistry", "physics", "astronomy", "life", "neuroscience", "earth",
-                                       "material", "energy", "information", "mathematics")},
+        disciplines={
+            c: (c,)
+            for c in (
+                "chemistry",
+                "physics",
+                "astronomy",
+                "life",
+                "neuroscience",
+                "earth",
+                "material",
+                "energy",
+                "information",
+                "mathematics",
+            )
+        },
         tasks=(
-            (IDEA_GENERATION, (r"idea generation", r"ideation", r"generat\w* (research )?ideas?", r"research ideas?",
-                               r"hypothesis generation")),
-            (DEEP_RESEARCH, (r"deep research", r"literature (search|review)", r"research questions?",
-                             r"multi-step research")),
-            (DRY_EXPERIMENT, (r"dry (lab|experiments?)", r"computational experiments?", r"scientific code", r"coding",
-                              r"code completion")),
-            (WET_EXPERIMENT, (r"wet (lab|experiments?)", r"(laboratory|lab|experimental) protocols?",
-                              r"protocol design")),
-            (EXPERIMENTAL_REASONING, (r"experimental reasoning", r"multimodal reasoning", r"multiple[- ]choice",
-                                      r"(figures?|images?|plots?) reasoning")),
+            (
+                IDEA_GENERATION,
+                (
+                    r"idea generation",
+                    r"ideation",
+                    r"generat\w* (research )?ideas?",
+                    r"research ideas?",
+                    r"hypothesis generation",
+                ),
+            ),
+            (
+                DEEP_RESEARCH,
+                (r"deep research", r"literature (search|review)", r"research questions?", r"multi-step research"),
+            ),
+            (
+                DRY_EXPERIMENT,
+                (
+                    r"dry (lab|experiments?)",
+                    r"computational experiments?",
+                    r"scientific code",
+                    r"coding",
+                    r"code completion",
+                ),
+            ),
+            (
+                WET_EXPERIMENT,
+                (r"wet (lab|experiments?)", r"(laboratory|lab|experimental) protocols?", r"protocol design"),
+            ),
+            (
+                EXPERIMENTAL_REASONING,
+                (
+                    r"experimental reasoning",
+                    r"multimodal reasoning",
+                    r"multiple[- ]choice",
+                    r"(figures?|images?|plots?) reasoning",
+                ),
+            ),
         ),
         names=(r"sgi[- ]?bench", r"sgi"),
     ),
@@ -582,10 +706,15 @@ DEFINITION = Benchmark(
         DRY_EXPERIMENT: "{question}" + literal(prompts.DRY_EXPERIMENT_INSTRUCTIONS),
         WET_EXPERIMENT: "{question}" + literal(prompts.WET_EXPERIMENT_INSTRUCTIONS),
         EXPERIMENTAL_REASONING: literal(prompts.EXPERIMENTAL_REASONING_INSTRUCTIONS) + "\n\nQuestion:\n{question}\n\n"
-                                "Options:\n{options}\n",
+        "Options:\n{options}\n",
     },
     metrics=_metrics,
-    primary={DEEP_RESEARCH: "em", IDEA_GENERATION: "idea_final_score", DRY_EXPERIMENT: "dry_passall_5",
-             WET_EXPERIMENT: "wet_final_score", EXPERIMENTAL_REASONING: "mca"},
+    primary={
+        DEEP_RESEARCH: "em",
+        IDEA_GENERATION: "idea_final_score",
+        DRY_EXPERIMENT: "dry_passall_5",
+        WET_EXPERIMENT: "wet_final_score",
+        EXPERIMENTAL_REASONING: "mca",
+    },
 )
 """SGI-Bench, as the registry lists it (templates: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5)."""

@@ -57,8 +57,9 @@ class VocabularySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     names: list[str] = Field(default_factory=list, description="a list of patterns naming the benchmark")
-    disciplines: dict[str, list[str]] = Field(default_factory=dict,
-                                              description="a mapping concept -> list of discipline values")
+    disciplines: dict[str, list[str]] = Field(
+        default_factory=dict, description="a mapping concept -> list of discipline values"
+    )
     words: dict[str, list[str]] = Field(default_factory=dict, description="a mapping concept -> list of patterns")
     tasks: dict[str, list[str]] = Field(default_factory=dict, description="a mapping task -> list of patterns")
 
@@ -72,11 +73,13 @@ class BenchmarkSpec(BaseModel):
     description: str = Field(default="", description="a string")
     files: list[str] = Field(min_length=1, description="a list of JSONL file paths (relative to the YAML file)")
     prompt: str = Field(default="{prompt}", description="a template string containing {prompt}")
-    facets: dict[str, str] = Field(default_factory=dict,
-                                   description="a mapping with some of task, discipline, direction, type")
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS),
-                               description="a list of metric names (exact_match, exact_match_normalised, numeric_match, "
-                                           "rubric names)")
+    facets: dict[str, str] = Field(
+        default_factory=dict, description="a mapping with some of task, discipline, direction, type"
+    )
+    metrics: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_METRICS),
+        description="a list of metric names (exact_match, exact_match_normalised, numeric_match, rubric names)",
+    )
     primary: str | None = Field(default=None, description="one of the listed metrics")
     vocabulary: VocabularySpec = Field(default_factory=VocabularySpec, description="a mapping (see the README)")
 
@@ -100,12 +103,17 @@ def _fill(template: str, item: Item, where: str) -> str:
     try:
         return template.format_map(fields)
     except KeyError as e:
-        raise InputError(f"prompt template names {{{e.args[0]}}}, which record {item.metadata.get('native_id')!r} "
-                         "does not have", what=where,
-                         fix="use {prompt} or a field every record has under 'metadata' (write {{ and }} for braces)") from None
+        raise InputError(
+            f"prompt template names {{{e.args[0]}}}, which record {item.metadata.get('native_id')!r} does not have",
+            what=where,
+            fix="use {prompt} or a field every record has under 'metadata' (write {{ and }} for braces)",
+        ) from None
     except (ValueError, IndexError) as e:
-        raise InputError(f"prompt template is not a valid format string ({e})", what=where,
-                         fix="use {prompt} and {metadata field} placeholders; write {{ and }} for literal braces") from None
+        raise InputError(
+            f"prompt template is not a valid format string ({e})",
+            what=where,
+            fix="use {prompt} and {metadata field} placeholders; write {{ and }} for literal braces",
+        ) from None
 
 
 def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
@@ -115,8 +123,11 @@ def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
         path = (base / f).expanduser() if not Path(f).expanduser().is_absolute() else Path(f).expanduser()
         for it in load_jsonl(path, benchmark=spec.name):
             if it.id in seen:
-                raise InputError(f"duplicate id {it.metadata.get('native_id')!r} (also in {seen[it.id]})",
-                                 what=str(path), fix="give every record of the benchmark's files a unique 'id'")
+                raise InputError(
+                    f"duplicate id {it.metadata.get('native_id')!r} (also in {seen[it.id]})",
+                    what=str(path),
+                    fix="give every record of the benchmark's files a unique 'id'",
+                )
             seen[it.id] = str(path)
             update: dict[str, Any] = {"prompt": _fill(spec.prompt, it, f"{where}: prompt")}
             if "task" in spec.facets and it.task == GENERIC:
@@ -147,9 +158,11 @@ def _metrics_factory(spec: BenchmarkSpec, where: str):
             try:
                 rubric = load_rubric(name)
             except InputError as e:
-                raise InputError(f"metrics: {e.message}", what=where,
-                                 fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; "
-                                     f"{e.fix}") from None
+                raise InputError(
+                    f"metrics: {e.message}",
+                    what=where,
+                    fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; {e.fix}",
+                ) from None
             out.append(BenchmarkOnly(RubricMetric(rubric), spec.name))
         return out
 
@@ -170,27 +183,47 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
     p = Path(path).expanduser()
     where = str(p)
     if not p.is_file():
-        raise DataNotFoundError("no such benchmark definition file", what=where,
-                                fix="give the path of a YAML benchmark definition (README: \"Your own benchmark\")")
+        raise DataNotFoundError(
+            "no such benchmark definition file",
+            what=where,
+            fix="give the path of a YAML benchmark definition (README: \"Your own benchmark\")",
+        )
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8-sig"))
     except (OSError, yaml.YAMLError) as e:
-        raise InputError(f"is not readable YAML: {str(e).splitlines()[0]}", what=where,
-                         fix="write the definition as YAML (README: \"Your own benchmark\")") from e
+        raise InputError(
+            f"is not readable YAML: {str(e).splitlines()[0]}",
+            what=where,
+            fix="write the definition as YAML (README: \"Your own benchmark\")",
+        ) from e
     if not isinstance(data, dict):
-        raise InputError(f"top level is a {type(data).__name__}, expected a mapping", what=where,
-                         fix="start the file with 'name: ...' and 'files: [...]'")
+        raise InputError(
+            f"top level is a {type(data).__name__}, expected a mapping",
+            what=where,
+            fix="start the file with 'name: ...' and 'files: [...]'",
+        )
     try:
         spec = BenchmarkSpec.model_validate(data)
     except ValidationError as e:
-        raise input_error_from_validation(e, where=where, model=BenchmarkSpec, label="benchmark definition",
-                                          schema_ref="README \"Your own benchmark\"") from None
+        raise input_error_from_validation(
+            e,
+            where=where,
+            model=BenchmarkSpec,
+            label="benchmark definition",
+            schema_ref="README \"Your own benchmark\"",
+        ) from None
     if spec.primary is not None and spec.primary not in spec.metrics:
-        raise InputError(f"primary metric {spec.primary!r} is not one of the listed metrics {spec.metrics}",
-                         what=f"{where}: primary", fix="name one of the listed metrics, or leave primary out")
+        raise InputError(
+            f"primary metric {spec.primary!r} is not one of the listed metrics {spec.metrics}",
+            what=f"{where}: primary",
+            fix="name one of the listed metrics, or leave primary out",
+        )
     if not spec.metrics:
-        raise InputError("lists no metric", what=f"{where}: metrics",
-                         fix="list exact_match (needs a reference in every record) or a rubric name")
+        raise InputError(
+            "lists no metric",
+            what=f"{where}: metrics",
+            fix="list exact_match (needs a reference in every record) or a rubric name",
+        )
     v = spec.vocabulary
     base = p.resolve().parent
     tasks = tuple(dict.fromkeys([spec.facets.get("task", GENERIC)]))
@@ -199,12 +232,20 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
         return _items(spec, base, where)
 
     return Benchmark(
-        name=spec.name, description=spec.description or f"user benchmark defined in {p.name}",
-        loader=loader, data_root=False, source=str(p.resolve()),
-        tasks=tasks, facets=dict(spec.facets),
-        vocabulary=Vocabulary(disciplines={c: tuple(x.lower() for x in vals) for c, vals in v.disciplines.items()},
-                              words={c: tuple(w) for c, w in v.words.items()},
-                              tasks=tuple((t, tuple(ps)) for t, ps in v.tasks.items()), names=tuple(v.names)),
-        prompts={t: spec.prompt for t in tasks}, metrics=_metrics_factory(spec, where),
+        name=spec.name,
+        description=spec.description or f"user benchmark defined in {p.name}",
+        loader=loader,
+        data_root=False,
+        source=str(p.resolve()),
+        tasks=tasks,
+        facets=dict(spec.facets),
+        vocabulary=Vocabulary(
+            disciplines={c: tuple(x.lower() for x in vals) for c, vals in v.disciplines.items()},
+            words={c: tuple(w) for c, w in v.words.items()},
+            tasks=tuple((t, tuple(ps)) for t, ps in v.tasks.items()),
+            names=tuple(v.names),
+        ),
+        prompts={t: spec.prompt for t in tasks},
+        metrics=_metrics_factory(spec, where),
         primary={"*": spec.primary or spec.metrics[0]},
     )

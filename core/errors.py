@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 # -------------------------------------------------------------------------- errors
 class SgievalError(Exception):
     """Base error.  ``what`` names the thing that is wrong (file, field, model
@@ -81,8 +82,7 @@ class _OptionNames(dict):
         return key
 
 
-def problem_to_input_error(e: Any, names: dict[str, str] | None = None,
-                           default_what: str = "settings") -> InputError:
+def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_what: str = "settings") -> InputError:
     """The first error of ``e`` as one InputError: ``what`` = ``names[field]``
     (e.g. ``"--max-concurrency"`` for the CLI, ``"SGIEVAL_LOCAL_THREADS"``)
     or the field name; reason and fix from a :class:`FieldProblem`, else
@@ -91,16 +91,20 @@ def problem_to_input_error(e: Any, names: dict[str, str] | None = None,
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err.get("loc", ()))
     cause = (err.get("ctx") or {}).get("error")
-    field = (cause.field if isinstance(cause, FieldProblem) and cause.field
-             else str(err["loc"][0]) if err.get("loc") else "")
+    field = (
+        cause.field if isinstance(cause, FieldProblem) and cause.field else str(err["loc"][0]) if err.get("loc") else ""
+    )
     what = names.get(field, loc or field or default_what)
     if isinstance(cause, FieldProblem):
         if cause.value is not None:
             what = f"{what} {cause.value}"
         return InputError(cause.reason, what=what, fix=cause.fix.format_map(_OptionNames(names)))
     msg = str(err.get("msg", "invalid value"))
-    return InputError(msg[0].lower() + msg[1:] if msg else "invalid value", what=what,
-                      fix="check the value (see README, Usage)")
+    return InputError(
+        msg[0].lower() + msg[1:] if msg else "invalid value", what=what, fix="check the value (see README, Usage)"
+    )
+
+
 class RunStoppedError(SgievalError):
     """A fault that stops the whole run at its first occurrence instead of
     being recorded item by item (credentials refused, a corrupted call

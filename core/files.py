@@ -17,8 +17,16 @@ from pathlib import Path
 
 from .errors import InputError
 
-__all__ = ["PLAIN_NAME", "plain_name", "slug_name", "atomic_write_text", "disk_error", "is_disk_full",
-           "escape_control_chars", "json_loads_strict"]
+__all__ = [
+    "PLAIN_NAME",
+    "plain_name",
+    "slug_name",
+    "atomic_write_text",
+    "disk_error",
+    "is_disk_full",
+    "escape_control_chars",
+    "json_loads_strict",
+]
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 """A run id: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit; at most 200 characters."""
@@ -29,8 +37,11 @@ def plain_name(value: str, what: str = "run_id") -> str:
     no ``..``, no leading dot, not empty); raises InputError naming ``what``
     otherwise (``"../victim"`` would move a run out of its folder)."""
     if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value) or ".." in value:
-        raise InputError(f"{value!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
-                         what=what, fix="use a run id such as 20260101-120000-chemistry-ab12")
+        raise InputError(
+            f"{value!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
+            what=what,
+            fix="use a run id such as 20260101-120000-chemistry-ab12",
+        )
     return value
 
 
@@ -40,8 +51,11 @@ def slug_name(name: str, what: str = "name") -> str:
     -> ``"risk_awareness"``).  Raises InputError when nothing is left."""
     s = re.sub(r"[^a-z0-9]+", "_", (name or "").lower()).strip("_")[:120]
     if not s:
-        raise InputError(f"{name!r} has no letters or digits", what=what,
-                         fix="use letters, digits and underscores, e.g. 'cost_awareness'")
+        raise InputError(
+            f"{name!r} has no letters or digits",
+            what=what,
+            fix="use letters, digits and underscores, e.g. 'cost_awareness'",
+        )
     return s
 
 
@@ -71,8 +85,11 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
             free = f"{st.f_bavail * st.f_frsize / 2**20:.1f} MiB free"
         except OSError:
             mp, free = p.parent, "free space unknown"
-        return InputError(f"the disk holding {mp} is full ({free}); nothing was half-written", what=str(p),
-                          fix=f"free space on {mp} (or use --out on another disk), then `sgieval resume`")
+        return InputError(
+            f"the disk holding {mp} is full ({free}); nothing was half-written",
+            what=str(p),
+            fix=f"free space on {mp} (or use --out on another disk), then `sgieval resume`",
+        )
     return InputError(f"cannot write: {e.strerror or e}", what=str(p), fix="check the folder's permissions")
 
 
@@ -130,11 +147,13 @@ def json_loads_strict(text: str):
 
     def no_constant(name: str):
         m = _NON_FINITE.search(text)
-        raise json.JSONDecodeError(f"{name} is not a JSON number (write null or a finite number)", text,
-                                   m.start() if m else 0)
+        raise json.JSONDecodeError(
+            f"{name} is not a JSON number (write null or a finite number)", text, m.start() if m else 0
+        )
 
     try:
         return json.loads(text, parse_constant=no_constant)
     except RecursionError:
-        raise json.JSONDecodeError("nested too deeply (more levels than the parser's recursion limit)", text,
-                                   0) from None
+        raise json.JSONDecodeError(
+            "nested too deeply (more levels than the parser's recursion limit)", text, 0
+        ) from None

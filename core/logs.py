@@ -83,9 +83,14 @@ def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException, event: s
     import datetime as _dt
     import traceback
 
-    line = {"event": event, "level": "error", "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "run_id": run_id, "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))}
+    line = {
+        "event": event,
+        "level": "error",
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "run_id": run_id,
+        "error": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    }
     try:
         p = Path(run_dir)
         if p.is_dir():
@@ -119,10 +124,16 @@ class run_logging:  # noqa: N801 - a context manager, used like contextlib helpe
     def __enter__(self) -> Any:
         logger = structlog.wrap_logger(
             structlog.PrintLogger(self.stream if self.stream is not None else sys.stderr),
-            processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
-                        structlog.processors.TimeStamper(fmt="iso"), _to_file(self.path), _console_view,
-                        structlog.dev.ConsoleRenderer(colors=False)],
-            cache_logger_on_first_use=False)
+            processors=[
+                structlog.contextvars.merge_contextvars,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso"),
+                _to_file(self.path),
+                _console_view,
+                structlog.dev.ConsoleRenderer(colors=False),
+            ],
+            cache_logger_on_first_use=False,
+        )
         self._bound = structlog.contextvars.bound_contextvars(run_id=self.run_id)
         self._bound.__enter__()
         self._token = _sink.set(logger)

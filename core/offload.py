@@ -106,8 +106,12 @@ def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | 
         return
     import multiprocessing
 
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_prepare, initargs=(os.getpid(), tuple(modules)))
+    pool = ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_prepare,
+        initargs=(os.getpid(), tuple(modules)),
+    )
     pool.submit(_ready)  # start the worker now: it imports while the run goes on
     token = _WORKER.set(pool)
     try:

@@ -206,11 +206,16 @@ class RetrievalEvidence(_Evidence):
 
 
 Evidence = Annotated[
-    ToolCallEvidence | JudgeReplyEvidence | SandboxRunEvidence | RetrievalEvidence, Field(discriminator="kind")]
+    ToolCallEvidence | JudgeReplyEvidence | SandboxRunEvidence | RetrievalEvidence, Field(discriminator="kind")
+]
 """One typed evidence record; ``kind`` selects the shape."""
 
-EVIDENCE_KINDS: dict[str, type[BaseModel]] = {"tool_call": ToolCallEvidence, "judge_reply": JudgeReplyEvidence,
-                  "sandbox_run": SandboxRunEvidence, "retrieval": RetrievalEvidence}
+EVIDENCE_KINDS: dict[str, type[BaseModel]] = {
+    "tool_call": ToolCallEvidence,
+    "judge_reply": JudgeReplyEvidence,
+    "sandbox_run": SandboxRunEvidence,
+    "retrieval": RetrievalEvidence,
+}
 
 
 def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
@@ -426,8 +431,11 @@ def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool 
         key = loader.construct_object(key_node, deep=True)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"repeated key {key!r} (line {key_node.start_mark.line + 1}; first on line "
-                            f"{seen[key] + 1})", key_node.start_mark)
+                None,
+                None,
+                f"repeated key {key!r} (line {key_node.start_mark.line + 1}; first on line {seen[key] + 1})",
+                key_node.start_mark,
+            )
         seen[key] = key_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 
@@ -461,8 +469,10 @@ class Rubric(MetricSpec):
             if not k:
                 raise ValueError(f"rubric {self.name!r}: criterion name {n!r} has no letters or digits")
             if k in keys:
-                raise ValueError(f"rubric {self.name!r}: criterion {n!r} repeats criterion {keys[k]!r} "
-                                 "(names equal up to case and punctuation)")
+                raise ValueError(
+                    f"rubric {self.name!r}: criterion {n!r} repeats criterion {keys[k]!r} "
+                    "(names equal up to case and punctuation)"
+                )
             keys[k] = n
         unknown = set(self.weights) - set(names)
         if unknown:
@@ -583,8 +593,10 @@ class RunConfig(_Record):
         a ``config.json`` from a shared run folder may say ``"../victim"``, which
         would move the run (and what it writes or removes) out of its folder."""
         if not PLAIN_NAME.fullmatch(v) or ".." in v:
-            raise FieldProblem(f"run_id {v!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
-                               "use a run id such as 20260101-120000-chemistry-ab12cd34")
+            raise FieldProblem(
+                f"run_id {v!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
+                "use a run id such as 20260101-120000-chemistry-ab12cd34",
+            )
         return v
 
     @field_validator("benchmarks")
@@ -595,7 +607,9 @@ class RunConfig(_Record):
         out = []
         for b in v:
             p = Path(b).expanduser()
-            out.append(str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b)
+            out.append(
+                str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b
+            )
         return out
 
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -620,17 +634,20 @@ class RunConfig(_Record):
     @classmethod
     def _k_positive(cls, v: int | None) -> int | None:
         if v is not None and v < 1:
-            raise FieldProblem(f"must be a positive integer (number of items to sample), got {v}",
-                               "pass {k} 1 or more, or leave {k} out to evaluate every matching item")
+            raise FieldProblem(
+                f"must be a positive integer (number of items to sample), got {v}",
+                "pass {k} 1 or more, or leave {k} out to evaluate every matching item",
+            )
         return v
 
     @field_validator("judge_repeats")
     @classmethod
     def _repeats_in_range(cls, v: int) -> int:
         if not 1 <= v <= MAX_JUDGE_REPEATS:
-            raise FieldProblem(f"must be an integer from 1 to {MAX_JUDGE_REPEATS} (times each judge is asked per "
-                               f"item), got {v}", "pass {judge_repeats} 2 or more for test-retest agreement, or "
-                               "leave it out to ask each judge once")
+            raise FieldProblem(
+                f"must be an integer from 1 to {MAX_JUDGE_REPEATS} (times each judge is asked per item), got {v}",
+                "pass {judge_repeats} 2 or more for test-retest agreement, or leave it out to ask each judge once",
+            )
         return v
 
     @model_validator(mode="after")
@@ -643,16 +660,20 @@ class RunConfig(_Record):
     @classmethod
     def _concurrency_positive(cls, v: int) -> int:
         if v < 1:
-            raise FieldProblem(f"must be a positive integer (model calls in flight), got {v}",
-                               "pass {max_concurrency} 1 or more (default 16)")
+            raise FieldProblem(
+                f"must be a positive integer (model calls in flight), got {v}",
+                "pass {max_concurrency} 1 or more (default 16)",
+            )
         return v
 
     @field_validator("budget_usd")
     @classmethod
     def _budget_non_negative(cls, v: float | None) -> float | None:
         if v is not None and not v >= 0:  # NaN fails too
-            raise FieldProblem(f"must be >= 0 USD, got {v}",
-                               "pass a non-negative amount in USD, or leave {budget_usd} out for no limit")
+            raise FieldProblem(
+                f"must be >= 0 USD, got {v}",
+                "pass a non-negative amount in USD, or leave {budget_usd} out for no limit",
+            )
         return v
 
     @field_validator("sandbox")
@@ -667,8 +688,10 @@ class RunConfig(_Record):
     def _known_tools(cls, v: list[str]) -> list[str]:
         unknown = [t for t in v if t.lower() not in TOOL_NAMES]
         if unknown:
-            raise FieldProblem(f"unknown tool(s) {', '.join(map(repr, unknown))}",
-                               f"give a comma-separated list of {', '.join(TOOL_NAMES)} (e.g. {{tools}} search,pdf)")
+            raise FieldProblem(
+                f"unknown tool(s) {', '.join(map(repr, unknown))}",
+                f"give a comma-separated list of {', '.join(TOOL_NAMES)} (e.g. {{tools}} search,pdf)",
+            )
         return v
 
     @field_validator("executor")
@@ -681,6 +704,10 @@ class RunConfig(_Record):
     @model_validator(mode="after")
     def _unsafe_local_needs_consent(self) -> "RunConfig":
         if self.sandbox.lower() in ("unsafe-local", "local") and not self.unsafe_local_exec:
-            raise FieldProblem("the unsafe local backend runs model code without isolation",
-                               "add {unsafe_local_exec} to allow it explicitly", field="sandbox", value=self.sandbox)
+            raise FieldProblem(
+                "the unsafe local backend runs model code without isolation",
+                "add {unsafe_local_exec} to allow it explicitly",
+                field="sandbox",
+                value=self.sandbox,
+            )
         return self

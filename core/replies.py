@@ -43,11 +43,11 @@ def split_reasoning(text: str | None) -> tuple[str | None, str]:
         head = text[:end]
         start = head.find(THINK_OPEN)
         if start >= 0 and not head[:start].strip():
-            head = head[start + len(THINK_OPEN):]
-        return head.strip(), text[end + len(THINK_CLOSE):].lstrip()
+            head = head[start + len(THINK_OPEN) :]
+        return head.strip(), text[end + len(THINK_CLOSE) :].lstrip()
     start = text.rfind(THINK_OPEN)
     if start >= 0:
-        return text[start + len(THINK_OPEN):].strip(), ""
+        return text[start + len(THINK_OPEN) :].strip(), ""
     return None, text
 
 

@@ -36,8 +36,9 @@ __all__ = ["Jitter", "OnRetry", "RetryPolicy", "RetriesExhausted", "aretry", "re
 Jitter = Literal["equal", "full"]
 
 
-def backoff_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None,
-              jitter: Jitter = "equal") -> float:
+def backoff_s(
+    attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None, jitter: Jitter = "equal"
+) -> float:
     """Jittered exponential backoff after failed attempt ``attempt`` (1-based), in seconds:
     ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` times ``U(0.5, 1.5)`` (``jitter="equal"``) or
     ``U(0, 1)`` (``"full"``: ``rng.uniform(0, cap)``, AWS "full jitter")."""
@@ -142,19 +143,26 @@ def _before_sleep(on_retry: OnRetry | None) -> Callable[[tenacity.RetryCallState
     return hook
 
 
-async def aretry(fn: Callable[[], Awaitable[T]], policy: RetryPolicy,
-                 retryable: Callable[[BaseException], bool], *,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 on_retry: OnRetry | None = None) -> tuple[T, int]:
+async def aretry(
+    fn: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    retryable: Callable[[BaseException], bool],
+    *,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    on_retry: OnRetry | None = None,
+) -> tuple[T, int]:
     """``(await fn(), attempts)`` under ``policy``; ``fn`` is called once per attempt; ``on_retry`` as
     :data:`OnRetry`.  ``asyncio.CancelledError`` is never retried.  Raises :class:`RetriesExhausted`."""
     attempts = 0
     try:
         async for attempt in tenacity.AsyncRetrying(
-                stop=tenacity.stop_after_attempt(policy.max_attempts), wait=_wait(policy), sleep=sleep,
-                before_sleep=_before_sleep(on_retry),
-                retry=tenacity.retry_if_exception(lambda e: not isinstance(e, asyncio.CancelledError) and retryable(e)),
-                reraise=True):
+            stop=tenacity.stop_after_attempt(policy.max_attempts),
+            wait=_wait(policy),
+            sleep=sleep,
+            before_sleep=_before_sleep(on_retry),
+            retry=tenacity.retry_if_exception(lambda e: not isinstance(e, asyncio.CancelledError) and retryable(e)),
+            reraise=True,
+        ):
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 out = await fn()
@@ -165,14 +173,25 @@ async def aretry(fn: Callable[[], Awaitable[T]], policy: RetryPolicy,
     return out, attempts
 
 
-def retry(fn: Callable[[], T], policy: RetryPolicy, retryable: Callable[[BaseException], bool], *,
-          sleep: Callable[[float], None] = time.sleep, on_retry: OnRetry | None = None) -> tuple[T, int]:
+def retry(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    retryable: Callable[[BaseException], bool],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: OnRetry | None = None,
+) -> tuple[T, int]:
     """Synchronous :func:`aretry`: ``(fn(), attempts)``.  Raises :class:`RetriesExhausted`."""
     attempts = 0
     try:
-        for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(policy.max_attempts), wait=_wait(policy),
-                                         sleep=sleep, before_sleep=_before_sleep(on_retry),
-                                         retry=tenacity.retry_if_exception(retryable), reraise=True):
+        for attempt in tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(policy.max_attempts),
+            wait=_wait(policy),
+            sleep=sleep,
+            before_sleep=_before_sleep(on_retry),
+            retry=tenacity.retry_if_exception(retryable),
+            reraise=True,
+        ):
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 out = fn()

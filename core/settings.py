@@ -62,8 +62,9 @@ class Settings(BaseSettings):
     """The ``SGIEVAL_*`` variables (module doc).  Paths are expanded (``~``);
     empty strings count as unset."""
 
-    model_config = SettingsConfigDict(env_prefix="SGIEVAL_", extra="ignore", case_sensitive=False,
-                                      env_ignore_empty=True, frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="SGIEVAL_", extra="ignore", case_sensitive=False, env_ignore_empty=True, frozen=True
+    )
 
     cache_dir: Path | None = None
     no_cache: bool = False
@@ -121,8 +122,9 @@ class Settings(BaseSettings):
         return ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in self.shown().items())
 
 
-ENV_NAMES = {name: (name.upper() if name.endswith("_api_key") else f"SGIEVAL_{name.upper()}")
-             for name in Settings.model_fields}
+ENV_NAMES = {
+    name: (name.upper() if name.endswith("_api_key") else f"SGIEVAL_{name.upper()}") for name in Settings.model_fields
+}
 """Settings field -> the environment variable it reads."""
 
 

@@ -68,9 +68,23 @@ class RunStore:
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost)."""
 
-    WRITTEN = ("items.jsonl", "responses.jsonl", "scores.jsonl", "ledger.jsonl", "config.json", "report.md",
-               "report.json", "state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "state.sqlite-journal",
-               "log.jsonl", "figures", "rubrics", REPORT_PENDING)
+    WRITTEN = (
+        "items.jsonl",
+        "responses.jsonl",
+        "scores.jsonl",
+        "ledger.jsonl",
+        "config.json",
+        "report.md",
+        "report.json",
+        "state.sqlite",
+        "state.sqlite-wal",
+        "state.sqlite-shm",
+        "state.sqlite-journal",
+        "log.jsonl",
+        "figures",
+        "rubrics",
+        REPORT_PENDING,
+    )
     """Names sgieval writes in a run folder: none of them may be a symbolic link
     (a shared run folder could point one at a file outside the run)."""
 
@@ -84,9 +98,12 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
         links = [n for n in self.WRITTEN if (self.root / n).is_symlink()]
         if links:
-            raise InputError(f"the run folder holds symbolic link(s) {', '.join(links)}: writing there could change "
-                             "files outside the run", what=str(self.root),
-                             fix="replace each link by the file it points to (or remove it), then retry")
+            raise InputError(
+                f"the run folder holds symbolic link(s) {', '.join(links)}: writing there could change "
+                "files outside the run",
+                what=str(self.root),
+                fix="replace each link by the file it points to (or remove it), then retry",
+            )
         (self.root / "figures").mkdir(exist_ok=True)
         for name in (*self.FILES, *self.JOURNALS):
             self._repair(self.path(name))
@@ -198,8 +215,13 @@ class RunStore:
                     out.append(cls.model_validate_json(line))
                 except (ValueError, RecursionError) as e:
                     errs = e.errors() if hasattr(e, "errors") else []
-                    reason = "; ".join((f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x["msg"])
-                                       for x in errs[:3]) or type(e).__name__
+                    reason = (
+                        "; ".join(
+                            (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x["msg"])
+                            for x in errs[:3]
+                        )
+                        or type(e).__name__
+                    )
                     self._skipped(p, n, f"not a valid {cls.__name__} record ({reason[:200]})")
                     continue
         self._records[name] = (len(data), out)
@@ -241,9 +263,11 @@ class RunStore:
             with p.open("x", encoding="utf-8") as f:
                 f.write(config.model_dump_json(indent=2))
         except FileExistsError:
-            raise InputError("this run folder already holds a run", what=str(self.root),
-                             fix=f"resume it with `sgieval resume {self.root.name}`, or start the new run "
-                                 "with another run id") from None
+            raise InputError(
+                "this run folder already holds a run",
+                what=str(self.root),
+                fix=f"resume it with `sgieval resume {self.root.name}`, or start the new run with another run id",
+            ) from None
 
     def rubric_path(self, name: str) -> Path:
         """Where the run keeps the rubric named ``name``: ``rubrics/<slug>.yaml``
@@ -272,6 +296,9 @@ def check_state_file(path: str | Path) -> None:
         with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as db:
             db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as e:
-        raise InputError(f"the run's graph state is unreadable ({e})", what=str(p),
-                         fix=f"restore it from a backup, or move it away and run `sgieval resume {p.parent}`: the "
-                             "run is planned again and every stored response and score is kept") from None
+        raise InputError(
+            f"the run's graph state is unreadable ({e})",
+            what=str(p),
+            fix=f"restore it from a backup, or move it away and run `sgieval resume {p.parent}`: the "
+            "run is planned again and every stored response and score is kept",
+        ) from None

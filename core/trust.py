@@ -27,8 +27,12 @@ __all__ = ["SAFE_SANDBOXES", "FLAGS", "sensitive_settings", "fingerprint", "trus
 SAFE_SANDBOXES = ("auto", "bubblewrap", "bwrap")
 """Sandbox backends that run code on this machine, isolated (``auto`` picks E2B only with the user's own key)."""
 
-FLAGS = {"base_url": "--base-url URL", "unsafe_local_exec": "--unsafe-local-exec", "sandbox": "--sandbox NAME",
-         "tools": "--tools LIST"}
+FLAGS = {
+    "base_url": "--base-url URL",
+    "unsafe_local_exec": "--unsafe-local-exec",
+    "sandbox": "--sandbox NAME",
+    "tools": "--tools LIST",
+}
 """How each sensitive setting is passed again on the command line."""
 
 
@@ -53,8 +57,12 @@ def sensitive_settings(config: Any) -> dict[str, Any]:
 def fingerprint(config: Any) -> str:
     """SHA-256 (64 hex digits) of ``config``'s sensitive settings and the model
     strings they are used with (targets, judges, agent)."""
-    data = {"settings": sensitive_settings(config), "models": list(config.models), "judges": list(config.judges),
-            "agent_model": config.agent_model}
+    data = {
+        "settings": sensitive_settings(config),
+        "models": list(config.models),
+        "judges": list(config.judges),
+        "agent_model": config.agent_model,
+    }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 

@@ -38,8 +38,19 @@ from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use
 )
 from ..core import SgievalError
 
-__all__ = ["EvalState", "RunContext", "after_confirm", "build_graph", "check_request_models", "execute",
-           "make_runtime", "models_named_in", "new_run_id", "unique_models", "write_report"]
+__all__ = [
+    "EvalState",
+    "RunContext",
+    "after_confirm",
+    "build_graph",
+    "check_request_models",
+    "execute",
+    "make_runtime",
+    "models_named_in",
+    "new_run_id",
+    "unique_models",
+    "write_report",
+]
 
 RunRuntime = RunContext
 """Former name of the run context (kept for callers of this module)."""
@@ -73,8 +84,10 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
         c = getattr(runtime, "context", None)
         c = c if isinstance(c, RunContext) else rt  # Studio may bring a context of its own (a dict)
         if c is None:
-            raise SgievalError("the evaluation graph was invoked without a run context",
-                               fix="invoke it with context=make_runtime(config)")
+            raise SgievalError(
+                "the evaluation graph was invoked without a run context",
+                fix="invoke it with context=make_runtime(config)",
+            )
         return c
 
     async def questioning(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -108,8 +121,9 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     return g.compile(checkpointer=checkpointer)
 
 
-async def execute(rt: RunContext, *, resume: bool = False,
-                  confirm: Callable[[dict], bool] | None = None) -> dict[str, Any]:
+async def execute(
+    rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None
+) -> dict[str, Any]:
     """Run (or resume) the graph for ``rt`` to the end, inside the run's scope
     (:func:`sgieval.agents.run.run_scope`: settings, call context, log sink and
     ledger of this run only).
@@ -146,8 +160,9 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
         while "__interrupt__" in result:
             if confirm is None:
                 return result
-            result = await graph.ainvoke(Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread,
-                                         context=rt)
+            result = await graph.ainvoke(
+                Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread, context=rt
+            )
         if result.get("confirmed") is True and not result.get("report"):
             # confirmed but ended without a report: the router after the confirmation raised (issue 14 item 6)
             # and the graph kept the confirmation's writes without the route; route again from there

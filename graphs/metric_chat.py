@@ -56,8 +56,13 @@ class MetricChatState(TypedDict, total=False):
     saved: str
 
 
-def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = None,
-                      save_dir: str | Path | None = None, checkpointer: Any = None):
+def build_metric_chat(
+    *,
+    agent: NamedModel | None = None,
+    name: str | None = None,
+    save_dir: str | Path | None = None,
+    checkpointer: Any = None,
+):
     """Compile the chat graph.  ``agent``: LLM for proposal and revisions
     (None: offline); ``name``: the metric's name (default: from the
     proposal); ``save_dir``: folder for the YAML (default: the user rubric
@@ -81,8 +86,16 @@ def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = Non
 
     async def review(state: MetricChatState) -> dict[str, Any]:
         rubric = Rubric.model_validate(state["rubric"])
-        text = str(interrupt({"kind": "review", "message": state.get("message", ""), "rubric": state["rubric"],
-                              "yaml": rubric.to_yaml()})).strip()
+        text = str(
+            interrupt(
+                {
+                    "kind": "review",
+                    "message": state.get("message", ""),
+                    "rubric": state["rubric"],
+                    "yaml": rubric.to_yaml(),
+                }
+            )
+        ).strip()
         status = "done" if DONE_RE.match(text) else "cancelled" if CANCEL_RE.match(text) else "open"
         return {"request": text, "status": status, "history": _hist(state, ("user", text))}
 
@@ -99,19 +112,30 @@ def build_metric_chat(*, agent: NamedModel | None = None, name: str | None = Non
     for n, f in (("describe", describe), ("propose", propose), ("review", review), ("revise", revise), ("save", save)):
         g.add_node(n, f)
     g.add_edge(START, "describe")
-    g.add_conditional_edges("describe", lambda s: END if s.get("status") == "cancelled" else "propose", ["propose", END])
+    g.add_conditional_edges(
+        "describe", lambda s: END if s.get("status") == "cancelled" else "propose", ["propose", END]
+    )
     g.add_edge("propose", "review")
-    g.add_conditional_edges("review", lambda s: {"done": "save", "cancelled": END}.get(s.get("status", ""), "revise"),
-                            ["save", "revise", END])
+    g.add_conditional_edges(
+        "review",
+        lambda s: {"done": "save", "cancelled": END}.get(s.get("status", ""), "revise"),
+        ["save", "revise", END],
+    )
     g.add_edge("revise", "review")
     g.add_edge("save", END)
     return g.compile(checkpointer=checkpointer if checkpointer is not None else InMemorySaver())
 
 
-async def run_metric_chat(answer: Callable[[dict[str, Any]], str | Awaitable[str]], *, agent: NamedModel | None = None,
-                          name: str | None = None, save_dir: str | Path | None = None,
-                          description: str | None = None, on_message: Callable[[dict[str, Any]], None] | None = None,
-                          max_turns: int = MAX_TURNS) -> MetricChatState:
+async def run_metric_chat(
+    answer: Callable[[dict[str, Any]], str | Awaitable[str]],
+    *,
+    agent: NamedModel | None = None,
+    name: str | None = None,
+    save_dir: str | Path | None = None,
+    description: str | None = None,
+    on_message: Callable[[dict[str, Any]], None] | None = None,
+    max_turns: int = MAX_TURNS,
+) -> MetricChatState:
     """Drive the chat to the end: each interrupt payload goes to
     ``answer(payload) -> user text`` (sync or async) and is resumed with
     ``Command(resume=text)``.  ``description`` skips the first question.
@@ -124,8 +148,11 @@ async def run_metric_chat(answer: Callable[[dict[str, Any]], str | Awaitable[str
     while "__interrupt__" in result:
         turns += 1
         if turns > max_turns:
-            raise InputError(f"no decision after {max_turns} turns", what="sgieval metric define",
-                             fix="say 'done' to save or 'cancel' to quit")
+            raise InputError(
+                f"no decision after {max_turns} turns",
+                what="sgieval metric define",
+                fix="say 'done' to save or 'cancel' to quit",
+            )
         payload = result["__interrupt__"][0].value
         if on_message is not None:
             on_message(payload)

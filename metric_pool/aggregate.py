@@ -60,8 +60,14 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return float(ci.low), float(ci.high)
 
 
-def summarize(values: Sequence[float], *, n_resamples: int = 10000, seed: int = 0,
-              confidence: float = 0.95, binary: bool | None = None) -> Summary:
+def summarize(
+    values: Sequence[float],
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    binary: bool | None = None,
+) -> Summary:
     """Mean, total and a ``confidence`` CI of ``values`` (see :class:`Summary`).
 
     ``binary`` None (default) detects 0/1 values (:func:`is_binary`); True/False
@@ -75,7 +81,7 @@ def summarize(values: Sequence[float], *, n_resamples: int = 10000, seed: int = 
         raise ValueError("summarize() needs at least one value")
     mean = float(x.mean())
     method, note = "bca", ""
-    if (is_binary(x) if binary is None else binary):
+    if is_binary(x) if binary is None else binary:
         k = int(x.sum())
         lo, hi = wilson_interval(k, int(x.size), confidence)
         method = "wilson"
@@ -90,16 +96,36 @@ def summarize(values: Sequence[float], *, n_resamples: int = 10000, seed: int = 
     else:
         from scipy import stats
 
-        res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
-                              method="BCa", random_state=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            (x,),
+            np.mean,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method="BCa",
+            random_state=np.random.default_rng(seed),
+        )
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isnan(lo) or math.isnan(hi):  # BCa can fail on very skewed data; fall back to percentile
-            res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples,
-                                  method="percentile", random_state=np.random.default_rng(seed))
+            res = stats.bootstrap(
+                (x,),
+                np.mean,
+                confidence_level=confidence,
+                n_resamples=n_resamples,
+                method="percentile",
+                random_state=np.random.default_rng(seed),
+            )
             lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
             method, note = "percentile", "percentile bootstrap: the BCa interval is undefined for these values"
-    return Summary(n=int(x.size), mean=mean, total=float(x.sum()), std=float(x.std()), ci_low=lo, ci_high=hi,
-                   method=method, note=note)
+    return Summary(
+        n=int(x.size),
+        mean=mean,
+        total=float(x.sum()),
+        std=float(x.std()),
+        ci_low=lo,
+        ci_high=hi,
+        method=method,
+        note=note,
+    )
 
 
 # ----------------------------------------------------------------------------- paired comparison
@@ -131,8 +157,15 @@ def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x - y, axis=axis)
 
 
-def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "permutation",
-                n_resamples: int = 10000, seed: int = 0, confidence: float = 0.95) -> PairedResult:
+def paired_test(
+    a: dict[str, float],
+    b: dict[str, float],
+    *,
+    method: str = "permutation",
+    n_resamples: int = 10000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedResult:
     """Compare model A with model B on the items both scored (keys of ``a`` and ``b``
     = item ids, values = per-item scores on one metric's scale; items missing
     on either side or with a non-finite value are left out).
@@ -153,8 +186,7 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
     """
     if method not in ("permutation", "bootstrap"):
         raise ValueError(f"paired_test: unknown method {method!r}; use 'permutation' or 'bootstrap'")
-    keys = sorted(k for k in set(a) & set(b)
-                  if math.isfinite(float(a[k])) and math.isfinite(float(b[k])))
+    keys = sorted(k for k in set(a) & set(b) if math.isfinite(float(a[k])) and math.isfinite(float(b[k])))
     if not keys:
         raise ValueError("paired_test: the two models have no item with a finite score in common")
     x = np.array([float(a[k]) for k in keys])
@@ -172,13 +204,23 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
         ci_note = "no CI: fewer than 2 common items"
     elif np.all(d == d[0]):
         lo = hi = mean_diff
-        ci_note = (f"zero-width interval: the difference is {d[0]:g} on all {n} common items, so every bootstrap "
-                   "resample gives it")
+        ci_note = (
+            f"zero-width interval: the difference is {d[0]:g} on all {n} common items, so every bootstrap "
+            "resample gives it"
+        )
     else:
         lo = hi = math.nan
         for ci_method in ("BCa", "percentile"):
-            res = stats.bootstrap((x, y), _mean_diff, paired=True, vectorized=True, confidence_level=confidence,
-                                  n_resamples=n_resamples, method=ci_method, random_state=np.random.default_rng(seed))
+            res = stats.bootstrap(
+                (x, y),
+                _mean_diff,
+                paired=True,
+                vectorized=True,
+                confidence_level=confidence,
+                n_resamples=n_resamples,
+                method=ci_method,
+                random_state=np.random.default_rng(seed),
+            )
             lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
             if not (math.isnan(lo) or math.isnan(hi)):
                 if ci_method == "percentile":
@@ -189,8 +231,15 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
     if np.all(d == 0) or n == 1:  # one item: flips {+d, -d}, two-sided 2 * 1/2 = 1
         p = 1.0
     elif method == "permutation":
-        res = stats.permutation_test((x, y), _mean_diff, permutation_type="samples", vectorized=True,
-                                     n_resamples=n_resamples, alternative="two-sided", random_state=rng)
+        res = stats.permutation_test(
+            (x, y),
+            _mean_diff,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=n_resamples,
+            alternative="two-sided",
+            random_state=rng,
+        )
         p = float(res.pvalue)
     else:
         centred = d - mean_diff
@@ -199,5 +248,14 @@ def paired_test(a: dict[str, float], b: dict[str, float], *, method: str = "perm
         # tolerance guards the float noise of the centred means
         extreme = np.count_nonzero(np.abs(boot) >= abs(mean_diff) - 1e-12 * max(1.0, abs(mean_diff)))
         p = float((1 + extreme) / (1 + n_resamples))
-    return PairedResult(n=n, mean_a=float(x.mean()), mean_b=float(y.mean()), mean_diff=mean_diff,
-                        ci_low=lo, ci_high=hi, p_value=min(1.0, p), method=method, ci_note=ci_note)
+    return PairedResult(
+        n=n,
+        mean_a=float(x.mean()),
+        mean_b=float(y.mean()),
+        mean_diff=mean_diff,
+        ci_low=lo,
+        ci_high=hi,
+        p_value=min(1.0, p),
+        method=method,
+        ci_note=ci_note,
+    )

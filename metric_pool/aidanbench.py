@@ -26,27 +26,52 @@ from .base import Metric, ScoringContext
 SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
 
 ACCEPTED = MetricSpec(
-    name="aidan_accepted_answers", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, float("inf")),
-    higher_is_better=True, benchmark="sciaidanbench", primary=True, unit="answers",
+    name="aidan_accepted_answers",
+    tasks=[OPEN_CREATIVITY],
+    kind="objective",
+    range=(0, float("inf")),
+    higher_is_better=True,
+    benchmark="sciaidanbench",
+    primary=True,
+    unit="answers",
     qualities={"creativity": 1, "novelty": 3},
     description="Accepted answers per question: records with stopping_condition null. Model score = sum over questions.",
-    source=SRC)
+    source=SRC,
+)
 PUBLISHED = MetricSpec(
-    name="aidan_published_count", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, float("inf")),
-    higher_is_better=True, benchmark="sciaidanbench", variant_of="aidan_accepted_answers", unit="answers",
+    name="aidan_published_count",
+    tasks=[OPEN_CREATIVITY],
+    kind="objective",
+    range=(0, float("inf")),
+    higher_is_better=True,
+    benchmark="sciaidanbench",
+    variant_of="aidan_accepted_answers",
+    unit="answers",
     description="Published count per question: len(list) including the rejected terminating answer "
-                "(analysis/utils.py); normally accepted + 1.",
-    source=SRC)
+    "(analysis/utils.py); normally accepted + 1.",
+    source=SRC,
+)
 COHERENCE = MetricSpec(
-    name="aidan_mean_coherence", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, 100),
-    higher_is_better=True, benchmark="sciaidanbench",
+    name="aidan_mean_coherence",
+    tasks=[OPEN_CREATIVITY],
+    kind="objective",
+    range=(0, 100),
+    higher_is_better=True,
+    benchmark="sciaidanbench",
     description="Mean stored coherence_score (0-100, o1-mini judge) of the accepted answers of a question.",
-    source=SRC)
+    source=SRC,
+)
 NOVELTY = MetricSpec(
-    name="aidan_mean_novelty", tasks=[OPEN_CREATIVITY], kind="objective", range=(0, 1),
-    higher_is_better=True, benchmark="sciaidanbench", qualities={"novelty": 2},
+    name="aidan_mean_novelty",
+    tasks=[OPEN_CREATIVITY],
+    kind="objective",
+    range=(0, 1),
+    higher_is_better=True,
+    benchmark="sciaidanbench",
+    qualities={"novelty": 2},
     description="Mean stored embedding_dissimilarity_score (1 - max cosine vs earlier answers) of accepted answers.",
-    source=SRC)
+    source=SRC,
+)
 
 
 STORED_JUDGE = "o1-mini"
@@ -65,12 +90,22 @@ def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
     (METRICS.md B.2-B.4), origin ``stored``.  Keys: ``coherence``,
     ``novelty``, ``origin``, ``source``."""
     if metadata.get("judge"):
-        return {"coherence": str(metadata["judge"]), "novelty": str(metadata.get("embedder") or "unknown embedder"),
-                "origin": "live", "source": "this run's judge and embedder"}
-    return {"coherence": str(metadata.get("stored_judge") or STORED_JUDGE),
-            "novelty": str(metadata.get("stored_embedder") or STORED_EMBEDDER), "origin": "stored",
-            "source": ("the stored records" if metadata.get("stored_judge") else
-                       "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them")}
+        return {
+            "coherence": str(metadata["judge"]),
+            "novelty": str(metadata.get("embedder") or "unknown embedder"),
+            "origin": "live",
+            "source": "this run's judge and embedder",
+        }
+    return {
+        "coherence": str(metadata.get("stored_judge") or STORED_JUDGE),
+        "novelty": str(metadata.get("stored_embedder") or STORED_EMBEDDER),
+        "origin": "stored",
+        "source": (
+            "the stored records"
+            if metadata.get("stored_judge")
+            else "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them"
+        ),
+    }
 
 
 def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,8 +131,11 @@ def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
     if last.get("error_message") or last.get("error_type") or last.get("stopping_condition") == "error":
         msg = str(last.get("error_message") or last.get("error_type") or "stopping_condition 'error'")
         n = len(accepted_records(records))
-        return {"censored": True, "stop_error": msg[:300],
-                "flag_reason": f"stopped by error after {n} accepted answer{'' if n == 1 else 's'} (a lower bound)"}
+        return {
+            "censored": True,
+            "stop_error": msg[:300],
+            "flag_reason": f"stopped by error after {n} accepted answer{'' if n == 1 else 's'} (a lower bound)",
+        }
     return {}
 
 
@@ -116,9 +154,13 @@ class AnswerCountMetrics(Metric):
             return self.failed(item, response, response.status, f"no response: {response.error}")
         records = response.metadata.get("records")
         if not isinstance(records, list):
-            return self.failed(item, response, "parse_error",
-                               "response has no answer records (metadata['records']); the open-creativity "
-                               "metrics need the generation protocol or a SciAidanBench replay")
+            return self.failed(
+                item,
+                response,
+                "parse_error",
+                "response has no answer records (metadata['records']); the open-creativity "
+                "metrics need the generation protocol or a SciAidanBench replay",
+            )
         acc = accepted_records(records)
         stop = records[-1].get("final_stopping_condition") or records[-1].get("stopping_condition") if records else None
         flag = {**record_flag(records), "judged_by": judged_by(response.metadata)}
@@ -126,30 +168,65 @@ class AnswerCountMetrics(Metric):
         if flag.get("flag_reason"):
             why += f" ({'missing' if flag.get('missing') else 'censored'}: {flag['flag_reason']})"
         out = [
-            Score(item_id=item.id, model=response.model, metric=ACCEPTED.name, value=float(len(acc)), rationale=why,
-                  details=dict(flag)),
-            Score(item_id=item.id, model=response.model, metric=PUBLISHED.name, value=float(len(records)),
-                  rationale=f"len(list) = {len(records)} (includes the rejected terminating answer)", details=dict(flag)),
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=ACCEPTED.name,
+                value=float(len(acc)),
+                rationale=why,
+                details=dict(flag),
+            ),
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=PUBLISHED.name,
+                value=float(len(records)),
+                rationale=f"len(list) = {len(records)} (includes the rejected terminating answer)",
+                details=dict(flag),
+            ),
         ]
         for spec, key in ((COHERENCE, "coherence_score"), (NOVELTY, "embedding_dissimilarity_score")):
             vals = [float(r[key]) for r in acc if r.get(key) is not None]
             if vals:
-                out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=sum(vals) / len(vals),
-                                 rationale=f"mean {key} over {len(vals)} accepted answers", details=dict(flag)))
+                out.append(
+                    Score(
+                        item_id=item.id,
+                        model=response.model,
+                        metric=spec.name,
+                        value=sum(vals) / len(vals),
+                        rationale=f"mean {key} over {len(vals)} accepted answers",
+                        details=dict(flag),
+                    )
+                )
             else:
-                out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=None,
-                                 status="not_run",
-                                 error=f"no accepted answers with {'an' if key[0] in 'aeiou' else 'a'} {key}",
-                                 details={"not_applicable": True, **flag}))
+                out.append(
+                    Score(
+                        item_id=item.id,
+                        model=response.model,
+                        metric=spec.name,
+                        value=None,
+                        status="not_run",
+                        error=f"no accepted answers with {'an' if key[0] in 'aeiou' else 'a'} {key}",
+                        details={"not_applicable": True, **flag},
+                    )
+                )
         flagged = [r for r in records if r.get("flags")]
         if flagged:
             # METRICS.md D.14: an answer carrying the judge's own tags is flagged on every score of the question
             nums = [r.get("answer_num") for r in flagged]
-            raw = [e.get("raw", "") for e in response.metadata.get("judge_raw") or []
-                   if e.get("answer_num") in nums and e.get("flags")]
-            ev = JudgeReplyEvidence(judge=str(response.metadata.get("judge") or ""), raw=raw, attempts=len(raw),
-                                    structured="text", flags=sorted({f for r in flagged for f in r["flags"]}),
-                                    details={"answer_nums": nums})
+            raw = [
+                e.get("raw", "")
+                for e in response.metadata.get("judge_raw") or []
+                if e.get("answer_num") in nums and e.get("flags")
+            ]
+            ev = JudgeReplyEvidence(
+                judge=str(response.metadata.get("judge") or ""),
+                raw=raw,
+                attempts=len(raw),
+                structured="text",
+                flags=sorted({f for r in flagged for f in r["flags"]}),
+                details={"answer_nums": nums},
+            )
             out = [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
         return out
 

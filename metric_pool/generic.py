@@ -48,28 +48,47 @@ from .sgi.reasoning import extract_option
 SRC = "sgieval generic JSONL benchmark (metric_pool/generic.py); normalisation as METRICS.md A.1 normalised EM"
 
 EXACT = MetricSpec(
-    name="exact_match", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
-    benchmark="jsonl", primary=True,
+    name="exact_match",
+    tasks=["*"],
+    kind="objective",
+    range=(0.0, 1.0),
+    higher_is_better=True,
+    benchmark="jsonl",
+    primary=True,
     description="1 if the prediction (the last <answer>...</answer>, else the response) equals the reference "
-                "after stripping surrounding whitespace, else 0; model score = accuracy.",
-    source=SRC)
+    "after stripping surrounding whitespace, else 0; model score = accuracy.",
+    source=SRC,
+)
 NORMALISED = MetricSpec(
-    name="exact_match_normalised", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
-    benchmark="jsonl", variant_of="exact_match",
+    name="exact_match_normalised",
+    tasks=["*"],
+    kind="objective",
+    range=(0.0, 1.0),
+    higher_is_better=True,
+    benchmark="jsonl",
+    variant_of="exact_match",
     description="1 if prediction and reference are equal after Unicode NFKC, dashes to '-', collapsing whitespace "
-                "and case-folding, or are equal numbers (currency symbols and thousands separators removed, 1/2 and "
-                "6.02 x 10^23 forms read) after rounding to the reference's decimal places, else 0 (METRICS.md D.11).",
-    source=SRC + "; METRICS.md D.11")
+    "and case-folding, or are equal numbers (currency symbols and thousands separators removed, 1/2 and "
+    "6.02 x 10^23 forms read) after rounding to the reference's decimal places, else 0 (METRICS.md D.11).",
+    source=SRC + "; METRICS.md D.11",
+)
 NUMERIC_REL_TOL = 0.01
 """Relative tolerance of ``numeric_match`` (declared in :data:`NUMERIC`'s description)."""
 NUMERIC = MetricSpec(
-    name="numeric_match", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
-    benchmark="jsonl", variant_of="exact_match",
+    name="numeric_match",
+    tasks=["*"],
+    kind="objective",
+    range=(0.0, 1.0),
+    higher_is_better=True,
+    benchmark="jsonl",
+    variant_of="exact_match",
     description=f"For a numeric reference r: 1 if the last number p written in the final answer (the <answer> tag, "
-                f"else the reply after its reasoning; thousands separators, currency symbols, exponents and "
-                f"fractions read) satisfies |p - r| <= rel_tol * |r| with relative tolerance rel_tol = "
-                f"{NUMERIC_REL_TOL:g}, else 0; no number found is 0, counted as no answer found.",
-    source="sgieval generic JSONL benchmark (metric_pool/generic.py); issue 11 item 4")
+    f"else the reply after its reasoning; thousands separators, currency symbols, exponents and "
+    f"fractions read) satisfies |p - r| <= rel_tol * |r| with relative tolerance rel_tol = "
+    f"{NUMERIC_REL_TOL:g}, else 0; no number found is 0, counted as no answer found.",
+    source="sgieval generic JSONL benchmark (metric_pool/generic.py); issue 11 item 4",
+)
+
 
 def reference_text(value: Any) -> str:
     """The reference as compared: a string as is, any other JSON value in its JSON form."""
@@ -110,8 +129,10 @@ def reference_letter(item: Item, letters: list[str]) -> str:
     texts = list(opts.values()) if isinstance(opts, dict) else list(opts)
     if ref in texts:
         return letters[texts.index(ref)]
-    raise ValueError(f"item {item.id}: reference {ref!r} is neither an option letter ({', '.join(letters)}), "
-                     "a 0-based option index nor the text of an option")
+    raise ValueError(
+        f"item {item.id}: reference {ref!r} is neither an option letter ({', '.join(letters)}), "
+        "a 0-based option index nor the text of an option"
+    )
 
 
 def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
@@ -126,8 +147,10 @@ def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | Non
     if got is not None:
         return got, "last \\boxed{} holding an option letter"
     upper = {x.upper() for x in letters}
-    for how, cand in (("final ANSWER: line", answer_line_letter(text)),
-                      ("whole answer", unwrap_letter(prediction_text(text)))):
+    for how, cand in (
+        ("final ANSWER: line", answer_line_letter(text)),
+        ("whole answer", unwrap_letter(prediction_text(text))),
+    ):
         if cand is not None and cand.upper() in upper:
             return cand, how
     return None, "no answer found"
@@ -186,8 +209,11 @@ class ReferenceMatch(FunctionMetric):
         if names is not None:
             unknown = [n for n in names if n not in {s.name for s in specs}]
             if unknown:
-                raise InputError(f"unknown reference metric {unknown[0]!r}", what="metrics",
-                                 fix=f"use {EXACT.name} or {NORMALISED.name}")
+                raise InputError(
+                    f"unknown reference metric {unknown[0]!r}",
+                    what="metrics",
+                    fix=f"use {EXACT.name} or {NORMALISED.name}",
+                )
             specs = [s for s in specs if s.name in names]
         super().__init__(specs, _score)
         self.benchmark = benchmark
@@ -217,14 +243,23 @@ def _numeric(item: Item, response: Response) -> tuple[float, str, dict]:
         raise ValueError(f"item {item.id}: the reference is not a number")
     pred_text = prediction_text(response.text)
     got = last_number(pred_text)
-    details: dict[str, Any] = {"reference": str(ref), "prediction": None if got is None else str(got),
-                               "rel_tol": NUMERIC_REL_TOL}
+    details: dict[str, Any] = {
+        "reference": str(ref),
+        "prediction": None if got is None else str(got),
+        "rel_tol": NUMERIC_REL_TOL,
+    }
     if got is None:
         details["no_answer"] = True
         return 0.0, f"no number found in the answer {pred_text[:120]!r}; reference {ref}", details
     v = float(close_enough(ref, got, NUMERIC_REL_TOL))
-    return v, (f"last number {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance "
-               f"{NUMERIC_REL_TOL:g}"), details
+    return (
+        v,
+        (
+            f"last number {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance "
+            f"{NUMERIC_REL_TOL:g}"
+        ),
+        details,
+    )
 
 
 class NumericMatch(FunctionMetric):

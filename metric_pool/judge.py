@@ -31,9 +31,23 @@ from ..models.structured import (
     schema_instruction,
 )
 
-__all__ = ["ask_judge", "JudgeReply", "as_data", "DATA_NOTICE", "neutralise", "injection_signals", "injection_flags",
-           "INJECTION_FLAG", "JUDGE_TAGS", "JUDGE_KEYS", "parse_json_object", "split_reasoning",
-           "protect_latex_escapes", "LATEX_COMMANDS_NRT", "schema_instruction"]
+__all__ = [
+    "ask_judge",
+    "JudgeReply",
+    "as_data",
+    "DATA_NOTICE",
+    "neutralise",
+    "injection_signals",
+    "injection_flags",
+    "INJECTION_FLAG",
+    "JUDGE_TAGS",
+    "JUDGE_KEYS",
+    "parse_json_object",
+    "split_reasoning",
+    "protect_latex_escapes",
+    "LATEX_COMMANDS_NRT",
+    "schema_instruction",
+]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -68,8 +82,12 @@ def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
     a delimiter) becomes ``&lt;``, and the quotes of judge JSON keys
     (:data:`JUDGE_KEYS`, ``"score":``) become ``&quot;``.  Other text is unchanged."""
     extra = tuple(t.lower() for t in extra_tags)
-    out = _TAG.sub(lambda m: ("&lt;" + m.group(1) + m.group(2) + m.group(3) + ">")
-                   if _is_judge_tag(m.group(2), extra) else m.group(0), text or "")
+    out = _TAG.sub(
+        lambda m: (
+            ("&lt;" + m.group(1) + m.group(2) + m.group(3) + ">") if _is_judge_tag(m.group(2), extra) else m.group(0)
+        ),
+        text or "",
+    )
     return _KEY.sub(lambda m: f"&quot;{m.group(1)}{m.group(2)}{m.group(3)}&quot;{m.group(4)}", out)
 
 
@@ -137,10 +155,17 @@ class JudgeReply(Generic[T]):
     def evidence(self, **details: Any) -> JudgeReplyEvidence:
         """This reply as a typed ``judge_reply`` evidence record; ``details``
         holds metric-specific extras (unit test, steps, votes...)."""
-        return JudgeReplyEvidence(judge=self.judge, raw=list(self.raw), attempts=self.attempts, error=self.error,
-                                  structured=self.mode, note=self.note,
-                                  reasoning=[r for r in self.reasoning] if any(self.reasoning) else [],
-                                  flags=list(self.flags), details=details)
+        return JudgeReplyEvidence(
+            judge=self.judge,
+            raw=list(self.raw),
+            attempts=self.attempts,
+            error=self.error,
+            structured=self.mode,
+            note=self.note,
+            reasoning=[r for r in self.reasoning] if any(self.reasoning) else [],
+            flags=list(self.flags),
+            details=details,
+        )
 
 
 async def ask_judge(
@@ -162,9 +187,19 @@ async def ask_judge(
     ``candidate``: the judged text(s); when they carry judge-format pieces the
     reply is flagged ``injection_suspected`` (:func:`injection_flags`, D.14).
     """
-    r: StructuredReply[Any] = await ask_structured(judge, messages, schema, max_attempts=max_attempts,
-                                                   system_note=DATA_NOTICE, label="judge")
+    r: StructuredReply[Any] = await ask_structured(
+        judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE, label="judge"
+    )
     texts = [candidate] if isinstance(candidate, str) else list(candidate or [])
-    return JudgeReply(judge=judge.name, parsed=r.parsed, raw=r.raw, attempts=r.attempts, error=r.error,
-                      mode=r.mode, note=r.note, reasoning=r.reasoning, call_failed=r.call_failed,
-                      flags=injection_flags(*texts))
+    return JudgeReply(
+        judge=judge.name,
+        parsed=r.parsed,
+        raw=r.raw,
+        attempts=r.attempts,
+        error=r.error,
+        mode=r.mode,
+        note=r.note,
+        reasoning=r.reasoning,
+        call_failed=r.call_failed,
+        flags=injection_flags(*texts),
+    )

@@ -42,8 +42,9 @@ class RecheckRow:
     recheck_accepted: int
 
 
-def recheck_lists(lists: Sequence[list[dict[str, Any]]], embedder: Any, *, tau_n: float = TAU_N
-                  ) -> tuple[list[float], list[float], int, int]:
+def recheck_lists(
+    lists: Sequence[list[dict[str, Any]]], embedder: Any, *, tau_n: float = TAU_N
+) -> tuple[list[float], list[float], int, int]:
     """(recomputed novelties, stored novelties) of the non-first answers of ``lists`` with a stored
     ``embedding_dissimilarity_score``, and the (stored, re-decided) accepted counts summed over the lists."""
     ours: list[float] = []
@@ -53,7 +54,7 @@ def recheck_lists(lists: Sequence[list[dict[str, Any]]], embedder: Any, *, tau_n
     emb = _encode(embedder, texts) if texts else np.zeros((0, 1))
     k = 0
     for recs in lists:
-        vecs = emb[k:k + len(recs)]
+        vecs = emb[k : k + len(recs)]
         k += len(recs)
         novelty = [novelty_against(vecs[i], vecs[:i]) for i in range(len(recs))]
         n_stored += sum(1 for r in recs if r.get("stopping_condition") is None)

@@ -62,10 +62,27 @@ def model_family(model: str, families: Mapping[str, Sequence[str]] | None = None
     fams = families if families is not None else DEFAULT_FAMILIES
     name = model.strip().lower()
     if name.startswith("replay:"):
-        name = name[len("replay:"):]
-    bare = name.split(":", 1)[1] if ":" in name and name.split(":", 1)[0] in (
-        "openai", "anthropic", "google_genai", "google", "ollama", "local", "mistralai", "groq", "together",
-        "deepseek", "fireworks", "bedrock") else name
+        name = name[len("replay:") :]
+    bare = (
+        name.split(":", 1)[1]
+        if ":" in name
+        and name.split(":", 1)[0]
+        in (
+            "openai",
+            "anthropic",
+            "google_genai",
+            "google",
+            "ollama",
+            "local",
+            "mistralai",
+            "groq",
+            "together",
+            "deepseek",
+            "fireworks",
+            "bedrock",
+        )
+        else name
+    )
     for fam, prefixes in fams.items():
         for p in prefixes:
             if bare.startswith(p.lower()) or name.startswith(p.lower()):
@@ -123,8 +140,9 @@ def alpha(matrix: np.ndarray, level: str = "interval") -> float | None:
     return a if math.isfinite(a) else None
 
 
-def alpha_ci(matrix: np.ndarray, level: str = "interval", *, n_resamples: int = 1000, seed: int = 0,
-             confidence: float = 0.95) -> tuple[float, float]:
+def alpha_ci(
+    matrix: np.ndarray, level: str = "interval", *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap CI of :func:`alpha`, resampling units (columns) with replacement; resamples where
     alpha is undefined are left out.  (NaN, NaN) when fewer than 2 units or no resample is defined."""
     m = np.asarray(matrix, dtype=float)
@@ -208,21 +226,28 @@ class Reliability:
     def verdict(self) -> str:
         """One sentence: do the judges agree enough for the ranking to stand (Krippendorff 2004 thresholds)?"""
         if len(self.judges) < 2:
-            return (f"On {self.metric} one judge ({', '.join(self.judges) or 'none'}) scored the items, so agreement "
-                    "between judges cannot be measured.")
+            return (
+                f"On {self.metric} one judge ({', '.join(self.judges) or 'none'}) scored the items, so agreement "
+                "between judges cannot be measured."
+            )
         if self.alpha is None:
-            return (f"Judge agreement on {self.metric} is undefined ({self.n_units} units rated by 2 or more judges, "
-                    "or no variation), so the panel's reliability is unknown.")
+            return (
+                f"Judge agreement on {self.metric} is undefined ({self.n_units} units rated by 2 or more judges, "
+                "or no variation), so the panel's reliability is unknown."
+            )
         lo, hi = self.alpha_ci
         ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
         if self.alpha >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
-            judgement = ("alpha is above 0.800 but its CI reaches below 0.667, so with these few units the judges' "
-                         "agreement is not established (Krippendorff 2004 thresholds)")
+            judgement = (
+                "alpha is above 0.800 but its CI reaches below 0.667, so with these few units the judges' "
+                "agreement is not established (Krippendorff 2004 thresholds)"
+            )
         elif self.alpha >= ALPHA_RELIABLE:
             judgement = "the judges agree well enough for the ranking to stand (alpha >= 0.800, Krippendorff 2004)"
         elif self.alpha >= ALPHA_TENTATIVE:
-            judgement = ("the judges agree only enough for tentative conclusions (0.667 <= alpha < 0.800, "
-                         "Krippendorff 2004)")
+            judgement = (
+                "the judges agree only enough for tentative conclusions (0.667 <= alpha < 0.800, Krippendorff 2004)"
+            )
         else:
             judgement = "the judges do not agree enough for the ranking to stand (alpha < 0.667, Krippendorff 2004)"
         return f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {self.alpha:.2f}{ci}: {judgement}."
@@ -282,9 +307,14 @@ def position_flips(scores: Sequence[Score], dims: set[str] | None = None) -> tup
     return flips / len(both), len(both)
 
 
-def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
-                families: Mapping[str, Sequence[str]] | None = None, n_resamples: int = 1000,
-                seed: int = 0) -> Reliability | None:
+def reliability(
+    scores: Sequence[Score],
+    spec: MetricSpec | None = None,
+    *,
+    families: Mapping[str, Sequence[str]] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Reliability | None:
     """Judge reliability of one metric's per-item ``scores`` (status ``ok``, one metric) scored by a panel.
 
     Returns None when fewer than two judges gave values.  ``spec`` gives the direction
@@ -317,15 +347,16 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
 
     offsets = []
     for j in judges:
-        diffs = [units[k][j] - sum(units[k].values()) / len(units[k]) for k in keys
-                 if j in units[k] and len(units[k]) >= 2]
+        diffs = [
+            units[k][j] - sum(units[k].values()) / len(units[k]) for k in keys if j in units[k] and len(units[k]) >= 2
+        ]
         if diffs:
             mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
             offsets.append(Offset(j, mean, lo, hi, len(diffs)))
 
     full = _order(_model_means(units, judges), hib)
     loo = []
-    for j in (judges if len(judges) >= 2 else []):
+    for j in judges if len(judges) >= 2 else []:
         order = _order(_model_means(units, [x for x in judges if x != j]), hib)
         loo.append(LeaveOneOut(j, order, bool(order and full and order[0] != full[0]), order != full))
 
@@ -338,8 +369,11 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
         for t in targets:
             if model_family(t, families) != fam:
                 continue
-            diffs = [units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
-                     for k in keys if k[1] == t and j in units[k] and len(units[k]) >= 2]
+            diffs = [
+                units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
+                for k in keys
+                if k[1] == t and j in units[k] and len(units[k]) >= 2
+            ]
             if diffs:
                 mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
                 sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
@@ -351,44 +385,94 @@ def reliability(scores: Sequence[Score], spec: MetricSpec | None = None, *,
     for j, per_unit in sorted(repeats.items()):
         k = max(len(v) for v in per_unit.values())
         rkeys = sorted(per_unit)
-        rm = np.array([[per_unit[u][r] if r < len(per_unit[u]) else np.nan for u in rkeys] for r in range(k)],
-                      dtype=float)
+        rm = np.array(
+            [[per_unit[u][r] if r < len(per_unit[u]) else np.nan for u in rkeys] for r in range(k)], dtype=float
+        )
         retest[j] = alpha(rm, level)
-        retest_ci[j] = (alpha_ci(rm, level, n_resamples=n_resamples, seed=seed) if retest[j] is not None
-                        else (math.nan, math.nan))
+        retest_ci[j] = (
+            alpha_ci(rm, level, n_resamples=n_resamples, seed=seed) if retest[j] is not None else (math.nan, math.nan)
+        )
         retest_units[j] = (int(np.sum(np.sum(~np.isnan(rm), axis=0) >= 2)), k)
 
-    return Reliability(metric=metric, level=level, judges=judges, n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
-                       alpha=a, alpha_ci=ci, offsets=offsets, full_order=full, leave_one_out=loo,
-                       self_preference=prefs, position_flip_share=share, position_pairs=n_pairs, retest=retest,
-                       retest_ci=retest_ci, retest_units=retest_units)
+    return Reliability(
+        metric=metric,
+        level=level,
+        judges=judges,
+        n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
+        alpha=a,
+        alpha_ci=ci,
+        offsets=offsets,
+        full_order=full,
+        leave_one_out=loo,
+        self_preference=prefs,
+        position_flip_share=share,
+        position_pairs=n_pairs,
+        retest=retest,
+        retest_ci=retest_ci,
+        retest_units=retest_units,
+    )
 
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
     """Plain data for the report (reports/ imports core only): formatted table rows and sentences."""
+
     def f(x: float | None) -> str:
         return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"
 
     return {
         "metric": rel.metric,
         "verdict": rel.verdict,
-        "agreement": [[rel.metric, rel.level, ", ".join(rel.judges), str(rel.n_units), f(rel.alpha),
-                       f"{f(rel.alpha_ci[0])} to {f(rel.alpha_ci[1])}"]],
+        "agreement": [
+            [
+                rel.metric,
+                rel.level,
+                ", ".join(rel.judges),
+                str(rel.n_units),
+                f(rel.alpha),
+                f"{f(rel.alpha_ci[0])} to {f(rel.alpha_ci[1])}",
+            ]
+        ],
         "offsets": [[o.judge, f(o.mean), f"{f(o.ci_low)} to {f(o.ci_high)}", str(o.n)] for o in rel.offsets],
-        "leave_one_out": [[lo.dropped, " > ".join(lo.order), "yes" if lo.top_changed else "no",
-                           "yes" if lo.order_changed else "no"] for lo in rel.leave_one_out],
-        "self_preference": [[p.judge, p.target, p.family, f(p.diff), f"{f(p.ci_low)} to {f(p.ci_high)}", str(p.n),
-                             "yes" if p.significant else "no"] for p in rel.self_preference],
+        "leave_one_out": [
+            [lo.dropped, " > ".join(lo.order), "yes" if lo.top_changed else "no", "yes" if lo.order_changed else "no"]
+            for lo in rel.leave_one_out
+        ],
+        "self_preference": [
+            [
+                p.judge,
+                p.target,
+                p.family,
+                f(p.diff),
+                f"{f(p.ci_low)} to {f(p.ci_high)}",
+                str(p.n),
+                "yes" if p.significant else "no",
+            ]
+            for p in rel.self_preference
+        ],
         "n_judges": len(rel.judges),
         "retest_sentence": retest_sentence(rel),
-        "position": (None if rel.position_flip_share is None else
-                     f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"),
-        "retest": [[j, str(rel.retest_units.get(j, (0, 0))[1]), str(rel.retest_units.get(j, (0, 0))[0]), f(a),
-                    f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[0])} to "
-                    f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[1])}"] for j, a in rel.retest.items()],
-        "significant_self_preference": [f"{p.judge} scores {p.target} (same family: {p.family}) {f(p.diff)} above "
-                                        f"the other judges (95% CI {f(p.ci_low)} to {f(p.ci_high)})"
-                                        for p in rel.self_preference if p.significant],
+        "position": (
+            None
+            if rel.position_flip_share is None
+            else f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"
+        ),
+        "retest": [
+            [
+                j,
+                str(rel.retest_units.get(j, (0, 0))[1]),
+                str(rel.retest_units.get(j, (0, 0))[0]),
+                f(a),
+                f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[0])} to "
+                f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[1])}",
+            ]
+            for j, a in rel.retest.items()
+        ],
+        "significant_self_preference": [
+            f"{p.judge} scores {p.target} (same family: {p.family}) {f(p.diff)} above "
+            f"the other judges (95% CI {f(p.ci_low)} to {f(p.ci_high)})"
+            for p in rel.self_preference
+            if p.significant
+        ],
     }
 
 
@@ -403,7 +487,7 @@ def retest_sentence(rel: Reliability) -> str:
             return "undefined"
         if a >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
             return "not established (its CI reaches below 0.667)"
-        return ("reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable")
+        return "reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable"
 
     parts = []
     for j, a in rel.retest.items():
@@ -411,5 +495,7 @@ def retest_sentence(rel: Reliability) -> str:
         ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
         k = rel.retest_units.get(j, (0, 0))[1]
         parts.append(f"{j} {'n/a' if a is None else f'{a:.2f}'}{ci} over {k} repeats, {read(a, lo)}")
-    return (f"Test-retest agreement on {rel.metric} (Krippendorff's alpha between a judge's repeats; Krippendorff "
-            "2004 thresholds): " + "; ".join(parts) + ".")
+    return (
+        f"Test-retest agreement on {rel.metric} (Krippendorff's alpha between a judge's repeats; Krippendorff "
+        "2004 thresholds): " + "; ".join(parts) + "."
+    )

@@ -102,9 +102,16 @@ class Repeats:
     parsed: dict[str, Any] = field(default_factory=dict)
 
 
-async def ask_repeats(judges: Sequence[NamedModel], k: int, messages: list[BaseMessage], schema: type[BaseModel], *,
-                      candidate: str, value: Callable[[Any], float],
-                      evidence_fields: Callable[[Any], dict[str, Any]] = lambda parsed: {}) -> Repeats:
+async def ask_repeats(
+    judges: Sequence[NamedModel],
+    k: int,
+    messages: list[BaseMessage],
+    schema: type[BaseModel],
+    *,
+    candidate: str,
+    value: Callable[[Any], float],
+    evidence_fields: Callable[[Any], dict[str, Any]] = lambda parsed: {},
+) -> Repeats:
     """Ask every judge ``k`` times (:func:`draws`, one after the other) for a ``schema`` reply to ``messages``
     through :func:`sgieval.metric_pool.judge.ask_judge` (``candidate``: the judged text, for its injection
     flags); ``value(parsed)`` is a parsed reply's value on the metric's scale, ``evidence_fields(parsed)`` extra

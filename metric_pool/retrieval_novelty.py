@@ -37,17 +37,34 @@ N_WORKS = 4
 TAU = 5.0
 
 NOVELTY = MetricSpec(
-    name="retrieval_novelty", tasks=["*"], kind="objective", range=(0.0, 10.0), higher_is_better=True,
+    name="retrieval_novelty",
+    tasks=["*"],
+    kind="objective",
+    range=(0.0, 10.0),
+    higher_is_better=True,
     description="Innovation score S_inn = clip(10 (1 - S_avg), 0, 10), S_avg the mean cosine similarity between the "
-                "idea and the n = 4 works retrieved for it (web search online, BM25 over --corpus offline).",
-    source=SRC)
+    "idea and the n = 4 works retrieved for it (web search online, BM25 over --corpus offline).",
+    source=SRC,
+)
 REWARD = MetricSpec(
-    name="retrieval_novelty_reward", tasks=["*"], kind="objective", range=(0.0, 1.0), higher_is_better=True,
-    description="R_novelty = 1 if S_inn > tau (tau = 5) else 0.", source=SRC)
+    name="retrieval_novelty_reward",
+    tasks=["*"],
+    kind="objective",
+    range=(0.0, 1.0),
+    higher_is_better=True,
+    description="R_novelty = 1 if S_inn > tau (tau = 5) else 0.",
+    source=SRC,
+)
 TTRL = MetricSpec(
-    name="ttrl_reward", tasks=["*"], kind="objective", range=(0.0, 2.0), higher_is_better=True,
+    name="ttrl_reward",
+    tasks=["*"],
+    kind="objective",
+    range=(0.0, 2.0),
+    higher_is_better=True,
     description="R = R_format + R_novelty (0-2, unweighted as in the paper); R_format counted only where the prompt "
-                "asked for <answer> tags.", source=SRC)
+    "asked for <answer> tags.",
+    source=SRC,
+)
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 _SENTENCE = re.compile(r"(.+?[.!?])(\s|$)", re.S)
@@ -132,8 +149,13 @@ class RetrievalNoveltyMetric(Metric):
         hits = []
         for h in list(raw)[: self.n]:
             get = (lambda k, h=h: h.get(k)) if isinstance(h, dict) else (lambda k, h=h: getattr(h, k, None))
-            hits.append({"title": str(get("title") or ""), "source": str(get("url") or get("source") or ""),
-                         "snippet": str(get("snippet") or "")})
+            hits.append(
+                {
+                    "title": str(get("title") or ""),
+                    "source": str(get("url") or get("source") or ""),
+                    "snippet": str(get("snippet") or ""),
+                }
+            )
         return hits, backend
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
@@ -148,13 +170,30 @@ class RetrievalNoveltyMetric(Metric):
         except Exception as e:  # noqa: BLE001 - any search failure is an infra_error with its reason (E.5)
             return self.failed(item, response, "infra_error", f"search failed: {type(e).__name__}: {e}")
         embedder_name = getattr(ctx.embedder, "name", None) or ctx.options.get("embedding_model", "minilm")
-        evidence: dict[str, Any] = {"tool": "web_search", "kind": "retrieval", "query": query, "backend": backend,
-                                    "embedder": str(embedder_name), "n_requested": self.n, "n_found": len(hits),
-                                    "works": [{"title": h["title"], "source": h["source"]} for h in hits]}
+        evidence: dict[str, Any] = {
+            "tool": "web_search",
+            "kind": "retrieval",
+            "query": query,
+            "backend": backend,
+            "embedder": str(embedder_name),
+            "n_requested": self.n,
+            "n_found": len(hits),
+            "works": [{"title": h["title"], "source": h["source"]} for h in hits],
+        }
         if not hits:
-            return [Score(item_id=item.id, model=response.model, metric=s.name, value=None, status="not_run",
-                          error=f"no related work found for the query {query!r} ({backend}); novelty not scored",
-                          details={"not_applicable": True}, evidence=[as_evidence(evidence)]) for s in self.specs]
+            return [
+                Score(
+                    item_id=item.id,
+                    model=response.model,
+                    metric=s.name,
+                    value=None,
+                    status="not_run",
+                    error=f"no related work found for the query {query!r} ({backend}); novelty not scored",
+                    details={"not_applicable": True},
+                    evidence=[as_evidence(evidence)],
+                )
+                for s in self.specs
+            ]
         try:
             if ctx.embedder is None:
                 from .embeddings import get_embedder
@@ -164,11 +203,14 @@ class RetrievalNoveltyMetric(Metric):
             texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
             emb = np.asarray(ctx.embedder(texts), dtype=float)
             norms = np.linalg.norm(emb, axis=1)
-            sims = [float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0
-                    for i in range(1, len(texts))]
+            sims = [
+                float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0
+                for i in range(1, len(texts))
+            ]
         except Exception as e:  # noqa: BLE001
-            return self.failed(item, response, "infra_error", f"embedding failed: {type(e).__name__}: {e}",
-                               evidence=[evidence])
+            return self.failed(
+                item, response, "infra_error", f"embedding failed: {type(e).__name__}: {e}", evidence=[evidence]
+            )
         for w, s in zip(evidence["works"], sims):
             w["similarity"] = round(s, 6)
         s_avg, s_inn = innovation(sims)
@@ -179,15 +221,26 @@ class RetrievalNoveltyMetric(Metric):
         base = f"S_avg = {s_avg:.4f} over {found} ({works}); S_inn = clip(10 (1 - S_avg), 0, 10) = {s_inn:.4f}"
         details = {"s_avg": s_avg, "s_inn": s_inn, "n_found": len(hits), "r_format": r_fmt, "tau": self.tau}
         ttrl = r_nov + (r_fmt or 0)
-        fmt_note = ("R_format not counted: the prompt did not ask for <answer> tags" if r_fmt is None
-                    else f"R_format = {r_fmt}")
+        fmt_note = (
+            "R_format not counted: the prompt did not ask for <answer> tags" if r_fmt is None else f"R_format = {r_fmt}"
+        )
         rationales = {
             NOVELTY.name: (s_inn, base),
             REWARD.name: (r_nov, f"{base}; S_inn {'>' if r_nov else '<='} tau = {self.tau:g}"),
             TTRL.name: (float(ttrl), f"R = R_format + R_novelty = {ttrl:g} ({fmt_note}; R_novelty = {r_nov:g})"),
         }
-        return [Score(item_id=item.id, model=response.model, metric=name, value=value, rationale=why,
-                      evidence=[as_evidence(evidence)], details=details) for name, (value, why) in rationales.items()]
+        return [
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=name,
+                value=value,
+                rationale=why,
+                evidence=[as_evidence(evidence)],
+                details=details,
+            )
+            for name, (value, why) in rationales.items()
+        ]
 
 
 def metrics(options: dict | None = None) -> list[Metric]:
@@ -196,5 +249,14 @@ def metrics(options: dict | None = None) -> list[Metric]:
     return [RetrievalNoveltyMetric(n=int(o.get("n", N_WORKS)), tau=float(o.get("tau", TAU)))]
 
 
-__all__ = ["NOVELTY", "REWARD", "TTRL", "RetrievalNoveltyMetric", "format_reward", "idea_text", "innovation",
-           "metrics", "query_for"]
+__all__ = [
+    "NOVELTY",
+    "REWARD",
+    "TTRL",
+    "RetrievalNoveltyMetric",
+    "format_reward",
+    "idea_text",
+    "innovation",
+    "metrics",
+    "query_for",
+]

@@ -52,7 +52,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score
+from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Status
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
 from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
@@ -68,48 +68,106 @@ KAPPA_UNDEFINED = "kappa undefined: fewer than two distinct labels on both sides
 
 # ------------------------------------------------------------------------------ specs
 ABS_ERROR = MetricSpec(
-    name="sfbench_abs_error", tasks=[FEASIBILITY], range=(0.0, 4.0), higher_is_better=False, benchmark=BENCHMARK,
-    description="|predicted Likert - gold Likert| per claim (labels -2..2).", source=SRC)
+    name="sfbench_abs_error",
+    tasks=[FEASIBILITY],
+    range=(0.0, 4.0),
+    higher_is_better=False,
+    benchmark=BENCHMARK,
+    description="|predicted Likert - gold Likert| per claim (labels -2..2).",
+    source=SRC,
+)
 EXACT = MetricSpec(
-    name="sfbench_exact", tasks=[FEASIBILITY], range=(0.0, 1.0), benchmark=BENCHMARK,
-    description="1 if the predicted Likert score equals the gold score, else 0.", source=SRC)
+    name="sfbench_exact",
+    tasks=[FEASIBILITY],
+    range=(0.0, 1.0),
+    benchmark=BENCHMARK,
+    description="1 if the predicted Likert score equals the gold score, else 0.",
+    source=SRC,
+)
 QWK = MetricSpec(
-    name="sfbench_qwk", tasks=[FEASIBILITY], range=(-1.0, 1.0), benchmark=BENCHMARK, primary=True,
+    name="sfbench_qwk",
+    tasks=[FEASIBILITY],
+    range=(-1.0, 1.0),
+    benchmark=BENCHMARK,
+    primary=True,
     qualities={"feasibility": 2, "accuracy": 3},
     description="Quadratic weighted Cohen's kappa between predicted and gold Likert scores over labels -2..2 "
-                "(corpus level; undefined when both sides use fewer than two distinct labels).", source=SRC)
+    "(corpus level; undefined when both sides use fewer than two distinct labels).",
+    source=SRC,
+)
 ACCURACY = MetricSpec(
-    name="sfbench_accuracy", tasks=[FEASIBILITY], range=(0.0, 1.0), benchmark=BENCHMARK,
-    description="Fraction of claims whose predicted Likert score equals the gold score (corpus level).", source=SRC)
+    name="sfbench_accuracy",
+    tasks=[FEASIBILITY],
+    range=(0.0, 1.0),
+    benchmark=BENCHMARK,
+    description="Fraction of claims whose predicted Likert score equals the gold score (corpus level).",
+    source=SRC,
+)
 MAE = MetricSpec(
-    name="sfbench_mae", tasks=[FEASIBILITY], range=(0.0, 4.0), higher_is_better=False, benchmark=BENCHMARK,
-    description="Mean absolute error of the predicted Likert scores (corpus level).", source=SRC)
+    name="sfbench_mae",
+    tasks=[FEASIBILITY],
+    range=(0.0, 4.0),
+    higher_is_better=False,
+    benchmark=BENCHMARK,
+    description="Mean absolute error of the predicted Likert scores (corpus level).",
+    source=SRC,
+)
 CORRECTNESS = MetricSpec(
-    name="sfbench_expl_correctness", tasks=[FEASIBILITY], kind="judge", range=(1.0, 5.0), benchmark=BENCHMARK,
+    name="sfbench_expl_correctness",
+    tasks=[FEASIBILITY],
+    kind="judge",
+    range=(1.0, 5.0),
+    benchmark=BENCHMARK,
     description="Explanation correctness judged vs the gold explanation: Sound 5, Mostly Sound 4, Mixed 3, "
-                "Mostly Unsound 2, Unsound 1.", source=SRC)
+    "Mostly Unsound 2, Unsound 1.",
+    source=SRC,
+)
 COMPLETENESS = MetricSpec(
-    name="sfbench_expl_completeness", tasks=[FEASIBILITY], kind="judge", range=(1.0, 5.0), benchmark=BENCHMARK,
+    name="sfbench_expl_completeness",
+    tasks=[FEASIBILITY],
+    kind="judge",
+    range=(1.0, 5.0),
+    benchmark=BENCHMARK,
     description="Explanation completeness judged vs the gold explanation: Complete 5, Strong 4, Adequate 3, Weak 2, "
-                "Incomplete 1 (infeasible claim: one valid reason suffices; non-negative claim: every crucial "
-                "aspect).", source=SRC)
+    "Incomplete 1 (infeasible claim: one valid reason suffices; non-negative claim: every crucial "
+    "aspect).",
+    source=SRC,
+)
 CORRECTNESS_NORM = MetricSpec(
-    name="sfbench_expl_correctness_norm", tasks=[FEASIBILITY], kind="judge", range=(0.0, 1.0), benchmark=BENCHMARK,
-    description="Sum of correctness levels / (5 k) over the k judged claims (corpus level).", source=SRC)
+    name="sfbench_expl_correctness_norm",
+    tasks=[FEASIBILITY],
+    kind="judge",
+    range=(0.0, 1.0),
+    benchmark=BENCHMARK,
+    description="Sum of correctness levels / (5 k) over the k judged claims (corpus level).",
+    source=SRC,
+)
 COMPLETENESS_NORM = MetricSpec(
-    name="sfbench_expl_completeness_norm", tasks=[FEASIBILITY], kind="judge", range=(0.0, 1.0), benchmark=BENCHMARK,
-    description="Sum of completeness levels / (5 k) over the k judged claims (corpus level).", source=SRC)
+    name="sfbench_expl_completeness_norm",
+    tasks=[FEASIBILITY],
+    kind="judge",
+    range=(0.0, 1.0),
+    benchmark=BENCHMARK,
+    description="Sum of completeness levels / (5 k) over the k judged claims (corpus level).",
+    source=SRC,
+)
 EXPL_F1 = MetricSpec(
-    name="sfbench_expl_f1", tasks=[FEASIBILITY], kind="judge", range=(0.0, 1.0), benchmark=BENCHMARK,
+    name="sfbench_expl_f1",
+    tasks=[FEASIBILITY],
+    kind="judge",
+    range=(0.0, 1.0),
+    benchmark=BENCHMARK,
     description="Explanation F1: harmonic mean of the normalised correctness and completeness (corpus level).",
-    source=SRC)
+    source=SRC,
+)
 
 
 # ---------------------------------------------------------------------------- parsing
 _SCORE_LINE = re.compile(
     r"^[\s>*_#-]*(?:feasibility(?:\s+score)?|likert(?:\s+score)?|score|rating)[\s*_]*[:=][\s*_]*"
     r"([+\-\u2212]?\s*\d+(?:\.\d+)?)",
-    re.I | re.M)
+    re.I | re.M,
+)
 _EXPLANATION_LINE = re.compile(r"^[\s>*_#-]*explanation[\s*_]*[:=][\s*_]*", re.I | re.M)
 _SCORE_KEYS = ("score", "feasibility_score", "feasibility", "likert")
 
@@ -168,17 +226,19 @@ def parse_feasibility_reply(text: str) -> tuple[int, str]:
             return _likert(obj[key], f"reply field {key!r}"), str(expl or "").strip()
     matches = list(_SCORE_LINE.finditer(text))
     if not matches:
-        raise ValueError("no Likert score found in the reply (expected JSON {\"score\": -2..2, \"explanation\": ...} "
-                         "or a line 'Feasibility: +1')")
+        raise ValueError(
+            "no Likert score found in the reply (expected JSON {\"score\": -2..2, \"explanation\": ...} "
+            "or a line 'Feasibility: +1')"
+        )
     m = matches[-1]
     score = _likert(m.group(1), "reply line " + repr(m.group(0).strip()))
     em = list(_EXPLANATION_LINE.finditer(text))
     if em:
-        expl = text[em[-1].end():]
+        expl = text[em[-1].end() :]
         expl = _SCORE_LINE.sub("", expl) if _SCORE_LINE.search(expl) else expl
     else:
         line_end = text.find("\n", m.end())
-        expl = text[:m.start()] + ("" if line_end < 0 else text[line_end:])
+        expl = text[: m.start()] + ("" if line_end < 0 else text[line_end:])
     return score, expl.strip()
 
 
@@ -187,16 +247,34 @@ def gold_likert(item: Item) -> int:
     naming the item and field when missing or outside -2..2 (D.5)."""
     ref = item.reference
     if not isinstance(ref, dict) or "score" not in ref:
-        raise ValueError(f"item {item.id}: reference has no 'score' field (SFBench items need "
-                         "reference = {\"score\": -2..2, \"explanation\": str})")
+        raise ValueError(
+            f"item {item.id}: reference has no 'score' field (SFBench items need "
+            "reference = {\"score\": -2..2, \"explanation\": str})"
+        )
     return _likert(ref["score"], f"item {item.id} field reference.score")
 
 
 # ----------------------------------------------------------------------- Likert metric
-def _corpus_score(model: str, spec: MetricSpec, value: float | None, rationale: str, details: dict,
-                  *, status: str = "ok", error: str | None = None) -> Score:
-    return Score(item_id=CORPUS, model=model, metric=spec.name, value=value, rationale=rationale,
-                 details=details, status=status, error=error)  # type: ignore[arg-type]
+def _corpus_score(
+    model: str,
+    spec: MetricSpec,
+    value: float | None,
+    rationale: str,
+    details: dict,
+    *,
+    status: Status = "ok",
+    error: str | None = None,
+) -> Score:
+    return Score(
+        item_id=CORPUS,
+        model=model,
+        metric=spec.name,
+        value=value,
+        rationale=rationale,
+        details=details,
+        status=status,
+        error=error,
+    )
 
 
 def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
@@ -248,10 +326,22 @@ class SFBenchLikert(Metric):
         details = {"pred": pred, "gold": gold, "explanation": expl}
         err = abs(pred - gold)
         return [
-            Score(item_id=item.id, model=response.model, metric=ABS_ERROR.name, value=float(err),
-                  rationale=f"|{pred} - ({gold})| = {err}", details=details),
-            Score(item_id=item.id, model=response.model, metric=EXACT.name, value=float(pred == gold),
-                  rationale=f"predicted {pred}, gold {gold}", details=details),
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=ABS_ERROR.name,
+                value=float(err),
+                rationale=f"|{pred} - ({gold})| = {err}",
+                details=details,
+            ),
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=EXACT.name,
+                value=float(pred == gold),
+                rationale=f"predicted {pred}, gold {gold}",
+                details=details,
+            ),
         ]
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
@@ -268,24 +358,39 @@ class SFBenchLikert(Metric):
             pp = pairs.get(model, [])
             if not pp:
                 for spec in self.corpus_specs:
-                    out.append(_corpus_score(model, spec, None, "", {}, status="not_run",
-                                             error="no parsed SFBench predictions for this model"))
+                    out.append(
+                        _corpus_score(
+                            model,
+                            spec,
+                            None,
+                            "",
+                            {},
+                            status="not_run",
+                            error="no parsed SFBench predictions for this model",
+                        )
+                    )
                 continue
             gold = [g for g, _ in pp]
             pred = [p for _, p in pp]
             cm = confusion_matrix(gold, pred, labels=LABELS).tolist()
-            details = {"n": len(pp), "labels": LABELS, "confusion_matrix": cm,
-                       "confusion_matrix_axes": "rows gold -2..2, columns predicted -2..2"}
+            details = {
+                "n": len(pp),
+                "labels": LABELS,
+                "confusion_matrix": cm,
+                "confusion_matrix_axes": "rows gold -2..2, columns predicted -2..2",
+            }
             k = quadratic_kappa(gold, pred)
             if k is None:
-                out.append(_corpus_score(model, QWK, None, "", {**details, "undefined": True}, status="not_run",
-                                         error=KAPPA_UNDEFINED))
+                out.append(
+                    _corpus_score(
+                        model, QWK, None, "", {**details, "undefined": True}, status="not_run", error=KAPPA_UNDEFINED
+                    )
+                )
             else:
                 out.append(_corpus_score(model, QWK, k, f"quadratic weighted kappa over {len(pp)} claims", details))
             acc = sum(g == p for g, p in pp) / len(pp)
             mae = sum(abs(g - p) for g, p in pp) / len(pp)
-            out.append(_corpus_score(model, ACCURACY, acc, f"{sum(g == p for g, p in pp)} of {len(pp)} exact",
-                                     details))
+            out.append(_corpus_score(model, ACCURACY, acc, f"{sum(g == p for g, p in pp)} of {len(pp)} exact", details))
             out.append(_corpus_score(model, MAE, mae, f"mean |pred - gold| over {len(pp)} claims", details))
         return out
 
@@ -333,10 +438,14 @@ Completeness rule: {rule}
 
 Use exactly one of the five names for each field."""
 
-RULE_INFEASIBLE = ("this claim is infeasible (gold score {gold}); an explanation of an infeasible claim is Complete "
-                   "if it gives one valid reason why the claim cannot hold.")
-RULE_NON_NEGATIVE = ("this claim is not infeasible (gold score {gold}); an explanation of a non-negative claim must "
-                     "cover every crucial aspect the expert explanation covers to be Complete.")
+RULE_INFEASIBLE = (
+    "this claim is infeasible (gold score {gold}); an explanation of an infeasible claim is Complete "
+    "if it gives one valid reason why the claim cannot hold."
+)
+RULE_NON_NEGATIVE = (
+    "this claim is not infeasible (gold score {gold}); an explanation of a non-negative claim must "
+    "cover every crucial aspect the expert explanation covers to be Complete."
+)
 
 
 def judge_messages(item: Item, pred: int, explanation: str) -> list:
@@ -346,9 +455,11 @@ def judge_messages(item: Item, pred: int, explanation: str) -> list:
     ref = item.reference or {}
     rule = (RULE_INFEASIBLE if gold < 0 else RULE_NON_NEGATIVE).format(gold=f"{gold:+d}")
     claim = item.metadata.get("question") or item.prompt
-    human = (f"Claim:\n{claim}\n\nExpert feasibility score: {gold:+d}\nExpert explanation:\n"
-             f"{ref.get('explanation', '')}\n\nSystem feasibility score: {pred:+d}\nSystem explanation:\n"
-             f"{as_data(explanation)}")
+    human = (
+        f"Claim:\n{claim}\n\nExpert feasibility score: {gold:+d}\nExpert explanation:\n"
+        f"{ref.get('explanation', '')}\n\nSystem feasibility score: {pred:+d}\nSystem explanation:\n"
+        f"{as_data(explanation)}"
+    )
     return [SystemMessage(content=JUDGE_SYSTEM.format(rule=rule)), HumanMessage(content=human)]
 
 
@@ -371,8 +482,12 @@ class SFBenchExplanation(Metric):
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges = ctx.judges_for(response.model)
         if not judges:
-            return self.failed(item, response, "not_run", ctx.no_judge_reason(
-                response.model, "SFBench explanation correctness/completeness"))
+            return self.failed(
+                item,
+                response,
+                "not_run",
+                ctx.no_judge_reason(response.model, "SFBench explanation correctness/completeness"),
+            )
         parsed = _gold_and_reply(self, item, response)
         if isinstance(parsed, list):
             return parsed
@@ -394,8 +509,9 @@ class SFBenchExplanation(Metric):
             else:
                 verdicts[j.name] = reply.parsed  # with repeats: the judge's last repeat that parsed
             for _, f, levels in fields:
-                got[f].append(Draw(j.name, r, None if reply.parsed is None else levels[getattr(reply.parsed, f)],
-                                   reply.error))
+                got[f].append(
+                    Draw(j.name, r, None if reply.parsed is None else levels[getattr(reply.parsed, f)], reply.error)
+                )
         names = ",".join(j.name for j in judges)
         if not verdicts:
             return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
@@ -404,11 +520,24 @@ class SFBenchExplanation(Metric):
             per = judge_means(got[field_])  # each judge's mean level over its repeats that parsed (k = 1: its level)
             labels = {n: getattr(v, field_).title() for n, v in verdicts.items()}
             value = sum(per.values()) / len(per)
-            out.append(Score(item_id=item.id, model=response.model, metric=spec.name, value=value,
-                             rationale=" | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items()),
-                             judge=names, evidence=evidence,
-                             details={"labels": labels, "levels": per, "judge_values": per, "judge_errors": errors,
-                                      **repeat_details(got[field_], k)}))
+            out.append(
+                Score(
+                    item_id=item.id,
+                    model=response.model,
+                    metric=spec.name,
+                    value=value,
+                    rationale=" | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items()),
+                    judge=names,
+                    evidence=evidence,
+                    details={
+                        "labels": labels,
+                        "levels": per,
+                        "judge_values": per,
+                        "judge_errors": errors,
+                        **repeat_details(got[field_], k),
+                    },
+                )
+            )
         return out
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
@@ -424,8 +553,17 @@ class SFBenchExplanation(Metric):
             rows = [v for (m, _), v in by.items() if m == model and len(v) == 2]
             if not rows:
                 for spec in self.corpus_specs:
-                    out.append(_corpus_score(model, spec, None, "", {}, status="not_run",
-                                             error="no judged SFBench explanations for this model"))
+                    out.append(
+                        _corpus_score(
+                            model,
+                            spec,
+                            None,
+                            "",
+                            {},
+                            status="not_run",
+                            error="no judged SFBench explanations for this model",
+                        )
+                    )
                 continue
             k = len(rows)
             c = sum(r[CORRECTNESS.name] for r in rows) / (5 * k)
@@ -434,8 +572,9 @@ class SFBenchExplanation(Metric):
             details = {"k": k}
             out.append(_corpus_score(model, CORRECTNESS_NORM, c, f"sum of correctness / (5 x {k})", details))
             out.append(_corpus_score(model, COMPLETENESS_NORM, m_, f"sum of completeness / (5 x {k})", details))
-            out.append(_corpus_score(model, EXPL_F1, f1, "harmonic mean of normalised correctness and completeness",
-                                     details))
+            out.append(
+                _corpus_score(model, EXPL_F1, f1, "harmonic mean of normalised correctness and completeness", details)
+            )
         return out
 
 

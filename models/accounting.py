@@ -95,8 +95,11 @@ class BudgetExceeded(SgievalError):
 # ------------------------------------------------------------------ price table
 def _parse_prices(data: Any, where: str) -> dict[str, tuple[float, float]]:
     if not isinstance(data, Mapping):
-        raise InputError("price table must map model -> {input: USD/1M, output: USD/1M}", what=where,
-                         fix="e.g. `gpt-4o: {input: 2.5, output: 10}`")
+        raise InputError(
+            "price table must map model -> {input: USD/1M, output: USD/1M}",
+            what=where,
+            fix="e.g. `gpt-4o: {input: 2.5, output: 10}`",
+        )
     out: dict[str, tuple[float, float]] = {}
     for model, v in data.items():
         try:
@@ -105,8 +108,11 @@ def _parse_prices(data: Any, where: str) -> dict[str, tuple[float, float]]:
             else:
                 pin, pout = (float(x) for x in v)
         except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"bad price for model {model!r}: {v!r} ({type(e).__name__}: {e})", what=where,
-                             fix="give `{input: <USD per 1M input tokens>, output: <USD per 1M output tokens>}`") from e
+            raise InputError(
+                f"bad price for model {model!r}: {v!r} ({type(e).__name__}: {e})",
+                what=where,
+                fix="give `{input: <USD per 1M input tokens>, output: <USD per 1M output tokens>}`",
+            ) from e
         if pin < 0 or pout < 0:
             raise InputError(f"negative price for model {model!r}: {v!r}", what=where, fix="prices must be >= 0")
         out[_bare(str(model))] = (pin, pout)
@@ -164,8 +170,9 @@ def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None
     return table[best] if best is not None else None
 
 
-def price_call(model: str, usage: Mapping[str, int] | None,
-               prices: Mapping[str, tuple[float, float]] | None = None) -> float | None:
+def price_call(
+    model: str, usage: Mapping[str, int] | None, prices: Mapping[str, tuple[float, float]] | None = None
+) -> float | None:
     """USD cost of one call with ``usage`` {"input", "output"} tokens, or None
     when the model's price or the usage is unknown (formula in module doc)."""
     if not usage:
@@ -236,9 +243,13 @@ class Ledger:
     killed run loses no call from its accounts.
     """
 
-    def __init__(self, budget_usd: float | None = None, *,
-                 prices: str | Path | Mapping[str, Any] | None = None,
-                 on_record: Callable[[list[dict[str, Any]]], None] | None = None):
+    def __init__(
+        self,
+        budget_usd: float | None = None,
+        *,
+        prices: str | Path | Mapping[str, Any] | None = None,
+        on_record: Callable[[list[dict[str, Any]]], None] | None = None,
+    ):
         if budget_usd is not None and budget_usd < 0:
             raise InputError(f"budget must be >= 0 USD, got {budget_usd}", what="--budget")
         self.budget_usd = budget_usd
@@ -250,8 +261,16 @@ class Ledger:
         self._spent = 0.0
 
     # -- recording -------------------------------------------------------
-    def record(self, model: str, role: str, *, usage: Mapping[str, int] | None = None, latency_s: float = 0.0,
-               cached: bool = False, error: str | None = None) -> CallRecord:
+    def record(
+        self,
+        model: str,
+        role: str,
+        *,
+        usage: Mapping[str, int] | None = None,
+        latency_s: float = 0.0,
+        cached: bool = False,
+        error: str | None = None,
+    ) -> CallRecord:
         """Record one call and return its :class:`CallRecord` (cost priced here)."""
         cost = None
         if not cached and error is None:
@@ -259,10 +278,14 @@ class Ledger:
         elif cached:
             cost = 0.0
         rec = CallRecord(
-            model=model, role=role,
+            model=model,
+            role=role,
             input_tokens=int(usage["input"]) if usage else None,
             output_tokens=int(usage["output"]) if usage else None,
-            latency_s=float(latency_s), cost=cost, cached=cached, error=error,
+            latency_s=float(latency_s),
+            cost=cost,
+            cached=cached,
+            error=error,
         )
         with self._lock:
             self.records.append(rec)
@@ -285,8 +308,13 @@ class Ledger:
             return
         with self._lock:
             if self.stopped is None:
-                self.stopped = {"spent_usd": self._spent, "budget_usd": self.budget_usd, "model": model,
-                                "role": role, "calls": sum(1 for r in self.records if not r.cached)}
+                self.stopped = {
+                    "spent_usd": self._spent,
+                    "budget_usd": self.budget_usd,
+                    "model": model,
+                    "role": role,
+                    "calls": sum(1 for r in self.records if not r.cached),
+                }
         raise BudgetExceeded(self._spent, self.budget_usd, model=model, role=role)
 
     # -- totals ----------------------------------------------------------
@@ -332,8 +360,13 @@ class Ledger:
         """JSON-ready {"rows": [Totals as dict ...], "total": {...},
         "budget_usd", "spent_usd", "stopped"} for reports."""
         rows = [asdict(t) for t in self.totals().values()]
-        return {"rows": rows, "total": asdict(self.total()), "budget_usd": self.budget_usd,
-                "spent_usd": self._spent, "stopped": self.stopped}
+        return {
+            "rows": rows,
+            "total": asdict(self.total()),
+            "budget_usd": self.budget_usd,
+            "spent_usd": self._spent,
+            "stopped": self.stopped,
+        }
 
     # -- merging (Ray workers, resumed runs) -----------------------------
     def to_dicts(self) -> list[dict[str, Any]]:
@@ -366,6 +399,16 @@ class Ledger:
 
 
 __all__ = [
-    "BudgetExceeded", "CallRecord", "DEFAULT_PRICES", "Ledger", "Totals", "current_ledger", "load_prices",
-    "price_call", "price_of", "price_table", "reset_prices", "set_prices",
+    "BudgetExceeded",
+    "CallRecord",
+    "DEFAULT_PRICES",
+    "Ledger",
+    "Totals",
+    "current_ledger",
+    "load_prices",
+    "price_call",
+    "price_of",
+    "price_table",
+    "reset_prices",
+    "set_prices",
 ]

@@ -268,9 +268,11 @@ class CallCache:
         """The one-line error for a cache file SQLite cannot read (issue 14 item 4):
         it stops the run before any score becomes a ``parse_error``, naming the
         file and the fix (delete it, or run with ``--no-cache``)."""
-        return CacheCorruptError(f"the call cache is corrupted ({e})", what=str(self.path),
-                                 fix=f"delete {self.path} (it only holds cached replies; nothing else is lost) "
-                                     "or run with --no-cache")
+        return CacheCorruptError(
+            f"the call cache is corrupted ({e})",
+            what=str(self.path),
+            fix=f"delete {self.path} (it only holds cached replies; nothing else is lost) or run with --no-cache",
+        )
 
     def _read(self, sql: str, args: tuple = ()) -> Any:
         """First row of ``sql`` on the read connection (reopened after :meth:`close`).
@@ -357,7 +359,8 @@ class CallCache:
             with self._wdb:  # one transaction
                 self._wdb.execute("BEGIN IMMEDIATE")
                 self._wdb.executemany(
-                    "INSERT OR REPLACE INTO calls (key, model, reply, created) VALUES (?, ?, ?, ?)", rows)
+                    "INSERT OR REPLACE INTO calls (key, model, reply, created) VALUES (?, ?, ?, ?)", rows
+                )
         except sqlite3.Error as e:
             self.error = f"{type(e).__name__}: {e}"
         finally:

@@ -98,10 +98,19 @@ def _status(exc: BaseException) -> int | None:
         return None
 
 
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google_genai": "GOOGLE_API_KEY",
-                 "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS", "mistralai": "MISTRAL_API_KEY",
-                 "groq": "GROQ_API_KEY", "together": "TOGETHER_API_KEY", "fireworks": "FIREWORKS_API_KEY",
-                 "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY", "cohere": "COHERE_API_KEY"}
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+    "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS",
+    "mistralai": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+}
 """Model-string prefix -> the environment variable holding its key."""
 
 
@@ -115,9 +124,12 @@ def credentials_error(model: NamedModel, status: int | None) -> CredentialsError
     if prefix == "openai" and "://" in (model.provider or ""):
         where = f"the OpenAI-compatible server at {redact_url(model.provider)}"
     what = "refused the credentials" if status == 401 else "refused access (forbidden)"
-    return CredentialsError(f"{where} {what} (HTTP {status}) for model {model.name}; the run stops here",
-                            what=model.name, fix=f"set {var} to a valid key for this model (or check --base-url), "
-                                                 "then run again (a kept run folder resumes with `sgieval resume`)")
+    return CredentialsError(
+        f"{where} {what} (HTTP {status}) for model {model.name}; the run stops here",
+        what=model.name,
+        fix=f"set {var} to a valid key for this model (or check --base-url), "
+        "then run again (a kept run folder resumes with `sgieval resume`)",
+    )
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
@@ -220,7 +232,7 @@ async def ainvoke(
 
     sem = _semaphore(provider_key(model))
     started = time.perf_counter()
-    attempt = 0          # attempts made, over every round below
+    attempt = 0  # attempts made, over every round below
     allowed = max_attempts
     dropped_one = False
     longer: dict[str, Any] = {}  # max_tokens of the retry of a truncated judge reply (D.10)
@@ -231,8 +243,12 @@ async def ainvoke(
             async with sem:  # held only while a request is in flight, never during backoff sleeps
                 return await asyncio.wait_for(target.ainvoke(messages, **extra), timeout=timeout_s)
 
-        policy = _retry.RetryPolicy(max_attempts=max(1, allowed - attempt), base_delay_s=base_delay_s,
-                                    max_delay_s=max_delay_s, max_retry_after_s=max_retry_after_s)
+        policy = _retry.RetryPolicy(
+            max_attempts=max(1, allowed - attempt),
+            base_delay_s=base_delay_s,
+            max_delay_s=max_delay_s,
+            max_retry_after_s=max_retry_after_s,
+        )
         try:
             out, n = await _retry.aretry(attempt_once, policy, _retryable)
         except _retry.RetriesExhausted as e:
@@ -249,8 +265,9 @@ async def ainvoke(
                 book.record(model.name, who, latency_s=latency, error=_reason(e.last, timeout_s))
             if _status(e.last) in (401, 403):
                 raise credentials_error(model, _status(e.last)) from None
-            raise ModelCallError(f"call failed after {attempt} attempt(s): {_reason(e.last, timeout_s)}",
-                                 what=model.name) from None
+            raise ModelCallError(
+                f"call failed after {attempt} attempt(s): {_reason(e.last, timeout_s)}", what=model.name
+            ) from None
         attempt += n
         latency = time.perf_counter() - started
         cost = None
@@ -264,16 +281,25 @@ async def ainvoke(
         status = reply_status_of(raw) if isinstance(raw, BaseMessage) else "ok"
         if status == "truncated" and who == "judge":  # D.10: once more with twice the max_tokens, then a failure
             if longer:
-                raise ModelCallError(f"judge reply cut by the token limit again with max_tokens "
-                                     f"{longer['max_tokens']} (finish_reason {finish_reason(raw)!r})", what=model.name)
+                raise ModelCallError(
+                    f"judge reply cut by the token limit again with max_tokens "
+                    f"{longer['max_tokens']} (finish_reason {finish_reason(raw)!r})",
+                    what=model.name,
+                )
             longer = {"max_tokens": _twice_max_tokens(model, target, raw)}
             allowed += 1
             continue
         if key is not None and isinstance(out, BaseMessage) and status == "ok":
             # D.10: a truncated or empty reply is never cached, so a rerun calls again
             _cache.get_cache().put(key, out, model=model.name)
-        _annotate(out, latency_s=latency, attempts=attempt, cached=False, cost=cost,
-                  finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None)
+        _annotate(
+            out,
+            latency_s=latency,
+            attempts=attempt,
+            cached=False,
+            cost=cost,
+            finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None,
+        )
         return out
 
 
@@ -287,9 +313,11 @@ def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
     or the chat model's ``max_tokens`` (``max_completion_tokens``), else the
     reply's output tokens (the server's own limit), else
     :data:`DEFAULT_RETRY_MAX_TOKENS`."""
-    for obj, get in ((target, lambda o: (getattr(o, "kwargs", None) or {}).get("max_tokens")),
-                     (model.chat, lambda o: getattr(o, "max_tokens", None)),
-                     (model.chat, lambda o: getattr(o, "max_completion_tokens", None))):
+    for obj, get in (
+        (target, lambda o: (getattr(o, "kwargs", None) or {}).get("max_tokens")),
+        (model.chat, lambda o: getattr(o, "max_tokens", None)),
+        (model.chat, lambda o: getattr(o, "max_completion_tokens", None)),
+    ):
         v = get(obj) if obj is not None else None
         if isinstance(v, int) and v > 0:
             return 2 * v
@@ -386,8 +414,12 @@ def read_reply(msg: Any) -> dict[str, Any]:
     "status": "ok" | "truncated" | "empty"}``."""
     think, final = split_reasoning(message_text(msg))
     fr = finish_reason(msg)
-    return {"text": final, "reasoning": join_reasoning(separate_reasoning(msg), think), "finish_reason": fr,
-            "status": reply_status(fr, final, has_tool_calls=bool(getattr(msg, "tool_calls", None)))}
+    return {
+        "text": final,
+        "reasoning": join_reasoning(separate_reasoning(msg), think),
+        "finish_reason": fr,
+        "status": reply_status(fr, final, has_tool_calls=bool(getattr(msg, "tool_calls", None))),
+    }
 
 
 def reply_status_of(msg: Any) -> str:

@@ -44,7 +44,8 @@ class CallContext:
     cache_path: Path | None = None
     limits: dict[str, int] = field(default_factory=lambda: {"*": DEFAULT_MAX_CONCURRENCY})
     _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
-        default_factory=weakref.WeakKeyDictionary, repr=False)
+        default_factory=weakref.WeakKeyDictionary, repr=False
+    )
     _cache: Any = field(default=None, repr=False)
     _resolved: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -163,4 +164,3 @@ class call_context:  # noqa: N801 - a context manager, used like contextlib help
             _current.reset(self._token)
             self._token = None
         self.ctx.close()
-

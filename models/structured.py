@@ -35,8 +35,16 @@ from ..core import ModelCallError, final_text, split_reasoning
 from .base import NamedModel
 from .calls import ainvoke, message_text
 
-__all__ = ["ask_structured", "StructuredReply", "native_structured", "parse_json_object",
-           "protect_latex_escapes", "schema_instruction", "StructuredMode", "LATEX_COMMANDS_NRT"]
+__all__ = [
+    "ask_structured",
+    "StructuredReply",
+    "native_structured",
+    "parse_json_object",
+    "protect_latex_escapes",
+    "schema_instruction",
+    "StructuredMode",
+    "LATEX_COMMANDS_NRT",
+]
 
 T = TypeVar("T")
 
@@ -49,19 +57,20 @@ by the caller's own parser (tags such as ``<coherence_score>``)."""
 
 def schema_instruction(schema: type[BaseModel]) -> str:
     """The prompt-embedded schema of the fallback path (models without native structured output)."""
-    return (
-        "Reply with a single JSON object and nothing else, matching this JSON schema:\n"
-        + json.dumps(schema.model_json_schema(), ensure_ascii=False)
+    return "Reply with a single JSON object and nothing else, matching this JSON schema:\n" + json.dumps(
+        schema.model_json_schema(), ensure_ascii=False
     )
 
 
-LATEX_COMMANDS_NRT = frozenset("""
+LATEX_COMMANDS_NRT = frozenset(
+    """
 nabla ne neq nu not notin ni newline nolimits nleq ngeq nmid nexists natural nearrow nwarrow nparallel nsubseteq
 nsupseteq ncong nsim nprec nsucc nLeftarrow nRightarrow
 theta tau tan tanh times to top text textbf textit textrm texttt textsf textstyle textnormal tilde triangle
 therefore tfrac tbinom tt tiny triangleq triangledown triangleleft triangleright twoheadrightarrow
 rho right rightarrow rightleftharpoons rangle rfloor rceil rbrace rvert rVert rm rmfamily rightharpoonup
-""".split())
+""".split()
+)
 """LaTeX commands that begin with the valid JSON escapes ``\\n``, ``\\t``, ``\\r``:
 inside a judge's JSON string they are kept as LaTeX, not read as newline,
 tab or carriage return (issue 11 item 5)."""
@@ -93,7 +102,7 @@ def protect_latex_escapes(text: str) -> str:
     def fix(m: re.Match[str]) -> str:
         pre, word = m.group(1), m.group(2)
         c = word[0]
-        after = m.string[m.start(2) + 1: m.start(2) + 5]
+        after = m.string[m.start(2) + 1 : m.start(2) + 5]
         if c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", after):
             return m.group(0)
         if c in "bf":
@@ -142,10 +151,17 @@ def parse_json_object(text: str) -> Any:
     raise ValueError("no JSON object found in the reply")
 
 
-
 # ------------------------------------------------------------------ native structured output
-_REFUSAL_HINTS = ("http 400", "http 404", "http 422", "response_format", "json_schema", "not supported",
-                  "unsupported", "tool_choice")
+_REFUSAL_HINTS = (
+    "http 400",
+    "http 404",
+    "http 422",
+    "response_format",
+    "json_schema",
+    "not supported",
+    "unsupported",
+    "tool_choice",
+)
 
 
 def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[NamedModel, StructuredMode] | None:
@@ -311,8 +327,7 @@ async def ask_structured(
         if mode in ("json_schema", "function_calling") and refused:
             # ainvoke dropped the format after the server's HTTP 400 naming it: the reply was asked without
             # it; read it as text, and ask any retry with the prompt-embedded schema
-            reply.note = (f"native {mode} refused ({caller.dropped[refused[0]][:200]}); "
-                          "prompt-embedded schema used")
+            reply.note = f"native {mode} refused ({caller.dropped[refused[0]][:200]}); prompt-embedded schema used"
             caller, mode = model, "prompt"
             reply.mode = mode
             msgs = _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
@@ -326,6 +341,8 @@ async def ask_structured(
         except (ValueError, ValidationError) as e:
             err = str(e).replace("\n", " ")[:500]
             reply.error = f"unparsable {label} reply after {attempt} attempt(s): {err}"
-            msgs = msgs + [AIMessage(content=text), HumanMessage(
-                content=f"Your reply could not be parsed: {err}\n{retry_hint}")]
+            msgs = msgs + [
+                AIMessage(content=text),
+                HumanMessage(content=f"Your reply could not be parsed: {err}\n{retry_hint}"),
+            ]
     return reply

@@ -111,11 +111,15 @@ async def run_tool_loop(
         for tc in calls:
             name, args, cid = tc.get("name", ""), dict(tc.get("args") or {}), tc.get("id") or ""
             if max_calls is not None and len(out.calls) >= max_calls:
-                content = (f"Error: tool call budget of {max_calls} calls is used up; "
-                           "answer with the evidence gathered so far.")
+                content = (
+                    f"Error: tool call budget of {max_calls} calls is used up; "
+                    "answer with the evidence gathered so far."
+                )
                 out.calls.append(ToolCallRecord(name, args, content, refused=True))
             elif name not in names:
-                content = unknown_tool(name, args) if unknown_tool else f"Error: no tool {name!r}; tools: {sorted(names)}"
+                content = (
+                    unknown_tool(name, args) if unknown_tool else f"Error: no tool {name!r}; tools: {sorted(names)}"
+                )
                 out.calls.append(ToolCallRecord(name, args, content, refused=True))
             else:
                 content = await execute(name, args)

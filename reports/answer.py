@@ -17,8 +17,19 @@ from ..core import MetricSpec, Score
 
 CORPUS = "*"  # Score.item_id of a corpus-level score (metric_pool.base.CORPUS)
 
-__all__ = ["DOMINANCE_SHARE", "dominant_item", "flag_rows", "flagged_items", "judgement_sources", "judge_summary",
-           "metric_tops", "order_text", "self_preference", "sensitivity_sentence", "tied_at_top"]
+__all__ = [
+    "DOMINANCE_SHARE",
+    "dominant_item",
+    "flag_rows",
+    "flagged_items",
+    "judgement_sources",
+    "judge_summary",
+    "metric_tops",
+    "order_text",
+    "self_preference",
+    "sensitivity_sentence",
+    "tied_at_top",
+]
 
 DOMINANCE_SHARE = 0.4
 """An item dominates a model's mean when it holds at least this share of the model's total and at least twice the
@@ -40,8 +51,13 @@ def flag_rows(scores: Iterable[Score], models: list[str] | None = None) -> list[
         if f is None or (models is not None and s.model not in models) or (s.model, s.item_id) in rows:
             continue
         d = s.details or {}
-        rows[(s.model, s.item_id)] = {"item": s.item_id, "model": s.model, "flag": f,
-                                      "reason": str(d.get("flag_reason", "")), "error": str(d.get("stop_error", ""))}
+        rows[(s.model, s.item_id)] = {
+            "item": s.item_id,
+            "model": s.model,
+            "flag": f,
+            "reason": str(d.get("flag_reason", "")),
+            "error": str(d.get("stop_error", "")),
+        }
     return [rows[k] for k in sorted(rows)]
 
 
@@ -50,11 +66,19 @@ def flagged_items(scores: Iterable[Score], metric: str, models: list[str]) -> se
     return {s.item_id for s in scores if s.metric == metric and s.model in models and _flag(s)}
 
 
-def _means(scores: Iterable[Score], metric: str, models: list[str], leave_out: Collection[str] = frozenset()) -> dict[str, float]:
+def _means(
+    scores: Iterable[Score], metric: str, models: list[str], leave_out: Collection[str] = frozenset()
+) -> dict[str, float]:
     vals: dict[str, list[float]] = {m: [] for m in models}
     for s in scores:
-        if (s.metric == metric and s.model in vals and s.ok and s.value is not None and s.item_id != CORPUS
-                and s.item_id not in leave_out):
+        if (
+            s.metric == metric
+            and s.model in vals
+            and s.ok
+            and s.value is not None
+            and s.item_id != CORPUS
+            and s.item_id not in leave_out
+        ):
             vals[s.model].append(float(s.value))
     return {m: sum(v) / len(v) for m, v in vals.items() if v}
 
@@ -79,12 +103,15 @@ def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]
     rows = [r for r in flag_rows((s for s in scores if s.metric == spec.name), order)]
     n_c = sum(1 for r in rows if r["flag"] == "censored")
     n_m = len(rows) - n_c
-    parts = ([f"{n_c} censored (stopped by an error, so the count is a lower bound)"] if n_c else []) + \
-            ([f"{n_m} missing (an empty stored list)"] if n_m else [])
+    parts = ([f"{n_c} censored (stopped by an error, so the count is a lower bound)"] if n_c else []) + (
+        [f"{n_m} missing (an empty stored list)"] if n_m else []
+    )
     kept = _means(scores, spec.name, order, leave_out=bad)
     new = _ordered(kept, spec.higher_is_better)
-    head = (f"Sensitivity: {' and '.join(parts)} stored {'list is' if len(rows) == 1 else 'lists are'} counted as "
-            f"published (see Failures); leaving out the {len(bad)} item{'' if len(bad) == 1 else 's'} concerned")
+    head = (
+        f"Sensitivity: {' and '.join(parts)} stored {'list is' if len(rows) == 1 else 'lists are'} counted as "
+        f"published (see Failures); leaving out the {len(bad)} item{'' if len(bad) == 1 else 's'} concerned"
+    )
     if new == [m for m in order if m in kept]:
         return f"{head}, the order by {spec.name} does not change."
     return f"{head}, the order by {spec.name} changes to {order_text(new, spec.higher_is_better)}."
@@ -112,8 +139,10 @@ def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_m
     else:
         parts = ["none called in this run" + ("" if judge_metrics_scored else " (judge metrics not run)")]
     for src in sources:
-        what = (f"coherence by {src.get('coherence')}, novelty by {src.get('novelty')} embeddings "
-                f"(from {src.get('source')})")
+        what = (
+            f"coherence by {src.get('coherence')}, novelty by {src.get('novelty')} embeddings "
+            f"(from {src.get('source')})"
+        )
         if src.get("origin") == "stored":
             parts.append(f"stored judgements of the original run: {what}")
         elif not live_judges or src.get("coherence") not in live_judges:
@@ -126,8 +155,9 @@ def _bare(name: str) -> str:
     return n.split(":")[0].split("/")[-1].lower()
 
 
-def self_preference(models: list[str], sources: list[dict[str, str]], live_judges: list[str],
-                    allow_self_judge: bool) -> list[str]:
+def self_preference(
+    models: list[str], sources: list[dict[str, str]], live_judges: list[str], allow_self_judge: bool
+) -> list[str]:
     """Sentences naming every ranked target that is the same model as a judge
     that decided its scores (stored coherence judge of a replay, or a live
     judge allowed to score its own responses), e.g. "replay:o1-mini is ranked
@@ -139,15 +169,19 @@ def self_preference(models: list[str], sources: list[dict[str, str]], live_judge
             j = src.get("coherence", "")
             if j and _bare(j) == _bare(m):
                 how = "stored judgements of the original run" if src.get("origin") == "stored" else "live"
-                out.append(f"{m} is ranked while {j} judged the coherence that decided its accepted answers ({how}): "
-                           "a judge may favour its own answers (self-preference), so its position may be overstated")
+                out.append(
+                    f"{m} is ranked while {j} judged the coherence that decided its accepted answers ({how}): "
+                    "a judge may favour its own answers (self-preference), so its position may be overstated"
+                )
                 break
         else:
             if allow_self_judge:
                 for j in live_judges:
                     if _bare(j) == _bare(m):
-                        out.append(f"{m} is ranked while {j} judged its responses (--allow-self-judge): a judge may "
-                                   "favour its own answers (self-preference)")
+                        out.append(
+                            f"{m} is ranked while {j} judged its responses (--allow-self-judge): a judge may "
+                            "favour its own answers (self-preference)"
+                        )
                         break
     return out
 
@@ -180,8 +214,11 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
     """When one item holds at least :data:`DOMINANCE_SHARE` of ``model``'s
     total on ``metric`` (non-negative values, 3+ items): ``{"item", "value",
     "total", "share", "n", "mean", "median"}``; else None."""
-    vals = {s.item_id: float(s.value) for s in scores
-            if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS}
+    vals = {
+        s.item_id: float(s.value)
+        for s in scores
+        if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
+    }
     if len(vals) < 3 or any(v < 0 for v in vals.values()):
         return None
     total = sum(vals.values())
@@ -192,5 +229,12 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
     share = vals[item] / total
     if share < DOMINANCE_SHARE or vals[item] < 2 * vals[ranked[1]]:
         return None
-    return {"item": item, "value": vals[item], "total": total, "share": share, "n": len(vals),
-            "mean": total / len(vals), "median": statistics.median(vals.values())}
+    return {
+        "item": item,
+        "value": vals[item],
+        "total": total,
+        "share": share,
+        "n": len(vals),
+        "mean": total / len(vals),
+        "median": statistics.median(vals.values()),
+    }

@@ -37,9 +37,28 @@ from .charts import heatmap, ranking_chart
 from .render import markdown_table, render_report, write_report_json
 
 __all__ = [
-    "NOT_APPLICABLE_REASONS", "ModelStat", "PairStat", "ReportDraft", "SgiRow", "SummaryLike", "assemble",
-    "ci_overlap", "count_phrase", "criterion_scores", "fmt", "fmt2", "fmt_p", "fmt_total", "has_ci", "item_values", "not_applicable",
-    "order_stats", "pair_entry", "rubric_breakdown", "sgi_table", "write_report",
+    "NOT_APPLICABLE_REASONS",
+    "ModelStat",
+    "PairStat",
+    "ReportDraft",
+    "SgiRow",
+    "SummaryLike",
+    "assemble",
+    "ci_overlap",
+    "count_phrase",
+    "criterion_scores",
+    "fmt",
+    "fmt2",
+    "fmt_p",
+    "fmt_total",
+    "has_ci",
+    "item_values",
+    "not_applicable",
+    "order_stats",
+    "pair_entry",
+    "rubric_breakdown",
+    "sgi_table",
+    "write_report",
 ]
 
 
@@ -207,8 +226,11 @@ def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelSta
 
 def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
     """``{item_id: value}`` of ``model``'s ok item-level ``metric`` scores (corpus-level ones left out)."""
-    return {s.item_id: float(s.value) for s in scores
-            if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS}
+    return {
+        s.item_id: float(s.value)
+        for s in scores
+        if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
+    }
 
 
 def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | None) -> dict[str, Any]:
@@ -220,12 +242,23 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
     ``result``: ``method``, ``mean_diff`` (a minus b, formatted), ``ci`` (95%
     paired bootstrap CI of the difference), ``p_value`` (formatted, 4
     decimals, :func:`fmt_p`), ``p`` (float 0-1), ``significant`` (p < 0.05)."""
-    d: dict[str, Any] = {"a": hi.model, "b": lo.model, "n": shared, "p": None,
-                         "overlap": ci_overlap(hi.stats, lo.stats)}
+    d: dict[str, Any] = {
+        "a": hi.model,
+        "b": lo.model,
+        "n": shared,
+        "p": None,
+        "overlap": ci_overlap(hi.stats, lo.stats),
+    }
     if result is not None:
-        d.update(n=result.n, method=f"{result.method}, {hi.model} minus {lo.model}", mean_diff=fmt2(result.mean_diff),
-                 ci=f"{fmt2(result.ci_low)} to {fmt2(result.ci_high)}", p_value=fmt_p(result.p_value),
-                 p=result.p_value, significant=result.p_value < 0.05)
+        d.update(
+            n=result.n,
+            method=f"{result.method}, {hi.model} minus {lo.model}",
+            mean_diff=fmt2(result.mean_diff),
+            ci=f"{fmt2(result.ci_low)} to {fmt2(result.ci_high)}",
+            p_value=fmt_p(result.p_value),
+            p=result.p_value,
+            significant=result.p_value < 0.05,
+        )
     return d
 
 
@@ -247,8 +280,9 @@ def not_applicable(s: Score) -> bool:
 
 
 # ----------------------------------------------------------------------------- tables
-def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models: list[str], facet: str,
-               show_total: bool) -> str | None:
+def _breakdown(
+    items: dict[str, Item], scores: list[Score], metric: str, models: list[str], facet: str, show_total: bool
+) -> str | None:
     groups = sorted({getattr(items[s.item_id], facet) for s in scores if s.item_id in items})
     if len(groups) < 2:  # a one-row breakdown repeats the ranking
         return None
@@ -258,8 +292,16 @@ def _breakdown(items: dict[str, Item], scores: list[Score], metric: str, models:
         n_items = len({iid for iid, it in items.items() if getattr(it, facet) == g})
         row.append(n_items)
         for m in models:
-            vals = [s.value for s in scores if s.model == m and s.metric == metric and s.ok and s.value is not None
-                    and s.item_id in items and getattr(items[s.item_id], facet) == g]
+            vals = [
+                s.value
+                for s in scores
+                if s.model == m
+                and s.metric == metric
+                and s.ok
+                and s.value is not None
+                and s.item_id in items
+                and getattr(items[s.item_id], facet) == g
+            ]
             if not vals:
                 row.append("n/a")
             elif show_total:
@@ -283,8 +325,7 @@ def _cell_without_value(mine: list[Score]) -> str:
         return f"not applicable ({len(mine)})"
     failed = [s for s in mine if not not_applicable(s)]
     by = Counter(s.status for s in failed)
-    what = (next(iter(by)) if len(by) == 1
-            else ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+    what = next(iter(by)) if len(by) == 1 else ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
     na = len(mine) - len(failed)
     return f"all {len(failed)} failed ({what})" + (f"; {na} not applicable" if na else "")
 
@@ -320,8 +361,10 @@ def injection_suspected(s: Score) -> bool:
     scored text (METRICS.md D.14: ``injection_suspected``)."""
     if s.details.get("injection_suspected") or "injection_suspected" in (getattr(s, "flags", None) or ()):
         return True
-    return any(isinstance(e, dict) and (e.get("injection_suspected") or e.get("kind") == "injection_suspected")
-               for e in s.evidence)
+    return any(
+        isinstance(e, dict) and (e.get("injection_suspected") or e.get("kind") == "injection_suspected")
+        for e in s.evidence
+    )
 
 
 def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
@@ -335,11 +378,17 @@ def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any
     empty = sum(r.status == "empty" for r in responses)
     no_answer = Counter(s.metric for s in scores if s.ok and s.details.get("no_answer"))
     injection = sum(injection_suspected(s) for s in scores)
-    errors = (sum(not r.ok and r.status not in REPLY_STATUSES for r in responses)
-              + sum(not s.ok and s.status not in REPLY_STATUSES and not not_applicable(s) for s in scores))
-    return {"truncated": truncated, "empty": empty, "no_answer": sum(no_answer.values()),
-            "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(no_answer.items())),
-            "injection": injection, "errors": errors}
+    errors = sum(not r.ok and r.status not in REPLY_STATUSES for r in responses) + sum(
+        not s.ok and s.status not in REPLY_STATUSES and not not_applicable(s) for s in scores
+    )
+    return {
+        "truncated": truncated,
+        "empty": empty,
+        "no_answer": sum(no_answer.values()),
+        "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(no_answer.items())),
+        "injection": injection,
+        "errors": errors,
+    }
 
 
 def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
@@ -352,26 +401,54 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
     na: list[dict[str, Any]] = []
     for r in responses:
         if not r.ok:
-            rows.append({"kind": "response", "item": r.item_id, "model": r.model, "metric": "",
-                         "status": r.status, "reason": (r.error or "")[:200]})
+            rows.append(
+                {
+                    "kind": "response",
+                    "item": r.item_id,
+                    "model": r.model,
+                    "metric": "",
+                    "status": r.status,
+                    "reason": (r.error or "")[:200],
+                }
+            )
     for s in scores:
         if not s.ok:
-            row = {"kind": "score", "item": s.item_id, "model": s.model, "metric": s.metric,
-                   "status": s.status, "reason": (s.error or "")[:200]}
+            row = {
+                "kind": "score",
+                "item": s.item_id,
+                "model": s.model,
+                "metric": s.metric,
+                "status": s.status,
+                "reason": (s.error or "")[:200],
+            }
             (na if not_applicable(s) else rows).append(row)
     by_status = Counter(r["status"] for r in rows)
     by_metric = Counter(r["metric"] for r in na)
-    flagged = [{"item": s.item_id, "model": s.model, "metric": s.metric, "flags": ", ".join(s.flags)}
-               for s in scores if s.flags]
+    flagged = [
+        {"item": s.item_id, "model": s.model, "metric": s.metric, "flags": ", ".join(s.flags)}
+        for s in scores
+        if s.flags
+    ]
     flag_counts = Counter(f for s in scores for f in s.flags)
-    return {"flags": {"total": len(flagged), "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}"
-                                                                  for k, v in sorted(flag_counts.items())),
-                      "rows": flagged[:limit], "more": max(0, len(flagged) - limit)},
-            "apart": reply_flags(responses, scores),
-            "total": len(rows), "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
-            "rows": rows[:limit], "more": max(0, len(rows) - limit),
-            "not_applicable": {"total": len(na), "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
-                               "rows": na[:limit], "more": max(0, len(na) - limit)}}
+    return {
+        "flags": {
+            "total": len(flagged),
+            "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(flag_counts.items())),
+            "rows": flagged[:limit],
+            "more": max(0, len(flagged) - limit),
+        },
+        "apart": reply_flags(responses, scores),
+        "total": len(rows),
+        "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
+        "rows": rows[:limit],
+        "more": max(0, len(rows) - limit),
+        "not_applicable": {
+            "total": len(na),
+            "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
+            "rows": na[:limit],
+            "more": max(0, len(na) - limit),
+        },
+    }
 
 
 def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
@@ -382,10 +459,27 @@ def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
         if d["p"] is None:
             rows.append([f"{d['a']} vs {d['b']}", d["n"], "n/a", "n/a", "n/a", "not tested (needs 2 shared items)"])
         else:
-            rows.append([f"{d['a']} vs {d['b']}", d["n"], d["mean_diff"], d["ci"], d["p_value"],
-                         "significant" if d["significant"] else "not significant"])
-    return markdown_table(["adjacent ranks (paired permutation test)", "shared items", "mean difference (upper minus lower)",
-                           "95% CI of difference", "p", "at the 5% level"], rows)
+            rows.append(
+                [
+                    f"{d['a']} vs {d['b']}",
+                    d["n"],
+                    d["mean_diff"],
+                    d["ci"],
+                    d["p_value"],
+                    "significant" if d["significant"] else "not significant",
+                ]
+            )
+    return markdown_table(
+        [
+            "adjacent ranks (paired permutation test)",
+            "shared items",
+            "mean difference (upper minus lower)",
+            "95% CI of difference",
+            "p",
+            "at the 5% level",
+        ],
+        rows,
+    )
 
 
 def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
@@ -399,15 +493,20 @@ def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
     untested = [f"{d['a']} vs {d['b']}" for d in pairs if d["p"] is None]
     parts = []
     if loose:
-        parts.append(f"the paired test on {metric} does not separate {', '.join(loose)} at the 5% level, so their "
-                     "order is not evidence of a difference")
+        parts.append(
+            f"the paired test on {metric} does not separate {', '.join(loose)} at the 5% level, so their "
+            "order is not evidence of a difference"
+        )
     if untested:
         parts.append(f"{', '.join(untested)} share fewer than 2 scored items and are not tested")
     if not parts:
         parts.append(f"the paired test on {metric} separates every adjacent pair at the 5% level")
     tested = sum(d["p"] is not None for d in pairs)
-    tail = (" 95% CI overlap is not a test (some pairs the test separates have overlapping CIs)."
-            if any(d["p"] is not None and d["significant"] and d["overlap"] for d in pairs) else "")
+    tail = (
+        " 95% CI overlap is not a test (some pairs the test separates have overlapping CIs)."
+        if any(d["p"] is not None and d["significant"] and d["overlap"] for d in pairs)
+        else ""
+    )
     adj = " The p-values are not adjusted for multiple comparisons." if tested > 1 else ""
     return [f"Adjacent ranks (table beside the ranking): {'; '.join(parts)}.{tail}{adj}"]
 
@@ -430,8 +529,11 @@ def sgi_table(rows: list[SgiRow] | None) -> tuple[str | None, list[str]]:
         if r.sgi_score is None:
             why.setdefault(r.missing, []).append(r.model)
     table = markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], out)
-    return table, [f"SGI-Score not available for {', '.join(ms)}: missing {reason}; an SGI-Score needs an ok "
-                   "score on all five SGI-Bench tasks." for reason, ms in why.items()]
+    return table, [
+        f"SGI-Score not available for {', '.join(ms)}: missing {reason}; an SGI-Score needs an ok "
+        "score on all five SGI-Bench tasks."
+        for reason, ms in why.items()
+    ]
 
 
 # ----------------------------------------------------------------------------- rubric criteria
@@ -506,8 +608,16 @@ def _criteria_section(run_dir: Path, bd: dict[str, Any], notes: list[str] | None
         rows.append([c, fmt(bd["weights"][j])] + [fmt2(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models])
     table = markdown_table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows)
     fig = f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png"
-    fig_out = _figure(run_dir, fig, notes if notes is not None else [], heatmap, models, bd["criteria"],
-                      [bd["means"][m] for m in models], title=f"{bd['rubric']}: mean score per criterion (0-10)")
+    fig_out = _figure(
+        run_dir,
+        fig,
+        notes if notes is not None else [],
+        heatmap,
+        models,
+        bd["criteria"],
+        [bd["means"][m] for m in models],
+        title=f"{bd['rubric']}: mean score per criterion (0-10)",
+    )
     return {"rubric": bd["rubric"], "table": table, "figure": fig_out}
 
 
@@ -518,12 +628,25 @@ def _self_judged(judges: list[str], models: list[str]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- the whole report
-def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], responses: list[Response],
-             scores: list[Score], specs: list[MetricSpec], spec: MetricSpec, stats: list[ModelStat],
-             pairs: list[dict[str, Any]], sgi: list[SgiRow] | None, models: list[str],
-             custom: set[str] | None = None, warnings: list[str] | None = None,
-             extra_sections: list[dict[str, str]] | None = None, judges: list[str] | None = None,
-             allow_self_judge: bool = False) -> ReportDraft:
+def assemble(
+    run_dir: Path,
+    *,
+    header: dict[str, Any],
+    items: list[Item],
+    responses: list[Response],
+    scores: list[Score],
+    specs: list[MetricSpec],
+    spec: MetricSpec,
+    stats: list[ModelStat],
+    pairs: list[dict[str, Any]],
+    sgi: list[SgiRow] | None,
+    models: list[str],
+    custom: set[str] | None = None,
+    warnings: list[str] | None = None,
+    extra_sections: list[dict[str, str]] | None = None,
+    judges: list[str] | None = None,
+    allow_self_judge: bool = False,
+) -> ReportDraft:
     """Every section of the report but the narrative; draws ``figures/ranking.png``
     and one ``figures/criteria_<rubric>.png`` heatmap per rubric metric with
     criterion scores under ``run_dir``.
@@ -539,15 +662,32 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
     rows = []
     for rank, s in enumerate(stats, 1):
         sm = s.summary
-        rows.append({"rank": rank if sm else "-", "model": s.model, "mean": fmt2(sm.mean) if sm else "n/a",
-                     "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
-                     "total": fmt_total(sm.total, spec) if sm else "n/a", "n": sm.n if sm else 0, "failed": s.failed})
+        rows.append(
+            {
+                "rank": rank if sm else "-",
+                "model": s.model,
+                "mean": fmt2(sm.mean) if sm else "n/a",
+                "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
+                "total": fmt_total(sm.total, spec) if sm else "n/a",
+                "n": sm.n if sm else 0,
+                "failed": s.failed,
+            }
+        )
     chart: str | None = None
     chart_notes: list[str] = []
     if ranked:
-        chart = _figure(run_dir, "figures/ranking.png", chart_notes, ranking_chart, [s.model for s in ranked],
-                        [s.stats.mean for s in ranked], [s.stats.ci_low for s in ranked],
-                        [s.stats.ci_high for s in ranked], metric=spec.name, scale=spec.scale_label)
+        chart = _figure(
+            run_dir,
+            "figures/ranking.png",
+            chart_notes,
+            ranking_chart,
+            [s.model for s in ranked],
+            [s.stats.mean for s in ranked],
+            [s.stats.ci_low for s in ranked],
+            [s.stats.ci_high for s in ranked],
+            metric=spec.name,
+            scale=spec.scale_label,
+        )
     top = pairs[0] if pairs else None
     comparison = top if top and top["p"] is not None else None
     show_total = math.isinf(spec.range[1])
@@ -558,36 +698,59 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
         "task": _breakdown(by_id, scores, spec.name, model_order, "task", show_total),
         "pairs": _pairs_table(pairs),
     }
-    limitations = [f"{len(items)} items selected; "
-                   + ("CIs are wide at this sample size." if len(items) < 30 else "CIs are 95% BCa bootstrap intervals over items.")
-                   + (" 0/1 metrics get Wilson score intervals (a bootstrap of 8 of 8 correct would say '1 to 1')."
-                      if any(getattr(s.summary, "method", "") == "wilson" for s in ranked) else "")]
+    limitations = [
+        f"{len(items)} items selected; "
+        + (
+            "CIs are wide at this sample size."
+            if len(items) < 30
+            else "CIs are 95% BCa bootstrap intervals over items."
+        )
+        + (
+            " 0/1 metrics get Wilson score intervals (a bootstrap of 8 of 8 correct would say '1 to 1')."
+            if any(getattr(s.summary, "method", "") == "wilson" for s in ranked)
+            else ""
+        )
+    ]
     judges = list(judges or [])
     sources = judgement_sources(scores, models)
     if sources:  # who decided acceptance of open-creativity answers, also for replays (issue 17 item 2)
-        header = {**header, "judges": judge_summary(sources, judges, any(s.ok and s.judge != "objective"
-                                                                         for s in scores))}
+        header = {
+            **header,
+            "judges": judge_summary(sources, judges, any(s.ok and s.judge != "objective" for s in scores)),
+        }
         for src in sources:
-            what = ("the stored judgements of the original run" if src.get("origin") == "stored"
-                    else "this run's open-creativity protocol")
-            limitations.append(f"Acceptance of the open-creativity answers rests on {what}: coherence scored by "
-                               f"{src.get('coherence')} and novelty by {src.get('novelty')} embeddings (from "
-                               f"{src.get('source')}); another judge or embedder may accept different answers.")
-    limitations += [f"Self-preference: {x}." for x in self_preference([s.model for s in ranked], sources, judges,
-                                                                       allow_self_judge)]
+            what = (
+                "the stored judgements of the original run"
+                if src.get("origin") == "stored"
+                else "this run's open-creativity protocol"
+            )
+            limitations.append(
+                f"Acceptance of the open-creativity answers rests on {what}: coherence scored by "
+                f"{src.get('coherence')} and novelty by {src.get('novelty')} embeddings (from "
+                f"{src.get('source')}); another judge or embedder may accept different answers."
+            )
+    limitations += [
+        f"Self-preference: {x}." for x in self_preference([s.model for s in ranked], sources, judges, allow_self_judge)
+    ]
     if sources and not judges:
         pass  # the acceptance line above says who judged; no live judge was called
     elif judges:
-        limitations.append(f"Judge: {', '.join(judges)}. Judge and rubric scores are {'this one model' if len(judges) == 1 else 'these models'}'s "
-                           "judgement: another judge may score differently, and a judge may favour models of its own family.")
+        limitations.append(
+            f"Judge: {', '.join(judges)}. Judge and rubric scores are {'this one model' if len(judges) == 1 else 'these models'}'s "
+            "judgement: another judge may score differently, and a judge may favour models of its own family."
+        )
     else:
-        limitations.append(f"Judge: {header.get('judges', 'none')}. Judge metrics without a judge are reported as not run.")
+        limitations.append(
+            f"Judge: {header.get('judges', 'none')}. Judge metrics without a judge are reported as not run."
+        )
     selfj = _self_judged(judges, models)
     if selfj and allow_self_judge:
         limitations.append(f"--allow-self-judge was set: {', '.join(selfj)} scored its own responses.")
     elif selfj:
-        limitations.append(f"{', '.join(selfj)} is both judge and target: it did not score its own responses "
-                           "(those judge metrics are not run; pass --allow-self-judge to allow it).")
+        limitations.append(
+            f"{', '.join(selfj)} is both judge and target: it did not score its own responses "
+            "(those judge metrics are not run; pass --allow-self-judge to allow it)."
+        )
     limitations += _pair_limitations(pairs, spec.name)
     sgi_tab, sgi_missing = sgi_table(sgi)
     limitations += sgi_missing
@@ -598,21 +761,39 @@ def assemble(run_dir: Path, *, header: dict[str, Any], items: list[Item], respon
             if bd is not None:
                 criteria.append(_criteria_section(run_dir, bd, chart_notes))
     limitations += chart_notes
-    tables_text = "\n".join([markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"],
-                                            [list(r.values()) for r in rows])] + [t for t in tables.values() if t]
-                            + [c["table"] for c in criteria]
-                            + ([sgi_tab] if sgi_tab else [])
-                            + ([f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, "
-                                f"p = {comparison['p_value']}"] if comparison else []))
-    data = {"header": header,
-            "ranking": {"metric": spec.name, "scale": spec.scale_label, "higher_is_better": spec.higher_is_better,
-                        "rows": rows, "chart": chart},
-            "comparison": comparison, "sgi": sgi_tab, "tables": tables, "criteria": criteria,
-            "extra_sections": extra_sections or [], "limitations": limitations,
-            "failures": {**_failures(responses, scores), "flagged": flag_rows(scores, models)}, "warnings": warnings or [],
-            # for the HTML viewer (report.json; the Markdown template does not use them)
-            "metric_specs": [{"name": sp.name, "scale": sp.scale_label, "hib": sp.higher_is_better, "kind": sp.kind}
-                             for sp in specs]}
+    tables_text = "\n".join(
+        [markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"], [list(r.values()) for r in rows])]
+        + [t for t in tables.values() if t]
+        + [c["table"] for c in criteria]
+        + ([sgi_tab] if sgi_tab else [])
+        + (
+            [f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, p = {comparison['p_value']}"]
+            if comparison
+            else []
+        )
+    )
+    data = {
+        "header": header,
+        "ranking": {
+            "metric": spec.name,
+            "scale": spec.scale_label,
+            "higher_is_better": spec.higher_is_better,
+            "rows": rows,
+            "chart": chart,
+        },
+        "comparison": comparison,
+        "sgi": sgi_tab,
+        "tables": tables,
+        "criteria": criteria,
+        "extra_sections": extra_sections or [],
+        "limitations": limitations,
+        "failures": {**_failures(responses, scores), "flagged": flag_rows(scores, models)},
+        "warnings": warnings or [],
+        # for the HTML viewer (report.json; the Markdown template does not use them)
+        "metric_specs": [
+            {"name": sp.name, "scale": sp.scale_label, "hib": sp.higher_is_better, "kind": sp.kind} for sp in specs
+        ],
+    }
     return ReportDraft(data=data, stats=stats, spec=spec, top=top, tables_text=tables_text, sgi_missing=sgi_missing)
 
 
@@ -634,8 +815,18 @@ def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
     pending.touch()
     data = {**draft.data, "narrative": narrative}
     atomic_write_text(out, redact_secrets(render_report(data)))
-    values = [{"model": s.model, "mean": s.summary.mean, "ci_low": s.summary.ci_low, "ci_high": s.summary.ci_high,
-               "total": s.summary.total, "n": s.summary.n} for s in draft.stats if s.summary is not None]
+    values = [
+        {
+            "model": s.model,
+            "mean": s.summary.mean,
+            "ci_low": s.summary.ci_low,
+            "ci_high": s.summary.ci_high,
+            "total": s.summary.total,
+            "n": s.summary.n,
+        }
+        for s in draft.stats
+        if s.summary is not None
+    ]
     write_report_json(run_dir / "report.json", {**data, "ranking": {**data["ranking"], "values": values}})
     pending.unlink(missing_ok=True)
     return out

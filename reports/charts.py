@@ -21,8 +21,16 @@ def pyplot() -> Any:
     return plt
 
 
-def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: list[float], ci_high: list[float],
-                  *, metric: str, scale: str) -> Path:
+def ranking_chart(
+    path: Path,
+    models: list[str],
+    means: list[float],
+    ci_low: list[float],
+    ci_high: list[float],
+    *,
+    metric: str,
+    scale: str,
+) -> Path:
     """Horizontal bar chart of per-model means with 95% CI error bars.
     NaN CI bounds draw no error bar.  Returns ``path``."""
     plt = pyplot()
@@ -43,8 +51,16 @@ def ranking_chart(path: Path, models: list[str], means: list[float], ci_low: lis
     return path
 
 
-def heatmap(path: Path, rows: list[str], cols: list[str], values: list[list[float]], *, title: str,
-            vmin: float = 0.0, vmax: float = 10.0) -> Path:
+def heatmap(
+    path: Path,
+    rows: list[str],
+    cols: list[str],
+    values: list[list[float]],
+    *,
+    title: str,
+    vmin: float = 0.0,
+    vmax: float = 10.0,
+) -> Path:
     """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10)."""
     plt = pyplot()
     v = np.asarray(values, dtype=float)

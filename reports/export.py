@@ -32,14 +32,39 @@ from ..core import InputError, Item, Response, Score
 FORMATS = ("parquet", "jsonl", "csv")
 FACETS = ("benchmark", "task", "discipline", "direction", "type")
 COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "items": [("item_id", "string"), *((f, "string") for f in FACETS), ("prompt", "string"), ("reference", "json"),
-              ("metadata", "json")],
-    "responses": [("item_id", "string"), *((f, "string") for f in FACETS), ("model", "string"), ("text", "string"),
-                  ("answer", "json"), ("status", "string"), ("error", "string"), ("latency_s", "float"),
-                  ("tokens_input", "int"), ("tokens_output", "int"), ("cost", "float")],
-    "scores": [("item_id", "string"), *((f, "string") for f in FACETS), ("model", "string"), ("metric", "string"),
-               ("value", "float"), ("status", "string"), ("judge", "string"), ("rationale", "string"),
-               ("error", "string"), ("evidence", "json"), ("details", "json")],
+    "items": [
+        ("item_id", "string"),
+        *((f, "string") for f in FACETS),
+        ("prompt", "string"),
+        ("reference", "json"),
+        ("metadata", "json"),
+    ],
+    "responses": [
+        ("item_id", "string"),
+        *((f, "string") for f in FACETS),
+        ("model", "string"),
+        ("text", "string"),
+        ("answer", "json"),
+        ("status", "string"),
+        ("error", "string"),
+        ("latency_s", "float"),
+        ("tokens_input", "int"),
+        ("tokens_output", "int"),
+        ("cost", "float"),
+    ],
+    "scores": [
+        ("item_id", "string"),
+        *((f, "string") for f in FACETS),
+        ("model", "string"),
+        ("metric", "string"),
+        ("value", "float"),
+        ("status", "string"),
+        ("judge", "string"),
+        ("rationale", "string"),
+        ("error", "string"),
+        ("evidence", "json"),
+        ("details", "json"),
+    ],
 }
 """Column name and type per table ("json": JSON text of a nested value)."""
 
@@ -53,24 +78,56 @@ def _facets(items: dict[str, Item], item_id: str) -> dict[str, str]:
     return {f: (getattr(it, f) if it is not None else "") for f in FACETS}
 
 
-def run_tables(items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score]) -> dict[str, list[dict[str, Any]]]:
+def run_tables(
+    items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score]
+) -> dict[str, list[dict[str, Any]]]:
     """The three tables as lists of row dicts (columns: :data:`COLUMNS`), rows in record order."""
     items = list(items)
     by_id = {i.id: i for i in items}
     out: dict[str, list[dict[str, Any]]] = {"items": [], "responses": [], "scores": []}
     for i in items:
-        out["items"].append({"item_id": i.id, **_facets(by_id, i.id), "prompt": i.prompt, "reference": _json(i.reference),
-                             "metadata": _json(i.metadata)})
+        out["items"].append(
+            {
+                "item_id": i.id,
+                **_facets(by_id, i.id),
+                "prompt": i.prompt,
+                "reference": _json(i.reference),
+                "metadata": _json(i.metadata),
+            }
+        )
     for r in responses:
         tok = r.tokens or {}
-        out["responses"].append({"item_id": r.item_id, **_facets(by_id, r.item_id), "model": r.model, "text": r.text,
-                                 "answer": _json(r.answer), "status": r.status, "error": r.error,
-                                 "latency_s": r.latency_s, "tokens_input": tok.get("input"),
-                                 "tokens_output": tok.get("output"), "cost": r.cost})
+        out["responses"].append(
+            {
+                "item_id": r.item_id,
+                **_facets(by_id, r.item_id),
+                "model": r.model,
+                "text": r.text,
+                "answer": _json(r.answer),
+                "status": r.status,
+                "error": r.error,
+                "latency_s": r.latency_s,
+                "tokens_input": tok.get("input"),
+                "tokens_output": tok.get("output"),
+                "cost": r.cost,
+            }
+        )
     for s in scores:
-        out["scores"].append({"item_id": s.item_id, **_facets(by_id, s.item_id), "model": s.model, "metric": s.metric,
-                              "value": s.value, "status": s.status, "judge": s.judge, "rationale": s.rationale,
-                              "error": s.error, "evidence": _json([e.model_dump(mode="json") for e in s.evidence]), "details": _json(s.details)})
+        out["scores"].append(
+            {
+                "item_id": s.item_id,
+                **_facets(by_id, s.item_id),
+                "model": s.model,
+                "metric": s.metric,
+                "value": s.value,
+                "status": s.status,
+                "judge": s.judge,
+                "rationale": s.rationale,
+                "error": s.error,
+                "evidence": _json([e.model_dump(mode="json") for e in s.evidence]),
+                "details": _json(s.details),
+            }
+        )
     return out
 
 

@@ -16,6 +16,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     """A GitHub Markdown table; ``|`` inside cells is escaped."""
+
     def cell(x: Any) -> str:
         return str(x).replace("|", "\\|").replace("\n", " ")
 
@@ -34,8 +35,13 @@ def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
     Optional: ``tables["pairs"]`` (adjacent-rank paired tests) and
     ``failures["not_applicable"]`` ({total, by_metric, rows, more}).
     Raises jinja2.UndefinedError naming a missing key."""
-    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
-                      trim_blocks=False, lstrip_blocks=False)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
     return env.get_template(template).render(**{"criteria": [], **data})
 
 

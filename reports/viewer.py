@@ -62,9 +62,14 @@ def record_flags(rec: Response | Score) -> list[str]:
         out.append("truncated")
     if data.get("status") == "empty":
         out.append("empty")
-    if (extra.get("injection_suspected") or data.get("injection_suspected")
-            or any(isinstance(e, dict) and (e.get("injection_suspected") or "injection_suspected" in (e.get("flags") or []))
-                   for e in data.get("evidence") or [])):
+    if (
+        extra.get("injection_suspected")
+        or data.get("injection_suspected")
+        or any(
+            isinstance(e, dict) and (e.get("injection_suspected") or "injection_suspected" in (e.get("flags") or []))
+            for e in data.get("evidence") or []
+        )
+    ):
         out.append("injection_suspected")
     for f in [*(data.get("flags") or []), *(extra.get("flags") or [])]:
         out.append(str(f))
@@ -107,15 +112,24 @@ def _reasoning(r: Response) -> str:
             return v
     recs = md.get("records")
     if isinstance(recs, list):  # SciAidanBench stored answers of thinking models
-        parts = [f"[{x.get('answer_num', k + 1)}] {x['thoughts']}" for k, x in enumerate(recs)
-                 if isinstance(x, dict) and isinstance(x.get("thoughts"), str) and x["thoughts"].strip()]
+        parts = [
+            f"[{x.get('answer_num', k + 1)}] {x['thoughts']}"
+            for k, x in enumerate(recs)
+            if isinstance(x, dict) and isinstance(x.get("thoughts"), str) and x["thoughts"].strip()
+        ]
         return "\n\n".join(parts)
     return ""
 
 
-def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score], *,
-                      report: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
-                      specs: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def build_viewer_data(
+    items: Iterable[Item],
+    responses: Iterable[Response],
+    scores: Iterable[Score],
+    *,
+    report: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    specs: list[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(index, texts) for ``data.js`` and ``text.js``.
 
     ``report``: the report's data (``report.json``: narrative, ranking rows
@@ -155,8 +169,10 @@ def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scor
         extra = {k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None}
         md = dict(r.metadata or {})
         if isinstance(md.get("records"), list):  # stored answers: their scores, not the texts again (in ``text``)
-            md["records"] = [{k: v for k, v in x.items() if k not in ("answer", "thoughts")} if isinstance(x, dict)
-                             else x for x in md["records"]]
+            md["records"] = [
+                {k: v for k, v in x.items() if k not in ("answer", "thoughts")} if isinstance(x, dict) else x
+                for x in md["records"]
+            ]
         if md:
             extra["metadata"] = md
         row = [item_idx.get(r.item_id, -1), mi(r.model), r.status, record_flags(r), []]
@@ -172,8 +188,9 @@ def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scor
     metric_idx: dict[str, int] = {}
     for sp in specs or []:
         metric_idx[sp["name"]] = len(metrics)
-        metrics.append({"name": sp["name"], "scale": sp.get("scale", ""), "hib": sp.get("hib", True),
-                        "kind": sp.get("kind", "")})
+        metrics.append(
+            {"name": sp["name"], "scale": sp.get("scale", ""), "hib": sp.get("hib", True), "kind": sp.get("kind", "")}
+        )
     sc: list[list[Any]] = []
     sc_text: list[list[Any]] = []
     for s in scores:
@@ -202,9 +219,14 @@ def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scor
     for s_ in sc:
         s_[0] = remap[s_[0]]
     index = {
-        "run": config or {}, "report": report, "models": models, "metrics": metrics, "page_size": PAGE_SIZE,
+        "run": config or {},
+        "report": report,
+        "models": models,
+        "metrics": metrics,
+        "page_size": PAGE_SIZE,
         "items": [[it.id, it.benchmark, it.task, it.discipline, it.direction, it.type] for it in items],
-        "rows": rows, "scores": sc,
+        "rows": rows,
+        "scores": sc,
     }
     texts = {"items": [[it.prompt, it.reference, it.metadata] for it in items], "rows": row_text, "scores": sc_text}
     return jsonable(index), jsonable(texts)
@@ -212,12 +234,21 @@ def build_viewer_data(items: Iterable[Item], responses: Iterable[Response], scor
 
 def _js_assign(name: str, data: Any) -> str:
     # JSON is valid JavaScript (ES2019); "</" is escaped so the file could also be inlined in a <script>
-    return f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
+    return (
+        f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
+    )
 
 
-def write_viewer(run_dir: str | Path, items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score],
-                 *, report: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
-                 specs: list[dict[str, Any]] | None = None) -> Path:
+def write_viewer(
+    run_dir: str | Path,
+    items: Iterable[Item],
+    responses: Iterable[Response],
+    scores: Iterable[Score],
+    *,
+    report: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    specs: list[dict[str, Any]] | None = None,
+) -> Path:
     """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/) and
     return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
     the report's figures are copied from ``run_dir/figures``.  An existing
@@ -238,6 +269,7 @@ def write_viewer(run_dir: str | Path, items: Iterable[Item], responses: Iterable
     html = env.get_template("viewer.html.j2").render(
         title=f"sgieval: {run.get('request') or run.get('run_id') or run_dir.name}",
         css=(TEMPLATES / "viewer.css").read_text(encoding="utf-8"),
-        js=(TEMPLATES / "viewer.js").read_text(encoding="utf-8"))
+        js=(TEMPLATES / "viewer.js").read_text(encoding="utf-8"),
+    )
     (out / "index.html").write_text(html, encoding="utf-8")
     return out / "index.html"

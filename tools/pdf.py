@@ -87,15 +87,20 @@ def parse_page_ranges(spec: str | None, n_pages: int) -> list[int]:
         part = part.strip()
         m = re.fullmatch(r"(\d*)\s*-\s*(\d*)|(\d+)", part)
         if not m or part == "-":
-            raise InputError(f"bad page range {part!r}", what="pages", fix="use forms like '3', '1-5', '2,4-6' or '10-'")
+            raise InputError(
+                f"bad page range {part!r}", what="pages", fix="use forms like '3', '1-5', '2,4-6' or '10-'"
+            )
         if m.group(3):
             lo = hi = int(m.group(3))
         else:
             lo = int(m.group(1)) if m.group(1) else 1
             hi = int(m.group(2)) if m.group(2) else max(n_pages, lo)
         if lo < 1 or lo > hi:
-            raise InputError(f"bad page range {part!r} (start must be >= 1 and <= end)", what="pages",
-                             fix="use forms like '3', '1-5', '2,4-6' or '10-'")
+            raise InputError(
+                f"bad page range {part!r} (start must be >= 1 and <= end)",
+                what="pages",
+                fix="use forms like '3', '1-5', '2,4-6' or '10-'",
+            )
         for p in range(lo, min(hi, n_pages) + 1):
             if p not in seen:
                 seen.add(p)
@@ -174,15 +179,21 @@ def _load_bytes(source: str | Path | bytes, max_bytes: int, timeout_s: float) ->
             raise ToolError("no such PDF file", what=label, fix="check the path")
         size = p.stat().st_size
         if size > max_bytes:
-            raise ToolError(f"PDF is {size / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit", what=label,
-                            fix="raise max_bytes or split the file")
+            raise ToolError(
+                f"PDF is {size / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit",
+                what=label,
+                fix="raise max_bytes or split the file",
+            )
         try:
             data = p.read_bytes()
         except OSError as e:
             raise ToolError(f"cannot read the file ({e.strerror})", what=label, fix="check permissions") from e
     if len(data) > max_bytes:
-        raise ToolError(f"PDF is {len(data) / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit", what=label,
-                        fix="raise max_bytes or split the file")
+        raise ToolError(
+            f"PDF is {len(data) / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit",
+            what=label,
+            fix="raise max_bytes or split the file",
+        )
     if not data.strip():
         raise ToolError("the file is empty", what=label, fix="check the file")
     return data, label
@@ -225,17 +236,26 @@ def read_pdf(
             try:
                 ok = reader.decrypt(password if password is not None else "")
             except DependencyError as e:
-                raise ToolError(f"the PDF is encrypted with AES and cannot be decrypted here ({e})", what=label,
-                                fix="pip install cryptography, or pass a decrypted copy") from e
+                raise ToolError(
+                    f"the PDF is encrypted with AES and cannot be decrypted here ({e})",
+                    what=label,
+                    fix="pip install cryptography, or pass a decrypted copy",
+                ) from e
             if not ok:
-                raise ToolError("the PDF is encrypted and the password is " + ("wrong" if password else "missing"),
-                                what=label, fix="pass password=... or a decrypted copy")
+                raise ToolError(
+                    "the PDF is encrypted and the password is " + ("wrong" if password else "missing"),
+                    what=label,
+                    fix="pass password=... or a decrypted copy",
+                )
         n_pages = len(reader.pages)
     except ToolError:
         raise
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as e:
-        raise ToolError(f"malformed PDF that pypdf cannot open ({type(e).__name__}: {e})", what=label,
-                        fix="repair it (e.g. `qpdf in.pdf out.pdf`) or pass another copy") from e
+        raise ToolError(
+            f"malformed PDF that pypdf cannot open ({type(e).__name__}: {e})",
+            what=label,
+            fix="repair it (e.g. `qpdf in.pdf out.pdf`) or pass another copy",
+        ) from e
 
     doc = PdfDocument(source=label, n_pages=n_pages)
     try:
@@ -253,12 +273,17 @@ def read_pdf(
 
     wanted = parse_page_ranges(pages, n_pages)
     if pages and not wanted:
-        raise InputError(f"page range {pages!r} selects no page of a {n_pages}-page PDF", what="pages",
-                         fix=f"choose pages between 1 and {n_pages}")
+        raise InputError(
+            f"page range {pages!r} selects no page of a {n_pages}-page PDF",
+            what="pages",
+            fix=f"choose pages between 1 and {n_pages}",
+        )
     if len(wanted) > max_pages:
         doc.partial = True
-        doc.warnings.append(f"{len(wanted)} pages selected; read the first {max_pages} (max_pages); "
-                            f"ask for more with pages='{wanted[max_pages]}-'")
+        doc.warnings.append(
+            f"{len(wanted)} pages selected; read the first {max_pages} (max_pages); "
+            f"ask for more with pages='{wanted[max_pages]}-'"
+        )
         wanted = wanted[:max_pages]
 
     total = 0

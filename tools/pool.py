@@ -74,8 +74,11 @@ class CallBudget:
     def _reserve(self, tool: str) -> None:
         with self._lock:
             if self.limit is not None and self.used >= self.limit:
-                raise ToolError(f"tool call budget of {self.limit} calls per score is used up (refused: {tool})",
-                                what="tool budget", fix="answer with the evidence gathered so far")
+                raise ToolError(
+                    f"tool call budget of {self.limit} calls per score is used up (refused: {tool})",
+                    what="tool budget",
+                    fix="answer with the evidence gathered so far",
+                )
             self.used += 1
 
     def _record(self, ev: dict[str, Any]) -> None:
@@ -103,8 +106,10 @@ def summarize_output(output: Any) -> str:
         parts = [f"{h.rank}. {_clip(h.title, 60)} <{_clip(h.url, 80)}>" for h in output.hits]
         s = f"{output.backend}: {len(output.hits)} hits" + (": " + "; ".join(parts) if parts else "")
     elif isinstance(output, PdfDocument):
-        s = (f"{output.title or output.source}: {len(output.pages)}/{output.n_pages} pages"
-             f"{' (partial)' if output.partial else ''}: {_clip(output.text, 300)!r}")
+        s = (
+            f"{output.title or output.source}: {len(output.pages)}/{output.n_pages} pages"
+            f"{' (partial)' if output.partial else ''}: {_clip(output.text, 300)!r}"
+        )
     elif isinstance(output, WebPage):
         s = f"{output.title} <{output.url}>{' (truncated)' if output.truncated else ''}: {_clip(output.text, 300)!r}"
     elif isinstance(output, BaseModel):
@@ -174,42 +179,81 @@ class ToolPool:
         wanted = [n.strip().lower() for n in names if n and n.strip()]
         unknown = [n for n in wanted if n not in TOOL_GROUPS]
         if unknown:
-            raise InputError(f"unknown tool(s) {', '.join(map(repr, unknown))}", what="--tools",
-                             fix=f"choose among {', '.join(TOOL_GROUPS)}")
+            raise InputError(
+                f"unknown tool(s) {', '.join(map(repr, unknown))}",
+                what="--tools",
+                fix=f"choose among {', '.join(TOOL_GROUPS)}",
+            )
         specs: list[_Spec] = []
         sbx: Sandbox | None = None
         ws: WebSearch | None = None
         if "search" in wanted:
             ws = WebSearch(search_backend, corpus_dir=corpus_dir, documents=documents)  # type: ignore[arg-type]
 
-            def _search(query: str, max_results: int = 5, region: str | None = None,
-                        timelimit: str | None = None) -> SearchResults:
+            def _search(
+                query: str, max_results: int = 5, region: str | None = None, timelimit: str | None = None
+            ) -> SearchResults:
                 return ws.search(query, max_results, region=region, timelimit=timelimit)
 
             def _visit(url: str, max_chars: int = 20_000) -> WebPage:
                 return visit_webpage(url, max_chars=max_chars)
 
-            specs.append(_Spec("web_search", "Search the web (online: ddgs) or the local corpus (offline: BM25). "
-                               "Each hit has title, url, snippet and the backend that answered.", WebSearchInput, _search))
-            specs.append(_Spec("visit_webpage", "Fetch a web page (or online PDF) as clean text. Fails fast when offline.",
-                               VisitWebpageInput, _visit))
+            specs.append(
+                _Spec(
+                    "web_search",
+                    "Search the web (online: ddgs) or the local corpus (offline: BM25). "
+                    "Each hit has title, url, snippet and the backend that answered.",
+                    WebSearchInput,
+                    _search,
+                )
+            )
+            specs.append(
+                _Spec(
+                    "visit_webpage",
+                    "Fetch a web page (or online PDF) as clean text. Fails fast when offline.",
+                    VisitWebpageInput,
+                    _visit,
+                )
+            )
         if "pdf" in wanted:
+
             def _pdf(source: str, pages: str | None = None, max_pages: int = 20) -> PdfDocument:
                 return read_pdf(source, pages=pages, max_pages=min(max_pages, pdf_max_pages))
 
-            specs.append(_Spec("read_pdf", "Read a PDF (path or URL): page texts with page numbers, title, authors, "
-                               "year. Marks the result partial when limits cut it.", ReadPdfInput, _pdf))
+            specs.append(
+                _Spec(
+                    "read_pdf",
+                    "Read a PDF (path or URL): page texts with page numbers, title, authors, "
+                    "year. Marks the result partial when limits cut it.",
+                    ReadPdfInput,
+                    _pdf,
+                )
+            )
         if "python" in wanted:
-            sbx = sandbox if sandbox is not None and not isinstance(sandbox, str) else get_sandbox(
-                sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
+            sbx = (
+                sandbox
+                if sandbox is not None and not isinstance(sandbox, str)
+                else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
+            )
 
-            def _py(code: str, files: dict[str, str | bytes] | None = None, timeout_s: float = 30.0,
-                    output_files: list[str] | None = None) -> ExecResult:
+            def _py(
+                code: str,
+                files: dict[str, str | bytes] | None = None,
+                timeout_s: float = 30.0,
+                output_files: list[str] | None = None,
+            ) -> ExecResult:
                 return sbx.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
 
-            specs.append(_Spec("run_python", "Run Python code (numpy, scipy, pandas, scikit-learn available) in an "
-                               "isolated sandbox without network; returns stdout, stderr, exit code and which limit "
-                               "killed it, if any.", RunPythonInput, _py))
+            specs.append(
+                _Spec(
+                    "run_python",
+                    "Run Python code (numpy, scipy, pandas, scikit-learn available) in an "
+                    "isolated sandbox without network; returns stdout, stderr, exit code and which limit "
+                    "killed it, if any.",
+                    RunPythonInput,
+                    _py,
+                )
+            )
         return cls(specs, sandbox=sbx, search=ws)
 
     @property
@@ -220,8 +264,11 @@ class ToolPool:
     def _resolve(self, name: str) -> _Spec:
         key = name if name in self._specs else _ALIASES.get(name, name)
         if key not in self._specs:
-            raise InputError(f"tool {name!r} is not in this pool", what="tool",
-                             fix=f"use one of {', '.join(self._specs) or '(none: pass --tools)'}")
+            raise InputError(
+                f"tool {name!r} is not in this pool",
+                what="tool",
+                fix=f"use one of {', '.join(self._specs) or '(none: pass --tools)'}",
+            )
         return self._specs[key]
 
     # ----------------------------------------------------------------- calling
@@ -252,8 +299,11 @@ class ToolPool:
         try:
             args = spec.schema.model_validate(kwargs).model_dump()
         except ValueError as e:
-            raise InputError(f"bad arguments for {spec.name}: {str(e).splitlines()[0]} ({e})".replace("\n", " "),
-                             what=f"tool {spec.name}", fix=f"fields: {', '.join(spec.schema.model_fields)}") from e
+            raise InputError(
+                f"bad arguments for {spec.name}: {str(e).splitlines()[0]} ({e})".replace("\n", " "),
+                what=f"tool {spec.name}",
+                fix=f"fields: {', '.join(spec.schema.model_fields)}",
+            ) from e
         budgets = _ACTIVE.get()
         for b in budgets:
             b._reserve(spec.name)
@@ -290,6 +340,7 @@ class ToolPool:
 
             tools = []
             for spec in self._specs.values():
+
                 def _fn(_name: str = spec.name, **kwargs: Any) -> dict[str, Any]:
                     try:
                         out, _ = self.call(_name, **kwargs)
@@ -297,9 +348,15 @@ class ToolPool:
                         raise ToolException(str(e)) from e
                     return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
 
-                tools.append(StructuredTool.from_function(
-                    func=_bind(_fn, spec.name), name=spec.name, description=spec.description,
-                    args_schema=spec.schema, handle_tool_error=True))
+                tools.append(
+                    StructuredTool.from_function(
+                        func=_bind(_fn, spec.name),
+                        name=spec.name,
+                        description=spec.description,
+                        args_schema=spec.schema,
+                        handle_tool_error=True,
+                    )
+                )
             self._tools = tools
         return list(self._tools)
 

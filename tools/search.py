@@ -111,8 +111,9 @@ def _probe(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
     return False, last
 
 
-def network_status(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False,
-                   timeout_s: float = _PROBE_TIMEOUT_S) -> tuple[bool, str]:
+def network_status(
+    host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False, timeout_s: float = _PROBE_TIMEOUT_S
+) -> tuple[bool, str]:
     """(online, reason) for reaching ``host:port``; see the module docstring.
     Cached for 60 s per target; returns within ``timeout_s`` (default 0.8 s)."""
     from ..core.settings import current_settings
@@ -155,8 +156,9 @@ class Fetched:
             return self.content.decode("utf-8", errors="replace")
 
 
-def fetch_url(url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 * 1024,
-              transport: Any = None) -> Fetched:
+def fetch_url(
+    url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 * 1024, transport: Any = None
+) -> Fetched:
     """GET ``url`` (redirects followed, at most ``max_bytes``).  Raises
     OfflineError fast when the host is unreachable, InputError for a non-http
     URL, ToolError for HTTP errors or bodies over ``max_bytes``.
@@ -167,21 +169,32 @@ def fetch_url(url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 *
     u = urlsplit(url)
     if u.scheme not in ("http", "https") or not u.hostname:
         raise InputError(f"not an http(s) URL: {url!r}", what="url", fix="pass a URL starting with https://")
-    ok, why = (True, "") if transport is not None else network_status(
-        u.hostname, u.port or (443 if u.scheme == "https" else 80))
+    ok, why = (
+        (True, "")
+        if transport is not None
+        else network_status(u.hostname, u.port or (443 if u.scheme == "https" else 80))
+    )
     if not ok:
-        raise OfflineError(f"cannot fetch {url}: offline ({why})", what="visit_webpage",
-                           fix="use web_search with the offline backend 'bm25' over a local corpus (--corpus DIR)")
+        raise OfflineError(
+            f"cannot fetch {url}: offline ({why})",
+            what="visit_webpage",
+            fix="use web_search with the offline backend 'bm25' over a local corpus (--corpus DIR)",
+        )
     try:
-        with httpx.Client(follow_redirects=True, timeout=timeout_s, transport=transport,
-                          headers={"User-Agent": "Mozilla/5.0 (sgieval research tool)"}) as client:
+        with httpx.Client(
+            follow_redirects=True,
+            timeout=timeout_s,
+            transport=transport,
+            headers={"User-Agent": "Mozilla/5.0 (sgieval research tool)"},
+        ) as client:
             with client.stream("GET", url) as r:
                 buf = bytearray()
                 for chunk in r.iter_bytes():
                     buf.extend(chunk)
                     if len(buf) > max_bytes:
-                        raise ToolError(f"{url}: body larger than {max_bytes} bytes", what="fetch_url",
-                                        fix="raise max_bytes")
+                        raise ToolError(
+                            f"{url}: body larger than {max_bytes} bytes", what="fetch_url", fix="raise max_bytes"
+                        )
                 if r.status_code >= 400:
                     raise ToolError(f"{url}: HTTP {r.status_code}", what="fetch_url", fix="check the URL")
                 return Fetched(str(r.url), r.status_code, r.headers.get("content-type", ""), bytes(buf))
@@ -192,8 +205,30 @@ def fetch_url(url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 *
 # --------------------------------------------------------------------- HTML text
 class _HTMLText(HTMLParser):
     _SKIP = {"script", "style", "noscript", "svg", "template", "iframe", "head", "nav", "footer", "form"}
-    _BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
-              "header", "pre", "blockquote", "table", "ul", "ol", "dd", "dt", "hr"}
+    _BLOCK = {
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "header",
+        "pre",
+        "blockquote",
+        "table",
+        "ul",
+        "ol",
+        "dd",
+        "dt",
+        "hr",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -319,8 +354,11 @@ def _as_document(obj: Any, i: int) -> Document:
         did = str(obj.get("id", f"doc-{i}"))
         title = next((str(obj[k]) for k in _TITLE_KEYS if obj.get(k)), did)
         return Document(id=did, title=title, text=text, source=str(obj.get("url") or obj.get("source") or did))
-    raise InputError(f"document {i} has unsupported type {type(obj).__name__}", what="documents",
-                     fix="pass strings, dicts with a 'text' field, Document or Item objects")
+    raise InputError(
+        f"document {i} has unsupported type {type(obj).__name__}",
+        what="documents",
+        fix="pass strings, dicts with a 'text' field, Document or Item objects",
+    )
 
 
 def _md_title(text: str, fallback: str) -> str:
@@ -357,8 +395,11 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
                         warnings.append(f"{rel}:{n}: not JSON ({e.msg}); skipped")
                         continue
                     d = _as_document(obj if isinstance(obj, dict) else {"text": str(obj)}, n)
-                    docs.append(d.model_copy(update={"id": f"{rel}:{d.id}",
-                                                     "source": d.source if "://" in d.source else f"{path}:{n}"}))
+                    docs.append(
+                        d.model_copy(
+                            update={"id": f"{rel}:{d.id}", "source": d.source if "://" in d.source else f"{path}:{n}"}
+                        )
+                    )
             elif ext == ".pdf":
                 from .pdf import read_pdf
 
@@ -394,7 +435,7 @@ class BM25Index:
         for di, d in enumerate(self.documents):
             words = d.text.split()
             for start in range(0, max(len(words), 1), passage_words):
-                self.passages.append((di, " ".join(words[start:start + passage_words])))
+                self.passages.append((di, " ".join(words[start : start + passage_words])))
         self._retriever = None
         if self.passages:
             tokens = bm25s.tokenize([p for _, p in self.passages], stopwords="en", show_progress=False)
@@ -402,8 +443,9 @@ class BM25Index:
             self._retriever.index(tokens, show_progress=False)
 
     @classmethod
-    def from_folder(cls, folder: str | Path, *, documents: Iterable[Any] = (), pdf_max_pages: int = 50,
-                    passage_words: int = 300) -> "BM25Index":
+    def from_folder(
+        cls, folder: str | Path, *, documents: Iterable[Any] = (), pdf_max_pages: int = 50, passage_words: int = 300
+    ) -> "BM25Index":
         """Index a corpus folder (see :func:`load_corpus`) plus ``documents``."""
         docs, warnings = load_corpus(folder, pdf_max_pages=pdf_max_pages)
         return cls([*docs, *documents], passage_words=passage_words, warnings=warnings)
@@ -436,8 +478,17 @@ class BM25Index:
         for rank, (di, (sc, pi)) in enumerate(order, 1):
             d = self.documents[di]
             passage = self.passages[pi][1]
-            hits.append(SearchHit(rank=rank, title=d.title or d.id, url=d.source or d.id, snippet=passage[:300],
-                                  backend=self.backend, score=round(float(sc), 6), doc_id=d.id))
+            hits.append(
+                SearchHit(
+                    rank=rank,
+                    title=d.title or d.id,
+                    url=d.source or d.id,
+                    snippet=passage[:300],
+                    backend=self.backend,
+                    score=round(float(sc), 6),
+                    doc_id=d.id,
+                )
+            )
         return hits
 
 
@@ -456,8 +507,11 @@ class SearchLimiter:
 
     def __init__(self, concurrency: int = 1, min_interval_s: float = 0.5):
         if concurrency < 1 or min_interval_s < 0:
-            raise InputError("concurrency must be >= 1 and min_interval_s >= 0", what="SearchLimiter",
-                             fix="e.g. SearchLimiter(concurrency=1, min_interval_s=0.5)")
+            raise InputError(
+                "concurrency must be >= 1 and min_interval_s >= 0",
+                what="SearchLimiter",
+                fix="e.g. SearchLimiter(concurrency=1, min_interval_s=0.5)",
+            )
         self.concurrency = concurrency
         self.min_interval_s = min_interval_s
         self._slots = threading.BoundedSemaphore(concurrency)
@@ -522,10 +576,19 @@ class WebSearch:
     pacing online requests (default the process's :data:`SEARCH_LIMITER`).
     """
 
-    def __init__(self, backend: SearchBackend = "auto", *, corpus_dir: str | Path | None = None,
-                 documents: Iterable[Any] | None = None, region: str = "wt-wt", safesearch: str = "moderate",
-                 max_retries: int = 3, backoff_s: float = 1.0, ddgs_timeout_s: int = 10,
-                 limiter: SearchLimiter | None = None):
+    def __init__(
+        self,
+        backend: SearchBackend = "auto",
+        *,
+        corpus_dir: str | Path | None = None,
+        documents: Iterable[Any] | None = None,
+        region: str = "wt-wt",
+        safesearch: str = "moderate",
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        ddgs_timeout_s: int = 10,
+        limiter: SearchLimiter | None = None,
+    ):
         if backend not in ("auto", "ddgs", "bm25"):
             raise InputError(f"unknown search backend {backend!r}", what="search backend", fix="use auto, ddgs or bm25")
         self.backend = backend
@@ -561,8 +624,9 @@ class WebSearch:
                     self._index = BM25Index(self.documents)
             return self._index
 
-    def search(self, query: str, max_results: int = 5, *, region: str | None = None,
-               timelimit: str | None = None) -> SearchResults:
+    def search(
+        self, query: str, max_results: int = 5, *, region: str | None = None, timelimit: str | None = None
+    ) -> SearchResults:
         """Search ``query``; ``timelimit`` d/w/m/y (ddgs only).  Raises
         OfflineError (offline and no local corpus, or ddgs requested
         offline), InputError (empty query, bad timelimit), ToolError (ddgs
@@ -614,7 +678,8 @@ class WebSearch:
             try:
                 with limiter.slot():
                     return DDGS(timeout=self.ddgs_timeout_s).text(
-                        query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k)
+                        query, region=region, safesearch=self.safesearch, timelimit=timelimit, max_results=k
+                    )
             except (RatelimitException, TimeoutException):
                 raise
             except DDGSException as e:
@@ -632,19 +697,38 @@ class WebSearch:
 
         # the one retry loop (core/retry.py): full jitter 0..backoff_s * 2**(attempt-1) s, or the backend's
         # Retry-After (header or message) when longer; time.sleep looked up at call time (tests replace it)
-        policy = RetryPolicy(max_attempts=self.max_retries + 1, base_delay_s=self.backoff_s, max_delay_s=math.inf,
-                             max_retry_after_s=math.inf, jitter="full", retry_after=retry_after_s)
+        policy = RetryPolicy(
+            max_attempts=self.max_retries + 1,
+            base_delay_s=self.backoff_s,
+            max_delay_s=math.inf,
+            max_retry_after_s=math.inf,
+            jitter="full",
+            retry_after=retry_after_s,
+        )
         try:
-            rows, _ = retry(attempt, policy, lambda e: isinstance(e, DDGSException),
-                            sleep=lambda s: time.sleep(s), on_retry=hold_off)
+            rows, _ = retry(
+                attempt,
+                policy,
+                lambda e: isinstance(e, DDGSException),
+                sleep=lambda s: time.sleep(s),
+                on_retry=hold_off,
+            )
         except RetriesExhausted as e:
             if isinstance(e.last, ToolError):
                 raise e.last from e.last.__cause__
-            raise ToolError(f"ddgs search failed after {e.attempts} attempts: {e.last}", what="web_search",
-                            fix="retry later (rate limited) or use the offline backend 'bm25'") from e.last
+            raise ToolError(
+                f"ddgs search failed after {e.attempts} attempts: {e.last}",
+                what="web_search",
+                fix="retry later (rate limited) or use the offline backend 'bm25'",
+            ) from e.last
         hits = [
-            SearchHit(rank=i, title=str(r.get("title", "")), url=str(r.get("href") or r.get("url") or ""),
-                      snippet=str(r.get("body") or r.get("snippet") or ""), backend="ddgs")
+            SearchHit(
+                rank=i,
+                title=str(r.get("title", "")),
+                url=str(r.get("href") or r.get("url") or ""),
+                snippet=str(r.get("body") or r.get("snippet") or ""),
+                backend="ddgs",
+            )
             for i, r in enumerate(rows[:k], 1)
         ]
         return SearchResults(query=query, backend="ddgs", hits=hits)
@@ -657,7 +741,9 @@ class WebSearchInput(BaseModel):
     query: str = Field(description="search words")
     max_results: int = Field(5, ge=1, le=20, description="number of results")
     region: str | None = Field(None, description="region code such as us-en or wt-wt (online only)")
-    timelimit: Literal["d", "w", "m", "y"] | None = Field(None, description="only results from the last day/week/month/year (online only)")
+    timelimit: Literal["d", "w", "m", "y"] | None = Field(
+        None, description="only results from the last day/week/month/year (online only)"
+    )
 
 
 class VisitWebpageInput(BaseModel):
@@ -671,13 +757,18 @@ def make_web_search_tool(search: WebSearch):
     """LangChain ``web_search`` tool over ``search``; returns SearchResults as a dict."""
     from langchain_core.tools import StructuredTool
 
-    def _run(query: str, max_results: int = 5, region: str | None = None, timelimit: str | None = None) -> dict[str, Any]:
+    def _run(
+        query: str, max_results: int = 5, region: str | None = None, timelimit: str | None = None
+    ) -> dict[str, Any]:
         return search.search(query, max_results, region=region, timelimit=timelimit).model_dump(mode="json")
 
     return StructuredTool.from_function(
-        func=_run, name="web_search", args_schema=WebSearchInput,
+        func=_run,
+        name="web_search",
+        args_schema=WebSearchInput,
         description="Search the web (online: ddgs) or the local corpus (offline: BM25). "
-        "Each hit has title, url, snippet and the backend that answered.")
+        "Each hit has title, url, snippet and the backend that answered.",
+    )
 
 
 def make_visit_webpage_tool(**defaults: Any):
@@ -688,5 +779,8 @@ def make_visit_webpage_tool(**defaults: Any):
         return visit_webpage(url, max_chars=max_chars, **defaults).model_dump(mode="json")
 
     return StructuredTool.from_function(
-        func=_run, name="visit_webpage", args_schema=VisitWebpageInput,
-        description="Fetch a web page (or online PDF) as clean text. Fails fast when offline.")
+        func=_run,
+        name="visit_webpage",
+        args_schema=VisitWebpageInput,
+        description="Fetch a web page (or online PDF) as clean text. Fails fast when offline.",
+    )

@@ -28,8 +28,21 @@ from typing import Any, Literal
 from ...core import InputError, Rubric
 from ...core.files import slug_name
 
-__all__ = ["STARTER_DIR", "CUSTOM_DIR", "MATCH_THRESHOLD", "user_rubric_dir", "rubric_dirs", "list_rubrics",
-           "load_rubric", "save_rubric", "find_rubric", "rubric_origin", "slug", "semantic_scores", "match_texts"]
+__all__ = [
+    "STARTER_DIR",
+    "CUSTOM_DIR",
+    "MATCH_THRESHOLD",
+    "user_rubric_dir",
+    "rubric_dirs",
+    "list_rubrics",
+    "load_rubric",
+    "save_rubric",
+    "find_rubric",
+    "rubric_origin",
+    "slug",
+    "semantic_scores",
+    "match_texts",
+]
 
 STARTER_DIR = Path(__file__).resolve().parent
 CUSTOM_DIR = STARTER_DIR.parent / "custom"
@@ -99,8 +112,11 @@ def load_rubric(name: str) -> Rubric:
         return Rubric.from_yaml(p)
     hit = _scan().get(slug(name))
     if hit is None:
-        raise InputError(f"no rubric called {name!r}", what="rubric",
-                         fix=f"use one of: {', '.join(sorted(_scan()))} (or define one with `sgieval metric define`)")
+        raise InputError(
+            f"no rubric called {name!r}",
+            what="rubric",
+            fix=f"use one of: {', '.join(sorted(_scan()))} (or define one with `sgieval metric define`)",
+        )
     return Rubric.from_yaml(hit[1])
 
 
@@ -140,7 +156,9 @@ def semantic_scores(query: str, texts: list[str]) -> list[float]:
     return [float(x) for x in m @ q]  # rows are unit length (normalize=True)
 
 
-def find_rubric(quality: str, *, threshold: float = MATCH_THRESHOLD, rubrics: list[Rubric] | None = None) -> Rubric | None:
+def find_rubric(
+    quality: str, *, threshold: float = MATCH_THRESHOLD, rubrics: list[Rubric] | None = None
+) -> Rubric | None:
     """The rubric that measures ``quality`` (a word or phrase), or None.
 
     Exact (case- and punctuation-insensitive) name match first; else the

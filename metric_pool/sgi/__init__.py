@@ -41,5 +41,13 @@ def metrics(options: dict | None = None) -> list[Metric]:
     return out
 
 
-__all__ = ["metrics", "sgi_score", "sgi_scores_by_model", "SGIScoreResult", "TaskTerm", "extract_answer_tag",
-           "is_empty_or_none", "model_answer"]
+__all__ = [
+    "metrics",
+    "sgi_score",
+    "sgi_scores_by_model",
+    "SGIScoreResult",
+    "TaskTerm",
+    "extract_answer_tag",
+    "is_empty_or_none",
+    "model_answer",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ...core import InputError, Item, MetricSpec, Response, Score, final_text
+from ...core import InputError, Item, MetricKind, MetricSpec, Response, Score, final_text
 from ..base import Metric, ScoringContext
 
 BENCHMARK = "sgi-bench"
@@ -66,14 +66,35 @@ def model_answer(text: str | None) -> str:
     return text if tagged is None else tagged
 
 
-def spec(name: str, task: str, section: str, description: str, *, kind: str = "objective",
-         range: tuple[float, float] = (0.0, 1.0), variant_of: str | None = None, primary: bool = False,
-         unit: str = "", qualities: dict[str, int] | None = None) -> MetricSpec:
+def spec(
+    name: str,
+    task: str,
+    section: str,
+    description: str,
+    *,
+    kind: MetricKind = "objective",
+    range: tuple[float, float] = (0.0, 1.0),
+    variant_of: str | None = None,
+    primary: bool = False,
+    unit: str = "",
+    qualities: dict[str, int] | None = None,
+) -> MetricSpec:
     """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969";
     ``qualities``: quality -> rank (MetricSpec.qualities)."""
-    return MetricSpec(name=name, tasks=[task], kind=kind, range=range, higher_is_better=True,  # type: ignore[arg-type]
-                      description=description, source=f"METRICS.md {section} / {PAPER}", benchmark=BENCHMARK,
-                      variant_of=variant_of, primary=primary, unit=unit, qualities=qualities or {})
+    return MetricSpec(
+        name=name,
+        tasks=[task],
+        kind=kind,
+        range=range,
+        higher_is_better=True,
+        description=description,
+        source=f"METRICS.md {section} / {PAPER}",
+        benchmark=BENCHMARK,
+        variant_of=variant_of,
+        primary=primary,
+        unit=unit,
+        qualities=qualities or {},
+    )
 
 
 Computed = tuple[float, str] | tuple[float, str, dict[str, Any]]
@@ -110,15 +131,39 @@ class PerSpecMetric(Metric):
             try:
                 value, rationale, *rest = fn(item, response)
             except InputError as e:
-                out.append(Score(item_id=item.id, model=response.model, metric=s.name, value=None,
-                                 status="input_error", error=str(e)))
+                out.append(
+                    Score(
+                        item_id=item.id,
+                        model=response.model,
+                        metric=s.name,
+                        value=None,
+                        status="input_error",
+                        error=str(e),
+                    )
+                )
                 continue
             except ValueError as e:
-                out.append(Score(item_id=item.id, model=response.model, metric=s.name, value=None,
-                                 status="parse_error", error=str(e)))
+                out.append(
+                    Score(
+                        item_id=item.id,
+                        model=response.model,
+                        metric=s.name,
+                        value=None,
+                        status="parse_error",
+                        error=str(e),
+                    )
+                )
                 continue
-            out.append(Score(item_id=item.id, model=response.model, metric=s.name, value=float(value),
-                             rationale=rationale, details=rest[0] if rest else {}))
+            out.append(
+                Score(
+                    item_id=item.id,
+                    model=response.model,
+                    metric=s.name,
+                    value=float(value),
+                    rationale=rationale,
+                    details=rest[0] if rest else {},
+                )
+            )
         return out
 
 
@@ -126,6 +171,9 @@ def reference_field(item: Item, key: str) -> Any:
     """``item.reference[key]``; raises InputError naming the item and field when absent."""
     ref = item.reference
     if not isinstance(ref, dict) or key not in ref:
-        raise InputError(f"reference has no field {key!r}", what=f"item {item.id}",
-                         fix=f"load the item with the SGI item contract for task {item.task!r}")
+        raise InputError(
+            f"reference has no field {key!r}",
+            what=f"item {item.id}",
+            fix=f"load the item with the SGI item contract for task {item.task!r}",
+        )
     return ref[key]

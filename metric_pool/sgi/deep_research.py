@@ -26,28 +26,38 @@ from .common import NONE_ANSWER, is_empty_or_none, model_answer, reference_field
 
 # ------------------------------------------------------------------ specs
 EM = spec(
-    "em", DEEP_RESEARCH, "A.1",
+    "em",
+    DEEP_RESEARCH,
+    "A.1",
     "Exact Match, 0/1 per item: EM = 1 if answer == model_answer or answer == llm_parsed_answer "
     "(Python string equality, no normalisation), else 0. model_answer = text between the last <answer> "
     "and the first </answer> after it, stripped (case-sensitive tags; empty tags = empty answer), falling "
     "back to the whole response; an empty or 'none' reply gives 'None'. llm_parsed_answer is the raw output "
     "of the optional answer parser (the first judge-role model; omitted when no judge is configured). "
     "Task score = mean x 100; the SGI-Score DR term.",
-    primary=True, qualities={"accuracy": 1})
+    primary=True,
+    qualities={"accuracy": 1},
+)
 EM_NORMALISED = spec(
-    "em_normalised", DEEP_RESEARCH, "A.1 (sgieval extension, reported beside em)",
+    "em_normalised",
+    DEEP_RESEARCH,
+    "A.1 (sgieval extension, reported beside em)",
     "Normalised Exact Match, 0/1 per item: 1 if the reference and model_answer (or llm_parsed_answer) are "
     "equal after stripping, collapsing whitespace and case folding, or, when both parse as finite decimal "
     "numbers, are equal after rounding both (half up) to the decimal places written in the reference "
     "('0.25' vs '0.250' -> 1; reference '3' matches '3.4'). Not part of the SGI-Score.",
-    variant_of="em")
+    variant_of="em",
+)
 SLA = spec(
-    "sla", DEEP_RESEARCH, "A.1",
+    "sla",
+    DEEP_RESEARCH,
+    "A.1",
     "Step-Level Accuracy, 0-1 per item: the judge splits the model's solution into steps and marks each "
     "'correct' or 'incorrect' against the reference steps and answer (at least one step incorrect when the "
     "final answer is wrong); SLA = #correct / #steps. Mean over judges when several are configured. "
     "Task score = mean x 100; not in the SGI-Score.",
-    kind="judge")
+    kind="judge",
+)
 
 NUMERIC_EXAMPLE = "0.25"
 PHRASE_EXAMPLE = "T cell and B cell"
@@ -144,8 +154,10 @@ def parser_messages(extracted: str, example: str) -> list:
     """Messages for the LLM answer parser (A.0): system prompt with the example
     and its type, user message with the extracted answer."""
     typ = "One letter" if len(example) == 1 else str(type(example))
-    return [SystemMessage(content=PARSER_SYSTEM.format(example=example, type=typ)),
-            HumanMessage(content=PARSER_USER.format(text=extracted))]
+    return [
+        SystemMessage(content=PARSER_SYSTEM.format(example=example, type=typ)),
+        HumanMessage(content=PARSER_USER.format(text=extracted)),
+    ]
 
 
 async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, Any]:
@@ -156,8 +168,14 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
     (A.0).  Evidence: {"tool": "answer_parser", "judge", "input", "example", "raw", "error"}.
     """
     example = parser_example(reference)
-    ev: dict[str, Any] = {"tool": "answer_parser", "judge": parser.name, "input": extracted, "example": example,
-                          "raw": None, "error": None}
+    ev: dict[str, Any] = {
+        "tool": "answer_parser",
+        "judge": parser.name,
+        "input": extracted,
+        "example": example,
+        "raw": None,
+        "error": None,
+    }
     try:
         out = await ainvoke(parser, parser_messages(extracted, example))
     except ModelCallError as e:
@@ -207,19 +225,33 @@ class ExactMatchMetric(Metric):
         em = exact_match(ref, extracted, parsed)
         cands = [extracted] + ([parsed] if parsed is not None else [])
         emn = int(any(normalised_equal(ref, c) for c in cands))
-        details: dict[str, Any] = {"model_answer": extracted, "model_answer_after_llm_parser": parsed,
-                                   "reference": ref}
+        details: dict[str, Any] = {"model_answer": extracted, "model_answer_after_llm_parser": parsed, "reference": ref}
         if not extracted.strip():  # empty <answer></answer> (D.1): no answer found, apart from wrong answers
             details["no_answer"] = True
         how = "no answer parser" if parsed is None or judge_name == "objective" else f"parser {judge_name}"
         return [
-            Score(item_id=item.id, model=response.model, metric=EM.name, value=float(em), judge=judge_name,
-                  evidence=evidence, details=details,
-                  rationale=f"reference {ref!r} vs model_answer {extracted!r}"
-                            + (f" / parsed {parsed!r}" if parsed is not None else "") + f" ({how}): EM {em}"),
-            Score(item_id=item.id, model=response.model, metric=EM_NORMALISED.name, value=float(emn),
-                  judge=judge_name, evidence=evidence, details=details,
-                  rationale=f"normalised comparison of {ref!r} with {[c for c in cands]!r}: {emn}"),
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=EM.name,
+                value=float(em),
+                judge=judge_name,
+                evidence=evidence,
+                details=details,
+                rationale=f"reference {ref!r} vs model_answer {extracted!r}"
+                + (f" / parsed {parsed!r}" if parsed is not None else "")
+                + f" ({how}): EM {em}",
+            ),
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=EM_NORMALISED.name,
+                value=float(emn),
+                judge=judge_name,
+                evidence=evidence,
+                details=details,
+                rationale=f"normalised comparison of {ref!r} with {[c for c in cands]!r}: {emn}",
+            ),
         ]
 
 
@@ -295,10 +327,18 @@ def sla_messages(item: Item, response_text: str, extracted: str) -> list:
     steps = reference_field(item, "steps")
     steps_text = "\n".join(str(s) for s in steps) if isinstance(steps, list) else str(steps)
     question = item.metadata.get("question") or item.prompt
-    return [SystemMessage(content=SLA_SYSTEM),
-            HumanMessage(content=SLA_USER.format(
-                question=question, steps=steps_text, answer=reference_field(item, "answer"),
-                solution=as_data(response_text), model_answer=as_data(extracted, "MODEL_ANSWER")))]
+    return [
+        SystemMessage(content=SLA_SYSTEM),
+        HumanMessage(
+            content=SLA_USER.format(
+                question=question,
+                steps=steps_text,
+                answer=reference_field(item, "answer"),
+                solution=as_data(response_text),
+                model_answer=as_data(extracted, "MODEL_ANSWER"),
+            )
+        ),
+    ]
 
 
 def step_level_accuracy(steps: list[StepJudgement]) -> float:
@@ -329,13 +369,20 @@ class StepLevelAccuracyMetric(Metric):
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        asked = await ask_repeats(judges, k, messages, StepJudgements, candidate=text,
-                                  value=lambda p: step_level_accuracy(p.steps),
-                                  evidence_fields=lambda p: {"steps": [s.model_dump() for s in p.steps]})
+        asked = await ask_repeats(
+            judges,
+            k,
+            messages,
+            StepJudgements,
+            candidate=text,
+            value=lambda p: step_level_accuracy(p.steps),
+            evidence_fields=lambda p: {"steps": [s.model_dump() for s in p.steps]},
+        )
         got, evidence, errors = asked.draws, asked.evidence, asked.errors
         per_judge: dict[str, Any] = {  # steps: the judge's last repeat that parsed
             n: {"sla": step_level_accuracy(p.steps), "steps": [s.model_dump() for s in p.steps]}
-            for n, p in asked.parsed.items()}
+            for n, p in asked.parsed.items()
+        }
         names = ",".join(j.name for j in judges)
         means = judge_means(got)  # each judge's mean SLA over its repeats that parsed (k = 1: its one value)
         if not means:
@@ -346,13 +393,22 @@ class StepLevelAccuracyMetric(Metric):
         n_ok = sum(len(p["steps"]) for p in per_judge.values())
         rationale = "; ".join(
             f"{name}: {sum(s['judge'] == 'correct' for s in p['steps'])}/{len(p['steps'])} steps correct"
-            for name, p in per_judge.items())
+            for name, p in per_judge.items()
+        )
         if errors:
             rationale += f"; failed judges excluded: {'; '.join(errors)}"
-        return [Score(item_id=item.id, model=response.model, metric=SLA.name, value=value, judge=names,
-                      evidence=evidence, rationale=rationale,
-                      details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok,
-                               **repeat_details(got, k)})]
+        return [
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=SLA.name,
+                value=value,
+                judge=names,
+                evidence=evidence,
+                rationale=rationale,
+                details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok, **repeat_details(got, k)},
+            )
+        ]
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

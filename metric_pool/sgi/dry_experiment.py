@@ -64,16 +64,27 @@ from typing import Any, Literal, Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
-from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, ToolError
+from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence
 from ...tools.base import ExecResult
 from ..base import Metric, ScoringContext
 from ..judge import as_data, ask_judge
 from .common import extract_answer_tag, is_empty_or_none, spec
 
 __all__ = [
-    "function_lines", "replace_function", "assemble", "program_output", "unit_test_passed_exact",
-    "SubprocessSandbox", "DryExperimentMetric", "metrics", "SPECS", "aggregate_aet", "DEFAULT_TIMEOUT_S",
-    "DryJudgement", "unit_test_verdict", "PASS_ORDERS",
+    "function_lines",
+    "replace_function",
+    "assemble",
+    "program_output",
+    "unit_test_passed_exact",
+    "SubprocessSandbox",
+    "DryExperimentMetric",
+    "metrics",
+    "SPECS",
+    "aggregate_aet",
+    "DEFAULT_TIMEOUT_S",
+    "DryJudgement",
+    "unit_test_verdict",
+    "PASS_ORDERS",
 ]
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -81,21 +92,41 @@ N_TESTS = 5
 
 # ------------------------------------------------------------------ specs
 _A3 = "A.3"
-PASSALL_1 = spec("dry_passall_1", DRY_EXPERIMENT, _A3,
-                 "PassAll@1, 0/1 per item: 1 if at least 1 of the 5 unit tests passes (exact output match, else no error "
-                 "and the optional judge says correct).")
-PASSALL_3 = spec("dry_passall_3", DRY_EXPERIMENT, _A3, "PassAll@3, 0/1 per item: 1 if at least 3 of the 5 unit tests pass.")
-PASSALL_5 = spec("dry_passall_5", DRY_EXPERIMENT, _A3,
-                 "PassAll@5, 0/1 per item: 1 if all 5 unit tests pass. Task score = mean x 100; the SGI-Score DE term.",
-                 primary=True, qualities={"accuracy": 4})
-SER = spec("dry_smooth_execution_rate", DRY_EXPERIMENT, _A3,
-           "Smooth Execution Rate, 0-1 per item: (unit tests whose program exits with return code 0) / 5, "
-           "regardless of correctness.")
-AET = spec("dry_average_execution_time", DRY_EXPERIMENT, _A3,
-           "Average Execution Time in seconds per item: mean wall time over the unit tests with runtime > 0 (a timeout "
-           "counts as the timeout, 300 s), -1 if none. Aggregation (C.4): step_4_score.py averages items with AET > 0; "
-           "sgi_score.py averages every item, -1 included; see aggregate_aet().",
-           range=(-1.0, float("inf")), unit="s").model_copy(update={"higher_is_better": False})
+PASSALL_1 = spec(
+    "dry_passall_1",
+    DRY_EXPERIMENT,
+    _A3,
+    "PassAll@1, 0/1 per item: 1 if at least 1 of the 5 unit tests passes (exact output match, else no error "
+    "and the optional judge says correct).",
+)
+PASSALL_3 = spec(
+    "dry_passall_3", DRY_EXPERIMENT, _A3, "PassAll@3, 0/1 per item: 1 if at least 3 of the 5 unit tests pass."
+)
+PASSALL_5 = spec(
+    "dry_passall_5",
+    DRY_EXPERIMENT,
+    _A3,
+    "PassAll@5, 0/1 per item: 1 if all 5 unit tests pass. Task score = mean x 100; the SGI-Score DE term.",
+    primary=True,
+    qualities={"accuracy": 4},
+)
+SER = spec(
+    "dry_smooth_execution_rate",
+    DRY_EXPERIMENT,
+    _A3,
+    "Smooth Execution Rate, 0-1 per item: (unit tests whose program exits with return code 0) / 5, "
+    "regardless of correctness.",
+)
+AET = spec(
+    "dry_average_execution_time",
+    DRY_EXPERIMENT,
+    _A3,
+    "Average Execution Time in seconds per item: mean wall time over the unit tests with runtime > 0 (a timeout "
+    "counts as the timeout, 300 s), -1 if none. Aggregation (C.4): step_4_score.py averages items with AET > 0; "
+    "sgi_score.py averages every item, -1 included; see aggregate_aet().",
+    range=(-1.0, float("inf")),
+    unit="s",
+).model_copy(update={"higher_is_better": False})
 SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
 
 
@@ -153,10 +184,10 @@ def replace_function(main_code: str, new_code: str, name: str) -> str:
         raise KeyError(f"function {name!r} not in the answer")
     (s1, e1), (s2, e2) = f1[name], f2[name]
     lines1 = main_code.splitlines(keepends=True)
-    lines2 = new_code.splitlines(keepends=True)[s2 - 1:e2]
+    lines2 = new_code.splitlines(keepends=True)[s2 - 1 : e2]
     if lines2 and not lines2[-1].endswith(("\n", "\r")):
         lines2[-1] += "\n"  # sgieval: keep the following main-code line on its own line
-    lines1[s1 - 1:e1] = lines2
+    lines1[s1 - 1 : e1] = lines2
     out = "".join(lines1)
     if not _compiles(out):
         raise ValueError("the code does not compile after the replacement")
@@ -219,12 +250,25 @@ class SubprocessSandbox:
 
     def _one(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:
         # a clean environment: the host's variables (API keys among them) never reach model-written code
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
-               "HOME": str(workdir), "TMPDIR": str(workdir), "MPLBACKEND": "Agg"}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "PYTHONIOENCODING": "utf-8",
+            "HOME": str(workdir),
+            "TMPDIR": str(workdir),
+            "MPLBACKEND": "Agg",
+        }
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen([self.python, script], cwd=workdir, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [self.python, script],
+                cwd=workdir,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as e:
             return ExecResult(stderr=f"launch failed: {e}", exit_code=None, backend=self.name)
         try:
@@ -238,12 +282,25 @@ class SubprocessSandbox:
             out, err = proc.communicate()
             timed_out = True
         wall = time.perf_counter() - t0
-        return ExecResult(stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
-                          exit_code=proc.returncode, wall_time_s=wall, timed_out=timed_out,
-                          killed_reason="timeout" if timed_out else None, backend=self.name)
+        return ExecResult(
+            stdout=out.decode("utf-8", "replace"),
+            stderr=err.decode("utf-8", "replace"),
+            exit_code=proc.returncode,
+            wall_time_s=wall,
+            timed_out=timed_out,
+            killed_reason="timeout" if timed_out else None,
+            backend=self.name,
+        )
 
-    def run(self, code: str, *, files: dict[str, str | bytes] | None = None, setup_scripts: list[str] | None = None,
-            timeout_s: float = 60.0, output_files: list[str] | None = None) -> ExecResult:
+    def run(
+        self,
+        code: str,
+        *,
+        files: dict[str, str | bytes] | None = None,
+        setup_scripts: list[str] | None = None,
+        timeout_s: float = 60.0,
+        output_files: list[str] | None = None,
+    ) -> ExecResult:
         workdir = Path(tempfile.mkdtemp(prefix="sgieval-dry-"))
         try:
             for fname, content in (files or {}).items():
@@ -300,8 +357,9 @@ exit first, ``"code"`` is the upstream order (exact output first), the named
 code variant (option ``dry_pass_order``)."""
 
 
-def unit_test_verdict(output: str, reference: str, returncode: int, timed_out: bool,
-                      order: str = "paper") -> tuple[bool | None, str]:
+def unit_test_verdict(
+    output: str, reference: str, returncode: int, timed_out: bool, order: str = "paper"
+) -> tuple[bool | None, str]:
     """(passed, how) of one unit test before the judge; ``passed`` None means
     the judge decides.
 
@@ -363,8 +421,11 @@ class DryExperimentMetric(Metric):
         self.judge_attempts = int(opts.get("dry_judge_attempts", 3))
         self.pass_order = str(opts.get("dry_pass_order", "paper"))
         if self.pass_order not in PASS_ORDERS:
-            raise InputError(f"unknown dry_pass_order {self.pass_order!r}", what="metric option dry_pass_order",
-                             fix="use 'paper' (METRICS.md D.13) or 'code' (upstream order)")
+            raise InputError(
+                f"unknown dry_pass_order {self.pass_order!r}",
+                what="metric option dry_pass_order",
+                fix="use 'paper' (METRICS.md D.13) or 'code' (upstream order)",
+            )
 
     def _sandbox(self, ctx: ScoringContext) -> Any:
         if ctx.sandbox is not None:
@@ -383,10 +444,19 @@ class DryExperimentMetric(Metric):
             if key not in ref:
                 raise InputError(f"reference has no field {key!r}", what=f"item {item.id}", fix=fix)
         tests = ref["unit_tests"]
-        if not isinstance(tests, list) or len(tests) != N_TESTS or not all(
-                isinstance(t, dict) and isinstance(t.get("data"), str) and isinstance(t.get("output"), str) for t in tests):
-            raise InputError("reference 'unit_tests' must be 5 objects with string 'data' and 'output'",
-                             what=f"item {item.id}", fix=fix)
+        if (
+            not isinstance(tests, list)
+            or len(tests) != N_TESTS
+            or not all(
+                isinstance(t, dict) and isinstance(t.get("data"), str) and isinstance(t.get("output"), str)
+                for t in tests
+            )
+        ):
+            raise InputError(
+                "reference 'unit_tests' must be 5 objects with string 'data' and 'output'",
+                what=f"item {item.id}",
+                fix=fix,
+            )
         return ref["incomplete_main_code"], list(ref["incomplete_functions"]), tests
 
     def _run_one(self, sandbox: Any, code: str, data: str) -> ExecResult:
@@ -401,19 +471,29 @@ class DryExperimentMetric(Metric):
             return self.failed(item, response, "input_error", str(e))
 
         if is_empty_or_none(response.text):
-            no_program = [{"test": i, "passed": False, "returncode": None, "runtime": -1.0,
-                           "how": "no program (empty response)"} for i in range(N_TESTS)]
-            return self._scores(item, response, no_program, {}, "empty or 'none' response: no program written (A.0/A.3)", None, [])
+            no_program = [
+                {"test": i, "passed": False, "returncode": None, "runtime": -1.0, "how": "no program (empty response)"}
+                for i in range(N_TESTS)
+            ]
+            return self._scores(
+                item, response, no_program, {}, "empty or 'none' response: no program written (A.0/A.3)", None, []
+            )
 
         sandbox = self._sandbox(ctx)
         if sandbox is None:
-            return self.failed(item, response, "infra_error",
-                               "no sandbox configured: dry-experiment code needs a sandbox (bubblewrap/E2B), "
-                               "or allow the unsafe subprocess fallback with --unsafe-local-exec")
+            return self.failed(
+                item,
+                response,
+                "infra_error",
+                "no sandbox configured: dry-experiment code needs a sandbox (bubblewrap/E2B), "
+                "or allow the unsafe subprocess fallback with --unsafe-local-exec",
+            )
         code, assembly = assemble(main_code, response.text, functions)
         try:
             if self.parallel:
-                results = await asyncio.gather(*(asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests))
+                results = await asyncio.gather(
+                    *(asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests)
+                )
             else:
                 results = [await asyncio.to_thread(self._run_one, sandbox, code, t["data"]) for t in tests]
         except (ToolError, OSError) as e:
@@ -421,9 +501,13 @@ class DryExperimentMetric(Metric):
         setup_failed = [i for i, r in enumerate(results) if r.setup_failed]
         if setup_failed:
             r = results[setup_failed[0]]
-            return self.failed(item, response, "infra_error",
-                               f"data script data_en.py failed for unit test(s) {setup_failed} in sandbox "
-                               f"{r.backend or getattr(sandbox, 'name', '?')}: {program_output(r)[-500:]}")
+            return self.failed(
+                item,
+                response,
+                "infra_error",
+                f"data script data_en.py failed for unit test(s) {setup_failed} in sandbox "
+                f"{r.backend or getattr(sandbox, 'name', '?')}: {program_output(r)[-500:]}",
+            )
 
         judges = ctx.judges_for(response.model)
         judge = judges[0] if judges else None
@@ -438,18 +522,37 @@ class DryExperimentMetric(Metric):
                 runtime, rc = self.timeout_s, -1
             else:
                 runtime, rc = float(res.wall_time_s), int(res.exit_code or 0)  # not None here: the process ran
-            row: dict[str, Any] = {"test": i, "returncode": rc, "runtime": runtime, "timed_out": res.timed_out,
-                                   "output_tail": out[-300:]}
-            evidence.append({"tool": "sandbox", "input": f"unit test {i}", "backend": res.backend or getattr(sandbox, "name", ""),
-                             "output": out[-2000:], "exit_code": res.exit_code, "duration_s": res.wall_time_s})
+            row: dict[str, Any] = {
+                "test": i,
+                "returncode": rc,
+                "runtime": runtime,
+                "timed_out": res.timed_out,
+                "output_tail": out[-300:],
+            }
+            evidence.append(
+                {
+                    "tool": "sandbox",
+                    "input": f"unit test {i}",
+                    "backend": res.backend or getattr(sandbox, "name", ""),
+                    "output": out[-2000:],
+                    "exit_code": res.exit_code,
+                    "duration_s": res.wall_time_s,
+                }
+            )
             passed, how = unit_test_verdict(out, t["output"], rc, res.timed_out, self.pass_order)
             if passed is not None:
                 row.update(passed=passed, how=how)
             elif judge is None:
                 row.update(passed=False, how="output differs; judge not run (no judge configured)")
             else:
-                msgs = [SystemMessage(content=DRY_JUDGE_SYSTEM), HumanMessage(content=DRY_JUDGE_TEMPLATE.format(
-                    reference=as_data(t["output"], "REFERENCE_OUTPUT"), output=as_data(out, "MODEL_OUTPUT")))]
+                msgs = [
+                    SystemMessage(content=DRY_JUDGE_SYSTEM),
+                    HumanMessage(
+                        content=DRY_JUDGE_TEMPLATE.format(
+                            reference=as_data(t["output"], "REFERENCE_OUTPUT"), output=as_data(out, "MODEL_OUTPUT")
+                        )
+                    ),
+                ]
                 reply = await ask_judge(judge, msgs, DryJudgement, max_attempts=self.judge_attempts, candidate=out)
                 evidence.append(reply.evidence(test=i))
                 if reply.parsed is None:
@@ -459,23 +562,60 @@ class DryExperimentMetric(Metric):
                     ok = reply.parsed.judgment == "correct"  # folded by DryJudgement (D.12)
                     row.update(passed=ok, how=f"judge: {reply.parsed.judgment} ({reply.parsed.reason})")
             rows.append(row)
-        return self._scores(item, response, rows, assembly, "", judge_error, evidence,
-                            judge_name=judge.name if judge is not None else "objective")
+        return self._scores(
+            item,
+            response,
+            rows,
+            assembly,
+            "",
+            judge_error,
+            evidence,
+            judge_name=judge.name if judge is not None else "objective",
+        )
 
-    def _scores(self, item: Item, response: Response, rows: list[dict[str, Any]], assembly: dict[str, str], note: str,
-                judge_error: str | None, evidence: list[dict[str, Any]], judge_name: str = "objective") -> list[Score]:
+    def _scores(
+        self,
+        item: Item,
+        response: Response,
+        rows: list[dict[str, Any]],
+        assembly: dict[str, str],
+        note: str,
+        judge_error: str | None,
+        evidence: list[Any],
+        judge_name: str = "objective",
+    ) -> list[Score]:
         p = sum(1 for r in rows if r["passed"])
         ser = sum(1 for r in rows if r["returncode"] == 0) / N_TESTS
         pos = [r["runtime"] for r in rows if r["runtime"] > 0]
         aet = sum(pos) / len(pos) if pos else -1.0
         details = {"passed": p, "tests": rows, "assembly": assembly}
-        summary = (note + "; " if note else "") + f"{p}/5 unit tests passed: " + "; ".join(
-            f"#{r['test']} {'pass' if r['passed'] else 'fail'} ({r['how']})" for r in rows)
+        summary = (
+            (note + "; " if note else "")
+            + f"{p}/5 unit tests passed: "
+            + "; ".join(f"#{r['test']} {'pass' if r['passed'] else 'fail'} ({r['how']})" for r in rows)
+        )
 
-        def mk(s, value: float | None, rationale: str, *, status: str = "ok", error: str | None = None,
-               judge: str = "objective") -> Score:
-            return Score(item_id=item.id, model=response.model, metric=s.name, value=value, rationale=rationale,
-                         status=status, error=error, details=details, evidence=evidence, judge=judge)  # type: ignore[arg-type]
+        def mk(
+            s,
+            value: float | None,
+            rationale: str,
+            *,
+            status: Status = "ok",
+            error: str | None = None,
+            judge: str = "objective",
+        ) -> Score:
+            return Score(
+                item_id=item.id,
+                model=response.model,
+                metric=s.name,
+                value=value,
+                rationale=rationale,
+                status=status,
+                error=error,
+                details=details,
+                evidence=[as_evidence(e) for e in evidence],
+                judge=judge,
+            )
 
         out = []
         for s, k in ((PASSALL_1, 1), (PASSALL_3, 3), (PASSALL_5, 5)):
@@ -484,8 +624,15 @@ class DryExperimentMetric(Metric):
             else:
                 out.append(mk(s, float(p >= k), summary, judge=judge_name))
         out.append(mk(SER, ser, f"{int(round(ser * N_TESTS))}/5 programs exited with return code 0"))
-        out.append(mk(AET, aet, f"mean runtime over {len(pos)} test(s) with runtime > 0" if pos
-                      else "no test with runtime > 0: AET = -1"))
+        out.append(
+            mk(
+                AET,
+                aet,
+                f"mean runtime over {len(pos)} test(s) with runtime > 0"
+                if pos
+                else "no test with runtime > 0: AET = -1",
+            )
+        )
         return out
 
 

@@ -78,9 +78,23 @@ from ..judge import DATA_NOTICE, INJECTION_FLAG, as_data, injection_flags
 from .common import spec
 
 __all__ = [
-    "IDEA_FIELDS", "parse_idea", "reference_idea", "effectiveness_obj", "novelty_obj", "completeness",
-    "length_penalty", "repetition_penalty", "detailedness_obj", "graph_similarity", "feasibility_obj",
-    "judge_prompt", "parse_votes", "decide", "IdeaGenerationMetric", "metrics", "SPECS",
+    "IDEA_FIELDS",
+    "parse_idea",
+    "reference_idea",
+    "effectiveness_obj",
+    "novelty_obj",
+    "completeness",
+    "length_penalty",
+    "repetition_penalty",
+    "detailedness_obj",
+    "graph_similarity",
+    "feasibility_obj",
+    "judge_prompt",
+    "parse_votes",
+    "decide",
+    "IdeaGenerationMetric",
+    "metrics",
+    "SPECS",
 ]
 
 IDEA_FIELDS = ("Idea", "ImplementationSteps", "ImplementationOrder", "Dataset", "EvaluationMetrics", "ExpectedOutcome")
@@ -96,49 +110,85 @@ Encode = Callable[[list[str]], np.ndarray]
 _A2 = "A.2"
 OBJ_SPECS = {
     "effectiveness": spec(
-        "idea_effectiveness_obj", IDEA_GENERATION, _A2,
+        "idea_effectiveness_obj",
+        IDEA_GENERATION,
+        _A2,
         "Objective effectiveness, 0-10: clip(10 x cos(MiniLM(', '.join(keywords)), MiniLM(Idea)), 0, 10); "
         "if encoding fails (Idea not a string) 10 x fraction of keywords that are lowercase substrings of the "
-        "lowercased Idea.", range=(0.0, 10.0)),
+        "lowercased Idea.",
+        range=(0.0, 10.0),
+    ),
     "novelty": spec(
-        "idea_novelty_obj", IDEA_GENERATION, _A2,
+        "idea_novelty_obj",
+        IDEA_GENERATION,
+        _A2,
         "Objective novelty, 0-10: 0.5 A + 0.5 B; A = clip(10 (1 - mean cos(Idea, v)), 0, 10) over the values v of "
         "related_work and existing_solutions (0 if none); B = the same over 'k: v' of related_work_test; any "
-        "error sets A = B = 0.", range=(0.0, 10.0)),
+        "error sets A = B = 0.",
+        range=(0.0, 10.0),
+    ),
     "detailedness": spec(
-        "idea_detailedness_obj", IDEA_GENERATION, _A2,
+        "idea_detailedness_obj",
+        IDEA_GENERATION,
+        _A2,
         "Objective detailedness, 0-10: 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length); "
         "completeness = 10 k/6 (non-null fields); length penalty (L-700)/100 if L > 700, (300-L)/100 if L < 300, "
         "capped at 10, 0 for an empty Idea; repetition = min(10, max(0, 10 (mean pairwise cos of sentences "
-        "longer than 10 chars - 0.2))), 0 with fewer than 2 sentences.", range=(0.0, 10.0)),
+        "longer than 10 chars - 0.2))), 0 with fewer than 2 sentences.",
+        range=(0.0, 10.0),
+    ),
     "feasibility": spec(
-        "idea_feasibility_obj", IDEA_GENERATION, _A2,
+        "idea_feasibility_obj",
+        IDEA_GENERATION,
+        _A2,
         "Objective feasibility, 0-10: 10 x (0.6 edge Jaccard + 0.4 node-text token Jaccard) between the "
-        "implementation graphs (networkx DiGraph) of the generated and reference ideas.", range=(0.0, 10.0)),
+        "implementation graphs (networkx DiGraph) of the generated and reference ideas.",
+        range=(0.0, 10.0),
+    ),
 }
 WIN_SPECS = {
-    d: spec(f"idea_{d}_win", IDEA_GENERATION, _A2,
-            f"Judged {d}, 0 or 100 per item: N judges x 2 position-swapped pairwise votes (reference vs generated); "
-            f"100 if the generated idea wins, i.e. g votes of 2N with "
-            + ("3g > 4N (g > 4 of 6)" if d == "novelty" else "g > N (g > 3 of 6)")
-            + ", else 0. Mean = win rate.", kind="judge", range=(0.0, 100.0))
+    d: spec(
+        f"idea_{d}_win",
+        IDEA_GENERATION,
+        _A2,
+        f"Judged {d}, 0 or 100 per item: N judges x 2 position-swapped pairwise votes (reference vs generated); "
+        f"100 if the generated idea wins, i.e. g votes of 2N with "
+        + ("3g > 4N (g > 4 of 6)" if d == "novelty" else "g > N (g > 3 of 6)")
+        + ", else 0. Mean = win rate.",
+        kind="judge",
+        range=(0.0, 100.0),
+    )
     for d in SCORED_DIMS
 }
-DIM_QUALITIES: dict[str, dict[str, int]] = {"novelty": {"novelty": 1, "creativity": 2},
-                                             "feasibility": {"feasibility": 1}}
+DIM_QUALITIES: dict[str, dict[str, int]] = {
+    "novelty": {"novelty": 1, "creativity": 2},
+    "feasibility": {"feasibility": 1},
+}
 """Qualities (MetricSpec.qualities) of the per-dimension idea scores."""
 DIM_SPECS = {
-    d: spec(f"idea_{d}", IDEA_GENERATION, _A2,
-            f"Idea {d}, 0-100: (10 x idea_{d}_obj + idea_{d}_win) / 2.", kind="judge", range=(0.0, 100.0),
-            qualities=DIM_QUALITIES.get(d))
+    d: spec(
+        f"idea_{d}",
+        IDEA_GENERATION,
+        _A2,
+        f"Idea {d}, 0-100: (10 x idea_{d}_obj + idea_{d}_win) / 2.",
+        kind="judge",
+        range=(0.0, 100.0),
+        qualities=DIM_QUALITIES.get(d),
+    )
     for d in SCORED_DIMS
 }
 FINAL_SPEC = spec(
-    "idea_final_score", IDEA_GENERATION, _A2,
+    "idea_final_score",
+    IDEA_GENERATION,
+    _A2,
     "Idea Generation final score, 0-100: mean of idea_effectiveness, idea_novelty, idea_detailedness and "
     "idea_feasibility. Task score = mean (no x100); the SGI-Score IG term. A reply that does not parse to a JSON "
-    "object scores 0.", kind="judge", range=(0.0, 100.0), primary=True,
-    qualities={"creativity": 3})
+    "object scores 0.",
+    kind="judge",
+    range=(0.0, 100.0),
+    primary=True,
+    qualities={"creativity": 3},
+)
 SPECS = [*OBJ_SPECS.values(), *WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]
 
 
@@ -147,18 +197,24 @@ _FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)```")
 _FLAGS = re.DOTALL | re.IGNORECASE
 _Q = "[\"']"
 _FIELD_PATTERNS: dict[str, tuple[str, str]] = {
-    "Idea": (rf"{_Q}?Idea{_Q}?\s*:\s*{_Q}(.*?){_Q}",
-             r"1\.\s*Idea[:\s-]+(.*?)(?=\n\s*(?:2\.|Implementation))"),
-    "ImplementationSteps": (rf"{_Q}?ImplementationSteps{_Q}?\s*:\s*\{{(.*?)\}}",
-                            r"2\.\s*Implementation Steps[:\s-]+(.*?)(?=\n\s*(?:3\.|Implementation Order))"),
-    "ImplementationOrder": (rf"{_Q}?ImplementationOrder{_Q}?\s*:\s*\[(.*?)\]",
-                            r"3\.\s*Implementation Order[:\s-]+(.*?)(?=\n\s*(?:4\.|Dataset))"),
-    "Dataset": (rf"{_Q}?Dataset{_Q}?\s*:\s*{_Q}(.*?){_Q}(?=\s*,\s*{_Q})",
-                r"4\.\s*Dataset[:\s-]+(.*?)(?=\n\s*(?:5\.|Evaluation))"),
-    "EvaluationMetrics": (rf"{_Q}?EvaluationMetrics{_Q}?\s*:\s*\{{(.*?)\}}(?=\s*,\s*{_Q})",
-                          r"5\.\s*Evaluation Metrics[:\s-]+(.*?)(?=\n\s*(?:6\.|Expected))"),
-    "ExpectedOutcome": (rf"{_Q}?ExpectedOutcome{_Q}?\s*:\s*{_Q}(.*?){_Q}",
-                        r"6\.\s*Expected Outcome[:\s-]+(.*?)$"),
+    "Idea": (rf"{_Q}?Idea{_Q}?\s*:\s*{_Q}(.*?){_Q}", r"1\.\s*Idea[:\s-]+(.*?)(?=\n\s*(?:2\.|Implementation))"),
+    "ImplementationSteps": (
+        rf"{_Q}?ImplementationSteps{_Q}?\s*:\s*\{{(.*?)\}}",
+        r"2\.\s*Implementation Steps[:\s-]+(.*?)(?=\n\s*(?:3\.|Implementation Order))",
+    ),
+    "ImplementationOrder": (
+        rf"{_Q}?ImplementationOrder{_Q}?\s*:\s*\[(.*?)\]",
+        r"3\.\s*Implementation Order[:\s-]+(.*?)(?=\n\s*(?:4\.|Dataset))",
+    ),
+    "Dataset": (
+        rf"{_Q}?Dataset{_Q}?\s*:\s*{_Q}(.*?){_Q}(?=\s*,\s*{_Q})",
+        r"4\.\s*Dataset[:\s-]+(.*?)(?=\n\s*(?:5\.|Evaluation))",
+    ),
+    "EvaluationMetrics": (
+        rf"{_Q}?EvaluationMetrics{_Q}?\s*:\s*\{{(.*?)\}}(?=\s*,\s*{_Q})",
+        r"5\.\s*Evaluation Metrics[:\s-]+(.*?)(?=\n\s*(?:6\.|Expected))",
+    ),
+    "ExpectedOutcome": (rf"{_Q}?ExpectedOutcome{_Q}?\s*:\s*{_Q}(.*?){_Q}", r"6\.\s*Expected Outcome[:\s-]+(.*?)$"),
 }
 
 
@@ -243,8 +299,11 @@ def _literal(item_id: str, ref: dict, key: str, default: str) -> Any:
     try:
         return ast.literal_eval(raw)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        raise InputError(f"reference field {key!r} is not a Python literal ({type(e).__name__}: {e})",
-                         what=f"item {item_id}", fix="load SGI-IdeaGeneration records unchanged (raw dataset strings)") from e
+        raise InputError(
+            f"reference field {key!r} is not a Python literal ({type(e).__name__}: {e})",
+            what=f"item {item_id}",
+            fix="load SGI-IdeaGeneration records unchanged (raw dataset strings)",
+        ) from e
 
 
 def reference_idea(item: Item) -> dict[str, Any]:
@@ -258,8 +317,11 @@ def reference_idea(item: Item) -> dict[str, Any]:
     raw context strings.  Raises InputError naming the item and field."""
     ref = item.reference
     if not isinstance(ref, dict):
-        raise InputError("reference is not a dict of SGI-IdeaGeneration fields", what=f"item {item.id}",
-                         fix="load the item with the SGI item contract (SGI_ITEMS.md)")
+        raise InputError(
+            "reference is not a dict of SGI-IdeaGeneration fields",
+            what=f"item {item.id}",
+            fix="load the item with the SGI item contract (SGI_ITEMS.md)",
+        )
     out: dict[str, Any] = {k: ref.get(k, "") for k in CONTEXT_FIELDS}
     out["related_work_test"] = ref.get("related_work_test", "")
     out["keywords"] = ref.get("keywords", []) or []
@@ -309,8 +371,11 @@ def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tup
         low = idea.lower() if isinstance(idea, str) else ""
         hits = [t for t in keywords if str(t).lower() in low]
         rate = len(hits) / len(keywords) if keywords else 0
-        return float(rate * 10), {"path": "keyword_fallback", "hits": [str(h) for h in hits],
-                                  "error": f"{type(e).__name__}: {e}"}
+        return float(rate * 10), {
+            "path": "keyword_fallback",
+            "hits": [str(h) for h in hits],
+            "error": f"{type(e).__name__}: {e}",
+        }
 
 
 def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
@@ -320,8 +385,9 @@ def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
     return _clip10((1 - avg) * 10)
 
 
-def novelty_obj(idea: Any, ref: dict[str, Any], encode: Encode, *,
-                code_empty_b: bool = False) -> tuple[float, dict[str, Any]]:
+def novelty_obj(
+    idea: Any, ref: dict[str, Any], encode: Encode, *, code_empty_b: bool = False
+) -> tuple[float, dict[str, Any]]:
     """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2).
 
     A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of
@@ -444,8 +510,9 @@ def _add_order_edges(order: Any, graph: nx.DiGraph, keys: list[str]) -> bool:
     return added
 
 
-def graph_similarity(gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA, *,
-                     code_text_errors: bool = False) -> tuple[float, dict[str, Any]]:
+def graph_similarity(
+    gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA, *, code_text_errors: bool = False
+) -> tuple[float, dict[str, Any]]:
     """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7).
 
     Nodes: ``str(step key)`` with the step text; edges from the order (all
@@ -532,7 +599,7 @@ Overall: [Win A/Win B] because ...
 
 
 def format_idea(idea: dict[str, Any]) -> str:
-    """"Field: value" for each of the six idea fields with a truthy value, separated by blank lines (A.2)."""
+    """ "Field: value" for each of the six idea fields with a truthy value, separated by blank lines (A.2)."""
     return "\n\n".join(f"{f}: {idea[f]}" for f in IDEA_FIELDS if f in idea and idea[f])
 
 
@@ -543,8 +610,11 @@ def format_context(ref: dict[str, Any]) -> str:
 
 def judge_prompt(idea_a: str, idea_b: str, context: str) -> str:
     """The pairwise judge prompt (A.2 "Judged part"); the ideas are wrapped as delimited data."""
-    return JUDGE_TEMPLATE.format(context=as_data(context, "CONTEXT") if context else "(none)",
-                                 a=as_data(idea_a, "HYPOTHESIS_A"), b=as_data(idea_b, "HYPOTHESIS_B"))
+    return JUDGE_TEMPLATE.format(
+        context=as_data(context, "CONTEXT") if context else "(none)",
+        a=as_data(idea_a, "HYPOTHESIS_A"),
+        b=as_data(idea_b, "HYPOTHESIS_B"),
+    )
 
 
 def _verdict(m: re.Match) -> str:
@@ -560,9 +630,11 @@ def parse_votes(reply: str) -> dict[str, dict[str, str]] | None:
     out: dict[str, dict[str, str]] = {}
     for dim in DIMENSIONS:
         name = dim.capitalize()
-        m = (re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", reply, re.IGNORECASE)
-             or re.search(rf"{name}\s*:\s*(Win\s*A|Win\s*B)\s+", reply, re.IGNORECASE)
-             or re.search(rf"{name}[^\n]*?(Win\s*A|Win\s*B)", reply, re.IGNORECASE))
+        m = (
+            re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", reply, re.IGNORECASE)
+            or re.search(rf"{name}\s*:\s*(Win\s*A|Win\s*B)\s+", reply, re.IGNORECASE)
+            or re.search(rf"{name}[^\n]*?(Win\s*A|Win\s*B)", reply, re.IGNORECASE)
+        )
         if not m:
             return None
         r = re.search(rf"{name}\s*:[^\n]*?because\s*([^\n]*)", reply, re.IGNORECASE)
@@ -577,7 +649,7 @@ def flip_votes(votes: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
 
 
 def decide(g: int, n_judges: int, dim: str) -> str:
-    """"win" / "tie" / "lose" for g votes for the generated idea out of 2N.
+    """ "win" / "tie" / "lose" for g votes for the generated idea out of 2N.
 
     sgieval's generalisation of A.2 (thresholds stated for N = 3): win if
     g/2N > 1/2 (novelty g/2N > 2/3), lose if g/2N <= 1/3, else tie.  Integer
@@ -600,8 +672,9 @@ def vote_injection_flags(candidate: str) -> list[str]:
     return [INJECTION_FLAG] if (_VOTE_LINE.search(candidate or "") or injection_flags(candidate)) else []
 
 
-async def judge_call(judge: NamedModel, prompt: str, *, swapped: bool,
-                     max_attempts: int = MAX_JUDGE_ATTEMPTS, candidate: str = "") -> dict[str, Any]:
+async def judge_call(
+    judge: NamedModel, prompt: str, *, swapped: bool, max_attempts: int = MAX_JUDGE_ATTEMPTS, candidate: str = ""
+) -> dict[str, Any]:
     """One (judge, order) call with up to ``max_attempts`` attempts through
     :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
     loop; the five vote lines are a text format read by :func:`parse_votes`);
@@ -615,22 +688,36 @@ async def judge_call(judge: NamedModel, prompt: str, *, swapped: bool,
     def votes_of(text: str) -> dict[str, dict[str, str]]:
         votes = parse_votes(text)
         if votes is None:
-            raise ValueError("every one of the five lines must read '<Dimension>: [Win A] because ...' "
-                             "or '<Dimension>: [Win B] because ...'")
+            raise ValueError(
+                "every one of the five lines must read '<Dimension>: [Win A] because ...' "
+                "or '<Dimension>: [Win B] because ...'"
+            )
         return votes
 
-    r = await ask_structured(judge, [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=prompt)],
-                             parse=votes_of, max_attempts=max_attempts, label="judge",
-                             retry_hint="Reply again in that format.")
+    r = await ask_structured(
+        judge,
+        [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=prompt)],
+        parse=votes_of,
+        max_attempts=max_attempts,
+        label="judge",
+        retry_hint="Reply again in that format.",
+    )
     votes = r.parsed
     error = r.error
     if votes is None and not r.call_failed:
         error = f"unparsable judge reply after {r.attempts} attempt(s)"
-    return {"tool": "judge", "judge": judge.name,
-            "order": "A=generated,B=reference" if swapped else "A=reference,B=generated",
-            "raw": r.raw, "attempts": r.attempts, "structured": r.mode,
-            "votes": (flip_votes(votes) if swapped else votes) if votes is not None else None,
-            "error": error, "call_failed": r.call_failed, "flags": vote_injection_flags(candidate)}
+    return {
+        "tool": "judge",
+        "judge": judge.name,
+        "order": "A=generated,B=reference" if swapped else "A=reference,B=generated",
+        "raw": r.raw,
+        "attempts": r.attempts,
+        "structured": r.mode,
+        "votes": (flip_votes(votes) if swapped else votes) if votes is not None else None,
+        "error": error,
+        "call_failed": r.call_failed,
+        "flags": vote_injection_flags(candidate),
+    }
 
 
 # ------------------------------------------------------------------ the metric
@@ -682,7 +769,9 @@ class IdeaGenerationMetric(Metric):
         self.embedding_model = opts.get("embedding_model", "minilm")
         parser = opts.get("idea_parser", "tolerant")
         if parser not in ("tolerant", "code"):
-            raise InputError(f"unknown idea_parser {parser!r}", what="option idea_parser", fix="use 'tolerant' or 'code'")
+            raise InputError(
+                f"unknown idea_parser {parser!r}", what="option idea_parser", fix="use 'tolerant' or 'code'"
+            )
         self.tolerant = parser == "tolerant"
         self.judge_attempts = int(opts.get("idea_judge_attempts", MAX_JUDGE_ATTEMPTS))
         self._encoders: dict[int, _EncodeCache] = {}
@@ -694,11 +783,32 @@ class IdeaGenerationMetric(Metric):
             self._encoders[key] = _EncodeCache(embed)
         return self._encoders[key]
 
-    def _score(self, item: Item, response: Response, name: str, value: float | None, *, status: str = "ok",
-               rationale: str = "", error: str | None = None, details: dict | None = None, judge: str = "objective",
-               evidence: list | None = None) -> Score:
-        return Score(item_id=item.id, model=response.model, metric=name, value=value, status=status,  # type: ignore[arg-type]
-                     rationale=rationale, error=error, details=details or {}, judge=judge, evidence=evidence or [])
+    def _score(
+        self,
+        item: Item,
+        response: Response,
+        name: str,
+        value: float | None,
+        *,
+        status: str = "ok",
+        rationale: str = "",
+        error: str | None = None,
+        details: dict | None = None,
+        judge: str = "objective",
+        evidence: list | None = None,
+    ) -> Score:
+        return Score(
+            item_id=item.id,
+            model=response.model,
+            metric=name,
+            value=value,
+            status=status,  # type: ignore[arg-type]
+            rationale=rationale,
+            error=error,
+            details=details or {},
+            judge=judge,
+            evidence=evidence or [],
+        )
 
     def objective(self, gen: dict[str, Any], ref: dict[str, Any], encode: Encode) -> dict[str, tuple[float, dict]]:
         """The four objective parts (0-10) with details; raises TypeError when the
@@ -708,16 +818,26 @@ class IdeaGenerationMetric(Metric):
             "effectiveness": effectiveness_obj(idea, ref["keywords"], encode),
             "novelty": novelty_obj(idea, ref, encode),
             "detailedness": detailedness_obj(gen, encode),
-            "feasibility": feasibility_obj({"ImplementationSteps": gen["ImplementationSteps"],
-                                            "ImplementationOrder": gen["ImplementationOrder"]}, ref),
+            "feasibility": feasibility_obj(
+                {"ImplementationSteps": gen["ImplementationSteps"], "ImplementationOrder": gen["ImplementationOrder"]},
+                ref,
+            ),
         }
 
     def _evaluator_error(self, item: Item, response: Response, reason: str) -> list[Score]:
         out = []
         for s in self.specs:
             if s.name == FINAL_SPEC.name:
-                out.append(self._score(item, response, s.name, 0.0, rationale=f"evaluator error, final_score 0 (A.2): {reason}",
-                                       details={"evaluator_error": reason}))
+                out.append(
+                    self._score(
+                        item,
+                        response,
+                        s.name,
+                        0.0,
+                        rationale=f"evaluator error, final_score 0 (A.2): {reason}",
+                        details={"evaluator_error": reason},
+                    )
+                )
             else:
                 out.append(self._score(item, response, s.name, None, status="parse_error", error=reason))
         return out
@@ -731,7 +851,9 @@ class IdeaGenerationMetric(Metric):
             return self.failed(item, response, "input_error", str(e))
         parsed = parse_idea(response.text, tolerant=self.tolerant)
         if not isinstance(parsed, dict):
-            return self._evaluator_error(item, response, f"the reply parses to a {type(parsed).__name__}, not a JSON object")
+            return self._evaluator_error(
+                item, response, f"the reply parses to a {type(parsed).__name__}, not a JSON object"
+            )
         gen = generated_fields(parsed)
         encode = self._encoder(ctx)
         try:
@@ -742,16 +864,25 @@ class IdeaGenerationMetric(Metric):
         scores: dict[str, Score] = {}
         for d, (value, det) in obj.items():
             det = {**det, **({"parse": parse_note} if parse_note else {})}
-            scores[OBJ_SPECS[d].name] = self._score(item, response, OBJ_SPECS[d].name, float(value),
-                                                    rationale=f"{d}_obj = {value:.4g} / 10", details=det)
+            scores[OBJ_SPECS[d].name] = self._score(
+                item, response, OBJ_SPECS[d].name, float(value), rationale=f"{d}_obj = {value:.4g} / 10", details=det
+            )
 
         judges = ctx.judges_for(response.model)
         results, evidence, reason = await self._judged(ref, gen, judges)
         if results is None:  # not_run / judge_error
             status = "not_run" if not judges else "judge_error"
             for s in [*WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]:
-                scores[s.name] = self._score(item, response, s.name, None, status=status, error=reason,
-                                             judge=",".join(j.name for j in judges) or "none", evidence=evidence)
+                scores[s.name] = self._score(
+                    item,
+                    response,
+                    s.name,
+                    None,
+                    status=status,
+                    error=reason,
+                    judge=",".join(j.name for j in judges) or "none",
+                    evidence=evidence,
+                )
         else:
             jname = ",".join(j.name for j in judges)
             dims = []
@@ -759,27 +890,53 @@ class IdeaGenerationMetric(Metric):
                 r = results[d]
                 win_value = 100.0 if r["result"] == "win" else 0.0
                 scores[WIN_SPECS[d].name] = self._score(
-                    item, response, WIN_SPECS[d].name, win_value, judge=jname, evidence=evidence, details=r,
-                    rationale=f"{r['result']}: generated idea got {r['generated_votes']} of {r['total_votes']} votes")
+                    item,
+                    response,
+                    WIN_SPECS[d].name,
+                    win_value,
+                    judge=jname,
+                    evidence=evidence,
+                    details=r,
+                    rationale=f"{r['result']}: generated idea got {r['generated_votes']} of {r['total_votes']} votes",
+                )
                 dim_value = (10 * obj[d][0] + win_value) / 2
                 dims.append(dim_value)
                 scores[DIM_SPECS[d].name] = self._score(
-                    item, response, DIM_SPECS[d].name, dim_value, judge=jname,
-                    rationale=f"(10 x {obj[d][0]:.4g} + {win_value:g}) / 2", details={"obj": obj[d][0], "judged": win_value})
+                    item,
+                    response,
+                    DIM_SPECS[d].name,
+                    dim_value,
+                    judge=jname,
+                    rationale=f"(10 x {obj[d][0]:.4g} + {win_value:g}) / 2",
+                    details={"obj": obj[d][0], "judged": win_value},
+                )
             final = sum(dims) / 4
             scores[FINAL_SPEC.name] = self._score(
-                item, response, FINAL_SPEC.name, final, judge=jname, evidence=evidence,
+                item,
+                response,
+                FINAL_SPEC.name,
+                final,
+                judge=jname,
+                evidence=evidence,
                 rationale="mean of dims " + ", ".join(f"{d}={v:.4g}" for d, v in zip(SCORED_DIMS, dims)),
-                details={"dims": dict(zip(SCORED_DIMS, dims)), "overall": results["overall"]})
+                details={"dims": dict(zip(SCORED_DIMS, dims)), "overall": results["overall"]},
+            )
         return [scores[s.name] for s in self.specs]
 
-    async def _judged(self, ref: dict[str, Any], gen: dict[str, Any], judges: list[NamedModel]
-                      ) -> tuple[dict[str, dict] | None, list[dict], str | None]:
+    async def _judged(
+        self, ref: dict[str, Any], gen: dict[str, Any], judges: list[NamedModel]
+    ) -> tuple[dict[str, dict] | None, list[dict], str | None]:
         """(per-dimension results, evidence, None), or (None, evidence, reason) when no judge is
         configured or a judge could not be reached."""
         if not judges:
-            return None, [], ("no judge configured: the judged votes, the dims and idea_final_score need a judge (--judge); "
-                           "the objective parts are reported as idea_*_obj")
+            return (
+                None,
+                [],
+                (
+                    "no judge configured: the judged votes, the dims and idea_final_score need a judge (--judge); "
+                    "the objective parts are reported as idea_*_obj"
+                ),
+            )
         ref_text, gen_text = format_idea(ref), format_idea(gen)
         context = format_context(ref)
         normal = judge_prompt(ref_text, gen_text, context)
@@ -800,10 +957,16 @@ class IdeaGenerationMetric(Metric):
         for d in DIMENSIONS:
             g = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_B")
             o = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_A")
-            results[d] = {"result": decide(g, n, d), "generated_votes": g, "reference_votes": o,
-                          "total_votes": 2 * n, "n_judges": n,
-                          "failed_calls": sum(1 for e in evidence if e["votes"] is None),
-                          "dimension": d, "judge_values": _judge_win_shares(evidence, d)}
+            results[d] = {
+                "result": decide(g, n, d),
+                "generated_votes": g,
+                "reference_votes": o,
+                "total_votes": 2 * n,
+                "n_judges": n,
+                "failed_calls": sum(1 for e in evidence if e["votes"] is None),
+                "dimension": d,
+                "judge_values": _judge_win_shares(evidence, d),
+            }
         return results, evidence, None
 
 

@@ -44,7 +44,7 @@ def boxed_contents(text: str) -> list[str]:
                 depth -= 1
             j += 1
         if depth == 0:
-            out.append(text[k:j - 1])
+            out.append(text[k : j - 1])
         start = text.find(BOXED, start + 1)
     return out
 
@@ -76,8 +76,11 @@ def extract_option(text: str, n_options: "int | Collection[str] | None" = None) 
     case; ``n_options`` may also be the option letters themselves.  None when
     no box holds an option letter: the item has no answer (counted as "no
     answer found", not as a wrong answer)."""
-    allowed = None if n_options is None else (
-        {chr(65 + k) for k in range(n_options)} if isinstance(n_options, int) else {x.upper() for x in n_options})
+    allowed = (
+        None
+        if n_options is None
+        else ({chr(65 + k) for k in range(n_options)} if isinstance(n_options, int) else {x.upper() for x in n_options})
+    )
     for box in reversed(boxed_contents(final_text(text or ""))):
         got = option_letter(box)
         if got is not None and (allowed is None or got.upper() in allowed):
@@ -100,8 +103,11 @@ def gold_letter(item: Item) -> str:
     except (TypeError, ValueError):
         idx = -1
     if isinstance(ans, bool) or idx < 0 or idx > 25 or str(ans).strip() != str(idx):
-        raise InputError(f"reference answer {ans!r} is not a 0-based option index 0..25", what=f"item {item.id}",
-                         fix="set reference['answer'] to the 0-based index of the correct option")
+        raise InputError(
+            f"reference answer {ans!r} is not a 0-based option index 0..25",
+            what=f"item {item.id}",
+            fix="set reference['answer'] to the 0-based index of the correct option",
+        )
     return chr(65 + idx)
 
 
@@ -161,25 +167,45 @@ def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
     return None
 
 
-MCA = spec("mca", EXPERIMENTAL_REASONING, "A.5, D.3, D.8",
-           "Multi-choice accuracy, 0/1 per item: the LAST \\boxed{...} after the reasoning that holds a single "
-           "option letter (spaces, $, ** and surrounding parentheses removed, \\text{}/\\mathrm{} unwrapped; boxes "
-           "holding anything else skipped) must equal the gold letter chr(65 + answer) exactly (case-sensitive: "
-           "\\boxed{b} is wrong for B). No such box: 0, counted as no answer found. Task score = mean x 100; the "
-           "SGI-Score ER term.", primary=True,
-           qualities={"accuracy": 2})
-MCA_LENIENT = spec("mca_lenient", EXPERIMENTAL_REASONING, "A.5 (sgieval extension)",
-                   "Lenient multi-choice accuracy, 0/1: last \\boxed{} with \\text{} unwrapped, case folded and "
-                   "0-based indices mapped to letters, else the last 'Answer: X'. Not in the SGI-Score.",
-                   variant_of="mca")
-MCA_CODE = spec("mca_code", EXPERIMENTAL_REASONING, "A.5",
-                "Published-code multi-choice accuracy, 0/1: the FIRST \\boxed{X} with X one upper-case letter "
-                "A-Z, compared with the gold letter ignoring case.", variant_of="mca")
-RV = spec("reasoning_validity", EXPERIMENTAL_REASONING, "A.5, D.4",
-          "Reasoning validity, 0-10 per item (judge): logical coherence and alignment with the numbered "
-          "reference steps; rubric bands 10 / 7-9 / 4-6 / 1-3 / 0. The judge's structured integer score "
-          "(out-of-range = parse error, retried). Mean over judges. The benchmark reports RV/10 x 100, i.e. "
-          "sgieval's 0-10 mean x 10. Not in the SGI-Score.", kind="judge", range=(0.0, 10.0))
+MCA = spec(
+    "mca",
+    EXPERIMENTAL_REASONING,
+    "A.5, D.3, D.8",
+    "Multi-choice accuracy, 0/1 per item: the LAST \\boxed{...} after the reasoning that holds a single "
+    "option letter (spaces, $, ** and surrounding parentheses removed, \\text{}/\\mathrm{} unwrapped; boxes "
+    "holding anything else skipped) must equal the gold letter chr(65 + answer) exactly (case-sensitive: "
+    "\\boxed{b} is wrong for B). No such box: 0, counted as no answer found. Task score = mean x 100; the "
+    "SGI-Score ER term.",
+    primary=True,
+    qualities={"accuracy": 2},
+)
+MCA_LENIENT = spec(
+    "mca_lenient",
+    EXPERIMENTAL_REASONING,
+    "A.5 (sgieval extension)",
+    "Lenient multi-choice accuracy, 0/1: last \\boxed{} with \\text{} unwrapped, case folded and "
+    "0-based indices mapped to letters, else the last 'Answer: X'. Not in the SGI-Score.",
+    variant_of="mca",
+)
+MCA_CODE = spec(
+    "mca_code",
+    EXPERIMENTAL_REASONING,
+    "A.5",
+    "Published-code multi-choice accuracy, 0/1: the FIRST \\boxed{X} with X one upper-case letter "
+    "A-Z, compared with the gold letter ignoring case.",
+    variant_of="mca",
+)
+RV = spec(
+    "reasoning_validity",
+    EXPERIMENTAL_REASONING,
+    "A.5, D.4",
+    "Reasoning validity, 0-10 per item (judge): logical coherence and alignment with the numbered "
+    "reference steps; rubric bands 10 / 7-9 / 4-6 / 1-3 / 0. The judge's structured integer score "
+    "(out-of-range = parse error, retried). Mean over judges. The benchmark reports RV/10 x 100, i.e. "
+    "sgieval's 0-10 mean x 10. Not in the SGI-Score.",
+    kind="judge",
+    range=(0.0, 10.0),
+)
 
 
 def _mca_fn(item: Item, response: Response):
@@ -187,10 +213,16 @@ def _mca_fn(item: Item, response: Response):
     got = extract_option(response.text, n_options_of(item))
     v = int(got == gold)
     if got is None:
-        return v, f"no answer found (no \\boxed{{}} holds an option letter), gold {gold!r}: 0", \
-            {"extracted": None, "gold": gold, "no_answer": True}
-    return v, f"extracted {got!r} (last \\boxed{{}} holding a letter), gold {gold!r}: {v}", \
-        {"extracted": got, "gold": gold}
+        return (
+            v,
+            f"no answer found (no \\boxed{{}} holds an option letter), gold {gold!r}: 0",
+            {"extracted": None, "gold": gold, "no_answer": True},
+        )
+    return (
+        v,
+        f"extracted {got!r} (last \\boxed{{}} holding a letter), gold {gold!r}: {v}",
+        {"extracted": got, "gold": gold},
+    )
 
 
 def _mca_lenient_fn(item: Item, response: Response):
@@ -254,8 +286,10 @@ RV_USER = """# Question
 # Model Prediction
 {prediction}"""
 
-MCQ_INSTRUCTION = ("Please solve the following multiple-choice question step-by-step. Reason step by step, then "
-                   "give the letter of the single most correct option enclosed in \\boxed{}, e.g. \\boxed{A}.")
+MCQ_INSTRUCTION = (
+    "Please solve the following multiple-choice question step-by-step. Reason step by step, then "
+    "give the letter of the single most correct option enclosed in \\boxed{}, e.g. \\boxed{A}."
+)
 
 
 def question_block(item: Item) -> str:
@@ -308,8 +342,15 @@ class ReasoningValidityMetric(Metric):
         except InputError as e:
             return self.failed(item, response, "input_error", str(e))
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        asked = await ask_repeats(judges, k, messages, ReasoningValidityJudgement, candidate=response.text,
-                                  value=lambda p: float(p.score), evidence_fields=lambda p: {"score": p.score})
+        asked = await ask_repeats(
+            judges,
+            k,
+            messages,
+            ReasoningValidityJudgement,
+            candidate=response.text,
+            value=lambda p: float(p.score),
+            evidence_fields=lambda p: {"score": p.score},
+        )
         got, evidence, errors = asked.draws, asked.evidence, asked.errors
         per_judge: dict[str, Any] = {n: p.model_dump() for n, p in asked.parsed.items()}
         names = ",".join(j.name for j in judges)
@@ -319,13 +360,24 @@ class ReasoningValidityMetric(Metric):
         for n, m in means.items():
             per_judge[n]["score"] = m
         value = sum(means.values()) / len(means)
-        rationale = "; ".join(f"{n}: {p['score']:g}/10{f' (mean of {k} repeats)' if k > 1 else ''} ({p['rationale']})"
-                              for n, p in per_judge.items())
+        rationale = "; ".join(
+            f"{n}: {p['score']:g}/10{f' (mean of {k} repeats)' if k > 1 else ''} ({p['rationale']})"
+            for n, p in per_judge.items()
+        )
         if errors:
             rationale += f"; failed judges excluded: {'; '.join(errors)}"
-        return [Score(item_id=item.id, model=response.model, metric=RV.name, value=value, judge=names,
-                      evidence=evidence, rationale=rationale,
-                      details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)})]
+        return [
+            Score(
+                item_id=item.id,
+                model=response.model,
+                metric=RV.name,
+                value=value,
+                judge=names,
+                evidence=evidence,
+                rationale=rationale,
+                details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)},
+            )
+        ]
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

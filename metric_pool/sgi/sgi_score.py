@@ -19,11 +19,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ...core import (DEEP_RESEARCH, DRY_EXPERIMENT, EXPERIMENTAL_REASONING, IDEA_GENERATION, SGI_TASKS,
-                     WET_EXPERIMENT, InputError, Item, MetricSpec, Score)
+from ...core import (
+    DEEP_RESEARCH,
+    DRY_EXPERIMENT,
+    EXPERIMENTAL_REASONING,
+    IDEA_GENERATION,
+    SGI_TASKS,
+    WET_EXPERIMENT,
+    InputError,
+    Item,
+    MetricSpec,
+    Score,
+)
 
-TERM_LABELS = {DEEP_RESEARCH: "DR", IDEA_GENERATION: "IG", DRY_EXPERIMENT: "DE", WET_EXPERIMENT: "WE",
-               EXPERIMENTAL_REASONING: "ER"}
+TERM_LABELS = {
+    DEEP_RESEARCH: "DR",
+    IDEA_GENERATION: "IG",
+    DRY_EXPERIMENT: "DE",
+    WET_EXPERIMENT: "WE",
+    EXPERIMENTAL_REASONING: "ER",
+}
 
 FALLBACK_COMPONENTS: dict[str, tuple[str, float]] = {
     DEEP_RESEARCH: ("em", 100.0),
@@ -98,17 +113,18 @@ class SGIScoreResult:
 
     def summary(self) -> str:
         """One line, e.g. ``SGI-Score 31.45 (DR 11.32, IG 36.49, ...)``."""
-        parts = ", ".join(f"{t.label} {t.value:.2f}" if t.value is not None else f"{t.label} missing"
-                          for t in self.terms.values())
+        parts = ", ".join(
+            f"{t.label} {t.value:.2f}" if t.value is not None else f"{t.label} missing" for t in self.terms.values()
+        )
         if self.sgi_score is not None:
             return f"SGI-Score {self.sgi_score:.2f} ({parts})"
         p = f"{self.partial:.2f}" if self.partial is not None else "n/a"
-        return (f"SGI-Score not available: missing {', '.join(self.missing)} ({parts}); "
-                f"{self.partial_label}: {p}")
+        return f"SGI-Score not available: missing {', '.join(self.missing)} ({parts}); {self.partial_label}: {p}"
 
 
-def _compute(model: str, scores: Sequence[Score], comps: dict[str, tuple[str, float]],
-             task_of: dict[str, str]) -> SGIScoreResult:
+def _compute(
+    model: str, scores: Sequence[Score], comps: dict[str, tuple[str, float]], task_of: dict[str, str]
+) -> SGIScoreResult:
     terms: dict[str, TaskTerm] = {}
     for task in SGI_TASKS:
         name, scale = comps[task]
@@ -116,10 +132,11 @@ def _compute(model: str, scores: Sequence[Score], comps: dict[str, tuple[str, fl
         ok = [float(s.value) for s in mine if s.ok and s.value is not None]
         n_failed = len(mine) - len(ok)
         if ok:
-            terms[task] = TaskTerm(task, TERM_LABELS[task], name, round(sum(ok) / len(ok) * scale, 2), len(ok),
-                                   n_failed)
+            terms[task] = TaskTerm(
+                task, TERM_LABELS[task], name, round(sum(ok) / len(ok) * scale, 2), len(ok), n_failed
+            )
         else:
-            reason = (f"all {n_failed} {name} scores failed" if n_failed else f"no {name} scores")
+            reason = f"all {n_failed} {name} scores failed" if n_failed else f"no {name} scores"
             terms[task] = TaskTerm(task, TERM_LABELS[task], name, None, 0, n_failed, reason)
     present = [t.value for t in terms.values() if t.value is not None]
     missing = [t for t, term in terms.items() if term.value is None]
@@ -129,9 +146,13 @@ def _compute(model: str, scores: Sequence[Score], comps: dict[str, tuple[str, fl
     return SGIScoreResult(model, None, terms, missing, partial)
 
 
-def sgi_score(scores: Iterable[Score], items: dict[str, Item], *,
-              components: dict[str, tuple[str, float]] | None = None,
-              model: str | None = None) -> SGIScoreResult:
+def sgi_score(
+    scores: Iterable[Score],
+    items: dict[str, Item],
+    *,
+    components: dict[str, tuple[str, float]] | None = None,
+    model: str | None = None,
+) -> SGIScoreResult:
     """SGI-Score (A.6) of one target model from per-item ``scores``.
 
     ``items`` maps item id -> Item (gives each score's task and discipline;
@@ -146,8 +167,11 @@ def sgi_score(scores: Iterable[Score], items: dict[str, Item], *,
     models = sorted({s.model for s in scores})
     if model is None:
         if len(models) > 1:
-            raise InputError(f"scores of several models {models}", what="sgi_score(scores)",
-                             fix="pass model=<name> or use sgi_scores_by_model()")
+            raise InputError(
+                f"scores of several models {models}",
+                what="sgi_score(scores)",
+                fix="pass model=<name> or use sgi_scores_by_model()",
+            )
         model = models[0] if models else ""
     scores = [s for s in scores if s.model == model]
     comps = components or default_components()
@@ -160,8 +184,9 @@ def sgi_score(scores: Iterable[Score], items: dict[str, Item], *,
     return result
 
 
-def sgi_scores_by_model(scores: Iterable[Score], items: dict[str, Item], *,
-                        components: dict[str, tuple[str, float]] | None = None) -> dict[str, SGIScoreResult]:
+def sgi_scores_by_model(
+    scores: Iterable[Score], items: dict[str, Item], *, components: dict[str, tuple[str, float]] | None = None
+) -> dict[str, SGIScoreResult]:
     """:func:`sgi_score` for every model present in ``scores`` (model -> result)."""
     scores = list(scores)
     comps = components or default_components()

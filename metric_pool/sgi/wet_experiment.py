@@ -123,8 +123,9 @@ def parse_protocol_code(text: str) -> tuple[Step, ...]:
     step (A.4 edge cases)."""
     steps = []
     for m in _CODE_STEP_RE.finditer(text):
-        steps.append(Step(action=m.group(2).strip(), params=parse_params(m.group(3).strip()),
-                          output=m.group(1).strip()))
+        steps.append(
+            Step(action=m.group(2).strip(), params=parse_params(m.group(3).strip()), output=m.group(1).strip())
+        )
     return tuple(steps)
 
 
@@ -194,9 +195,12 @@ def parse_protocol(text: str) -> tuple[Step, ...]:
 
 # ------------------------------------------------------ sequence similarity
 def _inversions(gt: list[str], pred: list[str], exempt: Callable[[int, int], bool] | None = None) -> int:
-    return sum(1 for i, j in combinations(range(len(gt)), 2)
-               if not (exempt and exempt(i, j))
-               and ((gt[i] < gt[j] and pred[i] > pred[j]) or (gt[i] > gt[j] and pred[i] < pred[j])))
+    return sum(
+        1
+        for i, j in combinations(range(len(gt)), 2)
+        if not (exempt and exempt(i, j))
+        and ((gt[i] < gt[j] and pred[i] > pred[j]) or (gt[i] > gt[j] and pred[i] < pred[j]))
+    )
 
 
 def sequence_similarity(gt: list[str], pred: list[str]) -> float:
@@ -278,15 +282,19 @@ def step_error(g: Step, p: Step, gen_gt: set[str], gen_pred: set[str], mapping: 
             if mapping.get(vp) != vg:
                 bad.append(f"{key}: expected output of {vg!r}, got {vp!r} (maps to {mapping.get(vp)!r})")
         elif g_gen != p_gen:
-            bad.append(f"{key}: expected {'generated variable' if g_gen else 'literal'}, got "
-                       f"{'generated variable' if p_gen else 'literal'}")
+            bad.append(
+                f"{key}: expected {'generated variable' if g_gen else 'literal'}, got "
+                f"{'generated variable' if p_gen else 'literal'}"
+            )
     return "; ".join(bad) if bad else None
 
 
 def _check_nonempty(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> None:
     if not gt_steps and not pred_steps:
-        raise ValueError("parameter accuracy is undefined: the reference and the prediction both parse to "
-                         "0 protocol steps (METRICS.md D.2)")
+        raise ValueError(
+            "parameter accuracy is undefined: the reference and the prediction both parse to "
+            "0 protocol steps (METRICS.md D.2)"
+        )
 
 
 def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
@@ -339,8 +347,9 @@ def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, 
             break
         idx = list(range(a, b))
         errs = [[step_error(gt_steps[r], pred_steps[c], gen_gt, gen_pred, mapping) for c in idx] for r in idx]
-        cost = np.array([[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)]
-                         for r, row in enumerate(errs)])
+        cost = np.array(
+            [[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)] for r, row in enumerate(errs)]
+        )
         rows, cols = linear_sum_assignment(cost)
         updates = {}
         for r, c in zip(rows, cols):
@@ -431,57 +440,109 @@ def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tup
 
 
 # ------------------------------------------------------------------ metrics
-def protocols(item: Item, response: Response, parser: Callable[[str], tuple[Step, ...]] = parse_protocol
-              ) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
+def protocols(
+    item: Item, response: Response, parser: Callable[[str], tuple[Step, ...]] = parse_protocol
+) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
     """(reference steps, predicted steps) of an item, parsed with ``parser``.
     The prediction is ``model_answer(response.text)`` (A.4 Inputs)."""
     ref = reference_field(item, "answer")
     return parser(str(ref)), parser(model_answer(response.text))
 
 
-_SS_DESC = ("SS = 0 if the reference and predicted action lists differ in length, 1 if n <= 1, else "
-            "1 - inversions / (n(n-1)/2), an inversion being a pair i<j the two lists order oppositely under "
-            "string comparison (a prediction repeating one name n times scores 1).")
-_PA_DESC = ("PA = 1 - errors / max(len gt, len pred): at each aligned position at most one error (action "
-            "differs, key sets differ, or wrong wiring of generated variables), plus |len gt - len pred|; "
-            "zero steps on both sides -> parse_error (D.2).")
+_SS_DESC = (
+    "SS = 0 if the reference and predicted action lists differ in length, 1 if n <= 1, else "
+    "1 - inversions / (n(n-1)/2), an inversion being a pair i<j the two lists order oppositely under "
+    "string comparison (a prediction repeating one name n times scores 1)."
+)
+_PA_DESC = (
+    "PA = 1 - errors / max(len gt, len pred): at each aligned position at most one error (action "
+    "differs, key sets differ, or wrong wiring of generated variables), plus |len gt - len pred|; "
+    "zero steps on both sides -> parse_error (D.2)."
+)
 _DEFAULT_PARSER = " Protocols parsed with the D.2 reading (one-line calls are complete steps)."
-_CODE_PARSER = (" Protocols parsed with the published code's regex (a one-line call swallows the next step); "
-                "reproduces published numbers.")
-_PERM = (" Permutation-equivalent (paper): consecutive reference steps with no data dependency through "
-         "generated variables form a group whose order does not matter.")
+_CODE_PARSER = (
+    " Protocols parsed with the published code's regex (a one-line call swallows the next step); "
+    "reproduces published numbers."
+)
+_PERM = (
+    " Permutation-equivalent (paper): consecutive reference steps with no data dependency through "
+    "generated variables form a group whose order does not matter."
+)
 
-SS = spec("wet_sequence_similarity", WET_EXPERIMENT, "A.4", "Action-sequence similarity, 0-1. " + _SS_DESC
-          + _DEFAULT_PARSER)
-PA = spec("wet_parameter_accuracy", WET_EXPERIMENT, "A.4", "Parameter accuracy, 0-1, positional alignment "
-          "(what the benchmark defines). " + _PA_DESC + _DEFAULT_PARSER)
-FINAL = spec("wet_final_score", WET_EXPERIMENT, "A.4", "Wet-experiment final score, 0-1: (SS + PA) / 2 with "
-             "wet_sequence_similarity and wet_parameter_accuracy. Task score = mean x 100; the SGI-Score WE term.",
-             primary=True, qualities={"accuracy": 5})
-SS_PERM = spec("wet_sequence_similarity_perm", WET_EXPERIMENT, "A.4, C.2",
-               "SS, 0-1, where pairs of positions inside one reference group never count as inversions. "
-               + _SS_DESC + _PERM, variant_of=SS.name)
-PA_PERM = spec("wet_parameter_accuracy_perm", WET_EXPERIMENT, "A.4, C.2",
-               "PA, 0-1, where steps inside one reference group are matched in any order (minimum errors). "
-               + _PA_DESC + _PERM, variant_of=PA.name)
-FINAL_PERM = spec("wet_final_score_perm", WET_EXPERIMENT, "A.4, C.2",
-                  "(wet_sequence_similarity_perm + wet_parameter_accuracy_perm) / 2, 0-1." + _PERM,
-                  variant_of=FINAL.name)
-SS_CODE = spec("wet_sequence_similarity_code", WET_EXPERIMENT, "A.4", "SS, 0-1. " + _SS_DESC + _CODE_PARSER,
-               variant_of=SS.name)
-PA_CODE = spec("wet_parameter_accuracy_code", WET_EXPERIMENT, "A.4", "PA, 0-1, positional. " + _PA_DESC
-               + _CODE_PARSER, variant_of=PA.name)
-FINAL_CODE = spec("wet_final_score_code", WET_EXPERIMENT, "A.4", "(SS + PA) / 2, 0-1, as the published code "
-                  "computes final_score." + _CODE_PARSER, variant_of=FINAL.name)
-SOFT_SS = spec("wet_soft_sequence_similarity", WET_EXPERIMENT, "A.4b",
-               "Soft SS, 0-1 (later upstream): actions normalised (strip, lower case, collapse whitespace) and "
-               "aligned by LCS; soft SS = (matches/len gt) x (matches/len pred)." + _DEFAULT_PARSER,
-               variant_of=SS.name)
-SOFT_PA = spec("wet_soft_parameter_accuracy", WET_EXPERIMENT, "A.4b",
-               "Soft PA, 0-1 (later upstream): each LCS-aligned pair scores key score x value score (key score = "
-               "2 x shared keys / (gt keys + pred keys), value score = fraction of shared keys wired "
-               "consistently); soft PA = (sum of pair scores)^2 / (len gt x len pred); zero steps on both "
-               "sides -> parse_error (D.2)." + _DEFAULT_PARSER, variant_of=PA.name)
+SS = spec(
+    "wet_sequence_similarity", WET_EXPERIMENT, "A.4", "Action-sequence similarity, 0-1. " + _SS_DESC + _DEFAULT_PARSER
+)
+PA = spec(
+    "wet_parameter_accuracy",
+    WET_EXPERIMENT,
+    "A.4",
+    "Parameter accuracy, 0-1, positional alignment (what the benchmark defines). " + _PA_DESC + _DEFAULT_PARSER,
+)
+FINAL = spec(
+    "wet_final_score",
+    WET_EXPERIMENT,
+    "A.4",
+    "Wet-experiment final score, 0-1: (SS + PA) / 2 with "
+    "wet_sequence_similarity and wet_parameter_accuracy. Task score = mean x 100; the SGI-Score WE term.",
+    primary=True,
+    qualities={"accuracy": 5},
+)
+SS_PERM = spec(
+    "wet_sequence_similarity_perm",
+    WET_EXPERIMENT,
+    "A.4, C.2",
+    "SS, 0-1, where pairs of positions inside one reference group never count as inversions. " + _SS_DESC + _PERM,
+    variant_of=SS.name,
+)
+PA_PERM = spec(
+    "wet_parameter_accuracy_perm",
+    WET_EXPERIMENT,
+    "A.4, C.2",
+    "PA, 0-1, where steps inside one reference group are matched in any order (minimum errors). " + _PA_DESC + _PERM,
+    variant_of=PA.name,
+)
+FINAL_PERM = spec(
+    "wet_final_score_perm",
+    WET_EXPERIMENT,
+    "A.4, C.2",
+    "(wet_sequence_similarity_perm + wet_parameter_accuracy_perm) / 2, 0-1." + _PERM,
+    variant_of=FINAL.name,
+)
+SS_CODE = spec(
+    "wet_sequence_similarity_code", WET_EXPERIMENT, "A.4", "SS, 0-1. " + _SS_DESC + _CODE_PARSER, variant_of=SS.name
+)
+PA_CODE = spec(
+    "wet_parameter_accuracy_code",
+    WET_EXPERIMENT,
+    "A.4",
+    "PA, 0-1, positional. " + _PA_DESC + _CODE_PARSER,
+    variant_of=PA.name,
+)
+FINAL_CODE = spec(
+    "wet_final_score_code",
+    WET_EXPERIMENT,
+    "A.4",
+    "(SS + PA) / 2, 0-1, as the published code computes final_score." + _CODE_PARSER,
+    variant_of=FINAL.name,
+)
+SOFT_SS = spec(
+    "wet_soft_sequence_similarity",
+    WET_EXPERIMENT,
+    "A.4b",
+    "Soft SS, 0-1 (later upstream): actions normalised (strip, lower case, collapse whitespace) and "
+    "aligned by LCS; soft SS = (matches/len gt) x (matches/len pred)." + _DEFAULT_PARSER,
+    variant_of=SS.name,
+)
+SOFT_PA = spec(
+    "wet_soft_parameter_accuracy",
+    WET_EXPERIMENT,
+    "A.4b",
+    "Soft PA, 0-1 (later upstream): each LCS-aligned pair scores key score x value score (key score = "
+    "2 x shared keys / (gt keys + pred keys), value score = fraction of shared keys wired "
+    "consistently); soft PA = (sum of pair scores)^2 / (len gt x len pred); zero steps on both "
+    "sides -> parse_error (D.2)." + _DEFAULT_PARSER,
+    variant_of=PA.name,
+)
 
 
 def _names(steps: tuple[Step, ...]) -> list[str]:
@@ -492,8 +553,12 @@ def _ss(parser):
     def fn(item: Item, response: Response):
         g, p = protocols(item, response, parser)
         v = sequence_similarity(_names(g), _names(p))
-        return v, f"{len(g)} reference vs {len(p)} predicted steps: SS {v:.4f}", {
-            "gt_actions": _names(g), "pred_actions": _names(p)}
+        return (
+            v,
+            f"{len(g)} reference vs {len(p)} predicted steps: SS {v:.4f}",
+            {"gt_actions": _names(g), "pred_actions": _names(p)},
+        )
+
     return fn
 
 
@@ -501,8 +566,13 @@ def _pa(parser, pa_fn):
     def fn(item: Item, response: Response):
         g, p = protocols(item, response, parser)
         v, errors = pa_fn(g, p)
-        return v, f"{len(g)} reference vs {len(p)} predicted steps: PA {v:.4f}" + (
-            f"; errors: {' | '.join(errors)}" if errors else ""), {"errors": errors}
+        return (
+            v,
+            f"{len(g)} reference vs {len(p)} predicted steps: PA {v:.4f}"
+            + (f"; errors: {' | '.join(errors)}" if errors else ""),
+            {"errors": errors},
+        )
+
     return fn
 
 
@@ -512,6 +582,7 @@ def _final(parser, ss_fn, pa_fn):
         ss = ss_fn(g, p)
         pa, errors = pa_fn(g, p)
         return (ss + pa) / 2, f"(SS {ss:.4f} + PA {pa:.4f}) / 2", {"ss": ss, "pa": pa, "errors": errors}
+
     return fn
 
 
@@ -522,7 +593,11 @@ def _ss_plain(g, p):
 def _soft_ss(item: Item, response: Response):
     g, p = protocols(item, response)
     ss, _, d = soft_scores(g, p)
-    return ss, f"{len(d['aligned'])} LCS-aligned actions of {len(g)} reference / {len(p)} predicted: soft SS {ss:.4f}", d
+    return (
+        ss,
+        f"{len(d['aligned'])} LCS-aligned actions of {len(g)} reference / {len(p)} predicted: soft SS {ss:.4f}",
+        d,
+    )
 
 
 def _soft_pa(item: Item, response: Response):
@@ -540,20 +615,30 @@ class WetExperimentMetric(PerSpecMetric):
     def __init__(self) -> None:
         super().__init__(
             [SS, PA, FINAL, SS_PERM, PA_PERM, FINAL_PERM, SS_CODE, PA_CODE, FINAL_CODE, SOFT_SS, SOFT_PA],
-            [_ss(parse_protocol), _pa(parse_protocol, parameter_accuracy),
-             _final(parse_protocol, _ss_plain, parameter_accuracy),
-             lambda i, r: _perm_ss(i, r), _pa(parse_protocol, parameter_accuracy_perm),
-             _final(parse_protocol, sequence_similarity_perm, parameter_accuracy_perm),
-             _ss(parse_protocol_code), _pa(parse_protocol_code, parameter_accuracy),
-             _final(parse_protocol_code, _ss_plain, parameter_accuracy),
-             _soft_ss, _soft_pa])
+            [
+                _ss(parse_protocol),
+                _pa(parse_protocol, parameter_accuracy),
+                _final(parse_protocol, _ss_plain, parameter_accuracy),
+                lambda i, r: _perm_ss(i, r),
+                _pa(parse_protocol, parameter_accuracy_perm),
+                _final(parse_protocol, sequence_similarity_perm, parameter_accuracy_perm),
+                _ss(parse_protocol_code),
+                _pa(parse_protocol_code, parameter_accuracy),
+                _final(parse_protocol_code, _ss_plain, parameter_accuracy),
+                _soft_ss,
+                _soft_pa,
+            ],
+        )
 
 
 def _perm_ss(item: Item, response: Response):
     g, p = protocols(item, response)
     v = sequence_similarity_perm(g, p)
-    return v, f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}", {
-        "groups": independent_groups(g)}
+    return (
+        v,
+        f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}",
+        {"groups": independent_groups(g)},
+    )
 
 
 def metrics(options: dict | None = None) -> list[Metric]:

@@ -102,11 +102,17 @@ def uid_lock_dir() -> Path:
         d.mkdir(mode=0o700, exist_ok=True)
         st = os.lstat(d)
     except OSError as e:
-        raise ToolError(f"cannot create the sandbox uid lock folder {d}: {e}", what="sandbox uids",
-                        fix="set XDG_RUNTIME_DIR to a private writable folder") from e
+        raise ToolError(
+            f"cannot create the sandbox uid lock folder {d}: {e}",
+            what="sandbox uids",
+            fix="set XDG_RUNTIME_DIR to a private writable folder",
+        ) from e
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        raise ToolError(f"{d} is not a folder owned by uid {os.geteuid()}", what="sandbox uid lock folder",
-                        fix=f"remove {d}, or set XDG_RUNTIME_DIR to a private writable folder")
+        raise ToolError(
+            f"{d} is not a folder owned by uid {os.geteuid()}",
+            what="sandbox uid lock folder",
+            fix=f"remove {d}, or set XDG_RUNTIME_DIR to a private writable folder",
+        )
     return d
 
 
@@ -156,8 +162,11 @@ def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
                 os.pwrite(lease.fd, b"%d\n" % os.getpid(), 0)
                 return lease
         if time.monotonic() >= end:
-            raise ToolError(f"all {len(uids)} sandbox uids are busy (held by other runs for {wait_s:.0f} s)",
-                            what="BubblewrapSandbox.uids", fix="lower the concurrency or pass a larger uid range")
+            raise ToolError(
+                f"all {len(uids)} sandbox uids are busy (held by other runs for {wait_s:.0f} s)",
+                what="BubblewrapSandbox.uids",
+                fix="lower the concurrency or pass a larger uid range",
+            )
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
 
@@ -267,8 +276,11 @@ def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
     if os.geteuid() != 0:
         ns = ["--unshare-user"] + ns
     try:
-        p = subprocess.run([exe, *ns, "--die-with-parent", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],
-                           capture_output=True, timeout=10)
+        p = subprocess.run(
+            [exe, *ns, "--die-with-parent", *_system_binds(), "--proc", "/proc", "--dev", "/dev", "true"],
+            capture_output=True,
+            timeout=10,
+        )
         ok = p.returncode == 0
         why = "ok" if ok else (p.stderr.decode(errors="replace").strip() or f"exit code {p.returncode}")
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -293,9 +305,16 @@ class BubblewrapSandbox(_BaseSandbox):
 
     name = "bubblewrap"
 
-    def __init__(self, limits: SandboxLimits | None = None, *, uids: range | list[int] | None = None,
-                 bwrap: str | None = None, work_mb: int | None = None, python: str | None = None,
-                 **limit_kwargs: Any):
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        uids: range | list[int] | None = None,
+        bwrap: str | None = None,
+        work_mb: int | None = None,
+        python: str | None = None,
+        **limit_kwargs: Any,
+    ):
         super().__init__(limits, **limit_kwargs)
         self.uids = list(uids if uids is not None else DEFAULT_UIDS)
         self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
@@ -318,15 +337,40 @@ class BubblewrapSandbox(_BaseSandbox):
             ns = ["--unshare-user", "--disable-userns"] + ns
         tmp = str(self.limits.tmp_mb * _MIB)
         return [
-            self.bwrap, *ns, "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            self.bwrap,
+            *ns,
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
             *_system_binds(),
-            "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm",
-            "--perms", "1777", "--size", tmp, "--tmpfs", "/tmp",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            tmp,
+            "--tmpfs",
+            "/dev/shm",
+            "--perms",
+            "1777",
+            "--size",
+            tmp,
+            "--tmpfs",
+            "/tmp",
             # after the fresh /tmp and /dev/shm, so an interpreter or venv living there stays visible
             *_bind_args(_bwrap_python_paths(self.python), made={"/tmp", "/dev", "/dev/shm", "/proc"}),
-            "--ro-bind", _boot_dir(), _BOOT_MOUNT,
-            "--perms", "1777", "--size", str(self.work_mb * _MIB), "--tmpfs", SANDBOX_WORKDIR,
+            "--ro-bind",
+            _boot_dir(),
+            _BOOT_MOUNT,
+            "--perms",
+            "1777",
+            "--size",
+            str(self.work_mb * _MIB),
+            "--tmpfs",
+            SANDBOX_WORKDIR,
             "--clearenv",
         ]
 
@@ -334,8 +378,13 @@ class BubblewrapSandbox(_BaseSandbox):
         L = self.limits
         cpu = L.cpu_seconds(timeout_s)
         return [
-            "prlimit", f"--as={L.memory_mb * _MIB}", f"--cpu={cpu}:{cpu + 1}", f"--nproc={nproc}",
-            f"--fsize={L.max_file_mb * _MIB}", "--core=0", "--",
+            "prlimit",
+            f"--as={L.memory_mb * _MIB}",
+            f"--cpu={cpu}:{cpu + 1}",
+            f"--nproc={nproc}",
+            f"--fsize={L.max_file_mb * _MIB}",
+            "--core=0",
+            "--",
         ]
 
     def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
@@ -351,8 +400,14 @@ class BubblewrapSandbox(_BaseSandbox):
         args += ["--ro-bind", str(staged), _INPUT_MOUNT, "--chdir", SANDBOX_WORKDIR]
         if uid is not None:
             args += [
-                "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-                "--inh-caps=-all", "--bounding-set=-all", "--",
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--",
             ]
             nproc = self.limits.max_processes + 1  # + the driver
         else:
@@ -361,8 +416,9 @@ class BubblewrapSandbox(_BaseSandbox):
         args += [self.python, "-X", "utf8", f"{_BOOT_MOUNT}/driver.py", json.dumps(spec)]
         return args
 
-    def _run_programs(self, workdir: Path, scripts: list[str], timeout_s: float,
-                      output_files: list[str] | None) -> tuple[list[ExecResult], dict[str, str]]:
+    def _run_programs(
+        self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
+    ) -> tuple[list[ExecResult], dict[str, str]]:
         lease = lease_uid(self.uids) if self.is_root else None
         uid = lease.uid if lease else None
         clean = False
@@ -390,14 +446,28 @@ class BubblewrapSandbox(_BaseSandbox):
                     fds += [out_r, out_w, err_r, err_w]
                     streams[out_r], streams[err_r] = (i, "stdout"), (i, "stderr")
                 programs.append({"script": script, "out": out_w, "err": err_w, "peak": peak_w})
-            spec = {"status": status_w, "input": _INPUT_MOUNT, "python": self.python, "programs": programs,
-                    "outputs": list(output_files or []), "limit": self.limits.output_bytes}
+            spec = {
+                "status": status_w,
+                "input": _INPUT_MOUNT,
+                "python": self.python,
+                "programs": programs,
+                "outputs": list(output_files or []),
+                "limit": self.limits.output_bytes,
+            }
             argv = self.argv(workdir, spec, timeout_s, uid)
             pass_fds = [status_w] + [x for p in programs for x in (p["out"], p["err"], p["peak"]) if x > 2]
             fds = [fd for fd in fds if fd not in pass_fds]  # _execute_programs closes these
             raws, files, nostart, boot_err = _execute_programs(
-                argv, pass_fds, status_r, streams, peaks, n=len(scripts), timeout_s=timeout_s,
-                output_bytes=self.limits.output_bytes, n_outputs=len(output_files or []))
+                argv,
+                pass_fds,
+                status_r,
+                streams,
+                peaks,
+                n=len(scripts),
+                timeout_s=timeout_s,
+                output_bytes=self.limits.output_bytes,
+                n_outputs=len(output_files or []),
+            )
             if uid is not None:
                 # bwrap's exit (or its killing) tears the pid namespace down
                 # asynchronously: forked children (a fork bomb, a detached
@@ -414,11 +484,13 @@ class BubblewrapSandbox(_BaseSandbox):
                 lease.release(clean)
         if nostart or not raws:
             reason = nostart or boot_err or "the sandbox exited before running any program"
-            raise SandboxUnavailableError(f"the sandbox could not start the program: {reason}",
-                                          what="sandbox backend 'bubblewrap'",
-                                          fix="check that the interpreter and its virtual environment can be "
-                                              "bound read-only (see `python -m sgieval.bench.sandbox`), or use "
-                                              "--sandbox e2b")
+            raise SandboxUnavailableError(
+                f"the sandbox could not start the program: {reason}",
+                what="sandbox backend 'bubblewrap'",
+                fix="check that the interpreter and its virtual environment can be "
+                "bound read-only (see `python -m sgieval.bench.sandbox`), or use "
+                "--sandbox e2b",
+            )
         results = []
         for raw in raws:
             code = raw.returncode
@@ -448,9 +520,19 @@ def _peek_peak(fd: int) -> int | None:
     return int(data[:-1]) if data.endswith(b"\n") and data[:-1].isdigit() and len(data) < 14 else None
 
 
-def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, streams: dict[int, tuple[int, str]],
-                      peaks: list[int], *, n: int, timeout_s: float, output_bytes: int, n_outputs: int = 0,
-                      grace_s: float = 0.5) -> tuple[list[_Raw], dict[str, str], str | None, str]:
+def _execute_programs(
+    argv: list[str],
+    pass_fds: list[int],
+    status_r: int,
+    streams: dict[int, tuple[int, str]],
+    peaks: list[int],
+    *,
+    n: int,
+    timeout_s: float,
+    output_bytes: int,
+    n_outputs: int = 0,
+    grace_s: float = 0.5,
+) -> tuple[list[_Raw], dict[str, str], str | None, str]:
     """Start bwrap (``argv``) in its own session and follow its driver: one
     :class:`_Raw` per program that started (output capped per stream, wall
     time, return code, peak memory), the output files, the reason a program
@@ -459,8 +541,15 @@ def _execute_programs(argv: list[str], pass_fds: list[int], status_r: int, strea
     overflow.  Raises OSError only when bwrap itself cannot be executed."""
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, close_fds=True, pass_fds=pass_fds)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
     finally:
         for fd in pass_fds:  # the child holds the write ends now
             os.close(fd)

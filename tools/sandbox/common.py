@@ -184,8 +184,15 @@ def _execute(
     return raw
 
 
-def _select_round(sel: selectors.BaseSelector, proc: subprocess.Popen, pidfd: int | None, now: float,
-                  deadline: float, exited: bool, grace_s: float) -> tuple[list, bool, float]:
+def _select_round(
+    sel: selectors.BaseSelector,
+    proc: subprocess.Popen,
+    pidfd: int | None,
+    now: float,
+    deadline: float,
+    exited: bool,
+    grace_s: float,
+) -> tuple[list, bool, float]:
     """One round of an output loop: the selector's events until ``deadline`` (``time.perf_counter`` seconds;
     every 20 ms when no ``pidfd`` tells the exit), then an exit seen by polling, after which the deadline is at
     most ``grace_s`` away.  Returns (events, exited, deadline)."""
@@ -428,8 +435,9 @@ class _BaseSandbox:
         raise NotImplementedError
 
     # ... or override this to run the setup scripts and main.py together
-    def _run_programs(self, workdir: Path, scripts: list[str], timeout_s: float,
-                      output_files: list[str] | None) -> tuple[list[ExecResult], dict[str, str]]:
+    def _run_programs(
+        self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
+    ) -> tuple[list[ExecResult], dict[str, str]]:
         """Run ``scripts`` (setup scripts, then main.py) in order, stopping
         after the first that fails; returns their results and the output files
         read after the last one."""
@@ -464,10 +472,14 @@ class _BaseSandbox:
         """
         timeout = float(timeout_s if timeout_s is not None else self.limits.timeout_s)
         if files and "main.py" in files:
-            raise InputError("'main.py' is reserved for the program code", what="files['main.py']", fix="rename the file")
+            raise InputError(
+                "'main.py' is reserved for the program code", what="files['main.py']", fix="rename the file"
+            )
         for s in setup_scripts or []:
             if s not in (files or {}):
-                raise InputError(f"setup script {s!r} is not among the files", what="setup_scripts", fix="pass it in files")
+                raise InputError(
+                    f"setup script {s!r} is not among the files", what="setup_scripts", fix="pass it in files"
+                )
         scripts = [_check_name(s, "setup_scripts") for s in setup_scripts or []] + ["main.py"]
         for name in output_files or []:
             _check_name(name, f"output_files[{name!r}]")
@@ -493,17 +505,24 @@ class _BaseSandbox:
             try:
                 res = self.run("print('ok')", timeout_s=30)
                 ok = res.exit_code == 0 and res.stdout == "ok\n"
-                why = "ok" if ok else (f"exit code {res.exit_code}: "
-                                       f"{(res.stderr.strip() or res.stdout.strip())[-300:] or 'no output'}")
+                why = (
+                    "ok"
+                    if ok
+                    else (
+                        f"exit code {res.exit_code}: {(res.stderr.strip() or res.stdout.strip())[-300:] or 'no output'}"
+                    )
+                )
             except ToolError as e:  # SandboxUnavailableError, or no uid / lock folder to be had
                 ok, why = False, e.message
             self._checked = (ok, why)
         ok, why = self._checked
         if not ok:
-            raise SandboxUnavailableError(f"the {self.name} sandbox cannot run a trivial program ({why})",
-                                          what=f"sandbox backend {self.name!r}",
-                                          fix="see the reason; for a checkout or venv in an unusual place, "
-                                              "check that bwrap can bind it, or use --sandbox e2b")
+            raise SandboxUnavailableError(
+                f"the {self.name} sandbox cannot run a trivial program ({why})",
+                what=f"sandbox backend {self.name!r}",
+                fix="see the reason; for a checkout or venv in an unusual place, "
+                "check that bwrap can bind it, or use --sandbox e2b",
+            )
 
 
 class UnavailableSandbox:

@@ -25,32 +25,55 @@ class E2BSandbox(_BaseSandbox):
 
     name = "e2b"
 
-    def __init__(self, limits: SandboxLimits | None = None, *, api_key: str | None = None,
-                 template: str | None = None, **limit_kwargs: Any):
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        api_key: str | None = None,
+        template: str | None = None,
+        **limit_kwargs: Any,
+    ):
         super().__init__(limits, **limit_kwargs)
         self.api_key = api_key or os.environ.get("E2B_API_KEY")
         self.template = template
         if not self.api_key:
-            raise SandboxUnavailableError("E2B_API_KEY is not set", what="sandbox backend 'e2b'",
-                                          fix="export E2B_API_KEY=... or use --sandbox bubblewrap")
+            raise SandboxUnavailableError(
+                "E2B_API_KEY is not set",
+                what="sandbox backend 'e2b'",
+                fix="export E2B_API_KEY=... or use --sandbox bubblewrap",
+            )
 
-    def run(self, code: str, *, files: dict[str, str | bytes] | None = None, setup_scripts: list[str] | None = None,
-            timeout_s: float | None = None, output_files: list[str] | None = None) -> ExecResult:
+    def run(
+        self,
+        code: str,
+        *,
+        files: dict[str, str | bytes] | None = None,
+        setup_scripts: list[str] | None = None,
+        timeout_s: float | None = None,
+        output_files: list[str] | None = None,
+    ) -> ExecResult:
         try:
             from e2b import CommandExitException
             from e2b import TimeoutException as E2BTimeout
             from e2b_code_interpreter import Sandbox as _E2B
         except ImportError as e:  # pragma: no cover
-            raise SandboxUnavailableError(f"e2b-code-interpreter is not installed ({e})", what="sandbox backend 'e2b'",
-                                          fix="pip install e2b-code-interpreter") from e
+            raise SandboxUnavailableError(
+                f"e2b-code-interpreter is not installed ({e})",
+                what="sandbox backend 'e2b'",
+                fix="pip install e2b-code-interpreter",
+            ) from e
         timeout = float(timeout_s if timeout_s is not None else self.limits.timeout_s)
         limit = self.limits.output_bytes
         try:
-            sbx = _E2B.create(template=self.template, api_key=self.api_key,
-                              timeout=int(timeout * (2 + len(setup_scripts or []))) + 30)
+            sbx = _E2B.create(
+                template=self.template, api_key=self.api_key, timeout=int(timeout * (2 + len(setup_scripts or []))) + 30
+            )
         except Exception as e:  # noqa: BLE001 - any SDK/network failure
-            raise SandboxUnavailableError(f"cannot create an E2B sandbox: {e}", what="sandbox backend 'e2b'",
-                                          fix="check E2B_API_KEY and the network, or use --sandbox bubblewrap") from e
+            raise SandboxUnavailableError(
+                f"cannot create an E2B sandbox: {e}",
+                what="sandbox backend 'e2b'",
+                fix="check E2B_API_KEY and the network, or use --sandbox bubblewrap",
+            ) from e
         try:
             for name, content in (files or {}).items():
                 sbx.files.write(_check_name(name, f"files[{name!r}]"), content)
@@ -66,8 +89,13 @@ class E2BSandbox(_BaseSandbox):
                     out, err, rc = e.stdout or "", e.stderr or "", e.exit_code
                 except E2BTimeout as e:
                     out, err, rc, timed_out = "", str(e), None, True
-                raw = _Raw(stdout=(out or "").encode()[: limit + 1], stderr=(err or "").encode()[: limit + 1],
-                           returncode=rc, wall_s=time.perf_counter() - t0, timed_out=timed_out)
+                raw = _Raw(
+                    stdout=(out or "").encode()[: limit + 1],
+                    stderr=(err or "").encode()[: limit + 1],
+                    returncode=rc,
+                    wall_s=time.perf_counter() - t0,
+                    timed_out=timed_out,
+                )
                 for k in ("stdout", "stderr"):
                     b = getattr(raw, k)
                     if len(b) > limit:

@@ -20,7 +20,6 @@ BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local")
 """Backend names accepted by :func:`get_sandbox` and ``--sandbox``."""
 
 
-
 def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **limits: Any) -> Sandbox:
     """Pick a sandbox backend.
 
@@ -35,12 +34,17 @@ def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **lim
     """
     b = (backend or "auto").lower()
     if b not in BACKENDS:
-        raise InputError(f"unknown sandbox backend {backend!r}", what="--sandbox", fix=f"use one of {', '.join(BACKENDS)}")
+        raise InputError(
+            f"unknown sandbox backend {backend!r}", what="--sandbox", fix=f"use one of {', '.join(BACKENDS)}"
+        )
     lim = SandboxLimits(**limits)
     if b in ("unsafe-local", "local"):
         if not unsafe_local_exec:
-            raise SandboxUnavailableError("the unsafe local backend runs model code without isolation",
-                                          what="--sandbox unsafe-local", fix="add --unsafe-local-exec to allow it explicitly")
+            raise SandboxUnavailableError(
+                "the unsafe local backend runs model code without isolation",
+                what="--sandbox unsafe-local",
+                fix="add --unsafe-local-exec to allow it explicitly",
+            )
         return UnsafeLocalSandbox(lim)
     if b == "e2b" or (b == "auto" and os.environ.get("E2B_API_KEY")):
         return E2BSandbox(lim)
@@ -68,12 +72,19 @@ def make_run_python_tool(sandbox: Sandbox):
     timed_out, killed_reason, files, backend)."""
     from langchain_core.tools import StructuredTool
 
-    def _run(code: str, files: dict[str, str | bytes] | None = None, timeout_s: float = 30.0,
-             output_files: list[str] | None = None) -> dict[str, Any]:
+    def _run(
+        code: str,
+        files: dict[str, str | bytes] | None = None,
+        timeout_s: float = 30.0,
+        output_files: list[str] | None = None,
+    ) -> dict[str, Any]:
         res = sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
         return res.model_dump(mode="json")
 
     return StructuredTool.from_function(
-        func=_run, name="run_python", args_schema=RunPythonInput,
+        func=_run,
+        name="run_python",
+        args_schema=RunPythonInput,
         description="Run Python code (numpy, scipy, pandas, scikit-learn available) in an isolated sandbox "
-        "without network; returns stdout, stderr, exit code and which limit killed it, if any.")
+        "without network; returns stdout, stderr, exit code and which limit killed it, if any.",
+    )

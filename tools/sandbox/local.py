@@ -37,19 +37,42 @@ class UnsafeLocalSandbox(_BaseSandbox):
         L = self.limits
         cpu = L.cpu_seconds(timeout_s)
         nproc = L.max_processes + _count_processes(os.getuid())
-        argv = ["prlimit", f"--as={L.memory_mb * _MIB}", f"--cpu={cpu}:{cpu + 1}", f"--nproc={nproc}",
-                f"--fsize={L.max_file_mb * _MIB}", "--core=0", "--", _python(), "-X", "utf8", script]
+        argv = [
+            "prlimit",
+            f"--as={L.memory_mb * _MIB}",
+            f"--cpu={cpu}:{cpu + 1}",
+            f"--nproc={nproc}",
+            f"--fsize={L.max_file_mb * _MIB}",
+            "--core=0",
+            "--",
+            _python(),
+            "-X",
+            "utf8",
+            script,
+        ]
         if not shutil.which("prlimit"):  # pragma: no cover
-            raise SandboxUnavailableError("`prlimit` (util-linux) is missing", what="unsafe-local sandbox",
-                                          fix="apt-get install -y util-linux")
+            raise SandboxUnavailableError(
+                "`prlimit` (util-linux) is missing", what="unsafe-local sandbox", fix="apt-get install -y util-linux"
+            )
         pipe = os.pipe()
-        env = _sandbox_env({"HOME": str(workdir), "TMPDIR": str(workdir), "MPLCONFIGDIR": str(workdir / ".mpl"),
-                            "PYTHONPATH": _boot_dir(), "SGIEVAL_PEAK_FD": str(pipe[1])})
-        raw = _execute(argv, env=env, cwd=str(workdir), timeout_s=timeout_s, output_bytes=L.output_bytes,
-                       peak_pipe=pipe)
+        env = _sandbox_env(
+            {
+                "HOME": str(workdir),
+                "TMPDIR": str(workdir),
+                "MPLCONFIGDIR": str(workdir / ".mpl"),
+                "PYTHONPATH": _boot_dir(),
+                "SGIEVAL_PEAK_FD": str(pipe[1]),
+            }
+        )
+        raw = _execute(
+            argv, env=env, cwd=str(workdir), timeout_s=timeout_s, output_bytes=L.output_bytes, peak_pipe=pipe
+        )
         code = raw.returncode
         err = raw.stderr.decode("utf-8", "replace")
         if code == 127 and err.startswith("prlimit: failed to execute"):
-            raise SandboxUnavailableError(f"cannot start the interpreter: {err.strip()[:300]}",
-                                          what="sandbox backend 'unsafe-local'", fix="check sys.executable")
+            raise SandboxUnavailableError(
+                f"cannot start the interpreter: {err.strip()[:300]}",
+                what="sandbox backend 'unsafe-local'",
+                fix="check sys.executable",
+            )
         return _to_result(raw, code, L.output_bytes, self.name)
