@@ -6,11 +6,15 @@ Generic JSONL benchmark (issue 2, item 3): one JSON object per line with
 field      required meaning
 ========== ======== =====================================================
 id         yes      native id (string or integer), unique in the file
-prompt     yes      exactly what the target model sees (string)
+prompt     yes      what the target model sees (string; with ``options`` not written in it,
+                    see below)
 reference  no       gold answer, any JSON value -> ``Item.reference = {"answer": value}``
 options    no       multiple choice: a list of option texts (labelled A, B, ...) or an
                     object letter -> text, kept as ``Item.reference["options"]``; the
-                    reference is then the option letter, a 0-based index or an option's text
+                    reference is then the option letter, a 0-based index or an option's text.
+                    When the prompt does not already hold every option text, the options
+                    are shown after it, one "A. <text>" line each, with the answer format
+                    (:func:`shown_prompt`): a model cannot pick a letter it never saw.
 task       no       task name (default ``"generic"``)
 discipline no       facet (string, default "")
 direction  no       facet (string, default "")
@@ -319,7 +323,7 @@ def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
                 discipline=r.discipline,
                 direction=r.direction,
                 type=r.type,
-                prompt=r.prompt,
+                prompt=shown_prompt(r.prompt, r.options),
                 reference=None
                 if "reference" not in rec
                 else {"answer": r.reference, **({"options": r.options} if r.options is not None else {})},
@@ -331,6 +335,30 @@ def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
             "contains no records", what=str(p), fix="write one JSON object per line with at least 'id' and 'prompt'"
         )
     return items
+
+
+MCQ_ANSWER_FORMAT = "Answer with the letter of the correct option as \\boxed{X} or on a final line 'ANSWER: X'."
+"""The answer format added under options the prompt does not show (what the generic metrics read, README)."""
+
+
+def shown_prompt(prompt: str, options: list[str] | dict[str, str] | None) -> str:
+    """What the target model sees for a generic JSONL record: ``prompt`` as
+    written, unless ``options`` are given and some option text is not in it;
+    then the prompt, a blank line, one ``"A. <text>"`` line per option (list:
+    A, B, ... in order; object: its letters, sorted) and
+    :data:`MCQ_ANSWER_FORMAT`.  A prompt that already lists every option is
+    left alone (no option shown twice)."""
+    if not options:
+        return prompt
+    labelled = (
+        [(chr(ord("A") + i), text) for i, text in enumerate(options)]
+        if isinstance(options, list)
+        else sorted((k.upper(), v) for k, v in options.items())
+    )
+    if all(str(text) in prompt for _, text in labelled):
+        return prompt
+    lines = [f"{letter}. {text}" for letter, text in labelled]
+    return prompt.rstrip() + "\n\n" + "\n".join(lines) + "\n\n" + MCQ_ANSWER_FORMAT
 
 
 # ------------------------------------------------------------------ definition

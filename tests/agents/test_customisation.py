@@ -57,6 +57,19 @@ async def test_offline_plan_notes_quality_without_rubric():
     assert "'cost awareness' has no predefined metric for the selected tasks and no starter rubric" in plan.notes
 
 
+JSONL_ITEMS = [Item(id=f"jsonl:qa/q{i}", benchmark="jsonl:qa", task="generic", prompt=f"Question {i}",
+                   reference={"answer": "4"}) for i in range(2)]
+
+
+@pytest.mark.parametrize("request_", ["Which model is most accurate?", "Which model gives the most correct answers?"])
+async def test_accuracy_on_a_user_benchmark_is_exact_match(request_):
+    """Exact Match measures accuracy: the plan ranks by it and says so, never "no predefined metric"."""
+    plan, _, _ = await run_customisation(request_, JSONL_ITEMS)
+    assert plan.primary == "exact_match" and plan.custom == []
+    assert "'accuracy' is measured by the predefined metric exact_match" in plan.reason
+    assert not any("accuracy" in n for n in plan.notes)
+
+
 def make_pdf(path: Path, lines: list[str]) -> Path:
     with PdfPages(path, metadata={"Title": "Cost Rubric", "Author": "A. Reviewer"}) as pdf:
         fig = plt.figure(figsize=(6, 4))

@@ -101,3 +101,48 @@ def test_byte_order_mark_is_accepted_and_every_problem_is_named(tmp_path):
         load_jsonl(bad)
     assert ("unknown field 'answer' (and 1 more problem(s) in this record: 'foo' extra_forbidden)"
             in ei.value.one_line())
+
+
+MCQ_TAIL = "\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\n\n" + (
+    "Answer with the letter of the correct option as \\boxed{X} or on a final line 'ANSWER: X'.")
+
+
+def test_options_the_prompt_does_not_show_are_shown_to_the_model(tmp_path):
+    """A model cannot pick a letter it never saw: options missing from the prompt are listed after it with the
+    answer format the generic metrics read; a prompt that lists them already is kept as written."""
+    p = _write(tmp_path / "mcq.jsonl", [
+        {"id": "q1", "prompt": "Which gas do plants absorb?", "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
+         "reference": "B"},
+        {"id": "q2", "prompt": "Which gas do plants absorb?  ", "options": {"c": "Nitrogen", "a": "Oxygen",
+                                                                            "b": "Carbon dioxide"},
+         "reference": "b"},
+        {"id": "q3", "prompt": "Which gas? A. Oxygen B. Carbon dioxide C. Nitrogen. Reply ANSWER: X",
+         "options": ["Oxygen", "Carbon dioxide", "Nitrogen"], "reference": 1},
+        {"id": "q4", "prompt": "Which gas? Oxygen or carbon dioxide?", "options": ["Oxygen", "Carbon dioxide"],
+         "reference": "B"},
+    ])
+    items = load_jsonl(p)
+    assert items[0].prompt == "Which gas do plants absorb?" + MCQ_TAIL
+    assert items[1].prompt == "Which gas do plants absorb?" + MCQ_TAIL  # object: letters sorted, upper case
+    assert items[2].prompt == "Which gas? A. Oxygen B. Carbon dioxide C. Nitrogen. Reply ANSWER: X"
+    # "Carbon dioxide" is not in the prompt as written (lower-case c): the options are shown
+    assert items[3].prompt == ("Which gas? Oxygen or carbon dioxide?\n\nA. Oxygen\nB. Carbon dioxide\n\n"
+                               "Answer with the letter of the correct option as \\boxed{X} or on a final line "
+                               "'ANSWER: X'.")
+    assert items[0].metadata["question"] == "Which gas do plants absorb?"  # the record's own text
+    assert items[0].reference == {"answer": "B", "options": ["Oxygen", "Carbon dioxide", "Nitrogen"]}
+
+
+def test_the_target_model_receives_the_options(tmp_path):
+    from sgieval.api import evaluate
+    from sgieval.bench.mock_openai import MockOpenAI
+
+    p = _write(tmp_path / "mcq.jsonl", [
+        {"id": "q1", "prompt": "Which gas do plants absorb?", "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
+         "reference": "B"}])
+    with MockOpenAI(replies=lambda body, i: "\\boxed{B}", log_bodies=True) as mock:
+        run = evaluate("", models="openai:mock", benchmark=str(p), base_url=mock.url, out_dir=tmp_path / "runs",
+                       use_cache=False)
+        (req,) = mock.log()
+    assert req["last_user"] == "Which gas do plants absorb?" + MCQ_TAIL
+    assert run.totals("exact_match") == {"openai:mock": 1.0}

@@ -56,7 +56,8 @@ def test_metric_qualities_rank_as_the_old_customisation_table():
     old = {"creativity": ["aidan_accepted_answers", "idea_novelty", "idea_final_score"],
            "novelty": ["idea_novelty", "aidan_mean_novelty", "aidan_accepted_answers"],
            "feasibility": ["idea_feasibility", "sfbench_qwk"],
-           "accuracy": ["em", "mca", "sfbench_qwk", "dry_passall_5", "wet_final_score"]}
+           "accuracy": ["em", "mca", "sfbench_qwk", "dry_passall_5", "wet_final_score", "exact_match",
+                        "exact_match_normalised"]}  # the generic JSONL metrics last
     specs = [s for d in registry.all() for m in d.metrics(None) for s in m.all_specs]
     for quality, names in old.items():
         ranked = sorted((s for s in specs if quality in s.qualities), key=lambda s: s.qualities[quality])
