@@ -52,7 +52,9 @@ def score_status(s: Score) -> str:
 
 def record_flags(rec: Response | Score) -> list[str]:
     """Flags of a response or score beyond its status: ``truncated`` (finish
-    reason ``length``), ``empty``, ``injection_suspected``, and any names listed
+    reason ``length``), ``empty``, ``censored`` / ``missing`` (a stored record
+    stopped by an error or empty: ``details["censored"|"missing"]``, as in the
+    report's Failures section), ``injection_suspected``, and any names listed
     under ``metadata``/``details`` ``"flags"``.  Order kept, no duplicates."""
     data = rec.model_dump()
     extra = data.get("metadata") or data.get("details") or {}
@@ -62,6 +64,9 @@ def record_flags(rec: Response | Score) -> list[str]:
         out.append("truncated")
     if data.get("status") == "empty":
         out.append("empty")
+    for stored in ("censored", "missing"):  # a stored record the report's Failures section lists (reports.answer)
+        if extra.get(stored) is True:
+            out.append(stored)
     if (
         extra.get("injection_suspected")
         or data.get("injection_suspected")

@@ -44,6 +44,12 @@ def test_flags_and_statuses():
     s = Score(item_id="i", model="m", metric="j", value=None, status="judge_error", error="bad reply",
               evidence=[{"kind": "judge_reply", "injection_suspected": True}])
     assert record_flags(s) == ["injection_suspected"]
+    # stored SciAidanBench records the report lists under Failures (censored: stopped by an error; missing: empty)
+    censored = Score(item_id="i", model="m", metric="aidan_accepted_answers", value=3.0,
+                     details={"censored": True, "flag_reason": "stopped by an error"})
+    missing = Score(item_id="i", model="m", metric="aidan_accepted_answers", value=0.0, details={"missing": True})
+    assert record_flags(censored) == ["censored"] and record_flags(missing) == ["missing"]
+    assert record_flags(Score(item_id="i", model="m", metric="x", value=1.0, details={"censored": False})) == []
     na = Score(item_id="i", model="m", metric="aidan_mean_coherence", status="not_run",
                error="no accepted answers with a coherence_score")
     assert score_status(na) == "not_applicable"
