@@ -92,6 +92,8 @@ class RunContext:
     settings: Any = None
     calls: CallContext | None = None
     prices: Any = None
+    resolved_targets: dict[tuple[str, ...], list[NamedModel]] = field(default_factory=dict, repr=False)
+    """Default targets already resolved, by the selected item ids (:func:`_default_targets`)."""
 
 
 def new_run_id(request: str) -> str:
@@ -235,8 +237,18 @@ def _metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Metric
 
 
 def _default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
+    """The run's target models: the given ones, else those of ``--models``, else every stored SciAidanBench
+    model (or the ones the request names).  Resolved once per run and item selection (the confirmation,
+    the requirements and the evaluation all ask; the stored answers are read once)."""
     if rt.targets:
         return rt.targets
+    key = tuple(i.id for i in items)
+    if key not in rt.resolved_targets:
+        rt.resolved_targets[key] = _resolve_targets(rt, items)
+    return rt.resolved_targets[key]
+
+
+def _resolve_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
     if rt.config.models:
         return unique_models(
             [

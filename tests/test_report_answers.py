@@ -76,3 +76,7 @@ def test_one_stored_model_gets_an_absolute_answer(tmp_path):
     assert ", total 448. Among the 6 evaluated models it ranks 3rd; first is replay:o1-mini (mean 13.70)." in answer
     assert "ranks first" not in answer
     assert "The request asks about one model (replay:llama3.3:latest)" in text
+    # the default targets are resolved once per run: the stored answers are read and the choice logged once
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    log = (run_dir / "log.jsonl").read_text()
+    assert log.count("one stored model named in the request") == 1
