@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,34 @@ from .params import sampling_params
 from .replay import ReplayStore, StoredResponses, load_jsonl_replay
 
 REPLAY_PREFIX = "replay:"
+
+
+KNOWN_PROVIDERS: tuple[str, ...] = (
+    "replay",
+    "local",
+    "openai",
+    "azure_openai",
+    "anthropic",
+    "google_genai",
+    "google_vertexai",
+    "bedrock",
+    "bedrock_converse",
+    "cohere",
+    "fireworks",
+    "together",
+    "mistralai",
+    "huggingface",
+    "groq",
+    "ollama",
+    "deepseek",
+    "xai",
+    "perplexity",
+    "ibm",
+    "nvidia",
+    "azure_ai",
+)
+"""Model-string prefixes sgieval knows (its own, and LangChain ``init_chat_model``'s providers); a prefix
+close to one of them but not equal is taken for a typo."""
 
 
 def _match(name: str, store: ReplayStore) -> bool:
@@ -173,6 +203,14 @@ def resolve_model(
             fix="use replay:<name>, local:smollm2, openai:<model> or provider:model (init_chat_model)",
         )
     provider = spec.split(":", 1)[0]
+    near = difflib.get_close_matches(provider, KNOWN_PROVIDERS, n=1, cutoff=0.75)
+    if near and provider not in KNOWN_PROVIDERS:  # a typo of a provider prefix ("opnai:gpt-4.1")
+        raise InputError(
+            f"unknown provider {provider!r}",
+            what=spec,
+            fix=f"did you mean {near[0]}:{spec.split(':', 1)[1]}? (prefixes: replay, local, openai, or an "
+            "init_chat_model provider)",
+        )
     sent, dropped = sampling_params(
         spec,
         temperature=temperature,

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from sgieval.bench.mock_openai import MockOpenAI
-from sgieval.core import ModelCallError
+from sgieval.core import InputError, ModelCallError
 from sgieval.models.calls import ainvoke
 from sgieval.models.openai_direct import OpenAIHTTPError
 from sgieval.models.params import rejected_param, sampling_params
@@ -102,3 +102,13 @@ async def test_a_bound_temperature_is_dropped_too_and_only_once():
         with pytest.raises(ModelCallError, match="HTTP 400"):
             await ainvoke(m2, [HumanMessage(content="hi")], use_cache=False)
         assert list(m2.dropped) == ["reasoning_effort"]
+
+
+@pytest.mark.parametrize(("spec", "fix"), [("opnai:gpt-4.1", "did you mean openai:gpt-4.1?"),
+                                           ("antropic:claude-3-5-sonnet", "did you mean anthropic:claude-3-5-sonnet?"),
+                                           ("replya:o1-mini", "did you mean replay:o1-mini?")])
+def test_a_typo_in_the_provider_prefix_names_the_provider_meant(spec, fix):
+    with pytest.raises(InputError) as e:
+        resolve_model(spec, "target")
+    assert e.value.one_line() == (f"{spec}: unknown provider {spec.split(':')[0]!r}. Fix: {fix} (prefixes: replay, "
+                                  "local, openai, or an init_chat_model provider)")
