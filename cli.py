@@ -26,6 +26,7 @@ from .cli_metric import metric_app
 from .core import (
     BUDGET_STOP_NOTE,
     REPORT_PENDING,
+    run_holder,
     InputError,
     RunConfig,
     RunStore,
@@ -860,7 +861,10 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holdin
             reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
             out.print(_safe(f"{d.parent.name}\tunreadable: {d}: {reason}"), soft_wrap=True, highlight=False)
             continue
-        if not (d.parent / "report.md").exists() or (d.parent / REPORT_PENDING).exists():
+        holder = run_holder(d.parent)
+        if holder is not None:
+            status = f"running (pid {holder})" if holder > 0 else "running"
+        elif not (d.parent / "report.md").exists() or (d.parent / REPORT_PENDING).exists():
             status = "incomplete (sgieval resume)"
         elif _stopped_at_budget(d.parent):
             status = "stopped at its budget (sgieval resume <run> --budget USD)"

@@ -727,6 +727,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             limits={"*": rt.config.max_concurrency},
         )
     try:
+        rt.store.hold()  # the folder is this process's until the run ends (another one gets a one-line error)
         with use_settings(rt.settings), call_context(rt.calls), run_logging(rt.store.root, rt.config.run_id):
             if not resume:
                 check_request_models(rt)

@@ -63,7 +63,7 @@ from .records import (
     criterion_key,
 )
 from .replies import final_text, join_reasoning, reply_status, split_reasoning
-from .store import BUDGET_STOP_NOTE, REPORT_PENDING, RunStore, check_state_file, sync_open_stores
+from .store import BUDGET_STOP_NOTE, REPORT_PENDING, RUN_LOCK, RunStore, check_state_file, run_holder, sync_open_stores
 
 __all__ = [
     "BUDGET_STOP_NOTE",
@@ -124,6 +124,8 @@ __all__ = [
     "plain_name",
     "slug_name",
     "REPORT_PENDING",
+    "RUN_LOCK",
+    "run_holder",
     "check_state_file",
     "criterion_key",
     "EVIDENCE_KINDS",

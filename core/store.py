@@ -23,6 +23,47 @@ REPORT_PENDING = ".report-pending"
 lists the run as incomplete until the new report is in place (issue 14 item 3)."""
 
 
+RUN_LOCK = ".run.lock"
+"""Lock file of a run folder: the process running the run holds an exclusive ``flock`` on it and writes its pid
+in it; the kernel releases the lock when that process ends, however it ends (SIGKILL included)."""
+
+
+def run_holder(root: str | Path) -> int | None:
+    """The pid of another live process running the run in ``root`` (holding :data:`RUN_LOCK`), or None: no lock
+    file, nobody holds it, or this process holds it.  -1 when the holder's pid cannot be read.  Read-only."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock on this platform: no check
+        return None
+    path = Path(root) / RUN_LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 32).decode("ascii", "replace").strip()
+        pid = int(text) if text.isdigit() else -1
+        if pid == os.getpid():
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return pid
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _release(lock: list[int]) -> None:
+    """Close the held lock file's descriptor (which releases its flock), once."""
+    while lock:
+        try:
+            os.close(lock.pop())
+        except OSError:
+            pass
+
+
 _OPEN: "weakref.WeakSet[RunStore]" = weakref.WeakSet()
 """Run stores holding open JSONL files (for :func:`sync_open_stores`); an
 OS-resource registry, not run configuration."""
@@ -81,6 +122,7 @@ class RunStore:
         "state.sqlite-shm",
         "state.sqlite-journal",
         "log.jsonl",
+        RUN_LOCK,
         "figures",
         "rubrics",
         REPORT_PENDING,
@@ -96,6 +138,14 @@ class RunStore:
         self.problems: list[str] = []
         """Records that could not be read, one line each (file, line, reason)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        holder = run_holder(self.root)
+        if holder is not None:  # never repair or append to the files of a run another process is writing
+            raise InputError(
+                f"the run folder is in use by another sgieval process (pid {holder if holder > 0 else '?'})",
+                what=str(self.root),
+                fix="wait until that run ends (`sgieval runs` lists it as running), or stop it first",
+            )
+        self._lock: list[int] = []  # the held lock file's descriptor (hold), closed by close or the finalizer
         links = [n for n in self.WRITTEN if (self.root / n).is_symlink()]
         if links:
             raise InputError(
@@ -227,8 +277,38 @@ class RunStore:
         self._records[name] = (len(data), out)
         return list(out)
 
+    def hold(self) -> None:
+        """Take the run folder for this process for the length of a run: an exclusive ``flock`` on
+        :data:`RUN_LOCK` holding this pid, released by :meth:`close` or when the process ends.  Another
+        process's RunStore on the folder then raises InputError instead of repairing or appending to files
+        being written, and ``sgieval runs`` lists the run as running.  Raises InputError when another process
+        holds it.  A no-op where ``flock`` is missing."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover
+            return
+        if self._lock:
+            return
+        fd = os.open(self.root / RUN_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            holder = run_holder(self.root)
+            raise InputError(
+                f"the run folder is in use by another sgieval process (pid {holder if holder and holder > 0 else '?'})",
+                what=str(self.root),
+                fix="wait until that run ends (`sgieval runs` lists it as running), or stop it first",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        self._lock.append(fd)
+        weakref.finalize(self, _release, self._lock)
+
     def close(self) -> None:
-        """Flush, fsync and close the open JSONL files (a later append reopens them)."""
+        """Flush, fsync and close the open JSONL files (a later append reopens them), and release the run
+        folder (:meth:`hold`)."""
+        _release(self._lock)
         for f in self._files.values():
             try:
                 f.flush()
