@@ -144,3 +144,107 @@ def test_state_file_check(tmp_path):
     assert str(e.value) == (f"{bad}: the run's graph state is unreadable (file is not a database). Fix: restore it "
                             f"from a backup, or move it away and run `sgieval resume {bad.parent}`: the run is planned "
                             "again and every stored response and score is kept")
+
+
+def test_nested_folders_are_made():
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        store = RunStore(Path(d) / "runs" / "deep" / "run")
+        assert store.root.is_dir() and store.created is True
+
+
+def test_an_unreferenced_store_closes_its_files():
+    import gc
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        store = RunStore(Path(d) / "run")
+        store.append("responses", [_resp(1)])
+        handle = store._files["responses"]
+        del store
+        gc.collect()
+        assert handle.closed
+
+
+@pytest.mark.parametrize("torn,kept", [
+    ('{}\n{"n": 2', "{}\n"),                 # the third byte is a newline: still the last byte decides
+    ('{"a": 1}\n{"b": 2}\n{', '{"a": 1}\n{"b": 2}\n'),  # one torn byte after two whole lines: both kept
+])
+def test_torn_journal_tails(tmp_path, torn, kept):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "ledger.jsonl").write_text(torn)
+    RunStore(run)
+    assert (run / "ledger.jsonl").read_text() == kept
+
+
+def test_invalid_utf8_in_a_journal_is_replaced_not_fatal(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "ledger.jsonl").write_bytes(b'{"m": "\xff\xfe"}\n{"n": "\xc3\xa9"}\n')
+    store = RunStore(run)
+    assert store.read_rows("ledger") == [{"m": "\ufffd\ufffd"}, {"n": "\u00e9"}]
+    assert store.problems == []
+
+
+def test_reading_a_missing_file_names_no_problem(tmp_path):
+    store = RunStore(tmp_path / "run")
+    assert store.read("scores") == [] and store.read("items") == []
+    assert store.problems == []
+
+
+def test_a_record_with_several_errors_names_three_with_their_fields(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    p = run / "responses.jsonl"
+    p.write_text('{"item_id": 1, "model": 2, "text": 3, "status": 4}\n'
+                 '{"item_id": "q", "model": "m", "tokens": {"in": "x"}}\n')
+    store = RunStore(run)
+    assert store.read("responses") == []
+    tail = "; the record is skipped (fix: correct or delete that line)"
+    assert store.problems == [
+        f"{p} line 1: not a valid Response record (item_id: Input should be a valid string; model: Input should be "
+        f"a valid string; text: Input should be a valid string){tail}",
+        f"{p} line 2: not a valid Response record (tokens.in: Input should be a valid integer, unable to parse "
+        f"string as an integer){tail}"]
+
+
+def test_a_long_reason_is_cut_at_200_characters(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    p = run / "responses.jsonl"
+    p.write_text('{"item_id": "q", "model": "m", "status": "a", "tokens": {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": '
+                 '"x"}, "latency_s": "slow"}\n')
+    store = RunStore(run)
+    store.read("responses")
+    [problem] = store.problems
+    reason = problem.split("not a valid Response record (", 1)[1]
+    reason = reason[:reason.index("); the record is skipped")]
+    assert len(reason) == 200 and reason.startswith("latency_s: Input should be a valid number")
+
+
+def test_damaged_lines_are_logged_with_file_line_and_reason(tmp_path):
+    from structlog.testing import capture_logs
+
+    run = tmp_path / "run"
+    run.mkdir()
+    p = run / "ledger.jsonl"
+    p.write_text('{"n": 1}\nnot json\n')
+    with capture_logs() as logs:
+        RunStore(run).read_rows("ledger")
+    assert logs == [{"event": "unreadable record skipped", "log_level": "warning", "file": str(p), "line": 2,
+                     "reason": "not JSON (Expecting value: line 1 column 1 (char 0))"}]
+
+
+def test_config_file_is_indented_json_with_the_redacted_url(tmp_path):
+    store = RunStore(tmp_path / "run")
+    cfg = RunConfig(run_id="run", base_url="https://user:secret@example.com/v1")
+    store.write_config(cfg, new=True)
+    text = (tmp_path / "run" / "config.json").read_text()
+    stored = cfg.model_copy(update={"base_url": "https://example.com/v1"})
+    assert text == stored.model_dump_json(indent=2)
+    store.write_config(cfg)
+    assert (tmp_path / "run" / "config.json").read_text() == stored.model_dump_json(indent=2)

@@ -234,3 +234,30 @@ async def test_explanation_corpus_records_whole_with_an_unjudged_model_first():
         (CORPUS, "good", "sfbench_expl_f1", pytest.approx(1.12 / 1.5), "ok", None,
          "harmonic mean of normalised correctness and completeness", {"k": 2})]
     assert [s.model for s in out[6:]] == ["other"] * 3 and out[6].value == pytest.approx(0.2)
+
+
+def test_the_score_key_wins_over_other_score_keys_whatever_their_order():
+    assert parse_feasibility_reply('{"feasibility": 2, "score": 1}') == (1, "")
+
+
+async def test_the_judge_is_shown_the_parsed_explanation():
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from sgieval.models.base import NamedModel
+
+    class Reads(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "reads-fake"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen = "iron quenches superconductivity" in messages[-1].content
+            reply = verdict("Sound" if seen else "Unsound", "Complete" if seen else "Incomplete")
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+    j = NamedModel(name="reader", role="judge", chat=Reads())
+    s = await SFBenchExplanation().score(
+        item(1, -2), resp(1, '{"score": -2, "explanation": "iron quenches superconductivity"}'),
+        ScoringContext(judges=[j]))
+    assert [x.value for x in s] == [5.0, 5.0]
