@@ -30,7 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 MODULES: dict[str, list[str]] = {
     "metric_pool/aidanbench.py": ["tests/metric_pool/test_planted_bugs_metrics.py",
                                   "tests/metric_pool/test_aidanbench_protocol.py",
-                                  "tests/metric_pool/test_aidanbench_counts.py"],
+                                  "tests/metric_pool/test_aidanbench_counts.py",
+                                  "tests/metric_pool/test_aidanbench_flags.py",
+                                  "tests/metric_pool/test_aidanbench_exact.py"],
     "metric_pool/aggregate.py": ["tests/metric_pool/test_aggregate_paired.py",
                                  "tests/metric_pool/test_aggregate_exact.py",
                                  "tests/metric_pool/test_planted_bugs_metrics.py"],

@@ -95,3 +95,32 @@ def test_scale_of_a_component_follows_its_range():
     assert _scale(MetricSpec(name="x", tasks=["t"], range=(0.0, 100.0))) == 1.0
     assert _scale(MetricSpec(name="x", tasks=["t"], range=(0.0, 1.5))) == 1.0
     assert default_components() == COMPONENTS
+
+
+def test_a_failed_score_that_kept_a_value_is_counted_as_failed():
+    scores, items = _data()
+    it = _item("experimental_reasoning", "x9")
+    items[it.id] = it
+    scores.append(Score(item_id=it.id, model="m", metric="mca", value=0.0, status="parse_error", error="x"))
+    er = sgi_score(scores, items, components=COMPONENTS).terms["experimental_reasoning"]
+    assert (er.value, er.n, er.n_failed) == (75.0, 4, 1)
+
+
+def test_complete_result_rounds_to_two_decimals_and_names_its_model():
+    items, scores = {}, []
+    for task, (metric, scale) in COMPONENTS.items():
+        for k, v in enumerate([1.0, 0.0, 0.0] if task == "deep_research" else [0.0]):
+            it = _item(task, k, "bio")
+            items[it.id] = it
+            scores.append(Score(item_id=it.id, model="a", metric=metric, value=v))
+    r = sgi_score(scores, items, components=COMPONENTS)
+    assert (r.model, r.sgi_score, r.by_discipline["bio"].model, r.by_discipline["bio"].sgi_score) == (
+        "a", 6.67, "a", 6.67)  # DR 33.33 + 0 + 0 + 0 + 0 = 33.33 / 5 = 6.666
+
+
+def test_by_model_uses_the_components_given():
+    scores, items = _data()
+    custom = {**COMPONENTS, "experimental_reasoning": ("mca_lenient", 100.0)}
+    r = sgi_scores_by_model(scores, items, components=custom)["m"]
+    assert r.terms["experimental_reasoning"].metric == "mca_lenient"
+    assert r.terms["experimental_reasoning"].reason == "no mca_lenient scores"

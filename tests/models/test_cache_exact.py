@@ -270,3 +270,13 @@ def test_an_entry_that_does_not_decode_is_a_miss(tmp_path, blob):
     c = cache.CallCache(path)
     assert c.get("bad") is None and c.get("good").content == "two"
     c.close()
+
+
+def test_a_repeated_judge_draw_has_its_own_key_the_first_draw_keeps_the_plain_one():
+    import dataclasses
+
+    chat = SimpleNamespace(_identifying_params={"model": "j"})
+    first = NamedModel(name="judge", role="judge", chat=chat)
+    third = dataclasses.replace(first, repeat=2)
+    assert cache.model_params(first) == {"model": "j"}
+    assert cache.model_params(third) == {"model": "j", "repeat": 2}
