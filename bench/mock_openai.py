@@ -172,6 +172,7 @@ class MockOpenAI:
         self._counts = {"requests": 0, "served": 0, "429": 0, "500": 0, "hung": 0}
         self._passed = 0
         self._gate: asyncio.Event | None = None
+        self._hold_at: int | None = None
         self._log: list[dict[str, Any]] = []
         self._served = 0
         self._stop_event: asyncio.Event | None = None
@@ -220,6 +221,13 @@ class MockOpenAI:
 
         self._call(close)
         done.wait(10)
+
+    def hold_at(self, n: int) -> None:
+        """Close the gate by itself once ``n`` requests in all have got past it (:meth:`passed`): the
+        request that makes ``n`` is answered, later ones wait until :meth:`release`.  Lets a test stop a
+        client at an exact number of calls however late the test itself gets scheduled."""
+        with self._lock:
+            self._hold_at = n
 
     def release(self) -> None:
         """Open the gate.  Requests held meanwhile are dropped (HTTP 503,
@@ -343,6 +351,9 @@ class MockOpenAI:
             return JSONResponse({"error": {"message": "dropped at the gate", "type": "server_error"}}, 503)
         with self._lock:
             self._passed += 1
+            if self._hold_at is not None and self._passed >= self._hold_at and self._gate is not None:
+                self._hold_at = None
+                self._gate.clear()  # on the server's loop: later requests wait at the gate
         fault = self._choose_fault(index, body)
         if fault == "hang":
             with self._lock:

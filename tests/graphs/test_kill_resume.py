@@ -5,9 +5,10 @@ The run is the real CLI (`sgieval ask` / `sgieval resume`) in a subprocess on
 an SFBench-format file of 40 generated claims (test data, not SFBench), with
 the target `openai:mock` served by the in-process mock OpenAI server.
 
-Kill points: five random numbers of served calls k_1 < ... < k_5 < 40.  When
-the server has served k_j calls, the test closes the server's gate (new
-requests wait), waits until every answered call has reached the client (the
+Kill points: five random numbers of served calls k_1 < ... < k_5 < 40.  The
+server closes its own gate once k_j calls have passed it (``hold_at``: new
+requests wait, so a test scheduled late on a loaded machine never finds the
+run already finished), the test waits until every answered call has reached the client (the
 client's call cache holds as many replies as the server served), then sends
 SIGKILL while requests are held in flight and records are being written.  So
 "served exactly the calls needed" is exact: a reply the killed process
@@ -121,6 +122,7 @@ def test_sigkill_five_times_then_resume_equals_uninterrupted(tmp_path):
         proc = _ask(data, mock.url, out, cache)
         run_id = None
         for k in kill_at:
+            mock.hold_at(k)  # the server closes its gate at exactly k calls: the run cannot finish meanwhile
             _wait(lambda: mock.stats()["served"] >= k or proc.poll() is not None, f"{k} served calls")
             assert proc.poll() is None, f"run exited (rc {proc.returncode}) before the kill at {k} served calls"
             mock.hold()
