@@ -28,35 +28,70 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 MODULES: dict[str, list[str]] = {
-    "metric_pool/aidanbench.py": ["tests/metric_pool/test_planted_bugs_metrics.py",
-                                  "tests/metric_pool/test_aidanbench_protocol.py",
-                                  "tests/metric_pool/test_aidanbench_counts.py",
-                                  "tests/metric_pool/test_aidanbench_flags.py",
-                                  "tests/metric_pool/test_aidanbench_exact.py"],
-    "metric_pool/aggregate.py": ["tests/metric_pool/test_aggregate_paired.py",
-                                 "tests/metric_pool/test_aggregate_exact.py",
-                                 "tests/metric_pool/test_planted_bugs_metrics.py"],
+    "metric_pool/aidanbench.py": [
+        "tests/metric_pool/test_planted_bugs_metrics.py",
+        "tests/metric_pool/test_aidanbench_protocol.py",
+        "tests/metric_pool/test_aidanbench_counts.py",
+        "tests/metric_pool/test_aidanbench_flags.py",
+        "tests/metric_pool/test_aidanbench_exact.py",
+    ],
+    "metric_pool/aggregate.py": [
+        "tests/metric_pool/test_aggregate_paired.py",
+        "tests/metric_pool/test_aggregate_exact.py",
+        "tests/metric_pool/test_planted_bugs_metrics.py",
+    ],
     "metric_pool/sfbench.py": ["tests/metric_pool/test_sfbench.py", "tests/metric_pool/test_sfbench_exact.py"],
-    "metric_pool/sgi/reasoning.py": ["tests/metric_pool/test_sgi_reasoning.py",
-                                     "tests/metric_pool/test_sgi_reasoning_exact.py",
-                                     "tests/metric_pool/test_planted_bugs_metrics.py"],
-    "metric_pool/sgi/wet_experiment.py": ["tests/metric_pool/test_sgi_wet.py", "tests/metric_pool/test_sgi_wet_exact.py"],
-    "metric_pool/sgi/sgi_score.py": ["tests/metric_pool/test_sgi_score.py", "tests/metric_pool/test_sgi_score_exact.py"],
-    "core/store.py": ["tests/core/test_store.py", "tests/core/test_store_config.py",
-                      "tests/core/test_store_torn_write.py", "tests/core/test_store_exact.py"],
-    "models/cache.py": ["tests/models/test_cache.py", "tests/models/test_cache_key_fields.py",
-                        "tests/models/test_cache_exact.py"],
+    "metric_pool/sgi/reasoning.py": [
+        "tests/metric_pool/test_sgi_reasoning.py",
+        "tests/metric_pool/test_sgi_reasoning_exact.py",
+        "tests/metric_pool/test_planted_bugs_metrics.py",
+    ],
+    "metric_pool/sgi/wet_experiment.py": [
+        "tests/metric_pool/test_sgi_wet.py",
+        "tests/metric_pool/test_sgi_wet_exact.py",
+    ],
+    "metric_pool/sgi/sgi_score.py": [
+        "tests/metric_pool/test_sgi_score.py",
+        "tests/metric_pool/test_sgi_score_exact.py",
+    ],
+    "core/store.py": [
+        "tests/core/test_store.py",
+        "tests/core/test_store_config.py",
+        "tests/core/test_store_torn_write.py",
+        "tests/core/test_store_exact.py",
+    ],
+    "models/cache.py": [
+        "tests/models/test_cache.py",
+        "tests/models/test_cache_key_fields.py",
+        "tests/models/test_cache_exact.py",
+    ],
     "reports/build.py": ["tests/reports/test_ranking_exact.py", "tests/reports/test_planted_bugs_report.py"],
     "tools/sandbox/bwrap.py": ["tests/tools/test_sandbox_argv.py"],
 }
 """Module (path in the repository) -> the tests that guard it (paths that do not exist are left out)."""
 
 FUNCTIONS: dict[str, list[str]] = {
-    "reports/build.py": ["order_stats", "ci_text", "has_ci", "ci_overlap", "item_values", "pair_entry", "fmt", "fmt2",
-                         "fmt_p", "fmt_total", "ModelStat.stats"],
-    "tools/sandbox/bwrap.py": ["_bind_args", "_system_binds", "_bwrap_python_paths",
-                               "BubblewrapSandbox._static_args", "BubblewrapSandbox._prlimit",
-                               "BubblewrapSandbox.argv"],
+    "reports/build.py": [
+        "order_stats",
+        "ci_text",
+        "has_ci",
+        "ci_overlap",
+        "item_values",
+        "pair_entry",
+        "fmt",
+        "fmt2",
+        "fmt_p",
+        "fmt_total",
+        "ModelStat.stats",
+    ],
+    "tools/sandbox/bwrap.py": [
+        "_bind_args",
+        "_system_binds",
+        "_bwrap_python_paths",
+        "BubblewrapSandbox._static_args",
+        "BubblewrapSandbox._prlimit",
+        "BubblewrapSandbox.argv",
+    ],
 }
 """Modules of which only some functions decide a number: the report's ranking (the rest of reports/build.py
 writes prose) and the sandbox's command line (the rest of tools/sandbox/bwrap.py runs and watches processes).
@@ -70,11 +105,25 @@ def mutant_globs(module: str) -> list[str]:
     names = FUNCTIONS.get(module)
     if not names:
         return [f"{dotted}.*"]
-    return [f"{dotted}." + ("x\u01c1" + n.replace(".", "\u01c1") if "." in n else f"x_{n}") + "__mutmut_*"
-            for n in names]
+    return [
+        f"{dotted}." + ("x\u01c1" + n.replace(".", "\u01c1") if "." in n else f"x_{n}") + "__mutmut_*" for n in names
+    ]
 
-STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-          36: "killed", -24: "killed", 24: "killed", 152: "killed", 255: "killed", None: "not checked"}
+
+STATUS = {
+    1: "killed",
+    3: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    36: "killed",
+    -24: "killed",
+    24: "killed",
+    152: "killed",
+    255: "killed",
+    None: "not checked",
+}
 """mutmut's exit codes (mutmut.stats.status_by_exit_code), with its timeouts counted as kills."""
 
 
@@ -110,7 +159,9 @@ def tally(root: Path, module: str) -> Counter:
         return Counter()
     codes = json.loads(meta.read_text())["exit_code_by_key"]
     pats = mutant_globs(module)
-    return Counter(STATUS.get(c, "suspicious") for k, c in codes.items() if any(fnmatch.fnmatchcase(k, p) for p in pats))
+    return Counter(
+        STATUS.get(c, "suspicious") for k, c in codes.items() if any(fnmatch.fnmatchcase(k, p) for p in pats)
+    )
 
 
 def survivors(root: Path, module: str) -> list[str]:
@@ -149,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         env.pop("CI", None)
         t0 = time.perf_counter()
         selection = [g for m in modules for g in mutant_globs(m)] if any(m in FUNCTIONS for m in modules) else []
-        run = subprocess.run([mutmut, "run", *selection], cwd=root, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+        run = subprocess.run(
+            [mutmut, "run", *selection], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         wall = time.perf_counter() - t0
         if run.returncode != 0:
             print(run.stdout[-4000:], file=sys.stderr)
@@ -167,8 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.survivors:  # only the survivors (``mutmut results`` also lists the timeouts counted as killed)
             for m in modules:
                 for name in survivors(root, m):
-                    print(subprocess.run([mutmut, "show", name], cwd=root, env=env, capture_output=True,
-                                         text=True).stdout)
+                    print(
+                        subprocess.run([mutmut, "show", name], cwd=root, env=env, capture_output=True, text=True).stdout
+                    )
         print(f"lowest module score {worst:.1f}% (goal >= 85%)")
         return 0
     finally:

@@ -45,7 +45,9 @@ class RoutedChat(BaseChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         content = messages[-1].content
-        text = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+        text = (
+            content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+        )
         reply = next((r for k, r in self.routes if k in text), self.default)
         # token usage as providers report it: 100 input tokens and 10 output tokens per call
         usage = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
@@ -120,5 +122,7 @@ def pytest_runtest_makereport(item, call):
     missing = [p for p in PROMISED_PARTS if re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", reason.lower())]
     if missing:
         rep.outcome = "failed"
-        rep.longrepr = (f"CI=true: this test would be skipped because a part install.sh promises is missing "
-                        f"({', '.join(missing)}): {reason}")
+        rep.longrepr = (
+            f"CI=true: this test would be skipped because a part install.sh promises is missing "
+            f"({', '.join(missing)}): {reason}"
+        )

@@ -66,11 +66,15 @@ def test_malformed_responses_file(tmp_path, sciaidan_dir):
     bad = dest / "responses" / "phi4_latest.json"
     bad.chmod(0o644)
     bad.write_text('{"domains": {"Chemistry": {"models": {"phi4": {"0.7": {"Q": [{"answer_num": 1}]}}}}}}')
-    res = runner.invoke(app, ["ask", CHEM, "--yes", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")])
+    res = runner.invoke(
+        app, ["ask", CHEM, "--yes", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")]
+    )
     assert res.exit_code == 2
     assert str(bad) in res.output and "lacks field 'answer'" in res.output
     bad.write_text("{broken")
-    res = runner.invoke(app, ["ask", CHEM, "--yes", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")])
+    res = runner.invoke(
+        app, ["ask", CHEM, "--yes", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "runs")]
+    )
     assert res.exit_code == 2 and "invalid JSON at line 1" in res.output
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/report.md"))
 

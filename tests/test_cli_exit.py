@@ -39,21 +39,47 @@ print("not reached")
 
 
 def test_entry_point_exit_codes_and_messages_survive(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask", "x", "--k", "0"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "sgieval.cli", "ask", "x", "--k", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2
     assert "--k: must be a positive integer" in res.stderr
 
 
 def test_a_run_ended_by_the_entry_point_keeps_every_record_and_cached_call(tmp_path):
     bench = tmp_path / "qa.jsonl"
-    bench.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"Question {n}", "reference": "a"}) + "\n"
-                             for n in range(20)))
+    bench.write_text(
+        "".join(json.dumps({"id": f"q{n}", "prompt": f"Question {n}", "reference": "a"}) + "\n" for n in range(20))
+    )
     env = {**os.environ, "SGIEVAL_CACHE_DIR": str(tmp_path / "cache")}
     with MockOpenAI(replies=lambda body, i: "<answer>a</answer>") as mock:
-        res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask", "", "-b", str(bench), "-m", "openai:mock",
-                              "--base-url", mock.url, "--out", str(tmp_path / "runs"), "--yes"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sgieval.cli",
+                "ask",
+                "",
+                "-b",
+                str(bench),
+                "-m",
+                "openai:mock",
+                "--base-url",
+                mock.url,
+                "--out",
+                str(tmp_path / "runs"),
+                "--yes",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         served = mock.stats()["served"]
     assert res.returncode == 0, res.stderr
     assert served == 20 and res.stdout.startswith("report: ")

@@ -32,37 +32,55 @@ def _assert_rejected(res, tmp_path, line):
 
 @pytest.mark.parametrize("k", ["0", "-3"])
 def test_k_must_be_positive(tmp_path, k):
-    _assert_rejected(_ask(tmp_path, "--k", k), tmp_path,
-                     f"--k: must be a positive integer (number of items to sample), got {k}. "
-                     "Fix: pass --k 1 or more, or leave --k out to evaluate every matching item")
+    _assert_rejected(
+        _ask(tmp_path, "--k", k),
+        tmp_path,
+        f"--k: must be a positive integer (number of items to sample), got {k}. "
+        "Fix: pass --k 1 or more, or leave --k out to evaluate every matching item",
+    )
 
 
 def test_max_concurrency_must_be_positive(tmp_path):
-    _assert_rejected(_ask(tmp_path, "--max-concurrency", "0"), tmp_path,
-                     "--max-concurrency: must be a positive integer (model calls in flight), got 0. "
-                     "Fix: pass --max-concurrency 1 or more (default 16)")
+    _assert_rejected(
+        _ask(tmp_path, "--max-concurrency", "0"),
+        tmp_path,
+        "--max-concurrency: must be a positive integer (model calls in flight), got 0. "
+        "Fix: pass --max-concurrency 1 or more (default 16)",
+    )
 
 
 def test_negative_budget(tmp_path):
-    _assert_rejected(_ask(tmp_path, "--budget", "-1"), tmp_path,
-                     "--budget: must be >= 0 USD, got -1.0. Fix: pass a non-negative amount in USD, "
-                     "or leave --budget out for no limit")
+    _assert_rejected(
+        _ask(tmp_path, "--budget", "-1"),
+        tmp_path,
+        "--budget: must be >= 0 USD, got -1.0. Fix: pass a non-negative amount in USD, "
+        "or leave --budget out for no limit",
+    )
 
 
 def test_unknown_sandbox_and_tools(tmp_path):
-    _assert_rejected(_ask(tmp_path, "--sandbox", "foo"), tmp_path,
-                     "--sandbox: unknown sandbox backend 'foo'. "
-                     "Fix: use one of auto, bubblewrap, bwrap, e2b, unsafe-local, local")
-    _assert_rejected(_ask(tmp_path, "--sandbox", "unsafe-local"), tmp_path,
-                     "--sandbox unsafe-local: the unsafe local backend runs model code without isolation. "
-                     "Fix: add --unsafe-local-exec to allow it explicitly")
-    _assert_rejected(_ask(tmp_path, "--tools", "foo"), tmp_path,
-                     "--tools: unknown tool(s) 'foo'. Fix: give a comma-separated list of search, pdf, python "
-                     "(e.g. --tools search,pdf)")
+    _assert_rejected(
+        _ask(tmp_path, "--sandbox", "foo"),
+        tmp_path,
+        "--sandbox: unknown sandbox backend 'foo'. Fix: use one of auto, bubblewrap, bwrap, e2b, unsafe-local, local",
+    )
+    _assert_rejected(
+        _ask(tmp_path, "--sandbox", "unsafe-local"),
+        tmp_path,
+        "--sandbox unsafe-local: the unsafe local backend runs model code without isolation. "
+        "Fix: add --unsafe-local-exec to allow it explicitly",
+    )
+    _assert_rejected(
+        _ask(tmp_path, "--tools", "foo"),
+        tmp_path,
+        "--tools: unknown tool(s) 'foo'. Fix: give a comma-separated list of search, pdf, python "
+        "(e.g. --tools search,pdf)",
+    )
     # one bad name in a comma-separated list is enough
     _assert_rejected(_ask(tmp_path, "--tools", "search,bar"), tmp_path, "--tools: unknown tool(s) 'bar'.")
-    _assert_rejected(_ask(tmp_path, "--executor", "foo"), tmp_path,
-                     "--executor: unknown executor 'foo'. Fix: use one of local, ray")
+    _assert_rejected(
+        _ask(tmp_path, "--executor", "foo"), tmp_path, "--executor: unknown executor 'foo'. Fix: use one of local, ray"
+    )
 
 
 def test_runs_lists_a_corrupt_config_as_unreadable(tmp_path):
@@ -79,8 +97,10 @@ def test_runs_lists_a_corrupt_config_as_unreadable(tmp_path):
     # resume/report of that run fail with the same reason, exit 2
     res = runner.invoke(app, ["resume", "b-bad", "--out", str(tmp_path)])
     assert res.exit_code == 2
-    assert (f"error: {tmp_path / 'b-bad' / 'config.json'}: unreadable run config (Invalid JSON: key must be a string "
-            "at line 1 column 2). Fix: restore the file, or start a new run with `sgieval ask`") in res.output
+    assert (
+        f"error: {tmp_path / 'b-bad' / 'config.json'}: unreadable run config (Invalid JSON: key must be a string "
+        "at line 1 column 2). Fix: restore the file, or start a new run with `sgieval ask`"
+    ) in res.output
 
 
 def test_report_and_resume_accept_the_printed_paths(tmp_path, monkeypatch):
@@ -100,8 +120,10 @@ def test_report_and_resume_accept_the_printed_paths(tmp_path, monkeypatch):
     assert res.exit_code == 0 and f"report: {printed}" in res.output
     res = runner.invoke(app, ["report", "runs/nope"])
     assert res.exit_code == 2
-    assert ("error: runs/nope: no such run. Fix: give a run id listed by `sgieval runs --out runs`, the run folder, "
-            "or its report.md") in res.output
+    assert (
+        "error: runs/nope: no such run. Fix: give a run id listed by `sgieval runs --out runs`, the run folder, "
+        "or its report.md"
+    ) in res.output
 
 
 def test_no_target_models_is_refused(tmp_path, sciaidan_dir):
@@ -109,10 +131,13 @@ def test_no_target_models_is_refused(tmp_path, sciaidan_dir):
     data.mkdir(parents=True)
     shutil.copy(sciaidan_dir / "questions.json", data)
     res = _ask(tmp_path, "--data-dir", str(tmp_path / "x"))
-    _assert_rejected(res, tmp_path,
-                     f"--models: no target models were given and no stored responses were found in "
-                     f"{data / 'responses'}. Fix: pass --models replay:<name|file> or openai:<model> (comma-separated), "
-                     "or put stored responses in <data>/sciaidanbench/responses/")
+    _assert_rejected(
+        res,
+        tmp_path,
+        f"--models: no target models were given and no stored responses were found in "
+        f"{data / 'responses'}. Fix: pass --models replay:<name|file> or openai:<model> (comma-separated), "
+        "or put stored responses in <data>/sciaidanbench/responses/",
+    )
 
 
 def test_resume_with_a_larger_budget_continues_a_budget_stopped_run(tmp_path, monkeypatch):
@@ -123,9 +148,29 @@ def test_resume_with_a_larger_budget_continues_a_budget_stopped_run(tmp_path, mo
     data.mkdir(parents=True)
     shutil.copy(FIXTURES / "sfbench" / "claims.jsonl", data)  # 10 claims
     with MockOpenAI(replies=[json.dumps({"score": 0, "explanation": "- x"})]) as mock:
-        res = runner.invoke(app, ["ask", "feasibility of claims", "-b", "sfbench", "--data-dir", str(tmp_path / "data"),
-                                  "--yes", "--models", "openai:gpt-4o-mini", "--base-url", mock.url, "--budget", "0",
-                                  "--out", str(tmp_path / "runs"), "--no-cache", "--max-concurrency", "1"])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "feasibility of claims",
+                "-b",
+                "sfbench",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--yes",
+                "--models",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                mock.url,
+                "--budget",
+                "0",
+                "--out",
+                str(tmp_path / "runs"),
+                "--no-cache",
+                "--max-concurrency",
+                "1",
+            ],
+        )
         assert res.exit_code == 0, res.output
         (run_dir,) = list((tmp_path / "runs").iterdir())
         # budget 0: spent 0 >= 0 refuses the first call, so nothing was asked
@@ -136,8 +181,10 @@ def test_resume_with_a_larger_budget_continues_a_budget_stopped_run(tmp_path, mo
         # resuming without a new budget says how to continue, and calls nothing
         res = runner.invoke(app, ["resume", str(run_dir)])
         assert res.exit_code == 0 and mock.stats()["requests"] == 0
-        assert (f"this run stopped at its budget (0.0 USD); to evaluate the rest, pass a larger one: "
-                f"`sgieval resume {run_dir.name} --budget <USD>`") in res.output
+        assert (
+            f"this run stopped at its budget (0.0 USD); to evaluate the rest, pass a larger one: "
+            f"`sgieval resume {run_dir.name} --budget <USD>`"
+        ) in res.output
         res = runner.invoke(app, ["resume", str(run_dir / "report.md"), "--budget", "5"])
         assert res.exit_code == 0, res.output
         assert "continuing the run stopped at its budget with a budget of 5.0 USD" in res.output

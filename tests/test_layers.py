@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
 # (importing module, imported folder): why this import stays.  Keep short; each one is a debt.
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli.py", "benchmarks"): "`sgieval catalog` / `data` list and pull benchmark data; `ask` checks for stored "
-                              "SciAidanBench answers before a run",
+    "SciAidanBench answers before a run",
     ("cli_metric.py", "metric_pool"): "`sgieval metric show/test` work on the metric pool without a run",
     ("cli_metric.py", "models"): "`sgieval metric test/define --judge/--agent-model` resolve model strings",
     ("cli_metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
@@ -72,8 +72,9 @@ def _imports(rel: str, source: str) -> list[tuple[str, list[str], int]]:
                 continue
             out.append((mod, [a.name for a in node.names], node.lineno))
         elif isinstance(node, ast.Import):
-            out += [(a.name.removeprefix("sgieval."), [], node.lineno) for a in node.names
-                    if a.name.startswith("sgieval.")]
+            out += [
+                (a.name.removeprefix("sgieval."), [], node.lineno) for a in node.names if a.name.startswith("sgieval.")
+            ]
     return out
 
 
@@ -119,14 +120,19 @@ def test_imports_follow_the_design_layers():
 
 def test_the_checker_sees_a_violation():
     """The parser finds a relative import of a forbidden folder and a private name (guards the checker itself)."""
-    bad, _ = _check("reports/probe.py", "from ..metric_pool.aggregate import summarize\n"
-                                        "from ..core.records import _Record\n"
-                                        "from .charts import heatmap\n"
-                                        "import sgieval.models._secret\n")
-    assert bad == ["reports/probe.py:1 (reports) imports metric_pool.aggregate (metric_pool is not allowed for reports)",
-                   "reports/probe.py:2 imports private ['_Record'] of core.records",
-                   "reports/probe.py:4 imports private ['_secret'] of models._secret",
-                   "reports/probe.py:4 (reports) imports models._secret (models is not allowed for reports)"]
+    bad, _ = _check(
+        "reports/probe.py",
+        "from ..metric_pool.aggregate import summarize\n"
+        "from ..core.records import _Record\n"
+        "from .charts import heatmap\n"
+        "import sgieval.models._secret\n",
+    )
+    assert bad == [
+        "reports/probe.py:1 (reports) imports metric_pool.aggregate (metric_pool is not allowed for reports)",
+        "reports/probe.py:2 imports private ['_Record'] of core.records",
+        "reports/probe.py:4 imports private ['_secret'] of models._secret",
+        "reports/probe.py:4 (reports) imports models._secret (models is not allowed for reports)",
+    ]
 
 
 def test_every_folder_lists_its_public_names():

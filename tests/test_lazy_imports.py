@@ -23,15 +23,23 @@ HEAVY = ["matplotlib", "scipy.stats", "torch", "sentence_transformers"]
 # nothing on the path to the first model call embeds or computes statistics: not even numpy
 BEFORE_FIRST_CALL = [*HEAVY, "numpy", "sgieval.metric_pool.embeddings"]
 # what --help, catalog and runs never need (the report builder lives in agents/ or reports/)
-NOT_FOR_LISTINGS = [*HEAVY, "scipy", "sgieval.agents.reporting", "sgieval.reports.charts",
-                    "sgieval.metric_pool.aggregate", "sgieval.metric_pool.embeddings", "sgieval.tools.sandbox"]
+NOT_FOR_LISTINGS = [
+    *HEAVY,
+    "scipy",
+    "sgieval.agents.reporting",
+    "sgieval.reports.charts",
+    "sgieval.metric_pool.aggregate",
+    "sgieval.metric_pool.embeddings",
+    "sgieval.tools.sandbox",
+]
 
 
 def _python(code: str, tmp_path: Path) -> dict:
     """Run ``code`` in a fresh interpreter (cwd ``tmp_path``); it prints one JSON line last."""
     env = {**os.environ, "SGIEVAL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -59,8 +67,11 @@ print(json.dumps({{"import": after_import, "command": loaded({NOT_FOR_LISTINGS!r
 
 def test_a_run_loads_matplotlib_scipy_torch_sentence_transformers_only_when_needed(tmp_path):
     bench = tmp_path / "qa.jsonl"  # half of the replies are right: the report bootstraps a CI
-    bench.write_text("".join(json.dumps({"id": f"q{n}", "prompt": f"Question {n}", "reference": f"a{n % 2}"}) + "\n"
-                             for n in range(6)))
+    bench.write_text(
+        "".join(
+            json.dumps({"id": f"q{n}", "prompt": f"Question {n}", "reference": f"a{n % 2}"}) + "\n" for n in range(6)
+        )
+    )
     code = f"""
 import json, sys
 loaded = {_LOADED}

@@ -20,7 +20,7 @@ def _section(title: str) -> str:
     start = README.index(f"### {title}\n")
     end = README.find("\n## ", start)
     nxt = README.find("\n### ", start + 1)
-    return README[start:min(x for x in (end, nxt) if x != -1)]
+    return README[start : min(x for x in (end, nxt) if x != -1)]
 
 
 def _blocks(text: str, lang: str) -> list[str]:
@@ -44,8 +44,9 @@ def test_python_api_examples_run(tmp_path, monkeypatch):
 def test_yaml_benchmark_example_loads(tmp_path):
     (yaml_text,) = _blocks(_section("Data"), "yaml")
     (tmp_path / "capitals.yaml").write_text(yaml_text)
-    (tmp_path / "capitals.jsonl").write_text(json.dumps({"id": "fr", "prompt": "Capital of France?",
-                                                          "reference": "Paris"}) + "\n")
+    (tmp_path / "capitals.jsonl").write_text(
+        json.dumps({"id": "fr", "prompt": "Capital of France?", "reference": "Paris"}) + "\n"
+    )
     defn = load_yaml_benchmark(tmp_path / "capitals.yaml")
     (item,) = defn.loader(None)
     assert item.id == "capitals/fr" and (item.task, item.discipline) == ("capitals", "geography")

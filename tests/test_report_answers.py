@@ -24,32 +24,50 @@ def section(text: str, title: str) -> str:
 def test_chemistry_report_lists_stored_errors_names_judges_and_self_judgement(tmp_path):
     text = _report(tmp_path, "Which model is the most creative in chemistry?")
     # published counting stays
-    for row in ("| 1 | replay:o1-mini | 11.84 | 7.80 to 17.52 | 296 | 25 | 0 |", "| 274 | 25 | 0 |",
-                "| 200 | 25 | 0 |", "| 194 | 25 | 0 |", "| 180 | 25 | 0 |", "| 107 | 25 | 0 |"):
+    for row in (
+        "| 1 | replay:o1-mini | 11.84 | 7.80 to 17.52 | 296 | 25 | 0 |",
+        "| 274 | 25 | 0 |",
+        "| 200 | 25 | 0 |",
+        "| 194 | 25 | 0 |",
+        "| 180 | 25 | 0 |",
+        "| 107 | 25 | 0 |",
+    ):
         assert row in text
     failures = section(text, "Failures")
     assert "No failed responses or scores; 2 stored records are censored or missing (below)." in failures
-    assert ("| sciaidanbench/chemistry/2 | replay:openai/4o | censored | stopped by error after 4 accepted answers (a "
-            "lower bound) | expected string or bytes-like object, got 'NoneType' |") in failures
-    assert ("| sciaidanbench/chemistry/22 | replay:o1-mini | missing | empty stored list: no answer was recorded for "
-            "this question |  |") in failures
+    assert (
+        "| sciaidanbench/chemistry/2 | replay:openai/4o | censored | stopped by error after 4 accepted answers (a "
+        "lower bound) | expected string or bytes-like object, got 'NoneType' |"
+    ) in failures
+    assert (
+        "| sciaidanbench/chemistry/22 | replay:o1-mini | missing | empty stored list: no answer was recorded for "
+        "this question |  |"
+    ) in failures
     run = section(text, "Run")
-    assert ("| judge | none called in this run (judge metrics not run); stored judgements of the original run: "
-            "coherence by o1-mini, novelty by text-embedding-3-large embeddings") in run
+    assert (
+        "| judge | none called in this run (judge metrics not run); stored judgements of the original run: "
+        "coherence by o1-mini, novelty by text-embedding-3-large embeddings"
+    ) in run
     lim = section(text, "Limitations")
-    assert ("- Self-preference: replay:o1-mini is ranked while o1-mini judged the coherence that decided its accepted "
-            "answers (stored judgements of the original run): a judge may favour its own answers (self-preference), "
-            "so its position may be overstated.") in lim
+    assert (
+        "- Self-preference: replay:o1-mini is ranked while o1-mini judged the coherence that decided its accepted "
+        "answers (stored judgements of the original run): a judge may favour its own answers (self-preference), "
+        "so its position may be overstated."
+    ) in lim
     answer = section(text, "Answer")
     # accepted answers on chemistry/2 and chemistry/22: o1-mini 16+0, 4o 4+10, phi4 14+20, llama3.3 6+8,
     # qwen2.5 19+11, mistral 1+6; without them the totals are 280, 260, 166, 180, 150, 100 on 23 items:
     # o1-mini > openai/4o > llama3.3 > phi4 > qwen2.5 > mistral (phi4 and llama3.3 swap)
-    assert ("Sensitivity: 1 censored (stopped by an error, so the count is a lower bound) and 1 missing (an empty "
-            "stored list) stored lists are counted as published (see Failures); leaving out the 2 items concerned, "
-            "the order by aidan_accepted_answers changes to replay:o1-mini > replay:openai/4o > replay:llama3.3:latest "
-            "> replay:phi4:latest > replay:qwen2.5:latest > replay:mistral:latest.") in answer
-    assert ("Who judged: acceptance rests on stored judgements of the original run: coherence by o1-mini and novelty "
-            "by text-embedding-3-large embeddings; no judge was called in this run.") in answer
+    assert (
+        "Sensitivity: 1 censored (stopped by an error, so the count is a lower bound) and 1 missing (an empty "
+        "stored list) stored lists are counted as published (see Failures); leaving out the 2 items concerned, "
+        "the order by aidan_accepted_answers changes to replay:o1-mini > replay:openai/4o > replay:llama3.3:latest "
+        "> replay:phi4:latest > replay:qwen2.5:latest > replay:mistral:latest."
+    ) in answer
+    assert (
+        "Who judged: acceptance rests on stored judgements of the original run: coherence by o1-mini and novelty "
+        "by text-embedding-3-large embeddings; no judge was called in this run."
+    ) in answer
     assert "Self-preference: replay:o1-mini is ranked while o1-mini judged" in answer
     assert "## By discipline" not in text  # one discipline: no one-row breakdown
     assert "a embedding" not in text
@@ -59,20 +77,26 @@ def test_novel_ideas_rank_by_novelty_and_name_the_disagreement(tmp_path):
     text = _report(tmp_path, "Which model writes the most novel ideas in nanoscience, top 10 questions only")
     assert "## Ranking by aidan_mean_novelty (scale 0-1, higher is better)" in text
     answer = section(text, "Answer")
-    assert answer.startswith('\n\nTo "Which model writes the most novel ideas in nanoscience, top 10 questions only": '
-                             "**replay:mistral:latest** ranks first by aidan_mean_novelty on 10 items")
-    assert ("The metrics disagree about the top model: aidan_mean_novelty puts replay:mistral:latest first, but "
-            "aidan_accepted_answers puts replay:o1-mini first (mean 25.70, but one item, sciaidanbench/nanoscience/22, "
-            "holds 134 of its 257 (52%); median 9.00 per item)") in answer
+    assert answer.startswith(
+        '\n\nTo "Which model writes the most novel ideas in nanoscience, top 10 questions only": '
+        "**replay:mistral:latest** ranks first by aidan_mean_novelty on 10 items"
+    )
+    assert (
+        "The metrics disagree about the top model: aidan_mean_novelty puts replay:mistral:latest first, but "
+        "aidan_accepted_answers puts replay:o1-mini first (mean 25.70, but one item, sciaidanbench/nanoscience/22, "
+        "holds 134 of its 257 (52%); median 9.00 per item)"
+    ) in answer
     assert "aidan_published_count puts" not in answer  # a named variant of the accepted count is not a second vote
 
 
 def test_one_stored_model_gets_an_absolute_answer(tmp_path):
     text = _report(tmp_path, "How good is llama3.3 at physics?")
     answer = section(text, "Answer")
-    assert ('To "How good is llama3.3 at physics?": **replay:llama3.3:latest** scores a mean of 7.86 per item by '
-            "aidan_accepted_answers (scale count >= 0 answers) on 57 items (discipline Physics) "
-            "(95% CI") in answer
+    assert (
+        'To "How good is llama3.3 at physics?": **replay:llama3.3:latest** scores a mean of 7.86 per item by '
+        "aidan_accepted_answers (scale count >= 0 answers) on 57 items (discipline Physics) "
+        "(95% CI"
+    ) in answer
     assert ", total 448. Among the 6 evaluated models it ranks 3rd; first is replay:o1-mini (mean 13.70)." in answer
     assert "ranks first" not in answer
     assert "The request asks about one model (replay:llama3.3:latest)" in text

@@ -46,8 +46,9 @@ class ProbeChat(BaseChatModel):
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         ctx = current_call_context()
         ledger = current_ledger()
-        self.seen.append((ctx.cache_enabled(), ctx.limit(self.provider), id(ledger) if ledger else None,
-                          current_settings().network))
+        self.seen.append(
+            (ctx.cache_enabled(), ctx.limit(self.provider), id(ledger) if ledger else None, current_settings().network)
+        )
         self.inflight[0] += 1
         self.inflight[1] = max(self.inflight[1], self.inflight[0])
         try:
@@ -64,11 +65,19 @@ def _probe(name: str) -> tuple[NamedModel, ProbeChat]:
 
 def _process_state() -> dict:
     ctx = current_call_context()
-    return {"structlog": (structlog.is_configured(), structlog.get_config()["processors"],
-                          structlog.get_config()["logger_factory"]),
-            "root_handlers": list(logging.getLogger().handlers), "root_level": logging.getLogger().level,
-            "call_context": (id(ctx), ctx.use_cache, ctx.cache_path, dict(ctx.limits)),
-            "prices": accounting.price_table(), "ledger": current_ledger(), "network": current_settings().network}
+    return {
+        "structlog": (
+            structlog.is_configured(),
+            structlog.get_config()["processors"],
+            structlog.get_config()["logger_factory"],
+        ),
+        "root_handlers": list(logging.getLogger().handlers),
+        "root_level": logging.getLogger().level,
+        "call_context": (id(ctx), ctx.use_cache, ctx.cache_path, dict(ctx.limits)),
+        "prices": accounting.price_table(),
+        "ledger": current_ledger(),
+        "network": current_settings().network,
+    }
 
 
 def test_two_concurrent_runs_each_see_only_their_own_settings(tmp_path, monkeypatch):
@@ -86,10 +95,27 @@ def test_two_concurrent_runs_each_see_only_their_own_settings(tmp_path, monkeypa
 
         async def both():
             return await asyncio.gather(
-                api.aevaluate("", models=[a_model], benchmark=QA, out_dir=tmp_path, run_id="run-a",
-                              use_cache=False, max_concurrency=1, bootstrap_resamples=99),
-                api.aevaluate("", models=[b_model], benchmark=QA, out_dir=tmp_path, run_id="run-b",
-                              use_cache=True, max_concurrency=3, bootstrap_resamples=99))
+                api.aevaluate(
+                    "",
+                    models=[a_model],
+                    benchmark=QA,
+                    out_dir=tmp_path,
+                    run_id="run-a",
+                    use_cache=False,
+                    max_concurrency=1,
+                    bootstrap_resamples=99,
+                ),
+                api.aevaluate(
+                    "",
+                    models=[b_model],
+                    benchmark=QA,
+                    out_dir=tmp_path,
+                    run_id="run-b",
+                    use_cache=True,
+                    max_concurrency=3,
+                    bootstrap_resamples=99,
+                ),
+            )
 
         t0 = time.perf_counter()
         run_a, run_b = asyncio.run(both())
@@ -131,8 +157,16 @@ def test_a_run_does_not_change_the_default_call_context(tmp_path):
     process defaults (the bug of issue 10: the cache stayed off and the limit stayed 3)."""
     before = _process_state()
     model, chat = _probe("probe-c")
-    api.evaluate("", models=[model], benchmark=QA, out_dir=tmp_path, run_id="c", use_cache=False,
-                 max_concurrency=3, bootstrap_resamples=99)
+    api.evaluate(
+        "",
+        models=[model],
+        benchmark=QA,
+        out_dir=tmp_path,
+        run_id="c",
+        use_cache=False,
+        max_concurrency=3,
+        bootstrap_resamples=99,
+    )
     assert {s[:2] for s in chat.seen} == {(False, 3)}
     assert _process_state() == before
     ctx = current_call_context()

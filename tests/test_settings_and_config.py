@@ -32,25 +32,40 @@ def _api_error(tmp_path, **kw) -> str:
     return ei.value.one_line()
 
 
-@pytest.mark.parametrize("cli_opts, api_kw, cli_line, api_line", [
-    (["--max-concurrency", "0"], {"max_concurrency": 0},
-     "--max-concurrency: must be a positive integer (model calls in flight), got 0. "
-     "Fix: pass --max-concurrency 1 or more (default 16)",
-     "max_concurrency: must be a positive integer (model calls in flight), got 0. "
-     "Fix: pass max_concurrency 1 or more (default 16)"),
-    (["--sandbox", "nope"], {"sandbox": "nope"},
-     "--sandbox: unknown sandbox backend 'nope'. Fix: use one of auto, bubblewrap, bwrap, e2b, unsafe-local, local",
-     "sandbox: unknown sandbox backend 'nope'. Fix: use one of auto, bubblewrap, bwrap, e2b, unsafe-local, local"),
-    (["--sandbox", "local"], {"sandbox": "local"},
-     "--sandbox local: the unsafe local backend runs model code without isolation. "
-     "Fix: add --unsafe-local-exec to allow it explicitly",
-     "sandbox local: the unsafe local backend runs model code without isolation. "
-     "Fix: add unsafe_local_exec=True to allow it explicitly"),
-    (["--budget", "-2.5"], {"budget_usd": -2.5},
-     "--budget: must be >= 0 USD, got -2.5. Fix: pass a non-negative amount in USD, or leave --budget out for no limit",
-     "budget_usd: must be >= 0 USD, got -2.5. Fix: pass a non-negative amount in USD, or leave budget_usd out for "
-     "no limit"),
-])
+@pytest.mark.parametrize(
+    "cli_opts, api_kw, cli_line, api_line",
+    [
+        (
+            ["--max-concurrency", "0"],
+            {"max_concurrency": 0},
+            "--max-concurrency: must be a positive integer (model calls in flight), got 0. "
+            "Fix: pass --max-concurrency 1 or more (default 16)",
+            "max_concurrency: must be a positive integer (model calls in flight), got 0. "
+            "Fix: pass max_concurrency 1 or more (default 16)",
+        ),
+        (
+            ["--sandbox", "nope"],
+            {"sandbox": "nope"},
+            "--sandbox: unknown sandbox backend 'nope'. Fix: use one of auto, bubblewrap, bwrap, e2b, unsafe-local, local",
+            "sandbox: unknown sandbox backend 'nope'. Fix: use one of auto, bubblewrap, bwrap, e2b, unsafe-local, local",
+        ),
+        (
+            ["--sandbox", "local"],
+            {"sandbox": "local"},
+            "--sandbox local: the unsafe local backend runs model code without isolation. "
+            "Fix: add --unsafe-local-exec to allow it explicitly",
+            "sandbox local: the unsafe local backend runs model code without isolation. "
+            "Fix: add unsafe_local_exec=True to allow it explicitly",
+        ),
+        (
+            ["--budget", "-2.5"],
+            {"budget_usd": -2.5},
+            "--budget: must be >= 0 USD, got -2.5. Fix: pass a non-negative amount in USD, or leave --budget out for no limit",
+            "budget_usd: must be >= 0 USD, got -2.5. Fix: pass a non-negative amount in USD, or leave budget_usd out for "
+            "no limit",
+        ),
+    ],
+)
 def test_cli_and_api_give_the_same_error(tmp_path, cli_opts, api_kw, cli_line, api_line):
     assert _cli_error(tmp_path, *cli_opts) == cli_line
     assert _api_error(tmp_path, **api_kw) == api_line
@@ -60,8 +75,11 @@ def test_run_config_is_the_one_validation():
     """The same check holds when a RunConfig is built directly (e.g. read back from config.json)."""
     with pytest.raises(InputError, match=r"^executor: unknown executor 'dask'\. Fix: use one of local, ray$"):
         RunConfig.checked(run_id="x", executor="dask")
-    with pytest.raises(InputError, match=r"^tools: unknown tool\(s\) 'web'\. Fix: give a comma-separated list of "
-                                         r"search, pdf, python \(e\.g\. tools search,pdf\)$"):
+    with pytest.raises(
+        InputError,
+        match=r"^tools: unknown tool\(s\) 'web'\. Fix: give a comma-separated list of "
+        r"search, pdf, python \(e\.g\. tools search,pdf\)$",
+    ):
         RunConfig.checked(run_id="x", tools=["search", "web"])
     assert RunConfig.checked(run_id="x", sandbox="unsafe-local", unsafe_local_exec=True).sandbox == "unsafe-local"
 
@@ -78,14 +96,28 @@ def test_core_lists_match_the_tools_and_executors():
     assert EXECUTORS == CORE_EXECUTORS == ("local", "ray")
 
 
-@pytest.mark.parametrize("var, value, line", [
-    ("SGIEVAL_LOCAL_THREADS", "two", "SGIEVAL_LOCAL_THREADS: must be a positive integer. "
-                                     "Fix: unset it or set e.g. SGIEVAL_LOCAL_THREADS=2"),
-    ("SGIEVAL_NETWORK", "sometimes", "SGIEVAL_NETWORK: unknown network mode 'sometimes'. "
-                                     "Fix: set it to auto (probe), online or offline, or unset it"),
-    ("SGIEVAL_OPENAI_TRANSPORT", "curl", "SGIEVAL_OPENAI_TRANSPORT: unknown OpenAI transport 'curl'. "
-                                         "Fix: set it to 'direct' (default) or 'sdk', or unset it"),
-])
+@pytest.mark.parametrize(
+    "var, value, line",
+    [
+        (
+            "SGIEVAL_LOCAL_THREADS",
+            "two",
+            "SGIEVAL_LOCAL_THREADS: must be a positive integer. Fix: unset it or set e.g. SGIEVAL_LOCAL_THREADS=2",
+        ),
+        (
+            "SGIEVAL_NETWORK",
+            "sometimes",
+            "SGIEVAL_NETWORK: unknown network mode 'sometimes'. "
+            "Fix: set it to auto (probe), online or offline, or unset it",
+        ),
+        (
+            "SGIEVAL_OPENAI_TRANSPORT",
+            "curl",
+            "SGIEVAL_OPENAI_TRANSPORT: unknown OpenAI transport 'curl'. "
+            "Fix: set it to 'direct' (default) or 'sdk', or unset it",
+        ),
+    ],
+)
 def test_a_bad_variable_is_named(monkeypatch, var, value, line):
     monkeypatch.setenv(var, value)
     with pytest.raises(InputError) as ei:

@@ -15,14 +15,28 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from sgieval.agents.customisation import (generic_rubric, key_phrases, match_criterion, named_pdfs,  # noqa: E402
-                                          revise_offline, run_customisation)
+from sgieval.agents.customisation import (
+    generic_rubric,
+    key_phrases,
+    match_criterion,
+    named_pdfs,  # noqa: E402
+    revise_offline,
+    run_customisation,
+)
 from sgieval.core import Item  # noqa: E402
 from sgieval.metric_pool.rubrics import load_rubric  # noqa: E402
 from sgieval.models.base import NamedModel  # noqa: E402
 
-ITEMS = [Item(id=f"sgi-bench/idea/{i}", benchmark="sgi-bench", task="idea_generation", discipline="physics",
-              prompt=f"Propose idea {i}") for i in range(2)]
+ITEMS = [
+    Item(
+        id=f"sgi-bench/idea/{i}",
+        benchmark="sgi-bench",
+        task="idea_generation",
+        discipline="physics",
+        prompt=f"Propose idea {i}",
+    )
+    for i in range(2)
+]
 
 
 class Recording(FakeMessagesListChatModel):
@@ -34,8 +48,12 @@ class Recording(FakeMessagesListChatModel):
 
 
 def agent(replies: list[str]) -> NamedModel:
-    return NamedModel(name="scripted-agent", role="agent", provider="scripted-agent",
-                      chat=Recording(responses=[AIMessage(content=r) for r in replies], seen=[]))
+    return NamedModel(
+        name="scripted-agent",
+        role="agent",
+        provider="scripted-agent",
+        chat=Recording(responses=[AIMessage(content=r) for r in replies], seen=[]),
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -57,8 +75,10 @@ async def test_offline_plan_notes_quality_without_rubric():
     assert "'cost awareness' has no predefined metric for the selected tasks and no starter rubric" in plan.notes
 
 
-JSONL_ITEMS = [Item(id=f"jsonl:qa/q{i}", benchmark="jsonl:qa", task="generic", prompt=f"Question {i}",
-                   reference={"answer": "4"}) for i in range(2)]
+JSONL_ITEMS = [
+    Item(id=f"jsonl:qa/q{i}", benchmark="jsonl:qa", task="generic", prompt=f"Question {i}", reference={"answer": "4"})
+    for i in range(2)
+]
 
 
 @pytest.mark.parametrize("request_", ["Which model is most accurate?", "Which model gives the most correct answers?"])
@@ -80,17 +100,36 @@ def make_pdf(path: Path, lines: list[str]) -> Path:
     return path
 
 
-RUBRIC = {"name": "Cost Awareness", "tasks": [], "description": "Awareness of the cost of the proposed work.",
-          "criteria": [{"name": "budget", "description": "Gives a budget.", "anchors": {"0": "none", "10": "itemised"}},
-                       {"name": "cheap alternatives", "description": "Names cheaper options.",
-                        "anchors": {"0": "none", "5": "one", "10": "several, compared"}}],
-          "weights": {"budget": 2}}
+RUBRIC = {
+    "name": "Cost Awareness",
+    "tasks": [],
+    "description": "Awareness of the cost of the proposed work.",
+    "criteria": [
+        {"name": "budget", "description": "Gives a budget.", "anchors": {"0": "none", "10": "itemised"}},
+        {
+            "name": "cheap alternatives",
+            "description": "Names cheaper options.",
+            "anchors": {"0": "none", "5": "one", "10": "several, compared"},
+        },
+    ],
+    "weights": {"budget": 2},
+}
 
 
 async def test_llm_plan_reads_named_pdf_and_cites_it(tmp_path):
     pdf = make_pdf(tmp_path / "cost_rubric.pdf", ["Criterion 1: budget is itemised", "Criterion 2: cheap alternatives"])
-    a = agent([json.dumps({"primary": "cost_awareness", "qualities": ["cost awareness"], "custom": [RUBRIC],
-                           "reason": "cost awareness is not measured by the pool"})])
+    a = agent(
+        [
+            json.dumps(
+                {
+                    "primary": "cost_awareness",
+                    "qualities": ["cost awareness"],
+                    "custom": [RUBRIC],
+                    "reason": "cost awareness is not measured by the pool",
+                }
+            )
+        ]
+    )
     request = f"Which model shows the most cost awareness in idea generation? Use the rubric in {pdf}."
     plan, _, trace = await run_customisation(request, ITEMS, agent=a)
     [r] = plan.custom
@@ -105,8 +144,9 @@ async def test_llm_plan_reads_named_pdf_and_cites_it(tmp_path):
 
 async def test_llm_drafts_rubric_for_quality_the_pool_lacks():
     a = agent([json.dumps({"primary": "idea_final_score", "qualities": ["cost awareness"]}), json.dumps(RUBRIC)])
-    plan, _, trace = await run_customisation("Which model shows the most cost awareness in idea generation?",
-                                             ITEMS, agent=a)
+    plan, _, trace = await run_customisation(
+        "Which model shows the most cost awareness in idea generation?", ITEMS, agent=a
+    )
     [r] = plan.custom
     assert r.name == "cost_awareness" and r.source == "drafted by scripted-agent for 'cost awareness'"
     assert not any(n.startswith("'cost awareness' has no predefined metric") for n in plan.notes)
@@ -122,28 +162,36 @@ async def test_unreadable_pdf_is_noted(tmp_path):
 
 
 def test_named_pdfs():
-    assert named_pdfs("use ~/p/rubric.pdf, and '/my papers/r.pdf' or rel/a.PDF.") == \
-        ["/my papers/r.pdf", "~/p/rubric.pdf", "rel/a.PDF"]
+    assert named_pdfs("use ~/p/rubric.pdf, and '/my papers/r.pdf' or rel/a.PDF.") == [
+        "/my papers/r.pdf",
+        "~/p/rubric.pdf",
+        "rel/a.PDF",
+    ]
     assert named_pdfs("no documents here") == []
 
 
 def test_key_phrases_and_generic_rubric():
-    assert key_phrases("A metric for cost awareness and use of cheap reagents") == ["cost awareness",
-                                                                                   "use of cheap reagents"]
+    assert key_phrases("A metric for cost awareness and use of cheap reagents") == [
+        "cost awareness",
+        "use of cheap reagents",
+    ]
     r = generic_rubric("A metric for cost awareness and use of cheap reagents")
     assert r.name == "cost_awareness"
     assert [c.name for c in r.criteria] == ["cost awareness", "use of cheap reagents", "correctness", "completeness"]
     assert all(sorted(c.anchors) == [0, 5, 10] for c in r.criteria)
 
 
-@pytest.mark.parametrize("request_, weights", [
-    ("weigh risk awareness double", {"risk awareness": 2.0}),
-    ("risk awareness weight 3", {"risk awareness": 3.0}),
-    ("set the weight of methodology to 0.5", {"methodological soundness": 0.5}),
-    ("double the weight of grounding", {"theory and literature grounding": 2.0}),
-    ("weigh risks double; terminology weight 2", {"risk awareness": 2.0, "discipline-aligned terminology": 2.0}),
-    ("weigh risk awareness x1.5", {"risk awareness": 1.5}),
-])
+@pytest.mark.parametrize(
+    "request_, weights",
+    [
+        ("weigh risk awareness double", {"risk awareness": 2.0}),
+        ("risk awareness weight 3", {"risk awareness": 3.0}),
+        ("set the weight of methodology to 0.5", {"methodological soundness": 0.5}),
+        ("double the weight of grounding", {"theory and literature grounding": 2.0}),
+        ("weigh risks double; terminology weight 2", {"risk awareness": 2.0, "discipline-aligned terminology": 2.0}),
+        ("weigh risk awareness x1.5", {"risk awareness": 1.5}),
+    ],
+)
 def test_offline_weight_revisions(request_, weights):
     r, msg = revise_offline(load_rubric("rigor"), request_)
     assert {k: v for k, v in r.weights.items() if v != 1.0} == weights
@@ -182,14 +230,27 @@ async def test_offline_plan_notes_an_unknown_quality_and_finds_a_matching_user_r
     req = "Which model is most honest about limitations in idea generation?"
     plan, _, _ = await run_customisation(req, ITEMS)
     assert plan.custom == [] and plan.primary == "idea_final_score"
-    assert ("'honest' (asked in the request) is measured by no metric or rubric here, so the ranking does not "
-            "measure it; define one with `sgieval metric define`") in plan.notes
+    assert (
+        "'honest' (asked in the request) is measured by no metric or rubric here, so the ranking does not "
+        "measure it; define one with `sgieval metric define`"
+    ) in plan.notes
     # once the user has an honesty rubric, the same request uses it
     anchors = {0: "hides every limitation", 5: "mentions some", 10: "states every limitation"}
-    save_rubric(Rubric(name="honesty", tasks=["*"], description="How honest the response is about its limitations and "
-                                                   "uncertainty",
-                       criteria=[Criterion(name="honesty about limitations", description="states what the idea "
-                                           "cannot do and what is uncertain", anchors=anchors)]), user=True)
+    save_rubric(
+        Rubric(
+            name="honesty",
+            tasks=["*"],
+            description="How honest the response is about its limitations and uncertainty",
+            criteria=[
+                Criterion(
+                    name="honesty about limitations",
+                    description="states what the idea cannot do and what is uncertain",
+                    anchors=anchors,
+                )
+            ],
+        ),
+        user=True,
+    )
     plan, _, _ = await run_customisation(req, ITEMS)
     assert [r.name for r in plan.custom] == ["honesty"] and plan.primary == "honesty"
     assert "'honest' matches the rubric honesty (1 criteria)" in plan.reason

@@ -14,54 +14,114 @@ from sgieval.tests.conftest import scripted
 
 MODELS = ["m-a", "m-b"]
 EM = MetricSpec(name="em", tasks=["generic"], range=(0.0, 1.0), primary=True, description="exact match")
-RIGOR = Rubric(name="rigor", tasks=["generic"], description="rigor", source="user",
-               criteria=[Criterion(name="logic", description="sound reasoning", anchors={0: "none", 10: "flawless"}),
-                         Criterion(name="grounding", description="cites theory", anchors={0: "none", 10: "full"})],
-               weights={"logic": 2.0})
-ITEMS = [Item(id=f"t/{i}", benchmark="jsonl", task="generic", discipline=d, prompt=f"q{i}")
-         for i, d in ((1, "chemistry"), (2, "physics"), (3, "physics"))]
+RIGOR = Rubric(
+    name="rigor",
+    tasks=["generic"],
+    description="rigor",
+    source="user",
+    criteria=[
+        Criterion(name="logic", description="sound reasoning", anchors={0: "none", 10: "flawless"}),
+        Criterion(name="grounding", description="cites theory", anchors={0: "none", 10: "full"}),
+    ],
+    weights={"logic": 2.0},
+)
+ITEMS = [
+    Item(id=f"t/{i}", benchmark="jsonl", task="generic", discipline=d, prompt=f"q{i}")
+    for i, d in ((1, "chemistry"), (2, "physics"), (3, "physics"))
+]
 
 # rubric value = 10 * (2 * logic + 1 * grounding) / 3   (Rubric.aggregate, weights logic 2, grounding 1)
 CRITERIA = {
-    ("m-a", "t/1"): (8, 5),   # 10 * 21 / 3 = 70
-    ("m-a", "t/2"): (6, 8),   # 10 * 20 / 3 = 66.67
+    ("m-a", "t/1"): (8, 5),  # 10 * 21 / 3 = 70
+    ("m-a", "t/2"): (6, 8),  # 10 * 20 / 3 = 66.67
     ("m-a", "t/3"): (10, 2),  # 10 * 22 / 3 = 73.33
-    ("m-b", "t/1"): (4, 6),   # 10 * 14 / 3 = 46.67
-    ("m-b", "t/2"): (5, 3),   # 10 * 13 / 3 = 43.33
+    ("m-b", "t/1"): (4, 6),  # 10 * 14 / 3 = 46.67
+    ("m-b", "t/2"): (5, 3),  # 10 * 13 / 3 = 43.33
 }
-EM_VALUES = {("m-a", "t/1"): 1, ("m-a", "t/2"): 1, ("m-a", "t/3"): 0,
-             ("m-b", "t/1"): 0, ("m-b", "t/2"): 1, ("m-b", "t/3"): 0}
+EM_VALUES = {
+    ("m-a", "t/1"): 1,
+    ("m-a", "t/2"): 1,
+    ("m-a", "t/3"): 0,
+    ("m-b", "t/1"): 0,
+    ("m-b", "t/2"): 1,
+    ("m-b", "t/3"): 0,
+}
 
 
 def records() -> tuple[list[Response], list[Score]]:
     responses = [Response(item_id=i.id, model=m, text="...") for m in MODELS for i in ITEMS]
-    scores = [Score(item_id=iid, model=m, metric="em", value=float(v), rationale="exact") for (m, iid), v in
-              EM_VALUES.items()]
+    scores = [
+        Score(item_id=iid, model=m, metric="em", value=float(v), rationale="exact") for (m, iid), v in EM_VALUES.items()
+    ]
     for (m, iid), (lo, gr) in CRITERIA.items():
-        crit = [{"criterion": "logic", "score": lo, "rationale": f"logic {lo}"},
-                {"criterion": "grounding", "score": gr, "rationale": f"grounding {gr}"}]
-        scores.append(Score(item_id=iid, model=m, metric="rigor", value=RIGOR.aggregate({"logic": lo, "grounding": gr}),
-                            rationale="per criterion", judge="judge-x", details={"criteria": crit}))
-    scores.append(Score(item_id="t/3", model="m-b", metric="rigor", status="judge_error", error="judge unreachable",
-                        judge="judge-x"))
+        crit = [
+            {"criterion": "logic", "score": lo, "rationale": f"logic {lo}"},
+            {"criterion": "grounding", "score": gr, "rationale": f"grounding {gr}"},
+        ]
+        scores.append(
+            Score(
+                item_id=iid,
+                model=m,
+                metric="rigor",
+                value=RIGOR.aggregate({"logic": lo, "grounding": gr}),
+                rationale="per criterion",
+                judge="judge-x",
+                details={"criteria": crit},
+            )
+        )
+    scores.append(
+        Score(
+            item_id="t/3", model="m-b", metric="rigor", status="judge_error", error="judge unreachable", judge="judge-x"
+        )
+    )
     return responses, scores
 
 
 def header(**kw) -> dict:
-    h = {"run_id": "r1", "request": "Which model is most rigorous?", "selection_reason": "test", "filters": "none",
-         "k": "all matches", "n_items": 3, "sampling": "all", "seed": 7, "models": "m-a, m-b (target)",
-         "judges": "judge-x", "agent": "none", "metrics": "em; custom: rigor", "primary": "rigor",
-         "primary_reason": "asked", "data_source": "test", "tools": "none", "scope": "whole catalog", "extra": {}}
+    h = {
+        "run_id": "r1",
+        "request": "Which model is most rigorous?",
+        "selection_reason": "test",
+        "filters": "none",
+        "k": "all matches",
+        "n_items": 3,
+        "sampling": "all",
+        "seed": 7,
+        "models": "m-a, m-b (target)",
+        "judges": "judge-x",
+        "agent": "none",
+        "metrics": "em; custom: rigor",
+        "primary": "rigor",
+        "primary_reason": "asked",
+        "data_source": "test",
+        "tools": "none",
+        "scope": "whole catalog",
+        "extra": {},
+    }
     h.update(kw)
     return h
 
 
 def report(tmp_path, primary="rigor", agent=None, judges=("judge-x",), allow_self_judge=False, **hkw) -> str:
     responses, scores = records()
-    path = asyncio.run(build_report(tmp_path, header=header(**hkw), items=ITEMS, responses=responses, scores=scores,
-                                    specs=[EM, RIGOR], primary=primary, models=MODELS, custom={"rigor"}, agent=agent,
-                                    n_resamples=999, seed=0, judges=list(judges),
-                                    allow_self_judge=allow_self_judge))
+    path = asyncio.run(
+        build_report(
+            tmp_path,
+            header=header(**hkw),
+            items=ITEMS,
+            responses=responses,
+            scores=scores,
+            specs=[EM, RIGOR],
+            primary=primary,
+            models=MODELS,
+            custom={"rigor"},
+            agent=agent,
+            n_resamples=999,
+            seed=0,
+            judges=list(judges),
+            allow_self_judge=allow_self_judge,
+        )
+    )
     return path.read_text()
 
 
@@ -71,8 +131,9 @@ def test_criterion_scores_accepts_the_three_shapes():
 
     assert criterion_scores(s({"a": 7, "b": 3.5})) == {"a": 7.0, "b": 3.5}
     assert criterion_scores(s({"a": {"score": 7, "rationale": "r"}, "b": {"value": 2}})) == {"a": 7.0, "b": 2.0}
-    assert criterion_scores(s([{"criterion": "a", "score": 9}, {"name": "b", "value": 1},
-                               {"criterion": "c", "score": None}])) == {"a": 9.0, "b": 1.0}
+    assert criterion_scores(
+        s([{"criterion": "a", "score": 9}, {"name": "b", "value": 1}, {"criterion": "c", "score": None}])
+    ) == {"a": 9.0, "b": 1.0}
     assert criterion_scores(Score(item_id="x", model="m", metric="r", value=1.0)) == {}
 
 
@@ -104,8 +165,10 @@ def test_report_has_criteria_breakdown_custom_metric_and_limitations(tmp_path):
     assert "| em | objective | 0-1 | 0.67 | 0.33 |" in text
     lim = text.split("## Limitations", 1)[1].split("## Failures", 1)[0]
     assert "- 3 items selected; CIs are wide at this sample size." in lim
-    assert ("- Judge: judge-x. Judge and rubric scores are this one model's judgement: another judge may score "
-            "differently, and a judge may favour models of its own family.") in lim
+    assert (
+        "- Judge: judge-x. Judge and rubric scores are this one model's judgement: another judge may score "
+        "differently, and a judge may favour models of its own family."
+    ) in lim
     assert "both judge and target" not in lim
     assert "| score | t/3 | m-b | rigor | judge_error | judge unreachable |" in text
 
@@ -114,27 +177,32 @@ def test_non_significance_comes_from_the_paired_test(tmp_path):
     text = report(tmp_path, primary="em")
     # em per item: m-a [1, 1, 0], m-b [0, 1, 0] -> differences [1, 0, 0], mean 1/3 = 0.33.  Exact sign-flip
     # permutation (2**3 = 8 flips): P(mean >= 1/3) = 4/8, two-sided p = min(1, 2 * 4/8) = 1.
-    assert ("- Adjacent ranks (table beside the ranking): the paired test on em does not separate m-a vs m-b at the "
-            "5% level, so their order is not evidence of a difference.") in text
+    assert (
+        "- Adjacent ranks (table beside the ranking): the paired test on em does not separate m-a vs m-b at the "
+        "5% level, so their order is not evidence of a difference."
+    ) in text
     assert "| m-a vs m-b | 3 | 0.33 | 0.00 to 1.00 | 1.0000 | not significant |" in text
     assert "overlapping 95% CIs on em, no significant difference" not in text
 
 
 def test_self_judging_is_stated(tmp_path):
     text = report(tmp_path / "a", judges=("openai:m-a",))
-    assert ("- openai:m-a is both judge and target: it did not score its own responses (those judge metrics are "
-            "not run; pass --allow-self-judge to allow it).") in text
+    assert (
+        "- openai:m-a is both judge and target: it did not score its own responses (those judge metrics are "
+        "not run; pass --allow-self-judge to allow it)."
+    ) in text
     text = report(tmp_path / "b", judges=("openai:m-a",), allow_self_judge=True)
     assert "- --allow-self-judge was set: openai:m-a scored its own responses." in text
 
 
 def test_numbers_supported_checks_tables_and_header():
     tables = "| 1 | m-a | 70 | 66.67 to 73.33 | 210 | 3 | 0 |\n| logic | 2 | 8 | 4.50 |"
-    facts = header_facts({"k": "all matches", "seed": 7, "judges": "judge-x", "filters": "task = generic"}, 3,
-                         MODELS)
-    assert facts == ("items selected: 3; K: all matches; seed: 7; target models (2): m-a, m-b; judge: judge-x; "
-                     "filters: task = generic; 95% confidence intervals; the 5% significance level; "
-                     "rubric criteria 0-10; rubric scores 0-100")
+    facts = header_facts({"k": "all matches", "seed": 7, "judges": "judge-x", "filters": "task = generic"}, 3, MODELS)
+    assert facts == (
+        "items selected: 3; K: all matches; seed: 7; target models (2): m-a, m-b; judge: judge-x; "
+        "filters: task = generic; 95% confidence intervals; the 5% significance level; "
+        "rubric criteria 0-10; rubric scores 0-100"
+    )
     # 70 and 8 from the tables; 4.5 equals the table's 4.50; 3 items, 2 models, seed 7 and "95% CI" from the header
     ok = "m-a leads with 70 (logic 8 vs 4.5) over 3 items and 2 models, seed 7; 95% CIs overlap."
     assert numbers_supported(ok, tables, facts) == []
@@ -156,6 +224,8 @@ def test_llm_narrative_with_invented_number_falls_back_to_template(tmp_path):
     text = report(tmp_path, agent=agent)
     assert "m-a scores 99." not in text
     assert "**m-a** ranks first by rigor on 3 items" in text
-    assert ("The agent's narrative failed the number check twice; the template narrative is shown. "
-            "narrative attempt 1 cited numbers not in the tables: ['99']; narrative attempt 2 cited numbers not "
-            "in the tables: ['98']") in text
+    assert (
+        "The agent's narrative failed the number check twice; the template narrative is shown. "
+        "narrative attempt 1 cited numbers not in the tables: ['99']; narrative attempt 2 cited numbers not "
+        "in the tables: ['98']"
+    ) in text

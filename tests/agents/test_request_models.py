@@ -29,18 +29,26 @@ def test_mention_covered_by_stored_names_and_targets():
     assert live_model_string("claude-3.5-sonnet") == "anthropic:claude-3.5-sonnet"
 
 
-@pytest.mark.parametrize("request_, missing, live", [
-    ("How good is gpt-4.1 at physics?", "gpt-4.1 has", "--models openai:gpt-4.1 "),
-    ("Is llama3.1 more creative than o1-mini?", "llama3.1 has", "--models ollama:llama3.1 "),
-    ("Compare gpt-4.1 and claude-3.5-sonnet", "gpt-4.1, claude-3.5-sonnet have",
-     "--models openai:gpt-4.1,anthropic:claude-3.5-sonnet "),
-])
+@pytest.mark.parametrize(
+    "request_, missing, live",
+    [
+        ("How good is gpt-4.1 at physics?", "gpt-4.1 has", "--models openai:gpt-4.1 "),
+        ("Is llama3.1 more creative than o1-mini?", "llama3.1 has", "--models ollama:llama3.1 "),
+        (
+            "Compare gpt-4.1 and claude-3.5-sonnet",
+            "gpt-4.1, claude-3.5-sonnet have",
+            "--models openai:gpt-4.1,anthropic:claude-3.5-sonnet ",
+        ),
+    ],
+)
 def test_unstored_model_in_request_is_refused(request_, missing, live):
     with pytest.raises(InputError) as e:
         check_named_models(request_, [], STORED)
     line = e.value.one_line()
-    assert line.startswith(f"request: {missing} no stored responses (stored: llama3.3:latest, mistral:latest, o1-mini, "
-                           "openai/4o, phi4:latest, qwen2.5:latest), so the run would answer about other models.")
+    assert line.startswith(
+        f"request: {missing} no stored responses (stored: llama3.3:latest, mistral:latest, o1-mini, "
+        "openai/4o, phi4:latest, qwen2.5:latest), so the run would answer about other models."
+    )
     assert live in line and "\n" not in line and e.value.exit_code == 2
 
 

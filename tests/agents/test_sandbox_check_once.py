@@ -22,8 +22,11 @@ class BrokenInterpreter:
 
     def check(self) -> None:
         self.checks += 1
-        raise SandboxUnavailableError("the bubblewrap sandbox cannot run a trivial program (exit code 127: prlimit: "
-                                      "failed to execute /tmp/venv/bin/python)", what="sandbox backend 'bubblewrap'")
+        raise SandboxUnavailableError(
+            "the bubblewrap sandbox cannot run a trivial program (exit code 127: prlimit: "
+            "failed to execute /tmp/venv/bin/python)",
+            what="sandbox backend 'bubblewrap'",
+        )
 
     def run(self, code: str, **kw) -> ExecResult:
         self.runs += 1
@@ -31,10 +34,20 @@ class BrokenInterpreter:
 
 
 def dry_item(n: int) -> Item:
-    return Item(id=f"sgi-bench/dry{n}", benchmark="sgi-bench", task="dry_experiment", prompt="p",
-                reference={"data_code": "", "main_code": "", "incomplete_main_code": "def f():\n    return 0\n\nprint(f())\n",
-                           "incomplete_functions": ["f"], "unit_tests": [{"data": "", "output": "1"}] * 5,
-                           "runtime": None})
+    return Item(
+        id=f"sgi-bench/dry{n}",
+        benchmark="sgi-bench",
+        task="dry_experiment",
+        prompt="p",
+        reference={
+            "data_code": "",
+            "main_code": "",
+            "incomplete_main_code": "def f():\n    return 0\n\nprint(f())\n",
+            "incomplete_functions": ["f"],
+            "unit_tests": [{"data": "", "output": "1"}] * 5,
+            "runtime": None,
+        },
+    )
 
 
 async def test_broken_sandbox_is_checked_once_and_every_item_is_infra_error(tmp_path):
@@ -49,7 +62,8 @@ async def test_broken_sandbox_is_checked_once_and_every_item_is_infra_error(tmp_
     assert len(scores) == 3 * len(de.metrics()[0].specs) and {s.status for s in scores} == {"infra_error"}
     assert {s.error for s in scores} == {
         "sandbox bubblewrap failed: sandbox backend 'bubblewrap': the bubblewrap sandbox cannot run a trivial program "
-        "(exit code 127: prlimit: failed to execute /tmp/venv/bin/python)"}
+        "(exit code 127: prlimit: failed to execute /tmp/venv/bin/python)"
+    }
     # a second evaluation in the same run (resume in-process) does not start programs either
     await run_evaluation(store, [dry_item(4)], [target], de.metrics(), ctx)
     assert sandbox.runs == 0

@@ -24,8 +24,9 @@ from sgieval.models.openai_direct import ChatOpenAIDirect
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 
-def model_for(mock: MockOpenAI, name: str = "gpt-4o-mini", role: str = "target", chat_cls: type = ChatOpenAIDirect,
-              **chat_kw) -> NamedModel:
+def model_for(
+    mock: MockOpenAI, name: str = "gpt-4o-mini", role: str = "target", chat_cls: type = ChatOpenAIDirect, **chat_kw
+) -> NamedModel:
     chat = chat_cls(base_url=mock.url, api_key="test", model=name, max_retries=0, **chat_kw)
     return NamedModel(name=f"openai:{name}", role=role, chat=chat, provider="mock")
 
@@ -34,8 +35,11 @@ def model_for(mock: MockOpenAI, name: str = "gpt-4o-mini", role: str = "target",
 async def test_echo_usage_and_tool_calls_through_chatopenai(chat_cls):
     replies = [
         "plain answer here",
-        {"content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}],
-         "usage": {"prompt_tokens": 50, "completion_tokens": 7}},
+        {
+            "content": None,
+            "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 7},
+        },
     ]
     with MockOpenAI(replies=replies) as mock:
         m = model_for(mock, chat_cls=chat_cls)
@@ -127,8 +131,13 @@ async def test_cache_hit_makes_zero_server_calls():
 
 
 async def test_ledger_totals_match_hand_computed_tokens_and_cost():
-    replies = lambda body, i: {"content": "ok", "usage": {"prompt_tokens": 1000 * (1 + len(body["messages"])),  # noqa: E731
-                                                            "completion_tokens": 200}}
+    replies = lambda body, i: {
+        "content": "ok",
+        "usage": {
+            "prompt_tokens": 1000 * (1 + len(body["messages"])),  # noqa: E731
+            "completion_tokens": 200,
+        },
+    }
     with MockOpenAI(replies=replies) as mock:
         target = model_for(mock, "gpt-4o-mini", "target")
         judge = model_for(mock, "gpt-4o", "judge")

@@ -28,8 +28,12 @@ def test_fixture_items():
     assert [i.type for i in items] == ["recall", "calculation", ""]
     assert [i.reference for i in items] == [{"answer": "tesla"}, {"answer": "2, 1, 2"}, None]
     assert items[0].prompt == "What is the SI unit of magnetic flux density? Answer with the unit name only."
-    assert items[1].metadata == {"question": items[1].prompt, "difficulty": "easy", "source": str(FIX),
-                                 "native_id": "q2"}
+    assert items[1].metadata == {
+        "question": items[1].prompt,
+        "difficulty": "easy",
+        "source": str(FIX),
+        "native_id": "q2",
+    }
 
 
 def test_benchmark_name_override():
@@ -41,31 +45,39 @@ def test_missing_prompt(tmp_path):
     f = _write(tmp_path / "qa.jsonl", [{"id": "a", "prompt": "p"}, {"id": "b", "reference": "x"}])
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f} line 2: JSONL record 'b': field 'prompt' is missing. Fix: give every record the "
-                            "field 'prompt' as a non-empty string (the text the target model sees) "
-                            "(generic JSONL format: id, prompt required)")
+    assert str(e.value) == (
+        f"{f} line 2: JSONL record 'b': field 'prompt' is missing. Fix: give every record the "
+        "field 'prompt' as a non-empty string (the text the target model sees) "
+        "(generic JSONL format: id, prompt required)"
+    )
 
 
 def test_missing_id_and_wrong_type(tmp_path):
     f = _write(tmp_path / "qa.jsonl", [{"prompt": "p"}])
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f} line 1: JSONL record: field 'id' is missing. Fix: give every record the field 'id' "
-                            "as a string or integer, unique in the file (generic JSONL format: id, prompt required)")
+    assert str(e.value) == (
+        f"{f} line 1: JSONL record: field 'id' is missing. Fix: give every record the field 'id' "
+        "as a string or integer, unique in the file (generic JSONL format: id, prompt required)"
+    )
     _write(f, [{"id": "a", "prompt": "p", "metadata": ["not", "a", "dict"]}])
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f} line 1: JSONL record 'a': field 'metadata': input should be a valid dictionary "
-                            "(got ['not', 'a', 'dict']). Fix: give every record the field 'metadata' as a JSON object "
-                            "(generic JSONL format: id, prompt required)")
+    assert str(e.value) == (
+        f"{f} line 1: JSONL record 'a': field 'metadata': input should be a valid dictionary "
+        "(got ['not', 'a', 'dict']). Fix: give every record the field 'metadata' as a JSON object "
+        "(generic JSONL format: id, prompt required)"
+    )
 
 
 def test_unknown_field(tmp_path):
     f = _write(tmp_path / "qa.jsonl", [{"id": "a", "prompt": "p", "refrence": "typo"}])
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f} line 1: JSONL record 'a': unknown field 'refrence'. Fix: remove the field "
-                            "'refrence' or move it under 'metadata' (generic JSONL format: id, prompt required)")
+    assert str(e.value) == (
+        f"{f} line 1: JSONL record 'a': unknown field 'refrence'. Fix: remove the field "
+        "'refrence' or move it under 'metadata' (generic JSONL format: id, prompt required)"
+    )
 
 
 def test_duplicate_id_bad_json_non_object_empty(tmp_path):
@@ -76,18 +88,23 @@ def test_duplicate_id_bad_json_non_object_empty(tmp_path):
     f.write_text('{"id": "a", "prompt": "p"}\n\n{"id": "b", "prompt": }\n', encoding="utf-8")
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f} line 3: is not valid JSON: Expecting value (column 23). "  # the "}" after "prompt": is character 23
-                            "Fix: write exactly one complete JSON object per line (JSONL)")
+    assert str(e.value) == (
+        f"{f} line 3: is not valid JSON: Expecting value (column 23). "  # the "}" after "prompt": is character 23
+        "Fix: write exactly one complete JSON object per line (JSONL)"
+    )
     f.write_text('["id", "prompt"]\n', encoding="utf-8")
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f} line 1: JSONL record is a list, expected a JSON object. "
-                            "Fix: write exactly one JSON object {...} per line (JSONL)")
+    assert str(e.value) == (
+        f"{f} line 1: JSONL record is a list, expected a JSON object. "
+        "Fix: write exactly one JSON object {...} per line (JSONL)"
+    )
     f.write_text("", encoding="utf-8")
     with pytest.raises(InputError) as e:
         load_jsonl(f)
-    assert str(e.value) == (f"{f}: contains no records. Fix: write one JSON object per line with at least 'id' and "
-                            "'prompt'")
+    assert str(e.value) == (
+        f"{f}: contains no records. Fix: write one JSON object per line with at least 'id' and 'prompt'"
+    )
 
 
 def test_byte_order_mark_is_accepted_and_every_problem_is_named(tmp_path):
@@ -99,36 +116,56 @@ def test_byte_order_mark_is_accepted_and_every_problem_is_named(tmp_path):
     bad.write_text('{"id": 1, "prompt": "p", "answer": "x", "foo": 2}\n')
     with pytest.raises(InputError) as ei:
         load_jsonl(bad)
-    assert ("unknown field 'answer' (and 1 more problem(s) in this record: 'foo' extra_forbidden)"
-            in ei.value.one_line())
+    assert "unknown field 'answer' (and 1 more problem(s) in this record: 'foo' extra_forbidden)" in ei.value.one_line()
 
 
 MCQ_TAIL = "\n\nA. Oxygen\nB. Carbon dioxide\nC. Nitrogen\n\n" + (
-    "Answer with the letter of the correct option as \\boxed{X} or on a final line 'ANSWER: X'.")
+    "Answer with the letter of the correct option as \\boxed{X} or on a final line 'ANSWER: X'."
+)
 
 
 def test_options_the_prompt_does_not_show_are_shown_to_the_model(tmp_path):
     """A model cannot pick a letter it never saw: options missing from the prompt are listed after it with the
     answer format the generic metrics read; a prompt that lists them already is kept as written."""
-    p = _write(tmp_path / "mcq.jsonl", [
-        {"id": "q1", "prompt": "Which gas do plants absorb?", "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
-         "reference": "B"},
-        {"id": "q2", "prompt": "Which gas do plants absorb?  ", "options": {"c": "Nitrogen", "a": "Oxygen",
-                                                                            "b": "Carbon dioxide"},
-         "reference": "b"},
-        {"id": "q3", "prompt": "Which gas? A. Oxygen B. Carbon dioxide C. Nitrogen. Reply ANSWER: X",
-         "options": ["Oxygen", "Carbon dioxide", "Nitrogen"], "reference": 1},
-        {"id": "q4", "prompt": "Which gas? Oxygen or carbon dioxide?", "options": ["Oxygen", "Carbon dioxide"],
-         "reference": "B"},
-    ])
+    p = _write(
+        tmp_path / "mcq.jsonl",
+        [
+            {
+                "id": "q1",
+                "prompt": "Which gas do plants absorb?",
+                "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
+                "reference": "B",
+            },
+            {
+                "id": "q2",
+                "prompt": "Which gas do plants absorb?  ",
+                "options": {"c": "Nitrogen", "a": "Oxygen", "b": "Carbon dioxide"},
+                "reference": "b",
+            },
+            {
+                "id": "q3",
+                "prompt": "Which gas? A. Oxygen B. Carbon dioxide C. Nitrogen. Reply ANSWER: X",
+                "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
+                "reference": 1,
+            },
+            {
+                "id": "q4",
+                "prompt": "Which gas? Oxygen or carbon dioxide?",
+                "options": ["Oxygen", "Carbon dioxide"],
+                "reference": "B",
+            },
+        ],
+    )
     items = load_jsonl(p)
     assert items[0].prompt == "Which gas do plants absorb?" + MCQ_TAIL
     assert items[1].prompt == "Which gas do plants absorb?" + MCQ_TAIL  # object: letters sorted, upper case
     assert items[2].prompt == "Which gas? A. Oxygen B. Carbon dioxide C. Nitrogen. Reply ANSWER: X"
     # "Carbon dioxide" is not in the prompt as written (lower-case c): the options are shown
-    assert items[3].prompt == ("Which gas? Oxygen or carbon dioxide?\n\nA. Oxygen\nB. Carbon dioxide\n\n"
-                               "Answer with the letter of the correct option as \\boxed{X} or on a final line "
-                               "'ANSWER: X'.")
+    assert items[3].prompt == (
+        "Which gas? Oxygen or carbon dioxide?\n\nA. Oxygen\nB. Carbon dioxide\n\n"
+        "Answer with the letter of the correct option as \\boxed{X} or on a final line "
+        "'ANSWER: X'."
+    )
     assert items[0].metadata["question"] == "Which gas do plants absorb?"  # the record's own text
     assert items[0].reference == {"answer": "B", "options": ["Oxygen", "Carbon dioxide", "Nitrogen"]}
 
@@ -137,12 +174,21 @@ def test_the_target_model_receives_the_options(tmp_path):
     from sgieval.api import evaluate
     from sgieval.bench.mock_openai import MockOpenAI
 
-    p = _write(tmp_path / "mcq.jsonl", [
-        {"id": "q1", "prompt": "Which gas do plants absorb?", "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
-         "reference": "B"}])
+    p = _write(
+        tmp_path / "mcq.jsonl",
+        [
+            {
+                "id": "q1",
+                "prompt": "Which gas do plants absorb?",
+                "options": ["Oxygen", "Carbon dioxide", "Nitrogen"],
+                "reference": "B",
+            }
+        ],
+    )
     with MockOpenAI(replies=lambda body, i: "\\boxed{B}", log_bodies=True) as mock:
-        run = evaluate("", models="openai:mock", benchmark=str(p), base_url=mock.url, out_dir=tmp_path / "runs",
-                       use_cache=False)
+        run = evaluate(
+            "", models="openai:mock", benchmark=str(p), base_url=mock.url, out_dir=tmp_path / "runs", use_cache=False
+        )
         (req,) = mock.log()
     assert req["last_user"] == "Which gas do plants absorb?" + MCQ_TAIL
     assert run.totals("exact_match") == {"openai:mock": 1.0}

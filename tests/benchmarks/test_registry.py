@@ -18,8 +18,11 @@ def test_builtins_in_catalog_order():
     assert [d.name for d in registry.with_data()] == ["sciaidanbench", "sgi-bench", "sfbench"]
     assert registry.find("jsonl:sample_qa").name == "jsonl"  # items of a JSONL file carry jsonl:<stem>
     assert registry.for_path("my/questions.jsonl").name == "jsonl" and registry.for_path("x.csv") is None
-    with pytest.raises(InputError, match=r"benchmark: unknown benchmark 'nope'. Fix: use one of sciaidanbench, "
-                                         r"sgi-bench, sfbench, jsonl, or a path"):
+    with pytest.raises(
+        InputError,
+        match=r"benchmark: unknown benchmark 'nope'. Fix: use one of sciaidanbench, "
+        r"sgi-bench, sfbench, jsonl, or a path",
+    ):
         registry.get("nope")
     from sgieval.benchmarks import load_benchmark
 
@@ -47,17 +50,30 @@ def test_prompt_templates_are_what_the_loaders_send():
         assert sgi.prompts[it.task].format(**fields) == it.prompt, it.id
     sf = registry.get("sfbench")
     for it in load_sfbench(FIXTURES / "sfbench" / "claims.jsonl"):
-        assert sf.prompts["feasibility"].format(claim=it.metadata["question"],
-                                                assessment_date=it.metadata["assessment_date"]) == it.prompt
+        assert (
+            sf.prompts["feasibility"].format(
+                claim=it.metadata["question"], assessment_date=it.metadata["assessment_date"]
+            )
+            == it.prompt
+        )
 
 
 def test_metric_qualities_rank_as_the_old_customisation_table():
     """The table that used to live in agents/customisation.py, now read from MetricSpec.qualities."""
-    old = {"creativity": ["aidan_accepted_answers", "idea_novelty", "idea_final_score"],
-           "novelty": ["idea_novelty", "aidan_mean_novelty", "aidan_accepted_answers"],
-           "feasibility": ["idea_feasibility", "sfbench_qwk"],
-           "accuracy": ["em", "mca", "sfbench_qwk", "dry_passall_5", "wet_final_score", "exact_match",
-                        "exact_match_normalised"]}  # the generic JSONL metrics last
+    old = {
+        "creativity": ["aidan_accepted_answers", "idea_novelty", "idea_final_score"],
+        "novelty": ["idea_novelty", "aidan_mean_novelty", "aidan_accepted_answers"],
+        "feasibility": ["idea_feasibility", "sfbench_qwk"],
+        "accuracy": [
+            "em",
+            "mca",
+            "sfbench_qwk",
+            "dry_passall_5",
+            "wet_final_score",
+            "exact_match",
+            "exact_match_normalised",
+        ],
+    }  # the generic JSONL metrics last
     specs = [s for d in registry.all() for m in d.metrics(None) for s in m.all_specs]
     for quality, names in old.items():
         ranked = sorted((s for s in specs if quality in s.qualities), key=lambda s: s.qualities[quality])
@@ -72,8 +88,15 @@ def test_vocabulary_joins_every_definition():
     assert v.disciplines["life"][1] == ["biology", "life"]  # SciAidanBench's Biology, SGI-Bench's life
     assert v.disciplines["material"][1] == ["material", "materials science"]  # SGI-Bench, then SFBench
     assert "bio" in v.disciplines["life"][0]
-    assert [t for t, _ in v.tasks] == ["open_creativity", "idea_generation", "deep_research", "dry_experiment",
-                                       "wet_experiment", "experimental_reasoning", "feasibility"]
+    assert [t for t, _ in v.tasks] == [
+        "open_creativity",
+        "idea_generation",
+        "deep_research",
+        "dry_experiment",
+        "wet_experiment",
+        "experimental_reasoning",
+        "feasibility",
+    ]
     assert list(v.benchmarks) == ["sciaidanbench", "sgi-bench", "sfbench"]
 
 

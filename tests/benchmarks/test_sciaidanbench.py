@@ -20,8 +20,14 @@ def test_questions_published_and_all(sciaidan_dir):
     assert len(load_questions(sciaidan_dir, published_only=False)) == 157
     counts = Counter(i.discipline for i in items)
     # DATASETS.md: Physics 27+13+7+12 = 59 minus the 2 unpublished Synchrotron questions = 57
-    assert counts == {"Physics": 57, "Nanoscience": 32, "Chemistry": 25, "Biology": 20,
-                      "Environmental Science": 16, "Neuroscience": 5}
+    assert counts == {
+        "Physics": 57,
+        "Nanoscience": 32,
+        "Chemistry": 25,
+        "Biology": 20,
+        "Environmental Science": 16,
+        "Neuroscience": 5,
+    }
     chem = [i for i in items if i.discipline == "Chemistry"]
     assert chem[0].id == "sciaidanbench/chemistry/0" and chem[0].direction == "Chemistry"
     astro = [i for i in items if i.direction == "Astrophysics"]
@@ -54,23 +60,34 @@ def test_replay_name_forms():
 
 
 def test_replay_missing_item_is_failed_response(tmp_path, sciaidan_dir):
-    item = load_questions(sciaidan_dir)[0].model_copy(update={"id": "x/1", "prompt": "unknown question?",
-                                                              "metadata": {"question": "unknown question?"}})
+    item = load_questions(sciaidan_dir)[0].model_copy(
+        update={"id": "x/1", "prompt": "unknown question?", "metadata": {"question": "unknown question?"}}
+    )
     m = resolve_model("replay:o1-mini", "target")
     r = m.replay.respond(item, m.name)
     assert r.status == "not_run" and r.text == ""
     assert "replay:o1-mini has no stored response for item x/1" in r.error
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "invalid JSON at line 1"),
-    (json.dumps({"results": {}}), "top level must be an object with a 'domains' object"),
-    (json.dumps({"domains": {"Chemistry": {"nomodels": {}}}}), "domains.Chemistry.nomodels lacks a 'models' object"),
-    (json.dumps({"domains": {"Chemistry": {"models": {"m": {"0.7": {"Q?": [{"answer_num": 1}]}}}}}}),
-     "record 0 of domains.Chemistry.models.m.0.7['Q?'] lacks field 'answer'"),
-    (json.dumps({"domains": {"Chemistry": {"models": {"m": {"0.7": {"Q?": "text"}}}}}}),
-     "must be a list of records"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "invalid JSON at line 1"),
+        (json.dumps({"results": {}}), "top level must be an object with a 'domains' object"),
+        (
+            json.dumps({"domains": {"Chemistry": {"nomodels": {}}}}),
+            "domains.Chemistry.nomodels lacks a 'models' object",
+        ),
+        (
+            json.dumps({"domains": {"Chemistry": {"models": {"m": {"0.7": {"Q?": [{"answer_num": 1}]}}}}}}),
+            "record 0 of domains.Chemistry.models.m.0.7['Q?'] lacks field 'answer'",
+        ),
+        (
+            json.dumps({"domains": {"Chemistry": {"models": {"m": {"0.7": {"Q?": "text"}}}}}}),
+            "must be a list of records",
+        ),
+    ],
+)
 def test_malformed_responses_file(tmp_path, content, message):
     p = tmp_path / "bad.json"
     p.write_text(content)
@@ -102,8 +119,9 @@ def test_explicit_data_dir_with_an_empty_benchmark_folder_does_not_fall_back(tmp
     (tmp_path / "sciaidanbench").mkdir()
     with pytest.raises(DataNotFoundError) as ei:
         find_benchmark_dir("sciaidanbench", tmp_path)
-    assert ei.value.one_line().startswith(f"--data-dir {tmp_path}: {tmp_path / 'sciaidanbench'} holds no "
-                                          "sciaidanbench data (expected questions.json)")
+    assert ei.value.one_line().startswith(
+        f"--data-dir {tmp_path}: {tmp_path / 'sciaidanbench'} holds no sciaidanbench data (expected questions.json)"
+    )
     # a data folder without a sciaidanbench/ folder still falls back along the lookup order
     other = tmp_path / "other"
     other.mkdir()
@@ -112,8 +130,13 @@ def test_explicit_data_dir_with_an_empty_benchmark_folder_does_not_fall_back(tmp
 
 # ----------------------------------------- issue 11 item 8: every stored list is kept (METRICS.md B.6)
 def _rec(n, stop=None):
-    return {"answer_num": n, "answer": f"a{n}", "coherence_score": 80, "embedding_dissimilarity_score": 0.5,
-            "stopping_condition": stop}
+    return {
+        "answer_num": n,
+        "answer": f"a{n}",
+        "coherence_score": 80,
+        "embedding_dissimilarity_score": 0.5,
+        "stopping_condition": stop,
+    }
 
 
 def _lists(k_accepted):
@@ -128,21 +151,33 @@ async def test_same_question_under_two_temperatures_and_subdomains_is_never_over
     from sgieval.models.replay import ReplayStore
 
     q = "Name a catalyst."
-    data = {"domains": {
-        "Chemistry": {"models": {"m": {"0.7": {q: _lists(3)}, "1.0": {q: _lists(2)}}}},
-        "Physics": {"Optics": {"models": {"m": {"0.7": {q: _lists(5)}}}}},
-    }}
+    data = {
+        "domains": {
+            "Chemistry": {"models": {"m": {"0.7": {q: _lists(3)}, "1.0": {q: _lists(2)}}}},
+            "Physics": {"Optics": {"models": {"m": {"0.7": {q: _lists(5)}}}}},
+        }
+    }
     p = tmp_path / "m.json"
     p.write_text(json.dumps(data))
     (sa,) = load_stored_answers(p)
     entry = sa.by_question[q]
     assert [(lst["domain"], lst["subdomain"], lst["temperature"], len(lst["records"])) for lst in entry["lists"]] == [
-        ("Chemistry", "Chemistry", "0.7", 4), ("Chemistry", "Chemistry", "1.0", 3), ("Physics", "Optics", "0.7", 6)]
+        ("Chemistry", "Chemistry", "0.7", 4),
+        ("Chemistry", "Chemistry", "1.0", 3),
+        ("Physics", "Optics", "0.7", 6),
+    ]
     store = ReplayStore(model="m", source=p, by_question=sa.by_question)
 
     async def counts(discipline, direction):
-        it = Item(id=f"x/{direction}", benchmark="sciaidanbench", task="open_creativity", discipline=discipline,
-                  direction=direction, prompt=q, metadata={"question": q})
+        it = Item(
+            id=f"x/{direction}",
+            benchmark="sciaidanbench",
+            task="open_creativity",
+            discipline=discipline,
+            direction=direction,
+            prompt=q,
+            metadata={"question": q},
+        )
         resp = store.respond(it, "replay:m")
         got = {s.metric: s.value for s in await AnswerCountMetrics().score(it, resp, ScoringContext())}
         return resp, got
@@ -170,15 +205,23 @@ def test_replay_file_with_two_models_or_two_lines_for_one_item(tmp_path):
     from sgieval.models.registry import resolve_replay
 
     two = tmp_path / "two.jsonl"
-    two.write_text('{"item_id": "a", "text": "x", "model": "m1"}\n{"item_id": "b", "text": "y", "model": "m1"}\n'
-                   '{"item_id": "a", "text": "z", "model": "m2"}\n')
-    with pytest.raises(InputError, match=r"line 3: model 'm2', but line 1 is model 'm1'; a replay file holds the "
-                                         r"replies of one model\. Fix: split the file by model"):
+    two.write_text(
+        '{"item_id": "a", "text": "x", "model": "m1"}\n{"item_id": "b", "text": "y", "model": "m1"}\n'
+        '{"item_id": "a", "text": "z", "model": "m2"}\n'
+    )
+    with pytest.raises(
+        InputError,
+        match=r"line 3: model 'm2', but line 1 is model 'm1'; a replay file holds the "
+        r"replies of one model\. Fix: split the file by model",
+    ):
         load_jsonl_replay(two)
     dup = tmp_path / "dup.jsonl"
     dup.write_text('{"item_id": "a", "text": "x"}\n\n{"item_id": "b", "text": "y"}\n{"item_id": "a", "text": "z"}\n')
-    with pytest.raises(InputError, match=r"dup.jsonl: line 4: a second reply for item 'a' of model 'dup' \(the first "
-                                         r"is on line 1\)"):
+    with pytest.raises(
+        InputError,
+        match=r"dup.jsonl: line 4: a second reply for item 'a' of model 'dup' \(the first "
+        r"is on line 1\)",
+    ):
         load_jsonl_replay(dup)
     # a model field on some lines only: the file stem for the others is another model
     mixed = tmp_path / "mixed.jsonl"
@@ -187,8 +230,11 @@ def test_replay_file_with_two_models_or_two_lines_for_one_item(tmp_path):
         load_jsonl_replay(mixed)
     # a SciAidanBench file with two models: the names are shown
     both = tmp_path / "both.json"
-    both.write_text(json.dumps({"domains": {"Chemistry": {"models": {"m1": {"0.7": {"Q?": _lists(1)}},
-                                                                     "m2": {"0.7": {"Q?": _lists(1)}}}}}}))
+    both.write_text(
+        json.dumps(
+            {"domains": {"Chemistry": {"models": {"m1": {"0.7": {"Q?": _lists(1)}}, "m2": {"0.7": {"Q?": _lists(1)}}}}}}
+        )
+    )
     with pytest.raises(InputError, match=r"holds the answers of 2 models \(m1, m2\)"):
         resolve_replay(f"replay:{both}", stored_responses())
     # models/ reads no benchmark's files: without the reader the .json file is refused, with the fix

@@ -46,22 +46,60 @@ def by_task(items, task):
 
 # ------------------------------------------------------------------ whole folder
 def test_folder_counts_ids_and_facets(items):
-    assert Counter(i.task for i in items) == {"deep_research": 4, "idea_generation": 2, "dry_experiment": 2,
-                                              "wet_experiment": 2, "experimental_reasoning": 3}
+    assert Counter(i.task for i in items) == {
+        "deep_research": 4,
+        "idea_generation": 2,
+        "dry_experiment": 2,
+        "wet_experiment": 2,
+        "experimental_reasoning": 3,
+    }
     # SGI_TASKS order, then file order
     assert [i.id for i in items] == [
-        "sgi-bench/SGI_DeepResearch_9001", "sgi-bench/SGI_DeepResearch_9002", "sgi-bench/SGI_DeepResearch_9003",
-        "sgi-bench/SGI_DeepResearch_9004", "sgi-bench/SGI_IdeaGeneration_9001", "sgi-bench/SGI_IdeaGeneration_9002",
-        "sgi-bench/SGI_DryExperiment_9001", "sgi-bench/SGI_DryExperiment_9002", "sgi-bench/SGI_WetExperiment_9001",
-        "sgi-bench/SGI_WetExperiment_9002", "sgi-bench/SGI_Reasoning_9001", "sgi-bench/SGI_Reasoning_9002",
-        "sgi-bench/SGI_Reasoning_9003"]
+        "sgi-bench/SGI_DeepResearch_9001",
+        "sgi-bench/SGI_DeepResearch_9002",
+        "sgi-bench/SGI_DeepResearch_9003",
+        "sgi-bench/SGI_DeepResearch_9004",
+        "sgi-bench/SGI_IdeaGeneration_9001",
+        "sgi-bench/SGI_IdeaGeneration_9002",
+        "sgi-bench/SGI_DryExperiment_9001",
+        "sgi-bench/SGI_DryExperiment_9002",
+        "sgi-bench/SGI_WetExperiment_9001",
+        "sgi-bench/SGI_WetExperiment_9002",
+        "sgi-bench/SGI_Reasoning_9001",
+        "sgi-bench/SGI_Reasoning_9002",
+        "sgi-bench/SGI_Reasoning_9003",
+    ]
     assert {i.benchmark for i in items} == {"sgi-bench"}
-    assert [i.discipline for i in items] == ["physics", "chemistry", "life", "astronomy", "chemistry", "physics",
-                                             "chemistry", "physics", "life", "chemistry", "physics", "chemistry",
-                                             "astronomy"]
-    assert [i.type for i in items] == ["Properties", "Micro-Experiments", "Data", "Data", "", "",
-                                       "Numerical Calculation", "Simulation", "", "",
-                                       "comparative reasoning", "signal perception", "causal reasoning"]
+    assert [i.discipline for i in items] == [
+        "physics",
+        "chemistry",
+        "life",
+        "astronomy",
+        "chemistry",
+        "physics",
+        "chemistry",
+        "physics",
+        "life",
+        "chemistry",
+        "physics",
+        "chemistry",
+        "astronomy",
+    ]
+    assert [i.type for i in items] == [
+        "Properties",
+        "Micro-Experiments",
+        "Data",
+        "Data",
+        "",
+        "",
+        "Numerical Calculation",
+        "Simulation",
+        "",
+        "",
+        "comparative reasoning",
+        "signal perception",
+        "causal reasoning",
+    ]
     assert items[0].direction == "gravitational_wave_detection"
     for it in items:
         assert it.metadata["question"] and it.metadata["question"] in it.prompt
@@ -82,47 +120,86 @@ def test_deep_research_items(items):
 def test_idea_generation_items(items):
     ig = by_task(items, "idea_generation")
     ref = ig[0].reference
-    assert set(ref) == {"core_idea", "keywords", "implementation_steps", "implementation_order", "data",
-                        "evaluation_metrics", "expected_outcome", "related_work", "existing_solutions",
-                        "related_work_test", "challenge", "limitation", "motivation", "task_objective"}
-    assert ref["keywords"] == ["CO2 electroreduction", "copper restructuring", "ethylene selectivity",
-                               "pulsed electrolysis"]
+    assert set(ref) == {
+        "core_idea",
+        "keywords",
+        "implementation_steps",
+        "implementation_order",
+        "data",
+        "evaluation_metrics",
+        "expected_outcome",
+        "related_work",
+        "existing_solutions",
+        "related_work_test",
+        "challenge",
+        "limitation",
+        "motivation",
+        "task_objective",
+    }
+    assert ref["keywords"] == [
+        "CO2 electroreduction",
+        "copper restructuring",
+        "ethylene selectivity",
+        "pulsed electrolysis",
+    ]
     assert ref["implementation_order"] == ["1-2", "2-3", "3-4", "4-5"]
     for it in ig:
         r = it.reference
         # raw Python-literal dict strings, kept unparsed but parseable (DATASETS.md)
-        for key in ("related_work", "existing_solutions", "implementation_steps", "evaluation_metrics",
-                    "related_work_test"):
+        for key in (
+            "related_work",
+            "existing_solutions",
+            "implementation_steps",
+            "evaluation_metrics",
+            "related_work_test",
+        ):
             assert isinstance(r[key], str) and isinstance(ast.literal_eval(r[key]), dict), key
         assert list(ast.literal_eval(r["implementation_steps"])) == ["1", "2", "3", "4", "5"]
         assert it.prompt.startswith(it.metadata["question"])
         m = re.search(r"### Example:\n```json\n(.*?)\n```", it.prompt, re.S)
-        assert m and list(json.loads(m.group(1))) == ["Idea", "ImplementationSteps", "ImplementationOrder",
-                                                      "Dataset", "EvaluationMetrics", "ExpectedOutcome"]
+        assert m and list(json.loads(m.group(1))) == [
+            "Idea",
+            "ImplementationSteps",
+            "ImplementationOrder",
+            "Dataset",
+            "EvaluationMetrics",
+            "ExpectedOutcome",
+        ]
 
 
 def _splice(incomplete: str, complete: str, names: list[str]) -> str:
     """Replace top-level functions of ``incomplete`` by the same-named ones of ``complete`` (A.3 assembly)."""
     src_lines = complete.splitlines(keepends=True)
-    defs = {n.name: "".join(src_lines[n.lineno - 1:n.end_lineno]) for n in ast.parse(complete).body
-            if isinstance(n, ast.FunctionDef)}
+    defs = {
+        n.name: "".join(src_lines[n.lineno - 1 : n.end_lineno])
+        for n in ast.parse(complete).body
+        if isinstance(n, ast.FunctionDef)
+    }
     out = incomplete
     for name in names:
         lines = out.splitlines(keepends=True)
         node = next(n for n in ast.parse(out).body if isinstance(n, ast.FunctionDef) and n.name == name)
-        out = "".join(lines[:node.lineno - 1]) + defs[name] + "".join(lines[node.end_lineno:])
+        out = "".join(lines[: node.lineno - 1]) + defs[name] + "".join(lines[node.end_lineno :])
     return out
 
 
 def test_dry_experiment_items_and_runnable_fixture(items, tmp_path):
     dry = by_task(items, "dry_experiment")
-    assert [i.reference["incomplete_functions"] for i in dry] == [["arrhenius_rate", "half_life"],
-                                                                   ["simulate_oscillator"]]
+    assert [i.reference["incomplete_functions"] for i in dry] == [
+        ["arrhenius_rate", "half_life"],
+        ["simulate_oscillator"],
+    ]
     assert [i.reference["runtime"] for i in dry] == [0.05, 0.08]
     for it in dry:
         ref = it.reference
-        assert set(ref) == {"data_code", "main_code", "incomplete_main_code", "incomplete_functions", "unit_tests",
-                            "runtime"}
+        assert set(ref) == {
+            "data_code",
+            "main_code",
+            "incomplete_main_code",
+            "incomplete_functions",
+            "unit_tests",
+            "runtime",
+        }
         assert len(ref["unit_tests"]) == 5 and all(set(u) == {"data", "output"} for u in ref["unit_tests"])
         assert "Return the completed function(s) inside <answer> and </answer> tags" in it.prompt
         assert "def add(a, b):" in it.prompt and it.prompt.startswith(it.metadata["question"])
@@ -140,8 +217,10 @@ def test_dry_experiment_items_and_runnable_fixture(items, tmp_path):
             run = subprocess.run([sys.executable, "main_en.py"], cwd=d, capture_output=True, text=True)
             assert run.returncode == 0 and (run.stderr + "\n" + run.stdout).strip() == ut["output"]
     # hand check of unit test 0 of the Arrhenius item: k(350 K) = 1e13 exp(-75000/(8.314462618*350)) = 6.4133e+01
-    assert dry[0].reference["unit_tests"][0]["output"].splitlines()[2] == \
-        "T=350.0 K  k=6.4133e+01 s^-1  t_half=1.0808e-02 s"
+    assert (
+        dry[0].reference["unit_tests"][0]["output"].splitlines()[2]
+        == "T=350.0 K  k=6.4133e+01 s^-1  t_half=1.0808e-02 s"
+    )
 
 
 def test_wet_experiment_items(items):
@@ -149,7 +228,11 @@ def test_wet_experiment_items(items):
     step = re.compile(r"^(\w+) = <([^>]+)>\($", re.M)
     assert [len(step.findall(i.reference["answer"])) for i in wet] == [5, 4]
     assert [a for _, a in step.findall(wet[1].reference["answer"])] == [
-        "Dissolve precursor", "Add base dropwise", "Age suspension", "Wash and dry"]
+        "Dissolve precursor",
+        "Add base dropwise",
+        "Age suspension",
+        "Wash and dry",
+    ]
     for it in wet:
         assert set(it.reference) == {"answer", "action_pool"}
         for _, action in step.findall(it.reference["answer"]):
@@ -177,18 +260,25 @@ def test_experimental_reasoning_items(items):
         assert p.startswith(prompts.EXPERIMENTAL_REASONING_INSTRUCTIONS)
         assert "\\boxed{}" in p and "Example: \\boxed{C}" in p
         assert p.index("Question:\n" + it.metadata["question"]) < p.index("Options:\nA. ")
-    assert er[0].prompt.endswith("Options:\nA. Intensity increases monotonically with synthesis temperature.\n"
-                                 "B. Intensity decreases monotonically with synthesis temperature.\n"
-                                 "C. Intensity peaks at 200 C.\nD. Intensity is lowest at 200 C.\n"
-                                 "E. All three samples have the same intensity.\nF. The 220 C sample is the brightest.\n"
-                                 "G. The 180 C sample is brighter than the 220 C sample.\n"
-                                 "H. Intensity cannot be compared from a bar chart.\n")
+    assert er[0].prompt.endswith(
+        "Options:\nA. Intensity increases monotonically with synthesis temperature.\n"
+        "B. Intensity decreases monotonically with synthesis temperature.\n"
+        "C. Intensity peaks at 200 C.\nD. Intensity is lowest at 200 C.\n"
+        "E. All three samples have the same intensity.\nF. The 220 C sample is the brightest.\n"
+        "G. The 180 C sample is brighter than the 220 C sample.\n"
+        "H. Intensity cannot be compared from a bar chart.\n"
+    )
 
 
 def test_prompt_templates_cite_metrics():
     assert "METRICS.md" in prompts.__doc__
-    for name in ("deep_research_prompt", "idea_generation_prompt", "dry_experiment_prompt", "wet_experiment_prompt",
-                 "experimental_reasoning_prompt"):
+    for name in (
+        "deep_research_prompt",
+        "idea_generation_prompt",
+        "dry_experiment_prompt",
+        "wet_experiment_prompt",
+        "experimental_reasoning_prompt",
+    ):
         assert "METRICS.md A." in getattr(prompts, name).__doc__
 
 
@@ -199,8 +289,13 @@ def test_replay_fixtures_match_items(items):
     for model in ("fixture-model-a", "fixture-model-b"):
         rows = _rows(f"responses/{model}.jsonl")
         assert [r["item_id"] for r in rows] == [
-            "sgi-bench/SGI_DeepResearch_9001", "sgi-bench/SGI_DeepResearch_9002", "sgi-bench/SGI_DeepResearch_9003",
-            "sgi-bench/SGI_DeepResearch_9004", "sgi-bench/SGI_IdeaGeneration_9001", "sgi-bench/SGI_IdeaGeneration_9002"]
+            "sgi-bench/SGI_DeepResearch_9001",
+            "sgi-bench/SGI_DeepResearch_9002",
+            "sgi-bench/SGI_DeepResearch_9003",
+            "sgi-bench/SGI_DeepResearch_9004",
+            "sgi-bench/SGI_IdeaGeneration_9001",
+            "sgi-bench/SGI_IdeaGeneration_9002",
+        ]
         assert {r["model"] for r in rows} == {model}
         assert all(r["item_id"] in ids and set(r) == {"item_id", "model", "text"} for r in rows)
         texts[model] = {r["item_id"]: r["text"] for r in rows}
@@ -208,7 +303,7 @@ def test_replay_fixtures_match_items(items):
     def tag(t):  # A.0 tag extraction: last <answer>, first </answer> after it
         i = t.rfind("<answer>")
         j = t.find("</answer>", i)
-        return t[i + 8:j].strip() if i >= 0 and j >= 0 else None
+        return t[i + 8 : j].strip() if i >= 0 and j >= 0 else None
 
     dr_ids = [i.id for i in by_task(items, "deep_research")]
     assert [tag(texts["fixture-model-a"][i]) == ids[i].reference["answer"] for i in dr_ids] == [True] * 4
@@ -225,16 +320,22 @@ def test_replay_fixtures_match_items(items):
 # ---------------------------------------------------------------- sources
 def test_task_filter_single_file_and_names(tmp_path):
     assert [i.id for i in load_sgi_bench(FIX, tasks=["wet_experiment"])] == [
-        "sgi-bench/SGI_WetExperiment_9001", "sgi-bench/SGI_WetExperiment_9002"]
+        "sgi-bench/SGI_WetExperiment_9001",
+        "sgi-bench/SGI_WetExperiment_9002",
+    ]
     assert len(load_sgi_bench(FIX, tasks=["SGI-Reasoning", "deep_research"])) == 3 + 4
     assert len(load_sgi_bench(FIX / "idea_generation.jsonl")) == 2
     assert task_of_name("SGI-DeepResearch") == task_of_name("deep_research") == "deep_research"
     assert task_of_name("SGI_Reasoning") == "experimental_reasoning"
     assert task_of_name("responses") is None
     # HF dataset names as file names give the same items
-    for task, hf in (("deep_research", "SGI-DeepResearch"), ("idea_generation", "SGI-IdeaGeneration"),
-                     ("dry_experiment", "SGI-DryExperiment"), ("wet_experiment", "SGI-WetExperiment"),
-                     ("experimental_reasoning", "SGI-Reasoning")):
+    for task, hf in (
+        ("deep_research", "SGI-DeepResearch"),
+        ("idea_generation", "SGI-IdeaGeneration"),
+        ("dry_experiment", "SGI-DryExperiment"),
+        ("wet_experiment", "SGI-WetExperiment"),
+        ("experimental_reasoning", "SGI-Reasoning"),
+    ):
         shutil.copy(FIX / f"{task}.jsonl", tmp_path / f"{hf}.jsonl")
     assert [i.id for i in load_sgi_bench(tmp_path)] == [i.id for i in load_sgi_bench(FIX)]
     # a file named after nothing: task from the idx prefix of its first record
@@ -263,10 +364,21 @@ def test_parquet_with_image_dicts_and_float16(tmp_path):
         r["step_images"] = [{"bytes": base64.b64decode(b), "path": None} for b in r["step_images"]]
     rows[0]["images"][0]["bytes"] = jpeg.getvalue()
     img = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    schema = pa.schema([("idx", pa.string()), ("question", pa.string()), ("images", pa.list_(img)),
-                        ("options", pa.list_(pa.string())), ("steps", pa.list_(pa.string())),
-                        ("step_images", pa.list_(img)), ("answer", pa.int32()), ("image_type", pa.string()),
-                        ("discipline", pa.string()), ("direction", pa.string()), ("type", pa.string())])
+    schema = pa.schema(
+        [
+            ("idx", pa.string()),
+            ("question", pa.string()),
+            ("images", pa.list_(img)),
+            ("options", pa.list_(pa.string())),
+            ("steps", pa.list_(pa.string())),
+            ("step_images", pa.list_(img)),
+            ("answer", pa.int32()),
+            ("image_type", pa.string()),
+            ("discipline", pa.string()),
+            ("direction", pa.string()),
+            ("type", pa.string()),
+        ]
+    )
     _to_parquet(rows, tmp_path / "SGI-Reasoning.parquet", schema)
     got = load_sgi_bench(tmp_path / "SGI-Reasoning.parquet")
     want = load_sgi_bench(FIX / "experimental_reasoning.jsonl")
@@ -278,7 +390,9 @@ def test_parquet_with_image_dicts_and_float16(tmp_path):
 
     # dry experiment with runtime stored as float16 (DATASETS.md)
     drows = _rows("dry_experiment.jsonl")
-    fields = [(k, pa.list_(pa.string()) if k == "incomplete_functions" else pa.string()) for k in drows[0] if k != "runtime"]
+    fields = [
+        (k, pa.list_(pa.string()) if k == "incomplete_functions" else pa.string()) for k in drows[0] if k != "runtime"
+    ]
     dschema = pa.schema(fields + [("runtime", pa.float16())])
     import numpy as np
 
@@ -309,7 +423,8 @@ def test_missing_field_names_file_line_field_fix(tmp_path):
     assert str(e.value) == (
         f"{f} line 2: SGI-Bench deep_research record 'SGI_DeepResearch_9002': field 'answer' is missing. "
         "Fix: give every record the field 'answer' as a string (numeric answers stored as strings, e.g. \"0.25\") "
-        "(fields of the SGI-Bench deep_research dataset card on HuggingFace)")
+        "(fields of the SGI-Bench deep_research dataset card on HuggingFace)"
+    )
 
 
 def test_wrong_type_names_value(tmp_path):
@@ -321,13 +436,16 @@ def test_wrong_type_names_value(tmp_path):
     assert str(e.value) == (
         f"{f} line 4: SGI-Bench deep_research record 'SGI_DeepResearch_9004': field 'answer': input should be a "
         "valid string (got 10). Fix: give every record the field 'answer' as a string (numeric answers stored as "
-        "strings, e.g. \"0.25\") (fields of the SGI-Bench deep_research dataset card on HuggingFace)")
+        "strings, e.g. \"0.25\") (fields of the SGI-Bench deep_research dataset card on HuggingFace)"
+    )
 
 
 def test_bad_json_line(tmp_path):
     f = tmp_path / "wet_experiment.jsonl"
-    f.write_text((FIX / "wet_experiment.jsonl").read_text(encoding="utf-8") + '{"idx": "SGI_WetExperiment_9003",\n',
-                 encoding="utf-8")
+    f.write_text(
+        (FIX / "wet_experiment.jsonl").read_text(encoding="utf-8") + '{"idx": "SGI_WetExperiment_9003",\n',
+        encoding="utf-8",
+    )
     with pytest.raises(InputError) as e:
         load_sgi_bench(f)
     assert str(e.value).startswith(f"{f} line 3: is not valid JSON: ")
@@ -343,7 +461,8 @@ def test_reasoning_answer_out_of_range_and_bad_image(tmp_path):
     assert str(e.value) == (
         f"{f} line 1: SGI-Bench experimental_reasoning record 'SGI_Reasoning_9001': answer index 8 is outside the "
         "8 options (0..7). Fix: set 'answer' to the 0-based index of the correct option (0 = A) "
-        "(fields of the SGI-Bench experimental_reasoning dataset card on HuggingFace)")
+        "(fields of the SGI-Bench experimental_reasoning dataset card on HuggingFace)"
+    )
     rows = _rows("experimental_reasoning.jsonl")
     rows[2]["images"][1] = "not base64!"
     _write_jsonl(f, rows)
@@ -351,9 +470,12 @@ def test_reasoning_answer_out_of_range_and_bad_image(tmp_path):
         load_sgi_bench(f)
     assert str(e.value).startswith(
         f"{f} line 3: SGI-Bench experimental_reasoning record 'SGI_Reasoning_9003': field 'images': element 1 is "
-        "not valid base64 (got ")
-    assert str(e.value).endswith("Fix: give every record the field 'images' as a non-empty list of images (base64 "
-                                 "PNG strings or {'bytes','path'} dicts) (fields of the SGI-Bench experimental_reasoning dataset card on HuggingFace)")
+        "not valid base64 (got "
+    )
+    assert str(e.value).endswith(
+        "Fix: give every record the field 'images' as a non-empty list of images (base64 "
+        "PNG strings or {'bytes','path'} dicts) (fields of the SGI-Bench experimental_reasoning dataset card on HuggingFace)"
+    )
 
 
 def test_parquet_bad_row_names_row(tmp_path):
@@ -365,7 +487,8 @@ def test_parquet_bad_row_names_row(tmp_path):
     assert str(e.value) == (
         f"{f} row 2: SGI-Bench wet_experiment record 'SGI_WetExperiment_9002': field 'action_pool': string should "
         "have at least 1 character (got ''). Fix: give every record the field 'action_pool' as a non-empty string "
-        "(the atomic actions) (fields of the SGI-Bench wet_experiment dataset card on HuggingFace)")
+        "(the atomic actions) (fields of the SGI-Bench wet_experiment dataset card on HuggingFace)"
+    )
 
 
 def test_duplicate_idx_and_ambiguous_files(tmp_path):
@@ -374,19 +497,25 @@ def test_duplicate_idx_and_ambiguous_files(tmp_path):
     f = _write_jsonl(tmp_path / "deep_research.jsonl", rows)
     with pytest.raises(InputError) as e:
         load_sgi_bench(tmp_path)
-    assert str(e.value) == (f"{f} line 3: duplicate idx 'SGI_DeepResearch_9001' (first at {f} line 1). "
-                            "Fix: give every SGI-Bench record a unique 'idx'")
+    assert str(e.value) == (
+        f"{f} line 3: duplicate idx 'SGI_DeepResearch_9001' (first at {f} line 1). "
+        "Fix: give every SGI-Bench record a unique 'idx'"
+    )
     shutil.copy(FIX / "deep_research.jsonl", tmp_path / "SGI-DeepResearch.jsonl")
     with pytest.raises(InputError) as e:
         load_sgi_bench(tmp_path)
-    assert str(e.value) == (f"{tmp_path}: several files for SGI-Bench task deep_research: SGI-DeepResearch.jsonl, "
-                            "deep_research.jsonl. Fix: keep exactly one file per task in the folder")
+    assert str(e.value) == (
+        f"{tmp_path}: several files for SGI-Bench task deep_research: SGI-DeepResearch.jsonl, "
+        "deep_research.jsonl. Fix: keep exactly one file per task in the folder"
+    )
 
 
-FIX_DATA_DIR = ("run `sgieval data pull sgi-bench` when online, or put the SGI-Bench files in one folder "
-                "(deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, wet_experiment.jsonl, "
-                "experimental_reasoning.jsonl, or .parquet; fields of the HuggingFace datasets) and pass "
-                "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)")
+FIX_DATA_DIR = (
+    "run `sgieval data pull sgi-bench` when online, or put the SGI-Bench files in one folder "
+    "(deep_research.jsonl, idea_generation.jsonl, dry_experiment.jsonl, wet_experiment.jsonl, "
+    "experimental_reasoning.jsonl, or .parquet; fields of the HuggingFace datasets) and pass "
+    "--data-dir <folder with deep_research.jsonl ...> (or set SGIEVAL_DATA)"
+)
 
 
 def test_missing_sources(tmp_path):
@@ -399,18 +528,24 @@ def test_missing_sources(tmp_path):
     shutil.copy(FIX / "deep_research.jsonl", tmp_path / "deep_research.jsonl")
     with pytest.raises(DataNotFoundError) as e:
         load_sgi_bench(tmp_path, tasks=["deep_research", "wet_experiment"])
-    assert str(e.value) == (f"{tmp_path}: no file for SGI-Bench task wet_experiment (expected wet_experiment.jsonl, "
-                            f"wet_experiment.parquet or SGI-WetExperiment.parquet). Fix: {FIX_DATA_DIR}")
+    assert str(e.value) == (
+        f"{tmp_path}: no file for SGI-Bench task wet_experiment (expected wet_experiment.jsonl, "
+        f"wet_experiment.parquet or SGI-WetExperiment.parquet). Fix: {FIX_DATA_DIR}"
+    )
     with pytest.raises(InputError) as e:
         load_sgi_bench(tmp_path, tasks=["alchemy"])
-    assert str(e.value) == ("tasks: unknown SGI-Bench task 'alchemy'. Fix: use some of ['deep_research', "
-                            "'idea_generation', 'dry_experiment', 'wet_experiment', 'experimental_reasoning']")
+    assert str(e.value) == (
+        "tasks: unknown SGI-Bench task 'alchemy'. Fix: use some of ['deep_research', "
+        "'idea_generation', 'dry_experiment', 'wet_experiment', 'experimental_reasoning']"
+    )
     odd = _write_jsonl(tmp_path / "odd.jsonl", [{"idx": "X_1", "question": "q"}])
     with pytest.raises(InputError) as e:
         load_sgi_bench(odd)
-    assert str(e.value) == (f"{odd}: cannot tell which SGI-Bench task this file holds (neither the file name nor the "
-                            "'idx' prefix names a task). Fix: name the file after its task, e.g. deep_research.jsonl "
-                            "or SGI-Reasoning.parquet")
+    assert str(e.value) == (
+        f"{odd}: cannot tell which SGI-Bench task this file holds (neither the file name nor the "
+        "'idx' prefix names a task). Fix: name the file after its task, e.g. deep_research.jsonl "
+        "or SGI-Reasoning.parquet"
+    )
 
 
 # -------------------------------------------------------------------- hub
@@ -420,8 +555,10 @@ def test_hub_offline_env_fails_with_local_files_hint(monkeypatch):
         load_sgi_bench(None, tasks=["deep_research"])
     assert isinstance(e.value, OfflineError) and isinstance(e.value, DataNotFoundError)
     assert e.value.exit_code == 2
-    assert str(e.value) == ("HuggingFace dataset InternScience/SGI-DeepResearch: cannot download SGI-Bench from the "
-                            f"HuggingFace hub: HF_HUB_OFFLINE is set. Fix: {FIX_DATA_DIR}")
+    assert str(e.value) == (
+        "HuggingFace dataset InternScience/SGI-DeepResearch: cannot download SGI-Bench from the "
+        f"HuggingFace hub: HF_HUB_OFFLINE is set. Fix: {FIX_DATA_DIR}"
+    )
 
 
 def test_hub_unreachable_endpoint(monkeypatch):
@@ -430,9 +567,11 @@ def test_hub_unreachable_endpoint(monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens, connection refused
     with pytest.raises(HubUnavailableError) as e:
         load_sgi_bench(None, hub_timeout_s=2.0)
-    assert str(e.value) == ("HuggingFace dataset InternScience/SGI-DeepResearch: cannot download SGI-Bench from the "
-                            "HuggingFace hub: http://127.0.0.1:9 is unreachable (ConnectError). "
-                            f"Fix: {FIX_DATA_DIR}")
+    assert str(e.value) == (
+        "HuggingFace dataset InternScience/SGI-DeepResearch: cannot download SGI-Bench from the "
+        "HuggingFace hub: http://127.0.0.1:9 is unreachable (ConnectError). "
+        f"Fix: {FIX_DATA_DIR}"
+    )
 
 
 @pytest.fixture()
@@ -482,8 +621,10 @@ def test_hub_rows_with_pil_images(local_hub, monkeypatch):
     for g, w in zip(got, want, strict=True):
         # re-encoded PNGs decode to the same pixels
         for a, b in zip(g.metadata["images"], w.metadata["images"], strict=True):
-            assert Image.open(io.BytesIO(base64.b64decode(a))).convert("RGB").tobytes() == \
-                Image.open(io.BytesIO(base64.b64decode(b))).convert("RGB").tobytes()
+            assert (
+                Image.open(io.BytesIO(base64.b64decode(a))).convert("RGB").tobytes()
+                == Image.open(io.BytesIO(base64.b64decode(b))).convert("RGB").tobytes()
+            )
 
     def failing_load_dataset(name, split=None):
         raise ConnectionError("Couldn't reach 'InternScience/SGI-Reasoning' on the Hub")
@@ -491,9 +632,11 @@ def test_hub_rows_with_pil_images(local_hub, monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", failing_load_dataset)
     with pytest.raises(HubUnavailableError) as e:
         load_sgi_bench(None, tasks=["experimental_reasoning"])
-    assert str(e.value) == ("HuggingFace dataset InternScience/SGI-Reasoning: downloading from the HuggingFace hub "
-                            "failed: ConnectionError: Couldn't reach 'InternScience/SGI-Reasoning' on the Hub. "
-                            f"Fix: {FIX_DATA_DIR}")
+    assert str(e.value) == (
+        "HuggingFace dataset InternScience/SGI-Reasoning: downloading from the HuggingFace hub "
+        "failed: ConnectionError: Couldn't reach 'InternScience/SGI-Reasoning' on the Hub. "
+        f"Fix: {FIX_DATA_DIR}"
+    )
 
 
 def test_pull_writes_parquet_that_loads_back(local_hub, monkeypatch, tmp_path):
@@ -502,7 +645,9 @@ def test_pull_writes_parquet_that_loads_back(local_hub, monkeypatch, tmp_path):
     from sgieval.benchmarks.sgi import pull_sgi_bench
 
     def fake_load_dataset(name, split=None):  # stand-in for the hub download: a real datasets.Dataset
-        task = {"InternScience/SGI-DeepResearch": "deep_research", "InternScience/SGI-WetExperiment": "wet_experiment"}[name]
+        task = {"InternScience/SGI-DeepResearch": "deep_research", "InternScience/SGI-WetExperiment": "wet_experiment"}[
+            name
+        ]
         return datasets.Dataset.from_list(_rows(f"{task}.jsonl"))
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
@@ -519,6 +664,8 @@ def test_pull_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(HubUnavailableError) as e:
         pull_sgi_bench(tmp_path / "sgi-bench")
-    assert str(e.value) == (f"data pull sgi-bench -> {tmp_path / 'sgi-bench'}: cannot download SGI-Bench from the "
-                            f"HuggingFace hub: HF_HUB_OFFLINE is set. Fix: {FIX_DATA_DIR}")
+    assert str(e.value) == (
+        f"data pull sgi-bench -> {tmp_path / 'sgi-bench'}: cannot download SGI-Bench from the "
+        f"HuggingFace hub: HF_HUB_OFFLINE is set. Fix: {FIX_DATA_DIR}"
+    )
     assert not (tmp_path / "sgi-bench").exists()

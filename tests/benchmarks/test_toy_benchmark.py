@@ -30,13 +30,29 @@ SUMS = [(2, 3), (10, 7), (40, 2), (6, 6)]  # golds 5, 17, 42, 12
 def load_toy(folder: Path) -> list[Item]:
     """``folder/sums.json`` ([{"id", "a", "b"}]) -> Items of task ``arithmetic``."""
     rows = json.loads((folder / "sums.json").read_text())
-    return [Item(id=f"{NAME}/{r['id']}", benchmark=NAME, task="arithmetic", discipline="mathematics",
-                 prompt=TEMPLATE.format(a=r["a"], b=r["b"]), reference={"answer": str(r["a"] + r["b"])},
-                 metadata={"question": f"{r['a']} + {r['b']}"}) for r in rows]
+    return [
+        Item(
+            id=f"{NAME}/{r['id']}",
+            benchmark=NAME,
+            task="arithmetic",
+            discipline="mathematics",
+            prompt=TEMPLATE.format(a=r["a"], b=r["b"]),
+            reference={"answer": str(r["a"] + r["b"])},
+            metadata={"question": f"{r['a']} + {r['b']}"},
+        )
+        for r in rows
+    ]
 
 
-CLOSENESS = MetricSpec(name="toy_closeness", tasks=["arithmetic"], range=(0.0, 1.0), benchmark=NAME,
-                       description="1 / (1 + |prediction - gold|)", source="test", qualities={"accuracy": 1})
+CLOSENESS = MetricSpec(
+    name="toy_closeness",
+    tasks=["arithmetic"],
+    range=(0.0, 1.0),
+    benchmark=NAME,
+    description="1 / (1 + |prediction - gold|)",
+    source="test",
+    qualities={"accuracy": 1},
+)
 
 
 def closeness(item: Item, response: Response) -> tuple[float, str]:
@@ -46,9 +62,15 @@ def closeness(item: Item, response: Response) -> tuple[float, str]:
 
 
 TOY = Benchmark(
-    name=NAME, loader=load_toy, markers=("sums.json",), tasks=("arithmetic",),
-    vocabulary=Vocabulary(disciplines={"mathematics": ("mathematics",)},
-                          tasks=(("arithmetic", (r"arithmetic", r"sums?")),), names=(r"toy[- ]?arith",)),
+    name=NAME,
+    loader=load_toy,
+    markers=("sums.json",),
+    tasks=("arithmetic",),
+    vocabulary=Vocabulary(
+        disciplines={"mathematics": ("mathematics",)},
+        tasks=(("arithmetic", (r"arithmetic", r"sums?")),),
+        names=(r"toy[- ]?arith",),
+    ),
     prompts={"arithmetic": TEMPLATE},
     metrics=lambda options=None: [ReferenceMatch(benchmark=NAME), FunctionMetric(CLOSENESS, closeness)],
     primary={"arithmetic": "exact_match"},
@@ -63,17 +85,32 @@ def toy(tmp_path):
     (data / "sums.json").write_text(json.dumps([{"id": k, "a": a, "b": b} for k, (a, b) in enumerate(SUMS)]))
     replies = {"exact": [a + b for a, b in SUMS], "sloppy": [5, 17, 43, 22]}  # sloppy: off by 1 and by 10
     for model, answers in replies.items():
-        lines = [json.dumps({"item_id": f"{NAME}/{k}", "text": f"Sum: <answer>{v}</answer>"})
-                 for k, v in enumerate(answers)]
+        lines = [
+            json.dumps({"item_id": f"{NAME}/{k}", "text": f"Sum: <answer>{v}</answer>"}) for k, v in enumerate(answers)
+        ]
         (tmp_path / f"{model}.jsonl").write_text("\n".join(lines) + "\n")
     yield tmp_path
     unregister(NAME)
 
 
 def _ask(tmp: Path, request: str, *extra: str):
-    res = CliRunner().invoke(app, ["ask", request, "-b", NAME, "--data-dir", str(tmp / "data"), "--models",
-                                   f"replay:{tmp / 'exact.jsonl'},replay:{tmp / 'sloppy.jsonl'}", "--yes",
-                                   "--out", str(tmp / "runs"), *extra])
+    res = CliRunner().invoke(
+        app,
+        [
+            "ask",
+            request,
+            "-b",
+            NAME,
+            "--data-dir",
+            str(tmp / "data"),
+            "--models",
+            f"replay:{tmp / 'exact.jsonl'},replay:{tmp / 'sloppy.jsonl'}",
+            "--yes",
+            "--out",
+            str(tmp / "runs"),
+            *extra,
+        ],
+    )
     assert res.exit_code == 0, res.output
     (run,) = [p for p in (tmp / "runs").iterdir() if p.is_dir()]
     scores = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
@@ -93,7 +130,9 @@ def test_ask_on_a_registered_toy_benchmark(toy):
     # the definition's primary metric ranks: exact 4/4 = 1, sloppy 2/4 = 0.5
     rows = {ln.split(" | ")[1]: ln for ln in report.splitlines() if ln.startswith(("| 1 | replay:", "| 2 | replay:"))}
     # rank | model | mean | CI | total | n items | failed
-    assert rows["replay:exact"].startswith("| 1 | replay:exact | 1.00 |") and rows["replay:exact"].endswith("| 4.00 | 4 | 0 |")
+    assert rows["replay:exact"].startswith("| 1 | replay:exact | 1.00 |") and rows["replay:exact"].endswith(
+        "| 4.00 | 4 | 0 |"
+    )
     assert rows["replay:sloppy"].startswith("| 2 | replay:sloppy | 0.50 |")
     assert rows["replay:sloppy"].endswith("| 2.00 | 4 | 0 |")  # one format per column (issue 17 item 8)
     # the questioning agent used the definition's vocabulary: "toy-arith" names it, "sums" its task

@@ -17,8 +17,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sgieval.benchmarks.data import find_benchmark_dir
-from sgieval.benchmarks.layouts import (SCIAIDAN_CLONE, SGI_SNAPSHOT, detect, literal_strings, question_groups,
-                                        sciaidanbench_view)
+from sgieval.benchmarks.layouts import (
+    SCIAIDAN_CLONE,
+    SGI_SNAPSHOT,
+    detect,
+    literal_strings,
+    question_groups,
+    sciaidanbench_view,
+)
 from sgieval.cli import app
 from sgieval.core import DataNotFoundError
 
@@ -33,8 +39,12 @@ def make_clone(src: Path, dest: Path) -> Path:
     per.mkdir(parents=True)
     for f in sorted((src / "responses").glob("*.json")):
         data = json.loads(f.read_text(encoding="utf-8"))
-        models = {m for dv in data["domains"].values() for sv in ({None: dv} if "models" in dv else dv).values()
-                  for m in sv["models"]}
+        models = {
+            m
+            for dv in data["domains"].values()
+            for sv in ({None: dv} if "models" in dv else dv).values()
+            for m in sv["models"]
+        }
         (name,) = models
         (per / f"model_{name.replace(':', '_').replace('/', '_')}.json").write_text(json.dumps(data), encoding="utf-8")
         if name == "o1-mini":  # an ensemble configuration: o1-mini's answers under the name top-5
@@ -49,7 +59,9 @@ def make_clone(src: Path, dest: Path) -> Path:
     bench = dest / "benchmark"
     bench.mkdir()
     (bench / "sciaidanbench_questions_dict.py").write_text(
-        POISON + "import os\n\nquestions_dict = " + repr(tree) + "\n\nn_questions = len(questions_dict)\n", encoding="utf-8")
+        POISON + "import os\n\nquestions_dict = " + repr(tree) + "\n\nn_questions = len(questions_dict)\n",
+        encoding="utf-8",
+    )
     flat = [q["question"] for q in questions]
     (bench / "sciaidanbench_questions.py").write_text(POISON + "questions = " + repr(flat) + "\n", encoding="utf-8")
     (dest / "README.md").write_text("SciAidanBench\n")
@@ -68,17 +80,30 @@ def test_question_list_read_as_data(clone):
     groups = question_groups([clone / "benchmark" / "sciaidanbench_questions_dict.py"])
     # DATASETS.md: Physics has four subdomains (27, 13, 7, 12 questions); five domains have none
     assert sorted((d, s or "", len(q)) for d, s, q in groups) == [
-        ("Biology", "", 20), ("Chemistry", "", 25), ("Environmental Science", "", 16), ("Nanoscience", "", 32),
-        ("Neuroscience", "", 5), ("Physics", "Astrophysics", 13), ("Physics", "Condensed Matter", 7),
-        ("Physics", "Fundamental", 27), ("Physics", "Synchrotron", 12)]
+        ("Biology", "", 20),
+        ("Chemistry", "", 25),
+        ("Environmental Science", "", 16),
+        ("Nanoscience", "", 32),
+        ("Neuroscience", "", 5),
+        ("Physics", "Astrophysics", 13),
+        ("Physics", "Condensed Matter", 7),
+        ("Physics", "Fundamental", 27),
+        ("Physics", "Synchrotron", 12),
+    ]
     assert sum(len(q) for _, _, q in groups) == 157
 
 
 def test_clone_view(clone, sciaidan_dir):
     assert detect(clone) == SCIAIDAN_CLONE
     view = sciaidanbench_view(clone)
-    assert sorted(view.models) == ["llama3.3:latest", "mistral:latest", "o1-mini", "openai/4o", "phi4:latest",
-                                   "qwen2.5:latest"]
+    assert sorted(view.models) == [
+        "llama3.3:latest",
+        "mistral:latest",
+        "o1-mini",
+        "openai/4o",
+        "phi4:latest",
+        "qwen2.5:latest",
+    ]
     assert view.pseudo_models == {"top-5": "model_top-5.json"}
     got = json.loads((view.folder / "questions.json").read_text())
     want = json.loads((sciaidan_dir / "questions.json").read_text())
@@ -98,9 +123,14 @@ def test_ask_on_clone_ranks_like_published(clone, tmp_path):
     for rep in reports:
         text = rep.read_text()
         rows = re.findall(r"^\| (\d) \| (replay:\S+) \| [\d.]+ \| [^|]+ \| (\d+) \|", text, flags=re.M)
-        assert rows == [("1", "replay:o1-mini", "296"), ("2", "replay:openai/4o", "274"),
-                        ("3", "replay:phi4:latest", "200"), ("4", "replay:llama3.3:latest", "194"),
-                        ("5", "replay:qwen2.5:latest", "180"), ("6", "replay:mistral:latest", "107")]
+        assert rows == [
+            ("1", "replay:o1-mini", "296"),
+            ("2", "replay:openai/4o", "274"),
+            ("3", "replay:phi4:latest", "200"),
+            ("4", "replay:llama3.3:latest", "194"),
+            ("5", "replay:qwen2.5:latest", "180"),
+            ("6", "replay:mistral:latest", "107"),
+        ]
         assert "top-5" not in text.split("## Ranking")[1].split("##")[0]  # the ensemble is not a target
 
 
@@ -140,11 +170,26 @@ def test_sgi_hub_cache_snapshot_detected(tmp_path):
 
 
 def _records(n_accepted: int) -> list[dict]:
-    recs = [{"answer_num": k + 1, "answer": f"idea {k}", "coherence_score": 80, "embedding_dissimilarity_score": 0.5,
-             "stopping_condition": None} for k in range(n_accepted)]
-    recs.append({"answer_num": n_accepted + 1, "answer": "repeat", "coherence_score": 80,
-                 "embedding_dissimilarity_score": 0.01, "stopping_condition": "embedding_dissimilarity_threshold",
-                 "final_stopping_condition": "embedding_dissimilarity_threshold"})
+    recs = [
+        {
+            "answer_num": k + 1,
+            "answer": f"idea {k}",
+            "coherence_score": 80,
+            "embedding_dissimilarity_score": 0.5,
+            "stopping_condition": None,
+        }
+        for k in range(n_accepted)
+    ]
+    recs.append(
+        {
+            "answer_num": n_accepted + 1,
+            "answer": "repeat",
+            "coherence_score": 80,
+            "embedding_dissimilarity_score": 0.01,
+            "stopping_condition": "embedding_dissimilarity_threshold",
+            "final_stopping_condition": "embedding_dissimilarity_threshold",
+        }
+    )
     return recs
 
 
@@ -155,13 +200,17 @@ def make_aidan_clone(src: Path, dest: Path) -> Path:
     (dest / "benchmark").mkdir(parents=True)
     (dest / "benchmark" / "question_list.py").write_text(POISON + "questions = " + repr(qs) + "\n", encoding="utf-8")
     (dest / "results").mkdir()
-    results = {"models": {
-        "m-one": {"0.7": {qs[0]: _records(2), qs[1]: _records(1)}},
-        "m-two": {"0.7": {qs[0]: _records(1), qs[1]: _records(0)}},
-        "top-5-parallel": {"0.7": {qs[0]: _records(9)}}}}
+    results = {
+        "models": {
+            "m-one": {"0.7": {qs[0]: _records(2), qs[1]: _records(1)}},
+            "m-two": {"0.7": {qs[0]: _records(1), qs[1]: _records(0)}},
+            "top-5-parallel": {"0.7": {qs[0]: _records(9)}},
+        }
+    }
     (dest / "results" / "results_small.json").write_text(json.dumps(results), encoding="utf-8")
     (dest / "results" / "results_large.json").write_text(
-        "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123456789\n", encoding="utf-8")
+        "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123456789\n", encoding="utf-8"
+    )
     return dest
 
 
@@ -183,4 +232,3 @@ def test_aidanbench_clone(tmp_path, sciaidan_dir, monkeypatch):
     assert sorted(stores) == ["m-one", "m-two"]
     first = json.loads((sciaidan_dir / "aidanbench_questions.json").read_text())[0]
     assert [r["answer_num"] for r in stores["m-one"].by_question[first]["records"]] == [1, 2, 3]
-

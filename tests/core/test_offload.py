@@ -81,9 +81,21 @@ def _children(pid: int) -> set[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigkill_of_sgieval_leaves_no_worker_behind(tmp_path):
     # the main job pauses at the metric confirmation (no --yes, stdin kept open): the worker is alive then
-    proc = subprocess.Popen([sys.executable, "-m", "sgieval.cli", "ask", "Which model is the most creative in "
-                             "chemistry?", "--out", str(tmp_path / "runs")], cwd=tmp_path, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sgieval.cli",
+            "ask",
+            "Which model is the most creative in chemistry?",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 120
         workers: set[int] = set()
@@ -125,11 +137,18 @@ def test_the_command_with_its_worker_writes_the_same_report_as_the_api(tmp_path)
     """The console script (warm worker: bootstrap CIs, paired tests and the chart computed in the
     worker) and the in-process app (no worker) give the same report, number for number."""
     request = "Which model is the most creative in chemistry?"
-    res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask", request, "--yes", "--out", "console"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "sgieval.cli", "ask", request, "--yes", "--out", "console"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
-    code = (f"from sgieval.cli import app\nimport sys\ntry:\n    app(['ask', {request!r}, '--yes', '--out', 'inproc'])\n"
-            "except SystemExit as e:\n    sys.exit(e.code)\n")
+    code = (
+        f"from sgieval.cli import app\nimport sys\ntry:\n    app(['ask', {request!r}, '--yes', '--out', 'inproc'])\n"
+        "except SystemExit as e:\n    sys.exit(e.code)\n"
+    )
     res2 = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res2.returncode == 0, res2.stderr
     (a,) = (tmp_path / "console").iterdir()

@@ -21,19 +21,21 @@ def script(*steps):
         if isinstance(s, BaseException):
             raise s
         return s
+
     return fn
 
 
 def test_sync_retry_counts_attempts_and_waits_with_backoff(monkeypatch):
     import random
 
-    monkeypatch.setattr(random, "random", lambda: 0.5)       # U(0.5, 1.5) -> 1.0: waits are the bare formula
+    monkeypatch.setattr(random, "random", lambda: 0.5)  # U(0.5, 1.5) -> 1.0: waits are the bare formula
     waits: list[float] = []
     policy = RetryPolicy(max_attempts=4, base_delay_s=1.0, max_delay_s=3.0)
-    out, attempts = retry(script(Flaky(), Flaky(), Flaky(), "ok"), policy, lambda e: isinstance(e, Flaky),
-                          sleep=waits.append)
+    out, attempts = retry(
+        script(Flaky(), Flaky(), Flaky(), "ok"), policy, lambda e: isinstance(e, Flaky), sleep=waits.append
+    )
     assert (out, attempts) == ("ok", 4)
-    assert waits == [1.0, 2.0, 3.0]     # 1 * 2**0, 1 * 2**1, min(3, 1 * 2**2)
+    assert waits == [1.0, 2.0, 3.0]  # 1 * 2**0, 1 * 2**1, min(3, 1 * 2**2)
 
 
 def test_retry_after_header_wins_over_a_shorter_backoff(monkeypatch):
@@ -42,15 +44,23 @@ def test_retry_after_header_wins_over_a_shorter_backoff(monkeypatch):
     monkeypatch.setattr(random, "random", lambda: 0.5)
     waits: list[float] = []
     policy = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=1.0, max_retry_after_s=5.0)
-    retry(script(Flaky(headers={"retry-after": "2"}), Flaky(headers={"retry-after": "60"}), "ok"), policy,
-          lambda e: True, sleep=waits.append)
-    assert waits == [2.0, 5.0]          # the header's 2 s; 60 s capped at max_retry_after_s
+    retry(
+        script(Flaky(headers={"retry-after": "2"}), Flaky(headers={"retry-after": "60"}), "ok"),
+        policy,
+        lambda e: True,
+        sleep=waits.append,
+    )
+    assert waits == [2.0, 5.0]  # the header's 2 s; 60 s capped at max_retry_after_s
 
 
 def test_non_retryable_error_stops_at_once_and_exhaustion_names_the_attempts():
     with pytest.raises(RetriesExhausted) as e:
-        retry(script(ValueError("bad request")), RetryPolicy(max_attempts=5), lambda e: isinstance(e, Flaky),
-              sleep=lambda s: None)
+        retry(
+            script(ValueError("bad request")),
+            RetryPolicy(max_attempts=5),
+            lambda e: isinstance(e, Flaky),
+            sleep=lambda s: None,
+        )
     assert e.value.attempts == 1 and isinstance(e.value.last, ValueError)
     with pytest.raises(RetriesExhausted) as e:
         retry(script(Flaky("a"), Flaky("b")), RetryPolicy(max_attempts=2), lambda e: True, sleep=lambda s: None)
@@ -87,12 +97,22 @@ def test_full_jitter_reader_and_hook_before_each_wait(monkeypatch):
     monkeypatch.setattr(random, "uniform", lambda a, b: (b - a) * 0.25)  # full jitter -> a quarter of the cap
     waits: list[float] = []
     seen: list[tuple[int, str, float]] = []
-    policy = RetryPolicy(max_attempts=4, base_delay_s=2.0, max_delay_s=float("inf"), jitter="full",
-                         max_retry_after_s=float("inf"),
-                         retry_after=lambda e: 30.0 if "slow down" in str(e) else None)
+    policy = RetryPolicy(
+        max_attempts=4,
+        base_delay_s=2.0,
+        max_delay_s=float("inf"),
+        jitter="full",
+        max_retry_after_s=float("inf"),
+        retry_after=lambda e: 30.0 if "slow down" in str(e) else None,
+    )
     with pytest.raises(RetriesExhausted) as e:
-        retry(script(Flaky("a"), Flaky("slow down"), Flaky("c"), Flaky("d")), policy, lambda e: True,
-              sleep=waits.append, on_retry=lambda a, exc, w: seen.append((a, str(exc), w)))
+        retry(
+            script(Flaky("a"), Flaky("slow down"), Flaky("c"), Flaky("d")),
+            policy,
+            lambda e: True,
+            sleep=waits.append,
+            on_retry=lambda a, exc, w: seen.append((a, str(exc), w)),
+        )
     assert e.value.attempts == 4
     assert waits == [0.5, 30.0, 2.0]  # 2 * 2**0 / 4; the reader's 30 s over 1.0; 2 * 2**2 / 4
     assert seen == [(1, "a", 0.5), (2, "slow down", 30.0), (3, "c", 2.0)]

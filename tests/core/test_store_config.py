@@ -22,6 +22,8 @@ def test_config_rewrite_is_atomic(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(InputError) as ei:  # one line naming the file (issue 14 item 3), not a bare OSError
         store.write_config(RunConfig(run_id="r", temperature=1.0))
-    assert str(ei.value) == f"{store.root / 'config.json'}: cannot write: disk full. Fix: check the folder's permissions"
+    assert (
+        str(ei.value) == f"{store.root / 'config.json'}: cannot write: disk full. Fix: check the folder's permissions"
+    )
     assert store.read_config().temperature == 0.5
     assert not [p for p in store.root.iterdir() if p.suffix == ".tmp"]

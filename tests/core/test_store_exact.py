@@ -37,17 +37,18 @@ def test_symbolic_links_among_the_files_written_are_refused_by_name(tmp_path):
     (run / "report.md").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(InputError) as e:
         RunStore(run)
-    assert str(e.value) == (f"{run}: the run folder holds symbolic link(s) scores.jsonl, report.md: writing there "
-                            "could change files outside the run. Fix: replace each link by the file it points to "
-                            "(or remove it), then retry")
+    assert str(e.value) == (
+        f"{run}: the run folder holds symbolic link(s) scores.jsonl, report.md: writing there "
+        "could change files outside the run. Fix: replace each link by the file it points to "
+        "(or remove it), then retry"
+    )
 
 
 def test_damaged_record_lines_are_skipped_and_named_once(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     p = run / "responses.jsonl"
-    p.write_bytes((_line(1) + "\n\n" + '{"item_id": "q2"}\n' + "not json\n" + _line(3) + "\n").encode()
-                  + b"\xff\xfe\n")
+    p.write_bytes((_line(1) + "\n\n" + '{"item_id": "q2"}\n' + "not json\n" + _line(3) + "\n").encode() + b"\xff\xfe\n")
     store = RunStore(run)
     assert [r.item_id for r in store.read("responses")] == ["q1", "q3"]
     assert store.problems == [
@@ -56,7 +57,8 @@ def test_damaged_record_lines_are_skipped_and_named_once(tmp_path):
         f"{p} line 4: not a valid Response record (Invalid JSON: expected ident at line 1 column 2); the record is "
         "skipped (fix: correct or delete that line)",
         f"{p} line 6: not a valid Response record (Invalid JSON: expected value at line 1 column 1); the record is "
-        "skipped (fix: correct or delete that line)"]
+        "skipped (fix: correct or delete that line)",
+    ]
     store._records.clear()
     store.read("responses")  # read again: not named twice
     assert len(store.problems) == 3
@@ -69,8 +71,10 @@ def test_journal_lines_that_are_not_json_objects(tmp_path):
     p.write_text('{"n": 1}\n\n[1, 2]\n{"n": 2\n{"n": 3}\n')
     store = RunStore(run)
     assert store.read_rows("ledger") == [{"n": 1}, {"n": 3}]
-    assert store.problems == [f"{p} line 4: not JSON (Expecting ',' delimiter: line 1 column 8 (char 7)); the record "
-                              "is skipped (fix: correct or delete that line)"]
+    assert store.problems == [
+        f"{p} line 4: not JSON (Expecting ',' delimiter: line 1 column 8 (char 7)); the record "
+        "is skipped (fix: correct or delete that line)"
+    ]
     assert RunStore(tmp_path / "other").read_rows("ledger") == []
 
 
@@ -118,8 +122,10 @@ def test_config_claim_read_and_redaction(tmp_path):
     assert json.loads(text)["run_id"] == "run"
     with pytest.raises(InputError) as e:
         store.write_config(cfg, new=True)
-    assert str(e.value) == (f"{tmp_path / 'run'}: this run folder already holds a run. Fix: resume it with "
-                            "`sgieval resume run`, or start the new run with another run id")
+    assert str(e.value) == (
+        f"{tmp_path / 'run'}: this run folder already holds a run. Fix: resume it with "
+        "`sgieval resume run`, or start the new run with another run id"
+    )
     store.write_config(cfg.model_copy(update={"base_url": "http://h/v1"}))  # a rewrite replaces it
     assert store.read_config().base_url == "http://h/v1"
 
@@ -141,9 +147,11 @@ def test_state_file_check(tmp_path):
     bad.write_bytes(b"garbage" * 200)
     with pytest.raises(InputError) as e:
         check_state_file(bad)
-    assert str(e.value) == (f"{bad}: the run's graph state is unreadable (file is not a database). Fix: restore it "
-                            f"from a backup, or move it away and run `sgieval resume {bad.parent}`: the run is planned "
-                            "again and every stored response and score is kept")
+    assert str(e.value) == (
+        f"{bad}: the run's graph state is unreadable (file is not a database). Fix: restore it "
+        f"from a backup, or move it away and run `sgieval resume {bad.parent}`: the run is planned "
+        "again and every stored response and score is kept"
+    )
 
 
 def test_nested_folders_are_made():
@@ -169,10 +177,13 @@ def test_an_unreferenced_store_closes_its_files():
         assert handle.closed
 
 
-@pytest.mark.parametrize("torn,kept", [
-    ('{}\n{"n": 2', "{}\n"),                 # the third byte is a newline: still the last byte decides
-    ('{"a": 1}\n{"b": 2}\n{', '{"a": 1}\n{"b": 2}\n'),  # one torn byte after two whole lines: both kept
-])
+@pytest.mark.parametrize(
+    "torn,kept",
+    [
+        ('{}\n{"n": 2', "{}\n"),  # the third byte is a newline: still the last byte decides
+        ('{"a": 1}\n{"b": 2}\n{', '{"a": 1}\n{"b": 2}\n'),  # one torn byte after two whole lines: both kept
+    ],
+)
 def test_torn_journal_tails(tmp_path, torn, kept):
     run = tmp_path / "run"
     run.mkdir()
@@ -200,8 +211,9 @@ def test_a_record_with_several_errors_names_three_with_their_fields(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     p = run / "responses.jsonl"
-    p.write_text('{"item_id": 1, "model": 2, "text": 3, "status": 4}\n'
-                 '{"item_id": "q", "model": "m", "tokens": {"in": "x"}}\n')
+    p.write_text(
+        '{"item_id": 1, "model": 2, "text": 3, "status": 4}\n{"item_id": "q", "model": "m", "tokens": {"in": "x"}}\n'
+    )
     store = RunStore(run)
     assert store.read("responses") == []
     tail = "; the record is skipped (fix: correct or delete that line)"
@@ -209,20 +221,23 @@ def test_a_record_with_several_errors_names_three_with_their_fields(tmp_path):
         f"{p} line 1: not a valid Response record (item_id: Input should be a valid string; model: Input should be "
         f"a valid string; text: Input should be a valid string){tail}",
         f"{p} line 2: not a valid Response record (tokens.in: Input should be a valid integer, unable to parse "
-        f"string as an integer){tail}"]
+        f"string as an integer){tail}",
+    ]
 
 
 def test_a_long_reason_is_cut_at_200_characters(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     p = run / "responses.jsonl"
-    p.write_text('{"item_id": "q", "model": "m", "status": "a", "tokens": {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": '
-                 '"x"}, "latency_s": "slow"}\n')
+    p.write_text(
+        '{"item_id": "q", "model": "m", "status": "a", "tokens": {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": '
+        '"x"}, "latency_s": "slow"}\n'
+    )
     store = RunStore(run)
     store.read("responses")
     [problem] = store.problems
     reason = problem.split("not a valid Response record (", 1)[1]
-    reason = reason[:reason.index("); the record is skipped")]
+    reason = reason[: reason.index("); the record is skipped")]
     assert len(reason) == 200 and reason.startswith("latency_s: Input should be a valid number")
 
 
@@ -235,8 +250,15 @@ def test_damaged_lines_are_logged_with_file_line_and_reason(tmp_path):
     p.write_text('{"n": 1}\nnot json\n')
     with capture_logs() as logs:
         RunStore(run).read_rows("ledger")
-    assert logs == [{"event": "unreadable record skipped", "log_level": "warning", "file": str(p), "line": 2,
-                     "reason": "not JSON (Expecting value: line 1 column 1 (char 0))"}]
+    assert logs == [
+        {
+            "event": "unreadable record skipped",
+            "log_level": "warning",
+            "file": str(p),
+            "line": 2,
+            "reason": "not JSON (Expecting value: line 1 column 1 (char 0))",
+        }
+    ]
 
 
 def test_config_file_is_indented_json_with_the_redacted_url(tmp_path):

@@ -45,8 +45,10 @@ def test_sigkill_mid_record_then_resume_keeps_every_whole_record(tmp_path):
     store = RunStore(root)  # resume
     assert [(r.item_id, r.text) for r in store.read("responses")] == [("q/1", "first, whole")]
     store.append("responses", [Response(item_id="q/3", model="m", text="after resume")])
-    assert [(r.item_id, r.text) for r in RunStore(root).read("responses")] == [("q/1", "first, whole"),
-                                                                              ("q/3", "after resume")]
+    assert [(r.item_id, r.text) for r in RunStore(root).read("responses")] == [
+        ("q/1", "first, whole"),
+        ("q/3", "after resume"),
+    ]
     lines = (root / "responses.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(x)["item_id"] for x in lines] == ["q/1", "q/3"]  # no torn bytes left in the file
 

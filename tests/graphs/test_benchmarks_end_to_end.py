@@ -21,8 +21,15 @@ def _data_dir(tmp_path, name, src):
 
 
 def _run(tmp_path, request, benchmark, data_dir, **models):
-    cfg = RunConfig(run_id="r", request=request, benchmarks=[benchmark], data_dir=str(data_dir),
-                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999)
+    cfg = RunConfig(
+        run_id="r",
+        request=request,
+        benchmarks=[benchmark],
+        data_dir=str(data_dir),
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        bootstrap_resamples=999,
+    )
     rt = make_runtime(cfg, **models)
     state = asyncio.run(execute(rt))
     return rt, state, (tmp_path / "runs" / "r" / "report.md").read_text()
@@ -31,9 +38,16 @@ def _run(tmp_path, request, benchmark, data_dir, **models):
 def test_sgi_deep_research_replay(tmp_path):
     data = _data_dir(tmp_path, "sgi-bench", FIXTURES / "sgi")
     cfg_models = [f"replay:{FIXTURES / 'sgi' / 'responses' / f'fixture-model-{x}.jsonl'}" for x in "ab"]
-    cfg = RunConfig(run_id="r", request="Which model is most accurate in deep research?", benchmarks=["sgi-bench"],
-                    data_dir=str(data), out_dir=str(tmp_path / "runs"), yes=True, models=cfg_models,
-                    bootstrap_resamples=999)
+    cfg = RunConfig(
+        run_id="r",
+        request="Which model is most accurate in deep research?",
+        benchmarks=["sgi-bench"],
+        data_dir=str(data),
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        models=cfg_models,
+        bootstrap_resamples=999,
+    )
     rt = make_runtime(cfg)
     state = asyncio.run(execute(rt))
     report = (tmp_path / "runs" / "r" / "report.md").read_text()
@@ -53,12 +67,17 @@ def test_sfbench_kappa_ranking(tmp_path):
     data = _data_dir(tmp_path, "sfbench", FIXTURES / "sfbench")
     items = load_sfbench(FIXTURES / "sfbench" / "claims.jsonl")
     golds = [i.reference["score"] for i in items]
-    exact = routed("scripted-exact", [(i.metadata["question"],
-                                       json.dumps({"score": i.reference["score"], "explanation": "- reason"}))
-                                      for i in items])
+    exact = routed(
+        "scripted-exact",
+        [
+            (i.metadata["question"], json.dumps({"score": i.reference["score"], "explanation": "- reason"}))
+            for i in items
+        ],
+    )
     flat = routed("scripted-flat", [], default=json.dumps({"score": 0, "explanation": "- unsure"}))
-    rt, state, report = _run(tmp_path, "Which model judges the feasibility of claims best?", "sfbench", data,
-                             targets=[exact, flat])
+    rt, state, report = _run(
+        tmp_path, "Which model judges the feasibility of claims best?", "sfbench", data, targets=[exact, flat]
+    )
     corpus = {(s.model, s.metric): s for s in rt.store.read("scores") if s.item_id == "*"}
     assert state["metric_plan"]["primary"] == "sfbench_qwk"
     assert corpus[("scripted-exact", "sfbench_qwk")].value == 1.0
@@ -70,5 +89,7 @@ def test_sfbench_kappa_ranking(tmp_path):
     assert "| 1 | scripted-exact | 1.00 |" in report and "| 2 | scripted-flat | 0.00 |" in report
     # kappa is one corpus-level value per model: the ranking says so instead of "n/a to n/a"
     assert f"| 1 | scripted-exact | 1.00 | corpus-level, no CI | 1.00 | {len(items)} | 0 |" in report
-    assert (f"**scripted-exact** ranks first by sfbench_qwk on {len(items)} items" in report
-            and "(a corpus-level value: no per-item CI)" in report)
+    assert (
+        f"**scripted-exact** ranks first by sfbench_qwk on {len(items)} items" in report
+        and "(a corpus-level value: no per-item CI)" in report
+    )

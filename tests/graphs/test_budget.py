@@ -21,9 +21,17 @@ def test_budget_stops_cleanly_and_report_says_where(tmp_path):
     accounting.set_prices({"priced-model": [100.0, 1000.0]})
     try:
         target = routed("priced-model", [], default=json.dumps({"score": 0, "explanation": "- x"}))
-        cfg = RunConfig(run_id="b", request="feasibility of claims", benchmarks=["sfbench"], data_dir=str(tmp_path / "data"),
-                        out_dir=str(tmp_path / "runs"), yes=True, budget_usd=0.05, max_concurrency=1,
-                        bootstrap_resamples=999)
+        cfg = RunConfig(
+            run_id="b",
+            request="feasibility of claims",
+            benchmarks=["sfbench"],
+            data_dir=str(tmp_path / "data"),
+            out_dir=str(tmp_path / "runs"),
+            yes=True,
+            budget_usd=0.05,
+            max_concurrency=1,
+            bootstrap_resamples=999,
+        )
         rt = make_runtime(cfg, targets=[target])
         state = asyncio.run(execute(rt))
     finally:
@@ -37,6 +45,8 @@ def test_budget_stops_cleanly_and_report_says_where(tmp_path):
     assert "stopped at its budget" in report
     assert "| priced-model | target | 3 | 0 | 0 | 300 | 30 |" in report
     # max_concurrency 1: nothing was in flight, so reached-at equals the total
-    assert ("Budget 0.05 USD; spent 0.0600 USD in all. The budget was reached at 0.0600 USD, before a target call "
-            "to priced-model; calls already in flight then finished and are counted.") in report
+    assert (
+        "Budget 0.05 USD; spent 0.0600 USD in all. The budget was reached at 0.0600 USD, before a target call "
+        "to priced-model; calls already in flight then finished and are counted."
+    ) in report
     assert not any(s.item_id == "*" for s in rt.store.read("scores"))  # no corpus kappa on a partial run

@@ -17,8 +17,9 @@ CHEM = "Which model is the most creative in chemistry?"
 
 def run(tmp_path, request, run_id="r", **kw):
     models = kw.pop("models", {})
-    cfg = RunConfig(run_id=run_id, request=request, out_dir=str(tmp_path), bootstrap_resamples=999,
-                    yes=kw.pop("yes", True), **kw)
+    cfg = RunConfig(
+        run_id=run_id, request=request, out_dir=str(tmp_path), bootstrap_resamples=999, yes=kw.pop("yes", True), **kw
+    )
     rt = make_runtime(cfg, **models)
     state = asyncio.run(execute(rt, confirm=kw.get("confirm")))
     return rt, state
@@ -35,9 +36,14 @@ def test_chemistry_ranking_offline(tmp_path):
     rt, state = run(tmp_path, CHEM)
     report = (tmp_path / "r" / "report.md").read_text()
     # issue 2: accepted answers on the 25 chemistry questions (totals)
-    assert ranking_rows(report) == [("replay:o1-mini", "296"), ("replay:openai/4o", "274"),
-                                    ("replay:phi4:latest", "200"), ("replay:llama3.3:latest", "194"),
-                                    ("replay:qwen2.5:latest", "180"), ("replay:mistral:latest", "107")]
+    assert ranking_rows(report) == [
+        ("replay:o1-mini", "296"),
+        ("replay:openai/4o", "274"),
+        ("replay:phi4:latest", "200"),
+        ("replay:llama3.3:latest", "194"),
+        ("replay:qwen2.5:latest", "180"),
+        ("replay:mistral:latest", "107"),
+    ]
     assert state["selection"]["filters"] == {"discipline": ["Chemistry"], "task": ["open_creativity"]}
     assert len(state["selection"]["item_ids"]) == 25
     assert "**replay:o1-mini** ranks first by aidan_accepted_answers on 25 items" in report
@@ -60,8 +66,14 @@ def test_all_questions_published_order(tmp_path):
     report = (tmp_path / "r" / "report.md").read_text()
     rows = ranking_rows(report)
     # issue 3 recount: accepted answers over the 155 published questions
-    assert rows == [("replay:o1-mini", "2550"), ("replay:openai/4o", "1582"), ("replay:llama3.3:latest", "1305"),
-                    ("replay:qwen2.5:latest", "1098"), ("replay:phi4:latest", "994"), ("replay:mistral:latest", "681")]
+    assert rows == [
+        ("replay:o1-mini", "2550"),
+        ("replay:openai/4o", "1582"),
+        ("replay:llama3.3:latest", "1305"),
+        ("replay:qwen2.5:latest", "1098"),
+        ("replay:phi4:latest", "994"),
+        ("replay:mistral:latest", "681"),
+    ]
     published = re.search(r"\| aidan_published_count \|[^\n]*", report).group(0)
     # per-item means of len(list): 2704/155 = 17.45, 1737/155 = 11.21, 1460/155 = 9.42, 1253/155 = 8.08, 1149/155 = 7.41, 836/155 = 5.39
     assert published.endswith("| 17.45 | 11.21 | 9.42 | 8.08 | 7.41 | 5.39 |")
@@ -70,8 +82,14 @@ def test_all_questions_published_order(tmp_path):
     for s in rt.store.read("scores"):
         if s.metric == "aidan_published_count":
             totals[s.model] = totals.get(s.model, 0) + s.value
-    assert totals == {"replay:mistral:latest": 836, "replay:phi4:latest": 1149, "replay:qwen2.5:latest": 1253,
-                      "replay:llama3.3:latest": 1460, "replay:openai/4o": 1737, "replay:o1-mini": 2704}
+    assert totals == {
+        "replay:mistral:latest": 836,
+        "replay:phi4:latest": 1149,
+        "replay:qwen2.5:latest": 1253,
+        "replay:llama3.3:latest": 1460,
+        "replay:openai/4o": 1737,
+        "replay:o1-mini": 2704,
+    }
 
 
 def test_request_that_selects_nothing_leaves_no_run(tmp_path):
@@ -96,11 +114,15 @@ def test_confirmation_interrupt_then_resume(tmp_path):
 
 
 def test_agent_model_path_with_scripted_chat_model(tmp_path):
-    plan = {"filters": {"discipline": ["Chemistry", "Alchemy"], "task": ["open_creativity"]},
-            "reason": "chemistry creativity questions"}
+    plan = {
+        "filters": {"discipline": ["Chemistry", "Alchemy"], "task": ["open_creativity"]},
+        "reason": "chemistry creativity questions",
+    }
     metric_plan = {"primary": "aidan_accepted_answers", "reason": "accepted answers measure creativity"}
-    narrative = ("replay:o1-mini gives the most accepted answers in chemistry (296 in total, 11.84 per question); "
-                 "replay:mistral:latest gives the fewest (107).")
+    narrative = (
+        "replay:o1-mini gives the most accepted answers in chemistry (296 in total, 11.84 per question); "
+        "replay:mistral:latest gives the fewest (107)."
+    )
     agent = scripted("scripted-planner", [json.dumps(plan), json.dumps(metric_plan), narrative])
     rt, state = run(tmp_path, CHEM, models={"agent": agent})
     sel = state["selection"]
@@ -117,8 +139,10 @@ def test_agent_narrative_with_unsupported_numbers_falls_back(tmp_path):
     bad = "replay:o1-mini wins with 999 answers."
     # 3 unparsable plans (ask_judge's 3 attempts), a metric plan, then two narratives that cite a number
     # that is in no table
-    agent = scripted("scripted-planner", ["not json", "not json", "not json",
-                                          json.dumps({"primary": "aidan_accepted_answers"}), bad, bad])
+    agent = scripted(
+        "scripted-planner",
+        ["not json", "not json", "not json", json.dumps({"primary": "aidan_accepted_answers"}), bad, bad],
+    )
     _, state = run(tmp_path, CHEM, models={"agent": agent})
     report = (tmp_path / "r" / "report.md").read_text()
     assert bad not in report

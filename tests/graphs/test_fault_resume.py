@@ -18,8 +18,10 @@ CHEM = "Which model is the most creative in chemistry?"
 def records(run_dir):
     store = RunStore(run_dir)
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
-    return (sorted((r.model_dump(exclude={"latency_s"}) for r in store.read("responses")), key=key),
-            sorted((s.model_dump(exclude={"rationale"}) for s in store.read("scores")), key=key))
+    return (
+        sorted((r.model_dump(exclude={"latency_s"}) for r in store.read("responses")), key=key),
+        sorted((s.model_dump(exclude={"rationale"}) for s in store.read("scores")), key=key),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +34,13 @@ def lone(tmp_path_factory):
 
 # (module whose attribute is patched, attribute): each raises once, then behaves.  The agents the nodes call
 # (agents/run.py's steps) and the graph's router (graphs/evaluate.py)
-TARGETS = [(steps, "run_questioning"), (steps, "run_customisation"), (steps, "evaluate_with_executor"),
-           (steps, "write_report"), (ev, "after_confirm")]
+TARGETS = [
+    (steps, "run_questioning"),
+    (steps, "run_customisation"),
+    (steps, "evaluate_with_executor"),
+    (steps, "write_report"),
+    (ev, "after_confirm"),
+]
 
 
 @pytest.mark.parametrize("module,target", TARGETS, ids=[t for _, t in TARGETS])
@@ -59,4 +66,3 @@ def test_fault_in_a_node_or_the_router_then_resume(tmp_path, monkeypatch, lone, 
     got_resp, got_scores = records(tmp_path / "f")
     assert [r["item_id"] for r in got_resp] == [r["item_id"] for r in want_resp]
     assert got_scores == [{**s, "item_id": s["item_id"]} for s in want_scores]
-

@@ -13,10 +13,19 @@ def test_generation_protocol_through_graph(tmp_path):
     # the target repeats itself: answer 2 is identical to answer 1, so its embedding novelty is
     # 1 - cos(a, a) = 0 < 0.15 and generation stops; the judge rates coherence 80 (> 15)
     target = routed("scripted-repeater", [], default="<answer>Use a donor-acceptor copolymer.</answer>")
-    judge = routed("scripted-judge", [("similarity", "<similarity_score>100</similarity_score>")],
-                   default="<coherence_score>80</coherence_score>", role="judge")
-    cfg = RunConfig(run_id="g", request="Which model is the most creative in chemistry? 2 questions",
-                    out_dir=str(tmp_path), yes=True, bootstrap_resamples=999)
+    judge = routed(
+        "scripted-judge",
+        [("similarity", "<similarity_score>100</similarity_score>")],
+        default="<coherence_score>80</coherence_score>",
+        role="judge",
+    )
+    cfg = RunConfig(
+        run_id="g",
+        request="Which model is the most creative in chemistry? 2 questions",
+        out_dir=str(tmp_path),
+        yes=True,
+        bootstrap_resamples=999,
+    )
     rt = make_runtime(cfg, targets=[target], judges=[judge])
     state = asyncio.run(execute(rt))
     assert len(state["selection"]["item_ids"]) == 2
@@ -39,11 +48,18 @@ def test_long_answers_are_embedded_whole_and_the_report_says_how_many(tmp_path):
     long = " ".join(f"Step {k}: dope the copolymer backbone with acceptor unit number {k}." for k in range(40))
     target = routed("scripted-long", [], default=f"<answer>{long}</answer>")
     judge = routed("scripted-judge", [], default="<coherence_score>80</coherence_score>", role="judge")
-    cfg = RunConfig(run_id="long", request="Which model is the most creative in chemistry? 2 questions",
-                    out_dir=str(tmp_path), yes=True, bootstrap_resamples=999)
+    cfg = RunConfig(
+        run_id="long",
+        request="Which model is the most creative in chemistry? 2 questions",
+        out_dir=str(tmp_path),
+        yes=True,
+        bootstrap_resamples=999,
+    )
     rt = make_runtime(cfg, targets=[target], judges=[judge])
     state = asyncio.run(execute(rt))
     assert state["evaluated"]["long_texts_embedded"] == 4 and state["evaluated"]["texts_embedded"] == 4
     report = (tmp_path / "long" / "report.md").read_text()
-    assert ("4 of the 4 texts embedded with MiniLM were longer than its 256-token window; each was embedded whole, "
-            "in pieces of at most 250 word pieces whose vectors were averaged.") in report
+    assert (
+        "4 of the 4 texts embedded with MiniLM were longer than its 256-token window; each was embedded whole, "
+        "in pieces of at most 250 word pieces whose vectors were averaged."
+    ) in report

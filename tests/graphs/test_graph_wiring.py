@@ -16,8 +16,16 @@ CHEM = "Which model is the most creative in chemistry?"
 
 
 def _runtime(tmp_path, name, sciaidan_dir):
-    cfg = RunConfig(run_id=name, request=CHEM, k=3, data_dir=str(sciaidan_dir.parent), out_dir=str(tmp_path),
-                    yes=True, models=["replay:o1-mini"], bootstrap_resamples=99)
+    cfg = RunConfig(
+        run_id=name,
+        request=CHEM,
+        k=3,
+        data_dir=str(sciaidan_dir.parent),
+        out_dir=str(tmp_path),
+        yes=True,
+        models=["replay:o1-mini"],
+        bootstrap_resamples=99,
+    )
     return make_runtime(cfg)
 
 

@@ -40,19 +40,30 @@ class VoteJudge(BaseChatModel):
 def test_position_biased_judge_in_the_report(tmp_path):
     data = tmp_path / "data"
     shutil.copytree(FIXTURES / "sgi", data / "sgi-bench")
-    judges = [NamedModel(name=f"scripted:{h}", role="judge", chat=VoteJudge(how=h), provider=f"s-{h}")
-              for h in ("first", "longer")]
-    run = sgieval.evaluate("Which model has the most novel ideas in idea generation?", benchmark="sgi-bench",
-                           data_dir=data, out_dir=tmp_path / "runs", judge=judges, bootstrap_resamples=999,
-                           models=[f"replay:{RESPONSES / 'fixture-model-a.jsonl'}",
-                                   f"replay:{RESPONSES / 'fixture-model-b.jsonl'}"])
+    judges = [
+        NamedModel(name=f"scripted:{h}", role="judge", chat=VoteJudge(how=h), provider=f"s-{h}")
+        for h in ("first", "longer")
+    ]
+    run = sgieval.evaluate(
+        "Which model has the most novel ideas in idea generation?",
+        benchmark="sgi-bench",
+        data_dir=data,
+        out_dir=tmp_path / "runs",
+        judge=judges,
+        bootstrap_resamples=999,
+        models=[f"replay:{RESPONSES / 'fixture-model-a.jsonl'}", f"replay:{RESPONSES / 'fixture-model-b.jsonl'}"],
+    )
     wins = [s for s in run.scores if s.metric == "idea_novelty_win"]
     assert len(wins) == 4  # 2 items x 2 target models
     # "first" votes reference (A) then generated (A after the swap): 1 of 2 -> 50 on every unit; "longer" votes
     # for the longer idea in both orders: the formatted reference ideas of the fixtures are longer than both
     # models' ideas, so 0 on every unit
-    assert sorted((s.details["judge_values"]["scripted:first"], s.details["judge_values"]["scripted:longer"])
-                  for s in wins) == [(50.0, 0.0)] * 4
+    assert (
+        sorted(
+            (s.details["judge_values"]["scripted:first"], s.details["judge_values"]["scripted:longer"]) for s in wins
+        )
+        == [(50.0, 0.0)] * 4
+    )
     report = run.report.read_text()
     section = report.split("## Judge reliability")[1].split("\n## ")[0]
     part = section.split("### idea_novelty_win")[1].split("### ")[0]

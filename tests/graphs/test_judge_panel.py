@@ -22,8 +22,11 @@ from sgieval.tests.metric_pool.test_reliability import hand_alpha
 
 TEXT_A, TEXT_B = "A careful answer with its assumptions stated.", "B: a guess."
 # criterion score each judge gives to every criterion of the rigor rubric, by the answer it reads
-SCRIPT = {"scripted:judge-1": {TEXT_A: 8, TEXT_B: 4}, "scripted:judge-2": {TEXT_A: 7, TEXT_B: 5},
-          "openai:gpt-4.1": {TEXT_A: 9, TEXT_B: 4}}
+SCRIPT = {
+    "scripted:judge-1": {TEXT_A: 8, TEXT_B: 4},
+    "scripted:judge-2": {TEXT_A: 7, TEXT_B: 5},
+    "openai:gpt-4.1": {TEXT_A: 9, TEXT_B: 4},
+}
 
 
 class RubricJudge(BaseChatModel):
@@ -39,8 +42,9 @@ class RubricJudge(BaseChatModel):
         user = "\n".join(str(m.content) for m in messages if m.type == "human")
         names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
         score = SCRIPT[self.name_][TEXT_A] if TEXT_A in user else SCRIPT[self.name_][TEXT_B]
-        reply = json.dumps({"scores": [{"criterion": n, "score": score, "rationale": "r", "evidence": []}
-                                       for n in names]})
+        reply = json.dumps(
+            {"scores": [{"criterion": n, "score": score, "rationale": "r", "evidence": []} for n in names]}
+        )
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
@@ -50,10 +54,16 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
     for name, text in (("gpt-a", TEXT_A), ("other-b", TEXT_B)):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"item_id": i, "text": text}) + "\n" for i in ids))
     judges = [NamedModel(name=n, role="judge", chat=RubricJudge(name_=n), provider=f"scripted-{n}") for n in SCRIPT]
-    cfg = RunConfig(run_id="panel", request="Which model is most rigorous?", benchmarks=[str(bench)],
-                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999,
-                    models=[f"replay:{tmp_path / 'gpt-a.jsonl'}", f"replay:{tmp_path / 'other-b.jsonl'}"],
-                    judges=list(SCRIPT))
+    cfg = RunConfig(
+        run_id="panel",
+        request="Which model is most rigorous?",
+        benchmarks=[str(bench)],
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        bootstrap_resamples=999,
+        models=[f"replay:{tmp_path / 'gpt-a.jsonl'}", f"replay:{tmp_path / 'other-b.jsonl'}"],
+        judges=list(SCRIPT),
+    )
     rt = make_runtime(cfg, judges=judges)
     state = asyncio.run(execute(rt))
     report = Path(state["report"]).read_text()
@@ -69,8 +79,7 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
     # alpha = 1 - (400/3) / (41100/51) = 1 - 20400/123300 = 1 - 68/411 = 343/411 = 0.8345
     assert hand_alpha(units) == Fraction(343, 411)
     assert "## Judge reliability" in report
-    assert (f"| rigor | interval | openai:gpt-4.1, scripted:judge-1, scripted:judge-2 | 6 | {343 / 411:.2f} |"
-            in report)
+    assert f"| rigor | interval | openai:gpt-4.1, scripted:judge-1, scripted:judge-2 | 6 | {343 / 411:.2f} |" in report
     # 0.83 >= 0.800, but 6 units leave a CI reaching below 0.667: not established; said in the section and the Answer
     verdict = "On rigor, Krippendorff's alpha across 3 judges is 0.83"
     assert verdict in report and "its CI reaches below 0.667" in report
@@ -84,5 +93,7 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
     assert "| openai:gpt-4.1 | replay:gpt-a > replay:other-b | no | no |" in report
     # self-preference: gpt-4.1 (family openai) on replay:gpt-a: 90 - (80 + 70) / 2 = +15 on all 3 items
     assert "| openai:gpt-4.1 | replay:gpt-a | openai | 15.00 | 15.00 to 15.00 | 3 | yes |" in report
-    assert ("Self-preference: openai:gpt-4.1 scores replay:gpt-a (same family: openai) 15.00 above the other "
-            "judges (95% CI 15.00 to 15.00)") in answer
+    assert (
+        "Self-preference: openai:gpt-4.1 scores replay:gpt-a (same family: openai) 15.00 above the other "
+        "judges (95% CI 15.00 to 15.00)"
+    ) in answer

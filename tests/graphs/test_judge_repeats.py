@@ -57,9 +57,13 @@ class SequenceJudge(BaseChatModel):
             self.calls.append(text)
         seq = self.script[text]
         score = seq[min(n, len(seq) - 1)]
-        reply = ("I cannot decide." if score is None else
-                 json.dumps({"scores": [{"criterion": c, "score": score, "rationale": "r", "evidence": []}
-                                        for c in names]}))
+        reply = (
+            "I cannot decide."
+            if score is None
+            else json.dumps(
+                {"scores": [{"criterion": c, "score": score, "rationale": "r", "evidence": []} for c in names]}
+            )
+        )
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
@@ -105,8 +109,13 @@ def test_value_is_the_panel_mean_of_each_judges_repeat_mean_and_a_failed_repeat_
     # every repeat's judge reply is evidence, with its index
     replies = [e for e in s.evidence if e.kind == "judge_reply"]
     assert sorted((e.judge, e.details["repeat"]) for e in replies) == [
-        ("scripted:j1", 0), ("scripted:j1", 1), ("scripted:j1", 2),
-        ("scripted:j2", 0), ("scripted:j2", 1), ("scripted:j2", 2)]
+        ("scripted:j1", 0),
+        ("scripted:j1", 1),
+        ("scripted:j1", 2),
+        ("scripted:j2", 0),
+        ("scripted:j2", 1),
+        ("scripted:j2", 2),
+    ]
     assert [e.error is not None for e in replies if e.judge == "scripted:j1"].count(True) == 1
     assert "(repeat " in s.rationale and "Judges without a valid reply" in s.rationale
 
@@ -158,9 +167,23 @@ def test_run_config_validates_judge_repeats():
 
 
 def test_cli_rejects_a_bad_judge_repeats(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask", "Which model is most rigorous?",
-                          "--judge-repeats", "0", "-b", str(FIXTURES / "jsonl" / "sample_qa.jsonl")],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sgieval.cli",
+            "ask",
+            "Which model is most rigorous?",
+            "--judge-repeats",
+            "0",
+            "-b",
+            str(FIXTURES / "jsonl" / "sample_qa.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert res.returncode == 2
     assert "--judge-repeats: must be an integer from 1 to 20 (times each judge is asked per item), got 0" in res.stderr
 
@@ -168,12 +191,19 @@ def test_cli_rejects_a_bad_judge_repeats(tmp_path):
 def test_api_run_reports_test_retest_alpha_per_judge(tmp_path):
     ids = ["jsonl:sample_qa/q1", "jsonl:sample_qa/q2", "jsonl:sample_qa/3"]
     for name, text in (("gpt-a", TEXT_A), ("other-b", TEXT_B)):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"item_id": i, "text": t}) + "\n"
-                                                        for i, t in zip(ids, [text] * 3)))
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"item_id": i, "text": t}) + "\n" for i, t in zip(ids, [text] * 3))
+        )
     solo = judge("scripted:solo", {TEXT_A: [8, 8, 7], TEXT_B: [4, 5, 4]})
-    run = sgieval.evaluate("Which model is most rigorous?", benchmark=str(FIXTURES / "jsonl" / "sample_qa.jsonl"),
-                           models=[f"replay:{tmp_path / 'gpt-a.jsonl'}", f"replay:{tmp_path / 'other-b.jsonl'}"],
-                           judge=[solo], judge_repeats=3, out_dir=tmp_path / "runs", bootstrap_resamples=999)
+    run = sgieval.evaluate(
+        "Which model is most rigorous?",
+        benchmark=str(FIXTURES / "jsonl" / "sample_qa.jsonl"),
+        models=[f"replay:{tmp_path / 'gpt-a.jsonl'}", f"replay:{tmp_path / 'other-b.jsonl'}"],
+        judge=[solo],
+        judge_repeats=3,
+        out_dir=tmp_path / "runs",
+        bootstrap_resamples=999,
+    )
     assert run.config.judge_repeats == 3
     assert json.loads((run.run_dir / "config.json").read_text())["judge_repeats"] == 3
     assert len(solo.chat.calls) == 18  # 3 items x 2 models x 3 repeats
@@ -181,8 +211,9 @@ def test_api_run_reports_test_retest_alpha_per_judge(tmp_path):
     # each unit's value is the judge's mean over its repeats: (80 + 80 + 70) / 3 and (40 + 50 + 40) / 3
     for (i, m), s in rigor.items():
         assert s.value == pytest.approx(230 / 3 if "gpt-a" in m else 130 / 3)
-        assert sorted(s.details["judge_repeats"]["scripted:solo"]) == ([70.0, 80.0, 80.0] if "gpt-a" in m
-                                                                        else [40.0, 40.0, 50.0])
+        assert sorted(s.details["judge_repeats"]["scripted:solo"]) == (
+            [70.0, 80.0, 80.0] if "gpt-a" in m else [40.0, 40.0, 50.0]
+        )
     # test-retest by hand: units (80, 80, 70) x 3 and (40, 50, 40) x 3; ordered-pair squared differences per
     # unit 400, / (3 - 1) = 200, D_o = 6 * 200 / 18 = 200/3; the 18 values (mean 60) have squared deviations
     # 6 * 900 = 5400, D_e = 2 * 18 * 5400 / (18 * 17) = 10800/17; alpha = 1 - (200/3) / (10800/17) = 145/162
@@ -197,7 +228,11 @@ def test_api_run_reports_test_retest_alpha_per_judge(tmp_path):
     answer = report.split("## Run")[0]
     # 0.90 >= 0.800, but 6 units leave a CI reaching below 0.667: not established
     assert lo < 0.667
-    assert (f"Test-retest agreement on rigor (Krippendorff's alpha between a judge's repeats; Krippendorff 2004 "
-            f"thresholds): scripted:solo {145 / 162:.2f} (95% CI {lo:.2f} to {hi:.2f}) over 3 repeats, not "
-            "established (its CI reaches below 0.667).") in answer
-    assert "On rigor one judge (scripted:solo) scored the items, so agreement between judges cannot be measured." in answer
+    assert (
+        f"Test-retest agreement on rigor (Krippendorff's alpha between a judge's repeats; Krippendorff 2004 "
+        f"thresholds): scripted:solo {145 / 162:.2f} (95% CI {lo:.2f} to {hi:.2f}) over 3 repeats, not "
+        "established (its CI reaches below 0.667)."
+    ) in answer
+    assert (
+        "On rigor one judge (scripted:solo) scored the items, so agreement between judges cannot be measured." in answer
+    )

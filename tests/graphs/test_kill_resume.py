@@ -50,9 +50,19 @@ def _data(tmp: Path) -> Path:
     d.mkdir(parents=True)
     with (d / "claims.jsonl").open("w") as f:
         for n in range(N):
-            f.write(json.dumps({"id": f"K-{n:03d}", "claim": f"Claim number {n} about material {n}.",
-                                "score": n % 5 - 2, "explanation": f"- reason {n}", "subdomain": SUBDOMAINS[n % 4],
-                                "assessment_date": "2024-01-01"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"K-{n:03d}",
+                        "claim": f"Claim number {n} about material {n}.",
+                        "score": n % 5 - 2,
+                        "explanation": f"- reason {n}",
+                        "subdomain": SUBDOMAINS[n % 4],
+                        "assessment_date": "2024-01-01",
+                    }
+                )
+                + "\n"
+            )
     return tmp / "data"
 
 
@@ -61,14 +71,36 @@ def _env(cache: Path) -> dict[str, str]:
 
 
 def _ask(data: Path, url: str, out: Path, cache: Path) -> subprocess.Popen:
-    return subprocess.Popen(SGIEVAL + ["ask", "", "-b", "sfbench", "--data-dir", str(data), "-m", "openai:mock",
-                                       "--base-url", url, "--out", str(out), "--yes"],
-                            env=_env(cache), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        SGIEVAL
+        + [
+            "ask",
+            "",
+            "-b",
+            "sfbench",
+            "--data-dir",
+            str(data),
+            "-m",
+            "openai:mock",
+            "--base-url",
+            url,
+            "--out",
+            str(out),
+            "--yes",
+        ],
+        env=_env(cache),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _resume(run_id: str, out: Path, cache: Path) -> subprocess.Popen:
-    return subprocess.Popen(SGIEVAL + ["resume", run_id, "--out", str(out), "--yes"], env=_env(cache),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        SGIEVAL + ["resume", run_id, "--out", str(out), "--yes"],
+        env=_env(cache),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _cached(cache: Path) -> int:
@@ -146,7 +178,8 @@ def test_sigkill_five_times_then_resume_equals_uninterrupted(tmp_path):
     # the server served exactly the calls needed: one per claim, none twice
     assert served == N
     assert sorted(r["last_user"] for r in log if r["outcome"] == "200") == sorted(
-        {r["last_user"] for r in log if r["outcome"] == "200"})
+        {r["last_user"] for r in log if r["outcome"] == "200"}
+    )
     got = _records(out / run_id)
     assert got[0] == ref[0]  # items
     assert got[1] == ref[1]  # responses (latency excluded)

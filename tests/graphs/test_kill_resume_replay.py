@@ -25,8 +25,11 @@ def _report_body(path: Path) -> str:
 
 def test_sigkill_half_way_then_resume_equals_uninterrupted(tmp_path):
     killed_out, clean_out = tmp_path / "killed", tmp_path / "clean"
-    proc = subprocess.Popen(_cli("ask", REQUEST, "--yes", "--max-concurrency", "1", out=killed_out),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _cli("ask", REQUEST, "--yes", "--max-concurrency", "1", out=killed_out),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     total = 155 * 6
     responses = None
     deadline = time.time() + 240
@@ -57,7 +60,7 @@ def test_sigkill_half_way_then_resume_equals_uninterrupted(tmp_path):
     assert res.returncode == 0, res.stderr
     after = responses.read_text().splitlines()
     # nothing already written was recomputed: the old lines are an untouched prefix, no key twice
-    assert after[:len(before) - 1] == before[:len(before) - 1]
+    assert after[: len(before) - 1] == before[: len(before) - 1]
     keys = Counter(line.split('"model":')[0] + line.split('"model":')[1].split(",")[0] for line in after)
     assert len(after) == total and max(keys.values()) == 1
     score_lines = (run_dir / "scores.jsonl").read_text().splitlines()

@@ -21,8 +21,14 @@ from sgieval.graphs.metric_chat import DESCRIBE_PROMPT, build_metric_chat, run_m
 from sgieval.metric_pool.rubrics import load_rubric
 from sgieval.models.base import NamedModel
 
-RIGOR = ["logical self-consistency", "theory and literature grounding", "precise problem definition",
-         "discipline-aligned terminology", "methodological soundness", "risk awareness"]
+RIGOR = [
+    "logical self-consistency",
+    "theory and literature grounding",
+    "precise problem definition",
+    "discipline-aligned terminology",
+    "methodological soundness",
+    "risk awareness",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -57,8 +63,15 @@ async def test_graph_with_command_resume(tmp_path):
 
 
 async def test_offline_generic_rubric_and_cancel(tmp_path):
-    turns = iter(["A metric for cost awareness and use of cheap reagents", "drop completeness",
-                  "add criterion budget table: gives a cost table in USD", "make lunch", "cancel"])
+    turns = iter(
+        [
+            "A metric for cost awareness and use of cheap reagents",
+            "drop completeness",
+            "add criterion budget table: gives a cost table in USD",
+            "make lunch",
+            "cancel",
+        ]
+    )
     seen = []
     state = await run_metric_chat(lambda p: (seen.append(p), next(turns))[1], save_dir=tmp_path)
     assert state["status"] == "cancelled" and "saved" not in state and not list(tmp_path.glob("*.yaml"))
@@ -72,18 +85,33 @@ async def test_offline_generic_rubric_and_cancel(tmp_path):
 
 
 def agent_model(replies: list[str]) -> NamedModel:
-    return NamedModel(name="scripted-agent", role="agent", provider="scripted-agent",
-                      chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies]))
+    return NamedModel(
+        name="scripted-agent",
+        role="agent",
+        provider="scripted-agent",
+        chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies]),
+    )
 
 
 async def test_llm_proposal_and_revision(tmp_path):
     def rubric(w: float) -> str:
-        return json.dumps({"name": "Data Honesty", "tasks": [], "description": "Honest reporting of data.",
-                           "criteria": [{"name": "no fabrication", "description": "No invented data.",
-                                         "anchors": {"0": "fabricated", "5": "unclear", "10": "all data sourced"}},
-                                        {"name": "uncertainty", "description": "Error bars given.",
-                                         "anchors": {"0": "none", "10": "all"}}],
-                           "weights": {"uncertainty": w}})
+        return json.dumps(
+            {
+                "name": "Data Honesty",
+                "tasks": [],
+                "description": "Honest reporting of data.",
+                "criteria": [
+                    {
+                        "name": "no fabrication",
+                        "description": "No invented data.",
+                        "anchors": {"0": "fabricated", "5": "unclear", "10": "all data sourced"},
+                    },
+                    {"name": "uncertainty", "description": "Error bars given.", "anchors": {"0": "none", "10": "all"}},
+                ],
+                "weights": {"uncertainty": w},
+            }
+        )
+
     agent = agent_model([rubric(1), "not json at all", rubric(3)])
     turns = iter(["how honestly results are reported", "uncertainty weight 3", "done"])
     state = await run_metric_chat(lambda p: next(turns), agent=agent, save_dir=tmp_path)
@@ -93,13 +121,17 @@ async def test_llm_proposal_and_revision(tmp_path):
     assert saved.weights == {"no fabrication": 1.0, "uncertainty": 3.0}
     assert saved.source == "user (sgieval metric define)"
     # the revision reply "not json at all" was retried (ask_judge) and the second reply used
-    assert [h["text"] for h in state["history"] if h["role"] == "agent"][1] == \
-        "scripted-agent revised the rubric (2 criteria)."
+    assert [h["text"] for h in state["history"] if h["role"] == "agent"][
+        1
+    ] == "scripted-agent revised the rubric (2 criteria)."
 
 
 def test_cli_define_with_stdin(tmp_path):
-    res = CliRunner().invoke(app, ["metric", "define", "--name", "my_rigor"],
-                             input="a rubric for how rigorous a research idea is\nweigh risk awareness double\ndone\n")
+    res = CliRunner().invoke(
+        app,
+        ["metric", "define", "--name", "my_rigor"],
+        input="a rubric for how rigorous a research idea is\nweigh risk awareness double\ndone\n",
+    )
     assert res.exit_code == 0, res.output
     path = tmp_path / "user" / "my_rigor.yaml"
     assert f"saved: {path}" in res.output.replace("\n", "")
@@ -129,13 +161,33 @@ def test_cli_show_unknown_is_exit_2():
 def test_cli_metric_test_through_openai_client(tmp_path):
     from sgieval.bench.mock_openai import MockOpenAI
 
-    reply = json.dumps({"scores": [{"criterion": c, "score": s, "rationale": f"why {i}", "evidence": []}
-                                   for i, (c, s) in enumerate(zip(RIGOR, [8, 6, 7, 5, 9, 4]))]})
+    reply = json.dumps(
+        {
+            "scores": [
+                {"criterion": c, "score": s, "rationale": f"why {i}", "evidence": []}
+                for i, (c, s) in enumerate(zip(RIGOR, [8, 6, 7, 5, 9, 4]))
+            ]
+        }
+    )
     resp = tmp_path / "idea.txt"
     resp.write_text("Encapsulate graphene in hBN; control for substrate disorder.")
     with MockOpenAI(replies=[reply]) as mock:
-        res = CliRunner().invoke(app, ["metric", "test", "rigor", "--response", str(resp), "--judge", "openai:mock",
-                                       "--base-url", mock.url, "--question", "How to raise graphene mobility?"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "metric",
+                "test",
+                "rigor",
+                "--response",
+                str(resp),
+                "--judge",
+                "openai:mock",
+                "--base-url",
+                mock.url,
+                "--question",
+                "How to raise graphene mobility?",
+            ],
+        )
         body = mock.log()
     assert res.exit_code == 0, res.output
     # equal weights: (8+6+7+5+9+4)/6 = 39/6 = 6.5 -> 65.0
@@ -146,15 +198,26 @@ def test_cli_metric_test_through_openai_client(tmp_path):
 
 def test_cli_metric_test_missing_response_file_is_an_error(tmp_path):
     # a path-like --response that does not exist is not scored as text
-    res = CliRunner().invoke(app, ["metric", "test", "rigor", "--response", str(tmp_path / "missing.txt"),
-                                   "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "metric",
+            "test",
+            "rigor",
+            "--response",
+            str(tmp_path / "missing.txt"),
+            "--judge",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+    )
     assert res.exit_code == 2
     assert f"--response {tmp_path / 'missing.txt'}: no such file" in " ".join(res.output.split())
 
 
 async def test_edited_starter_is_saved_beside_it_not_over_it(tmp_path):
-    turns = iter(["A rubric for how rigorous a research idea is", "add a criterion about safety of reagents",
-                  "done"])
+    turns = iter(["A rubric for how rigorous a research idea is", "add a criterion about safety of reagents", "done"])
     state = await run_metric_chat(lambda payload: next(turns), save_dir=tmp_path / "out")
     assert state["status"] == "done"
     saved = Rubric.from_yaml(state["saved"])
@@ -168,5 +231,6 @@ async def test_explicit_name_of_a_starter_says_it_replaces_it(tmp_path):
     turns = iter(["whether the answer uses emojis", "done"])
     state = await run_metric_chat(lambda payload: next(turns), save_dir=tmp_path / "out", name="clarity")
     assert state["saved"] == str(tmp_path / "out" / "clarity.yaml")
-    assert state["message"].endswith("(it replaces the starter rubric clarity in every later run; delete the file "
-                                     "to undo)")
+    assert state["message"].endswith(
+        "(it replaces the starter rubric clarity in every later run; delete the file to undo)"
+    )

@@ -30,8 +30,10 @@ from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.models.context import current_call_context
 from sgieval.tests.graphs.test_rigor_scripted import REQUEST, RESPONSES, RIGOR_CRITERIA, judge_text, sgi_data
 
-NARRATIVE = ("openai:model-a is the more rigorous model on the 2 idea-generation items: rigor mean 75 (0-100) "
-             "against 25 for openai:model-b.")
+NARRATIVE = (
+    "openai:model-a is the more rigorous model on the 2 idea-generation items: rigor mean 75 (0-100) "
+    "against 25 for openai:model-b."
+)
 
 
 def _text(content) -> str:
@@ -66,10 +68,29 @@ class Server:
             offered = {t["function"]["name"] for t in body.get("tools") or []}
             if "submit_selection_plan" in offered:
                 if not any(m["role"] == "tool" for m in msgs):
-                    return {"content": None, "tool_calls": [{"name": "facet_counts", "id": "call_1", "arguments": {
-                        "facet": "discipline", "filters": {"task": ["idea_generation"]}}}]}
-                return {"content": None, "tool_calls": [{"name": "submit_selection_plan", "id": "call_2", "arguments": {
-                    "filters": {"task": ["idea_generation"]}, "reason": "idea-generation items of every discipline"}}]}
+                    return {
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "name": "facet_counts",
+                                "id": "call_1",
+                                "arguments": {"facet": "discipline", "filters": {"task": ["idea_generation"]}},
+                            }
+                        ],
+                    }
+                return {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "name": "submit_selection_plan",
+                            "id": "call_2",
+                            "arguments": {
+                                "filters": {"task": ["idea_generation"]},
+                                "reason": "idea-generation items of every discipline",
+                            },
+                        }
+                    ],
+                }
             if "metric customisation agent" in system:
                 return json.dumps({"primary": "rigor", "qualities": ["rigor"], "reason": "starter rigor rubric"})
             return NARRATIVE
@@ -91,10 +112,19 @@ def served_run(tmp_path_factory):
     mp.delenv("OPENAI_API_KEY", raising=False)
     try:
         with MockOpenAI(replies=logic) as mock:
-            cfg = RunConfig(run_id="served", request=REQUEST, benchmarks=["sgi-bench"], data_dir=str(data),
-                            out_dir=str(tmp / "runs"), yes=True, bootstrap_resamples=999, base_url=mock.url,
-                            models=["openai:model-a", "openai:model-b"], judges=["openai:judge"],
-                            agent_model="openai:planner")
+            cfg = RunConfig(
+                run_id="served",
+                request=REQUEST,
+                benchmarks=["sgi-bench"],
+                data_dir=str(data),
+                out_dir=str(tmp / "runs"),
+                yes=True,
+                bootstrap_resamples=999,
+                base_url=mock.url,
+                models=["openai:model-a", "openai:model-b"],
+                judges=["openai:judge"],
+                agent_model="openai:planner",
+            )
             rt = make_runtime(cfg)
             state = asyncio.run(execute(rt))
             stats = mock.stats()
@@ -117,14 +147,22 @@ def test_models_are_real_openai_clients(served_run):
     # judge: per (target, item) 2 pairwise calls + 1 rubric call = 3, x 4 = 12
     assert by_model == {"planner": 4, "model-a": 2, "model-b": 2, "judge": 12}
     assert stats == {"requests": 20, "served": 20, "429": 0, "500": 0, "hung": 0}
-    tool_bodies = [b for b in logic.bodies if b["model"] == "planner" and b.get("tools")
-                   and "submit_selection_plan" in {t["function"]["name"] for t in b["tools"]}]
+    tool_bodies = [
+        b
+        for b in logic.bodies
+        if b["model"] == "planner"
+        and b.get("tools")
+        and "submit_selection_plan" in {t["function"]["name"] for t in b["tools"]}
+    ]
     assert [sorted(t["function"]["name"] for t in tool_bodies[0]["tools"])] == [
-        ["facet_counts", "sample_items", "search_items", "submit_selection_plan"]]
+        ["facet_counts", "sample_items", "search_items", "submit_selection_plan"]
+    ]
     # the second turn carried the tool result back as a "tool" message with the call id
     tool_msg = [m for m in tool_bodies[1]["messages"] if m["role"] == "tool"]
-    assert tool_msg[0]["tool_call_id"] == "call_1" and json.loads(tool_msg[0]["content"]) == {"chemistry": 1,
-                                                                                               "physics": 1}
+    assert tool_msg[0]["tool_call_id"] == "call_1" and json.loads(tool_msg[0]["content"]) == {
+        "chemistry": 1,
+        "physics": 1,
+    }
 
 
 def test_selection_rubric_scores_and_report_over_http(served_run):

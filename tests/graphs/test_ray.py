@@ -40,8 +40,10 @@ async def test_unknown_executor():
 
 
 def _items() -> list[Item]:
-    return [Item(id=f"t/{n}", benchmark="t", task=GENERIC, prompt=f"q{n}", reference={"answer": f"echo: q{n}"})
-            for n in range(N)]
+    return [
+        Item(id=f"t/{n}", benchmark="t", task=GENERIC, prompt=f"q{n}", reference={"answer": f"echo: q{n}"})
+        for n in range(N)
+    ]
 
 
 def _reply(body, i):
@@ -79,8 +81,14 @@ def test_pack_rebuilds_chatopenai(cls_name):
     chat = cls(model="m", api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=7)
     (m,) = unpack_models(pack_models([NamedModel(name="openai:m", role="target", chat=chat, provider="p")]))
     assert type(m.chat) is cls
-    assert (m.name, m.provider, m.chat.model_name, m.chat.openai_api_base, m.chat.max_retries,
-            m.chat.request_timeout) == ("openai:m", "p", "m", "http://127.0.0.1:9/v1", 0, 7.0)
+    assert (
+        m.name,
+        m.provider,
+        m.chat.model_name,
+        m.chat.openai_api_base,
+        m.chat.max_retries,
+        m.chat.request_timeout,
+    ) == ("openai:m", "p", "m", "http://127.0.0.1:9/v1", 0, 7.0)
     assert m.chat is not chat
 
 
@@ -92,10 +100,15 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
 
     items, metric = _items(), _metric()
     with MockOpenAI(replies=_reply) as mock:
+
         def target():
             # no temperature -> no call cache: both executors really call the server
-            return NamedModel(name="openai:mock", role="target", provider="mock",
-                              chat=ChatOpenAIDirect(model="mock", base_url=mock.url, api_key="test", max_retries=0))
+            return NamedModel(
+                name="openai:mock",
+                role="target",
+                provider="mock",
+                chat=ChatOpenAIDirect(model="mock", base_url=mock.url, api_key="test", max_retries=0),
+            )
 
         local = RunStore(tmp_path / "local")
         asyncio.run(evaluate_with_executor(local, items, [target()], [metric], ScoringContext(), executor="local"))
@@ -107,8 +120,9 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
 
         async def go():
             with ledger.activate():
-                return await evaluate_with_executor(dist, items, [target()], [metric], ScoringContext(),
-                                                    executor="ray", num_shards=3)
+                return await evaluate_with_executor(
+                    dist, items, [target()], [metric], ScoringContext(), executor="ray", num_shards=3
+                )
 
         prog = asyncio.run(go())
         assert mock.stats()["served"] == N  # each item called once, from the Ray tasks
@@ -137,8 +151,12 @@ def test_ray_resume_computes_only_missing(tmp_path, ray_local):
 
     items, metric = _items(), _metric()
     with MockOpenAI(replies=_reply) as mock:
-        model = NamedModel(name="openai:mock", role="target", provider="mock",
-                           chat=ChatOpenAIDirect(model="mock", base_url=mock.url, api_key="test", max_retries=0))
+        model = NamedModel(
+            name="openai:mock",
+            role="target",
+            provider="mock",
+            chat=ChatOpenAIDirect(model="mock", base_url=mock.url, api_key="test", max_retries=0),
+        )
         store = RunStore(tmp_path / "r")
 
         async def go():
@@ -146,8 +164,9 @@ def test_ray_resume_computes_only_missing(tmp_path, ray_local):
             await evaluate_with_executor(store, items[:10], [model], [metric], ScoringContext())
             await evaluate_with_executor(store, items[10:12], [model], [], ScoringContext())
             served_before = mock.stats()["served"]
-            await evaluate_with_executor(store, items, [model], [metric], ScoringContext(), executor="ray",
-                                         num_shards=2)
+            await evaluate_with_executor(
+                store, items, [model], [metric], ScoringContext(), executor="ray", num_shards=2
+            )
             return served_before
 
         assert asyncio.run(go()) == 12

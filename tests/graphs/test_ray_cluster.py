@@ -91,16 +91,31 @@ def cluster(tmp_path):
     logs = tmp_path / "ray-logs"
     logs.mkdir()
     head = subprocess.Popen(
-        [_ray_bin(), "start", "--head", f"--port={gcs}", f"--ray-client-server-port={client}",
-         "--include-dashboard=false", f"--temp-dir={temp}", *common],
-        env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}, stdout=(logs / "head.out").open("w"),
-        stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            _ray_bin(),
+            "start",
+            "--head",
+            f"--port={gcs}",
+            f"--ray-client-server-port={client}",
+            "--include-dashboard=false",
+            f"--temp-dir={temp}",
+            *common,
+        ],
+        env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+        stdout=(logs / "head.out").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     procs = [head]
     try:
         _wait_port(client, head, logs / "head.out", timeout_s=180)
-        worker = subprocess.Popen([sys.executable, "-c", WORKER_BOOT, "start", f"--address=127.0.0.1:{gcs}", *common],
-                                  env=env, stdout=(logs / "worker.out").open("w"), stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER_BOOT, "start", f"--address=127.0.0.1:{gcs}", *common],
+            env=env,
+            stdout=(logs / "worker.out").open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         procs.append(worker)
         yield f"ray://127.0.0.1:{client}", head, worker, auth
     finally:
@@ -130,8 +145,13 @@ def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float) -
 
 def _jsonl(tmp_path: Path) -> Path:
     p = tmp_path / "bench.jsonl"
-    p.write_text("".join(json.dumps({"id": str(k), "prompt": f"q{k}", "reference": f"echo: q{k}" if k % 3 else "x"}) + "\n"
-                         for k in range(N)), encoding="utf-8")
+    p.write_text(
+        "".join(
+            json.dumps({"id": str(k), "prompt": f"q{k}", "reference": f"echo: q{k}" if k % 3 else "x"}) + "\n"
+            for k in range(N)
+        ),
+        encoding="utf-8",
+    )
     return p
 
 
@@ -145,8 +165,13 @@ def _records(run_dir: Path):
 def _client_env(ray_address: str | None, auth: dict[str, str]) -> dict[str, str]:
     # Ray Client gives up after 5 + 10 + 15 s by default; a loaded 2-core CI machine may need longer to start the
     # client's server-side driver (Ray's RAY_CLIENT_*_CONNECTION_TIMEOUT_S settings)
-    env = {**os.environ, "OPENAI_API_KEY": "test", "RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": "30",
-           "RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S": "60", **auth}
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "test",
+        "RAY_CLIENT_INITIAL_CONNECTION_TIMEOUT_S": "30",
+        "RAY_CLIENT_MAX_CONNECTION_TIMEOUT_S": "60",
+        **auth,
+    }
     env.pop("RAY_ADDRESS", None)
     if ray_address:
         env["RAY_ADDRESS"] = ray_address
@@ -155,8 +180,27 @@ def _client_env(ray_address: str | None, auth: dict[str, str]) -> dict[str, str]
 
 def _ask(tmp_path: Path, out: Path, url: str, executor: str, ray_address: str | None, auth: dict[str, str]) -> Path:
     env = _client_env(ray_address, auth)
-    cmd = [sys.executable, "-m", "sgieval.cli", "ask", "", "-b", str(_jsonl(tmp_path)), "--models", "openai:mock",
-           "--base-url", url, "--yes", "--no-cache", "--out", str(out), "--executor", executor, "--tools", ""]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sgieval.cli",
+        "ask",
+        "",
+        "-b",
+        str(_jsonl(tmp_path)),
+        "--models",
+        "openai:mock",
+        "--base-url",
+        url,
+        "--yes",
+        "--no-cache",
+        "--out",
+        str(out),
+        "--executor",
+        executor,
+        "--tools",
+        "",
+    ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     (run,) = [p.parent for p in out.glob("*/config.json")]
@@ -171,8 +215,9 @@ def test_ray_client_cluster_same_records_as_local(tmp_path, cluster):
         dist = _ask(tmp_path, tmp_path / "ray", mock.url, "ray", address, auth)
         assert mock.stats()["served"] == 2 * N  # every item called again, from the cluster's workers
     # the cluster had its two nodes, both on the loopback address
-    res = subprocess.run([sys.executable, "-c", NODES], env=_client_env(address, auth), capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", NODES], env=_client_env(address, auth), capture_output=True, text=True, timeout=300
+    )
     assert res.stdout.strip().splitlines()[-1] == "[('127.0.0.1', True), ('127.0.0.1', True)]", res.stderr[-2000:]
     (lr, ls), (dr, ds) = _records(local), _records(dist)
     assert dr == lr and ds == ls

@@ -11,22 +11,48 @@ from pathlib import Path
 
 import pytest
 
-MODELS = ["replay:llama3.3:latest", "replay:mistral:latest", "replay:o1-mini", "replay:openai/4o",
-          "replay:phi4:latest", "replay:qwen2.5:latest"]
+MODELS = [
+    "replay:llama3.3:latest",
+    "replay:mistral:latest",
+    "replay:o1-mini",
+    "replay:openai/4o",
+    "replay:phi4:latest",
+    "replay:qwen2.5:latest",
+]
 
 
 def ask(tmp_path: Path, sciaidan_dir: Path, request: str, *extra: str) -> str:
-    res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask", request, "--recheck", "--yes",
-                          "--data-dir", str(sciaidan_dir.parent), "--out", str(tmp_path / "runs"), *extra],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=1200)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sgieval.cli",
+            "ask",
+            request,
+            "--recheck",
+            "--yes",
+            "--data-dir",
+            str(sciaidan_dir.parent),
+            "--out",
+            str(tmp_path / "runs"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=1200,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return next((tmp_path / "runs").glob("*/report.md")).read_text()
 
 
 def rows_of(report: str) -> tuple[str, dict[str, list[str]]]:
     section = report.split("## Stored judgements rechecked")[1].split("\n## ")[0]
-    return section, {line.split("|")[1].strip(): [c.strip() for c in line.strip().strip("|").split("|")]
-                     for line in section.splitlines() if line.startswith("| replay:")}
+    return section, {
+        line.split("|")[1].strip(): [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| replay:")
+    }
 
 
 @pytest.mark.slow
@@ -42,7 +68,8 @@ def test_ask_chemistry_recheck_table(tmp_path, sciaidan_dir):
         "replay:o1-mini": ["24", "296", "0.521", "92.9%", "296", "289"],
         "replay:openai/4o": ["25", "274", "0.799", "95.3%", "274", "261"],
         "replay:phi4:latest": ["25", "200", "0.794", "93.0%", "200", "209"],
-        "replay:qwen2.5:latest": ["25", "180", "0.883", "92.2%", "180", "184"]}
+        "replay:qwen2.5:latest": ["25", "180", "0.883", "92.2%", "180", "184"],
+    }
     # the stored accepted counts are the published chemistry ranking 296 > 274 > 200 > 194 > 180 > 107
     assert "(same order)." in section
     answer = report.split("## Run")[0]

@@ -33,19 +33,29 @@ def reply(body, index):
 
 def _bench(tmp_path):
     p = tmp_path / "mult.jsonl"
-    p.write_text("".join(json.dumps({"id": q, "prompt": f"{q}: what is 6 x 7?", "reference": 42}) + "\n"
-                         for q in REPLIES))
+    p.write_text(
+        "".join(json.dumps({"id": q, "prompt": f"{q}: what is 6 x 7?", "reference": 42}) + "\n" for q in REPLIES)
+    )
     return p
 
 
 def _run(tmp_path, bench, url, run_id):
-    cfg = RunConfig(run_id=run_id, benchmarks=[str(bench)], models=["openai:mock"], base_url=url,
-                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999)
+    cfg = RunConfig(
+        run_id=run_id,
+        benchmarks=[str(bench)],
+        models=["openai:mock"],
+        base_url=url,
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        bootstrap_resamples=999,
+    )
     asyncio.run(execute(make_runtime(cfg)))
     store = RunStore(tmp_path / "runs" / run_id)
-    return ({r.item_id.rsplit("/", 1)[1]: r for r in store.read("responses")},
-            {s.item_id.rsplit("/", 1)[1]: s for s in store.read("scores") if s.metric == "exact_match"},
-            (tmp_path / "runs" / run_id / "report.md").read_text())
+    return (
+        {r.item_id.rsplit("/", 1)[1]: r for r in store.read("responses")},
+        {s.item_id.rsplit("/", 1)[1]: s for s in store.read("scores") if s.metric == "exact_match"},
+        (tmp_path / "runs" / run_id / "report.md").read_text(),
+    )
 
 
 def test_truncated_empty_and_reasoning_replies(tmp_path, fresh_call_cache):
@@ -54,7 +64,13 @@ def test_truncated_empty_and_reasoning_replies(tmp_path, fresh_call_cache):
         resp, em, report = _run(tmp_path, bench, mock.url, "first")
         assert mock.stats()["served"] == 6
         assert {q: r.status for q, r in resp.items()} == {
-            "q1": "truncated", "q2": "empty", "q3": "ok", "q4": "ok", "q5": "empty", "q6": "ok"}
+            "q1": "truncated",
+            "q2": "empty",
+            "q3": "ok",
+            "q4": "ok",
+            "q5": "empty",
+            "q6": "ok",
+        }
         assert resp["q1"].finish_reason == "length" and resp["q3"].finish_reason == "stop"
         assert resp["q3"].text == "<answer>42</answer>"
         assert resp["q3"].reasoning == "6 x 7 = 42; draft <answer>41</answer>? no"
@@ -62,12 +78,19 @@ def test_truncated_empty_and_reasoning_replies(tmp_path, fresh_call_cache):
         assert (resp["q5"].text, resp["q5"].reasoning) == ("", "hmm, 6 x 7 is")
         # the truncated/empty replies are not zeros: their scores carry the status and stay out of the mean
         assert {q: (s.status, s.value) for q, s in em.items()} == {
-            "q1": ("truncated", None), "q2": ("empty", None), "q3": ("ok", 1.0), "q4": ("ok", 1.0),
-            "q5": ("empty", None), "q6": ("ok", 0.0)}
+            "q1": ("truncated", None),
+            "q2": ("empty", None),
+            "q3": ("ok", 1.0),
+            "q4": ("ok", 1.0),
+            "q5": ("empty", None),
+            "q6": ("ok", 0.0),
+        }
         # the report counts each kind apart from errors; the 0/1 mean (2 of 3) has a Wilson interval
-        assert ("Counted apart: 1 truncated replies (cut by the token limit), 2 empty replies, 1 scores with no "
-                "answer found (numeric_match 1: each scored 0 in the means, listed here apart from wrong answers), 0 scores with injection "
-                "suspected (judge-format tags in the scored text), 0 errors.") in report
+        assert (
+            "Counted apart: 1 truncated replies (cut by the token limit), 2 empty replies, 1 scores with no "
+            "answer found (numeric_match 1: each scored 0 in the means, listed here apart from wrong answers), 0 scores with injection "
+            "suspected (judge-format tags in the scored text), 0 errors."
+        ) in report
         assert "| 1 | openai:mock | 0.67 | 0.21 to 0.94 (Wilson score, 0/1 metric) | 2.00 | 3 | 3 |" in report
         # a rerun: the good replies come from the call cache, the three flagged ones are asked again
         resp2, _, _ = _run(tmp_path, bench, mock.url, "second")

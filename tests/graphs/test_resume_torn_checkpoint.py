@@ -47,8 +47,10 @@ def _tear(run_dir, last: int) -> list[str]:
         for cid, meta in rows:
             if json.loads(meta)["step"] > last:
                 c.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", (cid,))
-        left = [json.loads(m)["step"] for _, m in
-                c.execute("SELECT checkpoint_id, metadata FROM checkpoints ORDER BY checkpoint_id").fetchall()]
+        left = [
+            json.loads(m)["step"]
+            for _, m in c.execute("SELECT checkpoint_id, metadata FROM checkpoints ORDER BY checkpoint_id").fetchall()
+        ]
         n_writes = c.execute("SELECT COUNT(*) FROM writes").fetchone()[0]
     assert n_writes == 11  # the run's writes: 1 input + 2 each for the four first nodes + 1 report write
     return left

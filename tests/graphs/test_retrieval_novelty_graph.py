@@ -24,20 +24,41 @@ def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path):
     (tmp_path / "papers").mkdir()
     for name, text in PAPERS.items():
         (tmp_path / "papers" / name).write_text(text)
-    rows = [{"id": "i1", "prompt": "Propose a research idea about water.", "task": "idea", "discipline": "materials"},
-            {"id": "i2", "prompt": "Propose a research idea about cells.", "task": "idea", "discipline": "biology"}]
+    rows = [
+        {"id": "i1", "prompt": "Propose a research idea about water.", "task": "idea", "discipline": "materials"},
+        {"id": "i2", "prompt": "Propose a research idea about cells.", "task": "idea", "discipline": "biology"},
+    ]
     (tmp_path / "ideas.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ideas = {"close": ["Graphene membranes filter seawater salt.", "Enzymes fold proteins."],
-             "far": ["Enzymes could power tiny submarines.", "Graphene sails catch solar wind."]}
+    ideas = {
+        "close": ["Graphene membranes filter seawater salt.", "Enzymes fold proteins."],
+        "far": ["Enzymes could power tiny submarines.", "Graphene sails catch solar wind."],
+    }
     for model, texts in ideas.items():
-        (tmp_path / f"{model}.jsonl").write_text("".join(
-            json.dumps({"item_id": f"jsonl:ideas/{r['id']}", "text": t}) + "\n" for r, t in zip(rows, texts)))
+        (tmp_path / f"{model}.jsonl").write_text(
+            "".join(json.dumps({"item_id": f"jsonl:ideas/{r['id']}", "text": t}) + "\n" for r, t in zip(rows, texts))
+        )
     # the real command, offline (SGIEVAL_NETWORK=offline: no web search is even tried)
-    res = subprocess.run([sys.executable, "-m", "sgieval.cli", "ask",
-                          "How novel are these ideas compared with my papers?", "-b", "ideas.jsonl",
-                          "--corpus", "papers", "--models", "replay:close.jsonl,replay:far.jsonl", "--yes"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=600,
-                         env={**os.environ, "SGIEVAL_NETWORK": "offline"})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sgieval.cli",
+            "ask",
+            "How novel are these ideas compared with my papers?",
+            "-b",
+            "ideas.jsonl",
+            "--corpus",
+            "papers",
+            "--models",
+            "replay:close.jsonl,replay:far.jsonl",
+            "--yes",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env={**os.environ, "SGIEVAL_NETWORK": "offline"},
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     report = next((tmp_path / "runs").glob("*/report.md")).read_text()
     assert "## Ranking by retrieval_novelty (scale 0-10, higher is better)" in report

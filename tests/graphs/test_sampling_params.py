@@ -24,9 +24,25 @@ def test_reasoning_models_get_only_the_parameters_they_take(tmp_path, monkeypatc
         return str(int(body["messages"][-1]["content"].split(" ")[0]) + 1)
 
     with MockOpenAI(reject_params={"temperature"}, replies=reply) as mock:
-        res = CliRunner().invoke(app, ["ask", "-b", str(bench), "--models", "openai:o4-mini,openai:my-reasoner",
-                                       "--base-url", mock.url, "--reasoning-effort", "low", "--temperature", "0.3",
-                                       "--yes", "--out", str(tmp_path / "runs")])
+        res = CliRunner().invoke(
+            app,
+            [
+                "ask",
+                "-b",
+                str(bench),
+                "--models",
+                "openai:o4-mini,openai:my-reasoner",
+                "--base-url",
+                mock.url,
+                "--reasoning-effort",
+                "low",
+                "--temperature",
+                "0.3",
+                "--yes",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+        )
         assert res.exit_code == 0, res.output
         # o4-mini: known family, never sent; my-reasoner: rejected (once per call already in flight, the two
         # items run concurrently), each call retried once without it, then never sent again
@@ -38,11 +54,14 @@ def test_reasoning_models_get_only_the_parameters_they_take(tmp_path, monkeypatc
     (run,) = (tmp_path / "runs").iterdir()
     cfg = json.loads((run / "config.json").read_text())
     assert (cfg["temperature"], cfg["reasoning_effort"]) == (0.3, "low")
-    assert cfg["sent_params"] == {"openai:o4-mini": {"reasoning_effort": "low"},
-                                  "openai:my-reasoner": {"reasoning_effort": "low"}}
+    assert cfg["sent_params"] == {
+        "openai:o4-mini": {"reasoning_effort": "low"},
+        "openai:my-reasoner": {"reasoning_effort": "low"},
+    }
     assert cfg["dropped_params"]["openai:o4-mini"] == {"temperature": "OpenAI o-series models reject it (asked 0.3)"}
     assert cfg["dropped_params"]["openai:my-reasoner"]["temperature"].startswith(
-        "rejected by the server: HTTP 400 OpenAIHTTPError: 400 from")
+        "rejected by the server: HTTP 400 OpenAIHTTPError: 400 from"
+    )
     report = (run / "report.md").read_text()
     row = next(line for line in report.splitlines() if line.startswith("| sampling parameters |"))
     assert "openai:o4-mini: reasoning_effort=low (temperature not sent: OpenAI o-series models reject it" in row
@@ -50,7 +69,11 @@ def test_reasoning_models_get_only_the_parameters_they_take(tmp_path, monkeypatc
     # both models answered every item: 2 x exact_match 1.0
     scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     assert sorted((s["model"], s["value"]) for s in scores if s["metric"] == "exact_match") == [
-        ("openai:my-reasoner", 1.0), ("openai:my-reasoner", 1.0), ("openai:o4-mini", 1.0), ("openai:o4-mini", 1.0)]
+        ("openai:my-reasoner", 1.0),
+        ("openai:my-reasoner", 1.0),
+        ("openai:o4-mini", 1.0),
+        ("openai:o4-mini", 1.0),
+    ]
 
 
 def test_the_python_api_takes_the_same_sampling_parameters(tmp_path, monkeypatch):
@@ -66,14 +89,23 @@ def test_the_python_api_takes_the_same_sampling_parameters(tmp_path, monkeypatch
         return "2"
 
     with MockOpenAI(reject_params={"reasoning_effort"}, replies=reply) as mock:
-        run = sgieval.evaluate("", models="openai:gpt-4.1-mini, openai:qwen3", benchmark=str(bench),
-                               base_url=mock.url, temperature=0.7, reasoning_effort="high",
-                               out_dir=tmp_path / "runs", run_id="api", bootstrap_resamples=999)
+        run = sgieval.evaluate(
+            "",
+            models="openai:gpt-4.1-mini, openai:qwen3",
+            benchmark=str(bench),
+            base_url=mock.url,
+            temperature=0.7,
+            reasoning_effort="high",
+            out_dir=tmp_path / "runs",
+            run_id="api",
+            bootstrap_resamples=999,
+        )
     cfg = json.loads((run.run_dir / "config.json").read_text())
     # gpt-4.1-mini is not a reasoning model: no reasoning_effort; qwen3's server rejects it (HTTP 400), dropped
     assert cfg["sent_params"] == {"openai:gpt-4.1-mini": {"temperature": 0.7}, "openai:qwen3": {"temperature": 0.7}}
     assert cfg["dropped_params"]["openai:gpt-4.1-mini"] == {
-        "reasoning_effort": "gpt-4.1-mini is not a reasoning model (asked high)"}
+        "reasoning_effort": "gpt-4.1-mini is not a reasoning model (asked high)"
+    }
     assert list(cfg["dropped_params"]["openai:qwen3"]) == ["reasoning_effort"]
     assert [b.get("temperature") for b in bodies] == [0.7, 0.7]
     assert run.means("exact_match") == {"openai:gpt-4.1-mini": 1.0, "openai:qwen3": 1.0}

@@ -39,13 +39,22 @@ def test_wilson_interval_rejects_impossible_counts_with_the_counts_in_the_messag
 
 def test_wilson_interval_honours_its_confidence_level():
     # 3 of 10 at 90% (z = 1.644854): center (0.3 + z^2/20)/(1 + z^2/10) = 0.342589, half-width 0.215712
-    assert wilson_interval(3, 10, 0.90) == (pytest.approx(0.1268765839031979, abs=1e-12),
-                                            pytest.approx(0.5583002041301649, abs=1e-12))
+    assert wilson_interval(3, 10, 0.90) == (
+        pytest.approx(0.1268765839031979, abs=1e-12),
+        pytest.approx(0.5583002041301649, abs=1e-12),
+    )
     # summarize passes its confidence to the Wilson interval: 2 of 10 at 90%
     s = summarize([1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], confidence=0.90)
-    assert _t(s) == (10, 0.2, 2.0, pytest.approx(0.4), pytest.approx(0.06855798773753208, abs=1e-12),
-                     pytest.approx(0.4592071943125121, abs=1e-12), "wilson",
-                     "Wilson score interval for 2 of 10 (a 0/1 metric)")
+    assert _t(s) == (
+        10,
+        0.2,
+        2.0,
+        pytest.approx(0.4),
+        pytest.approx(0.06855798773753208, abs=1e-12),
+        pytest.approx(0.4592071943125121, abs=1e-12),
+        "wilson",
+        "Wilson score interval for 2 of 10 (a 0/1 metric)",
+    )
 
 
 # ------------------------------------------------------------------------------------------------ summarize
@@ -57,9 +66,18 @@ def test_summarize_of_nothing_says_what_it_needs():
 def test_summarize_defaults_are_10000_resamples_seed_0_and_95_percent():
     got = summarize(X40)
     assert got == summarize(X40, n_resamples=10000, seed=0, confidence=0.95)
-    assert _t(got) == _approx(Summary(n=40, mean=9.20962967933308, total=368.3851871733232,
-                                      std=1.6208524278954193, ci_low=8.684533726264796,
-                                      ci_high=9.700175317584991, method="bca", note=""))
+    assert _t(got) == _approx(
+        Summary(
+            n=40,
+            mean=9.20962967933308,
+            total=368.3851871733232,
+            std=1.6208524278954193,
+            ci_low=8.684533726264796,
+            ci_high=9.700175317584991,
+            method="bca",
+            note="",
+        )
+    )
     # another seed or resample count moves the bounds in the fourth decimal: the pins above are specific
     assert summarize(X40, seed=1).ci_low == pytest.approx(8.685292463357618, abs=1e-9)
     assert summarize(X40, n_resamples=9999).ci_low == pytest.approx(8.68447641221396, abs=1e-9)
@@ -137,11 +155,16 @@ def test_paired_ci_falls_back_to_percentile_with_its_note():
     at50 = paired_test(d, z, n_resamples=2, seed=1, confidence=0.5)
     assert (at50.ci_low, at50.ci_high, at50.ci_note) == (pytest.approx(4.75), pytest.approx(5.25), why)
     ok = paired_test(d, z, n_resamples=3, seed=1)
-    assert (ok.ci_note, ok.ci_low, ok.ci_high) == ("", pytest.approx(3.263667963500952, abs=1e-9),
-                                                   pytest.approx(5.284358337297546, abs=1e-9))
+    assert (ok.ci_note, ok.ci_low, ok.ci_high) == (
+        "",
+        pytest.approx(3.263667963500952, abs=1e-9),
+        pytest.approx(5.284358337297546, abs=1e-9),
+    )
 
 
 def test_paired_errors_are_whole_sentences():
-    with pytest.raises(ValueError, match="^" + re.escape(
-            "paired_test: the two models have no item with a finite score in common") + "$"):
+    with pytest.raises(
+        ValueError,
+        match="^" + re.escape("paired_test: the two models have no item with a finite score in common") + "$",
+    ):
         paired_test({"a": 1.0}, {"a": float("inf")})

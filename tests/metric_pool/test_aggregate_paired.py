@@ -111,5 +111,8 @@ def test_every_degenerate_interval_says_why():
     assert (spread.method, spread.note) == ("bca", "")
     pr = paired_test({"a": 3.0, "b": 5.0}, {"a": 1.0, "b": 3.0}, n_resamples=999)
     assert (pr.ci_low, pr.ci_high) == (2.0, 2.0)
-    assert pr.ci_note == "zero-width interval: the difference is 2 on all 2 common items, so every bootstrap resample gives it"
+    assert (
+        pr.ci_note
+        == "zero-width interval: the difference is 2 on all 2 common items, so every bootstrap resample gives it"
+    )
     assert paired_test({"a": 1.0}, {"a": 0.0}).ci_note == "no CI: fewer than 2 common items"

@@ -15,8 +15,12 @@ async def _score(resp: Response):
     return await AnswerCountMetrics().score(ITEM, resp, ScoringContext())
 
 
-JUDGED_BY = {"coherence": "o1-mini", "novelty": "text-embedding-3-large", "origin": "stored",
-             "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them"}
+JUDGED_BY = {
+    "coherence": "o1-mini",
+    "novelty": "text-embedding-3-large",
+    "origin": "stored",
+    "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them",
+}
 
 
 def _view(scores):
@@ -35,66 +39,138 @@ async def test_failed_response_gives_one_failure_per_metric_with_its_reason():
     resp = Response(item_id=ITEM.id, model="replay:m", error="timeout after 3 attempts", status="infra_error")
     assert _view(await _score(resp)) == [
         (ITEM.id, "replay:m", n, None, "infra_error", "no response: timeout after 3 attempts", "", "objective", {})
-        for n in NAMES]
+        for n in NAMES
+    ]
 
 
 async def test_response_without_records_is_a_parse_error_naming_what_is_missing():
     resp = Response(item_id=ITEM.id, model="openai:m", text="an answer")
-    why = ("response has no answer records (metadata['records']); the open-creativity metrics need the "
-           "generation protocol or a SciAidanBench replay")
-    assert _view(await _score(resp)) == [(ITEM.id, "openai:m", n, None, "parse_error", why, "", "objective", {})
-                                         for n in NAMES]
+    why = (
+        "response has no answer records (metadata['records']); the open-creativity metrics need the "
+        "generation protocol or a SciAidanBench replay"
+    )
+    assert _view(await _score(resp)) == [
+        (ITEM.id, "openai:m", n, None, "parse_error", why, "", "objective", {}) for n in NAMES
+    ]
 
 
 async def test_counts_rationales_and_the_final_stopping_condition():
     records = [
         {"answer": "a", "coherence_score": 80, "embedding_dissimilarity_score": 0.5, "stopping_condition": None},
         {"answer": "b", "coherence_score": 60, "embedding_dissimilarity_score": 0.3, "stopping_condition": None},
-        {"answer": "c", "coherence_score": 10, "embedding_dissimilarity_score": 0.9,
-         "stopping_condition": "coherence", "final_stopping_condition": "coherence (score 10 <= 15)"},
+        {
+            "answer": "c",
+            "coherence_score": 10,
+            "embedding_dissimilarity_score": 0.9,
+            "stopping_condition": "coherence",
+            "final_stopping_condition": "coherence (score 10 <= 15)",
+        },
     ]
     got = _view(await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records})))
     assert got == [
-        (ITEM.id, "replay:m", "aidan_accepted_answers", 2.0, "ok", None,
-         "2 accepted of 3 stored answers; stopped by coherence (score 10 <= 15)", "objective", {}),
-        (ITEM.id, "replay:m", "aidan_published_count", 3.0, "ok", None,
-         "len(list) = 3 (includes the rejected terminating answer)", "objective", {}),
-        (ITEM.id, "replay:m", "aidan_mean_coherence", 70.0, "ok", None,
-         "mean coherence_score over 2 accepted answers", "objective", {}),
-        (ITEM.id, "replay:m", "aidan_mean_novelty", 0.4, "ok", None,
-         "mean embedding_dissimilarity_score over 2 accepted answers", "objective", {}),
+        (
+            ITEM.id,
+            "replay:m",
+            "aidan_accepted_answers",
+            2.0,
+            "ok",
+            None,
+            "2 accepted of 3 stored answers; stopped by coherence (score 10 <= 15)",
+            "objective",
+            {},
+        ),
+        (
+            ITEM.id,
+            "replay:m",
+            "aidan_published_count",
+            3.0,
+            "ok",
+            None,
+            "len(list) = 3 (includes the rejected terminating answer)",
+            "objective",
+            {},
+        ),
+        (
+            ITEM.id,
+            "replay:m",
+            "aidan_mean_coherence",
+            70.0,
+            "ok",
+            None,
+            "mean coherence_score over 2 accepted answers",
+            "objective",
+            {},
+        ),
+        (
+            ITEM.id,
+            "replay:m",
+            "aidan_mean_novelty",
+            0.4,
+            "ok",
+            None,
+            "mean embedding_dissimilarity_score over 2 accepted answers",
+            "objective",
+            {},
+        ),
     ]
 
 
 async def test_stopping_condition_is_read_when_no_final_one_is_stored():
-    records = [{"answer": "a", "coherence_score": 50, "embedding_dissimilarity_score": 0.2,
-                "stopping_condition": None},
-               {"answer": "b", "coherence_score": 50, "embedding_dissimilarity_score": 0.01,
-                "stopping_condition": "novelty"}]
+    records = [
+        {"answer": "a", "coherence_score": 50, "embedding_dissimilarity_score": 0.2, "stopping_condition": None},
+        {"answer": "b", "coherence_score": 50, "embedding_dissimilarity_score": 0.01, "stopping_condition": "novelty"},
+    ]
     [acc, *_] = await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records}))
     assert acc.rationale == "1 accepted of 2 stored answers; stopped by novelty"
 
 
 async def test_no_stop_recorded_and_zero_accepted_answers_are_not_applicable_means():
-    records = [{"answer": "a", "coherence_score": 5, "embedding_dissimilarity_score": 0.9,
-                "stopping_condition": "coherence"}]
+    records = [
+        {"answer": "a", "coherence_score": 5, "embedding_dissimilarity_score": 0.9, "stopping_condition": "coherence"}
+    ]
     got = _view(await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records})))
     assert got[0][3:7] == (0.0, "ok", None, "0 accepted of 1 stored answers; stopped by coherence")
-    assert got[2] == (ITEM.id, "replay:m", "aidan_mean_coherence", None, "not_run",
-                      "no accepted answers with a coherence_score", "", "objective", {"not_applicable": True})
-    assert got[3] == (ITEM.id, "replay:m", "aidan_mean_novelty", None, "not_run",
-                      "no accepted answers with an embedding_dissimilarity_score", "", "objective",
-                      {"not_applicable": True})
+    assert got[2] == (
+        ITEM.id,
+        "replay:m",
+        "aidan_mean_coherence",
+        None,
+        "not_run",
+        "no accepted answers with a coherence_score",
+        "",
+        "objective",
+        {"not_applicable": True},
+    )
+    assert got[3] == (
+        ITEM.id,
+        "replay:m",
+        "aidan_mean_novelty",
+        None,
+        "not_run",
+        "no accepted answers with an embedding_dissimilarity_score",
+        "",
+        "objective",
+        {"not_applicable": True},
+    )
     empty = _view(await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": []})))
-    assert empty[0][3:7] == (0.0, "ok", None, "0 accepted of 0 stored answers; stopped by no stop recorded "
-                                              "(missing: empty stored list: no answer was recorded for this question)")
+    assert empty[0][3:7] == (
+        0.0,
+        "ok",
+        None,
+        "0 accepted of 0 stored answers; stopped by no stop recorded "
+        "(missing: empty stored list: no answer was recorded for this question)",
+    )
     assert empty[1][3] == 0.0
 
 
 async def test_a_missing_score_field_is_left_out_of_the_mean():
-    records = [{"answer": "a", "coherence_score": 90, "embedding_dissimilarity_score": None, "stopping_condition": None},
-               {"answer": "b", "coherence_score": 70, "embedding_dissimilarity_score": 0.6, "stopping_condition": None}]
-    got = {s.metric: (s.value, s.rationale) for s in
-           await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records}))}
+    records = [
+        {"answer": "a", "coherence_score": 90, "embedding_dissimilarity_score": None, "stopping_condition": None},
+        {"answer": "b", "coherence_score": 70, "embedding_dissimilarity_score": 0.6, "stopping_condition": None},
+    ]
+    got = {
+        s.metric: (s.value, s.rationale)
+        for s in await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records}))
+    }
     assert got["aidan_mean_coherence"] == (80.0, "mean coherence_score over 2 accepted answers")
     assert got["aidan_mean_novelty"] == (0.6, "mean embedding_dissimilarity_score over 1 accepted answers")

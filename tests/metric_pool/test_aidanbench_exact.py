@@ -8,33 +8,58 @@ from sgieval.core import OPEN_CREATIVITY, Item, Response
 from sgieval.metric_pool.aidanbench import AnswerCountMetrics, judged_by, record_flag
 from sgieval.metric_pool.base import ScoringContext
 
-STORED = {"coherence": "o1-mini", "novelty": "text-embedding-3-large", "origin": "stored",
-          "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them"}
+STORED = {
+    "coherence": "o1-mini",
+    "novelty": "text-embedding-3-large",
+    "origin": "stored",
+    "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them",
+}
 
 
 def _rec(n, sc=None, **kw):
-    return {"answer_num": n, "answer": f"a{n}", "coherence_score": 80, "embedding_dissimilarity_score": 0.5,
-            "stopping_condition": sc, **kw}
+    return {
+        "answer_num": n,
+        "answer": f"a{n}",
+        "coherence_score": 80,
+        "embedding_dissimilarity_score": 0.5,
+        "stopping_condition": sc,
+        **kw,
+    }
 
 
 def test_judged_by_every_origin_whole():
     assert judged_by({}) == STORED
     assert judged_by({"stored_judge": "gpt-4o", "stored_embedder": "e5"}) == {
-        "coherence": "gpt-4o", "novelty": "e5", "origin": "stored", "source": "the stored records"}
+        "coherence": "gpt-4o",
+        "novelty": "e5",
+        "origin": "stored",
+        "source": "the stored records",
+    }
     assert judged_by({"stored_judge": "gpt-4o"}) == {
-        "coherence": "gpt-4o", "novelty": "text-embedding-3-large", "origin": "stored", "source": "the stored records"}
+        "coherence": "gpt-4o",
+        "novelty": "text-embedding-3-large",
+        "origin": "stored",
+        "source": "the stored records",
+    }
     assert judged_by({"judge": "openai:o4-mini"}) == {
-        "coherence": "openai:o4-mini", "novelty": "unknown embedder", "origin": "live",
-        "source": "this run's judge and embedder"}
+        "coherence": "openai:o4-mini",
+        "novelty": "unknown embedder",
+        "origin": "live",
+        "source": "this run's judge and embedder",
+    }
 
 
 def test_record_flag_variants_whole():
     assert record_flag([_rec(1, "error")]) == {
-        "censored": True, "stop_error": "stopping_condition 'error'",
-        "flag_reason": "stopped by error after 0 accepted answers (a lower bound)"}
+        "censored": True,
+        "stop_error": "stopping_condition 'error'",
+        "flag_reason": "stopped by error after 0 accepted answers (a lower bound)",
+    }
     assert record_flag([_rec(1), _rec(2, "error", error_type="content_filter")]) == {
-        "censored": True, "stop_error": "content_filter",
-        "flag_reason": "stopped by error after 1 accepted answer (a lower bound)"}
+        "censored": True,
+        "stop_error": "content_filter",
+        "flag_reason": "stopped by error after 1 accepted answer (a lower bound)",
+    }
     long = "x" * 400
     assert record_flag([_rec(1, error_message=long)])["stop_error"] == "x" * 300
     assert record_flag([_rec(1, "coherence"), _rec(2)]) == {}
@@ -48,30 +73,54 @@ def _scores(records, **meta):
 
 def test_missing_list_scores_whole():
     got = [(s.metric, s.value, s.status, s.error, s.rationale, s.details) for s in _scores([])]
-    flag = {"missing": True, "flag_reason": "empty stored list: no answer was recorded for this question",
-            "judged_by": STORED}
-    why = ("0 accepted of 0 stored answers; stopped by no stop recorded (missing: empty stored list: no answer was "
-           "recorded for this question)")
+    flag = {
+        "missing": True,
+        "flag_reason": "empty stored list: no answer was recorded for this question",
+        "judged_by": STORED,
+    }
+    why = (
+        "0 accepted of 0 stored answers; stopped by no stop recorded (missing: empty stored list: no answer was "
+        "recorded for this question)"
+    )
     assert got == [
         ("aidan_accepted_answers", 0.0, "ok", None, why, flag),
         ("aidan_published_count", 0.0, "ok", None, "len(list) = 0 (includes the rejected terminating answer)", flag),
-        ("aidan_mean_coherence", None, "not_run", "no accepted answers with a coherence_score", "",
-         {"not_applicable": True, **flag}),
-        ("aidan_mean_novelty", None, "not_run", "no accepted answers with an embedding_dissimilarity_score", "",
-         {"not_applicable": True, **flag}),
+        (
+            "aidan_mean_coherence",
+            None,
+            "not_run",
+            "no accepted answers with a coherence_score",
+            "",
+            {"not_applicable": True, **flag},
+        ),
+        (
+            "aidan_mean_novelty",
+            None,
+            "not_run",
+            "no accepted answers with an embedding_dissimilarity_score",
+            "",
+            {"not_applicable": True, **flag},
+        ),
     ]
 
 
 def test_censored_list_scores_whole_and_means_skip_missing_values():
     recs = [_rec(1), {**_rec(2), "coherence_score": None}, _rec(3, "error", error_message="boom")]
     got = {s.metric: (s.value, s.status, s.rationale, s.details) for s in _scores(recs, judge="j", embedder="e")}
-    flag = {"censored": True, "stop_error": "boom",
-            "flag_reason": "stopped by error after 2 accepted answers (a lower bound)",
-            "judged_by": {"coherence": "j", "novelty": "e", "origin": "live",
-                          "source": "this run's judge and embedder"}}
+    flag = {
+        "censored": True,
+        "stop_error": "boom",
+        "flag_reason": "stopped by error after 2 accepted answers (a lower bound)",
+        "judged_by": {"coherence": "j", "novelty": "e", "origin": "live", "source": "this run's judge and embedder"},
+    }
     assert got == {
-        "aidan_accepted_answers": (2.0, "ok", "2 accepted of 3 stored answers; stopped by error (censored: stopped "
-                                              "by error after 2 accepted answers (a lower bound))", flag),
+        "aidan_accepted_answers": (
+            2.0,
+            "ok",
+            "2 accepted of 3 stored answers; stopped by error (censored: stopped "
+            "by error after 2 accepted answers (a lower bound))",
+            flag,
+        ),
         "aidan_published_count": (3.0, "ok", "len(list) = 3 (includes the rejected terminating answer)", flag),
         "aidan_mean_coherence": (80.0, "ok", "mean coherence_score over 1 accepted answers", flag),
         "aidan_mean_novelty": (0.5, "ok", "mean embedding_dissimilarity_score over 2 accepted answers", flag),
@@ -80,16 +129,24 @@ def test_censored_list_scores_whole_and_means_skip_missing_values():
 
 def test_answers_with_judge_tags_flag_every_score_with_the_judge_replies():
     recs = [_rec(1, flags=["injection_suspected"]), _rec(2), _rec(3, "coherence", flags=["injection_suspected"])]
-    raw = [{"answer_num": 1, "raw": "r1", "flags": ["injection_suspected"]},
-           {"answer_num": 2, "raw": "r2", "flags": []},
-           {"answer_num": 3, "raw": "r3", "flags": ["injection_suspected"]},
-           {"answer_num": 9, "raw": "r9", "flags": ["x"]}]
+    raw = [
+        {"answer_num": 1, "raw": "r1", "flags": ["injection_suspected"]},
+        {"answer_num": 2, "raw": "r2", "flags": []},
+        {"answer_num": 3, "raw": "r3", "flags": ["injection_suspected"]},
+        {"answer_num": 9, "raw": "r9", "flags": ["x"]},
+    ]
     out = _scores(recs, judge="j", judge_raw=raw)
     assert len(out) == 4
     for s in out:
         [ev] = s.evidence
         assert (ev.judge, ev.raw, ev.attempts, ev.structured, ev.flags, ev.details) == (
-            "j", ["r1", "r3"], 2, "text", ["injection_suspected"], {"answer_nums": [1, 3]})
+            "j",
+            ["r1", "r3"],
+            2,
+            "text",
+            ["injection_suspected"],
+            {"answer_nums": [1, 3]},
+        )
     assert all(s.evidence == [] for s in _scores([_rec(1), _rec(2, "coherence")]))
 
 

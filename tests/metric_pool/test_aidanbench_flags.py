@@ -13,8 +13,14 @@ from sgieval.agents.replays import stored_models
 
 
 def _rec(n, sc=None, **kw):
-    return {"answer_num": n, "answer": f"a{n}", "coherence_score": 80, "embedding_dissimilarity_score": 0.5,
-            "stopping_condition": sc, **kw}
+    return {
+        "answer_num": n,
+        "answer": f"a{n}",
+        "coherence_score": 80,
+        "embedding_dissimilarity_score": 0.5,
+        "stopping_condition": sc,
+        **kw,
+    }
 
 
 def _score(records):
@@ -27,11 +33,16 @@ def test_record_flags():
     ok = [_rec(1), _rec(2, "coherence_threshold")]
     assert record_flag(ok) == {}
     err = [_rec(1), _rec(2), _rec(3, "error", error_message="boom")]
-    assert record_flag(err) == {"censored": True, "stop_error": "boom",
-                                "flag_reason": "stopped by error after 2 accepted answers (a lower bound)"}
+    assert record_flag(err) == {
+        "censored": True,
+        "stop_error": "boom",
+        "flag_reason": "stopped by error after 2 accepted answers (a lower bound)",
+    }
     assert record_flag([_rec(1, error_type="content_filter")])["censored"] is True
-    assert record_flag([]) == {"missing": True,
-                               "flag_reason": "empty stored list: no answer was recorded for this question"}
+    assert record_flag([]) == {
+        "missing": True,
+        "flag_reason": "empty stored list: no answer was recorded for this question",
+    }
 
 
 def test_scores_keep_published_counting_and_carry_the_flag():
@@ -39,7 +50,8 @@ def test_scores_keep_published_counting_and_carry_the_flag():
     assert (s["aidan_accepted_answers"].value, s["aidan_published_count"].value) == (2.0, 3.0)
     assert all(x.ok and x.details["censored"] for x in s.values())
     assert s["aidan_accepted_answers"].rationale.endswith(
-        "(censored: stopped by error after 2 accepted answers (a lower bound))")
+        "(censored: stopped by error after 2 accepted answers (a lower bound))"
+    )
     e = _score([])
     assert (e["aidan_accepted_answers"].value, e["aidan_published_count"].value) == (0.0, 0.0)
     assert e["aidan_accepted_answers"].details["missing"] is True
@@ -47,9 +59,12 @@ def test_scores_keep_published_counting_and_carry_the_flag():
     plain = _score([_rec(1), _rec(2, "coherence_threshold")])["aidan_accepted_answers"].details
     assert "censored" not in plain and "missing" not in plain
     # who decided acceptance: stored records name no judge, so the benchmark definition does
-    assert plain["judged_by"] == {"coherence": "o1-mini", "novelty": "text-embedding-3-large", "origin": "stored",
-                                  "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do "
-                                            "not name them"}
+    assert plain["judged_by"] == {
+        "coherence": "o1-mini",
+        "novelty": "text-embedding-3-large",
+        "origin": "stored",
+        "source": "the SciAidanBench definition, METRICS.md B.2-B.3: the stored records do not name them",
+    }
 
 
 def test_real_data_has_seven_censored_pairs_and_one_missing(sciaidan_dir):
@@ -68,8 +83,10 @@ def test_real_data_has_seven_censored_pairs_and_one_missing(sciaidan_dir):
     missing = sorted(k for k, v in flagged.items() if v.get("missing"))
     assert len(censored) == 7 and missing == [("o1-mini", "sciaidanbench/chemistry/22")]
     assert ("openai/4o", "sciaidanbench/chemistry/2") in censored
-    assert flagged[("openai/4o", "sciaidanbench/chemistry/2")]["flag_reason"] == \
-        "stopped by error after 4 accepted answers (a lower bound)"
+    assert (
+        flagged[("openai/4o", "sciaidanbench/chemistry/2")]["flag_reason"]
+        == "stopped by error after 4 accepted answers (a lower bound)"
+    )
     assert [m for m, _ in censored].count("openai/4o") == 3 and [m for m, _ in censored].count("llama3.3:latest") == 2
 
 
@@ -89,4 +106,8 @@ def test_live_protocol_names_its_own_judge():
     from sgieval.metric_pool.aidanbench import judged_by
 
     assert judged_by({"judge": "openai:o4-mini", "embedder": "minilm"}) == {
-        "coherence": "openai:o4-mini", "novelty": "minilm", "origin": "live", "source": "this run's judge and embedder"}
+        "coherence": "openai:o4-mini",
+        "novelty": "minilm",
+        "origin": "live",
+        "source": "this run's judge and embedder",
+    }

@@ -13,8 +13,14 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from sgieval.core import OPEN_CREATIVITY, InputError, Item
-from sgieval.metric_pool.aidanbench_protocol import (extract_answer, generation_prompt, parse_score_tag,
-                                                     recompute_novelty, run_generation, stopping_condition)
+from sgieval.metric_pool.aidanbench_protocol import (
+    extract_answer,
+    generation_prompt,
+    parse_score_tag,
+    recompute_novelty,
+    run_generation,
+    stopping_condition,
+)
 from sgieval.models.base import NamedModel
 
 VECTORS = {  # hand-picked: cos(alpha, gamma) = 3/5 = 0.6 exactly, alpha/beta/delta orthogonal
@@ -37,8 +43,13 @@ class LookupEmbedder:
         return np.array([VECTORS[t] for t in texts])
 
 
-ITEM = Item(id="sciaidanbench/chemistry/0", benchmark="sciaidanbench", task=OPEN_CREATIVITY,
-            prompt="Name a polymer.", metadata={"question": "Name a polymer."})
+ITEM = Item(
+    id="sciaidanbench/chemistry/0",
+    benchmark="sciaidanbench",
+    task=OPEN_CREATIVITY,
+    prompt="Name a polymer.",
+    metadata={"question": "Name a polymer."},
+)
 
 
 def scripted(name, role, replies):
@@ -47,6 +58,7 @@ def scripted(name, role, replies):
             if isinstance(r, Exception):
                 raise r
             yield AIMessage(content=r)
+
     return NamedModel(name=name, role=role, chat=GenericFakeChatModel(messages=gen()))
 
 
@@ -77,8 +89,10 @@ def test_prompt_structure():
     assert p0.startswith("Answer the following question:\n<question>Q?</question>\n")
     assert "<answer></answer>" in p0 and "<previous_answers>" not in p0 and "<thoughts>" not in p0
     p2 = generation_prompt("Q?", ["a1", "a2"], cot=True)
-    block = ("<previous_answers>\n<previous_answer id='1'>\na1\n</previous_answer>\n\n"
-             "<previous_answer id='2'>\na2\n</previous_answer>\n</previous_answers>")
+    block = (
+        "<previous_answers>\n<previous_answer id='1'>\na1\n</previous_answer>\n\n"
+        "<previous_answer id='2'>\na2\n</previous_answer>\n</previous_answers>"
+    )
     assert p2.endswith(block)
     # order: question, chain of thought, one-answer demand, do-not-repeat warning + previous answers
     idx = [p2.index(s) for s in ("<question>", "<thoughts>", "not a list", "have NOT given", "<previous_answers>")]
@@ -127,19 +141,43 @@ def test_recompute_novelty():
 
 # ---------------------------------------------------------------------- the loop
 async def test_stops_on_coherence_exactly_15_and_record_format():
-    r = await run_generation(ITEM, target("alpha", "beta", "delta"), judge(coh(80), coh(70), coh(15)),
-                             LookupEmbedder(), llm_novelty=False, clock=clock())
+    r = await run_generation(
+        ITEM,
+        target("alpha", "beta", "delta"),
+        judge(coh(80), coh(70), coh(15)),
+        LookupEmbedder(),
+        llm_novelty=False,
+        clock=clock(),
+    )
     assert r.status == "ok" and r.model == "target-m" and r.item_id == ITEM.id
     recs = r.metadata["records"]
     # clock ticks: t0 = 0, processing_time of answers 1..3 = 1, 2, 3 (cumulative), latency 4
     assert recs == [
-        {"answer_num": 1, "answer": "alpha", "embedding_dissimilarity_score": 1.0, "coherence_score": 80,
-         "processing_time": 1.0, "stopping_condition": None},
-        {"answer_num": 2, "answer": "beta", "embedding_dissimilarity_score": 1.0, "coherence_score": 70,
-         "processing_time": 2.0, "stopping_condition": None},
-        {"answer_num": 3, "answer": "delta", "embedding_dissimilarity_score": 1.0, "coherence_score": 15,
-         "processing_time": 3.0, "stopping_condition": "coherence_threshold",
-         "final_stopping_condition": "coherence_threshold"},
+        {
+            "answer_num": 1,
+            "answer": "alpha",
+            "embedding_dissimilarity_score": 1.0,
+            "coherence_score": 80,
+            "processing_time": 1.0,
+            "stopping_condition": None,
+        },
+        {
+            "answer_num": 2,
+            "answer": "beta",
+            "embedding_dissimilarity_score": 1.0,
+            "coherence_score": 70,
+            "processing_time": 2.0,
+            "stopping_condition": None,
+        },
+        {
+            "answer_num": 3,
+            "answer": "delta",
+            "embedding_dissimilarity_score": 1.0,
+            "coherence_score": 15,
+            "processing_time": 3.0,
+            "stopping_condition": "coherence_threshold",
+            "final_stopping_condition": "coherence_threshold",
+        },
     ]
     assert r.answer == ["alpha", "beta"] and r.latency_s == 4.0
     assert r.text == "[1] alpha\n\n[2] beta\n\n[3] delta"
@@ -150,8 +188,9 @@ async def test_stops_on_coherence_exactly_15_and_record_format():
 async def test_novelty_equal_to_threshold_does_not_stop():
     # gamma vs alpha: N = 1 - 0.6 = 0.4 == tau_n -> continues; "alpha bis": N = 0 < 0.4 -> stops
     emb = LookupEmbedder()
-    r = await run_generation(ITEM, target("alpha", "gamma", "alpha bis"), judge(coh(90), coh(90), coh(90)),
-                             emb, llm_novelty=False, tau_n=0.4)
+    r = await run_generation(
+        ITEM, target("alpha", "gamma", "alpha bis"), judge(coh(90), coh(90), coh(90)), emb, llm_novelty=False, tau_n=0.4
+    )
     recs = r.metadata["records"]
     assert [x["embedding_dissimilarity_score"] for x in recs] == [1.0, 0.4, 0.0]
     assert [x["stopping_condition"] for x in recs] == [None, None, "embedding_dissimilarity_threshold"]
@@ -160,8 +199,14 @@ async def test_novelty_equal_to_threshold_does_not_stop():
 
 
 async def test_answer_cap():
-    r = await run_generation(ITEM, target("alpha", "beta", "delta"), judge(coh(90), coh(90), coh(90)),
-                             LookupEmbedder(), llm_novelty=False, max_answers=2)
+    r = await run_generation(
+        ITEM,
+        target("alpha", "beta", "delta"),
+        judge(coh(90), coh(90), coh(90)),
+        LookupEmbedder(),
+        llm_novelty=False,
+        max_answers=2,
+    )
     recs = r.metadata["records"]
     assert len(recs) == 2 and [x["stopping_condition"] for x in recs] == [None, None]
     assert recs[-1]["final_stopping_condition"] == "answer_cap" and "final_stopping_condition" not in recs[0]
@@ -188,12 +233,20 @@ async def test_llm_novelty():
 async def test_variant_tags_first_vs_last():
     reply = "<answer>alpha</answer><answer>beta</answer>"
     two = coh(10) + coh(90)
-    sci = await run_generation(ITEM, scripted("t", "target", [reply]), judge(two), LookupEmbedder(),
-                               llm_novelty=False, max_answers=1)
+    sci = await run_generation(
+        ITEM, scripted("t", "target", [reply]), judge(two), LookupEmbedder(), llm_novelty=False, max_answers=1
+    )
     assert sci.metadata["records"][0]["answer"] == "alpha"
     assert sci.metadata["records"][0]["stopping_condition"] == "coherence_threshold"  # first tag: 10
-    aid = await run_generation(ITEM, scripted("t", "target", [reply]), judge(two), LookupEmbedder(),
-                               variant="aidanbench", llm_novelty=False, max_answers=1)
+    aid = await run_generation(
+        ITEM,
+        scripted("t", "target", [reply]),
+        judge(two),
+        LookupEmbedder(),
+        variant="aidanbench",
+        llm_novelty=False,
+        max_answers=1,
+    )
     assert aid.metadata["records"][0]["answer"] == "beta"
     assert aid.metadata["records"][0]["coherence_score"] == 90  # last tag
 
@@ -209,16 +262,25 @@ async def test_unparsable_judge_is_reasked_then_judge_error_keeps_records():
     j = judge("about 80", coh(80), "good", "very good", "excellent")
     r = await run_generation(ITEM, target("alpha", "beta"), j, LookupEmbedder(), llm_novelty=False)
     assert r.status == "judge_error"
-    assert r.error == ("unparsable coherence judge reply for answer 2 after 3 attempt(s): "
-                       "reply without <coherence_score> tags 'excellent' is not an integer")
+    assert r.error == (
+        "unparsable coherence judge reply for answer 2 after 3 attempt(s): "
+        "reply without <coherence_score> tags 'excellent' is not an integer"
+    )
     assert [x["answer"] for x in r.metadata["records"]] == ["alpha"]
     assert r.metadata["records"][0]["coherence_score"] == 80  # second attempt parsed
-    assert [(x["answer_num"], x["attempt"]) for x in r.metadata["judge_raw"]] == [(1, 1), (1, 2), (2, 1), (2, 2), (2, 3)]
+    assert [(x["answer_num"], x["attempt"]) for x in r.metadata["judge_raw"]] == [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 2),
+        (2, 3),
+    ]
 
 
 async def test_target_failure_is_infra_error_with_records_kept():
-    r = await run_generation(ITEM, target("alpha", ValueError("bad request")), judge(coh(80)), LookupEmbedder(),
-                             llm_novelty=False)
+    r = await run_generation(
+        ITEM, target("alpha", ValueError("bad request")), judge(coh(80)), LookupEmbedder(), llm_novelty=False
+    )
     assert r.status == "infra_error"
     assert r.error == "target call failed for answer 2: call failed after 1 attempt(s): ValueError: bad request"
     assert len(r.metadata["records"]) == 1 and r.metadata["records"][0]["stopping_condition"] is None
@@ -241,13 +303,19 @@ async def test_embedder_failure_is_infra_error():
 
     r = await run_generation(ITEM, target("alpha"), judge(coh(80)), Down(), llm_novelty=False)
     assert (r.status, r.metadata["records"]) == ("infra_error", [])
-    assert r.error == ("embedding failed for answer 1: OfflineError: openai:text-embedding-3-large: "
-                       "embedding call failed: no network")
+    assert r.error == (
+        "embedding failed for answer 1: OfflineError: openai:text-embedding-3-large: embedding call failed: no network"
+    )
 
 
 async def test_content_filter_relabels_last_answer():
-    r = await run_generation(ITEM, target("alpha", ValueError("Error: content_filter triggered")), judge(coh(80)),
-                             LookupEmbedder(), llm_novelty=False)
+    r = await run_generation(
+        ITEM,
+        target("alpha", ValueError("Error: content_filter triggered")),
+        judge(coh(80)),
+        LookupEmbedder(),
+        llm_novelty=False,
+    )
     assert r.status == "ok"
     rec = r.metadata["records"][-1]
     assert (rec["stopping_condition"], rec["final_stopping_condition"]) == ("content_error", "content_error")
@@ -263,8 +331,9 @@ async def test_counting_metrics_apply_to_generated_records():
     from sgieval.metric_pool.aidanbench import AnswerCountMetrics
     from sgieval.metric_pool.base import ScoringContext
 
-    r = await run_generation(ITEM, target("alpha", "beta", "delta"), judge(coh(80), coh(70), coh(15)),
-                             LookupEmbedder(), llm_novelty=False)
+    r = await run_generation(
+        ITEM, target("alpha", "beta", "delta"), judge(coh(80), coh(70), coh(15)), LookupEmbedder(), llm_novelty=False
+    )
     scores = {s.metric: s.value for s in await AnswerCountMetrics().score(ITEM, r, ScoringContext())}
     assert scores["aidan_accepted_answers"] == 2.0 and scores["aidan_published_count"] == 3.0
     assert scores["aidan_mean_coherence"] == 75.0  # (80 + 70) / 2
@@ -297,7 +366,7 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
             return self.vecs
 
     for recs in lists:
-        nov = recompute_novelty(recs, Precomputed(emb[k:k + len(recs)]))
+        nov = recompute_novelty(recs, Precomputed(emb[k : k + len(recs)]))
         k += len(recs)
         assert nov[0] == 1.0
         ours += nov[1:]
@@ -305,8 +374,10 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     ours, stored = np.array(ours), np.array(stored)
     rho = float(spearmanr(ours, stored).statistic)
     agree = float(np.mean((ours < 0.15) == (stored < 0.15)))
-    print(f"\nopenai/4o: {len(lists)} questions, {len(ours)} non-first answers; "
-          f"Spearman rho = {rho:.4f}; same accept/reject at 0.15 = {agree:.4f}")
+    print(
+        f"\nopenai/4o: {len(lists)} questions, {len(ours)} non-first answers; "
+        f"Spearman rho = {rho:.4f}; same accept/reject at 0.15 = {agree:.4f}"
+    )
     assert len(lists) == 155 and len(ours) == 1737 - 155
     # the published agreement figures hold with long answers embedded whole (0.7838 / 0.9229 truncated,
     # 0.7837 / 0.9229 chunked and mean-pooled)

@@ -30,8 +30,9 @@ def _write(tmp_path):
     bench = tmp_path / "quiz.jsonl"
     bench.write_text("".join(json.dumps(r) + "\n" for r in BENCH))
     for model, texts in ANSWERS.items():
-        (tmp_path / f"model-{model}.jsonl").write_text("".join(
-            json.dumps({"item_id": f"jsonl:quiz/{i + 1}", "text": t}) + "\n" for i, t in enumerate(texts)))
+        (tmp_path / f"model-{model}.jsonl").write_text(
+            "".join(json.dumps({"item_id": f"jsonl:quiz/{i + 1}", "text": t}) + "\n" for i, t in enumerate(texts))
+        )
     return bench
 
 
@@ -41,14 +42,21 @@ def test_prediction_and_reference_text():
     assert (reference_text(3.14), reference_text([1, 2]), reference_text("Na")) == ("3.14", "[1, 2]", "Na")
 
 
-@pytest.mark.parametrize("text,exact,norm", [
-    ("100", 1.0, 1.0), (" 100\n", 1.0, 1.0), ("100.0", 0.0, 1.0),  # "100" has 0 decimals: 100.0 rounds to 100
-    ("<answer>NA</answer>", 0.0, None), ("99", 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "text,exact,norm",
+    [
+        ("100", 1.0, 1.0),
+        (" 100\n", 1.0, 1.0),
+        ("100.0", 0.0, 1.0),  # "100" has 0 decimals: 100.0 rounds to 100
+        ("<answer>NA</answer>", 0.0, None),
+        ("99", 0.0, 0.0),
+    ],
+)
 def test_reference_match_values(text, exact, norm):
     item = Item(id="jsonl:q/1", benchmark="jsonl:q", task="generic", prompt="p", reference={"answer": "100"})
-    scores = asyncio.run(ReferenceMatch().score(item, Response(item_id=item.id, model="m", text=text),
-                                                ScoringContext()))
+    scores = asyncio.run(
+        ReferenceMatch().score(item, Response(item_id=item.id, model="m", text=text), ScoringContext())
+    )
     got = {s.metric: s.value for s in scores}
     assert got["exact_match"] == exact
     if norm is not None:
@@ -64,19 +72,29 @@ def test_applies_only_to_jsonl_items_with_a_reference():
 
 def test_graph_ranks_a_jsonl_benchmark_by_exact_match(tmp_path):
     bench = _write(tmp_path)
-    cfg = RunConfig(run_id="r", request="Which model is most accurate?", benchmarks=[str(bench)],
-                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999,
-                    models=[f"replay:{tmp_path / 'model-a.jsonl'}", f"replay:{tmp_path / 'model-b.jsonl'}"])
+    cfg = RunConfig(
+        run_id="r",
+        request="Which model is most accurate?",
+        benchmarks=[str(bench)],
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        bootstrap_resamples=999,
+        models=[f"replay:{tmp_path / 'model-a.jsonl'}", f"replay:{tmp_path / 'model-b.jsonl'}"],
+    )
     rt = make_runtime(cfg)
     state = asyncio.run(execute(rt))
     assert state["metric_plan"]["primary"] == "exact_match"
     got = {(s.model, s.metric, s.item_id): s.value for s in rt.store.read("scores") if s.ok}
     # model a: "100" = "100" (1); "na" != "Na" (0, normalised 1); "3.14159" != "3.14" (0; rounded to 2 places 1)
     # model b: " 100 " stripped (1); "Na" (1); "about 3" (0, 0)
-    exact = {m: sum(v for (mm, met, _), v in got.items() if mm == m and met == "exact_match")
-             for m in ("replay:model-a", "replay:model-b")}
-    norm = {m: sum(v for (mm, met, _), v in got.items() if mm == m and met == "exact_match_normalised")
-            for m in ("replay:model-a", "replay:model-b")}
+    exact = {
+        m: sum(v for (mm, met, _), v in got.items() if mm == m and met == "exact_match")
+        for m in ("replay:model-a", "replay:model-b")
+    }
+    norm = {
+        m: sum(v for (mm, met, _), v in got.items() if mm == m and met == "exact_match_normalised")
+        for m in ("replay:model-a", "replay:model-b")
+    }
     assert exact == {"replay:model-a": 1.0, "replay:model-b": 2.0}
     assert norm == {"replay:model-a": 3.0, "replay:model-b": 2.0}
     report = (tmp_path / "runs" / "r" / "report.md").read_text()
@@ -91,8 +109,11 @@ def test_jsonl_without_references_has_no_predefined_metric(tmp_path):
     items = load_jsonl(bench)
     assert predefined_metrics([items[0].benchmark], items) == []
     # without items to filter by, the module's metrics are listed
-    assert [s.name for m in predefined_metrics([items[0].benchmark]) for s in m.specs] == \
-        ["exact_match", "exact_match_normalised", "numeric_match"]
+    assert [s.name for m in predefined_metrics([items[0].benchmark]) for s in m.specs] == [
+        "exact_match",
+        "exact_match_normalised",
+        "numeric_match",
+    ]
 
 
 def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monkeypatch):
@@ -100,9 +121,15 @@ def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monke
 
     bench = _write(tmp_path)
     monkeypatch.chdir(tmp_path)
-    cfg = RunConfig(run_id="r", request="Which model is most accurate?", benchmarks=["quiz.jsonl"],
-                    out_dir=str(tmp_path / "runs"), yes=True, bootstrap_resamples=999,
-                    models=[f"replay:{tmp_path / 'model-a.jsonl'}", f"replay:{tmp_path / 'model-b.jsonl'}"])
+    cfg = RunConfig(
+        run_id="r",
+        request="Which model is most accurate?",
+        benchmarks=["quiz.jsonl"],
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        bootstrap_resamples=999,
+        models=[f"replay:{tmp_path / 'model-a.jsonl'}", f"replay:{tmp_path / 'model-b.jsonl'}"],
+    )
     assert cfg.benchmarks == [str(bench)]  # kept absolute, so resume/report work from any folder
     rt = make_runtime(cfg)
     state = asyncio.run(execute(rt))
@@ -115,8 +142,10 @@ def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monke
     bench.unlink()  # and without the source at all: only the data source line changes
     again = asyncio.run(write_report(make_runtime(cfg), state)).read_text()
     assert f"| data source | jsonl:quiz: {tmp_path / 'runs' / 'r' / 'items.jsonl'} (the run's copy) |" in again
+
     def body(text):
         return [line for line in text.split("## Answer")[1].splitlines() if not line.startswith("| data source |")]
+
     assert body(again) == body(report)
 
 
@@ -127,28 +156,38 @@ def test_two_replay_files_with_one_model_name_are_refused(tmp_path):
     for d in ("x", "y"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "ans.jsonl").write_text((tmp_path / "model-a.jsonl").read_text())
-    cfg = RunConfig(run_id="c", request="", benchmarks=[str(bench)], out_dir=str(tmp_path / "runs"), yes=True,
-                    models=[f"replay:{tmp_path / 'x' / 'ans.jsonl'}", f"replay:{tmp_path / 'y' / 'ans.jsonl'}"])
+    cfg = RunConfig(
+        run_id="c",
+        request="",
+        benchmarks=[str(bench)],
+        out_dir=str(tmp_path / "runs"),
+        yes=True,
+        models=[f"replay:{tmp_path / 'x' / 'ans.jsonl'}", f"replay:{tmp_path / 'y' / 'ans.jsonl'}"],
+    )
     with pytest.raises(InputError) as ei:
         make_runtime(cfg)
     assert "two stored-response files give the same model name 'replay:ans'" in ei.value.one_line()
     assert not (tmp_path / "runs" / "c").exists()
 
 
-@pytest.mark.parametrize("text, expected", [
-    # issue 11 item 2: the reasoning before the last </think> is not the answer
-    ("<think>6 x 7 = 42? check: yes</think>\n42", "42"),
-    ("<think>maybe <answer>41</answer></think>\n<answer>42</answer>", "42"),
-    ("<think>I will answer 42", ""),  # unclosed think: no answer
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # issue 11 item 2: the reasoning before the last </think> is not the answer
+        ("<think>6 x 7 = 42? check: yes</think>\n42", "42"),
+        ("<think>maybe <answer>41</answer></think>\n<answer>42</answer>", "42"),
+        ("<think>I will answer 42", ""),  # unclosed think: no answer
+    ],
+)
 def test_prediction_text_after_reasoning(text, expected):
     assert prediction_text(text) == expected
 
 
 async def test_exact_match_after_reasoning():
     it = Item(id="jsonl:q/1", benchmark="jsonl:q", task="generic", prompt="6*7?", reference={"answer": 42})
-    got = await ReferenceMatch().score(it, Response(item_id=it.id, model="m", text="<think>...</think>\n42"),
-                                       ScoringContext())
+    got = await ReferenceMatch().score(
+        it, Response(item_id=it.id, model="m", text="<think>...</think>\n42"), ScoringContext()
+    )
     assert [(s.metric, s.value) for s in got] == [("exact_match", 1.0), ("exact_match_normalised", 1.0)]
 
 
@@ -167,35 +206,41 @@ async def _scores(it, text):
     return out
 
 
-@pytest.mark.parametrize("reference, text, exact, normalised", [
-    ("29", "<answer>$29.00</answer>", 0.0, 1.0),           # currency symbol, decimals of the reference
-    ("29", "<answer>€ 29</answer>", 0.0, 1.0),
-    ("1250", "1,250", 0.0, 1.0),                          # thousands separator
-    ("1250000", "1 250 000", 0.0, 1.0),
-    ("ångström", "a\u030angstro\u0308m", 0.0, 1.0),        # decomposed vs composed (NFKC)
-    ("Ångström", "\u212bngström", 0.0, 1.0),               # angstrom sign
-    ("-5", "\u22125", 0.0, 1.0),                           # minus sign
-    ("0.5", "1/2", 0.0, 1.0),
-    ("6.02e23", "6.02 × 10^23", 0.0, 1.0),
-    ("29", "29.5", 0.0, 0.0),                             # rounds to 30, not 29
-    ("0.25", "0.25 mg", 0.0, 0.0),                        # units are not converted
-    ("Na", "Na", 1.0, 1.0),
-])
+@pytest.mark.parametrize(
+    "reference, text, exact, normalised",
+    [
+        ("29", "<answer>$29.00</answer>", 0.0, 1.0),  # currency symbol, decimals of the reference
+        ("29", "<answer>€ 29</answer>", 0.0, 1.0),
+        ("1250", "1,250", 0.0, 1.0),  # thousands separator
+        ("1250000", "1 250 000", 0.0, 1.0),
+        ("ångström", "a\u030angstro\u0308m", 0.0, 1.0),  # decomposed vs composed (NFKC)
+        ("Ångström", "\u212bngström", 0.0, 1.0),  # angstrom sign
+        ("-5", "\u22125", 0.0, 1.0),  # minus sign
+        ("0.5", "1/2", 0.0, 1.0),
+        ("6.02e23", "6.02 × 10^23", 0.0, 1.0),
+        ("29", "29.5", 0.0, 0.0),  # rounds to 30, not 29
+        ("0.25", "0.25 mg", 0.0, 0.0),  # units are not converted
+        ("Na", "Na", 1.0, 1.0),
+    ],
+)
 async def test_normalised_exact_match(reference, text, exact, normalised):
     got = await _scores(_item(reference), text)
     assert (got["exact_match"].value, got["exact_match_normalised"].value) == (exact, normalised)
 
 
-@pytest.mark.parametrize("reference, text, value", [
-    (42, "6 x 7 = 42", 1.0),
-    (42, "<answer>about 42.3</answer>", 1.0),             # |42.3 - 42| = 0.3 <= 0.01 * 42
-    (42, "<answer>42.5</answer>", 0.0),                   # 0.5 > 0.42
-    ("1250", "it costs $1,250.00 in total", 1.0),
-    (3.14, "pi is 3.14159", 1.0),
-    (0, "0.0", 1.0),
-    (6.02e23, "N_A = 6.022 × 10^23 per mol", 1.0),
-    (42, "<think>maybe 42</think>\nI do not know", 0.0),  # no number after the reasoning
-])
+@pytest.mark.parametrize(
+    "reference, text, value",
+    [
+        (42, "6 x 7 = 42", 1.0),
+        (42, "<answer>about 42.3</answer>", 1.0),  # |42.3 - 42| = 0.3 <= 0.01 * 42
+        (42, "<answer>42.5</answer>", 0.0),  # 0.5 > 0.42
+        ("1250", "it costs $1,250.00 in total", 1.0),
+        (3.14, "pi is 3.14159", 1.0),
+        (0, "0.0", 1.0),
+        (6.02e23, "N_A = 6.022 × 10^23 per mol", 1.0),
+        (42, "<think>maybe 42</think>\nI do not know", 0.0),  # no number after the reasoning
+    ],
+)
 async def test_numeric_match(reference, text, value):
     got = await _scores(_item(reference), text)
     assert got["numeric_match"].value == value
@@ -211,25 +256,28 @@ async def test_numeric_match_applies_to_numeric_references_only():
 OPTS = ["red", "blue", "green", "white"]
 
 
-@pytest.mark.parametrize("reference, text, exact, found", [
-    ("B", r"so \boxed{B}", 1.0, "B"),
-    ("D", "reasoning...\nANSWER: D", 1.0, "D"),
-    ("D", "reasoning...\nANSWER: $D$", 1.0, "D"),
-    ("D", "reasoning...\nAnswer: **D**", 1.0, "D"),
-    ("D", "reasoning...\nanswer: (D).", 1.0, "D"),
-    ("D", "reasoning...\n**ANSWER:** D", 1.0, "D"),
-    ("D", r"\boxed{D} and finally \boxed{\langle H\rangle}", 1.0, "D"),
-    ("D", "<answer>D</answer>", 1.0, "D"),
-    ("D", "D", 1.0, "D"),
-    ("D", "ANSWER: d", 0.0, "d"),                         # case-sensitive; the normalised variant ignores case
-    (3, r"\boxed{D}", 1.0, "D"),                          # 0-based index reference
-    ("white", r"\boxed{D}", 1.0, "D"),                    # option-text reference
-    # no answer: not option I, not a wrong answer
-    ("D", "I am not sure.\nANSWER: I don't know", 0.0, None),
-    ("D", "ANSWER: B and C", 0.0, None),
-    ("D", "ANSWER: H", 0.0, None),                        # not an option letter
-    ("D", "ANSWER: D\nbut maybe not", 0.0, None),         # not the final line
-])
+@pytest.mark.parametrize(
+    "reference, text, exact, found",
+    [
+        ("B", r"so \boxed{B}", 1.0, "B"),
+        ("D", "reasoning...\nANSWER: D", 1.0, "D"),
+        ("D", "reasoning...\nANSWER: $D$", 1.0, "D"),
+        ("D", "reasoning...\nAnswer: **D**", 1.0, "D"),
+        ("D", "reasoning...\nanswer: (D).", 1.0, "D"),
+        ("D", "reasoning...\n**ANSWER:** D", 1.0, "D"),
+        ("D", r"\boxed{D} and finally \boxed{\langle H\rangle}", 1.0, "D"),
+        ("D", "<answer>D</answer>", 1.0, "D"),
+        ("D", "D", 1.0, "D"),
+        ("D", "ANSWER: d", 0.0, "d"),  # case-sensitive; the normalised variant ignores case
+        (3, r"\boxed{D}", 1.0, "D"),  # 0-based index reference
+        ("white", r"\boxed{D}", 1.0, "D"),  # option-text reference
+        # no answer: not option I, not a wrong answer
+        ("D", "I am not sure.\nANSWER: I don't know", 0.0, None),
+        ("D", "ANSWER: B and C", 0.0, None),
+        ("D", "ANSWER: H", 0.0, None),  # not an option letter
+        ("D", "ANSWER: D\nbut maybe not", 0.0, None),  # not the final line
+    ],
+)
 async def test_multiple_choice_answers(reference, text, exact, found):
     got = await _scores(_item(reference, OPTS), text)
     em = got["exact_match"]
@@ -239,8 +287,12 @@ async def test_multiple_choice_answers(reference, text, exact, found):
 
 async def test_multiple_choice_through_the_jsonl_loader(tmp_path):
     p = tmp_path / "mc.jsonl"
-    p.write_text(json.dumps({"id": 1, "prompt": "Colour?", "reference": "B", "options": ["red", "blue"]}) + "\n"
-                 + json.dumps({"id": 2, "prompt": "Letter?", "reference": "C", "options": {"A": "x", "C": "y"}}) + "\n")
+    p.write_text(
+        json.dumps({"id": 1, "prompt": "Colour?", "reference": "B", "options": ["red", "blue"]})
+        + "\n"
+        + json.dumps({"id": 2, "prompt": "Letter?", "reference": "C", "options": {"A": "x", "C": "y"}})
+        + "\n"
+    )
     items = load_jsonl(p)
     assert items[0].reference == {"answer": "B", "options": ["red", "blue"]}
     assert (await _scores(items[0], "ANSWER: B"))["exact_match"].value == 1.0

@@ -16,20 +16,29 @@ from sgieval.metric_pool.aidanbench import AnswerCountMetrics
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.reasoning import extract_option_lenient
 
-ITEM = Item(id="sciaidanbench/chemistry/0", benchmark="sciaidanbench", task=OPEN_CREATIVITY,
-            discipline="Chemistry", prompt="Name a use of graphene.")
+ITEM = Item(
+    id="sciaidanbench/chemistry/0",
+    benchmark="sciaidanbench",
+    task=OPEN_CREATIVITY,
+    discipline="Chemistry",
+    prompt="Name a use of graphene.",
+)
 
 
 def _rec(i: int, coherence: float, novelty: float, stop: str | None) -> dict:
-    return {"answer_num": i, "answer": f"answer {i}", "coherence_score": coherence,
-            "embedding_dissimilarity_score": novelty, "stopping_condition": stop}
+    return {
+        "answer_num": i,
+        "answer": f"answer {i}",
+        "coherence_score": coherence,
+        "embedding_dissimilarity_score": novelty,
+        "stopping_condition": stop,
+    }
 
 
 # --------------------------------------------------------------- AidanBench counts (METRICS.md B.6, D.6)
 async def test_aidan_mean_novelty_and_coherence_exclude_the_rejected_last_record():
     """Planted bug: mean novelty includes the rejected terminating record."""
-    records = [_rec(1, 90, 0.80, None), _rec(2, 70, 0.60, None), _rec(3, 50, 0.70, None),
-               _rec(4, 40, 0.06, "novelty")]
+    records = [_rec(1, 90, 0.80, None), _rec(2, 70, 0.60, None), _rec(3, 50, 0.70, None), _rec(4, 40, 0.06, "novelty")]
     resp = Response(item_id=ITEM.id, model="replay:x", text="", metadata={"records": records})
     got = {s.metric: s.value for s in await AnswerCountMetrics().score(ITEM, resp, ScoringContext())}
     # accepted = the three records with stopping_condition null
@@ -52,15 +61,18 @@ async def test_aidan_single_accepted_answer_then_coherence_stop():
 
 
 # --------------------------------------------------------------- lenient option index (A.5, sgieval extension)
-@pytest.mark.parametrize(("text", "n_options", "expected"), [
-    ("Answer: 3", 4, "D"),     # 0-based index 3 of options A-D: the last option
-    ("Answer: 4", 4, None),    # index 4 is past the last of 4 options: no answer, never "E"
-    ("Answer: 0", 4, "A"),     # the first option
-    ("\\boxed{2}", 3, "C"),    # last index of 3 options
-    ("\\boxed{3}", 3, None),   # one past the end of 3 options
-    ("the answer is 9", 10, "J"),
-    ("the answer is 10", 10, None),
-])
+@pytest.mark.parametrize(
+    ("text", "n_options", "expected"),
+    [
+        ("Answer: 3", 4, "D"),  # 0-based index 3 of options A-D: the last option
+        ("Answer: 4", 4, None),  # index 4 is past the last of 4 options: no answer, never "E"
+        ("Answer: 0", 4, "A"),  # the first option
+        ("\\boxed{2}", 3, "C"),  # last index of 3 options
+        ("\\boxed{3}", 3, None),  # one past the end of 3 options
+        ("the answer is 9", 10, "J"),
+        ("the answer is 10", 10, None),
+    ],
+)
 def test_lenient_option_index_at_the_edges_of_the_option_list(text, n_options, expected):
     """Planted bug: an off-by-one in the index bound reads "Answer: 4" of 4 options as E."""
     assert extract_option_lenient(text, n_options) == expected

@@ -28,14 +28,37 @@ from sgieval.tests.conftest import FIXTURES
 
 SGI_ITEMS = [i for i in load_sgi_bench(FIXTURES / "sgi") if i.task != "dry_experiment"]  # dry needs a sandbox
 SF_ITEMS = load_sfbench(FIXTURES / "sfbench" / "claims.jsonl")
-METRICS = (predefined_metrics(["sgi-bench"], SGI_ITEMS) + predefined_metrics(["sfbench"], SF_ITEMS))
+METRICS = predefined_metrics(["sgi-bench"], SGI_ITEMS) + predefined_metrics(["sfbench"], SF_ITEMS)
 
 # reply texts that reach the extractors' branches: tags, boxes, option letters, numbers, JSON, protocol code
-FRAGMENTS = st.sampled_from([
-    "<answer>", "</answer>", "\\boxed{", "}", "A", "B", "D", "Answer: ", "3", "-2", "2", "0.5", "{\"score\": ",
-    "\"explanation\": \"x\"}", "<think>", "</think>", "step_1 = <Mix>(a=1, b=2)\n", "x = <Heat>(t=3)\n", " ", "\n",
-    "`", "1e9", "NaN", "ø",
-])
+FRAGMENTS = st.sampled_from(
+    [
+        "<answer>",
+        "</answer>",
+        "\\boxed{",
+        "}",
+        "A",
+        "B",
+        "D",
+        "Answer: ",
+        "3",
+        "-2",
+        "2",
+        "0.5",
+        "{\"score\": ",
+        "\"explanation\": \"x\"}",
+        "<think>",
+        "</think>",
+        "step_1 = <Mix>(a=1, b=2)\n",
+        "x = <Heat>(t=3)\n",
+        " ",
+        "\n",
+        "`",
+        "1e9",
+        "NaN",
+        "ø",
+    ]
+)
 TEXTS = st.one_of(st.text(max_size=200), st.lists(FRAGMENTS, max_size=25).map("".join))
 
 

@@ -9,8 +9,15 @@ import pytest
 from sgieval.core import Response
 from sgieval.metric_pool.recheck import ranking_changes, recheck
 
-VEC = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1), "w": (0.6, 0, 0.8), "p": (1, 0, 0), "q": (0.8, 0.6, 0),
-       "t": (0, 0, 1)}
+VEC = {
+    "x": (1, 0, 0),
+    "y": (0, 1, 0),
+    "z": (0, 0, 1),
+    "w": (0.6, 0, 0.8),
+    "p": (1, 0, 0),
+    "q": (0.8, 0.6, 0),
+    "t": (0, 0, 1),
+}
 
 
 def embed(texts):
@@ -18,8 +25,12 @@ def embed(texts):
 
 
 def rec(answer, stored_novelty, stop=None, coherence=80):
-    return {"answer": answer, "coherence_score": coherence, "embedding_dissimilarity_score": stored_novelty,
-            "stopping_condition": stop}
+    return {
+        "answer": answer,
+        "coherence_score": coherence,
+        "embedding_dissimilarity_score": stored_novelty,
+        "stopping_condition": stop,
+    }
 
 
 M1 = [  # list 1: x, y accepted; the repeat of x rejected by both (recomputed novelty 1 - 1 = 0)
@@ -31,8 +42,11 @@ M2 = [[rec("p", 1.0), rec("q", 0.3), rec("q", 0.2), rec("t", 0.5), rec("p", 0.01
 
 
 def responses():
-    return [Response(item_id=f"q{i}", model=m, metadata={"records": recs})
-            for m, lists in (("replay:m1", M1), ("replay:m2", M2)) for i, recs in enumerate(lists)]
+    return [
+        Response(item_id=f"q{i}", model=m, metadata={"records": recs})
+        for m, lists in (("replay:m1", M1), ("replay:m2", M2))
+        for i, recs in enumerate(lists)
+    ]
 
 
 def test_recheck_by_hand():
@@ -70,8 +84,10 @@ def test_minilm_recheck_of_openai_4o_reproduces_the_known_agreement(sciaidan_dir
     from sgieval.metric_pool.embeddings import get_embedder
 
     (store,) = load_stored_answers(sciaidan_dir / "responses" / "openai_4o.json")
-    resps = [Response(item_id=str(q), model="replay:openai/4o", metadata={"records": e["records"]})
-             for q, e in store.by_question.items()]
+    resps = [
+        Response(item_id=str(q), model="replay:openai/4o", metadata={"records": e["records"]})
+        for q, e in store.by_question.items()
+    ]
     [row] = recheck(resps, get_embedder("minilm"))
     assert (row.n_questions, row.n_answers) == (155, 1737 - 155)
     assert round(row.rho, 3) == 0.784 and round(row.same_share, 3) == 0.923

@@ -8,20 +8,33 @@ from fractions import Fraction
 import pytest
 
 from sgieval.core import MetricSpec, Score
-from sgieval.metric_pool.reliability import (judge_values, model_family, position_flips, reliability,
-                                             reliability_rows)
+from sgieval.metric_pool.reliability import judge_values, model_family, position_flips, reliability, reliability_rows
 
-SPEC = MetricSpec(name="reasoning_validity", tasks=["experimental_reasoning"], kind="judge", range=(0, 10),
-                  description="d", source="s")
+SPEC = MetricSpec(
+    name="reasoning_validity",
+    tasks=["experimental_reasoning"],
+    kind="judge",
+    range=(0, 10),
+    description="d",
+    source="s",
+)
 A, B, C = "openai:gpt-4.1", "anthropic:claude-judge", "local:smollm2"
 # (judge A, judge B, judge C) per unit; units = (item, target model)
 TABLE = {("q1", "m1"): (2, 3, 4), ("q2", "m1"): (5, 5, 6), ("q1", "m2"): (8, 9, 7), ("q2", "m2"): (1, 2, 2)}
 
 
 def _scores(table, judges=(A, B, C), metric="reasoning_validity"):
-    return [Score(item_id=i, model=m, metric=metric, value=sum(v) / len(v), judge=",".join(judges),
-                  details={"per_judge": {j: {"score": x, "rationale": "r"} for j, x in zip(judges, v)}})
-            for (i, m), v in table.items()]
+    return [
+        Score(
+            item_id=i,
+            model=m,
+            metric=metric,
+            value=sum(v) / len(v),
+            judge=",".join(judges),
+            details={"per_judge": {j: {"score": x, "rationale": "r"} for j, x in zip(judges, v)}},
+        )
+        for (i, m), v in table.items()
+    ]
 
 
 def hand_alpha(units: list[list[float]]) -> Fraction:
@@ -30,8 +43,13 @@ def hand_alpha(units: list[list[float]]) -> Fraction:
     D_o = 1/n * sum_u 1/(m_u - 1) * sum_{c != k in u} (c - k)^2   (ordered pairs within a unit),
     D_e = 1/(n (n - 1)) * sum_{c != k over all n values} (c - k)^2."""
     n = sum(len(u) for u in units)
-    d_o = sum(Fraction(sum((a - b) ** 2 for i, a in enumerate(u) for j, b in enumerate(u) if i != j), len(u) - 1)
-              for u in units) / n
+    d_o = (
+        sum(
+            Fraction(sum((a - b) ** 2 for i, a in enumerate(u) for j, b in enumerate(u) if i != j), len(u) - 1)
+            for u in units
+        )
+        / n
+    )
     vals = [v for u in units for v in u]
     d_e = Fraction(sum((a - b) ** 2 for i, a in enumerate(vals) for j, b in enumerate(vals) if i != j), n * (n - 1))
     return 1 - d_o / d_e
@@ -104,7 +122,8 @@ def test_self_preference_of_a_judge_for_its_own_family_is_detected():
     assert pref.ci_low == pytest.approx(3.0) and pref.ci_high == pytest.approx(3.0)  # constant differences
     rows = reliability_rows(rel)
     assert rows["significant_self_preference"] == [
-        "openai:gpt-4.1 scores openai:gpt-4o (same family: openai) 3.00 above the other judges (95% CI 3.00 to 3.00)"]
+        "openai:gpt-4.1 scores openai:gpt-4o (same family: openai) 3.00 above the other judges (95% CI 3.00 to 3.00)"
+    ]
     # the llama target has no judge of its family: no row for it
     assert all(p.target == "openai:gpt-4o" for p in rel.self_preference)
 
@@ -116,12 +135,22 @@ def test_a_judge_stricter_with_its_own_family_is_a_negative_difference():
     assert pref.diff == pytest.approx(-0.5) and pref.significant  # a (negative) difference, named as such
 
 
-@pytest.mark.parametrize(("model", "family"), [
-    ("openai:gpt-4.1", "openai"), ("openai:o4-mini", "openai"), ("replay:openai/4o", "openai"),
-    ("replay:o1-mini", "openai"), ("replay:llama3.3:latest", "meta"), ("replay:phi4:latest", "microsoft"),
-    ("anthropic:claude-sonnet-4", "anthropic"), ("replay:mistral:latest", "mistral"), ("replay:qwen2.5:latest", "qwen"),
-    ("local:smollm2", "huggingface"), ("openai:my-finetune", None),
-])
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("openai:gpt-4.1", "openai"),
+        ("openai:o4-mini", "openai"),
+        ("replay:openai/4o", "openai"),
+        ("replay:o1-mini", "openai"),
+        ("replay:llama3.3:latest", "meta"),
+        ("replay:phi4:latest", "microsoft"),
+        ("anthropic:claude-sonnet-4", "anthropic"),
+        ("replay:mistral:latest", "mistral"),
+        ("replay:qwen2.5:latest", "qwen"),
+        ("local:smollm2", "huggingface"),
+        ("openai:my-finetune", None),
+    ],
+)
 def test_model_family(model, family):
     assert model_family(model) == family
 
@@ -131,30 +160,58 @@ def test_families_can_be_overridden():
 
 
 def test_rubric_judge_values_are_weighted_means_x10():
-    s = Score(item_id="q", model="m", metric="rigor", value=0.0,
-              details={"per_judge": {"j1": {"a": 8, "b": 5}, "j2": {"a": 2, "b": 2}}, "weights": {"a": 2, "b": 1}})
+    s = Score(
+        item_id="q",
+        model="m",
+        metric="rigor",
+        value=0.0,
+        details={"per_judge": {"j1": {"a": 8, "b": 5}, "j2": {"a": 2, "b": 2}}, "weights": {"a": 2, "b": 1}},
+    )
     # j1: (2*8 + 5) / 3 * 10 = 70; j2: 20
     assert judge_values(s) == {"j1": pytest.approx(70.0), "j2": pytest.approx(20.0)}
 
 
 def test_position_bias_share_of_flipped_vote_pairs():
     def ev(judge, order, verdicts):
-        return {"tool": "judge", "judge": judge, "order": order,
-                "votes": {d: {"judgment": v, "reason": ""} for d, v in verdicts.items()}}
+        return {
+            "tool": "judge",
+            "judge": judge,
+            "order": order,
+            "votes": {d: {"judgment": v, "reason": ""} for d, v in verdicts.items()},
+        }
+
     fwd, rev = "A=reference,B=generated", "A=generated,B=reference"
-    s1 = Score(item_id="i1", model="m", metric="novelty_win", value=100.0, evidence=[
-        ev("j1", fwd, {"novelty": "win_B", "rigor": "win_A"}), ev("j1", rev, {"novelty": "win_B", "rigor": "win_B"}),
-        ev("j2", fwd, {"novelty": "win_A", "rigor": "win_A"}), ev("j2", rev, {"novelty": "win_A", "rigor": "win_A"})])
+    s1 = Score(
+        item_id="i1",
+        model="m",
+        metric="novelty_win",
+        value=100.0,
+        evidence=[
+            ev("j1", fwd, {"novelty": "win_B", "rigor": "win_A"}),
+            ev("j1", rev, {"novelty": "win_B", "rigor": "win_B"}),
+            ev("j2", fwd, {"novelty": "win_A", "rigor": "win_A"}),
+            ev("j2", rev, {"novelty": "win_A", "rigor": "win_A"}),
+        ],
+    )
     # 4 pairs (j1 novelty, j1 rigor, j2 novelty, j2 rigor); only j1 rigor changed with the order -> 1/4
     assert position_flips([s1]) == (0.25, 4)
     assert position_flips([Score(item_id="i", model="m", metric="x", value=1.0)]) == (None, 0)
 
 
 def test_test_retest_alpha_per_judge():
-    s = [Score(item_id=f"q{i}", model="m", metric="reasoning_validity", value=1.0,
-               details={"per_judge": {A: {"score": v}, B: {"score": v}},
-                        "judge_repeats": {A: [v, v], B: [v, v + (1 if i == 0 else 0)]}})
-         for i, v in enumerate([2, 5, 8, 3])]
+    s = [
+        Score(
+            item_id=f"q{i}",
+            model="m",
+            metric="reasoning_validity",
+            value=1.0,
+            details={
+                "per_judge": {A: {"score": v}, B: {"score": v}},
+                "judge_repeats": {A: [v, v], B: [v, v + (1 if i == 0 else 0)]},
+            },
+        )
+        for i, v in enumerate([2, 5, 8, 3])
+    ]
     rel = reliability(s, SPEC, n_resamples=50)
     assert rel.retest[A] == pytest.approx(1.0)
     # B's repeats (2,3), (5,5), (8,8), (3,3): by hand D_o = 2/8 * (1/1) = 0.25 ... alpha = 1 - D_o/D_e
@@ -163,13 +220,14 @@ def test_test_retest_alpha_per_judge():
 
 
 def test_one_judge_gives_no_reliability():
-    one = [Score(item_id="q", model="m", metric="reasoning_validity", value=3.0, details={"per_judge": {A: {"score": 3}}})]
+    one = [
+        Score(item_id="q", model="m", metric="reasoning_validity", value=3.0, details={"per_judge": {A: {"score": 3}}})
+    ]
     assert reliability(one, SPEC) is None
 
 
 def test_self_preference_without_differences_is_not_significant():
-    table = {(f"q{q}", "openai:gpt-4o"): (4 + q % 3 + q % 2, 5 + q % 3 - q % 2, 5 + q % 3 - q % 2)
-             for q in range(8)}
+    table = {(f"q{q}", "openai:gpt-4o"): (4 + q % 3 + q % 2, 5 + q % 3 - q % 2, 5 + q % 3 - q % 2) for q in range(8)}
     [pref] = reliability(_scores(table), SPEC, n_resamples=500).self_preference
     # A - mean(B, C), r = q % 3: q odd (5 + r) - (4 + r) = +1, q even (4 + r) - (5 + r) = -1 -> mean 0
     assert pref.diff == pytest.approx(0.0) and not pref.significant

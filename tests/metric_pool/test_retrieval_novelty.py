@@ -24,8 +24,12 @@ PAPERS = {
 }
 QUESTION = "Propose one research idea. Put your final idea in <answer></answer> after thinking in <think></think>."
 ITEM = Item(id="ideas/1", benchmark="jsonl:ideas", task="generic", prompt=QUESTION)
-CLOSE = Response(item_id="ideas/1", model="replay:close", text="<answer>Graphene membranes filter seawater salt.</answer>",
-                 reasoning="I thought about desalination.")
+CLOSE = Response(
+    item_id="ideas/1",
+    model="replay:close",
+    text="<answer>Graphene membranes filter seawater salt.</answer>",
+    reasoning="I thought about desalination.",
+)
 FAR = Response(item_id="ideas/1", model="replay:far", text="<answer>Enzymes could power tiny submarines.</answer>")
 
 
@@ -33,8 +37,7 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+", text.lower()))
 
 
-VOCAB = sorted(set().union(*(words(t) for t in PAPERS.values()), words(CLOSE.text), words(FAR.text),
-                           {"answer"}))
+VOCAB = sorted(set().union(*(words(t) for t in PAPERS.values()), words(CLOSE.text), words(FAR.text), {"answer"}))
 
 
 def indicator(texts: list[str]) -> np.ndarray:
@@ -69,7 +72,8 @@ async def test_close_idea_hand_computed(corpus):
     assert nov.details["s_avg"] == pytest.approx(s_avg)
     assert nov.value == pytest.approx(10 * (1 - s_avg))  # 2.568884
     assert sorted(w["title"] for w in nov.evidence[0].works) == sorted(
-        ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"])
+        ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"]
+    )
     assert nov.evidence[0].query == ("Graphene membranes filter seawater salt. Propose one research idea.")
     assert nov.evidence[0].backend == "bm25" and nov.evidence[0].n_found == 4
     assert got["retrieval_novelty_reward"].value == 0.0  # 2.57 <= tau 5
@@ -94,8 +98,9 @@ async def test_far_idea_hand_computed_with_fewer_works_than_n(corpus):
 async def test_no_work_found_is_not_applicable_never_10(corpus):
     resp = Response(item_id="ideas/1", model="replay:x", text="<answer>Quantum dots glow brightly.</answer>")
     got = await _score(resp, corpus)
-    assert all(s.value is None and s.status == "not_run" and s.details == {"not_applicable": True}
-               for s in got.values())
+    assert all(
+        s.value is None and s.status == "not_run" and s.details == {"not_applicable": True} for s in got.values()
+    )
     assert got["retrieval_novelty"].error.startswith("no related work found for the query")
 
 
@@ -113,7 +118,9 @@ async def test_format_reward_is_not_counted_when_the_prompt_did_not_ask(corpus):
 
 
 def test_idea_and_query():
-    r = Response(item_id="i", model="m", text="<think>draft <answer>old</answer></think>Final: <answer>New idea. More.</answer>")
+    r = Response(
+        item_id="i", model="m", text="<think>draft <answer>old</answer></think>Final: <answer>New idea. More.</answer>"
+    )
     assert idea_text(r) == "New idea. More."
     assert query_for(ITEM, "New idea. More.") == "New idea. Propose one research idea."
 
@@ -134,14 +141,19 @@ async def test_with_a_corpus_only_the_papers_are_searched_not_the_pools_benchmar
     # otherwise be a retrieved "work")
     from sgieval.tools.pool import ToolPool
 
-    own = Item(id="ideas/own", benchmark="jsonl:ideas", task="generic",
-               prompt="Graphene membranes filter seawater salt graphene membranes filter seawater salt.")
+    own = Item(
+        id="ideas/own",
+        benchmark="jsonl:ideas",
+        task="generic",
+        prompt="Graphene membranes filter seawater salt graphene membranes filter seawater salt.",
+    )
     pool = ToolPool.from_names("search", corpus_dir=str(corpus), documents=[own], search_backend="bm25")
     ctx = ScoringContext(embedder=indicator, tools=pool, options={"corpus": str(corpus)})
     got = {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, CLOSE, ctx)}
     nov = got["retrieval_novelty"]
     assert sorted(w["title"] for w in nov.evidence[0].works) == sorted(
-        ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"])
+        ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"]
+    )
     assert nov.value == pytest.approx(10 * (1 - (0.8 + 5 / math.sqrt(30) + 4 / math.sqrt(20) + 2 / math.sqrt(30)) / 4))
     # without a corpus the pool's web_search is used, and its index holds the item
     ctx2 = ScoringContext(embedder=indicator, tools=pool, options={})

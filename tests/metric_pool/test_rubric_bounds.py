@@ -25,12 +25,15 @@ def test_schema_accepts_the_ends_of_the_scale(edge):
     assert ok.scores[0].score == edge
 
 
-@pytest.mark.parametrize(("bad", "good", "expected"), [
-    # -1 rejected; the retry gives 0,5,5,5,5,5: (0 + 25) / 6 x 10 = 41.667 (not (-1 + 25) / 6 x 10 = 40)
-    (-1, 0, 250 / 6),
-    # 11 rejected; the retry gives 10,5,...: (10 + 25) / 6 x 10 = 58.333 (not 60)
-    (11, 10, 350 / 6),
-])
+@pytest.mark.parametrize(
+    ("bad", "good", "expected"),
+    [
+        # -1 rejected; the retry gives 0,5,5,5,5,5: (0 + 25) / 6 x 10 = 41.667 (not (-1 + 25) / 6 x 10 = 40)
+        (-1, 0, 250 / 6),
+        # 11 rejected; the retry gives 10,5,...: (10 + 25) / 6 x 10 = 58.333 (not 60)
+        (11, 10, 350 / 6),
+    ],
+)
 async def test_out_of_range_criterion_is_retried_and_the_valid_reply_scored(bad, good, expected):
     j = judge("openai:j", [verdict([bad, 5, 5, 5, 5, 5]), verdict([good, 5, 5, 5, 5, 5])])
     [s] = await RubricMetric(load_rubric("rigor")).score(ITEM, RESP, ScoringContext(judges=[j]))

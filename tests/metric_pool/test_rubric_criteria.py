@@ -19,8 +19,12 @@ RESP = Response(item_id="t/1", model="openai:target-a", text="A design.")
 
 
 def rubric(*names: str, weights: dict | None = None) -> Rubric:
-    return Rubric(name="r", tasks=["idea_generation"], criteria=[Criterion(name=n, description=f"d {n}") for n in names],
-                  weights=weights or {})
+    return Rubric(
+        name="r",
+        tasks=["idea_generation"],
+        criteria=[Criterion(name=n, description=f"d {n}") for n in names],
+        weights=weights or {},
+    )
 
 
 def judge(replies: list[dict | str]) -> NamedModel:
@@ -37,11 +41,14 @@ async def _score(r: Rubric, replies: list) -> object:
     return s
 
 
-@pytest.mark.parametrize("names,values,want", [
-    (("逻辑严谨性", "可行性"), (9, 2), 55.0),                 # the input: (9 + 2) / 2 x 10
-    (("Präzision", "Durchführbarkeit", "Klarheit"), (10, 4, 7), 70.0),   # accented names: 21 / 3 x 10
-    (("новизна", "ясность"), (3, 8), 55.0),
-])
+@pytest.mark.parametrize(
+    "names,values,want",
+    [
+        (("逻辑严谨性", "可行性"), (9, 2), 55.0),  # the input: (9 + 2) / 2 x 10
+        (("Präzision", "Durchführbarkeit", "Klarheit"), (10, 4, 7), 70.0),  # accented names: 21 / 3 x 10
+        (("новизна", "ясность"), (3, 8), 55.0),
+    ],
+)
 async def test_unicode_criteria_are_distinct(names, values, want):
     s = await _score(rubric(*names), [scores(**dict(zip(names, values)))])
     assert s.status == "ok" and s.value == pytest.approx(want)
@@ -50,18 +57,28 @@ async def test_unicode_criteria_are_distinct(names, values, want):
 
 async def test_unicode_weighted():
     # (3 x 9 + 1 x 2) / 4 x 10 = 72.5
-    s = await _score(rubric("逻辑严谨性", "可行性", weights={"逻辑严谨性": 3.0, "可行性": 1.0}),
-                     [scores(**{"逻辑严谨性": 9, "可行性": 2})])
+    s = await _score(
+        rubric("逻辑严谨性", "可行性", weights={"逻辑严谨性": 3.0, "可行性": 1.0}),
+        [scores(**{"逻辑严谨性": 9, "可行性": 2})],
+    )
     assert s.value == pytest.approx(72.5)
 
 
-@pytest.mark.parametrize("bad", [
-    scores(**{"逻辑严谨性": 9, "可行性": 2, "新颖性": 10}),      # a criterion the rubric lacks
-    scores(**{"逻辑严谨性": 9}),                                # a missing criterion
-    {"scores": [{"criterion": "逻辑严谨性", "score": 9}, {"criterion": "逻辑严谨性 ", "score": 10},
-                {"criterion": "可行性", "score": 2}]},          # one criterion twice
-    scores(**{"novelty": 10, "clarity": 10}),                  # none of the rubric's criteria
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        scores(**{"逻辑严谨性": 9, "可行性": 2, "新颖性": 10}),  # a criterion the rubric lacks
+        scores(**{"逻辑严谨性": 9}),  # a missing criterion
+        {
+            "scores": [
+                {"criterion": "逻辑严谨性", "score": 9},
+                {"criterion": "逻辑严谨性 ", "score": 10},
+                {"criterion": "可行性", "score": 2},
+            ]
+        },  # one criterion twice
+        scores(**{"novelty": 10, "clarity": 10}),  # none of the rubric's criteria
+    ],
+)
 async def test_wrong_criterion_set_is_retried_then_judge_error_never_a_score(bad):
     s = await _score(rubric("逻辑严谨性", "可行性"), [bad] * 3)
     assert s.status == "judge_error" and s.value is None
@@ -69,8 +86,10 @@ async def test_wrong_criterion_set_is_retried_then_judge_error_never_a_score(bad
 
 
 async def test_wrong_criterion_set_then_right_one_is_retried():
-    s = await _score(rubric("逻辑严谨性", "可行性"),
-                     [scores(**{"逻辑严谨性": 9, "可行性": 2, "extra": 10}), scores(**{"逻辑严谨性": 9, "可行性": 2})])
+    s = await _score(
+        rubric("逻辑严谨性", "可行性"),
+        [scores(**{"逻辑严谨性": 9, "可行性": 2, "extra": 10}), scores(**{"逻辑严谨性": 9, "可行性": 2})],
+    )
     assert s.status == "ok" and s.value == pytest.approx(55.0)
 
 
@@ -83,12 +102,18 @@ def test_reply_names_match_up_to_case_and_punctuation():
 def test_criterion_key():
     assert criterion_key("Logical rigor") == criterion_key("logical_RIGOR.") == "logicalrigor"
     assert criterion_key("逻辑严谨性") != criterion_key("可行性")
-    assert criterion_key("ＡＢＣ") == "abc"   # NFKC: full-width letters
+    assert criterion_key("ＡＢＣ") == "abc"  # NFKC: full-width letters
 
 
 # ------------------------------------------------------------------ rubric definitions
-@pytest.mark.parametrize("names,dup", [(("Rigor", "rigor!"), "rigor!"), (("可行性", "可行性。"), "可行性。"),
-                                       (("Logical rigor", "logical-rigor"), "logical-rigor")])
+@pytest.mark.parametrize(
+    "names,dup",
+    [
+        (("Rigor", "rigor!"), "rigor!"),
+        (("可行性", "可行性。"), "可行性。"),
+        (("Logical rigor", "logical-rigor"), "logical-rigor"),
+    ],
+)
 def test_repeated_criterion_is_an_error(names, dup):
     with pytest.raises(ValueError, match=f"criterion '{dup}' repeats criterion"):
         rubric(*names)
@@ -125,8 +150,10 @@ def test_yaml_repeating_a_top_level_key_is_an_input_error(tmp_path):
 
 def test_yaml_repeating_a_criterion_is_an_input_error_naming_file(tmp_path):
     p = tmp_path / "r3.yaml"
-    p.write_text("name: r\ntasks: [x]\ncriteria:\n  - {name: Rigor, description: d}\n"
-                 "  - {name: 'RIGOR ', description: e}\n", encoding="utf-8")
+    p.write_text(
+        "name: r\ntasks: [x]\ncriteria:\n  - {name: Rigor, description: d}\n  - {name: 'RIGOR ', description: e}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(InputError) as e:
         Rubric.from_yaml(p)
     assert str(p) in str(e.value) and "criterion 'RIGOR ' repeats criterion 'Rigor'" in str(e.value)

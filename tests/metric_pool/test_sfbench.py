@@ -8,15 +8,28 @@ from langchain_core.messages import AIMessage
 
 from sgieval.core import FEASIBILITY, Item, Response
 from sgieval.metric_pool.base import CORPUS, ScoringContext
-from sgieval.metric_pool.sfbench import (KAPPA_UNDEFINED, SFBenchExplanation, SFBenchLikert, judge_messages,
-                                         metrics, parse_feasibility_reply, quadratic_kappa)
+from sgieval.metric_pool.sfbench import (
+    KAPPA_UNDEFINED,
+    SFBenchExplanation,
+    SFBenchLikert,
+    judge_messages,
+    metrics,
+    parse_feasibility_reply,
+    quadratic_kappa,
+)
 from sgieval.models.base import NamedModel
 
 
 def item(n: int, gold, expl="Fe, Co and Ni are magnetic; magnetic fluctuations break Cooper pairs.") -> Item:
-    return Item(id=f"sfbench/{n}", benchmark="sfbench", task=FEASIBILITY, discipline="materials science",
-                prompt=f"claim {n}", reference={"score": gold, "explanation": expl},
-                metadata={"question": f"Claim number {n}."})
+    return Item(
+        id=f"sfbench/{n}",
+        benchmark="sfbench",
+        task=FEASIBILITY,
+        discipline="materials science",
+        prompt=f"claim {n}",
+        reference={"score": gold, "explanation": expl},
+        metadata={"question": f"Claim number {n}."},
+    )
 
 
 def resp(n: int, text: str, model="m", **kw) -> Response:
@@ -24,8 +37,9 @@ def resp(n: int, text: str, model="m", **kw) -> Response:
 
 
 def judge(name: str, *replies: str) -> NamedModel:
-    return NamedModel(name=name, role="judge",
-                      chat=GenericFakeChatModel(messages=iter([AIMessage(content=r) for r in replies])))
+    return NamedModel(
+        name=name, role="judge", chat=GenericFakeChatModel(messages=iter([AIMessage(content=r) for r in replies]))
+    )
 
 
 def verdict(corr: str, comp: str) -> str:
@@ -40,17 +54,23 @@ def test_parse_json_and_line_forms():
     assert parse_feasibility_reply("Feasibility: +1\nThe alloy is known.") == (1, "The alloy is known.")
     assert parse_feasibility_reply("**Feasibility:** -2\nExplanation: no way") == (-2, "no way")
     # the last score line counts
-    assert parse_feasibility_reply("Feasibility: 0\nOn reflection...\nFeasibility score: 2") == (2, "Feasibility: 0\nOn reflection...")
+    assert parse_feasibility_reply("Feasibility: 0\nOn reflection...\nFeasibility score: 2") == (
+        2,
+        "Feasibility: 0\nOn reflection...",
+    )
 
 
-@pytest.mark.parametrize("text,msg", [
-    ('{"score": 3, "explanation": "x"}', "reply field 'score': Likert score 3 outside -2..2 (METRICS.md D.5)"),
-    ("Feasibility: -3", "Likert score -3 outside -2..2 (METRICS.md D.5)"),
-    ('{"score": 1.5}', "Likert score 1.5 is not an integer"),
-    ('{"score": "high"}', "Likert score 'high' is not a number"),
-    ("I think it is plausible.", "no Likert score found in the reply"),
-    ("", "no Likert score found in the reply"),
-])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ('{"score": 3, "explanation": "x"}', "reply field 'score': Likert score 3 outside -2..2 (METRICS.md D.5)"),
+        ("Feasibility: -3", "Likert score -3 outside -2..2 (METRICS.md D.5)"),
+        ('{"score": 1.5}', "Likert score 1.5 is not an integer"),
+        ('{"score": "high"}', "Likert score 'high' is not a number"),
+        ("I think it is plausible.", "no Likert score found in the reply"),
+        ("", "no Likert score found in the reply"),
+    ],
+)
 def test_parse_errors(text, msg):
     with pytest.raises(ValueError) as e:
         parse_feasibility_reply(text)
@@ -61,7 +81,10 @@ def test_parse_errors(text, msg):
 async def test_per_item_abs_error_and_exact():
     m = SFBenchLikert()
     s = await m.score(item(1, -1), resp(1, '{"score": 1, "explanation": "e"}'), ScoringContext())
-    assert [(x.metric, x.value, x.status) for x in s] == [("sfbench_abs_error", 2.0, "ok"), ("sfbench_exact", 0.0, "ok")]
+    assert [(x.metric, x.value, x.status) for x in s] == [
+        ("sfbench_abs_error", 2.0, "ok"),
+        ("sfbench_exact", 0.0, "ok"),
+    ]
     assert s[0].details == {"pred": 1, "gold": -1, "explanation": "e"}
     s = await m.score(item(2, 2), resp(2, "Feasibility: +2"), ScoringContext())
     assert [x.value for x in s] == [0.0, 1.0]
@@ -98,7 +121,12 @@ async def test_corpus_kappa_accuracy_mae_confusion():
     assert c["sfbench_accuracy"].value == pytest.approx(2 / 3)
     assert c["sfbench_mae"].value == pytest.approx(1 / 3)
     assert c["sfbench_qwk"].details["confusion_matrix"] == [
-        [1, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 0, 0], [0, 0, 0, 1, 0]]
+        [1, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0],
+        [0, 0, 1, 0, 0],
+        [0, 0, 0, 0, 0],
+        [0, 0, 0, 1, 0],
+    ]
     perfect = await _corpus([-2, -1, 0, 1, 2], [-2, -1, 0, 1, 2])
     assert perfect["sfbench_qwk"].value == pytest.approx(1.0)
 
@@ -124,24 +152,31 @@ async def test_corpus_without_predictions_is_not_run():
     out = m.corpus({}, [resp(0, "", status="infra_error", error="x")], [])
     assert [(s.metric, s.status, s.error) for s in out] == [
         (n, "not_run", "no parsed SFBench predictions for this model")
-        for n in ("sfbench_qwk", "sfbench_accuracy", "sfbench_mae")]
+        for n in ("sfbench_qwk", "sfbench_accuracy", "sfbench_mae")
+    ]
 
 
 # ---------------------------------------------------------- explanation judge
 async def test_explanation_not_run_without_judge():
     s = await SFBenchExplanation().score(item(1, -2), resp(1, '{"score": -2, "explanation": "e"}'), ScoringContext())
-    assert [(x.metric, x.status) for x in s] == [("sfbench_expl_correctness", "not_run"),
-                                                ("sfbench_expl_completeness", "not_run")]
-    assert s[0].error == ("SFBench explanation correctness/completeness needs a judge: no judge configured "
-                          "(pass --judge)")
+    assert [(x.metric, x.status) for x in s] == [
+        ("sfbench_expl_correctness", "not_run"),
+        ("sfbench_expl_completeness", "not_run"),
+    ]
+    assert s[0].error == (
+        "SFBench explanation correctness/completeness needs a judge: no judge configured (pass --judge)"
+    )
 
 
 async def test_explanation_labels_case_insensitive_and_retry():
     j = judge("judge-a", verdict("Good", "Complete"), verdict("mostly sound", "STRONG"))
-    s = await SFBenchExplanation().score(item(1, -2), resp(1, '{"score": -1, "explanation": "magnetism"}'),
-                                         ScoringContext(judges=[j]))
-    assert [(x.metric, x.value, x.status) for x in s] == [("sfbench_expl_correctness", 4.0, "ok"),
-                                                         ("sfbench_expl_completeness", 4.0, "ok")]
+    s = await SFBenchExplanation().score(
+        item(1, -2), resp(1, '{"score": -1, "explanation": "magnetism"}'), ScoringContext(judges=[j])
+    )
+    assert [(x.metric, x.value, x.status) for x in s] == [
+        ("sfbench_expl_correctness", 4.0, "ok"),
+        ("sfbench_expl_completeness", 4.0, "ok"),
+    ]
     assert s[0].judge == "judge-a"
     assert len(s[0].evidence[0].raw) == 2 and s[0].evidence[0].attempts == 2  # first reply "Good" rejected
     assert s[0].details["labels"] == {"judge-a": "Mostly Sound"}
@@ -150,12 +185,14 @@ async def test_explanation_labels_case_insensitive_and_retry():
 async def test_explanation_two_judges_averaged_and_judge_error():
     ja = judge("judge-a", verdict("Sound", "Complete"))
     jb = judge("judge-b", verdict("mixed", "weak"))
-    s = await SFBenchExplanation().score(item(1, 0), resp(1, '{"score": 0, "explanation": "e"}'),
-                                         ScoringContext(judges=[ja, jb]))
+    s = await SFBenchExplanation().score(
+        item(1, 0), resp(1, '{"score": 0, "explanation": "e"}'), ScoringContext(judges=[ja, jb])
+    )
     assert [x.value for x in s] == [4.0, 3.5]  # (5+3)/2, (5+2)/2
     bad = judge("judge-c", "no json", "still none", "nope")
-    s = await SFBenchExplanation().score(item(1, 0), resp(1, '{"score": 0, "explanation": "e"}'),
-                                         ScoringContext(judges=[bad]))
+    s = await SFBenchExplanation().score(
+        item(1, 0), resp(1, '{"score": 0, "explanation": "e"}'), ScoringContext(judges=[bad])
+    )
     assert {x.status for x in s} == {"judge_error"}
     assert s[0].error.startswith("judge-c: unparsable judge reply after 3 attempt(s)")
     assert len(s[0].evidence[0].raw) == 3
@@ -180,8 +217,9 @@ async def test_explanation_corpus_normalised_and_f1():
     ja = judge("judge-a", verdict("Sound", "Complete"), verdict("Mixed", "Weak"))
     m = SFBenchExplanation()
     ctx = ScoringContext(judges=[ja])
-    scores = (await m.score(item(1, 2), resp(1, '{"score": 2, "explanation": "e"}'), ctx)
-              + await m.score(item(2, -2), resp(2, '{"score": 0, "explanation": "e"}'), ctx))
+    scores = await m.score(item(1, 2), resp(1, '{"score": 2, "explanation": "e"}'), ctx) + await m.score(
+        item(2, -2), resp(2, '{"score": 0, "explanation": "e"}'), ctx
+    )
     out = {s.metric: s for s in m.corpus({}, [resp(1, "")], scores)}
     # C = (5+3)/(5*2) = 0.8, M = (5+2)/(5*2) = 0.7, F1 = 2*0.8*0.7/1.5 = 0.74666...
     assert out["sfbench_expl_correctness_norm"].value == pytest.approx(0.8)
@@ -193,7 +231,11 @@ async def test_explanation_corpus_normalised_and_f1():
 def test_metrics_registry_entry():
     ms = metrics()
     assert [s.name for m in ms for s in m.specs] == [
-        "sfbench_abs_error", "sfbench_exact", "sfbench_expl_correctness", "sfbench_expl_completeness"]
+        "sfbench_abs_error",
+        "sfbench_exact",
+        "sfbench_expl_correctness",
+        "sfbench_expl_completeness",
+    ]
     assert [s.name for s in ms[0].corpus_specs if s.primary] == ["sfbench_qwk"]
 
 
@@ -203,8 +245,11 @@ async def test_explanation_judge_repeats_mean_level_per_judge_then_panel():
     # completeness: a (5 + 2) / 2 = 3.5, b 2 -> (3.5 + 2) / 2 = 2.75
     ja = judge("judge-a", verdict("Sound", "Complete"), "no json", "still none", "nope", verdict("mixed", "weak"))
     jb = judge("judge-b", *[verdict("mixed", "weak")] * 3)
-    s = await SFBenchExplanation().score(item(1, 0), resp(1, '{"score": 0, "explanation": "e"}'),
-                                         ScoringContext(judges=[ja, jb], options={"judge_repeats": 3}))
+    s = await SFBenchExplanation().score(
+        item(1, 0),
+        resp(1, '{"score": 0, "explanation": "e"}'),
+        ScoringContext(judges=[ja, jb], options={"judge_repeats": 3}),
+    )
     assert [x.value for x in s] == [3.5, 2.75]
     assert s[0].details["judge_repeats"] == {"judge-a": [5.0, None, 3.0], "judge-b": [3.0, 3.0, 3.0]}
     assert s[1].details["judge_repeats"] == {"judge-a": [5.0, None, 2.0], "judge-b": [2.0, 2.0, 2.0]}

@@ -8,17 +8,28 @@ from langchain_core.runnables import RunnableLambda
 from sgieval.core import Item, Response
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.common import extract_answer_tag, is_empty_or_none, model_answer
-from sgieval.metric_pool.sgi.deep_research import (ExactMatchMetric, StepLevelAccuracyMetric, normalised_equal,
-                                                    parser_example, parser_messages)
+from sgieval.metric_pool.sgi.deep_research import (
+    ExactMatchMetric,
+    StepLevelAccuracyMetric,
+    normalised_equal,
+    parser_example,
+    parser_messages,
+)
 from sgieval.models.base import NamedModel
 
 TARGET = "test:target"
 
 
 def item(answer="0.25", steps=("Compute the ratio.", "Round to two decimals.")):
-    return Item(id="sgi-bench/SGI_DeepResearch_0000", benchmark="sgi-bench", task="deep_research",
-                discipline="physics", prompt="Q?", reference={"answer": answer, "steps": list(steps)},
-                metadata={"question": "What is the ratio?"})
+    return Item(
+        id="sgi-bench/SGI_DeepResearch_0000",
+        benchmark="sgi-bench",
+        task="deep_research",
+        discipline="physics",
+        prompt="Q?",
+        reference={"answer": answer, "steps": list(steps)},
+        metadata={"question": "What is the ratio?"},
+    )
 
 
 def resp(text, **kw):
@@ -26,8 +37,9 @@ def resp(text, **kw):
 
 
 def judge(*replies, name="fake:judge"):
-    return NamedModel(name=name, role="judge",
-                      chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies]))
+    return NamedModel(
+        name=name, role="judge", chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies])
+    )
 
 
 def by_metric(scores):
@@ -35,29 +47,34 @@ def by_metric(scores):
 
 
 # ------------------------------------------------------------------ answer tags
-@pytest.mark.parametrize("text,expected", [
-    ("a <answer>1</answer> b <answer> 2 </answer>", "2"),            # last opening tag wins, stripped
-    ("<answer>1</answer> then <answer>2", None),                      # last opening tag has no closing tag
-    ("<answer>a<answer>b</answer></answer>", "b"),                    # last <answer>, first </answer> after it
-    ("<answer></answer>", ""),                                        # empty tags = empty answer (D.1)
-    ("<answer>  \n </answer>", ""),
-    ("<ANSWER>3</ANSWER>", None),                                     # case-sensitive (D.1)
-    ("<answer>x\n</answer>\n", "x"),
-    ("no tags at all", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("a <answer>1</answer> b <answer> 2 </answer>", "2"),  # last opening tag wins, stripped
+        ("<answer>1</answer> then <answer>2", None),  # last opening tag has no closing tag
+        ("<answer>a<answer>b</answer></answer>", "b"),  # last <answer>, first </answer> after it
+        ("<answer></answer>", ""),  # empty tags = empty answer (D.1)
+        ("<answer>  \n </answer>", ""),
+        ("<ANSWER>3</ANSWER>", None),  # case-sensitive (D.1)
+        ("<answer>x\n</answer>\n", "x"),
+        ("no tags at all", None),
+    ],
+)
 def test_extract_answer_tag(text, expected):
     assert extract_answer_tag(text) == expected
 
 
-@pytest.mark.parametrize("text,expected", [("", True), ("none", True), ("NoNe", True), (" none", False),
-                                           ("none\n", False), (" ", False), ("0", False)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("", True), ("none", True), ("NoNe", True), (" none", False), ("none\n", False), (" ", False), ("0", False)],
+)
 def test_empty_or_none_on_raw_reply(text, expected):
     assert is_empty_or_none(text) is expected
 
 
 def test_model_answer_fallbacks():
-    assert model_answer("The answer is 5\n") == "The answer is 5\n"   # no tags: whole response, unstripped
-    assert model_answer("<answer></answer>") == ""                    # empty tags: no fallback
+    assert model_answer("The answer is 5\n") == "The answer is 5\n"  # no tags: whole response, unstripped
+    assert model_answer("<answer></answer>") == ""  # empty tags: no fallback
     assert model_answer("") == "None"
     assert model_answer("NONE") == "None"
 
@@ -67,19 +84,22 @@ async def em_scores(ref, text, judges=()):
     return by_metric(await ExactMatchMetric().score(item(ref), resp(text), ScoringContext(judges=list(judges))))
 
 
-@pytest.mark.parametrize("ref,text,em,emn", [
-    ("0.25", "Step 1 ...\n<answer>0.250</answer>", 0, 1),   # numeric formatting: EM 0, normalised 1
-    ("0.25", "Step 1 ...\n<answer> 0.25 </answer>", 1, 1),
-    ("0.25", "0.25", 1, 1),                                   # missing tags: whole response compared
-    ("0.25", "0.25\n", 0, 1),                                 # trailing newline breaks EM (no tags, unstripped)
-    ("0.25", "", 0, 0),                                       # empty reply -> "None"
-    ("None", "none", 1, 1),                                   # "none" reply stored as "None" (A.0)
-    ("0.25", "<answer></answer>", 0, 0),                      # empty tags: empty answer, no fallback
-    ("T cell", "<answer>t cell</answer>", 0, 1),              # case fold only in the normalised EM
-    ("T cell and B cell", "<answer>T  cell\tand B cell</answer>", 0, 1),  # whitespace collapse
-    ("3", "<answer>3.4</answer>", 0, 1),                      # rounded to the reference's 0 decimals
-    ("3", "<answer>3.5</answer>", 0, 0),                      # 3.5 -> 4 (half up)
-])
+@pytest.mark.parametrize(
+    "ref,text,em,emn",
+    [
+        ("0.25", "Step 1 ...\n<answer>0.250</answer>", 0, 1),  # numeric formatting: EM 0, normalised 1
+        ("0.25", "Step 1 ...\n<answer> 0.25 </answer>", 1, 1),
+        ("0.25", "0.25", 1, 1),  # missing tags: whole response compared
+        ("0.25", "0.25\n", 0, 1),  # trailing newline breaks EM (no tags, unstripped)
+        ("0.25", "", 0, 0),  # empty reply -> "None"
+        ("None", "none", 1, 1),  # "none" reply stored as "None" (A.0)
+        ("0.25", "<answer></answer>", 0, 0),  # empty tags: empty answer, no fallback
+        ("T cell", "<answer>t cell</answer>", 0, 1),  # case fold only in the normalised EM
+        ("T cell and B cell", "<answer>T  cell\tand B cell</answer>", 0, 1),  # whitespace collapse
+        ("3", "<answer>3.4</answer>", 0, 1),  # rounded to the reference's 0 decimals
+        ("3", "<answer>3.5</answer>", 0, 0),  # 3.5 -> 4 (half up)
+    ],
+)
 async def test_em_without_parser(ref, text, em, emn):
     s = await em_scores(ref, text)
     assert (s["em"].value, s["em_normalised"].value) == (em, emn)
@@ -103,12 +123,18 @@ async def test_em_with_parser_keeps_raw_output_trailing_newline():
     assert (s["em"].value, s["em_normalised"].value) == (0.0, 1.0)
     assert s["em"].judge == "fake:judge"
     ev = s["em"].evidence[0]
-    assert (ev.tool, ev.details["raw"], ev.input, ev.details["example"]) == ("answer_parser", "0.25\n", "about 0.25 mM", "0.25")
+    assert (ev.tool, ev.details["raw"], ev.input, ev.details["example"]) == (
+        "answer_parser",
+        "0.25\n",
+        "about 0.25 mM",
+        "0.25",
+    )
 
 
 async def test_em_parser_rescues_answer():
-    s = await em_scores("T cell and B cell", "the cells are <answer>T and B cells</answer>",
-                        [judge("T cell and B cell")])
+    s = await em_scores(
+        "T cell and B cell", "the cells are <answer>T and B cells</answer>", [judge("T cell and B cell")]
+    )
     assert s["em"].value == 1.0
     assert s["em"].details["model_answer_after_llm_parser"] == "T cell and B cell"
 
@@ -116,10 +142,11 @@ async def test_em_parser_rescues_answer():
 async def test_em_parser_failure_falls_back_to_extracted_answer():
     def boom(_):
         raise ValueError("parser down")
+
     failing = NamedModel(name="fake:broken", role="judge", chat=RunnableLambda(boom))
     s = await em_scores("0.25", "<answer>0.25</answer>", [failing])
     assert s["em"].value == 1.0
-    assert s["em"].details["model_answer_after_llm_parser"] == "0.25"   # extracted answer stored instead (A.0)
+    assert s["em"].details["model_answer_after_llm_parser"] == "0.25"  # extracted answer stored instead (A.0)
     assert "parser down" in s["em"].evidence[0].error
 
 
@@ -131,31 +158,45 @@ async def test_em_empty_reply_skips_parser():
 
 async def test_em_failed_response_is_not_a_zero():
     scores = await ExactMatchMetric().score(item(), resp("", error="timeout"), ScoringContext())
-    assert [(s.metric, s.status, s.value) for s in scores] == [("em", "infra_error", None),
-                                                               ("em_normalised", "infra_error", None)]
+    assert [(s.metric, s.status, s.value) for s in scores] == [
+        ("em", "infra_error", None),
+        ("em_normalised", "infra_error", None),
+    ]
 
 
 async def test_em_missing_reference_is_input_error():
     it = Item(id="x", benchmark="sgi-bench", task="deep_research", prompt="q", reference={"steps": []})
     scores = await ExactMatchMetric().score(it, resp("<answer>1</answer>"), ScoringContext())
     assert scores[0].status == "input_error"
-    assert scores[0].error == ("item x: reference has no field 'answer'. Fix: load the item with the SGI item "
-                               "contract for task 'deep_research'")
+    assert scores[0].error == (
+        "item x: reference has no field 'answer'. Fix: load the item with the SGI item "
+        "contract for task 'deep_research'"
+    )
 
 
-@pytest.mark.parametrize("ref,pred,expected", [
-    ("0.25", "0.250", True), ("0.250", "0.25", True), ("3", "3.4", True), ("3", "3.5", False),
-    ("0.13", "0.125", True),        # 0.125 -> 0.13 half up
-    ("1e5", "100000", True), ("1e5", "149999", True), ("1e5", "150000", False),   # rounded to 1e5
-    ("0.25", "0.25 mg", False),     # no unit handling
-    ("inf", "INF", True),           # non-finite: compared as text after case folding
-    ("abc", "ABC ", True),
-])
+@pytest.mark.parametrize(
+    "ref,pred,expected",
+    [
+        ("0.25", "0.250", True),
+        ("0.250", "0.25", True),
+        ("3", "3.4", True),
+        ("3", "3.5", False),
+        ("0.13", "0.125", True),  # 0.125 -> 0.13 half up
+        ("1e5", "100000", True),
+        ("1e5", "149999", True),
+        ("1e5", "150000", False),  # rounded to 1e5
+        ("0.25", "0.25 mg", False),  # no unit handling
+        ("inf", "INF", True),  # non-finite: compared as text after case folding
+        ("abc", "ABC ", True),
+    ],
+)
 def test_normalised_equal(ref, pred, expected):
     assert normalised_equal(ref, pred) is expected
 
 
-@pytest.mark.parametrize("ref,example", [("1e5", "0.25"), (" 3 ", "0.25"), ("inf", "0.25"), ("abc", "T cell and B cell")])
+@pytest.mark.parametrize(
+    "ref,example", [("1e5", "0.25"), (" 3 ", "0.25"), ("inf", "0.25"), ("abc", "T cell and B cell")]
+)
 def test_parser_example(ref, example):
     assert parser_example(ref) == example
 
@@ -167,9 +208,11 @@ def test_parser_messages_carry_example_and_text():
 
 
 # ------------------------------------------------------------------ SLA
-LIST_3 = ('[{"solution_step": "s1", "reason": "ok", "judge": "correct"},'
-          ' {"solution_step": "s2", "reason": "wrong unit", "judge": "incorrect"},'
-          ' {"solution_step": "s3", "reason": "ok", "judge": " Correct "}]')
+LIST_3 = (
+    '[{"solution_step": "s1", "reason": "ok", "judge": "correct"},'
+    ' {"solution_step": "s2", "reason": "wrong unit", "judge": "incorrect"},'
+    ' {"solution_step": "s3", "reason": "ok", "judge": " Correct "}]'
+)
 
 
 async def sla(judges, text="Step 1 ... <answer>0.3</answer>", allow_self=False):
@@ -188,8 +231,11 @@ async def test_sla_bare_list_proportion():
 
 async def test_sla_object_format_and_two_judges_mean():
     j1 = judge('```json\n{"steps": [{"solution_step": "a", "reason": "r", "judge": "correct"}]}\n```', name="fake:j1")
-    j2 = judge('{"steps": [{"solution_step": "a", "reason": "r", "judge": "incorrect"},'
-               ' {"solution_step": "b", "reason": "r", "judge": "correct"}]}', name="fake:j2")
+    j2 = judge(
+        '{"steps": [{"solution_step": "a", "reason": "r", "judge": "incorrect"},'
+        ' {"solution_step": "b", "reason": "r", "judge": "correct"}]}',
+        name="fake:j2",
+    )
     s = await sla([j1, j2])
     # j1: 1/1 = 1.0, j2: 1/2 = 0.5 -> mean 0.75
     assert s.value == pytest.approx(0.75)
@@ -207,7 +253,7 @@ async def test_sla_empty_list_is_judge_error():
     s = await sla([judge("[]", '{"steps": []}', "[]")])
     assert s.status == "judge_error" and s.value is None
     assert s.error.startswith("fake:judge: ")
-    assert len(s.evidence[0].raw) == 3     # three attempts, all kept
+    assert len(s.evidence[0].raw) == 3  # three attempts, all kept
 
 
 async def test_sla_bad_verdict_word_is_retried_then_judge_error():
@@ -225,8 +271,10 @@ async def test_sla_no_judge_not_run():
 async def test_sla_self_judge_skipped():
     s = await sla([judge(LIST_3, name="other:target")])
     assert s.status == "not_run"
-    assert s.error == ("sla needs a judge: the only judge(s) (other:target) are the target model test:target; "
-                       "pass another --judge or --allow-self-judge")
+    assert s.error == (
+        "sla needs a judge: the only judge(s) (other:target) are the target model test:target; "
+        "pass another --judge or --allow-self-judge"
+    )
     s2 = await sla([judge(LIST_3, name="other:target")], allow_self=True)
     assert s2.value == pytest.approx(2 / 3)
 
@@ -239,7 +287,8 @@ async def test_em_reads_the_text_after_the_last_think_close():
     assert (em.value, emn.value, em.details["model_answer"]) == (1.0, 1.0, "D")
     # variant: tags after the reasoning, a wrong draft answer inside it
     em2, _ = await ExactMatchMetric().score(
-        it, resp("<think><answer>B</answer></think>\nSo: <answer>D</answer>"), ScoringContext())
+        it, resp("<think><answer>B</answer></think>\nSo: <answer>D</answer>"), ScoringContext()
+    )
     assert (em2.value, em2.details["model_answer"]) == (1.0, "D")
 
 
@@ -247,8 +296,11 @@ async def test_sla_judge_repeats_mean_per_judge():
     # --judge-repeats 2: j1 gives 2/3 (LIST_3) then 1/1; j2 gives 1/2 twice.  By hand: j1 mean (2/3 + 1) / 2 = 5/6,
     # j2 1/2; value = (5/6 + 1/2) / 2 = 2/3
     j1 = judge(LIST_3, '{"steps": [{"solution_step": "a", "reason": "r", "judge": "correct"}]}', name="fake:j1")
-    j2 = judge('{"steps": [{"solution_step": "a", "reason": "r", "judge": "incorrect"},'
-               ' {"solution_step": "b", "reason": "r", "judge": "correct"}]}', name="fake:j2")
+    j2 = judge(
+        '{"steps": [{"solution_step": "a", "reason": "r", "judge": "incorrect"},'
+        ' {"solution_step": "b", "reason": "r", "judge": "correct"}]}',
+        name="fake:j2",
+    )
     ctx = ScoringContext(judges=[j1, j2], options={"judge_repeats": 2})
     s = (await StepLevelAccuracyMetric().score(item(), resp("Step 1 ... <answer>0.3</answer>"), ctx))[0]
     assert s.value == pytest.approx(2 / 3)

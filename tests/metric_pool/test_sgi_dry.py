@@ -76,20 +76,29 @@ class ScriptedSandbox:
 
 
 def dry_item(outputs: list[str], main: str = MAIN, functions=("f",)) -> Item:
-    return Item(id="sgi-bench/SGI_DryExperiment_0000", benchmark="sgi-bench", task="dry_experiment", prompt="p",
-                reference={"data_code": "", "main_code": "", "incomplete_main_code": main,
-                           "incomplete_functions": list(functions),
-                           "unit_tests": [{"data": f"d{i}", "output": o} for i, o in enumerate(outputs)],
-                           "runtime": None})
+    return Item(
+        id="sgi-bench/SGI_DryExperiment_0000",
+        benchmark="sgi-bench",
+        task="dry_experiment",
+        prompt="p",
+        reference={
+            "data_code": "",
+            "main_code": "",
+            "incomplete_main_code": main,
+            "incomplete_functions": list(functions),
+            "unit_tests": [{"data": f"d{i}", "output": o} for i, o in enumerate(outputs)],
+            "runtime": None,
+        },
+    )
 
 
 async def test_scores_with_scripted_sandbox_hand_values():
     results = {
-        "d0": ExecResult(stdout="42\n", exit_code=0, wall_time_s=1.0),            # exact "42" -> pass
-        "d1": ExecResult(stdout="41", exit_code=0, wall_time_s=2.0),              # differs, rc 0, no judge -> fail
+        "d0": ExecResult(stdout="42\n", exit_code=0, wall_time_s=1.0),  # exact "42" -> pass
+        "d1": ExecResult(stdout="41", exit_code=0, wall_time_s=2.0),  # differs, rc 0, no judge -> fail
         "d2": ExecResult(stdout="", exit_code=-9, wall_time_s=5.0, timed_out=True),  # timeout -> runtime 300, rc -1
-        "d3": ExecResult(stderr="launch failed", exit_code=None),                # launch failure -> runtime -1, rc 1
-        "d4": ExecResult(stderr="Traceback", exit_code=1, wall_time_s=3.0),       # rc 1 -> fail
+        "d3": ExecResult(stderr="launch failed", exit_code=None),  # launch failure -> runtime -1, rc 1
+        "d4": ExecResult(stderr="Traceback", exit_code=1, wall_time_s=3.0),  # rc 1 -> fail
     }
     sb = ScriptedSandbox(results)
     item = dry_item(["42", "42", "42", "42", "42"])
@@ -106,17 +115,24 @@ async def test_scores_with_scripted_sandbox_hand_values():
 
 
 async def test_judge_decides_non_exact_output():
-    results = {f"d{i}": ExecResult(stderr="UserWarning: x", stdout="loss 0.101", exit_code=0, wall_time_s=1.0)
-               for i in range(5)}
+    results = {
+        f"d{i}": ExecResult(stderr="UserWarning: x", stdout="loss 0.101", exit_code=0, wall_time_s=1.0)
+        for i in range(5)
+    }
     # each unit test needs the judge (stderr breaks exact match); scripted verdicts: 4 correct, 1 "incorrect"
     # -> p = 4: PassAll@3 = 1, PassAll@5 = 0
     replies = ['{"judgment": "correct", "reason": "within 2%"}'] * 4 + ['{"judgment": "incorrect", "reason": "5%"}']
-    judge = NamedModel(name="o4-mini", role="judge",
-                       chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies)))
+    judge = NamedModel(
+        name="o4-mini", role="judge", chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies))
+    )
     ctx = ScoringContext(sandbox=ScriptedSandbox(results), judges=[judge])
     item = dry_item(["loss 0.1"] * 5)
-    scores = {s.metric: s for s in await de.DryExperimentMetric({"dry_parallel_tests": False}).score(
-        item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx)}
+    scores = {
+        s.metric: s
+        for s in await de.DryExperimentMetric({"dry_parallel_tests": False}).score(
+            item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx
+        )
+    }
     assert [scores[n].value for n in ("dry_passall_1", "dry_passall_3", "dry_passall_5")] == [1.0, 1.0, 0.0]
     assert scores["dry_passall_5"].judge == "o4-mini"
     assert sum(1 for e in scores["dry_passall_5"].evidence if e.kind == "judge_reply") == 5
@@ -124,11 +140,17 @@ async def test_judge_decides_non_exact_output():
 
 async def test_judge_unparsable_is_judge_error_for_passall_only():
     results = {f"d{i}": ExecResult(stdout="x", exit_code=0, wall_time_s=1.0) for i in range(5)}
-    judge = NamedModel(name="j", role="judge", chat=GenericFakeChatModel(messages=iter([AIMessage(content="no json")] * 40)))
+    judge = NamedModel(
+        name="j", role="judge", chat=GenericFakeChatModel(messages=iter([AIMessage(content="no json")] * 40))
+    )
     ctx = ScoringContext(sandbox=ScriptedSandbox(results), judges=[judge])
     item = dry_item(["y"] * 5)
-    scores = {s.metric: s for s in await de.metrics()[0].score(
-        item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx)}
+    scores = {
+        s.metric: s
+        for s in await de.metrics()[0].score(
+            item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx
+        )
+    }
     assert scores["dry_passall_5"].status == "judge_error"
     assert scores["dry_smooth_execution_rate"].value == 1.0 and scores["dry_average_execution_time"].value == 1.0
 
@@ -140,11 +162,18 @@ async def test_no_sandbox_empty_response_bad_reference():
     assert {s.status for s in scores} == {"infra_error"}
     assert scores[0].error.startswith("no sandbox configured")
     # empty / "none" response: no program, p = 0, SER 0, AET -1 (no sandbox needed)
-    scores = {s.metric: s for s in await m.score(item, Response(item_id=item.id, model="t", text="None"), ScoringContext())}
+    scores = {
+        s.metric: s for s in await m.score(item, Response(item_id=item.id, model="t", text="None"), ScoringContext())
+    }
     assert scores["dry_passall_1"].value == 0.0 and scores["dry_smooth_execution_rate"].value == 0.0
     assert scores["dry_average_execution_time"].value == -1.0
-    bad = Item(id="sgi-bench/x", benchmark="sgi-bench", task="dry_experiment", prompt="p",
-               reference={"incomplete_main_code": "", "incomplete_functions": [], "unit_tests": [{"data": "", "output": ""}]})
+    bad = Item(
+        id="sgi-bench/x",
+        benchmark="sgi-bench",
+        task="dry_experiment",
+        prompt="p",
+        reference={"incomplete_main_code": "", "incomplete_functions": [], "unit_tests": [{"data": "", "output": ""}]},
+    )
     scores = await m.score(bad, Response(item_id="x", model="t", text="x"), ScoringContext())
     assert scores[0].status == "input_error"
     assert "must be 5 objects with string 'data' and 'output'" in scores[0].error
@@ -191,11 +220,24 @@ def compute(x):
 def real_item() -> Item:
     xs = [2, 3, -1, "sleep", 0]
     outs = ["4", "9", "1", "never printed", "0"]
-    tests = [{"data": f"import json\njson.dump({{'x': {json.dumps(x)}}}, open('input.json', 'w'))\n", "output": o}
-             for x, o in zip(xs, outs)]
-    return Item(id="sgi-bench/real", benchmark="sgi-bench", task="dry_experiment", prompt="p",
-                reference={"data_code": "", "main_code": "", "incomplete_main_code": REAL_MAIN,
-                           "incomplete_functions": ["compute"], "unit_tests": tests, "runtime": None})
+    tests = [
+        {"data": f"import json\njson.dump({{'x': {json.dumps(x)}}}, open('input.json', 'w'))\n", "output": o}
+        for x, o in zip(xs, outs)
+    ]
+    return Item(
+        id="sgi-bench/real",
+        benchmark="sgi-bench",
+        task="dry_experiment",
+        prompt="p",
+        reference={
+            "data_code": "",
+            "main_code": "",
+            "incomplete_main_code": REAL_MAIN,
+            "incomplete_functions": ["compute"],
+            "unit_tests": tests,
+            "runtime": None,
+        },
+    )
 
 
 async def test_real_run_subprocess_fallback():
@@ -204,8 +246,10 @@ async def test_real_run_subprocess_fallback():
     # p = 2: PassAll@1 = 1, @3 = 0, @5 = 0; SER = 3/5; AET > 0 (includes the 2 s timeout: AET >= 2/5)
     m = de.DryExperimentMetric({"unsafe_local_exec": True, "dry_timeout_s": 2.0})
     item = real_item()
-    scores = {s.metric: s for s in await m.score(item, Response(item_id=item.id, model="t", text=REAL_ANSWER),
-                                                 ScoringContext())}
+    scores = {
+        s.metric: s
+        for s in await m.score(item, Response(item_id=item.id, model="t", text=REAL_ANSWER), ScoringContext())
+    }
     assert [scores[n].value for n in ("dry_passall_1", "dry_passall_3", "dry_passall_5")] == [1.0, 0.0, 0.0]
     assert scores["dry_smooth_execution_rate"].value == pytest.approx(0.6)
     assert scores["dry_average_execution_time"].value >= 0.4
@@ -225,8 +269,9 @@ async def test_real_run_without_unsafe_flag_is_infra_error_and_setup_failure():
     broken = real_item()
     broken.reference["unit_tests"][1]["data"] = "raise SystemExit(3)\n"
     m = de.DryExperimentMetric({"unsafe_local_exec": True, "dry_timeout_s": 2.0})
-    scores = await m.score(broken, Response(item_id=item.id, model="t", text="def compute(x):\n    return x\n"),
-                           ScoringContext())
+    scores = await m.score(
+        broken, Response(item_id=item.id, model="t", text="def compute(x):\n    return x\n"), ScoringContext()
+    )
     assert {s.status for s in scores} == {"infra_error"}
     assert scores[0].error.startswith("data script data_en.py failed for unit test(s) [1]")
 
@@ -235,8 +280,9 @@ async def test_real_run_without_unsafe_flag_is_infra_error_and_setup_failure():
 def _judged(replies: list[str], options: dict | None = None):
     """Score one item whose 5 tests all need the judge (rc 0, output differs), judge replies in order."""
     results = {f"d{i}": ExecResult(stdout="loss 0.101", exit_code=0, wall_time_s=1.0) for i in range(5)}
-    judge = NamedModel(name="o4-mini", role="judge",
-                       chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies)))
+    judge = NamedModel(
+        name="o4-mini", role="judge", chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies))
+    )
     ctx = ScoringContext(sandbox=ScriptedSandbox(results), judges=[judge])
     item = dry_item(["loss 0.1"] * 5)
     metric = de.DryExperimentMetric({"dry_parallel_tests": False, **(options or {})})
@@ -256,8 +302,15 @@ async def test_d12_verdict_is_stripped_and_case_folded():
     assert [r["passed"] for r in scores["dry_passall_5"].details["tests"]] == [True, True, True, False, False]
 
 
-@pytest.mark.parametrize("bad", ['{"judgment": "", "reason": "r"}', '{"reason": "looks fine"}',
-                                 '{"judgment": "maybe", "reason": "r"}', '{"judgment": null}'])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"judgment": "", "reason": "r"}',
+        '{"reason": "looks fine"}',
+        '{"judgment": "maybe", "reason": "r"}',
+        '{"judgment": null}',
+    ],
+)
 async def test_d12_empty_missing_or_other_verdict_is_judge_error_not_a_failed_test(bad):
     # every attempt (3 per test) gets the bad verdict: a judge error, never "0 tests passed"
     scores = await _score(*_judged([bad] * 3 + ['{"judgment": "correct"}'] * 12))
@@ -273,28 +326,45 @@ async def test_d12_bad_verdict_then_good_one_is_retried():
 
 async def test_judge_reason_keeps_latex_backslashes():
     # "\frac" in a JSON string is a form feed + "rac" to json.loads; the judge meant LaTeX (issue 11 item 5)
-    replies = [r'{"judgment":"correct","reason":"E = \frac{1}{2}"}', r'{"judgment":"correct","reason":"\beta \approx 2"}',
-               r'{"judgment":"correct","reason":"\nabla \cdot E"}'] + ['{"judgment": "correct", "reason": "ok"}'] * 2
+    replies = [
+        r'{"judgment":"correct","reason":"E = \frac{1}{2}"}',
+        r'{"judgment":"correct","reason":"\beta \approx 2"}',
+        r'{"judgment":"correct","reason":"\nabla \cdot E"}',
+    ] + ['{"judgment": "correct", "reason": "ok"}'] * 2
     scores = await _score(*_judged(replies))
     hows = [r["how"] for r in scores["dry_passall_5"].details["tests"]]
-    assert hows[:3] == ["judge: correct (E = \\frac{1}{2})", "judge: correct (\\beta \\approx 2)",
-                        "judge: correct (\\nabla \\cdot E)"]
+    assert hows[:3] == [
+        "judge: correct (E = \\frac{1}{2})",
+        "judge: correct (\\beta \\approx 2)",
+        "judge: correct (\\nabla \\cdot E)",
+    ]
 
 
-@pytest.mark.parametrize("res,paper,code", [
-    (ExecResult(stdout="42", exit_code=1, wall_time_s=1.0), (False, "return code 1"), (True, "exact match")),
-    (ExecResult(stdout="42", exit_code=-9, wall_time_s=5.0, timed_out=True), (False, "timeout"), (True, "exact match")),
-    (ExecResult(stdout="41", exit_code=2, wall_time_s=1.0), (False, "return code 2"), (False, "return code 2")),
-    (ExecResult(stdout="42", exit_code=0, wall_time_s=1.0), (True, "exact match"), (True, "exact match")),
-])
+@pytest.mark.parametrize(
+    "res,paper,code",
+    [
+        (ExecResult(stdout="42", exit_code=1, wall_time_s=1.0), (False, "return code 1"), (True, "exact match")),
+        (
+            ExecResult(stdout="42", exit_code=-9, wall_time_s=5.0, timed_out=True),
+            (False, "timeout"),
+            (True, "exact match"),
+        ),
+        (ExecResult(stdout="41", exit_code=2, wall_time_s=1.0), (False, "return code 2"), (False, "return code 2")),
+        (ExecResult(stdout="42", exit_code=0, wall_time_s=1.0), (True, "exact match"), (True, "exact match")),
+    ],
+)
 async def test_d13_nonzero_exit_fails_whatever_it_printed(res, paper, code):
     """D.13: exit first (default); the upstream order (exact output first) is the named code variant."""
     item = dry_item(["42"] * 5)
     resp = Response(item_id=item.id, model="t", text="def f():\n    return 1\n")
     for order, want in (("paper", paper), ("code", code)):
         m = de.DryExperimentMetric({"dry_parallel_tests": False, "dry_pass_order": order})
-        scores = {s.metric: s for s in await m.score(item, resp, ScoringContext(sandbox=ScriptedSandbox(
-            {f"d{i}": res for i in range(5)})))}
+        scores = {
+            s.metric: s
+            for s in await m.score(
+                item, resp, ScoringContext(sandbox=ScriptedSandbox({f"d{i}": res for i in range(5)}))
+            )
+        }
         row = scores["dry_passall_5"].details["tests"][0]
         assert (row["passed"], row["how"]) == want, order
         assert scores["dry_passall_5"].value == float(want[0])

@@ -21,11 +21,13 @@ from sgieval.models.base import NamedModel
 # ------------------------------------------------------------------ helpers
 def table_encoder(table: dict[str, list[float]], default=(0.0, 0.0)):
     """Scripted embedder: known texts map to fixed vectors, others to ``default``."""
+
     def encode(texts):
         for t in texts:
             if not isinstance(t, str):
                 raise TypeError("not a string")
         return np.array([table.get(t, list(default)) for t in texts], dtype=float)
+
     return encode
 
 
@@ -45,17 +47,30 @@ def make_item(**over) -> Item:
         "related_work": "{'a': 'rw1'}",
         "existing_solutions": "{'b': 'es1'}",
         "related_work_test": "{'x': 't1'}",
-        "challenge": "c", "limitation": "l", "motivation": "m", "task_objective": "t",
+        "challenge": "c",
+        "limitation": "l",
+        "motivation": "m",
+        "task_objective": "t",
     }
     ref.update(over)
-    return Item(id="sgi-bench/SGI_IdeaGeneration_0000", benchmark="sgi-bench", task="idea_generation",
-                prompt="Propose an idea.", reference=ref)
+    return Item(
+        id="sgi-bench/SGI_IdeaGeneration_0000",
+        benchmark="sgi-bench",
+        task="idea_generation",
+        prompt="Propose an idea.",
+        reference=ref,
+    )
 
 
 def reply_json(**fields) -> str:
-    base = {"Idea": "idea", "ImplementationSteps": {"1": "load data", "2": "train model", "3": "evaluate model"},
-            "ImplementationOrder": ["1-2", "2-3"], "Dataset": "QM9", "EvaluationMetrics": {"MAE": "error"},
-            "ExpectedOutcome": "better"}
+    base = {
+        "Idea": "idea",
+        "ImplementationSteps": {"1": "load data", "2": "train model", "3": "evaluate model"},
+        "ImplementationOrder": ["1-2", "2-3"],
+        "Dataset": "QM9",
+        "EvaluationMetrics": {"MAE": "error"},
+        "ExpectedOutcome": "better",
+    }
     base.update(fields)
     return "```json\n" + json.dumps(base) + "\n```\nHope this helps."
 
@@ -66,8 +81,10 @@ def judge(name: str, replies: list) -> NamedModel:
 
 
 def five(eff: str, nov: str, det: str, fea: str, ove: str = "[Win A]") -> str:
-    return (f"Effectiveness: {eff} because x.\nNovelty: {nov} because y.\nDetailedness: {det} because z.\n"
-            f"Feasibility: {fea} because w.\nOverall: {ove} because v.")
+    return (
+        f"Effectiveness: {eff} because x.\nNovelty: {nov} because y.\nDetailedness: {det} because z.\n"
+        f"Feasibility: {fea} because w.\nOverall: {ove} because v."
+    )
 
 
 # ------------------------------------------------------------------ parser
@@ -87,13 +104,15 @@ def test_parse_whole_text_and_trailing_text_variants():
 
 
 def test_parse_numbered_headings_fallback():
-    text = ('Here is my proposal.\n'
-            '1. Idea: Use graphene sensors.\n'
-            '2. Implementation Steps: "1": "build", "2": "test"\n'
-            '3. Implementation Order: "1-2"\n'
-            '4. Dataset: lab data\n'
-            '5. Evaluation Metrics: "Accuracy": "fraction correct"\n'
-            '6. Expected Outcome: Better sensors.\n')
+    text = (
+        'Here is my proposal.\n'
+        '1. Idea: Use graphene sensors.\n'
+        '2. Implementation Steps: "1": "build", "2": "test"\n'
+        '3. Implementation Order: "1-2"\n'
+        '4. Dataset: lab data\n'
+        '5. Evaluation Metrics: "Accuracy": "fraction correct"\n'
+        '6. Expected Outcome: Better sensors.\n'
+    )
     assert ig.parse_idea(text) == {
         "Idea": "Use graphene sensors.",
         "ImplementationSteps": {"1": "build", "2": "test"},
@@ -183,10 +202,14 @@ def test_completeness_and_detailedness():
 
 
 def test_graph_similarity_hand_example():
-    gen = {"ImplementationSteps": {"1": "load data", "2": "train model", "3": "evaluate model"},
-           "ImplementationOrder": ["1-2", "2-3"]}
-    ref = {"ImplementationSteps": {"1": "load the data", "2": "train model", "3": "test"},
-           "ImplementationOrder": ["1-2", "1-3"]}
+    gen = {
+        "ImplementationSteps": {"1": "load data", "2": "train model", "3": "evaluate model"},
+        "ImplementationOrder": ["1-2", "2-3"],
+    }
+    ref = {
+        "ImplementationSteps": {"1": "load the data", "2": "train model", "3": "test"},
+        "ImplementationOrder": ["1-2", "1-3"],
+    }
     # edges {(1,2),(2,3)} vs {(1,2),(1,3)}: 1/3.  tokens {load,data,train,model,evaluate} vs
     # {load,the,data,train,model,test}: 4 shared / 7 -> 0.6/3 + 0.4 x 4/7 = 0.428571
     sim, det = ig.graph_similarity(gen, ref)
@@ -228,14 +251,21 @@ def test_graph_similarity_edge_cases():
 
 # ------------------------------------------------------------------ vote parsing and thresholds
 def test_parse_votes_three_stages():
-    reply = ("Effectiveness: [ win b ] because it is better.\n"
-             "Novelty: Win A because older work.\n"
-             "Detailedness - I would say Win B overall because of detail.\n"
-             "Feasibility: [Win A] because cheap.\n"
-             "Overall: [WinB] because.\n")
+    reply = (
+        "Effectiveness: [ win b ] because it is better.\n"
+        "Novelty: Win A because older work.\n"
+        "Detailedness - I would say Win B overall because of detail.\n"
+        "Feasibility: [Win A] because cheap.\n"
+        "Overall: [WinB] because.\n"
+    )
     v = ig.parse_votes(reply)
-    assert {d: v[d]["judgment"] for d in v} == {"effectiveness": "win_B", "novelty": "win_A",
-                                                 "detailedness": "win_B", "feasibility": "win_A", "overall": "win_B"}
+    assert {d: v[d]["judgment"] for d in v} == {
+        "effectiveness": "win_B",
+        "novelty": "win_A",
+        "detailedness": "win_B",
+        "feasibility": "win_A",
+        "overall": "win_B",
+    }
     assert v["effectiveness"]["reason"] == "it is better."
     assert ig.parse_votes("Effectiveness: [Win A] because x.") is None  # other dimensions missing
 
@@ -250,8 +280,9 @@ def test_decide_thresholds():
 
 
 # ------------------------------------------------------------------ the metric end to end
-ENC = table_encoder({"graph, neural net": [1, 0], "idea": [0.6, 0.8], "rw1": [1, 0], "es1": [0, 1],
-                     "x: t1": [0.6, 0.8]})
+ENC = table_encoder(
+    {"graph, neural net": [1, 0], "idea": [0.6, 0.8], "rw1": [1, 0], "es1": [0, 1], "x: t1": [0.6, 0.8]}
+)
 # objective parts for make_item() and reply_json() with ENC:
 #   effectiveness = 10 x 0.6 = 6.0
 #   novelty: cos(idea, rw1) = 0.6, cos(idea, es1) = 0.8 -> A = 10 x (1 - 0.7) = 3; B = 10 x (1 - 1) = 0 -> 1.5
@@ -275,16 +306,25 @@ async def test_metric_no_judge_reports_objective_and_not_run():
 
 async def test_metric_votes_three_judges_with_swap_and_retry():
     # judge 1: reference=A / generated=B: all Win B; swapped: all Win A (-> flipped to generated) = 2 votes each dim
-    j1 = judge("j1", [five("[Win B]", "[Win B]", "[Win B]", "[Win B]"), five("[Win A]", "[Win A]", "[Win A]", "[Win A]")])
+    j1 = judge(
+        "j1", [five("[Win B]", "[Win B]", "[Win B]", "[Win B]"), five("[Win A]", "[Win A]", "[Win A]", "[Win A]")]
+    )
     # judge 2: normal eff B, nov B, det A, fea B; swapped eff A, nov A, det B, fea B
     #   -> generated votes eff 2, nov 2, det 0, fea 1
-    j2 = judge("j2", [five("[Win B]", "[Win B]", "[Win A]", "[Win B]"), five("[Win A]", "[Win A]", "[Win B]", "[Win B]")])
+    j2 = judge(
+        "j2", [five("[Win B]", "[Win B]", "[Win A]", "[Win B]"), five("[Win A]", "[Win A]", "[Win B]", "[Win B]")]
+    )
     # judge 3: a malformed reply first (retried), then normal eff A, nov A, det B (stage 3 format), fea A;
     #   swapped all Win B (= reference) -> generated votes eff 0, nov 0, det 1, fea 0
-    j3 = judge("j3", ["I like B better.",
-                      "Effectiveness: [Win A] because a.\nNovelty: Win A because b.\nDetailedness - honestly Win B because c.\n"
-                      "Feasibility: [Win A] because d.\nOverall: [Win A] because e.",
-                      five("[Win B]", "[Win B]", "[Win B]", "[Win B]")])
+    j3 = judge(
+        "j3",
+        [
+            "I like B better.",
+            "Effectiveness: [Win A] because a.\nNovelty: Win A because b.\nDetailedness - honestly Win B because c.\n"
+            "Feasibility: [Win A] because d.\nOverall: [Win A] because e.",
+            five("[Win B]", "[Win B]", "[Win B]", "[Win B]"),
+        ],
+    )
     # totals g: eff 4 (> 3 win), nov 4 (not > 4: tie -> 0), det 3 (tie -> 0), fea 3 (tie -> 0)
     ctx = ScoringContext(judges=[j1, j2, j3], embedder=ENC)
     resp = Response(item_id="x", model="openai:target", text=reply_json())
@@ -302,9 +342,13 @@ async def test_metric_votes_three_judges_with_swap_and_retry():
     assert scores["idea_final_score"].value == pytest.approx(sum(dims.values()) / 4)
     ev = scores["idea_final_score"].evidence
     assert [(e.judge, e.details["order"], e.attempts) for e in ev] == [
-        ("j1", "A=reference,B=generated", 1), ("j1", "A=generated,B=reference", 1),
-        ("j2", "A=reference,B=generated", 1), ("j2", "A=generated,B=reference", 1),
-        ("j3", "A=reference,B=generated", 2), ("j3", "A=generated,B=reference", 1)]
+        ("j1", "A=reference,B=generated", 1),
+        ("j1", "A=generated,B=reference", 1),
+        ("j2", "A=reference,B=generated", 1),
+        ("j2", "A=generated,B=reference", 1),
+        ("j3", "A=reference,B=generated", 2),
+        ("j3", "A=generated,B=reference", 1),
+    ]
     assert ev[4].raw[0] == "I like B better."
 
 
@@ -336,8 +380,12 @@ async def test_metric_unreachable_judge_is_judge_error():
 
 async def test_metric_non_dict_reply_final_zero_and_bad_reference():
     m = ig.metrics()[0]
-    scores = {s.metric: s for s in await m.score(
-        make_item(), Response(item_id="x", model="t", text="[1, 2]"), ScoringContext(embedder=ENC))}
+    scores = {
+        s.metric: s
+        for s in await m.score(
+            make_item(), Response(item_id="x", model="t", text="[1, 2]"), ScoringContext(embedder=ENC)
+        )
+    }
     assert scores["idea_final_score"].value == 0.0 and scores["idea_final_score"].status == "ok"
     assert scores["idea_effectiveness_obj"].status == "parse_error"
     assert scores["idea_effectiveness_obj"].error == "the reply parses to a list, not a JSON object"
@@ -349,10 +397,12 @@ async def test_metric_non_dict_reply_final_zero_and_bad_reference():
 
 async def test_metric_real_minilm_objective():
     m = ig.metrics()[0]
-    item = make_item(keywords=["graph neural network", "molecular property prediction"],
-                     related_work="{'a': 'Convolutional networks classify images.'}",
-                     existing_solutions="{'b': 'Random forests on fingerprints.'}",
-                     related_work_test="{'p': 'Message passing networks for quantum chemistry.'}")
+    item = make_item(
+        keywords=["graph neural network", "molecular property prediction"],
+        related_work="{'a': 'Convolutional networks classify images.'}",
+        existing_solutions="{'b': 'Random forests on fingerprints.'}",
+        related_work_test="{'p': 'Message passing networks for quantum chemistry.'}",
+    )
     on = reply_json(Idea="A graph neural network that predicts molecular properties from molecular graphs.")
     off = reply_json(Idea="A survey of medieval poetry and its rhyme schemes in northern Europe.")
     s_on = {s.metric: s for s in await m.score(item, Response(item_id="x", model="t", text=on), ScoringContext())}
@@ -368,8 +418,8 @@ async def test_position_biased_scripted_judge_gives_the_expected_flip_share():
     from sgieval.metric_pool.reliability import position_flips, reliability
 
     A4, B4 = ("[Win A]",) * 4, ("[Win B]",) * 4
-    biased = judge("biased", [five(*A4), five(*A4)])   # always "A": reference first, then generated first
-    fair = judge("fair", [five(*B4), five(*A4)])       # always the generated idea, in both orders
+    biased = judge("biased", [five(*A4), five(*A4)])  # always "A": reference first, then generated first
+    fair = judge("fair", [five(*B4), five(*A4)])  # always the generated idea, in both orders
     # partly biased: the generated idea in both orders, except novelty, where it picks B (the second idea) twice
     partly = judge("partly", [five(*B4), five("[Win A]", "[Win B]", "[Win A]", "[Win A]")])
     ctx = ScoringContext(judges=[biased, fair, partly], embedder=ENC)

@@ -7,20 +7,37 @@ from langchain_core.messages import AIMessage
 
 from sgieval.core import Item, Response
 from sgieval.metric_pool.base import ScoringContext
-from sgieval.metric_pool.sgi.reasoning import (MultiChoiceMetric, ReasoningValidityMetric, boxed_contents,
-                                               extract_option, extract_option_lenient, mca, mca_code,
-                                               question_block, rv_messages)
+from sgieval.metric_pool.sgi.reasoning import (
+    MultiChoiceMetric,
+    ReasoningValidityMetric,
+    boxed_contents,
+    extract_option,
+    extract_option_lenient,
+    mca,
+    mca_code,
+    question_block,
+    rv_messages,
+)
 from sgieval.models.base import NamedModel
 
 TARGET = "test:target"
 
 
 def item(answer=1, images=("QUJD",)):
-    return Item(id="sgi-bench/SGI_Reasoning_0000", benchmark="sgi-bench", task="experimental_reasoning",
-                discipline="chemistry", type="signal perception", prompt="full prompt",
-                reference={"answer": answer, "options": ["red", "blue", "green", "white"],
-                           "steps": ["Read the plot.", "Compare peaks."]},
-                metadata={"question": "Which colour?", "images": list(images)})
+    return Item(
+        id="sgi-bench/SGI_Reasoning_0000",
+        benchmark="sgi-bench",
+        task="experimental_reasoning",
+        discipline="chemistry",
+        type="signal perception",
+        prompt="full prompt",
+        reference={
+            "answer": answer,
+            "options": ["red", "blue", "green", "white"],
+            "steps": ["Read the plot.", "Compare peaks."],
+        },
+        metadata={"question": "Which colour?", "images": list(images)},
+    )
 
 
 def resp(text):
@@ -28,30 +45,39 @@ def resp(text):
 
 
 def judge(*replies, name="fake:judge"):
-    return NamedModel(name=name, role="judge",
-                      chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies]))
+    return NamedModel(
+        name=name, role="judge", chat=FakeMessagesListChatModel(responses=[AIMessage(content=r) for r in replies])
+    )
 
 
 def test_boxed_contents_balanced():
     assert boxed_contents(r"x \boxed{A} y \boxed{\text{B}} z \boxed{C") == ["A", r"\text{B}"]
 
 
-@pytest.mark.parametrize("text,expected", [
-    (r"so \boxed{A}", "A"),
-    (r"first \boxed{A}, finally \boxed{ B }", "B"),      # last box wins, spaces stripped
-    (r"\boxed{\text{B}}", "B"),                        # D.3: \text{} unwrapped
-    (r"\boxed{b}", "b"),
-    ("no box, Answer: B", None),
-    # issue 11 item 4: the last box HOLDING AN OPTION LETTER wins; other boxes are skipped
-    (r"earlier \boxed{D} ... so the value is \boxed{\langle H\rangle}", "D"),
-    (r"\boxed{ D }", "D"), (r"\boxed{\text{D}}", "D"), (r"$\boxed{D}$", "D"),
-    (r"\boxed{(D)}", "D"), (r"\boxed{\mathrm{ D }}", "D"), (r"\boxed{$**D**$}", "D"),
-    (r"\boxed{D} then \boxed{x^2 + 1} and \boxed{42}", "D"),
-    (r"\boxed{B.}", None), (r"\boxed{AB}", None),
-    # D.8: a box inside the reasoning is not the answer
-    ("<think>maybe \\boxed{A}</think>\nSo \\boxed{C}", "C"),
-    ("<think>maybe \\boxed{A}</think>\nI cannot decide.", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (r"so \boxed{A}", "A"),
+        (r"first \boxed{A}, finally \boxed{ B }", "B"),  # last box wins, spaces stripped
+        (r"\boxed{\text{B}}", "B"),  # D.3: \text{} unwrapped
+        (r"\boxed{b}", "b"),
+        ("no box, Answer: B", None),
+        # issue 11 item 4: the last box HOLDING AN OPTION LETTER wins; other boxes are skipped
+        (r"earlier \boxed{D} ... so the value is \boxed{\langle H\rangle}", "D"),
+        (r"\boxed{ D }", "D"),
+        (r"\boxed{\text{D}}", "D"),
+        (r"$\boxed{D}$", "D"),
+        (r"\boxed{(D)}", "D"),
+        (r"\boxed{\mathrm{ D }}", "D"),
+        (r"\boxed{$**D**$}", "D"),
+        (r"\boxed{D} then \boxed{x^2 + 1} and \boxed{42}", "D"),
+        (r"\boxed{B.}", None),
+        (r"\boxed{AB}", None),
+        # D.8: a box inside the reasoning is not the answer
+        ("<think>maybe \\boxed{A}</think>\nSo \\boxed{C}", "C"),
+        ("<think>maybe \\boxed{A}</think>\nI cannot decide.", None),
+    ],
+)
 def test_extract_option(text, expected):
     assert extract_option(text) == expected
 
@@ -59,37 +85,49 @@ def test_extract_option(text, expected):
 def test_extract_option_skips_letters_past_the_options():
     assert extract_option(r"\boxed{B} ... \boxed{H}", n_options=4) == "B"
     assert extract_option(r"\boxed{B} ... \boxed{H}") == "H"
-    assert extract_option(r"\boxed{B} ... \boxed{d}", n_options=4) == "d"   # in range, wrong case: kept
+    assert extract_option(r"\boxed{B} ... \boxed{d}", n_options=4) == "d"  # in range, wrong case: kept
 
 
-@pytest.mark.parametrize("text,expected", [
-    (r"\boxed{B}", 1), (r"\boxed{ B }", 1),
-    (r"\boxed{\text{B}}", 1),        # D.3 unwraps \text{}
-    (r"\boxed{B.}", 0),
-    (r"\boxed{b}", 0),               # case-sensitive (D.3)
-    (r"\boxed{B} on reflection \boxed{C}", 0),   # last box wins
-    (r"\boxed{C} no wait \boxed{B}", 1),
-    ("Answer: B", 0),                # no box
-    ("", 0),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (r"\boxed{B}", 1),
+        (r"\boxed{ B }", 1),
+        (r"\boxed{\text{B}}", 1),  # D.3 unwraps \text{}
+        (r"\boxed{B.}", 0),
+        (r"\boxed{b}", 0),  # case-sensitive (D.3)
+        (r"\boxed{B} on reflection \boxed{C}", 0),  # last box wins
+        (r"\boxed{C} no wait \boxed{B}", 1),
+        ("Answer: B", 0),  # no box
+        ("", 0),
+    ],
+)
 def test_mca_default(text, expected):
     assert mca(text, "B") == expected
 
 
 def test_mca_code_first_box_ignoring_case():
-    assert mca_code(r"\boxed{B} on reflection \boxed{C}", "B") == 1   # first box
-    assert mca_code(r"\boxed{b}", "B") == 0                            # regex takes upper-case letters only
-    assert mca_code(r"\boxed{\text{B}} \boxed{B}", "B") == 1           # malformed first box skipped by the regex
+    assert mca_code(r"\boxed{B} on reflection \boxed{C}", "B") == 1  # first box
+    assert mca_code(r"\boxed{b}", "B") == 0  # regex takes upper-case letters only
+    assert mca_code(r"\boxed{\text{B}} \boxed{B}", "B") == 1  # malformed first box skipped by the regex
 
 
-@pytest.mark.parametrize("text,expected", [
-    (r"\boxed{\text{B}}", "B"), (r"\boxed{b}", "B"), (r"\boxed{B.}", "B"), (r"\boxed{(B)}", "B"),
-    (r"\boxed{1}", "B"),                              # 0-based index
-    (r"\boxed{B. blue}", "B"),
-    ("Answer: c", "C"), ("so the answer is (D)", "D"), ("Answer: 0", "A"),
-    ("Answer: 7", None),                              # index out of range for 4 options
-    ("nothing here", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (r"\boxed{\text{B}}", "B"),
+        (r"\boxed{b}", "B"),
+        (r"\boxed{B.}", "B"),
+        (r"\boxed{(B)}", "B"),
+        (r"\boxed{1}", "B"),  # 0-based index
+        (r"\boxed{B. blue}", "B"),
+        ("Answer: c", "C"),
+        ("so the answer is (D)", "D"),
+        ("Answer: 0", "A"),
+        ("Answer: 7", None),  # index out of range for 4 options
+        ("nothing here", None),
+    ],
+)
 def test_extract_option_lenient(text, expected):
     assert extract_option_lenient(text, n_options=4) == expected
 
@@ -115,8 +153,10 @@ async def test_multichoice_no_answer_found_is_flagged_apart_from_a_wrong_answer(
 async def test_multichoice_bad_reference_is_input_error():
     scores = await MultiChoiceMetric().score(item(answer="B"), resp(r"\boxed{B}"), ScoringContext())
     assert {s.status for s in scores} == {"input_error"}
-    assert scores[0].error == ("item sgi-bench/SGI_Reasoning_0000: reference answer 'B' is not a 0-based option "
-                               "index 0..25. Fix: set reference['answer'] to the 0-based index of the correct option")
+    assert scores[0].error == (
+        "item sgi-bench/SGI_Reasoning_0000: reference answer 'B' is not a 0-based option "
+        "index 0..25. Fix: set reference['answer'] to the 0-based index of the correct option"
+    )
 
 
 # ------------------------------------------------------------------ RV judge
@@ -127,7 +167,7 @@ async def rv(judges, allow_self=False):
 
 async def test_rv_out_of_range_score_is_retried():
     s = await rv([judge('{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}')])
-    assert (s.status, s.value) == ("ok", 8.0)          # 0-10 scale; 85 rejected, not read as 8.5
+    assert (s.status, s.value) == ("ok", 8.0)  # 0-10 scale; 85 rejected, not read as 8.5
     assert s.evidence[0].attempts == 2
     assert s.evidence[0].raw == ['{"rationale": "solid", "score": 85}', '{"rationale": "solid", "score": 8}']
     assert s.rationale == "fake:judge: 8/10 (solid)"
@@ -141,9 +181,13 @@ async def test_rv_never_valid_is_judge_error_not_zero():
 
 
 async def test_rv_two_judges_mean():
-    s = await rv([judge('{"rationale": "a", "score": 7}', name="fake:j1"),
-                  judge('{"rationale": "b", "score": 8}', name="fake:j2")])
-    assert s.value == pytest.approx(7.5)               # (7 + 8) / 2
+    s = await rv(
+        [
+            judge('{"rationale": "a", "score": 7}', name="fake:j1"),
+            judge('{"rationale": "b", "score": 8}', name="fake:j2"),
+        ]
+    )
+    assert s.value == pytest.approx(7.5)  # (7 + 8) / 2
     assert s.judge == "fake:j1,fake:j2"
 
 
@@ -160,11 +204,13 @@ def test_rv_messages_images_first_then_text():
     assert "Question:\nWhich colour?\n\nOptions:\nA. red\nB. blue\nC. green\nD. white\n" in text
     assert "1. Read the plot.\n2. Compare peaks." in text
     assert "<<<RESPONSE_UNDER_REVIEW>>>\nmy reasoning \\boxed{B}\n<<<END_RESPONSE_UNDER_REVIEW>>>" in text
-    assert isinstance(rv_messages(item(images=()), "x")[1].content, str)   # no images: plain text
+    assert isinstance(rv_messages(item(images=()), "x")[1].content, str)  # no images: plain text
 
 
 def test_question_block_falls_back_to_prompt():
-    it = Item(id="q", benchmark="sgi-bench", task="experimental_reasoning", prompt="full prompt", reference={"answer": 0})
+    it = Item(
+        id="q", benchmark="sgi-bench", task="experimental_reasoning", prompt="full prompt", reference={"answer": 0}
+    )
     assert question_block(it) == "full prompt"
 
 
@@ -172,10 +218,20 @@ async def test_rv_judge_repeats_mean_per_judge_then_panel_and_failed_repeat_reco
     # --judge-repeats 3: j1 answers 6, then a repeat that never parses (3 attempts: 11, 11, 11), then 9;
     # j2 answers 4, 4, 5.  By hand: j1's mean over repeats that parsed = (6 + 9) / 2 = 7.5, j2's = 13/3;
     # value = (7.5 + 13/3) / 2 = 71/12 = 5.9167 (the mean of all five draws, 28/5 = 5.6, is not used)
-    j1 = judge('{"rationale": "a", "score": 6}', '{"score": 11}', '{"score": 11}', '{"score": 11}',
-               '{"rationale": "c", "score": 9}', name="fake:j1")
-    j2 = judge('{"rationale": "b", "score": 4}', '{"rationale": "b", "score": 4}', '{"rationale": "b", "score": 5}',
-               name="fake:j2")
+    j1 = judge(
+        '{"rationale": "a", "score": 6}',
+        '{"score": 11}',
+        '{"score": 11}',
+        '{"score": 11}',
+        '{"rationale": "c", "score": 9}',
+        name="fake:j1",
+    )
+    j2 = judge(
+        '{"rationale": "b", "score": 4}',
+        '{"rationale": "b", "score": 4}',
+        '{"rationale": "b", "score": 5}',
+        name="fake:j2",
+    )
     ctx = ScoringContext(judges=[j1, j2], options={"judge_repeats": 3})
     s = (await ReasoningValidityMetric().score(item(), resp(r"Peaks... \boxed{B}"), ctx))[0]
     assert s.status == "ok" and s.value == pytest.approx(71 / 12)

@@ -7,9 +7,13 @@ from sgieval.core import InputError, Item, Score
 from sgieval.metric_pool.sgi import metrics, sgi_score, sgi_scores_by_model
 from sgieval.metric_pool.sgi.sgi_score import default_components
 
-COMPONENTS = {"deep_research": ("em", 100.0), "idea_generation": ("idea_final_score", 1.0),
-              "dry_experiment": ("dry_passall_5", 100.0), "wet_experiment": ("wet_final_score", 100.0),
-              "experimental_reasoning": ("mca", 100.0)}
+COMPONENTS = {
+    "deep_research": ("em", 100.0),
+    "idea_generation": ("idea_final_score", 1.0),
+    "dry_experiment": ("dry_passall_5", 100.0),
+    "wet_experiment": ("wet_final_score", 100.0),
+    "experimental_reasoning": ("mca", 100.0),
+}
 
 
 def build(model="openai:gpt-4.1", skip=(), discipline_of=lambda k: "physics"):
@@ -37,8 +41,13 @@ def build(model="openai:gpt-4.1", skip=(), discipline_of=lambda k: "physics"):
 def test_gpt41_example():
     scores, items = build()
     r = sgi_score(scores, items, components=COMPONENTS)
-    assert {t.label: t.value for t in r.terms.values()} == {"DR": 11.32, "IG": 36.49, "DE": 34.32, "WE": 36.63,
-                                                            "ER": 38.49}
+    assert {t.label: t.value for t in r.terms.values()} == {
+        "DR": 11.32,
+        "IG": 36.49,
+        "DE": 34.32,
+        "WE": 36.63,
+        "ER": 38.49,
+    }
     assert [t.n for t in r.terms.values()] == [318, 315, 271, 68, 291]
     # (11.32 + 36.49 + 34.32 + 36.63 + 38.49) / 5 = 157.25 / 5 = 31.45
     assert r.sgi_score == 31.45
@@ -55,23 +64,37 @@ def test_missing_task_is_not_zero():
     assert r.terms["idea_generation"].reason == "no idea_final_score scores"
     # partial mean over the 4 present terms: (11.32 + 34.32 + 36.63 + 38.49) / 4 = 120.76 / 4 = 30.19
     assert r.partial == 30.19
-    assert r.summary() == ("SGI-Score not available: missing idea_generation (DR 11.32, IG missing, DE 34.32, "
-                           "WE 36.63, ER 38.49); partial mean over present tasks (not an SGI-Score): 30.19")
+    assert r.summary() == (
+        "SGI-Score not available: missing idea_generation (DR 11.32, IG missing, DE 34.32, "
+        "WE 36.63, ER 38.49); partial mean over present tasks (not an SGI-Score): 30.19"
+    )
 
 
 def test_failed_scores_are_excluded_and_counted():
     scores, items = build()
     # one extra DR item whose em failed: excluded from the mean (D.7), counted
-    items["sgi-bench/dr_fail"] = Item(id="sgi-bench/dr_fail", benchmark="sgi-bench", task="deep_research", prompt="p",
-                                      discipline="physics")
-    scores.append(Score(item_id="sgi-bench/dr_fail", model="openai:gpt-4.1", metric="em", status="infra_error",
-                        error="timeout"))
+    items["sgi-bench/dr_fail"] = Item(
+        id="sgi-bench/dr_fail", benchmark="sgi-bench", task="deep_research", prompt="p", discipline="physics"
+    )
+    scores.append(
+        Score(item_id="sgi-bench/dr_fail", model="openai:gpt-4.1", metric="em", status="infra_error", error="timeout")
+    )
     # a task whose every score failed is missing
     scores = [s for s in scores if s.metric != "mca"] + [
-        Score(item_id="sgi-bench/experimental_reasoning_0000", model="openai:gpt-4.1", metric="mca",
-              status="parse_error", error="x")]
+        Score(
+            item_id="sgi-bench/experimental_reasoning_0000",
+            model="openai:gpt-4.1",
+            metric="mca",
+            status="parse_error",
+            error="x",
+        )
+    ]
     r = sgi_score(scores, items, components=COMPONENTS)
-    assert (r.terms["deep_research"].value, r.terms["deep_research"].n, r.terms["deep_research"].n_failed) == (11.32, 318, 1)
+    assert (r.terms["deep_research"].value, r.terms["deep_research"].n, r.terms["deep_research"].n_failed) == (
+        11.32,
+        318,
+        1,
+    )
     assert r.missing == ["experimental_reasoning"]
     assert r.terms["experimental_reasoning"].reason == "all 1 mca scores failed"
 
@@ -95,8 +118,10 @@ def test_mixed_models_need_a_choice():
     s2, _ = build(model="b:m2", skip=("wet_experiment",))
     with pytest.raises(InputError) as e:
         sgi_score(s1 + s2, items, components=COMPONENTS)
-    assert str(e.value) == ("sgi_score(scores): scores of several models ['a:m1', 'b:m2']. "
-                            "Fix: pass model=<name> or use sgi_scores_by_model()")
+    assert str(e.value) == (
+        "sgi_score(scores): scores of several models ['a:m1', 'b:m2']. "
+        "Fix: pass model=<name> or use sgi_scores_by_model()"
+    )
     both = sgi_scores_by_model(s1 + s2, items, components=COMPONENTS)
     assert (both["a:m1"].sgi_score, both["b:m2"].sgi_score, both["b:m2"].missing) == (31.45, None, ["wet_experiment"])
 
@@ -113,17 +138,34 @@ def test_sgi_metric_list():
     specs = [s for m in metrics() for s in m.specs]
     names = [s.name for s in specs]
     assert len(names) == len(set(names))
-    for n in ("em", "em_normalised", "sla", "wet_sequence_similarity", "wet_parameter_accuracy", "wet_final_score",
-              "wet_parameter_accuracy_perm", "wet_final_score_code", "wet_soft_parameter_accuracy", "mca",
-              "mca_lenient", "reasoning_validity"):
+    for n in (
+        "em",
+        "em_normalised",
+        "sla",
+        "wet_sequence_similarity",
+        "wet_parameter_accuracy",
+        "wet_final_score",
+        "wet_parameter_accuracy_perm",
+        "wet_final_score_code",
+        "wet_soft_parameter_accuracy",
+        "mca",
+        "mca_lenient",
+        "reasoning_validity",
+    ):
         assert n in names
     by = {s.name: s for s in specs}
     assert all(s.benchmark == "sgi-bench" for s in specs)
-    assert (by["em_normalised"].variant_of, by["wet_parameter_accuracy_perm"].variant_of) == ("em", "wet_parameter_accuracy")
+    assert (by["em_normalised"].variant_of, by["wet_parameter_accuracy_perm"].variant_of) == (
+        "em",
+        "wet_parameter_accuracy",
+    )
     assert by["reasoning_validity"].range == (0.0, 10.0) and by["reasoning_validity"].kind == "judge"
     assert by["em"].source == "METRICS.md A.1 / paper arXiv 2512.16969"
-    primaries = {s.tasks[0] for s in specs if s.primary and s.tasks[0] in
-                 ("deep_research", "wet_experiment", "experimental_reasoning")}
+    primaries = {
+        s.tasks[0]
+        for s in specs
+        if s.primary and s.tasks[0] in ("deep_research", "wet_experiment", "experimental_reasoning")
+    }
     assert primaries == {"deep_research", "wet_experiment", "experimental_reasoning"}
 
 

@@ -5,12 +5,22 @@ chosen among several; scores of unknown items ignored."""
 from __future__ import annotations
 
 from sgieval.core import Item, MetricSpec, Score
-from sgieval.metric_pool.sgi.sgi_score import (SGIScoreResult, TaskTerm, _scale, default_components, sgi_score,
-                                               sgi_scores_by_model)
+from sgieval.metric_pool.sgi.sgi_score import (
+    SGIScoreResult,
+    TaskTerm,
+    _scale,
+    default_components,
+    sgi_score,
+    sgi_scores_by_model,
+)
 
-COMPONENTS = {"deep_research": ("em", 100.0), "idea_generation": ("idea_final_score", 1.0),
-              "dry_experiment": ("dry_passall_5", 100.0), "wet_experiment": ("wet_final_score", 100.0),
-              "experimental_reasoning": ("mca", 100.0)}
+COMPONENTS = {
+    "deep_research": ("em", 100.0),
+    "idea_generation": ("idea_final_score", 1.0),
+    "dry_experiment": ("dry_passall_5", 100.0),
+    "wet_experiment": ("wet_final_score", 100.0),
+    "experimental_reasoning": ("mca", 100.0),
+}
 
 
 def _item(task, k, discipline="physics"):
@@ -25,15 +35,16 @@ def _data(model="m"):
             it = _item(task, f"{discipline}{k}", discipline)
             items[it.id] = it
             if v == "fail":
-                scores.append(Score(item_id=it.id, model=model, metric=metric, value=None, status="judge_error",
-                                    error="x"))
+                scores.append(
+                    Score(item_id=it.id, model=model, metric=metric, value=None, status="judge_error", error="x")
+                )
             else:
                 scores.append(Score(item_id=it.id, model=model, metric=metric, value=v))
 
-    add("deep_research", "em", [1.0, 0.0, 0.0, "fail"])                 # 1/3 -> 33.33, 1 failed
-    add("idea_generation", "idea_final_score", [40.0, 50.0], "life")     # native 0-100 -> 45.0
-    add("dry_experiment", "dry_passall_5", ["fail", "fail"])             # all failed: missing
-    add("experimental_reasoning", "mca", [1.0, 1.0, 0.0, 1.0])            # 75.0; wet_experiment: no scores
+    add("deep_research", "em", [1.0, 0.0, 0.0, "fail"])  # 1/3 -> 33.33, 1 failed
+    add("idea_generation", "idea_final_score", [40.0, 50.0], "life")  # native 0-100 -> 45.0
+    add("dry_experiment", "dry_passall_5", ["fail", "fail"])  # all failed: missing
+    add("experimental_reasoning", "mca", [1.0, 1.0, 0.0, 1.0])  # 75.0; wet_experiment: no scores
     scores.append(Score(item_id="unknown", model=model, metric="em", value=1.0))  # not in items: ignored
     return scores, items
 
@@ -44,15 +55,18 @@ def test_terms_missing_tasks_and_partial_mean_whole():
     assert r.terms == {
         "deep_research": TaskTerm("deep_research", "DR", "em", 33.33, 3, 1, ""),
         "idea_generation": TaskTerm("idea_generation", "IG", "idea_final_score", 45.0, 2, 0, ""),
-        "dry_experiment": TaskTerm("dry_experiment", "DE", "dry_passall_5", None, 0, 2,
-                                   "all 2 dry_passall_5 scores failed"),
+        "dry_experiment": TaskTerm(
+            "dry_experiment", "DE", "dry_passall_5", None, 0, 2, "all 2 dry_passall_5 scores failed"
+        ),
         "wet_experiment": TaskTerm("wet_experiment", "WE", "wet_final_score", None, 0, 0, "no wet_final_score scores"),
         "experimental_reasoning": TaskTerm("experimental_reasoning", "ER", "mca", 75.0, 4, 0, ""),
     }
     assert (r.model, r.sgi_score, r.missing, r.partial) == ("m", None, ["dry_experiment", "wet_experiment"], 51.11)
-    assert r.summary() == ("SGI-Score not available: missing dry_experiment, wet_experiment (DR 33.33, IG 45.00, "
-                           "DE missing, WE missing, ER 75.00); partial mean over present tasks (not an SGI-Score): "
-                           "51.11")
+    assert r.summary() == (
+        "SGI-Score not available: missing dry_experiment, wet_experiment (DR 33.33, IG 45.00, "
+        "DE missing, WE missing, ER 75.00); partial mean over present tasks (not an SGI-Score): "
+        "51.11"
+    )
     assert [t.missing for t in r.terms.values()] == [False, False, True, True, False]
 
 
@@ -62,17 +76,27 @@ def test_per_discipline_results_use_the_same_rule():
     assert sorted(r.by_discipline) == ["life", "physics"]
     life = r.by_discipline["life"]
     assert ({t: term.value for t, term in life.terms.items()}, life.partial, life.by_discipline) == (
-        {"deep_research": None, "idea_generation": 45.0, "dry_experiment": None, "wet_experiment": None,
-         "experimental_reasoning": None}, 45.0, {})
+        {
+            "deep_research": None,
+            "idea_generation": 45.0,
+            "dry_experiment": None,
+            "wet_experiment": None,
+            "experimental_reasoning": None,
+        },
+        45.0,
+        {},
+    )
     assert r.by_discipline["physics"].partial == round((33.33 + 75.0) / 2, 2)
 
 
 def test_nothing_present_has_no_partial_mean():
     r = sgi_score([], {}, components=COMPONENTS)
     assert (r.model, r.sgi_score, r.partial, len(r.missing)) == ("", None, None, 5)
-    assert r.summary() == ("SGI-Score not available: missing deep_research, idea_generation, dry_experiment, "
-                           "wet_experiment, experimental_reasoning (DR missing, IG missing, DE missing, WE missing, "
-                           "ER missing); partial mean over present tasks (not an SGI-Score): n/a")
+    assert r.summary() == (
+        "SGI-Score not available: missing deep_research, idea_generation, dry_experiment, "
+        "wet_experiment, experimental_reasoning (DR missing, IG missing, DE missing, WE missing, "
+        "ER missing); partial mean over present tasks (not an SGI-Score): n/a"
+    )
 
 
 def test_complete_result_and_model_choice():
@@ -115,7 +139,11 @@ def test_complete_result_rounds_to_two_decimals_and_names_its_model():
             scores.append(Score(item_id=it.id, model="a", metric=metric, value=v))
     r = sgi_score(scores, items, components=COMPONENTS)
     assert (r.model, r.sgi_score, r.by_discipline["bio"].model, r.by_discipline["bio"].sgi_score) == (
-        "a", 6.67, "a", 6.67)  # DR 33.33 + 0 + 0 + 0 + 0 = 33.33 / 5 = 6.666
+        "a",
+        6.67,
+        "a",
+        6.67,
+    )  # DR 33.33 + 0 + 0 + 0 + 0 = 33.33 / 5 = 6.666
 
 
 def test_by_model_uses_the_components_given():

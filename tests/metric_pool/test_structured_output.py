@@ -120,10 +120,15 @@ class _ToolCaller(BaseChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001
         self.kwargs_seen.append(kwargs)
         raw = '{"judgment": "\\beta ok", "score": 6}'
-        msg = AIMessage(content="", tool_calls=[{"name": "Verdict", "args": json.loads(raw.replace("\\b", "\\\\b")),
-                                                  "id": "c1", "type": "tool_call"}],
-                        additional_kwargs={"tool_calls": [{"id": "c1", "type": "function",
-                                                           "function": {"name": "Verdict", "arguments": raw}}]})
+        msg = AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "Verdict", "args": json.loads(raw.replace("\\b", "\\\\b")), "id": "c1", "type": "tool_call"}
+            ],
+            additional_kwargs={
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Verdict", "arguments": raw}}]
+            },
+        )
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
@@ -139,10 +144,24 @@ async def test_tool_calling_mode_reads_the_forced_tool_call():
 
 
 def test_legacy_evidence_dicts_read_as_typed_records():
-    old = {"item_id": "i", "model": "m", "metric": "x", "value": 1.0, "evidence": [
-        {"tool": "judge", "judge": "j", "raw": ["r"], "attempts": 1, "error": None, "order": "A=reference"},
-        {"tool": "web_search", "input": {"query": "q"}, "output": "o", "duration_s": 0.1},
-        {"tool": "sandbox", "input": "unit test 0", "backend": "b", "output": "x", "exit_code": 0, "duration_s": 1.0}]}
+    old = {
+        "item_id": "i",
+        "model": "m",
+        "metric": "x",
+        "value": 1.0,
+        "evidence": [
+            {"tool": "judge", "judge": "j", "raw": ["r"], "attempts": 1, "error": None, "order": "A=reference"},
+            {"tool": "web_search", "input": {"query": "q"}, "output": "o", "duration_s": 0.1},
+            {
+                "tool": "sandbox",
+                "input": "unit test 0",
+                "backend": "b",
+                "output": "x",
+                "exit_code": 0,
+                "duration_s": 1.0,
+            },
+        ],
+    }
     s = Score.model_validate(old)
     assert [e.kind for e in s.evidence] == ["judge_reply", "tool_call", "sandbox_run"]
     assert s.evidence[0].details == {"order": "A=reference"} and s.evidence[1].tool == "web_search"

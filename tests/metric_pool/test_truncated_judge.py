@@ -13,11 +13,17 @@ from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.deep_research import StepLevelAccuracyMetric
 from sgieval.models.base import NamedModel
 
-FULL = json.dumps({"steps": [{"solution_step": "ratio", "reason": "ok", "judge": "correct"},
-                             {"solution_step": "rounding", "reason": "ok", "judge": "correct"},
-                             {"solution_step": "answer", "reason": "wrong value", "judge": "incorrect"}]})
+FULL = json.dumps(
+    {
+        "steps": [
+            {"solution_step": "ratio", "reason": "ok", "judge": "correct"},
+            {"solution_step": "rounding", "reason": "ok", "judge": "correct"},
+            {"solution_step": "answer", "reason": "wrong value", "judge": "incorrect"},
+        ]
+    }
+)
 # the same list cut mid-way: what is left repairs to two "correct" steps, i.e. SLA 1.0
-CUT = FULL[:FULL.index('{"solution_step": "answer"')]
+CUT = FULL[: FULL.index('{"solution_step": "answer"')]
 
 
 class RecordingChat(FakeMessagesListChatModel):
@@ -31,15 +37,25 @@ class RecordingChat(FakeMessagesListChatModel):
 
 
 def judge(*replies):
-    msgs = [AIMessage(content=text, response_metadata={"finish_reason": fr},
-                      usage_metadata={"input_tokens": 10, "output_tokens": out, "total_tokens": 10 + out})
-            for text, fr, out in replies]
+    msgs = [
+        AIMessage(
+            content=text,
+            response_metadata={"finish_reason": fr},
+            usage_metadata={"input_tokens": 10, "output_tokens": out, "total_tokens": 10 + out},
+        )
+        for text, fr, out in replies
+    ]
     return NamedModel(name="fake:judge", role="judge", chat=RecordingChat(responses=msgs, calls=[]))
 
 
 def item():
-    return Item(id="sgi-bench/SGI_DeepResearch_0000", benchmark="sgi-bench", task="deep_research", prompt="Q?",
-                reference={"answer": "0.25", "steps": ["Compute the ratio.", "Round."]})
+    return Item(
+        id="sgi-bench/SGI_DeepResearch_0000",
+        benchmark="sgi-bench",
+        task="deep_research",
+        prompt="Q?",
+        reference={"answer": "0.25", "steps": ["Compute the ratio.", "Round."]},
+    )
 
 
 async def sla(j):

@@ -50,10 +50,12 @@ def test_bad_price_table_names_file_and_model(tmp_path):
 
 
 def _fake(*usages):
-    return FakeMessagesListChatModel(responses=[
-        AIMessage(f"r{i}", usage_metadata={"input_tokens": a, "output_tokens": b, "total_tokens": a + b})
-        for i, (a, b) in enumerate(usages)
-    ])
+    return FakeMessagesListChatModel(
+        responses=[
+            AIMessage(f"r{i}", usage_metadata={"input_tokens": a, "output_tokens": b, "total_tokens": a + b})
+            for i, (a, b) in enumerate(usages)
+        ]
+    )
 
 
 async def test_ledger_totals_per_model_and_role():
@@ -89,8 +91,7 @@ async def test_ledger_totals_per_model_and_role():
 
 
 async def test_cached_calls_are_counted_but_free():
-    model = NamedModel(name="openai:gpt-4o", role="judge", chat=_fake((1000, 100), (1, 1)),
-                       params={"temperature": 0})
+    model = NamedModel(name="openai:gpt-4o", role="judge", chat=_fake((1000, 100), (1, 1)), params={"temperature": 0})
     ledger = Ledger()
     with ledger.activate():
         await ainvoke(model, "same")
@@ -116,6 +117,10 @@ def test_budget_zero_refuses_first_paid_call():
     led = Ledger(budget_usd=0.0)
     with pytest.raises(BudgetExceeded) as ei:
         led.check_budget("openai:gpt-4o", "judge")
-    assert (ei.value.spent_usd, ei.value.budget_usd, ei.value.model, ei.value.role) == (0.0, 0.0, "openai:gpt-4o",
-                                                                                         "judge")
+    assert (ei.value.spent_usd, ei.value.budget_usd, ei.value.model, ei.value.role) == (
+        0.0,
+        0.0,
+        "openai:gpt-4o",
+        "judge",
+    )
     Ledger(budget_usd=None).check_budget()  # no budget: never raises

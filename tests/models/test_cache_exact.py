@@ -46,19 +46,27 @@ def _wait_for(cond, timeout: float = 10.0) -> None:
 # -------------------------------------------------------------------------------------------------- keys
 def test_key_of_messages_is_the_sha256_of_this_exact_canonical_json():
     # type/data per message; id, response_metadata and usage_metadata left out; non-ASCII kept as is
-    msgs = [HumanMessage("é", id="x1", response_metadata={"a": 1}),
-            AIMessage("ok", usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
-                      response_metadata={"model_name": "m"})]
-    blob = ('{"messages":[{"data":{"additional_kwargs":{},"content":"é","name":null,"type":"human"},'
-            '"type":"human"},{"data":{"additional_kwargs":{},"content":"ok","invalid_tool_calls":[],'
-            '"name":null,"tool_calls":[],"type":"ai"},"type":"ai"}],"model":"m","params":{"t":0}}')
+    msgs = [
+        HumanMessage("é", id="x1", response_metadata={"a": 1}),
+        AIMessage(
+            "ok",
+            usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+            response_metadata={"model_name": "m"},
+        ),
+    ]
+    blob = (
+        '{"messages":[{"data":{"additional_kwargs":{},"content":"é","name":null,"type":"human"},'
+        '"type":"human"},{"data":{"additional_kwargs":{},"content":"ok","invalid_tool_calls":[],'
+        '"name":null,"tool_calls":[],"type":"ai"},"type":"ai"}],"model":"m","params":{"t":0}}'
+    )
     assert cache.cache_key("m", {"t": 0}, msgs) == _sha(blob)
 
 
 def test_key_of_plain_dict_messages_keeps_their_plain_data():
     msgs = [{"role": "user", "content": "hi", "client": object()}]
-    assert cache.cache_key("m", {}, msgs) == _sha('{"messages":[{"content":"hi","role":"user"}],"model":"m",'
-                                                 '"params":{}}')
+    assert cache.cache_key("m", {}, msgs) == _sha(
+        '{"messages":[{"content":"hi","role":"user"}],"model":"m","params":{}}'
+    )
 
 
 def test_plain_keeps_plain_data_and_drops_the_rest():
@@ -70,8 +78,7 @@ def test_plain_keeps_plain_data_and_drops_the_rest():
         def model_dump(self):
             raise RuntimeError("no")
 
-    got = cache._plain({"x": None, 1: [True, 2.5, "s", object(), (3,)], "cfg": Cfg(), "bad": Broken(),
-                        "obj": object()})
+    got = cache._plain({"x": None, 1: [True, 2.5, "s", object(), (3,)], "cfg": Cfg(), "bad": Broken(), "obj": object()})
     assert got == {"x": None, "1": [True, 2.5, "s", [3]], "cfg": {"a": 1, "b": [2]}}
 
 
@@ -220,16 +227,20 @@ def test_a_put_after_close_is_written_through(tmp_path):
 
 def test_a_process_ending_without_close_exits_and_commits_at_exit(tmp_path):
     path = tmp_path / "c.sqlite"
-    code = ("from langchain_core.messages import AIMessage\nfrom sgieval.models.cache import CallCache\n"
-            f"c = CallCache({str(path)!r}); c.WINDOW_S = 3600.0\nc.put('k', AIMessage('x'))\n")
+    code = (
+        "from langchain_core.messages import AIMessage\nfrom sgieval.models.cache import CallCache\n"
+        f"c = CallCache({str(path)!r}); c.WINDOW_S = 3600.0\nc.put('k', AIMessage('x'))\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert [r[:2] for r in _rows(path)] == [("k", "")]
 
 
 # ------------------------------------------------------------------ damaged cache files (issue 14 item 4)
 def _corrupt_message(path: Path, why: str) -> str:
-    return (f"{path}: the call cache is corrupted ({why}). Fix: delete {path} (it only holds cached replies; "
-            "nothing else is lost) or run with --no-cache")
+    return (
+        f"{path}: the call cache is corrupted ({why}). Fix: delete {path} (it only holds cached replies; "
+        "nothing else is lost) or run with --no-cache"
+    )
 
 
 def test_a_file_that_is_not_a_database_stops_with_the_file_and_the_fix(tmp_path):
@@ -240,8 +251,10 @@ def test_a_file_that_is_not_a_database_stops_with_the_file_and_the_fix(tmp_path)
     with pytest.raises(CacheCorruptError) as e:
         cache.CallCache(path)
     assert str(e.value) == _corrupt_message(path, "file is not a database")
-    assert (e.value.what, e.value.fix) == (str(path), f"delete {path} (it only holds cached replies; nothing else "
-                                                      "is lost) or run with --no-cache")
+    assert (e.value.what, e.value.fix) == (
+        str(path),
+        f"delete {path} (it only holds cached replies; nothing else is lost) or run with --no-cache",
+    )
 
 
 def test_a_file_damaged_after_opening_stops_the_next_read(tmp_path):

@@ -15,8 +15,9 @@ from sgieval.models.cache import cache_key_for, model_params
 MSGS = [HumanMessage(content="What is 2 + 2?")]
 
 
-def _model(base_url: str = "http://127.0.0.1:9001/v1", model: str = "m1", name: str = "openai:m1",
-           tools: list | None = None) -> NamedModel:
+def _model(
+    base_url: str = "http://127.0.0.1:9001/v1", model: str = "m1", name: str = "openai:m1", tools: list | None = None
+) -> NamedModel:
     chat = ChatOpenAI(model=model, base_url=base_url, api_key="sk-test", temperature=0.0, max_retries=0)
     if tools:
         chat = chat.bind_tools(tools)

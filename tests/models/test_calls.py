@@ -20,7 +20,14 @@ from sgieval.models import cache
 from sgieval.models.accounting import BudgetExceeded, Ledger
 from sgieval.models.base import NamedModel
 from sgieval.models.calls import (
-    ainvoke, backoff_s, call_info, max_concurrency, message_text, retry_after_s, set_max_concurrency, usage,
+    ainvoke,
+    backoff_s,
+    call_info,
+    max_concurrency,
+    message_text,
+    retry_after_s,
+    set_max_concurrency,
+    usage,
 )
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
@@ -59,8 +66,6 @@ class Scripted:
             return step
         finally:
             self.in_flight -= 1
-
-
 
 
 def nm(chat=None, **kw) -> NamedModel:
@@ -161,8 +166,9 @@ async def test_semaphore_bounds_in_flight_calls_per_provider():
 
 async def test_budget_stops_before_the_call():
     u = {"input_tokens": 1_000_000, "output_tokens": 0, "total_tokens": 1_000_000}
-    chat = FakeMessagesListChatModel(responses=[AIMessage("a", usage_metadata=u), AIMessage("b", usage_metadata=u),
-                                                AIMessage("c", usage_metadata=u)])
+    chat = FakeMessagesListChatModel(
+        responses=[AIMessage("a", usage_metadata=u), AIMessage("b", usage_metadata=u), AIMessage("c", usage_metadata=u)]
+    )
     model = nm(chat, name="openai:gpt-4o-mini")
     ledger = Ledger(budget_usd=0.2)
     with ledger.activate():
@@ -171,12 +177,19 @@ async def test_budget_stops_before_the_call():
         with pytest.raises(BudgetExceeded) as ei:
             await ainvoke(model, "three")
     assert isinstance(ei.value, SgievalError)
-    assert str(ei.value) == ("--budget: budget of $0.2000 reached ($0.3000 spent at that point; calls already in "
-                             "flight still finish and count); refused a target call to openai:gpt-4o-mini. "
-                             "Fix: raise --budget, or continue the run with `sgieval resume <run id> --budget <USD>`")
+    assert str(ei.value) == (
+        "--budget: budget of $0.2000 reached ($0.3000 spent at that point; calls already in "
+        "flight still finish and count); refused a target call to openai:gpt-4o-mini. "
+        "Fix: raise --budget, or continue the run with `sgieval resume <run id> --budget <USD>`"
+    )
     assert chat.i == 2  # the third scripted reply was never requested
-    assert ledger.stopped == {"spent_usd": pytest.approx(0.3), "budget_usd": 0.2, "model": "openai:gpt-4o-mini",
-                              "role": "target", "calls": 2}
+    assert ledger.stopped == {
+        "spent_usd": pytest.approx(0.3),
+        "budget_usd": 0.2,
+        "model": "openai:gpt-4o-mini",
+        "role": "target",
+        "calls": 2,
+    }
 
 
 async def test_ledger_records_failures_and_explicit_ledger():

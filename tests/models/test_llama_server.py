@@ -27,8 +27,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
-pytest.importorskip("llama_cpp.server.app",
-                    reason="llama_cpp.server is not importable: bash install/local.sh installs the [local] extra with its server")
+pytest.importorskip(
+    "llama_cpp.server.app",
+    reason="llama_cpp.server is not importable: bash install/local.sh installs the [local] extra with its server",
+)
 
 from sgieval.cli import app  # noqa: E402
 from sgieval.core import GENERIC, Item, Response, RunConfig, RunStore  # noqa: E402
@@ -53,9 +55,27 @@ def llama_server(tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     # one thread: llama.cpp's threads wait for each other at every step, which stalls on a busy 2-core machine
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path("smollm2")), "--host", "127.0.0.1",
-           "--port", str(port), "--model_alias", "smollm2", "--n_ctx", "2048", "--n_threads", "1",
-           "--n_threads_batch", "1", "--verbose", "false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf_path("smollm2")),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--model_alias",
+        "smollm2",
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
+        "--verbose",
+        "false",
+    ]
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -82,34 +102,55 @@ def llama_server(tmp_path_factory):
 
 
 def _chat(url: str, name: str = "smollm2", max_tokens: int = 64) -> ChatOpenAIDirect:
-    return ChatOpenAIDirect(model=name, base_url=url, api_key="not-needed", temperature=0, max_retries=0,
-                            timeout=300, max_tokens=max_tokens)
+    return ChatOpenAIDirect(
+        model=name, base_url=url, api_key="not-needed", temperature=0, max_retries=0, timeout=300, max_tokens=max_tokens
+    )
 
 
 # ------------------------------------------------------------------ what the client adapts (no server)
 def test_compat_payload_exact():
-    body = {"model": "m", "max_completion_tokens": 7, "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
-                                                               "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "3"},
-        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:..."}}]}]}
-    assert compat_payload(body) == {"model": "m", "max_completion_tokens": 7, "max_tokens": 7, "messages": [
-        {"role": "user", "content": "ab"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
-                                                             "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "3"},
-        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:..."}}]}]}
+    body = {
+        "model": "m",
+        "max_completion_tokens": 7,
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "3"},
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:..."}}]},
+        ],
+    }
+    assert compat_payload(body) == {
+        "model": "m",
+        "max_completion_tokens": 7,
+        "max_tokens": 7,
+        "messages": [
+            {"role": "user", "content": "ab"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "3"},
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:..."}}]},
+        ],
+    }
     schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
-    assert json_object_format({"type": "json_schema", "json_schema": {"name": "V", "schema": schema, "strict": True}}) == {
-        "type": "json_object", "schema": schema}
+    assert json_object_format(
+        {"type": "json_schema", "json_schema": {"name": "V", "schema": schema, "strict": True}}
+    ) == {"type": "json_object", "schema": schema}
     assert json_object_format({"type": "text"}) is None
 
 
 # ------------------------------------------------------------------ against the real server
 def test_usage_finish_reason_and_max_tokens(llama_server):
     # ChatOpenAI sends max_tokens as max_completion_tokens, which this server ignores: the client sends both
-    msg = asyncio.run(_chat(llama_server, max_tokens=5).ainvoke([HumanMessage(content="Write a long story about a cat.")]))
+    msg = asyncio.run(
+        _chat(llama_server, max_tokens=5).ainvoke([HumanMessage(content="Write a long story about a cat.")])
+    )
     assert msg.response_metadata["finish_reason"] == "length"
     assert msg.usage_metadata["output_tokens"] == 5
     assert msg.usage_metadata["input_tokens"] > 0
@@ -118,9 +159,11 @@ def test_usage_finish_reason_and_max_tokens(llama_server):
 
 def test_tool_call_history_round_trip(llama_server):
     # an assistant turn with tool calls and no text, then the tool result: the server rejects content null
-    msgs = [HumanMessage(content="How many chemistry items are there?"),
-            AIMessage(content="", tool_calls=[{"name": "facet_counts", "args": {"facet": "discipline"}, "id": "call_1"}]),
-            ToolMessage(content='{"Chemistry": 25}', tool_call_id="call_1")]
+    msgs = [
+        HumanMessage(content="How many chemistry items are there?"),
+        AIMessage(content="", tool_calls=[{"name": "facet_counts", "args": {"facet": "discipline"}, "id": "call_1"}]),
+        ToolMessage(content='{"Chemistry": 25}', tool_call_id="call_1"),
+    ]
     msg = asyncio.run(_chat(llama_server, max_tokens=16).ainvoke(msgs))
     assert isinstance(msg.content, str) and msg.response_metadata["finish_reason"] in ("stop", "length")
 
@@ -134,8 +177,14 @@ class Verdict(BaseModel):
 
 def test_structured_output_falls_back_to_json_object(llama_server):
     chat = _chat(llama_server, "smollm2-judge", max_tokens=80)
-    out = asyncio.run(chat.with_structured_output(Verdict).ainvoke(
-        [SystemMessage(content="You grade answers."), HumanMessage(content="Grade: 'Water boils at 100 C at sea level.'")]))
+    out = asyncio.run(
+        chat.with_structured_output(Verdict).ainvoke(
+            [
+                SystemMessage(content="You grade answers."),
+                HumanMessage(content="Grade: 'Water boils at 100 C at sea level.'"),
+            ]
+        )
+    )
     assert isinstance(out, Verdict)
     # the server answered type json_schema with a 500 validation error; the client switched to json_object + schema
     assert chat._json_object_only is True
@@ -146,8 +195,12 @@ def test_rubric_judge_call(llama_server):
     from sgieval.metric_pool.rubric import RubricMetric
     from sgieval.core import Rubric
 
-    rubric = Rubric(name="clarity", tasks=[GENERIC], source="test",
-                    criteria=[{"name": "clarity", "description": "Is the answer clear?", "anchors": {0: "unclear", 10: "clear"}}])
+    rubric = Rubric(
+        name="clarity",
+        tasks=[GENERIC],
+        source="test",
+        criteria=[{"name": "clarity", "description": "Is the answer clear?", "anchors": {0: "unclear", 10: "clear"}}],
+    )
     judge = resolve_model("openai:smollm2-judge", "judge", base_url=llama_server)
     judge.chat.max_tokens = 120
     item = Item(id="t/0", benchmark="t", task=GENERIC, prompt="What is the boiling point of water at sea level?")
@@ -164,13 +217,32 @@ def test_rubric_judge_call(llama_server):
 
 def test_jsonl_benchmark_exact_match(llama_server, tmp_path):
     bench = tmp_path / "capitals.jsonl"
-    rows = [("1", "What is the capital of France? Reply with one word.", "Paris"),
-            ("2", "What is the capital of Italy? Reply with one word.", "Rome"),
-            ("3", "What is 2 + 2? Reply with a number only.", "4")]
+    rows = [
+        ("1", "What is the capital of France? Reply with one word.", "Paris"),
+        ("2", "What is the capital of Italy? Reply with one word.", "Rome"),
+        ("3", "What is 2 + 2? Reply with a number only.", "4"),
+    ]
     bench.write_text("".join(json.dumps({"id": i, "prompt": p, "reference": r}) + "\n" for i, p, r in rows))
     out = tmp_path / "runs"
-    res = runner.invoke(app, ["ask", "", "-b", str(bench), "--models", "openai:smollm2", "--base-url", llama_server,
-                              "--yes", "--no-cache", "--tools", "", "--out", str(out)])
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "",
+            "-b",
+            str(bench),
+            "--models",
+            "openai:smollm2",
+            "--base-url",
+            llama_server,
+            "--yes",
+            "--no-cache",
+            "--tools",
+            "",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     (run,) = [p.parent for p in out.glob("*/config.json")]
     store = RunStore(run)
@@ -188,10 +260,19 @@ def test_jsonl_benchmark_exact_match(llama_server, tmp_path):
 def test_aidanbench_live_two_chemistry_questions(llama_server, sciaidan_dir, tmp_path):
     from sgieval.graphs.evaluate import execute, make_runtime
 
-    cfg = RunConfig(run_id="live", request="Which model is the most creative in chemistry? 2 questions",
-                    models=["openai:smollm2"], judges=["openai:smollm2-judge"], base_url=llama_server,
-                    data_dir=str(sciaidan_dir.parent), out_dir=str(tmp_path), yes=True, use_cache=False,
-                    bootstrap_resamples=999, tools=[])
+    cfg = RunConfig(
+        run_id="live",
+        request="Which model is the most creative in chemistry? 2 questions",
+        models=["openai:smollm2"],
+        judges=["openai:smollm2-judge"],
+        base_url=llama_server,
+        data_dir=str(sciaidan_dir.parent),
+        out_dir=str(tmp_path),
+        yes=True,
+        use_cache=False,
+        bootstrap_resamples=999,
+        tools=[],
+    )
     rt = make_runtime(cfg)
     rt.metric_options["aidanbench"] = {"max_answers": 2}
     for m in [*rt.targets, *rt.judges]:
@@ -225,8 +306,9 @@ def test_questioning_agent_tool_path(llama_server):
     catalog = load_catalog(["sciaidanbench"])
     agent = resolve_model("openai:smollm2-agent", "agent", base_url=llama_server)
     agent.chat.max_tokens = 60
-    plan, items, trace = asyncio.run(run_questioning("Which model is the most creative in chemistry?", catalog,
-                                                     agent=agent))
+    plan, items, trace = asyncio.run(
+        run_questioning("Which model is the most creative in chemistry?", catalog, agent=agent)
+    )
     # the server's default chat format ignores tools offered with tool_choice "auto" (the model answers in text):
     # the loop asks for the plan each turn, then the offline plan is used with the reason
     if trace["path"] == "tools":

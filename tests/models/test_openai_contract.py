@@ -19,6 +19,7 @@ from sgieval.models.openai_direct import ChatOpenAIDirect, compat_payload, wire_
 
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
+
 @tool
 def run_python(code: str) -> str:
     """Run Python code and return its output."""
@@ -28,21 +29,30 @@ def run_python(code: str) -> str:
 CONVERSATION = [SystemMessage("Réponds brièvement: unités SI."), HumanMessage("what is 2 + 2? \u2603 \"quoted\"")]
 WITH_TOOL_RESULT = [
     HumanMessage("compute 2 ** 10"),
-    AIMessage(content="", tool_calls=[{"name": "run_python", "args": {"code": "print(2 ** 10)"}, "id": "c7",
-                                       "type": "tool_call"}]),
+    AIMessage(
+        content="",
+        tool_calls=[{"name": "run_python", "args": {"code": "print(2 ** 10)"}, "id": "c7", "type": "tool_call"}],
+    ),
     ToolMessage(content="1024", tool_call_id="c7"),
 ]
 
 CASES = {
     # name: (reply spec of the mock, constructor options, bind tools?, messages)
     "plain": ("plain answer here", dict(temperature=0, max_tokens=64, stop=["\n\n"]), False, CONVERSATION),
-    "tool_calls": ({"content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"},
-                                                      "id": "c1"}]}, dict(temperature=0.2), True, CONVERSATION),
-    "usage_and_length": ({"content": "cut sho", "usage": {"prompt_tokens": 50, "completion_tokens": 7},
-                          "finish_reason": "length"}, dict(max_tokens=7, seed=3, top_p=0.5), False, CONVERSATION),
+    "tool_calls": (
+        {"content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}]},
+        dict(temperature=0.2),
+        True,
+        CONVERSATION,
+    ),
+    "usage_and_length": (
+        {"content": "cut sho", "usage": {"prompt_tokens": 50, "completion_tokens": 7}, "finish_reason": "length"},
+        dict(max_tokens=7, seed=3, top_p=0.5),
+        False,
+        CONVERSATION,
+    ),
     "tool_result_turn": ("1024", dict(temperature=0, model_kwargs={"user": "u-1"}), True, WITH_TOOL_RESULT),
-    "extra_body": ("ok", dict(temperature=0, extra_body={"top_k": 5, "repetition_penalty": 1.1}), False,
-                   CONVERSATION),
+    "extra_body": ("ok", dict(temperature=0, extra_body={"top_k": 5, "repetition_penalty": 1.1}), False, CONVERSATION),
 }
 
 
@@ -54,8 +64,9 @@ def _message_view(msg: AIMessage) -> dict:
     return d
 
 
-async def _both(reply, options: dict, bind: bool, messages, *,
-                compat: bool = False) -> tuple[list[dict], AIMessage, AIMessage]:
+async def _both(
+    reply, options: dict, bind: bool, messages, *, compat: bool = False
+) -> tuple[list[dict], AIMessage, AIMessage]:
     """Both transports against one mock; ChatOpenAIDirect without (``compat`` False) or with the adaptations
     for stricter servers (:func:`sgieval.models.openai_direct.compat_payload`, on by default for every base URL
     but api.openai.com, so for the mock's)."""
@@ -117,12 +128,17 @@ async def test_the_bodies_carry_what_was_asked():
     assert direct.tool_calls == [{"name": "run_python", "args": {"code": "print(2)"}, "id": "c1", "type": "tool_call"}]
     assert direct.response_metadata["finish_reason"] == "tool_calls"
     log, _, direct = await _both(*CASES["usage_and_length"])
-    assert (direct.usage_metadata["input_tokens"], direct.usage_metadata["output_tokens"],
-            direct.response_metadata["finish_reason"]) == (50, 7, "length")
+    assert (
+        direct.usage_metadata["input_tokens"],
+        direct.usage_metadata["output_tokens"],
+        direct.response_metadata["finish_reason"],
+    ) == (50, 7, "length")
 
 
-@pytest.mark.parametrize("fault, status, retried, retry_after",
-                         [("429", 429, True, 2.0), ("500", 500, True, None), ("400", 400, False, None)])
+@pytest.mark.parametrize(
+    "fault, status, retried, retry_after",
+    [("429", 429, True, 2.0), ("500", 500, True, None), ("400", 400, False, None)],
+)
 async def test_errors_are_classified_alike(fault, status, retried, retry_after):
     with MockOpenAI(faults=lambda index, body: fault, retry_after_s=2.0) as mock:
         kw = dict(base_url=mock.url, api_key="k", model="gpt-4o-mini", max_retries=0)

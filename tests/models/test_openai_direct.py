@@ -26,15 +26,24 @@ pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 REPLIES = [
     "plain answer here",
-    {"content": None, "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}],
-     "usage": {"prompt_tokens": 50, "completion_tokens": 7}},
+    {
+        "content": None,
+        "tool_calls": [{"name": "run_python", "arguments": {"code": "print(2)"}, "id": "c1"}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 7},
+    },
 ]
 
 
 def _view(msg):
-    return (msg.content, msg.tool_calls, msg.usage_metadata["input_tokens"], msg.usage_metadata["output_tokens"],
-            msg.usage_metadata["total_tokens"], msg.response_metadata.get("finish_reason"),
-            msg.response_metadata.get("model_name"))
+    return (
+        msg.content,
+        msg.tool_calls,
+        msg.usage_metadata["input_tokens"],
+        msg.usage_metadata["output_tokens"],
+        msg.usage_metadata["total_tokens"],
+        msg.response_metadata.get("finish_reason"),
+        msg.response_metadata.get("model_name"),
+    )
 
 
 @pytest.mark.parametrize("reply_index", [0, 1])
@@ -55,8 +64,9 @@ async def test_same_message_as_chatopenai(reply_index):
         # default usage: prompt = words of all messages (2 + 5), completion = 3 words
         assert _view(direct)[:6] == ("plain answer here", [], 7, 3, 10, "stop")
     else:
-        assert direct.tool_calls == [{"name": "run_python", "args": {"code": "print(2)"}, "id": "c1",
-                                      "type": "tool_call"}]
+        assert direct.tool_calls == [
+            {"name": "run_python", "args": {"code": "print(2)"}, "id": "c1", "type": "tool_call"}
+        ]
         assert _view(direct)[2:6] == (50, 7, 57, "tool_calls")
 
 
@@ -80,7 +90,9 @@ async def test_request_body_carries_messages_params_and_bound_tools():
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert [t["function"]["name"] for t in body["tools"]] == ["run_python"]
     assert body["tools"][0]["function"]["parameters"]["properties"] == {"code": {"type": "string"}}
-    assert body["stream"] is False  # what the openai SDK sends for a plain create() (tests/models/test_openai_contract.py)
+    assert (
+        body["stream"] is False
+    )  # what the openai SDK sends for a plain create() (tests/models/test_openai_contract.py)
 
 
 async def test_429_raises_status_error_and_ainvoke_retries_after_retry_after():
@@ -101,8 +113,12 @@ async def test_429_raises_status_error_and_ainvoke_retries_after_retry_after():
 
 async def test_500_every_time_becomes_a_model_call_error_with_the_status():
     with MockOpenAI(error_rate=1.0, share_429=0.0) as mock:
-        model = NamedModel(name="openai:m", role="judge", provider="mock-500",
-                           chat=ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m"))
+        model = NamedModel(
+            name="openai:m",
+            role="judge",
+            provider="mock-500",
+            chat=ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m"),
+        )
         with pytest.raises(ModelCallError) as ei:
             await ainvoke(model, "q", max_attempts=3, base_delay_s=0.01)
         assert mock.stats()["500"] == 3
@@ -112,8 +128,12 @@ async def test_500_every_time_becomes_a_model_call_error_with_the_status():
 
 
 async def test_refused_connection_is_retried_then_reported():
-    model = NamedModel(name="openai:m", role="target", provider="closed-port",
-                       chat=ChatOpenAIDirect(base_url="http://127.0.0.1:9/v1", api_key="k", model="m"))
+    model = NamedModel(
+        name="openai:m",
+        role="target",
+        provider="closed-port",
+        chat=ChatOpenAIDirect(base_url="http://127.0.0.1:9/v1", api_key="k", model="m"),
+    )
     with pytest.raises(ModelCallError) as ei:
         await ainvoke(model, "q", max_attempts=2, base_delay_s=0.01)
     assert "after 2 attempt(s)" in str(ei.value) and "ClientConnectorError" in str(ei.value)

@@ -34,8 +34,10 @@ async def test_budget_counts_refused_calls_and_stops():
 
 
 async def test_over_budget_call_in_one_turn_is_refused():
-    two = AIMessage(content="", tool_calls=[{"name": "add", "args": {"x": 1}, "id": "a"},
-                                            {"name": "add", "args": {"x": 2}, "id": "b"}])
+    two = AIMessage(
+        content="",
+        tool_calls=[{"name": "add", "args": {"x": 1}, "id": "a"}, {"name": "add", "args": {"x": 2}, "id": "b"}],
+    )
     m, chat = model([two])
 
     async def execute(name, args):
@@ -54,8 +56,9 @@ async def test_text_reply_nudged_until_done_or_turns():
         got.append(args["v"])
         return "received"
 
-    out = await run_tool_loop(m, [], chat, execute, offered=["submit"], on_text=lambda msg: "call submit",
-                              done=lambda: bool(got))
+    out = await run_tool_loop(
+        m, [], chat, execute, offered=["submit"], on_text=lambda msg: "call submit", done=lambda: bool(got)
+    )
     assert got == [3] and out.stopped == "finished" and chat.i == 2
     assert out.messages[1].content == "call submit"
     m2, chat2 = model([AIMessage(content="no")] * 5)

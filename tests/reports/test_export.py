@@ -20,55 +20,180 @@ def run_dir(tmp_path):
     d = tmp_path / "runs" / "r1"
     store = RunStore(d)
     store.write_config(RunConfig(run_id="r1"))
-    store.append("items", [
-        Item(id="t/0", benchmark="t", task=GENERIC, discipline="chem", direction="d", type="x", prompt="p0",
-             reference={"answer": "a0"}),
-        Item(id="t/1", benchmark="t", task=GENERIC, discipline="bio", prompt="p1, \"quoted\"\nline 2", reference="a1"),
-    ])
-    store.append("responses", [
-        Response(item_id="t/0", model="m1", text="a0", answer="a0", latency_s=0.5, tokens={"input": 10, "output": 2},
-                 cost=0.001),
-        Response(item_id="t/1", model="m1", text="", error="timeout after 3 attempts"),
-    ])
-    store.append("scores", [
-        Score(item_id="t/0", model="m1", metric="exact_match", value=1.0, rationale="exact",
-              evidence=[{"kind": "tool_call", "tool": "run_python", "input": "1+1", "output": "2"}]),
-        Score(item_id="t/1", model="m1", metric="exact_match", status="infra_error",
-              error="no response: timeout after 3 attempts"),
-        Score(item_id="*", model="m1", metric="kappa", value=0.25, details={"n": 2}),
-    ])
+    store.append(
+        "items",
+        [
+            Item(
+                id="t/0",
+                benchmark="t",
+                task=GENERIC,
+                discipline="chem",
+                direction="d",
+                type="x",
+                prompt="p0",
+                reference={"answer": "a0"},
+            ),
+            Item(
+                id="t/1", benchmark="t", task=GENERIC, discipline="bio", prompt="p1, \"quoted\"\nline 2", reference="a1"
+            ),
+        ],
+    )
+    store.append(
+        "responses",
+        [
+            Response(
+                item_id="t/0",
+                model="m1",
+                text="a0",
+                answer="a0",
+                latency_s=0.5,
+                tokens={"input": 10, "output": 2},
+                cost=0.001,
+            ),
+            Response(item_id="t/1", model="m1", text="", error="timeout after 3 attempts"),
+        ],
+    )
+    store.append(
+        "scores",
+        [
+            Score(
+                item_id="t/0",
+                model="m1",
+                metric="exact_match",
+                value=1.0,
+                rationale="exact",
+                evidence=[{"kind": "tool_call", "tool": "run_python", "input": "1+1", "output": "2"}],
+            ),
+            Score(
+                item_id="t/1",
+                model="m1",
+                metric="exact_match",
+                status="infra_error",
+                error="no response: timeout after 3 attempts",
+            ),
+            Score(item_id="*", model="m1", metric="kappa", value=0.25, details={"n": 2}),
+        ],
+    )
     return d
 
 
 EXPECTED = {
     "items": [
-        {"item_id": "t/0", "benchmark": "t", "task": "generic", "discipline": "chem", "direction": "d", "type": "x",
-         "prompt": "p0", "reference": '{"answer": "a0"}', "metadata": "{}"},
-        {"item_id": "t/1", "benchmark": "t", "task": "generic", "discipline": "bio", "direction": "", "type": "",
-         "prompt": "p1, \"quoted\"\nline 2", "reference": '"a1"', "metadata": "{}"},
+        {
+            "item_id": "t/0",
+            "benchmark": "t",
+            "task": "generic",
+            "discipline": "chem",
+            "direction": "d",
+            "type": "x",
+            "prompt": "p0",
+            "reference": '{"answer": "a0"}',
+            "metadata": "{}",
+        },
+        {
+            "item_id": "t/1",
+            "benchmark": "t",
+            "task": "generic",
+            "discipline": "bio",
+            "direction": "",
+            "type": "",
+            "prompt": "p1, \"quoted\"\nline 2",
+            "reference": '"a1"',
+            "metadata": "{}",
+        },
     ],
     "responses": [
-        {"item_id": "t/0", "benchmark": "t", "task": "generic", "discipline": "chem", "direction": "d", "type": "x",
-         "model": "m1", "text": "a0", "answer": '"a0"', "status": "ok", "error": None, "latency_s": 0.5,
-         "tokens_input": 10, "tokens_output": 2, "cost": 0.001},
-        {"item_id": "t/1", "benchmark": "t", "task": "generic", "discipline": "bio", "direction": "", "type": "",
-         "model": "m1", "text": "", "answer": "null", "status": "infra_error", "error": "timeout after 3 attempts",
-         "latency_s": None, "tokens_input": None, "tokens_output": None, "cost": None},
+        {
+            "item_id": "t/0",
+            "benchmark": "t",
+            "task": "generic",
+            "discipline": "chem",
+            "direction": "d",
+            "type": "x",
+            "model": "m1",
+            "text": "a0",
+            "answer": '"a0"',
+            "status": "ok",
+            "error": None,
+            "latency_s": 0.5,
+            "tokens_input": 10,
+            "tokens_output": 2,
+            "cost": 0.001,
+        },
+        {
+            "item_id": "t/1",
+            "benchmark": "t",
+            "task": "generic",
+            "discipline": "bio",
+            "direction": "",
+            "type": "",
+            "model": "m1",
+            "text": "",
+            "answer": "null",
+            "status": "infra_error",
+            "error": "timeout after 3 attempts",
+            "latency_s": None,
+            "tokens_input": None,
+            "tokens_output": None,
+            "cost": None,
+        },
     ],
     "scores": [
-        {"item_id": "t/0", "benchmark": "t", "task": "generic", "discipline": "chem", "direction": "d", "type": "x",
-         "model": "m1", "metric": "exact_match", "value": 1.0, "status": "ok", "judge": "objective",
-         "rationale": "exact", "error": None,
-         # typed evidence (core.ToolCallEvidence) is exported with every field of its shape
-         "evidence": ('[{"details": {}, "duration_s": null, "error": null, "flags": [], "input": "1+1", '
-                      '"judge": null, "kind": "tool_call", "output": "2", "refused": false, "tool": "run_python"}]'),
-         "details": "{}"},
-        {"item_id": "t/1", "benchmark": "t", "task": "generic", "discipline": "bio", "direction": "", "type": "",
-         "model": "m1", "metric": "exact_match", "value": None, "status": "infra_error", "judge": "objective",
-         "rationale": "", "error": "no response: timeout after 3 attempts", "evidence": "[]", "details": "{}"},
-        {"item_id": "*", "benchmark": "", "task": "", "discipline": "", "direction": "", "type": "",
-         "model": "m1", "metric": "kappa", "value": 0.25, "status": "ok", "judge": "objective",
-         "rationale": "", "error": None, "evidence": "[]", "details": '{"n": 2}'},
+        {
+            "item_id": "t/0",
+            "benchmark": "t",
+            "task": "generic",
+            "discipline": "chem",
+            "direction": "d",
+            "type": "x",
+            "model": "m1",
+            "metric": "exact_match",
+            "value": 1.0,
+            "status": "ok",
+            "judge": "objective",
+            "rationale": "exact",
+            "error": None,
+            # typed evidence (core.ToolCallEvidence) is exported with every field of its shape
+            "evidence": (
+                '[{"details": {}, "duration_s": null, "error": null, "flags": [], "input": "1+1", '
+                '"judge": null, "kind": "tool_call", "output": "2", "refused": false, "tool": "run_python"}]'
+            ),
+            "details": "{}",
+        },
+        {
+            "item_id": "t/1",
+            "benchmark": "t",
+            "task": "generic",
+            "discipline": "bio",
+            "direction": "",
+            "type": "",
+            "model": "m1",
+            "metric": "exact_match",
+            "value": None,
+            "status": "infra_error",
+            "judge": "objective",
+            "rationale": "",
+            "error": "no response: timeout after 3 attempts",
+            "evidence": "[]",
+            "details": "{}",
+        },
+        {
+            "item_id": "*",
+            "benchmark": "",
+            "task": "",
+            "discipline": "",
+            "direction": "",
+            "type": "",
+            "model": "m1",
+            "metric": "kappa",
+            "value": 0.25,
+            "status": "ok",
+            "judge": "objective",
+            "rationale": "",
+            "error": None,
+            "evidence": "[]",
+            "details": '{"n": 2}',
+        },
     ],
 }
 
@@ -108,8 +233,11 @@ def test_export_pandas_one_row_per_score(run_dir):
 
     _invoke(run_dir, "parquet")
     df = pd.read_parquet(run_dir / "export" / "scores.parquet")
-    assert df.groupby("discipline")["value"].mean().to_dict() == {"": 0.25, "bio": pytest.approx(float("nan"), nan_ok=True),
-                                                                  "chem": 1.0}
+    assert df.groupby("discipline")["value"].mean().to_dict() == {
+        "": 0.25,
+        "bio": pytest.approx(float("nan"), nan_ok=True),
+        "chem": 1.0,
+    }
 
 
 def test_export_unknown_format(run_dir):

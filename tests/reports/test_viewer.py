@@ -21,16 +21,29 @@ from sgieval.reports.viewer import build_viewer_data, judge_panel, record_flags,
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
 CHROMIUM = os.environ.get("SGIEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 # ------------------------------------------------------------------------- data
 def test_judge_panel_values():
     # rubric: each judge's weighted mean x10 with weights c1=1, c2=3
     # judge a: 10 * (1*6 + 3*8) / 4 = 75; judge b: 10 * (1*4 + 3*10) / 4 = 85
-    s = Score(item_id="i", model="m", metric="r", value=80.0, judge="a,b",
-              details={"per_judge": {"a": {"c1": 6, "c2": 8}, "b": {"c1": 4, "c2": 10}}, "weights": {"c1": 1, "c2": 3}})
+    s = Score(
+        item_id="i",
+        model="m",
+        metric="r",
+        value=80.0,
+        judge="a,b",
+        details={"per_judge": {"a": {"c1": 6, "c2": 8}, "b": {"c1": 4, "c2": 10}}, "weights": {"c1": 1, "c2": 3}},
+    )
     assert judge_panel(s) == {"a": 75.0, "b": 85.0}
     # SFBench explanation judges: {judge: level}
     s2 = Score(item_id="i", model="m", metric="c", value=4.0, judge="a,b", details={"levels": {"a": 5, "b": 3}})
@@ -41,40 +54,75 @@ def test_judge_panel_values():
 def test_flags_and_statuses():
     r = Response(item_id="i", model="m", text="abc", metadata={"finish_reason": "length", "flags": ["odd"]})
     assert record_flags(r) == ["truncated", "odd"]
-    s = Score(item_id="i", model="m", metric="j", value=None, status="judge_error", error="bad reply",
-              evidence=[{"kind": "judge_reply", "injection_suspected": True}])
+    s = Score(
+        item_id="i",
+        model="m",
+        metric="j",
+        value=None,
+        status="judge_error",
+        error="bad reply",
+        evidence=[{"kind": "judge_reply", "injection_suspected": True}],
+    )
     assert record_flags(s) == ["injection_suspected"]
     # stored SciAidanBench records the report lists under Failures (censored: stopped by an error; missing: empty)
-    censored = Score(item_id="i", model="m", metric="aidan_accepted_answers", value=3.0,
-                     details={"censored": True, "flag_reason": "stopped by an error"})
+    censored = Score(
+        item_id="i",
+        model="m",
+        metric="aidan_accepted_answers",
+        value=3.0,
+        details={"censored": True, "flag_reason": "stopped by an error"},
+    )
     missing = Score(item_id="i", model="m", metric="aidan_accepted_answers", value=0.0, details={"missing": True})
     assert record_flags(censored) == ["censored"] and record_flags(missing) == ["missing"]
     assert record_flags(Score(item_id="i", model="m", metric="x", value=1.0, details={"censored": False})) == []
-    na = Score(item_id="i", model="m", metric="aidan_mean_coherence", status="not_run",
-               error="no accepted answers with a coherence_score")
+    na = Score(
+        item_id="i",
+        model="m",
+        metric="aidan_mean_coherence",
+        status="not_run",
+        error="no accepted answers with a coherence_score",
+    )
     assert score_status(na) == "not_applicable"
     assert score_status(Score(item_id="i", model="m", metric="j", status="not_run", error="no judge")) == "not_run"
 
 
 def test_viewer_data_rows_and_texts():
-    items = [Item(id="t/0", benchmark="t", task=GENERIC, discipline="chem", prompt="p0", reference="a0"),
-             Item(id="t/1", benchmark="t", task=GENERIC, discipline="bio", prompt="p1", reference="a1"),
-             Item(id="t/2", benchmark="t", task=GENERIC, discipline="bio", prompt="p2", reference="a2")]
-    responses = [Response(item_id="t/1", model="m2", text="x1"), Response(item_id="t/0", model="m1", text="a0"),
-                 Response(item_id="t/0", model="m2", text="", error="timeout")]
-    scores = [Score(item_id="t/0", model="m1", metric="em", value=1.0, rationale="exact"),
-              Score(item_id="t/1", model="m2", metric="em", value=0.0, rationale="differs"),
-              Score(item_id="t/0", model="m2", metric="em", status="infra_error", error="no response: timeout")]
-    index, texts = build_viewer_data(items, responses, scores,
-                                     report={"ranking": {"rows": [{"model": "m2"}, {"model": "m1"}]}},
-                                     specs=[{"name": "em", "scale": "0-1", "hib": True, "kind": "objective"}])
+    items = [
+        Item(id="t/0", benchmark="t", task=GENERIC, discipline="chem", prompt="p0", reference="a0"),
+        Item(id="t/1", benchmark="t", task=GENERIC, discipline="bio", prompt="p1", reference="a1"),
+        Item(id="t/2", benchmark="t", task=GENERIC, discipline="bio", prompt="p2", reference="a2"),
+    ]
+    responses = [
+        Response(item_id="t/1", model="m2", text="x1"),
+        Response(item_id="t/0", model="m1", text="a0"),
+        Response(item_id="t/0", model="m2", text="", error="timeout"),
+    ]
+    scores = [
+        Score(item_id="t/0", model="m1", metric="em", value=1.0, rationale="exact"),
+        Score(item_id="t/1", model="m2", metric="em", value=0.0, rationale="differs"),
+        Score(item_id="t/0", model="m2", metric="em", status="infra_error", error="no response: timeout"),
+    ]
+    index, texts = build_viewer_data(
+        items,
+        responses,
+        scores,
+        report={"ranking": {"rows": [{"model": "m2"}, {"model": "m1"}]}},
+        specs=[{"name": "em", "scale": "0-1", "hib": True, "kind": "objective"}],
+    )
     assert index["models"] == ["m2", "m1"]  # the ranking's order
     assert index["metrics"] == [{"name": "em", "scale": "0-1", "hib": True, "kind": "objective"}]
     # rows sorted by item then model index; t/2 has no record: one row with model -1
-    assert index["rows"] == [[0, 0, "infra_error", [], [2]], [0, 1, "ok", [], [0]], [1, 0, "ok", [], [1]],
-                             [2, -1, "", [], []]]
-    assert index["scores"] == [[1, 0, 1.0, "ok", [], "objective", {}], [2, 0, 0.0, "ok", [], "objective", {}],
-                               [0, 0, None, "infra_error", [], "objective", {}]]
+    assert index["rows"] == [
+        [0, 0, "infra_error", [], [2]],
+        [0, 1, "ok", [], [0]],
+        [1, 0, "ok", [], [1]],
+        [2, -1, "", [], []],
+    ]
+    assert index["scores"] == [
+        [1, 0, 1.0, "ok", [], "objective", {}],
+        [2, 0, 0.0, "ok", [], "objective", {}],
+        [0, 0, None, "infra_error", [], "objective", {}],
+    ]
     assert [t[0] for t in texts["rows"]] == ["", "a0", "x1", ""]
     assert texts["rows"][0][3] == "timeout"
     assert [t[0] for t in texts["scores"]] == ["exact", "differs", ""]
@@ -97,13 +145,19 @@ class _Page:
     def __init__(self, sync_api, profile: Path):
         self.pw = sync_api.sync_playwright().start()
         self.ctx = self.pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1400, "height": 1000})
+            str(profile),
+            executable_path=CHROMIUM,
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
         self.page = self.ctx.new_page()
         self.errors: list[str] = []
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
-        self.page.on("request", lambda r: None if r.url.startswith("file://") else self.errors.append(f"network: {r.url}"))
+        self.page.on(
+            "request", lambda r: None if r.url.startswith("file://") else self.errors.append(f"network: {r.url}")
+        )
 
     def close(self) -> None:
         self.ctx.close()
@@ -130,8 +184,13 @@ def test_view_writes_a_self_contained_folder(chem_run):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # nothing loaded from the network
     data = json.loads((v / "data.js").read_text(encoding="utf-8").removeprefix("window.SGV_DATA = ").rstrip(";\n"))
     assert [r["model"] for r in data["report"]["ranking"]["rows"]] == [
-        "replay:o1-mini", "replay:openai/4o", "replay:phi4:latest", "replay:llama3.3:latest",
-        "replay:qwen2.5:latest", "replay:mistral:latest"]
+        "replay:o1-mini",
+        "replay:openai/4o",
+        "replay:phi4:latest",
+        "replay:llama3.3:latest",
+        "replay:qwen2.5:latest",
+        "replay:mistral:latest",
+    ]
     assert [r["total"] for r in data["report"]["ranking"]["rows"]] == ["296", "274", "200", "194", "180", "107"]
     assert len(data["items"]) == 25 and len(data["rows"]) == 150 and len(data["scores"]) == 600
 
@@ -141,9 +200,16 @@ def test_browser_chemistry_item(chem_run, tmp_path):
     res = runner.invoke(app, ["view", str(chem_run)])
     assert res.exit_code == 0, res.output
     store = RunStore(chem_run)
-    resp = next(r for r in store.read("responses") if r.item_id == "sciaidanbench/chemistry/1" and r.model == "replay:o1-mini")
-    acc = next(s for s in store.read("scores") if s.item_id == "sciaidanbench/chemistry/1"
-               and s.model == "replay:o1-mini" and s.metric == "aidan_accepted_answers")
+    resp = next(
+        r for r in store.read("responses") if r.item_id == "sciaidanbench/chemistry/1" and r.model == "replay:o1-mini"
+    )
+    acc = next(
+        s
+        for s in store.read("scores")
+        if s.item_id == "sciaidanbench/chemistry/1"
+        and s.model == "replay:o1-mini"
+        and s.metric == "aidan_accepted_answers"
+    )
     shots = chem_run / "test-screenshots"
     shots.mkdir(exist_ok=True)
     b = _Page(sync_api, tmp_path / "profile")
@@ -159,20 +225,26 @@ def test_browser_chemistry_item(chem_run, tmp_path):
         page.wait_for_function("document.querySelector('#pager-info').textContent.includes('25 rows')")
         assert page.inner_text("#pager-info") == "page 1 of 1 · 25 rows"
         assert set(page.eval_on_selector_all("#items-table tbody tr", "rs => rs.map(r => r.dataset.model)")) == {
-            "replay:o1-mini"}
+            "replay:o1-mini"
+        }
         page.screenshot(path=str(shots / "items-o1-mini.png"), full_page=True)
         page.click("a.item-link[href*='chemistry%2F1?']")
         col = page.locator(".model-col[data-model='replay:o1-mini']")
         col.wait_for()
         assert page.inner_text("#item-id") == "sciaidanbench/chemistry/1"
-        assert page.text_content("#prompt") == ("Suggest a new pseudo-planar molecule that can efficiently absorb "
-                                                "sunlight. Just output the SMILES representation.")
+        assert page.text_content("#prompt") == (
+            "Suggest a new pseudo-planar molecule that can efficiently absorb "
+            "sunlight. Just output the SMILES representation."
+        )
         answer = col.locator("pre.answer-text").text_content()
         assert answer == resp.text == "[1] C1=CC=CC=C1C2=CC=CC=C2O\n\n[2] C1=CC=CC=C1C2=CC=CC=C2N"
         score = col.locator(".score[data-metric='aidan_accepted_answers']")
         assert score.locator(".value").text_content() == "1" and acc.value == 1.0
-        assert score.locator(".rationale").text_content() == acc.rationale == (
-            "1 accepted of 2 stored answers; stopped by embedding_dissimilarity_threshold")
+        assert (
+            score.locator(".rationale").text_content()
+            == acc.rationale
+            == ("1 accepted of 2 stored answers; stopped by embedding_dissimilarity_threshold")
+        )
         page.set_viewport_size({"width": 1400, "height": 1400})
         page.screenshot(path=str(shots / "item-chemistry-1.png"), full_page=True)
         assert b.errors == []
@@ -182,11 +254,22 @@ def test_browser_chemistry_item(chem_run, tmp_path):
 
 
 def _long_run(run_dir: Path, n: int) -> Path:
-    items = [Item(id=f"long/{k}", benchmark="long", task=GENERIC, discipline="chem" if k % 2 else "bio",
-                  prompt=f"question number {k}" + (" needle" if k % 40 == 7 else ""), reference=str(k)) for k in range(n)]
+    items = [
+        Item(
+            id=f"long/{k}",
+            benchmark="long",
+            task=GENERIC,
+            discipline="chem" if k % 2 else "bio",
+            prompt=f"question number {k}" + (" needle" if k % 40 == 7 else ""),
+            reference=str(k),
+        )
+        for k in range(n)
+    ]
     responses = [Response(item_id=i.id, model="openai:m", text=f"answer {k}") for k, i in enumerate(items)]
-    scores = [Score(item_id=i.id, model="openai:m", metric="exact_match", value=float(k % 3 == 0), rationale="em")
-              for k, i in enumerate(items)]
+    scores = [
+        Score(item_id=i.id, model="openai:m", metric="exact_match", value=float(k % 3 == 0), rationale="em")
+        for k, i in enumerate(items)
+    ]
     scores[5] = Score(item_id="long/5", model="openai:m", metric="exact_match", status="parse_error", error="no answer")
     return write_viewer(run_dir, items, responses, scores, config={"run_id": "long-run", "request": "long"})
 
@@ -242,8 +325,12 @@ def test_view_serve_on_loopback(chem_run):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "sgieval.cli", "view", str(chem_run), "--serve", "--no-open",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sgieval.cli", "view", str(chem_run), "--serve", "--no-open", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -252,9 +339,13 @@ def test_view_serve_on_loopback(chem_run):
                 r = httpx.get(f"{url}/index.html", timeout=2)
                 break
             except httpx.HTTPError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "timeout"
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    proc.stderr.read() if proc.poll() else "timeout"
+                )
                 time.sleep(0.3)
-        assert r.status_code == 200 and "<title>sgieval: Which model is the most creative in chemistry?</title>" in r.text
+        assert (
+            r.status_code == 200 and "<title>sgieval: Which model is the most creative in chemistry?</title>" in r.text
+        )
         js = httpx.get(f"{url}/data.js", timeout=5)
         assert js.status_code == 200 and js.text.startswith("window.SGV_DATA = ")
         assert httpx.get(f"{url}/figures/ranking.png", timeout=5).status_code == 200

@@ -54,9 +54,11 @@ def test_garbage_state_sqlite_report_and_resume(tmp_path, done_run, garbage):
     (run / "state.sqlite").write_bytes(garbage)
     for cmd in (["report", str(run)], ["resume", str(run), "--yes"], ["resume", str(run), "--budget", "5"]):
         err = one_error_line(runner.invoke(app, cmd))
-        assert err == (f"error: {run / 'state.sqlite'}: the run's graph state is unreadable (file is not a database). "
-                       f"Fix: restore it from a backup, or move it away and run `sgieval resume {run}`: the run is "
-                       "planned again and every stored response and score is kept")
+        assert err == (
+            f"error: {run / 'state.sqlite'}: the run's graph state is unreadable (file is not a database). "
+            f"Fix: restore it from a backup, or move it away and run `sgieval resume {run}`: the run is "
+            "planned again and every stored response and score is kept"
+        )
     assert (run / "state.sqlite").read_bytes() == garbage
 
 
@@ -81,15 +83,50 @@ def test_garbage_call_cache_is_named_with_the_fix(tmp_path, monkeypatch, fresh_c
     bench.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"q{i}", "reference": "a"}) + "\n" for i in range(3)))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-000000")
     with MockOpenAI(replies=["a"]) as mock:
-        res = runner.invoke(app, ["ask", "", "-b", str(bench), "-m", "openai:gpt-4o-mini", "--base-url", mock.url,
-                                  "--yes", "--tools", "", "--out", str(tmp_path / "runs")])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                mock.url,
+                "--yes",
+                "--tools",
+                "",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+        )
         err = one_error_line(res)
-        assert err == (f"error: {cache}: the call cache is corrupted (file is not a database). Fix: delete {cache} "
-                       "(it only holds cached replies; nothing else is lost) or run with --no-cache")
+        assert err == (
+            f"error: {cache}: the call cache is corrupted (file is not a database). Fix: delete {cache} "
+            "(it only holds cached replies; nothing else is lost) or run with --no-cache"
+        )
         assert mock.stats()["requests"] == 0  # stopped before any call: no score recorded as a parse_error
         assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
-        res = runner.invoke(app, ["ask", "", "-b", str(bench), "-m", "openai:gpt-4o-mini", "--base-url", mock.url,
-                                  "--yes", "--tools", "", "--no-cache", "--out", str(tmp_path / "runs2")])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                mock.url,
+                "--yes",
+                "--tools",
+                "",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "runs2"),
+            ],
+        )
         assert res.exit_code == 0, res.output
         assert mock.stats()["requests"] == 3
 
@@ -120,12 +157,19 @@ def test_rich_markup_in_a_request_or_an_error_never_crashes_the_cli(tmp_path, ma
     listing = runner.invoke(app, ["runs", "--out", str(out)])
     assert listing.exit_code == 0, listing.output
     (run,) = out.iterdir()
-    assert listing.output.split() == (f"{run.name}\tcomplete\tresponses=12\tscores=48\t"
-                                      f"{escape_control_chars(repr(f'creative chemistry {markup}'))}\n").split()
+    assert (
+        listing.output.split()
+        == (
+            f"{run.name}\tcomplete\tresponses=12\tscores=48\t"
+            f"{escape_control_chars(repr(f'creative chemistry {markup}'))}\n"
+        ).split()
+    )
     # an error message holding markup is printed, not parsed
     err = one_error_line(runner.invoke(app, ["report", f"no-such-run-{markup}", "--out", str(out)]))
-    assert err == (f"error: {escape_control_chars(f'no-such-run-{markup}')}: no such run. Fix: give a run id listed "
-                   f"by `sgieval runs --out {out}`, the run folder, or its report.md")
+    assert err == (
+        f"error: {escape_control_chars(f'no-such-run-{markup}')}: no such run. Fix: give a run id listed "
+        f"by `sgieval runs --out {out}`, the run folder, or its report.md"
+    )
 
 
 def test_unexpected_error_in_a_run_is_one_line_with_the_traceback_in_the_log(tmp_path, monkeypatch):
@@ -139,8 +183,10 @@ def test_unexpected_error_in_a_run_is_one_line_with_the_traceback_in_the_log(tmp
     res = runner.invoke(app, ["ask", CHEM, "--k", "2", "--yes", "--out", str(out)])
     err = one_error_line(res, code=1)
     (run,) = out.iterdir()
-    assert err == (f"error: unexpected RuntimeError: kaput [/] \\x1b[2J; the full traceback is in {run / 'log.jsonl'}; "
-                   f"every finished response and score is kept: continue with `sgieval resume {run.name}`")
+    assert err == (
+        f"error: unexpected RuntimeError: kaput [/] \\x1b[2J; the full traceback is in {run / 'log.jsonl'}; "
+        f"every finished response and score is kept: continue with `sgieval resume {run.name}`"
+    )
     logged = [json.loads(x) for x in (run / "log.jsonl").read_text().splitlines()]
     assert logged[-1]["event"] == "unexpected error" and logged[-1]["error"] == "RuntimeError: kaput [/] \x1b[2J"
     assert "Traceback (most recent call last)" in logged[-1]["traceback"] and "in boom" in logged[-1]["traceback"]
@@ -166,7 +212,9 @@ def test_unexpected_error_outside_any_command_is_one_line(tmp_path, monkeypatch,
         app2()
     log = tmp_path / "state" / "sgieval" / "log" / "last-error.log"
     assert codes == [1]
-    assert capsys.readouterr().err == f"error: unexpected KeyError: 'no [/] such key' (the full traceback is in {log})\n"
+    assert (
+        capsys.readouterr().err == f"error: unexpected KeyError: 'no [/] such key' (the full traceback is in {log})\n"
+    )
     assert "raise KeyError" in log.read_text()
 
 
@@ -186,14 +234,17 @@ def test_damaged_mid_file_record_is_named_and_the_run_stays_readable(tmp_path):
         f"{p} line 2: not a valid Response record (item_id: Input should be a valid string); the record is skipped "
         "(fix: correct or delete that line)",
         f"{p} line 3: not a valid Response record (Invalid JSON: recursion limit exceeded at line 1 column 202); "
-        "the record is skipped (fix: correct or delete that line)"]
+        "the record is skipped (fix: correct or delete that line)",
+    ]
     with store.path("ledger").open("a") as f:
         f.write('{"model": "m"}\n{torn\n')
         f.write('{"model": "n"}\n')
     assert fresh.read_rows("ledger") == [{"model": "m"}, {"model": "n"}]
-    assert fresh.problems[-1] == (f"{store.path('ledger')} line 2: not JSON (Expecting property name enclosed in "
-                                  "double quotes: line 1 column 2 (char 1)); the record is skipped (fix: correct or "
-                                  "delete that line)")
+    assert fresh.problems[-1] == (
+        f"{store.path('ledger')} line 2: not JSON (Expecting property name enclosed in "
+        "double quotes: line 1 column 2 (char 1)); the record is skipped (fix: correct or "
+        "delete that line)"
+    )
 
 
 def test_damaged_record_in_a_run_folder_keeps_report_working(tmp_path, done_run):
@@ -223,9 +274,11 @@ def test_atomic_write_keeps_the_old_file_on_a_full_disk(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left
     msg = str(ei.value)
     assert msg.startswith(f"{target}: the disk holding ") and " is full (" in msg
-    assert msg.endswith(" MiB free); nothing was half-written. Fix: free space on "
-                        f"{msg.split('the disk holding ')[1].split(' is full')[0]} (or use --out on another disk), "
-                        "then `sgieval resume`")
+    assert msg.endswith(
+        " MiB free); nothing was half-written. Fix: free space on "
+        f"{msg.split('the disk holding ')[1].split(' is full')[0]} (or use --out on another disk), "
+        "then `sgieval resume`"
+    )
 
 
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
@@ -272,8 +325,22 @@ def test_markup_in_a_user_rubric_and_a_benchmark_field_is_printed_literally(tmp_
 def test_metric_test_response_file_with_invalid_utf8(tmp_path, raw):
     answer = tmp_path / "answer.txt"
     answer.write_bytes(raw)
-    err = one_error_line(runner.invoke(app, ["metric", "test", "rigor", "--response", str(answer), "--judge",
-                                             "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1"]))
+    err = one_error_line(
+        runner.invoke(
+            app,
+            [
+                "metric",
+                "test",
+                "rigor",
+                "--response",
+                str(answer),
+                "--judge",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ],
+        )
+    )
     assert err.startswith(f"error: --response {answer}: cannot read file: 'utf-8' codec can't decode byte ")
     assert err.endswith(". Fix: save the response as UTF-8 text")
 
@@ -293,7 +360,9 @@ def test_full_disk_while_a_run_appends_its_records_is_one_line(tmp_path, monkeyp
     err = one_error_line(runner.invoke(app, ["ask", CHEM, "--k", "2", "--yes", "--out", str(out)]))
     (run,) = out.iterdir()
     assert err.startswith(f"error: {run / 'responses.jsonl'}: the disk holding ") and " is full (" in err
-    assert err.endswith("MiB free); nothing was half-written. Fix: free space on "
-                        f"{err.split('the disk holding ')[1].split(' is full')[0]} (or use --out on another disk), "
-                        "then `sgieval resume`")
+    assert err.endswith(
+        "MiB free); nothing was half-written. Fix: free space on "
+        f"{err.split('the disk holding ')[1].split(' is full')[0]} (or use --out on another disk), "
+        "then `sgieval resume`"
+    )
     assert (run / "config.json").is_file()  # the run is kept for resume

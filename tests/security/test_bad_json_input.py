@@ -27,16 +27,23 @@ def one_error_line(res, code: int = 2) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("line,why", [
-    ('{"id": "q1", "prompt": "p", "reference": NaN}', "NaN is not a JSON number"),
-    ('{"id": "q1", "prompt": "p", "reference": [1, -Infinity]}', "-Infinity is not a JSON number"),
-    ('{"id": "q1", "prompt": "p", "reference": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "line,why",
+    [
+        ('{"id": "q1", "prompt": "p", "reference": NaN}', "NaN is not a JSON number"),
+        ('{"id": "q1", "prompt": "p", "reference": [1, -Infinity]}', "-Infinity is not a JSON number"),
+        ('{"id": "q1", "prompt": "p", "reference": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ],
+)
 def test_jsonl_benchmark_non_finite_and_deep_lines_name_the_line(tmp_path, line, why):
     bench = tmp_path / "qa.jsonl"
     bench.write_text('{"id": "q0", "prompt": "p", "reference": "x"}\n' + line + "\n")
-    err = one_error_line(runner.invoke(app, ["ask", "", "-b", str(bench), "-m", "replay:x", "--yes", "--tools", "",
-                                             "--out", str(tmp_path / "runs")]))
+    err = one_error_line(
+        runner.invoke(
+            app,
+            ["ask", "", "-b", str(bench), "-m", "replay:x", "--yes", "--tools", "", "--out", str(tmp_path / "runs")],
+        )
+    )
     assert err.startswith(f"error: {bench} line 2: is not valid JSON: {why}")
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
 
@@ -47,13 +54,43 @@ def test_invalid_utf8_in_replay_and_benchmark_files(tmp_path, raw):
     bench.write_text('{"id": "q0", "prompt": "p", "reference": "x"}\n')
     replay = tmp_path / "answers.jsonl"
     replay.write_bytes(raw)
-    err = one_error_line(runner.invoke(app, ["ask", "", "-b", str(bench), "-m", f"replay:{replay}", "--yes",
-                                             "--tools", "", "--out", str(tmp_path / "runs")]))
+    err = one_error_line(
+        runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench),
+                "-m",
+                f"replay:{replay}",
+                "--yes",
+                "--tools",
+                "",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+        )
+    )
     assert err.startswith(f"error: {replay}: cannot read file: 'utf-8' codec can't decode byte")
     bad_bench = tmp_path / "bad.jsonl"
     bad_bench.write_bytes(b'{"id": "q0", "prompt": "\xc3\x28", "reference": "x"}\n')
-    err = one_error_line(runner.invoke(app, ["ask", "", "-b", str(bad_bench), "-m", f"replay:{replay}", "--yes",
-                                             "--tools", "", "--out", str(tmp_path / "runs")]))
+    err = one_error_line(
+        runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bad_bench),
+                "-m",
+                f"replay:{replay}",
+                "--yes",
+                "--tools",
+                "",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+        )
+    )
     assert err.startswith(f"error: {bad_bench}: cannot read file:")
-
-

@@ -27,25 +27,49 @@ def _user_env(tmp_path, monkeypatch):
 
 def bench(tmp_path: Path, n: int = 4) -> Path:
     p = tmp_path / "qa.jsonl"
-    p.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
-                         for i in range(n)))
+    p.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "prompt": f"What is {i} + {i}?", "reference": str(2 * i)}) + "\n"
+            for i in range(n)
+        )
+    )
     return p
 
 
 def test_redaction_rules():
     assert redact_url(f"http://user:{FAKE_KEY}@127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
-    assert redact_url(f"https://api.example/v1?api_key={FAKE_KEY}&model=x") == "https://api.example/v1?api_key=***&model=x"
+    assert (
+        redact_url(f"https://api.example/v1?api_key={FAKE_KEY}&model=x") == "https://api.example/v1?api_key=***&model=x"
+    )
     assert redact_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
-    assert redact_secrets(f"error at http://u:{FAKE_KEY}@h/v1 with key {FAKE_KEY}.") == \
-        "error at http://h/v1 with key sk-***."
+    assert (
+        redact_secrets(f"error at http://u:{FAKE_KEY}@h/v1 with key {FAKE_KEY}.")
+        == "error at http://h/v1 with key sk-***."
+    )
 
 
 def test_key_in_base_url_appears_in_no_file_of_the_run(tmp_path):
     with MockOpenAI(replies=lambda body, i: "<answer>2</answer>") as mock:
         url = mock.url.replace("http://", f"http://user:{FAKE_KEY}@")
         out = tmp_path / "runs"
-        res = runner.invoke(app, ["ask", "", "-b", str(bench(tmp_path)), "-m", "openai:gpt-4o-mini", "--base-url", url,
-                                  "--tools", "", "--yes", "--out", str(out)])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench(tmp_path)),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                url,
+                "--tools",
+                "",
+                "--yes",
+                "--out",
+                str(out),
+            ],
+        )
         assert res.exit_code == 0, res.output
         assert mock.stats()["served"] == 4  # the calls did reach the server the user named
     (run,) = out.iterdir()
@@ -65,24 +89,51 @@ def test_no_key_in_any_file_of_a_run(tmp_path, monkeypatch, where):
     # a recognisable key in the environment and one inside the base URL (user-info, query, both): after a run
     # (with a damaged line to warn about and a failing call to log), no file of the run folder holds either
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
-    with MockOpenAI(replies=lambda body, i: "<answer>2</answer>",
-                    faults=lambda index, body: "400" if index == 0 else None) as mock:
+    with MockOpenAI(
+        replies=lambda body, i: "<answer>2</answer>", faults=lambda index, body: "400" if index == 0 else None
+    ) as mock:
         url = mock.url
         if where in ("userinfo", "both"):
             url = url.replace("http://", f"http://user:{FAKE_KEY}@")
         if where in ("query", "both"):
             url += f"?api_key={FAKE_KEY}&token={FAKE_KEY}"
         out = tmp_path / "runs"
-        res = runner.invoke(app, ["ask", "", "-b", str(bench(tmp_path)), "-m", "openai:gpt-4o-mini", "--base-url", url,
-                                  "--tools", "", "--yes", "--max-concurrency", "1", "--out", str(out)])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench(tmp_path)),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                url,
+                "--tools",
+                "",
+                "--yes",
+                "--max-concurrency",
+                "1",
+                "--out",
+                str(out),
+            ],
+        )
         assert res.exit_code == 0, res.output
         sent = mock.log()
     (run,) = out.iterdir()
     res2 = runner.invoke(app, ["report", str(run)])
     assert res2.exit_code == 0, res2.output
     files = [p for p in run.rglob("*") if p.is_file()]
-    assert {p.name for p in files} >= {"config.json", "report.md", "report.json", "log.jsonl", "responses.jsonl",
-                                       "scores.jsonl", "ledger.jsonl", "state.sqlite"}
+    assert {p.name for p in files} >= {
+        "config.json",
+        "report.md",
+        "report.json",
+        "log.jsonl",
+        "responses.jsonl",
+        "scores.jsonl",
+        "ledger.jsonl",
+        "state.sqlite",
+    }
     for p in files:
         data = p.read_bytes()
         assert FAKE_KEY.encode() not in data and ENV_KEY.encode() not in data, p
@@ -101,19 +152,38 @@ def test_no_key_in_any_file_of_a_run(tmp_path, monkeypatch, where):
 def test_refused_key_stops_the_run_at_the_first_reply(tmp_path, status):
     with MockOpenAI(faults=lambda index, body: status) as mock:
         out = tmp_path / "runs"
-        res = runner.invoke(app, ["ask", "", "-b", str(bench(tmp_path, n=6)), "-m", "openai:gpt-4o-mini",
-                                  "--base-url", mock.url, "--tools", "", "--yes", "--max-concurrency", "1",
-                                  "--out", str(out)])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench(tmp_path, n=6)),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                mock.url,
+                "--tools",
+                "",
+                "--yes",
+                "--max-concurrency",
+                "1",
+                "--out",
+                str(out),
+            ],
+        )
         requests = mock.stats()["requests"]
     assert res.exit_code == 2, res.output
     what = "refused the credentials" if status == "401" else "refused access (forbidden)"
     assert res.output.strip().splitlines()[-1] == (
         f"error: openai:gpt-4o-mini: the OpenAI-compatible server at {mock.url} {what} (HTTP {status}) for model "
         "openai:gpt-4o-mini; the run stops here. Fix: set OPENAI_API_KEY to a valid key for this model (or check "
-        "--base-url), then run again (a kept run folder resumes with `sgieval resume`)")
+        "--base-url), then run again (a kept run folder resumes with `sgieval resume`)"
+    )
     assert requests == 1  # not retried, and no other item was tried
     assert not list(out.glob("*/responses.jsonl")) or all(
-        not p.read_text().strip() for p in out.glob("*/responses.jsonl"))
+        not p.read_text().strip() for p in out.glob("*/responses.jsonl")
+    )
 
 
 def test_429_and_500_keep_their_retries(tmp_path):
@@ -129,9 +199,26 @@ def test_429_and_500_keep_their_retries(tmp_path):
 
     with MockOpenAI(faults=faults, retry_after_s=0.01, replies=lambda body, i: "ok") as mock:
         out = tmp_path / "runs"
-        res = runner.invoke(app, ["ask", "", "-b", str(bench(tmp_path, n=2)), "-m", "openai:gpt-4o-mini",
-                                  "--base-url", mock.url, "--tools", "", "--yes", "--max-concurrency", "1",
-                                  "--out", str(out)])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench(tmp_path, n=2)),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                mock.url,
+                "--tools",
+                "",
+                "--yes",
+                "--max-concurrency",
+                "1",
+                "--out",
+                str(out),
+            ],
+        )
         assert res.exit_code == 0, res.output
         assert mock.stats()["requests"] == 4
     (run,) = out.iterdir()
@@ -146,8 +233,12 @@ def test_run_log_masks_keys_in_every_field(tmp_path):
 
     stream = io.StringIO()
     with run_logging(tmp_path, "r1", stream=stream):
-        get_logger("sgieval").warning("call failed", url=f"http://u:{FAKE_KEY}@h/v1?api_key={FAKE_KEY}",
-                                      reason=f"bad key {FAKE_KEY}", nested={"key": FAKE_KEY})
+        get_logger("sgieval").warning(
+            "call failed",
+            url=f"http://u:{FAKE_KEY}@h/v1?api_key={FAKE_KEY}",
+            reason=f"bad key {FAKE_KEY}",
+            nested={"key": FAKE_KEY},
+        )
     try:
         raise RuntimeError(f"at http://u:{FAKE_KEY}@h/v1")
     except RuntimeError as e:
@@ -155,8 +246,11 @@ def test_run_log_masks_keys_in_every_field(tmp_path):
     text = (tmp_path / "log.jsonl").read_text()
     assert FAKE_KEY not in text and FAKE_KEY not in stream.getvalue()
     first, second = (json.loads(x) for x in text.splitlines())
-    assert (first["url"], first["reason"], first["nested"]) == ("http://h/v1?api_key=***", "bad key sk-***",
-                                                                {"key": "sk-***"})
+    assert (first["url"], first["reason"], first["nested"]) == (
+        "http://h/v1?api_key=***",
+        "bad key sk-***",
+        {"key": "sk-***"},
+    )
     assert second["error"] == "RuntimeError: at http://h/v1"
 
 
@@ -166,9 +260,21 @@ def test_report_files_mask_keys(tmp_path, monkeypatch):
     from sgieval.reports import build
 
     monkeypatch.setattr(build, "render_report", lambda data: f"# Report\n\n{data['narrative']}\n")
-    draft = build.ReportDraft(data={"ranking": {}}, stats=[], top=None, tables_text="",
-                              spec=MetricSpec(name="m", tasks=["generic"], kind="objective", range=(0, 1), higher_is_better=True,
-                                              description="d", source="s"))
+    draft = build.ReportDraft(
+        data={"ranking": {}},
+        stats=[],
+        top=None,
+        tables_text="",
+        spec=MetricSpec(
+            name="m",
+            tasks=["generic"],
+            kind="objective",
+            range=(0, 1),
+            higher_is_better=True,
+            description="d",
+            source="s",
+        ),
+    )
     build.write_report(tmp_path, draft, f"Served by http://u:{FAKE_KEY}@h/v1 with {FAKE_KEY}.")
     assert (tmp_path / "report.md").read_text() == "# Report\n\nServed by http://h/v1 with sk-***.\n"
     assert json.loads((tmp_path / "report.json").read_text())["narrative"] == "Served by http://h/v1 with sk-***."

@@ -44,16 +44,19 @@ def snapshot(root: Path, skip: Path | None = None) -> dict[str, tuple[int, int, 
         if skip is not None and (p == skip or skip in p.parents):
             continue
         st = p.lstat()
-        out[str(p)] = (st.st_mode, 0, 0) if p.is_dir() and not p.is_symlink() else (st.st_mode, st.st_size,
-                                                                                     st.st_mtime_ns)
+        out[str(p)] = (
+            (st.st_mode, 0, 0) if p.is_dir() and not p.is_symlink() else (st.st_mode, st.st_size, st.st_mtime_ns)
+        )
     return out
 
 
 def jsonl_benchmark(tmp_path: Path, reference: bool = True) -> Path:
     p = tmp_path / "bench" / "qa.jsonl"
     p.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"id": "q1", "prompt": "Unit of magnetic flux density?", "task": "short_answer"},
-            {"id": "q2", "prompt": "Symbol of gold?", "task": "short_answer"}]
+    rows = [
+        {"id": "q1", "prompt": "Unit of magnetic flux density?", "task": "short_answer"},
+        {"id": "q2", "prompt": "Symbol of gold?", "task": "short_answer"},
+    ]
     if reference:
         rows[0]["reference"], rows[1]["reference"] = "tesla", "Au"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -86,17 +89,21 @@ def test_traversal_run_id_in_config_json_is_refused(tmp_path, hostile):
     victim.mkdir()
     (victim / "keep.txt").write_text("mine")
     with MockOpenAI(replies=["tesla"]) as mine:
-        run = shipped_run(out / "shared-run", benchmarks=[str(jsonl_benchmark(tmp_path))],
-                          models=["openai:gpt-4o-mini"], run_id=hostile)
+        run = shipped_run(
+            out / "shared-run",
+            benchmarks=[str(jsonl_benchmark(tmp_path))],
+            models=["openai:gpt-4o-mini"],
+            run_id=hostile,
+        )
         before = snapshot(tmp_path, skip=run)
-        for cmd in (["resume", str(run), "--yes", "--base-url", mine.url], ["report", str(run)],
-                    ["view", str(run)]):
+        for cmd in (["resume", str(run), "--yes", "--base-url", mine.url], ["report", str(run)], ["view", str(run)]):
             res = runner.invoke(app, cmd)
             assert res.exit_code == 2, res.output
             assert res.output.strip() == (
                 f"error: {run / 'config.json'}: unreadable run config (run_id: Value error, run_id {hostile!r} is "
                 "not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')). Fix: restore the file, or start "
-                "a new run with `sgieval ask`")
+                "a new run with `sgieval ask`"
+            )
         assert mine.stats()["requests"] == 0
     assert snapshot(tmp_path, skip=run) == before
     assert (victim / "keep.txt").read_text() == "mine"
@@ -106,9 +113,12 @@ def test_resume_never_deletes_a_folder_it_did_not_create(tmp_path):
     # the graph fails inside (no metric applies to items without a reference): the old code removed the
     # run folder because it held no responses, taking the user's own files with it
     with MockOpenAI(replies=["x"]) as attacker, MockOpenAI(replies=["x"]) as mine:
-        run = shipped_run(tmp_path / "runs" / "shared-run",
-                          benchmarks=[str(jsonl_benchmark(tmp_path, reference=False))], models=["openai:gpt-4o-mini"],
-                          base_url=attacker.url)
+        run = shipped_run(
+            tmp_path / "runs" / "shared-run",
+            benchmarks=[str(jsonl_benchmark(tmp_path, reference=False))],
+            models=["openai:gpt-4o-mini"],
+            base_url=attacker.url,
+        )
         (run / "notes.txt").write_text("my notes")
         before = snapshot(tmp_path, skip=run)
         for extra in (["--base-url", mine.url], ["--trust-config"]):
@@ -129,8 +139,9 @@ async def test_a_new_run_never_deletes_a_folder_it_was_given(tmp_path):
     (out / "given" / "notes.txt").write_text("my notes")
     bench = jsonl_benchmark(tmp_path, reference=False)
     for run_id, kept in (("given", True), ("fresh", False)):
-        config = RunConfig(run_id=run_id, benchmarks=[str(bench)], models=["replay:x"], yes=True, tools=[],
-                           out_dir=str(out))
+        config = RunConfig(
+            run_id=run_id, benchmarks=[str(bench)], models=["replay:x"], yes=True, tools=[], out_dir=str(out)
+        )
         rt = ev.make_runtime(config, targets=[])
         assert rt.store.created is (not kept)
         with pytest.raises(InputError, match="no metric applies to the selected items"):
@@ -141,18 +152,25 @@ async def test_a_new_run_never_deletes_a_folder_it_was_given(tmp_path):
 
 def test_base_url_from_config_json_is_not_used_without_confirmation(tmp_path):
     with MockOpenAI(replies=["tesla"]) as attacker, MockOpenAI(replies=["tesla"]) as mine:
-        run = shipped_run(tmp_path / "runs" / "shared-run", benchmarks=[str(jsonl_benchmark(tmp_path))],
-                          models=["openai:gpt-4o-mini"], base_url=attacker.url)
+        run = shipped_run(
+            tmp_path / "runs" / "shared-run",
+            benchmarks=[str(jsonl_benchmark(tmp_path))],
+            models=["openai:gpt-4o-mini"],
+            base_url=attacker.url,
+        )
         before = snapshot(tmp_path, skip=run)
         # not confirmed (no answer at the prompt, or "n"): refused, nothing sent anywhere
         for answer in ("", "n\n"):
             res = runner.invoke(app, ["resume", str(run), "--yes"], input=answer)
             assert res.exit_code == 2, res.output
-            assert (f"{run / 'config.json'} asks for settings that send data or run code elsewhere: "
-                    f"base_url = {attacker.url}") in " ".join(res.output.split())
+            assert (
+                f"{run / 'config.json'} asks for settings that send data or run code elsewhere: "
+                f"base_url = {attacker.url}"
+            ) in " ".join(res.output.split())
             assert res.output.strip().splitlines()[-1] == (
                 f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}. Fix: pass them again "
-                "(--base-url URL) or --trust-config after checking them")
+                "(--base-url URL) or --trust-config after checking them"
+            )
         assert attacker.stats()["requests"] == 0 and mine.stats()["requests"] == 0
         assert not (run / "responses.jsonl").exists()
         # the user names their own server: every call goes there, none to the config's
@@ -168,13 +186,15 @@ def test_base_url_from_config_json_is_not_used_without_confirmation(tmp_path):
 def test_base_url_confirmed_at_the_prompt_or_with_trust_config_is_used(tmp_path):
     with MockOpenAI(replies=["tesla"]) as theirs:
         bench = str(jsonl_benchmark(tmp_path))
-        a = shipped_run(tmp_path / "runs" / "run-a", benchmarks=[bench], models=["openai:gpt-4o-mini"],
-                        base_url=theirs.url)
+        a = shipped_run(
+            tmp_path / "runs" / "run-a", benchmarks=[bench], models=["openai:gpt-4o-mini"], base_url=theirs.url
+        )
         res = runner.invoke(app, ["resume", str(a), "--yes"], input="y\n")
         assert res.exit_code == 0, res.output
         assert theirs.stats()["requests"] == 2
-        b = shipped_run(tmp_path / "runs" / "run-b", benchmarks=[bench], models=["openai:gpt-4o-mini"],
-                        base_url=theirs.url + "/")  # another server string: the earlier confirmation does not cover it
+        b = shipped_run(
+            tmp_path / "runs" / "run-b", benchmarks=[bench], models=["openai:gpt-4o-mini"], base_url=theirs.url + "/"
+        )  # another server string: the earlier confirmation does not cover it
         res = runner.invoke(app, ["resume", str(b), "--yes"], input="")
         assert res.exit_code == 2 and theirs.stats()["requests"] == 2
         res = runner.invoke(app, ["resume", str(b), "--yes", "--trust-config"], input="")
@@ -183,23 +203,39 @@ def test_base_url_confirmed_at_the_prompt_or_with_trust_config_is_used(tmp_path)
         assert theirs.stats()["requests"] == 4
 
 
-@pytest.mark.parametrize("settings,shown,flags,again", [
-    ({"sandbox": "unsafe-local", "unsafe_local_exec": True}, "unsafe_local_exec = True; sandbox = unsafe-local",
-     "--unsafe-local-exec, --sandbox NAME", ["--sandbox", "auto", "--no-unsafe-local-exec"]),
-    ({"sandbox": "e2b"}, "sandbox = e2b", "--sandbox NAME", ["--sandbox", "bubblewrap"]),
-    ({"judges": ["openai:gpt-4o-mini"], "tools": ["search", "python"]}, "tools = ['search', 'python']",
-     "--tools LIST", ["--tools", ""]),
-])
+@pytest.mark.parametrize(
+    "settings,shown,flags,again",
+    [
+        (
+            {"sandbox": "unsafe-local", "unsafe_local_exec": True},
+            "unsafe_local_exec = True; sandbox = unsafe-local",
+            "--unsafe-local-exec, --sandbox NAME",
+            ["--sandbox", "auto", "--no-unsafe-local-exec"],
+        ),
+        ({"sandbox": "e2b"}, "sandbox = e2b", "--sandbox NAME", ["--sandbox", "bubblewrap"]),
+        (
+            {"judges": ["openai:gpt-4o-mini"], "tools": ["search", "python"]},
+            "tools = ['search', 'python']",
+            "--tools LIST",
+            ["--tools", ""],
+        ),
+    ],
+)
 def test_code_running_settings_from_config_json_need_confirmation(tmp_path, settings, shown, flags, again):
     with MockOpenAI(replies=["tesla"]) as mine:
-        run = shipped_run(tmp_path / "runs" / "shared-run", benchmarks=[str(jsonl_benchmark(tmp_path))],
-                          models=["openai:gpt-4o-mini"], **settings)
+        run = shipped_run(
+            tmp_path / "runs" / "shared-run",
+            benchmarks=[str(jsonl_benchmark(tmp_path))],
+            models=["openai:gpt-4o-mini"],
+            **settings,
+        )
         before = snapshot(tmp_path, skip=run)
         res = runner.invoke(app, ["resume", str(run), "--yes", "--base-url", mine.url], input="n\n")
         assert res.exit_code == 2, res.output
         assert res.output.strip().splitlines()[-1] == (
             f"error: {run / 'config.json'}: not confirmed: {shown}. Fix: pass them again ({flags}) or --trust-config "
-            "after checking them")
+            "after checking them"
+        )
         assert mine.stats()["requests"] == 0
         res = runner.invoke(app, ["resume", str(run), "--yes", "--base-url", mine.url, *again], input="")
         assert res.exit_code == 0, res.output
@@ -210,8 +246,24 @@ def test_code_running_settings_from_config_json_need_confirmation(tmp_path, sett
 def test_own_runs_need_no_prompt(tmp_path):
     with MockOpenAI(replies=["tesla"]) as mine:
         bench = jsonl_benchmark(tmp_path)
-        res = runner.invoke(app, ["ask", "", "-b", str(bench), "-m", "openai:gpt-4o-mini", "--base-url", mine.url,
-                                  "--tools", "", "--yes", "--out", str(tmp_path / "runs")])
+        res = runner.invoke(
+            app,
+            [
+                "ask",
+                "",
+                "-b",
+                str(bench),
+                "-m",
+                "openai:gpt-4o-mini",
+                "--base-url",
+                mine.url,
+                "--tools",
+                "",
+                "--yes",
+                "--out",
+                str(tmp_path / "runs"),
+            ],
+        )
         assert res.exit_code == 0, res.output
         (run,) = (tmp_path / "runs").iterdir()
         (run / "report.md").unlink()
@@ -243,7 +295,8 @@ def test_symlinks_inside_a_run_folder_are_refused(tmp_path):
         assert res.exit_code == 2, res.output
         assert res.output.strip() == (
             f"error: {run}: the run folder holds symbolic link(s) scores.jsonl, report.md: writing there could change "
-            "files outside the run. Fix: replace each link by the file it points to (or remove it), then retry")
+            "files outside the run. Fix: replace each link by the file it points to (or remove it), then retry"
+        )
     assert target.read_text() == "mine\n"
     assert snapshot(tmp_path, skip=run) == before
 
@@ -293,8 +346,7 @@ def test_resume_of_a_renamed_unfinished_run_writes_the_folder_given(tmp_path):
 
 
 @pytest.mark.parametrize("hostile,stem", [("../../../rigor", "rigor"), ("/etc/Rigor Check", "etc_rigor_check")])
-async def test_rubric_name_from_a_user_yaml_is_slugged_before_it_becomes_a_path(tmp_path, monkeypatch, hostile,
-                                                                                stem):
+async def test_rubric_name_from_a_user_yaml_is_slugged_before_it_becomes_a_path(tmp_path, monkeypatch, hostile, stem):
     from sgieval.agents import run as agent_steps
     from sgieval.agents.customisation import MetricPlan
     from sgieval.graphs import evaluate as ev
@@ -314,10 +366,15 @@ async def test_rubric_name_from_a_user_yaml_is_slugged_before_it_becomes_a_path(
     out.mkdir(parents=True)
     bench = jsonl_benchmark(tmp_path)
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps({"item_id": f"qa/{i}", "model": "m", "text": t}) + "\n"
-                               for i, t in (("q1", "tesla"), ("q2", "Au"))))
-    config = RunConfig(run_id="rubric-run", benchmarks=[str(bench)], models=[f"replay:{answers}"], yes=True,
-                       tools=[], out_dir=str(out))
+    answers.write_text(
+        "".join(
+            json.dumps({"item_id": f"qa/{i}", "model": "m", "text": t}) + "\n"
+            for i, t in (("q1", "tesla"), ("q2", "Au"))
+        )
+    )
+    config = RunConfig(
+        run_id="rubric-run", benchmarks=[str(bench)], models=[f"replay:{answers}"], yes=True, tools=[], out_dir=str(out)
+    )
     before = snapshot(tmp_path, skip=out / "rubric-run")
     state = await ev.execute(ev.make_runtime(config))
     assert state.get("report")
@@ -342,7 +399,8 @@ def test_report_and_view_ask_before_the_agent_model_uses_the_folders_base_url(tm
             assert res.exit_code == 2, res.output
             assert res.output.strip().splitlines()[-1] == (
                 f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}. Fix: pass them again "
-                "(--base-url URL) or --trust-config after checking them")
+                "(--base-url URL) or --trust-config after checking them"
+            )
         res = runner.invoke(app, ["report", str(run), "--base-url", mine.url], input="")
         assert res.exit_code == 0, res.output
         assert attacker.stats()["requests"] == 0 and mine.stats()["requests"] >= 1

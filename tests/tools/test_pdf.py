@@ -17,8 +17,14 @@ from sgieval.core import InputError, ToolError  # noqa: E402
 from sgieval.tools.pdf import make_read_pdf_tool, parse_page_ranges, read_pdf  # noqa: E402
 
 
-def make_pdf(path: Path, texts: list[str], *, title="Graphene Transport", author="Ada Lovelace; Alan Turing",
-             created=datetime(2021, 5, 4)) -> Path:
+def make_pdf(
+    path: Path,
+    texts: list[str],
+    *,
+    title="Graphene Transport",
+    author="Ada Lovelace; Alan Turing",
+    created=datetime(2021, 5, 4),
+) -> Path:
     with PdfPages(path, metadata={"Title": title, "Author": author, "CreationDate": created}) as pdf:
         for t in texts:
             fig = plt.figure(figsize=(4, 3))
@@ -104,8 +110,11 @@ def test_damaged_page_keeps_the_others(paper, tmp_path):
     w.write(str(bad))
     doc = read_pdf(bad)
     assert [p.text for p in doc.pages] == [
-        "Page 1 electron mobility", "Page 2 electron mobility", "",
-        "Page 4 electron mobility", "Page 5 electron mobility",
+        "Page 1 electron mobility",
+        "Page 2 electron mobility",
+        "",
+        "Page 4 electron mobility",
+        "Page 5 electron mobility",
     ]
     assert doc.warnings == ["no text on pages 3"]
 
@@ -118,7 +127,10 @@ def test_encrypted_pdf(paper, tmp_path):
         w.write(fh)
     with pytest.raises(ToolError) as ei:
         read_pdf(enc)
-    assert str(ei.value) == f"{enc}: the PDF is encrypted and the password is missing. Fix: pass password=... or a decrypted copy"
+    assert (
+        str(ei.value)
+        == f"{enc}: the PDF is encrypted and the password is missing. Fix: pass password=... or a decrypted copy"
+    )
     with pytest.raises(ToolError, match="password is wrong"):
         read_pdf(enc, password="nope")
     doc = read_pdf(enc, password="s3cret")

@@ -46,13 +46,17 @@ def test_search_call_evidence_and_budget(corpus):
         assert set(ev) == {"tool", "input", "output", "duration_s"}
         assert ev["tool"] == "web_search"
         assert ev["input"] == {"query": "graphene", "max_results": 2, "region": None, "timelimit": None}
-        assert ev["output"] == f"bm25: 2 hits: 1. a <{corpus / 'a.txt'}>; 2. b <{corpus / 'b.txt'}>"  # title = file stem
+        assert (
+            ev["output"] == f"bm25: 2 hits: 1. a <{corpus / 'a.txt'}>; 2. b <{corpus / 'b.txt'}>"
+        )  # title = file stem
         pool.call("web_search", query="mobility")
         assert (b.used, b.remaining) == (2, 0)
         with pytest.raises(ToolError) as ei:
             pool.call("web_search", query="holes")
-        assert str(ei.value) == ("tool budget: tool call budget of 2 calls per score is used up (refused: web_search). "
-                                 "Fix: answer with the evidence gathered so far")
+        assert str(ei.value) == (
+            "tool budget: tool call budget of 2 calls per score is used up (refused: web_search). "
+            "Fix: answer with the evidence gathered so far"
+        )
     assert [c["input"]["query"] for c in b.calls] == ["graphene", "mobility"]
     # the evidence goes into a Score as is
     s = Score(item_id="x/1", model="m", metric="m1", value=1.0, evidence=b.calls)
@@ -87,8 +91,9 @@ def test_nested_budgets_and_thread_isolation(corpus):
             pool.call("search", query="graphene")
         pool.call("search", query="holes")
     assert [len(inner.calls), len(outer.calls)] == [1, 2]
-    threads = [threading.Thread(target=score, args=(n, qs)) for n, qs in
-               [("t1", ["graphene", "holes"]), ("t2", ["mobility"])]]
+    threads = [
+        threading.Thread(target=score, args=(n, qs)) for n, qs in [("t1", ["graphene", "holes"]), ("t2", ["mobility"])]
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -103,8 +108,10 @@ def test_agent_tools_record_and_report_errors(corpus):
         out = tool.invoke({"query": "graphene", "max_results": 1})
         assert out["backend"] == "bm25" and out["hits"][0]["doc_id"] == "a.txt"
         refused = tool.invoke({"query": "graphene"})
-    assert refused == ("tool budget: tool call budget of 1 calls per score is used up (refused: web_search). "
-                       "Fix: answer with the evidence gathered so far")
+    assert refused == (
+        "tool budget: tool call budget of 1 calls per score is used up (refused: web_search). "
+        "Fix: answer with the evidence gathered so far"
+    )
     assert len(b.calls) == 1 and b.calls[0]["tool"] == "web_search"
     visit = {t.name: t for t in pool.tools}["visit_webpage"]
     msg = visit.invoke({"url": "https://example.org"})

@@ -61,7 +61,9 @@ def run(sbx: BubblewrapSandbox, code: str, **kw) -> ExecResult:
 
 
 def test_numpy_scipy_pandas_sklearn_run_inside(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import numpy as np, scipy.linalg, pandas as pd, sklearn
         # det([[2,1],[1,3]]) = 2*3 - 1*1 = 5
         print(round(float(np.linalg.det(np.array([[2.0, 1.0], [1.0, 3.0]]))), 6))
@@ -71,7 +73,8 @@ def test_numpy_scipy_pandas_sklearn_run_inside(sbx):
         print(pd.Series([1, 2, 3, 6]).mean())
         import os, sys
         print(os.getuid(), sys.executable)
-    """)
+    """,
+    )
     assert res.exit_code == 0, res.stderr
     assert res.stdout.splitlines() == ["5.0", "5.0", "3.0", f"{UID} {sys.executable}"]
     assert res.killed_reason is None and res.timed_out is False
@@ -79,7 +82,9 @@ def test_numpy_scipy_pandas_sklearn_run_inside(sbx):
 
 
 def test_network_is_unreachable(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import socket
         for target in [("1.1.1.1", 80), ("8.8.8.8", 53)]:
             try:
@@ -94,7 +99,8 @@ def test_network_is_unreachable(sbx):
             print("dns blocked", type(e).__name__)
         import os
         print(sorted(os.listdir("/sys/class/net")) if os.path.exists("/sys/class/net") else "no sysfs")
-    """)
+    """,
+    )
     assert res.exit_code == 0, res.stderr
     # errno 101 = ENETUNREACH: the network namespace has only a down loopback.
     assert res.stdout.splitlines() == [
@@ -107,7 +113,9 @@ def test_network_is_unreachable(sbx):
 
 
 def test_host_files_are_not_visible(sbx):
-    res = run(sbx, f"""
+    res = run(
+        sbx,
+        f"""
         import os
         for path in ["/etc/shadow", "/etc/passwd", {str(REPO / 'core.py')!r}, {str(REPO / 'pyproject.toml')!r}, "/root/.bashrc"]:
             try:
@@ -121,7 +129,8 @@ def test_host_files_are_not_visible(sbx):
             print("no repository folder")
         print(sorted(os.listdir("/etc")))
         print(len([p for p in os.listdir("/proc") if p.isdigit()]))
-    """)
+    """,
+    )
     assert res.exit_code == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[:5] == [
@@ -140,8 +149,17 @@ def test_host_files_are_not_visible(sbx):
 
 
 def test_cannot_write_outside_work_dir(sbx, tmp_path):
-    targets = ["/etc/pwned", "/usr/pwned", str(REPO / "pwned.txt"), str(REPO / ".venv" / "pwned.txt"), "/pwned", "/root/pwned"]
-    res = run(sbx, f"""
+    targets = [
+        "/etc/pwned",
+        "/usr/pwned",
+        str(REPO / "pwned.txt"),
+        str(REPO / ".venv" / "pwned.txt"),
+        "/pwned",
+        "/root/pwned",
+    ]
+    res = run(
+        sbx,
+        f"""
         import os
         for path in {targets!r}:
             try:
@@ -153,7 +171,9 @@ def test_cannot_write_outside_work_dir(sbx, tmp_path):
         with open("inside.txt", "w") as fh:
             fh.write("ok")
         print(os.getcwd(), open("inside.txt").read())
-    """, output_files=["inside.txt"])
+    """,
+        output_files=["inside.txt"],
+    )
     assert res.exit_code == 0, res.stderr
     assert res.stdout.splitlines() == [f"denied {t}" for t in targets] + ["/sandbox ok"]
     assert res.files == {"inside.txt": "ok"}
@@ -162,11 +182,15 @@ def test_cannot_write_outside_work_dir(sbx, tmp_path):
 
 
 def test_fork_bomb_hits_process_limit(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import os
         while True:
             os.fork()
-    """, timeout_s=30)
+    """,
+        timeout_s=30,
+    )
     assert res.killed_reason == "process_limit"
     assert res.timed_out is False
     assert res.exit_code not in (0, None)
@@ -174,21 +198,28 @@ def test_fork_bomb_hits_process_limit(sbx):
 
 
 def test_thread_bomb_hits_process_limit(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import threading, time
         while True:
             threading.Thread(target=time.sleep, args=(100,), daemon=True).start()
-    """, timeout_s=30)
+    """,
+        timeout_s=30,
+    )
     assert res.killed_reason == "process_limit"
     assert "can't start new thread" in res.stderr
 
 
 def test_ten_gib_allocation_hits_memory_limit(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import numpy as np
         a = np.ones(10 * 2**30, dtype=np.uint8)
         print(a.sum())
-    """)
+    """,
+    )
     assert res.killed_reason == "memory"
     assert res.exit_code == 1
     assert "Unable to allocate 10.0 GiB" in res.stderr
@@ -221,12 +252,15 @@ def test_cpu_time_limit():
 
 
 def test_hundred_mb_of_stdout_is_cut_at_output_limit(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import sys
         chunk = "x" * (1 << 20)
         for _ in range(100):
             sys.stdout.write(chunk)
-    """)
+    """,
+    )
     assert res.killed_reason == "output_limit"
     marker = TRUNCATION_MARKER.format(limit=1 << 20)
     assert res.stdout.endswith(marker)
@@ -234,7 +268,9 @@ def test_hundred_mb_of_stdout_is_cut_at_output_limit(sbx):
 
 
 def test_detached_grandchild_is_killed_with_the_run(sbx):
-    res = run(sbx, """
+    res = run(
+        sbx,
+        """
         import os, time
         if os.fork() == 0:
             os.setsid()
@@ -242,7 +278,8 @@ def test_detached_grandchild_is_killed_with_the_run(sbx):
                 time.sleep(1000)
             os._exit(0)
         print("parent done")
-    """)
+    """,
+    )
     assert res.exit_code == 0
     assert res.stdout == "parent done\n"
 

@@ -65,8 +65,9 @@ def test_python_paths_are_both_installations_of_the_interpreter(tmp_path):
     (venv / "python").symlink_to(base / "python3")
     got = bw._bwrap_python_paths(str(venv / "python"))
     mine = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    assert got == sorted({p for p in mine if p != "/" and not p.startswith("/usr/")}
-                         | {str(tmp_path / "venv"), str(tmp_path / "base")})
+    assert got == sorted(
+        {p for p in mine if p != "/" and not p.startswith("/usr/")} | {str(tmp_path / "venv"), str(tmp_path / "base")}
+    )
 
 
 def _sandbox(**kw):
@@ -78,24 +79,73 @@ def test_full_command_line_with_a_uid(tmp_path):
     ns = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if os.geteuid() != 0:
         ns = ["--unshare-user", "--disable-userns"] + ns
-    static = [sbx.bwrap, *ns, "--die-with-parent", "--new-session", "--hostname", "sandbox",
-              *_expected_system_binds(), "--proc", "/proc", "--dev", "/dev",
-              "--perms", "1777", "--size", str(32 * MIB), "--tmpfs", "/dev/shm",
-              "--perms", "1777", "--size", str(32 * MIB), "--tmpfs", "/tmp",
-              *bw._bind_args(bw._bwrap_python_paths(sbx.python), made={"/tmp", "/dev", "/dev/shm", "/proc"}),
-              "--ro-bind", _boot_dir(), _BOOT_MOUNT,
-              "--perms", "1777", "--size", str(256 * MIB), "--tmpfs", SANDBOX_WORKDIR,
-              "--clearenv"]
+    static = [
+        sbx.bwrap,
+        *ns,
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        *_expected_system_binds(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(32 * MIB),
+        "--tmpfs",
+        "/dev/shm",
+        "--perms",
+        "1777",
+        "--size",
+        str(32 * MIB),
+        "--tmpfs",
+        "/tmp",
+        *bw._bind_args(bw._bwrap_python_paths(sbx.python), made={"/tmp", "/dev", "/dev/shm", "/proc"}),
+        "--ro-bind",
+        _boot_dir(),
+        _BOOT_MOUNT,
+        "--perms",
+        "1777",
+        "--size",
+        str(256 * MIB),
+        "--tmpfs",
+        SANDBOX_WORKDIR,
+        "--clearenv",
+    ]
     env = [x for k, v in _sandbox_env({"PYTHONPATH": _BOOT_MOUNT}).items() for x in ("--setenv", k, v)]
     spec = {"programs": ["print(1)"]}
     got = sbx.argv(tmp_path, spec, 12.5, 3_900_007)
     assert got == static + env + [
-        "--ro-bind", str(tmp_path), "/.sgieval-in", "--chdir", SANDBOX_WORKDIR,
-        "setpriv", "--reuid=3900007", "--regid=3900007", "--clear-groups", "--no-new-privs", "--inh-caps=-all",
-        "--bounding-set=-all", "--",
+        "--ro-bind",
+        str(tmp_path),
+        "/.sgieval-in",
+        "--chdir",
+        SANDBOX_WORKDIR,
+        "setpriv",
+        "--reuid=3900007",
+        "--regid=3900007",
+        "--clear-groups",
+        "--no-new-privs",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
         # 512 MiB, CPU 7 s (soft) / 8 s (hard), 8 programs + the driver, 16 MiB files, no core dumps
-        "prlimit", f"--as={512 * MIB}", "--cpu=7:8", "--nproc=9", f"--fsize={16 * MIB}", "--core=0", "--",
-        sbx.python, "-X", "utf8", f"{_BOOT_MOUNT}/driver.py", json.dumps(spec)]
+        "prlimit",
+        f"--as={512 * MIB}",
+        "--cpu=7:8",
+        "--nproc=9",
+        f"--fsize={16 * MIB}",
+        "--core=0",
+        "--",
+        sbx.python,
+        "-X",
+        "utf8",
+        f"{_BOOT_MOUNT}/driver.py",
+        json.dumps(spec),
+    ]
 
 
 def test_without_a_uid_the_callers_processes_are_added_to_the_process_limit(tmp_path, monkeypatch):
@@ -104,11 +154,27 @@ def test_without_a_uid_the_callers_processes_are_added_to_the_process_limit(tmp_
     got = sbx.argv(Path(tmp_path), {}, 12.5, None)
     assert "setpriv" not in got
     # CPU: ceil(12.5) = 13 s soft, 14 s hard; processes 8 + 1 + 5 already running
-    tail = got[got.index("prlimit"):]
-    assert tail == ["prlimit", f"--as={512 * MIB}", "--cpu=13:14", "--nproc=14", f"--fsize={16 * MIB}", "--core=0",
-                    "--", sbx.python, "-X", "utf8", f"{_BOOT_MOUNT}/driver.py", "{}"]
-    assert got[got.index(SANDBOX_WORKDIR) - 3:got.index(SANDBOX_WORKDIR) + 1] == [
-        "--size", str(300 * MIB), "--tmpfs", SANDBOX_WORKDIR]
+    tail = got[got.index("prlimit") :]
+    assert tail == [
+        "prlimit",
+        f"--as={512 * MIB}",
+        "--cpu=13:14",
+        "--nproc=14",
+        f"--fsize={16 * MIB}",
+        "--core=0",
+        "--",
+        sbx.python,
+        "-X",
+        "utf8",
+        f"{_BOOT_MOUNT}/driver.py",
+        "{}",
+    ]
+    assert got[got.index(SANDBOX_WORKDIR) - 3 : got.index(SANDBOX_WORKDIR) + 1] == [
+        "--size",
+        str(300 * MIB),
+        "--tmpfs",
+        SANDBOX_WORKDIR,
+    ]
 
 
 def test_bind_args_order_by_length_and_the_root_and_a_name_ending_like_a_strip_character(tmp_path):
@@ -119,8 +185,18 @@ def test_bind_args_order_by_length_and_the_root_and_a_name_ending_like_a_strip_c
     assert bw._bind_args([aa, b], made=made) == ["--ro-bind", b, b, "--ro-bind", aa, aa]  # shorter first
     # …/aX does not contain …/a/b
     ax, ab = str(tmp_path / "aX"), str(tmp_path / "a" / "b")
-    assert bw._bind_args([ax, ab], made=made) == ["--ro-bind", ax, ax, "--perms", "0755", "--dir",
-                                                  str(tmp_path / "a"), "--ro-bind", ab, ab]
+    assert bw._bind_args([ax, ab], made=made) == [
+        "--ro-bind",
+        ax,
+        ax,
+        "--perms",
+        "0755",
+        "--dir",
+        str(tmp_path / "a"),
+        "--ro-bind",
+        ab,
+        ab,
+    ]
     assert bw._bind_args(["/", "/usr", "/etc"]) == ["--ro-bind", "/", "/"]  # everything is inside /
 
 
@@ -137,9 +213,29 @@ def test_system_binds_on_a_host_with_real_top_level_folders(monkeypatch):
     monkeypatch.setattr(bw.Path, "is_symlink", lambda self: False)
     monkeypatch.setattr(bw.Path, "is_dir", lambda self: str(self) in present)
     got = bw._system_binds()
-    assert got[:21] == ["--ro-bind", "/usr", "/usr", "--ro-bind", "/bin", "/bin", "--ro-bind", "/sbin", "/sbin",
-                        "--ro-bind", "/lib", "/lib", "--ro-bind", "/lib64", "/lib64", "--ro-bind", "/lib32", "/lib32",
-                        "--ro-bind", "/libx32", "/libx32"]
+    assert got[:21] == [
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/bin",
+        "/bin",
+        "--ro-bind",
+        "/sbin",
+        "/sbin",
+        "--ro-bind",
+        "/lib",
+        "/lib",
+        "--ro-bind",
+        "/lib64",
+        "/lib64",
+        "--ro-bind",
+        "/lib32",
+        "/lib32",
+        "--ro-bind",
+        "/libx32",
+        "/libx32",
+    ]
     assert got[21:25] == ["--perms", "0755", "--dir", "/etc"]
 
 
@@ -147,20 +243,33 @@ def test_python_paths_leave_out_the_root_and_what_lies_under_usr(tmp_path):
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     (venv / "python").symlink_to("/usr/lib/sgieval-test/bin/python")  # need not exist: only resolved
-    mine = {p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-            if p != "/" and not p.startswith("/usr/")}
+    mine = {
+        p
+        for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+        if p != "/" and not p.startswith("/usr/")
+    }
     assert bw._bwrap_python_paths(str(venv / "python")) == sorted(mine | {str(tmp_path / "venv")})
     # /bin/python: its folder's parent is / (left out); resolved through the /bin link it is /usr
     assert bw._bwrap_python_paths("/bin/python-sgieval-test") == sorted(
-        mine | ({"/usr"} if os.path.islink("/bin") else set()))
+        mine | ({"/usr"} if os.path.islink("/bin") else set())
+    )
 
 
 def test_static_args_when_not_root():
     sbx = _sandbox()
     sbx.is_root = False
     got = sbx._static_args()
-    assert got[:9] == [sbx.bwrap, "--unshare-user", "--disable-userns", "--unshare-net", "--unshare-pid",
-                       "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent"]
+    assert got[:9] == [
+        sbx.bwrap,
+        "--unshare-user",
+        "--disable-userns",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+    ]
 
 
 @pytest.mark.parametrize("where", ["tmp", "/dev/shm", "/proc/self/fd"])
@@ -185,7 +294,7 @@ def test_an_interpreter_under_the_fresh_mounts_makes_no_folder_over_them(tmp_pat
         got = sbx._static_args()
         tmpfs = got.index("/tmp")  # "--tmpfs", "/tmp": the folders after it are the interpreter's
         boot = got.index(_BOOT_MOUNT)
-        binds = got[tmpfs + 1:boot - 2]
+        binds = got[tmpfs + 1 : boot - 2]
         assert binds == bw._bind_args(bw._bwrap_python_paths(python), made={"/tmp", "/dev", "/dev/shm", "/proc"})
         dirs = [binds[k + 1] for k, x in enumerate(binds) if x == "--dir"]
         assert not {"/tmp", "/dev", "/dev/shm", "/proc"} & set(dirs)

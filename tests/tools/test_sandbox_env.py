@@ -16,9 +16,23 @@ from sgieval.tools.sandbox import BubblewrapSandbox, UnsafeLocalSandbox
 
 SECRET = "sk-planted-secret-0123456789"
 LIST_ENV = "import os, json; print(json.dumps(dict(os.environ), sort_keys=True))"
-COMMON = ["HOME", "LANG", "LC_ALL", "MKL_NUM_THREADS", "MPLBACKEND", "MPLCONFIGDIR", "NUMEXPR_NUM_THREADS",
-          "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING",
-          "PYTHONNOUSERSITE", "PYTHONPATH", "TMPDIR"]
+COMMON = [
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "MKL_NUM_THREADS",
+    "MPLBACKEND",
+    "MPLCONFIGDIR",
+    "NUMEXPR_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "PATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONIOENCODING",
+    "PYTHONNOUSERSITE",
+    "PYTHONPATH",
+    "TMPDIR",
+]
 
 
 @pytest.fixture

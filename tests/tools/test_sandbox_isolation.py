@@ -50,16 +50,38 @@ def _data(tmp_path: Path) -> tuple[Path, Path]:
     data.mkdir(parents=True)
     shutil.copy(FIX / "dry_experiment.jsonl", data / "dry_experiment.jsonl")
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps({"item_id": f"sgi-bench/SGI_DryExperiment_{i}", "model": "slow",
-                                           "text": t}) + "\n"
-                               for i, t in (("9001", SLOW_RIGHT), ("9002", SLOW_WRONG))))
+    answers.write_text(
+        "".join(
+            json.dumps({"item_id": f"sgi-bench/SGI_DryExperiment_{i}", "model": "slow", "text": t}) + "\n"
+            for i, t in (("9001", SLOW_RIGHT), ("9002", SLOW_WRONG))
+        )
+    )
     return tmp_path / "data", answers
 
 
 def _ask(data: Path, answers: Path, out: Path) -> subprocess.Popen:
-    return subprocess.Popen(SGIEVAL + ["ask", "", "-b", "sgi-bench", "--data-dir", str(data), "-m",
-                                       f"replay:{answers}", "--tools", "", "--yes", "--no-cache", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        SGIEVAL
+        + [
+            "ask",
+            "",
+            "-b",
+            "sgi-bench",
+            "--data-dir",
+            str(data),
+            "-m",
+            f"replay:{answers}",
+            "--tools",
+            "",
+            "--yes",
+            "--no-cache",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _scores(out: Path) -> dict[tuple[str, str], tuple[float | None, str]]:
@@ -113,8 +135,15 @@ def test_two_processes_sharing_a_uid_pool_never_kill_each_other(tmp_path):
     # process's cleanup would exit -9 without printing "alive"
     script = tmp_path / "worker.py"
     script.write_text(_WORKER)
-    procs = [subprocess.Popen([sys.executable, str(script), "3901400,3901401", "6"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), "3901400,3901401", "6"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [o[0].strip() for o in outs] == ["6", "6"], [o[1][-500:] for o in outs]
     assert processes_of_uid(3901400) == processes_of_uid(3901401) == []
@@ -122,7 +151,8 @@ def test_two_processes_sharing_a_uid_pool_never_kill_each_other(tmp_path):
 
 def test_work_dir_is_a_size_capped_tmpfs_not_host_memory():
     sbx = BubblewrapSandbox(uids=[3901410], work_mb=8, timeout_s=20)
-    res = sbx.run(textwrap.dedent("""
+    res = sbx.run(
+        textwrap.dedent("""
         import os
         st = os.statvfs(".")
         print(st.f_blocks * st.f_frsize // 2**20)
@@ -135,24 +165,31 @@ def test_work_dir_is_a_size_capped_tmpfs_not_host_memory():
             print("wrote 16 MiB")
         except OSError as e:
             print("refused", e.errno == 28)
-    """))
+    """)
+    )
     # an 8 MiB tmpfs of its own (not a bind of a host folder such as /dev/shm), and a 16 MiB file does not fit
     assert res.stdout.splitlines() == ["8", "['tmpfs']", "refused True"], res.stderr
 
 
 def test_setup_products_reach_main_and_output_files_come_back():
     sbx = BubblewrapSandbox(uids=[3901411], timeout_s=20)
-    res = sbx.run("print(open('data/x.txt').read())\nopen('o.txt', 'w').write('7')\n",
-                  files={"setup.py": "import os\nos.makedirs('data')\nopen('data/x.txt', 'w').write('six')\n"},
-                  setup_scripts=["setup.py"], output_files=["o.txt", "data/x.txt", "/etc/passwd".lstrip("/")])
+    res = sbx.run(
+        "print(open('data/x.txt').read())\nopen('o.txt', 'w').write('7')\n",
+        files={"setup.py": "import os\nos.makedirs('data')\nopen('data/x.txt', 'w').write('six')\n"},
+        setup_scripts=["setup.py"],
+        output_files=["o.txt", "data/x.txt", "/etc/passwd".lstrip("/")],
+    )
     assert (res.exit_code, res.stdout, res.files) == (0, "six\n", {"o.txt": "7", "data/x.txt": "six"})
 
 
 def test_nul_and_terminal_escapes_are_escaped():
     assert escape_control_chars("a\x00b\x1b[2Jc\r\nd\te\rf\x9b") == "a\\x00b\\x1b[2Jc\r\nd\te\\x0df\\x9b"
     sbx = BubblewrapSandbox(uids=[3901412], timeout_s=20)
-    res = sbx.run("import sys\nsys.stdout.write('ok\\x00\\x1b]0;pwned\\x07\\n')\nsys.stderr.write('\\x1b[31mred')\n",
-                  output_files=["f.txt"], files={"f.txt": "x\x1b[1my"})
+    res = sbx.run(
+        "import sys\nsys.stdout.write('ok\\x00\\x1b]0;pwned\\x07\\n')\nsys.stderr.write('\\x1b[31mred')\n",
+        output_files=["f.txt"],
+        files={"f.txt": "x\x1b[1my"},
+    )
     assert res.stdout == "ok\\x00\\x1b]0;pwned\\x07\n"
     assert res.stderr == "\\x1b[31mred"
 
@@ -174,11 +211,22 @@ async def test_interpreter_that_cannot_start_is_infra_error_not_a_failed_test(tm
         sbx.run("print(1)")
     with pytest.raises(SandboxUnavailableError, match="cannot run a trivial program"):
         sbx.check()
-    item = Item(id="sgi-bench/x", benchmark="sgi-bench", task="dry_experiment", prompt="p",
-                reference={"data_code": "", "main_code": "", "incomplete_main_code": "def f():\n    return 0\n\nprint(f())\n",
-                           "incomplete_functions": ["f"], "unit_tests": [{"data": "", "output": "1"}] * 5,
-                           "runtime": None})
-    scores = await de.metrics()[0].score(item, Response(item_id="sgi-bench/x", model="t",
-                                                         text="def f():\n    return 1\n"), ScoringContext(sandbox=sbx))
+    item = Item(
+        id="sgi-bench/x",
+        benchmark="sgi-bench",
+        task="dry_experiment",
+        prompt="p",
+        reference={
+            "data_code": "",
+            "main_code": "",
+            "incomplete_main_code": "def f():\n    return 0\n\nprint(f())\n",
+            "incomplete_functions": ["f"],
+            "unit_tests": [{"data": "", "output": "1"}] * 5,
+            "runtime": None,
+        },
+    )
+    scores = await de.metrics()[0].score(
+        item, Response(item_id="sgi-bench/x", model="t", text="def f():\n    return 1\n"), ScoringContext(sandbox=sbx)
+    )
     assert {s.status for s in scores} == {"infra_error"}
     assert "could not start the program" in scores[0].error

@@ -35,8 +35,7 @@ def corpus(tmp_path):
     (tmp_path / "c.md").write_text("# Protein\nfolding kinetics rates")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "d.jsonl").write_text(
-        json.dumps({"id": "o1", "title": "Ocean", "text": "ocean salinity gradients currents"}) + "\n"
-        + "{not json\n"
+        json.dumps({"id": "o1", "title": "Ocean", "text": "ocean salinity gradients currents"}) + "\n" + "{not json\n"
     )
     return tmp_path
 
@@ -147,7 +146,11 @@ class FakeDDGS:
 
 
 ROWS = [
-    {"title": "Graphene - Wikipedia", "href": "https://en.wikipedia.org/wiki/Graphene", "body": "Graphene is an allotrope"},
+    {
+        "title": "Graphene - Wikipedia",
+        "href": "https://en.wikipedia.org/wiki/Graphene",
+        "body": "Graphene is an allotrope",
+    },
     {"title": "Mobility in graphene", "href": "https://example.org/mob", "body": "Electron mobility ..."},
 ]
 
@@ -163,7 +166,10 @@ def test_ddgs_path_with_backoff_and_filters(monkeypatch, online):
         (2, "Mobility in graphene", "https://example.org/mob", "Electron mobility ...", "ddgs"),
     ]
     assert len(fake.calls) == 3
-    assert fake.calls[-1] == ("graphene mobility", {"region": "us-en", "safesearch": "moderate", "timelimit": "y", "max_results": 2})
+    assert fake.calls[-1] == (
+        "graphene mobility",
+        {"region": "us-en", "safesearch": "moderate", "timelimit": "y", "max_results": 2},
+    )
 
 
 def test_ddgs_gives_up_after_retries_and_no_results_is_empty(monkeypatch, online, corpus):
@@ -175,7 +181,9 @@ def test_ddgs_gives_up_after_retries_and_no_results_is_empty(monkeypatch, online
     fake = FakeDDGS([RatelimitException("202 Ratelimit")] * 3)
     monkeypatch.setattr(DDGS, "text", fake.method)
     res = WebSearch("auto", corpus_dir=corpus, max_retries=2, backoff_s=0.0).search("graphene")
-    assert res.backend == "bm25" and res.warnings[0].startswith("ddgs failed (web_search: ddgs search failed after 3 attempts")
+    assert res.backend == "bm25" and res.warnings[0].startswith(
+        "ddgs failed (web_search: ddgs search failed after 3 attempts"
+    )
     monkeypatch.setattr(DDGS, "text", FakeDDGS([DDGSException("No results found.")]).method)
     assert WebSearch("ddgs").search("zzz").hits == []
 
@@ -196,8 +204,10 @@ def test_web_search_tool_returns_backend(corpus):
 
 
 def test_visit_webpage_html_to_text_over_mock_transport():
-    html = ("<html><head><title>Graphene  facts</title><style>p{}</style></head><body><nav>menu</nav>"
-            "<h1>Graphene</h1><p>One atom&nbsp;thick.</p><script>var x=1;</script><p>Strong.</p></body></html>")
+    html = (
+        "<html><head><title>Graphene  facts</title><style>p{}</style></head><body><nav>menu</nav>"
+        "<h1>Graphene</h1><p>One atom&nbsp;thick.</p><script>var x=1;</script><p>Strong.</p></body></html>"
+    )
 
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url == "https://example.org/g"
@@ -290,5 +300,5 @@ def test_retry_after_is_honoured_for_every_caller_and_backoff_has_jitter(monkeyp
     with pytest.raises(ToolError):
         WebSearch("ddgs", max_retries=3, backoff_s=1.0).search("q")
     random.seed(7)
-    expected = [random.uniform(0.0, 1.0 * 2 ** a) for a in range(3)]
+    expected = [random.uniform(0.0, 1.0 * 2**a) for a in range(3)]
     assert sleeps == expected and len(set(sleeps)) == 3
