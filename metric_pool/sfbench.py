@@ -216,9 +216,11 @@ def parse_feasibility_reply(text: str) -> tuple[int, str]:
     except ValueError:
         obj = None
     if isinstance(obj, dict):
-        key = next((k for k in _SCORE_KEYS if k in obj), None)
-        if key is None:
-            key = next((k for k in obj if isinstance(k, str) and k.lower() in _SCORE_KEYS), None)
+        # the score key by priority (score > feasibility_score > feasibility > likert) whatever its case; of two
+        # spellings of one key, the lower-case one, else the first
+        by_lower = {k.lower(): k for k in reversed(list(obj)) if isinstance(k, str)}
+        by_lower.update({k: k for k in obj if isinstance(k, str) and k in _SCORE_KEYS})
+        key = next((by_lower[k] for k in _SCORE_KEYS if k in by_lower), None)
         if key is not None:
             expl = obj.get("explanation", obj.get("Explanation", ""))
             if isinstance(expl, list):

@@ -61,6 +61,20 @@ def test_parse_json_and_line_forms():
 
 
 @pytest.mark.parametrize(
+    ("reply", "want"),
+    [
+        ('{"Likert": -1, "Feasibility": 2}', (2, "")),  # priority, not dict order, whatever the case
+        ('{"LIKERT": -1, "Score": 1, "explanation": "x"}', (1, "x")),
+        ('{"likert": -1, "Feasibility": 2}', (2, "")),  # an exact-case lower-priority key does not win
+        ('{"Score": -2, "SCORE": 1}', (-2, "")),  # two spellings of one key: the first
+        ('{"SCORE": 1, "score": -1}', (-1, "")),  # ... or the lower-case one
+    ],
+)
+def test_json_score_key_priority_ignores_case(reply, want):
+    assert parse_feasibility_reply(reply) == want
+
+
+@pytest.mark.parametrize(
     "text,msg",
     [
         ('{"score": 3, "explanation": "x"}', "reply field 'score': Likert score 3 outside -2..2 (METRICS.md D.5)"),
