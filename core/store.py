@@ -55,6 +55,15 @@ def run_holder(root: str | Path) -> int | None:
         os.close(fd)
 
 
+def _in_use(root: Path, holder: int | None) -> InputError:
+    """The one-line error for a run folder another process holds (:func:`run_holder`'s pid, -1/None: unknown)."""
+    return InputError(
+        f"the run folder is in use by another sgieval process (pid {holder if holder and holder > 0 else '?'})",
+        what=str(root),
+        fix="wait until that run ends (`sgieval runs` lists it as running), or stop it first",
+    )
+
+
 def _release(lock: list[int]) -> None:
     """Close the held lock file's descriptor (which releases its flock), once."""
     while lock:
@@ -140,11 +149,7 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
         holder = run_holder(self.root)
         if holder is not None:  # never repair or append to the files of a run another process is writing
-            raise InputError(
-                f"the run folder is in use by another sgieval process (pid {holder if holder > 0 else '?'})",
-                what=str(self.root),
-                fix="wait until that run ends (`sgieval runs` lists it as running), or stop it first",
-            )
+            raise _in_use(self.root, holder)
         self._lock: list[int] = []  # the held lock file's descriptor (hold), closed by close or the finalizer
         links = [n for n in self.WRITTEN if (self.root / n).is_symlink()]
         if links:
@@ -295,11 +300,7 @@ class RunStore:
         except OSError:
             os.close(fd)
             holder = run_holder(self.root)
-            raise InputError(
-                f"the run folder is in use by another sgieval process (pid {holder if holder and holder > 0 else '?'})",
-                what=str(self.root),
-                fix="wait until that run ends (`sgieval runs` lists it as running), or stop it first",
-            ) from None
+            raise _in_use(self.root, holder) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))
         self._lock.append(fd)
