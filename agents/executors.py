@@ -31,7 +31,8 @@ import os
 import tempfile
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
-from ..core import EXECUTORS, InputError, Item, RunStore
+from ..core import EXECUTORS, InputError, Item, OfflineError, RunStore
+from ..core.retry import RetriesExhausted, RetryPolicy, retry
 from ..metric_pool.base import CORPUS, Metric, ScoringContext
 from ..models.accounting import current_ledger
 from ..models.base import NamedModel
@@ -67,8 +68,10 @@ def shard(units: Sequence[U], n: int) -> list[list[U]]:
 
 # ------------------------------------------------------------------ Ray plumbing
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
-    """Import and initialise Ray (once).  Raises InputError when the ``[ray]``
-    extra is not installed."""
+    """Import and initialise Ray (once): a cluster at ``address`` (or ``$RAY_ADDRESS``), connected with
+    :data:`CONNECT_RETRY`, else a local instance with ``num_cpus`` CPUs.  Raises InputError when the ``[ray]``
+    extra is not installed, OfflineError (naming the address and the server's last message line) when the
+    cluster cannot be reached after the retries."""
     try:
         import ray
     except ImportError as e:
@@ -80,12 +83,27 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     if not ray.is_initialized():
         address = address or os.environ.get("RAY_ADDRESS") or None
         kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
-        if address:
-            kw["address"] = address
-        else:
-            kw.update(num_cpus=num_cpus, include_dashboard=False)
-        ray.init(**kw)
+        if not address:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, **kw)
+            return ray
+        try:
+            retry(lambda: ray.init(address=address, **kw), CONNECT_RETRY, lambda e: isinstance(e, ConnectionError))
+        except RetriesExhausted as e:
+            lines = [ln.strip() for ln in str(e.last).splitlines() if ln.strip()]
+            reason = lines[-1] if lines else type(e.last).__name__
+            raise OfflineError(
+                f"could not connect to the Ray cluster at {address} after {e.attempts} attempt(s): {reason}",
+                what="--executor ray (RAY_ADDRESS)",
+                fix="check that the head node is up and its Ray Client server listens there "
+                "(its logs: ray_client_server*.err under the head's session_latest/logs), or use --executor local",
+            ) from e.last
     return ray
+
+
+CONNECT_RETRY = RetryPolicy(max_attempts=3, base_delay_s=2.0, max_delay_s=10.0)
+"""Connecting to a cluster (``ray.init(address=...)``): a ``ConnectionError`` (Ray Client's
+``ConnectionAbortedError`` "Initialization failure from server" when the head is slow to start the client's
+server-side driver, a refused connection) is tried 3 times with 2 s then 4 s (x U(0.5, 1.5)) between tries."""
 
 
 def _portable_chat(chat: Any) -> Any:

@@ -71,7 +71,8 @@ sys.exit(main())
 
 @pytest.fixture
 def cluster(tmp_path):
-    """(ray:// address, head process, worker process, auth env); every Ray process listens on 127.0.0.1 only.
+    """(ray:// address, head process, worker process, auth env, head temp dir), once both nodes are alive; every
+    Ray process listens on 127.0.0.1 only.
 
     Head: ``ray start --head`` with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (Ray's switch that keeps a node on the
     loopback address) and its Ray Client server; worker: ``ray start --address`` (see WORKER_BOOT).  Token
@@ -101,7 +102,8 @@ def cluster(tmp_path):
             f"--temp-dir={temp}",
             *common,
         ],
-        env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+        # the head waits up to 120 s (Ray's default: 30 s) for the server-side driver it starts per client
+        env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120"},
         stdout=(logs / "head.out").open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -117,7 +119,9 @@ def cluster(tmp_path):
             start_new_session=True,
         )
         procs.append(worker)
-        yield f"ray://127.0.0.1:{client}", head, worker, auth
+        address = f"ray://127.0.0.1:{client}"
+        _wait_nodes(address, auth, Path(temp), timeout_s=300)
+        yield address, head, worker, auth, Path(temp)
     finally:
         for p in reversed(procs):
             _stop(p)
@@ -129,6 +133,31 @@ import ray
 ray.init()
 print(sorted((n["NodeManagerAddress"], n["Alive"]) for n in ray.nodes()))
 """
+
+
+TWO_NODES = "[('127.0.0.1', True), ('127.0.0.1', True)]"
+
+
+def _head_logs(temp: Path) -> str:
+    """The tail of the head's Ray Client server logs (where a refused client connection is explained)."""
+    logs = sorted((temp / "session_latest" / "logs").glob("ray_client_server*"))
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in logs)
+
+
+def _wait_nodes(address: str, auth: dict[str, str], temp: Path, timeout_s: float) -> None:
+    """Until both nodes are alive, as seen by a Ray Client connected to ``address`` (a fresh client each try: the
+    head may refuse the first ones while it is still starting)."""
+    t0, res = time.monotonic(), None
+    while time.monotonic() - t0 < timeout_s:
+        res = subprocess.run(
+            [sys.executable, "-c", NODES], env=_client_env(address, auth), capture_output=True, text=True, timeout=300
+        )
+        if res.returncode == 0 and res.stdout.strip().splitlines()[-1:] == [TWO_NODES]:
+            return
+        time.sleep(2)
+    pytest.fail(
+        f"the cluster did not show two live nodes within {timeout_s} s: {res and res.stderr[-2000:]}\n{_head_logs(temp)}"
+    )
 
 
 def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float) -> None:
@@ -178,7 +207,15 @@ def _client_env(ray_address: str | None, auth: dict[str, str]) -> dict[str, str]
     return env
 
 
-def _ask(tmp_path: Path, out: Path, url: str, executor: str, ray_address: str | None, auth: dict[str, str]) -> Path:
+def _ask(
+    tmp_path: Path,
+    out: Path,
+    url: str,
+    executor: str,
+    ray_address: str | None,
+    auth: dict[str, str],
+    temp: Path | None = None,
+) -> Path:
     env = _client_env(ray_address, auth)
     cmd = [
         sys.executable,
@@ -202,23 +239,23 @@ def _ask(tmp_path: Path, out: Path, url: str, executor: str, ray_address: str | 
         "",
     ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 0, res.stderr[-3000:] + (_head_logs(temp) if temp else "")
     (run,) = [p.parent for p in out.glob("*/config.json")]
     return run
 
 
 def test_ray_client_cluster_same_records_as_local(tmp_path, cluster):
-    address, head, worker, auth = cluster
+    address, head, worker, auth, temp = cluster
     with MockOpenAI() as mock:  # default reply: "echo: <last user message>"
         local = _ask(tmp_path, tmp_path / "local", mock.url, "local", None, {})
         assert mock.stats()["served"] == N
-        dist = _ask(tmp_path, tmp_path / "ray", mock.url, "ray", address, auth)
+        dist = _ask(tmp_path, tmp_path / "ray", mock.url, "ray", address, auth, temp)
         assert mock.stats()["served"] == 2 * N  # every item called again, from the cluster's workers
     # the cluster had its two nodes, both on the loopback address
     res = subprocess.run(
         [sys.executable, "-c", NODES], env=_client_env(address, auth), capture_output=True, text=True, timeout=300
     )
-    assert res.stdout.strip().splitlines()[-1] == "[('127.0.0.1', True), ('127.0.0.1', True)]", res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == TWO_NODES, res.stderr[-2000:]
     (lr, ls), (dr, ds) = _records(local), _records(dist)
     assert dr == lr and ds == ls
     assert len(lr) == N
