@@ -312,6 +312,10 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        # redrawn 4 times a second, and not at all when stderr is no terminal (where it shows nothing): each
+        # redraw holds the GIL for milliseconds in rich's refresh thread, which delays the event loop (issue 13)
+        refresh_per_second=4,
+        disable=not err.is_terminal,
     ) as progress:
         task = progress.add_task("evaluating", total=None)
         rt.on_progress = lambda done, total: progress.update(task, completed=done, total=total)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from sgieval.core.retry import RetriesExhausted, RetryPolicy, aretry, retry
@@ -116,3 +118,28 @@ def test_full_jitter_reader_and_hook_before_each_wait(monkeypatch):
     assert e.value.attempts == 4
     assert waits == [0.5, 30.0, 2.0]  # 2 * 2**0 / 4; the reader's 30 s over 1.0; 2 * 2**2 / 4
     assert seen == [(1, "a", 0.5), (2, "slow down", 30.0), (3, "c", 2.0)]
+
+
+def test_success_at_first_attempt_leaves_no_reference_cycles():
+    """Issue 13: the first attempt runs outside tenacity, whose retry state (AsyncRetrying, RetryCallState,
+    Future, Condition...) forms reference cycles that the garbage collector must trace on every model call."""
+    import gc
+
+    async def ok() -> int:
+        return 7
+
+    async def many() -> list[tuple[int, int]]:
+        return [await aretry(ok, RetryPolicy(), lambda e: True) for _ in range(200)]
+
+    def sync_many() -> list[tuple[int, int]]:
+        return [retry(lambda: 7, RetryPolicy(), lambda e: True) for _ in range(200)]
+
+    gc.collect()
+    gc.disable()
+    try:
+        out = asyncio.run(many()) + sync_many()
+        collected = gc.collect()
+    finally:
+        gc.enable()
+    assert out == [(7, 1)] * 400
+    assert collected < 100  # the event loop's own few; through tenacity each call leaves ~60 objects in cycles

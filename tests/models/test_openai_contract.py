@@ -7,6 +7,7 @@ Retry-After).  A langchain-openai or openai version where they differ fails here
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -89,6 +90,11 @@ async def test_same_request_bytes_and_same_message(case):
     assert log[0]["body"] == log[1]["body"]  # byte-identical request bodies
     assert log[0]["content_type"].split(";")[0] == log[1]["content_type"].split(";")[0] == "application/json"
     assert _message_view(direct) == _message_view(sdk)
+    # LangChain's run id on both (ChatOpenAIDirect's unobserved fast path names it as BaseChatModel does)
+    assert re.fullmatch(RUN_ID, direct.id) and re.fullmatch(RUN_ID, sdk.id), (direct.id, sdk.id)
+
+
+RUN_ID = r"lc_run--[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-0"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
