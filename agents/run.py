@@ -496,8 +496,10 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
 
     def load() -> None:
         try:
+            from ..reports.render import warm_templates
             from . import reporting  # noqa: F401
 
+            warm_templates()
             if not warm:
                 import scipy.stats  # noqa: F401
 

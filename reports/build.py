@@ -336,10 +336,13 @@ def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[st
     corpus-level value, else :func:`_cell_without_value` (e.g. "all 3 failed
     (judge_error)", "not run")."""
     rows = []
+    by_pair: defaultdict[tuple[str, str], list[Score]] = defaultdict(list)  # one pass over the scores
+    for s in scores:
+        by_pair[(s.model, s.metric)].append(s)
     for spec in specs:
         row: list[Any] = [spec.name + (" *custom*" if spec.name in custom else ""), spec.kind, spec.scale_label]
         for m in models:
-            mine = [s for s in scores if s.model == m and s.metric == spec.name]
+            mine = by_pair.get((m, spec.name), [])
             item_vals = [s.value for s in mine if s.ok and s.value is not None and s.item_id != CORPUS]
             corpus = [s for s in mine if s.ok and s.item_id == CORPUS]
             if item_vals:

@@ -153,12 +153,13 @@ def test_without_a_uid_the_callers_processes_are_added_to_the_process_limit(tmp_
     monkeypatch.setattr(bw, "_count_processes", lambda uid: 5 if uid == os.getuid() else 0)
     got = sbx.argv(Path(tmp_path), {}, 12.5, None)
     assert "setpriv" not in got
-    # CPU: ceil(12.5) = 13 s soft, 14 s hard; processes 8 + 1 + 5 already running
+    # CPU without cpu_time_s: ceil(12.5) + 1 = 14 s soft (the wall timeout fires first), 15 s hard;
+    # processes 8 + 1 + 5 already running
     tail = got[got.index("prlimit") :]
     assert tail == [
         "prlimit",
         f"--as={512 * MIB}",
-        "--cpu=13:14",
+        "--cpu=14:15",
         "--nproc=14",
         f"--fsize={16 * MIB}",
         "--core=0",

@@ -44,7 +44,9 @@ class SandboxLimits(BaseModel):
 
     ``memory_mb`` address-space limit in MiB (RLIMIT_AS; default 2048);
     ``timeout_s`` wall seconds (default 60; ``run(timeout_s=...)`` overrides);
-    ``cpu_time_s`` CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout);
+    ``cpu_time_s`` CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout + 1 s, so a single-threaded
+    busy loop is stopped by the wall timeout, reported as ``timeout``, and not by a race between the two;
+    a multi-threaded program can still pass its CPU seconds first);
     ``output_bytes`` per stream (stdout, stderr; default 1 MiB), beyond which
     the run is killed and the text truncated with :data:`TRUNCATION_MARKER`;
     ``max_processes`` processes + threads of the sandbox uid (RLIMIT_NPROC;
@@ -61,7 +63,8 @@ class SandboxLimits(BaseModel):
     tmp_mb: int = Field(default=64, ge=1)
 
     def cpu_seconds(self, timeout_s: float) -> int:
-        return int(math.ceil(self.cpu_time_s if self.cpu_time_s is not None else timeout_s))
+        """RLIMIT_CPU seconds for a run with wall limit ``timeout_s`` (see the class docstring)."""
+        return int(math.ceil(self.cpu_time_s)) if self.cpu_time_s is not None else int(math.ceil(timeout_s)) + 1
 
 
 # ----------------------------------------------------------------- process core
