@@ -42,6 +42,7 @@ and its next call on a later loop fails with "Event loop is closed".
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import weakref
 from typing import Any, AsyncIterator
@@ -438,21 +439,30 @@ def _observed(chat: ChatOpenAIDirect, config: Any, kwargs: dict[str, Any]) -> bo
         or chat.output_version == "v1"
         or get_debug()
         or get_verbose()
-        or (chat.cache is not False and (chat.cache not in (None, True) or get_llm_cache() is not None))
+        or (chat.cache is not None and chat.cache is not False)  # a cache object, or True (the global one)
+        or (chat.cache is None and get_llm_cache() is not None)
     ):
         return True
     cbs = ensure_config(config).get("callbacks")
     if cbs and (isinstance(cbs, list) or getattr(cbs, "handlers", None) or getattr(cbs, "inheritable_handlers", None)):
         return True
-    from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
-    from langsmith.run_helpers import get_tracing_context
-
-    if _tracing_v2_is_enabled():
+    configure_hooks, tracing_v2_is_enabled, get_tracing_context = _tracing_checks()
+    if tracing_v2_is_enabled():
         return True
     tracing = get_tracing_context()
     if tracing.get("enabled") or tracing.get("parent") is not None:
         return True
-    return any(var.get() is not None or (env and env_var_is_set(env)) for var, _, _, env in _configure_hooks)
+    return any(var.get() is not None or (env and env_var_is_set(env)) for var, _, _, env in configure_hooks)
+
+
+@functools.lru_cache(maxsize=1)
+def _tracing_checks() -> tuple[Any, Any, Any]:
+    """LangSmith's tracing switches, imported on the first call (langsmith is heavy; LangGraph has
+    usually imported it by then)."""
+    from langchain_core.tracers.context import _configure_hooks, _tracing_v2_is_enabled
+    from langsmith.run_helpers import get_tracing_context
+
+    return _configure_hooks, _tracing_v2_is_enabled, get_tracing_context
 
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")

@@ -80,3 +80,25 @@ async def test_observed_calls_take_langchains_path(langchain_path, how, monkeypa
                 msg = await chat.ainvoke("q2")
     assert langchain_path == [1]
     assert msg.content == "echo: q2"
+
+
+async def test_an_llm_cache_is_honoured(langchain_path):
+    """A LangChain LLM cache observes the call too: the global one answers the repeated prompt (one request
+    served), and ``cache=True`` without one raises LangChain's error instead of silently calling."""
+    from langchain_core.caches import InMemoryCache
+    from langchain_core.globals import set_llm_cache
+
+    with MockOpenAI() as mock:
+        kw = dict(base_url=mock.url, api_key="k", model="m", max_retries=0)
+        set_llm_cache(InMemoryCache())
+        try:
+            first = await ChatOpenAIDirect(**kw).ainvoke("q3")
+            again = await ChatOpenAIDirect(**kw).ainvoke("q3")
+        finally:
+            set_llm_cache(None)
+        assert mock.stats()["served"] == 1
+        with pytest.raises(ValueError, match="no cache found"):
+            await ChatOpenAIDirect(**kw, cache=True).ainvoke("q4")
+        assert mock.stats()["served"] == 1
+    assert first.content == again.content == "echo: q3"
+    assert len(langchain_path) == 3
