@@ -195,7 +195,7 @@ async def run_evaluation(
 ) -> EvalProgress:
     """Evaluate every (target, item) pair not already complete in ``store``.
 
-    Units run concurrently (at most ``max_parallel``); each appends its
+    Units run concurrently (``max_parallel`` workers take them in order); each appends its
     Response, then its Scores, as soon as they exist.  Corpus-level scores
     (``item_id == "*"``) are computed last, once per model.
     """
@@ -222,7 +222,6 @@ async def _run_evaluation(
 ) -> EvalProgress:
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
-    sem = asyncio.Semaphore(max_parallel)
     lock = asyncio.Lock()
     units = [(t, i) for t in targets for i in items]
     finished = 0
@@ -239,30 +238,38 @@ async def _run_evaluation(
 
     async def _unit(target: NamedModel, item: Item) -> None:
         nonlocal finished
-        async with sem:
-            if prog.budget_stopped or stopped:
-                return
-            resp = responses.get((item.id, target.name))
-            if resp is None:
-                resp = await infer(item, target, ctx)
-                async with lock:
-                    store.append("responses", [resp])
-                    responses[(item.id, target.name)] = resp
-                prog.responses_new += 1
-            else:
-                prog.responses_skipped += 1
-            if not resp.ok:
-                prog.failures.append(f"{target.name} on {item.id}: {resp.error}")
-            scores = await score_response(item, resp, metrics, ctx, done)
+        if prog.budget_stopped or stopped:
+            return
+        resp = responses.get((item.id, target.name))
+        if resp is None:
+            resp = await infer(item, target, ctx)
             async with lock:
-                store.append("scores", scores)
-                done.update((s.item_id, s.model, s.metric) for s in scores)
-                prog.scores_new += len(scores)
-                finished += 1
-                if on_progress:
-                    on_progress(finished, len(units))
+                store.append("responses", [resp])
+                responses[(item.id, target.name)] = resp
+            prog.responses_new += 1
+        else:
+            prog.responses_skipped += 1
+        if not resp.ok:
+            prog.failures.append(f"{target.name} on {item.id}: {resp.error}")
+        scores = await score_response(item, resp, metrics, ctx, done)
+        async with lock:
+            store.append("scores", scores)
+            done.update((s.item_id, s.model, s.metric) for s in scores)
+            prog.scores_new += len(scores)
+            finished += 1
+            if on_progress:
+                on_progress(finished, len(units))
 
-    await asyncio.gather(*(unit(t, i) for t, i in units))
+    # ``max_parallel`` workers take the units in order from one shared iterator (each unit once): the first
+    # calls start at once, where one task per unit made all 10,000 tasks of a 10,000-item run before the first
+    # call (~0.15 s) and kept them alive for the whole run (issue 13)
+    pending = iter(units)
+
+    async def worker() -> None:
+        for t, i in pending:
+            await unit(t, i)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(max_parallel, len(units))))))
     if stopped:
         raise stopped[0]
     if prog.budget_stopped:
