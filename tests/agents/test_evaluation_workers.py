@@ -1,0 +1,67 @@
+"""run_evaluation runs its units on ``max_parallel`` workers (issue 13): never more than ``max_parallel`` target
+calls at once, calls started in item order, and no task per unit (a 10,000-item run made 10,000 tasks before
+its first call)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from sgieval.agents.evaluation import run_evaluation
+from sgieval.core import Item, RunStore
+from sgieval.metric_pool.base import ScoringContext
+from sgieval.metric_pool.generic import ReferenceMatch
+from sgieval.models.base import NamedModel
+
+N = 40
+
+
+class CountingChat(BaseChatModel):
+    """Answers ``echo <prompt>`` after 5 ms; records the prompts in call order, the calls in flight and the
+    asyncio tasks alive at each call."""
+
+    started: list[str] = []
+    in_flight: int = 0
+    max_in_flight: int = 0
+    max_tasks: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "counting-fake"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # pragma: no cover
+        raise NotImplementedError
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        prompt = messages[-1].content
+        self.started.append(prompt)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self.max_tasks = max(self.max_tasks, len(asyncio.all_tasks()))
+        await asyncio.sleep(0.005)
+        self.in_flight -= 1
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=f"echo {prompt}"))])
+
+
+async def test_units_run_on_max_parallel_workers_in_item_order(tmp_path):
+    chat = CountingChat(started=[])
+    target = NamedModel(name="counting", role="target", chat=chat, provider="counting")
+    items = [
+        Item(id=f"jsonl:t/{k}", benchmark="jsonl:t", task="short_answer", prompt=f"q{k}", reference={"answer": a})
+        for k, a in ((k, f"echo q{k}" if k % 4 else "other") for k in range(N))
+    ]
+    store = RunStore(tmp_path / "run")
+    prog = await run_evaluation(
+        store, items, [target], [ReferenceMatch(names=["exact_match"])], ScoringContext(), max_parallel=4
+    )
+    assert chat.started == [f"q{k}" for k in range(N)]
+    assert chat.max_in_flight == 4
+    # per worker: itself, the call's timeout task (asyncio.wait_for) and LangChain's agenerate task; plus the
+    # test's own task: 3 * 4 + 1 = 13 (one task per unit made more than 40)
+    assert chat.max_tasks <= 3 * 4 + 1
+    assert (prog.responses_new, prog.scores_new) == (N, N)
+    # exact match: items 0, 4, 8, ... (every 4th) have the gold "other" -> 30 of 40 correct
+    assert sum(s.value for s in store.read("scores")) == 30.0
