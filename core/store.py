@@ -201,7 +201,8 @@ class RunStore:
         known = self._records.get(name)
         if known is not None:
             if known[0] + len(data) == end:  # nobody else wrote in between: the kept records stay exact
-                self._records[name] = (end, known[1] + list(records))
+                known[1].extend(records)  # in place (the list is never handed out: read() returns copies);
+                self._records[name] = (end, known[1])  # a new list per append was quadratic over a run
             else:
                 del self._records[name]
 
