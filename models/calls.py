@@ -241,7 +241,9 @@ async def ainvoke(
         # reply, or in an error that the two special retries below may answer once each
         async def attempt_once(target: Any = target, extra: dict[str, Any] = dict(longer)) -> Any:
             async with sem:  # held only while a request is in flight, never during backoff sleeps
-                return await asyncio.wait_for(target.ainvoke(messages, **extra), timeout=timeout_s)
+                # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call (issue 13)
+                async with asyncio.timeout(timeout_s):
+                    return await target.ainvoke(messages, **extra)
 
         policy = _retry.RetryPolicy(
             max_attempts=max(1, allowed - attempt),
