@@ -19,7 +19,9 @@ ones ``ChatOpenAI`` gives; the POST goes through one pooled
 before it becomes an AIMessage (:func:`sdk_shape`), so both transports give
 the same message (tests/models/test_openai_contract.py).  For servers other
 than api.openai.com the body is first adapted for stricter servers
-(:func:`compat_payload`; ``server_compat`` turns that off or on).  Requests this path does not
+(:func:`compat_payload`; ``server_compat`` turns that off or on).  A call that nothing observes (no
+callback handler, tracer, LLM cache...; :func:`_observed`) also skips LangChain's callback machinery in
+``ainvoke`` and gets the same AIMessage.  Requests this path does not
 cover fall back to ``ChatOpenAI`` unchanged: streaming, the Responses API,
 ``response_format`` (structured output parsed by the SDK), the synchronous
 ``invoke``, ``include_response_headers``, a custom ``http_async_client``,
@@ -48,13 +50,23 @@ import weakref
 from typing import Any, AsyncIterator
 
 from langchain_core.globals import get_debug, get_llm_cache, get_verbose
-from langchain_core.language_models.chat_models import LC_ID_PREFIX, _gen_info_and_msg_metadata, _normalize_messages
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables.config import ensure_config
 from langchain_core.utils.env import env_var_is_set
 from langchain_core.utils.uuid import uuid7
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
+
+try:  # private helpers of BaseChatModel's path, which the unobserved fast path (ChatOpenAIDirect.ainvoke) reuses
+    from langchain_core.language_models.chat_models import (
+        LC_ID_PREFIX,
+        _gen_info_and_msg_metadata,
+        _normalize_messages,
+    )
+
+    _FAST_PATH = True
+except ImportError:  # pragma: no cover - a langchain-core without them: every call takes LangChain's path
+    _FAST_PATH = False
 
 
 class OpenAIHTTPError(Exception):
@@ -348,7 +360,7 @@ class ChatOpenAIDirect(ChatOpenAI):
         streaming): the same AIMessage (response metadata merged as ``_agenerate_with_cache`` merges it, a
         ``lc_run-`` id) for about a third of the CPU (issue 13; ``python -m sgieval.bench.throughput``).
         Observed calls take LangChain's path unchanged."""
-        if _observed(self, config, kwargs):
+        if not _FAST_PATH or _observed(self, config, kwargs):
             return await super().ainvoke(input, config, stop=stop, **kwargs)
         kwargs.pop("ls_structured_output_format", None)  # tracing metadata only, as BaseChatModel.agenerate pops it
         kwargs.pop("structured_output_format", None)
