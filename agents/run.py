@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator, Mapping
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..benchmarks.registry import predefined_metrics
 from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
+from ..core import gcpause
 from ..core.logs import get_logger, run_logging
 from ..core.offload import worker_active
 from ..core.settings import load_settings, use_settings
@@ -552,6 +553,7 @@ async def write_report(rt: RunContext, state: State) -> Path:
     """(Re)write ``report.md`` from the run folder's records and the plans in ``state``."""
     from .reporting import build_report  # with scipy and matplotlib: loaded when the report is built
 
+    gcpause.resume()  # `sgieval report` starts here, with no evaluation (core.gcpause)
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = _items(rt, state["selection"]["item_ids"])

@@ -46,16 +46,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 import weakref
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 from langchain_core.globals import get_debug, get_llm_cache, get_verbose
-from langchain_core.outputs import ChatResult
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables.config import ensure_config
 from langchain_core.utils.env import env_var_is_set
 from langchain_core.utils.uuid import uuid7
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, model_validator
 
 try:  # private helpers of BaseChatModel's path, which the unobserved fast path (ChatOpenAIDirect.ainvoke) reuses
     from langchain_core.language_models.chat_models import (
@@ -281,6 +282,55 @@ def sdk_shape(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_SDK_CLIENT_FIELDS = ("client", "async_client", "root_client", "root_async_client")
+"""``ChatOpenAI``'s openai SDK clients (built by its ``validate_environment``)."""
+
+_SDK_CLIENT_INPUTS = (*_SDK_CLIENT_FIELDS, "http_client", "http_async_client", "openai_proxy")
+"""Constructor arguments that shape those clients: given any, the clients are built at construction as usual."""
+
+
+class _SDKTwin:
+    """The openai SDK clients of one :class:`ChatOpenAIDirect`, built when first needed (issue 13: start fast).
+
+    ``ChatOpenAI`` builds a sync and an async SDK client when it is constructed (two SSL contexts, the SDK's
+    chat resources: ~80 ms before a run's first call), but the direct path never uses them.  The twin keeps
+    the constructor's arguments and builds a plain ``ChatOpenAI`` from them on first use, so the clients
+    are the ones ``ChatOpenAI`` itself builds (base URL, key, organisation, headers, query, timeout,
+    retries), and ``stream_usage`` gets the default ``ChatOpenAI`` would have given."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        self.kwargs = kwargs
+        self._twin: ChatOpenAI | None = None
+        self._lock = threading.Lock()
+
+    def twin(self) -> ChatOpenAI:
+        with self._lock:
+            if self._twin is None:
+                self._twin = ChatOpenAI(**self.kwargs)
+            return self._twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"kwargs": self.kwargs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["kwargs"])  # type: ignore[misc]
+
+
+class _DeferredClient:
+    """Stands in a ``ChatOpenAI`` client field until :meth:`ChatOpenAIDirect._ensure_sdk` puts the real
+    client there; any attribute read builds it first (a path that reads a client without going through
+    ``_ensure_sdk`` still gets the real one)."""
+
+    def __init__(self, sdk: _SDKTwin, field: str):
+        self.sdk = sdk
+        self.field = field
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("sdk", "field") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(getattr(self.sdk.twin(), self.field), name)
+
+
 class ChatOpenAIDirect(ChatOpenAI):
     """``ChatOpenAI`` whose async chat-completions calls skip the openai SDK
     (see the module docstring for what is covered and what falls back).
@@ -306,6 +356,42 @@ class ChatOpenAIDirect(ChatOpenAI):
     is byte for byte what ``ChatOpenAI`` sends)."""
 
     _json_object_only: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defer_sdk_clients(cls, data: Any) -> Any:
+        """Construction: unless the caller gives a client, an HTTP client or a proxy, the four SDK client
+        fields get :class:`_DeferredClient` placeholders, so ``ChatOpenAI.validate_environment`` does not
+        build clients the direct path never uses (:class:`_SDKTwin` builds them on first use)."""
+        if not isinstance(data, dict) or any(data.get(k) is not None for k in _SDK_CLIENT_INPUTS):
+            return data
+        sdk = _SDKTwin({k: v for k, v in data.items() if k != "server_compat"})
+        return {**data, **{f: _DeferredClient(sdk, f) for f in _SDK_CLIENT_FIELDS}}
+
+    def _ensure_sdk(self) -> None:
+        """Put the real SDK clients in place of the placeholders (and ``ChatOpenAI``'s ``stream_usage``
+        default, when the caller gave none) before a path that uses the SDK runs."""
+        deferred = self.async_client if isinstance(self.async_client, _DeferredClient) else None
+        if deferred is None:
+            return
+        twin = deferred.sdk.twin()
+        for f in _SDK_CLIENT_FIELDS:
+            object.__setattr__(self, f, getattr(twin, f))
+        if self.stream_usage is None and "stream_usage" not in deferred.sdk.kwargs:
+            object.__setattr__(self, "stream_usage", twin.stream_usage)
+
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        self._ensure_sdk()
+        return super()._generate(*args, **kwargs)
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        self._ensure_sdk()
+        yield from super()._stream(*args, **kwargs)
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        self._ensure_sdk()
+        async for chunk in super()._astream(*args, **kwargs):
+            yield chunk
 
     def _official(self) -> bool:
         base = (self.openai_api_base or "https://api.openai.com/v1").lower()
@@ -378,6 +464,7 @@ class ChatOpenAIDirect(ChatOpenAI):
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         payload = self._get_request_payload(messages, stop=stop, **kwargs)
         if not self._direct_ok(payload):
+            self._ensure_sdk()
             return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
         url, headers = self._direct_url_headers()
         rf = payload.get("response_format")

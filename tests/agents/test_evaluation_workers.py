@@ -65,3 +65,38 @@ async def test_units_run_on_max_parallel_workers_in_item_order(tmp_path):
     assert (prog.responses_new, prog.scores_new) == (N, N)
     # exact match: items 0, 4, 8, ... (every 4th) have the gold "other" -> 30 of 40 correct
     assert sum(s.value for s in store.read("scores")) == 30.0
+
+
+class SlowScore(ReferenceMatch):
+    """Exact match that takes 20 ms to score (as a judged metric waits for its judge), and counts the units
+    during whose scoring a target call started."""
+
+    def __init__(self, chat: CountingChat):
+        super().__init__(names=["exact_match"])
+        self.chat = chat
+        self.overlaps = 0
+
+    async def score(self, item, response, ctx):
+        calls_before = len(self.chat.started)
+        await asyncio.sleep(0.02)
+        if len(self.chat.started) > calls_before:  # a call started while this unit was being scored
+            self.overlaps += 1
+        return await super().score(item, response, ctx)
+
+
+async def test_next_call_starts_while_a_unit_is_scored(tmp_path):
+    """One call slot (max_parallel=1): the slot is freed when the reply arrives, and the next unit's call
+    runs while the finished unit is scored; still never two calls at once.  With one worker per slot the
+    slot idled through every scoring (no overlap at all)."""
+    chat = CountingChat(started=[])
+    target = NamedModel(name="counting", role="target", chat=chat, provider="counting")
+    items = [
+        Item(id=f"jsonl:t/{k}", benchmark="jsonl:t", task="short_answer", prompt=f"q{k}", reference={"answer": "x"})
+        for k in range(8)
+    ]
+    metric = SlowScore(chat)
+    prog = await run_evaluation(RunStore(tmp_path / "run"), items, [target], [metric], ScoringContext(), max_parallel=1)
+    assert chat.max_in_flight == 1
+    assert chat.started == [f"q{k}" for k in range(8)]
+    assert metric.overlaps == 7  # every scoring but the last one overlaps the next unit's call
+    assert (prog.responses_new, prog.scores_new) == (8, 8)

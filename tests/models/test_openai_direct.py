@@ -208,3 +208,76 @@ def test_openai_strings_use_the_direct_client_unless_told_otherwise(monkeypatch)
     with pytest.raises(InputError) as ei:
         resolve_model("openai:gpt-4o", "judge", base_url="http://127.0.0.1:9/v1")
     assert "SGIEVAL_OPENAI_TRANSPORT" in ei.value.one_line() and "'sdk'" in ei.value.one_line()
+
+
+async def test_sdk_clients_are_built_only_when_a_call_needs_them(monkeypatch):
+    """ChatOpenAI builds a sync and an async openai SDK client at construction (~80 ms: two SSL contexts,
+    the SDK's chat resources) that the direct path never uses; ChatOpenAIDirect builds them on the first
+    call that takes the SDK path, as ChatOpenAI would have built them (issue 13: time to first call)."""
+    import openai
+
+    built = []
+    init = openai.AsyncOpenAI.__init__
+
+    def counting_init(self, *a, **kw):
+        built.append(kw.get("base_url"))
+        init(self, *a, **kw)
+
+    monkeypatch.setattr(openai.AsyncOpenAI, "__init__", counting_init)
+    replies = ["plain", json.dumps({"score": 7, "rationale": "sound controls"})]
+    with MockOpenAI(replies=replies) as mock:
+        # server_compat=False: structured output goes through the SDK's parse(), as for api.openai.com
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", max_retries=0, server_compat=False)
+        assert (await chat.ainvoke("direct")).content == "plain"
+        assert built == []  # construction and a direct call: no SDK client
+        parsed = await chat.with_structured_output(Verdict, method="json_schema").ainvoke("via the sdk")
+        (direct, via_sdk) = mock.log()
+    assert parsed == Verdict(score=7, rationale="sound controls")
+    assert built == [mock.url]
+    assert isinstance(chat.root_async_client, openai.AsyncOpenAI) and isinstance(chat.root_client, openai.OpenAI)
+    assert via_sdk["user_agent"].startswith("AsyncOpenAI/Python") and not direct["user_agent"].startswith("AsyncOpenAI")
+    reference = ChatOpenAI(base_url=mock.url, api_key="k", model="m", max_retries=0)
+    for f in ("root_async_client", "root_client"):
+        mine, theirs = getattr(chat, f), getattr(reference, f)
+        assert (mine.base_url, mine.api_key, mine.max_retries, mine.timeout) == (
+            theirs.base_url,
+            theirs.api_key,
+            theirs.max_retries,
+            theirs.timeout,
+        )
+
+
+@pytest.mark.parametrize("base_url", [None, "http://127.0.0.1:9/v1"])
+def test_deferred_clients_keep_chatopenais_stream_usage_default(base_url, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    kw = {"api_key": "k", "model": "m", **({"base_url": base_url} if base_url else {})}
+    chat = ChatOpenAIDirect(**kw)
+    chat._ensure_sdk()
+    assert chat.stream_usage == ChatOpenAI(**kw).stream_usage == (True if base_url is None else None)
+    given = ChatOpenAIDirect(**kw, stream_usage=False)
+    given._ensure_sdk()
+    assert given.stream_usage is False
+
+
+def test_clients_given_or_shaped_by_the_caller_are_built_at_construction():
+    import httpx
+    import openai
+
+    chat = ChatOpenAIDirect(api_key="k", model="m", http_async_client=httpx.AsyncClient())
+    assert isinstance(chat.root_async_client, openai.AsyncOpenAI)
+    deferred = ChatOpenAIDirect(api_key="k", model="m")
+    assert type(deferred.root_async_client).__name__ == "_DeferredClient"
+    # a placeholder read by any path still reaches the real client
+    assert str(deferred.root_async_client.base_url) == "https://api.openai.com/v1/"
+
+
+def test_a_deferred_model_pickles_and_copies():
+    import copy
+    import pickle
+
+    chat = ChatOpenAIDirect(base_url="http://127.0.0.1:9/v1", api_key="k", model="m")
+    for other in (pickle.loads(pickle.dumps(chat)), copy.deepcopy(chat), chat.model_copy(deep=True)):
+        other._ensure_sdk()
+        assert str(other.root_async_client.base_url) == "http://127.0.0.1:9/v1/"
+        assert other.openai_api_key.get_secret_value() == "k"
