@@ -15,9 +15,9 @@ For each ``--n`` (default 1,000 and 10,000) this script
    used by then, sampled from ``/proc`` every 10 ms: on a busy machine this is the start-up cost that
    wall time cannot show) and the calls served; then the
    sgieval / bare wall ratio (targets: <= 1.2 at 1,000 items, <= 1.05 at 10,000) and each arm's wall
-   over the ideal ``N x latency / concurrency``.  Both arms run ``--rounds`` times (3), alternating, and the
-   runs of median wall are compared (one run's ratio moves by +-0.07 on this 2-core machine); every round's
-   ratio is printed too.
+   over the ideal ``N x latency / concurrency``.  Both arms run ``--rounds`` times (5), alternating, and the
+   runs of median wall are compared (one run's ratio moves by +-0.07 on this 2-core machine, and the same
+   client's call rate by +-2% from run to run); every round's ratio is printed too.
 
 ``--startup`` (on by default; ``--no-startup`` skips it) also times, best of ``--repeat`` (3) after one
 warm-up run: ``sgieval --help`` (target <= 0.3 s) and the main job ``sgieval ask "Which model is the
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         help="also time `sgieval --help` and the main job (default on)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="runs per startup timing (best is shown)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating runs of both arms per N (medians are compared)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating runs of both arms per N (medians are compared)")
     a = ap.parse_args(argv)
     ns = a.n or [1000, 10000]
     try:

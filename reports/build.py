@@ -370,52 +370,53 @@ def injection_suspected(s: Score) -> bool:
     )
 
 
-def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
-    """The Failures section's counts, each apart from the others (issue 11):
-    ``truncated`` and ``empty`` target replies (D.10), ``no_answer`` ok scores
-    whose reply held no answer (``details["no_answer"]``, scored 0 but not a
-    wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
-    flagged ``injection_suspected`` (D.14), and ``errors``: failed responses
-    and failed, applicable scores with any other status."""
-    truncated = sum(r.status == "truncated" for r in responses)
-    empty = sum(r.status == "empty" for r in responses)
-    no_answer = Counter(s.metric for s in scores if s.ok and s.details.get("no_answer"))
-    injection = sum(injection_suspected(s) for s in scores)
-    errors = sum(not r.ok and r.status not in REPLY_STATUSES for r in responses) + sum(
-        not s.ok and s.status not in REPLY_STATUSES and not not_applicable(s) for s in scores
-    )
-    return {
-        "truncated": truncated,
-        "empty": empty,
-        "no_answer": sum(no_answer.values()),
-        "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(no_answer.items())),
-        "injection": injection,
-        "errors": errors,
-    }
+@dataclass
+class _Tally:
+    """What the Failures section counts, from one pass over the responses and one over the scores."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)  # failed responses and scores (not n/a)
+    na: list[dict[str, Any]] = field(default_factory=list)  # not-applicable scores
+    flagged: list[dict[str, Any]] = field(default_factory=list)  # scores whose evidence raises a flag
+    flag_counts: Counter = field(default_factory=Counter)
+    truncated: int = 0
+    empty: int = 0
+    no_answer: Counter = field(default_factory=Counter)
+    injection: int = 0
+    errors: int = 0
 
 
-def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
-    """Failed responses and scores (status != ok) for the Failures section;
-    not-applicable scores (:func:`not_applicable`) are kept apart in
-    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures;
-    scores whose evidence raises a flag (``injection_suspected``, METRICS.md
-    D.14) are counted in ``flags`` ({total, by_flag, rows, more}), whatever their status."""
-    rows: list[dict[str, Any]] = []
-    na: list[dict[str, Any]] = []
+def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
+    """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`_failures`
+    (a 10,000-item run has 30,000 scores, and each pass over the scores of a finished run costs ~10 ms:
+    issue 13's report tail)."""
+    t = _Tally()
     for r in responses:
-        if not r.ok:
-            rows.append(
-                {
-                    "kind": "response",
-                    "item": r.item_id,
-                    "model": r.model,
-                    "metric": "",
-                    "status": r.status,
-                    "reason": (r.error or "")[:200],
-                }
-            )
+        if r.status == "ok":
+            continue
+        if r.status == "truncated":
+            t.truncated += 1
+        elif r.status == "empty":
+            t.empty += 1
+        else:
+            t.errors += 1
+        t.rows.append(
+            {
+                "kind": "response",
+                "item": r.item_id,
+                "model": r.model,
+                "metric": "",
+                "status": r.status,
+                "reason": (r.error or "")[:200],
+            }
+        )
     for s in scores:
-        if not s.ok:
+        if s.status == "ok":
+            if s.details.get("no_answer"):
+                t.no_answer[s.metric] += 1
+        else:
+            apart = not_applicable(s)
+            if not apart and s.status not in REPLY_STATUSES:
+                t.errors += 1
             row = {
                 "kind": "score",
                 "item": s.item_id,
@@ -424,32 +425,64 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
                 "status": s.status,
                 "reason": (s.error or "")[:200],
             }
-            (na if not_applicable(s) else rows).append(row)
-    by_status = Counter(r["status"] for r in rows)
-    by_metric = Counter(r["metric"] for r in na)
-    flagged = [
-        {"item": s.item_id, "model": s.model, "metric": s.metric, "flags": ", ".join(s.flags)}
-        for s in scores
-        if s.flags
-    ]
-    flag_counts = Counter(f for s in scores for f in s.flags)
+            (t.na if apart else t.rows).append(row)
+        if s.evidence:  # flags come from the evidence only
+            flags = s.flags
+            if flags:
+                t.flagged.append({"item": s.item_id, "model": s.model, "metric": s.metric, "flags": ", ".join(flags)})
+                t.flag_counts.update(flags)
+        if s.details.get("injection_suspected") or (s.evidence and injection_suspected(s)):
+            t.injection += 1
+    return t
+
+
+def _apart(t: _Tally) -> dict[str, Any]:
+    return {
+        "truncated": t.truncated,
+        "empty": t.empty,
+        "no_answer": sum(t.no_answer.values()),
+        "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(t.no_answer.items())),
+        "injection": t.injection,
+        "errors": t.errors,
+    }
+
+
+def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
+    """The Failures section's counts, each apart from the others (issue 11):
+    ``truncated`` and ``empty`` target replies (D.10), ``no_answer`` ok scores
+    whose reply held no answer (``details["no_answer"]``, scored 0 but not a
+    wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
+    flagged ``injection_suspected`` (D.14), and ``errors``: failed responses
+    and failed, applicable scores with any other status."""
+    return _apart(_tally(responses, scores))
+
+
+def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
+    """Failed responses and scores (status != ok) for the Failures section;
+    not-applicable scores (:func:`not_applicable`) are kept apart in
+    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures;
+    scores whose evidence raises a flag (``injection_suspected``, METRICS.md
+    D.14) are counted in ``flags`` ({total, by_flag, rows, more}), whatever their status."""
+    t = _tally(responses, scores)
+    by_status = Counter(r["status"] for r in t.rows)
+    by_metric = Counter(r["metric"] for r in t.na)
     return {
         "flags": {
-            "total": len(flagged),
-            "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(flag_counts.items())),
-            "rows": flagged[:limit],
-            "more": max(0, len(flagged) - limit),
+            "total": len(t.flagged),
+            "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(t.flag_counts.items())),
+            "rows": t.flagged[:limit],
+            "more": max(0, len(t.flagged) - limit),
         },
-        "apart": reply_flags(responses, scores),
-        "total": len(rows),
+        "apart": _apart(t),
+        "total": len(t.rows),
         "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
-        "rows": rows[:limit],
-        "more": max(0, len(rows) - limit),
+        "rows": t.rows[:limit],
+        "more": max(0, len(t.rows) - limit),
         "not_applicable": {
-            "total": len(na),
+            "total": len(t.na),
             "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
-            "rows": na[:limit],
-            "more": max(0, len(na) - limit),
+            "rows": t.na[:limit],
+            "more": max(0, len(t.na) - limit),
         },
     }
 
