@@ -32,6 +32,7 @@ from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
 from ..reports.answer import (
+    by_metric,
     dominant_item,
     judgement_sources,
     metric_tops,
@@ -84,19 +85,15 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
     ``n_resamples`` resamples and ``seed``) of its ok item-level ``metric``
     scores, or of its corpus-level value (no CI) when it has only that, or
     None; ``failed`` counts its failed scores (not-applicable ones excluded)."""
+    mine: dict[str, list[Score]] = {m: [] for m in models}
+    for s in scores:  # one pass (scores may hold other metrics' too)
+        if s.metric == metric and s.model in mine:
+            mine[s.model].append(s)
     out = []
     for m in models:
-        vals = [
-            s.value
-            for s in scores
-            if s.model == m and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
-        ]
-        failed = sum(1 for s in scores if s.model == m and s.metric == metric and not s.ok and not not_applicable(s))
-        corpus = [
-            s
-            for s in scores
-            if s.model == m and s.metric == metric and s.ok and s.value is not None and s.item_id == CORPUS
-        ]
+        vals = [s.value for s in mine[m] if s.ok and s.value is not None and s.item_id != CORPUS]
+        failed = sum(1 for s in mine[m] if not s.ok and not not_applicable(s))
+        corpus = [s for s in mine[m] if s.ok and s.value is not None and s.item_id == CORPUS]
         if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
             v = float(corpus[0].value or 0.0)  # not None: filtered above
             n = int(corpus[0].details.get("n", 0) or 0)
@@ -296,6 +293,7 @@ def answer_facts(
     records; who judged (stored or live); self-preference."""
     ranked = [s for s in stats if s.summary is not None]
     names = [s.model for s in ranked]
+    grouped = by_metric(scores)
     out: list[str] = []
     if stand_in:
         out.append(f"No metric here measures the asked quality directly: {stand_in}.")
@@ -306,7 +304,7 @@ def answer_facts(
         for name, (top, mean) in metric_tops(scores, others, names).items():
             if set(top) & set(leaders if not focus else names[:1]):
                 continue
-            doms = [d for d in (dominant_item(scores, name, m) for m in top) if d]
+            doms = [d for d in (dominant_item(grouped.get(name, []), name, m) for m in top) if d]
             dom = (
                 f", but one item, {doms[0]['item']}, holds {fmt(doms[0]['value'])} of its {fmt(doms[0]['total'])} "
                 f"({doms[0]['share']:.0%}); median {fmt2(doms[0]['median'])} per item"
@@ -322,7 +320,7 @@ def answer_facts(
                 + "."
             )
     for m in leaders if not focus else [focus]:
-        dominant = dominant_item(scores, spec.name, m)
+        dominant = dominant_item(grouped.get(spec.name, []), spec.name, m)
         if dominant:
             out.append(
                 f"One item dominates {m}'s mean on {spec.name}: {dominant['item']} holds "
@@ -330,7 +328,7 @@ def answer_facts(
                 f"median is {fmt2(dominant['median'])} per item against a mean of {fmt2(dominant['mean'])}."
             )
     if ranked:
-        sens = sensitivity_sentence(scores, spec, names)
+        sens = sensitivity_sentence(grouped.get(spec.name, []), spec, names)
         if sens:
             out.append(sens)
     sources = judgement_sources(scores, names)
@@ -444,11 +442,12 @@ def judge_reliability(
     from ..metric_pool.reliability import reliability, reliability_rows
 
     out = []
+    grouped = by_metric(scores)
     for sp in specs:
         if sp.kind not in ("judge", "rubric"):
             continue
         rel = reliability(
-            [s for s in scores if s.metric == sp.name and s.item_id != CORPUS], sp, n_resamples=n_resamples, seed=seed
+            [s for s in grouped.get(sp.name, []) if s.item_id != CORPUS], sp, n_resamples=n_resamples, seed=seed
         )
         if rel is not None:
             out.append(reliability_rows(rel))
@@ -647,9 +646,10 @@ async def build_report(
     The Answer ends with :func:`answer_facts` (also after an agent's narrative).
     """
     spec = next((s for s in specs if s.name == primary), None) or specs[0]
-    stats = order_stats(ranking_stats(scores, spec.name, models, n_resamples, seed), spec.higher_is_better)
+    of_spec = [s for s in scores if s.metric == spec.name]  # the ranking metric's scores, read by the next two
+    stats = order_stats(ranking_stats(of_spec, spec.name, models, n_resamples, seed), spec.higher_is_better)
     ranked = [s for s in stats if s.summary is not None]
-    pairs = adjacent_pair_tests(scores, spec.name, ranked, n_resamples=n_resamples, seed=seed)
+    pairs = adjacent_pair_tests(of_spec, spec.name, ranked, n_resamples=n_resamples, seed=seed)
     reliabilities = judge_reliability(scores, specs, seed=seed)
     retrieved = retrieval_section(scores)
     rechecked = recheck_section(responses, embedding_model) if recheck else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import defaultdict
 from typing import Any, Collection, Iterable
 
 from ..core import MetricSpec, Score
@@ -39,6 +40,16 @@ next item's value (non-negative metric, 3 or more items)."""
 def _flag(s: Score) -> str | None:
     d = s.details or {}
     return "missing" if d.get("missing") else "censored" if d.get("censored") else None
+
+
+def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
+    """``scores`` grouped by metric name, each group in the given order: one pass, so the report's
+    per-metric sections each read their metric's scores only (issue 13: a 10,000-item run has 30,000
+    scores, and a pass over the scores of a finished run costs ~10 ms)."""
+    out: dict[str, list[Score]] = defaultdict(list)
+    for s in scores:
+        out[s.metric].append(s)
+    return out
 
 
 def flag_rows(scores: Iterable[Score], models: list[str] | None = None) -> list[dict[str, str]]:
@@ -200,8 +211,9 @@ def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str])
     ok item-level scores, that mean); metrics no model has a value for are
     left out."""
     out = {}
+    grouped = by_metric(scores)
     for spec in specs:
-        means = _means(scores, spec.name, models)
+        means = _means(grouped.get(spec.name, []), spec.name, models)
         if not means:
             continue
         order = _ordered(means, spec.higher_is_better)

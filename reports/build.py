@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from ..core import CORPUS, REPORT_PENDING, Item, MetricSpec, Response, Score, atomic_write_text, redact_secrets
 from ..core.offload import call
-from .answer import flag_rows, judge_summary, judgement_sources, self_preference
+from .answer import by_metric, flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
 from .render import markdown_table, render_report, write_report_json
 
@@ -281,27 +281,32 @@ def not_applicable(s: Score) -> bool:
 
 # ----------------------------------------------------------------------------- tables
 def _breakdown(
-    items: dict[str, Item], scores: list[Score], metric: str, models: list[str], facet: str, show_total: bool
+    items: dict[str, Item],
+    scores: list[Score],
+    metric: str,
+    models: list[str],
+    facet: str,
+    show_total: bool,
+    scored_ids: set[str] | None = None,
 ) -> str | None:
-    groups = sorted({getattr(items[s.item_id], facet) for s in scores if s.item_id in items})
+    """The breakdown table of ``metric`` by ``facet`` (discipline, task): one row per facet value of the
+    scored items (``scored_ids``: the ids of every score of the run, any metric; default the ids in
+    ``scores``), the mean (or total and mean) of each model's ok item-level values there; None when the
+    items share one facet value.  ``scores`` may hold only ``metric``'s scores."""
+    ids = scored_ids if scored_ids is not None else {s.item_id for s in scores}
+    groups = sorted({getattr(items[i], facet) for i in ids if i in items})
     if len(groups) < 2:  # a one-row breakdown repeats the ranking
         return None
+    cells: defaultdict[tuple[str, Any], list[float]] = defaultdict(list)  # (model, facet value) -> values
+    for s in scores:
+        if s.metric == metric and s.ok and s.value is not None and s.item_id in items:
+            cells[(s.model, getattr(items[s.item_id], facet))].append(s.value)
+    per_group = Counter(getattr(it, facet) for it in items.values())
     rows = []
     for g in groups:
-        row: list[Any] = [g or "(none)"]
-        n_items = len({iid for iid, it in items.items() if getattr(it, facet) == g})
-        row.append(n_items)
+        row: list[Any] = [g or "(none)", per_group[g]]
         for m in models:
-            vals = [
-                s.value
-                for s in scores
-                if s.model == m
-                and s.metric == metric
-                and s.ok
-                and s.value is not None
-                and s.item_id in items
-                and getattr(items[s.item_id], facet) == g
-            ]
+            vals = cells.get((m, g))
             if not vals:
                 row.append("n/a")
             elif show_total:
@@ -694,6 +699,8 @@ def assemble(
     ``allow_self_judge``: whether ``--allow-self-judge`` was set."""
     custom = custom or set()
     by_id = {i.id: i for i in items}
+    grouped = by_metric(scores)
+    scored_ids = {s.item_id for s in scores}
     ranked = [s for s in stats if s.summary is not None]
     rows = []
     for rank, s in enumerate(stats, 1):
@@ -730,8 +737,10 @@ def assemble(
     model_order = [s.model for s in stats]
     tables = {
         "metrics": _metrics_table(scores, specs, model_order, custom),
-        "discipline": _breakdown(by_id, scores, spec.name, model_order, "discipline", show_total),
-        "task": _breakdown(by_id, scores, spec.name, model_order, "task", show_total),
+        "discipline": _breakdown(
+            by_id, grouped.get(spec.name, []), spec.name, model_order, "discipline", show_total, scored_ids
+        ),
+        "task": _breakdown(by_id, grouped.get(spec.name, []), spec.name, model_order, "task", show_total, scored_ids),
         "pairs": _pairs_table(pairs),
     }
     limitations = [
@@ -793,7 +802,7 @@ def assemble(
     criteria = []
     for r in specs:
         if getattr(r, "criteria", None):
-            bd = rubric_breakdown(scores, r, model_order)
+            bd = rubric_breakdown(grouped.get(r.name, []), r, model_order)
             if bd is not None:
                 criteria.append(_criteria_section(run_dir, bd, chart_notes))
     limitations += chart_notes
