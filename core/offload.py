@@ -46,6 +46,11 @@ T = TypeVar("T")
 #: What the report imports only to compute statistics and draw charts.
 REPORT_MODULES: tuple[str, ...] = ("scipy.stats", "matplotlib.pyplot")
 
+_ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+"""Thread-pool sizes the worker sets to 1 unless the user set them: the bootstrap and the charts are
+single-threaded, and a BLAS pool of one thread per core, started while the run imports LangGraph on the
+other core, took CPU from the run (~0.08 s before the first model call on 2 cores)."""
+
 _WORKER: ContextVar[Executor | None] = ContextVar("sgieval_warm_worker", default=None)
 
 
@@ -75,6 +80,8 @@ def _prepare(parent: int, modules: tuple[str, ...]) -> None:
     exception reaches the caller as it would in-process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent)
+    for var in _ONE_THREAD:  # before numpy loads: its BLAS would start a thread per core (issue 13)
+        os.environ.setdefault(var, "1")
     for name in modules:
         try:
             if name.startswith("matplotlib"):

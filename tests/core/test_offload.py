@@ -158,3 +158,32 @@ def test_the_command_with_its_worker_writes_the_same_report_as_the_api(tmp_path)
     assert _stable(ra) == _stable(rb)
     assert (a / "figures" / "ranking.png").stat().st_size > 10_000
     assert (a / "figures" / "ranking.png").read_bytes() == (b / "figures" / "ranking.png").read_bytes()
+
+
+def test_the_worker_runs_numpy_on_one_blas_thread_unless_the_user_chose(tmp_path):
+    """The worker imports numpy while the run imports LangGraph: a BLAS pool of one thread per core took
+    CPU from the run before its first model call.  The worker sets the pool sizes to 1 before numpy loads,
+    keeps a size the user set, and leaves the run's own process alone.  A fresh interpreter, so numpy is not
+    loaded before the fork (as in the ``sgieval`` command)."""
+    code = """
+import json, os
+os.environ.pop("OPENBLAS_NUM_THREADS", None)
+os.environ.pop("MKL_NUM_THREADS", None)
+os.environ["OMP_NUM_THREADS"] = "2"
+from sgieval.core.offload import call, warm_worker
+
+def blas():
+    from threadpoolctl import threadpool_info
+    return sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+
+def env():
+    return [os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")]
+
+with warm_worker(("numpy",)):
+    there = [call(env), call(blas)]
+print(json.dumps({"worker": there, "here": env()}))
+"""
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = __import__("json").loads(res.stdout.strip().splitlines()[-1])
+    assert got == {"worker": [["1", "1", "2"], [1]], "here": [None, None, "2"]}
