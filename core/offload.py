@@ -39,7 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["REPORT_MODULES", "call", "warm_worker", "worker_active"]
+__all__ = ["REPORT_MODULES", "call", "submit", "warm_worker", "worker_active"]
 
 T = TypeVar("T")
 
@@ -139,14 +139,25 @@ def call(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     its arguments and result picklable.  An exception raised by ``fn`` is
     raised here as it would be in-process; a dead worker makes the call run
     here instead (never an error of its own)."""
+    return submit(fn, *args, **kwargs)()
+
+
+def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Callable[[], T]:
+    """Start ``fn(*args, **kwargs)`` in the warm worker when one is bound to the current context and return
+    a function that waits for its result (what :func:`call` returns, or raises); the caller works on
+    meanwhile.  Without a worker (or with a dead one) the returned function computes it here, when called."""
     pool = _WORKER.get()
     if pool is None:
-        return fn(*args, **kwargs)
+        return lambda: fn(*args, **kwargs)
     try:
         future = pool.submit(fn, *args, **kwargs)
     except (BrokenProcessPool, RuntimeError):  # worker gone or pool shut down
-        return fn(*args, **kwargs)
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        return fn(*args, **kwargs)
+        return lambda: fn(*args, **kwargs)
+
+    def result() -> T:
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            return fn(*args, **kwargs)
+
+    return result

@@ -23,15 +23,16 @@ was written.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from ..core import CORPUS, REPORT_PENDING, Item, MetricSpec, Response, Score, atomic_write_text, redact_secrets
-from ..core.offload import call
+from ..core.offload import submit
 from .answer import by_metric, flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
 from .render import markdown_table, render_report, write_report_json
@@ -634,12 +635,30 @@ def _figure(run_dir: Path, rel: str, notes: list[str], draw: Any, *args: Any, **
     """Draw a figure with ``draw(run_dir / rel, *args, **kw)``; returns ``rel``
     when the file was written, else None (the report then embeds no image) and
     a note in ``notes`` when drawing raised."""
+    return _figure_started(run_dir, rel, draw, *args, **kw)(notes)
+
+
+def _figure_started(run_dir: Path, rel: str, draw: Any, *args: Any, **kw: Any) -> Callable[[list[str]], str | None]:
+    """:func:`_figure` started now (in the warm worker when there is one, which draws while the report's
+    tables are built); the returned function takes the notes list and gives what :func:`_figure` gives."""
     try:
-        path = call(draw, run_dir / rel, *args, **kw)  # in the warm worker when there is one
+        pending = submit(draw, run_dir / rel, *args, **kw)
     except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
-        notes.append(f"Figure {rel} could not be drawn: {type(e).__name__}: {e}")
-        return None
-    return rel if path is not None and Path(path).is_file() else None
+        pending = functools.partial(_reraise, e)
+
+    def finish(notes: list[str]) -> str | None:
+        try:
+            path = pending()
+        except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
+            notes.append(f"Figure {rel} could not be drawn: {type(e).__name__}: {e}")
+            return None
+        return rel if path is not None and Path(path).is_file() else None
+
+    return finish
+
+
+def _reraise(e: Exception) -> Any:
+    raise e
 
 
 def _criteria_section(run_dir: Path, bd: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
@@ -718,11 +737,11 @@ def assemble(
         )
     chart: str | None = None
     chart_notes: list[str] = []
-    if ranked:
-        chart = _figure(
+    chart_pending = None
+    if ranked:  # drawn (in the warm worker) while the tables below are built
+        chart_pending = _figure_started(
             run_dir,
             "figures/ranking.png",
-            chart_notes,
             ranking_chart,
             [s.model for s in ranked],
             [s.stats.mean for s in ranked],
@@ -799,6 +818,8 @@ def assemble(
     limitations += _pair_limitations(pairs, spec.name)
     sgi_tab, sgi_missing = sgi_table(sgi)
     limitations += sgi_missing
+    if chart_pending is not None:
+        chart = chart_pending(chart_notes)
     criteria = []
     for r in specs:
         if getattr(r, "criteria", None):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sgieval.core.offload import call, warm_worker, worker_active
+from sgieval.core.offload import call, submit, warm_worker, worker_active
 from sgieval.metric_pool.aggregate import Summary, paired_test, summarize
 
 
@@ -187,3 +187,29 @@ print(json.dumps({"worker": there, "here": env()}))
     assert res.returncode == 0, res.stderr[-2000:]
     got = __import__("json").loads(res.stdout.strip().splitlines()[-1])
     assert got == {"worker": [["1", "1", "2"], [1]], "here": [None, None, "2"]}
+
+
+def _touch_after(path: str, marker: str) -> str:
+    Path(path).write_text(marker)
+    return marker
+
+
+def test_submit_starts_the_work_in_the_worker_before_its_result_is_asked(tmp_path):
+    """``submit`` hands the function to the worker at once (the report draws its chart while it builds
+    its tables); without a worker it runs only when its result is asked, here."""
+    started = tmp_path / "started"
+    with warm_worker(()):
+        result = submit(_touch_after, str(started), "in the worker")
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert started.read_text() == "in the worker"  # before result() was called
+        assert result() == "in the worker"
+    started.unlink()
+    later = submit(_touch_after, str(started), "here")
+    assert not started.exists()
+    assert later() == "here" and started.read_text() == "here"
+    with warm_worker(()):
+        failing = submit(_boom, 4)
+        with pytest.raises(ValueError, match="bad value 4"):
+            failing()

@@ -369,3 +369,34 @@ def test_answer_names_a_coverage_difference(tmp_path):
     assert (
         "Coverage differs: m-a has 3 scored items and m-b 4; the paired test below uses only the items both have."
     ) in section(text, "Answer")
+
+
+def test_ranking_chart_drawn_while_the_tables_are_built_still_reports_its_failure_first(tmp_path, monkeypatch):
+    """The ranking chart is started before the tables and collected after them (core.offload.submit): a
+    failure to draw it is still a note, listed before a heatmap's, and the report links neither image."""
+
+    def broken(name):
+        def draw(path, *a, **kw):
+            raise RuntimeError(f"{name} failed")
+
+        return draw
+
+    monkeypatch.setattr(report_build, "ranking_chart", broken("ranking"))
+    monkeypatch.setattr(report_build, "heatmap", broken("heatmap"))
+    scores = [
+        Score(
+            item_id=i.id,
+            model="m-a",
+            metric="rigor",
+            value=70.0,
+            rationale="r",
+            judge="judge-x",
+            details={"criteria": {"logic": 7}},
+        )
+        for i in ITEMS3
+    ]
+    text = build(tmp_path, ITEMS3, scores, [RIGOR], "rigor", ["m-a"])
+    first = "- Figure figures/ranking.png could not be drawn: RuntimeError: ranking failed"
+    second = "- Figure figures/criteria_rigor.png could not be drawn: RuntimeError: heatmap failed"
+    assert first in text and second in text and text.index(first) < text.index(second)
+    assert "![ranking]" not in text and not (tmp_path / "figures" / "ranking.png").exists()
