@@ -55,9 +55,12 @@ class _CommandLine(typer.Typer):
 
         from .core import gcpause
 
-        # this process is ours: no collection at all while it starts (core.gcpause: the run resumes the
-        # collector when its evaluation starts), then young objects every 10,000 allocations instead of 700
-        gcpause.pause()
+        # this process is ours: for a run (ask, resume, report) no collection at all while it starts
+        # (core.gcpause: the run resumes the collector when its evaluation or its report starts; other
+        # commands, `view --serve` among them, keep it on), then young objects every 10,000 allocations
+        # instead of 700
+        if _writes_a_report(sys.argv[1:]):
+            gcpause.pause()
         gc.set_threshold(10_000, 20, 20)
         try:
             with _report_worker(sys.argv[1:]):
@@ -79,11 +82,17 @@ def _report_worker(argv: list[str]) -> Any:
     the Python API and ``app([...])`` compute in their own process."""
     import contextlib
 
-    if not argv or argv[0] not in ("ask", "resume", "report") or "--help" in argv:
+    if not _writes_a_report(argv):
         return contextlib.nullcontext()
     from .core.offload import warm_worker
 
     return warm_worker()
+
+
+def _writes_a_report(argv: list[str]) -> bool:
+    """Whether the command line ``argv`` (without the program) runs ``ask``, ``resume`` or ``report``
+    (not their ``--help``): the commands whose start-up the console script speeds up."""
+    return bool(argv) and argv[0] in ("ask", "resume", "report") and "--help" not in argv
 
 
 def _last_resort(e: BaseException) -> int:

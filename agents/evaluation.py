@@ -270,8 +270,8 @@ async def _run_evaluation(
     # calls start at once, where one task per unit made all 10,000 tasks of a 10,000-item run before the first
     # call (~0.15 s) and kept them alive for the whole run (issue 13).  ``calls`` keeps at most ``max_parallel``
     # target calls in flight; the other half of the workers wait there, so a slot freed by a reply is taken
-    # at once while that unit is scored and stored (with one worker per slot, each slot idled for the scoring:
-    # ~2% fewer calls per second at 64 in flight, bench/e2e.py)
+    # at once while that unit is scored and stored (with one worker per slot, a slot idled while its unit was
+    # scored: as long as a call, or longer, for judged metrics)
     calls = asyncio.Semaphore(max(1, max_parallel))
     pending = iter(units)
 

@@ -108,3 +108,19 @@ def test_console_script_pauses_until_the_evaluation_and_calls_with_the_collector
 def test_python_api_style_app_call_leaves_the_collector_alone(tmp_path):
     seen = _run(tmp_path, console=False)
     assert seen == {"start": True, "at_resume": True, "first_call": [True, False]}
+
+
+@pytest.mark.parametrize("argv", [["runs", "--out", "nowhere"], ["ask", "--help"]])
+def test_other_commands_keep_the_collector_on(argv, tmp_path):
+    """Only ask, resume and report pause it: a command that may run for long (``view --serve``) or never
+    starts an evaluation keeps the host's collector on from its start."""
+    code = f"""
+import atexit, gc, sys
+atexit.register(lambda: print("collector on:", gc.isenabled(), flush=True))
+sys.argv = ["sgieval", *{argv!r}]
+from sgieval.cli import app
+app()
+"""
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "collector on: True"

@@ -215,12 +215,9 @@ def test_all_failed_metrics_keep_their_row_and_empty_ranking_embeds_no_figure(tm
     assert "No target model has a valid rigor score on the 3 selected items; see Failures." in text
 
 
-def test_heatmap_that_fails_to_draw_is_not_linked(tmp_path, monkeypatch):
-    def broken(path, *a, **kw):
-        raise RuntimeError("no fonts")
-
-    monkeypatch.setattr(report_build, "heatmap", broken)
-    scores = [
+def _rigor_scores() -> list[Score]:
+    """m-a's rigor score 70 with criterion logic 7 on each of ITEMS3."""
+    return [
         Score(
             item_id=i.id,
             model="m-a",
@@ -232,6 +229,14 @@ def test_heatmap_that_fails_to_draw_is_not_linked(tmp_path, monkeypatch):
         )
         for i in ITEMS3
     ]
+
+
+def test_heatmap_that_fails_to_draw_is_not_linked(tmp_path, monkeypatch):
+    def broken(path, *a, **kw):
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(report_build, "heatmap", broken)
+    scores = _rigor_scores()
     text = build(tmp_path, ITEMS3, scores, [RIGOR], "rigor", ["m-a"])
     assert "| logic | 1 | 7.00 |" in text
     assert "![rigor per criterion]" not in text
@@ -383,18 +388,7 @@ def test_ranking_chart_drawn_while_the_tables_are_built_still_reports_its_failur
 
     monkeypatch.setattr(report_build, "ranking_chart", broken("ranking"))
     monkeypatch.setattr(report_build, "heatmap", broken("heatmap"))
-    scores = [
-        Score(
-            item_id=i.id,
-            model="m-a",
-            metric="rigor",
-            value=70.0,
-            rationale="r",
-            judge="judge-x",
-            details={"criteria": {"logic": 7}},
-        )
-        for i in ITEMS3
-    ]
+    scores = _rigor_scores()
     text = build(tmp_path, ITEMS3, scores, [RIGOR], "rigor", ["m-a"])
     first = "- Figure figures/ranking.png could not be drawn: RuntimeError: ranking failed"
     second = "- Figure figures/criteria_rigor.png could not be drawn: RuntimeError: heatmap failed"
