@@ -337,6 +337,9 @@ class ChatOpenAIDirect(ChatOpenAI):
 
     Same constructor as ``ChatOpenAI``; ``max_retries`` is ignored on the
     direct path (retries belong to :func:`sgieval.models.calls.ainvoke`).
+    The openai SDK clients ``ChatOpenAI`` builds at construction are built
+    here on the first call that goes through the SDK (:class:`_SDKTwin`),
+    unless the caller passes a client, an HTTP client or a proxy.
 
     With a base URL other than api.openai.com (or ``server_compat=True``) the
     body goes through :func:`compat_payload`, and structured output (a ``response_format``
