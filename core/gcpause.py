@@ -27,7 +27,7 @@ from __future__ import annotations
 import gc
 import threading
 
-__all__ = ["pause", "paused", "resume"]
+__all__ = ["pause", "resume"]
 
 _LOCK = threading.Lock()
 _PAUSED = False
@@ -45,11 +45,6 @@ def pause() -> bool:
         gc.disable()
         _PAUSED = True
         return True
-
-
-def paused() -> bool:
-    """True between :func:`pause` and :func:`resume`."""
-    return _PAUSED
 
 
 def resume() -> None:
