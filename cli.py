@@ -749,18 +749,15 @@ def report(
 
 
 def _serve(folder: Path, port: int, open_browser: bool) -> None:
-    """Serve ``folder`` on http://127.0.0.1:<port>/ (0: any free port) until Ctrl-C; open the browser on it."""
-    import functools
-    import http.server
+    """Serve the viewer folder ``folder`` on 127.0.0.1 (``port`` 0: any free port) until Ctrl-C, under a
+    random per-session path that only this session's page knows (:class:`sgieval.reports.viewer.ViewerServer`);
+    open the browser on it."""
     import webbrowser
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:  # no access log on the terminal
-            pass
+    from .reports.viewer import ViewerServer
 
-    handler = functools.partial(Quiet, directory=str(folder))
     try:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+        server = ViewerServer(folder, port)
     except OSError as e:
         _fail(
             InputError(
@@ -769,23 +766,26 @@ def _serve(folder: Path, port: int, open_browser: bool) -> None:
                 fix="pass another --port, or --port 0 for any free port",
             )
         )
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
-    out.print(f"serving {_safe(folder)} at {url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
+    out.print(f"serving {_safe(folder)} at {server.url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
     if open_browser:
-        webbrowser.open(url)
+        webbrowser.open(server.url)
     try:
-        httpd.serve_forever()
+        server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        httpd.server_close()
+        server.close()
 
 
 @app.command()
 def view(
     run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
-    serve: bool = typer.Option(False, "--serve", help="Serve the viewer on 127.0.0.1 and open the browser."),
+    serve: bool = typer.Option(
+        False,
+        "--serve",
+        help="Serve the viewer on 127.0.0.1, to its own page only (a random per-session path), and open the browser.",
+    ),
     port: int = typer.Option(0, "--port", help="Port for --serve (0: any free port)."),
     open_browser: bool = typer.Option(True, "--open/--no-open", help="With --serve: open the browser."),
     base_url: Optional[str] = typer.Option(

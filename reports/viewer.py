@@ -278,3 +278,159 @@ def write_viewer(
     )
     (out / "index.html").write_text(html, encoding="utf-8")
     return out / "index.html"
+
+
+# ---------------------------------------------------------------------- serving
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+"""Host names the served viewer answers to (with its port); any other ``Host`` header is refused, so a page
+on another name that resolves to 127.0.0.1 (DNS rebinding) cannot read the run."""
+
+SERVED_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+"""Headers of every reply of the served viewer: no framing (``X-Frame-Options``, CSP ``frame-ancestors``), no
+use from another origin (``Cross-Origin-Resource-Policy: same-origin``: a browser refuses a ``<script>`` or
+``<img>`` include from another page), no content sniffing, and no ``Referer`` that would carry the session
+path to another site."""
+
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png"}
+
+
+def viewer_files(folder: str | Path) -> dict[str, Path]:
+    """The files of a viewer folder that :func:`serve_viewer` serves: ``index.html``, ``data.js``,
+    ``text.js`` and ``figures/<name>.png`` -- regular files only, never a symbolic link ({path relative to
+    the session root: file})."""
+    folder = Path(folder)
+    names = ["index.html", "data.js", "text.js"]
+    figs = folder / "figures"
+    if figs.is_dir() and not figs.is_symlink():
+        names += [f"figures/{p.name}" for p in sorted(figs.iterdir()) if p.suffix == ".png"]
+    out: dict[str, Path] = {}
+    for n in names:
+        p = folder / n
+        if not p.is_symlink() and p.is_file():
+            out[n] = p
+    return out
+
+
+class ViewerServer:
+    """The viewer folder ``folder`` served on ``http://127.0.0.1:<port>/<token>/`` (``port`` 0: any free
+    port) for one session.
+
+    Only this session's own page can read the run:
+
+    - the files are served only under a random path ``/<token>/`` (``secrets.token_urlsafe(24)``, 192
+      bits, new per server): another origin cannot name them;
+    - the ``Host`` header must be one of :data:`LOOPBACK_NAMES` with this port (else HTTP 421), which
+      stops DNS rebinding;
+    - a request a browser marks as coming from another site or origin (``Sec-Fetch-Site`` other than
+      ``same-origin``/``none``, or an ``Origin`` other than this one) is refused (HTTP 403);
+    - every reply carries :data:`SERVED_HEADERS`.
+
+    Files: :func:`viewer_files`, listed once at start and opened without following links.  ``url`` is the
+    page's address.  Use :meth:`serve_forever` (blocks) or :meth:`start` (a daemon thread) and
+    :meth:`close`.  Raises OSError when the port cannot be bound.
+    """
+
+    def __init__(self, folder: str | Path, port: int = 0, *, token: str | None = None):
+        import http.server
+        import secrets as _secrets
+
+        self.folder = Path(folder)
+        self.token = token or _secrets.token_urlsafe(24)
+        self.files = viewer_files(self.folder)
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            server_version = "sgieval-viewer"
+            sys_version = ""
+
+            def log_message(self, *args: object) -> None:  # no access log on the terminal
+                pass
+
+            def do_GET(self) -> None:
+                self._answer(body=True)
+
+            def do_HEAD(self) -> None:
+                self._answer(body=False)
+
+            def _answer(self, body: bool) -> None:
+                status, ctype, data = server.respond(self.path, self.headers)
+                self.send_response(status)
+                for k, v in SERVED_HEADERS.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = int(self.httpd.server_address[1])
+        self._thread: Any = None
+
+    @property
+    def url(self) -> str:
+        """The page's address, ``http://127.0.0.1:<port>/<token>/index.html``."""
+        return f"http://127.0.0.1:{self.port}/{self.token}/index.html"
+
+    def allowed_hosts(self) -> set[str]:
+        """The ``Host`` header values answered: each of :data:`LOOPBACK_NAMES` with ``:<port>``."""
+        return {f"{h}:{self.port}" for h in LOOPBACK_NAMES}
+
+    def respond(self, path: str, headers: Any) -> tuple[int, str, bytes]:
+        """(HTTP status, content type, body) for a GET of ``path`` with request ``headers`` (a mapping with
+        case-insensitive ``get``), by the rules of the class docstring."""
+        text = "text/plain; charset=utf-8"
+        host = (headers.get("Host") or "").strip().lower()
+        if host not in self.allowed_hosts():
+            return 421, text, b"this server answers only to 127.0.0.1, localhost and [::1] with its port\n"
+        site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
+        origin = (headers.get("Origin") or "").strip().lower()
+        if (site and site not in ("same-origin", "none")) or (origin and origin != f"http://{host}"):
+            return 403, text, b"refused: a request from another site or origin\n"
+        from urllib.parse import unquote, urlsplit
+
+        rel = unquote(urlsplit(path).path)
+        prefix = f"/{self.token}/"
+        if not rel.startswith(prefix):
+            return 404, text, b"not found\n"
+        rel = rel[len(prefix) :] or "index.html"
+        p = self.files.get(rel)
+        if p is None:
+            return 404, text, b"not found\n"
+        try:
+            import os
+
+            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+        except OSError:
+            return 404, text, b"not found\n"
+        return 200, _TYPES.get(p.suffix, "application/octet-stream"), data
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`close` (or KeyboardInterrupt)."""
+        self.httpd.serve_forever()
+
+    def start(self) -> "ViewerServer":
+        """Serve from a daemon thread; returns self."""
+        import threading
+
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="sgieval-viewer")
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        if self._thread is not None:
+            self.httpd.shutdown()
+            self._thread.join(timeout=5)
+        self.httpd.server_close()

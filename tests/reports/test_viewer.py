@@ -332,25 +332,21 @@ def test_view_serve_on_loopback(chem_run):
         text=True,
     )
     try:
-        url = f"http://127.0.0.1:{port}"
+        line = ""
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                r = httpx.get(f"{url}/index.html", timeout=2)
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None and time.monotonic() < deadline, (
-                    proc.stderr.read() if proc.poll() else "timeout"
-                )
-                time.sleep(0.3)
+        while "serving" not in line:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            line = proc.stdout.readline()
+        m = re.search(rf"at (http://127\.0\.0\.1:{port}/([A-Za-z0-9_-]+)/)index\.html \(Ctrl-C to stop\)", line)
+        assert m and line.startswith(f"serving {chem_run / 'viewer'} at "), line
+        url = m.group(1)
+        r = httpx.get(f"{url}index.html", timeout=5)
         assert (
             r.status_code == 200 and "<title>sgieval: Which model is the most creative in chemistry?</title>" in r.text
         )
-        js = httpx.get(f"{url}/data.js", timeout=5)
+        js = httpx.get(f"{url}data.js", timeout=5)
         assert js.status_code == 200 and js.text.startswith("window.SGV_DATA = ")
-        assert httpx.get(f"{url}/figures/ranking.png", timeout=5).status_code == 200
+        assert httpx.get(f"{url}figures/ranking.png", timeout=5).status_code == 200
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    out = proc.stdout.read()
-    assert f"serving {chem_run / 'viewer'} at http://127.0.0.1:{port}/index.html (Ctrl-C to stop)" in out
