@@ -397,22 +397,11 @@ def load_run(path: str | Path) -> RunRecords:
 
 
 def _last_state(root: Path, run_id: str) -> dict[str, Any]:
-    """The graph state of the run's last checkpoint in ``state.sqlite`` ({} without one)."""
-    db = root / "state.sqlite"
-    if not db.is_file():
-        return {}
-    import sqlite3
+    """The graph state of the run's last checkpoint in ``state.sqlite`` ({} without one); raises InputError
+    when the checkpoint holds a value sgieval never writes (:mod:`sgieval.graphs.checkpoints`)."""
+    from .graphs.checkpoints import read_state
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        tup = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": run_id}})
-    except sqlite3.Error:
-        return {}
-    finally:
-        conn.close()
-    return dict(tup.checkpoint.get("channel_values") or {}) if tup else {}
+    return read_state(root / "state.sqlite", run_id)
 
 
 # --------------------------------------------------------------------- score

@@ -31,6 +31,7 @@ from .core import (
     RunConfig,
     RunStore,
     SgievalError,
+    TamperedFileError,
     check_state_file,
     disk_error,
     escape_control_chars,
@@ -616,8 +617,7 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
     to just after the metric confirmation so :func:`execute` evaluates the
     remaining units (done responses and scores are skipped) and rewrites the
     report.  Returns True when the run was reopened."""
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
+    from .graphs.checkpoints import open_saver
     from .graphs.evaluate import build_graph, make_runtime
 
     if not (d / "state.sqlite").exists():
@@ -625,7 +625,7 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
     check_state_file(d / "state.sqlite")
     rt = make_runtime(config, run_dir=d)
     thread = {"configurable": {"thread_id": config.run_id}}
-    async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
+    async with open_saver(d / "state.sqlite") as saver:
         graph = build_graph(rt, saver)
         snap = await graph.aget_state(thread)
         if snap.next or not (snap.values.get("evaluated") or {}).get("budget_stopped"):
@@ -704,14 +704,13 @@ def resume(
 async def _write_report(d: Path, config: RunConfig) -> str:
     """Re-render ``report.md`` (and ``report.json``) of the run in folder ``d``
     from its records; raises SgievalError when the run has not chosen its metrics."""
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
+    from .graphs.checkpoints import open_saver
     from .graphs.evaluate import build_graph, make_runtime, write_report
 
     run_id = config.run_id
     check_state_file(d / "state.sqlite")
     rt = make_runtime(config, run_dir=d)  # the folder given (renamed or symlinked), never <out>/<run_id>
-    async with AsyncSqliteSaver.from_conn_string(str(d / "state.sqlite")) as saver:
+    async with open_saver(d / "state.sqlite") as saver:
         snap = await build_graph(rt, saver).aget_state({"configurable": {"thread_id": run_id}})
     if not snap.values.get("metric_plan"):
         raise SgievalError("the run has not chosen its metrics yet", what=str(d), fix=f"`sgieval resume {d}`")
@@ -807,6 +806,8 @@ def view(
             _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url",))
         try:  # a run reported before report.json existed: re-render its report from the records
             asyncio.run(_write_report(d, config))
+        except TamperedFileError as e:
+            _fail(e)
         except SgievalError as e:
             err.print(
                 f"no report for this run ({_safe(e.one_line())}); the viewer shows its records without a ranking",

@@ -39,6 +39,11 @@ class DataNotFoundError(InputError):
     """A benchmark's data could not be found in any lookup location."""
 
 
+class TamperedFileError(InputError):
+    """A file of a run folder holds what sgieval never writes (a checkpoint value of a type outside the
+    allowlist): the folder may have been tampered with, so nothing of it is used."""
+
+
 class OfflineError(SgievalError):
     """A network resource (hub download, web search, URL) is unreachable."""
 

@@ -15,6 +15,8 @@ _PUBLIC: dict[str, str] = {
     "make_runtime": "evaluate",
     "new_run_id": "evaluate",
     "write_report": "evaluate",
+    "open_saver": "checkpoints",
+    "read_state": "checkpoints",
     "build_metric_chat": "metric_chat",
     "run_metric_chat": "metric_chat",
 }

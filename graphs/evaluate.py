@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypedDict
 
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
@@ -37,6 +36,7 @@ from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use
     write_report,
 )
 from ..core import SgievalError
+from .checkpoints import open_saver
 
 __all__ = [
     "EvalState",
@@ -139,7 +139,7 @@ async def execute(
 async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict[str, Any]:
     """Invoke the checkpointed graph from wherever its thread stopped."""
     thread = {"configurable": {"thread_id": rt.config.run_id}}
-    async with AsyncSqliteSaver.from_conn_string(str(rt.store.root / "state.sqlite")) as saver:
+    async with open_saver(rt.store.root / "state.sqlite") as saver:
         graph = build_graph(rt, saver)
         snap = await graph.aget_state(thread)
         # Complete means the thread reached END: a checkpoint with no task left at all.  Not ``not snap.next``:

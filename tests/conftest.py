@@ -15,6 +15,21 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 
 
+def _imported_checkout() -> Path:
+    """The folder the imported ``sgieval`` package comes from (symlinks resolved)."""
+    import sgieval
+
+    return Path(sgieval.__file__).resolve().parent
+
+
+if _imported_checkout() != REPO:
+    raise pytest.UsageError(
+        f"the tests in {REPO} would test the sgieval package imported from {_imported_checkout()}: another "
+        f"checkout (an editable install of another folder, or PYTHONPATH). Install this checkout "
+        f"(`{REPO}/install.sh`) or put a folder holding a link `sgieval -> {REPO}` first on PYTHONPATH."
+    )
+
+
 @pytest.fixture(scope="session")
 def sciaidan_dir() -> Path:
     """The shared SciAidanBench folder (fails loudly when the project's shared data is missing)."""
@@ -126,3 +141,31 @@ def pytest_runtest_makereport(item, call):
             f"CI=true: this test would be skipped because a part install.sh promises is missing "
             f"({', '.join(missing)}): {reason}"
         )
+
+
+# ---------------------------------------------------------------- the fast suite and the slow tests
+SLOW_MARKERS = ("slow", "local_llm", "minilm", "llama_server", "ray", "browser")
+"""Markers of the tests that ``pytest tests`` leaves out and ``pytest tests --slow`` (what .ci/run runs) adds:
+the embedded SmolLM2 model, the bundled MiniLM encoder, a llama.cpp server, a Ray cluster, headless Chromium,
+and any other test that takes more than a few seconds."""
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        default=False,
+        help="also run the slow tests (markers: " + ", ".join(SLOW_MARKERS) + "); .ci/run passes it",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without ``--slow``, deselect the tests that carry one of :data:`SLOW_MARKERS`."""
+    if config.getoption("--slow"):
+        return
+    keep, slow = [], []
+    for item in items:
+        (slow if any(item.get_closest_marker(m) for m in SLOW_MARKERS) else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
