@@ -27,22 +27,67 @@ import functools
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Literal, ParamSpec, Sequence, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Literal,
+    ParamSpec,
+    Sequence,
+    TypedDict,
+    TypeVar,
+    Union,
+    Unpack,
+)
 
 
-from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score
+from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score, option_names, run_options
 from .models.base import NamedModel, Role
 
 if TYPE_CHECKING:
     from .metric_pool.base import Metric
 
-API_NAMES = {"unsafe_local_exec": "unsafe_local_exec=True", "agent_model": "agent_model"}
-"""RunConfig field -> how a keyword of :func:`evaluate` is named in its errors (default: the field name)."""
-
 ModelArg = Union[str, NamedModel]
 """A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
 or a ready :class:`~sgieval.models.base.NamedModel` (e.g. a scripted chat model in a test)."""
 Models = Union[ModelArg, Sequence[ModelArg], None]
+
+
+class RunOptions(TypedDict, total=False):
+    """The run options of :func:`evaluate` and :func:`aevaluate` as typed keywords, so an IDE and mypy see each
+    name and type.  Each is a :class:`~sgieval.core.RunConfig` field (its docstring there is the help, and the
+    keyword's name and default come from it: :func:`sgieval.core.run_options`); a keyword's type here may be
+    wider than the field's (model objects, paths).  ``tests/test_run_options.py`` fails when a RunConfig field
+    has no keyword here, or a keyword here no field."""
+
+    models: Models
+    judge: Models
+    agent_model: ModelArg | None
+    benchmark: str | Path | Sequence[str | Path] | None
+    k: int | None
+    seed: int
+    run_id: str | None
+    base_url: str | None
+    data_dir: str | Path | None
+    out_dir: str | Path
+    tools: str | Sequence[str]
+    sandbox: str
+    unsafe_local_exec: bool
+    allow_self_judge: bool
+    yes: bool
+    max_concurrency: int
+    use_cache: bool
+    budget_usd: float | None
+    corpus: str | Path | None
+    recheck: bool
+    judge_repeats: int
+    executor: str
+    bootstrap_resamples: int
+    temperature: float | None
+    judge_temperature: float | None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -181,134 +226,125 @@ def _synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callabl
     return run
 
 
-async def aevaluate(
-    request: str = "",
-    *,
-    models: Models = None,
-    judge: Models = None,
-    agent_model: ModelArg | None = None,
-    benchmark: str | Sequence[str] | None = None,
-    k: int | None = None,
-    seed: int = 0,
-    data_dir: str | Path | None = None,
-    out_dir: str | Path = "runs",
-    run_id: str | None = None,
-    yes: bool = True,
-    confirm: Callable[[dict], bool] | None = None,
-    base_url: str | None = None,
-    tools: Sequence[str] = ("search", "pdf", "python"),
-    sandbox: str = "auto",
-    unsafe_local_exec: bool = False,
-    allow_self_judge: bool = False,
-    max_concurrency: int = 16,
-    use_cache: bool = True,
-    budget_usd: float | None = None,
-    executor: str = "local",
-    bootstrap_resamples: int = 10000,
-    temperature: float | None = 0.0,
-    judge_temperature: float | None = 0.0,
-    judge_repeats: int = 1,
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
-    corpus: str | Path | None = None,
-    recheck: bool = False,
-    metric_options: dict[str, Any] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    tools_pool: Any = None,
-    sandbox_backend: Any = None,
-) -> RunRecords:
-    """Run the evaluation graph on ``request`` and return its :class:`RunRecords`.
-
-    The same four-agent graph as ``sgieval ask`` (the keywords mirror its options).
+def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> inspect.Signature:
+    """The signature :func:`evaluate` shows (``inspect.signature``, ``help()``, Jupyter): ``request``, then one
+    keyword per run option of ``config_cls`` (:func:`sgieval.core.run_options`: its name, its default, its
+    :class:`RunOptions` type or else the field's), then the runtime keywords of ``afn`` (callbacks and ready
+    objects).
 
     Args:
-        request: the question in plain language ("" = the whole catalog).
-        models: target model(s): strings (comma-separated allowed) or NamedModels;
-            default for SciAidanBench: every stored model.
-        judge: judge model(s); default none (judge metrics are reported as not run).
-        agent_model: planning model for the agents; default None (offline agent paths).
-        benchmark: benchmark name(s) (``"sgi-bench"``), or paths of JSONL files or YAML
-            benchmark definitions; default every registered benchmark with data.
-        k: number of items (stratified sample, >= 1); default all matches.
-        seed: sampling and bootstrap seed.
-        data_dir: data folder (default: ``$SGIEVAL_DATA``, ``../shared/data``, the user cache).
-        out_dir: folder of run folders (default "runs"); ``run_id``: the run's id (default: time + request).
-        yes: True (default): no pause at the metric confirmation.  With False,
-            ``confirm(payload) -> bool`` answers it; without ``confirm`` the run
-            stops there with ``stopped=True``.
-        base_url: OpenAI-compatible server for ``openai:`` models.
-        tools, sandbox, unsafe_local_exec: the tool pool (names of search, pdf, python)
-            and the sandbox backend for model-written code (``--sandbox``).
-        allow_self_judge: let a judge score its own responses (stated in the report).
-        max_concurrency: model calls in flight (>= 1); ``use_cache``: the call cache.
-        budget_usd: stop cleanly after this many USD; ``executor``: "local" or "ray".
-        bootstrap_resamples: resamples of the bootstrap CIs (default 10000).
-        temperature, judge_temperature, reasoning_effort: sampling parameters per role
-            (targets default 0, judges default 0, 0-2; None: the provider's default;
-            ``reasoning_effort`` default not sent); model families that reject one do not get it.
-        judge_repeats: times each judge is asked per judged item (1-20, default 1); with 2 or more the
-            report's Judge reliability section gives each judge's test-retest alpha with its CI, the score
-            uses each judge's mean over its repeats (then the panel mean), and a judge temperature of 0
-            becomes 0.7 (:mod:`sgieval.metric_pool.repeats`).
-        corpus: folder of papers searched offline (BM25) by ``web_search`` and retrieval novelty
-            (``--corpus``); recheck: re-decide stored SciAidanBench acceptances (``--recheck``).
-        metric_options, on_progress, tools_pool, sandbox_backend: runtime objects
-            (metric options dict; progress callback ``(done, total)``; a ready
-            ToolPool; a ready Sandbox).
+        config_cls: RunConfig or a subclass (a new field is a new keyword, with nothing else to write).
+        afn: the function whose own keyword-only parameters follow the run options.
 
-    Raises :class:`~sgieval.core.InputError` for bad input (a bad option value or
-    model string, missing data, a request that selects nothing), TypeError for an
-    unknown keyword.  :func:`evaluate` is the synchronous form (one definition:
-    the same parameters).
+    Returns:
+        The signature, without ``**options``.
     """
-    from .graphs.evaluate import execute, make_runtime, new_run_id
+    import typing
 
-    t_str, t_obj = _split_models(models)
-    j_str, j_obj = _split_models(judge)
+    types_ = typing.get_type_hints(RunOptions)
+    params = [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)]
+    for o in run_options(config_cls):
+        if o.api and not o.positional:
+            default = None if o.field == "run_id" else o.api_default
+            kw_type = types_.get(o.keyword, o.annotation)
+            params.append(
+                inspect.Parameter(o.keyword, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kw_type)
+            )
+    options = {p.name for p in params} | set(types_)  # afn's signature may already be this one
+    own = [p for p in inspect.signature(afn).parameters.values() if p.kind is p.KEYWORD_ONLY and p.name not in options]
+    return inspect.Signature([*params, *own], return_annotation=inspect.signature(afn).return_annotation)
+
+
+def config_from(
+    config_cls: type[RunConfig], request: str, options: dict[str, Any], *, function: str = "evaluate"
+) -> tuple[RunConfig, list[NamedModel], list[NamedModel], NamedModel | None]:
+    """The validated run configuration of ``evaluate(request, **options)``, and the model objects given in place
+    of model strings.
+
+    Args:
+        config_cls: RunConfig or a subclass.
+        request: the question in plain language.
+        options: run-option keywords (:class:`RunOptions`); not given: the option's default.
+        function: the function named in a TypeError.
+
+    Returns:
+        (config, target model objects, judge model objects, agent model object or None).
+
+    Raises:
+        TypeError: a keyword that is no run option.
+        InputError: a bad value, naming the keyword and the fix (the same validation as ``sgieval ask``).
+    """
+    from .graphs.evaluate import new_run_id
+
+    by_keyword = {o.keyword: o for o in run_options(config_cls) if o.api and not o.positional}
+    for name in options:
+        if name not in by_keyword:
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+    fields = {o.field: options[kw] if kw in options else o.api_default for kw, o in by_keyword.items()}
+    fields["models"], t_obj = _split_models(fields.get("models"))
+    fields["judges"], j_obj = _split_models(fields.get("judges"))
+    agent_model = fields.get("agent_model")
     if agent_model is not None and not isinstance(agent_model, (str, NamedModel)):
         raise InputError(
             f"agent_model {agent_model!r} is neither a model string nor a NamedModel",
             what="agent_model",
             fix="pass a model string such as 'openai:gpt-4.1-mini', a NamedModel, or None (offline agents)",
         )
-    benchmarks = [benchmark] if isinstance(benchmark, (str, Path)) else list(benchmark or [])
-    # the same validation as the CLI (RunConfig.checked): one InputError naming the keyword and the fix
-    config = RunConfig.checked(
-        API_NAMES,
-        run_id=run_id or new_run_id(request),
-        request=request,
-        benchmarks=[str(b) for b in benchmarks],
-        k=k,
-        seed=seed,
-        models=t_str,
-        judges=j_str,
-        agent_model=agent_model if isinstance(agent_model, str) else None,
-        data_dir=str(data_dir) if data_dir is not None else None,
-        out_dir=str(out_dir),
-        yes=yes,
-        base_url=base_url,
-        tools=list(tools),
-        sandbox=sandbox,
-        unsafe_local_exec=unsafe_local_exec,
-        allow_self_judge=allow_self_judge,
-        max_concurrency=max_concurrency,
-        use_cache=use_cache,
-        budget_usd=budget_usd,
-        executor=executor,
-        bootstrap_resamples=bootstrap_resamples,
-        temperature=temperature,
-        judge_temperature=judge_temperature,
-        reasoning_effort=reasoning_effort,
-        judge_repeats=judge_repeats,
-        corpus=str(Path(corpus).expanduser().resolve()) if corpus is not None else None,
-        recheck=recheck,
-    )
+    fields["agent_model"] = agent_model if isinstance(agent_model, str) else None
+    fields["run_id"] = fields.get("run_id") or new_run_id(request)
+    config = config_cls.checked(option_names(config_cls, "api"), request=request, **fields)
+    return config, t_obj, j_obj, agent_model if isinstance(agent_model, NamedModel) else None
+
+
+async def aevaluate(
+    request: str = "",
+    *,
+    confirm: Callable[[dict], bool] | None = None,
+    metric_options: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    tools_pool: Any = None,
+    sandbox_backend: Any = None,
+    **options: Unpack[RunOptions],
+) -> RunRecords:
+    """Run the evaluation graph on ``request`` and return its :class:`RunRecords`.
+
+    The same four-agent graph as ``sgieval ask``, with the same options: one keyword per
+    :class:`~sgieval.core.RunConfig` field (:class:`RunOptions`; listed below with their help).
+
+    Args:
+        request: the question in plain language ("" = the whole catalog).
+        confirm: ``confirm(payload) -> bool`` answers the metric confirmation when ``yes=False``; without it
+            such a run stops there with ``stopped=True``.  ``yes`` defaults to True here (no pause).
+        metric_options: options handed to the metrics (name -> value).
+        on_progress: progress callback ``(done, total)``, in units of work.
+        tools_pool, sandbox_backend: a ready ToolPool and a ready Sandbox instead of the ones the options name.
+        **options: the run options (below).  ``models``, ``judge`` and ``agent_model`` also take ready
+            :class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat models); ``models`` and
+            ``judge`` take comma-separated strings or sequences; ``run_id`` defaults to the start time and
+            the request's first words.
+
+    Returns:
+        The run's records (values on each metric's native scale).
+
+    Raises:
+        InputError: bad input (a bad option value or model string, missing data, a request that selects
+            nothing), naming the keyword and the fix.
+        TypeError: an unknown keyword.
+
+    :func:`evaluate` is the synchronous form (one definition: the same parameters).
+    """
+    from .graphs.evaluate import execute, make_runtime
+
+    config, t_obj, j_obj, agent_obj = config_from(RunConfig, request, dict(options), function="aevaluate")
+    yes = config.yes
+    t_str, j_str = list(config.models), list(config.judges)
     targets = _resolve(t_str, t_obj, "target", config)
     judges = _resolve(j_str, j_obj, "judge", config)
     rt = make_runtime(
         config,
         targets=targets,
         judges=judges,
-        agent=agent_model if isinstance(agent_model, NamedModel) else None,
+        agent=agent_obj,
         metric_options=dict(metric_options or {}),
         on_progress=on_progress,
         tools=tools_pool,
@@ -333,6 +369,13 @@ async def aevaluate(
         config=config,
     )
 
+
+aevaluate.__signature__ = options_signature(RunConfig, aevaluate)  # type: ignore[attr-defined]
+aevaluate.__doc__ = (
+    (aevaluate.__doc__ or "")
+    + "\n    Run options:\n"
+    + "".join(f"        {o.keyword}: {o.help}\n" for o in run_options(RunConfig) if o.api and not o.positional)
+)
 
 evaluate = _synchronous(aevaluate, "evaluate")
 """Run the evaluation graph on ``request`` and return its :class:`RunRecords` (synchronous :func:`aevaluate`: the

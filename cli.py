@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import click
 import typer
@@ -36,6 +36,8 @@ from .core import (
     disk_error,
     escape_control_chars,
     is_disk_full,
+    option_names,
+    run_options,
     sync_open_stores,
 )
 
@@ -241,33 +243,6 @@ def _validation_reason(e: Exception) -> str:
     return lines[-1] if lines else type(e).__name__
 
 
-CLI_NAMES = {
-    "k": "--k",
-    "max_concurrency": "--max-concurrency",
-    "budget_usd": "--budget",
-    "sandbox": "--sandbox",
-    "unsafe_local_exec": "--unsafe-local-exec",
-    "tools": "--tools",
-    "executor": "--executor",
-    "benchmarks": "--benchmark",
-    "models": "--models",
-    "judges": "--judge",
-    "agent_model": "--agent-model",
-    "base_url": "--base-url",
-    "data_dir": "--data-dir",
-    "out_dir": "--out",
-    "seed": "--seed",
-    "use_cache": "--no-cache",
-    "allow_self_judge": "--allow-self-judge",
-    "yes": "--yes",
-    "temperature": "--temperature",
-    "judge_temperature": "--judge-temperature",
-    "reasoning_effort": "--reasoning-effort",
-    "judge_repeats": "--judge-repeats",
-}
-"""RunConfig field -> the ``sgieval ask`` option that sets it (how a bad value is named in errors)."""
-
-
 def _check_targets(config: RunConfig) -> None:
     """Without ``--models`` the targets are the stored SciAidanBench models
     (``<data>/sciaidanbench/responses/*.json``); raise InputError when there
@@ -386,121 +361,59 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
     out.print(f"report: {_safe(state['report'])}", soft_wrap=True, highlight=False)
 
 
-@app.command()
-def ask(
-    request: str = typer.Argument("", help="The question, in plain language. Empty: evaluate everything."),
-    benchmark: Optional[list[str]] = typer.Option(
-        None,
-        "--benchmark",
-        "-b",
-        help="sciaidanbench, sgi-bench, sfbench, a .jsonl path or a .yaml benchmark definition (repeatable). Default: every benchmark with data.",
-    ),
-    k: Optional[int] = typer.Option(None, "--k", help="Number of items (stratified sample). Default: all matches."),
-    models: Optional[list[str]] = typer.Option(
-        None,
-        "--models",
-        "-m",
-        help="Target models (comma-separated or repeated): replay:<name|path>, openai:<model>, local:smollm2, provider:model. Default for SciAidanBench: every stored model.",
-    ),
-    judge: Optional[list[str]] = typer.Option(
-        None, "--judge", "-j", help="Judge model(s). Default: none (judge metrics are reported as not run)."
-    ),
-    agent_model: Optional[str] = typer.Option(
-        None, "--agent-model", help="Planning model for the agents. Default: offline agent paths."
-    ),
-    base_url: Optional[str] = typer.Option(
-        None, "--base-url", help="Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."
-    ),
-    data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."
-    ),
-    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder for run folders."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of the item sample and the bootstrap CIs."),
-    tools: str = typer.Option(
-        "search,pdf,python",
-        "--tools",
-        help="Tool pool for agents and judges: comma-separated search, pdf, python (empty: none).",
-    ),
-    sandbox: str = typer.Option(
-        "auto", "--sandbox", help="auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"
-    ),
-    unsafe_local_exec: bool = typer.Option(
-        False, "--unsafe-local-exec", help="Run model code without a sandbox (stated in the report)."
-    ),
-    allow_self_judge: bool = typer.Option(
-        False,
-        "--allow-self-judge",
-        help="Let a judge score its own responses "
-        "(off by default: a judge that is also a target skips them; the report says so).",
-    ),
-    max_concurrency: int = typer.Option(16, "--max-concurrency", help="Model calls in flight (>= 1)."),
-    no_cache: bool = typer.Option(
-        False, "--no-cache", help="Do not read or write the model-call cache (every call goes to the model)."
-    ),
-    budget: Optional[float] = typer.Option(None, "--budget", help="Stop cleanly when this many USD are spent."),
-    executor: str = typer.Option("local", "--executor", help="local | ray"),
-    temperature: Optional[float] = typer.Option(
-        0.0,
-        "--temperature",
-        help="Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5, deepseek-reasoner, do not get it).",
-    ),
-    judge_temperature: Optional[float] = typer.Option(
-        0.0, "--judge-temperature", help="Sampling temperature of the judges (0-2; same family rules)."
-    ),
-    judge_repeats: int = typer.Option(
-        1,
-        "--judge-repeats",
-        help="Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over its repeats.",
-    ),
-    reasoning_effort: Optional[str] = typer.Option(
-        None,
-        "--reasoning-effort",
-        help="none | minimal | low | medium | high, sent to reasoning models (default: not sent).",
-    ),
-    corpus: Optional[Path] = typer.Option(
-        None,
-        "--corpus",
-        help="Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the retrieval-novelty metric (\"novel compared with my papers\").",
-    ),
-    recheck: bool = typer.Option(
-        False,
-        "--recheck",
-        help="Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the agreement with the stored text-embedding-3-large decisions.",
-    ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not pause to confirm the metrics."),
-) -> None:
-    """Answer a plain-language evaluation request and write runs/<run_id>/report.md."""
+def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+    """A Typer command whose options are the run options of ``config_cls`` (:func:`sgieval.core.run_options`):
+    each field's flag(s), type, default and help (its docstring); ``request`` is the argument.
+
+    Args:
+        config_cls: RunConfig or a subclass (a new field is a new option, with nothing else to write).
+        run: called with the RunConfig fields the command line gives (field name -> value; a list option not
+            given is left out, so the field's default holds; ``--no-cache`` gives ``use_cache=False``).
+
+    Returns:
+        The command function, for ``app.command(...)``.
+    """
+    import inspect
+
+    opts = [o for o in run_options(config_cls) if o.cli]
+    params, hints = [], {}
+    for o in opts:
+        if o.positional:
+            default: Any = typer.Argument(o.default, help=o.help)
+            kind = o.scalar
+        elif o.is_list:
+            kind = Optional[o.scalar]
+            default = typer.Option(list(o.default) or None, o.flag, *[o.short] * bool(o.short), help=o.help)
+        elif o.switches_off:
+            kind = bool
+            default = typer.Option(False, o.flag, *[o.short] * bool(o.short), help=o.help)
+        else:
+            kind = o.scalar if o.default is not None else Optional[o.scalar]
+            default = typer.Option(o.default, o.flag, *[o.short] * bool(o.short), help=o.help)
+        params.append(inspect.Parameter(o.field, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
+        hints[o.field] = kind
+
+    def command(**given: Any) -> None:
+        fields: dict[str, Any] = {}
+        for o in opts:
+            v = given[o.field]
+            if o.is_list and v is None:
+                continue
+            fields[o.field] = (not v) if o.switches_off else v
+        run(fields)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {**hints, "return": None}
+    return command
+
+
+def _ask(fields: dict[str, Any]) -> None:
+    """``sgieval ask``: validate the options (the same RunConfig validation as the Python API), then run."""
     from .graphs.evaluate import new_run_id
 
-    try:  # one validation for the CLI and the Python API (RunConfig.checked)
+    try:
         config = RunConfig.checked(
-            CLI_NAMES,
-            run_id=new_run_id(request),
-            request=request,
-            benchmarks=_split(benchmark),
-            k=k,
-            seed=seed,
-            models=_split(models),
-            judges=_split(judge),
-            agent_model=agent_model,
-            base_url=base_url,
-            data_dir=str(data_dir) if data_dir else None,
-            out_dir=str(out_dir),
-            tools=_split([tools]),
-            sandbox=sandbox,
-            unsafe_local_exec=unsafe_local_exec,
-            allow_self_judge=allow_self_judge,
-            yes=yes,
-            max_concurrency=max_concurrency,
-            use_cache=not no_cache,
-            budget_usd=budget,
-            executor=executor,
-            temperature=temperature,
-            judge_temperature=judge_temperature,
-            reasoning_effort=reasoning_effort,
-            corpus=str(corpus.expanduser().resolve()) if corpus else None,
-            recheck=recheck,
-            judge_repeats=judge_repeats,
+            option_names(RunConfig, "cli"), run_id=new_run_id(fields.get("request", "")), **fields
         )
     except SgievalError as e:
         _fail(e)
@@ -509,6 +422,11 @@ def ask(
     except SgievalError as e:
         _fail(e)
     _run(config, resume=False)
+
+
+ask = app.command("ask", help="Answer a plain-language evaluation request and write runs/<run_id>/report.md.")(
+    options_command(RunConfig, _ask)
+)
 
 
 def _run_dir(run: str, out_dir: Path) -> Path:
@@ -673,7 +591,7 @@ def resume(
     confirmed, or when passed again (--base-url, --sandbox, --tools, --unsafe-local-exec, --trust-config)."""
     given = _given_settings(base_url, sandbox, tools, unsafe_local_exec)
     try:
-        RunConfig.checked(CLI_NAMES, run_id="resume", budget_usd=budget, **given)
+        RunConfig.checked(option_names(RunConfig, "cli"), run_id="resume", budget_usd=budget, **given)
     except SgievalError as e:
         _fail(e)
     d = _run_dir(run, out_dir)

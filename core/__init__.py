@@ -63,10 +63,16 @@ from .records import (
     as_evidence,
     criterion_key,
 )
+from .options import RUN_RECORD, Option, RunOption, option_names, run_options
 from .replies import final_text, join_reasoning, reply_status, split_reasoning
 from .store import BUDGET_STOP_NOTE, REPORT_PENDING, RUN_LOCK, RunStore, check_state_file, run_holder, sync_open_stores
 
 __all__ = [
+    "RUN_RECORD",
+    "Option",
+    "RunOption",
+    "option_names",
+    "run_options",
     "BUDGET_STOP_NOTE",
     "CORPUS",
     "DEEP_RESEARCH",

@@ -8,14 +8,16 @@ pydantic model that serialises to one JSON line in the run folder
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .errors import FieldProblem, InputError, problem_to_input_error
 from .files import PLAIN_NAME, atomic_write_text
+from .options import RUN_RECORD, Option
 from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
 
 # --------------------------------------------------------------------------- tasks
@@ -538,53 +540,113 @@ user is kept."""
 class RunConfig(_Record):
     """Everything that defines a run; printed in the report header.
 
-    ``models`` are target-model strings, ``judges`` judge-model strings
-    (empty: judge metrics are reported as not run), ``agent_model`` the
-    planning model (None: offline agent paths).  ``k`` None means all matches.
+    The one declaration of a run's options: each field is an ``sgieval ask`` option and an
+    ``sgieval.evaluate`` keyword, its docstring the help of both (:mod:`sgieval.core.options`; an
+    :class:`~sgieval.core.options.Option` in a field's ``Annotated`` metadata spells it differently).
 
-    Sampling parameters per role (issue 11 item 1): ``temperature`` for target
-    models, ``judge_temperature`` for judges (0-2; None: the provider's
-    default), ``reasoning_effort`` for every reasoning model (None: not sent);
-    model families that reject one do not get it.  The run fills
-    ``sent_params`` (model -> the parameters actually sent) and
-    ``dropped_params`` (model -> parameter -> why it was not sent).
+    Sampling parameters are set per role (``temperature`` for target models, ``judge_temperature`` for
+    judges, ``reasoning_effort`` for every reasoning model); model families that reject one do not get it.
+    The run fills ``sent_params`` (model -> the parameters actually sent), ``dropped_params`` (model ->
+    parameter -> why it was not sent) and ``settings``.
     """
 
-    run_id: str
-    request: str = ""
-    benchmarks: list[str] = Field(default_factory=list)
-    k: int | None = None
-    seed: int = 0
-    models: list[str] = Field(default_factory=list)
-    judges: list[str] = Field(default_factory=list)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    request: Annotated[str, Option(positional=True)] = ""
+    """The question, in plain language. Empty: evaluate everything."""
+    models: Annotated[list[str], Option(short="-m")] = Field(default_factory=list)
+    """Target models (comma-separated or repeated): replay:<name|path>, openai:<model>, local:smollm2,
+    provider:model. Default for SciAidanBench: every stored model."""
+    judges: Annotated[list[str], Option(flag="--judge", short="-j", keyword="judge")] = Field(default_factory=list)
+    """Judge model(s). Default: none (judge metrics are reported as not run)."""
     agent_model: str | None = None
+    """Planning model for the agents. Default: offline agent paths."""
+    benchmarks: Annotated[list[str], Option(flag="--benchmark", short="-b", keyword="benchmark")] = Field(
+        default_factory=list
+    )
+    """sciaidanbench, sgi-bench, sfbench, a .jsonl path or a .yaml benchmark definition (repeatable). Default:
+    every benchmark with data."""
+    k: int | None = None
+    """Number of items (stratified sample). Default: all matches."""
+    seed: int = 0
+    """Random seed of the item sample and the bootstrap CIs."""
+    run_id: Annotated[str, Option(cli=False)]
+    """The run's id and folder name (default: the start time and the request's first words)."""
     base_url: str | None = None
+    """Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."""
     data_dir: str | None = None
-    out_dir: str = "runs"
+    """Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."""
+    out_dir: Annotated[str, Option(flag="--out")] = "runs"
+    """Folder for run folders."""
     tools: list[str] = Field(default_factory=lambda: ["search", "pdf", "python"])
+    """Tool pool for agents and judges: comma-separated search, pdf, python (empty: none)."""
     sandbox: str = "auto"
+    """auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"""
     unsafe_local_exec: bool = False
+    """Run model code without a sandbox (stated in the report)."""
     allow_self_judge: bool = False
-    yes: bool = False
+    """Let a judge score its own responses (off by default: a judge that is also a target skips them; the
+    report says so)."""
+    yes: Annotated[bool, Option(short="-y", api_default=True)] = False
+    """Do not pause to confirm the metrics."""
     max_concurrency: int = 16
-    use_cache: bool = True
-    budget_usd: float | None = None
+    """Model calls in flight (>= 1)."""
+    use_cache: Annotated[bool, Option(flag="--no-cache")] = True
+    """Use the model-call cache (off, --no-cache: every call goes to the model and nothing is stored)."""
+    budget_usd: Annotated[float | None, Option(flag="--budget")] = None
+    """Stop cleanly when this many USD are spent."""
     corpus: str | None = None
-    """A folder of the user's papers (PDF, Markdown, text, JSONL): the offline search corpus (BM25) of
-    ``web_search`` and of the retrieval-novelty metric (METRICS.md E)."""
+    """Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the
+    retrieval-novelty metric ("novel compared with my papers")."""
     recheck: bool = False
-    """Re-decide stored SciAidanBench acceptances with the run's embedder and report the agreement (issue 12)."""
+    """Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the
+    agreement with the stored text-embedding-3-large decisions."""
     judge_repeats: int = 1
-    """How many times each judge is asked per judged item (1-20; issue 12, test-retest).  With more than one,
-    a judge temperature of 0 becomes :data:`REPEAT_JUDGE_TEMPERATURE` (a deterministic judge would only repeat
-    itself); families that reject a temperature do not get one (METRICS.md D.8-D.10 apply to each repeat)."""
+    """Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the
+    Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over
+    its repeats."""
     executor: str = "local"
+    """local | ray"""
     bootstrap_resamples: int = 10000
+    """Resamples of the bootstrap confidence intervals."""
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5,
+    deepseek-reasoner, do not get it)."""
     judge_temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the judges (0-2; same family rules)."""
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
-    sent_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    dropped_params: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """none | minimal | low | medium | high, sent to reasoning models (default: not sent)."""
+    sent_params: Annotated[dict[str, dict[str, Any]], RUN_RECORD] = Field(default_factory=dict)
+    """Model -> the sampling parameters actually sent (filled by the run)."""
+    dropped_params: Annotated[dict[str, dict[str, str]], RUN_RECORD] = Field(default_factory=dict)
+    """Model -> parameter -> why it was not sent (filled by the run)."""
+    settings: Annotated[dict[str, Any], RUN_RECORD] = Field(default_factory=dict)
+    """The ``SGIEVAL_*`` settings the run started with (``Settings.shown()``: secrets masked); filled at the
+    start."""
+
+    @field_validator("models", "judges", "benchmarks", "tools", mode="before")
+    @classmethod
+    def _comma_lists(cls, v: Any) -> Any:
+        """A list option from one string or a sequence, each string split at commas (``"a,b"`` -> ``["a",
+        "b"]``; ``""`` -> none); paths become strings."""
+        if isinstance(v, (str, os.PathLike)):
+            v = [v]
+        if isinstance(v, (list, tuple)):
+            return [s.strip() for x in v for s in os.fspath(x).split(",") if s.strip()]
+        return v
+
+    @field_validator("data_dir", "out_dir", "corpus", mode="before")
+    @classmethod
+    def _path_text(cls, v: Any, info: ValidationInfo) -> Any:
+        """A folder option given as a path is kept as its text; "" for an optional folder is none."""
+        v = os.fspath(v) if isinstance(v, os.PathLike) else v
+        return None if v == "" and info.field_name != "out_dir" else v
+
+    @field_validator("corpus")
+    @classmethod
+    def _absolute_corpus(cls, v: str | None) -> str | None:
+        """The corpus folder as an absolute path, so ``resume`` and ``report`` find it from any folder."""
+        return str(Path(v).expanduser().resolve()) if v else None
 
     @field_validator("run_id")
     @classmethod
@@ -611,9 +673,6 @@ class RunConfig(_Record):
                 str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b
             )
         return out
-
-    settings: dict[str, Any] = Field(default_factory=dict)
-    """The ``SGIEVAL_*`` settings the run started with (``Settings.shown()``: secrets masked); filled at the start."""
 
     @classmethod
     def checked(cls, names: dict[str, str] | None = None, **fields: Any) -> "RunConfig":
