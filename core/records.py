@@ -364,6 +364,9 @@ class MetricSpec(_Record):
     primary: bool = False
     unit: str = ""
     qualities: dict[str, int] = Field(default_factory=dict)
+    aggregation: str = ""
+    """How the report's per-model value is formed from the per-item values when a reader needs to know
+    which runs or items it includes (the report states it); "" for a plain mean over the valid items."""
 
     @field_validator("qualities", mode="before")
     @classmethod

@@ -815,6 +815,8 @@ def assemble(
             f"{', '.join(selfj)} is both judge and target: it did not score its own responses "
             "(those judge metrics are not run; pass --allow-self-judge to allow it)."
         )
+    scored_metrics = {s.metric for s in scores}
+    limitations += [f"{sp.name}: {sp.aggregation}" for sp in specs if sp.aggregation and sp.name in scored_metrics]
     limitations += _pair_limitations(pairs, spec.name)
     sgi_tab, sgi_missing = sgi_table(sgi)
     limitations += sgi_missing

@@ -13,6 +13,16 @@ from pydantic import BaseModel, Field
 
 KilledReason = Literal["timeout", "cpu_time", "memory", "output_limit", "process_limit", "signal"]
 
+KILLED_TEXT: dict[str, str] = {
+    "timeout": "killed: wall-time limit",
+    "cpu_time": "killed: CPU-time limit",
+    "memory": "killed: memory limit",
+    "output_limit": "killed: output limit",
+    "process_limit": "stopped: process limit",
+    "signal": "killed by a signal",
+}
+"""How each ``killed_reason`` is shown in rationales, evidence and reports."""
+
 
 class ExecResult(BaseModel):
     """Outcome of one sandboxed run.
@@ -36,6 +46,17 @@ class ExecResult(BaseModel):
     files: dict[str, str] = Field(default_factory=dict)
     backend: str = ""
     setup_failed: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """How the run ended, for people: ``"killed: memory limit"`` (and the other :data:`KILLED_TEXT`
+        lines) when a limit ended it, ``"never started"`` without an exit code, else
+        ``"return code <n>"``."""
+        if self.killed_reason:
+            return KILLED_TEXT[self.killed_reason]
+        if self.exit_code is None:
+            return "never started"
+        return f"return code {self.exit_code}"
 
 
 class Sandbox(Protocol):

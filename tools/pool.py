@@ -95,7 +95,7 @@ def summarize_output(output: Any) -> str:
     if isinstance(output, ExecResult):
         s = f"exit {output.exit_code}; {output.wall_time_s:.2f} s"
         if output.killed_reason:
-            s += f"; killed: {output.killed_reason}"
+            s += f"; {output.outcome}"
         if output.setup_failed:
             s += "; setup failed"
         s += f"; stdout: {_clip(output.stdout.strip(), 220)!r}"

@@ -126,7 +126,16 @@ AET = spec(
     "sgi_score.py averages every item, -1 included; see aggregate_aet().",
     range=(-1.0, float("inf")),
     unit="s",
-).model_copy(update={"higher_is_better": False})
+).model_copy(
+    update={
+        "higher_is_better": False,
+        "aggregation": "the per-model value is the mean over every scored item, items with AET -1 (no unit "
+        "test with runtime > 0) included, as sgi_score.py averages (step_4_score.py leaves them out; METRICS.md "
+        "C.4). Each item's AET averages the wall time of its unit tests with runtime > 0, passed and failed "
+        "alike: a timeout counts as the timeout, a program killed at the memory or output limit as its time "
+        "until the kill, and a program that never started is left out (A.3).",
+    }
+)
 SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
 
 
@@ -358,7 +367,7 @@ code variant (option ``dry_pass_order``)."""
 
 
 def unit_test_verdict(
-    output: str, reference: str, returncode: int, timed_out: bool, order: str = "paper"
+    output: str, reference: str, returncode: int, timed_out: bool, order: str = "paper", killed: str | None = None
 ) -> tuple[bool | None, str]:
     """(passed, how) of one unit test before the judge; ``passed`` None means
     the judge decides.
@@ -367,11 +376,14 @@ def unit_test_verdict(
     whatever it printed; only then is the output compared exactly.
     ``"code"`` (A.3, the upstream order): an exact output match passes even
     after a non-zero exit; else a timeout or non-zero exit fails.
+    ``killed``: how a sandbox limit ended the program (:attr:`ExecResult.outcome
+    <sgieval.tools.base.ExecResult.outcome>`, e.g. ``"killed: memory limit"``),
+    which ``how`` then says instead of the return code.
     Raises ValueError for another ``order``."""
     if order not in PASS_ORDERS:
         raise ValueError(f"unknown dry_pass_order {order!r}: use 'paper' or 'code'")
     failed_exit = timed_out or returncode != 0
-    how_exit = "timeout" if timed_out else f"return code {returncode}"
+    how_exit = "timeout" if timed_out else (killed or f"return code {returncode}")
     if order == "paper" and failed_exit:
         return False, how_exit
     if unit_test_passed_exact(output, reference):
@@ -537,9 +549,13 @@ class DryExperimentMetric(Metric):
                     "output": out[-2000:],
                     "exit_code": res.exit_code,
                     "duration_s": res.wall_time_s,
+                    **({"killed_reason": res.killed_reason} if res.killed_reason else {}),
                 }
             )
-            passed, how = unit_test_verdict(out, t["output"], rc, res.timed_out, self.pass_order)
+            killed = res.outcome if res.killed_reason and not res.timed_out else None
+            if killed:
+                row["killed"] = killed
+            passed, how = unit_test_verdict(out, t["output"], rc, res.timed_out, self.pass_order, killed)
             if passed is not None:
                 row.update(passed=passed, how=how)
             elif judge is None:
@@ -624,11 +640,21 @@ class DryExperimentMetric(Metric):
             else:
                 out.append(mk(s, float(p >= k), summary, judge=judge_name))
         out.append(mk(SER, ser, f"{int(round(ser * N_TESTS))}/5 programs exited with return code 0"))
+        counted = [r for r in rows if r["runtime"] > 0]
+        parts = [
+            f"#{r['test']} {r['runtime']:.3g} s ({'pass' if r['passed'] else 'fail'}"
+            + (", timeout" if r.get("timed_out") else f", {r['killed']}" if r.get("killed") else "")
+            + ")"
+            for r in counted
+        ]
+        left = [f"#{r['test']}" for r in rows if r["runtime"] <= 0]
         out.append(
             mk(
                 AET,
                 aet,
-                f"mean runtime over {len(pos)} test(s) with runtime > 0"
+                f"mean runtime over {len(pos)} test(s) with runtime > 0: "
+                + "; ".join(parts)
+                + (f"; left out (never ran): {', '.join(left)}" if left else "")
                 if pos
                 else "no test with runtime > 0: AET = -1",
             )

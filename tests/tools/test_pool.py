@@ -138,7 +138,7 @@ def test_python_tool_through_pool(sbx, tmp_path):
     assert isinstance(out, ExecResult) and out.stdout == "10\n"  # 0+1+2+3+4
     assert ev["output"].startswith("exit 0; ") and ev["output"].endswith("; stdout: '10' [bubblewrap]")
     assert res["killed_reason"] == "timeout" and res["timed_out"] is True
-    assert b.calls[1]["output"].startswith("exit -9; ") and "killed: timeout" in b.calls[1]["output"]
+    assert b.calls[1]["output"].startswith("exit -9; ") and "; killed: wall-time limit; " in b.calls[1]["output"]
     assert len(ev["output"]) <= 500
 
 

@@ -13,9 +13,12 @@ Bubblewrap layout (what the untrusted program sees)::
 
 Namespaces: net (no network, only a down loopback), pid, ipc, uts, cgroup.  As
 root the programs run as an unprivileged uid (``setpriv``) with no
-capabilities and ``no_new_privs``; limits via ``prlimit``: address space
-(``memory_mb``, default 2048 MiB), CPU seconds, processes (``max_processes``),
-file size (``max_file_mb``), no core dumps.  One bwrap runs the setup scripts
+capabilities and ``no_new_privs``; limits via ``prlimit``: address space per
+process (``memory_mb``, default 2048 MiB), CPU seconds, processes
+(``max_processes``, default 16), file size (``max_file_mb``), no core dumps.
+The memory limit also holds for the sandbox as a whole: the host sums the
+resident memory of every process of the sandbox and kills them all over
+``memory_mb`` (:class:`~.common.TreeWatch`, ``killed_reason="memory"``).  One bwrap runs the setup scripts
 and ``main.py`` of a ``run`` in order, through a small driver
 (:mod:`.driver_src`), so the files the setup scripts write stay in the tmpfs
 for the main program and nothing the program writes lands on the host.  Output
@@ -63,14 +66,15 @@ from .common import (
     _MIB,
     SANDBOX_WORKDIR,
     SandboxLimits,
+    TreeWatch,
     _BaseSandbox,
     _boot_dir,
     _decode,
     _end_group,
     _python,
     _reap,
-    _select_round,
     _Raw,
+    _watched_round,
     _sandbox_env,
     _to_result,
 )
@@ -467,6 +471,8 @@ class BubblewrapSandbox(_BaseSandbox):
                 timeout_s=timeout_s,
                 output_bytes=self.limits.output_bytes,
                 n_outputs=len(output_files or []),
+                memory_mb=self.limits.memory_mb,
+                uid=uid,
             )
             if uid is not None:
                 # bwrap's exit (or its killing) tears the pid namespace down
@@ -532,13 +538,18 @@ def _execute_programs(
     output_bytes: int,
     n_outputs: int = 0,
     grace_s: float = 0.5,
+    memory_mb: int | None = None,
+    uid: int | None = None,
 ) -> tuple[list[_Raw], dict[str, str], str | None, str]:
     """Start bwrap (``argv``) in its own session and follow its driver: one
     :class:`_Raw` per program that started (output capped per stream, wall
     time, return code, peak memory), the output files, the reason a program
     could not start (or None) and bwrap's own error text when nothing started.
     Kills the whole process group on a program's wall timeout or output
-    overflow.  Raises OSError only when bwrap itself cannot be executed."""
+    overflow, and every process of the sandbox when their resident memory
+    together passes ``memory_mb`` (:class:`~.common.TreeWatch` over bwrap's
+    tree and the processes of ``uid``).  Raises OSError only when bwrap
+    itself cannot be executed."""
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -578,6 +589,7 @@ def _execute_programs(
     open_fds = 3 + len(streams)
     deadline = t0 + timeout_s
     exited = False
+    watch = TreeWatch(proc.pid, memory_mb, uid=uid) if memory_mb is not None else None
 
     def kill() -> None:
         nonlocal killed
@@ -587,6 +599,8 @@ def _execute_programs(
                 target()
             except (ProcessLookupError, PermissionError, OSError):
                 pass
+        if watch is not None:
+            watch.kill()
 
     def on_status(line: str) -> None:
         nonlocal current, deadline, started_at, nostart
@@ -598,11 +612,15 @@ def _execute_programs(
             raws.append(_Raw())
             current, started_at = i, time.perf_counter()
             deadline = started_at + timeout_s
+            if watch is not None:  # each program's own peak (the driver killed the last one's processes)
+                watch.peak_bytes = 0
         elif word == "done":
             i_s, rc_s, wall_s = rest.split()
             i = int(i_s)
             if 0 <= i < len(raws):
                 raws[i].returncode, raws[i].wall_s = int(rc_s), float(wall_s)
+                if watch is not None:
+                    raws[i].tree_peak_kb = watch.peak_bytes // 1024
                 current = None
                 deadline = time.perf_counter() + timeout_s  # the next program's start is near
         elif word == "nostart":
@@ -626,7 +644,15 @@ def _execute_programs(
                 break
             if exited and open_fds == 0:
                 break
-            events, exited, deadline = _select_round(sel, proc, pidfd, now, deadline, exited, grace_s)
+            if watch is not None and watch.due(now) <= 0:
+                watch.sample(now)
+                if watch.exceeded:
+                    if current is not None:
+                        raws[current].memory_exceeded = True
+                        raws[current].wall_s = now - started_at
+                    kill()
+                    break
+            events, exited, deadline = _watched_round(sel, proc, pidfd, now, deadline, exited, grace_s, watch)
             overflow = False
             for sel_key, _ in events:
                 kind, what = sel_key.data
@@ -674,6 +700,8 @@ def _execute_programs(
         raw.stdout = bytes(bufs.get((i, "stdout"), b""))
         raw.stderr = bytes(bufs.get((i, "stderr"), b""))
         raw.peak_kb = _peek_peak(peaks[i])
+        if watch is not None and raw.tree_peak_kb is None:
+            raw.tree_peak_kb = watch.peak_bytes // 1024
         if raw.returncode is None:  # killed by the host, or the driver died under it
             raw.killed_by_host = killed
             raw.returncode = -signal.SIGKILL

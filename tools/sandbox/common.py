@@ -3,9 +3,22 @@ output decoding (capped, control characters escaped), file staging and the
 common ``run`` flow.  Backends: :mod:`.bwrap`, :mod:`.local`, :mod:`.e2b`.
 
 ``killed_reason`` (ExecResult): ``timeout`` wall limit fired; ``cpu_time``
-SIGXCPU from RLIMIT_CPU; ``memory`` MemoryError / allocation failure under
-RLIMIT_AS; ``output_limit`` a stream passed ``output_bytes``; ``process_limit``
-fork/thread creation refused by RLIMIT_NPROC; ``signal`` any other signal death.
+SIGXCPU from RLIMIT_CPU; ``memory`` the sandbox's processes together passed
+``memory_mb`` (:class:`TreeWatch` killed them) or one allocation failed under
+RLIMIT_AS (MemoryError); ``output_limit`` a stream passed ``output_bytes``;
+``process_limit`` fork/thread creation refused by RLIMIT_NPROC; ``signal`` any
+other signal death.
+
+**The memory limit holds for the whole sandbox.**  RLIMIT_AS bounds each process
+on its own, so three children of one program could each hold nearly the limit.
+The host therefore watches the sandbox's process tree (:class:`TreeWatch`: every
+descendant of the sandbox's first process, every process of its session, and
+every process of its leased uid) and sums their resident memory (RSS) every
+20 ms (every 5 ms past half the limit); over ``memory_mb`` it kills them all
+and the run is reported as ``killed_reason="memory"``.  ``peak_memory_mb`` is
+the largest sum seen (or the program's own peak RSS when that is larger).  No
+cgroup is used: it needs a delegated cgroup v2 subtree, which sgieval does not
+assume (see the README's sandbox section).
 """
 
 from __future__ import annotations
@@ -42,7 +55,8 @@ class SandboxLimits(BaseModel):
     """Resource limits of one sandboxed program (each setup script and the main
     program get them separately).
 
-    ``memory_mb`` address-space limit in MiB (RLIMIT_AS; default 2048);
+    ``memory_mb`` MiB for the whole sandbox (default 2048): the resident memory of all its processes
+    together (:class:`TreeWatch`), and the address space of each (RLIMIT_AS);
     ``timeout_s`` wall seconds (default 60; ``run(timeout_s=...)`` overrides);
     ``cpu_time_s`` CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout + 1 s, so a single-threaded
     busy loop is stopped by the wall timeout, reported as ``timeout``, and not by a race between the two;
@@ -50,7 +64,7 @@ class SandboxLimits(BaseModel):
     ``output_bytes`` per stream (stdout, stderr; default 1 MiB), beyond which
     the run is killed and the text truncated with :data:`TRUNCATION_MARKER`;
     ``max_processes`` processes + threads of the sandbox uid (RLIMIT_NPROC;
-    default 64); ``max_file_mb`` largest file the program may write
+    default 16: a program, its few workers and their threads); ``max_file_mb`` largest file the program may write
     (RLIMIT_FSIZE; default 64); ``tmp_mb`` size of the private /tmp tmpfs.
     """
 
@@ -58,7 +72,7 @@ class SandboxLimits(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0)
     cpu_time_s: float | None = Field(default=None, gt=0)
     output_bytes: int = Field(default=_MIB, ge=1024)
-    max_processes: int = Field(default=64, ge=4)
+    max_processes: int = Field(default=16, ge=4)
     max_file_mb: int = Field(default=64, ge=1)
     tmp_mb: int = Field(default=64, ge=1)
 
@@ -79,6 +93,97 @@ class _Raw:
     killed_by_host: bool = False
     truncated: dict[str, bool] = field(default_factory=dict)
     peak_kb: int | None = None
+    memory_exceeded: bool = False
+    tree_peak_kb: int | None = None
+
+
+class TreeWatch:
+    """The resident memory of a sandbox's processes, summed, against a limit (see the module docstring).
+
+    ``root``: the pid the host started (bwrap, or the program itself); the tree is every descendant of it
+    (parent links in ``/proc/<pid>/stat``), every process whose session is ``root``'s (an orphan of the
+    unsafe backend is reparented outside the tree but keeps its session unless it calls ``setsid``) and,
+    with ``uid``, every process of that uid (the bubblewrap backend's leased uid).  ``limit_mb``: MiB
+    (None: only measure).  ``interval_s`` between samples (a fifth of it once past half the limit).
+
+    :meth:`due` says when to sample, :meth:`sample` sums the tree (bytes) and records the peak;
+    :meth:`exceeded` is True once a sample passed the limit; :meth:`kill` SIGKILLs every process of the
+    tree."""
+
+    def __init__(self, root: int, limit_mb: int | None, *, uid: int | None = None, interval_s: float = 0.02):
+        self.root = root
+        self.limit = limit_mb * _MIB if limit_mb is not None else None
+        self.uid = uid
+        self.interval_s = interval_s
+        self.peak_bytes = 0
+        self.exceeded = False
+        self.pids: list[int] = []
+        self._next = 0.0
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def due(self, now: float) -> float:
+        """Seconds until the next sample is due (<= 0: now)."""
+        return self._next - now
+
+    def tree(self) -> dict[int, int]:
+        """{pid: resident bytes} of every live process of the tree."""
+        parent: dict[int, int] = {}
+        rss: dict[int, int] = {}
+        members: set[int] = {self.root}
+        try:
+            entries = os.listdir("/proc")
+        except OSError:  # pragma: no cover - no /proc
+            return {}
+        for d in entries:
+            if not d.isdigit():
+                continue
+            pid = int(d)
+            try:
+                with open(f"/proc/{d}/stat", "rb") as f:
+                    stat = f.read()
+                if self.uid is not None and os.stat(f"/proc/{d}").st_uid == self.uid:
+                    members.add(pid)
+            except OSError:
+                continue
+            fields = stat.rsplit(b")", 1)[-1].split()
+            # after the command name: state ppid pgrp session ... rss is field 24 of stat(5)
+            if len(fields) < 22:
+                continue
+            parent[pid] = int(fields[1])
+            rss[pid] = int(fields[21]) * self._page
+            if int(fields[3]) == self.root:
+                members.add(pid)
+        children: dict[int, list[int]] = {}
+        for pid, pp in parent.items():
+            children.setdefault(pp, []).append(pid)
+        todo = list(members)
+        while todo:
+            for c in children.get(todo.pop(), ()):
+                if c not in members:
+                    members.add(c)
+                    todo.append(c)
+        return {pid: rss[pid] for pid in members if pid in rss}
+
+    def sample(self, now: float) -> int:
+        """Sum the tree's resident memory (bytes) now (``time.perf_counter`` seconds), record the peak and
+        whether the limit is passed; returns the sum."""
+        got = self.tree()
+        self.pids = list(got)
+        total = sum(got.values())
+        self.peak_bytes = max(self.peak_bytes, total)
+        if self.limit is not None and total > self.limit:
+            self.exceeded = True
+        near = self.limit is not None and total > self.limit // 2
+        self._next = now + (self.interval_s / 4 if near else self.interval_s)
+        return total
+
+    def kill(self) -> None:
+        """SIGKILL every process of the tree as last sampled, and the tree's root."""
+        for pid in {self.root, *self.pids}:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _execute(
@@ -90,6 +195,7 @@ def _execute(
     output_bytes: int,
     grace_s: float = 0.5,
     peak_pipe: tuple[int, int] | None = None,
+    memory_mb: int | None = None,
 ) -> _Raw:
     """Run ``argv`` in its own session, stream stdout/stderr with a byte cap,
     kill the process group (SIGKILL) on wall timeout or output overflow, and
@@ -98,6 +204,8 @@ def _execute(
 
     ``peak_pipe`` (read fd, write fd): the write end is passed to the child
     (see :data:`_PEAK_SITECUSTOMIZE`), which reports its peak RSS in KiB there.
+    ``memory_mb``: the limit of the whole process tree (:class:`TreeWatch`),
+    None: not watched.
     """
     raw = _Raw()
     t0 = time.perf_counter()
@@ -130,6 +238,7 @@ def _execute(
     deadline = t0 + timeout_s
     exited = False
     open_streams = 2
+    watch = TreeWatch(proc.pid, memory_mb) if memory_mb is not None else None
 
     def kill() -> None:
         raw.killed_by_host = True
@@ -138,6 +247,8 @@ def _execute(
                 target()
             except (ProcessLookupError, PermissionError, OSError):
                 pass
+        if watch is not None:
+            watch.kill()
 
     try:
         while True:
@@ -149,7 +260,13 @@ def _execute(
                 break
             if exited and open_streams == 0:
                 break
-            events, exited, deadline = _select_round(sel, proc, pidfd, now, deadline, exited, grace_s)
+            if watch is not None and watch.due(now) <= 0:
+                watch.sample(now)
+                if watch.exceeded:
+                    raw.memory_exceeded = True
+                    kill()
+                    break
+            events, exited, deadline = _watched_round(sel, proc, pidfd, now, deadline, exited, grace_s, watch)
             for key, _ in events:
                 if key.data == "exit":
                     sel.unregister(key.fileobj)
@@ -182,6 +299,8 @@ def _execute(
         _end_group(proc, pidfd)
         if peak_pipe:
             raw.peak_kb = _read_peak(peak_pipe[0])
+        if watch is not None:
+            raw.tree_peak_kb = watch.peak_bytes // 1024
     raw.stdout = bytes(bufs["stdout"])
     raw.stderr = bytes(bufs["stderr"])
     return raw
@@ -207,6 +326,25 @@ def _select_round(
         exited = True
         deadline = min(deadline, time.perf_counter() + grace_s)
     return events, exited, deadline
+
+
+def _watched_round(
+    sel: selectors.BaseSelector,
+    proc: subprocess.Popen,
+    pidfd: int | None,
+    now: float,
+    deadline: float,
+    exited: bool,
+    grace_s: float,
+    watch: "TreeWatch | None",
+) -> tuple[list, bool, float]:
+    """:func:`_select_round` that also returns when ``watch``'s next sample is due; returns (events, exited,
+    deadline) as it does, ``deadline`` unchanged by the sample time."""
+    if watch is None:
+        return _select_round(sel, proc, pidfd, now, deadline, exited, grace_s)
+    until = min(deadline, now + max(0.0, watch.due(now)))
+    events, exited, got = _select_round(sel, proc, pidfd, now, until, exited, grace_s)
+    return events, exited, (min(deadline, got) if got != until else deadline)
 
 
 def _reap(proc: subprocess.Popen) -> int | None:
@@ -318,6 +456,8 @@ def _decode(data: bytes, truncated: bool, limit: int) -> str:
 
 def _classify(raw: _Raw, exit_code: int | None, stderr: str) -> str | None:
     """Name the limit that ended the run (ExecResult.killed_reason), or None."""
+    if raw.memory_exceeded:
+        return "memory"
     if raw.output_exceeded:
         return "output_limit"
     if raw.timed_out:
@@ -339,12 +479,13 @@ def _to_result(raw: _Raw, exit_code: int | None, limits_out: int, backend: str) 
     stdout = _decode(raw.stdout, raw.truncated.get("stdout", False), limits_out)
     stderr = _decode(raw.stderr, raw.truncated.get("stderr", False), limits_out)
     reason = _classify(raw, exit_code, stderr)
+    peak_kb = max(raw.peak_kb or 0, raw.tree_peak_kb or 0)
     return ExecResult(
         stdout=stdout,
         stderr=stderr,
         exit_code=exit_code,
         wall_time_s=round(raw.wall_s, 6),
-        peak_memory_mb=round(raw.peak_kb / 1024.0, 3) if raw.peak_kb else None,
+        peak_memory_mb=round(peak_kb / 1024.0, 3) if peak_kb else None,
         timed_out=raw.timed_out,
         killed_reason=reason,  # type: ignore[arg-type]
         backend=backend,

@@ -28,7 +28,8 @@ class UnsafeLocalSandbox(_BaseSandbox):
     NO isolation: the program sees the network and every file the caller can
     read.  Only with an explicit ``--unsafe-local-exec``; ExecResult.backend is
     ``"unsafe-local"`` so run headers can say so.  The process group is killed
-    on timeout and after the program exits.
+    on timeout and after the program exits; the memory limit holds for the
+    program and its descendants together (:class:`~.common.TreeWatch`).
     """
 
     name = "unsafe-local"
@@ -65,7 +66,13 @@ class UnsafeLocalSandbox(_BaseSandbox):
             }
         )
         raw = _execute(
-            argv, env=env, cwd=str(workdir), timeout_s=timeout_s, output_bytes=L.output_bytes, peak_pipe=pipe
+            argv,
+            env=env,
+            cwd=str(workdir),
+            timeout_s=timeout_s,
+            output_bytes=L.output_bytes,
+            peak_pipe=pipe,
+            memory_mb=L.memory_mb,
         )
         code = raw.returncode
         err = raw.stderr.decode("utf-8", "replace")
