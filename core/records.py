@@ -329,6 +329,37 @@ class Score(_Record):
         return self.status == "ok"
 
 
+class Label(_Record):
+    """One human label: the researcher's own value for one (item, target model, metric[, criterion]).
+
+    ``value`` is on the scale of the metric (``MetricSpec.range``) or, with ``criterion``, of the rubric criterion
+    (0-10). ``labeller`` names who labelled; ``created_at`` is an ISO 8601 UTC timestamp; ``note`` is free text.
+    Labels are stored in the run folder's ``labels.jsonl``; for one (item, model, metric, criterion, labeller) the
+    latest label counts.
+    """
+
+    item_id: str
+    model: str
+    metric: str
+    criterion: str | None = None
+    value: float
+    labeller: str = ""
+    created_at: str = ""
+    note: str = ""
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _number(cls, v: Any) -> Any:
+        if isinstance(v, bool) or (isinstance(v, float) and not math.isfinite(v)):
+            raise ValueError(f"a label value must be a finite number, got {v!r}")
+        return v
+
+    @property
+    def key(self) -> tuple[str, str, str, str | None, str]:
+        """(item_id, model, metric, criterion, labeller): one label per key counts (the latest)."""
+        return (self.item_id, self.model, self.metric, self.criterion, self.labeller)
+
+
 MetricKind = Literal["objective", "judge", "rubric"]
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from .errors import InputError
 from .files import atomic_write_text, slug_name
-from .records import Item, Response, Score, RunConfig
+from .records import Item, Label, Response, Score, RunConfig
 
 # ------------------------------------------------------------------ run folder
 BUDGET_STOP_NOTE = "The run stopped at its budget"
@@ -113,7 +113,7 @@ class RunStore:
     writer changed it.
     """
 
-    FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score}
+    FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score, "labels": Label}
     JOURNALS = ("ledger",)
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost)."""
@@ -123,6 +123,7 @@ class RunStore:
         "responses.jsonl",
         "scores.jsonl",
         "ledger.jsonl",
+        "labels.jsonl",
         "config.json",
         "report.md",
         "report.json",

@@ -1,0 +1,225 @@
+"""Agreement of a judge with human labels on the same units.
+
+Which statistic fits depends on the scale of the metric or criterion:
+
+- ordinal (integer scales: a rubric criterion 0-10, a Likert -2..2): quadratic-weighted Cohen's kappa
+  (Cohen 1968; the value of ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``) over the categories of the
+  declared range;
+- continuous (any other range): Spearman's rank correlation (``scipy.stats.spearmanr``);
+- binary (range 0..1 with 0/1 values): the judge's true-positive rate (judge 1 among labels 1), true-negative rate
+  (judge 0 among labels 0) and unweighted Cohen's kappa.
+
+Every scale also gets the mean signed difference, judge minus label (the judge's bias on the metric's own scale),
+and the number of labelled units. Each statistic has a 95% percentile bootstrap interval over labelled units
+(``scipy.stats.bootstrap``, paired resampling, seeded).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Sequence
+
+import numpy as np
+
+__all__ = ["Agreement", "Statistic", "agreement", "kappa", "scale_of"]
+
+Scale = Literal["ordinal", "continuous", "binary"]
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One agreement statistic with its bootstrap interval.
+
+    Attributes:
+        name: ``weighted_kappa``, ``kappa``, ``spearman``, ``tpr``, ``tnr`` or ``mean_difference``.
+        value: the statistic on all labelled units (None when undefined, e.g. kappa with one category on both sides).
+        low: lower bound of the 95% bootstrap interval (None when undefined or without variation).
+        high: upper bound.
+        n: units the statistic is computed on (for tpr / tnr: the units labelled 1 / 0).
+    """
+
+    name: str
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How one judge (or the panel) agrees with the labels on one metric or criterion.
+
+    Attributes:
+        judge: the judge's model name, or ``"panel"`` for the panel aggregate.
+        metric: the metric name.
+        criterion: the rubric criterion, or None for the metric's own value.
+        scale: ``ordinal``, ``continuous`` or ``binary`` (:func:`scale_of`).
+        n: labelled units with a judge score.
+        statistics: the statistics of the scale, ``mean_difference`` last.
+    """
+
+    judge: str
+    metric: str
+    criterion: str | None
+    scale: Scale
+    n: int
+    statistics: list[Statistic] = field(default_factory=list)
+
+    def get(self, name: str) -> Statistic | None:
+        """The statistic called ``name``, or None."""
+        return next((s for s in self.statistics if s.name == name), None)
+
+
+def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
+    """The scale of a metric or criterion from its declared range and its values.
+
+    Args:
+        low: the declared minimum (e.g. 0 for a criterion, -2 for Likert).
+        high: the declared maximum.
+        values: labels and judge scores seen.
+
+    Returns:
+        ``binary`` for range 0..1 with only 0/1 values; ``ordinal`` for an integer range of at most 21 points whose
+        values are all integers; otherwise ``continuous``.
+    """
+    ints = all(float(v).is_integer() for v in values)
+    if (low, high) == (0, 1) and all(v in (0, 1) for v in values):
+        return "binary"
+    if ints and float(low).is_integer() and float(high).is_integer() and 0 < high - low <= 20:
+        return "ordinal"
+    return "continuous"
+
+
+def _kappa(weights: str | None, labels: Sequence[int]) -> Callable[[np.ndarray, np.ndarray], float]:
+    """Cohen's kappa over the categories ``labels`` (quadratic weights, or none): 1 - sum(w O) / sum(w E), with O
+    the observed confusion proportions and E the product of the marginals (Cohen 1968). The same value as
+    ``sklearn.metrics.cohen_kappa_score`` (the tests compare them), computed with numpy so the bootstrap stays fast."""
+    cats = np.asarray(list(labels), dtype=float)
+    k = cats.size
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2 if weights == "quadratic" else (idx[:, None] != idx[None, :]).astype(float)
+
+    def stat(judge: np.ndarray, human: np.ndarray) -> float:
+        hi = np.searchsorted(cats, human)
+        ji = np.searchsorted(cats, judge)
+        if np.unique(np.concatenate([hi, ji])).size < 2:
+            return math.nan
+        observed = np.zeros((k, k))
+        np.add.at(observed, (hi, ji), 1.0)
+        observed /= observed.sum()
+        expected = np.outer(observed.sum(1), observed.sum(0))
+        denom = float((w * expected).sum())
+        return math.nan if denom == 0 else 1.0 - float((w * observed).sum()) / denom
+
+    return stat
+
+
+def kappa(
+    judge: Sequence[float], human: Sequence[float], categories: Sequence[int], quadratic: bool = True
+) -> float | None:
+    """Cohen's kappa of two raters over ``categories`` (quadratic weights by default; unweighted otherwise).
+
+    Args:
+        judge: the judge's category per unit.
+        human: the label per unit, same order.
+        categories: every category of the scale, ascending (e.g. 0..10).
+        quadratic: quadratic weights (ordinal scales) or none (nominal, binary).
+
+    Returns:
+        Kappa in [-1, 1], or None when undefined (one category on both sides).
+    """
+    v = _kappa("quadratic" if quadratic else None, categories)(np.asarray(judge, float), np.asarray(human, float))
+    return None if math.isnan(v) else v
+
+
+def _spearman(judge: np.ndarray, human: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    if np.ptp(judge) == 0 or np.ptp(human) == 0:
+        return math.nan
+    return float(spearmanr(judge, human).statistic)
+
+
+def _rate(positive: int) -> Callable[[np.ndarray, np.ndarray], float]:
+    def stat(judge: np.ndarray, human: np.ndarray) -> float:
+        mask = human == positive
+        return float(np.mean(judge[mask] == positive)) if mask.any() else math.nan
+
+    return stat
+
+
+def _mean_difference(judge: np.ndarray, human: np.ndarray) -> float:
+    return float(np.mean(judge - human))
+
+
+def _with_ci(
+    name: str, stat: Callable[[np.ndarray, np.ndarray], float], judge: np.ndarray, human: np.ndarray, n: int, seed: int
+) -> Statistic:
+    value = stat(judge, human)
+    if not math.isfinite(value):
+        return Statistic(name, None, None, None, n)
+    if judge.size < 3:
+        return Statistic(name, value, None, None, n)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(1000):
+        idx = rng.integers(0, judge.size, judge.size)
+        v = stat(judge[idx], human[idx])
+        if math.isfinite(v):
+            draws.append(v)
+    if len(draws) < 100 or float(np.ptp(draws)) == 0.0:
+        return Statistic(name, value, None, None, n)  # no variation over the resamples: no interval
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return Statistic(name, value, float(low), float(high), n)
+
+
+def agreement(
+    judge_scores: Sequence[float],
+    labels: Sequence[float],
+    *,
+    value_range: tuple[float, float],
+    judge: str,
+    metric: str,
+    criterion: str | None = None,
+    seed: int = 0,
+) -> Agreement:
+    """Agreement statistics of one judge with the labels on paired units (module docstring).
+
+    Args:
+        judge_scores: the judge's value per labelled unit, on the metric's (or criterion's) own scale.
+        labels: the human label per unit, same order and scale.
+        value_range: the declared (min, max) of the scale.
+        judge: the judge's name (``"panel"`` for the panel aggregate).
+        metric: the metric name.
+        criterion: the criterion name, or None for the whole metric.
+        seed: seed of the bootstrap resampling.
+
+    Returns:
+        An :class:`Agreement`; statistics that are undefined on these units have value None.
+
+    Raises:
+        ValueError: when the two sequences differ in length or hold non-finite values.
+    """
+    j = np.asarray(judge_scores, dtype=float)
+    h = np.asarray(labels, dtype=float)
+    if j.shape != h.shape or j.ndim != 1:
+        raise ValueError(f"judge scores and labels must be two sequences of one length, got {j.shape}, {h.shape}")
+    if not (np.isfinite(j).all() and np.isfinite(h).all()):
+        raise ValueError("judge scores and labels must be finite numbers")
+    low, high = value_range
+    scale = scale_of(low, high, [*j.tolist(), *h.tolist()])
+    n = int(j.size)
+    stats: list[Statistic] = []
+    if scale == "ordinal":
+        cats = list(range(int(low), int(high) + 1))
+        stats.append(_with_ci("weighted_kappa", _kappa("quadratic", cats), j, h, n, seed))
+    elif scale == "binary":
+        stats.append(_with_ci("tpr", _rate(1), j, h, int((h == 1).sum()), seed))
+        stats.append(_with_ci("tnr", _rate(0), j, h, int((h == 0).sum()), seed))
+        stats.append(_with_ci("kappa", _kappa(None, [0, 1]), j, h, n, seed))
+    else:
+        stats.append(_with_ci("spearman", _spearman, j, h, n, seed))
+    if n:
+        stats.append(_with_ci("mean_difference", _mean_difference, j, h, n, seed))
+    return Agreement(judge=judge, metric=metric, criterion=criterion, scale=scale, n=n, statistics=stats)

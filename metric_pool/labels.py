@@ -1,0 +1,413 @@
+"""Human labels against the judges: which units to label, validation, judge-label agreement, PPI estimates.
+
+A label is a :class:`~sgieval.core.Label` record (``labels.jsonl`` in the run folder). This module pairs labels
+with the scores of the same (item, target model, metric[, criterion]) and computes, per metric:
+
+- the agreement of each judge and of the panel with the labels (:mod:`sgieval.metric_pool.agreement`);
+- per target model, the prediction-powered mean (PPI++, :mod:`sgieval.metric_pool.ppi`) beside the judge-only and
+  the labels-only means, and the paired PPI++ difference between models labelled on the same items.
+
+Which units to label (:func:`sample_units`): PPI's guarantee holds for a uniform random sample of the scored units,
+so the default draws, with a seed, the same random items for every target model (uniform within each model, equal
+counts per model where every model has a score on them), so each model is its own stratum and model differences
+are paired. Any other selection (``disagreement``: the units where the judges differ most) is marked as not covered
+by the guarantee, and estimates from it say so.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Sequence
+
+from ..core import InputError, Label, MetricSpec, Rubric, Score
+from .agreement import Agreement, agreement
+from .ppi import PPIEstimate, classical_mean, ppi_mean
+from .reliability import judge_values
+
+__all__ = [
+    "MIN_LABELS",
+    "LabelEstimates",
+    "ModelEstimate",
+    "latest_labels",
+    "label_estimates",
+    "sample_units",
+    "validate_labels",
+]
+
+MIN_LABELS = 10
+"""Fewer labels than this for a model: its judge-only figure stands (a PPI interval on so few labels is unreliable
+and its normal approximation unjustified)."""
+
+Selection = Literal["random", "disagreement"]
+
+
+def latest_labels(labels: Iterable[Label]) -> list[Label]:
+    """One label per (item, model, metric, criterion, labeller): the last one given, in file order.
+
+    Args:
+        labels: labels as read from ``labels.jsonl`` (file order = time order).
+
+    Returns:
+        The labels that count, in the order of their first appearance.
+    """
+    out: dict[tuple, Label] = {}
+    for lab in labels:
+        out.pop(lab.key, None)
+        out[lab.key] = lab
+    return list(out.values())
+
+
+def _criterion_range(spec: MetricSpec, criterion: str) -> tuple[float, float]:
+    names = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
+    if criterion not in names:
+        raise KeyError(criterion)
+    return (0.0, 10.0)
+
+
+def validate_labels(
+    labels: Sequence[Label],
+    *,
+    specs: Sequence[MetricSpec],
+    item_ids: Iterable[str],
+    models: Iterable[str],
+    source: str,
+) -> None:
+    """Refuse labels that cannot be matched or lie outside the declared range.
+
+    Args:
+        labels: the labels to check.
+        specs: the run's metric specs (rubrics carry their criteria, each scored 0-10).
+        item_ids: the run's item ids.
+        models: the run's target model names.
+        source: the file the labels come from (named in the error).
+
+    Raises:
+        InputError: naming the first offending label (its position in ``source``), the field and the fix: an
+            unknown item, model, metric or criterion, or a value outside the range of the metric (its declared
+            ``range``) or of the criterion (0-10).
+    """
+    by_name = {s.name: s for s in specs}
+    ids, names = set(item_ids), set(models)
+    for n, lab in enumerate(labels, 1):
+        where = f"{source} label {n}"
+        if lab.item_id not in ids:
+            raise InputError(
+                f"unknown item {lab.item_id!r}",
+                what=f"{where} field item_id",
+                fix="use an item id of the run (`sgieval labels export` lists them)",
+            )
+        if lab.model not in names:
+            raise InputError(
+                f"unknown target model {lab.model!r}",
+                what=f"{where} field model",
+                fix=f"use one of {', '.join(sorted(names))}",
+            )
+        spec = by_name.get(lab.metric)
+        if spec is None:
+            raise InputError(
+                f"unknown metric {lab.metric!r}",
+                what=f"{where} field metric",
+                fix=f"use one of {', '.join(sorted(by_name))}",
+            )
+        if lab.criterion is not None:
+            try:
+                low, high = _criterion_range(spec, lab.criterion)
+            except KeyError:
+                crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
+                raise InputError(
+                    f"metric {lab.metric} has no criterion {lab.criterion!r}",
+                    what=f"{where} field criterion",
+                    fix=f"use one of {', '.join(crits)}" if crits else "leave criterion empty: this metric has none",
+                ) from None
+        else:
+            low, high = spec.range
+        if not low <= lab.value <= high:
+            what = f"criterion {lab.criterion}" if lab.criterion else f"metric {lab.metric}"
+            raise InputError(
+                f"value {lab.value:g} is outside the range of {what} ({low:g} to {high:g})",
+                what=f"{where} field value",
+                fix=f"give a value from {low:g} to {high:g}",
+            )
+
+
+def _judged(score: Score, criterion: str | None) -> tuple[float | None, dict[str, float]]:
+    """(panel value, {judge: value}) of one score for the metric (criterion None) or one rubric criterion."""
+    if not score.ok or score.value is None:
+        return None, {}
+    if criterion is None:
+        per = judge_values(score)
+        return float(score.value), per or ({score.judge: float(score.value)} if score.judge != "objective" else {})
+    details = score.details or {}
+    panel = (details.get("criteria") or {}).get(criterion)
+    per = {
+        str(j): float(v[criterion])
+        for j, v in (details.get("per_judge") or {}).items()
+        if isinstance(v, dict) and isinstance(v.get(criterion), (int, float))
+    }
+    return (float(panel) if isinstance(panel, (int, float)) else None), per
+
+
+def sample_units(
+    scores: Sequence[Score],
+    *,
+    metric: str,
+    n: int,
+    seed: int = 0,
+    selection: Selection = "random",
+    done: Iterable[tuple[str, str]] = (),
+) -> list[tuple[str, str]]:
+    """The (item_id, model) units to label for ``metric``, in labelling order.
+
+    Args:
+        scores: the run's scores.
+        metric: the metric to label.
+        n: labels wanted per target model (>= 1).
+        seed: the seed of the random draw (the same seed gives the same units, so a session continues).
+        selection: ``random`` (the default: a uniform random sample of the items every model has a valid score on,
+            the same items for each model, so PPI's guarantee holds) or ``disagreement`` (the units with the widest
+            spread between judges first: NOT a random sample, not covered by PPI's guarantee).
+        done: units already labelled; they are left out of the result but still count toward ``n``.
+
+    Returns:
+        Up to ``n`` units per model not yet in ``done``, item-major (every model's answer to one item, then the
+        next item).
+
+    Raises:
+        ValueError: ``n`` < 1 or an unknown ``selection``.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    valid = [s for s in scores if s.metric == metric and s.ok and s.value is not None and s.item_id != "*"]
+    models = sorted({s.model for s in valid})
+    by_item: dict[str, set[str]] = {}
+    for s in valid:
+        by_item.setdefault(s.item_id, set()).add(s.model)
+    if selection == "random":
+        shared = sorted(i for i, ms in by_item.items() if len(ms) == len(models))
+        rest = sorted(i for i in by_item if i not in set(shared))
+        rng = random.Random(seed)
+        rng.shuffle(shared)
+        rng.shuffle(rest)
+        order = shared + rest
+    elif selection == "disagreement":
+        spread: dict[str, float] = {}
+        for s in valid:
+            vals = list(judge_values(s).values())
+            if len(vals) >= 2:
+                spread[s.item_id] = max(spread.get(s.item_id, 0.0), max(vals) - min(vals))
+        order = sorted(by_item, key=lambda i: (-spread.get(i, 0.0), i))
+    else:
+        raise ValueError(f"unknown selection {selection!r} (random or disagreement)")
+    taken: dict[str, int] = {m: 0 for m in models}
+    out: list[tuple[str, str]] = []
+    skip = set(done)
+    for item in order:
+        for m in models:
+            if m in by_item[item] and taken[m] < n:
+                taken[m] += 1
+                if (item, m) not in skip:
+                    out.append((item, m))
+    return out
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """The mean of one target model on one labelled metric, three ways.
+
+    Attributes:
+        model: the target model.
+        n_labels: labelled units with a valid score.
+        n_scored: units with a valid judge score (labelled or not).
+        judge: the judge-only mean over all scored units (interval: normal approximation).
+        labels: the labels-only mean (None with fewer than 2 labels).
+        ppi: the PPI++ mean (None with fewer than :data:`MIN_LABELS` labels or no unlabelled unit).
+        note: why the PPI estimate is absent or not covered by the guarantee ("" otherwise).
+    """
+
+    model: str
+    n_labels: int
+    n_scored: int
+    judge: PPIEstimate | None
+    labels: PPIEstimate | None
+    ppi: PPIEstimate | None
+    note: str = ""
+
+    @property
+    def best(self) -> PPIEstimate | None:
+        """The estimate the ranking uses: PPI++ when it exists, else the judge-only mean."""
+        return self.ppi or self.judge
+
+
+@dataclass
+class LabelEstimates:
+    """Agreement and prediction-powered estimates of one metric (``sgieval.agreement`` / ``sgieval.ppi``).
+
+    Attributes:
+        metric: the metric name.
+        higher_is_better: the metric's direction.
+        agreements: per judge and for the panel, for the metric and each labelled criterion.
+        models: per target model, the three means (:class:`ModelEstimate`).
+        differences: {(model a, model b): PPI++ mean of a - b over items labelled for both}, for pairs with at
+            least :data:`MIN_LABELS` such items.
+        selection: how the labelled units were chosen (``random`` or ``disagreement``).
+        n_labels: labels used (the latest per unit and labeller).
+    """
+
+    metric: str
+    higher_is_better: bool
+    agreements: list[Agreement] = field(default_factory=list)
+    models: list[ModelEstimate] = field(default_factory=list)
+    differences: dict[tuple[str, str], PPIEstimate] = field(default_factory=dict)
+    selection: str = "random"
+    n_labels: int = 0
+
+    @property
+    def covered(self) -> bool:
+        """Whether PPI's guarantee covers the estimates (the labelled units are a random sample)."""
+        return self.selection == "random"
+
+    def to_pandas(self) -> Any:
+        """One row per target model: model, n_labels, n_scored, judge/labels/ppi mean, low, high, note."""
+        import pandas as pd
+
+        rows = []
+        for m in self.models:
+            row: dict[str, Any] = {"model": m.model, "n_labels": m.n_labels, "n_scored": m.n_scored}
+            for name in ("judge", "labels", "ppi"):
+                e = getattr(m, name)
+                row[f"{name}_mean"] = e.mean if e else None
+                row[f"{name}_low"] = e.low if e else None
+                row[f"{name}_high"] = e.high if e else None
+            row["note"] = m.note
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def agreements_to_pandas(self) -> Any:
+        """One row per (judge, criterion, statistic): judge, criterion, scale, n, statistic, value, low, high."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "judge": a.judge,
+                    "criterion": a.criterion,
+                    "scale": a.scale,
+                    "n": a.n,
+                    "statistic": s.name,
+                    "value": s.value,
+                    "low": s.low,
+                    "high": s.high,
+                }
+                for a in self.agreements
+                for s in a.statistics
+            ]
+        )
+
+
+def label_estimates(
+    scores: Sequence[Score],
+    labels: Sequence[Label],
+    spec: MetricSpec,
+    *,
+    selection: str = "random",
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> LabelEstimates:
+    """Agreement with the labels and prediction-powered means of one metric (module docstring).
+
+    Args:
+        scores: the run's scores (all metrics; those of ``spec`` are used).
+        labels: the run's labels (all metrics; the latest per unit and labeller is used; several labellers of one
+            unit are averaged).
+        spec: the metric (a rubric carries its criteria).
+        selection: how the labelled units were chosen (``random``: covered by PPI's guarantee).
+        alpha: error level of every interval.
+        seed: seed of the bootstrap intervals of the agreement statistics.
+
+    Returns:
+        A :class:`LabelEstimates` (empty lists when no label matches a valid score).
+    """
+    mine = [s for s in scores if s.metric == spec.name and s.item_id != "*"]
+    by_unit = {(s.item_id, s.model): s for s in mine}
+    labs = [lab for lab in latest_labels(labels) if lab.metric == spec.name]
+    out = LabelEstimates(spec.name, spec.higher_is_better, selection=selection, n_labels=len(labs))
+    # labels per (criterion) -> {unit: mean label}
+    grouped: dict[str | None, dict[tuple[str, str], list[float]]] = {}
+    for lab in labs:
+        grouped.setdefault(lab.criterion, {}).setdefault((lab.item_id, lab.model), []).append(float(lab.value))
+    for criterion, units in grouped.items():
+        value_range = (0.0, 10.0) if criterion is not None else tuple(spec.range)
+        pairs: dict[str, tuple[list[float], list[float]]] = {}
+        for unit, vals in units.items():
+            score = by_unit.get(unit)
+            if score is None:
+                continue
+            panel, per = _judged(score, criterion)
+            human = sum(vals) / len(vals)
+            if panel is not None:
+                pairs.setdefault("panel", ([], []))
+                pairs["panel"][0].append(panel)
+                pairs["panel"][1].append(human)
+            if len(per) > 1:
+                for j, v in per.items():
+                    pairs.setdefault(j, ([], []))
+                    pairs[j][0].append(v)
+                    pairs[j][1].append(human)
+        for judge, (j, h) in sorted(pairs.items(), key=lambda kv: (kv[0] != "panel", kv[0])):
+            if j:
+                out.agreements.append(
+                    agreement(
+                        j,
+                        h,
+                        value_range=(float(value_range[0]), float(value_range[1])),
+                        judge=judge,
+                        metric=spec.name,
+                        criterion=criterion,
+                        seed=seed,
+                    )
+                )
+    metric_labels = grouped.get(None, {})
+    models = sorted({s.model for s in mine})
+    for model in models:
+        scored = {s.item_id: float(s.value) for s in mine if s.model == model and s.ok and s.value is not None}
+        labelled = {i: sum(v) / len(v) for (i, m), v in metric_labels.items() if m == model and i in scored}
+        y = [labelled[i] for i in sorted(labelled)]
+        yhat = [scored[i] for i in sorted(labelled)]
+        unl = [v for i, v in scored.items() if i not in labelled]
+        judge_only = classical_mean(list(scored.values()), alpha=alpha, method="judge") if len(scored) >= 2 else None
+        labels_only = classical_mean(y, alpha=alpha) if len(y) >= 2 else None
+        est, note = None, ""
+        if len(y) < MIN_LABELS:
+            note = (
+                f"{len(y)} label(s), fewer than {MIN_LABELS}: the judge-only figure stands (a prediction-powered "
+                "interval on so few labels is unreliable)"
+            )
+        elif not unl:
+            note = "every scored unit is labelled: the labels-only mean is the estimate"
+            est = labels_only
+        else:
+            est = ppi_mean(y, yhat, unl, alpha=alpha)
+            if selection != "random":
+                note = f"labelled units chosen by {selection}, not at random: PPI's coverage guarantee does not hold"
+        out.models.append(ModelEstimate(model, len(y), len(scored), judge_only, labels_only, est, note))
+    for a_i, a in enumerate(models):
+        for b in models[a_i + 1 :]:
+            sa = {s.item_id: float(s.value) for s in mine if s.model == a and s.ok and s.value is not None}
+            sb = {s.item_id: float(s.value) for s in mine if s.model == b and s.ok and s.value is not None}
+            shared = sorted(set(sa) & set(sb))
+            la = {i: sum(v) / len(v) for (i, m), v in metric_labels.items() if m == a}
+            lb = {i: sum(v) / len(v) for (i, m), v in metric_labels.items() if m == b}
+            both = [i for i in shared if i in la and i in lb]
+            unl = [sa[i] - sb[i] for i in shared if i not in set(both)]
+            if len(both) >= MIN_LABELS and unl:
+                out.differences[(a, b)] = ppi_mean(
+                    [la[i] - lb[i] for i in both], [sa[i] - sb[i] for i in both], unl, alpha=alpha
+                )
+    return out
+
+
+def separated(e: PPIEstimate) -> bool:
+    """Whether an interval of a difference excludes 0 (finite bounds)."""
+    return math.isfinite(e.low) and math.isfinite(e.high) and (e.low > 0 or e.high < 0)

@@ -1,0 +1,198 @@
+"""Prediction-powered inference: a mean from a few human labels and a judge's scores on every unit.
+
+With ``n`` labelled units (label ``Y_i``, judge score ``Ŷ_i``) and ``N`` other units scored by the judge only
+(``Ŷ'_j``), the PPI++ estimate of the mean label (Angelopoulos, Duchi and Zrnic 2024, "PPI++: Efficient
+Prediction-Powered Inference", arXiv:2311.01453, the mean-estimation case; the same formulas as the method authors'
+``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci``) is
+
+    θ̂_λ = λ · mean(Ŷ') + mean(Y − λ·Ŷ)
+
+with the variance-minimising tuning parameter for a mean (clipped to [0, 1] as ``ppi_py`` does)
+
+    λ̂ = [(1/n) Σ (Y_i − Ȳ)(Ŷ_i − mean Ŷ)] / [(1 + n/N) · var(Ŷ ∪ Ŷ')],   var with n + N − 1 degrees of freedom,
+
+and the normal-approximation interval θ̂ ± z_{1−α/2} · sqrt(var₀(λŶ')/N + var₀(Y − λŶ)/n) (var₀: population
+variance). λ = 1 is classic PPI (Angelopoulos et al., Science 2023); λ = 0 is the labels-only mean. The guarantee
+holds when the labelled units are a uniform random sample of the units; :func:`stratified_ppi_mean` combines
+strata (e.g. target models, each sampled on its own) with weights proportional to their sizes (Fisch et al. 2024,
+"Stratified Prediction-Powered Inference for Hybrid Language Model Evaluation", arXiv:2406.04291).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import norm
+
+__all__ = ["PPIEstimate", "ppi_mean", "stratified_ppi_mean", "classical_mean"]
+
+
+@dataclass(frozen=True)
+class PPIEstimate:
+    """A mean with its confidence interval.
+
+    Attributes:
+        mean: the point estimate, on the scale of the labels.
+        low: lower bound of the two-sided ``1 - alpha`` interval.
+        high: upper bound.
+        n_labelled: labelled units used.
+        n_unlabelled: units with a judge score only.
+        lam: the power-tuning parameter used (1: classic PPI; 0: labels only; None: not a PPI estimate).
+        method: ``"ppi++"``, ``"ppi"``, ``"labels"``, ``"judge"`` or ``"stratified ppi++"``.
+    """
+
+    mean: float
+    low: float
+    high: float
+    n_labelled: int
+    n_unlabelled: int
+    lam: float | None
+    method: str
+
+    @property
+    def width(self) -> float:
+        """high - low."""
+        return self.high - self.low
+
+
+def _z(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    return float(norm.ppf(1 - alpha / 2))
+
+
+def _as_arrays(labels: Sequence[float], judged: Sequence[float], unlabelled: Sequence[float]):
+    y = np.asarray(labels, dtype=float)
+    yhat = np.asarray(judged, dtype=float)
+    yu = np.asarray(unlabelled, dtype=float)
+    if y.shape != yhat.shape or y.ndim != 1:
+        raise ValueError(
+            f"labels and judge scores must be two 1-d sequences of one length, got {y.shape}, {yhat.shape}"
+        )
+    if y.size < 2:
+        raise ValueError(f"a prediction-powered interval needs at least 2 labelled units, got {y.size}")
+    if yu.ndim != 1 or yu.size < 1:
+        raise ValueError("a prediction-powered estimate needs at least 1 unit with a judge score only")
+    if not (np.isfinite(y).all() and np.isfinite(yhat).all() and np.isfinite(yu).all()):
+        raise ValueError("labels and judge scores must be finite numbers")
+    return y, yhat, yu
+
+
+def power_tuning(labels: Sequence[float], judged: Sequence[float], unlabelled: Sequence[float]) -> float:
+    """The PPI++ tuning parameter λ̂ for a mean (module docstring), clipped to [0, 1].
+
+    Args:
+        labels: ``Y``, the n human labels (n >= 2).
+        judged: ``Ŷ``, the judge's scores on the same n units, in the same order.
+        unlabelled: ``Ŷ'``, the judge's scores on the N units without a label (N >= 1).
+
+    Returns:
+        λ̂ in [0, 1] (0 when the judge scores do not vary).
+
+    Raises:
+        ValueError: on mismatched lengths, fewer than 2 labels, no unlabelled unit or non-finite values.
+    """
+    y, yhat, yu = _as_arrays(labels, judged, unlabelled)
+    n, big_n = y.size, yu.size
+    cov = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
+    var = float(np.var(np.concatenate([yhat, yu]), ddof=1))
+    if var <= 0:
+        return 0.0
+    return float(min(1.0, max(0.0, cov / ((1 + n / big_n) * var))))
+
+
+def ppi_mean(
+    labels: Sequence[float],
+    judged: Sequence[float],
+    unlabelled: Sequence[float],
+    *,
+    alpha: float = 0.05,
+    lam: float | None = None,
+) -> PPIEstimate:
+    """The prediction-powered mean of the labels and its ``1 - alpha`` interval (module docstring, PPI++).
+
+    Args:
+        labels: ``Y``, n human labels (n >= 2), any real scale.
+        judged: ``Ŷ``, the judge's scores on the labelled units, same order and scale.
+        unlabelled: ``Ŷ'``, the judge's scores on the N other units (N >= 1).
+        alpha: error level in (0, 1); 0.05 gives a 95% interval.
+        lam: a fixed tuning parameter (1: classic PPI); None tunes it (:func:`power_tuning`).
+
+    Returns:
+        A :class:`PPIEstimate` (method ``"ppi++"``, or ``"ppi"`` for a fixed λ).
+
+    Raises:
+        ValueError: as :func:`power_tuning`, or alpha outside (0, 1).
+    """
+    y, yhat, yu = _as_arrays(labels, judged, unlabelled)
+    tuned = lam is None
+    lam = power_tuning(y, yhat, yu) if lam is None else float(lam)
+    theta = lam * float(yu.mean()) + float(np.mean(y - lam * yhat))
+    se = math.sqrt(float(np.var(lam * yu)) / yu.size + float(np.var(y - lam * yhat)) / y.size)
+    z = _z(alpha)
+    return PPIEstimate(theta, theta - z * se, theta + z * se, y.size, yu.size, lam, "ppi++" if tuned else "ppi")
+
+
+def classical_mean(values: Sequence[float], *, alpha: float = 0.05, method: str = "labels") -> PPIEstimate:
+    """The plain mean of ``values`` with its normal-approximation interval (z · population sd / sqrt(n)), the
+    baseline PPI is compared with (``ppi_py.classical_mean_ci``).
+
+    Args:
+        values: n >= 2 finite numbers.
+        alpha: error level in (0, 1).
+        method: the label of the estimate (``"labels"`` for the labels alone, ``"judge"`` for the judge alone).
+
+    Returns:
+        A :class:`PPIEstimate` with ``lam`` None.
+
+    Raises:
+        ValueError: fewer than 2 values, or non-finite values.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 2 or not np.isfinite(x).all():
+        raise ValueError("a mean interval needs at least 2 finite values")
+    m = float(x.mean())
+    half = _z(alpha) * float(x.std()) / math.sqrt(x.size)
+    return PPIEstimate(
+        m, m - half, m + half, x.size if method == "labels" else 0, 0 if method == "labels" else x.size, None, method
+    )
+
+
+def stratified_ppi_mean(
+    strata: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    *,
+    alpha: float = 0.05,
+) -> PPIEstimate:
+    """The mean over all units of several strata, each estimated with PPI++ on its own and weighted by its size
+    (StratPPI, Fisch et al. 2024: θ̂ = Σ_k w_k θ̂_k with w_k = (n_k + N_k) / Σ (n + N), variance Σ w_k² σ̂_k²).
+
+    Args:
+        strata: per stratum ``(labels, judged, unlabelled)`` as for :func:`ppi_mean`.
+        alpha: error level in (0, 1).
+
+    Returns:
+        A :class:`PPIEstimate` (method ``"stratified ppi++"``, ``lam`` None: each stratum tunes its own).
+
+    Raises:
+        ValueError: no stratum, or a stratum :func:`ppi_mean` refuses.
+    """
+    if not strata:
+        raise ValueError("stratified PPI needs at least one stratum")
+    z = _z(alpha)
+    parts = [ppi_mean(y, yh, yu, alpha=alpha) for y, yh, yu in strata]
+    sizes = np.array([p.n_labelled + p.n_unlabelled for p in parts], dtype=float)
+    w = sizes / sizes.sum()
+    theta = float(sum(wk * p.mean for wk, p in zip(w, parts)))
+    se = math.sqrt(float(sum((wk * (p.high - p.mean) / z) ** 2 for wk, p in zip(w, parts))))
+    return PPIEstimate(
+        theta,
+        theta - z * se,
+        theta + z * se,
+        sum(p.n_labelled for p in parts),
+        sum(p.n_unlabelled for p in parts),
+        None,
+        "stratified ppi++",
+    )
