@@ -19,7 +19,6 @@ import click
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .cli_metric import metric_app
@@ -270,6 +269,25 @@ def _check_targets(config: RunConfig) -> None:
         )
 
 
+def _resume_ref(run_dir: Path, run_id: str) -> str:
+    """What ``sgieval resume`` needs, typed here, to find the run in ``run_dir``: its id when the folder is
+    ``runs/<id>`` below the working directory (resume's default ``--out``), else the folder itself (quoted
+    for the shell when needed), so the printed command works also after ``--out``."""
+    import shlex
+
+    try:
+        default = run_dir.name == run_id and run_dir.parent.resolve() == Path("runs").resolve()
+    except OSError:
+        default = False
+    return run_id if default else shlex.quote(str(run_dir))
+
+
+def _progress_every(rt: Any) -> float:
+    """Seconds between progress lines when stderr is no terminal (``SGIEVAL_PROGRESS_EVERY``, default 10)."""
+    settings = getattr(rt, "settings", None)
+    return float(getattr(settings, "progress_every", 10.0))
+
+
 def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> None:
     """Run (``resume=False``) or continue the run of ``config`` in ``run_dir``
     (default ``<out_dir>/<run_id>``; ``resume`` passes the folder it was given,
@@ -282,7 +300,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
         rt = make_runtime(config, run_dir=run_dir)
     except SgievalError as e:
         _fail(e)
-    ref = config.run_id if rt.store.root == Path(config.out_dir) / config.run_id else str(rt.store.root)
+    ref = _resume_ref(rt.store.root, config.run_id)
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
         for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
             err.print(_safe(f"{m.name} ({m.role}): {param} not sent: {why}"), soft_wrap=True, highlight=False)
@@ -293,23 +311,13 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             if rt.store.created and not rt.store.read("responses"):
                 shutil.rmtree(rt.store.root, ignore_errors=True)
             _fail(e)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        # redrawn 4 times a second, and not at all when stderr is no terminal (where it shows nothing): each
-        # redraw holds the GIL for milliseconds in rich's refresh thread, which delays the event loop (issue 13)
-        refresh_per_second=4,
-        disable=not err.is_terminal,
-    ) as progress:
-        task = progress.add_task("evaluating", total=None)
-        rt.on_progress = lambda done, total: progress.update(task, completed=done, total=total)
+    from .cli_progress import RunProgress
+
+    with RunProgress(err, lambda: rt.ledger, every_s=_progress_every(rt)) as progress:
+        rt.on_progress = progress.update
 
         def confirm(payload: dict) -> bool:
-            progress.stop()
+            progress.pause()
             err.print("[bold]Metrics for this run[/]")
             err.print(f"  predefined: {_safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
             if payload.get("custom"):
@@ -324,7 +332,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             except (typer.Abort, EOFError):  # stdin closed: the same as answering no
                 err.print("")
                 ok = False
-            progress.start()
+            progress.resume()
             return ok
 
         try:
@@ -613,7 +621,7 @@ def resume(
     elif _stopped_at_budget(d):
         err.print(
             f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
-            f"one: `sgieval resume {_safe(config.run_id if d.name == config.run_id else d)} --budget <USD>`",
+            f"one: `sgieval resume {_safe(_resume_ref(d, config.run_id))} --budget <USD>`",
             soft_wrap=True,
         )
     _run(config, resume=True, run_dir=d)
@@ -873,10 +881,26 @@ def catalog(
 
 
 @data_app.command("pull")
-def data_pull(benchmark: str = typer.Argument(..., help="sciaidanbench or sgi-bench")) -> None:
-    """Download a benchmark's public data into the user cache (needs the network)."""
-    from .benchmarks.data import pull
+def data_pull(
+    benchmark: str = typer.Argument(..., help="sciaidanbench or sgi-bench"),
+    force: bool = typer.Option(False, "--force", help="Download again even when the data is already found."),
+) -> None:
+    """Download a benchmark's public data into the user cache (needs the network); when the data is already
+    found (--data-dir/$SGIEVAL_DATA, ../shared/data, the user cache) only say where, offline included."""
+    from .benchmarks.data import find_benchmark_dir, pull
 
+    if not force:
+        try:
+            found = find_benchmark_dir(benchmark, required=False)
+        except SgievalError:
+            found = None  # a named folder without it: the download goes to the user cache
+        if found is not None:
+            out.print(
+                _safe(f"{benchmark}: already present in {found} (nothing downloaded; --force downloads again)"),
+                highlight=False,
+                soft_wrap=True,
+            )
+            return
     try:
         dest = pull(benchmark)
     except SgievalError as e:

@@ -31,7 +31,7 @@ from ..core.logs import get_logger, run_logging
 from ..core.offload import worker_active
 from ..core.settings import load_settings, use_settings
 from ..metric_pool.base import Metric, ScoringContext
-from ..models.accounting import Ledger, price_table
+from ..models.accounting import Ledger, Prices, load_prices, price_source, price_table, unpriced_models
 from ..models.base import NamedModel
 from ..models.context import CallContext, call_context, current_call_context
 from ..models.registry import resolve_model, sampling_for_role
@@ -47,6 +47,7 @@ __all__ = [
     "confirmation",
     "customisation_step",
     "evaluation_step",
+    "check_budget_prices",
     "load_ledger",
     "make_runtime",
     "models_named_in",
@@ -606,6 +607,9 @@ async def write_report(rt: RunContext, state: State) -> Path:
     sources = (
         "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
     )
+    skipped = [
+        f"{b}: {f}" for b, files in rt.catalog.skipped.items() if any(i.benchmark == b for i in items) for f in files
+    ]
     header = {
         "run_id": rt.config.run_id,
         "request": rt.config.request,
@@ -630,6 +634,7 @@ async def write_report(rt: RunContext, state: State) -> Path:
         "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
         "scope": scope,
         "extra": {
+            **({"files not read": "; ".join(skipped)} if skipped else {}),
             **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
             **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
@@ -659,14 +664,71 @@ async def write_report(rt: RunContext, state: State) -> Path:
     )
 
 
+def run_prices(rt: RunContext) -> Prices:
+    """The run's user prices (USD per 1M input and output tokens, :mod:`sgieval.models.accounting`): the
+    process-wide ones (:func:`~sgieval.models.accounting.set_prices`), then ``rt.prices`` (a table or a YAML
+    file given to the API), then the run's ``--price`` values (``RunConfig.prices``), later ones winning."""
+    table = price_table()
+    if rt.prices is not None:
+        table.update(load_prices(rt.prices))
+    table.update({m: (float(p[0]), float(p[1])) for m, p in (getattr(rt.config, "prices", None) or {}).items()})
+    return table
+
+
+def called_models(rt: RunContext) -> list[str]:
+    """The names of the run's models that make calls (targets that are not replays, judges, the agent model)."""
+    return [m.name for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])] if not m.is_replay]
+
+
+def check_budget_prices(rt: RunContext) -> None:
+    """Raise InputError before anything runs when the run has a budget (``--budget``) and a model it calls
+    has no known price (:func:`~sgieval.models.accounting.unpriced_models`): its calls would count as 0 USD
+    and the budget would never stop the run."""
+    if rt.config.budget_usd is None:
+        return
+    missing = unpriced_models(called_models(rt), run_prices(rt))
+    if not missing:
+        return
+    from importlib.metadata import version
+
+    raise InputError(
+        f"--budget {rt.config.budget_usd} USD cannot be kept: no price is known for {', '.join(missing)} "
+        f"(not listed by genai-prices {version('genai-prices')} under that exact name, and no --price given), "
+        "so its calls would count as 0 USD",
+        what="--budget",
+        fix=f"pass --price {missing[0]}=IN,OUT (USD per 1M input and output tokens) for "
+        + ("it" if len(missing) == 1 else "each of them")
+        + ", or leave out --budget",
+    )
+
+
 def load_ledger(rt: RunContext) -> Ledger:
     """The run's ledger: every call already in ``ledger.jsonl``, then
     journalling each new call there as it is recorded (so a killed run's
     accounts survive)."""
-    ledger = Ledger(budget_usd=rt.config.budget_usd, prices=rt.prices if rt.prices is not None else price_table())
+    ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
     ledger.merge(rt.store.read_rows("ledger"))
     ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
     return ledger
+
+
+def _price_sources(rt: RunContext, models: list[str]) -> str:
+    """One sentence: where each model's price comes from (the library's list prices, the user's, none)."""
+    prices = run_prices(rt)
+    by: dict[str, list[str]] = {}
+    for m in dict.fromkeys(models):
+        by.setdefault(price_source(m, prices) or "unknown", []).append(m)
+    parts = []
+    for src, ms in by.items():
+        if src == "user":
+            parts.append(f"given by the user (--price) for {', '.join(ms)}")
+        elif src == "free":
+            parts.append(f"none for {', '.join(ms)} (no paid call)")
+        elif src == "unknown":
+            parts.append(f"unknown for {', '.join(ms)} (cost n/a)")
+        else:
+            parts.append(f"list prices of {src} (bundled data, standard tier) for {', '.join(ms)}")
+    return "Prices: " + "; ".join(parts) + "."
 
 
 def usage_section(rt: RunContext) -> list[dict[str, str]]:
@@ -703,6 +765,7 @@ def usage_section(rt: RunContext) -> list[dict[str, str]]:
         ["model", "role", "calls", "cached", "failed", "input tokens", "output tokens", "latency (s)", "cost (USD)"],
         [row(t) for t in summ["rows"]] + [row(summ["total"])],
     )
+    body += "\n\n" + _price_sources(rt, [t["model"] for t in summ["rows"]])
     if summ["budget_usd"] is not None:
         body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
         if summ["stopped"]:
@@ -733,6 +796,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     try:
         rt.store.hold()  # the folder is this process's until the run ends (another one gets a one-line error)
         with use_settings(rt.settings), call_context(rt.calls), run_logging(rt.store.root, rt.config.run_id):
+            check_budget_prices(rt)
             if not resume:
                 check_request_models(rt)
                 rt.config.settings = rt.settings.shown()

@@ -96,6 +96,9 @@ class Benchmark:
             any ``*.jsonl``, ``*.parquet`` or ``*.json`` file does.
         pull: ``pull(dest: Path) -> Path`` downloads the public data into
             ``dest`` (the benchmark's folder); None: no public download.
+        skipped: ``skipped(folder: Path) -> list[str]``: the files of the data
+            folder the loader leaves out, each as ``<file> (<why>)`` (the
+            report's Run table names them); None: it leaves none out.
         source: where the data comes from (URL, dataset, paper), shown by ``sgieval data``.
         tasks: the task names its items use.
         facets: facet -> what it means here (e.g. ``{"direction": "subdomain"}``).
@@ -124,6 +127,7 @@ class Benchmark:
     folder: str = ""
     markers: tuple[str, ...] = ()
     pull: Callable[[Path], Path] | None = None
+    skipped: Callable[[Path], list[str]] | None = None
     source: str = ""
     tasks: tuple[str, ...] = ()
     facets: Mapping[str, str] = field(default_factory=dict)

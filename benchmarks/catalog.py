@@ -21,12 +21,15 @@ class Catalog:
     """All items of the loaded benchmarks.
 
     ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no
-    local data), so the questioning agent and ``sgieval catalog`` can say so.
+    local data), so the questioning agent and ``sgieval catalog`` can say so;
+    ``sources`` maps it to where its items came from, ``skipped`` to the files
+    of its data folder its loader left out (``<file> (<why>)``).
     """
 
     items: list[Item]
     unavailable: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = {i.id: i for i in self.items}
@@ -109,6 +112,7 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
     items: list[Item] = []
     unavailable: dict[str, str] = {}
     sources: dict[str, str] = {}
+    skipped: dict[str, list[str]] = {}
     for b in names:
         try:
             its, src = load_benchmark(b, data_dir)
@@ -120,16 +124,34 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
             unavailable[b] = f"no local data ({how_to_get(b)})"
             continue
         items += its
+        defn = registry.find(b)
+        left_out = defn.skipped(Path(src)) if defn is not None and defn.skipped and Path(src).is_dir() else []
         for name in dict.fromkeys([b, *(i.benchmark for i in its)]):  # "my.jsonl" loads items of "jsonl:my"
             sources[name] = src
+            if left_out:
+                skipped[name] = left_out
     if not items:
+        from .data import describe_folder, named_root
+
+        named = named_root(data_dir)
+        if named is not None:  # the folder the user named is the only one looked in: say what it holds
+            from .layouts import LAYOUTS
+
+            root, label = named
+            raise DataNotFoundError(
+                f"{root} holds no benchmark sgieval recognises (looked for: {'; '.join(LAYOUTS)}; "
+                f"found: {describe_folder(root)})",
+                what=label,
+                fix=f"point it at a folder holding {_folders()} or an upstream clone, or leave it out to use the "
+                "default data folders (`sgieval data where`; `sgieval data pull sciaidanbench` fills one)",
+            )
         raise DataNotFoundError(
             "no benchmark data found in any lookup location",
             what="catalog",
             fix="run `sgieval data pull sciaidanbench` when online, or pass --data-dir / set "
             f"SGIEVAL_DATA to a folder holding {_folders()}",
         )
-    return Catalog(items=items, unavailable=unavailable, sources=sources)
+    return Catalog(items=items, unavailable=unavailable, sources=sources, skipped=skipped)
 
 
 def _folders() -> str:

@@ -1,12 +1,18 @@
 """Where benchmark data lives, and how to fetch it.
 
-Lookup order (issue 2): ``--data-dir``, ``$SGIEVAL_DATA``, ``../shared/data``
-(beside the checkout, and beside the working directory), then the user cache
-(``platformdirs.user_cache_dir("sgieval")/data``).  Each root holds one folder
-per benchmark, named by its definition (``Benchmark.data_folder``:
-``sciaidanbench/``, ``sgi-bench/``, ``sfbench/``), holding its marker files
-(``Benchmark.markers``).  A ``--data-dir`` may also point straight at one
-benchmark's folder.
+A folder the user names is the only place looked in: ``--data-dir``, else
+``$SGIEVAL_DATA``.  When it holds no benchmark the loaders recognise, the run
+stops (:class:`~sgieval.core.DataNotFoundError`, exit 2) naming the folder,
+the layouts looked for and what the folder holds; it never falls back to
+another folder.  With neither given, the default roots are searched in order:
+``../shared/data`` (beside the checkout, and beside the working directory),
+then the user cache (``platformdirs.user_cache_dir("sgieval")/data``).
+
+Each root holds one folder per benchmark, named by its definition
+(``Benchmark.data_folder``: ``sciaidanbench/``, ``sgi-bench/``, ``sfbench/``),
+holding its marker files (``Benchmark.markers``).  A named folder may also
+point straight at one benchmark's folder, or at an upstream layout
+(:mod:`sgieval.benchmarks.layouts`).
 """
 
 from __future__ import annotations
@@ -51,18 +57,34 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_cache_dir("sgieval")) / "data"
 
 
-def data_roots(data_dir: str | Path | None = None) -> list[Path]:
-    """Candidate roots in lookup order (existing or not), without duplicates."""
-    here = Path(__file__).resolve().parents[1]
-    cands: list[Path] = []
+def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
+    """The data folder the user named and how it was named: (``data_dir``,
+    ``"--data-dir <path>"``), else (``$SGIEVAL_DATA``, ``"SGIEVAL_DATA=<path>"``),
+    else None (the default roots are searched)."""
     if data_dir:
-        cands.append(Path(data_dir).expanduser())
+        d = Path(data_dir).expanduser()
+        return d, f"--data-dir {d}"
     from ..core.settings import current_settings
 
     env_data = current_settings().data
     if env_data:
-        cands.append(env_data)
-    cands += [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", user_data_dir()]
+        d = Path(env_data).expanduser()
+        return d, f"SGIEVAL_DATA={d}"
+    return None
+
+
+def default_roots() -> list[Path]:
+    """The roots searched when no folder is named: ``../shared/data`` beside the
+    checkout and beside the working directory, then the user cache."""
+    here = Path(__file__).resolve().parents[1]
+    return [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", user_data_dir()]
+
+
+def data_roots(data_dir: str | Path | None = None) -> list[Path]:
+    """The roots looked in, in order, without duplicates (existing or not): only
+    the named folder (:func:`named_root`) when there is one, else :func:`default_roots`."""
+    named = named_root(data_dir)
+    cands = [named[0]] if named is not None else default_roots()
     out: list[Path] = []
     for c in cands:
         c = c.resolve()
@@ -80,66 +102,122 @@ def _definition(benchmark: str) -> Benchmark:
 
 
 def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, required: bool = True) -> Path | None:
-    """The folder holding ``benchmark``'s data, searched in lookup order.
+    """The folder holding ``benchmark``'s data.
 
-    Raises DataNotFoundError (one line: where it looked, how to fix) when
-    ``required`` and nothing is found, and always when ``data_dir`` holds a
-    ``<benchmark>/`` folder without the benchmark's files (no silent fallback
-    to the next location); returns None otherwise.
+    With a named folder (``data_dir``, else ``$SGIEVAL_DATA``: :func:`named_root`) only that folder is
+    looked in: the folder itself, its ``<benchmark>/`` sub-folder, or an upstream layout it holds
+    (:mod:`sgieval.benchmarks.layouts`).  Without one, :func:`default_roots` are searched in order.
+
+    Args:
+        benchmark: a registered benchmark name (``sciaidanbench``, ``sgi-bench``, ...); another name is
+            looked up as a folder of that name holding any data file.
+        data_dir: the ``--data-dir`` folder, or None.
+        required: raise when nothing is found (else return None).
+
+    Returns:
+        The folder the benchmark's loader reads, or None (not ``required``, nothing found).
+
+    Raises:
+        DataNotFoundError: one line naming the folder(s) looked in, what was looked for, what a named
+            folder holds, and the fix: when ``required`` and nothing is found; and always when a named
+            folder does not exist, or holds a ``<benchmark>/`` folder without the benchmark's files.
     """
     defn = _definition(benchmark)
     sub = defn.data_folder
-    looked: list[str] = []
-    if data_dir and Path(data_dir).expanduser().is_dir():
-        from .layouts import looks_sgi_snapshot, upstream_view
-
-        if benchmark == "sgi-bench" and looks_sgi_snapshot(Path(data_dir).expanduser()):
-            return Path(data_dir).expanduser().resolve()  # hub snapshots: SGI-<Task>/.../<split>-*.parquet
-        view = upstream_view(data_dir)  # a clone of SciAidanBench or AidanBench (benchmarks/layouts.py)
-        if view is not None:
-            if benchmark == "sciaidanbench":
-                return view.folder
-            data_dir = None  # the clone holds no other benchmark: never read its files as one
-    if data_dir:
-        d = Path(data_dir).expanduser()
-        if not d.exists():
-            raise DataNotFoundError(
-                "folder does not exist",
-                what=f"--data-dir {d}",
-                fix=f"point --data-dir at a folder holding {sub}/ (or the {sub} files themselves)"
-                + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""),
-            )
-    explicit = Path(data_dir).expanduser().resolve() if data_dir else None
-    if explicit is not None and (explicit / sub).is_dir() and not defn.holds(explicit / sub):
-        # the user pointed at this benchmark's folder: never fall back past it silently
-        want = ", ".join(defn.markers) or "*.jsonl, *.parquet or *.json files"
-        raise DataNotFoundError(
-            f"{explicit / sub} holds no {benchmark} data (expected {want})",
-            what=f"--data-dir {data_dir}",
-            fix=f"put the {benchmark} files there"
-            + (f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""),
-        )
-    for root in data_roots(data_dir):
-        for cand in [root, root / sub] if root == explicit else [root / sub]:
+    named = named_root(data_dir)
+    if named is None:
+        looked: list[str] = []
+        for root in data_roots():
+            cand = root / sub
             looked.append(str(cand))
             if defn.holds(cand):
                 return cand
-    if required:
-        tried = ""
-        if explicit is not None:
-            from .layouts import LAYOUTS
-
-            tried = f"; layouts tried for --data-dir: {'; '.join(LAYOUTS)}"
+        if required:
+            raise DataNotFoundError(
+                f"no {benchmark} data found (looked in: {', '.join(looked)})",
+                what=benchmark,
+                fix=how_to_get(benchmark),
+            )
+        return None
+    root, label = named
+    pull_fix = f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""
+    if not root.exists():
         raise DataNotFoundError(
-            f"no {benchmark} data found (looked in: {', '.join(looked)}{tried})",
-            what=benchmark,
-            fix=how_to_get(benchmark),
+            "folder does not exist",
+            what=label,
+            fix=f"point it at a folder holding {sub}/ (or the {sub} files themselves){pull_fix}",
+        )
+    explicit = root.resolve()
+    want = ", ".join(defn.markers) or "*.jsonl, *.parquet or *.json files"
+    if explicit.is_dir():
+        from .layouts import looks_sgi_snapshot, upstream_view
+
+        if benchmark == "sgi-bench" and looks_sgi_snapshot(explicit):
+            return explicit  # hub snapshots: SGI-<Task>/.../<split>-*.parquet
+        view = upstream_view(explicit)  # a clone of SciAidanBench or AidanBench (benchmarks/layouts.py)
+        if view is not None:
+            if benchmark == "sciaidanbench":
+                return view.folder
+            if required:  # the clone holds no other benchmark: never read its files as one
+                raise DataNotFoundError(
+                    f"{explicit} is a {view.layout}, which holds no {benchmark} data",
+                    what=label,
+                    fix=f"point it at a folder holding {sub}/{pull_fix}",
+                )
+            return None
+        if (explicit / sub).is_dir() and not defn.holds(explicit / sub):
+            # the user pointed at this benchmark's folder: say what is missing there
+            raise DataNotFoundError(
+                f"{explicit / sub} holds no {benchmark} data (expected {want}; found: "
+                f"{describe_folder(explicit / sub)})",
+                what=label,
+                fix=f"put the {benchmark} files there{pull_fix}",
+            )
+        for cand in (explicit, explicit / sub):
+            if defn.holds(cand):
+                return cand
+    if required:
+        raise DataNotFoundError(
+            f"no {benchmark} data in {explicit} (looked for {want} in it or in {sub}/ below it; "
+            f"found: {describe_folder(explicit)})",
+            what=label,
+            fix=f"point it at a folder holding {sub}/{pull_fix}",
         )
     return None
 
 
+def describe_folder(folder: Path, limit: int = 8) -> str:
+    """What ``folder`` holds, for an error line: ``nothing (an empty folder)``, or up to ``limit`` entry names
+    (folders with a trailing ``/``) and how many more, with a note when it looks like a partial clone."""
+    if not folder.exists():
+        return "nothing: it does not exist"
+    if not folder.is_dir():
+        return "a file, not a folder"
+    try:
+        entries = sorted(folder.iterdir(), key=lambda p: p.name)
+    except OSError as e:
+        return f"nothing readable ({e.strerror})"
+    if not entries:
+        return "nothing (an empty folder)"
+    names = [p.name + ("/" if p.is_dir() else "") for p in entries[:limit]]
+    more = f" and {len(entries) - limit} more" if len(entries) > limit else ""
+    note = ""
+    if (folder / ".git").exists() or (folder / "benchmark").is_dir():
+        note = (
+            " (a clone without results/per_model/model_*.json or benchmark/question_list.py: "
+            "a partial or sparse clone?)"
+        )
+    return ", ".join(names) + more + note
+
+
 def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) -> bool:
-    """True when a TCP connection to ``host:port`` opens within ``timeout_s``."""
+    """True when a TCP connection to ``host:port`` opens within ``timeout_s``; False without trying under
+    ``SGIEVAL_NETWORK=offline`` (True without trying under ``online``)."""
+    from ..core.settings import current_settings
+
+    mode = current_settings().network
+    if mode != "auto":
+        return mode == "online"
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             return True

@@ -205,9 +205,36 @@ def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[st
     by_question[question] = merge_lists((old["lists"] if old else []) + [lst])
 
 
+def _pseudo_file(path: Path) -> bool:
+    """Whether ``path`` (``model_top-5-parallel__Neuroscience.json``, ``top-5.json``) holds a configuration of
+    several models (an ensemble or a router, :data:`sgieval.benchmarks.layouts.PSEUDO_MODEL`), not one model."""
+    from .layouts import PSEUDO_MODEL
+
+    return bool(PSEUDO_MODEL.match(path.stem.removeprefix("model_")))
+
+
 def list_response_files(folder: Path) -> list[Path]:
-    """The stored per-model response files of a SciAidanBench folder, sorted."""
-    return sorted((folder / "responses").glob("*.json"))
+    """The stored per-model response files of a SciAidanBench folder (``responses/*.json``), sorted; an
+    ensemble's or router's file is not one model's and is left out (:func:`skipped_files` names it)."""
+    return sorted(p for p in (folder / "responses").glob("*.json") if not _pseudo_file(p))
+
+
+def skipped_files(folder: Path) -> list[str]:
+    """The upstream files of a SciAidanBench folder that the loader leaves out, each as ``<file> (<why>)``:
+    the ensemble and router results (``top-5-parallel__<domain>``: several models, not a target), kept in
+    ``responses/pseudo/`` or found in ``responses/``, and the files an upstream view could not read (its
+    ``layout.json`` notes).  A file is named by its upstream path when it is a link to the clone."""
+    why = "an ensemble of several models, not one model: not a target"
+    found = sorted({*(folder / "responses" / "pseudo").glob("*.json"), *(folder / "responses").glob("*.json")})
+    out = [f"{p.resolve() if p.is_symlink() else p} ({why})" for p in found if _pseudo_file(p)]
+    manifest = folder / "layout.json"
+    if manifest.is_file():
+        try:
+            notes = json.loads(manifest.read_text(encoding="utf-8")).get("notes") or []
+        except (ValueError, OSError, AttributeError):
+            notes = []
+        out += [f"{n} (not read)" for n in notes if isinstance(n, str)]
+    return out
 
 
 # ------------------------------------------------------------------- data pull
@@ -219,7 +246,8 @@ def pull_sciaidanbench(dest: Path) -> Path:
     """Download the public SciAidanBench data into ``dest``; returns ``dest``.
 
     The per-model results of github CFN-softbio/SciAidanBench at commit
-    aaa03c4 -> ``responses/<model>.json``, and ``questions.json`` rebuilt from
+    aaa03c4 -> ``responses/<model>.json`` (an ensemble's results, e.g.
+    ``model_top-5-parallel__Neuroscience.json``, -> ``responses/pseudo/``), and ``questions.json`` rebuilt from
     them (domain, subdomain, index_in_list, question,
     in_published_results=True).  Raises OfflineError within a few seconds
     when codeload.github.com is unreachable, saying where to put the files.
@@ -248,7 +276,12 @@ def pull_sciaidanbench(dest: Path) -> Path:
         for m in tar.getmembers():
             if "/results/per_model/" in m.name and m.name.endswith(".json") and m.isfile():
                 data = json.load(tar.extractfile(m))  # type: ignore[arg-type]
-                (dest / "responses" / Path(m.name).name).write_text(json.dumps(data), encoding="utf-8")
+                name = Path(m.name).name
+                if _pseudo_file(Path(name)):  # an ensemble's results: kept apart, never a target
+                    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
+                    (dest / "responses" / "pseudo" / name).write_text(json.dumps(data), encoding="utf-8")
+                    continue
+                (dest / "responses" / name).write_text(json.dumps(data), encoding="utf-8")
                 if not questions:
                     questions = _questions_from_results(data)
     (dest / "questions.json").write_text(json.dumps(questions, indent=1), encoding="utf-8")
@@ -291,6 +324,7 @@ DEFINITION = Benchmark(
     loader=load_questions,
     markers=("questions.json",),
     pull=pull_sciaidanbench,
+    skipped=skipped_files,
     source=f"github CFN-softbio/SciAidanBench at {COMMIT} (questions and per-model results)",
     tasks=(OPEN_CREATIVITY,),
     facets={

@@ -16,6 +16,8 @@ variable                    meaning                                 default
                             (ChatOpenAI) for ``openai:`` models
 ``SGIEVAL_LOCAL_THREADS``   CPU threads of the embedded model (>=1) 1
 ``SGIEVAL_NETWORK``         ``auto`` (probe), ``online``, ``offline`` auto
+``SGIEVAL_PROGRESS_EVERY``  seconds between progress lines on a     10
+                            stderr that is no terminal (0: none)
 =========================== ======================================= ===================
 
 Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``,
@@ -73,6 +75,7 @@ class Settings(BaseSettings):
     openai_transport: Literal["direct", "sdk"] = "direct"
     local_threads: int = 1
     network: Literal["auto", "online", "offline"] = "auto"
+    progress_every: float = 10.0
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     e2b_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("E2B_API_KEY"))
 
@@ -98,6 +101,19 @@ class Settings(BaseSettings):
             return max(1, int(str(v).strip()))
         except ValueError:
             raise FieldProblem("must be a positive integer", "unset it or set e.g. SGIEVAL_LOCAL_THREADS=2") from None
+
+    @field_validator("progress_every", mode="before")
+    @classmethod
+    def _every(cls, v: Any) -> float:
+        try:
+            t = float(str(v).strip())
+        except ValueError:
+            t = -1.0
+        if not t >= 0 or t == float("inf"):
+            raise FieldProblem(
+                "must be a number of seconds >= 0", "unset it (a line every 10 s) or set e.g. SGIEVAL_PROGRESS_EVERY=30"
+            )
+        return t
 
     @field_validator("network", mode="before")
     @classmethod

@@ -346,10 +346,13 @@ class RunStore:
             with p.open("x", encoding="utf-8") as f:
                 f.write(config.model_dump_json(indent=2))
         except FileExistsError:
+            # the id finds the run only in runs/ (resume's default --out); elsewhere the folder does
+            default = self.root.name == config.run_id and self.root.parent.resolve() == Path("runs").resolve()
+            ref = self.root.name if default else str(self.root)
             raise InputError(
                 "this run folder already holds a run",
                 what=str(self.root),
-                fix=f"resume it with `sgieval resume {self.root.name}`, or start the new run with another run id",
+                fix=f"resume it with `sgieval resume {ref}`, or start the new run with another run id",
             ) from None
 
     def rubric_path(self, name: str) -> Path:

@@ -1,20 +1,33 @@
-"""Tokens, latency and cost per model and role, and the run budget (issue 6 part 4).
+"""Tokens, latency and cost per model and role, and the run budget.
 
-Cost of one call (USD)::
+Prices come from `genai-prices <https://github.com/pydantic/genai-prices>`_
+(the pydantic team's maintained price data, read from the data bundled with
+the installed package: no price is fetched at run time).  A model is priced
+only when the library knows it exactly, by its name or a snapshot of it
+(``gpt-4o-2024-08-06`` is ``gpt-4o``); a name it does not know (``o1-ultra``,
+a local server's ``llama3.3``) has price unknown: its cost is ``None``, never
+0 and never the price of a model whose name prefixes it (``o1-pro`` is not
+``o1``).  The ``provider:`` part of a model string (``openai:``,
+``anthropic:``) names the provider whose price list is used; a bare name is
+looked up in every provider's list.
 
-    cost = input_tokens * price_in / 1e6 + output_tokens * price_out / 1e6
+Cost of one call (USD), as the provider bills it (genai-prices'
+``calc_price``)::
 
-with ``price_in`` / ``price_out`` in USD per 1M tokens from the price table.
-A model missing from the table has cost ``None`` (unknown), never 0; a call
-whose provider reported no token usage also has cost ``None``.
+    cost = (input - cache_read - cache_write) * price_in + cache_read * price_cache_read
+           + cache_write * price_cache_write + output * price_out        (prices in USD per 1M tokens)
 
-The price table (:data:`DEFAULT_PRICES`) holds list prices of common OpenAI
-and Anthropic models (USD per 1M tokens, standard tier, no caching/batch
-discounts, as published by the providers in 2025).  Override or extend it with
-:func:`set_prices` (a dict or a YAML file ``model: {input: x, output: y}``)
-or per ledger (``Ledger(prices=...)``).  Model names are matched after
-stripping the ``provider:`` prefix, exactly first, then by the longest table
-key that prefixes the name (``gpt-4o-2024-08-06`` -> ``gpt-4o``).
+``input`` counts every prompt token, cached ones included, and ``output``
+every completion token, reasoning ones included (LangChain's
+``usage_metadata`` convention); reasoning tokens have their own price where
+the provider sets one, and tiered prices (e.g. above 200k input tokens) apply
+as published.  A call whose provider reported no token usage has cost ``None``.
+
+Prices the user gives (``--price MODEL=IN,OUT``, :func:`set_prices`, a YAML
+file ``model: {input: x, output: y}`` or ``Ledger(prices=...)``, USD per 1M
+tokens) take precedence for the model they name, exactly (the full model
+string or its name after the ``provider:`` part); every input token, cached
+or not, is then priced at ``IN``.
 
 A :class:`Ledger` collects one :class:`CallRecord` per call made through
 :func:`sgieval.models.calls.ainvoke`; activate it for a block of code with
@@ -24,13 +37,16 @@ created inside) or pass ``ledger=`` to ``ainvoke``.  With ``budget_usd`` set,
 the spent cost reaches the budget, so the run stops cleanly; the ledger keeps
 where it stopped (:attr:`Ledger.stopped`).  Calls already in flight when the
 budget is reached still finish and are recorded, so the final spend can exceed
-the budget by at most the cost of the in-flight calls.
+the budget by at most the cost of the in-flight calls.  A budget can only be
+kept when every model called has a known price: :func:`unpriced_models` names
+those that have none.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,38 +56,14 @@ import yaml
 
 from ..core import InputError, SgievalError
 
-# model -> (USD per 1M input tokens, USD per 1M output tokens)
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    # OpenAI
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-5": (1.25, 10.00),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "o1": (15.00, 60.00),
-    "o1-mini": (1.10, 4.40),
-    "o3": (2.00, 8.00),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-    "gpt-3.5-turbo": (0.50, 1.50),
-    # Anthropic
-    "claude-3-haiku": (0.25, 1.25),
-    "claude-3-5-haiku": (0.80, 4.00),
-    "claude-haiku-4-5": (1.00, 5.00),
-    "claude-3-5-sonnet": (3.00, 15.00),
-    "claude-3-7-sonnet": (3.00, 15.00),
-    "claude-sonnet-4": (3.00, 15.00),
-    "claude-sonnet-4-5": (3.00, 15.00),
-    "claude-3-opus": (15.00, 75.00),
-    "claude-opus-4": (15.00, 75.00),
-    "claude-opus-4-1": (15.00, 75.00),
-    "claude-opus-4-5": (5.00, 25.00),
-}
+Prices = dict[str, tuple[float, float]]
+"""A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
 
-_prices: dict[str, tuple[float, float]] = dict(DEFAULT_PRICES)
+_prices: Prices = {}
+"""Prices set with :func:`set_prices` (the process-wide user table; a run's ``--price`` goes to its ledger)."""
+
+FREE_PREFIXES = ("local:", "replay:")
+"""Model strings that cost nothing in USD: the embedded local model runs on this machine, replays call no model."""
 
 
 class BudgetExceeded(SgievalError):
@@ -93,14 +85,14 @@ class BudgetExceeded(SgievalError):
 
 
 # ------------------------------------------------------------------ price table
-def _parse_prices(data: Any, where: str) -> dict[str, tuple[float, float]]:
+def _parse_prices(data: Any, where: str) -> Prices:
     if not isinstance(data, Mapping):
         raise InputError(
             "price table must map model -> {input: USD/1M, output: USD/1M}",
             what=where,
             fix="e.g. `gpt-4o: {input: 2.5, output: 10}`",
         )
-    out: dict[str, tuple[float, float]] = {}
+    out: Prices = {}
     for model, v in data.items():
         try:
             if isinstance(v, Mapping):
@@ -115,14 +107,23 @@ def _parse_prices(data: Any, where: str) -> dict[str, tuple[float, float]]:
             ) from e
         if pin < 0 or pout < 0:
             raise InputError(f"negative price for model {model!r}: {v!r}", what=where, fix="prices must be >= 0")
-        out[_bare(str(model))] = (pin, pout)
+        out[str(model)] = (pin, pout)
     return out
 
 
-def load_prices(source: str | Path | Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    """Parse a price table from a dict or a YAML file (``model: {input, output}``
-    in USD per 1M tokens, or ``model: [input, output]``).  Raises InputError
-    naming the file and the model on a malformed entry."""
+def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
+    """Parse a user price table.
+
+    Args:
+        source: a dict or a YAML file, ``model: {input: x, output: y}`` or ``model: [x, y]``, in USD per 1M
+            tokens; ``model`` is a full model string (``openai:my-model``) or a name (``my-model``).
+
+    Returns:
+        {model: (USD per 1M input tokens, USD per 1M output tokens)}.
+
+    Raises:
+        InputError: naming the file and the model on a malformed or negative entry.
+    """
     if isinstance(source, Mapping):
         return _parse_prices(source, "<price table>")
     p = Path(source)
@@ -133,62 +134,177 @@ def load_prices(source: str | Path | Mapping[str, Any]) -> dict[str, tuple[float
     return _parse_prices(data, str(p))
 
 
+def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
+    """One ``--price MODEL=IN,OUT`` value.
+
+    Args:
+        value: ``MODEL=IN,OUT`` with IN and OUT in USD per 1M input and output tokens (>= 0), e.g.
+            ``openai:o1-pro=150,600``.
+
+    Returns:
+        (MODEL, (IN, OUT)).
+
+    Raises:
+        InputError: naming the value and the expected form.
+    """
+    model, sep, rest = value.rpartition("=")
+    parts = rest.split(",")
+    fix = "give --price MODEL=IN,OUT with IN and OUT in USD per 1M input and output tokens, e.g. openai:o1-pro=150,600"
+    if not sep or not model.strip() or len(parts) != 2:
+        raise InputError(f"not MODEL=IN,OUT: {value!r}", what="--price", fix=fix)
+    try:
+        pin, pout = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise InputError(f"prices are not numbers: {value!r}", what="--price", fix=fix) from None
+    if not (pin >= 0 and pout >= 0) or float("inf") in (pin, pout):
+        raise InputError(f"prices must be finite and >= 0: {value!r}", what="--price", fix=fix)
+    return model.strip(), (pin, pout)
+
+
 def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False) -> None:
-    """Override (``replace=False``: merge into) the process-wide price table."""
+    """Add (``replace=False``) or set the process-wide user prices (see module doc); they take precedence
+    over the library's for the models they name."""
     parsed = load_prices(source)
     if replace:
         _prices.clear()
     _prices.update(parsed)
 
 
-def price_table() -> dict[str, tuple[float, float]]:
-    """A copy of the process-wide price table (what a run starts with)."""
+def price_table() -> Prices:
+    """A copy of the process-wide user prices (what a run starts with, beside the library's)."""
     return dict(_prices)
 
 
 def reset_prices() -> None:
-    """Restore :data:`DEFAULT_PRICES`."""
+    """Forget the prices set with :func:`set_prices` (the library's prices only)."""
     _prices.clear()
-    _prices.update(DEFAULT_PRICES)
 
 
 def _bare(name: str) -> str:
     return name.split(":", 1)[1] if ":" in name else name
 
 
-def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
-    """(USD per 1M input tokens, USD per 1M output tokens) of ``model`` or None."""
+def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> tuple[float, float] | None:
+    """The user price of ``model``: the entry for the full model string, else one for its bare name
+    (``my-model`` prices ``openai:my-model``), else (a bare ``model``) one whose name after its provider is it."""
     table = _prices if prices is None else prices
-    bare = _bare(model)
-    for name in (model, bare):
-        if name in table:
-            return table[name]
-    best = None
-    for k in table:
-        if bare.startswith(k) and (best is None or len(k) > len(best)):
-            best = k
-    return table[best] if best is not None else None
+    if model in table:
+        return table[model]
+    if ":" in model:
+        return table.get(_bare(model))
+    return next((v for k, v in table.items() if ":" in k and _bare(k) == model), None)
+
+
+@functools.lru_cache(maxsize=512)
+def _listed(model: str) -> tuple[str | None, str] | None:
+    """(provider id for genai-prices, model reference) of a model the library knows exactly, else None."""
+    if model.startswith(FREE_PREFIXES):
+        return None
+    provider, sep, name = model.partition(":")
+    provider_id, ref = (provider, name) if sep else (None, model)
+    try:
+        _calc(provider_id, ref, {"input": 1, "output": 1})
+    except LookupError:
+        return None
+    return provider_id, ref
+
+
+def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int]) -> Any:
+    """genai-prices' price calculation of one call (bundled price data; raises LookupError when unknown)."""
+    from genai_prices import Usage, calc_price
+
+    inp = int(usage.get("input", 0))
+    cache_read = min(int(usage.get("cache_read", 0) or 0), inp)
+    cache_write = min(int(usage.get("cache_write", 0) or 0), inp - cache_read)
+    out = int(usage.get("output", 0))
+    reasoning = min(int(usage.get("reasoning", 0) or 0), out)
+    fields: dict[str, int] = {"input_tokens": inp, "output_tokens": out}
+    if cache_read:
+        fields["cache_read_tokens"] = cache_read
+    if cache_write:
+        fields["cache_write_tokens"] = cache_write
+    if reasoning:
+        fields["output_reasoning_tokens"] = reasoning
+    return calc_price(Usage(**fields), ref, provider_id=provider_id)
+
+
+def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> str | None:
+    """Where ``model``'s price comes from: ``"user"`` (a user price), ``"genai-prices <version>"`` (the
+    library's list price), ``"free"`` (``local:`` and ``replay:`` models), or None (price unknown)."""
+    if _own_price(model, prices) is not None:
+        return "user"
+    if model.startswith(FREE_PREFIXES):
+        return "free"
+    if _listed(model) is not None:
+        from importlib.metadata import version
+
+        return f"genai-prices {version('genai-prices')}"
+    return None
+
+
+def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """The list price of ``model``.
+
+    Args:
+        model: a model string (``openai:o1-pro``) or a bare name (``gpt-4o-2024-08-06``).
+        prices: a user price table (default: the process-wide one, :func:`set_prices`).
+
+    Returns:
+        (USD per 1M input tokens, USD per 1M output tokens), the user's price or the library's standard
+        (first-tier, uncached) price; None when the price is unknown.
+    """
+    own = _own_price(model, prices)
+    if own is not None:
+        return own
+    listed = _listed(model)
+    if listed is None:
+        return None
+    mp = _calc(*listed, {"input": 1, "output": 1}).model_price
+
+    def base(v: Any) -> float:
+        return float(getattr(v, "base", v) or 0)
+
+    return base(getattr(mp, "input_mtok", 0)), base(getattr(mp, "output_mtok", 0))
 
 
 def price_call(
     model: str, usage: Mapping[str, int] | None, prices: Mapping[str, tuple[float, float]] | None = None
 ) -> float | None:
-    """USD cost of one call with ``usage`` {"input", "output"} tokens, or None
-    when the model's price or the usage is unknown (formula in module doc)."""
+    """USD cost of one call (formula in the module doc).
+
+    Args:
+        model: the model string.
+        usage: token counts ``{"input", "output"}`` and, when reported, ``"cache_read"``, ``"cache_write"``
+            (parts of input) and ``"reasoning"`` (part of output); None: not reported.
+        prices: a user price table (default: the process-wide one).
+
+    Returns:
+        The cost in USD (>= 0), or None when the usage or the model's price is unknown.
+    """
     if not usage:
         return None
-    p = price_of(model, prices)
-    if p is None:
+    own = _own_price(model, prices)
+    if own is not None:
+        return usage.get("input", 0) * own[0] / 1e6 + usage.get("output", 0) * own[1] / 1e6
+    listed = _listed(model)
+    if listed is None:
         return None
-    return usage.get("input", 0) * p[0] / 1e6 + usage.get("output", 0) * p[1] / 1e6
+    return float(_calc(*listed, usage).total_price)
+
+
+def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]] | None = None) -> list[str]:
+    """The models of ``models`` (model strings, in order, each once) whose price is unknown
+    (:func:`price_source` None): a budget cannot be kept on them."""
+    return [m for m in dict.fromkeys(models) if price_source(m, prices) is None]
 
 
 # ----------------------------------------------------------------------- ledger
 @dataclass
 class CallRecord:
-    """One model call: tokens (None when not reported), latency in seconds,
-    cost in USD (None when unknown), ``cached`` (served by the call cache, no
-    cost), ``error`` (the reason when the call failed after its retries)."""
+    """One model call: tokens (None when not reported; ``cache_read_tokens`` are part of ``input_tokens``,
+    ``reasoning_tokens`` part of ``output_tokens``), latency in seconds, cost in USD (None when unknown),
+    ``cached`` (served by the call cache, no cost), ``error`` (the reason when the call failed after its
+    retries)."""
 
     model: str
     role: str
@@ -198,6 +314,8 @@ class CallRecord:
     cost: float | None = None
     cached: bool = False
     error: str | None = None
+    cache_read_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass
@@ -259,6 +377,10 @@ class Ledger:
         self.on_record = on_record
         self._lock = threading.Lock()
         self._spent = 0.0
+        self.calls_made = 0
+        """Calls made so far (cache hits excluded, failures included), for progress lines."""
+        self.calls_failed = 0
+        """Calls that failed after their retries."""
 
     # -- recording -------------------------------------------------------
     def record(
@@ -286,14 +408,22 @@ class Ledger:
             cost=cost,
             cached=cached,
             error=error,
+            cache_read_tokens=int(usage["cache_read"]) if usage and usage.get("cache_read") else None,
+            reasoning_tokens=int(usage["reasoning"]) if usage and usage.get("reasoning") else None,
         )
         with self._lock:
             self.records.append(rec)
-            if cost:
-                self._spent += cost
+            self._count(rec)
         if self.on_record is not None:
             self.on_record([asdict(rec)])
         return rec
+
+    def _count(self, rec: CallRecord) -> None:
+        if rec.cost:
+            self._spent += rec.cost
+        if not rec.cached:
+            self.calls_made += 1
+            self.calls_failed += rec.error is not None
 
     @property
     def spent_usd(self) -> float:
@@ -381,8 +511,7 @@ class Ledger:
             for d in rows:
                 r = CallRecord(**d)
                 self.records.append(r)
-                if r.cost:
-                    self._spent += r.cost
+                self._count(r)
         if self.on_record is not None and rows:
             self.on_record([dict(d) for d in rows])
 
@@ -401,14 +530,18 @@ class Ledger:
 __all__ = [
     "BudgetExceeded",
     "CallRecord",
-    "DEFAULT_PRICES",
+    "FREE_PREFIXES",
     "Ledger",
+    "Prices",
     "Totals",
     "current_ledger",
     "load_prices",
+    "parse_price_option",
     "price_call",
     "price_of",
+    "price_source",
     "price_table",
     "reset_prices",
     "set_prices",
+    "unpriced_models",
 ]

@@ -430,10 +430,21 @@ def reply_status_of(msg: Any) -> str:
 
 
 def usage(msg: Any) -> dict[str, int] | None:
-    """Token usage {"input", "output"} of an AIMessage when the provider reports it."""
+    """Token usage of an AIMessage when the provider reports it: {"input", "output"} and, when reported,
+    "cache_read" and "cache_write" (parts of input) and "reasoning" (part of output), from LangChain's
+    ``usage_metadata`` (``input_token_details``, ``output_token_details``); None when not reported."""
     meta = getattr(msg, "usage_metadata", None)
     if isinstance(msg, AIMessage) and meta:
-        return {"input": int(meta.get("input_tokens", 0)), "output": int(meta.get("output_tokens", 0))}
+        out = {"input": int(meta.get("input_tokens", 0)), "output": int(meta.get("output_tokens", 0))}
+        for key, details, field in (
+            ("cache_read", "input_token_details", "cache_read"),
+            ("cache_write", "input_token_details", "cache_creation"),
+            ("reasoning", "output_token_details", "reasoning"),
+        ):
+            n = (meta.get(details) or {}).get(field)
+            if n:
+                out[key] = int(n)
+        return out
     return None
 
 

@@ -183,7 +183,7 @@ def test_resume_with_a_larger_budget_continues_a_budget_stopped_run(tmp_path, mo
         assert res.exit_code == 0 and mock.stats()["requests"] == 0
         assert (
             f"this run stopped at its budget (0.0 USD); to evaluate the rest, pass a larger one: "
-            f"`sgieval resume {run_dir.name} --budget <USD>`"
+            f"`sgieval resume {run_dir} --budget <USD>`"
         ) in res.output
         res = runner.invoke(app, ["resume", str(run_dir / "report.md"), "--budget", "5"])
         assert res.exit_code == 0, res.output

@@ -120,12 +120,16 @@ def test_explicit_data_dir_with_an_empty_benchmark_folder_does_not_fall_back(tmp
     with pytest.raises(DataNotFoundError) as ei:
         find_benchmark_dir("sciaidanbench", tmp_path)
     assert ei.value.one_line().startswith(
-        f"--data-dir {tmp_path}: {tmp_path / 'sciaidanbench'} holds no sciaidanbench data (expected questions.json)"
+        f"--data-dir {tmp_path}: {tmp_path / 'sciaidanbench'} holds no sciaidanbench data (expected questions.json; "
+        "found: nothing (an empty folder))"
     )
-    # a data folder without a sciaidanbench/ folder still falls back along the lookup order
+    # a named data folder without a sciaidanbench/ folder is the only place looked in: never the shared data
     other = tmp_path / "other"
     other.mkdir()
-    assert find_benchmark_dir("sciaidanbench", other) == sciaidan_dir
+    assert find_benchmark_dir("sciaidanbench", other, required=False) is None
+    with pytest.raises(DataNotFoundError, match="found: nothing \\(an empty folder\\)"):
+        find_benchmark_dir("sciaidanbench", other)
+    assert find_benchmark_dir("sciaidanbench") == sciaidan_dir  # no folder named: the default roots
 
 
 # ----------------------------------------- issue 11 item 8: every stored list is kept (METRICS.md B.6)

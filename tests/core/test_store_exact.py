@@ -124,7 +124,7 @@ def test_config_claim_read_and_redaction(tmp_path):
         store.write_config(cfg, new=True)
     assert str(e.value) == (
         f"{tmp_path / 'run'}: this run folder already holds a run. Fix: resume it with "
-        "`sgieval resume run`, or start the new run with another run id"
+        f"`sgieval resume {tmp_path / 'run'}`, or start the new run with another run id"
     )
     store.write_config(cfg.model_copy(update={"base_url": "http://h/v1"}))  # a rewrite replaces it
     assert store.read_config().base_url == "http://h/v1"

@@ -34,7 +34,9 @@ def test_a_new_run_never_reuses_a_folder(tmp_path, sciaidan_dir):
     other = cfg.model_copy(update={"models": ["replay:o1-mini"]})
     with pytest.raises(InputError) as ei:
         asyncio.run(execute(make_runtime(other)))
-    assert "already holds a run" in ei.value.one_line() and "sgieval resume same" in ei.value.one_line()
+    assert (
+        "already holds a run" in ei.value.one_line() and f"`sgieval resume {tmp_path / 'same'}`" in ei.value.one_line()
+    )
     # the first run is untouched
     assert (tmp_path / "same" / "responses.jsonl").read_text() == first
     assert RunStore(tmp_path / "same").read_config().models == ["replay:phi4"]

@@ -15,15 +15,77 @@ from sgieval.models.calls import ainvoke
 pytestmark = pytest.mark.usefixtures("fresh_call_cache")
 
 
-def test_price_lookup_exact_prefix_and_unknown():
+def test_price_lookup_exact_snapshot_and_unknown():
+    # list prices of genai-prices' bundled data (USD per 1M input, output tokens)
     assert price_of("openai:gpt-4o") == (2.50, 10.00)
-    assert price_of("gpt-4o-mini-2024-07-18") == (0.15, 0.60)  # longest prefix gpt-4o-mini, not gpt-4o
+    assert price_of("gpt-4o-mini-2024-07-18") == (0.15, 0.60)  # a snapshot of gpt-4o-mini, not gpt-4o
     assert price_of("anthropic:claude-3-5-sonnet-20241022") == (3.00, 15.00)
-    assert price_of("local:smollm2") is None
+    # a longer name is another model, never priced as the shorter one (o1 is 15/60, gpt-5 is 1.25/10)
+    assert price_of("openai:o1-pro") == (150.0, 600.0)
+    assert price_of("openai:o1-pro-2025-03-19") == (150.0, 600.0)
+    assert price_of("openai:gpt-5-pro") == (15.0, 120.0)
+    for unknown in ("openai:o1-ultra", "openai:gpt-5-pro-max", "openai:llama3.3", "local:smollm2", "my-model"):
+        assert price_of(unknown) is None, unknown
     assert price_call("local:smollm2", {"input": 10, "output": 10}) is None  # unknown, not 0
+    assert price_call("openai:o1-ultra", {"input": 10, "output": 10}) is None
     assert price_call("gpt-4o", None) is None
     # 1000 in * 2.5/1e6 + 500 out * 10/1e6 = 0.0025 + 0.005 = 0.0075
     assert price_call("gpt-4o", {"input": 1000, "output": 500}) == pytest.approx(0.0075)
+    # o1-pro at list price: 1000 * 150/1e6 + 500 * 600/1e6 = 0.15 + 0.3 = 0.45 (o1's price would give 0.045)
+    assert price_call("openai:o1-pro", {"input": 1000, "output": 500}) == pytest.approx(0.45)
+
+
+def test_cached_input_and_reasoning_tokens_priced_as_billed():
+    # gpt-4o: 1000 input tokens of which 400 read from the provider's cache (1.25/1M), 500 output:
+    # 600 * 2.5/1e6 + 400 * 1.25/1e6 + 500 * 10/1e6 = 0.0015 + 0.0005 + 0.005 = 0.007
+    assert price_call("openai:gpt-4o", {"input": 1000, "cache_read": 400, "output": 500}) == pytest.approx(0.007)
+    # claude-sonnet-4-5: 1000 input = 500 plain (3/1M) + 400 cache reads (0.3/1M) + 100 cache writes (3.75/1M),
+    # 10 output (15/1M): 0.0015 + 0.00012 + 0.000375 + 0.00015 = 0.002145
+    u = {"input": 1000, "cache_read": 400, "cache_write": 100, "output": 10}
+    assert price_call("anthropic:claude-sonnet-4-5", u) == pytest.approx(0.002145)
+    # reasoning tokens are output tokens, billed at the output price (o1-pro has no separate reasoning price):
+    # 1000 output tokens, 800 of them reasoning: 1000 * 600/1e6 = 0.6
+    assert price_call("openai:o1-pro", {"input": 0, "output": 1000, "reasoning": 800}) == pytest.approx(0.6)
+
+
+def test_user_prices_take_precedence_exactly():
+    table = {"openai:o1-pro": (1.0, 2.0), "my-model": (3.0, 4.0)}
+    assert price_of("openai:o1-pro", table) == (1.0, 2.0)
+    assert price_of("o1-pro", table) == (1.0, 2.0)  # a bare name takes the provider's entry
+    assert price_of("openai:my-model", table) == (3.0, 4.0)  # a bare entry prices the name under any provider
+    assert price_of("openai:o1-pro-max", table) is None  # never by prefix
+    # user prices: every input token at IN, cached or not: 1000 * 1/1e6 + 10 * 2/1e6 = 0.00102
+    assert price_call("openai:o1-pro", {"input": 1000, "cache_read": 900, "output": 10}, table) == pytest.approx(
+        0.00102
+    )
+    assert accounting.unpriced_models(["openai:o1-pro", "openai:llama3.3", "local:smollm2", "replay:phi4"]) == [
+        "openai:llama3.3"
+    ]
+    assert accounting.unpriced_models(["openai:llama3.3"], {"llama3.3": (0.0, 0.0)}) == []
+
+
+@pytest.mark.parametrize(
+    "value, want",
+    [
+        ("openai:o1-pro=150,600", ("openai:o1-pro", (150.0, 600.0))),
+        ("my=model=0.5,1.5", ("my=model", (0.5, 1.5))),
+    ],
+)
+def test_price_option(value, want):
+    assert accounting.parse_price_option(value) == want
+
+
+@pytest.mark.parametrize("value", ["o1-pro", "o1-pro=1", "=1,2", "o1-pro=a,2", "o1-pro=-1,2", "o1-pro=1,2,3"])
+def test_bad_price_option_names_the_form(value):
+    with pytest.raises(InputError, match=r"^--price: .*Fix: give --price MODEL=IN,OUT"):
+        raise_one_line(value)
+
+
+def raise_one_line(value):
+    try:
+        accounting.parse_price_option(value)
+    except InputError as e:
+        raise InputError(e.one_line()) from None
 
 
 def test_price_table_override_from_yaml(tmp_path):
@@ -31,10 +93,11 @@ def test_price_table_override_from_yaml(tmp_path):
     p.write_text("my-model: {input: 1.0, output: 2.0}\nopenai:gpt-4o: [5, 20]\n")
     accounting.set_prices(p)
     assert price_of("local:my-model") == (1.0, 2.0)
+    assert price_of("openai:gpt-4o") == (5.0, 20.0)
     assert price_of("gpt-4o") == (5.0, 20.0)
-    assert price_of("gpt-4.1") == (2.00, 8.00)  # merged, defaults kept
+    assert price_of("gpt-4.1") == (2.00, 8.00)  # merged: the library's prices kept
     accounting.set_prices({"only": {"input": 1, "output": 1}}, replace=True)
-    assert price_of("gpt-4.1") is None
+    assert price_of("gpt-4o") == (2.50, 10.00)
 
 
 def test_bad_price_table_names_file_and_model(tmp_path):

@@ -185,7 +185,7 @@ def test_unexpected_error_in_a_run_is_one_line_with_the_traceback_in_the_log(tmp
     (run,) = out.iterdir()
     assert err == (
         f"error: unexpected RuntimeError: kaput [/] \\x1b[2J; the full traceback is in {run / 'log.jsonl'}; "
-        f"every finished response and score is kept: continue with `sgieval resume {run.name}`"
+        f"every finished response and score is kept: continue with `sgieval resume {run}`"
     )
     logged = [json.loads(x) for x in (run / "log.jsonl").read_text().splitlines()]
     assert logged[-1]["event"] == "unexpected error" and logged[-1]["error"] == "RuntimeError: kaput [/] \x1b[2J"

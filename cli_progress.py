@@ -1,0 +1,149 @@
+"""Progress of a run on stderr, for the ``sgieval`` command.
+
+On a terminal: a live bar (rich) with the (item, target model) pairs done, the model calls made, the calls that
+failed and the elapsed time.  Otherwise (a log file, a pipe, CI): the same facts as one line every
+``SGIEVAL_PROGRESS_EVERY`` seconds (default 10; 0: no lines), so a long run is never silent, e.g.::
+
+    progress: evaluating, 12/150 (item, target model) pairs done, 30 model calls, 1 failed, 0:00:20 elapsed
+
+The first line comes after one interval: a run shorter than that prints none.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+__all__ = ["RunProgress", "elapsed_text"]
+
+
+def elapsed_text(seconds: float) -> str:
+    """``H:MM:SS`` of a duration in seconds (>= 0), as rich's elapsed column shows it."""
+    s = int(max(0.0, seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class _CallsColumn(ProgressColumn):
+    """``N model calls, M failed``, read from the run's ledger at each redraw."""
+
+    def __init__(self, counts: Callable[[], tuple[int, int]]):
+        super().__init__()
+        self.counts = counts
+
+    def render(self, task: Any) -> Text:
+        calls, failed = self.counts()
+        return Text(f"{calls} model calls, {failed} failed")
+
+
+class RunProgress:
+    """Progress display of one run (see module doc).
+
+    Args:
+        console: the stderr console.
+        ledger_of: returns the run's ledger (:class:`sgieval.models.accounting.Ledger`, or None before the run
+            starts); its ``calls_made`` and ``calls_failed`` are the calls shown.
+        every_s: seconds between lines when ``console`` is no terminal (0: no lines).
+
+    Use as a context manager; :meth:`update` is the run's ``on_progress(done, total)``; :meth:`pause` and
+    :meth:`resume` around a prompt.
+    """
+
+    def __init__(self, console: Console, ledger_of: Callable[[], Any], every_s: float = 10.0):
+        self.console = console
+        self.ledger_of = ledger_of
+        self.every_s = every_s
+        self.done = 0
+        self.total: int | None = None
+        self.started = time.monotonic()
+        self.live = console.is_terminal
+        self._paused = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.bar: Progress | None = None
+        self._task: Any = None
+
+    # -- what is shown -----------------------------------------------------
+    def counts(self) -> tuple[int, int]:
+        """(model calls made, calls failed) so far."""
+        ledger = self.ledger_of()
+        if ledger is None:
+            return 0, 0
+        return int(ledger.calls_made), int(ledger.calls_failed)
+
+    def phase(self) -> str:
+        if self.total is None:
+            return "starting"
+        return "evaluating" if self.done < self.total else "finishing (corpus-level scores, report)"
+
+    def line(self) -> str:
+        """The progress line (module doc)."""
+        calls, failed = self.counts()
+        total = "?" if self.total is None else str(self.total)
+        return (
+            f"progress: {self.phase()}, {self.done}/{total} (item, target model) pairs done, {calls} model calls, "
+            f"{failed} failed, {elapsed_text(time.monotonic() - self.started)} elapsed"
+        )
+
+    # -- run hooks -----------------------------------------------------------
+    def update(self, done: int, total: int) -> None:
+        """The run's ``on_progress``: ``done`` of ``total`` (item, target model) pairs are evaluated."""
+        self.done, self.total = done, total
+        if self.bar is not None:
+            self.bar.update(self._task, completed=done, total=total, description=self.phase())
+
+    def pause(self) -> None:
+        """Stop drawing (before a prompt)."""
+        self._paused.set()
+        if self.bar is not None:
+            self.bar.stop()
+
+    def resume(self) -> None:
+        """Draw again after :meth:`pause`."""
+        self._paused.clear()
+        if self.bar is not None:
+            self.bar.start()
+
+    def stop(self) -> None:
+        """Stop for good (the run ended or failed)."""
+        self._stop.set()
+        if self.bar is not None:
+            self.bar.stop()
+
+    # -- context -------------------------------------------------------------
+    def __enter__(self) -> "RunProgress":
+        self.started = time.monotonic()
+        if self.live:
+            self.bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("pairs"),
+                _CallsColumn(self.counts),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+                # 4 redraws a second: each holds the GIL for milliseconds in rich's refresh thread, which delays
+                # the event loop
+                refresh_per_second=4,
+            )
+            self.bar.start()
+            self._task = self.bar.add_task("starting", total=None)
+        elif self.every_s > 0:
+            self._thread = threading.Thread(target=self._lines, name="sgieval-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    def _lines(self) -> None:
+        while not self._stop.wait(self.every_s):
+            if not self._paused.is_set():
+                self.console.print(self.line(), highlight=False, soft_wrap=True, markup=False)
