@@ -503,6 +503,9 @@ async def ascore(
     model: str = "given",
     allow_self_judge: bool = False,
     options: dict[str, Any] | None = None,
+    base_url: str | None = None,
+    judge_temperature: float | None = 0.0,
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
 ) -> list[Score]:
     """Score given texts with one metric: no request, no graph, no run folder.
 
@@ -523,6 +526,10 @@ async def ascore(
             ``prompts[k]`` as its prompt.
         model: the model name on the Scores of plain texts.
         allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
+        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate`:
+            ``base_url`` is the OpenAI-compatible server of ``openai:`` judges (default ``$OPENAI_BASE_URL``);
+            a judge on a server of its own is ``openai-api:<service>/<model>`` with ``<SERVICE>_BASE_URL``
+            set (README "Models and roles"); temperature 0-2 (None: the provider's default).
 
     Returns one Score per response (in order) for the named metric (all specs
     of a Metric object), then any corpus-level Scores (``item_id == "*"``).
@@ -583,7 +590,12 @@ async def ascore(
     if j_str:
         from .models.registry import resolve_model
 
-        judges = [resolve_model(s, "judge") for s in j_str] + judges
+        judges = [
+            resolve_model(
+                s, "judge", base_url=base_url, temperature=judge_temperature, reasoning_effort=reasoning_effort
+            )
+            for s in j_str
+        ] + judges
     ctx = ScoringContext(judges=judges, allow_self_judge=allow_self_judge, options=dict(options or {}))
     out: list[Score] = []
     for it, r in zip(its, rs):

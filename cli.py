@@ -37,14 +37,13 @@ from .core import (
     is_disk_full,
     option_names,
     run_options,
-    sync_open_stores,
 )
 
 
 class _CommandLine(typer.Typer):
     """The ``sgieval`` app.  Called with no arguments (the console script,
     ``python -m sgieval.cli``), the command reads ``sys.argv`` and the process
-    then ends promptly after its last write (:func:`_exit_promptly`); called
+    runs inside the process start-up context (:class:`sgieval.core.startup.ConsoleProcess`); called
     with arguments (``app(["ask", ...])``) it behaves as a plain Typer app and
     raises SystemExit as usual.  As the console script, an exception no
     command turned into one line is one line too (:func:`_last_resort`), never
@@ -53,42 +52,24 @@ class _CommandLine(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return super().__call__(*args, **kwargs)
-        import gc
+        from .core.startup import ConsoleProcess
 
-        from .core import gcpause
-
-        # this process is ours: for a run (ask, resume, report) no collection at all while it starts
-        # (core.gcpause: the run resumes the collector when its evaluation or its report starts; other
-        # commands, `view --serve` among them, keep it on), then young objects every 10,000 allocations
-        # instead of 700
-        if _writes_a_report(sys.argv[1:]):
-            gcpause.pause()
-        gc.set_threshold(10_000, 20, 20)
-        try:
-            with _report_worker(sys.argv[1:]):
+        # this process is ours: its start-up and exit (core.startup; SGIEVAL_FAST_START=0 switches them off)
+        with ConsoleProcess(heavy=_writes_a_report(sys.argv[1:])) as process:
+            try:
                 super().__call__()
-        except SystemExit as e:
-            _exit_promptly(e.code)
-        except Exception as e:  # noqa: BLE001 - the last resort: one line, the traceback in a log file
-            _exit_promptly(_last_resort(e))
-        _exit_promptly(0)
+            except SystemExit as e:
+                process.exit(e.code)
+            except Exception as e:  # noqa: BLE001 - the last resort: one line, the traceback in a log file
+                process.exit(_last_resort(e))
+            process.exit(0)
 
 
-def _report_worker(argv: list[str]) -> Any:
-    """For the commands that write a report (``ask``, ``resume``, ``report``;
-    not their ``--help``): a warm worker process forked now, before any
-    thread starts, that imports scipy.stats and matplotlib on the second core
-    while this process imports LangGraph and runs the evaluation; the report's
-    bootstrap, paired tests and charts then run there (core.offload, issue 13:
-    the main job's wall time).  Other commands: no worker.  Console script only:
-    the Python API and ``app([...])`` compute in their own process."""
-    import contextlib
+def _run_begins() -> None:
+    """The run starts: the console script's start-up is over (core.startup ends its collector pause)."""
+    from .core.startup import run_begins
 
-    if not _writes_a_report(argv):
-        return contextlib.nullcontext()
-    from .core.offload import warm_worker
-
-    return warm_worker()
+    run_begins()
 
 
 def _writes_a_report(argv: list[str]) -> bool:
@@ -132,45 +113,6 @@ def _last_resort(e: BaseException) -> int:
         soft_wrap=True,
     )
     return 1
-
-
-def _exit_promptly(code: Any) -> None:
-    """End the process after an orderly flush, skipping the interpreter's
-    teardown (issue 13 item 2).
-
-    In order: wait for non-daemon threads and run the ``atexit`` callbacks
-    (what the interpreter does first at exit: e.g. the call cache commits its
-    last batch, Ray shuts down), fsync and close the run folders' JSONL files
-    still open, flush stdout and stderr, then ``os._exit``.  What is skipped is
-    only the module and object teardown, which took ~0.8 s after the report
-    of a run was written (full garbage collections over the ~200k objects of
-    langgraph, scipy and matplotlib's modules) and writes nothing.  ``code``:
-    a SystemExit code (None -> 0, an int, or a message printed to stderr -> 1).
-    Command-line entry point only; the library API never calls it."""
-    import atexit
-    import sys
-    import threading
-
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:
-        print(code, file=sys.stderr)
-        status = 1
-    try:
-        shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as Py_FinalizeEx does
-        if shutdown is not None:
-            shutdown()
-        atexit._run_exitfuncs()
-        sync_open_stores()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(status)
 
 
 app = _CommandLine(
@@ -335,6 +277,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             progress.resume()
             return ok
 
+        _run_begins()
         try:
             state = asyncio.run(execute(rt, resume=resume, confirm=confirm))
         except SgievalError as e:
@@ -663,6 +606,7 @@ def report(
     config = _read_config(d)
     if config.agent_model:  # only the agent model (the narrative) is called by `report`
         _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url",))
+    _run_begins()
     try:
         out.print(f"report: {_safe(asyncio.run(_write_report(d, config)))}", soft_wrap=True, highlight=False)
     except SgievalError as e:
@@ -920,7 +864,7 @@ def data_where() -> None:
 
 
 def main() -> None:  # pragma: no cover
-    """The command-line entry point (ends the process promptly, see :func:`_exit_promptly`)."""
+    """The command-line entry point (start-up and exit: :class:`sgieval.core.startup.ConsoleProcess`)."""
     app()
 
 

@@ -17,7 +17,6 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 
 from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, RunStoppedError, Score
-from ..core import gcpause
 from ..models.accounting import BudgetExceeded
 from ..metric_pool.base import CORPUS, Metric, ScoringContext
 from ..models.base import NamedModel
@@ -201,7 +200,6 @@ async def run_evaluation(
     Response, then its Scores, as soon as they exist.  Corpus-level scores
     (``item_id == "*"``) are computed last, once per model.
     """
-    gcpause.resume()  # the console script's start-up is over (core.gcpause)
     await check_sandbox_once(ctx, items)
     prog = EvalProgress()
     embedded_before = _embedded_so_far()

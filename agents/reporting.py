@@ -488,14 +488,14 @@ def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
             )
         if r["self_preference"]:
             parts.append(
-                "Self-preference (a judge scoring a target of its own model family, minus the other "
+                "Self-preference (a judge scoring its own model's responses, minus the other "
                 "judges' mean on the same items):\n\n"
                 + markdown_table(
-                    ["judge", "target", "family", "difference", "95% CI", "items", "significant"], r["self_preference"]
+                    ["judge", "target", "model", "difference", "95% CI", "items", "significant"], r["self_preference"]
                 )
             )
         else:
-            parts.append("Self-preference: no judge belongs to the family of a ranked target model.")
+            parts.append("Self-preference: no judge is one of the ranked target models.")
         if r["position"]:
             parts.append(f"Position bias: {r['position']}.")
         if r["retest"]:

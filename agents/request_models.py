@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..core import InputError
+from ..core import InputError, ModelRef
 
 __all__ = ["MODEL_MENTION", "model_mentions", "mention_covered", "check_named_models", "live_model_string"]
 
@@ -59,17 +59,6 @@ def model_mentions(request: str) -> list[str]:
     return out
 
 
-def _bare(name: str) -> str:
-    """``replay:llama3.3:latest`` -> ``llama3.3``; ``openai:gpt-4.1`` -> ``gpt-4.1``; ``openai/4o`` -> ``4o``."""
-    n = name.lower()
-    for prefix in ("replay:", "openai:", "local:"):
-        if n.startswith(prefix):
-            n = n[len(prefix) :]
-    if ":" in n and not n.endswith(":latest"):
-        n = n.split(":", 1)[1]  # provider:model
-    return n.split(":")[0].split("/")[-1]
-
-
 def mention_covered(mention: str, names: list[str]) -> bool:
     """Whether the model ``mention`` (from :func:`model_mentions`) is one of
     ``names`` (stored model names or target model strings): the same bare name
@@ -78,7 +67,10 @@ def mention_covered(mention: str, names: list[str]) -> bool:
     version ("llama" names ``llama3.3:latest``, "llama3.1" does not)."""
     m = mention.lower()
     for n in names:
-        bare = _bare(n)
+        try:  # the model's identity without an Ollama size tag: llama3.1:8b is named by "llama3.1"
+            bare = ModelRef.parse(n).identity.split(":")[0]
+        except ValueError:
+            bare = n.lower()
         if not bare:
             continue
         if m == bare or m == n.lower():

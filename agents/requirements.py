@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, MetricSpec
+from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, MetricSpec, same_model
 
 __all__ = ["MetricNeeds", "metric_needs", "none_can_run", "JUDGE_FIX", "SANDBOX_FIX"]
 
@@ -49,10 +49,6 @@ class MetricNeeds(BaseModel):
         return f"{text} -- NOT available: {self.missing}" + (f". Fix: {self.fix}" if self.fix else "")
 
 
-def _bare(name: str) -> str:
-    return name.split(":", 1)[1] if ":" in name else name
-
-
 def metric_needs(
     specs: list[MetricSpec],
     items: list[Item],
@@ -86,7 +82,7 @@ def metric_needs(
             row.needs.append("judge")
             if not judges:
                 problems.append(("no judge given", JUDGE_FIX))
-            elif not allow_self_judge and targets and all(_bare(j) in {_bare(t) for t in targets} for j in judges):
+            elif not allow_self_judge and targets and all(any(same_model(j, t) for t in targets) for j in judges):
                 problems.append(
                     (
                         f"the only judge ({', '.join(judges)}) is a target model",

@@ -25,8 +25,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..benchmarks.registry import predefined_metrics
-from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, RunConfig, RunStore, SgievalError
-from ..core import gcpause
+from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, ModelRef, RunConfig, RunStore, SgievalError
 from ..core.logs import get_logger, run_logging
 from ..core.offload import worker_active
 from ..core.settings import load_settings, use_settings
@@ -208,7 +207,7 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
     text = (request or "").lower()
     out = []
     for m in models:
-        bare = m.split(":")[0].split("/")[-1].lower()
+        bare = ModelRef.parse(m).identity.split(":")[0]
         family = re.match(r"[a-z]{4,}", bare)  # "llama" for llama3.3, "qwen" for qwen2.5
         names = {m.lower(), bare, family.group(0) if family else ""}
         if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w|\.\w)", text) for n in names if n):
@@ -554,7 +553,6 @@ async def write_report(rt: RunContext, state: State) -> Path:
     """(Re)write ``report.md`` from the run folder's records and the plans in ``state``."""
     from .reporting import build_report  # with scipy and matplotlib: loaded when the report is built
 
-    gcpause.resume()  # `sgieval report` starts here, with no evaluation (core.gcpause)
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = _items(rt, state["selection"]["item_ids"])
@@ -577,7 +575,8 @@ async def write_report(rt: RunContext, state: State) -> Path:
         warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
     focus = None
     if not rt.config.models and state.get("targets"):
-        stored = [m.split(":", 1)[1] for m in state["targets"] if m.startswith("replay:")]
+        refs = [ModelRef.parse(m) for m in state["targets"]]
+        stored = [r.name for r in refs if r.provider == "replay"]
         named = models_named_in(rt.config.request, stored) if stored else []
         if stored and named == stored:
             warnings.append(

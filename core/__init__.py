@@ -31,6 +31,7 @@ from .files import (
     slug_name,
 )
 from .secrets import redact_secrets, redact_url
+from .modelref import ModelRef, same_model
 from .records import (
     CORPUS,
     DEEP_RESEARCH,
@@ -97,6 +98,7 @@ __all__ = [
     "Item",
     "MetricKind",
     "MetricSpec",
+    "ModelRef",
     "ModelCallError",
     "OfflineError",
     "ParseError",
@@ -126,6 +128,7 @@ __all__ = [
     "RunStoppedError",
     "redact_secrets",
     "redact_url",
+    "same_model",
     "json_loads_strict",
     "atomic_write_text",
     "disk_error",

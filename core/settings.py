@@ -18,12 +18,17 @@ variable                    meaning                                 default
 ``SGIEVAL_NETWORK``         ``auto`` (probe), ``online``, ``offline`` auto
 ``SGIEVAL_PROGRESS_EVERY``  seconds between progress lines on a     10
                             stderr that is no terminal (0: none)
+``SGIEVAL_FAST_START``      0/false: the console script's start-up  on
+                            and exit tricks off (core.startup)
 =========================== ======================================= ===================
 
 Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``,
 ``SGIEVAL_LLAMA_CPP_SPEC``, ``SGIEVAL_WHEEL_CACHE``, ``SGIEVAL_SMOLLM``.
 Secrets the run header names but never shows: ``OPENAI_API_KEY``,
-``E2B_API_KEY`` (``"set"`` / ``"not set"``).
+``E2B_API_KEY`` (``"set"`` / ``"not set"``).  Model endpoints: ``OPENAI_BASE_URL``
+(shown without credentials) and, for ``openai-api:<service>/<model>`` strings and
+registered providers, ``<SERVICE>_BASE_URL`` / ``<SERVICE>_API_KEY``
+(:meth:`Settings.env_value`; :mod:`sgieval.core.modelref`).
 
 A bad value raises :class:`~sgieval.core.errors.InputError` naming the
 variable and the fix, e.g. ``SGIEVAL_LOCAL_THREADS: must be a positive
@@ -36,7 +41,10 @@ import contextvars
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+import os
+import re
+
+from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import FieldProblem, problem_to_input_error
@@ -44,6 +52,7 @@ from .errors import FieldProblem, problem_to_input_error
 __all__ = ["FieldProblem", "Settings", "current_settings", "load_settings", "use_settings"]
 
 OPENAI_TRANSPORTS = ("direct", "sdk")
+_ENDPOINT_VAR = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
 NETWORK_MODES = ("auto", "online", "offline")
 
 
@@ -76,15 +85,33 @@ class Settings(BaseSettings):
     local_threads: int = 1
     network: Literal["auto", "online", "offline"] = "auto"
     progress_every: float = 10.0
+    fast_start: bool = True
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     e2b_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("E2B_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
+
+    _endpoints: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any) -> None:
+        """Snapshot the endpoint variables (``<NAME>_BASE_URL``, ``<NAME>_API_KEY``) when the settings are read,
+        so a run sees the values it started with."""
+        self._endpoints.update({k: v for k, v in os.environ.items() if _ENDPOINT_VAR.match(k) and v.strip()})
+
+    def env_value(self, name: str) -> str | None:
+        """The value of endpoint variable ``name`` (``VLLM_BASE_URL``, ``ACME_API_KEY``; ``OPENAI_BASE_URL`` and
+        ``OPENAI_API_KEY`` come from their fields) as read with these settings, None when unset or empty."""
+        if name == "OPENAI_BASE_URL":
+            return self.openai_base_url
+        if name == "OPENAI_API_KEY":
+            return self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
+        return self._endpoints.get(name)
 
     @field_validator("cache_dir", "data", "rubric_dir", mode="before")
     @classmethod
     def _expand(cls, v: Any) -> Any:
         return Path(v).expanduser() if isinstance(v, (str, Path)) and str(v).strip() else None
 
-    @field_validator("no_cache", mode="before")
+    @field_validator("no_cache", "fast_start", mode="before")
     @classmethod
     def _flag(cls, v: Any) -> bool:
         return _truthy(v) if isinstance(v, str) else bool(v)
@@ -129,6 +156,10 @@ class Settings(BaseSettings):
             v = getattr(self, name)
             if name.endswith("_api_key"):
                 out[name.upper()] = "set" if v is not None and v.get_secret_value() else "not set"
+            elif name == "openai_base_url":
+                from .secrets import redact_url
+
+                out[name.upper()] = redact_url(v)
             else:
                 out[f"SGIEVAL_{name.upper()}"] = str(v) if isinstance(v, Path) else v
         return out
@@ -139,7 +170,8 @@ class Settings(BaseSettings):
 
 
 ENV_NAMES = {
-    name: (name.upper() if name.endswith("_api_key") else f"SGIEVAL_{name.upper()}") for name in Settings.model_fields
+    name: (name.upper() if name in ("openai_api_key", "e2b_api_key", "openai_base_url") else f"SGIEVAL_{name.upper()}")
+    for name in Settings.model_fields
 }
 """Settings field -> the environment variable it reads."""
 

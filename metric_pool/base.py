@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..core import CORPUS, Item, MetricSpec, Response, Score, as_evidence  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
+from ..core import CORPUS, Item, MetricSpec, Response, Score, as_evidence, same_model  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
 from ..models.base import NamedModel
 
 # CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.
@@ -41,7 +41,7 @@ class ScoringContext:
         """Judges allowed to score ``target_model`` (judge hygiene, issue 5)."""
         if self.allow_self_judge:
             return list(self.judges)
-        return [j for j in self.judges if _bare(j.name) != _bare(target_model)]
+        return [j for j in self.judges if not same_model(j.name, target_model)]
 
     def judge_problem(self, target_model: str, metric: str) -> tuple[str, str | None] | None:
         """``(problem, fix)`` when judge metric ``metric`` cannot score
@@ -64,10 +64,6 @@ class ScoringContext:
         judge may score after all, a plain "no judge scored <metric>"."""
         p = self.judge_problem(target_model, metric)
         return f"no judge scored {metric}" if p is None else p[0] if p[1] is None else f"{p[0]}; {p[1]}"
-
-
-def _bare(name: str) -> str:
-    return name.split(":", 1)[1] if ":" in name else name
 
 
 class Metric:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import InputError, OfflineError
+from ..core import InputError, ModelRef, OfflineError
 
 __all__ = ["Embedder", "get_embedder", "embedding_counts", "cosine_matrix", "minilm_path", "MINILM"]
 
@@ -114,7 +114,7 @@ class Embedder:
             self._kind = "openai"
             from langchain_openai import OpenAIEmbeddings  # construction only; no call here
 
-            self._model = OpenAIEmbeddings(model=name.split(":", 1)[1])
+            self._model = OpenAIEmbeddings(model=ModelRef.parse(name).name)
         else:
             raise InputError(
                 f"unknown embedding model {name!r}",

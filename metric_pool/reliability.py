@@ -10,8 +10,9 @@ per-judge values each judged Score keeps (see :func:`judge_values`) this module 
   95% CI (:func:`sgieval.metric_pool.aggregate.summarize`);
 - **leave-one-judge-out**: the ranking of target models by the mean of the remaining judges' values, and whether
   its top model or its order differs from the full panel's;
-- **self-preference**: for a judge whose model family (:func:`model_family`) equals a target's, the mean over that
-  target's units of (the judge's value - the mean of the other judges), with a bootstrap 95% CI; significant when
+- **self-preference**: for a judge that is the same model as a target (equal model identity,
+  :attr:`sgieval.core.ModelRef.identity`: ``openai:o1-mini`` judging ``replay:o1-mini``; never the provider, so
+  an Anthropic judge of another Anthropic model is not one), the mean over that target's units of (the judge's value - the mean of the other judges), with a bootstrap 95% CI; significant when
   the CI excludes 0;
 - **position bias** (pairwise votes with swapped order, SGI-Bench idea generation, METRICS.md A.2): the share of
   (judge, item, dimension) vote pairs whose verdict changes when the two ideas swap places;
@@ -29,65 +30,16 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..core import MetricSpec, Score
+from ..core import MetricSpec, ModelRef, Score, same_model
 
 ALPHA_RELIABLE = 0.800
 ALPHA_TENTATIVE = 0.667
 """Krippendorff (2004), section 11.3.4: rely on data with alpha >= .800; consider variables with
 .667 <= alpha < .800 only for tentative conclusions."""
-
-DEFAULT_FAMILIES: dict[str, tuple[str, ...]] = {
-    "openai": ("gpt", "o1", "o3", "o4", "openai/", "chatgpt", "text-embedding"),
-    "anthropic": ("claude",),
-    "google": ("gemini", "gemma", "palm"),
-    "meta": ("llama",),
-    "mistral": ("mistral", "mixtral", "codestral", "ministral"),
-    "qwen": ("qwen", "qwq"),
-    "microsoft": ("phi",),
-    "deepseek": ("deepseek",),
-    "huggingface": ("smollm",),
-}
-"""Declared mapping: family -> name prefixes (matched on the model id after its provider prefix, lower case).
-Override with the ``families`` argument (``--judge-families`` / ``options["judge_families"]``)."""
-
-
-def model_family(model: str, families: Mapping[str, Sequence[str]] | None = None) -> str | None:
-    """The family of a model string (``openai:gpt-4.1`` -> "openai", ``replay:llama3.3:latest`` -> "meta",
-    ``replay:openai/4o`` -> "openai"), or None when no declared prefix matches.  The provider prefix
-    (``openai:``, ``replay:``, ``local:``...) is dropped first, except that a bare ``openai/`` path counts."""
-    fams = families if families is not None else DEFAULT_FAMILIES
-    name = model.strip().lower()
-    if name.startswith("replay:"):
-        name = name[len("replay:") :]
-    bare = (
-        name.split(":", 1)[1]
-        if ":" in name
-        and name.split(":", 1)[0]
-        in (
-            "openai",
-            "anthropic",
-            "google_genai",
-            "google",
-            "ollama",
-            "local",
-            "mistralai",
-            "groq",
-            "together",
-            "deepseek",
-            "fireworks",
-            "bedrock",
-        )
-        else name
-    )
-    for fam, prefixes in fams.items():
-        for p in prefixes:
-            if bare.startswith(p.lower()) or name.startswith(p.lower()):
-                return fam
-    return None
 
 
 def judge_values(score: Score) -> dict[str, float]:
@@ -186,12 +138,12 @@ class LeaveOneOut:
 
 @dataclass(frozen=True)
 class SelfPreference:
-    """``judge`` scoring ``target`` of its own ``family``: mean over ``n`` units of (judge - other judges' mean),
+    """``judge`` scoring ``target``, the same model (``model``: their identity): mean over ``n`` units of (judge - other judges' mean),
     metric's scale, with its 95% CI; ``significant`` when the CI excludes 0."""
 
     judge: str
     target: str
-    family: str
+    model: str
     diff: float
     ci_low: float
     ci_high: float
@@ -311,7 +263,6 @@ def reliability(
     scores: Sequence[Score],
     spec: MetricSpec | None = None,
     *,
-    families: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> Reliability | None:
@@ -363,11 +314,8 @@ def reliability(
     prefs = []
     targets = sorted({k[1] for k in keys})
     for j in judges:
-        fam = model_family(j, families)
-        if fam is None:
-            continue
         for t in targets:
-            if model_family(t, families) != fam:
+            if not same_model(j, t):
                 continue
             diffs = [
                 units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
@@ -377,7 +325,7 @@ def reliability(
             if diffs:
                 mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
                 sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
-                prefs.append(SelfPreference(j, t, fam, mean, lo, hi, len(diffs), sig))
+                prefs.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
 
     retest: dict[str, float | None] = {}
     retest_ci: dict[str, tuple[float, float]] = {}
@@ -441,7 +389,7 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
             [
                 p.judge,
                 p.target,
-                p.family,
+                p.model,
                 f(p.diff),
                 f"{f(p.ci_low)} to {f(p.ci_high)}",
                 str(p.n),
@@ -468,7 +416,7 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
             for j, a in rel.retest.items()
         ],
         "significant_self_preference": [
-            f"{p.judge} scores {p.target} (same family: {p.family}) {f(p.diff)} above "
+            f"{p.judge} scores {p.target} (the same model: {p.model}) {f(p.diff)} above "
             f"the other judges (95% CI {f(p.ci_low)} to {f(p.ci_high)})"
             for p in rel.self_preference
             if p.significant

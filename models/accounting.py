@@ -54,7 +54,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 
-from ..core import InputError, SgievalError
+from ..core import InputError, ModelRef, SgievalError
 
 Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
@@ -180,8 +180,16 @@ def reset_prices() -> None:
     _prices.clear()
 
 
+def _ref(model: str) -> ModelRef:
+    try:
+        return ModelRef.parse(model)
+    except ValueError:
+        return ModelRef(spec=model, provider="", name=model)
+
+
 def _bare(name: str) -> str:
-    return name.split(":", 1)[1] if ":" in name else name
+    """The model id after the provider (:class:`sgieval.core.ModelRef`; ``openai:gpt-4o`` -> ``gpt-4o``)."""
+    return _ref(name).name
 
 
 def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> tuple[float, float] | None:
@@ -200,8 +208,8 @@ def _listed(model: str) -> tuple[str | None, str] | None:
     """(provider id for genai-prices, model reference) of a model the library knows exactly, else None."""
     if model.startswith(FREE_PREFIXES):
         return None
-    provider, sep, name = model.partition(":")
-    provider_id, ref = (provider, name) if sep else (None, model)
+    parsed = _ref(model)
+    provider_id, ref = (parsed.provider, parsed.name) if parsed.provider else (None, model)
     try:
         _calc(provider_id, ref, {"input": 1, "output": 1})
     except LookupError:

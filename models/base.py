@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core import ModelRef
+
 Role = Literal["target", "judge", "agent"]
 
 
@@ -25,6 +27,9 @@ class NamedModel:
     ``repeat``: which draw of a repeated judge this is (0 = the first; issue 12, ``--judge-repeats``): the
     index is part of the call cache key (:func:`sgieval.models.cache.model_params`) from 1 on, so k repeats
     are k distinct calls and a first draw shares its cache entry with a run that asks once.
+    ``ref``: the parsed model string (:class:`~sgieval.core.ModelRef`, with its base URL once resolved; derived
+    from ``name`` when not given).  ``max_in_flight``: the most calls this model serves at once (the embedded
+    model: 1, one call per loaded model), None for the run's per-provider limit only.
     """
 
     name: str
@@ -36,6 +41,21 @@ class NamedModel:
     params: dict[str, Any] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
     repeat: int = 0
+    ref: ModelRef | None = None
+    max_in_flight: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.ref is None:
+            try:
+                self.ref = ModelRef.parse(self.name)
+            except ValueError:
+                self.ref = ModelRef(spec=self.name, provider="", name=self.name)
+
+    @property
+    def identity(self) -> str:
+        """The model's identity (:attr:`sgieval.core.ModelRef.identity`): what "the same model" means."""
+        assert self.ref is not None
+        return self.ref.identity
 
     @property
     def is_replay(self) -> bool:

@@ -83,8 +83,8 @@ def provider_key(model: NamedModel) -> str:
     return model.provider or model.name
 
 
-def _semaphore(provider: str) -> asyncio.Semaphore:
-    return current_call_context().semaphore(provider)
+def _semaphore(provider: str, default: int | None = None) -> asyncio.Semaphore:
+    return current_call_context().semaphore(provider, default)
 
 
 # ----------------------------------------------------------------- classification
@@ -118,10 +118,11 @@ def credentials_error(model: NamedModel, status: int | None) -> CredentialsError
     """The one-line error for an endpoint that answered 401/403 to ``model``:
     provider (and server, without any credentials in its URL), model string,
     the variable to set."""
-    prefix = model.name.split(":", 1)[0] if ":" in model.name else model.provider
-    var = KEY_VARIABLES.get(prefix, f"{prefix.upper()}_API_KEY")
+    ref = model.ref
+    prefix = (ref.provider if ref is not None else "") or model.provider
+    var = KEY_VARIABLES.get(prefix) or (ref.key_var if ref is not None else None) or f"{prefix.upper()}_API_KEY"
     where = prefix
-    if prefix == "openai" and "://" in (model.provider or ""):
+    if "://" in (model.provider or ""):
         where = f"the OpenAI-compatible server at {redact_url(model.provider)}"
     what = "refused the credentials" if status == 401 else "refused access (forbidden)"
     return CredentialsError(
@@ -230,7 +231,7 @@ async def ainvoke(
     if book is not None:
         book.check_budget(model.name, who)
 
-    sem = _semaphore(provider_key(model))
+    sem = _semaphore(provider_key(model), model.max_in_flight)
     started = time.perf_counter()
     attempt = 0  # attempts made, over every round below
     allowed = max_attempts

@@ -69,12 +69,16 @@ class CallContext:
                 for sems in list(self._semaphores.values()):
                     sems.pop(provider, None)
 
-    def limit(self, provider: str) -> int:
-        """The in-flight limit for ``provider``."""
-        return self.limits.get(provider, self.limits.get("*", DEFAULT_MAX_CONCURRENCY))
+    def limit(self, provider: str, default: int | None = None) -> int:
+        """The in-flight limit for ``provider``: the one set for it (:meth:`set_limit`), else ``default`` (a
+        model's own limit, e.g. 1 for the embedded model) when given, else the limit for every provider."""
+        if provider in self.limits:
+            return self.limits[provider]
+        return default if default is not None else self.limits.get("*", DEFAULT_MAX_CONCURRENCY)
 
-    def semaphore(self, provider: str) -> asyncio.Semaphore:
-        """This context's semaphore for ``provider`` on the running event loop."""
+    def semaphore(self, provider: str, default: int | None = None) -> asyncio.Semaphore:
+        """This context's semaphore for ``provider`` on the running event loop (limit: :meth:`limit` with
+        ``default``, fixed when the semaphore is first made)."""
         loop = asyncio.get_running_loop()
         with self._lock:
             sems = self._semaphores.get(loop)
@@ -82,7 +86,7 @@ class CallContext:
                 sems = self._semaphores[loop] = {}
             sem = sems.get(provider)
             if sem is None:
-                sem = sems[provider] = asyncio.Semaphore(self.limit(provider))
+                sem = sems[provider] = asyncio.Semaphore(self.limit(provider, default))
             return sem
 
     # ------------------------------------------------------------------ cache

@@ -623,8 +623,13 @@ def load_local_model(
     n_ctx: int = 8192,
     n_threads: int | None = None,
 ) -> NamedModel:
-    """``local:<name>`` (or bare ``<name>``) -> NamedModel(provider="local",
-    smoke_test=True) whose ``chat`` is a :class:`ChatLocalLlama`.
+    """``local:<name>`` (or bare ``<name>``) -> NamedModel(provider="local:<name>",
+    smoke_test=True, max_in_flight=1) whose ``chat`` is a :class:`ChatLocalLlama`.
+
+    One call is in flight per loaded model (its calls are serialised by a lock anyway; more in flight would
+    only queue behind it with their timeouts running), unless the run sets a limit for ``local:<name>``
+    (:func:`sgieval.models.calls.set_max_concurrency`).  Every role of one name shares the loaded weights and
+    that one slot.
 
     Checks that llama-cpp-python imports and the GGUF file is installed; the
     weights themselves load on the first call (once per process).
@@ -646,7 +651,8 @@ def load_local_model(
         name=f"{LOCAL_PREFIX}{key}",
         role=role,
         chat=chat,
-        provider="local",
+        provider=f"{LOCAL_PREFIX}{key}",
         smoke_test=True,
+        max_in_flight=1,
         params={"temperature": temperature, "max_tokens": max_tokens, "n_ctx": n_ctx, "gguf": path.name},
     )

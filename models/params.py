@@ -28,7 +28,18 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from ..core import ModelRef
 from .base import NamedModel
+
+
+def _identity(spec: str) -> str:
+    """The model id the family table matches (:attr:`sgieval.core.ModelRef.identity`: ``openai:o4-mini`` and
+    ``openai:openai/o4-mini`` are ``o4-mini``)."""
+    try:
+        return ModelRef.parse(spec).identity
+    except ValueError:
+        return spec.strip().lower()
+
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 """Values of ``--reasoning-effort`` (OpenAI's ``reasoning_effort``)."""
@@ -52,12 +63,6 @@ CHAT_ATTRIBUTES = {
 """Request parameter -> attribute of a LangChain chat model holding it."""
 
 
-def bare_model_name(spec: str) -> str:
-    """``openai:o4-mini`` -> ``o4-mini``; ``openai:openai/o4-mini`` (a router) -> ``o4-mini``."""
-    name = spec.split(":", 1)[1] if ":" in spec else spec
-    return name.rsplit("/", 1)[-1].strip().lower()
-
-
 def sampling_params(
     spec: str, *, temperature: float | None = None, reasoning_effort: str | None = None, openai_compatible: bool = True
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -66,7 +71,7 @@ def sampling_params(
     and, for each one its family does not get, the reason (table above).
     ``openai_compatible`` False: ``reasoning_effort`` is never sent (only the
     OpenAI chat-completions API has it)."""
-    name = bare_model_name(spec)
+    name = _identity(spec)
     sent: dict[str, Any] = {}
     dropped: dict[str, str] = {}
     if temperature is not None:

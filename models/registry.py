@@ -1,60 +1,31 @@
 """Model strings -> NamedModels by role (DESIGN.md "Models and roles").
 
+A model string is parsed once into a :class:`~sgieval.core.ModelRef` and built by its provider's factory
+(:mod:`sgieval.models.providers`, the registry):
+
 - ``replay:<name or path>``: stored responses.  A name matches a stored
   SciAidanBench model (``o1-mini``, ``phi4`` or ``phi4:latest``, or the file
   stem ``phi4_latest``); a path is a SciAidanBench responses JSON file or a
   JSONL replay file.
 - ``local:<name>``: the embedded offline model (``local:smollm2``, extra ``[local]``).
-- ``openai:<model>``: any OpenAI-compatible server; base URL from
-  ``--base-url`` or ``OPENAI_BASE_URL``.  Plain chat completions go through
-  :class:`~sgieval.models.openai_direct.ChatOpenAIDirect` (about 1 ms of CPU a
-  call instead of 4-6 ms through the openai SDK); ``SGIEVAL_OPENAI_TRANSPORT=sdk``
-  selects LangChain's ``ChatOpenAI`` unchanged.
-- anything else: ``langchain.chat_models.init_chat_model``.
+- ``openai:<model>``: OpenAI, or any OpenAI-compatible server given by ``--base-url`` or ``OPENAI_BASE_URL``.
+- ``openai-api:<service>/<model>``: an OpenAI-compatible server of its own, base URL ``<SERVICE>_BASE_URL``,
+  key ``<SERVICE>_API_KEY`` (so a vLLM target and an OpenAI judge run side by side).
+- any other registered prefix; else an ``init_chat_model`` provider (``anthropic:...``).
 """
 
 from __future__ import annotations
 
 import difflib
-
-import os
 from pathlib import Path
 from typing import Any
 
-from ..core import InputError, redact_url
+from ..core import InputError, ModelRef
+from ..core.modelref import known_prefixes
 from .base import NamedModel, Role
-from .params import sampling_params
 from .replay import ReplayStore, StoredResponses, load_jsonl_replay
 
 REPLAY_PREFIX = "replay:"
-
-
-KNOWN_PROVIDERS: tuple[str, ...] = (
-    "replay",
-    "local",
-    "openai",
-    "azure_openai",
-    "anthropic",
-    "google_genai",
-    "google_vertexai",
-    "bedrock",
-    "bedrock_converse",
-    "cohere",
-    "fireworks",
-    "together",
-    "mistralai",
-    "huggingface",
-    "groq",
-    "ollama",
-    "deepseek",
-    "xai",
-    "perplexity",
-    "ibm",
-    "nvidia",
-    "azure_ai",
-)
-"""Model-string prefixes sgieval knows (its own, and LangChain ``init_chat_model``'s providers); a prefix
-close to one of them but not equal is taken for a typo."""
 
 
 def _match(name: str, store: ReplayStore) -> bool:
@@ -123,25 +94,6 @@ def sampling_for_role(config: Any, role: Role) -> dict[str, Any]:
     return {"temperature": t, "reasoning_effort": config.reasoning_effort}
 
 
-OPENAI_TRANSPORTS = ("direct", "sdk")
-
-
-def openai_chat_class() -> type:
-    """The chat-model class for ``openai:`` strings: ``ChatOpenAIDirect``
-    (default) or, with ``SGIEVAL_OPENAI_TRANSPORT=sdk``, ``ChatOpenAI``.
-    Raises InputError for another value of that variable."""
-    from ..core.settings import current_settings
-
-    transport = current_settings().openai_transport  # validated: one of OPENAI_TRANSPORTS
-    if transport == "sdk":
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI
-    from .openai_direct import ChatOpenAIDirect
-
-    return ChatOpenAIDirect
-
-
 def resolve_model(
     spec: str,
     role: Role,
@@ -150,81 +102,53 @@ def resolve_model(
     stored: StoredResponses | None = None,
     temperature: float | None = 0.0,
     reasoning_effort: str | None = None,
+    settings: Any = None,
 ) -> NamedModel:
-    """Resolve one model string for ``role``.  Raises InputError (exit code 2
-    in the CLI) for an unknown or unusable model string, naming the fix.
+    """Resolve one model string for ``role`` through the provider registry.
 
-    ``temperature`` (None: the provider's default) and ``reasoning_effort``
-    (None: not sent) are filtered per model family
-    (:func:`sgieval.models.params.sampling_params`); ``NamedModel.params``
-    holds what is sent and ``NamedModel.dropped`` what was not, with the reason.  ``stored``: where
-    ``replay:`` strings find stored responses (:class:`~sgieval.models.replay.StoredResponses`; None: only
-    JSONL replay files)."""
-    spec = spec.strip()
-    if spec.startswith(REPLAY_PREFIX):
-        if role != "target":
-            raise InputError(
-                "replay models can only be target models",
-                what=spec,
-                fix="use an LLM (openai:..., local:smollm2, ...) for judge and agent roles",
-            )
-        return resolve_replay(spec, stored)
-    if spec.startswith("local:"):
-        from .local import load_local_model
+    Args:
+        spec: a model string (:mod:`sgieval.core.modelref`).
+        role: ``target``, ``judge`` or ``agent``.
+        base_url: the run's ``--base-url`` for ``openai:`` strings (None: ``OPENAI_BASE_URL``).
+        stored: where ``replay:`` strings find stored responses (None: only JSONL replay files).
+        temperature: 0-2, None for the provider's default; filtered per model family
+            (:func:`sgieval.models.params.sampling_params`).
+        reasoning_effort: None for not sent; filtered likewise.
+        settings: the settings object keys and base URLs come from (None: the current settings).
 
-        return load_local_model(spec, role)
-    if spec.startswith("openai:"):
-        url = base_url or os.environ.get("OPENAI_BASE_URL")
-        url_key = None
-        if url:  # a key embedded in the URL (http://user:sk-...@host/v1) is sent as the API key, never kept in the URL
-            from urllib.parse import urlsplit
+    Returns:
+        The NamedModel; ``params`` holds what is sent, ``dropped`` what was not with the reason, ``ref`` the
+        parsed reference with its base URL.
 
-            parts = urlsplit(url)
-            url_key = parts.password or parts.username
-            url = redact_url(url)
-        key = url_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if url else None)
-        if key is None:
-            raise InputError(
-                "no OPENAI_API_KEY set and no base URL given",
-                what=spec,
-                fix="export OPENAI_API_KEY, or pass --base-url for an OpenAI-compatible server",
-            )
-        sent, dropped = sampling_params(spec, temperature=temperature, reasoning_effort=reasoning_effort)
-        chat = openai_chat_class()(
-            model=spec.split(":", 1)[1], base_url=url, api_key=key, max_retries=0, timeout=300, **sent
-        )
-        if "temperature" not in sent and chat.temperature is not None:
-            chat.temperature = None  # ChatOpenAI sets 1 for o1 models by itself: send nothing instead
-        return NamedModel(name=spec, role=role, chat=chat, provider=url or "openai", params=dict(sent), dropped=dropped)
-    if ":" not in spec:
+    Raises:
+        InputError: an unknown or unusable model string (exit code 2 in the CLI), naming the fix.
+    """
+    from .providers import PROVIDERS, ModelOptions, langchain_provider
+
+    try:
+        ref = ModelRef.parse(spec)
+    except ValueError as e:
+        raise InputError(str(e), what=spec.strip(), fix="write openai-api:<service>/<model>") from None
+    options = ModelOptions(
+        base_url=base_url, stored=stored, temperature=temperature, reasoning_effort=reasoning_effort, settings=settings
+    )
+    entry = PROVIDERS.get(ref.provider)
+    if entry is not None:
+        return entry.factory(ref, role, options)
+    if ref.provider:
+        return langchain_provider(ref, role, options)
+    head, sep, rest = ref.spec.partition(":")
+    near = difflib.get_close_matches(head, sorted(known_prefixes()), n=1, cutoff=0.75) if sep else []
+    if near:  # a typo of a provider prefix ("opnai:gpt-4.1")
         raise InputError(
-            "unknown model string",
-            what=spec,
-            fix="use replay:<name>, local:smollm2, openai:<model> or provider:model (init_chat_model)",
-        )
-    provider = spec.split(":", 1)[0]
-    near = difflib.get_close_matches(provider, KNOWN_PROVIDERS, n=1, cutoff=0.75)
-    if near and provider not in KNOWN_PROVIDERS:  # a typo of a provider prefix ("opnai:gpt-4.1")
-        raise InputError(
-            f"unknown provider {provider!r}",
-            what=spec,
-            fix=f"did you mean {near[0]}:{spec.split(':', 1)[1]}? (prefixes: replay, local, openai, or an "
+            f"unknown provider {head!r}",
+            what=ref.spec,
+            fix=f"did you mean {near[0]}:{rest}? (prefixes: replay, local, openai, openai-api, or an "
             "init_chat_model provider)",
         )
-    sent, dropped = sampling_params(
-        spec,
-        temperature=temperature,
-        reasoning_effort=reasoning_effort,
-        openai_compatible=provider in ("openai", "azure_openai"),
+    raise InputError(
+        "unknown model string" if not sep else f"unknown provider {head!r}",
+        what=ref.spec,
+        fix="use replay:<name>, local:smollm2, openai:<model>, openai-api:<service>/<model> or provider:model "
+        "(init_chat_model)",
     )
-    try:
-        from langchain.chat_models import init_chat_model
-
-        chat = init_chat_model(spec, **sent)
-    except Exception as e:  # noqa: BLE001 - provider packages raise many kinds
-        raise InputError(
-            f"cannot create chat model: {str(e).splitlines()[0]}",
-            what=spec,
-            fix="check the provider prefix and install its langchain package (e.g. langchain-anthropic)",
-        ) from e
-    return NamedModel(name=spec, role=role, chat=chat, provider=provider, params=dict(sent), dropped=dropped)

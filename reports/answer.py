@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from typing import Any, Collection, Iterable
 
-from ..core import MetricSpec, Score
+from ..core import MetricSpec, Score, same_model
 
 CORPUS = "*"  # Score.item_id of a corpus-level score (metric_pool.base.CORPUS)
 
@@ -161,11 +161,6 @@ def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_m
     return "; ".join(parts)
 
 
-def _bare(name: str) -> str:
-    n = name.split(":", 1)[1] if name.startswith(("replay:", "openai:", "local:")) else name
-    return n.split(":")[0].split("/")[-1].lower()
-
-
 def self_preference(
     models: list[str], sources: list[dict[str, str]], live_judges: list[str], allow_self_judge: bool
 ) -> list[str]:
@@ -178,7 +173,7 @@ def self_preference(
     for m in models:
         for src in sources:
             j = src.get("coherence", "")
-            if j and _bare(j) == _bare(m):
+            if j and same_model(j, m):
                 how = "stored judgements of the original run" if src.get("origin") == "stored" else "live"
                 out.append(
                     f"{m} is ranked while {j} judged the coherence that decided its accepted answers ({how}): "
@@ -188,7 +183,7 @@ def self_preference(
         else:
             if allow_self_judge:
                 for j in live_judges:
-                    if _bare(j) == _bare(m):
+                    if same_model(j, m):
                         out.append(
                             f"{m} is ranked while {j} judged its responses (--allow-self-judge): a judge may "
                             "favour its own answers (self-preference)"

@@ -31,7 +31,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from ..core import CORPUS, REPORT_PENDING, Item, MetricSpec, Response, Score, atomic_write_text, redact_secrets
+from ..core import (
+    CORPUS,
+    REPORT_PENDING,
+    Item,
+    MetricSpec,
+    Response,
+    Score,
+    atomic_write_text,
+    redact_secrets,
+    same_model,
+)
 from ..core.offload import submit
 from .answer import by_metric, flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
@@ -682,9 +692,7 @@ def _criteria_section(run_dir: Path, bd: dict[str, Any], notes: list[str] | None
 
 
 def _self_judged(judges: list[str], models: list[str]) -> list[str]:
-    bare = lambda n: n.split(":", 1)[1] if ":" in n else n  # noqa: E731 - same rule as ScoringContext.judges_for
-    targets = {bare(m) for m in models}
-    return [j for j in judges if bare(j) in targets]
+    return [j for j in judges if any(same_model(j, m) for m in models)]
 
 
 # ----------------------------------------------------------------------------- the whole report

@@ -90,40 +90,42 @@ def test_ask_with_three_judges_reports_their_reliability(tmp_path):
     scores = {
         "judge-1": {TEXT_A: [8], TEXT_B: [4]},
         "judge-2": {TEXT_A: [7], TEXT_B: [5]},
-        "gpt-4.1": {TEXT_A: [9], TEXT_B: [4]},
+        "gpt-a": {TEXT_A: [9], TEXT_B: [4]},
     }
     with MockOpenAI(replies=rubric_reply(scores)) as mock:
-        report = ask(tmp_path, mock, ["openai:judge-1", "openai:judge-2", "openai:gpt-4.1"])
+        report = ask(tmp_path, mock, ["openai:judge-1", "openai:judge-2", "openai:gpt-a"], "--allow-self-judge")
         assert mock.stats()["served"] == 18  # 3 judges x 3 items x 2 targets, one call each
     answer, section = report.split("## Run")[0], report.split("## Judge reliability")[1].split("\n## ")[0]
-    assert "| judge | openai:judge-1, openai:judge-2, openai:gpt-4.1 |" in report  # the report names the judges
+    assert "| judge | openai:judge-1, openai:judge-2, openai:gpt-a |" in report  # the report names the judges
     # rigor value per judge = criterion score x 10 (equal weights); 6 units (3 items x 2 targets):
     # gpt-a (80, 70, 90), other-b (40, 50, 40).  By hand (Krippendorff 2011, interval): ordered-pair squared
     # differences per unit 1200 / (3 - 1) = 600 (gpt-a) and 400 / 2 = 200 (other-b); D_o = (3 * 600 + 3 * 200) / 18
     # = 400/3; the 18 values have squared deviations 6850 in all, D_e = 2 * 18 * 6850 / (18 * 17) = 41100/51;
     # alpha = 1 - (400/3) / (41100/51) = 343/411 = 0.83
-    units = [[90, 80, 70]] * 3 + [[40, 40, 50]] * 3  # judge order: gpt-4.1, judge-1, judge-2 (sorted)
+    units = [[90, 80, 70]] * 3 + [[40, 40, 50]] * 3  # judge order: gpt-a, judge-1, judge-2 (sorted)
     assert hand_alpha(units) == Fraction(343, 411)
     lo, hi = alpha_ci(np.array(units, dtype=float).T, "interval", n_resamples=1000, seed=0)
     assert (
-        f"| rigor | interval | openai:gpt-4.1, openai:judge-1, openai:judge-2 | 6 | 0.83 | {lo:.2f} to {hi:.2f} |"
+        f"| rigor | interval | openai:gpt-a, openai:judge-1, openai:judge-2 | 6 | 0.83 | {lo:.2f} to {hi:.2f} |"
         in section
     )
     # 0.83 >= 0.800 but the CI reaches below 0.667 with 6 units: not established, said in the Answer too
     assert lo < 0.667
     assert f"On rigor, Krippendorff's alpha across 3 judges is 0.83 (95% CI {lo:.2f} to {hi:.2f})" in answer
     assert "its CI reaches below 0.667" in answer
-    # offsets from the unit means 80 and 130/3: gpt-4.1 (+10 x 3, 40 - 130/3 = -10/3 x 3) -> 10/3 = 3.33;
+    # offsets from the unit means 80 and 130/3: gpt-a (+10 x 3, 40 - 130/3 = -10/3 x 3) -> 10/3 = 3.33;
     # judge-1 (0 x 3, -10/3 x 3) -> -5/3 = -1.67; judge-2 (-10 x 3, 50 - 130/3 = 20/3 x 3) -> -5/3 = -1.67
-    assert "| openai:gpt-4.1 | 3.33 |" in section
+    assert "| openai:gpt-a | 3.33 |" in section
     assert "| openai:judge-1 | -1.67 |" in section and "| openai:judge-2 | -1.67 |" in section
     # leave-one-judge-out: gpt-a stays first whichever judge is dropped
-    for j in ("openai:gpt-4.1", "openai:judge-1", "openai:judge-2"):
+    for j in ("openai:gpt-a", "openai:judge-1", "openai:judge-2"):
         assert f"| {j} | replay:gpt-a > replay:other-b | no | no |" in section
-    # self-preference: gpt-4.1 (openai family, like replay:gpt-a) gives 90 against the others' (80 + 70) / 2 = 75
-    assert "| openai:gpt-4.1 | replay:gpt-a | openai | 15.00 | 15.00 to 15.00 | 3 | yes |" in section
+    # self-preference: the judge openai:gpt-a on its own answers (replay:gpt-a, --allow-self-judge) gives 90
+    # against the others' (80 + 70) / 2 = 75; on other-b (another model) there is no row
+    assert "| openai:gpt-a | replay:gpt-a | gpt-a | 15.00 | 15.00 to 15.00 | 3 | yes |" in section
+    assert "| openai:gpt-a | replay:other-b |" not in section
     assert (
-        "Self-preference: openai:gpt-4.1 scores replay:gpt-a (same family: openai) 15.00 above the other judges "
+        "Self-preference: openai:gpt-a scores replay:gpt-a (the same model: gpt-a) 15.00 above the other judges "
         "(95% CI 15.00 to 15.00)"
     ) in answer
 

@@ -25,7 +25,7 @@ TEXT_A, TEXT_B = "A careful answer with its assumptions stated.", "B: a guess."
 SCRIPT = {
     "scripted:judge-1": {TEXT_A: 8, TEXT_B: 4},
     "scripted:judge-2": {TEXT_A: 7, TEXT_B: 5},
-    "openai:gpt-4.1": {TEXT_A: 9, TEXT_B: 4},
+    "openai:gpt-a": {TEXT_A: 9, TEXT_B: 4},
 }
 
 
@@ -63,6 +63,7 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
         bootstrap_resamples=999,
         models=[f"replay:{tmp_path / 'gpt-a.jsonl'}", f"replay:{tmp_path / 'other-b.jsonl'}"],
         judges=list(SCRIPT),
+        allow_self_judge=True,
     )
     rt = make_runtime(cfg, judges=judges)
     state = asyncio.run(execute(rt))
@@ -79,7 +80,7 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
     # alpha = 1 - (400/3) / (41100/51) = 1 - 20400/123300 = 1 - 68/411 = 343/411 = 0.8345
     assert hand_alpha(units) == Fraction(343, 411)
     assert "## Judge reliability" in report
-    assert f"| rigor | interval | openai:gpt-4.1, scripted:judge-1, scripted:judge-2 | 6 | {343 / 411:.2f} |" in report
+    assert f"| rigor | interval | openai:gpt-a, scripted:judge-1, scripted:judge-2 | 6 | {343 / 411:.2f} |" in report
     # 0.83 >= 0.800, but 6 units leave a CI reaching below 0.667: not established; said in the section and the Answer
     verdict = "On rigor, Krippendorff's alpha across 3 judges is 0.83"
     assert verdict in report and "its CI reaches below 0.667" in report
@@ -87,13 +88,15 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
     assert verdict in answer
     # offsets: unit means 80 and 130/3; judge-1: (0 + 0 + 0 on gpt-a) and (40 - 130/3 = -10/3) -> mean -5/3 = -1.67
     assert "| scripted:judge-1 | -1.67 |" in report
-    # gpt-4.1: +10 on gpt-a, 40 - 130/3 = -10/3 on other-b -> mean 10/3 = 3.33
-    assert "| openai:gpt-4.1 | 3.33 |" in report
+    # gpt-a (judge): +10 on gpt-a, 40 - 130/3 = -10/3 on other-b -> mean 10/3 = 3.33
+    assert "| openai:gpt-a | 3.33 |" in report
     # leave-one-judge-out: gpt-a stays first whichever judge is dropped
-    assert "| openai:gpt-4.1 | replay:gpt-a > replay:other-b | no | no |" in report
-    # self-preference: gpt-4.1 (family openai) on replay:gpt-a: 90 - (80 + 70) / 2 = +15 on all 3 items
-    assert "| openai:gpt-4.1 | replay:gpt-a | openai | 15.00 | 15.00 to 15.00 | 3 | yes |" in report
+    assert "| openai:gpt-a | replay:gpt-a > replay:other-b | no | no |" in report
+    # self-preference: the judge openai:gpt-a on its own answers (replay:gpt-a, allowed by allow_self_judge):
+    # 90 - (80 + 70) / 2 = +15 on all 3 items; none on other-b (another model)
+    assert "| openai:gpt-a | replay:gpt-a | gpt-a | 15.00 | 15.00 to 15.00 | 3 | yes |" in report
+    assert "| openai:gpt-a | replay:other-b |" not in report
     assert (
-        "Self-preference: openai:gpt-4.1 scores replay:gpt-a (same family: openai) 15.00 above the other "
+        "Self-preference: openai:gpt-a scores replay:gpt-a (the same model: gpt-a) 15.00 above the other "
         "judges (95% CI 15.00 to 15.00)"
     ) in answer

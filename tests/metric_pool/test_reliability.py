@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from sgieval.core import MetricSpec, Score
-from sgieval.metric_pool.reliability import judge_values, model_family, position_flips, reliability, reliability_rows
+from sgieval.metric_pool.reliability import judge_values, position_flips, reliability, reliability_rows
 
 SPEC = MetricSpec(
     name="reasoning_validity",
@@ -106,57 +106,64 @@ def test_lower_is_better_orders_ascending():
     assert reliability(_scores(TABLE), spec, n_resamples=100).full_order == ["m1", "m2"]
 
 
-def test_self_preference_of_a_judge_for_its_own_family_is_detected():
-    # the OpenAI judge gives the OpenAI target 3 points more than the other two judges on every item, and agrees
-    # with them on the other target
+def test_self_preference_of_a_judge_for_its_own_answers_is_detected():
+    # judge A (openai:gpt-4.1) gives its own replayed answers 3 points more than the other two judges on every
+    # item, and agrees with them on another OpenAI model's answers (openai:gpt-4o): only the first is a row
     table = {}
     for q in range(8):
         base = 3 + q % 4
-        table[(f"q{q}", "openai:gpt-4o")] = (base + 3, base, base)
-        table[(f"q{q}", "replay:llama3.3:latest")] = (base, base, base + (q % 2))
+        table[(f"q{q}", "replay:gpt-4.1")] = (base + 3, base, base)
+        table[(f"q{q}", "openai:gpt-4o")] = (base, base, base + (q % 2))
     rel = reliability(_scores(table), SPEC, n_resamples=500)
-    [pref] = [p for p in rel.self_preference if p.judge == A]
-    # judge - mean(other two) on the OpenAI target: +3 on every item
-    assert pref.target == "openai:gpt-4o" and pref.family == "openai" and pref.n == 8
+    [pref] = rel.self_preference
+    # judge - mean(other two) on its own answers: +3 on every item
+    assert (pref.judge, pref.target, pref.model, pref.n) == (A, "replay:gpt-4.1", "gpt-4.1", 8)
     assert pref.diff == pytest.approx(3.0) and pref.significant
     assert pref.ci_low == pytest.approx(3.0) and pref.ci_high == pytest.approx(3.0)  # constant differences
     rows = reliability_rows(rel)
     assert rows["significant_self_preference"] == [
-        "openai:gpt-4.1 scores openai:gpt-4o (same family: openai) 3.00 above the other judges (95% CI 3.00 to 3.00)"
+        "openai:gpt-4.1 scores replay:gpt-4.1 (the same model: gpt-4.1) 3.00 above the other judges "
+        "(95% CI 3.00 to 3.00)"
     ]
-    # the llama target has no judge of its family: no row for it
-    assert all(p.target == "openai:gpt-4o" for p in rel.self_preference)
 
 
-def test_a_judge_stricter_with_its_own_family_is_a_negative_difference():
-    table = {(f"q{q}", "openai:gpt-4o"): (4 + q % 3, 4 + q % 3, 5 + q % 3) for q in range(6)}
+def test_a_judge_of_another_model_of_its_provider_is_not_self_preference():
+    """Self-preference compares model identities, never providers: an Anthropic judge that scores a different
+    Anthropic model 3 points above the panel is not a self-preference row (it is the judge's offset); the same
+    judge scoring its own answers is."""
+    opus, sonnet = "anthropic:claude-opus-4", "anthropic:claude-sonnet-4"
+    table = {(f"q{q}", sonnet): (3 + q % 4 + 3, 3 + q % 4, 3 + q % 4) for q in range(6)}
+    rel = reliability(_scores(table, judges=(opus, B, C)), SPEC, n_resamples=200)
+    assert rel.self_preference == [] and reliability_rows(rel)["significant_self_preference"] == []
+    own = {(item, "replay:claude-opus-4"): v for (item, _), v in table.items()}
+    rel = reliability(_scores(own, judges=(opus, B, C)), SPEC, n_resamples=200)
+    [pref] = rel.self_preference
+    assert (pref.judge, pref.target, pref.model) == (opus, "replay:claude-opus-4", "claude-opus-4")
+
+
+def test_a_judge_stricter_with_its_own_answers_is_a_negative_difference():
+    table = {(f"q{q}", "replay:smollm2"): (5 + q % 3, 5 + q % 3, 4 + q % 3) for q in range(6)}
     [pref] = reliability(_scores(table), SPEC, n_resamples=300).self_preference
-    # judge - mean(others) = (4 + r) - (4.5 + r) = -0.5 on every item: a constant, so the CI is [-0.5, -0.5]
-    assert pref.diff == pytest.approx(-0.5) and pref.significant  # a (negative) difference, named as such
+    # judge C (local:smollm2) on its own answers: (4 + r) - (5 + r) = -1 on every item, a constant: CI [-1, -1]
+    assert pref.judge == C and pref.diff == pytest.approx(-1.0) and pref.significant
 
 
 @pytest.mark.parametrize(
-    ("model", "family"),
+    ("a", "b", "same"),
     [
-        ("openai:gpt-4.1", "openai"),
-        ("openai:o4-mini", "openai"),
-        ("replay:openai/4o", "openai"),
-        ("replay:o1-mini", "openai"),
-        ("replay:llama3.3:latest", "meta"),
-        ("replay:phi4:latest", "microsoft"),
-        ("anthropic:claude-sonnet-4", "anthropic"),
-        ("replay:mistral:latest", "mistral"),
-        ("replay:qwen2.5:latest", "qwen"),
-        ("local:smollm2", "huggingface"),
-        ("openai:my-finetune", None),
+        ("openai:gpt-4o", "replay:gpt-4o", True),
+        ("replay:llama3.3:latest", "ollama:llama3.3", True),
+        ("replay:openai/4o", "openai:4o", True),
+        ("openai-api:vllm/Qwen2.5-7B", "replay:qwen2.5-7b", True),
+        ("anthropic:claude-opus-4", "anthropic:claude-sonnet-4", False),
+        ("ollama:llama3.1:8b", "ollama:llama3.1:70b", False),
+        ("openai:gpt-4.1", "openai:gpt-4.1-mini", False),
     ],
 )
-def test_model_family(model, family):
-    assert model_family(model) == family
+def test_model_identity(a, b, same):
+    from sgieval.core import same_model
 
-
-def test_families_can_be_overridden():
-    assert model_family("openai:my-finetune", {"acme": ["my-"]}) == "acme"
+    assert same_model(a, b) is same
 
 
 def test_rubric_judge_values_are_weighted_means_x10():
@@ -227,7 +234,7 @@ def test_one_judge_gives_no_reliability():
 
 
 def test_self_preference_without_differences_is_not_significant():
-    table = {(f"q{q}", "openai:gpt-4o"): (4 + q % 3 + q % 2, 5 + q % 3 - q % 2, 5 + q % 3 - q % 2) for q in range(8)}
+    table = {(f"q{q}", "replay:gpt-4.1"): (4 + q % 3 + q % 2, 5 + q % 3 - q % 2, 5 + q % 3 - q % 2) for q in range(8)}
     [pref] = reliability(_scores(table), SPEC, n_resamples=500).self_preference
     # A - mean(B, C), r = q % 3: q odd (5 + r) - (4 + r) = +1, q even (4 + r) - (5 + r) = -1 -> mean 0
     assert pref.diff == pytest.approx(0.0) and not pref.significant

@@ -187,7 +187,7 @@ def test_structured_output_falls_back_to_json_object(llama_server):
     )
     assert isinstance(out, Verdict)
     # the server answered type json_schema with a 500 validation error; the client switched to json_object + schema
-    assert chat._json_object_only is True
+    assert chat.json_object_only is True
 
 
 def test_rubric_judge_call(llama_server):

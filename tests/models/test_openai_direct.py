@@ -165,15 +165,6 @@ async def test_structured_output_on_the_direct_path():
     assert sorted(body["response_format"]["json_schema"]["schema"]["properties"]) == ["rationale", "score"]
 
 
-async def test_callable_api_key_falls_back_to_the_sdk_path():
-    with MockOpenAI() as mock:
-        chat = ChatOpenAIDirect(base_url=mock.url, api_key=lambda: "rotating-key", model="m", max_retries=0)
-        out = await chat.ainvoke("hello")
-        (entry,) = mock.log()
-    assert out.content == "echo: hello"
-    assert entry["authorization"] == "Bearer rotating-key" and entry["user_agent"].startswith("AsyncOpenAI/Python")
-
-
 def test_session_is_pooled_per_loop_and_closed_when_the_loop_ends(caplog):
     with MockOpenAI() as mock:
         chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m")
@@ -210,74 +201,54 @@ def test_openai_strings_use_the_direct_client_unless_told_otherwise(monkeypatch)
     assert "SGIEVAL_OPENAI_TRANSPORT" in ei.value.one_line() and "'sdk'" in ei.value.one_line()
 
 
-async def test_sdk_clients_are_built_only_when_a_call_needs_them(monkeypatch):
-    """ChatOpenAI builds a sync and an async openai SDK client at construction (~80 ms: two SSL contexts,
-    the SDK's chat resources) that the direct path never uses; ChatOpenAIDirect builds them on the first
-    call that takes the SDK path, as ChatOpenAI would have built them (issue 13: time to first call)."""
-    import openai
-
-    built = []
-    init = openai.AsyncOpenAI.__init__
-
-    def counting_init(self, *a, **kw):
-        built.append(kw.get("base_url"))
-        init(self, *a, **kw)
-
-    monkeypatch.setattr(openai.AsyncOpenAI, "__init__", counting_init)
-    replies = ["plain", json.dumps({"score": 7, "rationale": "sound controls"})]
-    with MockOpenAI(replies=replies) as mock:
-        # server_compat=False: structured output goes through the SDK's parse(), as for api.openai.com
-        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", max_retries=0, server_compat=False)
-        assert (await chat.ainvoke("direct")).content == "plain"
-        assert built == []  # construction and a direct call: no SDK client
-        parsed = await chat.with_structured_output(Verdict, method="json_schema").ainvoke("via the sdk")
-        (direct, via_sdk) = mock.log()
-    assert parsed == Verdict(score=7, rationale="sound controls")
-    assert built == [mock.url]
-    assert isinstance(chat.root_async_client, openai.AsyncOpenAI) and isinstance(chat.root_client, openai.OpenAI)
-    assert via_sdk["user_agent"].startswith("AsyncOpenAI/Python") and not direct["user_agent"].startswith("AsyncOpenAI")
-    reference = ChatOpenAI(base_url=mock.url, api_key="k", model="m", max_retries=0)
-    for f in ("root_async_client", "root_client"):
-        mine, theirs = getattr(chat, f), getattr(reference, f)
-        assert (mine.base_url, mine.api_key, mine.max_retries, mine.timeout) == (
-            theirs.base_url,
-            theirs.api_key,
-            theirs.max_retries,
-            theirs.timeout,
-        )
+def test_the_synchronous_invoke_sends_the_same_body_and_gets_the_same_message():
+    """``invoke`` (httpx) and ``ainvoke`` (aiohttp) send identical bytes and build identical messages."""
+    with MockOpenAI(replies=[REPLIES[1], REPLIES[1]], log_bodies=True) as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m", temperature=0, max_tokens=9)
+        sync = chat.invoke([HumanMessage("same")])
+        asyn = asyncio.run(chat.ainvoke([HumanMessage("same")]))
+        a, b = mock.log()
+    assert a["body"] == b["body"] and json.loads(a["body"])["max_completion_tokens"] == 9
+    assert _view(sync) == _view(asyn) == ("", REPLIES_CALLS, 50, 7, 57, "tool_calls", "m")
 
 
-@pytest.mark.parametrize("base_url", [None, "http://127.0.0.1:9/v1"])
-def test_deferred_clients_keep_chatopenais_stream_usage_default(base_url, monkeypatch):
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
-    kw = {"api_key": "k", "model": "m", **({"base_url": base_url} if base_url else {})}
-    chat = ChatOpenAIDirect(**kw)
-    chat._ensure_sdk()
-    assert chat.stream_usage == ChatOpenAI(**kw).stream_usage == (True if base_url is None else None)
-    given = ChatOpenAIDirect(**kw, stream_usage=False)
-    given._ensure_sdk()
-    assert given.stream_usage is False
+REPLIES_CALLS = [{"name": "run_python", "args": {"code": "print(2)"}, "id": "c1", "type": "tool_call"}]
 
 
-def test_clients_given_or_shaped_by_the_caller_are_built_at_construction():
-    import httpx
-    import openai
-
-    chat = ChatOpenAIDirect(api_key="k", model="m", http_async_client=httpx.AsyncClient())
-    assert isinstance(chat.root_async_client, openai.AsyncOpenAI)
-    deferred = ChatOpenAIDirect(api_key="k", model="m")
-    assert type(deferred.root_async_client).__name__ == "_DeferredClient"
-    # a placeholder read by any path still reaches the real client
-    assert str(deferred.root_async_client.base_url) == "https://api.openai.com/v1/"
-
-
-def test_a_deferred_model_pickles_and_copies():
+def test_the_model_pickles_and_copies_with_its_fields():
     import copy
     import pickle
 
-    chat = ChatOpenAIDirect(base_url="http://127.0.0.1:9/v1", api_key="k", model="m")
+    chat = ChatOpenAIDirect(base_url="http://127.0.0.1:9/v1", api_key="k", model="m", timeout=7)
     for other in (pickle.loads(pickle.dumps(chat)), copy.deepcopy(chat), chat.model_copy(deep=True)):
-        other._ensure_sdk()
-        assert str(other.root_async_client.base_url) == "http://127.0.0.1:9/v1/"
+        assert (other.model_name, other.openai_api_base, other.request_timeout) == ("m", "http://127.0.0.1:9/v1", 7.0)
         assert other.openai_api_key.get_secret_value() == "k"
+
+
+def test_the_reply_fields_table_is_the_installed_openai_sdks():
+    """The stand-in table of optional reply fields equals what the pinned openai package declares, so a message
+    built without openai installed is the same (a new openai version that adds a field fails here)."""
+    openai_direct._FIELDS.clear()
+    assert openai_direct.completion_fields() == openai_direct.COMPLETION_FIELDS
+
+
+async def test_a_call_works_without_the_optional_openai_package(monkeypatch):
+    """The transport needs neither the openai SDK nor langchain-openai: with both imports failing (their
+    modules set to None, as for a package that is not installed) a call works and gives the same message."""
+    import sys
+
+    with MockOpenAI(replies=[REPLIES[1], REPLIES[1]]) as mock:
+        kw = dict(base_url=mock.url, api_key="k", model="m", temperature=0)
+        with_sdk = await ChatOpenAIDirect(**kw).ainvoke([HumanMessage("q")])
+        for name in [n for n in sys.modules if n == "openai" or n.startswith(("openai.", "langchain_openai"))]:
+            monkeypatch.delitem(sys.modules, name)
+        monkeypatch.setitem(sys.modules, "openai", None)
+        monkeypatch.setitem(sys.modules, "langchain_openai", None)
+        monkeypatch.setattr(openai_direct, "_FIELDS", {})
+        with pytest.raises(ImportError):
+            import openai  # noqa: F401
+        without = await ChatOpenAIDirect(**kw).ainvoke([HumanMessage("q")])
+    assert openai_direct._FIELDS == openai_direct.COMPLETION_FIELDS  # the stand-in table was used
+    strip = lambda m: {**m.model_dump(), "id": None, "response_metadata": {**m.response_metadata, "id": None}}  # noqa: E731
+    assert strip(without) == strip(with_sdk)
+    assert without.tool_calls == REPLIES_CALLS and without.response_metadata["token_usage"]["prompt_tokens"] == 50

@@ -1,5 +1,5 @@
 """ChatOpenAIDirect.ainvoke skips LangChain's callback machinery only when nothing observes the call
-(models/openai_direct._observed, issue 13): unobserved, BaseChatModel.agenerate is not entered and the message
+(models/openai_direct.observed): unobserved, BaseChatModel.agenerate is not entered and the message
 is the one LangChain's path gives; with a callback handler (in the config or on the model) or a LangSmith
 tracing context, LangChain's path runs and the handler sees the call."""
 

@@ -48,13 +48,13 @@ def test_resolved_judge_sends_only_what_its_family_takes(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     j = resolve_model("openai:o4-mini", "judge", temperature=0.0, reasoning_effort="low")
     assert j.params == {"reasoning_effort": "low"} and list(j.dropped) == ["temperature"]
-    payload = j.chat._get_request_payload([HumanMessage(content="hi")])
+    payload = j.chat.request_payload([HumanMessage(content="hi")])
     assert "temperature" not in payload and payload["reasoning_effort"] == "low"
     # langchain gives o1 models temperature 1 by itself: nothing is sent instead
     o1 = resolve_model("openai:o1", "judge", temperature=0.0)
-    assert "temperature" not in o1.chat._get_request_payload([HumanMessage(content="hi")])
+    assert "temperature" not in o1.chat.request_payload([HumanMessage(content="hi")])
     t = resolve_model("openai:gpt-4.1", "target", temperature=0.7)
-    assert t.chat._get_request_payload([HumanMessage(content="hi")])["temperature"] == 0.7
+    assert t.chat.request_payload([HumanMessage(content="hi")])["temperature"] == 0.7
 
 
 def test_rejected_param_reads_the_error():
@@ -131,5 +131,5 @@ def test_a_typo_in_the_provider_prefix_names_the_provider_meant(spec, fix):
         resolve_model(spec, "target")
     assert e.value.one_line() == (
         f"{spec}: unknown provider {spec.split(':')[0]!r}. Fix: {fix} (prefixes: replay, "
-        "local, openai, or an init_chat_model provider)"
+        "local, openai, openai-api, or an init_chat_model provider)"
     )

@@ -86,6 +86,24 @@ def test_judges_and_self_preference():
     assert self_preference(["openai:m"], [], ["openai:m"], False) == []
 
 
+def test_a_judge_of_another_model_of_its_provider_is_not_called_self_preference():
+    """With --allow-self-judge, an Anthropic judge scoring a different Anthropic model is not self-preference
+    (model identities are compared, never provider prefixes); the same judge scoring its own answers is, also
+    when they are replayed; and the guard that keeps a model from judging itself sees the same identities."""
+    from sgieval.metric_pool.base import ScoringContext
+    from sgieval.models.base import NamedModel
+
+    opus, sonnet = "anthropic:claude-opus-4", "anthropic:claude-sonnet-4"
+    assert self_preference([sonnet], [], [opus], True) == []
+    assert self_preference(["replay:claude-opus-4"], [], [opus], True) == [
+        "replay:claude-opus-4 is ranked while anthropic:claude-opus-4 judged its responses (--allow-self-judge): a "
+        "judge may favour its own answers (self-preference)"
+    ]
+    ctx = ScoringContext(judges=[NamedModel(name=opus, role="judge")])
+    assert [j.name for j in ctx.judges_for(sonnet)] == [opus]  # another model: it may judge
+    assert ctx.judges_for("replay:claude-opus-4") == []  # itself: not without --allow-self-judge
+
+
 def test_tops_ties_and_dominance():
     scores = _scores() + [S("q1", m, v, metric="nov") for m, v in (("a", 0.25), ("b", 0.75), ("c", 0.75))]
     assert metric_tops(scores, [ACC, NOV], ["a", "b", "c"]) == {"acc": (["a"], 4.0), "nov": (["b", "c"], 0.75)}

@@ -1,0 +1,191 @@
+"""Model references: a model string parsed once into provider, name, base URL and key variable.
+
+Model strings follow LangChain's ``init_chat_model`` convention, ``<provider>:<model>`` (DESIGN.md "Models and
+roles"), with two sgieval forms beside it:
+
+=================================== ============================ ================================================
+string                              provider / name              base URL / key variable
+=================================== ============================ ================================================
+``openai:gpt-4.1``                  ``openai`` / ``gpt-4.1``     ``--base-url``, else ``OPENAI_BASE_URL``, else
+                                                                 api.openai.com / ``OPENAI_API_KEY``
+``openai-api:vllm/Qwen2.5-7B``      ``openai-api`` /             ``VLLM_BASE_URL`` (required) / ``VLLM_API_KEY``
+                                    ``Qwen2.5-7B``, service      (optional): any OpenAI-compatible server, one
+                                    ``vllm``                     service name per server (inspect_ai's
+                                                                 ``openai-api/<service>/<model>``)
+``anthropic:claude-opus-4``         ``anthropic`` / ...          the provider package's own / ``ANTHROPIC_API_KEY``
+``replay:o1-mini``, ``local:smollm2`` ``replay``, ``local``      none
+``o1-mini``, ``phi4:latest``        ``""`` / the whole string    none (a stored model name without a provider)
+=================================== ============================ ================================================
+
+A model's *identity* (:attr:`ModelRef.identity`) is what "the same model" means for judge hygiene and
+self-preference: the model name, lower case, without a router path (``openai/gpt-4o`` is ``gpt-4o``) and without
+Ollama's default tag ``:latest``.  The provider never enters it: ``anthropic:claude-opus-4`` and
+``anthropic:claude-sonnet-4`` are two models; ``replay:o1-mini`` and ``openai:o1-mini`` are one.
+
+The provider registry (prefix -> factory) lives in :mod:`sgieval.models.providers`; it adds each registered
+prefix here (:func:`add_prefix`) so that parsing knows it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+__all__ = ["ModelRef", "add_prefix", "known_prefixes", "same_model"]
+
+BUILTIN_PREFIXES: frozenset[str] = frozenset(
+    {
+        "replay",
+        "local",
+        "openai",
+        "openai-api",
+        # LangChain init_chat_model's providers
+        "azure_openai",
+        "anthropic",
+        "google_genai",
+        "google_vertexai",
+        "google_anthropic_vertex",
+        "bedrock",
+        "bedrock_converse",
+        "cohere",
+        "fireworks",
+        "together",
+        "mistralai",
+        "huggingface",
+        "groq",
+        "ollama",
+        "deepseek",
+        "xai",
+        "perplexity",
+        "ibm",
+        "nvidia",
+        "azure_ai",
+        "upstage",
+    }
+)
+"""Prefixes known without any registration: sgieval's own and LangChain ``init_chat_model``'s providers."""
+
+_prefixes: set[str] = set(BUILTIN_PREFIXES)
+
+_SERVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def add_prefix(prefix: str) -> None:
+    """Make ``prefix`` a provider prefix for :meth:`ModelRef.parse` (called by the provider registry)."""
+    _prefixes.add(prefix)
+
+
+def known_prefixes() -> frozenset[str]:
+    """Every provider prefix :meth:`ModelRef.parse` recognises."""
+    return frozenset(_prefixes)
+
+
+def _env_name(service: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "_", service.upper())
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """One model string, parsed (module doc).
+
+    Attributes:
+        spec: the string as given (stripped), what records and reports show.
+        provider: the registry prefix (``openai``, ``openai-api``, ``anthropic``, ``replay``, ``local``...), or
+            ``""`` for a stored model name without one.
+        name: the model id the provider is asked for (``gpt-4.1``, ``Qwen2.5-7B``, ``llama3.3:latest``).
+        service: the server name of an ``openai-api:<service>/<model>`` string (its variables are
+            ``<SERVICE>_BASE_URL`` and ``<SERVICE>_API_KEY``), else ``""``.
+        base_url: the server's base URL once resolved (:func:`sgieval.models.providers.resolve_endpoint`),
+            None before or for providers that choose their own.
+        base_url_var: the environment variable that holds the base URL (``OPENAI_BASE_URL``,
+            ``VLLM_BASE_URL``), None when the provider has none.
+        key_var: the environment variable that holds the API key (``OPENAI_API_KEY``, ``VLLM_API_KEY``), None
+            when the provider needs no key (replay, local).
+    """
+
+    spec: str
+    provider: str
+    name: str
+    service: str = ""
+    base_url: str | None = None
+    base_url_var: str | None = None
+    key_var: str | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> "ModelRef":
+        """Parse ``spec`` (no environment read, no check that the provider is installed).
+
+        Args:
+            spec: a model string (module doc table).
+
+        Returns:
+            The ModelRef; ``base_url`` is None (resolved later by the provider registry).  A head before the
+            first ``:`` that is not a known prefix (:func:`known_prefixes`) leaves ``provider`` empty and the
+            whole string as ``name`` (``phi4:latest`` is a stored model name).
+
+        Raises:
+            ValueError: an ``openai-api:`` string without ``<service>/<model>``.
+        """
+        s = spec.strip()
+        head, sep, rest = s.partition(":")
+        if not sep or head not in _prefixes:
+            return cls(spec=s, provider="", name=s)
+        if head == "openai-api":
+            service, slash, model = rest.partition("/")
+            if not slash or not model.strip() or not _SERVICE.match(service):
+                raise ValueError(
+                    f"{s!r}: an OpenAI-compatible server is named openai-api:<service>/<model>, "
+                    "e.g. openai-api:vllm/Qwen2.5-7B with VLLM_BASE_URL set"
+                )
+            env = _env_name(service)
+            return cls(
+                spec=s,
+                provider=head,
+                name=model.strip(),
+                service=service,
+                base_url_var=f"{env}_BASE_URL",
+                key_var=f"{env}_API_KEY",
+            )
+        if head in ("replay", "local"):
+            return cls(spec=s, provider=head, name=rest.strip())
+        env = _env_name(head)
+        return cls(
+            spec=s,
+            provider=head,
+            name=rest.strip(),
+            base_url_var="OPENAI_BASE_URL" if head == "openai" else None,
+            key_var=f"{env}_API_KEY",
+        )
+
+    @property
+    def identity(self) -> str:
+        """The model's identity (module doc): ``openai:gpt-4o`` -> ``gpt-4o``, ``replay:llama3.3:latest`` ->
+        ``llama3.3``, ``replay:openai/4o`` -> ``4o``, ``anthropic:claude-opus-4`` -> ``claude-opus-4``."""
+        n = self.name.strip().lower()
+        if n.endswith(":latest"):
+            n = n[: -len(":latest")]
+        return n.rsplit("/", 1)[-1]
+
+    def with_endpoint(
+        self, base_url: str | None, *, base_url_var: str | None = None, key_var: str | None = None
+    ) -> "ModelRef":
+        """A copy with ``base_url`` (and, when given, the variables) filled in."""
+        return replace(
+            self,
+            base_url=base_url,
+            base_url_var=base_url_var or self.base_url_var,
+            key_var=key_var or self.key_var,
+        )
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether model strings ``a`` and ``b`` name the same model (equal :attr:`ModelRef.identity`; an
+    ``openai-api:`` string that does not parse is compared as it is)."""
+    return _identity(a) == _identity(b)
+
+
+def _identity(spec: str) -> str:
+    try:
+        return ModelRef.parse(spec).identity
+    except ValueError:
+        return spec.strip().lower()

@@ -1,0 +1,137 @@
+"""The console script's process start-up and exit, in one place.
+
+The ``sgieval`` console script enters :class:`ConsoleProcess` around its command; nothing else does (the
+Python API, ``app([...])`` and agent code never touch the process).  For the commands that run an evaluation
+or write a report (``ask``, ``resume``, ``report``) it does two things that save measurable time
+(``python -m sgieval.bench.e2e``; the numbers are in the README's performance section):
+
+- **the garbage collector paused while the command starts**: starting a run imports LangGraph, LangChain and
+  our modules (about 300,000 long-lived objects), over which CPython would run hundreds of collections that
+  free nothing.  The pause ends when the run begins (:meth:`ConsoleProcess.run_begins`, called by the CLI
+  command, not by the run): everything alive then is frozen (:func:`gc.freeze`, the permanent generation
+  that later collections never traverse) and the collector is enabled again, with a young-generation
+  threshold of 10,000 allocations instead of 700.
+- **a warm worker process** (:func:`sgieval.core.offload.warm_worker`), forked before any thread starts, that
+  imports scipy.stats and matplotlib on the second core while the run imports LangGraph; the report's
+  bootstrap, paired tests and charts run there.
+
+For every command, the process then ends promptly (:meth:`ConsoleProcess.exit`): non-daemon threads joined,
+``atexit`` callbacks run, the run folders' open JSONL files synced, stdout and stderr flushed, then
+``os._exit``, skipping only the interpreter's module teardown (full collections over scipy's, matplotlib's and
+LangGraph's objects, which write nothing).
+
+One setting switches all of it off: ``SGIEVAL_FAST_START=0`` (:class:`sgieval.core.Settings`); the command
+then runs as a plain Python program and exits through ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+import threading
+from typing import Any, NoReturn
+
+__all__ = ["ConsoleProcess", "exit_status"]
+
+YOUNG_THRESHOLD = 10_000
+"""Allocations between young-generation collections once the pause ends (CPython's default: 700)."""
+
+
+def exit_status(code: Any) -> int:
+    """The process exit status of a ``SystemExit`` code: None -> 0, an int as it is, anything else (a message,
+    which is printed to stderr) -> 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+class ConsoleProcess:
+    """The start-up and exit of the ``sgieval`` process (module doc).
+
+    Args:
+        heavy: whether the command runs an evaluation or writes a report (the collector pause and the warm
+            worker are for those only; a long-lived command such as ``view --serve`` keeps the collector on).
+        enabled: the tricks on (None: ``SGIEVAL_FAST_START``, default on).
+    """
+
+    def __init__(self, *, heavy: bool, enabled: bool | None = None):
+        if enabled is None:
+            from .settings import load_settings
+
+            try:
+                enabled = load_settings().fast_start
+            except Exception:  # noqa: BLE001 - a bad setting is reported by the command itself
+                enabled = True
+        self.enabled = bool(enabled)
+        self.heavy = heavy
+        self.paused = False
+        self._stack = contextlib.ExitStack()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "ConsoleProcess":
+        if self.enabled and self.heavy:
+            if gc.isenabled():
+                gc.disable()
+                self.paused = True
+            from .offload import warm_worker
+
+            self._stack.enter_context(warm_worker())
+        _current.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self in _current:
+            _current.remove(self)
+        self.run_begins()
+        self._stack.close()
+
+    def run_begins(self) -> None:
+        """End the collector pause (idempotent; a no-op when nothing was paused): freeze what is alive, enable
+        the collector with the young threshold of :data:`YOUNG_THRESHOLD`."""
+        with self._lock:
+            if not self.paused:
+                return
+            self.paused = False
+            gc.freeze()
+            gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+            gc.enable()
+
+    def exit(self, code: Any) -> NoReturn:
+        """End the process with ``code`` (a ``SystemExit`` code): promptly when enabled (module doc), else by
+        ``sys.exit``."""
+        status = exit_status(code)
+        if not self.enabled:
+            self.__exit__(None, None, None)
+            sys.exit(status)
+        try:
+            self.__exit__(None, None, None)
+            shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as Py_FinalizeEx does
+            if shutdown is not None:
+                shutdown()
+            import atexit
+
+            atexit._run_exitfuncs()
+            from .store import sync_open_stores
+
+            sync_open_stores()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(status)
+
+
+_current: list[ConsoleProcess] = []
+
+
+def run_begins() -> None:
+    """End the console script's collector pause, if one is running (the CLI calls this when its run begins)."""
+    for p in list(_current):
+        p.run_begins()
