@@ -187,7 +187,7 @@ def _ref(model: str) -> ModelRef:
         return ModelRef(spec=model, provider="", name=model)
 
 
-def _bare(name: str) -> str:
+def _model_id(name: str) -> str:
     """The model id after the provider (:class:`sgieval.core.ModelRef`; ``openai:gpt-4o`` -> ``gpt-4o``)."""
     return _ref(name).name
 
@@ -199,8 +199,8 @@ def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> 
     if model in table:
         return table[model]
     if ":" in model:
-        return table.get(_bare(model))
-    return next((v for k, v in table.items() if ":" in k and _bare(k) == model), None)
+        return table.get(_model_id(model))
+    return next((v for k, v in table.items() if ":" in k and _model_id(k) == model), None)
 
 
 @functools.lru_cache(maxsize=512)

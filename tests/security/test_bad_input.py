@@ -206,7 +206,11 @@ def test_unexpected_error_outside_any_command_is_one_line(tmp_path, monkeypatch,
         pass
 
     codes = []
-    monkeypatch.setattr(cli, "_exit_promptly", lambda code: codes.append(code) or (_ for _ in ()).throw(SystemExit))
+    from sgieval.core.startup import ConsoleProcess
+
+    monkeypatch.setattr(
+        ConsoleProcess, "exit", lambda self, code: codes.append(code) or (_ for _ in ()).throw(SystemExit)
+    )
     monkeypatch.setattr("sys.argv", ["sgieval", "crash"])
     with pytest.raises(SystemExit):
         app2()
