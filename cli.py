@@ -38,6 +38,7 @@ from .core import (
     option_names,
     run_options,
 )
+from .core.files import read_bytes_in, read_text_in, split_jsonl
 
 
 class _CommandLine(typer.Typer):
@@ -477,8 +478,11 @@ def _given_settings(
 
 def _stopped_at_budget(d: Path) -> bool:
     """Whether the report in run folder ``d`` says the run stopped at its budget."""
-    report_md = d / "report.md"
-    return report_md.is_file() and BUDGET_STOP_NOTE in report_md.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = read_bytes_in(d, d / "report.md").decode("utf-8", "replace")
+    except (OSError, SgievalError):  # missing, or a link (never followed)
+        return False
+    return BUDGET_STOP_NOTE in text
 
 
 async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
@@ -686,7 +690,7 @@ def view(
     report_data = None
     if (d / "report.json").is_file():
         try:
-            report_data = json.loads((d / "report.json").read_text(encoding="utf-8"))
+            report_data = json.loads(read_text_in(d, d / "report.json"))
         except ValueError as e:
             _fail(
                 InputError(
@@ -695,16 +699,19 @@ def view(
                     fix=f"re-render it with `sgieval report {config.run_id}`",
                 )
             )
-    store = RunStore(d)
-    path = write_viewer(
-        d,
-        store.read("items"),
-        store.read("responses"),
-        store.read("scores"),
-        report=report_data,
-        config=config.model_dump(mode="json"),
-        specs=(report_data or {}).get("metric_specs"),
-    )
+    try:  # a link planted in the folder, two different records of one key: one line
+        store = RunStore(d)
+        path = write_viewer(
+            d,
+            store.read("items"),
+            store.read("responses"),
+            store.read("scores"),
+            report=report_data,
+            config=config.model_dump(mode="json"),
+            specs=(report_data or {}).get("metric_specs"),
+        )
+    except SgievalError as e:
+        _fail(e)
     out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
     if serve:
         _serve(path.parent, port, open_browser)
@@ -737,9 +744,9 @@ def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holdin
     for d in sorted(out_dir.glob("*/config.json")):
         found = True
         try:  # read only: listing never repairs, creates or follows anything in a run folder
-            cfg = RunConfig.model_validate_json(d.read_text(encoding="utf-8"))
+            cfg = RunConfig.model_validate_json(read_text_in(d.parent, d))
             n_r, n_s = (
-                len((d.parent / f"{n}.jsonl").read_text(encoding="utf-8", errors="replace").splitlines())
+                len(split_jsonl(read_bytes_in(d.parent, d.parent / f"{n}.jsonl").decode("utf-8", "replace")))
                 if (d.parent / f"{n}.jsonl").is_file()
                 else 0
                 for n in ("responses", "scores")

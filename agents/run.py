@@ -401,7 +401,9 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
             "quality such as 'most rigorous' to get a rubric metric (needs --judge)",
         )
     for r in plan.custom:
-        r.to_yaml(rt.store.rubric_path(r.name))  # slugged: a user YAML may name it ../../x (issue 14 item 2)
+        r.to_yaml(
+            rt.store.rubric_path(r.name), root=rt.store.root
+        )  # slugged: a user YAML may name it ../../x (issue 14 item 2)
     log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
     return {"metric_plan": plan.model_dump(mode="json")}
 

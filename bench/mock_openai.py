@@ -72,7 +72,7 @@ from typing import Any, Callable
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 Reply = "str | dict[str, Any]"
@@ -419,7 +419,10 @@ class MockOpenAI:
         with self._lock:
             self._counts["served"] += 1
             entry["outcome"] = "200"
-        return JSONResponse(payload)
+        try:
+            return JSONResponse(payload)
+        except UnicodeEncodeError:  # a scripted lone surrogate: sent as the JSON escape "\\ud800" (valid JSON)
+            return Response(json.dumps(payload), media_type="application/json")  # type: ignore[return-value]
 
     async def _stats(self, request: Request) -> JSONResponse:
         return JSONResponse(self.stats())

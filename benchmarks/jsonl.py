@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..core import GENERIC, DataNotFoundError, InputError, Item, json_loads_strict
+from ..core import GENERIC, DataNotFoundError, InputError, Item, json_loads_strict, lone_surrogate, split_jsonl
 from .base import Benchmark
 
 __all__ = ["load_jsonl", "iter_records", "input_error_from_validation", "GenericRecord", "DEFINITION"]
@@ -136,10 +136,11 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
                     what=where,
                     fix="make every element of the list a JSON object {...}",
                 )
+            _refuse_lone_surrogates(rec, where)
             yield where, rec
         return
     # JSONL (any other suffix is read as JSONL)
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(split_jsonl(text), 1):  # on "\n" only: U+2028 inside a string stays in it
         if not line.strip():
             continue
         where = f"{p} line {n}"
@@ -157,7 +158,38 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
                 what=where,
                 fix="write exactly one JSON object {...} per line (JSONL)",
             )
+        _refuse_lone_surrogates(rec, where)
         yield where, rec
+
+
+def _lone_surrogate_at(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(field path, the code point as ``\\uXXXX``) of the first string in ``value`` holding a lone surrogate."""
+    if isinstance(value, str):
+        at = lone_surrogate(value)
+        return (path, f"\\u{ord(value[at]):04x}") if at is not None else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            hit = _lone_surrogate_at(v, f"{path}.{k}" if path else str(k))
+            if hit:
+                return hit
+    if isinstance(value, list):
+        for j, v in enumerate(value):
+            hit = _lone_surrogate_at(v, f"{path}[{j}]")
+            if hit:
+                return hit
+    return None
+
+
+def _refuse_lone_surrogates(rec: dict, where: str) -> None:
+    """Raise InputError naming ``where`` and the field when a string of ``rec`` holds a lone surrogate
+    (``"\\ud800"``: valid JSON, but no character; the model would be sent a different prompt)."""
+    hit = _lone_surrogate_at(rec)
+    if hit:
+        raise InputError(
+            f"field {hit[0]!r} holds a lone surrogate ({hit[1]}), which is no character",
+            what=where,
+            fix=f"replace the escape {hit[1]} by the character it stands for (a surrogate pair, or the character)",
+        )
 
 
 def _type_phrase(model: type[BaseModel], field: str) -> str:

@@ -39,10 +39,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..core import GENERIC, InputError, Item
+from ..core import GENERIC, InputError, Item, load_yaml
 from .base import Benchmark, Vocabulary
 from .jsonl import input_error_from_validation, load_jsonl
 
@@ -188,14 +187,7 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
             what=where,
             fix="give the path of a YAML benchmark definition (README: \"Your own benchmark\")",
         )
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8-sig"))
-    except (OSError, yaml.YAMLError) as e:
-        raise InputError(
-            f"is not readable YAML: {str(e).splitlines()[0]}",
-            what=where,
-            fix="write the definition as YAML (README: \"Your own benchmark\")",
-        ) from e
+    data = load_yaml(p, what=where, fix='write the definition as YAML (README: "Your own benchmark")')
     if not isinstance(data, dict):
         raise InputError(
             f"top level is a {type(data).__name__}, expected a mapping",

@@ -27,11 +27,19 @@ from .files import (
     escape_control_chars,
     is_disk_full,
     json_loads_strict,
+    lone_surrogate,
     plain_name,
+    read_bytes_in,
+    read_text_in,
+    repair_text,
     slug_name,
+    split_jsonl,
+    write_bytes_in,
+    write_text_in,
 )
 from .secrets import redact_secrets, redact_url
 from .modelref import ModelRef, same_model
+from .yamlfile import load_yaml
 from .records import (
     CORPUS,
     DEEP_RESEARCH,
@@ -130,6 +138,14 @@ __all__ = [
     "redact_url",
     "same_model",
     "json_loads_strict",
+    "load_yaml",
+    "lone_surrogate",
+    "read_bytes_in",
+    "read_text_in",
+    "repair_text",
+    "split_jsonl",
+    "write_bytes_in",
+    "write_text_in",
     "atomic_write_text",
     "disk_error",
     "escape_control_chars",

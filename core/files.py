@@ -4,7 +4,14 @@
 - :func:`slug_name` turns a free-form name (a rubric's) into a safe file stem;
 - :func:`atomic_write_text` writes a file whole or not at all (temporary file + rename);
 - :func:`disk_error` turns a full-disk ``OSError`` into one line naming the disk;
-- :func:`escape_control_chars` makes untrusted text safe for a terminal or a report.
+- :func:`escape_control_chars` makes untrusted text safe for a terminal or a report;
+- :func:`write_bytes_in`, :func:`write_text_in`, :func:`read_bytes_in`, :func:`read_text_in`,
+  :func:`open_append_in`, :func:`open_update_in`, :func:`replace_dir_in` and :func:`find_links` read and write
+  the files of a run folder without following a symbolic link at any depth below the folder: every component is
+  opened relative to its parent's descriptor with ``O_NOFOLLOW``, and a written file goes to a fresh temporary
+  name in its folder and is renamed over the target, so a link planted between a check and a write is never
+  followed (the run folder's own path may be a link: it is the user's own path);
+- :func:`split_jsonl` splits JSONL text on ``\n`` only.
 """
 
 from __future__ import annotations
@@ -12,8 +19,12 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
+import stat
 import tempfile
-from pathlib import Path
+from contextlib import contextmanager
+from pathlib import Path, PurePath
+from typing import BinaryIO, Iterator
 
 from .errors import InputError
 
@@ -26,6 +37,19 @@ __all__ = [
     "is_disk_full",
     "escape_control_chars",
     "json_loads_strict",
+    "split_jsonl",
+    "find_links",
+    "link_error",
+    "write_bytes_in",
+    "write_text_in",
+    "read_bytes_in",
+    "read_text_in",
+    "open_append_in",
+    "open_update_in",
+    "replace_dir_in",
+    "lone_surrogate",
+    "repair_text",
+    "repair_deep",
 ]
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -93,11 +117,16 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
     return InputError(f"cannot write: {e.strerror or e}", what=str(p), fix="check the folder's permissions")
 
 
-def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
+def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", root: str | Path | None = None) -> Path:
     """Write ``text`` to ``path`` whole or not at all: a temporary file in the
     same folder, flushed and fsync'ed, renamed over ``path``.  On any error the
     old file is untouched and the temporary file removed; a full disk raises
-    InputError naming the disk (:func:`disk_error`), other OS errors too."""
+    InputError naming the disk (:func:`disk_error`), other OS errors too.
+
+    ``root``: the run folder ``path`` lies in; then no link below ``root`` is
+    followed (:func:`write_text_in`)."""
+    if root is not None:
+        return write_text_in(root, path, text, encoding=encoding)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
@@ -157,3 +186,285 @@ def json_loads_strict(text: str):
         raise json.JSONDecodeError(
             "nested too deeply (more levels than the parser's recursion limit)", text, 0
         ) from None
+
+
+def split_jsonl(text: str) -> list[str]:
+    """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it is
+    dropped).  ``str.splitlines`` would also split inside a record at U+2028,
+    U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b`` and ``\x0c``, which JSON allows
+    unescaped in strings (RFC 8259 section 7), and lose the record."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+# ------------------------------------------------------------------ run folder files: no link followed
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted in a run folder must not hang a read
+
+
+def _regular(fd: int, root: str | Path, rel: str) -> None:
+    """Raise InputError (closing ``fd``) when ``fd`` is not a regular file (a FIFO, a device, a socket)."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(
+            f"{rel} is not a regular file", what=str(root), fix="replace it by the file sgieval wrote, or remove it"
+        )
+
+
+def link_error(root: str | Path, links: list[str]) -> InputError:
+    """The one-line error for symbolic links ``links`` (paths relative to the run folder ``root``)."""
+    return InputError(
+        f"the run folder holds symbolic link(s) {', '.join(links)}: writing there could change files outside the run",
+        what=str(root),
+        fix="replace each link by the file it points to (or remove it), then retry",
+    )
+
+
+def find_links(root: str | Path) -> list[str]:
+    """Every symbolic link at any depth below the folder ``root`` (relative
+    paths with ``/``, sorted), found without following one.  ``[]`` when
+    ``root`` does not exist."""
+    out: list[str] = []
+
+    def walk(d: str, rel: str) -> None:
+        try:
+            it = os.scandir(d)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with it:
+            for e in it:
+                r = f"{rel}{e.name}"
+                if e.is_symlink():
+                    out.append(r)
+                elif e.is_dir(follow_symlinks=False):
+                    walk(e.path, r + "/")
+
+    walk(str(root), "")
+    return sorted(out)
+
+
+def _parts(root: str | Path, path: str | Path) -> list[str]:
+    """``path`` (absolute under ``root``, or relative to it) as its components below ``root``."""
+    p = PurePath(path)
+    rel = p.relative_to(root) if p.is_absolute() or PurePath(root) in p.parents else p
+    parts = list(rel.parts)
+    if not parts or any(x in ("", ".", "..") for x in parts) or rel.is_absolute():
+        raise ValueError(f"{path} is not a path below the run folder {root}")
+    return parts
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+@contextmanager
+def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]:
+    """A descriptor of ``root/dirs...``, each folder below ``root`` opened with
+    ``O_NOFOLLOW`` relative to its parent (``create``: missing ones are made).
+    Raises InputError (:func:`link_error`) when one is a link."""
+    if create:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for i, name in enumerate(dirs):
+            flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+            try:
+                nfd = os.open(name, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                try:
+                    nfd = os.open(name, flags, dir_fd=fd)
+                except OSError:
+                    if _is_link(name, fd):
+                        raise link_error(root, ["/".join(dirs[: i + 1])]) from None
+                    raise
+            except OSError:
+                if _is_link(name, fd):
+                    raise link_error(root, ["/".join(dirs[: i + 1])]) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` in the run folder ``root`` whole or not at all,
+    following no link below ``root``: missing folders are made, the bytes go
+    to a fresh temporary name (``O_EXCL | O_NOFOLLOW``) in the target's folder,
+    are fsync'ed and renamed over the target (a rename replaces a link, it
+    never writes through one).
+
+    Args:
+        root: the run folder (its own path may be a link).
+        path: the file, absolute under ``root`` or relative to it.
+        data: the file's new content.
+
+    Returns:
+        ``root / <path relative to root>``.
+
+    Raises:
+        InputError: a folder on the way or the target is a symbolic link
+            (:func:`link_error`); a full disk or another OS error
+            (:func:`disk_error`), the old file then untouched.
+    """
+    *dirs, name = _parts(root, path)
+    target = Path(root, *dirs, name)
+    try:
+        with _folder(root, dirs, create=True) as dfd:
+            if _is_link(name, dfd):
+                raise link_error(root, ["/".join([*dirs, name])])
+            tmp = f".{name[:100]}.{secrets.token_hex(6)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                raise
+    except OSError as e:
+        raise disk_error(e, target) from e
+    return target
+
+
+def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
+    """:func:`write_bytes_in` of ``text`` encoded with ``encoding``.  Raises
+    UnicodeEncodeError for a lone surrogate (text is repaired where it enters:
+    :func:`repair_text`)."""
+    return write_bytes_in(root, path, text.encode(encoding))
+
+
+def read_bytes_in(root: str | Path, path: str | Path) -> bytes:
+    """The bytes of ``path`` in the run folder ``root``, following no link below ``root``.
+
+    Raises:
+        InputError: ``path`` or a folder on the way is a symbolic link.
+        FileNotFoundError: it does not exist.
+        OSError: it cannot be read.
+    """
+    *dirs, name = _parts(root, path)
+    with _folder(root, dirs, create=False) as dfd:
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=dfd)
+        except OSError:
+            if _is_link(name, dfd):
+                raise link_error(root, ["/".join([*dirs, name])]) from None
+            raise
+        _regular(fd, root, "/".join([*dirs, name]))
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+
+def read_text_in(root: str | Path, path: str | Path, *, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """:func:`read_bytes_in` decoded with ``encoding`` and ``errors``."""
+    return read_bytes_in(root, path).decode(encoding, errors)
+
+
+def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> BinaryIO:
+    *dirs, name = _parts(root, path)
+    with _folder(root, dirs, create=bool(flags & os.O_CREAT)) as dfd:
+        try:
+            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o666, dir_fd=dfd)
+        except OSError:
+            if _is_link(name, dfd):
+                raise link_error(root, ["/".join([*dirs, name])]) from None
+            raise
+        _regular(fd, root, "/".join([*dirs, name]))
+    return os.fdopen(fd, mode)  # type: ignore[return-value]
+
+
+def open_append_in(root: str | Path, path: str | Path) -> BinaryIO:
+    """``path`` in the run folder ``root`` opened for binary appends (created when
+    missing), following no link below ``root``.  Raises InputError for a link,
+    OSError when it cannot be opened."""
+    return _open_in(root, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "ab")
+
+
+def open_update_in(root: str | Path, path: str | Path) -> BinaryIO:
+    """``path`` in the run folder ``root`` opened for binary reading and writing
+    (``rb+``: it must exist), following no link below ``root``."""
+    return _open_in(root, path, os.O_RDWR, "rb+")
+
+
+def replace_dir_in(root: str | Path, path: str | Path) -> Path:
+    """Empty the folder ``path`` in the run folder ``root`` (remove it with
+    everything in it, links removed, never followed; then make it again)
+    and return it.  Raises InputError when it or a folder on the way is a
+    link."""
+    import shutil
+
+    *dirs, name = _parts(root, path)
+    with _folder(root, dirs, create=True) as dfd:
+        if _is_link(name, dfd):
+            raise link_error(root, ["/".join([*dirs, name])])
+        try:
+            shutil.rmtree(name, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+        os.mkdir(name, 0o777, dir_fd=dfd)
+    return Path(root, *dirs, name)
+
+
+# ------------------------------------------------------------------ lone surrogates
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> int | None:
+    """Index of the first lone surrogate code point in ``text`` (``"\\ud800"``:
+    valid JSON, yet no character, so it cannot be written as UTF-8), or None.
+    A high + low pair left split (Python text built from two escapes) counts
+    as lone too: it is not valid UTF-8 either."""
+    if text.isascii():
+        return None
+    m = _SURROGATE.search(text)
+    return m.start() if m else None
+
+
+def repair_text(text: str) -> tuple[str, bool]:
+    """``text`` with every lone surrogate replaced by U+FFFD (a split high + low
+    pair is joined into its character), and whether anything changed."""
+    if lone_surrogate(text) is None:
+        return text, False
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"), True
+
+
+def repair_deep(value: object) -> tuple[object, bool]:
+    """:func:`repair_text` applied to every string in ``value`` (str, dict keys
+    and values, list and tuple elements; other values as they are).  Returns
+    the repaired value (``value`` itself when nothing changed) and whether
+    anything changed."""
+    if isinstance(value, str):
+        return repair_text(value)
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for k, v in value.items():
+            k2, c1 = repair_deep(k)
+            v2, c2 = repair_deep(v)
+            out[k2] = v2
+            changed = changed or c1 or c2
+        return (out if changed else value), changed
+    if isinstance(value, (list, tuple)):
+        items = [repair_deep(v) for v in value]
+        if any(c for _, c in items):
+            return type(value)(v for v, _ in items), True
+        return value, False
+    return value, False

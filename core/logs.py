@@ -23,6 +23,8 @@ from typing import Any, MutableMapping, Callable
 
 import structlog
 
+from .errors import InputError
+from .files import open_append_in
 from .secrets import redact_secrets
 
 __all__ = ["get_logger", "log_traceback", "run_logging"]
@@ -68,8 +70,11 @@ def _to_file(path: Path) -> Callable[[Any, str, MutableMapping[str, Any]], Mutab
         # no key in the log (issue 14 item 8): the file line and the terminal line are redacted alike
         for k, v in list(event.items()):
             event[k] = _redacted(v)
-        with path.open("a", encoding="utf-8") as f:
-            f.write(redact_secrets(json.dumps(event, default=str)) + "\n")
+        try:
+            with open_append_in(path.parent, path) as f:
+                f.write((redact_secrets(json.dumps(event, default=str)) + "\n").encode("utf-8"))
+        except InputError:  # a link planted as log.jsonl: never written through (the stderr line stays)
+            pass
         return event
 
     return to_file
@@ -94,9 +99,9 @@ def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException, event: s
     try:
         p = Path(run_dir)
         if p.is_dir():
-            with (p / "log.jsonl").open("a", encoding="utf-8") as f:
-                f.write(redact_secrets(json.dumps(line, default=str)) + "\n")
-    except OSError:
+            with open_append_in(p, p / "log.jsonl") as f:
+                f.write((redact_secrets(json.dumps(line, default=str)) + "\n").encode("utf-8"))
+    except (OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
         pass
 
 

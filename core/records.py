@@ -13,11 +13,21 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .errors import FieldProblem, InputError, problem_to_input_error
-from .files import PLAIN_NAME, atomic_write_text
+from .files import PLAIN_NAME, atomic_write_text, lone_surrogate, repair_deep
 from .options import RUN_RECORD, Option
+from .yamlfile import load_yaml
 from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
 
 # --------------------------------------------------------------------------- tasks
@@ -54,6 +64,37 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
 
 
+class _Repairable(_Record):
+    """A record that flags repaired text (``text_repaired``); the flag is written only when set, so records
+    without repaired text keep their shape."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_flag(self, handler: Any) -> Any:
+        out = handler(self)
+        if isinstance(out, dict) and out.get("text_repaired") is False:
+            del out["text_repaired"]
+        return out
+
+
+def _repair_model(m: BaseModel) -> bool:
+    """Replace, in place, every lone surrogate in the string fields of ``m`` and of the records it holds by
+    U+FFFD (:func:`~sgieval.core.files.repair_deep`); whether anything changed."""
+    changed = False
+    for name in type(m).model_fields:
+        v = m.__dict__.get(name)
+        if isinstance(v, BaseModel):
+            changed = _repair_model(v) or changed
+        elif isinstance(v, list) and any(isinstance(x, BaseModel) for x in v):
+            for x in v:
+                changed = (_repair_model(x) if isinstance(x, BaseModel) else False) or changed
+        else:
+            nv, c = repair_deep(v)
+            if c:
+                m.__dict__[name] = nv
+                changed = True
+    return changed
+
+
 class Item(_Record):
     """One benchmark item.
 
@@ -74,8 +115,24 @@ class Item(_Record):
     reference: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_is_text(cls, v: str) -> str:
+        at = lone_surrogate(v)
+        if at is not None:
+            raise ValueError(
+                f"the prompt holds a lone surrogate (U+{ord(v[at]):04X} at character {at + 1}), which is no "
+                "character: the model would see a different prompt; write the character it stands for"
+            )
+        return v
 
-class Response(_Record):
+    @model_validator(mode="after")
+    def _repair_rest(self) -> "Item":
+        _repair_model(self)  # reference and metadata: a lone surrogate becomes U+FFFD
+        return self
+
+
+class Response(_Repairable):
     """One target-model reply to one item.
 
     ``text`` is the raw reply ("" when the call failed), ``answer`` the parsed
@@ -105,11 +162,16 @@ class Response(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
     reasoning: str | None = None
     finish_reason: str | None = None
+    text_repaired: bool = False
+    """True when text of this record (from a server or a file) held lone surrogates (``"\\ud800"``: valid
+    JSON, no character), each replaced by U+FFFD so the record can be stored and read back."""
 
     @model_validator(mode="after")
     def _error_implies_status(self) -> "Response":
         if self.error and self.status == "ok":
             self.status = "infra_error"
+        if _repair_model(self):
+            self.text_repaired = True
         return self
 
     @property
@@ -275,7 +337,7 @@ def as_evidence(e: Any) -> Any:
     return e
 
 
-class Score(_Record):
+class Score(_Repairable):
     """One metric value for one (item, target model).
 
     ``value`` is on the metric's declared native scale (``MetricSpec.range``);
@@ -298,6 +360,9 @@ class Score(_Record):
     error: str | None = None
     status: Status = "ok"
     details: dict[str, Any] = Field(default_factory=dict)
+    text_repaired: bool = False
+    """True when text of this record (a judge's reply, a rationale, evidence) held lone surrogates, each
+    replaced by U+FFFD."""
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -322,6 +387,8 @@ class Score(_Record):
                 if self.error is None:
                     raise ValueError(f"Score {self.metric} for {self.item_id}: status ok needs a value")
                 self.status = "parse_error"
+        if _repair_model(self):
+            self.text_repaired = True
         return self
 
     @property
@@ -456,29 +523,6 @@ def criterion_key(name: str) -> str:
     return "".join(ch for ch in folded if unicodedata.category(ch)[0] in "LNM")
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses a mapping repeating a key (PyYAML keeps the last silently)."""
-
-
-def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    seen: dict[Any, Any] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"repeated key {key!r} (line {key_node.start_mark.line + 1}; first on line {seen[key] + 1})",
-                key_node.start_mark,
-            )
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
 class Rubric(MetricSpec):
     """A custom metric judged per criterion (0-10 each) and aggregated to 0-100:
 
@@ -530,15 +574,16 @@ class Rubric(MetricSpec):
             s += self.weights[c.name] * float(criterion_scores[c.name])
         return 10.0 * s / total_w
 
-    def to_yaml(self, path: str | Path | None = None) -> str:
+    def to_yaml(self, path: str | Path | None = None, *, root: str | Path | None = None) -> str:
         """The rubric as YAML text; with ``path``, also written there whole or
-        not at all (:func:`~sgieval.core.files.atomic_write_text`)."""
+        not at all (:func:`~sgieval.core.files.atomic_write_text`), following no
+        link below the folder ``root`` (a run folder) when given."""
         data = self.model_dump(mode="json")
         if not data.get("qualities"):
             data.pop("qualities", None)  # rubric files stay as they were when no quality is declared
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         if path is not None:  # whole or not at all: a full disk leaves the old file (InputError naming the disk)
-            atomic_write_text(path, text)
+            atomic_write_text(path, text, root=root)
         return text
 
     @classmethod
@@ -547,12 +592,7 @@ class Rubric(MetricSpec):
         p = Path(source) if not (isinstance(source, str) and "\n" in source) else None
         where = str(p) if p else "<yaml text>"
         fix = "check the rubric YAML against `sgieval metric show rigor`"
-        try:
-            data = yaml.load(p.read_text(encoding="utf-8") if p else source, Loader=_UniqueKeyLoader)  # noqa: S506
-        except yaml.constructor.ConstructorError as e:
-            raise InputError(f"{e.problem}", what=where, fix="keep one entry per key in the rubric YAML") from e
-        except (OSError, yaml.YAMLError) as e:
-            raise InputError(str(e).splitlines()[0], what=where, fix=fix) from e
+        data = load_yaml(p, fix=fix) if p else load_yaml(where, fix=fix, text=str(source))  # aliases, repeats refused
         try:
             return cls.model_validate(data)
         except ValueError as e:

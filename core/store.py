@@ -11,7 +11,17 @@ from typing import Any, BinaryIO, Sequence
 from pydantic import BaseModel
 
 from .errors import InputError
-from .files import atomic_write_text, slug_name
+from .files import (
+    atomic_write_text,
+    find_links,
+    link_error,
+    open_append_in,
+    open_update_in,
+    read_bytes_in,
+    read_text_in,
+    slug_name,
+    split_jsonl,
+)
 from .records import Item, Label, Response, Score, RunConfig
 
 # ------------------------------------------------------------------ run folder
@@ -152,17 +162,17 @@ class RunStore:
         if holder is not None:  # never repair or append to the files of a run another process is writing
             raise _in_use(self.root, holder)
         self._lock: list[int] = []  # the held lock file's descriptor (hold), closed by close or the finalizer
-        links = [n for n in self.WRITTEN if (self.root / n).is_symlink()]
+        links = find_links(self.root)  # at any depth: figures/, export/, viewer/, rubrics/ included
         if links:
-            raise InputError(
-                f"the run folder holds symbolic link(s) {', '.join(links)}: writing there could change "
-                "files outside the run",
-                what=str(self.root),
-                fix="replace each link by the file it points to (or remove it), then retry",
-            )
-        (self.root / "figures").mkdir(exist_ok=True)
+            order = {n: k for k, n in enumerate(self.WRITTEN)}
+            links.sort(key=lambda r: (order.get(r.split("/", 1)[0], len(order)), r))
+            raise link_error(self.root, links)
+        try:
+            os.mkdir(self.root / "figures")
+        except FileExistsError:
+            pass
         for name in (*self.FILES, *self.JOURNALS):
-            self._repair(self.path(name))
+            self._repair(self.root, self.path(name))
         self._files: dict[str, BinaryIO] = {}
         self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
         self._finalizer = weakref.finalize(self, _close_files, self._files)
@@ -171,14 +181,19 @@ class RunStore:
         return self.root / f"{name}.jsonl"
 
     @staticmethod
-    def _repair(p: Path) -> None:
-        if not p.exists() or p.stat().st_size == 0:
+    def _repair(root: Path, p: Path) -> None:
+        try:
+            f = open_update_in(root, p)
+        except FileNotFoundError:
             return
-        with p.open("rb+") as f:
+        with f:
+            if f.seek(0, 2) == 0:
+                return
             f.seek(-1, 2)
             if f.read(1) == b"\n":
                 return
-            data = p.read_bytes()
+            f.seek(0)
+            data = f.read()
             cut = data.rfind(b"\n") + 1
             f.truncate(cut)
 
@@ -187,7 +202,7 @@ class RunStore:
         returns the file's size after the write."""
         f = self._files.get(name)
         if f is None:
-            f = self._files[name] = self.path(name).open("ab")
+            f = self._files[name] = open_append_in(self.root, self.path(name))
             _OPEN.add(self)
         f.write(data)
         f.flush()
@@ -217,10 +232,12 @@ class RunStore:
         """Every dict of the journal ``name``; a line that is not JSON is skipped
         and named (:meth:`_skipped`)."""
         p = self.path(name)
-        if not p.exists():
+        try:
+            text = read_bytes_in(self.root, p).decode("utf-8", errors="replace")
+        except FileNotFoundError:
             return []
         out = []
-        for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for n, line in enumerate(split_jsonl(text), 1):
             if not line.strip():
                 continue
             try:
@@ -247,42 +264,85 @@ class RunStore:
         except (OSError, ValueError):  # a logging sink that is gone must not make the run unreadable
             pass
 
+    KEYS: dict[str, tuple[str, ...]] = {
+        "items": ("id",),
+        "responses": ("item_id", "model"),
+        "scores": ("item_id", "model", "metric"),
+    }
+    """The fields that identify a record of each file: one record per key counts (``labels``: every label is
+    kept, the latest of a key counts, as :class:`~sgieval.core.records.Label` says)."""
+
     def read(self, name: str) -> list[Any]:
         """All records of ``name`` (torn last line dropped), as a new list
         (the records themselves are shared with later reads: do not mutate them).
 
-        A line that is not a valid record (edited, damaged, invalid UTF-8) is
-        skipped and named: file, line number and reason in :attr:`problems` and
-        a logged warning; the other records are returned, so the run stays
-        readable (issue 14 item 3)."""
+        Lines are split on ``\\n`` only (:func:`~sgieval.core.files.split_jsonl`: a
+        U+2028 inside a reply stays in it).  A line that is not a valid record
+        (edited, damaged, invalid UTF-8) is skipped and named: file, line number
+        and reason in :attr:`problems` and a logged warning; the other records
+        are returned, so the run stays readable.  A lone surrogate escape
+        (``"\\ud800"``) is repaired to U+FFFD and the record flagged
+        ``text_repaired``.
+
+        Each record counts once: a line repeating an earlier record of the same
+        key (:attr:`KEYS`) is left out (noted in :attr:`problems`).
+
+        Raises:
+            InputError: two lines hold different records of the same key
+                (naming the file, both lines and the key).
+        """
         p = self.path(name)
         try:
-            size = p.stat().st_size
+            size = os.stat(p, follow_symlinks=False).st_size
         except FileNotFoundError:
             size = 0
         known = self._records.get(name)
         if known is not None and known[0] == size:
             return list(known[1])
-        data = p.read_bytes() if size else b""
+        try:
+            data = read_bytes_in(self.root, p) if size else b""
+        except FileNotFoundError:
+            data = b""
         cls = self.FILES[name]
+        fields = self.KEYS.get(name)
+        seen: dict[tuple[Any, ...], tuple[int, str, Any]] = {}
         out = []
-        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append(cls.model_validate_json(line))
-                except (ValueError, RecursionError) as e:
-                    errs = e.errors() if hasattr(e, "errors") else []
-                    reason = (
-                        "; ".join(
-                            (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x["msg"])
-                            for x in errs[:3]
-                        )
-                        or type(e).__name__
-                    )
-                    self._skipped(p, n, f"not a valid {cls.__name__} record ({reason[:200]})")
+        for n, line in enumerate(split_jsonl(data.decode("utf-8", errors="replace")), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = cls.model_validate_json(line)
+            except (ValueError, RecursionError) as e:
+                rec = _validate_escaped(cls, line)
+                if rec is None:
+                    self._skipped(p, n, f"not a valid {cls.__name__} record ({_reason(e)[:200]})")
                     continue
+            if fields is None:
+                out.append(rec)
+                continue
+            key = tuple(getattr(rec, f) for f in fields)
+            first = seen.get(key)
+            if first is None:
+                seen[key] = (n, line, rec)
+                out.append(rec)
+                continue
+            m, first_line, first_rec = first
+            if line == first_line or rec.model_dump_json() == first_rec.model_dump_json():
+                self._note(f"{p} line {n}: repeats line {m} (the same {cls.__name__} record); counted once")
+                continue
+            raise InputError(
+                f"lines {m} and {n} hold two different {cls.__name__} records for "
+                + ", ".join(f"{f} {v!r}" for f, v in zip(fields, key)),
+                what=str(p),
+                fix="keep the right one of the two lines and delete the other, then retry",
+            )
         self._records[name] = (len(data), out)
         return list(out)
+
+    def _note(self, msg: str) -> None:
+        """Keep ``msg`` (once) in :attr:`problems`."""
+        if msg not in self.problems:
+            self.problems.append(msg)
 
     def hold(self) -> None:
         """Take the run folder for this process for the length of a run: an exclusive ``flock`` on
@@ -337,7 +397,7 @@ class RunStore:
         if config.base_url and redact_url(config.base_url) != config.base_url:
             config = config.model_copy(update={"base_url": redact_url(config.base_url)})  # no key in the file
         if not new:  # whole or not at all: a run killed mid-write (or a full disk) keeps the previous config.json
-            atomic_write_text(p, config.model_dump_json(indent=2))
+            atomic_write_text(p, config.model_dump_json(indent=2), root=self.root)
             return
         from .trust import remember
 
@@ -364,9 +424,30 @@ class RunStore:
 
     def read_config(self) -> "RunConfig":
         p = self.root / "config.json"
-        if not p.exists():
+        if not os.path.lexists(p):
             raise InputError("no config.json", what=str(self.root), fix="give the id of a run listed by `sgieval runs`")
-        return RunConfig.model_validate_json(p.read_text(encoding="utf-8"))
+        return RunConfig.model_validate_json(read_text_in(self.root, p))
+
+
+def _reason(e: BaseException) -> str:
+    """A validation error's first three problems, one line."""
+    errs = e.errors() if hasattr(e, "errors") else []
+    return (
+        "; ".join((f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x["msg"]) for x in errs[:3])
+        or type(e).__name__
+    )
+
+
+def _validate_escaped(cls: type[BaseModel], line: str) -> Any:
+    """``line`` as a ``cls`` record through Python's JSON parser, which reads a lone surrogate escape
+    (``"\\ud800"``, valid JSON) that pydantic's parser refuses; the record's validator repairs it.  None when
+    the line holds no lone surrogate escape or is still not a valid record."""
+    if "\\ud" not in line.lower():
+        return None
+    try:
+        return cls.model_validate(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
 
 
 def check_state_file(path: str | Path) -> None:

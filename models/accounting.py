@@ -52,9 +52,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-import yaml
 
-from ..core import InputError, ModelRef, SgievalError
+from ..core import InputError, ModelRef, SgievalError, load_yaml
 
 Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
@@ -127,10 +126,7 @@ def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
     if isinstance(source, Mapping):
         return _parse_prices(source, "<price table>")
     p = Path(source)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise InputError(f"cannot read price table: {e}", what=str(p), fix="give a readable YAML file") from e
+    data = load_yaml(p, fix="write the price table as YAML: model: {input: USD, output: USD} per 1M tokens")
     return _parse_prices(data, str(p))
 
 

@@ -47,7 +47,7 @@ from typing import Any, Sequence
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from ..core import CacheCorruptError
+from ..core import CacheCorruptError, lone_surrogate
 from .base import NamedModel
 from .context import current_call_context
 
@@ -311,6 +311,8 @@ class CallCache:
         if isinstance(meta, dict) and "sgieval" in meta:
             d["data"]["response_metadata"] = {k: v for k, v in meta.items() if k != "sgieval"}
         blob = json.dumps(d, ensure_ascii=False, default=str)
+        if lone_surrogate(blob) is not None:  # a reply holding "\\ud800": kept as the JSON escape (SQLite needs UTF-8)
+            blob = json.dumps(d, default=str)
         with self._cond:
             if self._closed:  # closed (e.g. at exit): write through
                 self._pending[key] = (model, blob, time.time())

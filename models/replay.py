@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core import InputError, Item, Response, json_loads_strict
+from ..core import InputError, Item, Response, json_loads_strict, split_jsonl
 
 
 def sciaidanbench_text(records: list[dict[str, Any]]) -> str:
@@ -104,7 +104,7 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read file: {e}", what=str(path), fix="save the file as UTF-8 text") from e
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(split_jsonl(text), 1):  # on "\n" only: a U+2028 in a reply stays in it
         if not line.strip():
             continue
         try:

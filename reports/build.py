@@ -42,6 +42,7 @@ from ..core import (
     redact_secrets,
     same_model,
 )
+from ..core.files import open_append_in
 from ..core.offload import submit
 from .answer import by_metric, flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
@@ -652,7 +653,7 @@ def _figure_started(run_dir: Path, rel: str, draw: Any, *args: Any, **kw: Any) -
     """:func:`_figure` started now (in the warm worker when there is one, which draws while the report's
     tables are built); the returned function takes the notes list and gives what :func:`_figure` gives."""
     try:
-        pending = submit(draw, run_dir / rel, *args, **kw)
+        pending = submit(draw, run_dir / rel, *args, root=run_dir, **kw)
     except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
         pending = functools.partial(_reraise, e)
 
@@ -888,9 +889,9 @@ def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
     and stays when a write fails (issue 14 item 3)."""
     out = run_dir / "report.md"
     pending = run_dir / REPORT_PENDING
-    pending.touch()
+    open_append_in(run_dir, pending).close()  # touched; no link followed in the run folder
     data = {**draft.data, "narrative": narrative}
-    atomic_write_text(out, redact_secrets(render_report(data)))
+    atomic_write_text(out, redact_secrets(render_report(data)), root=run_dir)
     values = [
         {
             "model": s.model,
@@ -903,6 +904,6 @@ def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
         for s in draft.stats
         if s.summary is not None
     ]
-    write_report_json(run_dir / "report.json", {**data, "ranking": {**data["ranking"], "values": values}})
+    write_report_json(run_dir / "report.json", {**data, "ranking": {**data["ranking"], "values": values}}, root=run_dir)
     pending.unlink(missing_ok=True)
     return out

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.files import write_bytes_in
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` on the headless Agg backend (imported once, on first use)."""
@@ -21,6 +23,19 @@ def pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: Path, root: Path | None) -> Path:
+    """Write ``fig`` as PNG to ``path`` whole or not at all, following no link below the run folder ``root``
+    (default: ``path``'s folder; :func:`~sgieval.core.files.write_bytes_in`)."""
+    import io
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    return write_bytes_in(root if root is not None else Path(path).parent, path, buf.getvalue())
+
+
 def ranking_chart(
     path: Path,
     models: list[str],
@@ -30,6 +45,7 @@ def ranking_chart(
     *,
     metric: str,
     scale: str,
+    root: Path | None = None,
 ) -> Path:
     """Horizontal bar chart of per-model means with 95% CI error bars.
     NaN CI bounds draw no error bar.  Returns ``path``."""
@@ -45,10 +61,7 @@ def ranking_chart(
     ax.set_xlabel(f"{metric}: mean per item (scale {scale})\nerror bars: 95% bootstrap CI")
     ax.set_title(f"Ranking by {metric}")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, root)
 
 
 def heatmap(
@@ -60,6 +73,7 @@ def heatmap(
     title: str,
     vmin: float = 0.0,
     vmax: float = 10.0,
+    root: Path | None = None,
 ) -> Path:
     """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10)."""
     plt = pyplot()
@@ -75,7 +89,4 @@ def heatmap(
     fig.colorbar(im, ax=ax)
     ax.set_title(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, root)

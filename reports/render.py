@@ -70,10 +70,12 @@ def jsonable(x: Any) -> Any:
     return str(x)
 
 
-def write_report_json(path: Path, data: dict[str, Any]) -> Path:
+def write_report_json(path: Path, data: dict[str, Any], *, root: Path | None = None) -> Path:
     """Write the report's data (the dict :func:`render_report` fills the template
     with) as JSON for the HTML viewer: NaN/inf become null, other objects their
     ``str``; keys inside URLs masked.  Written whole or not at all
-    (:func:`~sgieval.core.atomic_write_text`).  Returns ``path``."""
-    atomic_write_text(path, redact_secrets(json.dumps(jsonable(data), ensure_ascii=False, indent=1)))
+    (:func:`~sgieval.core.atomic_write_text`), following no link below the run
+    folder ``root`` (default: ``path``'s folder).  Returns ``path``."""
+    text = redact_secrets(json.dumps(jsonable(data), ensure_ascii=False, indent=1))
+    atomic_write_text(path, text, root=root if root is not None else Path(path).parent)
     return path

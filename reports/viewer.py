@@ -23,13 +23,15 @@ viewer works from ``file://`` where browsers refuse ``fetch``.
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..core import Item, Response, Score
+from ..core.files import read_bytes_in, replace_dir_in, write_bytes_in, write_text_in
 from .build import not_applicable
 from .render import jsonable
 
@@ -256,19 +258,21 @@ def write_viewer(
 ) -> Path:
     """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/) and
     return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
-    the report's figures are copied from ``run_dir/figures``.  An existing
-    viewer folder is replaced."""
+    the report's figures are copied from ``run_dir/figures`` (PNG images only,
+    regular files read without following a link).  An existing viewer folder
+    is replaced (links in it removed, never followed); every file is written
+    without following a link below ``run_dir``.  Raises InputError for a link
+    on the way."""
     run_dir = Path(run_dir)
     out = run_dir / "viewer"
     index, texts = build_viewer_data(items, responses, scores, report=report, config=config, specs=specs)
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "figures").mkdir(parents=True)
-    for fig in sorted((run_dir / "figures").glob("*.png")):
-        shutil.copy2(fig, out / "figures" / fig.name)
-    index["figures"] = sorted(p.name for p in (out / "figures").glob("*.png"))
-    (out / "data.js").write_text(_js_assign("SGV_DATA", index), encoding="utf-8")
-    (out / "text.js").write_text(_js_assign("SGV_TEXT", texts), encoding="utf-8")
+    replace_dir_in(run_dir, out)  # links in the old viewer folder are removed, never followed
+    figures = _report_figures(run_dir)
+    for name, data in figures.items():
+        write_bytes_in(run_dir, out / "figures" / name, data)
+    index["figures"] = sorted(figures)
+    write_text_in(run_dir, out / "data.js", _js_assign("SGV_DATA", index))
+    write_text_in(run_dir, out / "text.js", _js_assign("SGV_TEXT", texts))
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     run = index["run"]
     html = env.get_template("viewer.html.j2").render(
@@ -276,8 +280,29 @@ def write_viewer(
         css=(TEMPLATES / "viewer.css").read_text(encoding="utf-8"),
         js=(TEMPLATES / "viewer.js").read_text(encoding="utf-8"),
     )
-    (out / "index.html").write_text(html, encoding="utf-8")
+    write_text_in(run_dir, out / "index.html", html)
     return out / "index.html"
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_FIGURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}\.png")
+
+
+def _report_figures(run_dir: Path) -> dict[str, bytes]:
+    """The report's figures to copy into the viewer: ``run_dir/figures/*.png`` that are PNG images (their
+    signature) and regular files, read without following a link (a link anywhere is refused with
+    InputError); name -> bytes."""
+    folder = run_dir / "figures"
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if _FIGURE_NAME.fullmatch(e.name))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    out = {}
+    for name in names:
+        data = read_bytes_in(run_dir, folder / name)
+        if data.startswith(PNG_SIGNATURE):
+            out[name] = data
+    return out
 
 
 # ---------------------------------------------------------------------- serving

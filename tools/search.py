@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from ..core import InputError, OfflineError, ToolError
+from ..core import InputError, OfflineError, ToolError, split_jsonl
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
 
 __all__ = [
@@ -386,7 +386,7 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
                 text = path.read_text(encoding="utf-8", errors="replace")
                 docs.append(Document(id=rel, title=_md_title(text, path.stem), text=text, source=str(path)))
             elif ext == ".jsonl":
-                for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                for n, line in enumerate(split_jsonl(path.read_text(encoding="utf-8", errors="replace")), 1):
                     if not line.strip():
                         continue
                     try:

@@ -16,7 +16,7 @@ def test_config_rewrite_is_atomic(tmp_path, monkeypatch):
     store.write_config(RunConfig(run_id="r", temperature=0.5))
     assert store.read_config().temperature == 0.5 and not [p for p in store.root.iterdir() if p.suffix == ".tmp"]
 
-    def fail(src, dst):
+    def fail(src, dst, **kw):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", fail)
