@@ -440,7 +440,8 @@ def _confirm_settings(
         return
     shown = "; ".join(f"{k} = {v}" for k, v in pending.items())
     err.print(
-        f"{_safe(d / 'config.json')} asks for settings that send data or run code elsewhere: {_safe(shown)}",
+        f"{_safe(d / 'config.json')} asks for settings that send data or run code elsewhere, or models billed to "
+        f"your key: {_safe(shown)}",
         soft_wrap=True,
         highlight=False,
     )
@@ -450,11 +451,13 @@ def _confirm_settings(
         err.print("")
         ok = False
     if not ok:
+        flags = [f for f in (FLAGS.get(k) for k in pending) if f]
         _fail(
             InputError(
                 f"not confirmed: {shown}",
                 what=str(d / "config.json"),
-                fix=f"pass them again ({', '.join(FLAGS[k] for k in pending)}) or --trust-config after checking them",
+                fix=(f"pass them again ({', '.join(flags)}) or " if flags else "pass ")
+                + "--trust-config after checking them",
             )
         )
     remember(config)
@@ -551,7 +554,10 @@ def resume(
         _fail(e)
     d = _run_dir(run, out_dir)
     config = _read_config(d)
-    config.yes = config.yes or yes
+    from .core.trust import is_own_run
+
+    # a received folder's "yes" never skips the metric confirmation: only --yes, or the user's own run's
+    config.yes = yes or (config.yes and is_own_run(config))
     _confirm_settings(config, d, given, trust_config)
     try:
         check_state_file(d / "state.sqlite")
@@ -609,7 +615,9 @@ def report(
     d = _run_dir(run, out_dir)
     config = _read_config(d)
     if config.agent_model:  # only the agent model (the narrative) is called by `report`
-        _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url",))
+        _confirm_settings(
+            config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url", "agent_model")
+        )
     _run_begins()
     try:
         out.print(f"report: {_safe(asyncio.run(_write_report(d, config)))}", soft_wrap=True, highlight=False)
@@ -677,7 +685,9 @@ def view(
     config = _read_config(d)
     if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
         if config.agent_model:  # re-rendering may call the agent model: its base URL must be the user's choice
-            _confirm_settings(config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url",))
+            _confirm_settings(
+                config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url", "agent_model")
+            )
         try:  # a run reported before report.json existed: re-render its report from the records
             asyncio.run(_write_report(d, config))
         except TamperedFileError as e:

@@ -25,7 +25,17 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..benchmarks.registry import predefined_metrics
-from ..core import BUDGET_STOP_NOTE, OPEN_CREATIVITY, InputError, Item, ModelRef, RunConfig, RunStore, SgievalError
+from ..core import (
+    BUDGET_STOP_NOTE,
+    OPEN_CREATIVITY,
+    InputError,
+    Item,
+    ModelRef,
+    RunConfig,
+    RunStore,
+    SecretValues,
+    SgievalError,
+)
 from ..core.logs import get_logger, run_logging
 from ..core.offload import worker_active
 from ..core.settings import load_settings, use_settings
@@ -95,6 +105,21 @@ class RunContext:
     prices: Any = None
     resolved_targets: dict[tuple[str, ...], list[NamedModel]] = field(default_factory=dict, repr=False)
     """Default targets already resolved, by the selected item ids (:func:`_default_targets`)."""
+    secrets: SecretValues | None = field(default=None, repr=False)
+    """The secret values this run sends (:func:`run_secrets`; set by :func:`run_scope`): masked by value in
+    every record, journal row and log line of the run."""
+
+
+def run_secrets(rt: RunContext) -> SecretValues:
+    """The keys run ``rt`` may send: the API keys and base-URL credentials of its target, judge and agent
+    models (:func:`sgieval.models.calls.model_secrets`), the provider and sandbox key variables of the
+    environment, and the credentials inside the run's base URL."""
+    from ..core import url_secrets
+    from ..models.calls import model_secrets
+
+    models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
+    values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
+    return SecretValues.from_environment(values)
 
 
 def new_run_id(request: str) -> str:
@@ -794,9 +819,16 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             cache_path=current_call_context().cache_path,
             limits={"*": rt.config.max_concurrency},
         )
+    if rt.secrets is None:
+        rt.secrets = run_secrets(rt)
+    rt.store.secrets = rt.secrets  # every record of the run is masked by value before it is written
     try:
         rt.store.hold()  # the folder is this process's until the run ends (another one gets a one-line error)
-        with use_settings(rt.settings), call_context(rt.calls), run_logging(rt.store.root, rt.config.run_id):
+        with (
+            use_settings(rt.settings),
+            call_context(rt.calls),
+            run_logging(rt.store.root, rt.config.run_id, secrets=rt.secrets),
+        ):
             check_budget_prices(rt)
             if not resume:
                 check_request_models(rt)

@@ -11,8 +11,11 @@ with configurable
   of requests that never answer: the connection stays open until the client
   gives up or the server stops).  Faults are drawn from ``random.Random(seed)``
   per request, or chosen by a ``faults(index, body) -> None | "400" | "401" | "403" |
-  "429" | "500" | "hang"`` callable ("400": an invalid-request error, never retried;
-  401/403: a refused key, as OpenAI answers it);
+  "429" | "500" | "hang" | "bad_json" | "error_200" | "no_choices" | "echo_key" | "echo_key_200"`` callable ("400": an
+  invalid-request error, never retried; 401/403: a refused key, as OpenAI answers it; "bad_json": HTTP 200
+  with a body cut mid-JSON; "error_200": HTTP 200 whose body is an error object; "no_choices": HTTP 200
+  with ``"choices": []``; "echo_key": HTTP 400 whose error message repeats the request's key, as some
+  servers do; "echo_key_200": a normal reply whose content is the request's key);
 * replies: ``replies`` is a callable ``(body, index) -> reply`` or a list
   (request ``i`` served gets ``replies[i % len]``); a reply is a string (the
   content) or a dict with optional ``content``, ``tool_calls`` (each
@@ -305,7 +308,7 @@ class MockOpenAI:
             "usage": usage,
         }
 
-    async def _chat(self, request: Request) -> JSONResponse:
+    async def _chat(self, request: Request) -> Response:
         t = time.monotonic()
         try:
             raw = await request.body()
@@ -407,6 +410,23 @@ class MockOpenAI:
                 },
                 int(fault),
             )
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if fault == "echo_key":
+            with self._lock:
+                entry["outcome"] = "400"
+            return JSONResponse(
+                {"error": {"message": f"Malformed request for key {key} (mock)", "type": "invalid_request_error"}}, 400
+            )
+        if fault in ("bad_json", "error_200", "no_choices"):
+            with self._lock:
+                entry["outcome"] = fault
+            if fault == "bad_json":
+                return Response('{"id": "chatcmpl-mock", "choices": [{"index": 0, "mess', media_type="application/json")
+            if fault == "error_200":
+                return JSONResponse({"error": {"message": "The server had an error (mock)", "type": "server_error"}})
+            return JSONResponse(
+                {"id": "chatcmpl-mock", "object": "chat.completion", "model": body.get("model", "mock"), "choices": []}
+            )
         if fault == "500":
             with self._lock:
                 self._counts["500"] += 1
@@ -416,6 +436,8 @@ class MockOpenAI:
             served = self._served
             self._served += 1
         payload = self._reply_for(body, served)
+        if fault == "echo_key_200":
+            payload["choices"][0]["message"]["content"] = f"your key is {key}"
         with self._lock:
             self._counts["served"] += 1
             entry["outcome"] = "200"

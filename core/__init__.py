@@ -37,7 +37,7 @@ from .files import (
     write_bytes_in,
     write_text_in,
 )
-from .secrets import redact_secrets, redact_url
+from .secrets import SecretValues, redact_secrets, redact_url, url_secrets
 from .modelref import ModelRef, same_model
 from .yamlfile import load_yaml
 from .records import (
@@ -135,6 +135,8 @@ __all__ = [
     "CredentialsError",
     "RunStoppedError",
     "redact_secrets",
+    "SecretValues",
+    "url_secrets",
     "redact_url",
     "same_model",
     "json_loads_strict",

@@ -23,9 +23,9 @@ from typing import Any, MutableMapping, Callable
 
 import structlog
 
-from .errors import InputError
-from .files import open_append_in
-from .secrets import redact_secrets
+            with open_append_in(p, p / "log.jsonl") as f:
+                f.write((mask(json.dumps(line, default=str)) + "\n").encode("utf-8"))
+    except (OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
 
 __all__ = ["get_logger", "log_traceback", "run_logging"]
 
@@ -54,25 +54,27 @@ def get_logger(name: str = "sgieval") -> Any:
     return _RunLogger(name)
 
 
-def _redacted(v: Any) -> Any:
-    """``v`` with keys masked in every string, also inside dicts, lists and tuples."""
+def _redacted(v: Any, mask: Callable[[str], str] = redact_secrets) -> Any:
+    """``v`` with keys masked (``mask``) in every string, also inside dicts, lists and tuples."""
     if isinstance(v, str):
-        return redact_secrets(v)
+        return mask(v)
     if isinstance(v, dict):
-        return {k: _redacted(x) for k, x in v.items()}
+        return {k: _redacted(x, mask) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return type(v)(_redacted(x) for x in v)
+        return type(v)(_redacted(x, mask) for x in v)
     return v
 
 
-def _to_file(path: Path) -> Callable[[Any, str, MutableMapping[str, Any]], MutableMapping[str, Any]]:
+def _to_file(
+    path: Path, mask: Callable[[str], str] = redact_secrets
+) -> Callable[[Any, str, MutableMapping[str, Any]], MutableMapping[str, Any]]:
     def to_file(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-        # no key in the log (issue 14 item 8): the file line and the terminal line are redacted alike
+        # no key in the log: the file line and the terminal line are masked alike
         for k, v in list(event.items()):
-            event[k] = _redacted(v)
+            event[k] = _redacted(v, mask)
         try:
             with open_append_in(path.parent, path) as f:
-                f.write((redact_secrets(json.dumps(event, default=str)) + "\n").encode("utf-8"))
+                f.write((mask(json.dumps(event, default=str)) + "\n").encode("utf-8"))
         except InputError:  # a link planted as log.jsonl: never written through (the stderr line stays)
             pass
         return event
@@ -80,8 +82,11 @@ def _to_file(path: Path) -> Callable[[Any, str, MutableMapping[str, Any]], Mutab
     return to_file
 
 
-def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException, event: str = "unexpected error") -> None:
-    """Append ``exc`` with its full traceback (keys masked) to ``run_dir/log.jsonl``
+def log_traceback(
+    run_dir: str | Path, run_id: str, exc: BaseException, event: str = "unexpected error", secrets: Any = None
+) -> None:
+    """Append ``exc`` with its full traceback (keys masked: ``secrets``, a
+    :class:`~sgieval.core.secrets.SecretValues`, default the key variables of the environment) to ``run_dir/log.jsonl``
     as one JSON line (``event``, ``level`` "error", ``timestamp``, ``run_id``,
     ``error``, ``traceback``): the command line prints one line and points here.
     Best effort: a missing folder or a full disk writes nothing."""
@@ -96,11 +101,12 @@ def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException, event: s
         "error": f"{type(exc).__name__}: {exc}",
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
     }
+    mask = (secrets or SecretValues.from_environment()).mask
     try:
         p = Path(run_dir)
         if p.is_dir():
             with open_append_in(p, p / "log.jsonl") as f:
-                f.write((redact_secrets(json.dumps(line, default=str)) + "\n").encode("utf-8"))
+                f.write((mask(json.dumps(line, default=str)) + "\n").encode("utf-8"))
     except (OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
         pass
 
@@ -117,12 +123,15 @@ class run_logging:  # noqa: N801 - a context manager, used like contextlib helpe
     line: ``event``, ``level``, ``timestamp`` ISO-8601 UTC, ``run_id``, the
     event's fields) and, as a human line, to ``stream`` (default: ``sys.stderr``
     when the run starts).  On exit the previous sink and bindings are restored;
-    the process's structlog and logging configuration are never touched."""
+    the process's structlog and logging configuration are never touched.
+    ``secrets``: the run's :class:`~sgieval.core.secrets.SecretValues`, masked by value in both lines
+    (without: the pattern masking of :func:`~sgieval.core.secrets.redact_secrets`)."""
 
-    def __init__(self, run_dir: str | Path, run_id: str, *, stream: Any = None):
+    def __init__(self, run_dir: str | Path, run_id: str, *, stream: Any = None, secrets: Any = None):
         self.path = Path(run_dir) / "log.jsonl"
         self.run_id = run_id
         self.stream = stream
+        self.mask: Callable[[str], str] = secrets.mask if secrets else redact_secrets
         self._token: contextvars.Token | None = None
         self._bound: Any = None
 
@@ -133,7 +142,7 @@ class run_logging:  # noqa: N801 - a context manager, used like contextlib helpe
                 structlog.contextvars.merge_contextvars,
                 structlog.processors.add_log_level,
                 structlog.processors.TimeStamper(fmt="iso"),
-                _to_file(self.path),
+                _to_file(self.path, self.mask),
                 _console_view,
                 structlog.dev.ConsoleRenderer(colors=False),
             ],

@@ -1,17 +1,28 @@
-"""Keeping keys out of run folders, logs and reports (issue 14 item 8).
+"""Keeping keys out of run folders, logs and reports.
 
 A key can ride inside a URL (``http://user:sk-...@host/v1``, ``?api_key=...``).
 :func:`redact_url` drops the user-info part and masks secret-looking query
 values; :func:`redact_secrets` does the same for URLs inside free text and
 masks bare OpenAI-style keys (``sk-...``).
+
+Patterns miss a key of another shape that a server echoes back ("invalid key
+mock-7f3a..."), so a run also masks **by value**: :class:`SecretValues` holds
+the values of the keys that run sends (its models' API keys, the keys in their
+base URLs, the provider and sandbox key variables of the environment) and
+masks each wherever it appears, also JSON- or URL-escaped.  It is built per
+run (``RunContext.secrets``) and handed to what writes the run's files (the
+run store, the run's log), never kept in a module-level registry.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Any, Iterable
+from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
-__all__ = ["redact_url", "redact_secrets"]
+__all__ = ["KEY_ENV_VARIABLES", "SecretValues", "redact_url", "redact_secrets", "url_secrets"]
 
 _SECRET_PARAMS = re.compile(r"(?i)^(api[-_]?key|key|token|access[-_]?token|secret|password|auth|sig|signature)$")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
@@ -52,3 +63,95 @@ def redact_secrets(text: str) -> str:
         return text
     text = _URL.sub(lambda m: redact_url(m.group(0)) or "", text)
     return _BARE_KEY.sub(lambda m: f"{m.group(1)}-{MASK}", text)
+
+
+KEY_ENV_VARIABLES = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "COHERE_API_KEY",
+    "E2B_API_KEY",
+)
+"""Environment variables whose values sgieval may send as a key (model providers, the E2B sandbox)."""
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secret parts of ``url``: the user-info password (and user name when there is no password) and
+    the values of query parameters named like keys (``api_key``, ``token``...); [] for None or no URL."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        out = [v for v in (parts.password or parts.username,) if v]
+        out += [v for k, v in parse_qsl(parts.query, keep_blank_values=False) if _SECRET_PARAMS.match(k)]
+    except ValueError:
+        return []
+    return out
+
+
+class SecretValues:
+    """The secret values one run sends, and masking by value (module docstring).
+
+    ``values``: the secrets (None and strings shorter than :attr:`MIN_LENGTH` after stripping are left
+    out: a 3-letter "key" would mask ordinary words; such a key is not masked).  Each value is also matched
+    JSON-escaped and URL-encoded.  Immutable; ``a | b`` joins two sets.  ``repr`` shows only how many
+    values are held, never a value."""
+
+    MIN_LENGTH = 8
+
+    def __init__(self, values: Iterable[str | None] = ()):
+        vals = {v.strip() for v in values if isinstance(v, str) and len(v.strip()) >= self.MIN_LENGTH}
+        self._values = frozenset(vals)
+        forms: set[str] = set()
+        for v in vals:
+            forms |= {v, json.dumps(v, ensure_ascii=True)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1]}
+            forms |= {quote(v, safe=""), quote_plus(v)}
+        ordered = sorted(forms, key=len, reverse=True)  # the longest form first: no part of a key is left
+        self._re = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    @classmethod
+    def from_environment(cls, extra: Iterable[str | None] = (), environ: Any = None) -> "SecretValues":
+        """The values of :data:`KEY_ENV_VARIABLES` in ``environ`` (default ``os.environ``) and ``extra``."""
+        env = os.environ if environ is None else environ
+        return cls([*(env.get(k) for k in KEY_ENV_VARIABLES), *extra])
+
+    def __or__(self, other: "SecretValues") -> "SecretValues":
+        return SecretValues([*self._values, *other._values])
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"SecretValues({len(self._values)} value(s))"
+
+    def mask(self, text: str) -> str:
+        """``text`` with every held value (and its escaped forms) replaced by ``***``, then
+        :func:`redact_secrets` (URL credentials, ``sk-`` keys)."""
+        if not isinstance(text, str) or not text:
+            return text
+        if self._re is not None:
+            text = self._re.sub(MASK, text)
+        return redact_secrets(text)
+
+    def holds_any(self, text: str) -> bool:
+        """Whether ``text`` contains a held value (or an escaped form of one)."""
+        return bool(self._re is not None and isinstance(text, str) and self._re.search(text))
+
+    def mask_data(self, value: Any) -> Any:
+        """``value`` with :meth:`mask` applied to every string inside dicts (keys too), lists and tuples."""
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {self.mask_data(k): self.mask_data(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.mask_data(v) for v in value)
+        return value

@@ -23,6 +23,7 @@ from .files import (
     split_jsonl,
 )
 from .records import Item, Label, Response, Score, RunConfig
+from .secrets import SecretValues
 
 # ------------------------------------------------------------------ run folder
 BUDGET_STOP_NOTE = "The run stopped at its budget"
@@ -175,6 +176,10 @@ class RunStore:
             self._repair(self.root, self.path(name))
         self._files: dict[str, BinaryIO] = {}
         self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
+        self.secrets = SecretValues()
+        """The run's secret values (:class:`~sgieval.core.secrets.SecretValues`, set by the run): every
+        record and journal row appended is masked by value before it is written, so a key a server or a
+        tool echoes never reaches a file of the run (nor the report, viewer and exports made from them)."""
         self._finalizer = weakref.finalize(self, _close_files, self._files)
 
     def path(self, name: str) -> Path:
@@ -209,10 +214,17 @@ class RunStore:
         return f.tell()
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
-        """Append records as JSON lines and flush."""
+        """Append records as JSON lines and flush (masked by :attr:`secrets`)."""
         if not records:
             return
-        data = "".join(r.model_dump_json() + "\n" for r in records).encode("utf-8")
+        lines = [r.model_dump_json() for r in records]
+        if self.secrets:  # masked by value: the kept records are the masked ones too
+            records = list(records)
+            for i, line in enumerate(lines):
+                if self.secrets.holds_any(line):
+                    lines[i] = self.secrets.mask(line)
+                    records[i] = type(records[i]).model_validate_json(lines[i])
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
         end = self._write(name, data)
         known = self._records.get(name)
         if known is not None:
@@ -226,6 +238,8 @@ class RunStore:
         """Append JSON-ready dicts to the journal ``name`` (one of :attr:`JOURNALS`) and flush."""
         if not rows:
             return
+        if self.secrets:
+            rows = [self.secrets.mask_data(r) for r in rows]
         self._write(name, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 
     def read_rows(self, name: str) -> list[dict[str, Any]]:
@@ -399,9 +413,10 @@ class RunStore:
         if not new:  # whole or not at all: a run killed mid-write (or a full disk) keeps the previous config.json
             atomic_write_text(p, config.model_dump_json(indent=2), root=self.root)
             return
-        from .trust import remember
+        from .trust import remember, remember_run
 
         remember(config)  # this machine starts the run: its base URL, sandbox and tools are the user's own choice
+        remember_run(config)  # ... and its own `yes` holds when it is resumed here
         try:
             with p.open("x", encoding="utf-8") as f:
                 f.write(config.model_dump_json(indent=2))

@@ -2,8 +2,9 @@
 
 A run folder can come from someone else.  The settings that send data or run
 code elsewhere (``base_url``, ``unsafe_local_exec``, a sandbox backend other
-than the local isolated one, the tools an LLM may call) are used by
-``resume``/``report``/``view`` only when the user chose them:
+than the local isolated one, the tools an LLM may call) and the models that
+cost money with the user's key (target, judge and agent models of a model
+service) are used by ``resume``/``report``/``view`` only when the user chose them:
 
 - given again on the command line (``--base-url``, ``--sandbox``, ``--tools``,
   ``--unsafe-local-exec``), or ``--trust-config``;
@@ -13,6 +14,10 @@ than the local isolated one, the tools an LLM may call) are used by
   the models they go with, one per line in ``<user state dir>/trusted-settings``,
   i.e. ``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a
   shipped run folder cannot vouch for itself).
+
+The folder's own ``"yes": true`` (no metric confirmation) holds only for a run
+this machine started (:func:`is_own_run`); a received folder's never skips a
+confirmation.
 """
 
 from __future__ import annotations
@@ -22,18 +27,48 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SAFE_SANDBOXES", "FLAGS", "sensitive_settings", "fingerprint", "trust_file", "is_trusted", "remember"]
+__all__ = [
+    "SAFE_SANDBOXES",
+    "FLAGS",
+    "OFFLINE_PREFIXES",
+    "live_models",
+    "sensitive_settings",
+    "fingerprint",
+    "run_fingerprint",
+    "trust_file",
+    "is_trusted",
+    "is_own_run",
+    "remember",
+    "remember_run",
+]
 
 SAFE_SANDBOXES = ("auto", "bubblewrap", "bwrap")
 """Sandbox backends that run code on this machine, isolated (``auto`` picks E2B only with the user's own key)."""
 
-FLAGS = {
+FLAGS: dict[str, str | None] = {
     "base_url": "--base-url URL",
     "unsafe_local_exec": "--unsafe-local-exec",
     "sandbox": "--sandbox NAME",
     "tools": "--tools LIST",
+    "models": None,
+    "judges": None,
+    "agent_model": None,
 }
-"""How each sensitive setting is passed again on the command line."""
+"""How each sensitive setting is passed again on the command line (None: it cannot be; only the prompt or
+``--trust-config`` accept it)."""
+
+OFFLINE_PREFIXES = ("replay:", "local:")
+"""Model strings that call no paid service: stored responses and the embedded offline model."""
+
+
+def live_models(names: Any) -> list[str]:
+    """The model strings of ``names`` (a list, a string or None) that call a model service, i.e. may cost
+    money with the user's key: every one not starting with one of :data:`OFFLINE_PREFIXES`."""
+    if not names:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    return [str(n) for n in names if not str(n).startswith(OFFLINE_PREFIXES)]
 
 
 def sensitive_settings(config: Any) -> dict[str, Any]:
@@ -41,7 +76,9 @@ def sensitive_settings(config: Any) -> dict[str, Any]:
     elsewhere, with their values, in :data:`FLAGS` order: ``base_url`` when
     set, ``unsafe_local_exec`` when true, ``sandbox`` when not one of
     :data:`SAFE_SANDBOXES`, ``tools`` when non-empty and a judge or agent model
-    (which chooses the tool calls) is configured.  ``{}``: nothing to confirm."""
+    (which chooses the tool calls) is configured; and the target models, judges
+    and agent model that call a model service (:func:`live_models`: they are
+    billed to the user's key).  ``{}``: nothing to confirm."""
     out: dict[str, Any] = {}
     if config.base_url:
         out["base_url"] = config.base_url
@@ -51,6 +88,12 @@ def sensitive_settings(config: Any) -> dict[str, Any]:
         out["sandbox"] = config.sandbox
     if config.tools and (config.judges or config.agent_model):
         out["tools"] = list(config.tools)
+    for key in ("models", "judges"):
+        live = live_models(getattr(config, key, None))
+        if live:
+            out[key] = live
+    if live_models(getattr(config, "agent_model", None)):
+        out["agent_model"] = config.agent_model
     return out
 
 
@@ -74,16 +117,43 @@ def trust_file() -> Path:
     return Path(platformdirs.user_state_dir("sgieval")) / "trusted-settings"
 
 
+def run_fingerprint(config: Any) -> str:
+    """SHA-256 (64 hex digits) of the run id with :func:`fingerprint`'s data: the mark of a run this machine
+    started (:func:`remember_run`).  A received folder cannot match it unless it is a copy of one of the
+    user's own runs with the same settings and models."""
+    data = {"run_id": config.run_id, "fingerprint": fingerprint(config)}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def _trusted_lines() -> list[str]:
+    try:
+        return trust_file().read_text(encoding="utf-8").split()
+    except OSError:
+        return []
+
+
 def is_trusted(config: Any) -> bool:
     """True when ``config`` has no sensitive setting, or the user started or
     confirmed a run with exactly these settings and models before (:func:`remember`)."""
     if not sensitive_settings(config):
         return True
+    lines = _trusted_lines()
+    return fingerprint(config) in lines or run_fingerprint(config) in lines
+
+
+def is_own_run(config: Any) -> bool:
+    """True when this machine started the run of ``config`` with exactly these settings (:func:`remember_run`)."""
+    return run_fingerprint(config) in _trusted_lines()
+
+
+def _append(line: str) -> None:
+    p = trust_file()
     try:
-        lines = trust_file().read_text(encoding="utf-8").split()
+        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(p, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
     except OSError:
-        return False
-    return fingerprint(config) in lines
+        pass
 
 
 def remember(config: Any) -> None:
@@ -91,10 +161,11 @@ def remember(config: Any) -> None:
     effort: a read-only home only means a prompt on the next resume)."""
     if not sensitive_settings(config) or is_trusted(config):
         return
-    p = trust_file()
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(p, "a", encoding="utf-8") as f:
-            f.write(fingerprint(config) + "\n")
-    except OSError:
-        pass
+    _append(fingerprint(config))
+
+
+def remember_run(config: Any) -> None:
+    """Record the run of ``config`` as started on this machine (:func:`run_fingerprint`), so its own
+    ``yes`` and settings hold when it is resumed here (best effort, as :func:`remember`)."""
+    if not is_own_run(config):
+        _append(run_fingerprint(config))

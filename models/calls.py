@@ -46,6 +46,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from ..core import (
     CredentialsError,
     ModelCallError,
+    SecretValues,
     join_reasoning,
     redact_secrets,
     redact_url,
@@ -158,13 +159,41 @@ backoff_s = _retry.backoff_s
 """Re-exported from :mod:`sgieval.core.retry` (the one retry policy)."""
 
 
-def _reason(exc: BaseException | None, timeout_s: float) -> str:
+def model_secrets(model: NamedModel) -> list[str]:
+    """The secret values ``model`` sends: every ``SecretStr`` field of its chat model (``openai_api_key``,
+    ``anthropic_api_key``...), an ``Authorization``/``api-key`` value among its default headers, and the
+    secret parts of its base URL (:func:`sgieval.core.url_secrets`).  [] for a replay or offline model."""
+    from pydantic import SecretStr
+
+    from ..core import url_secrets
+
+    chat = model.chat
+    if chat is None:
+        return []
+    out: list[str] = []
+    for name in getattr(type(chat), "model_fields", {}) or {}:
+        v = getattr(chat, name, None)
+        if isinstance(v, SecretStr):
+            out.append(v.get_secret_value())
+        elif isinstance(v, str) and name in ("openai_api_base", "base_url", "api_base"):
+            out += url_secrets(v)
+    headers = getattr(chat, "default_headers", None)
+    if isinstance(headers, dict):
+        for k, v in headers.items():
+            if str(k).lower() in ("authorization", "api-key", "x-api-key") and isinstance(v, str):
+                out.append(v.split(" ", 1)[-1])
+    out += url_secrets(model.provider if "://" in (model.provider or "") else None)
+    return [v for v in out if v]
+
+
+def _reason(exc: BaseException | None, timeout_s: float, model: NamedModel | None = None) -> str:
     if exc is None:
         return "unknown error"
     if isinstance(exc, asyncio.TimeoutError) and not str(exc):
         return f"timeout after {timeout_s:g} s"
     status = _status(exc)
-    text = redact_secrets(str(exc).replace("\n", " "))[:300]
+    mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
+    text = mask(str(exc).replace("\n", " "))[:300]
     prefix = f"HTTP {status} " if status is not None else ""
     return f"{prefix}{type(exc).__name__}: {text}"
 
@@ -265,11 +294,11 @@ async def ainvoke(
                     continue
             latency = time.perf_counter() - started
             if book is not None:
-                book.record(model.name, who, latency_s=latency, error=_reason(e.last, timeout_s))
+                book.record(model.name, who, latency_s=latency, error=_reason(e.last, timeout_s, model))
             if _status(e.last) in (401, 403):
                 raise credentials_error(model, _status(e.last)) from None
             raise ModelCallError(
-                f"call failed after {attempt} attempt(s): {_reason(e.last, timeout_s)}", what=model.name
+                f"call failed after {attempt} attempt(s): {_reason(e.last, timeout_s, model)}", what=model.name
             ) from None
         attempt += n
         latency = time.perf_counter() - started
@@ -341,7 +370,7 @@ def _without_rejected_param(model: NamedModel, target: Any, exc: BaseException) 
     param = rejected_param(exc, sent)
     if param is None:
         return None
-    reason = f"rejected by the server: {_reason(exc, 0.0)[:200]}"
+    reason = f"rejected by the server: {_reason(exc, 0.0, model)[:200]}"
     # a concurrent call may have dropped it already: then this call was sent before and just retries
     changed = drop_param(model, param, reason) or (param in model.dropped and param not in model.params)
     if bound and param in bound:

@@ -122,7 +122,7 @@ def test_resume_never_deletes_a_folder_it_did_not_create(tmp_path):
         (run / "notes.txt").write_text("my notes")
         before = snapshot(tmp_path, skip=run)
         for extra in (["--base-url", mine.url], ["--trust-config"]):
-            res = runner.invoke(app, ["resume", str(run), "--yes", *extra])
+            res = runner.invoke(app, ["resume", str(run), "--yes", *extra], input="y\n")  # "y": its models
             assert res.exit_code == 2, res.output
             assert "no metric applies to the selected items" in res.output
             assert (run / "notes.txt").read_text() == "my notes" and (run / "config.json").is_file()
@@ -164,17 +164,17 @@ def test_base_url_from_config_json_is_not_used_without_confirmation(tmp_path):
             res = runner.invoke(app, ["resume", str(run), "--yes"], input=answer)
             assert res.exit_code == 2, res.output
             assert (
-                f"{run / 'config.json'} asks for settings that send data or run code elsewhere: "
-                f"base_url = {attacker.url}"
+                f"{run / 'config.json'} asks for settings that send data or run code elsewhere, or models billed "
+                f"to your key: base_url = {attacker.url}; models = ['openai:gpt-4o-mini']"
             ) in " ".join(res.output.split())
             assert res.output.strip().splitlines()[-1] == (
-                f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}. Fix: pass them again "
-                "(--base-url URL) or --trust-config after checking them"
+                f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}; models = "
+                "['openai:gpt-4o-mini']. Fix: pass them again (--base-url URL) or --trust-config after checking them"
             )
         assert attacker.stats()["requests"] == 0 and mine.stats()["requests"] == 0
         assert not (run / "responses.jsonl").exists()
-        # the user names their own server: every call goes there, none to the config's
-        res = runner.invoke(app, ["resume", str(run), "--yes", "--base-url", mine.url])
+        # the user names their own server (and confirms the folder's model): every call goes there
+        res = runner.invoke(app, ["resume", str(run), "--yes", "--base-url", mine.url], input="y\n")
         assert res.exit_code == 0, res.output
         assert attacker.stats()["requests"] == 0
         assert mine.stats()["requests"] == 2  # one answer per item
@@ -208,14 +208,19 @@ def test_base_url_confirmed_at_the_prompt_or_with_trust_config_is_used(tmp_path)
     [
         (
             {"sandbox": "unsafe-local", "unsafe_local_exec": True},
-            "unsafe_local_exec = True; sandbox = unsafe-local",
+            "unsafe_local_exec = True; sandbox = unsafe-local; models = ['openai:gpt-4o-mini']",
             "--unsafe-local-exec, --sandbox NAME",
             ["--sandbox", "auto", "--no-unsafe-local-exec"],
         ),
-        ({"sandbox": "e2b"}, "sandbox = e2b", "--sandbox NAME", ["--sandbox", "bubblewrap"]),
+        (
+            {"sandbox": "e2b"},
+            "sandbox = e2b; models = ['openai:gpt-4o-mini']",
+            "--sandbox NAME",
+            ["--sandbox", "bubblewrap"],
+        ),
         (
             {"judges": ["openai:gpt-4o-mini"], "tools": ["search", "python"]},
-            "tools = ['search', 'python']",
+            "tools = ['search', 'python']; models = ['openai:gpt-4o-mini']; judges = ['openai:gpt-4o-mini']",
             "--tools LIST",
             ["--tools", ""],
         ),
@@ -237,7 +242,8 @@ def test_code_running_settings_from_config_json_need_confirmation(tmp_path, sett
             "after checking them"
         )
         assert mine.stats()["requests"] == 0
-        res = runner.invoke(app, ["resume", str(run), "--yes", "--base-url", mine.url, *again], input="")
+        # given again, the settings are the user's; the folder's models are still confirmed at the prompt
+        res = runner.invoke(app, ["resume", str(run), "--yes", "--base-url", mine.url, *again], input="y\n")
         assert res.exit_code == 0, res.output
         assert mine.stats()["requests"] >= 2
     assert snapshot(tmp_path, skip=run) == before
@@ -398,10 +404,10 @@ def test_report_and_view_ask_before_the_agent_model_uses_the_folders_base_url(tm
             res = runner.invoke(app, cmd, input="")
             assert res.exit_code == 2, res.output
             assert res.output.strip().splitlines()[-1] == (
-                f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}. Fix: pass them again "
-                "(--base-url URL) or --trust-config after checking them"
+                f"error: {run / 'config.json'}: not confirmed: base_url = {attacker.url}; agent_model = "
+                "openai:gpt-4o-mini. Fix: pass them again (--base-url URL) or --trust-config after checking them"
             )
-        res = runner.invoke(app, ["report", str(run), "--base-url", mine.url], input="")
+        res = runner.invoke(app, ["report", str(run), "--base-url", mine.url], input="y\n")  # "y": the agent model
         assert res.exit_code == 0, res.output
         assert attacker.stats()["requests"] == 0 and mine.stats()["requests"] >= 1
         assert all(e["authorization"] == f"Bearer {FAKE_KEY}" for e in mine.log())
