@@ -23,9 +23,9 @@ from typing import Any, MutableMapping, Callable
 
 import structlog
 
-            with open_append_in(p, p / "log.jsonl") as f:
-                f.write((mask(json.dumps(line, default=str)) + "\n").encode("utf-8"))
-    except (OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
+from .errors import InputError
+from .files import open_append_in
+from .secrets import SecretValues, redact_secrets
 
 __all__ = ["get_logger", "log_traceback", "run_logging"]
 
