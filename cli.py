@@ -261,6 +261,15 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
 
         def confirm(payload: dict) -> bool:
             progress.pause()
+            if payload.get("kind") == "did_you_mean":  # a misspelt request word (the questioning agent)
+                err.print(_safe(payload["question"]), highlight=False, soft_wrap=True)
+                try:
+                    ok = typer.confirm(f"Ask \"{_safe(payload['request'])}\" instead?", default=True, err=True)
+                except (typer.Abort, EOFError):  # stdin closed: not confirmed, the run stops (exit 2)
+                    err.print("")
+                    ok = False
+                progress.resume()
+                return ok
             err.print("[bold]Metrics for this run[/]")
             err.print(f"  predefined: {_safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
             if payload.get("custom"):

@@ -187,11 +187,11 @@ def pool_metrics(names: list[str], options: dict | None = None) -> list[Metric]:
 
 def retrieval_source(options: dict | None, tools: Any = None) -> str | None:
     """Where ``retrieval_novelty`` would search, or None when it has nothing to search: the ``--corpus`` folder
-    (BM25), else the tool pool's ``web_search`` (the web online; offline the pool's own index).  The agent-model
+    (every paper ranked by embedding similarity fused with BM25), else the tool pool's ``web_search`` (the web online; offline the pool's own index).  The agent-model
     path offers the metric only when this is not None (issue 12 item 4)."""
     corpus = (options or {}).get("corpus")
     if corpus:
-        return f"the papers in {corpus} (BM25)"
+        return f"the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
     if tools is not None and "web_search" in (getattr(tools, "names", None) or []):
         return "web_search (the web; offline its local index)"
     return None
@@ -203,7 +203,11 @@ def _add_literature_novelty(plan: MetricPlan, request: str, options: dict | None
     if not literature_novelty(request) or "retrieval_novelty" in plan.pool:
         return plan
     corpus = (options or {}).get("corpus")
-    where = f"the papers in {corpus} (BM25)" if corpus else "the web (offline: pass --corpus <folder of papers>)"
+    where = (
+        f"the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
+        if corpus
+        else "the web (offline: pass --corpus <folder of papers>)"
+    )
     return plan.model_copy(
         update={
             "pool": [*plan.pool, "retrieval_novelty"],

@@ -57,6 +57,7 @@ from ..reports.build import (
     write_report,
 )
 from ..reports.render import markdown_table
+from .where import where_report
 
 __all__ = [
     "FIXED_NUMBERS_TEXT",
@@ -653,7 +654,17 @@ async def build_report(
     reliabilities = judge_reliability(scores, specs, seed=seed)
     retrieved = retrieval_section(scores)
     rechecked = recheck_section(responses, embedding_model) if recheck else None
+    where = where_report(
+        header.get("request", ""),
+        items,
+        of_spec,
+        spec,
+        [(s.model, s.stats.mean) for s in ranked],
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     sections = [
+        *([where.section] if where else []),
         *(extra_sections or []),
         *([reliability_section(reliabilities)] if reliabilities else []),
         *([retrieved] if retrieved else []),
@@ -680,6 +691,10 @@ async def build_report(
     narrative = template_narrative(
         header.get("request", ""), stats, spec, len(items), header.get("scope", ""), draft.top, focus=focus
     )
+    if where and where.sentences:  # a request asking where the models differ reads that first
+        narrative = (
+            " ".join(where.sentences) + " " + narrative if where.leads else narrative + " " + " ".join(where.sentences)
+        )
     narrative += reliability_sentences(reliabilities, spec.name)
     if rechecked:
         narrative += " " + rechecked["sentence"]

@@ -46,7 +46,7 @@ from ..models.context import CallContext, call_context, current_call_context
 from ..models.registry import resolve_model, sampling_for_role
 from .customisation import MetricPlan, plan_specs, run_customisation
 from .executors import evaluate_with_executor
-from .questioning import SelectionPlan, run_questioning
+from .questioning import SelectionPlan, UnclearRequest, run_questioning
 from .replays import resolve_run_model, stored_models
 from .requirements import MetricNeeds, metric_needs, none_can_run
 
@@ -398,15 +398,61 @@ def check_request_models(rt: RunContext) -> None:
     check_named_models(rt.config.request, [*rt.config.models, *(t.name for t in rt.targets)], stored)
 
 
-async def questioning_step(state: State, rt: RunContext) -> Update:
-    """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once)."""
-    plan, items, trace = await run_questioning(
-        rt.config.request, rt.catalog, k=rt.config.k, seed=rt.config.seed, agent=rt.agent
+def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
+    """(metric and rubric names, model names) a request of this run may name: the predefined metrics of the loaded
+    benchmarks, the pool metrics and the rubric library; the run's target strings and the stored models."""
+    from ..metric_pool.rubrics import list_rubrics
+    from .customisation import POOL_METRICS
+
+    metrics = [s.name for m in predefined_metrics(rt.catalog.values("benchmark")) for s in m.all_specs]
+    metrics += [n for names in POOL_METRICS.values() for n in names] + [r.name for r in list_rubrics()]
+    stored = (
+        [s.model for s in stored_models(rt.config.data_dir)]
+        if "sciaidanbench" in rt.catalog.values("benchmark")
+        else []
     )
+    return list(dict.fromkeys(metrics)), list(
+        dict.fromkeys([*rt.config.models, *(t.name for t in rt.targets), *stored])
+    )
+
+
+async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], Any] | None = None) -> Update:
+    """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once).
+
+    A request the offline path does not understand raises :class:`~sgieval.agents.questioning.UnclearRequest`
+    (exit code 2; ``--all`` ranks every item anyway).  When its words are only misspelt and the run is not
+    ``--yes``, ``ask(payload)`` (the graph's interrupt) puts the question first: payload ``kind``
+    ``"did_you_mean"``, ``question`` and the corrected ``request``; a true answer runs the corrected request
+    (kept as ``selection["request"]``), any other raises the error."""
+    metrics, models = request_terms(rt)
+    request = rt.config.request
+    rank_all = bool(getattr(rt.config, "rank_all", False))
+
+    async def select(text: str) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
+        return await run_questioning(
+            text,
+            rt.catalog,
+            k=rt.config.k,
+            seed=rt.config.seed,
+            agent=rt.agent,
+            metrics=metrics,
+            models=models,
+            rank_all=rank_all,
+        )
+
+    try:
+        plan, items, trace = await select(request)
+    except UnclearRequest as e:
+        if e.corrected is None or rt.config.yes or ask is None:
+            raise
+        if ask({"kind": "did_you_mean", "question": e.message, "request": e.corrected}) is not True:
+            raise
+        request = e.corrected
+        plan, items, trace = await select(request)
     if not rt.store.read("items"):
         rt.store.append("items", items)
     log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
-    return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace}}
+    return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace, "request": request}}
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:
@@ -415,7 +461,11 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
     items = _items(rt, state["selection"]["item_ids"])
     _attach_tools(rt, items)
     plan, _metrics_, trace = await run_customisation(
-        rt.config.request, items, agent=rt.agent, options=rt.metric_options, tools=rt.tools
+        state["selection"].get("request", rt.config.request),
+        items,
+        agent=rt.agent,
+        options=rt.metric_options,
+        tools=rt.tools,
     )
     if not plan.predefined and not plan.custom and not plan.pool:
         benches = sorted({i.benchmark for i in items})

@@ -91,7 +91,7 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
         return c
 
     async def questioning(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await steps.questioning_step(state, ctx(runtime))
+        return await steps.questioning_step(state, ctx(runtime), ask=interrupt)
 
     async def customisation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return await steps.customisation_step(state, ctx(runtime))

@@ -3,10 +3,13 @@
 For one generated idea (the text inside ``<answer>...</answer>`` of the final text after the reasoning, D.8; the
 whole final text when there is no such tag):
 
-1. retrieve ``n`` = 4 related works: with ``--corpus <folder>`` (``options["corpus"]``) from the BM25 index over
-   that folder only, online or not (the user's papers, never the benchmark's own items); without one, with the
-   tool pool's ``web_search`` (online: the web; offline: its local index); the query is the idea's first
-   sentence plus the item's question;
+1. retrieve ``n`` = 4 related works: with ``--corpus <folder>`` (``options["corpus"]``) from that folder only,
+   online or not (the user's papers, never the benchmark's own items), every work ranked by embedding similarity
+   to the query with the run's embedder and fused with BM25 by reciprocal rank
+   (:class:`sgieval.tools.retrieval.CorpusRetriever`; ``options["retrieval"]`` ``"hybrid"``, the default, or
+   ``"dense"``), so the n nearest works always exist when the folder holds n works; without one, with the tool
+   pool's ``web_search`` (online: the web; offline: its local index); the query is the idea's first sentence plus
+   the item's question;
 2. S_avg = mean over the works found of cos(e_idea, e_work), the work's text being its title and snippet, with the
    run's embedder;
 3. ``retrieval_novelty`` S_inn = clip(10 (1 - S_avg), 0, 10), 0-10, higher is more novel;
@@ -14,7 +17,8 @@ whole final text when there is no such tag):
    R_novelty (0-2), where R_format = 1 if the reply closed a reasoning block and gave a non-empty
    ``<answer>...</answer>``, counted only where the item's prompt asked for ``<answer>`` tags (else R = R_novelty,
    and the rationale says so);
-5. fewer than n works found: those found are used and their number recorded; none: ``not_run`` with
+5. fewer than n works found (a corpus of fewer works, or a web search with fewer results): those found are used
+   and their number recorded; none (an empty corpus, or a web search that returned nothing): ``not_run`` with
    ``details["not_applicable"]`` and the reason (never 10); a search or embedding failure: ``infra_error``.
 
 Every score's evidence is one ``retrieval`` record: the query, the backend, the works (title, source,
@@ -43,7 +47,8 @@ NOVELTY = MetricSpec(
     range=(0.0, 10.0),
     higher_is_better=True,
     description="Innovation score S_inn = clip(10 (1 - S_avg), 0, 10), S_avg the mean cosine similarity between the "
-    "idea and the n = 4 works retrieved for it (web search online, BM25 over --corpus offline).",
+    "idea and the n = 4 works retrieved for it (web search online; offline the --corpus works nearest by embedding "
+    "similarity fused with BM25).",
     source=SRC,
 )
 REWARD = MetricSpec(
@@ -121,22 +126,35 @@ class RetrievalNoveltyMetric(Metric):
     def applies(self, item: Item) -> bool:
         return True
 
-    def _corpus_search(self, corpus: str) -> Any:
-        """One BM25 search over the ``corpus`` folder per metric object (the index is built once, on first use)."""
-        from ..tools.search import WebSearch
+    def _corpus_search(self, corpus: str, ctx: ScoringContext) -> Any:
+        """The retriever of the ``corpus`` folder (:class:`sgieval.tools.retrieval.CorpusRetriever` with the run's
+        embedder), one per metric object and folder: the folder is read and its passages embedded once."""
+        from ..tools.retrieval import CorpusRetriever
 
+        mode = str(ctx.options.get("retrieval", "hybrid"))
         cached = getattr(self, "_corpus", None)
-        if cached is None or cached[0] != corpus:
-            cached = (corpus, WebSearch("bm25", corpus_dir=corpus))
+        if cached is None or cached[0] != (corpus, mode):
+            embedder = self._embedder(ctx)
+            name = str(getattr(embedder, "name", None) or ctx.options.get("embedding_model", "minilm"))
+            cached = ((corpus, mode), CorpusRetriever.from_folder(corpus, embedder, mode=mode, embedder_name=name))  # type: ignore[arg-type]
             self._corpus = cached
         return cached[1]
+
+    @staticmethod
+    def _embedder(ctx: ScoringContext) -> Any:
+        """The run's embedder (``ctx.embedder``; loaded from ``ctx.options["embedding_model"]``, default MiniLM)."""
+        if ctx.embedder is None:
+            from .embeddings import get_embedder
+
+            ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
+        return ctx.embedder
 
     def _hits(self, query: str, ctx: ScoringContext) -> tuple[list[dict[str, str]], str]:
         corpus = ctx.options.get("corpus")
         if self._search is not None:
             raw, backend = self._search(query, self.n), "custom"
         elif corpus:  # the user's papers only: never the web, nor the benchmark's own items in the pool's index
-            out = self._corpus_search(str(corpus)).search(query, self.n)
+            out = self._corpus_search(str(corpus), ctx).search(query, self.n)
             raw, backend = out.hits, out.backend
         elif ctx.tools is not None and "web_search" in getattr(ctx.tools, "names", []):
             out, _ = ctx.tools.call("web_search", query=query, max_results=self.n)
@@ -195,13 +213,12 @@ class RetrievalNoveltyMetric(Metric):
                 for s in self.specs
             ]
         try:
-            if ctx.embedder is None:
-                from .embeddings import get_embedder
-
-                ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
-                evidence["embedder"] = str(getattr(ctx.embedder, "name", evidence["embedder"]))
+            loaded = ctx.embedder is None
+            embedder = self._embedder(ctx)
+            if loaded:
+                evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
             texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
-            emb = np.asarray(ctx.embedder(texts), dtype=float)
+            emb = np.asarray(embedder(texts), dtype=np.float64)
             norms = np.linalg.norm(emb, axis=1)
             sims = [
                 float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0

@@ -17,6 +17,7 @@ from .sandbox import (
     get_sandbox,
     make_run_python_tool,
 )
+from .retrieval import CorpusRetriever, rrf_scores
 from .search import (
     SEARCH_LIMITER,
     BM25Index,
@@ -57,6 +58,8 @@ __all__ = [
     "SearchResults",
     "WebPage",
     "BM25Index",
+    "CorpusRetriever",
+    "rrf_scores",
     "WebSearch",
     "is_online",
     "network_status",

@@ -202,7 +202,14 @@ def test_model_without_tool_calling_uses_structured_output(sgi_catalog):
 
 def test_offline_plan_without_agent(sgi_catalog):
     plan, items, trace = run(run_questioning(REQUEST, sgi_catalog, k=1, seed=0))
-    assert trace == {"path": "offline"}
+    assert trace == {
+        "path": "offline",
+        "reading": {
+            "understood": {"rigor": "quality rigor", "idea generation": "task=idea_generation"},
+            "near_misses": {},
+            "unknown": [],
+        },
+    }
     assert plan.filters == {"task": ["idea_generation"]}
     # 2 strata (chemistry, physics), k=1: quotas 0.5, the seat goes to chemistry (name order)
     assert [i.id for i in items] == ["sgi-bench/SGI_IdeaGeneration_9001"]

@@ -110,7 +110,9 @@ def test_agent_chooses_retrieval_novelty_in_the_real_graph(tmp_path):
     # the customisation prompt offered the pool metric, with where it searches
     human = next(str(m[1].content) for m in a.chat.seen if "Pool metrics" in str(m[1].content))
     assert "- retrieval_novelty (objective, 0-10)" in human
-    assert f"retrieval_novelty searches the papers in {papers} (BM25)" in human
+    assert (
+        f"retrieval_novelty searches the papers in {papers} (nearest by embedding similarity, fused with BM25)" in human
+    )
     report = Path(state["report"]).read_text()
     assert "## Ranking by retrieval_novelty (scale 0-10, higher is better)" in report
     ranking = report.split("## Ranking by retrieval_novelty")[1].split("\n## ")[0]
@@ -151,7 +153,10 @@ async def test_offered_with_a_corpus_and_chosen_by_name_in_pool(tmp_path):
     plan, metrics, _ = await run_customisation(
         "Are these ideas new?", ITEMS, agent=a, options={"corpus": str(tmp_path)}
     )
-    assert f"retrieval_novelty searches the papers in {tmp_path} (BM25)" in str(a.chat.seen[0][1].content)
+    assert (
+        f"retrieval_novelty searches the papers in {tmp_path} (nearest by embedding similarity, fused with BM25)"
+        in str(a.chat.seen[0][1].content)
+    )
     assert plan.pool == ["retrieval_novelty"]
     assert [s.name for m in metrics for s in m.specs][-3:] == [
         "retrieval_novelty",

@@ -62,23 +62,25 @@ def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     report = next((tmp_path / "runs").glob("*/report.md")).read_text()
     assert "## Ranking by retrieval_novelty (scale 0-10, higher is better)" in report
-    # retrieved papers per item (BM25 over the six papers: those sharing a word with the idea and question; n = 4)
-    # with MiniLM cosine similarities; S_inn = clip(10 (1 - mean), 0, 10) by hand from the listed similarities:
-    # close/i1 10 (1 - (0.919 + 0.854 + 0.655 + 0.485) / 4) = 2.7175 -> 2.72; close/i2 10 (1 - (0.877 + 0.447) / 2)
-    # = 3.38; far/i1 10 (1 - (0.395 + 0.403) / 2) = 6.01; far/i2 10 (1 - (0.426 + 0.452) / 2) = 5.61
+    # every paper is ranked for each idea (MiniLM similarity fused with BM25), so each idea has its n = 4 nearest
+    # papers, with MiniLM cosine similarities; S_inn = clip(10 (1 - mean), 0, 10) by hand from the listed ones:
+    # close/i1 10 (1 - (0.919 + 0.854 + 0.655 + 0.485) / 4) = 2.7175 -> 2.72; close/i2 10 (1 - (0.877 + 0.447 +
+    # 0.160 + 0.131) / 4) = 5.9625 -> 5.96; far/i1 10 (1 - (0.403 + 0.395 + 0.307 + 0.268) / 4) = 6.5675 -> 6.57;
+    # far/i2 10 (1 - (0.452 + 0.426 + 0.104 + 0.053) / 4) = 7.4125 -> 7.41
     for row in (
         "| jsonl:ideas/i1 | replay:close | 2.72 | Graphene filters (0.919); Graphene desalination (0.854); Salt "
         "membranes (0.655); Membrane fouling (0.485) | Graphene membranes filter seawater salt. Propose a research "
         "idea about water. |",
-        "| jsonl:ideas/i2 | replay:close | 3.38 | Protein folding (0.877); Enzyme kinetics (0.447) | Enzymes fold "
-        "proteins. Propose a research idea about cells. |",
-        "| jsonl:ideas/i1 | replay:far | 6.01 | Protein folding (0.395); Enzyme kinetics (0.403) | Enzymes could "
-        "power tiny submarines. Propose a research idea about water. |",
-        "| jsonl:ideas/i2 | replay:far | 5.61 | Graphene desalination (0.426); Graphene filters (0.452) | Graphene "
-        "sails catch solar wind. Propose a research idea about cells. |",
+        "| jsonl:ideas/i2 | replay:close | 5.96 | Protein folding (0.877); Enzyme kinetics (0.447); Salt membranes "
+        "(0.160); Graphene desalination (0.131) | Enzymes fold proteins. Propose a research idea about cells. |",
+        "| jsonl:ideas/i1 | replay:far | 6.57 | Enzyme kinetics (0.403); Protein folding (0.395); Membrane fouling "
+        "(0.307); Salt membranes (0.268) | Enzymes could power tiny submarines. Propose a research idea about water. |",
+        "| jsonl:ideas/i2 | replay:far | 7.41 | Graphene filters (0.452); Graphene desalination (0.426); Salt "
+        "membranes (0.104); Membrane fouling (0.053) | Graphene sails catch solar wind. Propose a research idea about "
+        "cells. |",
     ):
         assert row in report, row
-    # ranking: far (6.01 + 5.61) / 2 = 5.81 over close (2.72 + 3.38) / 2 = 3.05 (means of the unrounded values)
-    assert "| 1 | replay:far | 5.81 |" in report and "| 2 | replay:close | 3.05 |" in report
+    # ranking: far (6.5675 + 7.4125) / 2 = 6.99 over close (2.7175 + 5.9625) / 2 = 4.34
+    assert "| 1 | replay:far | 6.99 |" in report and "| 2 | replay:close | 4.34 |" in report
     assert "**replay:far** ranks first by retrieval_novelty on 2 items" in report
-    assert "(BM25)" in report and str(tmp_path / "papers") in report
+    assert "(nearest by embedding similarity, fused with BM25)" in report and str(tmp_path / "papers") in report

@@ -1,6 +1,7 @@
 """Retrieval-augmented novelty (METRICS.md E): a generated corpus of six short papers and two ideas (one close to
-the papers, one far), BM25 retrieval over the corpus, a fixed word-indicator embedder, hand-computed S_avg,
-S_inn and rewards; MiniLM ranks the two ideas the same way."""
+the papers, one far), every paper ranked by embedding similarity fused with BM25 (so the n = 4 nearest always
+exist), a fixed word-indicator embedder, hand-computed S_avg, S_inn and rewards; MiniLM ranks the two ideas the
+same way."""
 
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ async def _score(resp, corpus, embedder=indicator):
 async def test_close_idea_hand_computed(corpus):
     got = await _score(CLOSE, corpus)
     nov = got["retrieval_novelty"]
-    # BM25 (stopwords removed; the question's words are not in the corpus) finds the four papers sharing a word
-    # with "graphene membranes filter seawater salt": p1-p4.  Idea words {graphene, membranes, filter, seawater,
+    # the query's words in the embedder's vocabulary are the idea's (the question's are not in it), so the dense
+    # ranking is p2 > p3 > p1 > p4 > p5 = p6 (cosines below, p5 and p6 0); BM25 finds only p1-p4 (a shared word);
+    # fused by reciprocal rank the four nearest are p1-p4.  Idea words {graphene, membranes, filter, seawater,
     # salt}; work = title + snippet (the file's text):
     # p1 {graphene, desalination, membranes, filter, salt}: 4 shared -> 4/sqrt(5*5) = 0.8
     # p2 {graphene, filters, membranes, filter, seawater, salt}: 5 -> 5/sqrt(5*6) = 0.912871
@@ -75,33 +77,65 @@ async def test_close_idea_hand_computed(corpus):
         ["Graphene desalination", "Graphene filters", "Salt membranes", "Membrane fouling"]
     )
     assert nov.evidence[0].query == ("Graphene membranes filter seawater salt. Propose one research idea.")
-    assert nov.evidence[0].backend == "bm25" and nov.evidence[0].n_found == 4
+    assert nov.evidence[0].backend == "bm25+dense" and nov.evidence[0].n_found == 4
     assert got["retrieval_novelty_reward"].value == 0.0  # 2.57 <= tau 5
     # the prompt asks for <answer>; reasoning closed and a non-empty answer: R_format 1; R = 1 + 0
     assert got["ttrl_reward"].value == 1.0
 
 
-async def test_far_idea_hand_computed_with_fewer_works_than_n(corpus):
+async def test_far_idea_is_scored_against_the_nearest_works_even_without_a_shared_word(corpus):
     got = await _score(FAR, corpus)
     nov = got["retrieval_novelty"]
-    # only p5 and p6 share a word ("enzymes") with the idea {enzymes, could, power, tiny, submarines}:
-    # p5 {protein, folding, enzymes, fold, proteins}: 1/sqrt(25) = 0.2; p6 {enzyme, kinetics, enzymes, catalyse,
-    # reactions, quickly}: 1/sqrt(30) = 0.182574;  S_avg = 0.191287, S_inn = 8.087129
-    s_avg = (0.2 + 1 / math.sqrt(30)) / 2
+    # idea {enzymes, could, power, tiny, submarines}: p5 {protein, folding, enzymes, fold, proteins} 1/sqrt(25) = 0.2;
+    # p6 {enzyme, kinetics, enzymes, catalyse, reactions, quickly} 1/sqrt(30) = 0.182574; p1-p4 share no word: 0.
+    # Dense ranks p5, p6, then p1..p4 in corpus order; BM25 finds p5 and p6 only.  RRF (k = 60): p5 and p6 get
+    # 1/61 or 1/62 from each ranking, p1 1/63, p2 1/64: the four nearest are p5, p6, p1, p2.
+    # S_avg = (0.2 + 0.182574 + 0 + 0) / 4 = 0.095644, S_inn = 9.043565
+    s_avg = (0.2 + 1 / math.sqrt(30)) / 4
     assert nov.value == pytest.approx(10 * (1 - s_avg))
-    assert nov.details["n_found"] == 2 and "2 of 4 works found" in nov.rationale
-    assert got["retrieval_novelty_reward"].value == 1.0  # 8.09 > 5
+    assert [w["title"] for w in nov.evidence[0].works][2:] == ["Graphene desalination", "Graphene filters"]
+    assert nov.details["n_found"] == 4 and "2 of 4 works found" not in nov.rationale
+    assert got["retrieval_novelty_reward"].value == 1.0  # 9.04 > 5
     # no closed reasoning block: R_format 0; R = 0 + 1
     assert got["ttrl_reward"].value == 1.0 and "R_format = 0" in got["ttrl_reward"].rationale
 
 
-async def test_no_work_found_is_not_applicable_never_10(corpus):
+async def test_fewer_works_than_n_uses_those_there_are(tmp_path):
+    for name in ("p5.md", "p6.md"):
+        (tmp_path / name).write_text(PAPERS[name])
+    nov = (await _score(FAR, tmp_path))["retrieval_novelty"]
+    assert nov.details["n_found"] == 2 and "2 of 4 works found" in nov.rationale
+    assert nov.value == pytest.approx(10 * (1 - (0.2 + 1 / math.sqrt(30)) / 2))  # 8.087129
+
+
+async def test_an_idea_sharing_nothing_with_the_papers_is_novel_not_unscored(corpus):
     resp = Response(item_id="ideas/1", model="replay:x", text="<answer>Quantum dots glow brightly.</answer>")
     got = await _score(resp, corpus)
+    # no word in common with any paper: the four nearest works have cosine 0, S_avg 0, S_inn 10
+    assert got["retrieval_novelty"].value == 10.0 and got["retrieval_novelty"].details["n_found"] == 4
+    assert got["retrieval_novelty_reward"].value == 1.0
+
+
+async def test_no_work_found_is_not_applicable_never_10(tmp_path):
+    (tmp_path / "notes.bin").write_bytes(b"\x00")  # a folder with no readable work: an empty corpus
+    got = await _score(CLOSE, tmp_path)
     assert all(
         s.value is None and s.status == "not_run" and s.details == {"not_applicable": True} for s in got.values()
     )
     assert got["retrieval_novelty"].error.startswith("no related work found for the query")
+
+
+async def test_dense_mode_ranks_by_similarity_only(corpus):
+    ctx = ScoringContext(embedder=indicator, options={"corpus": str(corpus), "retrieval": "dense"})
+    nov = {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, CLOSE, ctx)}["retrieval_novelty"]
+    # dense order p2 (0.912871) > p3 (0.894427) > p1 (0.8) > p4 (0.365148)
+    assert [w["title"] for w in nov.evidence[0].works] == [
+        "Graphene filters",
+        "Salt membranes",
+        "Graphene desalination",
+        "Membrane fouling",
+    ]
+    assert nov.evidence[0].backend == "dense"
 
 
 async def test_search_failure_is_an_infra_error(tmp_path):

@@ -1,0 +1,242 @@
+"""Where the models differ: the report's "Who wins where" section and the Answer's sentences about it.
+
+From the ranking metric's ok item-level scores: one table per facet (discipline, direction, task, type) with at least
+two values among the scored items -- the first model per value, its lead over the second and whether the paired
+test on that value's items separates them (:func:`sgieval.metric_pool.differences.facet_winners`) --, where the
+overall first model's lead over the second comes from (:func:`~sgieval.metric_pool.differences.lead_sources`), the
+near-ties, and the items on which the models' order departs most from the overall order
+(:func:`~sgieval.metric_pool.differences.order_departures`), each linked to the item in the HTML viewer.
+
+The Answer names the facet values where the overall winner is not first, the value that holds most of its lead, and
+the near-ties; a request that asks where the models differ ("where", "which topics", "in which fields") gets these
+sentences first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from ..core import CORPUS, Item, MetricSpec, Score
+from ..metric_pool.differences import FACETS, FacetValue, facet_winners, lead_sources, order_departures
+from ..reports.render import markdown_table
+
+__all__ = ["NEAR_TIE", "WHERE_REQUEST", "WhereReport", "asks_where", "item_link", "where_report"]
+
+WHERE_REQUEST = re.compile(
+    r"\b(?:where|which\s+(?:topics?|fields?|areas?|subjects?|disciplines?|domains?|subfields?|directions?)|"
+    r"in\s+which\s+(?:topics?|fields?|areas?|subjects?|disciplines?|domains?|subfields?|directions?)|"
+    r"disagree\w*|differ(?:s|ence|ences)?\s+(?:by|across|between)\s+(?:topics?|fields?|disciplines?))\b",
+    re.I,
+)
+"""A request that asks where the models differ ("where do they disagree?", "which topics", "in which fields")."""
+
+FACET_WORDS = {
+    "discipline": re.compile(r"\b(?:disciplines?|fields?|domains?|sciences?)\b", re.I),
+    "direction": re.compile(r"\b(?:subfields?|sub-fields?|directions?|topics?|subdomains?|areas?)\b", re.I),
+    "task": re.compile(r"\btasks?\b", re.I),
+    "type": re.compile(r"\btypes?\b", re.I),
+}
+"""Request words naming a facet ("across disciplines" -> discipline; "which topics" -> direction)."""
+
+NEAR_TIE = 0.10
+"""A facet value is a near-tie when the paired test does not separate its first two models and the first's lead is
+at most this share of its mean (10%)."""
+
+
+def asks_where(request: str) -> bool:
+    """Whether ``request`` asks where the models differ (:data:`WHERE_REQUEST`)."""
+    return bool(WHERE_REQUEST.search(request or ""))
+
+
+def item_link(item_id: str) -> str:
+    """The item's page in the run's HTML viewer (``sgieval view`` writes ``viewer/index.html`` in the run folder)."""
+    return f"viewer/index.html#/item/{quote(item_id, safe='')}"
+
+
+@dataclass
+class WhereReport:
+    """The section (``title``, ``body``: Markdown) and the Answer's sentences (``sentences``); ``leads``: whether
+    the request asked where the models differ (the sentences then come first); ``tables``: facet -> rows."""
+
+    title: str = "Who wins where"
+    body: str = ""
+    sentences: list[str] = field(default_factory=list)
+    leads: bool = False
+    tables: dict[str, list[FacetValue]] = field(default_factory=dict)
+
+    @property
+    def section(self) -> dict[str, str]:
+        return {"title": self.title, "body": self.body}
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _num(x: float) -> str:
+    """A sum as the tables print it: an integer without decimals, else 2 decimals."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
+
+
+def _p(p: float) -> str:
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _values(scores: list[Score], metric: str, models: list[str]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {m: {} for m in models}
+    for s in scores:
+        if s.metric == metric and s.model in out and s.ok and s.value is not None and s.item_id != CORPUS:
+            out[s.model][s.item_id] = float(s.value)
+    return {m: v for m, v in out.items() if v}
+
+
+def _row(r: FacetValue, spec: MetricSpec) -> list[str]:
+    first = " = ".join(r.first)
+    second = next((f"{m} ({_fmt(mean)})" for m, mean, _n in r.order if m not in r.first), "-")
+    if r.lead is None:
+        lead = "tie" if len(r.first) > 1 else "-"
+    else:
+        lead = f"{r.lead:+.2f}" if spec.higher_is_better else f"{-r.lead:+.2f} lower"
+    if r.test is None:
+        test = "no test (fewer than 2 shared items)" if r.lead is not None else "-"
+    else:
+        test = f"{'yes' if r.separated else 'no'} (p = {_p(r.test.p_value)}, {r.test.n} items)"
+    order = " > ".join(f"{m} {_fmt(mean)}" for m, mean, _n in r.order)
+    return [r.value, str(r.n_items), f"{first} ({_fmt(r.order[0][1])})", second, lead, test, order]
+
+
+def where_report(
+    request: str,
+    items: list[Item],
+    scores: list[Score],
+    spec: MetricSpec,
+    ranked: list[tuple[str, float]],
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    limit: int = 10,
+) -> WhereReport | None:
+    """The "Who wins where" section and sentences for the ranking metric ``spec``.
+
+    Args:
+        request: the request (whether it asks where, and which facet it names).
+        items: the selected items (their facets).
+        scores: the run's scores (only ``spec``'s ok item-level ones are read).
+        spec: the ranking metric.
+        ranked: (model, overall mean) in ranking order, best first.
+        n_resamples, seed: of the paired tests.
+        limit: how many items the departures list shows.
+
+    Returns:
+        A :class:`WhereReport`, or None when fewer than two models are ranked or no facet has two values among the
+        scored items (nothing differs by facet).
+    """
+    if len(ranked) < 2:
+        return None
+    models = [m for m, _ in ranked]
+    values = _values(scores, spec.name, models)
+    by_id = {i.id: i for i in items}
+    tables: dict[str, list[FacetValue]] = {}
+    for facet in FACETS:
+        facet_of = {i: str(getattr(by_id[i], facet) or "(none)") for i in by_id}
+        rows = facet_winners(
+            values, facet_of, facet, higher_is_better=spec.higher_is_better, n_resamples=n_resamples, seed=seed
+        )
+        if rows and not (tables and any([r.value for r in rows] == [x.value for x in t] for t in tables.values())):
+            tables[facet] = rows
+    if not tables:
+        return None
+    out = WhereReport(leads=asks_where(request), tables=tables)
+    top_mean = ranked[0][1]
+    leaders = [m for m, mean in ranked if mean == top_mean]
+    winner = leaders[0] if len(leaders) == 1 else None
+    unit = f"{spec.name} per item"
+    parts = [
+        f"The first model per facet value by {spec.name} (scale {spec.scale_label}, mean per item over that value's "
+        "scored items); the lead is over the second model; 'separated' is the paired permutation test of the two on "
+        "the items both scored there (two-sided, 5% level, not adjusted for the several values tested)."
+    ]
+    for facet, rows in tables.items():
+        parts.append(f"### By {facet}")
+        parts.append(
+            markdown_table(
+                [facet, "items", "first (mean)", "second (mean)", "lead", "separated", "order"],
+                [_row(r, spec) for r in rows],
+            )
+        )
+    # the facet the request names, else the one with the most values (the finest split)
+    named = [f for f in tables if FACET_WORDS.get(f) and FACET_WORDS[f].search(request or "")]
+    main = named[0] if named else max(tables, key=lambda f: (len(tables[f]), -FACETS.index(f)))
+    sentences: list[str] = []
+    if winner is not None:
+        named_values: set[str] = set()
+        for facet in [main, *[f for f in tables if f != main]]:
+            notfirst = [
+                r
+                for r in tables[facet]
+                if winner in r.rank_of and winner not in r.first and r.value not in named_values
+            ]
+            named_values |= {r.value for r in notfirst}
+            if notfirst:
+                sentences.append(
+                    f"By {facet}, {winner} is first overall but not in "
+                    + "; ".join(
+                        f"{r.value} ({' and '.join(r.first)} first, {winner} {_ordinal(r.rank_of[winner])})"
+                        for r in notfirst
+                    )
+                    + "."
+                )
+        second = ranked[1][0]
+        facet_of = {i: str(getattr(by_id[i], main) or "(none)") for i in by_id}
+        shares = lead_sources(values, facet_of, main, winner, second)
+        total = sum(s.diff for s in shares)
+        n_shared = sum(s.n for s in shares)
+        if shares and total > 0 and shares[0].share is not None and shares[0].diff > 0:
+            top = shares[0]
+            how = "mostly" if (top.share or 0.0) > 0.5 else "most of all"
+            own = ""
+            if math.isinf(spec.range[1]):  # a count: how much of the winner's total that value holds
+                there = sum(v for i, v in values[winner].items() if facet_of.get(i) == top.value)
+                own = f"; {winner} has {_num(there)} of its {_num(sum(values[winner].values()))} there"
+            sentences.append(
+                f"{winner}'s lead over {second} comes {how} from {top.value}: its "
+                f"{top.n} item{'s hold' if top.n != 1 else ' holds'} "
+                f"{_num(top.diff)} ({top.share:.0%}) of the {_num(total)} by which {winner}'s summed {spec.name} "
+                f"exceeds {second}'s on the {n_shared} items both scored{own}."
+            )
+    ties = [
+        r
+        for r in tables[main]
+        if r.lead is not None and r.separated is not True and abs(r.lead) <= NEAR_TIE * max(abs(r.order[0][1]), 1e-12)
+    ]
+    for r in ties:
+        (a, ma, _), (b, mb, _) = r.order[0], r.order[1]
+        test = f"the paired test does not separate them (p = {_p(r.test.p_value)})" if r.test else "no paired test"
+        sentences.append(f"{r.value} is a near-tie: {a} {_fmt(ma)} against {b} {_fmt(mb)} {unit}; {test}.")
+    for r in tables[main]:
+        if len(r.first) > 1:
+            sentences.append(f"{r.value} is a tie: {' = '.join(r.first)} at {_fmt(r.order[0][1])} {unit}.")
+    overall = dict(ranked)
+    departures = order_departures(values, overall, higher_is_better=spec.higher_is_better, limit=limit)
+    if departures:
+        parts.append(
+            "### Items where the order differs most\n\nThe items on which the models' order departs most from the "
+            "overall order (Spearman footrule distance: the sum over models of |rank on the item - overall rank|, "
+            "ties sharing the mean rank); each links to the item in the HTML viewer (`sgieval view`)."
+        )
+        lines: list[list[str]] = []
+        for d in departures:
+            order = sorted(d.ranks, key=lambda m: (d.ranks[m], models.index(m)))
+            shown = " > ".join(f"{m} {d.values[m]:g}" for m in order)
+            lines.append([f"[{d.item_id}]({item_link(d.item_id)})", f"{d.distance:g}", shown])
+        parts.append(markdown_table(["item", "distance", "order on the item"], lines))
+    out.body = "\n\n".join(parts)
+    out.sentences = sentences
+    return out

@@ -1,0 +1,244 @@
+"""Where the models differ: who wins each facet value, where the overall lead comes from, and the items on which the
+models' order departs most from the overall one.
+
+Pure functions over per-item values of one metric (``{model: {item id: value}}``, the values the ranking averages),
+beside the ranking's own statistics (:mod:`.aggregate`):
+
+- :func:`facet_winners`: for each value of a facet (discipline, direction, task, type) with at least two values in
+  the selection, the models ordered by their mean over that value's items, the first model's lead over the second
+  (difference of means, on the metric's scale) and the paired permutation test of the two on the items both scored
+  there (:func:`.aggregate.paired_test`; "separated" means p < 0.05, two-sided, not adjusted for the several values
+  tested);
+- :func:`lead_sources`: the overall first model's lead over the second decomposed by facet value: the summed
+  per-item differences of the shared items of each value, as a share of the summed difference over all shared items
+  (the shares add up to 1);
+- :func:`order_departures`: per item, the Spearman footrule distance between the models' order on that item and
+  their overall order, ``sum_m |rank_item(m) - rank_overall(m)|`` (Diaconis and Graham 1977), ranks from 1 with
+  ties sharing the mean rank (``scipy.stats.rankdata(method="average")``), over the models that scored the item;
+  items with the largest distance first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from .aggregate import PairedResult, paired_test
+
+__all__ = [
+    "FACETS",
+    "FacetValue",
+    "ItemDeparture",
+    "LeadShare",
+    "facet_winners",
+    "lead_sources",
+    "order_departures",
+]
+
+FACETS = ("discipline", "direction", "task", "type")
+"""The facets a "who wins where" table is made for (each with at least two values among the scored items)."""
+
+SIGNIFICANCE = 0.05
+"""The level below which a paired test separates two models (two-sided)."""
+
+
+@dataclass(frozen=True)
+class FacetValue:
+    """One facet value's row of the "who wins where" table.
+
+    ``order``: (model, mean over its scored items of this value, n items) for every model with a score there, best
+    first (ties share their place in the order given, never broken by name: ``first`` lists every model sharing the
+    best mean); ``lead``: first mean minus second mean (positive when higher is better; None with fewer than two
+    models or a tie for first); ``test``: the paired test of the first two on the items both scored (None when
+    fewer than two are shared or there is no second model); ``rank_of``: model -> its place (1 = first; tied models
+    share the smaller place)."""
+
+    facet: str
+    value: str
+    n_items: int
+    order: list[tuple[str, float, int]]
+    first: list[str]
+    lead: float | None
+    test: PairedResult | None
+    rank_of: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def separated(self) -> bool | None:
+        """Whether the paired test separates the first two (p < 0.05); None without a test."""
+        return None if self.test is None else self.test.p_value < SIGNIFICANCE
+
+
+@dataclass(frozen=True)
+class LeadShare:
+    """The part of the overall lead of ``first`` over ``second`` that one facet value holds: ``diff`` the summed
+    per-item difference (first minus second, on the metric's scale, shared items only) on ``n`` items, ``share`` =
+    diff / the summed difference over every shared item (None when that sum is 0)."""
+
+    facet: str
+    value: str
+    n: int
+    diff: float
+    share: float | None
+
+
+@dataclass(frozen=True)
+class ItemDeparture:
+    """One item's departure from the overall order: ``distance`` the Spearman footrule distance, ``ranks`` model ->
+    its rank on the item (ties share the mean rank), ``values`` model -> its value."""
+
+    item_id: str
+    distance: float
+    ranks: dict[str, float]
+    values: dict[str, float]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return float(sum(xs) / len(xs))
+
+
+def _places(order: list[tuple[str, float, int]], higher_is_better: bool) -> dict[str, int]:
+    """model -> place (1 = first); equal means share the smaller place ("2=")."""
+    out: dict[str, int] = {}
+    for i, (m, mean, _n) in enumerate(order):
+        if i and mean == order[i - 1][1]:
+            out[m] = out[order[i - 1][0]]
+        else:
+            out[m] = i + 1
+    return out
+
+
+def facet_winners(
+    values: Mapping[str, Mapping[str, float]],
+    facet_of: Mapping[str, str],
+    facet: str,
+    *,
+    higher_is_better: bool = True,
+    n_resamples: int = 10000,
+    seed: int = 0,
+) -> list[FacetValue]:
+    """The "who wins where" rows of one facet.
+
+    Args:
+        values: model -> item id -> value (the ranking metric's ok item-level values).
+        facet_of: item id -> the item's value of ``facet``.
+        facet: the facet's name (for the rows).
+        higher_is_better: the metric's direction.
+        n_resamples, seed: of the paired tests (:func:`.aggregate.paired_test`, permutation).
+
+    Returns:
+        One :class:`FacetValue` per facet value among the scored items, in value order; an empty list when the
+        scored items hold fewer than two values of the facet.
+    """
+    scored = {i for per in values.values() for i in per if i in facet_of}
+    groups = sorted({facet_of[i] for i in scored})
+    if len(groups) < 2:
+        return []
+    rows = []
+    sign = 1.0 if higher_is_better else -1.0
+    for g in groups:
+        ids = {i for i in scored if facet_of[i] == g}
+        order = []
+        for m, per in values.items():
+            mine = [per[i] for i in ids if i in per]
+            if mine:
+                order.append((m, _mean(mine), len(mine)))
+        order.sort(key=lambda r: -sign * r[1])  # stable: equal means keep the given order
+        first = [m for m, mean, _n in order if mean == order[0][1]]
+        lead = test = None
+        if len(order) > 1 and len(first) == 1:
+            lead = order[0][1] - order[1][1]
+            a, b = order[0][0], order[1][0]
+            shared = {i: values[a][i] for i in ids if i in values[a] and i in values[b]}
+            if len(shared) >= 2:
+                test = paired_test(shared, {i: values[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
+        rows.append(
+            FacetValue(
+                facet=facet,
+                value=g,
+                n_items=len(ids),
+                order=order,
+                first=first,
+                lead=lead,
+                test=test,
+                rank_of=_places(order, higher_is_better),
+            )
+        )
+    return rows
+
+
+def lead_sources(
+    values: Mapping[str, Mapping[str, float]],
+    facet_of: Mapping[str, str],
+    facet: str,
+    first: str,
+    second: str,
+) -> list[LeadShare]:
+    """Where ``first``'s lead over ``second`` comes from, by value of ``facet``.
+
+    Args:
+        values: model -> item id -> value.
+        facet_of: item id -> its value of ``facet``.
+        facet: the facet's name.
+        first, second: the two models compared (first minus second).
+
+    Returns:
+        One :class:`LeadShare` per facet value of the items both scored, the largest ``diff`` first (ties in value
+        order); the shares sum to 1 when the total difference is not 0.
+    """
+    a, b = values.get(first, {}), values.get(second, {})
+    shared = [i for i in a if i in b and i in facet_of]
+    total = sum(a[i] - b[i] for i in shared)
+    by: dict[str, list[float]] = {}
+    for i in shared:
+        by.setdefault(facet_of[i], []).append(a[i] - b[i])
+    out = [
+        LeadShare(facet, g, len(d), float(sum(d)), (float(sum(d)) / total) if total else None)
+        for g, d in sorted(by.items())
+    ]
+    return sorted(out, key=lambda s: -s.diff)
+
+
+def order_departures(
+    values: Mapping[str, Mapping[str, float]],
+    overall: Mapping[str, float],
+    *,
+    higher_is_better: bool = True,
+    limit: int | None = 10,
+) -> list[ItemDeparture]:
+    """The items on which the models' order departs most from their overall order.
+
+    Args:
+        values: model -> item id -> value.
+        overall: model -> its overall mean (the ranking's); models with equal means share the mean rank.
+        higher_is_better: the metric's direction.
+        limit: how many items to return (None: all).
+
+    Returns:
+        :class:`ItemDeparture` rows for the items scored by at least two models of ``overall``, the largest Spearman
+        footrule distance first (ties in item-id order), items with distance 0 left out.  Ranks are taken among the
+        models that scored the item, on the item and overall alike.
+    """
+    from scipy.stats import rankdata
+
+    models = [m for m in overall if m in values]
+    sign = -1.0 if higher_is_better else 1.0
+    items = sorted({i for m in models for i in values[m]})
+    out = []
+    for item in items:
+        here = [m for m in models if item in values[m]]
+        if len(here) < 2:
+            continue
+        item_ranks = rankdata([sign * values[m][item] for m in here], method="average")
+        overall_ranks = rankdata([sign * overall[m] for m in here], method="average")
+        distance = float(sum(abs(r - o) for r, o in zip(item_ranks, overall_ranks)))
+        if distance > 0:
+            out.append(
+                ItemDeparture(
+                    item_id=item,
+                    distance=distance,
+                    ranks={m: float(r) for m, r in zip(here, item_ranks)},
+                    values={m: float(values[m][item]) for m in here},
+                )
+            )
+    out.sort(key=lambda d: (-d.distance, d.item_id))
+    return out if limit is None else out[:limit]

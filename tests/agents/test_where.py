@@ -1,0 +1,81 @@
+"""Where the models differ, on the real stored SciAidanBench answers through `sgieval ask`: the "Who wins where"
+tables, where o1-mini's lead comes from, the near-ties, the facet values where the overall winner is not first, and
+the items whose order departs most from the overall one (linked to the viewer)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from sgieval.agents.where import asks_where, item_link
+from sgieval.cli import app
+
+runner = CliRunner()
+
+
+def _report(tmp_path, request: str) -> str:
+    res = runner.invoke(app, ["ask", request, "--yes", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    return (run_dir / "report.md").read_text()
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def test_physics_creativity_names_synchrotron_and_the_condensed_matter_near_tie(tmp_path):
+    text = _report(tmp_path, "How do the models compare on physics creativity, and where do they disagree?")
+    answer = section(text, "Answer")
+    # the request asks where: the Answer leads with it.  o1-mini - 4o per item summed over the 57 physics items: 299;
+    # over the 10 Synchrotron items 151 (230 - 79); o1-mini's 781 accepted answers hold 230 from Synchrotron
+    assert answer.strip().startswith(
+        "replay:o1-mini's lead over replay:openai/4o comes mostly from Synchrotron: its 10 items hold 151 (51%) of "
+        "the 299 by which replay:o1-mini's summed aidan_accepted_answers exceeds replay:openai/4o's on the 57 items "
+        "both scored; replay:o1-mini has 230 of its 781 there."
+    )
+    # Condensed Matter: 71/7 = 10.14 against 66/7 = 9.43, a lead of 7% of the first's mean, p = 0.98
+    assert (
+        "Condensed Matter is a near-tie: replay:o1-mini 10.14 against replay:llama3.3:latest 9.43 "
+        "aidan_accepted_answers per item; the paired test does not separate them (p = 0.9844)."
+    ) in answer
+    where = section(text, "Who wins where")
+    assert "### By discipline" not in where  # one discipline selected: no table
+    assert (
+        "| Synchrotron | 10 | replay:o1-mini (23.00) | replay:openai/4o (7.90) | +15.10 | yes (p = 0.0156, 10 items) |"
+    ) in where
+    assert (
+        "| Condensed Matter | 7 | replay:o1-mini (10.14) | replay:llama3.3:latest (9.43) | +0.71 | no (p = 0.9844"
+        in (where)
+    )
+    assert "### Items where the order differs most" in where
+    assert (
+        "| [sciaidanbench/physics-condensed-matter/1](viewer/index.html#/item/sciaidanbench%2Fphysics-condensed-matter%2F1)"
+        " | 16 | replay:phi4:latest 23 > replay:qwen2.5:latest 9 > replay:o1-mini 8 >"
+    ) in where
+
+
+def test_disciplines_request_names_biology_where_o1_mini_is_third(tmp_path):
+    text = _report(tmp_path, "Where do the models disagree on creativity across disciplines?")
+    answer = section(text, "Answer")
+    assert answer.strip().startswith(
+        "By discipline, replay:o1-mini is first overall but not in Biology (replay:llama3.3:latest first, "
+        "replay:o1-mini 3rd)."
+    )
+    assert answer.count("not in Biology") == 1  # the direction table's Biology row is not named twice
+    # Biology: llama3.3 181/20 = 9.05, 4o 179/20 = 8.95, o1-mini 150/20 = 7.50
+    assert "| Biology | 20 | replay:llama3.3:latest (9.05) | replay:openai/4o (8.95) | +0.10 | no (p = 0.9817" in (
+        section(text, "Who wins where")
+    )
+
+
+def test_a_ranking_request_states_the_verdict_first(tmp_path):
+    text = _report(tmp_path, "Which model is the most creative in physics?")
+    answer = section(text, "Answer").strip()
+    assert answer.startswith('To "Which model is the most creative in physics?": **replay:o1-mini** ranks first')
+    assert "comes mostly from Synchrotron" in answer
+
+
+def test_where_words():
+    assert asks_where("Where do the models disagree?") and asks_where("In which fields does o1-mini lead?")
+    assert asks_where("which topics favour llama?") and not asks_where("Which model is the most creative?")
+    assert item_link("sciaidanbench/chemistry/2") == "viewer/index.html#/item/sciaidanbench%2Fchemistry%2F2"

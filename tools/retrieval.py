@@ -1,0 +1,180 @@
+"""Offline retrieval over a corpus that ranks every work: dense (embedding similarity), optionally fused with BM25.
+
+METRICS.md E.1: offline, the related works of an idea are "every work of a corpus folder of the user's papers ...,
+ranked by embedding similarity to the query, optionally fused with BM25 by reciprocal rank; so the n nearest works
+always exist when the corpus has n works".  A BM25 index alone returns only the works sharing a word with the query,
+so an idea worded unlike the user's papers found none and went unscored; here every work gets a rank.
+
+- ``dense``: each work is cut into passages of at most ``passage_words`` words (as :class:`~.search.BM25Index`
+  does); every passage is embedded once with the embedder given (any callable ``texts -> (n, d) array``, e.g. the
+  run's MiniLM); a work's similarity to a query is the cosine of its best passage with the query embedding; the
+  works are ranked by that similarity, ties in corpus order.
+- ``hybrid`` (default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense ranking of
+  every work and the BM25 ranking of the works BM25 finds (a positive score): ``RRF(d) = sum over the rankings r
+  that rank d of 1 / (rrf_k + rank_r(d))``, ``rrf_k = 60`` as in the paper; ties broken by dense similarity, then
+  corpus order.
+
+Hits carry the work's best passage (by embedding) as the snippet and the fused score (``hybrid``) or the cosine
+(``dense``) as ``score``.  This module imports only ``core`` and the search module of its own folder: the embedder is
+passed in.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, Literal
+
+import numpy as np
+
+from ..core import InputError
+from .search import BM25Index, SearchHit, SearchResults
+
+__all__ = ["CorpusRetriever", "RRF_K", "RetrievalMode", "rrf_scores"]
+
+RRF_K = 60
+"""The reciprocal-rank-fusion constant k of Cormack et al. (2009)."""
+
+RetrievalMode = Literal["dense", "hybrid"]
+
+
+def rrf_scores(rankings: list[list[int]], n: int, k: int = RRF_K) -> list[float]:
+    """Reciprocal rank fusion of ``rankings`` (each a list of document indices, best first; a document a ranking
+    leaves out gets nothing from it) over ``n`` documents.
+
+    Args:
+        rankings: document indices (0 <= i < n) per ranking, best first.
+        n: number of documents.
+        k: the RRF constant (60 in Cormack, Clarke and Buettcher, SIGIR 2009).
+
+    Returns:
+        ``n`` fused scores, ``sum_r 1 / (k + rank_r(d))`` with ranks from 1; 0 for a document no ranking holds.
+    """
+    out = [0.0] * n
+    for ranking in rankings:
+        for rank, d in enumerate(ranking, 1):
+            out[d] += 1.0 / (k + rank)
+    return out
+
+
+class CorpusRetriever:
+    """Rank every document of a corpus for a query (module docstring).
+
+    Args:
+        documents: the corpus (:class:`~.search.Document`, strings, dicts or Items, as for BM25Index).
+        embed: ``embed(texts) -> array (len(texts), d)``; called once for every passage (lazily, on the first
+            search) and once per query.
+        mode: ``"hybrid"`` (dense + BM25, reciprocal rank fusion) or ``"dense"``.
+        passage_words: passage length in words.
+        warnings: notes about the corpus (skipped files), kept on every result.
+        embedder_name: how the embedder is named in results.
+
+    Raises:
+        InputError: an unknown ``mode``.
+    """
+
+    def __init__(
+        self,
+        documents: Iterable[Any],
+        embed: Callable[[list[str]], Any],
+        *,
+        mode: RetrievalMode = "hybrid",
+        passage_words: int = 300,
+        warnings: list[str] | None = None,
+        embedder_name: str = "",
+    ):
+        if mode not in ("dense", "hybrid"):
+            raise InputError(f"unknown retrieval mode {mode!r}", what="retrieval", fix="use dense or hybrid")
+        self.mode = mode
+        self.embed = embed
+        self.embedder_name = embedder_name
+        self.bm25 = BM25Index(documents, passage_words=passage_words, warnings=warnings)
+        self._vectors: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_folder(
+        cls, folder: Any, embed: Callable[[list[str]], Any], *, mode: RetrievalMode = "hybrid", **kw: Any
+    ) -> "CorpusRetriever":
+        """The retriever of a corpus folder (:func:`~.search.load_corpus`: Markdown, text, JSONL, PDF)."""
+        from .search import load_corpus
+
+        docs, warnings = load_corpus(folder)
+        return cls(docs, embed, mode=mode, warnings=warnings, **kw)
+
+    @property
+    def documents(self) -> list[Any]:
+        return self.bm25.documents
+
+    def __len__(self) -> int:
+        return len(self.bm25.documents)
+
+    @property
+    def backend(self) -> str:
+        return "bm25+dense" if self.mode == "hybrid" else "dense"
+
+    def _passage_vectors(self) -> np.ndarray:
+        """Unit vectors of every passage (title + passage text), computed once."""
+        with self._lock:
+            if self._vectors is None:
+                texts = [f"{self.bm25.documents[di].title}. {text}".strip() for di, text in self.bm25.passages]
+                v = np.asarray(self.embed(texts), dtype=np.float64).reshape(len(texts), -1)
+                norms = np.linalg.norm(v, axis=1, keepdims=True)
+                self._vectors = v / np.where(norms == 0, 1.0, norms)
+            return self._vectors
+
+    def dense(self, query: str) -> list[tuple[int, float, int]]:
+        """Every document as (document index, cosine of its best passage with ``query``, that passage's index),
+        most similar first, ties in corpus order."""
+        if not self.bm25.passages:
+            return []
+        vectors = self._passage_vectors()
+        q = np.asarray(self.embed([query]), dtype=np.float64).reshape(-1)
+        qn = float(np.linalg.norm(q))
+        sims = vectors @ (q / qn) if qn else np.zeros(len(vectors))
+        best: dict[int, tuple[float, int]] = {}
+        for pi, (di, _text) in enumerate(self.bm25.passages):
+            s = float(sims[pi])
+            if di not in best or s > best[di][0]:
+                best[di] = (s, pi)
+        return sorted(((di, s, pi) for di, (s, pi) in best.items()), key=lambda x: (-x[1], x[0]))
+
+    def search(self, query: str, max_results: int = 5) -> SearchResults:
+        """The ``max_results`` best documents for ``query`` (every document when the corpus has fewer).
+
+        Args:
+            query: the search text.
+            max_results: how many works to return (>= 1).
+
+        Returns:
+            SearchResults with backend ``"dense"`` or ``"bm25+dense"``; ``hits[i].score`` the cosine (dense) or
+            the RRF score (hybrid); empty only for an empty corpus or an empty query.
+        """
+        if not query.strip() or not len(self):
+            return SearchResults(query=query, backend=self.backend, warnings=list(self.bm25.warnings))
+        dense = self.dense(query)
+        sim = {di: s for di, s, _ in dense}
+        passage = {di: pi for di, _, pi in dense}
+        if self.mode == "hybrid":
+            index = {d.id: i for i, d in enumerate(self.bm25.documents)}
+            lexical = [index[h.doc_id] for h in self.bm25.search(query, k=len(self)) if h.doc_id in index]
+            fused = rrf_scores([[di for di, _, _ in dense], lexical], len(self))
+            order = sorted(range(len(self)), key=lambda d: (-fused[d], -sim.get(d, 0.0), d))
+            score = fused
+        else:
+            order = [di for di, _, _ in dense]
+            score = [sim.get(d, 0.0) for d in range(len(self))]
+        hits = []
+        for rank, di in enumerate(order[: max(1, int(max_results))], 1):
+            d = self.bm25.documents[di]
+            hits.append(
+                SearchHit(
+                    rank=rank,
+                    title=d.title or d.id,
+                    url=d.source or d.id,
+                    snippet=self.bm25.passages[passage[di]][1][:300],
+                    backend=self.backend,
+                    score=round(float(score[di]), 6),
+                    doc_id=d.id,
+                )
+            )
+        return SearchResults(query=query, backend=self.backend, hits=hits, warnings=list(self.bm25.warnings))
