@@ -79,6 +79,8 @@ class RunOptions(TypedDict, total=False):
     max_concurrency: int
     use_cache: bool
     budget_usd: float | None
+    metric: str | None
+    rank_all: bool
     corpus: str | Path | None
     recheck: bool
     judge_repeats: int

@@ -426,7 +426,7 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
     (kept as ``selection["request"]``), any other raises the error."""
     metrics, models = request_terms(rt)
     request = rt.config.request
-    rank_all = bool(getattr(rt.config, "rank_all", False))
+    rank_all = rt.config.rank_all
 
     async def select(text: str) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
         return await run_questioning(

@@ -669,9 +669,17 @@ class RunConfig(_Record):
     """Use the model-call cache (off, --no-cache: every call goes to the model and nothing is stored)."""
     budget_usd: Annotated[float | None, Option(flag="--budget")] = None
     """Stop cleanly when this many USD are spent."""
+    metric: str | None = None
+    """The ranking metric: a predefined metric, a variant (e.g. exact_match_normalised) or a saved rubric.
+    Default: the metric the request names, else the one measuring the quality it asks about, else the
+    benchmark's primary metric."""
+    rank_all: Annotated[bool, Option(flag="--all")] = False
+    """Rank every item the request's understood words select even when other words of it match no facet,
+    quality, metric or model (without it such a request stops, saying what was understood)."""
     corpus: str | None = None
-    """Folder of papers (PDF, Markdown, text, JSONL) searched offline (BM25) by web_search and by the
-    retrieval-novelty metric ("novel compared with my papers")."""
+    """Folder of papers (PDF, Markdown, text, JSONL) searched offline by the retrieval-novelty metric (every
+    paper ranked by embedding similarity fused with BM25) and by web_search (BM25) ("novel compared with my
+    papers")."""
     recheck: bool = False
     """Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the
     agreement with the stored text-embedding-3-large decisions."""

@@ -72,6 +72,7 @@ def test_every_field_is_an_ask_option_and_a_typed_evaluate_keyword():
         "benchmarks": ("--benchmark", "-b", "benchmark"),
         "out_dir": ("--out", "", "out_dir"),
         "use_cache": ("--no-cache", "", "use_cache"),
+        "rank_all": ("--all", "", "rank_all"),
         "budget_usd": ("--budget", "", "budget_usd"),
     }
     assert params["yes"].default is True and params["max_concurrency"].default == 16

@@ -118,3 +118,12 @@ def test_cli_typo_declined_stops(tmp_path):
     res = _ask(tmp_path, "Which model is most creative in chemsitry?", input="n\n")
     assert res.exit_code == 2, res.output
     assert "did you mean 'Chemistry'?" in " ".join(res.output.split())
+
+
+def test_cli_all_ranks_everything_anyway_and_says_what_was_left_out(tmp_path):
+    res = _ask(tmp_path, "Which model writes the best poetry about cooking?", "--yes", "--all")
+    assert res.exit_code == 0, res.output
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    report = (run_dir / "report.md").read_text()
+    assert "| 1 | replay:o1-mini | 16.45 |" in report  # 2550 accepted answers over all 155 items
+    assert "--all: 'poetry', 'cooking' matched nothing and were left out" in report
