@@ -81,6 +81,7 @@ class RunOptions(TypedDict, total=False):
     budget_usd: float | None
     metric: str | None
     rank_all: bool
+    prices: list[str] | dict[str, tuple[float, float]]
     corpus: str | Path | None
     recheck: bool
     judge_repeats: int

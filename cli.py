@@ -545,6 +545,12 @@ def resume(
         "--unsafe-local-exec/--no-unsafe-local-exec",
         help="Allow (or refuse) running model code without a sandbox.",
     ),
+    price: Optional[list[str]] = typer.Option(
+        None,
+        "--price",
+        help="Price of a model as MODEL=IN,OUT, USD per 1M input and output tokens (repeatable; as for `ask`), "
+        "added to the run's.",
+    ),
     trust_config: bool = typer.Option(
         False,
         "--trust-config",
@@ -558,7 +564,9 @@ def resume(
     confirmed, or when passed again (--base-url, --sandbox, --tools, --unsafe-local-exec, --trust-config)."""
     given = _given_settings(base_url, sandbox, tools, unsafe_local_exec)
     try:
-        RunConfig.checked(option_names(RunConfig, "cli"), run_id="resume", budget_usd=budget, **given)
+        RunConfig.checked(
+            option_names(RunConfig, "cli"), run_id="resume", budget_usd=budget, prices=price or [], **given
+        )
     except SgievalError as e:
         _fail(e)
     d = _run_dir(run, out_dir)
@@ -567,6 +575,9 @@ def resume(
 
     # a received folder's "yes" never skips the metric confirmation: only --yes, or the user's own run's
     config.yes = yes or (config.yes and is_own_run(config))
+    if price:
+        config.prices = [*config.prices, *price]
+        RunStore(d).write_config(config)  # the report and later resumes price with them too
     _confirm_settings(config, d, given, trust_config)
     try:
         check_state_file(d / "state.sqlite")

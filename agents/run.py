@@ -747,7 +747,7 @@ def run_prices(rt: RunContext) -> Prices:
     table = price_table()
     if rt.prices is not None:
         table.update(load_prices(rt.prices))
-    table.update({m: (float(p[0]), float(p[1])) for m, p in (getattr(rt.config, "prices", None) or {}).items()})
+    table.update(rt.config.price_table())
     return table
 
 

@@ -611,6 +611,37 @@ temperature 0 would repeat one verdict, so test-retest agreement needs sampling.
 user is kept."""
 
 
+PRICE_FIX = (
+    "give --price MODEL=IN,OUT with IN and OUT in USD per 1M input and output tokens, e.g. openai:o1-pro=150,600"
+)
+
+
+def parse_price(value: str) -> tuple[str, tuple[float, float]]:
+    """One price as ``--price`` takes it.
+
+    Args:
+        value: ``MODEL=IN,OUT``: a model string or name, then IN and OUT in USD per 1M input and output
+            tokens (finite, >= 0), e.g. ``openai:o1-pro=150,600``.
+
+    Returns:
+        (MODEL, (IN, OUT)).
+
+    Raises:
+        FieldProblem: naming the value and the form expected.
+    """
+    model, sep, rest = str(value).rpartition("=")
+    parts = rest.split(",")
+    if not sep or not model.strip() or len(parts) != 2:
+        raise FieldProblem(f"not MODEL=IN,OUT: {value!r}", PRICE_FIX)
+    try:
+        pin, pout = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise FieldProblem(f"prices are not numbers: {value!r}", PRICE_FIX) from None
+    if not (0 <= pin < math.inf and 0 <= pout < math.inf):
+        raise FieldProblem(f"prices must be finite and >= 0: {value!r}", PRICE_FIX)
+    return model.strip(), (pin, pout)
+
+
 class RunConfig(_Record):
     """Everything that defines a run; printed in the report header.
 
@@ -668,7 +699,11 @@ class RunConfig(_Record):
     use_cache: Annotated[bool, Option(flag="--no-cache")] = True
     """Use the model-call cache (off, --no-cache: every call goes to the model and nothing is stored)."""
     budget_usd: Annotated[float | None, Option(flag="--budget")] = None
-    """Stop cleanly when this many USD are spent."""
+    """Stop cleanly when this many USD are spent (every model called needs a known price: genai-prices' list
+    price of its exact name, or --price)."""
+    prices: Annotated[list[str], Option(flag="--price")] = Field(default_factory=list)
+    """Price of a model as MODEL=IN,OUT, USD per 1M input and output tokens (repeatable), used instead of the
+    list price of genai-prices; needed for --budget with a model it does not list."""
     metric: str | None = None
     """The ranking metric: a predefined metric, a variant (e.g. exact_match_normalised) or a saved rubric.
     Default: the metric the request names, else the one measuring the quality it asks about, else the
@@ -716,6 +751,28 @@ class RunConfig(_Record):
         if isinstance(v, (list, tuple)):
             return [s.strip() for x in v for s in os.fspath(x).split(",") if s.strip()]
         return v
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_list(cls, v: Any) -> Any:
+        """``--price`` values: one ``MODEL=IN,OUT`` string or several; in Python also a dict ``{model: (IN,
+        OUT)}``.  Kept as ``MODEL=IN,OUT`` strings (each checked by :func:`parse_price`)."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, dict):
+            try:
+                v = [f"{m}={float(p[0])},{float(p[1])}" for m, p in v.items()]
+            except (TypeError, ValueError, IndexError, KeyError):
+                raise FieldProblem(f"not a map of model -> (IN, OUT): {v!r}", PRICE_FIX) from None
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                parse_price(x)
+            return [str(x).strip() for x in v]
+        return v
+
+    def price_table(self) -> dict[str, tuple[float, float]]:
+        """``prices`` as {model: (USD per 1M input tokens, USD per 1M output tokens)}, later values winning."""
+        return dict(parse_price(x) for x in self.prices)
 
     @field_validator("data_dir", "out_dir", "corpus", mode="before")
     @classmethod

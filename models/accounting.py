@@ -54,6 +54,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 
 from ..core import InputError, ModelRef, SgievalError, load_yaml
+from ..core.errors import FieldProblem
 
 Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
@@ -131,30 +132,23 @@ def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
 
 
 def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
-    """One ``--price MODEL=IN,OUT`` value.
+    """One ``--price MODEL=IN,OUT`` value (:func:`sgieval.core.records.parse_price`).
 
     Args:
-        value: ``MODEL=IN,OUT`` with IN and OUT in USD per 1M input and output tokens (>= 0), e.g.
-            ``openai:o1-pro=150,600``.
+        value: ``MODEL=IN,OUT`` with IN and OUT in USD per 1M input and output tokens (>= 0).
 
     Returns:
         (MODEL, (IN, OUT)).
 
     Raises:
-        InputError: naming the value and the expected form.
+        InputError: naming ``--price``, the value and the expected form.
     """
-    model, sep, rest = value.rpartition("=")
-    parts = rest.split(",")
-    fix = "give --price MODEL=IN,OUT with IN and OUT in USD per 1M input and output tokens, e.g. openai:o1-pro=150,600"
-    if not sep or not model.strip() or len(parts) != 2:
-        raise InputError(f"not MODEL=IN,OUT: {value!r}", what="--price", fix=fix)
+    from ..core.records import parse_price
+
     try:
-        pin, pout = float(parts[0]), float(parts[1])
-    except ValueError:
-        raise InputError(f"prices are not numbers: {value!r}", what="--price", fix=fix) from None
-    if not (pin >= 0 and pout >= 0) or float("inf") in (pin, pout):
-        raise InputError(f"prices must be finite and >= 0: {value!r}", what="--price", fix=fix)
-    return model.strip(), (pin, pout)
+        return parse_price(value)
+    except FieldProblem as e:
+        raise InputError(e.reason, what="--price", fix=e.fix) from None
 
 
 def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False) -> None:

@@ -74,6 +74,7 @@ def test_every_field_is_an_ask_option_and_a_typed_evaluate_keyword():
         "use_cache": ("--no-cache", "", "use_cache"),
         "rank_all": ("--all", "", "rank_all"),
         "budget_usd": ("--budget", "", "budget_usd"),
+        "prices": ("--price", "", "prices"),
     }
     assert params["yes"].default is True and params["max_concurrency"].default == 16
     assert params["tools"].default == ["search", "pdf", "python"] and params["run_id"].default is None
