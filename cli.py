@@ -835,6 +835,7 @@ def catalog(
                     "unavailable": cat.unavailable,
                     "stored_responses": stored,
                     "unreadable_responses": unreadable,
+                    "files_not_read": cat.skipped,
                 }
             )
         )
@@ -857,6 +858,9 @@ def catalog(
     out.print(t)
     for path, why in unreadable.items():
         out.print(f"[yellow]unreadable stored responses[/] {_safe(path)}: {_safe(why)}", soft_wrap=True)
+    for b, files in cat.skipped.items():
+        for f in files:
+            out.print(f"[yellow]not read[/] {_safe(b)}: {_safe(f)}", soft_wrap=True, highlight=False)
     for b, why in cat.unavailable.items():
         out.print(f"[yellow]not loaded[/] {_safe(b)}: {_safe(why)}", soft_wrap=True)
 

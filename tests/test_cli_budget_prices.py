@@ -130,3 +130,35 @@ def test_prices_keyword_in_python():
     with pytest.raises(InputError) as ei:
         RunConfig.checked(run_id="p", prices=["openai:my-llm=0.5"])
     assert ei.value.one_line().startswith("prices: not MODEL=IN,OUT: 'openai:my-llm=0.5'. Fix: give --price")
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk"])
+async def test_cached_and_reasoning_tokens_from_the_server_are_priced_as_billed(monkeypatch, transport):
+    """An OpenAI-style reply reporting cached prompt tokens and reasoning tokens, through either transport:
+    the ledger keeps them and prices the cached part at the cache-read price."""
+    from sgieval.models.accounting import Ledger
+    from sgieval.models.calls import ainvoke
+    from sgieval.models.registry import resolve_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("SGIEVAL_OPENAI_TRANSPORT", transport)
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 500,
+        "prompt_tokens_details": {"cached_tokens": 400},
+        "completion_tokens_details": {"reasoning_tokens": 300},
+    }
+    with MockOpenAI(replies=[{"content": "hi", "usage": usage}]) as mock:
+        model = resolve_model("openai:gpt-4o", "target", base_url=mock.url)
+        ledger = Ledger()
+        with ledger.activate():
+            await ainvoke(model, "x")
+    (row,) = ledger.to_dicts()
+    assert (row["input_tokens"], row["cache_read_tokens"], row["output_tokens"], row["reasoning_tokens"]) == (
+        1000,
+        400,
+        500,
+        300,
+    )
+    # gpt-4o: 600 * 2.5/1e6 + 400 * 1.25/1e6 + 500 * 10/1e6 = 0.0015 + 0.0005 + 0.005 = 0.007
+    assert row["cost"] == pytest.approx(0.007)

@@ -143,3 +143,13 @@ def test_pulled_layout_ensemble_file_is_not_a_target(tmp_path, sciaidan_dir):
         f"sciaidanbench: {d / 'responses' / 'model_top-5-parallel__Chemistry.json'} "
         "(an ensemble of several models, not one model: not a target)"
     )
+    res = runner.invoke(app, ["catalog", "--data-dir", str(d.parent), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["files_not_read"] == {
+        "sciaidanbench": [
+            f"{d / 'responses' / 'model_top-5-parallel__Chemistry.json'} "
+            "(an ensemble of several models, not one model: not a target)"
+        ]
+    }
+    assert "top-5-parallel__Chemistry" not in json.dumps(data["stored_responses"])
