@@ -57,6 +57,7 @@ from ..reports.build import (
     write_report,
 )
 from ..reports.render import markdown_table
+from .metric_choice import variant_disagreements
 from .where import where_report
 
 __all__ = [
@@ -721,6 +722,7 @@ async def build_report(
         stand_in=stand_in,
         focus=focus,
     )
+    facts += variant_disagreements(scores, spec, specs, [s.model for s in ranked], n_resamples=n_resamples, seed=seed)
     if facts:
         narrative += "\n\n" + " ".join(facts)
     return write_report(run_dir, draft, narrative)

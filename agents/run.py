@@ -455,6 +455,25 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
     return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace, "request": request}}
 
 
+def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request: str) -> MetricPlan:
+    """``plan`` with the ranking metric ``--metric`` or the request names
+    (:func:`sgieval.agents.metric_choice.choose_ranking_metric`): any metric of the plan, the pool's
+    retrieval-novelty metrics, or a saved rubric."""
+    from ..metric_pool.retrieval_novelty import NOVELTY, REWARD, TTRL
+    from ..metric_pool.rubrics import list_rubrics
+    from .metric_choice import choose_ranking_metric
+
+    specs = [s for m in _metrics(rt, items, plan) for s in m.all_specs]
+    return choose_ranking_metric(
+        plan,
+        request,
+        metric=rt.config.metric,
+        specs=specs,
+        library=list_rubrics(),
+        pool={"retrieval_novelty": [NOVELTY, REWARD, TTRL]},
+    )
+
+
 async def customisation_step(state: State, rt: RunContext) -> Update:
     """Customisation agent: choose the metrics (predefined, pool, custom rubrics saved under ``rubrics/``).
     Raises InputError when no metric applies to the selected items."""
@@ -467,6 +486,7 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
         options=rt.metric_options,
         tools=rt.tools,
     )
+    plan = _ranking_metric(rt, items, plan, state["selection"].get("request", rt.config.request))
     if not plan.predefined and not plan.custom and not plan.pool:
         benches = sorted({i.benchmark for i in items})
         raise InputError(

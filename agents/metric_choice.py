@@ -1,0 +1,242 @@
+"""Choosing the ranking metric, and saying when a variant of it disagrees.
+
+The ranking metric is, in this order: the one ``--metric`` names (a predefined metric, a variant or a saved
+rubric); else a metric or rubric the request names -- its name ("exact_match_normalised", "exact match
+normalised"), all the words of its name in any order ("normalised exact match"), or two consecutive content words
+of its description ("sequence similarity") --; else the customisation agent's choice (the quality asked about, the
+benchmark's primary metric).  The plan's reason says which, and the report's Run table shows it.
+
+A variant of the ranking metric (``MetricSpec.variant_of``: a normalised, lenient or code variant, or the metric
+it is a variant of) disagrees with it when it orders the ranked models differently or when the paired test of the
+ranking's first two models separates them under one metric and not under the other; the Answer then says so with
+both metrics' means and p-values (:func:`variant_disagreements`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..core import InputError, MetricSpec, Rubric, Score
+from .customisation import MetricPlan
+from .vocabulary import REQUEST_WORDS
+
+__all__ = ["choose_ranking_metric", "named_metric", "variant_disagreements", "variants_of"]
+
+_STOP = REQUEST_WORDS | {"by", "metric", "metrics", "rubric", "rubrics", "using", "use", "rank", "ranked"}
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", text or "")]
+
+
+def _stem(w: str) -> str:
+    """The singular of a plural word ("matches" -> "match", "answers" -> "answer")."""
+    if len(w) > 4 and w.endswith("es") and w[:-2].endswith(("ch", "sh", "x", "ss")):
+        return w[:-2]
+    return w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def named_metric(request: str, names: list[str], descriptions: dict[str, str]) -> tuple[str, str] | None:
+    """The metric or rubric ``request`` names, with the words that name it, or None.
+
+    Args:
+        request: the plain-language request.
+        names: the metric and rubric names the run could rank by.
+        descriptions: name -> its description (``MetricSpec.description``, ``Rubric.description``).
+
+    Returns:
+        (name, the request's words naming it): the name with the most words (of 3+ letters) that the request
+        writes out (underscores or spaces) or whose words (at least two) are all among the request's words, in
+        any order ("normalised exact match" names exact_match_normalised, not exact_match), a written-out name
+        first at equal counts (a one-word name such as the rubric "feasibility" is left to the quality it
+        names); else the first name whose description holds two consecutive content words of the
+        request (in ``names`` order).
+    """
+    text = request or ""
+    said = {_stem(w) for w in _words(text)}
+    found: list[tuple[int, int, str, str]] = []  # (name words matched, written out, name, the words)
+    for n in names:
+        m = re.search(rf"(?<![\w-]){re.escape(n).replace('_', '[_ ]')}(?![\w-])", text, re.I)
+        parts = [_stem(w) for w in n.casefold().split("_") if len(w) >= 3]
+        if len(n.split("_")) < 2:  # a one-word name ("feasibility", "rigor") is the quality it measures
+            continue
+        if m:
+            found.append((len(parts), 1, n, m.group(0)))
+        elif len(parts) >= 2 and all(p in said for p in parts):
+            found.append((len(parts), 0, n, n.replace("_", " ")))
+    if found:
+        _, _, name, words = max(found)
+        return name, words
+    content = [w for w in _words(text) if w not in _STOP and len(w) >= 3]
+    pairs = [f"{a} {b}" for a, b in zip(content, content[1:])]
+    for n in names:
+        desc = " ".join(_words(descriptions.get(n, "")))
+        for pair in pairs:
+            if re.search(rf"\b{re.escape(pair)}\b", desc):
+                return n, pair
+    return None
+
+
+def choose_ranking_metric(
+    plan: MetricPlan,
+    request: str,
+    *,
+    metric: str | None,
+    specs: list[MetricSpec],
+    library: list[Rubric],
+    pool: dict[str, list[MetricSpec]] | None = None,
+) -> MetricPlan:
+    """``plan`` with its ranking metric set by ``metric`` (``--metric``) or by a metric the request names.
+
+    Args:
+        plan: the customisation agent's plan.
+        request: the request.
+        metric: the ``--metric`` name (None: not given).
+        specs: every metric spec of the run's metrics (predefined, variants, pool), rubrics of the plan included
+            or not.
+        library: the saved rubrics (:func:`sgieval.metric_pool.rubrics.list_rubrics`); one chosen here joins the
+            plan's custom rubrics.
+        pool: pool entry (``MetricPlan.pool``, e.g. ``retrieval_novelty``) -> the specs it scores; a spec chosen
+            here adds its entry to the plan's pool.
+
+    Returns:
+        The plan (a copy when changed); ``reason`` starts with how the ranking metric was chosen and ``stand_in``
+        is cleared when the chosen metric replaces the agent's.
+
+    Raises:
+        InputError: ``metric`` names no metric or rubric of the run (exit code 2), with the names there are.
+    """
+    customs = {r.name: r for r in plan.custom}
+    saved = {r.name: r for r in library}
+    known = {s.name: s.description for s in specs}
+    entry_of = {name: entry for name, (entry, _spec) in _pool_specs(pool or {}).items()}
+    known.update({n: spec.description for n, (_e, spec) in _pool_specs(pool or {}).items() if n not in known})
+    names = [
+        *known,
+        *[n for n in customs if n not in known],
+        *[n for n in saved if n not in known and n not in customs],
+    ]
+    descriptions = {**known, **{n: r.description for n, r in {**saved, **customs}.items()}}
+    if metric:
+        if metric not in descriptions:
+            raise InputError(
+                f"--metric {metric} is no metric or rubric of this run",
+                what="--metric",
+                fix=f"use one of {', '.join(names)}",
+            )
+        name, how = metric, f"set by --metric {metric}"
+    else:
+        found = named_metric(request, names, descriptions)
+        if found is None or found[0] == plan.primary:
+            return plan
+        name, how = found[0], f"named in the request ('{found[1]}')"
+    if name == plan.primary and metric:
+        return plan.model_copy(update={"reason": f"{how}; {plan.reason}" if plan.reason else how})
+    custom = list(plan.custom)
+    if name not in known and name not in customs:
+        custom.append(saved[name])
+    extra = [entry_of[name]] if name in entry_of and entry_of[name] not in plan.pool else []
+    before = f"; instead of {plan.primary}" if plan.primary else ""
+    return plan.model_copy(
+        update={
+            "primary": name,
+            "custom": custom,
+            "pool": [*plan.pool, *extra],
+            "reason": f"{how}{before} ({plan.reason})" if plan.reason else how,
+            "stand_in": "",
+        }
+    )
+
+
+def _pool_specs(pool: dict[str, Any]) -> dict[str, tuple[str, MetricSpec]]:
+    """spec name -> (pool entry, spec) of ``pool`` (entry -> its specs)."""
+    return {s.name: (entry, s) for entry, specs in pool.items() for s in specs}
+
+
+def variants_of(spec: MetricSpec, specs: list[MetricSpec]) -> list[MetricSpec]:
+    """The variants of ``spec`` in ``specs``: those declaring ``variant_of`` = spec, the metric ``spec`` is a variant
+    of, and that metric's other variants."""
+    base = spec.variant_of or spec.name
+    return [s for s in specs if s.name != spec.name and (s.name == base or s.variant_of == base)]
+
+
+def _values(scores: list[Score], metric: str, models: list[str]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {m: {} for m in models}
+    for s in scores:
+        if s.metric == metric and s.model in out and s.ok and s.value is not None and s.item_id != "*":
+            out[s.model][s.item_id] = float(s.value)
+    return out
+
+
+def variant_disagreements(
+    scores: list[Score],
+    spec: MetricSpec,
+    specs: list[MetricSpec],
+    ranked: list[str],
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+) -> list[str]:
+    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently, or whose
+    paired test of the first two separates them where ``spec``'s does not (or the reverse).
+
+    Args:
+        scores: the run's scores.
+        spec: the ranking metric.
+        specs: every metric spec of the run.
+        ranked: the ranked models, best first by ``spec``.
+        n_resamples, seed: of the paired permutation tests (two-sided, 5% level).
+
+    Returns:
+        One sentence per disagreeing variant (empty when fewer than two models are ranked).
+    """
+    from ..metric_pool.aggregate import paired_test
+
+    if len(ranked) < 2:
+        return []
+    a, b = ranked[0], ranked[1]
+    mine = _values(scores, spec.name, ranked)
+
+    def test(vals: dict[str, dict[str, float]]) -> Any:
+        shared = {i: v for i, v in vals[a].items() if i in vals[b]}
+        if len(shared) < 2:
+            return None
+        return paired_test(shared, {i: vals[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
+
+    def mean(vals: dict[str, dict[str, float]], m: str) -> float | None:
+        return sum(vals[m].values()) / len(vals[m]) if vals[m] else None
+
+    base = test(mine)
+    out = []
+    sign = 1.0 if spec.higher_is_better else -1.0
+    for v in variants_of(spec, specs):
+        if v.higher_is_better != spec.higher_is_better:
+            continue
+        theirs = _values(scores, v.name, ranked)
+        means = {m: mean(theirs, m) for m in ranked}
+        if any(x is None for x in means.values()):
+            continue
+        order = sorted(ranked, key=lambda m: -sign * (means[m] or 0.0))  # stable: equal means keep the ranking's
+        reordered = order != ranked
+        other = test(theirs)
+        split = base is not None and other is not None and (base.p_value < 0.05) != (other.p_value < 0.05)
+        if not reordered and not split:
+            continue
+
+        def verdict(t: Any) -> str:
+            if t is None:
+                return "no paired test"
+            return f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
+
+        ma, mb = mean(mine, a), mean(mine, b)
+        what = (
+            f"orders the models {' > '.join(order) if spec.higher_is_better else ' < '.join(order)}"
+            if reordered
+            else f"gives {a} {means[a]:.2f} against {b} {means[b]:.2f} ({verdict(other)})"
+        )
+        out.append(
+            f"The variant {v.name} disagrees with the ranking metric {spec.name}: it {what}, where {spec.name} "
+            f"gives {a} {ma:.2f} against {b} {mb:.2f} ({verdict(base)}); rank by it with --metric {v.name}."
+        )
+    return out
