@@ -82,6 +82,7 @@ class RunOptions(TypedDict, total=False):
     metric: str | None
     rank_all: bool
     prices: list[str] | dict[str, tuple[float, float]]
+    timeout: float
     corpus: str | Path | None
     recheck: bool
     judge_repeats: int

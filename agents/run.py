@@ -888,6 +888,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             use_cache=rt.config.use_cache,
             cache_path=current_call_context().cache_path,
             limits={"*": rt.config.max_concurrency},
+            timeout_s=rt.config.timeout_s,
         )
     if rt.secrets is None:
         rt.secrets = run_secrets(rt)

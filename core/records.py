@@ -711,6 +711,9 @@ class RunConfig(_Record):
     rank_all: Annotated[bool, Option(flag="--all")] = False
     """Rank every item the request's understood words select even when other words of it match no facet,
     quality, metric or model (without it such a request stops, saying what was understood)."""
+    timeout_s: Annotated[float, Option(flag="--timeout", keyword="timeout")] = 300.0
+    """Seconds one attempt of a model call may take (default 300); the attempts of one call together get at
+    most twice this (10 minutes by default), then the call is recorded as failed with its reason."""
     corpus: str | None = None
     """Folder of papers (PDF, Markdown, text, JSONL) searched offline by the retrieval-novelty metric (every
     paper ranked by embedding similarity fused with BM25) and by web_search (BM25) ("novel compared with my
@@ -861,6 +864,16 @@ class RunConfig(_Record):
             raise FieldProblem(
                 f"must be a positive integer (model calls in flight), got {v}",
                 "pass {max_concurrency} 1 or more (default 16)",
+            )
+        return v
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _timeout_positive(cls, v: float) -> float:
+        if not v > 0 or v != v or v == float("inf"):
+            raise FieldProblem(
+                f"must be a positive number of seconds, got {v}",
+                "pass {timeout_s} greater than 0 (default 300)",
             )
         return v
 

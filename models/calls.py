@@ -19,8 +19,12 @@ Per call, in order:
    retried with jittered exponential backoff
    ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)``; a 429's
    ``Retry-After`` / ``retry-after-ms`` header is honoured (the wait is at least
-   the header's delay, capped at ``max_retry_after_s``).  Each attempt is
-   bounded by ``timeout_s``.  Other errors (400, 401, 404, bad request...) are
+   the header's delay, capped at ``max_retry_after_s``).  A reply that
+   arrives but is no usable completion (a body that is not JSON, an error
+   object in an HTTP 200 reply, no ``choices``: :func:`malformed_reply`) is
+   retried the same way.  Each attempt is bounded by ``timeout_s`` (the
+   run's ``--timeout``, default 300 s) and all the attempts of one call by
+   ``total_timeout_s`` (default twice that).  Other errors (400, 401, 404, bad request...) are
    not retried, except once: an HTTP 400 naming a parameter that was sent
    (``temperature`` to a reasoning model, ...) is retried without it, and the
    model records the parameter in ``NamedModel.dropped`` with the reason
@@ -61,6 +65,10 @@ from .context import DEFAULT_MAX_CONCURRENCY, current_call_context  # noqa: F401
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx."""
+
+DEFAULT_TIMEOUT_S = 300.0
+"""Seconds per attempt of a model call when neither the caller nor the run (``--timeout``) sets it; the
+attempts of one call together get twice this (10 minutes)."""
 
 
 def set_max_concurrency(provider: str, n: int) -> None:
@@ -143,9 +151,67 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)
 
 
+class MalformedReply(Exception):
+    """A reply arrived but is no usable chat completion: a body that is not JSON, an error object in an HTTP
+    200 reply, no ``choices`` (missing, null or empty).  Retried like a 5xx (:func:`_retryable`); the
+    transport's own exception is its ``__cause__``."""
+
+
+TRANSPORT_MODULES = ("sgieval.models.openai_direct", "langchain_openai", "openai", "langchain_core.language_models")
+"""Modules whose ValueError/KeyError/IndexError/TypeError while a call runs means the reply could not be
+read (:func:`malformed_reply`)."""
+
+
+def _raised_in(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    name = ""
+    while tb is not None:
+        name = str(tb.tb_frame.f_globals.get("__name__", ""))
+        tb = tb.tb_next
+    return name
+
+
+def malformed_reply(exc: BaseException) -> str | None:
+    """Why ``exc``, raised by a chat model's ``ainvoke``, means the server's reply was unusable (the reason
+    as a short phrase), or None when it is some other error.
+
+    Decided by type and origin, whatever the transport: a ``json.JSONDecodeError`` or ``UnicodeDecodeError``
+    in the exception's chain ("the body is not JSON"); a ValueError whose argument is an error object (a dict
+    with ``message``: "an error object in an HTTP 200 reply"); a KeyError, IndexError or TypeError about the
+    reply raised in one of :data:`TRANSPORT_MODULES` ("no choices in the reply").  A parser's
+    OutputParserException (the model's own text did not parse) is not a malformed reply."""
+    import json as _json
+
+    try:
+        from langchain_core.exceptions import OutputParserException
+    except ImportError:  # pragma: no cover - langchain-core is a dependency
+        OutputParserException = ()  # type: ignore[assignment,misc]
+    if isinstance(exc, OutputParserException):
+        return None
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (_json.JSONDecodeError, UnicodeDecodeError)):
+            return "the reply body is not JSON"
+        e = e.__cause__ or e.__context__
+    if isinstance(exc, ValueError) and exc.args and isinstance(exc.args[0], dict):
+        return "an error object in an HTTP 200 reply"
+    where = _raised_in(exc)
+    if not where.startswith(TRANSPORT_MODULES):
+        return None
+    if isinstance(exc, (KeyError, IndexError)) or (isinstance(exc, TypeError) and "choices" in str(exc)):
+        return "no choices in the reply"
+    if isinstance(exc, ValueError) and "error" in str(exc).lower()[:200]:
+        return "an error object in an HTTP 200 reply"
+    return None
+
+
 def _retryable(exc: BaseException) -> bool:
-    """True for 408/409/429/5xx, timeouts and connection errors."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, *_transport_errors())):
+    """True for 408/409/429/5xx, timeouts, connection errors and malformed replies (:class:`MalformedReply`)."""
+    if isinstance(exc, CallTimeSpent):
+        return False
+    if isinstance(exc, (MalformedReply, asyncio.TimeoutError, TimeoutError, ConnectionError, *_transport_errors())):
         return True
     status = _status(exc)
     if status is not None:
@@ -186,11 +252,22 @@ def model_secrets(model: NamedModel) -> list[str]:
     return [v for v in out if v]
 
 
+class CallTimeSpent(Exception):
+    """The total time of one call (all its attempts) is spent: no further attempt is made."""
+
+
 def _reason(exc: BaseException | None, timeout_s: float, model: NamedModel | None = None) -> str:
     if exc is None:
         return "unknown error"
     if isinstance(exc, asyncio.TimeoutError) and not str(exc):
         return f"timeout after {timeout_s:g} s"
+    if isinstance(exc, CallTimeSpent):
+        return str(exc)
+    if isinstance(exc, MalformedReply):
+        cause = exc.__cause__
+        detail = f" ({type(cause).__name__}: {str(cause).replace(chr(10), ' ')})" if cause is not None else ""
+        mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
+        return mask(f"malformed reply: {exc}{detail}")[:300]
     status = _status(exc)
     mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
     text = mask(str(exc).replace("\n", " "))[:300]
@@ -205,7 +282,8 @@ async def ainvoke(
     *,
     runnable: Any = None,
     max_attempts: int = 4,
-    timeout_s: float = 300.0,
+    timeout_s: float | None = None,
+    total_timeout_s: float | None = None,
     base_delay_s: float = 0.5,
     max_delay_s: float = 30.0,
     max_retry_after_s: float = 120.0,
@@ -231,7 +309,9 @@ async def ainvoke(
     ``model.role`` in the ledger.
 
     Retries: at most ``max_attempts`` tries, each bounded by ``timeout_s``
-    seconds; waits as in the module docstring.
+    seconds (None: the run's ``--timeout``, ``CallContext.timeout_s``, else
+    :data:`DEFAULT_TIMEOUT_S`), all of them together by ``total_timeout_s``
+    (None: twice ``timeout_s``); waits as in the module docstring.
 
     Raises :class:`ModelCallError` (model name + last reason) when every
     attempt failed or the error is not retryable, and
@@ -262,6 +342,10 @@ async def ainvoke(
 
     sem = _semaphore(provider_key(model), model.max_in_flight)
     started = time.perf_counter()
+    if timeout_s is None:
+        timeout_s = current_call_context().timeout_s or DEFAULT_TIMEOUT_S
+    total_s = total_timeout_s if total_timeout_s is not None else 2.0 * timeout_s
+    deadline = started + total_s
     attempt = 0  # attempts made, over every round below
     allowed = max_attempts
     dropped_one = False
@@ -270,10 +354,21 @@ async def ainvoke(
         # one round of the one retry policy (sgieval.core.retry) for transient errors; a round ends in a
         # reply, or in an error that the two special retries below may answer once each
         async def attempt_once(target: Any = target, extra: dict[str, Any] = dict(longer)) -> Any:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise CallTimeSpent(
+                    f"the call's total time of {total_s:g} s is spent (timeout {timeout_s:g} s per attempt)"
+                )
             async with sem:  # held only while a request is in flight, never during backoff sleeps
                 # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call (issue 13)
-                async with asyncio.timeout(timeout_s):
-                    return await target.ainvoke(messages, **extra)
+                try:
+                    async with asyncio.timeout(min(timeout_s, left)):
+                        return await target.ainvoke(messages, **extra)
+                except (ValueError, KeyError, IndexError, TypeError) as e:
+                    why = malformed_reply(e)
+                    if why is None:
+                        raise
+                    raise MalformedReply(why) from e
 
         policy = _retry.RetryPolicy(
             max_attempts=max(1, allowed - attempt),

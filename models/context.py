@@ -36,13 +36,16 @@ class CallContext:
     follows ``SGIEVAL_NO_CACHE`` (read when asked).  ``cache_path``: the cache's
     SQLite file (None: ``<SGIEVAL_CACHE_DIR or user cache dir>/calls.sqlite``).
     ``limits``: in-flight calls per provider key, ``"*"`` for any provider not
-    listed (>= 1 each).  The context owns one ``asyncio.Semaphore`` per
+    listed (>= 1 each).  ``timeout_s``: seconds per attempt of a model call
+    (None: :func:`sgieval.models.calls.ainvoke`'s default, 300 s); all the
+    attempts of one call get at most twice this.  The context owns one ``asyncio.Semaphore`` per
     (event loop, provider) and its opened cache; :meth:`close` releases them.
     """
 
     use_cache: bool | None = None
     cache_path: Path | None = None
     limits: dict[str, int] = field(default_factory=lambda: {"*": DEFAULT_MAX_CONCURRENCY})
+    timeout_s: float | None = None
     _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
         default_factory=weakref.WeakKeyDictionary, repr=False
     )

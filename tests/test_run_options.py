@@ -75,6 +75,7 @@ def test_every_field_is_an_ask_option_and_a_typed_evaluate_keyword():
         "rank_all": ("--all", "", "rank_all"),
         "budget_usd": ("--budget", "", "budget_usd"),
         "prices": ("--price", "", "prices"),
+        "timeout_s": ("--timeout", "", "timeout"),
     }
     assert params["yes"].default is True and params["max_concurrency"].default == 16
     assert params["tools"].default == ["search", "pdf", "python"] and params["run_id"].default is None
