@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..core import Criterion, InputError, Item, MetricSpec, ModelCallError, Rubric, SgievalError
 from ..metric_pool.base import Metric
+from ..metric_pool.registry import MetricEntry, applicable, key_of
 from ..metric_pool.judge import JudgeReply, as_data, parse_json_object
 from ..metric_pool.judge import ask_judge as ask_structured
 from ..benchmarks import registry as benchmark_registry
@@ -101,6 +102,10 @@ class MetricPlan(BaseModel):
     with the literature"), reported beside them."""
     stand_in: str = ""
     """When ``primary`` stands in for the asked quality (:data:`STAND_INS`): which metric was used instead and why."""
+    metrics: list[tuple[str, str]] = Field(default_factory=list)
+    """Every predefined and registered metric the run scores, by key ``(scope, name)``: the scope is the item
+    benchmark whose items it scores (``"jsonl:qa"``) or ``"*"`` (:mod:`sgieval.metric_pool.registry`).  Two
+    benchmarks' metrics of the same name are two entries, never merged."""
 
 
 def detect_qualities(request: str) -> list[str]:
@@ -156,81 +161,59 @@ def starter_rubric(quality: str) -> Rubric | None:
     return find_rubric(quality)
 
 
-LITERATURE_NOVELTY = re.compile(
-    r"\b(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
-    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)\b",
-    re.I,
-)
-"""A request about novelty relative to the literature ("compared with my papers", "against these papers")."""
-
-POOL_METRICS = {"retrieval_novelty": ("retrieval_novelty", "retrieval_novelty_reward", "ttrl_reward")}
-"""Pool metrics the plan may add: name -> the spec names its Metric scores."""
+def registered_offers(
+    items: list[Item], predefined: list[Metric], options: dict | None = None
+) -> list[tuple[MetricEntry, Metric]]:
+    """The registered metrics (:func:`sgieval.metric_pool.registry.metric`) that apply to ``items`` and are not
+    among their benchmarks' ``predefined`` metrics, with their Metric: what the plan may add to ``pool``."""
+    taken = {key_of(m) for m in predefined}
+    return [(e, m) for e, m in applicable(items, options) if e.key not in taken]
 
 
-def literature_novelty(request: str) -> bool:
-    """True for a request about novelty measured against the literature: it names novelty ("novel",
-    "novelty", "original") and compares with papers / the literature (METRICS.md E; issue 12 item 4)."""
-    text = request or ""
-    return bool(re.search(r"\bnovel|\boriginal", text, re.I)) and bool(LITERATURE_NOVELTY.search(text))
+def _add_asked(
+    plan: MetricPlan, request: str, offers: list[tuple[MetricEntry, Metric]], options: dict | None, tools: Any
+) -> MetricPlan:
+    """``plan`` with each registered metric whose quality ``request`` names (:meth:`MetricEntry.asked`) added to
+    ``pool``; the first one becomes the ranking metric (it is more specific than the vocabulary's qualities),
+    with a reason that says where it works in this run."""
+    for e, _m in offers:
+        asked = e.asked(request)
+        if not asked or e.name in plan.pool:
+            continue
+        where = e.where(options, tools)
+        detail = f" ({where})" if where else f" ({e.unavailable})" if where is None and e.unavailable else ""
+        first = not plan.pool
+        plan = plan.model_copy(
+            update={
+                "pool": [*plan.pool, e.name],
+                "metrics": [*plan.metrics, e.key],
+                "primary": e.name if first else plan.primary,
+                "stand_in": "" if first else plan.stand_in,
+                "qualities": list(dict.fromkeys([*plan.qualities, *asked])),
+                "reason": "; ".join(
+                    [f"'{asked[0]}' is measured by the registered metric {e.name}{detail}"]
+                    + [
+                        r
+                        for r in plan.reason.split("; ")
+                        if r and not r.startswith("ranking by the benchmark's primary metric")
+                    ]
+                ),
+            }
+        )
+    return plan
 
 
-def pool_metrics(names: list[str], options: dict | None = None) -> list[Metric]:
-    """The Metric objects of the pool metrics ``names`` (keys of :data:`POOL_METRICS`)."""
-    out: list[Metric] = []
-    for n in names:
-        if n == "retrieval_novelty":
-            from ..metric_pool.retrieval_novelty import metrics as rn_metrics
-
-            out += rn_metrics((options or {}).get("retrieval_novelty"))
-    return out
-
-
-def retrieval_source(options: dict | None, tools: Any = None) -> str | None:
-    """Where ``retrieval_novelty`` would search, or None when it has nothing to search: the ``--corpus`` folder
-    (every paper ranked by embedding similarity fused with BM25), else the tool pool's ``web_search`` (the web online; offline the pool's own index).  The agent-model
-    path offers the metric only when this is not None (issue 12 item 4)."""
-    corpus = (options or {}).get("corpus")
-    if corpus:
-        return f"the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
-    if tools is not None and "web_search" in (getattr(tools, "names", None) or []):
-        return "web_search (the web; offline its local index)"
-    return None
-
-
-def _add_literature_novelty(plan: MetricPlan, request: str, options: dict | None) -> MetricPlan:
-    """``plan`` with ``retrieval_novelty`` added and made the ranking metric when the request asks for novelty
-    against the literature; a note says which corpus (or the web) it searches."""
-    if not literature_novelty(request) or "retrieval_novelty" in plan.pool:
-        return plan
-    corpus = (options or {}).get("corpus")
-    where = (
-        f"the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
-        if corpus
-        else "the web (offline: pass --corpus <folder of papers>)"
-    )
-    return plan.model_copy(
-        update={
-            "pool": [*plan.pool, "retrieval_novelty"],
-            "primary": "retrieval_novelty",
-            "qualities": list(dict.fromkeys([*plan.qualities, "novelty against the literature"])),
-            "reason": (
-                "novelty compared with the literature is measured by retrieval_novelty (METRICS.md E: "
-                f"similarity to the 4 works retrieved from {where})"
-                + "".join(
-                    f"; {r}"
-                    for r in plan.reason.split("; ")
-                    if r and not r.startswith("ranking by the benchmark's primary metric")
-                )
-            ),
-        }
-    )
-
-
-def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) -> MetricPlan:
+def offline_metric_plan(
+    request: str,
+    items: list[Item],
+    metrics: list[Metric],
+    offers: list[tuple[MetricEntry, Metric]] = (),  # type: ignore[assignment]
+) -> MetricPlan:
     """Deterministic plan: all applicable predefined metrics; ranking metric
-    from the first quality that maps to one, else the first primary metric."""
+    from the first quality that maps to one, else the first primary metric.  A word the request asks about
+    ("most concise") that a registered metric of ``offers`` measures is left to :func:`_add_asked`."""
     specs = [s for m in metrics for s in m.all_specs]
-    names = [s.name for s in specs]
+    names = list(dict.fromkeys(s.name for s in specs))
     qualities = detect_qualities(request)
     primary = ""
     stand_in = ""
@@ -257,6 +240,8 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
             notes.append(f"'{q}' has no predefined metric for the selected tasks and no starter rubric")
             unmeasured.append(q)
     for w in unrecognised_qualities(request):
+        if any(e.asked(w) for e, _m in offers):
+            continue
         rub = starter_rubric(w)  # the rubric library, user rubrics included, by meaning
         if rub is not None and all(r.name != rub.name for r in custom):
             custom.append(rub)
@@ -288,6 +273,7 @@ def offline_metric_plan(request: str, items: list[Item], metrics: list[Metric]) 
         reason="; ".join(reason),
         notes=notes,
         stand_in=stand_in,
+        metrics=list(dict.fromkeys(key_of(m) for m in metrics)),
     )
 
 
@@ -296,8 +282,8 @@ Pick the metric that best answers the request as `primary` (a name from the list
 Only when the request names a quality that no listed metric measures, define a custom rubric for it: 4-6 criteria,
 each scored 0-10 with anchors for 0, 5 and 10, equal weights unless the request says otherwise (aggregation: weighted
 mean of the criterion scores x 10, so 0-100). Put your citations in the rubric's `source`.
-Pool metrics, when listed, are applied only if you name them in `pool`; for novelty compared with the literature,
-prior work or the user's papers choose retrieval_novelty (in `pool` and as `primary`).
+Pool metrics, when listed, are applied only if you name them in `pool`; when the request asks about a quality a pool
+metric measures, choose it (in `pool` and as `primary`).
 When the user names a document (given below as DOCUMENT data), take the rubric's criteria from it and cite it."""
 
 PDF_RE = re.compile(r"""(?:(?<=\s)|^|(?<=["'(]))((?:~|\.{1,2}|/)?[^\s"'()]*\.pdf)\b""", re.I)
@@ -440,8 +426,9 @@ async def run_customisation(
     """
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
     metrics = benchmark_registry.predefined_metrics(benchmarks, items, options)
-    base = _add_literature_novelty(offline_metric_plan(request, items, metrics), request, options)
-    metrics = [*metrics, *pool_metrics(base.pool, options)]
+    offers = registered_offers(items, metrics, options)
+    base = _add_asked(offline_metric_plan(request, items, metrics, offers), request, offers, options, tools)
+    metrics = [*metrics, *(m for e, m in offers if e.name in base.pool)]
     trace: dict[str, Any] = {}
     docs, pdf_notes = read_named_pdfs(request, tools) if named_pdfs(request) else ([], [])
     base.notes.extend(pdf_notes)
@@ -454,25 +441,23 @@ async def run_customisation(
                 "needs an agent model (--agent-model); the rubric library was used instead"
             )
         return base, metrics, trace
-    # pool metrics the agent may choose (issue 12 item 4): retrieval novelty, when there is something to search
-    source = retrieval_source(options, tools)
-    offered = [n for n in POOL_METRICS if n in base.pool or source is not None]
-    pool_specs = {n: [s for m in pool_metrics([n], options) for s in m.specs] for n in offered}
+    # the registered metrics the agent may choose: those that can work in this run (MetricEntry.offer)
+    offered = [(e, m) for e, m in offers if e.name in base.pool or e.where(options, tools) is not None]
+    offered_keys = {e.key for e, _m in offered}
     listing = "\n".join(
         f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}"
         for m in metrics
+        if key_of(m) not in offered_keys
         for s in m.specs
-        if not any(s.name in POOL_METRICS[n] for n in offered)
     )
     content = f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
     if offered:
-        content += (
-            "\nPool metrics (applied only when you name them in `pool`; one may be `primary`):\n"
-            + "\n".join(
-                f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for n in offered for s in pool_specs[n]
-            )
-            + f"\n  retrieval_novelty searches {source or 'the web'}; choose it (pool and primary) for a request "
-            "about novelty or originality compared with the literature, prior work or the user's papers."
+        content += "\nPool metrics (applied only when you name them in `pool`; one may be `primary`):" + "".join(
+            "\n"
+            + "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
+            + f"\n  {e.name}{' ' + w if (w := e.where(options, tools)) else ''}; choose it (pool and primary) for "
+            f"a request about {' or '.join(e.qualities) or 'what it measures'}."
+            for e, m in offered
         )
     for d in docs:
         content += (
@@ -548,23 +533,26 @@ async def run_customisation(
         notes = [n for n in notes if not n.startswith(f"'{q}' has no predefined metric")]
     # pool metrics: the offline plan's (a literal "compared with my papers" request) plus those the agent chose
     # among the offered ones, by name in `pool` or as its primary metric
-    chosen = [n for n in offered if n in p.pool or p.primary in POOL_METRICS[n]]
-    pool = list(dict.fromkeys([*base.pool, *chosen]))
+    chosen = [(e, m) for e, m in offered if e.name in p.pool or p.primary in {s.name for s in m.specs}]
+    pool = list(dict.fromkeys([*base.pool, *(e.name for e, _m in chosen)]))
     for n in p.pool:
         if n not in pool:
+            known = next((e for e, _m in offers if e.name == n), None)
             notes.append(
                 f"agent {agent.name} chose the pool metric {n!r}, which is not offered here"
-                + (" (retrieval novelty needs --corpus <folder> or the search tool)" if n in POOL_METRICS else "")
+                + (f" ({known.unavailable})" if known is not None and known.unavailable else "")
             )
-    names = {r.name for r in custom} | set(base.predefined) | {x for n in pool for x in POOL_METRICS[n]}
+    pool_metrics = [(e, m) for e, m in offers if e.name in pool]
+    names = {r.name for r in custom} | set(base.predefined) | {s.name for _e, m in pool_metrics for s in m.specs}
     primary = (
         p.primary
         if p.primary in names
         else (base.primary if base.primary in names else (custom[0].name if custom else base.primary))
     )
     qualities = p.qualities or base.qualities
-    if "retrieval_novelty" in chosen and "retrieval_novelty" not in base.pool:
-        qualities = list(dict.fromkeys([*qualities, "novelty against the literature"]))
+    for entry, _m in chosen:
+        if entry.name not in base.pool:
+            qualities = list(dict.fromkeys([*qualities, *entry.qualities]))
     plan = MetricPlan(
         predefined=base.predefined,
         custom=custom,
@@ -575,9 +563,12 @@ async def run_customisation(
         planner=agent.name,
         pool=pool,
         stand_in=base.stand_in if primary == base.primary else "",
+        metrics=list(
+            dict.fromkeys([*(k for k in base.metrics if k not in offered_keys), *(e.key for e, _m in pool_metrics)])
+        ),
     )
-    metrics = [m for m in metrics if not any(s.name in POOL_METRICS.get(n, ()) for n in offered for s in m.specs)]
-    return plan, [*metrics, *pool_metrics(pool, options)], trace
+    metrics = [m for m in metrics if key_of(m) not in offered_keys]
+    return plan, [*metrics, *(m for _e, m in pool_metrics)], trace
 
 
 def _mentions(r: Rubric, quality: str) -> bool:
@@ -585,9 +576,27 @@ def _mentions(r: Rubric, quality: str) -> bool:
     return q in r.name.lower().replace("_", " ") or q in (r.description or "").lower()
 
 
+def planned_metrics(plan: MetricPlan, items: list[Item], options: dict | None = None) -> list[Metric]:
+    """The Metric objects of ``plan`` for ``items``: the predefined and registered metrics named by the plan's keys
+    (``MetricPlan.metrics``, each restricted to its scope's items), then its custom rubrics.  A plan without
+    keys (written before plans had them) is read by metric names (``predefined``, ``pool``)."""
+    keys = {tuple(k) for k in plan.metrics}
+    predefined = benchmark_registry.predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
+    out = [m for m in predefined if (key_of(m) in keys if keys else any(s.name in plan.predefined for s in m.specs))]
+    out += [
+        m for e, m in registered_offers(items, predefined, options) if (e.key in keys if keys else e.name in plan.pool)
+    ]
+    if plan.custom:
+        from ..metric_pool.rubric import RubricMetric
+
+        out += [RubricMetric(r) for r in plan.custom]
+    return out
+
+
 def plan_specs(plan: MetricPlan, metrics: list[Metric]) -> list[MetricSpec]:
     """Every MetricSpec of the plan, predefined first, then custom."""
-    return [s for m in metrics for s in m.all_specs] + list(plan.custom)
+    specs = {s.name: s for m in reversed(metrics) for s in reversed(m.all_specs)}  # the first of a name shows it
+    return [specs[n] for n in dict.fromkeys(s.name for m in metrics for s in m.all_specs)] + list(plan.custom)
 
 
 # ------------------------------------------------------------ rubric authoring

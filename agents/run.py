@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ..benchmarks.catalog import Catalog, load_catalog
-from ..benchmarks.registry import predefined_metrics
 from ..core import (
     BUDGET_STOP_NOTE,
     OPEN_CREATIVITY,
@@ -44,7 +43,7 @@ from ..models.accounting import Ledger, Prices, load_prices, price_source, price
 from ..models.base import NamedModel
 from ..models.context import CallContext, call_context, current_call_context
 from ..models.registry import resolve_model, sampling_for_role
-from .customisation import MetricPlan, plan_specs, run_customisation
+from .customisation import MetricPlan, plan_specs, planned_metrics, run_customisation
 from .executors import evaluate_with_executor
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
 from .replays import resolve_run_model, stored_models
@@ -245,21 +244,7 @@ def _items(rt: RunContext, ids: list[str]) -> list[Item]:
 
 
 def _metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Metric]:
-    benchmarks = list(dict.fromkeys(i.benchmark for i in items))
-    ms = [
-        m
-        for m in predefined_metrics(benchmarks, items, rt.metric_options)
-        if any(s.name in plan.predefined for s in m.specs)
-    ]
-    if plan.custom:
-        from ..metric_pool.rubric import RubricMetric
-
-        ms += [RubricMetric(r) for r in plan.custom]
-    if plan.pool:
-        from ..agents.customisation import pool_metrics
-
-        ms += pool_metrics(plan.pool, rt.metric_options)
-    return ms
+    return planned_metrics(plan, items, rt.metric_options)
 
 
 def _default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
@@ -401,11 +386,13 @@ def check_request_models(rt: RunContext) -> None:
 def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
     """(metric and rubric names, model names) a request of this run may name: the predefined metrics of the loaded
     benchmarks, the pool metrics and the rubric library; the run's target strings and the stored models."""
+    from ..benchmarks.registry import predefined_metrics
+    from ..metric_pool.registry import entries as registered_metrics
     from ..metric_pool.rubrics import list_rubrics
-    from .customisation import POOL_METRICS
 
     metrics = [s.name for m in predefined_metrics(rt.catalog.values("benchmark")) for s in m.all_specs]
-    metrics += [n for names in POOL_METRICS.values() for n in names] + [r.name for r in list_rubrics()]
+    metrics += [s.name for e in registered_metrics() for s in e.build(rt.metric_options).all_specs]
+    metrics += [r.name for r in list_rubrics()]
     stored = (
         [s.model for s in stored_models(rt.config.data_dir)]
         if "sciaidanbench" in rt.catalog.values("benchmark")

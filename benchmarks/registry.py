@@ -133,27 +133,30 @@ def for_path(path: str) -> Benchmark | None:
 def predefined_metrics(
     benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
 ) -> list["Metric"]:
-    """The predefined metrics of ``benchmarks`` (names or item benchmark names)
-    that apply to at least one of their ``items`` (all of them when ``items``
-    is empty), each metric once (first benchmark wins).  Raises InputError
+    """The predefined metrics of ``benchmarks`` (names or item benchmark names) that apply to at least one of
+    their ``items`` (all of them when ``items`` is empty), each restricted to its benchmark's items
+    (:class:`~sgieval.metric_pool.registry.Scoped`, keyed ``(item benchmark name, metric name)``): two
+    benchmarks that both define ``exact_match`` give two metrics, each scoring its own items.  Raises InputError
     for an unknown benchmark."""
+    from ..metric_pool.registry import Scoped
+
     items = list(items)
     out: list[Metric] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for b in dict.fromkeys(benchmarks):
         defn = find(b)
         if defn is None:
             raise InputError(
                 f"no predefined metrics for benchmark {b!r}", what="benchmark", fix=f"use one of {', '.join(names())}"
             )
-        own = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
-        for m in defn.metrics(options):
-            if m.name in seen:
-                continue
-            if items and not any(m.applies(i) for i in own):
-                continue
-            seen.add(m.name)
-            out.append(m)
+        mine = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
+        for scope in dict.fromkeys([i.benchmark for i in mine] if items else [b]):
+            own = [i for i in mine if i.benchmark == scope]
+            for m in defn.metrics(options):
+                if (scope, m.name) in seen or (items and not any(m.applies(i) for i in own)):
+                    continue
+                seen.add((scope, m.name))
+                out.append(Scoped(m, scope))
     return out
 
 

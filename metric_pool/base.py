@@ -10,9 +10,9 @@ returning Scores whose ``item_id`` is :data:`CORPUS`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
-from ..core import CORPUS, Item, MetricSpec, Response, Score, as_evidence, same_model  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
+from ..core import CORPUS, InputError, Item, MetricSpec, Response, Score, Status, as_evidence, same_model  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
 from ..models.base import NamedModel
 
 # CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.
@@ -160,36 +160,82 @@ class BenchmarkOnly(Metric):
         return self.inner.corpus(items, responses, scores)
 
 
-class FunctionMetric(Metric):
-    """An objective metric from a pure function ``fn(item, response) -> (value, rationale)``
-    or ``-> dict[spec name, (value, rationale)]`` when it declares several specs.
-    A ValueError from ``fn`` becomes a ``parse_error`` Score with its message."""
+@dataclass(frozen=True)
+class MetricResult:
+    """What a metric function returns for one (item, response): the value on its spec's native scale
+    (``MetricSpec.range``), the rationale a reader sees beside it, and any details kept with the Score."""
 
-    def __init__(self, specs: MetricSpec | list[MetricSpec], fn: Callable[[Item, Response], Any]):
+    value: float
+    rationale: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Computed = Union[MetricResult, tuple]
+"""A metric function's result: a :class:`MetricResult` (or, from older function bodies, a ``(value, rationale[,
+details])`` tuple, read the same way)."""
+
+
+def _result(out: Computed) -> MetricResult:
+    if isinstance(out, MetricResult):
+        return out
+    value, rationale, *rest = out
+    return MetricResult(value=float(value), rationale=rationale, details=rest[0] if rest else {})
+
+
+class FunctionMetric(Metric):
+    """A metric from pure functions of (item, response), the one "metric from a function" class.
+
+    ``fn`` is either one function for all ``specs`` (returning a :class:`MetricResult` for a single spec, or a
+    dict spec name -> MetricResult), or a sequence of functions, one per spec, each computed on its own: a
+    ``ValueError`` from one fails only its spec (``parse_error`` with the message; an :class:`InputError`, e.g. a
+    missing reference field, gives ``input_error``).  The functions see the final text only (reasoning moved
+    out, METRICS.md D.8); a response whose status is not ``ok`` gives failed Scores with that status.
+    """
+
+    def __init__(
+        self,
+        specs: MetricSpec | Sequence[MetricSpec],
+        fn: Callable[[Item, Response], Any] | Sequence[Callable[[Item, Response], Computed]],
+    ):
         self.specs = [specs] if isinstance(specs, MetricSpec) else list(specs)
-        self.fn = fn
+        self.fns = list(fn) if not callable(fn) else None
+        self.fn = fn if callable(fn) else None
+        if self.fns is not None and len(self.fns) != len(self.specs):
+            raise ValueError("FunctionMetric needs one function per spec, or one function for all")
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        response = response.split_reasoning()  # D.8: the function sees the final text only
+        return self.score_sync(item, response)
+
+    def score_sync(self, item: Item, response: Response) -> list[Score]:
+        """The Scores of ``response`` (synchronous: the functions need no event loop)."""
+        response = response.split_reasoning()
         if not response.ok:
             return self.failed(item, response, response.status, f"no response: {response.error}")
-        try:
-            out = self.fn(item, response)
-        except ValueError as e:
-            return self.failed(item, response, "parse_error", str(e))
-        if len(self.specs) == 1 and not isinstance(out, dict):
-            out = {self.specs[0].name: out}
+        if self.fn is not None:
+            try:
+                out = self.fn(item, response)
+            except ValueError as e:
+                return self.failed(item, response, "parse_error", str(e))
+            results = out if isinstance(out, dict) else {self.specs[0].name: out}
+            return [self._score(item, response, s.name, _result(results[s.name])) for s in self.specs]
         scores = []
-        for s in self.specs:
-            value, rationale, *rest = out[s.name]
-            scores.append(
-                Score(
-                    item_id=item.id,
-                    model=response.model,
-                    metric=s.name,
-                    value=float(value),
-                    rationale=rationale,
-                    details=rest[0] if rest else {},
+        for s, f in zip(self.specs, self.fns or []):
+            try:
+                scores.append(self._score(item, response, s.name, _result(f(item, response))))
+            except (InputError, ValueError) as e:
+                status: Status = "input_error" if isinstance(e, InputError) else "parse_error"
+                scores.append(
+                    Score(item_id=item.id, model=response.model, metric=s.name, value=None, status=status, error=str(e))
                 )
-            )
         return scores
+
+    @staticmethod
+    def _score(item: Item, response: Response, metric: str, r: MetricResult) -> Score:
+        return Score(
+            item_id=item.id,
+            model=response.model,
+            metric=metric,
+            value=float(r.value),
+            rationale=r.rationale,
+            details=dict(r.details),
+        )

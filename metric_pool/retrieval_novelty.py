@@ -30,11 +30,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-import numpy as np
-
 from ..core import Item, MetricSpec, Response, Score, as_evidence
 from ..core.replies import final_text
 from .base import Metric, ScoringContext
+from .registry import metric
 
 SRC = "METRICS.md E; SGI-Bench paper (arXiv 2512.16969) section 5.1.1, eqs. 3-5"
 N_WORKS = 4
@@ -217,6 +216,8 @@ class RetrievalNoveltyMetric(Metric):
             embedder = self._embedder(ctx)
             if loaded:
                 evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
+            import numpy as np  # here, not at import: the metric registry imports this module for every run
+
             texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
             emb = np.asarray(embedder(texts), dtype=np.float64)
             norms = np.linalg.norm(emb, axis=1)
@@ -264,6 +265,39 @@ def metrics(options: dict | None = None) -> list[Metric]:
     """The retrieval-novelty metric with ``options`` ``n`` and ``tau`` (METRICS.md E.6)."""
     o = options or {}
     return [RetrievalNoveltyMetric(n=int(o.get("n", N_WORKS)), tau=float(o.get("tau", TAU)))]
+
+
+LITERATURE = (
+    r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
+    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
+)
+"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior work")."""
+
+LITERATURE_NOVELTY = rf"(?=.*\b(?:novel|original))(?=.*\b{LITERATURE}\b).*"
+"""A request about novelty relative to the literature: it names novelty ("novel", "novelty", "original") and
+compares with papers or the literature, in either order."""
+
+
+def searches(options: dict | None, tools: Any = None) -> str | None:
+    """Where retrieval novelty searches in a run, or None when it has nothing to search: the ``--corpus`` folder
+    (``options["corpus"]``: the works nearest by embedding similarity fused with BM25), else the tool pool's ``web_search`` (the web online; offline its own index)."""
+    corpus = (options or {}).get("corpus")
+    if corpus:
+        return f"searches the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
+    if tools is not None and "web_search" in (getattr(tools, "names", None) or []):
+        return "searches web_search (the web; offline its local index)"
+    return None
+
+
+@metric(
+    qualities={"novelty against the literature": (LITERATURE_NOVELTY,)},
+    offer=searches,
+    unavailable="retrieval novelty needs --corpus <folder> or the search tool",
+)
+def retrieval_novelty(options: dict | None = None) -> Metric:
+    """Retrieval novelty (METRICS.md E) with ``options`` ``n`` (works retrieved, default 4) and ``tau`` (the
+    novelty threshold, default 5), for any benchmark's items."""
+    return metrics(options)[0]
 
 
 __all__ = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ...core import InputError, Item, MetricKind, MetricSpec, Response, Score, final_text
-from ..base import Metric, ScoringContext
+from ...core import InputError, Item, MetricKind, MetricSpec, Response, final_text
+from ..base import Computed, FunctionMetric
 
 BENCHMARK = "sgi-bench"
 PAPER = "paper arXiv 2512.16969"
@@ -97,74 +97,12 @@ def spec(
     )
 
 
-Computed = tuple[float, str] | tuple[float, str, dict[str, Any]]
-
-
-class PerSpecMetric(Metric):
-    """An objective metric family whose specs are computed independently.
-
-    ``fns[i](item, response) -> (value, rationale[, details])`` computes
-    ``specs[i]``.  A ``ValueError`` from one function fails only that spec
-    (``parse_error`` with the message; an :class:`InputError`, e.g. a missing
-    reference field, gives ``input_error``), so e.g. a wet-lab PA failure on an item
-    with zero steps does not hide its sequence similarity.  A response whose
-    status is not ``ok`` gives failed Scores with the response's status.
-    """
+class PerSpecMetric(FunctionMetric):
+    """An objective metric family whose specs are computed independently: ``fns[i](item, response)`` computes
+    ``specs[i]`` (:class:`~sgieval.metric_pool.base.FunctionMetric` with one function per spec)."""
 
     def __init__(self, specs: Sequence[MetricSpec], fns: Sequence[Callable[[Item, Response], Computed]]):
-        if len(specs) != len(fns):
-            raise ValueError("PerSpecMetric needs one function per spec")
-        self.specs = list(specs)
-        self.fns = list(fns)
-
-    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        return self.score_sync(item, response)
-
-    def score_sync(self, item: Item, response: Response) -> list[Score]:
-        """Synchronous scoring (the objective path needs no event loop); the
-        functions see the final text only (reasoning moved out, D.8)."""
-        response = response.split_reasoning()
-        if not response.ok:
-            return self.failed(item, response, response.status, f"no response: {response.error}")
-        out: list[Score] = []
-        for s, fn in zip(self.specs, self.fns):
-            try:
-                value, rationale, *rest = fn(item, response)
-            except InputError as e:
-                out.append(
-                    Score(
-                        item_id=item.id,
-                        model=response.model,
-                        metric=s.name,
-                        value=None,
-                        status="input_error",
-                        error=str(e),
-                    )
-                )
-                continue
-            except ValueError as e:
-                out.append(
-                    Score(
-                        item_id=item.id,
-                        model=response.model,
-                        metric=s.name,
-                        value=None,
-                        status="parse_error",
-                        error=str(e),
-                    )
-                )
-                continue
-            out.append(
-                Score(
-                    item_id=item.id,
-                    model=response.model,
-                    metric=s.name,
-                    value=float(value),
-                    rationale=rationale,
-                    details=rest[0] if rest else {},
-                )
-            )
-        return out
+        super().__init__(list(specs), list(fns))
 
 
 def reference_field(item: Item, key: str) -> Any:

@@ -12,11 +12,18 @@ from pathlib import Path
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 
-from sgieval.agents.customisation import literature_novelty, run_customisation
+from sgieval.agents.customisation import run_customisation
 from sgieval.core import Item, RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.models.base import NamedModel
 from sgieval.tests.metric_pool.test_retrieval_novelty import PAPERS
+from sgieval.metric_pool.registry import find as find_metric
+
+
+def literature_novelty(request: str) -> bool:
+    """Whether the request names the quality the registered retrieval_novelty metric measures."""
+    return bool(find_metric(("*", "retrieval_novelty")).asked(request))
+
 
 REQUEST = "Which model proposes the freshest ideas, judged against the published work in my folder?"
 PLAN = {

@@ -8,8 +8,13 @@ import os
 import subprocess
 import sys
 
-from sgieval.agents.customisation import literature_novelty
 from sgieval.tests.metric_pool.test_retrieval_novelty import PAPERS
+from sgieval.metric_pool.registry import find as find_metric
+
+
+def literature_novelty(request: str) -> bool:
+    """Whether the request names the quality the registered retrieval_novelty metric measures."""
+    return bool(find_metric(("*", "retrieval_novelty")).asked(request))
 
 
 def test_literature_novelty_requests():

@@ -1,0 +1,156 @@
+"""The metric registry: metrics registered with a decorator (scope, qualities), plans that name metrics by
+(scope, name), and two benchmarks with a metric of the same name each scored on their own items."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+
+import pytest
+
+import sgieval
+from sgieval.agents.customisation import run_customisation
+from sgieval.benchmarks import registry as benchmarks
+from sgieval.benchmarks.jsonl import load_jsonl
+from sgieval.core import Item, Response
+from sgieval.metric_pool import registry
+from sgieval.metric_pool.base import FunctionMetric, MetricResult, ScoringContext
+from sgieval.tests.benchmarks.test_yaml_benchmark import RECORDS, YAML
+
+TOY = "sgieval.tests.metric_pool.toy_brevity"
+
+
+@pytest.fixture
+def toy_metric():
+    module = importlib.import_module(TOY)  # importing the module is its registration
+    yield module
+    registry.unregister(("*", "brevity"))
+    sys.modules.pop(TOY, None)
+
+
+def _qa(tmp_path):
+    p = tmp_path / "qa.jsonl"
+    p.write_text(
+        json.dumps({"id": "1", "prompt": "2 + 2?", "reference": "4"})
+        + "\n"
+        + json.dumps({"id": "2", "prompt": "Largest planet?", "reference": "Jupiter"})
+        + "\n"
+    )
+    return p
+
+
+def test_a_registered_metric_is_chosen_for_its_quality_word(toy_metric, tmp_path):
+    items = load_jsonl(_qa(tmp_path))
+    plan, metrics, _ = asyncio.run(run_customisation("Which model gives the most concise answers?", items))
+    assert plan.primary == "brevity" and plan.pool == ["brevity"] and plan.qualities == ["conciseness"]
+    assert ("*", "brevity") in plan.metrics and ("jsonl:qa", "exact_match") in plan.metrics
+    assert "'conciseness' is measured by the registered metric brevity" in plan.reason
+    assert [m.name for m in metrics if m.name == "brevity"] == ["brevity"]
+    # a request that does not name the quality leaves it out
+    plan2, metrics2, _ = asyncio.run(run_customisation("Which model is most accurate?", items))
+    assert "brevity" not in plan2.pool and all(m.name != "brevity" for m in metrics2)
+
+
+def test_a_registered_metric_scores_a_run_end_to_end(toy_metric, tmp_path):
+    qa = _qa(tmp_path)
+    replies = tmp_path / "m.jsonl"
+    replies.write_text(
+        json.dumps({"item_id": "jsonl:qa/1", "text": "<answer>4</answer>"})
+        + "\n"
+        + json.dumps(
+            {
+                "item_id": "jsonl:qa/2",
+                "text": "It is the planet Jupiter, by far the largest one. <answer>Jupiter</answer>",
+            }
+        )
+        + "\n"
+    )
+    run = sgieval.evaluate(
+        "Which model gives the most concise answers?",
+        benchmark=str(qa),
+        models=f"replay:{replies}",
+        out_dir=tmp_path / "runs",
+        run_id="brief",
+        bootstrap_resamples=99,
+    )
+    assert run.metric_plan["primary"] == "brevity"
+    # 1 word -> 1.0; 11 words -> 5/11
+    assert {s.item_id: round(s.value, 4) for s in run.values("brevity")} == {"jsonl:qa/1": 1.0, "jsonl:qa/2": 0.4545}
+    assert {s.item_id: s.value for s in run.values("exact_match")} == {"jsonl:qa/1": 1.0, "jsonl:qa/2": 1.0}
+
+
+def test_two_benchmarks_with_exact_match_score_every_item_of_both(tmp_path):
+    (tmp_path / "qa").mkdir()
+    (tmp_path / "qa" / "capitals.jsonl").write_text(
+        "".join(
+            json.dumps({"id": i, "prompt": p, "reference": r, "metadata": {"region": g}}) + "\n"
+            for i, p, r, g in RECORDS
+        )
+    )
+    (tmp_path / "capitals.yaml").write_text(YAML)
+    qa = _qa(tmp_path)
+    texts = {
+        "capitals/fr": "Paris",
+        "capitals/jp": "Kyoto",
+        "capitals/ke": "Nairobi",
+        "jsonl:qa/1": "4",
+        "jsonl:qa/2": "Saturn",
+    }
+    replies = tmp_path / "m.jsonl"
+    replies.write_text(
+        "".join(json.dumps({"item_id": i, "text": f"<answer>{t}</answer>"}) + "\n" for i, t in texts.items())
+    )
+    try:
+        run = sgieval.evaluate(
+            "",
+            benchmark=[str(tmp_path / "capitals.yaml"), str(qa)],
+            models=f"replay:{replies}",
+            out_dir=tmp_path / "runs",
+            run_id="two",
+            bootstrap_resamples=99,
+        )
+    finally:
+        benchmarks.unregister("capitals")
+    assert len(run.items) == 5
+    em = {s.item_id: s.value for s in run.values("exact_match")}
+    assert em == {"capitals/fr": 1.0, "capitals/jp": 0.0, "capitals/ke": 1.0, "jsonl:qa/1": 1.0, "jsonl:qa/2": 0.0}
+    assert {tuple(k) for k in run.metric_plan["metrics"]} >= {("capitals", "exact_match"), ("jsonl:qa", "exact_match")}
+    assert run.metric_plan["predefined"].count("exact_match") == 1
+    assert run.means("exact_match") == {f"replay:m": 0.6}
+
+
+def test_a_scoped_metric_scores_only_its_benchmarks_items():
+    spec = sgieval.MetricSpec(name="always_one", tasks=["*"], description="1", source="test")
+    m = registry.Scoped(FunctionMetric(spec, lambda item, response: MetricResult(1.0, "one")), "bench-a")
+    a = Item(id="bench-a/1", benchmark="bench-a", task="generic", prompt="q")
+    b = Item(id="bench-b/1", benchmark="bench-b", task="generic", prompt="q")
+    assert m.applies(a) and not m.applies(b) and registry.key_of(m) == ("bench-a", "always_one")
+    (s,) = asyncio.run(m.score(a, Response(item_id=a.id, model="x", text="hi"), ScoringContext()))
+    assert (s.value, s.rationale) == (1.0, "one")
+
+
+def test_function_metric_takes_one_function_per_spec_each_failing_alone():
+    specs = [sgieval.MetricSpec(name=n, tasks=["*"], description=n, source="test") for n in ("length", "needs_number")]
+
+    def number(item, response):
+        return MetricResult(float(response.text), "parsed")  # ValueError for a non-number
+
+    m = FunctionMetric(specs, [lambda item, response: MetricResult(len(response.text), "chars", {"n": 1}), number])
+    it = Item(id="b/1", benchmark="b", task="generic", prompt="q")
+    out = {s.metric: s for s in m.score_sync(it, Response(item_id=it.id, model="x", text="abc"))}
+    assert (out["length"].value, out["length"].details) == (3.0, {"n": 1})
+    assert out["needs_number"].status == "parse_error" and out["needs_number"].value is None
+    with pytest.raises(ValueError, match="one function per spec"):
+        FunctionMetric(specs, [number])
+
+
+def test_registering_a_name_twice_in_one_scope_is_refused(toy_metric):
+    from sgieval.core import InputError
+
+    with pytest.raises(InputError, match="metric 'brevity' \\(scope '\\*'\\) is registered twice"):
+
+        @registry.metric(qualities=("conciseness",))
+        def brevity(options=None):  # noqa: F811 - the clash under test
+            return toy_metric.brevity(options)
