@@ -222,7 +222,8 @@ def understand_request(
     """
     from rapidfuzz.distance import OSA
 
-    from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, LITERATURE_NOVELTY, detect_qualities
+    from ..metric_pool.registry import entries as registered_metrics
+    from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, detect_qualities
     from .request_models import MODEL_MENTION
     from .vocabulary import QUALITY_TERMS, QUALITY_WORDS, REQUEST_WORDS, max_edits
 
@@ -272,7 +273,10 @@ def understand_request(
     spans.extend((m.start(1), m.end(1), m.group(1), f"model {m.group(1)}") for m in MODEL_MENTION.finditer(text))
     cover(r"\b(?:k\s*=\s*\d+|\d+\s+(?:questions|items|samples|problems|tasks))\b", "number of items")
 
-    cover(LITERATURE_NOVELTY.pattern, "metric retrieval_novelty (novelty against the literature)")
+    for entry in registered_metrics():  # the words of each registered metric's quality the request names
+        for quality in entry.asked(text):
+            for p in entry.qualities[quality]:
+                cover(rf"\b(?:{p})\b", f"metric {entry.name} ({quality})")
 
     candidates: list[tuple[str, str]] = [(k, shown) for k, (shown, _f) in values.items()]
     candidates += [(w, w) for w in QUALITY_TERMS]

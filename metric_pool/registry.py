@@ -6,7 +6,7 @@ A new metric is one module with one decorated factory; importing the module regi
     from sgieval.metric_pool.base import FunctionMetric, MetricResult
     from sgieval.metric_pool.registry import metric
 
-    @metric(qualities={"conciseness": (r"concise(ness)?", r"brief")})
+    @metric(qualities={"conciseness": (r"concise(?:ness)?|brief",)})
     def brevity(options=None):
         return FunctionMetric(SPEC, lambda item, response: MetricResult(value=..., rationale=...))
 
@@ -49,8 +49,9 @@ class MetricEntry:
     Attributes:
         name: the metric's name (its first spec's name, ``Metric.name``).
         scope: :data:`ALL` or the item benchmark name whose items it scores.
-        qualities: quality -> the request patterns naming it (regular expressions, matched case-insensitively on
-            word boundaries; by default the quality itself).
+        qualities: quality -> the request patterns naming it: regular expressions matched case-insensitively on
+            word boundaries, each of which must occur in the request (``("novel\\w*|original", "against (?:the
+            )?literature")``: novelty, and a comparison with the literature); by default the quality itself.
         factory: ``factory(options) -> Metric`` (``options``: this metric's entry of the run's metric options).
         offer: when the agent model may choose it (:data:`Offer`); None: always.
         unavailable: why it is not offered when ``offer`` says no (shown in the plan's notes), e.g.
@@ -75,7 +76,7 @@ class MetricEntry:
         return [
             q
             for q, pats in self.qualities.items()
-            if any(re.search(rf"\b(?:{p})\b", request or "", flags=re.I | re.S) for p in pats)
+            if pats and all(re.search(rf"\b(?:{p})\b", request or "", flags=re.I) for p in pats)
         ]
 
     def where(self, options: dict | None, tools: Any = None) -> str | None:

@@ -271,11 +271,11 @@ LITERATURE = (
     r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
     r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
 )
-"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior work")."""
+"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior
+work"); with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
 
-LITERATURE_NOVELTY = rf"(?=.*\b(?:novel|original))(?=.*\b{LITERATURE}\b).*"
-"""A request about novelty relative to the literature: it names novelty ("novel", "novelty", "original") and
-compares with papers or the literature, in either order."""
+NOVEL = r"novel\w*|original\w*"
+"""Words naming novelty ("novel", "novelty", "original", "originality")."""
 
 
 def searches(options: dict | None, tools: Any = None) -> str | None:
@@ -290,7 +290,7 @@ def searches(options: dict | None, tools: Any = None) -> str | None:
 
 
 @metric(
-    qualities={"novelty against the literature": (LITERATURE_NOVELTY,)},
+    qualities={"novelty against the literature": (NOVEL, LITERATURE)},
     offer=searches,
     unavailable="retrieval novelty needs --corpus <folder> or the search tool",
 )

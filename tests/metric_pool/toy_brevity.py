@@ -21,6 +21,6 @@ def _brevity(item, response) -> MetricResult:
     return MetricResult(value=min(1.0, 5 / max(words, 1)), rationale=f"{words} words", details={"words": words})
 
 
-@metric(qualities={"conciseness": (r"concise(?:ness)?", r"brief(?:est)?")})
+@metric(qualities={"conciseness": (r"concise(?:ness)?|brief(?:est)?",)})
 def brevity(options=None):
     return FunctionMetric(SPEC, _brevity)
