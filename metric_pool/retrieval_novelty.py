@@ -8,8 +8,8 @@ whole final text when there is no such tag):
    to the query with the run's embedder and fused with BM25 by reciprocal rank
    (:class:`sgieval.tools.retrieval.CorpusRetriever`; ``options["retrieval"]`` ``"hybrid"``, the default, or
    ``"dense"``), so the n nearest works always exist when the folder holds n works; without one, with the tool
-   pool's ``web_search`` (online: the web; offline: its local index); the query is the idea's first sentence plus
-   the item's question;
+   pool's ``web_search`` (online: the web; offline: every text of its local index -- the catalog's -- ranked the
+   same way); the query is the idea's first sentence plus the item's question;
 2. S_avg = mean over the works found of cos(e_idea, e_work), the work's text being its title and snippet, with the
    run's embedder;
 3. ``retrieval_novelty`` S_inn = clip(10 (1 - S_avg), 0, 10), 0-10, higher is more novel;
@@ -139,6 +139,20 @@ class RetrievalNoveltyMetric(Metric):
             self._corpus = cached
         return cached[1]
 
+    def _local_search(self, web: Any, ctx: ScoringContext) -> Any:
+        """The retriever of a tool pool's offline search index (its documents), one per metric object and index."""
+        from ..tools.retrieval import CorpusRetriever
+
+        mode = str(ctx.options.get("retrieval", "hybrid"))
+        cached = getattr(self, "_local", None)
+        if cached is None or cached[0] != (id(web), mode):
+            embedder = self._embedder(ctx)
+            docs = web.index().documents
+            name = str(getattr(embedder, "name", None) or ctx.options.get("embedding_model", "minilm"))
+            cached = ((id(web), mode), CorpusRetriever(docs, embedder, mode=mode, embedder_name=name))  # type: ignore[arg-type]
+            self._local = cached
+        return cached[1]
+
     @staticmethod
     def _embedder(ctx: ScoringContext) -> Any:
         """The run's embedder (``ctx.embedder``; loaded from ``ctx.options["embedding_model"]``, default MiniLM)."""
@@ -157,6 +171,11 @@ class RetrievalNoveltyMetric(Metric):
             raw, backend = out.hits, out.backend
         elif ctx.tools is not None and "web_search" in getattr(ctx.tools, "names", []):
             out, _ = ctx.tools.call("web_search", query=query, max_results=self.n)
+            local = getattr(ctx.tools, "search", None)
+            if out.backend == "bm25" and local is not None and local.has_local_corpus:
+                # offline: the pool's own texts (the catalog's, any corpus folder), every one ranked by embedding
+                # similarity fused with BM25, not only those sharing a word with the query (METRICS.md E.1)
+                out = self._local_search(local, ctx).search(query, self.n)
             raw, backend = out.hits, out.backend
         else:
             from ..tools.search import WebSearch

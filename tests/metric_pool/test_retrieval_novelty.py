@@ -193,3 +193,20 @@ async def test_with_a_corpus_only_the_papers_are_searched_not_the_pools_benchmar
     ctx2 = ScoringContext(embedder=indicator, tools=pool, options={})
     got2 = {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, CLOSE, ctx2)}
     assert "item:ideas/own" in [w["source"] for w in got2["retrieval_novelty"].evidence[0].works]
+
+
+async def test_offline_pool_search_ranks_every_catalog_text_too():
+    # no corpus folder: the tool pool's web_search answers offline from its own index (here the six papers as
+    # documents, as the catalog's texts are); every text is ranked, so the far idea again has its 4 nearest works
+    # (p5, p6, then p1, p2 by corpus order) and S_inn = 10 (1 - (0.2 + 1/sqrt(30)) / 4) = 9.043565
+    from sgieval.tools.pool import ToolPool
+
+    docs = [
+        {"id": name, "title": text.split("\n")[0].lstrip("# "), "text": text.split("\n", 1)[1]}
+        for name, text in PAPERS.items()
+    ]
+    pool = ToolPool.from_names("search", documents=docs, search_backend="bm25")
+    ctx = ScoringContext(embedder=indicator, tools=pool, options={})
+    nov = {s.metric: s for s in await RetrievalNoveltyMetric().score(ITEM, FAR, ctx)}["retrieval_novelty"]
+    assert nov.details["n_found"] == 4 and nov.evidence[0].backend == "bm25+dense"
+    assert nov.value == pytest.approx(10 * (1 - (0.2 + 1 / math.sqrt(30)) / 4))
