@@ -94,6 +94,9 @@ def test_request_that_selects_nothing(tmp_path):
     assert not any(tmp_path.iterdir())  # no half-written run
 
 
-def test_data_pull_offline_fails_fast():
-    res = runner.invoke(app, ["data", "pull", "sciaidanbench"])
+def test_data_pull_offline_fails_fast(sciaidan_dir):
+    # the data is here: pulling it again is a no-op, with no network
+    res = runner.invoke(app, ["data", "pull", "sciaidanbench"], env={"SGIEVAL_NETWORK": "offline"})
+    assert res.exit_code == 0 and f"already present in {sciaidan_dir}" in res.output
+    res = runner.invoke(app, ["data", "pull", "sciaidanbench", "--force"], env={"SGIEVAL_NETWORK": "offline"})
     assert res.exit_code == 2 and "cannot reach codeload.github.com" in res.output
