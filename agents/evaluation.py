@@ -198,7 +198,8 @@ async def run_evaluation(
     Units run concurrently (workers take them in order; at most ``max_parallel`` target calls in flight,
     while finished units are scored); each appends its
     Response, then its Scores, as soon as they exist.  Corpus-level scores
-    (``item_id == "*"``) are computed last, once per model.
+    (``item_id == "*"``) are computed last, once per model.  ``on_progress(done, total)`` is called with
+    ``done`` 0 before the first unit, then after each unit (``total``: the (target, item) pairs).
     """
     await check_sandbox_once(ctx, items)
     prog = EvalProgress()
@@ -226,6 +227,8 @@ async def _run_evaluation(
     lock = asyncio.Lock()
     units = [(t, i) for t in targets for i in items]
     finished = 0
+    if on_progress:
+        on_progress(0, len(units))  # the total is known before the first call: a progress display shows it
 
     stopped: list[RunStoppedError] = []
 

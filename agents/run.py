@@ -596,7 +596,7 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
 
     def progress(done: int, total: int) -> None:
         nonlocal started
-        if not started:
+        if not started and done > 0:
             started = True
             threading.Thread(target=load, name="sgieval-report-imports", daemon=True).start()
         if on_progress is not None:
