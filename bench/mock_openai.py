@@ -11,11 +11,12 @@ with configurable
   of requests that never answer: the connection stays open until the client
   gives up or the server stops).  Faults are drawn from ``random.Random(seed)``
   per request, or chosen by a ``faults(index, body) -> None | "400" | "401" | "403" |
-  "429" | "500" | "hang" | "bad_json" | "error_200" | "no_choices" | "echo_key" | "echo_key_200"`` callable ("400": an
+  "429" | "500" | "hang" | "bad_json" | "error_200" | "no_choices" | "echo_key" | "echo_key_200" | "ansi_500"`` callable ("400": an
   invalid-request error, never retried; 401/403: a refused key, as OpenAI answers it; "bad_json": HTTP 200
   with a body cut mid-JSON; "error_200": HTTP 200 whose body is an error object; "no_choices": HTTP 200
   with ``"choices": []``; "echo_key": HTTP 400 whose error message repeats the request's key, as some
-  servers do; "echo_key_200": a normal reply whose content is the request's key);
+  servers do; "echo_key_200": a normal reply whose content is the request's key; "ansi_500": HTTP 500 whose error
+  message carries terminal escape sequences);
 * replies: ``replies`` is a callable ``(body, index) -> reply`` or a list
   (request ``i`` served gets ``replies[i % len]``); a reply is a string (the
   content) or a dict with optional ``content``, ``tool_calls`` (each
@@ -79,6 +80,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 Reply = "str | dict[str, Any]"
+
+ANSI_MESSAGE = "\x1b[2J\x1b[1;31mserver on fire\x1b[0m\x07"
+"""The error message of the ``ansi_500`` fault: clear the screen, red text, reset, bell."""
 
 
 def _content_text(content: Any) -> str:
@@ -426,6 +430,14 @@ class MockOpenAI:
                 return JSONResponse({"error": {"message": "The server had an error (mock)", "type": "server_error"}})
             return JSONResponse(
                 {"id": "chatcmpl-mock", "object": "chat.completion", "model": body.get("model", "mock"), "choices": []}
+            )
+        if fault == "ansi_500":
+            with self._lock:
+                self._counts["500"] += 1
+                entry["outcome"] = "500"
+            return JSONResponse(
+                {"error": {"message": ANSI_MESSAGE, "type": "server_error"}},
+                500,
             )
         if fault == "500":
             with self._lock:

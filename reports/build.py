@@ -39,6 +39,7 @@ from ..core import (
     Response,
     Score,
     atomic_write_text,
+    escape_control_chars,
     redact_secrets,
     same_model,
 )
@@ -891,7 +892,8 @@ def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
     pending = run_dir / REPORT_PENDING
     open_append_in(run_dir, pending).close()  # touched; no link followed in the run folder
     data = {**draft.data, "narrative": narrative}
-    atomic_write_text(out, redact_secrets(render_report(data)), root=run_dir)
+    # terminal escapes from a server or a program (an error reason, a reply) are shown as \xNN, never written raw
+    atomic_write_text(out, escape_control_chars(redact_secrets(render_report(data))), root=run_dir)
     values = [
         {
             "model": s.model,

@@ -46,7 +46,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core import InputError, Item, Response, Score
+from ..core import InputError, Item, Response, Score, escape_control_chars
 from ..core.files import write_bytes_in
 
 FORMATS = ("parquet", "jsonl", "csv")
@@ -113,11 +113,15 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_cell(v: Any) -> Any:
     """A CSV cell: None -> ``""``; text beginning with one of :data:`FORMULA_START` gets a leading apostrophe
-    (a spreadsheet shows it as text); numbers as they are."""
+    (a spreadsheet shows it as text), and its terminal escapes and other control characters are shown as
+    ``\\xNN`` (:func:`~sgieval.core.escape_control_chars`: a CSV printed on a terminal cannot rewrite it);
+    numbers as they are."""
     if v is None:
         return ""
-    if isinstance(v, str) and v.startswith(FORMULA_START):
-        return "'" + v
+    if isinstance(v, str):
+        v = escape_control_chars(v)
+        if v.startswith(FORMULA_START):
+            return "'" + v
     return v
 
 

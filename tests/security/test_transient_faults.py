@@ -134,3 +134,31 @@ def test_a_bad_timeout_is_one_line_and_leaves_no_run_folder(tmp_path, bad):
     assert res.exit_code == 2, res.output
     assert "timeout" in res.output and "must be a positive number of seconds" in res.output
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_terminal_escapes_from_a_server_are_escaped_in_every_output_file(tmp_path):
+    """The probe: raw terminal escapes from a server error reached report.md.  Item 0's call always gets an
+    HTTP 500 whose message clears the screen; item 1's reply text carries escapes too (variant)."""
+    from sgieval.bench.mock_openai import ANSI_MESSAGE
+
+    def reply(body, i):
+        return "<answer>\x1b[31m2\x1b[0m</answer>" if "1 + 1" in body["messages"][-1]["content"] else _answer(body, i)
+
+    with MockOpenAI(replies=reply, faults=lambda i, body: "ansi_500" if "0 + 0" in str(body) else None) as mock:
+        res, out = ask(tmp_path, mock.url)
+        assert res.exit_code == 0, res.output
+        assert mock.stats()["500"] == 4
+    (run,) = out.iterdir()
+    for cmd in (["view", str(run)], ["export", str(run), "-f", "csv"], ["export", str(run), "-f", "jsonl"]):
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 0, r.output
+    text_files = [p for p in run.rglob("*") if p.is_file() and p.suffix in (".md", ".json", ".jsonl", ".csv", ".js")]
+    assert {p.name for p in text_files} >= {"report.md", "responses.jsonl", "items.csv", "data.js", "text.js"}
+    for p in text_files:
+        data = p.read_bytes()
+        assert b"\x1b" not in data and b"\x07" not in data, p
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert "\\x1b[2J\\x1b[1;31mserver on fire\\x1b[0m\\x07" in report  # shown, escaped
+    (resp,) = [r for r in RunStore(run).read("responses") if r.error]
+    assert ANSI_MESSAGE in resp.error  # the record keeps the text as received (JSON-escaped on disk)
+    assert "<answer>\\x1b[31m2\\x1b[0m</answer>" in (run / "export" / "responses.csv").read_text(encoding="utf-8")
