@@ -53,6 +53,7 @@ from pydantic import BaseModel, Field, field_validator
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Status
+from .answers import normalise_text
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
 from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
@@ -401,7 +402,7 @@ class SFBenchLikert(Metric):
 def _level(value: Any, levels: dict[str, int], what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be one of {[k.title() for k in levels]}")
-    key = " ".join(value.replace("_", " ").replace("-", " ").split()).lower()
+    key = " ".join(normalise_text(value).replace("_", " ").replace("-", " ").split())
     if key not in levels:
         raise ValueError(f"{what} {value!r} is not one of {[k.title() for k in levels]}")
     return key

@@ -8,9 +8,6 @@ instead); ``sla`` is the judge's per-step correct/incorrect proportion.
 
 from __future__ import annotations
 
-import decimal
-import re
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -20,6 +17,7 @@ from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, R
 from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
 from ..base import Metric, ScoringContext
+from ..answers import normalised_match
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
 from .common import NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
@@ -43,9 +41,10 @@ EM_NORMALISED = spec(
     DEEP_RESEARCH,
     "A.1 (sgieval extension, reported beside em)",
     "Normalised Exact Match, 0/1 per item: 1 if the reference and model_answer (or llm_parsed_answer) are "
-    "equal after stripping, collapsing whitespace and case folding, or, when both parse as finite decimal "
-    "numbers, are equal after rounding both (half up) to the decimal places written in the reference "
-    "('0.25' vs '0.250' -> 1; reference '3' matches '3.4'). Not part of the SGI-Score.",
+    "equal after the METRICS.md D.11 normalisation (Unicode NFKC, every dash or minus sign to '-', whitespace "
+    "collapsed, case folded), or, when both read as numbers (currency symbols and thousands separators "
+    "removed, 1/2 and 6.02 x 10^23 forms read), are equal after rounding both (half up) to the decimal places "
+    "written in the reference ('0.25' vs '0.250' -> 1; reference '3' matches '3.4'). Not part of the SGI-Score.",
     variant_of="em",
 )
 SLA = spec(
@@ -86,44 +85,22 @@ def exact_match(answer: str, extracted: str, parsed: str | None = None) -> int:
     return int(answer == extracted or (parsed is not None and answer == parsed))
 
 
-_WS = re.compile(r"\s+")
-
-
-def _collapse(text: str) -> str:
-    return _WS.sub(" ", text).strip().casefold()
-
-
-def _finite_decimal(text: str) -> Decimal | None:
-    try:
-        d = Decimal(text)
-    except (decimal.InvalidOperation, ValueError):
-        return None
-    return d if d.is_finite() else None
-
-
 def normalised_equal(reference: str, prediction: str) -> bool:
-    """True when ``prediction`` matches ``reference`` after normalisation.
+    """True when ``prediction`` matches ``reference`` under METRICS.md D.11, the
+    normalisation every normalised metric of sgieval shares
+    (:func:`sgieval.metric_pool.answers.normalised_match`).
 
-    1. Strip, collapse every whitespace run to one space, case-fold; equal -> True.
-    2. If both strings then parse as finite ``Decimal`` numbers, round both half-up to
-       the reference's decimal places (``-exponent`` of the reference as written:
-       "0.25" -> 2, "0.250" -> 3, "3" -> 0, "1e5" -> -5, i.e. to the hundred-thousand)
-       and compare.  Units are not handled ("0.25 mg" vs "0.25" is False).
+    1. Unicode NFKC, every dash or minus sign to ``-``, whitespace runs to one
+       space, stripped, case-folded; equal -> True (``"\u22120.76"`` matches
+       ``"-0.76"``, a decomposed ``a`` + combining ring matches ``"\u00e5"``).
+    2. If both then read as numbers (currency symbols and thousands separators
+       removed; ``1/2`` and ``6.02 x 10^23`` forms read), round both half-up to the
+       reference's decimal places as written ("0.25" -> 2, "0.250" -> 3, "3" -> 0,
+       "1e5" -> -5, i.e. to the hundred-thousand) and compare; a fraction
+       reference must be matched exactly.  Units are not handled ("0.25 mg" vs
+       "0.25" is False).
     """
-    r, p = _collapse(reference), _collapse(prediction)
-    if r == p:
-        return True
-    rd, pd = _finite_decimal(r), _finite_decimal(p)
-    if rd is None or pd is None:
-        return False
-    places = -int(rd.as_tuple().exponent)
-    quantum = Decimal(1).scaleb(-places)
-    with decimal.localcontext() as ctx:
-        ctx.prec = 200
-        try:
-            return pd.quantize(quantum, rounding=ROUND_HALF_UP) == rd.quantize(quantum, rounding=ROUND_HALF_UP)
-        except decimal.InvalidOperation:
-            return False
+    return normalised_match(reference, prediction)
 
 
 PARSER_SYSTEM = """You convert text into a value that has exactly the format of an example value.

@@ -139,6 +139,10 @@ def test_levels_read_underscores_and_dashes_as_spaces():
     v = ExplanationVerdict(correctness="mostly_unsound", completeness="Incomplete")
     assert (v.correctness, v.completeness) == ("mostly unsound", "incomplete")
     assert ExplanationVerdict(correctness="Mostly-Sound", completeness="weak").correctness == "mostly sound"
+    # the D.11 normalisation: an en dash and a full-width form read like the ASCII names
+    assert (
+        ExplanationVerdict(correctness="MOSTLY\u2013UNSOUND", completeness="\uff37eak").correctness == "mostly unsound"
+    )
 
 
 def test_judge_prompt_human_message_whole():

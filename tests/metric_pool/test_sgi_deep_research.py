@@ -107,6 +107,33 @@ async def test_em_without_parser(ref, text, em, emn):
     assert s["em"].details["model_answer_after_llm_parser"] is None or text in ("", "none")
 
 
+@pytest.mark.parametrize(
+    "ref,text,emn",
+    [
+        ("-0.76", "<answer>\u22120.76</answer>", 1),  # minus sign (U+2212) is '-' (D.11)
+        ("-0.76", "<answer>\u20130.760</answer>", 1),  # en dash, and a third decimal written
+        ("-0.76", "<answer>\uff0d0.76</answer>", 1),  # full-width hyphen-minus (NFKC)
+        ("-0.76", "<answer>0.76</answer>", 0),  # the sign still counts
+        ("\u00e5ngstr\u00f6m", "<answer>a\u030angstro\u0308m</answer>", 1),  # NFD against NFC
+        ("\u00c5ngstr\u00f6m", "<answer>\u212bngstr\u00f6m</answer>", 1),  # the angstrom sign
+        ("\u00e5ngstr\u00f6m", "<answer>angstrom</answer>", 0),  # accents are not dropped
+        ("12345", "<answer>\uff11\uff12\uff13\uff14\uff15</answer>", 1),  # full-width digits
+    ],
+)
+async def test_em_normalised_unicode(ref, text, emn):
+    # the deep-research em_normalised uses the one D.11 normalisation of every normalised metric
+    s = await em_scores(ref, text)
+    assert (s["em"].value, s["em_normalised"].value) == (0.0, emn)
+    assert s["em_normalised"].status == "ok"
+
+
+def test_one_normalisation_for_every_normalised_metric():
+    from sgieval.metric_pool.answers import normalised_match
+
+    for ref, pred in (("-0.76", "\u22120.76"), ("\u00e5ngstr\u00f6m", "a\u030angstro\u0308m"), ("0.25", "0.250")):
+        assert normalised_equal(ref, pred) is normalised_match(ref, pred) is True
+
+
 async def test_em_details_for_empty_tags():
     s = await em_scores("0.25", "<answer></answer>")
     assert s["em"].details["model_answer"] == ""
