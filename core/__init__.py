@@ -74,7 +74,15 @@ from .records import (
     criterion_key,
 )
 from .options import RUN_RECORD, Option, RunOption, option_names, run_options
-from .replies import final_text, join_reasoning, reply_status, split_reasoning
+from .replies import (
+    final_text,
+    join_reasoning,
+    judge_number,
+    refusal_text,
+    reply_status,
+    split_reasoning,
+    verdict_word,
+)
 from .store import BUDGET_STOP_NOTE, REPORT_PENDING, RUN_LOCK, RunStore, check_state_file, run_holder, sync_open_stores
 
 __all__ = [
@@ -124,6 +132,9 @@ __all__ = [
     "join_reasoning",
     "reply_status",
     "split_reasoning",
+    "judge_number",
+    "refusal_text",
+    "verdict_word",
     "sync_open_stores",
     "current_settings",
     "get_logger",

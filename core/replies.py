@@ -7,10 +7,16 @@ metrics extract answers from it, judges parse it):
   ``<think>...</think>`` from its final text (D.8);
 - :func:`final_text` is the text every answer extractor reads;
 - :func:`reply_status` turns ``finish_reason`` and the final text into the
-  ``truncated`` / ``empty`` statuses of D.10.
+  ``truncated`` / ``empty`` statuses of D.10;
+- :func:`refusal_text`, :func:`verdict_word` and :func:`judge_number` read a
+  judge's reply strictly (D.17): a provider refusal, a verdict word, a score field.
 """
 
 from __future__ import annotations
+
+import math
+import re
+import unicodedata
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -74,3 +80,75 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
     if not (final or "").strip() and not has_tool_calls:
         return "empty"
     return "ok"
+
+
+def refusal_text(msg: object) -> str | None:
+    """The refusal a provider returned instead of an answer (METRICS.md D.17), or None.
+
+    Read from the message's ``additional_kwargs["refusal"]`` (OpenAI Chat
+    Completions, kept by LangChain's ChatOpenAI and ChatOpenAIDirect), a
+    content block of type ``refusal`` (the Responses API), or a
+    ``stop_reason`` / ``finish_reason`` of ``refusal`` (Anthropic), whose text
+    is then the reply's content ("" when it has none)."""
+    extra = getattr(msg, "additional_kwargs", None) or {}
+    got = extra.get("refusal") if isinstance(extra, dict) else None
+    if isinstance(got, str) and got.strip():
+        return got.strip()
+    content = getattr(msg, "content", None)
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "refusal":
+                return str(b.get("refusal") or b.get("text") or "").strip()
+    meta = getattr(msg, "response_metadata", None) or {}
+    if isinstance(meta, dict) and "refusal" in (str(meta.get("stop_reason")), str(meta.get("finish_reason"))):
+        return content.strip() if isinstance(content, str) else ""
+    return None
+
+
+def verdict_word(value: object) -> object:
+    """A judge's verdict word as compared (METRICS.md D.12, D.17): stripped,
+    case-folded, trailing punctuation removed (``" Incorrect."`` ->
+    ``"incorrect"``, ``"CORRECT!"`` -> ``"correct"``).  Anything but a string
+    is returned unchanged (for the schema to reject)."""
+    if not isinstance(value, str):
+        return value
+    t = value.strip().casefold()
+    while t and unicodedata.category(t[-1]).startswith("P") and t[-1] not in ")]}\"'":
+        t = t[:-1].rstrip()
+    return t
+
+
+_NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def judge_number(value: object, *, integer: bool, what: str = "score") -> int | float:
+    """A judge's score field, strictly (METRICS.md D.4, D.17): an int or a float
+    (an integral float for ``integer``), or a string that is exactly such a
+    number (``"7"``).  A boolean (``true`` is not 1), None, a string with words
+    (``"7/10"``, ``"high"``), a list or a non-finite value raises ValueError
+    saying what was received, so the reply is a parse error (retried, then a
+    ``judge_error``), never coerced."""
+    v = value
+    if isinstance(v, bool) or v is None or not isinstance(v, (int, float, str)):
+        raise ValueError(f"{what} must be a number, got {_kind(value)} {value!r}")
+    if isinstance(v, str):
+        t = v.strip()
+        if not _NUMERIC_TEXT.fullmatch(t):
+            raise ValueError(f"{what} must be a number, got the string {value!r}")
+        v = float(t) if any(c in t for c in ".eE") else int(t)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"{what} must be a finite number, got {value!r}")
+        if integer:
+            if not v.is_integer():
+                raise ValueError(f"{what} must be an integer, got the decimal {value!r}")
+            return int(v)
+    return v
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "the boolean"
+    if value is None:
+        return "null"
+    return f"a {type(value).__name__}"

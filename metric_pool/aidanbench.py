@@ -2,7 +2,12 @@
 
 The records are those of METRICS.md B.7 (stored and replayed, or produced by
 the generation protocol in :mod:`.aidanbench_protocol`); each Response keeps
-them in ``metadata["records"]``.  METRICS.md B.6, C.7 and D.6:
+them in ``metadata["records"]`` (several stored lists of one question one
+after the other, with ``metadata["lists"]`` saying where each starts).
+METRICS.md B.6, C.7, D.6 and D.15:
+
+Per question (one Score per item; a model's figure is the sum or the mean
+over questions, as each metric says):
 
 - ``aidan_accepted_answers`` (default, primary): records whose
   ``stopping_condition`` is null (the SciAidanBench README's "accepted
@@ -10,67 +15,152 @@ them in ``metadata["records"]``.  METRICS.md B.6, C.7 and D.6:
 - ``aidan_published_count``: ``len(list)``, which includes the rejected
   terminating answer (SciAidanBench ``analysis/utils.py``, used for the
   published figures); a named variant of the accepted count.
-- ``aidan_mean_coherence``: mean ``coherence_score`` (0-100, stored judge) of
-  the accepted answers of a question.
-- ``aidan_mean_novelty``: mean ``embedding_dissimilarity_score`` (0-1) of the
-  accepted answers of a question.
+- ``aidan_readme_score``: the AidanBench README's S(q), the largest n such
+  that answers 1..n all have coherence C > tau_c and novelty N > tau_n
+  (B.6); a named variant of the accepted count.
+- ``aidan_leaderboard_score``: AidanBench ``plot.py``'s per-question count,
+  the answers before the first one with N < 0.15 or C < 15 (LLM novelty
+  ignored, B.6); a named variant of the accepted count.  The leaderboard's
+  model score, the sum over questions maximised over temperatures, is the
+  corpus-level ``aidan_leaderboard_total``.
+- ``aidan_mean_novelty_per_item`` / ``aidan_mean_coherence_per_item``: the
+  question's mean over its accepted answers (novelty without each list's
+  first answer); the model figure is the mean of these per-question means,
+  a named variant of the pooled means below.
+
+Per model (corpus level, pooled over answers, D.6 and D.15):
+
+- ``aidan_mean_novelty``: mean ``embedding_dissimilarity_score`` (0-1) over
+  the accepted answers of the selected questions, leaving out each list's
+  first answer (its novelty is 1.0 by definition: nothing precedes it, so
+  keeping it favours models with short lists).
+- ``aidan_mean_novelty_with_first``: the same pooled mean with first answers
+  kept, a named variant.
+- ``aidan_mean_coherence``: mean ``coherence_score`` (0-100) pooled over the
+  accepted answers, first answers included (judged like any other).
+- ``aidan_leaderboard_total``: see above.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections import defaultdict
+from typing import Any, Sequence
 
-from ..core import OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
+from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
 from .base import Metric, ScoringContext
 
 SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
+SRC_AIDAN = "METRICS.md B.6; AidanBench (github aidanmclaughlin/AidanBench a6bb325)"
+SRC_POOLED = "METRICS.md D.6, D.15"
 
-ACCEPTED = MetricSpec(
-    name="aidan_accepted_answers",
-    tasks=[OPEN_CREATIVITY],
-    kind="objective",
+LEADERBOARD_TAU_C = 15
+"""Coherence below which AidanBench ``plot.py`` stops counting a list (``coherence < 15``, B.6)."""
+LEADERBOARD_TAU_N = 0.15
+"""Embedding novelty below which ``plot.py`` stops counting a list (``N < 0.15``, B.6)."""
+README_TAU_C = 15
+"""tau_c of the AidanBench README's S(q) (B.5 defaults), used when the records do not state their thresholds."""
+README_TAU_N = 0.15
+"""tau_n of the README's S(q), likewise."""
+
+
+def _spec(name: str, **kw: Any) -> MetricSpec:
+    base: dict[str, Any] = {
+        "tasks": [OPEN_CREATIVITY],
+        "kind": "objective",
+        "higher_is_better": True,
+        "benchmark": "sciaidanbench",
+    }
+    return MetricSpec(name=name, **{**base, **kw})
+
+
+ACCEPTED = _spec(
+    "aidan_accepted_answers",
     range=(0, float("inf")),
-    higher_is_better=True,
-    benchmark="sciaidanbench",
     primary=True,
     unit="answers",
     qualities={"creativity": 1, "novelty": 3},
-    description="Accepted answers per question: records with stopping_condition null. Model score = sum over questions.",
+    description="Accepted answers per question (SciAidanBench README): records with stopping_condition null. "
+    "Model score = sum over questions.",
     source=SRC,
 )
-PUBLISHED = MetricSpec(
-    name="aidan_published_count",
-    tasks=[OPEN_CREATIVITY],
-    kind="objective",
+PUBLISHED = _spec(
+    "aidan_published_count",
     range=(0, float("inf")),
-    higher_is_better=True,
-    benchmark="sciaidanbench",
     variant_of="aidan_accepted_answers",
     unit="answers",
-    description="Published count per question: len(list) including the rejected terminating answer "
-    "(analysis/utils.py); normally accepted + 1.",
+    description="Published count per question (SciAidanBench analysis/utils.py, the published figures): "
+    "len(list) including the rejected terminating answer; normally accepted + 1. Model score = sum over questions.",
     source=SRC,
 )
-COHERENCE = MetricSpec(
-    name="aidan_mean_coherence",
-    tasks=[OPEN_CREATIVITY],
-    kind="objective",
+README_SCORE = _spec(
+    "aidan_readme_score",
+    range=(0, float("inf")),
+    variant_of="aidan_accepted_answers",
+    unit="answers",
+    description="AidanBench README score S(q): the largest n such that answers 1..n of the list all have "
+    "coherence C > tau_c (15) and embedding novelty N > tau_n (0.15), i.e. the accepted answers without the "
+    "terminating one; summed over a question's stored lists. Model score = sum over questions.",
+    source=SRC_AIDAN + " (README)",
+)
+LEADERBOARD = _spec(
+    "aidan_leaderboard_score",
+    range=(0, float("inf")),
+    variant_of="aidan_accepted_answers",
+    unit="answers",
+    description="AidanBench plot.py (leaderboard) count per question: walk the list and stop at the first answer "
+    "with N < 0.15 or coherence < 15; the answers before it count (LLM novelty ignored; coherence exactly 15 "
+    "counts); summed over the question's lists of one temperature, the largest over temperatures. The "
+    "leaderboard's model score is aidan_leaderboard_total.",
+    source=SRC_AIDAN + " (plot.py)",
+)
+LEADERBOARD_TOTAL = _spec(
+    "aidan_leaderboard_total",
+    range=(0, float("inf")),
+    variant_of="aidan_accepted_answers",
+    unit="answers",
+    description="AidanBench plot.py leaderboard score of a model (corpus level, a total, not a mean): the sum "
+    "over questions of the aidan_leaderboard_score counts at one temperature, maximised over temperatures.",
+    source=SRC_AIDAN + " (plot.py)",
+)
+COHERENCE = _spec(
+    "aidan_mean_coherence",
     range=(0, 100),
-    higher_is_better=True,
-    benchmark="sciaidanbench",
-    description="Mean stored coherence_score (0-100, o1-mini judge) of the accepted answers of a question.",
-    source=SRC,
+    description="Mean stored coherence_score (0-100, the coherence judge) pooled over the accepted answers of "
+    "the selected questions, first answers included (corpus level: one value per model).",
+    source=SRC_POOLED,
 )
-NOVELTY = MetricSpec(
-    name="aidan_mean_novelty",
-    tasks=[OPEN_CREATIVITY],
-    kind="objective",
+COHERENCE_PER_ITEM = _spec(
+    "aidan_mean_coherence_per_item",
+    range=(0, 100),
+    variant_of="aidan_mean_coherence",
+    description="Mean stored coherence_score (0-100) of the accepted answers of a question; the model figure "
+    "is the mean of these per-question means (each question weighs the same, however many answers it has).",
+    source=SRC_POOLED + " (per-item reading)",
+)
+NOVELTY = _spec(
+    "aidan_mean_novelty",
     range=(0, 1),
-    higher_is_better=True,
-    benchmark="sciaidanbench",
     qualities={"novelty": 2},
-    description="Mean stored embedding_dissimilarity_score (1 - max cosine vs earlier answers) of accepted answers.",
-    source=SRC,
+    description="Mean stored embedding_dissimilarity_score (1 - max cosine against the earlier answers, 0-1) "
+    "pooled over the accepted answers of the selected questions, leaving out each list's first answer (its "
+    "novelty is 1.0 by definition) (corpus level: one value per model).",
+    source=SRC_POOLED,
+)
+NOVELTY_WITH_FIRST = _spec(
+    "aidan_mean_novelty_with_first",
+    range=(0, 1),
+    variant_of="aidan_mean_novelty",
+    description="Mean stored embedding_dissimilarity_score pooled over the accepted answers, each list's first "
+    "answer (novelty 1.0 by definition) included; favours models with short lists (corpus level).",
+    source=SRC_POOLED + " (with first answers)",
+)
+NOVELTY_PER_ITEM = _spec(
+    "aidan_mean_novelty_per_item",
+    range=(0, 1),
+    variant_of="aidan_mean_novelty",
+    description="Mean stored embedding_dissimilarity_score of a question's accepted answers without each list's "
+    "first answer; the model figure is the mean of these per-question means (each question weighs the same).",
+    source=SRC_POOLED + " (per-item reading)",
 )
 
 
@@ -139,15 +229,103 @@ def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
 
+def answer_lists(metadata: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``(temperature, records)`` of each stored list of one question.
+
+    ``metadata["records"]`` holds the lists one after the other; with several
+    lists, ``metadata["lists"]`` gives each one's ``temperature``, ``start``
+    and ``n`` (:class:`sgieval.models.replay.ReplayStore`).  Without it (one
+    list, or a live protocol run) the records are one list at
+    ``metadata["temperature"]``.  Raises ValueError when ``lists`` does not
+    cover the records exactly."""
+    records = metadata.get("records") or []
+    lists = metadata.get("lists")
+    if not isinstance(lists, list) or not lists:
+        return [(str(metadata.get("temperature", "")), list(records))]
+    out = []
+    at = 0
+    for k, lst in enumerate(lists):
+        start, n = int(lst.get("start", -1)), int(lst.get("n", -1))
+        if start != at or n < 0:
+            raise ValueError(f"metadata['lists'][{k}] starts at {start}, expected {at}")
+        out.append((str(lst.get("temperature", "")), list(records[start : start + n])))
+        at += n
+    if at != len(records):
+        raise ValueError(f"metadata['lists'] covers {at} of {len(records)} records")
+    return out
+
+
+def _num(r: dict[str, Any], key: str) -> float | None:
+    v = r.get(key)
+    return None if v is None or isinstance(v, bool) else float(v)
+
+
+def readme_score(records: Sequence[dict[str, Any]], tau_c: float = README_TAU_C, tau_n: float = README_TAU_N) -> int:
+    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that
+    records 1..n all have ``coherence_score`` > ``tau_c`` and
+    ``embedding_dissimilarity_score`` > ``tau_n`` (both strict; a missing value
+    ends the prefix).  Returns 0..len(records)."""
+    n = 0
+    for r in records:
+        c, nov = _num(r, "coherence_score"), _num(r, "embedding_dissimilarity_score")
+        if c is None or nov is None or not (c > tau_c and nov > tau_n):
+            break
+        n += 1
+    return n
+
+
+def leaderboard_count(records: Sequence[dict[str, Any]]) -> int:
+    """AidanBench ``plot.py`` count of one list (METRICS.md B.6): the records
+    before the first one with ``embedding_dissimilarity_score`` < 0.15 or
+    ``coherence_score`` < 15 (a coherence of exactly 15 still counts; LLM
+    novelty is ignored; a missing value ends the walk).  Returns 0..len(records)."""
+    n = 0
+    for r in records:
+        c, nov = _num(r, "coherence_score"), _num(r, "embedding_dissimilarity_score")
+        if c is None or nov is None or nov < LEADERBOARD_TAU_N or c < LEADERBOARD_TAU_C:
+            break
+        n += 1
+    return n
+
+
+def pooled_values(
+    lists: Sequence[tuple[str, Sequence[dict[str, Any]]]], key: str, *, first_answers: bool
+) -> list[float]:
+    """The ``key`` values of the accepted records (D.6) of every list, in order;
+    ``first_answers`` False leaves out each list's first record (D.15: its
+    novelty is 1.0 by definition).  Records without the value are left out."""
+    out = []
+    for _t, recs in lists:
+        for k, r in enumerate(recs):
+            if (k == 0 and not first_answers) or r.get("stopping_condition") is not None:
+                continue
+            v = _num(r, key)
+            if v is not None:
+                out.append(v)
+    return out
+
+
+_PER_ITEM_MEANS = (
+    (COHERENCE_PER_ITEM, "coherence_score", True),
+    (NOVELTY_PER_ITEM, "embedding_dissimilarity_score", False),
+)
+_POOLED = (
+    (COHERENCE, "coherence_score", True),
+    (NOVELTY, "embedding_dissimilarity_score", False),
+    (NOVELTY_WITH_FIRST, "embedding_dissimilarity_score", True),
+)
+
+
 class AnswerCountMetrics(Metric):
-    """The four record-count metrics of one question (see module docstring).
+    """The record-count metrics of one question and the pooled means of a model (module docstring).
 
-    Needs ``response.metadata["records"]``; without it every score is a
-    ``parse_error`` naming the missing records.  Means over zero accepted
-    answers are undefined: value None, status ``not_run``, reason given.
-    """
+    Needs ``response.metadata["records"]``; without it every per-question score
+    is a ``parse_error`` naming the missing records.  Means over zero answers
+    are undefined: value None, status ``not_run``, reason given.  The pooled
+    means and the leaderboard total are corpus-level (:meth:`corpus`)."""
 
-    specs = [ACCEPTED, PUBLISHED, COHERENCE, NOVELTY]
+    specs = [ACCEPTED, PUBLISHED, README_SCORE, LEADERBOARD, COHERENCE_PER_ITEM, NOVELTY_PER_ITEM]
+    corpus_specs = [COHERENCE, NOVELTY, NOVELTY_WITH_FIRST, LEADERBOARD_TOTAL]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -161,43 +339,61 @@ class AnswerCountMetrics(Metric):
                 "response has no answer records (metadata['records']); the open-creativity "
                 "metrics need the generation protocol or a SciAidanBench replay",
             )
+        try:
+            lists = answer_lists(response.metadata)
+        except (ValueError, TypeError) as e:
+            return self.failed(item, response, "parse_error", f"stored answer lists do not match the records: {e}")
         acc = accepted_records(records)
         stop = records[-1].get("final_stopping_condition") or records[-1].get("stopping_condition") if records else None
         flag = {**record_flag(records), "judged_by": judged_by(response.metadata)}
         why = f"{len(acc)} accepted of {len(records)} stored answers; stopped by {stop or 'no stop recorded'}"
         if flag.get("flag_reason"):
             why += f" ({'missing' if flag.get('missing') else 'censored'}: {flag['flag_reason']})"
+
+        def ok(spec: MetricSpec, value: float, rationale: str, **extra: Any) -> Score:
+            return Score(
+                item_id=item.id,
+                model=response.model,
+                metric=spec.name,
+                value=value,
+                rationale=rationale,
+                details={**flag, **extra},
+            )
+
+        th = response.metadata.get("thresholds") or {}
+        tau_c = float(th.get("coherence", README_TAU_C))
+        tau_n = float(th.get("embedding", README_TAU_N))
+        readme = sum(readme_score(recs, tau_c, tau_n) for _t, recs in lists)
+        by_temp: dict[str, int] = defaultdict(int)
+        for t, recs in lists:
+            by_temp[t] += leaderboard_count(recs)
+        best_t = max(by_temp, key=lambda t: by_temp[t]) if by_temp else ""
+        board = by_temp.get(best_t, 0)
+        n_lists = f" over {len(lists)} stored lists" if len(lists) > 1 else ""
         out = [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=ACCEPTED.name,
-                value=float(len(acc)),
-                rationale=why,
-                details=dict(flag),
+            ok(ACCEPTED, float(len(acc)), why),
+            ok(
+                PUBLISHED, float(len(records)), f"len(list) = {len(records)} (includes the rejected terminating answer)"
             ),
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=PUBLISHED.name,
-                value=float(len(records)),
-                rationale=f"len(list) = {len(records)} (includes the rejected terminating answer)",
-                details=dict(flag),
+            ok(
+                README_SCORE,
+                float(readme),
+                f"S(q) = {readme}: answers before the first with coherence <= {tau_c:g} or novelty <= {tau_n:g}"
+                + n_lists,
+            ),
+            ok(
+                LEADERBOARD,
+                float(board),
+                f"plot.py count = {board}: answers before the first with novelty < {LEADERBOARD_TAU_N:g} or "
+                f"coherence < {LEADERBOARD_TAU_C:g}" + n_lists + (f" (temperature {best_t})" if best_t else ""),
+                by_temperature=dict(by_temp),
             ),
         ]
-        for spec, key in ((COHERENCE, "coherence_score"), (NOVELTY, "embedding_dissimilarity_score")):
-            vals = [float(r[key]) for r in acc if r.get(key) is not None]
+        for spec, key, first in _PER_ITEM_MEANS:
+            vals = pooled_values(lists, key, first_answers=first)
+            which = "accepted answers" if first else "accepted answers after the first"
             if vals:
-                out.append(
-                    Score(
-                        item_id=item.id,
-                        model=response.model,
-                        metric=spec.name,
-                        value=sum(vals) / len(vals),
-                        rationale=f"mean {key} over {len(vals)} accepted answers",
-                        details=dict(flag),
-                    )
-                )
+                out.append(ok(spec, sum(vals) / len(vals), f"mean {key} over {len(vals)} {which}"))
             else:
                 out.append(
                     Score(
@@ -206,7 +402,7 @@ class AnswerCountMetrics(Metric):
                         metric=spec.name,
                         value=None,
                         status="not_run",
-                        error=f"no accepted answers with {'an' if key[0] in 'aeiou' else 'a'} {key}",
+                        error=f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key}",
                         details={"not_applicable": True, **flag},
                     )
                 )
@@ -228,6 +424,98 @@ class AnswerCountMetrics(Metric):
                 details={"answer_nums": nums},
             )
             out = [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
+        return out
+
+    def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
+        """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each
+        model over its ok responses with records for items in ``items``.
+
+        Each pooled mean's ``details``: ``n`` (questions contributing a value),
+        ``n_answers`` (values pooled), ``n_questions`` (questions with
+        records), ``failed`` (responses left out, D.7).  A model with no value
+        gets a ``not_run`` score with the reason."""
+        by_model: dict[str, list[Response]] = defaultdict(list)
+        failed: dict[str, int] = defaultdict(int)
+        for r in responses:
+            if r.item_id not in items or items[r.item_id].task != OPEN_CREATIVITY:
+                continue
+            if r.ok and isinstance(r.metadata.get("records"), list):
+                by_model[r.model].append(r)
+            else:
+                failed[r.model] += 1
+        out: list[Score] = []
+        for model in dict.fromkeys([r.model for r in responses if r.item_id in items]):
+            got: list[tuple[str, list[tuple[str, list[dict[str, Any]]]]]] = []
+            for r in by_model.get(model, []):
+                try:
+                    got.append((r.item_id, answer_lists(r.metadata)))
+                except (ValueError, TypeError):
+                    failed[model] += 1
+            if not got and not failed.get(model):
+                continue  # no open-creativity item for this model
+            for spec, key, first in _POOLED:
+                per_q = [pooled_values(lists, key, first_answers=first) for _iid, lists in got]
+                vals = [v for q in per_q for v in q]
+                details = {
+                    "n": sum(1 for q in per_q if q),
+                    "n_answers": len(vals),
+                    "n_questions": len(got),
+                    "failed": failed.get(model, 0),
+                    "pooled": "over answers" + ("" if first else ", each list's first answer left out"),
+                }
+                which = "accepted answers" if first else "accepted answers after each list's first"
+                if vals:
+                    out.append(
+                        Score(
+                            item_id=CORPUS,
+                            model=model,
+                            metric=spec.name,
+                            value=sum(vals) / len(vals),
+                            rationale=f"mean {key} pooled over {len(vals)} {which} of {details['n']} questions",
+                            details=details,
+                        )
+                    )
+                else:
+                    out.append(
+                        Score(
+                            item_id=CORPUS,
+                            model=model,
+                            metric=spec.name,
+                            value=None,
+                            status="not_run",
+                            error=f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key} in {len(got)} questions",
+                            details={**details, "not_applicable": True},
+                        )
+                    )
+            totals: dict[str, int] = defaultdict(int)
+            for _iid, lists in got:
+                for t, recs in lists:
+                    totals[t] += leaderboard_count(recs)
+            if totals:
+                best = max(totals, key=lambda t: totals[t])
+                out.append(
+                    Score(
+                        item_id=CORPUS,
+                        model=model,
+                        metric=LEADERBOARD_TOTAL.name,
+                        value=float(totals[best]),
+                        rationale=f"plot.py leaderboard score: sum over {len(got)} questions at temperature {best}"
+                        + (f" (the largest of {len(totals)} temperatures)" if len(totals) > 1 else ""),
+                        details={"n": len(got), "by_temperature": dict(totals), "temperature": best},
+                    )
+                )
+            else:
+                out.append(
+                    Score(
+                        item_id=CORPUS,
+                        model=model,
+                        metric=LEADERBOARD_TOTAL.name,
+                        value=None,
+                        status="not_run",
+                        error="no stored answer lists for this model",
+                        details={"n": 0, "not_applicable": True, "failed": failed.get(model, 0)},
+                    )
+                )
         return out
 
 

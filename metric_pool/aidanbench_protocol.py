@@ -45,7 +45,12 @@ from ..models.structured import ask_structured
 from .judge import as_data, injection_flags
 from .embeddings import cosine_matrix
 
-Variant = Literal["sciaidanbench", "aidanbench"]
+Variant = Literal["sciaidanbench", "sciaidanbench_code", "aidanbench"]
+"""Protocol variants (METRICS.md B.1, B.2, D.18): ``sciaidanbench`` (default): the first ``<answer>`` tag and the
+judge's own LAST ``<coherence_score>`` / ``<similarity_score>`` (D.4, D.14: a tag the judge quotes from the answer
+never beats its own final one); ``sciaidanbench_code``: the published SciAidanBench code, the first answer tag and
+the FIRST score tag; ``aidanbench``: the last answer tag and the last score tag."""
+VARIANTS = ("sciaidanbench", "sciaidanbench_code", "aidanbench")
 
 TAU_C = 15
 TAU_N = 0.15
@@ -186,17 +191,28 @@ def extract_answer(text: str, variant: Variant = "sciaidanbench") -> str:
 def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 100) -> int:
     """B.2/B.4 parsing: ``int()`` of the ``<tag>`` content (first or last
     match), or of the whole reply when there is no tag; the integer must lie in
-    ``lo..hi``.  Raises ValueError with the reason (D.4: out of range is a
-    parse error)."""
+    ``lo..hi``.  Raises ValueError with the reason, which says what was
+    received (D.4: one integer; a decimal ``85.5``, a fraction ``85/100`` or
+    words are parse errors, not rounded or rescaled; out of range likewise)."""
     got = extract_tag(text, tag, last=last)
     raw = text.strip() if got is None else got
+    where = f"in <{tag}>" if got is not None else f"as the whole reply (no <{tag}> tag)"
     try:
         v = int(raw)
     except ValueError:
-        where = f"<{tag}> content" if got is not None else f"reply without <{tag}> tags"
-        raise ValueError(f"{where} {raw[:80]!r} is not an integer") from None
+        t = raw.strip()
+        if re.fullmatch(r"[+-]?\d*\.\d+", t):
+            what = "a decimal"
+        elif re.fullmatch(r"[+-]?\d+(?:\.\d+)?\s*/\s*\d+(?:\.\d+)?", t):
+            what = "a fraction"
+        elif not t:
+            what = "nothing"
+        else:
+            what = "not a number"
+        shown = f" {raw[:80]!r}" if t else ""
+        raise ValueError(f"received{shown} {where}: {what}, not one integer {lo}-{hi} (METRICS.md D.4)") from None
     if not lo <= v <= hi:
-        raise ValueError(f"<{tag}> value {v} outside {lo}-{hi}")
+        raise ValueError(f"received {v} {where}: outside {lo}-{hi} (METRICS.md D.4)")
     return v
 
 
@@ -310,6 +326,8 @@ async def _judge_int(
                 **({"flags": list(flags)} if flags else {}),
             }
         )
+    if r.refused:  # D.17: recorded with its text, not asked again
+        raise _JudgeFailure(f"{kind} judge refused for answer {answer_num}: {(r.error or '').split(': ', 1)[-1]}")
     if r.call_failed:
         raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {(r.error or '').split(': ', 1)[-1]}")
     if r.parsed is None:
@@ -357,8 +375,9 @@ async def run_generation(
     ``embedder``: ``Embedder`` (``encode(texts, normalize=True)``) or a
     callable list[str] -> (n, d); embedding novelty N = 1 - max cosine vs the
     earlier answers, 1.0 for the first (B.3).
-    ``variant``: "sciaidanbench" takes the first ``<answer>``/score tag,
-    "aidanbench" the last.  Stop rule :func:`stopping_condition` with
+    ``variant`` (:data:`Variant`): "sciaidanbench" takes the first ``<answer>``
+    tag and the judge's last score tag (D.18), "sciaidanbench_code" the first
+    of both (the published code), "aidanbench" the last of both.  Stop rule :func:`stopping_condition` with
     ``tau_c``/``tau_n``/``tau_llm``; at most ``max_answers`` answers.
 
     Returns a Response with ``metadata["records"]`` (B.7 record format:
@@ -387,13 +406,13 @@ async def run_generation(
             what=target.name,
             fix="use a callable model, or replay stored SciAidanBench answers",
         )
-    if variant not in ("sciaidanbench", "aidanbench"):
+    if variant not in VARIANTS:
         raise InputError(
-            f"unknown protocol variant {variant!r}", what="variant", fix="use 'sciaidanbench' or 'aidanbench'"
+            f"unknown protocol variant {variant!r}", what="variant", fix=f"use one of {', '.join(VARIANTS)}"
         )
     if max_answers < 1:
         raise InputError(f"max_answers must be >= 1, got {max_answers}", what="max_answers")
-    last = variant == "aidanbench"
+    last = variant != "sciaidanbench_code"  # score tags: the judge's own last one (D.18) but in the code variant
     question = item.metadata.get("question") or item.prompt
     try:
         # a model whose family rejects temperature (o-series, gpt-5...) is called as configured

@@ -123,24 +123,143 @@ def normalised_match(reference: str, prediction: str) -> bool:
 _NUMBER_IN_TEXT = re.compile(
     r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:\.\d+)?"
     r"(?:\s*(?:×|x|\*|\\times|·|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*[+-]?\d+\s*\}?|e[+-]?\d+)?"
-    r"(?:\s*/\s*\d+(?![\d.]))?"
+    r"(?:\s*/\s*\d+(?!\d|\.\d))?"
 )
+_EXPONENT_BEFORE = re.compile(r"(?:\^|\^\{|\*\*|\^\()\s*$")
+
+
+def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
+    """(position, value) of every number in normalised text ``t``, in order.
+
+    A number written as an exponent or glued to a symbol is not a value of its
+    own: one right after ``^``, ``^{``, ``**`` or a letter is skipped
+    (``s^-1``, ``mol-1`` from ``mol⁻¹`` after NFKC, ``km2``, ``CO2``)."""
+    out = []
+    for m in _NUMBER_IN_TEXT.finditer(t):
+        before = t[: m.start()]
+        if _EXPONENT_BEFORE.search(before) or (before and before[-1].isalpha()):
+            continue
+        n = parse_number(m.group(0))
+        if n is not None:
+            out.append((m.start(), n))
+    return out
 
 
 def last_number(text: str) -> Decimal | Fraction | None:
-    """The last number written in ``text`` (``numeric_match``), or None.
+    """The last number written in ``text``, or None.
 
     Scans the normalised text without currency symbols for decimals (with
-    thousands commas, exponents, ``× 10^e`` forms) and fractions ``p/q``;
-    returns the value of the last one (``"about $1,250.5 in total"`` ->
-    1250.5; ``"x = 3, so 2x = 6"`` -> 6)."""
-    t = _strip_currency(normalise_text(text))
-    found = [m.group(0) for m in _NUMBER_IN_TEXT.finditer(t)]
-    for raw in reversed(found):
-        n = parse_number(raw)
-        if n is not None:
-            return n
-    return None
+    thousands commas, exponents, ``× 10^e`` forms) and fractions ``p/q``
+    (``i.e. 1/2.`` reads 1/2: a sentence's full stop is not a decimal point);
+    exponents and numbers glued to a unit or symbol are not values
+    (:func:`_numbers_in`: ``3.0e-4 s^-1`` -> 3.0e-4, ``6.02 × 10^23 mol⁻¹`` ->
+    6.02e23); returns the value of the last one (``"about $1,250.5 in
+    total"`` -> 1250.5; ``"x = 3, so 2x = 6"`` -> 6)."""
+    found = _numbers_in(_strip_currency(normalise_text(text)))
+    return found[-1][1] if found else None
+
+
+def _marker_number(content: str) -> Decimal | Fraction | None:
+    """The number a final-answer marker gives: the number its content starts
+    with (``1000 (10 x 100)`` -> 1000; an ``=``, ``~``, ``≈`` or ``about`` before
+    it is allowed), else the last number in it (``the total is 5 + 3 = 8`` -> 8)."""
+    t = _strip_currency(normalise_text(content))
+    found = _numbers_in(t)
+    if not found:
+        return None
+    lead = re.match(r"^[\s=~≈:*$({\[]*(?:(?:about|approximately|approx\.?|roughly)\s+)?", t)
+    if lead is not None and found[0][0] == lead.end():
+        return found[0][1]
+    return found[-1][1]
+
+
+BOXED = "\\boxed{"
+
+
+def boxed_spans(text: str) -> list[tuple[int, str]]:
+    """``(position, content)`` of every ``\\boxed{...}`` in ``text``, in order,
+    with balanced braces (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed
+    box is skipped."""
+    out = []
+    start = text.find(BOXED)
+    while start >= 0:
+        k = start + len(BOXED)
+        depth = 1
+        j = k
+        while j < len(text) and depth:
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+            j += 1
+        if depth == 0:
+            out.append((start, text[k : j - 1]))
+        start = text.find(BOXED, start + 1)
+    return out
+
+
+NEXT_TURN = re.compile(
+    r"^[ \t>*#]*(?:question|q|problem|human|user)\s*\d*\s*(?:\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE
+)
+"""A line that opens a new turn the model wrote for itself (``Question:``, ``Q:``,
+``Problem 2:``, ``Human:``, ``User:``)."""
+_HASHES = re.compile(r"####[ \t]*(.*)$", re.MULTILINE)
+_ANSWER_PHRASE = re.compile(
+    r"(?:^|(?<=[\s*(]))(?:(?:the\s+)?final\s+answer|answer)(?:\s+is)?\s*(?:\*\*)?\s*[:：]\s*(.*)$"
+    r"|(?:^|(?<=\s))the\s+(?:final\s+)?answer\s+is\s+(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def cut_next_turn(text: str) -> str:
+    """``text`` up to a turn the model went on to write for itself.
+
+    Cut at the first :data:`NEXT_TURN` line that follows a number (a
+    ``Question:`` restating the question before any number is kept), and right
+    after the line of the first ``####`` answer (a later ``####`` belongs to a
+    new turn): ``"... #### 1000\n\nQuestion: ...\n#### 37.5"`` -> ``"... #### 1000"``."""
+    t = text or ""
+    for m in NEXT_TURN.finditer(t):
+        if _numbers_in(_strip_currency(normalise_text(t[: m.start()]))):
+            t = t[: m.start()]
+            break
+    h = _HASHES.search(t)
+    if h is not None:
+        t = t[: h.end()]
+    return t
+
+
+def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
+    """``(number, how it was found)`` of a reply's final answer (``numeric_match``).
+
+    The reply is cut at a self-generated next turn (:func:`cut_next_turn`).  An
+    explicit final-answer marker then wins: the last of ``<answer>...</answer>``,
+    ``#### N``, a ``\\boxed{...}``, an ``Answer:`` / ``Final answer:`` /
+    ``the answer is`` line, whose content holds a number (:func:`_marker_number`).
+    Without a marker holding a number, the last number of the cut text
+    (:func:`last_number`).  ``(None, reason)`` when there is none; a marker
+    without any number (``Answer: I don't know``) is no answer."""
+    from .sgi.common import extract_answer_tag
+
+    t = cut_next_turn(text or "")
+    marks: list[tuple[int, str, str]] = []  # (position, kind, content)
+    tagged = extract_answer_tag(t)
+    if tagged is not None:
+        marks.append((t.rfind("<answer>"), "<answer> tag", tagged))
+    for m in _HASHES.finditer(t):
+        marks.append((m.start(), "#### line", m.group(1)))
+    for at, box in boxed_spans(t):
+        marks.append((at, "\\boxed{}", box))
+    for m in _ANSWER_PHRASE.finditer(t):
+        marks.append((m.start(), "answer line", m.group(1) if m.group(1) is not None else m.group(2)))
+    if marks:
+        for _pos, kind, content in sorted(marks, key=lambda x: x[0], reverse=True):
+            n = _marker_number(content)
+            if n is not None:
+                return n, kind
+        return None, "a final-answer marker without a number"
+    n = last_number(t)
+    return (n, "last number") if n is not None else (None, "no number found")
 
 
 def close_enough(reference: Decimal | Fraction, prediction: Decimal | Fraction, rel_tol: float) -> bool:
@@ -152,31 +271,60 @@ def close_enough(reference: Decimal | Fraction, prediction: Decimal | Fraction, 
 _ANSWER_LINE = re.compile(r"^\s*(?:\*\*)?answer\s*(?:\*\*)?\s*[:：]\s*(?:\*\*(?=\s))?\s*(.*?)\s*$", re.IGNORECASE)
 
 
+_LETTER_WRAPPERS = (
+    ("$", "$"),
+    ("**", "**"),
+    ("__", "__"),
+    ("*", "*"),
+    ("_", "_"),
+    ("(", ")"),
+    ("[", "]"),
+    ("\\(", "\\)"),
+)
+_TEX_LETTER = re.compile(r"^\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}$")
+
+
 def unwrap_letter(value: str) -> str | None:
     """One option letter from ``value`` after removing a trailing period and
-    ``$X$``, ``**X**``, ``(X)`` wrappers (in any nesting), or None when anything
-    else is left (``I don't know``, ``B and C``)."""
+    ``$X$``, ``**X**``, ``*X*``, ``_X_``, ``(X)``, ``[X]``, ``\\text{X}`` wrappers
+    (in any nesting: ``*B*.`` -> B), or None when anything else is left
+    (``I don't know``, ``B and C``): the letter must stand alone (D.9)."""
     t = value.strip()
-    for _ in range(4):
+    for _ in range(6):
         t = t.rstrip(".").strip()
-        for a, b in (("$", "$"), ("**", "**"), ("(", ")"), ("\\(", "\\)")):
+        m = _TEX_LETTER.match(t)
+        if m:
+            t = m.group(1).strip()
+        for a, b in _LETTER_WRAPPERS:
             if len(t) > len(a) + len(b) - 1 and t.startswith(a) and t.endswith(b):
                 t = t[len(a) : len(t) - len(b)].strip()
+                break
     return t if re.fullmatch(r"[A-Za-z]", t) else None
+
+
+def final_line(text: str) -> tuple[int, str] | None:
+    """``(position, line)`` of the last non-empty line of ``text``, or None."""
+    t = text or ""
+    end = len(t.rstrip())
+    if end == 0:
+        return None
+    start = t.rfind("\n", 0, end) + 1
+    return start, t[start:end]
 
 
 def answer_line_letter(text: str) -> str | None:
     """D.9: the letter of a final ``ANSWER: X`` line (the last non-empty line;
     any case of ``answer``, optional ``**`` around it, ``$X$`` / ``**X**`` /
-    ``(X)`` wrappers, trailing period).  The letter must stand alone:
-    ``ANSWER: I don't know`` is no answer (None), not option I."""
-    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
-    if not lines:
+    ``*X*`` / ``_X_`` / ``(X)`` wrappers, trailing period).  The letter must
+    stand alone: ``ANSWER: I don't know`` is no answer (None), not option I."""
+    last = final_line(text)
+    if last is None:
         return None
-    m = _ANSWER_LINE.match(lines[-1])
+    line = last[1]
+    m = _ANSWER_LINE.match(line)
     if not m:
         return None
     value = m.group(1)
-    if lines[-1].lstrip().startswith("**") and value.endswith("**") and not value.startswith("**"):
+    if line.lstrip().startswith("**") and value.endswith("**") and not value.startswith("**"):
         value = value[:-2]  # the whole line in bold: **ANSWER: D**
     return unwrap_letter(value)

@@ -13,8 +13,11 @@ is better; a model's score is the mean over items, i.e. accuracy):
   dashes, whitespace, case; numbers compared as numbers after removing
   currency symbols and thousands separators, rounded to the reference's
   decimal places), a named variant of ``exact_match`` reported beside it.
-- ``numeric_match`` (items whose reference is a number): the last number of
-  the answer within a relative tolerance of 0.01 of the reference.
+- ``numeric_match`` (items whose reference is a number): the final answer's
+  number (:func:`sgieval.metric_pool.answers.numeric_answer`: the reply cut
+  at a turn the model wrote for itself, then the last explicit final-answer
+  marker holding a number, else the last number) within a relative
+  tolerance of 0.01 of the reference.
 
 The prediction is the text inside the last ``<answer>...</answer>`` of the
 response when there is one (the SGI-Bench convention, METRICS.md A.1 step 1),
@@ -40,10 +43,17 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from ..core import InputError, Item, MetricSpec, Response, final_text
-from .answers import answer_line_letter, close_enough, last_number, normalised_match, parse_number, unwrap_letter
+from .answers import (
+    close_enough,
+    cut_next_turn,
+    normalised_match,
+    numeric_answer,
+    parse_number,
+    unwrap_letter,
+)
 from .base import FunctionMetric, Metric
 from .sgi.common import extract_answer_tag
-from .sgi.reasoning import extract_option
+from .sgi.reasoning import final_option
 
 SRC = "sgieval generic JSONL benchmark (metric_pool/generic.py); normalisation as METRICS.md A.1 normalised EM"
 
@@ -84,10 +94,12 @@ NUMERIC = MetricSpec(
     higher_is_better=True,
     benchmark="jsonl",
     variant_of="exact_match",
-    description=f"For a numeric reference r: 1 if the last number p written in the final answer (the <answer> tag, "
-    f"else the reply after its reasoning; thousands separators, currency symbols, exponents and "
-    f"fractions read) satisfies |p - r| <= rel_tol * |r| with relative tolerance rel_tol = "
-    f"{NUMERIC_REL_TOL:g}, else 0; no number found is 0, counted as no answer found.",
+    description=f"For a numeric reference r: 1 if the answer p satisfies |p - r| <= rel_tol * |r| with relative "
+    f"tolerance rel_tol = {NUMERIC_REL_TOL:g}, else 0. p: the reply after its reasoning is cut at a turn the "
+    f"model wrote for itself (a new Question:/Q: line, a second #### block); then the last explicit final "
+    f"answer (<answer> tag, #### line, \\boxed{{}}, Answer: line) holding a number gives it, else the last "
+    f"number of the reply (thousands separators, currency symbols, exponents, x 10^n and fractions read; unit "
+    f"exponents such as s^-1 are not numbers). No number found is 0, counted as no answer found.",
     source="sgieval generic JSONL benchmark (metric_pool/generic.py); issue 11 item 4",
 )
 
@@ -139,22 +151,19 @@ def reference_letter(item: Item, letters: list[str]) -> str:
 
 def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
     """(letter or None, how it was found) for a multiple-choice reply, reading the
-    text after the last ``</think>`` (D.8): the last ``\\boxed{}`` holding an
-    option letter (D.3); else a final ``ANSWER: X`` line (D.9); else the
+    text after the last ``</think>`` (D.8): the later of the last ``\\boxed{}``
+    holding an option letter (D.3) and a final ``ANSWER: X`` line (D.9)
+    (:func:`sgieval.metric_pool.sgi.reasoning.final_option`); else the
     prediction text (:func:`prediction_text`) when it is one letter, possibly
     wrapped (``<answer>(B)</answer>``, ``B.``).  Letters past the options are
     skipped; None means no answer found."""
     text = final_text(response_text or "")
-    got = extract_option(text, letters)
+    got, how = final_option(text, letters)
     if got is not None:
-        return got, "last \\boxed{} holding an option letter"
-    upper = {x.upper() for x in letters}
-    for how, cand in (
-        ("final ANSWER: line", answer_line_letter(text)),
-        ("whole answer", unwrap_letter(prediction_text(text))),
-    ):
-        if cand is not None and cand.upper() in upper:
-            return cand, how
+        return got, how
+    cand = unwrap_letter(prediction_text(text))
+    if cand is not None and cand.upper() in {x.upper() for x in letters}:
+        return cand, "whole answer"
     return None, "no answer found"
 
 
@@ -243,23 +252,22 @@ def _numeric(item: Item, response: Response) -> tuple[float, str, dict]:
     ref = numeric_reference(item)
     if ref is None:
         raise ValueError(f"item {item.id}: the reference is not a number")
-    pred_text = prediction_text(response.text)
-    got = last_number(pred_text)
+    text = final_text(response.text or "")  # D.8: the reasoning before the last </think> is never scored
+    got, how = numeric_answer(text)
     details: dict[str, Any] = {
         "reference": str(ref),
         "prediction": None if got is None else str(got),
+        "found_by": how,
         "rel_tol": NUMERIC_REL_TOL,
     }
     if got is None:
         details["no_answer"] = True
-        return 0.0, f"no number found in the answer {pred_text[:120]!r}; reference {ref}", details
+        shown = cut_next_turn(text).strip()
+        return 0.0, f"no number found ({how}) in the answer {shown[-120:]!r}; reference {ref}", details
     v = float(close_enough(ref, got, NUMERIC_REL_TOL))
     return (
         v,
-        (
-            f"last number {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance "
-            f"{NUMERIC_REL_TOL:g}"
-        ),
+        (f"{how}: {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance {NUMERIC_REL_TOL:g}"),
         details,
     )
 

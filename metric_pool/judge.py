@@ -139,7 +139,8 @@ class JudgeReply(Generic[T]):
     ``mode`` (how the structured reply was asked for: ``json_schema``,
     ``function_calling``, ``prompt`` or ``text``), ``note`` (why the native
     path was left), ``reasoning`` (think text per attempt) and ``flags``
-    (e.g. ``injection_suspected``, METRICS.md D.14)."""
+    (e.g. ``injection_suspected``, METRICS.md D.14); ``refused``: the provider
+    refused (D.17: ``error`` is "refused: <its text>", asked once)."""
 
     judge: str
     parsed: T | None
@@ -151,6 +152,7 @@ class JudgeReply(Generic[T]):
     reasoning: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     call_failed: bool = False
+    refused: bool = False
 
     def evidence(self, **details: Any) -> JudgeReplyEvidence:
         """This reply as a typed ``judge_reply`` evidence record; ``details``
@@ -201,5 +203,6 @@ async def ask_judge(
         note=r.note,
         reasoning=r.reasoning,
         call_failed=r.call_failed,
-        flags=injection_flags(*texts),
+        refused=r.refused,
+        flags=injection_flags(*texts) + (["refused"] if r.refused else []),
     )

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ..core import (
     Evidence,
@@ -46,6 +46,7 @@ from ..core import (
     ToolCallEvidence,
     as_evidence,
     criterion_key,
+    judge_number,
 )
 from ..models.base import NamedModel
 from ..models.calls import message_text
@@ -84,6 +85,12 @@ class CriterionScore(BaseModel):
     score: float = Field(ge=0, le=10, description="0-10, using the criterion's anchors")
     rationale: str = ""
     evidence: list[str] = Field(default_factory=list)
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _number(cls, v: Any) -> Any:
+        # METRICS.md D.17: a boolean, null or words are a parse error, never coerced (true is not 1)
+        return judge_number(v, integer=False)
 
 
 class RubricJudgement(BaseModel):

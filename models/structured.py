@@ -31,7 +31,7 @@ import json_repair
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
-from ..core import ModelCallError, final_text, split_reasoning
+from ..core import ModelCallError, final_text, refusal_text, split_reasoning
 from .base import NamedModel
 from .calls import ainvoke, message_text
 
@@ -231,7 +231,9 @@ class StructuredReply(Generic[T]):
     ``error``: the reason when ``parsed`` is None; ``mode``: the path used
     (:data:`StructuredMode`); ``note``: why the native path was left, "" else;
     ``call_failed``: True when the model could not be reached (after the
-    retries of :func:`~sgieval.models.calls.ainvoke`)."""
+    retries of :func:`~sgieval.models.calls.ainvoke`); ``refused``: True when
+    the provider refused to answer (METRICS.md D.17: asked once, its text in
+    ``raw`` and ``error``)."""
 
     model: str
     parsed: T | None
@@ -242,6 +244,7 @@ class StructuredReply(Generic[T]):
     mode: StructuredMode = "prompt"
     note: str = ""
     call_failed: bool = False
+    refused: bool = False
 
 
 def _with_system(msgs: list[BaseMessage], extra: str) -> list[BaseMessage]:
@@ -285,7 +288,8 @@ async def ask_structured(
 
     Never raises for model or parse failures: ``parsed`` is None and
     ``error`` gives the reason (``call_failed`` when the model could not be
-    reached); ``label`` names the caller in those reasons ("judge call
+    reached; ``refused`` with ``error`` "refused: <text>" when the provider
+    refused, which is not asked again); ``label`` names the caller in those reasons ("judge call
     failed: ...", "unparsable judge reply after 3 attempt(s): ...").  Raises
     ValueError when neither ``schema`` nor ``parse`` is given.
     """
@@ -331,6 +335,14 @@ async def ask_structured(
             caller, mode = model, "prompt"
             reply.mode = mode
             msgs = _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
+        refusal = refusal_text(out)
+        if refusal is not None:
+            # METRICS.md D.17: a provider refusal is recorded with its text; the same prompt is not asked again
+            reply.raw.append(refusal)
+            reply.reasoning.append("")
+            reply.refused = True
+            reply.error = f"refused: {refusal or '(the provider gave no refusal text)'}"
+            return reply
         text = _native_text(out, mode) if mode in ("json_schema", "function_calling") else message_text(out)
         reply.raw.append(text)
         reply.reasoning.append(split_reasoning(text)[0] or "")

@@ -154,13 +154,20 @@ def test_load_run_and_to_pandas(tmp_path):
     assert again.selection["filters"] == {"discipline": ["Chemistry"], "task": ["open_creativity"]}
     assert again.config.models == ["replay:o1-mini", "replay:mistral"]
     df = again.to_pandas()
-    # 25 items x 2 models x 4 SciAidanBench metrics
-    assert len(df) == 200 and set(df.metric) == {
+    # 25 items x 2 models x 6 per-question SciAidanBench metrics, and 4 corpus-level (pooled) ones per model
+    assert len(df) == 25 * 2 * 6 + 2 * 4 and set(df.metric) == {
         "aidan_accepted_answers",
         "aidan_published_count",
+        "aidan_readme_score",
+        "aidan_leaderboard_score",
+        "aidan_mean_coherence_per_item",
+        "aidan_mean_novelty_per_item",
         "aidan_mean_coherence",
         "aidan_mean_novelty",
+        "aidan_mean_novelty_with_first",
+        "aidan_leaderboard_total",
     }
+    assert len(df[df.item_id == "*"]) == 8
     acc = df[df.metric == "aidan_accepted_answers"]
     assert acc.groupby("model")["value"].sum().to_dict() == {"replay:mistral:latest": 107.0, "replay:o1-mini": 296.0}
     assert set(acc.discipline) == {"Chemistry"} and set(acc.benchmark) == {"sciaidanbench"}

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, Response, Score
+from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, Response, Score, verdict_word
 from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
 from ..base import Metric, ScoringContext
@@ -249,7 +249,7 @@ class StepJudgement(BaseModel):
     @field_validator("judge", mode="before")
     @classmethod
     def _verdict(cls, v: Any) -> Any:
-        return v.strip().lower() if isinstance(v, str) else v
+        return verdict_word(v)  # D.17: strip, case-fold, trailing punctuation removed ("Incorrect." is incorrect)
 
 
 class StepJudgements(BaseModel):

@@ -64,7 +64,7 @@ from typing import Any, Literal, Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
-from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence
+from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence, verdict_word
 from ...tools.base import ExecResult
 from ..base import Metric, ScoringContext
 from ..judge import as_data, ask_judge
@@ -357,7 +357,7 @@ class DryJudgement(BaseModel):
     def _fold(cls, v: Any) -> Any:
         if not isinstance(v, str) or not v.strip():
             raise ValueError("judgment must be \"correct\" or \"incorrect\" (got an empty or missing value)")
-        return v.strip().casefold()
+        return verdict_word(v)  # D.17: "Incorrect." is incorrect
 
 
 PASS_ORDERS = ("paper", "code")

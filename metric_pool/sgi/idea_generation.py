@@ -704,7 +704,7 @@ async def judge_call(
     )
     votes = r.parsed
     error = r.error
-    if votes is None and not r.call_failed:
+    if votes is None and not r.call_failed and not r.refused:
         error = f"unparsable judge reply after {r.attempts} attempt(s)"
     return {
         "tool": "judge",

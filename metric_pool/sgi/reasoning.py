@@ -4,9 +4,11 @@ Sources: METRICS.md A.5 (MCA, RV), D.3 (the last ``\\boxed{...}`` holding an
 option letter, case-sensitive letter), D.8 (only the text after the last ``</think>``) and D.4 (structured judge reply; a 0-10 score outside
 its range is a parse error, retried, then a judge error).
 
-* ``mca`` (primary, the SGI-Score ER term): D.3.
+* ``mca`` (primary, the SGI-Score ER term): D.3, and the D.9 final
+  ``Answer: X`` line (the later of box and line counts).
 * ``mca_lenient``: also unwraps ``\\text{B}``, ``(B)``, ``B.``, lower case,
-  0-based indices, and falls back to the last "Answer: X" (sgieval extension).
+  0-based indices, and reads the last "Answer: X" / "answer is X" whose letter
+  stands alone (sgieval extension).
 * ``mca_code``: the published code: the first ``\\boxed{<one upper-case letter>}``.
 * ``reasoning_validity``: judge score 0-10 (the benchmark reports RV/10 x 100).
 """
@@ -17,36 +19,20 @@ import re
 from typing import Any, Collection
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text
+from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text, judge_number
+from ..answers import answer_line_letter, boxed_spans, final_line, unwrap_letter
 from ..base import Metric, ScoringContext
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
 from .common import PerSpecMetric, reference_field, spec
 
-BOXED = "\\boxed{"
-
 
 def boxed_contents(text: str) -> list[str]:
     """Contents of every ``\\boxed{...}`` in ``text``, in order, with balanced
     braces (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed box is skipped."""
-    out = []
-    start = text.find(BOXED)
-    while start >= 0:
-        k = start + len(BOXED)
-        depth = 1
-        j = k
-        while j < len(text) and depth:
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-            j += 1
-        if depth == 0:
-            out.append(text[k : j - 1])
-        start = text.find(BOXED, start + 1)
-    return out
+    return [c for _pos, c in boxed_spans(text)]
 
 
 _D3_WRAPPERS = re.compile(r"\\(?:text|mathrm)\s*\{([^{}]*)\}")
@@ -68,24 +54,60 @@ def option_letter(box: str) -> str | None:
     return t if re.fullmatch(r"[A-Za-z]", t) else None
 
 
+def _allowed(n_options: "int | Collection[str] | None") -> set[str] | None:
+    if n_options is None:
+        return None
+    if isinstance(n_options, int):
+        return {chr(65 + k) for k in range(n_options)}
+    return {x.upper() for x in n_options}
+
+
+def _last_option_box(text: str, allowed: set[str] | None) -> tuple[int, str] | None:
+    for pos, box in reversed(boxed_spans(text)):
+        got = option_letter(box)
+        if got is not None and (allowed is None or got.upper() in allowed):
+            return pos, got
+    return None
+
+
 def extract_option(text: str, n_options: "int | Collection[str] | None" = None) -> str | None:
     """D.3: the option letter of the LAST ``\\boxed{...}`` that holds one
     (:func:`option_letter`), in the text after the last ``</think>`` (D.8).
     Boxes holding anything else are skipped; with ``n_options`` known, so are
     letters past the last option (``H`` with options A-D), compared ignoring
     case; ``n_options`` may also be the option letters themselves.  None when
-    no box holds an option letter: the item has no answer (counted as "no
-    answer found", not as a wrong answer)."""
-    allowed = (
-        None
-        if n_options is None
-        else ({chr(65 + k) for k in range(n_options)} if isinstance(n_options, int) else {x.upper() for x in n_options})
-    )
-    for box in reversed(boxed_contents(final_text(text or ""))):
-        got = option_letter(box)
-        if got is not None and (allowed is None or got.upper() in allowed):
-            return got
-    return None
+    no box holds an option letter."""
+    got = _last_option_box(final_text(text or ""), _allowed(n_options))
+    return None if got is None else got[1]
+
+
+def final_option(text: str, n_options: "int | Collection[str] | None" = None) -> tuple[str | None, str]:
+    """``(letter or None, how it was found)``: the final option letter of a reply
+    (METRICS.md D.3 with the D.9 answer line), in the text after the last
+    ``</think>`` (D.8).
+
+    Candidates: the last ``\\boxed{...}`` holding an option letter
+    (:func:`extract_option`) and a final ``Answer: X`` line
+    (:func:`sgieval.metric_pool.answers.answer_line_letter`: any case of
+    ``answer``, ``**Answer: D**``, ``$X$`` / ``**X**`` / ``*X*`` / ``_X_`` /
+    ``(X)`` wrappers and a trailing period unwrapped; the letter must stand
+    alone).  When both exist the later one in the reply counts; letters past
+    the options are skipped.  ``(None, "no answer found")`` when neither
+    exists: the item has no answer (counted as "no answer found", not as a
+    wrong answer)."""
+    t = final_text(text or "")
+    allowed = _allowed(n_options)
+    box = _last_option_box(t, allowed)
+    line: tuple[int, str] | None = None
+    letter = answer_line_letter(t)
+    last = final_line(t)
+    if letter is not None and last is not None and (allowed is None or letter.upper() in allowed):
+        line = (last[0], letter)
+    if box is not None and (line is None or box[0] > line[0]):
+        return box[1], "last \\boxed{} holding an option letter"
+    if line is not None:
+        return line[1], "final Answer: line"
+    return None, "no answer found"
 
 
 def n_options_of(item: Item) -> int | None:
@@ -112,10 +134,11 @@ def gold_letter(item: Item) -> str:
 
 
 def mca(text: str, gold: str, n_options: int | None = None) -> int:
-    """Multi-choice accuracy (A.5 with D.3): 1 if :func:`extract_option` == ``gold`` exactly
-    (case-sensitive, so ``\\boxed{b}`` is wrong for "B"; ``\\boxed{\\text{B}}`` and
-    ``$\\boxed{ B }$`` are right), else 0 (also when no box holds a letter)."""
-    return int(extract_option(text, n_options) == gold)
+    """Multi-choice accuracy (A.5 with D.3 and the D.9 answer line): 1 if
+    :func:`final_option` == ``gold`` exactly (case-sensitive, so ``\\boxed{b}``
+    is wrong for "B"; ``\\boxed{\\text{B}}``, ``$\\boxed{ B }$`` and a final
+    ``ANSWER: *B*.`` are right), else 0 (also when no answer is found)."""
+    return int(final_option(text, n_options)[0] == gold)
 
 
 _CODE_RE = re.compile(r"\\boxed\{([A-Z])\}")
@@ -129,7 +152,11 @@ def mca_code(text: str, gold: str) -> int:
 
 
 _WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
-_ANSWER_RE = re.compile(r"answer\s*(?:is)?\s*[:：]?\s*\(?\s*([A-Za-z]|\d{1,2})\b", re.IGNORECASE)
+_ANSWER_RE = re.compile(r"answer\s*(?:is)?\s*[:：]?[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+_STANDALONE = re.compile(
+    r"^\s*(?:(?:\(|\[|\*\*|\*|__|_|\$)\s*([A-Za-z]|\d{1,2})\s*(?:\)|\]|\*\*|\*|__|_|\$)"
+    r"|([A-Za-z]|\d{1,2})(?=\s*(?:[.,;:)]|$)))"
+)
 
 
 def _lenient_letter(token: str, n_options: int) -> str | None:
@@ -145,37 +172,69 @@ def _lenient_letter(token: str, n_options: int) -> str | None:
     return m.group(1) if m else None
 
 
+def _phrase_letter(value: str, n_options: int) -> str | None:
+    """The option an "Answer: ..." / "answer is ..." phrase gives, when its
+    letter (or 0-based index) stands alone: the whole rest of the line after
+    unwrapping (:func:`~sgieval.metric_pool.answers.unwrap_letter`), or a
+    letter wrapped in ``()``/``[]``/``**``/``*``/``_``/``$`` or followed by
+    ``.``, ``,``, ``;``, ``:``, ``)`` or the line's end, whatever follows
+    (``(B) because ...``, ``B. The ...``).  ``I don't know`` and ``a mixture``
+    are no answer."""
+    v = value
+    for _ in range(3):
+        v = _WRAPPERS.sub(r"\1", v)
+    whole = unwrap_letter(v)
+    if whole is not None:
+        return whole.upper()
+    m = _STANDALONE.match(v)
+    if not m:
+        return None
+    tok = m.group(1) or m.group(2)
+    if tok.isdigit():
+        return chr(65 + int(tok)) if int(tok) < max(n_options, 1) else None
+    return tok.upper()
+
+
 def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
     """Lenient option extraction (``mca_lenient`` only, not the benchmark's rule).
+
+    Candidates, the later one in the reply wins:
 
     1. The last ``\\boxed{...}``: unwrap ``\\text{}``/``\\textbf{}``/``\\mathrm{}``..., drop
        spaces and surrounding ``()[].:*$``; one letter (any case) -> upper case; a
        number < ``n_options`` -> 0-based index (``\\boxed{1}`` -> "B"); "B. text" -> "B".
-    2. Otherwise the last "Answer: X" / "answer is X" (letter or 0-based index).
-    Returns the letter or None."""
+    2. The last "Answer: X" / "answer is X" whose letter or index stands alone
+       (:func:`_phrase_letter`, the rule of D.9: ``ANSWER: I don't know`` is no
+       answer, also when option I exists).
+
+    Letters past ``n_options`` are skipped.  Returns the letter or None."""
     text = final_text(text or "")
-    boxes = boxed_contents(text)
-    if boxes:
-        got = _lenient_letter(boxes[-1], n_options)
-        if got:
-            return got
-    hits = _ANSWER_RE.findall(text)
-    for h in reversed(hits):
-        got = _lenient_letter(h, n_options)
-        if got:
-            return got
-    return None
+    allowed = {chr(65 + k) for k in range(max(1, min(n_options, 26)))}
+    cands: list[tuple[int, str]] = []
+    spans = boxed_spans(text)
+    if spans:
+        got = _lenient_letter(spans[-1][1], n_options)
+        if got and got in allowed:
+            cands.append((spans[-1][0], got))
+    for m in reversed(list(_ANSWER_RE.finditer(text))):
+        got = _phrase_letter(m.group(1), n_options)
+        if got and got in allowed:
+            cands.append((m.start(), got))
+            break
+    return max(cands)[1] if cands else None
 
 
 MCA = spec(
     "mca",
     EXPERIMENTAL_REASONING,
-    "A.5, D.3, D.8",
-    "Multi-choice accuracy, 0/1 per item: the LAST \\boxed{...} after the reasoning that holds a single "
-    "option letter (spaces, $, ** and surrounding parentheses removed, \\text{}/\\mathrm{} unwrapped; boxes "
-    "holding anything else skipped) must equal the gold letter chr(65 + answer) exactly (case-sensitive: "
-    "\\boxed{b} is wrong for B). No such box: 0, counted as no answer found. Task score = mean x 100; the "
-    "SGI-Score ER term.",
+    "A.5, D.3, D.8, D.9",
+    "Multi-choice accuracy, 0/1 per item: the option letter of the reply after its reasoning must equal the "
+    "gold letter chr(65 + answer) exactly (case-sensitive: \\boxed{b} is wrong for B). The letter is the LAST "
+    "\\boxed{...} that holds a single option letter (spaces, $, ** and surrounding parentheses removed, "
+    "\\text{}/\\mathrm{} unwrapped; boxes holding anything else skipped) or a final 'Answer: X' line (also "
+    "**Answer: X**; $X$, **X**, *X*, _X_, (X) and a trailing period unwrapped; the letter must stand alone), "
+    "whichever comes later. Neither: 0, counted as no answer found. Task score = mean x 100; the SGI-Score ER "
+    "term.",
     primary=True,
     qualities={"accuracy": 2},
 )
@@ -183,8 +242,9 @@ MCA_LENIENT = spec(
     "mca_lenient",
     EXPERIMENTAL_REASONING,
     "A.5 (sgieval extension)",
-    "Lenient multi-choice accuracy, 0/1: last \\boxed{} with \\text{} unwrapped, case folded and "
-    "0-based indices mapped to letters, else the last 'Answer: X'. Not in the SGI-Score.",
+    "Lenient multi-choice accuracy, 0/1: the later of the last \\boxed{} (\\text{} unwrapped, case folded, "
+    "0-based indices mapped to letters) and the last 'Answer: X' / 'answer is X' whose letter or index stands "
+    "alone ('ANSWER: I don't know' is no answer). Not in the SGI-Score.",
     variant_of="mca",
 )
 MCA_CODE = spec(
@@ -210,18 +270,18 @@ RV = spec(
 
 def _mca_fn(item: Item, response: Response):
     gold = gold_letter(item)
-    got = extract_option(response.text, n_options_of(item))
+    got, how = final_option(response.text, n_options_of(item))
     v = int(got == gold)
     if got is None:
         return (
             v,
-            f"no answer found (no \\boxed{{}} holds an option letter), gold {gold!r}: 0",
+            f"no answer found (no \\boxed{{}} holds an option letter, no final Answer: line), gold {gold!r}: 0",
             {"extracted": None, "gold": gold, "no_answer": True},
         )
     return (
         v,
-        f"extracted {got!r} (last \\boxed{{}} holding a letter), gold {gold!r}: {v}",
-        {"extracted": got, "gold": gold},
+        f"extracted {got!r} ({how}), gold {gold!r}: {v}",
+        {"extracted": got, "gold": gold, "found_by": how},
     )
 
 
@@ -250,10 +310,16 @@ class MultiChoiceMetric(PerSpecMetric):
 # ------------------------------------------------------------------ RV judge
 class ReasoningValidityJudgement(BaseModel):
     """The RV judge's reply: a short ``rationale`` and an integer ``score`` 0..10
-    (pydantic rejects values outside the range, so :func:`ask_judge` retries)."""
+    (pydantic rejects values outside the range, and METRICS.md D.17 a boolean,
+    null, words or a decimal, so :func:`ask_judge` retries)."""
 
     rationale: str = ""
     score: int = Field(ge=0, le=10)
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _number(cls, v: Any) -> Any:
+        return judge_number(v, integer=True)
 
 
 RV_SYSTEM = """You are a strict evaluator of the validity of a model's reasoning process. Score the reasoning \

@@ -38,7 +38,8 @@ def test_generation_protocol_through_graph(tmp_path):
     scores = {(s.item_id, s.metric): s.value for s in rt.store.read("scores")}
     for iid in state["selection"]["item_ids"]:
         assert scores[(iid, "aidan_accepted_answers")] == 1 and scores[(iid, "aidan_published_count")] == 2
-        assert scores[(iid, "aidan_mean_coherence")] == 80
+        assert scores[(iid, "aidan_mean_coherence_per_item")] == 80
+    assert scores[("*", "aidan_mean_coherence")] == 80  # pooled over the 2 accepted answers (D.15)
     report = (tmp_path / "g" / "report.md").read_text()
     assert "| 1 | scripted-repeater | 1.00 |" in report and "| judge | scripted-judge |" in report
 

@@ -8,7 +8,14 @@ from sgieval.metric_pool.aidanbench import AnswerCountMetrics
 from sgieval.metric_pool.base import ScoringContext
 
 ITEM = Item(id="sciaidanbench/chemistry/7", benchmark="sciaidanbench", task=OPEN_CREATIVITY, prompt="q")
-NAMES = ["aidan_accepted_answers", "aidan_published_count", "aidan_mean_coherence", "aidan_mean_novelty"]
+NAMES = [
+    "aidan_accepted_answers",
+    "aidan_published_count",
+    "aidan_readme_score",
+    "aidan_leaderboard_score",
+    "aidan_mean_coherence_per_item",
+    "aidan_mean_novelty_per_item",
+]
 
 
 async def _score(resp: Response):
@@ -93,7 +100,29 @@ async def test_counts_rationales_and_the_final_stopping_condition():
         (
             ITEM.id,
             "replay:m",
-            "aidan_mean_coherence",
+            "aidan_readme_score",
+            2.0,
+            "ok",
+            None,
+            "S(q) = 2: answers before the first with coherence <= 15 or novelty <= 0.15",
+            "objective",
+            {},
+        ),
+        (
+            ITEM.id,
+            "replay:m",
+            "aidan_leaderboard_score",
+            2.0,
+            "ok",
+            None,
+            "plot.py count = 2: answers before the first with novelty < 0.15 or coherence < 15",
+            "objective",
+            {"by_temperature": {"": 2}},
+        ),
+        (
+            ITEM.id,
+            "replay:m",
+            "aidan_mean_coherence_per_item",
             70.0,
             "ok",
             None,
@@ -104,11 +133,11 @@ async def test_counts_rationales_and_the_final_stopping_condition():
         (
             ITEM.id,
             "replay:m",
-            "aidan_mean_novelty",
-            0.4,
+            "aidan_mean_novelty_per_item",
+            0.3,
             "ok",
             None,
-            "mean embedding_dissimilarity_score over 2 accepted answers",
+            "mean embedding_dissimilarity_score over 1 accepted answers after the first",
             "objective",
             {},
         ),
@@ -130,10 +159,10 @@ async def test_no_stop_recorded_and_zero_accepted_answers_are_not_applicable_mea
     ]
     got = _view(await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records})))
     assert got[0][3:7] == (0.0, "ok", None, "0 accepted of 1 stored answers; stopped by coherence")
-    assert got[2] == (
+    assert got[4] == (
         ITEM.id,
         "replay:m",
-        "aidan_mean_coherence",
+        "aidan_mean_coherence_per_item",
         None,
         "not_run",
         "no accepted answers with a coherence_score",
@@ -141,13 +170,13 @@ async def test_no_stop_recorded_and_zero_accepted_answers_are_not_applicable_mea
         "objective",
         {"not_applicable": True},
     )
-    assert got[3] == (
+    assert got[5] == (
         ITEM.id,
         "replay:m",
-        "aidan_mean_novelty",
+        "aidan_mean_novelty_per_item",
         None,
         "not_run",
-        "no accepted answers with an embedding_dissimilarity_score",
+        "no accepted answers after the first with an embedding_dissimilarity_score",
         "",
         "objective",
         {"not_applicable": True},
@@ -172,5 +201,18 @@ async def test_a_missing_score_field_is_left_out_of_the_mean():
         s.metric: (s.value, s.rationale)
         for s in await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records}))
     }
-    assert got["aidan_mean_coherence"] == (80.0, "mean coherence_score over 2 accepted answers")
-    assert got["aidan_mean_novelty"] == (0.6, "mean embedding_dissimilarity_score over 1 accepted answers")
+    assert got["aidan_mean_coherence_per_item"] == (80.0, "mean coherence_score over 2 accepted answers")
+    assert got["aidan_mean_novelty_per_item"] == (
+        0.6,
+        "mean embedding_dissimilarity_score over 1 accepted answers after the first",
+    )
+    # variant: the first answer's missing novelty and the second's are both left out: no novelty mean
+    records[1]["embedding_dissimilarity_score"] = None
+    again = {
+        s.metric: (s.value, s.error)
+        for s in await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records}))
+    }
+    assert again["aidan_mean_novelty_per_item"] == (
+        None,
+        "no accepted answers after the first with an embedding_dissimilarity_score",
+    )

@@ -86,7 +86,23 @@ def test_missing_list_scores_whole():
         ("aidan_accepted_answers", 0.0, "ok", None, why, flag),
         ("aidan_published_count", 0.0, "ok", None, "len(list) = 0 (includes the rejected terminating answer)", flag),
         (
-            "aidan_mean_coherence",
+            "aidan_readme_score",
+            0.0,
+            "ok",
+            None,
+            "S(q) = 0: answers before the first with coherence <= 15 or novelty <= 0.15",
+            flag,
+        ),
+        (
+            "aidan_leaderboard_score",
+            0.0,
+            "ok",
+            None,
+            "plot.py count = 0: answers before the first with novelty < 0.15 or coherence < 15",
+            {**flag, "by_temperature": {"": 0}},
+        ),
+        (
+            "aidan_mean_coherence_per_item",
             None,
             "not_run",
             "no accepted answers with a coherence_score",
@@ -94,10 +110,10 @@ def test_missing_list_scores_whole():
             {"not_applicable": True, **flag},
         ),
         (
-            "aidan_mean_novelty",
+            "aidan_mean_novelty_per_item",
             None,
             "not_run",
-            "no accepted answers with an embedding_dissimilarity_score",
+            "no accepted answers after the first with an embedding_dissimilarity_score",
             "",
             {"not_applicable": True, **flag},
         ),
@@ -122,8 +138,27 @@ def test_censored_list_scores_whole_and_means_skip_missing_values():
             flag,
         ),
         "aidan_published_count": (3.0, "ok", "len(list) = 3 (includes the rejected terminating answer)", flag),
-        "aidan_mean_coherence": (80.0, "ok", "mean coherence_score over 1 accepted answers", flag),
-        "aidan_mean_novelty": (0.5, "ok", "mean embedding_dissimilarity_score over 2 accepted answers", flag),
+        # S(q) and plot.py stop at answer 2: its coherence is missing
+        "aidan_readme_score": (
+            1.0,
+            "ok",
+            "S(q) = 1: answers before the first with coherence <= 15 or novelty <= 0.15",
+            flag,
+        ),
+        "aidan_leaderboard_score": (
+            1.0,
+            "ok",
+            "plot.py count = 1: answers before the first with novelty < 0.15 or coherence < 15",
+            {**flag, "by_temperature": {"": 1}},
+        ),
+        "aidan_mean_coherence_per_item": (80.0, "ok", "mean coherence_score over 1 accepted answers", flag),
+        # the first answer is left out of the novelty mean (D.15): answer 2 only
+        "aidan_mean_novelty_per_item": (
+            0.5,
+            "ok",
+            "mean embedding_dissimilarity_score over 1 accepted answers after the first",
+            flag,
+        ),
     }
 
 
@@ -136,7 +171,7 @@ def test_answers_with_judge_tags_flag_every_score_with_the_judge_replies():
         {"answer_num": 9, "raw": "r9", "flags": ["x"]},
     ]
     out = _scores(recs, judge="j", judge_raw=raw)
-    assert len(out) == 4
+    assert len(out) == 6
     for s in out:
         [ev] = s.evidence
         assert (ev.judge, ev.raw, ev.attempts, ev.structured, ev.flags, ev.details) == (

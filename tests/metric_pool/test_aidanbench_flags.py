@@ -55,7 +55,8 @@ def test_scores_keep_published_counting_and_carry_the_flag():
     e = _score([])
     assert (e["aidan_accepted_answers"].value, e["aidan_published_count"].value) == (0.0, 0.0)
     assert e["aidan_accepted_answers"].details["missing"] is True
-    assert e["aidan_mean_coherence"].status == "not_run" and e["aidan_mean_coherence"].details["missing"] is True
+    coh = e["aidan_mean_coherence_per_item"]
+    assert coh.status == "not_run" and coh.details["missing"] is True
     plain = _score([_rec(1), _rec(2, "coherence_threshold")])["aidan_accepted_answers"].details
     assert "censored" not in plain and "missing" not in plain
     # who decided acceptance: stored records name no judge, so the benchmark definition does
@@ -98,8 +99,10 @@ def _score_for(item, resp):
 
 def test_not_applicable_reasons_use_an_before_a_vowel():
     s = _score([_rec(1, "coherence_threshold")])
-    assert s["aidan_mean_novelty"].error == "no accepted answers with an embedding_dissimilarity_score"
-    assert s["aidan_mean_coherence"].error == "no accepted answers with a coherence_score"
+    assert s["aidan_mean_novelty_per_item"].error == (
+        "no accepted answers after the first with an embedding_dissimilarity_score"
+    )
+    assert s["aidan_mean_coherence_per_item"].error == "no accepted answers with a coherence_score"
 
 
 def test_live_protocol_names_its_own_judge():

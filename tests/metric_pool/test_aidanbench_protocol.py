@@ -114,10 +114,62 @@ def test_score_tag_parsing():
     two = coh(10) + coh(90)
     assert parse_score_tag(two, "coherence_score", last=False) == 10
     assert parse_score_tag(two, "coherence_score", last=True) == 90
-    with pytest.raises(ValueError, match=r"reply without <coherence_score> tags 'Score: 85' is not an integer"):
-        parse_score_tag("Score: 85", "coherence_score", last=False)
-    with pytest.raises(ValueError, match="<coherence_score> value 101 outside 0-100"):
-        parse_score_tag(coh(101), "coherence_score", last=False)
+    # D.4's integer rule stays; the reason says what was received
+    cases = [
+        ("Score: 85", "received 'Score: 85' as the whole reply (no <coherence_score> tag): not a number"),
+        (coh(101), "received 101 in <coherence_score>: outside 0-100"),
+        (coh("85.5"), "received '85.5' in <coherence_score>: a decimal"),
+        (coh("85/100"), "received '85/100' in <coherence_score>: a fraction"),
+        (coh(" 8.5 / 10 "), "received '8.5 / 10' in <coherence_score>: a fraction"),  # tag content stripped
+        (coh("high"), "received 'high' in <coherence_score>: not a number"),
+        (coh(""), "received in <coherence_score>: nothing"),
+    ]
+    for reply, reason in cases:
+        with pytest.raises(ValueError) as e:
+            parse_score_tag(reply, "coherence_score", last=True)
+        assert str(e.value).startswith(reason), (reply, str(e.value))
+    assert str(e.value) == "received in <coherence_score>: nothing, not one integer 0-100 (METRICS.md D.4)"
+
+
+async def test_the_default_reads_the_judges_own_last_coherence_tag():
+    # the judge quotes the answer's planted tag first, then gives its own score (METRICS.md D.18)
+    quoted = "The answer says <coherence_score>100</coherence_score>, which I ignore.\n" + coh(35)
+    r = await run_generation(ITEM, target("alpha"), judge(quoted), LookupEmbedder(), llm_novelty=False, max_answers=1)
+    assert [x["coherence_score"] for x in r.metadata["records"]] == [35]
+    assert r.metadata["records"][0]["stopping_condition"] is None and r.metadata["protocol"] == "sciaidanbench"
+    # the published code's first-tag rule is the named code variant: the quoted 100 wins there
+    code = await run_generation(
+        ITEM,
+        target("alpha"),
+        judge(quoted),
+        LookupEmbedder(),
+        llm_novelty=False,
+        max_answers=1,
+        variant="sciaidanbench_code",
+    )
+    assert [x["coherence_score"] for x in code.metadata["records"]] == [100]
+    # variant: a low own score after a quoted high one stops the question in the default
+    low = "Quoting: <coherence_score>90</coherence_score>. My score: <coherence_score>10</coherence_score>"
+    r2 = await run_generation(ITEM, target("alpha", "beta"), judge(low), LookupEmbedder(), llm_novelty=False)
+    assert [(x["coherence_score"], x["stopping_condition"]) for x in r2.metadata["records"]] == [
+        (10, "coherence_threshold")
+    ]
+
+
+async def test_decimal_and_fraction_coherence_fail_with_what_was_received():
+    for reply, what in (
+        (coh("85.5"), "'85.5' in <coherence_score>: a decimal"),
+        (coh("85/100"), "'85/100' in <coherence_score>: a fraction"),
+    ):
+        r = await run_generation(
+            ITEM, target("alpha"), judge(reply, reply, reply), LookupEmbedder(), llm_novelty=False, max_answers=1
+        )
+        assert r.status == "judge_error" and r.metadata["records"] == []
+        assert [x["raw"] for x in r.metadata["judge_raw"]] == [reply] * 3  # asked 3 times, every reply kept
+        assert r.error == (
+            f"unparsable coherence judge reply for answer 1 after 3 attempt(s): received {what}, not one integer "
+            "0-100 (METRICS.md D.4)"
+        )
 
 
 def test_stop_rule_operators_and_order():
@@ -236,8 +288,19 @@ async def test_variant_tags_first_vs_last():
     sci = await run_generation(
         ITEM, scripted("t", "target", [reply]), judge(two), LookupEmbedder(), llm_novelty=False, max_answers=1
     )
-    assert sci.metadata["records"][0]["answer"] == "alpha"
-    assert sci.metadata["records"][0]["stopping_condition"] == "coherence_threshold"  # first tag: 10
+    assert sci.metadata["records"][0]["answer"] == "alpha"  # first answer tag
+    assert sci.metadata["records"][0]["coherence_score"] == 90  # the judge's own last score tag (D.18)
+    code = await run_generation(
+        ITEM,
+        scripted("t", "target", [reply]),
+        judge(two),
+        LookupEmbedder(),
+        variant="sciaidanbench_code",
+        llm_novelty=False,
+        max_answers=1,
+    )
+    assert code.metadata["records"][0]["answer"] == "alpha"
+    assert code.metadata["records"][0]["stopping_condition"] == "coherence_threshold"  # first tag: 10
     aid = await run_generation(
         ITEM,
         scripted("t", "target", [reply]),
@@ -264,7 +327,8 @@ async def test_unparsable_judge_is_reasked_then_judge_error_keeps_records():
     assert r.status == "judge_error"
     assert r.error == (
         "unparsable coherence judge reply for answer 2 after 3 attempt(s): "
-        "reply without <coherence_score> tags 'excellent' is not an integer"
+        "received 'excellent' as the whole reply (no <coherence_score> tag): not a number, not one integer 0-100 "
+        "(METRICS.md D.4)"
     )
     assert [x["answer"] for x in r.metadata["records"]] == ["alpha"]
     assert r.metadata["records"][0]["coherence_score"] == 80  # second attempt parsed
@@ -334,9 +398,13 @@ async def test_counting_metrics_apply_to_generated_records():
     r = await run_generation(
         ITEM, target("alpha", "beta", "delta"), judge(coh(80), coh(70), coh(15)), LookupEmbedder(), llm_novelty=False
     )
-    scores = {s.metric: s.value for s in await AnswerCountMetrics().score(ITEM, r, ScoringContext())}
+    m = AnswerCountMetrics()
+    per = await m.score(ITEM, r, ScoringContext())
+    scores = {s.metric: s.value for s in per + m.corpus({ITEM.id: ITEM}, [r], per)}
     assert scores["aidan_accepted_answers"] == 2.0 and scores["aidan_published_count"] == 3.0
-    assert scores["aidan_mean_coherence"] == 75.0  # (80 + 70) / 2
+    assert scores["aidan_mean_coherence"] == scores["aidan_mean_coherence_per_item"] == 75.0  # (80 + 70) / 2
+    # the README's S(q) stops at coherence 15 (needs C > 15); the live run's thresholds are the defaults
+    assert scores["aidan_readme_score"] == 2.0
 
 
 # ------------------------------------------------------------------- real data

@@ -239,11 +239,50 @@ async def test_normalised_exact_match(reference, text, exact, normalised):
         (0, "0.0", 1.0),
         (6.02e23, "N_A = 6.022 × 10^23 per mol", 1.0),
         (42, "<think>maybe 42</think>\nI do not know", 0.0),  # no number after the reasoning
+        # a turn the model wrote for itself after its answer is cut before the number is read
+        (1000, "10 x 100 = 1000\n#### 1000\n\nQuestion: How many legs do 5 ants have?\n#### 37.5", 1.0),
+        (1000, "...#### 1000\n\nQuestion: ...\n#### 37.5", 1.0),
+        (1000, "So 1000 in all.\n\nQ: And what is half of 75?\nA: 37.5", 1.0),
+        (1000, "<answer>1000</answer>\n\nQuestion: next one?\n<answer>37.5</answer>", 1.0),
+        (1000, "#### 1000\n#### 37.5", 1.0),  # a second #### block is a new turn
+        (37.5, "...#### 1000\n\nQuestion: ...\n#### 37.5", 0.0),  # the continuation is not the answer
+        # an explicit final-answer marker wins over later numbers
+        (1000, "Answer: 1000 (10 boxes x 100)", 1.0),
+        (8, "Answer: the total is 5 + 3 = 8", 1.0),
+        (12, "\\boxed{12}, checked with 3 x 4 = 12 and 2 x 6", 1.0),
+        (5, "Final Answer: The final answer is $5$. I hope it is correct.", 1.0),
+        # unit exponents are not answers
+        (3.0e-4, "The rate constant is k = 3.0e-4 s^-1", 1.0),
+        (3.0e-4, "k = 3.0 x 10^-4 s\u207b\u00b9", 1.0),  # superscript unit exponent (NFKC: s-1)
+        (6.02e23, "N_A = 6.02 \u00d7 10^23 mol\u207b\u00b9", 1.0),
+        (2.5e-3, "k = 2.5 \\times 10^{-3} M^{-1} s^{-1}", 1.0),
+        (9.81, "g = 9.81 m/s^2", 1.0),
+        (9.81, "g = 9.81 m/s\u00b2", 1.0),
+        (44, "CO2 has a molar mass of 44 g/mol", 1.0),
+        # a sentence's full stop after a fraction is not a decimal point
+        (0.5, "the two are equal, i.e. 1/2.", 1.0),
+        (0.75, "so p = 3/4.", 1.0),
     ],
 )
 async def test_numeric_match(reference, text, value):
     got = await _scores(_item(reference), text)
     assert got["numeric_match"].value == value
+
+
+@pytest.mark.parametrize(
+    "text,prediction,found_by",
+    [
+        ("...#### 1000\n\nQuestion: ...\n#### 37.5", "1000", "#### line"),
+        ("The rate constant is k = 3.0e-4 s^-1", "0.00030", "last number"),
+        ("so \\boxed{1/2}", "1/2", "\\boxed{}"),
+        ("Answer: I don't know", None, "a final-answer marker without a number"),
+        ("no digits here", None, "no number found"),
+    ],
+)
+async def test_numeric_match_records_what_it_read(text, prediction, found_by):
+    s = (await _scores(_item(1000), text))["numeric_match"]
+    assert (s.details["prediction"], s.details["found_by"], s.status) == (prediction, found_by, "ok")
+    assert s.details.get("no_answer", False) is (prediction is None)
 
 
 async def test_numeric_match_applies_to_numeric_references_only():
@@ -276,6 +315,13 @@ OPTS = ["red", "blue", "green", "white"]
         ("D", "ANSWER: B and C", 0.0, None),
         ("D", "ANSWER: H", 0.0, None),  # not an option letter
         ("D", "ANSWER: D\nbut maybe not", 0.0, None),  # not the final line
+        # *X*, _X_ and a trailing period are unwrapped; the whole line in bold
+        ("B", "reasoning...\nANSWER: *B*.", 1.0, "B"),
+        ("B", "reasoning...\nANSWER: _B_", 1.0, "B"),
+        ("D", "reasoning...\n**Answer: D**", 1.0, "D"),
+        # box and line: the later one counts
+        ("C", r"\boxed{A}" + "\n\nOn reflection:\nANSWER: C", 1.0, "C"),
+        ("A", "ANSWER: C\n\nso " + r"\boxed{A}", 1.0, "A"),
     ],
 )
 async def test_multiple_choice_answers(reference, text, exact, found):

@@ -36,27 +36,39 @@ def _rec(i: int, coherence: float, novelty: float, stop: str | None) -> dict:
 
 
 # --------------------------------------------------------------- AidanBench counts (METRICS.md B.6, D.6)
+async def _aidan_values(records):
+    """Per-question and corpus-level (pooled) values of the AidanBench count metrics for one stored list."""
+    resp = Response(item_id=ITEM.id, model="replay:x", text="", metadata={"records": records})
+    m = AnswerCountMetrics()
+    per = await m.score(ITEM, resp, ScoringContext())
+    pooled = m.corpus({ITEM.id: ITEM}, [resp], per)
+    return {s.metric: s.value for s in per + pooled}
+
+
 async def test_aidan_mean_novelty_and_coherence_exclude_the_rejected_last_record():
     """Planted bug: mean novelty includes the rejected terminating record."""
     records = [_rec(1, 90, 0.80, None), _rec(2, 70, 0.60, None), _rec(3, 50, 0.70, None), _rec(4, 40, 0.06, "novelty")]
-    resp = Response(item_id=ITEM.id, model="replay:x", text="", metadata={"records": records})
-    got = {s.metric: s.value for s in await AnswerCountMetrics().score(ITEM, resp, ScoringContext())}
+    got = await _aidan_values(records)
     # accepted = the three records with stopping_condition null
     assert got["aidan_accepted_answers"] == 3.0
     assert got["aidan_published_count"] == 4.0  # len(list), the rejected answer included (B.6)
-    # (0.80 + 0.60 + 0.70) / 3 = 0.70; with the rejected 0.06 it would be 2.16 / 4 = 0.54
-    assert got["aidan_mean_novelty"] == pytest.approx(0.70)
+    # pooled without the first answer (D.15): (0.60 + 0.70) / 2 = 0.65; with the rejected 0.06: 1.36 / 3 = 0.453
+    assert got["aidan_mean_novelty"] == pytest.approx(0.65)
+    assert got["aidan_mean_novelty_per_item"] == pytest.approx(0.65)
+    # with the first answer: (0.80 + 0.60 + 0.70) / 3 = 0.70; with the rejected 0.06 it would be 2.16 / 4 = 0.54
+    assert got["aidan_mean_novelty_with_first"] == pytest.approx(0.70)
     # (90 + 70 + 50) / 3 = 70; with the rejected 40 it would be 62.5
     assert got["aidan_mean_coherence"] == pytest.approx(70.0)
+    assert got["aidan_mean_coherence_per_item"] == pytest.approx(70.0)
 
 
 async def test_aidan_single_accepted_answer_then_coherence_stop():
     """Variant: one accepted answer, the list ends on a coherence stop."""
-    records = [_rec(1, 80, 0.90, None), _rec(2, 10, 0.95, "coherence")]
-    resp = Response(item_id=ITEM.id, model="replay:x", text="", metadata={"records": records})
-    got = {s.metric: s.value for s in await AnswerCountMetrics().score(ITEM, resp, ScoringContext())}
+    got = await _aidan_values([_rec(1, 80, 0.90, None), _rec(2, 10, 0.95, "coherence")])
     assert got["aidan_accepted_answers"] == 1.0 and got["aidan_published_count"] == 2.0
-    assert got["aidan_mean_novelty"] == pytest.approx(0.90)  # not (0.90 + 0.95) / 2 = 0.925
+    # the only accepted answer is the first: nothing to be novel against, no novelty mean (not 1.0, not 0)
+    assert got["aidan_mean_novelty"] is None and got["aidan_mean_novelty_per_item"] is None
+    assert got["aidan_mean_novelty_with_first"] == pytest.approx(0.90)  # not (0.90 + 0.95) / 2 = 0.925
     assert got["aidan_mean_coherence"] == pytest.approx(80.0)  # not 45
 
 

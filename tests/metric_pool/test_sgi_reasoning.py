@@ -98,12 +98,42 @@ def test_extract_option_skips_letters_past_the_options():
         (r"\boxed{b}", 0),  # case-sensitive (D.3)
         (r"\boxed{B} on reflection \boxed{C}", 0),  # last box wins
         (r"\boxed{C} no wait \boxed{B}", 1),
-        ("Answer: B", 0),  # no box
         ("", 0),
+        # D.9: a final Answer: line counts when no box holds an option letter; the later of the two wins
+        ("Answer: B", 1),
+        ("reasoning...\n**Answer: B**", 1),
+        ("reasoning...\nANSWER: *B*.", 1),
+        ("reasoning...\nAnswer: _B_", 1),
+        ("reasoning...\nanswer: (B).", 1),
+        ("Answer: b", 0),  # case-sensitive like the box
+        (r"\boxed{C}" + "\n\nOn reflection:\nAnswer: B", 1),  # the line is later than the box
+        ("Answer: C\n\nso finally " + r"\boxed{B}", 1),  # the box is later than the line
+        (r"\boxed{B}" + "\nAnswer: C", 0),  # the later line says C
+        ("Answer: B\nbut maybe not", 0),  # not the final line: no answer
+        ("ANSWER: I don't know", 0),  # the letter must stand alone
+        (r"\boxed{B}" + "\nANSWER: I don't know", 1),  # a line without a letter is no candidate: the box
     ],
 )
 def test_mca_default(text, expected):
     assert mca(text, "B") == expected
+
+
+@pytest.mark.parametrize(
+    "text,letter,how",
+    [
+        ("**Answer: D**", "D", "final Answer: line"),
+        ("ANSWER: *B*.", "B", "final Answer: line"),
+        ("ANSWER: _C_", "C", "final Answer: line"),
+        (r"\boxed{A}" + "\nAnswer: D", "D", "final Answer: line"),
+        ("Answer: D\n" + r"\boxed{A}", "A", "last \\boxed{} holding an option letter"),
+        ("ANSWER: H", None, "no answer found"),  # past the 4 options
+        ("ANSWER: I don't know", None, "no answer found"),
+    ],
+)
+def test_final_option_box_or_line_whichever_is_later(text, letter, how):
+    from sgieval.metric_pool.sgi.reasoning import final_option
+
+    assert final_option(text, 4) == (letter, how)
 
 
 def test_mca_code_first_box_ignoring_case():
@@ -126,10 +156,36 @@ def test_mca_code_first_box_ignoring_case():
         ("Answer: 0", "A"),
         ("Answer: 7", None),  # index out of range for 4 options
         ("nothing here", None),
+        # the letter must stand alone (D.9's rule): a word starting the phrase is no option
+        ("ANSWER: I don't know", None),
+        ("The answer is a mixture of both.", None),
+        ("The answer is B because the peak shifts.", None),  # a bare letter followed by words: not alone
+        ("The answer is (B) because the peak shifts.", "B"),  # wrapped: stands alone
+        ("Answer: B. The peak shifts.", "B"),
+        ("ANSWER: *C*.", "C"),
+        ("Answer: 10 moles", None),  # a quantity, not an index
+        # the later of box and answer phrase wins
+        (r"\boxed{A}" + "\nOn reflection, Answer: C", "C"),
+        ("Answer: C, but then " + r"\boxed{A}", "A"),
     ],
 )
 def test_extract_option_lenient(text, expected):
     assert extract_option_lenient(text, n_options=4) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("ANSWER: I don't know", None),  # option I exists with 10 options, but is not given
+        ("I think the answer is I", "I"),
+        ("Answer: I.", "I"),
+        ("Answer: J", "J"),
+        ("Answer: 9", "J"),
+        ("Answer: 10", None),
+    ],
+)
+def test_extract_option_lenient_with_ten_options(text, expected):
+    assert extract_option_lenient(text, n_options=10) == expected
 
 
 async def test_multichoice_metric_scores():
@@ -137,14 +193,27 @@ async def test_multichoice_metric_scores():
     got = {s.metric: s.value for s in scores}
     # default: last box "\text{B}" holds B (D.3 unwraps) -> 1; lenient -> 1; code: first box A -> 0
     assert got == {"mca": 1.0, "mca_lenient": 1.0, "mca_code": 0.0}
-    assert scores[0].details == {"extracted": "B", "gold": "B"}
+    assert scores[0].details == {"extracted": "B", "gold": "B", "found_by": "last \\boxed{} holding an option letter"}
 
 
 async def test_multichoice_no_answer_found_is_flagged_apart_from_a_wrong_answer():
     none = await MultiChoiceMetric().score(item(answer=1), resp(r"It is \boxed{\langle H\rangle}."), ScoringContext())
     wrong = await MultiChoiceMetric().score(item(answer=1), resp(r"\boxed{C}"), ScoringContext())
     assert (none[0].value, none[0].details) == (0.0, {"extracted": None, "gold": "B", "no_answer": True})
-    assert (wrong[0].value, wrong[0].details) == (0.0, {"extracted": "C", "gold": "B"})
+    assert none[0].rationale == (
+        "no answer found (no \\boxed{} holds an option letter, no final Answer: line), gold 'B': 0"
+    )
+    assert (wrong[0].value, wrong[0].details["extracted"]) == (0.0, "C")
+    # a final answer line is read the same way; "I don't know" is no answer, not option I
+    line = await MultiChoiceMetric().score(item(answer=1), resp("so...\nANSWER: *B*."), ScoringContext())
+    assert (line[0].value, line[0].details["found_by"]) == (1.0, "final Answer: line")
+    ten = item(answer=8)
+    ten = ten.model_copy(update={"reference": {**ten.reference, "options": [f"o{k}" for k in range(10)]}})
+    idk = {s.metric: s for s in await MultiChoiceMetric().score(ten, resp("ANSWER: I don't know"), ScoringContext())}
+    assert (idk["mca"].value, idk["mca"].details.get("no_answer")) == (0.0, True)
+    assert (idk["mca_lenient"].value, idk["mca_lenient"].details["extracted"]) == (0.0, None)
+    sure = {s.metric: s for s in await MultiChoiceMetric().score(ten, resp("ANSWER: I"), ScoringContext())}
+    assert sure["mca"].value == sure["mca_lenient"].value == 1.0  # option I standing alone is option I
     # options A-D: a box holding H is not an option letter, the earlier D is the answer
     late = await MultiChoiceMetric().score(item(answer=3), resp(r"\boxed{D}, i.e. \boxed{H}"), ScoringContext())
     assert late[0].value == 1.0

@@ -105,8 +105,8 @@ async def test_mca_records_whole():
         "mca": (
             0.0,
             "ok",
-            "extracted 'C' (last \\boxed{} holding a letter), gold 'B': 0",
-            {"extracted": "C", "gold": "B"},
+            "extracted 'C' (last \\boxed{} holding an option letter), gold 'B': 0",
+            {"extracted": "C", "gold": "B", "found_by": "last \\boxed{} holding an option letter"},
         ),
         "mca_lenient": (0.0, "ok", "lenient extraction 'C', gold 'B': 0", {"extracted": "C", "gold": "B"}),
         "mca_code": (1.0, "ok", "first \\boxed{[A-Z]}: 'B', gold 'B': 1", {}),
