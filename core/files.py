@@ -169,9 +169,9 @@ _NON_FINITE = re.compile(r"-?\b(?:NaN|Infinity)\b")
 def json_loads_strict(text: str):
     """``json.loads`` for input files: ``NaN``/``Infinity`` (not JSON, though
     Python's parser accepts them) and nesting deeper than the interpreter's
-    recursion limit raise ``json.JSONDecodeError`` (a ValueError) with the
-    position, like any other bad JSON, instead of a silent NaN or a
-    RecursionError traceback."""
+    recursion limit, or than :data:`MAX_JSON_DEPTH` levels, raise
+    ``json.JSONDecodeError`` (a ValueError) with the position, like any other
+    bad JSON, instead of a silent NaN or a RecursionError traceback."""
     import json
 
     def no_constant(name: str):
@@ -181,11 +181,41 @@ def json_loads_strict(text: str):
         )
 
     try:
-        return json.loads(text, parse_constant=no_constant)
+        data = json.loads(text, parse_constant=no_constant)
     except RecursionError:
         raise json.JSONDecodeError(
             "nested too deeply (more levels than the parser's recursion limit)", text, 0
         ) from None
+    depth = json_depth(data)
+    if depth > MAX_JSON_DEPTH:
+        raise json.JSONDecodeError(
+            f"nested too deeply ({depth} levels of arrays and objects; at most {MAX_JSON_DEPTH} are read)", text, 0
+        )
+    return data
+
+
+MAX_JSON_DEPTH = 100
+"""The deepest nesting of arrays and objects an input file's JSON value may have: a record nested
+hundreds of levels deep is no benchmark item, and every later step (validation, repair, writing the run's
+records) would otherwise hit the interpreter's recursion limit with the run half-started."""
+
+
+def json_depth(value: object) -> int:
+    """Levels of nested lists/dicts in ``value`` (a scalar: 0, ``[]``: 1, ``[[1]]``: 2), counted without
+    recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            children = v.values()
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
 
 
 def split_jsonl(text: str) -> list[str]:
