@@ -127,6 +127,7 @@ def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", r
     followed (:func:`write_text_in`)."""
     if root is not None:
         return write_text_in(root, path, text, encoding=encoding)
+    text = repair_text(text)[0]  # a lone surrogate (from a model's reply) becomes U+FFFD, never a failed write
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
@@ -377,10 +378,10 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
 
 
 def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """:func:`write_bytes_in` of ``text`` encoded with ``encoding``.  Raises
-    UnicodeEncodeError for a lone surrogate (text is repaired where it enters:
-    :func:`repair_text`)."""
-    return write_bytes_in(root, path, text.encode(encoding))
+    """:func:`write_bytes_in` of ``text`` encoded with ``encoding``; a lone
+    surrogate (text from a model's reply) is written as U+FFFD
+    (:func:`repair_text`), never a failed write."""
+    return write_bytes_in(root, path, repair_text(text)[0].encode(encoding))
 
 
 def read_bytes_in(root: str | Path, path: str | Path) -> bytes:
