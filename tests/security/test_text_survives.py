@@ -135,9 +135,10 @@ def test_separators_and_lone_surrogates_in_replies_keep_every_item(tmp_path):
     assert snapshot(tmp_path, skip=out) == before
 
 
-@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c"])
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
 def test_records_with_any_line_separator_round_trip_through_the_store(tmp_path, sep):
-    # variant: every character str.splitlines() breaks at, in every text field of a record
+    # variant: each character str.splitlines() breaks at that JSON leaves unescaped (the C0 ones, \x1c or \x0b,
+    # are written as \u escapes), in every text field of a record
     store = RunStore(tmp_path / "run")
     r = Response(item_id="b/1", model="m", text=f"a{sep}b", reasoning=f"r{sep}", error=None)
     s = Score(item_id="b/1", model="m", metric="em", value=1.0, rationale=f"x{sep}y", details={"k": f"v{sep}"})
