@@ -231,11 +231,13 @@ def _shard_evaluator(
     max_parallel: int,
     existing: dict[str, Any],
     use_cache: bool | None = None,
+    prices: dict[str, tuple[float, float]] | None = None,
 ) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:
     """The per-shard function shipped to Ray tasks: evaluates its items on a
     scratch run folder (pre-filled with the run's records of those items) with
     the local executor's code and returns one {"responses", "scores",
-    "ledger"} dict (corpus-level scores left to the driver)."""
+    "ledger"} dict (corpus-level scores left to the driver).  ``prices``: the
+    run's user prices (``--price``), so a shard prices its calls as the run does."""
 
     async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
         from .evaluation import run_evaluation
@@ -244,7 +246,7 @@ def _shard_evaluator(
 
         ids = {i.id for i in items}
         models = unpack_models(targets)
-        ledger = Ledger()
+        ledger = Ledger(prices=prices)
         calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})  # this shard's own limits
         with tempfile.TemporaryDirectory(prefix="sgieval-shard-") as tmp, ledger.activate(), call_context(calls):
             store = RunStore(tmp)
@@ -301,10 +303,16 @@ async def evaluate_with_executor(
             existing = {"responses": store.read("responses"), "scores": store.read("scores")}
             from ..models.context import current_call_context
 
-            fn = _shard_evaluator(
-                pack_models(targets), list(metrics), ctx, max_parallel, existing, current_call_context().use_cache
-            )
             ledger = current_ledger()
+            fn = _shard_evaluator(
+                pack_models(targets),
+                list(metrics),
+                ctx,
+                max_parallel,
+                existing,
+                current_call_context().use_cache,
+                prices=ledger.prices if ledger is not None else None,
+            )
             total = len(todo) * len(targets)
             done_units = [0]
 

@@ -124,7 +124,7 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
         mock.reset()
 
         dist = RunStore(tmp_path / "ray")
-        ledger = Ledger()
+        ledger = Ledger(prices={"openai:mock": (1000.0, 0.0)})  # a --price: the shards price with it too
 
         async def go():
             with ledger.activate():
@@ -152,6 +152,7 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
     (t,) = ledger.totals().values()
     # ledger records merged from the tasks: 24 calls x 10 in / 2 out tokens
     assert (t.calls, t.input_tokens, t.output_tokens) == (N, 240, 48)
+    assert t.cost == pytest.approx(0.24)  # 240 input tokens x 1000 USD / 1M
 
 
 def test_ray_resume_computes_only_missing(tmp_path, ray_local):
