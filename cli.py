@@ -812,7 +812,9 @@ def catalog(
         help="sciaidanbench, sgi-bench, sfbench or a .jsonl path (repeatable). Default: every benchmark with data.",
     ),
     data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", help="Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."
+        None,
+        "--data-dir",
+        help="Data folder, the only one looked in when given (default: $SGIEVAL_DATA, else ../shared/data, then the user cache).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as one JSON object."),
 ) -> None:

@@ -680,7 +680,8 @@ class RunConfig(_Record):
     base_url: str | None = None
     """Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."""
     data_dir: str | None = None
-    """Data folder (default: $SGIEVAL_DATA, ../shared/data, user cache)."""
+    """Data folder, the only one looked in when given (default: $SGIEVAL_DATA, else ../shared/data, then the user
+    cache)."""
     out_dir: Annotated[str, Option(flag="--out")] = "runs"
     """Folder for run folders."""
     tools: list[str] = Field(default_factory=lambda: ["search", "pdf", "python"])
