@@ -38,6 +38,8 @@ _LAZY = {
     "score": ("api", "score"),
     "ascore": ("api", "ascore"),
     "load_run": ("api", "load_run"),
+    "agreement": ("api", "agreement"),
+    "ppi": ("api", "ppi"),
     "RunRecords": ("api", "RunRecords"),
     "Metric": ("metric_pool.base", "Metric"),
     "ScoringContext": ("metric_pool.base", "ScoringContext"),

@@ -42,7 +42,7 @@ from typing import (
 )
 
 
-from .core import InputError, Item, MetricSpec, Response, Rubric, RunConfig, Score, option_names, run_options
+from .core import InputError, Item, Label, MetricSpec, Response, Rubric, RunConfig, Score, option_names, run_options
 from .models.base import NamedModel, Role
 
 if TYPE_CHECKING:
@@ -122,6 +122,8 @@ class RunRecords:
     state: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
     config: RunConfig | None = None
+    labels: list[Label] = field(default_factory=list)
+    """The human labels of ``labels.jsonl`` (every line, in file order; the latest per unit and labeller counts)."""
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
         """The ok item-level Scores of ``metric`` (optionally of one target model)."""
@@ -434,6 +436,7 @@ def load_run(path: str | Path) -> RunRecords:
         items=[i for i in items if i.id in ids] if ids else items,
         responses=store.read("responses"),
         scores=store.read("scores"),
+        labels=store.read("labels"),
         report=report if report.is_file() else None,
         selection=dict(state.get("selection") or {}),
         metric_plan=dict(state.get("metric_plan") or {}),
@@ -449,6 +452,79 @@ def _last_state(root: Path, run_id: str) -> dict[str, Any]:
     from .graphs.checkpoints import read_state
 
     return read_state(root / "state.sqlite", run_id)
+
+
+# -------------------------------------------------------------------- labels
+def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
+    """The specs of the metrics a run applied, by name (rubrics with their criteria); no model is resolved.
+
+    Args:
+        records: the run (:func:`load_run`).
+
+    Returns:
+        {metric name: MetricSpec}; {} when the run has not chosen its metrics.
+
+    Raises:
+        InputError: when the run's items cannot be found (neither stored in the run nor in the benchmark files).
+    """
+    from .graphs.evaluate import make_runtime, metric_specs
+
+    if records.config is None:
+        return {}
+    config = records.config.model_copy(update={"agent_model": None})
+    rt = make_runtime(config, run_dir=records.run_dir, targets=[], judges=[])
+    return {s.name: s for s in metric_specs(rt, records.state)}
+
+
+def _label_estimates(run: "str | Path | RunRecords", metric: str, selection: str | None) -> Any:
+    from .metric_pool.labels import label_estimates
+
+    records = run if isinstance(run, RunRecords) else load_run(run)
+    specs = run_metric_specs(records)
+    if metric not in specs:
+        raise InputError(
+            f"the run has no metric {metric!r}",
+            what=str(records.run_dir),
+            fix=f"use one of {', '.join(sorted(specs)) or '(none: the run has not chosen its metrics)'}",
+        )
+    return label_estimates(records.scores, records.labels, specs[metric], selection=selection)
+
+
+def agreement(run: "str | Path | RunRecords", metric: str, *, selection: str | None = None) -> Any:
+    """How each judge (and the panel) agrees with the run's human labels on ``metric``.
+
+    Args:
+        run: a run folder (or a file in it) or the :class:`RunRecords` of :func:`load_run`.
+        metric: the metric name (a rubric's criteria are included).
+        selection: how the labelled units were chosen (``random`` or ``disagreement``); None reads it from the
+            labels (``disagreement`` when any label was drawn that way, else ``random``).
+
+    Returns:
+        :class:`sgieval.metric_pool.labels.LabelEstimates`; its ``agreements`` hold, per judge and criterion,
+        the statistics of :mod:`sgieval.metric_pool.agreement` (``agreements_to_pandas()`` as a table).
+
+    Raises:
+        InputError: no run there, or the run has no metric ``metric``.
+    """
+    return _label_estimates(run, metric, selection)
+
+
+def ppi(run: "str | Path | RunRecords", metric: str, *, selection: str | None = None) -> Any:
+    """Prediction-powered means of ``metric`` per target model from the run's human labels and judge scores.
+
+    Args:
+        run: a run folder (or a file in it) or the :class:`RunRecords` of :func:`load_run`.
+        metric: the metric name.
+        selection: as for :func:`agreement`.
+
+    Returns:
+        :class:`sgieval.metric_pool.labels.LabelEstimates`; ``models`` hold the PPI++, judge-only and labels-only
+        means with 95% intervals, ``differences`` the paired PPI++ differences, ``to_pandas()`` a table.
+
+    Raises:
+        InputError: no run there, or the run has no metric ``metric``.
+    """
+    return _label_estimates(run, metric, selection)
 
 
 # --------------------------------------------------------------------- score

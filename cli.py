@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cli_labels import label, labels_app
 from .cli_metric import metric_app
 from .core import (
     BUDGET_STOP_NOTE,
@@ -125,6 +126,8 @@ app = _CommandLine(
 data_app = typer.Typer(help="Benchmark data: where it is, and how to fetch it.", rich_markup_mode=None)
 app.add_typer(data_app, name="data")
 app.add_typer(metric_app, name="metric")
+app.add_typer(labels_app, name="labels")
+app.command("label")(label)
 err = Console(stderr=True)
 out = Console()
 

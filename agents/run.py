@@ -29,6 +29,7 @@ from ..core import (
     OPEN_CREATIVITY,
     InputError,
     Item,
+    MetricSpec,
     ModelRef,
     RunConfig,
     RunStore,
@@ -631,6 +632,24 @@ def sampling_line(config: RunConfig) -> str:
         not_sent = "; ".join(f"{k} not sent: {why}" for k, why in config.dropped_params.get(name, {}).items())
         parts.append(f"{name}: {sent}" + (f" ({not_sent})" if not_sent else ""))
     return "; ".join(parts)
+
+
+def metric_specs(rt: RunContext, state: State) -> list[MetricSpec]:
+    """The specs of every metric the run's plan applies (predefined first, then custom rubrics with criteria).
+
+    Args:
+        rt: the run context (its catalog holds the run's items).
+        state: the graph state of the run's last checkpoint (``selection`` and ``metric_plan``).
+
+    Returns:
+        The metric specs, or [] when the run has not chosen its metrics.
+    """
+    if not state.get("metric_plan") or not state.get("selection"):
+        return []
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    items = _items(rt, state["selection"]["item_ids"])
+    metrics = _metrics(rt, items, plan)
+    return plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
 
 
 async def write_report(rt: RunContext, state: State) -> Path:

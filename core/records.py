@@ -402,7 +402,7 @@ class Label(_Record):
     ``value`` is on the scale of the metric (``MetricSpec.range``) or, with ``criterion``, of the rubric criterion
     (0-10). ``labeller`` names who labelled; ``created_at`` is an ISO 8601 UTC timestamp; ``note`` is free text.
     Labels are stored in the run folder's ``labels.jsonl``; for one (item, model, metric, criterion, labeller) the
-    latest label counts.
+    latest label counts. ``sample`` says how the unit was chosen.
     """
 
     item_id: str
@@ -413,6 +413,9 @@ class Label(_Record):
     labeller: str = ""
     created_at: str = ""
     note: str = ""
+    sample: str = ""
+    """How the unit was chosen for labelling: ``random`` (a seeded uniform sample, ``sgieval label``),
+    ``disagreement`` (where the judges differ most) or "" (imported: not known)."""
 
     @field_validator("value", mode="before")
     @classmethod

@@ -27,6 +27,7 @@ from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use
     check_request_models,
     load_ledger,
     make_runtime,
+    metric_specs,
     models_named_in,
     new_run_id,
     plan_needs,

@@ -311,7 +311,7 @@ def label_estimates(
     labels: Sequence[Label],
     spec: MetricSpec,
     *,
-    selection: str = "random",
+    selection: str | None = None,
     alpha: float = 0.05,
     seed: int = 0,
 ) -> LabelEstimates:
@@ -322,7 +322,8 @@ def label_estimates(
         labels: the run's labels (all metrics; the latest per unit and labeller is used; several labellers of one
             unit are averaged).
         spec: the metric (a rubric carries its criteria).
-        selection: how the labelled units were chosen (``random``: covered by PPI's guarantee).
+        selection: how the labelled units were chosen (``random``: covered by PPI's guarantee); None reads it from
+            the labels' ``sample`` field (``disagreement`` when any label of the metric was drawn that way).
         alpha: error level of every interval.
         seed: seed of the bootstrap intervals of the agreement statistics.
 
@@ -332,6 +333,8 @@ def label_estimates(
     mine = [s for s in scores if s.metric == spec.name and s.item_id != "*"]
     by_unit = {(s.item_id, s.model): s for s in mine}
     labs = [lab for lab in latest_labels(labels) if lab.metric == spec.name]
+    if selection is None:
+        selection = "disagreement" if any(lab.sample == "disagreement" for lab in labs) else "random"
     out = LabelEstimates(spec.name, spec.higher_is_better, selection=selection, n_labels=len(labs))
     # labels per (criterion) -> {unit: mean label}
     grouped: dict[str | None, dict[tuple[str, str], list[float]]] = {}

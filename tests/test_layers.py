@@ -36,6 +36,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cli_metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
     ("cli.py", "agents"): "`ask` lists each metric's needs at the confirmation (agents.requirements)",
     ("cli_metric.py", "agents"): "`sgieval metric define` drafts a rubric with the customisation agent",
+    ("cli_labels.py", "metric_pool"): "`sgieval labels import` / `label` validate and sample labels of a finished run",
 }
 
 

@@ -1,0 +1,351 @@
+"""``sgieval labels`` and ``sgieval label``: the researcher's own labels of a run's responses.
+
+- ``sgieval label RUN [--metric M] [--n 30] [--labeller NAME] [--seed 0] [--select random|disagreement]``: a
+  terminal session. Per unit it shows the item's prompt, the target model's response (its reasoning apart) and,
+  for a rubric, every criterion with its anchors, and asks one value per criterion (or one for the whole metric).
+  It is blind: the judge's score and rationale are shown only once the label is saved. ``s`` skips, ``q`` quits;
+  each label is saved at once, and running it again continues where it stopped (same seed, same units).
+- ``sgieval labels import RUN FILE``: labels from a JSONL or CSV file (fields of :class:`~sgieval.core.Label`),
+  every one validated before any is saved.
+- ``sgieval labels export RUN [--to FILE] [--template]``: the run's labels as JSONL or CSV; ``--template`` writes
+  the units to label (the sample of ``label``) with an empty ``value`` column, for a spreadsheet.
+
+Labels go to the run folder's ``labels.jsonl``; ``sgieval report RUN`` then shows how the judges agree with them
+and the prediction-powered estimates. Exit codes as ``sgieval``: 2 bad input.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.text import Text
+
+from .core import InputError, Label, MetricSpec, Rubric, RunStore, SgievalError, escape_control_chars
+
+labels_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Human labels of a run: import from JSONL/CSV, export (or a template to fill).",
+)
+err = Console(stderr=True)
+out = Console()
+
+FIELDS = ("item_id", "model", "metric", "criterion", "value", "labeller", "created_at", "note", "sample")
+"""Columns of a labels CSV (JSONL objects use the same keys)."""
+
+
+def _safe(value: object) -> str:
+    return escape(escape_control_chars(str(value)))
+
+
+def _fail(e: SgievalError) -> None:
+    err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
+    raise typer.Exit(e.exit_code)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _run(run: str, out_dir: Path) -> tuple[Any, dict[str, MetricSpec]]:
+    """The run's records (``sgieval.load_run``) and its metric specs by name; exits 2 when there is no run."""
+    from .api import load_run, run_metric_specs
+
+    p = Path(run).expanduser()
+    given = p if p.exists() else out_dir / run
+    try:
+        records = load_run(given)
+        specs = run_metric_specs(records)
+    except SgievalError as e:
+        _fail(e)
+    if not specs:
+        _fail(InputError("the run has not chosen its metrics yet", what=str(given), fix=f"`sgieval resume {given}`"))
+    return records, specs
+
+
+def _targets(records: Any) -> list[str]:
+    return sorted({r.model for r in records.responses} | {s.model for s in records.scores})
+
+
+def _append(root: Path, labels: list[Label]) -> None:
+    """Append ``labels`` to ``root/labels.jsonl`` as the folder's one writer (refused while a run holds it)."""
+    try:
+        with RunStore(root) as store:
+            store.hold()
+            store.append("labels", labels)
+    except SgievalError as e:
+        _fail(e)
+
+
+def read_label_file(path: Path, *, labeller: str) -> list[Label]:
+    """The labels of a JSONL or CSV file (by suffix: ``.csv`` is CSV, anything else JSONL split on ``\\n`` only).
+
+    Args:
+        path: the file.
+        labeller: the labeller for rows that name none.
+
+    Returns:
+        The labels in file order (``created_at`` set to now where empty).
+
+    Raises:
+        InputError: naming the file, the line and the field of the first row that is not a label.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the labels file ({e})", what=str(path), fix="give a UTF-8 JSONL or CSV file")
+    rows: list[tuple[int, dict[str, Any]]] = []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        for row in reader:
+            rows.append((reader.line_num, {k: v for k, v in row.items() if k and v not in (None, "")}))
+    else:
+        for n, line in enumerate(text.split("\n"), 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError as e:
+                    raise InputError(f"not JSON ({e})", what=f"{path} line {n}", fix="one label object per line")
+                if not isinstance(row, dict):
+                    raise InputError("not a JSON object", what=f"{path} line {n}", fix="one label object per line")
+                rows.append((n, row))
+    now = _now()
+    labels = []
+    for n, row in rows:
+        if isinstance(row.get("value"), str):
+            try:
+                row["value"] = float(row["value"])
+            except ValueError:
+                raise InputError(
+                    f"value {row['value']!r} is not a number", what=f"{path} line {n} field value", fix="give a number"
+                ) from None
+        row.setdefault("labeller", labeller)
+        row.setdefault("created_at", now)
+        try:
+            labels.append(Label.model_validate(row))
+        except ValueError as e:
+            errs = e.errors() if hasattr(e, "errors") else []
+            field = ".".join(map(str, errs[0]["loc"])) if errs and errs[0].get("loc") else "?"
+            reason = str(errs[0]["msg"]) if errs else str(e)
+            raise InputError(
+                reason, what=f"{path} line {n} field {field}", fix=f"a label has the fields {', '.join(FIELDS)}"
+            ) from None
+    return labels
+
+
+@labels_app.command("import")
+def import_labels(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    file: Path = typer.Argument(
+        ..., metavar="FILE", help="Labels as JSONL or CSV (fields: " + ", ".join(FIELDS) + ")."
+    ),
+    labeller: Optional[str] = typer.Option(None, "--labeller", help="Labeller of rows that name none (default $USER)."),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+) -> None:
+    """Add labels from FILE to the run's labels.jsonl; nothing is added when one row is bad."""
+    records, specs = _run(run, out_dir)
+    try:
+        labels = read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
+        from .metric_pool.labels import validate_labels
+
+        validate_labels(
+            labels,
+            specs=list(specs.values()),
+            item_ids=[i.id for i in records.items],
+            models=_targets(records),
+            source=str(file),
+        )
+    except SgievalError as e:
+        _fail(e)
+    _append(records.run_dir, labels)
+    out.print(f"imported {len(labels)} label(s) into {_safe(records.run_dir / 'labels.jsonl')}", highlight=False)
+
+
+def _csv_cell(v: Any) -> str:
+    """A CSV cell a spreadsheet shows as text (a leading =, +, -, @, tab or CR is prefixed with ')."""
+    s = "" if v is None else str(v)
+    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(s) else s
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+@labels_app.command("export")
+def export_labels(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    to: Optional[Path] = typer.Option(None, "--to", help="File to write (.csv or .jsonl); default: JSONL on stdout."),
+    template: bool = typer.Option(False, "--template", help="Write the units to label (value empty), not the labels."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="With --template: the metric (default as `label`)."),
+    n: int = typer.Option(30, "--n", min=1, help="With --template: units per target model."),
+    seed: int = typer.Option(0, "--seed", help="With --template: seed of the random sample."),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+) -> None:
+    """Write the run's labels (or, with --template, the units to label) as JSONL or CSV."""
+    records, specs = _run(run, out_dir)
+    if template:
+        spec = _choose_metric(records, specs, metric)
+        from .metric_pool.labels import sample_units
+
+        crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else [None]
+        rows = [
+            {"item_id": i, "model": m, "metric": spec.name, "criterion": c, "value": None, "sample": "random"}
+            for i, m in sample_units(records.scores, metric=spec.name, n=n, seed=seed)
+            for c in crits
+        ]
+    else:
+        rows = [lab.model_dump() for lab in records.labels]
+    if to is not None and to.suffix.lower() == ".csv":
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=list(FIELDS), extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: _csv_cell(row.get(k)) for k in FIELDS})
+        text = buf.getvalue()
+    else:
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if to is None:
+        typer.echo(text, nl=False)
+    else:
+        to.write_text(text, encoding="utf-8")
+        err.print(f"wrote {len(rows)} row(s) to {_safe(to)}", highlight=False)
+
+
+def _choose_metric(records: Any, specs: dict[str, MetricSpec], metric: str | None) -> MetricSpec:
+    """The metric to label: ``metric`` when given; else the run's first custom rubric, else its primary metric."""
+    if metric is not None:
+        if metric not in specs:
+            _fail(
+                InputError(
+                    f"the run has no metric {metric!r}", what="--metric", fix=f"use one of {', '.join(sorted(specs))}"
+                )
+            )
+        return specs[metric]
+    custom = [s for s in specs.values() if isinstance(s, Rubric)]
+    primary = (records.metric_plan or {}).get("primary")
+    return custom[0] if custom else specs.get(primary) or next(iter(specs.values()))
+
+
+def _ask(console: Console, what: str, low: float, high: float) -> float | str:
+    """One value in [low, high], or ``"s"`` (skip) / ``"q"`` (quit); asks again on anything else."""
+    while True:
+        answer = console.input(Text(f"{what} ({low:g}-{high:g}, s skip, q quit): ")).strip().lower()
+        if answer in ("s", "q"):
+            return answer
+        try:
+            v = float(answer)
+        except ValueError:
+            console.print(f"  not a number: {_safe(answer)}", highlight=False)
+            continue
+        if low <= v <= high:
+            return v
+        console.print(f"  outside {low:g}-{high:g}", highlight=False)
+
+
+def label(
+    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    metric: Optional[str] = typer.Option(
+        None, "--metric", help="Metric to label (default: the run's rubric, else its primary metric)."
+    ),
+    n: int = typer.Option(30, "--n", min=1, help="Units to label per target model."),
+    labeller: Optional[str] = typer.Option(None, "--labeller", help="Your name in the labels (default $USER)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random sample (the same seed continues a session)."),
+    select: str = typer.Option(
+        "random",
+        "--select",
+        help="random (a uniform sample: PPI's guarantee holds) or disagreement (where judges differ most; not covered).",
+    ),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
+) -> None:
+    """Label a sample of the run's responses in the terminal, blind to the judge's score."""
+    from .metric_pool.labels import sample_units
+
+    if select not in ("random", "disagreement"):
+        _fail(InputError(f"unknown selection {select!r}", what="--select", fix="use random or disagreement"))
+    records, specs = _run(run, out_dir)
+    spec = _choose_metric(records, specs, metric)
+    who = labeller or os.environ.get("USER", "")
+    done = {(x.item_id, x.model) for x in records.labels if x.metric == spec.name and x.labeller == who}
+    units = sample_units(records.scores, metric=spec.name, n=n, seed=seed, selection=select, done=done)  # type: ignore[arg-type]
+    items = {i.id: i for i in records.items}
+    responses = {(r.item_id, r.model): r for r in records.responses}
+    scores = {(s.item_id, s.model): s for s in records.scores if s.metric == spec.name}
+    crits = list(spec.criteria) if isinstance(spec, Rubric) else []
+    console = out
+    console.print(
+        f"labelling {_safe(spec.name)}: {len(units)} unit(s) to go ({len(done)} already labelled by {_safe(who or 'you')})"
+        + ("" if select == "random" else "; units chosen by disagreement: PPI's guarantee does not cover them"),
+        highlight=False,
+    )
+    saved = 0
+    for k, (item_id, model) in enumerate(units, 1):
+        item, resp = items.get(item_id), responses.get((item_id, model))
+        console.rule(f"{k}/{len(units)}  item {_safe(item_id)}  target model {_safe(model)}")
+        console.print(Panel(_safe(item.prompt if item else "(item text not stored)"), title="item"), highlight=False)
+        if resp is not None and resp.reasoning:
+            console.print(Panel(_safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
+        console.print(Panel(_safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
+        new: list[Label] = []
+        stop = False
+        for c in crits or [None]:
+            if c is not None:
+                anchors = "; ".join(f"{v}: {t}" for v, t in sorted(c.anchors.items()))
+                console.print(
+                    f"[bold]{_safe(c.name)}[/]: {_safe(c.description)}" + (f"  [{_safe(anchors)}]" if anchors else "")
+                )
+            low, high = (0.0, 10.0) if c is not None else spec.range
+            answer = _ask(console, c.name if c is not None else spec.name, low, high)
+            if answer == "q":
+                stop = True
+                break
+            if answer == "s":
+                new = []
+                break
+            new.append(
+                Label(
+                    item_id=item_id,
+                    model=model,
+                    metric=spec.name,
+                    criterion=c.name if c is not None else None,
+                    value=float(answer),
+                    labeller=who,
+                    created_at=_now(),
+                    sample=select,
+                )
+            )
+        if new and len(new) == len(crits or [None]):
+            if crits and isinstance(spec, Rubric):  # the rubric's own value from the criteria (weighted mean x 10)
+                total = spec.aggregate({x.criterion or "": x.value for x in new})
+                new.append(
+                    new[0].model_copy(update={"criterion": None, "value": round(total, 4), "note": "from criteria"})
+                )
+            _append(records.run_dir, new)
+            saved += len(new)
+            s = scores.get((item_id, model))
+            if s is not None:  # blind until saved: only now the judge's score and rationale
+                console.print(
+                    f"saved. judge ({_safe(s.judge)}): {s.value if s.value is not None else s.status}"
+                    f" -- {_safe(s.rationale[:600])}",
+                    highlight=False,
+                )
+        if stop:
+            break
+    console.print(
+        f"{saved} label(s) saved to {_safe(records.run_dir / 'labels.jsonl')}; `sgieval report {_safe(records.run_dir)}` "
+        "shows how the judges agree with them",
+        highlight=False,
+    )

@@ -1,0 +1,233 @@
+"""Human labels of a finished judged run: import, export, a blind terminal session (a real pty), and the
+prediction-powered estimates of ``sgieval.ppi`` / ``sgieval.agreement`` on them.
+
+The run: 12 JSONL items, two replayed target models, the rigor rubric scored by a scripted judge whose criterion
+score is ``2 + (number of times "careful" occurs in the answer)``; model "tidy" writes 3-7 "careful"s, "terse" 0-4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from typer.testing import CliRunner
+
+import sgieval
+from sgieval.cli import app
+from sgieval.core import RunConfig
+from sgieval.graphs.evaluate import execute, make_runtime
+from sgieval.models.base import NamedModel
+
+runner = CliRunner()
+N_ITEMS = 12
+
+
+class CarefulJudge(BaseChatModel):
+    """Gives every rubric criterion 2 + the count of "careful" in the answer under review (at most 10)."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-careful-judge"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        user = "\n".join(str(m.content) for m in messages if m.type == "human")
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        score = min(10, 2 + user.count("careful"))
+        reply = json.dumps({"scores": [{"criterion": n, "score": score, "rationale": f"seen {score}"} for n in names]})
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+
+def answer(model: str, i: int) -> str:
+    k = 3 + i % 5 if model == "tidy" else i % 5
+    return f"Answer {i} by {model}." + " careful" * k
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("labels")
+    bench = root / "bench.jsonl"
+    bench.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "prompt": f"Propose a rigorous test of claim {i}.", "task": "open_ended"}) + "\n"
+            for i in range(N_ITEMS)
+        )
+    )
+    models = []
+    for name in ("tidy", "terse"):
+        f = root / f"{name}.jsonl"
+        f.write_text(
+            "".join(
+                json.dumps({"item_id": f"jsonl:bench/q{i}", "text": answer(name, i)}) + "\n" for i in range(N_ITEMS)
+            )
+        )
+        models.append(f"replay:{f}")
+    judge = NamedModel(name="scripted:careful", role="judge", chat=CarefulJudge(), provider="scripted-careful")
+    cfg = RunConfig(
+        run_id="labelled",
+        request="Which model is most rigorous?",
+        benchmarks=[str(bench)],
+        out_dir=str(root / "runs"),
+        yes=True,
+        bootstrap_resamples=999,
+        models=models,
+        judges=["scripted:careful"],
+        tools=[],
+    )
+    state = asyncio.run(execute(make_runtime(cfg, judges=[judge])))
+    assert state["metric_plan"]["primary"] == "rigor"
+    return Path(state["report"]).parent
+
+
+def copy(run: Path, dest: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(run, dest))
+
+
+def targets(run: Path) -> list[str]:
+    return sorted({r.model for r in sgieval.load_run(run).responses})
+
+
+def test_import_validates_every_row_before_saving_any(judged_run, tmp_path):
+    run = copy(judged_run, tmp_path / "run")
+    tidy, terse = targets(run)[1], targets(run)[0]
+    good = tmp_path / "labels.jsonl"
+    good.write_text(
+        json.dumps({"item_id": "jsonl:bench/q0", "model": tidy, "metric": "rigor", "value": 55, "labeller": "ana"})
+        + "\n"
+        + json.dumps(
+            {
+                "item_id": "jsonl:bench/q0",
+                "model": tidy,
+                "metric": "rigor",
+                "criterion": "logical self-consistency",
+                "value": 6,
+                "note": "first\u2028second",
+            },
+            ensure_ascii=False,
+        )  # a raw line separator inside a line is text, not a line break
+        + "\n"
+    )
+    res = runner.invoke(app, ["labels", "import", str(run), str(good), "--labeller", "ben"])
+    assert res.exit_code == 0, res.output
+    labels = sgieval.load_run(run).labels
+    assert [(x.value, x.criterion, x.labeller) for x in labels] == [(55, None, "ana"), (6, "logical self-consistency", "ben")]
+    assert labels[1].note == "first\u2028second"
+    bad_rows = [
+        (
+            {"item_id": "jsonl:bench/q99", "model": tidy, "metric": "rigor", "value": 5},
+            "unknown item 'jsonl:bench/q99'",
+        ),
+        (
+            {"item_id": "jsonl:bench/q1", "model": "gpt-9", "metric": "rigor", "value": 5},
+            "unknown target model 'gpt-9'",
+        ),
+        (
+            {"item_id": "jsonl:bench/q1", "model": terse, "metric": "rigor", "criterion": "logical self-consistency", "value": 12},
+            "outside",
+        ),
+        ({"item_id": "jsonl:bench/q1", "model": terse, "metric": "rigor", "value": "high"}, "is not a number"),
+    ]
+    for row, msg in bad_rows:
+        f = tmp_path / "bad.jsonl"
+        ok = {"item_id": "jsonl:bench/q2", "model": terse, "metric": "rigor", "value": 30}
+        f.write_text(json.dumps(ok) + "\n" + json.dumps(row) + "\n")
+        res = runner.invoke(app, ["labels", "import", str(run), str(f)])
+        assert res.exit_code == 2, res.output
+        assert msg in res.output and str(f) in res.output, res.output
+        assert len(sgieval.load_run(run).labels) == 2  # nothing of the bad file was added
+
+
+def test_csv_import_and_export_round_trip_and_template(judged_run, tmp_path):
+    run = copy(judged_run, tmp_path / "run")
+    tidy = targets(run)[1]
+    f = tmp_path / "labels.csv"
+    f.write_text(
+        "item_id,model,metric,criterion,value,note\n"
+        f"jsonl:bench/q3,{tidy},rigor,,70,=HYPERLINK(\"x\")\n"
+        f"jsonl:bench/q3,{tidy},rigor,logical self-consistency,7,\n"
+    )
+    assert runner.invoke(app, ["labels", "import", str(run), str(f), "--labeller", "ana"]).exit_code == 0
+    out = tmp_path / "out.csv"
+    res = runner.invoke(app, ["labels", "export", str(run), "--to", str(out)])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert "'=HYPERLINK" in text  # a spreadsheet shows the note as text
+    res = runner.invoke(app, ["labels", "export", str(run)])
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["value"], r["criterion"], r["note"]) for r in rows] == [(70, None, '=HYPERLINK("x")'), (7, "logical self-consistency", "")]
+    res = runner.invoke(app, ["labels", "export", str(run), "--template", "--n", "3"])
+    template = [json.loads(line) for line in res.stdout.splitlines()]
+    criteria = {c.name for c in _rigor(run).criteria}
+    assert len(template) == 2 * 3 * len(criteria)
+    assert {r["criterion"] for r in template} == criteria and all(r["value"] is None for r in template)
+
+
+def _rigor(run: Path):
+    from sgieval.api import run_metric_specs
+
+    return run_metric_specs(sgieval.load_run(run))["rigor"]
+
+
+def test_ppi_moves_each_model_toward_the_labels(judged_run, tmp_path):
+    run = copy(judged_run, tmp_path / "run")
+    records = sgieval.load_run(run)
+    rows = []
+    # the labeller scores every response 10 points below the judge, on 10 of the 12 items per model
+    for s in records.scores:
+        if s.metric == "rigor" and s.ok and int(s.item_id.rsplit("q", 1)[1]) < 10:
+            rows.append({"item_id": s.item_id, "model": s.model, "metric": "rigor", "value": s.value - 10})
+    f = tmp_path / "labels.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert runner.invoke(app, ["labels", "import", str(run), str(f)]).exit_code == 0
+    est = sgieval.ppi(run, "rigor")
+    for m in est.models:
+        judged = [s.value for s in records.scores if s.metric == "rigor" and s.model == m.model and s.ok]
+        assert m.judge.mean == pytest.approx(sum(judged) / len(judged))
+        # a constant offset: lambda = 1 and PPI = judge mean - 10 exactly
+        assert m.ppi.lam == pytest.approx(1.0, abs=0.25)
+        assert m.ppi.mean == pytest.approx(m.judge.mean - 10, abs=1.5)
+    agree = sgieval.agreement(run, "rigor")
+    panel = next(a for a in agree.agreements if a.judge == "panel" and a.criterion is None)
+    assert panel.n == 20 and panel.get("mean_difference").value == pytest.approx(10.0)
+    assert list(est.to_pandas()["model"]) == sorted(m.model for m in est.models)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pty")
+def test_a_blind_labelling_session_in_a_real_terminal(judged_run, tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    run = copy(judged_run, tmp_path / "run")
+    crits = [c.name for c in _rigor(run).criteria]
+    exe = Path(sys.executable).with_name("sgieval")
+    env = {**os.environ, "COLUMNS": "120", "USER": "ana"}
+    child = pexpect.spawn(str(exe), ["label", str(run), "--n", "2"], env=env, encoding="utf-8", timeout=120)
+    child.expect(r"labelling rigor: 4 unit\(s\) to go")
+    child.expect(re.escape(crits[0]) + r" \(0-10, s skip, q quit\): ")
+    assert "seen " not in child.before  # blind: no judge rationale before the label is saved
+    child.sendline("11")
+    child.expect("outside 0-10")
+    for _ in crits:
+        child.sendline("5")
+    child.expect(r"saved\. judge \(scripted:careful\)")
+    child.expect(r"\(0-10, s skip, q quit\): ")
+    child.sendline("s")  # skip the second unit
+    child.expect(r"\(0-10, s skip, q quit\): ")
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    labels = sgieval.load_run(run).labels
+    assert [x.criterion for x in labels] == [*crits, None]
+    assert labels[-1].value == pytest.approx(50.0) and {x.labeller for x in labels} == {"ana"}
+    assert {x.sample for x in labels} == {"random"}
+    # running it again continues: the labelled unit is not asked again
+    child = pexpect.spawn(str(exe), ["label", str(run), "--n", "2"], env=env, encoding="utf-8", timeout=120)
+    child.expect(r"labelling rigor: 3 unit\(s\) to go \(1 already labelled by ana\)")
+    child.sendline("q")
+    child.expect(pexpect.EOF)
