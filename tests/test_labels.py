@@ -119,7 +119,10 @@ def test_import_validates_every_row_before_saving_any(judged_run, tmp_path):
     res = runner.invoke(app, ["labels", "import", str(run), str(good), "--labeller", "ben"])
     assert res.exit_code == 0, res.output
     labels = sgieval.load_run(run).labels
-    assert [(x.value, x.criterion, x.labeller) for x in labels] == [(55, None, "ana"), (6, "logical self-consistency", "ben")]
+    assert [(x.value, x.criterion, x.labeller) for x in labels] == [
+        (55, None, "ana"),
+        (6, "logical self-consistency", "ben"),
+    ]
     assert labels[1].note == "first\u2028second"
     bad_rows = [
         (
@@ -131,7 +134,13 @@ def test_import_validates_every_row_before_saving_any(judged_run, tmp_path):
             "unknown target model 'gpt-9'",
         ),
         (
-            {"item_id": "jsonl:bench/q1", "model": terse, "metric": "rigor", "criterion": "logical self-consistency", "value": 12},
+            {
+                "item_id": "jsonl:bench/q1",
+                "model": terse,
+                "metric": "rigor",
+                "criterion": "logical self-consistency",
+                "value": 12,
+            },
             "outside",
         ),
         ({"item_id": "jsonl:bench/q1", "model": terse, "metric": "rigor", "value": "high"}, "is not a number"),
@@ -163,7 +172,10 @@ def test_csv_import_and_export_round_trip_and_template(judged_run, tmp_path):
     assert "'=HYPERLINK" in text  # a spreadsheet shows the note as text
     res = runner.invoke(app, ["labels", "export", str(run)])
     rows = [json.loads(line) for line in res.stdout.splitlines()]
-    assert [(r["value"], r["criterion"], r["note"]) for r in rows] == [(70, None, '=HYPERLINK("x")'), (7, "logical self-consistency", "")]
+    assert [(r["value"], r["criterion"], r["note"]) for r in rows] == [
+        (70, None, '=HYPERLINK("x")'),
+        (7, "logical self-consistency", ""),
+    ]
     res = runner.invoke(app, ["labels", "export", str(run), "--template", "--n", "3"])
     template = [json.loads(line) for line in res.stdout.splitlines()]
     criteria = {c.name for c in _rigor(run).criteria}
@@ -189,12 +201,22 @@ def test_ppi_moves_each_model_toward_the_labels(judged_run, tmp_path):
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert runner.invoke(app, ["labels", "import", str(run), str(f)]).exit_code == 0
     est = sgieval.ppi(run, "rigor")
+    ppi_py = pytest.importorskip("ppi_py")
+    import numpy as np
+
     for m in est.models:
-        judged = [s.value for s in records.scores if s.metric == "rigor" and s.model == m.model and s.ok]
-        assert m.judge.mean == pytest.approx(sum(judged) / len(judged))
-        # a constant offset: lambda = 1 and PPI = judge mean - 10 exactly
-        assert m.ppi.lam == pytest.approx(1.0, abs=0.25)
-        assert m.ppi.mean == pytest.approx(m.judge.mean - 10, abs=1.5)
+        judged = {s.item_id: s.value for s in records.scores if s.metric == "rigor" and s.model == m.model and s.ok}
+        labelled = sorted(i for i in judged if int(i.rsplit("q", 1)[1]) < 10)
+        y = np.array([judged[i] - 10 for i in labelled])
+        yhat = np.array([judged[i] for i in labelled])
+        yu = np.array([v for i, v in judged.items() if i not in labelled])
+        assert (m.n_labels, m.n_scored) == (10, 12)
+        assert m.judge.mean == pytest.approx(sum(judged.values()) / 12)
+        assert m.labels.mean == pytest.approx(yhat.mean() - 10)  # the labels alone
+        assert m.ppi.mean == pytest.approx(float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yu))))
+        low, high = ppi_py.ppi_mean_ci(y, yhat, yu, alpha=0.05)
+        assert (m.ppi.low, m.ppi.high) == (pytest.approx(float(low[0])), pytest.approx(float(high[0])))
+        assert m.ppi.mean < m.judge.mean - 5  # the labeller is 10 points stricter: PPI moves toward the labels
     agree = sgieval.agreement(run, "rigor")
     panel = next(a for a in agree.agreements if a.judge == "panel" and a.criterion is None)
     assert panel.n == 20 and panel.get("mean_difference").value == pytest.approx(10.0)
