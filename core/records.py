@@ -127,8 +127,9 @@ class Item(_Record):
         return v
 
     @model_validator(mode="after")
-    def _repair_rest(self) -> "Item":
-        _repair_model(self)  # reference and metadata: a lone surrogate becomes U+FFFD
+    def _repair_rest(self, info: ValidationInfo) -> "Item":
+        if info.mode != "json":  # JSON text cannot hold a lone surrogate (its parser refuses one): nothing to do
+            _repair_model(self)  # reference and metadata: a lone surrogate becomes U+FFFD
         return self
 
 
@@ -167,10 +168,10 @@ class Response(_Repairable):
     JSON, no character), each replaced by U+FFFD so the record can be stored and read back."""
 
     @model_validator(mode="after")
-    def _error_implies_status(self) -> "Response":
+    def _error_implies_status(self, info: ValidationInfo) -> "Response":
         if self.error and self.status == "ok":
             self.status = "infra_error"
-        if _repair_model(self):
+        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
             self.text_repaired = True
         return self
 
@@ -381,13 +382,13 @@ class Score(_Repairable):
         return out
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Score":
+    def _consistent(self, info: ValidationInfo) -> "Score":
         if self.status == "ok":
             if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)):
                 if self.error is None:
                     raise ValueError(f"Score {self.metric} for {self.item_id}: status ok needs a value")
                 self.status = "parse_error"
-        if _repair_model(self):
+        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
             self.text_repaired = True
         return self
 
