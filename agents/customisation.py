@@ -6,9 +6,11 @@ qualities the request names that the pool lacks (reported beside the
 predefined ones, never instead), and the metric the ranking uses.
 
 Offline path: qualities are found with the vocabulary; a quality with a
-predefined metric picks it as the ranking metric: the applicable metric whose
-``MetricSpec.qualities`` ranks the quality best (creativity -> accepted
-answers on open creativity); others are looked up in the rubric library
+predefined metric picks it as the ranking metric: the one the selected
+benchmark prefers for it (``Benchmark.prefer``: creativity -> accepted
+answers on open creativity), else the first that declares it
+(``MetricSpec.qualities``); a registered metric whose quality the request
+names (:mod:`sgieval.metric_pool.registry`) joins the plan's pool; others are looked up in the rubric library
 (``metric_pool/rubrics/``: starter, project and user rubrics) by semantic
 match (:func:`sgieval.metric_pool.rubrics.find_rubric`).
 
@@ -47,12 +49,23 @@ from ..models.calls import message_text
 from .vocabulary import QUALITY_WORDS
 
 
-def metric_for_quality(quality: str, specs: list[MetricSpec]) -> str | None:
-    """Name of the spec in ``specs`` that measures ``quality`` best: the lowest
-    ``MetricSpec.qualities`` rank, ties broken by ``specs`` order; None when
-    none measures it."""
-    ranked = [(s.qualities[quality], k, s.name) for k, s in enumerate(specs) if quality in s.qualities]
-    return min(ranked)[2] if ranked else None
+def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] | None = None) -> str | None:
+    """Name of the spec in ``specs`` that measures ``quality`` best for ``items``, None when none measures it.
+
+    Each benchmark declares its preference (``Benchmark.prefer``: quality -> its metrics, best first); the
+    benchmarks of ``items`` are asked in order of how many of the items they hold (most first; ties: the order
+    of the items), and the first preferred name among ``specs`` wins.  Without a preference: the first spec
+    that declares the quality (``MetricSpec.qualities``), in ``specs`` order."""
+    names = [s.name for s in specs]
+    counts: dict[str, int] = {}
+    for i in items or []:
+        counts[i.benchmark] = counts.get(i.benchmark, 0) + 1
+    for b in sorted(counts, key=lambda b: -counts[b]):
+        defn = benchmark_registry.find(b)
+        for name in defn.prefer.get(quality, ()) if defn is not None else ():
+            if name in names:
+                return name
+    return next((s.name for s in specs if s.measures(quality)), None)
 
 
 def declared_primaries(items: list[Item]) -> set[str]:
@@ -222,7 +235,7 @@ def offline_metric_plan(
     custom: list[Rubric] = []
     reason: list[str] = []
     for q in qualities:
-        hit = metric_for_quality(q, specs)
+        hit = metric_for_quality(q, specs, items)
         if hit:
             if not primary and (q, hit) in STAND_INS:
                 stand_in = f"'{q}' is ranked by {hit} instead: {STAND_INS[(q, hit)]}"
@@ -520,7 +533,7 @@ async def run_customisation(
     if not custom:
         custom = list(base.custom)
     notes = base.notes + p.notes
-    covered = {q for q in base.qualities if metric_for_quality(q, [s for m in metrics for s in m.all_specs])}
+    covered = {q for q in base.qualities if metric_for_quality(q, [s for m in metrics for s in m.all_specs], items)}
     for q in base.qualities:
         if q in covered or any(_mentions(r, q) for r in custom):
             continue

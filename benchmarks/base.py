@@ -13,9 +13,10 @@ What the rest of sgieval reads from a definition:
 - catalog: ``tasks`` and ``facets`` (what the five catalog facets mean for it);
 - questioning agent (offline path): ``vocabulary`` (request words -> facet values);
 - target prompts: ``prompts`` (task -> template, as sent);
-- customisation agent: ``metrics`` (factory of its predefined metrics) and
-  ``primary`` (task -> the metric its ranking uses by default).  What each
-  metric measures is declared on the metric itself (``MetricSpec.qualities``).
+- customisation agent: ``metrics`` (factory of its predefined metrics),
+  ``primary`` (task -> the metric its ranking uses by default) and ``prefer``
+  (quality -> its metrics measuring it, best first).  What each metric
+  measures is declared on the metric itself (``MetricSpec.qualities``).
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ class Benchmark:
             predefined metrics (imported lazily by the factory).
         primary: task -> name of the metric the ranking uses by default (its
             ``MetricSpec.primary`` is True).
+        prefer: quality -> the names of the metrics that measure it on this
+            benchmark's items, best first (``{"accuracy": ("em", "mca")}``): the
+            customisation agent ranks a request about the quality by the first
+            that applies.  A quality not listed falls back to the metrics that
+            declare it (``MetricSpec.qualities``), in the order of the pool.
         owns: ``owns(item_benchmark: str) -> bool`` for a definition whose items
             carry derived names (the generic JSONL benchmark's ``jsonl:<stem>``);
             None: only ``name`` itself.
@@ -135,6 +141,7 @@ class Benchmark:
     prompts: Mapping[str, str] = field(default_factory=dict)
     metrics: Callable[[dict | None], list["Metric"]] = field(default=lambda options=None: [])
     primary: Mapping[str, str] = field(default_factory=dict)
+    prefer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     owns: Callable[[str], bool] | None = None
     data_root: bool = True
     path_suffixes: tuple[str, ...] = ()

@@ -419,5 +419,6 @@ DEFINITION = Benchmark(
     prompts={GENERIC: "{prompt}"},
     metrics=_metrics,
     primary={"*": "exact_match"},
+    prefer={"accuracy": ("exact_match", "exact_match_normalised")},
 )
 """The generic JSONL benchmark, as the registry lists it (items are named ``jsonl:<file stem>``)."""

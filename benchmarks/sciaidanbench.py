@@ -364,5 +364,6 @@ DEFINITION = Benchmark(
     prompts={OPEN_CREATIVITY: "sgieval.metric_pool.aidanbench_protocol.generation_prompt(question, previous_answers)"},
     metrics=_metrics,
     primary={OPEN_CREATIVITY: "aidan_accepted_answers"},
+    prefer={"creativity": ("aidan_accepted_answers",), "novelty": ("aidan_mean_novelty", "aidan_accepted_answers")},
 )
 """SciAidanBench, as the registry lists it."""

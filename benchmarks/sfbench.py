@@ -233,5 +233,6 @@ DEFINITION = Benchmark(
     prompts={FEASIBILITY: prompts.SFBENCH_TEMPLATE},
     metrics=_metrics,
     primary={FEASIBILITY: "sfbench_qwk"},
+    prefer={"feasibility": ("sfbench_qwk",), "accuracy": ("sfbench_qwk",)},
 )
 """SFBench, as the registry lists it."""

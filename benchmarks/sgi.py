@@ -716,5 +716,11 @@ DEFINITION = Benchmark(
         WET_EXPERIMENT: "wet_final_score",
         EXPERIMENTAL_REASONING: "mca",
     },
+    prefer={
+        "accuracy": ("em", "mca", "dry_passall_5", "wet_final_score"),
+        "creativity": ("idea_novelty", "idea_final_score"),
+        "novelty": ("idea_novelty",),
+        "feasibility": ("idea_feasibility",),
+    },
 )
 """SGI-Bench, as the registry lists it (templates: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5)."""

@@ -444,12 +444,11 @@ class MetricSpec(_Record):
     one is a named variant of (e.g. the code's behaviour where METRICS.md C
     lists a discrepancy).  ``primary`` marks the metric the report ranks by.
 
-    ``qualities`` maps each quality the metric measures (the words a request
+    ``qualities`` lists the qualities the metric measures (the words a request
     asks about: ``creativity``, ``novelty``, ``feasibility``, ``accuracy``,
-    ...) to a rank: 1 = a direct measure of it, larger = a weaker proxy.
-    When a request names a quality, the customisation agent ranks by the
-    applicable metric with the lowest rank for it (ties: the order of the
-    metric pool).  A list is read as rank 1 for each quality.
+    ...).  Which of several metrics a benchmark prefers for a quality is the
+    benchmark's declaration (``Benchmark.prefer``), not the metric's.  A
+    mapping is read as its keys, in order.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -465,7 +464,7 @@ class MetricSpec(_Record):
     variant_of: str | None = None
     primary: bool = False
     unit: str = ""
-    qualities: dict[str, int] = Field(default_factory=dict)
+    qualities: list[str] = Field(default_factory=list)
     aggregation: str = ""
     """How the report's per-model value is formed from the per-item values when a reader needs to know
     which runs or items it includes (the report states it); "" for a plain mean over the valid items."""
@@ -473,21 +472,13 @@ class MetricSpec(_Record):
     @field_validator("qualities", mode="before")
     @classmethod
     def _qualities(cls, v: Any) -> Any:
-        if isinstance(v, (list, tuple)):
-            return {str(q): 1 for q in v}
-        return {} if v is None else v
+        if isinstance(v, dict):
+            return [str(q) for q in v]
+        return [] if v is None else v
 
-    @field_validator("qualities")
-    @classmethod
-    def _quality_ranks(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = [q for q, r in v.items() if r < 1]
-        if bad:
-            raise ValueError(f"quality rank must be >= 1 (1 = a direct measure), got {bad[0]}: {v[bad[0]]}")
-        return v
-
-    def measures(self, quality: str) -> int | None:
-        """This metric's rank for ``quality`` (1 = a direct measure), None when it does not measure it."""
-        return self.qualities.get(quality)
+    def measures(self, quality: str) -> bool:
+        """Whether this metric measures ``quality``."""
+        return quality in self.qualities
 
     @property
     def scale_label(self) -> str:

@@ -78,7 +78,7 @@ ACCEPTED = _spec(
     range=(0, float("inf")),
     primary=True,
     unit="answers",
-    qualities={"creativity": 1, "novelty": 3},
+    qualities=["creativity", "novelty"],
     description="Accepted answers per question (SciAidanBench README): records with stopping_condition null. "
     "Model score = sum over questions.",
     source=SRC,
@@ -140,7 +140,7 @@ COHERENCE_PER_ITEM = _spec(
 NOVELTY = _spec(
     "aidan_mean_novelty",
     range=(0, 1),
-    qualities={"novelty": 2},
+    qualities=["novelty"],
     description="Mean stored embedding_dissimilarity_score (1 - max cosine against the earlier answers, 0-1) "
     "pooled over the accepted answers of the selected questions, leaving out each list's first answer (its "
     "novelty is 1.0 by definition) (corpus level: one value per model).",

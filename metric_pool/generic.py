@@ -68,7 +68,7 @@ EXACT = MetricSpec(
     description="1 if the prediction (the last <answer>...</answer>, else the response) equals the reference "
     "after stripping surrounding whitespace, else 0; model score = accuracy.",
     source=SRC,
-    qualities={"accuracy": 6},  # after the benchmarks' own accuracy metrics (a mixed run ranks by theirs)
+    qualities=["accuracy"],
 )
 NORMALISED = MetricSpec(
     name="exact_match_normalised",
@@ -78,7 +78,7 @@ NORMALISED = MetricSpec(
     higher_is_better=True,
     benchmark="jsonl",
     variant_of="exact_match",
-    qualities={"accuracy": 7},
+    qualities=["accuracy"],
     description="1 if prediction and reference are equal after Unicode NFKC, dashes to '-', collapsing whitespace "
     "and case-folding, or are equal numbers (currency symbols and thousands separators removed, 1/2 and "
     "6.02 x 10^23 forms read) after rounding to the reference's decimal places, else 0 (METRICS.md D.11).",

@@ -91,7 +91,7 @@ QWK = MetricSpec(
     range=(-1.0, 1.0),
     benchmark=BENCHMARK,
     primary=True,
-    qualities={"feasibility": 2, "accuracy": 3},
+    qualities=["feasibility", "accuracy"],
     description="Quadratic weighted Cohen's kappa between predicted and gold Likert scores over labels -2..2 "
     "(corpus level; undefined when both sides use fewer than two distinct labels).",
     source=SRC,

@@ -77,10 +77,10 @@ def spec(
     variant_of: str | None = None,
     primary: bool = False,
     unit: str = "",
-    qualities: dict[str, int] | None = None,
+    qualities: list[str] | None = None,
 ) -> MetricSpec:
     """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969";
-    ``qualities``: quality -> rank (MetricSpec.qualities)."""
+    ``qualities``: the qualities it measures (MetricSpec.qualities)."""
     return MetricSpec(
         name=name,
         tasks=[task],
@@ -93,7 +93,7 @@ def spec(
         variant_of=variant_of,
         primary=primary,
         unit=unit,
-        qualities=qualities or {},
+        qualities=qualities or [],
     )
 
 

@@ -34,7 +34,7 @@ EM = spec(
     "of the optional answer parser (the first judge-role model; omitted when no judge is configured). "
     "Task score = mean x 100; the SGI-Score DR term.",
     primary=True,
-    qualities={"accuracy": 1},
+    qualities=["accuracy"],
 )
 EM_NORMALISED = spec(
     "em_normalised",

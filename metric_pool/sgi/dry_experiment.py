@@ -108,7 +108,7 @@ PASSALL_5 = spec(
     _A3,
     "PassAll@5, 0/1 per item: 1 if all 5 unit tests pass. Task score = mean x 100; the SGI-Score DE term.",
     primary=True,
-    qualities={"accuracy": 4},
+    qualities=["accuracy"],
 )
 SER = spec(
     "dry_smooth_execution_rate",

@@ -160,9 +160,9 @@ WIN_SPECS = {
     )
     for d in SCORED_DIMS
 }
-DIM_QUALITIES: dict[str, dict[str, int]] = {
-    "novelty": {"novelty": 1, "creativity": 2},
-    "feasibility": {"feasibility": 1},
+DIM_QUALITIES: dict[str, list[str]] = {
+    "novelty": ["novelty", "creativity"],
+    "feasibility": ["feasibility"],
 }
 """Qualities (MetricSpec.qualities) of the per-dimension idea scores."""
 DIM_SPECS = {
@@ -187,7 +187,7 @@ FINAL_SPEC = spec(
     kind="judge",
     range=(0.0, 100.0),
     primary=True,
-    qualities={"creativity": 3},
+    qualities=["creativity"],
 )
 SPECS = [*OBJ_SPECS.values(), *WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]
 

@@ -236,7 +236,7 @@ MCA = spec(
     "whichever comes later. Neither: 0, counted as no answer found. Task score = mean x 100; the SGI-Score ER "
     "term.",
     primary=True,
-    qualities={"accuracy": 2},
+    qualities=["accuracy"],
 )
 MCA_LENIENT = spec(
     "mca_lenient",

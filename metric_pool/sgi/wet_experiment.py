@@ -485,7 +485,7 @@ FINAL = spec(
     "Wet-experiment final score, 0-1: (SS + PA) / 2 with "
     "wet_sequence_similarity and wet_parameter_accuracy. Task score = mean x 100; the SGI-Score WE term.",
     primary=True,
-    qualities={"accuracy": 5},
+    qualities=["accuracy"],
 )
 SS_PERM = spec(
     "wet_sequence_similarity_perm",

@@ -9,7 +9,7 @@ from sgieval.benchmarks import registry
 from sgieval.benchmarks.base import Benchmark
 from sgieval.benchmarks.sfbench import load_sfbench
 from sgieval.benchmarks.sgi import load_sgi_bench
-from sgieval.core import InputError
+from sgieval.core import Item, InputError
 from sgieval.tests.conftest import FIXTURES
 
 
@@ -58,29 +58,30 @@ def test_prompt_templates_are_what_the_loaders_send():
         )
 
 
-def test_metric_qualities_rank_as_the_old_customisation_table():
-    """The table that used to live in agents/customisation.py, now read from MetricSpec.qualities."""
-    old = {
-        "creativity": ["aidan_accepted_answers", "idea_novelty", "idea_final_score"],
-        "novelty": ["idea_novelty", "aidan_mean_novelty", "aidan_accepted_answers"],
-        "feasibility": ["idea_feasibility", "sfbench_qwk"],
-        "accuracy": [
-            "em",
-            "mca",
-            "sfbench_qwk",
-            "dry_passall_5",
-            "wet_final_score",
-            "exact_match",
-            "exact_match_normalised",
-        ],
-    }  # the generic JSONL metrics last
+def test_each_benchmark_declares_its_quality_preference():
+    """Which metric answers a quality is each benchmark's declaration (``Benchmark.prefer``), read for the
+    benchmark holding most of the selected items; without one, the first metric declaring the quality."""
     specs = [s for d in registry.all() for m in d.metrics(None) for s in m.all_specs]
-    for quality, names in old.items():
-        ranked = sorted((s for s in specs if quality in s.qualities), key=lambda s: s.qualities[quality])
-        assert [s.name for s in ranked] == names, quality
-        # with only some of them applicable, the best-ranked applicable one wins
-        assert metric_for_quality(quality, [s for s in specs if s.name in names[1:]]) == names[1]
-    assert metric_for_quality("safety", specs) is None
+    by_name = {s.name: s for s in specs}
+    for d in registry.all():
+        for quality, names in d.prefer.items():
+            assert names and all(by_name[n].measures(quality) for n in names), (d.name, quality)
+
+    def item(benchmark: str, k: int) -> Item:
+        return Item(id=f"{benchmark}/{k}", benchmark=benchmark, task="t", prompt="q")
+
+    sgi, aidan = [item("sgi-bench", k) for k in range(3)], [item("sciaidanbench", k) for k in range(2)]
+    assert metric_for_quality("accuracy", specs, sgi) == "em"
+    assert metric_for_quality("accuracy", [s for s in specs if s.name != "em"], sgi) == "mca"  # the next one
+    assert metric_for_quality("creativity", specs, aidan) == "aidan_accepted_answers"
+    assert metric_for_quality("novelty", specs, aidan) == "aidan_mean_novelty"
+    # a mixed selection: the benchmark with most of the items decides
+    assert metric_for_quality("creativity", specs, aidan + sgi) == "idea_novelty"
+    assert metric_for_quality("creativity", specs, aidan + sgi[:1]) == "aidan_accepted_answers"
+    assert metric_for_quality("accuracy", specs, [item("jsonl:qa", 0)]) == "exact_match"
+    # no preference declared: the first metric that declares the quality, in pool order
+    assert metric_for_quality("feasibility", specs) == next(s.name for s in specs if "feasibility" in s.qualities)
+    assert metric_for_quality("safety", specs, sgi) is None
 
 
 def test_vocabulary_joins_every_definition():

@@ -51,7 +51,7 @@ CLOSENESS = MetricSpec(
     benchmark=NAME,
     description="1 / (1 + |prediction - gold|)",
     source="test",
-    qualities={"accuracy": 1},
+    qualities=["accuracy"],
 )
 
 
@@ -74,6 +74,7 @@ TOY = Benchmark(
     prompts={"arithmetic": TEMPLATE},
     metrics=lambda options=None: [ReferenceMatch(benchmark=NAME), FunctionMetric(CLOSENESS, closeness)],
     primary={"arithmetic": "exact_match"},
+    prefer={"accuracy": ("toy_closeness", "exact_match")},
 )
 
 
@@ -140,7 +141,7 @@ def test_ask_on_a_registered_toy_benchmark(toy):
 
 
 def test_a_quality_in_the_request_picks_the_metric_declaring_it(toy):
-    # "accurate" -> quality accuracy -> toy_closeness (MetricSpec.qualities), not the primary exact_match
+    # "accurate" -> quality accuracy -> toy_closeness (the benchmark's preference), not the primary exact_match
     run, scores, report = _ask(toy, "Which model is most accurate at arithmetic?")
     assert "'accuracy' is measured by the predefined metric toy_closeness" in report
     clos = [s["value"] for s in scores if s["model"] == "replay:sloppy" and s["metric"] == "toy_closeness"]
