@@ -108,13 +108,17 @@ class Embedder:
         self.long_texts_seen = 0
         self._model: Any = None
         self._lock = threading.RLock()
+        try:
+            ref: ModelRef | None = ModelRef.parse(name)
+        except ValueError:
+            ref = None
         if name == MINILM:
             self._kind = "minilm"
-        elif name.startswith("openai:") and len(name) > len("openai:"):
+        elif ref is not None and ref.provider == "openai" and ref.name:
             self._kind = "openai"
             from langchain_openai import OpenAIEmbeddings  # construction only; no call here
 
-            self._model = OpenAIEmbeddings(model=ModelRef.parse(name).name)
+            self._model = OpenAIEmbeddings(model=ref.name)
         else:
             raise InputError(
                 f"unknown embedding model {name!r}",

@@ -790,6 +790,7 @@ class ChatOpenAIDirect(BaseChatModel):
             ValueError: an unknown ``method``, or no ``schema`` for a method that needs one.
         """
         is_model = isinstance(schema, type) and issubclass(schema, BaseModel)
+        llm: Runnable
         if method == "json_mode":
             llm = self.bind(response_format={"type": "json_object"}, **kwargs)
             parser: Runnable = PydanticOutputParser(pydantic_object=schema) if is_model else JsonOutputParser()  # type: ignore[arg-type]

@@ -25,8 +25,6 @@ from ..core.modelref import known_prefixes
 from .base import NamedModel, Role
 from .replay import ReplayStore, StoredResponses, load_jsonl_replay
 
-REPLAY_PREFIX = "replay:"
-
 
 def _match(name: str, store: ReplayStore) -> bool:
     n = name.lower()
@@ -45,7 +43,7 @@ def resolve_replay(
     """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
     (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
     stored models when the name matches none, and for a ``.json`` file that is not one model's answers."""
-    ref = spec[len(REPLAY_PREFIX) :]
+    ref = ModelRef.parse(spec).name
     p = Path(ref).expanduser()
     if p.suffix in (".json", ".jsonl") and p.is_file():
         if p.suffix == ".jsonl":

@@ -158,6 +158,7 @@ def test_grammar_excludes_raw_control_characters_in_strings():
 @needs_model
 def test_named_model_fields(smol):
     assert (smol.name, smol.role, smol.provider, smol.smoke_test) == ("local:smollm2", "judge", "local:smollm2", True)
+    assert smol.max_in_flight == 1  # one call in flight per loaded model
     assert smol.params["gguf"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert gguf_path("smollm2").name == "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -5,17 +5,21 @@ OpenAI-style judge on two different servers works against two mock servers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 import sgieval
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import InputError, ModelRef
 from sgieval.core import modelref
 from sgieval.models import providers
+from sgieval.models.base import NamedModel
 from sgieval.models.calls import ainvoke
 from sgieval.models.providers import openai_compatible, register_provider
 from sgieval.models.registry import resolve_model
@@ -141,3 +145,56 @@ def test_a_vllm_target_and_an_openai_judge_on_two_servers(tmp_path, monkeypatch)
     rigor = [s for s in run.scores if s.metric == "rigor"]
     # every criterion 7 -> weighted mean 7 x 10 = 70 (0-100), judged by the OpenAI-style judge
     assert [(s.value, s.judge, s.status) for s in rigor] == [(70.0, "openai:gpt-judge", "ok")] * n
+
+
+class _Slow(BaseChatModel):
+    """Answers after 20 ms, counting the calls in flight at once."""
+
+    peak: list[int]
+
+    @property
+    def _llm_type(self) -> str:
+        return "slow-fake"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        raise NotImplementedError
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.peak[0] += 1
+        self.peak[1] = max(self.peak[1], self.peak[0])
+        await asyncio.sleep(0.02)
+        self.peak[0] -= 1
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=str(messages[-1].content)))])
+
+
+async def _peak_in_flight(max_in_flight: int | None, provider: str) -> int:
+    chat = _Slow(peak=[0, 0])
+    m = NamedModel(name=provider, role="judge", chat=chat, provider=provider, max_in_flight=max_in_flight)
+    await asyncio.gather(*(ainvoke(m, [HumanMessage(f"q{k}")]) for k in range(6)))
+    return chat.peak[1]
+
+
+async def test_a_model_with_its_own_limit_has_that_many_calls_in_flight():
+    """``local:`` models set ``max_in_flight=1`` (one call per loaded model, whatever --max-concurrency says);
+    other models take the run's per-provider limit (16 by default); a limit set for that provider key wins."""
+    from sgieval.models.calls import set_max_concurrency
+
+    assert await _peak_in_flight(1, "local:fake") == 1
+    assert await _peak_in_flight(None, "http://server-a/v1") == 6
+    set_max_concurrency("local:fake-2", 3)
+    assert await _peak_in_flight(1, "local:fake-2") == 3
+
+
+def test_score_takes_the_judges_model_options(monkeypatch):
+    """``sgieval.score`` resolves its judges like ``evaluate``: an ``openai-api:`` judge on its own server, an
+    ``openai:`` judge on ``base_url``, the judge temperature sent as given."""
+    text = "We propose a controlled study ..."
+    with MockOpenAI(replies=_judge_reply, log_bodies=True) as own, MockOpenAI(replies=_judge_reply) as shared:
+        monkeypatch.setenv("JUDGESRV_BASE_URL", own.url)
+        (a,) = sgieval.score([text], "rigor", judge="openai-api:judgesrv/j1", judge_temperature=0.3)
+        (b,) = sgieval.score([text], "rigor", judge="openai:j2", base_url=shared.url)
+        (entry,) = own.log()
+        assert len(shared.log()) == 1
+    assert (a.value, a.judge, b.value, b.judge) == (70.0, "openai-api:judgesrv/j1", 70.0, "openai:j2")
+    body = json.loads(entry["body"])
+    assert (body["model"], body["temperature"]) == ("j1", 0.3)
