@@ -24,7 +24,7 @@ import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path, PurePath
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from .errors import InputError
 
@@ -208,6 +208,7 @@ def json_depth(value: object) -> int:
     stack = [(value, 1)]
     while stack:
         v, d = stack.pop()
+        children: Iterable[Any]
         if isinstance(v, dict):
             children = v.values()
         elif isinstance(v, list):
