@@ -673,7 +673,8 @@ class RunConfig(_Record):
     run_id: Annotated[str, Option(cli=False)]
     """The run's id and folder name (default: the start time and the request's first words)."""
     base_url: str | None = None
-    """Base URL of an OpenAI-compatible server (default $OPENAI_BASE_URL)."""
+    """Base URL of the OpenAI-compatible server of openai: models (default $OPENAI_BASE_URL); a model on a server
+    of its own is openai-api:<service>/<model> with <SERVICE>_BASE_URL set."""
     data_dir: str | None = None
     """Data folder, the only one looked in when given (default: $SGIEVAL_DATA, else ../shared/data, then the user
     cache)."""
