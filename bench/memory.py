@@ -46,14 +46,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     from sgieval.agents.evaluation import run_evaluation
     from sgieval.core import GENERIC, Item, MetricSpec, RunStore
-    from sgieval.metric_pool.base import FunctionMetric, ScoringContext
+    from sgieval.metric_pool.base import FunctionMetric, MetricResult, ScoringContext
     from sgieval.models.accounting import Ledger
     from sgieval.models.base import NamedModel
     from sgieval.models.calls import set_max_concurrency
 
     base = _rss_mib()
     spec = MetricSpec(name="exact_match", tasks=[GENERIC], range=(0.0, 1.0), source="bench")
-    metric = FunctionMetric(spec, lambda item, resp: (float(resp.text.strip() == item.reference["answer"]), "exact"))
+    metric = FunctionMetric(
+        spec, lambda item, resp: MetricResult(float(resp.text.strip() == item.reference["answer"]), "exact")
+    )
     items = [
         Item(
             id=f"bench/{n}",

@@ -10,7 +10,7 @@ returning Scores whose ``item_id`` is :data:`CORPUS`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Sequence
 
 from ..core import CORPUS, InputError, Item, MetricSpec, Response, Score, Status, as_evidence, same_model  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
 from ..models.base import NamedModel
@@ -170,16 +170,17 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-Computed = Union[MetricResult, tuple]
-"""A metric function's result: a :class:`MetricResult` (or, from older function bodies, a ``(value, rationale[,
-details])`` tuple, read the same way)."""
+Computed = MetricResult
+"""What a metric function of :class:`FunctionMetric` returns."""
 
 
-def _result(out: Computed) -> MetricResult:
-    if isinstance(out, MetricResult):
-        return out
-    value, rationale, *rest = out
-    return MetricResult(value=float(value), rationale=rationale, details=rest[0] if rest else {})
+def _result(out: Any, fn: Any) -> MetricResult:
+    if not isinstance(out, MetricResult):
+        raise TypeError(
+            f"metric function {getattr(fn, '__qualname__', fn)!r} returned {type(out).__name__}: return "
+            "MetricResult(value, rationale, details) (sgieval.metric_pool.base)"
+        )
+    return out
 
 
 class FunctionMetric(Metric):
@@ -217,11 +218,11 @@ class FunctionMetric(Metric):
             except ValueError as e:
                 return self.failed(item, response, "parse_error", str(e))
             results = out if isinstance(out, dict) else {self.specs[0].name: out}
-            return [self._score(item, response, s.name, _result(results[s.name])) for s in self.specs]
+            return [self._score(item, response, s.name, _result(results[s.name], self.fn)) for s in self.specs]
         scores = []
         for s, f in zip(self.specs, self.fns or []):
             try:
-                scores.append(self._score(item, response, s.name, _result(f(item, response))))
+                scores.append(self._score(item, response, s.name, _result(f(item, response), f)))
             except (InputError, ValueError) as e:
                 status: Status = "input_error" if isinstance(e, InputError) else "parse_error"
                 scores.append(

@@ -51,7 +51,7 @@ from .answers import (
     parse_number,
     unwrap_letter,
 )
-from .base import FunctionMetric, Metric
+from .base import FunctionMetric, Metric, MetricResult
 from .sgi.common import extract_answer_tag
 from .sgi.reasoning import final_option
 
@@ -167,7 +167,7 @@ def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | Non
     return None, "no answer found"
 
 
-def _score(item: Item, response: Response) -> dict[str, tuple[float, str, dict]]:
+def _score(item: Item, response: Response) -> dict[str, MetricResult]:
     letters = choice_letters(item)
     if letters:
         return _score_choice(item, response, letters)
@@ -180,25 +180,27 @@ def _score(item: Item, response: Response) -> dict[str, tuple[float, str, dict]]
     norm = float(normalised_match(ref, pred))
     shown = f"prediction {pred[:120]!r} vs reference {ref[:120]!r}"
     return {
-        EXACT.name: (exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
-        NORMALISED.name: (norm, f"{'equal' if norm else 'not equal'} after normalisation: {shown}", details),
+        EXACT.name: MetricResult(exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
+        NORMALISED.name: MetricResult(
+            norm, f"{'equal' if norm else 'not equal'} after normalisation: {shown}", details
+        ),
     }
 
 
-def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[str, tuple[float, str, dict]]:
+def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[str, MetricResult]:
     gold = reference_letter(item, letters)
     got, how = choice_prediction(response.text, letters)
     details: dict[str, Any] = {"reference": gold, "prediction": got, "found_by": how}
     if got is None:
         details["no_answer"] = True
         why = f"no answer found (no boxed option letter, no final ANSWER: line), reference {gold!r}"
-        return {EXACT.name: (0.0, why, details), NORMALISED.name: (0.0, why, details)}
+        return {EXACT.name: MetricResult(0.0, why, details), NORMALISED.name: MetricResult(0.0, why, details)}
     exact = float(got == gold)
     norm = float(got.casefold() == gold.casefold())
     shown = f"option {got!r} ({how}) vs reference {gold!r}"
     return {
-        EXACT.name: (exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
-        NORMALISED.name: (norm, f"{'equal' if norm else 'not equal'} ignoring case: {shown}", details),
+        EXACT.name: MetricResult(exact, f"{'equal' if exact else 'not equal'}: {shown}", details),
+        NORMALISED.name: MetricResult(norm, f"{'equal' if norm else 'not equal'} ignoring case: {shown}", details),
     }
 
 
@@ -248,7 +250,7 @@ def numeric_reference(item: Item) -> Decimal | Fraction | None:
     return parse_number(ref) if isinstance(ref, str) else None
 
 
-def _numeric(item: Item, response: Response) -> tuple[float, str, dict]:
+def _numeric(item: Item, response: Response) -> MetricResult:
     ref = numeric_reference(item)
     if ref is None:
         raise ValueError(f"item {item.id}: the reference is not a number")
@@ -263,9 +265,9 @@ def _numeric(item: Item, response: Response) -> tuple[float, str, dict]:
     if got is None:
         details["no_answer"] = True
         shown = cut_next_turn(text).strip()
-        return 0.0, f"no number found ({how}) in the answer {shown[-120:]!r}; reference {ref}", details
+        return MetricResult(0.0, f"no number found ({how}) in the answer {shown[-120:]!r}; reference {ref}", details)
     v = float(close_enough(ref, got, NUMERIC_REL_TOL))
-    return (
+    return MetricResult(
         v,
         (f"{how}: {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance {NUMERIC_REL_TOL:g}"),
         details,

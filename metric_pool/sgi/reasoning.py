@@ -26,6 +26,7 @@ from ..answers import answer_line_letter, boxed_spans, final_line, unwrap_letter
 from ..base import Metric, ScoringContext
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
+from ..base import MetricResult
 from .common import PerSpecMetric, reference_field, spec
 
 
@@ -273,12 +274,12 @@ def _mca_fn(item: Item, response: Response):
     got, how = final_option(response.text, n_options_of(item))
     v = int(got == gold)
     if got is None:
-        return (
+        return MetricResult(
             v,
             f"no answer found (no \\boxed{{}} holds an option letter, no final Answer: line), gold {gold!r}: 0",
             {"extracted": None, "gold": gold, "no_answer": True},
         )
-    return (
+    return MetricResult(
         v,
         f"extracted {got!r} ({how}), gold {gold!r}: {v}",
         {"extracted": got, "gold": gold, "found_by": how},
@@ -290,14 +291,14 @@ def _mca_lenient_fn(item: Item, response: Response):
     opts = item.reference.get("options") if isinstance(item.reference, dict) else None
     got = extract_option_lenient(response.text, len(opts) if isinstance(opts, list) and opts else 26)
     v = int(got == gold)
-    return v, f"lenient extraction {got!r}, gold {gold!r}: {v}", {"extracted": got, "gold": gold}
+    return MetricResult(v, f"lenient extraction {got!r}, gold {gold!r}: {v}", {"extracted": got, "gold": gold})
 
 
 def _mca_code_fn(item: Item, response: Response):
     gold = gold_letter(item)
     m = _CODE_RE.search(final_text(response.text or ""))
     v = mca_code(response.text, gold)
-    return v, f"first \\boxed{{[A-Z]}}: {m.group(1) if m else None!r}, gold {gold!r}: {v}", {}
+    return MetricResult(v, f"first \\boxed{{[A-Z]}}: {m.group(1) if m else None!r}, gold {gold!r}: {v}")
 
 
 class MultiChoiceMetric(PerSpecMetric):

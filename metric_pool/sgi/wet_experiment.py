@@ -36,6 +36,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ...core import WET_EXPERIMENT, Item, Response
 from ..base import Metric
+from ..base import MetricResult
 from .common import PerSpecMetric, model_answer, reference_field, spec
 
 
@@ -553,7 +554,7 @@ def _ss(parser):
     def fn(item: Item, response: Response):
         g, p = protocols(item, response, parser)
         v = sequence_similarity(_names(g), _names(p))
-        return (
+        return MetricResult(
             v,
             f"{len(g)} reference vs {len(p)} predicted steps: SS {v:.4f}",
             {"gt_actions": _names(g), "pred_actions": _names(p)},
@@ -566,7 +567,7 @@ def _pa(parser, pa_fn):
     def fn(item: Item, response: Response):
         g, p = protocols(item, response, parser)
         v, errors = pa_fn(g, p)
-        return (
+        return MetricResult(
             v,
             f"{len(g)} reference vs {len(p)} predicted steps: PA {v:.4f}"
             + (f"; errors: {' | '.join(errors)}" if errors else ""),
@@ -581,7 +582,7 @@ def _final(parser, ss_fn, pa_fn):
         g, p = protocols(item, response, parser)
         ss = ss_fn(g, p)
         pa, errors = pa_fn(g, p)
-        return (ss + pa) / 2, f"(SS {ss:.4f} + PA {pa:.4f}) / 2", {"ss": ss, "pa": pa, "errors": errors}
+        return MetricResult((ss + pa) / 2, f"(SS {ss:.4f} + PA {pa:.4f}) / 2", {"ss": ss, "pa": pa, "errors": errors})
 
     return fn
 
@@ -593,7 +594,7 @@ def _ss_plain(g, p):
 def _soft_ss(item: Item, response: Response):
     g, p = protocols(item, response)
     ss, _, d = soft_scores(g, p)
-    return (
+    return MetricResult(
         ss,
         f"{len(d['aligned'])} LCS-aligned actions of {len(g)} reference / {len(p)} predicted: soft SS {ss:.4f}",
         d,
@@ -604,7 +605,7 @@ def _soft_pa(item: Item, response: Response):
     g, p = protocols(item, response)
     _check_nonempty(g, p)
     _, pa, d = soft_scores(g, p)
-    return pa, f"soft PA {pa:.4f} over {len(d['aligned'])} aligned pairs", d
+    return MetricResult(pa, f"soft PA {pa:.4f} over {len(d['aligned'])} aligned pairs", d)
 
 
 class WetExperimentMetric(PerSpecMetric):
@@ -634,7 +635,7 @@ class WetExperimentMetric(PerSpecMetric):
 def _perm_ss(item: Item, response: Response):
     g, p = protocols(item, response)
     v = sequence_similarity_perm(g, p)
-    return (
+    return MetricResult(
         v,
         f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}",
         {"groups": independent_groups(g)},

@@ -18,7 +18,7 @@ from sgieval.benchmarks.base import Benchmark, Vocabulary
 from sgieval.benchmarks.registry import register, unregister
 from sgieval.cli import app
 from sgieval.core import Item, MetricSpec, Response
-from sgieval.metric_pool.base import FunctionMetric
+from sgieval.metric_pool.base import FunctionMetric, MetricResult
 from sgieval.metric_pool.generic import ReferenceMatch, prediction_text
 
 NAME = "toy-arith"
@@ -55,10 +55,10 @@ CLOSENESS = MetricSpec(
 )
 
 
-def closeness(item: Item, response: Response) -> tuple[float, str]:
+def closeness(item: Item, response: Response) -> MetricResult:
     pred = float(prediction_text(response.text))
     gold = float(item.reference["answer"])
-    return 1.0 / (1.0 + abs(pred - gold)), f"{pred:g} vs {gold:g}"
+    return MetricResult(1.0 / (1.0 + abs(pred - gold)), f"{pred:g} vs {gold:g}")
 
 
 TOY = Benchmark(

@@ -14,7 +14,7 @@ import pytest
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import GENERIC, InputError, Item, MetricSpec, RunStore
 from sgieval.graphs.executors import evaluate_with_executor, pack_models, run_units, shard, unpack_models
-from sgieval.metric_pool.base import FunctionMetric, ScoringContext
+from sgieval.metric_pool.base import FunctionMetric, MetricResult, ScoringContext
 from sgieval.models.accounting import Ledger
 from sgieval.models.base import NamedModel
 
@@ -55,7 +55,7 @@ def _reply(body, i):
 
 def _metric() -> FunctionMetric:
     spec = MetricSpec(name="exact_match", tasks=[GENERIC], source="test")
-    return FunctionMetric(spec, lambda item, resp: (float(resp.text == item.reference["answer"]), "exact"))
+    return FunctionMetric(spec, lambda item, resp: MetricResult(float(resp.text == item.reference["answer"]), "exact"))
 
 
 def _records(store: RunStore):

@@ -149,7 +149,7 @@ def test_the_scores_are_named_variants_with_their_sources():
     assert "plot.py" in specs["aidan_leaderboard_total"].source
     assert specs["aidan_mean_novelty_with_first"].variant_of == "aidan_mean_novelty"
     assert specs["aidan_mean_novelty_per_item"].variant_of == "aidan_mean_novelty"
-    assert specs["aidan_mean_novelty"].qualities == {"novelty": 2}
+    assert specs["aidan_mean_novelty"].qualities == ["novelty"]
     assert {s.name for s in AnswerCountMetrics.corpus_specs} == {
         "aidan_mean_coherence",
         "aidan_mean_novelty",

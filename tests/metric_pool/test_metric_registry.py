@@ -144,6 +144,9 @@ def test_function_metric_takes_one_function_per_spec_each_failing_alone():
     assert out["needs_number"].status == "parse_error" and out["needs_number"].value is None
     with pytest.raises(ValueError, match="one function per spec"):
         FunctionMetric(specs, [number])
+    untyped = FunctionMetric(specs[0], lambda item, response: (1.0, "a tuple"))
+    with pytest.raises(TypeError, match=r"returned tuple: return MetricResult\(value, rationale, details\)"):
+        untyped.score_sync(it, Response(item_id=it.id, model="x", text="abc"))
 
 
 def test_registering_a_name_twice_in_one_scope_is_refused(toy_metric):
