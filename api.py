@@ -320,7 +320,10 @@ async def aevaluate(
     Args:
         request: the question in plain language ("" = the whole catalog).
         confirm: ``confirm(payload) -> bool`` answers the metric confirmation when ``yes=False``; without it
-            such a run stops there with ``stopped=True``.  ``yes`` defaults to True here (no pause).
+            such a run stops there with ``stopped=True``.  ``yes`` defaults to True here (no pause).  A
+            misspelt request word is asked first, with payload ``{"kind": "did_you_mean", "question",
+            "request"}``: True runs the corrected ``request``, False raises the InputError (with ``yes=True``
+            it is raised at once).
         metric_options: options handed to the metrics (name -> value).
         on_progress: progress callback ``(done, total)``, in units of work.
         tools_pool, sandbox_backend: a ready ToolPool and a ready Sandbox instead of the ones the options name.

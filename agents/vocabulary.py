@@ -38,7 +38,9 @@ REQUEST_WORDS: frozenset[str] = frozenset(
     ranking ranks rate rated result results score scored scores scoring strongest stronger subfield subfields
     subject subjects task tasks tell top topic topics weaker weakest win wins winner worse worst write writes
     writing written produce produces idea ideas response responses output outputs science sciences scientific
-    research smallest largest fewest greatest biggest know knows understand understands handle handles solve solves experiment experiments lab
+    research judge judges judged assess assesses predict predicts estimate estimates grade grades propose proposes
+    make makes get gets ability abilities capable capability ahead behind beat beats versus vs favour favours favor
+    favors prefer prefers smallest largest fewest greatest biggest know knows understand understands handle handles solve solves experiment experiments lab
     """.split()
 )
 """Words of a request that ask about the evaluation itself (which, best, compare, model, where, topics, ...) or only

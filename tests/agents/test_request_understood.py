@@ -127,3 +127,24 @@ def test_cli_all_ranks_everything_anyway_and_says_what_was_left_out(tmp_path):
     report = (run_dir / "report.md").read_text()
     assert "| 1 | replay:o1-mini | 16.45 |" in report  # 2550 accepted answers over all 155 items
     assert "--all: 'poetry', 'cooking' matched nothing and were left out" in report
+
+
+def test_api_asks_the_did_you_mean_question_through_confirm(tmp_path):
+    from sgieval import evaluate
+
+    asked = []
+
+    def confirm(payload):
+        asked.append(payload.get("kind", "metrics"))
+        return True
+
+    run = evaluate(
+        "Which model is most creative in chemsitry?",
+        models=["replay:o1-mini"],
+        out_dir=tmp_path,
+        yes=False,
+        confirm=confirm,
+    )
+    assert asked == ["did_you_mean", "metrics"]
+    assert run.selection["request"] == "Which model is most creative in Chemistry?"
+    assert len(run.items) == 25
