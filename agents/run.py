@@ -445,21 +445,30 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
 
 def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request: str) -> MetricPlan:
     """``plan`` with the ranking metric ``--metric`` or the request names
-    (:func:`sgieval.agents.metric_choice.choose_ranking_metric`): any metric of the plan, the pool's
-    retrieval-novelty metrics, or a saved rubric."""
-    from ..metric_pool.retrieval_novelty import NOVELTY, REWARD, TTRL
+    (:func:`sgieval.agents.metric_choice.choose_ranking_metric`): any metric of the plan, a registered metric that
+    applies to the items (added to the plan), or a saved rubric."""
+    from ..benchmarks.registry import predefined_metrics
     from ..metric_pool.rubrics import list_rubrics
+    from .customisation import registered_offers
     from .metric_choice import choose_ranking_metric
 
     specs = [s for m in _metrics(rt, items, plan) for s in m.all_specs]
-    return choose_ranking_metric(
+    predefined = predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, rt.metric_options)
+    offers = registered_offers(items, predefined, rt.metric_options)
+    chosen = choose_ranking_metric(
         plan,
         request,
         metric=rt.config.metric,
         specs=specs,
         library=list_rubrics(),
-        pool={"retrieval_novelty": [NOVELTY, REWARD, TTRL]},
+        pool={e.name: list(m.all_specs) for e, m in offers},
     )
+    added = [e.key for e, _m in offers if e.name in chosen.pool and e.name not in plan.pool]
+    if added and plan.metrics:  # a plan that names its metrics by key scores the added one too
+        chosen = chosen.model_copy(
+            update={"metrics": [*chosen.metrics, *[k for k in added if k not in chosen.metrics]]}
+        )
+    return chosen
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:

@@ -139,3 +139,13 @@ def test_variants_of():
         "numeric_match",
     ]
     assert [s.name for s in variants_of(NORMALISED, [EXACT, NORMALISED, NUMERIC])] == ["exact_match", "numeric_match"]
+
+
+@pytest.mark.slow  # loads MiniLM
+def test_metric_option_adds_a_registered_metric_the_plan_lacks(folder):
+    papers = folder / "papers"
+    papers.mkdir()
+    (papers / "p.md").write_text("# Flux\nThe tesla is the unit of magnetic flux density.")
+    text = _ask(folder, "Which model is most accurate?", "--metric", "retrieval_novelty", "--corpus", str(papers))
+    assert "## Ranking by retrieval_novelty (scale 0-10, higher is better)" in text
+    assert "| ranking metric | retrieval_novelty (set by --metric retrieval_novelty; instead of exact_match" in text
