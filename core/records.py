@@ -397,7 +397,7 @@ class Score(_Repairable):
         return self.status == "ok"
 
 
-class Label(_Record):
+class Label(_Repairable):
     """One human label: the researcher's own value for one (item, target model, metric[, criterion]).
 
     ``value`` is on the scale of the metric (``MetricSpec.range``) or, with ``criterion``, of the rubric criterion
@@ -414,6 +414,14 @@ class Label(_Record):
     labeller: str = ""
     created_at: str = ""
     note: str = ""
+    text_repaired: bool = False
+    """True when text of this label (a note from a file) held lone surrogates, each replaced by U+FFFD."""
+
+    @model_validator(mode="after")
+    def _repair(self, info: ValidationInfo) -> "Label":
+        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
+            self.text_repaired = True
+        return self
     sample: str = ""
     """How the unit was chosen for labelling: ``random`` (a seeded uniform sample, ``sgieval label``),
     ``disagreement`` (where the judges differ most) or "" (imported: not known)."""

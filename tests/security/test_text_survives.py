@@ -211,3 +211,36 @@ def test_a_replay_file_with_separators_and_a_surrogate_keeps_every_reply(tmp_pat
         "a": ("one\u2028two", False),
         "b": ("x\ufffd", True),
     }
+
+
+def test_a_labels_file_with_a_separator_and_a_lone_surrogate_keeps_both_labels(tmp_path):
+    # variant: human labels (labels.jsonl) are read on "\n" only and repaired like replies
+    from sgieval import load_run
+
+    out = tmp_path / "runs"
+    res = runner.invoke(
+        app, ["ask", "Which model is the most creative in chemistry?", "--k", "2", "--yes"] + ["--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    (run,) = out.iterdir()
+    s = next(x for x in load_run(run).scores if x.item_id != "*" and x.ok)
+    unit = {"item_id": s.item_id, "model": s.model, "metric": s.metric, "value": s.value, "labeller": "ann"}
+    f = tmp_path / "labels.jsonl"
+    f.write_text(
+        json.dumps({**unit, "note": "looks fine\u2028second line"}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({**unit, "labeller": "bob", "note": "odd \ud800 char"})
+        + "\n",
+        encoding="utf-8",
+    )
+    before = snapshot(tmp_path, skip=run)
+    res = runner.invoke(app, ["labels", "import", str(run), str(f)])
+    assert res.exit_code == 0, res.output
+    store = RunStore(run)
+    labels = store.read("labels")
+    assert [(x.labeller, x.note, x.text_repaired) for x in labels] == [
+        ("ann", "looks fine\u2028second line", False),
+        ("bob", "odd \ufffd char", True),
+    ]
+    store.close()
+    assert snapshot(tmp_path, skip=run) == before
