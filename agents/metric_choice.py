@@ -204,8 +204,11 @@ def variant_disagreements(
             return None
         return paired_test(shared, {i: vals[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
 
-    def mean(vals: dict[str, dict[str, float]], m: str) -> float | None:
-        return sum(vals[m].values()) / len(vals[m]) if vals[m] else None
+    # a corpus-level metric (a mean pooled over answers, kappa) has one value per model and no per-item values
+    corpus = {(s.metric, s.model): float(s.value) for s in scores if s.item_id == "*" and s.ok and s.value is not None}
+
+    def mean(vals: dict[str, dict[str, float]], m: str, metric: str) -> float | None:
+        return sum(vals[m].values()) / len(vals[m]) if vals[m] else corpus.get((metric, m))
 
     base = test(mine)
     out = []
@@ -214,7 +217,7 @@ def variant_disagreements(
         if v.higher_is_better != spec.higher_is_better:
             continue
         theirs = _values(scores, v.name, ranked)
-        means = {m: mean(theirs, m) for m in ranked}
+        means = {m: mean(theirs, m, v.name) for m in ranked}
         if any(x is None for x in means.values()):
             continue
         order = sorted(ranked, key=lambda m: -sign * (means[m] or 0.0))  # stable: equal means keep the ranking's
@@ -229,7 +232,9 @@ def variant_disagreements(
                 return "no paired test"
             return f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
 
-        ma, mb = mean(mine, a), mean(mine, b)
+        ma, mb = mean(mine, a, spec.name), mean(mine, b, spec.name)
+        if ma is None or mb is None:
+            continue
         what = (
             f"orders the models {' > '.join(order) if spec.higher_is_better else ' < '.join(order)}"
             if reordered

@@ -85,7 +85,8 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
     """One :class:`ModelStat` per model in ``models`` order: the summary
     (metric_pool.aggregate.summarize: mean, total, 95% BCa bootstrap CI with
     ``n_resamples`` resamples and ``seed``) of its ok item-level ``metric``
-    scores, or of its corpus-level value (no CI) when it has only that, or
+    scores, or of its corpus-level value when it has only that (with the CI
+    the metric put in its details as ``ci_low``/``ci_high``, else none), or
     None; ``failed`` counts its failed scores (not-applicable ones excluded)."""
     mine: dict[str, list[Score]] = {m: [] for m in models}
     for s in scores:  # one pass (scores may hold other metrics' too)
@@ -98,11 +99,14 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
         corpus = [s for s in mine[m] if s.ok and s.value is not None and s.item_id == CORPUS]
         if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
             v = float(corpus[0].value or 0.0)  # not None: filtered above
-            n = int(corpus[0].details.get("n", 0) or 0)
+            d = corpus[0].details
+            n = int(d.get("n", 0) or 0)
+            # a CI the metric computed itself (a pooled mean's bootstrap over questions), else none
+            lo, hi = float(d.get("ci_low", math.nan)), float(d.get("ci_high", math.nan))
             out.append(
                 ModelStat(
                     m,
-                    Summary(n=n, mean=v, total=v, std=math.nan, ci_low=math.nan, ci_high=math.nan),
+                    Summary(n=n, mean=v, total=v, std=math.nan, ci_low=lo, ci_high=hi),
                     failed,
                     corpus=True,
                 )
@@ -264,6 +268,12 @@ def template_narrative(
             text += (
                 f" Against the runner-up {second.model} (mean {fmt2(second.stats.mean)}), the paired test on "
                 f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level."
+            )
+        elif best.corpus:
+            text += (
+                f" No paired test against the runner-up {second.model} (mean {fmt2(second.stats.mean)}): "
+                f"{spec.name} is one corpus-level value per model, with no per-item values to pair, so the order "
+                "alone is not evidence of a difference."
             )
         else:
             shared = comparison["n"] if comparison else 0
@@ -509,6 +519,29 @@ def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
     return {"title": "Judge reliability", "body": "\n\n".join(parts)}
 
 
+def definitions_section(specs: list[MetricSpec], scores: list[Score]) -> dict[str, str] | None:
+    """ "Metric definitions" section: for every metric of ``specs`` with a score in this run, which definition
+    its figures use (the spec's description), how a model's figure is formed (per item: the mean and total of
+    the per-item values; corpus level: one value per model, e.g. a mean pooled over answers) and its source
+    (paper, spec section or upstream file: AidanBench's README S(q) or plot.py count, SciAidanBench's accepted
+    or published count).  None when no metric has a score."""
+    corpus = {s.metric for s in scores if s.item_id == CORPUS}
+    used = {s.metric for s in scores}
+    rows = []
+    for sp in specs:
+        if sp.name not in used:
+            continue
+        level = "corpus level (one value per model)" if sp.name in corpus else "per item (mean and total over items)"
+        name = sp.name + (f" (variant of {sp.variant_of})" if sp.variant_of else "")
+        rows.append([name, level, sp.description, sp.source or "n/a"])
+    if not rows:
+        return None
+    body = "The definition each figure in this report uses:\n\n" + markdown_table(
+        ["metric", "figure per model", "definition", "source"], rows
+    )
+    return {"title": "Metric definitions", "body": body}
+
+
 def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | None:
     """ "Retrieved works" section: for each ``retrieval_novelty`` score (METRICS.md E), the item, the target
     model, S_inn and the works retrieved with their cosine similarity to the idea (at most ``limit`` rows; the
@@ -670,6 +703,7 @@ async def build_report(
         *([reliability_section(reliabilities)] if reliabilities else []),
         *([retrieved] if retrieved else []),
         *([rechecked["section"]] if rechecked else []),
+        *([defined] if (defined := definitions_section(specs, scores)) else []),
     ]
     draft = assemble(
         run_dir,

@@ -46,6 +46,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
 from .base import Metric, ScoringContext
 
@@ -305,6 +307,29 @@ def pooled_values(
     return out
 
 
+POOLED_CI_RESAMPLES = 2000
+"""Resamples of the bootstrap over questions behind a pooled mean's 95% CI (:func:`pooled_ci`)."""
+
+
+def pooled_ci(
+    per_question: Sequence[Sequence[float]], *, n_resamples: int = POOLED_CI_RESAMPLES, seed: int = 0
+) -> tuple[float, float] | None:
+    """95% percentile bootstrap CI of a mean pooled over answers, resampling
+    questions (clusters) with replacement: each resample's value is the sum of
+    the drawn questions' values over their count.  Answers of one question are
+    not independent, so questions, not answers, are resampled.  None with fewer
+    than 2 questions holding a value, or when the resamples do not vary."""
+    qs = [q for q in per_question if q]
+    if len(qs) < 2:
+        return None
+    sums = np.array([float(sum(q)) for q in qs])
+    counts = np.array([len(q) for q in qs], dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(qs), size=(n_resamples, len(qs)))
+    est = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    lo, hi = (float(x) for x in np.quantile(est, [0.025, 0.975]))
+    return None if hi - lo <= 0 else (lo, hi)
+
+
 _PER_ITEM_MEANS = (
     (COHERENCE_PER_ITEM, "coherence_score", True),
     (NOVELTY_PER_ITEM, "embedding_dissimilarity_score", False),
@@ -432,7 +457,8 @@ class AnswerCountMetrics(Metric):
 
         Each pooled mean's ``details``: ``n`` (questions contributing a value),
         ``n_answers`` (values pooled), ``n_questions`` (questions with
-        records), ``failed`` (responses left out, D.7).  A model with no value
+        records), ``failed`` (responses left out, D.7) and, from 2 questions
+        on, ``ci_low``/``ci_high`` (:func:`pooled_ci`, resampling questions).  A model with no value
         gets a ``not_run`` score with the reason."""
         by_model: dict[str, list[Response]] = defaultdict(list)
         failed: dict[str, int] = defaultdict(int)
@@ -464,6 +490,13 @@ class AnswerCountMetrics(Metric):
                     "pooled": "over answers" + ("" if first else ", each list's first answer left out"),
                 }
                 which = "accepted answers" if first else "accepted answers after each list's first"
+                ci = pooled_ci(per_q)
+                if ci is not None:
+                    details.update(
+                        ci_low=ci[0],
+                        ci_high=ci[1],
+                        ci_method=f"95% percentile bootstrap over questions ({POOLED_CI_RESAMPLES} resamples, seed 0)",
+                    )
                 if vals:
                     out.append(
                         Score(

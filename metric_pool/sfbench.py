@@ -52,7 +52,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Status
+from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Status, verdict_word
 from .answers import normalise_text
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
@@ -402,7 +402,9 @@ class SFBenchLikert(Metric):
 def _level(value: Any, levels: dict[str, int], what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be one of {[k.title() for k in levels]}")
-    key = " ".join(normalise_text(value).replace("_", " ").replace("-", " ").split())
+    # D.11 normalisation, then D.17: trailing punctuation is not part of the label ("Mostly Sound." is Mostly Sound)
+    word = verdict_word(normalise_text(value))
+    key = " ".join(str(word).replace("_", " ").replace("-", " ").split())
     if key not in levels:
         raise ValueError(f"{what} {value!r} is not one of {[k.title() for k in levels]}")
     return key

@@ -33,6 +33,20 @@ def test_chemistry_report_lists_stored_errors_names_judges_and_self_judgement(tm
         "| 107 | 25 | 0 |",
     ):
         assert row in text
+    # which definition each figure uses: the SciAidanBench count, AidanBench's README S(q) and plot.py count
+    defs = section(text, "Metric definitions")
+    assert defs.startswith("\n\nThe definition each figure in this report uses:")
+    assert (
+        "| aidan_accepted_answers | per item (mean and total over items) | Accepted answers per question "
+        "(SciAidanBench README)"
+    ) in defs
+    assert "| aidan_readme_score (variant of aidan_accepted_answers) | per item (mean and total over items) | " in defs
+    assert "(github aidanmclaughlin/AidanBench a6bb325) (README) |" in defs
+    assert (
+        "| aidan_leaderboard_total (variant of aidan_accepted_answers) | corpus level (one value per model) |" in defs
+    )
+    assert "(github aidanmclaughlin/AidanBench a6bb325) (plot.py) |" in defs
+    assert "| aidan_mean_novelty | corpus level (one value per model) | " in defs
     failures = section(text, "Failures")
     assert "No failed responses or scores; 2 stored records are censored or missing (below)." in failures
     assert (
@@ -88,7 +102,18 @@ def test_novel_ideas_rank_by_novelty_pooled_over_answers_without_first_answers(t
         "Full order (best first): replay:o1-mini > replay:qwen2.5:latest > replay:openai/4o > replay:phi4:latest "
         "> replay:llama3.3:latest > replay:mistral:latest."
     ) in answer
-    assert "| 6 | replay:mistral:latest | 0.22 | corpus-level, no CI |" in text
+    # a pooled mean's CI resamples questions (metric_pool.aidanbench.pooled_ci)
+    assert "| 6 | replay:mistral:latest | 0.22 | 0.21 to 0.24 | 0.22 | 5 | 0 |" in text
+    assert (
+        "aidan_mean_novelty is one corpus-level value per model, with no per-item values to pair, so the order "
+        "alone is not evidence of a difference."
+    ) in answer
+    # keeping first answers (a named variant) puts mistral first: the Answer says so
+    assert (
+        "The variant aidan_mean_novelty_with_first disagrees with the ranking metric aidan_mean_novelty: it orders "
+        "the models replay:mistral:latest > replay:phi4:latest > replay:llama3.3:latest > replay:qwen2.5:latest > "
+        "replay:openai/4o > replay:o1-mini"
+    ) in answer
     assert "The metrics disagree about the top model" not in answer  # accepted answers also put o1-mini first
     assert "aidan_published_count puts" not in answer  # a named variant of the accepted count is not a second vote
 

@@ -209,3 +209,35 @@ async def test_mistral_novelty_with_and_without_first_answers_on_the_stored_data
     # the short lists no longer win: keeping first answers mistral is highest, without them lowest of the six
     # (other models' pooled means without first answers are 0.2514 to 0.3102)
     assert pooled["aidan_mean_novelty"].value < 0.25 < pooled["aidan_mean_novelty_with_first"].value
+
+
+def test_pooled_ci_resamples_questions():
+    from sgieval.metric_pool.aidanbench import pooled_ci
+
+    # two questions: each resample draws both (0.5), or one of them twice (0.0 or 1.0): the 95% interval is 0 to 1
+    assert pooled_ci([[1.0], [0.0]]) == (0.0, 1.0)
+    # a three-answer question at 0.2 and a one-answer question at 0.8: resamples give 0.2, 0.8 or
+    # (0.6 + 0.8) / 4 = 0.35 (each answer weighs the same), so the interval runs from 0.2 to 0.8
+    assert pooled_ci([[0.2, 0.2, 0.2], [0.8]]) == pytest.approx((0.2, 0.8))
+    assert pooled_ci([[0.5, 0.5], [0.5]]) is None  # no variation: no interval
+    assert pooled_ci([[0.3, 0.9], []]) is None  # one question with values: no interval
+
+
+async def test_pooled_mean_carries_its_ci_into_the_ranking():
+    from sgieval.agents.reporting import ranking_stats
+
+    a = [_rec(1, 80, 1.0), _rec(2, 80, 0.9), _rec(3, 80, 0.1, "embedding_dissimilarity_threshold")]
+    b = [_rec(1, 80, 1.0), _rec(2, 80, 0.3), _rec(3, 80, 0.1, "embedding_dissimilarity_threshold")]
+    got = await _all(
+        [
+            Response(item_id="sciaidanbench/x/0", model="m", metadata={"records": a}),
+            Response(item_id="sciaidanbench/x/1", model="m", metadata={"records": b}),
+        ]
+    )
+    nov = got[(CORPUS, "aidan_mean_novelty")]
+    # pooled (0.9 + 0.3) / 2 = 0.6; resamples 0.9, 0.6 or 0.3
+    assert nov.value == pytest.approx(0.6) and (nov.details["ci_low"], nov.details["ci_high"]) == pytest.approx(
+        (0.3, 0.9)
+    )
+    [st] = ranking_stats(list(got.values()), "aidan_mean_novelty", ["m"], n_resamples=99, seed=0)
+    assert st.corpus and (st.stats.mean, st.stats.ci_low, st.stats.ci_high) == pytest.approx((0.6, 0.3, 0.9))

@@ -143,6 +143,9 @@ def test_levels_read_underscores_and_dashes_as_spaces():
     assert (
         ExplanationVerdict(correctness="MOSTLY\u2013UNSOUND", completeness="\uff37eak").correctness == "mostly unsound"
     )
+    # D.17: trailing punctuation is not part of the label
+    v = ExplanationVerdict(correctness="Mostly Sound.", completeness="Complete!")
+    assert (v.correctness, v.completeness) == ("mostly sound", "complete")
 
 
 def test_judge_prompt_human_message_whole():

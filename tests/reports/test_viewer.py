@@ -192,7 +192,10 @@ def test_view_writes_a_self_contained_folder(chem_run):
         "replay:mistral:latest",
     ]
     assert [r["total"] for r in data["report"]["ranking"]["rows"]] == ["296", "274", "200", "194", "180", "107"]
-    assert len(data["items"]) == 25 and len(data["rows"]) == 150 and len(data["scores"]) == 600
+    # 25 items x 6 models, plus one corpus-level row per model (the pooled means, METRICS.md D.15); scores:
+    # 6 per-question metrics per (item, model) and 4 corpus-level ones per model
+    assert len(data["items"]) == 25 and len(data["rows"]) == 150 + 6 and len(data["scores"]) == 25 * 6 * 6 + 6 * 4
+    assert [r[0] for r in data["rows"]].count(-1) == 6
 
 
 def test_browser_chemistry_item(chem_run, tmp_path):
@@ -222,8 +225,9 @@ def test_browser_chemistry_item(chem_run, tmp_path):
         page.screenshot(path=str(shots / "overview.png"), full_page=True)
         page.click("#nav-items")
         page.select_option("#facet-model", "replay:o1-mini")
-        page.wait_for_function("document.querySelector('#pager-info').textContent.includes('25 rows')")
-        assert page.inner_text("#pager-info") == "page 1 of 1 · 25 rows"
+        # its 25 items and its corpus-level row (the pooled means)
+        page.wait_for_function("document.querySelector('#pager-info').textContent.includes('26 rows')")
+        assert page.inner_text("#pager-info") == "page 1 of 1 · 26 rows"
         assert set(page.eval_on_selector_all("#items-table tbody tr", "rs => rs.map(r => r.dataset.model)")) == {
             "replay:o1-mini"
         }
