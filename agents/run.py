@@ -820,6 +820,9 @@ def load_ledger(rt: RunContext) -> Ledger:
     ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
     ledger.merge(rt.store.read_rows("ledger"))
     ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
+    # calls sent by a process that was killed before their outcome was recorded: counted once, as interrupted
+    ledger.recover(rt.store.read_rows("inflight"))
+    ledger.on_send = lambda row: rt.store.append_rows("inflight", [row])
     return ledger
 
 

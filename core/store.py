@@ -125,15 +125,19 @@ class RunStore:
     """
 
     FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score, "labels": Label}
-    JOURNALS = ("ledger",)
+    JOURNALS = ("ledger", "inflight")
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
-    ``ledger.jsonl`` holds one model call per line (tokens, latency, cost)."""
+    ``ledger.jsonl`` holds one model call per line (tokens, latency, cost);
+    ``inflight.jsonl`` one line per call about to send its request (its call
+    id, model and role), so a call whose process was killed before its
+    ledger line was written is still counted (``Ledger.recover``)."""
 
     WRITTEN = (
         "items.jsonl",
         "responses.jsonl",
         "scores.jsonl",
         "ledger.jsonl",
+        "inflight.jsonl",
         "labels.jsonl",
         "config.json",
         "report.md",

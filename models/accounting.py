@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import uuid
 import functools
 import threading
 from dataclasses import asdict, dataclass
@@ -302,7 +303,10 @@ class CallRecord:
     """One model call: tokens (None when not reported; ``cache_read_tokens`` are part of ``input_tokens``,
     ``reasoning_tokens`` part of ``output_tokens``), latency in seconds, cost in USD (None when unknown),
     ``cached`` (served by the call cache, no cost), ``error`` (the reason when the call failed after its
-    retries)."""
+    retries); ``call_id`` ties the record to the call's "sent" line in ``inflight.jsonl``
+    (:meth:`Ledger.begin`); ``interrupted``: the process ended after the request was sent and before its
+    outcome was recorded (:meth:`Ledger.recover`): the provider may have answered and billed it, its tokens
+    and cost are unknown."""
 
     model: str
     role: str
@@ -314,6 +318,15 @@ class CallRecord:
     error: str | None = None
     cache_read_tokens: int | None = None
     reasoning_tokens: int | None = None
+    call_id: str | None = None
+    interrupted: bool = False
+
+
+INTERRUPTED = (
+    "interrupted: the process ended after the request was sent and before its reply was recorded "
+    "(the provider may have answered and billed it; tokens and cost unknown)"
+)
+"""The ``error`` of a call recovered by :meth:`Ledger.recover`."""
 
 
 @dataclass
@@ -348,6 +361,9 @@ def current_ledger() -> "Ledger | None":
     return _current.get()
 
 
+_RECORD_FIELDS = frozenset(CallRecord.__dataclass_fields__)
+
+
 class Ledger:
     """Per-run account of model calls (see module doc).
 
@@ -379,8 +395,51 @@ class Ledger:
         """Calls made so far (cache hits excluded, failures included), for progress lines."""
         self.calls_failed = 0
         """Calls that failed after their retries."""
+        self.on_send: Callable[[dict[str, Any]], None] | None = None
+        """Called with ``{"call_id", "model", "role"}`` before a call's request is sent (:meth:`begin`); the run
+        appends it to ``inflight.jsonl``, so a call whose process is killed before its record is written is
+        still accounted for (:meth:`recover`)."""
 
     # -- recording -------------------------------------------------------
+    def begin(self, model: str, role: str) -> str | None:
+        """Note that a call of ``model`` in ``role`` is about to send its request: a new call id (32 hex
+        digits) handed to :attr:`on_send`, to be passed to :meth:`record` with the outcome.  None (nothing
+        noted) without :attr:`on_send`."""
+        if self.on_send is None:
+            return None
+        call_id = uuid.uuid4().hex
+        self.on_send({"call_id": call_id, "model": model, "role": role})
+        return call_id
+
+    def recover(self, sent: list[dict[str, Any]]) -> list[CallRecord]:
+        """Account for the calls of ``sent`` (the rows :meth:`begin` wrote, e.g. ``inflight.jsonl``) that have
+        no record: each becomes an ``interrupted`` call (error :data:`INTERRUPTED`), recorded through
+        :attr:`on_record` so it is counted once and for good.  Returns the new records."""
+        with self._lock:
+            known = {r.call_id for r in self.records if r.call_id}
+        new: list[CallRecord] = []
+        for row in sent:
+            cid = row.get("call_id")
+            if not isinstance(cid, str) or cid in known:
+                continue
+            known.add(cid)
+            new.append(
+                CallRecord(
+                    model=str(row.get("model", "")),
+                    role=str(row.get("role", "")),
+                    error=INTERRUPTED,
+                    call_id=cid,
+                    interrupted=True,
+                )
+            )
+        with self._lock:
+            for rec in new:
+                self.records.append(rec)
+                self._count(rec)
+        if self.on_record is not None and new:
+            self.on_record([asdict(r) for r in new])
+        return new
+
     def record(
         self,
         model: str,
@@ -390,8 +449,10 @@ class Ledger:
         latency_s: float = 0.0,
         cached: bool = False,
         error: str | None = None,
+        call_id: str | None = None,
     ) -> CallRecord:
-        """Record one call and return its :class:`CallRecord` (cost priced here)."""
+        """Record one call and return its :class:`CallRecord` (cost priced here); ``call_id``: the id
+        :meth:`begin` gave the call."""
         cost = None
         if not cached and error is None:
             cost = price_call(model, usage, self.prices)
@@ -408,6 +469,7 @@ class Ledger:
             error=error,
             cache_read_tokens=int(usage["cache_read"]) if usage and usage.get("cache_read") else None,
             reasoning_tokens=int(usage["reasoning"]) if usage and usage.get("reasoning") else None,
+            call_id=call_id,
         )
         with self._lock:
             self.records.append(rec)
@@ -507,7 +569,7 @@ class Ledger:
         rows = records.to_dicts() if isinstance(records, Ledger) else records
         with self._lock:
             for d in rows:
-                r = CallRecord(**d)
+                r = CallRecord(**{k: v for k, v in d.items() if k in _RECORD_FIELDS})
                 self.records.append(r)
                 self._count(r)
         if self.on_record is not None and rows:

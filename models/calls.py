@@ -339,6 +339,8 @@ async def ainvoke(
 
     if book is not None:
         book.check_budget(model.name, who)
+    # noted before the request goes out: a process killed before the outcome is recorded still accounts for it
+    call_id = book.begin(model.name, who) if book is not None else None
 
     sem = _semaphore(provider_key(model), model.max_in_flight)
     started = time.perf_counter()
@@ -389,7 +391,9 @@ async def ainvoke(
                     continue
             latency = time.perf_counter() - started
             if book is not None:
-                book.record(model.name, who, latency_s=latency, error=_reason(e.last, timeout_s, model))
+                book.record(
+                    model.name, who, latency_s=latency, error=_reason(e.last, timeout_s, model), call_id=call_id
+                )
             if _status(e.last) in (401, 403):
                 raise credentials_error(model, _status(e.last)) from None
             raise ModelCallError(
@@ -399,7 +403,7 @@ async def ainvoke(
         latency = time.perf_counter() - started
         cost = None
         if book is not None:
-            entry = book.record(model.name, who, usage=usage(out), latency_s=latency)
+            entry = book.record(model.name, who, usage=usage(out), latency_s=latency, call_id=call_id)
             cost = entry.cost
         else:
             u = usage(out)

@@ -190,3 +190,7 @@ def test_sigkill_five_times_then_resume_equals_uninterrupted(tmp_path):
     rows = RunStore(out / run_id).read_rows("ledger")
     paid = [r for r in rows if not r["cached"] and r["error"] is None]
     assert len(paid) == N and all(r["model"] == "openai:mock" and r["role"] == "target" for r in paid)
+    # and every request the server received is one call of the ledger: the ones held at the gate when the
+    # process was killed are counted as interrupted (their outcome never recorded), not lost
+    assert len([r for r in rows if not r["cached"]]) == len(log)
+    assert sum(bool(r.get("interrupted")) for r in rows) == len(log) - N
