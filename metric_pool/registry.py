@@ -10,7 +10,8 @@ A new metric is one module with one decorated factory; importing the module regi
     def brevity(options=None):
         return FunctionMetric(SPEC, lambda item, response: MetricResult(value=..., rationale=...))
 
-The customisation agent sees every registered metric that applies to the selected items (scope ``"*"``, or the
+An installed package adds its metric modules under the entry-point group ``sgieval.metrics``.  The customisation
+agent sees every registered metric that applies to the selected items (scope ``"*"``, or the
 benchmark of some of them) and chooses one when the request names a quality it measures.  A run's plan names every
 metric by its key ``(scope, name)``: a benchmark's predefined metrics have that benchmark's item name as scope
 (``"sgi-bench"``, ``"jsonl:qa"``) and score its items only, so two benchmarks that both define ``exact_match``
@@ -156,12 +157,35 @@ def unregister(key: MetricKey) -> None:
         _entries.pop(key, None)
 
 
+ENTRY_POINTS = "sgieval.metrics"
+"""Entry-point group of installed packages' metric modules: each entry names a module whose ``@metric`` factories
+register on the registry's first use (``[project.entry-points."sgieval.metrics"] brevity = "mypkg.brevity"``)."""
+
+
 def entries() -> list[MetricEntry]:
-    """Every registered metric (the built-in modules' first, then in registration order)."""
+    """Every registered metric: the built-in modules' first, then those of installed packages
+    (:data:`ENTRY_POINTS`), then the rest in registration order.
+
+    Raises:
+        InputError: an installed package's metric module cannot be imported (naming the package and module).
+    """
     global _loaded
     if not _loaded:
+        from importlib.metadata import entry_points
+
         for mod in BUILTIN_MODULES:
             importlib.import_module(f"{__package__}.{mod}")
+        for ep in entry_points(group=ENTRY_POINTS):
+            try:
+                ep.load()
+            except Exception as e:  # noqa: BLE001 - a broken plug-in is named, with its reason
+                dist = getattr(ep.dist, "name", "?")
+                raise InputError(
+                    f"the metric module {ep.value!r} of the installed package {dist} cannot be imported "
+                    f"({type(e).__name__}: {e})",
+                    what=f"entry point {ENTRY_POINTS}:{ep.name}",
+                    fix=f"fix or uninstall {dist}",
+                ) from e
         _loaded = True
     return list(_entries.values())
 

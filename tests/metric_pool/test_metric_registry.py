@@ -14,7 +14,7 @@ import sgieval
 from sgieval.agents.customisation import run_customisation
 from sgieval.benchmarks import registry as benchmarks
 from sgieval.benchmarks.jsonl import load_jsonl
-from sgieval.core import Item, Response
+from sgieval.core import InputError, Item, Response
 from sgieval.metric_pool import registry
 from sgieval.metric_pool.base import FunctionMetric, MetricResult, ScoringContext
 from sgieval.tests.benchmarks.test_yaml_benchmark import RECORDS, YAML
@@ -150,10 +150,30 @@ def test_function_metric_takes_one_function_per_spec_each_failing_alone():
 
 
 def test_registering_a_name_twice_in_one_scope_is_refused(toy_metric):
-    from sgieval.core import InputError
-
     with pytest.raises(InputError, match="metric 'brevity' \\(scope '\\*'\\) is registered twice"):
 
         @registry.metric(qualities=("conciseness",))
         def brevity(options=None):  # noqa: F811 - the clash under test
             return toy_metric.brevity(options)
+
+
+def test_an_installed_packages_metric_module_registers_through_its_entry_point(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    found = [EntryPoint(name="brevity", value=TOY, group=registry.ENTRY_POINTS)]
+    monkeypatch.setattr(
+        "importlib.metadata.entry_points", lambda group: found if group == registry.ENTRY_POINTS else []
+    )
+    monkeypatch.setattr(registry, "_loaded", False)
+    try:
+        assert ("*", "brevity") in {e.key for e in registry.entries()}
+        broken = [
+            EntryPoint(name="broken", value="sgieval.tests.metric_pool.no_such_module", group=registry.ENTRY_POINTS)
+        ]
+        monkeypatch.setattr("importlib.metadata.entry_points", lambda group: broken)
+        monkeypatch.setattr(registry, "_loaded", False)
+        with pytest.raises(InputError, match="the metric module 'sgieval.tests.metric_pool.no_such_module'"):
+            registry.entries()
+    finally:
+        registry.unregister(("*", "brevity"))
+        sys.modules.pop(TOY, None)
