@@ -880,6 +880,13 @@ def usage_section(rt: RunContext) -> list[dict[str, str]]:
         [row(t) for t in summ["rows"]] + [row(summ["total"])],
     )
     body += "\n\n" + _price_sources(rt, [t["model"] for t in summ["rows"]])
+    cut = sum(1 for r in ledger.records if r.interrupted)
+    if cut:  # counted among the failed calls; what they cost is not in the totals
+        body += (
+            f"\n\n{cut} call(s) were interrupted: the process ended after their requests were sent and before "
+            "their replies were recorded. They are counted as failed; their tokens and cost are unknown and not in "
+            "the totals (the provider may have billed them)."
+        )
     if summ["budget_usd"] is not None:
         body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
         if summ["stopped"]:

@@ -108,5 +108,8 @@ def test_calls_in_flight_at_a_sigkill_are_in_the_ledger(tmp_path):
     res = _cli(tmp_path, "resume", str(run), "--yes", "--out", str(out))
     assert res.wait(timeout=120) == 0
     assert len(RunStore(run).read_rows("ledger")) == len(rows)
-    report = (run / "report.md").read_text()
-    assert "openai:mock" in report
+    report = " ".join((run / "report.md").read_text().split())
+    assert (
+        "3 call(s) were interrupted: the process ended after their requests were sent and before their replies "
+        "were recorded. They are counted as failed; their tokens and cost are unknown and not in the totals"
+    ) in report
