@@ -46,6 +46,7 @@ _TIMES_TEN = re.compile(
     r"([+-]?(?:\d+\.?\d*|\.\d+))\s*(?:×|x|\*|\\times|·|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?"
 )
 _FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
+_POWER_OF_TEN = re.compile(r"([+-]?)10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?")
 
 
 def parse_number(text: str) -> Decimal | Fraction | None:
@@ -54,7 +55,7 @@ def parse_number(text: str) -> Decimal | Fraction | None:
     After :func:`normalise_text` and removing currency symbols: a plain decimal
     (``29.00``, ``-1e5``, ``.5``), one with thousands separators (``1,250``,
     ``1 250``, ``12,345.6``), ``m × 10^e`` (also ``x``, ``*``, ``\\times``,
-    ``^{e}``, ``**e``) -> Decimal; ``p/q`` -> Fraction (``q`` > 0).  The whole
+    ``^{e}``, ``**e``) and a bare ``10^e`` -> Decimal; ``p/q`` -> Fraction (``q`` > 0).  The whole
     text must be the number (``0.25 mg`` is None).  Non-finite values are None."""
     t = _strip_currency(normalise_text(text))
     if not t:
@@ -64,6 +65,9 @@ def parse_number(text: str) -> Decimal | Fraction | None:
     m = _TIMES_TEN.fullmatch(t)
     if m:
         t = f"{m.group(1)}e{m.group(2)}"
+    m = _POWER_OF_TEN.fullmatch(t)
+    if m:
+        t = f"{m.group(1)}1e{m.group(2)}"
     m = _FRACTION.fullmatch(t)
     if m:
         q = int(m.group(2))
@@ -121,18 +125,21 @@ def normalised_match(reference: str, prediction: str) -> bool:
 
 
 _NUMBER_IN_TEXT = re.compile(
-    r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:\.\d+)?"
+    r"[+-]?10\s*(?:\^|\*\*)\s*\{?\s*[+-]?\d+\s*\}?(?!\d|\.\d)"
+    r"|[+-]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:\.\d+)?"
     r"(?:\s*(?:×|x|\*|\\times|·|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*[+-]?\d+\s*\}?|e[+-]?\d+)?"
     r"(?:\s*/\s*\d+(?!\d|\.\d))?"
 )
-_EXPONENT_BEFORE = re.compile(r"(?:\^|\^\{|\*\*|\^\()\s*$")
+_EXPONENT_BEFORE = re.compile(r"(?:\^|\^\{|\^\(|(?<=[\w)\]])\s*\*\*)\s*$")
 
 
 def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
     """(position, value) of every number in normalised text ``t``, in order.
 
     A number written as an exponent or glued to a symbol is not a value of its
-    own: one right after ``^``, ``^{``, ``**`` or a letter is skipped
+    own: one right after ``^``, ``^{``, a ``**`` that follows a symbol or
+    number (``10**5``; Markdown bold ``**Answer:** 7`` is no exponent) or a
+    letter is skipped
     (``s^-1``, ``mol-1`` from ``mol⁻¹`` after NFKC, ``km2``, ``CO2``)."""
     out = []
     for m in _NUMBER_IN_TEXT.finditer(t):
@@ -159,10 +166,11 @@ def last_number(text: str) -> Decimal | Fraction | None:
     return found[-1][1] if found else None
 
 
-def _marker_number(content: str) -> Decimal | Fraction | None:
+def _marker_number(content: str, *, leading_only: bool = False) -> Decimal | Fraction | None:
     """The number a final-answer marker gives: the number its content starts
     with (``1000 (10 x 100)`` -> 1000; an ``=``, ``~``, ``≈`` or ``about`` before
-    it is allowed), else the last number in it (``the total is 5 + 3 = 8`` -> 8)."""
+    it is allowed), else the last number in it (``the total is 5 + 3 = 8`` -> 8);
+    with ``leading_only``, only a number at the start counts."""
     t = _strip_currency(normalise_text(content))
     found = _numbers_in(t)
     if not found:
@@ -170,7 +178,7 @@ def _marker_number(content: str) -> Decimal | Fraction | None:
     lead = re.match(r"^[\s=~≈:*$({\[]*(?:(?:about|approximately|approx\.?|roughly)\s+)?", t)
     if lead is not None and found[0][0] == lead.end():
         return found[0][1]
-    return found[-1][1]
+    return None if leading_only else found[-1][1]
 
 
 BOXED = "\\boxed{"
@@ -204,11 +212,12 @@ NEXT_TURN = re.compile(
 """A line that opens a new turn the model wrote for itself (``Question:``, ``Q:``,
 ``Problem 2:``, ``Human:``, ``User:``)."""
 _HASHES = re.compile(r"####[ \t]*(.*)$", re.MULTILINE)
-_ANSWER_PHRASE = re.compile(
-    r"(?:^|(?<=[\s*(]))(?:(?:the\s+)?final\s+answer|answer)(?:\s+is)?\s*(?:\*\*)?\s*[:：]\s*(.*)$"
-    r"|(?:^|(?<=\s))the\s+(?:final\s+)?answer\s+is\s+(.*)$",
-    re.IGNORECASE | re.MULTILINE,
+_ANSWER_LINE_MARK = re.compile(
+    r"^[ \t>*#-]*(?:\*\*)?(?:final\s+)?answer\s*(?:\*\*)?\s*[:：]\s*(.*)$", re.IGNORECASE | re.MULTILINE
 )
+"""A line that starts with ``Answer:`` / ``Final answer:`` (after list or emphasis marks)."""
+_ANSWER_PHRASE = re.compile(r"(?:final\s+answer|the\s+answer)(?:\s+is)?\s*[:：]?\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+"""``the answer is N`` / ``final answer: N`` inside a sentence: a marker only when a number follows at once."""
 
 
 def cut_next_turn(text: str) -> str:
@@ -234,8 +243,9 @@ def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
 
     The reply is cut at a self-generated next turn (:func:`cut_next_turn`).  An
     explicit final-answer marker then wins: the last of ``<answer>...</answer>``,
-    ``#### N``, a ``\\boxed{...}``, an ``Answer:`` / ``Final answer:`` /
-    ``the answer is`` line, whose content holds a number (:func:`_marker_number`).
+    ``#### N``, a ``\\boxed{...}``, a line starting ``Answer:`` / ``Final
+    answer:``, whose content holds a number (:func:`_marker_number`), or a
+    ``the answer is N`` / ``final answer: N`` phrase followed at once by a number.
     Without a marker holding a number, the last number of the cut text
     (:func:`last_number`).  ``(None, reason)`` when there is none; a marker
     without any number (``Answer: I don't know``) is no answer."""
@@ -250,11 +260,14 @@ def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
         marks.append((m.start(), "#### line", m.group(1)))
     for at, box in boxed_spans(t):
         marks.append((at, "\\boxed{}", box))
+    for m in _ANSWER_LINE_MARK.finditer(t):
+        marks.append((m.start(), "answer line", m.group(1)))
     for m in _ANSWER_PHRASE.finditer(t):
-        marks.append((m.start(), "answer line", m.group(1) if m.group(1) is not None else m.group(2)))
+        if _marker_number(m.group(1), leading_only=True) is not None:
+            marks.append((m.start(), "answer phrase", m.group(1)))
     if marks:
         for _pos, kind, content in sorted(marks, key=lambda x: x[0], reverse=True):
-            n = _marker_number(content)
+            n = _marker_number(content, leading_only=kind == "answer phrase")
             if n is not None:
                 return n, kind
         return None, "a final-answer marker without a number"

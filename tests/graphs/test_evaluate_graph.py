@@ -52,8 +52,9 @@ def test_chemistry_ranking_offline(tmp_path):
     for section in ("## Run", "## All metrics", "## Limitations", "## Failures"):
         assert section in report
     scores = rt.store.read("scores")
-    # 25 items x 6 models x 4 metrics, each with a rationale
-    assert len(scores) == 600 and all(s.rationale or not s.ok for s in scores)
+    # each score has a rationale
+    # 25 items x 6 models x 6 per-question metrics, and 4 corpus-level (pooled) metrics per model
+    assert len(scores) == 25 * 6 * 6 + 6 * 4 and all(s.rationale or not s.ok for s in scores)
     o1 = [s for s in scores if s.model == "replay:o1-mini" and s.metric == "aidan_published_count"]
     # len(list) = accepted + 1 per question, except chemistry/22 whose stored o1-mini list is empty (0 and 0)
     assert sum(s.value for s in o1) == 296 + 24

@@ -262,6 +262,15 @@ async def test_normalised_exact_match(reference, text, exact, normalised):
         # a sentence's full stop after a fraction is not a decimal point
         (0.5, "the two are equal, i.e. 1/2.", 1.0),
         (0.75, "so p = 3/4.", 1.0),
+        # a bare power of ten is a number; Markdown bold is no exponent
+        (1e5, "x = 10**5 m", 1.0),
+        (1e5, "it is 10^5.", 1.0),
+        (1e-3, "about 10^{-3} M", 1.0),
+        (7, "- **Answer:** 7", 1.0),
+        # "answer" inside a sentence is no marker unless a number follows at once
+        (42, "To answer: we compute 5 x 3 = 15.\nThen more.\nSo 42 in total.", 1.0),
+        (42, "The answer is not obvious; compute 6 first.\nSo 42.", 1.0),
+        (12, "so the answer is 12 apples, since 3 x 4 and 2 x 6", 1.0),
     ],
 )
 async def test_numeric_match(reference, text, value):
