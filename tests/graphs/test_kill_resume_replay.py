@@ -64,7 +64,8 @@ def test_sigkill_half_way_then_resume_equals_uninterrupted(tmp_path):
     keys = Counter(line.split('"model":')[0] + line.split('"model":')[1].split(",")[0] for line in after)
     assert len(after) == total and max(keys.values()) == 1
     score_lines = (run_dir / "scores.jsonl").read_text().splitlines()
-    assert len(score_lines) == total * 4
+    # 6 per-question metrics per (item, model) and 4 corpus-level (pooled) ones per model, each once
+    assert len(score_lines) == total * 6 + 6 * 4
 
     res = subprocess.run(_cli("ask", REQUEST, "--yes", out=clean_out), capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
