@@ -248,10 +248,12 @@ def template_narrative(
             "request has no single answer on this metric."
         )
     else:
-        text = (
-            f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: "
-            f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}."
+        value = (
+            f"{fmt2(best.stats.mean)}, one corpus-level value per model{_ci_text(best)}"
+            if best.corpus  # e.g. a mean pooled over answers, or kappa: not a mean per item
+            else f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}"
         )
+        text = f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: {value}."
     if len(ranked) > 1:
         order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
         text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."

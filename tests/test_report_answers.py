@@ -98,6 +98,7 @@ def test_novel_ideas_rank_by_novelty_pooled_over_answers_without_first_answers(t
         '\n\nTo "Which model writes the most novel ideas in nanoscience, top 10 questions only": '
         "**replay:o1-mini** ranks first by aidan_mean_novelty on 9 items"
     )
+    assert ": 0.28, one corpus-level value per model (95% CI 0.26 to 0.28). Full order" in answer
     assert (
         "Full order (best first): replay:o1-mini > replay:qwen2.5:latest > replay:openai/4o > replay:phi4:latest "
         "> replay:llama3.3:latest > replay:mistral:latest."
