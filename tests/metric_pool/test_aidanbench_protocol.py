@@ -451,3 +451,19 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     # 0.7837 / 0.9229 chunked and mean-pooled)
     assert round(rho, 3) == 0.784
     assert round(agree, 3) == 0.923
+
+
+async def test_a_refusing_coherence_judge_ends_the_question_with_the_refusal_after_one_ask():
+    refused = AIMessage(content="", additional_kwargs={"refusal": "I can't rate this answer."})
+    asked = []
+
+    def gen():
+        for m in (refused, AIMessage(content=coh(80))):
+            asked.append(m)
+            yield m
+
+    j = NamedModel(name="judge-j", role="judge", chat=GenericFakeChatModel(messages=gen()))
+    r = await run_generation(ITEM, target("alpha"), j, LookupEmbedder(), llm_novelty=False, max_answers=1)
+    assert (r.status, r.error) == ("judge_error", "coherence judge refused for answer 1: I can't rate this answer.")
+    assert len(asked) == 1 and r.metadata["records"] == []
+    assert [x["raw"] for x in r.metadata["judge_raw"]] == ["I can't rate this answer."]
