@@ -120,8 +120,18 @@ def choose_ranking_metric(
     descriptions = {**known, **{n: r.description for n, r in {**saved, **customs}.items()}}
     if metric:
         if metric not in descriptions:
+            from rapidfuzz.distance import OSA
+
+            from .vocabulary import max_edits
+
+            near = min(names, key=lambda n: OSA.distance(metric.casefold(), n.casefold()), default=None)
+            guess = (
+                f"; did you mean {near}?"
+                if near and OSA.distance(metric.casefold(), near.casefold()) <= max(1, max_edits(metric))
+                else ""
+            )
             raise InputError(
-                f"--metric {metric} is no metric or rubric of this run",
+                f"--metric {metric} is no metric or rubric of this run{guess}",
                 what="--metric",
                 fix=f"use one of {', '.join(names)}",
             )

@@ -109,7 +109,9 @@ def test_unknown_metric_option_is_an_error(folder):
         ],
     )
     assert res.exit_code == 2
-    assert "--metric exact_mach is no metric or rubric of this run" in " ".join(res.output.split())
+    assert "--metric exact_mach is no metric or rubric of this run; did you mean exact_match?" in " ".join(
+        res.output.split()
+    )
 
 
 def test_named_metric_by_name_words_and_description():
