@@ -30,7 +30,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from .core import InputError, Label, MetricSpec, Rubric, RunStore, SgievalError, escape_control_chars
+from .core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError, escape_control_chars
+
 
 labels_app = typer.Typer(
     no_args_is_help=True,
@@ -236,7 +237,7 @@ def _choose_metric(records: Any, specs: dict[str, MetricSpec], metric: str | Non
             )
         return specs[metric]
     custom = [s for s in specs.values() if isinstance(s, Rubric)]
-    primary = (records.metric_plan or {}).get("primary")
+    primary = str((records.metric_plan or {}).get("primary") or "")
     return custom[0] if custom else specs.get(primary) or next(iter(specs.values()))
 
 
@@ -284,7 +285,7 @@ def label(
     items = {i.id: i for i in records.items}
     responses = {(r.item_id, r.model): r for r in records.responses}
     scores = {(s.item_id, s.model): s for s in records.scores if s.metric == spec.name}
-    crits = list(spec.criteria) if isinstance(spec, Rubric) else []
+    crits: list[Criterion | None] = list(spec.criteria) if isinstance(spec, Rubric) else []
     console = out
     console.print(
         f"labelling {_safe(spec.name)}: {len(units)} unit(s) to go ({len(done)} already labelled by {_safe(who or 'you')})"

@@ -354,10 +354,10 @@ def label_estimates(
                 pairs["panel"][0].append(panel)
                 pairs["panel"][1].append(human)
             if len(per) > 1:
-                for j, v in per.items():
-                    pairs.setdefault(j, ([], []))
-                    pairs[j][0].append(v)
-                    pairs[j][1].append(human)
+                for name, v in per.items():
+                    pairs.setdefault(name, ([], []))
+                    pairs[name][0].append(v)
+                    pairs[name][1].append(human)
         for judge, (j, h) in sorted(pairs.items(), key=lambda kv: (kv[0] != "panel", kv[0])):
             if j:
                 out.agreements.append(

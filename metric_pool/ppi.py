@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, Union
 
 import numpy as np
 from scipy.stats import norm
+
+Values = Union[Sequence[float], np.ndarray]
+"""A 1-d sequence of numbers (a list or a numpy array)."""
 
 __all__ = ["PPIEstimate", "ppi_mean", "stratified_ppi_mean", "classical_mean"]
 
@@ -64,7 +67,7 @@ def _z(alpha: float) -> float:
     return float(norm.ppf(1 - alpha / 2))
 
 
-def _as_arrays(labels: Sequence[float], judged: Sequence[float], unlabelled: Sequence[float]):
+def _as_arrays(labels: Values, judged: Values, unlabelled: Values):
     y = np.asarray(labels, dtype=float)
     yhat = np.asarray(judged, dtype=float)
     yu = np.asarray(unlabelled, dtype=float)
@@ -81,7 +84,7 @@ def _as_arrays(labels: Sequence[float], judged: Sequence[float], unlabelled: Seq
     return y, yhat, yu
 
 
-def power_tuning(labels: Sequence[float], judged: Sequence[float], unlabelled: Sequence[float]) -> float:
+def power_tuning(labels: Values, judged: Values, unlabelled: Values) -> float:
     """The PPI++ tuning parameter λ̂ for a mean (module docstring), clipped to [0, 1].
 
     Args:
@@ -105,9 +108,9 @@ def power_tuning(labels: Sequence[float], judged: Sequence[float], unlabelled: S
 
 
 def ppi_mean(
-    labels: Sequence[float],
-    judged: Sequence[float],
-    unlabelled: Sequence[float],
+    labels: Values,
+    judged: Values,
+    unlabelled: Values,
     *,
     alpha: float = 0.05,
     lam: float | None = None,
@@ -136,7 +139,7 @@ def ppi_mean(
     return PPIEstimate(theta, theta - z * se, theta + z * se, y.size, yu.size, lam, "ppi++" if tuned else "ppi")
 
 
-def classical_mean(values: Sequence[float], *, alpha: float = 0.05, method: str = "labels") -> PPIEstimate:
+def classical_mean(values: Values, *, alpha: float = 0.05, method: str = "labels") -> PPIEstimate:
     """The plain mean of ``values`` with its normal-approximation interval (z · population sd / sqrt(n)), the
     baseline PPI is compared with (``ppi_py.classical_mean_ci``).
 
@@ -162,7 +165,7 @@ def classical_mean(values: Sequence[float], *, alpha: float = 0.05, method: str 
 
 
 def stratified_ppi_mean(
-    strata: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]],
+    strata: Sequence[tuple[Values, Values, Values]],
     *,
     alpha: float = 0.05,
 ) -> PPIEstimate:
