@@ -135,11 +135,11 @@ def served_run(tmp_path_factory):
 
 def test_models_are_real_openai_clients(served_run):
     rt, state, report, logic, stats = served_run
-    from langchain_openai import ChatOpenAI
+    from sgieval.models.openai_direct import ChatOpenAIDirect
 
-    assert isinstance(rt.agent.chat, ChatOpenAI) and rt.agent.name == "openai:planner"
+    assert isinstance(rt.agent.chat, ChatOpenAIDirect) and rt.agent.name == "openai:planner"
     assert [t.name for t in rt.targets] == ["openai:model-a", "openai:model-b"]
-    assert all(isinstance(m.chat, ChatOpenAI) for m in [*rt.targets, *rt.judges])
+    assert all(isinstance(m.chat, ChatOpenAIDirect) for m in [*rt.targets, *rt.judges])
     by_model = {}
     for b in logic.bodies:
         by_model[b["model"]] = by_model.get(b["model"], 0) + 1
