@@ -14,7 +14,7 @@ string                              provider / name              base URL / key 
                                                                  ``openai-api/<service>/<model>``)
 ``anthropic:claude-opus-4``         ``anthropic`` / ...          the provider package's own / ``ANTHROPIC_API_KEY``
 ``replay:o1-mini``, ``local:smollm2`` ``replay``, ``local``      none
-``o1-mini``, ``phi4:latest``        ``""`` / the whole string    none (a stored model name without a provider)
+``o1-mini``, ``phi4:latest``        ``""`` / the whole string    none (a stored model name, Ollama tag kept)
 =================================== ============================ ================================================
 
 A model's *identity* (:attr:`ModelRef.identity`) is what "the same model" means for judge hygiene and
@@ -61,6 +61,14 @@ BUILTIN_PREFIXES: frozenset[str] = frozenset(
         "nvidia",
         "azure_ai",
         "upstage",
+        "anthropic_bedrock",
+        "baseten",
+        "bedrock_mantle_anthropic",
+        "bedrock_mantle_openai",
+        "langsmith",
+        "litellm",
+        "meta",
+        "openrouter",
     }
 )
 """Prefixes known without any registration: sgieval's own and LangChain ``init_chat_model``'s providers."""
@@ -68,6 +76,10 @@ BUILTIN_PREFIXES: frozenset[str] = frozenset(
 _prefixes: set[str] = set(BUILTIN_PREFIXES)
 
 _SERVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_TAG = re.compile(r"^(latest|\d|q\d)", re.IGNORECASE)
+"""An Ollama-style tag after a model name (``phi4:latest``, ``llama3.1:8b``, ``qwen2.5:q4_0``): the string is a
+stored model name, not ``<provider>:<model>``."""
+_PROVIDER_LIKE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
 def add_prefix(prefix: str) -> None:
@@ -120,15 +132,17 @@ class ModelRef:
 
         Returns:
             The ModelRef; ``base_url`` is None (resolved later by the provider registry).  A head before the
-            first ``:`` that is not a known prefix (:func:`known_prefixes`) leaves ``provider`` empty and the
-            whole string as ``name`` (``phi4:latest`` is a stored model name).
+            first ``:`` that is not a known prefix (:func:`known_prefixes`) is taken for an unknown provider
+            (``scripted:judge-1``) unless what follows is an Ollama-style tag (``latest``, a size such as ``8b``, a
+            quantisation such as ``q4_0``): then ``provider`` is empty and the whole string is the ``name``
+            (``phi4:latest`` is a stored model name).
 
         Raises:
             ValueError: an ``openai-api:`` string without ``<service>/<model>``.
         """
         s = spec.strip()
         head, sep, rest = s.partition(":")
-        if not sep or head not in _prefixes:
+        if not sep or (head not in _prefixes and (_TAG.match(rest) or not _PROVIDER_LIKE.match(head))):
             return cls(spec=s, provider="", name=s)
         if head == "openai-api":
             service, slash, model = rest.partition("/")

@@ -133,7 +133,7 @@ def resolve_model(
     entry = PROVIDERS.get(ref.provider)
     if entry is not None:
         return entry.factory(ref, role, options)
-    if ref.provider:
+    if ref.provider in known_prefixes():
         return langchain_provider(ref, role, options)
     head, sep, rest = ref.spec.partition(":")
     near = difflib.get_close_matches(head, sorted(known_prefixes()), n=1, cutoff=0.75) if sep else []

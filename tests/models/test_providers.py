@@ -44,6 +44,8 @@ def registry_restored(monkeypatch):
         ("anthropic:claude-opus-4", "anthropic", "claude-opus-4", "", None, "ANTHROPIC_API_KEY"),
         ("replay:llama3.3:latest", "replay", "llama3.3:latest", "", None, None),
         ("phi4:latest", "", "phi4:latest", "", None, None),  # a stored model name, no provider
+        ("qwen2.5:7b", "", "qwen2.5:7b", "", None, None),  # an Ollama size tag: a stored model name too
+        ("scripted:judge-1", "scripted", "judge-1", "", None, "SCRIPTED_API_KEY"),  # a provider sgieval does not know
     ],
 )
 def test_a_model_string_is_parsed_once_into_a_model_ref(spec, provider, name, service, url_var, key_var):
