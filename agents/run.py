@@ -918,6 +918,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     if rt.secrets is None:
         rt.secrets = run_secrets(rt)
     rt.store.secrets = rt.secrets  # every record of the run is masked by value before it is written
+    rt.calls.secrets = rt.secrets  # ... and every reply before the call cache keeps it
     try:
         rt.store.hold()  # the folder is this process's until the run ends (another one gets a one-line error)
         with (

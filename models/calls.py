@@ -422,7 +422,7 @@ async def ainvoke(
             continue
         if key is not None and isinstance(out, BaseMessage) and status == "ok":
             # D.10: a truncated or empty reply is never cached, so a rerun calls again
-            _cache.get_cache().put(key, out, model=model.name)
+            _cache.get_cache().put(key, _masked(out), model=model.name)
         _annotate(
             out,
             latency_s=latency,
@@ -432,6 +432,16 @@ async def ainvoke(
             finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None,
         )
         return out
+
+
+def _masked(msg: BaseMessage) -> BaseMessage:
+    """``msg`` with the run's secret values (``CallContext.secrets``) masked in its text content, for the
+    call cache: a key a server echoed is not kept there (``msg`` itself when it holds none)."""
+    secrets = current_call_context().secrets
+    content = getattr(msg, "content", None)
+    if not secrets or not isinstance(content, str) or not secrets.holds_any(content):
+        return msg
+    return msg.model_copy(update={"content": secrets.mask(content)})
 
 
 DEFAULT_RETRY_MAX_TOKENS = 4096

@@ -46,6 +46,9 @@ class CallContext:
     cache_path: Path | None = None
     limits: dict[str, int] = field(default_factory=lambda: {"*": DEFAULT_MAX_CONCURRENCY})
     timeout_s: float | None = None
+    secrets: Any = None
+    """The run's :class:`~sgieval.core.SecretValues`: a reply holding one is masked before the call cache
+    keeps it (None: nothing masked by value)."""
     _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
         default_factory=weakref.WeakKeyDictionary, repr=False
     )

@@ -96,7 +96,7 @@ def _forms(key: str) -> list[bytes]:
     "where,key",
     [("environment", ENV_KEY), ("base URL user-info", URL_KEY)],
 )
-def test_an_echoed_key_of_any_shape_is_in_no_file_and_no_output(tmp_path, where, key):
+def test_an_echoed_key_of_any_shape_is_in_no_file_and_no_output(tmp_path, where, key, fresh_call_cache):
     """Request 0 is answered 400 with the key in its error message, request 1 with the key as its reply
     text; the others normally."""
     faults = {0: "echo_key", 1: "echo_key_200"}
@@ -118,6 +118,14 @@ def test_an_echoed_key_of_any_shape_is_in_no_file_and_no_output(tmp_path, where,
             assert form not in data, (p, form)
     for text in outputs:
         assert key not in text
+    # the user's call cache keeps the replies too: masked there as well
+    from sgieval.models import cache
+
+    cache.get_cache().close()  # its last batch committed
+    cached = [p for p in tmp_path.glob("calls.sqlite*") if p.is_file()]
+    assert cached and b"your key is ***" in b"".join(p.read_bytes() for p in cached)
+    for p in cached:
+        assert key.encode() not in p.read_bytes(), p
     # what was masked is still there, masked: the error and the echoed reply
     responses = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
     assert any("Malformed request for key *** (mock)" in (r.get("error") or "") for r in responses)
