@@ -165,6 +165,31 @@ async def test_structured_output_on_the_direct_path():
     assert sorted(body["response_format"]["json_schema"]["schema"]["properties"]) == ["rationale", "score"]
 
 
+async def test_structured_output_by_function_calling_json_mode_and_with_the_raw_reply():
+    """The other two methods and ``include_raw``: a forced tool call parsed into the schema; ``json_object``
+    parsed into a dict; the raw AIMessage beside the parsed value, and a reply that does not parse is a parsing
+    error (never a value)."""
+    replies = [
+        {"content": None, "tool_calls": [{"name": "Verdict", "arguments": {"score": 4, "rationale": "r"}, "id": "c"}]},
+        json.dumps({"score": 5}),
+        json.dumps({"score": 6, "rationale": "fine"}),
+        "not json at all",
+    ]
+    with MockOpenAI(replies=replies, log_bodies=True) as mock:
+        chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m")
+        by_tool = await chat.with_structured_output(Verdict, method="function_calling").ainvoke("a")
+        as_dict = await chat.with_structured_output(None, method="json_mode").ainvoke("b")
+        raw = chat.with_structured_output(Verdict, include_raw=True)
+        ok, bad = await raw.ainvoke("c"), await raw.ainvoke("d")
+        bodies = [json.loads(e["body"]) for e in mock.log()]
+    assert by_tool == Verdict(score=4, rationale="r") and as_dict == {"score": 5}
+    assert bodies[0]["tool_choice"] == {"type": "function", "function": {"name": "Verdict"}}
+    assert bodies[0]["parallel_tool_calls"] is False and bodies[1]["response_format"] == {"type": "json_object"}
+    assert ok["parsed"] == Verdict(score=6, rationale="fine") and ok["parsing_error"] is None
+    assert ok["raw"].content == json.dumps({"score": 6, "rationale": "fine"})
+    assert bad["parsed"] is None and bad["parsing_error"] is not None and bad["raw"].content == "not json at all"
+
+
 def test_session_is_pooled_per_loop_and_closed_when_the_loop_ends(caplog):
     with MockOpenAI() as mock:
         chat = ChatOpenAIDirect(base_url=mock.url, api_key="k", model="m")
