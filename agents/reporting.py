@@ -10,11 +10,12 @@ SGI-Score per target model (metric_pool/sgi/sgi_score.py) -- hands them to
 limitations and failures are built there), and writes the Answer: the
 narrative that answers the request.
 
-The template narrative is built from the same formatted numbers as the
-tables.  With an agent model the narrative is written by the model and every
-number in it must appear in the report's tables (checked in code); a
-narrative that fails the check is regenerated once, then replaced by the
-template narrative (issue 5).
+The Answer (:class:`~sgieval.reports.answer.Answer`) is a short list computed from the same formatted
+numbers as the tables: the verdict (winner or tie, scope, metric, full order with shared ranks), how sure
+(paired tests, CIs, judge agreement), where the models differ, and caveats (coverage, ties, unscored models,
+self-preference, stored judges).  With an agent model, its summary follows the fixed verdict only when every
+number, model name, metric name and facet value it cites is in the report (checked in code); a summary that
+fails is regenerated once, then left out.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -32,15 +33,16 @@ from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
 from ..reports.answer import (
+    Answer,
     by_metric,
     dominant_item,
     judgement_sources,
     metric_tops,
     self_preference,
     sensitivity_sentence,
-    tied_at_top,
 )
 from ..reports.build import (
+    Coverage,
     ModelStat,
     SgiRow,
     assemble,
@@ -51,14 +53,20 @@ from ..reports.build import (
     fmt_total,
     has_ci,
     item_values,
+    coverage,
+    coverage_sentence,
+    no_variation,
     not_applicable,
     order_stats,
+    order_with_ties,
     pair_entry,
+    rank_labels,
+    tie_groups,
+    unscored_reason,
     write_report,
 )
-from ..reports.render import markdown_table
 from .metric_choice import variant_disagreements
-from .where import where_report
+from ..reports.sections import Heading, ReportContext, Section, Table, Text, report_section
 
 __all__ = [
     "FIXED_NUMBERS_TEXT",
@@ -69,14 +77,16 @@ __all__ = [
     "build_report",
     "fmt",
     "judge_reliability",
+    "recheck_section",
     "reliability_section",
+    "retrieval_section",
+    "usage_section",
     "reliability_sentences",
     "header_facts",
     "llm_narrative",
     "numbers_supported",
     "ranking_stats",
     "sgi_rows",
-    "template_narrative",
 ]
 
 
@@ -87,7 +97,8 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
     ``n_resamples`` resamples and ``seed``) of its ok item-level ``metric``
     scores, or of its corpus-level value when it has only that (with the CI
     the metric put in its details as ``ci_low``/``ci_high``, else none), or
-    None; ``failed`` counts its failed scores (not-applicable ones excluded)."""
+    None with the reason (:func:`~sgieval.reports.build.unscored_reason`); ``failed`` counts its failed scores
+    (not-applicable ones excluded)."""
     mine: dict[str, list[Score]] = {m: [] for m in models}
     for s in scores:  # one pass (scores may hold other metrics' too)
         if s.metric == metric and s.model in mine:
@@ -112,7 +123,10 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
                 )
             )
             continue
-        out.append(ModelStat(m, call(summarize, vals, n_resamples=n_resamples, seed=seed) if vals else None, failed))
+        if not vals:
+            out.append(ModelStat(m, None, failed, reason=unscored_reason(mine[m])))
+            continue
+        out.append(ModelStat(m, call(summarize, vals, n_resamples=n_resamples, seed=seed), failed))
     return out
 
 
@@ -162,24 +176,36 @@ def _ordinal(n: int) -> str:
 
 
 def _ci_text(st: ModelStat) -> str:
-    return (
-        f" (95% CI {fmt2(st.stats.ci_low)} to {fmt2(st.stats.ci_high)})"
-        if has_ci(st.stats)
-        else " (a corpus-level value: no per-item CI)"
-        if st.corpus
-        else " (no CI: fewer than 2 items)"
-    )
+    if st.corpus and not has_ci(st.stats):
+        return " (a corpus-level value: no per-item CI)"
+    if not has_ci(st.stats):
+        return " (no CI: fewer than 2 items)"
+    if no_variation(st.stats):
+        return f" (no variation over {count_phrase(st.stats.n)}, so no CI)"
+    return f" (95% CI {fmt2(st.stats.ci_low)} to {fmt2(st.stats.ci_high)})"
+
+
+def _q(request: str) -> str:
+    return f'To "{request}": ' if request else ""
 
 
 def focus_narrative(
-    request: str, ranking: list[ModelStat], spec: MetricSpec, focus: str, scope: str, n_items: int
+    request: str,
+    ranking: list[ModelStat],
+    spec: MetricSpec,
+    focus: str,
+    scope: str,
+    n_items: int,
+    groups: list[list[ModelStat]] | None = None,
 ) -> str:
-    """The absolute answer about one model (issue 17 item 4): its mean (95% CI)
+    """The absolute answer about one model: its mean (95% CI)
     and total on ``spec``, then where it stands among the other evaluated
-    models (its rank and the leader), never "ranks first" of a one-model list."""
+    models (its rank, shared when tied (``groups``: :func:`~sgieval.reports.build.tie_groups`), and the
+    leader), never "ranks first" of a one-model list."""
     ranked = [s for s in ranking if s.summary is not None]
+    groups = groups if groups is not None else [[s] for s in ranked]
     me = next((s for s in ranked if s.model == focus), None)
-    q = f'To "{request}": ' if request else ""
+    q = _q(request)
     if me is None:
         return f"{q}{focus} has no valid {spec.name} score on the {n_items} selected items; see Failures."
     total = f", total {fmt_total(me.stats.total, spec)}" if math.isinf(spec.range[1]) else ""
@@ -191,61 +217,80 @@ def focus_narrative(
     others = [s for s in ranked if s.model != focus]
     if not others:
         return text + " No other model was evaluated, so this is an absolute score, not a ranking."
-    rank = ranked.index(me) + 1
-    lead = ranked[0] if ranked[0].model != focus else ranked[1]
-    ties = [s.model for s in ranked if s.model != focus and s.stats.mean == me.stats.mean]
+    pos, mine = 1, [me]
+    for g in groups:
+        if me in g:
+            mine = g
+            break
+        pos += len(g)
+    ties = [s.model for s in mine if s.model != focus]
+    lead = next(s for s in ranked if s not in mine) if pos == 1 else ranked[0]
     text += (
-        f" Among the {len(ranked)} evaluated models it ranks {_ordinal(rank)}"
+        f" Among the {len(ranked)} evaluated models it ranks {'joint ' if ties else ''}{_ordinal(pos)}"
         + (f" (tied with {', '.join(ties)})" if ties else "")
         + (
-            f"; first is {lead.model} (mean {fmt2(lead.stats.mean)})."
-            if rank > 1
+            f"; first is {' and '.join(s.model for s in groups[0])} (mean {fmt2(lead.stats.mean)})."
+            if pos > 1
             else f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."
         )
     )
     return text
 
 
-def template_narrative(
+def verdict_sentence(
     request: str,
     ranking: list[ModelStat],
     spec: MetricSpec,
     n_items: int,
     scope: str,
-    comparison: dict[str, Any] | None,
+    groups: list[list[ModelStat]] | None = None,
+    cov: Coverage | None = None,
     focus: str | None = None,
 ) -> str:
-    """Answer the request from the ranking table's own numbers.
+    """The Answer's fixed first item: the winner or the tie, the scope, the metric and the full order with
+    shared ranks ("alpha > beta = gamma"); for one model (``focus``, or one evaluated) the absolute answer of
+    :func:`focus_narrative`; for one scored model among several, its absolute score and no ranking.
 
-    The item count named is the leader's ``n`` for ``spec`` (items with an ok
-    score of that metric), with the number of selected items beside it when
-    they differ.  ``comparison``: the paired test of the top two
-    (:func:`adjacent_pair_tests` entry; ``p`` None when it could not be run).
-    Significance wording comes only from that paired test; without one the
-    text says so and mentions CI overlap only when both CIs exist.  Models
-    sharing the best mean exactly are stated as a tie.  ``focus`` (the one
-    model the request asks about), or a single ranked model, gets the
-    absolute answer of :func:`focus_narrative` instead of a ranking (also when only
-    one target model was evaluated).
-    """
+    ``groups``: :func:`~sgieval.reports.build.tie_groups` of the ranked models (default: no ties);
+    ``cov``: the ranking metric's :class:`~sgieval.reports.build.Coverage` (None when the item sets agree)."""
     ranked = [s for s in ranking if s.summary is not None]
+    groups = groups if groups is not None else [[s] for s in ranked]
+    q = _q(request)
     if not ranked:
-        return f"No target model has a valid {spec.name} score on the {n_items} selected items; see Failures."
+        return f"{q}No target model has a valid {spec.name} score on the {n_items} selected items; see Failures."
     if focus or len(ranking) == 1:  # the request is about one model: an absolute answer, not a ranking
-        return focus_narrative(request, ranking, spec, focus or ranking[0].model, scope, n_items)
+        return focus_narrative(request, ranking, spec, focus or ranking[0].model, scope, n_items, groups)
     best = ranked[0]
-    q = f'To "{request}": ' if request else ""
-    total = f"total {fmt_total(best.stats.total, spec)}, " if math.isinf(spec.range[1]) else ""
     where = [scope] if scope else []
-    if best.stats.n != n_items:
+    if cov is not None and cov.differs and cov.shared:
+        who = "both" if len(cov.own) == 2 else f"all {len(cov.own)}"
+        where.append(f"the items {who} models scored, of {n_items} selected")
+    elif best.stats.n != n_items:
         where.append(f"{n_items} items selected")
     where_text = f" ({'; '.join(where)})" if where else ""
-    tied = tied_at_top([(s.model, s.stats.mean) for s in ranked])
-    if len(tied) > 1:
+    total = f"total {fmt_total(best.stats.total, spec)}, " if math.isinf(spec.range[1]) else ""
+    if len(ranked) == 1:
+        value = (
+            f"{fmt2(best.stats.mean)}, one corpus-level value"
+            if best.corpus
+            else f"{total}mean {fmt2(best.stats.mean)} per item"
+        )
+        return (
+            f"{q}Only **{best.model}** has a valid {spec.name} score (scale {spec.scale_label}): {value} on "
+            f"{count_phrase(best.stats.n)}{where_text}{_ci_text(best)}; with one scored model this is an absolute "
+            "score, not a ranking."
+        )
+    top = groups[0]
+    if len(top) > 1:
         text = (
-            f"{q}{' and '.join(f'**{m}**' for m in tied)} tie for first by {spec.name} on "
-            f"{count_phrase(best.stats.n)}{where_text}: mean {fmt2(best.stats.mean)} per item each, so the "
-            "request has no single answer on this metric."
+            f"{q}{' and '.join(f'**{s.model}**' for s in top)} tie for first by {spec.name} on "
+            f"{count_phrase(best.stats.n)}{where_text}: "
+            + (
+                f"{fmt2(best.stats.mean)} each, one corpus-level value per model"
+                if best.corpus
+                else f"mean {fmt2(best.stats.mean)} per item each"
+            )
+            + ", so the request has no single answer on this metric."
         )
     else:
         value = (
@@ -254,39 +299,81 @@ def template_narrative(
             else f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}"
         )
         text = f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: {value}."
-    if len(ranked) > 1:
-        order = " > ".join(s.model for s in ranked) if spec.higher_is_better else " < ".join(s.model for s in ranked)
-        text += f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): {order}."
-        second = ranked[1]
-        if not best.corpus and best.stats.n != second.stats.n:
-            text += (
-                f" Coverage differs: {best.model} has {count_phrase(best.stats.n, 'scored item')} and "
-                f"{second.model} {second.stats.n}; the paired test below uses only the items both have."
-            )
-        if len(tied) > 1:
-            pass
-        elif comparison and comparison.get("p") is not None:
-            sig = "a significant" if comparison["p"] < 0.05 else "no significant"
-            text += (
-                f" Against the runner-up {second.model} (mean {fmt2(second.stats.mean)}), the paired test on "
-                f"{comparison['n']} items gives p = {comparison['p_value']}: {sig} difference at the 5% level."
-            )
-        elif best.corpus:
-            text += (
-                f" No paired test against the runner-up {second.model} (mean {fmt2(second.stats.mean)}): "
-                f"{spec.name} is one corpus-level value per model, with no per-item values to pair, so the order "
-                "alone is not evidence of a difference."
-            )
-        else:
-            shared = comparison["n"] if comparison else 0
-            text += (
-                f" No paired test against the runner-up {second.model} (mean {fmt2(second.stats.mean)}): "
-                f"they share {count_phrase(shared, 'scored item')} and the test needs at least 2, so the order is not "
-                "evidence of a difference."
-            )
-            if ci_overlap(best.stats, second.stats):
-                text += " Their 95% CIs overlap."
+    text += (
+        f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): "
+        f"{order_with_ties(groups, spec.higher_is_better)}."
+    )
     return text
+
+
+def how_sure(
+    ranking: list[ModelStat],
+    groups: list[list[ModelStat]],
+    pairs: list[dict[str, Any]],
+    leader_tests: dict[str, dict[str, Any]] | None = None,
+    metric: str = "the ranking metric",
+) -> list[str]:
+    """The Answer's "How sure" sentences: the paired test behind the verdict (leader against the runner-up;
+    against each model of a group tied for second, ``leader_tests``: ``{model: pair_entry}``; within a tie for
+    first), or why there is none.  Significance wording comes only from the paired test; CI overlap is named
+    only as overlap, and a CI without variation is never used."""
+    ranked = [s for s in ranking if s.summary is not None]
+    if len(ranked) < 2 or not groups:
+        return []
+    top = groups[0]
+    if len(top) > 1:
+        inside = [p for p in pairs[: len(top) - 1] if p["p"] is not None]
+        if not inside:
+            return [f"{' and '.join(s.model for s in top)} share too few scored items for a paired test."]
+        return [
+            "The paired test does not separate them: "
+            + "; ".join(f"{p['a']} vs {p['b']} on {count_phrase(p['n'])}, p = {p['p_value']}" for p in inside)
+            + "."
+        ]
+    best, second = top[0], groups[1]
+    if len(second) > 1:
+        tests = [(leader_tests or {}).get(s.model) for s in second]
+        names = " and ".join(s.model for s in second)
+        head = f"Against {names}, tied for second (mean {fmt2(second[0].stats.mean)} each)"
+        done = [t for t in tests if t is not None and t["p"] is not None]
+        if len(done) < len(second):
+            return [f"{head}, not every pair shares 2 scored items, so the order is not tested."]
+        sig = [t["significant"] for t in done]
+        verdict = (
+            "a significant difference from each at the 5% level"
+            if all(sig)
+            else "no significant difference from any of them at the 5% level"
+            if not any(sig)
+            else "a significant difference from some of them only, at the 5% level"
+        )
+        return [
+            f"{head}, the paired tests give "
+            + ", ".join(f"p = {t['p_value']} against {t['b']} ({count_phrase(t['n'])})" for t in done)
+            + f": {verdict}."
+        ]
+    runner = second[0]
+    comparison = pairs[0] if pairs else None
+    if comparison and comparison.get("p") is not None:
+        word = "a significant" if comparison["p"] < 0.05 else "no significant"
+        return [
+            f"Against the runner-up {runner.model} (mean {fmt2(runner.stats.mean)}), the paired test on "
+            f"{comparison['n']} items gives p = {comparison['p_value']}: {word} difference at the 5% level."
+        ]
+    if best.corpus:
+        return [
+            f"No paired test against the runner-up {runner.model} (mean {fmt2(runner.stats.mean)}): "
+            f"{metric} is one corpus-level value per model, with no per-item values to pair, so the order "
+            "alone is not evidence of a difference."
+        ]
+    shared = comparison["n"] if comparison else 0
+    out = [
+        f"No paired test against the runner-up {runner.model} (mean {fmt2(runner.stats.mean)}): they share "
+        f"{count_phrase(shared, 'scored item')} and the test needs at least 2, so the order is not evidence of a "
+        "difference."
+    ]
+    if not (no_variation(best.stats) or no_variation(runner.stats)) and ci_overlap(best.stats, runner.stats):
+        out.append("Their 95% CIs overlap.")
+    return out
 
 
 def answer_facts(
@@ -299,19 +386,21 @@ def answer_facts(
     allow_self_judge: bool,
     stand_in: str = "",
     focus: str | None = None,
-) -> list[str]:
-    """Sentences the Answer adds after the narrative (template or agent),
-    computed in code (issue 17 items 1-3): the stand-in metric and why; other
-    metrics that put another model first; a mean dominated by one item (with
-    the median); the sensitivity of the order to censored or missing stored
-    records; who judged (stored or live); self-preference."""
+    leaders: list[str] | None = None,
+) -> dict[str, list[str]]:
+    """Sentences the Answer adds beside the verdict, computed in code, by Answer part: ``"where"`` (other
+    metrics that put another model first, with a dominating item and its median) and ``"caveats"`` (the
+    stand-in metric and why; a mean dominated by one item; the sensitivity of the order to censored or missing
+    stored records; who judged, stored or live; self-preference).  ``leaders``: the models sharing first place
+    (default: the first ranked model)."""
     ranked = [s for s in stats if s.summary is not None]
     names = [s.model for s in ranked]
     grouped = by_metric(scores)
+    where: list[str] = []
     out: list[str] = []
     if stand_in:
         out.append(f"No metric here measures the asked quality directly: {stand_in}.")
-    leaders = tied_at_top([(s.model, s.stats.mean) for s in ranked]) if ranked else []
+    leaders = leaders if leaders is not None else names[:1]
     if len(ranked) > 1:
         others = [x for x in specs if x.name != spec.name and not x.variant_of and spec.variant_of != x.name]
         disagree = []
@@ -328,7 +417,7 @@ def answer_facts(
             disagree.append(f"{name} puts {' and '.join(top)} first (mean {fmt2(mean)}{dom})")
         if disagree:
             first = " and ".join(leaders) if not focus else names[0]
-            out.append(
+            where.append(
                 f"The metrics disagree about the top model: {spec.name} puts {first} first, but "
                 + "; ".join(disagree)
                 + "."
@@ -365,6 +454,49 @@ def answer_facts(
     if who:
         out.append("Who judged: " + "; ".join(who) + ".")
     out += [f"Self-preference: {x}." for x in self_preference(names, sources, judges, allow_self_judge)]
+    return {"where": where, "caveats": out}
+
+
+def ranking_caveats(
+    stats: list[ModelStat], groups: list[list[ModelStat]], spec: MetricSpec, cov: Coverage | None
+) -> list[str]:
+    """The Answer's caveats about the ranking itself: coverage (:func:`~sgieval.reports.build.coverage_sentence`
+    when the readings disagree, else how many items are compared), ties below first place, unscored models."""
+    out: list[str] = []
+    if cov is not None and cov.differs:
+        counts = ", ".join(f"{m} {n}" for m, (n, _) in cov.own.items())
+        who = "both" if len(cov.own) == 2 else "all of them"
+        sentence = coverage_sentence(cov, spec)
+        if not cov.shared:
+            out.append(
+                f"Coverage differs (scored items: {counts}) and no item is scored by every model, so the means "
+                "are over each model's own items and not compared item by item."
+            )
+        elif sentence:
+            out.append(
+                f"Coverage differs (scored items: {counts}): the ranking compares the "
+                f"{count_phrase(len(cov.shared))} {who} scored. {sentence}"
+            )
+        else:
+            out.append(
+                f"Coverage differs (scored items: {counts}): the ranking compares the "
+                f"{count_phrase(len(cov.shared))} {who} scored; the order is the same on each model's own "
+                "items and with failures counted as wrong."
+            )
+    labels = rank_labels(groups)
+    for g in groups[1:]:
+        if len(g) > 1:
+            out.append(
+                f"{' and '.join(s.model for s in g)} share rank {labels[g[0].model]} (mean {fmt2(g[0].stats.mean)} "
+                "each at the precision shown, not separated by the paired test); the table lists them in name "
+                "order, which is not a result."
+            )
+    for s in stats:
+        if s.summary is None:
+            out.append(
+                f"{s.model} is unscored on {spec.name} ({s.reason or 'no valid score'}), so it is not placed "
+                "above or below any model."
+            )
     return out
 
 
@@ -390,7 +522,7 @@ def numbers_supported(narrative: str, tables_text: str, header_text: str = "") -
     A number matches when it is written the same way or has the same value
     ("0.5" matches "0.50", "296" matches "296.0").  Digits inside words or
     hyphenated names (the "1" of "o1-mini", the "4" of "gpt-4o") are not numbers.  Order of the returned list = order in
-    the narrative (issue 5: every number of the narrative must be in the report).
+    the narrative (every number of the narrative must be in the report).
     """
     present = NUMBER.findall(tables_text) + NUMBER.findall(header_text)
     exact = set(present)
@@ -400,6 +532,57 @@ def numbers_supported(narrative: str, tables_text: str, header_text: str = "") -
         if n in exact or _as_float(n) in values:
             continue
         out.append(n)
+    return out
+
+
+NAME = re.compile(r"(?<![\w.:/-])[A-Za-z][\w.:/+-]*[\w+]|(?<![\w.:/-])[A-Za-z]\b")
+"""A word or a name-like token (letters, digits, ``_ . : / - +`` inside)."""
+
+PLAIN_CAPITALS = frozenset({"I", "CI", "CIs", "A", "The", "An"})
+"""Capitalised words a narrative may use mid-sentence without the report stating them."""
+
+
+def _name_like(tok: str) -> bool:
+    """A token that names something (a model, a metric, a benchmark id): it carries a digit, ``_``, ``:``, ``/``,
+    ``+``, an inner ``.``, or a hyphen joining a one-letter part (``gpt-4o``, ``o1-mini``, ``m-a``, ``exact_match``,
+    ``replay:phi4:latest``); hyphenated English words ("idea-generation", "self-preference") are not names."""
+    if any(c.isdigit() for c in tok) or any(c in tok for c in "_:/+") or "." in tok:
+        return True
+    return "-" in tok and any(len(p) == 1 for p in tok.split("-"))
+
+
+def names_supported(narrative: str, allowed_text: str, known: Iterable[str] = ()) -> list[str]:
+    """Names in ``narrative`` the report does not state: model-like or metric-like tokens (:func:`_name_like`),
+    ``**bold**`` names, and capitalised words inside a sentence (a facet value such as "Biology", a model such as
+    "Claude"), each checked case-insensitively against the words of ``allowed_text`` (the report's tables, run
+    facts and request) and the ``known`` names (target models, metrics, facet values; a model may also be named
+    without its provider prefix, "o1-mini" for "replay:o1-mini").  Returns them in narrative order, without
+    repeats; empty = the narrative passes."""
+    words = {w.casefold() for w in NAME.findall(allowed_text)}
+    for k in known:
+        k = str(k)
+        words.add(k.casefold())
+        for part in re.split(r"[:/]", k):
+            if part:
+                words.add(part.casefold())
+        for cut in re.finditer(r"[:/]", k):  # without its provider prefix: "phi4:latest" of "replay:phi4:latest"
+            words.add(k[cut.end() :].casefold())
+        words.update(w.casefold() for w in NAME.findall(k))
+    out: list[str] = []
+
+    def check(tok: str) -> None:
+        t = tok.strip().strip(".,;:()").casefold()
+        if t and t not in words and tok not in out:
+            out.append(tok)
+
+    for bold in re.findall(r"\*\*([^*]+)\*\*", narrative):
+        check(bold.strip())
+    for sentence in re.split(r"(?<=[.!?;:])\s+|\n+", narrative):
+        toks = list(re.finditer(NAME, sentence))
+        for pos, m in enumerate(toks):
+            tok = m.group(0).rstrip(".")
+            if _name_like(tok) or (pos > 0 and tok[:1].isupper() and tok not in PLAIN_CAPITALS):
+                check(tok)
     return out
 
 
@@ -414,23 +597,51 @@ def header_facts(header: dict[str, Any], n_items: int, models: list[str]) -> str
     )
 
 
-NARRATIVE_SYSTEM = """You write the answer paragraph of an evaluation report for a researcher.
-Answer their question in 3-6 sentences using ONLY numbers that appear verbatim in the tables given.
-Name the target models exactly as in the tables. Call a difference significant or not significant only from the
-paired-test table (state its p); overlapping confidence intervals alone are not a test."""
+NARRATIVE_SYSTEM = """You write a short summary for an evaluation report, read by a researcher after the report's
+fixed verdict (given below; do not contradict or repeat it). In 2-4 full sentences, say what the tables show that
+the verdict does not: where the models differ, how sure the result is. Use ONLY numbers, model names, metric names
+and facet values that appear verbatim in the tables given; name the target models exactly as in the tables. Call a
+difference significant or not significant only from the paired-test table (state its p); overlapping confidence
+intervals alone are not a test."""
+
+CHECKED = "every number, model name, metric name and facet value it cites was checked against the report's tables and run facts"
+"""What the fact check of an agent's narrative covers (the Answer's stamp)."""
 
 
 async def llm_narrative(
-    agent: NamedModel, request: str, tables_text: str, header_text: str = ""
+    agent: NamedModel,
+    request: str,
+    tables_text: str,
+    header_text: str = "",
+    *,
+    verdict: str = "",
+    known: Iterable[str] = (),
 ) -> tuple[str | None, list[str]]:
-    """A narrative from ``agent`` that passes the number check against
-    ``tables_text`` and ``header_text`` (:func:`numbers_supported`), or None
-    after two attempts; returns (narrative, notes)."""
+    """A summary from ``agent`` that passes the fact check: every number (:func:`numbers_supported`) and every
+    name (:func:`names_supported`: models, metrics, facet values) it cites appears in ``tables_text``,
+    ``header_text``, ``request`` or ``known``.  A failing text is regenerated once with what failed; after the
+    second failure, or a failed call, the result is None.
+
+    Args:
+        agent: the agent model.
+        request: the researcher's request ("" for none).
+        tables_text: every section's text (:attr:`~sgieval.reports.build.ReportDraft.tables_text`).
+        header_text: the run facts (:func:`header_facts`).
+        verdict: the Answer's fixed first item, shown to the agent so its text follows it.
+        known: names the text may use (target models, metrics, facet values).
+
+    Returns:
+        ``(text or None, notes)``: notes say why each attempt failed.
+    """
     notes = []
+    known = list(known)
     facts = f"\n\nRun facts:\n{header_text}" if header_text else ""
+    fixed = f"\n\nFixed verdict (shown before your text):\n{verdict}" if verdict else ""
     msgs = [
         SystemMessage(content=NARRATIVE_SYSTEM),
-        HumanMessage(content=f"Question: {request or 'Which model is best overall?'}\n\nTables:\n{tables_text}{facts}"),
+        HumanMessage(
+            content=f"Question: {request or 'Which model is best overall?'}{fixed}\n\nTables:\n{tables_text}{facts}"
+        ),
     ]
     for attempt in (1, 2):
         try:
@@ -439,11 +650,26 @@ async def llm_narrative(
             notes.append(f"narrative call failed: {e}")
             return None, notes
         bad = numbers_supported(text, tables_text, header_text)
-        if text and not bad:
+        unknown = names_supported(text, "\n".join([tables_text, header_text, request, verdict]), known)
+        if text and not bad and not unknown:
             return text, notes
-        notes.append(f"narrative attempt {attempt} cited numbers not in the tables: {bad[:5]}")
+        why = []
+        if not text:
+            why.append("was empty")
+        if bad:
+            why.append(f"cited numbers not in the tables: {bad[:5]}")
+        if unknown:
+            why.append(f"named models, metrics or facet values not in the report: {unknown[:5]}")
+        notes.append(f"narrative attempt {attempt} " + " and ".join(why))
+        fix = []
+        if bad:
+            fix.append(f"These numbers are not in the tables: {bad[:10]}.")
+        if unknown:
+            fix.append(f"These names are not in the report: {unknown[:10]}.")
         msgs = msgs + [
-            HumanMessage(content=f"These numbers are not in the tables: {bad[:10]}. Rewrite using only table numbers.")
+            HumanMessage(
+                content=" ".join(fix or ["The text was empty."]) + " Rewrite using only the tables' numbers and names."
+            )
         ]
     return None, notes
 
@@ -468,60 +694,67 @@ def judge_reliability(
     return out
 
 
-def reliability_section(rows: list[dict[str, Any]]) -> dict[str, str]:
-    """The report's "Judge reliability" section (title, Markdown body) from :func:`judge_reliability` rows."""
-    parts = [
-        "Krippendorff's alpha (interval level for 0-10 and 0-100 scores, nominal for 0/1 labels) with a "
-        "bootstrap 95% CI over units (item x target model); thresholds of Krippendorff (2004): >= 0.800 "
-        "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."
+def reliability_section(rows: list[dict[str, Any]]) -> Section:
+    """The report's "Judge reliability" section from :func:`judge_reliability` rows."""
+    blocks: list[Any] = [
+        Text(
+            "Krippendorff's alpha (interval level for 0-10 and 0-100 scores, nominal for 0/1 labels) with a "
+            "bootstrap 95% CI over units (item x target model); thresholds of Krippendorff (2004): >= 0.800 "
+            "reliable, 0.667 to 0.800 tentative only, below 0.667 not reliable."
+        )
     ]
+    retest_caption = (
+        "Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, each repeat a "
+        "coder, a failed repeat a missing value):"
+    )
+    retest_headers = ["judge", "repeats", "units", "alpha", "95% CI"]
     for r in rows:
-        parts.append(f"### {r['metric']}\n\n{r['verdict']}\n")
+        blocks += [Heading(r["metric"]), Text(r["verdict"])]
         if r.get("n_judges", 2) < 2:  # one judge: only its test-retest agreement and position bias apply
             if r["retest"]:
-                parts.append(
-                    "Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same "
-                    "items, each repeat a coder, a failed repeat a missing value):\n\n"
-                    + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"])
-                )
+                blocks += [Text(retest_caption), Table(retest_headers, r["retest"], name="retest")]
             if r["position"]:
-                parts.append(f"Position bias: {r['position']}.")
+                blocks.append(Text(f"Position bias: {r['position']}."))
             continue
-        parts.append(markdown_table(["metric", "level", "judges", "units", "alpha", "95% CI"], r["agreement"]))
+        blocks.append(
+            Table(["metric", "level", "judges", "units", "alpha", "95% CI"], r["agreement"], name="agreement")
+        )
         if r["offsets"]:
-            parts.append(
-                "Each judge's mean offset from the panel mean (metric's scale):\n\n"
-                + markdown_table(["judge", "mean offset", "95% CI", "units"], r["offsets"])
-            )
+            blocks += [
+                Text("Each judge's mean offset from the panel mean (metric's scale):"),
+                Table(["judge", "mean offset", "95% CI", "units"], r["offsets"], name="offsets"),
+            ]
         if r["leave_one_out"]:
-            parts.append(
-                "Leave one judge out (ranking by the remaining judges):\n\n"
-                + markdown_table(
-                    ["judge left out", "order (best first)", "top model changes", "order changes"], r["leave_one_out"]
-                )
-            )
+            blocks += [
+                Text("Leave one judge out (ranking by the remaining judges):"),
+                Table(
+                    ["judge left out", "order (best first)", "top model changes", "order changes"],
+                    r["leave_one_out"],
+                    name="leave_one_out",
+                ),
+            ]
         if r["self_preference"]:
-            parts.append(
-                "Self-preference (a judge scoring its own model's responses, minus the other "
-                "judges' mean on the same items):\n\n"
-                + markdown_table(
-                    ["judge", "target", "model", "difference", "95% CI", "items", "significant"], r["self_preference"]
-                )
-            )
+            blocks += [
+                Text(
+                    "Self-preference (a judge scoring its own model's responses, minus the other "
+                    "judges' mean on the same items):"
+                ),
+                Table(
+                    ["judge", "target", "model", "difference", "95% CI", "items", "significant"],
+                    r["self_preference"],
+                    name="self_preference",
+                ),
+            ]
         else:
-            parts.append("Self-preference: no judge is one of the ranked target models.")
+            blocks.append(Text("Self-preference: no judge is one of the ranked target models."))
         if r["position"]:
-            parts.append(f"Position bias: {r['position']}.")
+            blocks.append(Text(f"Position bias: {r['position']}."))
         if r["retest"]:
-            parts.append(
-                "Test-retest (Krippendorff's alpha between a judge's repeated verdicts on the same items, "
-                "each repeat a coder, a failed repeat a missing value):\n\n"
-                + markdown_table(["judge", "repeats", "units", "alpha", "95% CI"], r["retest"])
-            )
-    return {"title": "Judge reliability", "body": "\n\n".join(parts)}
+            blocks += [Text(retest_caption), Table(retest_headers, r["retest"], name="retest")]
+    return Section("reliability", "Judge reliability", blocks)
 
 
-def definitions_section(specs: list[MetricSpec], scores: list[Score]) -> dict[str, str] | None:
+def definitions_section(specs: list[MetricSpec], scores: list[Score]) -> Section | None:
     """ "Metric definitions" section: for every metric of ``specs`` with a score in this run, which definition
     its figures use (the spec's description), how a model's figure is formed (per item: the mean and total of
     the per-item values; corpus level: one value per model, e.g. a mean pooled over answers) and its source
@@ -538,13 +771,17 @@ def definitions_section(specs: list[MetricSpec], scores: list[Score]) -> dict[st
         rows.append([name, level, sp.description, sp.source or "n/a"])
     if not rows:
         return None
-    body = "The definition each figure in this report uses:\n\n" + markdown_table(
-        ["metric", "figure per model", "definition", "source"], rows
+    return Section(
+        "definitions",
+        "Metric definitions",
+        [
+            Text("The definition each figure in this report uses:"),
+            Table(["metric", "figure per model", "definition", "source"], rows, name="definitions"),
+        ],
     )
-    return {"title": "Metric definitions", "body": body}
 
 
-def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | None:
+def retrieval_section(scores: list[Score], limit: int = 40) -> Section | None:
     """ "Retrieved works" section: for each ``retrieval_novelty`` score (METRICS.md E), the item, the target
     model, S_inn and the works retrieved with their cosine similarity to the idea (at most ``limit`` rows; the
     rest are in scores.jsonl).  None when the run has no such score."""
@@ -566,21 +803,25 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> dict[str, str] | 
         rows.append([s.item_id, s.model, value, works, ev.query])
     if not rows:
         return None
-    body = (
-        "Works retrieved for each idea (n = 4 requested; cosine similarity to the idea with the run's "
-        "embedder) and the query used; S_inn = clip(10 (1 - mean similarity), 0, 10).\n\n"
-        + markdown_table(
-            ["item", "target model", "S_inn (0-10)", "retrieved works (similarity)", "query"], rows[:limit]
-        )
-    )
+    blocks: list[Any] = [
+        Text(
+            "Works retrieved for each idea (n = 4 requested; cosine similarity to the idea with the run's "
+            "embedder) and the query used; S_inn = clip(10 (1 - mean similarity), 0, 10)."
+        ),
+        Table(
+            ["item", "target model", "S_inn (0-10)", "retrieved works (similarity)", "query"],
+            rows[:limit],
+            name="retrieved",
+        ),
+    ]
     if len(rows) > limit:
-        body += f"\n\n{len(rows) - limit} more rows in scores.jsonl (evidence of retrieval_novelty)."
-    return {"title": "Retrieved works", "body": body}
+        blocks.append(Text(f"{len(rows) - limit} more rows in scores.jsonl (evidence of retrieval_novelty)."))
+    return Section("retrieval", "Retrieved works", blocks)
 
 
-def recheck_section(responses: list[Response], embedding_model: str = "minilm") -> dict[str, Any] | None:
-    """``--recheck``: the "Stored judgements rechecked" section and one Answer sentence
-    (:mod:`sgieval.metric_pool.recheck`), or None when no response carries stored SciAidanBench records."""
+def recheck_section(responses: list[Response], embedding_model: str = "minilm") -> Section | None:
+    """``--recheck``: the "Stored judgements rechecked" section (:mod:`sgieval.metric_pool.recheck`), with its
+    Answer sentence under ``answer["caveats"]``; None when no response carries stored SciAidanBench records."""
     from ..metric_pool.embeddings import get_embedder
     from ..metric_pool.recheck import ranking_changes, recheck
 
@@ -590,7 +831,7 @@ def recheck_section(responses: list[Response], embedding_model: str = "minilm") 
         return None
     stored, ours, changed = ranking_changes(rows)
     name = getattr(embedder, "name", embedding_model)
-    table = markdown_table(
+    table = Table(
         [
             "target model",
             "questions",
@@ -612,22 +853,133 @@ def recheck_section(responses: list[Response], embedding_model: str = "minilm") 
             ]
             for r in rows
         ],
-    )
-    body = (
-        f"Each stored answer's novelty recomputed with {name} (1 - max cosine against the earlier answers of its "
-        "list, METRICS.md B.3) against the stored text-embedding-3-large value, over the non-first answers; "
-        "accepted answers re-decided with the B.5 stop rule (stored coherence, recomputed novelty; a list the "
-        "recheck would continue past its stored end counts as a lower bound).\n\n"
-        + table
-        + f"\n\nRanking by accepted answers: stored {' > '.join(stored)}; re-decided {' > '.join(ours)} "
-        + ("(the order changes)." if changed else "(same order).")
+        name="recheck",
     )
     sentence = (
         f"Rechecked with {name}, the stored acceptance decisions "
         + ("would change the ranking order" if changed else "give the same ranking order")
         + "."
     )
-    return {"section": {"title": "Stored judgements rechecked", "body": body}, "sentence": sentence}
+    return Section(
+        "recheck",
+        "Stored judgements rechecked",
+        [
+            Text(
+                f"Each stored answer's novelty recomputed with {name} (1 - max cosine against the earlier answers "
+                "of its list, METRICS.md B.3) against the stored text-embedding-3-large value, over the non-first "
+                "answers; accepted answers re-decided with the B.5 stop rule (stored coherence, recomputed "
+                "novelty; a list the recheck would continue past its stored end counts as a lower bound)."
+            ),
+            table,
+            Text(
+                f"Ranking by accepted answers: stored {' > '.join(stored)}; re-decided {' > '.join(ours)} "
+                + ("(the order changes)." if changed else "(same order).")
+            ),
+        ],
+        answer={"caveats": [sentence]},
+    )
+
+
+def usage_section(summ: dict[str, Any]) -> Section:
+    """ "Cost and usage" from a ledger summary (``models.accounting.Ledger.summary()``: ``rows`` and ``total``
+    per (model, role) with calls, cached, failed, tokens, latency in s, cost in USD or None; ``budget_usd``,
+    ``spent_usd``, ``stopped``; ``prices``: where the prices come from; ``interrupted``: calls sent, never
+    answered).  Unknown prices show as n/a, never 0."""
+    if not summ.get("rows"):
+        return Section(
+            "usage",
+            "Cost and usage",
+            [
+                Text(
+                    "No model calls were made (replayed responses and objective metrics only, or every call "
+                    "served from the cache)."
+                )
+            ],
+        )
+
+    def row(t: dict[str, Any]) -> list[Any]:
+        return [
+            t["model"],
+            t["role"],
+            t["calls"],
+            t["cached_calls"],
+            t["failed_calls"],
+            t["input_tokens"],
+            t["output_tokens"],
+            fmt(t["latency_s"]),
+            "n/a" if t["cost"] is None else f"{t['cost']:.4f}",
+        ]
+
+    blocks: list[Any] = [
+        Table(
+            [
+                "model",
+                "role",
+                "calls",
+                "cached",
+                "failed",
+                "input tokens",
+                "output tokens",
+                "latency (s)",
+                "cost (USD)",
+            ],
+            [row(t) for t in summ["rows"]] + [row(summ["total"])],
+            name="usage",
+        )
+    ]
+    if summ.get("prices"):
+        blocks.append(Text(summ["prices"]))
+    if summ.get("interrupted"):  # counted among the failed calls; what they cost is not in the totals
+        blocks.append(
+            Text(
+                f"{summ['interrupted']} call(s) were interrupted: the process ended after their requests were sent "
+                "and before their replies were recorded. They are counted as failed; their tokens and cost are "
+                "unknown and not in the totals (the provider may have billed them)."
+            )
+        )
+    if summ.get("budget_usd") is not None:
+        text = f"Budget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
+        if summ.get("stopped"):
+            st = summ["stopped"]
+            text += (
+                f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
+                f"call to {st.get('model', '')}; calls already in flight then finished and are counted."
+            )
+        blocks.append(Text(text))
+    return Section("usage", "Cost and usage", blocks)
+
+
+@report_section("usage", order=70)
+def _usage_builder(ctx: ReportContext) -> Section | None:
+    summ = ctx.options.get("usage")
+    return usage_section(summ) if summ is not None else None
+
+
+@report_section("reliability", order=80)
+def _reliability_builder(ctx: ReportContext) -> Section | None:
+    rows = ctx.options.get("reliability")
+    if rows is None:
+        rows = judge_reliability(
+            ctx.scores, ctx.specs, seed=ctx.options.get("seed", 0), n_resamples=ctx.options.get("n_resamples", 1000)
+        )
+    return reliability_section(rows) if rows else None
+
+
+@report_section("retrieval", order=90)
+def _retrieval_builder(ctx: ReportContext) -> Section | None:
+    return retrieval_section(ctx.grouped.get("retrieval_novelty", []))
+
+
+@report_section("definitions", order=110)
+def _definitions_builder(ctx: ReportContext) -> Section | None:
+    return definitions_section(ctx.specs, ctx.scores)
+
+
+@report_section("recheck", order=100)
+def _recheck_builder(ctx: ReportContext) -> Section | None:
+    if not ctx.options.get("recheck"):
+        return None
+    return recheck_section(ctx.responses, ctx.options.get("embedding_model", "minilm"))
 
 
 def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
@@ -663,7 +1015,7 @@ async def build_report(
     n_resamples: int = 10000,
     seed: int = 0,
     warnings: list[str] | None = None,
-    extra_sections: list[dict[str, str]] | None = None,
+    usage: dict[str, Any] | None = None,
     judges: list[str] | None = None,
     allow_self_judge: bool = False,
     focus: str | None = None,
@@ -682,31 +1034,27 @@ async def build_report(
     ``stand_in``: why the ranking metric stands in for the asked quality.
     The Answer ends with :func:`answer_facts` (also after an agent's narrative).
     """
+    from . import where  # noqa: F401 - registers the "Who wins where" section
+
     spec = next((s for s in specs if s.name == primary), None) or specs[0]
     of_spec = [s for s in scores if s.metric == spec.name]  # the ranking metric's scores, read by the next two
+    cov = coverage(of_spec, spec, models, len(items))
+    if cov is not None and cov.differs and cov.shared:  # compare on the items every scored model has (D.16)
+        of_spec = [s for s in of_spec if not s.ok or s.item_id in cov.shared or s.item_id == CORPUS]
     stats = order_stats(ranking_stats(of_spec, spec.name, models, n_resamples, seed), spec.higher_is_better)
     ranked = [s for s in stats if s.summary is not None]
     pairs = adjacent_pair_tests(of_spec, spec.name, ranked, n_resamples=n_resamples, seed=seed)
+    groups = tie_groups(ranked, pairs)
+    leader_tests: dict[str, dict[str, Any]] = {}
+    if len(groups) > 1 and len(groups[0]) == 1 and len(groups[1]) > 1:  # the leader against each tied second
+        best = groups[0][0]
+        a = item_values(of_spec, best.model, spec.name)
+        for other in groups[1]:
+            b = item_values(of_spec, other.model, spec.name)
+            shared = len(set(a) & set(b))
+            pr = call(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
+            leader_tests[other.model] = pair_entry(best, other, shared, pr)
     reliabilities = judge_reliability(scores, specs, seed=seed)
-    retrieved = retrieval_section(scores)
-    rechecked = recheck_section(responses, embedding_model) if recheck else None
-    where = where_report(
-        header.get("request", ""),
-        items,
-        of_spec,
-        spec,
-        [(s.model, s.stats.mean) for s in ranked],
-        n_resamples=n_resamples,
-        seed=seed,
-    )
-    sections = [
-        *([where.section] if where else []),
-        *(extra_sections or []),
-        *([reliability_section(reliabilities)] if reliabilities else []),
-        *([retrieved] if retrieved else []),
-        *([rechecked["section"]] if rechecked else []),
-        *([defined] if (defined := definitions_section(specs, scores)) else []),
-    ]
     draft = assemble(
         run_dir,
         header=header,
@@ -721,33 +1069,26 @@ async def build_report(
         models=models,
         custom=custom,
         warnings=warnings,
-        extra_sections=sections,
         judges=judges,
         allow_self_judge=allow_self_judge,
+        options={
+            "usage": usage,
+            "reliability": reliabilities,
+            "recheck": recheck,
+            "embedding_model": embedding_model,
+            "seed": seed,
+            "n_resamples": n_resamples,
+            "coverage": cov,
+            "ranking_scores": of_spec,
+        },
     )
-    narrative = template_narrative(
-        header.get("request", ""), stats, spec, len(items), header.get("scope", ""), draft.top, focus=focus
-    )
-    if where and where.sentences:  # a request asking where the models differ reads that first
-        narrative = (
-            " ".join(where.sentences) + " " + narrative if where.leads else narrative + " " + " ".join(where.sentences)
-        )
-    narrative += reliability_sentences(reliabilities, spec.name)
-    if rechecked:
-        narrative += " " + rechecked["sentence"]
-    if draft.sgi_missing:
-        narrative += " " + " ".join(draft.sgi_missing)
-    if agent is not None:
-        text, notes = await llm_narrative(
-            agent, header.get("request", ""), draft.tables_text, header_facts(header, len(items), models)
-        )
-        if text:
-            narrative = f"{text}\n\n*(Narrative written by the agent model {agent.name}; every number checked against the tables.)*"
-        else:
-            draft.limitations.append(
-                "The agent's narrative failed the number check twice; the template narrative is shown. "
-                + "; ".join(notes)
-            )
+    request = header.get("request", "")
+    verdict = verdict_sentence(request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus)
+    one = focus is not None or len(stats) == 1
+    answer = Answer(verdict, how_sure=[] if one else how_sure(stats, groups, pairs, leader_tests, spec.name))
+    rel = reliability_sentences(reliabilities, spec.name).strip()
+    if rel:
+        answer.how_sure.append(rel)
     facts = answer_facts(
         scores,
         specs,
@@ -757,8 +1098,42 @@ async def build_report(
         allow_self_judge=allow_self_judge,
         stand_in=stand_in,
         focus=focus,
+        leaders=[s.model for s in groups[0]] if groups else [],
     )
-    facts += variant_disagreements(scores, spec, specs, [s.model for s in ranked], n_resamples=n_resamples, seed=seed)
-    if facts:
-        narrative += "\n\n" + " ".join(facts)
+    for sec in draft.sections:  # what the sections add to the Answer
+        answer.how_sure += sec.answer.get("how_sure", [])
+        answer.where += sec.answer.get("where", [])
+        answer.caveats += sec.answer.get("caveats", [])
+        answer.where_first = answer.where_first or (sec.leads and bool(sec.answer.get("where")))
+    answer.where += facts["where"]
+    answer.where += variant_disagreements(
+        scores, spec, specs, [s.model for s in ranked], n_resamples=n_resamples, seed=seed
+    )
+    answer.caveats = ranking_caveats(stats, groups, spec, cov) + facts["caveats"] + answer.caveats
+    answer.caveats += draft.sgi_missing
+    if agent is not None:
+        known = [*models, *(sp.name for sp in specs)] + [
+            str(v) for i in items for v in (i.discipline, i.direction, i.task, i.type, i.benchmark) if v
+        ]
+        text, notes = await llm_narrative(
+            agent,
+            request,
+            draft.tables_text,
+            header_facts(header, len(items), models),
+            verdict=verdict,
+            known=dict.fromkeys(known),
+        )
+        if text:
+            answer.summary, answer.summary_by = text, f"agent model {agent.name}"
+            answer.stamp = (
+                f"The summary was written by the agent model {agent.name}; {CHECKED}. The verdict and the other "
+                "items are computed from the tables."
+            )
+        else:
+            draft.limitations.append(
+                "The agent's narrative failed the fact check twice and was left out; the Answer is computed from "
+                "the tables. " + "; ".join(notes)
+            )
+    draft.data["answer"] = answer.to_dict()
+    narrative = answer.markdown()
     return write_report(run_dir, draft, narrative)

@@ -68,7 +68,6 @@ __all__ = [
     "run_scope",
     "sampling_line",
     "unique_models",
-    "usage_section",
     "write_report",
 ]
 
@@ -767,7 +766,7 @@ async def write_report(rt: RunContext, state: State) -> Path:
         warnings=warnings,
         judges=[j.name for j in rt.judges],
         allow_self_judge=rt.config.allow_self_judge,
-        extra_sections=usage_section(rt),
+        usage=usage_summary(rt),
         focus=focus,
         stand_in=plan.stand_in,
         recheck=rt.config.recheck,
@@ -826,6 +825,19 @@ def load_ledger(rt: RunContext) -> Ledger:
     return ledger
 
 
+def usage_summary(rt: RunContext) -> dict[str, Any]:
+    """What the "Cost and usage" section reads (:func:`~sgieval.agents.reporting.usage_section`): the ledger's
+    summary (calls, tokens, latency, cost per (model, role), total, budget) and ``prices``, one sentence on where
+    each model's price comes from (:func:`_price_sources`), and ``interrupted``, how many calls were sent but never
+    answered (the process ended first)."""
+    ledger = rt.ledger or load_ledger(rt)
+    summ = dict(ledger.summary())
+    if summ.get("rows"):
+        summ["prices"] = _price_sources(rt, [t["model"] for t in summ["rows"]])
+    summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
+    return summ
+
+
 def _price_sources(rt: RunContext, models: list[str]) -> str:
     """One sentence: where each model's price comes from (the library's list prices, the user's, none)."""
     prices = run_prices(rt)
@@ -843,59 +855,6 @@ def _price_sources(rt: RunContext, models: list[str]) -> str:
         else:
             parts.append(f"list prices of {src} (bundled data, standard tier) for {', '.join(ms)}")
     return "Prices: " + "; ".join(parts) + "."
-
-
-def usage_section(rt: RunContext) -> list[dict[str, str]]:
-    """ "Cost and usage": calls, tokens, latency and cost per (model, role), with the total
-    (issue 6.4).  Costs come from the price table; unknown prices show as n/a, never 0."""
-    from ..agents.reporting import fmt
-    from ..reports.render import markdown_table
-
-    ledger = rt.ledger or load_ledger(rt)
-    summ = ledger.summary()
-    if not summ["rows"]:
-        return [
-            {
-                "title": "Cost and usage",
-                "body": "No model calls were made (replayed responses and objective "
-                "metrics only, or every call served from the cache).",
-            }
-        ]
-
-    def row(t: dict[str, Any]) -> list[Any]:
-        return [
-            t["model"],
-            t["role"],
-            t["calls"],
-            t["cached_calls"],
-            t["failed_calls"],
-            t["input_tokens"],
-            t["output_tokens"],
-            fmt(t["latency_s"]),
-            "n/a" if t["cost"] is None else f"{t['cost']:.4f}",
-        ]
-
-    body = markdown_table(
-        ["model", "role", "calls", "cached", "failed", "input tokens", "output tokens", "latency (s)", "cost (USD)"],
-        [row(t) for t in summ["rows"]] + [row(summ["total"])],
-    )
-    body += "\n\n" + _price_sources(rt, [t["model"] for t in summ["rows"]])
-    cut = sum(1 for r in ledger.records if r.interrupted)
-    if cut:  # counted among the failed calls; what they cost is not in the totals
-        body += (
-            f"\n\n{cut} call(s) were interrupted: the process ended after their requests were sent and before "
-            "their replies were recorded. They are counted as failed; their tokens and cost are unknown and not in "
-            "the totals (the provider may have billed them)."
-        )
-    if summ["budget_usd"] is not None:
-        body += f"\n\nBudget {summ['budget_usd']} USD; spent {summ['spent_usd']:.4f} USD in all."
-        if summ["stopped"]:
-            st = summ["stopped"]
-            body += (
-                f" The budget was reached at {st.get('spent_usd', 0.0):.4f} USD, before a {st.get('role', '')} "
-                f"call to {st.get('model', '')}; calls already in flight then finished and are counted."
-            )
-    return [{"title": "Cost and usage", "body": body}]
 
 
 @contextlib.contextmanager

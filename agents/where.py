@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from ..core import CORPUS, Item, MetricSpec, Score
 from ..metric_pool.differences import FACETS, FacetValue, facet_winners, lead_sources, order_departures
-from ..reports.render import markdown_table
+from ..reports.sections import Heading, ReportContext, Section, Table, Text, report_section
 
 __all__ = ["NEAR_TIE", "WHERE_REQUEST", "WhereReport", "asks_where", "item_link", "where_report"]
 
@@ -58,18 +58,24 @@ def item_link(item_id: str) -> str:
 
 @dataclass
 class WhereReport:
-    """The section (``title``, ``body``: Markdown) and the Answer's sentences (``sentences``); ``leads``: whether
-    the request asked where the models differ (the sentences then come first); ``tables``: facet -> rows."""
+    """The section's blocks (``blocks``) and the Answer's sentences (``sentences``); ``leads``: whether the request
+    asked where the models differ (the sentences then come first); ``tables``: facet -> rows."""
 
     title: str = "Who wins where"
-    body: str = ""
+    blocks: list = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
     leads: bool = False
     tables: dict[str, list[FacetValue]] = field(default_factory=dict)
 
     @property
-    def section(self) -> dict[str, str]:
-        return {"title": self.title, "body": self.body}
+    def section(self) -> Section:
+        """The "Who wins where" report section, its sentences under the Answer's "where" part."""
+        return Section("where", self.title, list(self.blocks), answer={"where": list(self.sentences)}, leads=self.leads)
+
+    @property
+    def body(self) -> str:
+        """The section's content as Markdown (without its title)."""
+        return self.section.markdown().split("\n\n", 1)[1] if self.blocks else ""
 
 
 def _fmt(x: float) -> str:
@@ -158,17 +164,20 @@ def where_report(
     leaders = [m for m, mean in ranked if mean == top_mean]
     winner = leaders[0] if len(leaders) == 1 else None
     unit = f"{spec.name} per item"
-    parts = [
-        f"The first model per facet value by {spec.name} (scale {spec.scale_label}, mean per item over that value's "
-        "scored items); the lead is over the second model; 'separated' is the paired permutation test of the two on "
-        "the items both scored there (two-sided, 5% level, not adjusted for the several values tested)."
+    parts: list = [
+        Text(
+            f"The first model per facet value by {spec.name} (scale {spec.scale_label}, mean per item over that "
+            "value's scored items); the lead is over the second model; 'separated' is the paired permutation test of "
+            "the two on the items both scored there (two-sided, 5% level, not adjusted for the several values tested)."
+        )
     ]
     for facet, rows in tables.items():
-        parts.append(f"### By {facet}")
+        parts.append(Heading(f"By {facet}"))
         parts.append(
-            markdown_table(
+            Table(
                 [facet, "items", "first (mean)", "second (mean)", "lead", "separated", "order"],
                 [_row(r, spec) for r in rows],
+                name=facet,
             )
         )
     # the facet the request names, else the one with the most values (the finest split)
@@ -226,17 +235,36 @@ def where_report(
     overall = dict(ranked)
     departures = order_departures(values, overall, higher_is_better=spec.higher_is_better, limit=limit)
     if departures:
-        parts.append(
-            "### Items where the order differs most\n\nThe items on which the models' order departs most from the "
-            "overall order (Spearman footrule distance: the sum over models of |rank on the item - overall rank|, "
-            "ties sharing the mean rank); each links to the item in the HTML viewer (`sgieval view`)."
-        )
+        parts += [
+            Heading("Items where the order differs most"),
+            Text(
+                "The items on which the models' order departs most from the overall order (Spearman footrule "
+                "distance: the sum over models of |rank on the item - overall rank|, ties sharing the mean rank); "
+                "each links to the item in the HTML viewer (`sgieval view`)."
+            ),
+        ]
         lines: list[list[str]] = []
         for d in departures:
             order = sorted(d.ranks, key=lambda m: (d.ranks[m], models.index(m)))
             shown = " > ".join(f"{m} {d.values[m]:g}" for m in order)
             lines.append([f"[{d.item_id}]({item_link(d.item_id)})", f"{d.distance:g}", shown])
-        parts.append(markdown_table(["item", "distance", "order on the item"], lines))
-    out.body = "\n\n".join(parts)
+        parts.append(Table(["item", "distance", "order on the item"], lines, name="departures"))
+    out.blocks = parts
     out.sentences = sentences
     return out
+
+
+@report_section("where", order=15)
+def where_section(ctx: ReportContext) -> Section | None:
+    """The registered "Who wins where" section of the ranking metric (order 15: after the ranking and coverage),
+    on the scores the ranking compares (``options["ranking_scores"]``, else the ranking metric's)."""
+    rep = where_report(
+        str(ctx.header.get("request", "") or ""),
+        ctx.items,
+        ctx.options.get("ranking_scores") or ctx.grouped.get(ctx.spec.name, []),
+        ctx.spec,
+        [(s.model, s.stats.mean) for s in ctx.ranked],
+        n_resamples=int(ctx.options.get("n_resamples", 10000)),
+        seed=int(ctx.options.get("seed", 0)),
+    )
+    return rep.section if rep is not None else None

@@ -13,7 +13,8 @@ per-judge values each judged Score keeps (see :func:`judge_values`) this module 
 - **self-preference**: for a judge that is the same model as a target (equal model identity,
   :attr:`sgieval.core.ModelRef.identity`: ``openai:o1-mini`` judging ``replay:o1-mini``; never the provider, so
   an Anthropic judge of another Anthropic model is not one), the mean over that target's units of (the judge's value - the mean of the other judges), with a bootstrap 95% CI; significant when
-  the CI excludes 0;
+  the CI excludes 0 (a CI without variation, every difference equal, decides nothing: then the sign-flip
+  permutation test of the differences does, at the 5% level);
 - **position bias** (pairwise votes with swapped order, SGI-Bench idea generation, METRICS.md A.2): the share of
   (judge, item, dimension) vote pairs whose verdict changes when the two ideas swap places;
 - **test-retest** (a judge asked ``k`` times, ``--judge-repeats k``, :mod:`sgieval.metric_pool.repeats`):
@@ -113,6 +114,21 @@ def alpha_ci(
     return float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))
 
 
+def no_variation(lo: float, hi: float) -> bool:
+    """Whether a bootstrap CI ``[lo, hi]`` has zero width: every resample gave the same statistic, so the
+    interval shows no variation and says nothing about the statistic's uncertainty (it supports no verdict)."""
+    return math.isfinite(lo) and math.isfinite(hi) and math.isclose(lo, hi, rel_tol=0.0, abs_tol=1e-12)
+
+
+def ci_cell(lo: float, hi: float, n: int, unit: str = "units") -> str:
+    """A CI as the report prints it: ``"0.12 to 0.80"``, ``"no variation over 6 units"`` for a zero-width
+    bootstrap interval (:func:`no_variation`), ``"n/a to n/a"`` when unavailable."""
+    if no_variation(lo, hi):
+        return f"no variation over {n} {unit}"
+    f = lambda x: "n/a" if not math.isfinite(x) else f"{x:.2f}"  # noqa: E731
+    return f"{f(lo)} to {f(hi)}"
+
+
 # --------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Offset:
@@ -139,7 +155,8 @@ class LeaveOneOut:
 @dataclass(frozen=True)
 class SelfPreference:
     """``judge`` scoring ``target``, the same model (``model``: their identity): mean over ``n`` units of (judge - other judges' mean),
-    metric's scale, with its 95% CI; ``significant`` when the CI excludes 0."""
+    metric's scale, with its 95% CI; ``significant`` when the CI excludes 0 (for a CI without variation: when the
+    sign-flip permutation test of the differences gives p < 0.05)."""
 
     judge: str
     target: str
@@ -189,6 +206,12 @@ class Reliability:
             )
         lo, hi = self.alpha_ci
         ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
+        if no_variation(lo, hi):
+            return (
+                f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {self.alpha:.2f} with "
+                f"no variation over {self.n_units} units: every bootstrap resample gives the same alpha, so the "
+                "interval measures nothing and the judges' agreement is not established at this sample size."
+            )
         if self.alpha >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
             judgement = (
                 "alpha is above 0.800 but its CI reaches below 0.667, so with these few units the judges' "
@@ -225,11 +248,21 @@ def _model_means(units: dict[tuple[str, str], dict[str, float]], judges: Sequenc
     return {m: sum(v) / len(v) for m, v in per_model.items() if v}
 
 
+def _sign_flip_p(diffs: Sequence[float], seed: int, n_resamples: int) -> float:
+    """Two-sided p of the paired permutation (sign-flip) test that the mean of ``diffs`` is 0
+    (:func:`~sgieval.metric_pool.aggregate.paired_test` against zeros; exact when 2**n <= ``n_resamples``)."""
+    from .aggregate import paired_test
+
+    a = {str(k): float(d) for k, d in enumerate(diffs)}
+    return float(paired_test(a, {k: 0.0 for k in a}, n_resamples=n_resamples, seed=seed).p_value)
+
+
 def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[float, float, float]:
     from ..core.offload import call
     from .aggregate import summarize
 
-    s = call(summarize, list(values), n_resamples=n_resamples, seed=seed)  # in the warm worker when there is one
+    # differences are never a 0/1 metric (a list of zeros is no "0 of n correct"): a bootstrap, not Wilson
+    s = call(summarize, list(values), n_resamples=n_resamples, seed=seed, binary=False)  # in the warm worker if any
     return s.mean, s.ci_low, s.ci_high
 
 
@@ -324,7 +357,10 @@ def reliability(
             ]
             if diffs:
                 mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-                sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
+                if no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
+                    sig = bool(mean) and _sign_flip_p(diffs, seed, n_resamples) < 0.05
+                else:
+                    sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
                 prefs.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
 
     retest: dict[str, float | None] = {}
@@ -377,10 +413,10 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
                 ", ".join(rel.judges),
                 str(rel.n_units),
                 f(rel.alpha),
-                f"{f(rel.alpha_ci[0])} to {f(rel.alpha_ci[1])}",
+                ci_cell(rel.alpha_ci[0], rel.alpha_ci[1], rel.n_units),
             ]
         ],
-        "offsets": [[o.judge, f(o.mean), f"{f(o.ci_low)} to {f(o.ci_high)}", str(o.n)] for o in rel.offsets],
+        "offsets": [[o.judge, f(o.mean), ci_cell(o.ci_low, o.ci_high, o.n), str(o.n)] for o in rel.offsets],
         "leave_one_out": [
             [lo.dropped, " > ".join(lo.order), "yes" if lo.top_changed else "no", "yes" if lo.order_changed else "no"]
             for lo in rel.leave_one_out
@@ -391,7 +427,7 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
                 p.target,
                 p.model,
                 f(p.diff),
-                f"{f(p.ci_low)} to {f(p.ci_high)}",
+                ci_cell(p.ci_low, p.ci_high, p.n),
                 str(p.n),
                 "yes" if p.significant else "no",
             ]
@@ -410,14 +446,18 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
                 str(rel.retest_units.get(j, (0, 0))[1]),
                 str(rel.retest_units.get(j, (0, 0))[0]),
                 f(a),
-                f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[0])} to "
-                f"{f(rel.retest_ci.get(j, (math.nan, math.nan))[1])}",
+                ci_cell(*rel.retest_ci.get(j, (math.nan, math.nan)), rel.retest_units.get(j, (0, 0))[0]),
             ]
             for j, a in rel.retest.items()
         ],
         "significant_self_preference": [
-            f"{p.judge} scores {p.target} (the same model: {p.model}) {f(p.diff)} above "
-            f"the other judges (95% CI {f(p.ci_low)} to {f(p.ci_high)})"
+            f"{p.judge} scores {p.target} (the same model: {p.model}) {f(p.diff)} above the other judges ("
+            + (
+                f"the same on all {p.n} units: no variation, so the sign-flip test decides"
+                if no_variation(p.ci_low, p.ci_high)
+                else f"95% CI {f(p.ci_low)} to {f(p.ci_high)}"
+            )
+            + ")"
             for p in rel.self_preference
             if p.significant
         ],
@@ -430,9 +470,11 @@ def retest_sentence(rel: Reliability) -> str:
     if not rel.retest:
         return ""
 
-    def read(a: float | None, lo: float) -> str:
+    def read(a: float | None, lo: float, hi: float) -> str:
         if a is None:
             return "undefined"
+        if no_variation(lo, hi):
+            return "not established (no variation over the resampled units)"
         if a >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
             return "not established (its CI reaches below 0.667)"
         return "reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable"
@@ -440,9 +482,15 @@ def retest_sentence(rel: Reliability) -> str:
     parts = []
     for j, a in rel.retest.items():
         lo, hi = rel.retest_ci.get(j, (math.nan, math.nan))
-        ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
-        k = rel.retest_units.get(j, (0, 0))[1]
-        parts.append(f"{j} {'n/a' if a is None else f'{a:.2f}'}{ci} over {k} repeats, {read(a, lo)}")
+        n_units, k = rel.retest_units.get(j, (0, 0))
+        ci = (
+            f" (no variation over {n_units} units)"
+            if no_variation(lo, hi)
+            else f" (95% CI {lo:.2f} to {hi:.2f})"
+            if math.isfinite(lo) and math.isfinite(hi)
+            else ""
+        )
+        parts.append(f"{j} {'n/a' if a is None else f'{a:.2f}'}{ci} over {k} repeats, {read(a, lo, hi)}")
     return (
         f"Test-retest agreement on {rel.metric} (Krippendorff's alpha between a judge's repeats; Krippendorff "
         "2004 thresholds): " + "; ".join(parts) + "."

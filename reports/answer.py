@@ -1,6 +1,5 @@
 """What the Answer must say beside the ranking (issue 17 items 1-3): flagged stored records and whether the order
-survives without them, who judged, self-preference, metrics that disagree about the top model, exact ties at the
-top, and means dominated by one item.
+survives without them, who judged, self-preference, metrics that disagree about the top model, and means dominated by one item.
 
 Pure functions over :class:`~sgieval.core.Score` records and plain values (imports only ``core``); the report
 builder turns their results into the Answer's sentences, the Run table's judge row, the Limitations and the
@@ -12,6 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable
 
 from ..core import MetricSpec, Score, same_model
@@ -19,6 +19,7 @@ from ..core import MetricSpec, Score, same_model
 CORPUS = "*"  # Score.item_id of a corpus-level score (metric_pool.base.CORPUS)
 
 __all__ = [
+    "Answer",
     "DOMINANCE_SHARE",
     "dominant_item",
     "flag_rows",
@@ -29,7 +30,6 @@ __all__ = [
     "order_text",
     "self_preference",
     "sensitivity_sentence",
-    "tied_at_top",
 ]
 
 DOMINANCE_SHARE = 0.4
@@ -192,15 +192,6 @@ def self_preference(
     return out
 
 
-def tied_at_top(means: list[tuple[str, float]]) -> list[str]:
-    """The models sharing the best mean exactly (``means`` best first); a
-    single name when there is no tie."""
-    if not means:
-        return []
-    best = means[0][1]
-    return [m for m, v in means if v == best]
-
-
 def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str]) -> dict[str, tuple[list[str], float]]:
     """Per metric of ``specs``: (the model(s) with the best mean per item over
     ok item-level scores, that mean); metrics no model has a value for are
@@ -245,3 +236,55 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
         "mean": total / len(vals),
         "median": statistics.median(vals.values()),
     }
+
+
+@dataclass
+class Answer:
+    """The report's Answer as a short list of full sentences: ``verdict`` (the fixed first sentence: winner or
+    tie, scope, metric, full order), ``summary`` (an agent model's text that passed the fact check, "" without
+    one), ``how_sure`` (paired tests, CIs, judge agreement), ``where`` (where the models differ: facets, other
+    metrics), ``caveats`` (coverage, ties, unscored models, self-preference, stored judges...) and ``stamp``
+    (what was checked in an agent's text, "" without one)."""
+
+    verdict: str
+    how_sure: list[str] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    summary: str = ""
+    summary_by: str = ""
+    stamp: str = ""
+    where_first: bool = False
+    """The request asked where the models differ: "Where it differs" comes right after the verdict."""
+
+    def markdown(self) -> str:
+        """The Answer as a Markdown list (one item per part that has sentences; caveats one per sub-item when
+        there are several), then the stamp in italics."""
+        lines = [f"- **Verdict:** {self.verdict}"]
+        parts = [("How sure", self.how_sure), ("Where it differs", self.where)]
+        if self.where_first:
+            parts.reverse()
+        if self.summary:
+            lines.append(f"- **Summary** ({self.summary_by}): {self.summary}")
+        for label, part in parts:
+            if part:
+                lines.append(f"- **{label}:** " + " ".join(part))
+        if len(self.caveats) == 1:
+            lines.append(f"- **Caveats:** {self.caveats[0]}")
+        elif self.caveats:
+            lines.append("- **Caveats:**")
+            lines += [f"  - {c}" for c in self.caveats]
+        text = "\n".join(lines)
+        return text + (f"\n\n*({self.stamp})*" if self.stamp else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``report.json``, the viewer)."""
+        return {
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "summary_by": self.summary_by,
+            "how_sure": list(self.how_sure),
+            "where": list(self.where),
+            "caveats": list(self.caveats),
+            "stamp": self.stamp,
+            "where_first": self.where_first,
+        }

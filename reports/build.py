@@ -1,35 +1,31 @@
-"""Build the report: its data model, tables, breakdowns, limitations, failures and figures.
+"""Build the report: its data model, the built-in sections, limitations, failures and figures.
 
 The reporting agent (``agents/reporting.py``) computes the statistics that
 need the metric pool (per-model :class:`ModelStat` summaries, the paired
 tests of adjacent ranks, the SGI-Score rows) and hands them here as plain
-data; this module turns records + those statistics into a
-:class:`ReportDraft` (tables, figures, limitations; everything but the
-narrative) and :func:`write_report` renders it with the narrative into
-``report.md``.  It imports only ``core`` (DESIGN.md "Layout").
+data; :func:`assemble` turns records + those statistics into a
+:class:`ReportDraft` (every registered section, limitations, failures;
+everything but the Answer) and :func:`write_report` renders it with the
+Answer into ``report.md`` and ``report.json``.  It imports only ``core``
+(DESIGN.md "Layout").
 
-Sections: ranking with mean, total and 95% bootstrap CI per target model,
-breakdowns by discipline and task, a bar chart, custom metrics beside the
-predefined ones (marked *custom*), a per-criterion breakdown of every rubric
-metric (table + heatmap PNG of model x criterion means, 0-10, from
-``Score.details["criteria"]``), the paired permutation test of every
-adjacent pair of the ranking, limitations (sample size, judge identity,
-self-judging, adjacent pairs the paired test does not separate -- CI overlap
-is reported as overlap, never as a test --, why an SGI-Score is
-unavailable), and the failures (not-applicable scores, e.g. means over 0
-accepted answers, kept apart).  Figures are embedded only when their file
-was written.
+Sections are registered builders (:mod:`.sections`); the built-in ones here: the ranking (mean, total and
+95% CI per target model, shared ranks "2=" for ties (METRICS.md D.16), unscored models with their reason,
+a bar chart, the paired permutation test of every adjacent pair), coverage (when the models' scored items
+differ: shared items, own items, failures as wrong), SGI-Score, all metrics (custom ones marked *custom*),
+a per-criterion breakdown of every rubric metric (table + heatmap of model x criterion means, 0-10), and the
+ranking metric by discipline and by task.  A CI without variation is printed as "no variation over n items"
+and supports no verdict.  Figures are embedded only when their file was written.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..core import (
     CORPUS,
@@ -44,10 +40,10 @@ from ..core import (
     same_model,
 )
 from ..core.files import open_append_in
-from ..core.offload import submit
-from .answer import by_metric, flag_rows, judge_summary, judgement_sources, self_preference
+from .answer import flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
-from .render import markdown_table, render_report, write_report_json
+from .render import render_report, write_report_json
+from .sections import ReportContext, Section, Table, Text, build_sections, report_section
 
 __all__ = [
     "NOT_APPLICABLE_REASONS",
@@ -56,6 +52,7 @@ __all__ = [
     "ReportDraft",
     "SgiRow",
     "SummaryLike",
+    "RANKING_HEADERS",
     "assemble",
     "ci_overlap",
     "count_phrase",
@@ -65,10 +62,12 @@ __all__ = [
     "fmt_p",
     "fmt_total",
     "has_ci",
+    "no_variation",
     "item_values",
     "not_applicable",
     "order_stats",
     "pair_entry",
+    "ranking_rows",
     "rubric_breakdown",
     "sgi_table",
     "write_report",
@@ -158,6 +157,8 @@ class ModelStat:
     summary: SummaryLike | None
     failed: int
     corpus: bool = False
+    reason: str = ""
+    """Why a model without a valid score is unscored (:func:`unscored_reason`; "" for a ranked model)."""
 
     @property
     def stats(self) -> SummaryLike:
@@ -184,8 +185,9 @@ class ReportDraft:
     """Everything of the report but its narrative: ``data`` (the template's
     keys except ``narrative``), ``stats`` (ranking order), ``spec`` (the
     ranking metric), ``top`` (paired test of the top two, or None),
-    ``tables_text`` (every table as one text: what a narrative may cite),
-    ``sgi_missing`` (why an SGI-Score is unavailable, one line per group)."""
+    ``tables_text`` (every section's text as one: what a narrative may cite),
+    ``sgi_missing`` (why an SGI-Score is unavailable, one line per group),
+    ``sections`` (the registered sections, in order)."""
 
     data: dict[str, Any]
     stats: list[ModelStat]
@@ -193,6 +195,7 @@ class ReportDraft:
     top: dict[str, Any] | None
     tables_text: str
     sgi_missing: list[str] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
 
     @property
     def limitations(self) -> list[str]:
@@ -208,12 +211,21 @@ def ci_text(a: SummaryLike) -> str:
     method, note = getattr(a, "method", ""), getattr(a, "note", "")
     if not has_ci(a):
         return f"n/a ({note})" if note else "n/a"
+    if no_variation(a):
+        return f"no variation over {count_phrase(a.n)}"
     text = f"{fmt2(a.ci_low)} to {fmt2(a.ci_high)}"
     if method == "wilson":
         return f"{text} (Wilson score, 0/1 metric)"
     if method in ("degenerate", "percentile") and note:
         return f"{text} ({note})"
     return text
+
+
+def no_variation(a: Any) -> bool:
+    """Whether a CI (of a summary: ``ci_low``/``ci_high``) has zero width: every resample gave the same value,
+    so it shows no variation and supports no verdict (it is printed as "no variation over n items")."""
+    lo, hi = getattr(a, "ci_low", math.nan), getattr(a, "ci_high", math.nan)
+    return math.isfinite(lo) and math.isfinite(hi) and math.isclose(lo, hi, rel_tol=0.0, abs_tol=1e-12)
 
 
 def has_ci(a: SummaryLike) -> bool:
@@ -230,11 +242,190 @@ def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
 
 
 def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelStat]:
-    """Models with a summary by mean (best first; ties by name), then those without."""
+    """Models with a summary by mean (best first), then those without.  Models with equal means are listed in
+    name order, which is a listing order only: whether they share a rank is :func:`tie_groups`' decision."""
     have = [s for s in stats if s.summary is not None]
     none = [s for s in stats if s.summary is None]
     have.sort(key=lambda s: (-(s.stats.mean) if higher_is_better else s.stats.mean, s.model))
     return have + none
+
+
+def tied(a: ModelStat, b: ModelStat, pair: dict[str, Any] | None) -> bool:
+    """Whether ``a`` and ``b`` (adjacent in the ranking) share a rank (METRICS.md D.16): their means are equal at
+    the precision the report prints (:func:`fmt2`) and the paired test ``pair`` (:func:`pair_entry`, None or
+    ``p`` None when not tested) does not separate them at the 5% level."""
+    if fmt2(a.stats.mean) != fmt2(b.stats.mean):
+        return False
+    return not (pair is not None and pair.get("p") is not None and pair.get("significant"))
+
+
+def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[list[ModelStat]]:
+    """The ranked models (best first) in groups that share a rank: consecutive models joined by :func:`tied`
+    (``pairs[k]`` is the paired test of ``ranked[k]`` and ``ranked[k + 1]``, :func:`pair_entry`).  Name order
+    never splits a group.
+
+    Returns:
+        One list per rank, best first; a list of one model when it is not tied.
+    """
+    groups: list[list[ModelStat]] = []
+    for k, s in enumerate(ranked):
+        if groups and tied(ranked[k - 1], s, pairs[k - 1] if k - 1 < len(pairs) else None):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def rank_labels(groups: list[list[ModelStat]]) -> dict[str, str]:
+    """``{model: rank}`` in standard competition ranking with shared ranks marked: ``"1"``, ``"2="``, ``"2="``,
+    ``"4"`` (a group of one has no ``=``)."""
+    out: dict[str, str] = {}
+    pos = 1
+    for g in groups:
+        for s in g:
+            out[s.model] = f"{pos}=" if len(g) > 1 else str(pos)
+        pos += len(g)
+    return out
+
+
+def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> str:
+    """The full order with shared ranks: ``"alpha > beta = gamma > delta"`` (``<`` when lower is better); each
+    group's members are model names or :class:`ModelStat`."""
+    name = lambda x: x.model if isinstance(x, ModelStat) else str(x)  # noqa: E731
+    return (" > " if higher_is_better else " < ").join(" = ".join(name(x) for x in g) for g in groups)
+
+
+def unscored_reason(mine: list[Score]) -> str:
+    """Why a model has no valid score for a metric, from its scores of that metric: e.g. "2 not applicable: no
+    related works found", "3 failed (judge_error): timeout", "no score recorded"."""
+    if not mine:
+        return "no score recorded"
+    na = [s for s in mine if not_applicable(s) or s.status == "not_applicable"]
+    failed = [s for s in mine if s not in na]
+    parts = []
+    if na:
+        why = next((s.error for s in na if s.error), "")
+        parts.append(f"{len(na)} not applicable" + (f": {why[:120]}" if why else ""))
+    if failed:
+        by = Counter(s.status for s in failed)
+        what = ", ".join(f"{k} {v}" if len(by) > 1 else k for k, v in sorted(by.items()))
+        why = next((s.error for s in failed if s.error), "")
+        parts.append(f"{len(failed)} failed ({what})" + (f": {why[:120]}" if why else ""))
+    return "; ".join(parts)
+
+
+@dataclass
+class Coverage:
+    """How the models' scored item sets of the ranking metric compare (METRICS.md D.16).
+
+    ``selected``: items selected; ``shared``: ids every scored model has a valid score for; ``own``:
+    ``{model: (n, mean)}`` over each model's own valid items; ``wrong``: ``{model: (n, mean)}`` over every item
+    any scored model attempted (valid or failed, not-applicable ones left out), a failure or a missing score
+    counted as the metric's worst value (``worst``); ``shared_means``: ``{model: mean}`` on the shared items."""
+
+    selected: int
+    shared: set[str]
+    own: dict[str, tuple[int, float]]
+    wrong: dict[str, tuple[int, float]]
+    shared_means: dict[str, float]
+    worst: float | None
+
+    @property
+    def differs(self) -> bool:
+        """Whether some scored model's item set is not the shared one."""
+        return any(n != len(self.shared) for n, _ in self.own.values())
+
+
+def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected: int) -> Coverage | None:
+    """The :class:`Coverage` of ``spec`` (item-level, ok scores) over ``models``; None for a corpus-level
+    metric or when fewer than two models have a valid score.
+
+    Args:
+        scores: the scores (any metric; only ``spec``'s are read).
+        spec: the ranking metric; its worst value is ``range[0]`` when higher is better, else ``range[1]``
+            (None when that end is infinite: then ``wrong`` is empty).
+        models: the target models.
+        selected: the number of selected items.
+    """
+    own: dict[str, dict[str, float]] = {m: {} for m in models}
+    tried: set[str] = set()
+    for s in scores:
+        if s.metric != spec.name or s.model not in own:
+            continue
+        if s.item_id == CORPUS:
+            if s.ok:
+                return None
+            continue
+        if s.ok and s.value is not None:
+            own[s.model][s.item_id] = float(s.value)
+            tried.add(s.item_id)
+        elif not (not_applicable(s) or s.status == "not_applicable"):
+            tried.add(s.item_id)
+    scored = [m for m in models if own[m]]
+    if len(scored) < 2:
+        return None
+    shared = set.intersection(*(set(own[m]) for m in scored))
+    worst = spec.range[0] if spec.higher_is_better else spec.range[1]
+    worst_v = None if math.isinf(worst) else float(worst)
+    wrong = {}
+    if worst_v is not None:
+        for m in scored:
+            vals = [own[m].get(i, worst_v) for i in tried]
+            wrong[m] = (len(vals), sum(vals) / len(vals))
+    return Coverage(
+        selected=selected,
+        shared=shared,
+        own={m: (len(own[m]), sum(own[m].values()) / len(own[m])) for m in scored},
+        wrong=wrong,
+        shared_means={m: sum(own[m][i] for i in shared) / len(shared) for m in scored} if shared else {},
+        worst=worst_v,
+    )
+
+
+def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list[str]]:
+    """Models by mean, best first, grouped where the means print the same (:func:`fmt2`): the order of one
+    reading of the data (no paired test)."""
+    order = sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
+    out: list[list[str]] = []
+    for m in order:
+        if out and fmt2(means[out[-1][-1]]) == fmt2(means[m]):
+            out[-1].append(m)
+        else:
+            out.append([m])
+    return out
+
+
+def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
+    """One Answer sentence with the numbers when the order on the shared items, on each model's own items and
+    with failures counted as wrong are not all the same; None when they agree (or coverage does not differ)."""
+    if not cov.differs:
+        return None
+    hib = spec.higher_is_better
+    readings = []
+    if cov.shared_means:
+        readings.append(("shared", groups_by_mean(cov.shared_means, hib)))
+    readings.append(("own", groups_by_mean({m: v for m, (_, v) in cov.own.items()}, hib)))
+    if cov.wrong:
+        readings.append(("wrong", groups_by_mean({m: v for m, (_, v) in cov.wrong.items()}, hib)))
+    if len({order_with_ties(g) for _, g in readings}) < 2:
+        return None
+    parts = []
+    for what, g in readings:
+        if what == "shared":
+            vals = ", ".join(f"{m} {fmt2(cov.shared_means[m])}" for grp in g for m in grp)
+            who = "both" if len(cov.own) == 2 else "all of them"
+            parts.append(f"on the {count_phrase(len(cov.shared))} {who} scored, {order_with_ties(g, hib)} ({vals})")
+        elif what == "own":
+            vals = ", ".join(f"{m} {fmt2(cov.own[m][1])} on {cov.own[m][0]}" for grp in g for m in grp)
+            parts.append(f"on each model's own scored items, {order_with_ties(g, hib)} ({vals})")
+        else:
+            n = next(iter(cov.wrong.values()))[0]
+            vals = ", ".join(f"{m} {fmt2(cov.wrong[m][1])}" for grp in g for m in grp)
+            parts.append(
+                f"counting a failed or missing score as {fmt(cov.worst)} over the {count_phrase(n)} attempted, "
+                f"{order_with_ties(g, hib)} ({vals})"
+            )
+    return f"The order by {spec.name} depends on coverage: " + "; ".join(parts) + "."
 
 
 def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
@@ -267,7 +458,11 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
             n=result.n,
             method=f"{result.method}, {hi.model} minus {lo.model}",
             mean_diff=fmt2(result.mean_diff),
-            ci=f"{fmt2(result.ci_low)} to {fmt2(result.ci_high)}",
+            ci=(
+                f"no variation over {count_phrase(result.n)}"
+                if no_variation(result)
+                else f"{fmt2(result.ci_low)} to {fmt2(result.ci_high)}"
+            ),
             p_value=fmt_p(result.p_value),
             p=result.p_value,
             significant=result.p_value < 0.05,
@@ -301,7 +496,7 @@ def _breakdown(
     facet: str,
     show_total: bool,
     scored_ids: set[str] | None = None,
-) -> str | None:
+) -> Table | None:
     """The breakdown table of ``metric`` by ``facet`` (discipline, task): one row per facet value of the
     scored items (``scored_ids``: the ids of every score of the run, any metric; default the ids in
     ``scores``), the mean (or total and mean) of each model's ok item-level values there; None when the
@@ -328,7 +523,7 @@ def _breakdown(
                 row.append(fmt2(sum(vals) / len(vals)))
         rows.append(row)
     label = "total (mean)" if show_total else "mean"
-    return markdown_table([facet, "items"] + [f"{m}: {label}" for m in models], rows)
+    return Table([facet, "items"] + [f"{m}: {label}" for m in models], rows, name=facet)
 
 
 def _cell_without_value(mine: list[Score]) -> str:
@@ -348,7 +543,7 @@ def _cell_without_value(mine: list[Score]) -> str:
     return f"all {len(failed)} failed ({what})" + (f"; {na} not applicable" if na else "")
 
 
-def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[str], custom: set[str]) -> str:
+def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[str], custom: set[str]) -> Table:
     """One row per metric of the run's metric list (``specs``), never dropped:
     the mean per item of the ok scores per target model, "x (corpus)" for a
     corpus-level value, else :func:`_cell_without_value` (e.g. "all 3 failed
@@ -370,7 +565,7 @@ def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[st
             else:
                 row.append(_cell_without_value(mine))
         rows.append(row)
-    return markdown_table(["metric", "kind", "scale"] + models, rows)
+    return Table(["metric", "kind", "scale"] + models, rows, name="metrics")
 
 
 REPLY_STATUSES = ("truncated", "empty")
@@ -505,7 +700,7 @@ def _failures(responses: list[Response], scores: list[Score], limit: int = 30) -
     }
 
 
-def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
+def _pairs_table(pairs: list[dict[str, Any]]) -> Table | None:
     if not pairs:
         return None
     rows = []
@@ -523,7 +718,7 @@ def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
                     "significant" if d["significant"] else "not significant",
                 ]
             )
-    return markdown_table(
+    return Table(
         [
             "adjacent ranks (paired permutation test)",
             "shared items",
@@ -533,6 +728,7 @@ def _pairs_table(pairs: list[dict[str, Any]]) -> str | None:
             "at the 5% level",
         ],
         rows,
+        name="pairs",
     )
 
 
@@ -565,10 +761,10 @@ def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
     return [f"Adjacent ranks (table beside the ranking): {'; '.join(parts)}.{tail}{adj}"]
 
 
-def sgi_table(rows: list[SgiRow] | None) -> tuple[str | None, list[str]]:
+def sgi_table(rows: list[SgiRow] | None) -> tuple[Table | None, list[str]]:
     """The SGI-Score table and why it is unavailable (METRICS.md A.6).
 
-    Returns ``(table, unavailable)``: ``table`` is the Markdown table of
+    Returns ``(table, unavailable)``: ``table`` is the :class:`~.sections.Table` of
     SGI-Score (0-100) and per-task terms per target model (None when ``rows``
     is None: no item is from SGI-Bench); ``unavailable`` has one line per
     group of target models with the same missing terms, e.g. "SGI-Score not
@@ -582,7 +778,7 @@ def sgi_table(rows: list[SgiRow] | None) -> tuple[str | None, list[str]]:
         out.append([r.model, fmt2(r.sgi_score) if r.sgi_score is not None else "missing tasks", r.per_task])
         if r.sgi_score is None:
             why.setdefault(r.missing, []).append(r.model)
-    table = markdown_table(["target model", "SGI-Score (0-100)", "per task (0-100)"], out)
+    table = Table(["target model", "SGI-Score (0-100)", "per task (0-100)"], out, name="sgi")
     return table, [
         f"SGI-Score not available for {', '.join(ms)}: missing {reason}; an SGI-Score needs an ok "
         "score on all five SGI-Bench tasks."
@@ -643,58 +839,198 @@ def rubric_breakdown(scores: list[Score], rubric: Any, models: list[str]) -> dic
     return {"rubric": rubric.name, "criteria": names, "weights": weights, "means": means, "n": counts}
 
 
-def _figure(run_dir: Path, rel: str, notes: list[str], draw: Any, *args: Any, **kw: Any) -> str | None:
-    """Draw a figure with ``draw(run_dir / rel, *args, **kw)``; returns ``rel``
-    when the file was written, else None (the report then embeds no image) and
-    a note in ``notes`` when drawing raised."""
-    return _figure_started(run_dir, rel, draw, *args, **kw)(notes)
-
-
-def _figure_started(run_dir: Path, rel: str, draw: Any, *args: Any, **kw: Any) -> Callable[[list[str]], str | None]:
-    """:func:`_figure` started now (in the warm worker when there is one, which draws while the report's
-    tables are built); the returned function takes the notes list and gives what :func:`_figure` gives."""
-    try:
-        pending = submit(draw, run_dir / rel, *args, root=run_dir, **kw)
-    except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
-        pending = functools.partial(_reraise, e)
-
-    def finish(notes: list[str]) -> str | None:
-        try:
-            path = pending()
-        except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
-            notes.append(f"Figure {rel} could not be drawn: {type(e).__name__}: {e}")
-            return None
-        return rel if path is not None and Path(path).is_file() else None
-
-    return finish
-
-
-def _reraise(e: Exception) -> Any:
-    raise e
-
-
-def _criteria_section(run_dir: Path, bd: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
-    models = list(bd["means"])
-    rows = []
-    for j, c in enumerate(bd["criteria"]):
-        rows.append([c, fmt(bd["weights"][j])] + [fmt2(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models])
-    table = markdown_table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows)
-    fig = f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png"
-    fig_out = _figure(
-        run_dir,
-        fig,
-        notes if notes is not None else [],
-        heatmap,
-        models,
-        bd["criteria"],
-        [bd["means"][m] for m in models],
-        title=f"{bd['rubric']}: mean score per criterion (0-10)",
-    )
-    return {"rubric": bd["rubric"], "table": table, "figure": fig_out}
-
-
 def _self_judged(judges: list[str], models: list[str]) -> list[str]:
     return [j for j in judges if any(same_model(j, m) for m in models)]
+
+
+# ----------------------------------------------------------------------------- built-in sections
+RANKING_HEADERS = ["rank", "target model", "mean per item", "95% CI (bootstrap)", "total", "n items", "failed"]
+"""The ranking table's columns (the keys of :func:`ranking_rows`' dicts, in order)."""
+
+_RANKING_KEYS = ("rank", "model", "mean", "ci", "total", "n", "failed")
+
+
+def ranking_rows(
+    stats: list[ModelStat], spec: MetricSpec, pairs: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The ranking table's rows as printed, one per model of ``stats`` (ranking order): ``rank`` (``"1"``,
+    ``"2="`` for a shared rank, :func:`rank_labels` over :func:`tie_groups` with ``pairs``; ``"unscored"`` for
+    a model without a valid score), ``model``, ``mean``, ``ci``, ``total``, ``n`` (items with a valid score
+    in the comparison), ``failed`` (failed scores; for an unscored model, why it is unscored)."""
+    ranked = [s for s in stats if s.summary is not None]
+    labels = rank_labels(tie_groups(ranked, pairs or []))
+    rows = []
+    for s in stats:
+        sm = s.summary
+        rows.append(
+            {
+                "rank": labels[s.model] if sm else "unscored",
+                "model": s.model,
+                "mean": fmt2(sm.mean) if sm else "n/a",
+                "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
+                "total": fmt_total(sm.total, spec) if sm else "n/a",
+                "n": sm.n if sm else 0,
+                "failed": s.failed
+                if sm or not s.reason
+                else s.reason
+                if s.failed and " failed (" in s.reason and "not applicable" not in s.reason
+                else f"{s.failed} ({s.reason})",
+            }
+        )
+    return rows
+
+
+@report_section("ranking", order=10)
+def ranking_section(ctx: ReportContext) -> Section:
+    """The ranking of the ranking metric: table, bar chart with CIs, paired tests of adjacent ranks."""
+    spec = ctx.spec
+    rows = ctx.options.get("ranking_rows") or ranking_rows(ctx.stats, spec, ctx.pairs)
+    sec = Section(
+        "ranking",
+        f"Ranking by {spec.name} (scale {spec.scale_label}, {'higher' if spec.higher_is_better else 'lower'} is better)",
+        [Table(RANKING_HEADERS, [[r[k] for k in _RANKING_KEYS] for r in rows], name="ranking")],
+    )
+    ranked = ctx.ranked
+    if ranked:
+        sec.blocks.append(
+            ctx.figure(
+                "figures/ranking.png",
+                "ranking",
+                ranking_chart,
+                [s.model for s in ranked],
+                [s.stats.mean for s in ranked],
+                [s.stats.ci_low for s in ranked],
+                [s.stats.ci_high for s in ranked],
+                metric=spec.name,
+                scale=spec.scale_label,
+            )
+        )
+    pairs = _pairs_table(ctx.pairs)
+    if pairs is not None:
+        sec.blocks += [
+            Text(
+                f"Paired permutation tests of adjacent ranks on {spec.name} (items both target models scored; "
+                "two-sided; not adjusted for multiple comparisons):"
+            ),
+            pairs,
+        ]
+    return sec
+
+
+@report_section("coverage", order=12)
+def coverage_section(ctx: ReportContext) -> Section | None:
+    """When the models' scored item sets of the ranking metric differ (``options["coverage"]``,
+    :class:`Coverage`): each model's items and mean on the shared items, on its own items, and with a failed or
+    missing score counted as the metric's worst value; None when they agree."""
+    cov: Coverage | None = ctx.options.get("coverage")
+    if cov is None or not cov.differs:
+        return None
+    spec = ctx.spec
+    n_wrong = next(iter(cov.wrong.values()))[0] if cov.wrong else 0
+    headers = [
+        "target model",
+        "scored items",
+        f"mean on the {count_phrase(len(cov.shared))} all scored",
+        "mean on its own items",
+    ]
+    if cov.wrong:
+        headers.append(f"mean over {count_phrase(n_wrong)} attempted, failed or missing as {fmt(cov.worst)}")
+    rows = []
+    for m, (n, mean) in cov.own.items():
+        row: list[Any] = [m, n, fmt2(cov.shared_means[m]) if cov.shared_means else "n/a", fmt2(mean)]
+        if cov.wrong:
+            row.append(fmt2(cov.wrong[m][1]))
+        rows.append(row)
+    lead = (
+        f"The models have valid {spec.name} scores on different items ({cov.selected} selected); the ranking "
+        f"compares them on the {count_phrase(len(cov.shared))} all of them scored."
+        if cov.shared
+        else f"The models have valid {spec.name} scores on different items ({cov.selected} selected) and share "
+        "none: the ranking's means are over each model's own items."
+    )
+    return Section("coverage", f"Coverage: {spec.name}", [Text(lead), Table(headers, rows, name="coverage")])
+
+
+@report_section("sgi", order=20)
+def sgi_section(ctx: ReportContext) -> Section | None:
+    """SGI-Score per target model (METRICS.md A.6); None without SGI-Bench items."""
+    table, _ = sgi_table(ctx.options.get("sgi"))
+    return Section("sgi", "SGI-Score", [table]) if table is not None else None
+
+
+@report_section("metrics", order=30)
+def metrics_section(ctx: ReportContext) -> Section:
+    """Every metric of the run's list, mean per item per target model."""
+    return Section(
+        "metrics",
+        "All metrics (mean per item; custom metrics marked *custom*)",
+        [_metrics_table(ctx.scores, ctx.specs, ctx.model_order, ctx.custom)],
+    )
+
+
+@report_section("criteria", order=40)
+def criteria_sections(ctx: ReportContext) -> list[Section]:
+    """One rubric breakdown per rubric metric with criterion scores: table and heatmap (0-10)."""
+    out = []
+    models = ctx.model_order
+    for r in ctx.specs:
+        if not getattr(r, "criteria", None):
+            continue
+        bd = rubric_breakdown(ctx.grouped.get(r.name, []), r, models)
+        if bd is None:
+            continue
+        rows = []
+        for j, c in enumerate(bd["criteria"]):
+            rows.append(
+                [c, fmt(bd["weights"][j])] + [fmt2(bd["means"][m][j]) if bd["n"][m][j] else "n/a" for m in models]
+            )
+        table = Table(["criterion", "weight"] + [f"{m}: mean (0-10)" for m in models], rows, name="criteria")
+        fig = ctx.figure(
+            f"figures/criteria_{re.sub(r'[^A-Za-z0-9_.-]+', '_', bd['rubric'])}.png",
+            f"{bd['rubric']} per criterion",
+            heatmap,
+            models,
+            bd["criteria"],
+            [bd["means"][m] for m in models],
+            title=f"{bd['rubric']}: mean score per criterion (0-10)",
+        )
+        out.append(
+            Section(
+                f"criteria:{bd['rubric']}",
+                f"Rubric breakdown: {bd['rubric']} (mean criterion score per target model, 0-10)",
+                [table, fig],
+            )
+        )
+    return out
+
+
+def _facet_section(ctx: ReportContext, facet: str) -> Section | None:
+    spec = ctx.spec
+    scored_ids = ctx.options.get("scored_ids")
+    if scored_ids is None:
+        scored_ids = {s.item_id for s in ctx.scores}
+    table = _breakdown(
+        ctx.by_id,
+        ctx.grouped.get(spec.name, []),
+        spec.name,
+        ctx.model_order,
+        facet,
+        math.isinf(spec.range[1]),
+        scored_ids,
+    )
+    return Section(facet, f"By {facet}: {spec.name}", [table]) if table is not None else None
+
+
+@report_section("discipline", order=50)
+def discipline_section(ctx: ReportContext) -> Section | None:
+    """The ranking metric by discipline (None when the items share one discipline)."""
+    return _facet_section(ctx, "discipline")
+
+
+@report_section("task", order=60)
+def task_section(ctx: ReportContext) -> Section | None:
+    """The ranking metric by task (None when the items share one task)."""
+    return _facet_section(ctx, "task")
 
 
 # ----------------------------------------------------------------------------- the whole report
@@ -713,65 +1049,26 @@ def assemble(
     models: list[str],
     custom: set[str] | None = None,
     warnings: list[str] | None = None,
-    extra_sections: list[dict[str, str]] | None = None,
     judges: list[str] | None = None,
     allow_self_judge: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> ReportDraft:
-    """Every section of the report but the narrative; draws ``figures/ranking.png``
-    and one ``figures/criteria_<rubric>.png`` heatmap per rubric metric with
+    """Every section of the report but the narrative: the registered sections
+    (:func:`~.sections.build_sections`, in their order), the limitations and the failures; draws
+    ``figures/ranking.png`` and one ``figures/criteria_<rubric>.png`` heatmap per rubric metric with
     criterion scores under ``run_dir``.
 
     ``stats``: the ranking of ``spec`` in order (:func:`order_stats`);
     ``pairs``: one :func:`pair_entry` per adjacent pair of the ranked models;
     ``sgi``: SGI-Score rows (None: no SGI-Bench item); ``judges``: judge model
     names (for the self-judging limitation; default none);
-    ``allow_self_judge``: whether ``--allow-self-judge`` was set."""
+    ``allow_self_judge``: whether ``--allow-self-judge`` was set; ``options``: inputs of registered section
+    builders (:attr:`~.sections.ReportContext.options`, e.g. ``"usage"``)."""
     custom = custom or set()
-    by_id = {i.id: i for i in items}
-    grouped = by_metric(scores)
-    scored_ids = {s.item_id for s in scores}
     ranked = [s for s in stats if s.summary is not None]
-    rows = []
-    for rank, s in enumerate(stats, 1):
-        sm = s.summary
-        rows.append(
-            {
-                "rank": rank if sm else "-",
-                "model": s.model,
-                "mean": fmt2(sm.mean) if sm else "n/a",
-                "ci": ("corpus-level, no CI" if s.corpus and not has_ci(sm) else ci_text(sm)) if sm else "n/a",
-                "total": fmt_total(sm.total, spec) if sm else "n/a",
-                "n": sm.n if sm else 0,
-                "failed": s.failed,
-            }
-        )
-    chart: str | None = None
-    chart_notes: list[str] = []
-    chart_pending = None
-    if ranked:  # drawn (in the warm worker) while the tables below are built
-        chart_pending = _figure_started(
-            run_dir,
-            "figures/ranking.png",
-            ranking_chart,
-            [s.model for s in ranked],
-            [s.stats.mean for s in ranked],
-            [s.stats.ci_low for s in ranked],
-            [s.stats.ci_high for s in ranked],
-            metric=spec.name,
-            scale=spec.scale_label,
-        )
+    rows = ranking_rows(stats, spec, pairs)
     top = pairs[0] if pairs else None
     comparison = top if top and top["p"] is not None else None
-    show_total = math.isinf(spec.range[1])
-    model_order = [s.model for s in stats]
-    tables = {
-        "metrics": _metrics_table(scores, specs, model_order, custom),
-        "discipline": _breakdown(
-            by_id, grouped.get(spec.name, []), spec.name, model_order, "discipline", show_total, scored_ids
-        ),
-        "task": _breakdown(by_id, grouped.get(spec.name, []), spec.name, model_order, "task", show_total, scored_ids),
-        "pairs": _pairs_table(pairs),
-    }
     limitations = [
         f"{len(items)} items selected; "
         + (
@@ -828,27 +1125,35 @@ def assemble(
     scored_metrics = {s.metric for s in scores}
     limitations += [f"{sp.name}: {sp.aggregation}" for sp in specs if sp.aggregation and sp.name in scored_metrics]
     limitations += _pair_limitations(pairs, spec.name)
-    sgi_tab, sgi_missing = sgi_table(sgi)
+    _, sgi_missing = sgi_table(sgi)
     limitations += sgi_missing
-    if chart_pending is not None:
-        chart = chart_pending(chart_notes)
-    criteria = []
-    for r in specs:
-        if getattr(r, "criteria", None):
-            bd = rubric_breakdown(grouped.get(r.name, []), r, model_order)
-            if bd is not None:
-                criteria.append(_criteria_section(run_dir, bd, chart_notes))
-    limitations += chart_notes
+    ctx = ReportContext(
+        run_dir=run_dir,
+        header=header,
+        items=items,
+        responses=responses,
+        scores=scores,
+        specs=specs,
+        spec=spec,
+        stats=stats,
+        pairs=pairs,
+        models=models,
+        custom=custom,
+        judges=judges,
+        options={"ranking_rows": rows, "sgi": sgi, "scored_ids": {s.item_id for s in scores}, **(options or {})},
+    )
+    sections = build_sections(ctx)
+    limitations += ctx.notes
     tables_text = "\n".join(
-        [markdown_table(["rank", "model", "mean", "ci", "total", "n", "failed"], [list(r.values()) for r in rows])]
-        + [t for t in tables.values() if t]
-        + [c["table"] for c in criteria]
-        + ([sgi_tab] if sgi_tab else [])
+        [s.text() for s in sections]
         + (
             [f"n = {comparison['n']}, mean difference {comparison['mean_diff']}, p = {comparison['p_value']}"]
             if comparison
             else []
         )
+    )
+    chart = next(
+        (f.path for s in sections if s.key == "ranking" for f in s.figures if f.path == "figures/ranking.png"), None
     )
     data = {
         "header": header,
@@ -860,10 +1165,7 @@ def assemble(
             "chart": chart,
         },
         "comparison": comparison,
-        "sgi": sgi_tab,
-        "tables": tables,
-        "criteria": criteria,
-        "extra_sections": extra_sections or [],
+        "sections": [s.to_dict() for s in sections],
         "limitations": limitations,
         "failures": {**_failures(responses, scores), "flagged": flag_rows(scores, models)},
         "warnings": warnings or [],
@@ -872,7 +1174,15 @@ def assemble(
             {"name": sp.name, "scale": sp.scale_label, "hib": sp.higher_is_better, "kind": sp.kind} for sp in specs
         ],
     }
-    return ReportDraft(data=data, stats=stats, spec=spec, top=top, tables_text=tables_text, sgi_missing=sgi_missing)
+    return ReportDraft(
+        data=data,
+        stats=stats,
+        spec=spec,
+        top=top,
+        tables_text=tables_text,
+        sgi_missing=sgi_missing,
+        sections=sections,
+    )
 
 
 def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:

@@ -27,29 +27,30 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
-    """Fill ``template`` with ``data`` (keys: header, narrative, ranking,
-    comparison, sgi, tables, criteria (list of {rubric, table, figure};
-    optional, default none), extra_sections, limitations, failures, warnings).
+    """Fill ``template`` with ``data`` (keys: header, narrative, sections (the
+    :meth:`~sgieval.reports.sections.Section.to_dict` of each section, in order;
+    default none), limitations, failures, warnings).
 
-    Figures are embedded only when given: ``ranking["chart"]`` and each
-    criteria ``figure`` may be None (no file was written, no image link).
-    Optional: ``tables["pairs"]`` (adjacent-rank paired tests) and
-    ``failures["not_applicable"]`` ({total, by_metric, rows, more}).
-    Raises jinja2.UndefinedError naming a missing key."""
-    return _environment().get_template(template).render(**{"criteria": [], **data})
+    Each section is rendered as ``## title`` then its blocks (text, ``###``
+    heading, table, figure).  Optional: ``failures["not_applicable"]``
+    ({total, by_metric, rows, more}).  Raises jinja2.UndefinedError naming a
+    missing key."""
+    return _environment().get_template(template).render(**{"sections": [], **data})
 
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> Environment:
     """The report templates' Jinja2 environment, made once per process: it keeps each compiled template
     (compiling report.md.j2 takes ~50 ms) and recompiles one whose file changed (``auto_reload``)."""
-    return Environment(
+    env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=False,
         lstrip_blocks=False,
     )
+    env.filters["md_table"] = lambda b: markdown_table(b["headers"], b["rows"])
+    return env
 
 
 def warm_templates() -> None:

@@ -95,7 +95,7 @@ def test_novel_ideas_rank_by_novelty_pooled_over_answers_without_first_answers(t
     # left out, so mistral's short lists no longer make it "most novel": it is last, and o1-mini first
     # (pooled over the answers of 9 of the 10 questions: one of its lists has no answer after the first)
     assert answer.startswith(
-        '\n\nTo "Which model writes the most novel ideas in nanoscience, top 10 questions only": '
+        '\n\n- **Verdict:** To "Which model writes the most novel ideas in nanoscience, top 10 questions only": '
         "**replay:o1-mini** ranks first by aidan_mean_novelty on 9 items"
     )
     assert ": 0.28, one corpus-level value per model (95% CI 0.26 to 0.28). Full order" in answer

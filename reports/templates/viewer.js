@@ -65,25 +65,16 @@
     return el('span', {cls: 'badge ' + cls, text: status});
   }
   var FLAGS = {truncated: 1, empty: 1, injection_suspected: 1};
-  function mdInline(text) {   // **bold** and `code` of the report's narrative, everything else as text
+  function mdInline(text) {   // **bold**, `code` and [item](viewer link) of the report, everything else as text
     var out = [];
-    String(text || '').split(/(\*\*[^*]+\*\*|`[^`]+`)/).forEach(function (part) {
-      if (/^\*\*[^*]+\*\*$/.test(part)) out.push(el('b', {text: part.slice(2, -2)}));
+    String(text || '').split(/(\*\*[^*]+\*\*|`[^`]+`|\[[^\]]+\]\(viewer\/index\.html#[^)]*\))/).forEach(function (part) {
+      var ln = /^\[([^\]]+)\]\(viewer\/index\.html(#[^)]*)\)$/.exec(part);
+      if (ln) out.push(el('a', {href: ln[2], text: ln[1]}));
+      else if (/^\*\*[^*]+\*\*$/.test(part)) out.push(el('b', {text: part.slice(2, -2)}));
       else if (/^`[^`]+`$/.test(part)) out.push(el('code', {text: part.slice(1, -1)}));
       else if (part) out.push(document.createTextNode(part));
     });
     return out;
-  }
-  function mdTable(md) {      // a GitHub Markdown table of the report -> <table>
-    if (!md) return null;
-    var lines = md.split('\n').filter(function (l) { return /^\|/.test(l); });
-    if (lines.length < 2) return el('pre', {text: md});
-    function cells(l) { return l.replace(/^\||\|$/g, '').split(/(?<!\\)\|/).map(function (c) { return c.trim().replace(/\\\|/g, '|'); }); }
-    var head = cells(lines[0]);
-    return el('table', null, el('thead', null, el('tr', null, head.map(function (c) { return el('th', {text: c}); }))),
-      el('tbody', null, lines.slice(2).map(function (l) {
-        return el('tr', null, cells(l).map(function (c) { return el('td', null, mdInline(c)); }));
-      })));
   }
   function whenTexts(fn) { if (T) fn(); else textWaiters.push(fn); }
 
@@ -229,15 +220,27 @@
       return parts;
     }
     (report.warnings || []).forEach(function (w) { parts.push(el('p', {cls: 'card', text: 'Warning: ' + w})); });
-    parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, mdInline(report.narrative)));
-    var rk = report.ranking;
-    if (rk) {
-      parts.push(el('h2', {text: 'Ranking by ' + rk.metric + ' (scale ' + rk.scale + ', ' + (rk.higher_is_better ? 'higher' : 'lower') + ' is better)'}));
-      var link = function (model, text, extra) {
-        var p = {model: model, metric: rk.metric}; if (extra) for (var k in extra) p[k] = extra[k];
-        return el('a', {href: hash('items', p), text: String(text)});
+    var ans = report.answer;
+    if (ans) {   // the Answer's list: verdict, the agent's checked summary, how sure, where it differs, caveats
+      var li = function (label, sentences) {
+        return sentences && sentences.length ? el('li', null, el('b', {text: label + ': '}), mdInline(sentences.join(' '))) : null;
       };
-      parts.push(el('table', {id: 'ranking'}, el('thead', null, el('tr', null,
+      var caveats = ans.caveats || [];
+      parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, el('ul', null,
+        li('Verdict', [ans.verdict]),
+        ans.summary ? li('Summary (' + ans.summary_by + ')', [ans.summary]) : null,
+        li('How sure', ans.how_sure), li('Where it differs', ans.where),
+        caveats.length ? el('li', null, el('b', {text: 'Caveats: '}),
+          el('ul', null, caveats.map(function (c) { return el('li', null, mdInline(c)); }))) : null),
+        ans.stamp ? el('p', {cls: 'muted', text: ans.stamp}) : null));
+    } else parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, mdInline(report.narrative)));
+    var rk = report.ranking;
+    var link = function (model, text, extra) {
+      var p = {model: model, metric: rk.metric}; if (extra) for (var k in extra) p[k] = extra[k];
+      return el('a', {href: hash('items', p), text: String(text)});
+    };
+    function rankingTable() {   // the ranking with links to each model's items
+      return el('table', {id: 'ranking'}, el('thead', null, el('tr', null,
         ['rank', 'target model', 'mean per item', '95% CI (bootstrap)', 'total', 'n items', 'failed'].map(function (h, k) {
           return el('th', {cls: k > 1 ? 'num' : null, text: h});
         }))), el('tbody', null, rk.rows.map(function (r) {
@@ -245,21 +248,40 @@
             el('td', {cls: 'num'}, link(r.model, r.mean)), el('td', {cls: 'num', text: r.ci}),
             el('td', {cls: 'num'}, link(r.model, r.total)), el('td', {cls: 'num'}, link(r.model, r.n)),
             el('td', {cls: 'num'}, r.failed ? link(r.model, r.failed, {status: 'failed'}) : '0'));
-        }))));
-      if (rk.values) parts.push(el('div', {cls: 'card'}, rankingChart(rk.values, rk.metric),
-        el('div', {cls: 'muted', text: 'Bars: mean per item; whiskers: 95% bootstrap CI. Click a bar for its items.'})));
+        })));
     }
-    var tables = report.tables || {};
-    if (tables.pairs) parts.push(el('h2', {text: 'Paired tests of adjacent ranks'}), mdTable(tables.pairs));
-    if (report.sgi) parts.push(el('h2', {text: 'SGI-Score'}), mdTable(report.sgi));
-    if (tables.metrics) parts.push(el('h2', {text: 'All metrics (mean per item)'}), mdTable(tables.metrics));
+    function typedTable(b) {     // a section's typed table: headers and rows of printed cells
+      return el('table', {cls: 'section-table', 'data-table': b.name || null},
+        el('thead', null, el('tr', null, b.headers.map(function (h) { return el('th', {text: String(h)}); }))),
+        el('tbody', null, b.rows.map(function (r) {
+          return el('tr', null, r.map(function (c) { return el('td', null, mdInline(String(c))); }));
+        })));
+    }
+    var shownFigures = {};
+    // every section of the report, in the report's order (report.json "sections")
+    (report.sections || []).forEach(function (sec) {
+      var box = el('section', {cls: 'report-section', 'data-section': sec.key}, el('h2', {text: sec.title}));
+      sec.blocks.forEach(function (b) {
+        if (b.kind === 'table' && sec.key === 'ranking' && b.name === 'ranking' && rk) add(box, rankingTable());
+        else if (b.kind === 'table') add(box, typedTable(b));
+        else if (b.kind === 'heading') add(box, el('h3', {text: b.text}));
+        else if (b.kind === 'figure' && sec.key === 'ranking' && rk && rk.values) {
+          shownFigures[b.path.split('/').pop()] = 1;
+          add(box, el('div', {cls: 'card'}, rankingChart(rk.values, rk.metric),
+            el('div', {cls: 'muted', text: 'Bars: mean per item; whiskers: 95% bootstrap CI. Click a bar for its items.'})));
+        } else if (b.kind === 'figure') {
+          var name = b.path.split('/').pop();
+          shownFigures[name] = 1;
+          add(box, el('img', {src: 'figures/' + name, alt: b.alt, loading: 'lazy'}));
+        } else add(box, el('p', null, mdInline(b.text)));
+      });
+      parts.push(box);
+    });
     var panels = judgePanels();
     if (panels.length) parts.push(el('h2', {text: 'Judge panels'}), el('div', {id: 'judge-panels'}, panels));
-    (report.criteria || []).forEach(function (c) { parts.push(el('h2', {text: 'Rubric breakdown: ' + c.rubric}), mdTable(c.table)); });
-    if (tables.discipline) parts.push(el('h2', {text: 'By discipline'}), mdTable(tables.discipline));
-    if (tables.task) parts.push(el('h2', {text: 'By task'}), mdTable(tables.task));
-    if ((D.figures || []).length) parts.push(el('h2', {text: 'Figures'}), el('div', {cls: 'figures'},
-      D.figures.map(function (f) { return el('img', {src: 'figures/' + f, alt: f, loading: 'lazy'}); })));
+    var more = (D.figures || []).filter(function (f) { return !shownFigures[f]; });
+    if (more.length) parts.push(el('h2', {text: 'Figures'}), el('div', {cls: 'figures'},
+      more.map(function (f) { return el('img', {src: 'figures/' + f, alt: f, loading: 'lazy'}); })));
     if ((report.limitations || []).length) parts.push(el('h2', {text: 'Limitations'}),
       el('ul', null, report.limitations.map(function (l) { return el('li', null, mdInline(l)); })));
     var fl = report.failures || {};

@@ -150,10 +150,12 @@ def test_rubric_breakdown_means_per_model_and_criterion():
 
 def test_report_has_criteria_breakdown_custom_metric_and_limitations(tmp_path):
     text = report(tmp_path)
-    # ranking by rigor: m-a mean (70 + 66.67 + 73.33) / 3 = 70, m-b (46.67 + 43.33) / 2 = 45, one failed
-    # one format per column: means and totals of a 0-100 metric with 2 decimals (issue 17 item 8)
-    assert re.search(r"\| 1 \| m-a \| 70\.00 \| [^|]+ \| 210\.00 \| 3 \| 0 \|", text)
+    # m-b's t/3 failed, so the ranking compares the 2 items both scored (t/1, t/2): m-a (70 + 66.67) / 2 = 68.33,
+    # total 136.67; m-b (46.67 + 43.33) / 2 = 45, one failed.  On its own 3 items m-a has (70 + 66.67 + 73.33) / 3 = 70
+    # one format per column: means and totals of a 0-100 metric with 2 decimals
+    assert re.search(r"\| 1 \| m-a \| 68\.33 \| [^|]+ \| 136\.67 \| 2 \| 0 \|", text)
     assert re.search(r"\| 2 \| m-b \| 45\.00 \| [^|]+ \| 90\.00 \| 2 \| 1 \|", text)
+    assert "| m-a | 3 | 68.33 | 70.00 |" in text  # the Coverage section: shared items, own items
     section = text.split("## Rubric breakdown: rigor (mean criterion score per target model, 0-10)", 1)[1]
     section = section.split("## ", 1)[0]
     assert "| criterion | weight | m-a: mean (0-10) | m-b: mean (0-10) |" in section
@@ -216,16 +218,20 @@ def test_llm_narrative_may_cite_header_numbers(tmp_path):
     narrative = "m-a is the most rigorous: mean 70 against 45 for m-b on 3 items (seed 7); logic 8 vs 4.50."
     agent = scripted("narrator", [narrative])
     text = report(tmp_path, agent=agent)
-    assert narrative in text and "every number checked against the tables" in text
+    assert f"- **Summary** (agent model narrator): {narrative}" in text
+    assert "every number, model name, metric name and facet value it cites was checked" in text
 
 
 def test_llm_narrative_with_invented_number_falls_back_to_template(tmp_path):
     agent = scripted("narrator", ["m-a scores 99.", "m-a scores 98."])
     text = report(tmp_path, agent=agent)
     assert "m-a scores 99." not in text
-    assert "**m-a** ranks first by rigor on 3 items" in text
     assert (
-        "The agent's narrative failed the number check twice; the template narrative is shown. "
-        "narrative attempt 1 cited numbers not in the tables: ['99']; narrative attempt 2 cited numbers not "
-        "in the tables: ['98']"
+        "**m-a** ranks first by rigor on 2 items (whole catalog; the items both models scored, of 3 selected)" in text
+    )
+    assert (
+        "The agent's narrative failed the fact check twice and was left out; the Answer is computed from the "
+        "tables. narrative attempt 1 cited numbers not in the tables: ['99']; narrative attempt 2 cited numbers "
+        "not in the tables: ['98']"
     ) in text
+    assert "- **Summary**" not in text and "checked against" not in text

@@ -26,10 +26,13 @@ def section(text: str, title: str) -> str:
 def test_physics_creativity_names_synchrotron_and_the_condensed_matter_near_tie(tmp_path):
     text = _report(tmp_path, "How do the models compare on physics creativity, and where do they disagree?")
     answer = section(text, "Answer")
-    # the request asks where: the Answer leads with it.  o1-mini - 4o per item summed over the 57 physics items: 299;
-    # over the 10 Synchrotron items 151 (230 - 79); o1-mini's 781 accepted answers hold 230 from Synchrotron
-    assert answer.strip().startswith(
-        "replay:o1-mini's lead over replay:openai/4o comes mostly from Synchrotron: its 10 items hold 151 (51%) of "
+    # the request asks where: right after the fixed verdict, the Answer says where.  o1-mini - 4o per item summed over
+    # the 57 physics items: 299; over the 10 Synchrotron items 151 (230 - 79); o1-mini's 781 accepted answers hold
+    # 230 from Synchrotron
+    lines = answer.strip().splitlines()
+    assert lines[0].startswith("- **Verdict:** ")
+    assert lines[1].startswith(
+        "- **Where it differs:** replay:o1-mini's lead over replay:openai/4o comes mostly from Synchrotron: its 10 items hold 151 (51%) of "
         "the 299 by which replay:o1-mini's summed aidan_accepted_answers exceeds replay:openai/4o's on the 57 items "
         "both scored; replay:o1-mini has 230 of its 781 there."
     )
@@ -57,9 +60,13 @@ def test_physics_creativity_names_synchrotron_and_the_condensed_matter_near_tie(
 def test_disciplines_request_names_biology_where_o1_mini_is_third(tmp_path):
     text = _report(tmp_path, "Where do the models disagree on creativity across disciplines?")
     answer = section(text, "Answer")
-    assert answer.strip().startswith(
-        "By discipline, replay:o1-mini is first overall but not in Biology (replay:llama3.3:latest first, "
-        "replay:o1-mini 3rd)."
+    assert (
+        answer.strip()
+        .splitlines()[1]
+        .startswith(
+            "- **Where it differs:** By discipline, replay:o1-mini is first overall but not in Biology (replay:llama3.3:latest first, "
+            "replay:o1-mini 3rd)."
+        )
     )
     assert answer.count("not in Biology") == 1  # the direction table's Biology row is not named twice
     # Biology: llama3.3 181/20 = 9.05, 4o 179/20 = 8.95, o1-mini 150/20 = 7.50
@@ -71,7 +78,10 @@ def test_disciplines_request_names_biology_where_o1_mini_is_third(tmp_path):
 def test_a_ranking_request_states_the_verdict_first(tmp_path):
     text = _report(tmp_path, "Which model is the most creative in physics?")
     answer = section(text, "Answer").strip()
-    assert answer.startswith('To "Which model is the most creative in physics?": **replay:o1-mini** ranks first')
+    assert answer.startswith(
+        '- **Verdict:** To "Which model is the most creative in physics?": **replay:o1-mini** ranks first'
+    )
+    assert answer.splitlines()[1].startswith("- **How sure:** ")  # not asked where: the test comes first
     assert "comes mostly from Synchrotron" in answer
 
 

@@ -132,7 +132,8 @@ def test_agent_model_path_with_scripted_chat_model(tmp_path):
     assert "dropped discipline values not in the catalog: ['Alchemy']" in sel["reason"]
     assert state["metric_plan"]["planner"] == "scripted-planner"
     report = (tmp_path / "r" / "report.md").read_text()
-    assert narrative in report and "every number checked against the tables" in report
+    assert f"- **Summary** (agent model scripted-planner): {narrative}" in report
+    assert "every number, model name, metric name and facet value it cites was checked" in report
     assert "| agent model | scripted-planner |" in report
 
 
@@ -148,6 +149,6 @@ def test_agent_narrative_with_unsupported_numbers_falls_back(tmp_path):
     report = (tmp_path / "r" / "report.md").read_text()
     assert bad not in report
     assert "**replay:o1-mini** ranks first" in report  # template narrative
-    assert "failed the number check twice" in report and "['999']" in report
+    assert "failed the fact check twice" in report and "['999']" in report
     # the questioning agent's unparsable plan fell back to the offline plan, and says so
     assert "agent scripted-planner gave no usable plan" in state["selection"]["reason"]

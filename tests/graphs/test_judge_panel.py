@@ -93,10 +93,9 @@ def test_three_judge_panel_reliability_section(tmp_path: Path):
     # leave-one-judge-out: gpt-a stays first whichever judge is dropped
     assert "| openai:gpt-a | replay:gpt-a > replay:other-b | no | no |" in report
     # self-preference: the judge openai:gpt-a on its own answers (replay:gpt-a, allowed by allow_self_judge):
-    # 90 - (80 + 70) / 2 = +15 on all 3 items; none on other-b (another model)
-    assert "| openai:gpt-a | replay:gpt-a | gpt-a | 15.00 | 15.00 to 15.00 | 3 | yes |" in report
+    # 90 - (80 + 70) / 2 = +15 on all 3 items; none on other-b (another model).  +15 on every unit: the bootstrap
+    # CI shows no variation, so it supports no "significant" verdict
+    assert "| openai:gpt-a | replay:gpt-a | gpt-a | 15.00 | no variation over 3 units | 3 | no |" in report
     assert "| openai:gpt-a | replay:other-b |" not in report
-    assert (
-        "Self-preference: openai:gpt-a scores replay:gpt-a (the same model: gpt-a) 15.00 above the other "
-        "judges (95% CI 15.00 to 15.00)"
-    ) in answer
+    assert "Self-preference: openai:gpt-a scores replay:gpt-a" not in answer
+    assert "15.00 to 15.00" not in report

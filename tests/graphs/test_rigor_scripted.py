@@ -260,7 +260,8 @@ def test_report_sections(rigor_run):
         "## Failures",
     ):
         assert section in report, section
-    assert narrative in report and "every number checked against the tables" in report
+    assert f"- **Summary** (agent model {rt.agent.name}): {narrative}" in report
+    assert "every number, model name, metric name and facet value it cites was checked" in report
     assert re.search(rf"\| 1 \| {MODEL_A} \| 75\.00 \| [^|]+ \| 150\.00 \| 2 \| 0 \|", report)
     assert re.search(rf"\| 2 \| {MODEL_B} \| 25\.00 \| [^|]+ \| 50\.00 \| 2 \| 0 \|", report)
     assert f"| rigor *custom* | rubric | 0-100 | 75.00 | 25.00 |" in report

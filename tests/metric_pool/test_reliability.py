@@ -118,13 +118,16 @@ def test_self_preference_of_a_judge_for_its_own_answers_is_detected():
     [pref] = rel.self_preference
     # judge - mean(other two) on its own answers: +3 on every item
     assert (pref.judge, pref.target, pref.model, pref.n) == (A, "replay:gpt-4.1", "gpt-4.1", 8)
+    # constant differences: a CI without variation, which decides nothing; the exact sign-flip test over the
+    # 2**8 = 256 sign patterns does: only all-plus reaches +3, two-sided p = 2/256 = 0.0078 < 0.05
     assert pref.diff == pytest.approx(3.0) and pref.significant
-    assert pref.ci_low == pytest.approx(3.0) and pref.ci_high == pytest.approx(3.0)  # constant differences
+    assert pref.ci_low == pytest.approx(3.0) and pref.ci_high == pytest.approx(3.0)
     rows = reliability_rows(rel)
     assert rows["significant_self_preference"] == [
-        "openai:gpt-4.1 scores replay:gpt-4.1 (the same model: gpt-4.1) 3.00 above the other judges "
-        "(95% CI 3.00 to 3.00)"
+        "openai:gpt-4.1 scores replay:gpt-4.1 (the same model: gpt-4.1) 3.00 above the other judges (the same on "
+        "all 8 units: no variation, so the sign-flip test decides)"
     ]
+    assert rows["self_preference"][0][4] == "no variation over 8 units"
 
 
 def test_a_judge_of_another_model_of_its_provider_is_not_self_preference():
@@ -145,6 +148,7 @@ def test_a_judge_stricter_with_its_own_answers_is_a_negative_difference():
     table = {(f"q{q}", "replay:smollm2"): (5 + q % 3, 5 + q % 3, 4 + q % 3) for q in range(6)}
     [pref] = reliability(_scores(table), SPEC, n_resamples=300).self_preference
     # judge C (local:smollm2) on its own answers: (4 + r) - (5 + r) = -1 on every item, a constant: CI [-1, -1]
+    # without variation; the exact sign-flip test over 2**6 = 64 patterns gives p = 2/64 = 0.03125 < 0.05
     assert pref.judge == C and pref.diff == pytest.approx(-1.0) and pref.significant
 
 

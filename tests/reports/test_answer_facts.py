@@ -11,8 +11,9 @@ from sgieval.reports.answer import (
     metric_tops,
     self_preference,
     sensitivity_sentence,
-    tied_at_top,
 )
+from sgieval.metric_pool.aggregate import Summary
+from sgieval.reports.build import ModelStat, order_with_ties, rank_labels, tie_groups
 
 ACC = MetricSpec(name="acc", tasks=["*"], range=(0, float("inf")))
 NOV = MetricSpec(name="nov", tasks=["*"], range=(0, 1))
@@ -107,8 +108,19 @@ def test_a_judge_of_another_model_of_its_provider_is_not_called_self_preference(
 def test_tops_ties_and_dominance():
     scores = _scores() + [S("q1", m, v, metric="nov") for m, v in (("a", 0.25), ("b", 0.75), ("c", 0.75))]
     assert metric_tops(scores, [ACC, NOV], ["a", "b", "c"]) == {"acc": (["a"], 4.0), "nov": (["b", "c"], 0.75)}
-    assert tied_at_top([("x", 80.0), ("y", 80.0), ("z", 79.5)]) == ["x", "y"]
-    assert tied_at_top([("x", 80.0), ("y", 79.99)]) == ["x"]
+    # ties (METRICS.md D.16): equal at the printed precision and not separated by the paired test
+    st = [
+        ModelStat(m, Summary(n=4, mean=v, total=4 * v, std=1.0, ci_low=0.0, ci_high=99.0), 0)
+        for m, v in (("x", 80.0), ("y", 80.004), ("z", 79.5), ("w", 79.5))
+    ]
+    untested = {"p": None}
+    g = tie_groups(st, [untested, untested, {"p": 0.5, "significant": False}])
+    assert [[s.model for s in grp] for grp in g] == [["x", "y"], ["z", "w"]]
+    assert rank_labels(g) == {"x": "1=", "y": "1=", "z": "3=", "w": "3="}
+    assert order_with_ties(g) == "x = y > z = w" and order_with_ties(g, False) == "x = y < z = w"
+    # printed alike (79.50) but separated by the paired test: not a tie
+    g = tie_groups(st[2:], [{"p": 0.01, "significant": True}])
+    assert rank_labels(g) == {"z": "1", "w": "2"}
     # a: 10 of 12 (83%) -> dominant; median of 10, 2, 0 is 2
     assert dominant_item(scores, "acc", "a") == {
         "item": "q1",
@@ -195,7 +207,7 @@ def test_a_single_target_gets_an_absolute_score_and_a_stand_in_is_named(tmp_path
     )
     # mean (90 + 70 + 80 + 60) / 4 = 75
     assert text.startswith(
-        '\n\nTo "Which model is best?": **m-a** scores a mean of 75.00 per item by score (scale '
+        '\n\n- **Verdict:** To "Which model is best?": **m-a** scores a mean of 75.00 per item by score (scale '
         "0-100) on 4 items (whole catalog) (95% CI"
     )
     assert "No other model was evaluated, so this is an absolute score, not a ranking." in text

@@ -56,7 +56,8 @@ def test_ci_cells():
         ci_text(_s(0.5, 0.25, 0.75, "wilson", "Wilson score interval for 2 of 4"))
         == "0.25 to 0.75 (Wilson score, 0/1 metric)"
     )
-    assert ci_text(_s(7.0, 7.0, 7.0, "degenerate", "zero-width")) == "7.00 to 7.00 (zero-width)"
+    # a zero-width interval shows no variation: it is said so, never printed as "7.00 to 7.00"
+    assert ci_text(_s(7.0, 7.0, 7.0, "degenerate", "zero-width")) == "no variation over 4 items"
     assert ci_text(_s(7.0, 6.0, 8.0, "percentile", "why")) == "6.00 to 8.00 (why)"
     assert ci_text(_s(7.0, 6.0, 8.0, "percentile", "")) == "6.00 to 8.00"
     assert ci_text(_s(7.0, 6.0, 8.0, "bca", "ignored")) == "6.00 to 8.00"

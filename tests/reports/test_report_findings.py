@@ -102,7 +102,8 @@ def test_adjacent_pairs_use_the_paired_test_not_ci_overlap(tmp_path):
     #   only the all-plus flip reaches mean 1, two-sided p = 2 * 1/256 = 0.0078125 -> "0.0078" (4 decimals, like all p)
     # m-b vs m-c: |d| = seven 1s and one 2, observed sum 3.  Flips with sum >= 3: +2 and >= 4 of seven +1:
     #   C(7,4)+C(7,5)+C(7,6)+C(7,7) = 64; -2 and >= 6 of seven +1: 7 + 1 = 8; total 72 -> p = 2 * 72/256 = 0.5625
-    assert "| m-a vs m-b | 8 | 1.00 | 1.00 to 1.00 | 0.0078 | significant |" in text
+    # all eight differences are +1: their bootstrap CI has no variation and is said so, never "1.00 to 1.00"
+    assert "| m-a vs m-b | 8 | 1.00 | no variation over 8 items | 0.0078 | significant |" in text
     assert re.search(r"\| m-b vs m-c \| 8 \| 0\.38 \| [^|]+ \| 0\.5625 \| not significant \|", text)
     lim = section(text, "Limitations")
     # the marginal CIs of m-a (36) and m-b (35) overlap widely (values spread 0-71), yet the pair differs;
@@ -136,7 +137,13 @@ def test_agent_narrative_may_cite_the_paired_p_values(tmp_path):
         ["m-a", "m-b", "m-c"],
         agent=scripted("narrator", [narrative]),
     )
-    assert narrative in section(text, "Answer") and "every number checked against the tables" in text
+    answer = section(text, "Answer")
+    assert f"- **Summary** (agent model narrator): {narrative}" in answer
+    assert answer.index("- **Verdict:** ") < answer.index("- **Summary**")  # the fixed verdict stays first
+    assert (
+        "*(The summary was written by the agent model narrator; every number, model name, metric name and facet "
+        "value it cites was checked against the report's tables and run facts."
+    ) in answer
 
 
 def test_one_item_run_claims_no_overlap_and_no_test(tmp_path):
@@ -149,8 +156,9 @@ def test_one_item_run_claims_no_overlap_and_no_test(tmp_path):
     answer = section(text, "Answer")
     assert (
         "**m-a** ranks first by score on 1 item (whole catalog): mean 5.00 per item (no CI: fewer than 2 items). "
-        "Full order (best first): m-a > m-b. No paired test against the runner-up m-b (mean 3.00): they share "
-        "1 scored item and the test needs at least 2, so the order is not evidence of a difference."
+        "Full order (best first): m-a > m-b.\n- **How sure:** No paired test against the runner-up m-b (mean "
+        "3.00): they share 1 scored item and the test needs at least 2, so the order is not evidence of a "
+        "difference."
     ) in answer
     assert "overlap" not in answer
     assert (
@@ -209,7 +217,11 @@ def test_all_failed_metrics_keep_their_row_and_empty_ranking_embeds_no_figure(tm
     assert "| judged | judge | 0-10 | not run | not run |" in table
     assert "| never_scored | objective | 0-1 | n/a | n/a |" in table
     # the ranking metric has no ok score: its rows show the failures, and no chart is written or linked
-    assert "| - | m-a | n/a | n/a | n/a | 0 | 3 |" in text and "| - | m-b | n/a | n/a | n/a | 0 | 2 |" in text
+    assert "| unscored | m-a | n/a | n/a | n/a | 0 | 3 failed (judge_error): judge unreachable |" in text
+    assert (
+        "| unscored | m-b | n/a | n/a | n/a | 0 | 2 failed (judge_error 1, parse_error 1): judge unreachable |" in text
+    )
+    assert "m-a is unscored on rigor (3 failed (judge_error): judge unreachable), so it is not placed" in text
     assert "![ranking]" not in text and not (tmp_path / "figures" / "ranking.png").exists()
     assert "![rigor per criterion]" not in text  # no criterion values -> no heatmap section at all
     assert "No target model has a valid rigor score on the 3 selected items; see Failures." in text
@@ -335,7 +347,19 @@ def test_zero_accepted_answers_are_not_applicable_not_failures(tmp_path):
     text = build(tmp_path, ITEMS3, scores, [COH, NOV], "aidan_mean_coherence", ["m-a", "m-b"], responses=responses)
     # ranking: m-a (80 + 70) / 2 = 75 on 2 items, 0 failed (the 0-accepted item is not a failure)
     assert re.search(r"\| 1 \| m-a \| 75\.00 \| [^|]+ \| 150\.00 \| 2 \| 0 \|", text)
-    assert "| - | m-b | n/a | n/a | n/a | 0 | 0 |" in text
+    # m-b has no valid score (3 not applicable): unscored with the reason, and m-a is not "first" of one
+    assert (
+        "| unscored | m-b | n/a | n/a | n/a | 0 | 0 (3 not applicable: no accepted answers with a coherence_score) |"
+    ) in text
+    answer = section(text, "Answer")
+    assert "ranks first" not in answer
+    assert (
+        "Only **m-a** has a valid aidan_mean_coherence score (scale 0-100): mean 75.00 per item on 2 items"
+    ) in answer
+    assert (
+        "m-b is unscored on aidan_mean_coherence (3 not applicable: no accepted answers with a coherence_score), "
+        "so it is not placed above or below any model."
+    ) in answer
     assert "| aidan_mean_coherence | objective | 0-100 | 75.00 | not applicable (3) |" in section(text, "All metrics")
     # m-a novelty: 1 judge_error + 1 not applicable, no ok value; m-b: no novelty scores
     assert "| aidan_mean_novelty | objective | 0-1 | all 1 failed (judge_error); 1 not applicable | n/a |" in text
@@ -371,9 +395,19 @@ def test_answer_names_a_coverage_difference(tmp_path):
     scores = [Score(item_id=f"g/{i}", model="m-a", metric="score", value=9.0, rationale="r") for i in range(3)]
     scores += [Score(item_id=f"g/{i}", model="m-b", metric="score", value=8.0, rationale="r") for i in range(4)]
     text = build(tmp_path, items, scores, [SCORE], "score", ["m-a", "m-b"])
+    answer = section(text, "Answer")
+    # shared items g/0-g/2: m-a 9.00, m-b 8.00; own items: m-a 27/3 = 9.00 on 3, m-b 32/4 = 8.00 on 4;
+    # m-a's missing g/3 counted as 0: m-a 27/4 = 6.75 against m-b 8.00 -> the order reverses
     assert (
-        "Coverage differs: m-a has 3 scored items and m-b 4; the paired test below uses only the items both have."
-    ) in section(text, "Answer")
+        "**m-a** ranks first by score on 3 items (whole catalog; the items both models scored, of 4 selected)" in answer
+    )
+    assert (
+        "Coverage differs (scored items: m-a 3, m-b 4): the ranking compares the 3 items both scored. The order "
+        "by score depends on coverage: on the 3 items both scored, m-a > m-b (m-a 9.00, m-b 8.00); on each "
+        "model's own scored items, m-a > m-b (m-a 9.00 on 3, m-b 8.00 on 4); counting a failed or missing score "
+        "as 0 over the 4 items attempted, m-b > m-a (m-b 8.00, m-a 6.75)."
+    ) in answer
+    assert "| m-a | 3 | 9.00 | 9.00 | 6.75 |" in section(text, "Coverage: score")
 
 
 def test_ranking_chart_drawn_while_the_tables_are_built_still_reports_its_failure_first(tmp_path, monkeypatch):

@@ -1,0 +1,196 @@
+"""Report sections are typed plug-ins: a new section is one builder and one registration, and it shows in
+report.md, report.json and the viewer's data, and the narrative's fact check reads its tables.  The built-in
+sections (ranking, metrics, cost and usage, judge reliability, retrieved works...) go through the same registry."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from sgieval.agents.reporting import build_report
+from sgieval.core import Item, MetricSpec, Response, Score
+from sgieval.reports.sections import (
+    ReportContext,
+    Section,
+    Table,
+    Text,
+    register_section,
+    registered_sections,
+    unregister_section,
+)
+from sgieval.reports.viewer import build_viewer_data, write_viewer
+from sgieval.tests.conftest import scripted
+
+SCORE = MetricSpec(name="score", tasks=["generic"], range=(0.0, 10.0), primary=True, description="points")
+ITEMS = [Item(id=f"g/{i}", benchmark="jsonl", task="generic", discipline="physics", prompt=f"q{i}") for i in range(4)]
+MODELS = ["m-a", "m-b"]
+VALUES = {"m-a": [9.0, 7.0, 8.0, 6.0], "m-b": [5.0, 6.0, 4.0, 5.0]}  # means 7.50 and 5.00
+HEADER = {
+    "run_id": "r1",
+    "request": "Which model is best?",
+    "selection_reason": "test",
+    "filters": "none",
+    "k": "all matches",
+    "n_items": 4,
+    "sampling": "all",
+    "seed": 0,
+    "models": "m-a, m-b (target)",
+    "judges": "none",
+    "agent": "none",
+    "metrics": "score",
+    "primary": "score",
+    "primary_reason": "asked",
+    "data_source": "test",
+    "tools": "none",
+    "scope": "whole catalog",
+    "extra": {},
+}
+
+
+def _scores() -> list[Score]:
+    return [
+        Score(item_id=it.id, model=m, metric="score", value=v[j], rationale="r")
+        for m, v in VALUES.items()
+        for j, it in enumerate(ITEMS)
+    ]
+
+
+def _build(tmp_path, agent=None, usage=None) -> str:
+    path = asyncio.run(
+        build_report(
+            tmp_path,
+            header=HEADER,
+            items=ITEMS,
+            responses=[Response(item_id=i.id, model=m, text="...") for m in MODELS for i in ITEMS],
+            scores=_scores(),
+            specs=[SCORE],
+            primary="score",
+            models=MODELS,
+            agent=agent,
+            n_resamples=199,
+            seed=0,
+            usage=usage,
+        )
+    )
+    return path.read_text()
+
+
+def toy_latency(ctx: ReportContext) -> Section:
+    """A toy section: the count of items per model with a value above 5 (a number found in no other table)."""
+    rows = [[m, str(sum(1 for s in ctx.scores if s.model == m and (s.value or 0) > 5.0) * 111)] for m in ctx.models]
+    return Section(
+        "toy",
+        "Toy section",
+        [Text("Items above 5, times 111."), Table(["target model", "items above 5 x 111"], rows, name="toy")],
+        answer={"caveats": ["The toy section says hello."]},
+    )
+
+
+@pytest.fixture
+def toy():
+    register_section("toy", toy_latency, order=35)
+    yield
+    unregister_section("toy")
+
+
+def test_a_registered_section_shows_in_the_report_json_and_viewer(tmp_path, toy):
+    text = _build(tmp_path)
+    # m-a has 4 values above 5 (9, 7, 8, 6) -> 444; m-b one (6) -> 111
+    assert "## Toy section\n\nItems above 5, times 111.\n\n| target model | items above 5 x 111 |" in text
+    assert "| m-a | 444 |" in text and "| m-b | 111 |" in text
+    # in the declared order: after "All metrics" (30), before Limitations
+    assert text.index("## All metrics") < text.index("## Toy section") < text.index("## Limitations")
+    assert "- **Caveats:**\n  - The toy section says hello." in text or "The toy section says hello." in text
+    data = json.loads((tmp_path / "report.json").read_text())
+    toy_json = next(s for s in data["sections"] if s["key"] == "toy")
+    assert toy_json["title"] == "Toy section"
+    assert toy_json["blocks"][1] == {
+        "kind": "table",
+        "name": "toy",
+        "headers": ["target model", "items above 5 x 111"],
+        "rows": [["m-a", "444"], ["m-b", "111"]],
+    }
+    index, _ = build_viewer_data(ITEMS, [], _scores(), report=data)
+    assert [s["key"] for s in index["report"]["sections"]].count("toy") == 1
+    html = write_viewer(tmp_path, ITEMS, [], _scores(), report=data)
+    assert '"key":"toy"' in (html.parent / "data.js").read_text()
+    # the viewer's overview loops over the report's sections (no per-section code)
+    js = html.read_text()
+    assert "(report.sections || []).forEach" in js
+
+
+def test_the_fact_check_reads_a_registered_sections_tables(tmp_path, toy):
+    # 444 is only in the toy section's table: an agent may cite it
+    ok = "m-a has 444 in the toy table against 111 for m-b."
+    text = _build(tmp_path / "a", agent=scripted("narrator", [ok]))
+    assert f"- **Summary** (agent model narrator): {ok}" in text
+    # without the toy section the same text cites numbers of no table: regenerated once, then left out
+    unregister_section("toy")
+    text = _build(tmp_path / "b", agent=scripted("narrator", [ok, ok]))
+    assert "- **Summary**" not in text
+    assert "narrative attempt 1 cited numbers not in the tables: ['444', '111']" in text
+
+
+def test_a_failing_builder_loses_only_its_section(tmp_path):
+    def broken(ctx):
+        raise RuntimeError("no data")
+
+    register_section("broken", broken, order=36)
+    try:
+        text = _build(tmp_path)
+    finally:
+        unregister_section("broken")
+    assert "- Report section broken could not be built: RuntimeError: no data" in text
+    assert "## All metrics" in text and "| 1 | m-a | 7.50 |" in text
+
+
+def test_builtin_sections_are_registered_in_order(tmp_path):
+    import sgieval.agents.reporting  # noqa: F401 - registers usage, reliability, retrieval, recheck
+
+    names = [b.name for b in registered_sections()]
+    for name in ("ranking", "coverage", "sgi", "metrics", "criteria", "discipline", "task", "usage"):
+        assert name in names
+    assert names.index("ranking") < names.index("metrics") < names.index("usage") < names.index("reliability")
+    assert names.index("reliability") < names.index("retrieval") < names.index("recheck")
+    summary = {
+        "rows": [
+            {
+                "model": "m-a",
+                "role": "target",
+                "calls": 4,
+                "cached_calls": 0,
+                "failed_calls": 0,
+                "input_tokens": 40,
+                "output_tokens": 80,
+                "latency_s": 1.5,
+                "cost": None,
+            }
+        ],
+        "total": {
+            "model": "all",
+            "role": "",
+            "calls": 4,
+            "cached_calls": 0,
+            "failed_calls": 0,
+            "input_tokens": 40,
+            "output_tokens": 80,
+            "latency_s": 1.5,
+            "cost": None,
+        },
+        "budget_usd": None,
+    }
+    text = _build(tmp_path, usage=summary)
+    # "Cost and usage" is a section like the rest: in report.md and report.json, unknown price n/a (never 0)
+    assert "## Cost and usage\n\n| model | role | calls |" in text
+    assert "| m-a | target | 4 | 0 | 0 | 40 | 80 | 1.50 | n/a |" in text
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert [s["key"] for s in data["sections"]] == ["ranking", "metrics", "usage", "definitions"]
+
+
+def test_a_name_taken_by_another_builder_is_refused():
+    with pytest.raises(ValueError, match="report section 'ranking' is already registered"):
+        register_section("ranking", toy_latency, order=1)
+    with pytest.raises(ValueError, match="row 0 has 1 cells for 2 columns"):
+        Table(["a", "b"], [["x"]])
