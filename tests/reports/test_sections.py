@@ -194,3 +194,29 @@ def test_a_name_taken_by_another_builder_is_refused():
         register_section("ranking", toy_latency, order=1)
     with pytest.raises(ValueError, match="row 0 has 1 cells for 2 columns"):
         Table(["a", "b"], [["x"]])
+
+
+def test_browser_shows_every_section_and_the_answer_list(tmp_path, toy):
+    from sgieval.tests.reports.test_viewer import _browser, _Page
+
+    sync_api = _browser()
+    _build(tmp_path)
+    data = json.loads((tmp_path / "report.json").read_text())
+    html = write_viewer(tmp_path, ITEMS, [], _scores(), report=data)
+    b = _Page(sync_api, tmp_path / "profile")
+    try:
+        page = b.page
+        page.goto(html.as_uri())
+        page.wait_for_selector("#ranking")
+        keys = page.eval_on_selector_all("section.report-section", "s => s.map(x => x.dataset.section)")
+        assert keys == [s["key"] for s in data["sections"]] == ["ranking", "metrics", "toy", "definitions"]
+        assert page.inner_text("section[data-section='toy'] h2") == "Toy section"
+        cells = page.eval_on_selector_all(
+            "table[data-table='toy'] tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))"
+        )
+        assert cells == [["m-a", "444"], ["m-b", "111"]]
+        items = page.eval_on_selector_all("#answer > ul > li > b", "bs => bs.map(b => b.textContent)")
+        assert items[0] == "Verdict: " and "Caveats: " in items
+        assert b.errors == []
+    finally:
+        b.close()
