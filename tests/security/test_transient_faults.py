@@ -162,3 +162,18 @@ def test_terminal_escapes_from_a_server_are_escaped_in_every_output_file(tmp_pat
     (resp,) = [r for r in RunStore(run).read("responses") if r.error]
     assert ANSI_MESSAGE in resp.error  # the record keeps the text as received (JSON-escaped on disk)
     assert "<answer>\\x1b[31m2\\x1b[0m</answer>" in (run / "export" / "responses.csv").read_text(encoding="utf-8")
+
+
+def test_the_runs_stderr_log_lines_escape_terminal_escapes(tmp_path):
+    """Variant on the terminal: a log line naming a server's text shows its escapes as \\xNN."""
+    import io
+
+    from sgieval.core.logs import get_logger, run_logging
+
+    stream = io.StringIO()
+    with run_logging(tmp_path, "r1", stream=stream):
+        get_logger().warning("call failed", reason="HTTP 500: \x1b[2J\x1b[31mfire\x1b[0m\x07")
+    line = stream.getvalue()
+    assert "\x1b" not in line and "\x07" not in line
+    assert "\\x1b[2J\\x1b[31mfire\\x1b[0m\\x07" in line
+    assert "\x1b" not in (tmp_path / "log.jsonl").read_text()  # JSON escapes it in the file
