@@ -100,6 +100,7 @@ def test_pack_rebuilds_chatopenai(cls_name):
     assert (shipped.model_name, shipped.openai_api_base, shipped.request_timeout) == ("m", "http://127.0.0.1:9/v1", 7.0)
 
 
+@pytest.mark.ray
 def test_ray_executor_same_records_as_local(tmp_path, ray_local):
     # ChatOpenAIDirect (the client of openai: strings) pools one connection session per event loop;
     # langchain's ChatOpenAI keeps one httpx client per process, whose pooled connections may belong to
@@ -155,6 +156,7 @@ def test_ray_executor_same_records_as_local(tmp_path, ray_local):
     assert t.cost == pytest.approx(0.24)  # 240 input tokens x 1000 USD / 1M
 
 
+@pytest.mark.ray
 def test_ray_resume_computes_only_missing(tmp_path, ray_local):
     from sgieval.models.openai_direct import ChatOpenAIDirect
 

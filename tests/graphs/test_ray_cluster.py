@@ -26,7 +26,7 @@ from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import RunStore
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 N = 6
 

@@ -36,6 +36,7 @@ def test_openai_embedder_constructs_offline(monkeypatch):
     assert e._model.model == "text-embedding-3-large"
 
 
+@pytest.mark.minilm
 def test_minilm_real_encoding():
     e = get_embedder("minilm")
     texts = ["cat sits on mat", "a cat is sitting on a mat", "quantum chromodynamics", "cat sits on mat"]

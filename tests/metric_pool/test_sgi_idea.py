@@ -395,6 +395,7 @@ async def test_metric_non_dict_reply_final_zero_and_bad_reference():
     assert "reference field 'implementation_steps' is not a Python literal" in scores[0].error
 
 
+@pytest.mark.minilm
 async def test_metric_real_minilm_objective():
     m = ig.metrics()[0]
     item = make_item(

@@ -198,6 +198,7 @@ def test_view_writes_a_self_contained_folder(chem_run):
     assert [r[0] for r in data["rows"]].count(-1) == 6
 
 
+@pytest.mark.browser
 def test_browser_chemistry_item(chem_run, tmp_path):
     sync_api = _browser()
     res = runner.invoke(app, ["view", str(chem_run)])
@@ -278,6 +279,7 @@ def _long_run(run_dir: Path, n: int) -> Path:
     return write_viewer(run_dir, items, responses, scores, config={"run_id": "long-run", "request": "long"})
 
 
+@pytest.mark.browser
 def test_browser_long_run_pages(tmp_path):
     sync_api = _browser()
     run_dir = tmp_path / "long-run"

@@ -142,6 +142,7 @@ def _chromium():
 
 
 @pytest.mark.parametrize("knows_token", [False, True])
+@pytest.mark.browser
 def test_a_second_origin_page_cannot_read_the_run_in_a_browser(served, tmp_path, knows_token):
     """The probe's attack in Chromium: a page on another 127.0.0.1 port includes data.js and text.js as
     scripts.  Without the session path it cannot name them; with it (a leaked URL) the server refuses the
