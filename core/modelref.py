@@ -73,6 +73,21 @@ BUILTIN_PREFIXES: frozenset[str] = frozenset(
 )
 """Prefixes known without any registration: sgieval's own and LangChain ``init_chat_model``'s providers."""
 
+KEY_VARIABLES: dict[str, str] = {
+    "google_genai": "GOOGLE_API_KEY",
+    "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS",
+    "google_anthropic_vertex": "GOOGLE_APPLICATION_CREDENTIALS",
+    "mistralai": "MISTRAL_API_KEY",
+    "azure_openai": "AZURE_OPENAI_API_KEY",
+    "bedrock": "AWS_ACCESS_KEY_ID",
+    "bedrock_converse": "AWS_ACCESS_KEY_ID",
+    "huggingface": "HUGGINGFACEHUB_API_TOKEN",
+    "ibm": "WATSONX_APIKEY",
+    "nvidia": "NVIDIA_API_KEY",
+    "perplexity": "PPLX_API_KEY",
+}
+"""Prefix -> the variable holding its key where it is not ``<PREFIX>_API_KEY`` (the provider packages' own)."""
+
 _prefixes: set[str] = set(BUILTIN_PREFIXES)
 
 _SERVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -168,7 +183,7 @@ class ModelRef:
             provider=head,
             name=rest.strip(),
             base_url_var="OPENAI_BASE_URL" if head == "openai" else None,
-            key_var=f"{env}_API_KEY",
+            key_var=KEY_VARIABLES.get(head, f"{env}_API_KEY"),
         )
 
     @property

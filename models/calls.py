@@ -107,29 +107,13 @@ def _status(exc: BaseException) -> int | None:
         return None
 
 
-KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google_genai": "GOOGLE_API_KEY",
-    "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS",
-    "mistralai": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "together": "TOGETHER_API_KEY",
-    "fireworks": "FIREWORKS_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "cohere": "COHERE_API_KEY",
-}
-"""Model-string prefix -> the environment variable holding its key."""
-
-
 def credentials_error(model: NamedModel, status: int | None) -> CredentialsError:
     """The one-line error for an endpoint that answered 401/403 to ``model``:
     provider (and server, without any credentials in its URL), model string,
     the variable to set."""
     ref = model.ref
     prefix = (ref.provider if ref is not None else "") or model.provider
-    var = KEY_VARIABLES.get(prefix) or (ref.key_var if ref is not None else None) or f"{prefix.upper()}_API_KEY"
+    var = (ref.key_var if ref is not None else None) or f"{prefix.upper()}_API_KEY"
     where = prefix
     if "://" in (model.provider or ""):
         where = f"the OpenAI-compatible server at {redact_url(model.provider)}"

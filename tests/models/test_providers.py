@@ -42,6 +42,7 @@ def registry_restored(monkeypatch):
         ("openai-api:vllm/Qwen2.5-7B", "openai-api", "Qwen2.5-7B", "vllm", "VLLM_BASE_URL", "VLLM_API_KEY"),
         ("openai-api:my-lab/org/m:1", "openai-api", "org/m:1", "my-lab", "MY_LAB_BASE_URL", "MY_LAB_API_KEY"),
         ("anthropic:claude-opus-4", "anthropic", "claude-opus-4", "", None, "ANTHROPIC_API_KEY"),
+        ("google_genai:gemini-2.5-pro", "google_genai", "gemini-2.5-pro", "", None, "GOOGLE_API_KEY"),
         ("replay:llama3.3:latest", "replay", "llama3.3:latest", "", None, None),
         ("phi4:latest", "", "phi4:latest", "", None, None),  # a stored model name, no provider
         ("qwen2.5:7b", "", "qwen2.5:7b", "", None, None),  # an Ollama size tag: a stored model name too
@@ -101,6 +102,20 @@ async def test_a_provider_prefix_with_its_own_base_url_is_one_registration_line(
     # an unregistered prefix is still an error naming the fix
     with pytest.raises(InputError, match="unknown provider 'acmee'"):
         resolve_model("acmee:m1", "judge")
+
+
+async def test_a_refused_key_names_the_variable_of_the_models_own_server(monkeypatch):
+    """A 401 from an ``openai-api:`` server names that server (without credentials) and its key variable."""
+    from sgieval.core import CredentialsError
+
+    with MockOpenAI(faults=lambda index, body: "401") as mock:
+        monkeypatch.setenv("VLLM_BASE_URL", mock.url)
+        m = resolve_model("openai-api:vllm/qwen", "target")
+        with pytest.raises(CredentialsError) as ei:
+            await ainvoke(m, [HumanMessage("hi")])
+    line = ei.value.one_line()
+    assert f"the OpenAI-compatible server at {mock.url} refused the credentials (HTTP 401)" in line
+    assert "set VLLM_API_KEY to a valid key" in line
 
 
 def test_a_typo_of_a_prefix_is_named():
