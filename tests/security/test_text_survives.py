@@ -112,6 +112,10 @@ def test_separators_and_lone_surrogates_in_replies_keep_every_item(tmp_path):
         assert res.exit_code == 0, res.output
         assert mock.stats()["served"] == served
     assert len(jsonl_lines(run / "responses.jsonl")) == 10
+    from sgieval import load_run
+
+    loaded = load_run(run)
+    assert len(loaded.responses) == 10 and {r.text for r in loaded.responses} >= {"4\u2028(two plus two)", "16\ufffd"}
 
     # the viewer and every export hold 10 of 10, text whole
     res = runner.invoke(app, ["view", str(run)])
