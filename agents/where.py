@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from ..core import CORPUS, Item, MetricSpec, Score
 from ..metric_pool.differences import FACETS, FacetValue, facet_winners, lead_sources, order_departures
+from ..reports.build import tie_groups
 from ..reports.sections import Heading, ReportContext, Section, Table, Text, report_section
 
 __all__ = ["NEAR_TIE", "WHERE_REQUEST", "WhereReport", "asks_where", "item_link", "where_report"]
@@ -128,6 +129,7 @@ def where_report(
     n_resamples: int = 10000,
     seed: int = 0,
     limit: int = 10,
+    leaders: list[str] | None = None,
 ) -> WhereReport | None:
     """The "Who wins where" section and sentences for the ranking metric ``spec``.
 
@@ -139,6 +141,8 @@ def where_report(
         ranked: (model, overall mean) in ranking order, best first.
         n_resamples, seed: of the paired tests.
         limit: how many items the departures list shows.
+        leaders: the models sharing first place overall (default: those with the top mean exactly); with more
+            than one there is no single overall winner to place per facet value.
 
     Returns:
         A :class:`WhereReport`, or None when fewer than two models are ranked or no facet has two values among the
@@ -161,7 +165,7 @@ def where_report(
         return None
     out = WhereReport(leads=asks_where(request), tables=tables)
     top_mean = ranked[0][1]
-    leaders = [m for m, mean in ranked if mean == top_mean]
+    leaders = leaders if leaders is not None else [m for m, mean in ranked if mean == top_mean]
     winner = leaders[0] if len(leaders) == 1 else None
     unit = f"{spec.name} per item"
     parts: list = [
@@ -266,5 +270,6 @@ def where_section(ctx: ReportContext) -> Section | None:
         [(s.model, s.stats.mean) for s in ctx.ranked],
         n_resamples=int(ctx.options.get("n_resamples", 10000)),
         seed=int(ctx.options.get("seed", 0)),
+        leaders=[s.model for s in (tie_groups(ctx.ranked, ctx.pairs) or [[]])[0]],
     )
     return rep.section if rep is not None else None

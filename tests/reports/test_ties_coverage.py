@@ -289,3 +289,22 @@ def test_the_answer_is_a_short_list_of_full_sentences(tmp_path):
     assert data["verdict"].startswith('To "Which model is best?": **alpha** ranks first by em')
     assert data["caveats"][0].startswith("beta and gamma share rank 2=")
     assert not math.isnan(len(data["how_sure"]))
+
+
+def test_a_tie_at_the_printed_precision_names_no_overall_winner_per_facet(tmp_path):
+    # zeta 0.62, 0.62 (physics), 0.585, 0.585 (chemistry): mean 0.6025; beta 0.59, 0.59, 0.605, 0.605: mean 0.5975.
+    # Both print 0.60 and the paired test on 4 items (differences +0.03, +0.03, -0.02, -0.02) cannot separate them:
+    # tied for first, so "zeta is first overall but not in chemistry" would be a claim the data do not support.
+    its = [
+        Item(id=f"g/{i}", benchmark="jsonl", task="generic", discipline=d, prompt=f"q{i}")
+        for i, d in enumerate(["physics", "physics", "chemistry", "chemistry"])
+    ]
+    z, b = [0.62, 0.62, 0.585, 0.585], [0.59, 0.59, 0.605, 0.605]
+    scores = [ok("zeta", i, v, "score") for i, v in enumerate(z)] + [ok("beta", i, v, "score") for i, v in enumerate(b)]
+    text = report(tmp_path, its, scores, [SCORE], "score", ["zeta", "beta"])
+    answer = section(text, "Answer")
+    assert "**zeta** and **beta** tie for first by score on 4 items" in answer
+    assert "first overall" not in text
+    where = section(text, "Who wins where")
+    # the facet table still shows who is first where: beta (0.605 + 0.605) / 2 against zeta 0.585, lead +0.02
+    assert "| chemistry | 2 | beta (0.60) | zeta (0.58) | +0.02 |" in where
