@@ -632,6 +632,20 @@ def record_sampling(rt: RunContext) -> None:
     rt.store.write_config(rt.config)
 
 
+def model_servers(rt: RunContext) -> str:
+    """The report's "model servers" line: each OpenAI-compatible model with the server it was called on
+    (credentials removed), e.g. ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none."""
+    from ..core import redact_url
+
+    parts = []
+    for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
+        ref = m.ref
+        if ref is not None and ref.base_url:
+            src = f" ({ref.base_url_var})" if ref.base_url_var and ref.provider != "openai" else ""
+            parts.append(f"{m.name}: {redact_url(ref.base_url)}{src}")
+    return "; ".join(dict.fromkeys(parts))
+
+
 def sampling_line(config: RunConfig) -> str:
     """The report's "sampling parameters" line: per model, what was sent and what was not, with why."""
     parts = []
@@ -747,6 +761,7 @@ async def write_report(rt: RunContext, state: State) -> Path:
             **({"files not read": "; ".join(skipped)} if skipped else {}),
             **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
             **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
+            **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
         },
     }

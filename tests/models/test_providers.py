@@ -159,6 +159,11 @@ def test_a_vllm_target_and_an_openai_judge_on_two_servers(tmp_path, monkeypatch)
     assert {e["authorization"] for e in target_log} == {"Bearer k-vllm"}
     assert {e["authorization"] for e in judge_log} == {"Bearer not-needed"}
     assert [(r.model, r.text, r.status) for r in run.responses] == [("openai-api:vllm/qwen-mock", TEXT, "ok")] * n
+    # the report names the server each model was called on
+    assert (
+        f"openai-api:vllm/qwen-mock: {vllm.url} (VLLM_BASE_URL); openai:gpt-judge: {judge_server.url}"
+        in run.report.read_text()
+    )
     rigor = [s for s in run.scores if s.metric == "rigor"]
     # every criterion 7 -> weighted mean 7 x 10 = 70 (0-100), judged by the OpenAI-style judge
     assert [(s.value, s.judge, s.status) for s in rigor] == [(70.0, "openai:gpt-judge", "ok")] * n
