@@ -385,11 +385,16 @@ def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: st
     return write_bytes_in(root, path, repair_text(text)[0].encode(encoding))
 
 
-def read_bytes_in(root: str | Path, path: str | Path) -> bytes:
+def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = False) -> bytes:
     """The bytes of ``path`` in the run folder ``root``, following no link below ``root``.
 
+    ``single_link``: refuse a file with other hard links too (a name for a file
+    that may lie outside the run: what is copied out of the folder must be a
+    file written in it).
+
     Raises:
-        InputError: ``path`` or a folder on the way is a symbolic link.
+        InputError: ``path`` or a folder on the way is a symbolic link; it is
+            no regular file; with ``single_link``, it has other hard links.
         FileNotFoundError: it does not exist.
         OSError: it cannot be read.
     """
@@ -402,6 +407,13 @@ def read_bytes_in(root: str | Path, path: str | Path) -> bytes:
                 raise link_error(root, ["/".join([*dirs, name])]) from None
             raise
         _regular(fd, root, "/".join([*dirs, name]))
+        if single_link and os.fstat(fd).st_nlink > 1:
+            os.close(fd)
+            raise InputError(
+                f"{'/'.join([*dirs, name])} has other hard links: sgieval copies only files written in the run folder",
+                what=str(root),
+                fix="replace it by a copy of the file (cp, not ln), or remove it",
+            )
         with os.fdopen(fd, "rb") as f:
             return f.read()
 

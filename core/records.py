@@ -422,6 +422,7 @@ class Label(_Repairable):
         if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
             self.text_repaired = True
         return self
+
     sample: str = ""
     """How the unit was chosen for labelling: ``random`` (a seeded uniform sample, ``sgieval label``),
     ``disagreement`` (where the judges differ most) or "" (imported: not known)."""

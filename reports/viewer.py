@@ -290,8 +290,8 @@ _FIGURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}\.png")
 
 def _report_figures(run_dir: Path) -> dict[str, bytes]:
     """The report's figures to copy into the viewer: ``run_dir/figures/*.png`` that are PNG images (their
-    signature) and regular files, read without following a link (a link anywhere is refused with
-    InputError); name -> bytes."""
+    signature) and regular files, read without following a link (a link anywhere, or a file with other hard
+    links, is refused with InputError); name -> bytes."""
     folder = run_dir / "figures"
     try:
         names = sorted(e.name for e in os.scandir(folder) if _FIGURE_NAME.fullmatch(e.name))
@@ -299,7 +299,7 @@ def _report_figures(run_dir: Path) -> dict[str, bytes]:
         return {}
     out = {}
     for name in names:
-        data = read_bytes_in(run_dir, folder / name)
+        data = read_bytes_in(run_dir, folder / name, single_link=True)
         if data.startswith(PNG_SIGNATURE):
             out[name] = data
     return out

@@ -108,6 +108,20 @@ def test_view_never_copies_a_linked_figure_into_the_viewer(tmp_path, run):
     assert snapshot(tmp_path, skip=run) == before
 
 
+def test_view_never_copies_a_hard_linked_figure(tmp_path, run):
+    # variant: a hard link names a file that may lie outside the run (a PNG of the user's, say)
+    photo = tmp_path / "private.png"
+    photo.write_bytes((run / "figures" / "ranking.png").read_bytes()[:8] + b"my private picture")
+    os.link(photo, run / "figures" / "photo.png")
+    before = snapshot(tmp_path, skip=run)
+    assert one_error_line(runner.invoke(app, ["view", str(run)])) == (
+        f"error: {run}: figures/photo.png has other hard links: sgieval copies only files written in the run "
+        "folder. Fix: replace it by a copy of the file (cp, not ln), or remove it"
+    )
+    assert not any(b"my private picture" in p.read_bytes() for p in (run / "viewer").rglob("*") if p.is_file())
+    assert snapshot(tmp_path, skip=run) == before
+
+
 def test_view_copies_only_the_png_figures_it_finds_as_plain_files(tmp_path, run):
     # variant: a plain file that is no PNG (not a chart sgieval drew) is not copied; the PNGs are
     (run / "figures" / "notes.png").write_text("not an image: private notes\n")
