@@ -1,4 +1,5 @@
-"""The rigor graph through the real client path: ``openai:<name>`` model strings -> langchain-openai ChatOpenAI ->
+"""The rigor graph through the real client path: ``openai:<name>`` model strings -> the ``openai:`` transport
+(:class:`~sgieval.models.openai_direct.ChatOpenAIDirect`, which sends what langchain-openai's ChatOpenAI sends) ->
 HTTP chat completions (with tool calls) against a local OpenAI-compatible mock server started by the test on
 127.0.0.1 (issue 5 "Done when", second point).
 
@@ -137,9 +138,12 @@ def test_models_are_real_openai_clients(served_run):
     rt, state, report, logic, stats = served_run
     from sgieval.models.openai_direct import ChatOpenAIDirect
 
-    assert isinstance(rt.agent.chat, ChatOpenAIDirect) and rt.agent.name == "openai:planner"
+    assert rt.agent.name == "openai:planner"
     assert [t.name for t in rt.targets] == ["openai:model-a", "openai:model-b"]
-    assert all(isinstance(m.chat, ChatOpenAIDirect) for m in [*rt.targets, *rt.judges])
+    assert [j.name for j in rt.judges] == ["openai:judge"]
+    for m in [rt.agent, *rt.targets, *rt.judges]:  # the default transport of openai: models, on the run's server
+        assert isinstance(m.chat, ChatOpenAIDirect), m
+        assert (m.chat.model_name, m.chat.openai_api_base) == (m.name.removeprefix("openai:"), rt.config.base_url)
     by_model = {}
     for b in logic.bodies:
         by_model[b["model"]] = by_model.get(b["model"], 0) + 1
@@ -163,6 +167,36 @@ def test_models_are_real_openai_clients(served_run):
         "chemistry": 1,
         "physics": 1,
     }
+
+
+def test_the_runs_requests_are_what_chat_openai_sends(served_run):
+    """The transport promises ChatOpenAI's requests, not its class (tests/models/test_openai_contract.py checks it
+    case by case): every request of the run, resent by langchain-openai's ChatOpenAI (its conversation read back
+    with langchain-core's ``convert_to_messages``, its other fields as call options), is the same body after the
+    adaptation for servers other than api.openai.com (``compat_payload``; the mock's URL is one)."""
+    rt, state, report, logic, stats = served_run
+    from langchain_core.messages import convert_to_messages
+    from langchain_openai import ChatOpenAI
+
+    from sgieval.models.openai_direct import compat_payload, wire_body
+
+    bodies = list(logic.bodies)
+
+    async def resend() -> list[dict]:
+        with MockOpenAI(replies=lambda body, index: "ok", log_bodies=True) as mock:
+            for body in bodies:
+                options = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
+                chat = ChatOpenAI(model=body["model"], base_url=mock.url, api_key="k", max_retries=0)
+                await chat.ainvoke(convert_to_messages(body["messages"]), **options)
+            return mock.log()
+
+    log = asyncio.run(resend())
+    assert len(log) == len(bodies) == 20
+    kinds = set()
+    for sent, sdk in zip(bodies, log):
+        assert sent == json.loads(wire_body(compat_payload(json.loads(sdk["body"])))), sent["model"]
+        kinds |= {m["role"] for m in sent["messages"]} | ({"tools"} if sent.get("tools") else set())
+    assert kinds >= {"system", "user", "assistant", "tool", "tools"}  # tool calls and results went both ways
 
 
 def test_selection_rubric_scores_and_report_over_http(served_run):
