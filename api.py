@@ -560,6 +560,12 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
         for m in defn.metrics(None):
             if any(s.name == metric for s in m.all_specs):
                 return m, metric, defn.name
+    from .metric_pool.registry import ALL, entries
+
+    for entry in entries():  # the registered metrics (metric_pool.registry.metric)
+        m = entry.build(None)
+        if any(s.name == metric for s in m.all_specs):
+            return m, metric, "" if entry.scope == ALL else entry.scope
     from .metric_pool.rubric import RubricMetric
     from .metric_pool.rubrics import load_rubric
 

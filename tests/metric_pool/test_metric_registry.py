@@ -177,3 +177,8 @@ def test_an_installed_packages_metric_module_registers_through_its_entry_point(m
     finally:
         registry.unregister(("*", "brevity"))
         sys.modules.pop(TOY, None)
+
+
+def test_score_finds_a_registered_metric_by_name(toy_metric):
+    out = sgieval.score(["Paris.", "The capital of France is the city of Paris."], "brevity")
+    assert [(s.value, s.rationale) for s in out] == [(1.0, "1 words"), (pytest.approx(5 / 9), "9 words")]
