@@ -145,8 +145,8 @@ def _metrics_factory(spec: BenchmarkSpec, where: str):
     rubrics = [m for m in spec.metrics if m not in REFERENCE_METRICS]
 
     def metrics(options: dict | None = None) -> list:
-        from ..metric_pool.base import BenchmarkOnly
         from ..metric_pool.generic import NumericMatch, ReferenceMatch
+        from ..metric_pool.registry import Scoped
         from ..metric_pool.rubric import RubricMetric
         from ..metric_pool.rubrics import load_rubric
 
@@ -162,7 +162,7 @@ def _metrics_factory(spec: BenchmarkSpec, where: str):
                     what=where,
                     fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; {e.fix}",
                 ) from None
-            out.append(BenchmarkOnly(RubricMetric(rubric), spec.name))
+            out.append(Scoped(RubricMetric(rubric), spec.name))
         return out
 
     return metrics

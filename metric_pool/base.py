@@ -138,28 +138,6 @@ class Metric:
         return judges, None
 
 
-class BenchmarkOnly(Metric):
-    """``metric`` restricted to the items of one benchmark (``Item.benchmark ==
-    benchmark``): a library rubric that a user benchmark lists as predefined
-    scores that benchmark's items only, never those of another benchmark in
-    the same run.  Scores, specs and corpus scores are ``metric``'s."""
-
-    def __init__(self, metric: Metric, benchmark: str):
-        self.inner = metric
-        self.benchmark = benchmark
-        self.specs = list(metric.specs)
-        self.corpus_specs = list(metric.corpus_specs)
-
-    def applies(self, item: Item) -> bool:
-        return item.benchmark == self.benchmark and self.inner.applies(item)
-
-    async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        return await self.inner.score(item, response, ctx)
-
-    def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        return self.inner.corpus(items, responses, scores)
-
-
 @dataclass(frozen=True)
 class MetricResult:
     """What a metric function returns for one (item, response): the value on its spec's native scale
