@@ -149,18 +149,31 @@ def test_damaged_cache_entry_is_a_miss(tmp_path):
     c.close()
 
 
-@pytest.mark.parametrize("markup", ["[/]", "[bold]x[/bold] [/red]", "\x1b[2J[/]"])
-def test_rich_markup_in_a_request_or_an_error_never_crashes_the_cli(tmp_path, markup):
+@pytest.mark.parametrize(
+    "markup, options",
+    [
+        ("[/]", []),
+        # the tag names are words naming no facet, quality, metric or model: --all ranks what was understood
+        ("[bold]x[/bold] [/red]", ["--all"]),
+        ("\x1b[2J[/]", []),
+    ],
+)
+def test_rich_markup_in_a_request_or_an_error_never_crashes_the_cli(tmp_path, markup, options):
     out = tmp_path / "runs"
-    res = runner.invoke(app, ["ask", f"creative chemistry {markup}", "--k", "2", "--yes", "--out", str(out)])
+    res = runner.invoke(app, ["ask", f"creative chemistry {markup}", "--k", "2", "--yes", *options, "--out", str(out)])
     assert res.exit_code == 0, res.output
     listing = runner.invoke(app, ["runs", "--out", str(out)])
     assert listing.exit_code == 0, listing.output
     (run,) = out.iterdir()
+    if options:  # the words left out are named, as words (no markup)
+        assert "--all: 'bold', 'red' matched nothing and were left out |" in (run / "report.md").read_text()
     assert (
         listing.output.split()
         == (
-            f"{run.name}\tcomplete\tresponses=12\tscores=48\t"
+            # 6 target models x 2 items: 12 responses, each with 6 per-item AidanBench scores (accepted answers,
+            # published count, README and leaderboard scores, coherence and novelty per item), and 4 corpus-level
+            # scores per model (mean coherence, mean novelty, with the first answer, leaderboard total): 72 + 24
+            f"{run.name}\tcomplete\tresponses=12\tscores=96\t"
             f"{escape_control_chars(repr(f'creative chemistry {markup}'))}\n"
         ).split()
     )
