@@ -182,3 +182,18 @@ def test_an_installed_packages_metric_module_registers_through_its_entry_point(m
 def test_score_finds_a_registered_metric_by_name(toy_metric):
     out = sgieval.score(["Paris.", "The capital of France is the city of Paris."], "brevity")
     assert [(s.value, s.rationale) for s in out] == [(1.0, "1 words"), (pytest.approx(5 / 9), "9 words")]
+
+
+def test_the_agent_model_is_offered_every_registered_metric_and_may_choose_it(toy_metric, tmp_path):
+    from langchain_core.messages import AIMessage
+
+    from sgieval.tests.graphs.test_retrieval_novelty_agent import agent
+
+    items = load_jsonl(_qa(tmp_path))
+    a = agent([AIMessage(content=json.dumps({"primary": "brevity", "pool": ["brevity"], "reason": "short is better"}))])
+    plan, metrics, _ = asyncio.run(run_customisation("Rank the models by how terse they are", items, agent=a))
+    prompt = str(a.chat.seen[0][1].content)
+    assert "- brevity (objective, 0-1): 1 for a reply of at most 5 words" in prompt
+    assert "brevity; choose it (pool and primary) for a request about conciseness." in prompt
+    assert plan.primary == "brevity" and plan.pool == ["brevity"] and ("*", "brevity") in plan.metrics
+    assert plan.qualities == ["conciseness"] and "brevity" in [m.name for m in metrics]
