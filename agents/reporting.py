@@ -970,6 +970,23 @@ def _retrieval_builder(ctx: ReportContext) -> Section | None:
     return retrieval_section(ctx.grouped.get("retrieval_novelty", []))
 
 
+@report_section("labels", order=85)
+def _labels_builder(ctx: ReportContext) -> list[Section] | None:
+    """Agreement with the researcher's labels and the prediction-powered means, for each metric with labels."""
+    from ..core import RunStore
+    from ..metric_pool.labels import label_estimates
+    from ..reports.labels import labels_sections
+
+    labels = ctx.options.get("labels")
+    if labels is None:
+        labels = RunStore(ctx.run_dir).read("labels") if (ctx.run_dir / "labels.jsonl").is_file() else []
+    if not labels:
+        return None
+    labelled = {lab.metric for lab in labels}
+    found = [label_estimates(ctx.scores, labels, sp) for sp in ctx.specs if sp.name in labelled]
+    return labels_sections(found)
+
+
 @report_section("definitions", order=110)
 def _definitions_builder(ctx: ReportContext) -> Section | None:
     return definitions_section(ctx.specs, ctx.scores)

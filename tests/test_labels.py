@@ -69,7 +69,7 @@ def judged_run(tmp_path_factory) -> Path:
             )
         )
         models.append(f"replay:{f}")
-    judge = NamedModel(name="scripted:careful", role="judge", chat=CarefulJudge(), provider="scripted-careful")
+    judge = NamedModel(name="openai:careful-judge", role="judge", chat=CarefulJudge(), provider="scripted-careful")
     cfg = RunConfig(
         run_id="labelled",
         request="Which model is most rigorous?",
@@ -78,7 +78,7 @@ def judged_run(tmp_path_factory) -> Path:
         yes=True,
         bootstrap_resamples=999,
         models=models,
-        judges=["scripted:careful"],
+        judges=["openai:careful-judge"],
         tools=[],
     )
     state = asyncio.run(execute(make_runtime(cfg, judges=[judge])))
@@ -238,7 +238,7 @@ def test_a_blind_labelling_session_in_a_real_terminal(judged_run, tmp_path):
     child.expect("outside 0-10")
     for _ in crits:
         child.sendline("5")
-    child.expect(r"saved\. judge \(scripted:careful\)")
+    child.expect(r"saved\. judge \(openai:careful-judge\)")
     child.expect(r"\(0-10, s skip, q quit\): ")
     child.sendline("s")  # skip the second unit
     child.expect(r"\(0-10, s skip, q quit\): ")
@@ -253,3 +253,41 @@ def test_a_blind_labelling_session_in_a_real_terminal(judged_run, tmp_path):
     child.expect(r"labelling rigor: 3 unit\(s\) to go \(1 already labelled by ana\)")
     child.sendline("q")
     child.expect(pexpect.EOF)
+
+
+def test_the_report_shows_agreement_and_ppi_from_the_labels(judged_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # `report` resolves the run's judge; it calls nothing
+    run = copy(judged_run, tmp_path / "run")
+    records = sgieval.load_run(run)
+    rows = [
+        {"item_id": s.item_id, "model": s.model, "metric": "rigor", "value": s.value - 10, "sample": "random"}
+        for s in records.scores
+        if s.metric == "rigor" and s.ok and int(s.item_id.rsplit("q", 1)[1]) < 10
+    ]
+    f = tmp_path / "labels.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert runner.invoke(app, ["labels", "import", str(run), str(f)]).exit_code == 0
+    res = runner.invoke(app, ["report", str(run)])
+    assert res.exit_code == 0, res.output
+    md = (run / "report.md").read_text()
+    assert "## Agreement with your labels: rigor" in md
+    assert "20 label(s) of rigor. The labelled units are a seeded random sample" in md
+    # the panel scores exactly 10 points above the labeller on every labelled unit
+    assert "On rigor the judges agree with your 20 labels" in md
+    assert "it scores 10.0 points above you on average" in md
+    est = sgieval.ppi(run, "rigor")
+    for m in est.models:
+        cells = f"| {m.model} | 10 | 12 | {m.judge.mean:.2f} ({m.judge.low:.2f} to {m.judge.high:.2f}) |"
+        assert cells in md, cells
+        assert f"{m.ppi.mean:.2f} ({m.ppi.low:.2f} to {m.ppi.high:.2f})" in md
+    data = json.loads((run / "report.json").read_text())
+    keys = [s["key"] for s in data["sections"]]
+    assert "labels_rigor" in keys
+    # with fewer than 10 labels per model the judge-only figures stand, and the Answer says so
+    run2 = copy(judged_run, tmp_path / "run2")
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(json.dumps(r) + "\n" for r in rows[:6]))
+    assert runner.invoke(app, ["labels", "import", str(run2), str(few)]).exit_code == 0
+    assert runner.invoke(app, ["report", str(run2)]).exit_code == 0
+    md2 = (run2 / "report.md").read_text()
+    assert "Fewer than 10 labels per model on rigor: the judge-only figures stand." in md2
