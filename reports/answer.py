@@ -98,6 +98,26 @@ def _ordered(means: dict[str, float], higher_is_better: bool) -> list[str]:
     return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
 
 
+def _tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
+    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (the
+    report's precision): a tie is one group, its models in name order (name order never ranks them)."""
+    groups: list[list[str]] = []
+    last: float | None = None
+    for m in _ordered(means, higher_is_better):
+        r = round(means[m], digits)
+        if groups and r == last:
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+        last = r
+    return groups
+
+
+def tied_order_text(groups: list[list[str]], higher_is_better: bool = True) -> str:
+    """``a > b = c`` from tie groups (``<`` when lower is better)."""
+    return (" > " if higher_is_better else " < ").join(" = ".join(g) for g in groups)
+
+
 def order_text(models: list[str], higher_is_better: bool = True) -> str:
     """``a > b > c`` (``<`` when lower is better)."""
     return (" > " if higher_is_better else " < ").join(models)
@@ -118,14 +138,15 @@ def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]
         [f"{n_m} missing (an empty stored list)"] if n_m else []
     )
     kept = _means(scores, spec.name, order, leave_out=bad)
-    new = _ordered(kept, spec.higher_is_better)
+    new = _tie_groups(kept, spec.higher_is_better)
+    full = _tie_groups(_means(scores, spec.name, [m for m in order if m in kept]), spec.higher_is_better)
     head = (
         f"Sensitivity: {' and '.join(parts)} stored {'list is' if len(rows) == 1 else 'lists are'} counted as "
         f"published (see Failures); leaving out the {len(bad)} item{'' if len(bad) == 1 else 's'} concerned"
     )
-    if new == [m for m in order if m in kept]:
+    if new == full:
         return f"{head}, the order by {spec.name} does not change."
-    return f"{head}, the order by {spec.name} changes to {order_text(new, spec.higher_is_better)}."
+    return f"{head}, the order by {spec.name} changes to {tied_order_text(new, spec.higher_is_better)}."
 
 
 def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[str, str]]:

@@ -50,7 +50,8 @@ def test_flag_rows_and_sensitivity_when_the_order_changes():
         {"item": "q3", "model": "a", "flag": "missing", "reason": "empty stored list", "error": ""},
         {"item": "q2", "model": "b", "flag": "censored", "reason": "stopped by error after 3", "error": "boom"},
     ]
-    # full means: a 4, b 3.67, c 3.67 -> order a > b > c (b before c by name on the tie); without q2, q3: a 10, b 4, c 5
+    # full means: a 4, b 3.67, c 3.67 -> order a > b = c (a tie: name order ranks nothing); without q2, q3: a 10,
+    # b 4, c 5
     assert sensitivity_sentence(scores, ACC, ["a", "b", "c"]) == (
         "Sensitivity: 1 censored (stopped by an error, so the count is a lower bound) and 1 missing (an empty stored "
         "list) stored lists are counted as published (see Failures); leaving out the 2 items concerned, the order by "
@@ -65,6 +66,22 @@ def test_sensitivity_unchanged_and_absent():
         "published (see Failures); leaving out the 1 item concerned, the order by acc does not change."
     )
     assert sensitivity_sentence([S("q1", "a", 9), S("q1", "b", 1)], ACC, ["a", "b"]) is None
+
+
+def test_sensitivity_states_ties_as_ties():
+    # full means a 0.6, b 0.6 (a tie); leaving out the censored q2: a 0.6, b 0.6 -> the order (a tie) does not change
+    tie = [S("q1", "a", 0.6), S("q2", "a", 0.6, censored=True, flag_reason="r"), S("q1", "b", 0.6), S("q2", "b", 0.6)]
+    assert sensitivity_sentence(tie, ACC, ["b", "a"]).endswith("the order by acc does not change.")
+    scores = [
+        S("q1", "a", 0.2),
+        S("q2", "a", 0.8, censored=True, flag_reason="r"),
+        S("q1", "b", 0.4),
+        S("q2", "b", 0.4),
+        S("q1", "c", 0.4),
+        S("q2", "c", 0.2),
+    ]
+    # full: a 0.5, b 0.4, c 0.3 -> a > b > c; without q2: a 0.2, b 0.4, c 0.4 -> b = c > a
+    assert sensitivity_sentence(scores, ACC, ["a", "b", "c"]).endswith("the order by acc changes to b = c > a.")
 
 
 def test_judges_and_self_preference():
