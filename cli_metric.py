@@ -9,6 +9,8 @@
 - ``sgieval metric test NAME --response FILE_OR_TEXT --judge MODEL [--question TEXT]``:
   score one response and print the per-criterion table (0-10 each) and the
   total (0-100).
+- ``sgieval metric test NAME --run RUN --judge MODEL``: the rubric loop on the
+  run's labels (:func:`rubric_loop`).
 
 Exit codes as ``sgieval``: 2 bad input, 1 a judge failure, 3 cancelled.
 """
@@ -153,19 +155,55 @@ def show(name: str = typer.Argument(..., help="Rubric name (see `sgieval metric 
 @metric_app.command("test")
 def test(
     name: str = typer.Argument(..., help="Rubric name or YAML path."),
-    response: str = typer.Option(..., "--response", help="The response to score: a file path or the text itself."),
+    response: Optional[str] = typer.Option(
+        None, "--response", help="The response to score: a file path or the text itself."
+    ),
+    run: Optional[Path] = typer.Option(
+        None,
+        "--run",
+        help="A run folder with labels of this rubric: show where the judge and your labels disagree most, revise "
+        "a criterion, re-score the labelled units and compare the agreement (instead of --response).",
+    ),
     judge: list[str] = typer.Option(..., "--judge", help="Judge model(s), e.g. openai:gpt-4.1; repeat for several."),
     question: str = typer.Option("", "--question", help="The task the response answers."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for the judge."),
     tools: Optional[str] = typer.Option(None, "--tools", help="Tools the judge may use: search,python (default none)."),
     tool_budget: int = typer.Option(3, "--tool-budget", help="Tool calls per judge for this score."),
+    top: int = typer.Option(10, "--top", min=1, help="With --run: disagreements shown (largest first)."),
+    out_dir: Optional[Path] = typer.Option(
+        None, "--out", help="With --run: folder for the revised YAML (default: user rubric folder)."
+    ),
 ) -> None:
-    """Score one response with a rubric and print the per-criterion scores."""
+    """Score one response with a rubric (--response), or refine the rubric against a run's labels (--run)."""
     from .metric_pool.base import ScoringContext
     from .metric_pool.rubric import RubricMetric
     from .metric_pool.rubrics import load_rubric
     from .models.registry import resolve_model
 
+    if (response is None) == (run is None):
+        _fail(
+            InputError(
+                "give either --response (score one response) or --run (refine against the run's labels)",
+                what="sgieval metric test",
+                fix="e.g. --response answer.txt, or --run runs/<id>",
+            )
+        )
+    if run is not None:
+        try:
+            judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
+            pool = None
+            if tools:
+                from .tools.pool import ToolPool
+
+                pool = ToolPool.from_names(tools)
+        except SgievalError as e:
+            _fail(e)
+        try:
+            rubric_loop(name, run, judges, tools=pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
+        except SgievalError as e:
+            _fail(e)
+        return
+    assert response is not None
     try:
         r = load_rubric(name)
         judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
@@ -215,3 +253,240 @@ def test(
         ),
         highlight=False,
     )
+
+
+# ------------------------------------------------------------------ rubric loop
+def _stat_text(st: Any) -> str:
+    if st is None or st.value is None:
+        return "-"
+    ci = f" ({st.low:.2f} to {st.high:.2f})" if st.low is not None and st.high is not None else ""
+    return f"{st.value:.2f}{ci}"
+
+
+def _agreement_table(changes: list[Any], judge: str, before_what: str, after_what: str) -> Table:
+    t = Table(title=f"agreement of {_safe(judge)} with your labels (95% bootstrap CI)")
+    for col in ("criterion", "statistic", "n", f"before ({before_what})", f"after ({after_what})", "change"):
+        t.add_column(col, justify="right" if col in ("n", "change") else "left")
+    for ch in changes:
+        b, a = ch.before, ch.after
+        delta = (
+            f"{a.value - b.value:+.2f}"
+            if a is not None and b is not None and a.value is not None and b.value is not None
+            else "-"
+        )
+        n = a.n if a is not None else (b.n if b is not None else 0)
+        t.add_row(
+            _safe(ch.criterion or "(whole metric, 0-100)"), ch.statistic, str(n), _stat_text(b), _stat_text(a), delta
+        )
+    return t
+
+
+def _disagreement_table(rows: list[Any], top: int) -> Table:
+    t = Table(title=f"largest disagreements with your labels (top {min(top, len(rows))} of {len(rows)})")
+    for col in ("item", "target model", "criterion", "judge", "you", "judge's rationale"):
+        t.add_column(col, justify="right" if col in ("judge", "you") else "left")
+    for d in rows[:top]:
+        why = d.rationale.strip()
+        t.add_row(
+            _safe(d.item_id),
+            _safe(d.model),
+            _safe(d.criterion or "(whole metric, 0-100)"),
+            f"{d.judge_value:.3g}",
+            f"{d.label:.3g}",
+            _safe(why if len(why) <= 300 else why[:297] + "..."),
+        )
+    return t
+
+
+def _parse_anchors(text: str) -> dict[int, str]:
+    """``"0=no controls; 10=every confound controlled"`` -> {0: ..., 10: ...}; an empty text after ``=`` removes
+    that level.  Raises InputError naming the bad part."""
+    out: dict[int, str] = {}
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        level, sep, words = part.partition("=")
+        try:
+            n = int(level.strip())
+        except ValueError:
+            n = -1
+        if not sep or not 0 <= n <= 10:
+            raise InputError(
+                f"cannot read anchor {part.strip()!r}",
+                what="anchors",
+                fix="write LEVEL=TEXT pairs with LEVEL 0-10, separated by ';' (e.g. 0=no controls; 10=all controls)",
+            )
+        out[n] = words.strip()
+    return out
+
+
+def _ask(text: str, default: str = "") -> str | None:
+    """One typer prompt on stderr; None at end of input (Ctrl-D / closed stdin)."""
+    try:
+        return str(typer.prompt(text, default=default, show_default=False, err=True))
+    except typer.Abort:
+        return None
+
+
+def _save_version(r: Rubric, previous: Rubric, out_dir: Path | None, scores: list[Any]) -> Path:
+    """Save ``r`` as ``<slug>.yaml`` (the version later runs load) and both versions under ``versions/``, so a
+    score's ``rubric_version`` can always be traced to its text; ``scores`` (the labelled units scored with ``r``)
+    go beside it as ``versions/<slug>.v<N>.labelled-scores.jsonl``."""
+    from .core.files import atomic_write_text
+    from .metric_pool.rubrics import save_rubric, slug, user_rubric_dir
+
+    folder = Path(out_dir) if out_dir is not None else user_rubric_dir()
+    history = folder / "versions"
+    old = history / f"{slug(previous.name)}.v{previous.version}.yaml"
+    if not old.exists():
+        previous.to_yaml(old)
+    r.to_yaml(history / f"{slug(r.name)}.v{r.version}.yaml")
+    atomic_write_text(
+        history / f"{slug(r.name)}.v{r.version}.labelled-scores.jsonl",
+        "".join(s.model_dump_json() + "\n" for s in scores),
+    )
+    return save_rubric(r, folder=folder)
+
+
+def rubric_loop(
+    name: str,
+    run: Path,
+    judges: list[Any],
+    *,
+    tools: Any = None,
+    tool_budget: int = 3,
+    top: int = 10,
+    out_dir: Path | None = None,
+) -> None:
+    """The rubric loop on a run's labels (:mod:`sgieval.metric_pool.rubric_loop`), driven by typer prompts.
+
+    Shows the largest judge-label disagreements (item, target model, criterion, both values, the judge's
+    rationale); asks which criterion to revise, its new description and anchors; re-scores only the labelled units
+    with the revision through ``judges``; prints the agreement before and after; and on confirmation saves the
+    revision as the rubric's next version (then the next round starts from it). An empty criterion answer (or the
+    end of input) stops.
+
+    The "before" scores are the run's own when ``judges`` are the judges that scored it; otherwise the labelled
+    units are first scored with the current version through ``judges``, so the comparison changes the rubric only.
+
+    Args:
+        name: the rubric's metric name in the run (or a rubric YAML path of the same name: its text is the start).
+        run: the run folder.
+        judges: the resolved judge panel.
+        tools: a ToolPool for the judges, or None.
+        tool_budget: tool calls per judge per score.
+        top: disagreements shown.
+        out_dir: where revisions are saved (None: the user rubric folder).
+
+    Raises:
+        InputError: no such run, no rubric of that name in the run, or no label of it.
+    """
+    from .api import load_run, run_metric_specs
+    from .metric_pool.rubric_loop import compare_agreement, disagreements, labelled_units, rescore_units, scored_by
+    from .metric_pool.rubrics import load_rubric
+
+    records = load_run(run)
+    specs = run_metric_specs(records)
+    rubrics = {k: v for k, v in specs.items() if isinstance(v, Rubric)}
+    p = Path(name)
+    current = load_rubric(name) if p.suffix in (".yaml", ".yml") and p.is_file() else rubrics.get(name)
+    if current is None or current.name not in rubrics:
+        raise InputError(
+            f"the run has no rubric metric {name!r}",
+            what=str(run),
+            fix=f"use one of {', '.join(sorted(rubrics)) or '(none: the run applied no rubric metric)'}",
+        )
+    labels = records.labels
+    units = labelled_units(labels, current.name)
+    if not units:
+        raise InputError(
+            f"the run has no labels of {current.name}",
+            what=str(run),
+            fix=f"label some responses first: `sgieval label {run} --metric {current.name}`",
+        )
+    panel = [j.name for j in judges]
+    judge = panel[0] if len(panel) == 1 else None
+    who = judge or "the panel"
+    options = {"tool_budget": tool_budget}
+    stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in set(units)]
+    if scored_by(stored, current, units) == set(panel):
+        before = stored
+        before_what = f"the run's scores, v{current.version}"
+    else:
+        err.print(
+            f"the run was judged by {', '.join(sorted(scored_by(stored, current, units))) or 'no valid judge'}; "
+            f"scoring the {len(units)} labelled unit(s) with version {current.version} through {', '.join(panel)} "
+            "first, so before and after differ only in the rubric",
+            highlight=False,
+            markup=False,
+        )
+        before = asyncio.run(
+            rescore_units(current, records.items, records.responses, units, judges, tools=tools, options=options)
+        )
+        before_what = f"v{current.version}"
+    err.print(f"{len(labels)} label(s) of {len(units)} unit(s); judge: {', '.join(panel)}", highlight=False)
+    while True:
+        apart = [d for d in disagreements(before, labels, current, judge=judge) if d.gap != 0]
+        if apart:
+            out.print(_disagreement_table(apart, top))
+        else:
+            out.print(_safe(f"{who} agrees exactly with every label of {current.name} (version {current.version})"))
+        for i, c in enumerate(current.criteria, 1):
+            levels = "; ".join(f"{k}={v}" for k, v in sorted(c.anchors.items()))
+            out.print(
+                _safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")),
+                highlight=False,
+            )
+        pick = _ask("criterion to revise (number or name; empty to stop)")
+        if not pick or not pick.strip():
+            break
+        pick = pick.strip()
+        by_key = {c.name.casefold(): c.name for c in current.criteria}
+        if pick.isdigit() and 1 <= int(pick) <= len(current.criteria):
+            crit = current.criteria[int(pick) - 1].name
+        elif pick.casefold() in by_key:
+            crit = by_key[pick.casefold()]
+        else:
+            err.print(f"no criterion {_safe(pick)!s}; give a number from 1 to {len(current.criteria)}", highlight=False)
+            continue
+        description = _ask("new description (empty: keep it)")
+        anchor_text = _ask("anchors to change, LEVEL=TEXT separated by ';' (empty: keep them)")
+        if description is None or anchor_text is None:
+            break
+        try:
+            anchors = _parse_anchors(anchor_text)
+        except InputError as e:
+            err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
+            continue
+        if not description.strip() and not anchors:
+            err.print("nothing changed", highlight=False)
+            continue
+        revised = current.revised(crit, description=description.strip() or None, anchors=anchors or None)
+        err.print(
+            f"re-scoring the {len(units)} labelled unit(s) with version {revised.version} through {', '.join(panel)}",
+            highlight=False,
+            markup=False,
+        )
+        after = asyncio.run(
+            rescore_units(revised, records.items, records.responses, units, judges, tools=tools, options=options)
+        )
+        failed = [s for s in after if not s.ok]
+        if failed:
+            err.print(
+                f"{len(failed)} of {len(after)} re-score(s) failed (left out of the agreement): "
+                + "; ".join(f"{s.item_id} {s.model}: {s.status} {s.error}" for s in failed[:3]),
+                highlight=False,
+                markup=False,
+            )
+        changes = compare_agreement(before, after, labels, revised, judge=judge)
+        out.print(_agreement_table(changes, who, before_what, f"v{revised.version}"))
+        try:
+            keep = typer.confirm(f"save as version {revised.version}?", default=False, err=True)
+        except typer.Abort:
+            keep = False
+        if not keep:
+            err.print(f"version {revised.version} discarded; still at version {current.version}", highlight=False)
+            continue
+        path = _save_version(revised, current, out_dir, after)
+        out.print(_safe(f"saved {revised.name} version {revised.version}: {path}"), highlight=False)
+        current, before, before_what = revised, after, f"v{revised.version}"

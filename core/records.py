@@ -541,6 +541,10 @@ class Rubric(MetricSpec):
     criteria: list[Criterion]
     weights: dict[str, float] = Field(default_factory=dict)
     aggregation: Literal["weighted_mean_x10"] = "weighted_mean_x10"
+    version: int = Field(default=1, ge=1)
+    """Revision number: 1 for a new rubric (and a YAML file without the field); each saved revision of a criterion's
+    description or anchors is the next version (:meth:`revised`), and every rubric score records the version that
+    produced it (``Score.details["rubric_version"]``)."""
 
     @model_validator(mode="after")
     def _weights(self) -> "Rubric":
@@ -577,6 +581,46 @@ class Rubric(MetricSpec):
                 raise KeyError(f"rubric {self.name!r}: no score for criterion {c.name!r}")
             s += self.weights[c.name] * float(criterion_scores[c.name])
         return 10.0 * s / total_w
+
+    def revised(
+        self, criterion: str, *, description: str | None = None, anchors: dict[int, str] | None = None
+    ) -> "Rubric":
+        """A copy with one criterion's description and/or anchors replaced, as the next version.
+
+        Args:
+            criterion: the criterion's name (matched by :func:`criterion_key`: case and punctuation ignored).
+            description: the new description (None keeps it).
+            anchors: {level 0-10: text} merged over the criterion's anchors; an empty text removes that level
+                (None keeps them all).
+
+        Returns:
+            The revised rubric, ``version`` one higher; ``self`` is unchanged.
+
+        Raises:
+            KeyError: naming the criterion when the rubric has none of that name.
+            ValueError: an empty description, or an anchor level outside 0-10.
+        """
+        key = criterion_key(criterion)
+        if not any(criterion_key(c.name) == key for c in self.criteria):
+            raise KeyError(f"rubric {self.name!r} has no criterion {criterion!r}")
+        if description is not None and not description.strip():
+            raise ValueError(f"criterion {criterion!r}: the description cannot be empty")
+        criteria = []
+        for c in self.criteria:
+            if criterion_key(c.name) == key:
+                new_anchors = dict(c.anchors)
+                for level, text in (anchors or {}).items():
+                    if text.strip():
+                        new_anchors[int(level)] = text.strip()
+                    else:
+                        new_anchors.pop(int(level), None)
+                c = Criterion(
+                    name=c.name,
+                    description=description.strip() if description is not None else c.description,
+                    anchors=dict(sorted(new_anchors.items())),
+                )
+            criteria.append(c)
+        return self.model_copy(update={"criteria": criteria, "version": self.version + 1}, deep=True)
 
     def to_yaml(self, path: str | Path | None = None, *, root: str | Path | None = None) -> str:
         """The rubric as YAML text; with ``path``, also written there whole or

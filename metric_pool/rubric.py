@@ -309,6 +309,7 @@ class RubricMetric(Metric):
     response): ``value`` 0-100; ``details["criteria"]`` = {criterion: mean
     score 0-10}; ``details["per_judge"]`` = {judge: {criterion: score}};
     ``details["rationales"]`` = {criterion: {judge: rationale}};
+    ``details["rubric_version"]`` = the rubric's ``version``;
     ``rationale`` names each criterion's score and rationale and the tools
     used; ``evidence`` holds every raw judge reply and every tool call.
 
@@ -395,6 +396,14 @@ class RubricMetric(Metric):
         return _Verdict(judge.name, reply.parsed, evidence, reply.error, note)
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        """The rubric's Score of ``response`` (class docstring); every Score, failed ones included, records the
+        rubric version that produced it in ``details["rubric_version"]``."""
+        scores = await self._score(item, response, ctx)
+        for s in scores:
+            s.details["rubric_version"] = self.rubric.version
+        return scores
+
+    async def _score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         name = self.rubric.name
         judges, failed = self.judges_or_failed(item, response, ctx, f"rubric metric {name}")
         if failed is not None:

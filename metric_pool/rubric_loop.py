@@ -1,0 +1,286 @@
+"""The rubric loop: refine a rubric against the researcher's labels.
+
+Criteria refinement as in EvalGen (Shankar et al. 2024, "Who validates the validators?", section 4): the labeller's
+judgement is the standard, the judge's disagreements with it show which criterion is worded badly, the user rewords
+that criterion (its description or its anchors), the labelled units are scored again with the revision, and the
+agreement before and after is compared with the same statistics (:mod:`sgieval.metric_pool.agreement`). Only the
+labelled units are re-scored: agreement is defined on them alone, so scoring anything else would cost judge calls
+and change nothing.
+
+A revision is the rubric's next ``version`` (:meth:`sgieval.core.Rubric.revised`); every rubric score records the
+version that produced it (``Score.details["rubric_version"]``), so scores of two versions are never mixed up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..core import Item, Label, Response, Rubric, Score
+from ..models.base import NamedModel
+from .agreement import Agreement, Statistic
+from .base import ScoringContext
+from .labels import label_estimates, latest_labels
+from .rubric import RubricMetric
+
+__all__ = [
+    "AgreementChange",
+    "Disagreement",
+    "compare_agreement",
+    "disagreements",
+    "labelled_units",
+    "rescore_units",
+    "scored_by",
+]
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One labelled unit where a judge's value and the label differ.
+
+    Attributes:
+        item_id: the item.
+        model: the target model whose response was judged.
+        criterion: the rubric criterion (0-10), or None for the metric's own value (0-100).
+        judge: the judge's name (``"panel"`` for the panel mean).
+        judge_value: the judge's value on the criterion's (or metric's) scale.
+        label: the label (the mean when several labellers labelled the unit).
+        rationale: the judge's rationale for that value.
+    """
+
+    item_id: str
+    model: str
+    criterion: str | None
+    judge: str
+    judge_value: float
+    label: float
+    rationale: str
+
+    @property
+    def gap(self) -> float:
+        """Judge minus label, on the scale of the criterion (0-10) or the metric (0-100)."""
+        return self.judge_value - self.label
+
+    @property
+    def relative_gap(self) -> float:
+        """``|gap|`` as a share of the scale's width (0-1), so criterion and metric gaps compare."""
+        return abs(self.gap) / (10.0 if self.criterion is not None else 100.0)
+
+
+def _labels_by_unit(labels: Sequence[Label], metric: str) -> dict[tuple[str, str, str | None], float]:
+    """{(item_id, model, criterion): mean label over labellers} of ``metric`` (the latest label per labeller)."""
+    grouped: dict[tuple[str, str, str | None], list[float]] = {}
+    for lab in latest_labels(labels):
+        if lab.metric == metric:
+            grouped.setdefault((lab.item_id, lab.model, lab.criterion), []).append(float(lab.value))
+    return {k: sum(v) / len(v) for k, v in grouped.items()}
+
+
+def labelled_units(labels: Sequence[Label], metric: str) -> list[tuple[str, str]]:
+    """The (item_id, target model) units with at least one label of ``metric`` (any criterion), sorted.
+
+    Args:
+        labels: the run's labels.
+        metric: the rubric's name.
+
+    Returns:
+        Sorted unique (item_id, model) pairs.
+    """
+    return sorted({(i, m) for i, m, _ in _labels_by_unit(labels, metric)})
+
+
+def _judge_view(score: Score, rubric: Rubric, criterion: str | None, judge: str | None) -> tuple[str, float] | None:
+    """(judge name, value) of ``score`` for one judge (its own per-criterion scores) or the panel (judge None)."""
+    if not score.ok or score.value is None:
+        return None
+    details = score.details or {}
+    per = (details.get("per_judge") or {}).get(judge) if judge is not None else None
+    if judge is not None and isinstance(per, dict):
+        if criterion is None:
+            try:
+                return judge, rubric.aggregate({c.name: float(per[c.name]) for c in rubric.criteria})
+            except KeyError:
+                return None
+        v = per.get(criterion)
+        return (judge, float(v)) if isinstance(v, (int, float)) else None
+    name = "panel" if judge is None else judge
+    if criterion is None:
+        return name, float(score.value)
+    v = (details.get("criteria") or {}).get(criterion)
+    return (name, float(v)) if isinstance(v, (int, float)) else None
+
+
+def _rationale(score: Score, criterion: str | None, judge: str | None) -> str:
+    if criterion is None:
+        return score.rationale or ""
+    by = ((score.details or {}).get("rationales") or {}).get(criterion) or {}
+    if judge is not None and judge in by:
+        return str(by[judge])
+    return " | ".join(f"{j}: {t}" for j, t in by.items()) if len(by) > 1 else str(next(iter(by.values()), ""))
+
+
+def disagreements(
+    scores: Sequence[Score], labels: Sequence[Label], rubric: Rubric, *, judge: str | None = None
+) -> list[Disagreement]:
+    """Every labelled unit of ``rubric`` with a valid score, the largest disagreement first.
+
+    Args:
+        scores: scores of the rubric (other metrics are ignored).
+        labels: the run's labels (the latest per unit and labeller; several labellers are averaged).
+        rubric: the rubric (its name is the metric; its criteria the 0-10 scales).
+        judge: a judge's name to compare that judge's own scores (``details["per_judge"]``); None compares the
+            panel mean.
+
+    Returns:
+        One :class:`Disagreement` per (item, model, criterion) label with a score, sorted by
+        :attr:`Disagreement.relative_gap` descending (ties: item, model, criterion).
+    """
+    by_unit = {(s.item_id, s.model): s for s in scores if s.metric == rubric.name and s.item_id != "*"}
+    out = []
+    for (item_id, model, criterion), label in _labels_by_unit(labels, rubric.name).items():
+        score = by_unit.get((item_id, model))
+        if score is None:
+            continue
+        seen = _judge_view(score, rubric, criterion, judge)
+        if seen is None:
+            continue
+        out.append(
+            Disagreement(item_id, model, criterion, seen[0], seen[1], label, _rationale(score, criterion, judge))
+        )
+    out.sort(key=lambda d: (-d.relative_gap, d.item_id, d.model, d.criterion or ""))
+    return out
+
+
+def scored_by(scores: Sequence[Score], rubric: Rubric, units: Sequence[tuple[str, str]]) -> set[str]:
+    """The judge names of the valid scores of ``rubric`` on ``units`` (``details["per_judge"]`` keys).
+
+    Args:
+        scores: the run's scores.
+        rubric: the rubric.
+        units: (item_id, model) pairs.
+
+    Returns:
+        Every judge that scored at least one of the units (empty when none has a valid score).
+    """
+    want = set(units)
+    names: set[str] = set()
+    for s in scores:
+        if s.metric == rubric.name and (s.item_id, s.model) in want and s.ok:
+            names.update((s.details or {}).get("per_judge") or {})
+    return names
+
+
+async def rescore_units(
+    rubric: Rubric,
+    items: Sequence[Item],
+    responses: Sequence[Response],
+    units: Sequence[tuple[str, str]],
+    judges: Sequence[NamedModel],
+    *,
+    tools: object = None,
+    options: dict | None = None,
+    concurrency: int = 8,
+) -> list[Score]:
+    """Score ``units`` (and nothing else) with ``rubric`` through ``judges``.
+
+    Args:
+        rubric: the rubric version to score with.
+        items: the run's items.
+        responses: the run's responses.
+        units: the (item_id, target model) pairs to score.
+        judges: the judge panel.
+        tools: a ToolPool for the judges, or None.
+        options: scoring options (``tool_budget``, ``judge_repeats``).
+        concurrency: units scored at once.
+
+    Returns:
+        One Score per unit whose item and response are in the run, in ``units`` order (a failed judge call is a
+        failed Score with its reason, never a number).
+    """
+    by_item = {i.id: i for i in items}
+    by_response = {(r.item_id, r.model): r for r in responses}
+    metric = RubricMetric(rubric)
+    ctx = ScoringContext(judges=list(judges), tools=tools, options=dict(options or {}))
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(item: Item, response: Response) -> list[Score]:
+        async with gate:
+            return await metric.score(item, response, ctx)
+
+    todo = [(by_item[i], by_response[(i, m)]) for i, m in units if i in by_item and (i, m) in by_response]
+    done = await asyncio.gather(*(one(item, resp) for item, resp in todo))
+    return [s for scores in done for s in scores]
+
+
+@dataclass(frozen=True)
+class AgreementChange:
+    """One agreement statistic of one criterion (or the metric) before and after a revision.
+
+    Attributes:
+        criterion: the criterion, or None for the metric's own value.
+        statistic: the statistic's name (``weighted_kappa``, ``spearman``, ``mean_difference``, ...).
+        before: the statistic with the scores before (None when that criterion had no paired unit).
+        after: the statistic with the revised rubric's scores.
+    """
+
+    criterion: str | None
+    statistic: str
+    before: Statistic | None
+    after: Statistic | None
+
+
+def _pick(agreements: Sequence[Agreement], judge: str | None) -> dict[str | None, Agreement]:
+    out: dict[str | None, Agreement] = {}
+    for a in agreements:
+        if a.judge == (judge or "panel"):
+            out[a.criterion] = a
+    for a in agreements:  # a single-judge score has only the panel entry, which is that judge's
+        if a.judge == "panel":
+            out.setdefault(a.criterion, a)
+    return out
+
+
+def compare_agreement(
+    before: Sequence[Score],
+    after: Sequence[Score],
+    labels: Sequence[Label],
+    rubric: Rubric,
+    *,
+    judge: str | None = None,
+    seed: int = 0,
+) -> list[AgreementChange]:
+    """The agreement statistics with the labels (:func:`sgieval.metric_pool.labels.label_estimates`) of two sets
+    of scores of one rubric on the same labelled units.
+
+    Args:
+        before: scores before the revision.
+        after: scores of the revised rubric.
+        labels: the run's labels.
+        rubric: the rubric (before or after: its name and criteria are the same).
+        judge: the judge whose agreement is compared (its own per-judge entry when the scores come from a panel);
+            None: the panel.
+        seed: seed of the bootstrap intervals (the same for both sides).
+
+    Returns:
+        One :class:`AgreementChange` per (criterion, statistic), the metric's own value first, then the criteria
+        in rubric order.
+    """
+    a = _pick(label_estimates(before, labels, rubric, seed=seed).agreements, judge)
+    b = _pick(label_estimates(after, labels, rubric, seed=seed).agreements, judge)
+    order: list[str | None] = [None, *[c.name for c in rubric.criteria]]
+    out = []
+    for crit in order:
+        if crit not in a and crit not in b:
+            continue
+        names = dict.fromkeys(s.name for side in (a, b) if crit in side for s in side[crit].statistics)
+        for name in names:
+            out.append(
+                AgreementChange(
+                    crit,
+                    name,
+                    a[crit].get(name) if crit in a else None,
+                    b[crit].get(name) if crit in b else None,
+                )
+            )
+    return out

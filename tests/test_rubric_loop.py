@@ -1,0 +1,175 @@
+"""The rubric loop: `sgieval metric test NAME --run RUN --judge MODEL` on a labelled run.
+
+The run is tests/test_labels.py's ``judged_run`` (12 items, targets "tidy" and "terse", the rigor rubric). The judge
+here is a local OpenAI-compatible server (bench/mock_openai.py) whose reply depends on the rubric text: each
+criterion scores ``2 + k`` (k = how often "careful" occurs in the response under review), plus 3 when the criterion's
+description contains the word "thorough". The labeller gives "logical self-consistency" ``5 + k`` on six units, so
+the judge starts 3 points too strict and the revision that adds "thorough" makes it agree exactly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import sgieval
+from sgieval.cli import app
+from sgieval.core import Rubric
+
+_spec = importlib.util.spec_from_file_location("_labels_run", Path(__file__).with_name("test_labels.py"))
+assert _spec is not None and _spec.loader is not None
+_labels_run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_labels_run)
+judged_run = _labels_run.judged_run  # the finished run fixture, reused
+
+CRIT = "logical self-consistency"
+# (item number, target, k = "careful" count of that answer: tidy 3 + i % 5, terse i % 5)
+LABELLED = [(0, "terse", 0), (1, "terse", 1), (2, "terse", 2), (3, "terse", 3), (0, "tidy", 3), (1, "tidy", 4)]
+
+
+def rubric_aware_reply(body: dict, index: int) -> str:
+    user = "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "user")
+    response = user.split("The response under review follows", 1)[1]
+    k = response.count("careful")
+    scores = []
+    for name, description in re.findall(r"^- (.+?) \(weight [^)]*\): (.*)$", user, flags=re.M):
+        s = min(10, 2 + k + (3 if "thorough" in description else 0))
+        scores.append({"criterion": name, "score": s, "rationale": f"mock {s} on {name}", "evidence": []})
+    return json.dumps({"scores": scores})
+
+
+def _labelled_copy(judged_run: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    import shutil
+
+    run = Path(shutil.copytree(judged_run, tmp_path / "run"))
+    names = {m.removeprefix("replay:"): m for m in {r.model for r in sgieval.load_run(run).responses}}
+    rows = [
+        {"item_id": f"jsonl:bench/q{i}", "model": names[t], "metric": "rigor", "criterion": CRIT, "value": 5 + k}
+        for i, t, k in LABELLED
+    ]
+    f = tmp_path / "labels.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(app, ["labels", "import", str(run), str(f), "--labeller", "ana"])
+    assert res.exit_code == 0, res.output
+    return run, names
+
+
+def _row(output: str, statistic: str) -> list[str]:
+    """The cells of the agreement table's row for ``statistic`` (rich box characters as separators)."""
+    line = next(x for x in output.splitlines() if f" {statistic} " in x)
+    return [c.strip() for c in re.split(r"[│┃|]", line) if c.strip()]
+
+
+def test_revising_a_criterion_rescores_only_labelled_units_and_shows_agreement_before_and_after(
+    judged_run, tmp_path, monkeypatch
+):
+    from sgieval.bench.mock_openai import MockOpenAI
+
+    run, names = _labelled_copy(judged_run, tmp_path)
+    stored = sgieval.load_run(run).scores
+    assert {s.details.get("rubric_version") for s in stored if s.metric == "rigor"} == {1}
+    out = tmp_path / "rubrics"
+    new_description = "Every step follows from the previous ones and nothing contradicts; be thorough."
+    # round 1: criterion 1, new description, anchors kept, save; round 2: stop
+    answers = f"1\n{new_description}\n\ny\n\n"
+    with MockOpenAI(replies=rubric_aware_reply) as mock:
+        res = CliRunner().invoke(
+            app,
+            [
+                "metric",
+                "test",
+                "rigor",
+                "--run",
+                str(run),
+                "--judge",
+                "openai:mock",
+                "--base-url",
+                mock.url,
+                "--out",
+                str(out),
+            ],
+            input=answers,
+            env={"COLUMNS": "250", "OPENAI_API_KEY": "test"},
+        )
+        log = mock.log()
+    assert res.exit_code == 0, res.output
+    # the judge that scored the run (scripted:careful) is not the one given: the 6 labelled units are scored once
+    # with version 1 (the baseline) and once with version 2; the 18 unlabelled units never
+    assert len(log) == 12
+    judged = sorted(re.search(r"Answer (\d+) by (\w+)\.", e["last_user"]).groups() for e in log)
+    assert judged == sorted([(str(i), t) for i, t, _ in LABELLED] * 2)
+    # the disagreement table names item, target model, criterion, both values and the judge's rationale
+    first = next(x for x in res.output.splitlines() if "mock 2 on logical self-consistency" in x)
+    assert "jsonl:bench/q0" in first and names["terse"] in first and CRIT in first
+    assert re.search(r"│\s+2\s+│\s+5\s+│", first), first
+    # before: judge 2+k, labels 5+k -> mean difference -3 exactly; quadratic-weighted kappa over 0..10:
+    #   observed disagreement sum w O = 3^2 = 9; expected E[(H-J)^2] = var H + var J + 3^2 with
+    #   H = 5,6,7,8,8,9 (population variance 390/216 for H and for J = H-3) -> 780/216 + 9 = 2724/216,
+    #   kappa = 1 - 9 * 216 / 2724 = 780/2724 = 0.2863.
+    # after: judge 5+k = labels -> kappa 1, mean difference 0 (no bootstrap variation: no interval)
+    kappa = _row(res.output, "weighted_kappa")
+    assert kappa[0] == CRIT and kappa[2] == "6"
+    assert kappa[3].startswith(f"{780 / 2724:.2f} (") and kappa[4] == "1.00" and kappa[5] == f"{1 - 780 / 2724:+.2f}"
+    assert _row(res.output, "mean_difference")[3:] == ["-3.00", "0.00", "+3.00"]
+    # the next round starts from version 2, which has no disagreement left
+    assert "openai:mock agrees exactly with every label of rigor (version 2)" in res.output
+    # saved as version 2 (the starter file is untouched), with both versions kept for tracing
+    saved = Rubric.from_yaml(out / "rigor.yaml")
+    assert saved.version == 2 and saved.criteria[0].description == new_description
+    assert Rubric.from_yaml(out / "versions" / "rigor.v1.yaml").version == 1
+    assert "version: 2" in (out / "versions" / "rigor.v2.yaml").read_text()
+    from sgieval.metric_pool.rubrics import load_rubric
+
+    assert load_rubric("rigor").version == 1 and "thorough" not in load_rubric("rigor").criteria[0].description
+    rescored = [json.loads(x) for x in (out / "versions" / "rigor.v2.labelled-scores.jsonl").read_text().splitlines()]
+    assert len(rescored) == 6 and {s["details"]["rubric_version"] for s in rescored} == {2}
+    assert {s["judge"] for s in rescored} == {"openai:mock"}
+    assert sorted(s["details"]["criteria"][CRIT] for s in rescored) == sorted(5 + k for *_, k in LABELLED)
+    assert sgieval.load_run(run).scores == stored  # the run's own scores are not touched
+
+
+def test_a_discarded_revision_saves_nothing_and_bad_input_is_one_clear_error(judged_run, tmp_path):
+    from sgieval.bench.mock_openai import MockOpenAI
+
+    run, _ = _labelled_copy(judged_run, tmp_path)
+    out = tmp_path / "rubrics"
+    # anchors only: "0=" removes level 0, "7=..." adds level 7; then refuse to save
+    with MockOpenAI(replies=rubric_aware_reply) as mock:
+        args = ["metric", "test", "rigor", "--run", str(run), "--judge", "openai:mock", "--base-url", mock.url]
+        res = CliRunner().invoke(
+            app,
+            [*args, "--out", str(out)],
+            input="logical self-consistency\n\n0=; 7=mostly thorough\nn\n\n",
+            env={"COLUMNS": "250", "OPENAI_API_KEY": "test"},
+        )
+        assert res.exit_code == 0, res.output
+        assert "version 2 discarded; still at version 1" in res.output
+        # the anchors change no description: the judge scores as before, the agreement does not move
+        assert _row(res.output, "mean_difference")[3:] == ["-3.00", "-3.00", "+0.00"]
+        assert not out.exists()
+        both = CliRunner().invoke(app, [*args, "--response", "text"], env={"OPENAI_API_KEY": "test"})
+        assert both.exit_code == 2 and "give either --response" in both.output
+        res = CliRunner().invoke(app, [*args[:2], "clarity", *args[3:]], env={"OPENAI_API_KEY": "test"})
+        assert res.exit_code == 2 and "the run has no rubric metric 'clarity'" in res.output
+        assert "use one of rigor" in res.output
+
+
+def test_revised_keeps_other_criteria_and_old_yaml_loads_as_version_1():
+    from sgieval.metric_pool.rubrics import load_rubric
+
+    r = load_rubric("rigor")
+    text = r.to_yaml()
+    old = "\n".join(x for x in text.splitlines() if not x.startswith("version:")) + "\n"
+    assert Rubric.from_yaml(old).version == 1  # a YAML file written before versions existed
+    v2 = r.revised("Logical Self-Consistency", anchors={0: "", 7: "thorough"})
+    assert v2.version == 2 and r.version == 1
+    assert v2.criteria[0].anchors == {5: r.criteria[0].anchors[5], 7: "thorough", 10: r.criteria[0].anchors[10]}
+    assert v2.criteria[0].description == r.criteria[0].description and v2.criteria[1:] == r.criteria[1:]
+    assert Rubric.from_yaml(v2.to_yaml()).version == 2
+    with pytest.raises(KeyError, match="no criterion 'elegance'"):
+        r.revised("elegance", description="x")
