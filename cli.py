@@ -652,16 +652,17 @@ def report(
         _unexpected(e, d, config.run_id)
 
 
-def _serve(folder: Path, port: int, open_browser: bool) -> None:
+def _serve(folder: Path, port: int, open_browser: bool, labels: Any = None) -> None:
     """Serve the viewer folder ``folder`` on 127.0.0.1 (``port`` 0: any free port) until Ctrl-C, under a
     random per-session path that only this session's page knows (:class:`sgieval.reports.viewer.ViewerServer`);
-    open the browser on it."""
+    open the browser on it.  ``labels``: the receiver of the page's labels (``cli_labels.ViewerLabels``), or
+    None (no labelling form that saves)."""
     import webbrowser
 
     from .reports.viewer import ViewerServer
 
     try:
-        server = ViewerServer(folder, port)
+        server = ViewerServer(folder, port, labels=labels)
     except OSError as e:
         _fail(
             InputError(
@@ -700,8 +701,16 @@ def view(
     trust_config: bool = typer.Option(
         False, "--trust-config", help="Use the base URL of the run's config.json without asking."
     ),
+    labeller: Optional[str] = typer.Option(
+        None, "--labeller", help="Your name in the labels the viewer's form saves (default $USER)."
+    ),
 ) -> None:
-    """Write the run's HTML viewer (runs/<id>/viewer/index.html: one folder, no network needed to open it)."""
+    """Write the run's HTML viewer (runs/<id>/viewer/index.html: one folder, no network needed to open it).
+
+    Each item page has a labelling form for the run's judge and rubric metrics, blind to the judge's score until
+    the label is saved: with --serve it saves to the run's labels.jsonl, else the labels stay in the browser and
+    "download labels.jsonl" gives a file for `sgieval labels import`."""
+    from .cli_labels import ViewerLabels, viewer_labelling
     from .reports.viewer import write_viewer
 
     d = _run_dir(run, out_dir)
@@ -732,6 +741,19 @@ def view(
                     fix=f"re-render it with `sgieval report {config.run_id}`",
                 )
             )
+    labelling, receiver = None, None
+    try:  # the labelling form: the run's judge and rubric metrics with their criteria and random samples
+        from .api import load_run, run_metric_specs
+
+        records = load_run(d)
+        label_specs = run_metric_specs(records)
+        labelling = viewer_labelling(records, label_specs)
+        if labelling is not None and serve:
+            receiver = ViewerLabels(records, label_specs, labelling, labeller or os.environ.get("USER", ""))
+    except TamperedFileError as e:
+        _fail(e)
+    except SgievalError as e:
+        err.print(f"no labelling form in the viewer ({_safe(e.one_line())})", soft_wrap=True)
     try:  # a link planted in the folder, two different records of one key: one line
         store = RunStore(d)
         path = write_viewer(
@@ -742,12 +764,13 @@ def view(
             report=report_data,
             config=config.model_dump(mode="json"),
             specs=(report_data or {}).get("metric_specs"),
+            labelling=labelling,
         )
     except SgievalError as e:
         _fail(e)
     out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
     if serve:
-        _serve(path.parent, port, open_browser)
+        _serve(path.parent, port, open_browser, receiver)
 
 
 @app.command()

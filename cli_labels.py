@@ -350,3 +350,179 @@ def label(
         "shows how the judges agree with them",
         highlight=False,
     )
+
+
+# ------------------------------------------------------------------ the viewer's labelling form
+VIEWER_SAMPLE_N = 30
+"""Units per target model in the viewer's random sample (as ``sgieval label``'s default ``--n``)."""
+
+VIEWER_FIELDS = ("item_id", "model", "metric", "criterion", "value", "note")
+"""Fields of a label the viewer's page sends (labeller, created_at and sample are set by the server)."""
+
+
+def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 0) -> dict[str, Any] | None:
+    """What the viewer's labelling form needs (``reports.viewer.build_viewer_data``'s ``labelling``).
+
+    Args:
+        records: the run (``sgieval.load_run``).
+        specs: the run's metric specs by name (``sgieval.api.run_metric_specs``).
+        seed: the seed of each metric's random sample (as ``sgieval label --seed``).
+
+    Returns:
+        ``{"metrics": [{name, kind, range, description, criteria: [{name, description, anchors}], weights}],
+        "default": the metric ``sgieval label`` labels by default, "sample": {metric: [[item_id, model], ...]}}``
+        for the run's judge and rubric metrics with item-level scores (the sample: :data:`VIEWER_SAMPLE_N`
+        units per target model, uniform random, as ``sgieval label``); None when the run has none (an
+        objective metric needs no judge calibration).
+    """
+    from .metric_pool.labels import sample_units
+
+    scored = {s.metric for s in records.scores if s.item_id != "*"}
+    chosen = [s for s in specs.values() if s.kind in ("judge", "rubric") and s.name in scored]
+    if not chosen:
+        return None
+    metrics = []
+    for s in chosen:
+        criteria = list(s.criteria) if isinstance(s, Rubric) else []
+        weights = dict(s.weights) if isinstance(s, Rubric) else {}
+        metrics.append(
+            {
+                "name": s.name,
+                "kind": s.kind,
+                "range": [float(s.range[0]), float(s.range[1])],
+                "description": s.description,
+                "criteria": [
+                    {"name": c.name, "description": c.description, "anchors": {str(k): v for k, v in c.anchors.items()}}
+                    for c in criteria
+                ],
+                "weights": weights,
+            }
+        )
+    default = _choose_metric(records, {s.name: s for s in chosen}, None).name
+    sample = {
+        s.name: [list(u) for u in sample_units(records.scores, metric=s.name, n=VIEWER_SAMPLE_N, seed=seed)]
+        for s in chosen
+    }
+    return {"metrics": metrics, "default": default, "sample": sample}
+
+
+class ViewerLabels:
+    """The served viewer's labels (``reports.viewer.LabelReceiver``): the run's saved labels for the page, and
+    each POST of the page validated (``metric_pool.labels.validate_labels``) and appended to ``labels.jsonl``.
+
+    A rubric's labels of every criterion of one unit also give the rubric's own value (the weighted mean x 10,
+    ``core.Rubric.aggregate``), as in ``sgieval label``.  A unit of the metric's random sample
+    (:func:`viewer_labelling`) is saved with ``sample="random"``; any other unit the labeller picked with
+    ``sample="user"`` (not covered by PPI's guarantee).  Saves are one at a time.
+    """
+
+    def __init__(self, records: Any, specs: dict[str, MetricSpec], labelling: dict[str, Any], labeller: str):
+        import threading
+
+        self.records = records
+        self.specs = specs
+        self.labeller = labeller
+        self.sample = {m: {tuple(u) for u in units} for m, units in labelling["sample"].items()}
+        self.metrics = {m["name"] for m in labelling["metrics"]}
+        self.item_ids = [i.id for i in records.items]
+        self.models = _targets(records)
+        self.saved: list[Label] = list(records.labels)
+        self._lock = threading.Lock()
+
+    def session(self) -> dict[str, Any]:
+        """``{"labeller": default labeller, "labels": [every saved label of the run as an object]}``."""
+        with self._lock:
+            return {"labeller": self.labeller, "labels": [lab.model_dump(mode="json") for lab in self.saved]}
+
+    def _parse(self, body: Any) -> list[Label]:
+        """The labels of a POST body ``{"labeller": str, "labels": [{item_id, model, metric, criterion, value,
+        note}]}``; raises InputError naming the label and the field of the first one that is not a label."""
+        if not isinstance(body, dict) or not isinstance(body.get("labels"), list) or not body["labels"]:
+            raise InputError(
+                "the body is not {labeller, labels: [...]}", what="POST labels", fix="send a non-empty labels list"
+            )
+        who = body.get("labeller", self.labeller)
+        if not isinstance(who, str):
+            raise InputError("labeller is not text", what="POST labels field labeller", fix="give your name")
+        now = _now()
+        labels = []
+        for n, row in enumerate(body["labels"], 1):
+            if not isinstance(row, dict):
+                raise InputError("not an object", what=f"POST labels label {n}", fix="one object per label")
+            extra = sorted(set(row) - set(VIEWER_FIELDS))
+            if extra:
+                raise InputError(
+                    f"unknown field {extra[0]!r}", what=f"POST labels label {n}", fix=f"use {', '.join(VIEWER_FIELDS)}"
+                )
+            if row.get("metric") not in self.metrics:
+                raise InputError(
+                    f"metric {row.get('metric')!r} is not labelled here",
+                    what=f"POST labels label {n} field metric",
+                    fix=f"use one of {', '.join(sorted(self.metrics))}",
+                )
+            unit = (row.get("item_id"), row.get("model"))
+            sample = "random" if unit in self.sample.get(str(row["metric"]), set()) else "user"
+            try:
+                labels.append(
+                    Label.model_validate(
+                        {**row, "labeller": who.strip(), "created_at": now, "sample": sample}, strict=False
+                    )
+                )
+            except ValueError as e:
+                errs = e.errors() if hasattr(e, "errors") else []
+                field = ".".join(map(str, errs[0]["loc"])) if errs and errs[0].get("loc") else "?"
+                raise InputError(
+                    str(errs[0]["msg"]) if errs else str(e),
+                    what=f"POST labels label {n} field {field}",
+                    fix=f"a label has the fields {', '.join(VIEWER_FIELDS)}",
+                ) from None
+        return labels
+
+    def _with_totals(self, labels: list[Label]) -> list[Label]:
+        """``labels`` plus, per unit of a rubric whose every criterion is labelled here, the rubric's value."""
+        out = list(labels)
+        units: dict[tuple[str, str, str], dict[str, Label]] = {}
+        for lab in labels:
+            if lab.criterion is not None:
+                units.setdefault((lab.item_id, lab.model, lab.metric), {})[lab.criterion] = lab
+        for (_, _, metric), crits in units.items():
+            spec = self.specs[metric]
+            if isinstance(spec, Rubric) and {c.name for c in spec.criteria} <= set(crits):
+                total = spec.aggregate({c: lab.value for c, lab in crits.items()})
+                first = next(iter(crits.values()))
+                out.append(
+                    first.model_copy(update={"criterion": None, "value": round(total, 4), "note": "from criteria"})
+                )
+        return out
+
+    def save(self, body: Any) -> tuple[int, dict[str, Any]]:
+        """Validate and append the labels of a POST body (:meth:`_parse`).
+
+        Returns:
+            (200, {"saved": [the labels written, a rubric's value from its criteria last]}), or (400,
+            {"error": reason}) for a bad label, (409, {"error": reason}) when another process holds the run
+            folder; nothing is written then.
+        """
+        try:
+            labels = self._parse(body)
+            from .metric_pool.labels import validate_labels
+
+            validate_labels(
+                labels,
+                specs=list(self.specs.values()),
+                item_ids=self.item_ids,
+                models=self.models,
+                source="POST labels",
+            )
+            labels = self._with_totals(labels)
+        except InputError as e:
+            return 400, {"error": e.one_line()}
+        with self._lock:
+            try:
+                with RunStore(self.records.run_dir) as store:
+                    store.hold()
+                    store.append("labels", labels)
+            except SgievalError as e:
+                return 409, {"error": e.one_line()}
+            self.saved.extend(labels)
+        return 200, {"saved": [lab.model_dump(mode="json") for lab in labels]}

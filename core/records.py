@@ -425,7 +425,8 @@ class Label(_Repairable):
 
     sample: str = ""
     """How the unit was chosen for labelling: ``random`` (a seeded uniform sample, ``sgieval label``),
-    ``disagreement`` (where the judges differ most) or "" (imported: not known)."""
+    ``disagreement`` (where the judges differ most), ``user`` (a unit the labeller picked in the viewer, outside the
+    random sample) or "" (imported: not known)."""
 
     @field_validator("value", mode="before")
     @classmethod

@@ -323,7 +323,8 @@ def label_estimates(
             unit are averaged).
         spec: the metric (a rubric carries its criteria).
         selection: how the labelled units were chosen (``random``: covered by PPI's guarantee); None reads it from
-            the labels' ``sample`` field (``disagreement`` when any label of the metric was drawn that way).
+            the labels' ``sample`` field (the first one other than ``random`` or "" when any label of the metric
+            was chosen otherwise: ``disagreement``, or ``user`` for a unit the labeller picked in the viewer).
         alpha: error level of every interval.
         seed: seed of the bootstrap intervals of the agreement statistics.
 
@@ -334,7 +335,7 @@ def label_estimates(
     by_unit = {(s.item_id, s.model): s for s in mine}
     labs = [lab for lab in latest_labels(labels) if lab.metric == spec.name]
     if selection is None:
-        selection = "disagreement" if any(lab.sample == "disagreement" for lab in labs) else "random"
+        selection = next((lab.sample for lab in labs if lab.sample not in ("", "random")), "random")
     out = LabelEstimates(spec.name, spec.higher_is_better, selection=selection, n_labels=len(labs))
     # labels per (criterion) -> {unit: mean label}
     grouped: dict[str | None, dict[tuple[str, str], list[float]]] = {}

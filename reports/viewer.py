@@ -26,7 +26,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
@@ -136,12 +136,18 @@ def build_viewer_data(
     report: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     specs: list[dict[str, Any]] | None = None,
+    labelling: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(index, texts) for ``data.js`` and ``text.js``.
 
     ``report``: the report's data (``report.json``: narrative, ranking rows
     with CIs and numeric ``values``, tables, failures, limitations; None when
-    the run has no report); ``specs``: [{name, scale, hib, kind}] per metric.
+    the run has no report); ``specs``: [{name, scale, hib, kind}] per metric;
+    ``labelling``: what the item pages' labelling form needs, ``{"metrics":
+    [{name, kind, range: [low, high], description, criteria: [{name,
+    description, anchors: {value: text}}], weights: {criterion: weight}}],
+    "default": metric name, "sample": {metric: [[item_id, model], ...]}}``
+    (the sample: the seeded random units to label, in order).
 
     index: ``run`` (config), ``report``, ``models`` (the ranking's order
     first), ``metrics`` ([{name, scale, hib, kind}]),
@@ -149,7 +155,8 @@ def build_viewer_data(
     ``rows`` ([item index, model index, response status, flags, [score indices]]
     per (item, target model); item index -1 for corpus-level scores) and
     ``scores`` ([row index, metric index, value or None, status, flags, judge,
-    {judge: value}] per score).  texts: ``items`` ([prompt, reference,
+    {judge: value}] per score), ``labelling`` (``labelling`` as given, or None: the item pages then have no
+    labelling form).  texts: ``items`` ([prompt, reference,
     metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens,
     cost, ...}]) and ``scores`` ([rationale, evidence, error, details]), aligned
     with the index.
@@ -234,6 +241,7 @@ def build_viewer_data(
         "items": [[it.id, it.benchmark, it.task, it.discipline, it.direction, it.type] for it in items],
         "rows": rows,
         "scores": sc,
+        "labelling": labelling,
     }
     texts = {"items": [[it.prompt, it.reference, it.metadata] for it in items], "rows": row_text, "scores": sc_text}
     return jsonable(index), jsonable(texts)
@@ -255,6 +263,7 @@ def write_viewer(
     report: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     specs: list[dict[str, Any]] | None = None,
+    labelling: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/) and
     return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
@@ -265,7 +274,9 @@ def write_viewer(
     on the way."""
     run_dir = Path(run_dir)
     out = run_dir / "viewer"
-    index, texts = build_viewer_data(items, responses, scores, report=report, config=config, specs=specs)
+    index, texts = build_viewer_data(
+        items, responses, scores, report=report, config=config, specs=specs, labelling=labelling
+    )
     replace_dir_in(run_dir, out)  # links in the old viewer folder are removed, never followed
     figures = _report_figures(run_dir)
     for name, data in figures.items():
@@ -344,6 +355,28 @@ def viewer_files(folder: str | Path) -> dict[str, Path]:
     return out
 
 
+TOKEN_HEADER = "X-Sgieval-Token"
+"""Header carrying the session token on a POST of the served viewer (the page reads the token from its own
+address).  A page of another origin cannot send it without a CORS preflight, which this server never grants."""
+
+MAX_POST_BYTES = 256 * 1024
+"""Largest POST body the served viewer reads (a page of labels is a few kilobytes)."""
+
+
+class LabelReceiver(Protocol):
+    """What :class:`ViewerServer` calls to label a run from its page (the CLI builds one; see ``cli_labels``).
+
+    ``session()`` returns what the page needs at start as JSON-able data (``labeller``: the default labeller,
+    ``labels``: the run's saved labels as objects); ``save(body)`` takes the parsed JSON body of a POST and
+    returns (HTTP status, JSON-able reply): 200 with ``{"saved": [labels]}``, or 400/409 with
+    ``{"error": reason}`` having saved nothing.
+    """
+
+    def session(self) -> dict[str, Any]: ...
+
+    def save(self, body: Any) -> tuple[int, dict[str, Any]]: ...
+
+
 class ViewerServer:
     """The viewer folder ``folder`` served on ``http://127.0.0.1:<port>/<token>/`` (``port`` 0: any free
     port) for one session.
@@ -358,18 +391,29 @@ class ViewerServer:
       ``same-origin``/``none``, or an ``Origin`` other than this one) is refused (HTTP 403);
     - every reply carries :data:`SERVED_HEADERS`.
 
+    With ``labels`` (a :class:`LabelReceiver`) the page can label the run: ``GET /<token>/session.js``
+    gives ``window.SGV_SESSION`` (``labels.session()``, plus ``post``: the address to POST to), and
+    ``POST /<token>/labels`` hands the JSON body to ``labels.save``.  A POST is refused, before the body is
+    read, unless it passes the checks above and carries the token again in the :data:`TOKEN_HEADER` header
+    (403; a form or ``no-cors`` request of another page cannot set it, and a CORS preflight (``OPTIONS``) is
+    always refused) with ``Content-Type: application/json`` (415) and at most :data:`MAX_POST_BYTES` (413).
+    Without ``labels`` there is no ``session.js`` (404) and every POST is 405.
+
     Files: :func:`viewer_files`, listed once at start and opened without following links.  ``url`` is the
     page's address.  Use :meth:`serve_forever` (blocks) or :meth:`start` (a daemon thread) and
     :meth:`close`.  Raises OSError when the port cannot be bound.
     """
 
-    def __init__(self, folder: str | Path, port: int = 0, *, token: str | None = None):
+    def __init__(
+        self, folder: str | Path, port: int = 0, *, token: str | None = None, labels: LabelReceiver | None = None
+    ):
         import http.server
         import secrets as _secrets
 
         self.folder = Path(folder)
         self.token = token or _secrets.token_urlsafe(24)
         self.files = viewer_files(self.folder)
+        self.labels = labels
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -380,13 +424,27 @@ class ViewerServer:
                 pass
 
             def do_GET(self) -> None:
-                self._answer(body=True)
+                self._send(*server.respond(self.path, self.headers), body=True)
 
             def do_HEAD(self) -> None:
-                self._answer(body=False)
+                self._send(*server.respond(self.path, self.headers), body=False)
 
-            def _answer(self, body: bool) -> None:
-                status, ctype, data = server.respond(self.path, self.headers)
+            def do_POST(self) -> None:
+                status, ctype, data = server.check_post(self.path, self.headers)
+                if status == 0:  # checks passed: read the body and hand it to the receiver
+                    n = int(self.headers.get("Content-Length") or 0)
+                    status, ctype, data = server.receive(self.rfile.read(n))
+                self._send(status, ctype, data, body=True)
+
+            def do_OPTIONS(self) -> None:  # a CORS preflight: never granted
+                self._send(403, "text/plain; charset=utf-8", b"refused: no cross-origin requests\n", body=True)
+
+            def do_PUT(self) -> None:
+                self._send(405, "text/plain; charset=utf-8", b"method not allowed\n", body=True)
+
+            do_DELETE = do_PATCH = do_PUT
+
+            def _send(self, status: int, ctype: str, data: bytes, body: bool) -> None:
                 self.send_response(status)
                 for k, v in SERVED_HEADERS.items():
                     self.send_header(k, v)
@@ -410,9 +468,8 @@ class ViewerServer:
         """The ``Host`` header values answered: each of :data:`LOOPBACK_NAMES` with ``:<port>``."""
         return {f"{h}:{self.port}" for h in LOOPBACK_NAMES}
 
-    def respond(self, path: str, headers: Any) -> tuple[int, str, bytes]:
-        """(HTTP status, content type, body) for a GET of ``path`` with request ``headers`` (a mapping with
-        case-insensitive ``get``), by the rules of the class docstring."""
+    def _refused(self, headers: Any) -> tuple[int, str, bytes] | None:
+        """The refusal of a request whose Host is foreign (421) or that comes from another site or origin (403)."""
         text = "text/plain; charset=utf-8"
         host = (headers.get("Host") or "").strip().lower()
         if host not in self.allowed_hosts():
@@ -421,25 +478,81 @@ class ViewerServer:
         origin = (headers.get("Origin") or "").strip().lower()
         if (site and site not in ("same-origin", "none")) or (origin and origin != f"http://{host}"):
             return 403, text, b"refused: a request from another site or origin\n"
+        return None
+
+    def _session_path(self, path: str) -> str | None:
+        """The part of ``path`` below ``/<token>/`` (None when it is not under the session's path)."""
         from urllib.parse import unquote, urlsplit
 
         rel = unquote(urlsplit(path).path)
         prefix = f"/{self.token}/"
-        if not rel.startswith(prefix):
+        return rel[len(prefix) :] if rel.startswith(prefix) else None
+
+    def respond(self, path: str, headers: Any) -> tuple[int, str, bytes]:
+        """(HTTP status, content type, body) for a GET of ``path`` with request ``headers`` (a mapping with
+        case-insensitive ``get``), by the rules of the class docstring."""
+        text = "text/plain; charset=utf-8"
+        refused = self._refused(headers)
+        if refused:
+            return refused
+        rel = self._session_path(path)
+        if rel is None:
             return 404, text, b"not found\n"
-        rel = rel[len(prefix) :] or "index.html"
+        rel = rel or "index.html"
+        if rel == "session.js" and self.labels is not None:
+            session = {**self.labels.session(), "post": "labels", "header": TOKEN_HEADER}
+            return 200, _TYPES[".js"], _js_assign("SGV_SESSION", jsonable(session)).encode("utf-8")
         p = self.files.get(rel)
         if p is None:
             return 404, text, b"not found\n"
         try:
-            import os
-
             fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
             with os.fdopen(fd, "rb") as f:
                 data = f.read()
         except OSError:
             return 404, text, b"not found\n"
         return 200, _TYPES.get(p.suffix, "application/octet-stream"), data
+
+    def check_post(self, path: str, headers: Any) -> tuple[int, str, bytes]:
+        """The refusal of a POST of ``path`` with ``headers`` by the rules of the class docstring, or
+        ``(0, "", b"")`` when its body may be read and handed to :meth:`receive`."""
+        import secrets as _secrets
+
+        text = "text/plain; charset=utf-8"
+        refused = self._refused(headers)
+        if refused:
+            return refused
+        rel = self._session_path(path)
+        if rel is None:
+            return 404, text, b"not found\n"
+        if self.labels is None or rel != "labels":
+            return 405, text, b"method not allowed\n"
+        given = (headers.get(TOKEN_HEADER) or "").strip()
+        if not _secrets.compare_digest(given.encode("utf-8", "replace"), self.token.encode("ascii")):
+            return 403, text, f"refused: a POST must carry the session token in the {TOKEN_HEADER} header\n".encode()
+        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            return 415, text, b"refused: the body must be application/json\n"
+        try:
+            n = int(headers.get("Content-Length") or "")
+        except ValueError:
+            return 411, text, b"refused: a POST needs a Content-Length\n"
+        if not 0 < n <= MAX_POST_BYTES:
+            return 413, text, f"refused: a body of 1 to {MAX_POST_BYTES} bytes\n".encode()
+        return 0, "", b""
+
+    def receive(self, data: bytes) -> tuple[int, str, bytes]:
+        """(HTTP status, content type, body) for a POST body that passed :meth:`check_post`: the JSON reply
+        of ``labels.save`` (400 when the body is not JSON)."""
+        ctype = "application/json; charset=utf-8"
+        try:
+            body = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            status, reply = 400, {"error": f"the body is not JSON ({e})"}
+        else:
+            assert self.labels is not None
+            status, reply = self.labels.save(body)
+        return status, ctype, json.dumps(jsonable(reply), ensure_ascii=False).encode("utf-8")
 
     def serve_forever(self) -> None:
         """Serve until :meth:`close` (or KeyboardInterrupt)."""

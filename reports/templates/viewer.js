@@ -2,7 +2,8 @@
  * Plain JavaScript, no library.  Views (location hash):
  *   #/                      overview: answer, ranking with CIs, chart, tables, judge panels, failures
  *   #/items?facet=v&q=..    item table: facets, search, failures & flags filter, pages of PAGE rows
- *   #/item/<id>?model=..    one item: prompt, reference, each target model's answer, every score
+ *   #/item/<id>?model=..    one item: prompt, reference, each target model's answer, every score, the label form
+ *   #/labels                labelling: metric, labeller, progress through the random sample, download (static)
  * Model-written text is always inserted with textContent (never parsed as HTML). */
 (function () {
   'use strict';
@@ -347,10 +348,176 @@
           var si = r.byMetric[k];
           if (si == null) return el('td', {cls: 'num muted', text: ''});
           var s = scores[si];
+          if (scoreHidden(si)) return el('td', {cls: 'num muted', title: 'label this unit first', text: 'hidden'});
           return el('td', {cls: 'num', title: s[3]}, s[3] === 'ok' ? fmt(s[2]) : badge(s[3]));
         }));
     })));
     return [el('h1', {text: 'Items'}), filters, note, pager, table];
+  }
+
+  // ------------------------------------------------------------------ labelling (the researcher's own labels)
+  // D.labelling: the run's judge and rubric metrics with criteria, anchors, ranges and each metric's seeded random
+  // sample.  Served (`sgieval view --serve`): session.js gives the saved labels and each label is POSTed to the
+  // run's labels.jsonl with the session token (read from this page's own address).  Static: labels are kept in
+  // this browser (localStorage) and "download labels.jsonl" gives a file for `sgieval labels import`.
+  // Blind: a unit's score of the metric being labelled is hidden until the labeller has labelled it (or chose to
+  // see it without labelling).
+  var L = D.labelling || null;
+  var LS = null;            // window.SGV_SESSION when served with labelling, else null
+  var labelMode = !L ? 'off' : /^https?:$/.test(location.protocol) ? 'pending' : 'static';
+  var runKey = (D.run && D.run.run_id) || '';
+  var labelMsg = {};        // unit key -> message of the last save (an error)
+  function store(key, value) {
+    try {
+      if (value === undefined) { var v = window.localStorage.getItem(key); return v == null ? null : JSON.parse(v); }
+      window.localStorage.setItem(key, JSON.stringify(value));
+    } catch (e) { return null; }
+    return value;
+  }
+  var labelMetrics = {}; (L ? L.metrics : []).forEach(function (m) { labelMetrics[m.name] = m; });
+  function labelMetric() { var m = store('sgv-label-metric'); return labelMetrics[m] ? m : (L ? L.default : null); }
+  function labeller() { var w = store('sgv-labeller'); return w != null ? w : (LS && LS.labeller) || ''; }
+  function allLabels() { return labelMode === 'served' ? LS.labels : (store('sgieval-labels:' + runKey) || []); }
+  function unitKey(metric, item, model) { return [metric, item, model, labeller()].join('\u0000'); }
+  function shownKeys() { return store('sgieval-shown:' + runKey) || []; }
+  function unitLabels(metric, item, model) {
+    var who = labeller();
+    return allLabels().filter(function (l) { return l.metric === metric && l.item_id === item && l.model === model && (l.labeller || '') === who; });
+  }
+  function unitDone(metric, item, model) {
+    return unitLabels(metric, item, model).length > 0 || shownKeys().indexOf(unitKey(metric, item, model)) >= 0;
+  }
+  function inSample(metric, item, model) {
+    return ((L && L.sample[metric]) || []).some(function (u) { return u[0] === item && u[1] === model; });
+  }
+  function scoreHidden(si) {   // blind: the score of the metric being labelled, for a unit not yet labelled
+    if (!L || labelMode === 'off') return false;
+    var s = scores[si], r = rows[s[0]], metric = labelMetric();
+    if (!metric || metrics[s[1]].name !== metric || r[0] < 0 || r[1] < 0) return false;
+    return !unitDone(metric, items[r[0]][0], models[r[1]]);
+  }
+  function loadSession() {
+    if (labelMode !== 'pending') return;
+    var s = document.createElement('script');
+    s.src = 'session.js';
+    s.onload = function () { LS = window.SGV_SESSION || null; labelMode = LS ? 'served' : 'static'; render(); };
+    s.onerror = function () { labelMode = 'static'; render(); };
+    document.body.appendChild(s);
+  }
+  function rubricTotal(m, values) {   // core.Rubric.aggregate: weighted mean of the 0-10 criteria, x 10 (0-100)
+    var tw = 0, t = 0;
+    m.criteria.forEach(function (c) { var w = m.weights[c.name] == null ? 1 : m.weights[c.name]; tw += w; t += w * values[c.name]; });
+    return Math.round(10 * t / tw * 10000) / 10000;
+  }
+  function saveLabels(metric, item, model, values, note, done) {
+    var m = labelMetrics[metric];
+    var labels = (m.criteria.length ? m.criteria.map(function (c) {
+      return {item_id: item, model: model, metric: metric, criterion: c.name, value: values[c.name], note: note};
+    }) : [{item_id: item, model: model, metric: metric, criterion: null, value: values[''], note: note}]);
+    if (labelMode === 'served') {
+      var token = location.pathname.split('/')[1] || '';
+      var headers = {'Content-Type': 'application/json'};
+      headers[LS.header] = token;
+      fetch(LS.post, {method: 'POST', headers: headers, credentials: 'same-origin',
+        body: JSON.stringify({labeller: labeller(), labels: labels})})
+        .then(function (r) { return r.json().then(function (j) { return {ok: r.ok, status: r.status, body: j}; }, function () { return {ok: false, status: r.status, body: {}}; }); })
+        .then(function (res) {
+          if (res.ok) { LS.labels = LS.labels.concat(res.body.saved || []); done(null); }
+          else done((res.body && res.body.error) || ('the server refused the label (HTTP ' + res.status + ')'));
+        }, function (e) { done('the label could not be sent: ' + e); });
+      return;
+    }
+    var now = new Date().toISOString(), sample = inSample(metric, item, model) ? 'random' : 'user';
+    var full = labels.map(function (l) { return Object.assign({}, l, {labeller: labeller(), created_at: now, sample: sample}); });
+    if (m.criteria.length) full.push(Object.assign({}, full[0], {criterion: null, value: rubricTotal(m, values), note: 'from criteria'}));
+    var kept = store('sgieval-labels:' + runKey) || [];
+    if (store('sgieval-labels:' + runKey, kept.concat(full)) == null) { done('this browser does not keep local data (localStorage)'); return; }
+    done(null);
+  }
+  function labelForm(item, model, rowIndex) {
+    var metric = labelMetric(), m = labelMetrics[metric];
+    if (!m || rows[rowIndex].byMetric[metricIdx[metric]] == null) return null;
+    var box = el('div', {cls: 'label-form card', 'data-model': model, 'data-metric': metric});
+    add(box, el('h3', {text: 'Your label: ' + metric}));
+    if (labelMode === 'pending') { add(box, el('p', {cls: 'muted', text: 'Connecting to the labelling session\u2026'})); return box; }
+    var mine = unitLabels(metric, item, model);
+    if (mine.length || unitDone(metric, item, model)) {
+      add(box, mine.length ? el('p', {cls: 'label-saved', text: 'Saved' + (labelMode === 'served' ? ' to labels.jsonl' : ' in this browser') + ': ' +
+        mine.map(function (l) { return (l.criterion || metric) + ' = ' + fmt(l.value); }).join(', ')})
+        : el('p', {cls: 'muted', text: 'You chose to see the judge\'s score without labelling this unit.'}));
+      return box;
+    }
+    add(box, el('p', {cls: 'muted', text: 'Blind: the judge\'s score and rationale of ' + metric + ' are hidden until you save your label. ' +
+      (inSample(metric, item, model) ? 'This unit is in the random sample.' : 'This unit is not in the random sample: a label of a hand-picked unit is not covered by the guarantee of the prediction-powered estimates.')}));
+    var inputs = {};
+    var fields = m.criteria.length ? m.criteria : [{name: '', description: m.description, anchors: {}}];
+    fields.forEach(function (c) {
+      var low = c.name ? 0 : m.range[0], high = c.name ? 10 : m.range[1];
+      var input = el('input', {type: 'number', step: 'any', min: String(low), max: String(high), cls: 'label-value', 'data-criterion': c.name || metric});
+      inputs[c.name] = {input: input, low: low, high: high, label: c.name || metric};
+      var anchors = Object.keys(c.anchors || {}).sort(function (a, b) { return a - b; });
+      add(box, el('div', {cls: 'label-field'},
+        el('label', null, el('b', {text: c.name || metric}), ' (' + fmt(low) + ' to ' + fmt(high) + ') ', input),
+        c.description ? el('div', {cls: 'muted', text: c.description}) : null,
+        anchors.length ? el('ul', {cls: 'anchors'}, anchors.map(function (a) { return el('li', {text: a + ': ' + c.anchors[a]}); })) : null));
+    });
+    var note = el('input', {type: 'text', cls: 'label-note', placeholder: 'note (optional)'});
+    var msg = el('div', {cls: 'label-msg error', text: labelMsg[unitKey(metric, item, model)] || ''});
+    var save = el('button', {cls: 'label-save', text: 'save label', onclick: function () {
+      var values = {}, bad = null;
+      Object.keys(inputs).forEach(function (k) {
+        var f = inputs[k], raw = f.input.value.trim(), v = Number(raw);
+        if (bad) return;
+        if (raw === '' || !isFinite(v)) bad = f.label + ': give a number from ' + fmt(f.low) + ' to ' + fmt(f.high);
+        else if (v < f.low || v > f.high) bad = f.label + ': ' + fmt(v) + ' is outside ' + fmt(f.low) + ' to ' + fmt(f.high);
+        values[k] = v;
+      });
+      if (bad) { msg.textContent = bad; return; }
+      save.disabled = true;
+      saveLabels(metric, item, model, values, note.value, function (error) {
+        labelMsg[unitKey(metric, item, model)] = error || '';
+        if (error) { msg.textContent = error; save.disabled = false; } else render();
+      });
+    }});
+    var show = el('button', {cls: 'label-show', text: 'show the judge\'s score without labelling', onclick: function () {
+      var keys = shownKeys(); keys.push(unitKey(metric, item, model)); store('sgieval-shown:' + runKey, keys); render();
+    }});
+    add(box, [el('label', null, 'note ', note), el('div', {cls: 'label-buttons'}, save, ' ', show), msg]);
+    return box;
+  }
+  function labelSettings() {
+    if (!L) return null;
+    var sel = el('select', {id: 'label-metric', onchange: function () { store('sgv-label-metric', this.value); render(); }},
+      L.metrics.map(function (m) { return el('option', {value: m.name, text: m.name}); }));
+    sel.value = labelMetric();
+    var who = el('input', {type: 'text', id: 'labeller', value: labeller(), placeholder: 'your name',
+      onchange: function () { store('sgv-labeller', this.value.trim()); render(); }});
+    return el('div', {cls: 'filters label-settings'}, el('label', null, 'metric to label', sel), el('label', null, 'labeller', who));
+  }
+  function nextInSample() {
+    var metric = labelMetric();
+    return ((L && L.sample[metric]) || []).filter(function (u) { return !unitDone(metric, u[0], u[1]); })[0] || null;
+  }
+  function labelsView() {
+    if (!L) return [el('h1', {text: 'Labels'}), el('p', {text: 'This run has no judge or rubric metric to label.'})];
+    var metric = labelMetric(), sample = L.sample[metric] || [], next = nextInSample();
+    var mineAll = allLabels().filter(function (l) { return (l.labeller || '') === labeller(); });
+    var parts = [el('h1', {text: 'Labels'}), labelSettings(),
+      el('p', {id: 'label-progress', text: (sample.length - sample.filter(function (u) { return !unitDone(metric, u[0], u[1]); }).length) +
+        ' of ' + sample.length + ' units of the random sample of ' + metric + ' done (' + mineAll.length + ' labels by ' + (labeller() || 'you') + ')'}),
+      next ? el('p', null, el('a', {id: 'label-next', href: itemHash(next[0], {model: next[1]}), text: 'label the next unit of the random sample (' + next[0] + ', ' + next[1] + ')'}))
+        : el('p', {text: 'Every unit of the random sample is done.'})];
+    if (labelMode === 'served') parts.push(el('p', {text: 'Labels are saved to the run\'s labels.jsonl as you go; `sgieval report` then shows how the judges agree with them.'}));
+    else if (labelMode === 'static') {
+      var all = allLabels();
+      parts.push(el('p', {text: all.length + ' label(s) kept in this browser. Download them and add them to the run with `sgieval labels import RUN labels.jsonl`.'}),
+        el('button', {id: 'label-download', disabled: all.length ? null : 'disabled', text: 'download labels.jsonl', onclick: function () {
+          var text = all.map(function (l) { return JSON.stringify(l); }).join('\n') + '\n';
+          var a = el('a', {href: URL.createObjectURL(new Blob([text], {type: 'application/x-ndjson'})), download: 'labels.jsonl'});
+          document.body.appendChild(a); a.click(); a.remove();
+        }}));
+    }
+    return parts;
   }
 
   // ------------------------------------------------------------------ one item
@@ -374,6 +541,8 @@
   }
   function scoreBlock(si) {
     var s = scores[si], t = T.scores[si], m = metrics[s[1]];
+    if (scoreHidden(si)) return el('div', {cls: 'score hidden-score', 'data-metric': m.name},
+      el('b', {text: m.name}), ' ', el('span', {cls: 'muted', text: 'the judge\'s score and rationale are hidden until you label this unit'}));
     var panel = s[6] && Object.keys(s[6]).length ? el('table', {cls: 'panel'}, el('tbody', null,
       el('tr', null, el('th', {text: 'panel aggregate'}), el('td', {cls: 'num', text: fmt(s[2])})),
       Object.keys(s[6]).map(function (j) { return el('tr', null, el('td', {text: j}), el('td', {cls: 'num', text: fmt(s[6][j])})); }))) : null;
@@ -408,6 +577,7 @@
         t[1] != null ? el('details', null, el('summary', {text: 'parsed answer'}), el('pre', {cls: 'parsed', text: asText(t[1])})) : null,
         t[2] ? el('details', {cls: 'reasoning'}, el('summary', {text: 'reasoning (' + t[2].length + ' chars)'}), el('pre', {text: t[2]})) : null,
         ex.metadata ? el('details', null, el('summary', {text: 'response metadata'}), el('pre', {text: JSON.stringify(ex.metadata, null, 2)})) : null,
+        r[0] >= 0 && r[1] >= 0 ? labelForm(id, model, rk) : null,
         el('h3', {text: 'scores'}), r[4].map(scoreBlock));
     });
     return [
@@ -419,6 +589,7 @@
       el('h2', {text: 'Prompt'}), el('pre', {id: 'prompt', text: tx[0]}),
       el('h2', {text: 'Reference'}), el('pre', {id: 'reference', text: tx[1] == null ? '(none: open-ended)' : asText(tx[1])}),
       tx[2] && Object.keys(tx[2]).length ? el('details', null, el('summary', {text: 'item metadata'}), el('pre', {text: JSON.stringify(tx[2], null, 2)})) : null,
+      L ? labelSettings() : null,
       el('h2', {text: 'Target models (' + cols.length + ')'}), el('div', {cls: 'models'}, cols)];
   }
 
@@ -426,8 +597,11 @@
   function render() {
     var h = parseHash();
     var view;
-    ['overview', 'items', 'failures'].forEach(function (n) { document.getElementById('nav-' + n).className = ''; });
-    if (h.path.indexOf('item/') === 0) {
+    ['overview', 'items', 'failures', 'labels'].forEach(function (n) { var a = document.getElementById('nav-' + n); if (a) a.className = ''; });
+    if (h.path === 'labels') {
+      document.getElementById('nav-labels').className = 'active';
+      view = labelsView();
+    } else if (h.path.indexOf('item/') === 0) {
       view = itemView(decodeURIComponent(h.path.slice(5)), h.params);
       if (!T) whenTexts(render);
     } else if (h.path === 'items') {
@@ -442,11 +616,15 @@
     add(app, view);
     app.setAttribute('data-view', h.path.split('/')[0] || 'overview');
     app.setAttribute('data-texts', T ? 'loaded' : 'pending');
+    app.setAttribute('data-labelling', labelMode);
     window.scrollTo(0, 0);
   }
   document.getElementById('run-title').textContent = (D.run && D.run.run_id) || '';
+  if (L) document.querySelector('header nav').appendChild(el('a', {href: '#/labels', id: 'nav-labels', text: 'Labels'}));
+  app.setAttribute('data-labelling', labelMode);
   window.addEventListener('hashchange', render);
   render();
+  loadSession();
   if (window.performance && performance.mark) performance.mark('sgv-ready');
   // the long texts load after the first paint
   setTimeout(function () {
