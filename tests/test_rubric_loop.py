@@ -98,7 +98,7 @@ def test_revising_a_criterion_rescores_only_labelled_units_and_shows_agreement_b
         )
         log = mock.log()
     assert res.exit_code == 0, res.output
-    # the judge that scored the run (scripted:careful) is not the one given: the 6 labelled units are scored once
+    # the judge that scored the run (the fixture's CarefulJudge) is not the one given: the 6 labelled units are scored once
     # with version 1 (the baseline) and once with version 2; the 18 unlabelled units never
     assert len(log) == 12
     judged = sorted(re.search(r"Answer (\d+) by (\w+)\.", e["last_user"]).groups() for e in log)
@@ -173,3 +173,50 @@ def test_revised_keeps_other_criteria_and_old_yaml_loads_as_version_1():
     assert Rubric.from_yaml(v2.to_yaml()).version == 2
     with pytest.raises(KeyError, match="no criterion 'elegance'"):
         r.revised("elegance", description="x")
+
+
+JUDGE_CALLS: list[tuple[str, str]] = []  # (item number, target) of every call of ThoroughCarefulJudge
+
+
+class ThoroughCarefulJudge(_labels_run.CarefulJudge):
+    """The run's own judge (same name, same scores: 2 + "careful" count over the whole prompt), plus 3 on a
+    criterion whose description says "thorough"; counts its calls."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        user = "\n".join(str(m.content) for m in messages if m.type == "human")
+        JUDGE_CALLS.append(re.search(r"Answer (\d+) by (\w+)\.", user).groups())
+        k = user.count("careful")
+        scores = [
+            {"criterion": n, "score": min(10, 2 + k + (3 if "thorough" in d else 0)), "rationale": "r"}
+            for n, d in re.findall(r"^- (.+?) \(weight [^)]*\): (.*)$", user, flags=re.M)
+        ]
+        from langchain_core.messages import AIMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=json.dumps({"scores": scores})))])
+
+
+def test_with_the_run_s_own_judge_the_run_s_scores_are_the_baseline(judged_run, tmp_path):
+    import typer
+
+    from sgieval.cli_metric import rubric_loop
+    from sgieval.models.base import NamedModel
+
+    run, _ = _labelled_copy(judged_run, tmp_path)
+    JUDGE_CALLS.clear()
+    [own] = {s.judge for s in sgieval.load_run(run).scores if s.metric == "rigor"}  # the judge that scored the run
+    judge = NamedModel(name=own, role="judge", chat=ThoroughCarefulJudge(), provider="scripted-careful")
+    loop = typer.Typer()
+
+    @loop.command()
+    def main() -> None:
+        rubric_loop("rigor", run, [judge], out_dir=tmp_path / "rubrics")
+
+    res = CliRunner().invoke(loop, [], input=f"{CRIT}\nbe thorough\n\ny\n\n", env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert "scoring the 6 labelled unit(s) with version 1" not in res.output  # no baseline re-score
+    assert len(JUDGE_CALLS) == 6  # only the revision, only the labelled units
+    assert sorted(JUDGE_CALLS) == sorted((str(i), t) for i, t, _ in LABELLED)
+    assert _row(res.output, "mean_difference")[3:] == ["-3.00", "0.00", "+3.00"]
+    assert "before (the run's scores, v1)" in res.output
+    assert Rubric.from_yaml(tmp_path / "rubrics" / "rigor.yaml").version == 2
