@@ -433,3 +433,35 @@ def test_a_unit_outside_the_random_sample_is_marked_and_not_covered(judged_run, 
     assert receiver.session()["labels"][1]["sample"] == "user"
     est = label_estimates(records.scores, labels, specs["rigor"])
     assert est.selection == "user" and not est.covered
+
+
+def test_a_non_rubric_judge_metric_takes_one_value_in_its_declared_range(judged_run, tmp_path):  # noqa: F811
+    """A Likert judge metric (-2..2) beside the rubric: the form data carries its range and no criteria, a value
+    outside it gets the reason, a value inside is one label with no criterion (no rubric total); an objective
+    metric is not offered."""
+    from sgieval.api import run_metric_specs
+    from sgieval.cli_labels import ViewerLabels, viewer_labelling
+    from sgieval.core import MetricSpec, Score
+
+    records = sgieval.load_run(Path(shutil.copytree(judged_run, tmp_path / "run")))
+    specs = dict(run_metric_specs(records))
+    specs["clarity"] = MetricSpec(name="clarity", tasks=["open_ended"], kind="judge", range=(-2.0, 2.0))
+    specs["length_ok"] = MetricSpec(name="length_ok", tasks=["open_ended"], kind="objective")
+    model = sorted({r.model for r in records.responses})[0]
+    extra = [
+        Score(item_id=f"jsonl:bench/q{i}", model=model, metric=name, value=1.0, judge="scripted:careful")
+        for i in range(3)
+        for name in ("clarity", "length_ok")
+    ]
+    records.scores = [*records.scores, *extra]
+    labelling = viewer_labelling(records, specs)
+    by_name = {m["name"]: m for m in labelling["metrics"]}
+    assert sorted(by_name) == ["clarity", "rigor"]  # the objective metric needs no judge calibration
+    assert (by_name["clarity"]["range"], by_name["clarity"]["criteria"]) == ([-2.0, 2.0], [])
+    assert sorted(map(tuple, labelling["sample"]["clarity"])) == [(f"jsonl:bench/q{i}", model) for i in range(3)]
+    receiver = ViewerLabels(records, specs, labelling, "ana")
+    unit = {"item_id": "jsonl:bench/q1", "model": model, "metric": "clarity"}
+    status, reply = receiver.save({"labels": [{**unit, "value": 3}]})
+    assert status == 400 and "value 3 is outside the range of metric clarity (-2 to 2)" in reply["error"]
+    status, reply = receiver.save({"labels": [{**unit, "value": -1.5}]})
+    assert status == 200 and [(x["criterion"], x["value"]) for x in reply["saved"]] == [(None, -1.5)]
