@@ -395,6 +395,14 @@ class RubricMetric(Metric):
         evidence.insert(0, reply.evidence())
         return _Verdict(judge.name, reply.parsed, evidence, reply.error, note)
 
+    def failed(self, item: Item, response: Response, status: str, error: str, **kwargs: Any) -> list[Score]:
+        """:meth:`Metric.failed`, recording the rubric version in ``details["rubric_version"]`` (a failure of the
+        evaluation around the metric is made here too)."""
+        scores = super().failed(item, response, status, error, **kwargs)
+        for s in scores:
+            s.details["rubric_version"] = self.rubric.version
+        return scores
+
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         """The rubric's Score of ``response`` (class docstring); every Score, failed ones included, records the
         rubric version that produced it in ``details["rubric_version"]``."""

@@ -175,6 +175,22 @@ def test_revised_keeps_other_criteria_and_old_yaml_loads_as_version_1():
         r.revised("elegance", description="x")
 
 
+async def test_failed_rubric_scores_record_the_version_too():
+    from sgieval.core import Item, Response
+    from sgieval.metric_pool.base import ScoringContext
+    from sgieval.metric_pool.rubric import RubricMetric
+    from sgieval.metric_pool.rubrics import load_rubric
+
+    v3 = load_rubric("rigor").revised(CRIT, description="thorough").revised(CRIT, description="very thorough")
+    item = Item(id="x/1", benchmark="x", task="generic", prompt="p")
+    resp = Response(item_id="x/1", model="m", text="careful")
+    [no_judge] = await RubricMetric(v3).score(item, resp, ScoringContext())
+    assert no_judge.status == "not_run" and no_judge.details["rubric_version"] == 3
+    # the evaluation records a metric that raised through the metric's own failed()
+    [raised] = RubricMetric(v3).failed(item, resp, "parse_error", "ValueError: x")
+    assert raised.details == {"rubric_version": 3}
+
+
 JUDGE_CALLS: list[tuple[str, str]] = []  # (item number, target) of every call of ThoroughCarefulJudge
 
 
