@@ -503,13 +503,14 @@ def agreement(run: "str | Path | RunRecords", metric: str, *, selection: str | N
             labels (``disagreement`` when any label was drawn that way, else ``random``).
 
     Returns:
-        :class:`sgieval.metric_pool.labels.LabelEstimates`; its ``agreements`` hold, per judge and criterion,
-        the statistics of :mod:`sgieval.metric_pool.agreement` (``agreements_to_pandas()`` as a table).
+        :class:`sgieval.metric_pool.labels.AgreementResult`: ``agreements`` per judge (and the panel) and
+        criterion, with the statistics of :mod:`sgieval.metric_pool.agreement`; ``to_pandas()`` one row per
+        statistic.
 
     Raises:
         InputError: no run there, or the run has no metric ``metric``.
     """
-    return _label_estimates(run, metric, selection)
+    return _label_estimates(run, metric, selection).agreement()
 
 
 def ppi(run: "str | Path | RunRecords", metric: str, *, selection: str | None = None) -> Any:

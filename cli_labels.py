@@ -88,23 +88,25 @@ def _append(root: Path, labels: list[Label]) -> None:
         _fail(e)
 
 
-def read_label_file(path: Path, *, labeller: str) -> list[Label]:
-    """The labels of a JSONL or CSV file (by suffix: ``.csv`` is CSV, anything else JSONL split on ``\\n`` only).
+def read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[str]]:
+    """The labels of a JSONL or CSV file (by suffix: ``.csv`` is CSV, anything else JSONL split on ``\n`` only).
 
     Args:
         path: the file.
         labeller: the labeller for rows that name none.
 
     Returns:
-        The labels in file order (``created_at`` set to now where empty).
+        The labels in file order (``created_at`` set to now where empty) and the line of each (``"line 3"``).
 
     Raises:
-        InputError: naming the file, the line and the field of the first row that is not a label.
+        InputError: naming the file, the line and the field of the first row that is not a label, and the lines
+            and reasons of up to 5 more.
     """
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read the labels file ({e})", what=str(path), fix="give a UTF-8 JSONL or CSV file")
+    problems: list[tuple[int, str, str]] = []  # (line, field, reason)
     rows: list[tuple[int, dict[str, Any]]] = []
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
@@ -116,32 +118,42 @@ def read_label_file(path: Path, *, labeller: str) -> list[Label]:
                 try:
                     row = json.loads(line)
                 except ValueError as e:
-                    raise InputError(f"not JSON ({e})", what=f"{path} line {n}", fix="one label object per line")
+                    problems.append((n, "", f"not JSON ({e})"))
+                    continue
                 if not isinstance(row, dict):
-                    raise InputError("not a JSON object", what=f"{path} line {n}", fix="one label object per line")
+                    problems.append((n, "", "not a JSON object"))
+                    continue
                 rows.append((n, row))
     now = _now()
-    labels = []
+    labels, positions = [], []
     for n, row in rows:
         if isinstance(row.get("value"), str):
             try:
                 row["value"] = float(row["value"])
             except ValueError:
-                raise InputError(
-                    f"value {row['value']!r} is not a number", what=f"{path} line {n} field value", fix="give a number"
-                ) from None
+                problems.append((n, "value", f"value {row['value']!r} is not a number"))
+                continue
         row.setdefault("labeller", labeller)
         row.setdefault("created_at", now)
         try:
             labels.append(Label.model_validate(row))
+            positions.append(f"line {n}")
         except ValueError as e:
             errs = e.errors() if hasattr(e, "errors") else []
             field = ".".join(map(str, errs[0]["loc"])) if errs and errs[0].get("loc") else "?"
-            reason = str(errs[0]["msg"]) if errs else str(e)
-            raise InputError(
-                reason, what=f"{path} line {n} field {field}", fix=f"a label has the fields {', '.join(FIELDS)}"
-            ) from None
-    return labels
+            problems.append((n, field, str(errs[0]["msg"]) if errs else str(e)))
+    if problems:
+        problems.sort()
+        n, field, why = problems[0]
+        more = "; ".join(f"line {m}{f' field {f}' if f else ''}: {y}" for m, f, y in problems[1:6])
+        if len(problems) > 6:
+            more += f"; and {len(problems) - 6} more"
+        raise InputError(
+            why + (f" (also {more})" if more else ""),
+            what=f"{path} line {n}" + (f" field {field}" if field else ""),
+            fix=f"one label per line with the fields {', '.join(FIELDS)}; nothing of the file was saved",
+        )
+    return labels, positions
 
 
 @labels_app.command("import")
@@ -156,7 +168,7 @@ def import_labels(
     """Add labels from FILE to the run's labels.jsonl; nothing is added when one row is bad."""
     records, specs = _run(run, out_dir)
     try:
-        labels = read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
+        labels, positions = read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
         from .metric_pool.labels import validate_labels
 
         validate_labels(
@@ -165,11 +177,19 @@ def import_labels(
             item_ids=[i.id for i in records.items],
             models=_targets(records),
             source=str(file),
+            positions=positions,
         )
     except SgievalError as e:
         _fail(e)
-    _append(records.run_dir, labels)
-    out.print(f"imported {len(labels)} label(s) into {_safe(records.run_dir / 'labels.jsonl')}", highlight=False)
+    have = {(x.key, x.value, x.note) for x in records.labels}
+    new = [x for x in labels if (x.key, x.value, x.note) not in have]
+    _append(records.run_dir, new)
+    again = len(labels) - len(new)
+    out.print(
+        f"imported {len(new)} label(s) into {_safe(records.run_dir / 'labels.jsonl')}"
+        + (f"; {again} already there with the same value were not added again" if again else ""),
+        highlight=False,
+    )
 
 
 def _csv_cell(v: Any) -> str:

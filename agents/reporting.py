@@ -984,7 +984,7 @@ def _labels_builder(ctx: ReportContext) -> list[Section] | None:
         return None
     labelled = {lab.metric for lab in labels}
     found = [label_estimates(ctx.scores, labels, sp) for sp in ctx.specs if sp.name in labelled]
-    return labels_sections(found)
+    return labels_sections(found, live_judges=bool(ctx.judges))
 
 
 @report_section("definitions", order=110)

@@ -28,6 +28,7 @@ from .reliability import judge_values
 
 __all__ = [
     "MIN_LABELS",
+    "AgreementResult",
     "LabelEstimates",
     "ModelEstimate",
     "latest_labels",
@@ -66,6 +67,43 @@ def _criterion_range(spec: MetricSpec, criterion: str) -> tuple[float, float]:
     return (0.0, 10.0)
 
 
+def _label_problem(
+    lab: Label, by_name: dict[str, MetricSpec], ids: set[str], names: set[str]
+) -> tuple[str, str, str] | None:
+    """(field, what is wrong, the fix) of one label, or None when it can be matched and is in range."""
+    if lab.item_id not in ids:
+        return (
+            "item_id",
+            f"unknown item {lab.item_id!r}",
+            "use an item id of the run (`sgieval labels export` lists them)",
+        )
+    if lab.model not in names:
+        return "model", f"unknown target model {lab.model!r}", f"use one of {', '.join(sorted(names))}"
+    spec = by_name.get(lab.metric)
+    if spec is None:
+        return "metric", f"unknown metric {lab.metric!r}", f"use one of {', '.join(sorted(by_name))}"
+    if lab.criterion is not None:
+        try:
+            low, high = _criterion_range(spec, lab.criterion)
+        except KeyError:
+            crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
+            return (
+                "criterion",
+                f"metric {lab.metric} has no criterion {lab.criterion!r}",
+                f"use one of {', '.join(crits)}" if crits else "leave criterion empty: this metric has none",
+            )
+    else:
+        low, high = spec.range
+    if not low <= lab.value <= high:
+        what = f"criterion {lab.criterion}" if lab.criterion else f"metric {lab.metric}"
+        return (
+            "value",
+            f"value {lab.value:g} is outside the range of {what} ({low:g} to {high:g})",
+            (f"give a value from {low:g} to {high:g}"),
+        )
+    return None
+
+
 def validate_labels(
     labels: Sequence[Label],
     *,
@@ -73,8 +111,9 @@ def validate_labels(
     item_ids: Iterable[str],
     models: Iterable[str],
     source: str,
+    positions: Sequence[str] | None = None,
 ) -> None:
-    """Refuse labels that cannot be matched or lie outside the declared range.
+    """Refuse labels that cannot be matched or lie outside the declared range; every bad label is named at once.
 
     Args:
         labels: the labels to check.
@@ -82,54 +121,31 @@ def validate_labels(
         item_ids: the run's item ids.
         models: the run's target model names.
         source: the file the labels come from (named in the error).
+        positions: where each label stands in ``source`` (e.g. ``"line 3"``); default ``"label <n>"``.
 
     Raises:
-        InputError: naming the first offending label (its position in ``source``), the field and the fix: an
-            unknown item, model, metric or criterion, or a value outside the range of the metric (its declared
-            ``range``) or of the criterion (0-10).
+        InputError: naming the first offending label (its position in ``source``), the field and the fix (an
+            unknown item, model, metric or criterion, or a value outside the range of the metric, its declared
+            ``range``, or of the criterion, 0-10), and after it the positions and reasons of up to 5 more.
     """
     by_name = {s.name: s for s in specs}
     ids, names = set(item_ids), set(models)
+    found = []
     for n, lab in enumerate(labels, 1):
-        where = f"{source} label {n}"
-        if lab.item_id not in ids:
-            raise InputError(
-                f"unknown item {lab.item_id!r}",
-                what=f"{where} field item_id",
-                fix="use an item id of the run (`sgieval labels export` lists them)",
-            )
-        if lab.model not in names:
-            raise InputError(
-                f"unknown target model {lab.model!r}",
-                what=f"{where} field model",
-                fix=f"use one of {', '.join(sorted(names))}",
-            )
-        spec = by_name.get(lab.metric)
-        if spec is None:
-            raise InputError(
-                f"unknown metric {lab.metric!r}",
-                what=f"{where} field metric",
-                fix=f"use one of {', '.join(sorted(by_name))}",
-            )
-        if lab.criterion is not None:
-            try:
-                low, high = _criterion_range(spec, lab.criterion)
-            except KeyError:
-                crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
-                raise InputError(
-                    f"metric {lab.metric} has no criterion {lab.criterion!r}",
-                    what=f"{where} field criterion",
-                    fix=f"use one of {', '.join(crits)}" if crits else "leave criterion empty: this metric has none",
-                ) from None
-        else:
-            low, high = spec.range
-        if not low <= lab.value <= high:
-            what = f"criterion {lab.criterion}" if lab.criterion else f"metric {lab.metric}"
-            raise InputError(
-                f"value {lab.value:g} is outside the range of {what} ({low:g} to {high:g})",
-                what=f"{where} field value",
-                fix=f"give a value from {low:g} to {high:g}",
-            )
+        problem = _label_problem(lab, by_name, ids, names)
+        if problem is not None:
+            found.append((positions[n - 1] if positions else f"label {n}", *problem))
+    if not found:
+        return
+    where, field, why, fix = found[0]
+    more = "; ".join(f"{w} field {f}: {y}" for w, f, y, _ in found[1:6])
+    if len(found) > 6:
+        more += f"; and {len(found) - 6} more"
+    raise InputError(
+        why + (f" (also {more})" if more else ""),
+        what=f"{source} {where} field {field}",
+        fix=fix + ("; nothing of the file was saved" if len(labels) > 1 else ""),
+    )
 
 
 def _judged(score: Score, criterion: str | None) -> tuple[float | None, dict[str, float]]:
@@ -240,6 +256,42 @@ class ModelEstimate:
         return self.ppi or self.judge
 
 
+@dataclass(frozen=True)
+class AgreementResult:
+    """How the judges agree with the labels on one metric (``sgieval.agreement``).
+
+    Attributes:
+        metric: the metric name.
+        agreements: per judge (and ``panel``) and per criterion (None: the metric itself).
+        n_labels: labels used.
+    """
+
+    metric: str
+    agreements: list[Agreement]
+    n_labels: int
+
+    def to_pandas(self) -> Any:
+        """One row per (judge, criterion, statistic): judge, criterion, scale, n, statistic, value, low, high."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "judge": a.judge,
+                    "criterion": a.criterion,
+                    "scale": a.scale,
+                    "n": a.n,
+                    "statistic": s.name,
+                    "value": s.value,
+                    "low": s.low,
+                    "high": s.high,
+                }
+                for a in self.agreements
+                for s in a.statistics
+            ]
+        )
+
+
 @dataclass
 class LabelEstimates:
     """Agreement and prediction-powered estimates of one metric (``sgieval.agreement`` / ``sgieval.ppi``).
@@ -249,8 +301,9 @@ class LabelEstimates:
         higher_is_better: the metric's direction.
         agreements: per judge and for the panel, for the metric and each labelled criterion.
         models: per target model, the three means (:class:`ModelEstimate`).
-        differences: {(model a, model b): PPI++ mean of a - b over items labelled for both}, for pairs with at
-            least :data:`MIN_LABELS` such items.
+        differences: {(model a, model b): the PPI++ mean of a - b over the items both have a score on, from the
+            items labelled for both (the labels-only mean when every shared item is labelled)}, for pairs with at
+            least :data:`MIN_LABELS` items labelled for both.
         selection: how the labelled units were chosen (``random`` or ``disagreement``).
         n_labels: labels used (the latest per unit and labeller).
     """
@@ -284,26 +337,9 @@ class LabelEstimates:
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def agreements_to_pandas(self) -> Any:
-        """One row per (judge, criterion, statistic): judge, criterion, scale, n, statistic, value, low, high."""
-        import pandas as pd
-
-        return pd.DataFrame(
-            [
-                {
-                    "judge": a.judge,
-                    "criterion": a.criterion,
-                    "scale": a.scale,
-                    "n": a.n,
-                    "statistic": s.name,
-                    "value": s.value,
-                    "low": s.low,
-                    "high": s.high,
-                }
-                for a in self.agreements
-                for s in a.statistics
-            ]
-        )
+    def agreement(self) -> AgreementResult:
+        """The agreement statistics alone (:class:`AgreementResult`, its own ``to_pandas()``)."""
+        return AgreementResult(self.metric, list(self.agreements), self.n_labels)
 
 
 def label_estimates(
@@ -409,6 +445,8 @@ def label_estimates(
                 out.differences[(a, b)] = ppi_mean(
                     [la[i] - lb[i] for i in both], [sa[i] - sb[i] for i in both], unl, alpha=alpha
                 )
+            elif len(both) >= MIN_LABELS:  # every shared item is labelled: the labels alone give the difference
+                out.differences[(a, b)] = classical_mean([la[i] - lb[i] for i in both], alpha=alpha)
     return out
 
 

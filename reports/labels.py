@@ -37,7 +37,7 @@ def _est(e: Any, digits: int = 2) -> str:
     return "n/a" if e is None else f"{e.mean:.{digits}f} ({e.low:.{digits}f} to {e.high:.{digits}f})"
 
 
-def _headline(est: Any) -> str:
+def _headline(est: Any, who: str) -> str:
     """One sentence on the panel's agreement with the labels on the metric itself (or its first criterion)."""
     own = [a for a in est.agreements if a.judge == "panel" and a.criterion is None] or [
         a for a in est.agreements if a.judge == "panel"
@@ -57,19 +57,21 @@ def _headline(est: Any) -> str:
         parts.append(f"it scores {amount}{side} you on average")
     if not parts:
         return ""
-    return f"On {what} the judges agree with your {a.n} labels: " + "; ".join(parts) + "."
+    return f"On {what} {who} agree with your {a.n} labels: " + "; ".join(parts) + "."
 
 
-def labels_sections(found: list[Any]) -> list[Section] | None:
+def labels_sections(found: list[Any], *, live_judges: bool = True) -> list[Section] | None:
     """One section per labelled metric (``found``: LabelEstimates): agreement per judge and criterion, then the
     judge-only, labels-only and PPI++ means per target model, the paired PPI++ differences, and the Answer's
-    sentences (how sure: the agreement and the PPI comparison; caveats: too few labels)."""
+    sentences (how sure: the agreement and the PPI comparison; caveats: too few labels). ``live_judges``: whether
+    this run's judges made the scores (else they are stored or objective scores, and the text says "the scores")."""
+    who = "the judges" if live_judges else "the scores (no judge was called in this run)"
     out = []
     for est in found:
         if not est.n_labels:
             continue
         blocks: list[Any] = []
-        headline = _headline(est)
+        headline = _headline(est, who)
         coverage = (
             "The labelled units are a seeded random sample of the scored units, so the prediction-powered intervals "
             "(PPI++, Angelopoulos, Duchi and Zrnic 2024) keep their 95% coverage."
@@ -79,7 +81,14 @@ def labels_sections(found: list[Any]) -> list[Section] | None:
         )
         blocks.append(Text(f"{est.n_labels} label(s) of {est.metric}. {coverage}"))
         rows = [
-            [a.judge, a.criterion or "(metric)", a.scale, str(a.n), STAT_NAMES[s.name], _ci(s)]
+            [
+                a.judge if live_judges or a.judge != "panel" else "scores",
+                a.criterion or "(metric)",
+                a.scale,
+                str(a.n),
+                STAT_NAMES[s.name],
+                _ci(s),
+            ]
             for a in est.agreements
             for s in a.statistics
         ]
@@ -117,8 +126,8 @@ def labels_sections(found: list[Any]) -> list[Section] | None:
                         "target model",
                         "labels",
                         "scored",
-                        "judge only (95% CI)",
-                        "labels only (95% CI)",
+                        "judge only (95% CI, normal approx.)",
+                        "labels only (95% CI, normal approx.)",
                         "PPI++ (95% CI)",
                         "note",
                     ],
@@ -130,7 +139,13 @@ def labels_sections(found: list[Any]) -> list[Section] | None:
             sep = d.low > 0 or d.high < 0
             blocks.append(
                 Text(
-                    f"{a} minus {b} on {est.metric} by your labels (PPI++ over {d.n_labelled} items labelled for both): "
+                    f"{a} minus {b} on {est.metric} by your labels ("
+                    + (
+                        f"PPI++ over {d.n_labelled} items labelled for both"
+                        if d.method != "labels"
+                        else f"every one of the {d.n_labelled} shared items labelled for both: the labels alone"
+                    )
+                    + "): "
                     f"{_est(d)}; " + ("the interval excludes 0." if sep else "the interval includes 0: not separated.")
                 )
             )
@@ -146,9 +161,12 @@ def labels_sections(found: list[Any]) -> list[Section] | None:
             elif diff is not None:
                 verdict = f"your labels do not separate {top.model} from {second.model} (the paired PPI++ interval includes 0)"
             else:
-                verdict = f"too few items are labelled for both {top.model} and {second.model} to compare them directly"
+                verdict = (
+                    f"fewer than 10 items are labelled for both {top.model} and {second.model}, too few to compare "
+                    "them directly"
+                )
             answer.setdefault("how_sure", []).append(
-                f"By your labels (prediction-powered PPI++ estimates of {est.metric}): {top.model} {_est(top.ppi)}, "
+                f"By your labels ({'the labels alone, every unit labelled' if top.ppi.method == 'labels' else 'prediction-powered PPI++ estimates'} of {est.metric}): {top.model} {_est(top.ppi)}, "
                 f"{second.model} {_est(second.ppi)}; {verdict}."
             )
         elif found and not with_ppi:

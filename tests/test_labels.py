@@ -291,3 +291,51 @@ def test_the_report_shows_agreement_and_ppi_from_the_labels(judged_run, tmp_path
     assert runner.invoke(app, ["report", str(run2)]).exit_code == 0
     md2 = (run2 / "report.md").read_text()
     assert "Fewer than 10 labels per model on rigor: the judge-only figures stand." in md2
+
+
+def test_every_unit_labelled_gives_the_labels_only_difference_and_a_second_import_adds_nothing(judged_run, tmp_path):
+    run = copy(judged_run, tmp_path / "run")
+    records = sgieval.load_run(run)
+    rows = [
+        {"item_id": s.item_id, "model": s.model, "metric": "rigor", "value": s.value - 10}
+        for s in records.scores
+        if s.metric == "rigor" and s.ok
+    ]
+    f = tmp_path / "all.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert runner.invoke(app, ["labels", "import", str(run), str(f)]).exit_code == 0
+    res = runner.invoke(app, ["labels", "import", str(run), str(f)])
+    assert res.exit_code == 0 and "24 already there with the same value were not added again" in res.output
+    assert len(sgieval.load_run(run).labels) == 24
+    est = sgieval.ppi(run, "rigor")
+    ((pair, d),) = est.differences.items()
+    lab = {(s.item_id, s.model): s.value - 10 for s in records.scores if s.metric == "rigor" and s.ok}
+    a, b = pair
+    diffs = [lab[(i, a)] - lab[(i, b)] for i in {i for i, _ in lab}]
+    assert d.method == "labels" and d.n_labelled == 12 and d.mean == pytest.approx(sum(diffs) / 12)
+    agree = sgieval.agreement(run, "rigor")
+    df = agree.to_pandas()
+    assert set(df["statistic"]) == {"spearman", "mean_difference"} and (df["n"] == 24).all()
+
+
+def test_every_bad_row_of_a_file_is_named_at_once(judged_run, tmp_path):
+    run = copy(judged_run, tmp_path / "run")
+    tidy = targets(run)[1]
+    f = tmp_path / "bad.jsonl"
+    f.write_text(
+        json.dumps({"item_id": "jsonl:bench/q0", "model": tidy, "metric": "rigor", "value": 50})
+        + "\n"
+        + json.dumps({"item_id": "jsonl:bench/q1", "model": tidy, "metric": "rigor", "value": -1})
+        + "\n"
+        + json.dumps({"item_id": "jsonl:bench/q2", "model": tidy, "metric": "rigor", "value": "abc"})
+        + "\n"
+    )
+    res = runner.invoke(app, ["labels", "import", str(run), str(f)])
+    assert res.exit_code == 2
+    assert f"{f} line 3 field value: value 'abc' is not a number" in res.output, res.output
+    g = tmp_path / "bad2.jsonl"
+    g.write_text(f.read_text().replace('"abc"', "101"))
+    res = runner.invoke(app, ["labels", "import", str(run), str(g)])
+    assert f"{g} line 2 field value: value -1 is outside the range of metric rigor (0 to 100)" in res.output
+    assert "also line 3 field value: value 101 is outside" in res.output
+    assert sgieval.load_run(run).labels == []
