@@ -1,9 +1,11 @@
 """``sgieval metric``: define, list, show and test rubric metrics (issue 5 item 2).
 
-- ``sgieval metric define [--name N] [--agent-model M] [--out DIR]``: the chat of
+- ``sgieval metric define [--name N] [--agent-model M] [--out DIR] [--run RUN --judge M]``: the chat of
   :mod:`sgieval.graphs.metric_chat`; user turns are read with ``typer.prompt``
   (so they can be piped on stdin); the rubric is saved as YAML in the user
-  rubric folder ($SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``).
+  rubric folder ($SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``);
+  with ``--run``, the saved rubric then goes through the rubric loop on that
+  run's labels.
 - ``sgieval metric list``: every rubric (starter, project, user).
 - ``sgieval metric show NAME``: the rubric's YAML.
 - ``sgieval metric test NAME --response FILE_OR_TEXT --judge MODEL [--question TEXT]``:
@@ -82,6 +84,16 @@ def define(
     ),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server for --agent-model."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Folder for the YAML (default: user rubric folder)."),
+    run: Optional[Path] = typer.Option(
+        None,
+        "--run",
+        help="After saving, refine the rubric against this run's labels (the rubric loop of `metric test --run`); "
+        "needs --judge.",
+    ),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="With --run: the judge model(s) that re-score."),
+    judge_base_url: Optional[str] = typer.Option(
+        None, "--judge-base-url", help="With --run: OpenAI-compatible server for --judge (default: --base-url)."
+    ),
 ) -> None:
     """Define a rubric metric in a chat: describe it, ask for changes, say 'done' to save."""
     from .agents.customisation import PHRASINGS
@@ -90,6 +102,9 @@ def define(
 
     try:
         agent = resolve_model(agent_model, "agent", base_url=base_url) if agent_model else None
+        if run is not None and not judge:
+            raise InputError("--run needs a judge to re-score with", what="--run", fix="add --judge MODEL")
+        judges = [resolve_model(j, "judge", base_url=judge_base_url or base_url) for j in judge or []]
     except SgievalError as e:
         _fail(e)
 
@@ -120,6 +135,11 @@ def define(
         err.print("cancelled; nothing saved")
         raise typer.Exit(3)
     out.print(f"saved: {_safe(state['saved'])}", highlight=False)
+    if run is not None:
+        try:
+            rubric_loop(state["saved"], run, judges, out_dir=out_dir or Path(state["saved"]).parent)
+        except SgievalError as e:
+            _fail(e)
 
 
 @metric_app.command("list")
@@ -366,8 +386,9 @@ def rubric_loop(
     revision as the rubric's next version (then the next round starts from it). An empty criterion answer (or the
     end of input) stops.
 
-    The "before" scores are the run's own when ``judges`` are the judges that scored it; otherwise the labelled
-    units are first scored with the current version through ``judges``, so the comparison changes the rubric only.
+    The "before" scores are the run's own when ``judges`` are the judges that scored it with this rubric text;
+    otherwise the labelled units are first scored with the current text through ``judges``, so the comparison
+    changes the rubric only.
 
     Args:
         name: the rubric's metric name in the run (or a rubric YAML path of the same name: its text is the start).
@@ -409,12 +430,18 @@ def rubric_loop(
     who = judge or "the panel"
     options = {"tool_budget": tool_budget}
     stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in set(units)]
-    if scored_by(stored, current, units) == set(panel):
+    same_text = current.criteria == rubrics[current.name].criteria and current.weights == rubrics[current.name].weights
+    if same_text and scored_by(stored, current, units) == set(panel):
         before = stored
         before_what = f"the run's scores, v{current.version}"
     else:
         err.print(
-            f"the run was judged by {', '.join(sorted(scored_by(stored, current, units))) or 'no valid judge'}; "
+            (
+                f"the run was judged by {', '.join(sorted(scored_by(stored, current, units))) or 'no valid judge'}"
+                if same_text
+                else f"the run was judged with another text of {current.name}"
+            )
+            + "; "
             f"scoring the {len(units)} labelled unit(s) with version {current.version} through {', '.join(panel)} "
             "first, so before and after differ only in the rubric",
             highlight=False,

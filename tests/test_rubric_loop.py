@@ -236,3 +236,42 @@ def test_with_the_run_s_own_judge_the_run_s_scores_are_the_baseline(judged_run, 
     assert _row(res.output, "mean_difference")[3:] == ["-3.00", "0.00", "+3.00"]
     assert "before (the run's scores, v1)" in res.output
     assert Rubric.from_yaml(tmp_path / "rubrics" / "rigor.yaml").version == 2
+
+    # starting from the saved version 2 (a text the run was not judged with): the run's scores are no baseline
+    JUDGE_CALLS.clear()
+
+    @loop.command()
+    def again() -> None:
+        rubric_loop(str(tmp_path / "rubrics" / "rigor.yaml"), run, [judge], out_dir=tmp_path / "rubrics")
+
+    res = CliRunner().invoke(loop, ["again"], input="\n", env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert "the run was judged with another text of rigor" in res.output and len(JUDGE_CALLS) == 6
+    assert "agrees exactly with every label of rigor (version 2)" in res.output
+
+
+def test_metric_define_chat_ends_in_the_rubric_loop(judged_run, tmp_path):
+    from sgieval.bench.mock_openai import MockOpenAI
+
+    run, _ = _labelled_copy(judged_run, tmp_path)
+    out = tmp_path / "rubrics"
+    # the offline chat: describe, accept the proposal (the rigor rubric) -> saved; then one loop round, saved
+    chat = "A rubric for how rigorous a research idea is\ndone\n"
+    loop = f"1\n{'Steps follow; be thorough.'}\n\ny\n\n"
+    with MockOpenAI(replies=rubric_aware_reply) as mock:
+        res = CliRunner().invoke(
+            app,
+            ["metric", "define", "--name", "rigor", "--out", str(out), "--run", str(run), "--judge", "openai:mock"]
+            + ["--judge-base-url", mock.url],
+            input=chat + loop,
+            env={"COLUMNS": "250", "OPENAI_API_KEY": "test"},
+        )
+        n_calls = len(mock.log())
+    assert res.exit_code == 0, res.output
+    assert f"saved: {out / 'rigor.yaml'}" in res.output
+    assert n_calls == 12  # 6 labelled units with the chat's version (another judge than the run's), 6 with v2
+    assert _row(res.output, "mean_difference")[3:] == ["-3.00", "0.00", "+3.00"]
+    saved = Rubric.from_yaml(out / "rigor.yaml")
+    assert saved.version == 2 and saved.criteria[0].description == "Steps follow; be thorough."
+    res = CliRunner().invoke(app, ["metric", "define", "--run", str(run)])
+    assert res.exit_code == 2 and "--run needs a judge" in res.output
