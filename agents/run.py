@@ -104,6 +104,8 @@ class RunContext:
     prices: Any = None
     resolved_targets: dict[tuple[str, ...], list[NamedModel]] = field(default_factory=dict, repr=False)
     """Default targets already resolved, by the selected item ids (:func:`_default_targets`)."""
+    matched_replays: set[tuple[str, ...]] = field(default_factory=set, repr=False)
+    """Selections (item ids) whose given targets' replay files were matched to the items."""
     secrets: SecretValues | None = field(default=None, repr=False)
     """The secret values this run sends (:func:`run_secrets`; set by :func:`run_scope`): masked by value in
     every record, journal row and log line of the run."""
@@ -251,12 +253,68 @@ def _default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
     """The run's target models: the given ones, else those of ``--models``, else every stored SciAidanBench
     model (or the ones the request names).  Resolved once per run and item selection (the confirmation,
     the requirements and the evaluation all ask; the stored answers are read once)."""
-    if rt.targets:
-        return rt.targets
     key = tuple(i.id for i in items)
+    if rt.targets:
+        if key not in rt.matched_replays:  # the given targets' replay files: matched once per selection
+            match_replays(rt, items, rt.targets)
+            rt.matched_replays.add(key)
+        return rt.targets
     if key not in rt.resolved_targets:
-        rt.resolved_targets[key] = _resolve_targets(rt, items)
+        targets = _resolve_targets(rt, items)
+        match_replays(rt, items, targets)
+        rt.resolved_targets[key] = targets
     return rt.resolved_targets[key]
+
+
+def match_replays(rt: RunContext, items: list[Item], targets: list[NamedModel]) -> None:
+    """Match each JSONL replay target's stored item ids to the items of the selected benchmarks
+    (:meth:`sgieval.models.replay.ReplayStore.match_items`) and log what was mapped or left unmatched.
+    Raises InputError when none of a replay file's ids matches an item."""
+    benches = {i.benchmark for i in items}
+    pool = [i for i in rt.catalog.items if i.benchmark in benches] or items
+    for t in targets:
+        if t.replay is None or not t.replay.by_item:
+            continue
+        t.replay.match_items(pool)
+        if t.replay.aliases:
+            log.warning(
+                "replay ids given without their benchmark prefix were mapped to items",
+                file=str(t.replay.source),
+                mapped=len(t.replay.aliases),
+                example=next(f"{s} -> {i}" for i, s in t.replay.aliases.items()),
+            )
+        if t.replay.unmatched:
+            log.warning(
+                "replay lines match no item of the selected benchmark and are not used",
+                file=str(t.replay.source),
+                lines=t.replay.unmatched_lines(),
+            )
+
+
+def replay_notes(targets: list[NamedModel]) -> tuple[str, list[str]]:
+    """(the Run table's "replay item ids" line, the report's warnings) for the replay targets whose stored ids
+    were mapped from bare ids or match no item."""
+    parts, warnings = [], []
+    for t in targets:
+        r = t.replay
+        if r is None or not (r.aliases or r.unmatched):
+            continue
+        bits = []
+        if r.aliases:
+            item_id, stored_id = next(iter(r.aliases.items()))
+            n = len(r.aliases)
+            bits.append(f"{n} bare id{'' if n == 1 else 's'} mapped to item ids (e.g. {stored_id} -> {item_id})")
+        if r.unmatched:
+            n = len(r.unmatched)
+            lines = f"{n} line{'' if n == 1 else 's'}"
+            were = "was" if n == 1 else "were"
+            bits.append(f"{lines} matched no item and {were} not used: {r.unmatched_lines()}")
+            warnings.append(
+                f"{lines} of the replay file {r.source} ({t.name}) matched no item of the "
+                f"selected benchmark and {were} not used: {r.unmatched_lines()}."
+            )
+        parts.append(f"{r.source}: {'; '.join(bits)}")
+    return "; ".join(parts), warnings
 
 
 def _resolve_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
@@ -727,6 +785,8 @@ async def write_report(rt: RunContext, state: State) -> Path:
             f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
             "the tables cover what was evaluated, corpus-level metrics were not computed."
         )
+    replay_line, replay_warnings = replay_notes(rt.targets)
+    warnings += replay_warnings
     scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
     sources = (
         "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
@@ -760,6 +820,7 @@ async def write_report(rt: RunContext, state: State) -> Path:
         "extra": {
             **({"files not read": "; ".join(skipped)} if skipped else {}),
             **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
+            **({"replay item ids": replay_line} if replay_line else {}),
             **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
             **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),

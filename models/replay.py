@@ -18,6 +18,17 @@ from typing import Any, Callable
 from ..core import InputError, Item, Response, json_loads_strict, split_jsonl
 
 
+def local_item_id_of(item_id: str) -> str:
+    """The local part of an item id (after the first ``/``: ``"jsonl:qa/q1"`` -> ``"q1"``)."""
+    return item_id.split("/", 1)[1] if "/" in item_id else item_id
+
+
+def local_item_id(item: Item) -> str:
+    """The item's id within its benchmark (``item.id`` without the ``<benchmark>/`` prefix)."""
+    prefix = f"{item.benchmark}/"
+    return item.id[len(prefix) :] if item.id.startswith(prefix) else item.id
+
+
 def sciaidanbench_text(records: list[dict[str, Any]]) -> str:
     """All stored answers of a question as numbered text blocks."""
     return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
@@ -36,12 +47,62 @@ class ReplayStore:
     source: Path
     by_question: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_item: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    unmatched: list[str] = field(default_factory=list)
+
+    def match_items(self, items: list[Item]) -> None:
+        """Match the stored item ids (JSONL replays) to ``items`` (the items of the selected benchmarks).
+
+        An id that is an item's id matches it; a bare id that is the local id (the part after
+        ``<benchmark>/``) of exactly one item is mapped to that item (``aliases``: item id -> stored id).
+        The rest are kept in ``unmatched`` (stored ids, in file order).  Recomputed on each call.
+
+        Args:
+            items: the items the stored replies may answer.
+
+        Raises:
+            InputError: none of the stored ids matches an item (naming the file, a few of its ids and the
+                expected form).
+        """
+        if not self.by_item:
+            return
+        ids = {i.id for i in items}
+        local: dict[str, list[str]] = {}
+        for i in items:
+            local.setdefault(local_item_id(i), []).append(i.id)
+        self.aliases, self.unmatched = {}, []
+        for sid in self.by_item:
+            if sid in ids:
+                continue
+            full = local.get(sid, [])
+            if len(full) == 1 and full[0] not in self.by_item and full[0] not in self.aliases:
+                self.aliases[full[0]] = sid
+            else:
+                self.unmatched.append(sid)
+        if len(self.unmatched) == len(self.by_item):
+            example = sorted(ids)[0] if ids else "<benchmark>/<id>"
+            shown = ", ".join(f"line {self.lines.get(s, '?')}: {s!r}" for s in self.unmatched[:3])
+            more = f" and {len(self.unmatched) - 3} more" if len(self.unmatched) > 3 else ""
+            benches = ", ".join(sorted({i.benchmark for i in items})) or "none"
+            raise InputError(
+                f"none of the {len(self.by_item)} item ids matches an item of the selected benchmark "
+                f"({benches}): {shown}{more}",
+                what=str(self.source),
+                fix=f'write each "item_id" as the full item id, e.g. "{example}" '
+                f'(or its local id, e.g. "{local_item_id_of(example)}", when only one item has it)',
+            )
+
+    def unmatched_lines(self) -> str:
+        """The lines whose ids match no item, e.g. ``line 4 ('q9'), line 7 ('x')`` ("" when none)."""
+        return ", ".join(f"line {self.lines.get(s, '?')} ({s!r})" for s in self.unmatched)
 
     def respond(self, item: Item, model_name: str) -> Response:
         """The stored Response for ``item``, or a failed Response (status
         ``not_run``) saying the replay has no stored answer for it."""
-        if item.id in self.by_item:
-            text = self.by_item[item.id]
+        stored_id = item.id if item.id in self.by_item else self.aliases.get(item.id)
+        if stored_id is not None:
+            text = self.by_item[stored_id]
             resp = Response(
                 item_id=item.id, model=model_name, text=text, latency_s=0.0, metadata={"replay": str(self.source)}
             )
@@ -147,6 +208,7 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
                 fix="keep one line per item_id and model",
             )
         first_line[iid] = n
+        store.lines[iid] = n
         store.model = model
         store.by_item[iid] = rec["text"]
     return store
