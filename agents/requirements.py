@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, MetricSpec, same_model
 
-__all__ = ["MetricNeeds", "metric_needs", "none_can_run", "JUDGE_FIX", "SANDBOX_FIX"]
+__all__ = ["MetricNeeds", "metric_needs", "none_can_run", "ranking_cannot_run", "JUDGE_FIX", "SANDBOX_FIX"]
 
 JUDGE_FIX = "pass --judge <model> (e.g. --judge openai:gpt-4.1; --judge local:smollm2 offline, smoke-test quality)"
 SANDBOX_FIX = (
@@ -39,6 +39,8 @@ class MetricNeeds(BaseModel):
     available: bool = True
     missing: str = ""
     fix: str = ""
+    judge_missing: bool = False
+    """True when the metric needs a judge and the run has none that may score (no judge, or only a target)."""
 
     def line(self) -> str:
         """``rigor (rubric, ranking): needs judge, 25 items -- NOT available: no judge given. Fix: ...``."""
@@ -89,6 +91,7 @@ def metric_needs(
                         "pass another --judge, or --allow-self-judge",
                     )
                 )
+        row.judge_missing = bool(problems)
         if OPEN_CREATIVITY in s.tasks and replay_targets:
             row.needs.append("stored judgements (replayed answers)")
         if DRY_EXPERIMENT in s.tasks:
@@ -115,3 +118,19 @@ def none_can_run(needs: list[MetricNeeds]) -> InputError | None:
     why = "; ".join(f"{n.metric}: {n.missing}" for n in needs)
     fixes = "; ".join(dict.fromkeys(n.fix for n in needs if n.fix))
     return InputError(f"none of the chosen metrics can run ({why})", what="metrics", fix=fixes or None)
+
+
+def ranking_cannot_run(needs: list[MetricNeeds]) -> InputError | None:
+    """The error that stops a ``--yes`` run whose ranking metric needs a judge and has none that may score
+    (None otherwise): the run could not rank anything, so nothing is run.  Names the metric, what is missing,
+    the fix (``--judge``) and the chosen metrics that could rank instead."""
+    primary = next((n for n in needs if n.primary), None)
+    if primary is None or not primary.judge_missing:
+        return None
+    others = [n.metric for n in needs if n.available and not n.primary]
+    instead = f"; or rank by a metric that can run: --metric {others[0]} (can run: {', '.join(others[:4])})"
+    return InputError(
+        f"it needs a judge to score, so nothing could be ranked ({primary.missing})",
+        what=f"ranking metric {primary.metric}",
+        fix=primary.fix + (instead if others else ""),
+    )

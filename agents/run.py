@@ -48,7 +48,7 @@ from .customisation import MetricPlan, plan_specs, planned_metrics, run_customis
 from .executors import evaluate_with_executor
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
 from .replays import resolve_run_model, stored_models
-from .requirements import MetricNeeds, metric_needs, none_can_run
+from .requirements import MetricNeeds, metric_needs, none_can_run, ranking_cannot_run
 
 __all__ = [
     "RunContext",
@@ -559,8 +559,9 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
 
 def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
     """The metric confirmation.  With ``--yes`` (``rt.config.yes``) the pre-checks run instead of a question
-    and None is returned (confirmed): a live open-creativity target without a judge that may score it, or a
-    plan in which no metric can run, raises InputError before any call.  Otherwise the question's payload
+    and None is returned (confirmed): a live open-creativity target without a judge that may score it, a
+    plan in which no metric can run, or a ranking metric that needs a judge the run lacks, raises InputError
+    before any call.  Otherwise the question's payload
     (``question``, ``predefined``, ``custom``, ``primary``, ``notes``, ``needs``) for the graph's interrupt."""
     plan = MetricPlan.model_validate(state["metric_plan"])
     needs = plan_needs(rt, state["selection"]["item_ids"], plan)
@@ -570,8 +571,8 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
             _items(rt, state["selection"]["item_ids"]),
             _default_targets(rt, _items(rt, state["selection"]["item_ids"])),
         )
-        stop = none_can_run(needs)
-        if stop is not None:  # --yes: nothing could be measured, so nothing is run
+        stop = none_can_run(needs) or ranking_cannot_run(needs)
+        if stop is not None:  # --yes: nothing could be measured or ranked, so nothing is run
             raise stop
         return None
     return {

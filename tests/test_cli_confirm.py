@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from sgieval.agents.requirements import JUDGE_FIX, SANDBOX_FIX, metric_needs, none_can_run
+from sgieval.agents.requirements import JUDGE_FIX, SANDBOX_FIX, metric_needs, none_can_run, ranking_cannot_run
 from sgieval.cli import app
 from sgieval.core import DRY_EXPERIMENT, IDEA_GENERATION, OPEN_CREATIVITY, Item, MetricSpec
 
@@ -134,3 +134,34 @@ def test_idea_generation_without_sgi_bench_data_says_where_it_comes_from(tmp_pat
     assert res.exit_code == 2 and res.output.strip().endswith(
         "Fix: run `sgieval data pull sgi-bench` (online), or pass --data-dir <folder holding sgi-bench/>"
     )
+
+
+def test_yes_stops_before_work_when_the_ranking_metric_needs_a_missing_judge(tmp_path):
+    # the ranking metric chosen with --metric, and (variant) named in the request: other metrics could run
+    for args in (["Which model is the most creative in chemistry?", "--metric", "rigor"], [RIGOR_CHEM]):
+        out = tmp_path / str(len(args))
+        res = runner.invoke(app, ["ask", *args, "--k", "2", "--yes", "--out", str(out)])
+        assert res.exit_code == 2, res.output
+        assert res.output.strip().splitlines()[-1] == (
+            "error: ranking metric rigor: it needs a judge to score, so nothing could be ranked (no judge given). "
+            f"Fix: {JUDGE_FIX}; or rank by a metric that can run: --metric aidan_accepted_answers (can run: "
+            "aidan_accepted_answers, aidan_published_count, aidan_readme_score, aidan_leaderboard_score)"
+        )
+        assert not out.exists() or not any(p.name.endswith(".jsonl") for p in out.rglob("*"))
+
+
+def test_ranking_cannot_run_only_for_the_ranking_metric_and_a_judge_problem():
+    items = [_item(1, OPEN_CREATIVITY), _item(2, DRY_EXPERIMENT)]
+    specs = [MetricSpec(name="rigor", tasks=["*"], kind="rubric"), MetricSpec(name="dry", tasks=[DRY_EXPERIMENT])]
+    # the only judge is a target model: the ranking metric cannot run
+    rows = metric_needs(specs, items, primary="rigor", judges=["openai:m"], targets=["openai:m"], sandbox=True)
+    stop = ranking_cannot_run(rows)
+    assert stop is not None and stop.one_line() == (
+        "ranking metric rigor: it needs a judge to score, so nothing could be ranked (the only judge (openai:m) is "
+        "a target model). Fix: pass another --judge, or --allow-self-judge; or rank by a metric that can run: "
+        "--metric dry (can run: dry)"
+    )
+    # a judge problem of another metric, or a missing sandbox of the ranking metric, does not stop the run
+    assert ranking_cannot_run(metric_needs(specs, items, primary="dry", sandbox=True)) is None
+    assert ranking_cannot_run(metric_needs(specs, items, primary="dry", judges=["openai:j"], sandbox=False)) is None
+    assert ranking_cannot_run(metric_needs(specs, items, primary="rigor", judges=["openai:j"])) is None
