@@ -188,8 +188,11 @@ def variant_disagreements(
     n_resamples: int = 10000,
     seed: int = 0,
 ) -> list[str]:
-    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently, or whose
-    paired test of the first two separates them where ``spec``'s does not (or the reverse).
+    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently (means equal
+    at 2 decimals, the printed precision, are a tie "a = b", never an order), or whose paired test of the first two
+    separates them where ``spec``'s does not (or the reverse).  Both metrics' means are given on the verdict's basis,
+    the items every ranked model scored (restricted to those the variant scored too, which the sentence then says),
+    and the sentence names the models whose order differs.
 
     Args:
         scores: the run's scores.
@@ -202,56 +205,105 @@ def variant_disagreements(
         One sentence per disagreeing variant (empty when fewer than two models are ranked).
     """
     from ..metric_pool.aggregate import paired_test
+    from ..reports.answer import _tie_groups
 
     if len(ranked) < 2:
         return []
-    a, b = ranked[0], ranked[1]
     mine = _values(scores, spec.name, ranked)
-
-    def test(vals: dict[str, dict[str, float]]) -> Any:
-        shared = {i: v for i, v in vals[a].items() if i in vals[b]}
-        if len(shared) < 2:
-            return None
-        return paired_test(shared, {i: vals[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
-
+    # the verdict's basis: the items every ranked model scored by the ranking metric
+    verdict_items: set[str] = set(mine[ranked[0]]).intersection(*(set(mine[m]) for m in ranked[1:]))
     # a corpus-level metric (a mean pooled over answers, kappa) has one value per model and no per-item values
     corpus = {(s.metric, s.model): float(s.value) for s in scores if s.item_id == "*" and s.ok and s.value is not None}
 
-    def mean(vals: dict[str, dict[str, float]], m: str, metric: str) -> float | None:
-        return sum(vals[m].values()) / len(vals[m]) if vals[m] else corpus.get((metric, m))
+    def on(vals: dict[str, dict[str, float]], basis: set[str]) -> dict[str, float] | None:
+        if not basis:
+            return None
+        return {m: sum(vals[m][i] for i in basis) / len(basis) for m in ranked}
 
-    base = test(mine)
+    def test(vals: dict[str, dict[str, float]], basis: set[str], a: str, b: str) -> Any:
+        if len(basis) < 2:
+            return None
+        return paired_test(
+            {i: vals[a][i] for i in basis}, {i: vals[b][i] for i in basis}, n_resamples=n_resamples, seed=seed
+        )
+
+    def verdict(t: Any) -> str:
+        if t is None:
+            return "no paired test"
+        return f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
+
+    def relation(x: float, y: float) -> int:
+        return (round(x, 2) > round(y, 2)) - (round(x, 2) < round(y, 2))
+
+    def listed(ms: list[str]) -> str:
+        return ms[0] if len(ms) == 1 else ", ".join(ms[:-1]) + " and " + ms[-1]
+
+    hib = spec.higher_is_better
     out = []
-    sign = 1.0 if spec.higher_is_better else -1.0
     for v in variants_of(spec, specs):
-        if v.higher_is_better != spec.higher_is_better:
+        if v.higher_is_better != hib:
             continue
         theirs = _values(scores, v.name, ranked)
-        means = {m: mean(theirs, m, v.name) for m in ranked}
-        if any(x is None for x in means.values()):
+        if any(theirs[m] for m in ranked):  # item-level: both metrics on the items every model has under both
+            basis = verdict_items.intersection(*(set(theirs[m]) for m in ranked))
+            means_v, means_s = on(theirs, basis), on(mine, basis)
+            where = f"on the {len(basis)} items every model scored" + (
+                "" if basis == verdict_items else f" by both metrics (the verdict uses {len(verdict_items)})"
+            )
+        else:  # corpus-level variant: one value per model
+            basis = set()
+            cv = {m: corpus.get((v.name, m)) for m in ranked}
+            if any(x is None for x in cv.values()):
+                continue
+            means_v = {m: float(x) for m, x in cv.items() if x is not None}
+            cs = {m: corpus.get((spec.name, m)) for m in ranked}
+            if verdict_items:
+                means_s = on(mine, verdict_items)
+                where = (
+                    f"with {v.name} one value per model over its answers and {spec.name} on the "
+                    f"{len(verdict_items)} items every model scored"
+                )
+            elif all(x is not None for x in cs.values()):  # both corpus-level: the values the verdict uses
+                means_s = {m: float(x) for m, x in cs.items() if x is not None}
+                where = "with both one value per model over its answers"
+            else:
+                continue
+        if means_v is None or means_s is None:
             continue
-        order = sorted(ranked, key=lambda m: -sign * (means[m] or 0.0))  # stable: equal means keep the ranking's
-        reordered = order != ranked
-        other = test(theirs)
+        groups_v, groups_s = _tie_groups(means_v, hib), _tie_groups(means_s, hib)
+        pairs = [
+            (x, y)
+            for k, x in enumerate(ranked)
+            for y in ranked[k + 1 :]
+            if relation(means_v[x], means_v[y]) != relation(means_s[x], means_s[y])
+        ]
+        involved = [m for m in ranked if any(m in pr for pr in pairs)]
+        if len(pairs) <= 2:
+            differ = [f"{x} against {y}" for x, y in pairs]
+        elif len(involved) == len(ranked):
+            differ = [f"the order of all {len(ranked)} models"]
+        else:
+            differ = [f"the order of {listed(involved)}"]
+        a, b = groups_s[0][0], (groups_s[0][1] if len(groups_s[0]) > 1 else groups_s[1][0])
+        base, other = (test(mine, basis, a, b), test(theirs, basis, a, b)) if basis else (None, None)
         split = base is not None and other is not None and (base.p_value < 0.05) != (other.p_value < 0.05)
-        if not reordered and not split:
+        if not pairs and not split:
             continue
 
-        def verdict(t: Any) -> str:
-            if t is None:
-                return "no paired test"
-            return f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
+        def shown(groups: list[list[str]], means: dict[str, float]) -> str:
+            return (" > " if hib else " < ").join(f"{' = '.join(g)} {means[g[0]]:.2f}" for g in groups)
 
-        ma, mb = mean(mine, a, spec.name), mean(mine, b, spec.name)
-        if ma is None or mb is None:
-            continue
-        what = (
-            f"orders the models {' > '.join(order) if spec.higher_is_better else ' < '.join(order)}"
-            if reordered
-            else f"gives {a} {means[a]:.2f} against {b} {means[b]:.2f} ({verdict(other)})"
-        )
-        out.append(
-            f"The variant {v.name} disagrees with the ranking metric {spec.name}: it {what}, where {spec.name} "
-            f"gives {a} {ma:.2f} against {b} {mb:.2f} ({verdict(base)}); rank by it with --metric {v.name}."
-        )
+        if pairs:
+            out.append(
+                f"The variant {v.name} disagrees with the ranking metric {spec.name} about "
+                f"{listed(differ)}: {where}, {v.name} gives {shown(groups_v, means_v)}, where {spec.name} gives "
+                f"{shown(groups_s, means_s)}; rank by it with --metric {v.name}."
+            )
+        else:
+            out.append(
+                f"The variant {v.name} disagrees with the ranking metric {spec.name} about whether {a} and {b} "
+                f"differ: {where}, {v.name} gives {a} {means_v[a]:.2f} against {b} {means_v[b]:.2f} "
+                f"({verdict(other)}), where {spec.name} gives {a} {means_s[a]:.2f} against {b} {means_s[b]:.2f} "
+                f"({verdict(base)}); rank by it with --metric {v.name}."
+            )
     return out

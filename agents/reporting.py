@@ -197,11 +197,14 @@ def focus_narrative(
     scope: str,
     n_items: int,
     groups: list[list[ModelStat]] | None = None,
+    pairs: list[dict[str, Any]] | None = None,
 ) -> str:
     """The absolute answer about one model: its mean (95% CI)
     and total on ``spec``, then where it stands among the other evaluated
     models (its rank, shared when tied (``groups``: :func:`~sgieval.reports.build.tie_groups`), and the
-    leader), never "ranks first" of a one-model list."""
+    leader), never "ranks first" of a one-model list; with ``pairs`` (the adjacent-rank entries of
+    :func:`~sgieval.reports.build.pair_entry`), whether the paired tests separate it from the models just above
+    and just below (p < 0.05, two-sided)."""
     ranked = [s for s in ranking if s.summary is not None]
     groups = groups if groups is not None else [[s] for s in ranked]
     me = next((s for s in ranked if s.model == focus), None)
@@ -234,6 +237,25 @@ def focus_narrative(
             else f"; next is {lead.model} (mean {fmt2(lead.stats.mean)})."
         )
     )
+    parts, separated = [], []
+    for pr, side in [(p, "just above") for p in pairs or [] if p.get("b") == focus] + [
+        (p, "just below") for p in pairs or [] if p.get("a") == focus
+    ]:
+        other = pr["a"] if side == "just above" else pr["b"]
+        if pr.get("p") is None:
+            parts.append(f"no paired test against {other} {side}")
+            continue
+        sep = bool(pr["p"] < 0.05)
+        separated.append(sep)
+        parts.append(
+            f"{'separated' if sep else 'not separated'} from {other} {side} (p = {pr['p']:.2f}, {pr['n']} items)"
+        )
+    if parts:
+        text += (
+            " By the paired tests it is "
+            + (" and ".join(parts) if len(parts) < 3 else ", ".join(parts))
+            + ("; so its rank is not established." if separated and not any(separated) else ".")
+        )
     return text
 
 
@@ -246,20 +268,22 @@ def verdict_sentence(
     groups: list[list[ModelStat]] | None = None,
     cov: Coverage | None = None,
     focus: str | None = None,
+    pairs: list[dict[str, Any]] | None = None,
 ) -> str:
     """The Answer's fixed first item: the winner or the tie, the scope, the metric and the full order with
     shared ranks ("alpha > beta = gamma"); for one model (``focus``, or one evaluated) the absolute answer of
     :func:`focus_narrative`; for one scored model among several, its absolute score and no ranking.
 
     ``groups``: :func:`~sgieval.reports.build.tie_groups` of the ranked models (default: no ties);
-    ``cov``: the ranking metric's :class:`~sgieval.reports.build.Coverage` (None when the item sets agree)."""
+    ``cov``: the ranking metric's :class:`~sgieval.reports.build.Coverage` (None when the item sets agree);
+    ``pairs``: the adjacent-rank test entries (for the one-model answer's neighbours)."""
     ranked = [s for s in ranking if s.summary is not None]
     groups = groups if groups is not None else [[s] for s in ranked]
     q = _q(request)
     if not ranked:
         return f"{q}No target model has a valid {spec.name} score on the {n_items} selected items; see Failures."
     if focus or len(ranking) == 1:  # the request is about one model: an absolute answer, not a ranking
-        return focus_narrative(request, ranking, spec, focus or ranking[0].model, scope, n_items, groups)
+        return focus_narrative(request, ranking, spec, focus or ranking[0].model, scope, n_items, groups, pairs)
     best = ranked[0]
     where = [scope] if scope else []
     if cov is not None and cov.differs and cov.shared:
@@ -1100,7 +1124,7 @@ async def build_report(
         },
     )
     request = header.get("request", "")
-    verdict = verdict_sentence(request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus)
+    verdict = verdict_sentence(request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus, pairs)
     one = focus is not None or len(stats) == 1
     answer = Answer(verdict, how_sure=[] if one else how_sure(stats, groups, pairs, leader_tests, spec.name))
     rel = reliability_sentences(reliabilities, spec.name).strip()

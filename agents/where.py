@@ -104,9 +104,16 @@ def _values(scores: list[Score], metric: str, models: list[str]) -> dict[str, di
     return {m: v for m, v in out.items() if v}
 
 
+def _group_text(r: FacetValue, group: list[str], paren: bool = True) -> str:
+    """``a = b (0.50)`` (``a = b 0.50`` without ``paren``): a tie group with its (shared, at the printed
+    precision) mean."""
+    mean = next(mean for m, mean, _n in r.order if m == group[0])
+    return f"{' = '.join(group)} ({_fmt(mean)})" if paren else f"{' = '.join(group)} {_fmt(mean)}"
+
+
 def _row(r: FacetValue, spec: MetricSpec) -> list[str]:
-    first = " = ".join(r.first)
-    second = next((f"{m} ({_fmt(mean)})" for m, mean, _n in r.order if m not in r.first), "-")
+    first = _group_text(r, r.first)
+    second = _group_text(r, r.second) if r.second else "-"
     if r.lead is None:
         lead = "tie" if len(r.first) > 1 else "-"
     else:
@@ -115,8 +122,9 @@ def _row(r: FacetValue, spec: MetricSpec) -> list[str]:
         test = "no test (fewer than 2 shared items)" if r.lead is not None else "-"
     else:
         test = f"{'yes' if r.separated else 'no'} (p = {_p(r.test.p_value)}, {r.test.n} items)"
-    order = " > ".join(f"{m} {_fmt(mean)}" for m, mean, _n in r.order)
-    return [r.value, str(r.n_items), f"{first} ({_fmt(r.order[0][1])})", second, lead, test, order]
+    means = {m: mean for m, mean, _n in r.order}
+    order = (" > " if spec.higher_is_better else " < ").join(f"{' = '.join(g)} {_fmt(means[g[0]])}" for g in r.groups)
+    return [r.value, str(r.n_items), first, second, lead, test, order]
 
 
 def where_report(
@@ -211,7 +219,23 @@ def where_report(
         shares = lead_sources(values, facet_of, main, winner, second)
         total = sum(s.diff for s in shares)
         n_shared = sum(s.n for s in shares)
-        if shares and total > 0 and shares[0].share is not None and shares[0].diff > 0:
+        if shares and total > 0 and shares[0].diff > total:  # facets offset each other: no share over 100%
+            top = shares[0]
+            against = [sh for sh in shares if sh.diff < 0]
+            sentences.append(
+                f"{top.value} alone holds a lead of {_num(top.diff)} for {winner} over {second} (summed "
+                f"{spec.name} on its {top.n} item{'s' if top.n != 1 else ''}), larger than the overall lead of "
+                f"{_num(total)} on the {n_shared} items both scored: other {main} values offset it"
+                + (
+                    " ("
+                    + ", ".join(f"{sh.value} {_num(sh.diff)}" for sh in sorted(against, key=lambda x: x.diff))
+                    + ")"
+                    if against
+                    else ""
+                )
+                + "."
+            )
+        elif shares and total > 0 and shares[0].share is not None and shares[0].diff > 0:
             top = shares[0]
             how = "mostly" if (top.share or 0.0) > 0.5 else "most of all"
             own = ""
@@ -224,15 +248,43 @@ def where_report(
                 f"{_num(top.diff)} ({top.share:.0%}) of the {_num(total)} by which {winner}'s summed {spec.name} "
                 f"exceeds {second}'s on the {n_shared} items both scored{own}."
             )
+    # where the models differ most: the facet values with the largest gap between the first and the second group
+    gapped = [(facet, r) for facet in [main, *[f for f in tables if f != main]] for r in tables[facet] if r.second]
+    if gapped:
+
+        def gap(r: FacetValue) -> float:
+            means = {m: mean for m, mean, _n in r.order}
+            return round(abs(means[r.first[0]] - means[r.second[0]]), 2)
+
+        widest = max(gap(r) for _f, r in gapped)
+        most = sorted(((f, r) for f, r in gapped if gap(r) == widest), key=lambda fr: len(fr[1].first) > 1)
+        if widest > 0:
+            sentences.append(
+                "The models differ most in "
+                + "; ".join(
+                    f"{r.value} ({facet}): {_group_text(r, r.first)} against {_group_text(r, r.second)}, "
+                    f"a gap of {widest:.2f} {unit}"
+                    + (
+                        f" (the paired test {'separates' if r.separated else 'does not separate'} them, "
+                        f"p = {_p(r.test.p_value)})"
+                        if r.test is not None
+                        else ""
+                    )
+                    for facet, r in most
+                )
+                + "."
+            )
     ties = [
         r
         for r in tables[main]
         if r.lead is not None and r.separated is not True and abs(r.lead) <= NEAR_TIE * max(abs(r.order[0][1]), 1e-12)
     ]
     for r in ties:
-        (a, ma, _), (b, mb, _) = r.order[0], r.order[1]
         test = f"the paired test does not separate them (p = {_p(r.test.p_value)})" if r.test else "no paired test"
-        sentences.append(f"{r.value} is a near-tie: {a} {_fmt(ma)} against {b} {_fmt(mb)} {unit}; {test}.")
+        sentences.append(
+            f"{r.value} is a near-tie: {_group_text(r, r.first, False)} against {_group_text(r, r.second, False)} "
+            f"{unit}; {test}."
+        )
     for r in tables[main]:
         if len(r.first) > 1:
             sentences.append(f"{r.value} is a tie: {' = '.join(r.first)} at {_fmt(r.order[0][1])} {unit}.")
@@ -250,7 +302,15 @@ def where_report(
         lines: list[list[str]] = []
         for d in departures:
             order = sorted(d.ranks, key=lambda m: (d.ranks[m], models.index(m)))
-            shown = " > ".join(f"{m} {d.values[m]:g}" for m in order)
+            groups: list[list[str]] = []
+            for m in order:
+                if groups and d.ranks[m] == d.ranks[groups[-1][0]]:
+                    groups[-1].append(m)
+                else:
+                    groups.append([m])
+            shown = (" > " if spec.higher_is_better else " < ").join(
+                f"{' = '.join(g)} {round(d.values[g[0]], 2):g}" for g in groups
+            )
             lines.append([f"[{d.item_id}]({item_link(d.item_id)})", f"{d.distance:g}", shown])
         parts.append(Table(["item", "distance", "order on the item"], lines, name="departures"))
     out.blocks = parts

@@ -14,7 +14,8 @@ beside the ranking's own statistics (:mod:`.aggregate`):
   (the shares add up to 1);
 - :func:`order_departures`: per item, the Spearman footrule distance between the models' order on that item and
   their overall order, ``sum_m |rank_item(m) - rank_overall(m)|`` (Diaconis and Graham 1977), ranks from 1 with
-  ties sharing the mean rank (``scipy.stats.rankdata(method="average")``), over the models that scored the item;
+  ties (equal at 2 decimals) sharing the mean rank; an item on which every model scores the same has no order and is
+  left out (``scipy.stats.rankdata(method="average")``), over the models that scored the item;
   items with the largest distance first.
 """
 
@@ -38,6 +39,9 @@ __all__ = [
 FACETS = ("discipline", "direction", "task", "type")
 """The facets a "who wins where" table is made for (each with at least two values among the scored items)."""
 
+DIGITS = 2
+"""The precision the report prints means at: models whose means are equal at it are tied (one group)."""
+
 SIGNIFICANCE = 0.05
 """The level below which a paired test separates two models (two-sided)."""
 
@@ -47,11 +51,12 @@ class FacetValue:
     """One facet value's row of the "who wins where" table.
 
     ``order``: (model, mean over its scored items of this value, n items) for every model with a score there, best
-    first (ties share their place in the order given, never broken by name: ``first`` lists every model sharing the
-    best mean); ``lead``: first mean minus second mean (positive when higher is better; None with fewer than two
-    models or a tie for first); ``test``: the paired test of the first two on the items both scored (None when
-    fewer than two are shared or there is no second model); ``rank_of``: model -> its place (1 = first; tied models
-    share the smaller place)."""
+    first; ``groups``: the models in tie groups best first (means equal at 2 decimals, the printed precision, are one
+    group, never ordered by name); ``first``: the first group; ``lead``: first group's mean minus the second
+    group's (positive when higher is better; None with one group); ``test``: the paired test of the first model
+    against the member of the second group it is least separated from (largest p), on the items both scored (None
+    when fewer than two are shared or there is no second group); ``rank_of``: model -> its place (1 = first; tied
+    models share the smaller place)."""
 
     facet: str
     value: str
@@ -61,6 +66,13 @@ class FacetValue:
     lead: float | None
     test: PairedResult | None
     rank_of: dict[str, int] = field(default_factory=dict)
+    groups: list[list[str]] = field(default_factory=list)
+
+    @property
+    def second(self) -> list[str]:
+        """The models of the group after the first (tied with each other at the printed precision); empty when
+        every model shares first place."""
+        return self.groups[1] if len(self.groups) > 1 else []
 
     @property
     def separated(self) -> bool | None:
@@ -96,11 +108,28 @@ def _mean(xs: Sequence[float]) -> float:
     return float(sum(xs) / len(xs))
 
 
-def _places(order: list[tuple[str, float, int]], higher_is_better: bool) -> dict[str, int]:
-    """model -> place (1 = first); equal means share the smaller place ("2=")."""
+def _groups(
+    means: Mapping[str, float], higher_is_better: bool, digits: int = DIGITS, order: Sequence[str] | None = None
+) -> list[list[str]]:
+    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (the report's
+    precision): a tie is one group, its models in ``order`` (default: the order given), never ranked by name."""
+    keys = list(order if order is not None else means)
+    sign = -1.0 if higher_is_better else 1.0
+    ranked = sorted(keys, key=lambda m: sign * round(means[m], digits))  # stable: a tie keeps the given order
+    out: list[list[str]] = []
+    for m in ranked:
+        if out and round(means[m], digits) == round(means[out[-1][0]], digits):
+            out[-1].append(m)
+        else:
+            out.append([m])
+    return out
+
+
+def _places(order: list[tuple[str, float, int]], higher_is_better: bool, digits: int = DIGITS) -> dict[str, int]:
+    """model -> place (1 = first); means equal at ``digits`` decimals share the smaller place ("2=")."""
     out: dict[str, int] = {}
     for i, (m, mean, _n) in enumerate(order):
-        if i and mean == order[i - 1][1]:
+        if i and round(mean, digits) == round(order[i - 1][1], digits):
             out[m] = out[order[i - 1][0]]
         else:
             out[m] = i + 1
@@ -142,15 +171,20 @@ def facet_winners(
             mine = [per[i] for i in ids if i in per]
             if mine:
                 order.append((m, _mean(mine), len(mine)))
-        order.sort(key=lambda r: -sign * r[1])  # stable: equal means keep the given order
-        first = [m for m, mean, _n in order if mean == order[0][1]]
+        order.sort(key=lambda r: -sign * round(r[1], DIGITS))  # stable: a tie keeps the given order
+        tiers = _groups({m: mean for m, mean, _n in order}, higher_is_better, order=[m for m, _, _ in order])
+        mean_of = {m: mean for m, mean, _n in order}
+        first = tiers[0]
         lead = test = None
-        if len(order) > 1 and len(first) == 1:
-            lead = order[0][1] - order[1][1]
-            a, b = order[0][0], order[1][0]
-            shared = {i: values[a][i] for i in ids if i in values[a] and i in values[b]}
-            if len(shared) >= 2:
-                test = paired_test(shared, {i: values[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
+        if len(tiers) > 1 and len(first) == 1:
+            a = first[0]
+            lead = mean_of[a] - mean_of[tiers[1][0]]
+            for b in tiers[1]:
+                shared = {i: values[a][i] for i in ids if i in values[a] and i in values[b]}
+                if len(shared) >= 2:
+                    t = paired_test(shared, {i: values[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
+                    if test is None or t.p_value > test.p_value:
+                        test = t
         rows.append(
             FacetValue(
                 facet=facet,
@@ -161,6 +195,7 @@ def facet_winners(
                 lead=lead,
                 test=test,
                 rank_of=_places(order, higher_is_better),
+                groups=tiers,
             )
         )
     return rows
@@ -215,8 +250,9 @@ def order_departures(
 
     Returns:
         :class:`ItemDeparture` rows for the items scored by at least two models of ``overall``, the largest Spearman
-        footrule distance first (ties in item-id order), items with distance 0 left out.  Ranks are taken among the
-        models that scored the item, on the item and overall alike.
+        footrule distance first (ties in item-id order), items with distance 0 left out and items on which every
+        model scores the same (no order) left out.  Ranks are taken among the models that scored the item, on the
+        item and overall alike; values equal at 2 decimals (the printed precision) tie.
     """
     from scipy.stats import rankdata
 
@@ -228,8 +264,11 @@ def order_departures(
         here = [m for m in models if item in values[m]]
         if len(here) < 2:
             continue
-        item_ranks = rankdata([sign * values[m][item] for m in here], method="average")
-        overall_ranks = rankdata([sign * overall[m] for m in here], method="average")
+        here_values = [round(values[m][item], DIGITS) for m in here]
+        if len(set(here_values)) == 1:  # every model scores the same: the item has no order
+            continue
+        item_ranks = rankdata([sign * v for v in here_values], method="average")
+        overall_ranks = rankdata([sign * round(overall[m], DIGITS) for m in here], method="average")
         distance = float(sum(abs(r - o) for r, o in zip(item_ranks, overall_ranks)))
         if distance > 0:
             out.append(

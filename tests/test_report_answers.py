@@ -111,9 +111,12 @@ def test_novel_ideas_rank_by_novelty_pooled_over_answers_without_first_answers(t
     ) in answer
     # keeping first answers (a named variant) puts mistral first: the Answer says so
     assert (
-        "The variant aidan_mean_novelty_with_first disagrees with the ranking metric aidan_mean_novelty: it orders "
-        "the models replay:mistral:latest > replay:phi4:latest > replay:llama3.3:latest > replay:qwen2.5:latest > "
-        "replay:openai/4o > replay:o1-mini"
+        "The variant aidan_mean_novelty_with_first disagrees with the ranking metric aidan_mean_novelty about the "
+        "order of all 6 models: with both one value per model over its answers, aidan_mean_novelty_with_first gives "
+        "replay:mistral:latest 0.55 > replay:phi4:latest = replay:llama3.3:latest = replay:qwen2.5:latest 0.38 > "
+        "replay:openai/4o 0.31 > replay:o1-mini 0.30, where aidan_mean_novelty gives replay:o1-mini 0.28 > "
+        "replay:qwen2.5:latest 0.27 > replay:openai/4o 0.25 > replay:phi4:latest 0.24 > replay:llama3.3:latest 0.23 > "
+        "replay:mistral:latest 0.22; rank by it with --metric aidan_mean_novelty_with_first."
     ) in answer
     assert "The metrics disagree about the top model" not in answer  # accepted answers also put o1-mini first
     assert "aidan_published_count puts" not in answer  # a named variant of the accepted count is not a second vote

@@ -67,8 +67,9 @@ def test_strict_ranking_says_the_normalised_variant_disagrees(folder):
     assert "## Ranking by exact_match " in text
     answer = " ".join(section(text, "Answer").split())
     assert (
-        "The variant exact_match_normalised disagrees with the ranking metric exact_match: it gives replay:alpha "
-        "0.90 against replay:beta 0.20 (p = 0.0156, separated), where exact_match gives replay:alpha 0.30 against "
+        "The variant exact_match_normalised disagrees with the ranking metric exact_match about whether replay:alpha "
+        "and replay:beta differ: on the 10 items every model scored, exact_match_normalised gives replay:alpha 0.90 "
+        "against replay:beta 0.20 (p = 0.0156, separated), where exact_match gives replay:alpha 0.30 against "
         "replay:beta 0.20 (p = 1.0000, not separated); rank by it with --metric exact_match_normalised."
     ) in answer
 

@@ -58,3 +58,49 @@ def test_order_departures_rank_items_by_footrule_distance():
     assert [d.item_id for d in order_departures(VALUES, overall, limit=1)] == ["i3"]
     same = {"A": {"i1": 2.0}, "B": {"i1": 1.0}}
     assert order_departures(same, {"A": 2.0, "B": 1.0}) == []  # the overall order itself departs by 0
+
+
+# equal at the printed precision (2 decimals): P 0.504, Q 0.503 are one group; R 0.20 is the second group
+NEAR = {
+    "Q": {"j1": 0.503, "j2": 0.503},
+    "P": {"j1": 0.504, "j2": 0.504},
+    "R": {"j1": 0.2, "j2": 0.2},
+    "S": {"j1": 0.6, "j2": 0.4, "j3": 0.9},
+}
+NEAR_FACET = {"j1": "U", "j2": "U", "j3": "V"}
+
+
+def test_means_equal_at_two_decimals_are_one_group_never_ordered_by_name():
+    u, _v = facet_winners(NEAR, NEAR_FACET, "discipline", n_resamples=1000, seed=0)
+    # U: S 0.50 (0.6 and 0.4), P 0.504, Q 0.503 all round to 0.50: one first group in the order given (Q, P, S:
+    # the stable order of the values, not P before Q by name), no single first, no lead; R 0.20 is the second group
+    assert u.groups == [["Q", "P", "S"], ["R"]]
+    assert (u.first, u.second, u.lead, u.test) == (["Q", "P", "S"], ["R"], None, None)
+    assert u.rank_of == {"Q": 1, "P": 1, "S": 1, "R": 4}
+
+
+def test_a_tied_second_group_is_the_second_and_the_test_is_the_least_separated():
+    values = {
+        "A": {"k1": 1.0, "k2": 1.0, "k3": 1.0, "k4": 1.0},
+        "B": {"k1": 0.0, "k2": 0.0, "k3": 0.0, "k4": 1.0},
+        "C": {"k1": 0.0, "k2": 1.0, "k3": 0.0, "k4": 0.0},
+    }
+    values["A"]["k5"] = values["B"]["k5"] = 0.0  # a second facet value, so there is a table
+    w, _z = facet_winners(values, {"k1": "W", "k2": "W", "k3": "W", "k4": "W", "k5": "Z"}, "task")
+    # W: A 1.00; B 0.25 = C 0.25 is the second group, so the lead is 0.75 over both.  A - B = (1, 1, 1, 0) and
+    # A - C = (1, 0, 1, 1): of the 16 sign flips, |mean| 0.75 is reached by the 2 that keep the three 1s together
+    # (the 0 flips freely: 2 x 2 = 4): p = 4/16 = 0.25 for both
+    assert w is not None and (w.first, w.second, w.lead) == (["A"], ["B", "C"], 0.75)
+    assert w.test.p_value == pytest.approx(0.25)
+
+
+def test_an_item_every_model_scores_the_same_has_no_order():
+    values = {"A": {"q1": 1.0, "q5": 0.0}, "B": {"q1": 0.0, "q5": 0.0}, "C": {"q1": 1.0, "q5": 0.0}}
+    # overall A 0.50 = C 0.50 (mean rank 1.5 each), B 0 (rank 3); q1: A = C 1 (1.5), B 0 (3): distance 0; q5: all
+    # 0: no order, left out (it would be |2 - 1.5| + |2 - 3| + |2 - 1.5| = 2 as a three-way tie)
+    assert order_departures(values, {"A": 0.5, "B": 0.0, "C": 0.5}) == []
+    values["B"]["q1"] = 1.0
+    values["A"]["q1"] = 0.0
+    # q1 now: B = C 1 (1.5 each), A 0 (3): |3 - 1.5| + |1.5 - 3| + |1.5 - 1.5| = 3; q5 still left out
+    (d,) = order_departures(values, {"A": 0.5, "B": 0.0, "C": 0.5})
+    assert (d.item_id, d.distance) == ("q1", 3.0)
