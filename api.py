@@ -353,6 +353,7 @@ async def aevaluate(
         config,
         targets=targets,
         judges=judges,
+        option_names=option_names(RunConfig, "api"),
         agent=agent_obj,
         metric_options=dict(metric_options or {}),
         on_progress=on_progress,

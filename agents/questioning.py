@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, StructuredTool
@@ -340,11 +340,16 @@ class UnclearRequest(InputError):
         self.corrected = corrected
 
 
-def request_unclear(reading: RequestReading, request: str, catalog: Catalog) -> UnclearRequest | None:
+def request_unclear(
+    reading: RequestReading, request: str, catalog: Catalog, names: Mapping[str, str] | None = None
+) -> UnclearRequest | None:
     """The error (exit code 2) for a request the offline path cannot answer as asked, or None when it can.
 
     A near miss gives "did you mean ...?" with the corrected request; unknown content words give what was
-    understood.  Either way the fix names ``--all`` (rank every item anyway) and the catalog's disciplines."""
+    understood.  Either way the fix names the ``rank_all`` option (rank every item anyway) as the caller spells
+    it (``names``: RunConfig field -> option name, :func:`sgieval.core.option_names`; default the command
+    line's ``--all``) and the catalog's disciplines."""
+    rank_all = (names or {}).get("rank_all", "--all")
     fields = ", ".join(catalog.values("discipline"))
     if reading.near_misses:
         guesses = " and ".join(f"'{t}'" for t in dict.fromkeys(reading.near_misses.values()))
@@ -354,7 +359,7 @@ def request_unclear(reading: RequestReading, request: str, catalog: Catalog) -> 
             f"quality, metric or model: did you mean {guesses}?",
             reading=reading,
             corrected=reading.corrected(request),
-            fix=f'ask "{reading.corrected(request)}", or pass --all to rank every item anyway',
+            fix=f'ask "{reading.corrected(request)}", or pass {rank_all} to rank every item anyway',
         )
     if reading.unknown:
         words = ", ".join(f"'{w}'" for w in reading.unknown)
@@ -363,7 +368,7 @@ def request_unclear(reading: RequestReading, request: str, catalog: Catalog) -> 
             f"metric or model here, so no ranking answers the request as asked; understood: {reading.summary()}",
             reading=reading,
             corrected=None,
-            fix=f"ask about what the catalog holds (disciplines: {fields}), or pass --all to rank every item anyway",
+            fix=f"ask about what the catalog holds (disciplines: {fields}), or pass {rank_all} to rank every item anyway",
         )
     return None
 
@@ -713,6 +718,7 @@ async def run_questioning(
     metrics: list[str] | None = None,
     models: list[str] | None = None,
     rank_all: bool = False,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
     """The questioning step: (plan, selected items, trace).
 
@@ -728,7 +734,8 @@ async def run_questioning(
             near miss of a known term or names nothing the run can select or
             measure (:func:`request_unclear`); ``rank_all`` (``--all``) ranks
             every item the understood words select instead, and the plan's
-            reason names the words left out.
+            reason names the words left out.  ``names`` spells the options
+            in these texts as the caller does (:func:`request_unclear`).
     """
     trace: dict[str, Any] = {}
     if agent is not None:
@@ -750,13 +757,13 @@ async def run_questioning(
     trace["path"] = "offline"
     reading = understand_request(request, catalog, metrics=metrics, models=models)
     trace["reading"] = reading.model_dump()
-    unclear = request_unclear(reading, request, catalog)
+    unclear = request_unclear(reading, request, catalog, names)
     if unclear is not None and not rank_all:
         raise unclear
     plan = offline_plan(request, catalog, k, seed)
     if unclear is not None:
         left = ", ".join(f"'{w}'" for w in [*reading.near_misses, *reading.unknown])
-        plan.reason += f". --all: {left} matched nothing and {'was' if len(left.split(', ')) == 1 else 'were'} left out"
+        plan.reason += f". {(names or {}).get('rank_all', '--all')}: {left} matched nothing and {'was' if len(left.split(', ')) == 1 else 'were'} left out"
     if "fallback" in trace:
         plan.reason = f"{trace['fallback']}. {plan.reason}"
     items = apply_plan(plan, catalog, request)

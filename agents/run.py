@@ -36,6 +36,7 @@ from ..core import (
     SecretValues,
     SgievalError,
 )
+from ..core import option_names as run_option_names
 from ..core.logs import get_logger, run_logging
 from ..core.offload import worker_active
 from ..core.settings import load_settings, use_settings
@@ -106,6 +107,9 @@ class RunContext:
     """Default targets already resolved, by the selected item ids (:func:`_default_targets`)."""
     matched_replays: set[tuple[str, ...]] = field(default_factory=set, repr=False)
     """Selections (item ids) whose given targets' replay files were matched to the items."""
+    option_names: dict[str, str] = field(default_factory=lambda: run_option_names(RunConfig, "cli"), repr=False)
+    """RunConfig field -> how errors and reports of the run name the option: the ``ask`` flags by default,
+    the ``evaluate`` keywords when the Python API runs it (:func:`sgieval.core.option_names`)."""
     secrets: SecretValues | None = field(default=None, repr=False)
     """The secret values this run sends (:func:`run_secrets`; set by :func:`run_scope`): masked by value in
     every record, journal row and log line of the run."""
@@ -483,6 +487,7 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
             metrics=metrics,
             models=models,
             rank_all=rank_all,
+            names=rt.option_names,
         )
 
     try:
