@@ -350,7 +350,7 @@ def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]],
             default = typer.Option(list(o.default) or None, o.flag, *[o.short] * bool(o.short), help=o.help)
         elif o.switches_off:
             kind = bool
-            default = typer.Option(False, o.flag, *[o.short] * bool(o.short), help=o.help)
+            default = typer.Option(False, o.flag, *[o.short] * bool(o.short), help=o.cli_help)
         else:
             kind = o.scalar if o.default is not None else Optional[o.scalar]
             default = typer.Option(o.default, o.flag, *[o.short] * bool(o.short), help=o.help)

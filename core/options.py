@@ -38,6 +38,9 @@ class Option:
         positional: the ``ask`` argument and ``evaluate``'s first positional parameter (``request``).
         api_default: the keyword's default when it differs from the field's (``yes``: True in Python, where
             nobody can answer a prompt).
+        off_help: for a bool field whose default is True, the help of the ``ask`` flag that switches it off,
+            saying what the flag does (``--no-cache``: "Do not use the model-call cache: ..."); the field's
+            docstring, which says what the field means, stays the ``evaluate`` keyword's help.
     """
 
     flag: str = ""
@@ -47,6 +50,7 @@ class Option:
     api: bool = True
     positional: bool = False
     api_default: Any = _UNSET
+    off_help: str = ""
 
 
 RUN_RECORD = Option(cli=False, api=False)
@@ -62,6 +66,8 @@ class RunOption:
         flag, short: the ``ask`` flags (``--max-concurrency``, "" for no short flag).
         keyword: the ``evaluate`` keyword.
         help: the help text (the field's docstring or description).
+        cli_help: the ``ask`` flag's help: ``help``, or :attr:`Option.off_help` for a flag that switches a
+            field off (``--no-cache``).
         annotation: the field's type (e.g. ``int | None``, ``list[str]``).
         default: the field's default (a default factory called once); ``api_default`` the keyword's.
         cli, api, positional: as in :class:`Option`.
@@ -72,6 +78,7 @@ class RunOption:
     short: str
     keyword: str
     help: str
+    cli_help: str
     annotation: Any
     default: Any
     api_default: Any
@@ -83,13 +90,7 @@ class RunOption:
     def scalar(self) -> Any:
         """The option's value type without ``None`` and with a ``Literal`` as its values' type: ``int`` for
         ``int | None``, ``str`` for ``Literal["low", "high"] | None``, ``list[str]`` for ``list[str]``."""
-        t = self.annotation
-        if typing.get_origin(t) in (Union, types.UnionType):
-            args = [a for a in typing.get_args(t) if a is not type(None)]
-            t = args[0] if len(args) == 1 else t
-        if typing.get_origin(t) is Literal:
-            t = type(typing.get_args(t)[0])
-        return t
+        return _scalar(self.annotation)
 
     @property
     def is_list(self) -> bool:
@@ -109,6 +110,16 @@ class RunOption:
         return f"{self.keyword}=True" if self.scalar is bool and self.default is False else self.keyword
 
 
+def _scalar(t: Any) -> Any:
+    """``t`` without ``None`` and with a ``Literal`` as its values' type (:attr:`RunOption.scalar`)."""
+    if typing.get_origin(t) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        t = args[0] if len(args) == 1 else t
+    if typing.get_origin(t) is Literal:
+        t = type(typing.get_args(t)[0])
+    return t
+
+
 def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
     """The run options of ``config_cls`` (RunConfig or a subclass), in field order.
 
@@ -119,7 +130,8 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
         One :class:`RunOption` per field not marked :data:`RUN_RECORD`.
 
     Raises:
-        TypeError: an option field has no help text (a docstring under the field, or ``Field(description=...)``).
+        TypeError: an option field has no help text (a docstring under the field, or ``Field(description=...)``),
+            or an ``ask`` flag that switches a field off has no ``off_help``.
     """
     out = []
     for name, info in config_cls.model_fields.items():
@@ -131,6 +143,13 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
                 f"{config_cls.__name__}.{name} has no help text: write a docstring under the field (it is the "
                 "option's help on the command line and in the Python API)"
             )
+        switches_off = _scalar(info.annotation) is bool and info.default is True
+        if switches_off and meta.cli and not meta.off_help.strip():
+            raise TypeError(
+                f"{config_cls.__name__}.{name} is switched off by its ask flag, which has no help text: give its "
+                'Option an off_help saying what the flag does (e.g. "Do not use the model-call cache: ...")'
+            )
+        help_text = " ".join(info.description.split())  # type: ignore[union-attr]
         if info.default_factory is not None:
             default = info.default_factory()  # type: ignore[call-arg]
         else:
@@ -141,7 +160,8 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
                 flag=meta.flag or "--" + name.replace("_", "-"),
                 short=meta.short,
                 keyword=meta.keyword or name,
-                help=" ".join(info.description.split()),  # type: ignore[union-attr]
+                help=help_text,
+                cli_help=" ".join(meta.off_help.split()) if switches_off else help_text,
                 annotation=info.annotation,
                 default=default,
                 api_default=default if meta.api_default is _UNSET else meta.api_default,

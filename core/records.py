@@ -747,8 +747,14 @@ class RunConfig(_Record):
     """Do not pause to confirm the metrics."""
     max_concurrency: int = 16
     """Model calls in flight (>= 1)."""
-    use_cache: Annotated[bool, Option(flag="--no-cache")] = True
-    """Use the model-call cache (off, --no-cache: every call goes to the model and nothing is stored)."""
+    use_cache: Annotated[
+        bool,
+        Option(
+            flag="--no-cache",
+            off_help="Do not use the model-call cache: every call goes to the model and nothing is stored.",
+        ),
+    ] = True
+    """Use the model-call cache (False: every call goes to the model and nothing is stored)."""
     budget_usd: Annotated[float | None, Option(flag="--budget")] = None
     """Stop cleanly when this many USD are spent (every model called needs a known price: genai-prices' list
     price of its exact name, or --price)."""

@@ -8,6 +8,7 @@ import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 import typer
@@ -17,6 +18,7 @@ import sgieval
 from sgieval import api
 from sgieval.cli import app, options_command
 from sgieval.core import InputError, RunConfig, run_options
+from sgieval.core.options import Option
 
 runner = CliRunner()
 
@@ -59,7 +61,7 @@ def test_every_field_is_an_ask_option_and_a_typed_evaluate_keyword():
     assert {o.field for o in opts} == set(RunConfig.model_fields) - {"sent_params", "dropped_params", "settings"}
     for o in opts:
         if o.cli and not o.positional:
-            assert f"{o.flag} " in help_text and o.help[:40] in " ".join(help_text.split()), o.field
+            assert f"{o.flag} " in help_text and o.cli_help[:40] in " ".join(help_text.split()), o.field
         if o.api and not o.positional:
             assert params[o.keyword].kind is inspect.Parameter.KEYWORD_ONLY, o.field
             assert o.keyword in typed, f"RunOptions has no keyword {o.keyword!r} for RunConfig.{o.field}"
@@ -138,3 +140,29 @@ def test_an_option_without_help_is_refused():
 
     with pytest.raises(TypeError, match="NoHelp.retries has no help text"):
         run_options(NoHelp)
+
+
+def test_a_flag_that_switches_an_option_off_says_what_it_does():
+    help_text = " ".join(runner.invoke(app, ["ask", "--help"], terminal_width=400).output.split())
+    assert "--no-cache Do not use the model-call cache: every call goes to the model and nothing is stored." in (
+        help_text
+    )
+    assert "(off, --no-cache" not in help_text
+    use_cache = next(o for o in run_options(RunConfig) if o.field == "use_cache")
+    assert use_cache.help == "Use the model-call cache (False: every call goes to the model and nothing is stored)."
+    assert "use_cache: Use the model-call cache (False: every call" in " ".join(sgieval.evaluate.__doc__.split())
+
+    # a new field switched off by its flag: the flag's own help, or a TypeError when it has none
+    class WithStreaming(RunConfig):
+        stream: Annotated[bool, Option(flag="--no-stream", off_help="Wait for whole replies.")] = True
+        """Stream model replies."""
+
+    stream = next(o for o in run_options(WithStreaming) if o.field == "stream")
+    assert (stream.help, stream.cli_help) == ("Stream model replies.", "Wait for whole replies.")
+
+    class Unexplained(RunConfig):
+        stream: Annotated[bool, Option(flag="--no-stream")] = True
+        """Stream model replies."""
+
+    with pytest.raises(TypeError, match="Unexplained.stream is switched off by its ask flag, which has no help"):
+        run_options(Unexplained)
