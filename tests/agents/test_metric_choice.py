@@ -152,3 +152,42 @@ def test_metric_option_adds_a_registered_metric_the_plan_lacks(folder):
     text = _ask(folder, "Which model is most accurate?", "--metric", "retrieval_novelty", "--corpus", str(papers))
     assert "## Ranking by retrieval_novelty (scale 0-10, higher is better)" in text
     assert "| ranking metric | retrieval_novelty (set by --metric retrieval_novelty; instead of exact_match" in text
+
+
+def test_variant_sentence_gives_both_metrics_on_the_verdicts_items_and_names_the_pairs_that_differ():
+    from sgieval.agents.metric_choice import variant_disagreements
+    from sgieval.core import Score
+
+    # i1-i4 scored by A, B, C; i5 only by A and B (C has no score there), so the verdict's basis is i1-i4.
+    #   exact_match:            A 1 1 0 0 = 0.50, B 1 0 1 0 = 0.50, C 1 0 0 0 = 0.25  -> A = B > C
+    #   exact_match_normalised: A 1 1 1 0 = 0.75, B 1 0 1 0 = 0.50, C 1 0 1 0 = 0.50  -> A > B = C
+    # On each model's own items A would be 3/5 = 0.60 and 4/5 = 0.80: the sentence must not mix these in.
+    # A against B (= then >) and B against C (> then =) differ; A against C (> both) does not.
+    em = {"A": [1, 1, 0, 0, 1], "B": [1, 0, 1, 0, 1], "C": [1, 0, 0, 0]}
+    norm = {"A": [1, 1, 1, 0, 1], "B": [1, 0, 1, 0, 1], "C": [1, 0, 1, 0]}
+    scores = [
+        Score(item_id=f"i{k}", model=m, metric=spec.name, value=float(x))
+        for spec, table in ((EXACT, em), (NORMALISED, norm))
+        for m, xs in table.items()
+        for k, x in enumerate(xs, 1)
+    ]
+    out = variant_disagreements(scores, EXACT, [EXACT, NORMALISED], ["A", "B", "C"], n_resamples=1000)
+    assert out == [
+        "The variant exact_match_normalised disagrees with the ranking metric exact_match about A against B and B "
+        "against C: on the 4 items every model scored, exact_match_normalised gives A 0.75 > B = C 0.50, where "
+        "exact_match gives A = B 0.50 > C 0.25; rank by it with --metric exact_match_normalised."
+    ]
+    # equal at 2 decimals is a tie, not an order: C (1.004 + 0 + 1 + 0) / 4 = 0.501 under the variant still ties
+    # B at 0.50 (listed by exact mean inside the group, joined by "=")
+    scores.append(Score(item_id="i1", model="C", metric=NORMALISED.name, value=1.004))
+    out = variant_disagreements(scores, EXACT, [EXACT, NORMALISED], ["A", "B", "C"], n_resamples=1000)
+    assert "exact_match_normalised gives A 0.75 > C = B 0.50, where" in out[0]
+    # a variant that differs from the ranking metric only below the printed precision (A 0.501 against 0.50) does
+    # not disagree: A = B under both
+    close = [s for s in scores if s.metric == EXACT.name] + [
+        Score(item_id=s.item_id, model=s.model, metric=NORMALISED.name, value=s.value)
+        for s in scores
+        if s.metric == EXACT.name
+    ]
+    close.append(Score(item_id="i1", model="A", metric=NORMALISED.name, value=1.004))
+    assert variant_disagreements(close, EXACT, [EXACT, NORMALISED], ["A", "B", "C"], n_resamples=1000) == []

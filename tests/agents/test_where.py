@@ -89,3 +89,81 @@ def test_where_words():
     assert asks_where("Where do the models disagree?") and asks_where("In which fields does o1-mini lead?")
     assert asks_where("which topics favour llama?") and not asks_where("Which model is the most creative?")
     assert item_link("sciaidanbench/chemistry/2") == "viewer/index.html#/item/sciaidanbench%2Fchemistry%2F2"
+
+
+# The new user's benchmark: model_d is model_a with q2 right.  exact_match per item (discipline):
+#   q1 math d 1 a 1 b 0 | q2 chemistry b 1 d 1 a 0 | q3 physics b 1 d 0 a 0 | q4 biology d 1 a 1 b 0
+#   q5 math all 0       | q6 physics b 1 d 0 a 0
+# overall b 3/6 = 0.50, d 0.50, a 2/6 = 0.33
+NEWUSER = {
+    "q1": ("math", {"d": 1, "a": 1, "b": 0}),
+    "q2": ("chemistry", {"b": 1, "d": 1, "a": 0}),
+    "q3": ("physics", {"b": 1, "d": 0, "a": 0}),
+    "q4": ("biology", {"d": 1, "a": 1, "b": 0}),
+    "q5": ("math", {"d": 0, "a": 0, "b": 0}),
+    "q6": ("physics", {"b": 1, "d": 0, "a": 0}),
+}
+
+
+def _where(table, ranked, request="In which fields do the models differ in accuracy?"):
+    from sgieval.agents.where import where_report
+    from sgieval.core import Item, Score
+    from sgieval.metric_pool.generic import EXACT
+
+    items = [Item(id=i, benchmark="b", task="qa", discipline=d, prompt="?") for i, (d, _v) in table.items()]
+    scores = [
+        Score(item_id=i, model=m, metric=EXACT.name, value=float(x))
+        for i, (_d, v) in table.items()
+        for m, x in v.items()
+    ]
+    return where_report(request, items, scores, EXACT, ranked, n_resamples=1000, seed=0)
+
+
+def test_tied_models_are_one_group_in_the_where_table_and_the_answer_names_where_they_differ_most():
+    rep = _where(NEWUSER, [("b", 0.5), ("d", 0.5), ("a", 2 / 6)])
+    rows = {r[0]: r for r in rep.section.blocks[2].rows}
+    # biology: d = a at 1.00 (a tie, never "d 1.00 > a 1.00"), b 0.00 second
+    assert rows["biology"][2:5] == ["d = a (1.00)", "b (0.00)", "tie"]
+    assert rows["biology"][6] == "d = a 1.00 > b 0.00"
+    # physics: b 1.00 first; the second is the group d = a at 0.00, not d chosen by name; b - d = b - a = (1, 1):
+    # of the 4 sign flips 2 reach |mean| 1: p = 0.5
+    assert rows["physics"][2:6] == ["b (1.00)", "d = a (0.00)", "+1.00", "no (p = 0.5000, 2 items)"]
+    assert rows["physics"][6] == "b 1.00 > d = a 0.00"
+    # the Answer names the largest gap first-to-second group (1.00 in physics, biology, chemistry; math 0.50),
+    # the value with a single first model first, and the ties after
+    s = rep.sentences
+    assert s[0] == (
+        "The models differ most in physics (discipline): b (1.00) against d = a (0.00), a gap of 1.00 exact_match "
+        "per item (the paired test does not separate them, p = 0.5000); biology (discipline): d = a (1.00) against "
+        "b (0.00), a gap of 1.00 exact_match per item; chemistry (discipline): b = d (1.00) against a (0.00), a gap "
+        "of 1.00 exact_match per item."
+    )
+    assert s[1:] == [
+        "biology is a tie: d = a at 1.00 exact_match per item.",
+        "chemistry is a tie: b = d at 1.00 exact_match per item.",
+        "math is a tie: d = a at 0.50 exact_match per item.",
+    ]
+    # departures: overall ranks b 1.5, d 1.5, a 3.  q1, q4 (d = a 1.5, b 3): 1.5 + 0 + 1.5 = 3; q3, q6 (b 1,
+    # d = a 2.5): 0.5 + 1 + 0.5 = 2; q2 (b = d > a) 0; q5 (all 0) has no order and is left out
+    dep = rep.section.blocks[-1].rows
+    assert [(r[0].split("]")[0][1:], r[1], r[2]) for r in dep] == [
+        ("q1", "3", "d = a 1 > b 0"),
+        ("q4", "3", "d = a 1 > b 0"),
+        ("q3", "2", "b 1 > d = a 0"),
+        ("q6", "2", "b 1 > d = a 0"),
+    ]
+
+
+def test_facets_that_offset_a_lead_are_named_instead_of_a_share_over_100_percent():
+    # x leads y overall by 1 (x 2/3 = 0.67, y 1/3 = 0.33): physics x - y = +2 on 2 items, chemistry -1 on 1 item
+    table = {
+        "p1": ("physics", {"x": 1, "y": 0}),
+        "p2": ("physics", {"x": 1, "y": 0}),
+        "c1": ("chemistry", {"x": 0, "y": 1}),
+    }
+    rep = _where(table, [("x", 2 / 3), ("y", 1 / 3)], request="Which model is most accurate?")
+    assert (
+        "physics alone holds a lead of 2 for x over y (summed exact_match on its 2 items), larger than the overall "
+        "lead of 1 on the 3 items both scored: other discipline values offset it (chemistry -1)."
+    ) in rep.sentences
+    assert not any("%)" in s for s in rep.sentences)
