@@ -45,6 +45,7 @@ from ..models.accounting import Ledger, Prices, load_prices, price_source, price
 from ..models.base import NamedModel
 from ..models.context import CallContext, call_context, current_call_context
 from ..models.registry import resolve_model, sampling_for_role
+from ..models.replay import UnmatchedReplayError
 from .customisation import MetricPlan, plan_specs, planned_metrics, run_customisation
 from .executors import evaluate_with_executor
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
@@ -417,6 +418,8 @@ def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[Me
     specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
     try:
         targets = _default_targets(rt, items)
+    except UnmatchedReplayError:
+        raise  # a replay file that answers no item stops the run before the confirmation asks
     except InputError:
         targets = []  # the evaluation step names the missing targets
     return metric_needs(

@@ -34,6 +34,10 @@ def sciaidanbench_text(records: list[dict[str, Any]]) -> str:
     return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
 
 
+class UnmatchedReplayError(InputError):
+    """None of a replay file's item ids matches an item of the selected benchmark (exit code 2)."""
+
+
 @dataclass
 class ReplayStore:
     """Stored responses of one model.
@@ -62,7 +66,7 @@ class ReplayStore:
             items: the items the stored replies may answer.
 
         Raises:
-            InputError: none of the stored ids matches an item (naming the file, a few of its ids and the
+            UnmatchedReplayError: none of the stored ids matches an item (naming the file, a few of its ids and the
                 expected form).
         """
         if not self.by_item:
@@ -85,7 +89,7 @@ class ReplayStore:
             shown = ", ".join(f"line {self.lines.get(s, '?')}: {s!r}" for s in self.unmatched[:3])
             more = f" and {len(self.unmatched) - 3} more" if len(self.unmatched) > 3 else ""
             benches = ", ".join(sorted({i.benchmark for i in items})) or "none"
-            raise InputError(
+            raise UnmatchedReplayError(
                 f"none of the {len(self.by_item)} item ids matches an item of the selected benchmark "
                 f"({benches}): {shown}{more}",
                 what=str(self.source),

@@ -41,7 +41,7 @@ def _replay(folder: Path, name: str, ids: list[str], texts: list[str] = REPLIES)
     return path
 
 
-def _ask(folder: Path, *replays: Path):
+def _ask(folder: Path, *replays: Path, yes: bool = True):
     return runner.invoke(
         app,
         [
@@ -51,10 +51,11 @@ def _ask(folder: Path, *replays: Path):
             str(folder / "qa.jsonl"),
             "--models",
             ",".join(f"replay:{p}" for p in replays),
-            "--yes",
+            *(["--yes"] if yes else []),
             "--out",
             str(folder / "runs"),
         ],
+        input="",
     )
 
 
@@ -85,6 +86,10 @@ def test_ids_that_match_no_item_stop_the_run_before_any_work(folder):
     )
     assert 'write each "item_id" as the full item id, e.g. "jsonl:qa/q1"' in out
     assert not list((folder / "runs").glob("*/responses.jsonl"))
+    # without --yes the error comes before the metric confirmation asks
+    res = _ask(folder, wrong, yes=False)
+    assert res.exit_code == 2, res.output
+    assert "none of the 3 item ids matches" in res.output and "Run with these metrics?" not in res.output
 
 
 def test_lines_that_match_no_item_are_named_not_dropped_silently(folder):
