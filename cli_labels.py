@@ -26,11 +26,11 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from .core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError, escape_control_chars
+from .cli_metric import _fail, _safe
+from .core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError
 
 
 labels_app = typer.Typer(
@@ -43,15 +43,6 @@ out = Console()
 
 FIELDS = ("item_id", "model", "metric", "criterion", "value", "labeller", "created_at", "note", "sample")
 """Columns of a labels CSV (JSONL objects use the same keys)."""
-
-
-def _safe(value: object) -> str:
-    return escape(escape_control_chars(str(value)))
-
-
-def _fail(e: SgievalError) -> None:
-    err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
-    raise typer.Exit(e.exit_code)
 
 
 def _now() -> str:

@@ -205,7 +205,7 @@ def variant_disagreements(
         One sentence per disagreeing variant (empty when fewer than two models are ranked).
     """
     from ..metric_pool.aggregate import paired_test
-    from ..reports.answer import _tie_groups
+    from ..reports.answer import printed_tie_groups
 
     if len(ranked) < 2:
         return []
@@ -270,7 +270,7 @@ def variant_disagreements(
                 continue
         if means_v is None or means_s is None:
             continue
-        groups_v, groups_s = _tie_groups(means_v, hib), _tie_groups(means_s, hib)
+        groups_v, groups_s = printed_tie_groups(means_v, hib), printed_tie_groups(means_s, hib)
         pairs = [
             (x, y)
             for k, x in enumerate(ranked)

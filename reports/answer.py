@@ -28,6 +28,8 @@ __all__ = [
     "judge_summary",
     "metric_tops",
     "order_text",
+    "printed_tie_groups",
+    "tied_order_text",
     "self_preference",
     "sensitivity_sentence",
 ]
@@ -98,7 +100,7 @@ def _ordered(means: dict[str, float], higher_is_better: bool) -> list[str]:
     return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
 
 
-def _tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
+def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
     """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (the
     report's precision): a tie is one group, its models in name order (name order never ranks them)."""
     groups: list[list[str]] = []
@@ -138,8 +140,8 @@ def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]
         [f"{n_m} missing (an empty stored list)"] if n_m else []
     )
     kept = _means(scores, spec.name, order, leave_out=bad)
-    new = _tie_groups(kept, spec.higher_is_better)
-    full = _tie_groups(_means(scores, spec.name, [m for m in order if m in kept]), spec.higher_is_better)
+    new = printed_tie_groups(kept, spec.higher_is_better)
+    full = printed_tie_groups(_means(scores, spec.name, [m for m in order if m in kept]), spec.higher_is_better)
     head = (
         f"Sensitivity: {' and '.join(parts)} stored {'list is' if len(rows) == 1 else 'lists are'} counted as "
         f"published (see Failures); leaving out the {len(bad)} item{'' if len(bad) == 1 else 's'} concerned"
