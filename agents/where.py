@@ -257,7 +257,12 @@ def where_report(
             return round(abs(means[r.first[0]] - means[r.second[0]]), 2)
 
         widest = max(gap(r) for _f, r in gapped)
-        most = sorted(((f, r) for f, r in gapped if gap(r) == widest), key=lambda fr: len(fr[1].first) > 1)
+        seen: set[str] = set()
+        most = []
+        for f, r in sorted(((f, r) for f, r in gapped if gap(r) == widest), key=lambda fr: len(fr[1].first) > 1):
+            if r.value not in seen:  # a value named by two facets (a direction equal to its discipline) once
+                seen.add(r.value)
+                most.append((f, r))
         if widest > 0:
             sentences.append(
                 "The models differ most in "

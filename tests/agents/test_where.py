@@ -167,3 +167,29 @@ def test_facets_that_offset_a_lead_are_named_instead_of_a_share_over_100_percent
         "lead of 1 on the 3 items both scored: other discipline values offset it (chemistry -1)."
     ) in rep.sentences
     assert not any("%)" in s for s in rep.sentences)
+
+
+def test_the_stored_answers_name_where_the_models_differ_most_once_and_print_ties_as_ties(tmp_path):
+    text = _report(tmp_path, "In which fields do the models differ?")
+    answer = " ".join(section(text, "Answer").split())
+    # Nanoscience is both a discipline and a direction of the same 32 items: named once, with its gap (o1-mini
+    # 911 accepted answers over 32 items = 28.47 per item, 4o 11.66)
+    assert (
+        "The models differ most in Nanoscience (discipline): replay:o1-mini (28.47) against replay:openai/4o "
+        "(11.66), a gap of 16.81 aidan_accepted_answers per item (the paired test separates them, p = 0.0004)."
+    ) in answer
+    assert "Nanoscience (direction)" not in answer
+
+
+def test_one_model_request_states_its_neighbours_and_ties_in_the_where_table(tmp_path):
+    res = runner.invoke(app, ["ask", "How good is llama3.3 at physics?", "--k", "10", "--yes", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    text = next(tmp_path.glob("*/report.md")).read_text()
+    answer = " ".join(section(text, "Answer").split())
+    assert (
+        "Among the 6 evaluated models it ranks 2nd; first is replay:o1-mini (mean 13.80). By the paired tests it is "
+        "not separated from replay:o1-mini just above (p = 0.50, 10 items) and not separated from replay:openai/4o "
+        "just below (p = 0.28, 10 items); so its rank is not established."
+    ) in answer
+    # qwen2.5 and phi4 both have 9 accepted answers on the 2 Condensed Matter items (4.50 each): a tie
+    assert "replay:mistral:latest 5.00 > replay:qwen2.5:latest = replay:phi4:latest 4.50 |" in text
