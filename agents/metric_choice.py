@@ -9,7 +9,8 @@ benchmark's primary metric).  The plan's reason says which, and the report's Run
 A variant of the ranking metric (``MetricSpec.variant_of``: a normalised, lenient or code variant, or the metric
 it is a variant of) disagrees with it when it orders the ranked models differently or when the paired test of the
 ranking's first two models separates them under one metric and not under the other; the Answer then says so with
-both metrics' means and p-values (:func:`variant_disagreements`).
+both metrics' means on the verdict's items (and the p-values when the disagreement is about separation), naming the
+models whose order differs; means equal at 2 decimals are a tie (:func:`variant_disagreements`).
 """
 
 from __future__ import annotations

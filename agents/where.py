@@ -7,8 +7,11 @@ overall first model's lead over the second comes from (:func:`~sgieval.metric_po
 near-ties, and the items on which the models' order departs most from the overall order
 (:func:`~sgieval.metric_pool.differences.order_departures`), each linked to the item in the HTML viewer.
 
-The Answer names the facet values where the overall winner is not first, the value that holds most of its lead, and
-the near-ties; a request that asks where the models differ ("where", "which topics", "in which fields") gets these
+Models whose means are equal at the printed precision (2 decimals) are one group, written "a = b", never ordered by
+name; the second is the next group.  The Answer names the facet values where the overall winner is not first, the
+value that holds most of its lead (or, when other values offset it, that it alone holds more than the overall lead),
+the values where the models differ most (the largest gap between the first and the second group), then the
+near-ties and ties; a request that asks where the models differ ("where", "which topics", "in which fields") gets these
 sentences first.
 """
 
@@ -179,8 +182,10 @@ def where_report(
     parts: list = [
         Text(
             f"The first model per facet value by {spec.name} (scale {spec.scale_label}, mean per item over that "
-            "value's scored items); the lead is over the second model; 'separated' is the paired permutation test of "
-            "the two on the items both scored there (two-sided, 5% level, not adjusted for the several values tested)."
+            "value's scored items); models equal at the printed precision (2 decimals) are one group, written "
+            "'a = b'; the lead is over the second group; 'separated' is the paired permutation test of the first "
+            "model and the second group's model it is least separated from, on the items both scored there "
+            "(two-sided, 5% level, not adjusted for the several values tested)."
         )
     ]
     for facet, rows in tables.items():
@@ -215,6 +220,8 @@ def where_report(
                     + "."
                 )
         second = ranked[1][0]
+        # the overall second place may be shared (equal at the printed precision): the lead is over each alike
+        co_second = [m for m, mean in ranked[2:] if round(mean, 2) == round(ranked[1][1], 2)]
         facet_of = {i: str(getattr(by_id[i], main) or "(none)") for i in by_id}
         shares = lead_sources(values, facet_of, main, winner, second)
         total = sum(s.diff for s in shares)
@@ -247,6 +254,11 @@ def where_report(
                 f"{top.n} item{'s hold' if top.n != 1 else ' holds'} "
                 f"{_num(top.diff)} ({top.share:.0%}) of the {_num(total)} by which {winner}'s summed {spec.name} "
                 f"exceeds {second}'s on the {n_shared} items both scored{own}."
+            )
+        if co_second and shares and total > 0:
+            sentences.append(
+                f"{second} shares second place with {' and '.join(co_second)} at {_fmt(ranked[1][1])} {unit}: the "
+                f"lead above is over {second} only."
             )
     # where the models differ most: the facet values with the largest gap between the first and the second group
     gapped = [(facet, r) for facet in [main, *[f for f in tables if f != main]] for r in tables[facet] if r.second]
@@ -300,8 +312,9 @@ def where_report(
             Heading("Items where the order differs most"),
             Text(
                 "The items on which the models' order departs most from the overall order (Spearman footrule "
-                "distance: the sum over models of |rank on the item - overall rank|, ties sharing the mean rank); "
-                "each links to the item in the HTML viewer (`sgieval view`)."
+                "distance: the sum over models of |rank on the item - overall rank|, values equal at 2 decimals "
+                "tying and sharing the mean rank; an item on which every model scores the same has no order and is "
+                "left out); each links to the item in the HTML viewer (`sgieval view`)."
             ),
         ]
         lines: list[list[str]] = []

@@ -193,3 +193,15 @@ def test_one_model_request_states_its_neighbours_and_ties_in_the_where_table(tmp
     ) in answer
     # qwen2.5 and phi4 both have 9 accepted answers on the 2 Condensed Matter items (4.50 each): a tie
     assert "replay:mistral:latest 5.00 > replay:qwen2.5:latest = replay:phi4:latest 4.50 |" in text
+
+
+def test_a_shared_second_place_is_said_beside_the_lead_breakdown():
+    # x 3/3 = 1.00 first; y and z both 1/3 = 0.33, tied for second.  x - y: physics (p1, p2) 1 + 0 = 1, chemistry
+    # (c1) 1: total 2, physics 1 of 2 (50%)
+    table = {
+        "p1": ("physics", {"x": 1, "y": 0, "z": 1}),
+        "p2": ("physics", {"x": 1, "y": 1, "z": 0}),
+        "c1": ("chemistry", {"x": 1, "y": 0, "z": 0}),
+    }
+    rep = _where(table, [("x", 1.0), ("y", 1 / 3), ("z", 1 / 3)], request="Which model is most accurate?")
+    assert "y shares second place with z at 0.33 exact_match per item: the lead above is over y only." in rep.sentences
