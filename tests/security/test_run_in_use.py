@@ -54,9 +54,9 @@ def test_a_run_held_by_another_process_is_left_alone_and_listed_as_running(finis
         before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and p.name != "log.jsonl"}
         assert run_holder(run) == proc.pid
         listed = _cli("runs", "--out", str(run.parent), cwd=run.parent)
-        assert (
-            f"{run.name} running (pid {proc.pid}) responses=151 scores=600"
-        )  # lines, the torn one too in " ".join(listed.stdout.split())
+        # lines, the torn one too; 150 responses (25 chemistry items x 6 target models) x 6 per-item AidanBench
+        # scores + 6 models x 4 corpus-level scores = 924
+        assert f"{run.name} running (pid {proc.pid}) responses=151 scores=924" in " ".join(listed.stdout.split())
         line = (
             f"error: {run}: the run folder is in use by another sgieval process (pid {proc.pid}). Fix: wait "
             "until that run ends (`sgieval runs` lists it as running), or stop it first"
@@ -78,7 +78,7 @@ def test_a_run_held_by_another_process_is_left_alone_and_listed_as_running(finis
     res = _cli("report", run.name, "--out", str(run.parent), cwd=run.parent)
     assert res.returncode == 0, res.stderr
     listed = _cli("runs", "--out", str(run.parent), cwd=run.parent).stdout
-    assert f"{run.name} complete responses=150 scores=600" in " ".join(listed.split())
+    assert f"{run.name} complete responses=150 scores=924" in " ".join(listed.split())
 
 
 def test_the_lock_is_this_processes_own_and_ends_with_close(tmp_path):
