@@ -144,7 +144,7 @@ def validate_labels(
     raise InputError(
         why + (f" (also {more})" if more else ""),
         what=f"{source} {where} field {field}",
-        fix=fix + ("; nothing of the file was saved" if len(labels) > 1 else ""),
+        fix=fix + (f"; none of the {len(labels)} labels was saved" if len(labels) > 1 else ""),
     )
 
 

@@ -152,7 +152,7 @@ def test_a_bad_label_gets_400_with_the_reason_and_a_good_one_is_saved(served):
     crit = _rigor(run).criteria[2].name
     assert r.json()["error"] == (
         f"POST labels label 3 field value: value 12 is outside the range of criterion {crit} (0 to 10)."
-        " Fix: give a value from 0 to 10"
+        f" Fix: give a value from 0 to 10; none of the {len(body['labels'])} labels was saved"
     )
     for bad, reason in [
         ({**body, "labels": [{**body["labels"][0], "item_id": "jsonl:bench/q99", "value": 3}]}, "unknown item"),
