@@ -374,7 +374,7 @@ async def test_rubric_name_from_a_user_yaml_is_slugged_before_it_becomes_a_path(
     answers = tmp_path / "answers.jsonl"
     answers.write_text(
         "".join(
-            json.dumps({"item_id": f"qa/{i}", "model": "m", "text": t}) + "\n"
+            json.dumps({"item_id": f"jsonl:qa/{i}", "model": "m", "text": t}) + "\n"
             for i, t in (("q1", "tesla"), ("q2", "Au"))
         )
     )
