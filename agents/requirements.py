@@ -40,7 +40,8 @@ class MetricNeeds(BaseModel):
     missing: str = ""
     fix: str = ""
     judge_missing: bool = False
-    """True when the metric needs a judge and the run has none that may score (no judge, or only a target)."""
+    """True when the metric needs a judge and no judge may score any target (no judge, or every target's only
+    judge is that target itself)."""
 
     def line(self) -> str:
         """``rigor (rubric, ranking): needs judge, 25 items -- NOT available: no judge given. Fix: ...``."""
@@ -91,7 +92,12 @@ def metric_needs(
                         "pass another --judge, or --allow-self-judge",
                     )
                 )
-        row.judge_missing = bool(problems)
+        # no judge may score any target: none given, or each target's only judges are that target itself (a judge
+        # that is one target still scores the others)
+        row.judge_missing = "judge" in row.needs and (
+            not judges
+            or (not allow_self_judge and bool(targets) and all(all(same_model(j, t) for j in judges) for t in targets))
+        )
         if OPEN_CREATIVITY in s.tasks and replay_targets:
             row.needs.append("stored judgements (replayed answers)")
         if DRY_EXPERIMENT in s.tasks:
