@@ -31,6 +31,7 @@ from rich.text import Text
 
 from .cli_metric import _fail, _safe
 from .core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError
+from .reports.export import csv_cell
 
 
 labels_app = typer.Typer(
@@ -183,20 +184,6 @@ def import_labels(
     )
 
 
-def _csv_cell(v: Any) -> str:
-    """A CSV cell a spreadsheet shows as text (a leading =, +, -, @, tab or CR is prefixed with ')."""
-    s = "" if v is None else str(v)
-    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(s) else s
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
 @labels_app.command("export")
 def export_labels(
     run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
@@ -226,7 +213,7 @@ def export_labels(
         w = csv.DictWriter(buf, fieldnames=list(FIELDS), extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for row in rows:
-            w.writerow({k: _csv_cell(row.get(k)) for k in FIELDS})
+            w.writerow({k: csv_cell(row.get(k)) for k in FIELDS})
         text = buf.getvalue()
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
