@@ -16,7 +16,6 @@ by the guarantee, and estimates from it say so.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
@@ -410,9 +409,17 @@ def label_estimates(
                 )
     metric_labels = grouped.get(None, {})
     models = sorted({s.model for s in mine})
+    scored_by: dict[str, dict[str, float]] = {m: {} for m in models}  # model -> {item: valid score}
+    for s in mine:
+        if s.ok and s.value is not None:
+            scored_by[s.model][s.item_id] = float(s.value)
+    labels_by: dict[str, dict[str, float]] = {m: {} for m in models}  # model -> {item: mean label}
+    for (i, m), given in metric_labels.items():
+        if m in labels_by:
+            labels_by[m][i] = sum(given) / len(given)
     for model in models:
-        scored = {s.item_id: float(s.value) for s in mine if s.model == model and s.ok and s.value is not None}
-        labelled = {i: sum(v) / len(v) for (i, m), v in metric_labels.items() if m == model and i in scored}
+        scored = scored_by[model]
+        labelled = {i: v for i, v in labels_by[model].items() if i in scored}
         y = [labelled[i] for i in sorted(labelled)]
         yhat = [scored[i] for i in sorted(labelled)]
         unl = [v for i, v in scored.items() if i not in labelled]
@@ -434,11 +441,8 @@ def label_estimates(
         out.models.append(ModelEstimate(model, len(y), len(scored), judge_only, labels_only, est, note))
     for a_i, a in enumerate(models):
         for b in models[a_i + 1 :]:
-            sa = {s.item_id: float(s.value) for s in mine if s.model == a and s.ok and s.value is not None}
-            sb = {s.item_id: float(s.value) for s in mine if s.model == b and s.ok and s.value is not None}
+            sa, sb, la, lb = scored_by[a], scored_by[b], labels_by[a], labels_by[b]
             shared = sorted(set(sa) & set(sb))
-            la = {i: sum(v) / len(v) for (i, m), v in metric_labels.items() if m == a}
-            lb = {i: sum(v) / len(v) for (i, m), v in metric_labels.items() if m == b}
             both = [i for i in shared if i in la and i in lb]
             unl = [sa[i] - sb[i] for i in shared if i not in set(both)]
             if len(both) >= MIN_LABELS and unl:
@@ -448,8 +452,3 @@ def label_estimates(
             elif len(both) >= MIN_LABELS:  # every shared item is labelled: the labels alone give the difference
                 out.differences[(a, b)] = classical_mean([la[i] - lb[i] for i in both], alpha=alpha)
     return out
-
-
-def separated(e: PPIEstimate) -> bool:
-    """Whether an interval of a difference excludes 0 (finite bounds)."""
-    return math.isfinite(e.low) and math.isfinite(e.high) and (e.low > 0 or e.high < 0)
