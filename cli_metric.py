@@ -96,7 +96,7 @@ def define(
     ),
 ) -> None:
     """Define a rubric metric in a chat: describe it, ask for changes, say 'done' to save."""
-    from .agents.customisation import PHRASINGS
+    from .agents import PHRASINGS
     from .graphs.metric_chat import run_metric_chat
     from .models.registry import resolve_model
 

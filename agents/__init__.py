@@ -9,13 +9,15 @@ from __future__ import annotations
 from ..core.lazy import lazy_exports
 
 _PUBLIC: dict[str, str] = {
-    "CANCEL_RE": "customisation",
-    "DONE_RE": "customisation",
+    "CANCEL_RE": "rubric_authoring",
+    "DONE_RE": "rubric_authoring",
     "MetricPlan": "customisation",
-    "REVISION_HELP": "customisation",
-    "propose_rubric": "customisation",
-    "revise_rubric": "customisation",
-    "save_defined_rubric": "customisation",
+    "REVISION_HELP": "rubric_authoring",
+    "propose_rubric": "rubric_authoring",
+    "revise_rubric": "rubric_authoring",
+    "save_defined_rubric": "rubric_authoring",
+    "PHRASINGS": "rubric_authoring",
+    "NamedModel": "rubric_authoring",  # the agent model's type, for the graphs that hand one to an agent
     "EXECUTORS": "executors",
     "ensure_ray": "executors",
     "evaluate_with_executor": "executors",

@@ -7,11 +7,11 @@ A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with
     review --(user: "weigh risk awareness double")--> revise --> review
     review --(user: "done")--> save --> END          review --("cancel")--> END
 
-``propose``/``revise`` are :func:`sgieval.agents.customisation.propose_rubric`
-and :func:`~sgieval.agents.customisation.revise_rubric`: deterministic offline
+``propose``/``revise`` are :func:`sgieval.agents.rubric_authoring.propose_rubric`
+and :func:`~sgieval.agents.rubric_authoring.revise_rubric`: deterministic offline
 (library rubric by semantic match, regex revisions) or an agent model
 (structured output :class:`~sgieval.core.Rubric`).  ``save`` writes
-``<name>.yaml`` with :func:`sgieval.agents.customisation.save_defined_rubric`
+``<name>.yaml`` with :func:`sgieval.agents.rubric_authoring.save_defined_rubric`
 (the user rubric folder unless ``save_dir`` is given).
 
 Interrupt payloads (what the user is shown) are dicts:
@@ -29,8 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from ..agents.customisation import CANCEL_RE, DONE_RE, REVISION_HELP, NamedModel
-from ..agents.customisation import propose_rubric, revise_rubric, save_defined_rubric
+from ..agents import CANCEL_RE, DONE_RE, REVISION_HELP, NamedModel, propose_rubric, revise_rubric, save_defined_rubric
 from ..core import InputError, Rubric
 
 __all__ = ["MetricChatState", "build_metric_chat", "run_metric_chat", "DESCRIBE_PROMPT", "REVIEW_PROMPT"]

@@ -15,14 +15,8 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from sgieval.agents.customisation import (
-    generic_rubric,
-    key_phrases,
-    match_criterion,
-    named_pdfs,  # noqa: E402
-    revise_offline,
-    run_customisation,
-)
+from sgieval.agents.customisation import named_pdfs, run_customisation  # noqa: E402
+from sgieval.agents.rubric_authoring import generic_rubric, key_phrases, match_criterion, revise_offline  # noqa: E402
 from sgieval.core import Item  # noqa: E402
 from sgieval.metric_pool.rubrics import load_rubric  # noqa: E402
 from sgieval.models.base import NamedModel  # noqa: E402

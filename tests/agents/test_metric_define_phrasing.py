@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from sgieval.agents.customisation import drafted_criterion, generic_rubric, key_phrases, revise_offline, split_revisions
+from sgieval.agents.rubric_authoring import (
+    drafted_criterion,
+    generic_rubric,
+    key_phrases,
+    revise_offline,
+    split_revisions,
+)
 from sgieval.cli import app
 
 BASE = generic_rubric(

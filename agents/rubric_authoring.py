@@ -1,0 +1,585 @@
+"""Rubric authoring: drafting a rubric for a quality, and the rubric dialogue of ``sgieval metric define``.
+
+:func:`draft_rubric` asks an agent model for a :class:`~sgieval.core.Rubric` measuring one quality (the
+customisation agent uses it for a quality the metric pool lacks).  ``sgieval metric define``
+(:mod:`sgieval.graphs.metric_chat`) uses :func:`propose_rubric`, :func:`revise_rubric` and
+:func:`save_defined_rubric`, each with a deterministic offline path (the best library rubric by semantic match,
+or a generic 4-criterion rubric from the description's key phrases; revisions understood by small regexes:
+"weigh X double", "X weight 2", "drop X", "add criterion X: description", "rename to NAME") and an LLM path
+(structured output :class:`~sgieval.core.Rubric`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from ..core import Criterion, InputError, Rubric
+from ..metric_pool.judge import as_data
+from ..models.base import NamedModel
+from .asking import ask_agent
+
+__all__ = [
+    "CANCEL_RE",
+    "DONE_RE",
+    "PHRASINGS",
+    "REVISION_HELP",
+    "best_library_match",
+    "draft_rubric",
+    "drafted_criterion",
+    "generic_rubric",
+    "key_phrases",
+    "match_criterion",
+    "propose_rubric",
+    "revise_offline",
+    "revise_rubric",
+    "save_defined_rubric",
+    "split_revisions",
+    "tidy_rubric",
+]
+
+
+def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[str]) -> Rubric:
+    """Rubric from an agent made safe to run: slug name distinct from ``taken``,
+    tasks ["*"] when none, a source (``default_source`` when empty) that cites
+    every entry of ``cite`` not already mentioned."""
+    from ..metric_pool.rubrics import slug
+
+    name = slug(r.name)
+    if name in taken:
+        name = f"{name}_custom"
+    source = (r.source or "").strip() or default_source
+    missing = [c for c in cite if c not in source]
+    if missing:
+        source = f"{source}; " + "; ".join(missing)
+    return r.model_copy(
+        update={"name": name, "tasks": r.tasks or ["*"], "source": source, "kind": "rubric", "range": (0.0, 100.0)}
+    )
+
+
+DRAFT_SYSTEM = """You formalise a quality of scientific answers as a rubric for sgieval.
+Give 4-6 criteria; each has a short name, a one-sentence description and anchors for scores 0, 5 and 10.
+Weights default to 1 (say otherwise only when asked). Aggregation is the weighted mean of the 0-10 criterion
+scores x 10 (0-100). `tasks` is ["*"]. Put your citations (documents, URLs, papers) in `source`."""
+
+
+async def draft_rubric(
+    quality: str,
+    agent: NamedModel,
+    *,
+    request: str = "",
+    documents: list[dict[str, Any]] | None = None,
+    name: str | None = None,
+) -> tuple[Rubric | None, list[str], str | None]:
+    """Ask ``agent`` for a :class:`Rubric` measuring ``quality`` (structured
+    output, parse retries).  ``documents`` (from :func:`read_named_pdfs`) are
+    shown as delimited data and cited in ``source``.  Returns (rubric or None,
+    raw replies, error)."""
+    from ..metric_pool.rubrics import slug
+
+    docs = documents or []
+    parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
+    if request:
+        parts.append(f"User request: {request}")
+    for d in docs:
+        parts.append(f"Document {d['path']} ({d['title']}):\n{as_data(d['text'], 'DOCUMENT')}")
+    reply = await ask_agent(
+        agent, [SystemMessage(content=DRAFT_SYSTEM), HumanMessage(content="\n\n".join(parts))], Rubric
+    )
+    if reply.parsed is None:
+        return None, reply.raw, reply.error
+    r = tidy_rubric(
+        reply.parsed,
+        taken=set(),
+        default_source=f"drafted by {agent.name} for '{quality}'",
+        cite=[f"{d['path']} ({d['title']})" for d in docs],
+    )
+    if name:
+        r = r.model_copy(update={"name": slug(name)})
+    return r, reply.raw, None
+
+
+_FILLER = re.compile(
+    r"^(?:(?:i|we)\s+(?:want|need|would like)\s+|(?:a|an|the|my|our|some|new)\s+|(?:custom\s+)?(?:metric|rubric|score|"
+    r"measure|criterion|criteria)s?\s+|(?:that|which|to)\s+|(?:for|of|on|about|in|by)\s+|(?:measures?|measuring|"
+    r"scores?|scoring|rates?|rating|evaluates?|evaluating|checks?|checking|judges?|judging|assess(?:es|ing)?)\s+|"
+    r"(?:how|whether|if)\s+(?:well\s+|much\s+)?|(?:the\s+)?(?:model'?s?|responses?|answers?|ideas?|proposals?)\s+"
+    r"(?:is|are|shows?|has|have|gives?|uses?|includes?)?\s*|(?:is|are|be)\s+|"
+    r"(?:(?:research|scientific|proposed|generated)\s+)?(?:ideas?|responses?|answers?|proposals?|plans?|outputs?)\s+"
+    r"(?:states?|gives?|proposes?|includes?|provides?|presents?|makes?|offers?|contains?)\s+)+",
+    re.I,
+)
+_GENERIC = [
+    (
+        "correctness",
+        "Statements, numbers and conclusions are correct.",
+        "Mostly wrong.",
+        "Partly correct, with notable errors.",
+        "Fully correct.",
+    ),
+    (
+        "completeness",
+        "Every part of the task is addressed.",
+        "Most of the task is ignored.",
+        "Main parts addressed, some missing.",
+        "Every part addressed in depth.",
+    ),
+    (
+        "justification",
+        "Claims are supported with reasoning, evidence or references.",
+        "Unsupported assertions.",
+        "Some support, with gaps.",
+        "Every claim is well supported.",
+    ),
+    (
+        "clarity",
+        "The response is clear and well organised.",
+        "Confusing.",
+        "Understandable with effort.",
+        "Clear and well organised.",
+    ),
+]
+
+
+def key_phrases(description: str, limit: int = 4) -> list[str]:
+    """Up to ``limit`` short phrases (1-5 words) naming what ``description``
+    asks to measure: the text is split at punctuation and at "and"/"or"/
+    "with"/"plus", and leading filler ("a metric for how well the answer ...")
+    is stripped.  "A metric for cost awareness and use of cheap reagents" ->
+    ["cost awareness", "use of cheap reagents"]."""
+    out: list[str] = []
+    for part in re.split(r"[,;:.!?()]|\b(?:and|or|with|plus|as well as|including)\b", description or "", flags=re.I):
+        p = _FILLER.sub("", part.strip()).strip(" -'\"").lower()
+        p = re.sub(r"\s+", " ", p)
+        if p and 1 <= len(p.split()) <= 5 and re.search(r"[a-z]", p) and p not in out:
+            out.append(p)
+    return out[:limit]
+
+
+_VERBS = (
+    "states",
+    "gives",
+    "estimates",
+    "includes",
+    "provides",
+    "proposes",
+    "describes",
+    "explains",
+    "considers",
+    "uses",
+    "has",
+    "contains",
+    "discusses",
+    "identifies",
+    "addresses",
+    "mentions",
+    "offers",
+    "presents",
+    "defines",
+    "reports",
+    "cites",
+    "quantifies",
+    "justifies",
+    "compares",
+    "lists",
+    "avoids",
+    "follows",
+)
+
+
+def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
+    """An offline criterion for ``phrase`` whose description says what it
+    checks (never just its name again), with anchors at 0, 5 and 10.
+
+    A phrase that starts with a verb ("estimates its cost") is checked as an
+    action ("Checks whether the response estimates its cost ..."); any other
+    phrase ("testable hypothesis") as something the response must contain,
+    stated explicitly and specifically and supported."""
+    p = phrase.strip()
+    first = p.split()[0].lower() if p.split() else ""
+    if first in _VERBS:
+        desc = (
+            f"Checks whether the response {p}, explicitly and specifically, and whether that part is correct "
+            "and supported by reasoning or evidence."
+        )
+        anchors = {
+            0: f"The response does not {first.removesuffix('es') if first.endswith('ies') else first[:-1]}"
+            f"{' ' + ' '.join(p.split()[1:]) if len(p.split()) > 1 else ''}.".replace("  ", " "),
+            5: "It does so only vaguely, partly or without support.",
+            10: "It does so explicitly, specifically and with sound support.",
+        }
+    else:
+        art = "an" if p[:1].lower() in "aeiou" else "a"
+        desc = (
+            f"Checks whether the response contains {art} {p} that is stated explicitly, is specific enough to "
+            "act on or test, and is supported by reasoning or evidence."
+        )
+        anchors = {
+            0: f"No {p} in the response.",
+            5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
+            10: f"{art.capitalize()} {p} is explicit, specific and well supported.",
+        }
+    return Criterion(name=p, description=desc + weight_note, anchors=anchors)
+
+
+def generic_rubric(description: str, name: str | None = None) -> Rubric:
+    """A 4-criterion rubric from ``description``: one criterion per key phrase
+    (:func:`key_phrases`), filled up with correctness, completeness,
+    justification and clarity; anchors at 0/5/10; equal weights."""
+    from ..metric_pool.rubrics import slug
+
+    phrases = key_phrases(description)
+    crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
+    for n, d, a0, a5, a10 in _GENERIC:
+        if len(crits) >= 4:
+            break
+        if n not in {c.name for c in crits}:
+            crits.append(Criterion(name=n, description=d, anchors={0: a0, 5: a5, 10: a10}))
+    metric = slug(name or (phrases[0] if phrases else "custom_metric"))
+    return Rubric(
+        name=metric,
+        tasks=["*"],
+        description=(description or metric).strip(),
+        criteria=crits,
+        source="user (sgieval metric define, generic rubric from the description)",
+    )
+
+
+def best_library_match(description: str) -> tuple[Rubric | None, float]:
+    """(library rubric, cosine) best matching ``description`` or one of its
+    key phrases (MiniLM, :func:`sgieval.metric_pool.rubrics.match_texts`);
+    (None, best cosine) when below :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
+    from ..metric_pool.rubrics import MATCH_THRESHOLD, find_rubric, list_rubrics, match_texts, semantic_scores
+
+    pool = list_rubrics()
+    exact = find_rubric(description, threshold=2.0, rubrics=pool)  # exact-name path only
+    if exact is not None:
+        return exact, 1.0
+    queries = [description] + key_phrases(description)
+    best: tuple[Rubric | None, float] = (None, -1.0)
+    for r in pool:
+        texts = match_texts(r)
+        sim = max(max(semantic_scores(q, texts)) for q in queries)
+        if sim > best[1]:
+            best = (r, sim)
+    return (best[0], best[1]) if best[1] >= MATCH_THRESHOLD else (None, best[1])
+
+
+PROPOSE_SYSTEM = """You help a researcher define an evaluation metric as a rubric for sgieval.
+Draft a rubric from their description: a snake_case name, a one-sentence description, 4-6 criteria (short name,
+one-sentence description, anchors for scores 0, 5 and 10), weights (1 unless the user asks otherwise),
+tasks ["*"], and a `source` ("user" plus any document or paper the description names).
+Aggregation is fixed: weighted mean of the 0-10 criterion scores x 10 (0-100)."""
+
+REVISE_SYSTEM = """You revise an sgieval rubric as the researcher asks. Change only what they ask for; keep every other
+criterion, anchor and weight as it is. Reply with the whole revised rubric."""
+
+
+async def propose_rubric(
+    description: str, *, agent: NamedModel | None = None, name: str | None = None
+) -> tuple[Rubric, str]:
+    """First rubric for a metric described in plain language -> (rubric, message to the user).
+
+    Offline (``agent`` None): the library rubric best matching the
+    description by meaning (:func:`best_library_match`), renamed to ``name``
+    when given; else :func:`generic_rubric`.  With ``agent``: structured
+    output :class:`Rubric`; a failed reply falls back to the offline path
+    and the message says so.  Raises InputError on an empty description."""
+    from ..metric_pool.rubrics import slug
+
+    if not (description or "").strip():
+        raise InputError(
+            "the metric description is empty",
+            what="metric description",
+            fix="describe what the metric should measure, e.g. 'how rigorous a research idea is'",
+        )
+    fallback = ""
+    if agent is not None:
+        msg = f"Description: {description}" + (f"\nMetric name: {slug(name)}" if name else "")
+        reply = await ask_agent(agent, [SystemMessage(content=PROPOSE_SYSTEM), HumanMessage(content=msg)], Rubric)
+        if reply.parsed is not None:
+            r = tidy_rubric(reply.parsed, taken=set(), default_source="user (sgieval metric define)", cite=[])
+            if name:
+                r = r.model_copy(update={"name": slug(name)})
+            return r, f"{agent.name} drafted the rubric {r.name} with {len(r.criteria)} criteria."
+        fallback = f"{agent.name} gave no usable rubric ({reply.error}); "
+    hit, sim = best_library_match(description)
+    if hit is not None:
+        r = hit.model_copy(update={"name": slug(name) if name else hit.name}, deep=True)
+        return r, (
+            f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with {len(r.criteria)} criteria."
+        )
+    r = generic_rubric(description, name)
+    return r, (
+        f"{fallback}No library rubric matches (best {sim:.2f}); a generic rubric with "
+        f"{len(r.criteria)} criteria was built from your description."
+    )
+
+
+DONE_RE = re.compile(
+    r"^\s*(?:done|save(?: it)?|finish(?:ed)?|that'?s (?:it|all)|looks good|ok(?:ay)?|lgtm|yes|y)\s*[.!]*\s*$", re.I
+)
+CANCEL_RE = re.compile(r"^\s*(?:cancel|quit|exit|abort|q)\s*[.!]*\s*$", re.I)
+
+_FACTORS = {"double": 2.0, "twice": 2.0, "triple": 3.0, "thrice": 3.0, "half": 0.5, "halve": 0.5}
+_NUM = r"(\d+(?:\.\d+)?)"
+_REVISIONS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "add",
+        re.compile(
+            r"^add\s+(?:an?\s+)?(?:new\s+)?(?:criterion|criteria)\s+"
+            r"(?:(?:about|for|on|covering|named|called)\s+)?"
+            r"(?:[\"'\u201c\u2018](?P<q>[^\"'\u201d\u2019]+)[\"'\u201d\u2019]|(?P<c>[^:\"'(]+?))"
+            rf"(?:\s*,?\s*\(?\s*(?:with\s+)?(?:an?\s+)?weight(?:ed)?\s*(?:of|=|:|at)?\s*(?P<w>{_NUM})\s*\)?)?"
+            r"(?:\s*[:\-=]\s*(?P<d>.+))?$",
+            re.I,
+        ),
+    ),
+    (
+        "factor",
+        re.compile(
+            rf"^(?:weigh|weight|count|make)\s+(?:the\s+)?(?P<c>.+?)\s+(?:count\s+)?(?:as\s+)?"
+            rf"(?P<f>double|twice|triple|thrice|half|x\s*{_NUM}|{_NUM}\s*x|{_NUM}\s+times)(?:\s+as much)?$",
+            re.I,
+        ),
+    ),
+    (
+        "factor",
+        re.compile(
+            r"^(?P<f>double|triple|halve)\s+(?:the\s+)?(?:weight\s+(?:of|for)\s+)?(?:the\s+)?(?P<c>.+?)"
+            r"(?:'s)?(?:\s+weight)?$",
+            re.I,
+        ),
+    ),
+    (
+        "factor",
+        re.compile(r"^(?P<c>.+?)\s+(?:counts?|weighs?|weighted)\s+(?P<f>double|twice|triple|thrice|half)$", re.I),
+    ),
+    (
+        "set",
+        re.compile(
+            rf"^(?:set\s+|give\s+)?(?:the\s+)?weight\s+(?:of|for)\s+(?:the\s+)?(?P<c>.+?)\s*(?:to|=|:|at)\s*(?P<w>{_NUM})$",
+            re.I,
+        ),
+    ),
+    (
+        "set",
+        re.compile(
+            rf"^(?:set\s+|give\s+)?(?:the\s+)?(?P<c>.+?)(?:'s)?\s+(?:a\s+)?weight\s*(?:to|=|:|of|at)?\s*(?P<w>{_NUM})$",
+            re.I,
+        ),
+    ),
+    ("drop", re.compile(r"^(?:drop|remove|delete)\s+(?:the\s+)?(?:criterion\s+)?(?P<c>.+?)(?:\s+criterion)?$", re.I)),
+    (
+        "rename",
+        re.compile(r"^(?:rename|call|name)\s+(?:it|the metric|the rubric|this)?\s*(?:to|as)?\s+(?P<n>[\w\- ]+)$", re.I),
+    ),
+]
+
+
+def match_criterion(rubric: Rubric, phrase: str) -> str | None:
+    """The criterion of ``rubric`` that ``phrase`` names: exact (case- and
+    punctuation-insensitive), then containment either way, then every word
+    of the phrase sharing a 6-letter stem with a word of the name, then the best
+    MiniLM cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
+    from ..metric_pool.rubrics import MATCH_THRESHOLD, semantic_scores
+
+    def norm(x: str) -> str:
+        return re.sub(r"[^a-z0-9]+", " ", x.lower()).strip()
+
+    q = re.sub(r"^(?:the\s+)?(?:criterion\s+)?", "", norm(phrase))
+    names = [c.name for c in rubric.criteria]
+    for n in names:
+        if norm(n) == q:
+            return n
+    for n in names:
+        if q and (q in norm(n) or norm(n) in q):
+            return n
+    if not q:
+        return None
+    words = q.split()
+    for n in names:  # shared stems: "methodology" -> "methodological soundness"
+        nw = norm(n).split()
+        if all(any(len(w) >= 5 and len(x) >= 5 and w[:6] == x[:6] for x in nw) for w in words):
+            return n
+    sims = semantic_scores(phrase, names)
+    i = max(range(len(names)), key=lambda k: sims[k])
+    return names[i] if sims[i] >= MATCH_THRESHOLD else None
+
+
+REVISION_HELP = (
+    "Try: 'weigh X double', 'X weight 2', 'drop X', 'add criterion X: description', "
+    "'add a criterion \"X\" with weight 2', 'rename to NAME' (several at once: join them with 'and' "
+    "or ';'), or 'done' to save."
+)
+PHRASINGS = (
+    "Changes you can ask for (offline): 'weigh X double' | 'X weight 2' | 'set the weight of X to 0.5' | "
+    "'drop X' | 'add criterion X: what it checks' | 'add a criterion \"X\" with weight 2' | 'rename to NAME'; "
+    "join several with 'and' or ';'. 'done' saves, 'cancel' quits."
+)
+"""The offline revision forms, shown before the first change is asked for (``sgieval metric define``)."""
+
+_SPLIT = re.compile(
+    r"[;\n]+|\.\s+|,?\s+\band\s+(?=(?:then\s+|also\s+)?(?:add|remove|drop|delete|weigh|weight|set|"
+    r"give|rename|call|name|double|triple|halve|make|count)\b)",
+    re.I,
+)
+_NOT_A_NAME = re.compile(r"\b(?:and|weight|weigh|remove|drop|delete|rename|add|set|double|with)\b", re.I)
+
+
+def split_revisions(request: str) -> list[str]:
+    """The single changes in ``request``: split at ";", new lines, sentence
+    ends and at "and" before another change verb (outside quotes), so
+    'add a criterion "testable hypothesis" with weight 2 and remove
+    completeness' -> ['add a criterion "testable hypothesis" with weight 2',
+    'remove completeness']."""
+    text = request or ""
+    quoted: list[str] = []
+
+    def hide(m: re.Match[str]) -> str:
+        quoted.append(m.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    masked = re.sub(r"[\"\u201c][^\"\u201d]*[\"\u201d]", hide, text)
+    parts = [re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], p) for p in _SPLIT.split(masked)]
+    return [p.strip(" .!") for p in parts if p and p.strip(" .!")]
+
+
+def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
+    """Apply the change(s) asked in ``request`` (several separated by ";" or
+    new lines) -> (revised rubric, message).  Understood: "weigh X double"
+    (x2; also triple/half, "x 1.5", "3 times"), "double X", "X counts
+    double", "X weight 2" / "set the weight of X to 2", "drop X", "add
+    criterion X: description", "rename to NAME".  The criterion is matched
+    with :func:`match_criterion`.  An instruction that is not understood
+    leaves the rubric unchanged and the message says so and lists the forms."""
+    from ..metric_pool.rubrics import slug
+
+    r = rubric.model_copy(deep=True)
+    done: list[str] = []
+    last: str | None = None  # the criterion "it" refers to: the last one added or changed
+    for part in split_revisions(request):
+        part = re.sub(r"^(?:please|and|also|then)\s+", "", part, flags=re.I).strip()
+        kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), (None, None))
+        if m is None:
+            done.append(f"I did not understand '{part}'. {REVISION_HELP}")
+            continue
+        if kind == "rename":
+            new = slug(m.group("n"))
+            done.append(f"renamed {r.name} -> {new}")
+            r = r.model_copy(update={"name": new})
+            continue
+        if kind == "add":
+            cname = re.sub(r"\s+", " ", (m.group("q") or m.group("c") or "").strip().strip("'\"").lower())
+            if not m.group("q") and (len(cname.split()) > 6 or _NOT_A_NAME.search(cname)):
+                # never turn a whole instruction into a criterion name
+                done.append(
+                    f"I did not understand '{part}' (which words name the criterion?); put the name in "
+                    f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}"
+                )
+                continue
+            if match_criterion(r, cname) and re.sub(r"\W+", " ", cname) == re.sub(
+                r"\W+", " ", match_criterion(r, cname) or ""
+            ):
+                done.append(f"criterion '{cname}' already exists")
+                continue
+            crit = drafted_criterion(cname)
+            if m.group("d"):
+                crit = crit.model_copy(update={"description": m.group("d").strip()})
+            w = float(m.group("w")) if m.group("w") else 1.0
+            try:
+                r = Rubric.model_validate(
+                    {
+                        **r.model_dump(),
+                        "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
+                        "weights": {**r.weights, cname: w},
+                    }
+                )
+            except ValueError as e:
+                done.append(f"criterion '{cname}' not added: {str(e).splitlines()[0]}")
+                continue
+            done.append(f"added criterion '{cname}' (weight {w:g})")
+            last = cname
+            continue
+        said = m.group("c").strip().lower()
+        found = (
+            last
+            if said in ("it", "this", "that", "this criterion", "that criterion", "the new one")
+            else match_criterion(r, m.group("c"))
+        )
+        if found is None:
+            done.append(f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})")
+            continue
+        cname = found
+        if kind == "drop":
+            if len(r.criteria) == 1:
+                done.append(f"cannot drop '{cname}': it is the only criterion")
+                continue
+            r = Rubric.model_validate(
+                {
+                    **r.model_dump(),
+                    "criteria": [c.model_dump() for c in r.criteria if c.name != cname],
+                    "weights": {k: v for k, v in r.weights.items() if k != cname},
+                }
+            )
+            done.append(f"dropped '{cname}'")
+            continue
+        old = r.weights[cname]
+        if kind == "factor":
+            f = m.group("f").lower()
+            num = re.search(_NUM, f)
+            factor = _FACTORS.get(f, float(num.group(1)) if num else 1.0)
+            new_w = old * factor
+        else:
+            new_w = float(m.group("w"))
+        try:
+            r = Rubric.model_validate({**r.model_dump(), "weights": {**r.weights, cname: new_w}})
+        except ValueError as e:
+            done.append(f"weight of '{cname}' not changed: {str(e).splitlines()[0]}")
+            continue
+        done.append(f"weight of '{cname}' {old:g} -> {new_w:g}")
+        last = cname
+    text = "; ".join(d.rstrip(".") if i < len(done) - 1 else d for i, d in enumerate(done))
+    return r, text if text.endswith(".") else text + "."
+
+
+async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | None = None) -> tuple[Rubric, str]:
+    """Revise ``rubric`` as ``request`` asks -> (rubric, message).  Offline:
+    :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the
+    request go to the model, which returns the whole revised :class:`Rubric`
+    (structured output); a failed reply falls back to the offline path."""
+    if agent is None:
+        return revise_offline(rubric, request)
+    msg = f"Current rubric (YAML):\n{rubric.to_yaml()}\nRequested change: {request}"
+    reply = await ask_agent(agent, [SystemMessage(content=REVISE_SYSTEM), HumanMessage(content=msg)], Rubric)
+    if reply.parsed is None:
+        r, m = revise_offline(rubric, request)
+        return r, f"{agent.name} gave no usable revision ({reply.error}); offline: {m}"
+    r = tidy_rubric(reply.parsed, taken=set(), default_source=rubric.source or "user (sgieval metric define)", cite=[])
+    return r, f"{agent.name} revised the rubric ({len(r.criteria)} criteria)."
+
+
+def save_defined_rubric(
+    rubric: Rubric, *, name: str | None = None, folder: str | Path | None = None
+) -> tuple[Path, str]:
+    """Save the rubric ``sgieval metric define`` agreed on -> (path of ``<name>.yaml``, note for the user).
+
+    The YAML goes to ``folder`` (default: the user rubric folder, $SGIEVAL_RUBRIC_DIR).  A rubric that edits a
+    starter rubric (same name, other content) is saved as ``<name>_custom`` when the user gave no ``name``
+    (under the starter's name it would shadow the starter in every later run); with ``name`` it replaces the
+    starter, and the note says so.  The note is "" otherwise."""
+    from ..metric_pool.rubrics import STARTER_DIR, save_rubric, slug
+
+    note = ""
+    starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"
+    if starter.is_file() and Rubric.from_yaml(starter) != rubric:
+        if name is None:
+            new_name = f"{rubric.name}_custom"
+            note = f" (as {new_name}: {rubric.name} is a starter rubric; --name chooses the name)"
+            rubric = rubric.model_copy(update={"name": new_name})
+        else:
+            note = f" (it replaces the starter rubric {rubric.name} in every later run; delete the file to undo)"
+    return save_rubric(rubric, user=True, folder=folder), note
