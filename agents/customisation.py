@@ -10,7 +10,7 @@ predefined metric picks it as the ranking metric: the one the selected
 benchmark prefers for it (``Benchmark.prefer``: creativity -> accepted
 answers on open creativity), else the first that declares it
 (``MetricSpec.qualities``); a registered metric whose quality the request
-names (:mod:`sgieval.metric_pool.registry`) joins the plan's pool; others are looked up in the rubric library
+names (:mod:`sgieval.metric_pool.registry`) is added to the plan; others are looked up in the rubric library
 (``metric_pool/rubrics/``: starter, project and user rubrics) by semantic
 match (:func:`sgieval.metric_pool.rubrics.find_rubric`).
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from ..core import Item, MetricSpec, ModelCallError, Rubric, SgievalError
 from ..metric_pool.base import Metric
@@ -107,9 +107,9 @@ class MetricPlan(BaseModel):
     reason: str = ""
     notes: list[str] = Field(default_factory=list)
     planner: str = "offline"
-    pool: list[str] = Field(default_factory=list)
-    """Metrics of the pool beyond the benchmark's predefined ones (e.g. ``retrieval_novelty`` for "novel compared
-    with the literature"), reported beside them."""
+    added: list[str] = Field(default_factory=list, validation_alias=AliasChoices("added", "pool"))
+    """Registered metrics the plan adds to the benchmarks' predefined ones, by name (e.g. ``retrieval_novelty`` for
+    "novel compared with the literature"), reported beside them.  A stored plan's ``pool`` key is read as this."""
     stand_in: str = ""
     """When ``primary`` stands in for the asked quality (:data:`STAND_INS`): which metric was used instead and why."""
     metrics: list[tuple[str, str]] = Field(default_factory=list)
@@ -175,7 +175,7 @@ def registered_offers(
     items: list[Item], predefined: list[Metric], options: dict | None = None
 ) -> list[tuple[MetricEntry, Metric]]:
     """The registered metrics (:func:`sgieval.metric_pool.registry.metric`) that apply to ``items`` and are not
-    among their benchmarks' ``predefined`` metrics, with their Metric: what the plan may add to ``pool``."""
+    among their benchmarks' ``predefined`` metrics, with their Metric: what the plan may add (``added``)."""
     taken = {key_of(m) for m in predefined}
     return [(e, m) for e, m in applicable(items, options) if e.key not in taken]
 
@@ -184,18 +184,18 @@ def _add_asked(
     plan: MetricPlan, request: str, offers: list[tuple[MetricEntry, Metric]], options: dict | None, tools: Any
 ) -> MetricPlan:
     """``plan`` with each registered metric whose quality ``request`` names (:meth:`MetricEntry.asked`) added to
-    ``pool``; the first one becomes the ranking metric (it is more specific than the vocabulary's qualities),
+    ``added``; the first one becomes the ranking metric (it is more specific than the vocabulary's qualities),
     with a reason that says where it works in this run."""
     for e, _m in offers:
         asked = e.asked(request)
-        if not asked or e.name in plan.pool:
+        if not asked or e.name in plan.added:
             continue
         where = e.where(options, tools)
         detail = f" ({where})" if where else f" ({e.unavailable})" if where is None and e.unavailable else ""
-        first = not plan.pool
+        first = not plan.added
         plan = plan.model_copy(
             update={
-                "pool": [*plan.pool, e.name],
+                "added": [*plan.added, e.name],
                 "metrics": [*plan.metrics, e.key],
                 "primary": e.name if first else plan.primary,
                 "stand_in": "" if first else plan.stand_in,
@@ -292,8 +292,8 @@ Pick the metric that best answers the request as `primary` (a name from the list
 Only when the request names a quality that no listed metric measures, define a custom rubric for it: 4-6 criteria,
 each scored 0-10 with anchors for 0, 5 and 10, equal weights unless the request says otherwise (aggregation: weighted
 mean of the criterion scores x 10, so 0-100). Put your citations in the rubric's `source`.
-Pool metrics, when listed, are applied only if you name them in `pool`; when the request asks about a quality a pool
-metric measures, choose it (in `pool` and as `primary`).
+Further registered metrics, when listed, are applied only if you name them in `added`; when the request asks about a
+quality one of them measures, choose it (in `added` and as `primary`).
 When the user names a document (given below as DOCUMENT data), take the rubric's criteria from it and cite it."""
 
 PDF_RE = re.compile(r"""(?:(?<=\s)|^|(?<=["'(]))((?:~|\.{1,2}|/)?[^\s"'()]*\.pdf)\b""", re.I)
@@ -316,7 +316,7 @@ def named_pdfs(request: str) -> list[str]:
 
 def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Read every PDF named in ``request`` (through ``tools.call("read_pdf")``
-    when the pool has it, so the call is recorded, else with
+    when the tool pool has it, so the call is recorded, else with
     :func:`sgieval.tools.pdf.read_pdf`; at most 20 pages each).  Returns
     (documents {"path", "title", "text" (<= PDF_CHARS), "pages", "partial"},
     notes for the plan about PDFs that could not be read)."""
@@ -378,7 +378,7 @@ async def run_customisation(
     metrics = benchmark_registry.predefined_metrics(benchmarks, items, options)
     offers = registered_offers(items, metrics, options)
     base = _add_asked(offline_metric_plan(request, items, metrics, offers), request, offers, options, tools)
-    metrics = [*metrics, *(m for e, m in offers if e.name in base.pool)]
+    metrics = [*metrics, *(m for e, m in offers if e.name in base.added)]
     trace: dict[str, Any] = {}
     docs, pdf_notes = read_named_pdfs(request, tools) if named_pdfs(request) else ([], [])
     base.notes.extend(pdf_notes)
@@ -392,7 +392,7 @@ async def run_customisation(
             )
         return base, metrics, trace
     # the registered metrics the agent may choose: those that can work in this run (MetricEntry.offer)
-    offered = [(e, m) for e, m in offers if e.name in base.pool or e.where(options, tools) is not None]
+    offered = [(e, m) for e, m in offers if e.name in base.added or e.where(options, tools) is not None]
     offered_keys = {e.key for e, _m in offered}
     listing = "\n".join(
         f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}"
@@ -402,12 +402,15 @@ async def run_customisation(
     )
     content = f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
     if offered:
-        content += "\nPool metrics (applied only when you name them in `pool`; one may be `primary`):" + "".join(
-            "\n"
-            + "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
-            + f"\n  {e.name}{' ' + w if (w := e.where(options, tools)) else ''}; choose it (pool and primary) for "
-            f"a request about {' or '.join(e.qualities) or 'what it measures'}."
-            for e, m in offered
+        content += (
+            "\nFurther registered metrics (applied only when you name them in `added`; one may be `primary`):"
+            + "".join(
+                "\n"
+                + "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
+                + f"\n  {e.name}{' ' + w if (w := e.where(options, tools)) else ''}; choose it (added and primary) for "
+                f"a request about {' or '.join(e.qualities) or 'what it measures'}."
+                for e, m in offered
+            )
         )
     for d in docs:
         content += (
@@ -481,19 +484,19 @@ async def run_customisation(
             continue
         custom.append(r)
         notes = [n for n in notes if not n.startswith(f"'{q}' has no predefined metric")]
-    # pool metrics: the offline plan's (a literal "compared with my papers" request) plus those the agent chose
-    # among the offered ones, by name in `pool` or as its primary metric
-    chosen = [(e, m) for e, m in offered if e.name in p.pool or p.primary in {s.name for s in m.specs}]
-    pool = list(dict.fromkeys([*base.pool, *(e.name for e, _m in chosen)]))
-    for n in p.pool:
-        if n not in pool:
+    # added metrics: the offline plan's (a literal "compared with my papers" request) plus those the agent chose
+    # among the offered ones, by name in `added` or as its primary metric
+    chosen = [(e, m) for e, m in offered if e.name in p.added or p.primary in {s.name for s in m.specs}]
+    added = list(dict.fromkeys([*base.added, *(e.name for e, _m in chosen)]))
+    for n in p.added:
+        if n not in added:
             known = next((e for e, _m in offers if e.name == n), None)
             notes.append(
-                f"agent {agent.name} chose the pool metric {n!r}, which is not offered here"
+                f"agent {agent.name} chose the metric {n!r}, which is not offered here"
                 + (f" ({known.unavailable})" if known is not None and known.unavailable else "")
             )
-    pool_metrics = [(e, m) for e, m in offers if e.name in pool]
-    names = {r.name for r in custom} | set(base.predefined) | {s.name for _e, m in pool_metrics for s in m.specs}
+    added_metrics = [(e, m) for e, m in offers if e.name in added]
+    names = {r.name for r in custom} | set(base.predefined) | {s.name for _e, m in added_metrics for s in m.specs}
     primary = (
         p.primary
         if p.primary in names
@@ -501,7 +504,7 @@ async def run_customisation(
     )
     qualities = p.qualities or base.qualities
     for entry, _m in chosen:
-        if entry.name not in base.pool:
+        if entry.name not in base.added:
             qualities = list(dict.fromkeys([*qualities, *entry.qualities]))
     plan = MetricPlan(
         predefined=base.predefined,
@@ -511,14 +514,14 @@ async def run_customisation(
         reason=p.reason or base.reason,
         notes=notes,
         planner=agent.name,
-        pool=pool,
+        added=added,
         stand_in=base.stand_in if primary == base.primary else "",
         metrics=list(
-            dict.fromkeys([*(k for k in base.metrics if k not in offered_keys), *(e.key for e, _m in pool_metrics)])
+            dict.fromkeys([*(k for k in base.metrics if k not in offered_keys), *(e.key for e, _m in added_metrics)])
         ),
     )
     metrics = [m for m in metrics if key_of(m) not in offered_keys]
-    return plan, [*metrics, *(m for _e, m in pool_metrics)], trace
+    return plan, [*metrics, *(m for _e, m in added_metrics)], trace
 
 
 def _mentions(r: Rubric, quality: str) -> bool:
@@ -529,12 +532,12 @@ def _mentions(r: Rubric, quality: str) -> bool:
 def planned_metrics(plan: MetricPlan, items: list[Item], options: dict | None = None) -> list[Metric]:
     """The Metric objects of ``plan`` for ``items``: the predefined and registered metrics named by the plan's keys
     (``MetricPlan.metrics``, each restricted to its scope's items), then its custom rubrics.  A plan without
-    keys (written before plans had them) is read by metric names (``predefined``, ``pool``)."""
+    keys (written before plans had them) is read by metric names (``predefined``, ``added``)."""
     keys = {tuple(k) for k in plan.metrics}
     predefined = benchmark_registry.predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
     out = [m for m in predefined if (key_of(m) in keys if keys else any(s.name in plan.predefined for s in m.specs))]
     out += [
-        m for e, m in registered_offers(items, predefined, options) if (e.key in keys if keys else e.name in plan.pool)
+        m for e, m in registered_offers(items, predefined, options) if (e.key in keys if keys else e.name in plan.added)
     ]
     if plan.custom:
         from ..metric_pool.rubric import RubricMetric

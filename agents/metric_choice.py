@@ -86,7 +86,7 @@ def choose_ranking_metric(
     metric: str | None,
     specs: list[MetricSpec],
     library: list[Rubric],
-    pool: dict[str, list[MetricSpec]] | None = None,
+    offered: dict[str, list[MetricSpec]] | None = None,
 ) -> MetricPlan:
     """``plan`` with its ranking metric set by ``metric`` (``--metric``) or by a metric the request names.
 
@@ -94,12 +94,12 @@ def choose_ranking_metric(
         plan: the customisation agent's plan.
         request: the request.
         metric: the ``--metric`` name (None: not given).
-        specs: every metric spec of the run's metrics (predefined, variants, pool), rubrics of the plan included
+        specs: every metric spec of the run's metrics (predefined, variants, added), rubrics of the plan included
             or not.
         library: the saved rubrics (:func:`sgieval.metric_pool.rubrics.list_rubrics`); one chosen here joins the
             plan's custom rubrics.
-        pool: pool entry (``MetricPlan.pool``, e.g. ``retrieval_novelty``) -> the specs it scores; a spec chosen
-            here adds its entry to the plan's pool.
+        offered: registered metric the plan may add (a ``MetricPlan.added`` name, e.g. ``retrieval_novelty``) ->
+            the specs it scores; a spec chosen here adds its metric to ``added``.
 
     Returns:
         The plan (a copy when changed); ``reason`` starts with how the ranking metric was chosen and ``stand_in``
@@ -111,8 +111,8 @@ def choose_ranking_metric(
     customs = {r.name: r for r in plan.custom}
     saved = {r.name: r for r in library}
     known = {s.name: s.description for s in specs}
-    entry_of = {name: entry for name, (entry, _spec) in _pool_specs(pool or {}).items()}
-    known.update({n: spec.description for n, (_e, spec) in _pool_specs(pool or {}).items() if n not in known})
+    entry_of = {name: entry for name, (entry, _spec) in _offered_specs(offered or {}).items()}
+    known.update({n: spec.description for n, (_e, spec) in _offered_specs(offered or {}).items() if n not in known})
     names = [
         *known,
         *[n for n in customs if n not in known],
@@ -147,22 +147,22 @@ def choose_ranking_metric(
     custom = list(plan.custom)
     if name not in known and name not in customs:
         custom.append(saved[name])
-    extra = [entry_of[name]] if name in entry_of and entry_of[name] not in plan.pool else []
+    extra = [entry_of[name]] if name in entry_of and entry_of[name] not in plan.added else []
     before = f"; instead of {plan.primary}" if plan.primary else ""
     return plan.model_copy(
         update={
             "primary": name,
             "custom": custom,
-            "pool": [*plan.pool, *extra],
+            "added": [*plan.added, *extra],
             "reason": f"{how}{before} ({plan.reason})" if plan.reason else how,
             "stand_in": "",
         }
     )
 
 
-def _pool_specs(pool: dict[str, Any]) -> dict[str, tuple[str, MetricSpec]]:
-    """spec name -> (pool entry, spec) of ``pool`` (entry -> its specs)."""
-    return {s.name: (entry, s) for entry, specs in pool.items() for s in specs}
+def _offered_specs(offered: dict[str, Any]) -> dict[str, tuple[str, MetricSpec]]:
+    """spec name -> (metric name, spec) of ``offered`` (metric name -> its specs)."""
+    return {s.name: (entry, s) for entry, specs in offered.items() for s in specs}
 
 
 def variants_of(spec: MetricSpec, specs: list[MetricSpec]) -> list[MetricSpec]:

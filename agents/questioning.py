@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from ..benchmarks import registry as benchmark_registry
 from ..benchmarks.catalog import FACETS, Catalog
 from ..core import InputError, Item, ModelCallError
-from ..metric_pool.judge import ask_judge as ask_structured
+from .asking import ask_agent
 from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
 from ..models.calls import message_text
@@ -507,7 +507,7 @@ async def llm_plan(
             f"Request: {request or '(none: evaluate everything)'}"
         ),
     ]
-    reply = await ask_structured(agent, msgs, SelectionPlan)
+    reply = await ask_agent(agent, msgs, SelectionPlan)
     if reply.parsed is None:
         raise ValueError(reply.error or "no plan")
     return _clean_plan(reply.parsed, catalog, agent, k, seed), [r for r in reply.raw]

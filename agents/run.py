@@ -276,11 +276,11 @@ def match_replays(rt: RunContext, items: list[Item], targets: list[NamedModel]) 
     (:meth:`sgieval.models.replay.ReplayStore.match_items`) and log what was mapped or left unmatched.
     Raises InputError when none of a replay file's ids matches an item."""
     benches = {i.benchmark for i in items}
-    pool = [i for i in rt.catalog.items if i.benchmark in benches] or items
+    candidates = [i for i in rt.catalog.items if i.benchmark in benches] or items
     for t in targets:
         if t.replay is None or not t.replay.by_item:
             continue
-        t.replay.match_items(pool)
+        t.replay.match_items(candidates)
         if t.replay.aliases:
             log.warning(
                 "replay ids given without their benchmark prefix were mapped to items",
@@ -450,7 +450,7 @@ def check_request_models(rt: RunContext) -> None:
 
 def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
     """(metric and rubric names, model names) a request of this run may name: the predefined metrics of the loaded
-    benchmarks, the pool metrics and the rubric library; the run's target strings and the stored models."""
+    benchmarks, the registered metrics and the rubric library; the run's target strings and the stored models."""
     from ..benchmarks.registry import predefined_metrics
     from ..metric_pool.registry import entries as registered_metrics
     from ..metric_pool.rubrics import list_rubrics
@@ -526,9 +526,9 @@ def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request
         metric=rt.config.metric,
         specs=specs,
         library=list_rubrics(),
-        pool={e.name: list(m.all_specs) for e, m in offers},
+        offered={e.name: list(m.all_specs) for e, m in offers},
     )
-    added = [e.key for e, _m in offers if e.name in chosen.pool and e.name not in plan.pool]
+    added = [e.key for e, _m in offers if e.name in chosen.added and e.name not in plan.added]
     if added and plan.metrics:  # a plan that names its metrics by key scores the added one too
         chosen = chosen.model_copy(
             update={"metrics": [*chosen.metrics, *[k for k in added if k not in chosen.metrics]]}
@@ -537,7 +537,7 @@ def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:
-    """Customisation agent: choose the metrics (predefined, pool, custom rubrics saved under ``rubrics/``).
+    """Customisation agent: choose the metrics (predefined, added registered ones, custom rubrics saved under ``rubrics/``).
     Raises InputError when no metric applies to the selected items."""
     items = _items(rt, state["selection"]["item_ids"])
     _attach_tools(rt, items)
@@ -549,7 +549,7 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
         tools=rt.tools,
     )
     plan = _ranking_metric(rt, items, plan, state["selection"].get("request", rt.config.request))
-    if not plan.predefined and not plan.custom and not plan.pool:
+    if not plan.predefined and not plan.custom and not plan.added:
         benches = sorted({i.benchmark for i in items})
         raise InputError(
             f"no metric applies to the selected items of {', '.join(benches)}",

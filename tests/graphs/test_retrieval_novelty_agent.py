@@ -28,7 +28,7 @@ def literature_novelty(request: str) -> bool:
 REQUEST = "Which model proposes the freshest ideas, judged against the published work in my folder?"
 PLAN = {
     "primary": "retrieval_novelty",
-    "pool": ["retrieval_novelty"],
+    "added": ["retrieval_novelty"],
     "qualities": ["novelty against the literature"],
     "reason": "freshness against the user's papers is retrieval novelty",
 }
@@ -113,9 +113,9 @@ def test_agent_chooses_retrieval_novelty_in_the_real_graph(tmp_path):
     state = asyncio.run(execute(make_runtime(cfg, agent=a)))
     plan = state["metric_plan"]
     assert plan["planner"] == "scripted-agent"
-    assert plan["pool"] == ["retrieval_novelty"] and plan["primary"] == "retrieval_novelty"
-    # the customisation prompt offered the pool metric, with where it searches
-    human = next(str(m[1].content) for m in a.chat.seen if "Pool metrics" in str(m[1].content))
+    assert plan["added"] == ["retrieval_novelty"] and plan["primary"] == "retrieval_novelty"
+    # the customisation prompt offered the registered metric, with where it searches
+    human = next(str(m[1].content) for m in a.chat.seen if "Further registered metrics" in str(m[1].content))
     assert "- retrieval_novelty (objective, 0-10)" in human
     assert (
         f"retrieval_novelty searches the papers in {papers} (nearest by embedding similarity, fused with BM25)" in human
@@ -147,16 +147,24 @@ ITEMS = [Item(id="jsonl:ideas/i1", benchmark="jsonl:ideas", task="idea", prompt=
 async def test_not_offered_without_corpus_or_search_and_a_choice_of_it_is_noted():
     a = agent([AIMessage(content=json.dumps({**PLAN, "primary": "rigor", "qualities": ["rigor"]}))])
     plan, metrics, _ = await run_customisation("Which model has the most rigorous ideas?", ITEMS, agent=a)
-    assert "Pool metrics" not in str(a.chat.seen[0][1].content)
-    assert plan.pool == [] and "retrieval_novelty" not in [s.name for m in metrics for s in m.specs]
+    assert "Further registered metrics" not in str(a.chat.seen[0][1].content)
+    assert plan.added == [] and "retrieval_novelty" not in [s.name for m in metrics for s in m.specs]
     assert (
-        "agent scripted-agent chose the pool metric 'retrieval_novelty', which is not offered here (retrieval "
+        "agent scripted-agent chose the metric 'retrieval_novelty', which is not offered here (retrieval "
         "novelty needs --corpus <folder> or the search tool)"
     ) in plan.notes
 
 
-async def test_offered_with_a_corpus_and_chosen_by_name_in_pool(tmp_path):
-    a = agent([AIMessage(content=json.dumps({"primary": "", "pool": ["retrieval_novelty"]}))])
+def test_a_stored_plan_names_its_added_metrics_under_pool_or_added():
+    from sgieval.agents.customisation import MetricPlan
+
+    assert MetricPlan.model_validate({"pool": ["retrieval_novelty"]}).added == ["retrieval_novelty"]
+    assert MetricPlan.model_validate({"added": ["retrieval_novelty"]}).added == ["retrieval_novelty"]
+    assert "pool" not in MetricPlan(added=["retrieval_novelty"]).model_dump()
+
+
+async def test_offered_with_a_corpus_and_chosen_by_name_in_added(tmp_path):
+    a = agent([AIMessage(content=json.dumps({"primary": "", "added": ["retrieval_novelty"]}))])
     plan, metrics, _ = await run_customisation(
         "Are these ideas new?", ITEMS, agent=a, options={"corpus": str(tmp_path)}
     )
@@ -164,7 +172,7 @@ async def test_offered_with_a_corpus_and_chosen_by_name_in_pool(tmp_path):
         f"retrieval_novelty searches the papers in {tmp_path} (nearest by embedding similarity, fused with BM25)"
         in str(a.chat.seen[0][1].content)
     )
-    assert plan.pool == ["retrieval_novelty"]
+    assert plan.added == ["retrieval_novelty"]
     assert [s.name for m in metrics for s in m.specs][-3:] == [
         "retrieval_novelty",
         "retrieval_novelty_reward",
@@ -184,5 +192,5 @@ async def test_offered_with_the_search_tool_and_no_corpus():
     )
     human = str(a.chat.seen[0][1].content)
     assert "retrieval_novelty searches web_search (the web; offline its local index)" in human
-    assert plan.pool == ["retrieval_novelty"] and plan.primary == "retrieval_novelty"
+    assert plan.added == ["retrieval_novelty"] and plan.primary == "retrieval_novelty"
     assert plan.qualities == ["novelty against the literature"]

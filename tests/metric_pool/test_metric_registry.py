@@ -44,13 +44,13 @@ def _qa(tmp_path):
 def test_a_registered_metric_is_chosen_for_its_quality_word(toy_metric, tmp_path):
     items = load_jsonl(_qa(tmp_path))
     plan, metrics, _ = asyncio.run(run_customisation("Which model gives the most concise answers?", items))
-    assert plan.primary == "brevity" and plan.pool == ["brevity"] and plan.qualities == ["conciseness"]
+    assert plan.primary == "brevity" and plan.added == ["brevity"] and plan.qualities == ["conciseness"]
     assert ("*", "brevity") in plan.metrics and ("jsonl:qa", "exact_match") in plan.metrics
     assert "'conciseness' is measured by the registered metric brevity" in plan.reason
     assert [m.name for m in metrics if m.name == "brevity"] == ["brevity"]
     # a request that does not name the quality leaves it out
     plan2, metrics2, _ = asyncio.run(run_customisation("Which model is most accurate?", items))
-    assert "brevity" not in plan2.pool and all(m.name != "brevity" for m in metrics2)
+    assert "brevity" not in plan2.added and all(m.name != "brevity" for m in metrics2)
 
 
 def test_a_registered_metric_scores_a_run_end_to_end(toy_metric, tmp_path):
@@ -190,10 +190,10 @@ def test_the_agent_model_is_offered_every_registered_metric_and_may_choose_it(to
     from sgieval.tests.graphs.test_retrieval_novelty_agent import agent
 
     items = load_jsonl(_qa(tmp_path))
-    a = agent([AIMessage(content=json.dumps({"primary": "brevity", "pool": ["brevity"], "reason": "short is better"}))])
+    a = agent([AIMessage(content=json.dumps({"primary": "brevity", "added": ["brevity"], "reason": "short is better"}))])
     plan, metrics, _ = asyncio.run(run_customisation("Rank the models by how terse they are", items, agent=a))
     prompt = str(a.chat.seen[0][1].content)
     assert "- brevity (objective, 0-1): 1 for a reply of at most 5 words" in prompt
-    assert "brevity; choose it (pool and primary) for a request about conciseness." in prompt
-    assert plan.primary == "brevity" and plan.pool == ["brevity"] and ("*", "brevity") in plan.metrics
+    assert "brevity; choose it (added and primary) for a request about conciseness." in prompt
+    assert plan.primary == "brevity" and plan.added == ["brevity"] and ("*", "brevity") in plan.metrics
     assert plan.qualities == ["conciseness"] and "brevity" in [m.name for m in metrics]
