@@ -603,11 +603,11 @@ def resume(
     _run(config, resume=True, run_dir=d)
 
 
-async def _write_report(d: Path, config: RunConfig) -> str:
+async def _rerender_report(d: Path, config: RunConfig) -> str:
     """Re-render ``report.md`` (and ``report.json``) of the run in folder ``d``
     from its records; raises SgievalError when the run has not chosen its metrics."""
     from .graphs.checkpoints import open_saver
-    from .graphs.evaluate import build_graph, make_runtime, write_report
+    from .graphs.evaluate import build_graph, make_runtime, report_run
 
     run_id = config.run_id
     check_state_file(d / "state.sqlite")
@@ -616,7 +616,7 @@ async def _write_report(d: Path, config: RunConfig) -> str:
         snap = await build_graph(rt, saver).aget_state({"configurable": {"thread_id": run_id}})
     if not snap.values.get("metric_plan"):
         raise SgievalError("the run has not chosen its metrics yet", what=str(d), fix=f"`sgieval resume {d}`")
-    return str(await write_report(rt, snap.values))
+    return str(await report_run(rt, snap.values))
 
 
 @app.command()
@@ -643,7 +643,7 @@ def report(
         )
     _run_begins()
     try:
-        out.print(f"report: {_safe(asyncio.run(_write_report(d, config)))}", soft_wrap=True, highlight=False)
+        out.print(f"report: {_safe(asyncio.run(_rerender_report(d, config)))}", soft_wrap=True, highlight=False)
     except SgievalError as e:
         _fail(e)
     except (typer.Exit, click.exceptions.Exit):
@@ -721,7 +721,7 @@ def view(
                 config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url", "agent_model")
             )
         try:  # a run reported before report.json existed: re-render its report from the records
-            asyncio.run(_write_report(d, config))
+            asyncio.run(_rerender_report(d, config))
         except TamperedFileError as e:
             _fail(e)
         except SgievalError as e:

@@ -35,7 +35,11 @@ _PUBLIC: dict[str, str] = {
     "questioning_step": "run",
     "reporting_step": "run",
     "run_scope": "run",
-    "write_report": "run",
+    "metric_specs": "run_report",
+    "model_servers": "run_report",
+    "report_run": "run_report",
+    "sampling_line": "run_report",
+    "usage_summary": "run_report",
     "build_report": "reporting",
 }
 """Public name -> the module of this folder that defines it."""

@@ -63,7 +63,7 @@ from ..reports.build import (
     rank_labels,
     tie_groups,
     unscored_reason,
-    write_report,
+    write_report_files,
 )
 from .metric_choice import variant_disagreements
 from ..reports.sections import Heading, ReportContext, Section, Table, Text, report_section
@@ -1177,4 +1177,4 @@ async def build_report(
             )
     draft.data["answer"] = answer.to_dict()
     narrative = answer.markdown()
-    return write_report(run_dir, draft, narrative)
+    return write_report_files(run_dir, draft, narrative)

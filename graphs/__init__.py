@@ -14,7 +14,7 @@ _PUBLIC: dict[str, str] = {
     "execute": "evaluate",
     "make_runtime": "evaluate",
     "new_run_id": "evaluate",
-    "write_report": "evaluate",
+    "report_run": "evaluate",
     "open_saver": "checkpoints",
     "read_state": "checkpoints",
     "build_metric_chat": "metric_chat",

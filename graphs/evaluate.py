@@ -27,15 +27,13 @@ from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use
     check_request_models,
     load_ledger,
     make_runtime,
-    metric_specs,
     models_named_in,
     new_run_id,
     plan_needs,
     record_sampling,
-    sampling_line,
     unique_models,
-    write_report,
 )
+from ..agents.run_report import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
 from ..core import SgievalError
 from .checkpoints import open_saver
 
@@ -49,12 +47,9 @@ __all__ = [
     "make_runtime",
     "models_named_in",
     "new_run_id",
+    "report_run",
     "unique_models",
-    "write_report",
 ]
-
-RunRuntime = RunContext
-"""Former name of the run context (kept for callers of this module)."""
 
 
 class EvalState(TypedDict, total=False):

@@ -23,7 +23,7 @@ _PUBLIC: dict[str, str] = {
     "order_stats": "build",
     "pair_entry": "build",
     "rubric_breakdown": "build",
-    "write_report": "build",
+    "write_report_files": "build",
     "Answer": "answer",
     "Figure": "sections",
     "Heading": "sections",

@@ -5,7 +5,7 @@ need the metric pool (per-model :class:`ModelStat` summaries, the paired
 tests of adjacent ranks, the SGI-Score rows) and hands them here as plain
 data; :func:`assemble` turns records + those statistics into a
 :class:`ReportDraft` (every registered section, limitations, failures;
-everything but the Answer) and :func:`write_report` renders it with the
+everything but the Answer) and :func:`write_report_files` renders it with the
 Answer into ``report.md`` and ``report.json``.  It imports only ``core``
 (DESIGN.md "Layout").
 
@@ -70,7 +70,7 @@ __all__ = [
     "ranking_rows",
     "rubric_breakdown",
     "sgi_table",
-    "write_report",
+    "write_report_files",
 ]
 
 
@@ -1185,8 +1185,9 @@ def assemble(
     )
 
 
-def write_report(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
-    """Render ``draft`` with ``narrative`` (the Answer section) to ``run_dir/report.md``; returns its path.
+def write_report_files(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
+    """Render ``draft`` with ``narrative`` (the Answer section) to ``run_dir/report.md`` and ``report.json``; returns
+    the path of ``report.md``.
 
     The same data goes to ``run_dir/report.json`` for the HTML viewer
     (:mod:`.viewer`), with ``ranking["values"]``: the numbers behind the ranking

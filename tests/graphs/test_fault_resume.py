@@ -10,6 +10,7 @@ import pytest
 
 from sgieval.core import RunConfig, RunStore
 from sgieval.agents import run as steps
+from sgieval.agents import run_report
 from sgieval.graphs import evaluate as ev
 
 CHEM = "Which model is the most creative in chemistry?"
@@ -38,7 +39,7 @@ TARGETS = [
     (steps, "run_questioning"),
     (steps, "run_customisation"),
     (steps, "evaluate_with_executor"),
-    (steps, "write_report"),
+    (run_report, "report_run"),
     (ev, "after_confirm"),
 ]
 

@@ -117,7 +117,7 @@ def test_jsonl_without_references_has_no_predefined_metric(tmp_path):
 
 
 def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monkeypatch):
-    from sgieval.graphs.evaluate import write_report
+    from sgieval.graphs.evaluate import report_run
 
     bench = _write(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -136,11 +136,11 @@ def test_relative_benchmark_path_and_rerender_without_the_source(tmp_path, monke
     report = (tmp_path / "runs" / "r" / "report.md").read_text()
     # the source is edited (item 2 moves to geology) and item 3 deleted: the run keeps its own copy
     bench.write_text(json.dumps({**BENCH[0]}) + "\n" + json.dumps({**BENCH[1], "discipline": "geology"}) + "\n")
-    again = asyncio.run(write_report(make_runtime(cfg), state))
+    again = asyncio.run(report_run(make_runtime(cfg), state))
     assert again.read_text().split("## Answer")[1] == report.split("## Answer")[1]
     assert f"| data source | jsonl:quiz: {bench} |" in report
     bench.unlink()  # and without the source at all: only the data source line changes
-    again = asyncio.run(write_report(make_runtime(cfg), state)).read_text()
+    again = asyncio.run(report_run(make_runtime(cfg), state)).read_text()
     assert f"| data source | jsonl:quiz: {tmp_path / 'runs' / 'r' / 'items.jsonl'} (the run's copy) |" in again
 
     def body(text):

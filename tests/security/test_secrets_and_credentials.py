@@ -275,7 +275,7 @@ def test_report_files_mask_keys(tmp_path, monkeypatch):
             source="s",
         ),
     )
-    build.write_report(tmp_path, draft, f"Served by http://u:{FAKE_KEY}@h/v1 with {FAKE_KEY}.")
+    build.write_report_files(tmp_path, draft, f"Served by http://u:{FAKE_KEY}@h/v1 with {FAKE_KEY}.")
     assert (tmp_path / "report.md").read_text() == "# Report\n\nServed by http://h/v1 with sk-***.\n"
     assert json.loads((tmp_path / "report.json").read_text())["narrative"] == "Served by http://h/v1 with sk-***."
     assert not (tmp_path / ".report-pending").exists()

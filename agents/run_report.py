@@ -1,0 +1,220 @@
+"""The report of a run: its header, warnings, sampling and model-server lines, metric specs and cost and usage.
+
+:func:`report_run` gathers what the report states about the run itself (request, selection, models by role,
+metrics, data sources, settings, warnings, usage) from the run context and the graph state and hands it with the
+run's records to the reporting agent (:func:`sgieval.agents.reporting.build_report`).  The run context and the
+agent steps live in :mod:`sgieval.agents.run`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig
+from ..models.accounting import price_source
+from .customisation import MetricPlan, plan_specs
+from .questioning import SelectionPlan
+from .run import RunContext, State, _items, _metrics, load_ledger, models_named_in, replay_notes, run_prices
+
+__all__ = ["metric_specs", "model_servers", "report_run", "sampling_line", "usage_summary"]
+
+
+def model_servers(rt: RunContext) -> str:
+    """The report's "model servers" line: each OpenAI-compatible model with the server it was called on
+    (credentials removed), e.g. ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none."""
+    from ..core import redact_url
+
+    parts = []
+    for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
+        ref = m.ref
+        if ref is not None and ref.base_url:
+            src = f" ({ref.base_url_var})" if ref.base_url_var and ref.provider != "openai" else ""
+            parts.append(f"{m.name}: {redact_url(ref.base_url)}{src}")
+    return "; ".join(dict.fromkeys(parts))
+
+
+def sampling_line(config: RunConfig) -> str:
+    """The report's "sampling parameters" line: per model, what was sent and what was not, with why."""
+    parts = []
+    for name in dict.fromkeys([*config.sent_params, *config.dropped_params]):
+        sent = ", ".join(f"{k}={v}" for k, v in config.sent_params.get(name, {}).items()) or "provider defaults"
+        not_sent = "; ".join(f"{k} not sent: {why}" for k, why in config.dropped_params.get(name, {}).items())
+        parts.append(f"{name}: {sent}" + (f" ({not_sent})" if not_sent else ""))
+    return "; ".join(parts)
+
+
+def metric_specs(rt: RunContext, state: State) -> list[MetricSpec]:
+    """The specs of every metric the run's plan applies (predefined first, then custom rubrics with criteria).
+
+    Args:
+        rt: the run context (its catalog holds the run's items).
+        state: the graph state of the run's last checkpoint (``selection`` and ``metric_plan``).
+
+    Returns:
+        The metric specs, or [] when the run has not chosen its metrics.
+    """
+    if not state.get("metric_plan") or not state.get("selection"):
+        return []
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    items = _items(rt, state["selection"]["item_ids"])
+    metrics = _metrics(rt, items, plan)
+    return plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
+
+
+async def report_run(rt: RunContext, state: State) -> Path:
+    """(Re)write the run's ``report.md`` (and ``report.json``, figures, viewer) from its records and plans.
+
+    Args:
+        rt: the run context (config, run folder, catalog, models by role, ledger).
+        state: the graph state of the run (``selection``, ``metric_plan``, ``targets``, ``evaluated``).
+
+    Returns:
+        The path of ``report.md`` in the run folder.
+    """
+    from .reporting import build_report  # with scipy and matplotlib: loaded when the report is built
+
+    sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    items = _items(rt, state["selection"]["item_ids"])
+    metrics = _metrics(rt, items, plan)
+    specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
+    targets = state.get("targets") or [t.name for t in rt.targets]
+    ids = {i.id for i in items}
+    scores = [s for s in rt.store.read("scores") if s.model in targets and (s.item_id in ids or s.item_id == "*")]
+    responses = [r for r in rt.store.read("responses") if r.model in targets and r.item_id in ids]
+    warnings = []
+    smoke = [m.name for m in ([*rt.judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test]
+    if smoke:
+        warnings.append(
+            f"{', '.join(dict.fromkeys(smoke))} is an embedded 135M-parameter model: its outputs and "
+            "scores are smoke-test quality, not evidence about the target models."
+        )
+    if rt.config.allow_self_judge:
+        warnings.append("--allow-self-judge was set: a judge may have scored its own responses.")
+    if rt.config.unsafe_local_exec:
+        warnings.append("--unsafe-local-exec was set: model-written code ran without a sandbox.")
+    focus = None
+    if not rt.config.models and state.get("targets"):
+        refs = [ModelRef.parse(m) for m in state["targets"]]
+        stored = [r.name for r in refs if r.provider == "replay"]
+        named = models_named_in(rt.config.request, stored) if stored else []
+        if stored and named == stored:
+            warnings.append(
+                f"Target models are the stored models the request names ({', '.join(state['targets'])}); "
+                "pass --models to evaluate others."
+            )
+        elif len(named) == 1:
+            focus = f"replay:{named[0]}"
+            warnings.append(
+                f"The request asks about one model ({focus}): the Answer gives its scores; the other "
+                "stored models are evaluated only to show where it stands."
+            )
+    long_texts = (state.get("evaluated") or {}).get("long_texts_embedded") or 0
+    if long_texts:
+        n = (state.get("evaluated") or {}).get("texts_embedded") or 0
+        warnings.append(
+            f"{long_texts} of the {n} texts embedded with MiniLM were longer than its 256-token window; "
+            "each was embedded whole, in pieces of at most 250 word pieces whose vectors were averaged."
+        )
+    stopped = (state.get("evaluated") or {}).get("budget_stopped")
+    if stopped:
+        warnings.append(
+            f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
+            "the tables cover what was evaluated, corpus-level metrics were not computed."
+        )
+    replay_line, replay_warnings = replay_notes(rt.targets)
+    warnings += replay_warnings
+    scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
+    sources = (
+        "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
+    )
+    skipped = [
+        f"{b}: {f}" for b, files in rt.catalog.skipped.items() if any(i.benchmark == b for i in items) for f in files
+    ]
+    header = {
+        "run_id": rt.config.run_id,
+        "request": rt.config.request,
+        "selection_reason": sel.reason,
+        "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
+        "k": sel.k if sel.k is not None else "all matches",
+        "n_items": len(items),
+        "sampling": sel.sampling,
+        "seed": sel.seed,
+        "models": ", ".join(targets) + " (target)",
+        "judges": (
+            ", ".join(j.name for j in rt.judges)
+            + (f" (each asked {rt.config.judge_repeats} times per judged item)" if rt.config.judge_repeats > 1 else "")
+        )
+        or "none (judge metrics not run)",
+        "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
+        "metrics": ", ".join(plan.predefined)
+        + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
+        "primary": plan.primary,
+        "primary_reason": plan.reason,
+        "data_source": sources,
+        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
+        "scope": scope,
+        "extra": {
+            **({"files not read": "; ".join(skipped)} if skipped else {}),
+            **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
+            **({"replay item ids": replay_line} if replay_line else {}),
+            **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
+            **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
+            **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
+        },
+    }
+    return await build_report(
+        rt.store.root,
+        header=header,
+        items=items,
+        responses=responses,
+        scores=scores,
+        specs=specs,
+        primary=plan.primary,
+        models=targets,
+        custom={r.name for r in plan.custom},
+        agent=rt.agent,
+        n_resamples=rt.config.bootstrap_resamples,
+        seed=rt.config.seed,
+        warnings=warnings,
+        judges=[j.name for j in rt.judges],
+        allow_self_judge=rt.config.allow_self_judge,
+        usage=usage_summary(rt),
+        focus=focus,
+        stand_in=plan.stand_in,
+        recheck=rt.config.recheck,
+        embedding_model=rt.metric_options.get("embedding_model", "minilm"),
+    )
+
+
+def usage_summary(rt: RunContext) -> dict[str, Any]:
+    """What the "Cost and usage" section reads (:func:`~sgieval.agents.reporting.usage_section`): the ledger's
+    summary (calls, tokens, latency, cost per (model, role), total, budget) and ``prices``, one sentence on where
+    each model's price comes from (:func:`_price_sources`), and ``interrupted``, how many calls were sent but never
+    answered (the process ended first)."""
+    ledger = rt.ledger or load_ledger(rt)
+    summ = dict(ledger.summary())
+    if summ.get("rows"):
+        summ["prices"] = _price_sources(rt, [t["model"] for t in summ["rows"]])
+    summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
+    return summ
+
+
+def _price_sources(rt: RunContext, models: list[str]) -> str:
+    """One sentence: where each model's price comes from (the library's list prices, the user's, none)."""
+    prices = run_prices(rt)
+    by: dict[str, list[str]] = {}
+    for m in dict.fromkeys(models):
+        by.setdefault(price_source(m, prices) or "unknown", []).append(m)
+    parts = []
+    for src, ms in by.items():
+        if src == "user":
+            parts.append(f"given by the user (--price) for {', '.join(ms)}")
+        elif src == "free":
+            parts.append(f"none for {', '.join(ms)} (no paid call)")
+        elif src == "unknown":
+            parts.append(f"unknown for {', '.join(ms)} (cost n/a)")
+        else:
+            parts.append(f"list prices of {src} (bundled data, standard tier) for {', '.join(ms)}")
+    return "Prices: " + "; ".join(parts) + "."
