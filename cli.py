@@ -25,8 +25,6 @@ from .cli_labels import label, labels_app
 from .cli_metric import metric_app
 from .core import (
     BUDGET_STOP_NOTE,
-    REPORT_PENDING,
-    run_holder,
     InputError,
     RunConfig,
     RunStore,
@@ -39,7 +37,7 @@ from .core import (
     option_names,
     run_options,
 )
-from .core.files import read_bytes_in, read_text_in, split_jsonl
+from .core.files import read_bytes_in, read_text_in
 
 
 class _CommandLine(typer.Typer):
@@ -684,7 +682,12 @@ def _serve(folder: Path, port: int, open_browser: bool, labels: Any = None) -> N
 
 @app.command()
 def view(
-    run: str = typer.Argument(..., metavar="RUN", help="Run id, run folder, or its report.md."),
+    run: Optional[str] = typer.Argument(
+        None,
+        metavar="[RUN]",
+        help="Run id, run folder, or its report.md.  Without it: the home page of the runs folder (--out), listing "
+        "every run with a link to its viewer page.",
+    ),
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
     serve: bool = typer.Option(
         False,
@@ -709,10 +712,22 @@ def view(
 
     Each item page has a labelling form for the run's judge and rubric metrics, blind to the judge's score until
     the label is saved: with --serve it saves to the run's labels.jsonl, else the labels stay in the browser and
-    "download labels.jsonl" gives a file for `sgieval labels import`."""
-    from .cli_labels import ViewerLabels, viewer_labelling
-    from .reports.viewer import write_viewer
+    "download labels.jsonl" gives a file for `sgieval labels import`.
 
+    Without RUN: write the home page <out>/index.html, the runs index of `sgieval runs` with a link to each run's
+    viewer page (a run's viewer is written when it is missing or older than the run's records) and to the
+    comparisons of `sgieval compare`."""
+    if run is None:
+        if serve:
+            _fail(
+                InputError(
+                    "--serve serves one run's viewer",
+                    what="--serve",
+                    fix="give the run (`sgieval view RUN --serve`), or open the home page file without --serve",
+                )
+            )
+        _write_home(out_dir)
+        return
     d = _run_dir(run, out_dir)
     config = _read_config(d)
     if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
@@ -729,18 +744,34 @@ def view(
                 f"no report for this run ({_safe(e.one_line())}); the viewer shows its records without a ranking",
                 soft_wrap=True,
             )
+    try:
+        path, receiver = _write_run_viewer(d, config, serve=serve, labeller=labeller)
+    except SgievalError as e:
+        _fail(e)
+    out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
+    if serve:
+        _serve(path.parent, port, open_browser, receiver)
+
+
+def _write_run_viewer(
+    d: Path, config: RunConfig, *, serve: bool = False, labeller: str | None = None
+) -> tuple[Path, Any]:
+    """Write the viewer of the run in folder ``d`` from its records and report.json (never re-rendering the
+    report); returns (path of its index.html, the labels receiver for --serve or None).  Raises SgievalError for
+    a folder it refuses (a link planted in it, a tampered checkpoint, unreadable report data)."""
+    from .cli_labels import ViewerLabels, viewer_labelling
+    from .reports.viewer import write_viewer
+
     report_data = None
     if (d / "report.json").is_file():
         try:
             report_data = json.loads(read_text_in(d, d / "report.json"))
         except ValueError as e:
-            _fail(
-                InputError(
-                    f"unreadable report data ({e})",
-                    what=str(d / "report.json"),
-                    fix=f"re-render it with `sgieval report {config.run_id}`",
-                )
-            )
+            raise InputError(
+                f"unreadable report data ({e})",
+                what=str(d / "report.json"),
+                fix=f"re-render it with `sgieval report {config.run_id}`",
+            ) from None
     labelling, receiver = None, None
     try:  # the labelling form: the run's judge and rubric metrics with their criteria and random samples
         from .api import load_run, run_metric_specs
@@ -750,27 +781,72 @@ def view(
         labelling = viewer_labelling(records, label_specs)
         if labelling is not None and serve:
             receiver = ViewerLabels(records, label_specs, labelling, labeller or os.environ.get("USER", ""))
-    except TamperedFileError as e:
-        _fail(e)
+    except TamperedFileError:
+        raise
     except SgievalError as e:
         err.print(f"no labelling form in the viewer ({_safe(e.one_line())})", soft_wrap=True)
-    try:  # a link planted in the folder, two different records of one key: one line
-        store = RunStore(d)
-        path = write_viewer(
-            d,
-            store.read("items"),
-            store.read("responses"),
-            store.read("scores"),
-            report=report_data,
-            config=config.model_dump(mode="json"),
-            specs=(report_data or {}).get("metric_specs"),
-            labelling=labelling,
-        )
-    except SgievalError as e:
-        _fail(e)
-    out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
-    if serve:
-        _serve(path.parent, port, open_browser, receiver)
+    store = RunStore(d)  # a link planted in the folder, two different records of one key: one line
+    path = write_viewer(
+        d,
+        store.read("items"),
+        store.read("responses"),
+        store.read("scores"),
+        report=report_data,
+        config=config.model_dump(mode="json"),
+        specs=(report_data or {}).get("metric_specs"),
+        labelling=labelling,
+    )
+    return path, receiver
+
+
+def _viewer_stale(d: Path) -> bool:
+    """Whether the run in ``d`` has no viewer, or one older than its records or report (file modification times,
+    links not followed)."""
+    try:
+        made = os.stat(d / "viewer" / "data.js", follow_symlinks=False).st_mtime
+    except OSError:
+        return True
+    for name in ("report.json", "scores.jsonl", "responses.jsonl", "labels.jsonl"):
+        try:
+            if os.stat(d / name, follow_symlinks=False).st_mtime > made:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _write_home(out_dir: Path) -> None:
+    """``sgieval view`` without a run: write each listed run's missing or stale viewer, then the home page
+    ``out_dir/index.html`` (:func:`sgieval.reports.runs.write_runs_page`); a run whose viewer cannot be written
+    is listed with the reason."""
+    from .reports.runs import list_comparisons, list_runs, read_run, write_runs_page
+
+    if not out_dir.is_dir():
+        _fail(InputError("no such runs folder", what=str(out_dir), fix="give the folder holding run folders (--out)"))
+    entries = list_runs(out_dir, read_state=_read_state)
+    for k, e in enumerate(entries):
+        if e.status in ("broken", "running") or e.problem:
+            continue
+        d = Path(e.path)
+        if not _viewer_stale(d):
+            continue
+        try:
+            config = _read_config(d)
+            _write_run_viewer(d, config)
+        except SgievalError as x:
+            e.problem = f"viewer not written: {x.one_line()}"
+            continue
+        except (typer.Exit, click.exceptions.Exit):
+            e.problem = "viewer not written: its config.json cannot be read"
+            continue
+        entries[k] = read_run(d, read_state=_read_state, base=out_dir)
+    try:
+        page = write_runs_page(out_dir, entries, list_comparisons(out_dir))
+    except SgievalError as x:
+        _fail(x)
+    out.print(
+        f"home: {_safe(page)} ({len(entries)} run{'' if len(entries) == 1 else 's'})", soft_wrap=True, highlight=False
+    )
 
 
 @app.command()
@@ -792,40 +868,47 @@ def export(
         out.print(_safe(p), soft_wrap=True, highlight=False)
 
 
+def _read_state(path: Path, run_id: str) -> dict[str, Any]:
+    """A run's checkpoint state through the allowlisted reader (:func:`sgieval.graphs.checkpoints.read_state`)."""
+    from .graphs.checkpoints import read_state
+
+    return read_state(path, run_id)
+
+
 @app.command()
-def runs(out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders.")) -> None:
-    """List the runs in the runs folder with their status; a run whose
-    config.json cannot be read is listed as unreadable with the reason."""
-    found = False
-    for d in sorted(out_dir.glob("*/config.json")):
-        found = True
-        try:  # read only: listing never repairs, creates or follows anything in a run folder
-            cfg = RunConfig.model_validate_json(read_text_in(d.parent, d))
-            n_r, n_s = (
-                len(split_jsonl(read_bytes_in(d.parent, d.parent / f"{n}.jsonl").decode("utf-8", "replace")))
-                if (d.parent / f"{n}.jsonl").is_file()
-                else 0
-                for n in ("responses", "scores")
-            )
-        except (SgievalError, ValueError, OSError) as e:
-            reason = e.one_line() if isinstance(e, SgievalError) else _validation_reason(e)
-            out.print(_safe(f"{d.parent.name}\tunreadable: {d}: {reason}"), soft_wrap=True, highlight=False)
+def runs(
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders."),
+    as_json: bool = typer.Option(False, "--json", help="Print the index as one JSON list (one object per run)."),
+) -> None:
+    """List the runs in the runs folder, newest first: status, date, request, benchmark and items, target models,
+    judge, the ranking metric's winner as the run's report states it (or the tie), and cost.  Read only: a folder
+    that cannot be read (a link in it, an unreadable config.json) is listed with the reason."""
+    from .reports.runs import list_runs
+
+    entries = list_runs(out_dir, read_state=_read_state)
+    if as_json:
+        out.print_json(json.dumps([e.to_dict() for e in entries]))
+        return
+    for e in entries:
+        if e.status == "broken" and not e.run_id:
+            out.print(_safe(f"{e.folder}\tunreadable: {e.problem}"), soft_wrap=True, highlight=False)
             continue
-        holder = run_holder(d.parent)
-        if holder is not None:
-            status = f"running (pid {holder})" if holder > 0 else "running"
-        elif not (d.parent / "report.md").exists() or (d.parent / REPORT_PENDING).exists():
-            status = "incomplete (sgieval resume)"
-        elif _stopped_at_budget(d.parent):
+        c = e.cells()
+        status = c["status"] if e.status != "incomplete" else "incomplete (sgieval resume)"
+        if e.status == "stopped" and "budget" in e.status_detail:
             status = "stopped at its budget (sgieval resume <run> --budget USD)"
-        else:
-            status = "complete"
-        out.print(
-            _safe(f"{cfg.run_id}\t{status}\tresponses={n_r}\tscores={n_s}\t{cfg.request!r}"),
-            soft_wrap=True,
-            highlight=False,
-        )
-    if not found:
+        elif e.status == "running":
+            status = f"running ({e.status_detail})" if e.status_detail else "running"
+        lines = [
+            f"{e.run_id}\t{status}\tresponses={e.responses}\tscores={e.scores}\t{e.request!r}",
+            f"    started {c['date']} UTC; {c['benchmark']}; target models: {c['models']}; judge: {c['judge']}",
+            f"    winner: {c['winner']}; cost (USD): {c['cost']}",
+        ]
+        if e.problem:
+            lines.append(f"    problem: {e.problem}")
+        for line in lines:
+            out.print(_safe(line), soft_wrap=True, highlight=False)
+    if not entries:
         out.print(f"no runs in {_safe(out_dir)}", highlight=False)
 
 

@@ -168,7 +168,7 @@ def test_rich_markup_in_a_request_or_an_error_never_crashes_the_cli(tmp_path, ma
     if options:  # the words left out are named, as words (no markup)
         assert "--all: 'bold', 'red' matched nothing and were left out |" in (run / "report.md").read_text()
     assert (
-        listing.output.split()
+        listing.output.splitlines()[0].split()
         == (
             # 6 target models x 2 items: 12 responses, each with 6 per-item AidanBench scores (accepted answers,
             # published count, README and leaderboard scores, coherence and novelty per item), and 4 corpus-level

@@ -1,0 +1,474 @@
+"""The runs index: one entry per run folder below a runs folder, read as data (``sgieval runs``, the viewer's home
+page ``<runs folder>/index.html``).
+
+Everything comes from the files a run wrote, parsed as data and never followed through a link:
+
+- ``config.json``: the request, the target models asked for, the judges (:class:`~sgieval.core.RunConfig`);
+- ``report.json``: the ranking metric, its ranked rows with their rank labels and the paired test of the top two
+  (the report's own tie and separation rules: ``reports.build.tie_groups`` / ``rank_labels`` and the Answer's
+  "How sure" test; the index reads their result, it does not decide a winner of its own);
+- for a run without a report only, the run's checkpoint through the caller's allowlisted reader (``read_state``,
+  e.g. :func:`sgieval.graphs.checkpoints.read_state`; never for a run another process holds): the selected item
+  ids, the target model names, whether the metrics were confirmed;
+- ``items.jsonl`` (benchmarks of the selected items), ``ledger.jsonl`` (cost), ``log.jsonl`` (start time, an
+  unexpected error), ``report.md`` (a budget stop), the run lock (a run in progress).
+
+A folder that cannot be read (a link in it, an unreadable ``config.json``, a tampered checkpoint) is an entry with
+its ``problem``; listing never raises for one folder, never writes, repairs or creates anything in a run folder.
+
+Stable names of the home page (``runs.html.j2``), for tests and scripts: the table ``#runs-index``, one
+``tr.run-row`` per run with ``data-run-id`` and ``data-status``, cells ``td.col-<key>`` for the keys of
+:data:`COLUMNS`, the link ``a.run-link`` to the run's viewer, ``tr.run-broken`` / ``td.run-problem`` for a folder
+that could not be read, and ``#compare-index`` with ``a.compare-link`` for the comparisons written there.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, run_holder
+from ..core.files import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
+
+__all__ = [
+    "COLUMNS",
+    "COMPARE_PREFIX",
+    "RunEntry",
+    "Winner",
+    "list_comparisons",
+    "list_runs",
+    "read_run",
+    "write_runs_page",
+]
+
+COMPARE_PREFIX = "compare-"
+"""Name prefix of the folders ``sgieval compare`` writes in a runs folder (``compare-<run a>-<run b>``)."""
+
+StateReader = Callable[[Path, str], dict[str, Any]]
+"""``read_state(state.sqlite path, run id) -> graph state`` (``{}`` without a checkpoint); raises SgievalError for
+a checkpoint it refuses."""
+
+COLUMNS = (
+    ("run", "run"),
+    ("date", "started (UTC)"),
+    ("request", "request"),
+    ("benchmark", "benchmark (items)"),
+    ("models", "target models"),
+    ("judge", "judge"),
+    ("winner", "winner by the ranking metric"),
+    ("status", "status"),
+    ("cost", "cost (USD)"),
+)
+"""(key, heading) of the index's columns, in order (``td.col-<key>`` on the home page)."""
+
+STATUSES = ("complete", "running", "incomplete", "stopped", "failed", "broken")
+"""Status codes: ``complete`` (report written), ``running`` (another process holds the run), ``incomplete`` (no
+report yet: ``sgieval resume``), ``stopped`` (at its budget or at the metric confirmation), ``failed`` (an
+unexpected error ended it before its report), ``broken`` (the folder cannot be read: see ``problem``)."""
+
+
+@dataclass
+class Winner:
+    """The ranking metric's first place as the run's report states it.
+
+    ``metric``: the ranking metric; ``models``: the model(s) ranked first (several when the report's rank label
+    is ``1=``: a tie, means equal at the printed precision and not separated by the paired test); ``runner_up``:
+    the model(s) of the next rank; ``p``: the report's paired test of the first two (two-sided, 0-1; None when
+    not tested); ``separated``: p < 0.05 (None when not tested); ``text``: the index's cell."""
+
+    metric: str
+    models: list[str]
+    runner_up: list[str] = field(default_factory=list)
+    p: float | None = None
+    separated: bool | None = None
+    text: str = ""
+
+    @property
+    def tie(self) -> bool:
+        """Whether several models share first place."""
+        return len(self.models) > 1
+
+
+@dataclass
+class RunEntry:
+    """One run of the index.
+
+    ``folder``: the run folder's name; ``path``; ``run_id`` (config.json's, "" when unreadable); ``started``: when
+    the run began (ISO 8601 UTC; its log's first event, else the run id's time stamp, else config.json's
+    modification time; "" when unknown); ``request``; ``benchmarks``: of the selected items; ``n_items``: the
+    selected items (None when unknown); ``models``: the target models (as named in the records once the run has
+    started, else as asked); ``judges``; ``winner`` (None without a report or a ranked model); ``status`` (one of
+    :data:`STATUSES`) and ``status_detail`` (what to do); ``cost_usd``: known cost of the run's model calls in USD
+    (0 with no calls, None without a ledger or when no call had a price) and ``cost_note`` (unpriced calls, no
+    calls); ``responses``/``scores``: lines in responses.jsonl / scores.jsonl; ``problem``: why the folder (or a
+    part of it) could not be read ("" when it could); ``viewer``: path of its viewer page relative to the runs
+    folder ("" when not written)."""
+
+    folder: str
+    path: str
+    run_id: str = ""
+    started: str = ""
+    request: str = ""
+    benchmarks: list[str] = field(default_factory=list)
+    n_items: int | None = None
+    models: list[str] = field(default_factory=list)
+    judges: list[str] = field(default_factory=list)
+    winner: Winner | None = None
+    status: str = "broken"
+    status_detail: str = ""
+    cost_usd: float | None = None
+    cost_note: str = ""
+    responses: int = 0
+    scores: int = 0
+    problem: str = ""
+    viewer: str = ""
+
+    def cells(self) -> dict[str, str]:
+        """The index's cells as text, by :data:`COLUMNS` key."""
+        return {
+            "run": self.run_id or self.folder,
+            "date": self.started.replace("T", " ")[:16] if self.started else "unknown",
+            "request": self.request or "(the whole catalog)",
+            "benchmark": (", ".join(self.benchmarks) or "benchmark unknown")
+            + (f" ({self.n_items} item{'' if self.n_items == 1 else 's'})" if self.n_items is not None else ""),
+            "models": ", ".join(self.models) or "none",
+            "judge": ", ".join(self.judges) or "none",
+            "winner": self.winner.text if self.winner else ("no report" if not self.problem else "-"),
+            "status": self.status + (f": {self.status_detail}" if self.status_detail else ""),
+            "cost": self.cost_text(),
+        }
+
+    def cost_text(self) -> str:
+        """The cost cell: ``0.0123`` (with its note), ``n/a`` and why."""
+        if self.cost_usd is None:
+            return f"n/a ({self.cost_note})" if self.cost_note else "n/a"
+        if self.cost_usd == 0 and self.cost_note == "no model calls":
+            return "0 (no model calls)"
+        return f"{self.cost_usd:.4f}" + (f" ({self.cost_note})" if self.cost_note else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``sgieval runs --json``): every field, ``winner`` with its ``tie``."""
+        d = asdict(self)
+        if self.winner is not None:
+            d["winner"]["tie"] = self.winner.tie
+        return d
+
+
+def _read_json(root: Path, name: str) -> Any:
+    return json_loads_strict(read_bytes_in(root, root / name).decode("utf-8"))
+
+
+def _count_lines(root: Path, name: str) -> int:
+    try:
+        return len(split_jsonl(read_bytes_in(root, root / name).decode("utf-8", "replace")))
+    except FileNotFoundError:
+        return 0
+
+
+def _rows(root: Path, name: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file (lines that are no JSON object are skipped); [] without the file."""
+    try:
+        lines = split_jsonl(read_bytes_in(root, root / name).decode("utf-8", "replace"))
+    except FileNotFoundError:
+        return []
+    out = []
+    for ln in lines:
+        try:
+            v = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(v, dict):
+            out.append(v)
+    return out
+
+
+_STAMP = re.compile(r"^(\d{8})-(\d{6})-")
+
+
+def _started(root: Path, run_id: str, log: list[dict[str, Any]]) -> str:
+    for row in log[:1]:
+        t = row.get("timestamp")
+        if isinstance(t, str):
+            try:
+                return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).astimezone(_dt.timezone.utc).isoformat()
+            except ValueError:
+                pass
+    m = _STAMP.match(run_id)
+    if m:  # new_run_id's local time stamp
+        try:
+            return (
+                _dt.datetime.strptime(m.group(1) + m.group(2), "%Y%m%d%H%M%S").astimezone(_dt.timezone.utc).isoformat()
+            )
+        except ValueError:
+            pass
+    try:
+        st = os.stat(root / "config.json", follow_symlinks=False)
+    except OSError:
+        return ""
+    return _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc).isoformat()
+
+
+def _cost(root: Path) -> tuple[float | None, str]:
+    """(known cost in USD of the ledger's calls, note) from ``ledger.jsonl`` (``CallRecord`` rows)."""
+    try:
+        read_bytes_in(root, root / "ledger.jsonl")
+    except FileNotFoundError:
+        return 0.0, "no model calls"
+    rows = _rows(root, "ledger.jsonl")
+    made = [r for r in rows if not r.get("cached")]
+    if not made:
+        return 0.0, "no model calls" if not rows else f"{len(rows)} calls, all from the cache"
+    known = [
+        float(r["cost"])
+        for r in made
+        if isinstance(r.get("cost"), (int, float)) and not isinstance(r.get("cost"), bool)
+    ]
+    unpriced = sum(1 for r in made if r.get("cost") is None and not r.get("error"))
+    interrupted = sum(1 for r in made if r.get("interrupted"))
+    notes = [f"{len(made)} call{'' if len(made) == 1 else 's'}"]
+    if unpriced:
+        notes.append(f"{unpriced} without a known price, not counted")
+    if interrupted:
+        notes.append(f"{interrupted} interrupted, cost unknown")
+    if not known:
+        return None, "; ".join(["no call had a known price", *notes[1:]]) if unpriced else "; ".join(notes)
+    return float(sum(known)), "; ".join(notes)
+
+
+def _winner(report: dict[str, Any]) -> Winner | None:
+    """The first rank of ``report.json``'s ranking (rank labels ``1`` / ``1=``) and the report's paired test of
+    the first two (``comparison``)."""
+    ranking = report.get("ranking")
+    if not isinstance(ranking, dict):
+        return None
+    metric = str(ranking.get("metric") or "")
+    rows = [r for r in ranking.get("rows") or [] if isinstance(r, dict)]
+    ranks = [(str(r.get("rank", "")), str(r.get("model", ""))) for r in rows]
+    first = [m for rk, m in ranks if rk in ("1", "1=")]
+    if not first:
+        return None
+    rest = [(rk, m) for rk, m in ranks if rk not in ("1", "1=") and rk.rstrip("=").isdigit()]
+    runner = [m for rk, m in rest if rest and rk == rest[0][0]]
+    w = Winner(metric=metric, models=first, runner_up=runner)
+    comp = report.get("comparison")
+    if isinstance(comp, dict) and isinstance(comp.get("p"), (int, float)) and comp.get("a") in first:
+        w.p = float(comp["p"])
+        w.separated = bool(w.p < 0.05)
+    by = f" by {metric}" if metric else ""
+    p = "" if w.p is None else f"p = {'< 0.0001' if w.p < 0.0001 else f'{w.p:.4f}'}"
+    if w.tie:
+        w.text = f"tie{by}: {' = '.join(first)}" + (f" (paired test {p}: not separated)" if p else "")
+    elif not runner:
+        w.text = f"{first[0]}{by} (the only ranked model)"
+    elif w.p is None:
+        w.text = f"{first[0]}{by} (no paired test against {' = '.join(runner)})"
+    else:
+        word = "separated from" if w.separated else "not separated from"
+        w.text = f"{first[0]}{by} ({word} {' = '.join(runner)}: paired test {p})"
+    return w
+
+
+def _status(root: Path, state: dict[str, Any], log: list[dict[str, Any]]) -> tuple[str, str]:
+    holder = run_holder(root)
+    if holder is not None:
+        return "running", f"pid {holder}" if holder > 0 else ""
+    report = (root / "report.md").is_file() and not (root / "report.md").is_symlink()
+    if state.get("confirmed") is False:
+        return "stopped", "at the metric confirmation (sgieval resume)"
+    if report and not os.path.lexists(root / REPORT_PENDING):
+        try:
+            text = read_bytes_in(root, root / "report.md").decode("utf-8", "replace")
+        except (OSError, SgievalError):
+            text = ""
+        if BUDGET_STOP_NOTE in text:
+            return "stopped", "at its budget (sgieval resume <run> --budget USD)"
+        return "complete", ""
+    errors = [r for r in log if r.get("level") == "error"]
+    if errors:
+        return "failed", f"{str(errors[-1].get('error', ''))[:200]} (see log.jsonl; sgieval resume)"
+    return "incomplete", "sgieval resume"
+
+
+def read_run(root: str | Path, *, read_state: StateReader | None = None, base: str | Path | None = None) -> RunEntry:
+    """The index entry of the run folder ``root``; never raises for a folder that cannot be read (the entry says
+    why in ``problem``, status ``broken``).
+
+    Args:
+        root: a run folder (holding ``config.json``).
+        read_state: the checkpoint reader (``(state.sqlite path, run id) -> state``); None: no checkpoint read.
+        base: the runs folder, for ``viewer`` (the viewer page's path relative to it); default ``root``'s parent.
+
+    Returns:
+        The :class:`RunEntry`.
+    """
+    root = Path(root)
+    e = RunEntry(folder=root.name, path=str(root))
+    if os.path.islink(root):
+        e.problem = "the run folder is a symbolic link (not followed)"
+        return e
+    links = find_links(root)
+    if links:
+        e.problem = f"symbolic link(s) in the run folder, not followed: {', '.join(links[:5])}" + (
+            f" and {len(links) - 5} more" if len(links) > 5 else ""
+        )
+        return e
+    try:
+        config = RunConfig.model_validate_json(read_bytes_in(root, root / "config.json").decode("utf-8"))
+    except FileNotFoundError:
+        e.problem = "no config.json"
+        return e
+    except (SgievalError, ValueError, OSError) as x:
+        e.problem = f"{root / 'config.json'}: {_reason(x)}"
+        return e
+    e.run_id, e.request, e.judges = config.run_id, config.request, list(config.judges)
+    e.models = list(config.models)
+    e.responses, e.scores = _count_lines(root, "responses.jsonl"), _count_lines(root, "scores.jsonl")
+    problems: list[str] = []
+    log = _rows(root, "log.jsonl")
+    e.started = _started(root, config.run_id, log)
+    report: dict[str, Any] = {}
+    try:
+        r = _read_json(root, "report.json")
+        report = r if isinstance(r, dict) else {}
+    except FileNotFoundError:
+        pass
+    except (SgievalError, ValueError, OSError) as x:
+        problems.append(f"report.json not read: {_reason(x)}")
+    state: dict[str, Any] = {}
+    # the checkpoint only for a run without a report, and never one another process holds (SQLite would open
+    # its journal files beside it)
+    if read_state is not None and not report and run_holder(root) is None and (root / "state.sqlite").is_file():
+        try:
+            state = read_state(root / "state.sqlite", config.run_id) or {}
+        except (SgievalError, ValueError, OSError) as x:
+            problems.append(f"checkpoint not read: {_reason(x)}")
+    ranking = report.get("ranking") if isinstance(report.get("ranking"), dict) else None
+    rows = [r for r in (ranking or {}).get("rows") or [] if isinstance(r, dict) and r.get("model")]
+    targets = state.get("targets") or [r["model"] for r in rows]
+    if isinstance(targets, list) and targets:
+        e.models = [str(m) for m in targets]
+    selection = state.get("selection") if isinstance(state.get("selection"), dict) else {}
+    ids = selection.get("item_ids") if isinstance(selection, dict) else None
+    h = report.get("header")
+    header: dict[str, Any] = h if isinstance(h, dict) else {}
+    if isinstance(ids, list) and ids:
+        e.n_items = len(ids)
+    elif isinstance(header.get("n_items"), int):
+        e.n_items = header["n_items"]
+    wanted = set(ids) if isinstance(ids, list) and ids else None
+    items = _rows(root, "items.jsonl")
+    e.benchmarks = sorted(
+        {str(i.get("benchmark")) for i in items if i.get("benchmark") and (wanted is None or i.get("id") in wanted)}
+    )
+    if e.n_items is None and items:
+        e.n_items = len(items)
+    if not e.benchmarks and config.benchmarks:
+        e.benchmarks = [str(b) for b in config.benchmarks]
+    e.winner = _winner(report) if report else None
+    e.status, e.status_detail = _status(root, state, log)
+    e.cost_usd, e.cost_note = _cost(root)
+    e.problem = "; ".join(problems)
+    page = root / "viewer" / "index.html"
+    if page.is_file():
+        e.viewer = os.path.relpath(page, Path(base) if base is not None else root.parent)
+    return e
+
+
+def _reason(x: BaseException) -> str:
+    if isinstance(x, SgievalError):
+        return x.one_line()
+    errors = getattr(x, "errors", None)
+    if callable(errors):
+        try:
+            return "; ".join(
+                (f"{'.'.join(map(str, d['loc']))}: " if d.get("loc") else "") + str(d.get("msg", "")) for d in errors()
+            )
+        except Exception:  # noqa: BLE001 - fall back to the text
+            pass
+    lines = [ln for ln in str(x).splitlines() if ln.strip()]
+    return lines[0] if lines else type(x).__name__
+
+
+def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> list[RunEntry]:
+    """Every run folder of the runs folder ``out_dir`` (its entries holding a ``config.json``, or a link named
+    like a run), by start time, newest first (folders with no known start time last, by name).
+
+    Args:
+        out_dir: the runs folder (``--out``).
+        read_state: the checkpoint reader (see :func:`read_run`).
+
+    Returns:
+        One :class:`RunEntry` per folder ([] when ``out_dir`` does not exist); a folder that cannot be read is an
+        entry with its ``problem``.
+    """
+    out_dir = Path(out_dir)
+    try:
+        entries = sorted(os.scandir(out_dir), key=lambda d: d.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    runs = []
+    for d in entries:
+        if d.is_symlink():
+            if os.path.lexists(os.path.join(d.path, "config.json")):
+                runs.append(RunEntry(folder=d.name, path=d.path, problem="a symbolic link to a folder (not followed)"))
+            continue
+        if d.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(d.path, "config.json")):
+            runs.append(read_run(d.path, read_state=read_state, base=out_dir))
+    runs.sort(key=lambda r: r.folder)
+    runs.sort(key=lambda r: r.started or "", reverse=True)
+    return runs
+
+
+def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
+    """The comparison pages written in the runs folder ``out_dir``: (title, path relative to ``out_dir``) of each
+    ``compare-*/index.html`` that is a regular file in a real folder (no link followed), by folder name; the
+    title is the folder's name without its prefix, the compared run ids joined by ``-``."""
+    out_dir = Path(out_dir)
+    try:
+        entries = sorted(os.scandir(out_dir), key=lambda d: d.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for d in entries:
+        if not d.name.startswith(COMPARE_PREFIX) or d.is_symlink() or not d.is_dir(follow_symlinks=False):
+            continue
+        page = Path(d.path) / "index.html"
+        if page.is_file() and not page.is_symlink():
+            out.append((d.name[len(COMPARE_PREFIX) :], f"{d.name}/index.html"))
+    return out
+
+
+def write_runs_page(
+    out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]] | None = None
+) -> Path:
+    """Write the home page ``out_dir/index.html``: the runs index with a link to each run's viewer page, then the
+    comparisons (``sgieval compare``) written in ``out_dir``.  One static file (no script, no network); every
+    value is escaped (Jinja2 autoescape).  Written without following a link below ``out_dir``.
+
+    Args:
+        out_dir: the runs folder.
+        runs: :func:`list_runs`'s entries (their ``viewer`` paths relative to ``out_dir``).
+        comparisons: (title, path of its page relative to ``out_dir``) per comparison.
+
+    Returns:
+        The page's path.
+    """
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    out_dir = Path(out_dir)
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html", "j2"])
+    )
+    html = env.get_template("runs.html.j2").render(
+        title=f"sgieval runs: {out_dir}",
+        folder=str(out_dir),
+        columns=COLUMNS,
+        runs=[(r, r.cells()) for r in runs],
+        comparisons=comparisons or [],
+    )
+    return write_text_in(out_dir, out_dir / "index.html", html)
