@@ -76,6 +76,7 @@ class RunOptions(TypedDict, total=False):
     unsafe_local_exec: bool
     allow_self_judge: bool
     yes: bool
+    dry_run: bool
     max_concurrency: int
     use_cache: bool
     budget_usd: float | None
@@ -122,6 +123,9 @@ class RunRecords:
     state: dict[str, Any] = field(default_factory=dict)
     stopped: bool = False
     config: RunConfig | None = None
+    estimate: dict[str, Any] | None = None
+    """The estimate before any call (``dry_run=True``, or the confirmation's): per (model, role) the calls,
+    input and output tokens and USD (:class:`sgieval.models.estimate.Estimate` fields, ``lines`` its text)."""
     labels: list[Label] = field(default_factory=list)
     """The human labels of ``labels.jsonl`` (every line, in file order; the latest per unit and labeller counts)."""
 
@@ -377,6 +381,7 @@ async def aevaluate(
         state=dict(state),
         stopped=stopped,
         config=config,
+        estimate=state.get("estimate") or rt.estimate,
     )
 
 

@@ -280,6 +280,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
                 err.print(f"  - {_safe(MetricNeeds.model_validate(need).line())}", highlight=False, soft_wrap=True)
             for n in payload.get("notes") or []:
                 err.print(f"  note: {_safe(n)}", highlight=False, soft_wrap=True)
+            _print_estimate(payload.get("estimate"))
             try:
                 ok = typer.confirm("Run with these metrics?", default=True, err=True)
             except (typer.Abort, EOFError):  # stdin closed: the same as answering no
@@ -306,6 +307,13 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             progress.stop()
             kept = rt.store.root.is_dir()
             _unexpected(e, rt.store.root if kept else None, config.run_id, ref)
+    if config.dry_run and state.get("estimate") is not None:
+        _print_estimate(state["estimate"], out)
+        if not resume and rt.store.created and not rt.store.read("responses"):
+            rt.store.close()
+            shutil.rmtree(rt.store.root, ignore_errors=True)
+        err.print("dry run: no target or judge call was made", soft_wrap=True)
+        return
     if state.get("confirmed") is False:
         # nothing evaluated in a folder this call made: no run folder left to resume (never one it was given)
         if not resume and rt.store.created and not rt.store.read("responses"):
@@ -321,6 +329,17 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
         err.print(f"stopped before the report; continue with `sgieval resume {_safe(ref)}`")
         raise typer.Exit(3)
     out.print(f"report: {_safe(state['report'])}", soft_wrap=True, highlight=False)
+
+
+def _print_estimate(estimate: dict | None, console: Console | None = None) -> None:
+    """Print the run's estimate (the ``lines`` of :func:`sgieval.agents.run.estimate_step`) under its heading,
+    on ``console`` (default stderr, beside the confirmation)."""
+    if not estimate:
+        return
+    console = console or err
+    console.print("[bold]Estimate before any call[/]")
+    for line in estimate.get("lines") or []:
+        console.print(f"  {_safe(line)}", highlight=False, soft_wrap=True)
 
 
 def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]], None]) -> Callable[..., None]:

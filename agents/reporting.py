@@ -32,6 +32,7 @@ from ..core.offload import call
 from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
+from .estimate import estimate_blocks
 from ..reports.answer import (
     Answer,
     by_metric,
@@ -953,6 +954,7 @@ def usage_section(summ: dict[str, Any]) -> Section:
     ]
     if summ.get("prices"):
         blocks.append(Text(summ["prices"]))
+    blocks += estimate_blocks(summ.get("estimate"), summ["rows"])
     if summ.get("interrupted"):  # counted among the failed calls; what they cost is not in the totals
         blocks.append(
             Text(

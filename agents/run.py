@@ -56,6 +56,7 @@ __all__ = [
     "check_request_models",
     "confirmation",
     "customisation_step",
+    "estimate_step",
     "evaluation_step",
     "check_budget_prices",
     "load_ledger",
@@ -108,6 +109,9 @@ class RunContext:
     option_names: dict[str, str] = field(default_factory=lambda: run_option_names(RunConfig, "cli"), repr=False)
     """RunConfig field -> how errors and reports of the run name the option: the ``ask`` flags by default,
     the ``evaluate`` keywords when the Python API runs it (:func:`sgieval.core.option_names`)."""
+    estimate: dict[str, Any] | None = field(default=None, repr=False)
+    """The run's estimate once made (:func:`estimate_step`; the confirmation step runs again when it is
+    answered, and reuses it)."""
     secrets: SecretValues | None = field(default=None, repr=False)
     """The secret values this run sends (:func:`run_secrets`; set by :func:`run_scope`): masked by value in
     every record, journal row and log line of the run."""
@@ -588,6 +592,56 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
         "notes": plan.notes,
         "needs": [n.model_dump() for n in needs],
     }
+
+
+async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
+    """The run's estimate before any call (:func:`sgieval.agents.estimate.estimate_run`): per (model, role) the
+    calls, input tokens (counted on the target and judge prompts built for every item), output tokens and USD.
+    Kept in the run folder (``estimate.jsonl``, the latest line counts) for the report's cost section.
+
+    Args:
+        state: the graph state after the customisation (``selection``, ``metric_plan``).
+        rt: the run context.
+
+    Returns:
+        The estimate as a dict (:class:`sgieval.models.estimate.Estimate` fields) with ``lines``: its text,
+        one line per (model, role), then the total and how it was counted.
+    """
+    from ..models.cache import get_cache
+    from .estimate import estimate_run
+
+    if rt.estimate is not None:
+        return rt.estimate
+    items = _items(rt, state["selection"]["item_ids"])
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    _attach_tools(rt, items)
+    try:
+        targets = _default_targets(rt, items)
+    except InputError:
+        targets = []
+    agent_done: dict[str, int] = {}
+    if rt.agent is not None and rt.ledger is not None:
+        for t in rt.ledger.totals().values():
+            if t.model == rt.agent.name and t.role == "agent":
+                agent_done = {"calls": t.calls, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens}
+    est = await estimate_run(
+        items,
+        targets,
+        rt.judges,
+        _metrics(rt, items, plan),
+        agent=rt.agent,
+        agent_done=agent_done,
+        tools=rt.tools,
+        options=rt.metric_options,
+        allow_self_judge=rt.config.allow_self_judge,
+        prices=run_prices(rt),
+        cache=get_cache() if rt.config.use_cache else None,
+    )
+    out = {**est.model_dump(mode="json"), "lines": est.lines()}
+    rt.store.append_rows("estimate", [out])
+    rt.estimate = out
+    log.info("estimate", calls=est.calls, input_tokens=est.input_tokens, usd=est.usd)
+    return out
 
 
 async def evaluation_step(state: State, rt: RunContext) -> Update:

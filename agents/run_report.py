@@ -191,13 +191,17 @@ async def report_run(rt: RunContext, state: State) -> Path:
 def usage_summary(rt: RunContext) -> dict[str, Any]:
     """What the "Cost and usage" section reads (:func:`~sgieval.agents.reporting.usage_section`): the ledger's
     summary (calls, tokens, latency, cost per (model, role), total, budget) and ``prices``, one sentence on where
-    each model's price comes from (:func:`_price_sources`), and ``interrupted``, how many calls were sent but never
-    answered (the process ended first)."""
+    each model's price comes from (:func:`_price_sources`), ``interrupted``, how many calls were sent but never
+    answered (the process ended first), and ``estimate``, the estimate made before any call
+    (:func:`sgieval.agents.run.estimate_step`) when one was made."""
     ledger = rt.ledger or load_ledger(rt)
     summ = dict(ledger.summary())
     if summ.get("rows"):
         summ["prices"] = _price_sources(rt, [t["model"] for t in summ["rows"]])
     summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
+    estimates = rt.store.read_rows("estimate")
+    if estimates:
+        summ["estimate"] = estimates[-1]
     return summ
 
 

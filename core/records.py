@@ -745,6 +745,9 @@ class RunConfig(_Record):
     report says so)."""
     yes: Annotated[bool, Option(short="-y", api_default=True)] = False
     """Do not pause to confirm the metrics."""
+    dry_run: bool = False
+    """Stop after the estimate: print, per model and role, the calls, input and output tokens and USD the run
+    would take, make no target or judge call, and keep no run folder (exit 0)."""
     max_concurrency: int = 16
     """Model calls in flight (>= 1)."""
     use_cache: Annotated[

@@ -55,7 +55,8 @@ __all__ = [
 class EvalState(TypedDict, total=False):
     """Graph state (checkpointed).  ``selection``: SelectionPlan dump plus
     ``item_ids``; ``metric_plan``: MetricPlan dump; ``confirmed``; ``targets``:
-    target model names; ``evaluated``: counts; ``report``: report path."""
+    target model names; ``evaluated``: counts; ``report``: report path; ``estimate``: the
+    estimate before any call (``--dry-run``)."""
 
     selection: dict[str, Any]
     metric_plan: dict[str, Any]
@@ -63,6 +64,7 @@ class EvalState(TypedDict, total=False):
     targets: list[str]
     evaluated: dict[str, Any]
     report: str
+    estimate: dict[str, Any]
 
 
 def after_confirm(state: EvalState) -> str:
@@ -93,8 +95,15 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
         return await steps.customisation_step(state, ctx(runtime))
 
     async def confirm(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        payload = steps.confirmation(state, ctx(runtime))
-        return {"confirmed": True if payload is None else bool(interrupt(payload))}
+        c = ctx(runtime)
+        dry = c.config.dry_run
+        payload = None if dry else steps.confirmation(state, c)
+        if payload is None and not dry:
+            return {"confirmed": True}  # --yes: no question, so no estimate before it
+        estimate = state.get("estimate") or await steps.estimate_step(state, c)
+        if dry or payload is None:  # --dry-run: the estimate is the answer; nothing is evaluated
+            return {"confirmed": False, "estimate": estimate}
+        return {"confirmed": bool(interrupt({**payload, "estimate": estimate}))}
 
     async def evaluation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return await steps.evaluation_step(state, ctx(runtime))

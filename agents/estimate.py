@@ -1,0 +1,296 @@
+"""The run's estimate before any call: every target and judge prompt the run will send, built by the run's own
+code for every item, counted and priced (:mod:`sgieval.models.estimate`).
+
+:func:`estimate_run` drives the evaluation's own functions (:func:`sgieval.agents.evaluation.infer` for the
+target prompt, :func:`sgieval.agents.evaluation.score_response` for every metric of the plan, which builds the
+judge prompts, tool loops and structured-output bindings) with a :class:`~sgieval.models.estimate.RehearsalChat`
+standing in for each live model, under a call context of its own (no call cache written, a ledger of its own),
+so nothing is sent, stored or billed.  Replay targets answer with their stored responses, so judge prompts on
+them are exact; a live target's answer is unknown before the run and stands in at the typical answer length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any, Mapping, Sequence
+
+from ..core import OPEN_CREATIVITY, Item
+from ..metric_pool.base import Metric, ScoringContext
+from ..models.base import NamedModel
+from ..models.estimate import (
+    APPROXIMATION,
+    DEFAULT_TYPICAL_OUTPUT_TOKENS,
+    JUDGE_REPLY_TOKENS,
+    TOOL_RESULT_TOKENS,
+    TOOL_TURN_TOKENS,
+    TYPICAL_OUTPUT_TOKENS,
+    Estimate,
+    Rehearsal,
+    RehearsalChat,
+    RoleEstimate,
+    priced,
+    summarise,
+    token_counter,
+)
+
+__all__ = ["estimate_run", "NARRATIVE_INPUT_TOKENS", "NARRATIVE_OUTPUT_TOKENS"]
+
+NARRATIVE_INPUT_TOKENS = 3000
+"""Input tokens of the report narrative call of the agent model (stated: the report's tables it reads are not
+known before the run)."""
+
+NARRATIVE_OUTPUT_TOKENS = 400
+"""Typical output tokens of the report narrative (a few sentences)."""
+
+
+def _max_tokens(model: NamedModel) -> int | None:
+    chat = model.chat
+    for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        v = getattr(chat, name, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    v = model.params.get("max_tokens")
+    return v if isinstance(v, int) and v > 0 else None
+
+
+def _stand_in(model: NamedModel, rehearsal: Rehearsal, answer_tokens: int) -> NamedModel:
+    """``model`` with its chat model replaced by a rehearsal (same name, role, provider and parameters)."""
+    chat = RehearsalChat(
+        rehearsal=rehearsal,
+        label=model.name,
+        role=model.role,
+        answer_tokens=answer_tokens,
+        real=model,
+        max_tokens=_max_tokens(model),
+    )
+    return dataclasses.replace(model, chat=chat, params=dict(model.params), dropped=dict(model.dropped))
+
+
+def typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
+    """The typical target answer length (tokens) and where it comes from: the median length of ``stored``
+    answers (replayed responses of these items) when there are any, else :data:`TYPICAL_OUTPUT_TOKENS` of
+    the items' (most common) benchmark, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
+
+    Args:
+        items: the run's items.
+        stored: texts of stored answers to these items (any model).
+        model: the model string whose token counter measures the stored answers (:func:`token_counter`).
+
+    Returns:
+        (tokens, one phrase naming the source).
+    """
+    counter = token_counter(model)
+    if stored:
+        n = int(statistics.median(counter.count(t) for t in stored))
+        return max(1, n), f"the median of {len(stored)} stored answers to these items ({n} tokens)"
+    benches = [i.benchmark for i in items]
+    bench = max(set(benches), key=benches.count) if benches else ""
+    key = "jsonl" if bench not in TYPICAL_OUTPUT_TOKENS else bench
+    n = TYPICAL_OUTPUT_TOKENS.get(key, DEFAULT_TYPICAL_OUTPUT_TOKENS)
+    return n, f"the stated default for {bench or 'these'} answers ({n} tokens)"
+
+
+async def estimate_run(
+    items: Sequence[Item],
+    targets: Sequence[NamedModel],
+    judges: Sequence[NamedModel],
+    metrics: Sequence[Metric],
+    *,
+    agent: NamedModel | None = None,
+    agent_done: Mapping[str, int] | None = None,
+    tools: Any = None,
+    options: Mapping[str, Any] | None = None,
+    allow_self_judge: bool = False,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    cache: Any = None,
+) -> Estimate:
+    """The estimate of a run before any call (module docstring).
+
+    Args:
+        items: the run's items.
+        targets: the target models (replays answer with their stored responses; live ones are rehearsed).
+        judges: the judge models.
+        metrics: the plan's metrics (their judge prompts are built by their own ``score``).
+        agent: the agent model, or None; ``agent_done``: its ledger totals so far (``calls``, ``input_tokens``,
+            ``output_tokens``: the planning calls already made).
+        tools: the run's tool pool (the tools a judge is offered are bound as the run binds them; none is run).
+        options: the metric options (``judge_repeats``, ``tool_budget``...).
+        allow_self_judge: as in the run.
+        prices: the run's user prices (USD per 1M input and output tokens).
+        cache: the run's call cache (looked up, never written) or None when the run does not use it.
+
+    Returns:
+        The :class:`~sgieval.models.estimate.Estimate`: calls, input tokens, output tokens (typical and bound)
+        and USD per (model, role).
+    """
+    from ..core import Response
+    from ..models.accounting import Ledger
+    from ..models.cache import cache_key_for, should_cache
+    from ..models.context import CallContext, call_context
+    from ..tools.sandbox import UnavailableSandbox
+    from .evaluation import infer, score_response
+
+    rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
+    replays = [t for t in targets if t.is_replay]
+    stored: list[str] = []
+    replayed: dict[tuple[str, str], Response] = {}
+    for t in replays:
+        for i in items:
+            r = t.replay.respond(i, t.name)
+            replayed[(t.name, i.id)] = r
+            if r.ok and r.text:
+                stored.append(r.text)
+    first_live = next((t.name for t in targets if not t.is_replay), "")
+    answer_tokens, answer_source = typical_answer_tokens(items, stored, first_live)
+    live = {t.name: _stand_in(t, rehearsal, answer_tokens) for t in targets if not t.is_replay}
+    if cache is not None:
+        for t in targets:
+            if not t.is_replay and not should_cache(t, None):
+                live[t.name].chat.real = None  # a call the run does not cache: never served from it
+    stand_in_judges = [_stand_in(j, rehearsal, answer_tokens) for j in judges]
+
+    from ..core import SandboxUnavailableError
+
+    ctx = ScoringContext(
+        judges=stand_in_judges,
+        tools=tools,
+        sandbox=UnavailableSandbox("rehearsal", SandboxUnavailableError("no program runs before the run")),
+        embedder=_no_embedding,
+        allow_self_judge=allow_self_judge,
+        options=dict(options or {}),
+    )
+    notes: list[str] = []
+    open_creativity = any(i.task == OPEN_CREATIVITY for i in items) and bool(live)
+    with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
+        for t in targets:
+            for i in items:
+                if t.is_replay:
+                    resp = replayed[(t.name, i.id)]
+                else:
+                    resp = await infer(i, live[t.name], ctx)
+                if not resp.ok and not t.is_replay:
+                    resp = resp.model_copy(update={"status": "ok", "error": None})
+                await score_response(i, resp, list(metrics), ctx, set())
+    if open_creativity:
+        notes.append(
+            "open-creativity items: counted for one answer and one coherence judgement per question; the "
+            "protocol asks for further answers while they stay coherent and novel, so those items cost more"
+        )
+    order = [(t.name, "target") for t in targets if not t.is_replay] + [(j.name, "judge") for j in judges]
+    rows = summarise(rehearsal.calls, order, prices)
+    if agent is not None:
+        done = dict(agent_done or {})
+        rows.append(
+            priced(
+                RoleEstimate(
+                    model=agent.name,
+                    role="agent",
+                    calls=int(done.get("calls", 0)) + 1,
+                    input_tokens=int(done.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS,
+                    output_tokens=int(done.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS,
+                    done_calls=int(done.get("calls", 0)),
+                    note=f"{int(done.get('calls', 0))} planning call(s) made, then the report narrative (1 call, a "
+                    f"second when its fact check fails; {NARRATIVE_INPUT_TOKENS:,} input tokens stated: its tables "
+                    "are not known before the run)",
+                ),
+                prices,
+            )
+        )
+    counters = {m: token_counter(m).name for m in dict.fromkeys(r.model for r in rows)}
+    names = set(counters.values())
+    tokenizer = (
+        next(iter(names))
+        if len(names) == 1
+        else "; ".join(f"{m}: {n}" for m, n in counters.items())
+        if counters
+        else APPROXIMATION
+    )
+    typical = (
+        f"a live target's answer is unknown before the run: its judge prompts carry a stand-in answer of the "
+        f"typical length, {answer_source}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured "
+        f"reply and {TOOL_TURN_TOKENS} per tool round (stated); judges offered tools are counted with every tool "
+        f"round used (an upper bound), each tool result read back as {TOOL_RESULT_TOKENS} input tokens (stated)"
+    )
+    if not live:
+        typical = (
+            f"judge prompts carry the stored answers; typical judge output {JUDGE_REPLY_TOKENS} tokens per "
+            f"structured reply and {TOOL_TURN_TOKENS} per tool round (stated); judges offered tools are counted "
+            f"with every tool round used (an upper bound), each tool result read back as {TOOL_RESULT_TOKENS} "
+            "input tokens (stated)"
+        )
+    return Estimate(rows=rows, items=len(items), tokenizer=tokenizer, typical_output=typical, notes=notes)
+
+
+def _no_embedding(texts: list[str]) -> Any:
+    """A stand-in embedder for the rehearsal (embeddings cost no model call here): unit vectors."""
+    import numpy as np
+
+    out = np.zeros((len(texts), 8), dtype=np.float32)
+    out[:, 0] = 1.0
+    return out
+
+
+def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The cost section's "estimate and actual" table and its note: per (model, role) the estimate made before
+    any call (:func:`estimate_run`, as stored in ``estimate.jsonl``) beside the ledger's totals.
+
+    Args:
+        estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None (the run
+            was confirmed with ``--yes``: no estimate was made).
+        actual: the ledger's rows (``model``, ``role``, ``calls``, ``cached_calls``, ``input_tokens``,
+            ``output_tokens``, ``cost``).
+
+    Returns:
+        [] without an estimate; else a Table (name ``estimate``; calls, input tokens, output tokens and USD,
+        estimated then actual) and a Text saying how the estimate was made.
+    """
+    from ..reports.sections import Table, Text
+
+    if not estimate or not estimate.get("rows"):
+        return []
+    seen = {(str(r.get("model")), str(r.get("role"))): r for r in actual}
+
+    def usd(v: Any) -> str:
+        return "n/a" if v is None else f"{float(v):.4f}"
+
+    rows = []
+    for e in estimate["rows"]:
+        a = seen.get((str(e["model"]), str(e["role"])), {})
+        rows.append(
+            [
+                e["model"],
+                e["role"],
+                e["calls"],
+                a.get("calls", 0),
+                e["input_tokens"],
+                a.get("input_tokens", 0),
+                e["output_tokens"],
+                a.get("output_tokens", 0),
+                usd(e.get("usd")),
+                usd(a.get("cost")) if a else "0.0000",
+            ]
+        )
+    table = Table(
+        [
+            "model",
+            "role",
+            "calls (est.)",
+            "calls",
+            "input tokens (est.)",
+            "input tokens",
+            "output tokens (est., typical)",
+            "output tokens",
+            "cost (est., USD)",
+            "cost (USD)",
+        ],
+        rows,
+        name="estimate",
+    )
+    text = (
+        "Estimate made before any call, beside what the run used: input tokens counted with "
+        f"{estimate.get('tokenizer') or APPROXIMATION} on the prompts built for every item; "
+        f"{estimate.get('typical_output', '')}."
+    )
+    notes = [str(n) for n in estimate.get("notes") or []]
+    return [table, Text(text + (" " + " ".join(n.rstrip(".") + "." for n in notes) if notes else ""))]

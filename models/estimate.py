@@ -1,0 +1,452 @@
+"""What a run will cost before it makes a call: token counting, a rehearsal chat model that records the
+requests a run would send, and the estimate per (model, role) priced with genai-prices.
+
+The estimate is built from the prompts the run actually sends: the run's own code (target prompts, judge
+prompts, tool loops, structured-output bindings) is driven with :class:`RehearsalChat` standing in for every
+chat model (:mod:`sgieval.agents.estimate` drives it).  A rehearsal chat model sends nothing: it records the
+request body in the OpenAI chat-completions shape (:func:`sgieval.models.openai_direct.message_dict` for the
+messages, the bound ``tools``, ``tool_choice`` and ``response_format``) and answers
+
+- a target's plain call with its cached reply when the call cache holds one (that call costs nothing), else a
+  text of the typical answer length (the candidate a judge then sees; the real answer is unknown before the
+  run);
+- a judge's call that offers tools with a call to a tool that is not offered, so the tool loop spends its
+  whole budget: the judge's calls are counted as the upper bound (every tool round used, then the
+  structured reply);
+- any other judge call (a structured reply, a text-format verdict) by raising :class:`RehearsalStop`: the
+  call is recorded and the code that asked goes on as after a failed call, so no parse retry is counted.
+
+Tokens are counted on the text of each recorded body (:func:`request_text`: every message's role, content
+and tool calls, the tools' and the response format's JSON) with a tokenizer per provider
+(:func:`token_counter`): tiktoken's encoding of an OpenAI model when it loads offline, else the stated
+approximation of one token per 4 characters (OpenAI's rule of thumb, https://platform.openai.com/tokenizer).
+The same counter applied to the bodies a server received gives the actual figure to compare.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field
+
+from .accounting import price_call
+
+__all__ = [
+    "APPROXIMATION",
+    "CallPlan",
+    "DEFAULT_TYPICAL_OUTPUT_TOKENS",
+    "Estimate",
+    "JUDGE_REPLY_TOKENS",
+    "RehearsalChat",
+    "RehearsalStop",
+    "Rehearsal",
+    "RoleEstimate",
+    "TOOL_RESULT_TOKENS",
+    "TOOL_TURN_TOKENS",
+    "TYPICAL_OUTPUT_TOKENS",
+    "TokenCounter",
+    "request_text",
+    "request_tokens",
+    "token_counter",
+]
+
+APPROXIMATION = "approximation: 1 token per 4 characters"
+"""How tokens are counted when no tokenizer of the provider loads offline."""
+
+TYPICAL_OUTPUT_TOKENS: dict[str, int] = {"sciaidanbench": 150, "sgi-bench": 700, "sfbench": 300, "jsonl": 250}
+"""Typical target answer length in tokens per benchmark, used when neither the call cache nor stored answers
+give one (stated defaults: SciAidanBench answers are a few sentences; SGI-Bench answers are structured ideas,
+experiments and derivations)."""
+
+DEFAULT_TYPICAL_OUTPUT_TOKENS = 250
+"""Typical target answer length (tokens) for a benchmark without its own figure."""
+
+JUDGE_REPLY_TOKENS = 250
+"""Typical output of one structured judge reply (tokens; a score and a rationale per criterion)."""
+
+TOOL_TURN_TOKENS = 40
+"""Typical output of one tool-calling turn (tokens: the tool name and its arguments)."""
+
+TOOL_RESULT_TOKENS = 400
+"""Typical input tokens of one tool result a judge reads back (stated: the offline web search's results
+measure about 1,300 characters; a tool result is clipped at 4,000 characters, about 1,000 tokens)."""
+
+REHEARSAL_TOOL = "rehearsal_tool_round"
+"""The tool a rehearsal judge calls in each tool round: it is offered to no one, so the tool loop refuses it
+(nothing runs) and counts it toward the budget."""
+
+
+# ------------------------------------------------------------------ tokens
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens of a text: ``name`` says how (``tiktoken o200k_base`` or :data:`APPROXIMATION`)."""
+
+    name: str
+    encode: Callable[[str], list[int]] | None = None
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (>= 0): the encoding's, else ``ceil(len(text) / 4)``."""
+        if not text:
+            return 0
+        if self.encode is not None:
+            return len(self.encode(text))
+        return math.ceil(len(text) / 4)
+
+
+@functools.lru_cache(maxsize=16)
+def _tiktoken(model_name: str) -> TokenCounter | None:
+    """tiktoken's encoding for an OpenAI model (``o200k_base`` for a name it does not know), or None when
+    tiktoken is not installed or its encoding file cannot be loaded (it is downloaded once; offline it fails)."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        try:
+            enc = tiktoken.encoding_for_model(model_name)
+        except KeyError:
+            enc = tiktoken.get_encoding("o200k_base")
+    except Exception:  # noqa: BLE001 - no encoding file and no network: the approximation is used
+        return None
+    return TokenCounter(f"tiktoken {enc.name}", functools.partial(enc.encode, disallowed_special=()))
+
+
+def token_counter(model: str) -> TokenCounter:
+    """The token counter of a model string: tiktoken's encoding for ``openai:`` models (and OpenAI-compatible
+    servers) when it loads, else :data:`APPROXIMATION` (Anthropic and local models have no offline tokenizer
+    here).
+
+    Args:
+        model: a model string (``openai:gpt-4o``, ``anthropic:claude-...``).
+
+    Returns:
+        A :class:`TokenCounter`.
+    """
+    from ..core import ModelRef
+
+    try:
+        ref = ModelRef.parse(model)
+        provider, name = ref.provider, ref.name
+    except ValueError:
+        provider, name = "", model
+    if provider.startswith("openai"):
+        found = _tiktoken(name.split("/")[-1])
+        if found is not None:
+            return found
+    return TokenCounter(APPROXIMATION)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def request_text(body: Mapping[str, Any]) -> str:
+    """The text of an OpenAI chat-completions request body that is counted as its input tokens: each
+    message's role, content (text parts) and tool calls (name and arguments), then the JSON of ``tools`` and
+    of ``response_format`` when sent.
+
+    Args:
+        body: the request body (``messages``, optional ``tools``, ``response_format``).
+
+    Returns:
+        One text (lines joined with newlines).
+    """
+    parts: list[str] = []
+    for m in body.get("messages") or []:
+        parts.append(str(m.get("role", "")))
+        parts.append(_content_text(m.get("content")))
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            parts.append(f"{fn.get('name', '')} {fn.get('arguments', '')}")
+    for key in ("tools", "response_format"):
+        if body.get(key):
+            parts.append(json.dumps(body[key], ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(parts)
+
+
+def request_tokens(body: Mapping[str, Any], counter: TokenCounter) -> int:
+    """Input tokens of a request body: ``counter.count(request_text(body))``."""
+    return counter.count(request_text(body))
+
+
+# ------------------------------------------------------------------ rehearsal
+class RehearsalStop(Exception):
+    """Raised by a rehearsal judge call after it was recorded: the caller goes on as after a failed call
+    (never retried: not a transient error)."""
+
+
+@dataclass
+class CallPlan:
+    """One call the run would make: ``model`` and ``role``, the request ``body`` (OpenAI shape), its
+    ``input_tokens``, the typical output (``output_tokens``) and ``max_tokens`` (the bound sent, None when
+    none is sent), ``cached`` (the call cache holds the reply: no call made), ``kind`` (``answer``,
+    ``tool_round``, ``reply``)."""
+
+    model: str
+    role: str
+    body: dict[str, Any]
+    input_tokens: int
+    output_tokens: int
+    max_tokens: int | None
+    cached: bool = False
+    kind: str = "reply"
+
+
+@dataclass
+class Rehearsal:
+    """Records the calls of one rehearsal (:class:`RehearsalChat` instances append here).
+
+    ``counter_for(model)``: the token counter of each model (:func:`token_counter`); ``answer_tokens``: the
+    typical answer length of a target (tokens) for an item prompt; ``cache``: the run's call cache (or None) and
+    ``cache_key(model, messages)`` its key function, looked up (never written) for target calls."""
+
+    counter_for: Callable[[str], TokenCounter] = token_counter
+    calls: list[CallPlan] = field(default_factory=list)
+    cache: Any = None
+    cache_key: Callable[[Any, Sequence[BaseMessage]], str] | None = None
+
+    def filler(self, model: str, tokens: int) -> str:
+        """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words)."""
+        counter = self.counter_for(model)
+        words = max(1, tokens)
+        text = " ".join(["result"] * words)
+        n = counter.count(text)
+        if n and n != tokens:
+            words = max(1, round(words * tokens / n))
+            text = " ".join(["result"] * words)
+        return text
+
+
+class RehearsalChat(BaseChatModel):
+    """A chat model that records each request instead of sending it (module docstring).
+
+    Fields: ``rehearsal`` (where calls are recorded), ``label`` (the model string recorded), ``role``,
+    ``answer_tokens`` (a target's stand-in answer length), ``real`` (the NamedModel it stands for: its call
+    cache key and ``max_tokens``), ``max_tokens`` (the bound the real model sends, None for none)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    rehearsal: Any
+    label: str
+    role: str = "target"
+    answer_tokens: int = DEFAULT_TYPICAL_OUTPUT_TOKENS
+    real: Any = None
+    max_tokens: int | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "sgieval-rehearsal"
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        """This model with ``tools`` bound as OpenAI tool dicts (as the real request carries them)."""
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        if tool_choice:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=formatted, **kwargs)
+
+    def with_structured_output(self, schema: Any = None, **kwargs: Any) -> Any:
+        """This model bound to ``response_format`` type ``json_schema`` for ``schema`` (the native mode
+        :func:`sgieval.models.structured.native_structured` recognises), piped into a JSON parser."""
+        from langchain_core.output_parsers import JsonOutputParser
+
+        from .openai_direct import json_schema_format
+
+        return self.bind(response_format=json_schema_format(schema)) | JsonOutputParser()
+
+    def _record(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
+        from .openai_direct import message_dict
+
+        body: dict[str, Any] = {"model": self.label, "messages": [message_dict(m) for m in messages]}
+        for k in ("tools", "tool_choice", "response_format"):
+            if kwargs.get(k):
+                body[k] = kwargs[k]
+        rh: Rehearsal = self.rehearsal
+        counter = rh.counter_for(self.label)
+        n_in = request_tokens(body, counter)
+        for m in body["messages"]:  # a refused rehearsal tool round stands for a tool result of typical length
+            if m.get("role") == "tool" and REHEARSAL_TOOL in _content_text(m.get("content")):
+                n_in += TOOL_RESULT_TOKENS - counter.count(_content_text(m.get("content")))
+        structured = "response_format" in body or bool(body.get("tool_choice"))
+        if self.role == "target" and not body.get("tools") and not structured:
+            text, cached = None, False
+            if rh.cache is not None and rh.cache_key is not None and self.real is not None:
+                hit = rh.cache.get(rh.cache_key(self.real, messages))
+                if hit is not None:
+                    text, cached = _content_text(getattr(hit, "content", "")), True
+            if text is None:
+                text = rh.filler(self.label, self.answer_tokens)
+            rh.calls.append(
+                CallPlan(self.label, self.role, body, n_in, counter.count(text), self.max_tokens, cached, kind="answer")
+            )
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        if body.get("tools") and not structured:
+            rh.calls.append(
+                CallPlan(self.label, self.role, body, n_in, TOOL_TURN_TOKENS, self.max_tokens, kind="tool_round")
+            )
+            call = {"name": REHEARSAL_TOOL, "args": {}, "id": f"rehearsal_{len(rh.calls)}"}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
+        rh.calls.append(CallPlan(self.label, self.role, body, n_in, JUDGE_REPLY_TOKENS, self.max_tokens))
+        raise RehearsalStop(f"rehearsal: the {self.role} call of {self.label} was recorded, not sent")
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        return self._record(messages, kwargs)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
+        return self._record(messages, kwargs)
+
+
+# ------------------------------------------------------------------ the estimate
+class RoleEstimate(BaseModel):
+    """The estimate of one (model, role).
+
+    Attributes:
+        model: the model string; role: ``target``, ``judge`` or ``agent``.
+        calls: calls the run will make (an upper bound for judges with tools: every tool round used);
+            cached_calls: calls the call cache will serve (no cost).
+        input_tokens: input tokens of those calls, counted on the prompts built for every item.
+        output_tokens: typical output tokens; output_bound: output tokens at ``max_tokens`` per call (None: no
+            ``max_tokens`` is sent, the provider's own limit applies).
+        usd: USD at the typical output (None: price unknown); usd_bound: USD at the output bound.
+        price_source: where the price comes from (``genai-prices <version>``, ``user``, ``free``, None).
+        done_calls: calls already made before the estimate (the agent's planning), included in ``calls``.
+        note: how this row was estimated, when it is not from rehearsed prompts.
+    """
+
+    model: str
+    role: str
+    calls: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    output_bound: int | None = None
+    usd: float | None = None
+    usd_bound: float | None = None
+    price_source: str | None = None
+    done_calls: int = 0
+    note: str = ""
+
+    def line(self) -> str:
+        """``openai:judge (judge): 100 calls, 83,000 input tokens, 25,000 output tokens (bound: none sent),
+        0.4563 USD``."""
+        usd = "n/a (price unknown)" if self.usd is None else f"{self.usd:.4f} USD"
+        bound = (
+            f"at most {self.output_bound:,} at max_tokens" if self.output_bound is not None else "no max_tokens sent"
+        )
+        cached = f" (+{self.cached_calls} from the call cache)" if self.cached_calls else ""
+        return (
+            f"{self.model} ({self.role}): {self.calls} calls{cached}, {self.input_tokens:,} input tokens, "
+            f"about {self.output_tokens:,} output tokens ({bound}), {usd}" + (f"; {self.note}" if self.note else "")
+        )
+
+
+class Estimate(BaseModel):
+    """The estimate of a run before any call (:mod:`sgieval.agents.estimate`).
+
+    Attributes:
+        rows: one :class:`RoleEstimate` per (model, role), targets first.
+        items: the items rehearsed; tokenizer: how tokens were counted (per model, e.g. ``openai:a: tiktoken
+            o200k_base``); typical_output: where the typical output figures come from; notes: what the estimate
+            could not count.
+    """
+
+    rows: list[RoleEstimate] = Field(default_factory=list)
+    items: int = 0
+    tokenizer: str = ""
+    typical_output: str = ""
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        """Calls in all (cache hits excluded)."""
+        return sum(r.calls for r in self.rows)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.input_tokens for r in self.rows)
+
+    @property
+    def usd(self) -> float | None:
+        """USD in all at the typical output; None when no row has a known price."""
+        known = [r.usd for r in self.rows if r.usd is not None]
+        return sum(known) if known else None
+
+    def lines(self) -> list[str]:
+        """The estimate as lines for the confirmation and ``--dry-run``: one per (model, role), the total,
+        then how tokens were counted and the notes."""
+        if not any(r.calls or r.cached_calls for r in self.rows):
+            return [
+                f"no model call on the {self.items} items: every target is replayed and no metric of the plan "
+                "asks a judge (or no judge is configured)"
+            ] + self.notes
+        out = [r.line() for r in self.rows]
+        usd = self.usd
+        unknown = [r.model for r in self.rows if r.usd is None and r.calls]
+        total = "n/a" if usd is None else f"{usd:.4f} USD"
+        out.append(
+            f"total: {self.calls} calls, {self.input_tokens:,} input tokens, {total}"
+            + (f" (no price for {', '.join(dict.fromkeys(unknown))})" if unknown and usd is not None else "")
+        )
+        out.append(f"tokens counted with {self.tokenizer}; {self.typical_output}")
+        out += self.notes
+        return out
+
+
+def priced(row: RoleEstimate, prices: Mapping[str, tuple[float, float]] | None) -> RoleEstimate:
+    """``row`` with ``usd`` and ``usd_bound`` from :func:`sgieval.models.accounting.price_call` (the price
+    library genai-prices, or the user's price) and its ``price_source``."""
+    from .accounting import price_source
+
+    row.price_source = price_source(row.model, prices)
+    row.usd = price_call(row.model, {"input": row.input_tokens, "output": row.output_tokens}, prices)
+    if row.output_bound is not None:
+        row.usd_bound = price_call(row.model, {"input": row.input_tokens, "output": row.output_bound}, prices)
+    return row
+
+
+def summarise(
+    calls: Sequence[CallPlan], order: Sequence[tuple[str, str]], prices: Mapping[str, tuple[float, float]] | None
+) -> list[RoleEstimate]:
+    """One priced :class:`RoleEstimate` per (model, role) of ``calls`` (cached calls counted apart, not in the
+    tokens or the cost), in ``order`` then first-call order.
+
+    Args:
+        calls: the recorded calls.
+        order: (model, role) pairs that come first (the run's targets, judges, agent), even without a call.
+        prices: the run's user prices (USD per 1M input and output tokens), or None.
+
+    Returns:
+        The rows.
+    """
+    rows: dict[tuple[str, str], RoleEstimate] = {k: RoleEstimate(model=k[0], role=k[1]) for k in order}
+    bounded: dict[tuple[str, str], bool] = {}
+    for c in calls:
+        r = rows.setdefault((c.model, c.role), RoleEstimate(model=c.model, role=c.role))
+        if c.cached:
+            r.cached_calls += 1
+            continue
+        r.calls += 1
+        r.input_tokens += c.input_tokens
+        r.output_tokens += c.output_tokens
+        key = (c.model, c.role)
+        if c.max_tokens is None:
+            bounded[key] = False
+        else:
+            bounded.setdefault(key, True)
+            r.output_bound = (r.output_bound or 0) + c.max_tokens
+    for key, r in rows.items():
+        if not bounded.get(key, False):
+            r.output_bound = None
+        priced(r, prices)
+    return list(rows.values())

@@ -1,0 +1,210 @@
+"""The estimate before any call: a judged run (50 questions, two target models, the custom rigor rubric, a
+judge, all on the mock OpenAI server) is estimated within 25% of the calls and of the input tokens the server
+received (counted with the same tokenizer), ``--dry-run`` sends nothing, and the report puts the estimate
+beside the actual figures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sgieval.bench.mock_openai import MockOpenAI
+from sgieval.core import RunConfig
+from sgieval.graphs.evaluate import execute, make_runtime
+from sgieval.models.context import current_call_context
+from sgieval.models.estimate import (
+    APPROXIMATION,
+    CallPlan,
+    TokenCounter,
+    request_text,
+    request_tokens,
+    summarise,
+    token_counter,
+)
+
+REQUEST = "Which model is the most rigorous?"
+PRICES = ["openai:model-a=1,2", "openai:model-b=1,2", "openai:judge=3,4"]
+TARGETS = ["openai:model-a", "openai:model-b"]
+
+
+def _items(tmp: Path, n: int = 50) -> Path:
+    path = tmp / "questions.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for k in range(n):
+            prompt = f"Question {k}: propose and justify a way to measure the rate of reaction {k}" + (
+                " under controlled conditions" * (k % 7)
+            )
+            f.write(json.dumps({"id": f"q{k}", "prompt": prompt}) + "\n")
+    return path
+
+
+def _reply(body: dict, index: int):
+    """Targets answer 80-257 words; the judge uses every tool round it is offered, then scores each criterion
+    the prompt lists (so the run makes the calls the estimate counts as the upper bound)."""
+    msgs = body["messages"]
+    if body["model"].startswith("model-"):
+        return " ".join(["answer"] * (80 + (len(msgs[-1]["content"]) % 60) * 3))
+    if body.get("tools") and sum(m["role"] == "tool" for m in msgs) < 3:
+        return {
+            "content": None,
+            "tool_calls": [{"name": "web_search", "id": f"c{index}", "arguments": {"query": "rate"}}],
+        }
+    text = "\n".join(m["content"] for m in msgs if isinstance(m.get("content"), str))
+    names = re.findall(r"^- (.+?) \(weight [^)]*\)", text, flags=re.M)
+    return json.dumps({"scores": [{"criterion": n, "score": 7, "rationale": "stated", "evidence": []} for n in names]})
+
+
+def _seen(log: list[dict]) -> dict[str, list[int]]:
+    """model string -> [requests, input tokens of their bodies with that model's counter]."""
+    out: dict[str, list[int]] = {}
+    for row in log:
+        body = json.loads(row["body"])
+        model = "openai:" + body["model"]
+        seen = out.setdefault(model, [0, 0])
+        seen[0] += 1
+        seen[1] += request_tokens(body, token_counter(model))
+    return out
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("estimate")
+    items = _items(tmp)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(current_call_context(), "use_cache", False)
+    payloads: list[dict] = []
+    try:
+        with MockOpenAI(replies=_reply, log_bodies=True) as mock:
+            cfg = RunConfig(
+                run_id="judged",
+                request=REQUEST,
+                benchmarks=[str(items)],
+                out_dir=str(tmp / "runs"),
+                base_url=mock.url,
+                models=TARGETS,
+                judges=["openai:judge"],
+                prices=PRICES,
+                use_cache=False,
+                bootstrap_resamples=99,
+            )
+            rt = make_runtime(cfg)
+            state = asyncio.run(execute(rt, confirm=lambda p: payloads.append(p) or True))
+            log = mock.log()
+    finally:
+        mp.undo()
+    return rt, state, payloads, log, items
+
+
+def test_the_estimate_is_within_a_quarter_of_what_the_server_saw(judged_run):
+    rt, state, payloads, log, _ = judged_run
+    assert state.get("report") and len(payloads) == 1
+    plan = state["metric_plan"]
+    assert [r["name"] for r in plan["custom"]] == ["rigor"] and plan["primary"] == "rigor"
+    estimate = payloads[0]["estimate"]
+    rows = {(r["model"], r["role"]): r for r in estimate["rows"]}
+    assert set(rows) == {("openai:model-a", "target"), ("openai:model-b", "target"), ("openai:judge", "judge")}
+    seen = _seen(log)
+    assert seen["openai:model-a"][0] == seen["openai:model-b"][0] == 50
+    for (model, _role), row in rows.items():
+        calls, tokens = seen[model]
+        assert abs(row["calls"] - calls) <= 0.25 * calls, (model, row["calls"], calls)
+        assert abs(row["input_tokens"] - tokens) <= 0.25 * tokens, (model, row["input_tokens"], tokens)
+    # the targets' prompts are the items' prompts exactly: the same count as the server's
+    assert rows[("openai:model-a", "target")]["input_tokens"] == seen["openai:model-a"][1]
+    judge_calls = seen["openai:judge"][0]
+    assert rows[("openai:judge", "judge")]["calls"] == judge_calls  # the upper bound, which this judge uses
+    # USD from the run's prices (--price): input x IN + typical output x OUT, per 1M tokens
+    a = rows[("openai:model-a", "target")]
+    assert a["usd"] == pytest.approx(a["input_tokens"] * 1e-6 + a["output_tokens"] * 2e-6)
+    counted = token_counter("openai:judge").name
+    assert estimate["tokenizer"] == counted
+    lines = payloads[0]["estimate"]["lines"]
+    assert lines[0].startswith(f"openai:model-a (target): 50 calls, {a['input_tokens']:,} input tokens")
+    assert any(line.startswith(f"openai:judge (judge): {judge_calls} calls") for line in lines)
+    assert any(f"tokens counted with {counted}" in line for line in lines)
+
+
+def test_the_report_gives_estimate_and_actual_side_by_side(judged_run):
+    rt, state, payloads, log, _ = judged_run
+    report = json.loads((rt.store.root / "report.json").read_text())
+    usage = next(s for s in report["sections"] if s["key"] == "usage")
+    table = next(b for b in usage["blocks"] if b.get("kind") == "table" and b.get("name") == "estimate")
+    assert table["headers"][:4] == ["model", "role", "calls (est.)", "calls"]
+    by = {r[0]: r for r in table["rows"]}
+    est = {r["model"]: r for r in payloads[0]["estimate"]["rows"]}
+    seen = _seen(log)
+    for model in ("openai:model-a", "openai:judge"):
+        assert by[model][2] == est[model]["calls"] and by[model][3] == seen[model][0]
+        assert by[model][4] == est[model]["input_tokens"]
+    assert "Estimate made before any call" in (rt.store.root / "report.md").read_text()
+
+
+def test_dry_run_prints_the_estimate_and_makes_no_call(tmp_path):
+    from sgieval.cli import app
+
+    items = _items(tmp_path, 12)
+    with MockOpenAI(replies=_reply, log_bodies=True) as mock:
+        result = CliRunner().invoke(
+            app,
+            [
+                "ask",
+                REQUEST,
+                "-b",
+                str(items),
+                "-m",
+                ",".join(TARGETS),
+                "--judge",
+                "openai:judge",
+                "--base-url",
+                mock.url,
+                "--out",
+                str(tmp_path / "runs"),
+                "--price",
+                PRICES[2],
+                "--dry-run",
+            ],
+        )
+        log = mock.log()
+    assert result.exit_code == 0, result.output
+    assert log == []  # not one request reached the server
+    out = result.stdout
+    assert "openai:model-a (target): 12 calls" in out
+    judge = re.search(r"openai:judge \(judge\): (\d+) calls, ([\d,]+) input tokens.*?, ([\d.]+) USD", out)
+    assert judge is not None, out
+    assert int(judge.group(1)) >= 24  # at least one structured reply per judged response
+    assert "n/a (price unknown)" in out  # the targets have no price
+    assert not any((tmp_path / "runs").glob("*/config.json"))  # no run folder kept
+
+
+def test_token_counting_and_pricing_by_hand():
+    approx = TokenCounter(APPROXIMATION)
+    body = {
+        "messages": [
+            {"role": "system", "content": "abcdefgh"},
+            {"role": "user", "content": [{"type": "text", "text": "xyz"}]},
+        ],
+        "response_format": {"type": "json_object"},
+    }
+    text = request_text(body)
+    assert text == 'system\nabcdefgh\nuser\nxyz\n{"type":"json_object"}'
+    assert request_tokens(body, approx) == math.ceil(len(text) / 4) == 12  # 47 characters
+    assert token_counter("anthropic:claude-3-5-haiku").name == APPROXIMATION  # no offline tokenizer there
+    calls = [
+        CallPlan("m", "judge", {}, 1000, 200, None),
+        CallPlan("m", "judge", {}, 3000, 100, None),
+        CallPlan("m", "judge", {}, 500, 50, None, cached=True),
+        CallPlan("t", "target", {}, 10, 5, 64),
+    ]
+    rows = summarise(calls, [("t", "target"), ("m", "judge")], {"m": (2.0, 8.0), "t": (1.0, 1.0)})
+    assert [(r.model, r.calls, r.cached_calls, r.input_tokens, r.output_tokens, r.output_bound) for r in rows] == [
+        ("t", 1, 0, 10, 5, 64),
+        ("m", 2, 1, 4000, 300, None),
+    ]
+    assert rows[1].usd == pytest.approx(4000 * 2.0 / 1e6 + 300 * 8.0 / 1e6)
+    assert rows[0].usd_bound == pytest.approx((10 + 64) / 1e6)
