@@ -292,6 +292,9 @@ Pick the metric that best answers the request as `primary` (a name from the list
 Only when the request names a quality that no listed metric measures, define a custom rubric for it: 4-6 criteria,
 each scored 0-10 with anchors for 0, 5 and 10, equal weights unless the request says otherwise (aggregation: weighted
 mean of the criterion scores x 10, so 0-100). Put your citations in the rubric's `source`.
+A criterion that can only be scored by checking a cited fact or reference lists `needs: ["web_search"]`, one that
+needs a computation or code re-run lists `needs: ["run_python"]`; leave `needs` empty otherwise (the judge then scores
+from the response alone, in one call).
 Further registered metrics, when listed, are applied only if you name them in `added`; when the request asks about a
 quality one of them measures, choose it (in `added` and as `primary`).
 When the user names a document (given below as DOCUMENT data), take the rubric's criteria from it and cite it."""

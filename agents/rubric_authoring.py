@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from ..core import Criterion, InputError, Rubric
+from ..core import Criterion, CriterionTool, InputError, Rubric
 from ..metric_pool.judge import as_data
 from ..models.base import NamedModel
 from .asking import ask_agent
@@ -63,7 +63,9 @@ def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[s
 DRAFT_SYSTEM = """You formalise a quality of scientific answers as a rubric for sgieval.
 Give 4-6 criteria; each has a short name, a one-sentence description and anchors for scores 0, 5 and 10.
 Weights default to 1 (say otherwise only when asked). Aggregation is the weighted mean of the 0-10 criterion
-scores x 10 (0-100). `tasks` is ["*"]. Put your citations (documents, URLs, papers) in `source`."""
+scores x 10 (0-100). `tasks` is ["*"]. Put your citations (documents, URLs, papers) in `source`.
+A criterion scored by checking a cited fact or reference has `needs: ["web_search"]`, one that needs a computation or
+code re-run `needs: ["run_python"]`; any other criterion has no `needs` (the judge scores it from the response alone)."""
 
 
 async def draft_rubric(
@@ -222,7 +224,33 @@ def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
             5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
             10: f"{art.capitalize()} {p} is explicit, specific and well supported.",
         }
-    return Criterion(name=p, description=desc + weight_note, anchors=anchors)
+    return Criterion(name=p, description=desc + weight_note, anchors=anchors, needs=criterion_needs(p))
+
+
+_NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
+    (
+        "web_search",
+        re.compile(r"\b(?:cit(?:e|es|ed|ing|ation|ations)|references?|sources?|facts?|fact-check\w*)\b", re.I),
+    ),
+    (
+        "run_python",
+        re.compile(r"\b(?:code|computations?|calculations?|computes?|calculates?|simulations?|numerical\w*)\b", re.I),
+    ),
+)
+"""Words of a criterion phrase that say it is checked with a tool: a citation, reference or fact (web_search), a
+computation, calculation, code or simulation (run_python)."""
+
+
+def criterion_needs(phrase: str) -> list[CriterionTool]:
+    """The tools an offline-drafted criterion needs (:data:`_NEEDS_WORDS`).
+
+    Args:
+        phrase: the criterion's phrase, e.g. "correct citations" or "reproducible calculation".
+
+    Returns:
+        ``["web_search"]``, ``["run_python"]``, both (in that order) or [] (scored from the response alone).
+    """
+    return [tool for tool, words in _NEEDS_WORDS if words.search(phrase or "")]
 
 
 def generic_rubric(description: str, name: str | None = None) -> Rubric:
@@ -272,6 +300,8 @@ PROPOSE_SYSTEM = """You help a researcher define an evaluation metric as a rubri
 Draft a rubric from their description: a snake_case name, a one-sentence description, 4-6 criteria (short name,
 one-sentence description, anchors for scores 0, 5 and 10), weights (1 unless the user asks otherwise),
 tasks ["*"], and a `source` ("user" plus any document or paper the description names).
+A criterion scored by checking a cited fact or reference has `needs: ["web_search"]`, one that needs a computation or
+code re-run `needs: ["run_python"]`; leave `needs` out for the others.
 Aggregation is fixed: weighted mean of the 0-10 criterion scores x 10 (0-100)."""
 
 REVISE_SYSTEM = """You revise an sgieval rubric as the researcher asks. Change only what they ask for; keep every other

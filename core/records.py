@@ -49,6 +49,11 @@ SANDBOX_BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local
 """``RunConfig.sandbox`` values (``--sandbox``); ``tools.sandbox.get_sandbox`` accepts exactly these."""
 TOOL_NAMES = ("search", "pdf", "python")
 """``RunConfig.tools`` names (``--tools``); the keys of ``tools.pool.TOOL_GROUPS``."""
+CriterionTool = Literal["web_search", "run_python"]
+"""Tools a rubric criterion may need (``Criterion.needs``): ``web_search`` to check a cited fact or reference,
+``run_python`` to re-run a claimed computation or submitted code."""
+CRITERION_TOOLS: tuple[str, ...] = ("web_search", "run_python")
+"""The values of :data:`CriterionTool`, in the order a judge is offered them."""
 EXECUTORS = ("local", "ray")
 """``RunConfig.executor`` values (``--executor``); ``agents.executors.EXECUTORS``."""
 
@@ -501,11 +506,29 @@ class MetricSpec(_Record):
 
 class Criterion(_Record):
     """One rubric criterion scored 0-10.  ``anchors`` maps score levels
-    (e.g. 0, 5, 10) to what that level looks like."""
+    (e.g. 0, 5, 10) to what that level looks like; ``needs`` names the tools
+    the judge must have to score it (:data:`CriterionTool`: ``web_search`` for a
+    fact or reference check, ``run_python`` to re-run a computation or code).
+    A judge gets tools only for a rubric with a criterion that needs them."""
 
     name: str
     description: str
     anchors: dict[int, str] = Field(default_factory=dict)
+    needs: list[CriterionTool] = Field(default_factory=list)
+
+    @field_validator("needs", mode="before")
+    @classmethod
+    def _tool_list(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if isinstance(v, str):  # `needs: web_search` in a hand-written YAML file
+            return [v]
+        return v
+
+    @field_validator("needs")
+    @classmethod
+    def _unique_tools(cls, v: list[str]) -> list[str]:
+        return list(dict.fromkeys(v))
 
     @field_validator("anchors")
     @classmethod
@@ -583,6 +606,13 @@ class Rubric(MetricSpec):
             s += self.weights[c.name] * float(criterion_scores[c.name])
         return 10.0 * s / total_w
 
+    @property
+    def tools_needed(self) -> list[str]:
+        """The tools some criterion needs (``Criterion.needs``), in :data:`CRITERION_TOOLS` order; [] when the
+        rubric is judged from the response alone (one judge call per response)."""
+        wanted = {t for c in self.criteria for t in c.needs}
+        return [t for t in CRITERION_TOOLS if t in wanted]
+
     def revised(
         self, criterion: str, *, description: str | None = None, anchors: dict[int, str] | None = None
     ) -> "Rubric":
@@ -619,6 +649,7 @@ class Rubric(MetricSpec):
                     name=c.name,
                     description=description.strip() if description is not None else c.description,
                     anchors=dict(sorted(new_anchors.items())),
+                    needs=list(c.needs),
                 )
             criteria.append(c)
         return self.model_copy(update={"criteria": criteria, "version": self.version + 1}, deep=True)
@@ -630,6 +661,9 @@ class Rubric(MetricSpec):
         data = self.model_dump(mode="json")
         if not data.get("qualities"):
             data.pop("qualities", None)  # rubric files stay as they were when no quality is declared
+        for c in data.get("criteria") or []:
+            if not c.get("needs"):
+                c.pop("needs", None)  # nor when no criterion needs a tool
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         if path is not None:  # whole or not at all: a full disk leaves the old file (InputError naming the disk)
             atomic_write_text(path, text, root=root)
@@ -647,7 +681,11 @@ class Rubric(MetricSpec):
         except ValueError as e:
             msg = str(e)
             if isinstance(e, ValidationError):
-                msg = "; ".join(str(err.get("msg", "")).removeprefix("Value error, ") for err in e.errors())
+                msg = "; ".join(
+                    (f"{'.'.join(map(str, err['loc']))}: " if err.get("loc") else "")
+                    + str(err.get("msg", "")).removeprefix("Value error, ")
+                    for err in e.errors()
+                )
             raise InputError(msg.splitlines()[0], what=where, fix=fix) from e
 
 

@@ -177,6 +177,7 @@ async def ask_judge(
     *,
     max_attempts: int = 3,
     candidate: str | Sequence[str] | None = None,
+    as_given: bool = False,
 ) -> JudgeReply[T]:
     """Ask ``judge`` for a ``schema`` object with
     :func:`~sgieval.models.structured.ask_structured`: native structured output
@@ -188,9 +189,12 @@ async def ask_judge(
     raises for model or parse failures: the reason is in ``JudgeReply.error``.
     ``candidate``: the judged text(s); when they carry judge-format pieces the
     reply is flagged ``injection_suspected`` (:func:`injection_flags`, D.14).
+    ``as_given``: ``messages`` continue a conversation whose system message
+    already holds the data notice and the schema instruction (a judge's tool
+    loop); they are sent unchanged (:func:`~sgieval.models.structured.ask_structured`).
     """
     r: StructuredReply[Any] = await ask_structured(
-        judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE, label="judge"
+        judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE, label="judge", as_given=as_given
     )
     texts = [candidate] if isinstance(candidate, str) else list(candidate or [])
     return JudgeReply(

@@ -655,7 +655,7 @@ class ChatOpenAIDirect(BaseChatModel):
         if isinstance(rf, type) and issubclass(rf, BaseModel):
             rf = payload["response_format"] = json_schema_format(rf)
         if rf is not None:
-            payload.pop("stream", None)  # as the openai SDK's parse() sends it
+            payload["stream"] = False  # the openai SDK's parse() sends "stream": false with a response_format
         if self._compat():
             compat_payload(payload)
             if isinstance(rf, dict) and self.json_object_only and json_object_format(rf) is not None:

@@ -266,6 +266,7 @@ async def ask_structured(
     retry_hint: str = "Reply again with only the JSON object.",
     native: bool = True,
     label: str = "model",
+    as_given: bool = False,
 ) -> StructuredReply[T]:
     """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text).
 
@@ -285,6 +286,11 @@ async def ask_structured(
     - ``system_note``: appended to the system prompt (e.g. the judge's
       data notice).  A reply that does not parse is retried with the error
       and ``retry_hint``, at most ``max_attempts`` tries.
+    - ``as_given``: ``messages`` continue a conversation whose system message
+      already carries the notes and the schema instruction (a judge's tool
+      loop): they are sent exactly as given, neither ``system_note`` nor the
+      schema is added, so every earlier turn stays a prefix a provider's
+      prompt cache can serve; retries only append.
 
     Never raises for model or parse failures: ``parsed`` is None and
     ``error`` gives the reason (``call_failed`` when the model could not be
@@ -295,14 +301,18 @@ async def ask_structured(
     """
     if schema is None and parse is None:
         raise ValueError("ask_structured needs a schema or a parse function")
-    base = _with_system(list(messages), system_note)
+    base = list(messages) if as_given else _with_system(list(messages), system_note)
     caller: NamedModel = model
     mode: StructuredMode = "text" if parse is not None else "prompt"
     if parse is None and native and not {"response_format", "tools"} & set(model.dropped or {}):
         got = native_structured(model, schema)  # type: ignore[arg-type]
         if got is not None:
             caller, mode = got
-    msgs = base if mode != "prompt" else _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
+
+    def with_schema(msgs: list[BaseMessage]) -> list[BaseMessage]:
+        return msgs if as_given else _with_system(msgs, schema_instruction(schema))  # type: ignore[arg-type]
+
+    msgs = base if mode != "prompt" else with_schema(base)
     reply: StructuredReply[T] = StructuredReply(model=model.name, parsed=None, mode=mode)
 
     def read(text: str) -> Any:
@@ -321,7 +331,7 @@ async def ask_structured(
                 reply.note = f"native {mode} refused ({e.message[:200]}); prompt-embedded schema used"
                 caller, mode = model, "prompt"
                 reply.mode = mode
-                msgs = _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
+                msgs = with_schema(base)
                 attempt -= 1
                 continue
             reply.error = f"{label} call failed: {e.message}"
@@ -334,7 +344,7 @@ async def ask_structured(
             reply.note = f"native {mode} refused ({caller.dropped[refused[0]][:200]}); prompt-embedded schema used"
             caller, mode = model, "prompt"
             reply.mode = mode
-            msgs = _with_system(base, schema_instruction(schema))  # type: ignore[arg-type]
+            msgs = with_schema(base)
         refusal = refusal_text(out)
         if refusal is not None:
             # METRICS.md D.17: a provider refusal is recorded with its text; the same prompt is not asked again

@@ -37,7 +37,9 @@ def rubric_reply(scores: dict[str, dict[str, list[int]]]):
 
     def reply(body: dict, index: int) -> str:
         user = "\n".join(str(m.get("content")) for m in body["messages"] if m.get("role") == "user")
-        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        names = re.findall(
+            r"^- (.+?) \(weight [^)]*\):", "\n".join(str(m.get("content")) for m in body["messages"]), flags=re.M
+        )
         text = TEXT_A if TEXT_A in user else TEXT_B
         key = (body["model"], text, user.split("<<<END_TASK>>>")[0])
         with lock:

@@ -39,7 +39,7 @@ class CarefulJudge(BaseChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         user = "\n".join(str(m.content) for m in messages if m.type == "human")
-        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", "\n".join(str(m.content) for m in messages), flags=re.M)
         score = min(10, 2 + user.count("careful"))
         reply = json.dumps({"scores": [{"criterion": n, "score": score, "rationale": f"seen {score}"} for n in names]})
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])

@@ -37,7 +37,8 @@ def rubric_aware_reply(body: dict, index: int) -> str:
     response = user.split("The response under review follows", 1)[1]
     k = response.count("careful")
     scores = []
-    for name, description in re.findall(r"^- (.+?) \(weight [^)]*\): (.*)$", user, flags=re.M):
+    prompt = "\n".join(str(m["content"]) for m in body["messages"])
+    for name, description in re.findall(r"^- (.+?) \(weight [^)]*\): (.*)$", prompt, flags=re.M):
         s = min(10, 2 + k + (3 if "thorough" in description else 0))
         scores.append({"criterion": name, "score": s, "rationale": f"mock {s} on {name}", "evidence": []})
     return json.dumps({"scores": scores})
@@ -204,7 +205,9 @@ class ThoroughCarefulJudge(_labels_run.CarefulJudge):
         k = user.count("careful")
         scores = [
             {"criterion": n, "score": min(10, 2 + k + (3 if "thorough" in d else 0)), "rationale": "r"}
-            for n, d in re.findall(r"^- (.+?) \(weight [^)]*\): (.*)$", user, flags=re.M)
+            for n, d in re.findall(
+                r"^- (.+?) \(weight [^)]*\): (.*)$", "\n".join(str(m.content) for m in messages), flags=re.M
+            )
         ]
         from langchain_core.messages import AIMessage
         from langchain_core.outputs import ChatGeneration, ChatResult

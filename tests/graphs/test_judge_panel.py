@@ -40,7 +40,7 @@ class RubricJudge(BaseChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         user = "\n".join(str(m.content) for m in messages if m.type == "human")
-        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", "\n".join(str(m.content) for m in messages), flags=re.M)
         score = SCRIPT[self.name_][TEXT_A] if TEXT_A in user else SCRIPT[self.name_][TEXT_B]
         reply = json.dumps(
             {"scores": [{"criterion": n, "score": score, "rationale": "r", "evidence": []} for n in names]}

@@ -48,7 +48,7 @@ class SequenceJudge(BaseChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         user = "\n".join(str(m.content) for m in messages if m.type == "human")
-        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", "\n".join(str(m.content) for m in messages), flags=re.M)
         text = next(t for t in self.script if t in user)
         task = user.split("<<<END_TASK>>>")[0]
         with _LOCK:

@@ -58,7 +58,7 @@ def judge_text(system: str, user: str) -> str:
         return "\n".join(f"{d}: [{win}] because it is more specific." for d in DIMENSIONS)
     if 'against the rubric "' in system:
         resp = block(user, "RESPONSE_UNDER_REVIEW") or ""
-        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", system + "\n" + user, flags=re.M)
         detailed = len(resp) > 600
         base = 8 if detailed else 3
         return json.dumps(

@@ -270,6 +270,35 @@ def call(name: str, args: dict, cid: str) -> dict:
     return {"name": name, "args": args, "id": cid, "type": "tool_call"}
 
 
+def checked_rigor(**needs: list[str]) -> Rubric:
+    """The starter rigor rubric whose criteria (by position: c1 = the second criterion...) need tools."""
+    r = load_rubric("rigor")
+    crits = [c.model_copy(update={"needs": needs.get(f"c{i}", [])}) for i, c in enumerate(r.criteria)]
+    return r.model_copy(update={"criteria": crits})
+
+
+CHECKED = dict(c1=["web_search"], c4=["run_python"])
+"""Grounding needs a fact check, methodology a computation."""
+
+
+async def test_a_rubric_whose_criteria_need_no_tool_is_judged_in_one_call_without_tools(pool):
+    j = judge("openai:tooljudge", [verdict([7] * 6)], ToolCalling)
+    assert load_rubric("rigor").tools_needed == []
+    [s] = await RubricMetric(load_rubric("rigor")).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
+    assert j.chat.bound == [] and len(j.chat.seen) == 1 and s.value == pytest.approx(70.0)
+    assert s.details["tools_used"] == {} and [e.kind for e in s.evidence] == ["judge_reply"]
+
+
+async def test_only_the_tools_a_criterion_needs_are_offered(pool):
+    replies = [AIMessage(content="", tool_calls=[call("web_search", {"query": "graphene"}, "c1")]), verdict([6] * 6)]
+    j = judge("openai:tooljudge", replies, ToolCalling)
+    rubric = checked_rigor(c1=["web_search"])
+    assert rubric.tools_needed == ["web_search"]
+    [s] = await RubricMetric(rubric).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
+    assert j.chat.bound == ["web_search"] and len(j.chat.seen) == 2 and s.value == pytest.approx(60.0)
+    assert "Check with: web_search" in j.chat.seen[0][0].content  # the criterion says what it is checked with
+
+
 async def test_tool_loop_records_evidence_and_stops_at_budget(pool):
     replies = [
         AIMessage(content="", tool_calls=[call("web_search", {"query": "graphene mobility hBN"}, "c1")]),
@@ -283,7 +312,7 @@ async def test_tool_loop_records_evidence_and_stops_at_budget(pool):
         AIMessage(content=json.dumps(verdict([9, 8, 7, 6, 5, 4]))),
     ]
     j = judge("openai:tooljudge", replies, ToolCalling)
-    m = RubricMetric(load_rubric("rigor"), tool_budget=2)
+    m = RubricMetric(checked_rigor(**CHECKED), tool_budget=2)
     [s] = await m.score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
     assert j.chat.bound == ["web_search", "run_python"]  # visit_webpage is not offered to judges
     tools = [e for e in s.evidence if e.kind == "tool_call"]
@@ -296,6 +325,10 @@ async def test_tool_loop_records_evidence_and_stops_at_budget(pool):
     # the model was called 3 times: two tool rounds, then the final JSON asked for after the budget ran out
     assert len(j.chat.seen) == 3
     assert j.chat.seen[2][-1].content.startswith("Tool use is over (2 call(s) made).")
+    # every turn continues the one before it: nothing sent earlier is rewritten (a cacheable prefix)
+    for before, after in zip(j.chat.seen, j.chat.seen[1:]):
+        assert after[: len(before)] == before and len(after) > len(before)
+    assert j.chat.seen[0][0].content.count("Reply with a single JSON object") == 1  # the schema, once, up front
     tool_msgs = [m_ for m_ in j.chat.seen[2] if m_.type == "tool"]
     assert [t.tool_call_id for t in tool_msgs] == ["c1", "c2", "c3"]
     assert '"stdout":"42\\n"' in tool_msgs[1].content.replace(" ", "")
@@ -311,14 +344,14 @@ async def test_tool_loop_final_json_without_extra_call(pool):
         AIMessage(content=json.dumps(verdict([10] * 6))),
     ]
     j = judge("openai:tj", replies, ToolCalling)
-    [s] = await RubricMetric(load_rubric("rigor")).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
+    [s] = await RubricMetric(checked_rigor(**CHECKED)).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
     assert len(j.chat.seen) == 2 and s.value == pytest.approx(100.0)
     assert [e.kind for e in s.evidence] == ["judge_reply", "tool_call"] and s.evidence[1].tool == "web_search"
 
 
 async def test_judge_without_tool_calling_is_judged_without_tools(pool):
     j = judge("openai:plain", [verdict([5] * 6)])  # FakeMessagesListChatModel: bind_tools not implemented
-    [s] = await RubricMetric(load_rubric("rigor")).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
+    [s] = await RubricMetric(checked_rigor(**CHECKED)).score(ITEM, RESP, ScoringContext(judges=[j], tools=pool))
     assert s.value == pytest.approx(50.0)
     assert s.rationale.endswith(
         "Tools used: none (openai:plain: openai:plain does not support tool calling "

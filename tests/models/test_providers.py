@@ -129,8 +129,7 @@ CRITERIA = re.compile(r"^- (.+?) \(weight [^)]*\):", re.M)
 
 
 def _judge_reply(body: dict, index: int) -> str:
-    user = "\n".join(str(m.get("content")) for m in body["messages"] if m.get("role") == "user")
-    names = CRITERIA.findall(user)
+    names = CRITERIA.findall("\n".join(str(m.get("content")) for m in body["messages"]))
     return json.dumps({"scores": [{"criterion": c, "score": 7, "rationale": "r", "evidence": []} for c in names]})
 
 
