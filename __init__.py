@@ -7,6 +7,8 @@ Public API (imports are lazy, so ``import sgieval`` stays light):
 - :func:`score` / :func:`ascore`: score given texts with one predefined or rubric metric
   (no request, no graph, no run folder);
 - :func:`load_run`: a run folder's records (:class:`RunRecords`, with ``.to_pandas()``);
+- :func:`compare`: compare finished runs (:class:`Comparison`: paired changes of the same model, a joint
+  ranking on the shared items, what is not shared; ``.to_markdown()``, ``.to_pandas()``, ``.write(folder)``);
 - records: :class:`Item`, :class:`Response`, :class:`Score`, :class:`MetricSpec`,
   :class:`Rubric`, :class:`RunConfig` (from :mod:`sgieval.core`); :class:`Metric`
   (the metric interface, :mod:`sgieval.metric_pool.base`);
@@ -38,6 +40,8 @@ _LAZY = {
     "score": ("api", "score"),
     "ascore": ("api", "ascore"),
     "load_run": ("api", "load_run"),
+    "compare": ("api", "compare"),
+    "Comparison": ("reports.compare", "Comparison"),
     "agreement": ("api", "agreement"),
     "ppi": ("api", "ppi"),
     "RunRecords": ("api", "RunRecords"),

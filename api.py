@@ -463,6 +463,93 @@ def _last_state(root: Path, run_id: str) -> dict[str, Any]:
     return read_state(root / "state.sqlite", run_id)
 
 
+# ------------------------------------------------------------------- compare
+RunArg = Union[str, Path, RunRecords]
+"""A run: its folder (or a file in it, e.g. its ``report.md``) or the :class:`RunRecords` of :func:`load_run`."""
+
+
+def _compare_input(records: RunRecords, label: str) -> Any:
+    """The :class:`sgieval.agents.compare.RunInput` of a loaded run, labelled ``label``."""
+    from .agents.compare import RunInput
+    from .core.files import json_loads_strict, read_bytes_in
+    from .reports.runs import read_run
+
+    report: dict[str, Any] = {}
+    try:
+        r = json_loads_strict(read_bytes_in(records.run_dir, records.run_dir / "report.json").decode("utf-8"))
+        report = r if isinstance(r, dict) else {}
+    except FileNotFoundError:
+        pass
+    except (ValueError, OSError) as e:
+        raise InputError(
+            f"unreadable report data ({e})",
+            what=str(records.run_dir / "report.json"),
+            fix=f"re-render it with `sgieval report {records.run_dir}`",
+        ) from e
+    specs: dict[str, tuple[bool, str]] = {}
+    for d in report.get("metric_specs") or []:
+        if isinstance(d, dict) and isinstance(d.get("name"), str):
+            specs[d["name"]] = (bool(d.get("hib", True)), str(d.get("scale", "")))
+    if not specs:  # a run reported before report.json listed its metrics, or not reported yet
+        specs = {n: (s.higher_is_better, s.scale_label) for n, s in run_metric_specs(records).items()}
+    header = report.get("header") if isinstance(report.get("header"), dict) else {}
+    primary = str(records.metric_plan.get("primary") or (header or {}).get("primary") or "")
+    models = [str(m) for m in records.state.get("targets") or []]
+    if not models:
+        models = list(dict.fromkeys([*(r.model for r in records.responses), *(s.model for s in records.scores)]))
+    return RunInput(
+        run_id=label,
+        path=records.run_dir,
+        config=records.config or RunConfig(run_id=records.run_id),
+        items=records.items,
+        scores=records.scores,
+        models=models,
+        primary=primary,
+        specs=specs,
+        metric_plan=dict(records.metric_plan),
+        started=read_run(records.run_dir).started,
+    )
+
+
+def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, seed: int = 0) -> Any:
+    """Compare finished runs: items matched by id, models by name.
+
+    The same model in two runs (a new prompt, judge or rubric version) gets a paired comparison on the items both
+    share and both scored, per shared metric: the mean difference (second run minus first) with its 95% paired
+    bootstrap CI and a two-sided paired permutation test (:func:`sgieval.metric_pool.aggregate.paired_test`); a
+    change is real only when p < 0.05.  Every model is ranked together on the items every run shares by the
+    report's rules; what is not shared (items, models, metrics) is counted and named.
+
+    Args:
+        *runs: two or more runs (folders, files in them, or :class:`RunRecords`), the first the baseline.
+        metric: the ranking metric (default: the runs' ranking metric, the first one every run scored).
+        n_resamples: resamples of the permutation tests and bootstrap CIs (exact enumeration when 2**n fits).
+        seed: their random seed.
+
+    Returns:
+        :class:`sgieval.reports.compare.Comparison`: ``changes`` (the same model between runs on the ranking
+        metric), ``other_changes``, ``ranking``, ``pairs``, what is not shared, ``answer`` and ``limits``
+        sentences; ``to_markdown()``, ``to_pandas(table)``, ``to_dict()``; ``write(folder)`` writes compare.md,
+        compare.json and its viewer page index.html.
+
+    Raises:
+        InputError: fewer than two runs, a path holding no run, runs sharing no item, or a ranking metric not
+            scored in every run.
+    """
+    from .agents.compare import compare_runs
+
+    loaded = [r if isinstance(r, RunRecords) else load_run(r) for r in runs]
+    labels: list[str] = []
+    for rec in loaded:
+        label = rec.run_id if rec.run_id not in labels else rec.run_dir.name
+        k = 2
+        while label in labels:
+            label, k = f"{rec.run_dir.name}#{k}", k + 1
+        labels.append(label)
+    inputs = [_compare_input(rec, lab) for rec, lab in zip(loaded, labels)]
+    return compare_runs(inputs, metric=metric, n_resamples=n_resamples, seed=seed)
+
+
 # -------------------------------------------------------------------- labels
 def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
     """The specs of the metrics a run applied, by name (rubrics with their criteria); no model is resolved.

@@ -932,6 +932,52 @@ def runs(
 
 
 @app.command()
+def compare(
+    runs_: list[str] = typer.Argument(
+        ...,
+        metavar="RUN_A RUN_B [RUN...]",
+        help="Run ids, run folders or their report.md (two or more; the first is the baseline).",
+    ),
+    out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for run ids)."),
+    dest: Optional[Path] = typer.Option(
+        None, "--dest", help="Folder for compare.md, compare.json and index.html (default: <out>/compare-<a>-<b>)."
+    ),
+    metric: Optional[str] = typer.Option(
+        None, "--metric", help="The ranking metric (default: the runs' own ranking metric, if every run scored it)."
+    ),
+    resamples: int = typer.Option(10000, "--resamples", help="Resamples of the paired tests and bootstrap CIs."),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the paired tests and bootstrap CIs."),
+) -> None:
+    """Compare runs: items matched by id, models by name.  The same model in two runs gets a paired comparison on
+    the shared items (difference, 95% CI, paired permutation test: a change is real only when p < 0.05); every
+    model is ranked together on the items all runs share; what is not shared is counted and named.  Prints the
+    Markdown report and writes it with its viewer page to <out>/compare-<a>-<b>/ (compare.md, compare.json,
+    index.html)."""
+    from .api import compare as compare_runs
+    from .reports.runs import COMPARE_PREFIX
+
+    if len(runs_) < 2:
+        _fail(InputError("a comparison needs two runs or more", what="RUN", fix="give two run ids or run folders"))
+    dirs = [_run_dir(r, out_dir) for r in runs_]
+    try:
+        result = compare_runs(*dirs, metric=metric, n_resamples=resamples, seed=seed)
+        folder = dest if dest is not None else out_dir / (COMPARE_PREFIX + "-".join(result.run_ids))
+        if dest is None and len(folder.name) > 200:  # a file name's limit is 255 bytes
+            import hashlib
+
+            digest = hashlib.sha256("\n".join(result.run_ids).encode()).hexdigest()[:12]
+            folder = out_dir / f"{COMPARE_PREFIX}{len(result.run_ids)}-runs-{digest}"
+        paths = result.write(folder)
+    except SgievalError as e:
+        _fail(e)
+    except OSError as e:
+        _unexpected(e)
+    typer.echo(escape_control_chars(result.to_markdown()))
+    out.print(f"report: {_safe(paths['markdown'])}", soft_wrap=True, highlight=False)
+    out.print(f"viewer: {_safe(paths['page'])}", soft_wrap=True, highlight=False)
+
+
+@app.command()
 def catalog(
     benchmark: Optional[list[str]] = typer.Option(
         None,

@@ -1,0 +1,412 @@
+"""Compare finished runs: the statistics of ``sgieval compare`` (the reporting agent's work, across runs).
+
+Items are matched by id (an id whose prompt differs between runs is left out and named), models by name:
+
+- the same model in two runs (a new prompt, judge or rubric version) gets, per pair of runs and per shared
+  item-level metric, the paired comparison of its values on the items both runs share and both scored:
+  :func:`sgieval.metric_pool.aggregate.paired_test` (paired sign-flip permutation test, two-sided, and the 95%
+  paired bootstrap CI of the mean difference, second run minus first);
+- every model is ranked together on the items every run shares by the ranking metric with the report's own rules
+  (:func:`sgieval.agents.reporting.ranking_stats` and ``adjacent_pair_tests``, ``reports.build.order_stats``,
+  ``tie_groups`` and ``rank_labels``: means and BCa/Wilson CIs of ``metric_pool.aggregate.summarize``, ties at the
+  printed precision unless the paired test separates them).  A model whose values are the same in every run that
+  has it is one entry; otherwise one entry per run (``model [run]``);
+- what is not shared (items, models, metrics) is counted and named, and the settings that differ are listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import CORPUS, InputError, Item, RunConfig, Score
+from ..core.offload import call
+from ..metric_pool.aggregate import paired_test
+from ..reports.build import count_phrase, fmt2, fmt_p, order_stats, order_with_ties, rank_labels, tie_groups
+from ..reports.build import ci_text
+from ..reports.compare import Change, Comparison, RankRow, RunSide
+from .reporting import adjacent_pair_tests, ranking_stats
+
+__all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
+
+CONFIG_FIELDS = (
+    "judges",
+    "agent_model",
+    "benchmarks",
+    "k",
+    "seed",
+    "metric",
+    "temperature",
+    "judge_temperature",
+    "reasoning_effort",
+    "judge_repeats",
+    "tools",
+    "recheck",
+    "corpus",
+    "base_url",
+    "sent_params",
+)
+"""The config.json settings a comparison lists when they differ between runs (the target models are compared
+by name instead)."""
+
+
+@dataclass
+class RunInput:
+    """One run to compare: ``run_id`` (its label in the comparison), ``path``, ``config``, ``items`` (its selected
+    items), ``scores``, ``models`` (target model names as its records name them, in order), ``primary`` (its ranking
+    metric, "" unknown), ``specs``: metric name -> (higher_is_better, scale text), ``metric_plan`` (predefined and
+    custom metric names, for the settings that differ), ``started`` (ISO UTC or "")."""
+
+    run_id: str
+    path: Path
+    config: RunConfig
+    items: list[Item]
+    scores: list[Score]
+    models: list[str]
+    primary: str
+    specs: dict[str, tuple[bool, str]]
+    metric_plan: dict[str, Any] = field(default_factory=dict)
+    started: str = ""
+
+
+def _values(scores: list[Score], keep: set[str]) -> dict[str, dict[str, dict[str, float]]]:
+    """model -> metric -> item id -> value of the ok item-level scores on the items ``keep``."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for s in scores:
+        if s.ok and s.value is not None and s.item_id != CORPUS and s.item_id in keep:
+            out.setdefault(s.model, {}).setdefault(s.metric, {})[s.item_id] = float(s.value)
+    return out
+
+
+def _item_metrics(scores: list[Score]) -> set[str]:
+    return {s.metric for s in scores if s.item_id != CORPUS}
+
+
+def _change(model: str, metric: str, a: RunInput, b: RunInput, va: dict, vb: dict, n_resamples: int, seed: int):
+    keys = sorted(set(va) & set(vb))
+    if not keys:
+        return Change(
+            model,
+            metric,
+            a.run_id,
+            b.run_id,
+            0,
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            float("nan"),
+            None,
+            False,
+        )
+    x, y = {k: vb[k] for k in keys}, {k: va[k] for k in keys}
+    identical = all(x[k] == y[k] for k in keys)
+    if len(keys) < 2:
+        d = x[keys[0]] - y[keys[0]]
+        return Change(
+            model,
+            metric,
+            a.run_id,
+            b.run_id,
+            1,
+            y[keys[0]],
+            x[keys[0]],
+            d,
+            float("nan"),
+            float("nan"),
+            None,
+            identical,
+            ci_note="no CI: fewer than 2 paired items",
+        )
+    r = call(paired_test, x, y, n_resamples=n_resamples, seed=seed)
+    return Change(
+        model,
+        metric,
+        a.run_id,
+        b.run_id,
+        r.n,
+        r.mean_b,
+        r.mean_a,
+        r.mean_diff,
+        r.ci_low,
+        r.ci_high,
+        r.p_value,
+        identical,
+        method=r.method,
+        ci_note=r.ci_note,
+    )
+
+
+def _setting(run: RunInput, name: str) -> str:
+    if name == "metric plan":
+        plan = run.metric_plan or {}
+        custom = plan.get("custom") or []
+        return f"ranking {run.primary or 'unknown'}" + (f"; custom {', '.join(map(str, custom))}" if custom else "")
+    v = getattr(run.config, name, None)
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v)) or "none"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={v[k]}" for k in sorted(v)) or "none"
+    return "none" if v is None else str(v)
+
+
+def compare_runs(
+    runs: list[RunInput], *, metric: str | None = None, n_resamples: int = 10000, seed: int = 0
+) -> Comparison:
+    """Compare ``runs`` (two or more, in the order given: the first is the baseline of each pair).
+
+    Args:
+        runs: the runs' records (:class:`RunInput`).
+        metric: the ranking metric (default: the first run's ranking metric when every run scored it, else the
+            first of the runs' ranking metrics that every run scored).
+        n_resamples, seed: of the paired tests and bootstrap CIs (``metric_pool.aggregate``).
+
+    Returns:
+        The :class:`~sgieval.reports.compare.Comparison`.
+
+    Raises:
+        InputError: fewer than two runs, no item every run shares, or a ranking metric not every run scored.
+    """
+    if len(runs) < 2:
+        raise InputError("a comparison needs two runs or more", what="compare", fix="give two run ids or folders")
+    ids = [r.run_id for r in runs]
+    # ---- items: by id; an id whose prompt differs is not the same item
+    prompts = [{i.id: i.prompt for i in r.items} for r in runs]
+    common = set(prompts[0]).intersection(*prompts[1:])
+    changed = sorted(i for i in common if len({p[i] for p in prompts}) > 1)
+    shared = sorted(common - set(changed))
+    if not shared:
+        raise InputError(
+            "the runs share no item (no item id selected in every run with the same prompt)",
+            what=", ".join(ids),
+            fix="compare runs of the same benchmark items (the same request or selection)",
+        )
+    keep = set(shared)
+    items_only = {r.run_id: sorted(set(p) - common) for r, p in zip(runs, prompts)}
+    # ---- metrics: item-level ones every run scored
+    per_run = [_item_metrics(r.scores) for r in runs]
+    corpus = sorted({s.metric for r in runs for s in r.scores if s.item_id == CORPUS} - set().union(*per_run))
+    shared_metrics = sorted(set(per_run[0]).intersection(*per_run[1:]))
+    metrics_only = {r.run_id: sorted(m - set(shared_metrics)) for r, m in zip(runs, per_run)}
+    notes: list[str] = []
+    if metric is None:
+        primaries = [r.primary for r in runs if r.primary]
+        metric = next((m for m in primaries if m in shared_metrics), None)
+        if metric is None:
+            raise InputError(
+                f"no ranking metric of these runs ({', '.join(primaries) or 'none'}) was scored in every run",
+                what="--metric",
+                fix=f"pass --metric with one of the shared metrics: {', '.join(shared_metrics) or '(none)'}",
+            )
+        if len(set(primaries)) > 1:
+            notes.append(
+                f"The runs rank by different metrics ({', '.join(f'{r.run_id}: {r.primary}' for r in runs)}); "
+                f"this comparison ranks by {metric}, the first of them every run scored."
+            )
+    elif metric not in shared_metrics:
+        raise InputError(
+            f"metric {metric!r} was not scored item by item in every run",
+            what="--metric",
+            fix=f"use one of the shared metrics: {', '.join(shared_metrics) or '(none)'}",
+        )
+    spec = next((r.specs[metric] for r in runs if metric in r.specs), (True, ""))
+    hib, scale = spec
+    directions = {r.specs[metric][0] for r in runs if metric in r.specs}
+    if len(directions) > 1:
+        raise InputError(
+            f"the runs disagree on whether a higher {metric} is better",
+            what=", ".join(ids),
+            fix="compare runs whose metric definitions agree (see each report's Metric definitions)",
+        )
+    values = [_values(r.scores, keep) for r in runs]
+    # ---- models
+    seen: dict[str, list[int]] = {}
+    for k, r in enumerate(runs):
+        for m in r.models:
+            seen.setdefault(m, [])
+            if k not in seen[m]:
+                seen[m].append(k)
+    models_shared = [m for m, ks in seen.items() if len(ks) > 1]
+    models_only = {r.run_id: [m for m in r.models if len(seen[m]) == 1] for r in runs}
+    # ---- the same model across runs
+    changes: list[Change] = []
+    other: list[Change] = []
+    for m in models_shared:
+        ks = seen[m]
+        for i_pos, i in enumerate(ks):
+            for j in ks[i_pos + 1 :]:
+                for name in [metric, *[x for x in shared_metrics if x != metric]]:
+                    va = values[i].get(m, {}).get(name, {})
+                    vb = values[j].get(m, {}).get(name, {})
+                    c = _change(m, name, runs[i], runs[j], va, vb, n_resamples, seed)
+                    (changes if name == metric else other).append(c)
+    # ---- every model ranked together on the shared items
+    entries: list[tuple[str, str, list[int]]] = []  # (label, model, run indices)
+    for m, ks in seen.items():
+        vals = [values[k].get(m, {}).get(metric, {}) for k in ks]
+        if all(v == vals[0] for v in vals[1:]):
+            entries.append((m, m, ks))
+        else:
+            entries += [(f"{m} [{runs[k].run_id}]", m, [k]) for k in ks]
+    if any(len(ks) == 1 for _, m, ks in entries if len(seen[m]) > 1):
+        notes.append(
+            "A model whose values differ between runs is ranked once per run, as `model [run]`; a model with the same "
+            "values in every run that has it is ranked once."
+        )
+    pooled: list[Score] = []
+    for label, m, ks in entries:
+        k = ks[0]
+        pooled += [
+            s.model_copy(update={"model": label})
+            for s in runs[k].scores
+            if s.model == m and s.metric == metric and s.item_id in keep
+        ]
+    labels = [e[0] for e in entries]
+    ranking: list[RankRow] = []
+    pairs: list[dict[str, Any]] = []
+    groups: list[list[Any]] = []
+    if len(entries) >= 2:
+        stats = order_stats(ranking_stats(pooled, metric, labels, n_resamples, seed), hib)
+        ranked = [s for s in stats if s.summary is not None]
+        pairs = adjacent_pair_tests(pooled, metric, ranked, n_resamples=n_resamples, seed=seed)
+        groups = tie_groups(ranked, pairs)
+        rank_of = rank_labels(groups)
+        src = {e[0]: e for e in entries}
+        for s in stats:
+            _, m, ks = src[s.model]
+            ranking.append(
+                RankRow(
+                    entry=s.model,
+                    model=m,
+                    runs=[runs[k].run_id for k in ks],
+                    rank=rank_of.get(s.model, "unscored"),
+                    mean=s.summary.mean if s.summary is not None else None,
+                    ci=ci_text(s.summary) if s.summary is not None else s.reason,
+                    n=s.summary.n if s.summary is not None else 0,
+                    total=s.summary.total if s.summary is not None else None,
+                )
+            )
+    # ---- settings that differ
+    config_diff: list[tuple[str, list[str]]] = []
+    for name in [*CONFIG_FIELDS, "metric plan"]:
+        settings = [_setting(r, name) for r in runs]
+        if len(set(settings)) > 1:
+            config_diff.append((name, settings))
+    comparison = Comparison(
+        runs=[
+            RunSide(
+                run_id=r.run_id,
+                path=str(r.path),
+                request=r.config.request,
+                models=list(r.models),
+                judges=list(r.config.judges),
+                primary=r.primary,
+                n_items=len(r.items),
+                started=r.started,
+            )
+            for r in runs
+        ],
+        metric=metric,
+        scale=scale,
+        higher_is_better=hib,
+        shared_items=shared,
+        items_only=items_only,
+        items_changed=changed,
+        models_shared=models_shared,
+        models_only=models_only,
+        metrics_shared=shared_metrics,
+        metrics_only=metrics_only,
+        metrics_corpus=corpus,
+        changes=changes,
+        other_changes=other,
+        ranking=ranking,
+        pairs=pairs,
+        config_diff=config_diff,
+        notes=notes,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    comparison.answer = _answer(comparison, groups)
+    comparison.limits = _limits(comparison, entries, seen)
+    return comparison
+
+
+def _answer(c: Comparison, groups: list[list[Any]]) -> list[str]:
+    out = [ch.sentence() for ch in c.changes]
+    if c.ranking and groups:
+        out.append(
+            f"Ranked together by {c.metric} on the {count_phrase(len(c.shared_items), 'item')} every run shares: "
+            f"{order_with_ties(groups, c.higher_is_better)}."
+        )
+        tested = [p for p in c.pairs if p.get("p") is not None]
+        sep = [f"{p['a']} from {p['b']} (p = {p['p_value']})" for p in tested if p.get("significant")]
+        loose = [f"{p['a']} from {p['b']} (p = {p['p_value']})" for p in tested if not p.get("significant")]
+        untested = [f"{p['a']} and {p['b']}" for p in c.pairs if p.get("p") is None]
+        if sep:
+            out.append(f"The paired test separates {'; '.join(sep)} at the 5% level.")
+        if loose:
+            out.append(
+                f"It does not separate {'; '.join(loose)}: their order on these items is not evidence of a difference."
+            )
+        if untested:
+            out.append(f"Not tested (fewer than 2 items both scored): {'; '.join(untested)}.")
+    real_other = [ch for ch in c.other_changes if ch.real and not ch.identical]
+    if c.other_changes:
+        if all(ch.identical for ch in c.other_changes if ch.n):
+            out.append(
+                f"On the other shared metrics, each of the {len(c.other_changes)} same-model comparisons gives the "
+                "same value on every paired item: no change."
+            )
+        elif real_other:
+            out.append(
+                f"On the other shared metrics, {count_phrase(len(real_other), 'real change')} of "
+                f"{len(c.other_changes)} tested: "
+                + "; ".join(
+                    f"{ch.model} on {ch.metric} ({fmt2(ch.mean_a)} -> {fmt2(ch.mean_b)}, p = {fmt_p(ch.p)})"
+                    for ch in real_other
+                )
+                + "."
+            )
+        else:
+            out.append(
+                f"On the other shared metrics, none of the {len(c.other_changes)} same-model comparisons is a real "
+                "change at the 5% level."
+            )
+    return out
+
+
+def _limits(c: Comparison, entries: list[tuple[str, str, list[int]]], seen: dict[str, list[int]]) -> list[str]:
+    n_tests = sum(1 for ch in [*c.changes, *c.other_changes] if ch.p is not None and not ch.identical)
+    n_tests += sum(1 for p in c.pairs if p.get("p") is not None)
+    out = []
+    if n_tests > 1:
+        out.append(
+            f"The {n_tests} p-values are two-sided and not adjusted for multiple comparisons: among many tests, some "
+            "p < 0.05 are expected by chance alone."
+        )
+    if any(ch.real is False and not ch.identical for ch in [*c.changes, *c.other_changes]):
+        out.append(
+            "\"Not a real change\" means the paired test does not separate the runs on these items, not that the "
+            "model scores the same: the 95% CI of the difference is the range of changes the data still allow."
+        )
+    if c.config_diff:
+        out.append(
+            f"The runs differ in {', '.join(k for k, _ in c.config_diff)} (table above): a change of a model between "
+            "them may come from any of these, and this comparison cannot say which."
+        )
+    if any(len(ks) == 1 for m, ks in seen.items()) and len(seen) > 1:
+        out.append(
+            "Models from different runs are ranked on the same items, but each with its own run's settings and "
+            "time of the calls: the joint ranking mixes a model difference with any difference between the runs."
+        )
+    left = sum(len(v) for v in c.items_only.values()) + len(c.items_changed)
+    if left:
+        out.append(
+            f"The {count_phrase(left)} not shared by every run are left out: the comparison says nothing about them."
+        )
+    out.append(
+        f"The comparison covers the {count_phrase(len(c.shared_items), 'shared item')} only; whether a difference "
+        "holds on other items of the benchmark is not settled here."
+    )
+    return out

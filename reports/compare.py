@@ -1,0 +1,403 @@
+"""A comparison of runs (``sgieval compare``, ``sgieval.compare``): its data model, its Markdown report and its
+viewer page.
+
+The statistics are made elsewhere (``agents.compare``: paired permutation tests and paired bootstrap CIs of
+``metric_pool.aggregate.paired_test``, the report's ranking rules of ``reports.build``); this module holds their
+result as plain values and states it.  Every sentence is a claim the numbers beside it support: a change of a model
+between two runs is called real only when its paired test gives p < 0.05.
+
+Files (:func:`write_comparison`): ``compare.md`` (the report), ``compare.json`` (:meth:`Comparison.to_dict`) and
+``index.html`` (one static page, no script, no network).  Stable names of the page (``compare.html.j2``), for tests
+and scripts: ``#compare-runs`` (one ``tr.compare-run`` per run, ``data-run-id``), ``#compare-answer`` (``li``
+sentences), ``#compare-changes`` (one ``tr.change-row`` per model, pair of runs and metric, with ``data-model``,
+``data-metric``, ``data-real`` = ``yes`` | ``no`` | ``untested``), ``#compare-ranking`` (``tr.ranking-row``,
+``data-entry``), ``#compare-pairs`` (``tr.pair-row``), ``#compare-other`` (the other shared metrics'
+``tr.change-row``), ``#compare-not-shared`` (``li.not-shared`` with ``data-kind`` = ``items`` | ``models`` |
+``metrics``), ``#compare-config`` (``tr.config-row``, ``data-field``), ``#compare-limits`` (``li``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.files import write_text_in
+from .build import count_phrase, fmt2, fmt_p
+
+__all__ = ["Change", "Comparison", "RankRow", "RunSide", "SIGNIFICANCE", "write_comparison"]
+
+SIGNIFICANCE = 0.05
+"""A change (or an adjacent pair of the joint ranking) is real when its two-sided paired test gives p below this."""
+
+
+@dataclass
+class RunSide:
+    """One compared run: ``run_id`` (as labelled in the comparison), ``path``, ``request``, ``started`` (ISO UTC,
+    "" unknown), ``models`` (target models as its records name them), ``judges``, ``primary`` (its ranking metric),
+    ``n_items`` (its selected items)."""
+
+    run_id: str
+    path: str
+    request: str
+    models: list[str]
+    judges: list[str]
+    primary: str
+    n_items: int
+    started: str = ""
+
+
+@dataclass
+class Change:
+    """One model's change between two runs on one metric, on the items both runs share and both scored.
+
+    ``run_a`` -> ``run_b`` (earlier given first); ``n`` paired items; ``mean_a``, ``mean_b`` the means there and
+    ``mean_diff`` = mean(b - a) on the metric's scale; ``[ci_low, ci_high]`` the 95% paired bootstrap CI of it (NaN
+    when n < 2); ``p`` the two-sided paired permutation test (None: fewer than 2 paired items); ``identical``: the
+    same value on every paired item; ``ci_note`` why a CI is degenerate or missing."""
+
+    model: str
+    metric: str
+    run_a: str
+    run_b: str
+    n: int
+    mean_a: float
+    mean_b: float
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p: float | None
+    identical: bool
+    method: str = "permutation"
+    ci_note: str = ""
+
+    @property
+    def real(self) -> bool | None:
+        """Whether the paired test separates the two runs (p < 0.05); None without a test."""
+        return None if self.p is None else self.p < SIGNIFICANCE
+
+    @property
+    def verdict(self) -> str:
+        """``real change``, ``no real change``, ``no change`` (identical values) or ``untested``."""
+        if self.identical and self.n:
+            return "no change"
+        return "untested" if self.real is None else "real change" if self.real else "no real change"
+
+    def ci_text(self) -> str:
+        """The CI cell: ``lo to hi``, ``no variation`` or ``n/a``."""
+        if self.n < 2 or math.isnan(self.ci_low) or math.isnan(self.ci_high):
+            return "n/a"
+        if self.ci_low == self.ci_high:
+            return f"no variation over {count_phrase(self.n)}"
+        return f"{fmt2(self.ci_low)} to {fmt2(self.ci_high)}"
+
+    def sentence(self) -> str:
+        """The claim this change supports, as one sentence."""
+        head = f"{self.model} on {self.metric}, {self.run_a} -> {self.run_b}"
+        if not self.n:
+            return f"{head}: no item scored in both runs, so nothing is compared."
+        if self.identical:
+            return f"{head}: the same value on all {count_phrase(self.n, 'shared item')} (mean {fmt2(self.mean_a)}): no change."
+        what = (
+            f"{head}: mean {fmt2(self.mean_a)} -> {fmt2(self.mean_b)} on {count_phrase(self.n, 'shared item')} "
+            f"(difference {fmt2(self.mean_diff)}"
+        )
+        if self.p is None:
+            return f"{what}); with fewer than 2 paired items there is no test, so this is no evidence of a change."
+        what += f", 95% CI {self.ci_text()}); paired {self.method} test p = {fmt_p(self.p)}: "
+        if self.real:
+            return what + "a real change at the 5% level."
+        return what + "not a real change at the 5% level (the test does not separate the two runs)."
+
+    def row(self) -> list[Any]:
+        return [
+            self.model,
+            self.metric,
+            f"{self.run_a} -> {self.run_b}",
+            self.n,
+            fmt2(self.mean_a),
+            fmt2(self.mean_b),
+            fmt2(self.mean_diff),
+            self.ci_text(),
+            fmt_p(self.p),
+            self.verdict,
+        ]
+
+
+CHANGE_HEADERS = [
+    "target model",
+    "metric",
+    "runs",
+    "paired items",
+    "mean (first)",
+    "mean (second)",
+    "difference (second minus first)",
+    "95% CI of difference",
+    "p (paired permutation)",
+    "at the 5% level",
+]
+
+
+@dataclass
+class RankRow:
+    """One entry of the joint ranking on the shared items: ``entry`` (the model's name, or ``model [run]`` when its
+    values differ between the runs that have it), ``model``, ``runs`` (where its values come from), ``rank`` (the
+    report's rank label: ``1``, ``2=``...), ``mean``, ``ci`` (the report's CI cell), ``n`` items, ``total``."""
+
+    entry: str
+    model: str
+    runs: list[str]
+    rank: str
+    mean: float | None
+    ci: str
+    n: int
+    total: float | None = None
+
+
+@dataclass
+class Comparison:
+    """What ``sgieval compare`` found; every list is JSON-ready.
+
+    ``runs``: the compared runs in the order given; ``metric`` (the ranking metric), ``scale``,
+    ``higher_is_better``; ``shared_items``: item ids every run selected with the same prompt; ``items_only``: run
+    id -> its item ids the others lack; ``items_changed``: shared ids whose prompt differs between runs (left
+    out); ``models_shared``: models in two or more runs; ``models_only``: run id -> models only it has;
+    ``metrics_shared`` (item-level metrics every run scored); ``metrics_only``: run id -> its other metrics;
+    ``changes``: the same model between runs on the ranking metric; ``other_changes``: on the other shared
+    metrics; ``ranking``: every model ranked together on the shared items (:class:`RankRow`) and ``pairs`` the
+    paired tests of adjacent entries (``reports.build.pair_entry`` dicts); ``config_diff``: (setting, value per
+    run) for the settings that differ; ``answer``: the findings as sentences; ``limits``: what the comparison does
+    not settle; ``notes``: how the comparison was made (metric choice, entries split by run)."""
+
+    runs: list[RunSide]
+    metric: str
+    scale: str
+    higher_is_better: bool
+    shared_items: list[str]
+    items_only: dict[str, list[str]]
+    items_changed: list[str]
+    models_shared: list[str]
+    models_only: dict[str, list[str]]
+    metrics_shared: list[str]
+    metrics_only: dict[str, list[str]]
+    changes: list[Change]
+    other_changes: list[Change]
+    ranking: list[RankRow]
+    pairs: list[dict[str, Any]]
+    config_diff: list[tuple[str, list[str]]]
+    metrics_corpus: list[str] = field(default_factory=list)
+    """Corpus-level metrics (one value per model and run: no items to pair), not compared."""
+    answer: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    n_resamples: int = 10000
+    seed: int = 0
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The compared runs' labels, in order."""
+        return [r.run_id for r in self.runs]
+
+    def write(self, folder: str | Path) -> dict[str, Path]:
+        """Write compare.md, compare.json and the viewer page index.html in ``folder`` (:func:`write_comparison`)."""
+        return write_comparison(self, folder)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``compare.json``): every field; each change with its ``real`` and ``verdict``."""
+        d = asdict(self)
+        for key in ("changes", "other_changes"):
+            for c, obj in zip(d[key], getattr(self, key)):
+                c["real"], c["verdict"] = obj.real, obj.verdict
+        d["config_diff"] = [{"setting": k, "values": v} for k, v in self.config_diff]
+        return d
+
+    def to_pandas(self, table: str = "changes") -> Any:
+        """One table as a ``pandas.DataFrame``: ``"changes"`` (default; the same model between runs, every shared
+        metric, with ``real``), ``"ranking"`` (the joint ranking) or ``"pairs"`` (its adjacent paired tests).
+        Raises ValueError for another ``table``."""
+        import pandas as pd
+
+        if table == "changes":
+            rows = [{**asdict(c), "real": c.real, "verdict": c.verdict} for c in [*self.changes, *self.other_changes]]
+            return pd.DataFrame(rows, columns=[*Change.__dataclass_fields__, "real", "verdict"])
+        if table == "ranking":
+            return pd.DataFrame([asdict(r) for r in self.ranking], columns=list(RankRow.__dataclass_fields__))
+        if table == "pairs":
+            return pd.DataFrame(self.pairs)
+        raise ValueError(f"unknown table {table!r}: use 'changes', 'ranking' or 'pairs'")
+
+    # ------------------------------------------------------------------ Markdown
+    def to_markdown(self) -> str:
+        """The comparison report in Markdown (what ``compare.md`` holds)."""
+        from .render import markdown_table
+
+        ids = self.run_ids
+        out = [f"# Comparison of runs {', '.join(ids)}", ""]
+        out.append(
+            markdown_table(
+                ["run", "started (UTC)", "request", "target models", "judge", "ranking metric", "items"],
+                [
+                    [
+                        r.run_id,
+                        r.started.replace("T", " ")[:16] or "unknown",
+                        r.request or "(the whole catalog)",
+                        ", ".join(r.models) or "none",
+                        ", ".join(r.judges) or "none",
+                        r.primary or "none",
+                        r.n_items,
+                    ]
+                    for r in self.runs
+                ],
+            )
+        )
+        out += ["", "## Answer", ""]
+        out += [f"- {s}" for s in self.answer]
+        direction = "higher is better" if self.higher_is_better else "lower is better"
+        out += [
+            "",
+            f"## The same model across runs: {self.metric} (scale {self.scale}, {direction})",
+            "",
+            f"Paired on the items both runs share and both scored; difference = second run minus first; 95% CI "
+            f"paired bootstrap; p two-sided, paired permutation test ({self.n_resamples} resamples, seed "
+            f"{self.seed}); a change is real when p < 0.05.",
+            "",
+        ]
+        out.append(
+            markdown_table(CHANGE_HEADERS, [c.row() for c in self.changes])
+            if self.changes
+            else "No target model is in two of these runs: there is no same-model comparison."
+        )
+        out += ["", f"## Ranked together on the {count_phrase(len(self.shared_items), 'shared item')}", ""]
+        if self.ranking:
+            out.append(
+                markdown_table(
+                    ["rank", "target model", "values from", "mean per item", "95% CI", "n items"],
+                    [
+                        [r.rank, r.entry, ", ".join(r.runs), fmt2(r.mean) if r.mean is not None else "n/a", r.ci, r.n]
+                        for r in self.ranking
+                    ],
+                )
+            )
+            if self.pairs:
+                out += ["", "Paired permutation tests of adjacent ranks (items both scored; two-sided):", ""]
+                out.append(markdown_table(PAIR_HEADERS, [pair_row(p) for p in self.pairs]))
+        else:
+            out.append("Fewer than two models to rank on the shared items.")
+        if self.other_changes:
+            out += ["", "## The same model across runs: the other shared metrics", ""]
+            out.append(markdown_table(CHANGE_HEADERS, [c.row() for c in self.other_changes]))
+        out += ["", "## Not shared", ""]
+        out += [f"- {s}" for s in self.not_shared_sentences()]
+        out += ["", "## What differs between the runs' settings", ""]
+        if self.config_diff:
+            out.append(markdown_table(["setting", *ids], [[k, *v] for k, v in self.config_diff]))
+        else:
+            out.append("Their config.json settings are the same apart from the target models.")
+        out += ["", "## What this comparison does not settle", ""]
+        out += [f"- {s}" for s in self.limits]
+        if self.notes:
+            out += ["", "## How it was made", ""]
+            out += [f"- {s}" for s in self.notes]
+        return "\n".join(out) + "\n"
+
+    def not_shared_sentences(self) -> list[str]:
+        """What is not shared, counted and named: items, models, metrics (one sentence each)."""
+        return [s for _, s in self.not_shared()]
+
+    def not_shared(self) -> list[tuple[str, str]]:
+        """(kind, sentence) for items, models and metrics."""
+
+        def named(xs: list[str], limit: int = 10) -> str:
+            shown = ", ".join(xs[:limit])
+            return shown + (f" and {len(xs) - limit} more" if len(xs) > limit else "")
+
+        only_items = {r: v for r, v in self.items_only.items() if v}
+        if only_items or self.items_changed:
+            parts = [f"{count_phrase(len(v))} only in {r} ({named(v)})" for r, v in only_items.items()]
+            if self.items_changed:
+                parts.append(
+                    f"{count_phrase(len(self.items_changed))} with the same id but a different prompt, left out "
+                    f"({named(self.items_changed)})"
+                )
+            items = f"Items: {count_phrase(len(self.shared_items))} shared; " + "; ".join(parts) + "."
+        else:
+            items = f"Items: all {count_phrase(len(self.shared_items))} are shared by every run."
+        only_models = {r: v for r, v in self.models_only.items() if v}
+        if only_models:
+            models = "Models: " + "; ".join(f"{named(v)} only in {r}" for r, v in only_models.items())
+            models += f"; in several runs: {named(self.models_shared) or 'none'}."
+        else:
+            models = f"Models: every model is in several runs ({named(self.models_shared)})."
+        only_metrics = {r: v for r, v in self.metrics_only.items() if v}
+        if only_metrics:
+            metrics = (
+                f"Metrics: {count_phrase(len(self.metrics_shared), 'item-level metric')} shared; "
+                + "; ".join(f"only {r} has {named(v)}" for r, v in only_metrics.items())
+                + "."
+            )
+        else:
+            metrics = f"Metrics: every run has the same {count_phrase(len(self.metrics_shared), 'item-level metric')}."
+        if self.metrics_corpus:
+            metrics += (
+                f" {count_phrase(len(self.metrics_corpus), 'corpus-level metric')} (one value per model and run, "
+                f"no items to pair) {'is' if len(self.metrics_corpus) == 1 else 'are'} not compared: "
+                f"{named(self.metrics_corpus)}."
+            )
+        return [("items", items), ("models", models), ("metrics", metrics)]
+
+
+PAIR_HEADERS = [
+    "adjacent ranks",
+    "shared items",
+    "mean difference (upper minus lower)",
+    "95% CI of difference",
+    "p",
+    "at the 5% level",
+]
+
+
+def pair_row(p: dict[str, Any]) -> list[Any]:
+    """A row of the adjacent-pairs table from a ``reports.build.pair_entry`` dict."""
+    tested = p.get("p") is not None
+    return [
+        f"{p['a']} vs {p['b']}",
+        p["n"],
+        p.get("mean_diff", "n/a") if tested else "n/a",
+        p.get("ci", "n/a") if tested else "n/a",
+        p.get("p_value", "n/a") if tested else "not tested (fewer than 2 shared items)",
+        ("separated" if p.get("significant") else "not separated") if tested else "not tested",
+    ]
+
+
+def write_comparison(comparison: Comparison, folder: str | Path) -> dict[str, Path]:
+    """Write ``folder/compare.md``, ``folder/compare.json`` and ``folder/index.html`` (created as needed, no link
+    followed below ``folder``).
+
+    Returns:
+        {"markdown": path, "json": path, "page": path}.
+    """
+    import json
+
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from .render import jsonable
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    md = write_text_in(folder, folder / "compare.md", comparison.to_markdown())
+    js = write_text_in(
+        folder, folder / "compare.json", json.dumps(jsonable(comparison.to_dict()), indent=2, ensure_ascii=False)
+    )
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html", "j2"])
+    )
+    html = env.get_template("compare.html.j2").render(
+        c=comparison,
+        change_headers=CHANGE_HEADERS,
+        pair_headers=PAIR_HEADERS,
+        pair_rows=[(p, pair_row(p)) for p in comparison.pairs],
+        fmt2=fmt2,
+    )
+    page = write_text_in(folder, folder / "index.html", html)
+    return {"markdown": md, "json": js, "page": page}

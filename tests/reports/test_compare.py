@@ -1,0 +1,172 @@
+"""`sgieval compare` / `sgieval.compare`: two runs of the chemistry questions of the stored SciAidanBench answers, the
+expected paired differences and permutation p-values computed here by plain arithmetic from the score records; and
+hand-made runs whose exact permutation p-values are enumerated here."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import sgieval
+from sgieval.agents.compare import RunInput, compare_runs
+from sgieval.cli import app
+from sgieval.core import InputError, Item, RunConfig, Score
+
+runner = CliRunner()
+CHEM = "Which model is the most creative in chemistry?"
+METRIC = "aidan_accepted_answers"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    first = ["ask", CHEM, "--yes", "--out", str(out), "--models", "replay:o1-mini,replay:phi4"]
+    assert runner.invoke(app, first).exit_code == 0
+    (a,) = [p for p in out.iterdir() if p.is_dir()]
+    second = ["ask", CHEM, "--yes", "--out", str(out), "--models", "replay:o1-mini,replay:phi4,replay:openai/4o"]
+    assert runner.invoke(app, second).exit_code == 0
+    (b,) = [p for p in out.iterdir() if p.is_dir() and p != a]
+    return out, a, b
+
+
+def _values(run: Path, model: str) -> dict[str, float]:
+    out = {}
+    for line in (run / "scores.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        if s["model"] == model and s["metric"] == METRIC and s["status"] == "ok" and s["item_id"] != "*":
+            out[s["item_id"]] = s["value"]
+    return out
+
+
+def exact_sign_flip_p(diffs: list[float]) -> float:
+    """Two-sided exact p of the paired sign-flip test of the mean difference: the share of the 2**n sign patterns
+    whose |sum| reaches the observed |sum|, counted by dynamic programming over integer sums."""
+    ints = [int(round(d)) for d in diffs]
+    assert all(d == i for d, i in zip(diffs, ints))
+    sums = Counter({0: 1})
+    for d in ints:
+        nxt: Counter = Counter()
+        for s, n in sums.items():
+            nxt[s + d] += n
+            nxt[s - d] += n
+        sums = nxt
+    obs = abs(sum(ints))
+    return sum(n for s, n in sums.items() if abs(s) >= obs) / 2 ** len(ints)
+
+
+def test_compare_two_chemistry_runs_gives_hand_checkable_paired_tests(two_runs):
+    out, a, b = two_runs
+    res = runner.invoke(app, ["compare", a.name, b.name, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    folder = out / f"compare-{a.name}-{b.name}"
+    assert f"report: {folder / 'compare.md'}" in " ".join(res.output.split())
+    data = json.loads((folder / "compare.json").read_text())
+    o1, phi, gpt = (_values(b, m) for m in ("replay:o1-mini", "replay:phi4:latest", "replay:openai/4o"))
+    assert len(o1) == len(phi) == len(gpt) == 25 and data["shared_items"] == sorted(o1)
+    # the same model in both runs: the same stored answers, so every paired difference is 0 and p = 1
+    for model in ("replay:o1-mini", "replay:phi4:latest"):
+        (ch,) = [c for c in data["changes"] if c["model"] == model]
+        first = _values(a, model)
+        assert ch["n"] == 25 and ch["mean_a"] == pytest.approx(sum(first.values()) / 25)
+        assert ch["mean_diff"] == 0 and ch["p"] == 1.0 and ch["identical"] and ch["verdict"] == "no change"
+    assert data["changes"][0]["mean_a"] == pytest.approx(296 / 25)  # o1-mini: 296 accepted answers in chemistry
+    # ranked together: means by plain arithmetic; adjacent paired tests against the exact sign-flip p
+    ranking = {r["entry"]: r for r in data["ranking"]}
+    assert [r["entry"] for r in data["ranking"]] == ["replay:o1-mini", "replay:openai/4o", "replay:phi4:latest"]
+    assert ranking["replay:openai/4o"]["runs"] == [b.name] and ranking["replay:o1-mini"]["runs"] == [a.name, b.name]
+    for name, vals in (("replay:o1-mini", o1), ("replay:openai/4o", gpt), ("replay:phi4:latest", phi)):
+        assert ranking[name]["mean"] == pytest.approx(sum(vals.values()) / 25)
+    for pair, (hi, lo) in zip(data["pairs"], ((o1, gpt), (gpt, phi))):
+        diffs = [hi[i] - lo[i] for i in sorted(hi)]
+        assert pair["n"] == 25 and pair["mean_diff"] == f"{sum(diffs) / 25:.2f}"
+        assert pair["p"] == pytest.approx(exact_sign_flip_p(diffs), abs=0.02)  # 10000 random sign patterns
+        assert pair["significant"] is (pair["p"] < 0.05)
+    # what is not shared is named; the Markdown states it, and the test behind every order
+    md = (folder / "compare.md").read_text()
+    assert f"- Models: replay:openai/4o only in {b.name}; in several runs: replay:o1-mini, replay:phi4:latest." in md
+    assert "- Items: all 25 items are shared by every run." in md
+    assert (
+        f"- replay:o1-mini on {METRIC}, {a.name} -> {b.name}: the same value on all 25 shared items (mean 11.84): "
+        "no change." in md
+    )
+    p1 = data["pairs"][0]["p_value"]
+    assert f"It does not separate replay:o1-mini from replay:openai/4o (p = {p1})" in md
+    # the viewer page
+    html = (folder / "index.html").read_text()
+    assert '<table id="compare-changes">' in html and 'data-model="replay:o1-mini"' in html
+    assert '<tr class="ranking-row" data-entry="replay:openai/4o" data-rank="2">' in html
+    assert '<li class="not-shared" data-kind="models">' in html
+    # the home page lists the comparison
+    assert runner.invoke(app, ["view", "--out", str(out)]).exit_code == 0
+    assert f'href="compare-{a.name}-{b.name}/index.html"' in (out / "index.html").read_text()
+
+
+def test_the_api_returns_the_same_comparison_as_a_typed_result(two_runs):
+    out, a, b = two_runs
+    c = sgieval.compare(a, b / "report.md")
+    assert isinstance(c, sgieval.Comparison) and c.run_ids == [a.name, b.name]
+    df = c.to_pandas()
+    row = df[(df.model == "replay:o1-mini") & (df.metric == METRIC)].iloc[0]
+    assert row.n == 25 and row.mean_diff == 0 and row.verdict == "no change"
+    assert list(c.to_pandas("ranking").entry) == ["replay:o1-mini", "replay:openai/4o", "replay:phi4:latest"]
+    assert c.to_markdown().startswith(f"# Comparison of runs {a.name}, {b.name}\n")
+    with pytest.raises(InputError, match="not scored item by item in every run"):
+        sgieval.compare(a, b, metric="no_such_metric")
+
+
+def _run(run_id: str, values: dict[str, dict[str, float]], prompts: dict[str, str], **config) -> RunInput:
+    items = [Item(id=i, benchmark="qa", task="generic", prompt=p) for i, p in prompts.items()]
+    scores = [Score(item_id=i, model=m, metric="acc", value=v) for m, per in values.items() for i, v in per.items()]
+    return RunInput(
+        run_id=run_id,
+        path=Path(run_id),
+        config=RunConfig(run_id=run_id, request="q", **config),
+        items=items,
+        scores=scores,
+        models=list(values),
+        primary="acc",
+        specs={"acc": (True, "0-10")},
+    )
+
+
+def test_a_changed_model_gets_the_exact_paired_test_and_unshared_parts_are_named():
+    ids = [f"q{k}" for k in range(9)]
+    prompts = {i: f"prompt {i}" for i in ids}
+    before = [1, 2, 3, 4, 5, 6, 7, 2, 5]  # q0..q8; q8 is only in run A
+    after = [2, 3, 5, 5, 7, 9, 8, 2]  # q0..q7: differences 1, 1, 2, 1, 2, 3, 1 and q7's prompt differs
+    a = _run("A", {"m": dict(zip(ids, before)), "old": dict(zip(ids, [0] * 9))}, prompts, judges=["openai:j1"])
+    b_prompts = {i: prompts[i] for i in ids[:8]} | {"q7": "a reworded prompt"}
+    b = _run("B", {"m": dict(zip(ids[:8], after)), "new": dict(zip(ids[:8], [9] * 8))}, b_prompts, judges=["openai:j2"])
+    c = compare_runs([a, b], n_resamples=10000)
+    assert c.shared_items == ids[:7] and c.items_changed == ["q7"] and c.items_only == {"A": ["q8"], "B": []}
+    (ch,) = c.changes
+    diffs = [after[k] - before[k] for k in range(7)]
+    assert (ch.n, ch.mean_a, ch.mean_b) == (7, sum(before[:7]) / 7, sum(after[:7]) / 7)
+    assert ch.mean_diff == pytest.approx(sum(diffs) / 7)  # 11 / 7
+    # 2**7 = 128 sign patterns, enumerated exactly: only all-plus and all-minus reach |sum| = 11
+    flips = [sum(s * d for s, d in zip(signs, diffs)) for signs in itertools.product((1, -1), repeat=7)]
+    assert ch.p == pytest.approx(sum(abs(f) >= 11 for f in flips) / 128) == 2 / 128
+    assert ch.real is True and ch.ci_low <= ch.mean_diff <= ch.ci_high
+    assert ch.sentence() == (
+        "m on acc, A -> B: mean 4.00 -> 5.57 on 7 shared items (difference 1.57, 95% CI "
+        f"{ch.ci_text()}); paired permutation test p = 0.0156: a real change at the 5% level."
+    )
+    # m's values differ between the runs: one ranking entry per run; old and new are each in one run only
+    assert [r.entry for r in c.ranking] == ["new", "m [B]", "m [A]", "old"]
+    assert c.models_only == {"A": ["old"], "B": ["new"]} and c.models_shared == ["m"]
+    kinds = dict(c.not_shared())
+    assert kinds["items"] == (
+        "Items: 7 items shared; 1 item only in A (q8); 1 item with the same id but a different prompt, left out (q7)."
+    )
+    assert kinds["models"] == "Models: old only in A; new only in B; in several runs: m."
+    assert c.config_diff == [("judges", ["openai:j1", "openai:j2"])]
+    assert any("The runs differ in judges" in s for s in c.limits)
+    # a run sharing no item with the other
+    lone = _run("C", {"m": {"z": 1.0}}, {"z": "other"})
+    with pytest.raises(InputError, match="the runs share no item"):
+        compare_runs([a, lone])
