@@ -1,7 +1,7 @@
 """Run options: how each :class:`~sgieval.core.RunConfig` field is set from the command line and from Python.
 
 ``RunConfig`` is the one declaration of a run's options.  Each field is an option: its docstring is its help text,
-its type and default are the option's, and the ``sgieval ask`` options (``cli.py``) and the keywords of
+its type and default are the option's, and the ``sgieval ask`` options (``cli/commands.py``) and the keywords of
 ``sgieval.evaluate`` (``api.py``) are generated from :func:`run_options`.  A field may carry an :class:`Option` in
 its ``Annotated`` metadata to name its flag or keyword differently (``--benchmark``/``-b``, keyword ``judge``), to
 keep it off one side (``run_id`` is no ``ask`` option), or, as :data:`RUN_RECORD`, to say the run fills it

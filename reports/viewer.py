@@ -364,7 +364,7 @@ MAX_POST_BYTES = 256 * 1024
 
 
 class LabelReceiver(Protocol):
-    """What :class:`ViewerServer` calls to label a run from its page (the CLI builds one; see ``cli_labels``).
+    """What :class:`ViewerServer` calls to label a run from its page (the CLI builds one; see ``sgieval.cli.labels``).
 
     ``session()`` returns what the page needs at start as JSON-able data (``labeller``: the default labeller,
     ``labels``: the run's saved labels as objects); ``save(body)`` takes the parsed JSON body of a POST and

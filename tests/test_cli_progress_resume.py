@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 
 from sgieval.bench.mock_openai import MockOpenAI, last_user
-from sgieval.cli_progress import RunProgress, elapsed_text
+from sgieval.cli.progress import RunProgress, elapsed_text
 from sgieval.models.accounting import Ledger
 
 N = 10

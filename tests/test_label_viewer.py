@@ -410,7 +410,7 @@ def test_a_unit_outside_the_random_sample_is_marked_and_not_covered(judged_run, 
     """A unit the labeller picked outside the seeded sample is saved with sample "user", and the estimates of
     the metric then say that PPI's guarantee does not cover them."""
     from sgieval.api import run_metric_specs
-    from sgieval.cli_labels import ViewerLabels, viewer_labelling
+    from sgieval.cli.labels import ViewerLabels, viewer_labelling
     from sgieval.metric_pool.labels import label_estimates
 
     run = Path(shutil.copytree(judged_run, tmp_path / "run"))
@@ -440,7 +440,7 @@ def test_a_non_rubric_judge_metric_takes_one_value_in_its_declared_range(judged_
     outside it gets the reason, a value inside is one label with no criterion (no rubric total); an objective
     metric is not offered."""
     from sgieval.api import run_metric_specs
-    from sgieval.cli_labels import ViewerLabels, viewer_labelling
+    from sgieval.cli.labels import ViewerLabels, viewer_labelling
     from sgieval.core import MetricSpec, Score
 
     records = sgieval.load_run(Path(shutil.copytree(judged_run, tmp_path / "run")))

@@ -29,20 +29,23 @@ ALLOWED: dict[str, set[str]] = {
 
 # (importing module, imported folder): why this import stays.  Keep short; each one is a debt.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("cli.py", "benchmarks"): "`sgieval catalog` / `data` list and pull benchmark data; `ask` checks for stored "
+    (
+        "cli/commands.py",
+        "benchmarks",
+    ): "`sgieval catalog` / `data` list and pull benchmark data; `ask` checks for stored "
     "SciAidanBench answers before a run",
-    ("cli_metric.py", "metric_pool"): "`sgieval metric show/test` work on the metric pool without a run",
-    ("cli_metric.py", "models"): "`sgieval metric test/define --judge/--agent-model` resolve model strings",
-    ("cli_metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
-    ("cli.py", "agents"): "`ask` lists each metric's needs at the confirmation (agents.requirements)",
-    ("cli_metric.py", "agents"): "`sgieval metric define` drafts a rubric with the customisation agent",
-    ("cli_labels.py", "metric_pool"): "`sgieval labels import` / `label` validate and sample labels of a finished run",
+    ("cli/metric.py", "metric_pool"): "`sgieval metric show/test` work on the metric pool without a run",
+    ("cli/metric.py", "models"): "`sgieval metric test/define --judge/--agent-model` resolve model strings",
+    ("cli/metric.py", "tools"): "`sgieval metric test --tools` gives the judge its tool pool",
+    ("cli/commands.py", "agents"): "`ask` lists each metric's needs at the confirmation (agents.requirements)",
+    ("cli/metric.py", "agents"): "`sgieval metric define` drafts a rubric with the customisation agent",
+    ("cli/labels.py", "metric_pool"): "`sgieval labels import` / `label` validate and sample labels of a finished run",
 }
 
 
 def _folder(rel: str) -> str:
     first = rel.split("/", 1)[0]
-    return first if "/" in rel else ("cli" if rel.startswith("cli") else first.removesuffix(".py"))
+    return first if "/" in rel else first.removesuffix(".py")
 
 
 def _modules() -> list[Path]:

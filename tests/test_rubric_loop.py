@@ -218,7 +218,7 @@ class ThoroughCarefulJudge(_labels_run.CarefulJudge):
 def test_with_the_run_s_own_judge_the_run_s_scores_are_the_baseline(judged_run, tmp_path):
     import typer
 
-    from sgieval.cli_metric import rubric_loop
+    from sgieval.cli.metric import rubric_loop
     from sgieval.models.base import NamedModel
 
     run, _ = _labelled_copy(judged_run, tmp_path)

@@ -206,9 +206,9 @@ def test_unexpected_error_in_a_run_is_one_line_with_the_traceback_in_the_log(tmp
 
 
 def test_unexpected_error_outside_any_command_is_one_line(tmp_path, monkeypatch, capsys):
-    import sgieval.cli as cli
+    from sgieval.cli.process import CommandLine
 
-    app2 = cli._CommandLine(add_completion=False)
+    app2 = CommandLine(add_completion=False)
 
     @app2.command()
     def crash() -> None:

@@ -29,9 +29,9 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from .cli_metric import _fail, _safe
-from .core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError
-from .reports.export import csv_cell
+from ..core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError
+from ..reports.export import csv_cell
+from .output import err, fail, out, safe
 
 
 labels_app = typer.Typer(
@@ -39,9 +39,6 @@ labels_app = typer.Typer(
     rich_markup_mode=None,
     help="Human labels of a run: import from JSONL/CSV, export (or a template to fill).",
 )
-err = Console(stderr=True)
-out = Console()
-
 FIELDS = ("item_id", "model", "metric", "criterion", "value", "labeller", "created_at", "note", "sample")
 """Columns of a labels CSV (JSONL objects use the same keys)."""
 
@@ -52,7 +49,7 @@ def _now() -> str:
 
 def _run(run: str, out_dir: Path) -> tuple[Any, dict[str, MetricSpec]]:
     """The run's records (``sgieval.load_run``) and its metric specs by name; exits 2 when there is no run."""
-    from .api import load_run, run_metric_specs
+    from ..api import load_run, run_metric_specs
 
     p = Path(run).expanduser()
     given = p if p.exists() else out_dir / run
@@ -60,9 +57,9 @@ def _run(run: str, out_dir: Path) -> tuple[Any, dict[str, MetricSpec]]:
         records = load_run(given)
         specs = run_metric_specs(records)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     if not specs:
-        _fail(InputError("the run has not chosen its metrics yet", what=str(given), fix=f"`sgieval resume {given}`"))
+        fail(InputError("the run has not chosen its metrics yet", what=str(given), fix=f"`sgieval resume {given}`"))
     return records, specs
 
 
@@ -77,7 +74,7 @@ def _append(root: Path, labels: list[Label]) -> None:
             store.hold()
             store.append("labels", labels)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
 
 
 def read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[str]]:
@@ -161,7 +158,7 @@ def import_labels(
     records, specs = _run(run, out_dir)
     try:
         labels, positions = read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
-        from .metric_pool.labels import validate_labels
+        from ..metric_pool.labels import validate_labels
 
         validate_labels(
             labels,
@@ -172,13 +169,13 @@ def import_labels(
             positions=positions,
         )
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     have = {(x.key, x.value, x.note) for x in records.labels}
     new = [x for x in labels if (x.key, x.value, x.note) not in have]
     _append(records.run_dir, new)
     again = len(labels) - len(new)
     out.print(
-        f"imported {len(new)} label(s) into {_safe(records.run_dir / 'labels.jsonl')}"
+        f"imported {len(new)} label(s) into {safe(records.run_dir / 'labels.jsonl')}"
         + (f"; {again} already there with the same value were not added again" if again else ""),
         highlight=False,
     )
@@ -198,7 +195,7 @@ def export_labels(
     records, specs = _run(run, out_dir)
     if template:
         spec = _choose_metric(records, specs, metric)
-        from .metric_pool.labels import sample_units
+        from ..metric_pool.labels import sample_units
 
         crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else [None]
         rows = [
@@ -221,14 +218,14 @@ def export_labels(
         typer.echo(text, nl=False)
     else:
         to.write_text(text, encoding="utf-8")
-        err.print(f"wrote {len(rows)} row(s) to {_safe(to)}", highlight=False)
+        err.print(f"wrote {len(rows)} row(s) to {safe(to)}", highlight=False)
 
 
 def _choose_metric(records: Any, specs: dict[str, MetricSpec], metric: str | None) -> MetricSpec:
     """The metric to label: ``metric`` when given; else the run's first custom rubric, else its primary metric."""
     if metric is not None:
         if metric not in specs:
-            _fail(
+            fail(
                 InputError(
                     f"the run has no metric {metric!r}", what="--metric", fix=f"use one of {', '.join(sorted(specs))}"
                 )
@@ -248,7 +245,7 @@ def _ask(console: Console, what: str, low: float, high: float) -> float | str:
         try:
             v = float(answer)
         except ValueError:
-            console.print(f"  not a number: {_safe(answer)}", highlight=False)
+            console.print(f"  not a number: {safe(answer)}", highlight=False)
             continue
         if low <= v <= high:
             return v
@@ -271,10 +268,10 @@ def label(
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
 ) -> None:
     """Label a sample of the run's responses in the terminal, blind to the judge's score."""
-    from .metric_pool.labels import sample_units
+    from ..metric_pool.labels import sample_units
 
     if select not in ("random", "disagreement"):
-        _fail(InputError(f"unknown selection {select!r}", what="--select", fix="use random or disagreement"))
+        fail(InputError(f"unknown selection {select!r}", what="--select", fix="use random or disagreement"))
     records, specs = _run(run, out_dir)
     spec = _choose_metric(records, specs, metric)
     who = labeller or os.environ.get("USER", "")
@@ -286,25 +283,25 @@ def label(
     crits: list[Criterion | None] = list(spec.criteria) if isinstance(spec, Rubric) else []
     console = out
     console.print(
-        f"labelling {_safe(spec.name)}: {len(units)} unit(s) to go ({len(done)} already labelled by {_safe(who or 'you')})"
+        f"labelling {safe(spec.name)}: {len(units)} unit(s) to go ({len(done)} already labelled by {safe(who or 'you')})"
         + ("" if select == "random" else "; units chosen by disagreement: PPI's guarantee does not cover them"),
         highlight=False,
     )
     saved = 0
     for k, (item_id, model) in enumerate(units, 1):
         item, resp = items.get(item_id), responses.get((item_id, model))
-        console.rule(f"{k}/{len(units)}  item {_safe(item_id)}  target model {_safe(model)}")
-        console.print(Panel(_safe(item.prompt if item else "(item text not stored)"), title="item"), highlight=False)
+        console.rule(f"{k}/{len(units)}  item {safe(item_id)}  target model {safe(model)}")
+        console.print(Panel(safe(item.prompt if item else "(item text not stored)"), title="item"), highlight=False)
         if resp is not None and resp.reasoning:
-            console.print(Panel(_safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
-        console.print(Panel(_safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
+            console.print(Panel(safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
+        console.print(Panel(safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
         new: list[Label] = []
         stop = False
         for c in crits or [None]:
             if c is not None:
                 anchors = "; ".join(f"{v}: {t}" for v, t in sorted(c.anchors.items()))
                 console.print(
-                    f"[bold]{_safe(c.name)}[/]: {_safe(c.description)}" + (f"  [{_safe(anchors)}]" if anchors else "")
+                    f"[bold]{safe(c.name)}[/]: {safe(c.description)}" + (f"  [{safe(anchors)}]" if anchors else "")
                 )
             low, high = (0.0, 10.0) if c is not None else spec.range
             answer = _ask(console, c.name if c is not None else spec.name, low, high)
@@ -337,14 +334,14 @@ def label(
             s = scores.get((item_id, model))
             if s is not None:  # blind until saved: only now the judge's score and rationale
                 console.print(
-                    f"saved. judge ({_safe(s.judge)}): {s.value if s.value is not None else s.status}"
-                    f" -- {_safe(s.rationale[:600])}",
+                    f"saved. judge ({safe(s.judge)}): {s.value if s.value is not None else s.status}"
+                    f" -- {safe(s.rationale[:600])}",
                     highlight=False,
                 )
         if stop:
             break
     console.print(
-        f"{saved} label(s) saved to {_safe(records.run_dir / 'labels.jsonl')}; `sgieval report {_safe(records.run_dir)}` "
+        f"{saved} label(s) saved to {safe(records.run_dir / 'labels.jsonl')}; `sgieval report {safe(records.run_dir)}` "
         "shows how the judges agree with them",
         highlight=False,
     )
@@ -373,7 +370,7 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
         units per target model, uniform random, as ``sgieval label``); None when the run has none (an
         objective metric needs no judge calibration).
     """
-    from .metric_pool.labels import sample_units
+    from ..metric_pool.labels import sample_units
 
     scored = {s.metric for s in records.scores if s.item_id != "*"}
     chosen = [s for s in specs.values() if s.kind in ("judge", "rubric") and s.name in scored]
@@ -503,7 +500,7 @@ class ViewerLabels:
         """
         try:
             labels = self._parse(body)
-            from .metric_pool.labels import validate_labels
+            from ..metric_pool.labels import validate_labels
 
             validate_labels(
                 labels,

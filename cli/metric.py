@@ -24,36 +24,21 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from .core import InputError, Item, Response, Rubric, SgievalError, escape_control_chars
+from ..core import InputError, Item, Response, Rubric, SgievalError
+from .output import err, fail, out, safe
 
 metric_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     help="Rubric metrics: define in a chat, list, show, test on a response.",
 )
-err = Console(stderr=True)
-out = Console()
-
-
-def _safe(value: object) -> str:
-    """``value`` as text safe to print with rich: control characters shown as
-    ``\\xNN``, rich markup (``[/]``) shown literally (a user's rubric YAML,
-    a model's rationale; issue 14 item 4)."""
-    return escape(escape_control_chars(str(value)))
-
-
-def _fail(e: SgievalError) -> None:
-    err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
-    raise typer.Exit(e.exit_code)
 
 
 def rubric_table(r: Rubric, scores: dict[str, float] | None = None, rationales: dict[str, str] | None = None) -> Table:
     """Criteria of ``r`` with weights (and scores 0-10 / rationales when given)."""
-    t = Table(title=f"{_safe(r.name)} (0-100 = weighted mean of 0-10 criteria x 10)", show_lines=False)
+    t = Table(title=f"{safe(r.name)} (0-100 = weighted mean of 0-10 criteria x 10)", show_lines=False)
     t.add_column("criterion")
     t.add_column("weight", justify="right")
     if scores is None:
@@ -63,13 +48,13 @@ def rubric_table(r: Rubric, scores: dict[str, float] | None = None, rationales: 
         t.add_column("rationale")
     for c in r.criteria:
         if scores is None:
-            t.add_row(_safe(c.name), f"{r.weights[c.name]:g}", _safe(c.description))
+            t.add_row(safe(c.name), f"{r.weights[c.name]:g}", safe(c.description))
         else:
             t.add_row(
-                _safe(c.name),
+                safe(c.name),
                 f"{r.weights[c.name]:g}",
                 f"{scores[c.name]:.3g}",
-                _safe((rationales or {}).get(c.name, "")),
+                safe((rationales or {}).get(c.name, "")),
             )
     return t
 
@@ -96,9 +81,9 @@ def define(
     ),
 ) -> None:
     """Define a rubric metric in a chat: describe it, ask for changes, say 'done' to save."""
-    from .agents import PHRASINGS
-    from .graphs.metric_chat import run_metric_chat
-    from .models.registry import resolve_model
+    from ..agents import PHRASINGS
+    from ..graphs.metric_chat import run_metric_chat
+    from ..models.registry import resolve_model
 
     try:
         agent = resolve_model(agent_model, "agent", base_url=base_url) if agent_model else None
@@ -106,13 +91,13 @@ def define(
             raise InputError("--run needs a judge to re-score with", what="--run", fix="add --judge MODEL")
         judges = [resolve_model(j, "judge", base_url=judge_base_url or base_url) for j in judge or []]
     except SgievalError as e:
-        _fail(e)
+        fail(e)
 
     shown = {"phrasings": agent is not None}  # the offline forms are shown once, before the first change
 
     def answer(payload: dict[str, Any]) -> str:
         if payload.get("message"):
-            err.print(f"[bold]agent:[/] {_safe(payload['message'])}", highlight=False)
+            err.print(f"[bold]agent:[/] {safe(payload['message'])}", highlight=False)
         if payload["kind"] == "review":
             err.print(rubric_table(Rubric.model_validate(payload["rubric"])))
             if not shown["phrasings"]:
@@ -130,45 +115,45 @@ def define(
     try:
         state = asyncio.run(run_metric_chat(answer, agent=agent, name=name, save_dir=out_dir))
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     if state.get("status") != "done":
         err.print("cancelled; nothing saved")
         raise typer.Exit(3)
-    out.print(f"saved: {_safe(state['saved'])}", highlight=False)
+    out.print(f"saved: {safe(state['saved'])}", highlight=False)
     if run is not None:
         try:
             rubric_loop(state["saved"], run, judges, out_dir=out_dir or Path(state["saved"]).parent)
         except SgievalError as e:
-            _fail(e)
+            fail(e)
 
 
 @metric_app.command("list")
 def list_cmd() -> None:
     """Every rubric metric: starter, project (metric_pool/custom) and user."""
-    from .metric_pool.rubrics import list_rubrics, rubric_origin
+    from ..metric_pool.rubrics import list_rubrics, rubric_origin
 
     try:
         rubrics = list_rubrics()
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     t = Table(title="rubric metrics (0-100)")
     for col in ("name", "origin", "criteria", "description"):
         t.add_column(col)
     for r in rubrics:
         origin, path = rubric_origin(r.name) or ("?", None)
-        t.add_row(_safe(r.name), origin, str(len(r.criteria)), _safe(r.description))
+        t.add_row(safe(r.name), origin, str(len(r.criteria)), safe(r.description))
     out.print(t)
 
 
 @metric_app.command("show")
 def show(name: str = typer.Argument(..., help="Rubric name (see `sgieval metric list`) or a YAML path.")) -> None:
     """Print a rubric's YAML."""
-    from .metric_pool.rubrics import load_rubric
+    from ..metric_pool.rubrics import load_rubric
 
     try:
         r = load_rubric(name)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     print(r.to_yaml(), end="")
 
 
@@ -195,13 +180,13 @@ def test(
     ),
 ) -> None:
     """Score one response with a rubric (--response), or refine the rubric against a run's labels (--run)."""
-    from .metric_pool.base import ScoringContext
-    from .metric_pool.rubric import RubricMetric
-    from .metric_pool.rubrics import load_rubric
-    from .models.registry import resolve_model
+    from ..metric_pool.base import ScoringContext
+    from ..metric_pool.rubric import RubricMetric
+    from ..metric_pool.rubrics import load_rubric
+    from ..models.registry import resolve_model
 
     if (response is None) == (run is None):
-        _fail(
+        fail(
             InputError(
                 "give either --response (score one response) or --run (refine against the run's labels)",
                 what="sgieval metric test",
@@ -213,15 +198,15 @@ def test(
             judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
             pool = None
             if tools:
-                from .tools.pool import ToolPool
+                from ..tools.pool import ToolPool
 
                 pool = ToolPool.from_names(tools)
         except SgievalError as e:
-            _fail(e)
+            fail(e)
         try:
             rubric_loop(name, run, judges, tools=pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
         except SgievalError as e:
-            _fail(e)
+            fail(e)
         return
     assert response is not None
     try:
@@ -244,20 +229,20 @@ def test(
             text = response
         pool = None
         if tools:
-            from .tools.pool import ToolPool
+            from ..tools.pool import ToolPool
 
             pool = ToolPool.from_names(tools)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     except OSError as e:
-        err.print(f"[bold red]error:[/] --response: {_safe(e)}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] --response: {safe(e)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     item = Item(id="metric-test/1", benchmark="metric-test", task="generic", prompt=question)
     resp = Response(item_id=item.id, model="response-under-test", text=text)
     ctx = ScoringContext(judges=judges, tools=pool, options={"tool_budget": tool_budget})
     [score] = asyncio.run(RubricMetric(r).score(item, resp, ctx))
     if not score.ok:
-        err.print(f"[bold red]{score.status}:[/] {_safe(score.error)}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]{score.status}:[/] {safe(score.error)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     rats = score.details.get("rationales", {})
     why = {
@@ -267,7 +252,7 @@ def test(
     out.print(rubric_table(r, score.details["criteria"], why))
     used = score.details.get("tools_used") or {}
     out.print(
-        _safe(
+        safe(
             f"{r.name}: {score.value:.1f} / 100 (judge: {score.judge}; tools used: "
             f"{', '.join(f'{k} x{v}' for k, v in used.items()) or 'none'})"
         ),
@@ -284,7 +269,7 @@ def _stat_text(st: Any) -> str:
 
 
 def _agreement_table(changes: list[Any], judge: str, before_what: str, after_what: str) -> Table:
-    t = Table(title=f"agreement of {_safe(judge)} with your labels (95% bootstrap CI)")
+    t = Table(title=f"agreement of {safe(judge)} with your labels (95% bootstrap CI)")
     for col in ("criterion", "statistic", "n", f"before ({before_what})", f"after ({after_what})", "change"):
         t.add_column(col, justify="right" if col in ("n", "change") else "left")
     for ch in changes:
@@ -296,7 +281,7 @@ def _agreement_table(changes: list[Any], judge: str, before_what: str, after_wha
         )
         n = a.n if a is not None else (b.n if b is not None else 0)
         t.add_row(
-            _safe(ch.criterion or "(whole metric, 0-100)"), ch.statistic, str(n), _stat_text(b), _stat_text(a), delta
+            safe(ch.criterion or "(whole metric, 0-100)"), ch.statistic, str(n), _stat_text(b), _stat_text(a), delta
         )
     return t
 
@@ -308,12 +293,12 @@ def _disagreement_table(rows: list[Any], top: int) -> Table:
     for d in rows[:top]:
         why = d.rationale.strip()
         t.add_row(
-            _safe(d.item_id),
-            _safe(d.model),
-            _safe(d.criterion or "(whole metric, 0-100)"),
+            safe(d.item_id),
+            safe(d.model),
+            safe(d.criterion or "(whole metric, 0-100)"),
             f"{d.judge_value:.3g}",
             f"{d.label:.3g}",
-            _safe(why if len(why) <= 300 else why[:297] + "..."),
+            safe(why if len(why) <= 300 else why[:297] + "..."),
         )
     return t
 
@@ -352,8 +337,8 @@ def _save_version(r: Rubric, previous: Rubric, out_dir: Path | None, scores: lis
     """Save ``r`` as ``<slug>.yaml`` (the version later runs load) and both versions under ``versions/``, so a
     score's ``rubric_version`` can always be traced to its text; ``scores`` (the labelled units scored with ``r``)
     go beside it as ``versions/<slug>.v<N>.labelled-scores.jsonl``."""
-    from .core.files import atomic_write_text
-    from .metric_pool.rubrics import save_rubric, slug, user_rubric_dir
+    from ..core.files import atomic_write_text
+    from ..metric_pool.rubrics import save_rubric, slug, user_rubric_dir
 
     folder = Path(out_dir) if out_dir is not None else user_rubric_dir()
     history = folder / "versions"
@@ -402,9 +387,9 @@ def rubric_loop(
     Raises:
         InputError: no such run, no rubric of that name in the run, or no label of it.
     """
-    from .api import load_run, run_metric_specs
-    from .metric_pool.rubric_loop import compare_agreement, disagreements, labelled_units, rescore_units, scored_by
-    from .metric_pool.rubrics import load_rubric
+    from ..api import load_run, run_metric_specs
+    from ..metric_pool.rubric_loop import compare_agreement, disagreements, labelled_units, rescore_units, scored_by
+    from ..metric_pool.rubrics import load_rubric
 
     records = load_run(run)
     specs = run_metric_specs(records)
@@ -457,11 +442,11 @@ def rubric_loop(
         if apart:
             out.print(_disagreement_table(apart, top))
         else:
-            out.print(_safe(f"{who} agrees exactly with every label of {current.name} (version {current.version})"))
+            out.print(safe(f"{who} agrees exactly with every label of {current.name} (version {current.version})"))
         for i, c in enumerate(current.criteria, 1):
             levels = "; ".join(f"{k}={v}" for k, v in sorted(c.anchors.items()))
             out.print(
-                _safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")),
+                safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")),
                 highlight=False,
             )
         pick = _ask("criterion to revise (number or name; empty to stop)")
@@ -474,7 +459,7 @@ def rubric_loop(
         elif pick.casefold() in by_key:
             crit = by_key[pick.casefold()]
         else:
-            err.print(f"no criterion {_safe(pick)!s}; give a number from 1 to {len(current.criteria)}", highlight=False)
+            err.print(f"no criterion {safe(pick)!s}; give a number from 1 to {len(current.criteria)}", highlight=False)
             continue
         description = _ask("new description (empty: keep it)")
         anchor_text = _ask("anchors to change, LEVEL=TEXT separated by ';' (empty: keep them)")
@@ -483,7 +468,7 @@ def rubric_loop(
         try:
             anchors = _parse_anchors(anchor_text)
         except InputError as e:
-            err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {safe(e.one_line())}", highlight=False, soft_wrap=True)
             continue
         if not description.strip() and not anchors:
             err.print("nothing changed", highlight=False)
@@ -515,5 +500,5 @@ def rubric_loop(
             err.print(f"version {revised.version} discarded; still at version {current.version}", highlight=False)
             continue
         path = _save_version(revised, current, out_dir, after)
-        out.print(_safe(f"saved {revised.name} version {revised.version}: {path}"), highlight=False)
+        out.print(safe(f"saved {revised.name} version {revised.version}: {path}"), highlight=False)
         current, before, before_what = revised, after, f"v{revised.version}"

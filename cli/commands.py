@@ -1,8 +1,7 @@
-"""The ``sgieval`` command (typer + rich).
+"""The commands of ``sgieval`` (typer + rich): ``ask``, ``resume``, ``report``, ``view``, ``export``, ``runs``,
+``catalog``, ``data``; ``metric`` (:mod:`.metric`) and ``labels``/``label`` (:mod:`.labels`) are added here.
 
-Exit codes: 0 success, 1 internal failure, 2 bad input (missing data, bad
-file, unknown model string, a request that selects nothing), 3 stopped at
-the metric confirmation.
+The process around a command (start-up, the last-resort handler, exit codes) is :mod:`.process`.
 """
 
 from __future__ import annotations
@@ -11,19 +10,17 @@ import asyncio
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import click
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from .cli_labels import label, labels_app
-from .cli_metric import metric_app
-from .core import (
+from .labels import label, labels_app
+from .metric import metric_app
+from ..core import (
     BUDGET_STOP_NOTE,
     InputError,
     RunConfig,
@@ -32,90 +29,16 @@ from .core import (
     TamperedFileError,
     check_state_file,
     disk_error,
-    escape_control_chars,
     is_disk_full,
     option_names,
     run_options,
 )
-from .core.files import read_bytes_in, read_text_in
+from ..core.files import read_bytes_in, read_text_in
+from .output import err, fail, out, safe
+from .process import CommandLine, run_begins
 
 
-class _CommandLine(typer.Typer):
-    """The ``sgieval`` app.  Called with no arguments (the console script,
-    ``python -m sgieval.cli``), the command reads ``sys.argv`` and the process
-    runs inside the process start-up context (:class:`sgieval.core.startup.ConsoleProcess`); called
-    with arguments (``app(["ask", ...])``) it behaves as a plain Typer app and
-    raises SystemExit as usual.  As the console script, an exception no
-    command turned into one line is one line too (:func:`_last_resort`), never
-    a traceback on the terminal."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs:
-            return super().__call__(*args, **kwargs)
-        from .core.startup import ConsoleProcess
-
-        # this process is ours: its start-up and exit (core.startup; SGIEVAL_FAST_START=0 switches them off)
-        with ConsoleProcess(heavy=_writes_a_report(sys.argv[1:])) as process:
-            try:
-                super().__call__()
-            except SystemExit as e:
-                process.exit(e.code)
-            except Exception as e:  # noqa: BLE001 - the last resort: one line, the traceback in a log file
-                process.exit(_last_resort(e))
-            process.exit(0)
-
-
-def _run_begins() -> None:
-    """The run starts: the console script's start-up is over (core.startup ends its collector pause)."""
-    from .core.startup import run_begins
-
-    run_begins()
-
-
-def _writes_a_report(argv: list[str]) -> bool:
-    """Whether the command line ``argv`` (without the program) runs ``ask``, ``resume`` or ``report``
-    (not their ``--help``): the commands whose start-up the console script speeds up."""
-    return bool(argv) and argv[0] in ("ask", "resume", "report") and "--help" not in argv
-
-
-def _last_resort(e: BaseException) -> int:
-    """Print one line for an exception that escaped every command (exit code
-    returned: 2 for a full disk or an SgievalError, else 1); the full traceback
-    goes to ``<user log dir>/last-error.log`` (``platformdirs.user_log_dir``),
-    which the line names (issue 14 item 4)."""
-    import traceback
-
-    import platformdirs
-
-    if isinstance(e, SgievalError):
-        err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
-        return e.exit_code
-    if is_disk_full(e):
-        d = disk_error(e, getattr(e, "filename", None) or Path.cwd())  # type: ignore[arg-type]
-        err.print(f"[bold red]error:[/] {_safe(d.one_line())}", highlight=False, soft_wrap=True)
-        return d.exit_code
-    first = str(e).splitlines()[0] if str(e) else ""
-    where = ""
-    try:
-        from .core import redact_secrets
-
-        log = Path(platformdirs.user_log_dir("sgieval")) / "last-error.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(
-            redact_secrets("".join(traceback.format_exception(type(e), e, e.__traceback__))), encoding="utf-8"
-        )
-        where = f" (the full traceback is in {log})"
-    except OSError:
-        pass
-    err.print(
-        f"[bold red]error:[/] {_safe(f'unexpected {type(e).__name__}: {first}{where}')}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    return 1
-
-
-app = _CommandLine(
+app = CommandLine(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help: no <bool> placeholders
@@ -126,21 +49,6 @@ app.add_typer(data_app, name="data")
 app.add_typer(metric_app, name="metric")
 app.add_typer(labels_app, name="labels")
 app.command("label")(label)
-err = Console(stderr=True)
-out = Console()
-
-
-def _safe(value: object) -> str:
-    """``value`` as text safe to print with rich: control characters (NUL,
-    terminal escapes) shown as ``\\xNN``, rich markup (``[/]``, ``[bold]``)
-    shown literally.  Every untrusted text (a request, a run id, a model's or a
-    file's words in an error) goes through it (issue 14 item 4)."""
-    return escape(escape_control_chars(str(value)))
-
-
-def _fail(e: SgievalError) -> None:
-    err.print(f"[bold red]error:[/] {_safe(e.one_line())}", highlight=False, soft_wrap=True)
-    raise typer.Exit(e.exit_code)
 
 
 def _unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "", ref: str | None = None) -> None:
@@ -150,18 +58,18 @@ def _unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "",
     folder ``run_dir`` its full traceback goes to ``run_dir/log.jsonl`` and the
     line says how to continue (``sgieval resume <ref>``)."""
     if is_disk_full(e):
-        _fail(disk_error(e, getattr(e, "filename", None) or run_dir or Path.cwd()))  # type: ignore[arg-type]
+        fail(disk_error(e, getattr(e, "filename", None) or run_dir or Path.cwd()))  # type: ignore[arg-type]
     first = str(e).splitlines()[0] if str(e) else ""
     line = f"unexpected {type(e).__name__}: {first}"
     if run_dir is not None:
-        from .core.logs import log_traceback
+        from ..core.logs import log_traceback
 
         log_traceback(run_dir, run_id, e)
         line += (
             f"; the full traceback is in {run_dir / 'log.jsonl'}; every finished response and score is kept: "
             f"continue with `sgieval resume {ref or run_dir}`"
         )
-    err.print(f"[bold red]error:[/] {_safe(line)}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {safe(line)}", highlight=False, soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -193,15 +101,15 @@ def _check_targets(config: RunConfig) -> None:
     folder that cannot be searched is left to the catalog's own error."""
     if config.models:
         return
-    from .benchmarks.data import find_benchmark_dir
-    from .benchmarks.sciaidanbench import list_response_files
+    from ..benchmarks.data import find_benchmark_dir
+    from ..benchmarks.sciaidanbench import list_response_files
 
     try:
         folder = find_benchmark_dir("sciaidanbench", config.data_dir, required=False)
     except SgievalError:
         return  # the data folder itself is wrong: load_catalog reports it
     if folder is None or not list_response_files(folder):
-        from .benchmarks.catalog import load_catalog
+        from ..benchmarks.catalog import load_catalog
 
         load_catalog(config.benchmarks or None, config.data_dir)  # no benchmark data at all: that is the first error
         where = f"{folder / 'responses'}" if folder is not None else "<data>/sciaidanbench/responses/"
@@ -237,25 +145,25 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
     (default ``<out_dir>/<run_id>``; ``resume`` passes the folder it was given,
     renamed or symlinked).  A folder is removed on failure or cancellation only
     when this call created it and nothing was evaluated."""
-    from .agents.requirements import MetricNeeds
-    from .graphs.evaluate import check_request_models, execute, make_runtime
+    from ..agents.requirements import MetricNeeds
+    from ..graphs.evaluate import check_request_models, execute, make_runtime
 
     try:
         rt = make_runtime(config, run_dir=run_dir)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     ref = _resume_ref(rt.store.root, config.run_id)
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
         for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
-            err.print(_safe(f"{m.name} ({m.role}): {param} not sent: {why}"), soft_wrap=True, highlight=False)
+            err.print(safe(f"{m.name} ({m.role}): {param} not sent: {why}"), soft_wrap=True, highlight=False)
     if not resume:
         try:
             check_request_models(rt)  # before the progress bar: the error is the only line printed
         except SgievalError as e:
             if rt.store.created and not rt.store.read("responses"):
                 shutil.rmtree(rt.store.root, ignore_errors=True)
-            _fail(e)
-    from .cli_progress import RunProgress
+            fail(e)
+    from .progress import RunProgress
 
     with RunProgress(err, lambda: rt.ledger, every_s=_progress_every(rt)) as progress:
         rt.on_progress = progress.update
@@ -263,23 +171,23 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
         def confirm(payload: dict) -> bool:
             progress.pause()
             if payload.get("kind") == "did_you_mean":  # a misspelt request word (the questioning agent)
-                err.print(_safe(payload["question"]), highlight=False, soft_wrap=True)
+                err.print(safe(payload["question"]), highlight=False, soft_wrap=True)
                 try:
-                    ok = typer.confirm(f"Ask \"{_safe(payload['request'])}\" instead?", default=True, err=True)
+                    ok = typer.confirm(f"Ask \"{safe(payload['request'])}\" instead?", default=True, err=True)
                 except (typer.Abort, EOFError):  # stdin closed: not confirmed, the run stops (exit 2)
                     err.print("")
                     ok = False
                 progress.resume()
                 return ok
             err.print("[bold]Metrics for this run[/]")
-            err.print(f"  predefined: {_safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
+            err.print(f"  predefined: {safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
             if payload.get("custom"):
-                err.print(f"  custom: {_safe(', '.join(payload['custom']))}", highlight=False, soft_wrap=True)
-            err.print(f"  ranking by: {_safe(payload['primary'])}", highlight=False)
+                err.print(f"  custom: {safe(', '.join(payload['custom']))}", highlight=False, soft_wrap=True)
+            err.print(f"  ranking by: {safe(payload['primary'])}", highlight=False)
             for need in payload.get("needs") or []:
-                err.print(f"  - {_safe(MetricNeeds.model_validate(need).line())}", highlight=False, soft_wrap=True)
+                err.print(f"  - {safe(MetricNeeds.model_validate(need).line())}", highlight=False, soft_wrap=True)
             for n in payload.get("notes") or []:
-                err.print(f"  note: {_safe(n)}", highlight=False, soft_wrap=True)
+                err.print(f"  note: {safe(n)}", highlight=False, soft_wrap=True)
             _print_estimate(payload.get("estimate"))
             try:
                 ok = typer.confirm("Run with these metrics?", default=True, err=True)
@@ -289,15 +197,15 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             progress.resume()
             return ok
 
-        _run_begins()
+        run_begins()
         try:
             state = asyncio.run(execute(rt, resume=resume, confirm=confirm))
         except SgievalError as e:
-            _fail(e)
+            fail(e)
         except KeyboardInterrupt:
             progress.stop()
             err.print(
-                f"interrupted; every finished response and score is kept: continue with `sgieval resume {_safe(ref)}`",
+                f"interrupted; every finished response and score is kept: continue with `sgieval resume {safe(ref)}`",
                 soft_wrap=True,
             )
             raise typer.Exit(130) from None
@@ -326,9 +234,9 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             err.print("cancelled at the metric confirmation; nothing new was evaluated")
         raise typer.Exit(3)
     if "__interrupt__" in state or not state.get("report"):
-        err.print(f"stopped before the report; continue with `sgieval resume {_safe(ref)}`")
+        err.print(f"stopped before the report; continue with `sgieval resume {safe(ref)}`")
         raise typer.Exit(3)
-    out.print(f"report: {_safe(state['report'])}", soft_wrap=True, highlight=False)
+    out.print(f"report: {safe(state['report'])}", soft_wrap=True, highlight=False)
 
 
 def _print_estimate(estimate: dict | None, console: Console | None = None) -> None:
@@ -339,7 +247,7 @@ def _print_estimate(estimate: dict | None, console: Console | None = None) -> No
     console = console or err
     console.print("[bold]Estimate before any call[/]")
     for line in estimate.get("lines") or []:
-        console.print(f"  {_safe(line)}", highlight=False, soft_wrap=True)
+        console.print(f"  {safe(line)}", highlight=False, soft_wrap=True)
 
 
 def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
@@ -390,18 +298,18 @@ def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]],
 
 def _ask(fields: dict[str, Any]) -> None:
     """``sgieval ask``: validate the options (the same RunConfig validation as the Python API), then run."""
-    from .graphs.evaluate import new_run_id
+    from ..graphs.evaluate import new_run_id
 
     try:
         config = RunConfig.checked(
             option_names(RunConfig, "cli"), run_id=new_run_id(fields.get("request", "")), **fields
         )
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     try:
         _check_targets(config)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     _run(config, resume=False)
 
 
@@ -419,14 +327,14 @@ def _run_dir(run: str, out_dir: Path) -> Path:
     for d in (out_dir / run, p, p.parent if p.suffix else None):
         if d is not None and (d / "config.json").is_file():
             return d
-    _fail(
+    fail(
         InputError(
             "no such run",
             what=run,
             fix=f"give a run id listed by `sgieval runs --out {out_dir}`, the run folder, or its report.md",
         )
     )
-    raise AssertionError  # unreachable: _fail exits
+    raise AssertionError  # unreachable: fail exits
 
 
 def _read_config(d: Path) -> RunConfig:
@@ -435,9 +343,9 @@ def _read_config(d: Path) -> RunConfig:
     try:
         config = RunStore(d).read_config()
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     except (ValueError, OSError) as e:
-        _fail(
+        fail(
             InputError(
                 f"unreadable run config ({_validation_reason(e)})",
                 what=str(d / "config.json"),
@@ -460,7 +368,7 @@ def _confirm_settings(
     (this machine started or confirmed a run with them), or the user confirms
     them at the prompt, which shows each of them.  Fails (exit 2) otherwise,
     naming each setting and the flag that passes it."""
-    from .core.trust import FLAGS, is_trusted, remember, sensitive_settings
+    from ..core.trust import FLAGS, is_trusted, remember, sensitive_settings
 
     for k, v in given.items():
         setattr(config, k, v)
@@ -469,8 +377,8 @@ def _confirm_settings(
         return
     shown = "; ".join(f"{k} = {v}" for k, v in pending.items())
     err.print(
-        f"{_safe(d / 'config.json')} asks for settings that send data or run code elsewhere, or models billed to "
-        f"your key: {_safe(shown)}",
+        f"{safe(d / 'config.json')} asks for settings that send data or run code elsewhere, or models billed to "
+        f"your key: {safe(shown)}",
         soft_wrap=True,
         highlight=False,
     )
@@ -481,7 +389,7 @@ def _confirm_settings(
         ok = False
     if not ok:
         flags = [f for f in (FLAGS.get(k) for k in pending) if f]
-        _fail(
+        fail(
             InputError(
                 f"not confirmed: {shown}",
                 what=str(d / "config.json"),
@@ -522,8 +430,8 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
     to just after the metric confirmation so :func:`execute` evaluates the
     remaining units (done responses and scores are skipped) and rewrites the
     report.  Returns True when the run was reopened."""
-    from .graphs.checkpoints import open_saver
-    from .graphs.evaluate import build_graph, make_runtime
+    from ..graphs.checkpoints import open_saver
+    from ..graphs.evaluate import build_graph, make_runtime
 
     if not (d / "state.sqlite").exists():
         return False
@@ -588,10 +496,10 @@ def resume(
             option_names(RunConfig, "cli"), run_id="resume", budget_usd=budget, prices=price or [], **given
         )
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     d = _run_dir(run, out_dir)
     config = _read_config(d)
-    from .core.trust import is_own_run
+    from ..core.trust import is_own_run
 
     # a received folder's "yes" never skips the metric confirmation: only --yes, or the user's own run's
     config.yes = yes or (config.yes and is_own_run(config))
@@ -602,7 +510,7 @@ def resume(
     try:
         check_state_file(d / "state.sqlite")
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     if budget is not None:
         config.budget_usd = budget
         RunStore(d).write_config(config)  # the report header and later resumes see the new budget
@@ -610,11 +518,11 @@ def resume(
             if asyncio.run(_reopen_budget_stopped(config, d)):
                 err.print(f"continuing the run stopped at its budget with a budget of {budget} USD")
         except SgievalError as e:
-            _fail(e)
+            fail(e)
     elif _stopped_at_budget(d):
         err.print(
             f"this run stopped at its budget ({config.budget_usd} USD); to evaluate the rest, pass a larger "
-            f"one: `sgieval resume {_safe(_resume_ref(d, config.run_id))} --budget <USD>`",
+            f"one: `sgieval resume {safe(_resume_ref(d, config.run_id))} --budget <USD>`",
             soft_wrap=True,
         )
     _run(config, resume=True, run_dir=d)
@@ -623,8 +531,8 @@ def resume(
 async def _rerender_report(d: Path, config: RunConfig) -> str:
     """Re-render ``report.md`` (and ``report.json``) of the run in folder ``d``
     from its records; raises SgievalError when the run has not chosen its metrics."""
-    from .graphs.checkpoints import open_saver
-    from .graphs.evaluate import build_graph, make_runtime, report_run
+    from ..graphs.checkpoints import open_saver
+    from ..graphs.evaluate import build_graph, make_runtime, report_run
 
     run_id = config.run_id
     check_state_file(d / "state.sqlite")
@@ -658,11 +566,11 @@ def report(
         _confirm_settings(
             config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url", "agent_model")
         )
-    _run_begins()
+    run_begins()
     try:
-        out.print(f"report: {_safe(asyncio.run(_rerender_report(d, config)))}", soft_wrap=True, highlight=False)
+        out.print(f"report: {safe(asyncio.run(_rerender_report(d, config)))}", soft_wrap=True, highlight=False)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     except (typer.Exit, click.exceptions.Exit):
         raise
     except Exception as e:  # noqa: BLE001 - one line (a full disk names the disk), the traceback in log.jsonl
@@ -672,23 +580,23 @@ def report(
 def _serve(folder: Path, port: int, open_browser: bool, labels: Any = None) -> None:
     """Serve the viewer folder ``folder`` on 127.0.0.1 (``port`` 0: any free port) until Ctrl-C, under a
     random per-session path that only this session's page knows (:class:`sgieval.reports.viewer.ViewerServer`);
-    open the browser on it.  ``labels``: the receiver of the page's labels (``cli_labels.ViewerLabels``), or
+    open the browser on it.  ``labels``: the receiver of the page's labels (``sgieval.cli.labels.ViewerLabels``), or
     None (no labelling form that saves)."""
     import webbrowser
 
-    from .reports.viewer import ViewerServer
+    from ..reports.viewer import ViewerServer
 
     try:
         server = ViewerServer(folder, port, labels=labels)
     except OSError as e:
-        _fail(
+        fail(
             InputError(
                 f"cannot listen on 127.0.0.1:{port} ({e.strerror})",
                 what="--port",
                 fix="pass another --port, or --port 0 for any free port",
             )
         )
-    out.print(f"serving {_safe(folder)} at {server.url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
+    out.print(f"serving {safe(folder)} at {server.url} (Ctrl-C to stop)", soft_wrap=True, highlight=False)
     if open_browser:
         webbrowser.open(server.url)
     try:
@@ -738,7 +646,7 @@ def view(
     comparisons of `sgieval compare`."""
     if run is None:
         if serve:
-            _fail(
+            fail(
                 InputError(
                     "--serve serves one run's viewer",
                     what="--serve",
@@ -757,17 +665,17 @@ def view(
         try:  # a run reported before report.json existed: re-render its report from the records
             asyncio.run(_rerender_report(d, config))
         except TamperedFileError as e:
-            _fail(e)
+            fail(e)
         except SgievalError as e:
             err.print(
-                f"no report for this run ({_safe(e.one_line())}); the viewer shows its records without a ranking",
+                f"no report for this run ({safe(e.one_line())}); the viewer shows its records without a ranking",
                 soft_wrap=True,
             )
     try:
         path, receiver = _write_run_viewer(d, config, serve=serve, labeller=labeller)
     except SgievalError as e:
-        _fail(e)
-    out.print(f"viewer: {_safe(path)}", soft_wrap=True, highlight=False)
+        fail(e)
+    out.print(f"viewer: {safe(path)}", soft_wrap=True, highlight=False)
     if serve:
         _serve(path.parent, port, open_browser, receiver)
 
@@ -778,8 +686,8 @@ def _write_run_viewer(
     """Write the viewer of the run in folder ``d`` from its records and report.json (never re-rendering the
     report); returns (path of its index.html, the labels receiver for --serve or None).  Raises SgievalError for
     a folder it refuses (a link planted in it, a tampered checkpoint, unreadable report data)."""
-    from .cli_labels import ViewerLabels, viewer_labelling
-    from .reports.viewer import write_viewer
+    from .labels import ViewerLabels, viewer_labelling
+    from ..reports.viewer import write_viewer
 
     report_data = None
     if (d / "report.json").is_file():
@@ -793,7 +701,7 @@ def _write_run_viewer(
             ) from None
     labelling, receiver = None, None
     try:  # the labelling form: the run's judge and rubric metrics with their criteria and random samples
-        from .api import load_run, run_metric_specs
+        from ..api import load_run, run_metric_specs
 
         records = load_run(d)
         label_specs = run_metric_specs(records)
@@ -803,7 +711,7 @@ def _write_run_viewer(
     except TamperedFileError:
         raise
     except SgievalError as e:
-        err.print(f"no labelling form in the viewer ({_safe(e.one_line())})", soft_wrap=True)
+        err.print(f"no labelling form in the viewer ({safe(e.one_line())})", soft_wrap=True)
     store = RunStore(d)  # a link planted in the folder, two different records of one key: one line
     path = write_viewer(
         d,
@@ -838,10 +746,10 @@ def _write_home(out_dir: Path) -> None:
     """``sgieval view`` without a run: write each listed run's missing or stale viewer, then the home page
     ``out_dir/index.html`` (:func:`sgieval.reports.runs.write_runs_page`); a run whose viewer cannot be written
     is listed with the reason."""
-    from .reports.runs import list_comparisons, list_runs, read_run, write_runs_page
+    from ..reports.runs import list_comparisons, list_runs, read_run, write_runs_page
 
     if not out_dir.is_dir():
-        _fail(InputError("no such runs folder", what=str(out_dir), fix="give the folder holding run folders (--out)"))
+        fail(InputError("no such runs folder", what=str(out_dir), fix="give the folder holding run folders (--out)"))
     entries = list_runs(out_dir, read_state=_read_state)
     for k, e in enumerate(entries):
         if e.status in ("broken", "running") or e.problem:
@@ -862,9 +770,9 @@ def _write_home(out_dir: Path) -> None:
     try:
         page = write_runs_page(out_dir, entries, list_comparisons(out_dir))
     except SgievalError as x:
-        _fail(x)
+        fail(x)
     out.print(
-        f"home: {_safe(page)} ({len(entries)} run{'' if len(entries) == 1 else 's'})", soft_wrap=True, highlight=False
+        f"home: {safe(page)} ({len(entries)} run{'' if len(entries) == 1 else 's'})", soft_wrap=True, highlight=False
     )
 
 
@@ -876,20 +784,20 @@ def export(
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
 ) -> None:
     """Write the run's items, responses and scores as tables (one row per score with the item's facets)."""
-    from .reports.export import export_run
+    from ..reports.export import export_run
 
     d = _run_dir(run, out_dir)
     try:
         paths = export_run(d, fmt.lower(), dest)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     for p in paths:
-        out.print(_safe(p), soft_wrap=True, highlight=False)
+        out.print(safe(p), soft_wrap=True, highlight=False)
 
 
 def _read_state(path: Path, run_id: str) -> dict[str, Any]:
     """A run's checkpoint state through the allowlisted reader (:func:`sgieval.graphs.checkpoints.read_state`)."""
-    from .graphs.checkpoints import read_state
+    from ..graphs.checkpoints import read_state
 
     return read_state(path, run_id)
 
@@ -902,7 +810,7 @@ def runs(
     """List the runs in the runs folder, newest first: status, date, request, benchmark and items, target models,
     judge, the ranking metric's winner as the run's report states it (or the tie), and cost.  Read only: a folder
     that cannot be read (a link in it, an unreadable config.json) is listed with the reason."""
-    from .reports.runs import list_runs
+    from ..reports.runs import list_runs
 
     entries = list_runs(out_dir, read_state=_read_state)
     if as_json:
@@ -910,7 +818,7 @@ def runs(
         return
     for e in entries:
         if e.status == "broken" and not e.run_id:
-            out.print(_safe(f"{e.folder}\tunreadable: {e.problem}"), soft_wrap=True, highlight=False)
+            out.print(safe(f"{e.folder}\tunreadable: {e.problem}"), soft_wrap=True, highlight=False)
             continue
         c = e.cells()
         status = c["status"] if e.status != "incomplete" else "incomplete (sgieval resume)"
@@ -926,9 +834,9 @@ def runs(
         if e.problem:
             lines.append(f"    problem: {e.problem}")
         for line in lines:
-            out.print(_safe(line), soft_wrap=True, highlight=False)
+            out.print(safe(line), soft_wrap=True, highlight=False)
     if not entries:
-        out.print(f"no runs in {_safe(out_dir)}", highlight=False)
+        out.print(f"no runs in {safe(out_dir)}", highlight=False)
 
 
 @app.command()
@@ -994,13 +902,13 @@ def catalog(
 ) -> None:
     """Print item counts per facet (benchmark, task, discipline, direction, type) and the models with stored
     responses per benchmark (usable as replay:<name> without a model call)."""
-    from .benchmarks.catalog import FACETS, load_catalog, stored_responses
+    from ..benchmarks.catalog import FACETS, load_catalog, stored_responses
 
     try:
         cat = load_catalog(_split(benchmark) or None, str(data_dir) if data_dir else None)
         stored, unreadable = stored_responses(cat, str(data_dir) if data_dir else None)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     counts = {f: dict(sorted(cat.counts(f).items())) for f in FACETS}
     if as_json:
         out.print_json(
@@ -1020,7 +928,7 @@ def catalog(
     for f in FACETS:
         t = Table(f, "items")
         for v, n in counts[f].items():
-            t.add_row(_safe(v) if v else "(none)", str(n))
+            t.add_row(safe(v) if v else "(none)", str(n))
         out.print(t)
     t = Table(
         "benchmark", "stored responses (--models replay:<name>)", "items answered", title="models with stored responses"
@@ -1028,17 +936,17 @@ def catalog(
     for b in sorted({i.benchmark for i in cat.items}):
         models = stored.get(b) or {}
         if not models:
-            t.add_row(_safe(b), "none (run models live: --models openai:<model>, ...)", "-")
+            t.add_row(safe(b), "none (run models live: --models openai:<model>, ...)", "-")
         for m, n in sorted(models.items()):
-            t.add_row(_safe(b), _safe(m), str(n))
+            t.add_row(safe(b), safe(m), str(n))
     out.print(t)
     for path, why in unreadable.items():
-        out.print(f"[yellow]unreadable stored responses[/] {_safe(path)}: {_safe(why)}", soft_wrap=True)
+        out.print(f"[yellow]unreadable stored responses[/] {safe(path)}: {safe(why)}", soft_wrap=True)
     for b, files in cat.skipped.items():
         for f in files:
-            out.print(f"[yellow]not read[/] {_safe(b)}: {_safe(f)}", soft_wrap=True, highlight=False)
+            out.print(f"[yellow]not read[/] {safe(b)}: {safe(f)}", soft_wrap=True, highlight=False)
     for b, why in cat.unavailable.items():
-        out.print(f"[yellow]not loaded[/] {_safe(b)}: {_safe(why)}", soft_wrap=True)
+        out.print(f"[yellow]not loaded[/] {safe(b)}: {safe(why)}", soft_wrap=True)
 
 
 @data_app.command("pull")
@@ -1048,7 +956,7 @@ def data_pull(
 ) -> None:
     """Download a benchmark's public data into the user cache (needs the network); when the data is already
     found (--data-dir/$SGIEVAL_DATA, ../shared/data, the user cache) only say where, offline included."""
-    from .benchmarks.data import find_benchmark_dir, pull
+    from ..benchmarks.data import find_benchmark_dir, pull
 
     if not force:
         try:
@@ -1057,7 +965,7 @@ def data_pull(
             found = None  # a named folder without it: the download goes to the user cache
         if found is not None:
             out.print(
-                _safe(f"{benchmark}: already present in {found} (nothing downloaded; --force downloads again)"),
+                safe(f"{benchmark}: already present in {found} (nothing downloaded; --force downloads again)"),
                 highlight=False,
                 soft_wrap=True,
             )
@@ -1065,25 +973,16 @@ def data_pull(
     try:
         dest = pull(benchmark)
     except SgievalError as e:
-        _fail(e)
-    out.print(_safe(f"{benchmark}: {dest}"), highlight=False)
+        fail(e)
+    out.print(safe(f"{benchmark}: {dest}"), highlight=False)
 
 
 @data_app.command("where")
 def data_where() -> None:
     """Show the data lookup order and what each location holds."""
-    from .benchmarks import registry
-    from .benchmarks.data import data_roots
+    from ..benchmarks import registry
+    from ..benchmarks.data import data_roots
 
     for root in data_roots(os.environ.get("SGIEVAL_DATA")):
         held = [d.name for d in registry.with_data() if (root / d.data_folder).is_dir()]
-        out.print(_safe(f"{root}: {', '.join(held) or '-'}"), highlight=False)
-
-
-def main() -> None:  # pragma: no cover
-    """The command-line entry point (start-up and exit: :class:`sgieval.core.startup.ConsoleProcess`)."""
-    app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    app()
+        out.print(safe(f"{root}: {', '.join(held) or '-'}"), highlight=False)

@@ -1,0 +1,5 @@
+"""``python -m sgieval.cli``: the ``sgieval`` command."""
+
+from .commands import app
+
+app()

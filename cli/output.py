@@ -1,0 +1,45 @@
+"""What the ``sgieval`` command prints: its two consoles and the one way an untrusted text or an error is shown."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..core import SgievalError, escape_control_chars
+
+__all__ = ["err", "fail", "out", "safe"]
+
+err = Console(stderr=True)
+"""Errors, warnings and progress (stderr)."""
+out = Console()
+"""Results (stdout)."""
+
+
+def safe(value: object) -> str:
+    """``value`` as text safe to print with rich.
+
+    Every untrusted text (a request, a run id, a rubric's YAML, a model's rationale, a file's words in an error)
+    goes through it.
+
+    Args:
+        value: any object; its ``str()`` is shown.
+
+    Returns:
+        The text with control characters (NUL, terminal escapes) shown as ``\\xNN`` and rich markup (``[/]``,
+        ``[bold]``) shown literally.
+    """
+    return escape(escape_control_chars(str(value)))
+
+
+def fail(e: SgievalError) -> None:
+    """Print ``e`` as one error line on stderr and end the command with its exit code.
+
+    Args:
+        e: the error (its :meth:`~sgieval.core.SgievalError.one_line` names the file, the field and the fix).
+
+    Raises:
+        typer.Exit: always, with ``e.exit_code`` (2 for bad input).
+    """
+    err.print(f"[bold red]error:[/] {safe(e.one_line())}", highlight=False, soft_wrap=True)
+    raise typer.Exit(e.exit_code)
