@@ -92,6 +92,7 @@ class RunOptions(TypedDict, total=False):
     temperature: float | None
     judge_temperature: float | None
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None
+    batch: bool
 
 
 P = ParamSpec("P")

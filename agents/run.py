@@ -177,7 +177,9 @@ def make_runtime(
         catalog.by_id.update({i.id: i for i in stored})
     if judges is None:
         judges = [
-            resolve_model(j, "judge", base_url=config.base_url, **sampling_for_role(config, "judge"))
+            resolve_model(
+                j, "judge", base_url=config.base_url, batch=config.batch, **sampling_for_role(config, "judge")
+            )
             for j in config.judges
         ]
     if agent is None and config.agent_model:
@@ -187,11 +189,20 @@ def make_runtime(
     if targets is None and config.models:
         targets = [
             resolve_run_model(
-                m, "target", base_url=config.base_url, data_dir=config.data_dir, **sampling_for_role(config, "target")
+                m,
+                "target",
+                base_url=config.base_url,
+                data_dir=config.data_dir,
+                batch=config.batch,
+                **sampling_for_role(config, "target"),
             )
             for m in config.models
         ]
     targets, judges = unique_models(targets or []), unique_models(judges)
+    if config.batch:  # models given directly too; a provider without a batch API fails here, before any call
+        from ..models.batch import batch_model
+
+        targets, judges = [batch_model(m) for m in targets], [batch_model(m) for m in judges]
     store = existing or RunStore(run_dir)
     settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
     return RunContext(
@@ -671,7 +682,7 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
         _metrics(rt, items, plan),
         ctx,
         executor=rt.config.executor,
-        max_parallel=rt.config.max_concurrency,
+        max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
         on_progress=on_progress,
     )
     record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
@@ -688,6 +699,14 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
             "budget_stopped": prog.budget_stopped,
         },
     }
+
+
+def _max_parallel(config: RunConfig, units: int) -> int:
+    """Target calls in flight: ``--max-concurrency``; with ``--batch`` every (item, target) unit at once, so
+    the target calls of a run go in one batch per provider (up to 50,000)."""
+    if config.batch:
+        return max(config.max_concurrency, min(units, 50_000))
+    return config.max_concurrency
 
 
 async def reporting_step(state: State, rt: RunContext) -> Update:
@@ -833,6 +852,14 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             run_logging(rt.store.root, rt.config.run_id, secrets=rt.secrets),
         ):
             check_budget_prices(rt)
+            if rt.config.batch:
+                from ..models.batch import BatchCollector, batch_settings, check_batch_models
+
+                check_batch_models([*rt.targets, *rt.judges])
+                if rt.calls.batches is None:  # the run's batches, resumable from its folder's batches.json
+                    rt.calls.batches = BatchCollector(
+                        rt.store.root, run_id=rt.config.run_id, **batch_settings(rt.settings)
+                    )
             if not resume:
                 check_request_models(rt)
                 rt.config.settings = rt.settings.shown()

@@ -43,7 +43,17 @@ with configurable
 "response_format", "tools" (function names), "tool_choice" (as sent), and with
 ``log_bodies=True`` "body" (the request body exactly as received, as text) and
 "content_type"}``;
-``POST /reset`` clears both.  :meth:`MockOpenAI.hold` /
+``POST /reset`` clears both.
+
+Batch endpoints (the providers' batch APIs, for ``--batch`` runs): OpenAI's ``POST /v1/files`` (multipart upload
+of a JSONL of ``/v1/chat/completions`` requests with ``custom_id``), ``POST /v1/batches``, ``GET /v1/batches``
+(list), ``GET /v1/batches/{id}`` and ``GET /v1/files/{id}/content``; Anthropic's ``POST /v1/messages/batches``,
+``GET /v1/messages/batches`` (list), ``GET /v1/messages/batches/{id}`` and ``.../{id}/results``.  A batch is "in
+progress" for ``batch_polls`` retrievals (default 1; an attribute a test may change while the server runs), then
+the next retrieval answers every request with the same replies, faults ("400", "429", "500" become error lines)
+and usage as direct calls, and completes it.  Each batched request is logged in ``/log`` with ``"via": "batch"``;
+``GET /batch_log`` (:meth:`MockOpenAI.batch_log`) lists every batch-endpoint request, and
+:meth:`MockOpenAI.submissions` counts the batches each ``custom_id`` was submitted in.  :meth:`MockOpenAI.hold` /
 :meth:`MockOpenAI.release` close and open a gate in front of the handler
 (kill tests use it to stop a client at a point where every answered call has
 reached the client).
@@ -156,6 +166,8 @@ class MockOpenAI:
         hang_s: float = 3600.0,
         reject_params: set[str] | frozenset[str] | tuple[str, ...] = (),
         log_bodies: bool = False,
+        batch_polls: "int | Callable[[int], int]" = 1,
+        batch_api: bool = True,
     ):
         for name, v in (("error_rate", error_rate), ("hang_rate", hang_rate), ("share_429", share_429)):
             if not 0.0 <= v <= 1.0:
@@ -172,6 +184,16 @@ class MockOpenAI:
         self.hang_s = hang_s
         self.reject_params = frozenset(reject_params)
         self.log_bodies = log_bodies
+        self.batch_polls = batch_polls
+        """Retrievals of a batch (``GET /v1/batches/{id}``, ``GET /v1/messages/batches/{id}``) answered
+        "in progress" before it completes, or a function of the batch's index (0 for the first batch created)
+        giving that number; may be changed while the server runs (a test that kills a client mid-poll keeps a
+        batch in progress, then lets it complete for the resumed run)."""
+        self.batch_api = batch_api
+        """False: every batch endpoint answers HTTP 404, as a server without a batch API does."""
+        self._files: dict[str, bytes] = {}
+        self._batches: dict[str, dict[str, Any]] = {}
+        self._batch_log: list[dict[str, Any]] = []
         self.host = host
         self.port = port
         self._rng = random.Random(seed)
@@ -190,6 +212,20 @@ class MockOpenAI:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/files", self._batch_route(self._file_upload), methods=["POST"]),
+                Route("/v1/files/{file_id}/content", self._batch_route(self._file_content), methods=["GET"]),
+                Route("/v1/batches", self._batch_route(self._batch_create), methods=["POST"]),
+                Route("/v1/batches", self._batch_route(self._batch_list), methods=["GET"]),
+                Route("/v1/batches/{batch_id}", self._batch_route(self._batch_retrieve), methods=["GET"]),
+                Route("/v1/messages/batches", self._batch_route(self._msgbatch_create), methods=["POST"]),
+                Route("/v1/messages/batches", self._batch_route(self._msgbatch_list), methods=["GET"]),
+                Route("/v1/messages/batches/{batch_id}", self._batch_route(self._msgbatch_retrieve), methods=["GET"]),
+                Route(
+                    "/v1/messages/batches/{batch_id}/results",
+                    self._batch_route(self._msgbatch_results),
+                    methods=["GET"],
+                ),
+                Route("/batch_log", self._get_batch_log, methods=["GET"]),
                 Route("/stats", self._stats, methods=["GET"]),
                 Route("/log", self._get_log, methods=["GET"]),
                 Route("/reset", self._reset, methods=["POST"]),
@@ -210,6 +246,22 @@ class MockOpenAI:
         """Every request received, in arrival order (see module doc)."""
         with self._lock:
             return [dict(r) for r in self._log]
+
+    def batch_log(self) -> list[dict[str, Any]]:
+        """Every batch-endpoint request, in arrival order: ``{"t", "op"}`` with ``op`` one of ``file_upload``,
+        ``batch_create``, ``batch_retrieve``, ``batch_list``, ``file_content`` (OpenAI) and ``msgbatch_create``,
+        ``msgbatch_retrieve``, ``msgbatch_list``, ``msgbatch_results`` (Anthropic); creations add
+        ``batch_id`` and ``custom_ids``, retrievals ``batch_id`` and the ``status`` answered."""
+        with self._lock:
+            return [dict(r) for r in self._batch_log]
+
+    def submissions(self) -> dict[str, int]:
+        """custom_id -> how many batches it was submitted in (OpenAI and Anthropic together)."""
+        out: dict[str, int] = {}
+        for r in self.batch_log():
+            for cid in r.get("custom_ids") or []:
+                out[cid] = out.get(cid, 0) + 1
+        return out
 
     def passed(self) -> int:
         """Requests that got past the gate (they will be answered or faulted)."""
@@ -253,6 +305,7 @@ class MockOpenAI:
                 self._counts[k] = 0
             self._log.clear()
             self._served = 0
+            self._batch_log.clear()
 
     # ------------------------------------------------------------- handlers
     def _choose_fault(self, index: int, body: dict[str, Any]) -> str | None:
@@ -458,6 +511,318 @@ class MockOpenAI:
         except UnicodeEncodeError:  # a scripted lone surrogate: sent as the JSON escape "\\ud800" (valid JSON)
             return Response(json.dumps(payload), media_type="application/json")  # type: ignore[return-value]
 
+    # ------------------------------------------------------------- batches
+    def _batch_route(self, handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def route(request: Request) -> Response:
+            if not self.batch_api:
+                return JSONResponse({"error": {"message": "Not Found", "type": "invalid_request_error"}}, 404)
+            return await handler(request)
+
+        return route
+
+    def _note_batch(self, op: str, **info: Any) -> None:
+        with self._lock:
+            self._batch_log.append({"t": time.monotonic(), "op": op, **info})
+
+    def _answer_line(self, body: dict[str, Any], custom_id: str, batch_id: str) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, reply body) of one batched chat-completions request: the reply of :meth:`_reply_for`,
+        or a fault from ``faults`` ("400", "429", "500"; others are answered normally); logged in :meth:`log`
+        like a direct request, with ``"via": "batch"``."""
+        msgs = body.get("messages") or []
+        with self._lock:
+            index = self._counts["requests"]
+            self._counts["requests"] += 1
+            entry = {
+                "index": index,
+                "t": time.monotonic(),
+                "outcome": "pending",
+                "key": messages_key(msgs),
+                "last_user": last_user(msgs),
+                "response_format": body.get("response_format"),
+                "tools": [
+                    ((t.get("function") or {}).get("name") or t.get("name"))
+                    for t in body.get("tools") or []
+                    if isinstance(t, dict)
+                ],
+                "tool_choice": body.get("tool_choice"),
+                "via": "batch",
+                "batch_id": batch_id,
+                "custom_id": custom_id,
+            }
+            if self.log_bodies:
+                entry["body"] = json.dumps(body)
+            self._log.append(entry)
+        fault = self.faults(index, body) if self.faults is not None else None
+        if fault in ("400", "429", "500"):
+            with self._lock:
+                entry["outcome"] = fault
+                if fault in ("429", "500"):
+                    self._counts[fault] += 1
+            kind = {"400": "invalid_request_error", "429": "rate_limit_error", "500": "server_error"}[fault]
+            return int(fault), {"error": {"message": f"batched request failed (mock {fault})", "type": kind}}
+        with self._lock:
+            served = self._served
+            self._served += 1
+        payload = self._reply_for(body, served)
+        with self._lock:
+            self._counts["served"] += 1
+            entry["outcome"] = "200"
+        return 200, payload
+
+    def _complete_openai(self, b: dict[str, Any]) -> None:
+        """Answer every request of OpenAI batch ``b`` and make its output (and error) file."""
+        out: list[str] = []
+        err: list[str] = []
+        for n, line in enumerate(b["_lines"]):
+            req = json.loads(line)
+            status, payload = self._answer_line(req.get("body") or {}, req["custom_id"], b["id"])
+            row = {
+                "id": f"batch_req_{b['id']}_{n}",
+                "custom_id": req["custom_id"],
+                "response": {"status_code": status, "request_id": f"req_{n}", "body": payload},
+                "error": None,
+            }
+            (out if status == 200 else err).append(json.dumps(row))
+        with self._lock:
+            for name, rows in (("output_file_id", out), ("error_file_id", err)):
+                if rows:
+                    fid = f"file-mock-{len(self._files)}"
+                    self._files[fid] = ("\n".join(rows) + "\n").encode()
+                    b[name] = fid
+            b["request_counts"] = {"total": len(b["_lines"]), "completed": len(out), "failed": len(err)}
+            b["status"] = "completed"
+            b["completed_at"] = int(time.time())
+
+    def _polls_needed(self, b: dict[str, Any]) -> int:
+        polls = self.batch_polls
+        return int(polls(b["_index"]) if callable(polls) else polls)
+
+    def _openai_view(self, b: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    async def _file_upload(self, request: Request) -> Response:
+        import email.parser
+        import email.policy
+
+        raw = await request.body()
+        head = f"Content-Type: {request.headers.get('content-type', '')}\r\n\r\n".encode()
+        msg = email.parser.BytesParser(policy=email.policy.default).parsebytes(head + raw)
+        fields: dict[str, Any] = {}
+        for part in msg.iter_parts() if msg.is_multipart() else []:
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_filename(), part.get_payload(decode=True))
+        if "file" not in fields:
+            return JSONResponse({"error": {"message": "no file part", "type": "invalid_request_error"}}, 400)
+        filename, data = fields["file"]
+        purpose = (fields.get("purpose") or (None, b""))[1].decode()
+        with self._lock:
+            fid = f"file-mock-{len(self._files)}"
+            self._files[fid] = data
+        self._note_batch("file_upload", file_id=fid, bytes=len(data), purpose=purpose)
+        return JSONResponse(
+            {
+                "id": fid,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": int(time.time()),
+                "filename": filename or "upload.jsonl",
+                "purpose": purpose or "batch",
+                "status": "processed",
+            }
+        )
+
+    async def _file_content(self, request: Request) -> Response:
+        fid = request.path_params["file_id"]
+        with self._lock:
+            data = self._files.get(fid)
+        self._note_batch("file_content", file_id=fid)
+        if data is None:
+            return JSONResponse({"error": {"message": f"no file {fid}", "type": "invalid_request_error"}}, 404)
+        return Response(data, media_type="application/octet-stream")
+
+    async def _batch_create(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        fid = body.get("input_file_id")
+        with self._lock:
+            data = self._files.get(fid)
+        if data is None:
+            return JSONResponse({"error": {"message": f"no file {fid}", "type": "invalid_request_error"}}, 400)
+        lines = [x for x in data.decode().split("\n") if x.strip()]
+        custom_ids = [json.loads(x)["custom_id"] for x in lines]
+        if len(set(custom_ids)) != len(custom_ids):
+            return JSONResponse(
+                {"error": {"message": "duplicate custom_id in the batch", "type": "invalid_request_error"}}, 400
+            )
+        with self._lock:
+            bid = f"batch_mock_{len(self._batches)}"
+            b = {
+                "id": bid,
+                "object": "batch",
+                "endpoint": body.get("endpoint"),
+                "errors": None,
+                "input_file_id": fid,
+                "completion_window": body.get("completion_window", "24h"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": int(time.time()),
+                "completed_at": None,
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+                "_lines": lines,
+                "_polls": 0,
+                "_index": len(self._batches),
+            }
+            self._batches[bid] = b
+        self._note_batch("batch_create", batch_id=bid, custom_ids=custom_ids, input_file_id=fid)
+        return JSONResponse(self._openai_view(b))
+
+    async def _batch_retrieve(self, request: Request) -> Response:
+        bid = request.path_params["batch_id"]
+        with self._lock:
+            b = self._batches.get(bid)
+        if b is None or b.get("object") != "batch":
+            return JSONResponse({"error": {"message": f"no batch {bid}", "type": "invalid_request_error"}}, 404)
+        with self._lock:
+            b["_polls"] += 1
+            need = self._polls_needed(b)
+            due = b["status"] != "completed" and b["_polls"] > need
+            if b["status"] == "validating":
+                b["status"] = "in_progress"
+            if b["status"] == "in_progress" and not due:
+                total = b["request_counts"]["total"]
+                b["request_counts"]["completed"] = min(total - 1, total * b["_polls"] // (need + 1))
+        if due:
+            self._complete_openai(b)
+        self._note_batch("batch_retrieve", batch_id=bid, status=b["status"])
+        return JSONResponse(self._openai_view(b))
+
+    async def _batch_list(self, request: Request) -> Response:
+        self._note_batch("batch_list")
+        with self._lock:
+            data = [self._openai_view(b) for b in reversed(self._batches.values()) if b.get("object") == "batch"]
+        return JSONResponse({"object": "list", "data": data, "has_more": False})
+
+    # Anthropic message batches
+    def _anthropic_message(self, params: dict[str, Any], custom_id: str, batch_id: str) -> tuple[str, Any]:
+        """("succeeded", an Anthropic message) or ("errored", an error) for one batched Messages request: the
+        mock's chat reply turned into content blocks (text, tool_use) with Anthropic's stop reasons."""
+        msgs = list(params.get("messages") or [])
+        system = params.get("system")
+        if system:
+            text = system if isinstance(system, str) else _content_text(system)
+            msgs = [{"role": "system", "content": text}, *msgs]
+        status, payload = self._answer_line({**params, "messages": msgs}, custom_id, batch_id)
+        if status != 200:
+            return "errored", {"type": "error", "error": {"type": "api_error", "message": payload["error"]["message"]}}
+        choice = payload["choices"][0]
+        m = choice["message"]
+        blocks: list[dict[str, Any]] = []
+        if m.get("content"):
+            blocks.append({"type": "text", "text": m["content"]})
+        for tc in m.get("tool_calls") or []:
+            args = tc["function"]["arguments"]
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": tc["id"],
+                    "name": tc["function"]["name"],
+                    "input": json.loads(args) if isinstance(args, str) else args,
+                }
+            )
+        stop = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}.get(choice["finish_reason"])
+        return "succeeded", {
+            "id": f"msg_mock_{custom_id[:12]}",
+            "type": "message",
+            "role": "assistant",
+            "model": params.get("model", "mock"),
+            "content": blocks,
+            "stop_reason": stop or choice["finish_reason"],
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": payload["usage"]["prompt_tokens"],
+                "output_tokens": payload["usage"]["completion_tokens"],
+            },
+        }
+
+    def _msgbatch_view(self, b: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in b.items() if not k.startswith("_")}
+
+    async def _msgbatch_create(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        reqs = body.get("requests") or []
+        custom_ids = [r.get("custom_id") for r in reqs]
+        if not reqs or len(set(custom_ids)) != len(custom_ids):
+            return JSONResponse(
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "bad or duplicate custom_id"}},
+                400,
+            )
+        with self._lock:
+            bid = f"msgbatch_mock_{len(self._batches)}"
+            b = {
+                "id": bid,
+                "type": "message_batch",
+                "processing_status": "in_progress",
+                "request_counts": {"processing": len(reqs), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+                "ended_at": None,
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "expires_at": None,
+                "cancel_initiated_at": None,
+                "results_url": None,
+                "_requests": reqs,
+                "_polls": 0,
+                "_index": len(self._batches),
+                "_results": None,
+            }
+            self._batches[bid] = b
+        self._note_batch("msgbatch_create", batch_id=bid, custom_ids=custom_ids)
+        return JSONResponse(self._msgbatch_view(b))
+
+    async def _msgbatch_retrieve(self, request: Request) -> Response:
+        bid = request.path_params["batch_id"]
+        with self._lock:
+            b = self._batches.get(bid)
+        if b is None or b.get("type") != "message_batch":
+            return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": bid}}, 404)
+        with self._lock:
+            b["_polls"] += 1
+            due = b["processing_status"] != "ended" and b["_polls"] > self._polls_needed(b)
+        if due:
+            rows, counts = [], {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+            for r in b["_requests"]:
+                kind, result = self._anthropic_message(r.get("params") or {}, r["custom_id"], bid)
+                counts[kind] += 1
+                res = {"type": kind, "message": result} if kind == "succeeded" else {"type": kind, "error": result}
+                rows.append(json.dumps({"custom_id": r["custom_id"], "result": res}))
+            with self._lock:
+                b["_results"] = ("\n".join(rows) + "\n").encode()
+                b["request_counts"] = counts
+                b["processing_status"] = "ended"
+                b["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                b["results_url"] = f"http://{self.host}:{self.port}/v1/messages/batches/{bid}/results"
+        self._note_batch("msgbatch_retrieve", batch_id=bid, status=b["processing_status"])
+        return JSONResponse(self._msgbatch_view(b))
+
+    async def _msgbatch_list(self, request: Request) -> Response:
+        self._note_batch("msgbatch_list")
+        with self._lock:
+            data = [
+                self._msgbatch_view(b) for b in reversed(self._batches.values()) if b.get("type") == "message_batch"
+            ]
+        return JSONResponse({"data": data, "has_more": False, "first_id": None, "last_id": None})
+
+    async def _msgbatch_results(self, request: Request) -> Response:
+        bid = request.path_params["batch_id"]
+        with self._lock:
+            b = self._batches.get(bid)
+        self._note_batch("msgbatch_results", batch_id=bid)
+        if b is None or b.get("_results") is None:
+            return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": bid}}, 404)
+        return Response(b["_results"], media_type="application/x-jsonl")
+
+    async def _get_batch_log(self, request: Request) -> JSONResponse:
+        return JSONResponse(self.batch_log())
+
     async def _stats(self, request: Request) -> JSONResponse:
         return JSONResponse(self.stats())
 
@@ -547,6 +912,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hang-rate", type=float, default=0.0, help="fraction that never answer (0-1)")
     ap.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds on 429")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch-polls", type=int, default=1, help="retrievals a batch stays in progress")
     ap.add_argument(
         "--reject-params",
         default="",
@@ -561,6 +927,7 @@ def main(argv: list[str] | None = None) -> None:
         hang_rate=a.hang_rate,
         retry_after_s=a.retry_after,
         seed=a.seed,
+        batch_polls=a.batch_polls,
         host=a.host,
         port=a.port,
         reject_params={p.strip() for p in a.reject_params.split(",") if p.strip()},

@@ -165,7 +165,8 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
             fail(e)
     from .progress import RunProgress
 
-    with RunProgress(err, lambda: rt.ledger, every_s=_progress_every(rt)) as progress:
+    batches = lambda: rt.calls.batches if rt.calls is not None else None  # noqa: E731 - --batch: pending batches
+    with RunProgress(err, lambda: rt.ledger, every_s=_progress_every(rt), batches_of=batches) as progress:
         rt.on_progress = progress.update
 
         def confirm(payload: dict) -> bool:

@@ -6,7 +6,9 @@ failed and the elapsed time.  Otherwise (a log file, a pipe, CI): the same facts
 
     progress: evaluating, 12/150 (item, target model) pairs done, 30 model calls, 1 failed, 0:00:20 elapsed
 
-The first line comes after one interval: a run shorter than that prints none.
+With ``--batch``, while batches are pending, each one's status and the requests the provider has finished
+follow (``, batch batch_abc in_progress 40/150``).  The first line comes after one interval: a run shorter than
+that prints none.
 """
 
 from __future__ import annotations
@@ -29,15 +31,17 @@ def elapsed_text(seconds: float) -> str:
 
 
 class _CallsColumn(ProgressColumn):
-    """``N model calls, M failed``, read from the run's ledger at each redraw."""
+    """``N model calls, M failed`` (and the pending batches), read from the run's ledger at each redraw."""
 
-    def __init__(self, counts: Callable[[], tuple[int, int]]):
+    def __init__(self, counts: Callable[[], tuple[int, int]], batches: Callable[[], str] = lambda: ""):
         super().__init__()
         self.counts = counts
+        self.batches = batches
 
     def render(self, task: Any) -> Text:
         calls, failed = self.counts()
-        return Text(f"{calls} model calls, {failed} failed")
+        pending = self.batches()
+        return Text(f"{calls} model calls, {failed} failed" + (f", {pending}" if pending else ""))
 
 
 class RunProgress:
@@ -48,14 +52,23 @@ class RunProgress:
         ledger_of: returns the run's ledger (:class:`sgieval.models.accounting.Ledger`, or None before the run
             starts); its ``calls_made`` and ``calls_failed`` are the calls shown.
         every_s: seconds between lines when ``console`` is no terminal (0: no lines).
+        batches_of: returns the run's batch collector (:class:`sgieval.models.batch.BatchCollector`, ``--batch``)
+            or None; its pending batches are shown.
 
     Use as a context manager; :meth:`update` is the run's ``on_progress(done, total)``; :meth:`pause` and
     :meth:`resume` around a prompt.
     """
 
-    def __init__(self, console: Console, ledger_of: Callable[[], Any], every_s: float = 10.0):
+    def __init__(
+        self,
+        console: Console,
+        ledger_of: Callable[[], Any],
+        every_s: float = 10.0,
+        batches_of: Callable[[], Any] | None = None,
+    ):
         self.console = console
         self.ledger_of = ledger_of
+        self.batches_of = batches_of
         self.every_s = every_s
         self.done = 0
         self.total: int | None = None
@@ -75,6 +88,11 @@ class RunProgress:
             return 0, 0
         return int(ledger.calls_made), int(ledger.calls_failed)
 
+    def batches(self) -> str:
+        """The pending batches (``batch <id> <status> <done>/<total>``, "; "-separated), "" when none."""
+        collector = self.batches_of() if self.batches_of is not None else None
+        return collector.progress_text() if collector is not None else ""
+
     def phase(self) -> str:
         if self.total is None:
             return "starting"
@@ -84,9 +102,11 @@ class RunProgress:
         """The progress line (module doc)."""
         calls, failed = self.counts()
         total = "?" if self.total is None else str(self.total)
+        pending = self.batches()
         return (
             f"progress: {self.phase()}, {self.done}/{total} (item, target model) pairs done, {calls} model calls, "
             f"{failed} failed, {elapsed_text(time.monotonic() - self.started)} elapsed"
+            + (f", {pending}" if pending else "")
         )
 
     # -- run hooks -----------------------------------------------------------
@@ -123,7 +143,7 @@ class RunProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("pairs"),
-                _CallsColumn(self.counts),
+                _CallsColumn(self.counts, self.batches),
                 TimeElapsedColumn(),
                 console=self.console,
                 transient=True,

@@ -834,6 +834,10 @@ class RunConfig(_Record):
     """Sampling temperature of the judges (0-2; same family rules)."""
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
     """none | minimal | low | medium | high, sent to reasoning models (default: not sent)."""
+    batch: bool = False
+    """Send the target and judge calls through the provider's batch API (OpenAI files + batches, Anthropic
+    message batches) at the batch price (half the list price), waiting for each batch; a killed run resumes
+    polling its batches and submits nothing twice. Other providers are refused before any call."""
     sent_params: Annotated[dict[str, dict[str, Any]], RUN_RECORD] = Field(default_factory=dict)
     """Model -> the sampling parameters actually sent (filled by the run)."""
     dropped_params: Annotated[dict[str, dict[str, str]], RUN_RECORD] = Field(default_factory=dict)

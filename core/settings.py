@@ -20,6 +20,10 @@ variable                    meaning                                 default
                             stderr that is no terminal (0: none)
 ``SGIEVAL_FAST_START``      0/false: the console script's start-up  on
                             and exit tricks off (core.startup)
+``SGIEVAL_BATCH_WINDOW``    ``--batch``: seconds without a new      2
+                            request before a batch is submitted
+``SGIEVAL_BATCH_POLL``      ``--batch``: seconds between two polls  30
+                            of a pending batch
 =========================== ======================================= ===================
 
 Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``,
@@ -86,6 +90,8 @@ class Settings(BaseSettings):
     network: Literal["auto", "online", "offline"] = "auto"
     progress_every: float = 10.0
     fast_start: bool = True
+    batch_window: float = 2.0
+    batch_poll: float = 30.0
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     e2b_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("E2B_API_KEY"))
     openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
@@ -140,6 +146,19 @@ class Settings(BaseSettings):
             raise FieldProblem(
                 "must be a number of seconds >= 0", "unset it (a line every 10 s) or set e.g. SGIEVAL_PROGRESS_EVERY=30"
             )
+        return t
+
+    @field_validator("batch_window", "batch_poll", mode="before")
+    @classmethod
+    def _batch_seconds(cls, v: Any, info: Any) -> float:
+        try:
+            t = float(str(v).strip())
+        except ValueError:
+            t = -1.0
+        least = 0.0 if info.field_name == "batch_window" else 0.01
+        if not t >= least or t == float("inf"):
+            var = f"SGIEVAL_{info.field_name.upper()}"
+            raise FieldProblem(f"must be a number of seconds >= {least:g}", f"unset it or set e.g. {var}=5")
         return t
 
     @field_validator("network", mode="before")

@@ -139,6 +139,8 @@ class RunStore:
         "ledger.jsonl",
         "inflight.jsonl",
         "labels.jsonl",
+        "batches.json",
+        "batches",
         "config.json",
         "report.md",
         "report.json",

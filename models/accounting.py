@@ -21,7 +21,8 @@ Cost of one call (USD), as the provider bills it (genai-prices'
 every completion token, reasoning ones included (LangChain's
 ``usage_metadata`` convention); reasoning tokens have their own price where
 the provider sets one, and tiered prices (e.g. above 200k input tokens) apply
-as published.  A call whose provider reported no token usage has cost ``None``.
+as published.  A call whose provider reported no token usage has cost ``None``.  A call made through a batch API
+(``--batch``) is priced at the batch rate (:func:`price_call`, :data:`BATCH_DISCOUNT`).
 
 Prices the user gives (``--price MODEL=IN,OUT``, :func:`set_prices`, a YAML
 file ``model: {input: x, output: y}`` or ``Ledger(prices=...)``, USD per 1M
@@ -208,8 +209,9 @@ def _listed(model: str) -> tuple[str | None, str] | None:
     return provider_id, ref
 
 
-def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int]) -> Any:
-    """genai-prices' price calculation of one call (bundled price data; raises LookupError when unknown)."""
+def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int], *, batch: bool = False) -> Any:
+    """genai-prices' price calculation of one call (bundled price data; raises LookupError when unknown); with
+    ``batch`` its batch price variant (``price_context={"processing": "batch"}``)."""
     from genai_prices import Usage, calc_price
 
     inp = int(usage.get("input", 0))
@@ -224,6 +226,8 @@ def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int]) -> Any:
         fields["cache_write_tokens"] = cache_write
     if reasoning:
         fields["output_reasoning_tokens"] = reasoning
+    if batch:
+        return calc_price(Usage(**fields), ref, provider_id=provider_id, price_context={"processing": "batch"})
     return calc_price(Usage(**fields), ref, provider_id=provider_id)
 
 
@@ -266,8 +270,27 @@ def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None
     return base(getattr(mp, "input_mtok", 0)), base(getattr(mp, "output_mtok", 0))
 
 
+BATCH_DISCOUNT = 0.5
+"""The share of the list price a batch call costs where genai-prices lists no batch price for the model: 50%,
+the published rate of OpenAI's Batch API ("a 50% discount", platform.openai.com/docs/guides/batch) and of
+Anthropic's Message Batches ("50% of the standard API prices", docs.anthropic.com, batch processing, pricing),
+the two providers batch mode supports.  Applied also to a user price (``--price`` is the list price)."""
+
+
+def _has_batch_price(listed: tuple[str | None, str]) -> bool:
+    """Whether genai-prices lists a batch price (a price variant ``{"processing": "batch"}``) for the model."""
+    model = getattr(_calc(*listed, {"input": 1, "output": 1}), "model", None)
+    return any(
+        getattr(v, "when", {}).get("processing") == "batch" for v in getattr(model, "price_variants", None) or ()
+    )
+
+
 def price_call(
-    model: str, usage: Mapping[str, int] | None, prices: Mapping[str, tuple[float, float]] | None = None
+    model: str,
+    usage: Mapping[str, int] | None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    batch: bool = False,
 ) -> float | None:
     """USD cost of one call (formula in the module doc).
 
@@ -276,6 +299,9 @@ def price_call(
         usage: token counts ``{"input", "output"}`` and, when reported, ``"cache_read"``, ``"cache_write"``
             (parts of input) and ``"reasoning"`` (part of output); None: not reported.
         prices: a user price table (default: the process-wide one).
+        batch: the call went through the provider's batch API (``--batch``): genai-prices' batch price of the
+            model where it lists one (its price variant ``processing: batch``), else :data:`BATCH_DISCOUNT` of
+            the list price (or of the user's price).
 
     Returns:
         The cost in USD (>= 0), or None when the usage or the model's price is unknown.
@@ -284,11 +310,15 @@ def price_call(
         return None
     own = _own_price(model, prices)
     if own is not None:
-        return usage.get("input", 0) * own[0] / 1e6 + usage.get("output", 0) * own[1] / 1e6
+        cost = usage.get("input", 0) * own[0] / 1e6 + usage.get("output", 0) * own[1] / 1e6
+        return cost * BATCH_DISCOUNT if batch else cost
     listed = _listed(model)
     if listed is None:
         return None
-    return float(_calc(*listed, usage).total_price)
+    if batch and _has_batch_price(listed):
+        return float(_calc(*listed, usage, batch=True).total_price)
+    cost = float(_calc(*listed, usage).total_price)
+    return cost * BATCH_DISCOUNT if batch else cost
 
 
 def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]] | None = None) -> list[str]:
@@ -320,6 +350,8 @@ class CallRecord:
     reasoning_tokens: int | None = None
     call_id: str | None = None
     interrupted: bool = False
+    batch: bool = False
+    """The call went through the provider's batch API (``--batch``), priced at the batch rate."""
 
 
 INTERRUPTED = (
@@ -450,12 +482,14 @@ class Ledger:
         cached: bool = False,
         error: str | None = None,
         call_id: str | None = None,
+        batch: bool = False,
     ) -> CallRecord:
         """Record one call and return its :class:`CallRecord` (cost priced here); ``call_id``: the id
-        :meth:`begin` gave the call."""
+        :meth:`begin` gave the call; ``batch``: it went through a batch API (priced at the batch rate,
+        :func:`price_call`)."""
         cost = None
         if not cached and error is None:
-            cost = price_call(model, usage, self.prices)
+            cost = price_call(model, usage, self.prices, batch=batch)
         elif cached:
             cost = 0.0
         rec = CallRecord(
@@ -470,6 +504,7 @@ class Ledger:
             cache_read_tokens=int(usage["cache_read"]) if usage and usage.get("cache_read") else None,
             reasoning_tokens=int(usage["reasoning"]) if usage and usage.get("reasoning") else None,
             call_id=call_id,
+            batch=batch,
         )
         with self._lock:
             self.records.append(rec)
@@ -588,6 +623,7 @@ class Ledger:
 
 
 __all__ = [
+    "BATCH_DISCOUNT",
     "BudgetExceeded",
     "CallRecord",
     "FREE_PREFIXES",

@@ -33,7 +33,8 @@ Per call, in order:
    asked once more with twice the ``max_tokens``; cut again, the call fails
    (METRICS.md D.10; the metric records a ``judge_error``).
 5. **Accounting**: tokens (``usage_metadata``), latency and cost are recorded
-   into the ledger under (model name, role).
+   into the ledger under (model name, role); a batched call (``--batch``, :mod:`sgieval.models.batch`) at the
+   batch price, holding no semaphore slot while it waits for its batch, with the batch window as its timeout.
 
 A call that still fails after ``max_attempts`` raises :class:`ModelCallError`
 with the last reason; callers record it as a failed Response/Score, never a zero.
@@ -323,13 +324,24 @@ async def ainvoke(
 
     if book is not None:
         book.check_budget(model.name, who)
+    batched = _batched(model)
     # noted before the request goes out: a process killed before the outcome is recorded still accounts for it
-    call_id = book.begin(model.name, who) if book is not None else None
+    # (a batched request is noted in the run's batch journal instead, and its outcome recorded when a resumed
+    # run collects it: it is billed once)
+    call_id = book.begin(model.name, who) if book is not None and not batched else None
 
-    sem = _semaphore(provider_key(model), model.max_in_flight)
+    # a batched call waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
+    sem: Any = _NO_LIMIT if batched else _semaphore(provider_key(model), model.max_in_flight)
     started = time.perf_counter()
     if timeout_s is None:
         timeout_s = current_call_context().timeout_s or DEFAULT_TIMEOUT_S
+    if batched:
+        from .batch import BATCH_WAIT_S, request_tag
+
+        timeout_s, total_timeout_s = max(timeout_s, BATCH_WAIT_S), None
+        tag = request_tag(f"repeat={model.repeat}" if model.repeat else "")
+    else:
+        tag = None
     total_s = total_timeout_s if total_timeout_s is not None else 2.0 * timeout_s
     deadline = started + total_s
     attempt = 0  # attempts made, over every round below
@@ -349,6 +361,9 @@ async def ainvoke(
                 # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call (issue 13)
                 try:
                     async with asyncio.timeout(min(timeout_s, left)):
+                        if tag is not None:
+                            with tag:
+                                return await target.ainvoke(messages, **extra)
                         return await target.ainvoke(messages, **extra)
                 except (ValueError, KeyError, IndexError, TypeError) as e:
                     why = malformed_reply(e)
@@ -376,7 +391,12 @@ async def ainvoke(
             latency = time.perf_counter() - started
             if book is not None:
                 book.record(
-                    model.name, who, latency_s=latency, error=_reason(e.last, timeout_s, model), call_id=call_id
+                    model.name,
+                    who,
+                    latency_s=latency,
+                    error=_reason(e.last, timeout_s, model),
+                    call_id=call_id,
+                    batch=batched,
                 )
             if _status(e.last) in (401, 403):
                 raise credentials_error(model, _status(e.last)) from None
@@ -387,11 +407,11 @@ async def ainvoke(
         latency = time.perf_counter() - started
         cost = None
         if book is not None:
-            entry = book.record(model.name, who, usage=usage(out), latency_s=latency, call_id=call_id)
+            entry = book.record(model.name, who, usage=usage(out), latency_s=latency, call_id=call_id, batch=batched)
             cost = entry.cost
         else:
             u = usage(out)
-            cost = _acc.price_call(model.name, u) if u else None
+            cost = _acc.price_call(model.name, u, batch=batched) if u else None
         raw = out.get("raw") if isinstance(out, dict) else out  # with_structured_output(include_raw=True)
         status = reply_status_of(raw) if isinstance(raw, BaseMessage) else "ok"
         if status == "truncated" and who == "judge":  # D.10: once more with twice the max_tokens, then a failure
@@ -416,6 +436,29 @@ async def ainvoke(
             finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None,
         )
         return out
+
+
+class _NoLimit:
+    """An ``async with`` that bounds nothing (batched calls hold no semaphore slot)."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+_NO_LIMIT = _NoLimit()
+
+
+def _batched(model: NamedModel) -> bool:
+    """Whether ``model``'s calls go in provider batches (``--batch``; :mod:`sgieval.models.batch`)."""
+    chat = model.chat
+    if chat is None or "batch" not in type(getattr(chat, "bound", chat)).__name__.lower():
+        return False  # no import of the batch module for the direct calls of every other run
+    from .batch import is_batched
+
+    return is_batched(model)
 
 
 def _masked(msg: BaseMessage) -> BaseMessage:

@@ -49,6 +49,9 @@ class CallContext:
     secrets: Any = None
     """The run's :class:`~sgieval.core.SecretValues`: a reply holding one is masked before the call cache
     keeps it (None: nothing masked by value)."""
+    batches: Any = None
+    """The run's :class:`~sgieval.models.batch.BatchCollector` (``--batch``; None: made on first use by a batch
+    chat model, without a run folder to resume from)."""
     _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
         default_factory=weakref.WeakKeyDictionary, repr=False
     )

@@ -101,6 +101,7 @@ def resolve_model(
     temperature: float | None = 0.0,
     reasoning_effort: str | None = None,
     settings: Any = None,
+    batch: bool = False,
 ) -> NamedModel:
     """Resolve one model string for ``role`` through the provider registry.
 
@@ -113,6 +114,8 @@ def resolve_model(
             (:func:`sgieval.models.params.sampling_params`).
         reasoning_effort: None for not sent; filtered likewise.
         settings: the settings object keys and base URLs come from (None: the current settings).
+        batch: the model's calls go through its provider's batch API (``--batch``,
+            :func:`sgieval.models.batch.batch_model`; ``anthropic:`` models need no langchain-anthropic then).
 
     Returns:
         The NamedModel; ``params`` holds what is sent, ``dropped`` what was not with the reason, ``ref`` the
@@ -131,6 +134,15 @@ def resolve_model(
         base_url=base_url, stored=stored, temperature=temperature, reasoning_effort=reasoning_effort, settings=settings
     )
     entry = PROVIDERS.get(ref.provider)
+    if batch:
+        from .batch import anthropic_batch_model, batch_model
+
+        if ref.provider == "anthropic" and entry is None:
+            return anthropic_batch_model(ref, role, temperature=temperature, settings=settings)
+        if entry is not None:
+            return batch_model(entry.factory(ref, role, options))
+        if ref.provider in known_prefixes():
+            return batch_model(langchain_provider(ref, role, options))
     if entry is not None:
         return entry.factory(ref, role, options)
     if ref.provider in known_prefixes():

@@ -1,0 +1,1020 @@
+"""Batch mode (``--batch``): target and judge calls go through the provider's batch API at the batch price.
+
+Supported providers: OpenAI (``openai:<model>`` on api.openai.com, and any OpenAI-compatible server that serves
+``/v1/files`` and ``/v1/batches``: files + batches, a JSONL of ``/v1/chat/completions`` requests) and Anthropic
+(``anthropic:<model>``: message batches, ``/v1/messages/batches``).  Every other model that makes calls (the
+embedded ``local:`` model, a chat model given in Python, an OpenAI-compatible server without ``/v1/batches``) is
+refused before any call (:func:`check_batch_models`); ``replay:`` targets make no calls and need none.
+
+How a call becomes part of a batch, without changing the graph: the run's models are batch chat models
+(:class:`BatchChatOpenAI`, :class:`ChatAnthropicBatch`; LangChain ``BaseChatModel`` s).  Each call builds its
+request body as a direct call would and hands it to the run's :class:`BatchCollector` (on the run's
+:class:`~sgieval.models.context.CallContext`), which
+
+1. names the request by its ``custom_id``: a hash of the request body (and of the repeat index of a repeated
+   judge draw, :func:`request_tag`), so the same request is the same id in a resumed run;
+2. collects the requests of one endpoint until none has arrived for ``window_s`` seconds (or ``max_requests``
+   are waiting), then submits them as one batch; a judge with tool rounds therefore sends one batch per round;
+3. polls the batch every ``poll_s`` seconds (:meth:`BatchCollector.progress` is what a progress display shows),
+   downloads its results, matches them to the waiting calls by ``custom_id`` and answers each call with the same
+   reply body a direct call gets (so the call cache, retries, the ledger and structured output work as for
+   direct calls: :func:`sgieval.models.calls.ainvoke`).  A request the batch answered with an error raises it
+   with its HTTP status (retried as a direct call would be: a 429 or 5xx in a new batch).
+
+Resume: the run folder's ``batches.json`` (written whole and atomically, :func:`sgieval.core.files.write_text_in`)
+holds every submission before it is created (its uploaded file and its requests' ``custom_id`` s), then the batch
+id and its status; downloaded results are kept in ``batches/<batch id>.jsonl``.  A run killed while it polls and
+resumed finds each request's ``custom_id`` there and polls (or reads) that batch again: no request is submitted
+twice.  A submission whose batch id was not yet written (killed between creating the batch and writing the file)
+is found again among the provider's batches by its uploaded file (OpenAI) or by its creation time and request
+count (Anthropic) before anything is submitted anew.
+
+Price: :func:`sgieval.models.accounting.price_call` with ``batch=True`` (genai-prices' batch price where it lists
+one, else :data:`sgieval.models.accounting.BATCH_DISCOUNT` of the list price).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
+from langchain_core.output_parsers import JsonOutputKeyToolsParser, PydanticToolsParser
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from ..core import InputError, ModelRef, redact_url
+from ..core.logs import get_logger
+from .base import NamedModel
+from .openai_direct import OFFICIAL_BASE, ChatOpenAIDirect, OpenAIHTTPError, wire_body
+
+__all__ = [
+    "ANTHROPIC_BASE",
+    "BATCH_WAIT_S",
+    "BatchChatOpenAI",
+    "BatchCollector",
+    "ChatAnthropicBatch",
+    "Endpoint",
+    "JOURNAL",
+    "batch_model",
+    "check_batch_models",
+    "custom_id",
+    "is_batched",
+    "request_tag",
+]
+
+log = get_logger("sgieval")
+
+JOURNAL = "batches.json"
+"""The run folder's file of submitted batches (module doc)."""
+RESULTS_DIR = "batches"
+"""The run folder's folder of downloaded batch results, one ``<batch id>.jsonl`` each."""
+ANTHROPIC_BASE = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+BATCH_WAIT_S = 25 * 3600.0
+"""Seconds a batched call may wait for its batch: the providers' completion window (24 h) and an hour."""
+MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
+"""Requests per batch the providers accept (OpenAI: 50,000 per file; Anthropic: 100,000 per batch)."""
+MAX_BYTES = {"openai": 190_000_000, "anthropic": 240_000_000}
+"""Bytes per batch kept under the providers' limits (OpenAI: 200 MB per file; Anthropic: 256 MB)."""
+DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
+"""``max_tokens`` of an Anthropic request (the Messages API requires one) when the run sets none."""
+
+_tag: contextvars.ContextVar[str] = contextvars.ContextVar("sgieval_batch_tag", default="")
+
+
+class request_tag:  # noqa: N801 - a context manager
+    """``with request_tag("repeat=2"): ...``: calls made inside get ``tag`` in their ``custom_id`` (a repeated
+    judge draw sends the same body as the first draw and must stay its own request)."""
+
+    def __init__(self, tag: str):
+        self.tag = tag
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> None:
+        self._token = _tag.set(self.tag)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._token is not None:
+            _tag.reset(self._token)
+
+
+def custom_id(api: str, body: dict[str, Any], tag: str = "") -> str:
+    """The request's ``custom_id``: 48 hex digits of sha256 over the API name, the tag and the body as canonical
+    JSON (sorted keys), so the same request has the same id in every run (Anthropic allows 64 characters of
+    ``[A-Za-z0-9_-]``, OpenAI any string)."""
+    blob = json.dumps({"api": api, "tag": tag, "body": body}, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:48]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a batch goes: ``api`` (``"openai"`` or ``"anthropic"``), the base URL (OpenAI: ending in ``/v1``)
+    and the key (never written anywhere)."""
+
+    api: Literal["openai", "anthropic"]
+    base_url: str
+    key: str = field(repr=False, default="")
+
+    @property
+    def shown(self) -> str:
+        """The base URL without credentials (what the journal and the progress display show)."""
+        return redact_url(self.base_url) or self.base_url
+
+
+class BatchRequestError(OpenAIHTTPError):
+    """A batched request that came back with an error (``status_code`` as its HTTP status: 4xx not retried,
+    408/429/5xx retried in a new batch by :func:`sgieval.models.calls.ainvoke`)."""
+
+
+# ----------------------------------------------------------------------- journal
+class _Journal:
+    """``batches.json`` of a run folder (module doc), read as data: entries of the wrong shape are ignored."""
+
+    def __init__(self, root: Path | None):
+        self.root = root
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.submissions: dict[str, dict[str, Any]] = {}
+        self.requests: dict[str, str] = {}
+        if root is None:
+            return
+        from ..core.files import read_text_in
+
+        try:
+            data = json.loads(read_text_in(root, root / JOURNAL))
+        except FileNotFoundError:
+            return
+        except (ValueError, OSError) as e:
+            raise InputError(
+                f"cannot read the batch journal ({e})",
+                what=str(root / JOURNAL),
+                fix="restore the file from a backup; deleting it makes the run submit its pending requests again",
+            ) from None
+        if not isinstance(data, dict):
+            return
+        for name in ("batches", "submissions"):
+            v = data.get(name)
+            if isinstance(v, dict):
+                getattr(self, name).update({str(k): x for k, x in v.items() if isinstance(x, dict)})
+        reqs = data.get("requests")
+        if isinstance(reqs, dict):
+            self.requests.update({str(k): str(v) for k, v in reqs.items() if isinstance(v, str)})
+
+    def save(self) -> None:
+        if self.root is None:
+            return
+        from ..core.files import write_text_in
+
+        data = {"version": 1, "batches": self.batches, "submissions": self.submissions, "requests": self.requests}
+        write_text_in(self.root, self.root / JOURNAL, json.dumps(data, indent=1, sort_keys=True))
+
+    def results_path(self, batch_id: str) -> Path | None:
+        if self.root is None:
+            return None
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in batch_id)
+        return self.root / RESULTS_DIR / f"{safe}.jsonl"
+
+
+# --------------------------------------------------------------------- collector
+@dataclass
+class _Waiting:
+    custom_id: str
+    body: dict[str, Any]
+    size: int
+
+
+Outcome = tuple[int, Any]
+"""(HTTP status, reply body): 200 and the chat completion / Anthropic message, or an error status and body."""
+
+
+class BatchCollector:
+    """The run's batches (module doc): collects requests per endpoint, submits, polls, answers them.
+
+    Args:
+        root: the run folder (its ``batches.json`` and ``batches/``); None keeps nothing (no resume).
+        window_s: seconds without a new request after which the waiting requests are submitted (>= 0).
+        poll_s: seconds between two retrievals of a pending batch (> 0).
+        max_requests: submit at once when this many requests wait (default: the provider's limit).
+        run_id: put in each batch's metadata (OpenAI) so a batch can be traced to its run.
+    """
+
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        *,
+        window_s: float = 2.0,
+        poll_s: float = 30.0,
+        max_requests: int | None = None,
+        run_id: str = "",
+    ):
+        self.journal = _Journal(Path(root) if root is not None else None)
+        self.window_s = max(0.0, float(window_s))
+        self.poll_s = max(0.01, float(poll_s))
+        self.max_requests = max_requests
+        self.run_id = run_id
+        self._queues: dict[Endpoint, list[_Waiting]] = {}
+        self._last: dict[Endpoint, float] = {}
+        self._flushers: dict[Endpoint, asyncio.Task] = {}
+        self._futures: dict[str, asyncio.Future] = {}
+        self._pollers: dict[str, asyncio.Task] = {}
+        self._results: dict[str, dict[str, Outcome]] = {}
+        self._status: dict[str, dict[str, Any]] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self.submitted = 0
+        """Batches this collector created (not counting batches of an earlier process it resumed)."""
+
+    # -- what a progress display shows ---------------------------------------------
+    def progress(self) -> list[dict[str, Any]]:
+        """The batches not yet finished: ``{"id", "api", "status", "done", "total"}`` each (request counts)."""
+        return [dict(s) for s in list(self._status.values()) if not s.get("finished")]
+
+    def progress_text(self) -> str:
+        """One phrase for a progress line: ``"batch batch_abc in_progress 3/10"`` per pending batch, or ""."""
+        parts = [f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress()]
+        return "; ".join(parts)
+
+    # -- a call ------------------------------------------------------------------------
+    async def request(self, endpoint: Endpoint, body: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
+        """Send ``body`` in a batch of ``endpoint`` and return the reply body (a chat completion for OpenAI, a
+        message for Anthropic).
+
+        Raises:
+            BatchRequestError: the batch answered this request with an error (its status and body).
+        """
+        cid = custom_id(endpoint.api, body, _tag.get() if tag is None else tag)
+        fut = self._futures.get(cid)
+        if fut is None or fut.done():
+            fut = asyncio.get_running_loop().create_future()
+            self._futures[cid] = fut
+            known = self.journal.requests.get(cid)
+            if known is not None and known in self._results:
+                fut.set_result(_outcome(self._results[known], cid, known))
+            elif known is not None and known in self.journal.batches:
+                self._ensure_poller(known, endpoint)
+            elif known is not None and self._submission_of(cid) is not None:
+                self._ensure_recovery(self._submission_of(cid), endpoint)  # type: ignore[arg-type]
+            else:
+                self._enqueue(endpoint, _Waiting(cid, body, len(json.dumps(body))))
+        status, reply = await asyncio.shield(fut)
+        if self._futures.get(cid) is fut:
+            del self._futures[cid]
+        if status == 200:
+            return reply
+        raise BatchRequestError(status, {}, reply, f"{endpoint.shown} batch {self.journal.requests.get(cid, '?')}")
+
+    def _submission_of(self, cid: str) -> str | None:
+        sub = self.journal.requests.get(cid, "")
+        return sub if sub.startswith("submission:") else None
+
+    # -- collecting ----------------------------------------------------------------------
+    def _enqueue(self, endpoint: Endpoint, w: _Waiting) -> None:
+        queue = self._queues.setdefault(endpoint, [])
+        queue.append(w)
+        self._last[endpoint] = time.monotonic()
+        cap = self.max_requests or MAX_REQUESTS[endpoint.api]
+        if len(queue) >= cap or sum(x.size for x in queue) >= MAX_BYTES[endpoint.api]:
+            self._spawn(self._submit(endpoint, self._take(endpoint)))
+            return
+        if endpoint not in self._flushers or self._flushers[endpoint].done():
+            self._flushers[endpoint] = self._spawn(self._flush_when_quiet(endpoint))
+
+    def _take(self, endpoint: Endpoint) -> list[_Waiting]:
+        return self._queues.pop(endpoint, [])
+
+    async def _flush_when_quiet(self, endpoint: Endpoint) -> None:
+        while self._queues.get(endpoint):
+            left = self._last[endpoint] + self.window_s - time.monotonic()
+            if left > 0:
+                await asyncio.sleep(left)
+                continue
+            await self._submit(endpoint, self._take(endpoint))
+
+    def _spawn(self, coro: Any) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _fail(self, cids: Sequence[str], exc: BaseException) -> None:
+        status = getattr(exc, "status_code", None)
+        body = getattr(exc, "body", None) or f"{type(exc).__name__}: {exc}"
+        for cid in cids:
+            fut = self._futures.get(cid)
+            if fut is not None and not fut.done():
+                fut.set_result((int(status) if isinstance(status, int) else 503, body))
+
+    # -- submitting ----------------------------------------------------------------------
+    async def _submit(self, endpoint: Endpoint, waiting: list[_Waiting]) -> None:
+        if not waiting:
+            return
+        cids = [w.custom_id for w in waiting]
+        sub = "submission:" + uuid.uuid4().hex
+        entry: dict[str, Any] = {
+            "api": endpoint.api,
+            "base_url": endpoint.shown,
+            "custom_ids": cids,
+            "created_after": time.time() - 5.0,
+        }
+        try:
+            if endpoint.api == "openai":
+                client = _openai_client(endpoint)
+                data = "".join(
+                    json.dumps(
+                        {"custom_id": w.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": w.body}
+                    )
+                    + "\n"
+                    for w in waiting
+                ).encode("utf-8")
+                f = await client.files.create(file=("sgieval-batch.jsonl", data, "application/jsonl"), purpose="batch")
+                entry["input_file_id"] = f.id
+                self._note_submission(sub, entry)
+                batch_id = await self._create_openai(client, f.id, sub)
+            else:
+                self._note_submission(sub, entry)
+                batch_id = await self._create_anthropic(endpoint, waiting)
+        except Exception as e:  # noqa: BLE001 - the calls get the error (retried by ainvoke when transient)
+            log.warning("batch submission failed", api=endpoint.api, requests=len(cids), error=str(e)[:300])
+            self.journal.submissions.pop(sub, None)
+            for cid in cids:
+                if self.journal.requests.get(cid) == sub:
+                    del self.journal.requests[cid]
+            self.journal.save()
+            self._fail(cids, e)
+            return
+        self.submitted += 1
+        self._adopt(sub, batch_id)
+        log.info("batch submitted", api=endpoint.api, batch_id=batch_id, requests=len(cids))
+        self._ensure_poller(batch_id, endpoint)
+
+    def _note_submission(self, sub: str, entry: dict[str, Any]) -> None:
+        self.journal.submissions[sub] = entry
+        for cid in entry["custom_ids"]:
+            self.journal.requests[cid] = sub
+        self.journal.save()  # before the batch exists: a kill after its creation finds it again (_recover)
+
+    def _adopt(self, sub: str, batch_id: str) -> None:
+        entry = self.journal.submissions.pop(sub, {})
+        self.journal.batches[batch_id] = {**entry, "status": "submitted", "submitted_at": time.time()}
+        for cid in entry.get("custom_ids") or []:
+            self.journal.requests[cid] = batch_id
+        self.journal.save()
+
+    async def _create_openai(self, client: Any, file_id: str, sub: str) -> str:
+        meta = {"sgieval_submission": sub.split(":", 1)[1][:64]}
+        if self.run_id:
+            meta["sgieval_run"] = self.run_id[:512]
+        try:
+            b = await client.batches.create(
+                input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h", metadata=meta
+            )
+        except Exception:
+            found = await _find_openai_batch(client, file_id)  # the batch may exist although its reply was lost
+            if found is None:
+                raise
+            return found
+        return str(b.id)
+
+    async def _create_anthropic(self, endpoint: Endpoint, waiting: list[_Waiting]) -> str:
+        import httpx
+
+        body = {"requests": [{"custom_id": w.custom_id, "params": w.body} for w in waiting]}
+        async with httpx.AsyncClient(timeout=300) as http:
+            r = await http.post(
+                _anthropic_url(endpoint, "/v1/messages/batches"), headers=_anthropic_headers(endpoint), json=body
+            )
+        _raise_for(r)
+        return str(r.json()["id"])
+
+    # -- resuming a submission whose batch id was not written --------------------------------
+    def _ensure_recovery(self, sub: str, endpoint: Endpoint) -> None:
+        key = "recover:" + sub
+        if key not in self._pollers or self._pollers[key].done():
+            self._pollers[key] = self._spawn(self._recover(sub, endpoint))
+
+    async def _recover(self, sub: str, endpoint: Endpoint) -> None:
+        entry = self.journal.submissions.get(sub) or {}
+        cids = list(entry.get("custom_ids") or [])
+        try:
+            found: str | None = None
+            if endpoint.api == "openai" and entry.get("input_file_id"):
+                client = _openai_client(endpoint)
+                found = await _find_openai_batch(client, str(entry["input_file_id"]))
+                if found is None:  # the file was uploaded but no batch made: make it now (once)
+                    found = await self._create_openai(client, str(entry["input_file_id"]), sub)
+                    self.submitted += 1
+            elif endpoint.api == "anthropic":
+                found = await _find_anthropic_batch(endpoint, float(entry.get("created_after") or 0), len(cids))
+        except Exception as e:  # noqa: BLE001
+            self._fail([c for c in cids if c in self._futures], e)
+            return
+        if found is None:  # never created: the requests are submitted as new ones
+            self.journal.submissions.pop(sub, None)
+            for cid in cids:
+                self.journal.requests.pop(cid, None)
+            self.journal.save()
+            waiting = [cid for cid in cids if cid in self._futures]
+            self._fail(waiting, _Resubmit("the batch of this request was never created; it is submitted again"))
+            return
+        self._adopt(sub, found)
+        self._ensure_poller(found, endpoint)
+
+    # -- polling ---------------------------------------------------------------------------
+    def _ensure_poller(self, batch_id: str, endpoint: Endpoint) -> None:
+        task = self._pollers.get(batch_id)
+        if task is None or task.done():
+            self._pollers[batch_id] = self._spawn(self._poll(batch_id, endpoint))
+
+    async def _poll(self, batch_id: str, endpoint: Endpoint) -> None:
+        entry = self.journal.batches.get(batch_id, {})
+        cids = list(entry.get("custom_ids") or [])
+        try:
+            results = self._read_saved(batch_id)
+            if results is None:
+                results = await self._wait_and_download(batch_id, endpoint, len(cids))
+                self._save(batch_id, results)
+        except Exception as e:  # noqa: BLE001 - the waiting calls get the error
+            log.warning("batch polling failed", batch_id=batch_id, error=str(e)[:300])
+            self._fail([c for c in cids if c in self._futures], e)
+            return
+        finally:
+            if batch_id in self._status:
+                self._status[batch_id] = {**self._status[batch_id], "finished": True}
+        self._results[batch_id] = results
+        failed = [cid for cid in cids if _outcome(results, cid, batch_id)[0] != 200]
+        for cid in failed:  # an errored request may be sent again (a retry), in a new batch
+            if self.journal.requests.get(cid) == batch_id:
+                del self.journal.requests[cid]
+        done = self.journal.batches.get(batch_id)
+        if done is not None:
+            done["status"] = "done"
+            done["failed"] = len(failed)
+        self.journal.save()
+        for cid in cids:
+            fut = self._futures.get(cid)
+            if fut is not None and not fut.done():
+                fut.set_result(_outcome(results, cid, batch_id))
+
+    def _show(self, batch_id: str, api: str, status: str, done: int, total: int) -> None:
+        self._status[batch_id] = {"id": batch_id, "api": api, "status": status, "done": done, "total": total}
+
+    async def _wait_and_download(self, batch_id: str, endpoint: Endpoint, total: int) -> dict[str, Outcome]:
+        errors = 0
+        while True:
+            try:
+                state = await self._retrieve(batch_id, endpoint, total)
+            except Exception as e:  # noqa: BLE001 - a blip while polling: try again, give up after 10 in a row
+                errors += 1
+                status = getattr(e, "status_code", None)
+                if errors >= 10 or (isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)):
+                    raise
+                await asyncio.sleep(min(self.poll_s * errors, 60.0))
+                continue
+            errors = 0
+            if state is not None:
+                return await self._download(batch_id, endpoint, state)
+            await asyncio.sleep(self.poll_s)
+
+    async def _retrieve(self, batch_id: str, endpoint: Endpoint, total: int) -> Any:
+        """The finished batch's state (what :meth:`_download` reads), or None while it runs."""
+        if endpoint.api == "openai":
+            b = await _openai_client(endpoint).batches.retrieve(batch_id)
+            counts = b.request_counts
+            done = (counts.completed + counts.failed) if counts is not None else 0
+            self._show(batch_id, "openai", str(b.status), done, counts.total if counts is not None else total)
+            self.journal.batches.get(batch_id, {})["status"] = str(b.status)
+            return b if b.status in ("completed", "failed", "expired", "cancelled") else None
+        import httpx
+
+        async with httpx.AsyncClient(timeout=120) as http:
+            r = await http.get(
+                _anthropic_url(endpoint, f"/v1/messages/batches/{batch_id}"), headers=_anthropic_headers(endpoint)
+            )
+        _raise_for(r)
+        b = r.json()
+        c = b.get("request_counts") or {}
+        done = sum(int(c.get(k) or 0) for k in ("succeeded", "errored", "canceled", "expired"))
+        self._show(batch_id, "anthropic", str(b.get("processing_status")), done, total)
+        return b if b.get("processing_status") == "ended" else None
+
+    async def _download(self, batch_id: str, endpoint: Endpoint, state: Any) -> dict[str, Outcome]:
+        out: dict[str, Outcome] = {}
+        if endpoint.api == "openai":
+            client = _openai_client(endpoint)
+            for fid in (state.output_file_id, state.error_file_id):
+                if not fid:
+                    continue
+                text = (await client.files.content(fid)).text
+                for line in text.split("\n"):
+                    row = _json_line(line)
+                    if row is None or not isinstance(row.get("custom_id"), str):
+                        continue
+                    resp = row.get("response") or {}
+                    if isinstance(resp, dict) and resp.get("status_code") is not None:
+                        out[row["custom_id"]] = (int(resp["status_code"]), resp.get("body"))
+                    else:
+                        out[row["custom_id"]] = (500, row.get("error") or "no response in the batch output")
+            if state.status != "completed":
+                why = state.errors.model_dump() if getattr(state, "errors", None) is not None else state.status
+                status = 400 if state.status == "failed" else 408  # expired or cancelled: sent again
+                out["*"] = (status, {"error": {"message": f"batch {batch_id} {state.status}: {why}"}})
+            return out
+        import httpx
+
+        url = state.get("results_url") or _anthropic_url(endpoint, f"/v1/messages/batches/{batch_id}/results")
+        async with httpx.AsyncClient(timeout=600) as http:
+            r = await http.get(url, headers=_anthropic_headers(endpoint))
+        _raise_for(r)
+        for line in r.text.split("\n"):
+            row = _json_line(line)
+            if row is None or not isinstance(row.get("custom_id"), str):
+                continue
+            res = row.get("result") or {}
+            kind = res.get("type")
+            if kind == "succeeded":
+                out[row["custom_id"]] = (200, res.get("message"))
+            elif kind == "errored":
+                err = (res.get("error") or {}).get("error") or res.get("error") or {}
+                etype = str(err.get("type", "")) if isinstance(err, dict) else ""
+                status = {
+                    "invalid_request_error": 400,
+                    "authentication_error": 401,
+                    "permission_error": 403,
+                    "not_found_error": 404,
+                    "rate_limit_error": 429,
+                    "overloaded_error": 529,
+                }.get(etype, 500)
+                out[row["custom_id"]] = (status, {"error": err})
+            else:  # canceled or expired: sent again in a new batch
+                out[row["custom_id"]] = (408, {"error": {"message": f"request {kind} in batch {batch_id}"}})
+        return out
+
+    def _save(self, batch_id: str, results: dict[str, Outcome]) -> None:
+        path = self.journal.results_path(batch_id)
+        if path is None or self.journal.root is None:
+            return
+        from ..core.files import write_text_in
+
+        lines = "".join(json.dumps({"custom_id": k, "status": s, "body": b}) + "\n" for k, (s, b) in results.items())
+        write_text_in(self.journal.root, path, lines)
+
+    def _read_saved(self, batch_id: str) -> dict[str, Outcome] | None:
+        path = self.journal.results_path(batch_id)
+        if path is None or self.journal.root is None or self.journal.batches.get(batch_id, {}).get("status") != "done":
+            return None
+        from ..core.files import read_text_in
+
+        try:
+            text = read_text_in(self.journal.root, path)
+        except (FileNotFoundError, OSError):
+            return None
+        out: dict[str, Outcome] = {}
+        for line in text.split("\n"):
+            row = _json_line(line)
+            if row is not None and isinstance(row.get("custom_id"), str) and isinstance(row.get("status"), int):
+                out[row["custom_id"]] = (row["status"], row.get("body"))
+        return out
+
+    async def aclose(self) -> None:
+        """Cancel what still runs (a run that ends with calls waiting, e.g. stopped by its budget)."""
+        for t in list(self._tasks):
+            t.cancel()
+
+
+class _Resubmit(Exception):
+    status_code = 503
+
+
+def _missing(batch_id: str) -> Outcome:
+    return (502, {"error": {"message": f"no result for this request in batch {batch_id}"}})
+
+
+def _outcome(results: dict[str, Outcome], cid: str, batch_id: str) -> Outcome:
+    """The outcome of request ``cid`` in a finished batch: its own, else the batch's (``"*"``: failed, expired,
+    cancelled), else "no result" (HTTP 502, so the call is retried in a new batch)."""
+    return results.get(cid) or results.get("*") or _missing(batch_id)
+
+
+def _json_line(line: str) -> dict[str, Any] | None:
+    if not line.strip():
+        return None
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _openai_client(endpoint: Endpoint) -> Any:
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.key or "not-needed", max_retries=3, timeout=600)
+
+
+async def _find_openai_batch(client: Any, file_id: str) -> str | None:
+    """The id of the batch made from uploaded file ``file_id`` (the newest 100 batches are looked at), or None."""
+    n = 0
+    async for b in client.batches.list(limit=100):
+        if b.input_file_id == file_id:
+            return str(b.id)
+        n += 1
+        if n >= 100:
+            break
+    return None
+
+
+async def _find_anthropic_batch(endpoint: Endpoint, created_after: float, count: int) -> str | None:
+    """The one message batch created after ``created_after`` (epoch s) with ``count`` requests, or None."""
+    import datetime as dt
+
+    import httpx
+
+    async with httpx.AsyncClient(timeout=120) as http:
+        r = await http.get(
+            _anthropic_url(endpoint, "/v1/messages/batches?limit=100"), headers=_anthropic_headers(endpoint)
+        )
+    _raise_for(r)
+    hits = []
+    for b in r.json().get("data") or []:
+        try:
+            made = dt.datetime.fromisoformat(str(b.get("created_at")).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            continue
+        total = sum(int(v or 0) for v in (b.get("request_counts") or {}).values())
+        if made >= created_after and total == count:
+            hits.append(str(b["id"]))
+    return hits[0] if len(hits) == 1 else None
+
+
+def _anthropic_url(endpoint: Endpoint, path: str) -> str:
+    return endpoint.base_url.rstrip("/").removesuffix("/v1") + path
+
+
+def _anthropic_headers(endpoint: Endpoint) -> dict[str, str]:
+    return {"x-api-key": endpoint.key, "anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
+
+
+def _raise_for(r: Any) -> None:
+    if r.status_code >= 300:
+        try:
+            body: Any = r.json()
+        except ValueError:
+            body = r.text[:2000]
+        raise OpenAIHTTPError(r.status_code, r.headers, body, str(r.url))
+
+
+def current_collector() -> BatchCollector:
+    """The current call context's collector (made on first use: calls outside a run batch too, without resume)."""
+    from .context import current_call_context
+
+    ctx = current_call_context()
+    if ctx.batches is None:
+        ctx.batches = BatchCollector()
+    return ctx.batches
+
+
+# ----------------------------------------------------------------------- chat models
+class BatchChatOpenAI(ChatOpenAIDirect):
+    """:class:`~sgieval.models.openai_direct.ChatOpenAIDirect` whose requests go through the run's batch
+    collector (``/v1/chat/completions`` requests in an OpenAI batch): the same request body, the same reply
+    parsing; only the transport differs.  Asynchronous calls only."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "openai-compatible-batch"
+
+    def endpoint(self) -> Endpoint:
+        key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else ""
+        return Endpoint("openai", (self.openai_api_base or OFFICIAL_BASE).rstrip("/"), key)
+
+    async def _apost(self, url: str, headers: dict[str, str], payload: dict) -> Any:
+        body = json.loads(wire_body(payload))  # exactly what a direct call sends (extra_body merged)
+        body.pop("stream", None)
+        return await current_collector().request(self.endpoint(), body)
+
+    def _post(self, url: str, headers: dict[str, str], payload: dict) -> Any:
+        raise NotImplementedError("batch mode calls are asynchronous only (use ainvoke)")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+def anthropic_messages(messages: Sequence[BaseMessage]) -> tuple[str | None, list[dict[str, Any]]]:
+    """LangChain messages as the Messages API takes them: (system text or None, messages), consecutive messages
+    of one role merged (the API alternates user and assistant), a tool result as a ``tool_result`` block of a
+    user message, an AI message's tool calls as ``tool_use`` blocks."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            system.append(_text(m.content))
+        elif isinstance(m, ToolMessage):
+            add("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": _text(m.content)}])
+        elif isinstance(m, AIMessage):
+            blocks: list[dict[str, Any]] = []
+            if _text(m.content).strip():
+                blocks.append({"type": "text", "text": _text(m.content)})
+            for tc in m.tool_calls:
+                blocks.append(
+                    {"type": "tool_use", "id": tc.get("id"), "name": tc["name"], "input": tc.get("args") or {}}
+                )
+            add("assistant", blocks or [{"type": "text", "text": ""}])
+        elif isinstance(m, HumanMessage) or getattr(m, "type", "") == "human":
+            add("user", [{"type": "text", "text": _text(m.content)}])
+        else:
+            raise TypeError(f"cannot send a {type(m).__name__} to the Anthropic Messages API")
+    return ("\n\n".join(system) if system else None), out
+
+
+def anthropic_result(message: dict[str, Any], model_name: str) -> ChatResult:
+    """An Anthropic message (a batch result) as a LangChain ChatResult: text content, ``tool_use`` blocks as
+    tool calls, usage (cache reads and writes in the input details), ``stop_reason`` as the finish reason."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        raise ValueError(f"Unexpected Anthropic message: {str(message)[:200]!r}")
+    text = "".join(b.get("text", "") for b in message["content"] if isinstance(b, dict) and b.get("type") == "text")
+    calls = [
+        {"name": b.get("name"), "args": b.get("input") or {}, "id": b.get("id"), "type": "tool_call"}
+        for b in message["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    u = message.get("usage") or {}
+    read, write = int(u.get("cache_read_input_tokens") or 0), int(u.get("cache_creation_input_tokens") or 0)
+    inp = int(u.get("input_tokens") or 0) + read + write  # LangChain's convention: input counts cached tokens too
+    outp = int(u.get("output_tokens") or 0)
+    details = {k: v for k, v in (("cache_read", read), ("cache_creation", write)) if v}
+    usage = UsageMetadata(
+        input_tokens=inp,
+        output_tokens=outp,
+        total_tokens=inp + outp,
+        input_token_details=InputTokenDetails(**details),  # type: ignore[typeddict-item]
+    )
+    stop = message.get("stop_reason")
+    meta = {"model_name": message.get("model", model_name), "stop_reason": stop, "id": message.get("id")}
+    msg = AIMessage(content=text, tool_calls=calls, usage_metadata=usage, response_metadata=meta, id=message.get("id"))
+    return ChatResult(generations=[ChatGeneration(message=msg, generation_info={"finish_reason": stop})])
+
+
+class ChatAnthropicBatch(BaseChatModel):
+    """A chat model for Anthropic's Messages API whose requests go in message batches (the run's collector).
+
+    Args (constructor): ``model``, ``api_key``, ``base_url`` (default https://api.anthropic.com), ``temperature``
+    (0-1), ``max_tokens`` (default :data:`DEFAULT_ANTHROPIC_MAX_TOKENS`).  ``bind_tools`` sends Anthropic tools
+    (``name``, ``description``, ``input_schema``); ``with_structured_output`` forces one tool call (Anthropic's
+    structured output).  Asynchronous calls only."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    model_name: str = Field(alias="model")
+    anthropic_api_key: SecretStr | None = Field(default=None, alias="api_key")
+    anthropic_api_url: str = Field(default=ANTHROPIC_BASE, alias="base_url")
+    temperature: float | None = None
+    max_tokens: int = DEFAULT_ANTHROPIC_MAX_TOKENS
+
+    @property
+    def _llm_type(self) -> str:
+        return "anthropic-batch"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def endpoint(self) -> Endpoint:
+        key = self.anthropic_api_key.get_secret_value() if self.anthropic_api_key is not None else ""
+        return Endpoint("anthropic", self.anthropic_api_url.rstrip("/"), key)
+
+    def request_params(self, messages: Sequence[BaseMessage], stop: list[str] | None = None, **kw: Any) -> dict:
+        """The Messages API request body for ``messages`` and the call's keywords (tools, tool_choice,
+        max_tokens)."""
+        system, msgs = anthropic_messages(messages)
+        params: dict[str, Any] = {"model": self.model_name, "max_tokens": int(kw.pop("max_tokens", self.max_tokens))}
+        if system is not None:
+            params["system"] = system
+        params["messages"] = msgs
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if stop:
+            params["stop_sequences"] = list(stop)
+        for k in ("tools", "tool_choice"):
+            if kw.get(k) is not None:
+                params[k] = kw[k]
+        return params
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        kwargs.pop("ls_structured_output_format", None)
+        params = self.request_params(messages, stop, **kwargs)
+        reply = await current_collector().request(self.endpoint(), params)
+        return anthropic_result(reply, self.model_name)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        raise NotImplementedError("batch mode calls are asynchronous only (use ainvoke)")
+
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: dict | str | bool | None = None, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """This model with ``tools`` (LangChain tools, pydantic classes, functions or OpenAI tool dicts) bound as
+        Anthropic tools; ``tool_choice``: a tool's name, ``"any"``/True/"required" (some tool), ``"auto"``, or
+        None (the server's default)."""
+        formatted = []
+        for t in tools:
+            fn = convert_to_openai_tool(t)["function"]
+            formatted.append(
+                {
+                    "name": fn["name"],
+                    "description": fn.get("description", ""),
+                    "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
+                }
+            )
+        names = [t["name"] for t in formatted]
+        if tool_choice:
+            if tool_choice is True or tool_choice in ("any", "required"):
+                kwargs["tool_choice"] = {"type": "any"}
+            elif tool_choice == "auto":
+                kwargs["tool_choice"] = {"type": "auto"}
+            elif isinstance(tool_choice, str) and tool_choice in names:
+                kwargs["tool_choice"] = {"type": "tool", "name": tool_choice}
+            elif isinstance(tool_choice, dict):
+                kwargs["tool_choice"] = tool_choice
+            else:
+                raise ValueError(f"Unrecognized tool_choice {tool_choice!r}")
+        return self.bind(tools=formatted, **kwargs)
+
+    def with_structured_output(
+        self, schema: dict | type, *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, Any]:
+        """This model answering in ``schema``'s shape through one forced tool call (a pydantic class parses into
+        it, a JSON schema dict into a dict); ``include_raw``: ``{"raw", "parsed", "parsing_error"}``."""
+        kwargs.pop("method", None)
+        kwargs.pop("strict", None)
+        name = convert_to_openai_tool(schema)["function"]["name"]
+        llm = self.bind_tools([schema], tool_choice=name, **kwargs)
+        is_model = isinstance(schema, type) and issubclass(schema, BaseModel)
+        parser: Runnable = (
+            PydanticToolsParser(tools=[schema], first_tool_only=True)  # type: ignore[list-item]
+            if is_model
+            else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
+        )
+        if not include_raw:
+            return llm | parser
+        parsed = RunnablePassthrough.assign(parsed=lambda x: parser.invoke(x["raw"]), parsing_error=lambda _: None)
+        failed = RunnablePassthrough.assign(parsed=lambda _: None)
+        return RunnableMap(raw=llm) | parsed.with_fallbacks([failed], exception_key="parsing_error")
+
+
+# ------------------------------------------------------------------ models of a --batch run
+def is_batched(model: NamedModel) -> bool:
+    """Whether ``model``'s calls go through the batch collector (its chat model, or the model a binding wraps,
+    is a batch chat model)."""
+    chat = model.chat
+    for _ in range(4):
+        if isinstance(chat, (BatchChatOpenAI, ChatAnthropicBatch)):
+            return True
+        chat = getattr(chat, "bound", None)
+        if chat is None:
+            return False
+    return False
+
+
+def _no_batch(model: NamedModel, why: str) -> InputError:
+    return InputError(
+        f"--batch: {why}, so its calls cannot go through a batch API (batch mode supports OpenAI and "
+        "OpenAI-compatible servers with /v1/batches, and Anthropic)",
+        what=model.name,
+        fix="drop --batch (the calls are then made directly), or use an openai: or anthropic: model",
+    )
+
+
+def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
+    """``model`` for a ``--batch`` run: the same name, role, parameters and reference with a batch chat model.
+
+    Args:
+        model: a resolved target or judge (a replay is returned as it is: it makes no calls).
+        settings: the run's settings object (keys and base URLs of Anthropic models), None: the current ones.
+
+    Returns:
+        The NamedModel whose calls go in batches.
+
+    Raises:
+        InputError: the model's provider has no batch API (the embedded model, a chat model given in Python...),
+            naming the model and the fix (drop --batch).
+    """
+    import dataclasses
+
+    if model.is_replay or is_batched(model):
+        return model
+    chat = model.chat
+    if isinstance(chat, ChatOpenAIDirect):
+        fields = {k: getattr(chat, k) for k in type(chat).model_fields}
+        return dataclasses.replace(model, chat=BatchChatOpenAI(**fields))
+    ref = model.ref
+    provider = ref.provider if ref is not None else ""
+    if provider in ("openai", "openai-api") and type(chat).__name__ == "ChatOpenAI":  # the sdk transport
+        key = getattr(chat, "openai_api_key", None)
+        same: dict[str, Any] = {
+            "model_name": getattr(chat, "model_name", ref.name if ref else model.name),
+            "openai_api_base": getattr(chat, "openai_api_base", None),
+            "openai_api_key": key.get_secret_value() if key is not None else None,
+            "temperature": getattr(chat, "temperature", None),
+            "max_tokens": getattr(chat, "max_tokens", None),
+            "reasoning_effort": getattr(chat, "reasoning_effort", None),
+        }
+        rebuilt = BatchChatOpenAI(**same)
+        return dataclasses.replace(model, chat=rebuilt)
+    if provider == "local":
+        raise _no_batch(model, "the embedded model runs on this machine and has no batch API")
+    raise _no_batch(
+        model, f"this model ({type(chat).__name__ if chat is not None else 'no chat model'}) has no batch API"
+    )
+
+
+def anthropic_batch_model(ref: ModelRef, role: Any, *, temperature: float | None, settings: Any = None) -> NamedModel:
+    """An ``anthropic:<model>`` NamedModel for a ``--batch`` run (no langchain-anthropic needed): key
+    ``ANTHROPIC_API_KEY``, base URL ``ANTHROPIC_BASE_URL`` or https://api.anthropic.com.
+
+    Raises:
+        InputError: no ``ANTHROPIC_API_KEY`` set.
+    """
+    if settings is None:
+        from ..core.settings import current_settings
+
+        settings = current_settings()
+    key = settings.env_value("ANTHROPIC_API_KEY")
+    if not key:
+        raise InputError("no ANTHROPIC_API_KEY set", what=ref.spec, fix="export ANTHROPIC_API_KEY=<your key>")
+    url = settings.env_value("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE
+    sent: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
+    chat = ChatAnthropicBatch(model=ref.name, api_key=key, base_url=url, temperature=temperature)
+    return NamedModel(name=ref.spec, role=role, chat=chat, provider="anthropic", params=dict(sent), ref=ref)
+
+
+def check_batch_models(models: Sequence[NamedModel]) -> None:
+    """Before any call of a ``--batch`` run: every model that makes calls is a batch model
+    (:func:`batch_model`), and every OpenAI-compatible server other than api.openai.com answers ``GET
+    /v1/batches`` (one request per server).
+
+    Raises:
+        InputError: naming the model whose server has no batch endpoints (HTTP status or connection error) and
+            the fix (drop --batch).
+    """
+    import httpx
+
+    seen: dict[str, str | None] = {}
+    for m in models:
+        if m.is_replay:
+            continue
+        if not is_batched(m):
+            raise _no_batch(m, "its chat model has no batch API")
+        chat = m.chat
+        while not isinstance(chat, (BatchChatOpenAI, ChatAnthropicBatch)):
+            chat = chat.bound
+        if not isinstance(chat, BatchChatOpenAI) or "api.openai.com" in (chat.openai_api_base or OFFICIAL_BASE):
+            continue
+        ep = chat.endpoint()
+        if ep.base_url not in seen:
+            try:
+                r = httpx.get(
+                    ep.base_url + "/batches",
+                    params={"limit": 1},
+                    headers={"Authorization": f"Bearer {ep.key}"},
+                    timeout=30,
+                )
+                seen[ep.base_url] = None if r.status_code < 300 else f"HTTP {r.status_code}"
+            except httpx.HTTPError as e:
+                seen[ep.base_url] = f"{type(e).__name__}: {e}"
+        why = seen[ep.base_url]
+        if why is not None:
+            raise _no_batch(m, f"its server {ep.shown} does not serve /v1/batches ({why})")
+
+
+def batch_settings(settings: Any) -> dict[str, Any]:
+    """The collector's ``window_s`` and ``poll_s`` from the run's settings (``SGIEVAL_BATCH_WINDOW``,
+    ``SGIEVAL_BATCH_POLL``)."""
+    return {
+        "window_s": float(getattr(settings, "batch_window", 2.0)),
+        "poll_s": float(getattr(settings, "batch_poll", 30.0)),
+    }

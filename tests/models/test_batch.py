@@ -1,0 +1,357 @@
+"""Batch mode (``--batch``): target and judge calls through the providers' batch APIs, served by the mock
+server's batch endpoints (bench/mock_openai.py): the same scores as direct calls, resume after a SIGKILL while
+polling without submitting anything twice, the batch price in the ledger, Anthropic message batches, and a clear
+error before any call for a server without a batch API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel
+
+import sgieval
+from sgieval.bench.mock_openai import MockOpenAI
+from sgieval.core import InputError
+from sgieval.models.accounting import Ledger
+from sgieval.models.base import NamedModel, repeat_of
+from sgieval.models.batch import BatchCollector, BatchChatOpenAI, ChatAnthropicBatch, custom_id
+from sgieval.models.calls import ainvoke
+from sgieval.models.context import CallContext, call_context
+from sgieval.tests.conftest import FIXTURES
+
+BENCH = FIXTURES / "jsonl" / "sample_qa.jsonl"
+TARGETS = ["openai:gpt-4o-mini", "openai:gpt-4.1-nano"]
+JUDGE = "openai:gpt-4.1-mini"
+
+
+def reply(body: dict, index: int) -> str:
+    """Targets: gpt-4o-mini answers carefully, gpt-4.1-nano guesses; the judge scores each rubric criterion 8 for
+    a careful answer and 3 for a guess (what any order of calls gives: the reply depends on the request only)."""
+    user = "\n".join(str(m.get("content")) for m in body["messages"] if m.get("role") in ("user", "system"))
+    if body["model"] == "gpt-4.1-mini":
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", user, flags=re.M)
+        score = 8 if "careful answer" in user else 3
+        return json.dumps(
+            {"scores": [{"criterion": c, "score": score, "rationale": "r", "evidence": []} for c in names]}
+        )
+    return "A careful answer with its assumptions stated." if body["model"] == "gpt-4o-mini" else "a guess"
+
+
+def _values(run_dir: Path) -> dict[tuple[str, str, str], float | None]:
+    out = {}
+    for line in (run_dir / "scores.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        out[(s["item_id"], s["model"], s["metric"])] = s["value"]
+    return out
+
+
+def _ledger(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "ledger.jsonl").read_text().splitlines() if x.strip()]
+
+
+def _evaluate(tmp_path: Path, name: str, mock: MockOpenAI, **kw) -> Path:
+    run = sgieval.evaluate(
+        "Which model is most rigorous?",
+        models=TARGETS,
+        judge=JUDGE,
+        benchmark=str(BENCH),
+        base_url=mock.url,
+        tools="",
+        out_dir=tmp_path / "runs",
+        run_id=name,
+        bootstrap_resamples=200,
+        **kw,
+    )
+    assert run.report is not None
+    return tmp_path / "runs" / name
+
+
+@pytest.fixture
+def batch_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("SGIEVAL_BATCH_POLL", "0.05")
+    monkeypatch.setenv("SGIEVAL_BATCH_WINDOW", "0.2")
+    return tmp_path
+
+
+def test_batch_run_scores_as_the_direct_run_at_the_batch_price(batch_env, fresh_call_cache):
+    from sgieval.models import cache
+
+    tmp_path = batch_env
+    with MockOpenAI(replies=reply, batch_polls=2) as mock:
+        cache.configure(path=tmp_path / "direct.sqlite")
+        direct = _evaluate(tmp_path, "direct", mock)
+        assert mock.batch_log() == []  # no batch endpoint touched by a direct run
+        direct_calls = len(mock.log())
+        mock.reset()
+        cache.configure(path=tmp_path / "batch.sqlite")  # nothing served by the direct run's cache
+        batched = _evaluate(tmp_path, "batch", mock, batch=True)
+        log, blog = mock.log(), mock.batch_log()
+        again = _evaluate(tmp_path, "again", mock, batch=True)  # the call cache serves batched calls as any other
+        ops = [r["op"] for r in mock.batch_log()[len(blog) :]]
+        assert len(mock.log()) == 12 and ops == ["batch_list"]  # no new request and no batch: only the probe
+    # 3 items x 2 targets, then 6 judge calls (rigor rubric, no tools: one call per response)
+    assert direct_calls == 12
+    assert len(log) == 12 and all(e["via"] == "batch" for e in log)
+    creates = [r for r in blog if r["op"] == "batch_create"]
+    assert [len(r["custom_ids"]) for r in creates] == [6, 6]  # one batch of target calls, then one of judge calls
+    assert all(n == 1 for n in mock.submissions().values()) and len(mock.submissions()) == 12
+    # the same scores, every one of them
+    want, got = _values(direct), _values(batched)
+    assert got == want and _values(again) == want
+    assert want[("jsonl:sample_qa/q1", "openai:gpt-4o-mini", "rigor")] == 80.0  # 8 on every criterion, x 10
+    assert want[("jsonl:sample_qa/q1", "openai:gpt-4.1-nano", "rigor")] == 30.0
+    # the ledger: the same calls and tokens, each at the batch rate (genai-prices' batch prices of these models:
+    # half the list price): USD per 1M input / output tokens gpt-4o-mini 0.075 / 0.30, gpt-4.1-nano 0.05 / 0.20,
+    # gpt-4.1-mini 0.20 / 0.80
+    d, b = _ledger(direct), _ledger(batched)
+    assert len(d) == len(b) == 12 and all(r["batch"] for r in b) and not any(r["batch"] for r in d)
+    batch_price = {"openai:gpt-4o-mini": (0.075, 0.30), "openai:gpt-4.1-nano": (0.05, 0.20), JUDGE: (0.20, 0.80)}
+    for r in b:
+        pin, pout = batch_price[r["model"]]
+        assert r["cost"] == pytest.approx((r["input_tokens"] * pin + r["output_tokens"] * pout) / 1e6, rel=1e-9)
+    key = lambda r: (r["model"], r["role"], r["input_tokens"], r["output_tokens"])  # noqa: E731
+    assert sorted(map(key, d)) == sorted(map(key, b))  # the same requests as direct calls
+    assert sum(r["cost"] for r in b) == pytest.approx(0.5 * sum(r["cost"] for r in d), rel=1e-9)
+
+
+class Verdict(BaseModel):
+    score: int
+    reason: str
+
+
+def test_ledger_prices_a_batched_call_at_the_batch_rate(tmp_path):
+    # "one two three" is 3 prompt tokens on the mock; the reply "echo: one two three" 4 completion tokens
+    with MockOpenAI(batch_polls=0) as mock:
+        chat = BatchChatOpenAI(model="gpt-4o-mini", base_url=mock.url, api_key="k", temperature=0)
+        named = NamedModel(name="openai:gpt-4o-mini", role="target", chat=chat, provider=mock.url)
+        priced = NamedModel(name="openai:my-model", role="judge", chat=chat, provider=mock.url)
+        ledger = Ledger(prices={"openai:my-model": (2.0, 8.0)})
+
+        async def go():
+            with call_context(
+                CallContext(use_cache=False, batches=BatchCollector(tmp_path, window_s=0.05, poll_s=0.02))
+            ):
+                a = await ainvoke(named, [HumanMessage("one two three")], ledger=ledger)
+                b = await ainvoke(priced, [HumanMessage("one two three")], ledger=ledger)
+            return a, b
+
+        a, b = asyncio.run(go())
+    assert a.content == "echo: one two three" and b.content == a.content
+    gpt, mine = ledger.records
+    assert (gpt.input_tokens, gpt.output_tokens, gpt.batch) == (3, 4, True)
+    # genai-prices' batch price of gpt-4o-mini: 0.075 USD per 1M input tokens, 0.30 per 1M output tokens
+    assert gpt.cost == pytest.approx(3 * 0.075e-6 + 4 * 0.30e-6, rel=1e-12)  # 1.425e-6, half of 2.85e-6
+    # a user price (the list price) halved: (3 * 2 + 4 * 8) / 1e6 / 2
+    assert mine.cost == pytest.approx(19e-6, rel=1e-12)
+    assert json.loads((tmp_path / "batches.json").read_text())["batches"]  # the batches are in the run folder
+
+
+def test_anthropic_message_batches_answer_text_and_structured_calls(tmp_path, monkeypatch):
+    def answer(body, index):
+        if body.get("tools"):  # the forced tool of structured output
+            return {
+                "tool_calls": [
+                    {
+                        "name": body["tools"][0]["function"]["name"]
+                        if "function" in body["tools"][0]
+                        else body["tools"][0]["name"],
+                        "arguments": {"score": 7, "reason": "sound"},
+                    }
+                ]
+            }
+        return "Paris is the capital."
+
+    with MockOpenAI(replies=answer, batch_polls=1) as mock:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "ak")
+        root = mock.url.removesuffix("/v1")
+        chat = ChatAnthropicBatch(model="claude-sonnet-4-5", api_key="ak", base_url=root, temperature=0)
+        model = NamedModel(name="anthropic:claude-sonnet-4-5", role="judge", chat=chat, provider="anthropic")
+        from sgieval.models.structured import native_structured
+
+        structured, mode = native_structured(model, Verdict)
+        ledger = Ledger()
+
+        async def go():
+            with call_context(
+                CallContext(use_cache=False, batches=BatchCollector(tmp_path, window_s=0.1, poll_s=0.02))
+            ):
+                msgs = [SystemMessage("You are terse."), HumanMessage("What is the capital of France?")]
+                repeat = repeat_of(model, 1)
+                return await asyncio.gather(
+                    ainvoke(model, msgs, ledger=ledger),
+                    ainvoke(repeat, msgs, ledger=ledger),  # the same body, a second draw: its own request
+                    ainvoke(structured, [HumanMessage("Rate this.")], ledger=ledger),
+                )
+
+        text, again, rated = asyncio.run(go())
+        blog = mock.batch_log()
+    assert mode == "function_calling"
+    assert text.content == again.content == "Paris is the capital."
+    assert rated.tool_calls[0]["args"] == {"score": 7, "reason": "sound"}
+    creates = [r for r in blog if r["op"] == "msgbatch_create"]
+    assert len(creates) == 1 and len(set(creates[0]["custom_ids"])) == 3  # one batch, three distinct requests
+    assert all(re.fullmatch(r"[0-9a-f]{48}", c) for c in creates[0]["custom_ids"])
+    # the system prompt went as Anthropic's top-level system; usage words: "You are terse." + the question
+    assert text.usage_metadata["input_tokens"] == 3 + 6 and text.usage_metadata["output_tokens"] == 4
+    # claude-sonnet-4-5 at genai-prices' batch price: 1.5 USD per 1M input tokens, 7.5 per 1M output tokens
+    first = ledger.records[0]
+    assert first.batch and first.cost == pytest.approx((9 * 1.5 + 4 * 7.5) / 1e6, rel=1e-12)
+
+
+def test_a_submission_whose_batch_id_was_not_written_is_found_again(tmp_path):
+    # a run killed after creating its batch and before writing the batch id: the journal holds the submission
+    # (its uploaded file and custom ids) only; the next run finds the batch by its file and submits nothing
+    body = {"model": "m", "messages": [{"content": "a b", "role": "user"}], "temperature": 0.0}  # as sent
+    cid = custom_id("openai", body)
+    with MockOpenAI(batch_polls=0) as mock:
+        from openai import OpenAI
+
+        client = OpenAI(base_url=mock.url, api_key="k")
+        line = json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
+        f = client.files.create(file=("b.jsonl", line.encode(), "application/jsonl"), purpose="batch")
+        client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
+        sub = {"api": "openai", "base_url": mock.url, "custom_ids": [cid], "input_file_id": f.id, "created_after": 0}
+        (tmp_path / "batches.json").write_text(
+            json.dumps({"batches": {}, "submissions": {"submission:x": sub}, "requests": {cid: "submission:x"}})
+        )
+        chat = BatchChatOpenAI(model="m", base_url=mock.url, api_key="k", temperature=0)
+        named = NamedModel(name="openai:m", role="target", chat=chat, provider=mock.url)
+
+        async def go():
+            with call_context(
+                CallContext(use_cache=False, batches=BatchCollector(tmp_path, window_s=0.05, poll_s=0.02))
+            ):
+                return await ainvoke(named, [HumanMessage("a b")])
+
+        out = asyncio.run(go())
+        creates = [r for r in mock.batch_log() if r["op"] == "batch_create"]
+    assert out.content == "echo: a b"
+    assert len(creates) == 1  # the test's own; the collector created none
+    journal = json.loads((tmp_path / "batches.json").read_text())
+    assert journal["submissions"] == {} and journal["requests"] == {cid: "batch_mock_0"}
+
+
+def test_a_server_without_a_batch_api_is_refused_before_any_call(batch_env):
+    tmp_path = batch_env
+    with MockOpenAI(replies=reply, batch_api=False) as mock:
+        with pytest.raises(InputError) as e:
+            _evaluate(tmp_path, "nobatch", mock, batch=True)
+        assert mock.log() == []  # no model was called
+    msg = e.value.one_line()
+    assert "openai:gpt-4o-mini" in msg and "does not serve /v1/batches (HTTP 404)" in msg and "drop --batch" in msg
+    assert not (tmp_path / "runs" / "nobatch").exists()  # nothing computed: no run folder left
+
+
+def test_a_model_without_a_batch_api_is_refused(batch_env):
+    from sgieval.tests.conftest import routed
+
+    tmp_path = batch_env
+    with pytest.raises(InputError) as e:
+        sgieval.evaluate(
+            "Which model is most rigorous?",
+            models=[routed("scripted-target", [], default="x")],
+            benchmark=str(BENCH),
+            out_dir=tmp_path / "runs",
+            batch=True,
+        )
+    assert "scripted-target" in e.value.one_line() and "drop --batch" in e.value.one_line()
+
+
+# ------------------------------------------------------------------ a SIGKILL while polling, then resume
+def _wait_for(pred, timeout_s: float = 120.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _in_progress(mock: MockOpenAI, batch_id: str) -> bool:
+    return any(
+        r["op"] == "batch_retrieve" and r["batch_id"] == batch_id and r["status"] == "in_progress"
+        for r in mock.batch_log()
+    )
+
+
+@pytest.mark.slow
+def test_batch_run_survives_sigkill_while_polling_and_submits_nothing_twice(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "SGIEVAL_DATA"}
+    env.update(
+        OPENAI_API_KEY="test",
+        SGIEVAL_CACHE_DIR=str(tmp_path / "cache"),
+        SGIEVAL_BATCH_POLL="0.1",
+        SGIEVAL_BATCH_WINDOW="0.2",
+        SGIEVAL_PROGRESS_EVERY="0.2",
+        PYTHONUNBUFFERED="1",
+    )
+    hold = {0: 10**9, 1: 10**9}  # batch index -> polls in progress before it completes
+    with MockOpenAI(replies=reply, batch_polls=lambda i: hold.get(i, 0)) as mock:
+        direct = _evaluate(tmp_path, "direct", mock)
+        mock.reset()
+        args = [sys.executable, "-m", "sgieval.cli"]
+        ask = [
+            *args,
+            "ask",
+            "Which model is most rigorous?",
+            "-b",
+            str(BENCH),
+            "--models",
+            ",".join(TARGETS),
+            "--judge",
+            JUDGE,
+            "--base-url",
+            mock.url,
+            "--tools",
+            "",
+            "--out",
+            str(tmp_path / "runs"),
+            "--yes",
+            "--batch",
+            "--bootstrap-resamples",
+            "200",
+        ]
+        with (tmp_path / "first.err").open("w") as err:
+            proc = subprocess.Popen(ask, env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path)
+            # killed while the provider says the target batch is in progress
+            _wait_for(lambda: _in_progress(mock, "batch_mock_0") and proc.poll() is None, what="the target batch")
+            time.sleep(0.5)  # a few polls, and progress lines
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        run_dir = next(p for p in (tmp_path / "runs").iterdir() if p.name != "direct")
+        assert "batch batch_mock_0 in_progress" in (tmp_path / "first.err").read_text()  # the progress display
+        assert not (run_dir / "responses.jsonl").exists() or not (run_dir / "responses.jsonl").read_text()
+        hold[0] = 0  # the provider finishes the target batch; the judge batch stays in progress
+        with (tmp_path / "second.err").open("w") as err:
+            proc = subprocess.Popen(
+                [*args, "resume", str(run_dir)], env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path
+            )
+            _wait_for(lambda: _in_progress(mock, "batch_mock_1") and proc.poll() is None, what="the judge batch")
+            time.sleep(0.3)
+            os.kill(proc.pid, signal.SIGKILL)  # killed again, now while the judge batch is polled
+            proc.wait(30)
+        hold[1] = 0
+        res = subprocess.run(
+            [*args, "resume", str(run_dir)], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300
+        )
+        assert res.returncode == 0, res.stderr[-3000:]
+        blog, log = mock.batch_log(), mock.log()
+    creates = [r for r in blog if r["op"] == "batch_create"]
+    assert [len(r["custom_ids"]) for r in creates] == [6, 6]  # one target batch, one judge batch: never again
+    subs = mock.submissions()
+    assert len(subs) == 12 and set(subs.values()) == {1}  # every request submitted exactly once
+    assert len(log) == 12  # and answered once
+    assert _values(run_dir) == _values(direct)  # the same scores as the direct run
+    b = _ledger(run_dir)
+    assert len(b) == 12 and all(r["batch"] and r["error"] is None for r in b)  # each call recorded once, no
+    # "interrupted" call for the requests the killed processes were waiting for
