@@ -291,6 +291,8 @@ def _status(root: Path, state: dict[str, Any], log: list[dict[str, Any]]) -> tup
     errors = [r for r in log if r.get("level") == "error"]
     if errors:
         return "failed", f"{str(errors[-1].get('error', ''))[:200]} (see log.jsonl; sgieval resume)"
+    if state.get("metric_plan") and "confirmed" not in state:  # paused where the metrics are confirmed
+        return "stopped", "at the metric confirmation, nothing evaluated yet (sgieval resume)"
     return "incomplete", "sgieval resume"
 
 

@@ -159,3 +159,12 @@ def test_view_without_a_run_writes_the_home_page_with_links(runs_dir, tmp_path):
     mtime = (out / "first" / "viewer" / "data.js").stat().st_mtime_ns
     assert runner.invoke(app, ["view", "--out", str(out)]).exit_code == 0
     assert (out / "first" / "viewer" / "data.js").stat().st_mtime_ns == mtime
+
+
+def test_a_run_paused_at_the_metric_confirmation_is_read_from_its_checkpoint(tmp_path):
+    run = sgieval.evaluate(CHEM, models="replay:o1-mini,replay:phi4", out_dir=tmp_path, run_id="paused", yes=False)
+    assert run.stopped and not (tmp_path / "paused" / "report.json").exists()
+    (e,) = _json(tmp_path)
+    assert e["status"] == "stopped"
+    assert e["status_detail"] == "at the metric confirmation, nothing evaluated yet (sgieval resume)"
+    assert e["n_items"] == 25 and e["winner"] is None and e["responses"] == 0
