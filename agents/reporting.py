@@ -905,6 +905,33 @@ def recheck_section(responses: list[Response], embedding_model: str = "minilm") 
     )
 
 
+def cached_share_text(summ: dict[str, Any]) -> str:
+    """The sentence on prompt caching of a ledger summary, "" when no provider reported cached input tokens.
+
+    Args:
+        summ: ``Ledger.summary()``: ``rows`` and ``total`` with ``input_tokens`` and ``cache_read_tokens`` (the
+            input tokens a provider served from its prompt cache, part of ``input_tokens``).
+
+    Returns:
+        E.g. "Prompt caching: 1,200 of 2,000 input tokens (60.0%) were served from the providers' prompt caches
+        and priced at their cached rate; by model and role: openai:judge (judge) 75.0% of 1,600."
+    """
+    total = summ.get("total") or {}
+    cached, inp = int(total.get("cache_read_tokens") or 0), int(total.get("input_tokens") or 0)
+    if not cached or not inp:
+        return ""
+    parts = [
+        f"{r['model']} ({r['role']}) {100 * r['cache_read_tokens'] / r['input_tokens']:.1f}% of {r['input_tokens']:,}"
+        for r in summ.get("rows") or []
+        if r.get("cache_read_tokens") and r.get("input_tokens")
+    ]
+    return (
+        f"Prompt caching: {cached:,} of {inp:,} input tokens ({100 * cached / inp:.1f}%) were served from the "
+        "providers' prompt caches and priced at their cached rate (a price given with --price applies to every "
+        "input token); by model and role: " + "; ".join(parts) + "."
+    )
+
+
 def usage_section(summ: dict[str, Any]) -> Section:
     """ "Cost and usage" from a ledger summary (``models.accounting.Ledger.summary()``: ``rows`` and ``total``
     per (model, role) with calls, cached, failed, tokens, latency in s, cost in USD or None; ``budget_usd``,
@@ -952,6 +979,9 @@ def usage_section(summ: dict[str, Any]) -> Section:
             name="usage",
         )
     ]
+    cached_text = cached_share_text(summ)
+    if cached_text:
+        blocks.append(Text(cached_text))
     if summ.get("prices"):
         blocks.append(Text(summ["prices"]))
     blocks += estimate_blocks(summ.get("estimate"), summ["rows"])

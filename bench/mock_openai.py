@@ -27,6 +27,12 @@ with configurable
   tokens = words of the reply content (so tests can hand-compute totals).
   A reply dict may also carry ``reasoning_content`` (returned beside the
   content, as vLLM and DeepSeek do for reasoning models);
+* prompt caching (``prompt_cache=True``, ``--prompt-cache``): a served reply's
+  default usage reports ``prompt_tokens_details.cached_tokens``, the words at
+  the start of the request's messages that an earlier request to the same
+  model began with (the longest shared prefix, in whole blocks of
+  ``cache_block`` words, as providers cache in blocks; roles and message
+  boundaries are part of the prefix, tools and ``response_format`` are not);
 * parameter policy: ``reject_params`` names request parameters answered with
   HTTP 400 as the OpenAI API does for reasoning models, e.g.
   ``{"temperature"}``: a request whose body carries ``temperature`` gets
@@ -40,7 +46,8 @@ with configurable
 "hung"}``; ``GET /log`` every request as ``{"index", "t" (server
 ``time.monotonic()`` seconds), "outcome", "key" (sha256 of the messages),
 "last_user", "user_agent", "authorization" (the request's headers),
-"response_format", "tools" (function names), "tool_choice" (as sent), and with
+"response_format", "tools" (function names), "tool_choice" (as sent), "prompt_cache_key" (as sent, None when
+not), "cached_tokens" (with ``prompt_cache``: the cached words counted for it), and with
 ``log_bodies=True`` "body" (the request body exactly as received, as text) and
 "content_type"}``;
 ``POST /reset`` clears both.
@@ -120,6 +127,23 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
+def prefix_blocks(messages: list[dict[str, Any]], block: int) -> tuple[int, list[bytes]]:
+    """(words, digests): the number of content words of ``messages`` and the digest of every prefix of them that
+    ends on a whole block of ``block`` words (each message's role starts it, so "the same words in another
+    role" is another prefix)."""
+    h = hashlib.sha1()
+    digests: list[bytes] = []
+    n = 0
+    for m in messages:
+        h.update(b"\x00" + str(m.get("role", "")).encode() + b"\x00")
+        for w in _content_text(m.get("content")).split():
+            h.update(w.encode("utf-8", "surrogatepass") + b" ")
+            n += 1
+            if n % block == 0:
+                digests.append(h.copy().digest())
+    return n, digests
+
+
 def default_reply(body: dict[str, Any], index: int) -> str:
     """``"echo: <last user message>"``."""
     return "echo: " + last_user(body.get("messages", []))
@@ -168,6 +192,8 @@ class MockOpenAI:
         log_bodies: bool = False,
         batch_polls: "int | Callable[[int], int]" = 1,
         batch_api: bool = True,
+        prompt_cache: bool = False,
+        cache_block: int = 16,
     ):
         for name, v in (("error_rate", error_rate), ("hang_rate", hang_rate), ("share_429", share_429)):
             if not 0.0 <= v <= 1.0:
@@ -194,6 +220,11 @@ class MockOpenAI:
         self._files: dict[str, bytes] = {}
         self._batches: dict[str, dict[str, Any]] = {}
         self._batch_log: list[dict[str, Any]] = []
+        if cache_block < 1:
+            raise ValueError(f"cache_block must be >= 1, got {cache_block}")
+        self.prompt_cache = prompt_cache
+        self.cache_block = cache_block
+        self._prefixes: dict[str, set[bytes]] = {}  # model -> digests of the prefixes its requests sent
         self.host = host
         self.port = port
         self._rng = random.Random(seed)
@@ -306,6 +337,7 @@ class MockOpenAI:
             self._log.clear()
             self._served = 0
             self._batch_log.clear()
+            self._prefixes.clear()
 
     # ------------------------------------------------------------- handlers
     def _choose_fault(self, index: int, body: dict[str, Any]) -> str | None:
@@ -319,6 +351,20 @@ class MockOpenAI:
         if r < self.hang_rate + self.error_rate:
             return "429" if r2 < self.share_429 else "500"
         return None
+
+    def _cached_words(self, body: dict[str, Any]) -> int:
+        """Words at the start of ``body``'s messages an earlier request to the same model sent (whole blocks of
+        :attr:`cache_block`); this request's prefixes are remembered for later ones."""
+        _n, digests = prefix_blocks(body.get("messages") or [], self.cache_block)
+        with self._lock:
+            seen = self._prefixes.setdefault(str(body.get("model", "")), set())
+            hit = 0
+            for i, d in enumerate(digests):
+                if d not in seen:
+                    break
+                hit = i + 1
+            seen.update(digests)
+        return hit * self.cache_block
 
     def _reply_for(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         if self.replies is None:
@@ -355,6 +401,9 @@ class MockOpenAI:
         usage.setdefault("prompt_tokens", sum(word_count(_content_text(m.get("content"))) for m in msgs))
         usage.setdefault("completion_tokens", word_count(content or ""))
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.prompt_cache and "prompt_tokens_details" not in usage:
+            cached = min(self._cached_words(body), usage["prompt_tokens"])
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
         finish = spec.get("finish_reason") or ("tool_calls" if tool_calls else "stop")
         return {
             "id": f"chatcmpl-mock-{index}",
@@ -389,6 +438,7 @@ class MockOpenAI:
                     ((t.get("function") or {}).get("name")) for t in body.get("tools") or [] if isinstance(t, dict)
                 ],
                 "tool_choice": body.get("tool_choice"),
+                "prompt_cache_key": body.get("prompt_cache_key"),
             }
             if self.log_bodies:
                 entry["body"] = raw.decode("utf-8")
@@ -501,6 +551,10 @@ class MockOpenAI:
             served = self._served
             self._served += 1
         payload = self._reply_for(body, served)
+        if self.prompt_cache:
+            entry["cached_tokens"] = ((payload.get("usage") or {}).get("prompt_tokens_details") or {}).get(
+                "cached_tokens"
+            )
         if fault == "echo_key_200":
             payload["choices"][0]["message"]["content"] = f"your key is {key}"
         with self._lock:
@@ -914,6 +968,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-polls", type=int, default=1, help="retrievals a batch stays in progress")
     ap.add_argument(
+        "--prompt-cache",
+        action="store_true",
+        help="report prompt_tokens_details.cached_tokens: the words a request shares at its start with an "
+        "earlier request to the same model",
+    )
+    ap.add_argument(
         "--reject-params",
         default="",
         help="comma-separated request parameters answered with HTTP 400 "
@@ -931,6 +991,7 @@ def main(argv: list[str] | None = None) -> None:
         host=a.host,
         port=a.port,
         reject_params={p.strip() for p in a.reject_params.split(",") if p.strip()},
+        prompt_cache=a.prompt_cache,
     )
     mock._sock = mock._bind()
     print(f"MOCK_OPENAI_URL={mock.url}", flush=True)

@@ -366,7 +366,9 @@ class Totals:
     """Totals for one (model, role).  ``calls`` counts calls made (cache hits
     excluded, failures included); ``cost`` sums known costs in USD (None when
     no call had a known cost); ``unpriced_calls`` counts successful calls whose
-    cost is unknown; ``latency_s`` sums per-call wall seconds."""
+    cost is unknown; ``latency_s`` sums per-call wall seconds;
+    ``cache_read_tokens``: the input tokens the provider served from its prompt
+    cache (part of ``input_tokens``, priced at the cached rate)."""
 
     model: str
     role: str
@@ -378,6 +380,12 @@ class Totals:
     latency_s: float = 0.0
     cost: float | None = None
     unpriced_calls: int = 0
+    cache_read_tokens: int = 0
+
+    @property
+    def cached_share(self) -> float | None:
+        """``cache_read_tokens / input_tokens`` (0-1), None without input tokens."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
 
     @property
     def mean_latency_s(self) -> float | None:
@@ -560,6 +568,7 @@ class Ledger:
                 continue
             t.input_tokens += r.input_tokens or 0
             t.output_tokens += r.output_tokens or 0
+            t.cache_read_tokens += r.cache_read_tokens or 0
             if r.cost is None:
                 t.unpriced_calls += 1
             else:
@@ -575,6 +584,7 @@ class Ledger:
             g.failed_calls += t.failed_calls
             g.input_tokens += t.input_tokens
             g.output_tokens += t.output_tokens
+            g.cache_read_tokens += t.cache_read_tokens
             g.latency_s += t.latency_s
             g.unpriced_calls += t.unpriced_calls
             if t.cost is not None:

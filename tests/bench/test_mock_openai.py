@@ -188,3 +188,39 @@ def test_bad_rates_rejected():
         MockOpenAI(error_rate=1.5)
     with pytest.raises(ValueError, match="error_rate \\+ hang_rate must be <= 1"):
         MockOpenAI(error_rate=0.6, hang_rate=0.6)
+
+
+async def test_prompt_cache_reports_the_shared_prefix_as_cached_and_the_ledger_prices_it_so():
+    """With ``prompt_cache`` the mock reports as ``cached_tokens`` the whole 16-word blocks a request shares at
+    its start with an earlier request to the same model; the ledger keeps them and prices them at the cached
+    rate (gpt-4o: 2.50 USD per 1M input tokens, 1.25 cached, 10 output)."""
+    from langchain_core.messages import SystemMessage
+
+    from sgieval.agents.reporting import cached_share_text
+
+    system = SystemMessage(" ".join(f"rule{i}" for i in range(40)))  # 40 words: 2 whole blocks and 8 words
+    with MockOpenAI(prompt_cache=True, replies=["ok"]) as mock:
+        judge = model_for(mock, "gpt-4o", "judge")
+        other = model_for(mock, "gpt-4o-mini", "judge")
+        ledger = Ledger()
+        with ledger.activate():
+            first = await ainvoke(judge, [system, HumanMessage("item one text")])
+            second = await ainvoke(judge, [system, HumanMessage("item two text")])
+            elsewhere = await ainvoke(other, [system, HumanMessage("item two text")])  # another model: no cache
+            user_first = await ainvoke(judge, [HumanMessage(system.content)])  # same words, another role
+        log = mock.log()
+    assert [e["cached_tokens"] for e in log] == [0, 32, 0, 0]
+    assert second.usage_metadata["input_token_details"]["cache_read"] == 32
+    assert first.usage_metadata["input_token_details"]["cache_read"] == 0  # as OpenAI reports a miss
+    assert elsewhere.usage_metadata["input_tokens"] == 43 and user_first.usage_metadata["input_tokens"] == 40
+    t = ledger.totals()[("openai:gpt-4o", "judge")]
+    # 3 calls: 43 + 43 + 40 = 126 input tokens, 32 of them cached; 1 output token each
+    assert (t.input_tokens, t.cache_read_tokens, t.output_tokens) == (126, 32, 3)
+    # (126 - 32) * 2.5e-6 + 32 * 1.25e-6 + 3 * 10e-6 = 0.000235 + 0.00004 + 0.00003 = 0.000305
+    assert t.cost == pytest.approx(0.000305)
+    assert t.cached_share == pytest.approx(32 / 126)
+    assert cached_share_text(ledger.summary()) == (
+        "Prompt caching: 32 of 169 input tokens (18.9%) were served from the providers' prompt caches and priced "
+        "at their cached rate (a price given with --price applies to every input token); by model and role: "
+        "openai:gpt-4o (judge) 25.4% of 126."
+    )
