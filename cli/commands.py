@@ -29,6 +29,7 @@ from ..core import (
     TamperedFileError,
     check_state_file,
     disk_error,
+    escape_control_chars,
     is_disk_full,
     option_names,
     run_options,
@@ -862,11 +863,11 @@ def compare(
     model is ranked together on the items all runs share; what is not shared is counted and named.  Prints the
     Markdown report and writes it with its viewer page to <out>/compare-<a>-<b>/ (compare.md, compare.json,
     index.html)."""
-    from .api import compare as compare_runs
-    from .reports.runs import COMPARE_PREFIX
+    from ..api import compare as compare_runs
+    from ..reports.runs import COMPARE_PREFIX
 
     if len(runs_) < 2:
-        _fail(InputError("a comparison needs two runs or more", what="RUN", fix="give two run ids or run folders"))
+        fail(InputError("a comparison needs two runs or more", what="RUN", fix="give two run ids or run folders"))
     dirs = [_run_dir(r, out_dir) for r in runs_]
     try:
         result = compare_runs(*dirs, metric=metric, n_resamples=resamples, seed=seed)
@@ -878,12 +879,12 @@ def compare(
             folder = out_dir / f"{COMPARE_PREFIX}{len(result.run_ids)}-runs-{digest}"
         paths = result.write(folder)
     except SgievalError as e:
-        _fail(e)
+        fail(e)
     except OSError as e:
         _unexpected(e)
     typer.echo(escape_control_chars(result.to_markdown()))
-    out.print(f"report: {_safe(paths['markdown'])}", soft_wrap=True, highlight=False)
-    out.print(f"viewer: {_safe(paths['page'])}", soft_wrap=True, highlight=False)
+    out.print(f"report: {safe(paths['markdown'])}", soft_wrap=True, highlight=False)
+    out.print(f"viewer: {safe(paths['page'])}", soft_wrap=True, highlight=False)
 
 
 @app.command()
