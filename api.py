@@ -650,14 +650,15 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
             fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric",
         )
     from .benchmarks import registry
+    from .metric_pool.registry import ALL, Scoped, entries
 
-    for defn in registry.all():
-        for m in defn.metrics(None):
+    for defn in registry.all():  # the benchmarks' predefined metrics, then the other registered ones
+        for m in registry.predefined_metrics([defn.name]):
             if any(s.name == metric for s in m.all_specs):
-                return m, metric, defn.name
-    from .metric_pool.registry import ALL, entries
-
-    for entry in entries():  # the registered metrics (metric_pool.registry.metric)
+                return (m.inner if isinstance(m, Scoped) else m), metric, defn.name
+    for entry in entries():
+        if entry.predefined:
+            continue
         m = entry.build(None)
         if any(s.name == metric for s in m.all_specs):
             return m, metric, "" if entry.scope == ALL else entry.scope
@@ -667,7 +668,9 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
     try:
         rubric = load_rubric(metric)
     except InputError:
-        known = sorted({s.name for d in registry.all() for m in d.metrics(None) for s in m.all_specs})
+        known = sorted(
+            {s.name for d in registry.all() for m in registry.predefined_metrics([d.name]) for s in m.all_specs}
+        )
         raise InputError(
             f"no predefined metric or rubric called {metric!r}",
             what="sgieval.score",

@@ -468,7 +468,7 @@ def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
     from ..metric_pool.rubrics import list_rubrics
 
     metrics = [s.name for m in predefined_metrics(rt.catalog.values("benchmark")) for s in m.all_specs]
-    metrics += [s.name for e in registered_metrics() for s in e.build(rt.metric_options).all_specs]
+    metrics += [s.name for e in registered_metrics() if not e.predefined for s in e.build(rt.metric_options).all_specs]
     metrics += [r.name for r in list_rubrics()]
     stored = (
         [s.model for s in stored_models(rt.config.data_dir)]

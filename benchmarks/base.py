@@ -13,22 +13,21 @@ What the rest of sgieval reads from a definition:
 - catalog: ``tasks`` and ``facets`` (what the five catalog facets mean for it);
 - questioning agent (offline path): ``vocabulary`` (request words -> facet values);
 - target prompts: ``prompts`` (task -> template, as sent);
-- customisation agent: ``metrics`` (factory of its predefined metrics),
-  ``primary`` (task -> the metric its ranking uses by default) and ``prefer``
-  (quality -> its metrics measuring it, best first).  What each metric
-  measures is declared on the metric itself (``MetricSpec.qualities``).
+- customisation agent: ``metric_modules`` (the modules registering its
+  predefined metrics with ``@metric(scope=<name>, predefined=True)``: see
+  :mod:`sgieval.metric_pool.registry`), ``primary`` (task -> the metric its
+  ranking uses by default) and ``prefer`` (quality -> its metrics measuring
+  it, best first).  What each metric measures is declared on the metric
+  itself (``MetricSpec.qualities``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, Mapping
 
 from ..core import Item
-
-if TYPE_CHECKING:  # the metric interface; benchmarks never import metric_pool at module level
-    from ..metric_pool.base import Metric
 
 FACET_NAMES = ("benchmark", "task", "discipline", "direction", "type")
 """The catalog facets every Item has (:class:`~sgieval.core.Item` fields)."""
@@ -107,8 +106,12 @@ class Benchmark:
         prompts: task -> the template the target sees, a ``str.format`` string
             over the record's fields (``{question}``; literal braces doubled,
             see :func:`literal`); the loader fills it into ``Item.prompt``.
-        metrics: ``metrics(options: dict | None) -> list[Metric]``, the
-            predefined metrics (imported lazily by the factory).
+        metric_modules: the modules (dotted names) that register this
+            benchmark's predefined metrics (``@metric(scope=name,
+            predefined=True)``), imported when the benchmark's metrics are
+            asked for; their order is the order of the metrics.  Empty: the
+            metrics are registered by a module already imported (e.g. the
+            benchmark's own module).
         primary: task -> name of the metric the ranking uses by default (its
             ``MetricSpec.primary`` is True).
         prefer: quality -> the names of the metrics that measure it on this
@@ -139,7 +142,7 @@ class Benchmark:
     facets: Mapping[str, str] = field(default_factory=dict)
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     prompts: Mapping[str, str] = field(default_factory=dict)
-    metrics: Callable[[dict | None], list["Metric"]] = field(default=lambda options=None: [])
+    metric_modules: tuple[str, ...] = ()
     primary: Mapping[str, str] = field(default_factory=dict)
     prefer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     owns: Callable[[str], bool] | None = None

@@ -394,12 +394,6 @@ def shown_prompt(prompt: str, options: list[str] | dict[str, str] | None) -> str
 
 
 # ------------------------------------------------------------------ definition
-def _metrics(options: dict | None = None) -> list:
-    from ..metric_pool import generic
-
-    return generic.metrics(options)
-
-
 DEFINITION = Benchmark(
     name="jsonl",
     description="A user benchmark in one JSONL file (-b questions.jsonl): id, prompt, optional reference and facets.",
@@ -417,7 +411,7 @@ DEFINITION = Benchmark(
         "type": "the record's type",
     },
     prompts={GENERIC: "{prompt}"},
-    metrics=_metrics,
+    metric_modules=("sgieval.metric_pool.generic",),
     primary={"*": "exact_match"},
     prefer={"accuracy": ("exact_match", "exact_match_normalised")},
 )

@@ -84,6 +84,12 @@ def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
     return defn
 
 
+def builtin_names() -> list[str]:
+    """Names of the built-in benchmarks (:data:`BUILTIN_MODULES`), which no user benchmark may take."""
+    _ensure_builtins()
+    return list(_builtin)
+
+
 def unregister(name: str) -> None:
     """Forget the user benchmark ``name`` (built-ins stay); no error when unknown."""
     _user.pop(name, None)
@@ -133,12 +139,28 @@ def for_path(path: str) -> Benchmark | None:
 def predefined_metrics(
     benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
 ) -> list["Metric"]:
-    """The predefined metrics of ``benchmarks`` (names or item benchmark names) that apply to at least one of
-    their ``items`` (all of them when ``items`` is empty), each restricted to its benchmark's items
-    (:class:`~sgieval.metric_pool.registry.Scoped`, keyed ``(item benchmark name, metric name)``): two
-    benchmarks that both define ``exact_match`` give two metrics, each scoring its own items.  Raises InputError
-    for an unknown benchmark."""
-    from ..metric_pool.registry import Scoped
+    """The predefined metrics of ``benchmarks`` (names or item benchmark names), read from the metric registry.
+
+    Each definition's ``metric_modules`` are imported (registering its metrics), and every metric registered with
+    ``@metric(scope=<definition name>, predefined=True)`` is built once per item benchmark of ``items`` that the
+    definition owns, restricted to those items (:class:`~sgieval.metric_pool.registry.Scoped`, keyed
+    ``(item benchmark name, metric name)``), and kept when it applies to at least one of them: two benchmarks that
+    both define ``exact_match`` give two metrics, each scoring its own items.  Without ``items``: every predefined
+    metric of each benchmark, scoped to the name given.
+
+    Args:
+        benchmarks: benchmark names (``"sgi-bench"``) or item benchmark names (``"jsonl:qa"``).
+        items: the run's items (empty: no filtering by item).
+        options: the run's metric options (``{"dr_use_parser": False}``), handed to each metric's factory.
+
+    Returns:
+        The Metrics, benchmark by benchmark, each benchmark's in the order of its ``metric_modules`` and, within a
+        module, in registration order.
+
+    Raises:
+        InputError: an unknown benchmark.
+    """
+    from ..metric_pool.registry import entries
 
     items = list(items)
     out: list[Metric] = []
@@ -149,14 +171,24 @@ def predefined_metrics(
             raise InputError(
                 f"no predefined metrics for benchmark {b!r}", what="benchmark", fix=f"use one of {', '.join(names())}"
             )
-        mine = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
-        for scope in dict.fromkeys([i.benchmark for i in mine] if items else [b]):
-            own = [i for i in mine if i.benchmark == scope]
-            for m in defn.metrics(options):
-                if (scope, m.name) in seen or (items and not any(m.applies(i) for i in own)):
+        for mod in defn.metric_modules:
+            importlib.import_module(mod)
+        rank = {m: k for k, m in enumerate(defn.metric_modules)}
+        mine = sorted(
+            (e for e in entries() if e.predefined and e.scope == defn.name),
+            key=lambda e: (rank.get(e.module, len(rank)), e.order),
+        )
+        own_items = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
+        for scope in dict.fromkeys([i.benchmark for i in own_items] if items else [b]):
+            own = [i for i in own_items if i.benchmark == scope]
+            for e in mine:
+                if (scope, e.name) in seen:
                     continue
-                seen.add((scope, m.name))
-                out.append(Scoped(m, scope))
+                m = e.build(options, scope)
+                if items and not any(m.applies(i) for i in own):
+                    continue
+                seen.add((scope, e.name))
+                out.append(m)
     return out
 
 

@@ -311,12 +311,6 @@ def _questions_from_results(data: dict) -> list[dict]:
 
 
 # ------------------------------------------------------------------ definition
-def _metrics(options: dict | None = None) -> list:
-    from ..metric_pool import aidanbench
-
-    return aidanbench.metrics(options)
-
-
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SciAidanBench: open-ended science questions, answered again and again until answers repeat "
@@ -362,7 +356,7 @@ DEFINITION = Benchmark(
     ),
     # the generation protocol builds each turn's prompt (METRICS.md B.1): the question, then the earlier answers
     prompts={OPEN_CREATIVITY: "sgieval.metric_pool.aidanbench_protocol.generation_prompt(question, previous_answers)"},
-    metrics=_metrics,
+    metric_modules=("sgieval.metric_pool.aidanbench",),
     primary={OPEN_CREATIVITY: "aidan_accepted_answers"},
     prefer={"creativity": ("aidan_accepted_answers",), "novelty": ("aidan_mean_novelty", "aidan_accepted_answers")},
 )

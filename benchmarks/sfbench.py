@@ -211,12 +211,6 @@ def load_sfbench_folder(folder: str | Path) -> list[Item]:
 
 
 # ------------------------------------------------------------------ definition
-def _metrics(options: dict | None = None) -> list:
-    from ..metric_pool import sfbench as sfbench_metrics
-
-    return sfbench_metrics.metrics(options)
-
-
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SFBench: materials-science feasibility claims rated -2..2 with an explanation (JHU APL, 2026).",
@@ -231,7 +225,7 @@ DEFINITION = Benchmark(
         names=(r"sf[- ]?bench", r"scify"),
     ),
     prompts={FEASIBILITY: prompts.SFBENCH_TEMPLATE},
-    metrics=_metrics,
+    metric_modules=("sgieval.metric_pool.sfbench",),
     primary={FEASIBILITY: "sfbench_qwk"},
     prefer={"feasibility": ("sfbench_qwk",), "accuracy": ("sfbench_qwk",)},
 )

@@ -624,12 +624,6 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
 
 
 # ------------------------------------------------------------------ definition
-def _metrics(options: dict | None = None) -> list:
-    from ..metric_pool import sgi as sgi_metrics
-
-    return sgi_metrics.metrics(options)
-
-
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SGI-Bench: deep research, idea generation, dry and wet experiments, experimental reasoning "
@@ -708,7 +702,10 @@ DEFINITION = Benchmark(
         EXPERIMENTAL_REASONING: literal(prompts.EXPERIMENTAL_REASONING_INSTRUCTIONS) + "\n\nQuestion:\n{question}\n\n"
         "Options:\n{options}\n",
     },
-    metrics=_metrics,
+    metric_modules=tuple(
+        f"sgieval.metric_pool.sgi.{m}"
+        for m in ("deep_research", "idea_generation", "dry_experiment", "wet_experiment", "reasoning")
+    ),
     primary={
         DEEP_RESEARCH: "em",
         IDEA_GENERATION: "idea_final_score",

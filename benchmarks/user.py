@@ -138,34 +138,44 @@ def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
     return items
 
 
-def _metrics_factory(spec: BenchmarkSpec, where: str):
-    """The definition's ``metrics(options)``: reference metrics and library rubrics, this benchmark's items only."""
+def _register_metrics(spec: BenchmarkSpec, where: str) -> None:
+    """Register the definition's metrics in the metric registry as its predefined metrics (scope: its name, so
+    they score its items only): the reference metrics, then the library rubrics, in the listed order.  The
+    metrics of an earlier load of a benchmark of that name are dropped first.
+
+    Raises:
+        InputError: a listed rubric is not in the rubric library (naming the file and the field).
+    """
+    from ..metric_pool.generic import NumericMatch, ReferenceMatch
+    from ..metric_pool.registry import metric, unregister_scope
+    from ..metric_pool.rubric import RubricMetric
+    from ..metric_pool.rubrics import load_rubric
+
     reference = [m for m in spec.metrics if m in DEFAULT_METRICS]
-    numeric = "numeric_match" in spec.metrics
-    rubrics = [m for m in spec.metrics if m not in REFERENCE_METRICS]
+    rubrics = []
+    for name in (m for m in spec.metrics if m not in REFERENCE_METRICS):
+        try:
+            rubrics.append(load_rubric(name))
+        except InputError as e:
+            raise InputError(
+                f"metrics: {e.message}",
+                what=where,
+                fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; {e.fix}",
+            ) from None
+    unregister_scope(spec.name, __name__)
 
-    def metrics(options: dict | None = None) -> list:
-        from ..metric_pool.generic import NumericMatch, ReferenceMatch
-        from ..metric_pool.registry import Scoped
-        from ..metric_pool.rubric import RubricMetric
-        from ..metric_pool.rubrics import load_rubric
+    def register(name: str, make: Any) -> None:
+        metric(scope=spec.name, predefined=True, name=name)(make)
 
-        out: list = [ReferenceMatch(benchmark=spec.name, names=reference)] if reference else []
-        if numeric:
-            out.append(NumericMatch(benchmark=spec.name))
-        for name in rubrics:
-            try:
-                rubric = load_rubric(name)
-            except InputError as e:
-                raise InputError(
-                    f"metrics: {e.message}",
-                    what=where,
-                    fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; {e.fix}",
-                ) from None
-            out.append(Scoped(RubricMetric(rubric), spec.name))
-        return out
-
-    return metrics
+    if reference:
+        register(
+            next(n for n in DEFAULT_METRICS if n in reference),
+            lambda options=None: ReferenceMatch(benchmark=spec.name, names=reference),
+        )
+    if "numeric_match" in spec.metrics:
+        register("numeric_match", lambda options=None: NumericMatch(benchmark=spec.name))
+    for rubric in rubrics:
+        register(rubric.name, lambda options=None, rubric=rubric: RubricMetric(rubric))
 
 
 def load_yaml_benchmark(path: str | Path) -> Benchmark:
@@ -223,6 +233,14 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
     def loader(_folder: Path | None = None) -> list[Item]:  # the definition knows its own files
         return _items(spec, base, where)
 
+    from . import registry
+
+    if spec.name in registry.builtin_names():
+        raise InputError(
+            f"benchmark {spec.name!r} is built in", what=f"{where}: name", fix="give your benchmark another name"
+        )
+    _register_metrics(spec, where)
+
     return Benchmark(
         name=spec.name,
         description=spec.description or f"user benchmark defined in {p.name}",
@@ -238,6 +256,5 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
             names=tuple(v.names),
         ),
         prompts={t: spec.prompt for t in tasks},
-        metrics=_metrics_factory(spec, where),
         primary={"*": spec.primary or spec.metrics[0]},
     )

@@ -50,6 +50,10 @@ import numpy as np
 
 from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
 from .base import Metric, ScoringContext
+from .registry import metric, module_metrics
+
+BENCHMARK = "sciaidanbench"
+"""The benchmark whose items these metrics score (``Item.benchmark``)."""
 
 SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
 SRC_AIDAN = "METRICS.md B.6; AidanBench (github aidanmclaughlin/AidanBench a6bb325)"
@@ -552,6 +556,12 @@ class AnswerCountMetrics(Metric):
         return out
 
 
+@metric(scope=BENCHMARK, predefined=True, name="aidan_accepted_answers")
+def answer_counts(options: dict | None = None) -> Metric:
+    """The SciAidanBench answer counts and means (:class:`AnswerCountMetrics`; METRICS.md B)."""
+    return AnswerCountMetrics()
+
+
 def metrics(options: dict | None = None) -> list[Metric]:
-    """Predefined SciAidanBench metrics."""
-    return [AnswerCountMetrics()]
+    """The predefined SciAidanBench metrics this module registers, in order."""
+    return module_metrics(__name__, options)

@@ -52,6 +52,7 @@ from .answers import (
     unwrap_letter,
 )
 from .base import FunctionMetric, Metric, MetricResult
+from .registry import metric, module_metrics
 from .sgi.common import extract_answer_tag
 from .sgi.reasoning import final_option
 
@@ -288,6 +289,24 @@ class NumericMatch(FunctionMetric):
         return mine and numeric_reference(item) is not None
 
 
+JSONL = "jsonl"
+"""The scope of these metrics: the generic JSONL benchmark, whose items are named ``jsonl:<file stem>`` (each file
+is scored on its own: :meth:`sgieval.metric_pool.registry.MetricEntry.covers`)."""
+
+
+@metric(scope=JSONL, predefined=True, name="exact_match")
+def reference_match(options: dict | None = None) -> Metric:
+    """``exact_match`` and ``exact_match_normalised`` of a JSONL benchmark (:class:`ReferenceMatch`)."""
+    return ReferenceMatch()
+
+
+@metric(scope=JSONL, predefined=True)
+def numeric_match(options: dict | None = None) -> Metric:
+    """``numeric_match`` of a JSONL benchmark (:class:`NumericMatch`)."""
+    return NumericMatch()
+
+
 def metrics(options: dict | None = None) -> list[Metric]:
-    """Predefined metrics of a JSONL benchmark: :class:`ReferenceMatch` and :class:`NumericMatch`."""
-    return [ReferenceMatch(), NumericMatch()]
+    """The predefined metrics of a JSONL benchmark this module registers: :class:`ReferenceMatch` and
+    :class:`NumericMatch`."""
+    return module_metrics(__name__, options)

@@ -1,5 +1,5 @@
-"""The metric registry: the metrics a run may choose beyond its benchmarks' predefined ones, each registered with
-a decorator that declares its scope and the qualities it measures (as inspect_ai's ``@scorer``).
+"""The metric registry: every metric sgieval knows, each registered with a decorator that declares its scope and
+the qualities it measures (as inspect_ai's ``@scorer``).
 
 A new metric is one module with one decorated factory; importing the module registers it::
 
@@ -10,12 +10,19 @@ A new metric is one module with one decorated factory; importing the module regi
     def brevity(options=None):
         return FunctionMetric(SPEC, lambda item, response: MetricResult(value=..., rationale=...))
 
-An installed package adds its metric modules under the entry-point group ``sgieval.metrics``.  The customisation
-agent sees every registered metric that applies to the selected items (scope ``"*"``, or the
-benchmark of some of them) and chooses one when the request names a quality it measures.  A run's plan names every
-metric by its key ``(scope, name)``: a benchmark's predefined metrics have that benchmark's item name as scope
-(``"sgi-bench"``, ``"jsonl:qa"``) and score its items only, so two benchmarks that both define ``exact_match``
-each score their own items (:class:`Scoped`).
+Two kinds of registration:
+
+- a benchmark's predefined metrics (``@metric(scope="sgi-bench", predefined=True)``): scored on every run over
+  that benchmark's items, and on no other benchmark's items.  The benchmark definition names the modules that
+  register them (``Benchmark.metric_modules``; the benchmark registry imports them when the benchmark is used).
+- a metric the customisation agent may add (``predefined`` False, the default): offered to the agent for the items
+  of its scope (``"*"``: every benchmark) and chosen when the request names a quality it measures.
+
+An installed package adds its metric modules under the entry-point group ``sgieval.metrics``.  A run's plan names
+every metric by its key ``(scope, name)``: a metric of one benchmark is built once per item benchmark it scores
+(``"sgi-bench"``, ``"jsonl:qa"``: the JSONL benchmark's metrics, registered with scope ``"jsonl"``, score each file
+on its own) and restricted to its items (:class:`Scoped`), so two benchmarks that both define ``exact_match`` each
+score their own items.
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ MetricKey = tuple[str, str]
 """``(scope, name)``: how a plan names a metric (scope: an item benchmark name, or :data:`ALL`)."""
 
 BUILTIN_MODULES = ("retrieval_novelty",)
-"""Modules of ``sgieval.metric_pool`` whose registrations are loaded on the registry's first use."""
+"""Modules of ``sgieval.metric_pool`` with metrics for every benchmark, loaded on the registry's first use (the
+modules of a benchmark's predefined metrics load with the benchmark: ``Benchmark.metric_modules``)."""
 
 Offer = Callable[[dict | None, Any], str | None]
 """``offer(options, tools)`` -> where the metric can work in this run (a phrase shown to the agent, e.g.
@@ -58,6 +66,8 @@ class MetricEntry:
         unavailable: why it is not offered when ``offer`` says no (shown in the plan's notes), e.g.
             "retrieval novelty needs --corpus <folder> or the search tool".
         module: the module that registered it.
+        predefined: True for a benchmark's predefined metric (scored on every run over its scope's items).
+        order: registration order (a benchmark's predefined metrics are listed in this order within a module).
     """
 
     name: str
@@ -67,10 +77,18 @@ class MetricEntry:
     offer: Offer | None = None
     unavailable: str = ""
     module: str = ""
+    predefined: bool = False
+    order: int = 0
 
     @property
     def key(self) -> MetricKey:
         return (self.scope, self.name)
+
+    def covers(self, item_benchmark: str) -> bool:
+        """Whether items named ``item_benchmark`` (``Item.benchmark``) are within this metric's scope: every item
+        for :data:`ALL`, else the scope's own items and those of a name derived from it (``"jsonl:qa"`` for the
+        scope ``"jsonl"``)."""
+        return self.scope == ALL or item_benchmark == self.scope or item_benchmark.startswith(self.scope + ":")
 
     def asked(self, request: str) -> list[str]:
         """The qualities of this metric that ``request`` names, in declaration order."""
@@ -84,39 +102,52 @@ class MetricEntry:
         """:attr:`offer` for this run; "" when the metric declares no condition."""
         return "" if self.offer is None else self.offer(options, tools)
 
-    def build(self, options: dict | None = None) -> Metric:
-        """The Metric (restricted to the scope's items unless the scope is :data:`ALL`).
+    def build(self, options: dict | None = None, item_benchmark: str | None = None) -> Metric:
+        """The Metric, restricted to the items of ``item_benchmark`` (default: the scope itself) unless the scope
+        is :data:`ALL`.
+
+        Args:
+            options: the run's metric options (option name -> value; e.g. ``{"dr_use_parser": False}``), handed
+                to the factory.
+            item_benchmark: the ``Item.benchmark`` whose items the Metric scores (:meth:`covers`).
 
         Raises:
             TypeError: the factory returned no Metric, or one of another name.
         """
-        m = self.factory((options or {}).get(self.name))
+        m = self.factory(options or {})
         if not isinstance(m, Metric) or m.name != self.name:
             raise TypeError(f"metric factory {self.module}.{self.name} must return a Metric named {self.name!r}")
-        return m if self.scope == ALL else Scoped(m, self.scope)
+        return m if self.scope == ALL else Scoped(m, item_benchmark or self.scope)
 
 
 _lock = threading.Lock()
 _entries: dict[MetricKey, MetricEntry] = {}
 _loaded = False
+_order = 0
 
 
 def metric(
     *,
     scope: str = ALL,
     qualities: Sequence[str] | Mapping[str, Sequence[str]] = (),
+    predefined: bool = False,
+    name: str | None = None,
     offer: Offer | None = None,
     unavailable: str = "",
 ) -> Callable[[Callable[[dict | None], Metric]], Callable[[dict | None], Metric]]:
     """Register the decorated factory ``f(options) -> Metric`` as a metric; the factory is returned unchanged.
 
     Args:
-        scope: :data:`ALL` (default: any benchmark's items its specs' tasks apply to) or one item benchmark name.
-        qualities: the qualities it measures (``("conciseness",)``), or quality -> request patterns.
+        scope: :data:`ALL` (default: any benchmark's items its specs' tasks apply to) or one benchmark name (its
+            items, and those of names derived from it: :meth:`MetricEntry.covers`).
+        qualities: the qualities it measures (``("conciseness",)``), or quality -> request patterns.  A
+            predefined metric may leave them to its specs (``MetricSpec.qualities``, one list per spec).
+        predefined: True: one of the benchmark ``scope``'s predefined metrics, scored on every run over its items.
+        name: the metric's name (``Metric.name``, its first spec's); default the factory's name.
         offer, unavailable: see :class:`MetricEntry`.
 
     Returns:
-        The decorator.  The metric's name is the factory's name.
+        The decorator.
 
     Raises:
         InputError: another module already registered a metric of that name in that scope.
@@ -128,16 +159,20 @@ def metric(
     )
 
     def register(factory: Callable[[dict | None], Metric]) -> Callable[[dict | None], Metric]:
-        entry = MetricEntry(
-            name=factory.__name__,
-            scope=scope,
-            qualities=quals,
-            factory=factory,
-            offer=offer,
-            unavailable=unavailable,
-            module=factory.__module__,
-        )
+        global _order
         with _lock:
+            _order += 1
+            entry = MetricEntry(
+                name=name or factory.__name__,
+                scope=scope,
+                qualities=quals,
+                factory=factory,
+                offer=offer,
+                unavailable=unavailable,
+                module=factory.__module__,
+                predefined=predefined,
+                order=_order,
+            )
             old = _entries.get(entry.key)
             if old is not None and (old.module, old.factory.__qualname__) != (entry.module, factory.__qualname__):
                 raise InputError(
@@ -157,14 +192,22 @@ def unregister(key: MetricKey) -> None:
         _entries.pop(key, None)
 
 
+def unregister_scope(scope: str, module: str) -> None:
+    """Forget every metric of ``scope`` that ``module`` registered (a reloaded YAML benchmark's metrics)."""
+    with _lock:
+        for key in [k for k, e in _entries.items() if e.scope == scope and e.module == module]:
+            del _entries[key]
+
+
 ENTRY_POINTS = "sgieval.metrics"
 """Entry-point group of installed packages' metric modules: each entry names a module whose ``@metric`` factories
 register on the registry's first use (``[project.entry-points."sgieval.metrics"] brevity = "mypkg.brevity"``)."""
 
 
 def entries() -> list[MetricEntry]:
-    """Every registered metric: the built-in modules' first, then those of installed packages
-    (:data:`ENTRY_POINTS`), then the rest in registration order.
+    """Every registered metric, in registration order; the modules of :data:`BUILTIN_MODULES` and of installed
+    packages (:data:`ENTRY_POINTS`) are imported first.  A benchmark's predefined metrics are here once its
+    modules are imported (:func:`sgieval.benchmarks.registry.predefined_metrics` imports them).
 
     Raises:
         InputError: an installed package's metric module cannot be imported (naming the package and module).
@@ -190,18 +233,39 @@ def entries() -> list[MetricEntry]:
     return list(_entries.values())
 
 
-def applicable(items: Iterable[Item], options: dict | None = None) -> list[tuple[MetricEntry, Metric]]:
-    """The registered metrics that apply to at least one of ``items`` (within their scope), with their Metric."""
+def applicable(
+    items: Iterable[Item], options: dict | None = None, *, predefined: bool | None = False
+) -> list[tuple[MetricEntry, Metric]]:
+    """The registered metrics that apply to at least one of ``items`` within their scope, each with its Metric:
+    one per item benchmark of ``items`` that the scope covers (:meth:`MetricEntry.covers`; one for :data:`ALL`),
+    in registration order, then item order.
+
+    Args:
+        items: the run's items.
+        options: the run's metric options (:meth:`MetricEntry.build`).
+        predefined: False (default): the metrics the customisation agent may add; True: benchmarks' predefined
+            metrics only; None: both.
+    """
     items = list(items)
+    benches = list(dict.fromkeys(i.benchmark for i in items))
     out = []
     for e in entries():
-        own = items if e.scope == ALL else [i for i in items if i.benchmark == e.scope]
-        if not own:
+        if predefined is not None and e.predefined != predefined:
             continue
-        m = e.build(options)
-        if any(m.applies(i) for i in own):
-            out.append((e, m))
+        for b in [ALL] if e.scope == ALL else [b for b in benches if e.covers(b)]:
+            own = items if b == ALL else [i for i in items if i.benchmark == b]
+            m = e.build(options, None if b == ALL else b)
+            if any(m.applies(i) for i in own):
+                out.append((e, m))
     return out
+
+
+def module_metrics(module: str, options: dict | None = None) -> list[Metric]:
+    """The metrics the module named ``module`` registered, in registration order, built with ``options`` and not
+    restricted to a scope (what a metric module's ``metrics(options)`` returns, e.g. for its tests)."""
+    with _lock:
+        mine = sorted((e for e in _entries.values() if e.module == module), key=lambda e: e.order)
+    return [e.factory(options or {}) for e in mine]
 
 
 def find(key: MetricKey) -> MetricEntry | None:

@@ -315,8 +315,8 @@ def searches(options: dict | None, tools: Any = None) -> str | None:
 )
 def retrieval_novelty(options: dict | None = None) -> Metric:
     """Retrieval novelty (METRICS.md E) with ``options`` ``n`` (works retrieved, default 4) and ``tau`` (the
-    novelty threshold, default 5), for any benchmark's items."""
-    return metrics(options)[0]
+    novelty threshold, default 5; the run's ``options["retrieval_novelty"]``), for any benchmark's items."""
+    return metrics((options or {}).get("retrieval_novelty"))[0]
 
 
 __all__ = [

@@ -56,6 +56,7 @@ from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Sta
 from .answers import normalise_text
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
+from .registry import metric, module_metrics
 from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
 
 BENCHMARK = "sfbench"
@@ -583,6 +584,18 @@ class SFBenchExplanation(Metric):
         return out
 
 
+@metric(scope=BENCHMARK, predefined=True, name="sfbench_abs_error")
+def likert(options: dict | None = None) -> Metric:
+    """The SFBench Likert-score metrics (:class:`SFBenchLikert`)."""
+    return SFBenchLikert()
+
+
+@metric(scope=BENCHMARK, predefined=True, name="sfbench_expl_correctness")
+def explanation(options: dict | None = None) -> Metric:
+    """The SFBench explanation judge (:class:`SFBenchExplanation`)."""
+    return SFBenchExplanation()
+
+
 def metrics(options: dict | None = None) -> list[Metric]:
-    """Predefined SFBench metrics: the Likert metrics and the explanation judge."""
-    return [SFBenchLikert(), SFBenchExplanation()]
+    """The predefined SFBench metrics this module registers: the Likert metrics and the explanation judge."""
+    return module_metrics(__name__, options)

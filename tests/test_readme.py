@@ -11,6 +11,7 @@ import pytest
 
 from sgieval.benchmarks import registry
 from sgieval.benchmarks.user import load_yaml_benchmark
+from sgieval.metric_pool import registry as metric_registry
 from sgieval.tests.conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -51,7 +52,9 @@ def test_yaml_benchmark_example_loads(tmp_path):
     (item,) = defn.loader(None)
     assert item.id == "capitals/fr" and (item.task, item.discipline) == ("capitals", "geography")
     assert item.prompt == "Answer with the city only, inside <answer></answer>.\nCapital of France?"
-    assert [s.name for m in defn.metrics(None) for s in m.specs] == ["exact_match"]
+    assert [s.name for e in metric_registry.entries() if e.scope == defn.name for s in e.build().specs] == [
+        "exact_match"
+    ]
     assert defn.vocabulary.tasks == (("capitals", ("capital cities",)),)
 
 

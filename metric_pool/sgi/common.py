@@ -1,5 +1,5 @@
 """Shared SGI-Bench machinery: answer-tag extraction, the "empty or none" rule,
-spec helpers and a per-spec multi-metric.
+and spec helpers.
 
 Sources: METRICS.md A.0 (answer-tag extraction, empty/failed model output) and
 D.1 (tag matching is case-sensitive; an empty ``<answer></answer>`` is an empty
@@ -8,10 +8,9 @@ answer, not a fallback; the "empty or none" test looks at the raw reply).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from ...core import InputError, Item, MetricKind, MetricSpec, Response, final_text
-from ..base import Computed, FunctionMetric
+from ...core import InputError, Item, MetricKind, MetricSpec, final_text
 
 BENCHMARK = "sgi-bench"
 PAPER = "paper arXiv 2512.16969"
@@ -95,14 +94,6 @@ def spec(
         unit=unit,
         qualities=qualities or [],
     )
-
-
-class PerSpecMetric(FunctionMetric):
-    """An objective metric family whose specs are computed independently: ``fns[i](item, response)`` computes
-    ``specs[i]`` (:class:`~sgieval.metric_pool.base.FunctionMetric` with one function per spec)."""
-
-    def __init__(self, specs: Sequence[MetricSpec], fns: Sequence[Callable[[Item, Response], Computed]]):
-        super().__init__(list(specs), list(fns))
 
 
 def reference_field(item: Item, key: str) -> Any:

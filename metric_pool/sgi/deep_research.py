@@ -17,10 +17,11 @@ from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, R
 from ...models.base import NamedModel
 from ...models.calls import ainvoke, message_text
 from ..base import Metric, ScoringContext
+from ..registry import metric, module_metrics
 from ..answers import normalised_match
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
-from .common import NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
+from .common import BENCHMARK, NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
 
 # ------------------------------------------------------------------ specs
 EM = spec(
@@ -388,8 +389,19 @@ class StepLevelAccuracyMetric(Metric):
         ]
 
 
-def metrics(options: dict | None = None) -> list[Metric]:
-    """Deep Research metrics.  ``options["dr_use_parser"]`` (default True) turns
+@metric(scope=BENCHMARK, predefined=True, name="em")
+def exact_match_metric(options: dict | None = None) -> Metric:
+    """Deep Research exact match (:class:`ExactMatchMetric`); ``options["dr_use_parser"]`` (default True) turns
     the LLM answer parser on or off."""
-    options = options or {}
-    return [ExactMatchMetric(use_parser=bool(options.get("dr_use_parser", True))), StepLevelAccuracyMetric()]
+    return ExactMatchMetric(use_parser=bool((options or {}).get("dr_use_parser", True)))
+
+
+@metric(scope=BENCHMARK, predefined=True, name="sla")
+def step_level_accuracy_metric(options: dict | None = None) -> Metric:
+    """Deep Research step-level accuracy (:class:`StepLevelAccuracyMetric`)."""
+    return StepLevelAccuracyMetric()
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The Deep Research metrics this module registers (``options``: see :func:`exact_match_metric`)."""
+    return module_metrics(__name__, options)

@@ -67,8 +67,9 @@ from pydantic import BaseModel, Field, field_validator
 from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence, verdict_word
 from ...tools.base import ExecResult
 from ..base import Metric, ScoringContext
+from ..registry import metric, module_metrics
 from ..judge import as_data, ask_judge
-from .common import extract_answer_tag, is_empty_or_none, spec
+from .common import BENCHMARK, extract_answer_tag, is_empty_or_none, spec
 
 __all__ = [
     "function_lines",
@@ -662,6 +663,12 @@ class DryExperimentMetric(Metric):
         return out
 
 
-def metrics(options: dict | None = None) -> list[Metric]:
+@metric(scope=BENCHMARK, predefined=True, name="dry_passall_1")
+def dry_experiment(options: dict | None = None) -> Metric:
     """The SGI Dry Experiment metrics (one :class:`DryExperimentMetric` with 5 specs)."""
-    return [DryExperimentMetric(options)]
+    return DryExperimentMetric(options)
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The Dry Experiment metrics this module registers."""
+    return module_metrics(__name__, options)

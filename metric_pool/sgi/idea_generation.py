@@ -73,9 +73,10 @@ from ...core import IDEA_GENERATION, InputError, Item, Response, Score
 from ...models.base import NamedModel
 from ...models.structured import ask_structured
 from ..base import Metric, ScoringContext
+from ..registry import metric, module_metrics
 from ..embeddings import cosine_matrix, get_embedder
 from ..judge import DATA_NOTICE, INJECTION_FLAG, as_data, injection_flags
-from .common import spec
+from .common import BENCHMARK, spec
 
 __all__ = [
     "IDEA_FIELDS",
@@ -981,6 +982,12 @@ def _judge_win_shares(evidence: list[dict[str, Any]], dim: str) -> dict[str, flo
     return {j: 100.0 * sum(v) / len(v) for j, v in out.items()}
 
 
-def metrics(options: dict | None = None) -> list[Metric]:
+@metric(scope=BENCHMARK, predefined=True, name="idea_effectiveness_obj")
+def idea_generation(options: dict | None = None) -> Metric:
     """The SGI Idea Generation metrics (one :class:`IdeaGenerationMetric` with 13 specs)."""
-    return [IdeaGenerationMetric(options)]
+    return IdeaGenerationMetric(options)
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The Idea Generation metrics this module registers."""
+    return module_metrics(__name__, options)

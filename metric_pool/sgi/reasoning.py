@@ -23,11 +23,12 @@ from pydantic import BaseModel, Field, field_validator
 
 from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, final_text, judge_number
 from ..answers import answer_line_letter, boxed_spans, final_line, unwrap_letter
-from ..base import Metric, ScoringContext
+from ..base import FunctionMetric, Metric, ScoringContext
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
 from ..base import MetricResult
-from .common import PerSpecMetric, reference_field, spec
+from ..registry import metric, module_metrics
+from .common import BENCHMARK, reference_field, spec
 
 
 def boxed_contents(text: str) -> list[str]:
@@ -301,7 +302,7 @@ def _mca_code_fn(item: Item, response: Response):
     return MetricResult(v, f"first \\boxed{{[A-Z]}}: {m.group(1) if m else None!r}, gold {gold!r}: {v}")
 
 
-class MultiChoiceMetric(PerSpecMetric):
+class MultiChoiceMetric(FunctionMetric):
     """``mca`` (primary), ``mca_lenient``, ``mca_code``: 0/1 per item each."""
 
     def __init__(self) -> None:
@@ -447,7 +448,19 @@ class ReasoningValidityMetric(Metric):
         ]
 
 
+@metric(scope=BENCHMARK, predefined=True, name="mca")
+def multiple_choice(options: dict | None = None) -> Metric:
+    """Experimental Reasoning multiple-choice accuracy (:class:`MultiChoiceMetric`)."""
+    return MultiChoiceMetric()
+
+
+@metric(scope=BENCHMARK, predefined=True, name="reasoning_validity")
+def reasoning_validity(options: dict | None = None) -> Metric:
+    """Experimental Reasoning validity judge (:class:`ReasoningValidityMetric`); ``options["rv_images"]``
+    (default True) shows the item's images to the judge."""
+    return ReasoningValidityMetric(images=bool((options or {}).get("rv_images", True)))
+
+
 def metrics(options: dict | None = None) -> list[Metric]:
-    """Experimental Reasoning metrics.  ``options["rv_images"]`` (default True)."""
-    options = options or {}
-    return [MultiChoiceMetric(), ReasoningValidityMetric(images=bool(options.get("rv_images", True)))]
+    """The Experimental Reasoning metrics this module registers (``options``: see :func:`reasoning_validity`)."""
+    return module_metrics(__name__, options)

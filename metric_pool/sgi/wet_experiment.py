@@ -35,9 +35,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...core import WET_EXPERIMENT, Item, Response
-from ..base import Metric
-from ..base import MetricResult
-from .common import PerSpecMetric, model_answer, reference_field, spec
+from ..base import FunctionMetric, Metric, MetricResult
+from ..registry import metric, module_metrics
+from .common import BENCHMARK, model_answer, reference_field, spec
 
 
 @dataclass(frozen=True)
@@ -608,7 +608,7 @@ def _soft_pa(item: Item, response: Response):
     return MetricResult(pa, f"soft PA {pa:.4f} over {len(d['aligned'])} aligned pairs", d)
 
 
-class WetExperimentMetric(PerSpecMetric):
+class WetExperimentMetric(FunctionMetric):
     """All wet-experiment metrics of one item (each spec computed independently,
     so an undefined PA does not hide SS).  Specs in order: default SS, PA, final
     (primary); ``_perm``; ``_code``; soft SS, soft PA."""
@@ -642,6 +642,12 @@ def _perm_ss(item: Item, response: Response):
     )
 
 
-def metrics(options: dict | None = None) -> list[Metric]:
+@metric(scope=BENCHMARK, predefined=True, name="wet_sequence_similarity")
+def wet_experiment(options: dict | None = None) -> Metric:
     """Wet Experiment metrics (one :class:`WetExperimentMetric`)."""
-    return [WetExperimentMetric()]
+    return WetExperimentMetric()
+
+
+def metrics(options: dict | None = None) -> list[Metric]:
+    """The Wet Experiment metrics this module registers."""
+    return module_metrics(__name__, options)

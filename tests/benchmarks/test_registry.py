@@ -33,7 +33,7 @@ def test_builtins_in_catalog_order():
 @pytest.mark.parametrize("name", ["sciaidanbench", "sgi-bench", "sfbench", "jsonl"])
 def test_declared_primary_metrics_are_the_primary_specs(name):
     defn = registry.get(name)
-    specs = {s.name: s for m in defn.metrics(None) for s in m.all_specs}
+    specs = {s.name: s for m in registry.predefined_metrics([name]) for s in m.all_specs}
     for task, metric in defn.primary.items():
         assert specs[metric].primary, (task, metric)
         assert task in specs[metric].tasks or "*" in specs[metric].tasks
@@ -61,7 +61,7 @@ def test_prompt_templates_are_what_the_loaders_send():
 def test_each_benchmark_declares_its_quality_preference():
     """Which metric answers a quality is each benchmark's declaration (``Benchmark.prefer``), read for the
     benchmark holding most of the selected items; without one, the first metric declaring the quality."""
-    specs = [s for d in registry.all() for m in d.metrics(None) for s in m.all_specs]
+    specs = [s for d in registry.all() for m in registry.predefined_metrics([d.name]) for s in m.all_specs]
     by_name = {s.name: s for s in specs}
     for d in registry.all():
         for quality, names in d.prefer.items():

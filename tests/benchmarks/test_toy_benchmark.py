@@ -20,6 +20,7 @@ from sgieval.cli import app
 from sgieval.core import Item, MetricSpec, Response
 from sgieval.metric_pool.base import FunctionMetric, MetricResult
 from sgieval.metric_pool.generic import ReferenceMatch, prediction_text
+from sgieval.metric_pool.registry import metric
 
 NAME = "toy-arith"
 TEMPLATE = "What is {a} + {b}? Give only the number inside <answer></answer>."
@@ -61,6 +62,17 @@ def closeness(item: Item, response: Response) -> MetricResult:
     return MetricResult(1.0 / (1.0 + abs(pred - gold)), f"{pred:g} vs {gold:g}")
 
 
+# its predefined metrics: registered for this benchmark's items only
+@metric(scope=NAME, predefined=True)
+def exact_match(options=None):
+    return ReferenceMatch(benchmark=NAME)
+
+
+@metric(scope=NAME, predefined=True)
+def toy_closeness(options=None):
+    return FunctionMetric(CLOSENESS, closeness)
+
+
 TOY = Benchmark(
     name=NAME,
     loader=load_toy,
@@ -72,7 +84,6 @@ TOY = Benchmark(
         names=(r"toy[- ]?arith",),
     ),
     prompts={"arithmetic": TEMPLATE},
-    metrics=lambda options=None: [ReferenceMatch(benchmark=NAME), FunctionMetric(CLOSENESS, closeness)],
     primary={"arithmetic": "exact_match"},
     prefer={"accuracy": ("toy_closeness", "exact_match")},
 )
