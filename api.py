@@ -509,7 +509,23 @@ def _compare_input(records: RunRecords, label: str) -> Any:
         specs=specs,
         metric_plan=dict(records.metric_plan),
         started=read_run(records.run_dir).started,
+        rubrics=_rubric_versions(records.run_dir),
     )
+
+
+def _rubric_versions(run_dir: Path) -> dict[str, str]:
+    """``rubrics/*.yaml`` of a run folder -> the SHA-256 (hex) of each file's bytes (read without following a link)."""
+    import hashlib
+    import os
+
+    from .core.files import read_bytes_in
+
+    folder = run_dir / "rubrics"
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".yaml"))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    return {n: hashlib.sha256(read_bytes_in(run_dir, folder / n)).hexdigest() for n in names}
 
 
 def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, seed: int = 0) -> Any:

@@ -68,6 +68,8 @@ class RunInput:
     specs: dict[str, tuple[bool, str]]
     metric_plan: dict[str, Any] = field(default_factory=dict)
     started: str = ""
+    rubrics: dict[str, str] = field(default_factory=dict)
+    """The run's rubric files (``rubrics/<name>.yaml``) -> the SHA-256 of their bytes: a rubric version."""
 
 
 def _values(scores: list[Score], keep: set[str]) -> dict[str, dict[str, dict[str, float]]]:
@@ -293,6 +295,10 @@ def compare_runs(
         settings = [_setting(r, name) for r in runs]
         if len(set(settings)) > 1:
             config_diff.append((name, settings))
+    for name in sorted({n for r in runs for n in r.rubrics}):  # the same rubric name, another version
+        versions = [f"sha256 {r.rubrics[name][:12]}" if name in r.rubrics else "absent" for r in runs]
+        if len(set(versions)) > 1:
+            config_diff.append((f"rubric {name}", versions))
     comparison = Comparison(
         runs=[
             RunSide(

@@ -8,7 +8,7 @@ between two runs is called real only when its paired test gives p < 0.05.
 
 Files (:func:`write_comparison`): ``compare.md`` (the report), ``compare.json`` (:meth:`Comparison.to_dict`) and
 ``index.html`` (one static page, no script, no network).  Stable names of the page (``compare.html.j2``), for tests
-and scripts: ``#compare-runs`` (one ``tr.compare-run`` per run, ``data-run-id``), ``#compare-answer`` (``li``
+and scripts: ``#compare-runs`` (one ``tr.compare-run`` per run, ``data-run-id``, with ``a.run-viewer-link`` to its viewer page when written), ``#compare-answer`` (``li``
 sentences), ``#compare-changes`` (one ``tr.change-row`` per model, pair of runs and metric, with ``data-model``,
 ``data-metric``, ``data-real`` = ``yes`` | ``no`` | ``untested``), ``#compare-ranking`` (``tr.ranking-row``,
 ``data-entry``), ``#compare-pairs`` (``tr.pair-row``), ``#compare-other`` (the other shared metrics'
@@ -392,8 +392,16 @@ def write_comparison(comparison: Comparison, folder: str | Path) -> dict[str, Pa
     env = Environment(
         loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html", "j2"])
     )
+    import os
+
+    viewers = {}
+    for r in comparison.runs:
+        page = Path(r.path) / "viewer" / "index.html"
+        if page.is_file() and not page.is_symlink():
+            viewers[r.run_id] = Path(os.path.relpath(page, folder)).as_posix()
     html = env.get_template("compare.html.j2").render(
         c=comparison,
+        viewers=viewers,
         change_headers=CHANGE_HEADERS,
         pair_headers=PAIR_HEADERS,
         pair_rows=[(p, pair_row(p)) for p in comparison.pairs],

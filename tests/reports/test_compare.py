@@ -61,6 +61,7 @@ def exact_sign_flip_p(diffs: list[float]) -> float:
 
 def test_compare_two_chemistry_runs_gives_hand_checkable_paired_tests(two_runs):
     out, a, b = two_runs
+    assert runner.invoke(app, ["view", "--out", str(out)]).exit_code == 0  # the runs' viewers, for the page's links
     res = runner.invoke(app, ["compare", a.name, b.name, "--out", str(out)])
     assert res.exit_code == 0, res.output
     folder = out / f"compare-{a.name}-{b.name}"
@@ -101,6 +102,7 @@ def test_compare_two_chemistry_runs_gives_hand_checkable_paired_tests(two_runs):
     assert '<table id="compare-changes">' in html and 'data-model="replay:o1-mini"' in html
     assert '<tr class="ranking-row" data-entry="replay:openai/4o" data-rank="2">' in html
     assert '<li class="not-shared" data-kind="models">' in html
+    assert f'<a class="run-viewer-link" href="../{a.name}/viewer/index.html">{a.name}</a>' in html
     # the home page lists the comparison
     assert runner.invoke(app, ["view", "--out", str(out)]).exit_code == 0
     assert f'href="compare-{a.name}-{b.name}/index.html"' in (out / "index.html").read_text()
@@ -142,6 +144,7 @@ def test_a_changed_model_gets_the_exact_paired_test_and_unshared_parts_are_named
     a = _run("A", {"m": dict(zip(ids, before)), "old": dict(zip(ids, [0] * 9))}, prompts, judges=["openai:j1"])
     b_prompts = {i: prompts[i] for i in ids[:8]} | {"q7": "a reworded prompt"}
     b = _run("B", {"m": dict(zip(ids[:8], after)), "new": dict(zip(ids[:8], [9] * 8))}, b_prompts, judges=["openai:j2"])
+    a.rubrics, b.rubrics = {"rigor.yaml": "a" * 64}, {"rigor.yaml": "b" * 64, "extra.yaml": "c" * 64}
     c = compare_runs([a, b], n_resamples=10000)
     assert c.shared_items == ids[:7] and c.items_changed == ["q7"] and c.items_only == {"A": ["q8"], "B": []}
     (ch,) = c.changes
@@ -164,8 +167,12 @@ def test_a_changed_model_gets_the_exact_paired_test_and_unshared_parts_are_named
         "Items: 7 items shared; 1 item only in A (q8); 1 item with the same id but a different prompt, left out (q7)."
     )
     assert kinds["models"] == "Models: old only in A; new only in B; in several runs: m."
-    assert c.config_diff == [("judges", ["openai:j1", "openai:j2"])]
-    assert any("The runs differ in judges" in s for s in c.limits)
+    assert c.config_diff == [
+        ("judges", ["openai:j1", "openai:j2"]),
+        ("rubric extra.yaml", ["absent", "sha256 cccccccccccc"]),
+        ("rubric rigor.yaml", ["sha256 aaaaaaaaaaaa", "sha256 bbbbbbbbbbbb"]),
+    ]
+    assert "The runs differ in judges, rubric extra.yaml, rubric rigor.yaml (table above)" in " ".join(c.limits)
     # a run sharing no item with the other
     lone = _run("C", {"m": {"z": 1.0}}, {"z": "other"})
     with pytest.raises(InputError, match="the runs share no item"):
