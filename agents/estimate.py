@@ -104,6 +104,7 @@ async def estimate_run(
     allow_self_judge: bool = False,
     prices: Mapping[str, tuple[float, float]] | None = None,
     cache: Any = None,
+    batch: bool = False,
 ) -> Estimate:
     """The estimate of a run before any call (module docstring).
 
@@ -119,6 +120,7 @@ async def estimate_run(
         allow_self_judge: as in the run.
         prices: the run's user prices (USD per 1M input and output tokens).
         cache: the run's call cache (looked up, never written) or None when the run does not use it.
+        batch: the run sends target and judge calls through batch APIs (``--batch``): priced at the batch rate.
 
     Returns:
         The :class:`~sgieval.models.estimate.Estimate`: calls, input tokens, output tokens (typical and bound)
@@ -178,7 +180,7 @@ async def estimate_run(
             "protocol asks for further answers while they stay coherent and novel, so those items cost more"
         )
     order = [(t.name, "target") for t in targets if not t.is_replay] + [(j.name, "judge") for j in judges]
-    rows = summarise(rehearsal.calls, order, prices)
+    rows = summarise(rehearsal.calls, order, prices, batch=batch)
     if agent is not None:
         done = dict(agent_done or {})
         rows.append(

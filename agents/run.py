@@ -647,6 +647,7 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
         allow_self_judge=rt.config.allow_self_judge,
         prices=run_prices(rt),
         cache=get_cache() if rt.config.use_cache else None,
+        batch=rt.config.batch,
     )
     out = {**est.model_dump(mode="json"), "lines": est.lines()}
     rt.store.append_rows("estimate", [out])

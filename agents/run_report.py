@@ -198,6 +198,14 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
     summ = dict(ledger.summary())
     if summ.get("rows"):
         summ["prices"] = _price_sources(rt, [t["model"] for t in summ["rows"]])
+        batched = sum(1 for r in ledger.records if r.batch and not r.cached)
+        if batched:
+            from ..models.accounting import BATCH_DISCOUNT
+
+            summ["prices"] += (
+                f" {batched} calls went through the providers' batch APIs (--batch) and are priced at the batch "
+                f"rate: genai-prices' batch price where it lists one, else {BATCH_DISCOUNT:.0%} of the list price."
+            )
     summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
     estimates = rt.store.read_rows("estimate")
     if estimates:

@@ -403,20 +403,27 @@ class Estimate(BaseModel):
         return out
 
 
-def priced(row: RoleEstimate, prices: Mapping[str, tuple[float, float]] | None) -> RoleEstimate:
+def priced(row: RoleEstimate, prices: Mapping[str, tuple[float, float]] | None, *, batch: bool = False) -> RoleEstimate:
     """``row`` with ``usd`` and ``usd_bound`` from :func:`sgieval.models.accounting.price_call` (the price
-    library genai-prices, or the user's price) and its ``price_source``."""
+    library genai-prices, or the user's price) and its ``price_source``; ``batch``: the row's calls go through a
+    batch API (``--batch``: targets and judges), priced at the batch rate."""
     from .accounting import price_source
 
     row.price_source = price_source(row.model, prices)
-    row.usd = price_call(row.model, {"input": row.input_tokens, "output": row.output_tokens}, prices)
+    row.usd = price_call(row.model, {"input": row.input_tokens, "output": row.output_tokens}, prices, batch=batch)
     if row.output_bound is not None:
-        row.usd_bound = price_call(row.model, {"input": row.input_tokens, "output": row.output_bound}, prices)
+        row.usd_bound = price_call(
+            row.model, {"input": row.input_tokens, "output": row.output_bound}, prices, batch=batch
+        )
     return row
 
 
 def summarise(
-    calls: Sequence[CallPlan], order: Sequence[tuple[str, str]], prices: Mapping[str, tuple[float, float]] | None
+    calls: Sequence[CallPlan],
+    order: Sequence[tuple[str, str]],
+    prices: Mapping[str, tuple[float, float]] | None,
+    *,
+    batch: bool = False,
 ) -> list[RoleEstimate]:
     """One priced :class:`RoleEstimate` per (model, role) of ``calls`` (cached calls counted apart, not in the
     tokens or the cost), in ``order`` then first-call order.
@@ -425,6 +432,8 @@ def summarise(
         calls: the recorded calls.
         order: (model, role) pairs that come first (the run's targets, judges, agent), even without a call.
         prices: the run's user prices (USD per 1M input and output tokens), or None.
+        batch: the run sends its target and judge calls through batch APIs (``--batch``): their rows are priced
+            at the batch rate (the agent's calls are direct).
 
     Returns:
         The rows.
@@ -448,5 +457,5 @@ def summarise(
     for key, r in rows.items():
         if not bounded.get(key, False):
             r.output_bound = None
-        priced(r, prices)
+        priced(r, prices, batch=batch and r.role in ("target", "judge"))
     return list(rows.values())

@@ -70,6 +70,8 @@ def _evaluate(tmp_path: Path, name: str, mock: MockOpenAI, **kw) -> Path:
         out_dir=tmp_path / "runs",
         run_id=name,
         bootstrap_resamples=200,
+        yes=False,
+        confirm=lambda payload: True,  # confirmed with the estimate before any call in front of it
         **kw,
     )
     assert run.report is not None
@@ -123,6 +125,16 @@ def test_batch_run_scores_as_the_direct_run_at_the_batch_price(batch_env, fresh_
     key = lambda r: (r["model"], r["role"], r["input_tokens"], r["output_tokens"])  # noqa: E731
     assert sorted(map(key, d)) == sorted(map(key, b))  # the same requests as direct calls
     assert sum(r["cost"] for r in b) == pytest.approx(0.5 * sum(r["cost"] for r in d), rel=1e-9)
+    # the estimate before any call prices the batch run's calls at the batch rate too, and the report says so
+    est = {
+        n: json.loads((p / "estimate.jsonl").read_text().splitlines()[-1]) for n, p in (("d", direct), ("b", batched))
+    }
+    usd = {n: {(r["model"], r["role"]): r["usd"] for r in e["rows"]} for n, e in est.items()}
+    assert usd["b"].keys() == usd["d"].keys() and len(usd["d"]) == 3
+    assert all(usd["b"][k] == pytest.approx(0.5 * usd["d"][k], rel=1e-9) and usd["d"][k] > 0 for k in usd["d"])
+    report = (batched / "report.md").read_text()
+    assert "12 calls went through the providers' batch APIs (--batch) and are priced at the batch rate" in report
+    assert "batch APIs" not in (direct / "report.md").read_text()
 
 
 class Verdict(BaseModel):
