@@ -93,6 +93,7 @@ class RunOptions(TypedDict, total=False):
     judge_temperature: float | None
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None
     batch: bool
+    into: str | Path | None
 
 
 P = ParamSpec("P")
@@ -347,15 +348,23 @@ async def aevaluate(
 
     :func:`evaluate` is the synchronous form (one definition: the same parameters).
     """
-    from .graphs.evaluate import execute, make_runtime
+    from .graphs.evaluate import execute, into_run, make_runtime
 
     config, t_obj, j_obj, agent_obj = config_from(RunConfig, request, dict(options), function="aevaluate")
+    run_dir = None
+    if config.into:  # add to an existing run: its config with this call's additions, in its folder
+        by_keyword = {o.keyword: o.field for o in run_options(RunConfig) if o.api}
+        given = [by_keyword[k] for k in options if k in by_keyword and k != "into"]
+        given += ["models"] * bool(t_obj) + ["judges"] * bool(j_obj) + ["request"] * bool(request)
+        config, run_dir = await into_run(config, given, side="api")
     yes = config.yes
     t_str, j_str = list(config.models), list(config.judges)
     targets = _resolve(t_str, t_obj, "target", config)
     judges = _resolve(j_str, j_obj, "judge", config)
     rt = make_runtime(
         config,
+        run_dir=run_dir,
+        invocation_kind="into" if run_dir is not None else "",
         targets=targets,
         judges=judges,
         option_names=option_names(RunConfig, "api"),

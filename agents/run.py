@@ -22,7 +22,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..benchmarks.catalog import Catalog, load_catalog
 from ..core import (
@@ -67,7 +67,10 @@ __all__ = [
     "questioning_step",
     "record_sampling",
     "reporting_step",
+    "into_config",
+    "into_update",
     "run_scope",
+    "start_invocation",
     "unique_models",
 ]
 
@@ -115,6 +118,12 @@ class RunContext:
     secrets: SecretValues | None = field(default=None, repr=False)
     """The secret values this run sends (:func:`run_secrets`; set by :func:`run_scope`): masked by value in
     every record, journal row and log line of the run."""
+    argv: list[str] | None = None
+    """The command line of this invocation (``sgieval`` arguments), kept in ``invocations.jsonl``; None from
+    the Python API."""
+    invocation_kind: str = ""
+    """What this invocation does to the run: ``ask`` (a new run), ``resume``, ``into`` (``ask --into``: adds
+    models, a judge or a metric); "" for ``ask``/``resume`` as :func:`run_scope` is told."""
 
 
 def run_secrets(rt: RunContext) -> SecretValues:
@@ -127,6 +136,130 @@ def run_secrets(rt: RunContext) -> SecretValues:
     models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
     values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
     return SecretValues.from_environment(values)
+
+
+def start_invocation(rt: RunContext, kind: str) -> str:
+    """Record this invocation of run ``rt``: one row of ``invocations.jsonl`` (``id``, ``time`` in UTC ISO 8601,
+    ``kind``, ``argv``, ``options``: the run's config as this invocation runs it, secrets masked by the store),
+    and make its id the one every Response and Score it appends carries (``RunStore.invocation``).
+
+    Args:
+        rt: the run context (its store is held by this process).
+        kind: ``ask``, ``resume`` or ``into``.
+
+    Returns:
+        The invocation id (``YYYYmmddTHHMMSS-<6 hex digits>``).
+    """
+    from ..core import redact_url
+
+    now = _dt.datetime.now(_dt.timezone.utc)
+    inv = f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+    options = rt.config.model_dump(mode="json", exclude={"settings", "sent_params", "dropped_params"})
+    if options.get("base_url"):
+        options["base_url"] = redact_url(options["base_url"])
+    row = {
+        "id": inv,
+        "time": now.isoformat(timespec="seconds"),
+        "kind": kind,
+        "argv": rt.argv,
+        "options": options,
+    }
+    rt.store.append_rows("invocations", [row])
+    rt.store.invocation = inv
+    return inv
+
+
+INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")
+"""The options that chose a run's items: an ``--into`` invocation keeps the run's (it adds to those items)."""
+
+
+def into_config(
+    base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
+) -> RunConfig:
+    """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target
+    models, judges and ranking metric added, and the other options given on this invocation (a new
+    ``--max-concurrency``, ``--data-dir``, ``--yes``...) replacing the run's.
+
+    Args:
+        base: the run's ``config.json``.
+        given: this invocation's options (``given.into`` names the run).
+        fields: the RunConfig fields this invocation sets (on the command line: those given a value other than
+            the default; in Python: the keywords passed).
+        run_targets: the run's target models as its graph state names them (the stored models a run without
+            ``--models`` chose), used when ``base.models`` is empty.
+        side: ``"cli"`` or ``"api"``: how errors name the options (``--k`` or ``k``).
+
+    Returns:
+        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``judges`` the
+        run's then the new ones, ``metric`` the given one (else the run's), ``into`` None.
+
+    Raises:
+        InputError: an option that chose the run's items (:data:`INTO_FIXED`) is given another value; nothing
+            is added (no new target, judge or metric); a judge is added to a run that already has judges (its
+            judge scores would mix two panels).
+    """
+    names = run_option_names(RunConfig, "api" if side == "api" else "cli")
+    fields = set(fields)
+    for f in INTO_FIXED:
+        if f in fields and getattr(given, f) != getattr(base, f) and getattr(given, f) not in ("", None, []):
+            was = getattr(base, f)
+            raise InputError(
+                f"--into {given.into} adds to a finished run whose items were chosen with "
+                f"{names.get(f, f)} {was!r}; this invocation gives {getattr(given, f)!r}",
+                what=names.get(f, f),
+                fix=f"leave out {names.get(f, f)} (the run's items stay), or start a new run without --into",
+            )
+    existing = list(base.models or run_targets)
+    new_models = [m for m in given.models if m not in existing]
+    new_judges = [j for j in given.judges if j not in base.judges]
+    new_metric = given.metric if given.metric and given.metric != base.metric else None
+    if new_judges and base.judges:
+        raise InputError(
+            f"--into {given.into}: the run is judged by {', '.join(base.judges)}; adding "
+            f"{', '.join(new_judges)} would score the added items with another panel than the stored scores",
+            what="--judge",
+            fix="start a new run with the whole panel, and compare the two with `sgieval compare`",
+        )
+    if not (new_models or new_judges or new_metric):
+        raise InputError(
+            f"--into {given.into}: nothing to add (its targets {', '.join(existing) or 'none'}, judges "
+            f"{', '.join(base.judges) or 'none'} and ranking metric {base.metric or 'the default'} are already "
+            "the run's)",
+            what="--into",
+            fix="name the target models (--models), judge (--judge) or metric (--metric) to add",
+        )
+    keep = set(INTO_FIXED) | {"run_id", "into", "models", "judges", "metric", "out_dir"}
+    update: dict[str, Any] = {f: getattr(given, f) for f in fields if f not in keep and f in RunConfig.model_fields}
+    update.update(
+        models=[*existing, *new_models],
+        judges=[*base.judges, *new_judges],
+        metric=new_metric or base.metric,
+        into=None,
+    )
+    return base.model_copy(update=update)
+
+
+def into_update(state: State, rt: RunContext) -> Update:
+    """The state an ``--into`` invocation continues the run from (before its metric confirmation): the run's
+    metric plan, with the ranking metric ``rt.config.metric`` when it is not the plan's (a rubric it names
+    is saved in the run's ``rubrics/``).
+
+    Raises:
+        InputError: the run has not chosen its items and metrics yet (resume it first).
+    """
+    if not state.get("metric_plan") or not (state.get("selection") or {}).get("item_ids"):
+        raise InputError(
+            "--into adds to a run that has chosen its items and metrics; this one has not yet",
+            what=str(rt.store.root),
+            fix=f"finish it first with `sgieval resume {rt.store.root}`",
+        )
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    if rt.config.metric and rt.config.metric != plan.primary:
+        items = _items(rt, state["selection"]["item_ids"])
+        plan = _ranking_metric(rt, items, plan, state["selection"].get("request", rt.config.request))
+        for r in plan.custom:
+            r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)
+    return {"metric_plan": plan.model_dump(mode="json")}
 
 
 def new_run_id(request: str) -> str:
@@ -865,6 +998,9 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
                 check_request_models(rt)
                 rt.config.settings = rt.settings.shown()
                 rt.store.write_config(rt.config, new=True)
+            elif rt.invocation_kind == "into":
+                rt.store.write_config(rt.config)  # the run's targets, judges and metric now include the added ones
+            start_invocation(rt, rt.invocation_kind or ("resume" if resume else "ask"))
             rt.ledger = load_ledger(rt)
             with rt.ledger.activate():
                 yield rt

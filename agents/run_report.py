@@ -162,6 +162,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
             **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
             **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
+            **({"added to the run": added} if (added := additions_line(rt, responses)) else {}),
         },
     }
     return await build_report(
@@ -186,6 +187,27 @@ async def report_run(rt: RunContext, state: State) -> Path:
         recheck=rt.config.recheck,
         embedding_model=rt.metric_options.get("embedding_model", "minilm"),
     )
+
+
+def additions_line(rt: RunContext, responses: list[Any]) -> str:
+    """The Run table's "added to the run" line: for each ``ask --into`` invocation of the run
+    (``invocations.jsonl``), its time and the target models whose responses it made, e.g.
+    ``2026-12-01T19:42:17+00:00 (ask --into, invocation 20261201T194217-185589): replay:openai/4o``; "" when no
+    invocation added to the run."""
+    made: dict[str, list[str]] = {}
+    for r in responses:
+        if r.invocation:
+            made.setdefault(r.invocation, [])
+            if r.model not in made[r.invocation]:
+                made[r.invocation].append(r.model)
+    parts = []
+    for row in rt.store.read_rows("invocations"):
+        if row.get("kind") != "into" or not isinstance(row.get("id"), str):
+            continue
+        models = made.get(row["id"]) or []
+        what = ", ".join(models) if models else "no new responses (scores or the ranking metric only)"
+        parts.append(f"{row.get('time', '?')} (ask --into, invocation {row['id']}): {what}")
+    return "; ".join(parts)
 
 
 def usage_summary(rt: RunContext) -> dict[str, Any]:

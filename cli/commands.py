@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -141,7 +142,7 @@ def _progress_every(rt: Any) -> float:
     return float(getattr(settings, "progress_every", 10.0))
 
 
-def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> None:
+def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: str = "") -> None:
     """Run (``resume=False``) or continue the run of ``config`` in ``run_dir``
     (default ``<out_dir>/<run_id>``; ``resume`` passes the folder it was given,
     renamed or symlinked).  A folder is removed on failure or cancellation only
@@ -153,6 +154,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None) -> Non
         rt = make_runtime(config, run_dir=run_dir)
     except SgievalError as e:
         fail(e)
+    rt.argv, rt.invocation_kind = list(sys.argv[1:]), kind
     ref = _resume_ref(rt.store.root, config.run_id)
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
         for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
@@ -308,11 +310,33 @@ def _ask(fields: dict[str, Any]) -> None:
         )
     except SgievalError as e:
         fail(e)
+    if config.into:
+        _ask_into(config, fields)
+        return
     try:
         _check_targets(config)
     except SgievalError as e:
         fail(e)
     _run(config, resume=False)
+
+
+def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
+    """``sgieval ask ... --into RUN``: add the given target models, judge or metric to the run RUN (its records
+    reused) and rewrite its report.  The run's folder is data: the settings of its config.json that send data or
+    run code elsewhere are used only when given again, trusted or confirmed, as for ``resume``."""
+    from ..graphs.evaluate import into_run
+
+    defaults = {o.field: o.default for o in run_options(RunConfig) if o.cli}
+    given = [f for f, v in fields.items() if f != "into" and v != defaults.get(f)]
+    try:
+        merged, d = asyncio.run(into_run(config, given))
+    except SgievalError as e:
+        fail(e)
+    from ..core.trust import sensitive_settings
+
+    again = {k: getattr(merged, k) for k in sensitive_settings(config) if k in given and k not in ("models", "judges")}
+    _confirm_settings(merged, d, again, False)
+    _run(merged, resume=True, run_dir=d, kind="into")
 
 
 ask = app.command("ask", help="Answer a plain-language evaluation request and write runs/<run_id>/report.md.")(

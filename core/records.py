@@ -171,6 +171,9 @@ class Response(_Repairable):
     text_repaired: bool = False
     """True when text of this record (from a server or a file) held lone surrogates (``"\\ud800"``: valid
     JSON, no character), each replaced by U+FFFD so the record can be stored and read back."""
+    invocation: str | None = None
+    """The id of the invocation that made this record (a row of the run folder's ``invocations.jsonl``: an
+    ``ask``, a ``resume``, an ``ask --into``); None in run folders written before invocations were kept."""
 
     @model_validator(mode="after")
     def _error_implies_status(self, info: ValidationInfo) -> "Response":
@@ -369,6 +372,9 @@ class Score(_Repairable):
     text_repaired: bool = False
     """True when text of this record (a judge's reply, a rationale, evidence) held lone surrogates, each
     replaced by U+FFFD."""
+    invocation: str | None = None
+    """The id of the invocation that made this record (``invocations.jsonl``, as for :class:`Response`); None
+    in older run folders."""
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -827,6 +833,10 @@ class RunConfig(_Record):
     """local | ray"""
     bootstrap_resamples: int = 10000
     """Resamples of the bootstrap confidence intervals."""
+    into: str | None = None
+    """Add to an existing run (its id under --out, or its folder): the given target models, judge or ranking
+    metric join the run's, every response and score already there is reused (no call, no score recomputed),
+    and the report is rewritten; the run's items and plan stay."""
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5,
     deepseek-reasoner, do not get it)."""
@@ -879,7 +889,7 @@ class RunConfig(_Record):
         """``prices`` as {model: (USD per 1M input tokens, USD per 1M output tokens)}, later values winning."""
         return dict(parse_price(x) for x in self.prices)
 
-    @field_validator("data_dir", "out_dir", "corpus", mode="before")
+    @field_validator("data_dir", "out_dir", "corpus", "into", mode="before")
     @classmethod
     def _path_text(cls, v: Any, info: ValidationInfo) -> Any:
         """A folder option given as a path is kept as its text; "" for an optional folder is none."""

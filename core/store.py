@@ -125,12 +125,15 @@ class RunStore:
     """
 
     FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score, "labels": Label}
-    JOURNALS = ("ledger", "inflight")
+    JOURNALS = ("ledger", "inflight", "invocations")
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost);
     ``inflight.jsonl`` one line per call about to send its request (its call
     id, model and role), so a call whose process was killed before its
-    ledger line was written is still counted (``Ledger.recover``)."""
+    ledger line was written is still counted (``Ledger.recover``);
+    ``invocations.jsonl`` one line per invocation that ran the run (``ask``,
+    ``resume``, ``ask --into``: its id, time, argv and options), the id that
+    the Responses and Scores it made carry (:attr:`invocation`)."""
 
     WRITTEN = (
         "items.jsonl",
@@ -138,6 +141,7 @@ class RunStore:
         "scores.jsonl",
         "ledger.jsonl",
         "inflight.jsonl",
+        "invocations.jsonl",
         "labels.jsonl",
         "batches.json",
         "batches",
@@ -182,6 +186,9 @@ class RunStore:
             self._repair(self.root, self.path(name))
         self._files: dict[str, BinaryIO] = {}
         self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
+        self.invocation: str | None = None
+        """The id of the invocation writing the run (a row of ``invocations.jsonl``, set by the run): each
+        Response and Score appended without one is stamped with it."""
         self.secrets = SecretValues()
         """The run's secret values (:class:`~sgieval.core.secrets.SecretValues`, set by the run): every
         record and journal row appended is masked by value before it is written, so a key a server or a
@@ -223,6 +230,13 @@ class RunStore:
         """Append records as JSON lines and flush (masked by :attr:`secrets`)."""
         if not records:
             return
+        if self.invocation is not None:
+            records = [
+                r.model_copy(update={"invocation": self.invocation})
+                if isinstance(r, (Response, Score)) and r.invocation is None
+                else r
+                for r in records
+            ]
         lines = [r.model_dump_json() for r in records]
         if self.secrets:  # masked by value: the kept records are the masked ones too
             records = list(records)
@@ -347,7 +361,7 @@ class RunStore:
                 out.append(rec)
                 continue
             m, first_line, first_rec = first
-            if line == first_line or rec.model_dump_json() == first_rec.model_dump_json():
+            if line == first_line or _same_record(rec, first_rec):
                 self._note(f"{p} line {n}: repeats line {m} (the same {cls.__name__} record); counted once")
                 continue
             raise InputError(
@@ -448,6 +462,16 @@ class RunStore:
         if not os.path.lexists(p):
             raise InputError("no config.json", what=str(self.root), fix="give the id of a run listed by `sgieval runs`")
         return RunConfig.model_validate_json(read_text_in(self.root, p))
+
+
+def _same_record(a: BaseModel, b: BaseModel) -> bool:
+    """Whether two records of one key are the same record, whichever invocation wrote each (a record written
+    again by a later invocation is a repeat, not a second record)."""
+    if a.model_dump_json() == b.model_dump_json():
+        return True
+    if not isinstance(a, (Response, Score)) or not isinstance(b, (Response, Score)):
+        return False
+    return a.model_dump_json(exclude={"invocation"}) == b.model_dump_json(exclude={"invocation"})
 
 
 def _reason(e: BaseException) -> str:

@@ -15,6 +15,7 @@ judge pre-checks, tools, report header, usage table) lives there.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -34,7 +35,7 @@ from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use
     unique_models,
 )
 from ..agents.run_report import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
-from ..core import SgievalError
+from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file
 from .checkpoints import open_saver
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "build_graph",
     "check_request_models",
     "execute",
+    "into_run",
     "make_runtime",
     "models_named_in",
     "new_run_id",
@@ -126,6 +128,38 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     return g.compile(checkpointer=checkpointer)
 
 
+def into_folder(config: RunConfig) -> Path:
+    """The run folder ``config.into`` names: a folder holding ``config.json``, a file in one (its report.md),
+    or a run id under ``config.out_dir``.  Raises InputError naming it when none holds a run."""
+    p = Path(config.into or "").expanduser()
+    for d in (Path(config.out_dir) / (config.into or ""), p, p.parent if p.suffix else None):
+        if d is not None and config.into and (d / "config.json").is_file():
+            return d
+    raise InputError(
+        "no such run",
+        what=f"--into {config.into}",
+        fix=f"give a run id listed by `sgieval runs --out {config.out_dir}`, the run folder, or its report.md",
+    )
+
+
+async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tuple[RunConfig, Path]:
+    """The merged config and the folder of an ``ask --into RUN`` invocation
+    (:func:`sgieval.agents.run.into_config`): the run's ``config.json`` and the targets its graph state names,
+    with this invocation's additions.  The run folder is read as data (its checkpoint with the allowlisted
+    serializer).  Raises InputError when ``config.into`` names no run, its files cannot be read, or the
+    additions are refused."""
+    d = into_folder(config)
+    base = RunStore(d).read_config()
+    base.out_dir = str(d.parent)
+    check_state_file(d / "state.sqlite")
+    targets: list[str] = []
+    if (d / "state.sqlite").is_file():
+        async with open_saver(d / "state.sqlite") as saver:
+            snap = await build_graph(None, saver).aget_state({"configurable": {"thread_id": base.run_id}})
+        targets = list(snap.values.get("targets") or [])
+    return steps.into_config(base, config, fields, targets, side=side), d
+
+
 async def execute(
     rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None
 ) -> dict[str, Any]:
@@ -135,9 +169,12 @@ async def execute(
 
     ``confirm(payload) -> bool`` answers the metric confirmation interrupt
     (None: the run stops at the interrupt and can be resumed).  Returns the
-    final state.
+    final state.  ``rt.invocation_kind == "into"`` (``ask --into``): the run's
+    graph goes back to its metric confirmation with the run's plan
+    (:func:`sgieval.agents.run.into_update`), so the evaluation adds what is
+    missing (done responses and scores are reused) and the report is rewritten.
     """
-    with steps.run_scope(rt, resume=resume):
+    with steps.run_scope(rt, resume=resume or rt.invocation_kind == "into"):
         return await _drive(rt, confirm)
 
 
@@ -147,6 +184,9 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
     async with open_saver(rt.store.root / "state.sqlite") as saver:
         graph = build_graph(rt, saver)
         snap = await graph.aget_state(thread)
+        if rt.invocation_kind == "into":
+            await graph.aupdate_state(thread, steps.into_update(snap.values, rt), as_node="customisation")
+            snap = await graph.aget_state(thread)
         # Complete means the thread reached END: a checkpoint with no task left at all.  Not ``not snap.next``:
         # LangGraph leaves out of ``next`` the tasks whose writes are saved, and a run killed after a step's
         # writes were committed but before the step's own checkpoint was (checkpoints are written in the

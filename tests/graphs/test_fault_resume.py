@@ -20,8 +20,8 @@ def records(run_dir):
     store = RunStore(run_dir)
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
     return (
-        sorted((r.model_dump(exclude={"latency_s"}) for r in store.read("responses")), key=key),
-        sorted((s.model_dump(exclude={"rationale"}) for s in store.read("scores")), key=key),
+        sorted((r.model_dump(exclude={"latency_s", "invocation"}) for r in store.read("responses")), key=key),
+        sorted((s.model_dump(exclude={"rationale", "invocation"}) for s in store.read("scores")), key=key),
     )
 
 

@@ -131,8 +131,9 @@ def _run_id(out: Path) -> str:
 def _records(root: Path):
     store = RunStore(root)
     items = sorted(i.model_dump_json() for i in store.read("items"))
-    resp = sorted(r.model_copy(update={"latency_s": None}).model_dump_json() for r in store.read("responses"))
-    scores = sorted(s.model_dump_json() for s in store.read("scores"))
+    # each record names the invocation that made it (a killed run's are several): compared without it
+    resp = sorted(r.model_dump_json(exclude={"latency_s", "invocation"}) for r in store.read("responses"))
+    scores = sorted(s.model_dump_json(exclude={"invocation"}) for s in store.read("scores"))
     return items, resp, scores
 
 
