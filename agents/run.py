@@ -177,7 +177,7 @@ def into_config(
     base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
 ) -> RunConfig:
     """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target
-    models, judges and ranking metric added, and the other options given on this invocation (a new
+    models and ranking metric added, and the other options given on this invocation (a new
     ``--max-concurrency``, ``--data-dir``, ``--yes``...) replacing the run's.
 
     Args:
@@ -190,13 +190,13 @@ def into_config(
         side: ``"cli"`` or ``"api"``: how errors name the options (``--k`` or ``k``).
 
     Returns:
-        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``judges`` the
-        run's then the new ones, ``metric`` the given one (else the run's), ``into`` None.
+        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``metric`` the
+        given one (else the run's), ``into`` None.
 
     Raises:
         InputError: an option that chose the run's items (:data:`INTO_FIXED`) is given another value; nothing
-            is added (no new target, judge or metric); a judge is added to a run that already has judges (its
-            judge scores would mix two panels).
+            is added (no new target or metric); a judge is given that the run does not have (the run's judge
+            scores, or their "not run" records, would mix with the new judge's).
     """
     names = run_option_names(RunConfig, "api" if side == "api" else "cli")
     fields = set(fields)
@@ -213,26 +213,26 @@ def into_config(
     new_models = [m for m in given.models if m not in existing]
     new_judges = [j for j in given.judges if j not in base.judges]
     new_metric = given.metric if given.metric and given.metric != base.metric else None
-    if new_judges and base.judges:
+    if new_judges:
         raise InputError(
-            f"--into {given.into}: the run is judged by {', '.join(base.judges)}; adding "
-            f"{', '.join(new_judges)} would score the added items with another panel than the stored scores",
+            f"--into {given.into}: a judge cannot join a finished run (the scores its judge metrics already "
+            f"have, or record as not run, were made {'by ' + ', '.join(base.judges) if base.judges else 'without a judge'}"
+            "; a second panel would mix into them)",
             what="--judge",
-            fix="start a new run with the whole panel, and compare the two with `sgieval compare`",
+            fix="start a new run with the judge(s), and compare the two runs with `sgieval compare`",
         )
-    if not (new_models or new_judges or new_metric):
+    if not (new_models or new_metric):
         raise InputError(
             f"--into {given.into}: nothing to add (its targets {', '.join(existing) or 'none'}, judges "
             f"{', '.join(base.judges) or 'none'} and ranking metric {base.metric or 'the default'} are already "
             "the run's)",
             what="--into",
-            fix="name the target models (--models), judge (--judge) or metric (--metric) to add",
+            fix="name the target models (--models) or the ranking metric (--metric) to add",
         )
     keep = set(INTO_FIXED) | {"run_id", "into", "models", "judges", "metric", "out_dir"}
     update: dict[str, Any] = {f: getattr(given, f) for f in fields if f not in keep and f in RunConfig.model_fields}
     update.update(
         models=[*existing, *new_models],
-        judges=[*base.judges, *new_judges],
         metric=new_metric or base.metric,
         into=None,
     )

@@ -834,9 +834,9 @@ class RunConfig(_Record):
     bootstrap_resamples: int = 10000
     """Resamples of the bootstrap confidence intervals."""
     into: str | None = None
-    """Add to an existing run (its id under --out, or its folder): the given target models, judge or ranking
-    metric join the run's, every response and score already there is reused (no call, no score recomputed),
-    and the report is rewritten; the run's items and plan stay."""
+    """Add to an existing run (its id under --out, or its folder): the given target models, or the ranking metric,
+    join the run's; every response and score already there is reused (no call, no score recomputed), and the
+    report is rewritten; the run's items, judges and plan stay."""
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5,
     deepseek-reasoner, do not get it)."""

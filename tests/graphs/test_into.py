@@ -92,9 +92,21 @@ def test_into_refuses_what_would_change_the_runs_items_or_add_nothing(tmp_path):
         sgieval.evaluate(models="replay:o1-mini", into=tmp_path / "A")
     with pytest.raises(InputError, match="no such run"):
         sgieval.evaluate(models="replay:phi4", into=tmp_path / "nope")
+    with pytest.raises(InputError, match="a judge cannot join a finished run") as e:
+        sgieval.evaluate(judge="openai:gpt-4.1", into=tmp_path / "A")
+    assert "sgieval compare" in e.value.fix
     # the run folder is unchanged by the refused invocations: one invocation, three items, one model
     assert len(_rows(tmp_path / "A" / "invocations.jsonl")) == 1
     assert {r["model"] for r in _rows(tmp_path / "A" / "responses.jsonl")} == {"replay:o1-mini"}
+
+    # a ranking metric the run already scored: the report ranks by it, and no record is made
+    scores = (tmp_path / "A" / "scores.jsonl").read_text()
+    sgieval.evaluate(metric="aidan_mean_novelty_per_item", into=tmp_path / "A", bootstrap_resamples=99)
+    assert (tmp_path / "A" / "scores.jsonl").read_text() == scores
+    assert (
+        json.loads((tmp_path / "A" / "report.json").read_text())["ranking"]["metric"] == "aidan_mean_novelty_per_item"
+    )
+    assert [r["kind"] for r in _rows(tmp_path / "A" / "invocations.jsonl")] == ["ask", "into"]
 
 
 def test_into_through_the_api_and_records_without_invocation_stay_readable(tmp_path):
