@@ -401,6 +401,95 @@ def how_sure(
     return out
 
 
+def items_needed_sentence(
+    scores: list[Score],
+    spec: MetricSpec,
+    groups: list[list[ModelStat]],
+    pairs: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+    n_items: int,
+) -> str:
+    """The Answer's sentence on how many more items would separate the top two when the paired test does not
+    (p >= 0.05), and what they would cost; "" when the top two are separated, untested or corpus-level.
+
+    The count is :func:`sgieval.metric_pool.power.items_to_separate` on the paired per-item differences of the
+    leader minus the runner-up (level 5% two-sided, power 80%, the normal approximation it states).  The price
+    per item is the run's estimate before any call (``usage["estimate"]``: its USD over its items), else the
+    ledger's actual cost over the run's items; unknown prices are said to be unknown.
+
+    Args:
+        scores: the ranking metric's scores.
+        spec: the ranking metric.
+        groups: the ranked models in tie groups (:func:`tie_groups`); the top two are the two models of a tie
+            for first, or the leader and a runner-up alone in second place (a shared second place has no one
+            runner-up: no sentence).
+        pairs: the adjacent-pair tests (``pairs[0]``: the top two, :func:`pair_entry`).
+        usage: the cost section's summary (:func:`sgieval.agents.run_report.usage_summary`), or None.
+        n_items: the run's items.
+
+    Returns:
+        One sentence, or "".
+    """
+    from ..metric_pool.power import METHOD, items_to_separate
+
+    if not groups or not pairs or pairs[0].get("p") is None or pairs[0]["p"] < 0.05:
+        return ""
+    if len(groups[0]) == 2:
+        best, runner = groups[0]
+    elif len(groups[0]) == 1 and len(groups) > 1 and len(groups[1]) == 1:
+        best, runner = groups[0][0], groups[1][0]
+    else:
+        return ""
+    if (pairs[0].get("a"), pairs[0].get("b")) != (best.model, runner.model):
+        return ""
+    if best.corpus or runner.corpus:
+        return ""
+    a, b = item_values(scores, best.model, spec.name), item_values(scores, runner.model, spec.name)
+    keys = sorted(k for k in set(a) & set(b) if math.isfinite(a[k]) and math.isfinite(b[k]))
+    if len(keys) < 2:
+        return ""
+    need = items_to_separate([a[k] - b[k] for k in keys])
+    basis = (
+        f"paired differences {best.model} minus {runner.model}: mean {need.mean_diff:.4g}, SD {need.sd_diff:.4g} "
+        f"over {count_phrase(need.n_used)}"
+    )
+    if need.n_total is None:
+        return f"No number of items of the same kind would let the paired test separate them ({need.reason}; {basis})."
+    if need.more == 0:
+        return (
+            f"The power formula ({METHOD}) asks for {need.n_total:,} items, no more than the {need.n_used} used, "
+            f"yet the paired test did not separate them, so it gives no count of further items ({basis})."
+        )
+    per_item, source = _price_per_item(usage, n_items)
+    if per_item is None:
+        cost = f"their cost is not known: {source}"
+    else:
+        cost = f"about {need.more * per_item:.4f} USD at {per_item:.6f} USD per item ({source})"
+    return (
+        f"About {need.more:,} more items of the same kind ({need.n_total:,} in all) would give the paired test 80% "
+        f"power to separate {best.model} from {runner.model} at the 5% level, two-sided ({METHOD}; {basis}); {cost}."
+    )
+
+
+def _price_per_item(usage: dict[str, Any] | None, n_items: int) -> tuple[float | None, str]:
+    """(USD per item, where it comes from): the estimate's USD over its items, else the actual cost over
+    ``n_items``; None when no priced call says."""
+    usage = usage or {}
+    est = usage.get("estimate") or {}
+    rows = est.get("rows") or []
+    priced = [r["usd"] for r in rows if r.get("usd") is not None]
+    if priced and est.get("items") and not any(r.get("usd") is None and r.get("calls") for r in rows):
+        return sum(priced) / int(est["items"]), "this run's estimate before any call, every target and judge"
+    total = (usage.get("total") or {}).get("cost")
+    calls = (usage.get("total") or {}).get("calls") or 0
+    unpriced = (usage.get("total") or {}).get("unpriced_calls") or 0
+    if not calls:
+        return None, "this run made no priced call (its answers were replayed), and new items need new answers"
+    if total is not None and n_items and not unpriced:
+        return float(total) / n_items, "this run's actual cost per item, every model it called"
+    return None, "some of this run's models have no known price"
+
+
 def answer_facts(
     scores: list[Score],
     specs: list[MetricSpec],
@@ -1159,6 +1248,9 @@ async def build_report(
     verdict = verdict_sentence(request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus, pairs)
     one = focus is not None or len(stats) == 1
     answer = Answer(verdict, how_sure=[] if one else how_sure(stats, groups, pairs, leader_tests, spec.name))
+    needed = "" if one else items_needed_sentence(of_spec, spec, groups, pairs, usage, len(items))
+    if needed:
+        answer.more_items.append(needed)
     rel = reliability_sentences(reliabilities, spec.name).strip()
     if rel:
         answer.how_sure.append(rel)

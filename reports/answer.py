@@ -266,13 +266,15 @@ class Answer:
     """The report's Answer as a short list of full sentences: ``verdict`` (the fixed first sentence: winner or
     tie, scope, metric, full order), ``summary`` (an agent model's text that passed the fact check, "" without
     one), ``how_sure`` (paired tests, CIs, judge agreement), ``where`` (where the models differ: facets, other
-    metrics), ``caveats`` (coverage, ties, unscored models, self-preference, stored judges...) and ``stamp``
-    (what was checked in an agent's text, "" without one)."""
+    metrics), ``more_items`` (when the top two are not separated: how many more items the paired test would need,
+    and their cost), ``caveats`` (coverage, ties, unscored models, self-preference, stored judges...) and
+    ``stamp`` (what was checked in an agent's text, "" without one)."""
 
     verdict: str
     how_sure: list[str] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    more_items: list[str] = field(default_factory=list)
     summary: str = ""
     summary_by: str = ""
     stamp: str = ""
@@ -291,6 +293,8 @@ class Answer:
         for label, part in parts:
             if part:
                 lines.append(f"- **{label}:** " + " ".join(part))
+        if self.more_items:
+            lines.append("- **More items:** " + " ".join(self.more_items))
         if len(self.caveats) == 1:
             lines.append(f"- **Caveats:** {self.caveats[0]}")
         elif self.caveats:
@@ -308,6 +312,7 @@ class Answer:
             "how_sure": list(self.how_sure),
             "where": list(self.where),
             "caveats": list(self.caveats),
+            "more_items": list(self.more_items),
             "stamp": self.stamp,
             "where_first": self.where_first,
         }

@@ -230,7 +230,7 @@
       parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, el('ul', null,
         li('Verdict', [ans.verdict]),
         ans.summary ? li('Summary (' + ans.summary_by + ')', [ans.summary]) : null,
-        li('How sure', ans.how_sure), li('Where it differs', ans.where),
+        li('How sure', ans.how_sure), li('Where it differs', ans.where), li('More items', ans.more_items),
         caveats.length ? el('li', null, el('b', {text: 'Caveats: '}),
           el('ul', null, caveats.map(function (c) { return el('li', null, mdInline(c)); }))) : null),
         ans.stamp ? el('p', {cls: 'muted', text: ans.stamp}) : null));
