@@ -367,3 +367,78 @@ def test_batch_run_survives_sigkill_while_polling_and_submits_nothing_twice(tmp_
     b = _ledger(run_dir)
     assert len(b) == 12 and all(r["batch"] and r["error"] is None for r in b)  # each call recorded once, no
     # "interrupted" call for the requests the killed processes were waiting for
+
+
+def test_an_anthropic_judge_scores_through_message_batches(batch_env, monkeypatch, fresh_call_cache):
+    from sgieval.bench.mock_openai import _content_text
+
+    def anthropic_or_openai(body, index):
+        if body["model"] != "claude-sonnet-4-5":
+            return reply(body, index)
+        system = _content_text(body["messages"][0]["content"])  # the mock puts Anthropic's system first
+        user = " ".join(_content_text(m["content"]) for m in body["messages"][1:])
+        names = re.findall(r"^- (.+?) \(weight [^)]*\):", system, flags=re.M)
+        score = 8 if "careful answer" in user else 3
+        tool = body["tools"][0]["name"]  # structured output: the one forced tool
+        args = {"scores": [{"criterion": c, "score": score, "rationale": "r", "evidence": []} for c in names]}
+        return {"tool_calls": [{"name": tool, "arguments": args}]}
+
+    tmp_path = batch_env
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ak")
+    with MockOpenAI(replies=anthropic_or_openai, batch_polls=1) as mock:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", mock.url.removesuffix("/v1"))
+        run = sgieval.evaluate(
+            "Which model is most rigorous?",
+            models=TARGETS,
+            judge="anthropic:claude-sonnet-4-5",
+            benchmark=str(BENCH),
+            base_url=mock.url,
+            tools="",
+            out_dir=tmp_path / "runs",
+            run_id="anthropic",
+            bootstrap_resamples=200,
+            batch=True,
+        )
+        ops = [(r["op"], len(r.get("custom_ids") or [])) for r in mock.batch_log() if "create" in r["op"]]
+    assert run.report is not None
+    assert ops == [("batch_create", 6), ("msgbatch_create", 6)]  # targets on OpenAI, then the judge on Anthropic
+    values = _values(tmp_path / "runs" / "anthropic")
+    for item in ("q1", "q2", "3"):
+        assert values[(f"jsonl:sample_qa/{item}", "openai:gpt-4o-mini", "rigor")] == 80.0
+        assert values[(f"jsonl:sample_qa/{item}", "openai:gpt-4.1-nano", "rigor")] == 30.0
+    judged = [r for r in _ledger(tmp_path / "runs" / "anthropic") if r["role"] == "judge"]
+    assert len(judged) == 6 and all(r["batch"] and r["model"] == "anthropic:claude-sonnet-4-5" for r in judged)
+    # claude-sonnet-4-5 at genai-prices' batch price, 1.5 / 7.5 USD per 1M input / output tokens
+    assert all(r["cost"] == pytest.approx((r["input_tokens"] * 1.5 + r["output_tokens"] * 7.5) / 1e6) for r in judged)
+
+
+def test_a_request_the_batch_answers_with_429_is_retried_in_a_new_batch_and_a_400_is_a_failure(tmp_path):
+    from sgieval.core import ModelCallError
+
+    def faults(index, body):  # the first answer of "again" is a 429; "never" is a bad request every time
+        text = body["messages"][-1]["content"]
+        return "429" if (text == "again" and index == 0) else "400" if text == "never" else None
+
+    with MockOpenAI(faults=faults, batch_polls=0) as mock:
+        chat = BatchChatOpenAI(model="gpt-4o-mini", base_url=mock.url, api_key="k", temperature=0)
+        named = NamedModel(name="openai:gpt-4o-mini", role="target", chat=chat, provider=mock.url)
+        ledger = Ledger()
+
+        async def go():
+            collector = BatchCollector(tmp_path, window_s=0.1, poll_s=0.02)
+            with call_context(CallContext(use_cache=False, batches=collector)):
+                return await asyncio.gather(
+                    ainvoke(named, [HumanMessage("again")], ledger=ledger, base_delay_s=0.01),
+                    ainvoke(named, [HumanMessage("never")], ledger=ledger, base_delay_s=0.01),
+                    return_exceptions=True,
+                )
+
+        ok, bad = asyncio.run(go())
+        creates = [r["custom_ids"] for r in mock.batch_log() if r["op"] == "batch_create"]
+    assert ok.content == "echo: again"
+    assert isinstance(bad, ModelCallError) and "HTTP 400" in str(bad) and "batched request failed" in str(bad)
+    again = custom_id(
+        "openai", {"model": "gpt-4o-mini", "messages": [{"content": "again", "role": "user"}], "temperature": 0.0}
+    )
+    assert len(creates) == 2 and creates[1] == [again]  # only the 429 goes again, in a batch of its own
+    assert sorted((r.error is None, r.batch) for r in ledger.records) == [(False, True), (True, True)]
