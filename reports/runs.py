@@ -347,7 +347,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
     if read_state is not None and not report and run_holder(root) is None and (root / "state.sqlite").is_file():
         try:
             state = read_state(root / "state.sqlite", config.run_id) or {}
-        except (SgievalError, ValueError, OSError) as x:
+        except Exception as x:  # noqa: BLE001 - a checkpoint sgieval cannot read is this entry's problem only
             problems.append(f"checkpoint not read: {_reason(x)}")
     ranking = report.get("ranking") if isinstance(report.get("ranking"), dict) else None
     rows = [r for r in (ranking or {}).get("rows") or [] if isinstance(r, dict) and r.get("model")]
@@ -360,7 +360,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
     header: dict[str, Any] = h if isinstance(h, dict) else {}
     if isinstance(ids, list) and ids:
         e.n_items = len(ids)
-    elif isinstance(header.get("n_items"), int):
+    elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
         e.n_items = header["n_items"]
     wanted = set(ids) if isinstance(ids, list) and ids else None
     items = _rows(root, "items.jsonl")
@@ -420,7 +420,10 @@ def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> 
                 runs.append(RunEntry(folder=d.name, path=d.path, problem="a symbolic link to a folder (not followed)"))
             continue
         if d.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(d.path, "config.json")):
-            runs.append(read_run(d.path, read_state=read_state, base=out_dir))
+            try:
+                runs.append(read_run(d.path, read_state=read_state, base=out_dir))
+            except Exception as x:  # noqa: BLE001 - one folder's unforeseen fault never ends the listing
+                runs.append(RunEntry(folder=d.name, path=d.path, problem=f"not read: {type(x).__name__}: {x}"))
     runs.sort(key=lambda r: r.folder)
     runs.sort(key=lambda r: r.started or "", reverse=True)
     return runs

@@ -106,9 +106,19 @@ def test_a_tie_a_failure_a_cost_and_broken_folders_are_each_listed(runs_dir, tmp
     os.symlink(good, out / "alias")
     garbled = _copy(runs_dir, out, "garbled")
     (garbled / "report.json").write_text("{not json")
+    # no report, and a checkpoint file that is no SQLite database; a config.json that is a FIFO
+    torn = _copy(runs_dir, out, "torn")
+    for name in ("report.md", "report.json", "state.sqlite-wal", "state.sqlite-shm"):
+        (torn / name).unlink(missing_ok=True)
+    (torn / "state.sqlite").write_bytes(b"not a database" * 100)
+    fifo = out / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "config.json")
 
     entries = {e["folder"]: e for e in _json(out)}
-    assert sorted(entries) == ["alias", "bad", "failed", "garbled", "good", "linked", "tie"]
+    assert sorted(entries) == ["alias", "bad", "failed", "fifo", "garbled", "good", "linked", "tie", "torn"]
+    assert entries["torn"]["status"] == "incomplete" and entries["torn"]["n_items"] == 25
+    assert entries["fifo"]["status"] == "broken" and "config.json" in entries["fifo"]["problem"]
     assert entries["tie"]["winner"]["models"] == ["replay:o1-mini", "replay:phi4:latest"]
     assert entries["tie"]["winner"]["tie"] is True
     assert entries["tie"]["winner"]["text"] == (
