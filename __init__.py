@@ -51,7 +51,7 @@ _LAZY = {
     "Vocabulary": ("benchmarks.base", "Vocabulary"),
     "register_benchmark": ("benchmarks.registry", "register"),
     "get_benchmark": ("benchmarks.registry", "get"),
-    "list_benchmarks": ("benchmarks.registry", "all"),
+    "list_benchmarks": ("benchmarks.registry", "definitions"),
 }
 
 __all__ = [

@@ -208,7 +208,7 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
     """None when only strings were given (make_runtime resolves them); else every model as a NamedModel."""
     if not objects:
         return None
-    from .agents.replays import resolve_run_model
+    from .agents.stored_responses import resolve_run_model
     from .models.registry import sampling_for_role
 
     return [
@@ -677,7 +677,7 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
     from .benchmarks import registry
     from .metric_pool.registry import ALL, Scoped, entries
 
-    for defn in registry.all():  # the benchmarks' predefined metrics, then the other registered ones
+    for defn in registry.definitions():  # the benchmarks' predefined metrics, then the other registered ones
         for m in registry.predefined_metrics([defn.name]):
             if any(s.name == metric for s in m.all_specs):
                 return (m.inner if isinstance(m, Scoped) else m), metric, defn.name
@@ -694,7 +694,7 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
         rubric = load_rubric(metric)
     except InputError:
         known = sorted(
-            {s.name for d in registry.all() for m in registry.predefined_metrics([d.name]) for s in m.all_specs}
+            {s.name for d in registry.definitions() for m in registry.predefined_metrics([d.name]) for s in m.all_specs}
         )
         raise InputError(
             f"no predefined metric or rubric called {metric!r}",

@@ -48,7 +48,7 @@ from ..models.replay import UnmatchedReplayError
 from .customisation import MetricPlan, plan_specs, planned_metrics, run_customisation
 from .executors import evaluate_with_executor
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
-from .replays import resolve_run_model, stored_models
+from .stored_responses import resolve_run_model, stored_models
 from .requirements import MetricNeeds, metric_needs, none_can_run, ranking_cannot_run
 
 __all__ = [

@@ -95,20 +95,20 @@ def unregister(name: str) -> None:
     _user.pop(name, None)
 
 
-def all() -> list[Benchmark]:  # noqa: A001 - the registry's public name (``registry.all()``)
+def definitions() -> list[Benchmark]:
     """Every definition: the built-ins in :data:`BUILTIN_MODULES` order, then user ones in registration order."""
     _ensure_builtins()
     return [*_builtin.values(), *_user.values()]
 
 
 def names() -> list[str]:
-    """Names of :func:`all`."""
-    return [d.name for d in all()]
+    """Names of :func:`definitions`."""
+    return [d.name for d in definitions()]
 
 
 def find(name: str) -> Benchmark | None:
     """The definition named ``name``, or owning items named ``name`` (``jsonl:qa`` -> the JSONL benchmark); None if none."""
-    defs = all()
+    defs = definitions()
     return next((d for d in defs if d.name == name), None) or next((d for d in defs if d.matches(name)), None)
 
 
@@ -127,13 +127,13 @@ def get(name: str) -> Benchmark:
 def with_data() -> list[Benchmark]:
     """Definitions whose data is a folder in the data roots (``Benchmark.data_root``), in
     registry order: the benchmarks a catalog loads when none is named."""
-    return [d for d in all() if d.data_root]
+    return [d for d in definitions() if d.data_root]
 
 
 def for_path(path: str) -> Benchmark | None:
     """The definition that loads ``-b <path>`` by its suffix (``.jsonl`` -> the JSONL benchmark), else None."""
     suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
-    return next((d for d in all() if suffix and suffix in d.path_suffixes), None)
+    return next((d for d in definitions() if suffix and suffix in d.path_suffixes), None)
 
 
 def predefined_metrics(
@@ -220,7 +220,7 @@ def vocabulary() -> MergedVocabulary:
     disc: dict[str, tuple[list[str], list[str]]] = {c: (list(w), []) for c, w in SCIENCE_WORDS.items()}
     tasks: dict[str, list[str]] = {}
     benches: dict[str, list[str]] = {}
-    for d in all():
+    for d in definitions():
         v = d.vocabulary
         for concept in [*v.disciplines, *v.words]:
             pats, values = disc.setdefault(concept, ([], []))

@@ -53,7 +53,7 @@ def resolve_replay(
                 raise InputError(
                     "no reader for stored-answer .json files was given",
                     what=str(p),
-                    fix="resolve it with sgieval.agents.replays.resolve_run_model (it reads "
+                    fix="resolve it with sgieval.agents.stored_responses.resolve_run_model (it reads "
                     "SciAidanBench responses files), or give a JSONL replay file",
                 )
             stores = stored.read_file(p)

@@ -221,7 +221,7 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
 @dataclass(frozen=True)
 class StoredResponses:
     """Where ``replay:`` model strings find stored responses.  The caller builds it from the benchmark that
-    stores them (:func:`sgieval.agents.replays.stored_responses`): models/ reads no benchmark's data (DESIGN.md
+    stores them (:func:`sgieval.agents.stored_responses.stored_responses`): models/ reads no benchmark's data (DESIGN.md
     layers: models imports core only).
 
     ``stores()``: every stored model, for ``replay:<name>`` (called only when a name is resolved);

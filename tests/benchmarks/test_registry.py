@@ -61,9 +61,9 @@ def test_prompt_templates_are_what_the_loaders_send():
 def test_each_benchmark_declares_its_quality_preference():
     """Which metric answers a quality is each benchmark's declaration (``Benchmark.prefer``), read for the
     benchmark holding most of the selected items; without one, the first metric declaring the quality."""
-    specs = [s for d in registry.all() for m in registry.predefined_metrics([d.name]) for s in m.all_specs]
+    specs = [s for d in registry.definitions() for m in registry.predefined_metrics([d.name]) for s in m.all_specs]
     by_name = {s.name: s for s in specs}
-    for d in registry.all():
+    for d in registry.definitions():
         for quality, names in d.prefer.items():
             assert names and all(by_name[n].measures(quality) for n in names), (d.name, quality)
 

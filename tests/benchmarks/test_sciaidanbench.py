@@ -10,8 +10,8 @@ import pytest
 from sgieval.benchmarks import load_catalog
 from sgieval.benchmarks.sciaidanbench import load_questions, load_stored_answers
 from sgieval.core import InputError
-from sgieval.agents.replays import resolve_run_model as resolve_model
-from sgieval.agents.replays import stored_models
+from sgieval.agents.stored_responses import resolve_run_model as resolve_model
+from sgieval.agents.stored_responses import stored_models
 
 
 def test_questions_published_and_all(sciaidan_dir):
@@ -205,7 +205,7 @@ def test_real_stored_files_hold_one_list_per_question(sciaidan_dir):
 
 def test_replay_file_with_two_models_or_two_lines_for_one_item(tmp_path):
     from sgieval.models.replay import load_jsonl_replay
-    from sgieval.agents.replays import stored_responses
+    from sgieval.agents.stored_responses import stored_responses
     from sgieval.models.registry import resolve_replay
 
     two = tmp_path / "two.jsonl"

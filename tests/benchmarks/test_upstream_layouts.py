@@ -216,7 +216,7 @@ def make_aidan_clone(src: Path, dest: Path) -> Path:
 
 def test_aidanbench_clone(tmp_path, sciaidan_dir, monkeypatch):
     from sgieval.benchmarks.layouts import AIDAN_CLONE, aidanbench_view
-    from sgieval.agents.replays import stored_models
+    from sgieval.agents.stored_responses import stored_models
 
     monkeypatch.setenv("SGIEVAL_LAYOUT_CACHE", str(tmp_path / "layout-cache"))
     clone = make_aidan_clone(sciaidan_dir, tmp_path / "AidanBench")

@@ -9,7 +9,7 @@ from sgieval.benchmarks.sciaidanbench import load_questions
 from sgieval.core import OPEN_CREATIVITY, Item, Response
 from sgieval.metric_pool.aidanbench import AnswerCountMetrics, record_flag
 from sgieval.metric_pool.base import ScoringContext
-from sgieval.agents.replays import stored_models
+from sgieval.agents.stored_responses import stored_models
 
 
 def _rec(n, sc=None, **kw):

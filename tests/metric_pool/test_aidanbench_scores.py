@@ -179,7 +179,7 @@ def _raw_lists(path):
 
 async def test_mistral_novelty_with_and_without_first_answers_on_the_stored_data(sciaidan_dir):
     from sgieval.benchmarks.sciaidanbench import load_questions
-    from sgieval.agents.replays import stored_models
+    from sgieval.agents.stored_responses import stored_models
 
     path = sciaidan_dir / "responses" / "mistral_latest.json"
     # independent computation from the raw JSON: accepted records, with and without each list's first answer
