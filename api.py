@@ -810,8 +810,13 @@ async def ascore(
         ] + judges
     ctx = ScoringContext(judges=judges, allow_self_judge=allow_self_judge, options=dict(options or {}))
     out: list[Score] = []
-    for it, r in zip(its, rs):
-        out += await m.score(it, r, ctx)
+    from .metric_pool.registry import key_of
+    from .models.context import prompt_scope
+
+    scope, name = key_of(m)
+    with prompt_scope(f"sgieval:{scope}/{name}"):  # one prompt family: a provider may cache the judge prompts' start
+        for it, r in zip(its, rs):
+            out += await m.score(it, r, ctx)
     out += m.corpus({i.id: i for i in its}, rs, out)
     # corpus-level scores (item_id CORPUS) come last, after the per-response ones
     return sorted((s for s in out if keep is None or s.metric == keep), key=lambda s: s.item_id == CORPUS)

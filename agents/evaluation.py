@@ -21,6 +21,7 @@ from ..models.accounting import BudgetExceeded
 from ..metric_pool.base import CORPUS, Metric, ScoringContext
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, read_reply, usage
+from ..models.context import prompt_scope
 
 
 @dataclass
@@ -117,6 +118,16 @@ def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float
     )
 
 
+def metric_prompt_key(m: Metric) -> str:
+    """The prompt family of metric ``m``'s judge calls, ``sgieval:<scope>/<name>`` (its registry key: scope a
+    benchmark or ``*``), e.g. ``sgieval:*/rigor``: sent as OpenAI's ``prompt_cache_key``
+    (:class:`~sgieval.models.context.prompt_scope`)."""
+    from ..metric_pool.registry import key_of
+
+    scope, name = key_of(m)
+    return f"sgieval:{scope}/{name}"
+
+
 async def score_response(
     item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext, done: set[tuple[str, str, str]]
 ) -> list[Score]:
@@ -132,7 +143,8 @@ async def score_response(
         if not todo:
             continue
         try:
-            scores = await m.score(item, response, ctx)
+            with prompt_scope(metric_prompt_key(m)):
+                scores = await m.score(item, response, ctx)
         except (BudgetExceeded, RunStoppedError):
             raise
         except InputError as e:

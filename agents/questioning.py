@@ -41,6 +41,7 @@ from .asking import ask_agent
 from ..metric_pool.judge import parse_json_object
 from ..models.base import NamedModel
 from ..models.calls import message_text
+from ..models.context import prompt_scope
 from ..models.tool_loop import bind_tools, run_tool_loop
 from ..core import (
     DEEP_RESEARCH,
@@ -692,17 +693,18 @@ async def tool_plan(
         except (ValueError, TypeError) as e:
             return f"No plan received ({str(e)[:200]}). Call {SUBMIT_TOOL} with the filters, k and reason."
 
-    loop = await run_tool_loop(
-        agent,
-        msgs,
-        bound,
-        execute,
-        offered=[*tools, SUBMIT_TOOL],
-        max_turns=max_steps,
-        on_text=on_text,
-        done=lambda: bool(plan),
-        unknown_tool=unknown,
-    )
+    with prompt_scope("sgieval:agent/questioning"):
+        loop = await run_tool_loop(
+            agent,
+            msgs,
+            bound,
+            execute,
+            offered=[*tools, SUBMIT_TOOL],
+            max_turns=max_steps,
+            on_text=on_text,
+            done=lambda: bool(plan),
+            unknown_tool=unknown,
+        )
     if loop.stopped in ("answered", "finished") and plan:
         return _clean_plan(SelectionPlan(**plan[-1].model_dump()), catalog, agent, k, seed), trace
     raise ValueError(f"no {SUBMIT_TOOL} call within {max_steps} model turns")

@@ -32,6 +32,7 @@ from ..core.offload import call
 from ..metric_pool.aggregate import Summary, paired_test, summarize
 from ..models.base import NamedModel
 from ..models.calls import ainvoke, message_text
+from ..models.context import prompt_scope
 from .estimate import estimate_blocks
 from ..reports.answer import (
     Answer,
@@ -759,7 +760,8 @@ async def llm_narrative(
     ]
     for attempt in (1, 2):
         try:
-            text = message_text(await ainvoke(agent, msgs)).strip()
+            with prompt_scope("sgieval:agent/reporting"):
+                text = message_text(await ainvoke(agent, msgs)).strip()
         except Exception as e:  # noqa: BLE001
             notes.append(f"narrative call failed: {e}")
             return None, notes

@@ -19,6 +19,7 @@ from typing import Sequence
 
 from ..core import Item, Label, Response, Rubric, Score
 from ..models.base import NamedModel
+from ..models.context import prompt_scope
 from .agreement import Agreement, Statistic
 from .base import ScoringContext
 from .labels import label_estimates, latest_labels
@@ -206,7 +207,8 @@ async def rescore_units(
 
     async def one(item: Item, response: Response) -> list[Score]:
         async with gate:
-            return await metric.score(item, response, ctx)
+            with prompt_scope(f"sgieval:*/{rubric.name}"):  # the prompt family of this rubric's judge calls
+                return await metric.score(item, response, ctx)
 
     todo = [(by_item[i], by_response[(i, m)]) for i, m in units if i in by_item and (i, m) in by_response]
     done = await asyncio.gather(*(one(item, resp) for item, resp in todo))

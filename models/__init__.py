@@ -21,6 +21,8 @@ _PUBLIC: dict[str, str] = {
     "CallContext": "context",
     "call_context": "context",
     "current_call_context": "context",
+    "prompt_scope": "context",
+    "current_prompt_scope": "context",
     "ainvoke": "calls",
     "call_info": "calls",
     "message_text": "calls",

@@ -62,7 +62,7 @@ from ..core import retry as _retry
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
-from .context import DEFAULT_MAX_CONCURRENCY, current_call_context  # noqa: F401 - re-exported
+from .context import DEFAULT_MAX_CONCURRENCY, current_call_context, current_prompt_scope  # noqa: F401 - re-exported
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx."""
@@ -293,6 +293,11 @@ async def ainvoke(
     activated with :meth:`Ledger.activate`, else none).  ``role`` overrides
     ``model.role`` in the ledger.
 
+    Prompt caching: inside a :class:`~sgieval.models.context.prompt_scope`
+    (every judge call of a metric, an agent's calls) an OpenAI chat model gets
+    ``prompt_cache_key`` and an Anthropic one a cache breakpoint at the end of
+    its system message (:func:`prompt_cache_options`).
+
     Retries: at most ``max_attempts`` tries, each bounded by ``timeout_s``
     seconds (None: the run's ``--timeout``, ``CallContext.timeout_s``, else
     :data:`DEFAULT_TIMEOUT_S`), all of them together by ``total_timeout_s``
@@ -344,6 +349,7 @@ async def ainvoke(
         tag = None
     total_s = total_timeout_s if total_timeout_s is not None else 2.0 * timeout_s
     deadline = started + total_s
+    sent, cache_options = prompt_cache_options(model, messages, current_prompt_scope())
     attempt = 0  # attempts made, over every round below
     allowed = max_attempts
     dropped_one = False
@@ -351,7 +357,7 @@ async def ainvoke(
     while True:
         # one round of the one retry policy (sgieval.core.retry) for transient errors; a round ends in a
         # reply, or in an error that the two special retries below may answer once each
-        async def attempt_once(target: Any = target, extra: dict[str, Any] = dict(longer)) -> Any:
+        async def attempt_once(target: Any = target, extra: dict[str, Any] = {**cache_options, **longer}) -> Any:
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise CallTimeSpent(
@@ -363,8 +369,8 @@ async def ainvoke(
                     async with asyncio.timeout(min(timeout_s, left)):
                         if tag is not None:
                             with tag:
-                                return await target.ainvoke(messages, **extra)
-                        return await target.ainvoke(messages, **extra)
+                                return await target.ainvoke(sent, **extra)
+                        return await target.ainvoke(sent, **extra)
                 except (ValueError, KeyError, IndexError, TypeError) as e:
                     why = malformed_reply(e)
                     if why is None:
@@ -459,6 +465,72 @@ def _batched(model: NamedModel) -> bool:
     from .batch import is_batched
 
     return is_batched(model)
+
+
+OPENAI_CHAT_CLASSES = frozenset({"ChatOpenAI", "ChatOpenAIDirect", "AzureChatOpenAI"})
+"""Chat model classes that send OpenAI chat-completions bodies (``prompt_cache_key`` is one of their fields)."""
+
+ANTHROPIC_CHAT_CLASSES = frozenset({"ChatAnthropic", "ChatAnthropicVertex", "ChatAnthropicBedrock"})
+
+CACHE_CONTROL = {"type": "ephemeral"}
+"""Anthropic's cache breakpoint (langchain-anthropic passes a content block's ``cache_control`` on as is)."""
+
+
+def _chat_class(model: NamedModel) -> str:
+    chat = model.chat
+    inner = getattr(chat, "bound", chat)  # a RunnableBinding (tools, structured output) around the chat model
+    return type(inner).__name__
+
+
+def prompt_family(model: NamedModel) -> str | None:
+    """``"openai"`` or ``"anthropic"`` when ``model`` speaks that provider's API (by its chat model's class, else
+    its model string's provider), None otherwise."""
+    cls = _chat_class(model)
+    if cls in OPENAI_CHAT_CLASSES:
+        return "openai"
+    if cls in ANTHROPIC_CHAT_CLASSES:
+        return "anthropic"
+    provider = model.ref.provider if model.ref is not None else ""
+    if provider == "anthropic":
+        return "anthropic"
+    return None
+
+
+def prompt_cache_options(
+    model: NamedModel, messages: Sequence[BaseMessage] | str, scope: str | None
+) -> tuple[Sequence[BaseMessage] | str, dict[str, Any]]:
+    """The messages and call keywords that let a provider cache a family of prompts (:class:`~sgieval.models.
+    context.prompt_scope`).
+
+    Args:
+        model: the model called.
+        messages: the call's messages (a string is left alone).
+        scope: the prompt family (e.g. ``sgieval:*/rigor``), None outside any.
+
+    Returns:
+        ``(messages, keywords)``: for an OpenAI chat model, the messages unchanged and ``{"prompt_cache_key":
+        scope}`` (OpenAI routes requests with one key to the same cache); for an Anthropic chat model, the
+        messages with the first system message's text as one content block carrying ``cache_control:
+        {"type": "ephemeral"}`` (langchain-anthropic's documented way to mark a cache breakpoint: everything up to
+        the end of the system prompt is cached) and no keywords; otherwise, or without ``scope``, both unchanged.
+        The call cache keys the messages as given, before this.
+    """
+    if not scope:
+        return messages, {}
+    family = prompt_family(model)
+    if family == "openai":
+        return messages, {"prompt_cache_key": scope}
+    if family == "anthropic" and not isinstance(messages, str):
+        out = list(messages)
+        for i, m in enumerate(out):
+            if m.type != "system":
+                continue
+            if isinstance(m.content, str) and m.content:
+                block = {"type": "text", "text": m.content, "cache_control": dict(CACHE_CONTROL)}
+                out[i] = m.model_copy(update={"content": [block]})
+            break
+        return out, {}
+    return messages, {}
 
 
 def _masked(msg: BaseMessage) -> BaseMessage:

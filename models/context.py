@@ -25,7 +25,14 @@ from typing import Any
 
 DEFAULT_MAX_CONCURRENCY = 16
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "CallContext", "call_context", "current_call_context"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "CallContext",
+    "call_context",
+    "current_call_context",
+    "prompt_scope",
+    "current_prompt_scope",
+]
 
 
 @dataclass(eq=False)
@@ -177,3 +184,39 @@ class call_context:  # noqa: N801 - a context manager, used like contextlib help
             _current.reset(self._token)
             self._token = None
         self.ctx.close()
+
+
+_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("sgieval_prompt_scope", default=None)
+
+
+def current_prompt_scope() -> str | None:
+    """The prompt scope set by the innermost :class:`prompt_scope` around this call, or None."""
+    return _scope.get()
+
+
+class prompt_scope:  # noqa: N801 - a context manager, used like contextlib helpers
+    """``with prompt_scope("sgieval:*/rigor"): ...``: the model calls made inside (and in the asyncio tasks started
+    inside) belong to one family of prompts that share their start, e.g. every judge prompt of one metric.
+
+    :func:`sgieval.models.calls.ainvoke` sends it to OpenAI chat models as ``prompt_cache_key`` (requests with one
+    key are routed to the same prompt cache) and, for Anthropic chat models, marks the system message's text for
+    caching (``cache_control: {"type": "ephemeral"}``).  Context-local, like :class:`call_context`: two runs or two
+    metrics scoring at once each see their own scope.
+
+    Args:
+        key: the family's name, e.g. ``sgieval:<scope>/<metric>`` or ``sgieval:agent/<step>``; None or "" sets no
+            scope inside the block.
+    """
+
+    def __init__(self, key: str | None):
+        self.key = key or None
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> str | None:
+        self._token = _scope.set(self.key)
+        return self.key
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._token is not None:
+            _scope.reset(self._token)
+            self._token = None

@@ -66,7 +66,7 @@ def _message_view(msg: AIMessage) -> dict:
 
 
 async def _both(
-    reply, options: dict, bind: bool, messages, *, compat: bool = False
+    reply, options: dict, bind: bool, messages, *, compat: bool = False, call_kw: dict | None = None
 ) -> tuple[list[dict], AIMessage, AIMessage]:
     """Both transports against one mock; ChatOpenAIDirect without (``compat`` False) or with the adaptations
     for stricter servers (:func:`sgieval.models.openai_direct.compat_payload`, on by default for every base URL
@@ -77,7 +77,7 @@ async def _both(
         for cls in (ChatOpenAI, ChatOpenAIDirect):
             chat = cls(**kw) if cls is ChatOpenAI else cls(**kw, **({} if compat else {"server_compat": False}))
             runnable = chat.bind_tools([run_python]) if bind else chat
-            out.append(await runnable.ainvoke(messages))
+            out.append(await runnable.ainvoke(messages, **(call_kw or {})))
         log = mock.log()
     return log, out[0], out[1]
 
@@ -165,4 +165,18 @@ async def test_reasoning_text_is_the_one_documented_difference():
     assert log[0]["body"] == log[1]["body"]
     assert direct.additional_kwargs.pop("reasoning_content") == "6 times 7 is 42"
     assert "reasoning_content" not in sdk.additional_kwargs
+    assert _message_view(direct) == _message_view(sdk)
+
+
+@pytest.mark.parametrize("bind", [False, True])
+async def test_prompt_cache_key_is_sent_as_chat_openai_sends_it(bind):
+    """The judge calls' ``prompt_cache_key`` (a call keyword, as models.calls passes it): the same bytes from both
+    transports, the key where the openai SDK puts it (after presence_penalty, before temperature)."""
+    key = {"prompt_cache_key": "sgieval:*/rigor"}
+    log, sdk, direct = await _both("ok", dict(temperature=0, presence_penalty=0.5), bind, CONVERSATION, call_kw=key)
+    assert log[0]["body"] == log[1]["body"]
+    body = json.loads(log[1]["body"])
+    assert body["prompt_cache_key"] == "sgieval:*/rigor" and log[1]["prompt_cache_key"] == "sgieval:*/rigor"
+    keys = list(body)
+    assert keys.index("presence_penalty") < keys.index("prompt_cache_key") < keys.index("temperature")
     assert _message_view(direct) == _message_view(sdk)
