@@ -290,7 +290,8 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
         name="estimate",
     )
     text = (
-        "Estimate made before any call, beside what the run used: input tokens counted with "
+        "Estimate made before any call, beside what the run used (its tokens as the providers reported them): "
+        "input tokens counted with "
         f"{estimate.get('tokenizer') or APPROXIMATION} on the prompts built for every item; "
         f"{estimate.get('typical_output', '')}."
     )

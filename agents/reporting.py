@@ -456,7 +456,8 @@ def items_needed_sentence(
     )
     if need.n_total is None:
         return f"No number of items of the same kind would let the paired test separate them ({need.reason}; {basis})."
-    if need.more == 0:
+    more = need.n_total - need.n_used
+    if more <= 0:
         return (
             f"The power formula ({METHOD}) asks for {need.n_total:,} items, no more than the {need.n_used} used, "
             f"yet the paired test did not separate them, so it gives no count of further items ({basis})."
@@ -465,9 +466,9 @@ def items_needed_sentence(
     if per_item is None:
         cost = f"their cost is not known: {source}"
     else:
-        cost = f"about {need.more * per_item:.4f} USD at {per_item:.6f} USD per item ({source})"
+        cost = f"about {more * per_item:.4f} USD at {per_item:.6f} USD per item ({source})"
     return (
-        f"About {need.more:,} more items of the same kind ({need.n_total:,} in all) would give the paired test 80% "
+        f"About {more:,} more items of the same kind ({need.n_total:,} in all) would give the paired test 80% "
         f"power to separate {best.model} from {runner.model} at the 5% level, two-sided ({METHOD}; {basis}); {cost}."
     )
 

@@ -45,11 +45,13 @@ def _items(tmp: Path, n: int = 50) -> Path:
 
 
 def _reply(body: dict, index: int):
-    """Targets answer 80-257 words; the judge uses every tool round it is offered, then scores each criterion
-    the prompt lists (so the run makes the calls the estimate counts as the upper bound)."""
+    """Targets answer 80-264 words; the judge uses every tool round it is offered, then scores each criterion
+    the prompt lists with 3-7 by the prompt's length (so the run makes the calls the estimate counts as the upper
+    bound, and the two targets end close)."""
     msgs = body["messages"]
     if body["model"].startswith("model-"):
-        return " ".join(["answer"] * (80 + (len(msgs[-1]["content"]) % 60) * 3))
+        extra = 7 if body["model"] == "model-b" else 0
+        return " ".join(["answer"] * (80 + extra + (len(msgs[-1]["content"]) % 60) * 3))
     if body.get("tools") and sum(m["role"] == "tool" for m in msgs) < 3:
         return {
             "content": None,
@@ -57,7 +59,10 @@ def _reply(body: dict, index: int):
         }
     text = "\n".join(m["content"] for m in msgs if isinstance(m.get("content"), str))
     names = re.findall(r"^- (.+?) \(weight [^)]*\)", text, flags=re.M)
-    return json.dumps({"scores": [{"criterion": n, "score": 7, "rationale": "stated", "evidence": []} for n in names]})
+    score = 3 + len(text) % 5  # varies with the item and the answer
+    return json.dumps(
+        {"scores": [{"criterion": n, "score": score, "rationale": "stated", "evidence": []} for n in names]}
+    )
 
 
 def _seen(log: list[dict]) -> dict[str, list[int]]:
@@ -208,3 +213,29 @@ def test_token_counting_and_pricing_by_hand():
     ]
     assert rows[1].usd == pytest.approx(4000 * 2.0 / 1e6 + 300 * 8.0 / 1e6)
     assert rows[0].usd_bound == pytest.approx((10 + 64) / 1e6)
+
+
+def test_more_items_are_priced_at_the_estimated_price_per_item(judged_run):
+    """The top two are not separated on this run: the Answer's "More items" line gives the power calculation's
+    count (checked by hand on the rigor scores) and its cost at the estimate's USD per item."""
+    rt, state, payloads, log, _ = judged_run
+    values: dict[str, dict[str, float]] = {m: {} for m in TARGETS}
+    for line in (rt.store.root / "scores.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        if s["metric"] == "rigor" and s["status"] == "ok":
+            values[s["model"]][s["item_id"]] = s["value"]
+    report = json.loads((rt.store.root / "report.json").read_text())
+    first, second = report["ranking"]["rows"][0]["model"], report["ranking"]["rows"][1]["model"]
+    diffs = [values[first][k] - values[second][k] for k in sorted(values[first])]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    sd = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5
+    total = math.ceil(((1.959963984540054 + 0.8416212335729143) * sd / mean) ** 2)
+    est = payloads[0]["estimate"]
+    per_item = sum(r["usd"] for r in est["rows"]) / 50
+    (line,) = [
+        ln for ln in (rt.store.root / "report.md").read_text().splitlines() if ln.startswith("- **More items:**")
+    ]
+    assert f"About {total - n:,} more items of the same kind ({total:,} in all)" in line
+    assert f"mean {mean:.4g}, SD {sd:.4g} over 50 items" in line
+    assert f"about {(total - n) * per_item:.4f} USD at {per_item:.6f} USD per item (this run's estimate" in line
