@@ -110,11 +110,13 @@ class request_tag:  # noqa: N801 - a context manager
             _tag.reset(self._token)
 
 
-def custom_id(api: str, body: dict[str, Any], tag: str = "") -> str:
-    """The request's ``custom_id``: 48 hex digits of sha256 over the API name, the tag and the body as canonical
-    JSON (sorted keys), so the same request has the same id in every run (Anthropic allows 64 characters of
-    ``[A-Za-z0-9_-]``, OpenAI any string)."""
-    blob = json.dumps({"api": api, "tag": tag, "body": body}, sort_keys=True, ensure_ascii=False, default=str)
+def custom_id(api: str, body: dict[str, Any], tag: str = "", base_url: str = "") -> str:
+    """The request's ``custom_id``: 48 hex digits of sha256 over the API name, the endpoint's base URL (without
+    credentials), the tag and the body as canonical JSON (sorted keys), so the same request to the same endpoint
+    has the same id in every run (Anthropic allows 64 characters of ``[A-Za-z0-9_-]``, OpenAI any string)."""
+    blob = json.dumps(
+        {"api": api, "base_url": base_url, "tag": tag, "body": body}, sort_keys=True, ensure_ascii=False, default=str
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:48]
 
 
@@ -231,6 +233,7 @@ class BatchCollector:
         self._results: dict[str, dict[str, Outcome]] = {}
         self._status: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._clients: dict[Endpoint, Any] = {}
         self.submitted = 0
         """Batches this collector created (not counting batches of an earlier process it resumed)."""
 
@@ -252,7 +255,7 @@ class BatchCollector:
         Raises:
             BatchRequestError: the batch answered this request with an error (its status and body).
         """
-        cid = custom_id(endpoint.api, body, _tag.get() if tag is None else tag)
+        cid = custom_id(endpoint.api, body, _tag.get() if tag is None else tag, endpoint.shown)
         fut = self._futures.get(cid)
         if fut is None or fut.done():
             fut = asyncio.get_running_loop().create_future()
@@ -276,6 +279,13 @@ class BatchCollector:
     def _submission_of(self, cid: str) -> str | None:
         sub = self.journal.requests.get(cid, "")
         return sub if sub.startswith("submission:") else None
+
+    def _client(self, endpoint: Endpoint) -> Any:
+        """The openai SDK's ``AsyncOpenAI`` for ``endpoint`` (one per endpoint; its own retries on 429/5xx)."""
+        client = self._clients.get(endpoint)
+        if client is None:
+            client = self._clients[endpoint] = _openai_client(endpoint)
+        return client
 
     # -- collecting ----------------------------------------------------------------------
     def _enqueue(self, endpoint: Endpoint, w: _Waiting) -> None:
@@ -328,7 +338,7 @@ class BatchCollector:
         }
         try:
             if endpoint.api == "openai":
-                client = _openai_client(endpoint)
+                client = self._client(endpoint)
                 data = "".join(
                     json.dumps(
                         {"custom_id": w.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": w.body}
@@ -408,7 +418,7 @@ class BatchCollector:
         try:
             found: str | None = None
             if endpoint.api == "openai" and entry.get("input_file_id"):
-                client = _openai_client(endpoint)
+                client = self._client(endpoint)
                 found = await _find_openai_batch(client, str(entry["input_file_id"]))
                 if found is None:  # the file was uploaded but no batch made: make it now (once)
                     found = await self._create_openai(client, str(entry["input_file_id"]), sub)
@@ -488,7 +498,7 @@ class BatchCollector:
     async def _retrieve(self, batch_id: str, endpoint: Endpoint, total: int) -> Any:
         """The finished batch's state (what :meth:`_download` reads), or None while it runs."""
         if endpoint.api == "openai":
-            b = await _openai_client(endpoint).batches.retrieve(batch_id)
+            b = await self._client(endpoint).batches.retrieve(batch_id)
             counts = b.request_counts
             done = (counts.completed + counts.failed) if counts is not None else 0
             self._show(batch_id, "openai", str(b.status), done, counts.total if counts is not None else total)
@@ -510,7 +520,7 @@ class BatchCollector:
     async def _download(self, batch_id: str, endpoint: Endpoint, state: Any) -> dict[str, Outcome]:
         out: dict[str, Outcome] = {}
         if endpoint.api == "openai":
-            client = _openai_client(endpoint)
+            client = self._client(endpoint)
             for fid in (state.output_file_id, state.error_file_id):
                 if not fid:
                     continue
@@ -565,7 +575,12 @@ class BatchCollector:
             return
         from ..core.files import write_text_in
 
+        from .context import current_call_context
+
         lines = "".join(json.dumps({"custom_id": k, "status": s, "body": b}) + "\n" for k, (s, b) in results.items())
+        secrets = current_call_context().secrets  # a key a server echoed is not kept in the run folder
+        if secrets and secrets.holds_any(lines):
+            lines = secrets.mask(lines)
         write_text_in(self.journal.root, path, lines)
 
     def _read_saved(self, batch_id: str) -> dict[str, Outcome] | None:

@@ -225,8 +225,8 @@ def test_a_submission_whose_batch_id_was_not_written_is_found_again(tmp_path):
     # a run killed after creating its batch and before writing the batch id: the journal holds the submission
     # (its uploaded file and custom ids) only; the next run finds the batch by its file and submits nothing
     body = {"model": "m", "messages": [{"content": "a b", "role": "user"}], "temperature": 0.0}  # as sent
-    cid = custom_id("openai", body)
     with MockOpenAI(batch_polls=0) as mock:
+        cid = custom_id("openai", body, base_url=mock.url)
         from openai import OpenAI
 
         client = OpenAI(base_url=mock.url, api_key="k")
@@ -437,8 +437,48 @@ def test_a_request_the_batch_answers_with_429_is_retried_in_a_new_batch_and_a_40
         creates = [r["custom_ids"] for r in mock.batch_log() if r["op"] == "batch_create"]
     assert ok.content == "echo: again"
     assert isinstance(bad, ModelCallError) and "HTTP 400" in str(bad) and "batched request failed" in str(bad)
-    again = custom_id(
-        "openai", {"model": "gpt-4o-mini", "messages": [{"content": "again", "role": "user"}], "temperature": 0.0}
-    )
+    body = {"model": "gpt-4o-mini", "messages": [{"content": "again", "role": "user"}], "temperature": 0.0}
+    again = custom_id("openai", body, base_url=mock.url)
     assert len(creates) == 2 and creates[1] == [again]  # only the 429 goes again, in a batch of its own
     assert sorted((r.error is None, r.batch) for r in ledger.records) == [(False, True), (True, True)]
+
+
+def test_a_tool_loop_sends_one_batch_per_round(tmp_path):
+    from langchain_core.tools import tool
+
+    from sgieval.models.tool_loop import run_tool_loop
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look a fact up."""
+        return f"found {query}"
+
+    def answer(body, index):  # round 1: a tool call; round 2 (after the tool result): the final text
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return "final: " + last["content"]
+        return {"tool_calls": [{"name": "lookup", "arguments": {"query": last["content"]}}]}
+
+    with MockOpenAI(replies=answer, batch_polls=0) as mock:
+        chat = BatchChatOpenAI(model="gpt-4.1-mini", base_url=mock.url, api_key="k", temperature=0)
+        judge = NamedModel(name="openai:gpt-4.1-mini", role="judge", chat=chat, provider=mock.url)
+        bound = chat.bind_tools([lookup])
+
+        async def execute(name, args):
+            return lookup.invoke(args)
+
+        async def go():
+            with call_context(
+                CallContext(use_cache=False, batches=BatchCollector(tmp_path, window_s=0.2, poll_s=0.02))
+            ):
+                return await asyncio.gather(
+                    *(
+                        run_tool_loop(judge, [HumanMessage(q)], bound, execute, offered=["lookup"])
+                        for q in ("alpha", "beta", "gamma")
+                    )
+                )
+
+        outs = asyncio.run(go())
+        creates = [len(r["custom_ids"]) for r in mock.batch_log() if r["op"] == "batch_create"]
+    assert [o.last.content for o in outs] == ["final: found alpha", "final: found beta", "final: found gamma"]
+    assert creates == [3, 3]  # the three judges' first turns in one batch, their second turns in the next
