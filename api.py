@@ -482,7 +482,7 @@ def _compare_input(records: RunRecords, label: str) -> Any:
     """The :class:`sgieval.agents.compare.RunInput` of a loaded run, labelled ``label``."""
     from .agents.compare import RunInput
     from .core.files import json_loads_strict, read_bytes_in
-    from .reports.runs import read_run
+    from .reports.runs import additions_text, read_run
 
     report: dict[str, Any] = {}
     try:
@@ -504,6 +504,7 @@ def _compare_input(records: RunRecords, label: str) -> Any:
         specs = {n: (s.higher_is_better, s.scale_label) for n, s in run_metric_specs(records).items()}
     header = report.get("header") if isinstance(report.get("header"), dict) else {}
     primary = str(records.metric_plan.get("primary") or (header or {}).get("primary") or "")
+    entry = read_run(records.run_dir)
     models = [str(m) for m in records.state.get("targets") or []]
     if not models:
         models = list(dict.fromkeys([*(r.model for r in records.responses), *(s.model for s in records.scores)]))
@@ -517,7 +518,8 @@ def _compare_input(records: RunRecords, label: str) -> Any:
         primary=primary,
         specs=specs,
         metric_plan=dict(records.metric_plan),
-        started=read_run(records.run_dir).started,
+        started=entry.started,
+        added=additions_text(entry.added),
         rubrics=_rubric_versions(records.run_dir),
     )
 

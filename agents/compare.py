@@ -68,6 +68,8 @@ class RunInput:
     specs: dict[str, tuple[bool, str]]
     metric_plan: dict[str, Any] = field(default_factory=dict)
     started: str = ""
+    added: str = ""
+    """What ``ask --into`` added to the run, and when ("" for nothing)."""
     rubrics: dict[str, str] = field(default_factory=dict)
     """The run's rubric files (``rubrics/<name>.yaml``) -> the SHA-256 of their bytes: a rubric version."""
 
@@ -310,6 +312,7 @@ def compare_runs(
                 primary=r.primary,
                 n_items=len(r.items),
                 started=r.started,
+                added=r.added,
             )
             for r in runs
         ],

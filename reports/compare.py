@@ -46,6 +46,8 @@ class RunSide:
     primary: str
     n_items: int
     started: str = ""
+    added: str = ""
+    """What ``ask --into`` added to the run, and when (``reports.runs.additions_text``; "" for nothing)."""
 
 
 @dataclass
@@ -242,7 +244,7 @@ class Comparison:
                         r.run_id,
                         r.started.replace("T", " ")[:16] or "unknown",
                         r.request or "(the whole catalog)",
-                        ", ".join(r.models) or "none",
+                        (", ".join(r.models) or "none") + (f" ({r.added})" if r.added else ""),
                         ", ".join(r.judges) or "none",
                         r.primary or "none",
                         r.n_items,

@@ -10,7 +10,7 @@ Everything comes from the files a run wrote, parsed as data and never followed t
 - for a run without a report only, the run's checkpoint through the caller's allowlisted reader (``read_state``,
   e.g. :func:`sgieval.graphs.checkpoints.read_state`; never for a run another process holds): the selected item
   ids, the target model names, whether the metrics were confirmed;
-- ``items.jsonl`` (benchmarks of the selected items), ``ledger.jsonl`` (cost), ``log.jsonl`` (start time, an
+- ``invocations.jsonl`` (what each ``ask --into`` added), ``items.jsonl`` (benchmarks of the selected items), ``ledger.jsonl`` (cost), ``log.jsonl`` (start time, an
   unexpected error), ``report.md`` (a budget stop), the run lock (a run in progress).
 
 A folder that cannot be read (a link in it, an unreadable ``config.json``, a tampered checkpoint) is an entry with
@@ -36,6 +36,8 @@ from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, ru
 from ..core.files import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
 
 __all__ = [
+    "additions_text",
+    "into_additions",
     "COLUMNS",
     "COMPARE_PREFIX",
     "RunEntry",
@@ -127,6 +129,8 @@ class RunEntry:
     scores: int = 0
     problem: str = ""
     viewer: str = ""
+    added: list[dict[str, Any]] = field(default_factory=list)
+    """What each ``ask --into`` added (:func:`into_additions`)."""
 
     def cells(self) -> dict[str, str]:
         """The index's cells as text, by :data:`COLUMNS` key."""
@@ -136,7 +140,7 @@ class RunEntry:
             "request": self.request or "(the whole catalog)",
             "benchmark": (", ".join(self.benchmarks) or "benchmark unknown")
             + (f" ({self.n_items} item{'' if self.n_items == 1 else 's'})" if self.n_items is not None else ""),
-            "models": ", ".join(self.models) or "none",
+            "models": (", ".join(self.models) or "none") + (f" ({additions_text(self.added)})" if self.added else ""),
             "judge": ", ".join(self.judges) or "none",
             "winner": self.winner.text if self.winner else ("no report" if not self.problem else "-"),
             "status": self.status + (f": {self.status_detail}" if self.status_detail else ""),
@@ -238,6 +242,45 @@ def _cost(root: Path) -> tuple[float | None, str]:
     if not known:
         return None, "; ".join(["no call had a known price", *notes[1:]]) if unpriced else "; ".join(notes)
     return float(sum(known)), "; ".join(notes)
+
+
+def into_additions(root: str | Path) -> list[dict[str, Any]]:
+    """What each ``ask --into`` invocation added to the run in ``root``, from its ``invocations.jsonl``: one
+    ``{"invocation": id, "time": ISO UTC, "models": [model strings added], "metric": new ranking metric or ""}``
+    per ``into`` row, in file order ([] without the file or such rows)."""
+    root = Path(root)
+    out: list[dict[str, Any]] = []
+    before: list[str] = []
+    metric = ""
+    for row in _rows(root, "invocations.jsonl"):
+        opts = row.get("options") if isinstance(row.get("options"), dict) else {}
+        models = [str(m) for m in (opts or {}).get("models") or [] if isinstance(m, str)]
+        new_metric = str((opts or {}).get("metric") or "")
+        if row.get("kind") == "into":
+            added = [m for m in models if m not in before]
+            out.append(
+                {
+                    "invocation": str(row.get("id", "")),
+                    "time": str(row.get("time", "")),
+                    "models": added,
+                    "metric": new_metric if new_metric != metric else "",
+                }
+            )
+        if models:
+            before = models
+        metric = new_metric
+    return out
+
+
+def additions_text(added: list[dict[str, Any]]) -> str:
+    """``"replay:openai/4o added by ask --into at 2026-12-01 20:08 UTC"`` for :func:`into_additions`' rows
+    ("" for none)."""
+    parts = []
+    for a in added:
+        what = ", ".join(a["models"]) + (f"; ranking metric {a['metric']}" if a.get("metric") else "")
+        when = str(a.get("time", "")).replace("T", " ")[:16]
+        parts.append(f"{what or 'nothing new'} added by ask --into" + (f" at {when} UTC" if when else ""))
+    return "; ".join(parts)
 
 
 def _winner(report: dict[str, Any]) -> Winner | None:
@@ -371,6 +414,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
         e.n_items = len(items)
     if not e.benchmarks and config.benchmarks:
         e.benchmarks = [str(b) for b in config.benchmarks]
+    e.added = into_additions(root)
     e.winner = _winner(report) if report else None
     e.status, e.status_detail = _status(root, state, log)
     e.cost_usd, e.cost_note = _cost(root)

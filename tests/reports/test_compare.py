@@ -23,15 +23,21 @@ METRIC = "aidan_accepted_answers"
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory) -> Path:
+def two_runs(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """Runs ``first`` and ``second`` of o1-mini and phi4 on the chemistry questions; 4o added to ``second`` with --into."""
     out = tmp_path_factory.mktemp("runs")
-    first = ["ask", CHEM, "--yes", "--out", str(out), "--models", "replay:o1-mini,replay:phi4"]
-    assert runner.invoke(app, first).exit_code == 0
-    (a,) = [p for p in out.iterdir() if p.is_dir()]
-    second = ["ask", CHEM, "--yes", "--out", str(out), "--models", "replay:o1-mini,replay:phi4,replay:openai/4o"]
-    assert runner.invoke(app, second).exit_code == 0
-    (b,) = [p for p in out.iterdir() if p.is_dir() and p != a]
-    return out, a, b
+    for run_id in ("first", "second"):
+        sgieval.evaluate(CHEM, models="replay:o1-mini,replay:phi4", out_dir=out, run_id=run_id)
+    res = runner.invoke(app, ["ask", "--models", "replay:openai/4o", "--into", "second", "--out", str(out), "--yes"])
+    assert res.exit_code == 0, res.output
+    b = out / "second"
+    # --into made no response or score for what the run already had: those are the first invocation's
+    ask, into = (json.loads(x)["id"] for x in (b / "invocations.jsonl").read_text().splitlines())
+    made = Counter(
+        (json.loads(x)["model"], json.loads(x)["invocation"]) for x in (b / "scores.jsonl").read_text().splitlines()
+    )
+    assert made == {("replay:o1-mini", ask): 154, ("replay:phi4:latest", ask): 154, ("replay:openai/4o", into): 154}
+    return out, out / "first", b
 
 
 def _values(run: Path, model: str) -> dict[str, float]:
@@ -103,6 +109,12 @@ def test_compare_two_chemistry_runs_gives_hand_checkable_paired_tests(two_runs):
     assert '<tr class="ranking-row" data-entry="replay:openai/4o" data-rank="2">' in html
     assert '<li class="not-shared" data-kind="models">' in html
     assert f'<a class="run-viewer-link" href="../{a.name}/viewer/index.html">{a.name}</a>' in html
+    # the run extended with --into says what was added, here and in the runs index
+    assert "replay:openai/4o (replay:openai/4o added by ask --into at " in md
+    listed = {e["run_id"]: e for e in json.loads(runner.invoke(app, ["runs", "--out", str(out), "--json"]).output)}
+    (added,) = listed["second"]["added"]
+    assert added["models"] == ["replay:openai/4o"] and listed["first"]["added"] == []
+    assert listed["second"]["models"] == ["replay:o1-mini", "replay:openai/4o", "replay:phi4:latest"]  # by rank
     # the home page lists the comparison
     assert runner.invoke(app, ["view", "--out", str(out)]).exit_code == 0
     assert f'href="compare-{a.name}-{b.name}/index.html"' in (out / "index.html").read_text()
