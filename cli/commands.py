@@ -603,17 +603,22 @@ def report(
         _unexpected(e, d, config.run_id)
 
 
-def _serve(folder: Path, port: int, open_browser: bool, labels: Any = None) -> None:
+def _serve(
+    folder: Path, port: int, open_browser: bool, labels: Any = None, files: dict[str, Path] | None = None
+) -> None:
     """Serve the viewer folder ``folder`` on 127.0.0.1 (``port`` 0: any free port) until Ctrl-C, under a
     random per-session path that only this session's page knows (:class:`sgieval.reports.viewer.ViewerServer`);
     open the browser on it.  ``labels``: the receiver of the page's labels (``sgieval.cli.labels.ViewerLabels``), or
-    None (no labelling form that saves)."""
+    None (no labelling form that saves).  ``files``: the files to serve instead of the viewer folder's (path
+    below the session root -> file; the home page's :func:`sgieval.reports.runs.home_files`)."""
     import webbrowser
 
     from ..reports.viewer import ViewerServer
 
     try:
         server = ViewerServer(folder, port, labels=labels)
+        if files is not None:
+            server.files = files
     except OSError as e:
         fail(
             InputError(
@@ -669,17 +674,12 @@ def view(
 
     Without RUN: write the home page <out>/index.html, the runs index of `sgieval runs` with a link to each run's
     viewer page (a run's viewer is written when it is missing or older than the run's records) and to the
-    comparisons of `sgieval compare`."""
+    comparisons of `sgieval compare`; --serve serves the home page, the runs' viewer pages and the comparison
+    pages (nothing else of the folder)."""
     if run is None:
+        files = _write_home(out_dir)
         if serve:
-            fail(
-                InputError(
-                    "--serve serves one run's viewer",
-                    what="--serve",
-                    fix="give the run (`sgieval view RUN --serve`), or open the home page file without --serve",
-                )
-            )
-        _write_home(out_dir)
+            _serve(out_dir, port, open_browser, files=files)
         return
     d = _run_dir(run, out_dir)
     config = _read_config(d)
@@ -768,11 +768,11 @@ def _viewer_stale(d: Path) -> bool:
     return False
 
 
-def _write_home(out_dir: Path) -> None:
+def _write_home(out_dir: Path) -> dict[str, Path]:
     """``sgieval view`` without a run: write each listed run's missing or stale viewer, then the home page
     ``out_dir/index.html`` (:func:`sgieval.reports.runs.write_runs_page`); a run whose viewer cannot be written
-    is listed with the reason."""
-    from ..reports.runs import list_comparisons, list_runs, read_run, write_runs_page
+    is listed with the reason.  Returns the files ``--serve`` may serve (:func:`sgieval.reports.runs.home_files`)."""
+    from ..reports.runs import home_files, list_comparisons, list_runs, read_run, write_runs_page
 
     if not out_dir.is_dir():
         fail(InputError("no such runs folder", what=str(out_dir), fix="give the folder holding run folders (--out)"))
@@ -794,12 +794,14 @@ def _write_home(out_dir: Path) -> None:
             continue
         entries[k] = read_run(d, read_state=_read_state, base=out_dir)
     try:
-        page = write_runs_page(out_dir, entries, list_comparisons(out_dir))
+        comparisons = list_comparisons(out_dir)
+        page = write_runs_page(out_dir, entries, comparisons)
     except SgievalError as x:
         fail(x)
     out.print(
         f"home: {safe(page)} ({len(entries)} run{'' if len(entries) == 1 else 's'})", soft_wrap=True, highlight=False
     )
+    return home_files(out_dir, entries, comparisons)
 
 
 @app.command()

@@ -37,6 +37,7 @@ from ..core.files import find_links, json_loads_strict, read_bytes_in, split_jso
 
 __all__ = [
     "additions_text",
+    "home_files",
     "into_additions",
     "COLUMNS",
     "COMPARE_PREFIX",
@@ -490,6 +491,30 @@ def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
         if page.is_file() and not page.is_symlink():
             out.append((d.name[len(COMPARE_PREFIX) :], f"{d.name}/index.html"))
     return out
+
+
+def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]]) -> dict[str, Path]:
+    """What the served home page may serve (``sgieval view --serve`` without a run): path below the session root
+    -> file: ``index.html`` (the home page), each listed run's viewer files (``<run>/viewer/...``:
+    :func:`sgieval.reports.viewer.viewer_files`, regular files only) and each comparison page.  Nothing else of
+    the runs folder (records, configs, logs) is served."""
+    from .viewer import viewer_files
+
+    out_dir = Path(out_dir)
+    files: dict[str, Path] = {}
+    page = out_dir / "index.html"
+    if page.is_file() and not page.is_symlink():
+        files["index.html"] = page
+    for r in runs:
+        if r.viewer and r.status != "broken":
+            prefix = Path(r.viewer).parent.as_posix()
+            for rel, p in viewer_files(out_dir / prefix).items():
+                files[f"{prefix}/{rel}"] = p
+    for _title, href in comparisons:
+        p = out_dir / href
+        if p.is_file() and not p.is_symlink():
+            files[href] = p
+    return files
 
 
 def write_runs_page(

@@ -178,3 +178,39 @@ def test_a_run_paused_at_the_metric_confirmation_is_read_from_its_checkpoint(tmp
     assert e["status"] == "stopped"
     assert e["status_detail"] == "at the metric confirmation, nothing evaluated yet (sgieval resume)"
     assert e["n_items"] == 25 and e["winner"] is None and e["responses"] == 0
+
+
+def test_view_serve_without_a_run_serves_the_home_page_and_viewers_only(runs_dir, tmp_path):
+    import re
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    out = tmp_path / "runs"
+    out.mkdir()
+    _copy(runs_dir, out, "first")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sgieval.cli", "view", "--out", str(out), "--serve", "--no-open", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line, deadline = "", time.monotonic() + 60
+        while "serving" not in line:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            line = proc.stdout.readline()
+        m = re.search(r"at (http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]+/)index\.html", line)
+        assert m, line
+        base = m.group(1)
+        home = httpx.get(base + "index.html", timeout=5)
+        assert home.status_code == 200 and '<a class="run-link" href="first/viewer/index.html">' in home.text
+        assert httpx.get(base + "first/viewer/index.html", timeout=5).status_code == 200
+        assert "window.SGV_DATA" in httpx.get(base + "first/viewer/data.js", timeout=5).text
+        for private in ("first/config.json", "first/scores.jsonl", "first/report.json", "../index.html"):
+            assert httpx.get(base + private, timeout=5).status_code == 404, private
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
