@@ -55,7 +55,8 @@ not), "cached_tokens" (with ``prompt_cache``: the cached words counted for it), 
 Batch endpoints (the providers' batch APIs, for ``--batch`` runs): OpenAI's ``POST /v1/files`` (multipart upload
 of a JSONL of ``/v1/chat/completions`` requests with ``custom_id``), ``POST /v1/batches``, ``GET /v1/batches``
 (list), ``GET /v1/batches/{id}`` and ``GET /v1/files/{id}/content``; Anthropic's ``POST /v1/messages/batches``,
-``GET /v1/messages/batches`` (list), ``GET /v1/messages/batches/{id}`` and ``.../{id}/results``.  A batch is "in
+``GET /v1/messages/batches`` (list), ``GET /v1/messages/batches/{id}`` and ``.../{id}/results``; an OpenAI batch
+of requests to more than one model is refused (HTTP 400), as OpenAI does.  A batch is "in
 progress" for ``batch_polls`` retrievals (default 1; an attribute a test may change while the server runs), then
 the next retrieval answers every request with the same replies, faults ("400", "429", "500" become error lines)
 and usage as direct calls, and completes it.  Each batched request is logged in ``/log`` with ``"via": "batch"``;
@@ -703,6 +704,17 @@ class MockOpenAI:
             return JSONResponse({"error": {"message": f"no file {fid}", "type": "invalid_request_error"}}, 400)
         lines = [x for x in data.decode().split("\n") if x.strip()]
         custom_ids = [json.loads(x)["custom_id"] for x in lines]
+        models = {(json.loads(x).get("body") or {}).get("model") for x in lines}
+        if len(models) > 1:  # as OpenAI: "each input file can only include requests to a single model"
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"the batch mixes models {sorted(map(str, models))}",
+                        "type": "invalid_request_error",
+                    }
+                },
+                400,
+            )
         if len(set(custom_ids)) != len(custom_ids):
             return JSONResponse(
                 {"error": {"message": "duplicate custom_id in the batch", "type": "invalid_request_error"}}, 400

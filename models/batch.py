@@ -13,8 +13,9 @@ request body as a direct call would and hands it to the run's :class:`BatchColle
 
 1. names the request by its ``custom_id``: a hash of the request body (and of the repeat index of a repeated
    judge draw, :func:`request_tag`), so the same request is the same id in a resumed run;
-2. collects the requests of one endpoint until none has arrived for ``window_s`` seconds (or ``max_requests``
-   are waiting), then submits them as one batch; a judge with tool rounds therefore sends one batch per round;
+2. collects the requests of one endpoint (and, for OpenAI, which takes one model per batch, of one model) until
+   none has arrived for ``window_s`` seconds (or ``max_requests`` are waiting), then submits them as one batch;
+   a judge with tool rounds therefore sends one batch per round;
 3. polls the batch every ``poll_s`` seconds (:meth:`BatchCollector.progress` is what a progress display shows),
    downloads its results, matches them to the waiting calls by ``custom_id`` and answers each call with the same
    reply body a direct call gets (so the call cache, retries, the ledger and structured output work as for
@@ -225,9 +226,9 @@ class BatchCollector:
         self.poll_s = max(0.01, float(poll_s))
         self.max_requests = max_requests
         self.run_id = run_id
-        self._queues: dict[Endpoint, list[_Waiting]] = {}
-        self._last: dict[Endpoint, float] = {}
-        self._flushers: dict[Endpoint, asyncio.Task] = {}
+        self._queues: dict[tuple[Endpoint, str], list[_Waiting]] = {}
+        self._last: dict[tuple[Endpoint, str], float] = {}
+        self._flushers: dict[tuple[Endpoint, str], asyncio.Task] = {}
         self._futures: dict[str, asyncio.Future] = {}
         self._pollers: dict[str, asyncio.Task] = {}
         self._results: dict[str, dict[str, Outcome]] = {}
@@ -289,26 +290,26 @@ class BatchCollector:
 
     # -- collecting ----------------------------------------------------------------------
     def _enqueue(self, endpoint: Endpoint, w: _Waiting) -> None:
-        queue = self._queues.setdefault(endpoint, [])
+        # OpenAI takes one model per batch ("each input file can only include requests to a single model");
+        # Anthropic's requests each name their own model, so one batch per endpoint
+        key = (endpoint, str(w.body.get("model", "")) if endpoint.api == "openai" else "")
+        queue = self._queues.setdefault(key, [])
         queue.append(w)
-        self._last[endpoint] = time.monotonic()
+        self._last[key] = time.monotonic()
         cap = self.max_requests or MAX_REQUESTS[endpoint.api]
         if len(queue) >= cap or sum(x.size for x in queue) >= MAX_BYTES[endpoint.api]:
-            self._spawn(self._submit(endpoint, self._take(endpoint)))
+            self._spawn(self._submit(endpoint, self._queues.pop(key, [])))
             return
-        if endpoint not in self._flushers or self._flushers[endpoint].done():
-            self._flushers[endpoint] = self._spawn(self._flush_when_quiet(endpoint))
+        if key not in self._flushers or self._flushers[key].done():
+            self._flushers[key] = self._spawn(self._flush_when_quiet(key))
 
-    def _take(self, endpoint: Endpoint) -> list[_Waiting]:
-        return self._queues.pop(endpoint, [])
-
-    async def _flush_when_quiet(self, endpoint: Endpoint) -> None:
-        while self._queues.get(endpoint):
-            left = self._last[endpoint] + self.window_s - time.monotonic()
+    async def _flush_when_quiet(self, key: tuple[Endpoint, str]) -> None:
+        while self._queues.get(key):
+            left = self._last[key] + self.window_s - time.monotonic()
             if left > 0:
                 await asyncio.sleep(left)
                 continue
-            await self._submit(endpoint, self._take(endpoint))
+            await self._submit(key[0], self._queues.pop(key, []))
 
     def _spawn(self, coro: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
@@ -915,13 +916,18 @@ def is_batched(model: NamedModel) -> bool:
     return False
 
 
-def _no_batch(model: NamedModel, why: str) -> InputError:
+def refuse_batch(model: str, why: str) -> InputError:
+    """The error for a ``--batch`` run with model string ``model`` whose provider has no batch API (``why``)."""
     return InputError(
         f"--batch: {why}, so its calls cannot go through a batch API (batch mode supports OpenAI and "
         "OpenAI-compatible servers with /v1/batches, and Anthropic)",
-        what=model.name,
+        what=model,
         fix="drop --batch (the calls are then made directly), or use an openai: or anthropic: model",
     )
+
+
+def _no_batch(model: NamedModel, why: str) -> InputError:
+    return refuse_batch(model.name, why)
 
 
 def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:

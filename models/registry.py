@@ -135,8 +135,10 @@ def resolve_model(
     )
     entry = PROVIDERS.get(ref.provider)
     if batch:
-        from .batch import anthropic_batch_model, batch_model
+        from .batch import anthropic_batch_model, batch_model, refuse_batch
 
+        if ref.provider == "local":  # refused before the embedded model is loaded
+            raise refuse_batch(ref.spec, "the embedded model runs on this machine and has no batch API")
         if ref.provider == "anthropic" and entry is None:
             return anthropic_batch_model(ref, role, temperature=temperature, settings=settings)
         if entry is not None:

@@ -106,7 +106,8 @@ def test_batch_run_scores_as_the_direct_run_at_the_batch_price(batch_env, fresh_
     assert direct_calls == 12
     assert len(log) == 12 and all(e["via"] == "batch" for e in log)
     creates = [r for r in blog if r["op"] == "batch_create"]
-    assert [len(r["custom_ids"]) for r in creates] == [6, 6]  # one batch of target calls, then one of judge calls
+    # one batch per target model (OpenAI takes one model per batch), then one of judge calls
+    assert [len(r["custom_ids"]) for r in creates] == [3, 3, 6]
     assert all(n == 1 for n in mock.submissions().values()) and len(mock.submissions()) == 12
     # the same scores, every one of them
     want, got = _values(direct), _values(batched)
@@ -307,7 +308,7 @@ def test_batch_run_survives_sigkill_while_polling_and_submits_nothing_twice(tmp_
         SGIEVAL_PROGRESS_EVERY="0.2",
         PYTHONUNBUFFERED="1",
     )
-    hold = {0: 10**9, 1: 10**9}  # batch index -> polls in progress before it completes
+    hold = {0: 10**9, 1: 10**9, 2: 10**9}  # batch index -> polls in progress before it completes
     with MockOpenAI(replies=reply, batch_polls=lambda i: hold.get(i, 0)) as mock:
         direct = _evaluate(tmp_path, "direct", mock)
         mock.reset()
@@ -336,30 +337,36 @@ def test_batch_run_survives_sigkill_while_polling_and_submits_nothing_twice(tmp_
         with (tmp_path / "first.err").open("w") as err:
             proc = subprocess.Popen(ask, env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path)
             # killed while the provider says the target batch is in progress
-            _wait_for(lambda: _in_progress(mock, "batch_mock_0") and proc.poll() is None, what="the target batch")
+            # the two target batches (one per model) are in progress
+            _wait_for(
+                lambda: (
+                    _in_progress(mock, "batch_mock_0") and _in_progress(mock, "batch_mock_1") and proc.poll() is None
+                ),
+                what="the target batches",
+            )
             time.sleep(0.5)  # a few polls, and progress lines
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(30)
         run_dir = next(p for p in (tmp_path / "runs").iterdir() if p.name != "direct")
         assert "batch batch_mock_0 in_progress" in (tmp_path / "first.err").read_text()  # the progress display
         assert not (run_dir / "responses.jsonl").exists() or not (run_dir / "responses.jsonl").read_text()
-        hold[0] = 0  # the provider finishes the target batch; the judge batch stays in progress
+        hold[0] = hold[1] = 0  # the provider finishes the target batches; the judge batch stays in progress
         with (tmp_path / "second.err").open("w") as err:
             proc = subprocess.Popen(
                 [*args, "resume", str(run_dir)], env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path
             )
-            _wait_for(lambda: _in_progress(mock, "batch_mock_1") and proc.poll() is None, what="the judge batch")
+            _wait_for(lambda: _in_progress(mock, "batch_mock_2") and proc.poll() is None, what="the judge batch")
             time.sleep(0.3)
             os.kill(proc.pid, signal.SIGKILL)  # killed again, now while the judge batch is polled
             proc.wait(30)
-        hold[1] = 0
+        hold[2] = 0
         res = subprocess.run(
             [*args, "resume", str(run_dir)], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300
         )
         assert res.returncode == 0, res.stderr[-3000:]
         blog, log = mock.batch_log(), mock.log()
     creates = [r for r in blog if r["op"] == "batch_create"]
-    assert [len(r["custom_ids"]) for r in creates] == [6, 6]  # one target batch, one judge batch: never again
+    assert [len(r["custom_ids"]) for r in creates] == [3, 3, 6]  # a target batch per model, one judge batch: once
     subs = mock.submissions()
     assert len(subs) == 12 and set(subs.values()) == {1}  # every request submitted exactly once
     assert len(log) == 12  # and answered once
@@ -401,7 +408,8 @@ def test_an_anthropic_judge_scores_through_message_batches(batch_env, monkeypatc
         )
         ops = [(r["op"], len(r.get("custom_ids") or [])) for r in mock.batch_log() if "create" in r["op"]]
     assert run.report is not None
-    assert ops == [("batch_create", 6), ("msgbatch_create", 6)]  # targets on OpenAI, then the judge on Anthropic
+    # the targets on OpenAI (a batch per model), then the judge on Anthropic
+    assert ops == [("batch_create", 3), ("batch_create", 3), ("msgbatch_create", 6)]
     values = _values(tmp_path / "runs" / "anthropic")
     for item in ("q1", "q2", "3"):
         assert values[(f"jsonl:sample_qa/{item}", "openai:gpt-4o-mini", "rigor")] == 80.0
@@ -482,3 +490,45 @@ def test_a_tool_loop_sends_one_batch_per_round(tmp_path):
         creates = [len(r["custom_ids"]) for r in mock.batch_log() if r["op"] == "batch_create"]
     assert [o.last.content for o in outs] == ["final: found alpha", "final: found beta", "final: found gamma"]
     assert creates == [3, 3]  # the three judges' first turns in one batch, their second turns in the next
+
+
+@pytest.mark.parametrize("spec", ["local:smollm2", "local:qwen2.5-0.5b"])
+def test_the_embedded_model_is_refused_before_it_is_loaded(batch_env, spec):
+    tmp_path = batch_env
+    with pytest.raises(InputError) as e:
+        sgieval.evaluate(
+            "Which model is most rigorous?", models=spec, benchmark=str(BENCH), out_dir=tmp_path, batch=True
+        )
+    msg = e.value.one_line()
+    assert spec in msg and "the embedded model runs on this machine and has no batch API" in msg
+    assert "drop --batch" in msg
+
+
+def test_the_progress_line_shows_a_pending_batch(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from sgieval.cli.progress import RunProgress
+
+    with MockOpenAI(batch_polls=10**6) as mock:
+        chat = BatchChatOpenAI(model="gpt-4o-mini", base_url=mock.url, api_key="k", temperature=0)
+        named = NamedModel(name="openai:gpt-4o-mini", role="target", chat=chat, provider=mock.url)
+        collector = BatchCollector(tmp_path, window_s=0.05, poll_s=0.02)
+        progress = RunProgress(Console(file=io.StringIO(), force_terminal=False), lambda: None, 0, lambda: collector)
+        assert progress.batches() == ""
+
+        async def go():
+            with call_context(CallContext(use_cache=False, batches=collector)):
+                task = asyncio.ensure_future(
+                    asyncio.gather(*(ainvoke(named, [HumanMessage(w)]) for w in ("one", "two", "three", "four")))
+                )
+                while "in_progress" not in progress.batches():
+                    await asyncio.sleep(0.02)
+                line = progress.line()
+                task.cancel()
+                return line
+
+        line = asyncio.run(go())
+    # 4 requests; the mock reports 4 * polls // (polls needed + 1) finished, at most 3 while in progress: 0 here
+    assert line.endswith(", batch batch_mock_0 in_progress 0/4"), line
