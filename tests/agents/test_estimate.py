@@ -239,3 +239,37 @@ def test_more_items_are_priced_at_the_estimated_price_per_item(judged_run):
     assert f"About {total - n:,} more items of the same kind ({total:,} in all)" in line
     assert f"mean {mean:.4g}, SD {sd:.4g} over 50 items" in line
     assert f"about {(total - n) * per_item:.4f} USD at {per_item:.6f} USD per item (this run's estimate" in line
+
+
+def test_cached_answers_are_counted_as_cached_and_judged_as_they_are(tmp_path, fresh_call_cache):
+    """A second run of the same targets at temperature 0 finds their answers in the call cache: the dry run
+    counts those calls as cached (no cost), and its judge prompts carry the cached answers, so the judge's input
+    tokens are what the first run's judge requests had."""
+    from sgieval import evaluate
+
+    items = _items(tmp_path, 10)
+    common = dict(
+        benchmark=str(items), models=TARGETS, judge="openai:judge", out_dir=str(tmp_path / "runs"), prices=PRICES
+    )
+    with MockOpenAI(replies=_reply, log_bodies=True) as mock:
+        first = evaluate(REQUEST, base_url=mock.url, bootstrap_resamples=99, **common)
+        assert first.report is not None
+        judged = _seen(mock.log())["openai:judge"]
+        mock.reset()
+        dry = evaluate(REQUEST, base_url=mock.url, dry_run=True, **common)
+        assert mock.log() == []
+    rows = {r["model"]: r for r in dry.estimate["rows"]}
+    assert (rows["openai:model-a"]["calls"], rows["openai:model-a"]["cached_calls"]) == (0, 10)
+    assert rows["openai:model-a"]["usd"] == 0.0
+    assert rows["openai:judge"]["calls"] == judged[0]
+    assert rows["openai:judge"]["input_tokens"] == judged[1]
+    assert "openai:model-a (target): 0 calls (+10 from the call cache)" in dry.estimate["lines"][0]
+
+
+def test_list_prices_come_from_genai_prices():
+    from sgieval.models.accounting import price_call
+
+    (row,) = summarise([CallPlan("openai:gpt-4o", "judge", {}, 10_000, 2_000, None)], [], None)
+    assert row.usd == pytest.approx(price_call("openai:gpt-4o", {"input": 10_000, "output": 2_000}))
+    assert row.usd == pytest.approx(10_000 * 2.5 / 1e6 + 2_000 * 10.0 / 1e6)  # gpt-4o: 2.50 / 10.00 USD per 1M
+    assert row.price_source.startswith("genai-prices ")
