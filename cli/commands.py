@@ -883,6 +883,9 @@ def compare(
     ),
     resamples: int = typer.Option(10000, "--resamples", help="Resamples of the paired tests and bootstrap CIs."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the paired tests and bootstrap CIs."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the comparison as JSON (compare.json) instead of Markdown."
+    ),
 ) -> None:
     """Compare runs: items matched by id, models by name.  The same model in two runs gets a paired comparison on
     the shared items (difference, 95% CI, paired permutation test: a change is real only when p < 0.05); every
@@ -908,6 +911,9 @@ def compare(
         fail(e)
     except OSError as e:
         _unexpected(e)
+    if as_json:
+        typer.echo(read_text_in(paths["json"].parent, paths["json"]))
+        return
     typer.echo(escape_control_chars(result.to_markdown()))
     out.print(f"report: {safe(paths['markdown'])}", soft_wrap=True, highlight=False)
     out.print(f"viewer: {safe(paths['page'])}", soft_wrap=True, highlight=False)

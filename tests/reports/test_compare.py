@@ -73,6 +73,8 @@ def test_compare_two_chemistry_runs_gives_hand_checkable_paired_tests(two_runs):
     folder = out / f"compare-{a.name}-{b.name}"
     assert f"report: {folder / 'compare.md'}" in " ".join(res.output.split())
     data = json.loads((folder / "compare.json").read_text())
+    as_json = runner.invoke(app, ["compare", a.name, b.name, "--out", str(out), "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.output) == data
     o1, phi, gpt = (_values(b, m) for m in ("replay:o1-mini", "replay:phi4:latest", "replay:openai/4o"))
     assert len(o1) == len(phi) == len(gpt) == 25 and data["shared_items"] == sorted(o1)
     # the same model in both runs: the same stored answers, so every paired difference is 0 and p = 1
@@ -185,6 +187,18 @@ def test_a_changed_model_gets_the_exact_paired_test_and_unshared_parts_are_named
         ("rubric rigor.yaml", ["sha256 aaaaaaaaaaaa", "sha256 bbbbbbbbbbbb"]),
     ]
     assert "The runs differ in judges, rubric extra.yaml, rubric rigor.yaml (table above)" in " ".join(c.limits)
+    # a model whose every score failed in the second run: nothing is paired, and it is ranked unscored there
+    b.models.append("f")
+    b.scores += [Score(item_id=i, model="f", metric="acc", status="judge_error", error="timeout") for i in ids[:8]]
+    a.models.append("f")
+    a.scores += [Score(item_id=i, model="f", metric="acc", value=1.0) for i in ids]
+    c = compare_runs([a, b], n_resamples=999)
+    (f,) = [ch for ch in c.changes if ch.model == "f"]
+    assert (f.n, f.p, f.real, f.verdict) == (0, None, None, "untested")
+    assert f.sentence() == "f on acc, A -> B: no item scored in both runs, so nothing is compared."
+    rows = {r.entry: r for r in c.ranking}
+    assert rows["f [B]"].rank == "unscored" and rows["f [B]"].ci == "7 failed (judge_error): timeout"
+    assert rows["f [A]"].mean == 1.0 and rows["f [A]"].n == 7
     # a run sharing no item with the other
     lone = _run("C", {"m": {"z": 1.0}}, {"z": "other"})
     with pytest.raises(InputError, match="the runs share no item"):
