@@ -129,7 +129,7 @@ def test_a_benchmarks_metric_scores_its_items_only_and_an_all_benchmark_metric_e
 def test_the_built_in_metrics_come_from_the_registry(two_scopes):
     """Every predefined metric of a built-in benchmark is a registered ``@metric(scope=<benchmark>,
     predefined=True)`` entry, built restricted to that benchmark's items: the registry is the one list."""
-    for defn in benchmarks.all():
+    for defn in benchmarks.definitions():
         if defn.name == "capitals":
             continue
         built = benchmarks.predefined_metrics([defn.name])
