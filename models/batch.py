@@ -730,11 +730,32 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def anthropic_messages(messages: Sequence[BaseMessage]) -> tuple[str | None, list[dict[str, Any]]]:
-    """LangChain messages as the Messages API takes them: (system text or None, messages), consecutive messages
-    of one role merged (the API alternates user and assistant), a tool result as a ``tool_result`` block of a
-    user message, an AI message's tool calls as ``tool_use`` blocks."""
-    system: list[str] = []
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """Message content as Anthropic content blocks: a string as one text block; a list's text blocks kept with
+    their ``cache_control`` (a cache breakpoint), other strings as text blocks."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    out: list[dict[str, Any]] = []
+    for b in content if isinstance(content, list) else [content]:
+        if isinstance(b, dict) and b.get("type") == "text":
+            block = {"type": "text", "text": str(b.get("text", ""))}
+            if isinstance(b.get("cache_control"), dict):
+                block["cache_control"] = dict(b["cache_control"])
+            out.append(block)
+        elif isinstance(b, str):
+            out.append({"type": "text", "text": b})
+    return out
+
+
+def anthropic_messages(
+    messages: Sequence[BaseMessage],
+) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """LangChain messages as the Messages API takes them: (system, messages).  The system prompt is a string, or
+    a list of text blocks when one carries ``cache_control`` (the cache breakpoint
+    :func:`sgieval.models.calls.prompt_cache_options` sets); consecutive messages of one role are merged (the API
+    alternates user and assistant), a tool result is a ``tool_result`` block of a user message, an AI message's
+    tool calls are ``tool_use`` blocks."""
+    system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
@@ -745,7 +766,7 @@ def anthropic_messages(messages: Sequence[BaseMessage]) -> tuple[str | None, lis
 
     for m in messages:
         if isinstance(m, SystemMessage):
-            system.append(_text(m.content))
+            system += _blocks(m.content)
         elif isinstance(m, ToolMessage):
             add("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": _text(m.content)}])
         elif isinstance(m, AIMessage):
@@ -758,10 +779,14 @@ def anthropic_messages(messages: Sequence[BaseMessage]) -> tuple[str | None, lis
                 )
             add("assistant", blocks or [{"type": "text", "text": ""}])
         elif isinstance(m, HumanMessage) or getattr(m, "type", "") == "human":
-            add("user", [{"type": "text", "text": _text(m.content)}])
+            add("user", _blocks(m.content))
         else:
             raise TypeError(f"cannot send a {type(m).__name__} to the Anthropic Messages API")
-    return ("\n\n".join(system) if system else None), out
+    if not system:
+        return None, out
+    if any("cache_control" in b for b in system):
+        return system, out
+    return "\n\n".join(b["text"] for b in system), out
 
 
 def anthropic_result(message: dict[str, Any], model_name: str) -> ChatResult:

@@ -467,10 +467,12 @@ def _batched(model: NamedModel) -> bool:
     return is_batched(model)
 
 
-OPENAI_CHAT_CLASSES = frozenset({"ChatOpenAI", "ChatOpenAIDirect", "AzureChatOpenAI"})
+OPENAI_CHAT_CLASSES = frozenset({"ChatOpenAI", "ChatOpenAIDirect", "AzureChatOpenAI", "BatchChatOpenAI"})
 """Chat model classes that send OpenAI chat-completions bodies (``prompt_cache_key`` is one of their fields)."""
 
-ANTHROPIC_CHAT_CLASSES = frozenset({"ChatAnthropic", "ChatAnthropicVertex", "ChatAnthropicBedrock"})
+ANTHROPIC_CHAT_CLASSES = frozenset(
+    {"ChatAnthropic", "ChatAnthropicVertex", "ChatAnthropicBedrock", "ChatAnthropicBatch"}
+)
 
 CACHE_CONTROL = {"type": "ephemeral"}
 """Anthropic's cache breakpoint (langchain-anthropic passes a content block's ``cache_control`` on as is)."""

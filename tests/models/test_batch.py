@@ -26,7 +26,7 @@ from sgieval.models.accounting import Ledger
 from sgieval.models.base import NamedModel, repeat_of
 from sgieval.models.batch import BatchCollector, BatchChatOpenAI, ChatAnthropicBatch, custom_id
 from sgieval.models.calls import ainvoke
-from sgieval.models.context import CallContext, call_context
+from sgieval.models.context import CallContext, call_context, prompt_scope
 from sgieval.tests.conftest import FIXTURES
 
 BENCH = FIXTURES / "jsonl" / "sample_qa.jsonl"
@@ -145,7 +145,7 @@ class Verdict(BaseModel):
 
 def test_ledger_prices_a_batched_call_at_the_batch_rate(tmp_path):
     # "one two three" is 3 prompt tokens on the mock; the reply "echo: one two three" 4 completion tokens
-    with MockOpenAI(batch_polls=0) as mock:
+    with MockOpenAI(batch_polls=0, log_bodies=True) as mock:
         chat = BatchChatOpenAI(model="gpt-4o-mini", base_url=mock.url, api_key="k", temperature=0)
         named = NamedModel(name="openai:gpt-4o-mini", role="target", chat=chat, provider=mock.url)
         priced = NamedModel(name="openai:my-model", role="judge", chat=chat, provider=mock.url)
@@ -156,10 +156,13 @@ def test_ledger_prices_a_batched_call_at_the_batch_rate(tmp_path):
                 CallContext(use_cache=False, batches=BatchCollector(tmp_path, window_s=0.05, poll_s=0.02))
             ):
                 a = await ainvoke(named, [HumanMessage("one two three")], ledger=ledger)
-                b = await ainvoke(priced, [HumanMessage("one two three")], ledger=ledger)
+                with prompt_scope("sgieval:*/rigor"):
+                    b = await ainvoke(priced, [HumanMessage("one two three")], ledger=ledger)
             return a, b
 
         a, b = asyncio.run(go())
+        keys = [json.loads(e["body"]).get("prompt_cache_key") for e in mock.log()]
+    assert keys == [None, "sgieval:*/rigor"]  # a batched OpenAI request carries the prompt family's cache key
     assert a.content == "echo: one two three" and b.content == a.content
     gpt, mine = ledger.records
     assert (gpt.input_tokens, gpt.output_tokens, gpt.batch) == (3, 4, True)
@@ -185,7 +188,7 @@ def test_anthropic_message_batches_answer_text_and_structured_calls(tmp_path, mo
             }
         return "Paris is the capital."
 
-    with MockOpenAI(replies=answer, batch_polls=1) as mock:
+    with MockOpenAI(replies=answer, batch_polls=1, log_bodies=True) as mock:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "ak")
         root = mock.url.removesuffix("/v1")
         chat = ChatAnthropicBatch(model="claude-sonnet-4-5", api_key="ak", base_url=root, temperature=0)
@@ -201,14 +204,18 @@ def test_anthropic_message_batches_answer_text_and_structured_calls(tmp_path, mo
             ):
                 msgs = [SystemMessage("You are terse."), HumanMessage("What is the capital of France?")]
                 repeat = repeat_of(model, 1)
-                return await asyncio.gather(
-                    ainvoke(model, msgs, ledger=ledger),
-                    ainvoke(repeat, msgs, ledger=ledger),  # the same body, a second draw: its own request
-                    ainvoke(structured, [HumanMessage("Rate this.")], ledger=ledger),
-                )
+                with prompt_scope("sgieval:*/rigor"):  # a family of prompts: the system prompt is a cache breakpoint
+                    return await asyncio.gather(
+                        ainvoke(model, msgs, ledger=ledger),
+                        ainvoke(repeat, msgs, ledger=ledger),  # the same body, a second draw: its own request
+                        ainvoke(structured, [HumanMessage("Rate this.")], ledger=ledger),
+                    )
 
         text, again, rated = asyncio.run(go())
         blog = mock.batch_log()
+        bodies = [json.loads(e["body"]) for e in mock.log()]
+    systems = [b.get("system") for b in bodies]
+    assert systems.count([{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]) == 2
     assert mode == "function_calling"
     assert text.content == again.content == "Paris is the capital."
     assert rated.tool_calls[0]["args"] == {"score": 7, "reason": "sound"}
