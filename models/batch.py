@@ -738,7 +738,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for b in content if isinstance(content, list) else [content]:
         if isinstance(b, dict) and b.get("type") == "text":
-            block = {"type": "text", "text": str(b.get("text", ""))}
+            block: dict[str, Any] = {"type": "text", "text": str(b.get("text", ""))}
             if isinstance(b.get("cache_control"), dict):
                 block["cache_control"] = dict(b["cache_control"])
             out.append(block)
