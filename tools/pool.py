@@ -15,6 +15,13 @@ when it failed) into every active :class:`CallBudget`.  Open one per score::
 Budgets live in a ContextVar, so concurrent scores (threads, asyncio tasks)
 keep separate evidence; LangChain runs sync tools in executor threads with a
 copy of the context, so agent calls are recorded too.
+
+Results are cached per query within the pool, which is the run's (one pool per
+run, never shared between runs): a call of a tool with the same validated
+arguments as an earlier successful call of that pool returns the earlier
+result without running the tool again; it still counts against the budgets and
+is recorded, with ``details: {"cached": True}`` and ``duration_s`` 0.  Failed
+calls are not cached.
 """
 
 from __future__ import annotations
@@ -147,11 +154,24 @@ class ToolPool:
     WebPage), ``budget(n)``.
     """
 
-    def __init__(self, specs: Iterable[_Spec], *, sandbox: Sandbox | None = None, search: WebSearch | None = None):
+    def __init__(
+        self,
+        specs: Iterable[_Spec],
+        *,
+        sandbox: Sandbox | None = None,
+        search: WebSearch | None = None,
+        cache: bool = True,
+    ):
         self._specs = {s.name: s for s in specs}
         self.sandbox = sandbox
         self.search = search
         self._tools: list[Any] | None = None
+        self.cache = cache
+        """Serve a repeated query (same tool, same validated arguments) from this pool's earlier result."""
+        self._results: dict[tuple[str, str], Any] = {}
+        self._results_lock = threading.Lock()
+        self.cache_hits = 0
+        """Calls answered from the pool's results (the tool did not run again)."""
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -308,6 +328,17 @@ class ToolPool:
         for b in budgets:
             b._reserve(spec.name)
         ev: dict[str, Any] = {"tool": spec.name, "input": _clip_input(args)}
+        key = (spec.name, _query_key(args)) if self.cache else None
+        if key is not None:
+            with self._results_lock:
+                hit = key in self._results
+                out = self._results.get(key)
+                self.cache_hits += hit
+            if hit:
+                ev.update(output=summarize_output(out), duration_s=0.0, details={"cached": True})
+                for b in budgets:
+                    b._record(ev)
+                return out, ev
         t0 = time.perf_counter()
         try:
             out = spec.fn(**args)
@@ -320,6 +351,9 @@ class ToolPool:
             raise
         ev["output"] = summarize_output(out)
         ev["duration_s"] = round(time.perf_counter() - t0, 4)
+        if key is not None:
+            with self._results_lock:
+                self._results.setdefault(key, out)
         for b in budgets:
             b._record(ev)
         return out, ev
@@ -359,6 +393,13 @@ class ToolPool:
                 )
             self._tools = tools
         return list(self._tools)
+
+
+def _query_key(args: dict[str, Any]) -> str:
+    """The cache key of a tool's validated arguments: canonical JSON (bytes as their repr)."""
+    import json
+
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def _bind(fn: Callable[..., Any], name: str) -> Callable[..., Any]:

@@ -165,3 +165,43 @@ def test_python_tool_unavailable_is_clear(monkeypatch):
     pool = ToolPool.from_names(["python"], unsafe_local_exec=True)
     out, _ = pool.call("python", code="print('ok')")
     assert (out.stdout, out.backend) == ("ok\n", "unsafe-local")
+
+
+def test_a_repeated_query_is_served_from_the_runs_pool_and_never_from_another_run(corpus, monkeypatch):
+    """One pool per run: the same tool and arguments twice run the tool once (the second call is recorded as
+    cached, counts against the budget, returns the same result); a failed call is not cached; another run's pool
+    (another ToolPool) runs the query again."""
+    pool = ToolPool.from_names(["search"], corpus_dir=corpus)
+    ran: list[str] = []
+    real = pool.search.search
+    monkeypatch.setattr(pool.search, "search", lambda q, *a, **kw: ran.append(q) or real(q, *a, **kw))
+    with pool.budget(3) as b:
+        first, ev1 = pool.call("web_search", query="graphene", max_results=2)
+        again, ev2 = pool.call("search", query="graphene", max_results=2)  # the alias: the same tool and query
+        other, _ = pool.call("web_search", query="graphene", max_results=1)  # other arguments: run
+    assert ran == ["graphene", "graphene"] and again is first and len(other.hits) == 1
+    assert "details" not in ev1 and ev2["details"] == {"cached": True} and ev2["duration_s"] == 0.0
+    assert ev2["output"] == ev1["output"] and (b.used, pool.cache_hits) == (3, 1)
+    s = Score(item_id="x/1", model="m", metric="m1", value=1.0, evidence=b.calls)
+    assert [e.details.get("cached", False) for e in s.evidence] == [False, True, False]
+    # a failure is not kept: the next call tries again
+    calls = {"n": 0}
+
+    def flaky(q, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("search backend down")
+        return real(q, *a, **kw)
+
+    monkeypatch.setattr(pool.search, "search", flaky)
+    with pytest.raises(RuntimeError):
+        pool.call("web_search", query="holes")
+    pool.call("web_search", query="holes")
+    assert calls["n"] == 2
+    # another run's pool has its own results
+    run2 = ToolPool.from_names(["search"], corpus_dir=corpus)
+    ran2: list[str] = []
+    real2 = run2.search.search
+    monkeypatch.setattr(run2.search, "search", lambda q, *a, **kw: ran2.append(q) or real2(q, *a, **kw))
+    run2.call("web_search", query="graphene", max_results=2)
+    assert ran2 == ["graphene"] and run2.cache_hits == 0
