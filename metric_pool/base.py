@@ -148,10 +148,6 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-Computed = MetricResult
-"""What a metric function of :class:`FunctionMetric` returns."""
-
-
 def _result(out: Any, fn: Any) -> MetricResult:
     if not isinstance(out, MetricResult):
         raise TypeError(
@@ -174,7 +170,7 @@ class FunctionMetric(Metric):
     def __init__(
         self,
         specs: MetricSpec | Sequence[MetricSpec],
-        fn: Callable[[Item, Response], Any] | Sequence[Callable[[Item, Response], Computed]],
+        fn: Callable[[Item, Response], Any] | Sequence[Callable[[Item, Response], MetricResult]],
     ):
         self.specs = [specs] if isinstance(specs, MetricSpec) else list(specs)
         self.fns = list(fn) if not callable(fn) else None
