@@ -61,7 +61,8 @@ class MetricEntry:
         qualities: quality -> the request patterns naming it: regular expressions matched case-insensitively on
             word boundaries, each of which must occur in the request (``("novel\\w*|original", "against (?:the
             )?literature")``: novelty, and a comparison with the literature); by default the quality itself.
-        factory: ``factory(options) -> Metric`` (``options``: this metric's entry of the run's metric options).
+        factory: ``factory(options) -> Metric`` (``options``: the run's metric options, option name -> value;
+            a metric with options of its own reads them under its name, e.g. ``options["retrieval_novelty"]``).
         offer: when the agent model may choose it (:data:`Offer`); None: always.
         unavailable: why it is not offered when ``offer`` says no (shown in the plan's notes), e.g.
             "retrieval novelty needs --corpus <folder> or the search tool".
