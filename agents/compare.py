@@ -270,7 +270,7 @@ def compare_runs(
     ranking: list[RankRow] = []
     pairs: list[dict[str, Any]] = []
     groups: list[list[Any]] = []
-    if len(entries) >= 2:
+    if len(seen) >= 2 and len(entries) >= 2:  # one model alone: its changes above are the whole comparison
         stats = order_stats(ranking_stats(pooled, metric, labels, n_resamples, seed), hib)
         ranked = [s for s in stats if s.summary is not None]
         pairs = adjacent_pair_tests(pooled, metric, ranked, n_resamples=n_resamples, seed=seed)
@@ -398,6 +398,11 @@ def _limits(c: Comparison, entries: list[tuple[str, str, list[int]]], seen: dict
         out.append(
             "\"Not a real change\" means the paired test does not separate the runs on these items, not that the "
             "model scores the same: the 95% CI of the difference is the range of changes the data still allow."
+        )
+    if any(ch.real and not ch.identical for ch in [*c.changes, *c.other_changes]):
+        out.append(
+            "A real change says a model's scores differ between the runs, not why: whatever differs between them "
+            "(the model behind the name, its prompt, sampling, a judge's replies) may cause it."
         )
     if c.config_diff:
         out.append(

@@ -16,6 +16,7 @@ import sgieval
 from sgieval.agents.compare import RunInput, compare_runs
 from sgieval.cli import app
 from sgieval.core import InputError, Item, RunConfig, Score
+from sgieval.tests.conftest import routed
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
@@ -203,3 +204,40 @@ def test_a_changed_model_gets_the_exact_paired_test_and_unshared_parts_are_named
     lone = _run("C", {"m": {"z": 1.0}}, {"z": "other"})
     with pytest.raises(InputError, match="the runs share no item"):
         compare_runs([a, lone])
+
+
+def test_a_new_prompt_version_of_one_model_is_a_real_change_by_the_exact_paired_test(tmp_path):
+    """The same target model name answers 2 of 8 questions in run v1 and all 8 in run v2 (a new prompt version):
+    the paired differences are 0, 0 and six 1s; of the 2**8 sign patterns, 8 reach |sum| = 6, so p = 8/256."""
+    capitals = [("France", "Paris"), ("Japan", "Tokyo"), ("Italy", "Rome"), ("Spain", "Madrid")]
+    capitals += [("Egypt", "Cairo"), ("Peru", "Lima"), ("Kenya", "Nairobi"), ("Chile", "Santiago")]
+    bench = tmp_path / "capitals.jsonl"
+    bench.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"c{k}", "prompt": f"What is the capital of {c}?", "reference": a, "task": "short_answer"}
+            )
+            + "\n"
+            for k, (c, a) in enumerate(capitals)
+        )
+    )
+    v1 = routed("m", [(f"capital of {c}", a if k < 2 else "I do not know") for k, (c, a) in enumerate(capitals)])
+    v2 = routed("m", [(f"capital of {c}", a) for c, a in capitals])
+    runs = [
+        sgieval.evaluate("", models=[m], benchmark=str(bench), out_dir=tmp_path, run_id=r)
+        for m, r in ((v1, "v1"), (v2, "v2"))
+    ]
+    c = sgieval.compare(*runs)
+    assert c.metric == "exact_match"
+    (ch,) = c.changes
+    before, after = (
+        {s.item_id: s.value for s in r.scores if s.metric == "exact_match" and s.item_id != "*"} for r in runs
+    )
+    diffs = [after[i] - before[i] for i in sorted(before)]
+    assert sorted(diffs) == [0, 0, 1, 1, 1, 1, 1, 1]
+    flips = [sum(s * d for s, d in zip(signs, diffs)) for signs in itertools.product((1, -1), repeat=8)]
+    assert ch.p == sum(abs(f) >= abs(sum(diffs)) for f in flips) / 256 == 8 / 256  # exact: 2**8 <= 10000 resamples
+    assert (ch.n, ch.mean_a, ch.mean_b, ch.mean_diff) == (8, 0.25, 1.0, 0.75) and ch.verdict == "real change"
+    assert c.ranking == []  # one model: its paired change is the comparison, not a ranking of it against itself
+    assert "paired permutation test p = 0.0312: a real change at the 5% level." in c.answer[0]
+    assert any(s.startswith("A real change says a model's scores differ between the runs, not why") for s in c.limits)
