@@ -440,7 +440,9 @@ Correctness of the system's explanation (are its reasons scientifically right an
 Sound, Mostly Sound, Mixed, Mostly Unsound, Unsound.
 Completeness of the system's explanation:
 Complete, Strong, Adequate, Weak, Incomplete.
-Completeness rule: {rule}
+Completeness rules: an explanation of an infeasible claim (gold score below 0) is Complete if it gives
+one valid reason why the claim cannot hold; an explanation of a non-negative claim must cover
+every crucial aspect the expert explanation covers to be Complete. The rule for this claim is stated with it.
 
 Use exactly one of the five names for each field."""
 
@@ -455,18 +457,29 @@ RULE_NON_NEGATIVE = (
 
 
 def judge_messages(item: Item, pred: int, explanation: str) -> list:
-    """Messages for the explanation judge (system: scales and the completeness
-    rule for this claim's gold score; human: claim, gold, delimited system output)."""
+    """Messages for the explanation judge.
+
+    Args:
+        item: the SFBench claim (its gold Likert score and expert explanation in ``reference``).
+        pred: the system's feasibility score (-2..2).
+        explanation: the system's explanation (wrapped with :func:`as_data`).
+
+    Returns:
+        ``[SystemMessage, HumanMessage]``: the system message holds the scales and both completeness rules, the
+        same for every claim (a prefix a provider's prompt cache can serve); the human message the claim, the gold
+        score with the completeness rule that applies to it, the expert explanation and the delimited system
+        output.  Needs no model.
+    """
     gold = gold_likert(item)
     ref = item.reference or {}
     rule = (RULE_INFEASIBLE if gold < 0 else RULE_NON_NEGATIVE).format(gold=f"{gold:+d}")
     claim = item.metadata.get("question") or item.prompt
     human = (
-        f"Claim:\n{claim}\n\nExpert feasibility score: {gold:+d}\nExpert explanation:\n"
-        f"{ref.get('explanation', '')}\n\nSystem feasibility score: {pred:+d}\nSystem explanation:\n"
-        f"{as_data(explanation)}"
+        f"Claim:\n{claim}\n\nExpert feasibility score: {gold:+d}\nCompleteness rule for this claim: {rule}\n"
+        f"Expert explanation:\n{ref.get('explanation', '')}\n\nSystem feasibility score: {pred:+d}\n"
+        f"System explanation:\n{as_data(explanation)}"
     )
-    return [SystemMessage(content=JUDGE_SYSTEM.format(rule=rule)), HumanMessage(content=human)]
+    return [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=human)]
 
 
 class SFBenchExplanation(Metric):

@@ -279,7 +279,8 @@ explanation of any error, omission or deviation from the reference approach; be 
 (exactly "correct" or "incorrect").
 3. If the LLM's final answer is incorrect, mark at least one step "incorrect".
 4. Point out even minor inaccuracies or logical flaws.
-5. Do not answer the question yourself; only evaluate."""
+5. Do not answer the question yourself; only evaluate.
+Reply as {"steps": [{"solution_step": "...", "reason": "...", "judge": "correct"}, ...]}."""
 
 SLA_USER = """## Question
 {question}
@@ -294,9 +295,7 @@ SLA_USER = """## Question
 {solution}
 
 ## LLM Answer
-{model_answer}
-
-Reply as {{"steps": [{{"solution_step": "...", "reason": "...", "judge": "correct"}}, ...]}}."""
+{model_answer}"""
 
 
 def sla_messages(item: Item, response_text: str, extracted: str) -> list:

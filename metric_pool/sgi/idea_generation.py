@@ -567,16 +567,7 @@ JUDGE_SYSTEM = "You are an expert reviewer of research proposals. " + DATA_NOTIC
 
 JUDGE_TEMPLATE = """You compare TWO research hypotheses, Hypothesis A and Hypothesis B, on five separate dimensions and pick a \
 winner for each one. Ties are NOT allowed: choose A or B for every dimension. Judge only from scientific principles and \
-the background context below.
-
-## Background context
-{context}
-
-## Hypothesis A
-{a}
-
-## Hypothesis B
-{b}
+the background context given after these instructions.
 
 ## Dimensions
 1) Effectiveness: which hypothesis is more likely to achieve the stated research objective if implemented with standard \
@@ -596,6 +587,15 @@ Novelty: [Win A/Win B] because ...
 Detailedness: [Win A/Win B] because ...
 Feasibility: [Win A/Win B] because ...
 Overall: [Win A/Win B] because ...
+
+## Background context
+{context}
+
+## Hypothesis A
+{a}
+
+## Hypothesis B
+{b}
 """
 
 

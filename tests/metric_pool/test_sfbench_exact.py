@@ -151,7 +151,9 @@ def test_levels_read_underscores_and_dashes_as_spaces():
 def test_judge_prompt_human_message_whole():
     human = judge_messages(item(1, 1), -1, "mine")[1].content
     assert human == (
-        "Claim:\nClaim 1.\n\nExpert feasibility score: +1\nExpert explanation:\nGold reasons.\n\n"
+        "Claim:\nClaim 1.\n\nExpert feasibility score: +1\nCompleteness rule for this claim: this claim is not "
+        "infeasible (gold score +1); an explanation of a non-negative claim must cover every crucial aspect the "
+        "expert explanation covers to be Complete.\nExpert explanation:\nGold reasons.\n\n"
         "System feasibility score: -1\nSystem explanation:\n"
         "<<<RESPONSE_UNDER_REVIEW>>>\nmine\n<<<END_RESPONSE_UNDER_REVIEW>>>"
     )
