@@ -241,3 +241,18 @@ def test_a_new_prompt_version_of_one_model_is_a_real_change_by_the_exact_paired_
     assert c.ranking == []  # one model: its paired change is the comparison, not a ranking of it against itself
     assert "paired permutation test p = 0.0312: a real change at the 5% level." in c.answer[0]
     assert any(s.startswith("A real change says a model's scores differ between the runs, not why") for s in c.limits)
+
+
+def test_compare_refuses_a_run_folder_with_a_link_in_one_line(two_runs, tmp_path):
+    import os
+    import shutil
+
+    out, a, b = two_runs
+    planted = tmp_path / "planted"
+    shutil.copytree(a, planted, symlinks=True)
+    os.symlink("/etc/passwd", planted / "figures" / "x.png")
+    res = runner.invoke(app, ["compare", str(planted), str(b), "--dest", str(tmp_path / "cmp")])
+    assert res.exit_code == 2 and "figures/x.png" in res.output and "link" in res.output
+    assert not (tmp_path / "cmp").exists()  # nothing written
+    one = runner.invoke(app, ["compare", str(b)])
+    assert one.exit_code == 2 and "a comparison needs two runs or more" in one.output
