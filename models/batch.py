@@ -40,6 +40,7 @@ import asyncio
 import contextvars
 import hashlib
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ __all__ = [
     "BATCH_WAIT_S",
     "BatchChatOpenAI",
     "BatchCollector",
+    "BatchJournal",
     "ChatAnthropicBatch",
     "Endpoint",
     "JOURNAL",
@@ -142,7 +144,11 @@ class BatchRequestError(OpenAIHTTPError):
 
 
 # ----------------------------------------------------------------------- journal
-class _Journal:
+_PLAIN_ID = re.compile(r"(submission:)?[A-Za-z0-9_-]{1,200}")
+"""A batch id (``batch_abc``, ``msgbatch_01...``) or a submission's id as the journal may hold them."""
+
+
+class BatchJournal:
     """``batches.json`` of a run folder (module doc), read as data: entries of the wrong shape are ignored."""
 
     def __init__(self, root: Path | None):
@@ -166,13 +172,16 @@ class _Journal:
             ) from None
         if not isinstance(data, dict):
             return
+        # a batch id goes into request paths: only plain ids are kept (a file someone else made is data)
         for name in ("batches", "submissions"):
             v = data.get(name)
             if isinstance(v, dict):
-                getattr(self, name).update({str(k): x for k, x in v.items() if isinstance(x, dict)})
+                getattr(self, name).update(
+                    {k: x for k, x in v.items() if isinstance(x, dict) and _PLAIN_ID.fullmatch(str(k))}
+                )
         reqs = data.get("requests")
         if isinstance(reqs, dict):
-            self.requests.update({str(k): str(v) for k, v in reqs.items() if isinstance(v, str)})
+            self.requests.update({str(k): v for k, v in reqs.items() if isinstance(v, str) and _PLAIN_ID.fullmatch(v)})
 
     def save(self) -> None:
         if self.root is None:
@@ -221,7 +230,7 @@ class BatchCollector:
         max_requests: int | None = None,
         run_id: str = "",
     ):
-        self.journal = _Journal(Path(root) if root is not None else None)
+        self.journal = BatchJournal(Path(root) if root is not None else None)
         self.window_s = max(0.0, float(window_s))
         self.poll_s = max(0.01, float(poll_s))
         self.max_requests = max_requests

@@ -539,3 +539,24 @@ def test_the_progress_line_shows_a_pending_batch(tmp_path):
         line = asyncio.run(go())
     # 4 requests; the mock reports 4 * polls // (polls needed + 1) finished, at most 3 while in progress: 0 here
     assert line.endswith(", batch batch_mock_0 in_progress 0/4"), line
+
+
+def test_the_batch_journal_is_read_as_data(tmp_path):
+    from sgieval.models.batch import BatchJournal
+
+    (tmp_path / "batches.json").write_text(
+        json.dumps(
+            {
+                "batches": {"batch_ok": {"custom_ids": ["a"]}, "../../v1/files": {"custom_ids": ["b"]}, "x": 3},
+                "submissions": {"submission:abc": {"custom_ids": ["c"]}},
+                "requests": {"a": "batch_ok", "b": "../../v1/files", "c": "submission:abc", "d": 5},
+            }
+        )
+    )
+    j = BatchJournal(tmp_path)
+    assert list(j.batches) == ["batch_ok"] and list(j.submissions) == ["submission:abc"]
+    assert j.requests == {"a": "batch_ok", "c": "submission:abc"}
+    (tmp_path / "batches.json").write_text("{not json")
+    with pytest.raises(InputError) as e:
+        BatchJournal(tmp_path)
+    assert "batches.json" in e.value.one_line() and "submit its pending requests again" in e.value.one_line()
