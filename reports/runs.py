@@ -132,6 +132,8 @@ class RunEntry:
     viewer: str = ""
     added: list[dict[str, Any]] = field(default_factory=list)
     """What each ``ask --into`` added (:func:`into_additions`)."""
+    reported: bool = False
+    """Whether the run has a report (report.md and report.json)."""
 
     def cells(self) -> dict[str, str]:
         """The index's cells as text, by :data:`COLUMNS` key."""
@@ -143,10 +145,17 @@ class RunEntry:
             + (f" ({self.n_items} item{'' if self.n_items == 1 else 's'})" if self.n_items is not None else ""),
             "models": (", ".join(self.models) or "none") + (f" ({additions_text(self.added)})" if self.added else ""),
             "judge": ", ".join(self.judges) or "none",
-            "winner": self.winner.text if self.winner else ("no report" if not self.problem else "-"),
+            "winner": self.winner.text if self.winner else self._no_winner(),
             "status": self.status + (f": {self.status_detail}" if self.status_detail else ""),
             "cost": self.cost_text(),
         }
+
+    def _no_winner(self) -> str:
+        if self.status == "broken":
+            return "-"
+        if self.reported:
+            return "no ranked model (see its report)" if not self.problem.startswith("report.json") else "-"
+        return "no report"
 
     def cost_text(self) -> str:
         """The cost cell: ``0.0123`` (with its note), ``n/a`` and why."""
@@ -416,6 +425,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
     if not e.benchmarks and config.benchmarks:
         e.benchmarks = [str(b) for b in config.benchmarks]
     e.added = into_additions(root)
+    e.reported = bool(report) and (root / "report.md").is_file()
     e.winner = _winner(report) if report else None
     e.status, e.status_detail = _status(root, state, log)
     e.cost_usd, e.cost_note = _cost(root)

@@ -106,6 +106,11 @@ def test_a_tie_a_failure_a_cost_and_broken_folders_are_each_listed(runs_dir, tmp
     os.symlink(good, out / "alias")
     garbled = _copy(runs_dir, out, "garbled")
     (garbled / "report.json").write_text("{not json")
+    unranked = _copy(runs_dir, out, "unranked")  # a report whose ranking has no ranked model
+    report = json.loads((unranked / "report.json").read_text())
+    for row in report["ranking"]["rows"]:
+        row["rank"] = "unscored"
+    (unranked / "report.json").write_text(json.dumps(report))
     # no report, and a checkpoint file that is no SQLite database; a config.json that is a FIFO
     torn = _copy(runs_dir, out, "torn")
     for name in ("report.md", "report.json", "state.sqlite-wal", "state.sqlite-shm"):
@@ -116,7 +121,7 @@ def test_a_tie_a_failure_a_cost_and_broken_folders_are_each_listed(runs_dir, tmp
     os.mkfifo(fifo / "config.json")
 
     entries = {e["folder"]: e for e in _json(out)}
-    assert sorted(entries) == ["alias", "bad", "failed", "fifo", "garbled", "good", "linked", "tie", "torn"]
+    assert sorted(entries) == ["alias", "bad", "failed", "fifo", "garbled", "good", "linked", "tie", "torn", "unranked"]
     assert entries["torn"]["status"] == "incomplete" and entries["torn"]["n_items"] == 25
     assert entries["fifo"]["status"] == "broken" and "config.json" in entries["fifo"]["problem"]
     assert entries["tie"]["winner"]["models"] == ["replay:o1-mini", "replay:phi4:latest"]
@@ -135,6 +140,7 @@ def test_a_tie_a_failure_a_cost_and_broken_folders_are_each_listed(runs_dir, tmp
         f"{bad / 'config.json'}: Invalid JSON"
     )
     assert entries["garbled"]["status"] == "complete" and entries["garbled"]["winner"] is None
+    assert entries["unranked"]["winner"] is None and entries["unranked"]["reported"] is True
     assert entries["garbled"]["problem"].startswith("report.json not read: ")
     # the text listing shows every folder too, and exits 0
     res = runner.invoke(app, ["runs", "--out", str(out)])
@@ -144,6 +150,7 @@ def test_a_tie_a_failure_a_cost_and_broken_folders_are_each_listed(runs_dir, tmp
     assert "linked unreadable: symbolic link(s) in the run folder, not followed: figures/x.png" in text
     assert "failed failed: RuntimeError: boom" in text
     assert "cost (USD): 0.7500 (3 calls; 1 without a known price, not counted)" in text
+    assert "winner: no ranked model (see its report)" in text and "winner: no report" in text
 
 
 def test_view_without_a_run_writes_the_home_page_with_links(runs_dir, tmp_path):
