@@ -748,6 +748,7 @@ def _write_run_viewer(
         config=config.model_dump(mode="json"),
         specs=(report_data or {}).get("metric_specs"),
         labelling=labelling,
+        prompts=store.prompts(),
     )
     return path, receiver
 

@@ -39,6 +39,7 @@ from .files import (
 )
 from .secrets import SecretValues, redact_secrets, redact_url, url_secrets
 from .modelref import ModelRef, same_model
+from .prompts import prompt_hash, prompt_record
 from .yamlfile import load_yaml
 from .records import (
     CORPUS,
@@ -154,6 +155,8 @@ __all__ = [
     "url_secrets",
     "redact_url",
     "same_model",
+    "prompt_hash",
+    "prompt_record",
     "json_loads_strict",
     "load_yaml",
     "lone_surrogate",

@@ -238,7 +238,11 @@ class JudgeReplyEvidence(_Evidence):
     ``note`` (why the native path was left), ``reasoning`` (the text up to
     the last ``</think>`` per attempt, METRICS.md D.8), ``flags``
     (``injection_suspected`` when the judged text carries the judge's own
-    output tags, D.14)."""
+    output tags, D.14), ``prompt_hash`` (the full prompt sent, kept once per
+    hash in the run folder's ``prompts.jsonl``, :mod:`sgieval.core.prompts`;
+    "" for records written before prompts were kept).  ``prompt`` carries that
+    prompt (:func:`~sgieval.core.prompts.prompt_record`) in memory until the
+    run store writes it; it is never part of the score's JSON."""
 
     kind: Literal["judge_reply"] = "judge_reply"
     judge: str = ""
@@ -248,6 +252,8 @@ class JudgeReplyEvidence(_Evidence):
     structured: str = ""
     note: str = ""
     reasoning: list[str] = Field(default_factory=list)
+    prompt_hash: str = ""
+    prompt: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
 class SandboxRunEvidence(_Evidence):

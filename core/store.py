@@ -125,7 +125,7 @@ class RunStore:
     """
 
     FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score, "labels": Label}
-    JOURNALS = ("ledger", "inflight", "invocations")
+    JOURNALS = ("ledger", "inflight", "invocations", "prompts")
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost);
     ``inflight.jsonl`` one line per call about to send its request (its call
@@ -133,7 +133,11 @@ class RunStore:
     ledger line was written is still counted (``Ledger.recover``);
     ``invocations.jsonl`` one line per invocation that ran the run (``ask``,
     ``resume``, ``ask --into``: its id, time, argv and options), the id that
-    the Responses and Scores it made carry (:attr:`invocation`)."""
+    the Responses and Scores it made carry (:attr:`invocation`);
+    ``prompts.jsonl`` one judge prompt per distinct hash (``{hash, messages,
+    response_format}``, :func:`~sgieval.core.prompts.prompt_record`), written
+    by :meth:`append` from the scores' judge-reply evidence and read with
+    :meth:`prompts`."""
 
     WRITTEN = (
         "items.jsonl",
@@ -142,6 +146,7 @@ class RunStore:
         "ledger.jsonl",
         "inflight.jsonl",
         "invocations.jsonl",
+        "prompts.jsonl",
         "labels.jsonl",
         "batches.json",
         "batches",
@@ -189,6 +194,7 @@ class RunStore:
         self.invocation: str | None = None
         """The id of the invocation writing the run (a row of ``invocations.jsonl``, set by the run): each
         Response and Score appended without one is stamped with it."""
+        self._prompt_hashes: set[str] | None = None  # hashes in prompts.jsonl (read on the first score appended)
         self.secrets = SecretValues()
         """The run's secret values (:class:`~sgieval.core.secrets.SecretValues`, set by the run): every
         record and journal row appended is masked by value before it is written, so a key a server or a
@@ -227,7 +233,8 @@ class RunStore:
         return f.tell()
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
-        """Append records as JSON lines and flush (masked by :attr:`secrets`)."""
+        """Append records as JSON lines and flush (masked by :attr:`secrets`).  Scores: the judge prompts their
+        evidence carries (``JudgeReplyEvidence.prompt``) are first written to ``prompts.jsonl``, once per hash."""
         if not records:
             return
         if self.invocation is not None:
@@ -237,6 +244,8 @@ class RunStore:
                 else r
                 for r in records
             ]
+        if name == "scores":
+            self._keep_prompts(records)
         lines = [r.model_dump_json() for r in records]
         if self.secrets:  # masked by value: the kept records are the masked ones too
             records = list(records)
@@ -253,6 +262,29 @@ class RunStore:
                 self._records[name] = (end, known[1])  # a new list per append was quadratic over a run
             else:
                 del self._records[name]
+
+    def _keep_prompts(self, scores: Sequence[BaseModel]) -> None:
+        """Append to ``prompts.jsonl`` each prompt of the scores' evidence whose hash it does not hold yet."""
+        if self._prompt_hashes is None:
+            self._prompt_hashes = {str(r.get("hash")) for r in self.read_rows("prompts")}
+        new: list[dict[str, Any]] = []
+        for s in scores:
+            for e in getattr(s, "evidence", None) or []:
+                p = getattr(e, "prompt", None)
+                if isinstance(p, dict) and p.get("hash") and p["hash"] not in self._prompt_hashes:
+                    self._prompt_hashes.add(p["hash"])
+                    new.append(p)
+        self.append_rows("prompts", new)
+
+    def prompts(self) -> dict[str, dict[str, Any]]:
+        """The run's judge prompts by hash (``prompts.jsonl``; {} for a run folder written before prompts were
+        kept): ``{hash: {"hash", "messages", "response_format"?}}``, the first line of a hash counting."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self.read_rows("prompts"):
+            h = r.get("hash")
+            if isinstance(h, str) and h and isinstance(r.get("messages"), list):
+                out.setdefault(h, r)
+        return out
 
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
         """Append JSON-ready dicts to the journal ``name`` (one of :attr:`JOURNALS`) and flush."""

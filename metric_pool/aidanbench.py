@@ -311,6 +311,112 @@ def pooled_values(
     return out
 
 
+STOP_REASONS = {
+    "coherence_threshold": "incoherent",
+    "embedding_dissimilarity_threshold": "not novel (embedding)",
+    "llm_dissimilarity_threshold": "not novel (LLM judge)",
+}
+"""The stop rule's ``stopping_condition`` values (METRICS.md B.5) and what the rejected answer was."""
+README_TAU_LLM = 0.15
+"""tau_llm of the stop rule (B.5 default), used when the records do not state their thresholds."""
+
+
+def _stop_reason(stop: str) -> str:
+    """What a ``stopping_condition`` says of the answer it rejected: :data:`STOP_REASONS`, else by the
+    threshold it names (older files write ``coherence`` or ``embedding``), else the value itself."""
+    if stop in STOP_REASONS:
+        return STOP_REASONS[stop]
+    low = stop.lower()
+    for key, what in (
+        ("coherence", "incoherent"),
+        ("embedding", "not novel (embedding)"),
+        ("llm", "not novel (LLM judge)"),
+    ):
+        if key in low:
+            return what
+    return stop
+
+
+def answer_marks(
+    lists: Sequence[tuple[str, Sequence[dict[str, Any]]]],
+    tau_c: float = README_TAU_C,
+    tau_n: float = README_TAU_N,
+    tau_llm: float = README_TAU_LLM,
+) -> list[dict[str, Any]]:
+    """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it.
+
+    A record is ``accepted`` when its ``stopping_condition`` is null (D.6, the count of
+    ``aidan_accepted_answers``) and it is not the rejected answer.  The ``rejected`` answer is the one that
+    ended its list by the stop rule (B.5): its ``stopping_condition`` is set (D.6: the last record is the
+    rejected one; the threshold it names gives the reason, :data:`STOP_REASONS`).  A record written without
+    that field (the AidanBench layout, B.7) is rejected when it is the last of its list and fails the rule in
+    B.5's order: coherence <= ``tau_c``, embedding novelty < ``tau_n``, LLM novelty < ``tau_llm``.  A list
+    ended by an error (``error_message``/``error_type`` or ``stopping_condition`` "error") or a content
+    filter (``content_error``) has no rejected answer: its last record is not accepted and carries that
+    ``reason``.  Coherence is the stored judge value (0-100, the judge's final ``<coherence_score>`` tag,
+    D.18); novelty ``1 - max cosine`` to the earlier answers (0-1, B.3).
+
+    Args:
+        lists: ``(temperature, records)`` per stored list of the question (:func:`answer_lists`).
+        tau_c, tau_n, tau_llm: the stop rule's thresholds (B.5 defaults 15, 0.15, 0.15).
+
+    Returns:
+        One dict per record, lists one after the other: ``list`` (0-based list index), ``temperature``,
+        ``n`` (``answer_num``, else 1-based position), ``coherence`` (0-100 or None), ``novelty`` (0-1 or None),
+        ``llm_novelty`` (0-1 or None), ``accepted`` (bool), ``rejected`` (bool), ``reason`` (why it was
+        rejected or why the list stopped there: a :data:`STOP_REASONS` value, ``error: <message>``,
+        ``content filter``; None otherwise).
+    """
+    out: list[dict[str, Any]] = []
+    for li, (temp, recs) in enumerate(lists):
+        for k, r in enumerate(recs):
+            c, nov, llm = (
+                _num(r, "coherence_score"),
+                _num(r, "embedding_dissimilarity_score"),
+                _num(r, "llm_dissimilarity_score"),
+            )
+            stop = r.get("stopping_condition")
+            last = k == len(recs) - 1
+            reason: str | None = None
+            rejected = False
+            if r.get("error_message") or r.get("error_type") or stop == "error":
+                reason = (
+                    f"error: {str(r.get('error_message') or r.get('error_type') or 'stopping_condition error')[:200]}"
+                )
+            elif stop == "content_error":
+                reason = "content filter"
+            elif stop is not None:
+                rejected, reason = True, _stop_reason(str(stop))
+            elif "stopping_condition" not in r and last and c is not None and nov is not None:
+                why = (
+                    "coherence_threshold"
+                    if c <= tau_c
+                    else "embedding_dissimilarity_threshold"
+                    if nov < tau_n
+                    else "llm_dissimilarity_threshold"
+                    if llm is not None and llm < tau_llm
+                    else None
+                )
+                if why:
+                    rejected, reason = True, STOP_REASONS[why]
+            accepted = stop is None and not rejected
+            n = r.get("answer_num")
+            out.append(
+                {
+                    "list": li,
+                    "temperature": temp,
+                    "n": int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else k + 1,
+                    "coherence": c,
+                    "novelty": nov,
+                    "llm_novelty": llm,
+                    "accepted": accepted,
+                    "rejected": rejected,
+                    "reason": reason,
+                }
+            )
+    return out
+
+
 POOLED_CI_RESAMPLES = 2000
 """Resamples of the bootstrap over questions behind a pooled mean's 95% CI (:func:`pooled_ci`)."""
 
@@ -399,8 +505,9 @@ class AnswerCountMetrics(Metric):
         best_t = max(by_temp, key=lambda t: by_temp[t]) if by_temp else ""
         board = by_temp.get(best_t, 0)
         n_lists = f" over {len(lists)} stored lists" if len(lists) > 1 else ""
+        marks = answer_marks(lists, tau_c, tau_n, float(th.get("llm", README_TAU_LLM)))
         out = [
-            ok(ACCEPTED, float(len(acc)), why),
+            ok(ACCEPTED, float(len(acc)), why, answers=marks),
             ok(
                 PUBLISHED, float(len(records)), f"len(list) = {len(records)} (includes the rejected terminating answer)"
             ),

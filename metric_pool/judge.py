@@ -140,7 +140,8 @@ class JudgeReply(Generic[T]):
     ``function_calling``, ``prompt`` or ``text``), ``note`` (why the native
     path was left), ``reasoning`` (think text per attempt) and ``flags``
     (e.g. ``injection_suspected``, METRICS.md D.14); ``refused``: the provider
-    refused (D.17: ``error`` is "refused: <its text>", asked once)."""
+    refused (D.17: ``error`` is "refused: <its text>", asked once); ``prompt``:
+    the prompt as sent (:func:`sgieval.core.prompt_record`), None when unknown."""
 
     judge: str
     parsed: T | None
@@ -153,6 +154,7 @@ class JudgeReply(Generic[T]):
     flags: list[str] = field(default_factory=list)
     call_failed: bool = False
     refused: bool = False
+    prompt: dict[str, Any] | None = None
 
     def evidence(self, **details: Any) -> JudgeReplyEvidence:
         """This reply as a typed ``judge_reply`` evidence record; ``details``
@@ -167,6 +169,8 @@ class JudgeReply(Generic[T]):
             reasoning=[r for r in self.reasoning] if any(self.reasoning) else [],
             flags=list(self.flags),
             details=details,
+            prompt_hash=(self.prompt or {}).get("hash", ""),
+            prompt=self.prompt,
         )
 
 
@@ -209,4 +213,5 @@ async def ask_judge(
         call_failed=r.call_failed,
         refused=r.refused,
         flags=injection_flags(*texts) + (["refused"] if r.refused else []),
+        prompt=r.prompt,
     )

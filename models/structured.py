@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Literal, Sequence, TypeVar
 
 import json_repair
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, convert_to_openai_messages
 from pydantic import BaseModel, ValidationError
 
-from ..core import ModelCallError, final_text, refusal_text, split_reasoning
+from ..core import ModelCallError, final_text, prompt_record, refusal_text, split_reasoning
 from .base import NamedModel
 from .calls import ainvoke, message_text
 
@@ -233,7 +233,10 @@ class StructuredReply(Generic[T]):
     ``call_failed``: True when the model could not be reached (after the
     retries of :func:`~sgieval.models.calls.ainvoke`); ``refused``: True when
     the provider refused to answer (METRICS.md D.17: asked once, its text in
-    ``raw`` and ``error``)."""
+    ``raw`` and ``error``); ``prompt``: the prompt of the call as sent
+    (:func:`sgieval.core.prompt_record`: ``{hash, messages, response_format}``;
+    a retry sends it again followed by the earlier reply and its parse error,
+    which ``raw`` and ``error`` hold)."""
 
     model: str
     parsed: T | None
@@ -245,6 +248,18 @@ class StructuredReply(Generic[T]):
     note: str = ""
     call_failed: bool = False
     refused: bool = False
+    prompt: dict[str, Any] | None = None
+
+
+def sent_prompt(messages: Sequence[BaseMessage], mode: StructuredMode, schema: Any = None) -> dict[str, Any]:
+    """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode``: the
+    messages as OpenAI-style ``{role, content}`` dicts and, for a native mode (``json_schema``,
+    ``function_calling``), the response format the schema was bound with (``{mode, name, schema}``)."""
+    fmt = None
+    if mode in ("json_schema", "function_calling") and isinstance(schema, type) and issubclass(schema, BaseModel):
+        fmt = {"mode": mode, "name": schema.__name__, "schema": schema.model_json_schema()}
+    msgs = convert_to_openai_messages(list(messages))
+    return prompt_record([dict(m) for m in (msgs if isinstance(msgs, list) else [msgs])], fmt)
 
 
 def _with_system(msgs: list[BaseMessage], extra: str) -> list[BaseMessage]:
@@ -314,6 +329,7 @@ async def ask_structured(
 
     msgs = base if mode != "prompt" else with_schema(base)
     reply: StructuredReply[T] = StructuredReply(model=model.name, parsed=None, mode=mode)
+    reply.prompt = sent_prompt(msgs, mode, schema)
 
     def read(text: str) -> Any:
         if parse is not None:
@@ -332,6 +348,7 @@ async def ask_structured(
                 caller, mode = model, "prompt"
                 reply.mode = mode
                 msgs = with_schema(base)
+                reply.prompt = sent_prompt(msgs, mode)
                 attempt -= 1
                 continue
             reply.error = f"{label} call failed: {e.message}"
@@ -345,6 +362,7 @@ async def ask_structured(
             caller, mode = model, "prompt"
             reply.mode = mode
             msgs = with_schema(base)
+            reply.prompt = sent_prompt(base, "prompt")  # this reply was asked without the format
         refusal = refusal_text(out)
         if refusal is not None:
             # METRICS.md D.17: a provider refusal is recorded with its text; the same prompt is not asked again

@@ -10,7 +10,7 @@ One folder that opens with no network (no CDN) and can be shared as is:
   facets, statuses, flags and score values -- what the overview, the item table,
   its facets and pager need;
 - ``text.js``: the long texts (``window.SGV_TEXT``): prompts, references, answers,
-  reasoning, rationales, evidence.  It loads after the first paint, so a
+  reasoning, rationales, evidence, and the judge prompts by hash (``prompts.jsonl``).  It loads after the first paint, so a
   10,000-item run paints its overview and first table page from the index alone;
   search over prompts and answers and the item view wait for it;
 - ``figures/``: copies of the report's PNG charts (matplotlib).
@@ -137,6 +137,7 @@ def build_viewer_data(
     config: dict[str, Any] | None = None,
     specs: list[dict[str, Any]] | None = None,
     labelling: dict[str, Any] | None = None,
+    prompts: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(index, texts) for ``data.js`` and ``text.js``.
 
@@ -147,19 +148,27 @@ def build_viewer_data(
     [{name, kind, range: [low, high], description, criteria: [{name,
     description, anchors: {value: text}}], weights: {criterion: weight}}],
     "default": metric name, "sample": {metric: [[item_id, model], ...]}}``
-    (the sample: the seeded random units to label, in order).
+    (the sample: the seeded random units to label, in order); ``prompts``:
+    the run's judge prompts by hash (``RunStore.prompts()``: {hash: {hash,
+    messages, response_format}}; None or {} for a run written before prompts
+    were kept: its judge replies then show no prompt).
 
     index: ``run`` (config), ``report``, ``models`` (the ranking's order
     first), ``metrics`` ([{name, scale, hib, kind}]),
-    ``items`` ([id, benchmark, task, discipline, direction, type] per item),
+    ``items`` ([id, benchmark, task, discipline, direction, type, question]
+    per item; question: the prompt cut to :data:`QUESTION_CHARS` characters,
+    with "…" when cut), ``answer_links`` (:func:`answer_links`),
     ``rows`` ([item index, model index, response status, flags, [score indices]]
     per (item, target model); item index -1 for corpus-level scores) and
     ``scores`` ([row index, metric index, value or None, status, flags, judge,
     {judge: value}] per score), ``labelling`` (``labelling`` as given, or None: the item pages then have no
     labelling form).  texts: ``items`` ([prompt, reference,
     metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens,
-    cost, ...}]) and ``scores`` ([rationale, evidence, error, details]), aligned
-    with the index.
+    cost, answers, ...}]; ``answers``: the texts of a stored answer list, one per
+    record, when the response has ``metadata["records"]``), ``scores``
+    ([rationale, evidence, error, details]), aligned with the index, and
+    ``prompts`` ({hash: {messages, response_format}} of the hashes the scores'
+    judge replies name).
     """
     items = list(items)
     item_idx = {it.id: n for n, it in enumerate(items)}
@@ -180,9 +189,14 @@ def build_viewer_data(
     for r in responses:
         key = (r.item_id, r.model)
         n = row_of.get(key)
-        extra = {k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None}
+        extra: dict[str, Any] = {
+            k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None
+        }
         md = dict(r.metadata or {})
         if isinstance(md.get("records"), list):  # stored answers: their scores, not the texts again (in ``text``)
+            extra["answers"] = [
+                str(x.get("answer") or "") if isinstance(x, dict) else "" for x in md["records"]
+            ]  # one text per record, for the item page's answer list
             md["records"] = [
                 {k: v for k, v in x.items() if k not in ("answer", "thoughts")} if isinstance(x, dict) else x
                 for x in md["records"]
@@ -238,13 +252,150 @@ def build_viewer_data(
         "models": models,
         "metrics": metrics,
         "page_size": PAGE_SIZE,
-        "items": [[it.id, it.benchmark, it.task, it.discipline, it.direction, it.type] for it in items],
+        "items": [
+            [it.id, it.benchmark, it.task, it.discipline, it.direction, it.type, question_text(it.prompt)]
+            for it in items
+        ],
         "rows": rows,
         "scores": sc,
         "labelling": labelling,
+        "answer_links": answer_links(report, items, scores_by_item(sc, rows, models, metrics, items)),
     }
-    texts = {"items": [[it.prompt, it.reference, it.metadata] for it in items], "rows": row_text, "scores": sc_text}
+    named = {
+        e.get("prompt_hash")
+        for t in sc_text
+        for e in t[1]
+        if isinstance(e, dict) and e.get("kind") == "judge_reply" and e.get("prompt_hash")
+    }
+    kept = {
+        h: {k: v for k, v in p.items() if k in ("messages", "response_format")}
+        for h, p in (prompts or {}).items()
+        if h in named
+    }
+    texts = {
+        "items": [[it.prompt, it.reference, it.metadata] for it in items],
+        "rows": row_text,
+        "scores": sc_text,
+        "prompts": kept,
+    }
     return jsonable(index), jsonable(texts)
+
+
+QUESTION_CHARS = 160
+"""Characters of an item's question the item table shows (the full text on hover and on click)."""
+
+
+def question_text(prompt: str) -> str:
+    """``prompt`` on one line (whitespace collapsed), cut to :data:`QUESTION_CHARS` characters with a final
+    "…" when longer."""
+    one = " ".join(str(prompt or "").split())
+    return one if len(one) <= QUESTION_CHARS else one[: QUESTION_CHARS - 1].rstrip() + "…"
+
+
+def scores_by_item(
+    sc: list[list[Any]], rows: list[list[Any]], models: list[str], metrics: list[dict[str, Any]], items: list[Item]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """{metric: {model: {item id: (value or None, flags)}}} of the per-item scores of the viewer index."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for s in sc:
+        r = rows[s[0]]
+        if r[0] < 0 or r[1] < 0:
+            continue
+        out.setdefault(metrics[s[1]]["name"], {}).setdefault(models[r[1]], {})[items[r[0]].id] = (
+            s[2] if s[3] == "ok" else None,
+            set(s[4]) | set(r[3]),
+        )
+    return out
+
+
+FACET_FIELDS = ("discipline", "direction", "task", "type", "benchmark")
+"""Item facets a sentence of the Answer can name (in this order of preference)."""
+ITEM_FLAGS = ("censored", "missing", "truncated", "empty", "injection_suspected")
+"""Record flags a sentence of the Answer can name ("1 censored ... and 1 missing ... stored lists")."""
+
+
+def _mentions(text: str, names: Iterable[str]) -> list[str]:
+    """The ``names`` that occur in ``text`` as whole words, in the order they first occur; a name inside a
+    longer matching name (``replay:phi4`` in ``replay:phi4:latest``) is not counted."""
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for name in sorted({n for n in names if n}, key=len, reverse=True):
+        for m in re.finditer(r"(?<![\w:/.-])" + re.escape(name) + r"(?![\w:/-]|\.\w)", text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            found.append((m.start(), name))
+            break
+    return [n for _, n in sorted(found)]
+
+
+def answer_links(
+    report: dict[str, Any] | None, items: list[Item], values: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """The items behind each sentence of the report's Answer (verdict, how sure, where it differs, caveats).
+
+    A sentence names target models, a metric, a facet value (a discipline, direction, task, type or
+    benchmark of the run's items), record flags (:data:`ITEM_FLAGS`) and item ids; its items are the run's
+    items with that facet value (every item when it names none) that the metric scored for every model it
+    names (any model when it names none), restricted to the items carrying a named flag.  The metric is
+    the first one it names, else the ranking's metric.
+
+    Args:
+        report: ``report.json`` data (None: no Answer, no links).
+        items: the run's items.
+        values: :func:`scores_by_item` of the index.
+
+    Returns:
+        ``{sentence: {"models": [names, in the sentence's order], "metric": name, "facet": field or None,
+        "value": facet value or None, "flags": [flags], "ids": [item ids the sentence names], "items":
+        [item ids behind it, in the run's order]}}`` for each sentence with at least one item behind it.
+    """
+    ans = (report or {}).get("answer") or {}
+    sentences = [ans.get("verdict") or "", *(ans.get("how_sure") or []), *(ans.get("where") or [])]
+    sentences += list(ans.get("caveats") or [])
+    primary = ((report or {}).get("ranking") or {}).get("metric")
+    all_models = sorted({m for per in values.values() for m in per})
+    ids = [it.id for it in items]
+    out: dict[str, dict[str, Any]] = {}
+    for text in sentences:
+        if not text or text in out:
+            continue
+        named_ids = _mentions(text, ids)
+        models = _mentions(text, all_models)
+        metric = next(iter(_mentions(text, values)), primary)
+        facet, value = None, None
+        for f in FACET_FIELDS:
+            vals = {str(getattr(it, f)) for it in items if getattr(it, f)}
+            got = _mentions(text, vals)
+            if got and len(vals) > 1:
+                facet, value = f, got[0]
+                break
+        flags = [f for f in ITEM_FLAGS if re.search(rf"\b{f}\b", text)]
+        per = values.get(metric or "", {})
+        want = models or list(per)
+        behind = []
+        for it in items:
+            if facet and str(getattr(it, facet)) != value:
+                continue
+            got_v = [per.get(m, {}).get(it.id) for m in want]
+            if models and any(g is None for g in got_v):
+                continue
+            if not any(g is not None for g in got_v):
+                continue
+            if flags and not any(set(flags) & g[1] for g in got_v if g is not None):
+                continue
+            behind.append(it.id)
+        if behind or named_ids:
+            out[text] = {
+                "models": models,
+                "metric": metric,
+                "facet": facet,
+                "value": value,
+                "flags": flags,
+                "ids": named_ids,
+                "items": behind,
+            }
+    return out
 
 
 def _js_assign(name: str, data: Any) -> str:
@@ -264,6 +415,7 @@ def write_viewer(
     config: dict[str, Any] | None = None,
     specs: list[dict[str, Any]] | None = None,
     labelling: dict[str, Any] | None = None,
+    prompts: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/) and
     return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
@@ -275,7 +427,7 @@ def write_viewer(
     run_dir = Path(run_dir)
     out = run_dir / "viewer"
     index, texts = build_viewer_data(
-        items, responses, scores, report=report, config=config, specs=specs, labelling=labelling
+        items, responses, scores, report=report, config=config, specs=specs, labelling=labelling, prompts=prompts
     )
     replace_dir_in(run_dir, out)  # links in the old viewer folder are removed, never followed
     figures = _report_figures(run_dir)

@@ -718,6 +718,8 @@ async def judge_call(
         "error": error,
         "call_failed": r.call_failed,
         "flags": vote_injection_flags(candidate),
+        "prompt_hash": (r.prompt or {}).get("hash", ""),
+        "prompt": r.prompt,
     }
 
 

@@ -77,6 +77,33 @@
     });
     return out;
   }
+  // a sentence of the Answer with the items behind it (D.answer_links, reports/viewer.py answer_links): the item
+  // ids it names link to their pages, and a link after it opens those items, a column per model it names
+  function answerSentence(text) {
+    var ln = (D.answer_links || {})[text];
+    var parts = mdInline(text);
+    if (!ln) return el('span', {cls: 'answer-sentence'}, parts);
+    if (ln.ids.length) {
+      var re = new RegExp('(' + ln.ids.slice().sort(function (a, b) { return b.length - a.length; }).map(function (i) { return i.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }).join('|') + ')');
+      parts = parts.map(function (n) {
+        if (n.nodeType !== 3) return n;
+        return String(n.textContent).split(re).map(function (piece) {
+          return ln.ids.indexOf(piece) >= 0 ? el('a', {href: itemHash(piece, {}), cls: 'answer-item', text: piece}) : piece ? document.createTextNode(piece) : null;
+        });
+      });
+    }
+    var out = [parts];
+    if (ln.items.length) {
+      var q = {layout: 'models', metric: ln.metric, models: ln.models.length && ln.models.length < models.length ? ln.models.join(',') : '',
+        flags: ln.flags.join(','), all: ln.models.length ? '1' : '',
+        sort: ln.models.length === 2 ? 'gap' : ln.models.length ? 'v:' + ln.models[0] : '', dir: ln.models.length ? 'desc' : ''};
+      if (ln.facet) q[ln.facet] = ln.value;
+      out.push(' ', el('a', {cls: 'answer-items', href: hash('items', q), 'data-n': String(ln.items.length),
+        title: 'the items behind this sentence' + (ln.models.length ? ', ' + ln.models.join(' and ') + ' side by side' : ''),
+        text: '[' + (ln.items.length === 1 ? 'the item' : 'the ' + ln.items.length + ' items') + ' →]'}));
+    }
+    return el('span', {cls: 'answer-sentence'}, out);
+  }
   function whenTexts(fn) { if (T) fn(); else textWaiters.push(fn); }
 
   // ------------------------------------------------------------------ derived data
@@ -129,6 +156,8 @@
         if (vals.indexOf(want) < 0) return false;
       }
       if (p.failed === '1' && !r.failed) return false;
+      if ((p.direction || p.type) && (r[0] < 0 || (p.direction && items[r[0]][4] !== p.direction) || (p.type && items[r[0]][5] !== p.type))) return false;
+      if (p.flags && !p.flags.split(',').some(function (f) { return r.flags[f]; })) return false;
       if (q) {
         if (!searchText) return String(r[0] >= 0 ? items[r[0]][0] : '').toLowerCase().indexOf(q) >= 0;
         if (searchText[k].indexOf(q) < 0) return false;
@@ -224,7 +253,8 @@
     var ans = report.answer;
     if (ans) {   // the Answer's list: verdict, the agent's checked summary, how sure, where it differs, caveats
       var li = function (label, sentences) {
-        return sentences && sentences.length ? el('li', null, el('b', {text: label + ': '}), mdInline(sentences.join(' '))) : null;
+        return sentences && sentences.length ? el('li', null, el('b', {text: label + ': '}),
+          sentences.map(function (t, k) { return [k ? ' ' : null, answerSentence(t)]; })) : null;
       };
       var caveats = ans.caveats || [];
       parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, el('ul', null,
@@ -232,7 +262,7 @@
         ans.summary ? li('Summary (' + ans.summary_by + ')', [ans.summary]) : null,
         li('How sure', ans.how_sure), li('Where it differs', ans.where), li('More items', ans.more_items),
         caveats.length ? el('li', null, el('b', {text: 'Caveats: '}),
-          el('ul', null, caveats.map(function (c) { return el('li', null, mdInline(c)); }))) : null),
+          el('ul', null, caveats.map(function (c) { return el('li', null, answerSentence(c)); }))) : null),
         ans.stamp ? el('p', {cls: 'muted', text: ans.stamp}) : null));
     } else parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, mdInline(report.narrative)));
     var rk = report.ranking;
@@ -304,7 +334,86 @@
     sel.value = p[f] || '';
     return el('label', null, f, sel);
   }
+  // sortable tables: a column is {key, label, num, value(row) -> number | string | null, cell(row) -> td};
+  // a click on a header sorts by it (ascending, then descending); numbers compare as numbers, text with
+  // numbers in it by their value ("item/2" before "item/10"), and a missing value is last either way
+  var collator = new Intl.Collator(undefined, {numeric: true, sensitivity: 'base'});
+  function compareValues(a, b) {
+    var na = a == null || (typeof a === 'number' && isNaN(a)), nb = b == null || (typeof b === 'number' && isNaN(b));
+    if (na || nb) return na === nb ? 0 : na ? 1 : -1;
+    if (typeof a === 'number' && typeof b === 'number') return a - b;
+    return collator.compare(String(a), String(b));
+  }
+  function sortList(list, cols, p) {
+    var col = cols.filter(function (c) { return c.key === p.sort; })[0];
+    if (!col) return list;
+    var sign = p.dir === 'desc' ? -1 : 1;
+    var keyed = list.map(function (r, k) { return {r: r, k: k, v: col.value(r)}; });
+    keyed.sort(function (x, y) {
+      var xm = x.v == null || (typeof x.v === 'number' && isNaN(x.v)), ym = y.v == null || (typeof y.v === 'number' && isNaN(y.v));
+      if (xm || ym) return xm === ym ? x.k - y.k : xm ? 1 : -1;   // missing values last in both directions
+      return sign * compareValues(x.v, y.v) || x.k - y.k;
+    });
+    return keyed.map(function (x) { return x.r; });
+  }
+  function headerCells(cols, p) {
+    return cols.map(function (c) {
+      var on = p.sort === c.key, dir = on && p.dir === 'desc' ? 'desc' : on ? 'asc' : null;
+      return el('th', {cls: (c.num ? 'num ' : '') + 'sortable' + (on ? ' sorted' : ''), 'data-col': c.key, title: c.title || 'sort by ' + c.label,
+        'aria-sort': dir === 'asc' ? 'ascending' : dir === 'desc' ? 'descending' : 'none',
+        onclick: function () {
+          var np = Object.assign({}, p, {sort: c.key, dir: on && p.dir !== 'desc' ? 'desc' : 'asc'}); delete np.page;
+          location.hash = hash('items', np);
+        }}, c.label, el('span', {cls: 'sort-mark', text: dir === 'asc' ? ' \u25b2' : dir === 'desc' ? ' \u25bc' : ''}));
+    });
+  }
+  function questionCell(k) {   // the question, cut; the full text on hover and, on click, in the cell
+    var short = items[k][6] || '';
+    var full = T ? T.items[k][0] : short;
+    var td = el('td', {cls: 'question', title: full, 'data-full': T ? 'loaded' : 'pending'}, el('span', {text: short}));
+    td.addEventListener('click', function () {
+      var open = td.classList.toggle('expanded');
+      td.firstChild.textContent = open && T ? T.items[k][0] : short;
+    });
+    return td;
+  }
+  function scoreCell(r, k) {
+    var si = r ? r.byMetric[k] : null;
+    if (si == null) return el('td', {cls: 'num muted', text: ''});
+    var s = scores[si];
+    if (scoreHidden(si)) return el('td', {cls: 'num muted', title: 'label this unit first', text: 'hidden'});
+    return el('td', {cls: 'num', title: s[3]}, s[3] === 'ok' ? fmt(s[2]) : badge(s[3]));
+  }
+  function scoreValue(r, k) {
+    var si = r ? r.byMetric[k] : null;
+    if (si == null || scoreHidden(si) || scores[si][3] !== 'ok') return null;
+    return scores[si][2];
+  }
+  function shownModels(p) {   // the model picker's choice (all target models when none)
+    if (!p.models) return models.slice();
+    var want = p.models.split(',');
+    return models.filter(function (m) { return want.indexOf(m) >= 0; });
+  }
+  function modelPicker(p, view) {
+    var shown = shownModels(p);
+    return el('fieldset', {cls: 'model-picker', id: 'model-picker'}, el('legend', {text: 'target models shown (' + shown.length + ' of ' + models.length + ')'}),
+      models.map(function (m) {
+        var box = el('input', {type: 'checkbox', value: m, 'data-model': m, onchange: function () {
+          var now = shownModels(p), i = now.indexOf(m);
+          if (this.checked && i < 0) now.push(m); else if (!this.checked && i >= 0) now.splice(i, 1);
+          now = models.filter(function (x) { return now.indexOf(x) >= 0; });
+          var np = Object.assign({}, p, {models: now.length === models.length ? '' : now.join(',')});
+          location.hash = view(np);
+        }});
+        box.checked = shown.indexOf(m) >= 0;
+        return el('label', {cls: 'check'}, box, ' ' + m);
+      }));
+  }
+  var rowsOfItem = {};
+  rows.forEach(function (r, k) { if (r[0] >= 0) (rowsOfItem[r[0]] = rowsOfItem[r[0]] || []).push(k); });
   function itemsView(p) {
+    var byItem = p.layout === 'models';
+    var metricK = p.metric && metricIdx[p.metric] != null ? metricIdx[p.metric] : metricIdx[primary];
     var shownMetrics = p.metric && metricIdx[p.metric] != null ? [metricIdx[p.metric]]
       : metrics.map(function (m, k) { return k; }).sort(function (a, b) { return (metrics[b].name === primary) - (metrics[a].name === primary); }).slice(0, 5);
     var search = el('input', {type: 'search', id: 'search', placeholder: 'search prompts and answers', value: p.q || ''});
@@ -318,41 +427,82 @@
       var np = Object.assign({}, p, {failed: this.checked ? '1' : ''}); delete np.page; location.hash = hash('items', np);
     }});
     only.checked = p.failed === '1';
-    var filters = el('div', {cls: 'filters'}, FACETS.map(function (f) { return facetSelect(f, p); }),
+    var layout = el('p', {cls: 'layout'}, 'one row per: ',
+      el('a', {id: 'layout-rows', cls: byItem ? null : 'active', href: hash('items', Object.assign({}, p, {layout: '', sort: '', dir: '', page: ''})), text: 'item \u00d7 target model'}), ' \u00b7 ',
+      el('a', {id: 'layout-models', cls: byItem ? 'active' : null, href: hash('items', Object.assign({}, p, {layout: 'models', sort: '', dir: '', page: ''})), text: 'item, a column per target model'}));
+    var facets = byItem ? FACETS.filter(function (f) { return f !== 'model' && f !== 'metric'; }) : FACETS;
+    var filters = el('div', {cls: 'filters'}, facets.map(function (f) { return facetSelect(f, p); }),
       el('label', null, 'search', search), el('label', {cls: 'check'}, 'failures & flags', only),
-      el('a', {href: hash('items', {}), text: 'clear filters'}));
-    var list = filterRows(p);
+      el('a', {href: hash('items', byItem ? {layout: 'models'} : {}), text: 'clear filters'}));
+    var cols = [
+      {key: 'item', label: 'item', value: function (r) { return r.item >= 0 ? items[r.item][0] : null; },
+        cell: function (r) {
+          var id = r.item >= 0 ? items[r.item][0] : '*';
+          return el('td', null, r.item >= 0 ? el('a', {href: itemHash(id, r.model ? {model: r.model} : {}), cls: 'item-link', text: id}) : el('span', {text: '(corpus-level)'}));
+        }},
+      {key: 'question', label: 'question', value: function (r) { return r.item >= 0 ? items[r.item][6] : null; },
+        cell: function (r) { return r.item >= 0 ? questionCell(r.item) : el('td'); }},
+      {key: 'discipline', label: 'discipline', value: function (r) { return r.item >= 0 ? items[r.item][3] : null; },
+        cell: function (r) { return el('td', {text: r.item >= 0 ? items[r.item][3] : ''}); }},
+      {key: 'task', label: 'task', value: function (r) { return r.item >= 0 ? items[r.item][2] : null; },
+        cell: function (r) { return el('td', {text: r.item >= 0 ? items[r.item][2] : ''}); }}];
+    var list, extra = [], shown = [];
+    if (!byItem) {
+      list = filterRows(p).map(function (r) { return {row: r, item: r[0], model: r[1] >= 0 ? models[r[1]] : ''}; });
+      cols.push(
+        {key: 'model', label: 'target model', value: function (x) { return x.model || null; }, cell: function (x) { return el('td', {text: x.model || '(no response)'}); }},
+        {key: 'status', label: 'status / flags', value: function (x) { return Object.keys(x.row.statuses).sort().concat(Object.keys(x.row.flags)).join(' ') || null; },
+          cell: function (x) {
+            return el('td', null, Object.keys(x.row.statuses).sort().map(badge).concat(Object.keys(x.row.flags).map(function (f) { return el('span', {cls: 'badge flag', text: f}); })));
+          }});
+      shownMetrics.forEach(function (k) {
+        cols.push({key: 'm:' + metrics[k].name, num: true, label: metrics[k].name + (metrics[k].scale ? ' (' + metrics[k].scale + ')' : ''),
+          value: function (x) { return scoreValue(x.row, k); }, cell: function (x) { return scoreCell(x.row, k); }});
+      });
+    } else {
+      // one row per item: the chosen metric's value of each shown target model side by side
+      shown = shownModels(p);
+      var pass = {};
+      filterRows(Object.assign({}, p, {model: '', metric: ''})).forEach(function (r) { if (r[0] >= 0) pass[r[0]] = 1; });
+      list = Object.keys(pass).map(Number).sort(function (a, b) { return a - b; }).map(function (k) {
+        var by = {};
+        (rowsOfItem[k] || []).forEach(function (rk) { var r = rows[rk]; if (r[1] >= 0) by[models[r[1]]] = r; });
+        return {item: k, by: by};
+      });
+      if (p.all === '1') list = list.filter(function (x) { return shown.every(function (m) { return x.by[m] && x.by[m].byMetric[metricK] != null; }); });
+      else list = list.filter(function (x) { return shown.some(function (m) { return x.by[m] && x.by[m].byMetric[metricK] != null; }); });
+      shown.forEach(function (m) {
+        cols.push({key: 'v:' + m, num: true, label: m, title: 'sort by ' + m + '\'s ' + (metrics[metricK] || {}).name,
+          value: function (x) { return scoreValue(x.by[m], metricK); }, cell: function (x) { return scoreCell(x.by[m], metricK); }});
+      });
+      if (shown.length === 2) {
+        cols.push({key: 'gap', num: true, label: shown[0] + ' \u2212 ' + shown[1], title: 'sort by the gap between the two models',
+          value: function (x) { var a = scoreValue(x.by[shown[0]], metricK), b = scoreValue(x.by[shown[1]], metricK); return a == null || b == null ? null : a - b; },
+          cell: function (x) { var v = this.value(x); return el('td', {cls: 'num', text: v == null ? '' : (v > 0 ? '+' : '') + fmt(v)}); }});
+      }
+      var msel = el('select', {id: 'pivot-metric', onchange: function () { var np = Object.assign({}, p, {metric: this.value}); delete np.page; location.hash = hash('items', np); }},
+        metrics.map(function (m) { return el('option', {value: m.name, text: m.name + (m.scale ? ' (' + m.scale + ')' : '')}); }));
+      msel.value = (metrics[metricK] || {}).name || '';
+      filters.insertBefore(el('label', null, 'metric in the model columns', msel), filters.firstChild);
+      extra = [modelPicker(p, function (np) { delete np.page; return hash('items', np); })];
+    }
+    list = sortList(list, cols, p);
     var pages = Math.max(1, Math.ceil(list.length / PAGE));
     var page = Math.min(Math.max(1, parseInt(p.page || '1', 10) || 1), pages);
-    var shown = list.slice((page - 1) * PAGE, page * PAGE);
+    var rowsShown = list.slice((page - 1) * PAGE, page * PAGE);
     var go = function (n) { return function () { var np = Object.assign({}, p, {page: String(n)}); location.hash = hash('items', np); }; };
     var pager = el('div', {cls: 'pager'},
       el('button', {id: 'prev', onclick: go(page - 1), disabled: page <= 1 ? 'disabled' : null, text: '\u2190 previous'}),
       el('span', {id: 'pager-info', text: 'page ' + page + ' of ' + pages + ' \u00b7 ' + list.length + (list.length === 1 ? ' row' : ' rows')}),
       el('button', {id: 'next', onclick: go(page + 1), disabled: page >= pages ? 'disabled' : null, text: 'next \u2192'}));
     var note = p.q && !searchText ? el('p', {cls: 'muted', id: 'search-wait', text: 'Loading texts for the search (text.js)\u2026 matching item ids meanwhile.'}) : null;
-    var table = el('table', {id: 'items-table'}, el('thead', null, el('tr', null,
-      el('th', {text: 'item'}), el('th', {text: 'discipline'}), el('th', {text: 'task'}), el('th', {text: 'target model'}),
-      el('th', {text: 'status / flags'}), shownMetrics.map(function (k) {
-        return el('th', {cls: 'num', text: metrics[k].name + (metrics[k].scale ? ' (' + metrics[k].scale + ')' : '')});
-      }))), el('tbody', null, shown.map(function (r) {
-      var it = r[0] >= 0 ? items[r[0]] : null;
-      var model = r[1] >= 0 ? models[r[1]] : '';
-      var id = it ? it[0] : '*';
-      var sts = Object.keys(r.statuses).sort().map(badge).concat(Object.keys(r.flags).map(function (f) { return el('span', {cls: 'badge flag', text: f}); }));
-      return el('tr', {'data-item': id, 'data-model': model},
-        el('td', null, it ? el('a', {href: itemHash(id, {model: model}), cls: 'item-link', text: id}) : el('span', {text: '(corpus-level)'})),
-        el('td', {text: it ? it[3] : ''}), el('td', {text: it ? it[2] : ''}), el('td', {text: model || '(no response)'}),
-        el('td', null, sts),
-        shownMetrics.map(function (k) {
-          var si = r.byMetric[k];
-          if (si == null) return el('td', {cls: 'num muted', text: ''});
-          var s = scores[si];
-          if (scoreHidden(si)) return el('td', {cls: 'num muted', title: 'label this unit first', text: 'hidden'});
-          return el('td', {cls: 'num', title: s[3]}, s[3] === 'ok' ? fmt(s[2]) : badge(s[3]));
-        }));
-    })));
-    return [el('h1', {text: 'Items'}), filters, note, pager, table];
+    var table = el('table', {id: 'items-table', cls: byItem ? 'by-item' : 'by-row', 'data-layout': byItem ? 'models' : 'rows'},
+      el('thead', null, el('tr', null, headerCells(cols, p))),
+      el('tbody', null, rowsShown.map(function (x) {
+        return el('tr', {'data-item': x.item >= 0 ? items[x.item][0] : '*', 'data-model': byItem ? null : x.model},
+          cols.map(function (c) { return c.cell(x); }));
+      })));
+    return [el('h1', {text: 'Items'}), layout, filters, extra, note, pager, table];
   }
 
   // ------------------------------------------------------------------ labelling (the researcher's own labels)
@@ -528,17 +678,54 @@
       var body = [];
       if (e.tool === 'judge' || e.kind === 'judge_reply') {
         body.push(el('div', {cls: 'muted', text: 'judge ' + (e.judge || '') + (e.attempts ? ', attempts ' + e.attempts : '') + (e.error ? ', error: ' + e.error : '')}));
-        (Array.isArray(e.raw) ? e.raw : e.raw != null ? [e.raw] : []).forEach(function (r) { body.push(el('pre', {cls: 'raw-reply', text: asText(r)})); });
+        var replies = (Array.isArray(e.raw) ? e.raw : e.raw != null ? [e.raw] : []).map(function (r) { return el('pre', {cls: 'raw-reply', text: asText(r)}); });
+        body.push(el('div', {cls: 'judge-exchange'}, judgePrompt(e.prompt_hash),
+          el('div', {cls: 'judge-reply'}, el('div', {cls: 'muted', text: replies.length > 1 ? 'replies (one per attempt; a retry shows the judge its parse error)' : 'reply'}), replies)));
       } else {
         ['input', 'query', 'code', 'args'].forEach(function (f) { if (e[f] != null) body.push(el('div', {cls: 'muted', text: f}), el('pre', {text: asText(e[f])})); });
         ['output', 'result', 'stdout', 'stderr', 'results', 'works'].forEach(function (f) { if (e[f] != null && e[f] !== '') body.push(el('div', {cls: 'muted', text: f}), el('pre', {text: asText(e[f])})); });
       }
       var rest = {};
-      Object.keys(e).forEach(function (f) { if (['kind', 'tool', 'judge', 'raw', 'attempts', 'input', 'query', 'code', 'args', 'output', 'result', 'stdout', 'stderr', 'results', 'works'].indexOf(f) < 0) rest[f] = e[f]; });
+      Object.keys(e).forEach(function (f) { if (['kind', 'tool', 'judge', 'raw', 'attempts', 'prompt_hash', 'input', 'query', 'code', 'args', 'output', 'result', 'stdout', 'stderr', 'results', 'works'].indexOf(f) < 0) rest[f] = e[f]; });
       if (Object.keys(rest).length) body.push(el('pre', {cls: 'muted', text: JSON.stringify(rest, null, 2)}));
       return el('details', {open: ev.length <= 3 ? 'open' : null}, el('summary', {text: (k + 1) + '. ' + kind + (e.duration_s != null ? ' (' + fmt(e.duration_s) + ' s)' : '')}), body);
     }));
   }
+  function judgePrompt(h) {   // the full prompt the judge was sent (prompts.jsonl, once per distinct prompt)
+    var pr = h && T && T.prompts ? T.prompts[h] : null;
+    if (!pr) return el('div', {cls: 'judge-prompt missing muted', text: h ? 'prompt ' + h + ' is not in this run\'s prompts.jsonl'
+      : 'The prompt of this reply was not stored (a run folder written before sgieval kept judge prompts).'});
+    var rf = pr.response_format;
+    return el('div', {cls: 'judge-prompt', 'data-hash': h},
+      el('div', {cls: 'muted', text: 'prompt sent (' + pr.messages.length + ' message' + (pr.messages.length === 1 ? '' : 's') + ', hash ' + h + ')'}),
+      pr.messages.map(function (m) {
+        return el('div', {cls: 'prompt-msg', 'data-role': m.role}, el('span', {cls: 'badge', text: m.role}), el('pre', {text: asText(m.content)}));
+      }),
+      rf ? el('details', null, el('summary', {text: 'response format: ' + rf.name + ' (' + rf.mode + ')'}), el('pre', {text: JSON.stringify(rf.schema, null, 2)})) : null);
+  }
+  function answerList(rk) {   // a stored answer list: each answer's coherence and novelty, the rejected one marked
+    var r = rows[rk], t = T.rows[rk], texts = (t[4] || {}).answers;
+    var marks = null;
+    r[4].forEach(function (si) { var d = T.scores[si][3]; if (!marks && d && Array.isArray(d.answers)) marks = d.answers; });
+    if (!marks || !marks.length) return null;
+    var lists = {}; marks.forEach(function (m) { lists[m.list] = 1; });
+    var several = Object.keys(lists).length > 1;
+    var llm = marks.some(function (m) { return m.llm_novelty != null; });
+    return el('ol', {cls: 'answer-list'}, marks.map(function (m, k) {
+      var state = m.rejected ? 'rejected' : m.accepted ? 'accepted' : 'stopped';
+      var bad = function (what) { return m.rejected && m.reason && m.reason.indexOf(what) >= 0 ? ' below' : ''; };
+      return el('li', {cls: 'answer ' + state, 'data-n': String(m.n), 'data-state': state, value: String(m.n)},
+        el('div', {cls: 'answer-cell', text: texts && texts[k] != null ? texts[k] : ''}),
+        el('div', {cls: 'answer-scores'},
+          several ? el('span', {cls: 'muted', text: (m.temperature ? 'T ' + m.temperature : 'list ' + (m.list + 1)) + ' \u00b7 '}) : null,
+          el('span', {cls: 'coherence' + bad('incoherent'), title: 'coherence, 0-100 (the coherence judge)', text: 'coherence ' + fmt(m.coherence)}), ' \u00b7 ',
+          el('span', {cls: 'novelty' + bad('embedding'), title: 'novelty, 0-1: 1 - max cosine similarity to the earlier answers (embeddings)', text: 'novelty ' + fmt(m.novelty, 3)}),
+          llm ? [' \u00b7 ', el('span', {cls: 'llm-novelty' + bad('LLM'), title: 'LLM novelty, 0-1 (the novelty judge)', text: 'LLM novelty ' + fmt(m.llm_novelty, 3)})] : null,
+          ' ', m.rejected ? el('span', {cls: 'badge bad mark', text: 'rejected: ' + m.reason})
+            : m.accepted ? el('span', {cls: 'badge ok mark', text: 'accepted'}) : el('span', {cls: 'badge flag mark', text: m.reason || 'not accepted'})));
+    }));
+  }
+  var collapsed = {};        // target model -> true when its column on the item page is folded
   function scoreBlock(si) {
     var s = scores[si], t = T.scores[si], m = metrics[s[1]];
     if (scoreHidden(si)) return el('div', {cls: 'score hidden-score', 'data-metric': m.name},
@@ -565,15 +752,23 @@
     rows.forEach(function (r, rk) { if (r[0] === k) mine.push(rk); });
     if (p.model) mine.sort(function (a, b) { return (models[rows[b][1]] === p.model) - (models[rows[a][1]] === p.model); });
     var back = Object.assign({}, p); delete back.model;
+    var picked = shownModels(p);
+    mine = mine.filter(function (rk) { return rows[rk][1] < 0 || picked.indexOf(models[rows[rk][1]]) >= 0; });
     var cols = mine.map(function (rk) {
       var r = rows[rk], t = T.rows[rk], model = r[1] >= 0 ? models[r[1]] : '(no response)';
       var ex = t[4] || {};
+      var list = answerList(rk);
+      var fold = el('button', {cls: 'fold', title: collapsed[model] ? 'show this column' : 'fold this column', 'aria-expanded': collapsed[model] ? 'false' : 'true',
+        text: collapsed[model] ? '\u25b8' : '\u25c2', onclick: function () { collapsed[model] = !collapsed[model]; render(); }});
+      if (collapsed[model]) return el('section', {cls: 'model-col collapsed', 'data-model': model, title: model}, fold, el('div', {cls: 'folded-name', text: model}));
       return el('section', {cls: 'model-col' + (model === p.model ? ' focus' : ''), 'data-model': model},
-        el('h3', {text: model}),
+        el('h3', null, fold, ' ', model),
         el('div', null, r[2] ? badge(r[2]) : null, r[3].map(function (f) { return el('span', {cls: 'badge flag', text: f}); }),
           el('span', {cls: 'muted', text: [ex.latency_s != null ? fmt(ex.latency_s) + ' s' : '', ex.tokens ? 'tokens ' + JSON.stringify(ex.tokens) : '', ex.cost != null ? '$' + fmt(ex.cost, 4) : ''].filter(Boolean).join(' \u00b7 ')})),
         t[3] ? el('div', {cls: 'error', text: 'error: ' + t[3]}) : null,
-        el('div', {cls: 'muted', text: 'answer'}), el('pre', {cls: 'answer-text', text: t[0] || ''}),
+        list ? [el('div', {cls: 'muted', text: 'answers (the list ends at the answer the stop rule rejected)'}), list,
+          el('details', null, el('summary', {text: 'stored text'}), el('pre', {cls: 'answer-text', text: t[0] || ''}))]
+          : [el('div', {cls: 'muted', text: 'answer'}), el('pre', {cls: 'answer-text', text: t[0] || ''})],
         t[1] != null ? el('details', null, el('summary', {text: 'parsed answer'}), el('pre', {cls: 'parsed', text: asText(t[1])})) : null,
         t[2] ? el('details', {cls: 'reasoning'}, el('summary', {text: 'reasoning (' + t[2].length + ' chars)'}), el('pre', {text: t[2]})) : null,
         ex.metadata ? el('details', null, el('summary', {text: 'response metadata'}), el('pre', {text: JSON.stringify(ex.metadata, null, 2)})) : null,
@@ -590,7 +785,10 @@
       el('h2', {text: 'Reference'}), el('pre', {id: 'reference', text: tx[1] == null ? '(none: open-ended)' : asText(tx[1])}),
       tx[2] && Object.keys(tx[2]).length ? el('details', null, el('summary', {text: 'item metadata'}), el('pre', {text: JSON.stringify(tx[2], null, 2)})) : null,
       L ? labelSettings() : null,
-      el('h2', {text: 'Target models (' + cols.length + ')'}), el('div', {cls: 'models'}, cols)];
+      el('h2', {text: 'Target models (' + cols.length + ')'}),
+      models.length > 1 ? modelPicker(p, function (np) { return itemHash(id, np); }) : null,
+      el('div', {cls: 'models', style: 'grid-template-columns: ' + mine.map(function (rk) {
+        var r = rows[rk]; return r[1] >= 0 && collapsed[models[r[1]]] ? '34px' : 'minmax(0, 1fr)'; }).join(' ')}, cols)];
   }
 
   // ------------------------------------------------------------------ router

@@ -36,6 +36,7 @@ def _view(scores):
     out = []
     for s in scores:
         details = dict(s.details)
+        details.pop("answers", None)  # the per-answer marks: test_answer_marks_of_the_stored_list
         judged = details.pop("judged_by", None)
         assert judged in (None, JUDGED_BY)
         out.append((s.item_id, s.model, s.metric, s.value, s.status, s.error, s.rationale, s.judge, details))
@@ -216,3 +217,71 @@ async def test_a_missing_score_field_is_left_out_of_the_mean():
         None,
         "no accepted answers after the first with an embedding_dissimilarity_score",
     )
+
+
+async def test_answer_marks_of_the_stored_list():
+    """The accepted-answers score keeps each answer's coherence and novelty, and marks the rejected last one
+    with the threshold that ended the list (METRICS.md B.5, D.6)."""
+    records = [
+        {"answer_num": 1, "coherence_score": 80, "embedding_dissimilarity_score": 1.0, "stopping_condition": None},
+        {"answer_num": 2, "coherence_score": 60, "embedding_dissimilarity_score": 0.3, "stopping_condition": None},
+        {
+            "answer_num": 3,
+            "coherence_score": 70,
+            "embedding_dissimilarity_score": 0.1,
+            "llm_dissimilarity_score": 0.4,
+            "stopping_condition": "embedding_dissimilarity_threshold",
+        },
+    ]
+    (acc,) = [
+        s
+        for s in await _score(Response(item_id=ITEM.id, model="replay:m", metadata={"records": records}))
+        if s.metric == "aidan_accepted_answers"
+    ]
+    base = {"list": 0, "temperature": "", "llm_novelty": None, "rejected": False, "reason": None, "accepted": True}
+    assert acc.details["answers"] == [
+        {**base, "n": 1, "coherence": 80.0, "novelty": 1.0},
+        {**base, "n": 2, "coherence": 60.0, "novelty": 0.3},
+        {
+            **base,
+            "n": 3,
+            "coherence": 70.0,
+            "novelty": 0.1,
+            "llm_novelty": 0.4,
+            "accepted": False,
+            "rejected": True,
+            "reason": "not novel (embedding)",
+        },
+    ]
+
+
+def test_answer_marks_reasons_and_the_aidanbench_layout():
+    from sgieval.metric_pool.aidanbench import answer_marks
+
+    def marks(recs):
+        return [(m["n"], m["accepted"], m["rejected"], m["reason"]) for m in answer_marks([("0.7", recs)])]
+
+    # the coherence threshold; an older file's short value names its threshold too
+    assert marks(
+        [{"coherence_score": 10, "embedding_dissimilarity_score": 1.0, "stopping_condition": "coherence"}]
+    ) == [(1, False, True, "incoherent")]
+    # an error ends the list: censored, not rejected by the stop rule
+    assert marks(
+        [
+            {"coherence_score": 50, "embedding_dissimilarity_score": 1.0, "stopping_condition": None},
+            {"coherence_score": 0, "stopping_condition": "error", "error_message": "rate limited"},
+        ]
+    ) == [(1, True, False, None), (2, False, False, "error: rate limited")]
+    # AidanBench layout (no stopping_condition field): the last record fails the rule, in B.5's order
+    # (coherence 15 <= tau_c 15 rejects even though novelty 0.1 < 0.15 fails too)
+    aidan = [
+        {"coherence_score": 90, "embedding_dissimilarity_score": 1.0},
+        {"coherence_score": 15, "embedding_dissimilarity_score": 0.1},
+    ]
+    assert marks(aidan) == [(1, True, False, None), (2, False, True, "incoherent")]
+    # ... novelty 0.15 is not < 0.15 (strict), LLM novelty 0.1 < 0.15 is
+    aidan[1] = {"coherence_score": 40, "embedding_dissimilarity_score": 0.15, "llm_dissimilarity_score": 0.1}
+    assert marks(aidan)[1] == (2, False, True, "not novel (LLM judge)")
+    # a last record passing every threshold ended by the answer cap: accepted, nothing rejected
+    aidan[1] = {"coherence_score": 40, "embedding_dissimilarity_score": 0.5}
+    assert marks(aidan)[1] == (2, True, False, None)

@@ -83,7 +83,7 @@ def test_missing_list_scores_whole():
         "recorded for this question)"
     )
     assert got == [
-        ("aidan_accepted_answers", 0.0, "ok", None, why, flag),
+        ("aidan_accepted_answers", 0.0, "ok", None, why, {**flag, "answers": []}),
         ("aidan_published_count", 0.0, "ok", None, "len(list) = 0 (includes the rejected terminating answer)", flag),
         (
             "aidan_readme_score",
@@ -120,6 +120,10 @@ def test_missing_list_scores_whole():
     ]
 
 
+MARK = {"list": 0, "temperature": "", "novelty": 0.5, "llm_novelty": None, "accepted": True, "rejected": False}
+MARK |= {"reason": None}
+
+
 def test_censored_list_scores_whole_and_means_skip_missing_values():
     recs = [_rec(1), {**_rec(2), "coherence_score": None}, _rec(3, "error", error_message="boom")]
     got = {s.metric: (s.value, s.status, s.rationale, s.details) for s in _scores(recs, judge="j", embedder="e")}
@@ -135,7 +139,15 @@ def test_censored_list_scores_whole_and_means_skip_missing_values():
             "ok",
             "2 accepted of 3 stored answers; stopped by error (censored: stopped "
             "by error after 2 accepted answers (a lower bound))",
-            flag,
+            # each answer's marks: the error record is not accepted and not rejected by the stop rule
+            {
+                **flag,
+                "answers": [
+                    {**MARK, "n": 1, "coherence": 80.0},
+                    {**MARK, "n": 2, "coherence": None},
+                    {**MARK, "n": 3, "coherence": 80.0, "accepted": False, "reason": "error: boom"},
+                ],
+            },
         ),
         "aidan_published_count": (3.0, "ok", "len(list) = 3 (includes the rejected terminating answer)", flag),
         # S(q) and plot.py stop at answer 2: its coherence is missing
