@@ -59,6 +59,7 @@ from ..core import (
 )
 from ..models.base import NamedModel
 from ..models.calls import message_text
+from ..models.structured import sent_prompt
 from ..models.tool_loop import run_tool_loop
 from .base import Metric, ScoringContext
 from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, injection_flags, parse_json_object
@@ -462,6 +463,7 @@ class RubricMetric(Metric):
                                 attempts=1,
                                 mode="prompt",
                                 flags=injection_flags(response.text),
+                                prompt=sent_prompt(loop.messages[:-1], "prompt"),  # the conversation it answered
                             ).evidence(),
                         )
                         return _Verdict(judge.name, parsed, evidence, None, note)

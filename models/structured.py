@@ -42,6 +42,7 @@ __all__ = [
     "parse_json_object",
     "protect_latex_escapes",
     "schema_instruction",
+    "sent_prompt",
     "StructuredMode",
     "LATEX_COMMANDS_NRT",
 ]
