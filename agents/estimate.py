@@ -163,6 +163,7 @@ async def estimate_run(
         options=dict(options or {}),
     )
     notes: list[str] = []
+    unrehearsed: dict[str, set[str]] = {}
     open_creativity = any(i.task == OPEN_CREATIVITY for i in items) and bool(live)
     with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
         for t in targets:
@@ -173,11 +174,26 @@ async def estimate_run(
                     resp = await infer(i, live[t.name], ctx)
                 if not resp.ok and not t.is_replay:
                     resp = resp.model_copy(update={"status": "ok", "error": None})
-                await score_response(i, resp, list(metrics), ctx, set())
+                for m in metrics:
+                    before = len(rehearsal.calls)
+                    await score_response(i, resp, [m], ctx, set())
+                    if (
+                        not t.is_replay
+                        and len(rehearsal.calls) == before
+                        and m.applies(i)
+                        and any(sp.kind != "objective" for sp in m.specs)
+                        and ctx.judges_for(t.name)
+                    ):
+                        unrehearsed.setdefault(m.name, set()).add(i.id)
     if open_creativity:
         notes.append(
             "open-creativity items: counted for one answer and one coherence judgement per question; the "
             "protocol asks for further answers while they stay coherent and novel, so those items cost more"
+        )
+    for name, ids in unrehearsed.items():
+        notes.append(
+            f"{name}: no judge call was made on the stand-in answer on {len(ids)} item(s) (the metric reads the "
+            "answer's content before it asks a judge), so its judge calls on live answers are not counted"
         )
     order = [(t.name, "target") for t in targets if not t.is_replay] + [(j.name, "judge") for j in judges]
     rows = summarise(rehearsal.calls, order, prices, batch=batch)

@@ -273,3 +273,25 @@ def test_list_prices_come_from_genai_prices():
     assert row.usd == pytest.approx(price_call("openai:gpt-4o", {"input": 10_000, "output": 2_000}))
     assert row.usd == pytest.approx(10_000 * 2.5 / 1e6 + 2_000 * 10.0 / 1e6)  # gpt-4o: 2.50 / 10.00 USD per 1M
     assert row.price_source.startswith("genai-prices ")
+
+
+def test_the_agent_row_adds_the_report_narrative_to_the_planning_calls_made():
+    from sgieval.agents.estimate import NARRATIVE_INPUT_TOKENS, NARRATIVE_OUTPUT_TOKENS, estimate_run
+    from sgieval.models.base import NamedModel
+
+    est = asyncio.run(
+        estimate_run(
+            [],
+            [],
+            [],
+            [],
+            agent=NamedModel(name="openai:planner", role="agent"),
+            agent_done={"calls": 4, "input_tokens": 5000, "output_tokens": 300},
+            prices={"openai:planner": (1.0, 4.0)},
+        )
+    )
+    (row,) = est.rows
+    assert (row.model, row.role, row.calls, row.done_calls) == ("openai:planner", "agent", 5, 4)
+    assert (row.input_tokens, row.output_tokens) == (5000 + NARRATIVE_INPUT_TOKENS, 300 + NARRATIVE_OUTPUT_TOKENS)
+    assert row.usd == pytest.approx((5000 + NARRATIVE_INPUT_TOKENS) * 1e-6 + (300 + NARRATIVE_OUTPUT_TOKENS) * 4e-6)
+    assert "4 planning call(s) made, then the report narrative" in est.lines()[0]
