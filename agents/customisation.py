@@ -403,7 +403,8 @@ async def run_customisation(
         if key_of(m) not in offered_keys
         for s in m.specs
     )
-    content = f"Request: {request}\nTasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
+    # what is the same for every request on these items first, the request last (a cacheable prefix)
+    content = f"Tasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
     if offered:
         content += (
             "\nFurther registered metrics (applied only when you name them in `added`; one may be `primary`):"
@@ -420,6 +421,7 @@ async def run_customisation(
             f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
             f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}"
         )
+    content += f"\n\nRequest: {request}"
     msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
     evidence: list[Any] = []
     direct: MetricPlan | None = None
