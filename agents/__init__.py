@@ -6,7 +6,7 @@ lazily from their modules on first use, so importing one module of this folder d
 
 from __future__ import annotations
 
-from ..core.lazy import lazy_exports
+from ..core import lazy_exports
 
 _PUBLIC: dict[str, str] = {
     "CANCEL_RE": "rubric_authoring",

@@ -7,10 +7,10 @@ from typing import Any, Sequence, TypeVar
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
-from ..metric_pool.judge import DATA_NOTICE
-from ..models.base import NamedModel
-from ..models.context import current_prompt_scope, prompt_scope
-from ..models.structured import StructuredReply, ask_structured
+from ..metric_pool import DATA_NOTICE
+from ..models import NamedModel
+from ..models import current_prompt_scope, prompt_scope
+from ..models import StructuredReply, ask_structured
 
 __all__ = ["ask_agent"]
 

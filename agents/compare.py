@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core import CORPUS, InputError, Item, RunConfig, Score
-from ..core.offload import call
-from ..metric_pool.aggregate import paired_test
-from ..reports.build import count_phrase, fmt2, fmt_p, order_stats, order_with_ties, rank_labels, tie_groups
-from ..reports.build import ci_text
-from ..reports.compare import Change, Comparison, RankRow, RunSide
+from ..core import call_in_worker
+from ..metric_pool import paired_test
+from ..reports import count_phrase, fmt2, fmt_p, order_stats, order_with_ties, rank_labels, tie_groups
+from ..reports import ci_text
+from ..reports import Change, Comparison, RankRow, RunSide
 from .reporting import adjacent_pair_tests, ranking_stats
 
 __all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
@@ -123,7 +123,7 @@ def _change(model: str, metric: str, a: RunInput, b: RunInput, va: dict, vb: dic
             identical,
             ci_note="no CI: fewer than 2 paired items",
         )
-    r = call(paired_test, x, y, n_resamples=n_resamples, seed=seed)
+    r = call_in_worker(paired_test, x, y, n_resamples=n_resamples, seed=seed)
     return Change(
         model,
         metric,

@@ -34,13 +34,13 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from ..core import Item, MetricSpec, ModelCallError, Rubric, SgievalError
-from ..metric_pool.base import Metric
-from ..metric_pool.registry import MetricEntry, applicable, key_of
-from ..metric_pool.judge import as_data, parse_json_object
+from ..metric_pool import Metric
+from ..metric_pool import MetricEntry, applicable, key_of
+from ..metric_pool import as_data, parse_json_object
 from ..benchmarks import registry as benchmark_registry
-from ..models.base import NamedModel
-from ..models.calls import message_text
-from ..models.structured import StructuredReply
+from ..models import NamedModel
+from ..models import message_text
+from ..models import StructuredReply
 from .asking import ask_agent
 from .rubric_authoring import draft_rubric, tidy_rubric
 from .vocabulary import QUALITY_WORDS
@@ -165,7 +165,7 @@ def unrecognised_qualities(request: str) -> list[str]:
 def starter_rubric(quality: str) -> Rubric | None:
     """The starter rubric for ``quality`` from ``metric_pool/rubrics`` (None when absent)."""
     try:
-        from ..metric_pool.rubrics import find_rubric
+        from ..metric_pool import find_rubric
     except ImportError:
         return None
     return find_rubric(quality)
@@ -331,7 +331,7 @@ def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any
             if tools is not None and "read_pdf" in getattr(tools, "names", []):
                 doc, _ = tools.call("read_pdf", source=path, max_pages=20)
             else:
-                from ..tools.pdf import read_pdf
+                from ..tools import read_pdf
 
                 doc = read_pdf(path, max_pages=20)
         except SgievalError as e:
@@ -426,7 +426,7 @@ async def run_customisation(
     evidence: list[Any] = []
     direct: MetricPlan | None = None
     if tools is not None:
-        from ..metric_pool.rubric import tool_loop
+        from ..metric_pool import tool_loop
 
         budget = int((options or {}).get("agent_tool_budget", 3))
         try:
@@ -545,7 +545,7 @@ def planned_metrics(plan: MetricPlan, items: list[Item], options: dict | None = 
         m for e, m in registered_offers(items, predefined, options) if (e.key in keys if keys else e.name in plan.added)
     ]
     if plan.custom:
-        from ..metric_pool.rubric import RubricMetric
+        from ..metric_pool import RubricMetric
 
         out += [RubricMetric(r) for r in plan.custom]
     return out

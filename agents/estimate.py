@@ -16,9 +16,9 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from ..core import OPEN_CREATIVITY, Item
-from ..metric_pool.base import Metric, ScoringContext
-from ..models.base import NamedModel
-from ..models.estimate import (
+from ..metric_pool import Metric, ScoringContext
+from ..models import NamedModel
+from ..models import (
     APPROXIMATION,
     DEFAULT_TYPICAL_OUTPUT_TOKENS,
     JUDGE_REPLY_TOKENS,
@@ -127,10 +127,10 @@ async def estimate_run(
         and USD per (model, role).
     """
     from ..core import Response
-    from ..models.accounting import Ledger
-    from ..models.cache import cache_key_for, should_cache
-    from ..models.context import CallContext, call_context
-    from ..tools.sandbox import UnavailableSandbox
+    from ..models import Ledger
+    from ..models import cache_key_for, should_cache
+    from ..models import CallContext, call_context
+    from ..tools import UnavailableSandbox
     from .evaluation import infer, score_response
 
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
@@ -263,7 +263,7 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
         [] without an estimate; else a Table (name ``estimate``; calls, input tokens, output tokens and USD,
         estimated then actual) and a Text saying how the estimate was made.
     """
-    from ..reports.sections import Table, Text
+    from ..reports import Table, Text
 
     if not estimate or not estimate.get("rows"):
         return []

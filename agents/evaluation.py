@@ -17,11 +17,11 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 
 from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, RunStoppedError, Score
-from ..models.accounting import BudgetExceeded
-from ..metric_pool.base import CORPUS, Metric, ScoringContext
-from ..models.base import NamedModel
-from ..models.calls import ainvoke, read_reply, usage
-from ..models.context import prompt_scope
+from ..models import BudgetExceeded
+from ..metric_pool import CORPUS, Metric, ScoringContext
+from ..models import NamedModel
+from ..models import ainvoke, read_reply, usage
+from ..models import prompt_scope
 
 
 @dataclass
@@ -64,7 +64,7 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
     if target.is_replay:
         return target.replay.respond(item, target.name)
     if item.task == OPEN_CREATIVITY:
-        from ..metric_pool.aidanbench_protocol import run_generation
+        from ..metric_pool import run_generation
 
         judges = ctx.judges_for(target.name)
         if not judges:
@@ -75,7 +75,7 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
                 error=ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)"),
             )
         if ctx.embedder is None:
-            from ..metric_pool.embeddings import get_embedder
+            from ..metric_pool import get_embedder
 
             ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
         return await run_generation(item, target, judges[0], ctx.embedder, **ctx.options.get("aidanbench", {}))
@@ -122,7 +122,7 @@ def metric_prompt_key(m: Metric) -> str:
     """The prompt family of metric ``m``'s judge calls, ``sgieval:<scope>/<name>`` (its registry key: scope a
     benchmark or ``*``), e.g. ``sgieval:*/rigor``: sent as OpenAI's ``prompt_cache_key``
     (:class:`~sgieval.models.context.prompt_scope`)."""
-    from ..metric_pool.registry import key_of
+    from ..metric_pool import key_of
 
     scope, name = key_of(m)
     return f"sgieval:{scope}/{name}"
@@ -186,8 +186,8 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
     try:
         await asyncio.to_thread(check)
     except SandboxUnavailableError as e:
-        from ..core.logs import get_logger
-        from ..tools.sandbox import UnavailableSandbox
+        from ..core import get_logger
+        from ..tools import UnavailableSandbox
 
         if isinstance(sandbox, UnavailableSandbox):
             return

@@ -33,9 +33,9 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..core import EXECUTORS, InputError, Item, OfflineError, RunStore
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
-from ..metric_pool.base import CORPUS, Metric, ScoringContext
-from ..models.accounting import current_ledger
-from ..models.base import NamedModel
+from ..metric_pool import CORPUS, Metric, ScoringContext
+from ..models import current_ledger
+from ..models import NamedModel
 
 U = TypeVar("U")
 R = TypeVar("R")
@@ -241,8 +241,8 @@ def _shard_evaluator(
 
     async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
         from .evaluation import run_evaluation
-        from ..models.accounting import Ledger
-        from ..models.context import CallContext, call_context
+        from ..models import Ledger
+        from ..models import CallContext, call_context
 
         ids = {i.id for i in items}
         models = unpack_models(targets)
@@ -301,7 +301,7 @@ async def evaluate_with_executor(
         todo = _pending_items(store, items, targets, metrics)
         if todo:
             existing = {"responses": store.read("responses"), "scores": store.read("scores")}
-            from ..models.context import current_call_context
+            from ..models import current_call_context
 
             ledger = current_ledger()
             fn = _shard_evaluator(

@@ -205,8 +205,8 @@ def variant_disagreements(
     Returns:
         One sentence per disagreeing variant (empty when fewer than two models are ranked).
     """
-    from ..metric_pool.aggregate import paired_test
-    from ..reports.answer import printed_tie_groups
+    from ..metric_pool import paired_test
+    from ..reports import printed_tie_groups
 
     if len(ranked) < 2:
         return []

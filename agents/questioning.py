@@ -35,14 +35,14 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from ..benchmarks import registry as benchmark_registry
-from ..benchmarks.catalog import FACETS, Catalog
+from ..benchmarks import FACETS, Catalog
 from ..core import InputError, Item, ModelCallError
 from .asking import ask_agent
-from ..metric_pool.judge import parse_json_object
-from ..models.base import NamedModel
-from ..models.calls import message_text
-from ..models.context import prompt_scope
-from ..models.tool_loop import bind_tools, run_tool_loop
+from ..metric_pool import parse_json_object
+from ..models import NamedModel
+from ..models import message_text
+from ..models import prompt_scope
+from ..models import bind_tools, run_tool_loop
 from ..core import (
     DEEP_RESEARCH,
     DRY_EXPERIMENT,
@@ -223,7 +223,7 @@ def understand_request(
     """
     from rapidfuzz.distance import OSA
 
-    from ..metric_pool.registry import entries as registered_metrics
+    from ..metric_pool import entries as registered_metrics
     from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, detect_qualities
     from .request_models import MODEL_MENTION
     from .vocabulary import QUALITY_TERMS, QUALITY_WORDS, REQUEST_WORDS, max_edits
@@ -404,7 +404,7 @@ def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") 
     asks about a quality and stored SciAidanBench answers are loaded -- the
     exact command that judges those answers for that quality instead.  None
     when the plan's emptiness has another cause."""
-    from ..benchmarks.data import how_to_get
+    from ..benchmarks import how_to_get
 
     tasks = plan.filters.get("task") or []
     loaded = set(catalog.values("task"))

@@ -28,13 +28,13 @@ from typing import Any, Iterable
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..core import CORPUS, Item, MetricSpec, Response, RetrievalEvidence, Score
-from ..core.offload import call
-from ..metric_pool.aggregate import Summary, paired_test, summarize
-from ..models.base import NamedModel
-from ..models.calls import ainvoke, message_text
-from ..models.context import prompt_scope
+from ..core import call_in_worker
+from ..metric_pool import Summary, paired_test, summarize
+from ..models import NamedModel
+from ..models import ainvoke, message_text
+from ..models import prompt_scope
 from .estimate import estimate_blocks
-from ..reports.answer import (
+from ..reports import (
     Answer,
     by_metric,
     dominant_item,
@@ -43,7 +43,7 @@ from ..reports.answer import (
     self_preference,
     sensitivity_sentence,
 )
-from ..reports.build import (
+from ..reports import (
     Coverage,
     ModelStat,
     SgiRow,
@@ -68,7 +68,7 @@ from ..reports.build import (
     write_report_files,
 )
 from .metric_choice import variant_disagreements
-from ..reports.sections import Heading, ReportContext, Section, Table, Text, report_section
+from ..reports import Heading, ReportContext, Section, Table, Text, report_section
 
 __all__ = [
     "FIXED_NUMBERS_TEXT",
@@ -128,7 +128,7 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
         if not vals:
             out.append(ModelStat(m, None, failed, reason=unscored_reason(mine[m])))
             continue
-        out.append(ModelStat(m, call(summarize, vals, n_resamples=n_resamples, seed=seed), failed))
+        out.append(ModelStat(m, call_in_worker(summarize, vals, n_resamples=n_resamples, seed=seed), failed))
     return out
 
 
@@ -145,7 +145,7 @@ def adjacent_pair_tests(
     for hi, lo in zip(ranked, ranked[1:]):
         a, b = item_values(scores, hi.model, metric), item_values(scores, lo.model, metric)
         shared = len(set(a) & set(b))
-        pr = call(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
+        pr = call_in_worker(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
         out.append(pair_entry(hi, lo, shared, pr))
     return out
 
@@ -157,7 +157,7 @@ def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[
     "DE (no dry_passall_5 scores), WE (all 2 wet_final_score scores failed)"."""
     if not any(i.benchmark == "sgi-bench" for i in items):
         return None
-    from ..metric_pool.sgi.sgi_score import sgi_score
+    from ..metric_pool import sgi_score
 
     by_id = {i.id: i for i in items}
     rows = []
@@ -431,7 +431,7 @@ def items_needed_sentence(
     Returns:
         One sentence, or "".
     """
-    from ..metric_pool.power import METHOD, items_to_separate
+    from ..metric_pool import METHOD, items_to_separate
 
     if not groups or not pairs or pairs[0].get("p") is None or pairs[0]["p"] < 0.05:
         return ""
@@ -939,7 +939,7 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> Section | None:
 def recheck_section(responses: list[Response], embedding_model: str = "minilm") -> Section | None:
     """``--recheck``: the "Stored judgements rechecked" section (:mod:`sgieval.metric_pool.recheck`), with its
     Answer sentence under ``answer["caveats"]``; None when no response carries stored SciAidanBench records."""
-    from ..metric_pool.embeddings import get_embedder
+    from ..metric_pool import get_embedder
     from ..metric_pool.recheck import ranking_changes, recheck
 
     embedder = get_embedder(embedding_model)
@@ -1122,8 +1122,8 @@ def _retrieval_builder(ctx: ReportContext) -> Section | None:
 def _labels_builder(ctx: ReportContext) -> list[Section] | None:
     """Agreement with the researcher's labels and the prediction-powered means, for each metric with labels."""
     from ..core import RunStore
-    from ..metric_pool.labels import label_estimates
-    from ..reports.labels import labels_sections
+    from ..metric_pool import label_estimates
+    from ..reports import labels_sections
 
     labels = ctx.options.get("labels")
     if labels is None:
@@ -1217,7 +1217,7 @@ async def build_report(
         for other in groups[1]:
             b = item_values(of_spec, other.model, spec.name)
             shared = len(set(a) & set(b))
-            pr = call(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
+            pr = call_in_worker(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
             leader_tests[other.model] = pair_entry(best, other, shared, pr)
     reliabilities = judge_reliability(scores, specs, seed=seed)
     draft = assemble(

@@ -18,8 +18,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..core import Criterion, CriterionTool, InputError, Rubric
-from ..metric_pool.judge import as_data
-from ..models.base import NamedModel
+from ..metric_pool import as_data
+from ..models import NamedModel
 from .asking import ask_agent
 
 __all__ = [
@@ -46,7 +46,7 @@ def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[s
     """Rubric from an agent made safe to run: slug name distinct from ``taken``,
     tasks ["*"] when none, a source (``default_source`` when empty) that cites
     every entry of ``cite`` not already mentioned."""
-    from ..metric_pool.rubrics import slug
+    from ..metric_pool import slug
 
     name = slug(r.name)
     if name in taken:
@@ -80,7 +80,7 @@ async def draft_rubric(
     output, parse retries).  ``documents`` (from :func:`read_named_pdfs`) are
     shown as delimited data and cited in ``source``.  Returns (rubric or None,
     raw replies, error)."""
-    from ..metric_pool.rubrics import slug
+    from ..metric_pool import slug
 
     docs = documents or []
     parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
@@ -257,7 +257,7 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
     """A 4-criterion rubric from ``description``: one criterion per key phrase
     (:func:`key_phrases`), filled up with correctness, completeness,
     justification and clarity; anchors at 0/5/10; equal weights."""
-    from ..metric_pool.rubrics import slug
+    from ..metric_pool import slug
 
     phrases = key_phrases(description)
     crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
@@ -280,7 +280,7 @@ def best_library_match(description: str) -> tuple[Rubric | None, float]:
     """(library rubric, cosine) best matching ``description`` or one of its
     key phrases (MiniLM, :func:`sgieval.metric_pool.rubrics.match_texts`);
     (None, best cosine) when below :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
-    from ..metric_pool.rubrics import MATCH_THRESHOLD, find_rubric, list_rubrics, match_texts, semantic_scores
+    from ..metric_pool import MATCH_THRESHOLD, find_rubric, list_rubrics, match_texts, semantic_scores
 
     pool = list_rubrics()
     exact = find_rubric(description, threshold=2.0, rubrics=pool)  # exact-name path only
@@ -318,7 +318,7 @@ async def propose_rubric(
     when given; else :func:`generic_rubric`.  With ``agent``: structured
     output :class:`Rubric`; a failed reply falls back to the offline path
     and the message says so.  Raises InputError on an empty description."""
-    from ..metric_pool.rubrics import slug
+    from ..metric_pool import slug
 
     if not (description or "").strip():
         raise InputError(
@@ -415,7 +415,7 @@ def match_criterion(rubric: Rubric, phrase: str) -> str | None:
     punctuation-insensitive), then containment either way, then every word
     of the phrase sharing a 6-letter stem with a word of the name, then the best
     MiniLM cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
-    from ..metric_pool.rubrics import MATCH_THRESHOLD, semantic_scores
+    from ..metric_pool import MATCH_THRESHOLD, semantic_scores
 
     def norm(x: str) -> str:
         return re.sub(r"[^a-z0-9]+", " ", x.lower()).strip()
@@ -486,7 +486,7 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
     criterion X: description", "rename to NAME".  The criterion is matched
     with :func:`match_criterion`.  An instruction that is not understood
     leaves the rubric unchanged and the message says so and lists the forms."""
-    from ..metric_pool.rubrics import slug
+    from ..metric_pool import slug
 
     r = rubric.model_copy(deep=True)
     done: list[str] = []
@@ -601,7 +601,7 @@ def save_defined_rubric(
     starter rubric (same name, other content) is saved as ``<name>_custom`` when the user gave no ``name``
     (under the starter's name it would shadow the starter in every later run); with ``name`` it replaces the
     starter, and the note says so.  The note is "" otherwise."""
-    from ..metric_pool.rubrics import STARTER_DIR, save_rubric, slug
+    from ..metric_pool import STARTER_DIR, save_rubric, slug
 
     note = ""
     starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"

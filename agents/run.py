@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..benchmarks.catalog import Catalog, load_catalog
+from ..benchmarks import Catalog, load_catalog
 from ..core import (
     OPEN_CREATIVITY,
     InputError,
@@ -36,15 +36,15 @@ from ..core import (
     SgievalError,
 )
 from ..core import option_names as run_option_names
-from ..core.logs import get_logger, run_logging
-from ..core.offload import worker_active
-from ..core.settings import load_settings, use_settings
-from ..metric_pool.base import Metric, ScoringContext
-from ..models.accounting import Ledger, Prices, load_prices, price_table, unpriced_models
-from ..models.base import NamedModel
-from ..models.context import CallContext, call_context, current_call_context
-from ..models.registry import resolve_model, sampling_for_role
-from ..models.replay import UnmatchedReplayError
+from ..core import get_logger, run_logging
+from ..core import worker_active
+from ..core import load_settings, use_settings
+from ..metric_pool import Metric, ScoringContext
+from ..models import Ledger, Prices, load_prices, price_table, unpriced_models
+from ..models import NamedModel
+from ..models import CallContext, call_context, current_call_context
+from ..models import resolve_model, sampling_for_role
+from ..models import UnmatchedReplayError
 from .customisation import MetricPlan, plan_specs, planned_metrics, run_customisation
 from .executors import evaluate_with_executor
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
@@ -131,7 +131,7 @@ def run_secrets(rt: RunContext) -> SecretValues:
     models (:func:`sgieval.models.calls.model_secrets`), the provider and sandbox key variables of the
     environment, and the credentials inside the run's base URL."""
     from ..core import url_secrets
-    from ..models.calls import model_secrets
+    from ..models import model_secrets
 
     models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
     values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
@@ -333,7 +333,7 @@ def make_runtime(
         ]
     targets, judges = unique_models(targets or []), unique_models(judges)
     if config.batch:  # models given directly too; a provider without a batch API fails here, before any call
-        from ..models.batch import batch_model
+        from ..models import batch_model
 
         targets, judges = [batch_model(m) for m in targets], [batch_model(m) for m in judges]
     store = existing or RunStore(run_dir)
@@ -517,14 +517,14 @@ def _attach_tools(rt: RunContext, items: list[Item]) -> None:
     if rt.config.corpus:
         rt.metric_options.setdefault("corpus", rt.config.corpus)
     if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
-        from ..tools.sandbox import get_sandbox
+        from ..tools import get_sandbox
 
         try:
             rt.sandbox = get_sandbox(rt.config.sandbox, unsafe_local_exec=rt.config.unsafe_local_exec)
         except SandboxUnavailableError as e:
             log.warning("sandbox unavailable", reason=e.one_line())
     if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
-        from ..tools.pool import ToolPool
+        from ..tools import ToolPool
 
         kw: dict[str, Any] = dict(
             documents=rt.catalog.items,
@@ -596,9 +596,9 @@ def check_request_models(rt: RunContext) -> None:
 def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
     """(metric and rubric names, model names) a request of this run may name: the predefined metrics of the loaded
     benchmarks, the registered metrics and the rubric library; the run's target strings and the stored models."""
-    from ..benchmarks.registry import predefined_metrics
-    from ..metric_pool.registry import entries as registered_metrics
-    from ..metric_pool.rubrics import list_rubrics
+    from ..benchmarks import predefined_metrics
+    from ..metric_pool import entries as registered_metrics
+    from ..metric_pool import list_rubrics
 
     metrics = [s.name for m in predefined_metrics(rt.catalog.values("benchmark")) for s in m.all_specs]
     metrics += [s.name for e in registered_metrics() if not e.predefined for s in e.build(rt.metric_options).all_specs]
@@ -657,8 +657,8 @@ def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request
     """``plan`` with the ranking metric ``--metric`` or the request names
     (:func:`sgieval.agents.metric_choice.choose_ranking_metric`): any metric of the plan, a registered metric that
     applies to the items (added to the plan), or a saved rubric."""
-    from ..benchmarks.registry import predefined_metrics
-    from ..metric_pool.rubrics import list_rubrics
+    from ..benchmarks import predefined_metrics
+    from ..metric_pool import list_rubrics
     from .customisation import registered_offers
     from .metric_choice import choose_ranking_metric
 
@@ -751,7 +751,7 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
         The estimate as a dict (:class:`sgieval.models.estimate.Estimate` fields) with ``lines``: its text,
         one line per (model, role), then the total and how it was counted.
     """
-    from ..models.cache import get_cache
+    from ..models import get_cache
     from .estimate import estimate_run
 
     if rt.estimate is not None:
@@ -864,14 +864,14 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
 
     def load() -> None:
         try:
-            from ..reports.render import warm_templates
+            from ..reports import warm_templates
             from . import reporting  # noqa: F401
 
             warm_templates()
             if not warm:
                 import scipy.stats  # noqa: F401
 
-                from ..reports.charts import pyplot
+                from ..reports import pyplot
 
                 pyplot()
         except Exception:  # noqa: BLE001 - only a warm-up: the report imports them itself
@@ -987,7 +987,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
         ):
             check_budget_prices(rt)
             if rt.config.batch:
-                from ..models.batch import BatchCollector, batch_settings, check_batch_models
+                from ..models import BatchCollector, batch_settings, check_batch_models
 
                 check_batch_models([*rt.targets, *rt.judges])
                 if rt.calls.batches is None:  # the run's batches, resumable from its folder's batches.json

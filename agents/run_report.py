@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig
-from ..models.accounting import price_source
+from ..models import price_source
 from .customisation import MetricPlan, plan_specs
 from .questioning import SelectionPlan
 from .run import RunContext, State, _items, _metrics, load_ledger, models_named_in, replay_notes, run_prices
@@ -222,7 +222,7 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
         summ["prices"] = _price_sources(rt, [t["model"] for t in summ["rows"]])
         batched = sum(1 for r in ledger.records if r.batch and not r.cached)
         if batched:
-            from ..models.accounting import BATCH_DISCOUNT
+            from ..models import BATCH_DISCOUNT
 
             summ["prices"] += (
                 f" {batched} calls went through the providers' batch APIs (--batch) and are priced at the batch "

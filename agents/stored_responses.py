@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks.data import find_benchmark_dir
-from ..benchmarks.sciaidanbench import list_response_files, load_stored_answers
-from ..models.base import NamedModel, Role
-from ..models.registry import resolve_model
-from ..models.replay import ReplayStore, StoredResponses
+from ..benchmarks import find_benchmark_dir
+from ..benchmarks import list_response_files, load_stored_answers
+from ..models import NamedModel, Role
+from ..models import resolve_model
+from ..models import ReplayStore, StoredResponses
 
 __all__ = ["read_stored_file", "resolve_run_model", "sciaidanbench_stores", "stored_models", "stored_responses"]
 

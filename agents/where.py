@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ..core import CORPUS, Item, MetricSpec, Score
-from ..metric_pool.differences import FACETS, FacetValue, facet_winners, lead_sources, order_departures
-from ..reports.build import tie_groups
-from ..reports.sections import Heading, ReportContext, Section, Table, Text, report_section
+from ..metric_pool import FACETS, FacetValue, facet_winners, lead_sources, order_departures
+from ..reports import tie_groups
+from ..reports import Heading, ReportContext, Section, Table, Text, report_section
 
 __all__ = ["NEAR_TIE", "WHERE_REQUEST", "WhereReport", "asks_where", "item_link", "where_report"]
 

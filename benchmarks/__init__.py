@@ -8,6 +8,8 @@ YAML benchmark definition (:mod:`.user`).
 
 from __future__ import annotations
 
+from ..core import lazy_exports
+
 from pathlib import Path
 
 from ..core import InputError, Item
@@ -63,3 +65,16 @@ def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[
     folder = find_benchmark_dir(defn.name, data_dir)
     assert folder is not None  # required=True: a missing folder raised DataNotFoundError
     return defn.loader(folder), str(folder)
+
+
+_LAZY: dict[str, str] = {
+    "how_to_get": "data",
+    "predefined_metrics": "registry",
+    "list_response_files": "sciaidanbench",
+    "load_stored_answers": "sciaidanbench",
+}
+"""Public names loaded from their modules on first use (name -> module of this folder)."""
+
+__all__ += sorted(_LAZY)
+
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -184,6 +184,9 @@ __all__ = [
     "SandboxRunEvidence",
     "ToolCallEvidence",
     "as_evidence",
+    "call_in_worker",
+    "lazy_exports",
+    "worker_active",
 ]
 
 _LAZY = {
@@ -193,6 +196,9 @@ _LAZY = {
     "use_settings": "settings",
     "get_logger": "logs",
     "run_logging": "logs",
+    "lazy_exports": "lazy",
+    "call_in_worker": "offload",
+    "worker_active": "offload",
 }
 """Names that load on first use (pydantic-settings and structlog are slow to import)."""
 

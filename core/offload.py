@@ -7,11 +7,11 @@ core those imports can happen *at the same time* in another process: the
 ``sgieval`` command forks one worker right at start (:func:`warm_worker`),
 the worker imports the heavy modules while the run goes on, and the report
 hands the bootstrap, the paired tests and the chart drawing to it
-(:func:`call`).  The numbers are the same: the worker runs the same
+(:func:`call_in_worker`).  The numbers are the same: the worker runs the same
 functions on the same arguments (seeds included); only the process differs.
 
 Without a worker -- the Python API, tests calling ``app([...])``, a platform
-without ``fork`` -- :func:`call` runs the function in the calling process, as
+without ``fork`` -- :func:`call_in_worker` runs the function in the calling process, as
 before.  A worker that died (killed, out of memory) is never an error either:
 the call then runs in the calling process.
 
@@ -39,7 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["REPORT_MODULES", "call", "submit", "warm_worker", "worker_active"]
+__all__ = ["REPORT_MODULES", "call_in_worker", "submit_to_worker", "warm_worker", "worker_active"]
 
 T = TypeVar("T")
 
@@ -100,7 +100,7 @@ def _ready() -> int:
 @contextlib.contextmanager
 def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | None]:
     """Fork one worker process now that imports ``modules``, and bind it to
-    the current context for the block: :func:`call` inside the block (and in
+    the current context for the block: :func:`call_in_worker` inside the block (and in
     the asyncio tasks and threads started from it, which copy the context)
     runs its function in the worker.  Yields the executor, or None where
     ``fork`` is unavailable (then nothing changes).
@@ -133,18 +133,18 @@ def worker_active() -> bool:
     return _WORKER.get() is not None
 
 
-def call(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+def call_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)``, in the warm worker when one is bound to the
     current context, else here.  ``fn`` must be a module-level function and
     its arguments and result picklable.  An exception raised by ``fn`` is
     raised here as it would be in-process; a dead worker makes the call run
     here instead (never an error of its own)."""
-    return submit(fn, *args, **kwargs)()
+    return submit_to_worker(fn, *args, **kwargs)()
 
 
-def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Callable[[], T]:
+def submit_to_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Callable[[], T]:
     """Start ``fn(*args, **kwargs)`` in the warm worker when one is bound to the current context and return
-    a function that waits for its result (what :func:`call` returns, or raises); the caller works on
+    a function that waits for its result (what :func:`call_in_worker` returns, or raises); the caller works on
     meanwhile.  Without a worker (or with a dead one) the returned function computes it here, when called."""
     pool = _WORKER.get()
     if pool is None:

@@ -44,6 +44,18 @@ _PUBLIC: dict[str, str] = {
     "semantic_scores": "rubrics",
     "slug": "rubrics",
     "sgi_score": "sgi.sgi_score",
+    "FACETS": "differences",
+    "FacetValue": "differences",
+    "facet_winners": "differences",
+    "lead_sources": "differences",
+    "order_departures": "differences",
+    "DATA_NOTICE": "judge",
+    "label_estimates": "labels",
+    "METHOD": "power",
+    "items_to_separate": "power",
+    "applicable": "registry",
+    "entries": "registry",
+    "key_of": "registry",
 }
 """Public name -> the module of this folder that defines it."""
 

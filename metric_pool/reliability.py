@@ -258,11 +258,13 @@ def _sign_flip_p(diffs: Sequence[float], seed: int, n_resamples: int) -> float:
 
 
 def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[float, float, float]:
-    from ..core.offload import call
+    from ..core.offload import call_in_worker
     from .aggregate import summarize
 
     # differences are never a 0/1 metric (a list of zeros is no "0 of n correct"): a bootstrap, not Wilson
-    s = call(summarize, list(values), n_resamples=n_resamples, seed=seed, binary=False)  # in the warm worker if any
+    s = call_in_worker(
+        summarize, list(values), n_resamples=n_resamples, seed=seed, binary=False
+    )  # in the warm worker if any
     return s.mean, s.ci_low, s.ci_high
 
 

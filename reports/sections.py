@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from ..core import Item, MetricSpec, Response, Score
-from ..core.offload import submit
+from ..core.offload import submit_to_worker
 from .render import markdown_table
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class ReportContext:
         raised (a failed chart must not lose the report)."""
         fig = Figure(rel, alt)
         try:
-            pending = submit(draw, self.run_dir / rel, *args, root=self.run_dir, **kw)
+            pending = submit_to_worker(draw, self.run_dir / rel, *args, root=self.run_dir, **kw)
         except Exception as e:  # noqa: BLE001 - a failed chart must not lose the report
             pending = functools.partial(_reraise, e)
         self._pending.append((fig, pending))

@@ -43,6 +43,18 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 
+# (importing module, imported module): a cross-folder import that names a module, not the folder, and why
+NOT_THROUGH_INIT: dict[tuple[str, str], str] = {
+    ("agents/executors.py", "core.retry"): "core.retry.retry shares its module's name (the folder's attribute "
+    "`retry` is the module once it is imported)",
+    ("agents/reporting.py", "metric_pool.reliability"): "metric_pool.reliability.reliability shares its module's name",
+    ("agents/reporting.py", "metric_pool.recheck"): "metric_pool.recheck.recheck shares its module's name",
+}
+
+THROUGH_INIT = ("agents",)
+"""The importing folders whose cross-folder imports go through the imported folder's ``__init__``."""
+
+
 def _folder(rel: str) -> str:
     first = rel.split("/", 1)[0]
     return first if "/" in rel else first.removesuffix(".py")
@@ -137,6 +149,73 @@ def test_the_checker_sees_a_violation():
         "reports/probe.py:4 imports private ['_secret'] of models._secret",
         "reports/probe.py:4 (reports) imports models._secret (models is not allowed for reports)",
     ]
+
+
+def _not_through_init(rel: str, source: str) -> tuple[list[str], set[tuple[str, str]]]:
+    """Cross-folder imports of one module that name a module of another folder (``from ..models.calls import x``)
+    instead of the folder (``from ..models import x``), or a name that folder's ``__all__`` does not list; and
+    the listed exceptions it uses."""
+    import importlib
+
+    bad: list[str] = []
+    used: set[tuple[str, str]] = set()
+    mine = _folder(rel) if "/" in rel else "root"
+    for mod, names, line in _imports(rel, source):
+        parts = [p for p in mod.split(".") if p]
+        if not parts or parts[0] not in FOLDERS or parts[0] == mine:
+            continue
+        if len(parts) > 1:
+            if (rel, mod) in NOT_THROUGH_INIT:
+                used.add((rel, mod))
+            else:
+                bad.append(f"{rel}:{line} imports {mod}, not {parts[0]}")
+            continue
+        public = set(importlib.import_module(f"sgieval.{parts[0]}").__all__)
+        unlisted = [n for n in names if n not in public]
+        if unlisted:
+            bad.append(f"{rel}:{line} imports {unlisted} of {parts[0]}, which its __all__ does not list")
+    return bad, used
+
+
+def test_cross_folder_imports_go_through_the_folder_init():
+    """DESIGN.md "Adding things": each folder's ``__init__`` lists what other folders may use, and they import it
+    from there (the ``__init__`` loads it lazily where importing it is slow)."""
+    bad: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for path in _modules():
+        rel = path.relative_to(REPO).as_posix()
+        if (_folder(rel) if "/" in rel else "root") not in THROUGH_INIT:
+            continue
+        b, u = _not_through_init(rel, path.read_text(encoding="utf-8"))
+        bad += b
+        used |= u
+    assert bad == []
+    assert sorted(set(NOT_THROUGH_INIT) - used) == []  # every listed exception is still needed
+
+
+def test_the_through_init_checker_sees_a_module_import_and_an_unlisted_name():
+    bad, _ = _not_through_init(
+        "agents/probe.py",
+        "from ..models.calls import message_text\nfrom ..models import NamedModel, _hidden_thing\n"
+        "from .run import RunContext\nfrom ..core import Item\n",
+    )
+    assert bad == [
+        "agents/probe.py:1 imports models.calls, not models",
+        "agents/probe.py:2 imports ['_hidden_thing'] of models, which its __all__ does not list",
+    ]
+
+
+def test_every_relative_import_names_a_module_that_exists():
+    """A relative import of a module that is not there fails only when its line runs (a function-level import):
+    every one is checked here."""
+    bad = []
+    for path in _modules():
+        rel = path.relative_to(REPO).as_posix()
+        for mod, _names, line in _imports(rel, path.read_text(encoding="utf-8")):
+            where = REPO.joinpath(*[p for p in mod.split(".") if p])
+            if mod and not (where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()):
+                bad.append(f"{rel}:{line} imports {mod}, which does not exist")
+    assert bad == []
 
 
 def test_every_folder_lists_its_public_names():

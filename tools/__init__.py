@@ -1,10 +1,11 @@
-"""LangChain tools of sgieval: sandboxed Python, PDF reader, web search (issue 4).
+"""LangChain tools of sgieval: sandboxed Python, PDF reader, web search.
 
 Public API::
 
     from sgieval.tools import ToolPool, get_sandbox, read_pdf, WebSearch, visit_webpage
 """
 
+from ..core import lazy_exports
 from .base import ExecResult, KilledReason, Sandbox
 from .pdf import PdfChunk, PdfDocument, PdfPage, make_read_pdf_tool, parse_page_ranges, read_pdf
 from .pool import TOOL_GROUPS, CallBudget, ToolPool, summarize_output
@@ -71,3 +72,12 @@ __all__ = [
     "TOOL_GROUPS",
     "summarize_output",
 ]
+
+_LAZY: dict[str, str] = {
+    "UnavailableSandbox": "sandbox",
+}
+"""Public names loaded from their modules on first use (name -> module of this folder)."""
+
+__all__ += sorted(_LAZY)
+
+__getattr__ = lazy_exports(__name__, _LAZY)

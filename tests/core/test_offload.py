@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sgieval.core.offload import call, submit, warm_worker, worker_active
+from sgieval.core.offload import call_in_worker, submit_to_worker, warm_worker, worker_active
 from sgieval.metric_pool.aggregate import Summary, paired_test, summarize
 
 
@@ -41,21 +41,21 @@ def test_calls_run_in_the_worker_with_the_same_results():
     assert not worker_active()
     with warm_worker(("scipy.stats",)) as pool:
         assert pool is not None and worker_active()
-        worker_pid = call(_pid)
-        there = call(summarize, values, n_resamples=999, seed=7)
-        pair_there = call(paired_test, A, B, n_resamples=999, seed=7)
+        worker_pid = call_in_worker(_pid)
+        there = call_in_worker(summarize, values, n_resamples=999, seed=7)
+        pair_there = call_in_worker(paired_test, A, B, n_resamples=999, seed=7)
         with pytest.raises(ValueError, match="bad value 3"):  # an exception reaches the caller unchanged
-            call(_boom, 3)
+            call_in_worker(_boom, 3)
     assert worker_pid != os.getpid()
     assert isinstance(there, Summary) and there == here  # n, mean, total, std, CI bounds: all equal
     assert pair_there == pair_here
     assert here.mean == 3.875 and here.total == 31.0
-    assert not worker_active() and call(_pid) == os.getpid()  # after the block: in-process again
+    assert not worker_active() and call_in_worker(_pid) == os.getpid()  # after the block: in-process again
 
 
 def test_a_dead_worker_makes_the_call_run_here():
     with warm_worker(()) as pool:
-        worker_pid = call(_pid)
+        worker_pid = call_in_worker(_pid)
         os.kill(worker_pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # wait until the pool has noticed
@@ -66,8 +66,8 @@ def test_a_dead_worker_makes_the_call_run_here():
             time.sleep(0.05)
         time.sleep(0.2)
         assert pool is not None
-        assert call(_pid) == os.getpid()
-        assert call(summarize, [1.0, 0.0, 1.0, 1.0]).mean == 0.75
+        assert call_in_worker(_pid) == os.getpid()
+        assert call_in_worker(summarize, [1.0, 0.0, 1.0, 1.0]).mean == 0.75
 
 
 def _children(pid: int) -> set[int]:
@@ -170,7 +170,7 @@ import json, os
 os.environ.pop("OPENBLAS_NUM_THREADS", None)
 os.environ.pop("MKL_NUM_THREADS", None)
 os.environ["OMP_NUM_THREADS"] = "2"
-from sgieval.core.offload import call, warm_worker
+from sgieval.core.offload import call_in_worker, warm_worker
 
 def blas():
     from threadpoolctl import threadpool_info
@@ -180,7 +180,7 @@ def env():
     return [os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")]
 
 with warm_worker(("numpy",)):
-    there = [call(env), call(blas)]
+    there = [call_in_worker(env), call_in_worker(blas)]
 print(json.dumps({"worker": there, "here": env()}))
 """
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -199,17 +199,17 @@ def test_submit_starts_the_work_in_the_worker_before_its_result_is_asked(tmp_pat
     its tables); without a worker it runs only when its result is asked, here."""
     started = tmp_path / "started"
     with warm_worker(()):
-        result = submit(_touch_after, str(started), "in the worker")
+        result = submit_to_worker(_touch_after, str(started), "in the worker")
         deadline = time.monotonic() + 30
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert started.read_text() == "in the worker"  # before result() was called
         assert result() == "in the worker"
     started.unlink()
-    later = submit(_touch_after, str(started), "here")
+    later = submit_to_worker(_touch_after, str(started), "here")
     assert not started.exists()
     assert later() == "here" and started.read_text() == "here"
     with warm_worker(()):
-        failing = submit(_boom, 4)
+        failing = submit_to_worker(_boom, 4)
         with pytest.raises(ValueError, match="bad value 4"):
             failing()

@@ -411,7 +411,7 @@ def test_answer_names_a_coverage_difference(tmp_path):
 
 
 def test_ranking_chart_drawn_while_the_tables_are_built_still_reports_its_failure_first(tmp_path, monkeypatch):
-    """The ranking chart is started before the tables and collected after them (core.offload.submit): a
+    """The ranking chart is started before the tables and collected after them (core.offload.submit_to_worker): a
     failure to draw it is still a note, listed before a heatmap's, and the report links neither image."""
 
     def broken(name):
