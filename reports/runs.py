@@ -255,9 +255,15 @@ def _cost(root: Path) -> tuple[float | None, str]:
 
 
 def into_additions(root: str | Path) -> list[dict[str, Any]]:
-    """What each ``ask --into`` invocation added to the run in ``root``, from its ``invocations.jsonl``: one
-    ``{"invocation": id, "time": ISO UTC, "models": [model strings added], "metric": new ranking metric or ""}``
-    per ``into`` row, in file order ([] without the file or such rows)."""
+    """What each ``ask --into`` invocation added to a run, from its ``invocations.jsonl`` (read as data).
+
+    Args:
+        root: the run folder.
+
+    Returns:
+        One ``{"invocation": id, "time": ISO UTC, "models": [model strings added], "metric": the new ranking
+        metric or ""}`` per ``into`` row, in file order; [] without the file or such rows.
+    """
     root = Path(root)
     out: list[dict[str, Any]] = []
     before: list[str] = []
@@ -504,10 +510,18 @@ def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
 
 
 def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]]) -> dict[str, Path]:
-    """What the served home page may serve (``sgieval view --serve`` without a run): path below the session root
-    -> file: ``index.html`` (the home page), each listed run's viewer files (``<run>/viewer/...``:
-    :func:`sgieval.reports.viewer.viewer_files`, regular files only) and each comparison page.  Nothing else of
-    the runs folder (records, configs, logs) is served."""
+    """What the served home page may serve (``sgieval view --serve`` without a run).
+
+    Args:
+        out_dir: the runs folder.
+        runs: :func:`list_runs`'s entries (a broken one's viewer is not served).
+        comparisons: :func:`list_comparisons`' (title, page path) pairs.
+
+    Returns:
+        Path below the session root -> file: ``index.html`` (the home page), each listed run's viewer files
+        (``<run>/viewer/...``: :func:`sgieval.reports.viewer.viewer_files`, regular files only) and each comparison
+        page.  Nothing else of the runs folder (records, configs, logs) is served.
+    """
     from .viewer import viewer_files
 
     out_dir = Path(out_dir)
