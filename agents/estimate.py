@@ -164,6 +164,11 @@ async def estimate_run(
     )
     notes: list[str] = []
     unrehearsed: dict[str, set[str]] = {}
+    if batch:
+        notes.append(
+            "--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
+            "list price); the agent model's calls are direct"
+        )
     open_creativity = any(i.task == OPEN_CREATIVITY for i in items) and bool(live)
     with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
         for t in targets:

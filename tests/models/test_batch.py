@@ -133,6 +133,8 @@ def test_batch_run_scores_as_the_direct_run_at_the_batch_price(batch_env, fresh_
     usd = {n: {(r["model"], r["role"]): r["usd"] for r in e["rows"]} for n, e in est.items()}
     assert usd["b"].keys() == usd["d"].keys() and len(usd["d"]) == 3
     assert all(usd["b"][k] == pytest.approx(0.5 * usd["d"][k], rel=1e-9) and usd["d"][k] > 0 for k in usd["d"])
+    assert any(n.startswith("--batch: target and judge calls priced at the batch rate") for n in est["b"]["notes"])
+    assert not any("--batch" in n for n in est["d"]["notes"])
     report = (batched / "report.md").read_text()
     assert "12 calls went through the providers' batch APIs (--batch) and are priced at the batch rate" in report
     assert "batch APIs" not in (direct / "report.md").read_text()
