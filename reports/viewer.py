@@ -319,7 +319,7 @@ def _mentions(text: str, names: Iterable[str]) -> list[str]:
     longer matching name (``replay:phi4`` in ``replay:phi4:latest``) is not counted."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
-    for name in sorted({n for n in names if n}, key=len, reverse=True):
+    for name in sorted({n for n in names if n and n in text}, key=len, reverse=True):
         for m in re.finditer(r"(?<![\w:/.-])" + re.escape(name) + r"(?![\w:/-]|\.\w)", text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue

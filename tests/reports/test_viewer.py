@@ -1,7 +1,7 @@
 """The HTML viewer (issue 16 items 1-2): its data, and the page in a real browser.
 
 The browser tests drive Debian's headless Chromium (``/usr/bin/chromium``, installed by install.sh) with
-Playwright; screenshots are kept in the test's run folder (``<run>/test-screenshots/``).
+Playwright; screenshots are kept in the test's run folder (``<run>/screenshots/``).
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def test_browser_chemistry_item(chem_run, tmp_path):
         and s.model == "replay:o1-mini"
         and s.metric == "aidan_accepted_answers"
     )
-    shots = chem_run / "test-screenshots"
+    shots = chem_run / "screenshots"
     shots.mkdir(exist_ok=True)
     b = _Page(sync_api, tmp_path / "profile")
     try:
@@ -284,7 +284,7 @@ def test_browser_long_run_pages(tmp_path):
     sync_api = _browser()
     run_dir = tmp_path / "long-run"
     index = _long_run(run_dir, 120)
-    shots = run_dir / "test-screenshots"
+    shots = run_dir / "screenshots"
     shots.mkdir()
     b = _Page(sync_api, tmp_path / "profile")
     try:
