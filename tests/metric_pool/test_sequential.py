@@ -115,6 +115,22 @@ def test_each_comparison_is_at_alpha_over_k_minus_1_on_the_native_scale_and_dire
     assert (z.low, z.high) == pytest.approx((8 * lo - 4, 8 * hi - 4))
     assert not math.isnan(y.low) and y.low <= y.mean <= y.high
 
+    # on 40 items of an unbounded stream the level shows: the CS at 0.1 / 2, not at 0.1
+    rng = np.random.default_rng(3)
+    rule = SettleRule(["x", "y", "z"], (0.0, 4.0), higher_is_better=False, alpha=0.1, grid=400)
+    d = []
+    for _ in range(40):
+        v = {"x": float(rng.integers(0, 3)), "y": float(rng.integers(1, 5)), "z": 4.0}
+        rule.add(v)
+        d.append((v["y"] - v["x"] + 4) / 8)
+    y = rule.check().comparisons[0]
+    at = {}
+    for level in (0.05, 0.1):
+        cs = HedgedCapitalCS(level, grid=400)
+        cs.update(d)
+        at[level] = tuple(8 * v - 4 for v in cs.interval)
+    assert (y.low, y.high) == pytest.approx(at[0.05]) and at[0.05] != pytest.approx(at[0.1])
+
 
 def test_the_rule_needs_two_models_and_a_bounded_range():
     with pytest.raises(ValueError, match="two models"):
