@@ -93,6 +93,7 @@ class RunOptions(TypedDict, total=False):
     judge_temperature: float | None
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None
     batch: bool
+    until_settled: bool
     into: str | Path | None
 
 

@@ -204,6 +204,7 @@ async def run_evaluation(
     *,
     max_parallel: int = 16,
     on_progress: Callable[[int, int], None] | None = None,
+    corpus: bool = True,
 ) -> EvalProgress:
     """Evaluate every (target, item) pair not already complete in ``store``.
 
@@ -212,12 +213,13 @@ async def run_evaluation(
     Response, then its Scores, as soon as they exist.  Corpus-level scores
     (``item_id == "*"``) are computed last, once per model.  ``on_progress(done, total)`` is called with
     ``done`` 0 before the first unit, then after each unit (``total``: the (target, item) pairs).
+    ``corpus`` False leaves the corpus-level scores out (a chunk of a run that goes on).
     """
     await check_sandbox_once(ctx, items)
     prog = EvalProgress()
     embedded_before = _embedded_so_far()
     try:
-        return await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress)
+        return await _run_evaluation(prog, store, items, targets, metrics, ctx, max_parallel, on_progress, corpus)
     finally:
         after = _embedded_so_far()
         prog.texts_embedded = after[0] - embedded_before[0]
@@ -233,6 +235,7 @@ async def _run_evaluation(
     ctx: ScoringContext,
     max_parallel: int,
     on_progress: Callable[[int, int], None] | None,
+    corpus: bool = True,
 ) -> EvalProgress:
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
@@ -295,7 +298,7 @@ async def _run_evaluation(
     await asyncio.gather(*(worker() for _ in range(max(1, min(2 * max_parallel, len(units))))))
     if stopped:
         raise stopped[0]
-    if prog.budget_stopped:
+    if prog.budget_stopped or not corpus:
         return prog  # corpus-level scores need every item: not computed on a budget stop
 
     by_id = {i.id: i for i in items}
@@ -306,8 +309,8 @@ async def _run_evaluation(
         for m in metrics:
             if all((CORPUS, t.name, s.name) in done for s in m.corpus_specs):
                 continue
-            corpus = [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
-            store.append("scores", corpus)
-            done.update((CORPUS, t.name, s.metric) for s in corpus)
-            prog.scores_new += len(corpus)
+            pooled = [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
+            store.append("scores", pooled)
+            done.update((CORPUS, t.name, s.metric) for s in pooled)
+            prog.scores_new += len(pooled)
     return prog

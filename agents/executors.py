@@ -280,6 +280,7 @@ async def evaluate_with_executor(
     num_shards: int | None = None,
     address: str | None = None,
     num_cpus: int | None = None,
+    corpus: bool = True,
 ) -> Any:
     """Evaluate ``items`` x ``targets`` into ``store`` with ``executor``.
 
@@ -288,7 +289,7 @@ async def evaluate_with_executor(
     Ray tasks (see module doc); each shard's records are appended to ``store``
     as the shard finishes and its ledger records merged into the active
     :class:`~sgieval.models.accounting.Ledger`; then ``run_evaluation`` runs
-    locally, finds every unit done, and adds the corpus-level scores.
+    locally, finds every unit done, and adds the corpus-level scores (unless ``corpus`` is False).
     Returns run_evaluation's progress object, with the shards' records
     counted as new (as the local executor counts its own).  Raises InputError for an
     unknown executor or a model that cannot be shipped.
@@ -331,7 +332,9 @@ async def evaluate_with_executor(
             await run_units(
                 todo, fn, "ray", num_shards=num_shards, on_shard=on_shard, address=address, num_cpus=num_cpus
             )
-    prog = await run_evaluation(store, items, targets, metrics, ctx, max_parallel=max_parallel, on_progress=on_progress)
+    prog = await run_evaluation(
+        store, items, targets, metrics, ctx, max_parallel=max_parallel, on_progress=on_progress, corpus=corpus
+    )
     # what the shards produced in this call is new, not skipped, as with the local executor
     prog.responses_new += sharded["responses"]
     prog.responses_skipped -= min(sharded["responses"], prog.responses_skipped)

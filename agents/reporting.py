@@ -1187,6 +1187,7 @@ async def build_report(
     stand_in: str = "",
     recheck: bool = False,
     embedding_model: str = "minilm",
+    settled: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``run_dir/report.md`` (and ``figures/ranking.png``, one
     ``figures/criteria_<rubric>.png`` heatmap per rubric metric with criterion
@@ -1197,9 +1198,11 @@ async def build_report(
     none); ``allow_self_judge``: whether ``--allow-self-judge`` was set;
     ``focus``: the one model the request asks about (absolute answer);
     ``stand_in``: why the ranking metric stands in for the asked quality.
+    ``settled``: the stop record of an ``--until-settled`` run (:func:`sgieval.agents.settle.evaluate_until_settled`).
     The Answer ends with :func:`answer_facts` (also after an agent's narrative).
     """
     from . import where  # noqa: F401 - registers the "Who wins where" section
+    from . import settle  # noqa: F401 - registers the "Stopped when settled" section
 
     spec = next((s for s in specs if s.name == primary), None) or specs[0]
     of_spec = [s for s in scores if s.metric == spec.name]  # the ranking metric's scores, read by the next two
@@ -1238,6 +1241,7 @@ async def build_report(
         allow_self_judge=allow_self_judge,
         options={
             "usage": usage,
+            "settled": settled,
             "reliability": reliabilities,
             "recheck": recheck,
             "embedding_model": embedding_model,

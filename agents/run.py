@@ -727,6 +727,15 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
         stop = none_can_run(needs) or ranking_cannot_run(needs)
         if stop is not None:  # --yes: nothing could be measured or ranked, so nothing is run
             raise stop
+        if rt.config.until_settled:  # --until-settled needs two targets and a bounded per-item ranking metric
+            from .settle import settle_problem
+
+            items = _items(rt, state["selection"]["item_ids"])
+            problem = settle_problem(
+                plan.primary, _metrics(rt, items, plan), [t.name for t in _default_targets(rt, items)]
+            )
+            if problem is not None:
+                raise problem
         return None
     return {
         "question": "Run with these metrics?",
@@ -791,7 +800,9 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
 
 async def evaluation_step(state: State, rt: RunContext) -> Update:
     """Evaluation: the targets answer the selected items and every metric of the plan scores them (records
-    appended to the run folder as they come; done units are skipped).  Returns ``targets`` and the counts."""
+    appended to the run folder as they come; done units are skipped).  With ``--until-settled`` the items go in
+    a seeded random order, chunk by chunk, until the ranking is settled (:mod:`sgieval.agents.settle`; the stop
+    record is ``evaluated["settled"]``).  Returns ``targets`` and the counts."""
     items = _items(rt, state["selection"]["item_ids"])
     plan = MetricPlan.model_validate(state["metric_plan"])
     targets = _default_targets(rt, items)
@@ -809,16 +820,34 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     on_progress = rt.on_progress
     if any(not t.is_replay for t in targets):
         on_progress = _warming_report_imports(on_progress)
-    prog = await evaluate_with_executor(
-        rt.store,
-        items,
-        targets,
-        _metrics(rt, items, plan),
-        ctx,
-        executor=rt.config.executor,
-        max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
-        on_progress=on_progress,
-    )
+    settled: dict[str, Any] | None = None
+    if rt.config.until_settled:
+        from .settle import evaluate_until_settled
+
+        prog, settled = await evaluate_until_settled(
+            rt.store,
+            items,
+            targets,
+            _metrics(rt, items, plan),
+            ctx,
+            primary=plan.primary,
+            seed=rt.config.seed,
+            executor=rt.config.executor,
+            max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
+            on_progress=on_progress,
+        )
+        log.info("until settled", **{k: v for k, v in settled.items() if k not in ("item_ids", "comparisons")})
+    else:
+        prog = await evaluate_with_executor(
+            rt.store,
+            items,
+            targets,
+            _metrics(rt, items, plan),
+            ctx,
+            executor=rt.config.executor,
+            max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
+            on_progress=on_progress,
+        )
     record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
     log.info(
         "evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new, budget_stopped=prog.budget_stopped
@@ -831,6 +860,7 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
             "texts_embedded": prog.texts_embedded,
             "long_texts_embedded": prog.long_texts_embedded,
             "budget_stopped": prog.budget_stopped,
+            **({"settled": settled} if settled is not None else {}),
         },
     }
 

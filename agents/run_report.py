@@ -77,6 +77,11 @@ async def report_run(rt: RunContext, state: State) -> Path:
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = _items(rt, state["selection"]["item_ids"])
+    n_selected = len(items)
+    settled = (state.get("evaluated") or {}).get("settled")
+    if settled:  # --until-settled: the report covers the items the run used
+        used = set(settled.get("item_ids") or [])
+        items = [i for i in items if i.id in used]
     metrics = _metrics(rt, items, plan)
     specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
     targets = state.get("targets") or [t.name for t in rt.targets]
@@ -138,7 +143,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
         "selection_reason": sel.reason,
         "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
         "k": sel.k if sel.k is not None else "all matches",
-        "n_items": len(items),
+        "n_items": n_selected,
         "sampling": sel.sampling,
         "seed": sel.seed,
         "models": ", ".join(targets) + " (target)",
@@ -163,6 +168,14 @@ async def report_run(rt: RunContext, state: State) -> Path:
             **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
             **({"added to the run": added} if (added := additions_line(rt, responses)) else {}),
+            **(
+                {
+                    "until settled": f"{len(items)} of the {n_selected} selected items used "
+                    + ("(the ranking settled)" if settled["settled"] else "(the ranking did not settle)")
+                }
+                if settled
+                else {}
+            ),
         },
     }
     return await build_report(
@@ -182,6 +195,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
         judges=[j.name for j in rt.judges],
         allow_self_judge=rt.config.allow_self_judge,
         usage=usage_summary(rt),
+        settled=settled,
         focus=focus,
         stand_in=plan.stand_in,
         recheck=rt.config.recheck,

@@ -839,6 +839,12 @@ class RunConfig(_Record):
     """local | ray"""
     bootstrap_resamples: int = 10000
     """Resamples of the bootstrap confidence intervals."""
+    until_settled: bool = False
+    """Evaluate the items in a seeded random order, in chunks, and stop as soon as the ranking metric's leader is
+    ahead of every other model by an anytime-valid 95% confidence sequence (hedged-capital betting CS of
+    Waudby-Smith & Ramdas 2023, sampling without replacement, Bonferroni over the K-1 comparisons; needs a
+    bounded per-item ranking metric and two or more targets); the report states the items used, the calls saved
+    and the intervals."""
     into: str | None = None
     """Add to an existing run (its id under --out, or its folder): the given target models, or the ranking metric,
     join the run's; every response and score already there is reused (no call, no score recomputed), and the

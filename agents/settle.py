@@ -1,0 +1,272 @@
+"""``--until-settled``: evaluate the items in a seeded random order, in chunks, and stop once the ranking is settled.
+
+After each chunk the ranking metric's per-item values of the items drawn so far feed the settle rule
+(:class:`sgieval.metric_pool.sequential.SettleRule`: hedged-capital betting confidence sequences of the paired
+differences, sampling without replacement from the selection, Bonferroni over the K - 1 comparisons of the
+leader); the run stops when one model is ahead of every other.  The order and the chunks depend only on the
+seed and the selection, and the rule only on the stored scores, so a killed run resumes to the same stop: its
+chunks are checked again from the records, and nothing already evaluated is evaluated again.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Callable
+
+from ..core import InputError, Item, MetricSpec, RunStore
+from ..metric_pool.base import Metric, ScoringContext
+from ..metric_pool.sequential import SettleRule
+from ..models.accounting import current_ledger
+from ..models.base import NamedModel
+from ..reports.sections import ReportContext, Section, Table, Text, report_section
+from .evaluation import EvalProgress
+from .executors import evaluate_with_executor
+
+__all__ = ["ALPHA", "chunk_size", "evaluate_until_settled", "settle_order", "settle_problem", "settle_section"]
+
+ALPHA = 0.05
+"""The family-wise level of the settle rule: the declared leader is the best model of the selection with
+probability at least 0.95."""
+
+
+def settle_order(items: list[Item], seed: int) -> list[Item]:
+    """The items in the order ``--until-settled`` draws them: a uniformly random permutation seeded by ``seed``
+    (the run's seed), the same on every resume."""
+    order = list(items)
+    random.Random(f"until-settled:{seed}").shuffle(order)
+    return order
+
+
+def chunk_size(n_items: int, n_targets: int, max_concurrency: int) -> int:
+    """Items per chunk: enough (target, item) units to keep ``2 x max_concurrency`` calls busy, at least 10
+    items, at most ``n_items``."""
+    per = math.ceil(2 * max(1, max_concurrency) / max(1, n_targets))
+    return max(1, min(n_items, max(10, per)))
+
+
+def ranking_spec(primary: str, metrics: list[Metric]) -> MetricSpec | None:
+    """The per-item spec of the ranking metric ``primary`` among ``metrics`` (None: it is not scored per item,
+    e.g. a corpus-level metric)."""
+    return next((s for m in metrics for s in m.specs if s.name == primary), None)
+
+
+def settle_problem(primary: str, metrics: list[Metric], targets: list[str]) -> InputError | None:
+    """Why ``--until-settled`` cannot run on this plan (None: it can): fewer than two target models, a ranking
+    metric with no per-item values, or one whose range is not bounded (the confidence sequence needs bounded
+    values)."""
+    if len(targets) < 2:
+        return InputError(
+            f"--until-settled stops when one model is ahead of the others; this run has {len(targets)} target model",
+            what="--until-settled",
+            fix="give two or more target models (--models), or leave out --until-settled",
+        )
+    spec = ranking_spec(primary, metrics)
+    if spec is None:
+        return InputError(
+            f"--until-settled needs a ranking metric with a value per item; {primary} is computed over all items "
+            "at once",
+            what="--until-settled",
+            fix="rank by a per-item metric (--metric), or leave out --until-settled",
+        )
+    lo, hi = spec.range
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        return InputError(
+            f"--until-settled needs a bounded ranking metric (its confidence sequence is for bounded values); "
+            f"{primary} has the range [{lo:g}, {hi:g}]",
+            what="--until-settled",
+            fix="rank by a bounded metric (--metric, e.g. a rubric or an accuracy), or leave out --until-settled",
+        )
+    return None
+
+
+async def evaluate_until_settled(
+    store: RunStore,
+    items: list[Item],
+    targets: list[NamedModel],
+    metrics: list[Metric],
+    ctx: ScoringContext,
+    *,
+    primary: str,
+    seed: int,
+    executor: str = "local",
+    max_parallel: int = 16,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[EvalProgress, dict[str, Any]]:
+    """Evaluate ``items`` x ``targets`` chunk by chunk in the seeded order until the ranking metric ``primary``
+    is settled (module docstring), then add the corpus-level scores of the items used.
+
+    Args:
+        store: the run folder; units already in it are skipped, and the rule is fed from its scores.
+        items: the full selection (N items).
+        targets: the target models (K >= 2).
+        metrics: the plan's metrics.
+        ctx: the scoring context (judges, tools, sandbox).
+        primary: the ranking metric (per item, bounded: :func:`settle_problem`).
+        seed: the run's seed (the order).
+        executor, max_parallel: as for :func:`sgieval.agents.executors.evaluate_with_executor`.
+        on_progress: ``(done, total)`` over the units of the full selection.
+
+    Returns:
+        (the counts of what was evaluated, the stop record: ``settled``, ``leader``, ``items_used``,
+        ``items_total``, ``chunk``, ``alpha``, ``comparisons`` (model, n, mean, low, high, left_out; the leader
+        minus the model, signed so that > 0 favours the leader), ``calls``: target and judge calls of the run,
+        ``calls_saved``: the calls the items not used would have made at the run's calls per item,
+        ``units_saved``: (target, item) pairs not evaluated, ``item_ids``: the items used, in drawn order).
+
+    Raises:
+        InputError: :func:`settle_problem` finds a reason the rule cannot run.
+    """
+    problem = settle_problem(primary, metrics, [t.name for t in targets])
+    if problem is not None:
+        raise problem
+    spec = ranking_spec(primary, metrics)
+    assert spec is not None
+    order = settle_order(items, seed)
+    n, k = len(order), len(targets)
+    chunk = chunk_size(n, k, max_parallel)
+    rule = SettleRule(
+        [t.name for t in targets], spec.range, higher_is_better=spec.higher_is_better, population=n, alpha=ALPHA
+    )
+    total = EvalProgress()
+    used = 0
+    for start in range(0, n, chunk):
+        part = order[start : start + chunk]
+
+        def progress(done: int, _total: int, offset: int = start * k) -> None:
+            if on_progress is not None:
+                on_progress(offset + done, n * k)
+
+        prog = await evaluate_with_executor(
+            store,
+            part,
+            targets,
+            metrics,
+            ctx,
+            executor=executor,
+            max_parallel=max_parallel,
+            on_progress=progress,
+            corpus=False,
+        )
+        _add(total, prog)
+        used = start + len(part)
+        if prog.budget_stopped:
+            break
+        values = {(s.item_id, s.model): s.value for s in store.read("scores") if s.metric == primary and s.ok}
+        for item in part:
+            rule.add({t.name: values.get((item.id, t.name)) for t in targets})
+        if rule.check().settled:
+            break
+    if not total.budget_stopped:  # corpus-level scores of the items used (all their units are done)
+        prog = await evaluate_with_executor(
+            store, order[:used], targets, metrics, ctx, executor=executor, max_parallel=max_parallel
+        )
+        total.scores_new += prog.scores_new
+    result = rule.check()
+    ledger = current_ledger()
+    calls = sum(1 for r in ledger.records if r.role in ("target", "judge")) if ledger is not None else 0
+    saved = round(calls / used * (n - used)) if used else 0
+    record = {
+        "settled": result.settled,
+        "leader": result.leader,
+        "items_used": used,
+        "items_total": n,
+        "chunk": chunk,
+        "alpha": ALPHA,
+        "comparisons": [
+            {
+                "model": c.model,
+                "n": int(c.n),
+                "mean": float(c.mean),
+                "low": float(c.low),
+                "high": float(c.high),
+                "left_out": int(c.left_out),
+            }
+            for c in result.comparisons
+        ],
+        "metric": primary,
+        "calls": calls,
+        "calls_saved": saved,
+        "units_saved": (n - used) * k,
+        "item_ids": [i.id for i in order[:used]],
+    }
+    return total, record
+
+
+def _add(total: EvalProgress, prog: EvalProgress) -> None:
+    total.responses_new += prog.responses_new
+    total.responses_skipped += prog.responses_skipped
+    total.scores_new += prog.scores_new
+    total.scores_skipped += prog.scores_skipped
+    total.failures += prog.failures
+    total.budget_stopped = total.budget_stopped or prog.budget_stopped
+    total.texts_embedded += prog.texts_embedded
+    total.long_texts_embedded += prog.long_texts_embedded
+
+
+def _num(v: float) -> str:
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:.3g}"
+
+
+@report_section("settled", order=11)
+def settle_section(ctx: ReportContext) -> Section | None:
+    """The "Stopped when settled" section of an ``--until-settled`` run (``options["settled"]``, the stop record
+    of :func:`evaluate_until_settled`): items used of the selection, calls saved, and each comparison's
+    anytime-valid interval."""
+    rec = ctx.options.get("settled")
+    if not rec:
+        return None
+    used, n = rec["items_used"], rec["items_total"]
+    level = rec["alpha"] / max(1, len(rec["comparisons"]))
+    leader, metric = rec["leader"], rec["metric"]
+    if rec["settled"]:
+        head = (
+            f"The run stopped after {used} of the {n} selected items (drawn in a random order seeded by the run's "
+            f"seed, {rec['chunk']} at a time): on {metric}, {leader} is ahead of every other target model by an "
+            f"anytime-valid {1 - rec['alpha']:.0%} confidence sequence, so with probability at least "
+            f"{1 - rec['alpha']:.0%} it is the best of them on all {n} items."
+        )
+    else:
+        head = (
+            f"The ranking on {metric} did not settle: after {used} of the {n} items no model was ahead of every "
+            "other by the anytime-valid confidence sequence"
+            + (", and every item was evaluated." if used == n else " before the run stopped.")
+        )
+    saved = (
+        f" Not evaluated: {rec['units_saved']} (target, item) pairs; at the {rec['calls']} target and judge calls "
+        f"the {used} items made, about {rec['calls_saved']} model calls were saved."
+        if used < n
+        else ""
+    )
+    method = (
+        "Each interval is the hedged-capital betting confidence sequence of Waudby-Smith & Ramdas (2023) for the "
+        f"mean paired difference over the selection (sampling without replacement), at level {level:.3g} per "
+        f"comparison (Bonferroni over the {len(rec['comparisons'])} comparisons of the leader); it holds at "
+        "every item at once, so stopping when it excludes 0 keeps it valid."
+    )
+    rows = [
+        [
+            f"{leader} vs {c['model']}",
+            c["n"],
+            _num(c["mean"]),
+            f"{_num(c['low'])} to {_num(c['high'])}",
+            "yes" if c["low"] > 0 else "no",
+            c["left_out"],
+        ]
+        for c in rec["comparisons"]
+    ]
+    table = Table(
+        ["comparison", "items", "mean difference (leader's favour)", "valid interval", "above 0", "left out"],
+        rows,
+        name="settled",
+    )
+    blocks: list[Any] = [Text(head + saved), table, Text(method)]
+    if any(c["left_out"] for c in rec["comparisons"]):
+        blocks.append(
+            Text(
+                "Items where either model of a comparison has no valid score are left out of it; the guarantee "
+                "then assumes those failures are unrelated to which model is better."
+            )
+        )
+    answer = {"how_sure": [head]} if rec["settled"] else {"caveats": [head]}
+    return Section("settled", "Stopped when settled", blocks, answer=answer)
