@@ -279,4 +279,6 @@ class SettleRule:
             if all(c.n > 0 and c.low > 0.0 for c in comps):
                 return Settlement(True, leader, self.items, self.alpha, comps)
         leader = by_mean[0]
-        return Settlement(False, leader, self.items, self.alpha, [self._diff(leader, m) for m in self.models if m != leader])
+        return Settlement(
+            False, leader, self.items, self.alpha, [self._diff(leader, m) for m in self.models if m != leader]
+        )
