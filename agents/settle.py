@@ -15,11 +15,9 @@ import random
 from typing import Any, Callable
 
 from ..core import InputError, Item, MetricSpec, RunStore
-from ..metric_pool.base import Metric, ScoringContext
-from ..metric_pool.sequential import SettleRule
-from ..models.accounting import current_ledger
-from ..models.base import NamedModel
-from ..reports.sections import ReportContext, Section, Table, Text, report_section
+from ..metric_pool import Metric, ScoringContext, SettleRule
+from ..models import NamedModel, current_ledger
+from ..reports import ReportContext, Section, Table, Text, report_section
 from .evaluation import EvalProgress
 from .executors import evaluate_with_executor
 

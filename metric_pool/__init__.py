@@ -56,6 +56,8 @@ _PUBLIC: dict[str, str] = {
     "applicable": "registry",
     "entries": "registry",
     "key_of": "registry",
+    "HedgedCapitalCS": "sequential",
+    "SettleRule": "sequential",
 }
 """Public name -> the module of this folder that defines it."""
 
