@@ -392,7 +392,10 @@ def write_comparison(comparison: Comparison, folder: str | Path) -> dict[str, Pa
         folder, folder / "compare.json", json.dumps(jsonable(comparison.to_dict()), indent=2, ensure_ascii=False)
     )
     env = Environment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html", "j2"])
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     import os
 

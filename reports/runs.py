@@ -560,7 +560,10 @@ def write_runs_page(
 
     out_dir = Path(out_dir)
     env = Environment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html", "j2"])
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     html = env.get_template("runs.html.j2").render(
         title=f"sgieval runs: {out_dir}",
