@@ -237,6 +237,7 @@ class BatchCollector:
         self.run_id = run_id
         self._queues: dict[tuple[Endpoint, str], list[_Waiting]] = {}
         self._last: dict[tuple[Endpoint, str], float] = {}
+        self._bytes: dict[tuple[Endpoint, str], int] = {}
         self._flushers: dict[tuple[Endpoint, str], asyncio.Task] = {}
         self._futures: dict[str, asyncio.Future] = {}
         self._pollers: dict[str, asyncio.Task] = {}
@@ -304,10 +305,11 @@ class BatchCollector:
         key = (endpoint, str(w.body.get("model", "")) if endpoint.api == "openai" else "")
         queue = self._queues.setdefault(key, [])
         queue.append(w)
+        size = self._bytes[key] = self._bytes.get(key, 0) + w.size  # a running total: no sum per request
         self._last[key] = time.monotonic()
         cap = self.max_requests or MAX_REQUESTS[endpoint.api]
-        if len(queue) >= cap or sum(x.size for x in queue) >= MAX_BYTES[endpoint.api]:
-            self._spawn(self._submit(endpoint, self._queues.pop(key, [])))
+        if len(queue) >= cap or size >= MAX_BYTES[endpoint.api]:
+            self._spawn(self._submit(endpoint, self._take(key)))
             return
         if key not in self._flushers or self._flushers[key].done():
             self._flushers[key] = self._spawn(self._flush_when_quiet(key))
@@ -318,7 +320,11 @@ class BatchCollector:
             if left > 0:
                 await asyncio.sleep(left)
                 continue
-            await self._submit(key[0], self._queues.pop(key, []))
+            await self._submit(key[0], self._take(key))
+
+    def _take(self, key: tuple[Endpoint, str]) -> list[_Waiting]:
+        self._bytes.pop(key, None)
+        return self._queues.pop(key, [])
 
     def _spawn(self, coro: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import openai
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
@@ -237,9 +238,7 @@ def test_a_submission_whose_batch_id_was_not_written_is_found_again(tmp_path):
     body = {"model": "m", "messages": [{"content": "a b", "role": "user"}], "temperature": 0.0}  # as sent
     with MockOpenAI(batch_polls=0) as mock:
         cid = custom_id("openai", body, base_url=mock.url)
-        from openai import OpenAI
-
-        client = OpenAI(base_url=mock.url, api_key="k")
+        client = openai.OpenAI(base_url=mock.url, api_key="k")
         line = json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
         f = client.files.create(file=("b.jsonl", line.encode(), "application/jsonl"), purpose="batch")
         client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
@@ -562,3 +561,20 @@ def test_the_batch_journal_is_read_as_data(tmp_path):
     with pytest.raises(InputError) as e:
         BatchJournal(tmp_path)
     assert "batches.json" in e.value.one_line() and "submit its pending requests again" in e.value.one_line()
+
+
+def test_a_batch_is_submitted_at_the_size_cap_without_waiting_for_the_window(tmp_path):
+    with MockOpenAI(batch_polls=0) as mock:
+        chat = BatchChatOpenAI(model="gpt-4o-mini", base_url=mock.url, api_key="k", temperature=0)
+        named = NamedModel(name="openai:gpt-4o-mini", role="target", chat=chat, provider=mock.url)
+
+        async def go():
+            collector = BatchCollector(tmp_path, window_s=1.0, poll_s=0.02, max_requests=2)
+            with call_context(CallContext(use_cache=False, batches=collector)):
+                return await asyncio.gather(*(ainvoke(named, [HumanMessage(f"q{n}")]) for n in range(5)))
+
+        outs = asyncio.run(go())
+        creates = [r for r in mock.batch_log() if r["op"] == "batch_create"]
+    assert [o.content for o in outs] == [f"echo: q{n}" for n in range(5)]
+    assert [len(r["custom_ids"]) for r in creates] == [2, 2, 1]  # two full batches at once, the rest after the window
+    assert creates[1]["t"] - creates[0]["t"] < 0.8 <= creates[2]["t"] - creates[0]["t"]
