@@ -295,3 +295,53 @@ def test_the_agent_row_adds_the_report_narrative_to_the_planning_calls_made():
     assert (row.input_tokens, row.output_tokens) == (5000 + NARRATIVE_INPUT_TOKENS, 300 + NARRATIVE_OUTPUT_TOKENS)
     assert row.usd == pytest.approx((5000 + NARRATIVE_INPUT_TOKENS) * 1e-6 + (300 + NARRATIVE_OUTPUT_TOKENS) * 4e-6)
     assert "4 planning call(s) made, then the report narrative" in est.lines()[0]
+
+
+def test_a_rubric_whose_criterion_needs_web_search_is_estimated_with_every_tool_round(tmp_path, monkeypatch):
+    """A saved rubric with a criterion that needs web_search gives the judge its tools: the estimate counts every
+    tool round (3) and the structured reply per judged response, the upper bound this judge uses, within 25% of
+    the server's tokens (each tool result counted at the stated typical length)."""
+    from sgieval import evaluate
+    from sgieval.core import Criterion, Rubric
+    from sgieval.metric_pool.rubrics import save_rubric
+
+    monkeypatch.setenv("SGIEVAL_RUBRIC_DIR", str(tmp_path / "rubrics"))
+    save_rubric(
+        Rubric(
+            name="checked_facts",
+            description="facts that check out",
+            tasks=["*"],
+            kind="rubric",
+            range=(0, 100),
+            criteria=[
+                Criterion(
+                    name="facts",
+                    description="cited facts are right",
+                    anchors={0: "wrong", 10: "right"},
+                    needs=["web_search"],
+                ),
+                Criterion(name="clarity", description="clear", anchors={0: "unclear", 10: "clear"}),
+            ],
+        )
+    )
+    items = _items(tmp_path, 20)
+    payloads: list[dict] = []
+    with MockOpenAI(replies=_reply, log_bodies=True) as mock:
+        run = evaluate(
+            "Which model is best?",
+            metric="checked_facts",
+            benchmark=str(items),
+            models=TARGETS,
+            judge="openai:judge",
+            base_url=mock.url,
+            out_dir=str(tmp_path / "runs"),
+            use_cache=False,
+            yes=False,
+            confirm=lambda p: payloads.append(p) or True,
+            bootstrap_resamples=99,
+        )
+        seen = _seen(mock.log())
+    assert run.metric_plan["primary"] == "checked_facts" and run.report is not None
+    judge = next(r for r in payloads[0]["estimate"]["rows"] if r["role"] == "judge")
+    assert judge["calls"] == seen["openai:judge"][0] == 2 * 20 * 4  # 3 tool rounds + the reply, per response
+    assert abs(judge["input_tokens"] - seen["openai:judge"][1]) <= 0.25 * seen["openai:judge"][1]
