@@ -1005,8 +1005,9 @@ def cached_share_text(summ: dict[str, Any]) -> str:
             input tokens a provider served from its prompt cache, part of ``input_tokens``).
 
     Returns:
-        E.g. "Prompt caching: 1,200 of 2,000 input tokens (60.0%) were served from the providers' prompt caches
-        and priced at their cached rate; by model and role: openai:judge (judge) 75.0% of 1,600."
+        E.g. "Prompt caching: 1,200 of 2,000 input tokens (60.0%) were served from the providers' prompt caches,
+        priced at the cached rate where the price is known (...); by model and role: openai:judge (judge) 75.0% of
+        1,600."
     """
     total = summ.get("total") or {}
     cached, inp = int(total.get("cache_read_tokens") or 0), int(total.get("input_tokens") or 0)
@@ -1019,8 +1020,8 @@ def cached_share_text(summ: dict[str, Any]) -> str:
     ]
     return (
         f"Prompt caching: {cached:,} of {inp:,} input tokens ({100 * cached / inp:.1f}%) were served from the "
-        "providers' prompt caches and priced at their cached rate (a price given with --price applies to every "
-        "input token); by model and role: " + "; ".join(parts) + "."
+        "providers' prompt caches, priced at the cached rate where the price is known (a price given with --price "
+        "applies to every input token); by model and role: " + "; ".join(parts) + "."
     )
 
 

@@ -220,7 +220,7 @@ async def test_prompt_cache_reports_the_shared_prefix_as_cached_and_the_ledger_p
     assert t.cost == pytest.approx(0.000305)
     assert t.cached_share == pytest.approx(32 / 126)
     assert cached_share_text(ledger.summary()) == (
-        "Prompt caching: 32 of 169 input tokens (18.9%) were served from the providers' prompt caches and priced "
-        "at their cached rate (a price given with --price applies to every input token); by model and role: "
-        "openai:gpt-4o (judge) 25.4% of 126."
+        "Prompt caching: 32 of 169 input tokens (18.9%) were served from the providers' prompt caches, priced at "
+        "the cached rate where the price is known (a price given with --price applies to every input token); by "
+        "model and role: openai:gpt-4o (judge) 25.4% of 126."
     )
