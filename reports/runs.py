@@ -178,10 +178,13 @@ def _read_json(root: Path, name: str) -> Any:
 
 
 def _count_lines(root: Path, name: str) -> int:
+    """Lines of a JSONL file as :func:`~sgieval.core.files.split_jsonl` splits it (on ``\n`` only, a torn last
+    line counted), without decoding it; 0 without the file."""
     try:
-        return len(split_jsonl(read_bytes_in(root, root / name).decode("utf-8", "replace")))
+        data = read_bytes_in(root, root / name)
     except FileNotFoundError:
         return 0
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def _rows(root: Path, name: str) -> list[dict[str, Any]]:
