@@ -245,6 +245,7 @@ class BatchCollector:
         self._status: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._clients: dict[Endpoint, Any] = {}
+        self._answered_by: dict[str, str] = {}  # custom_id -> the batch that last answered it (for error messages)
         self.submitted = 0
         """Batches this collector created (not counting batches of an earlier process it resumed)."""
 
@@ -285,7 +286,8 @@ class BatchCollector:
             del self._futures[cid]
         if status == 200:
             return reply
-        raise BatchRequestError(status, {}, reply, f"{endpoint.shown} batch {self.journal.requests.get(cid, '?')}")
+        where = self._answered_by.get(cid) or self.journal.requests.get(cid) or "(not submitted)"
+        raise BatchRequestError(status, {}, reply, f"{endpoint.shown} batch {where}")
 
     def _submission_of(self, cid: str) -> str | None:
         sub = self.journal.requests.get(cid, "")
@@ -487,6 +489,7 @@ class BatchCollector:
             done["failed"] = len(failed)
         self.journal.save()
         for cid in cids:
+            self._answered_by[cid] = batch_id
             fut = self._futures.get(cid)
             if fut is not None and not fut.done():
                 fut.set_result(_outcome(results, cid, batch_id))

@@ -453,6 +453,7 @@ def test_a_request_the_batch_answers_with_429_is_retried_in_a_new_batch_and_a_40
         creates = [r["custom_ids"] for r in mock.batch_log() if r["op"] == "batch_create"]
     assert ok.content == "echo: again"
     assert isinstance(bad, ModelCallError) and "HTTP 400" in str(bad) and "batched request failed" in str(bad)
+    assert f"{mock.url} batch batch_mock_" in str(bad)  # the reason names the batch that answered it
     body = {"model": "gpt-4o-mini", "messages": [{"content": "again", "role": "user"}], "temperature": 0.0}
     again = custom_id("openai", body, base_url=mock.url)
     assert len(creates) == 2 and creates[1] == [again]  # only the 429 goes again, in a batch of its own
