@@ -579,3 +579,18 @@ def test_a_batch_is_submitted_at_the_size_cap_without_waiting_for_the_window(tmp
     assert [o.content for o in outs] == [f"echo: q{n}" for n in range(5)]
     assert [len(r["custom_ids"]) for r in creates] == [2, 2, 1]  # two full batches at once, the rest after the window
     assert creates[1]["t"] - creates[0]["t"] < 0.8 <= creates[2]["t"] - creates[0]["t"]
+
+
+def test_ask_with_batch_and_a_server_without_batches_exits_2_naming_the_model(tmp_path):
+    with MockOpenAI(batch_api=False) as mock:
+        env = {**os.environ, "OPENAI_API_KEY": "test", "SGIEVAL_CACHE_DIR": str(tmp_path / "cache")}
+        res = subprocess.run(
+            [sys.executable, "-m", "sgieval.cli", "ask", "", "-b", str(BENCH), "-m", "openai:gpt-4o-mini",
+             "--base-url", mock.url, "--out", str(tmp_path / "runs"), "--yes", "--batch"],
+            env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        )  # fmt: skip
+        assert mock.log() == []  # no model call
+    assert res.returncode == 2, res.stderr
+    assert "openai:gpt-4o-mini" in res.stderr and "does not serve /v1/batches (HTTP 404)" in res.stderr
+    assert "drop --batch" in res.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
