@@ -265,13 +265,21 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
             ``output_tokens``, ``cost``).
 
     Returns:
-        [] without an estimate; else a Table (name ``estimate``; calls, input tokens, output tokens and USD,
-        estimated then actual) and a Text saying how the estimate was made.
+        Without an estimate: [] when no call was made, else a Text saying none was made; else a Table (name
+        ``estimate``; calls, input tokens, output tokens and USD, estimated then actual) and a Text saying how the
+        estimate was made.
     """
     from ..reports import Table, Text
 
     if not estimate or not estimate.get("rows"):
-        return []
+        if not any(r.get("calls") for r in actual):
+            return []
+        return [
+            Text(
+                "No estimate before the calls is stored in this run folder: it is made at the metric confirmation "
+                "and by `--dry-run`, and a run started with `--yes` skips the confirmation."
+            )
+        ]
     seen = {(str(r.get("model")), str(r.get("role"))): r for r in actual}
 
     def usd(v: Any) -> str:

@@ -254,6 +254,7 @@ def test_cached_answers_are_counted_as_cached_and_judged_as_they_are(tmp_path, f
     with MockOpenAI(replies=_reply, log_bodies=True) as mock:
         first = evaluate(REQUEST, base_url=mock.url, bootstrap_resamples=99, **common)
         assert first.report is not None
+        assert "No estimate before the calls is stored in this run folder" in first.report.read_text()  # --yes
         judged = _seen(mock.log())["openai:judge"]
         mock.reset()
         dry = evaluate(REQUEST, base_url=mock.url, dry_run=True, **common)
