@@ -88,3 +88,13 @@ async def test_other_models_and_calls_outside_a_family_get_no_cache_options():
         ("static rules", None),
         ("static rules", None),
     ]
+
+
+async def test_scoring_texts_without_a_run_also_sends_the_metric_key():
+    from sgieval.api import ascore
+
+    with MockOpenAI(replies=[VERDICT]) as mock:
+        scores = await ascore(["an answer", "another"], "rigor", judge="openai:judge", base_url=mock.url)
+        log = mock.log()
+    assert [s.value for s in scores] == [60.0, 60.0]
+    assert [e["prompt_cache_key"] for e in log] == ["sgieval:*/rigor"] * 2
