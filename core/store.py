@@ -246,6 +246,8 @@ class RunStore:
             ]
         if name == "scores":
             self._keep_prompts(records)
+        elif name == "responses":
+            records = self._move_prompts(records)
         lines = [r.model_dump_json() for r in records]
         if self.secrets:  # masked by value: the kept records are the masked ones too
             records = list(records)
@@ -265,15 +267,39 @@ class RunStore:
 
     def _keep_prompts(self, scores: Sequence[BaseModel]) -> None:
         """Append to ``prompts.jsonl`` each prompt of the scores' evidence whose hash it does not hold yet."""
-        if self._prompt_hashes is None:
-            self._prompt_hashes = {str(r.get("hash")) for r in self.read_rows("prompts")}
-        new: list[dict[str, Any]] = []
+        found = []
         for s in scores:
             for e in getattr(s, "evidence", None) or []:
                 p = getattr(e, "prompt", None)
-                if isinstance(p, dict) and p.get("hash") and p["hash"] not in self._prompt_hashes:
-                    self._prompt_hashes.add(p["hash"])
-                    new.append(p)
+                if isinstance(p, dict):
+                    found.append(p)
+        self._write_prompts(found)
+
+    def _move_prompts(self, responses: Sequence[BaseModel]) -> list[BaseModel]:
+        """The responses with the judge prompts of their ``metadata["judge_prompts"]`` (a generation protocol's
+        judge calls, {hash: prompt record}) written to ``prompts.jsonl`` (once per hash) and left out of them."""
+        out: list[BaseModel] = []
+        found: list[dict[str, Any]] = []
+        for r in responses:
+            md = getattr(r, "metadata", None)
+            if isinstance(md, dict) and isinstance(md.get("judge_prompts"), dict):
+                found += [p for p in md["judge_prompts"].values() if isinstance(p, dict)]
+                r = r.model_copy(update={"metadata": {k: v for k, v in md.items() if k != "judge_prompts"}})
+            out.append(r)
+        self._write_prompts(found)
+        return out
+
+    def _write_prompts(self, prompts: list[dict[str, Any]]) -> None:
+        """Append each prompt record whose hash ``prompts.jsonl`` does not hold yet."""
+        if not prompts:
+            return
+        if self._prompt_hashes is None:
+            self._prompt_hashes = {str(r.get("hash")) for r in self.read_rows("prompts")}
+        new: list[dict[str, Any]] = []
+        for p in prompts:
+            if p.get("hash") and p["hash"] not in self._prompt_hashes:
+                self._prompt_hashes.add(p["hash"])
+                new.append(p)
         self.append_rows("prompts", new)
 
     def prompts(self) -> dict[str, dict[str, Any]]:

@@ -300,12 +300,14 @@ async def _judge_int(
     answer_num: int,
     kind: str,
     flags: list[str] | None = None,
+    prompts: dict[str, dict[str, Any]] | None = None,
 ) -> int:
     """Ask ``judge`` for an integer in ``<tag>`` through
     :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
     loop; reasoning before the last ``</think>`` is not parsed, D.8); re-ask
     with the parse error shown on an unparsable reply.  Every reply is logged
-    in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``).  Raises
+    in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``, and the
+    ``prompt_hash`` of the prompt sent, kept in ``prompts`` by hash).  Raises
     _JudgeFailure with the reason."""
     r = await ask_structured(
         judge,
@@ -315,6 +317,9 @@ async def _judge_int(
         label=kind + " judge",
         retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
     )
+    h = (r.prompt or {}).get("hash")
+    if h and prompts is not None and r.prompt is not None:
+        prompts.setdefault(h, r.prompt)
     for i, text in enumerate(r.raw, 1):
         raw_log.append(
             {
@@ -324,6 +329,7 @@ async def _judge_int(
                 "attempt": i,
                 "raw": text,
                 **({"flags": list(flags)} if flags else {}),
+                **({"prompt_hash": h} if h else {}),
             }
         )
     if r.refused:  # D.17: recorded with its text, not asked again
@@ -385,8 +391,11 @@ async def run_generation(
     ``llm_dissimilarity_score`` when enabled, ``processing_time`` cumulative s,
     ``stopping_condition``, ``final_stopping_condition`` on the last;
     ``thoughts`` when the reply had ``<think>`` blocks), ``answer`` = the
-    accepted answers, ``text`` = all answers numbered, and the raw judge
-    replies in ``metadata["judge_raw"]``.  Failures: status ``infra_error``
+    accepted answers, ``text`` = all answers numbered, the raw judge
+    replies in ``metadata["judge_raw"]`` (each with the ``prompt_hash`` of the
+    prompt it answered) and those prompts in ``metadata["judge_prompts"]``
+    ({hash: :func:`sgieval.core.prompt_record`}; the run store moves them to the
+    run's ``prompts.jsonl``, once per hash).  Failures: status ``infra_error``
     (target or embedder) or ``judge_error`` with the reason in ``error`` and
     the records so far kept.
 
@@ -423,6 +432,7 @@ async def run_generation(
     answers: list[str] = []
     emb_prev: np.ndarray | None = None
     judge_raw: list[dict[str, Any]] = []
+    judge_prompts: dict[str, dict[str, Any]] = {}
     t0 = clock()
     status: Status = "ok"
     error: str | None = None
@@ -460,6 +470,7 @@ async def run_generation(
                 last=last,
                 attempts=judge_attempts,
                 raw_log=judge_raw,
+                prompts=judge_prompts,
                 answer_num=answer_num,
                 kind="coherence",
                 flags=flags,
@@ -490,6 +501,7 @@ async def run_generation(
                         last=last,
                         attempts=judge_attempts,
                         raw_log=judge_raw,
+                        prompts=judge_prompts,
                         answer_num=answer_num,
                         kind="similarity",
                         flags=flags,
@@ -543,6 +555,7 @@ async def run_generation(
         "thresholds": {"coherence": tau_c, "embedding": tau_n, "llm": tau_llm},
         "max_answers": max_answers,
         "judge_raw": judge_raw,
+        "judge_prompts": judge_prompts,
     }
     return Response(
         item_id=item.id,

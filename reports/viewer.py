@@ -168,7 +168,7 @@ def build_viewer_data(
     record, when the response has ``metadata["records"]``), ``scores``
     ([rationale, evidence, error, details]), aligned with the index, and
     ``prompts`` ({hash: {messages, response_format}} of the hashes the scores'
-    judge replies name).
+    judge replies and the responses' ``metadata["judge_raw"]`` entries name).
     """
     items = list(items)
     item_idx = {it.id: n for n, it in enumerate(items)}
@@ -267,6 +267,9 @@ def build_viewer_data(
         for e in t[1]
         if isinstance(e, dict) and e.get("kind") == "judge_reply" and e.get("prompt_hash")
     }
+    for t in row_text:  # a generation protocol's judge replies (metadata["judge_raw"]), one per answer and attempt
+        raw = ((t[4] or {}).get("metadata") or {}).get("judge_raw")
+        named.update(e["prompt_hash"] for e in raw or [] if isinstance(e, dict) and e.get("prompt_hash"))
     kept = {
         h: {k: v for k, v in p.items() if k in ("messages", "response_format")}
         for h, p in (prompts or {}).items()

@@ -711,6 +711,15 @@
     var lists = {}; marks.forEach(function (m) { lists[m.list] = 1; });
     var several = Object.keys(lists).length > 1;
     var llm = marks.some(function (m) { return m.llm_novelty != null; });
+    var judged = ((t[4] || {}).metadata || {}).judge_raw || [];   // a live run's coherence / similarity replies
+    function judgeCalls(m) {
+      var mine = judged.filter(function (e) { return e.answer_num === m.n; });
+      if (!mine.length) return null;
+      return el('details', {cls: 'answer-judge'}, el('summary', {text: 'judge replies (' + mine.length + ')'}), mine.map(function (e) {
+        return el('div', {cls: 'judge-exchange', 'data-kind': e.kind}, judgePrompt(e.prompt_hash),
+          el('div', {cls: 'judge-reply'}, el('div', {cls: 'muted', text: e.kind + ' judge ' + e.judge + ', attempt ' + e.attempt}), el('pre', {cls: 'raw-reply', text: asText(e.raw)})));
+      }));
+    }
     return el('ol', {cls: 'answer-list'}, marks.map(function (m, k) {
       var state = m.rejected ? 'rejected' : m.accepted ? 'accepted' : 'stopped';
       var bad = function (what) { return m.rejected && m.reason && m.reason.indexOf(what) >= 0 ? ' below' : ''; };
@@ -722,7 +731,8 @@
           el('span', {cls: 'novelty' + bad('embedding'), title: 'novelty, 0-1: 1 - max cosine similarity to the earlier answers (embeddings)', text: 'novelty ' + fmt(m.novelty, 3)}),
           llm ? [' \u00b7 ', el('span', {cls: 'llm-novelty' + bad('LLM'), title: 'LLM novelty, 0-1 (the novelty judge)', text: 'LLM novelty ' + fmt(m.llm_novelty, 3)})] : null,
           ' ', m.rejected ? el('span', {cls: 'badge bad mark', text: 'rejected: ' + m.reason})
-            : m.accepted ? el('span', {cls: 'badge ok mark', text: 'accepted'}) : el('span', {cls: 'badge flag mark', text: m.reason || 'not accepted'})));
+            : m.accepted ? el('span', {cls: 'badge ok mark', text: 'accepted'}) : el('span', {cls: 'badge flag mark', text: m.reason || 'not accepted'})),
+        judgeCalls(m));
     }));
   }
   var collapsed = {};        // target model -> true when its column on the item page is folded

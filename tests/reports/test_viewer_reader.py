@@ -630,3 +630,99 @@ def test_browser_compare_page(runs, tmp_path):
     finally:
         b.close()
     assert (folder / "screenshots" / "compare.png").is_file()
+
+
+# --------------------------------------------------------------------------- a live generation protocol
+VECTORS = {"alpha": [1.0, 0.0, 0.0], "beta": [0.0, 1.0, 0.0], "delta": [0.0, 0.0, 1.0]}
+
+
+class LookupEmbedder:
+    name = "lookup"
+
+    def encode(self, texts, normalize=True):
+        import numpy as np
+
+        return np.array([VECTORS[t] for t in texts])
+
+
+def _scripted(name: str, role: str, replies: list[str]) -> NamedModel:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    return NamedModel(
+        name=name, role=role, chat=GenericFakeChatModel(messages=iter(AIMessage(content=r) for r in replies))
+    )
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory) -> Path:
+    """A run folder holding one SciAidanBench question answered live: three answers (orthogonal embeddings, so
+    novelty 1.0 each), the coherence judge giving 80, 70 and 15 (15 <= tau_c 15 rejects the third)."""
+    from sgieval.core import OPEN_CREATIVITY
+    from sgieval.metric_pool.aidanbench import AnswerCountMetrics
+    from sgieval.metric_pool.aidanbench_protocol import run_generation
+    from sgieval.metric_pool.base import ScoringContext
+    from sgieval.reports.viewer import write_viewer
+
+    item = Item(
+        id="sciaidanbench/chemistry/0",
+        benchmark="sciaidanbench",
+        task=OPEN_CREATIVITY,
+        discipline="Chemistry",
+        prompt="Name a polymer.",
+        metadata={"question": "Name a polymer."},
+    )
+    target = _scripted("target-m", "target", [f"<answer>{a}</answer>" for a in ("alpha", "beta", "delta")])
+    judge = _scripted("judge-j", "judge", [f"<coherence_score>{v}</coherence_score>" for v in (80, 70, 15)])
+    resp = asyncio.run(run_generation(item, target, judge, LookupEmbedder(), llm_novelty=False))
+    scores = asyncio.run(AnswerCountMetrics().score(item, resp, ScoringContext()))
+    run = tmp_path_factory.mktemp("live") / "run"
+    store = RunStore(run)
+    store.append("items", [item])
+    store.append("responses", [resp])
+    store.append("scores", scores)
+    write_viewer(run, store.read("items"), store.read("responses"), store.read("scores"), prompts=store.prompts())
+    store.close()
+    return run
+
+
+def test_a_live_protocol_keeps_each_coherence_prompt_once(live_run):
+    prompts = _lines(live_run / "prompts.jsonl")
+    (resp,) = _lines(live_run / "responses.jsonl")
+    assert "judge_prompts" not in resp["metadata"]  # moved to prompts.jsonl
+    raw = resp["metadata"]["judge_raw"]
+    assert [(e["answer_num"], e["kind"], e["raw"]) for e in raw] == [
+        (n, "coherence", f"<coherence_score>{v}</coherence_score>") for n, v in ((1, 80), (2, 70), (3, 15))
+    ]
+    by_hash = {p["hash"]: p for p in prompts}
+    assert len(prompts) == 3 and [e["prompt_hash"] for e in raw] == [p["hash"] for p in prompts]
+    for e, answer in zip(raw, ("alpha", "beta", "delta")):
+        (msg,) = by_hash[e["prompt_hash"]]["messages"]
+        assert msg["role"] == "user" and answer in msg["content"] and "Name a polymer." in msg["content"]
+    texts = _js(live_run / "viewer" / "text.js", "SGV_TEXT")
+    assert sorted(texts["prompts"]) == sorted(by_hash)
+
+
+@pytest.mark.browser
+def test_browser_live_answer_list_shows_each_coherence_prompt(live_run, tmp_path):
+    (resp,) = _lines(live_run / "responses.jsonl")
+    prompts = {p["hash"]: p for p in _lines(live_run / "prompts.jsonl")}
+    b = _Page(tmp_path / "profile")
+    try:
+        page = b.page
+        page.goto(_viewer(live_run, "#/item/sciaidanbench%2Fchemistry%2F0"))
+        page.wait_for_selector(".answer-list")
+        lis = page.locator(".answer-list li.answer")
+        assert lis.evaluate_all("ls => ls.map(l => l.dataset.state)") == ["accepted", "accepted", "rejected"]
+        third = lis.nth(2)
+        assert third.locator(".coherence").text_content() == "coherence 15"
+        assert third.locator(".mark").text_content() == "rejected: incoherent"
+        third.locator("details.answer-judge > summary").click()
+        h = resp["metadata"]["judge_raw"][2]["prompt_hash"]
+        shown = third.locator(f".judge-prompt[data-hash='{h}'] .prompt-msg pre")
+        assert shown.all_text_contents() == [prompts[h]["messages"][0]["content"]]
+        assert third.locator(".judge-reply pre.raw-reply").text_content() == "<coherence_score>15</coherence_score>"
+        b.shot(live_run, "live-answer-judge")
+        assert b.errors == []
+    finally:
+        b.close()
+    assert (live_run / "screenshots" / "live-answer-judge.png").is_file()
