@@ -43,10 +43,10 @@ from typing import (
 
 
 from .core import InputError, Item, Label, MetricSpec, Response, Rubric, RunConfig, Score, option_names, run_options
-from .models.base import NamedModel, Role
+from .models import NamedModel, Role
 
 if TYPE_CHECKING:
-    from .metric_pool.base import Metric
+    from .metric_pool import Metric
 
 ModelArg = Union[str, NamedModel]
 """A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
@@ -209,8 +209,8 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
     """None when only strings were given (make_runtime resolves them); else every model as a NamedModel."""
     if not objects:
         return None
-    from .agents.stored_responses import resolve_run_model
-    from .models.registry import sampling_for_role
+    from .agents import resolve_run_model
+    from .models import sampling_for_role
 
     return [
         resolve_run_model(
@@ -287,7 +287,7 @@ def config_from(
         TypeError: a keyword that is no run option.
         InputError: a bad value, naming the keyword and the fix (the same validation as ``sgieval ask``).
     """
-    from .graphs.evaluate import new_run_id
+    from .graphs import new_run_id
 
     by_keyword = {o.keyword: o for o in run_options(config_cls) if o.api and not o.positional}
     for name in options:
@@ -349,7 +349,7 @@ async def aevaluate(
 
     :func:`evaluate` is the synchronous form (one definition: the same parameters).
     """
-    from .graphs.evaluate import execute, into_run, make_runtime
+    from .graphs import execute, into_run, make_runtime
 
     config, t_obj, j_obj, agent_obj = config_from(RunConfig, request, dict(options), function="aevaluate")
     run_dir = None
@@ -469,7 +469,7 @@ def load_run(path: str | Path) -> RunRecords:
 def _last_state(root: Path, run_id: str) -> dict[str, Any]:
     """The graph state of the run's last checkpoint in ``state.sqlite`` ({} without one); raises InputError
     when the checkpoint holds a value sgieval never writes (:mod:`sgieval.graphs.checkpoints`)."""
-    from .graphs.checkpoints import read_state
+    from .graphs import read_state
 
     return read_state(root / "state.sqlite", run_id)
 
@@ -481,9 +481,9 @@ RunArg = Union[str, Path, RunRecords]
 
 def _compare_input(records: RunRecords, label: str) -> Any:
     """The :class:`sgieval.agents.compare.RunInput` of a loaded run, labelled ``label``."""
-    from .agents.compare import RunInput
-    from .core.files import json_loads_strict, read_bytes_in
-    from .reports.runs import additions_text, read_run
+    from .agents import RunInput
+    from .core import json_loads_strict, read_bytes_in
+    from .reports import additions_text, read_run
 
     report: dict[str, Any] = {}
     try:
@@ -530,7 +530,7 @@ def _rubric_versions(run_dir: Path) -> dict[str, str]:
     import hashlib
     import os
 
-    from .core.files import read_bytes_in
+    from .core import read_bytes_in
 
     folder = run_dir / "rubrics"
     try:
@@ -565,7 +565,7 @@ def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, 
         InputError: fewer than two runs, a path holding no run, runs sharing no item, or a ranking metric not
             scored in every run.
     """
-    from .agents.compare import compare_runs
+    from .agents import compare_runs
 
     loaded = [r if isinstance(r, RunRecords) else load_run(r) for r in runs]
     labels: list[str] = []
@@ -592,7 +592,7 @@ def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
     Raises:
         InputError: when the run's items cannot be found (neither stored in the run nor in the benchmark files).
     """
-    from .graphs.evaluate import make_runtime, metric_specs
+    from .graphs import make_runtime, metric_specs
 
     if records.config is None:
         return {}
@@ -602,7 +602,7 @@ def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
 
 
 def _label_estimates(run: "str | Path | RunRecords", metric: str, selection: str | None) -> Any:
-    from .metric_pool.labels import label_estimates
+    from .metric_pool import label_estimates
 
     records = run if isinstance(run, RunRecords) else load_run(run)
     specs = run_metric_specs(records)
@@ -661,12 +661,12 @@ rubric (``rigor``), a :class:`~sgieval.core.Rubric`, or a :class:`~sgieval.metri
 
 def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
     """(Metric object, spec name to keep or None for all, benchmark name for built items)."""
-    from .metric_pool.base import Metric
+    from .metric_pool import Metric
 
     if isinstance(metric, Metric):
         return metric, None, ""
     if isinstance(metric, Rubric):
-        from .metric_pool.rubric import RubricMetric
+        from .metric_pool import RubricMetric
 
         return RubricMetric(metric), metric.name, ""
     if isinstance(metric, MetricSpec):
@@ -678,7 +678,7 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
             fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric",
         )
     from .benchmarks import registry
-    from .metric_pool.registry import ALL, Scoped, entries
+    from .metric_pool import ALL, Scoped, entries
 
     for defn in registry.definitions():  # the benchmarks' predefined metrics, then the other registered ones
         for m in registry.predefined_metrics([defn.name]):
@@ -690,8 +690,8 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
         m = entry.build(None)
         if any(s.name == metric for s in m.all_specs):
             return m, metric, "" if entry.scope == ALL else entry.scope
-    from .metric_pool.rubric import RubricMetric
-    from .metric_pool.rubrics import load_rubric
+    from .metric_pool import RubricMetric
+    from .metric_pool import load_rubric
 
     try:
         rubric = load_rubric(metric)
@@ -753,7 +753,7 @@ async def ascore(
     metric does not apply to.  :func:`score` is the synchronous form (the same
     parameters).
     """
-    from .metric_pool.base import CORPUS, ScoringContext
+    from .metric_pool import CORPUS, ScoringContext
 
     m, keep, bench = _metric_of(metric)
     resp = list(responses)
@@ -803,7 +803,7 @@ async def ascore(
     j_str, j_obj = _split_models(judge)
     judges = list(j_obj)
     if j_str:
-        from .models.registry import resolve_model
+        from .models import resolve_model
 
         judges = [
             resolve_model(
@@ -813,8 +813,8 @@ async def ascore(
         ] + judges
     ctx = ScoringContext(judges=judges, allow_self_judge=allow_self_judge, options=dict(options or {}))
     out: list[Score] = []
-    from .metric_pool.registry import key_of
-    from .models.context import prompt_scope
+    from .metric_pool import key_of
+    from .models import prompt_scope
 
     scope, name = key_of(m)
     with prompt_scope(f"sgieval:{scope}/{name}"):  # one prompt family: a provider may cache the judge prompts' start
@@ -848,7 +848,7 @@ def evaluation_graph(config: Any = None):
     shows as an interrupt).  Returns the compiled graph without a
     checkpointer (the LangGraph server provides one).
     """
-    from .graphs.evaluate import build_graph, make_runtime, new_run_id
+    from .graphs import build_graph, make_runtime, new_run_id
 
     c = _configurable(config)
     fields = {k_: v for k_, v in c.items() if k_ in RunConfig.model_fields and k_ != "run_id"}
@@ -869,12 +869,12 @@ def metric_chat_graph(config: Any = None):
     name) and ``save_dir`` (default: the user rubric folder).  The graph
     pauses at interrupts for the user's description and change requests.
     """
-    from .graphs.metric_chat import build_metric_chat
+    from .graphs import build_metric_chat
 
     c = _configurable(config)
     agent = None
     if c.get("agent_model"):
-        from .models.registry import resolve_model
+        from .models import resolve_model
 
         agent = resolve_model(c["agent_model"], "agent", base_url=c.get("base_url"))
     return build_metric_chat(agent=agent, name=c.get("name"), save_dir=c.get("save_dir"))

@@ -41,6 +41,19 @@ _PUBLIC: dict[str, str] = {
     "sampling_line": "run_report",
     "usage_summary": "run_report",
     "build_report": "reporting",
+    "RunInput": "compare",
+    "compare_runs": "compare",
+    "MetricNeeds": "requirements",
+    "check_request_models": "run",
+    "load_ledger": "run",
+    "models_named_in": "run",
+    "plan_needs": "run",
+    "record_sampling": "run",
+    "unique_models": "run",
+    "resolve_run_model": "stored_responses",
+    "estimate_step": "run",
+    "into_config": "run",
+    "into_update": "run",
 }
 """Public name -> the module of this folder that defines it."""
 

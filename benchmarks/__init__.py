@@ -72,6 +72,7 @@ _LAZY: dict[str, str] = {
     "predefined_metrics": "registry",
     "list_response_files": "sciaidanbench",
     "load_stored_answers": "sciaidanbench",
+    "stored_responses": "catalog",
 }
 """Public names loaded from their modules on first use (name -> module of this folder)."""
 

@@ -64,7 +64,7 @@ def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
     if data_dir:
         d = Path(data_dir).expanduser()
         return d, f"--data-dir {d}"
-    from ..core.settings import current_settings
+    from ..core import current_settings
 
     env_data = current_settings().data
     if env_data:
@@ -213,7 +213,7 @@ def describe_folder(folder: Path, limit: int = 8) -> str:
 def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) -> bool:
     """True when a TCP connection to ``host:port`` opens within ``timeout_s``; False without trying under
     ``SGIEVAL_NETWORK=offline`` (True without trying under ``online``)."""
-    from ..core.settings import current_settings
+    from ..core import current_settings
 
     mode = current_settings().network
     if mode != "auto":

@@ -25,7 +25,7 @@ from ..core import InputError, Item
 from .base import Benchmark
 
 if TYPE_CHECKING:
-    from ..metric_pool.base import Metric
+    from ..metric_pool import Metric
 
 BUILTIN_MODULES = ("sciaidanbench", "sgi", "sfbench", "jsonl")
 """Modules of ``sgieval.benchmarks`` whose ``DEFINITION`` is registered first, in this order."""
@@ -160,7 +160,7 @@ def predefined_metrics(
     Raises:
         InputError: an unknown benchmark.
     """
-    from ..metric_pool.registry import entries
+    from ..metric_pool import entries
 
     items = list(items)
     out: list[Metric] = []

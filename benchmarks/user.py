@@ -146,10 +146,10 @@ def _register_metrics(spec: BenchmarkSpec, where: str) -> None:
     Raises:
         InputError: a listed rubric is not in the rubric library (naming the file and the field).
     """
-    from ..metric_pool.generic import NumericMatch, ReferenceMatch
-    from ..metric_pool.registry import metric, unregister_scope
-    from ..metric_pool.rubric import RubricMetric
-    from ..metric_pool.rubrics import load_rubric
+    from ..metric_pool import NumericMatch, ReferenceMatch
+    from ..metric_pool import metric, unregister_scope
+    from ..metric_pool import RubricMetric
+    from ..metric_pool import load_rubric
 
     reference = [m for m in spec.metrics if m in DEFAULT_METRICS]
     rubrics = []

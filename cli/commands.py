@@ -35,7 +35,7 @@ from ..core import (
     option_names,
     run_options,
 )
-from ..core.files import read_bytes_in, read_text_in
+from ..core import read_bytes_in, read_text_in
 from .output import err, fail, out, safe
 from .process import CommandLine, run_begins
 
@@ -64,7 +64,7 @@ def _unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "",
     first = str(e).splitlines()[0] if str(e) else ""
     line = f"unexpected {type(e).__name__}: {first}"
     if run_dir is not None:
-        from ..core.logs import log_traceback
+        from ..core import log_traceback
 
         log_traceback(run_dir, run_id, e)
         line += (
@@ -103,15 +103,15 @@ def _check_targets(config: RunConfig) -> None:
     folder that cannot be searched is left to the catalog's own error."""
     if config.models:
         return
-    from ..benchmarks.data import find_benchmark_dir
-    from ..benchmarks.sciaidanbench import list_response_files
+    from ..benchmarks import find_benchmark_dir
+    from ..benchmarks import list_response_files
 
     try:
         folder = find_benchmark_dir("sciaidanbench", config.data_dir, required=False)
     except SgievalError:
         return  # the data folder itself is wrong: load_catalog reports it
     if folder is None or not list_response_files(folder):
-        from ..benchmarks.catalog import load_catalog
+        from ..benchmarks import load_catalog
 
         load_catalog(config.benchmarks or None, config.data_dir)  # no benchmark data at all: that is the first error
         where = f"{folder / 'responses'}" if folder is not None else "<data>/sciaidanbench/responses/"
@@ -147,8 +147,8 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
     (default ``<out_dir>/<run_id>``; ``resume`` passes the folder it was given,
     renamed or symlinked).  A folder is removed on failure or cancellation only
     when this call created it and nothing was evaluated."""
-    from ..agents.requirements import MetricNeeds
-    from ..graphs.evaluate import check_request_models, execute, make_runtime
+    from ..agents import MetricNeeds
+    from ..graphs import check_request_models, execute, make_runtime
 
     try:
         rt = make_runtime(config, run_dir=run_dir)
@@ -302,7 +302,7 @@ def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]],
 
 def _ask(fields: dict[str, Any]) -> None:
     """``sgieval ask``: validate the options (the same RunConfig validation as the Python API), then run."""
-    from ..graphs.evaluate import new_run_id
+    from ..graphs import new_run_id
 
     try:
         config = RunConfig.checked(
@@ -324,7 +324,7 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
     """``sgieval ask ... --into RUN``: add the given target models, judge or metric to the run RUN (its records
     reused) and rewrite its report.  The run's folder is data: the settings of its config.json that send data or
     run code elsewhere are used only when given again, trusted or confirmed, as for ``resume``."""
-    from ..graphs.evaluate import into_run
+    from ..graphs import into_run
 
     defaults = {o.field: o.default for o in run_options(RunConfig) if o.cli}
     given = [f for f, v in fields.items() if f != "into" and v != defaults.get(f)]
@@ -332,7 +332,7 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
         merged, d = asyncio.run(into_run(config, given))
     except SgievalError as e:
         fail(e)
-    from ..core.trust import sensitive_settings
+    from ..core import sensitive_settings
 
     again = {k: getattr(merged, k) for k in sensitive_settings(config) if k in given and k not in ("models", "judges")}
     _confirm_settings(merged, d, again, False)
@@ -394,7 +394,7 @@ def _confirm_settings(
     (this machine started or confirmed a run with them), or the user confirms
     them at the prompt, which shows each of them.  Fails (exit 2) otherwise,
     naming each setting and the flag that passes it."""
-    from ..core.trust import FLAGS, is_trusted, remember, sensitive_settings
+    from ..core import FLAGS, is_trusted, remember, sensitive_settings
 
     for k, v in given.items():
         setattr(config, k, v)
@@ -456,8 +456,8 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
     to just after the metric confirmation so :func:`execute` evaluates the
     remaining units (done responses and scores are skipped) and rewrites the
     report.  Returns True when the run was reopened."""
-    from ..graphs.checkpoints import open_saver
-    from ..graphs.evaluate import build_graph, make_runtime
+    from ..graphs import open_saver
+    from ..graphs import build_graph, make_runtime
 
     if not (d / "state.sqlite").exists():
         return False
@@ -525,7 +525,7 @@ def resume(
         fail(e)
     d = _run_dir(run, out_dir)
     config = _read_config(d)
-    from ..core.trust import is_own_run
+    from ..core import is_own_run
 
     # a received folder's "yes" never skips the metric confirmation: only --yes, or the user's own run's
     config.yes = yes or (config.yes and is_own_run(config))
@@ -557,8 +557,8 @@ def resume(
 async def _rerender_report(d: Path, config: RunConfig) -> str:
     """Re-render ``report.md`` (and ``report.json``) of the run in folder ``d``
     from its records; raises SgievalError when the run has not chosen its metrics."""
-    from ..graphs.checkpoints import open_saver
-    from ..graphs.evaluate import build_graph, make_runtime, report_run
+    from ..graphs import open_saver
+    from ..graphs import build_graph, make_runtime, report_run
 
     run_id = config.run_id
     check_state_file(d / "state.sqlite")
@@ -613,7 +613,7 @@ def _serve(
     below the session root -> file; the home page's :func:`sgieval.reports.runs.home_files`)."""
     import webbrowser
 
-    from ..reports.viewer import ViewerServer
+    from ..reports import ViewerServer
 
     try:
         server = ViewerServer(folder, port, labels=labels)
@@ -713,7 +713,7 @@ def _write_run_viewer(
     report); returns (path of its index.html, the labels receiver for --serve or None).  Raises SgievalError for
     a folder it refuses (a link planted in it, a tampered checkpoint, unreadable report data)."""
     from .labels import ViewerLabels, viewer_labelling
-    from ..reports.viewer import write_viewer
+    from ..reports import write_viewer
 
     report_data = None
     if (d / "report.json").is_file():
@@ -773,7 +773,7 @@ def _write_home(out_dir: Path) -> dict[str, Path]:
     """``sgieval view`` without a run: write each listed run's missing or stale viewer, then the home page
     ``out_dir/index.html`` (:func:`sgieval.reports.runs.write_runs_page`); a run whose viewer cannot be written
     is listed with the reason.  Returns the files ``--serve`` may serve (:func:`sgieval.reports.runs.home_files`)."""
-    from ..reports.runs import home_files, list_comparisons, list_runs, read_run, write_runs_page
+    from ..reports import home_files, list_comparisons, list_runs, read_run, write_runs_page
 
     if not out_dir.is_dir():
         fail(InputError("no such runs folder", what=str(out_dir), fix="give the folder holding run folders (--out)"))
@@ -813,7 +813,7 @@ def export(
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
 ) -> None:
     """Write the run's items, responses and scores as tables (one row per score with the item's facets)."""
-    from ..reports.export import export_run
+    from ..reports import export_run
 
     d = _run_dir(run, out_dir)
     try:
@@ -826,7 +826,7 @@ def export(
 
 def _read_state(path: Path, run_id: str) -> dict[str, Any]:
     """A run's checkpoint state through the allowlisted reader (:func:`sgieval.graphs.checkpoints.read_state`)."""
-    from ..graphs.checkpoints import read_state
+    from ..graphs import read_state
 
     return read_state(path, run_id)
 
@@ -839,7 +839,7 @@ def runs(
     """List the runs in the runs folder, newest first: status, date, request, benchmark and items, target models,
     judge, the ranking metric's winner as the run's report states it (or the tie), and cost.  Read only: a folder
     that cannot be read (a link in it, an unreadable config.json) is listed with the reason."""
-    from ..reports.runs import list_runs
+    from ..reports import list_runs
 
     entries = list_runs(out_dir, read_state=_read_state)
     if as_json:
@@ -894,7 +894,7 @@ def compare(
     Markdown report and writes it with its viewer page to <out>/compare-<a>-<b>/ (compare.md, compare.json,
     index.html)."""
     from ..api import compare as compare_runs
-    from ..reports.runs import COMPARE_PREFIX
+    from ..reports import COMPARE_PREFIX
 
     if len(runs_) < 2:
         fail(InputError("a comparison needs two runs or more", what="RUN", fix="give two run ids or run folders"))
@@ -937,7 +937,7 @@ def catalog(
 ) -> None:
     """Print item counts per facet (benchmark, task, discipline, direction, type) and the models with stored
     responses per benchmark (usable as replay:<name> without a model call)."""
-    from ..benchmarks.catalog import FACETS, load_catalog, stored_responses
+    from ..benchmarks import FACETS, load_catalog, stored_responses
 
     try:
         cat = load_catalog(_split(benchmark) or None, str(data_dir) if data_dir else None)
@@ -991,7 +991,7 @@ def data_pull(
 ) -> None:
     """Download a benchmark's public data into the user cache (needs the network); when the data is already
     found (--data-dir/$SGIEVAL_DATA, ../shared/data, the user cache) only say where, offline included."""
-    from ..benchmarks.data import find_benchmark_dir, pull
+    from ..benchmarks import find_benchmark_dir, pull
 
     if not force:
         try:
@@ -1016,7 +1016,7 @@ def data_pull(
 def data_where() -> None:
     """Show the data lookup order and what each location holds."""
     from ..benchmarks import registry
-    from ..benchmarks.data import data_roots
+    from ..benchmarks import data_roots
 
     for root in data_roots(os.environ.get("SGIEVAL_DATA")):
         held = [d.name for d in registry.with_data() if (root / d.data_folder).is_dir()]

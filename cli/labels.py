@@ -30,7 +30,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ..core import Criterion, InputError, Label, MetricSpec, Rubric, RunStore, SgievalError
-from ..reports.export import csv_cell
+from ..reports import csv_cell
 from .output import err, fail, out, safe
 
 
@@ -158,7 +158,7 @@ def import_labels(
     records, specs = _run(run, out_dir)
     try:
         labels, positions = read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
-        from ..metric_pool.labels import validate_labels
+        from ..metric_pool import validate_labels
 
         validate_labels(
             labels,
@@ -195,7 +195,7 @@ def export_labels(
     records, specs = _run(run, out_dir)
     if template:
         spec = _choose_metric(records, specs, metric)
-        from ..metric_pool.labels import sample_units
+        from ..metric_pool import sample_units
 
         crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else [None]
         rows = [
@@ -268,7 +268,7 @@ def label(
     out_dir: Path = typer.Option(Path("runs"), "--out", help="Folder holding run folders (for a run id)."),
 ) -> None:
     """Label a sample of the run's responses in the terminal, blind to the judge's score."""
-    from ..metric_pool.labels import sample_units
+    from ..metric_pool import sample_units
 
     if select not in ("random", "disagreement"):
         fail(InputError(f"unknown selection {select!r}", what="--select", fix="use random or disagreement"))
@@ -370,7 +370,7 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
         units per target model, uniform random, as ``sgieval label``); None when the run has none (an
         objective metric needs no judge calibration).
     """
-    from ..metric_pool.labels import sample_units
+    from ..metric_pool import sample_units
 
     scored = {s.metric for s in records.scores if s.item_id != "*"}
     chosen = [s for s in specs.values() if s.kind in ("judge", "rubric") and s.name in scored]
@@ -500,7 +500,7 @@ class ViewerLabels:
         """
         try:
             labels = self._parse(body)
-            from ..metric_pool.labels import validate_labels
+            from ..metric_pool import validate_labels
 
             validate_labels(
                 labels,

@@ -82,8 +82,8 @@ def define(
 ) -> None:
     """Define a rubric metric in a chat: describe it, ask for changes, say 'done' to save."""
     from ..agents import PHRASINGS
-    from ..graphs.metric_chat import run_metric_chat
-    from ..models.registry import resolve_model
+    from ..graphs import run_metric_chat
+    from ..models import resolve_model
 
     try:
         agent = resolve_model(agent_model, "agent", base_url=base_url) if agent_model else None
@@ -130,7 +130,7 @@ def define(
 @metric_app.command("list")
 def list_cmd() -> None:
     """Every rubric metric: starter, project (metric_pool/custom) and user."""
-    from ..metric_pool.rubrics import list_rubrics, rubric_origin
+    from ..metric_pool import list_rubrics, rubric_origin
 
     try:
         rubrics = list_rubrics()
@@ -148,7 +148,7 @@ def list_cmd() -> None:
 @metric_app.command("show")
 def show(name: str = typer.Argument(..., help="Rubric name (see `sgieval metric list`) or a YAML path.")) -> None:
     """Print a rubric's YAML."""
-    from ..metric_pool.rubrics import load_rubric
+    from ..metric_pool import load_rubric
 
     try:
         r = load_rubric(name)
@@ -180,10 +180,10 @@ def test(
     ),
 ) -> None:
     """Score one response with a rubric (--response), or refine the rubric against a run's labels (--run)."""
-    from ..metric_pool.base import ScoringContext
-    from ..metric_pool.rubric import RubricMetric
-    from ..metric_pool.rubrics import load_rubric
-    from ..models.registry import resolve_model
+    from ..metric_pool import ScoringContext
+    from ..metric_pool import RubricMetric
+    from ..metric_pool import load_rubric
+    from ..models import resolve_model
 
     if (response is None) == (run is None):
         fail(
@@ -198,7 +198,7 @@ def test(
             judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
             pool = None
             if tools:
-                from ..tools.pool import ToolPool
+                from ..tools import ToolPool
 
                 pool = ToolPool.from_names(tools)
         except SgievalError as e:
@@ -229,7 +229,7 @@ def test(
             text = response
         pool = None
         if tools:
-            from ..tools.pool import ToolPool
+            from ..tools import ToolPool
 
             pool = ToolPool.from_names(tools)
     except SgievalError as e:
@@ -337,8 +337,8 @@ def _save_version(r: Rubric, previous: Rubric, out_dir: Path | None, scores: lis
     """Save ``r`` as ``<slug>.yaml`` (the version later runs load) and both versions under ``versions/``, so a
     score's ``rubric_version`` can always be traced to its text; ``scores`` (the labelled units scored with ``r``)
     go beside it as ``versions/<slug>.v<N>.labelled-scores.jsonl``."""
-    from ..core.files import atomic_write_text
-    from ..metric_pool.rubrics import save_rubric, slug, user_rubric_dir
+    from ..core import atomic_write_text
+    from ..metric_pool import save_rubric, slug, user_rubric_dir
 
     folder = Path(out_dir) if out_dir is not None else user_rubric_dir()
     history = folder / "versions"
@@ -388,8 +388,8 @@ def rubric_loop(
         InputError: no such run, no rubric of that name in the run, or no label of it.
     """
     from ..api import load_run, run_metric_specs
-    from ..metric_pool.rubric_loop import compare_agreement, disagreements, labelled_units, rescore_units, scored_by
-    from ..metric_pool.rubrics import load_rubric
+    from ..metric_pool import compare_agreement, disagreements, labelled_units, rescore_units, scored_by
+    from ..metric_pool import load_rubric
 
     records = load_run(run)
     specs = run_metric_specs(records)

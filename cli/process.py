@@ -35,7 +35,7 @@ class CommandLine(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return super().__call__(*args, **kwargs)
-        from ..core.startup import ConsoleProcess
+        from ..core import ConsoleProcess
 
         # this process is ours: its start-up and exit (core.startup; SGIEVAL_FAST_START=0 switches them off)
         with ConsoleProcess(heavy=writes_a_report(sys.argv[1:])) as process:
@@ -51,9 +51,9 @@ class CommandLine(typer.Typer):
 def run_begins() -> None:
     """The run starts: the console script's start-up is over (:func:`sgieval.core.startup.run_begins` ends its
     collector pause).  Called by the commands that run an evaluation, when the run begins."""
-    from ..core import startup
+    from ..core import run_begins as end_start_up
 
-    startup.run_begins()
+    end_start_up()
 
 
 def writes_a_report(argv: list[str]) -> bool:

@@ -6,7 +6,7 @@ lazily from their modules on first use, so importing one module of this folder d
 
 from __future__ import annotations
 
-from ..core.lazy import lazy_exports
+from ..core import lazy_exports
 
 _PUBLIC: dict[str, str] = {
     "EvalState": "evaluate",
@@ -19,6 +19,9 @@ _PUBLIC: dict[str, str] = {
     "read_state": "checkpoints",
     "build_metric_chat": "metric_chat",
     "run_metric_chat": "metric_chat",
+    "check_request_models": "evaluate",
+    "into_run": "evaluate",
+    "metric_specs": "evaluate",
 }
 """Public name -> the module of this folder that defines it."""
 

@@ -22,8 +22,18 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from ..agents import run as steps
-from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use these names from here
+from ..agents import (
+    confirmation,
+    customisation_step,
+    estimate_step,
+    evaluation_step,
+    into_config,
+    into_update,
+    questioning_step,
+    reporting_step,
+    run_scope,
+)
+from ..agents import (  # noqa: F401 - re-exported: callers of the graph use these names from here
     RunContext,
     check_request_models,
     load_ledger,
@@ -34,7 +44,7 @@ from ..agents.run import (  # noqa: F401 - re-exported: callers of the graph use
     record_sampling,
     unique_models,
 )
-from ..agents.run_report import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
+from ..agents import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
 from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file
 from .checkpoints import open_saver
 
@@ -91,27 +101,27 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
         return c
 
     async def questioning(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await steps.questioning_step(state, ctx(runtime), ask=interrupt)
+        return await questioning_step(state, ctx(runtime), ask=interrupt)
 
     async def customisation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await steps.customisation_step(state, ctx(runtime))
+        return await customisation_step(state, ctx(runtime))
 
     async def confirm(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         c = ctx(runtime)
         dry = c.config.dry_run
-        payload = None if dry else steps.confirmation(state, c)
+        payload = None if dry else confirmation(state, c)
         if payload is None and not dry:
             return {"confirmed": True}  # --yes: no question, so no estimate before it
-        estimate = state.get("estimate") or await steps.estimate_step(state, c)
+        estimate = state.get("estimate") or await estimate_step(state, c)
         if dry or payload is None:  # --dry-run: the estimate is the answer; nothing is evaluated
             return {"confirmed": False, "estimate": estimate}
         return {"confirmed": bool(interrupt({**payload, "estimate": estimate}))}
 
     async def evaluation(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await steps.evaluation_step(state, ctx(runtime))
+        return await evaluation_step(state, ctx(runtime))
 
     async def reporting(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await steps.reporting_step(state, ctx(runtime))
+        return await reporting_step(state, ctx(runtime))
 
     g = StateGraph(EvalState, context_schema=RunContext)
     g.add_node("questioning", questioning)
@@ -157,7 +167,7 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
         async with open_saver(d / "state.sqlite") as saver:
             snap = await build_graph(None, saver).aget_state({"configurable": {"thread_id": base.run_id}})
         targets = list(snap.values.get("targets") or [])
-    return steps.into_config(base, config, fields, targets, side=side), d
+    return into_config(base, config, fields, targets, side=side), d
 
 
 async def execute(
@@ -174,7 +184,7 @@ async def execute(
     (:func:`sgieval.agents.run.into_update`), so the evaluation adds what is
     missing (done responses and scores are reused) and the report is rewritten.
     """
-    with steps.run_scope(rt, resume=resume or rt.invocation_kind == "into"):
+    with run_scope(rt, resume=resume or rt.invocation_kind == "into"):
         return await _drive(rt, confirm)
 
 
@@ -185,7 +195,7 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
         graph = build_graph(rt, saver)
         snap = await graph.aget_state(thread)
         if rt.invocation_kind == "into":
-            await graph.aupdate_state(thread, steps.into_update(snap.values, rt), as_node="customisation")
+            await graph.aupdate_state(thread, into_update(snap.values, rt), as_node="customisation")
             snap = await graph.aget_state(thread)
         # Complete means the thread reached END: a checkpoint with no task left at all.  Not ``not snap.next``:
         # LangGraph leaves out of ``next`` the tasks whose writes are saved, and a run killed after a step's

@@ -1,6 +1,6 @@
 """Compatibility: the executors moved to :mod:`sgieval.agents.executors` (graphs/ is wiring only)."""
 
-from ..agents.executors import (  # noqa: F401
+from ..agents import (  # noqa: F401
     EXECUTORS,
     ensure_ray,
     evaluate_with_executor,

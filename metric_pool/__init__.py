@@ -6,7 +6,7 @@ lazily from their modules on first use, so importing one module of this folder d
 
 from __future__ import annotations
 
-from ..core.lazy import lazy_exports
+from ..core import lazy_exports
 
 _PUBLIC: dict[str, str] = {
     "PairedResult": "aggregate",
@@ -58,6 +58,17 @@ _PUBLIC: dict[str, str] = {
     "key_of": "registry",
     "HedgedCapitalCS": "sequential",
     "SettleRule": "sequential",
+    "NumericMatch": "generic",
+    "ReferenceMatch": "generic",
+    "sample_units": "labels",
+    "validate_labels": "labels",
+    "unregister_scope": "registry",
+    "compare_agreement": "rubric_loop",
+    "disagreements": "rubric_loop",
+    "labelled_units": "rubric_loop",
+    "rescore_units": "rubric_loop",
+    "scored_by": "rubric_loop",
+    "user_rubric_dir": "rubrics",
 }
 """Public name -> the module of this folder that defines it."""
 

@@ -39,9 +39,9 @@ import numpy as np
 from langchain_core.messages import HumanMessage
 
 from ..core import InputError, Item, ModelCallError, Response, Status, split_reasoning
-from ..models.base import NamedModel
-from ..models.calls import ainvoke, read_reply
-from ..models.structured import ask_structured
+from ..models import NamedModel
+from ..models import ainvoke, read_reply
+from ..models import ask_structured
 from .judge import as_data, injection_flags
 from .embeddings import cosine_matrix
 

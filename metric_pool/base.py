@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..core import CORPUS, InputError, Item, MetricSpec, Response, Score, Status, as_evidence, same_model  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
-from ..models.base import NamedModel
+from ..models import NamedModel
 
 # CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.
 

@@ -20,8 +20,8 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 from ..core import JudgeReplyEvidence, split_reasoning
-from ..models.base import NamedModel
-from ..models.structured import (
+from ..models import NamedModel
+from ..models import (
     LATEX_COMMANDS_NRT,
     StructuredMode,
     StructuredReply,

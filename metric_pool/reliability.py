@@ -258,7 +258,7 @@ def _sign_flip_p(diffs: Sequence[float], seed: int, n_resamples: int) -> float:
 
 
 def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[float, float, float]:
-    from ..core.offload import call_in_worker
+    from ..core import call_in_worker
     from .aggregate import summarize
 
     # differences are never a 0/1 metric (a list of zeros is no "0 of n correct"): a bootstrap, not Wilson

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
-from ..models.base import NamedModel, repeat_of
+from ..models import NamedModel, repeat_of
 
 __all__ = ["Draw", "Repeats", "ask_repeats", "judge_repeats", "draws", "repeat_details", "judge_means"]
 

@@ -31,7 +31,7 @@ import re
 from typing import Any, Callable
 
 from ..core import Item, MetricSpec, Response, Score, as_evidence
-from ..core.replies import final_text
+from ..core import final_text
 from .base import Metric, ScoringContext
 from .registry import metric
 
@@ -128,7 +128,7 @@ class RetrievalNoveltyMetric(Metric):
     def _corpus_search(self, corpus: str, ctx: ScoringContext) -> Any:
         """The retriever of the ``corpus`` folder (:class:`sgieval.tools.retrieval.CorpusRetriever` with the run's
         embedder), one per metric object and folder: the folder is read and its passages embedded once."""
-        from ..tools.retrieval import CorpusRetriever
+        from ..tools import CorpusRetriever
 
         mode = str(ctx.options.get("retrieval", "hybrid"))
         cached = getattr(self, "_corpus", None)
@@ -141,7 +141,7 @@ class RetrievalNoveltyMetric(Metric):
 
     def _local_search(self, web: Any, ctx: ScoringContext) -> Any:
         """The retriever of a tool pool's offline search index (its documents), one per metric object and index."""
-        from ..tools.retrieval import CorpusRetriever
+        from ..tools import CorpusRetriever
 
         mode = str(ctx.options.get("retrieval", "hybrid"))
         cached = getattr(self, "_local", None)
@@ -178,7 +178,7 @@ class RetrievalNoveltyMetric(Metric):
                 out = self._local_search(local, ctx).search(query, self.n)
             raw, backend = out.hits, out.backend
         else:
-            from ..tools.search import WebSearch
+            from ..tools import WebSearch
 
             out = WebSearch("auto").search(query, self.n)
             raw, backend = out.hits, out.backend

@@ -57,10 +57,10 @@ from ..core import (
     criterion_key,
     judge_number,
 )
-from ..models.base import NamedModel
-from ..models.calls import message_text
-from ..models.structured import sent_prompt
-from ..models.tool_loop import run_tool_loop
+from ..models import NamedModel
+from ..models import message_text
+from ..models import sent_prompt
+from ..models import run_tool_loop
 from .base import Metric, ScoringContext
 from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, injection_flags, parse_json_object
 from .repeats import Draw, draws, judge_repeats, repeat_details

@@ -7,7 +7,7 @@ registry load lazily from their modules on first use.
 
 from __future__ import annotations
 
-from ..core.lazy import lazy_exports
+from ..core import lazy_exports
 
 from .base import NamedModel, Role  # noqa: F401
 from .registry import resolve_model, resolve_replay  # noqa: F401
@@ -62,6 +62,13 @@ _PUBLIC: dict[str, str] = {
     "ask_structured": "structured",
     "bind_tools": "tool_loop",
     "run_tool_loop": "tool_loop",
+    "repeat_of": "base",
+    "LATEX_COMMANDS_NRT": "structured",
+    "StructuredMode": "structured",
+    "parse_json_object": "structured",
+    "protect_latex_escapes": "structured",
+    "schema_instruction": "structured",
+    "sent_prompt": "structured",
 }
 """Public name -> the module of this folder that defines it (loaded on first use)."""
 

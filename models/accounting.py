@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 
 from ..core import InputError, ModelRef, SgievalError, load_yaml
-from ..core.errors import FieldProblem
+from ..core import FieldProblem
 
 Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
@@ -145,7 +145,7 @@ def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
     Raises:
         InputError: naming ``--price``, the value and the expected form.
     """
-    from ..core.records import parse_price
+    from ..core import parse_price
 
     try:
         return parse_price(value)

@@ -57,7 +57,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from ..core import InputError, ModelRef, redact_url
-from ..core.logs import get_logger
+from ..core import get_logger
 from .base import NamedModel
 from .openai_direct import OFFICIAL_BASE, ChatOpenAIDirect, OpenAIHTTPError, wire_body
 
@@ -158,7 +158,7 @@ class BatchJournal:
         self.requests: dict[str, str] = {}
         if root is None:
             return
-        from ..core.files import read_text_in
+        from ..core import read_text_in
 
         try:
             data = json.loads(read_text_in(root, root / JOURNAL))
@@ -186,7 +186,7 @@ class BatchJournal:
     def save(self) -> None:
         if self.root is None:
             return
-        from ..core.files import write_text_in
+        from ..core import write_text_in
 
         data = {"version": 1, "batches": self.batches, "submissions": self.submissions, "requests": self.requests}
         write_text_in(self.root, self.root / JOURNAL, json.dumps(data, indent=1, sort_keys=True))
@@ -592,7 +592,7 @@ class BatchCollector:
         path = self.journal.results_path(batch_id)
         if path is None or self.journal.root is None:
             return
-        from ..core.files import write_text_in
+        from ..core import write_text_in
 
         from .context import current_call_context
 
@@ -606,7 +606,7 @@ class BatchCollector:
         path = self.journal.results_path(batch_id)
         if path is None or self.journal.root is None or self.journal.batches.get(batch_id, {}).get("status") != "done":
             return None
-        from ..core.files import read_text_in
+        from ..core import read_text_in
 
         try:
             text = read_text_in(self.journal.root, path)
@@ -1024,7 +1024,7 @@ def anthropic_batch_model(ref: ModelRef, role: Any, *, temperature: float | None
         InputError: no ``ANTHROPIC_API_KEY`` set.
     """
     if settings is None:
-        from ..core.settings import current_settings
+        from ..core import current_settings
 
         settings = current_settings()
     key = settings.env_value("ANTHROPIC_API_KEY")

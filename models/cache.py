@@ -54,7 +54,7 @@ from .context import current_call_context
 
 def cache_dir() -> Path:
     """``$SGIEVAL_CACHE_DIR`` or the platform's user cache dir for sgieval."""
-    from ..core.settings import current_settings
+    from ..core import current_settings
 
     env = current_settings().cache_dir
     if env:

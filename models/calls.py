@@ -58,7 +58,7 @@ from ..core import (
     reply_status,
     split_reasoning,
 )
-from ..core import retry as _retry
+from ..core import RetriesExhausted, RetryPolicy, aretry
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
@@ -205,8 +205,6 @@ def _retryable(exc: BaseException) -> bool:
     return any(k in name for k in ("timeout", "connection", "ratelimit", "serviceunavailable", "internalserver"))
 
 
-retry_after_s = _retry.retry_after_s
-backoff_s = _retry.backoff_s
 """Re-exported from :mod:`sgieval.core.retry` (the one retry policy)."""
 
 
@@ -377,15 +375,15 @@ async def ainvoke(
                         raise
                     raise MalformedReply(why) from e
 
-        policy = _retry.RetryPolicy(
+        policy = RetryPolicy(
             max_attempts=max(1, allowed - attempt),
             base_delay_s=base_delay_s,
             max_delay_s=max_delay_s,
             max_retry_after_s=max_retry_after_s,
         )
         try:
-            out, n = await _retry.aretry(attempt_once, policy, _retryable)
-        except _retry.RetriesExhausted as e:
+            out, n = await aretry(attempt_once, policy, _retryable)
+        except RetriesExhausted as e:
             attempt += e.attempts
             if not dropped_one and not _retryable(e.last) and _status(e.last) == 400:
                 retry_target = _without_rejected_param(model, target, e.last)

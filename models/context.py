@@ -110,7 +110,7 @@ class CallContext:
         """Whether the call cache is on: ``use_cache`` when set, else not ``SGIEVAL_NO_CACHE``."""
         if self.use_cache is not None:
             return bool(self.use_cache)
-        from ..core.settings import current_settings
+        from ..core import current_settings
 
         return not current_settings().no_cache
 

@@ -156,7 +156,7 @@ def default_threads() -> int:
     each barrier: on a shared, oversubscribed machine (load 5-7 on 2 cores)
     64 tokens took 2.9 s with 1 thread and 43.9 s with 2 (measured here).
     Raise it on an idle machine with more cores."""
-    from ..core.settings import current_settings
+    from ..core import current_settings
 
     return current_settings().local_threads
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from ..core import InputError, ModelRef, redact_url
-from ..core.modelref import add_prefix
+from ..core import add_prefix
 from .base import NamedModel, Role
 from .params import sampling_params
 
@@ -64,7 +64,7 @@ class ModelOptions:
         if not name:
             return None
         if self.settings is None:
-            from ..core.settings import current_settings
+            from ..core import current_settings
 
             return current_settings().env_value(name)
         return self.settings.env_value(name)
@@ -167,7 +167,7 @@ def openai_chat_class() -> type:
     """The chat-model class for OpenAI-compatible servers: sgieval's
     :class:`~sgieval.models.openai_direct.ChatOpenAIDirect` (default) or, with ``SGIEVAL_OPENAI_TRANSPORT=sdk``,
     langchain-openai's ``ChatOpenAI``."""
-    from ..core.settings import current_settings
+    from ..core import current_settings
 
     if current_settings().openai_transport == "sdk":
         from langchain_openai import ChatOpenAI

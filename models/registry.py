@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import InputError, ModelRef
-from ..core.modelref import known_prefixes
+from ..core import known_prefixes
 from .base import NamedModel, Role
 from .replay import ReplayStore, StoredResponses, load_jsonl_replay
 

@@ -6,7 +6,7 @@ lazily from their modules on first use, so importing one module of this folder d
 
 from __future__ import annotations
 
-from ..core.lazy import lazy_exports
+from ..core import lazy_exports
 
 _PUBLIC: dict[str, str] = {
     "ModelStat": "build",
@@ -67,6 +67,15 @@ _PUBLIC: dict[str, str] = {
     "RunSide": "compare",
     "labels_sections": "labels",
     "warm_templates": "render",
+    "csv_cell": "export",
+    "COMPARE_PREFIX": "runs",
+    "additions_text": "runs",
+    "home_files": "runs",
+    "list_comparisons": "runs",
+    "list_runs": "runs",
+    "read_run": "runs",
+    "write_runs_page": "runs",
+    "ViewerServer": "viewer",
 }
 """Public name -> the module of this folder that defines it."""
 

@@ -39,7 +39,7 @@ from ..core import (
     redact_secrets,
     same_model,
 )
-from ..core.files import open_append_in
+from ..core import open_append_in
 from .answer import flag_rows, judge_summary, judgement_sources, self_preference
 from .charts import heatmap, ranking_chart
 from .render import render_report, write_report_json

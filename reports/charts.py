@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.files import write_bytes_in
+from ..core import write_bytes_in
 
 
 def pyplot() -> Any:

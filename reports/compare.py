@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.files import write_text_in
+from ..core import write_text_in
 from .build import count_phrase, fmt2, fmt_p
 
 __all__ = ["Change", "Comparison", "RankRow", "RunSide", "SIGNIFICANCE", "write_comparison"]

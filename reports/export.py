@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..core import InputError, Item, Response, Score, escape_control_chars
-from ..core.files import write_bytes_in
+from ..core import write_bytes_in
 
 FORMATS = ("parquet", "jsonl", "csv")
 FACETS = ("benchmark", "task", "discipline", "direction", "type")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, run_holder
-from ..core.files import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
+from ..core import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
 
 __all__ = [
     "additions_text",

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from ..core import Item, MetricSpec, Response, Score
-from ..core.offload import submit_to_worker
+from ..core import submit_to_worker
 from .render import markdown_table
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Protocol
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..core import Item, Response, Score
-from ..core.files import read_bytes_in, replace_dir_in, write_bytes_in, write_text_in
+from ..core import read_bytes_in, replace_dir_in, write_bytes_in, write_text_in
 from .build import not_applicable
 from .render import jsonable
 

@@ -116,7 +116,7 @@ def network_status(
 ) -> tuple[bool, str]:
     """(online, reason) for reaching ``host:port``; see the module docstring.
     Cached for 60 s per target; returns within ``timeout_s`` (default 0.8 s)."""
-    from ..core.settings import current_settings
+    from ..core import current_settings
 
     mode = current_settings().network
     if mode == "offline":

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ...core import InputError, Rubric
-from ...core.files import slug_name
+from ...core import slug_name
 
 __all__ = [
     "STARTER_DIR",
@@ -68,7 +68,7 @@ def slug(name: str) -> str:
 
 def user_rubric_dir() -> Path:
     """``$SGIEVAL_RUBRIC_DIR`` when set, else ``user_config_dir("sgieval")/rubrics`` (not created here)."""
-    from ...core.settings import current_settings
+    from ...core import current_settings
 
     env = current_settings().rubric_dir
     if env:

@@ -14,8 +14,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, Response, Score, verdict_word
-from ...models.base import NamedModel
-from ...models.calls import ainvoke, message_text
+from ...models import NamedModel
+from ...models import ainvoke, message_text
 from ..base import Metric, ScoringContext
 from ..registry import metric, module_metrics
 from ..answers import normalised_match

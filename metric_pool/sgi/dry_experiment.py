@@ -65,7 +65,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
 from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence, verdict_word
-from ...tools.base import ExecResult
+from ...tools import ExecResult
 from ..base import Metric, ScoringContext
 from ..registry import metric, module_metrics
 from ..judge import as_data, ask_judge

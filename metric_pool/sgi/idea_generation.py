@@ -70,8 +70,8 @@ import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ...core import IDEA_GENERATION, InputError, Item, Response, Score
-from ...models.base import NamedModel
-from ...models.structured import ask_structured
+from ...models import NamedModel
+from ...models import ask_structured
 from ..base import Metric, ScoringContext
 from ..registry import metric, module_metrics
 from ..embeddings import cosine_matrix, get_embedder

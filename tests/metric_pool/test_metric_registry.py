@@ -190,7 +190,9 @@ def test_the_agent_model_is_offered_every_registered_metric_and_may_choose_it(to
     from sgieval.tests.graphs.test_retrieval_novelty_agent import agent
 
     items = load_jsonl(_qa(tmp_path))
-    a = agent([AIMessage(content=json.dumps({"primary": "brevity", "added": ["brevity"], "reason": "short is better"}))])
+    a = agent(
+        [AIMessage(content=json.dumps({"primary": "brevity", "added": ["brevity"], "reason": "short is better"}))]
+    )
     plan, metrics, _ = asyncio.run(run_customisation("Rank the models by how terse they are", items, agent=a))
     prompt = str(a.chat.seen[0][1].content)
     assert "- brevity (objective, 0-1): 1 for a reply of at most 5 words" in prompt

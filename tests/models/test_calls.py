@@ -15,17 +15,15 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from sgieval.core import ModelCallError, SgievalError
+from sgieval.core import ModelCallError, SgievalError, backoff_s, retry_after_s
 from sgieval.models import cache
 from sgieval.models.accounting import BudgetExceeded, Ledger
 from sgieval.models.base import NamedModel
 from sgieval.models.calls import (
     ainvoke,
-    backoff_s,
     call_info,
     max_concurrency,
     message_text,
-    retry_after_s,
     set_max_concurrency,
     usage,
 )

@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ...core import InputError, SandboxUnavailableError, ToolError
-from ...core.files import escape_control_chars
+from ...core import escape_control_chars
 from ..base import ExecResult
 
 TRUNCATION_MARKER = "\n[sgieval sandbox: output truncated at {limit} bytes]\n"
