@@ -380,3 +380,28 @@ async def test_tool_loop_stops_when_the_model_keeps_calling_a_tool_not_offered()
     res = await tool_loop(model, [], pool, allowed=("web_search",), budget=2)
     assert [e.output for e in res.evidence] == ["refused: tool not offered"] * 2
     assert chat.i == 2  # two model turns, then the loop stopped
+
+
+def test_needs_in_the_rubric_yaml(tmp_path):
+    """``needs`` names a criterion's tools in the YAML: a single name or a list, written only when set, kept by a
+    revision; an unknown tool is an error naming the file, the field and the allowed values."""
+    rigor = load_rubric("rigor")
+    assert "needs" not in rigor.to_yaml()  # the starter files stay as they were
+    text = rigor.to_yaml().replace(
+        "- name: theory and literature grounding\n", "- name: theory and literature grounding\n  needs: web_search\n"
+    )
+    checked = Rubric.from_yaml(text)
+    assert [c.needs for c in checked.criteria] == [[], ["web_search"], [], [], [], []]
+    assert checked.tools_needed == ["web_search"]
+    again = Rubric.from_yaml(checked.to_yaml())
+    assert again == checked and "  needs:\n  - web_search\n" in checked.to_yaml()
+    assert checked.revised("theory and literature grounding", description="Cited work exists.").criteria[1].needs == [
+        "web_search"
+    ]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("needs: web_search", "needs: [google]"))
+    with pytest.raises(InputError) as ei:
+        Rubric.from_yaml(bad)
+    assert str(ei.value).startswith(f"{bad}: criteria.1.needs.0: Input should be 'web_search' or 'run_python'"), str(
+        ei.value
+    )
