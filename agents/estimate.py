@@ -280,25 +280,32 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
                 "and by `--dry-run`, and a run started with `--yes` skips the confirmation."
             )
         ]
+    from pydantic import ValidationError
+
+    try:  # estimate.jsonl is a file of the run folder: data, read as such
+        stored = Estimate.model_validate({k: v for k, v in estimate.items() if k in Estimate.model_fields})
+    except ValidationError as bad:
+        why = bad.errors()[0]["msg"]
+        return [Text(f"The stored estimate (estimate.jsonl) is unreadable and is not shown: {why}.")]
     seen = {(str(r.get("model")), str(r.get("role"))): r for r in actual}
 
     def usd(v: Any) -> str:
         return "n/a" if v is None else f"{float(v):.4f}"
 
     rows = []
-    for e in estimate["rows"]:
-        a = seen.get((str(e["model"]), str(e["role"])), {})
+    for e in stored.rows:
+        a = seen.get((e.model, e.role), {})
         rows.append(
             [
-                e["model"],
-                e["role"],
-                e["calls"],
+                e.model,
+                e.role,
+                e.calls,
                 a.get("calls", 0),
-                e["input_tokens"],
+                e.input_tokens,
                 a.get("input_tokens", 0),
-                e["output_tokens"],
+                e.output_tokens,
                 a.get("output_tokens", 0),
-                usd(e.get("usd")),
+                usd(e.usd),
                 usd(a.get("cost")) if a else "0.0000",
             ]
         )
@@ -321,8 +328,8 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
     text = (
         "Estimate made before any call, beside what the run used (its tokens as the providers reported them): "
         "input tokens counted with "
-        f"{estimate.get('tokenizer') or APPROXIMATION} on the prompts built for every item; "
-        f"{estimate.get('typical_output', '')}."
+        f"{stored.tokenizer or APPROXIMATION} on the prompts built for every item; "
+        f"{stored.typical_output}."
     )
-    notes = [str(n) for n in estimate.get("notes") or []]
+    notes = list(stored.notes)
     return [table, Text(text + (" " + " ".join(n.rstrip(".") + "." for n in notes) if notes else ""))]

@@ -346,3 +346,15 @@ def test_a_rubric_whose_criterion_needs_web_search_is_estimated_with_every_tool_
     judge = next(r for r in payloads[0]["estimate"]["rows"] if r["role"] == "judge")
     assert judge["calls"] == seen["openai:judge"][0] == 2 * 20 * 4  # 3 tool rounds + the reply, per response
     assert abs(judge["input_tokens"] - seen["openai:judge"][1]) <= 0.25 * seen["openai:judge"][1]
+
+
+def test_a_stored_estimate_is_data():
+    """estimate.jsonl comes from the run folder: a malformed line is said to be unreadable, never a crash of
+    the report."""
+    from sgieval.agents.estimate import estimate_blocks
+
+    actual = [{"model": "m", "role": "judge", "calls": 3, "input_tokens": 9, "output_tokens": 1, "cost": None}]
+    (text,) = estimate_blocks({"rows": [{"model": "m", "role": "judge", "calls": "lots"}]}, actual)
+    assert text.text.startswith("The stored estimate (estimate.jsonl) is unreadable and is not shown: ")
+    table, _ = estimate_blocks({"rows": [{"model": "m", "role": "judge", "calls": 4, "input_tokens": 10}]}, actual)
+    assert table.rows == [["m", "judge", 4, 3, 10, 9, 0, 1, "n/a", "n/a"]]
