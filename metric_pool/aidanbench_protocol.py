@@ -42,6 +42,7 @@ from ..core import InputError, Item, ModelCallError, Response, Status, split_rea
 from ..models import NamedModel
 from ..models import ainvoke, read_reply
 from ..models import ask_structured
+from ..models import current_prompt_scope, prompt_scope
 from .judge import as_data, injection_flags
 from .embeddings import cosine_matrix
 
@@ -309,14 +310,16 @@ async def _judge_int(
     in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``, and the
     ``prompt_hash`` of the prompt sent, kept in ``prompts`` by hash).  Raises
     _JudgeFailure with the reason."""
-    r = await ask_structured(
-        judge,
-        [HumanMessage(content=prompt)],
-        parse=lambda t: parse_score_tag(t, tag, last=last),
-        max_attempts=attempts,
-        label=kind + " judge",
-        retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
-    )
+    # one prompt family per judge kind (the instructions and bands come first, the same for every answer)
+    with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
+        r = await ask_structured(
+            judge,
+            [HumanMessage(content=prompt)],
+            parse=lambda t: parse_score_tag(t, tag, last=last),
+            max_attempts=attempts,
+            label=kind + " judge",
+            retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
+        )
     h = (r.prompt or {}).get("hash")
     if h and prompts is not None and r.prompt is not None:
         prompts.setdefault(h, r.prompt)
