@@ -1,4 +1,4 @@
-"""The Python API: run sgieval from code and get the run's records back (issue 10, item 7).
+"""The Python API: run sgieval from code and get the run's records back.
 
     import sgieval
     run = sgieval.evaluate("Which model is the most creative in chemistry?")

@@ -79,7 +79,7 @@ def declared_primaries(items: list[Item]) -> set[str]:
 
 
 # (quality, metric) pairs where the metric is a stand-in, not a measure of the quality itself: the plan and the
-# report's Answer say which metric was used instead, and why (issue 17 item 3)
+# report's Answer say which metric was used instead, and why
 STAND_INS: dict[tuple[str, str], str] = {
     ("creativity", "idea_novelty"): "idea generation has no creativity metric; the novelty dimension is its closest "
     "measure",

@@ -3,7 +3,7 @@
 Runs the target models on the selected items (or replays stored responses),
 applies every metric of the plan, and appends each Response and Score to the
 run folder as it is produced.  Work already in the run folder is skipped, so
-a resumed run recomputes nothing already written (issue 2, issue 6.3).
+a resumed run recomputes nothing already written.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class EvalProgress:
     texts_embedded: int = 0
     long_texts_embedded: int = 0
     """Texts the run embedded, and how many of them exceeded MiniLM's 256-token
-    window and were embedded whole in pieces (issue 11 item 10)."""
+    window and were embedded whole in pieces."""
 
 
 def _user_message(item: Item) -> HumanMessage:
@@ -159,8 +159,7 @@ def _embedded_so_far() -> tuple[int, int]:
     """``(texts, long texts)`` embedded so far in this process
     (metric_pool.embeddings.embedding_counts); ``(0, 0)`` while the embeddings
     module is not loaded, since nothing can have been embedded then.  Not
-    importing it here keeps numpy off the path to the first model call
-    (issue 13)."""
+    importing it here keeps numpy off the path to the first model call."""
     module = sys.modules.get(_EMBEDDINGS)
     return module.embedding_counts() if module is not None else (0, 0)
 
@@ -175,8 +174,7 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
     a run checks it once).  A sandbox that cannot start its interpreter is
     replaced in ``ctx`` by :class:`~sgieval.tools.sandbox.UnavailableSandbox`
     carrying the reason: each dry-experiment item is then ``infra_error`` with
-    that reason, never a failed test, and no program is launched (issue 14
-    item 1).  A sandbox object without ``check`` (a test double) is used as is."""
+    that reason, never a failed test, and no program is launched.  A sandbox object without ``check`` (a test double) is used as is."""
     from ..core import DRY_EXPERIMENT, SandboxUnavailableError
 
     sandbox = ctx.sandbox
@@ -284,7 +282,7 @@ async def _run_evaluation(
 
     # 2 x ``max_parallel`` workers take the units in order from one shared iterator (each unit once): the first
     # calls start at once, where one task per unit made all 10,000 tasks of a 10,000-item run before the first
-    # call (~0.15 s) and kept them alive for the whole run (issue 13).  ``calls`` keeps at most ``max_parallel``
+    # call (~0.15 s) and kept them alive for the whole run.  ``calls`` keeps at most ``max_parallel``
     # target calls in flight; the other half of the workers wait there, so a slot freed by a reply is taken
     # at once while that unit is scored and stored (with one worker per slot, a slot idled while its unit was
     # scored: as long as a call, or longer, for judged metrics)

@@ -1,4 +1,4 @@
-"""Executors: where the evaluation units of a run execute (issue 6 part 5).
+"""Executors: where the evaluation units of a run execute.
 
 ``local`` (default) runs every (target, item) unit in this process's event
 loop.  ``ray`` shards the items of a run across Ray tasks (the ``[ray]``

@@ -1,4 +1,4 @@
-"""Models a request names (issue 17 item 4: never answer a different question silently).
+"""Models a request names (never answer a different question silently).
 
 "How good is gpt-4.1 at physics?" names a model.  When that model has no
 stored responses and is not one of the run's targets, a run would quietly

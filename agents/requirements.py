@@ -1,4 +1,4 @@
-"""What each chosen metric needs, and whether the run has it (issue 17 item 5: say what cannot be measured
+"""What each chosen metric needs, and whether the run has it (say what cannot be measured
 before running).
 
 The metric confirmation lists, for every metric of the plan, what it needs

@@ -3,9 +3,9 @@
 :class:`RunContext` holds what a run uses that is not graph state: its config, run folder, catalog, models by
 role, tools, sandbox, ledger, settings and model-call context.  :func:`make_runtime` builds it from a
 :class:`~sgieval.core.RunConfig`; :func:`run_scope` activates it (settings, call context, log sink and ledger
-are contextvars, so nothing of the process changes, issue 10 item 2).  Each step is a function
+are contextvars, so nothing of the process changes).  Each step is a function
 ``(state, run context) -> state update`` called by a node of :mod:`sgieval.graphs.evaluate`, which holds only
-the wiring (issue 10 item 6): questioning (:func:`questioning_step`), customisation
+the wiring: questioning (:func:`questioning_step`), customisation
 (:func:`customisation_step`), the metric confirmation (:func:`confirmation`), evaluation
 (:func:`evaluation_step`) and reporting (:func:`reporting_step`).  Also here: the default targets, the
 judge pre-checks, the run's prices and ledger.  The report header, warnings and cost-and-usage summary are
@@ -290,7 +290,7 @@ def make_runtime(
 
     ``run_dir``: the run folder (default ``<out_dir>/<run_id>``); ``report``
     and ``resume`` pass the folder they were given, so a renamed or symlinked
-    run folder is the one read and written (issue 14 item 2)."""
+    run folder is the one read and written."""
     run_dir = Path(run_dir) if run_dir is not None else Path(config.out_dir) / config.run_id
     existing = RunStore(run_dir) if (run_dir / "items.jsonl").is_file() else None  # no folder made for a new run
     stored = existing.read("items") if existing else []
@@ -582,7 +582,7 @@ def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[Me
 
 def check_request_models(rt: RunContext) -> None:
     """Stop a new run whose request names a model with no stored responses
-    that is not one of its targets (issue 17 item 4): InputError with the
+    that is not one of its targets: InputError with the
     stored models and the ``--models`` flag that runs it live
     (:func:`sgieval.agents.request_models.check_named_models`)."""
     from ..agents.request_models import check_named_models, model_mentions
@@ -703,9 +703,7 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
             "quality such as 'most rigorous' to get a rubric metric (needs --judge)",
         )
     for r in plan.custom:
-        r.to_yaml(
-            rt.store.rubric_path(r.name), root=rt.store.root
-        )  # slugged: a user YAML may name it ../../x (issue 14 item 2)
+        r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)  # slugged: a user YAML may name it ../../x
     log.info("customisation", predefined=plan.predefined, custom=[r.name for r in plan.custom], primary=plan.primary)
     return {"metric_plan": plan.model_dump(mode="json")}
 
@@ -887,7 +885,7 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
     thread importing what the report will need (the report builder,
     scipy.stats, matplotlib: ~1 s of CPU).  While model calls are in flight the
     event loop mostly waits, so these imports overlap the calls instead of
-    following them (issue 13); nothing is imported before the first call."""
+    following them; nothing is imported before the first call."""
     started = False
 
     warm = worker_active()  # the sgieval command's warm worker imports scipy and matplotlib itself
@@ -921,7 +919,7 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
 def record_sampling(rt: RunContext) -> None:
     """Write the sampling parameters each model of the run actually gets
     (``RunConfig.sent_params``) and those it does not, with the reason
-    (``RunConfig.dropped_params``), into ``config.json`` (issue 11 item 1);
+    (``RunConfig.dropped_params``), into ``config.json``;
     log each dropped one.  Replay targets send nothing and are not listed."""
     models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
     sent = {m.name: dict(m.params) for m in models if not m.is_replay}
@@ -990,14 +988,14 @@ def load_ledger(rt: RunContext) -> Ledger:
 @contextlib.contextmanager
 def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     """Activate the run ``rt`` for the body: its settings, model-call context (cache switch, limits), log sink
-    and ledger become the current ones (contextvars: run-scoped, never global, issue 10 item 2).  A new run
+    and ledger become the current ones (contextvars: run-scoped, never global).  A new run
     (``resume`` False) first checks the models its request names (:func:`check_request_models`) and writes
     ``config.json`` with its settings (secrets masked).  A SgievalError leaving the body of a new run removes
     the run folder when this call created it and no response was computed (no half-written run; a folder it was
-    given, or a resumed run's, is never removed: issue 14 item 2); the records are fsynced at the end either way."""
+    given, or a resumed run's, is never removed); the records are fsynced at the end either way."""
     if rt.settings is None:
         rt.settings = load_settings()
-    if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file (issue 10 item 2)
+    if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file
         rt.calls = CallContext(
             use_cache=rt.config.use_cache,
             cache_path=current_call_context().cache_path,

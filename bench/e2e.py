@@ -1,4 +1,4 @@
-"""End to end: ``sgieval ask`` against a bare client script on the same prompts (issue 13 item 4).
+"""End to end: ``sgieval ask`` against a bare client script on the same prompts.
 
 For each ``--n`` (default 1,000 and 10,000) this script
 

@@ -1,4 +1,4 @@
-"""Peak RSS of a 10,000-item objective-metric run (issue 6, "Done when": target < 1 GiB).
+"""Peak RSS of a 10,000-item objective-metric run ("Done when": target < 1 GiB).
 
 Generates ``--items`` (10,000) Items and Responses, then scores them with an
 objective :class:`~sgieval.metric_pool.base.FunctionMetric` (exact match)

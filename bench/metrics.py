@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python -m sgieval.bench.metrics [--n 10000] [--n-embed 200] [--only NAME ...]``
 
-Prints one line per measurement (never asserts; issue 3 "Done when": time per
+Prints one line per measurement (never asserts; time per
 item over 10,000 generated items, and MiniLM sentences per second batched vs
 one at a time).  Metrics whose per-item cost is dominated by MiniLM inference
 or by running programs are timed on a smaller sample (``--n-embed``,

@@ -1,5 +1,4 @@
-"""A local OpenAI-compatible chat-completions server for benchmarks and tests
-(issue 6 part 6).
+"""A local OpenAI-compatible chat-completions server for benchmarks and tests.
 
 Serves ``POST /v1/chat/completions`` (and ``/chat/completions``) on 127.0.0.1
 with configurable

@@ -1,4 +1,4 @@
-"""Mutation testing of the modules that decide a number (issue 15 item 3), with mutmut.
+"""Mutation testing of the modules that decide a number, with mutmut.
 
     python -m sgieval.bench.mutation                     # every module below, its own test subset
     python -m sgieval.bench.mutation metric_pool/aidanbench.py --survivors
@@ -7,7 +7,7 @@ The repository's files (``git ls-files``, as they are on disk) are staged into a
 named ``sgieval`` (mutmut copies the source into ``mutants/`` and imports it from there, so the checkout itself is
 never mutated).  mutmut maps each test to the functions it runs, so every mutant runs only the selected tests that
 reach it.  Prints, per module: mutants, killed (timeouts count as killed, as mutmut counts them), survived,
-no tests, and the mutation score = killed / (killed + survived), the goal being >= 85% (issue 15).
+no tests, and the mutation score = killed / (killed + survived), the goal being >= 85%.
 ``--survivors`` prints the diff of every surviving mutant.  About 15 to 25 minutes on 2 cores for all modules.
 """
 

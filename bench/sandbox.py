@@ -1,4 +1,4 @@
-"""Sandbox benchmark (issue 4 "Done when").
+"""Sandbox benchmark.
 
 Prints:
 1. the overhead of one bubblewrap-sandboxed run of ``pass`` against a plain

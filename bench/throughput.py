@@ -1,4 +1,4 @@
-"""Throughput of model calls through :func:`sgieval.models.calls.ainvoke` (issue 6, "Done when").
+"""Throughput of model calls through :func:`sgieval.models.calls.ainvoke` ("Done when").
 
 Starts the mock OpenAI server (:mod:`sgieval.bench.mock_openai`) in a
 subprocess (so the server does not share this process's CPU/GIL), then makes

@@ -1,4 +1,4 @@
-"""Viewer size and time to first paint on a large run (issue 16 item 1).
+"""Viewer size and time to first paint on a large run.
 
     python -m sgieval.bench.viewer [--items 10000] [--models 2]
 

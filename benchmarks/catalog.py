@@ -1,6 +1,6 @@
 """The benchmark catalog: every loaded Item, with facets to filter and count.
 
-Facets (issue 2): benchmark, task, discipline, direction, type.
+Facets: benchmark, task, discipline, direction, type.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Generic JSONL benchmark loader, shared record readers, and the replay format.
 
-Generic JSONL benchmark (issue 2, item 3): one JSON object per line with
+Generic JSONL benchmark: one JSON object per line with
 
 ========== ======== =====================================================
 field      required meaning

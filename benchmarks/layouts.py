@@ -1,4 +1,4 @@
-"""Upstream data layouts (issue 16 item 3): a benchmark's data as its own public repository or dataset leaves it.
+"""Upstream data layouts: a benchmark's data as its own public repository or dataset leaves it.
 
 ``--data-dir`` may point at:
 

@@ -8,7 +8,7 @@ plus one line::
     from sgieval.benchmarks.registry import register
     register(MY_BENCHMARK)
 
-Everything that used to keep a per-benchmark table (data folders and markers,
+Everything that needs a per-benchmark table (data folders and markers,
 ``data pull``, the catalog's default list, the offline request vocabulary,
 the predefined metrics) reads it from here.
 """

@@ -55,7 +55,7 @@ app.command("label")(label)
 
 def _unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "", ref: str | None = None) -> None:
     """One line for an exception that is not an SgievalError, never a traceback
-    on the terminal (issue 14 item 4): a full disk names the disk and its free
+    on the terminal: a full disk names the disk and its free
     space (exit 2); anything else names the exception (exit 1), and with a run
     folder ``run_dir`` its full traceback goes to ``run_dir/log.jsonl`` and the
     line says how to continue (``sgieval resume <ref>``)."""
@@ -157,7 +157,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
     rt.argv, rt.invocation_kind = list(sys.argv[1:]), kind
     ref = _resume_ref(rt.store.root, config.run_id)
     for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
-        for param, why in m.dropped.items():  # issue 11 item 1: the run header says what is not sent
+        for param, why in m.dropped.items():  # the run header says what is not sent
             err.print(safe(f"{m.name} ({m.role}): {param} not sent: {why}"), soft_wrap=True, highlight=False)
     if not resume:
         try:
@@ -386,7 +386,7 @@ def _confirm_settings(
     config: RunConfig, d: Path, given: dict[str, Any], trust: bool, only: tuple[str, ...] | None = None
 ) -> None:
     """Before ``resume``/``report``/``view`` use a run's ``config.json`` with the
-    user's credentials (issue 14 item 2): the settings that send data or run
+    user's credentials: the settings that send data or run
     code elsewhere (:func:`sgieval.core.trust.sensitive_settings`; ``only``
     restricts them, e.g. to ``base_url`` when only the agent model is called)
     are used only when given again on the command line (``given`` replaces

@@ -1,4 +1,4 @@
-"""``sgieval metric``: define, list, show and test rubric metrics (issue 5 item 2).
+"""``sgieval metric``: define, list, show and test rubric metrics.
 
 - ``sgieval metric define [--name N] [--agent-model M] [--out DIR] [--run RUN --judge M]``: the chat of
   :mod:`sgieval.graphs.metric_chat`; user turns are read with ``typer.prompt``

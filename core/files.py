@@ -1,4 +1,4 @@
-"""Safe file handling for run folders that may come from someone else (issue 14 items 2, 3).
+"""Safe file handling for run folders that may come from someone else.
 
 - :func:`plain_name` validates a name that becomes one path component (a run id);
 - :func:`slug_name` turns a free-form name (a rubric's) into a safe file stem;

@@ -1,4 +1,4 @@
-"""A warm helper process for the report's heavy computations (issue 13: start fast).
+"""A warm helper process for the report's heavy computations (start fast).
 
 The report needs ``scipy.stats`` (bootstrap CIs, paired tests: ~0.6 s to
 import) and ``matplotlib`` (charts: ~0.35 s).  A replayed run spends the rest
@@ -15,8 +15,8 @@ without ``fork`` -- :func:`call_in_worker` runs the function in the calling proc
 before.  A worker that died (killed, out of memory) is never an error either:
 the call then runs in the calling process.
 
-The worker is bound to the run through a context variable (run-scoped state,
-issue 10 item 2): two runs in one process never share one, and the variable
+The worker is bound to the run through a context variable (run-scoped state):
+two runs in one process never share one, and the variable
 is reset when :func:`warm_worker`'s block ends.  The worker ignores SIGINT
 (Ctrl-C interrupts the run, which then shuts the worker down), and it exits
 by itself when its parent process is gone (SIGKILL of ``sgieval`` leaves no
@@ -80,7 +80,7 @@ def _prepare(parent: int, modules: tuple[str, ...]) -> None:
     exception reaches the caller as it would in-process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent)
-    for var in _ONE_THREAD:  # before numpy loads: its BLAS would start a thread per core (issue 13)
+    for var in _ONE_THREAD:  # before numpy loads: its BLAS would start a thread per core
         os.environ.setdefault(var, "1")
     for name in modules:
         try:

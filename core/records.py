@@ -556,7 +556,7 @@ def criterion_key(name: str) -> str:
     every character that is not a letter, digit or combining mark removed
     (punctuation, spaces, symbols).  ``"Logical rigor"``, ``"logical-rigor"``
     and ``"LOGICAL_RIGOR"`` are one criterion; ``"逻辑严谨性"`` and ``"可行性"`` are
-    two (issue 11 item 7: criterion names are any Unicode text)."""
+    two (criterion names are any Unicode text)."""
     import unicodedata
 
     folded = unicodedata.normalize("NFKC", name or "").casefold()

@@ -1,6 +1,6 @@
 """One retry policy for every call that may fail for a while: model calls
 (:func:`sgieval.models.calls.ainvoke`) and web search (:mod:`sgieval.tools.search`)
-(issue 10 item 5: one retry loop; DESIGN.md "Conventions").
+(one retry loop; DESIGN.md "Conventions").
 
 Built on tenacity.  A failed attempt whose exception ``retryable(exc)``
 accepts is retried after a jittered exponential backoff
@@ -163,7 +163,7 @@ async def aretry(
     :data:`OnRetry`.  ``asyncio.CancelledError`` is never retried.  Raises :class:`RetriesExhausted`.
 
     The first attempt runs outside tenacity: a call that succeeds at once (nearly every model call) builds
-    no retry state, whose reference cycles cost the garbage collector ~60 objects per call (issue 13)."""
+    no retry state, whose reference cycles cost the garbage collector ~60 objects per call."""
     try:
         return await fn(), 1
     except asyncio.CancelledError:

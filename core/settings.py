@@ -1,4 +1,4 @@
-"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place (issue 10 item 3).
+"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place.
 
 One pydantic-settings object, :class:`Settings`.  A run reads it once when it
 starts (its run context keeps that copy, prints it in the run header and stores

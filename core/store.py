@@ -31,7 +31,7 @@ BUDGET_STOP_NOTE = "The run stopped at its budget"
 
 REPORT_PENDING = ".report-pending"
 """Marker file in a run folder while its report is being (re)written: ``sgieval runs``
-lists the run as incomplete until the new report is in place (issue 14 item 3)."""
+lists the run as incomplete until the new report is in place."""
 
 
 RUN_LOCK = ".run.lock"
@@ -115,7 +115,7 @@ class RunStore:
     Keys: a Response is done per (item_id, model); a Score per
     (item_id, model, metric).
 
-    Per-item cost (issue 13 item 3): a file is opened once, on its first
+    Per-item cost: a file is opened once, on its first
     append, and stays open (append + flush per call, so a SIGKILL loses
     nothing appended) until :meth:`close`, which also fsyncs it.  The records
     of a file, once read, are kept with the file's size: :meth:`read` returns
@@ -170,7 +170,7 @@ class RunStore:
         self.root = Path(root)
         self.created = not self.root.exists()
         """True when this RunStore made the folder: only then may its caller remove it
-        (issue 14 item 2: resume/ask never delete a folder they did not create)."""
+        (resume/ask never delete a folder they did not create)."""
         self.problems: list[str] = []
         """Records that could not be read, one line each (file, line, reason)."""
         self.root.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Which settings of a run's ``config.json`` may be used with the user's credentials (issue 14 item 2).
+"""Which settings of a run's ``config.json`` may be used with the user's credentials.
 
 A run folder can come from someone else.  The settings that send data or run
 code elsewhere (``base_url``, ``unsafe_local_exec``, a sandbox backend other

@@ -6,7 +6,7 @@ killed run continues with ``sgieval resume <run_id>``.  Records (items,
 responses, scores) live in the run folder's JSONL files, appended as they are
 produced; the graph state holds only the plans and the report path.
 
-Wiring only (DESIGN.md "graphs/", issue 10 item 6): each node calls an agent
+Wiring only (DESIGN.md "graphs/"): each node calls an agent
 step of :mod:`sgieval.agents.run` with the graph state and the run context
 (:class:`~sgieval.agents.run.RunContext`), which travels as LangGraph's
 ``context`` (``context_schema``); the run's business logic (default targets,
@@ -219,7 +219,7 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
                 Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread, context=rt
             )
         if result.get("confirmed") is True and not result.get("report"):
-            # confirmed but ended without a report: the router after the confirmation raised (issue 14 item 6)
+            # confirmed but ended without a report: the router after the confirmation raised
             # and the graph kept the confirmation's writes without the route; route again from there
             await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
             result = await graph.ainvoke(None, thread, context=rt)

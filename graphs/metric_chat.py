@@ -1,4 +1,4 @@
-"""The metric-definition chat behind ``sgieval metric define`` (issue 5 item 2).
+"""The metric-definition chat behind ``sgieval metric define``.
 
 A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with
 ``interrupt`` whenever it needs the user:

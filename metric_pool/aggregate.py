@@ -5,11 +5,11 @@ Bootstrap: the BCa interval from ``scipy.stats.bootstrap``
 Binary (0/1) values get the Wilson score interval of a proportion instead
 (Wilson 1927; ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``),
 which stays informative at the edges: 8 of 8 correct gives 0.68 to 1, where a
-bootstrap gives the degenerate "1 to 1" (issue 11 item 9).  Every interval
+bootstrap gives the degenerate "1 to 1".  Every interval
 says how it was made (``Summary.method``) and, when it is degenerate or
 unavailable, why (``Summary.note``).
 ``scipy.stats`` is imported by the first computation that needs it, not with
-this module (issue 13).
+this module.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ STORED_EMBEDDER = "text-embedding-3-large"
 
 
 def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
-    """Who decided the acceptance of a question's answers (issue 17 item 2).
+    """Who decided the acceptance of a question's answers.
 
     Live protocol runs name their judge and embedder in the response
     metadata (``judge``, ``embedder``): origin ``live``.  Stored (replayed)
@@ -210,7 +210,7 @@ def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """How far a question's answer list can be trusted as a count (issue 17 item 1).
+    """How far a question's answer list can be trusted as a count.
 
     - ``{"missing": True, ...}``: the list is empty -- no answer was recorded,
       a missing observation (its count 0 is not a measurement);

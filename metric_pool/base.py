@@ -38,7 +38,7 @@ class ScoringContext:
     options: dict[str, Any] = field(default_factory=dict)
 
     def judges_for(self, target_model: str) -> list[NamedModel]:
-        """Judges allowed to score ``target_model`` (judge hygiene, issue 5)."""
+        """Judges allowed to score ``target_model`` (judge hygiene)."""
         if self.allow_self_judge:
             return list(self.judges)
         return [j for j in self.judges if not same_model(j.name, target_model)]

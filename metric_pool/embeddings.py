@@ -205,7 +205,7 @@ class Embedder:
             arr = arr / n
         return arr.astype(np.float32)
 
-    # -- long texts (issue 11 item 10) -----------------------------------------
+    # -- long texts -----------------------------------------
     CHUNK_TOKENS = 250
     """Word pieces per chunk: MiniLM reads 256 tokens including [CLS] and [SEP]
     (a few left for re-tokenisation at chunk edges)."""
@@ -264,8 +264,7 @@ class Embedder:
 def embedding_counts() -> tuple[int, int]:
     """``(texts, long texts)`` embedded so far by the process's shared embedders:
     long texts exceeded MiniLM's 256-token window and were embedded whole, in
-    pieces of at most :attr:`Embedder.CHUNK_TOKENS` word pieces, mean-pooled
-    (issue 11 item 10).  Differences of two readings count one run's texts."""
+    pieces of at most :attr:`Embedder.CHUNK_TOKENS` word pieces, mean-pooled.  Differences of two readings count one run's texts."""
     with _CACHE_LOCK:
         embs = list(_CACHE.values())
     return sum(e.texts_seen for e in embs), sum(e.long_texts_seen for e in embs)

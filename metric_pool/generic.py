@@ -101,7 +101,7 @@ NUMERIC = MetricSpec(
     f"answer (<answer> tag, #### line, \\boxed{{}}, Answer: line) holding a number gives it, else the last "
     f"number of the reply (thousands separators, currency symbols, exponents, x 10^n and fractions read; unit "
     f"exponents such as s^-1 are not numbers). No number found is 0, counted as no answer found.",
-    source="sgieval generic JSONL benchmark (metric_pool/generic.py); issue 11 item 4",
+    source="sgieval generic JSONL benchmark (metric_pool/generic.py); answers read per METRICS.md D.1, D.8",
 )
 
 

@@ -115,7 +115,7 @@ def as_data(text: str, label: str = "RESPONSE_UNDER_REVIEW", extra_tags: Sequenc
     The delimiters are escaped inside the text (``<<<`` -> ``<\u200b<<``) so a
     response cannot close the block early, and the judge's own output tags
     and JSON keys are neutralised (:func:`neutralise`); the judge prompt
-    states that the block is data to evaluate, not instructions (issue 5,
+    states that the block is data to evaluate, not instructions (
     judge hygiene).
     """
     open_, close = f"<<<{label}>>>", f"<<<END_{label}>>>"

@@ -1,4 +1,4 @@
-"""Stored judgements checked (issue 12 item 3): re-decide stored SciAidanBench acceptances with the run's embedder.
+"""Stored judgements checked: re-decide stored SciAidanBench acceptances with the run's embedder.
 
 A replayed SciAidanBench answer list was accepted or stopped by the original run's judges: its stored coherence
 scores (the o1-mini judge in the published run) and its stored embedding novelty (text-embedding-3-large,

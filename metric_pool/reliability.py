@@ -1,4 +1,4 @@
-"""Judge reliability of a judge panel (issue 12): can the judged numbers be trusted?
+"""Judge reliability of a judge panel: can the judged numbers be trusted?
 
 A *unit* is one (item, target model) pair that two or more judges of a panel scored on one metric.  From the
 per-judge values each judged Score keeps (see :func:`judge_values`) this module computes, per judged metric:

@@ -1,4 +1,4 @@
-"""Repeated judge calls (issue 12, ``--judge-repeats k``): test-retest material for the judge panel.
+"""Repeated judge calls (``--judge-repeats k``): test-retest material for the judge panel.
 
 Each judge allowed to score a target is asked ``k`` times per judged item (``ScoringContext.options
 ["judge_repeats"]``, from ``RunConfig.judge_repeats``; default 1).  Every repeat is a distinct call: the r-th draw

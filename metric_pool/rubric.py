@@ -6,13 +6,12 @@ the benchmark lacks (rigor, safety, ...) is formalised as criteria scored
 
     value = 10 * sum_c w_c * s_c / sum_c w_c            (Rubric.aggregate)
 
-where ``s_c`` is the criterion score, the mean over the judges that answered
-(issue 5 item 3).  Each judge returns a validated :class:`RubricJudgement`
+where ``s_c`` is the criterion score, the mean over the judges that answered.  Each judge returns a validated :class:`RubricJudgement`
 (structured output through :func:`~sgieval.metric_pool.judge.ask_judge`:
 criterion, score 0-10, rationale, evidence); an out-of-range score is a parse
 error that is retried with the error shown to the judge (METRICS.md D.4).
 
-Judge hygiene (issue 5 item 3): the response under review is passed with
+Judge hygiene: the response under review is passed with
 :func:`~sgieval.metric_pool.judge.as_data` (delimiters escaped inside it) and
 the judge is told it is data; a judge never scores its own target model
 unless ``allow_self_judge``.
@@ -121,7 +120,7 @@ def judgement_schema(rubric: Rubric) -> type[RubricJudgement]:
     case and punctuation ignored: ``"逻辑严谨性"`` and ``"可行性"`` stay two
     criteria).  A reply that misses a criterion, scores one the rubric does
     not have, or scores one twice fails validation, so :func:`ask_judge`
-    retries it with the error, then reports a judge error (issue 11 item 7:
+    retries it with the error, then reports a judge error (
     never a score from a partial or foreign reply)."""
     names = [c.name for c in rubric.criteria]
     keys = {criterion_key(n): n for n in names}

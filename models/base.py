@@ -24,7 +24,7 @@ class NamedModel:
     ``reasoning_effort``); ``dropped`` maps each parameter the run asked for
     but this model does not get to the reason (its family rejects it, or its
     server answered HTTP 400 naming it; :mod:`sgieval.models.params`).
-    ``repeat``: which draw of a repeated judge this is (0 = the first; issue 12, ``--judge-repeats``): the
+    ``repeat``: which draw of a repeated judge this is (0 = the first; ``--judge-repeats``): the
     index is part of the call cache key (:func:`sgieval.models.cache.model_params`) from 1 on, so k repeats
     are k distinct calls and a first draw shares its cache entry with a run that asks once.
     ``ref``: the parsed model string (:class:`~sgieval.core.ModelRef`, with its base URL once resolved; derived

@@ -1,4 +1,4 @@
-"""Content-addressed cache of model calls (issue 6 part 2).
+"""Content-addressed cache of model calls.
 
 A reply is stored under ``sha256(canonical JSON of {"model", "params",
 "messages"})`` in a SQLite file, so re-rendering a report or adding a metric
@@ -18,7 +18,7 @@ Replies are serialised with ``langchain_core.messages.message_to_dict`` and
 restored with ``messages_from_dict`` (content, tool calls, usage metadata and
 response metadata survive the round trip).
 
-Cost per call (issue 13 item 3): the location is resolved once, when the
+Cost per call: the location is resolved once, when the
 cache is first used after :func:`configure` (each run calls it at its start),
 not per call.  A lookup is one indexed SELECT (WAL: readers never wait for the
 writer).  A reply is kept in memory (and served from there) and committed by
@@ -265,7 +265,7 @@ class CallCache:
         return db
 
     def corrupt(self, e: Exception) -> CacheCorruptError:
-        """The one-line error for a cache file SQLite cannot read (issue 14 item 4):
+        """The one-line error for a cache file SQLite cannot read:
         it stops the run before any score becomes a ``parse_error``, naming the
         file and the fix (delete it, or run with ``--no-cache``)."""
         return CacheCorruptError(

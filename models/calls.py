@@ -1,6 +1,6 @@
 """Model calls: every target, judge and agent call goes through :func:`ainvoke`
 so concurrency, retries, the call cache and accounting live in one place
-(issue 6 parts 1, 2, 4; DESIGN.md "Conventions").
+(4; DESIGN.md "Conventions").
 
 Per call, in order:
 
@@ -362,7 +362,7 @@ async def ainvoke(
                     f"the call's total time of {total_s:g} s is spent (timeout {timeout_s:g} s per attempt)"
                 )
             async with sem:  # held only while a request is in flight, never during backoff sleeps
-                # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call (issue 13)
+                # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call
                 try:
                     async with asyncio.timeout(min(timeout_s, left)):
                         if tag is not None:
@@ -387,7 +387,7 @@ async def ainvoke(
             attempt += e.attempts
             if not dropped_one and not _retryable(e.last) and _status(e.last) == 400:
                 retry_target = _without_rejected_param(model, target, e.last)
-                if retry_target is not None:  # issue 11 item 1: once, without the parameter
+                if retry_target is not None:  # once, without the parameter
                     dropped_one, target, allowed = True, retry_target, allowed + 1
                     if key is not None:
                         key = _cache.cache_key_for(model, messages)

@@ -1,4 +1,4 @@
-"""The run-scoped settings of model calls: cache switch and file, concurrency limits (issue 10 item 2).
+"""The run-scoped settings of model calls: cache switch and file, concurrency limits.
 
 A :class:`CallContext` holds what a run configures for its model calls and
 the resources that follow from it (its semaphores, its open cache file).

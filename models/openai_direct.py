@@ -142,7 +142,7 @@ def _text_parts(content: Any) -> str | None:
 
 def compat_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Adapt a chat-completions body for an OpenAI-compatible server that is
-    not api.openai.com (issue 16 item 4: what llama-cpp-python's server, whose
+    not api.openai.com (what llama-cpp-python's server, whose
     request schema is stricter than OpenAI's, rejects or ignores).  Returns
     the same dict, changed in place:
 

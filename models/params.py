@@ -1,4 +1,4 @@
-"""Sampling parameters per role and per model family (DESIGN.md "Models and roles"; issue 11 item 1).
+"""Sampling parameters per role and per model family (DESIGN.md "Models and roles").
 
 A run sets sampling parameters per role (``--temperature`` for targets,
 ``--judge-temperature`` for judges, ``--reasoning-effort`` for every

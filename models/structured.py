@@ -74,7 +74,7 @@ rho right rightarrow rightleftharpoons rangle rfloor rceil rbrace rvert rVert rm
 )
 """LaTeX commands that begin with the valid JSON escapes ``\\n``, ``\\t``, ``\\r``:
 inside a judge's JSON string they are kept as LaTeX, not read as newline,
-tab or carriage return (issue 11 item 5)."""
+tab or carriage return."""
 
 _BACKSLASH_WORD = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)")
 
@@ -286,7 +286,7 @@ async def ask_structured(
 ) -> StructuredReply[T]:
     """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text).
 
-    The one parse-and-retry loop of sgieval (issue 10 item 5): judges
+    The one parse-and-retry loop of sgieval: judges
     (``metric_pool.judge.ask_judge``, idea-generation votes, AidanBench score
     tags) and agents use it.
 

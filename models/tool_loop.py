@@ -1,4 +1,4 @@
-"""The one tool-calling loop of sgieval (issue 10 item 5): rubric judges
+"""The one tool-calling loop of sgieval: rubric judges
 (:func:`sgieval.metric_pool.rubric.tool_loop`, web search / Python checks),
 the customisation agent (the same, with ``read_pdf``) and the questioning
 agent (catalog tools and a ``submit_selection_plan`` tool) all run through

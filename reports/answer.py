@@ -1,4 +1,4 @@
-"""What the Answer must say beside the ranking (issue 17 items 1-3): flagged stored records and whether the order
+"""What the Answer must say beside the ranking: flagged stored records and whether the order
 survives without them, who judged, self-preference, metrics that disagree about the top model, and means dominated by one item.
 
 Pure functions over :class:`~sgieval.core.Score` records and plain values (imports only ``core``); the report
@@ -46,7 +46,7 @@ def _flag(s: Score) -> str | None:
 
 def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
     """``scores`` grouped by metric name, each group in the given order: one pass, so the report's
-    per-metric sections each read their metric's scores only (issue 13: a 10,000-item run has 30,000
+    per-metric sections each read their metric's scores only (a 10,000-item run has 30,000
     scores, and a pass over the scores of a finished run costs ~10 ms)."""
     out: dict[str, list[Score]] = defaultdict(list)
     for s in scores:
@@ -126,7 +126,7 @@ def order_text(models: list[str], higher_is_better: bool = True) -> str:
 
 
 def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]) -> str | None:
-    """The Answer's sensitivity line (issue 17 item 1): leaving out the items
+    """The Answer's sensitivity line: leaving out the items
     whose stored list of any ranked model is censored (ended by an error) or
     missing (empty), does the order of ``order`` by ``spec`` change?  None
     when no ranked model has a flagged ``spec`` score."""

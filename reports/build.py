@@ -86,7 +86,7 @@ def fmt(x: float | None, digits: int = 2) -> str:
 
 def fmt2(x: float | None) -> str:
     """A statistic (mean, CI bound, difference) as the report's tables print it:
-    always 2 decimals ("8.00" beside "7.76", issue 17 item 8); None/NaN as "n/a"."""
+    always 2 decimals ("8.00" beside "7.76"); None/NaN as "n/a"."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.2f}"
@@ -207,7 +207,7 @@ class ReportDraft:
 def ci_text(a: SummaryLike) -> str:
     """A ranking row's CI cell: ``"lo to hi"``, marked ``(Wilson score, 0/1 metric)``
     for a Wilson interval, and saying why for a degenerate or missing one
-    (``Summary.method`` / ``Summary.note``, issue 11 item 9)."""
+    (``Summary.method`` / ``Summary.note``)."""
     method, note = getattr(a, "method", ""), getattr(a, "note", "")
     if not has_ci(a):
         return f"n/a ({note})" if note else "n/a"
@@ -600,8 +600,7 @@ class _Tally:
 
 def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
     """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`_failures`
-    (a 10,000-item run has 30,000 scores, and each pass over the scores of a finished run costs ~10 ms:
-    issue 13's report tail)."""
+    (a 10,000-item run has 30,000 scores, and each pass over the scores of a finished run costs ~10 ms)."""
     t = _Tally()
     for r in responses:
         if r.status == "ok":
@@ -661,7 +660,7 @@ def _apart(t: _Tally) -> dict[str, Any]:
 
 
 def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
-    """The Failures section's counts, each apart from the others (issue 11):
+    """The Failures section's counts, each apart from the others:
     ``truncated`` and ``empty`` target replies (D.10), ``no_answer`` ok scores
     whose reply held no answer (``details["no_answer"]``, scored 0 but not a
     wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
@@ -734,7 +733,7 @@ def _pairs_table(pairs: list[dict[str, Any]]) -> Table | None:
 
 def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
     """One Limitations line about the adjacent-pair tests (the table beside the
-    ranking has the numbers; issue 17 item 8): which adjacent pairs the
+    ranking has the numbers): which adjacent pairs the
     paired test does not separate or cannot test, that overlapping CIs are not
     a test, and that the p-values are not adjusted for multiple comparisons."""
     if not pairs:
@@ -1084,7 +1083,7 @@ def assemble(
     ]
     judges = list(judges or [])
     sources = judgement_sources(scores, models)
-    if sources:  # who decided acceptance of open-creativity answers, also for replays (issue 17 item 2)
+    if sources:  # who decided acceptance of open-creativity answers, also for replays
         header = {
             **header,
             "judges": judge_summary(sources, judges, any(s.ok and s.judge != "objective" for s in scores)),
@@ -1198,7 +1197,7 @@ def write_report_files(run_dir: Path, draft: ReportDraft, narrative: str) -> Pat
     keys inside URLs masked (:func:`~sgieval.core.redact_secrets`).  While they are
     written, ``run_dir/.report-pending`` (:data:`~sgieval.core.REPORT_PENDING`) marks
     the run as incomplete for ``sgieval runs``; it is removed once both are in place
-    and stays when a write fails (issue 14 item 3)."""
+    and stays when a write fails."""
     out = run_dir / "report.md"
     pending = run_dir / REPORT_PENDING
     open_append_in(run_dir, pending).close()  # touched; no link followed in the run folder

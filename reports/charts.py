@@ -1,6 +1,6 @@
 """Matplotlib charts for the report (PNG, headless Agg backend).
 
-matplotlib is imported on the first chart, not with this module (issue 13:
+matplotlib is imported on the first chart, not with this module (
 starting a run does not pay for it)."""
 
 from __future__ import annotations

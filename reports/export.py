@@ -1,4 +1,4 @@
-"""Export a run's records as tables (issue 16 item 6): ``sgieval export``.
+"""Export a run's records as tables: ``sgieval export``.
 
 Three tables, one file each, in parquet, JSONL or CSV, so a run goes into
 pandas, a notebook or a HuggingFace dataset (``datasets.load_dataset("parquet",

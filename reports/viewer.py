@@ -1,4 +1,4 @@
-"""The HTML viewer of a run (issue 16 item 1): ``runs/<id>/viewer/``.
+"""The HTML viewer of a run: ``runs/<id>/viewer/``.
 
 One folder that opens with no network (no CDN) and can be shared as is:
 

@@ -1,4 +1,4 @@
-"""PDF reader (issue 4, item 2), on pypdf.
+"""PDF reader, on pypdf.
 
 :func:`read_pdf` takes a path, bytes, or an http(s) URL (online only) and
 returns a :class:`PdfDocument`: numbered page texts, metadata (title, authors,

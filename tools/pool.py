@@ -1,4 +1,4 @@
-"""ToolPool: the set of tools an agent receives, chosen per run (issue 4, item 4).
+"""ToolPool: the set of tools an agent receives, chosen per run.
 
 ``--tools search,pdf,python`` -> ``ToolPool.from_names(["search", "pdf", "python"], ...)``.
 

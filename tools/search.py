@@ -1,4 +1,4 @@
-"""Web search and page fetching (issue 4, item 3).
+"""Web search and page fetching.
 
 Backends of :class:`WebSearch`:
 
@@ -499,7 +499,7 @@ _TIMELIMITS = {None, "d", "w", "m", "y"}
 
 class SearchLimiter:
     """Paces the requests every :class:`WebSearch` of the process sends to the
-    online search backend (issue 14 item 7): at most ``concurrency`` requests
+    online search backend: at most ``concurrency`` requests
     in flight, consecutive request starts at least ``min_interval_s`` seconds
     apart, and a ``Retry-After`` the backend sent (:meth:`hold_off`) delays
     every caller, not only the one that received it.  Thread-safe (searches

@@ -30,7 +30,7 @@ judged metrics (``*_win``, the dims and ``idea_final_score``) are ``not_run``.
 
 Decisions beyond the spec (documented here, tested):
 
-- Parser ``"tolerant"`` (default, issue 3: "tolerate code fences and trailing
+- Parser ``"tolerant"`` (default: "tolerate code fences and trailing
   text"): after the spec's ``json.loads`` of the first fenced block fails, and
   after ``json.loads`` of the whole text fails, the first JSON value starting
   at the first "{" is decoded with ``json.JSONDecoder.raw_decode``, so trailing
@@ -976,7 +976,7 @@ class IdeaGenerationMetric(Metric):
 def _judge_win_shares(evidence: list[dict[str, Any]], dim: str) -> dict[str, float]:
     """{judge: 100 x its votes for the generated idea on ``dim`` / its calls that cast votes} (0, 50 or 100 with
     both orders parsed): each panel member's own verdict on the metric's 0-100 scale, read by the judge-reliability
-    statistics (issue 12); judges whose calls all failed are left out."""
+    statistics; judges whose calls all failed are left out."""
     out: dict[str, list[int]] = {}
     for e in evidence:
         if e["votes"]:

@@ -1,4 +1,4 @@
-"""Sandboxed Python execution, one module per backend (issue 4 item 1; issue 10 item 6).
+"""Sandboxed Python execution, one module per backend.
 
 - :mod:`.common`: :class:`SandboxLimits`, the host-side runner, output decoding
   (capped; control characters escaped), the shared ``run`` flow;
