@@ -1,12 +1,18 @@
 """``--until-settled`` through the real graph, against the project's OpenAI-compatible mock server: a benchmark of
 300 questions with a clear leader stops early, reports the items used, the calls saved and the intervals, and a
-resumed run stops at the same item."""
+resumed run (its graph state gone, or killed with SIGKILL twice: ``--slow``) stops at the same item."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +138,53 @@ def test_until_settled_refuses_an_unbounded_or_corpus_metric_and_one_target(benc
             out_dir=tmp_path,
             until_settled=True,
         )
+
+
+def _cli(args, cache):
+    env = {**os.environ, "SGIEVAL_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("sgieval")), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _wait(cond, what: str, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_sigkill_twice_then_resume_stops_at_the_same_item(bench, tmp_path):
+    with MockOpenAI(replies=_reply) as mock:
+        ref = _run(bench, mock, tmp_path / "ref", "ref")
+    want = ref.state["evaluated"]["settled"]
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    ask = ["ask", "Which model is most accurate?", "-b", str(bench), "-m", ",".join(MODELS), "--until-settled"]
+    ask += ["--yes", "--out", str(out)]
+    with MockOpenAI(replies=_reply, latency_ms=10) as mock:
+        proc = _cli([*ask, "--base-url", mock.url, "--bootstrap-resamples", "199"], cache)
+        run_dir = None
+        for k in (20, 3 * want["items_used"] - 25):  # in the first chunks, then in the chunk before the stop
+            mock.hold_at(k)
+            _wait(lambda: mock.stats()["served"] >= k or proc.poll() is not None, f"{k} served calls")
+            assert proc.poll() is None, f"run exited (rc {proc.returncode}) before the kill at {k} served calls"
+            mock.hold()
+            _wait(lambda: mock.passed() == mock.stats()["served"], "the calls past the gate to be answered")
+            time.sleep(1.0)  # the call cache commits a reply within 0.2 s
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(timeout=30) == -signal.SIGKILL
+            mock.release()
+            run_dir = run_dir or next(p for p in out.iterdir() if (p / "config.json").is_file())
+            proc = _cli(["resume", str(run_dir), "--yes"], cache)
+        assert proc.wait(timeout=300) == 0
+        served = mock.stats()["served"]
+    got = sgieval.load_run(run_dir).state["evaluated"]["settled"]
+    assert got["items_used"] == want["items_used"] and got["item_ids"] == want["item_ids"]
+    assert got["comparisons"] == want["comparisons"] and got["settled"] and got["leader"] == "openai:strong"
+    assert served == 3 * want["items_used"]  # each response asked for once, none past the stop
+    assert len(RunStore(run_dir).read("responses")) == 3 * want["items_used"]
