@@ -82,6 +82,10 @@ class RecordingJudge(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
+LONG = " State the hypothesis, the measurement, the control and the threshold that would refute the claim." * 3
+"""Makes item q2's question longer than the item table shows."""
+
+
 def answer(model: str, i: int) -> str:
     # the two models answer items 0 and 1 alike (the judge then gets one prompt for both), item 2 differently
     return f"Answer {i}." + " careful" * (i if i < 2 or model == "tidy" else 0)
@@ -93,7 +97,14 @@ def judged(tmp_path_factory) -> tuple[Path, RecordingJudge]:
     bench = root / "bench.jsonl"
     bench.write_text(
         "".join(
-            json.dumps({"id": f"q{i}", "prompt": f"Propose a rigorous test of claim {i}.", "task": "open_ended"}) + "\n"
+            json.dumps(
+                {
+                    "id": f"q{i}",
+                    "prompt": f"Propose a rigorous test of claim {i}." + LONG * (i == 2),
+                    "task": "open_ended",
+                }
+            )
+            + "\n"
             for i in range(3)
         )
     )
@@ -512,10 +523,21 @@ def test_browser_judge_prompt_beside_the_reply(judged, tmp_path):
         p_box, r_box = shown.bounding_box(), reply.first.bounding_box()
         assert p_box and r_box and p_box["x"] + p_box["width"] <= r_box["x"] + 1
         b.shot(run, "judge-prompt")
+        # the item table cuts q2's long question; the full text on hover and on a click
+        page.goto(_viewer(run, "#/items"))
+        page.wait_for_selector("#app[data-texts='loaded']")
+        full = "Propose a rigorous test of claim 2." + LONG
+        cell = page.locator("#items-table tbody tr[data-item='jsonl:bench/q2'] td.question").first
+        assert cell.get_attribute("title") == full
+        assert cell.inner_text() == question_text(full) and cell.inner_text().endswith("\u2026")
+        cell.click()
+        assert cell.inner_text() == full and "expanded" in cell.get_attribute("class")
+        b.shot(run, "question-expanded")
         assert b.errors == []
     finally:
         b.close()
     assert (run / "screenshots" / "judge-prompt.png").is_file()
+    assert (run / "screenshots" / "question-expanded.png").is_file()
 
 
 @pytest.mark.browser
