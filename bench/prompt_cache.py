@@ -26,6 +26,9 @@ Definitions (printed):
   over prompt words, in whole 16-word blocks, as providers cache in blocks; what the run's ledger books as cached
   input tokens); a second view of the same thing.
 - **judge calls per response**: rubric judge requests / target responses.
+- **final call after tools**: for a judge that used tools, the share of its last request (the structured reply)
+  that is a prefix of the turn before it in the same conversation (same first user message), summed over
+  conversations; None when no judge used tools.
 
 Run: ``python -m sgieval.bench.prompt_cache [--items 50] [--tools default|none] [--checked] [--json]``.
 """
@@ -115,6 +118,23 @@ def prefix_shares(bodies: list[dict[str, Any]]) -> dict[str, Any]:
         "requests": len(bodies),
         "by_metric": {m: {"share": a[0] / a[1] if a[1] else 0.0, "requests": a[2]} for m, a in per.items()},
     }
+
+
+def final_call_shares(bodies: list[dict[str, Any]]) -> float | None:
+    """The "final call after tools" share of judge requests ``bodies`` (module docstring), or None."""
+    turns: dict[str, list[str]] = {}
+    for body in bodies:
+        msgs = body.get("messages") or []
+        first_user = next((m for m in msgs if m.get("role") == "user"), None)
+        turns.setdefault(serialized([first_user] if first_user else []), []).append(serialized(msgs))
+    shared = total = 0
+    for conv in turns.values():
+        if len(conv) < 2:
+            continue
+        prev, last = conv[-2], conv[-1]
+        shared += _common_prefix(prev, last)
+        total += len(last)
+    return shared / total if total else None
 
 
 # ------------------------------------------------------------------ the run
@@ -218,7 +238,7 @@ def measure(
 
     Returns:
         ``{"items", "responses", "judge_requests", "calls_per_response", "share", "shared_chars", "total_chars",
-        "by_metric", "mock_cached_share", "tools", "checked"}``.
+        "by_metric", "mock_cached_share", "final_after_tools", "tools", "checked"}``.
     """
     import os
     from ..core import RunConfig
@@ -292,6 +312,7 @@ def measure(
         "calls_per_response": len(rubric_calls) / responses if responses else 0.0,
         **{k: shares[k] for k in ("share", "shared_chars", "total_chars", "by_metric")},
         "mock_cached_share": cached / words if words else None,
+        "final_after_tools": final_call_shares(judge),
         "checked": checked,
     }
 
@@ -320,6 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     for m, v in r["by_metric"].items():
         print(f"  {m}: {v['share']:.3f} over {v['requests']} requests")
+    if r["final_after_tools"] is not None:
+        print(f"final call after tools  {r['final_after_tools']:.3f}  (its prefix shared with the turn before it)")
     if r["mock_cached_share"] is not None:
         print(f"mock cached share       {r['mock_cached_share']:.3f}  (judge requests: cached words / prompt words)")
     sys.stdout.flush()

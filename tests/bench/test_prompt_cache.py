@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgieval.bench.prompt_cache import measure, metric_of, prefix_shares, serialized
+from sgieval.bench.prompt_cache import final_call_shares, measure, metric_of, prefix_shares, serialized
 
 
 def body(system: str, user: str, key: str | None = "sgieval:*/m") -> dict:
@@ -32,6 +32,17 @@ def test_the_share_is_the_longest_prefix_shared_with_an_earlier_request_of_the_s
     assert out["by_metric"]["k2"] == {"share": 0.0, "requests": 1}
     # without a prompt_cache_key the metric is the rubric the system message names
     assert metric_of(body('Score ONE response against the rubric "rigor": ...', "u", None)) == "rubric:rigor"
+
+
+def test_the_final_call_share_compares_the_last_turn_with_the_one_before_it():
+    turn1 = body("RULES", "item")
+    turn2 = {**turn1, "messages": turn1["messages"] + [{"role": "tool", "content": "hit"}]}
+    rewritten = {**turn2, "messages": [{"role": "system", "content": "NEW"}] + turn2["messages"][1:]}
+    before = serialized(turn1["messages"])
+    assert final_call_shares([turn1, turn2]) == pytest.approx((len(before) - 1) / len(serialized(turn2["messages"])))
+    shared = len('[{"role":"system","content":"')
+    assert final_call_shares([turn1, rewritten]) == pytest.approx(shared / len(serialized(rewritten["messages"])))
+    assert final_call_shares([turn1]) is None  # no judge used tools
 
 
 @pytest.fixture(scope="module")
