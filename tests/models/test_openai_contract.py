@@ -15,6 +15,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from sgieval.bench.mock_openai import MockOpenAI
+from sgieval.core.retry import retry_after_s
 from sgieval.models import calls
 from sgieval.models.openai_direct import ChatOpenAIDirect, compat_payload, wire_body
 
@@ -153,7 +154,7 @@ async def test_errors_are_classified_alike(fault, status, retried, retry_after):
             with pytest.raises(Exception) as ei:
                 await cls(**kw).ainvoke([HumanMessage("hi")])
             e = ei.value
-            seen.append((calls._status(e), calls._retryable(e), calls.retry_after_s(e)))
+            seen.append((calls._status(e), calls._retryable(e), retry_after_s(e)))
     assert seen == [(status, retried, retry_after)] * 2
 
 
