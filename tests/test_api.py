@@ -1,4 +1,4 @@
-"""The Python API (``sgieval.evaluate``) and the LangGraph Studio factories named in langgraph.json (issue 5, item 6)."""
+"""The Python API (``sgieval.evaluate``) and the LangGraph Studio factories named in langgraph.json."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_evaluate_returns_the_runs_records(tmp_path):
     assert len(run.items) == 25 and {i.discipline for i in run.items} == {"Chemistry"}
     # 25 chemistry questions x 6 stored models
     assert len(run.responses) == 150
-    # issue 2: accepted answers on the 25 chemistry questions, totals per stored model
+    # Accepted answers on the 25 chemistry questions, totals per stored model
     assert run.totals("aidan_accepted_answers") == {
         "replay:o1-mini": 296.0,
         "replay:openai/4o": 274.0,
@@ -61,7 +61,7 @@ def test_evaluate_with_model_strings_and_without_confirmation(tmp_path):
 
 
 def test_evaluate_rejects_unknown_options(tmp_path):
-    # typed keywords (issue 10 item 7): an unknown option is Python's own TypeError, before anything runs
+    # typed keywords: an unknown option is Python's own TypeError, before anything runs
     with pytest.raises(TypeError, match=r"evaluate\(\) got an unexpected keyword argument 'colour'"):
         sgieval.evaluate(CHEM, out_dir=tmp_path, colour="red")
     with pytest.raises(TypeError, match="positional argument"):
@@ -131,7 +131,7 @@ def test_metric_chat_factory_runs_the_chat_to_a_saved_rubric(tmp_path):
     )
 
 
-# ------------------------------------------------------------------ issue 10, item 7
+# ------------------------------------------------------------------ Item 7
 def test_evaluate_signature_is_typed_keywords():
     import inspect
 

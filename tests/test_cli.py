@@ -1,4 +1,4 @@
-"""The sgieval command through typer's runner: the main job and every bad-input case of issue 2."""
+"""The sgieval command through typer's runner: the main job and every bad-input case."""
 
 from __future__ import annotations
 

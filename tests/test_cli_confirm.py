@@ -1,4 +1,4 @@
-"""The metric confirmation says what each metric needs before running (issue 17 item 5, item 8 closed stdin)."""
+"""The metric confirmation says what each metric needs before running (item 8 closed stdin)."""
 
 from __future__ import annotations
 

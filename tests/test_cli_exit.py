@@ -1,4 +1,4 @@
-"""The command line ends promptly after its last write, without losing one (issue 13 item 2).
+"""The command line ends promptly after its last write, without losing one.
 
 ``app()`` with no arguments (the console script, ``python -m sgieval.cli``) runs
 the threads' and ``atexit`` clean-ups, fsyncs the run's records, flushes

@@ -1,4 +1,4 @@
-"""The first error is the real one (issue 17 items 4 and 6): no data is named before --models, a model the request
+"""The first error is the real one: no data is named before --models, a model the request
 names without stored responses stops the run, `catalog` lists the stored models, every Fix names a working command."""
 
 from __future__ import annotations

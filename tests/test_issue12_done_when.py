@@ -1,4 +1,4 @@
-"""Issue 12 "Done when", run as the real command (a subprocess ``sgieval ask ...``):
+"""Run as the real command (a subprocess ``sgieval ask ...``):
 
 1. "Which model is most rigorous?" on a JSONL benchmark, two replayed targets and a panel of three judges (served
    by the local mock OpenAI server, bench/mock_openai.py): the Judge reliability section shows alpha with its CI,

@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md "Layout" as a checked contract (issue 10 item 6): every module's imports are parsed
+"""The layers of DESIGN.md "Layout" as a checked contract: every module's imports are parsed
 with ``ast`` and each import of another sgieval folder must be an allowed direction, and no module imports
 another folder's ``_private`` names or modules.  The exceptions that remain are listed here with their reason;
 an exception that is no longer needed fails the test too, so the list stays true."""

@@ -1,4 +1,4 @@
-"""Start-up imports only what the step needs (issue 13 item 1).
+"""Start-up imports only what the step needs.
 
 Each check runs in a fresh interpreter (a subprocess) and inspects ``sys.modules``:
 importing the CLI, ``--help``, ``catalog`` and ``runs`` load none of the report

@@ -1,4 +1,4 @@
-"""The README's examples run as written (issue 10, item 7): the Python API section's doctests, offline,
+"""The README's examples run as written: the Python API section's doctests, offline,
 on the real SciAidanBench data, and the YAML benchmark definition of the Data section."""
 
 from __future__ import annotations

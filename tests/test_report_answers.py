@@ -1,4 +1,4 @@
-"""The report answers the question that was asked, says who judged and never hides a failure (issue 17 "Done when"),
+"""The report answers the question that was asked, says who judged and never hides a failure,
 on the real stored SciAidanBench answers through the `sgieval ask` command."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run-scoped state (issue 10 item 2): two ``sgieval`` runs with different settings run concurrently in one
+"""Run-scoped state: two ``sgieval`` runs with different settings run concurrently in one
 process (asyncio.gather over the async API) and each sees only its own cache switch, concurrency limit, ledger,
 settings and log sink; afterwards the process (structlog configuration, logging handlers, the default call
 context, the price table) is exactly as before."""
@@ -154,7 +154,7 @@ def test_two_concurrent_runs_each_see_only_their_own_settings(tmp_path, monkeypa
 
 def test_a_run_does_not_change_the_default_call_context(tmp_path):
     """After ``evaluate(use_cache=False, max_concurrency=3)`` returns, calls outside any run still use the
-    process defaults (the bug of issue 10: the cache stayed off and the limit stayed 3)."""
+    process defaults (a run must not leave its cache switch and limit to the process)."""
     before = _process_state()
     model, chat = _probe("probe-c")
     api.evaluate(

@@ -1,4 +1,4 @@
-"""Settings and option validation (issue 10 item 3): one pydantic-settings object reads every SGIEVAL_* variable
+"""Settings and option validation: one pydantic-settings object reads every SGIEVAL_* variable
 and names a bad one; the CLI and the Python API validate options through the same RunConfig and give the same
 error (the option named as each spells it: ``--max-concurrency`` / ``max_concurrency``)."""
 

@@ -1,4 +1,4 @@
-"""run_evaluation runs its units on ``max_parallel`` workers (issue 13): never more than ``max_parallel`` target
+"""run_evaluation runs its units on ``max_parallel`` workers: never more than ``max_parallel`` target
 calls at once, calls started in item order, and no task per unit (a 10,000-item run made 10,000 tasks before
 its first call)."""
 

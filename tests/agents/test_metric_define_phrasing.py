@@ -1,4 +1,4 @@
-"""Offline `metric define` (issue 17 item 7): several changes in one sentence, quoted names with a weight, no
+"""Offline `metric define`: several changes in one sentence, quoted names with a weight, no
 instruction turned into a criterion name, drafted descriptions that say what is checked, phrasings shown first,
 no progress bar in the prompt."""
 

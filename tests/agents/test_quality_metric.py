@@ -1,4 +1,4 @@
-"""The ranking metric answers the quality that was asked (issue 17 item 3, customisation side)."""
+"""The ranking metric answers the quality that was asked (customisation side)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Questioning agent: catalog tools, the tool-calling plan loop, the structured-output path and the offline fallback
-(issue 5, item 1).  Scripted chat models stand in for the agent model."""
+"""Questioning agent: catalog tools, the tool-calling plan loop, the structured-output path and the offline fallback.  Scripted chat models stand in for the agent model."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Reporting agent: per-criterion rubric breakdown (table + heatmap), custom metrics beside predefined ones,
-limitations (sample size, judge identity, self-judging, overlapping CIs), and the narrative number check
-(issue 5, item 4).  Records are built by hand so every expected number is hand-computed."""
+limitations (sample size, judge identity, self-judging, overlapping CIs), and the narrative number check.  Records are built by hand so every expected number is hand-computed."""
 
 from __future__ import annotations
 

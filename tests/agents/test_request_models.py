@@ -1,4 +1,4 @@
-"""Models named in a request (issue 17 item 4): a model with no stored responses stops the run before any work."""
+"""Models named in a request: a model with no stored responses stops the run before any work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14 item 1 (rest): a run that needs the sandbox checks it once before the first program; a sandbox that
+"""A run that needs the sandbox checks it once before the first program; a sandbox that
 cannot start its interpreter makes every dry-experiment item infra_error with the reason, never a failed test."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The benchmark registry and the built-in definitions (issue 10, item 1)."""
+"""The benchmark registry and the built-in definitions."""
 
 from __future__ import annotations
 

@@ -132,7 +132,7 @@ def test_explicit_data_dir_with_an_empty_benchmark_folder_does_not_fall_back(tmp
     assert find_benchmark_dir("sciaidanbench") == sciaidan_dir  # no folder named: the default roots
 
 
-# ----------------------------------------- issue 11 item 8: every stored list is kept (METRICS.md B.6)
+# ----------------------------------------- Every stored list is kept (METRICS.md B.6)
 def _rec(n, stop=None):
     return {
         "answer_num": n,

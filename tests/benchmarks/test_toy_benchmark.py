@@ -1,4 +1,4 @@
-"""A new benchmark is one module plus one registry line (issue 10, item 1).
+"""A new benchmark is one module plus one registry line.
 
 This module is the whole benchmark: a loader, a metric, the definition; the
 fixture registers it with one line, and `sgieval ask` runs on it end to end
@@ -146,7 +146,7 @@ def test_ask_on_a_registered_toy_benchmark(toy):
         "| 4.00 | 4 | 0 |"
     )
     assert rows["replay:sloppy"].startswith("| 2 | replay:sloppy | 0.50 |")
-    assert rows["replay:sloppy"].endswith("| 2.00 | 4 | 0 |")  # one format per column (issue 17 item 8)
+    assert rows["replay:sloppy"].endswith("| 2.00 | 4 | 0 |")  # one format per column
     # the questioning agent used the definition's vocabulary: "toy-arith" names it, "sums" its task
     assert "'toy-arith' -> benchmark=toy-arith" in report and "'sums' -> task=arithmetic" in report
 

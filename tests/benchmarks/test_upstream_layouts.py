@@ -1,4 +1,4 @@
-"""Upstream data layouts (issue 16 item 3): ``--data-dir`` at a clone of SciAidanBench as its repository lays it out.
+"""Upstream data layouts: ``--data-dir`` at a clone of SciAidanBench as its repository lays it out.
 
 The clone is generated in the test's tmp folder from the shared SciAidanBench data (no committed copies):
 ``results/per_model/model_<name>.json`` per model (the same ``domains -> ...`` layout, model name inside the file),

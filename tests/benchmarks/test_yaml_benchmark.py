@@ -1,4 +1,4 @@
-"""A user benchmark as a small YAML definition: `sgieval ask -b capitals.yaml` (issue 10, item 1)."""
+"""A user benchmark as a small YAML definition: `sgieval ask -b capitals.yaml`."""
 
 from __future__ import annotations
 

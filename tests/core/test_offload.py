@@ -1,4 +1,4 @@
-"""The warm report worker (core.offload, issue 13): same numbers in another process, never an orphan.
+"""The warm report worker (core.offload): same numbers in another process, never an orphan.
 
 Timing belongs to ``python -m sgieval.bench.e2e``; these tests check that the
 worker computes exactly what the calling process would, that a dead worker

@@ -12,7 +12,7 @@ ISSUE_REPLY = "The options... <answer>B</answer>. Wait, no... so D.\n</think>\n\
 @pytest.mark.parametrize(
     "text, reasoning, final",
     [
-        # issue 11 item 2: a reply whose reasoning (no opening tag) drafts another answer
+        # A reply whose reasoning (no opening tag) drafts another answer
         (ISSUE_REPLY, "The options... <answer>B</answer>. Wait, no... so D.", "D"),
         ("<think>6 x 7</think>\n42", "6 x 7", "42"),
         # several blocks: everything up to the LAST </think> is reasoning

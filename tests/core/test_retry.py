@@ -1,4 +1,4 @@
-"""The one retry policy (sgieval.core.retry, issue 10 item 5), used by model calls and web search."""
+"""The one retry policy (sgieval.core.retry), used by model calls and web search."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_full_jitter_reader_and_hook_before_each_wait(monkeypatch):
 
 
 def test_success_at_first_attempt_leaves_no_reference_cycles():
-    """Issue 13: the first attempt runs outside tenacity, whose retry state (AsyncRetrying, RetryCallState,
+    """The first attempt runs outside tenacity, whose retry state (AsyncRetrying, RetryCallState,
     Future, Condition...) forms reference cycles that the garbage collector must trace on every model call."""
     import gc
 

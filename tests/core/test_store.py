@@ -1,4 +1,4 @@
-"""The run store keeps its JSONL files open and the records it read (issue 13 item 3)."""
+"""The run store keeps its JSONL files open and the records it read."""
 
 from __future__ import annotations
 

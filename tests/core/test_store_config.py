@@ -20,7 +20,7 @@ def test_config_rewrite_is_atomic(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(InputError) as ei:  # one line naming the file (issue 14 item 3), not a bare OSError
+    with pytest.raises(InputError) as ei:  # one line naming the file, not a bare OSError
         store.write_config(RunConfig(run_id="r", temperature=1.0))
     assert (
         str(ei.value) == f"{store.root / 'config.json'}: cannot write: disk full. Fix: check the folder's permissions"

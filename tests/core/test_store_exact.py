@@ -1,4 +1,4 @@
-"""The run store asserted exactly (issue 15 item 3: mutants the store tests left alive): damaged lines named with
+"""The run store asserted exactly (mutants the store tests left alive): damaged lines named with
 file, line and reason (once), torn last lines repaired, the symbolic-link refusal, config claims and reads, the
 rubric path and the graph-state check, each with its whole message."""
 

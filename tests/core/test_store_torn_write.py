@@ -1,4 +1,4 @@
-"""Issue 15 item 1: a SIGKILL in the middle of a record write loses only that record.
+"""A SIGKILL in the middle of a record write loses only that record.
 
 Planted bug: the run store stops repairing a torn last line on resume, so the next record is glued to the torn
 bytes and lost as well.  A child process appends one whole record, starts writing a second, and is killed with

@@ -1,4 +1,4 @@
-"""--budget stops a run cleanly and the report says where (issue 6.4)."""
+"""--budget stops a run cleanly and the report says where."""
 
 from __future__ import annotations
 

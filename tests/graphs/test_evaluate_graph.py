@@ -1,4 +1,4 @@
-"""The four-agent graph end to end on the real SciAidanBench answers (issue 2 "Done when")."""
+"""The four-agent graph end to end on the real SciAidanBench answers."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def ranking_rows(report: str) -> list[tuple[str, str]]:
 def test_chemistry_ranking_offline(tmp_path):
     rt, state = run(tmp_path, CHEM)
     report = (tmp_path / "r" / "report.md").read_text()
-    # issue 2: accepted answers on the 25 chemistry questions (totals)
+    # Accepted answers on the 25 chemistry questions (totals)
     assert ranking_rows(report) == [
         ("replay:o1-mini", "296"),
         ("replay:openai/4o", "274"),
@@ -66,7 +66,7 @@ def test_all_questions_published_order(tmp_path):
     rt, _ = run(tmp_path, "Which model is the most creative?")
     report = (tmp_path / "r" / "report.md").read_text()
     rows = ranking_rows(report)
-    # issue 3 recount: accepted answers over the 155 published questions
+    # Recount: accepted answers over the 155 published questions
     assert rows == [
         ("replay:o1-mini", "2550"),
         ("replay:openai/4o", "1582"),
@@ -78,7 +78,7 @@ def test_all_questions_published_order(tmp_path):
     published = re.search(r"\| aidan_published_count \|[^\n]*", report).group(0)
     # per-item means of len(list): 2704/155 = 17.45, 1737/155 = 11.21, 1460/155 = 9.42, 1253/155 = 8.08, 1149/155 = 7.41, 836/155 = 5.39
     assert published.endswith("| 17.45 | 11.21 | 9.42 | 8.08 | 7.41 | 5.39 |")
-    # issue 3: the published len(list) convention, totals over the 155 questions
+    # The published len(list) convention, totals over the 155 questions
     totals: dict[str, float] = {}
     for s in rt.store.read("scores"):
         if s.metric == "aidan_published_count":

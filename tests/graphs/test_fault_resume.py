@@ -1,4 +1,4 @@
-"""Issue 14 item 6: an exception inside any graph node or the router leaves a run that `resume` continues to
+"""An exception inside any graph node or the router leaves a run that `resume` continues to
 the same records and report as an uninterrupted run (fault injected once into each, then removed)."""
 
 from __future__ import annotations

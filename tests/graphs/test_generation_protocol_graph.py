@@ -45,7 +45,7 @@ def test_generation_protocol_through_graph(tmp_path):
 
 
 def test_long_answers_are_embedded_whole_and_the_report_says_how_many(tmp_path):
-    # issue 11 item 10: the repeated answer is longer than MiniLM's 256-token window (2 questions x 2 answers)
+    # The repeated answer is longer than MiniLM's 256-token window (2 questions x 2 answers)
     long = " ".join(f"Step {k}: dope the copolymer backbone with acceptor unit number {k}." for k in range(40))
     target = routed("scripted-long", [], default=f"<answer>{long}</answer>")
     judge = routed("scripted-judge", [], default="<coherence_score>80</coherence_score>", role="judge")

@@ -1,4 +1,4 @@
-"""graphs/ is wiring (issue 10 item 6): the evaluation graph's nodes run the agent steps of agents/run.py with the
+"""graphs/ is wiring: the evaluation graph's nodes run the agent steps of agents/run.py with the
 run context each invocation brings (LangGraph ``context``); the context given to ``build_graph`` is only the
 fallback, and a graph without either says so."""
 

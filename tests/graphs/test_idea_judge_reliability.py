@@ -1,4 +1,4 @@
-"""Issue 12 items 2 and 5 over SGI-Bench idea generation (the paper's three-judge setting, METRICS.md A.2), through
+"""SGI-Bench idea generation (the paper's three-judge setting, METRICS.md A.2), through
 the Python API: a judge that always picks the idea shown first is position-biased, a judge that picks the longer
 idea is not; the report's Judge reliability section gives the flip share of each dimension and each judge's
 offset, from hand computation."""

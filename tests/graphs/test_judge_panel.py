@@ -1,4 +1,4 @@
-"""Issue 12 "Done when", first point: "Which model is most rigorous?" on a JSONL benchmark, two replayed target
+"""A judge panel on "Which model is most rigorous?" on a JSONL benchmark, two replayed target
 models, a panel of three scripted judges; the report's Judge reliability section shows alpha with its CI, the
 per-judge offsets, leave-one-judge-out and the self-preference check, equal to the hand computation."""
 

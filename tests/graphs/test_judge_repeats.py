@@ -1,4 +1,4 @@
-"""Issue 12 item 2, ``--judge-repeats k``: each judge asked k times per judged item; the score's value is the
+"""``--judge-repeats k``: each judge asked k times per judged item; the score's value is the
 panel mean of each judge's mean over its repeats; every repeat is recorded (a failed one as a failure with its
 reason, never a zero); each repeat is its own call-cache entry; the report's Judge reliability section gives each
 judge's test-retest alpha with its CI.  Scripted judges, hand-computed values."""

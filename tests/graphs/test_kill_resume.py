@@ -1,5 +1,4 @@
-"""Kill a run with SIGKILL five times at random points, resume each time
-(issue 6 part 3, "Done when").
+"""Kill a run with SIGKILL five times at random points, resume each time.
 
 The run is the real CLI (`sgieval ask` / `sgieval resume`) in a subprocess on
 an SFBench-format file of 40 generated claims (test data, not SFBench), with

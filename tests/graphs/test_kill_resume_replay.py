@@ -1,4 +1,4 @@
-"""Issue 2: a run killed with SIGKILL half-way and resumed gives the same report as an
+"""A run killed with SIGKILL half-way and resumed gives the same report as an
 uninterrupted one, and recomputes nothing already written."""
 
 from __future__ import annotations

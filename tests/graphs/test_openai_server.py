@@ -1,7 +1,7 @@
 """The rigor graph through the real client path: ``openai:<name>`` model strings -> the ``openai:`` transport
 (:class:`~sgieval.models.openai_direct.ChatOpenAIDirect`, which sends what langchain-openai's ChatOpenAI sends) ->
 HTTP chat completions (with tool calls) against a local OpenAI-compatible mock server started by the test on
-127.0.0.1 (issue 5 "Done when", second point).
+127.0.0.1.
 
 The server answers by the requested model name:
 

@@ -1,4 +1,4 @@
-"""The Ray executor gives the same records as the local one (issue 6 part 5).
+"""The Ray executor gives the same records as the local one.
 
 Ray runs locally with 2 CPUs; the target is ChatOpenAIDirect (the client of
 ``openai:`` model strings) against the in-process mock OpenAI server (so the

@@ -1,4 +1,4 @@
-"""A real Ray cluster through the documented path (issue 16 item 5): ``RAY_ADDRESS=ray://<head>:10001``.
+"""A real Ray cluster through the documented path: ``RAY_ADDRESS=ray://<head>:10001``.
 
 The test starts a Ray head (``ray start --head --block``, bound to 127.0.0.1, with its Ray Client server) and a
 worker node as separate processes, runs ``sgieval ask --executor ray`` with ``RAY_ADDRESS=ray://127.0.0.1:<port>``

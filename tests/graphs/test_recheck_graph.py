@@ -1,4 +1,4 @@
-"""Issue 12 "Done when", second point, as the real command: ``sgieval ask "Which model is the most creative in
+"""As the real command: ``sgieval ask "Which model is the most creative in
 chemistry?" --recheck`` adds the stored-judgement agreement table (MiniLM vs the stored text-embedding-3-large
 decisions) for the six stored models; over all 155 questions openai/4o reproduces the known agreement (Spearman
 rho 0.784, 92.3% same decisions)."""

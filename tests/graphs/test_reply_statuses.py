@@ -1,5 +1,5 @@
 """Target replies as reasoning models and local servers really send them, through the real graph and the
-openai client against the local mock server (issue 11 items 2 and 3; METRICS.md D.8, D.10):
+openai client against the local mock server (METRICS.md D.8, D.10):
 
 - a reply cut by the token limit (finish_reason "length") is ``truncated``, an empty one ``empty``: both kept
   out of the means, and never cached, so a rerun calls the model again;

@@ -1,4 +1,4 @@
-"""Issue 12 item 4, the agent-model path: the customisation agent is offered retrieval novelty when a corpus (or
+"""The agent-model path: the customisation agent is offered retrieval novelty when a corpus (or
 the search tool) is there, and a plan choosing it ranks by retrieval_novelty.  A scripted agent model runs the real
 graph; the request does not use the literal "compared with my papers" wording, so only the agent's choice adds it."""
 

@@ -1,4 +1,4 @@
-"""Issue 12 "Done when", third point: "How novel are these ideas compared with my papers?" on a JSONL benchmark
+"""Retrieval novelty on "How novel are these ideas compared with my papers?" on a JSONL benchmark
 with --corpus and replayed ideas ranks by retrieval_novelty, offline, with the retrieved papers per item."""
 
 from __future__ import annotations

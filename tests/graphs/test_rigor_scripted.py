@@ -1,5 +1,5 @@
 """The whole graph for the rigor request over the SGI-Bench idea-generation fixtures, with scripted chat models
-(issue 5 "Done when", first point; judge hygiene of item 3).
+(judge hygiene).
 
 Two target models replay the fixture responses (tests/fixtures/sgi/responses); one scripted judge answers
 every judge call from the prompt it receives (so concurrent calls get deterministic replies):

@@ -1,5 +1,5 @@
 """Reasoning models as targets and judges through the CLI, the graph and the openai client, against the local mock
-server made to reject ``temperature`` as the OpenAI API does (issue 11 item 1): the o-series model never gets it,
+server made to reject ``temperature`` as the OpenAI API does: the o-series model never gets it,
 an unknown model's 400 is retried once without it, the run header says what was not sent, and config.json and
 the report's Run table record every parameter actually sent."""
 

@@ -1,4 +1,4 @@
-"""aggregate.summarize / wilson_interval / paired_test asserted whole (issue 15 item 3: the mutants that the
+"""aggregate.summarize / wilson_interval / paired_test asserted whole (the mutants that the
 value-level tests left alive).  Every Summary and PairedResult is compared field by field; bootstrap bounds are
 pinned from scipy 1.17 (BCa / percentile, given resamples and seed) where no closed form exists, and computed by
 hand where one does (the bootstrap test's p-value of d = [0, 2], the Wilson bounds)."""

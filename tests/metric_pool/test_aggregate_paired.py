@@ -80,7 +80,7 @@ def test_errors():
         paired_test({"a": 1.0}, {"b": 1.0})
 
 
-# ------------------------------------------------- issue 11 item 9: intervals at the edges say what they are
+# ------------------------------------------------- Intervals at the edges say what they are
 def test_binary_metric_gets_a_wilson_interval_not_one_to_one():
     from sgieval.metric_pool.aggregate import summarize, wilson_interval
 

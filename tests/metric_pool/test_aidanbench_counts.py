@@ -31,7 +31,7 @@ JUDGED_BY = {
 
 
 def _view(scores):
-    """Each score as a tuple; who judged (issue 17, the same on every score of stored records) is checked
+    """Each score as a tuple; who judged (the same on every score of stored records) is checked
     and left out of the details compared."""
     out = []
     for s in scores:

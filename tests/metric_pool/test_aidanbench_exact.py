@@ -1,4 +1,4 @@
-"""SciAidanBench count metrics: the issue-17 flags and who judged, asserted whole (issue 15 item 3)."""
+"""SciAidanBench count metrics: the censored/missing flags and who judged, asserted whole."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Stored SciAidanBench lists that ended in an error are censored counts, an empty list is a missing observation
-(issue 17 item 1): the published counting stays, the scores carry the flag."""
+"""Stored SciAidanBench lists that ended in an error are censored counts, an empty list is a missing observation:
+the published counting stays, the scores carry the flag."""
 
 from __future__ import annotations
 

@@ -410,7 +410,7 @@ async def test_counting_metrics_apply_to_generated_records():
 # ------------------------------------------------------------------- real data
 @pytest.mark.slow
 def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
-    """Issue 3 "Done when": MiniLM novelty vs the stored text-embedding-3-large values for openai/4o,
+    """MiniLM novelty vs the stored text-embedding-3-large values for openai/4o,
     all 155 questions, over the non-first answers (the first is 1.0 on both sides by definition)."""
     from scipy.stats import spearmanr
 
@@ -422,7 +422,7 @@ def test_minilm_novelty_agrees_with_stored_text_embedding_3_large(sciaidan_dir):
     texts = [r["answer"] for recs in lists for r in recs]
     embedder = get_embedder("minilm")
     long_before = embedder.long_texts_seen
-    emb = embedder.encode(texts, normalize=True)  # long answers embedded whole (issue 11 item 10)
+    emb = embedder.encode(texts, normalize=True)  # long answers embedded whole
     assert embedder.long_texts_seen - long_before == 2  # 2 of openai/4o's 1,737 answers exceed 256 tokens
     ours, stored, k = [], [], 0
 

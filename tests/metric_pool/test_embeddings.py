@@ -55,7 +55,7 @@ def test_minilm_real_encoding():
         e.encode(["ok", 3])  # type: ignore[list-item]
 
 
-# ------------------------------------------------ issue 11 item 10: long texts are embedded whole
+# ------------------------------------------------ Long texts are embedded whole
 OPENING = " ".join(f"Step {k}: the catalyst lowers the activation energy of reaction number {k}." for k in range(40))
 
 

@@ -173,7 +173,7 @@ def test_two_replay_files_with_one_model_name_are_refused(tmp_path):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        # issue 11 item 2: the reasoning before the last </think> is not the answer
+        # The reasoning before the last </think> is not the answer
         ("<think>6 x 7 = 42? check: yes</think>\n42", "42"),
         ("<think>maybe <answer>41</answer></think>\n<answer>42</answer>", "42"),
         ("<think>I will answer 42", ""),  # unclosed think: no answer
@@ -191,7 +191,7 @@ async def test_exact_match_after_reasoning():
     assert [(s.metric, s.value) for s in got] == [("exact_match", 1.0), ("exact_match_normalised", 1.0)]
 
 
-# ------------------------------------------------ issue 11 item 4: answer extraction (METRICS.md D.3, D.9, D.11)
+# ------------------------------------------------ Answer extraction (METRICS.md D.3, D.9, D.11)
 def _item(reference, options=None, iid="1"):
     ref = {"answer": reference, **({"options": options} if options is not None else {})}
     return Item(id=f"jsonl:q/{iid}", benchmark="jsonl:q", task="generic", prompt="?", reference=ref)

@@ -1,4 +1,4 @@
-"""Candidate text cannot raise its own score (issue 11 item 6, METRICS.md D.14): every judge prompt delimits the
+"""Candidate text cannot raise its own score (METRICS.md D.14): every judge prompt delimits the
 candidate and neutralises the judge's own tags inside it; a candidate carrying judge-format pieces is flagged
 ``injection_suspected`` in its score's evidence and counted in the report."""
 

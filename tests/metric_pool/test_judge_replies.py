@@ -1,4 +1,4 @@
-"""Judge-reply parsing (issue 11 items 2 and 5; METRICS.md D.4, D.8): reasoning drafts, LaTeX escapes."""
+"""Judge-reply parsing (METRICS.md D.4, D.8): reasoning drafts, LaTeX escapes."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_split_reasoning_is_the_core_one():
     assert split_reasoning("plain") == (None, "plain")
 
 
-# ------------------------------------------------------------------ LaTeX in JSON strings (issue 11 item 5)
+# ------------------------------------------------------------------ LaTeX in JSON strings
 @pytest.mark.parametrize(
     "raw,reason",
     [

@@ -1,4 +1,4 @@
-"""Issue 15 item 1: tests that kill planted one-line bugs in the code that decides a number.
+"""Tests that kill planted one-line bugs in the code that decides a number.
 
 Each test names the planted bug it kills; the expected values are computed by hand in the comments.
 """

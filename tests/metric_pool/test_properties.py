@@ -1,4 +1,4 @@
-"""Issue 15 item 2: property-based tests (hypothesis) of invariants of the metric layer.
+"""Property-based tests (hypothesis) of invariants of the metric layer.
 
 - every objective metric's value stays in its declared ``MetricSpec.range`` whatever the reply text;
 - quadratic weighted kappa is symmetric in its two raters and 1 for identical ratings;

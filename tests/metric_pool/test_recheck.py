@@ -1,4 +1,4 @@
-"""--recheck (issue 12 item 3): stored SciAidanBench acceptances re-decided with the run's embedder, against a
+"""--recheck: stored SciAidanBench acceptances re-decided with the run's embedder, against a
 fixed embedder and hand-computed novelties."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_responses_without_records_are_left_out():
 
 @pytest.mark.slow
 def test_minilm_recheck_of_openai_4o_reproduces_the_known_agreement(sciaidan_dir):
-    """Issue 12 item 3: MiniLM on openai/4o, all 155 questions: Spearman 0.784, 92.3% same decisions."""
+    """MiniLM on openai/4o, all 155 questions: Spearman 0.784, 92.3% same decisions."""
     from sgieval.benchmarks.sciaidanbench import load_stored_answers
     from sgieval.metric_pool.embeddings import get_embedder
 

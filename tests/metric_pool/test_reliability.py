@@ -1,4 +1,4 @@
-"""Judge reliability (issue 12 item 2, 5): Krippendorff's alpha, offsets, leave-one-judge-out, self-preference,
+"""Judge reliability: Krippendorff's alpha, offsets, leave-one-judge-out, self-preference,
 position bias and test-retest, against hand computations."""
 
 from __future__ import annotations

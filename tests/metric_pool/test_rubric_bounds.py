@@ -1,4 +1,4 @@
-"""Issue 15 item 1: rubric criterion scores outside 0-10 are never accepted.
+"""Rubric criterion scores outside 0-10 are never accepted.
 
 Planted bug: criterion scores below 0 are accepted (a rubric value of -50).  A -1 or an 11 is a parse error:
 the judge is asked again, and the valid second reply is the one scored."""

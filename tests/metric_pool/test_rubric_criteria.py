@@ -1,5 +1,4 @@
-"""Rubric criteria as any Unicode text, strict criterion sets in judge replies, and rubric YAML checks
-(issue 11 item 7)."""
+"""Rubric criteria as any Unicode text, strict criterion sets in judge replies, and rubric YAML checks."""
 
 from __future__ import annotations
 

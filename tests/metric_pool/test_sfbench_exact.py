@@ -1,4 +1,4 @@
-"""SFBench asserted whole (issue 15 item 3: mutants test_sfbench.py left alive): every error message of the reply
+"""SFBench asserted whole (mutants test_sfbench.py left alive): every error message of the reply
 and gold parsers, the per-item and corpus score records (value, status, error, rationale, details) of both
 metrics, with a model that has nothing to score listed before one that has, and the judge's failure and repeat
 paths."""

@@ -137,7 +137,7 @@ def test_one_normalisation_for_every_normalised_metric():
 async def test_em_details_for_empty_tags():
     s = await em_scores("0.25", "<answer></answer>")
     assert s["em"].details["model_answer"] == ""
-    # no answer found, counted apart from a wrong answer (issue 11 item 4); variant: whitespace-only tags
+    # no answer found, counted apart from a wrong answer; variant: whitespace-only tags
     assert s["em"].details["no_answer"] is True and s["em"].value == 0.0
     assert (await em_scores("0.25", "<answer> \n </answer>"))["em"].details["no_answer"] is True
     assert "no_answer" not in (await em_scores("0.25", "<answer>0.3</answer>"))["em"].details
@@ -307,7 +307,7 @@ async def test_sla_self_judge_skipped():
 
 
 async def test_em_reads_the_text_after_the_last_think_close():
-    # issue 11 item 2: the draft <answer>B</answer> inside the reasoning is not the answer
+    # The draft <answer>B</answer> inside the reasoning is not the answer
     text = "Let me see. <answer>B</answer>. Wait, no... so D.\n</think>\n\nD"
     it = item(answer="D")
     em, emn = await ExactMatchMetric().score(it, resp(text), ScoringContext())

@@ -325,7 +325,7 @@ async def test_d12_bad_verdict_then_good_one_is_retried():
 
 
 async def test_judge_reason_keeps_latex_backslashes():
-    # "\frac" in a JSON string is a form feed + "rac" to json.loads; the judge meant LaTeX (issue 11 item 5)
+    # "\frac" in a JSON string is a form feed + "rac" to json.loads; the judge meant LaTeX
     replies = [
         r'{"judgment":"correct","reason":"E = \frac{1}{2}"}',
         r'{"judgment":"correct","reason":"\beta \approx 2"}',

@@ -415,7 +415,7 @@ async def test_metric_real_minilm_objective():
 
 
 async def test_position_biased_scripted_judge_gives_the_expected_flip_share():
-    """Issue 12 item 5: a judge that always picks the idea shown first flips every verdict with the order."""
+    """A judge that always picks the idea shown first flips every verdict with the order."""
     from sgieval.metric_pool.reliability import position_flips, reliability
 
     A4, B4 = ("[Win A]",) * 4, ("[Win B]",) * 4

@@ -62,7 +62,7 @@ def test_boxed_contents_balanced():
         (r"\boxed{\text{B}}", "B"),  # D.3: \text{} unwrapped
         (r"\boxed{b}", "b"),
         ("no box, Answer: B", None),
-        # issue 11 item 4: the last box HOLDING AN OPTION LETTER wins; other boxes are skipped
+        # The last box HOLDING AN OPTION LETTER wins; other boxes are skipped
         (r"earlier \boxed{D} ... so the value is \boxed{\langle H\rangle}", "D"),
         (r"\boxed{ D }", "D"),
         (r"\boxed{\text{D}}", "D"),

@@ -1,4 +1,4 @@
-"""SGI experimental reasoning asserted whole (issue 15 item 3: mutants test_sgi_reasoning.py left alive): option
+"""SGI experimental reasoning asserted whole (mutants test_sgi_reasoning.py left alive): option
 extraction at the edges (index bounds, option letters given as a list, wrappers, spaces), gold letters 0 and 25 and
 their neighbours, and the MCA / RV score records with their rationales, details and evidence."""
 

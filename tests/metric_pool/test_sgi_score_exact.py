@@ -1,4 +1,4 @@
-"""SGI-Score asserted whole (issue 15 item 3): every TaskTerm of a result with a missing task, a task whose
+"""SGI-Score asserted whole: every TaskTerm of a result with a missing task, a task whose
 scores all failed and failed scores beside ok ones; the summary lines; the scale of each component; one model
 chosen among several; scores of unknown items ignored."""
 

@@ -80,7 +80,7 @@ def test_split_pairs(line, pieces):
 
 
 def test_one_line_call_equals_the_multi_line_call():
-    # issue 11 item 4: the same call on one line and over four lines gives PA 1.0
+    # The same call on one line and over four lines gives PA 1.0
     one = "a = <X>(p=1, q=2)"
     four = "a = <X>(\n    p=1,\n    q=2\n)"
     assert parse_protocol(one) == parse_protocol(four) == steps(("X", {"p": "1", "q": "2"}, "a"))

@@ -1,4 +1,4 @@
-"""SGI wet experiment asserted whole (issue 15 item 3: mutants test_sgi_wet.py left alive): every score record of
+"""SGI wet experiment asserted whole (mutants test_sgi_wet.py left alive): every score record of
 one item (value, rationale, details), exact error messages of PA in both directions, the permutation matching's
 tie-break, the LCS alignment's tie-break and its length against an independent LCS, the soft scores' edge cases."""
 

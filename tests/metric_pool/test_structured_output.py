@@ -1,4 +1,4 @@
-"""Native structured output for judges (issue 10 item 4): the local mock OpenAI server sees ``response_format``
+"""Native structured output for judges: the local mock OpenAI server sees ``response_format``
 with the pydantic schema; tool-calling mode; the prompt-embedded fallback for models without it (and for a
 server that refuses ``response_format``); the path used is recorded in the typed evidence."""
 

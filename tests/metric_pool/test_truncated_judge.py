@@ -1,4 +1,4 @@
-"""A judge reply cut by the token limit (METRICS.md D.10, issue 11 item 3): asked once more with twice the
+"""A judge reply cut by the token limit (METRICS.md D.10): asked once more with twice the
 max_tokens, then a judge_error; a step list cut mid-way never gives SLA 1.0."""
 
 from __future__ import annotations

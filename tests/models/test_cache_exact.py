@@ -1,4 +1,4 @@
-"""The call cache asserted exactly (issue 15 item 3: mutants test_cache.py left alive).
+"""The call cache asserted exactly (mutants test_cache.py left alive).
 
 Keys are compared with the sha256 of hand-written canonical JSON; model parameters as whole dicts; the store's
 rows are read back with a separate sqlite3 connection (what another process sees); the writer thread's timing
@@ -235,7 +235,7 @@ def test_a_process_ending_without_close_exits_and_commits_at_exit(tmp_path):
     assert [r[:2] for r in _rows(path)] == [("k", "")]
 
 
-# ------------------------------------------------------------------ damaged cache files (issue 14 item 4)
+# ------------------------------------------------------------------ damaged cache files
 def _corrupt_message(path: Path, why: str) -> str:
     return (
         f"{path}: the call cache is corrupted ({why}). Fix: delete {path} (it only holds cached replies; "

@@ -1,4 +1,4 @@
-"""Issue 15 item 1: the call-cache key separates every parameter that changes a reply.
+"""The call-cache key separates every parameter that changes a reply.
 
 Planted bug: the key drops the base URL, the model id or the bound tools, so two servers (or two models, or a
 call with and without tools) share cached answers."""

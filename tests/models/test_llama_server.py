@@ -1,4 +1,4 @@
-"""A real OpenAI-compatible server in the tests (issue 16 item 4): llama-cpp-python's server with the embedded
+"""A real OpenAI-compatible server in the tests: llama-cpp-python's server with the embedded
 SmolLM2-135M GGUF on 127.0.0.1, started and stopped by the module's fixture, reached through ordinary ``openai:<name>``
 model strings with a base URL (what ``--base-url`` sets).
 
@@ -207,7 +207,7 @@ def test_rubric_judge_call(llama_server):
     resp = Response(item_id="t/0", model="openai:smollm2", text="100 degrees Celsius.")
     (score,) = asyncio.run(RubricMetric(rubric, max_attempts=2).score(item, resp, ScoringContext(judges=[judge])))
     assert score.judge == "openai:smollm2-judge"
-    raw = [e for e in score.evidence if e.kind == "judge_reply"]  # typed evidence (issue 10 item 4)
+    raw = [e for e in score.evidence if e.kind == "judge_reply"]  # typed evidence
     assert len(raw) == 1 and raw[0].raw and raw[0].raw[0]  # the judge's raw replies are kept either way
     if score.status == "ok":
         assert 0 <= score.value <= 100 and score.rationale

@@ -1,4 +1,4 @@
-"""Embedded local model (issue 5, item 5): local:smollm2 through llama-cpp-python.
+"""Embedded local model: local:smollm2 through llama-cpp-python.
 
 Tests without the marker check name resolution, install errors, schema
 detection and grammar preparation and run everywhere.  Tests marked
@@ -246,7 +246,7 @@ async def test_concurrent_calls_share_one_model(smol):
 
 
 def test_local_judge_gets_the_schema_as_response_format_not_from_prompt_words(tmp_path):
-    """issue 10 item 4: the bound schema reaches the local model explicitly; prompt words are not a grammar."""
+    """The bound schema reaches the local model explicitly; prompt words are not a grammar."""
     from sgieval.models.base import NamedModel
     from sgieval.models.local import ChatLocalLlama
     from sgieval.models.structured import native_structured

@@ -1,4 +1,4 @@
-"""Contract between the two ``openai:`` transports (issue 10 item 8): ``ChatOpenAIDirect`` overrides private
+"""Contract between the two ``openai:`` transports: ``ChatOpenAIDirect`` overrides private
 methods of langchain-openai's ``ChatOpenAI`` (``_get_request_payload``, ``_create_chat_result``), so for the same
 mock replies both must send byte-identical request bodies (the mock logs each body as received) and build
 identical AIMessages; their HTTP errors must be classified alike by ``models.calls`` (status, retried or not,

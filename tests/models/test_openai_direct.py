@@ -18,7 +18,8 @@ from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import InputError, ModelCallError
 from sgieval.models import openai_direct
 from sgieval.models.base import NamedModel
-from sgieval.models.calls import ainvoke, call_info, retry_after_s
+from sgieval.core import retry_after_s
+from sgieval.models.calls import ainvoke, call_info
 from sgieval.models.openai_direct import ChatOpenAIDirect, OpenAIHTTPError
 from sgieval.models.registry import resolve_model
 
@@ -146,7 +147,7 @@ class Verdict(BaseModel):
 
 async def test_structured_output_on_the_direct_path():
     # an OpenAI-compatible server (not api.openai.com): response_format goes on the direct path, as the SDK's
-    # parse() would send it, and the reply's JSON is parsed into the schema (issue 16 item 4)
+    # parse() would send it, and the reply's JSON is parsed into the schema
     bodies = []
 
     def reply(body, i):

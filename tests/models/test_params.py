@@ -1,4 +1,4 @@
-"""Sampling parameters per role and per model family (issue 11 item 1; models/params.py, models/calls.py):
+"""Sampling parameters per role and per model family (models/params.py, models/calls.py):
 families known to reject a parameter do not get it, and an HTTP 400 naming a parameter that was sent is retried
 once without it, against the local mock server made to reject ``temperature`` as the OpenAI API does."""
 

@@ -1,4 +1,4 @@
-"""The one tool loop (sgieval.models.tool_loop, issue 10 item 5): budget, refusals, nudges, done()."""
+"""The one tool loop (sgieval.models.tool_loop): budget, refusals, nudges, done()."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Answer's facts beside the ranking (issue 17 items 1-3), on hand-made scores with hand-computed values."""
+"""The Answer's facts beside the ranking, on hand-made scores with hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``sgieval export`` (issue 16 item 6): items, responses and scores as tables, exact rows in every format."""
+"""``sgieval export``: items, responses and scores as tables, exact rows in every format."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 15 item 1: report-level numbers that planted bugs would change (interval bounds, ranking direction)."""
+"""Report-level numbers that planted bugs would change (interval bounds, ranking direction)."""
 
 from __future__ import annotations
 

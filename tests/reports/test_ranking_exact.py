@@ -1,4 +1,4 @@
-"""The report's ranking helpers asserted exactly (issue 15 item 3, reports/build.py ranking): order by mean in
+"""The report's ranking helpers asserted exactly (reports/build.py ranking): order by mean in
 either direction with ties by name, CI cells and overlap at the edges, the adjacent-pair entry, item values and
 the number formats the ranking table prints."""
 

@@ -1,5 +1,5 @@
 """The Failures section counts truncated, empty, no-answer-found and injection-suspected records apart from
-errors (issue 11 "Done when"), and each CI cell says what kind of interval it is (issue 11 item 9)."""
+errors, and each CI cell says what kind of interval it is."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_adjacent_pairs_use_the_paired_test_not_ci_overlap(tmp_path):
     assert re.search(r"\| m-b vs m-c \| 8 \| 0\.38 \| [^|]+ \| 0\.5625 \| not significant \|", text)
     lim = section(text, "Limitations")
     # the marginal CIs of m-a (36) and m-b (35) overlap widely (values spread 0-71), yet the pair differs;
-    # Limitations sums the table up in one line instead of repeating it (issue 17 item 8)
+    # Limitations sums the table up in one line instead of repeating it
     assert (
         "- Adjacent ranks (table beside the ranking): the paired test on score does not separate m-b vs m-c at "
         "the 5% level, so their order is not evidence of a difference. 95% CI overlap is not a test (some pairs "

@@ -1,4 +1,4 @@
-"""The HTML viewer (issue 16 items 1-2): its data, and the page in a real browser.
+"""The HTML viewer: its data, and the page in a real browser.
 
 The browser tests drive Debian's headless Chromium (``/usr/bin/chromium``, installed by install.sh) with
 Playwright; screenshots are kept in the test's run folder (``<run>/screenshots/``).

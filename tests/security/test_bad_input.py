@@ -1,4 +1,4 @@
-"""Issue 14 items 3 and 4: every bad input gets one line and exit 2 (no traceback); writes are whole or not at
+"""Every bad input gets one line and exit 2 (no traceback); writes are whole or not at
 all; a damaged record is named and skipped while the run stays readable."""
 
 from __future__ import annotations

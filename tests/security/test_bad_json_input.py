@@ -1,4 +1,4 @@
-"""Issue 14 item 4: NaN/Infinity, JSON nested 100,000 deep and invalid UTF-8 in benchmark and replay files get
+"""NaN/Infinity, JSON nested 100,000 deep and invalid UTF-8 in benchmark and replay files get
 one line naming the file (and line) and exit 2, no traceback."""
 
 from __future__ import annotations

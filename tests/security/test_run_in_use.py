@@ -1,4 +1,4 @@
-"""One run folder, one writer (issue 14: concurrent runs): while a process runs a run, another `sgieval` neither
+"""One run folder, one writer (concurrent runs): while a process runs a run, another `sgieval` neither
 repairs nor appends to its files; `sgieval runs` lists it as running; the lock ends with the process, SIGKILL
 included."""
 

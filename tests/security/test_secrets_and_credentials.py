@@ -1,4 +1,4 @@
-"""Issue 14 items 5 and 8: a refused key stops the run at the first reply, naming provider, model string and
+"""A refused key stops the run at the first reply, naming provider, model string and
 the variable to set; a key embedded in a URL never lands in a run folder, a log, a report or the terminal."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 item 2: run folders that come from someone else.
+"""Run folders that come from someone else.
 
 Each case builds a run folder as an attacker (or a careless colleague) could have
 shipped it, runs ``sgieval report`` / ``sgieval resume`` on it, and asserts that

@@ -1,4 +1,4 @@
-"""Issue 4 "Done when": the bubblewrap sandbox holds against hostile programs.
+"""The bubblewrap sandbox holds against hostile programs.
 
 Every hostile run uses its own uid (``uids=[UID]``) so that "no process left
 behind" is checked as "no live process of that uid" after the run, plus no

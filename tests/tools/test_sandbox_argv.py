@@ -1,4 +1,4 @@
-"""The bubblewrap sandbox's command line asserted whole (issue 15 item 3: the sandbox's command line decides what
+"""The bubblewrap sandbox's command line asserted whole (the sandbox's command line decides what
 model-written code can reach).  Namespaces, mounts, limits (prlimit values computed by hand from the limits),
 the uid drop and the environment: every element of ``argv`` is checked, in order."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 item 1: no host variable (an API key above all) reaches model-written code.
+"""No host variable (an API key above all) reaches model-written code.
 
 Planted bug: the sandbox stops clearing the host environment.  Each backend runs a program that lists its
 environment; the listing must be exactly the sandbox's own variables and the key must appear nowhere."""

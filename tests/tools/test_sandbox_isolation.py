@@ -1,4 +1,4 @@
-"""Issue 14 item 1: sandbox isolation across processes, a size-capped tmpfs work dir,
+"""Sandbox isolation across processes, a size-capped tmpfs work dir,
 escaped control characters, an interpreter living under /tmp, and "cannot start" as
 an infra_error (never a failed test)."""
 
@@ -195,7 +195,7 @@ def test_nul_and_terminal_escapes_are_escaped():
 
 
 def test_interpreter_under_tmp_is_visible_inside(tmp_path):
-    # a virtual environment under /tmp (tmp_path) used to be hidden by the sandbox's own fresh /tmp (exit 127)
+    # a virtual environment under /tmp (tmp_path) stays visible inside, above the sandbox's own fresh /tmp (else exit 127)
     assert str(tmp_path).startswith("/tmp/")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

@@ -228,7 +228,7 @@ def test_visit_webpage_html_to_text_over_mock_transport():
         visit_webpage("file:///etc/passwd")
 
 
-# ------------------------------------------------------------ issue 14 item 7: one limiter per process
+# ------------------------------------------------------------ One limiter per process
 def test_six_concurrent_searches_are_paced_by_one_process_limiter(monkeypatch, online):
     import threading
     import time as _time
