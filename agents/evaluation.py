@@ -119,9 +119,15 @@ def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float
 
 
 def metric_prompt_key(m: Metric) -> str:
-    """The prompt family of metric ``m``'s judge calls, ``sgieval:<scope>/<name>`` (its registry key: scope a
-    benchmark or ``*``), e.g. ``sgieval:*/rigor``: sent as OpenAI's ``prompt_cache_key``
-    (:class:`~sgieval.models.context.prompt_scope`)."""
+    """The prompt family of a metric's judge calls (:class:`~sgieval.models.context.prompt_scope`).
+
+    Args:
+        m: a built metric (a benchmark's :class:`~sgieval.metric_pool.registry.Scoped` one, or one for all).
+
+    Returns:
+        ``sgieval:<scope>/<name>`` from its registry key (scope a benchmark or ``*``), e.g. ``sgieval:*/rigor``;
+        OpenAI judges receive it as ``prompt_cache_key``.
+    """
     from ..metric_pool import key_of
 
     scope, name = key_of(m)

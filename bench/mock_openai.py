@@ -128,9 +128,17 @@ def word_count(text: str) -> int:
 
 
 def prefix_blocks(messages: list[dict[str, Any]], block: int) -> tuple[int, list[bytes]]:
-    """(words, digests): the number of content words of ``messages`` and the digest of every prefix of them that
-    ends on a whole block of ``block`` words (each message's role starts it, so "the same words in another
-    role" is another prefix)."""
+    """The cacheable prefixes of a request's messages.
+
+    Args:
+        messages: the request's ``messages`` (chat-completions dicts).
+        block: words per cache block (>= 1).
+
+    Returns:
+        ``(words, digests)``: the number of content words, and the sha1 digest of every prefix that ends on a
+        whole block of ``block`` words (each message's role is hashed at its start, so the same words in another
+        role are another prefix).
+    """
     h = hashlib.sha1()
     digests: list[bytes] = []
     n = 0

@@ -216,9 +216,19 @@ def rubric_prompt(rubric: Rubric, item: Item, response_text: str) -> tuple[str, 
 
 
 def tools_system(system: str, schema: type[BaseModel], tools: Sequence[str], budget: int) -> str:
-    """The system text of a judge that may call ``tools`` first: ``system``, the data notice, the tool note
-    (at most ``budget`` calls) and the JSON schema of the reply, all fixed before the first turn so every turn of
-    the conversation, the final structured reply included, starts with the same system message."""
+    """The system text of a judge that may call tools first.
+
+    Args:
+        system: the rubric's system text (:func:`rubric_system`).
+        schema: the reply's pydantic model (:func:`judgement_schema`).
+        tools: the tool names offered.
+        budget: tool calls allowed (>= 1).
+
+    Returns:
+        ``system``, the data notice, the tool note and the JSON schema of the reply: all fixed before the first
+        turn, so every turn of the conversation, the final structured reply included, starts with the same
+        system message.
+    """
     return (
         f"{system}\n\n{DATA_NOTICE}\n\n{TOOLS_NOTE.format(budget=budget, tools=', '.join(tools))}"
         f"\n\n{_schema_instruction(schema)}"
@@ -425,9 +435,16 @@ class RubricMetric(Metric):
         self.max_attempts = max_attempts
 
     def offered(self, ctx: ScoringContext | None = None) -> list[str]:
-        """The tools a judge of this rubric is offered: those its criteria need (``Criterion.needs``) among
-        ``tools`` and, with ``ctx``, among the run's tool pool (``ctx.tools``); [] for a rubric whose criteria
-        need none, judged in one call per response."""
+        """The tools a judge of this rubric is offered.
+
+        Args:
+            ctx: the scoring context; None: without looking at the run's tool pool.
+
+        Returns:
+            The tools its criteria need (``Criterion.needs``) that are among ``tools`` and, with ``ctx``, in the
+            run's tool pool (``ctx.tools``), in :data:`~sgieval.core.CRITERION_TOOLS` order; [] for a rubric
+            whose criteria need none, judged in one call per response.
+        """
         wanted = [t for t in self.rubric.tools_needed if t in self.tools]
         if ctx is None:
             return wanted

@@ -483,8 +483,15 @@ def _chat_class(model: NamedModel) -> str:
 
 
 def prompt_family(model: NamedModel) -> str | None:
-    """``"openai"`` or ``"anthropic"`` when ``model`` speaks that provider's API (by its chat model's class, else
-    its model string's provider), None otherwise."""
+    """Which provider's prompt-cache options ``model`` takes.
+
+    Args:
+        model: the model called (its chat model may be wrapped in a binding: tools, structured output).
+
+    Returns:
+        ``"openai"`` for ChatOpenAI, ChatOpenAIDirect and AzureChatOpenAI chat models, ``"anthropic"`` for
+        langchain-anthropic's chat models or an ``anthropic:`` model string, None otherwise.
+    """
     cls = _chat_class(model)
     if cls in OPENAI_CHAT_CLASSES:
         return "openai"
