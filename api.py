@@ -133,7 +133,15 @@ class RunRecords:
     """The human labels of ``labels.jsonl`` (every line, in file order; the latest per unit and labeller counts)."""
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
-        """The ok item-level Scores of ``metric`` (optionally of one target model)."""
+        """The ok item-level Scores of ``metric``.
+
+        Args:
+            metric: a metric name of the run.
+            model: one target model's name; None: every target model.
+
+        Returns:
+            The Scores, in record order.
+        """
         return [
             s
             for s in self.scores
@@ -141,14 +149,28 @@ class RunRecords:
         ]
 
     def totals(self, metric: str) -> dict[str, float]:
-        """Sum of ``metric`` over the selected items per target model (ok scores only)."""
+        """Sum of ``metric`` over the selected items, per target model (ok scores only).
+
+        Args:
+            metric: a metric name of the run.
+
+        Returns:
+            Target model -> total, on the metric's native scale.
+        """
         out: dict[str, float] = {}
         for s in self.values(metric):
             out[s.model] = out.get(s.model, 0.0) + float(s.value or 0.0)  # ok scores have a value
         return out
 
     def means(self, metric: str) -> dict[str, float]:
-        """Mean of ``metric`` per item per target model (ok scores only)."""
+        """Mean of ``metric`` per item, per target model (ok scores only).
+
+        Args:
+            metric: a metric name of the run.
+
+        Returns:
+            Target model -> mean, on the metric's native scale (``MetricSpec.range``).
+        """
         tot, n = self.totals(metric), dict[str, int]()
         for s in self.values(metric):
             n[s.model] = n.get(s.model, 0) + 1
@@ -157,13 +179,19 @@ class RunRecords:
     def to_pandas(self, records: Literal["scores", "responses", "items"] = "scores"):
         """The records as a ``pandas.DataFrame``, one row per record.
 
-        ``"scores"`` (default): every Score field (``item_id``, ``model``,
-        ``metric``, ``value`` on the metric's native scale, ``status``,
-        ``judge``, ``rationale``, ``error``, ...) plus the item's ``benchmark``,
-        ``task``, ``discipline``, ``direction`` and ``type`` (empty for
-        corpus-level scores, ``item_id == "*"``).  ``"responses"``: every
-        Response field plus the same item facets.  ``"items"``: every Item
-        field.  Raises InputError for another ``records`` value."""
+        Args:
+            records: ``"scores"`` (default): every Score field (``item_id``, ``model``, ``metric``, ``value`` on the
+                metric's native scale, ``status``, ``judge``, ``rationale``, ``error``, ...) plus the item's
+                ``benchmark``, ``task``, ``discipline``, ``direction`` and ``type`` (empty for corpus-level scores,
+                ``item_id == "*"``); ``"responses"``: every Response field plus the same item facets; ``"items"``:
+                every Item field.
+
+        Returns:
+            The table.
+
+        Raises:
+            InputError: for another ``records`` value.
+        """
         import pandas as pd
 
         facets = ("benchmark", "task", "discipline", "direction", "type")
@@ -422,12 +450,16 @@ def _run_sync(coro: Any) -> Any:
 def load_run(path: str | Path) -> RunRecords:
     """The records of a finished (or stopped) run folder, as :func:`evaluate` returns them.
 
-    ``path``: the run folder, or a file in it (its ``report.md`` or
-    ``config.json``).  ``items`` are the run's selected items, ``responses``
-    and ``scores`` every stored record; ``selection``, ``metric_plan`` and
-    ``state`` come from the run's last checkpoint (empty when it has none);
-    ``report`` is ``report.md`` when present.  Raises InputError when ``path``
-    holds no run (no ``config.json``) or its config is unreadable.
+    Args:
+        path: the run folder, or a file in it (its ``report.md`` or ``config.json``).
+
+    Returns:
+        The records: ``items`` are the run's selected items, ``responses`` and ``scores`` every stored record;
+        ``selection``, ``metric_plan`` and ``state`` come from the run's last checkpoint (empty when it has none);
+        ``report`` is ``report.md`` when present.
+
+    Raises:
+        InputError: when ``path`` holds no run (no ``config.json``) or its config is unreadable.
     """
     from .core import RunStore
 
@@ -746,12 +778,13 @@ async def ascore(
             a judge on a server of its own is ``openai-api:<service>/<model>`` with ``<SERVICE>_BASE_URL``
             set (README "Models and roles"); temperature 0-2 (None: the provider's default).
 
-    Returns one Score per response (in order) for the named metric (all specs
-    of a Metric object), then any corpus-level Scores (``item_id == "*"``).
-    Values are on the metric's native scale (``MetricSpec.range``).  Raises
-    InputError for an unknown metric, lengths that differ, or an item the
-    metric does not apply to.  :func:`score` is the synchronous form (the same
-    parameters).
+    Returns:
+        One Score per response (in order) for the named metric (all specs of a Metric object), then any
+        corpus-level Scores (``item_id == "*"``).  Values are on the metric's native scale
+        (``MetricSpec.range``).  :func:`score` is the synchronous form (the same parameters).
+
+    Raises:
+        InputError: an unknown metric, lengths that differ, or an item the metric does not apply to.
     """
     from .metric_pool import CORPUS, ScoringContext
 

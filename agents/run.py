@@ -263,8 +263,15 @@ def into_update(state: State, rt: RunContext) -> Update:
 
 
 def new_run_id(request: str) -> str:
-    """``YYYYmmdd-HHMMSS-<slug of the request>-<8 random hex digits>`` (the
-    suffix keeps two runs of one request started in the same second apart)."""
+    """A new run id.
+
+    Args:
+        request: the request (its slug names the run).
+
+    Returns:
+        ``YYYYmmdd-HHMMSS-<slug of the request>-<8 random hex digits>`` (the suffix keeps two runs of one request
+        started in the same second apart).
+    """
     slug = re.sub(r"[^a-z0-9]+", "-", (request or "all").lower()).strip("-")[:32].strip("-")
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
 
@@ -279,18 +286,29 @@ def make_runtime(
     run_dir: str | Path | None = None,
     **kw: Any,
 ) -> RunContext:
-    """Resolve the config's model strings (unless models are given) and load
-    the catalog (unless given).  Raises InputError for bad model strings or
-    missing data before anything is written.
+    """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded
+    (unless given).
 
-    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered
-    run) uses those items, not the benchmark files as they are now: the report
-    does not change when a source file is edited or moved, and the run needs
-    no source at all once its items are stored.
+    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered run) uses those items, not the
+    benchmark files as they are now: the report does not change when a source file is edited or moved, and the run
+    needs no source at all once its items are stored.
 
-    ``run_dir``: the run folder (default ``<out_dir>/<run_id>``); ``report``
-    and ``resume`` pass the folder they were given, so a renamed or symlinked
-    run folder is the one read and written."""
+    Args:
+        config: the run's options.
+        catalog: the items to select from (default: the benchmarks the config names).
+        targets: the models under test (default: resolved from ``config.models``).
+        judges: the judges (default: resolved from ``config.judges``).
+        agent: the agent model (default: resolved from ``config.agent_model``; None: offline agent paths).
+        run_dir: the run folder (default ``<out_dir>/<run_id>``); ``report`` and ``resume`` pass the folder they
+            were given, so a renamed or symlinked run folder is the one read and written.
+        kw: further :class:`RunContext` fields (``tools``, ``sandbox``, ``on_progress``, ``metric_options``, ...).
+
+    Returns:
+        The run context; nothing is written yet.
+
+    Raises:
+        InputError: bad model strings or missing data.
+    """
     run_dir = Path(run_dir) if run_dir is not None else Path(config.out_dir) / config.run_id
     existing = RunStore(run_dir) if (run_dir / "items.jsonl").is_file() else None  # no folder made for a new run
     stored = existing.read("items") if existing else []
@@ -581,10 +599,15 @@ def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[Me
 
 
 def check_request_models(rt: RunContext) -> None:
-    """Stop a new run whose request names a model with no stored responses
-    that is not one of its targets: InputError with the
-    stored models and the ``--models`` flag that runs it live
-    (:func:`sgieval.agents.request_models.check_named_models`)."""
+    """Stop a new run whose request names a model with no stored responses that is not one of its targets.
+
+    Args:
+        rt: the run context.
+
+    Raises:
+        InputError: naming the stored models and the ``--models`` flag that runs it live
+            (:func:`sgieval.agents.request_models.check_named_models`).
+    """
     from ..agents.request_models import check_named_models, model_mentions
 
     if not model_mentions(rt.config.request):

@@ -155,8 +155,15 @@ class Benchmark:
         return self.folder or self.name
 
     def holds(self, folder: Path) -> bool:
-        """Whether ``folder`` holds this benchmark's data: every marker file is
-        there, or (no markers) at least one ``.jsonl``/``.parquet``/``.json`` file."""
+        """Whether ``folder`` holds this benchmark's data.
+
+        Args:
+            folder: a candidate data folder.
+
+        Returns:
+            True when every marker file is there, or (no markers) at least one ``.jsonl``/``.parquet``/``.json``
+            file is.
+        """
         if not folder.is_dir():
             return False
         if self.markers:
@@ -164,5 +171,12 @@ class Benchmark:
         return any(p.suffix in (".jsonl", ".parquet", ".json") for p in folder.iterdir())
 
     def matches(self, item_benchmark: str) -> bool:
-        """Whether items whose ``Item.benchmark`` is ``item_benchmark`` are this benchmark's."""
+        """Whether items of ``item_benchmark`` are this benchmark's.
+
+        Args:
+            item_benchmark: an ``Item.benchmark`` value (``"sgi-bench"``, ``"jsonl:qa"``).
+
+        Returns:
+            True when this definition owns those items.
+        """
         return item_benchmark == self.name or (self.owns is not None and self.owns(item_benchmark))

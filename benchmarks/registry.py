@@ -49,12 +49,21 @@ def _ensure_builtins() -> None:
 
 
 def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
-    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents); returns it.
+    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents).
 
-    Registering the same definition again is a no-op.  Raises InputError when
-    the name is a built-in benchmark's, or another definition already has it
-    (pass ``replace=True`` to replace a user definition, e.g. a reloaded
-    YAML benchmark)."""
+    Registering the same definition again is a no-op.
+
+    Args:
+        defn: the definition.
+        replace: replace a user definition of the same name (e.g. a reloaded YAML benchmark).
+
+    Returns:
+        ``defn``.
+
+    Raises:
+        InputError: when the name is a built-in benchmark's, or another definition already has it and ``replace``
+            is False.
+    """
     if not isinstance(defn, Benchmark):
         raise InputError(
             f"register() takes a Benchmark, got {type(defn).__name__}",
@@ -96,7 +105,11 @@ def unregister(name: str) -> None:
 
 
 def definitions() -> list[Benchmark]:
-    """Every definition: the built-ins in :data:`BUILTIN_MODULES` order, then user ones in registration order."""
+    """Every benchmark definition.
+
+    Returns:
+        The built-ins in :data:`BUILTIN_MODULES` order, then user ones in registration order.
+    """
     _ensure_builtins()
     return [*_builtin.values(), *_user.values()]
 
@@ -113,7 +126,17 @@ def find(name: str) -> Benchmark | None:
 
 
 def get(name: str) -> Benchmark:
-    """:func:`find`, raising InputError (naming the known benchmarks) when nothing matches."""
+    """The definition named ``name`` (:func:`find`).
+
+    Args:
+        name: a benchmark name, or the benchmark of items (``jsonl:qa`` -> the JSONL benchmark).
+
+    Returns:
+        The definition.
+
+    Raises:
+        InputError: naming the known benchmarks when nothing matches.
+    """
     defn = find(name)
     if defn is None:
         raise InputError(

@@ -19,6 +19,11 @@ class SgievalError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
+        """The error as one line for a terminal or a log.
+
+        Returns:
+            ``"<what>: <message>. Fix: <fix>"`` with the parts the error has.
+        """
         parts = []
         if self.what:
             parts.append(f"{self.what}: ")

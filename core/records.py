@@ -188,10 +188,14 @@ class Response(_Repairable):
         return self.status == "ok"
 
     def split_reasoning(self) -> "Response":
-        """This response with its reasoning moved out of ``text`` (METRICS.md D.8):
-        ``text`` becomes the final text after the last ``</think>`` and the thinking
-        joins ``reasoning``; an ``ok`` response left with no final text becomes
-        ``empty`` (D.10).  Returns ``self`` when ``text`` has no think tag."""
+        """This response with its reasoning moved out of ``text`` (METRICS.md D.8).
+
+        ``text`` becomes the final text after the last ``</think>`` and the thinking joins ``reasoning``; an ``ok``
+        response left with no final text becomes ``empty`` (D.10).
+
+        Returns:
+            A new Response, or ``self`` when ``text`` has no think tag.
+        """
         if THINK_CLOSE not in self.text and THINK_OPEN not in self.text:
             return self
         think, final = split_reasoning(self.text)
@@ -504,7 +508,14 @@ class MetricSpec(_Record):
         return [] if v is None else v
 
     def measures(self, quality: str) -> bool:
-        """Whether this metric measures ``quality``."""
+        """Whether this metric measures ``quality``.
+
+        Args:
+            quality: a quality word of the vocabulary (``"rigor"``, ``"creativity"``).
+
+        Returns:
+            True when ``quality`` is one of the spec's declared qualities.
+        """
         return quality in self.qualities
 
     @property
@@ -608,8 +619,17 @@ class Rubric(MetricSpec):
         return self
 
     def aggregate(self, criterion_scores: dict[str, float]) -> float:
-        """Weighted mean of 0-10 criterion scores, times 10 -> 0-100.
-        Raises KeyError naming a missing criterion."""
+        """The rubric's score: the weighted mean of the 0-10 criterion scores, times 10.
+
+        Args:
+            criterion_scores: criterion name -> score on 0-10.
+
+        Returns:
+            The score on 0-100.
+
+        Raises:
+            KeyError: naming a criterion without a score.
+        """
         total_w = sum(self.weights[c.name] for c in self.criteria)
         s = 0.0
         for c in self.criteria:
@@ -667,9 +687,16 @@ class Rubric(MetricSpec):
         return self.model_copy(update={"criteria": criteria, "version": self.version + 1}, deep=True)
 
     def to_yaml(self, path: str | Path | None = None, *, root: str | Path | None = None) -> str:
-        """The rubric as YAML text; with ``path``, also written there whole or
-        not at all (:func:`~sgieval.core.files.atomic_write_text`), following no
-        link below the folder ``root`` (a run folder) when given."""
+        """The rubric as YAML text, optionally written to a file.
+
+        Args:
+            path: where to write it, whole or not at all (:func:`~sgieval.core.files.atomic_write_text`); None: not
+                written.
+            root: a folder (a run folder) below which no link is followed when writing.
+
+        Returns:
+            The YAML text.
+        """
         data = self.model_dump(mode="json")
         if not data.get("qualities"):
             data.pop("qualities", None)  # rubric files stay as they were when no quality is declared
@@ -683,7 +710,17 @@ class Rubric(MetricSpec):
 
     @classmethod
     def from_yaml(cls, source: str | Path) -> "Rubric":
-        """Load from a YAML file path or YAML text.  Raises InputError naming the file."""
+        """A rubric read from a YAML file or YAML text.
+
+        Args:
+            source: a path of a YAML file, or YAML text.
+
+        Returns:
+            The validated rubric.
+
+        Raises:
+            InputError: naming the file and the field when it is not a valid rubric.
+        """
         p = Path(source) if not (isinstance(source, str) and "\n" in source) else None
         where = str(p) if p else "<yaml text>"
         fix = "check the rubric YAML against `sgieval metric show rigor`"
@@ -898,7 +935,11 @@ class RunConfig(_Record):
         return v
 
     def price_table(self) -> dict[str, tuple[float, float]]:
-        """``prices`` as {model: (USD per 1M input tokens, USD per 1M output tokens)}, later values winning."""
+        """The run's ``--price`` values as a table, later values winning.
+
+        Returns:
+            {model: (USD per 1M input tokens, USD per 1M output tokens)}.
+        """
         return dict(parse_price(x) for x in self.prices)
 
     @field_validator("data_dir", "out_dir", "corpus", "into", mode="before")
@@ -942,12 +983,20 @@ class RunConfig(_Record):
 
     @classmethod
     def checked(cls, names: dict[str, str] | None = None, **fields: Any) -> "RunConfig":
-        """A validated RunConfig from ``fields``, the one validation path of the CLI
-        and the Python API.  Raises :class:`InputError` naming the option as the
-        caller spells it (``names``: field -> e.g. ``"--max-concurrency"``;
-        default the field name) with the reason and the fix, e.g.
-        ``max_concurrency: must be a positive integer (model calls in flight),
-        got 0. Fix: pass max_concurrency 1 or more (default 16)``."""
+        """A validated RunConfig: the one validation path of the CLI and the Python API.
+
+        Args:
+            names: field -> how the caller spells the option (e.g. ``"--max-concurrency"``); default the field name.
+            fields: the RunConfig fields.
+
+        Returns:
+            The config.
+
+        Raises:
+            InputError: naming the option as the caller spells it, with the reason and the fix, e.g.
+                ``max_concurrency: must be a positive integer (model calls in flight), got 0. Fix: pass
+                max_concurrency 1 or more (default 16)``.
+        """
         from pydantic import ValidationError
 
         try:

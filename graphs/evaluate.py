@@ -85,10 +85,19 @@ def after_confirm(state: EvalState) -> str:
 
 
 def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
-    """Compile the four-agent graph.  Each invocation brings its run context
-    (``graph.ainvoke(..., context=rt)``); ``rt`` is the one used when an
-    invocation brings none (state reads, LangGraph Studio).  Each node is an
-    agent step of :mod:`sgieval.agents.run`; the router is :func:`after_confirm`."""
+    """Compile the four-agent evaluation graph.
+
+    Each invocation brings its run context (``graph.ainvoke(..., context=rt)``).  Each node is an agent step of
+    :mod:`sgieval.agents.run`; the router is :func:`after_confirm`.
+
+    Args:
+        rt: the run context used when an invocation brings none (state reads, LangGraph Studio).
+        checkpointer: a LangGraph checkpointer (the run's SQLite saver, :func:`sgieval.graphs.open_saver`);
+            None: no checkpoints.
+
+    Returns:
+        The compiled graph (a LangGraph ``CompiledStateGraph`` over :class:`EvalState`).
+    """
 
     def ctx(runtime: Runtime[RunContext] | None) -> RunContext:
         c = getattr(runtime, "context", None)
@@ -153,11 +162,23 @@ def into_folder(config: RunConfig) -> Path:
 
 
 async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tuple[RunConfig, Path]:
-    """The merged config and the folder of an ``ask --into RUN`` invocation
-    (:func:`sgieval.agents.run.into_config`): the run's ``config.json`` and the targets its graph state names,
-    with this invocation's additions.  The run folder is read as data (its checkpoint with the allowlisted
-    serializer).  Raises InputError when ``config.into`` names no run, its files cannot be read, or the
-    additions are refused."""
+    """The merged config and the folder of an ``ask --into RUN`` invocation.
+
+    The run's ``config.json`` and the targets its graph state names, with this invocation's additions
+    (:func:`sgieval.agents.run.into_config`).  The run folder is read as data (its checkpoint with the
+    allowlisted serializer).
+
+    Args:
+        config: this invocation's config (``config.into`` names the run).
+        fields: the fields this invocation set.
+        side: who invoked it, for the option names in errors (``"cli"`` flags or ``"api"`` keywords).
+
+    Returns:
+        ``(merged config, run folder)``.
+
+    Raises:
+        InputError: ``config.into`` names no run, its files cannot be read, or the additions are refused.
+    """
     d = into_folder(config)
     base = RunStore(d).read_config()
     base.out_dir = str(d.parent)
@@ -173,16 +194,21 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
 async def execute(
     rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None
 ) -> dict[str, Any]:
-    """Run (or resume) the graph for ``rt`` to the end, inside the run's scope
-    (:func:`sgieval.agents.run.run_scope`: settings, call context, log sink and
-    ledger of this run only).
+    """Run (or resume) the graph for ``rt`` to the end, inside the run's scope.
 
-    ``confirm(payload) -> bool`` answers the metric confirmation interrupt
-    (None: the run stops at the interrupt and can be resumed).  Returns the
-    final state.  ``rt.invocation_kind == "into"`` (``ask --into``): the run's
-    graph goes back to its metric confirmation with the run's plan
-    (:func:`sgieval.agents.run.into_update`), so the evaluation adds what is
+    The scope is :func:`sgieval.agents.run.run_scope`: settings, call context, log sink and ledger of this run
+    only.  ``rt.invocation_kind == "into"`` (``ask --into``): the run's graph goes back to its metric
+    confirmation with the run's plan (:func:`sgieval.agents.run.into_update`), so the evaluation adds what is
     missing (done responses and scores are reused) and the report is rewritten.
+
+    Args:
+        rt: the run context (:func:`make_runtime`).
+        resume: continue the run from its last checkpoint instead of starting it.
+        confirm: ``confirm(payload) -> bool`` answers the metric confirmation interrupt; None: the run stops at
+            the interrupt and can be resumed.
+
+    Returns:
+        The final graph state (:class:`EvalState` keys).
     """
     with run_scope(rt, resume=resume or rt.invocation_kind == "into"):
         return await _drive(rt, confirm)

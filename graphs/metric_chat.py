@@ -62,11 +62,17 @@ def build_metric_chat(
     save_dir: str | Path | None = None,
     checkpointer: Any = None,
 ):
-    """Compile the chat graph.  ``agent``: LLM for proposal and revisions
-    (None: offline); ``name``: the metric's name (default: from the
-    proposal); ``save_dir``: folder for the YAML (default: the user rubric
-    folder, $SGIEVAL_RUBRIC_DIR); ``checkpointer``: default an in-memory saver
-    (interrupts need one)."""
+    """Compile the metric-definition chat graph behind ``sgieval metric define``.
+
+    Args:
+        agent: the LLM for the proposal and the revisions; None: the offline paths.
+        name: the metric's name (default: from the proposal).
+        save_dir: folder for the YAML (default: the user rubric folder, $SGIEVAL_RUBRIC_DIR).
+        checkpointer: a LangGraph checkpointer (default an in-memory saver: interrupts need one).
+
+    Returns:
+        The compiled graph (a LangGraph ``CompiledStateGraph``).
+    """
 
     def _hist(state: MetricChatState, *turns: tuple[str, str]) -> list[dict[str, str]]:
         return [*(state.get("history") or []), *({"role": r, "text": t} for r, t in turns)]
@@ -135,11 +141,25 @@ async def run_metric_chat(
     on_message: Callable[[dict[str, Any]], None] | None = None,
     max_turns: int = MAX_TURNS,
 ) -> MetricChatState:
-    """Drive the chat to the end: each interrupt payload goes to
-    ``answer(payload) -> user text`` (sync or async) and is resumed with
-    ``Command(resume=text)``.  ``description`` skips the first question.
-    Returns the final state (``status`` "done" with ``saved``, or
-    "cancelled").  Raises InputError after ``max_turns`` user turns."""
+    """Drive the chat to the end.
+
+    Each interrupt payload goes to ``answer(payload) -> user text`` and is resumed with ``Command(resume=text)``.
+
+    Args:
+        answer: the user's side (sync or async).
+        agent: the LLM for the proposal and the revisions; None: the offline paths.
+        name: the metric's name (default: from the proposal).
+        save_dir: folder for the YAML (default: the user rubric folder).
+        description: the metric's description; given, it skips the first question.
+        on_message: called with each message the chat shows.
+        max_turns: most user turns (>= 1).
+
+    Returns:
+        The final state: ``status`` "done" with ``saved`` (the YAML path), or "cancelled".
+
+    Raises:
+        InputError: after ``max_turns`` user turns.
+    """
     graph = build_metric_chat(agent=agent, name=name, save_dir=save_dir)
     config = {"configurable": {"thread_id": f"metric-define-{uuid.uuid4().hex[:8]}"}}
     result = await graph.ainvoke({"description": description or ""}, config)

@@ -38,16 +38,29 @@ class ScoringContext:
     options: dict[str, Any] = field(default_factory=dict)
 
     def judges_for(self, target_model: str) -> list[NamedModel]:
-        """Judges allowed to score ``target_model`` (judge hygiene)."""
+        """The judges allowed to score ``target_model`` (judge hygiene: no self-judging without the flag).
+
+        Args:
+            target_model: the name of the model under test.
+
+        Returns:
+            The judges, in panel order (empty when none may score it).
+        """
         if self.allow_self_judge:
             return list(self.judges)
         return [j for j in self.judges if not same_model(j.name, target_model)]
 
     def judge_problem(self, target_model: str, metric: str) -> tuple[str, str | None] | None:
-        """``(problem, fix)`` when judge metric ``metric`` cannot score
-        ``target_model``, else None: no judge configured (fix None: the problem
-        says "pass --judge"), or only the target itself without
-        ``--allow-self-judge``."""
+        """Why judge metric ``metric`` cannot score ``target_model``, if it cannot.
+
+        Args:
+            target_model: the name of the model under test.
+            metric: the judge metric's name.
+
+        Returns:
+            ``(problem, fix)``: no judge configured (fix None: the problem says "pass --judge"), or only the target
+            itself without ``--allow-self-judge``; None when a judge may score it.
+        """
         if self.judges_for(target_model):
             return None
         if not self.judges:
@@ -59,9 +72,16 @@ class ScoringContext:
         )
 
     def no_judge_reason(self, target_model: str, metric: str) -> str:
-        """:meth:`judge_problem` as one line, for a metric that found no judge
-        in :meth:`judges_for` (judge metrics report it as ``not_run``); when a
-        judge may score after all, a plain "no judge scored <metric>"."""
+        """:meth:`judge_problem` as one line, for a metric that found no judge in :meth:`judges_for`.
+
+        Args:
+            target_model: the name of the model under test.
+            metric: the judge metric's name.
+
+        Returns:
+            The reason judge metrics report as ``not_run``; when a judge may score after all, a plain
+            "no judge scored <metric>".
+        """
         p = self.judge_problem(target_model, metric)
         return f"no judge scored {metric}" if p is None else p[0] if p[1] is None else f"{p[0]}; {p[1]}"
 
@@ -88,13 +108,44 @@ class Metric:
         return list(self.specs) + list(self.corpus_specs)
 
     def applies(self, item: Item) -> bool:
+        """Whether this metric scores ``item``.
+
+        Args:
+            item: an item of the run.
+
+        Returns:
+            True when one of the metric's per-item specs lists the item's task (or ``"*"``).
+        """
         return any(item.task in s.tasks or "*" in s.tasks for s in self.specs)
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
+        """Score one response to ``item``.
+
+        Args:
+            item: the item answered.
+            response: the target model's response to it.
+            ctx: the run's scoring context (judges, options, tools).
+
+        Returns:
+            One Score per per-item spec, each on that spec's declared range (``MetricSpec.range``); a failure is a
+            Score with its status and reason, never a missing one.
+
+        Raises:
+            NotImplementedError: in this base class; every metric implements it.
+        """
         raise NotImplementedError
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """Corpus-level scores for one model; default none."""
+        """Corpus-level scores of one target model (``item_id == "*"``); none by default.
+
+        Args:
+            items: the run's items by id.
+            responses: the model's responses.
+            scores: the model's per-item scores already computed.
+
+        Returns:
+            One Score per corpus-level spec (empty here).
+        """
         return []
 
     # helpers ---------------------------------------------------------------
@@ -108,8 +159,19 @@ class Metric:
         judge: str = "objective",
         evidence: Sequence[Any] | None = None,
     ) -> list[Score]:
-        """One failed Score per spec with the same status and reason;
-        ``evidence``: typed records or dicts (core.as_evidence)."""
+        """One failed Score per spec, with the same status and reason.
+
+        Args:
+            item: the item.
+            response: the response that could not be scored.
+            status: the status of every Score (``judge_error``, ``infra_error``, ``not_run``, ...).
+            error: the reason, shown in the report.
+            judge: who tried to score (a judge model name, or ``objective``).
+            evidence: typed evidence records or dicts (:func:`sgieval.core.as_evidence`).
+
+        Returns:
+            The failed Scores (value None), one per per-item spec.
+        """
         return [
             Score(
                 item_id=item.id,
@@ -127,9 +189,19 @@ class Metric:
     def judges_or_failed(
         self, item: Item, response: Response, ctx: ScoringContext, metric: str
     ) -> tuple[list[NamedModel], list[Score] | None]:
-        """The judges that may score ``response`` (:meth:`ScoringContext.judges_for`), or the failed Scores to
-        return instead: the response's own status when it failed ("no response: <error>"), ``not_run`` with
-        :meth:`ScoringContext.no_judge_reason` (naming ``metric``) when no judge may score it."""
+        """The judges that may score ``response``, or the failed Scores to return instead.
+
+        Args:
+            item: the item.
+            response: the target model's response.
+            ctx: the run's scoring context.
+            metric: the metric's name, used in the ``not_run`` reason.
+
+        Returns:
+            ``(judges, None)`` with the judges allowed to score the response (:meth:`ScoringContext.judges_for`); or
+            ``([], scores)``: the response's own status when it failed ("no response: <error>"), or ``not_run`` with
+            :meth:`ScoringContext.no_judge_reason` when no judge may score it.
+        """
         if not response.ok:
             return [], self.failed(item, response, response.status, f"no response: {response.error}")
         judges = ctx.judges_for(response.model)

@@ -202,11 +202,22 @@ class Comparison:
         return [r.run_id for r in self.runs]
 
     def write(self, folder: str | Path) -> dict[str, Path]:
-        """Write compare.md, compare.json and the viewer page index.html in ``folder`` (:func:`write_comparison`)."""
+        """Write compare.md, compare.json and the viewer page index.html (:func:`write_comparison`).
+
+        Args:
+            folder: the destination folder (created when missing).
+
+        Returns:
+            The written paths by kind (``"markdown"``, ``"json"``, ``"page"``).
+        """
         return write_comparison(self, folder)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``compare.json``): every field; each change with its ``real`` and ``verdict``."""
+        """The JSON-ready form of the comparison (what ``compare.json`` holds).
+
+        Returns:
+            Every field; each change with its ``real`` and ``verdict``.
+        """
         d = asdict(self)
         for key in ("changes", "other_changes"):
             for c, obj in zip(d[key], getattr(self, key)):
@@ -215,9 +226,18 @@ class Comparison:
         return d
 
     def to_pandas(self, table: str = "changes") -> Any:
-        """One table as a ``pandas.DataFrame``: ``"changes"`` (default; the same model between runs, every shared
-        metric, with ``real``), ``"ranking"`` (the joint ranking) or ``"pairs"`` (its adjacent paired tests).
-        Raises ValueError for another ``table``."""
+        """One table of the comparison as a ``pandas.DataFrame``.
+
+        Args:
+            table: ``"changes"`` (default; the same model between runs, every shared metric, with ``real``),
+                ``"ranking"`` (the joint ranking) or ``"pairs"`` (its adjacent paired tests).
+
+        Returns:
+            The table, one row per change, ranked model or adjacent pair.
+
+        Raises:
+            ValueError: for another ``table``.
+        """
         import pandas as pd
 
         if table == "changes":
@@ -231,7 +251,11 @@ class Comparison:
 
     # ------------------------------------------------------------------ Markdown
     def to_markdown(self) -> str:
-        """The comparison report in Markdown (what ``compare.md`` holds)."""
+        """The comparison report in Markdown.
+
+        Returns:
+            The text ``compare.md`` holds.
+        """
         from .render import markdown_table
 
         ids = self.run_ids
@@ -304,11 +328,19 @@ class Comparison:
         return "\n".join(out) + "\n"
 
     def not_shared_sentences(self) -> list[str]:
-        """What is not shared, counted and named: items, models, metrics (one sentence each)."""
+        """What is not shared, counted and named.
+
+        Returns:
+            One sentence each for items, models and metrics.
+        """
         return [s for _, s in self.not_shared()]
 
     def not_shared(self) -> list[tuple[str, str]]:
-        """(kind, sentence) for items, models and metrics."""
+        """What the compared runs do not share.
+
+        Returns:
+            ``(kind, sentence)`` pairs for items, models and metrics, in that order.
+        """
 
         def named(xs: list[str], limit: int = 10) -> str:
             shown = ", ".join(xs[:limit])
