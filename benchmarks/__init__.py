@@ -35,12 +35,18 @@ __all__ = [
 def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[Item], str]:
     """Items of benchmark ``name`` and where they came from.
 
-    ``name``: a registered benchmark (its data folder is found with
-    :func:`find_benchmark_dir`), a path to a file whose suffix a definition
-    loads (``.jsonl``: the generic JSONL benchmark), or a path to a YAML
-    benchmark definition (registered, replacing an earlier one of its name,
-    then loaded).  Raises InputError for an unknown name or a missing file,
-    DataNotFoundError when a benchmark's data is not found.
+    Args:
+        name: a registered benchmark (its data folder is found with :func:`find_benchmark_dir`), a path to a file
+            whose suffix a definition loads (``.jsonl``: the generic JSONL benchmark), or a path to a YAML
+            benchmark definition (registered, replacing an earlier one of its name, then loaded).
+        data_dir: the data folder to look in first.
+
+    Returns:
+        ``(items, source)``: the items and the folder or file they were read from.
+
+    Raises:
+        InputError: an unknown name or a missing file.
+        DataNotFoundError: the benchmark's data is not found.
     """
     p = Path(name).expanduser()
     if p.suffix.lower() in (".yaml", ".yml"):

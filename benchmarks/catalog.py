@@ -38,17 +38,39 @@ class Catalog:
             raise InputError(f"duplicate item ids {dup}", what="catalog", fix="give every item a unique id")
 
     def counts(self, facet: str, items: Iterable[Item] | None = None) -> Counter:
-        """Counter of ``facet`` values over ``items`` (default: all)."""
+        """How many items have each value of ``facet``.
+
+        Args:
+            facet: a facet name (:data:`FACETS`: ``benchmark``, ``task``, ``discipline``, ``direction``, ``type``).
+            items: the items counted (default: the whole catalog).
+
+        Returns:
+            A Counter: facet value -> number of items.
+        """
         if facet not in FACETS:
             raise InputError(f"unknown facet {facet!r}", what="catalog", fix=f"use one of {FACETS}")
         return Counter(getattr(i, facet) for i in (self.items if items is None else items))
 
     def values(self, facet: str) -> list[str]:
+        """The values ``facet`` takes in the catalog.
+
+        Args:
+            facet: a facet name (:data:`FACETS`).
+
+        Returns:
+            The distinct non-empty values, sorted.
+        """
         return sorted(v for v in self.counts(facet) if v)
 
     def filter(self, filters: dict[str, list[str]] | None = None) -> list[Item]:
-        """Items whose facet values are in each filter's list (case-insensitive);
-        an empty or missing filter keeps everything.  Order is catalog order."""
+        """The items whose facet values are in each filter's list (case-insensitive).
+
+        Args:
+            filters: facet -> accepted values; an empty or missing filter keeps everything.
+
+        Returns:
+            The matching items, in catalog order.
+        """
         filters = {k: v for k, v in (filters or {}).items() if v}
         for k in filters:
             if k not in FACETS:
@@ -57,8 +79,16 @@ class Catalog:
         return [i for i in self.items if all(getattr(i, k).lower() in v for k, v in wanted.items())]
 
     def search(self, text: str, items: Iterable[Item] | None = None, limit: int = 20) -> list[Item]:
-        """Items whose prompt contains every word of ``text`` (case-insensitive),
-        best (most word hits in the prompt) first."""
+        """The items whose prompt contains every word of ``text`` (case-insensitive).
+
+        Args:
+            text: the words looked for.
+            items: the items searched (default: the whole catalog).
+            limit: most items returned (>= 0).
+
+        Returns:
+            The matching items, most word hits in the prompt first.
+        """
         words = [w for w in re.findall(r"\w+", text.lower()) if len(w) > 2]
         scored = []
         for i in self.items if items is None else items:
@@ -69,9 +99,18 @@ class Catalog:
         return [i for _, _, i in sorted(scored)[:limit]]
 
     def sample(self, items: list[Item], k: int | None, seed: int = 0) -> list[Item]:
-        """``k`` items stratified by (discipline, task) with ``seed``; all when
-        k is None or >= len(items).  Deterministic for a seed; proportional
-        allocation (largest remainder), at least one per stratum while k allows."""
+        """``k`` items stratified by (discipline, task), deterministic for a seed.
+
+        Proportional allocation (largest remainder), at least one per stratum while ``k`` allows.
+
+        Args:
+            items: the items sampled from.
+            k: how many (>= 0); None: all.
+            seed: the random seed.
+
+        Returns:
+            The sample; all of ``items`` when ``k`` is None or >= ``len(items)``.
+        """
         if k is None or k >= len(items):
             return list(items)
         strata: dict[tuple[str, str], list[Item]] = {}
@@ -93,12 +132,19 @@ class Catalog:
 
 
 def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | None = None) -> Catalog:
-    """Load the named benchmarks (default: every registered benchmark whose data is
-    in a data root and found there, in registry order).
+    """Load the named benchmarks into one catalog.
 
-    A name may also be a path to a JSONL file or a YAML benchmark definition
-    (a user benchmark).  Raises DataNotFoundError when a benchmark that was
-    asked for by name has no data.
+    Args:
+        benchmarks: benchmark names, or paths to a JSONL file or a YAML benchmark definition (a user benchmark);
+            None: every registered benchmark whose data is found in a data root, in registry order.
+        data_dir: the data folder to look in first (``--data-dir``; default the lookup order of
+            :func:`~sgieval.benchmarks.data_roots`).
+
+    Returns:
+        The catalog: its items, where each benchmark's came from, and the files it could not read.
+
+    Raises:
+        DataNotFoundError: a benchmark asked for by name has no data.
     """
     from . import load_benchmark, registry
 
@@ -165,12 +211,17 @@ def _folders() -> str:
 def stored_responses(
     catalog: Catalog, data_dir: str | Path | None = None
 ) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
-    """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a model call).
+    """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a call).
 
-    Returns (``{benchmark: {stored model name: items of catalog it answers}}``,
-    ``{file: why it could not be read}``).  Today only SciAidanBench ships
-    stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay
-    JSONL files of other benchmarks are given with ``--models replay:<file>``.
+    Only SciAidanBench ships stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay JSONL
+    files of other benchmarks are given with ``--models replay:<file>``.
+
+    Args:
+        catalog: the catalog whose items are counted.
+        data_dir: the data folder to look in first.
+
+    Returns:
+        ``({benchmark: {stored model name: items of catalog it answers}}, {file: why it could not be read})``.
     """
     from .data import find_benchmark_dir
     from .sciaidanbench import BENCHMARK, list_response_files, load_stored_answers

@@ -39,9 +39,15 @@ def pullable(benchmark: str) -> bool:
 
 
 def how_to_get(benchmark: str) -> str:
-    """The fix that gets ``benchmark``'s data, naming only commands that work:
-    ``sgieval data pull <b>`` for a benchmark whose definition has a public
-    source (``Benchmark.pull``), else where to put the files (``--data-dir``)."""
+    """The fix that gets ``benchmark``'s data, naming only commands that work.
+
+    Args:
+        benchmark: a registered benchmark name.
+
+    Returns:
+        ``sgieval data pull <b>`` for a benchmark whose definition has a public source (``Benchmark.pull``), else
+        where to put the files (``--data-dir``).
+    """
     defn = _registered(benchmark)
     sub = getattr(defn, "data_folder", None) or benchmark
     if defn is not None and defn.pull is not None:
@@ -81,8 +87,14 @@ def default_roots() -> list[Path]:
 
 
 def data_roots(data_dir: str | Path | None = None) -> list[Path]:
-    """The roots looked in, in order, without duplicates (existing or not): only
-    the named folder (:func:`named_root`) when there is one, else :func:`default_roots`."""
+    """The data roots looked in, in order, without duplicates (existing or not).
+
+    Args:
+        data_dir: a named data folder (``--data-dir`` or ``$SGIEVAL_DATA``); None: none named.
+
+    Returns:
+        Only the named folder (:func:`named_root`) when there is one, else :func:`default_roots`.
+    """
     named = named_root(data_dir)
     cands = [named[0]] if named is not None else default_roots()
     out: list[Path] = []
@@ -226,12 +238,20 @@ def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) ->
 
 
 def pull(benchmark: str, dest_root: Path | None = None) -> Path:
-    """Download ``benchmark``'s public data into ``<dest_root>/<its folder>``
-    (default root: the user cache) with its definition's ``pull``
-    (``Benchmark.pull``; e.g. SciAidanBench from github at aaa03c4, SGI-Bench
-    from the HuggingFace hub).  Returns the folder.  Raises OfflineError when
-    the benchmark has no public download, or (within a few seconds) when the
-    source is unreachable, saying where to put the files.
+    """Download ``benchmark``'s public data with its definition's ``pull`` (``Benchmark.pull``).
+
+    E.g. SciAidanBench from GitHub at aaa03c4, SGI-Bench from the HuggingFace hub.
+
+    Args:
+        benchmark: a registered benchmark name.
+        dest_root: where its folder goes (default: the user cache).
+
+    Returns:
+        The folder ``<dest_root>/<its data folder>``.
+
+    Raises:
+        OfflineError: the benchmark has no public download, or (within a few seconds) the source is unreachable;
+            the message says where to put the files.
     """
     from .registry import find
 

@@ -123,12 +123,20 @@ class StoredAnswers:
 
 
 def load_stored_answers(path: Path) -> list[StoredAnswers]:
-    """Parse ``responses/<model>.json`` (layout ``domains -> domain ->
-    (subdomain ->)? models -> model -> temperature -> question -> [records]``).
+    """Parse ``responses/<model>.json`` (METRICS.md B.7).
 
-    Returns one StoredAnswers per model found in the file.  Raises InputError
-    naming the file and the JSON path of the first malformed part (bad JSON,
-    wrong nesting, a record lacking ``answer_num``/``answer``).
+    The layout is ``domains -> domain -> (subdomain ->)? models -> model -> temperature -> question ->
+    [records]``.
+
+    Args:
+        path: the file.
+
+    Returns:
+        One StoredAnswers per model found in the file.
+
+    Raises:
+        InputError: naming the file and the JSON path of the first malformed part (bad JSON, wrong nesting, a
+            record lacking ``answer_num``/``answer``).
     """
     fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout in the README's \"Data\" section"
     try:
@@ -214,8 +222,16 @@ def _pseudo_file(path: Path) -> bool:
 
 
 def list_response_files(folder: Path) -> list[Path]:
-    """The stored per-model response files of a SciAidanBench folder (``responses/*.json``), sorted; an
-    ensemble's or router's file is not one model's and is left out (:func:`skipped_files` names it)."""
+    """The stored per-model response files of a SciAidanBench folder (``responses/*.json``).
+
+    An ensemble's or router's file is not one model's and is left out (:func:`skipped_files` names it).
+
+    Args:
+        folder: the SciAidanBench data folder.
+
+    Returns:
+        The files, sorted by name.
+    """
     return sorted(p for p in (folder / "responses").glob("*.json") if not _pseudo_file(p))
 
 
