@@ -53,8 +53,15 @@ def _check(executor: str) -> None:
 
 
 def shard(units: Sequence[U], n: int) -> list[list[U]]:
-    """Split ``units`` into at most ``n`` contiguous shards of near-equal size
-    (sizes differ by at most 1; empty shards dropped; order kept)."""
+    """Split ``units`` into at most ``n`` contiguous shards of near-equal size.
+
+    Args:
+        units: the units.
+        n: most shards (>= 1).
+
+    Returns:
+        The shards (sizes differ by at most 1; empty shards dropped; order kept).
+    """
     n = max(1, min(int(n), len(units)))
     q, r = divmod(len(units), n)
     out, start = [], 0
@@ -68,10 +75,21 @@ def shard(units: Sequence[U], n: int) -> list[list[U]]:
 
 # ------------------------------------------------------------------ Ray plumbing
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
-    """Import and initialise Ray (once): a cluster at ``address`` (or ``$RAY_ADDRESS``), connected with
-    :data:`CONNECT_RETRY`, else a local instance with ``num_cpus`` CPUs.  Raises InputError when the ``[ray]``
-    extra is not installed, OfflineError (naming the address and the server's last message line) when the
-    cluster cannot be reached after the retries."""
+    """Import and initialise Ray (once).
+
+    Args:
+        address: a cluster address (default ``$RAY_ADDRESS``), connected with :data:`CONNECT_RETRY`; none: a
+            local instance.
+        num_cpus: CPUs of a local instance (default: all).
+
+    Returns:
+        The ``ray`` module.
+
+    Raises:
+        InputError: the ``[ray]`` extra is not installed.
+        OfflineError: naming the address and the server's last message line, when the cluster cannot be reached
+            after the retries.
+    """
     try:
         import ray
     except ImportError as e:
@@ -133,7 +151,14 @@ def _restore_chat(packed: Any) -> Any:
 
 
 def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
-    """NamedModels as picklable dicts (see :func:`unpack_models`)."""
+    """NamedModels as picklable dicts, for Ray tasks (:func:`unpack_models` reverses it).
+
+    Args:
+        models: resolved models.
+
+    Returns:
+        One dict per model.
+    """
     out = []
     for m in models:
         d = {k: getattr(m, k) for k in ("name", "role", "replay", "provider", "smoke_test", "params")}
@@ -143,6 +168,14 @@ def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
 
 
 def unpack_models(packed: Sequence[dict[str, Any]]) -> list[NamedModel]:
+    """The NamedModels :func:`pack_models` packed, their chat models rebuilt in this process.
+
+    Args:
+        packed: the dicts.
+
+    Returns:
+        One NamedModel per dict, in order.
+    """
     return [NamedModel(**{**d, "chat": _restore_chat(d["chat"])}) for d in packed]
 
 
@@ -171,15 +204,26 @@ async def run_units(
     address: str | None = None,
     num_cpus: int | None = None,
 ) -> list[R]:
-    """Run ``fn`` over ``units`` and return the concatenated results.
+    """Run ``fn`` over ``units`` and concatenate the results.
 
-    ``fn(shard) -> list[result]`` is an async function (for ``ray`` it must be
-    picklable with cloudpickle: a module-level function or a closure over
-    picklable values).  ``local``: one call ``fn(units)`` in this event loop.
-    ``ray``: ``units`` split into ``num_shards`` shards (default: the Ray
-    cluster's CPU count), one Ray task each; ``on_shard(results)`` is called in
-    this process as each shard finishes (completion order); the return value
-    keeps shard order.  Raises InputError for an unknown executor or missing Ray.
+    ``local``: one call ``fn(units)`` in this event loop.  ``ray``: ``units`` split into ``num_shards`` shards,
+    one Ray task each.
+
+    Args:
+        units: the work units.
+        fn: ``fn(shard) -> list[result]``, async (for ``ray`` picklable with cloudpickle: a module-level function
+            or a closure over picklable values).
+        executor: ``"local"`` or ``"ray"``.
+        num_shards: Ray shards (default: the cluster's CPU count).
+        on_shard: called in this process with each shard's results as it finishes (completion order).
+        address: the Ray cluster address.
+        num_cpus: CPUs of a local Ray instance.
+
+    Returns:
+        The results, in shard order.
+
+    Raises:
+        InputError: an unknown executor or missing Ray.
     """
     _check(executor)
     units = list(units)
@@ -284,15 +328,31 @@ async def evaluate_with_executor(
 ) -> Any:
     """Evaluate ``items`` x ``targets`` into ``store`` with ``executor``.
 
-    ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.
-    ``ray``: the items still missing a Response or a Score are sharded across
-    Ray tasks (see module doc); each shard's records are appended to ``store``
-    as the shard finishes and its ledger records merged into the active
-    :class:`~sgieval.models.accounting.Ledger`; then ``run_evaluation`` runs
-    locally, finds every unit done, and adds the corpus-level scores (unless ``corpus`` is False).
-    Returns run_evaluation's progress object, with the shards' records
-    counted as new (as the local executor counts its own).  Raises InputError for an
-    unknown executor or a model that cannot be shipped.
+    ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.  ``ray``: the items still missing a
+    Response or a Score are sharded across Ray tasks (see module doc); each shard's records are appended to
+    ``store`` as the shard finishes and its ledger records merged into the active
+    :class:`~sgieval.models.accounting.Ledger`; then ``run_evaluation`` runs locally, finds every unit done, and
+    adds the corpus-level scores.
+
+    Args:
+        store: the run folder.
+        items: the selected items.
+        targets: the models under test.
+        metrics: the metrics of the plan.
+        ctx: the scoring context (judges, options).
+        executor: ``"local"`` or ``"ray"``.
+        max_parallel: most (item, target model) units in flight (>= 1).
+        on_progress: ``on_progress(done, total)`` as units finish.
+        num_shards: Ray shards (default: the cluster's CPU count).
+        address: the Ray cluster address.
+        num_cpus: CPUs of a local Ray instance.
+        corpus: compute the corpus-level scores at the end.
+
+    Returns:
+        ``run_evaluation``'s progress object, with the shards' records counted as new.
+
+    Raises:
+        InputError: an unknown executor or a model that cannot be shipped.
     """
     from .evaluation import run_evaluation
 

@@ -1190,17 +1190,36 @@ async def build_report(
     embedding_model: str = "minilm",
     settled: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``run_dir/report.md`` (and ``figures/ranking.png``, one
-    ``figures/criteria_<rubric>.png`` heatmap per rubric metric with criterion
-    scores); returns its path.
+    """Write ``run_dir/report.md`` with its figures (``figures/ranking.png``, one ``figures/criteria_<rubric>.png``
+    heatmap per rubric metric with criterion scores).
 
-    The ranking metric is ``primary`` (else the first of ``specs``).
-    ``judges``: judge model names (for the self-judging limitation; default
-    none); ``allow_self_judge``: whether ``--allow-self-judge`` was set;
-    ``focus``: the one model the request asks about (absolute answer);
-    ``stand_in``: why the ranking metric stands in for the asked quality.
-    ``settled``: the stop record of an ``--until-settled`` run (:func:`sgieval.agents.settle.evaluate_until_settled`).
     The Answer ends with :func:`answer_facts` (also after an agent's narrative).
+
+    Args:
+        run_dir: the run folder.
+        header: the run header (:func:`sgieval.agents.run_report.report_run` builds it).
+        items: the selected items.
+        responses: the target models' responses.
+        scores: every score of those responses, corpus-level ones included.
+        specs: the specs of the applied metrics.
+        primary: the ranking metric (else the first of ``specs``).
+        models: the target model names, in the run's order.
+        custom: names of the custom rubric metrics.
+        agent: the agent model that writes the narrative; None: the offline Answer.
+        n_resamples: bootstrap resamples of each confidence interval (>= 1).
+        seed: the bootstrap and permutation seed.
+        warnings: sentences the report states at its top.
+        usage: the "Cost and usage" data (:func:`sgieval.agents.run_report.usage_summary`).
+        judges: judge model names (for the self-judging limitation; default none).
+        allow_self_judge: whether ``--allow-self-judge`` was set.
+        focus: the one model the request asks about (absolute answer).
+        stand_in: why the ranking metric stands in for the asked quality.
+        recheck: whether stored judgements were re-decided (``--recheck``).
+        embedding_model: the embedder of novelty metrics, named in the report.
+        settled: the stop record of an ``--until-settled`` run (:func:`sgieval.agents.settle.evaluate_until_settled`).
+
+    Returns:
+        The path of ``report.md``.
     """
     from . import where  # noqa: F401 - registers the "Who wins where" section
     from . import settle  # noqa: F401 - registers the "Stopped when settled" section

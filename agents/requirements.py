@@ -44,7 +44,11 @@ class MetricNeeds(BaseModel):
     judge is that target itself)."""
 
     def line(self) -> str:
-        """``rigor (rubric, ranking): needs judge, 25 items -- NOT available: no judge given. Fix: ...``."""
+        """The confirmation's line for this metric.
+
+        Returns:
+            E.g. ``rigor (rubric, ranking): needs judge, 25 items -- NOT available: no judge given. Fix: ...``.
+        """
         tags = [self.kind] + (["custom"] if self.custom else []) + (["ranking"] if self.primary else [])
         text = f"{self.metric} ({', '.join(tags)}): needs {', '.join(self.needs) or 'nothing'}"
         if self.available:

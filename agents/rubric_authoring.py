@@ -311,13 +311,23 @@ criterion, anchor and weight as it is. Reply with the whole revised rubric."""
 async def propose_rubric(
     description: str, *, agent: NamedModel | None = None, name: str | None = None
 ) -> tuple[Rubric, str]:
-    """First rubric for a metric described in plain language -> (rubric, message to the user).
+    """The first rubric for a metric described in plain language.
 
-    Offline (``agent`` None): the library rubric best matching the
-    description by meaning (:func:`best_library_match`), renamed to ``name``
-    when given; else :func:`generic_rubric`.  With ``agent``: structured
-    output :class:`Rubric`; a failed reply falls back to the offline path
-    and the message says so.  Raises InputError on an empty description."""
+    Offline (``agent`` None): the library rubric best matching the description by meaning
+    (:func:`best_library_match`), renamed to ``name`` when given; else :func:`generic_rubric`.  With ``agent``:
+    structured output :class:`Rubric`; a failed reply falls back to the offline path and the message says so.
+
+    Args:
+        description: what the metric should measure.
+        agent: the LLM that drafts it; None: offline.
+        name: the metric's name.
+
+    Returns:
+        ``(rubric, message to the user)``.
+
+    Raises:
+        InputError: an empty description.
+    """
     from ..metric_pool import slug
 
     if not (description or "").strip():
@@ -577,10 +587,20 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
 
 
 async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | None = None) -> tuple[Rubric, str]:
-    """Revise ``rubric`` as ``request`` asks -> (rubric, message).  Offline:
-    :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the
-    request go to the model, which returns the whole revised :class:`Rubric`
-    (structured output); a failed reply falls back to the offline path."""
+    """Revise ``rubric`` as ``request`` asks.
+
+    Offline: :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the request go to the model,
+    which returns the whole revised :class:`Rubric` (structured output); a failed reply falls back to the offline
+    path.
+
+    Args:
+        rubric: the current rubric.
+        request: the change asked for, in plain language.
+        agent: the LLM that revises it; None: offline.
+
+    Returns:
+        ``(revised rubric, message to the user)``.
+    """
     if agent is None:
         return revise_offline(rubric, request)
     msg = f"Current rubric (YAML):\n{rubric.to_yaml()}\nRequested change: {request}"
@@ -595,12 +615,20 @@ async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | Non
 def save_defined_rubric(
     rubric: Rubric, *, name: str | None = None, folder: str | Path | None = None
 ) -> tuple[Path, str]:
-    """Save the rubric ``sgieval metric define`` agreed on -> (path of ``<name>.yaml``, note for the user).
+    """Save the rubric ``sgieval metric define`` agreed on.
 
-    The YAML goes to ``folder`` (default: the user rubric folder, $SGIEVAL_RUBRIC_DIR).  A rubric that edits a
-    starter rubric (same name, other content) is saved as ``<name>_custom`` when the user gave no ``name``
-    (under the starter's name it would shadow the starter in every later run); with ``name`` it replaces the
-    starter, and the note says so.  The note is "" otherwise."""
+    A rubric that edits a starter rubric (same name, other content) is saved as ``<name>_custom`` when the user
+    gave no ``name`` (under the starter's name it would shadow the starter in every later run); with ``name`` it
+    replaces the starter, and the note says so.
+
+    Args:
+        rubric: the rubric.
+        name: the name the user gave (``--name``).
+        folder: where the YAML goes (default: the user rubric folder, $SGIEVAL_RUBRIC_DIR).
+
+    Returns:
+        ``(path of <name>.yaml, note for the user)``; the note is "" unless a starter was involved.
+    """
     from ..metric_pool import STARTER_DIR, save_rubric, slug
 
     note = ""

@@ -240,9 +240,15 @@ def into_config(
 
 
 def into_update(state: State, rt: RunContext) -> Update:
-    """The state an ``--into`` invocation continues the run from (before its metric confirmation): the run's
-    metric plan, with the ranking metric ``rt.config.metric`` when it is not the plan's (a rubric it names
-    is saved in the run's ``rubrics/``).
+    """The state an ``--into`` invocation continues the run from (before its metric confirmation).
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        rt: the run context.
+
+    Returns:
+        The run's metric plan, with the ranking metric ``rt.config.metric`` when it is not the plan's (a rubric it
+        names is saved in the run's ``rubrics/``).
 
     Raises:
         InputError: the run has not chosen its items and metrics yet (resume it first).
@@ -369,10 +375,17 @@ def make_runtime(
 
 
 def unique_models(models: list[NamedModel]) -> list[NamedModel]:
-    """``models`` without repeats of a name (``replay:phi4`` and ``replay:phi4:latest``
-    resolve to one model): the first of each name is kept, in order.  Raises
-    InputError when two different replay files give one name (a/ans.jsonl and
-    b/ans.jsonl): one of them would be lost."""
+    """``models`` without repeats of a name (``replay:phi4`` and ``replay:phi4:latest`` resolve to one model).
+
+    Args:
+        models: resolved models.
+
+    Returns:
+        The first of each name, in order.
+
+    Raises:
+        InputError: two different replay files give one name (a/ans.jsonl and b/ans.jsonl): one would be lost.
+    """
     seen: dict[str, NamedModel] = {}
     for m in models:
         first = seen.get(m.name)
@@ -391,13 +404,21 @@ def unique_models(models: list[NamedModel]) -> list[NamedModel]:
 
 
 def models_named_in(request: str, models: list[str]) -> list[str]:
-    """The stored models the request names, in ``models`` order: a model
-    matches when its name (``openai/4o``) or its bare name (``4o``,
-    ``llama3.3`` for ``llama3.3:latest``) appears in the request as a word of
-    its own (case-insensitive; no letter, digit or dot may touch it, save a
-    sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not
-    match "phi45"), or its family name: the leading letters of the bare name
-    when there are at least 4 ("llama" names ``llama3.3:latest``)."""
+    """The stored models the request names.
+
+    A model matches when its name (``openai/4o``) or its bare name (``4o``, ``llama3.3`` for
+    ``llama3.3:latest``) appears in the request as a word of its own (case-insensitive; no letter, digit or dot
+    may touch it, save a sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not match
+    "phi45"), or its family name: the leading letters of the bare name when there are at least 4 ("llama" names
+    ``llama3.3:latest``).
+
+    Args:
+        request: the request.
+        models: stored model names.
+
+    Returns:
+        The named ones, in ``models`` order.
+    """
     text = (request or "").lower()
     out = []
     for m in models:
@@ -573,8 +594,17 @@ def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], target
 
 
 def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
-    """What each metric of ``plan`` needs and whether this run has it (the
-    confirmation's list, :func:`sgieval.agents.requirements.metric_needs`)."""
+    """What each metric of ``plan`` needs and whether this run has it (the confirmation's list,
+    :func:`sgieval.agents.requirements.metric_needs`).
+
+    Args:
+        rt: the run context.
+        item_ids: the selected items.
+        plan: the metric plan.
+
+    Returns:
+        One MetricNeeds per metric of the plan.
+    """
     items = _items(rt, item_ids)
     _attach_tools(rt, items)
     metrics = _metrics(rt, items, plan)
@@ -639,11 +669,22 @@ def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
 async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], Any] | None = None) -> Update:
     """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once).
 
-    A request the offline path does not understand raises :class:`~sgieval.agents.questioning.UnclearRequest`
-    (exit code 2; ``--all`` ranks every item anyway).  When its words are only misspelt and the run is not
-    ``--yes``, ``ask(payload)`` (the graph's interrupt) puts the question first: payload ``kind``
-    ``"did_you_mean"``, ``question`` and the corrected ``request``; a true answer runs the corrected request
-    (kept as ``selection["request"]``), any other raises the error."""
+    When the request's words are only misspelt and the run is not ``--yes``, ``ask(payload)`` puts the question
+    first: payload ``kind`` ``"did_you_mean"``, ``question`` and the corrected ``request``; a true answer runs the
+    corrected request (kept as ``selection["request"]``), any other raises the error.
+
+    Args:
+        state: the evaluation graph's state.
+        rt: the run context.
+        ask: the graph's interrupt (None: no question can be asked).
+
+    Returns:
+        The state update: ``selection`` (the selection plan, with ``item_ids``).
+
+    Raises:
+        UnclearRequest: a request the offline path does not understand (exit code 2; ``--all`` ranks every item
+            anyway).
+    """
     metrics, models = request_terms(rt)
     request = rt.config.request
     rank_all = rt.config.rank_all
@@ -705,8 +746,19 @@ def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:
-    """Customisation agent: choose the metrics (predefined, added registered ones, custom rubrics saved under ``rubrics/``).
-    Raises InputError when no metric applies to the selected items."""
+    """Customisation agent: choose the metrics (predefined, added registered ones, custom rubrics saved under
+    ``rubrics/``).
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        rt: the run context.
+
+    Returns:
+        The state update: ``metric_plan`` (a :class:`~sgieval.agents.customisation.MetricPlan` dump).
+
+    Raises:
+        InputError: no metric applies to the selected items.
+    """
     items = _items(rt, state["selection"]["item_ids"])
     _attach_tools(rt, items)
     plan, _metrics_, trace = await run_customisation(
@@ -732,11 +784,22 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
 
 
 def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
-    """The metric confirmation.  With ``--yes`` (``rt.config.yes``) the pre-checks run instead of a question
-    and None is returned (confirmed): a live open-creativity target without a judge that may score it, a
-    plan in which no metric can run, or a ranking metric that needs a judge the run lacks, raises InputError
-    before any call.  Otherwise the question's payload
-    (``question``, ``predefined``, ``custom``, ``primary``, ``notes``, ``needs``) for the graph's interrupt."""
+    """The metric confirmation.
+
+    With ``--yes`` (``rt.config.yes``) the pre-checks run instead of a question.
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        rt: the run context.
+
+    Returns:
+        None with ``--yes`` (confirmed); otherwise the question's payload (``question``, ``predefined``,
+        ``custom``, ``primary``, ``notes``, ``needs``) for the graph's interrupt.
+
+    Raises:
+        InputError: with ``--yes``, before any call: a live open-creativity target without a judge that may score
+            it, a plan in which no metric can run, or a ranking metric that needs a judge the run lacks.
+    """
     plan = MetricPlan.model_validate(state["metric_plan"])
     needs = plan_needs(rt, state["selection"]["item_ids"], plan)
     if rt.config.yes:
@@ -820,10 +883,19 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
 
 
 async def evaluation_step(state: State, rt: RunContext) -> Update:
-    """Evaluation: the targets answer the selected items and every metric of the plan scores them (records
-    appended to the run folder as they come; done units are skipped).  With ``--until-settled`` the items go in
-    a seeded random order, chunk by chunk, until the ranking is settled (:mod:`sgieval.agents.settle`; the stop
-    record is ``evaluated["settled"]``).  Returns ``targets`` and the counts."""
+    """Evaluation: the targets answer the selected items and every metric of the plan scores them.
+
+    Records are appended to the run folder as they come; done units are skipped.  With ``--until-settled`` the items
+    go in a seeded random order, chunk by chunk, until the ranking is settled (:mod:`sgieval.agents.settle`; the
+    stop record is ``evaluated["settled"]``).
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        rt: the run context.
+
+    Returns:
+        The state update: ``targets`` (model names) and ``evaluated`` (the counts).
+    """
     items = _items(rt, state["selection"]["item_ids"])
     plan = MetricPlan.model_validate(state["metric_plan"])
     targets = _default_targets(rt, items)
@@ -895,8 +967,15 @@ def _max_parallel(config: RunConfig, units: int) -> int:
 
 
 async def reporting_step(state: State, rt: RunContext) -> Update:
-    """Reporting: write ``report.md`` (:func:`sgieval.agents.run_report.report_run`); returns its path as
-    ``report``."""
+    """Reporting: write ``report.md`` (:func:`sgieval.agents.run_report.report_run`).
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        rt: the run context.
+
+    Returns:
+        The state update: ``report``, the path of ``report.md``.
+    """
     from . import run_report  # the report header imports this module
 
     path = await run_report.report_run(rt, state)
@@ -940,10 +1019,13 @@ def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> C
 
 
 def record_sampling(rt: RunContext) -> None:
-    """Write the sampling parameters each model of the run actually gets
-    (``RunConfig.sent_params``) and those it does not, with the reason
-    (``RunConfig.dropped_params``), into ``config.json``;
-    log each dropped one.  Replay targets send nothing and are not listed."""
+    """Write into ``config.json`` the sampling parameters each model of the run actually gets
+    (``RunConfig.sent_params``) and those it does not, with the reason (``RunConfig.dropped_params``); log each
+    dropped one.  Replay targets send nothing and are not listed.
+
+    Args:
+        rt: the run context.
+    """
     models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
     sent = {m.name: dict(m.params) for m in models if not m.is_replay}
     dropped = {m.name: dict(m.dropped) for m in models if m.dropped}
@@ -996,9 +1078,15 @@ def check_budget_prices(rt: RunContext) -> None:
 
 
 def load_ledger(rt: RunContext) -> Ledger:
-    """The run's ledger: every call already in ``ledger.jsonl``, then
-    journalling each new call there as it is recorded (so a killed run's
-    accounts survive)."""
+    """The run's ledger: every call already in ``ledger.jsonl``, then each new call journalled there as it is
+    recorded (so a killed run's accounts survive).
+
+    Args:
+        rt: the run context.
+
+    Returns:
+        The ledger, with the run's budget (USD) and prices.
+    """
     ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
     ledger.merge(rt.store.read_rows("ledger"))
     ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
@@ -1010,12 +1098,21 @@ def load_ledger(rt: RunContext) -> Ledger:
 
 @contextlib.contextmanager
 def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
-    """Activate the run ``rt`` for the body: its settings, model-call context (cache switch, limits), log sink
-    and ledger become the current ones (contextvars: run-scoped, never global).  A new run
-    (``resume`` False) first checks the models its request names (:func:`check_request_models`) and writes
-    ``config.json`` with its settings (secrets masked).  A SgievalError leaving the body of a new run removes
-    the run folder when this call created it and no response was computed (no half-written run; a folder it was
-    given, or a resumed run's, is never removed); the records are fsynced at the end either way."""
+    """Activate the run ``rt`` for the body: its settings, model-call context (cache switch, limits), log sink and
+    ledger become the current ones (contextvars: run-scoped, never global).
+
+    A new run first checks the models its request names (:func:`check_request_models`) and writes ``config.json``
+    with its settings (secrets masked).  A SgievalError leaving the body of a new run removes the run folder when
+    this call created it and no response was computed (no half-written run; a folder it was given, or a resumed
+    run's, is never removed); the records are fsynced at the end either way.
+
+    Args:
+        rt: the run context.
+        resume: the run continues (nothing is checked or written first, the folder is never removed).
+
+    Yields:
+        ``rt``, active.
+    """
     if rt.settings is None:
         rt.settings = load_settings()
     if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file

@@ -21,8 +21,15 @@ __all__ = ["metric_specs", "model_servers", "report_run", "sampling_line", "usag
 
 
 def model_servers(rt: RunContext) -> str:
-    """The report's "model servers" line: each OpenAI-compatible model with the server it was called on
-    (credentials removed), e.g. ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none."""
+    """The report's "model servers" line.
+
+    Args:
+        rt: the run context.
+
+    Returns:
+        Each OpenAI-compatible model with the server it was called on (credentials removed), e.g.
+        ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none.
+    """
     from ..core import redact_url
 
     parts = []
@@ -35,7 +42,14 @@ def model_servers(rt: RunContext) -> str:
 
 
 def sampling_line(config: RunConfig) -> str:
-    """The report's "sampling parameters" line: per model, what was sent and what was not, with why."""
+    """The report's "sampling parameters" line.
+
+    Args:
+        config: the run's config (its ``sent_params`` and ``dropped_params``).
+
+    Returns:
+        Per model, what was sent and what was not, with why; "" when no model was called.
+    """
     parts = []
     for name in dict.fromkeys([*config.sent_params, *config.dropped_params]):
         sent = ", ".join(f"{k}={v}" for k, v in config.sent_params.get(name, {}).items()) or "provider defaults"
@@ -225,11 +239,17 @@ def additions_line(rt: RunContext, responses: list[Any]) -> str:
 
 
 def usage_summary(rt: RunContext) -> dict[str, Any]:
-    """What the "Cost and usage" section reads (:func:`~sgieval.agents.reporting.usage_section`): the ledger's
-    summary (calls, tokens, latency, cost per (model, role), total, budget) and ``prices``, one sentence on where
-    each model's price comes from (:func:`_price_sources`), ``interrupted``, how many calls were sent but never
-    answered (the process ended first), and ``estimate``, the estimate made before any call
-    (:func:`sgieval.agents.run.estimate_step`) when one was made."""
+    """What the "Cost and usage" section reads (:func:`~sgieval.agents.reporting.usage_section`).
+
+    Args:
+        rt: the run context.
+
+    Returns:
+        The ledger's summary (calls, tokens, latency, cost in USD per (model, role), total, budget) and
+        ``prices``, one sentence on where each model's price comes from (:func:`_price_sources`), ``interrupted``,
+        how many calls were sent but never answered (the process ended first), and ``estimate``, the estimate made
+        before any call (:func:`sgieval.agents.run.estimate_step`) when one was made.
+    """
     ledger = rt.ledger or load_ledger(rt)
     summ = dict(ledger.summary())
     if summ.get("rows"):

@@ -44,6 +44,18 @@ def stored_responses(data_dir: str | Path | None = None) -> StoredResponses:
 
 
 def resolve_run_model(spec: str, role: Role, *, data_dir: str | Path | None = None, **kw: Any) -> NamedModel:
-    """:func:`sgieval.models.registry.resolve_model` with the stored responses of ``data_dir`` (``kw``:
-    ``base_url``, ``temperature``, ``reasoning_effort``).  Raises InputError as resolve_model does."""
+    """:func:`sgieval.models.registry.resolve_model` with the stored responses of ``data_dir``.
+
+    Args:
+        spec: a model string (``openai:gpt-4.1``, ``replay:openai/4o``, ...).
+        role: ``"target"``, ``"judge"`` or ``"agent"``.
+        data_dir: the data folder whose stored responses ``replay:<name>`` serves.
+        kw: ``base_url``, ``temperature``, ``reasoning_effort``.
+
+    Returns:
+        The resolved model.
+
+    Raises:
+        InputError: as resolve_model does (an unknown model string, a replay name nothing stores).
+    """
     return resolve_model(spec, role, stored=stored_responses(data_dir), **kw)
