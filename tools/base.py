@@ -79,4 +79,23 @@ class Sandbox(Protocol):
         setup_scripts: list[str] | None = None,
         timeout_s: float = 60.0,
         output_files: list[str] | None = None,
-    ) -> ExecResult: ...
+    ) -> ExecResult:
+        """Run ``code`` in the sandbox.
+
+        Args:
+            code: the Python program, run as ``main.py`` in a fresh work directory.
+            files: name -> text or bytes written first (relative names; "main.py" is reserved).
+            setup_scripts: names among ``files`` run first, in order, with the same limits.
+            timeout_s: wall seconds per program (default ``limits.timeout_s``).
+            output_files: names read back into ``ExecResult.files`` after the main program.
+
+        Returns:
+            The result: stdout and stderr (control characters escaped), exit code, wall time (s), peak memory (MB),
+            ``timed_out``, ``killed_reason``, files; a failed setup script returns its result with
+            ``setup_failed=True``.
+
+        Raises:
+            InputError: bad file names.
+            SandboxUnavailableError: the backend cannot start (or cannot start its interpreter).
+        """
+        ...

@@ -75,10 +75,18 @@ class PdfDocument(BaseModel):
 
 
 def parse_page_ranges(spec: str | None, n_pages: int) -> list[int]:
-    """1-based page numbers selected by ``spec``: "3", "1-5", "2,4-6", "10-"
-    (to the end), "-3" (first three); None or "" or "all" selects every page.
-    Numbers beyond ``n_pages`` are dropped.  Raises InputError on syntax errors
-    or a range with start > end."""
+    """The pages ``spec`` selects.
+
+    Args:
+        spec: "3", "1-5", "2,4-6", "10-" (to the end), "-3" (first three); None, "" or "all": every page.
+        n_pages: the document's page count; numbers beyond it are dropped.
+
+    Returns:
+        1-based page numbers, ascending.
+
+    Raises:
+        InputError: a syntax error or a range with start > end.
+    """
     if spec is None or not str(spec).strip() or str(spec).strip().lower() == "all":
         return list(range(1, n_pages + 1))
     out: list[int] = []
@@ -212,15 +220,25 @@ def read_pdf(
 ) -> PdfDocument:
     """Read a PDF into numbered page texts, metadata and chunks.
 
-    ``source``: path, raw bytes, or http(s) URL (fetched only when online;
-    OfflineError otherwise).  ``pages``: page ranges (see
-    :func:`parse_page_ranges`).  ``max_pages``: at most this many selected pages
-    are read; ``max_chars``: total text cap; ``timeout_s``: time budget for
-    text extraction, checked between pages; ``password``: for encrypted files
-    (the empty user password is tried when None).  Over any limit the result is
-    ``partial`` with a warning.  Raises ToolError (unreadable, not a PDF,
-    encrypted without password, AES without ``cryptography``) or InputError
-    (bad ``pages``).
+    Over any limit the result is ``partial`` with a warning.
+
+    Args:
+        source: a path, raw bytes, or an http(s) URL (fetched only when online).
+        pages: page ranges (:func:`parse_page_ranges`); None: every page.
+        max_pages: most selected pages read.
+        max_chars: total text cap (characters).
+        chunk_chars: characters per chunk.
+        timeout_s: time budget for text extraction (s), checked between pages.
+        password: for encrypted files (None: the empty user password is tried).
+        max_bytes: largest file read (bytes).
+
+    Returns:
+        The document: pages, metadata, chunks, ``partial`` and warnings.
+
+    Raises:
+        ToolError: unreadable, not a PDF, encrypted without password, AES without ``cryptography``.
+        InputError: bad ``pages``.
+        OfflineError: a URL while offline.
     """
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
@@ -335,8 +353,14 @@ class ReadPdfInput(BaseModel):
 
 
 def make_read_pdf_tool(**defaults: Any):
-    """LangChain ``read_pdf`` tool: returns the PdfDocument as a JSON-able dict
-    (without chunks).  ``defaults`` are passed to :func:`read_pdf`."""
+    """The LangChain ``read_pdf`` tool.
+
+    Args:
+        defaults: keyword arguments passed to :func:`read_pdf`.
+
+    Returns:
+        The tool; it returns the PdfDocument as a JSON-able dict (without chunks).
+    """
     from langchain_core.tools import StructuredTool
 
     def _read(source: str, pages: str | None = None, max_pages: int = 20) -> dict[str, Any]:

@@ -98,7 +98,14 @@ def _clip(text: str, n: int) -> str:
 
 
 def summarize_output(output: Any) -> str:
-    """A one-paragraph summary (<= 500 characters) of a tool output, for evidence."""
+    """A one-paragraph summary of a tool output, for evidence.
+
+    Args:
+        output: the tool's output.
+
+    Returns:
+        The summary (<= 500 characters).
+    """
     if isinstance(output, ExecResult):
         s = f"exit {output.exit_code}; {output.wall_time_s:.2f} s"
         if output.killed_reason:
@@ -187,13 +194,26 @@ class ToolPool:
         sandbox_limits: dict[str, Any] | None = None,
         pdf_max_pages: int = 50,
     ) -> "ToolPool":
-        """Pool with the tools named (``search`` -> web_search + visit_webpage,
-        ``pdf`` -> read_pdf, ``python`` -> run_python; a comma-separated string
-        works too).  ``corpus_dir``/``documents``: offline search corpus
-        (e.g. the catalog's items); ``sandbox``: a Sandbox or a backend name
-        for :func:`~sgieval.tools.sandbox.get_sandbox` (default ``auto``).
-        Raises InputError for unknown names, SandboxUnavailableError when
-        ``python`` is asked for and no sandbox can start."""
+        """A tool pool with the tools named.
+
+        Args:
+            names: ``search`` (web_search + visit_webpage), ``pdf`` (read_pdf), ``python`` (run_python); a
+                comma-separated string works too.
+            corpus_dir: the offline search corpus folder.
+            documents: offline search documents (e.g. the catalog's items).
+            sandbox: a Sandbox, or a backend name for :func:`~sgieval.tools.sandbox.get_sandbox` (default ``auto``).
+            unsafe_local_exec: allow the plain-subprocess sandbox when bubblewrap cannot start.
+            search_backend: ``auto``, ``ddgs`` or ``bm25``.
+            sandbox_limits: :class:`SandboxLimits` fields.
+            pdf_max_pages: most pages read per PDF.
+
+        Returns:
+            The pool.
+
+        Raises:
+            InputError: unknown names.
+            SandboxUnavailableError: ``python`` is asked for and no sandbox can start.
+        """
         if isinstance(names, str):
             names = [n for n in names.split(",")]
         wanted = [n.strip().lower() for n in names if n and n.strip()]
@@ -294,9 +314,16 @@ class ToolPool:
     # ----------------------------------------------------------------- calling
     @contextlib.contextmanager
     def budget(self, n: int | None) -> Iterator[CallBudget]:
-        """Context in which at most ``n`` tool calls may run (None: no limit);
-        yields the CallBudget whose ``calls`` are the evidence dicts.  Budgets
-        nest: a call counts against every enclosing budget."""
+        """A context in which at most ``n`` tool calls may run.
+
+        Budgets nest: a call counts against every enclosing budget.
+
+        Args:
+            n: most calls (None: no limit).
+
+        Yields:
+            The CallBudget whose ``calls`` are the evidence dicts.
+        """
         b = CallBudget(n)
         token = _ACTIVE.set(_ACTIVE.get() + (b,))
         try:
@@ -305,16 +332,32 @@ class ToolPool:
             _ACTIVE.reset(token)
 
     def recording(self) -> contextlib.AbstractContextManager[CallBudget]:
-        """``budget(None)``: record evidence without a limit."""
+        """``budget(None)``: record evidence without a limit.
+
+        Returns:
+            The context manager; it yields the CallBudget.
+        """
         return self.budget(None)
 
     def call(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Run tool ``name`` (or its alias: search, visit, pdf, python) with
-        ``kwargs`` validated against its input schema; return (typed output,
-        evidence dict).  The evidence is also appended to every active budget.
-        Raises InputError (unknown tool, bad arguments), ToolError (budget
-        used up, tool failure), OfflineError, SandboxUnavailableError; failed
-        calls are recorded with an ``error`` key before the error propagates."""
+        """Run tool ``name`` with ``kwargs`` validated against its input schema.
+
+        The evidence is also appended to every active budget; a failed call is recorded with an ``error`` key before
+        the error propagates.
+
+        Args:
+            name: the tool or its alias (search, visit, pdf, python).
+            kwargs: the tool's arguments.
+
+        Returns:
+            ``(typed output, evidence dict)``.
+
+        Raises:
+            InputError: an unknown tool or bad arguments.
+            ToolError: the budget is used up, or the tool failed.
+            OfflineError: the tool needs the network and there is none.
+            SandboxUnavailableError: ``run_python`` without a sandbox.
+        """
         spec = self._resolve(name)
         try:
             args = spec.schema.model_validate(kwargs).model_dump()
@@ -359,7 +402,15 @@ class ToolPool:
         return out, ev
 
     async def acall(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """:meth:`call` in a worker thread (the context, hence the budgets, is copied)."""
+        """:meth:`call` in a worker thread (the context, hence the budgets, is copied).
+
+        Args:
+            name: the tool or its alias.
+            kwargs: the tool's arguments.
+
+        Returns:
+            ``(typed output, evidence dict)``, as :meth:`call`.
+        """
         return await asyncio.to_thread(self.call, name, **kwargs)
 
     # --------------------------------------------------------- LangChain tools

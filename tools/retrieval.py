@@ -95,7 +95,17 @@ class CorpusRetriever:
     def from_folder(
         cls, folder: Any, embed: Callable[[list[str]], Any], *, mode: RetrievalMode = "hybrid", **kw: Any
     ) -> "CorpusRetriever":
-        """The retriever of a corpus folder (:func:`~.search.load_corpus`: Markdown, text, JSONL, PDF)."""
+        """The retriever of a corpus folder (:func:`~.search.load_corpus`: Markdown, text, JSONL, PDF).
+
+        Args:
+            folder: the corpus folder.
+            embed: ``embed(texts) -> vectors`` (one row per text).
+            mode: ``"hybrid"`` (dense and BM25 fused) or ``"dense"``.
+            kw: further :class:`CorpusRetriever` options.
+
+        Returns:
+            The retriever.
+        """
         from .search import load_corpus
 
         docs, warnings = load_corpus(folder)
@@ -123,8 +133,15 @@ class CorpusRetriever:
             return self._vectors
 
     def dense(self, query: str) -> list[tuple[int, float, int]]:
-        """Every document as (document index, cosine of its best passage with ``query``, that passage's index),
-        most similar first, ties in corpus order."""
+        """Dense retrieval of ``query``.
+
+        Args:
+            query: the query text.
+
+        Returns:
+            Every document as (document index, cosine of its best passage with ``query`` in [-1, 1], that passage's
+            index), most similar first, ties in corpus order.
+        """
         if not self.bm25.passages:
             return []
         vectors = self._passage_vectors()

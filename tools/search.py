@@ -114,8 +114,19 @@ def _probe(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
 def network_status(
     host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False, timeout_s: float = _PROBE_TIMEOUT_S
 ) -> tuple[bool, str]:
-    """(online, reason) for reaching ``host:port``; see the module docstring.
-    Cached for 60 s per target; returns within ``timeout_s`` (default 0.8 s)."""
+    """Whether ``host:port`` can be reached, and why not (see the module docstring).
+
+    Cached for 60 s per target.
+
+    Args:
+        host: the host probed.
+        port: its port.
+        refresh: probe again instead of using the cached answer.
+        timeout_s: the probe's time limit (s).
+
+    Returns:
+        ``(online, reason)``, within ``timeout_s``.
+    """
     from ..core import current_settings
 
     mode = current_settings().network
@@ -136,7 +147,16 @@ def network_status(
 
 
 def is_online(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False) -> bool:
-    """True when ``host:port`` is reachable (cached probe, < 1 s)."""
+    """Whether ``host:port`` is reachable (cached probe, < 1 s).
+
+    Args:
+        host: the host probed.
+        port: its port.
+        refresh: probe again instead of using the cached answer.
+
+    Returns:
+        True when reachable.
+    """
     return network_status(host, port, refresh=refresh)[0]
 
 
@@ -287,8 +307,19 @@ class WebPage(BaseModel):
 
 def visit_webpage(url: str, *, max_chars: int = 20_000, timeout_s: float = 15.0, transport: Any = None) -> WebPage:
     """Fetch ``url`` to clean text (HTML, plain text, or PDF via read_pdf).
-    Offline: OfflineError within a second (see :func:`is_online`).
-    ``transport``: see :func:`fetch_url`."""
+
+    Args:
+        url: the page.
+        max_chars: most characters kept.
+        timeout_s: the fetch's time limit (s).
+        transport: an httpx transport (see :func:`fetch_url`; tests pass a mock).
+
+    Returns:
+        The page: URL, title, text, ``partial``.
+
+    Raises:
+        OfflineError: offline, within a second (:func:`is_online`).
+    """
     got = fetch_url(url, timeout_s=timeout_s, transport=transport)
     ctype = got.content_type.lower()
     if "pdf" in ctype or got.content[:5] == b"%PDF-":
@@ -446,7 +477,17 @@ class BM25Index:
     def from_folder(
         cls, folder: str | Path, *, documents: Iterable[Any] = (), pdf_max_pages: int = 50, passage_words: int = 300
     ) -> "BM25Index":
-        """Index a corpus folder (see :func:`load_corpus`) plus ``documents``."""
+        """Index a corpus folder (:func:`load_corpus`) plus ``documents``.
+
+        Args:
+            folder: the corpus folder (Markdown, text, JSONL, PDF).
+            documents: further documents to index.
+            pdf_max_pages: most pages read per PDF.
+            passage_words: words per indexed passage.
+
+        Returns:
+            The index.
+        """
         docs, warnings = load_corpus(folder, pdf_max_pages=pdf_max_pages)
         return cls([*docs, *documents], passage_words=passage_words, warnings=warnings)
 
@@ -454,7 +495,15 @@ class BM25Index:
         return len(self.documents)
 
     def search(self, query: str, k: int = 5) -> list[SearchHit]:
-        """Up to ``k`` hits, best first (ties keep corpus order)."""
+        """BM25 search of ``query``.
+
+        Args:
+            query: the query text.
+            k: most hits (>= 0).
+
+        Returns:
+            Up to ``k`` hits, best first (ties keep corpus order).
+        """
         import bm25s
 
         if self._retriever is None or not query.strip():
@@ -520,7 +569,11 @@ class SearchLimiter:
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
-        """Hold one request slot: wait for a free slot, then for the next allowed start time."""
+        """Hold one request slot: wait for a free slot, then for the next allowed start time.
+
+        Yields:
+            Nothing; the slot is held for the body.
+        """
         with self._slots:
             while True:
                 with self._lock:
@@ -533,7 +586,11 @@ class SearchLimiter:
             yield
 
     def hold_off(self, seconds: float) -> None:
-        """No request (of any caller) starts within ``seconds`` from now (a Retry-After)."""
+        """No request (of any caller) starts within ``seconds`` from now (a Retry-After).
+
+        Args:
+            seconds: the pause (>= 0).
+        """
         with self._lock:
             self._next_start = max(self._next_start, time.monotonic() + max(0.0, seconds))
 
@@ -608,8 +665,14 @@ class WebSearch:
         return bool(self.corpus_dir) or bool(self.documents)
 
     def index(self) -> BM25Index:
-        """The BM25 index (built once).  Raises OfflineError naming the bm25
-        backend when there is nothing to index."""
+        """The BM25 index of the local corpus (built once).
+
+        Returns:
+            The index.
+
+        Raises:
+            OfflineError: naming the bm25 backend when there is nothing to index.
+        """
         with self._index_lock:
             if self._index is None:
                 if not self.has_local_corpus:
@@ -627,10 +690,22 @@ class WebSearch:
     def search(
         self, query: str, max_results: int = 5, *, region: str | None = None, timelimit: str | None = None
     ) -> SearchResults:
-        """Search ``query``; ``timelimit`` d/w/m/y (ddgs only).  Raises
-        OfflineError (offline and no local corpus, or ddgs requested
-        offline), InputError (empty query, bad timelimit), ToolError (ddgs
-        failing after retries and no local corpus)."""
+        """Search ``query``.
+
+        Args:
+            query: the query text.
+            max_results: most results (>= 1).
+            region: a ddgs region code (ddgs only).
+            timelimit: ``d``, ``w``, ``m`` or ``y`` (ddgs only).
+
+        Returns:
+            The results, with the backend that gave them.
+
+        Raises:
+            OfflineError: offline and no local corpus, or ddgs requested offline.
+            InputError: an empty query or a bad timelimit.
+            ToolError: ddgs failing after retries and no local corpus.
+        """
         if not query or not query.strip():
             raise InputError("empty search query", what="web_search.query", fix="pass some words to search for")
         if timelimit not in _TIMELIMITS:
@@ -754,7 +829,14 @@ class VisitWebpageInput(BaseModel):
 
 
 def make_web_search_tool(search: WebSearch):
-    """LangChain ``web_search`` tool over ``search``; returns SearchResults as a dict."""
+    """The LangChain ``web_search`` tool over ``search``.
+
+    Args:
+        search: the search backend.
+
+    Returns:
+        The tool; it returns SearchResults as a dict.
+    """
     from langchain_core.tools import StructuredTool
 
     def _run(
@@ -772,7 +854,14 @@ def make_web_search_tool(search: WebSearch):
 
 
 def make_visit_webpage_tool(**defaults: Any):
-    """LangChain ``visit_webpage`` tool; returns WebPage as a dict."""
+    """The LangChain ``visit_webpage`` tool.
+
+    Args:
+        defaults: keyword arguments passed to :func:`visit_webpage`.
+
+    Returns:
+        The tool; it returns WebPage as a dict.
+    """
     from langchain_core.tools import StructuredTool
 
     def _run(url: str, max_chars: int = 20_000) -> dict[str, Any]:

@@ -268,8 +268,14 @@ def _bwrap_python_paths(python: str) -> list[str]:
 
 
 def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
-    """(True, version) when bubblewrap can start a sandbox with the options
-    used here, else (False, reason).  Cached per binary."""
+    """Whether bubblewrap can start a sandbox with the options used here (cached per binary).
+
+    Args:
+        bwrap: the bwrap binary (default: found on PATH).
+
+    Returns:
+        ``(True, version)``, else ``(False, reason)``.
+    """
     exe = bwrap or shutil.which("bwrap")
     if not exe or not os.path.exists(exe):
         return False, "the `bwrap` executable is not installed"
@@ -392,11 +398,19 @@ class BubblewrapSandbox(_BaseSandbox):
         ]
 
     def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
-        """The full bwrap command line for one run (for inspection/tests).
+        """The full bwrap command line for one run (for inspection and tests).
 
-        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv
-        (drop to ``uid``, no capabilities) -> prlimit -> the driver
-        (``python -X utf8 /.sgieval/driver.py <spec>``), which runs the programs.
+        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv (drop to ``uid``, no capabilities) ->
+        prlimit -> the driver (``python -X utf8 /.sgieval/driver.py <spec>``), which runs the programs.
+
+        Args:
+            staged: the staged work directory.
+            spec: the driver's spec (programs, limits).
+            timeout_s: wall seconds per program.
+            uid: the user id inside (None: the caller's).
+
+        Returns:
+            The argv list.
         """
         args = list(self._static)
         for k, v in _sandbox_env({"PYTHONPATH": _BOOT_MOUNT}).items():

@@ -77,7 +77,14 @@ class SandboxLimits(BaseModel):
     tmp_mb: int = Field(default=64, ge=1)
 
     def cpu_seconds(self, timeout_s: float) -> int:
-        """RLIMIT_CPU seconds for a run with wall limit ``timeout_s`` (see the class docstring)."""
+        """RLIMIT_CPU for one run (see the class docstring).
+
+        Args:
+            timeout_s: the run's wall limit in seconds (> 0).
+
+        Returns:
+            CPU seconds: ``cpu_time_s`` rounded up when it is set, else ``timeout_s`` rounded up plus 1.
+        """
         return int(math.ceil(self.cpu_time_s)) if self.cpu_time_s is not None else int(math.ceil(timeout_s)) + 1
 
 
@@ -680,6 +687,18 @@ class UnavailableSandbox:
         self.error = error
 
     def run(self, code: str, **_: Any) -> ExecResult:
+        """Refuse to run: the sandbox could not start.
+
+        Args:
+            code: the program that would have run.
+            _: the other :meth:`Sandbox.run` arguments, ignored.
+
+        Returns:
+            Never returns.
+
+        Raises:
+            SandboxUnavailableError: always, with the reason the sandbox could not start.
+        """
         raise SandboxUnavailableError(self.error.message, what=self.error.what, fix=self.error.fix)
 
     def check(self) -> None:

@@ -23,14 +23,20 @@ BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local")
 def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **limits: Any) -> Sandbox:
     """Pick a sandbox backend.
 
-    ``backend``: ``auto`` (E2B when ``E2B_API_KEY`` is set, else bubblewrap),
-    ``bubblewrap``/``bwrap``, ``e2b``, or ``unsafe-local`` (needs
-    ``unsafe_local_exec=True``).  ``limits``: :class:`SandboxLimits` fields
-    (``memory_mb``, ``timeout_s``, ``cpu_time_s``, ``output_bytes``,
-    ``max_processes``, ``max_file_mb``, ``tmp_mb``).  When bubblewrap cannot
-    start: SandboxUnavailableError, unless ``unsafe_local_exec`` is True, in
-    which case the plain-subprocess backend is returned (backend name
-    ``"unsafe-local"``).  Raises InputError for an unknown backend name.
+    Args:
+        backend: ``auto`` (E2B when ``E2B_API_KEY`` is set, else bubblewrap), ``bubblewrap``/``bwrap``, ``e2b``,
+            or ``unsafe-local`` (needs ``unsafe_local_exec=True``).
+        unsafe_local_exec: when bubblewrap cannot start, return the plain-subprocess backend (``"unsafe-local"``)
+            instead of raising.
+        limits: :class:`SandboxLimits` fields (``memory_mb``, ``timeout_s``, ``cpu_time_s``, ``output_bytes``,
+            ``max_processes``, ``max_file_mb``, ``tmp_mb``).
+
+    Returns:
+        The sandbox.
+
+    Raises:
+        InputError: an unknown backend name.
+        SandboxUnavailableError: bubblewrap cannot start and ``unsafe_local_exec`` is False.
     """
     b = (backend or "auto").lower()
     if b not in BACKENDS:
@@ -67,9 +73,15 @@ class RunPythonInput(BaseModel):
 
 
 def make_run_python_tool(sandbox: Sandbox):
-    """LangChain ``run_python`` tool over ``sandbox``; returns the ExecResult
-    as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
-    timed_out, killed_reason, files, backend)."""
+    """The LangChain ``run_python`` tool over ``sandbox``.
+
+    Args:
+        sandbox: the sandbox the programs run in.
+
+    Returns:
+        The tool; it returns the ExecResult as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
+        timed_out, killed_reason, files, backend).
+    """
     from langchain_core.tools import StructuredTool
 
     def _run(
