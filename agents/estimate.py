@@ -169,7 +169,8 @@ async def estimate_run(
             "--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
             "list price); the agent model's calls are direct"
         )
-    open_creativity = any(i.task == OPEN_CREATIVITY for i in items) and bool(live)
+    open_creativity = False
+    not_run: dict[str, dict[str, int]] = {}
     with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
         for t in targets:
             for i in items:
@@ -177,6 +178,12 @@ async def estimate_run(
                     resp = replayed[(t.name, i.id)]
                 else:
                     resp = await infer(i, live[t.name], ctx)
+                    if resp.status == "not_run":  # the run would not call it either (e.g. no judge for the protocol)
+                        reasons = not_run.setdefault(t.name, {})
+                        reason = resp.error or "not run"
+                        reasons[reason] = reasons.get(reason, 0) + 1
+                        continue
+                    open_creativity = open_creativity or i.task == OPEN_CREATIVITY
                 if not resp.ok and not t.is_replay:
                     resp = resp.model_copy(update={"status": "ok", "error": None})
                 for m in metrics:
@@ -202,6 +209,9 @@ async def estimate_run(
         )
     order = [(t.name, "target") for t in targets if not t.is_replay] + [(j.name, "judge") for j in judges]
     rows = summarise(rehearsal.calls, order, prices, batch=batch)
+    for row in rows:
+        if row.role == "target" and row.model in not_run:
+            row.note = "; ".join(f"not run on {n} item(s): {why}" for why, n in not_run[row.model].items())
     if agent is not None:
         done = dict(agent_done or {})
         rows.append(

@@ -386,10 +386,17 @@ class Estimate(BaseModel):
         """The estimate as lines for the confirmation and ``--dry-run``: one per (model, role), the total,
         then how tokens were counted and the notes."""
         if not any(r.calls or r.cached_calls for r in self.rows):
-            return [
-                f"no model call on the {self.items} items: every target is replayed and no metric of the plan "
-                "asks a judge (or no judge is configured)"
-            ] + self.notes
+            live = [r for r in self.rows if r.role == "target"]
+            if not live:
+                return [
+                    f"no model call on the {self.items} items: every target is replayed and no metric of the plan "
+                    "asks a judge (or no judge is configured)"
+                ] + self.notes
+            return (
+                [f"no model call on the {self.items} items: the live targets would not be called"]
+                + [f"{r.model} (target): {r.note or 'no call'}" for r in live]
+                + self.notes
+            )
         out = [r.line() for r in self.rows]
         usd = self.usd
         unknown = [r.model for r in self.rows if r.usd is None and r.calls]

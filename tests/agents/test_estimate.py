@@ -358,3 +358,27 @@ def test_a_stored_estimate_is_data():
     assert text.text.startswith("The stored estimate (estimate.jsonl) is unreadable and is not shown: ")
     table, _ = estimate_blocks({"rows": [{"model": "m", "role": "judge", "calls": 4, "input_tokens": 10}]}, actual)
     assert table.rows == [["m", "judge", 4, 3, 10, 9, 0, 1, "n/a", "n/a"]]
+
+
+def test_a_live_target_that_the_run_would_not_call_is_named_with_the_reason():
+    """A live target on open-creativity items without a judge is not called by the run (the protocol needs a
+    coherence judge): the estimate names it and the reason, never "every target is replayed", and does not
+    claim the open-creativity answers were counted."""
+    from sgieval.agents.estimate import estimate_run
+    from sgieval.core import Item
+    from sgieval.core.records import OPEN_CREATIVITY
+    from sgieval.models.base import NamedModel
+
+    items = [
+        Item(id=f"aidan/{k}", benchmark="sciaidanbench", task=OPEN_CREATIVITY, prompt=f"Ideas for {k}?")
+        for k in range(3)
+    ]
+    est = asyncio.run(estimate_run(items, [NamedModel(name="openai:live", role="target")], [], []))
+    (row,) = est.rows
+    assert (row.model, row.role, row.calls) == ("openai:live", "target", 0)
+    assert row.note.startswith("not run on 3 item(s): ")
+    assert "coherence judge" in row.note
+    lines = est.lines()
+    assert lines[0] == "no model call on the 3 items: the live targets would not be called"
+    assert lines[1] == f"openai:live (target): {row.note}"
+    assert not any("every target is replayed" in line or "open-creativity items: counted" in line for line in lines)
