@@ -155,7 +155,15 @@ def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
 
 def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False) -> None:
     """Add (``replace=False``) or set the process-wide user prices (see module doc); they take precedence
-    over the library's for the models they name."""
+    over the library's for the models they name.
+
+    Args:
+        source: a YAML file path, or a mapping model -> [USD per 1M input tokens, USD per 1M output tokens].
+        replace: replace the process-wide prices instead of adding to them.
+
+    Raises:
+        InputError: as :func:`load_prices` does for a bad price file or table.
+    """
     parsed = load_prices(source)
     if replace:
         _prices.clear()
@@ -163,7 +171,11 @@ def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False)
 
 
 def price_table() -> Prices:
-    """A copy of the process-wide user prices (what a run starts with, beside the library's)."""
+    """A copy of the process-wide user prices (what a run starts with, beside the library's).
+
+    Returns:
+        model -> (USD per 1M input tokens, USD per 1M output tokens).
+    """
     return dict(_prices)
 
 
@@ -233,7 +245,15 @@ def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int], *, batch:
 
 def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> str | None:
     """Where ``model``'s price comes from: ``"user"`` (a user price), ``"genai-prices <version>"`` (the
-    library's list price), ``"free"`` (``local:`` and ``replay:`` models), or None (price unknown)."""
+    library's list price), ``"free"`` (``local:`` and ``replay:`` models), or None (price unknown).
+
+    Args:
+        model: a model string.
+        prices: user prices by model; None: the process-wide ones.
+
+    Returns:
+        The source, or None.
+    """
     if _own_price(model, prices) is not None:
         return "user"
     if model.startswith(FREE_PREFIXES):
@@ -323,7 +343,15 @@ def price_call(
 
 def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]] | None = None) -> list[str]:
     """The models of ``models`` (model strings, in order, each once) whose price is unknown
-    (:func:`price_source` None): a budget cannot be kept on them."""
+    (:func:`price_source` None): a budget cannot be kept on them.
+
+    Args:
+        models: model strings.
+        prices: user prices by model.
+
+    Returns:
+        The unpriced ones.
+    """
     return [m for m in dict.fromkeys(models) if price_source(m, prices) is None]
 
 
@@ -397,7 +425,11 @@ _current: contextvars.ContextVar["Ledger | None"] = contextvars.ContextVar("sgie
 
 
 def current_ledger() -> "Ledger | None":
-    """The ledger activated in this context, or None."""
+    """The ledger activated in this context, or None.
+
+    Returns:
+        The ledger, or None.
+    """
     return _current.get()
 
 
@@ -444,7 +476,15 @@ class Ledger:
     def begin(self, model: str, role: str) -> str | None:
         """Note that a call of ``model`` in ``role`` is about to send its request: a new call id (32 hex
         digits) handed to :attr:`on_send`, to be passed to :meth:`record` with the outcome.  None (nothing
-        noted) without :attr:`on_send`."""
+        noted) without :attr:`on_send`.
+
+        Args:
+            model: the model's name.
+            role: ``"target"``, ``"judge"`` or ``"agent"``.
+
+        Returns:
+            The call id, or None.
+        """
         if self.on_send is None:
             return None
         call_id = uuid.uuid4().hex
@@ -454,7 +494,14 @@ class Ledger:
     def recover(self, sent: list[dict[str, Any]]) -> list[CallRecord]:
         """Account for the calls of ``sent`` (the rows :meth:`begin` wrote, e.g. ``inflight.jsonl``) that have
         no record: each becomes an ``interrupted`` call (error :data:`INTERRUPTED`), recorded through
-        :attr:`on_record` so it is counted once and for good.  Returns the new records."""
+        :attr:`on_record` so it is counted once and for good.  Returns the new records.
+
+        Args:
+            sent: rows of sent requests (``call_id``, ``model``, ``role``).
+
+        Returns:
+            The new ``interrupted`` records.
+        """
         with self._lock:
             known = {r.call_id for r in self.records if r.call_id}
         new: list[CallRecord] = []
@@ -494,7 +541,21 @@ class Ledger:
     ) -> CallRecord:
         """Record one call and return its :class:`CallRecord` (cost priced here); ``call_id``: the id
         :meth:`begin` gave the call; ``batch``: it went through a batch API (priced at the batch rate,
-        :func:`price_call`)."""
+        :func:`price_call`).
+
+        Args:
+            model: the model's name.
+            role: ``"target"``, ``"judge"`` or ``"agent"``.
+            usage: token counts (``input``, ``output``, ``cache_read``, ``cache_write``, ``reasoning``).
+            latency_s: the call's wall time in seconds.
+            cached: served by the call cache (no cost).
+            error: the failure's reason, None when the call succeeded.
+            call_id: the id :meth:`begin` gave the call.
+            batch: the call went through a batch API.
+
+        Returns:
+            The record, with its cost in USD (None when the price is unknown).
+        """
         cost = None
         if not cached and error is None:
             cost = price_call(model, usage, self.prices, batch=batch)
@@ -536,7 +597,15 @@ class Ledger:
     def check_budget(self, model: str = "", role: str = "") -> None:
         """Raise :class:`BudgetExceeded` when ``spent_usd >= budget_usd``; the
         first refusal is kept in :attr:`stopped` (spent, budget, model, role,
-        calls recorded so far)."""
+        calls recorded so far).
+
+        Args:
+            model: the model about to be called (named in the refusal).
+            role: its role.
+
+        Raises:
+            BudgetExceeded: the budget (USD) is spent.
+        """
         if self.budget_usd is None or self._spent < self.budget_usd:
             return
         with self._lock:
@@ -552,7 +621,11 @@ class Ledger:
 
     # -- totals ----------------------------------------------------------
     def totals(self) -> dict[tuple[str, str], Totals]:
-        """Totals per (model, role), in first-call order."""
+        """Totals per (model, role), in first-call order.
+
+        Returns:
+            (model, role) -> Totals (calls, tokens, latency in s, cost in USD).
+        """
         out: dict[tuple[str, str], Totals] = {}
         with self._lock:
             recs = list(self.records)
@@ -576,7 +649,11 @@ class Ledger:
         return out
 
     def total(self) -> Totals:
-        """Grand total over every model and role (``model``/``role`` = "*")."""
+        """Grand total over every model and role (``model``/``role`` = "*").
+
+        Returns:
+            The Totals.
+        """
         g = Totals(model="*", role="*")
         for t in self.totals().values():
             g.calls += t.calls
@@ -593,7 +670,11 @@ class Ledger:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready {"rows": [Totals as dict ...], "total": {...},
-        "budget_usd", "spent_usd", "stopped"} for reports."""
+        "budget_usd", "spent_usd", "stopped"} for reports.
+
+        Returns:
+            The summary dict.
+        """
         rows = [asdict(t) for t in self.totals().values()]
         return {
             "rows": rows,
@@ -605,12 +686,20 @@ class Ledger:
 
     # -- merging (Ray workers, resumed runs) -----------------------------
     def to_dicts(self) -> list[dict[str, Any]]:
-        """Every CallRecord as a dict (to ship across processes)."""
+        """Every CallRecord as a dict (to ship across processes).
+
+        Returns:
+            One dict per record.
+        """
         with self._lock:
             return [asdict(r) for r in self.records]
 
     def merge(self, records: "Ledger | list[dict[str, Any]]") -> None:
-        """Add another ledger's records (or :meth:`to_dicts` output)."""
+        """Add another ledger's records (or :meth:`to_dicts` output).
+
+        Args:
+            records: another ledger, or its :meth:`to_dicts` rows.
+        """
         rows = records.to_dicts() if isinstance(records, Ledger) else records
         with self._lock:
             for d in rows:
@@ -624,7 +713,11 @@ class Ledger:
     @contextlib.contextmanager
     def activate(self) -> Iterator["Ledger"]:
         """Make this the ledger :func:`ainvoke` records into within the block
-        (and in asyncio tasks created inside it)."""
+        (and in asyncio tasks created inside it).
+
+        Yields:
+            This ledger.
+        """
         token = _current.set(self)
         try:
             yield self

@@ -65,7 +65,15 @@ class NamedModel:
 def repeat_of(model: NamedModel, index: int) -> NamedModel:
     """``model`` as its ``index``-th repeated draw (0-based; 0 returns ``model`` itself): the same name, chat
     model, provider and parameter dicts (a parameter a server rejects is dropped for every draw), with
-    ``repeat = index`` so the call cache keeps the draws apart."""
+    ``repeat = index`` so the call cache keeps the draws apart.
+
+    Args:
+        model: the model.
+        index: the draw (>= 0).
+
+    Returns:
+        The model for that draw.
+    """
     if index == 0:
         return model
     from dataclasses import replace

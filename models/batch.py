@@ -251,11 +251,19 @@ class BatchCollector:
 
     # -- what a progress display shows ---------------------------------------------
     def progress(self) -> list[dict[str, Any]]:
-        """The batches not yet finished: ``{"id", "api", "status", "done", "total"}`` each (request counts)."""
+        """The batches not yet finished: ``{"id", "api", "status", "done", "total"}`` each (request counts).
+
+        Returns:
+            One dict per batch.
+        """
         return [dict(s) for s in list(self._status.values()) if not s.get("finished")]
 
     def progress_text(self) -> str:
-        """One phrase for a progress line: ``"batch batch_abc in_progress 3/10"`` per pending batch, or ""."""
+        """One phrase for a progress line: ``"batch batch_abc in_progress 3/10"`` per pending batch, or "".
+
+        Returns:
+            The phrase.
+        """
         parts = [f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress()]
         return "; ".join(parts)
 
@@ -266,6 +274,14 @@ class BatchCollector:
 
         Raises:
             BatchRequestError: the batch answered this request with an error (its status and body).
+
+        Args:
+            endpoint: the batch API (OpenAI chat completions or Anthropic messages).
+            body: the request body, as a direct call would send it.
+            tag: a label of the request in the batch (default: a new id).
+
+        Returns:
+            The reply body.
         """
         cid = custom_id(endpoint.api, body, _tag.get() if tag is None else tag, endpoint.shown)
         fut = self._futures.get(cid)
@@ -1044,6 +1060,9 @@ def check_batch_models(models: Sequence[NamedModel]) -> None:
     Raises:
         InputError: naming the model whose server has no batch endpoints (HTTP status or connection error) and
             the fix (drop --batch).
+
+    Args:
+        models: the run's models that make calls.
     """
     import httpx
 
@@ -1077,7 +1096,14 @@ def check_batch_models(models: Sequence[NamedModel]) -> None:
 
 def batch_settings(settings: Any) -> dict[str, Any]:
     """The collector's ``window_s`` and ``poll_s`` from the run's settings (``SGIEVAL_BATCH_WINDOW``,
-    ``SGIEVAL_BATCH_POLL``)."""
+    ``SGIEVAL_BATCH_POLL``).
+
+    Args:
+        settings: the run's settings object.
+
+    Returns:
+        ``{"window_s": seconds requests gather before a batch is sent, "poll_s": seconds between status polls}``.
+    """
     return {
         "window_s": float(getattr(settings, "batch_window", 2.0)),
         "poll_s": float(getattr(settings, "batch_poll", 30.0)),

@@ -78,7 +78,11 @@ def enabled() -> bool:
 
 
 def get_cache() -> "CallCache":
-    """The current call context's cache (opened lazily at its configured path)."""
+    """The current call context's cache (opened lazily at its configured path).
+
+    Returns:
+        The cache.
+    """
     return current_call_context().cache()
 
 
@@ -98,7 +102,15 @@ def temperature_of(model: NamedModel) -> float | None:
 
 
 def should_cache(model: NamedModel, use_cache: bool | None = None) -> bool:
-    """``use_cache`` True/False wins; None -> cache on and temperature == 0."""
+    """``use_cache`` True/False wins; None -> cache on and temperature == 0.
+
+    Args:
+        model: the model.
+        use_cache: the caller's choice.
+
+    Returns:
+        Whether the call is cached.
+    """
     if use_cache is not None:
         return bool(use_cache)
     return enabled() and temperature_of(model) == 0.0
@@ -206,7 +218,15 @@ def _key(model_name: str, plain_params: Any, messages: Sequence[BaseMessage] | s
 
 
 def cache_key_for(model: NamedModel, messages: Sequence[BaseMessage] | str) -> str:
-    """:func:`cache_key` of ``model.name``, :func:`model_params` and ``messages``."""
+    """:func:`cache_key` of ``model.name``, :func:`model_params` and ``messages``.
+
+    Args:
+        model: the model.
+        messages: the messages, or a string.
+
+    Returns:
+        The key (hex digest).
+    """
     return _key(model.name, model_params(model), messages)  # model_params is plain data already
 
 

@@ -211,7 +211,14 @@ def _retryable(exc: BaseException) -> bool:
 def model_secrets(model: NamedModel) -> list[str]:
     """The secret values ``model`` sends: every ``SecretStr`` field of its chat model (``openai_api_key``,
     ``anthropic_api_key``...), an ``Authorization``/``api-key`` value among its default headers, and the
-    secret parts of its base URL (:func:`sgieval.core.url_secrets`).  [] for a replay or offline model."""
+    secret parts of its base URL (:func:`sgieval.core.url_secrets`).  [] for a replay or offline model.
+
+    Args:
+        model: the model.
+
+    Returns:
+        The secret values.
+    """
     from pydantic import SecretStr
 
     from ..core import url_secrets
@@ -305,6 +312,27 @@ async def ainvoke(
     attempt failed or the error is not retryable, and
     :class:`sgieval.models.accounting.BudgetExceeded` before the call when the
     ledger's budget is spent.
+
+    Args:
+        model: the model called.
+        messages: LangChain messages, or a string.
+        runnable: what is invoked (default ``model.chat``).
+        max_attempts: most tries (>= 1).
+        timeout_s: seconds per try.
+        total_timeout_s: seconds for every try together.
+        base_delay_s: the first retry wait (s).
+        max_delay_s: the longest retry wait (s).
+        max_retry_after_s: the longest Retry-After honoured (s).
+        use_cache: see above.
+        ledger: see above.
+        role: see above.
+
+    Returns:
+        The runnable's output.
+
+    Raises:
+        ModelCallError: every attempt failed, or the error is not retryable.
+        BudgetExceeded: before the call, when the ledger's budget is spent.
     """
     target = runnable if runnable is not None else model.chat
     if target is None:
@@ -607,7 +635,14 @@ def _annotate(out: Any, **info: Any) -> None:
 def call_info(msg: Any) -> dict[str, Any]:
     """``{"latency_s": float s, "attempts": int, "cached": bool, "cost": USD
     or None, "finish_reason": str or None}`` that :func:`ainvoke` attached to
-    an AIMessage; {} otherwise."""
+    an AIMessage; {} otherwise.
+
+    Args:
+        msg: a reply.
+
+    Returns:
+        The dict, or {}.
+    """
     meta = getattr(msg, "response_metadata", None)
     if isinstance(meta, dict):
         return dict(meta.get("sgieval") or {})
@@ -615,7 +650,14 @@ def call_info(msg: Any) -> dict[str, Any]:
 
 
 def message_text(msg: Any) -> str:
-    """Text content of an AIMessage (joins content blocks); str passes through."""
+    """Text content of an AIMessage (joins content blocks); str passes through.
+
+    Args:
+        msg: an AIMessage, or a string.
+
+    Returns:
+        The text.
+    """
     if isinstance(msg, str):
         return msg
     content = getattr(msg, "content", msg)
@@ -658,7 +700,14 @@ def read_reply(msg: Any) -> dict[str, Any]:
     """What a reply says, read once for a record (METRICS.md D.8, D.10):
     ``{"text": final text after the last </think>, "reasoning": separate
     reasoning + <think> text or None, "finish_reason": str or None,
-    "status": "ok" | "truncated" | "empty"}``."""
+    "status": "ok" | "truncated" | "empty"}``.
+
+    Args:
+        msg: a reply.
+
+    Returns:
+        The dict.
+    """
     think, final = split_reasoning(message_text(msg))
     fr = finish_reason(msg)
     return {
@@ -677,7 +726,14 @@ def reply_status_of(msg: Any) -> str:
 def usage(msg: Any) -> dict[str, int] | None:
     """Token usage of an AIMessage when the provider reports it: {"input", "output"} and, when reported,
     "cache_read" and "cache_write" (parts of input) and "reasoning" (part of output), from LangChain's
-    ``usage_metadata`` (``input_token_details``, ``output_token_details``); None when not reported."""
+    ``usage_metadata`` (``input_token_details``, ``output_token_details``); None when not reported.
+
+    Args:
+        msg: a reply.
+
+    Returns:
+        The counts (tokens), or None.
+    """
     meta = getattr(msg, "usage_metadata", None)
     if isinstance(msg, AIMessage) and meta:
         out = {"input": int(meta.get("input_tokens", 0)), "output": int(meta.get("output_tokens", 0))}

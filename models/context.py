@@ -71,7 +71,12 @@ class CallContext:
         """Bound in-flight calls to ``n`` (>= 1) for ``provider``, or for every
         provider when ``provider`` is ``"*"``/``"all"`` (also dropping
         per-provider overrides).  Applies to calls that start afterwards.
-        Raises ValueError for ``n < 1``."""
+        Raises ValueError for ``n < 1``.
+
+        Args:
+            provider: a provider name, or ``"*"``/``"all"``.
+            n: most calls in flight (>= 1).
+        """
         n = int(n)
         if n < 1:
             raise ValueError(f"max concurrency must be >= 1, got {n}")
@@ -87,14 +92,30 @@ class CallContext:
 
     def limit(self, provider: str, default: int | None = None) -> int:
         """The in-flight limit for ``provider``: the one set for it (:meth:`set_limit`), else ``default`` (a
-        model's own limit, e.g. 1 for the embedded model) when given, else the limit for every provider."""
+        model's own limit, e.g. 1 for the embedded model) when given, else the limit for every provider.
+
+        Args:
+            provider: a provider name.
+            default: the model's own limit, if it has one.
+
+        Returns:
+            The limit (>= 1).
+        """
         if provider in self.limits:
             return self.limits[provider]
         return default if default is not None else self.limits.get("*", DEFAULT_MAX_CONCURRENCY)
 
     def semaphore(self, provider: str, default: int | None = None) -> asyncio.Semaphore:
         """This context's semaphore for ``provider`` on the running event loop (limit: :meth:`limit` with
-        ``default``, fixed when the semaphore is first made)."""
+        ``default``, fixed when the semaphore is first made).
+
+        Args:
+            provider: a provider name.
+            default: the model's own limit, if it has one.
+
+        Returns:
+            The semaphore.
+        """
         loop = asyncio.get_running_loop()
         with self._lock:
             sems = self._semaphores.get(loop)
@@ -107,7 +128,11 @@ class CallContext:
 
     # ------------------------------------------------------------------ cache
     def cache_enabled(self) -> bool:
-        """Whether the call cache is on: ``use_cache`` when set, else not ``SGIEVAL_NO_CACHE``."""
+        """Whether the call cache is on: ``use_cache`` when set, else not ``SGIEVAL_NO_CACHE``.
+
+        Returns:
+            True when the cache is on.
+        """
         if self.use_cache is not None:
             return bool(self.use_cache)
         from ..core import current_settings
@@ -116,7 +141,12 @@ class CallContext:
 
     def configure_cache(self, *, enabled: bool | None = None, path: str | Path | None = None) -> None:
         """Switch this context's cache on/off (``enabled``; None leaves it) and/or
-        point it at another SQLite file (``path``; the open one is closed)."""
+        point it at another SQLite file (``path``; the open one is closed).
+
+        Args:
+            enabled: True/False switches the cache; None leaves it.
+            path: another SQLite cache file; None leaves it.
+        """
         with self._lock:
             if enabled is not None:
                 self.use_cache = bool(enabled)
@@ -128,7 +158,11 @@ class CallContext:
             self._resolved = False  # the location is resolved again on the next use
 
     def cache(self) -> Any:
-        """This context's :class:`~sgieval.models.cache.CallCache` (opened lazily)."""
+        """This context's :class:`~sgieval.models.cache.CallCache` (opened lazily).
+
+        Returns:
+            The cache.
+        """
         c = self._cache
         if c is not None and self._resolved:  # fast path: the location was resolved once (perf13)
             return c
@@ -161,7 +195,11 @@ _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("s
 
 
 def current_call_context() -> CallContext:
-    """The active run's :class:`CallContext`, else the process default."""
+    """The active run's :class:`CallContext`, else the process default.
+
+    Returns:
+        The call context.
+    """
     ctx = _current.get()
     return ctx if ctx is not None else _DEFAULT
 
@@ -190,7 +228,11 @@ _scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("sgieval_pro
 
 
 def current_prompt_scope() -> str | None:
-    """The prompt scope set by the innermost :class:`prompt_scope` around this call, or None."""
+    """The prompt scope set by the innermost :class:`prompt_scope` around this call, or None.
+
+    Returns:
+        The scope key, or None.
+    """
     return _scope.get()
 
 

@@ -216,7 +216,15 @@ class Rehearsal:
     cache_key: Callable[[Any, Sequence[BaseMessage]], str] | None = None
 
     def filler(self, model: str, tokens: int) -> str:
-        """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words)."""
+        """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words).
+
+        Args:
+            model: the model whose token counter is used.
+            tokens: the answer's length in tokens (>= 0).
+
+        Returns:
+            The stand-in text.
+        """
         counter = self.counter_for(model)
         words = max(1, tokens)
         text = " ".join(["result"] * words)
@@ -248,7 +256,16 @@ class RehearsalChat(BaseChatModel):
         return "sgieval-rehearsal"
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        """This model with ``tools`` bound as OpenAI tool dicts (as the real request carries them)."""
+        """This model with ``tools`` bound as OpenAI tool dicts (as the real request carries them).
+
+        Args:
+            tools: LangChain tools (or tool dicts).
+            tool_choice: the tool choice, as the real request would send it.
+            kwargs: further binding options.
+
+        Returns:
+            The bound runnable.
+        """
         formatted = [convert_to_openai_tool(t) for t in tools]
         if tool_choice:
             kwargs["tool_choice"] = tool_choice
@@ -256,7 +273,15 @@ class RehearsalChat(BaseChatModel):
 
     def with_structured_output(self, schema: Any = None, **kwargs: Any) -> Any:
         """This model bound to ``response_format`` type ``json_schema`` for ``schema`` (the native mode
-        :func:`sgieval.models.structured.native_structured` recognises), piped into a JSON parser."""
+        :func:`sgieval.models.structured.native_structured` recognises), piped into a JSON parser.
+
+        Args:
+            schema: the pydantic model (or JSON schema) of the reply.
+            kwargs: further options (ignored).
+
+        Returns:
+            The runnable.
+        """
         from langchain_core.output_parsers import JsonOutputParser
 
         from .openai_direct import json_schema_format
@@ -339,7 +364,11 @@ class RoleEstimate(BaseModel):
 
     def line(self) -> str:
         """``openai:judge (judge): 100 calls, 83,000 input tokens, 25,000 output tokens (bound: none sent),
-        0.4563 USD``."""
+        0.4563 USD``.
+
+        Returns:
+            The line.
+        """
         usd = "n/a (price unknown)" if self.usd is None else f"{self.usd:.4f} USD"
         bound = (
             f"at most {self.output_bound:,} at max_tokens" if self.output_bound is not None else "no max_tokens sent"
@@ -384,7 +413,11 @@ class Estimate(BaseModel):
 
     def lines(self) -> list[str]:
         """The estimate as lines for the confirmation and ``--dry-run``: one per (model, role), the total,
-        then how tokens were counted and the notes."""
+        then how tokens were counted and the notes.
+
+        Returns:
+            The lines.
+        """
         if not any(r.calls or r.cached_calls for r in self.rows):
             live = [r for r in self.rows if r.role == "target"]
             if not live:
@@ -413,7 +446,17 @@ class Estimate(BaseModel):
 def priced(row: RoleEstimate, prices: Mapping[str, tuple[float, float]] | None, *, batch: bool = False) -> RoleEstimate:
     """``row`` with ``usd`` and ``usd_bound`` from :func:`sgieval.models.accounting.price_call` (the price
     library genai-prices, or the user's price) and its ``price_source``; ``batch``: the row's calls go through a
-    batch API (``--batch``: targets and judges), priced at the batch rate."""
+    batch API (``--batch``: targets and judges), priced at the batch rate.
+
+    Args:
+        row: the estimate of one (model, role).
+        prices: user prices (USD per 1M input and output tokens) by model; None: the library's only.
+        batch: the calls go through a batch API.
+
+    Returns:
+        A copy of ``row`` with ``usd``, ``usd_bound`` (USD; None when the price is unknown) and
+        ``price_source``.
+    """
     from .accounting import price_source
 
     row.price_source = price_source(row.model, prices)

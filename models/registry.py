@@ -42,7 +42,19 @@ def resolve_replay(
 ) -> NamedModel:
     """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
     (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
-    stored models when the name matches none, and for a ``.json`` file that is not one model's answers."""
+    stored models when the name matches none, and for a ``.json`` file that is not one model's answers.
+
+    Args:
+        spec: ``replay:<name or path>``.
+        stored: the stored responses the run can serve.
+        _stores: the stored models already read (internal).
+
+    Returns:
+        The replay model.
+
+    Raises:
+        InputError: as above.
+    """
     ref = ModelRef.parse(spec).name
     p = Path(ref).expanduser()
     if p.suffix in (".json", ".jsonl") and p.is_file():
@@ -87,7 +99,15 @@ def sampling_for_role(config: Any, role: Role) -> dict[str, Any]:
     """The sampling keywords of :func:`resolve_model` for ``role`` from a
     :class:`~sgieval.core.RunConfig`: ``temperature`` (targets:
     ``config.temperature``; judges: ``config.judge_temperature``; agents: 0)
-    and ``reasoning_effort`` (every role)."""
+    and ``reasoning_effort`` (every role).
+
+    Args:
+        config: the run's config.
+        role: ``"target"``, ``"judge"`` or ``"agent"``.
+
+    Returns:
+        The keywords.
+    """
     t = {"target": config.temperature, "judge": config.judge_temperature}.get(role, 0.0)
     return {"temperature": t, "reasoning_effort": config.reasoning_effort}
 

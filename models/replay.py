@@ -98,12 +98,24 @@ class ReplayStore:
             )
 
     def unmatched_lines(self) -> str:
-        """The lines whose ids match no item, e.g. ``line 4 ('q9'), line 7 ('x')`` ("" when none)."""
+        """The lines whose ids match no item, e.g. ``line 4 ('q9'), line 7 ('x')`` ("" when none).
+
+        Returns:
+            The line list, or "".
+        """
         return ", ".join(f"line {self.lines.get(s, '?')} ({s!r})" for s in self.unmatched)
 
     def respond(self, item: Item, model_name: str) -> Response:
         """The stored Response for ``item``, or a failed Response (status
-        ``not_run``) saying the replay has no stored answer for it."""
+        ``not_run``) saying the replay has no stored answer for it.
+
+        Args:
+            item: the item.
+            model_name: the replay target's name, put on the Response.
+
+        Returns:
+            The Response.
+        """
         stored_id = item.id if item.id in self.by_item else self.aliases.get(item.id)
         if stored_id is not None:
             text = self.by_item[stored_id]

@@ -57,7 +57,14 @@ by the caller's own parser (tags such as ``<coherence_score>``)."""
 
 
 def schema_instruction(schema: type[BaseModel]) -> str:
-    """The prompt-embedded schema of the fallback path (models without native structured output)."""
+    """The prompt-embedded schema of the fallback path (models without native structured output).
+
+    Args:
+        schema: the pydantic model.
+
+    Returns:
+        The instruction text.
+    """
     return "Reply with a single JSON object and nothing else, matching this JSON schema:\n" + json.dumps(
         schema.model_json_schema(), ensure_ascii=False
     )
@@ -80,22 +87,28 @@ _BACKSLASH_WORD = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)")
 
 
 def protect_latex_escapes(text: str) -> str:
-    """Double the backslash of LaTeX commands in JSON text so a JSON parser keeps them.
+    r"""Double the backslash of LaTeX commands in JSON text so a JSON parser keeps them.
 
-    Judges quote formulas (``"E = \\frac{1}{2}"``) inside JSON strings without
-    escaping the backslash; ``json.loads`` reads ``\\f`` as a form feed and
-    ``\\b`` as a backspace, and ``\\a`` is no escape at all.  Rule, for a
+    Judges quote formulas (``"E = \frac{1}{2}"``) inside JSON strings without
+    escaping the backslash; ``json.loads`` reads ``\f`` as a form feed and
+    ``\b`` as a backspace, and ``\a`` is no escape at all.  Rule, for a
     backslash (not itself escaped) followed by letters ``w``:
 
-    - ``\\uXXXX`` with four hex digits: a JSON escape, kept;
+    - ``\uXXXX`` with four hex digits: a JSON escape, kept;
     - ``w`` starts with ``b`` or ``f`` and is longer than one letter
-      (``\\frac``, ``\\beta``): LaTeX;
+      (``\frac``, ``\beta``): LaTeX;
     - ``w`` starts with ``n``, ``t`` or ``r``: LaTeX only when ``w`` is in
-      :data:`LATEX_COMMANDS_NRT` (``\\nabla``, ``\\theta``, ``\\times``), else the
-      escape (``"line\\nThe"`` keeps its newline);
-    - any other letter (``\\alpha``, ``\\sum``): not a JSON escape, LaTeX.
+      :data:`LATEX_COMMANDS_NRT` (``\nabla``, ``\theta``, ``\times``), else the
+      escape (``"line\nThe"`` keeps its newline);
+    - any other letter (``\alpha``, ``\sum``): not a JSON escape, LaTeX.
 
     LaTeX backslashes are doubled; everything else is unchanged.
+
+    Args:
+        text: JSON text.
+
+    Returns:
+        The text with LaTeX backslashes doubled.
     """
     if "\\" not in text:
         return text
@@ -126,7 +139,17 @@ def parse_json_object(text: str) -> Any:
     LaTeX backslashes are protected (:func:`protect_latex_escapes`).  A reply
     that is one JSON value wins; otherwise the last fenced block, then the
     text from its first ``{``/``[``, are repaired with ``json_repair``.
-    Raises ValueError when there is none."""
+    Raises ValueError when there is none.
+
+    Args:
+        text: the reply text.
+
+    Returns:
+        The parsed object or list.
+
+    Raises:
+        ValueError: the text holds no JSON value.
+    """
     text = protect_latex_escapes(final_text(text or ""))
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
@@ -255,7 +278,16 @@ class StructuredReply(Generic[T]):
 def sent_prompt(messages: Sequence[BaseMessage], mode: StructuredMode, schema: Any = None) -> dict[str, Any]:
     """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode``: the
     messages as OpenAI-style ``{role, content}`` dicts and, for a native mode (``json_schema``,
-    ``function_calling``), the response format the schema was bound with (``{mode, name, schema}``)."""
+    ``function_calling``), the response format the schema was bound with (``{mode, name, schema}``).
+
+    Args:
+        messages: the messages sent.
+        mode: the structured-output mode used.
+        schema: the schema bound, for a native mode.
+
+    Returns:
+        The prompt record.
+    """
     fmt = None
     if mode in ("json_schema", "function_calling") and isinstance(schema, type) and issubclass(schema, BaseModel):
         fmt = {"mode": mode, "name": schema.__name__, "schema": schema.model_json_schema()}
@@ -314,6 +346,24 @@ async def ask_structured(
     refused, which is not asked again); ``label`` names the caller in those reasons ("judge call
     failed: ...", "unparsable judge reply after 3 attempt(s): ...").  Raises
     ValueError when neither ``schema`` nor ``parse`` is given.
+
+    Args:
+        model: the model asked.
+        messages: the prompt.
+        schema: the pydantic model of the reply.
+        parse: a text parser instead of a schema.
+        max_attempts: most tries (>= 1).
+        system_note: see above.
+        retry_hint: the instruction added to a retry.
+        native: try the provider's native structured output first.
+        label: the caller's name in failure reasons.
+        as_given: see above.
+
+    Returns:
+        The StructuredReply: ``parsed`` (None on failure), ``raw`` replies, ``error``, ``mode``, ``attempts``.
+
+    Raises:
+        ValueError: neither ``schema`` nor ``parse`` is given.
     """
     if schema is None and parse is None:
         raise ValueError("ask_structured needs a schema or a parse function")

@@ -53,7 +53,15 @@ class ToolLoopOutcome:
 def bind_tools(model: NamedModel, tools: Sequence[Any]) -> Any | None:
     """``model.chat.bind_tools(tools)``, or None when the chat model has no
     tool calling (``bind_tools`` missing or raising NotImplementedError /
-    TypeError / ValueError)."""
+    TypeError / ValueError).
+
+    Args:
+        model: the model.
+        tools: LangChain tools.
+
+    Returns:
+        The bound chat model, or None.
+    """
     chat = model.chat
     if chat is None or not hasattr(chat, "bind_tools"):
         return None
@@ -90,6 +98,24 @@ async def run_tool_loop(
     ``on_text(reply)`` (default: stop) returns None to stop or a message to
     send back (e.g. "call submit_... with the plan") and go on.
     Raises ModelCallError when a model call fails after its retries.
+
+    Args:
+        model: the model.
+        messages: the conversation so far.
+        bound: the chat model bound to the tools.
+        execute: ``execute(name, args) -> result text``.
+        offered: the tool names the model may call.
+        max_calls: most tool calls (None: no limit).
+        max_turns: most model turns (>= 1).
+        on_text: see above.
+        done: see above.
+        unknown_tool: see above.
+
+    Returns:
+        The outcome: the conversation, every tool call, the last reply and why the loop stopped.
+
+    Raises:
+        ModelCallError: a model call fails after its retries.
     """
     msgs = list(messages)
     out = ToolLoopOutcome(msgs)

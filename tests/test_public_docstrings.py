@@ -8,7 +8,7 @@ import importlib
 import inspect
 from typing import Any, Callable
 
-CHECKED = ("sgieval", "sgieval.graphs", "sgieval.benchmarks", "sgieval.agents", "sgieval.tools")
+CHECKED = ("sgieval", "sgieval.graphs", "sgieval.benchmarks", "sgieval.agents", "sgieval.tools", "sgieval.models")
 """The packages whose public API is held to it (the others are still to be brought in)."""
 
 
