@@ -335,7 +335,12 @@ def make_runtime(
     if judges is None:
         judges = [
             resolve_model(
-                j, "judge", base_url=config.base_url, batch=config.batch, **sampling_for_role(config, "judge")
+                j,
+                "judge",
+                base_url=config.base_url,
+                batch=config.batch,
+                dry_run=config.dry_run,
+                **sampling_for_role(config, "judge"),
             )
             for j in config.judges
         ]
@@ -351,6 +356,7 @@ def make_runtime(
                 base_url=config.base_url,
                 data_dir=config.data_dir,
                 batch=config.batch,
+                dry_run=config.dry_run,
                 **sampling_for_role(config, "target"),
             )
             for m in config.models

@@ -51,6 +51,8 @@ class ModelOptions:
         temperature: sampling temperature 0-2 (None: the provider's default).
         reasoning_effort: OpenAI ``reasoning_effort`` (None: not sent).
         settings: the settings object keys and base URLs come from (None: read the environment now).
+        dry_run: the model is built for ``--dry-run`` only (its prompts are counted, never sent): a missing
+            API key is not an error then.
     """
 
     base_url: str | None = None
@@ -58,6 +60,7 @@ class ModelOptions:
     temperature: float | None = 0.0
     reasoning_effort: str | None = None
     settings: Any = None
+    dry_run: bool = False
 
     def env(self, name: str | None) -> str | None:
         """The value of variable ``name`` through the settings object (None when unset or ``name`` is None)."""
@@ -137,7 +140,7 @@ def resolve_endpoint(
 
     Returns:
         ``(ref with base_url and the variables filled in, key)``; the key is ``"not-needed"`` for a server
-        other than api.openai.com when no key is set.
+        other than api.openai.com when no key is set, and for any server under ``options.dry_run``.
 
     Raises:
         InputError: no base URL (naming the variable to set), or no key for api.openai.com.
@@ -153,7 +156,7 @@ def resolve_endpoint(
         )
     url, url_key = _split_key(url)
     official = url.rstrip("/") == OFFICIAL_OPENAI_URL
-    key = url_key or options.env(kvar) or (None if official else "not-needed")
+    key = url_key or options.env(kvar) or (None if official and not options.dry_run else "not-needed")
     if key is None:
         raise InputError(
             f"no {kvar} set and no base URL given",

@@ -122,6 +122,7 @@ def resolve_model(
     reasoning_effort: str | None = None,
     settings: Any = None,
     batch: bool = False,
+    dry_run: bool = False,
 ) -> NamedModel:
     """Resolve one model string for ``role`` through the provider registry.
 
@@ -136,6 +137,8 @@ def resolve_model(
         settings: the settings object keys and base URLs come from (None: the current settings).
         batch: the model's calls go through its provider's batch API (``--batch``,
             :func:`sgieval.models.batch.batch_model`; ``anthropic:`` models need no langchain-anthropic then).
+        dry_run: the model is built for ``--dry-run`` (its prompts are counted, never sent): an OpenAI-compatible
+            model needs no API key then.
 
     Returns:
         The NamedModel; ``params`` holds what is sent, ``dropped`` what was not with the reason, ``ref`` the
@@ -151,7 +154,12 @@ def resolve_model(
     except ValueError as e:
         raise InputError(str(e), what=spec.strip(), fix="write openai-api:<service>/<model>") from None
     options = ModelOptions(
-        base_url=base_url, stored=stored, temperature=temperature, reasoning_effort=reasoning_effort, settings=settings
+        base_url=base_url,
+        stored=stored,
+        temperature=temperature,
+        reasoning_effort=reasoning_effort,
+        settings=settings,
+        dry_run=dry_run,
     )
     entry = PROVIDERS.get(ref.provider)
     if batch:

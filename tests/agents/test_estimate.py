@@ -382,3 +382,22 @@ def test_a_live_target_that_the_run_would_not_call_is_named_with_the_reason():
     assert lines[0] == "no model call on the 3 items: the live targets would not be called"
     assert lines[1] == f"openai:live (target): {row.note}"
     assert not any("every target is replayed" in line or "open-creativity items: counted" in line for line in lines)
+
+
+def test_dry_run_needs_no_api_key_and_the_run_still_does(tmp_path, monkeypatch):
+    """``--dry-run`` counts prompts and sends none, so an OpenAI model without OPENAI_API_KEY is estimated; the
+    same command without ``--dry-run`` still stops with the missing key named."""
+    from sgieval.cli import app
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    items = _items(tmp_path, 4)
+    argv = ["ask", REQUEST, "-b", str(items), "-m", "openai:gpt-4o", "--judge", "openai:gpt-4.1"]
+    argv += ["--out", str(tmp_path / "runs")]
+    result = CliRunner().invoke(app, argv + ["--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "openai:gpt-4o (target): 4 calls" in result.stdout
+    assert re.search(r"openai:gpt-4\.1 \(judge\): \d+ calls", result.stdout), result.stdout
+    result = CliRunner().invoke(app, argv + ["--yes"])
+    assert result.exit_code == 2
+    assert "no OPENAI_API_KEY set" in result.output
