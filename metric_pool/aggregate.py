@@ -75,7 +75,18 @@ def summarize(
     value).  Others: ``scipy.stats.bootstrap`` with method "BCa" (``n_resamples``
     resamples, ``seed``), percentile when BCa is undefined; fewer than 2 values
     give NaN and equal values a zero-width interval, each with its ``note``.
-    Raises ValueError for an empty sequence."""
+    Raises ValueError for an empty sequence.
+
+    Args:
+        values: per-item scores on the metric's scale.
+        n_resamples: bootstrap resamples (>= 1).
+        seed: the random seed.
+        confidence: the CI level, in (0, 1).
+        binary: the values are 0/1 (Wilson interval); None: decided from the values.
+
+    Returns:
+        The Summary: mean, CI, total, n and the interval's method.
+    """
     x = np.asarray(list(values), dtype=float)
     if x.size == 0:
         raise ValueError("summarize() needs at least one value")
@@ -183,6 +194,20 @@ def paired_test(
     ``scipy.stats.bootstrap(paired=True, method="BCa")`` (percentile when BCa
     is undefined).  Deterministic for a given ``seed``.
     Raises ValueError for an unknown ``method`` or when no item is common.
+
+    Args:
+        a: model A's per-item scores.
+        b: model B's per-item scores.
+        method: ``"permutation"`` or ``"bootstrap"``.
+        n_resamples: resamples (>= 1).
+        seed: the random seed.
+        confidence: the CI level, in (0, 1).
+
+    Returns:
+        The PairedResult: mean difference, its CI, p value, n.
+
+    Raises:
+        ValueError: an unknown ``method``, or no common item.
     """
     if method not in ("permutation", "bootstrap"):
         raise ValueError(f"paired_test: unknown method {method!r}; use 'permutation' or 'bootstrap'")

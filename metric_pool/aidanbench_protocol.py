@@ -404,6 +404,28 @@ async def run_generation(
 
     Raises InputError when ``judge`` is None (coherence judge required), when
     ``target`` has no chat model, or for a bad ``variant``/``max_answers``.
+
+    Args:
+        item: see above.
+        target: see above.
+        judge: see above.
+        embedder: see above.
+        variant: see above.
+        llm_novelty: use the LLM novelty judge (B.4).
+        tau_c: the coherence threshold (0-100).
+        tau_n: the embedding novelty threshold (0-1).
+        tau_llm: the LLM novelty threshold (0-1).
+        max_answers: most answers (>= 1).
+        temperature: the target's temperature.
+        cot: ask the target to reason first.
+        judge_attempts: most tries per judge call.
+        clock: the clock of ``processing_time`` (s).
+
+    Returns:
+        The Response (see above).
+
+    Raises:
+        InputError: as above.
     """
     if judge is None:
         raise InputError(

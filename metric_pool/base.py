@@ -254,7 +254,15 @@ class FunctionMetric(Metric):
         return self.score_sync(item, response)
 
     def score_sync(self, item: Item, response: Response) -> list[Score]:
-        """The Scores of ``response`` (synchronous: the functions need no event loop)."""
+        """The Scores of ``response`` (synchronous: the functions need no event loop).
+
+        Args:
+            item: the item answered.
+            response: the target model's response.
+
+        Returns:
+            One Score per spec, on its declared range.
+        """
         response = response.split_reasoning()
         if not response.ok:
             return self.failed(item, response, response.status, f"no response: {response.error}")

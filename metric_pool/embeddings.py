@@ -264,7 +264,11 @@ class Embedder:
 def embedding_counts() -> tuple[int, int]:
     """``(texts, long texts)`` embedded so far by the process's shared embedders:
     long texts exceeded MiniLM's 256-token window and were embedded whole, in
-    pieces of at most :attr:`Embedder.CHUNK_TOKENS` word pieces, mean-pooled.  Differences of two readings count one run's texts."""
+    pieces of at most :attr:`Embedder.CHUNK_TOKENS` word pieces, mean-pooled.  Differences of two readings count one run's texts.
+
+    Returns:
+        ``(texts, long texts)``.
+    """
     with _CACHE_LOCK:
         embs = list(_CACHE.values())
     return sum(e.texts_seen for e in embs), sum(e.long_texts_seen for e in embs)
@@ -273,7 +277,17 @@ def embedding_counts() -> tuple[int, int]:
 def get_embedder(name: str = MINILM) -> Embedder:
     """The shared :class:`Embedder` for ``name`` ("minilm" or "openai:<model>"),
     constructed once per process and cached.  The model itself loads lazily.
-    Raises InputError for an unknown name."""
+    Raises InputError for an unknown name.
+
+    Args:
+        name: ``"minilm"`` or ``"openai:<model>"``.
+
+    Returns:
+        The embedder.
+
+    Raises:
+        InputError: an unknown name.
+    """
     with _CACHE_LOCK:
         emb = _CACHE.get(name)
         if emb is None:

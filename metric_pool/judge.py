@@ -115,8 +115,16 @@ def as_data(text: str, label: str = "RESPONSE_UNDER_REVIEW", extra_tags: Sequenc
     The delimiters are escaped inside the text (``<<<`` -> ``<\u200b<<``) so a
     response cannot close the block early, and the judge's own output tags
     and JSON keys are neutralised (:func:`neutralise`); the judge prompt
-    states that the block is data to evaluate, not instructions (
-    judge hygiene).
+    states that the block is data to evaluate, not instructions
+    (judge hygiene).
+
+    Args:
+        text: the untrusted text (a response, a document).
+        label: the block's tag name.
+        extra_tags: further output tags of the judge to neutralise.
+
+    Returns:
+        The delimited block.
     """
     open_, close = f"<<<{label}>>>", f"<<<END_{label}>>>"
     safe = neutralise(text or "", extra_tags).replace("<<<", "<\u200b<<").replace(">>>", ">>\u200b>")
@@ -158,7 +166,14 @@ class JudgeReply(Generic[T]):
 
     def evidence(self, **details: Any) -> JudgeReplyEvidence:
         """This reply as a typed ``judge_reply`` evidence record; ``details``
-        holds metric-specific extras (unit test, steps, votes...)."""
+        holds metric-specific extras (unit test, steps, votes...).
+
+        Args:
+            details: metric-specific extras.
+
+        Returns:
+            The evidence record.
+        """
         return JudgeReplyEvidence(
             judge=self.judge,
             raw=list(self.raw),
@@ -196,6 +211,17 @@ async def ask_judge(
     ``as_given``: ``messages`` continue a conversation whose system message
     already holds the data notice and the schema instruction (a judge's tool
     loop); they are sent unchanged (:func:`~sgieval.models.structured.ask_structured`).
+
+    Args:
+        judge: the judge model.
+        messages: the judge prompt.
+        schema: the pydantic model of the verdict.
+        max_attempts: most tries (>= 1).
+        candidate: see above.
+        as_given: see above.
+
+    Returns:
+        The JudgeReply: ``parsed`` (None on failure), raw replies, ``error``, flags.
     """
     r: StructuredReply[Any] = await ask_structured(
         judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE, label="judge", as_given=as_given

@@ -88,11 +88,25 @@ class MetricEntry:
     def covers(self, item_benchmark: str) -> bool:
         """Whether items named ``item_benchmark`` (``Item.benchmark``) are within this metric's scope: every item
         for :data:`ALL`, else the scope's own items and those of a name derived from it (``"jsonl:qa"`` for the
-        scope ``"jsonl"``)."""
+        scope ``"jsonl"``).
+
+        Args:
+            item_benchmark: an ``Item.benchmark`` value.
+
+        Returns:
+            True when those items are in scope.
+        """
         return self.scope == ALL or item_benchmark == self.scope or item_benchmark.startswith(self.scope + ":")
 
     def asked(self, request: str) -> list[str]:
-        """The qualities of this metric that ``request`` names, in declaration order."""
+        """The qualities of this metric that ``request`` names, in declaration order.
+
+        Args:
+            request: the request.
+
+        Returns:
+            The named qualities (empty when none).
+        """
         return [
             q
             for q, pats in self.qualities.items()
@@ -100,7 +114,15 @@ class MetricEntry:
         ]
 
     def where(self, options: dict | None, tools: Any = None) -> str | None:
-        """:attr:`offer` for this run; "" when the metric declares no condition."""
+        """:attr:`offer` for this run; "" when the metric declares no condition.
+
+        Args:
+            options: the run's metric options.
+            tools: the run's tool pool.
+
+        Returns:
+            The offer text, "" without a condition, or None when the metric cannot run in this run.
+        """
         return "" if self.offer is None else self.offer(options, tools)
 
     def build(self, options: dict | None = None, item_benchmark: str | None = None) -> Metric:
@@ -114,6 +136,9 @@ class MetricEntry:
 
         Raises:
             TypeError: the factory returned no Metric, or one of another name.
+
+        Returns:
+            The Metric (a :class:`Scoped` one for a benchmark scope).
         """
         m = self.factory(options or {})
         if not isinstance(m, Metric) or m.name != self.name:
@@ -194,7 +219,12 @@ def unregister(key: MetricKey) -> None:
 
 
 def unregister_scope(scope: str, module: str) -> None:
-    """Forget every metric of ``scope`` that ``module`` registered (a reloaded YAML benchmark's metrics)."""
+    """Forget every metric of ``scope`` that ``module`` registered (a reloaded YAML benchmark's metrics).
+
+    Args:
+        scope: the scope (a benchmark name, or :data:`ALL`).
+        module: the module that registered the metrics.
+    """
     with _lock:
         for key in [k for k, e in _entries.items() if e.scope == scope and e.module == module]:
             del _entries[key]
@@ -212,6 +242,9 @@ def entries() -> list[MetricEntry]:
 
     Raises:
         InputError: an installed package's metric module cannot be imported (naming the package and module).
+
+    Returns:
+        The entries.
     """
     global _loaded
     if not _loaded:
@@ -246,6 +279,9 @@ def applicable(
         options: the run's metric options (:meth:`MetricEntry.build`).
         predefined: False (default): the metrics the customisation agent may add; True: benchmarks' predefined
             metrics only; None: both.
+
+    Returns:
+        ``(entry, Metric)`` pairs.
     """
     items = list(items)
     benches = list(dict.fromkeys(i.benchmark for i in items))
@@ -308,5 +344,12 @@ class Scoped(Metric):
 
 
 def key_of(m: Metric) -> MetricKey:
-    """The key of a built Metric: its scope (a :class:`Scoped` one's benchmark, else :data:`ALL`) and its name."""
+    """The key of a built Metric: its scope (a :class:`Scoped` one's benchmark, else :data:`ALL`) and its name.
+
+    Args:
+        m: a built Metric.
+
+    Returns:
+        ``(scope, name)``.
+    """
     return m.key if isinstance(m, Scoped) else (ALL, m.name)

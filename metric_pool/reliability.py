@@ -400,7 +400,15 @@ def reliability(
 
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
-    """Plain data for the report (reports/ imports core only): formatted table rows and sentences."""
+    """Plain data for the report (reports/ imports core only): formatted table rows and sentences.
+
+    Args:
+        rel: the judge-reliability statistics.
+
+    Returns:
+        ``metric``, ``verdict``, ``n_judges``, the formatted rows (``agreement``, ``offsets``, ``leave_one_out``,
+        ``self_preference``, ``position``, ``retest``) and sentences, as the judge-reliability section reads them.
+    """
 
     def f(x: float | None) -> str:
         return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"

@@ -317,6 +317,16 @@ async def tool_loop(
     once ``budget`` calls were attempted (refused calls count, so a model that
     keeps calling a tool it was not offered cannot loop for ever).
     Raises ModelCallError when a model call fails after its retries.
+
+    Args:
+        model: the judge.
+        messages: the judge prompt.
+        pool: the run's tool pool.
+        allowed: the tools the judge may call.
+        budget: most tool calls (>= 0).
+
+    Returns:
+        The loop's result: the conversation and the tool-call evidence.
     """
     msgs = list(messages)
     tools = offered_tools(pool, allowed)
@@ -506,7 +516,18 @@ class RubricMetric(Metric):
 
     def failed(self, item: Item, response: Response, status: str, error: str, **kwargs: Any) -> list[Score]:
         """:meth:`Metric.failed`, recording the rubric version in ``details["rubric_version"]`` (a failure of the
-        evaluation around the metric is made here too)."""
+        evaluation around the metric is made here too).
+
+        Args:
+            item: the item.
+            response: the response.
+            status: the Scores' status.
+            error: the reason.
+            kwargs: as :meth:`Metric.failed`.
+
+        Returns:
+            The failed Scores.
+        """
         scores = super().failed(item, response, status, error, **kwargs)
         for s in scores:
             s.details["rubric_version"] = self.rubric.version
@@ -514,7 +535,16 @@ class RubricMetric(Metric):
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         """The rubric's Score of ``response`` (class docstring); every Score, failed ones included, records the
-        rubric version that produced it in ``details["rubric_version"]``."""
+        rubric version that produced it in ``details["rubric_version"]``.
+
+        Args:
+            item: the item answered.
+            response: the target model's response.
+            ctx: the scoring context (judges, tools).
+
+        Returns:
+            The rubric Score (0-100) and its criterion Scores (0-10).
+        """
         scores = await self._score(item, response, ctx)
         for s in scores:
             s.details["rubric_version"] = self.rubric.version

@@ -233,6 +233,9 @@ class SettleRule:
 
         Raises:
             ValueError: a value outside the metric's range.
+
+        Args:
+            values: model -> its value on the item.
         """
         self.items += 1
         clean: dict[str, float] = {}
@@ -269,7 +272,11 @@ class SettleRule:
         """Whether the items added so far settle the ranking (:class:`Settlement`): settled when one model's
         comparisons with every other model have a CS low end above 0 (at most one model can have that, the CSs
         being symmetric); that model is the leader.  Unsettled, the leader is the model with the best mean of
-        its values so far (ties: the first given)."""
+        its values so far (ties: the first given).
+
+        Returns:
+            The Settlement: settled or not, and the leader.
+        """
         seen = [m for m in self.models if self._model_n[m]]
         if not seen:
             return Settlement(False, None, self.items, self.alpha)

@@ -62,12 +62,26 @@ def slug(name: str) -> str:
     """A rubric/metric name as used in file names and metric columns:
     lower case, runs of other characters -> ``_`` ("Risk Awareness!" -> "risk_awareness"), at most 120
     characters (:func:`sgieval.core.files.slug_name`, the one rule for names that become paths).
-    Raises InputError when nothing is left."""
+    Raises InputError when nothing is left.
+
+    Args:
+        name: any name.
+
+    Returns:
+        The slug (lower case, at most 120 characters).
+
+    Raises:
+        InputError: nothing is left of the name.
+    """
     return slug_name(name, what="rubric name")
 
 
 def user_rubric_dir() -> Path:
-    """``$SGIEVAL_RUBRIC_DIR`` when set, else ``user_config_dir("sgieval")/rubrics`` (not created here)."""
+    """``$SGIEVAL_RUBRIC_DIR`` when set, else ``user_config_dir("sgieval")/rubrics`` (not created here).
+
+    Returns:
+        The folder.
+    """
     from ...core import current_settings
 
     env = current_settings().rubric_dir
@@ -95,18 +109,42 @@ def _scan() -> dict[str, tuple[Origin, Path]]:
 def list_rubrics() -> list[Rubric]:
     """Every rubric of the three folders, sorted by name (a user rubric
     overrides a starter rubric of the same file name).  Raises InputError
-    naming the file when one does not load."""
+    naming the file when one does not load.
+
+    Returns:
+        The rubrics.
+
+    Raises:
+        InputError: naming the file when one does not load.
+    """
     return [Rubric.from_yaml(p) for _, (_, p) in sorted(_scan().items())]
 
 
 def rubric_origin(name: str) -> tuple[Origin, Path] | None:
-    """(origin, file) of the rubric saved as ``<slug(name)>.yaml``, or None."""
+    """(origin, file) of the rubric saved as ``<slug(name)>.yaml``, or None.
+
+    Args:
+        name: a rubric name.
+
+    Returns:
+        ``(origin, file)``, or None when no folder holds it.
+    """
     return _scan().get(slug(name))
 
 
 def load_rubric(name: str) -> Rubric:
     """The rubric called ``name`` (file ``<slug(name)>.yaml``; a path to a
-    YAML file also works).  Raises InputError listing the available names."""
+    YAML file also works).  Raises InputError listing the available names.
+
+    Args:
+        name: a rubric name or a YAML path.
+
+    Returns:
+        The rubric.
+
+    Raises:
+        InputError: listing the available names.
+    """
     p = Path(name)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         return Rubric.from_yaml(p)
@@ -123,7 +161,16 @@ def load_rubric(name: str) -> Rubric:
 def save_rubric(rubric: Rubric, user: bool = True, folder: str | Path | None = None) -> Path:
     """Write ``rubric`` as ``<slug(name)>.yaml`` to the user folder
     (``user=True``), to ``metric_pool/custom/`` (``user=False``) or to
-    ``folder`` when given.  Returns the path."""
+    ``folder`` when given.  Returns the path.
+
+    Args:
+        rubric: the rubric.
+        user: the user folder (True) or ``metric_pool/custom/`` (False).
+        folder: another folder.
+
+    Returns:
+        The path written.
+    """
     d = Path(folder) if folder is not None else (user_rubric_dir() if user else CUSTOM_DIR)
     path = d / f"{slug(rubric.name)}.yaml"
     rubric.to_yaml(path)
@@ -139,7 +186,15 @@ _VEC_CACHE: dict[str, Any] = {}
 
 def semantic_scores(query: str, texts: list[str]) -> list[float]:
     """MiniLM cosine between ``query`` and each of ``texts`` (values in [-1, 1]).
-    Text embeddings are cached per process."""
+    Text embeddings are cached per process.
+
+    Args:
+        query: the phrase.
+        texts: the texts compared with it.
+
+    Returns:
+        One cosine per text, in [-1, 1].
+    """
     import numpy as np
 
     from ..embeddings import get_embedder
@@ -166,6 +221,14 @@ def find_rubric(
     its :func:`match_texts` (name, name + first clause, name + description), when that cosine is >= ``threshold``
     (default :data:`MATCH_THRESHOLD` = 0.5).  ``rubrics`` defaults to
     :func:`list_rubrics`.  Ties keep the alphabetically first rubric.
+
+    Args:
+        quality: the quality word or phrase.
+        threshold: the least cosine for a semantic match, in [-1, 1].
+        rubrics: the rubrics searched.
+
+    Returns:
+        The rubric, or None.
     """
     pool = list_rubrics() if rubrics is None else list(rubrics)
     q = _norm(quality)
@@ -182,7 +245,14 @@ def find_rubric(
 def match_texts(rubric: Rubric) -> list[str]:
     """The texts a quality phrase is compared with: the name, ``"<name>:
     <first clause of the description>"`` (up to the first ``;`` or ``.``)
-    and ``"<name>: <description>"``."""
+    and ``"<name>: <description>"``.
+
+    Args:
+        rubric: the rubric.
+
+    Returns:
+        The three texts.
+    """
     name = rubric.name.replace("_", " ")
     first = re.split(r"[;.]", rubric.description or "", maxsplit=1)[0].strip()
     texts = [name]

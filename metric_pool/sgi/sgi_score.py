@@ -162,6 +162,18 @@ def sgi_score(
     Raises InputError when several models are mixed without ``model``.
     The per-discipline results use the same rule (a task with no items in a
     discipline is missing there).
+
+    Args:
+        scores: per-item scores.
+        items: item id -> Item.
+        components: task -> (metric name, scale).
+        model: the target model whose scores count.
+
+    Returns:
+        The SGIScoreResult: the score, per task and per discipline.
+
+    Raises:
+        InputError: several models are mixed without ``model``.
     """
     scores = list(scores)
     models = sorted({s.model for s in scores})
