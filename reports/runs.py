@@ -264,19 +264,28 @@ def into_additions(root: str | Path) -> list[dict[str, Any]]:
         root: the run folder.
 
     Returns:
-        One ``{"invocation": id, "time": ISO UTC, "models": [model strings added], "metric": the new ranking
-        metric or ""}`` per ``into`` row, in file order; [] without the file or such rows.
+        One ``{"invocation": id, "time": ISO UTC, "models": [models added], "metric": the new ranking
+        metric or ""}`` per ``into`` row, in file order; [] without the file or such rows. The models are named
+        as the records name them (the responses the invocation made: ``replay:mistral:latest`` for
+        ``--models replay:mistral``), else as the invocation's model strings.
     """
     root = Path(root)
     out: list[dict[str, Any]] = []
     before: list[str] = []
     metric = ""
+    made: dict[str, list[str]] | None = None
     for row in _rows(root, "invocations.jsonl"):
         opts = row.get("options") if isinstance(row.get("options"), dict) else {}
         models = [str(m) for m in (opts or {}).get("models") or [] if isinstance(m, str)]
         new_metric = str((opts or {}).get("metric") or "")
         if row.get("kind") == "into":
-            added = [m for m in models if m not in before]
+            if made is None:
+                made = {}
+                for r in _rows(root, "responses.jsonl"):
+                    inv, model = r.get("invocation"), r.get("model")
+                    if isinstance(inv, str) and isinstance(model, str) and model not in made.setdefault(inv, []):
+                        made[inv].append(model)
+            added = made.get(str(row.get("id", ""))) or [m for m in models if m not in before]
             out.append(
                 {
                     "invocation": str(row.get("id", "")),

@@ -221,3 +221,16 @@ def test_view_serve_without_a_run_serves_the_home_page_and_viewers_only(runs_dir
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_model_added_with_into_is_named_as_the_records_name_it(tmp_path):
+    """``--models replay:mistral --into RUN`` adds the stored model ``mistral:latest``: the index names it as its
+    responses do (``replay:mistral:latest``), as the report's Run table does, not by the string typed."""
+    sgieval.evaluate(CHEM, models="replay:o1-mini", out_dir=tmp_path, run_id="grown", bootstrap_resamples=999)
+    sgieval.evaluate(models="replay:mistral", into=str(tmp_path / "grown"), bootstrap_resamples=999)
+    (e,) = _json(tmp_path)
+    assert e["models"] == ["replay:o1-mini", "replay:mistral:latest"]
+    ((added),) = e["added"]
+    assert added["models"] == ["replay:mistral:latest"]
+    res = runner.invoke(app, ["runs", "--out", str(tmp_path)])
+    assert "(replay:mistral:latest added by ask --into at " in " ".join(res.output.split())
