@@ -47,7 +47,14 @@ def _flag(s: Score) -> str | None:
 def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
     """``scores`` grouped by metric name, each group in the given order: one pass, so the report's
     per-metric sections each read their metric's scores only (a 10,000-item run has 30,000
-    scores, and a pass over the scores of a finished run costs ~10 ms)."""
+    scores, and a pass over the scores of a finished run costs ~10 ms).
+
+    Args:
+        scores: any scores.
+
+    Returns:
+        metric name -> its scores.
+    """
     out: dict[str, list[Score]] = defaultdict(list)
     for s in scores:
         out[s.metric].append(s)
@@ -102,7 +109,16 @@ def _ordered(means: dict[str, float], higher_is_better: bool) -> list[str]:
 
 def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
     """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (the
-    report's precision): a tie is one group, its models in name order (name order never ranks them)."""
+    report's precision): a tie is one group, its models in name order (name order never ranks them).
+
+    Args:
+        means: model -> mean.
+        higher_is_better: the metric's direction.
+        digits: the printed precision (decimals).
+
+    Returns:
+        The groups, best first.
+    """
     groups: list[list[str]] = []
     last: float | None = None
     for m in _ordered(means, higher_is_better):
@@ -129,7 +145,16 @@ def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]
     """The Answer's sensitivity line: leaving out the items
     whose stored list of any ranked model is censored (ended by an error) or
     missing (empty), does the order of ``order`` by ``spec`` change?  None
-    when no ranked model has a flagged ``spec`` score."""
+    when no ranked model has a flagged ``spec`` score.
+
+    Args:
+        scores: the run's scores.
+        spec: the ranking metric.
+        order: the ranked models, best first.
+
+    Returns:
+        The sentence, or None.
+    """
     bad = flagged_items(scores, spec.name, order)
     if not bad:
         return None
@@ -154,7 +179,15 @@ def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]
 def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[str, str]]:
     """The distinct ``details["judged_by"]`` records (who decided acceptance:
     ``coherence``, ``novelty``, ``origin`` stored|live, ``source``) of the
-    target models' scores, in first-seen order."""
+    target models' scores, in first-seen order.
+
+    Args:
+        scores: the run's scores.
+        models: the target models.
+
+    Returns:
+        The records.
+    """
     out: list[dict[str, str]] = []
     for s in scores:
         jb = (s.details or {}).get("judged_by")
@@ -191,7 +224,17 @@ def self_preference(
     that decided its scores (stored coherence judge of a replay, or a live
     judge allowed to score its own responses), e.g. "replay:o1-mini is ranked
     while o1-mini judged the coherence that decided its accepted answers
-    (stored judgements): a judge may favour its own answers (self-preference)"."""
+    (stored judgements): a judge may favour its own answers (self-preference)".
+
+    Args:
+        models: the ranked target models.
+        sources: :func:`judgement_sources` records.
+        live_judges: the run's judge models.
+        allow_self_judge: whether ``--allow-self-judge`` was set.
+
+    Returns:
+        The sentences (empty when none).
+    """
     out = []
     for m in models:
         for src in sources:
@@ -218,7 +261,16 @@ def self_preference(
 def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str]) -> dict[str, tuple[list[str], float]]:
     """Per metric of ``specs``: (the model(s) with the best mean per item over
     ok item-level scores, that mean); metrics no model has a value for are
-    left out."""
+    left out.
+
+    Args:
+        scores: the run's scores.
+        specs: the metrics.
+        models: the target models.
+
+    Returns:
+        metric name -> (best models, best mean on the metric's scale).
+    """
     out = {}
     grouped = by_metric(scores)
     for spec in specs:
@@ -234,7 +286,16 @@ def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str])
 def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any] | None:
     """When one item holds at least :data:`DOMINANCE_SHARE` of ``model``'s
     total on ``metric`` (non-negative values, 3+ items): ``{"item", "value",
-    "total", "share", "n", "mean", "median"}``; else None."""
+    "total", "share", "n", "mean", "median"}``; else None.
+
+    Args:
+        scores: the run's scores.
+        metric: a metric name.
+        model: a target model.
+
+    Returns:
+        The dict, or None.
+    """
     vals = {
         s.item_id: float(s.value)
         for s in scores
@@ -283,7 +344,11 @@ class Answer:
 
     def markdown(self) -> str:
         """The Answer as a Markdown list (one item per part that has sentences; caveats one per sub-item when
-        there are several), then the stamp in italics."""
+        there are several), then the stamp in italics.
+
+        Returns:
+            The Markdown text.
+        """
         lines = [f"- **Verdict:** {self.verdict}"]
         parts = [("How sure", self.how_sure), ("Where it differs", self.where)]
         if self.where_first:
@@ -304,7 +369,11 @@ class Answer:
         return text + (f"\n\n*({self.stamp})*" if self.stamp else "")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``report.json``, the viewer)."""
+        """JSON-ready form (``report.json``, the viewer).
+
+        Returns:
+            The dict.
+        """
         return {
             "verdict": self.verdict,
             "summary": self.summary,

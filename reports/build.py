@@ -76,7 +76,15 @@ __all__ = [
 
 def fmt(x: float | None, digits: int = 2) -> str:
     """Numbers as the report prints them: integers without decimals, others
-    with ``digits`` decimals; None/NaN as "n/a"."""
+    with ``digits`` decimals; None/NaN as "n/a".
+
+    Args:
+        x: a number.
+        digits: decimals of a non-integer.
+
+    Returns:
+        The text.
+    """
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     if float(x).is_integer():
@@ -86,7 +94,14 @@ def fmt(x: float | None, digits: int = 2) -> str:
 
 def fmt2(x: float | None) -> str:
     """A statistic (mean, CI bound, difference) as the report's tables print it:
-    always 2 decimals ("8.00" beside "7.76"); None/NaN as "n/a"."""
+    always 2 decimals ("8.00" beside "7.76"); None/NaN as "n/a".
+
+    Args:
+        x: a number.
+
+    Returns:
+        The text.
+    """
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.2f}"
@@ -94,19 +109,42 @@ def fmt2(x: float | None) -> str:
 
 def fmt_total(x: float | None, spec: MetricSpec) -> str:
     """A total: an integer for a count metric (unbounded range, e.g. accepted
-    answers), else 2 decimals like the means."""
+    answers), else 2 decimals like the means.
+
+    Args:
+        x: a total.
+        spec: its metric.
+
+    Returns:
+        The text.
+    """
     return fmt(x) if math.isinf(spec.range[1]) else fmt2(x)
 
 
 def fmt_p(p: float | None) -> str:
-    """A p-value, every one alike: 4 decimals ("0.0012", "0.5625"), "< 0.0001" below that; None as "n/a"."""
+    """A p-value, every one alike: 4 decimals ("0.0012", "0.5625"), "< 0.0001" below that; None as "n/a".
+
+    Args:
+        p: a p-value in [0, 1].
+
+    Returns:
+        The text.
+    """
     if p is None or math.isnan(p):
         return "n/a"
     return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
 
 
 def count_phrase(n: int, noun: str = "item") -> str:
-    """``"1 item"``, ``"3 items"`` (English plural of ``noun`` by count)."""
+    """``"1 item"``, ``"3 items"`` (English plural of ``noun`` by count).
+
+    Args:
+        n: the count.
+        noun: the noun, singular.
+
+    Returns:
+        The phrase.
+    """
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
@@ -207,7 +245,14 @@ class ReportDraft:
 def ci_text(a: SummaryLike) -> str:
     """A ranking row's CI cell: ``"lo to hi"``, marked ``(Wilson score, 0/1 metric)``
     for a Wilson interval, and saying why for a degenerate or missing one
-    (``Summary.method`` / ``Summary.note``)."""
+    (``Summary.method`` / ``Summary.note``).
+
+    Args:
+        a: a summary.
+
+    Returns:
+        The cell text.
+    """
     method, note = getattr(a, "method", ""), getattr(a, "note", "")
     if not has_ci(a):
         return f"n/a ({note})" if note else "n/a"
@@ -223,19 +268,41 @@ def ci_text(a: SummaryLike) -> str:
 
 def no_variation(a: Any) -> bool:
     """Whether a CI (of a summary: ``ci_low``/``ci_high``) has zero width: every resample gave the same value,
-    so it shows no variation and supports no verdict (it is printed as "no variation over n items")."""
+    so it shows no variation and supports no verdict (it is printed as "no variation over n items").
+
+    Args:
+        a: a summary.
+
+    Returns:
+        True for a zero-width CI.
+    """
     lo, hi = getattr(a, "ci_low", math.nan), getattr(a, "ci_high", math.nan)
     return math.isfinite(lo) and math.isfinite(hi) and math.isclose(lo, hi, rel_tol=0.0, abs_tol=1e-12)
 
 
 def has_ci(a: SummaryLike) -> bool:
-    """Whether both CI bounds of ``a`` are numbers (not NaN)."""
+    """Whether both CI bounds of ``a`` are numbers (not NaN).
+
+    Args:
+        a: a summary.
+
+    Returns:
+        True when both bounds are numbers.
+    """
     return not any(math.isnan(x) for x in (a.ci_low, a.ci_high))
 
 
 def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
     """Whether the two 95% CIs overlap; None when either CI is unavailable (NaN).
-    Overlap is only overlap: it is not a significance test."""
+    Overlap is only overlap: it is not a significance test.
+
+    Args:
+        a: one summary.
+        b: the other.
+
+    Returns:
+        True, False, or None.
+    """
     if not (has_ci(a) and has_ci(b)):
         return None
     return not (a.ci_low > b.ci_high or b.ci_low > a.ci_high)
@@ -243,7 +310,15 @@ def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
 
 def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelStat]:
     """Models with a summary by mean (best first), then those without.  Models with equal means are listed in
-    name order, which is a listing order only: whether they share a rank is :func:`tie_groups`' decision."""
+    name order, which is a listing order only: whether they share a rank is :func:`tie_groups`' decision.
+
+    Args:
+        stats: per-model summaries.
+        higher_is_better: the metric's direction.
+
+    Returns:
+        The ordered list.
+    """
     have = [s for s in stats if s.summary is not None]
     none = [s for s in stats if s.summary is None]
     have.sort(key=lambda s: (-(s.stats.mean) if higher_is_better else s.stats.mean, s.model))
@@ -266,6 +341,10 @@ def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[lis
 
     Returns:
         One list per rank, best first; a list of one model when it is not tied.
+
+    Args:
+        ranked: the ranked models, best first.
+        pairs: see above.
     """
     groups: list[list[ModelStat]] = []
     for k, s in enumerate(ranked):
@@ -278,7 +357,14 @@ def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[lis
 
 def rank_labels(groups: list[list[ModelStat]]) -> dict[str, str]:
     """``{model: rank}`` in standard competition ranking with shared ranks marked: ``"1"``, ``"2="``, ``"2="``,
-    ``"4"`` (a group of one has no ``=``)."""
+    ``"4"`` (a group of one has no ``=``).
+
+    Args:
+        groups: the rank groups, best first.
+
+    Returns:
+        model -> rank label.
+    """
     out: dict[str, str] = {}
     pos = 1
     for g in groups:
@@ -290,14 +376,29 @@ def rank_labels(groups: list[list[ModelStat]]) -> dict[str, str]:
 
 def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> str:
     """The full order with shared ranks: ``"alpha > beta = gamma > delta"`` (``<`` when lower is better); each
-    group's members are model names or :class:`ModelStat`."""
+    group's members are model names or :class:`ModelStat`.
+
+    Args:
+        groups: the rank groups, best first.
+        higher_is_better: the metric's direction.
+
+    Returns:
+        The order text.
+    """
     name = lambda x: x.model if isinstance(x, ModelStat) else str(x)  # noqa: E731
     return (" > " if higher_is_better else " < ").join(" = ".join(name(x) for x in g) for g in groups)
 
 
 def unscored_reason(mine: list[Score]) -> str:
     """Why a model has no valid score for a metric, from its scores of that metric: e.g. "2 not applicable: no
-    related works found", "3 failed (judge_error): timeout", "no score recorded"."""
+    related works found", "3 failed (judge_error): timeout", "no score recorded".
+
+    Args:
+        mine: one model's scores of one metric.
+
+    Returns:
+        The reason.
+    """
     if not mine:
         return "no score recorded"
     na = [s for s in mine if not_applicable(s) or s.status == "not_applicable"]
@@ -346,6 +447,9 @@ def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected:
             (None when that end is infinite: then ``wrong`` is empty).
         models: the target models.
         selected: the number of selected items.
+
+    Returns:
+        The Coverage, or None.
     """
     own: dict[str, dict[str, float]] = {m: {} for m in models}
     tried: set[str] = set()
@@ -397,7 +501,15 @@ def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list
 
 def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
     """One Answer sentence with the numbers when the order on the shared items, on each model's own items and
-    with failures counted as wrong are not all the same; None when they agree (or coverage does not differ)."""
+    with failures counted as wrong are not all the same; None when they agree (or coverage does not differ).
+
+    Args:
+        cov: the Coverage.
+        spec: the ranking metric.
+
+    Returns:
+        The sentence, or None.
+    """
     if not cov.differs:
         return None
     hib = spec.higher_is_better
@@ -429,7 +541,16 @@ def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
 
 
 def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
-    """``{item_id: value}`` of ``model``'s ok item-level ``metric`` scores (corpus-level ones left out)."""
+    """``{item_id: value}`` of ``model``'s ok item-level ``metric`` scores (corpus-level ones left out).
+
+    Args:
+        scores: the run's scores.
+        model: a target model.
+        metric: a metric name.
+
+    Returns:
+        item id -> value.
+    """
     return {
         s.item_id: float(s.value)
         for s in scores
@@ -445,7 +566,17 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
     overlap only, never as a test) and ``p`` (None when not tested); with a
     ``result``: ``method``, ``mean_diff`` (a minus b, formatted), ``ci`` (95%
     paired bootstrap CI of the difference), ``p_value`` (formatted, 4
-    decimals, :func:`fmt_p`), ``p`` (float 0-1), ``significant`` (p < 0.05)."""
+    decimals, :func:`fmt_p`), ``p`` (float 0-1), ``significant`` (p < 0.05).
+
+    Args:
+        hi: the model ranked above.
+        lo: the one below.
+        shared: items both scored.
+        result: their paired test (None: none run).
+
+    Returns:
+        The entry.
+    """
     d: dict[str, Any] = {
         "a": hi.model,
         "b": lo.model,
@@ -479,7 +610,14 @@ coherence / novelty means over a question with 0 accepted answers
 def not_applicable(s: Score) -> bool:
     """True for a Score that is not applicable rather than failed: status
     ``not_run`` with ``details["not_applicable"]`` true or a reason matching
-    :data:`NOT_APPLICABLE_REASONS`."""
+    :data:`NOT_APPLICABLE_REASONS`.
+
+    Args:
+        s: a Score.
+
+    Returns:
+        True when not applicable.
+    """
     if s.status != "not_run":
         return False
     if (s.details or {}).get("not_applicable"):
@@ -792,6 +930,12 @@ def criterion_scores(score: Score) -> dict[str, float]:
     Accepted shapes: ``{name: value}``, ``{name: {"score"|"value": v, ...}}``
     or ``[{"criterion"|"name": name, "score"|"value": v, ...}, ...]``.
     Entries without a numeric value (a failed criterion) are left out.
+
+    Args:
+        score: a rubric Score.
+
+    Returns:
+        criterion -> value (0-10).
     """
     raw = (score.details or {}).get("criteria")
     out: dict[str, float] = {}
@@ -818,6 +962,14 @@ def rubric_breakdown(scores: list[Score], rubric: Any, models: list[str]) -> dic
     "weights": [w], "means": {model: [mean or NaN per criterion]},
     "n": {model: [count per criterion]}}`` over the ok item-level scores of
     that metric, or None when no score carries criterion values.
+
+    Args:
+        scores: the run's scores.
+        rubric: see above.
+        models: the target models.
+
+    Returns:
+        See above; None when no model has criterion scores.
     """
     names = [c.name for c in rubric.criteria]
     weights = [float((getattr(rubric, "weights", None) or {}).get(n, 1.0)) for n in names]
@@ -1062,7 +1214,29 @@ def assemble(
     ``sgi``: SGI-Score rows (None: no SGI-Bench item); ``judges``: judge model
     names (for the self-judging limitation; default none);
     ``allow_self_judge``: whether ``--allow-self-judge`` was set; ``options``: inputs of registered section
-    builders (:attr:`~.sections.ReportContext.options`, e.g. ``"usage"``)."""
+    builders (:attr:`~.sections.ReportContext.options`, e.g. ``"usage"``).
+
+    Args:
+        run_dir: the run folder.
+        header: the run header.
+        items: the selected items.
+        responses: the target models' responses.
+        scores: every score.
+        specs: the applied metrics' specs.
+        spec: the ranking metric.
+        stats: see above.
+        pairs: see above.
+        sgi: see above.
+        models: the target models.
+        custom: the custom rubric metrics' names.
+        warnings: sentences stated at the report's top.
+        judges: see above.
+        allow_self_judge: see above.
+        options: see above.
+
+    Returns:
+        The ReportDraft (sections, data for ``report.json``).
+    """
     custom = custom or set()
     ranked = [s for s in stats if s.summary is not None]
     rows = ranking_rows(stats, spec, pairs)
@@ -1197,7 +1371,19 @@ def write_report_files(run_dir: Path, draft: ReportDraft, narrative: str) -> Pat
     keys inside URLs masked (:func:`~sgieval.core.redact_secrets`).  While they are
     written, ``run_dir/.report-pending`` (:data:`~sgieval.core.REPORT_PENDING`) marks
     the run as incomplete for ``sgieval runs``; it is removed once both are in place
-    and stays when a write fails."""
+    and stays when a write fails.
+
+    Args:
+        run_dir: the run folder.
+        draft: the assembled report (:func:`assemble`).
+        narrative: the Answer section's text.
+
+    Returns:
+        The path of ``report.md``.
+
+    Raises:
+        InputError: a full disk (the old report stays).
+    """
     out = run_dir / "report.md"
     pending = run_dir / REPORT_PENDING
     open_append_in(run_dir, pending).close()  # touched; no link followed in the run folder

@@ -14,7 +14,11 @@ from ..core import write_bytes_in
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the headless Agg backend (imported once, on first use)."""
+    """``matplotlib.pyplot`` on the headless Agg backend (imported once, on first use).
+
+    Returns:
+        The module.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -48,7 +52,21 @@ def ranking_chart(
     root: Path | None = None,
 ) -> Path:
     """Horizontal bar chart of per-model means with 95% CI error bars.
-    NaN CI bounds draw no error bar.  Returns ``path``."""
+    NaN CI bounds draw no error bar.  Returns ``path``.
+
+    Args:
+        path: the PNG file written.
+        models: the model names, in order.
+        means: their means.
+        ci_low: the CI low ends.
+        ci_high: the CI high ends.
+        metric: the metric's name (axis label).
+        scale: its scale (axis label).
+        root: a folder below which no link is followed when writing.
+
+    Returns:
+        ``path``.
+    """
     plt = pyplot()
     m = np.asarray(means, dtype=float)
     lo = np.nan_to_num(m - np.asarray(ci_low, dtype=float), nan=0.0)
@@ -75,7 +93,21 @@ def heatmap(
     vmax: float = 10.0,
     root: Path | None = None,
 ) -> Path:
-    """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10)."""
+    """Annotated heatmap (rows x cols), e.g. model x rubric criterion (0-10).
+
+    Args:
+        path: the PNG file written.
+        rows: the row labels (e.g. models).
+        cols: the column labels (e.g. criteria).
+        values: one row of values per row label.
+        title: the chart title.
+        vmin: the colour scale's low end.
+        vmax: its high end.
+        root: a folder below which no link is followed when writing.
+
+    Returns:
+        ``path``.
+    """
     plt = pyplot()
     v = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2.5, 0.6 * len(rows) + 1.8))

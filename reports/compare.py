@@ -87,7 +87,11 @@ class Change:
         return "untested" if self.real is None else "real change" if self.real else "no real change"
 
     def ci_text(self) -> str:
-        """The CI cell: ``lo to hi``, ``no variation`` or ``n/a``."""
+        """The CI cell: ``lo to hi``, ``no variation`` or ``n/a``.
+
+        Returns:
+            The cell text.
+        """
         if self.n < 2 or math.isnan(self.ci_low) or math.isnan(self.ci_high):
             return "n/a"
         if self.ci_low == self.ci_high:
@@ -95,7 +99,11 @@ class Change:
         return f"{fmt2(self.ci_low)} to {fmt2(self.ci_high)}"
 
     def sentence(self) -> str:
-        """The claim this change supports, as one sentence."""
+        """The claim this change supports, as one sentence.
+
+        Returns:
+            The sentence.
+        """
         head = f"{self.model} on {self.metric}, {self.run_a} -> {self.run_b}"
         if not self.n:
             return f"{head}: no item scored in both runs, so nothing is compared."
@@ -113,6 +121,11 @@ class Change:
         return what + "not a real change at the 5% level (the test does not separate the two runs)."
 
     def row(self) -> list[Any]:
+        """The change as a row of the comparison's changes table.
+
+        Returns:
+            The cells, in the table's column order.
+        """
         return [
             self.model,
             self.metric,

@@ -115,7 +115,14 @@ def csv_cell(v: Any) -> Any:
     """A CSV cell: None -> ``""``; text beginning with one of :data:`FORMULA_START` gets a leading apostrophe
     (a spreadsheet shows it as text), and its terminal escapes and other control characters are shown as
     ``\\xNN`` (:func:`~sgieval.core.escape_control_chars`: a CSV printed on a terminal cannot rewrite it);
-    numbers as they are."""
+    numbers as they are.
+
+    Args:
+        v: a value.
+
+    Returns:
+        The cell value.
+    """
     if v is None:
         return ""
     if isinstance(v, str):

@@ -64,7 +64,15 @@ def labels_sections(found: list[Any], *, live_judges: bool = True) -> list[Secti
     """One section per labelled metric (``found``: LabelEstimates): agreement per judge and criterion, then the
     judge-only, labels-only and PPI++ means per target model, the paired PPI++ differences, and the Answer's
     sentences (how sure: the agreement and the PPI comparison; caveats: too few labels). ``live_judges``: whether
-    this run's judges made the scores (else they are stored or objective scores, and the text says "the scores")."""
+    this run's judges made the scores (else they are stored or objective scores, and the text says "the scores").
+
+    Args:
+        found: see above.
+        live_judges: the run's judges were live (not stored).
+
+    Returns:
+        The sections, or None when nothing is labelled.
+    """
     who = "the judges" if live_judges else "the scores (no judge was called in this run)"
     out = []
     for est in found:

@@ -16,7 +16,15 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
-    """A GitHub Markdown table; ``|`` inside cells is escaped."""
+    """A GitHub Markdown table; ``|`` inside cells is escaped.
+
+    Args:
+        headers: the column names.
+        rows: the cells, one list per row.
+
+    Returns:
+        The table text.
+    """
 
     def cell(x: Any) -> str:
         return str(x).replace("|", "\\|").replace("\n", " ")
@@ -34,7 +42,15 @@ def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
     Each section is rendered as ``## title`` then its blocks (text, ``###``
     heading, table, figure).  Optional: ``failures["not_applicable"]``
     ({total, by_metric, rows, more}).  Raises jinja2.UndefinedError naming a
-    missing key."""
+    missing key.
+
+    Args:
+        data: see above.
+        template: the template file name.
+
+    Returns:
+        The Markdown text.
+    """
     return _environment().get_template(template).render(**{"sections": [], **data})
 
 

@@ -302,7 +302,14 @@ def into_additions(root: str | Path) -> list[dict[str, Any]]:
 
 def additions_text(added: list[dict[str, Any]]) -> str:
     """``"replay:openai/4o added by ask --into at 2026-12-01 20:08 UTC"`` for :func:`into_additions`' rows
-    ("" for none)."""
+    ("" for none).
+
+    Args:
+        added: :func:`into_additions` rows.
+
+    Returns:
+        The text.
+    """
     parts = []
     for a in added:
         what = ", ".join(a["models"]) + (f"; ranking metric {a['metric']}" if a.get("metric") else "")
@@ -505,7 +512,14 @@ def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> 
 def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
     """The comparison pages written in the runs folder ``out_dir``: (title, path relative to ``out_dir``) of each
     ``compare-*/index.html`` that is a regular file in a real folder (no link followed), by folder name; the
-    title is the folder's name without its prefix, the compared run ids joined by ``-``."""
+    title is the folder's name without its prefix, the compared run ids joined by ``-``.
+
+    Args:
+        out_dir: the runs folder.
+
+    Returns:
+        ``(title, relative path)`` pairs.
+    """
     out_dir = Path(out_dir)
     try:
         entries = sorted(os.scandir(out_dir), key=lambda d: d.name)

@@ -57,7 +57,11 @@ class Text:
     kind: str = field(default="text", init=False)
 
     def markdown(self) -> str:
-        """The paragraph as Markdown."""
+        """The paragraph as Markdown.
+
+        Returns:
+            The Markdown text.
+        """
         return self.text
 
 
@@ -69,7 +73,11 @@ class Heading:
     kind: str = field(default="heading", init=False)
 
     def markdown(self) -> str:
-        """``### text``."""
+        """``### text``.
+
+        Returns:
+            The Markdown text.
+        """
         return f"### {self.text}"
 
 
@@ -91,7 +99,11 @@ class Table:
                 )
 
     def markdown(self) -> str:
-        """The table as GitHub Markdown (:func:`~sgieval.reports.render.markdown_table`)."""
+        """The table as GitHub Markdown (:func:`~sgieval.reports.render.markdown_table`).
+
+        Returns:
+            The Markdown text.
+        """
         return markdown_table(self.headers, self.rows)
 
 
@@ -104,7 +116,11 @@ class Figure:
     kind: str = field(default="figure", init=False)
 
     def markdown(self) -> str:
-        """``![alt](path)``."""
+        """``![alt](path)``.
+
+        Returns:
+            The Markdown text.
+        """
         return f"![{self.alt}]({self.path})"
 
 
@@ -150,20 +166,39 @@ class Section:
         return [b.text for b in self.blocks if isinstance(b, Text)]
 
     def table(self, name: str) -> Table | None:
-        """The table named ``name``, or None."""
+        """The table named ``name``, or None.
+
+        Args:
+            name: a table name.
+
+        Returns:
+            The table, or None.
+        """
         return next((t for t in self.tables if t.name == name), None)
 
     def markdown(self) -> str:
-        """The section as Markdown: ``## title`` then every block, separated by blank lines."""
+        """The section as Markdown: ``## title`` then every block, separated by blank lines.
+
+        Returns:
+            The Markdown text.
+        """
         return "\n\n".join([f"## {self.title}", *(b.markdown() for b in self.blocks)])
 
     def text(self) -> str:
-        """Everything the section states (title, sentences, tables; not the figures), for the fact check."""
+        """Everything the section states (title, sentences, tables; not the figures), for the fact check.
+
+        Returns:
+            The text.
+        """
         return "\n".join([self.title, *(b.markdown() for b in self.blocks if not isinstance(b, Figure))])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``report.json``, the template, the viewer): ``{"key", "title", "blocks": [{"kind",
-        ...fields}], "answer"}``."""
+        ...fields}], "answer"}``.
+
+        Returns:
+            The dict.
+        """
         blocks = []
         for b in self.blocks:
             if isinstance(b, Table):
@@ -204,7 +239,18 @@ class ReportContext:
         in the warm worker when there is one, so it draws
         while the other sections are built) and return its :class:`Figure` block.  :func:`build_sections` waits
         for every started figure and drops the block of one whose file was not written, with a note when drawing
-        raised (a failed chart must not lose the report)."""
+        raised (a failed chart must not lose the report).
+
+        Args:
+            rel: the figure's path below the run folder.
+            alt: its alt text.
+            draw: the chart function.
+            args: its arguments.
+            kw: its keyword arguments.
+
+        Returns:
+            The Figure block.
+        """
         fig = Figure(rel, alt)
         try:
             pending = submit_to_worker(draw, self.run_dir / rel, *args, root=self.run_dir, **kw)
@@ -215,7 +261,11 @@ class ReportContext:
 
     def finish_figures(self) -> set[int]:
         """Wait for the figures started with :meth:`figure` (in start order); returns the ids of the Figure
-        blocks whose file was not written, and notes each one whose drawing raised."""
+        blocks whose file was not written, and notes each one whose drawing raised.
+
+        Returns:
+            The ids of the Figure blocks without a file.
+        """
         missing: set[int] = set()
         for fig, pending in self._pending:
             try:
@@ -298,7 +348,15 @@ def register_section(name: str, build: Callable[[ReportContext], Built], *, orde
 
 
 def report_section(name: str, *, order: float) -> Callable[[Callable[[ReportContext], Built]], Callable]:
-    """Decorator form of :func:`register_section`; returns the function unchanged."""
+    """Decorator form of :func:`register_section`; returns the function unchanged.
+
+    Args:
+        name: the section's key.
+        order: its place among the sections (lower first).
+
+    Returns:
+        The decorator.
+    """
 
     def deco(fn: Callable[[ReportContext], Built]) -> Callable[[ReportContext], Built]:
         register_section(name, fn, order=order)
@@ -308,12 +366,20 @@ def report_section(name: str, *, order: float) -> Callable[[Callable[[ReportCont
 
 
 def unregister_section(name: str) -> None:
-    """Remove the builder ``name`` (no error when absent)."""
+    """Remove the builder ``name`` (no error when absent).
+
+    Args:
+        name: the section's key.
+    """
     _BUILDERS.pop(name, None)
 
 
 def registered_sections() -> list[SectionBuilder]:
-    """Every registered builder, in the order their sections appear."""
+    """Every registered builder, in the order their sections appear.
+
+    Returns:
+        The builders.
+    """
     return sorted(_BUILDERS.values(), key=lambda b: (b.order, b.name))
 
 

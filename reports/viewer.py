@@ -426,7 +426,22 @@ def write_viewer(
     regular files read without following a link).  An existing viewer folder
     is replaced (links in it removed, never followed); every file is written
     without following a link below ``run_dir``.  Raises InputError for a link
-    on the way."""
+    on the way.
+
+    Args:
+        run_dir: the run folder.
+        items: the run's items.
+        responses: its responses.
+        scores: its scores.
+        report: the report's data (``report.json``).
+        config: the run's config.
+        specs: the metric specs by name.
+        labelling: the labelling settings of the page (None: no labelling).
+        prompts: the judge prompts by hash.
+
+    Returns:
+        The path of ``index.html``.
+    """
     run_dir = Path(run_dir)
     out = run_dir / "viewer"
     index, texts = build_viewer_data(
@@ -620,7 +635,11 @@ class ViewerServer:
         return f"http://127.0.0.1:{self.port}/{self.token}/index.html"
 
     def allowed_hosts(self) -> set[str]:
-        """The ``Host`` header values answered: each of :data:`LOOPBACK_NAMES` with ``:<port>``."""
+        """The ``Host`` header values answered: each of :data:`LOOPBACK_NAMES` with ``:<port>``.
+
+        Returns:
+            The Host values.
+        """
         return {f"{h}:{self.port}" for h in LOOPBACK_NAMES}
 
     def _refused(self, headers: Any) -> tuple[int, str, bytes] | None:
@@ -645,7 +664,15 @@ class ViewerServer:
 
     def respond(self, path: str, headers: Any) -> tuple[int, str, bytes]:
         """(HTTP status, content type, body) for a GET of ``path`` with request ``headers`` (a mapping with
-        case-insensitive ``get``), by the rules of the class docstring."""
+        case-insensitive ``get``), by the rules of the class docstring.
+
+        Args:
+            path: the request path.
+            headers: the request headers.
+
+        Returns:
+            The response.
+        """
         text = "text/plain; charset=utf-8"
         refused = self._refused(headers)
         if refused:
@@ -670,7 +697,15 @@ class ViewerServer:
 
     def check_post(self, path: str, headers: Any) -> tuple[int, str, bytes]:
         """The refusal of a POST of ``path`` with ``headers`` by the rules of the class docstring, or
-        ``(0, "", b"")`` when its body may be read and handed to :meth:`receive`."""
+        ``(0, "", b"")`` when its body may be read and handed to :meth:`receive`.
+
+        Args:
+            path: the request path.
+            headers: the request headers.
+
+        Returns:
+            The refusal, or ``(0, "", b"")``.
+        """
         import secrets as _secrets
 
         text = "text/plain; charset=utf-8"
@@ -698,7 +733,14 @@ class ViewerServer:
 
     def receive(self, data: bytes) -> tuple[int, str, bytes]:
         """(HTTP status, content type, body) for a POST body that passed :meth:`check_post`: the JSON reply
-        of ``labels.save`` (400 when the body is not JSON)."""
+        of ``labels.save`` (400 when the body is not JSON).
+
+        Args:
+            data: the request body.
+
+        Returns:
+            The response.
+        """
         ctype = "application/json; charset=utf-8"
         try:
             body = json.loads(data.decode("utf-8"))
@@ -714,7 +756,11 @@ class ViewerServer:
         self.httpd.serve_forever()
 
     def start(self) -> "ViewerServer":
-        """Serve from a daemon thread; returns self."""
+        """Serve from a daemon thread; returns self.
+
+        Returns:
+            This server.
+        """
         import threading
 
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="sgieval-viewer")
