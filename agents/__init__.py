@@ -28,6 +28,7 @@ _PUBLIC: dict[str, str] = {
     "SelectionPlan": "questioning",
     "RunContext": "run",
     "confirmation": "run",
+    "check_until_settled": "run",
     "customisation_step": "run",
     "evaluation_step": "run",
     "make_runtime": "run",

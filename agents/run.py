@@ -54,6 +54,7 @@ from .requirements import MetricNeeds, metric_needs, none_can_run, ranking_canno
 __all__ = [
     "RunContext",
     "check_request_models",
+    "check_until_settled",
     "confirmation",
     "customisation_step",
     "estimate_step",
@@ -789,6 +790,29 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
     return {"metric_plan": plan.model_dump(mode="json")}
 
 
+def check_until_settled(state: State, rt: RunContext) -> None:
+    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call (also under
+    ``--dry-run``, whose estimate would otherwise describe a run that stops at its first step).
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``).
+        rt: the run context.
+
+    Raises:
+        InputError: ``--until-settled`` with fewer than two targets, or a ranking metric that is corpus-level or
+            unbounded (:func:`sgieval.agents.settle.settle_problem`).
+    """
+    if not rt.config.until_settled:
+        return
+    from .settle import settle_problem
+
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    items = _items(rt, state["selection"]["item_ids"])
+    problem = settle_problem(plan.primary, _metrics(rt, items, plan), [t.name for t in _default_targets(rt, items)])
+    if problem is not None:
+        raise problem
+
+
 def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
     """The metric confirmation.
 
@@ -817,15 +841,7 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
         stop = none_can_run(needs) or ranking_cannot_run(needs)
         if stop is not None:  # --yes: nothing could be measured or ranked, so nothing is run
             raise stop
-        if rt.config.until_settled:  # --until-settled needs two targets and a bounded per-item ranking metric
-            from .settle import settle_problem
-
-            items = _items(rt, state["selection"]["item_ids"])
-            problem = settle_problem(
-                plan.primary, _metrics(rt, items, plan), [t.name for t in _default_targets(rt, items)]
-            )
-            if problem is not None:
-                raise problem
+        check_until_settled(state, rt)
         return None
     return {
         "question": "Run with these metrics?",

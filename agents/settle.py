@@ -55,22 +55,21 @@ def settle_problem(primary: str, metrics: list[Metric], targets: list[str]) -> I
     values)."""
     if len(targets) < 2:
         return InputError(
-            f"--until-settled stops when one model is ahead of the others; this run has {len(targets)} target model",
+            f"it stops when one model is ahead of the others; this run has {len(targets)} target model",
             what="--until-settled",
             fix="give two or more target models (--models), or leave out --until-settled",
         )
     spec = ranking_spec(primary, metrics)
     if spec is None:
         return InputError(
-            f"--until-settled needs a ranking metric with a value per item; {primary} is computed over all items "
-            "at once",
+            f"it needs a ranking metric with a value per item; {primary} is computed over all items at once",
             what="--until-settled",
             fix="rank by a per-item metric (--metric), or leave out --until-settled",
         )
     lo, hi = spec.range
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
         return InputError(
-            f"--until-settled needs a bounded ranking metric (its confidence sequence is for bounded values); "
+            f"it needs a bounded ranking metric (its confidence sequence is for bounded values); "
             f"{primary} has the range [{lo:g}, {hi:g}]",
             what="--until-settled",
             fix="rank by a bounded metric (--metric, e.g. a rubric or an accuracy), or leave out --until-settled",

@@ -23,6 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from ..agents import (
+    check_until_settled,
     confirmation,
     customisation_step,
     estimate_step,
@@ -118,6 +119,8 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
     async def confirm(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         c = ctx(runtime)
         dry = c.config.dry_run
+        if dry:
+            check_until_settled(state, c)
         payload = None if dry else confirmation(state, c)
         if payload is None and not dry:
             return {"confirmed": True}  # --yes: no question, so no estimate before it

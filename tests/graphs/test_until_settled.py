@@ -188,3 +188,20 @@ def test_sigkill_twice_then_resume_stops_at_the_same_item(bench, tmp_path):
     assert got["comparisons"] == want["comparisons"] and got["settled"] and got["leader"] == "openai:strong"
     assert served == 3 * want["items_used"]  # each response asked for once, none past the stop
     assert len(RunStore(run_dir).read("responses")) == 3 * want["items_used"]
+
+
+def test_a_dry_run_refuses_an_until_settled_run_that_cannot_stop_and_names_the_option_once(tmp_path):
+    """``--dry-run --until-settled`` with an unbounded ranking metric stops as the run would, before any call,
+    rather than estimating a run that stops at its first step; the error names the option once as its subject
+    ("--until-settled: it needs ..."), not twice."""
+    from sgieval.cli import app
+
+    args = ["ask", "Which model is the most creative in chemistry?", "--models", "replay:o1-mini,replay:phi4"]
+    args += ["--until-settled", "--out", str(tmp_path), "--dry-run"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    assert "--until-settled: it needs a bounded ranking metric" in out, out
+    assert "aidan_accepted_answers has the range [0, inf]" in out
+    assert out.count("--until-settled") == 2  # the subject, and the fix: leave out --until-settled
+    assert "Estimate before any call" not in out
