@@ -238,10 +238,12 @@
   function overview() {
     var run = D.run || {};
     var nFailed = rows.filter(function (r) { return r.failed; }).length;
+    var nCorpus = rows.filter(function (r) { return r[0] < 0; }).length, nPairs = rows.length - nCorpus;
     var parts = [el('h1', {text: run.request || '(no request: whole catalog)'})];
     parts.push(el('div', {cls: 'card'}, el('dl', {cls: 'kv'},
       el('dt', {text: 'run id'}), el('dd', null, el('code', {text: run.run_id || ''})),
-      el('dt', {text: 'items'}), el('dd', null, el('a', {href: hash('items', {}), text: items.length + ' items, ' + rows.length + ' item x target model rows'})),
+      el('dt', {text: 'items'}), el('dd', null, el('a', {id: 'overview-items', href: hash('items', {}), text: items.length + ' items, ' + nPairs + ' item x target model rows' +
+        (nCorpus ? ', ' + nCorpus + ' corpus-level rows (one value per model over all items)' : '')})),
       el('dt', {text: 'target models'}), el('dd', {text: models.join(', ')}),
       el('dt', {text: 'judge'}), el('dd', {text: report && report.header ? report.header.judges : ((run.judges || []).join(', ') || 'none')}),
       el('dt', {text: 'failures & flags'}), el('dd', null, el('a', {href: hash('items', {failed: '1'}), id: 'failures-link', text: nFailed + ' rows with a failed record or a flag'})))));

@@ -223,6 +223,10 @@ def test_browser_chemistry_item(chem_run, tmp_path):
         page.wait_for_selector("#ranking")
         assert page.inner_text("#ranking tbody tr:first-child td:nth-child(2)") == "replay:o1-mini"
         assert page.inner_text("#ranking tbody tr:first-child td:nth-child(5)") == "296"
+        # 25 items x 6 models, and the corpus-level row of each model counted apart
+        assert page.inner_text("#overview-items") == (
+            "25 items, 150 item x target model rows, 6 corpus-level rows (one value per model over all items)"
+        )
         page.screenshot(path=str(shots / "overview.png"), full_page=True)
         page.click("#nav-items")
         page.select_option("#facet-model", "replay:o1-mini")
