@@ -96,7 +96,16 @@ def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_
     """The first error of ``e`` as one InputError: ``what`` = ``names[field]``
     (e.g. ``"--max-concurrency"`` for the CLI, ``"SGIEVAL_LOCAL_THREADS"``)
     or the field name; reason and fix from a :class:`FieldProblem`, else
-    pydantic's message with a generic fix."""
+    pydantic's message with a generic fix.
+
+    Args:
+        e: a pydantic ValidationError (or a FieldProblem).
+        names: field -> how the caller names it.
+        default_what: the ``what`` of an error without a field.
+
+    Returns:
+        The InputError.
+    """
     names = names or {}
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err.get("loc", ()))

@@ -59,7 +59,15 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 def plain_name(value: str, what: str = "run_id") -> str:
     """``value`` when it is a plain folder name (:data:`PLAIN_NAME`: no ``/``,
     no ``..``, no leading dot, not empty); raises InputError naming ``what``
-    otherwise (``"../victim"`` would move a run out of its folder)."""
+    otherwise (``"../victim"`` would move a run out of its folder).
+
+    Args:
+        value: the name.
+        what: what it names, in the error.
+
+    Returns:
+        ``value``.
+    """
     if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value) or ".." in value:
         raise InputError(
             f"{value!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
@@ -72,7 +80,15 @@ def plain_name(value: str, what: str = "run_id") -> str:
 def slug_name(name: str, what: str = "name") -> str:
     """A free-form name as a safe file stem: lower case, runs of anything but
     ``a-z0-9`` -> ``_`` (``"../../../rigor"`` -> ``"rigor"``, ``"Risk Awareness!"``
-    -> ``"risk_awareness"``).  Raises InputError when nothing is left."""
+    -> ``"risk_awareness"``).  Raises InputError when nothing is left.
+
+    Args:
+        name: the name.
+        what: what it names, in the error.
+
+    Returns:
+        The slug.
+    """
     s = re.sub(r"[^a-z0-9]+", "_", (name or "").lower()).strip("_")[:120]
     if not s:
         raise InputError(
@@ -94,13 +110,28 @@ def _mount_point(path: Path) -> Path:
 
 
 def is_disk_full(e: BaseException) -> bool:
-    """Whether ``e`` is a no-space / quota-exceeded OSError."""
+    """Whether ``e`` is a no-space / quota-exceeded OSError.
+
+    Args:
+        e: an exception.
+
+    Returns:
+        True for a full disk or quota.
+    """
     return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def disk_error(e: OSError, path: str | Path) -> InputError:
     """One line for a failed write of ``path``: the disk (mount point) and its
-    free space when the disk is full, else the OS reason."""
+    free space when the disk is full, else the OS reason.
+
+    Args:
+        e: the OSError.
+        path: the file that was written.
+
+    Returns:
+        The InputError.
+    """
     p = Path(path)
     if is_disk_full(e):
         try:
@@ -124,7 +155,17 @@ def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", r
     InputError naming the disk (:func:`disk_error`), other OS errors too.
 
     ``root``: the run folder ``path`` lies in; then no link below ``root`` is
-    followed (:func:`write_text_in`)."""
+    followed (:func:`write_text_in`).
+
+    Args:
+        path: the file.
+        text: the text.
+        encoding: the text encoding.
+        root: a folder below which no link is followed.
+
+    Returns:
+        ``path``.
+    """
     if root is not None:
         return write_text_in(root, path, text, encoding=encoding)
     text = repair_text(text)[0]  # a lone surrogate (from a model's reply) becomes U+FFFD, never a failed write
@@ -160,7 +201,14 @@ def escape_control_chars(text: str) -> str:
     control character except newline, tab and a CR of a CRLF shown as a
     visible ``\\xNN`` escape, so untrusted text (program output, a shared
     run's request) cannot rewrite a terminal or hide text in a report.
-    Printable text is unchanged."""
+    Printable text is unchanged.
+
+    Args:
+        text: untrusted text.
+
+    Returns:
+        The escaped text.
+    """
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
@@ -172,7 +220,14 @@ def json_loads_strict(text: str):
     Python's parser accepts them) and nesting deeper than the interpreter's
     recursion limit, or than :data:`MAX_JSON_DEPTH` levels, raise
     ``json.JSONDecodeError`` (a ValueError) with the position, like any other
-    bad JSON, instead of a silent NaN or a RecursionError traceback."""
+    bad JSON, instead of a silent NaN or a RecursionError traceback.
+
+    Args:
+        text: JSON text.
+
+    Returns:
+        The value.
+    """
     import json
 
     def no_constant(name: str):
@@ -224,7 +279,14 @@ def split_jsonl(text: str) -> list[str]:
     """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it is
     dropped).  ``str.splitlines`` would also split inside a record at U+2028,
     U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b`` and ``\x0c``, which JSON allows
-    unescaped in strings (RFC 8259 section 7), and lose the record."""
+    unescaped in strings (RFC 8259 section 7), and lose the record.
+
+    Args:
+        text: JSONL text.
+
+    Returns:
+        The lines.
+    """
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -259,7 +321,14 @@ def link_error(root: str | Path, links: list[str]) -> InputError:
 def find_links(root: str | Path) -> list[str]:
     """Every symbolic link at any depth below the folder ``root`` (relative
     paths with ``/``, sorted), found without following one.  ``[]`` when
-    ``root`` does not exist."""
+    ``root`` does not exist.
+
+    Args:
+        root: the folder.
+
+    Returns:
+        The links.
+    """
     out: list[str] = []
 
     def walk(d: str, rel: str) -> None:
@@ -381,7 +450,17 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
 def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
     """:func:`write_bytes_in` of ``text`` encoded with ``encoding``; a lone
     surrogate (text from a model's reply) is written as U+FFFD
-    (:func:`repair_text`), never a failed write."""
+    (:func:`repair_text`), never a failed write.
+
+    Args:
+        root: the run folder.
+        path: the file.
+        text: the text.
+        encoding: the text encoding.
+
+    Returns:
+        The path written.
+    """
     return write_bytes_in(root, path, repair_text(text)[0].encode(encoding))
 
 
@@ -397,6 +476,14 @@ def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = Fal
             no regular file; with ``single_link``, it has other hard links.
         FileNotFoundError: it does not exist.
         OSError: it cannot be read.
+
+    Args:
+        root: the run folder.
+        path: the file, inside ``root``.
+        single_link: refuse a file with other hard links.
+
+    Returns:
+        The bytes.
     """
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=False) as dfd:
@@ -419,7 +506,17 @@ def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = Fal
 
 
 def read_text_in(root: str | Path, path: str | Path, *, encoding: str = "utf-8", errors: str = "strict") -> str:
-    """:func:`read_bytes_in` decoded with ``encoding`` and ``errors``."""
+    """:func:`read_bytes_in` decoded with ``encoding`` and ``errors``.
+
+    Args:
+        root: the run folder.
+        path: the file.
+        encoding: the text encoding.
+        errors: the decoding error handler.
+
+    Returns:
+        The text.
+    """
     return read_bytes_in(root, path).decode(encoding, errors)
 
 
@@ -439,7 +536,15 @@ def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> Binar
 def open_append_in(root: str | Path, path: str | Path) -> BinaryIO:
     """``path`` in the run folder ``root`` opened for binary appends (created when
     missing), following no link below ``root``.  Raises InputError for a link,
-    OSError when it cannot be opened."""
+    OSError when it cannot be opened.
+
+    Args:
+        root: the run folder.
+        path: the file.
+
+    Returns:
+        The open file.
+    """
     return _open_in(root, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "ab")
 
 
@@ -453,7 +558,15 @@ def replace_dir_in(root: str | Path, path: str | Path) -> Path:
     """Empty the folder ``path`` in the run folder ``root`` (remove it with
     everything in it, links removed, never followed; then make it again)
     and return it.  Raises InputError when it or a folder on the way is a
-    link."""
+    link.
+
+    Args:
+        root: the run folder.
+        path: the folder emptied.
+
+    Returns:
+        The folder.
+    """
     import shutil
 
     *dirs, name = _parts(root, path)
@@ -476,7 +589,14 @@ def lone_surrogate(text: str) -> int | None:
     """Index of the first lone surrogate code point in ``text`` (``"\\ud800"``:
     valid JSON, yet no character, so it cannot be written as UTF-8), or None.
     A high + low pair left split (Python text built from two escapes) counts
-    as lone too: it is not valid UTF-8 either."""
+    as lone too: it is not valid UTF-8 either.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The index, or None.
+    """
     if text.isascii():
         return None
     m = _SURROGATE.search(text)
@@ -485,7 +605,14 @@ def lone_surrogate(text: str) -> int | None:
 
 def repair_text(text: str) -> tuple[str, bool]:
     """``text`` with every lone surrogate replaced by U+FFFD (a split high + low
-    pair is joined into its character), and whether anything changed."""
+    pair is joined into its character), and whether anything changed.
+
+    Args:
+        text: any text.
+
+    Returns:
+        ``(repaired text, changed)``.
+    """
     if lone_surrogate(text) is None:
         return text, False
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"), True

@@ -50,7 +50,14 @@ class _RunLogger:
 
 
 def get_logger(name: str = "sgieval") -> Any:
-    """A logger for sgieval modules (see module doc); safe to create at import time."""
+    """A logger for sgieval modules (see module doc); safe to create at import time.
+
+    Args:
+        name: the logger name.
+
+    Returns:
+        The structlog logger.
+    """
     return _RunLogger(name)
 
 
@@ -89,7 +96,15 @@ def log_traceback(
     :class:`~sgieval.core.secrets.SecretValues`, default the key variables of the environment) to ``run_dir/log.jsonl``
     as one JSON line (``event``, ``level`` "error", ``timestamp``, ``run_id``,
     ``error``, ``traceback``): the command line prints one line and points here.
-    Best effort: a missing folder or a full disk writes nothing."""
+    Best effort: a missing folder or a full disk writes nothing.
+
+    Args:
+        run_dir: the run folder.
+        run_id: the run id.
+        exc: the exception.
+        event: the log event.
+        secrets: the values masked.
+    """
     import datetime as _dt
     import traceback
 

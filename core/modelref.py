@@ -98,12 +98,20 @@ _PROVIDER_LIKE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
 def add_prefix(prefix: str) -> None:
-    """Make ``prefix`` a provider prefix for :meth:`ModelRef.parse` (called by the provider registry)."""
+    """Make ``prefix`` a provider prefix for :meth:`ModelRef.parse` (called by the provider registry).
+
+    Args:
+        prefix: the prefix (``"acme"`` for ``acme:<model>``).
+    """
     _prefixes.add(prefix)
 
 
 def known_prefixes() -> frozenset[str]:
-    """Every provider prefix :meth:`ModelRef.parse` recognises."""
+    """Every provider prefix :meth:`ModelRef.parse` recognises.
+
+    Returns:
+        The prefixes.
+    """
     return frozenset(_prefixes)
 
 
@@ -198,7 +206,16 @@ class ModelRef:
     def with_endpoint(
         self, base_url: str | None, *, base_url_var: str | None = None, key_var: str | None = None
     ) -> "ModelRef":
-        """A copy with ``base_url`` (and, when given, the variables) filled in."""
+        """A copy with ``base_url`` (and, when given, the variables) filled in.
+
+        Args:
+            base_url: the server URL.
+            base_url_var: the variable it came from.
+            key_var: the API key variable.
+
+        Returns:
+            The copy.
+        """
         return replace(
             self,
             base_url=base_url,
@@ -209,7 +226,15 @@ class ModelRef:
 
 def same_model(a: str, b: str) -> bool:
     """Whether model strings ``a`` and ``b`` name the same model (equal :attr:`ModelRef.identity`; an
-    ``openai-api:`` string that does not parse is compared as it is)."""
+    ``openai-api:`` string that does not parse is compared as it is).
+
+    Args:
+        a: a model string.
+        b: another.
+
+    Returns:
+        True for the same model.
+    """
     return _identity(a) == _identity(b)
 
 

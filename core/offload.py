@@ -129,7 +129,11 @@ def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | 
 
 
 def worker_active() -> bool:
-    """True inside a :func:`warm_worker` block (the report's imports happen there)."""
+    """True inside a :func:`warm_worker` block (the report's imports happen there).
+
+    Returns:
+        True inside the block.
+    """
     return _WORKER.get() is not None
 
 
@@ -138,14 +142,32 @@ def call_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     current context, else here.  ``fn`` must be a module-level function and
     its arguments and result picklable.  An exception raised by ``fn`` is
     raised here as it would be in-process; a dead worker makes the call run
-    here instead (never an error of its own)."""
+    here instead (never an error of its own).
+
+    Args:
+        fn: a module-level function.
+        args: its arguments.
+        kwargs: its keyword arguments.
+
+    Returns:
+        ``fn``'s result.
+    """
     return submit_to_worker(fn, *args, **kwargs)()
 
 
 def submit_to_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Callable[[], T]:
     """Start ``fn(*args, **kwargs)`` in the warm worker when one is bound to the current context and return
     a function that waits for its result (what :func:`call_in_worker` returns, or raises); the caller works on
-    meanwhile.  Without a worker (or with a dead one) the returned function computes it here, when called."""
+    meanwhile.  Without a worker (or with a dead one) the returned function computes it here, when called.
+
+    Args:
+        fn: a module-level function.
+        args: its arguments.
+        kwargs: its keyword arguments.
+
+    Returns:
+        The waiting function.
+    """
     pool = _WORKER.get()
     if pool is None:
         return lambda: fn(*args, **kwargs)

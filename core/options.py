@@ -104,7 +104,14 @@ class RunOption:
 
     def error_name(self, side: Literal["cli", "api"]) -> str:
         """How an error names this option: the flag on the command line, else the keyword (``name=True`` for a
-        bool keyword that is off by default, e.g. ``unsafe_local_exec=True``)."""
+        bool keyword that is off by default, e.g. ``unsafe_local_exec=True``).
+
+        Args:
+            side: ``"cli"`` (the command line) or ``"api"`` (the Python API).
+
+        Returns:
+            The flag or keyword.
+        """
         if side == "cli":
             return self.flag
         return f"{self.keyword}=True" if self.scalar is bool and self.default is False else self.keyword
@@ -175,5 +182,13 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
 
 def option_names(config_cls: type[BaseModel], side: Literal["cli", "api"]) -> dict[str, str]:
     """RunConfig field -> how an error on it names the option on ``side`` (``"cli"``: ``--max-concurrency``;
-    ``"api"``: ``max_concurrency``), the ``names`` of :meth:`RunConfig.checked`."""
+    ``"api"``: ``max_concurrency``), the ``names`` of :meth:`RunConfig.checked`.
+
+    Args:
+        config_cls: the config class (:class:`RunConfig`).
+        side: ``"cli"`` or ``"api"``.
+
+    Returns:
+        field -> option name.
+    """
     return {o.field: o.error_name(side) for o in run_options(config_cls) if (o.cli if side == "cli" else o.api)}

@@ -338,7 +338,14 @@ def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
 
 def as_evidence(e: Any) -> Any:
     """A typed evidence record from a record, a dict with ``kind``, or a
-    legacy dict (see :func:`_legacy_evidence`)."""
+    legacy dict (see :func:`_legacy_evidence`).
+
+    Args:
+        e: an evidence record or dict.
+
+    Returns:
+        The typed record.
+    """
     if isinstance(e, _Evidence):
         return e
     if isinstance(e, dict):
@@ -567,7 +574,14 @@ def criterion_key(name: str) -> str:
     every character that is not a letter, digit or combining mark removed
     (punctuation, spaces, symbols).  ``"Logical rigor"``, ``"logical-rigor"``
     and ``"LOGICAL_RIGOR"`` are one criterion; ``"逻辑严谨性"`` and ``"可行性"`` are
-    two (criterion names are any Unicode text)."""
+    two (criterion names are any Unicode text).
+
+    Args:
+        name: a criterion name.
+
+    Returns:
+        The key.
+    """
     import unicodedata
 
     folded = unicodedata.normalize("NFKC", name or "").casefold()

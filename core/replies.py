@@ -41,6 +41,12 @@ def split_reasoning(text: str | None) -> tuple[str | None, str]:
 
     >>> split_reasoning("<think>B? Wait, no... so D.\\n</think>\\n\\nD")
     ('B? Wait, no... so D.', 'D')
+
+    Args:
+        text: a reply text.
+
+    Returns:
+        ``(reasoning or None, final)``.
     """
     if text is None:
         return None, ""
@@ -59,13 +65,27 @@ def split_reasoning(text: str | None) -> tuple[str | None, str]:
 
 def final_text(text: str | None) -> str:
     """The part of a reply that answer extractors read (D.8): the text after the
-    last ``</think>``; ``""`` for an unclosed ``<think>``; else ``text``."""
+    last ``</think>``; ``""`` for an unclosed ``<think>``; else ``text``.
+
+    Args:
+        text: a reply text.
+
+    Returns:
+        The final text.
+    """
     return split_reasoning(text)[1]
 
 
 def join_reasoning(*parts: str | None) -> str | None:
     """The non-empty parts joined by a blank line, or None when every part is empty
-    (a server's separate ``reasoning_content`` first, then the ``<think>`` text)."""
+    (a server's separate ``reasoning_content`` first, then the ``<think>`` text).
+
+    Args:
+        parts: reasoning texts.
+
+    Returns:
+        The joined text, or None.
+    """
     kept = [p.strip() for p in parts if p and p.strip()]
     return "\n\n".join(kept) if kept else None
 
@@ -74,7 +94,16 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
     """``"truncated"`` when ``finish_reason`` says the token limit cut the reply
     (:data:`TRUNCATED_FINISH_REASONS`), else ``"empty"`` when the final text
     (after D.8) is empty or whitespace and the reply has no tool calls, else
-    ``"ok"`` (METRICS.md D.10)."""
+    ``"ok"`` (METRICS.md D.10).
+
+    Args:
+        finish_reason: the provider's finish reason.
+        final: the final text (after D.8).
+        has_tool_calls: the reply calls tools.
+
+    Returns:
+        ``"truncated"``, ``"empty"`` or ``"ok"``.
+    """
     if finish_reason is not None and str(finish_reason).lower() in TRUNCATED_FINISH_REASONS:
         return "truncated"
     if not (final or "").strip() and not has_tool_calls:
@@ -89,7 +118,14 @@ def refusal_text(msg: object) -> str | None:
     Completions, kept by LangChain's ChatOpenAI and ChatOpenAIDirect), a
     content block of type ``refusal`` (the Responses API), or a
     ``stop_reason`` / ``finish_reason`` of ``refusal`` (Anthropic), whose text
-    is then the reply's content ("" when it has none)."""
+    is then the reply's content ("" when it has none).
+
+    Args:
+        msg: a reply message.
+
+    Returns:
+        The refusal text, or None.
+    """
     extra = getattr(msg, "additional_kwargs", None) or {}
     got = extra.get("refusal") if isinstance(extra, dict) else None
     if isinstance(got, str) and got.strip():
@@ -109,7 +145,14 @@ def verdict_word(value: object) -> object:
     """A judge's verdict word as compared (METRICS.md D.12, D.17): stripped,
     case-folded, trailing punctuation removed (``" Incorrect."`` ->
     ``"incorrect"``, ``"CORRECT!"`` -> ``"correct"``).  Anything but a string
-    is returned unchanged (for the schema to reject)."""
+    is returned unchanged (for the schema to reject).
+
+    Args:
+        value: the judge's verdict field.
+
+    Returns:
+        The normalised word; anything but a string as it is.
+    """
     if not isinstance(value, str):
         return value
     t = value.strip().casefold()
@@ -127,7 +170,19 @@ def judge_number(value: object, *, integer: bool, what: str = "score") -> int | 
     number (``"7"``).  A boolean (``true`` is not 1), None, a string with words
     (``"7/10"``, ``"high"``), a list or a non-finite value raises ValueError
     saying what was received, so the reply is a parse error (retried, then a
-    ``judge_error``), never coerced."""
+    ``judge_error``), never coerced.
+
+    Args:
+        value: the judge's field.
+        integer: an integer is required.
+        what: the field, named in the error.
+
+    Returns:
+        The number.
+
+    Raises:
+        ValueError: anything else, naming ``what``.
+    """
     v = value
     if isinstance(v, bool) or v is None or not isinstance(v, (int, float, str)):
         raise ValueError(f"{what} must be a number, got {_kind(value)} {value!r}")

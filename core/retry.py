@@ -41,7 +41,18 @@ def backoff_s(
 ) -> float:
     """Jittered exponential backoff after failed attempt ``attempt`` (1-based), in seconds:
     ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` times ``U(0.5, 1.5)`` (``jitter="equal"``) or
-    ``U(0, 1)`` (``"full"``: ``rng.uniform(0, cap)``, AWS "full jitter")."""
+    ``U(0, 1)`` (``"full"``: ``rng.uniform(0, cap)``, AWS "full jitter").
+
+    Args:
+        attempt: the failed attempt (1-based).
+        base_delay_s: the first wait (s).
+        max_delay_s: the longest wait (s).
+        rng: the random source.
+        jitter: ``"equal"`` or ``"full"``.
+
+    Returns:
+        Seconds.
+    """
     cap = min(max_delay_s, base_delay_s * (2 ** (attempt - 1)))
     if jitter == "full":
         return (rng or random).uniform(0.0, cap)
@@ -50,7 +61,14 @@ def backoff_s(
 
 def retry_after_s(exc: BaseException) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or
-    ``Retry-After`` as seconds or an HTTP date), or None."""
+    ``Retry-After`` as seconds or an HTTP date), or None.
+
+    Args:
+        exc: the failure.
+
+    Returns:
+        Seconds, or None.
+    """
     headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None)
     if not headers:
         return None
@@ -94,11 +112,26 @@ class RetryPolicy:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
 
     def server_wait_s(self, exc: BaseException) -> float | None:
-        """Seconds the server asked to wait before the next try after ``exc`` (uncapped), or None."""
+        """Seconds the server asked to wait before the next try after ``exc`` (uncapped), or None.
+
+        Args:
+            exc: the failure.
+
+        Returns:
+            Seconds, or None.
+        """
         return (self.retry_after or retry_after_s)(exc)
 
     def wait_s(self, attempt: int, exc: BaseException | None) -> float:
-        """Seconds to wait after failed attempt ``attempt`` (1-based) that raised ``exc``."""
+        """Seconds to wait after failed attempt ``attempt`` (1-based) that raised ``exc``.
+
+        Args:
+            attempt: the failed attempt (1-based).
+            exc: its exception.
+
+        Returns:
+            Seconds.
+        """
         wait = backoff_s(attempt, self.base_delay_s, self.max_delay_s, jitter=self.jitter)
         ra = self.server_wait_s(exc) if exc is not None else None
         if ra is not None:
@@ -163,7 +196,18 @@ async def aretry(
     :data:`OnRetry`.  ``asyncio.CancelledError`` is never retried.  Raises :class:`RetriesExhausted`.
 
     The first attempt runs outside tenacity: a call that succeeds at once (nearly every model call) builds
-    no retry state, whose reference cycles cost the garbage collector ~60 objects per call."""
+    no retry state, whose reference cycles cost the garbage collector ~60 objects per call.
+
+    Args:
+        fn: the attempt.
+        policy: the retry policy.
+        retryable: whether an exception is retried.
+        sleep: the sleep function.
+        on_retry: called before each retry.
+
+    Returns:
+        ``(result, attempts)``.
+    """
     try:
         return await fn(), 1
     except asyncio.CancelledError:

@@ -34,7 +34,14 @@ def redact_url(url: str | None) -> str | None:
     """``url`` without credentials: the ``user:password@`` part removed, values
     of query parameters named like keys (``api_key``, ``key``, ``token``...)
     replaced by ``***``.  Anything that does not parse as a URL is returned
-    with :func:`redact_secrets` applied.  None stays None."""
+    with :func:`redact_secrets` applied.  None stays None.
+
+    Args:
+        url: a URL.
+
+    Returns:
+        The URL without credentials (None for None).
+    """
     if url is None:
         return None
     try:
@@ -58,7 +65,14 @@ def redact_url(url: str | None) -> str | None:
 
 def redact_secrets(text: str) -> str:
     """``text`` with every URL passed through :func:`redact_url` and bare
-    ``sk-``/``rk-``/``pk-`` keys masked."""
+    ``sk-``/``rk-``/``pk-`` keys masked.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The masked text.
+    """
     if not text:
         return text
     text = _URL.sub(lambda m: redact_url(m.group(0)) or "", text)
@@ -83,7 +97,14 @@ KEY_ENV_VARIABLES = (
 
 def url_secrets(url: str | None) -> list[str]:
     """The secret parts of ``url``: the user-info password (and user name when there is no password) and
-    the values of query parameters named like keys (``api_key``, ``token``...); [] for None or no URL."""
+    the values of query parameters named like keys (``api_key``, ``token``...); [] for None or no URL.
+
+    Args:
+        url: a URL.
+
+    Returns:
+        The secret parts.
+    """
     if not url:
         return []
     try:
@@ -117,7 +138,15 @@ class SecretValues:
 
     @classmethod
     def from_environment(cls, extra: Iterable[str | None] = (), environ: Any = None) -> "SecretValues":
-        """The values of :data:`KEY_ENV_VARIABLES` in ``environ`` (default ``os.environ``) and ``extra``."""
+        """The values of :data:`KEY_ENV_VARIABLES` in ``environ`` (default ``os.environ``) and ``extra``.
+
+        Args:
+            extra: further secret values.
+            environ: the environment.
+
+        Returns:
+            The SecretValues.
+        """
         env = os.environ if environ is None else environ
         return cls([*(env.get(k) for k in KEY_ENV_VARIABLES), *extra])
 
@@ -135,7 +164,14 @@ class SecretValues:
 
     def mask(self, text: str) -> str:
         """``text`` with every held value (and its escaped forms) replaced by ``***``, then
-        :func:`redact_secrets` (URL credentials, ``sk-`` keys)."""
+        :func:`redact_secrets` (URL credentials, ``sk-`` keys).
+
+        Args:
+            text: any text.
+
+        Returns:
+            The masked text.
+        """
         if not isinstance(text, str) or not text:
             return text
         if self._re is not None:
@@ -143,11 +179,25 @@ class SecretValues:
         return redact_secrets(text)
 
     def holds_any(self, text: str) -> bool:
-        """Whether ``text`` contains a held value (or an escaped form of one)."""
+        """Whether ``text`` contains a held value (or an escaped form of one).
+
+        Args:
+            text: any text.
+
+        Returns:
+            True when a secret is in it.
+        """
         return bool(self._re is not None and isinstance(text, str) and self._re.search(text))
 
     def mask_data(self, value: Any) -> Any:
-        """``value`` with :meth:`mask` applied to every string inside dicts (keys too), lists and tuples."""
+        """``value`` with :meth:`mask` applied to every string inside dicts (keys too), lists and tuples.
+
+        Args:
+            value: JSON-like data.
+
+        Returns:
+            The masked copy.
+        """
         if isinstance(value, str):
             return self.mask(value)
         if isinstance(value, dict):

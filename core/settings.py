@@ -100,12 +100,23 @@ class Settings(BaseSettings):
 
     def model_post_init(self, context: Any) -> None:
         """Snapshot the endpoint variables (``<NAME>_BASE_URL``, ``<NAME>_API_KEY``) when the settings are read,
-        so a run sees the values it started with."""
+        so a run sees the values it started with.
+
+        Args:
+            context: pydantic's validation context (unused).
+        """
         self._endpoints.update({k: v for k, v in os.environ.items() if _ENDPOINT_VAR.match(k) and v.strip()})
 
     def env_value(self, name: str) -> str | None:
         """The value of endpoint variable ``name`` (``VLLM_BASE_URL``, ``ACME_API_KEY``; ``OPENAI_BASE_URL`` and
-        ``OPENAI_API_KEY`` come from their fields) as read with these settings, None when unset or empty."""
+        ``OPENAI_API_KEY`` come from their fields) as read with these settings, None when unset or empty.
+
+        Args:
+            name: the variable name.
+
+        Returns:
+            The value, or None.
+        """
         if name == "OPENAI_BASE_URL":
             return self.openai_base_url
         if name == "OPENAI_API_KEY":
@@ -169,7 +180,11 @@ class Settings(BaseSettings):
     def shown(self) -> dict[str, Any]:
         """The settings as printed in the run header and stored in ``config.json``:
         ``SGIEVAL_<NAME>`` -> value (paths as text, unset as None); secrets
-        as ``"set"`` / ``"not set"``, never their value."""
+        as ``"set"`` / ``"not set"``, never their value.
+
+        Returns:
+            The dict.
+        """
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             v = getattr(self, name)
@@ -184,7 +199,11 @@ class Settings(BaseSettings):
         return out
 
     def header_line(self) -> str:
-        """One line for the run header: ``SGIEVAL_NO_CACHE=False, ...``."""
+        """One line for the run header: ``SGIEVAL_NO_CACHE=False, ...``.
+
+        Returns:
+            The line.
+        """
         return ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in self.shown().items())
 
 
@@ -197,7 +216,14 @@ ENV_NAMES = {
 
 def load_settings() -> Settings:
     """Read and validate the environment now.  Raises InputError naming the
-    variable (e.g. ``SGIEVAL_OPENAI_TRANSPORT``) for a bad value."""
+    variable (e.g. ``SGIEVAL_OPENAI_TRANSPORT``) for a bad value.
+
+    Returns:
+        The settings.
+
+    Raises:
+        InputError: a bad value, naming the variable.
+    """
     try:
         return Settings()
     except ValidationError as e:
@@ -209,7 +235,11 @@ _run_settings: contextvars.ContextVar[Settings | None] = contextvars.ContextVar(
 
 def current_settings() -> Settings:
     """The running run's settings (read once when it started), else the
-    environment read now (:func:`load_settings`)."""
+    environment read now (:func:`load_settings`).
+
+    Returns:
+        The settings.
+    """
     s = _run_settings.get()
     return s if s is not None else load_settings()
 

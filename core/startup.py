@@ -103,7 +103,11 @@ class ConsoleProcess:
 
     def exit(self, code: Any) -> NoReturn:
         """End the process with ``code`` (a ``SystemExit`` code): promptly when enabled (module doc), else by
-        ``sys.exit``."""
+        ``sys.exit``.
+
+        Args:
+            code: the exit code (None, an int, or a message).
+        """
         status = exit_status(code)
         if not self.enabled:
             self.__exit__(None, None, None)

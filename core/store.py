@@ -41,7 +41,14 @@ in it; the kernel releases the lock when that process ends, however it ends (SIG
 
 def run_holder(root: str | Path) -> int | None:
     """The pid of another live process running the run in ``root`` (holding :data:`RUN_LOCK`), or None: no lock
-    file, nobody holds it, or this process holds it.  -1 when the holder's pid cannot be read.  Read-only."""
+    file, nobody holds it, or this process holds it.  -1 when the holder's pid cannot be read.  Read-only.
+
+    Args:
+        root: the run folder.
+
+    Returns:
+        The pid, -1, or None.
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - no flock on this platform: no check
@@ -202,6 +209,14 @@ class RunStore:
         self._finalizer = weakref.finalize(self, _close_files, self._files)
 
     def path(self, name: str) -> Path:
+        """The file of the record kind or journal ``name`` in the run folder.
+
+        Args:
+            name: a record kind (``items``, ``responses``, ``scores``, ``labels``) or a journal.
+
+        Returns:
+            ``<run folder>/<name>.jsonl``.
+        """
         return self.root / f"{name}.jsonl"
 
     @staticmethod
@@ -234,7 +249,12 @@ class RunStore:
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
         """Append records as JSON lines and flush (masked by :attr:`secrets`).  Scores: the judge prompts their
-        evidence carries (``JudgeReplyEvidence.prompt``) are first written to ``prompts.jsonl``, once per hash."""
+        evidence carries (``JudgeReplyEvidence.prompt``) are first written to ``prompts.jsonl``, once per hash.
+
+        Args:
+            name: the record kind.
+            records: the records.
+        """
         if not records:
             return
         if self.invocation is not None:
@@ -304,7 +324,11 @@ class RunStore:
 
     def prompts(self) -> dict[str, dict[str, Any]]:
         """The run's judge prompts by hash (``prompts.jsonl``; {} for a run folder written before prompts were
-        kept): ``{hash: {"hash", "messages", "response_format"?}}``, the first line of a hash counting."""
+        kept): ``{hash: {"hash", "messages", "response_format"?}}``, the first line of a hash counting.
+
+        Returns:
+            hash -> prompt record.
+        """
         out: dict[str, dict[str, Any]] = {}
         for r in self.read_rows("prompts"):
             h = r.get("hash")
@@ -313,7 +337,12 @@ class RunStore:
         return out
 
     def append_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
-        """Append JSON-ready dicts to the journal ``name`` (one of :attr:`JOURNALS`) and flush."""
+        """Append JSON-ready dicts to the journal ``name`` (one of :attr:`JOURNALS`) and flush.
+
+        Args:
+            name: the journal.
+            rows: the rows.
+        """
         if not rows:
             return
         if self.secrets:
@@ -322,7 +351,14 @@ class RunStore:
 
     def read_rows(self, name: str) -> list[dict[str, Any]]:
         """Every dict of the journal ``name``; a line that is not JSON is skipped
-        and named (:meth:`_skipped`)."""
+        and named (:meth:`_skipped`).
+
+        Args:
+            name: the journal.
+
+        Returns:
+            The rows.
+        """
         p = self.path(name)
         try:
             text = read_bytes_in(self.root, p).decode("utf-8", errors="replace")
@@ -382,6 +418,12 @@ class RunStore:
         Raises:
             InputError: two lines hold different records of the same key
                 (naming the file, both lines and the key).
+
+        Args:
+            name: the record kind.
+
+        Returns:
+            The records.
         """
         p = self.path(name)
         try:
@@ -482,7 +524,15 @@ class RunStore:
     def write_config(self, config: "RunConfig", *, new: bool = False) -> None:
         """Write ``config.json``.  ``new=True`` claims the folder for a new run:
         raises InputError when it already holds a run's config (two runs never
-        share a folder)."""
+        share a folder).
+
+        Args:
+            config: the run config.
+            new: claim the folder for a new run.
+
+        Raises:
+            InputError: ``new`` and the folder already holds a run.
+        """
         p = self.root / "config.json"
         from .secrets import redact_url
 
@@ -512,10 +562,26 @@ class RunStore:
         """Where the run keeps the rubric named ``name``: ``rubrics/<slug>.yaml``
         (:func:`~sgieval.core.files.slug_name`: a user YAML's ``name: ../../../rigor``
         becomes ``rubrics/rigor.yaml``, inside the run).  Raises InputError for a
-        name with no letter or digit."""
+        name with no letter or digit.
+
+        Args:
+            name: the rubric name.
+
+        Returns:
+            The path.
+        """
         return self.root / "rubrics" / f"{slug_name(name, 'rubric name')}.yaml"
 
     def read_config(self) -> "RunConfig":
+        """The run's ``config.json`` as a RunConfig.
+
+        Returns:
+            The config.
+
+        Raises:
+            InputError: the folder has no ``config.json``.
+            ValidationError: the file is not a valid config.
+        """
         p = self.root / "config.json"
         if not os.path.lexists(p):
             raise InputError("no config.json", what=str(self.root), fix="give the id of a run listed by `sgieval runs`")
@@ -556,7 +622,14 @@ def _validate_escaped(cls: type[BaseModel], line: str) -> Any:
 def check_state_file(path: str | Path) -> None:
     """Raise InputError naming ``path`` (a run's ``state.sqlite``) when it
     exists but is not a readable SQLite database (truncated, garbage), with
-    the fix; a missing or empty file passes (a run with no checkpoint yet)."""
+    the fix; a missing or empty file passes (a run with no checkpoint yet).
+
+    Args:
+        path: the run's ``state.sqlite``.
+
+    Raises:
+        InputError: a damaged file, with the fix.
+    """
     import sqlite3
 
     p = Path(path)

@@ -78,7 +78,14 @@ def sensitive_settings(config: Any) -> dict[str, Any]:
     :data:`SAFE_SANDBOXES`, ``tools`` when non-empty and a judge or agent model
     (which chooses the tool calls) is configured; and the target models, judges
     and agent model that call a model service (:func:`live_models`: they are
-    billed to the user's key).  ``{}``: nothing to confirm."""
+    billed to the user's key).  ``{}``: nothing to confirm.
+
+    Args:
+        config: a RunConfig.
+
+    Returns:
+        setting -> value.
+    """
     out: dict[str, Any] = {}
     if config.base_url:
         out["base_url"] = config.base_url
@@ -134,7 +141,14 @@ def _trusted_lines() -> list[str]:
 
 def is_trusted(config: Any) -> bool:
     """True when ``config`` has no sensitive setting, or the user started or
-    confirmed a run with exactly these settings and models before (:func:`remember`)."""
+    confirmed a run with exactly these settings and models before (:func:`remember`).
+
+    Args:
+        config: a RunConfig.
+
+    Returns:
+        True when trusted.
+    """
     if not sensitive_settings(config):
         return True
     lines = _trusted_lines()
@@ -142,7 +156,14 @@ def is_trusted(config: Any) -> bool:
 
 
 def is_own_run(config: Any) -> bool:
-    """True when this machine started the run of ``config`` with exactly these settings (:func:`remember_run`)."""
+    """True when this machine started the run of ``config`` with exactly these settings (:func:`remember_run`).
+
+    Args:
+        config: a RunConfig.
+
+    Returns:
+        True for this machine's own run.
+    """
     return run_fingerprint(config) in _trusted_lines()
 
 
@@ -158,7 +179,11 @@ def _append(line: str) -> None:
 
 def remember(config: Any) -> None:
     """Record ``config``'s sensitive settings as the user's own choice (best
-    effort: a read-only home only means a prompt on the next resume)."""
+    effort: a read-only home only means a prompt on the next resume).
+
+    Args:
+        config: a RunConfig.
+    """
     if not sensitive_settings(config) or is_trusted(config):
         return
     _append(fingerprint(config))
