@@ -137,9 +137,6 @@ DATA_NOTICE = (
 )
 
 
-_schema_instruction = schema_instruction  # the fallback prompt text (kept for callers of the old name)
-
-
 @dataclass
 class JudgeReply(Generic[T]):
     """Outcome of one judge call: ``parsed`` (None on failure), every raw reply

@@ -61,7 +61,7 @@ from ..models import message_text
 from ..models import sent_prompt
 from ..models import run_tool_loop
 from .base import Metric, ScoringContext
-from .judge import DATA_NOTICE, JudgeReply, _schema_instruction, as_data, ask_judge, injection_flags, parse_json_object
+from .judge import DATA_NOTICE, JudgeReply, as_data, ask_judge, injection_flags, parse_json_object, schema_instruction
 from .repeats import Draw, draws, judge_repeats, repeat_details
 
 __all__ = [
@@ -231,7 +231,7 @@ def tools_system(system: str, schema: type[BaseModel], tools: Sequence[str], bud
     """
     return (
         f"{system}\n\n{DATA_NOTICE}\n\n{TOOLS_NOTE.format(budget=budget, tools=', '.join(tools))}"
-        f"\n\n{_schema_instruction(schema)}"
+        f"\n\n{schema_instruction(schema)}"
     )
 
 

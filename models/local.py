@@ -202,7 +202,7 @@ _SCHEMA_MARK = re.compile(r"JSON schema:\s*", re.I)
 def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
     """The JSON schema announced in a system message, or None.
 
-    Matches the instruction that ``metric_pool.judge._schema_instruction``
+    Matches the instruction that ``sgieval.models.structured.schema_instruction``
     appends ("... matching this JSON schema:\\n{...}"): the first JSON object
     after the text ``JSON schema:`` (case-insensitive) in any system message.
     """

@@ -17,7 +17,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, Field
 
 from sgieval.core import InputError, ModelCallError
-from sgieval.metric_pool.judge import _schema_instruction, ask_judge
+from sgieval.metric_pool.judge import ask_judge
+from sgieval.models.structured import schema_instruction
 from sgieval.models import local
 from sgieval.models.calls import ainvoke, message_text
 from sgieval.models.local import (
@@ -67,10 +68,10 @@ def test_missing_llama_cpp_says_how_to_install(monkeypatch):
 
 
 def test_schema_is_read_from_the_judge_system_prompt():
-    system = SystemMessage(content="You grade answers.\n\n" + _schema_instruction(Verdict))
+    system = SystemMessage(content="You grade answers.\n\n" + schema_instruction(Verdict))
     assert schema_from_system_prompt([system, HumanMessage(content="grade this")]) == Verdict.model_json_schema()
     # the instruction in a user turn, or no instruction, is not used
-    assert schema_from_system_prompt([HumanMessage(content=_schema_instruction(Verdict))]) is None
+    assert schema_from_system_prompt([HumanMessage(content=schema_instruction(Verdict))]) is None
     assert schema_from_system_prompt([SystemMessage(content="Reply in JSON schema: none")]) is None
 
 
