@@ -409,6 +409,7 @@ def items_needed_sentence(
     pairs: list[dict[str, Any]],
     usage: dict[str, Any] | None,
     n_items: int,
+    n_matching: int | None = None,
 ) -> str:
     """The Answer's sentence on how many more items would separate the top two when the paired test does not
     (p >= 0.05), and what they would cost; "" when the top two are separated, untested or corpus-level.
@@ -427,6 +428,8 @@ def items_needed_sentence(
         pairs: the adjacent-pair tests (``pairs[0]``: the top two, :func:`pair_entry`).
         usage: the cost section's summary (:func:`sgieval.agents.run_report.usage_summary`), or None.
         n_items: the run's items.
+        n_matching: the catalog's items that match the run's selection filters (sampled or not), or None when
+            the run did not record it; the sentence then says how many of the items needed the catalog holds.
 
     Returns:
         One sentence, or "".
@@ -467,9 +470,19 @@ def items_needed_sentence(
         cost = f"their cost is not known: {source}"
     else:
         cost = f"about {more * per_item:.4f} USD at {per_item:.6f} USD per item ({source})"
+    held = ""
+    if n_matching is not None and n_matching >= n_items:
+        unused = n_matching - n_items
+        held = (
+            f" The catalog holds no more items of this kind: this run used all {n_matching:,} that match its selection."
+            if unused == 0
+            else f" The catalog holds {unused:,} more items of this kind (not used in this run), "
+            + ("enough." if unused >= more else f"fewer than the {more:,} needed.")
+        )
     return (
         f"About {more:,} more items of the same kind ({need.n_total:,} in all) would give the paired test 80% "
-        f"power to separate {best.model} from {runner.model} at the 5% level, two-sided ({METHOD}; {basis}); {cost}."
+        f"power to separate {best.model} from {runner.model} at the 5% level, two-sided ({METHOD}; {basis}); "
+        f"{cost}.{held}"
     )
 
 
@@ -1275,7 +1288,14 @@ async def build_report(
     verdict = verdict_sentence(request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus, pairs)
     one = focus is not None or len(stats) == 1
     answer = Answer(verdict, how_sure=[] if one else how_sure(stats, groups, pairs, leader_tests, spec.name))
-    needed = "" if one else items_needed_sentence(of_spec, spec, groups, pairs, usage, len(items))
+    n_matching = header.get("n_matching")
+    needed = (
+        ""
+        if one
+        else items_needed_sentence(
+            of_spec, spec, groups, pairs, usage, len(items), n_matching if isinstance(n_matching, int) else None
+        )
+    )
     if needed:
         answer.more_items.append(needed)
     rel = reliability_sentences(reliabilities, spec.name).strip()

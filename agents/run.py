@@ -721,7 +721,16 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
     if not rt.store.read("items"):
         rt.store.append("items", items)
     log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
-    return {"selection": {**plan.model_dump(), "item_ids": [i.id for i in items], "trace": trace, "request": request}}
+    n_matching = len(rt.catalog.filter(plan.filters))  # the catalog's items of this kind, sampled or not
+    return {
+        "selection": {
+            **plan.model_dump(),
+            "item_ids": [i.id for i in items],
+            "n_matching": n_matching,
+            "trace": trace,
+            "request": request,
+        }
+    }
 
 
 def _ranking_metric(rt: RunContext, items: list[Item], plan: MetricPlan, request: str) -> MetricPlan:

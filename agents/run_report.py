@@ -174,6 +174,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
         "data_source": sources,
         "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
         "scope": scope,
+        "n_matching": state["selection"].get("n_matching"),
         "extra": {
             **({"files not read": "; ".join(skipped)} if skipped else {}),
             **({"notes": "; ".join(plan.notes)} if plan.notes else {}),

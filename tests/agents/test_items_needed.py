@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -43,8 +44,23 @@ def test_o1_mini_against_4o_on_chemistry_matches_a_hand_calculation(tmp_path):
         "paired test 80% power to separate replay:o1-mini from replay:openai/4o at the 5% level, two-sided "
         "(normal-approximation power of the paired test, n = ((z_0.975 + z_0.80) x SD / mean)^2; paired "
         f"differences replay:o1-mini minus replay:openai/4o: mean {mean:.4g}, SD {sd:.4g} over 25 items); their "
-        "cost is not known: this run made no priced call (its answers were replayed), and new items need new answers."
+        "cost is not known: this run made no priced call (its answers were replayed), and new items need new answers. "
+        "The catalog holds no more items of this kind: this run used all 25 that match its selection."
     )
+
+
+def test_the_more_items_line_says_how_many_the_catalog_still_holds(tmp_path):
+    """5 of the 25 chemistry questions: the 20 others are named, and said to be fewer than the count needed."""
+    res = CliRunner().invoke(app, ["ask", "creative in chemistry", "--k", "5", "--yes", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    answer = (run / "report.md").read_text().split("## Answer", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in answer.splitlines() if ln.startswith("- **More items:** "))
+    more = re.match(r"- \*\*More items:\*\* About ([\d,]+) more items of the same kind", line)
+    assert more is not None, line
+    assert line.endswith(
+        f" The catalog holds 20 more items of this kind (not used in this run), fewer than the {more.group(1)} needed."
+    ), line
 
 
 def test_items_to_separate_by_hand():
