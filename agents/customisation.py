@@ -2,7 +2,7 @@
 
 request + selected items + metric pool -> a :class:`MetricPlan`: the
 benchmark's predefined metrics (always kept), custom rubric metrics for
-qualities the request names that the pool lacks (reported beside the
+qualities the request names that the metric pool lacks (reported beside the
 predefined ones, never instead), and the metric the ranking uses.
 
 Offline path: qualities are found with the vocabulary; a quality with a
@@ -16,7 +16,7 @@ match (:func:`sgieval.metric_pool.rubrics.find_rubric`).
 
 With an agent model: the model picks the ranking metric and drafts rubrics
 (criteria with 0-10 anchors, weights, aggregation to 0-100) for qualities
-the pool lacks, grounded in any PDF the request names (read with
+the metric pool lacks, grounded in any PDF the request names (read with
 ``read_pdf`` and cited in the rubric's ``source``) and, when a ToolPool is
 given, in ``web_search``/``read_pdf`` calls it makes itself.
 

@@ -282,13 +282,13 @@ def best_library_match(description: str) -> tuple[Rubric | None, float]:
     (None, best cosine) when below :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
     from ..metric_pool import MATCH_THRESHOLD, find_rubric, list_rubrics, match_texts, semantic_scores
 
-    pool = list_rubrics()
-    exact = find_rubric(description, threshold=2.0, rubrics=pool)  # exact-name path only
+    library = list_rubrics()
+    exact = find_rubric(description, threshold=2.0, rubrics=library)  # exact-name path only
     if exact is not None:
         return exact, 1.0
     queries = [description] + key_phrases(description)
     best: tuple[Rubric | None, float] = (None, -1.0)
-    for r in pool:
+    for r in library:
         texts = match_texts(r)
         sim = max(max(semantic_scores(q, texts)) for q in queries)
         if sim > best[1]:

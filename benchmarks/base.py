@@ -118,7 +118,7 @@ class Benchmark:
             benchmark's items, best first (``{"accuracy": ("em", "mca")}``): the
             customisation agent ranks a request about the quality by the first
             that applies.  A quality not listed falls back to the metrics that
-            declare it (``MetricSpec.qualities``), in the order of the pool.
+            declare it (``MetricSpec.qualities``), in the order of the metric pool.
         owns: ``owns(item_benchmark: str) -> bool`` for a definition whose items
             carry derived names (the generic JSONL benchmark's ``jsonl:<stem>``);
             None: only ``name`` itself.

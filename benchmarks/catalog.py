@@ -126,8 +126,8 @@ class Catalog:
         rng = random.Random(seed)
         chosen: set[str] = set()
         for s in keys:
-            pool = sorted(strata[s], key=lambda i: i.id)
-            chosen.update(i.id for i in rng.sample(pool, min(alloc[s], len(pool))))
+            stratum = sorted(strata[s], key=lambda i: i.id)
+            chosen.update(i.id for i in rng.sample(stratum, min(alloc[s], len(stratum))))
         return [i for i in items if i.id in chosen]
 
 

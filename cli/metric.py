@@ -196,15 +196,15 @@ def test(
     if run is not None:
         try:
             judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
-            pool = None
+            tool_pool = None
             if tools:
                 from ..tools import ToolPool
 
-                pool = ToolPool.from_names(tools)
+                tool_pool = ToolPool.from_names(tools)
         except SgievalError as e:
             fail(e)
         try:
-            rubric_loop(name, run, judges, tools=pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
+            rubric_loop(name, run, judges, tools=tool_pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
         except SgievalError as e:
             fail(e)
         return
@@ -227,11 +227,11 @@ def test(
             )
         else:
             text = response
-        pool = None
+        tool_pool = None
         if tools:
             from ..tools import ToolPool
 
-            pool = ToolPool.from_names(tools)
+            tool_pool = ToolPool.from_names(tools)
     except SgievalError as e:
         fail(e)
     except OSError as e:
@@ -239,7 +239,7 @@ def test(
         raise typer.Exit(2)
     item = Item(id="metric-test/1", benchmark="metric-test", task="generic", prompt=question)
     resp = Response(item_id=item.id, model="response-under-test", text=text)
-    ctx = ScoringContext(judges=judges, tools=pool, options={"tool_budget": tool_budget})
+    ctx = ScoringContext(judges=judges, tools=tool_pool, options={"tool_budget": tool_budget})
     [score] = asyncio.run(RubricMetric(r).score(item, resp, ctx))
     if not score.ok:
         err.print(f"[bold red]{score.status}:[/] {safe(score.error)}", highlight=False, soft_wrap=True)
