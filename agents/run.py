@@ -822,7 +822,7 @@ def check_until_settled(state: State, rt: RunContext) -> None:
         raise problem
 
 
-def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
+def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[str, Any] | None:
     """The metric confirmation.
 
     With ``--yes`` (``rt.config.yes``) the pre-checks run instead of a question.
@@ -830,6 +830,8 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
         rt: the run context.
+        show: give the payload whatever ``--yes`` says, without the pre-checks (``--dry-run`` shows the
+            metrics, what each needs and whether it is available, beside the estimate).
 
     Returns:
         None with ``--yes`` (confirmed); otherwise the question's payload (``question``, ``predefined``,
@@ -841,7 +843,7 @@ def confirmation(state: State, rt: RunContext) -> dict[str, Any] | None:
     """
     plan = MetricPlan.model_validate(state["metric_plan"])
     needs = plan_needs(rt, state["selection"]["item_ids"], plan)
-    if rt.config.yes:
+    if rt.config.yes and not show:
         _check_open_creativity_judges(
             ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge),
             _items(rt, state["selection"]["item_ids"]),

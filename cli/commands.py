@@ -147,7 +147,6 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
     (default ``<out_dir>/<run_id>``; ``resume`` passes the folder it was given,
     renamed or symlinked).  A folder is removed on failure or cancellation only
     when this call created it and nothing was evaluated."""
-    from ..agents import MetricNeeds
     from ..graphs import check_request_models, execute, make_runtime
 
     try:
@@ -183,15 +182,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
                     ok = False
                 progress.resume()
                 return ok
-            err.print("[bold]Metrics for this run[/]")
-            err.print(f"  predefined: {safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
-            if payload.get("custom"):
-                err.print(f"  custom: {safe(', '.join(payload['custom']))}", highlight=False, soft_wrap=True)
-            err.print(f"  ranking by: {safe(payload['primary'])}", highlight=False)
-            for need in payload.get("needs") or []:
-                err.print(f"  - {safe(MetricNeeds.model_validate(need).line())}", highlight=False, soft_wrap=True)
-            for n in payload.get("notes") or []:
-                err.print(f"  note: {safe(n)}", highlight=False, soft_wrap=True)
+            _print_metrics(payload)
             _print_estimate(payload.get("estimate"))
             try:
                 ok = typer.confirm("Run with these metrics?", default=True, err=True)
@@ -220,6 +211,8 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
             kept = rt.store.root.is_dir()
             _unexpected(e, rt.store.root if kept else None, config.run_id, ref)
     if config.dry_run and state.get("estimate") is not None:
+        if state.get("dry_run_metrics"):
+            _print_metrics(state["dry_run_metrics"], out)
         _print_estimate(state["estimate"], out)
         if not resume and rt.store.created and not rt.store.read("responses"):
             rt.store.close()
@@ -241,6 +234,24 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
         err.print(f"stopped before the report; continue with `sgieval resume {safe(ref)}`")
         raise typer.Exit(3)
     out.print(f"report: {safe(state['report'])}", soft_wrap=True, highlight=False)
+
+
+def _print_metrics(payload: dict, console: Console | None = None) -> None:
+    """Print the metric confirmation's payload (:func:`sgieval.agents.run.confirmation`): the metrics, the ranking
+    metric, what each metric needs and whether it is available (with the fix), and the plan's notes, on
+    ``console`` (default stderr, beside the question)."""
+    from ..agents import MetricNeeds
+
+    console = console or err
+    console.print("[bold]Metrics for this run[/]")
+    console.print(f"  predefined: {safe(', '.join(payload['predefined']))}", highlight=False, soft_wrap=True)
+    if payload.get("custom"):
+        console.print(f"  custom: {safe(', '.join(payload['custom']))}", highlight=False, soft_wrap=True)
+    console.print(f"  ranking by: {safe(payload['primary'])}", highlight=False)
+    for need in payload.get("needs") or []:
+        console.print(f"  - {safe(MetricNeeds.model_validate(need).line())}", highlight=False, soft_wrap=True)
+    for n in payload.get("notes") or []:
+        console.print(f"  note: {safe(n)}", highlight=False, soft_wrap=True)
 
 
 def _print_estimate(estimate: dict | None, console: Console | None = None) -> None:

@@ -69,7 +69,8 @@ class EvalState(TypedDict, total=False):
     """Graph state (checkpointed).  ``selection``: SelectionPlan dump plus
     ``item_ids``; ``metric_plan``: MetricPlan dump; ``confirmed``; ``targets``:
     target model names; ``evaluated``: counts; ``report``: report path; ``estimate``: the
-    estimate before any call (``--dry-run``)."""
+    estimate before any call (``--dry-run``); ``dry_run_metrics``: under ``--dry-run``, the metric confirmation's
+    payload (the metrics, what each needs and whether it is available)."""
 
     selection: dict[str, Any]
     metric_plan: dict[str, Any]
@@ -78,6 +79,7 @@ class EvalState(TypedDict, total=False):
     evaluated: dict[str, Any]
     report: str
     estimate: dict[str, Any]
+    dry_run_metrics: dict[str, Any]
 
 
 def after_confirm(state: EvalState) -> str:
@@ -125,7 +127,13 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
         if payload is None and not dry:
             return {"confirmed": True}  # --yes: no question, so no estimate before it
         estimate = state.get("estimate") or await estimate_step(state, c)
-        if dry or payload is None:  # --dry-run: the estimate is the answer; nothing is evaluated
+        if dry:  # --dry-run: the metrics and the estimate are the answer; nothing is evaluated
+            return {
+                "confirmed": False,
+                "estimate": estimate,
+                "dry_run_metrics": confirmation(state, c, show=True) or {},
+            }
+        if payload is None:
             return {"confirmed": False, "estimate": estimate}
         return {"confirmed": bool(interrupt({**payload, "estimate": estimate}))}
 

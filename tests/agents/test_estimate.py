@@ -401,3 +401,24 @@ def test_dry_run_needs_no_api_key_and_the_run_still_does(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, argv + ["--yes"])
     assert result.exit_code == 2
     assert "no OPENAI_API_KEY set" in result.output
+
+
+def test_dry_run_shows_the_metrics_and_what_each_needs_beside_the_estimate(tmp_path, monkeypatch):
+    """``--dry-run`` shows the metric confirmation (the metrics, the ranking metric, what each needs and whether
+    it is available, with the fix) before the estimate: a "most rigorous" run without a judge says its ranking
+    metric cannot run, rather than only "no model call"."""
+    from sgieval.cli import app
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    items = _items(tmp_path, 3)
+    argv = ["ask", REQUEST, "-b", str(items), "-m", "openai:model-a", "--out", str(tmp_path / "runs"), "--dry-run"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    out = [" ".join(ln.split()) for ln in result.stdout.splitlines()]
+    assert out[0] == "Metrics for this run"
+    assert "ranking by: rigor" in out
+    (rigor,) = [ln for ln in out if ln.startswith("- rigor ")]
+    assert "needs judge, 3 items -- NOT available: no judge given. Fix: pass --judge <model>" in rigor
+    assert out.index("Estimate before any call") > out.index("ranking by: rigor")
+    assert "openai:model-a (target): 3 calls" in " ".join(out)
+    assert not any((tmp_path / "runs").glob("*/config.json"))
