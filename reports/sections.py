@@ -60,7 +60,7 @@ class Text:
         """The paragraph as Markdown.
 
         Returns:
-            The Markdown text.
+            ``text`` as it is.
         """
         return self.text
 
@@ -76,7 +76,7 @@ class Heading:
         """``### text``.
 
         Returns:
-            The Markdown text.
+            The heading line.
         """
         return f"### {self.text}"
 
@@ -102,7 +102,7 @@ class Table:
         """The table as GitHub Markdown (:func:`~sgieval.reports.render.markdown_table`).
 
         Returns:
-            The Markdown text.
+            The table text.
         """
         return markdown_table(self.headers, self.rows)
 
@@ -119,7 +119,7 @@ class Figure:
         """``![alt](path)``.
 
         Returns:
-            The Markdown text.
+            The image line.
         """
         return f"![{self.alt}]({self.path})"
 

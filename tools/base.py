@@ -86,7 +86,7 @@ class Sandbox(Protocol):
             code: the Python program, run as ``main.py`` in a fresh work directory.
             files: name -> text or bytes written first (relative names; "main.py" is reserved).
             setup_scripts: names among ``files`` run first, in order, with the same limits.
-            timeout_s: wall seconds per program (default ``limits.timeout_s``).
+            timeout_s: wall seconds per program (> 0).
             output_files: names read back into ``ExecResult.files`` after the main program.
 
         Returns:

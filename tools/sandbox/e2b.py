@@ -55,20 +55,15 @@ class E2BSandbox(_BaseSandbox):
         """Run ``code`` as ``main.py`` in a fresh E2B work directory.
 
         Args:
-            code: the Python program, run as ``main.py`` in a fresh work directory.
-            files: name -> text or bytes written first (relative names; "main.py" is reserved).
-            setup_scripts: names among ``files`` run first, in order, with the same limits.
-            timeout_s: wall seconds per program (default ``limits.timeout_s``).
-            output_files: names read back into ``ExecResult.files`` after the main program.
+            code, files, setup_scripts, timeout_s, output_files: as :meth:`sgieval.tools.Sandbox.run` (the
+                default ``timeout_s`` is ``limits.timeout_s``).
 
         Returns:
-            The result: stdout and stderr (control characters escaped), exit code, wall time (s), peak memory (MB),
-            ``timed_out``, ``killed_reason``, files; a failed setup script returns its result with
-            ``setup_failed=True``.
+            The ExecResult :meth:`sgieval.tools.Sandbox.run` describes, with ``backend`` ``"e2b"``.
 
         Raises:
             InputError: bad file names.
-            SandboxUnavailableError: the backend cannot start (or cannot start its interpreter).
+            SandboxUnavailableError: E2B cannot start (no key, no network) or cannot start its interpreter.
         """
         try:
             from e2b import CommandExitException
