@@ -105,7 +105,8 @@ R = TypeVar("R")
 class RunRecords:
     """What a run produced.
 
-    ``run_id``; ``run_dir`` (the run folder); ``items``, ``responses``,
+    ``run_id``; ``run_dir`` (the run folder; with ``dry_run=True`` a folder the call made is not kept);
+    ``items``, ``responses``,
     ``scores`` (the records of ``items.jsonl``, ``responses.jsonl``,
     ``scores.jsonl``, values on each metric's native scale); ``report``
     (path of ``report.md``, None when the run stopped at the metric
@@ -408,12 +409,20 @@ async def aevaluate(
     ids = set((state.get("selection") or {}).get("item_ids") or [])
     targets_names = set(state.get("targets") or [])
     items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
+    responses = [r for r in rt.store.read("responses") if not targets_names or r.model in targets_names]
+    scores = [s for s in rt.store.read("scores") if not targets_names or s.model in targets_names]
+    if config.dry_run and rt.store.created and not rt.store.read("responses"):
+        # as `sgieval ask --dry-run`: no run folder kept (a folder this call did not make stays)
+        import shutil
+
+        rt.store.close()
+        shutil.rmtree(rt.store.root, ignore_errors=True)
     return RunRecords(
         run_id=config.run_id,
         run_dir=rt.store.root,
         items=items,
-        responses=[r for r in rt.store.read("responses") if not targets_names or r.model in targets_names],
-        scores=[s for s in rt.store.read("scores") if not targets_names or s.model in targets_names],
+        responses=responses,
+        scores=scores,
         report=Path(state["report"]) if state.get("report") else None,
         selection={k_: v for k_, v in (state.get("selection") or {}).items()},
         metric_plan=dict(state.get("metric_plan") or {}),

@@ -422,3 +422,17 @@ def test_dry_run_shows_the_metrics_and_what_each_needs_beside_the_estimate(tmp_p
     assert out.index("Estimate before any call") > out.index("ranking by: rigor")
     assert "openai:model-a (target): 3 calls" in " ".join(out)
     assert not any((tmp_path / "runs").glob("*/config.json"))
+
+
+def test_evaluate_with_dry_run_keeps_no_run_folder_as_the_cli_does(tmp_path):
+    """``sgieval.evaluate(..., dry_run=True)`` returns the estimate and the selected items and leaves no run
+    folder behind (``sgieval runs`` would list one as stopped at the confirmation)."""
+    import sgieval
+
+    run = sgieval.evaluate(
+        "Which model is the most creative in chemistry?", k=3, dry_run=True, out_dir=tmp_path / "runs"
+    )
+    assert run.stopped and run.report is None and len(run.items) == 3
+    assert run.estimate["lines"][0].startswith("no model call on the 3 items")
+    assert not run.run_dir.exists()
+    assert list((tmp_path / "runs").iterdir()) == []
