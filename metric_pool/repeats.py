@@ -33,9 +33,10 @@ from typing import Any, Callable, Sequence
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
+from ..core import Item, Response, Score
 from ..models import NamedModel, repeat_of
 
-__all__ = ["Draw", "Repeats", "ask_repeats", "judge_repeats", "draws", "repeat_details", "judge_means"]
+__all__ = ["Draw", "Repeats", "ask_repeats", "judge_repeats", "draws", "repeat_details", "judge_means", "panel_score"]
 
 
 def judge_repeats(ctx: Any) -> int:
@@ -70,6 +71,51 @@ def judge_means(results: Sequence[Draw]) -> dict[str, float]:
         if d.value is not None and math.isfinite(d.value):
             vals[d.judge].append(float(d.value))
     return {j: sum(v) / len(v) for j, v in vals.items() if v}
+
+
+def panel_score(
+    item: Item,
+    response: Response,
+    metric: str,
+    value: float,
+    *,
+    judges: str,
+    evidence: list[Any],
+    rationale: str,
+    errors: list[str],
+    details: dict[str, Any],
+) -> list[Score]:
+    """The one Score of a judge panel's verdict on ``response``: the rationale names the judges whose calls failed
+    (they are left out of ``value``).
+
+    Args:
+        item: the item judged.
+        response: the target model's response.
+        metric: the metric's name.
+        value: the panel's value on the metric's range (the mean of the judges that answered).
+        judges: the panel's judge names, comma-separated.
+        evidence: the judges' evidence records.
+        rationale: one clause per judge that answered.
+        errors: why each failed judge failed (empty when none failed).
+        details: the Score's details (per judge, repeats).
+
+    Returns:
+        A one-Score list.
+    """
+    if errors:
+        rationale += f"; failed judges excluded: {'; '.join(errors)}"
+    return [
+        Score(
+            item_id=item.id,
+            model=response.model,
+            metric=metric,
+            value=value,
+            judge=judges,
+            evidence=evidence,
+            rationale=rationale,
+            details=details,
+        )
+    ]
 
 
 def repeat_details(results: Sequence[Draw], k: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from ..base import Metric, ScoringContext
 from ..registry import metric, module_metrics
 from ..answers import normalised_match
 from ..judge import as_data
-from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
+from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
 from .common import BENCHMARK, NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
 
 # ------------------------------------------------------------------ specs
@@ -372,20 +372,17 @@ class StepLevelAccuracyMetric(Metric):
             f"{name}: {sum(s['judge'] == 'correct' for s in p['steps'])}/{len(p['steps'])} steps correct"
             for name, p in per_judge.items()
         )
-        if errors:
-            rationale += f"; failed judges excluded: {'; '.join(errors)}"
-        return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=SLA.name,
-                value=value,
-                judge=names,
-                evidence=evidence,
-                rationale=rationale,
-                details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok, **repeat_details(got, k)},
-            )
-        ]
+        return panel_score(
+            item,
+            response,
+            SLA.name,
+            value,
+            judges=names,
+            evidence=evidence,
+            rationale=rationale,
+            errors=errors,
+            details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok, **repeat_details(got, k)},
+        )
 
 
 @metric(scope=BENCHMARK, predefined=True, name="em")

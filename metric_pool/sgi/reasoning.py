@@ -25,7 +25,7 @@ from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, f
 from ..answers import answer_line_letter, boxed_spans, final_line, unwrap_letter
 from ..base import FunctionMetric, Metric, ScoringContext
 from ..judge import as_data
-from ..repeats import ask_repeats, judge_means, judge_repeats, repeat_details
+from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
 from ..base import MetricResult
 from ..registry import metric, module_metrics
 from .common import BENCHMARK, reference_field, spec
@@ -432,20 +432,17 @@ class ReasoningValidityMetric(Metric):
             f"{n}: {p['score']:g}/10{f' (mean of {k} repeats)' if k > 1 else ''} ({p['rationale']})"
             for n, p in per_judge.items()
         )
-        if errors:
-            rationale += f"; failed judges excluded: {'; '.join(errors)}"
-        return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=RV.name,
-                value=value,
-                judge=names,
-                evidence=evidence,
-                rationale=rationale,
-                details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)},
-            )
-        ]
+        return panel_score(
+            item,
+            response,
+            RV.name,
+            value,
+            judges=names,
+            evidence=evidence,
+            rationale=rationale,
+            errors=errors,
+            details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)},
+        )
 
 
 @metric(scope=BENCHMARK, predefined=True, name="mca")
