@@ -214,7 +214,12 @@ def focus_narrative(
     if me is None:
         return f"{q}{focus} has no valid {spec.name} score on the {n_items} selected items; see Failures."
     total = f", total {fmt_total(me.stats.total, spec)}" if math.isinf(spec.range[1]) else ""
-    where = f" ({scope})" if scope else ""
+    unscored = (
+        f"without a valid score: {n_items - me.stats.n} of the {n_items} selected items, see Failures"
+        if 0 < me.stats.n < n_items
+        else ""
+    )
+    where = f" ({'; '.join(p for p in (scope, unscored) if p)})" if scope or unscored else ""
     text = (
         f"{q}**{focus}** scores a mean of {fmt2(me.stats.mean)} per item by {spec.name} (scale "
         f"{spec.scale_label}) on {count_phrase(me.stats.n)}{where}{_ci_text(me)}{total}."

@@ -137,3 +137,33 @@ def test_one_stored_model_gets_an_absolute_answer(tmp_path):
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     log = (run_dir / "log.jsonl").read_text()
     assert log.count("one stored model named in the request") == 1
+
+
+def test_one_model_verdict_says_how_many_selected_items_have_no_valid_score(tmp_path):
+    """A replay file that answers 2 of 3 items: the absolute answer is on 2 items and says the third has no valid
+    score, rather than reading as if the selection held 2 items; a variant with every item answered says nothing."""
+    bench = tmp_path / "sums.jsonl"
+    bench.write_text("".join(f'{{"id": "q{k}", "prompt": "{k}+{k}?", "reference": "{2 * k}"}}\n' for k in (1, 2, 3)))
+    part = tmp_path / "part.jsonl"
+    part.write_text(
+        '{"item_id": "q1", "text": "<answer>2</answer>"}\n{"item_id": "q2", "text": "<answer>5</answer>"}\n'
+    )
+    verdict = _verdict(tmp_path, bench, part)
+    assert verdict.startswith(
+        '- **Verdict:** To "accuracy": **replay:part** scores a mean of 0.50 per item by exact_match (scale 0-1) on '
+        "2 items (whole catalog; without a valid score: 1 of the 3 selected items, see Failures) (95% CI"
+    ), verdict
+    full = tmp_path / "full.jsonl"
+    full.write_text(part.read_text() + '{"item_id": "q3", "text": "<answer>6</answer>"}\n')
+    verdict = _verdict(tmp_path, bench, full)
+    assert "on 3 items (whole catalog) (95% CI" in verdict and "without a valid score" not in verdict, verdict
+
+
+def _verdict(tmp_path, bench, replay) -> str:
+    out = tmp_path / f"runs-{replay.stem}"
+    res = CliRunner().invoke(
+        app, ["ask", "accuracy", "-b", str(bench), "--models", f"replay:{replay}", "--yes", "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    (report,) = out.glob("*/report.md")
+    return next(ln for ln in report.read_text().splitlines() if ln.startswith("- **Verdict:** "))
