@@ -734,6 +734,7 @@ class _Tally:
     no_answer: Counter = field(default_factory=Counter)
     injection: int = 0
     errors: int = 0
+    error_statuses: Counter = field(default_factory=Counter)  # the statuses counted in ``errors``
 
 
 def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
@@ -749,6 +750,7 @@ def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
             t.empty += 1
         else:
             t.errors += 1
+            t.error_statuses[r.status] += 1
         t.rows.append(
             {
                 "kind": "response",
@@ -767,6 +769,7 @@ def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
             apart = not_applicable(s)
             if not apart and s.status not in REPLY_STATUSES:
                 t.errors += 1
+                t.error_statuses[s.status] += 1
             row = {
                 "kind": "score",
                 "item": s.item_id,
@@ -794,6 +797,7 @@ def _apart(t: _Tally) -> dict[str, Any]:
         "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(t.no_answer.items())),
         "injection": t.injection,
         "errors": t.errors,
+        "errors_by_status": ", ".join(f"{k} {v}" for k, v in sorted(t.error_statuses.items())),
     }
 
 
@@ -803,7 +807,7 @@ def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any
     whose reply held no answer (``details["no_answer"]``, scored 0 but not a
     wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
     flagged ``injection_suspected`` (D.14), and ``errors``: failed responses
-    and failed, applicable scores with any other status."""
+    and failed, applicable scores with any other status (``errors_by_status``: ``"infra_error 2, not_run 4"``)."""
     return _apart(_tally(responses, scores))
 
 

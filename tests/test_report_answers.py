@@ -149,6 +149,9 @@ def test_one_model_verdict_says_how_many_selected_items_have_no_valid_score(tmp_
         '{"item_id": "q1", "text": "<answer>2</answer>"}\n{"item_id": "q2", "text": "<answer>5</answer>"}\n'
     )
     verdict = _verdict(tmp_path, bench, part)
+    report = (next((tmp_path / "runs-part").glob("*/report.md"))).read_text()
+    # the missing answer's response and its 3 scores are counted by status, not as "errors"
+    assert "judge-format tags in the scored text), 4 other failed records (not_run 4)." in report
     assert verdict.startswith(
         '- **Verdict:** To "accuracy": **replay:part** scores a mean of 0.50 per item by exact_match (scale 0-1) on '
         "2 items (whole catalog; without a valid score: 1 of the 3 selected items, see Failures) (95% CI"

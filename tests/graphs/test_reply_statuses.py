@@ -89,7 +89,7 @@ def test_truncated_empty_and_reasoning_replies(tmp_path, fresh_call_cache):
         assert (
             "Counted apart: 1 truncated replies (cut by the token limit), 2 empty replies, 1 scores with no "
             "answer found (numeric_match 1: each scored 0 in the means, listed here apart from wrong answers), 0 scores with injection "
-            "suspected (judge-format tags in the scored text), 0 errors."
+            "suspected (judge-format tags in the scored text), 0 other failed records."
         ) in report
         assert "| 1 | openai:mock | 0.67 | 0.21 to 0.94 (Wilson score, 0/1 metric) | 2.00 | 3 | 3 |" in report
         # a rerun: the good replies come from the call cache, the three flagged ones are asked again
