@@ -603,12 +603,22 @@ def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, 
         compare.json and its viewer page index.html.
 
     Raises:
-        InputError: fewer than two runs, a path holding no run, runs sharing no item, or a ranking metric not
-            scored in every run.
+        InputError: fewer than two runs, the same run folder twice, a path holding no run, runs sharing no item,
+            or a ranking metric not scored in every run.
     """
     from .agents import compare_runs
 
     loaded = [r if isinstance(r, RunRecords) else load_run(r) for r in runs]
+    seen: dict[Path, int] = {}
+    for k, rec in enumerate(loaded):
+        where = Path(rec.run_dir).resolve()
+        if where in seen:  # every model would be compared with itself: "no change" by construction
+            raise InputError(
+                f"the same run is given twice (runs {seen[where] + 1} and {k + 1})",
+                what=str(rec.run_dir),
+                fix="give two different runs (e.g. the run before and after a change; `sgieval runs` lists them)",
+            )
+        seen[where] = k
     labels: list[str] = []
     for rec in loaded:
         label = rec.run_id if rec.run_id not in labels else rec.run_dir.name

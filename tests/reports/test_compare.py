@@ -256,3 +256,21 @@ def test_compare_refuses_a_run_folder_with_a_link_in_one_line(two_runs, tmp_path
     assert not (tmp_path / "cmp").exists()  # nothing written
     one = runner.invoke(app, ["compare", str(b)])
     assert one.exit_code == 2 and "a comparison needs two runs or more" in one.output
+
+
+def test_compare_refuses_the_same_run_twice_and_writes_nothing(two_runs, tmp_path):
+    """The same run given twice (by id and by folder, or twice by id) would compare each model with itself
+    ("no change" by construction): one line, exit 2, no comparison folder; a copy of the folder is another run."""
+    import shutil
+
+    out, a, b = two_runs
+    for args in ([a.name, a.name], [a.name, str(a)]):
+        res = runner.invoke(app, ["compare", *args, "--out", str(out), "--dest", str(tmp_path / "cmp")])
+        assert res.exit_code == 2, res.output
+        assert "the same run is given twice (runs 1 and 2)" in res.output and "give two different runs" in res.output
+        assert not (tmp_path / "cmp").exists()
+    with pytest.raises(InputError, match="the same run is given twice"):
+        sgieval.compare(a, b, a)
+    copy = tmp_path / "copy"
+    shutil.copytree(a, copy, symlinks=True)
+    assert sgieval.compare(a, copy).run_ids[1] == "copy"
