@@ -333,16 +333,24 @@ def label(
             saved += len(new)
             s = scores.get((item_id, model))
             if s is not None:  # blind until saved: only now the judge's score and rationale
+                by = (
+                    f"judge ({safe(s.judge)})"
+                    if s.judge and spec.kind != "objective"
+                    else "the run's score (objective metric, no judge)"
+                )
                 console.print(
-                    f"saved. judge ({safe(s.judge)}): {s.value if s.value is not None else s.status}"
-                    f" -- {safe(s.rationale[:600])}",
+                    f"saved. {by}: {s.value if s.value is not None else s.status} -- {safe(s.rationale[:600])}",
                     highlight=False,
                 )
         if stop:
             break
     console.print(
         f"{saved} label(s) saved to {safe(records.run_dir / 'labels.jsonl')}; `sgieval report {safe(records.run_dir)}` "
-        "shows how the judges agree with them",
+        + (
+            "shows how the judges agree with them"
+            if spec.kind != "objective"
+            else "shows how the run's scores agree with them"
+        ),
         highlight=False,
     )
 

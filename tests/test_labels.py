@@ -339,3 +339,29 @@ def test_every_bad_row_of_a_file_is_named_at_once(judged_run, tmp_path):
     assert f"{g} line 2 field value: value -1 is outside the range of metric rigor (0 to 100)" in res.output
     assert "also line 3 field value: value 101 is outside" in res.output
     assert sgieval.load_run(run).labels == []
+
+
+def test_labelling_an_objective_metric_names_the_run_score_not_a_judge(tmp_path):
+    """A run with no judge (replayed SciAidanBench answers, objective metrics): after a label is saved the
+    session shows the run's score as the run's own, not as "judge (objective)", and does not promise judge
+    agreement."""
+    from typer.testing import CliRunner
+
+    import sgieval
+    from sgieval.cli import app
+
+    run = sgieval.evaluate(
+        "Which model is the most creative in chemistry?",
+        models="replay:o1-mini,replay:phi4",
+        k=2,
+        out_dir=tmp_path,
+        run_id="objective",
+        bootstrap_resamples=999,
+    )
+    res = CliRunner().invoke(app, ["label", str(run.run_dir), "--n", "1"], input="3\nq\n")
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "labelling aidan_accepted_answers: 2 unit(s) to go" in text
+    assert "saved. the run's score (objective metric, no judge): " in text
+    assert "judge (" not in text
+    assert "shows how the run's scores agree with them" in text and "how the judges agree" not in text
