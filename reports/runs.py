@@ -312,9 +312,10 @@ def additions_text(added: list[dict[str, Any]]) -> str:
     """
     parts = []
     for a in added:
-        what = ", ".join(a["models"]) + (f"; ranking metric {a['metric']}" if a.get("metric") else "")
+        did = [f"{', '.join(a['models'])} added"] if a["models"] else []
+        did += [f"ranking metric set to {a['metric']}"] if a.get("metric") else []
         when = str(a.get("time", "")).replace("T", " ")[:16]
-        parts.append(f"{what or 'nothing new'} added by ask --into" + (f" at {when} UTC" if when else ""))
+        parts.append(f"{', '.join(did) or 'nothing new added'} by ask --into" + (f" at {when} UTC" if when else ""))
     return "; ".join(parts)
 
 

@@ -234,3 +234,8 @@ def test_a_model_added_with_into_is_named_as_the_records_name_it(tmp_path):
     assert added["models"] == ["replay:mistral:latest"]
     res = runner.invoke(app, ["runs", "--out", str(tmp_path)])
     assert "(replay:mistral:latest added by ask --into at " in " ".join(res.output.split())
+    # a second --into that only ranks by another metric says so, with no empty model list
+    sgieval.evaluate(metric="aidan_readme_score", into=str(tmp_path / "grown"), bootstrap_resamples=999)
+    text = " ".join(runner.invoke(app, ["runs", "--out", str(tmp_path)]).output.split())
+    assert "(replay:mistral:latest added by ask --into at " in text
+    assert "; ranking metric set to aidan_readme_score by ask --into at " in text and "; ;" not in text
