@@ -283,7 +283,8 @@ def label(
     crits: list[Criterion | None] = list(spec.criteria) if isinstance(spec, Rubric) else []
     console = out
     console.print(
-        f"labelling {safe(spec.name)}: {len(units)} unit(s) to go ({len(done)} already labelled by {safe(who or 'you')})"
+        f"labelling {safe(spec.name)}: {len(units)} unit(s) to go (--n {n} per target model; {len(done)} already "
+        f"labelled by {safe(who or 'you')})"
         + ("" if select == "random" else "; units chosen by disagreement: PPI's guarantee does not cover them"),
         highlight=False,
     )

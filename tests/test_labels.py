@@ -250,7 +250,7 @@ def test_a_blind_labelling_session_in_a_real_terminal(judged_run, tmp_path):
     assert {x.sample for x in labels} == {"random"}
     # running it again continues: the labelled unit is not asked again
     child = pexpect.spawn(str(exe), ["label", str(run), "--n", "2"], env=env, encoding="utf-8", timeout=120)
-    child.expect(r"labelling rigor: 3 unit\(s\) to go \(1 already labelled by ana\)")
+    child.expect(r"labelling rigor: 3 unit\(s\) to go \(--n 2 per target model; 1 already labelled by ana\)")
     child.sendline("q")
     child.expect(pexpect.EOF)
 
@@ -361,7 +361,8 @@ def test_labelling_an_objective_metric_names_the_run_score_not_a_judge(tmp_path)
     res = CliRunner().invoke(app, ["label", str(run.run_dir), "--n", "1"], input="3\nq\n")
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
-    assert "labelling aidan_accepted_answers: 2 unit(s) to go" in text
+    # --n is per target model: 1 item x 2 models
+    assert "labelling aidan_accepted_answers: 2 unit(s) to go (--n 1 per target model; 0 already" in text
     assert "saved. the run's score (objective metric, no judge): " in text
     assert "judge (" not in text
     assert "shows how the run's scores agree with them" in text and "how the judges agree" not in text
