@@ -1141,14 +1141,15 @@ def _retrieval_builder(ctx: ReportContext) -> Section | None:
 def _labels_builder(ctx: ReportContext) -> list[Section] | None:
     """Agreement with the researcher's labels and the prediction-powered means, for each metric with labels."""
     from ..core import RunStore
-    from ..metric_pool import label_estimates
-    from ..reports import labels_sections
 
     labels = ctx.options.get("labels")
     if labels is None:
         labels = RunStore(ctx.run_dir).read("labels") if (ctx.run_dir / "labels.jsonl").is_file() else []
     if not labels:
-        return None
+        return None  # before the imports below: they load scipy.stats, which a run without labels never needs
+    from ..metric_pool import label_estimates
+    from ..reports import labels_sections
+
     labelled = {lab.metric for lab in labels}
     found = [label_estimates(ctx.scores, labels, sp) for sp in ctx.specs if sp.name in labelled]
     return labels_sections(found, live_judges=bool(ctx.judges))

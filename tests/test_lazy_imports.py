@@ -92,6 +92,7 @@ with MockOpenAI(replies=reply) as mock:
         assert e.code in (0, None), e.code
     seen["calls"] = mock.stats()["served"]
 seen["end"] = loaded({HEAVY!r})
+seen["sdk"] = loaded(["openai", "langchain_openai"])
 print()
 print(json.dumps(seen))
 """
@@ -101,3 +102,40 @@ print(json.dumps(seen))
     # the report then needs the bootstrap CIs (scipy.stats) and the ranking chart (matplotlib); an
     # exact-match run never needs the embedder
     assert got["end"] == ["matplotlib", "scipy.stats"]
+    # the transport reads replies without the openai SDK (its ~500 type modules would load on the first reply)
+    assert got["sdk"] == []
+
+
+def test_the_console_process_leaves_statistics_and_charts_to_its_warm_worker(tmp_path):
+    """In the console script's start-up context (warm worker on), a run without labels never imports scipy or
+    matplotlib in the main process: the bootstrap, the paired tests and the charts run in the worker, and the
+    labels section is skipped before its imports (prediction-powered means need scipy.stats)."""
+    bench = tmp_path / "qa.jsonl"  # half of the replies are right: the report bootstraps a CI
+    bench.write_text(
+        "".join(
+            json.dumps({"id": f"q{n}", "prompt": f"Question {n}", "reference": f"a{n % 2}"}) + "\n" for n in range(6)
+        )
+    )
+    code = f"""
+import json, sys
+from pathlib import Path
+loaded = {_LOADED}
+from sgieval.bench.mock_openai import MockOpenAI
+from sgieval.cli import app
+from sgieval.core import ConsoleProcess
+
+with MockOpenAI(replies=lambda body, index: "<answer>a0</answer>") as mock:
+    with ConsoleProcess(heavy=True, enabled=True):
+        try:
+            app(["ask", "", "-b", {str(bench)!r}, "-m", "openai:mock", "--base-url", mock.url, "--out", "runs",
+                 "--max-concurrency", "4", "--yes"])
+        except SystemExit as e:
+            assert e.code in (0, None), e.code
+        end = loaded(["scipy", "matplotlib", "sgieval.metric_pool.labels"])
+    calls = mock.stats()["served"]
+print()
+print(json.dumps({{"calls": calls, "end": end, "report": [str(p) for p in sorted(Path("runs").glob("*/report.md"))]}}))
+"""
+    got = _python(code, tmp_path)
+    assert got["calls"] == 6 and len(got["report"]) == 1
+    assert got["end"] == []

@@ -254,7 +254,7 @@ def test_the_model_pickles_and_copies_with_its_fields():
 def test_the_reply_fields_table_is_the_installed_openai_sdks():
     """The stand-in table of optional reply fields equals what the pinned openai package declares, so a message
     built without openai installed is the same (a new openai version that adds a field fails here)."""
-    openai_direct._FIELDS.clear()
+    assert openai_direct.installed_completion_fields() == openai_direct.COMPLETION_FIELDS
     assert openai_direct.completion_fields() == openai_direct.COMPLETION_FIELDS
 
 
@@ -270,11 +270,9 @@ async def test_a_call_works_without_the_optional_openai_package(monkeypatch):
             monkeypatch.delitem(sys.modules, name)
         monkeypatch.setitem(sys.modules, "openai", None)
         monkeypatch.setitem(sys.modules, "langchain_openai", None)
-        monkeypatch.setattr(openai_direct, "_FIELDS", {})
         with pytest.raises(ImportError):
             import openai  # noqa: F401
         without = await ChatOpenAIDirect(**kw).ainvoke([HumanMessage("q")])
-    assert openai_direct._FIELDS == openai_direct.COMPLETION_FIELDS  # the stand-in table was used
     strip = lambda m: {**m.model_dump(), "id": None, "response_metadata": {**m.response_metadata, "id": None}}  # noqa: E731
     assert strip(without) == strip(with_sdk)
     assert without.tool_calls == REPLIES_CALLS and without.response_metadata["token_usage"]["prompt_tokens"] == 50
