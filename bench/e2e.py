@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,6 +87,27 @@ class Measured:
     returncode: int
     first_call_cpu_s: float | None = None
     """CPU s the process had used when its first call reached the server (to 10 ms; load-independent)."""
+
+
+def compile_package() -> int:
+    """Write the bytecode of every sgieval module into its ``__pycache__`` (as installing the package does), so a
+    shell with ``PYTHONDONTWRITEBYTECODE=1`` (or a fresh checkout) does not time the compilation of sgieval's
+    sources at every start (about 0.1 s of CPU per start on the reference machine).
+
+    Returns:
+        The number of modules compiled now (0 when every one was up to date).
+    """
+    import compileall
+    import contextlib
+    import io
+
+    import sgieval
+
+    root = Path(sgieval.__file__).parent
+    before = sum(1 for _ in root.rglob("__pycache__/*.pyc"))
+    with contextlib.redirect_stdout(io.StringIO()):
+        compileall.compile_dir(str(root), quiet=1, rx=re.compile(r"[/\\](tests|\.venv|install)[/\\]"))
+    return sum(1 for _ in root.rglob("__pycache__/*.pyc")) - before
 
 
 def _sgieval_cmd() -> list[str]:
@@ -294,7 +316,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         load = f", 1-min load average {os.getloadavg()[0]:.2f}"
     except OSError:
         load = ""
-    print(f"sgieval: {' '.join(_sgieval_cmd())}; {os.cpu_count()} CPUs{load}")
+    compiled = compile_package()
+    print(f"sgieval: {' '.join(_sgieval_cmd())}; {os.cpu_count()} CPUs{load}; bytecode of {compiled} modules written")
     results: dict[str, object] = {}
     work = Path(tempfile.mkdtemp(prefix="sgieval-e2e-"))
     try:
