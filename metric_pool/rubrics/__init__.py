@@ -117,7 +117,32 @@ def list_rubrics() -> list[Rubric]:
     Raises:
         InputError: naming the file when one does not load.
     """
-    return [Rubric.from_yaml(p) for _, (_, p) in sorted(_scan().items())]
+    return [_parsed(p).model_copy(deep=True) for _, (_, p) in sorted(_scan().items())]  # each caller's own copy
+
+
+def _bytes(p: Path) -> bytes | None:
+    try:
+        return p.read_bytes()
+    except OSError:
+        return None  # Rubric.from_yaml names the file and the fault
+
+
+def _parsed(p: Path) -> Rubric:
+    """The rubric of file ``p``, parsed once per content (:data:`_LOADED`)."""
+    data = _bytes(p)
+    if data is None:
+        return Rubric.from_yaml(p)
+    r = _LOADED.get((str(p), data))
+    if r is None:
+        r = Rubric.from_yaml(p)
+        if _bytes(p) == data:  # not rewritten while it was parsed: kept for the next listing
+            _LOADED[(str(p), data)] = r
+    return r
+
+
+_LOADED: dict[tuple[str, bytes], Rubric] = {}
+"""Rubrics parsed by :func:`list_rubrics`, by (file, its bytes): a run lists the library
+more than once (the request's terms, the ranking metric), and parsing the YAML files is the cost."""
 
 
 def rubric_origin(name: str) -> tuple[Origin, Path] | None:

@@ -124,6 +124,24 @@ def test_user_rubric_saved_listed_and_overrides(tmp_path):
     assert load_rubric(str(path)) == r  # a YAML path works as a name
 
 
+def test_listing_reads_a_rewritten_rubric_again_and_hands_out_copies(tmp_path):
+    """list_rubrics parses a file once per content: a rubric rewritten with the same size (weight 2.0 -> 3.0) is
+    listed with its new weight, and a listed rubric changed by its caller leaves the next listing as the file is."""
+    r = load_rubric("rigor").model_copy(
+        update={"name": "rigor", "weights": {**{c: 1.0 for c in RIGOR}, "risk awareness": 2.0}}
+    )
+    path = save_rubric(r)
+    first = next(x for x in list_rubrics() if x.name == "rigor")
+    assert first.weights["risk awareness"] == 2.0
+    first.weights["risk awareness"] = 9.0  # the caller's copy
+    before = path.read_bytes()
+    path.write_bytes(before.replace(b"risk awareness: 2.0", b"risk awareness: 3.0"))
+    assert len(path.read_bytes()) == len(before) and path.read_bytes() != before
+    assert next(x for x in list_rubrics() if x.name == "rigor").weights["risk awareness"] == 3.0
+    path.write_bytes(before)
+    assert next(x for x in list_rubrics() if x.name == "rigor").weights["risk awareness"] == 2.0
+
+
 def test_load_unknown_rubric_names_the_choices():
     with pytest.raises(InputError) as e:
         load_rubric("elegance")
