@@ -48,6 +48,7 @@ def test_reply_flags_count_each_kind_apart():
         "no_answer_by_metric": "em 2, numeric_match 1",
         "injection": 2,
         "errors": 2,
+        "errors_by_status": "infra_error 1, judge_error 1",
     }  # errors: the HTTP 500 response and the judge_error score
 
 
