@@ -8,7 +8,8 @@ failed and the elapsed time.  Otherwise (a log file, a pipe, CI): the same facts
 
 With ``--batch``, while batches are pending, each one's status and the requests the provider has finished
 follow (``, batch batch_abc in_progress 40/150``).  The first line comes after one interval: a run shorter than
-that prints none.
+that prints none.  A run that printed lines prints one more when it ends, so the last line of a log always gives
+the final counts (a short last phase may otherwise fall between two intervals).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class RunProgress:
         self._paused = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._printed = False
         self.bar: Progress | None = None
         self._task: Any = None
 
@@ -162,8 +164,14 @@ class RunProgress:
         self.stop()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+            if self._printed and not self._thread.is_alive():
+                self._print_line()
+
+    def _print_line(self) -> None:
+        self.console.print(self.line(), highlight=False, soft_wrap=True, markup=False)
+        self._printed = True
 
     def _lines(self) -> None:
         while not self._stop.wait(self.every_s):
             if not self._paused.is_set():
-                self.console.print(self.line(), highlight=False, soft_wrap=True, markup=False)
+                self._print_line()

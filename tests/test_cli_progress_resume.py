@@ -113,6 +113,28 @@ def test_progress_lines_every_interval_and_none_at_zero():
     assert buf.getvalue() == ""
 
 
+def test_a_last_line_with_the_final_counts_when_the_run_ends_between_two_intervals():
+    buf = io.StringIO()
+    ledger = Ledger()
+    with RunProgress(Console(file=buf, force_terminal=False, width=300), lambda: ledger, every_s=0.1) as progress:
+        progress.update(1, 3)
+        time.sleep(0.35)  # lines at about 0.1, 0.2, 0.3 s
+        progress.update(3, 3)
+        ledger.record("openai:gpt-4o", "target", usage={"input": 1, "output": 1})
+        ledger.record("openai:gpt-4o", "target", error="HTTP 400")
+    lines = buf.getvalue().splitlines()
+    assert len(lines) >= 2 and lines[0].startswith("progress: evaluating, 1/3 "), lines
+    assert lines[-1].startswith(
+        "progress: finishing (corpus-level scores, report), 3/3 (item, target model) pairs done, 2 model calls, "
+        "1 failed, 0:00:00 elapsed"
+    ), lines
+    # a run that ends before the first interval stays silent
+    buf = io.StringIO()
+    with RunProgress(Console(file=buf, force_terminal=False), lambda: ledger, every_s=5) as progress:
+        progress.update(3, 3)
+    assert buf.getvalue() == ""
+
+
 def test_live_bar_on_a_terminal():
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=160)
