@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import re
 import shutil
 import socket
@@ -26,6 +25,7 @@ from typer.testing import CliRunner
 
 import sgieval
 from sgieval.cli import app
+from sgieval.tests.browser import Chromium
 
 
 def _import_test_labels():
@@ -42,7 +42,6 @@ def _import_test_labels():
 judged_run = _import_test_labels().judged_run  # the judged run fixture, reused
 
 runner = CliRunner()
-CHROMIUM = os.environ.get("SGIEVAL_CHROMIUM", "/usr/bin/chromium")
 
 
 def _rigor(run: Path):
@@ -208,34 +207,6 @@ class _Attacker:
         self.httpd.server_close()
 
 
-def _chromium():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (install.sh does)")
-    if not Path(CHROMIUM).is_file():
-        if os.environ.get("SGIEVAL_NO_BROWSER") == "1":
-            pytest.skip("SGIEVAL_NO_BROWSER=1")
-        pytest.fail(f"{CHROMIUM} is missing: run ./install.sh (apt package chromium), or set SGIEVAL_CHROMIUM")
-    return sync_api
-
-
-class _Browser:
-    def __init__(self, sync_api, **context):
-        self.pw = sync_api.sync_playwright().start()
-        self.browser = self.pw.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"], headless=True
-        )
-        self.ctx = self.browser.new_context(**context)
-        self.errors: list[str] = []
-
-    def page(self):
-        page = self.ctx.new_page()
-        page.on("pageerror", lambda e: self.errors.append(str(e)))
-        return page
-
-    def close(self) -> None:
-        self.browser.close()
-        self.pw.stop()
-
-
 def _label_next_unit(page, run: Path, values: list[float]) -> tuple[str, str]:
     """From #/labels, follow "label the next unit", check the judge's rigor score is hidden, type ``values``
     (one per criterion) and save; returns the unit (item id, model)."""
@@ -264,12 +235,11 @@ def _label_next_unit(page, run: Path, values: list[float]) -> tuple[str, str]:
 
 @pytest.mark.browser
 def test_a_labelling_session_in_chromium_writes_labels_jsonl_and_stays_blind(served):
-    sync_api = _chromium()
     run = served["run"]
     records = sgieval.load_run(run)
-    b = _Browser(sync_api)
+    b = Chromium()
     try:
-        page = b.page()
+        page = b.page
         page.goto(served["page"] + "#/labels")
         page.wait_for_selector("#app[data-labelling='served']")
         assert page.input_value("#labeller") == "ana"  # the session's labeller
@@ -322,7 +292,6 @@ def test_a_labelling_session_in_chromium_writes_labels_jsonl_and_stays_blind(ser
 def test_a_second_origin_page_cannot_post_labels(served, tmp_path):
     """Another page on 127.0.0.1 that even knows the session URL: a no-cors fetch, a form POST and a fetch
     with the token header (its preflight is refused) save nothing."""
-    sync_api = _chromium()
     run = served["run"]
     body = json.dumps(_unit(run))
     url = served["base"] + "labels"
@@ -345,9 +314,9 @@ def test_a_second_origin_page_cannot_post_labels(served, tmp_path):
         "</script></body></html>",
     )
     before = _labels_bytes(run)
-    b = _Browser(sync_api)
+    b = Chromium()
     try:
-        page = b.page()
+        page = b.page
         page.goto(f"http://127.0.0.1:{attack.port}/attack.html")
         assert page.evaluate("attack()") == "no-cors,cors blocked"
         page.wait_for_timeout(1500)  # the form's POST goes out
@@ -359,13 +328,12 @@ def test_a_second_origin_page_cannot_post_labels(served, tmp_path):
 
 @pytest.mark.browser
 def test_the_static_viewer_keeps_labels_in_the_browser_and_its_download_imports(judged_run, tmp_path):  # noqa: F811
-    sync_api = _chromium()
     run = Path(shutil.copytree(judged_run, tmp_path / "run"))
     res = runner.invoke(app, ["view", str(run)])
     assert res.exit_code == 0, res.output
-    b = _Browser(sync_api, accept_downloads=True)
+    b = Chromium(accept_downloads=True)
     try:
-        page = b.page()
+        page = b.page
         page.goto((run / "viewer" / "index.html").as_uri() + "#/labels")
         page.wait_for_selector("#app[data-labelling='static']")
         page.fill("#labeller", "ben")

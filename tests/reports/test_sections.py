@@ -197,13 +197,12 @@ def test_a_name_taken_by_another_builder_is_refused():
 
 
 def test_browser_shows_every_section_and_the_answer_list(tmp_path, toy):
-    from sgieval.tests.reports.test_viewer import _browser, _Page
+    from sgieval.tests.browser import Chromium
 
-    sync_api = _browser()
     _build(tmp_path)
     data = json.loads((tmp_path / "report.json").read_text())
     html = write_viewer(tmp_path, ITEMS, [], _scores(), report=data)
-    b = _Page(sync_api, tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(html.as_uri())

@@ -7,7 +7,6 @@ Playwright; screenshots are kept in the test's run folder (``<run>/screenshots/`
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -17,19 +16,10 @@ from typer.testing import CliRunner
 from sgieval.cli import app
 from sgieval.core import GENERIC, Item, Response, RunStore, Score
 from sgieval.reports.viewer import build_viewer_data, judge_panel, record_flags, score_status, write_viewer
+from sgieval.tests.browser import Chromium
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
-CHROMIUM = os.environ.get("SGIEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 # ------------------------------------------------------------------------- data
@@ -130,40 +120,6 @@ def test_viewer_data_rows_and_texts():
 
 
 # ------------------------------------------------------------------------ browser
-def _browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (install.sh does)")
-    if not Path(CHROMIUM).is_file():
-        if os.environ.get("SGIEVAL_NO_BROWSER") == "1":
-            pytest.skip("SGIEVAL_NO_BROWSER=1")
-        pytest.fail(f"{CHROMIUM} is missing: run ./install.sh (apt package chromium), or set SGIEVAL_CHROMIUM")
-    return sync_api
-
-
-class _Page:
-    """A Chromium page (fresh user-data-dir) that records page errors."""
-
-    def __init__(self, sync_api, profile: Path):
-        self.pw = sync_api.sync_playwright().start()
-        self.ctx = self.pw.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            args=CHROMIUM_ARGS,
-            headless=True,
-            viewport={"width": 1400, "height": 1000},
-        )
-        self.page = self.ctx.new_page()
-        self.errors: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
-        self.page.on(
-            "request", lambda r: None if r.url.startswith("file://") else self.errors.append(f"network: {r.url}")
-        )
-
-    def close(self) -> None:
-        self.ctx.close()
-        self.pw.stop()
-
-
 @pytest.fixture(scope="module")
 def chem_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("viewer-runs")
@@ -200,7 +156,6 @@ def test_view_writes_a_self_contained_folder(chem_run):
 
 @pytest.mark.browser
 def test_browser_chemistry_item(chem_run, tmp_path):
-    sync_api = _browser()
     res = runner.invoke(app, ["view", str(chem_run)])
     assert res.exit_code == 0, res.output
     store = RunStore(chem_run)
@@ -216,7 +171,7 @@ def test_browser_chemistry_item(chem_run, tmp_path):
     )
     shots = chem_run / "screenshots"
     shots.mkdir(exist_ok=True)
-    b = _Page(sync_api, tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto((chem_run / "viewer" / "index.html").as_uri())
@@ -285,12 +240,11 @@ def _long_run(run_dir: Path, n: int) -> Path:
 
 @pytest.mark.browser
 def test_browser_long_run_pages(tmp_path):
-    sync_api = _browser()
     run_dir = tmp_path / "long-run"
     index = _long_run(run_dir, 120)
     shots = run_dir / "screenshots"
     shots.mkdir()
-    b = _Page(sync_api, tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(index.as_uri() + "#/items")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -30,6 +29,7 @@ from sgieval.core import GENERIC, Item, RunConfig, RunStore, Score, prompt_hash
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.models.base import NamedModel
 from sgieval.reports.viewer import QUESTION_CHARS, answer_links, build_viewer_data, question_text, scores_by_item
+from sgieval.tests.browser import Chromium
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
@@ -43,8 +43,6 @@ SIX = [
     "replay:qwen2.5:latest",
     "replay:mistral:latest",
 ]
-CHROMIUM = os.environ.get("SGIEVAL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 
 # ------------------------------------------------------------------------------------------------- runs
@@ -290,47 +288,6 @@ def test_answer_links_name_the_items_behind_each_sentence():
 
 
 # ------------------------------------------------------------------------------------------ browser
-def _browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (install.sh does)")
-    if not Path(CHROMIUM).is_file():
-        if os.environ.get("SGIEVAL_NO_BROWSER") == "1":
-            pytest.skip("SGIEVAL_NO_BROWSER=1")
-        pytest.fail(f"{CHROMIUM} is missing: run ./install.sh (apt package chromium), or set SGIEVAL_CHROMIUM")
-    return sync_api
-
-
-class _Page:
-    """A Chromium page (fresh user-data-dir) that records page errors and any request off ``file://``."""
-
-    def __init__(self, profile: Path, width: int = 1400, height: int = 1000):
-        sync_api = _browser()
-        self.pw = sync_api.sync_playwright().start()
-        self.ctx = self.pw.chromium.launch_persistent_context(
-            str(profile),
-            executable_path=CHROMIUM,
-            args=CHROMIUM_ARGS,
-            headless=True,
-            viewport={"width": width, "height": height},
-        )
-        self.page = self.ctx.new_page()
-        self.errors: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url}"))
-        self.page.on(
-            "request", lambda r: None if r.url.startswith("file://") else self.errors.append(f"network: {r.url}")
-        )
-
-    def shot(self, folder: Path, name: str) -> Path:
-        (folder / "screenshots").mkdir(exist_ok=True)
-        path = folder / "screenshots" / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
-        return path
-
-    def close(self) -> None:
-        self.ctx.close()
-        self.pw.stop()
-
-
 def _viewer(run: Path, view: str = "") -> str:
     return (run / "viewer" / "index.html").as_uri() + view
 
@@ -356,7 +313,7 @@ def _accepted(run: Path, model: str) -> dict[str, float]:
 def test_browser_item_table_sorts_and_shows_the_question(runs, tmp_path):
     run = runs["six"]
     o1 = _accepted(run, "replay:o1-mini")
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(_viewer(run, "#/items?model=replay:o1-mini"))
@@ -411,7 +368,7 @@ def test_browser_item_table_sorts_and_shows_the_question(runs, tmp_path):
 @pytest.mark.browser
 def test_browser_six_model_columns_fit_and_fold(runs, tmp_path):
     run = runs["six"]
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(_viewer(run, "#/item/sciaidanbench%2Fchemistry%2F1"))
@@ -459,7 +416,7 @@ def test_browser_answer_list_marks(runs, tmp_path):
         for r in _lines(run / "responses.jsonl")
         if r["item_id"] == "sciaidanbench/chemistry/1"
     }
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(_viewer(run, "#/item/sciaidanbench%2Fchemistry%2F1"))
@@ -503,7 +460,7 @@ def test_browser_judge_prompt_beside_the_reply(judged, tmp_path):
         if s["item_id"] == "jsonl:bench/q2" and s["metric"] == "rigor" and "tidy" in s["model"]
     ]
     ev = score["evidence"][0]
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(_viewer(run, "#/item/jsonl%3Abench%2Fq2"))
@@ -561,7 +518,7 @@ def test_browser_answer_sentences_link_to_their_items(tmp_path_factory, tmp_path
     assert sorted(link["items"]) == sorted(nano) and len(nano) == 32
     o1, gpt = _accepted(run, "replay:o1-mini"), _accepted(run, "replay:openai/4o")
     assert sum(o1[i] for i in nano) / 32 == pytest.approx(28.47, abs=0.005)
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(_viewer(run))
@@ -595,7 +552,7 @@ def test_browser_runs_index(runs, tmp_path):
     res = runner.invoke(app, ["view", "--out", str(out)])
     assert res.exit_code == 0, res.output
     home = out / "index.html"
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(home.as_uri())
@@ -623,7 +580,7 @@ def test_browser_compare_page(runs, tmp_path):
     assert res.exit_code == 0, res.output
     folder = out / f"compare-{two.name}-{six.name}"
     data = json.loads((folder / "compare.json").read_text())
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto((folder / "index.html").as_uri())
@@ -728,7 +685,7 @@ def test_a_live_protocol_keeps_each_coherence_prompt_once(live_run):
 def test_browser_live_answer_list_shows_each_coherence_prompt(live_run, tmp_path):
     (resp,) = _lines(live_run / "responses.jsonl")
     prompts = {p["hash"]: p for p in _lines(live_run / "prompts.jsonl")}
-    b = _Page(tmp_path / "profile")
+    b = Chromium(tmp_path / "profile", files_only=True)
     try:
         page = b.page
         page.goto(_viewer(live_run, "#/item/sciaidanbench%2Fchemistry%2F0"))

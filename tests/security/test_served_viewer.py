@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sgieval.cli import app
+from sgieval.tests.browser import CHROMIUM, CHROMIUM_ARGS, playwright_api
 
 CHEM = "Which model is the most creative in chemistry?"
 runner = CliRunner()
@@ -129,18 +130,6 @@ class _Attacker:
         self.httpd.server_close()
 
 
-def _chromium():
-    import os
-
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (install.sh does)")
-    exe = os.environ.get("SGIEVAL_CHROMIUM", "/usr/bin/chromium")
-    if not Path(exe).is_file():
-        if os.environ.get("SGIEVAL_NO_BROWSER") == "1":
-            pytest.skip("SGIEVAL_NO_BROWSER=1")
-        pytest.fail(f"{exe} is missing: run ./install.sh (apt package chromium), or set SGIEVAL_CHROMIUM")
-    return sync_api, exe
-
-
 @pytest.mark.parametrize("knows_token", [False, True])
 @pytest.mark.browser
 def test_a_second_origin_page_cannot_read_the_run_in_a_browser(served, tmp_path, knows_token):
@@ -148,7 +137,7 @@ def test_a_second_origin_page_cannot_read_the_run_in_a_browser(served, tmp_path,
     scripts.  Without the session path it cannot name them; with it (a leaked URL) the server refuses the
     cross-origin include and the browser would block it (Cross-Origin-Resource-Policy).  The viewer's own
     page, served by the same server, loads both."""
-    sync_api, exe = _chromium()
+    sync_api = playwright_api()
     prefix = served["base"] if knows_token else f"http://127.0.0.1:{served['port']}/"
     attack = _Attacker(
         tmp_path,
@@ -159,7 +148,7 @@ def test_a_second_origin_page_cannot_read_the_run_in_a_browser(served, tmp_path,
     )
     pw = sync_api.sync_playwright().start()
     try:
-        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"], headless=True)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page()
         page.goto(f"http://127.0.0.1:{attack.port}/attack.html")
         page.wait_for_load_state("load")
