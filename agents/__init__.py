@@ -55,6 +55,7 @@ _PUBLIC: dict[str, str] = {
     "estimate_step": "run",
     "into_config": "run",
     "into_update": "run",
+    "check_added_judges": "run",
 }
 """Public name -> the module of this folder that defines it."""
 

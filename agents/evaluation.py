@@ -318,3 +318,90 @@ async def _run_evaluation(
             done.update((CORPUS, t.name, s.metric) for s in pooled)
             prog.scores_new += len(pooled)
     return prog
+
+
+ADDED_JUDGE_SCORES = "added_judge_scores"
+"""The run-folder file of the scores made by judges added to a finished run (``ask --into RUN --judge J``)."""
+
+JUDGED_KINDS = ("judge", "rubric")
+
+
+def judged_metrics(metrics: list[Metric]) -> list[Metric]:
+    """The metrics of ``metrics`` with a per-item spec scored by a judge (kind ``judge`` or ``rubric``)."""
+    return [m for m in metrics if any(s.kind in JUDGED_KINDS for s in m.specs)]
+
+
+async def score_added_judge(
+    store: RunStore,
+    items: list[Item],
+    targets: list[NamedModel],
+    metrics: list[Metric],
+    ctx: ScoringContext,
+    *,
+    max_parallel: int = 16,
+) -> EvalProgress:
+    """Score the stored responses with a judge added to the run: ``ctx.judges`` is that one judge.
+
+    Only the judge and rubric specs of ``metrics`` are scored (:func:`judged_metrics`), only on the Responses
+    already in ``store`` (no target model is called: a (target, item) pair without a stored Response is left
+    out), and only what ``added_judge_scores.jsonl`` does not hold yet for that judge, so a second call scores
+    nothing.  Each Score is appended there with ``judge`` set to the added judge's name (a ``not_run`` Score
+    too, e.g. the judge is the target model itself and ``--allow-self-judge`` is not set: the self-judge guard
+    of :meth:`~sgieval.metric_pool.ScoringContext.judges_for` applies as in any run).  Corpus-level scores of
+    those metrics are computed from the added judge's per-item scores, once every pair is scored.
+
+    Args:
+        store: the run folder.
+        items: the run's items.
+        targets: the run's target models (only their names are used: nothing is sent to them).
+        metrics: the run's metrics.
+        ctx: the scoring context whose ``judges`` is the added judge alone.
+        max_parallel: (target, item) pairs scored at once (>= 1).
+
+    Returns:
+        The counts: ``scores_new``, ``scores_skipped`` (pairs already scored), ``responses_skipped`` (the
+        stored Responses read); ``responses_new`` is always 0.
+    """
+    (judge,) = ctx.judges
+    prog = EvalProgress()
+    judged = judged_metrics(metrics)
+    wanted = {s.name for m in judged for s in m.specs if s.kind in JUDGED_KINDS}
+    responses = {(r.item_id, r.model): r for r in store.read("responses")}
+    done = {(s.item_id, s.model, s.metric) for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name}
+    not_judged = {s.name for m in judged for s in m.specs} - wanted  # a judged metric's objective parts: the run's
+    done |= {(i.id, t.name, name) for i in items for t in targets for name in not_judged}
+    lock = asyncio.Lock()
+    slots = asyncio.Semaphore(max(1, max_parallel))
+
+    def named(scores: list[Score]) -> list[Score]:
+        return [s.model_copy(update={"judge": judge.name}) for s in scores]
+
+    async def unit(target: NamedModel, item: Item) -> None:
+        resp = responses.get((item.id, target.name))
+        if resp is None:
+            return
+        prog.responses_skipped += 1
+        async with slots:
+            scores = named(await score_response(item, resp, judged, ctx, done))
+        async with lock:
+            store.append(ADDED_JUDGE_SCORES, scores)
+            done.update((s.item_id, s.model, s.metric) for s in scores)
+            prog.scores_new += len(scores)
+            prog.scores_skipped += 0 if scores else 1
+
+    await asyncio.gather(*(unit(t, i) for t in targets for i in items))
+    by_id = {i.id: i for i in items}
+    mine = [s for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name]
+    for t in targets:
+        model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
+        model_scores = [s for s in mine if s.model == t.name]
+        for m in judged:
+            if not m.corpus_specs or all((CORPUS, t.name, s.name) in done for s in m.corpus_specs):
+                continue
+            pooled = named(
+                [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
+            )
+            store.append(ADDED_JUDGE_SCORES, pooled)
+            done.update((CORPUS, t.name, s.metric) for s in pooled)
+            prog.scores_new += len(pooled)
+    return prog

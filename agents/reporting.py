@@ -1208,6 +1208,8 @@ async def build_report(
     recheck: bool = False,
     embedding_model: str = "minilm",
     settled: dict[str, Any] | None = None,
+    added_scores: list[Score] | None = None,
+    added_judges: list[str] | None = None,
 ) -> Path:
     """Write ``run_dir/report.md`` with its figures (``figures/ranking.png``, one ``figures/criteria_<rubric>.png``
     heatmap per rubric metric with criterion scores).
@@ -1236,12 +1238,18 @@ async def build_report(
         recheck: whether stored judgements were re-decided (``--recheck``).
         embedding_model: the embedder of novelty metrics, named in the report.
         settled: the stop record of an ``--until-settled`` run (:func:`sgieval.agents.settle.evaluate_until_settled`).
+        added_scores: the scores of the judges added to the finished run (``added_judge_scores.jsonl``): shown
+            beside the run's in "Added judges" and compared in "Judge reliability"; the ranking, the Answer's
+            verdict and the other tables use ``scores`` alone.
+        added_judges: the judges added to the finished run (``RunConfig.added_judges``).
 
     Returns:
         The path of ``report.md``.
     """
     from . import where  # noqa: F401 - registers the "Who wins where" section
     from . import settle  # noqa: F401 - registers the "Stopped when settled" section
+    from . import added_judges as _added  # noqa: F401 - registers the "Added judges" section
+    from ..metric_pool import with_added_judges
 
     spec = next((s for s in specs if s.name == primary), None) or specs[0]
     of_spec = [s for s in scores if s.metric == spec.name]  # the ranking metric's scores, read by the next two
@@ -1261,7 +1269,7 @@ async def build_report(
             shared = len(set(a) & set(b))
             pr = call_in_worker(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
             leader_tests[other.model] = pair_entry(best, other, shared, pr)
-    reliabilities = judge_reliability(scores, specs, seed=seed)
+    reliabilities = judge_reliability(with_added_judges(scores, added_scores or []), specs, seed=seed)
     draft = assemble(
         run_dir,
         header=header,
@@ -1288,6 +1296,7 @@ async def build_report(
             "n_resamples": n_resamples,
             "coverage": cov,
             "ranking_scores": of_spec,
+            "added_judges": {"judges": list(added_judges or []), "scores": list(added_scores or [])},
         },
     )
     request = header.get("request", "")

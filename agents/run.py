@@ -70,6 +70,7 @@ __all__ = [
     "reporting_step",
     "into_config",
     "into_update",
+    "check_added_judges",
     "run_scope",
     "start_invocation",
     "unique_models",
@@ -98,6 +99,9 @@ class RunContext:
     targets: list[NamedModel] = field(default_factory=list)
     judges: list[NamedModel] = field(default_factory=list)
     agent: NamedModel | None = None
+    added_judges: list[NamedModel] = field(default_factory=list)
+    """Judges added to the finished run (``RunConfig.added_judges``): they score beside ``judges``, into
+    ``added_judge_scores.jsonl`` (:func:`score_added_judges`)."""
     tools: Any = None
     sandbox: Any = None
     on_progress: Callable[[int, int], None] | None = None
@@ -134,7 +138,7 @@ def run_secrets(rt: RunContext) -> SecretValues:
     from ..core import url_secrets
     from ..models import model_secrets
 
-    models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
+    models = [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]
     values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
     return SecretValues.from_environment(values)
 
@@ -178,8 +182,12 @@ def into_config(
     base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
 ) -> RunConfig:
     """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target
-    models and ranking metric added, and the other options given on this invocation (a new
+    models, judges and ranking metric added, and the other options given on this invocation (a new
     ``--max-concurrency``, ``--data-dir``, ``--yes``...) replacing the run's.
+
+    A judge the run does not have joins as an *added judge* (``RunConfig.added_judges``): it scores the run's
+    judge and rubric metrics on the stored responses beside the run's judges, whose scores stay the ones the
+    ranking uses (a judge added to a finished run does not silently change its ranking).
 
     Args:
         base: the run's ``config.json``.
@@ -191,13 +199,13 @@ def into_config(
         side: ``"cli"`` or ``"api"``: how errors name the options (``--k`` or ``k``).
 
     Returns:
-        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``metric`` the
-        given one (else the run's), ``into`` None.
+        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``judges`` the
+        run's, ``added_judges`` the run's added judges then the new ones, ``metric`` the given one (else the
+        run's), ``into`` None.
 
     Raises:
         InputError: an option that chose the run's items (:data:`INTO_FIXED`) is given another value; nothing
-            is added (no new target or metric); a judge is given that the run does not have (the run's judge
-            scores, or their "not run" records, would mix with the new judge's).
+            is added (no new target, judge or metric).
     """
     names = run_option_names(RunConfig, "api" if side == "api" else "cli")
     fields = set(fields)
@@ -212,28 +220,22 @@ def into_config(
             )
     existing = list(base.models or run_targets)
     new_models = [m for m in given.models if m not in existing]
-    new_judges = [j for j in given.judges if j not in base.judges]
+    had = [*base.judges, *base.added_judges]
+    new_judges = [j for j in dict.fromkeys(given.judges) if j not in had]
     new_metric = given.metric if given.metric and given.metric != base.metric else None
-    if new_judges:
-        raise InputError(
-            f"--into {given.into}: a judge cannot join a finished run (the scores its judge metrics already "
-            f"have, or record as not run, were made {'by ' + ', '.join(base.judges) if base.judges else 'without a judge'}"
-            "; a second panel would mix into them)",
-            what="--judge",
-            fix="start a new run with the judge(s), and compare the two runs with `sgieval compare`",
-        )
-    if not (new_models or new_metric):
+    if not (new_models or new_judges or new_metric):
         raise InputError(
             f"--into {given.into}: nothing to add (its targets {', '.join(existing) or 'none'}, judges "
-            f"{', '.join(base.judges) or 'none'} and ranking metric {base.metric or 'the default'} are already "
+            f"{', '.join(had) or 'none'} and ranking metric {base.metric or 'the default'} are already "
             "the run's)",
             what="--into",
-            fix="name the target models (--models) or the ranking metric (--metric) to add",
+            fix="name the target models (--models), a judge (--judge) or the ranking metric (--metric) to add",
         )
     keep = set(INTO_FIXED) | {"run_id", "into", "models", "judges", "metric", "out_dir"}
     update: dict[str, Any] = {f: getattr(given, f) for f in fields if f not in keep and f in RunConfig.model_fields}
     update.update(
         models=[*existing, *new_models],
+        added_judges=[*base.added_judges, *new_judges],
         metric=new_metric or base.metric,
         into=None,
     )
@@ -266,7 +268,35 @@ def into_update(state: State, rt: RunContext) -> Update:
         plan = _ranking_metric(rt, items, plan, state["selection"].get("request", rt.config.request))
         for r in plan.custom:
             r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)
+    check_added_judges(rt, state, plan)
     return {"metric_plan": plan.model_dump(mode="json")}
+
+
+def check_added_judges(rt: RunContext, state: State, plan: MetricPlan | None = None) -> None:
+    """Refuse, before anything is written, judges added to a run (``rt.added_judges``) that would have nothing to
+    score: the run's metric plan (``plan``, default the state's) has no judge or rubric metric.
+
+    Args:
+        rt: the run context of the ``--into`` invocation.
+        state: the run's graph state (``selection``, ``metric_plan``).
+        plan: the plan the invocation continues with (a new ranking metric included), when known.
+
+    Raises:
+        InputError: naming the added judges, the run's metrics and the fix.
+    """
+    from .evaluation import judged_metrics
+
+    if not rt.added_judges or not state.get("metric_plan") or not (state.get("selection") or {}).get("item_ids"):
+        return
+    plan = plan or MetricPlan.model_validate(state["metric_plan"])
+    if judged_metrics(_metrics(rt, _items(rt, state["selection"]["item_ids"]), plan)):
+        return
+    raise InputError(
+        f"--judge {', '.join(j.name for j in rt.added_judges)}: the run has no judge or rubric metric for a judge "
+        f"to score (its metrics: {', '.join([*plan.predefined, *(r.name for r in plan.custom)])})",
+        what="--judge",
+        fix="add a judge or rubric ranking metric with --metric in the same --into, or leave out --judge",
+    )
 
 
 def new_run_id(request: str) -> str:
@@ -291,6 +321,7 @@ def make_runtime(
     judges: list[NamedModel] | None = None,
     agent: NamedModel | None = None,
     run_dir: str | Path | None = None,
+    added_judges: list[NamedModel] | None = None,
     **kw: Any,
 ) -> RunContext:
     """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded
@@ -308,6 +339,7 @@ def make_runtime(
         agent: the agent model (default: resolved from ``config.agent_model``; None: offline agent paths).
         run_dir: the run folder (default ``<out_dir>/<run_id>``); ``report`` and ``resume`` pass the folder they
             were given, so a renamed or symlinked run folder is the one read and written.
+        added_judges: the judges added to the finished run (default: resolved from ``config.added_judges``).
         kw: further :class:`RunContext` fields (``tools``, ``sandbox``, ``on_progress``, ``metric_options``, ...).
 
     Returns:
@@ -333,8 +365,9 @@ def make_runtime(
             )
     if stored:
         catalog.by_id.update({i.id: i for i in stored})
-    if judges is None:
-        judges = [
+
+    def judge_models(names: list[str]) -> list[NamedModel]:
+        return [
             resolve_model(
                 j,
                 "judge",
@@ -343,8 +376,12 @@ def make_runtime(
                 dry_run=config.dry_run,
                 **sampling_for_role(config, "judge"),
             )
-            for j in config.judges
+            for j in names
         ]
+
+    if judges is None:
+        judges = judge_models(config.judges)
+    added = unique_models(judge_models(config.added_judges) if added_judges is None else added_judges)
     if agent is None and config.agent_model:
         agent = resolve_model(
             config.agent_model, "agent", base_url=config.base_url, **sampling_for_role(config, "agent")
@@ -367,6 +404,7 @@ def make_runtime(
         from ..models import batch_model
 
         targets, judges = [batch_model(m) for m in targets], [batch_model(m) for m in judges]
+        added = [batch_model(m) for m in added]
     store = existing or RunStore(run_dir)
     settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
     return RunContext(
@@ -376,6 +414,7 @@ def make_runtime(
         targets=targets,
         judges=judges,
         agent=agent,
+        added_judges=added,
         settings=settings,
         **kw,
     )
@@ -974,9 +1013,16 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
             max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
             on_progress=on_progress,
         )
+    added_new = 0
+    if rt.added_judges and not prog.budget_stopped:
+        added_new = await _score_added_judges(rt, items, targets, plan, settled)
     record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
     log.info(
-        "evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new, budget_stopped=prog.budget_stopped
+        "evaluation",
+        new_responses=prog.responses_new,
+        new_scores=prog.scores_new,
+        new_added_judge_scores=added_new,
+        budget_stopped=prog.budget_stopped,
     )
     return {
         "targets": [t.name for t in targets],
@@ -986,9 +1032,35 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
             "texts_embedded": prog.texts_embedded,
             "long_texts_embedded": prog.long_texts_embedded,
             "budget_stopped": prog.budget_stopped,
+            **({"added_judge_scores_new": added_new} if rt.added_judges else {}),
             **({"settled": settled} if settled is not None else {}),
         },
     }
+
+
+async def _score_added_judges(
+    rt: RunContext, items: list[Item], targets: list[NamedModel], plan: MetricPlan, settled: dict[str, Any] | None
+) -> int:
+    """Score the stored responses with each judge added to the run (:func:`~sgieval.agents.evaluation.score_added_judge`),
+    one judge at a time, on the items the run's report covers; returns the Scores made."""
+    from .evaluation import score_added_judge
+
+    if settled:
+        used = set(settled.get("item_ids") or [])
+        items = [i for i in items if i.id in used]
+    metrics = _metrics(rt, items, plan)
+    made = 0
+    for judge in rt.added_judges:
+        ctx = ScoringContext(
+            judges=[judge],
+            tools=rt.tools,
+            sandbox=rt.sandbox,
+            allow_self_judge=rt.config.allow_self_judge,
+            options=rt.metric_options,
+        )
+        prog = await score_added_judge(rt.store, items, targets, metrics, ctx, max_parallel=rt.config.max_concurrency)
+        made += prog.scores_new
+    return made
 
 
 def _max_parallel(config: RunConfig, units: int) -> int:
@@ -1059,7 +1131,7 @@ def record_sampling(rt: RunContext) -> None:
     Args:
         rt: the run context.
     """
-    models = [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]
+    models = [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]
     sent = {m.name: dict(m.params) for m in models if not m.is_replay}
     dropped = {m.name: dict(m.dropped) for m in models if m.dropped}
     if sent == rt.config.sent_params and dropped == rt.config.dropped_params:
@@ -1085,7 +1157,8 @@ def run_prices(rt: RunContext) -> Prices:
 
 def called_models(rt: RunContext) -> list[str]:
     """The names of the run's models that make calls (targets that are not replays, judges, the agent model)."""
-    return [m.name for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])] if not m.is_replay]
+    models = [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]
+    return [m.name for m in models if not m.is_replay]
 
 
 def check_budget_prices(rt: RunContext) -> None:
@@ -1170,7 +1243,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             if rt.config.batch:
                 from ..models import BatchCollector, batch_settings, check_batch_models
 
-                check_batch_models([*rt.targets, *rt.judges])
+                check_batch_models([*rt.targets, *rt.judges, *rt.added_judges])
                 if rt.calls.batches is None:  # the run's batches, resumable from its folder's batches.json
                     rt.calls.batches = BatchCollector(
                         rt.store.root, run_id=rt.config.run_id, **batch_settings(rt.settings)

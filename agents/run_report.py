@@ -8,11 +8,13 @@ agent steps live in :mod:`sgieval.agents.run`.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig
 from ..models import price_source
+from .added_judges import judges_line
 from .customisation import MetricPlan, plan_specs
 from .questioning import SelectionPlan
 from .run import RunContext, State, _items, _metrics, load_ledger, models_named_in, replay_notes, run_prices
@@ -33,7 +35,7 @@ def model_servers(rt: RunContext) -> str:
     from ..core import redact_url
 
     parts = []
-    for m in [*rt.targets, *rt.judges, *([rt.agent] if rt.agent else [])]:
+    for m in [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]:
         ref = m.ref
         if ref is not None and ref.base_url:
             src = f" ({ref.base_url_var})" if ref.base_url_var and ref.provider != "openai" else ""
@@ -102,8 +104,20 @@ async def report_run(rt: RunContext, state: State) -> Path:
     ids = {i.id for i in items}
     scores = [s for s in rt.store.read("scores") if s.model in targets and (s.item_id in ids or s.item_id == "*")]
     responses = [r for r in rt.store.read("responses") if r.model in targets and r.item_id in ids]
+    added_judges = list(dict.fromkeys([*rt.config.added_judges, *(j.name for j in rt.added_judges)]))
+    added_scores = (
+        [
+            s
+            for s in rt.store.read("added_judge_scores")
+            if s.judge in added_judges and s.model in targets and (s.item_id in ids or s.item_id == "*")
+        ]
+        if added_judges
+        else []
+    )
     warnings = []
-    smoke = [m.name for m in ([*rt.judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test]
+    smoke = [
+        m.name for m in ([*rt.judges, *rt.added_judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test
+    ]
     if smoke:
         warnings.append(
             f"{', '.join(dict.fromkeys(smoke))} is an embedded 135M-parameter model: its outputs and "
@@ -161,11 +175,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
         "sampling": sel.sampling,
         "seed": sel.seed,
         "models": ", ".join(targets) + " (target)",
-        "judges": (
-            ", ".join(j.name for j in rt.judges)
-            + (f" (each asked {rt.config.judge_repeats} times per judged item)" if rt.config.judge_repeats > 1 else "")
-        )
-        or "none (judge metrics not run)",
+        "judges": judges_line([j.name for j in rt.judges], added_judges, rt.config.judge_repeats),
         "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
         "metrics": ", ".join(plan.predefined)
         + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
@@ -182,7 +192,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
             **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
             **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
             **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
-            **({"added to the run": added} if (added := additions_line(rt, responses)) else {}),
+            **({"added to the run": added} if (added := additions_line(rt, responses, scores, added_scores)) else {}),
             **(
                 {
                     "until settled": f"{len(items)} of the {n_selected} selected items used "
@@ -215,27 +225,53 @@ async def report_run(rt: RunContext, state: State) -> Path:
         stand_in=plan.stand_in,
         recheck=rt.config.recheck,
         embedding_model=rt.metric_options.get("embedding_model", "minilm"),
+        added_scores=added_scores,
+        added_judges=added_judges,
     )
 
 
-def additions_line(rt: RunContext, responses: list[Any]) -> str:
+def additions_line(
+    rt: RunContext, responses: Sequence[Any], scores: Sequence[Any] = (), added_scores: Sequence[Any] = ()
+) -> str:
     """The Run table's "added to the run" line: for each ``ask --into`` invocation of the run
-    (``invocations.jsonl``), its time and the target models whose responses it made, e.g.
-    ``2026-12-01T19:42:17+00:00 (ask --into, invocation 20261201T194217-185589): replay:openai/4o``; "" when no
-    invocation added to the run."""
+    (``invocations.jsonl``), its time and what it made: the target models whose responses it made, the judges
+    whose scores it made (``added_judge_scores.jsonl``) and the metrics it scored on responses it did not make,
+    e.g. ``2026-12-01T19:42:17+00:00 (ask --into, invocation 20261201T194217-185589): replay:openai/4o``; ""
+    when no invocation added to the run.
+
+    Args:
+        rt: the run context.
+        responses: the run's responses.
+        scores: the run's scores.
+        added_scores: the added judges' scores.
+
+    Returns:
+        One part per ``--into`` invocation, joined by ``"; "``.
+    """
     made: dict[str, list[str]] = {}
     for r in responses:
         if r.invocation:
             made.setdefault(r.invocation, [])
             if r.model not in made[r.invocation]:
                 made[r.invocation].append(r.model)
+    judged: dict[str, Counter[str]] = {}
+    for s in added_scores:
+        if s.invocation:
+            judged.setdefault(s.invocation, Counter())[s.judge] += 1
+    metrics: dict[str, Counter[str]] = {}
+    for s in scores:
+        if s.invocation and s.model not in made.get(s.invocation, ()):
+            metrics.setdefault(s.invocation, Counter())[s.metric] += 1
     parts = []
     for row in rt.store.read_rows("invocations"):
         if row.get("kind") != "into" or not isinstance(row.get("id"), str):
             continue
-        models = made.get(row["id"]) or []
-        what = ", ".join(models) if models else "no new responses (scores or the ranking metric only)"
-        parts.append(f"{row.get('time', '?')} (ask --into, invocation {row['id']}): {what}")
+        inv = row["id"]
+        what = list(made.get(inv) or [])
+        what += [f"judge {j} ({n} scores)" for j, n in (judged.get(inv) or {}).items()]
+        what += [f"metric {m} ({n} scores)" for m, n in (metrics.get(inv) or {}).items()]
+        text = ", ".join(what) if what else "no new records (the ranking metric only)"
+        parts.append(f"{row.get('time', '?')} (ask --into, invocation {inv}): {text}")
     return "; ".join(parts)
 
 

@@ -345,7 +345,11 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
         fail(e)
     from ..core import sensitive_settings
 
-    again = {k: getattr(merged, k) for k in sensitive_settings(config) if k in given and k not in ("models", "judges")}
+    again = {
+        k: getattr(merged, k)
+        for k in sensitive_settings(config)
+        if k in given and k not in ("models", "judges", "added_judges")
+    }
     _confirm_settings(merged, d, again, False)
     _run(merged, resume=True, run_dir=d, kind="into")
 

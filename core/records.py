@@ -897,9 +897,10 @@ class RunConfig(_Record):
     bounded per-item ranking metric and two or more targets); the report states the items used, the calls saved
     and the intervals."""
     into: str | None = None
-    """Add to an existing run (its id under --out, or its folder): the given target models, or the ranking metric,
-    join the run's; every response and score already there is reused (no call, no score recomputed), and the
-    report is rewritten; the run's items, judges and plan stay."""
+    """Add to an existing run (its id under --out, or its folder): the given target models, judge(s) or ranking
+    metric join the run's; every response and score already there is reused (no call, no score recomputed), and
+    the report is rewritten. An added judge scores the run's judge and rubric metrics on the stored responses
+    beside the run's judges (the ranking stays on the run's judges); the run's items stay."""
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5,
     deepseek-reasoner, do not get it)."""
@@ -911,6 +912,10 @@ class RunConfig(_Record):
     """Send the target and judge calls through the provider's batch API (OpenAI files + batches, Anthropic
     message batches) at the batch price (half the list price), waiting for each batch; a killed run resumes
     polling its batches and submits nothing twice. Other providers are refused before any call."""
+    added_judges: Annotated[list[str], RUN_RECORD] = Field(default_factory=list)
+    """Judges added to the finished run by ``ask --into RUN --judge J``: each scores the run's judge and rubric
+    metrics on the stored responses into ``added_judge_scores.jsonl``, beside the run's own judges (``judges``),
+    whose scores the ranking, the Answer and the tables keep using (filled by the run)."""
     sent_params: Annotated[dict[str, dict[str, Any]], RUN_RECORD] = Field(default_factory=dict)
     """Model -> the sampling parameters actually sent (filled by the run)."""
     dropped_params: Annotated[dict[str, dict[str, str]], RUN_RECORD] = Field(default_factory=dict)

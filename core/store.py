@@ -131,7 +131,16 @@ class RunStore:
     writer changed it.
     """
 
-    FILES: dict[str, type[BaseModel]] = {"items": Item, "responses": Response, "scores": Score, "labels": Label}
+    FILES: dict[str, type[BaseModel]] = {
+        "items": Item,
+        "responses": Response,
+        "scores": Score,
+        "labels": Label,
+        "added_judge_scores": Score,
+    }
+    """The record files.  ``added_judge_scores.jsonl`` holds the scores of the judges added to a finished run
+    (``ask --into RUN --judge J``, ``RunConfig.added_judges``): one per (item, model, metric, judge), beside
+    ``scores.jsonl``, whose scores (the run's own judges) they never replace."""
     JOURNALS = ("ledger", "inflight", "invocations", "prompts")
     """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
     ``ledger.jsonl`` holds one model call per line (tokens, latency, cost);
@@ -150,6 +159,7 @@ class RunStore:
         "items.jsonl",
         "responses.jsonl",
         "scores.jsonl",
+        "added_judge_scores.jsonl",
         "ledger.jsonl",
         "inflight.jsonl",
         "invocations.jsonl",
@@ -264,7 +274,7 @@ class RunStore:
                 else r
                 for r in records
             ]
-        if name == "scores":
+        if name in ("scores", "added_judge_scores"):
             self._keep_prompts(records)
         elif name == "responses":
             records = self._move_prompts(records)
@@ -396,6 +406,7 @@ class RunStore:
         "items": ("id",),
         "responses": ("item_id", "model"),
         "scores": ("item_id", "model", "metric"),
+        "added_judge_scores": ("item_id", "model", "metric", "judge"),
     }
     """The fields that identify a record of each file: one record per key counts (``labels``: every label is
     kept, the latest of a key counts, as :class:`~sgieval.core.records.Label` says)."""

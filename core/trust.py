@@ -52,6 +52,7 @@ FLAGS: dict[str, str | None] = {
     "tools": "--tools LIST",
     "models": None,
     "judges": None,
+    "added_judges": None,
     "agent_model": None,
 }
 """How each sensitive setting is passed again on the command line (None: it cannot be; only the prompt or
@@ -93,9 +94,9 @@ def sensitive_settings(config: Any) -> dict[str, Any]:
         out["unsafe_local_exec"] = True
     if (config.sandbox or "auto").lower() not in SAFE_SANDBOXES:
         out["sandbox"] = config.sandbox
-    if config.tools and (config.judges or config.agent_model):
+    if config.tools and (config.judges or getattr(config, "added_judges", None) or config.agent_model):
         out["tools"] = list(config.tools)
-    for key in ("models", "judges"):
+    for key in ("models", "judges", "added_judges"):
         live = live_models(getattr(config, key, None))
         if live:
             out[key] = live

@@ -23,6 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from ..agents import (
+    check_added_judges,
     check_until_settled,
     confirmation,
     customisation_step,
@@ -221,6 +222,13 @@ async def execute(
     Returns:
         The final graph state (:class:`EvalState` keys).
     """
+    if rt.invocation_kind == "into" and rt.added_judges and (rt.store.root / "state.sqlite").is_file():
+        # refused before the invocation is recorded: a judge with nothing to score leaves the run as it was
+        async with open_saver(rt.store.root / "state.sqlite") as saver:
+            snap = await build_graph(None, saver).aget_state({"configurable": {"thread_id": rt.config.run_id}})
+        primary = (snap.values.get("metric_plan") or {}).get("primary")
+        if not (rt.config.metric and rt.config.metric != primary):  # a new ranking metric: checked once planned
+            check_added_judges(rt, snap.values)
     with run_scope(rt, resume=resume or rt.invocation_kind == "into"):
         return await _drive(rt, confirm)
 

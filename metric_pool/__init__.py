@@ -27,6 +27,7 @@ _PUBLIC: dict[str, str] = {
     "parse_json_object": "judge",
     "reliability": "reliability",
     "reliability_rows": "reliability",
+    "with_added_judges": "reliability",
     "ALL": "registry",
     "MetricEntry": "registry",
     "Scoped": "registry",

@@ -71,6 +71,38 @@ def judge_values(score: Score) -> dict[str, float]:
     return out
 
 
+def with_added_judges(scores: Sequence[Score], added: Sequence[Score]) -> list[Score]:
+    """The run's ``scores`` with the values of the judges added to the run beside them, for the reliability
+    statistics: each ok per-item Score that an added judge also scored (ok, same item, target model and metric)
+    gets ``details["judge_values"]``: its own judges' values (:func:`judge_values`, or ``{score.judge: value}``
+    for a single judge's Score) and each added judge's value.  The returned Scores are copies; ``scores`` and
+    their values are unchanged (the ranking keeps using them).
+
+    Args:
+        scores: the run's scores (``scores.jsonl``: its own judges).
+        added: the added judges' scores (``added_judge_scores.jsonl``), each naming its judge.
+
+    Returns:
+        ``scores``, in order, the merged ones replaced by their copies.
+    """
+    by_key: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    for a in added:
+        if a.ok and a.value is not None and _finite(a.value):
+            by_key[(a.item_id, a.model, a.metric)][a.judge] = float(a.value)
+    if not by_key:
+        return list(scores)
+    out = []
+    for s in scores:
+        extra = by_key.get((s.item_id, s.model, s.metric)) if s.ok else None
+        own = judge_values(s) or ({s.judge: float(s.value)} if s.value is not None and "," not in s.judge else {})
+        if not extra or not own or s.judge == "objective":
+            out.append(s)
+            continue
+        details = {**(s.details or {}), "judge_values": {**own, **{j: v for j, v in extra.items() if j not in own}}}
+        out.append(s.model_copy(update={"details": details}))
+    return out
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 

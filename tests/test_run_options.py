@@ -58,7 +58,12 @@ def test_every_field_is_an_ask_option_and_a_typed_evaluate_keyword():
     help_text = runner.invoke(app, ["ask", "--help"], terminal_width=400).output
     params = inspect.signature(sgieval.evaluate).parameters
     typed = typing.get_type_hints(api.RunOptions)
-    assert {o.field for o in opts} == set(RunConfig.model_fields) - {"sent_params", "dropped_params", "settings"}
+    assert {o.field for o in opts} == set(RunConfig.model_fields) - {
+        "sent_params",
+        "dropped_params",
+        "settings",
+        "added_judges",
+    }
     for o in opts:
         if o.cli and not o.positional:
             assert f"{o.flag} " in help_text and o.cli_help[:40] in " ".join(help_text.split()), o.field

@@ -873,6 +873,9 @@ class IdeaGenerationMetric(Metric):
 
         judges = ctx.judges_for(response.model)
         results, evidence, reason = await self._judged(ref, gen, judges)
+        if not judges:  # none configured, or the only judges are the target itself: say which
+            what = "the judged votes, the dims and idea_final_score"
+            reason = f"{ctx.no_judge_reason(response.model, what)}; the objective parts are reported as idea_*_obj"
         if results is None:  # not_run / judge_error
             status = "not_run" if not judges else "judge_error"
             for s in [*WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]:

@@ -1,4 +1,5 @@
-"""``sgieval ask ... --into RUN``: add target models (or a ranking metric) to a finished run, reusing every record
+"""``sgieval ask ... --into RUN``: add target models (or a ranking metric) to a finished run (judges:
+tests/graphs/test_into_judge.py), reusing every record
 already there, with each record naming the invocation that made it."""
 
 from __future__ import annotations
@@ -92,9 +93,13 @@ def test_into_refuses_what_would_change_the_runs_items_or_add_nothing(tmp_path):
         sgieval.evaluate(models="replay:o1-mini", into=tmp_path / "A")
     with pytest.raises(InputError, match="no such run"):
         sgieval.evaluate(models="replay:phi4", into=tmp_path / "nope")
-    with pytest.raises(InputError, match="a judge cannot join a finished run") as e:
-        sgieval.evaluate(judge="openai:gpt-4.1", into=tmp_path / "A")
-    assert "sgieval compare" in e.value.fix
+    # the chemistry run's metrics are all objective: a judge added to it would have nothing to score
+    config = (tmp_path / "A" / "config.json").read_text()
+    with pytest.raises(InputError, match="the run has no judge or rubric metric for a judge to score") as e:
+        sgieval.evaluate(judge="openai:gpt-4.1", into=tmp_path / "A", base_url="http://127.0.0.1:9/v1")
+    assert "--metric" in e.value.fix
+    assert (tmp_path / "A" / "config.json").read_text() == config
+    assert not (tmp_path / "A" / "added_judge_scores.jsonl").exists()
     # the run folder is unchanged by the refused invocations: one invocation, three items, one model
     assert len(_rows(tmp_path / "A" / "invocations.jsonl")) == 1
     assert {r["model"] for r in _rows(tmp_path / "A" / "responses.jsonl")} == {"replay:o1-mini"}
