@@ -132,6 +132,9 @@ class RunRecords:
     input and output tokens and USD (:class:`sgieval.models.estimate.Estimate` fields, ``lines`` its text)."""
     labels: list[Label] = field(default_factory=list)
     """The human labels of ``labels.jsonl`` (every line, in file order; the latest per unit and labeller counts)."""
+    added_judge_scores: list[Score] = field(default_factory=list)
+    """The scores of the judges added to the finished run (``evaluate(judge=J, into=run)``,
+    ``added_judge_scores.jsonl``): each names its judge; beside ``scores`` (the run's own judges), never in it."""
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
         """The ok item-level Scores of ``metric``.
@@ -411,6 +414,7 @@ async def aevaluate(
     items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
     responses = [r for r in rt.store.read("responses") if not targets_names or r.model in targets_names]
     scores = [s for s in rt.store.read("scores") if not targets_names or s.model in targets_names]
+    added = [s for s in rt.store.read("added_judge_scores") if not targets_names or s.model in targets_names]
     if config.dry_run and rt.store.created and not rt.store.read("responses"):
         # as `sgieval ask --dry-run`: no run folder kept (a folder this call did not make stays)
         import shutil
@@ -430,6 +434,7 @@ async def aevaluate(
         stopped=stopped,
         config=config,
         estimate=state.get("estimate") or rt.estimate,
+        added_judge_scores=added,
     )
 
 
@@ -498,6 +503,7 @@ def load_run(path: str | Path) -> RunRecords:
         responses=store.read("responses"),
         scores=store.read("scores"),
         labels=store.read("labels"),
+        added_judge_scores=store.read("added_judge_scores"),
         report=report if report.is_file() else None,
         selection=dict(state.get("selection") or {}),
         metric_plan=dict(state.get("metric_plan") or {}),

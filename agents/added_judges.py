@@ -97,7 +97,7 @@ def added_judges_section(
         )
     ]
     judged = [sp for sp in specs if sp.kind in ("judge", "rubric")]
-    own_col = f"{own} (run's) mean (n)"
+    own_col = f"{own} (run's judge) mean (n)" if run_judges else "run's judge: none"
     headers = ["metric", "scale", "target model", own_col, *(f"{j} mean (n)" for j in added_judges)]
     rows = []
     for sp in judged:

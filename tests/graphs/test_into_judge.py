@@ -137,6 +137,10 @@ def test_into_adds_a_judge_beside_the_runs_judge_and_calls_no_target(served):
         ["rigor (ranking)", "0-100", A, "75.00 (2)", "65.00 (2)"],
         ["rigor (ranking)", "0-100", B, "25.00 (2)", "35.00 (2)"],
     ]
+    assert _section(report, "added_judges")["blocks"][1]["headers"][3:] == [
+        "openai:judge (run's judge) mean (n)",
+        "openai:judge2 mean (n)",
+    ]
     assert "keep the run's own judge (openai:judge)" in section["blocks"][0]["text"]
     # judge reliability compares the two judges on rigor: interval alpha with D_o = 100 (each unit's two values 10
     # apart) and D_e = 2 x 8 x 3400 / (8 x 7) = 971.4 (the 8 values 75, 75, 25, 25, 65, 65, 35, 35 around 50):
@@ -162,6 +166,10 @@ def test_into_adds_a_judge_beside_the_runs_judge_and_calls_no_target(served):
         "openai:judge2 was added after the run finished (ask --into) and scored beside the run's judge "
         "(openai:judge); the ranking uses openai:judge's scores (see Added judges)."
     ) in md
+
+    loaded = sgieval.load_run(run_dir)  # the Python API keeps them apart too
+    assert len(loaded.added_judge_scores) == 40 and {s.judge for s in loaded.added_judge_scores} == {"openai:judge2"}
+    assert len(loaded.scores) == 56 and "openai:judge2" not in {s.judge for s in loaded.scores}
 
     # the same judge again: nothing to add, nothing called, nothing recorded
     res = runner.invoke(app, [*into, "--judge", "openai:judge2"], input="y\n")
@@ -238,3 +246,35 @@ def test_into_with_a_judge_refuses_other_items_before_anything_is_written(served
     assert (run_dir / "config.json").read_text() == config
     assert len(_rows(run_dir / "invocations.jsonl")) == 1
     assert not (run_dir / "added_judge_scores.jsonl").exists()
+
+
+def test_a_judge_added_to_a_run_without_one_scores_apart_and_the_ranking_stays(tmp_path, monkeypatch):
+    data = sgi_data(tmp_path)
+    replies = Replies(data)
+    monkeypatch.setattr(current_call_context(), "use_cache", False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with MockOpenAI(replies=replies) as mock:
+        first = sgieval.evaluate(
+            REQUEST,
+            models=f"{A},{B}",
+            metric="idea_effectiveness_obj",  # objective: the run can rank without a judge
+            benchmark="sgi-bench",
+            data_dir=str(data),
+            out_dir=tmp_path / "runs",
+            run_id="A",
+            base_url=mock.url,
+            bootstrap_resamples=999,
+        )
+        assert replies.since(0) == {"model-a": 2, "model-b": 2}
+        rigor = [s for s in first.scores if s.metric == "rigor"]
+        assert [s.status for s in rigor] == ["not_run"] * 4
+        grown = sgieval.evaluate(judge="openai:judge2", into=first.run_dir, base_url=mock.url, bootstrap_resamples=999)
+        assert replies.since(4) == {"judge2": 12}
+    # the run's not-run records stay (never overwritten); the added judge's rigor is beside them
+    assert [s.status for s in grown.scores if s.metric == "rigor"] == ["not_run"] * 4
+    assert sorted(s.value for s in grown.added_judge_scores if s.metric == "rigor") == [35.0, 35.0, 65.0, 65.0]
+    report = json.loads((first.run_dir / "report.json").read_text())
+    assert report["ranking"]["metric"] == "idea_effectiveness_obj"
+    section = _section(report, "added_judges")
+    assert "The run had no judge of its own: its judge metrics stay not run" in section["blocks"][0]["text"]
+    assert ["rigor", "0-100", A, "n/a (0)", "65.00 (2)"] in _table(section, "added_judges")
