@@ -360,7 +360,11 @@ async def score_added_judge(
 
     Returns:
         The counts: ``scores_new``, ``scores_skipped`` (pairs already scored), ``responses_skipped`` (the
-        stored Responses read); ``responses_new`` is always 0.
+        stored Responses read), ``budget_stopped`` (the budget was reached: the pairs not started are left for a
+        later invocation); ``responses_new`` is always 0.
+
+    Raises:
+        RunStoppedError: a judge call that stops the run (e.g. its key was refused).
     """
     (judge,) = ctx.judges
     prog = EvalProgress()
@@ -376,13 +380,24 @@ async def score_added_judge(
     def named(scores: list[Score]) -> list[Score]:
         return [s.model_copy(update={"judge": judge.name}) for s in scores]
 
+    stopped: list[RunStoppedError] = []
+
     async def unit(target: NamedModel, item: Item) -> None:
         resp = responses.get((item.id, target.name))
         if resp is None:
             return
         prog.responses_skipped += 1
         async with slots:
-            scores = named(await score_response(item, resp, judged, ctx, done))
+            if prog.budget_stopped or stopped:
+                return
+            try:
+                scores = named(await score_response(item, resp, judged, ctx, done))
+            except BudgetExceeded as e:  # as in a run: pairs not started are skipped, the report says where
+                prog.budget_stopped = prog.budget_stopped or e.one_line()
+                return
+            except RunStoppedError as e:  # e.g. a refused key: no other pair starts
+                stopped.append(e)
+                return
         async with lock:
             store.append(ADDED_JUDGE_SCORES, scores)
             done.update((s.item_id, s.model, s.metric) for s in scores)
@@ -390,6 +405,10 @@ async def score_added_judge(
             prog.scores_skipped += 0 if scores else 1
 
     await asyncio.gather(*(unit(t, i) for t in targets for i in items))
+    if stopped:
+        raise stopped[0]
+    if prog.budget_stopped:
+        return prog  # corpus-level scores need every item
     by_id = {i.id: i for i in items}
     mine = [s for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name]
     for t in targets:

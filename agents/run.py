@@ -1015,7 +1015,7 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
         )
     added_new = 0
     if rt.added_judges and not prog.budget_stopped:
-        added_new = await _score_added_judges(rt, items, targets, plan, settled)
+        added_new, prog.budget_stopped = await _score_added_judges(rt, items, targets, plan, settled)
     record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
     log.info(
         "evaluation",
@@ -1040,9 +1040,10 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
 
 async def _score_added_judges(
     rt: RunContext, items: list[Item], targets: list[NamedModel], plan: MetricPlan, settled: dict[str, Any] | None
-) -> int:
+) -> tuple[int, str | None]:
     """Score the stored responses with each judge added to the run (:func:`~sgieval.agents.evaluation.score_added_judge`),
-    one judge at a time, on the items the run's report covers; returns the Scores made."""
+    one judge at a time, on the items the run's report covers; returns the Scores made and why the budget
+    stopped them (None when it did not)."""
     from .evaluation import score_added_judge
 
     if settled:
@@ -1060,7 +1061,9 @@ async def _score_added_judges(
         )
         prog = await score_added_judge(rt.store, items, targets, metrics, ctx, max_parallel=rt.config.max_concurrency)
         made += prog.scores_new
-    return made
+        if prog.budget_stopped:
+            return made, prog.budget_stopped
+    return made, None
 
 
 def _max_parallel(config: RunConfig, units: int) -> int:

@@ -278,3 +278,23 @@ def test_a_judge_added_to_a_run_without_one_scores_apart_and_the_ranking_stays(t
     section = _section(report, "added_judges")
     assert "The run had no judge of its own: its judge metrics stay not run" in section["blocks"][0]["text"]
     assert ["rigor", "0-100", A, "n/a (0)", "65.00 (2)"] in _table(section, "added_judges")
+
+
+def test_an_added_judge_stopped_by_the_budget_is_finished_by_resume_without_scoring_twice(served):
+    run_dir, mock, replies, into = served
+    # 1 USD per 1M tokens: each judge call is ~800 tokens, so the 4th call of the added judge finds the 0.002 USD
+    # budget spent (one call at a time: max concurrency 1) and is refused
+    prices = [x for m in (A, B, "openai:judge", "openai:judge2") for x in ("--price", f"{m}=1,1")]
+    args = [*into, "--judge", "openai:judge2", "--budget", "0.002", *prices, "--max-concurrency", "1"]
+    res = runner.invoke(app, args, input="y\n")
+    assert res.exit_code == 0, res.output
+    assert replies.since(16) == {"judge2": 3}  # the first (target, item) pair's 3 calls
+    assert len(_rows(run_dir / "added_judge_scores.jsonl")) == 10
+    report = (run_dir / "report.md").read_text()
+    assert "The run stopped at its budget before every item was evaluated" in report
+    res = runner.invoke(app, ["resume", str(run_dir), "--budget", "10", "--base-url", mock.url, "--yes"], input="y\n")
+    assert res.exit_code == 0, res.output
+    # the other 3 pairs' 9 calls, and nothing of the first pair again; still no target call
+    assert replies.since(16) == {"judge2": 12}
+    rows = _rows(run_dir / "added_judge_scores.jsonl")
+    assert len(rows) == 40 and len({(r["item_id"], r["model"], r["metric"], r["judge"]) for r in rows}) == 40
