@@ -298,3 +298,21 @@ def test_an_added_judge_stopped_by_the_budget_is_finished_by_resume_without_scor
     assert replies.since(16) == {"judge2": 12}
     rows = _rows(run_dir / "added_judge_scores.jsonl")
     assert len(rows) == 40 and len({(r["item_id"], r["model"], r["metric"], r["judge"]) for r in rows}) == 40
+
+
+def test_one_into_adds_a_target_and_a_judge(served):
+    run_dir, mock, replies, into = served
+    res = runner.invoke(app, [*into, "--models", "openai:model-c", "--judge", "openai:judge2"], input="y\n")
+    assert res.exit_code == 0, res.output
+    # the new target answers its 2 items; the run's judge scores only those 2 responses (3 calls each); the added
+    # judge scores all 3 targets' 6 responses (3 calls each)
+    assert replies.since(16) == {"model-c": 2, "judge": 6, "judge2": 18}
+    (_, added) = _rows(run_dir / "invocations.jsonl")
+    rows = _rows(run_dir / "added_judge_scores.jsonl")
+    assert Counter(r["model"] for r in rows) == {A: 20, B: 20, "openai:model-c": 20}
+    assert {r["invocation"] for r in rows} == {added["id"]}
+    scores = _rows(run_dir / "scores.jsonl")
+    assert Counter((r["model"], r["judge"]) for r in scores if r["invocation"] == added["id"]) == {
+        ("openai:model-c", "objective"): 8,
+        ("openai:model-c", "openai:judge"): 20,
+    }
