@@ -1,9 +1,10 @@
 """The judge prompts of a run, kept once per distinct prompt (``prompts.jsonl`` in the run folder).
 
 A judge reply's evidence (:class:`~sgieval.core.JudgeReplyEvidence`) names the prompt it answered by
-``prompt_hash``; the prompt itself, the messages exactly as sent and, for a native structured call, the
-response format, is written once per hash by the run store, so a run that asks the same prompt of several
-judges, or again on resume, stores it once.
+``prompt_hash``; the prompt itself, what the provider received for the call that gave the reply (the messages
+exactly as sent, the definitions of the tools offered with them, and for a native structured call the response
+format), is written once per hash by the run store, so a run that asks the same prompt of several judges, or
+again on resume, stores it once.
 """
 
 from __future__ import annotations
@@ -18,35 +19,57 @@ PROMPT_HASH_CHARS = 16
 """Hex characters of a prompt hash (the first 64 bits of its SHA-256)."""
 
 
-def prompt_hash(messages: Sequence[dict[str, Any]], response_format: dict[str, Any] | None = None) -> str:
+def prompt_hash(
+    messages: Sequence[dict[str, Any]],
+    response_format: dict[str, Any] | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> str:
     """The hash naming a prompt: SHA-256 of its canonical JSON (keys sorted, no spaces, UTF-8), first
-    :data:`PROMPT_HASH_CHARS` hex characters.
+    :data:`PROMPT_HASH_CHARS` hex characters.  ``tools`` count only when there are some, so a prompt sent
+    without tools hashes as it did before tools were kept.
 
     Args:
-        messages: the messages as sent, ``[{"role": "system"|"user"|"assistant", "content": str | list}, ...]``.
+        messages: the messages as sent, ``[{"role": "system"|"user"|"assistant"|"tool", "content": str | list,
+            ...}, ...]`` (an assistant turn with its ``tool_calls``, a tool turn with its ``tool_call_id``).
         response_format: the native structured-output format sent with them (``{"mode": "json_schema"|
             "function_calling", "name": schema name, "schema": JSON schema}``), or None for a plain prompt.
+        tools: the tool definitions sent with them, as the provider received them (OpenAI: ``[{"type":
+            "function", "function": {"name", "description", "parameters": JSON schema}}, ...]``); None or []
+            for a call without tools.
 
     Returns:
         A lower-case hex string of :data:`PROMPT_HASH_CHARS` characters; equal prompts give equal hashes.
     """
-    body = {"messages": list(messages), "response_format": response_format}
+    body: dict[str, Any] = {"messages": list(messages), "response_format": response_format}
+    if tools:
+        body["tools"] = list(tools)
     data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:PROMPT_HASH_CHARS]
 
 
-def prompt_record(messages: Sequence[dict[str, Any]], response_format: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format"}`` (``response_format``
-    only when given), the hash by :func:`prompt_hash`.
+def prompt_record(
+    messages: Sequence[dict[str, Any]],
+    response_format: dict[str, Any] | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format", "tools"}``
+    (``response_format`` only when given, ``tools`` only when there are some), the hash by :func:`prompt_hash`
+    over all of them.
 
     Args:
         messages: as :func:`prompt_hash`.
         response_format: as :func:`prompt_hash`.
+        tools: as :func:`prompt_hash`.
 
     Returns:
         The record as a JSON-ready dict.
     """
-    out: dict[str, Any] = {"hash": prompt_hash(messages, response_format), "messages": [dict(m) for m in messages]}
+    out: dict[str, Any] = {
+        "hash": prompt_hash(messages, response_format, tools),
+        "messages": [dict(m) for m in messages],
+    }
     if response_format is not None:
         out["response_format"] = response_format
+    if tools:
+        out["tools"] = [dict(t) for t in tools]
     return out

@@ -334,7 +334,7 @@ class RunStore:
 
     def prompts(self) -> dict[str, dict[str, Any]]:
         """The run's judge prompts by hash (``prompts.jsonl``; {} for a run folder written before prompts were
-        kept): ``{hash: {"hash", "messages", "response_format"?}}``, the first line of a hash counting.
+        kept): ``{hash: {"hash", "messages", "response_format"?, "tools"?}}``, the first line of a hash counting.
 
         Returns:
             hash -> prompt record.

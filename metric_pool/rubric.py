@@ -60,6 +60,7 @@ from ..models import NamedModel
 from ..models import message_text
 from ..models import sent_prompt
 from ..models import run_tool_loop
+from ..models import tool_definitions
 from .base import Metric, ScoringContext
 from .judge import DATA_NOTICE, JudgeReply, as_data, ask_judge, injection_flags, parse_json_object, schema_instruction
 from .repeats import Draw, draws, judge_repeats, repeat_details
@@ -265,12 +266,16 @@ class ToolLoopResult:
     """Outcome of :func:`tool_loop`: the conversation so far (``messages``,
     ending with the model's last reply), ``evidence`` (one dict per tool call
     run or refused), ``last`` (the model's last AIMessage, None when no tools
-    were offered), ``note`` (why tools were not offered, "" otherwise)."""
+    were offered), ``note`` (why tools were not offered, "" otherwise),
+    ``tools`` (the tool definitions sent with every turn, as the provider
+    received them: :func:`~sgieval.models.tool_loop.tool_definitions`; []
+    when none were sent)."""
 
     messages: list[BaseMessage]
     evidence: list[ToolCallEvidence] = field(default_factory=list)
     last: AIMessage | None = None
     note: str = ""
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tools_used(self) -> list[str]:
@@ -372,7 +377,8 @@ async def tool_loop(
             )
         else:
             evidence.extend(next(ran, []))
-    return ToolLoopResult(loop.messages, evidence=evidence, last=loop.last)
+    sent = [] if "tools" in (model.dropped or {}) else tool_definitions(bound, tools)  # a server may refuse tools
+    return ToolLoopResult(loop.messages, evidence=evidence, last=loop.last, tools=sent)
 
 
 # ------------------------------------------------------------------------ metric
@@ -489,7 +495,9 @@ class RubricMetric(Metric):
                                 attempts=1,
                                 mode="prompt",
                                 flags=injection_flags(response.text),
-                                prompt=sent_prompt(loop.messages[:-1], "prompt"),  # the conversation it answered
+                                prompt=sent_prompt(  # the conversation it answered, with the tools sent
+                                    loop.messages[:-1], "prompt", chat=judge.chat, tools=loop.tools
+                                ),
                             ).evidence(),
                         )
                         return _Verdict(judge.name, parsed, evidence, None, note)

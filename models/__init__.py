@@ -62,6 +62,7 @@ _PUBLIC: dict[str, str] = {
     "ask_structured": "structured",
     "bind_tools": "tool_loop",
     "run_tool_loop": "tool_loop",
+    "tool_definitions": "tool_loop",
     "repeat_of": "base",
     "LATEX_COMMANDS_NRT": "structured",
     "StructuredMode": "structured",

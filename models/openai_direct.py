@@ -624,6 +624,21 @@ class ChatOpenAIDirect(BaseChatModel):
         payload["messages"] = msgs
         return payload
 
+    def sent_payload(self, messages: Sequence[BaseMessage], **kwargs: Any) -> dict:
+        """The request body this model sends for ``messages`` and the call's keywords (bound tools,
+        ``tool_choice``, ``response_format``...), as a dict: :meth:`request_payload` with a pydantic
+        ``response_format`` made a JSON schema and, for a server other than api.openai.com, the adaptations of
+        :func:`compat_payload`; what :func:`wire_body` serialises.  Sends nothing.
+
+        Args:
+            messages: the messages.
+            **kwargs: the call's keywords, as bound to the model.
+
+        Returns:
+            The body as a dict (``messages`` as chat-completions messages, ``tools`` as bound...).
+        """
+        return self._prepare(list(messages), None, dict(kwargs))
+
     def _official(self) -> bool:
         return "api.openai.com" in (self.openai_api_base or OFFICIAL_BASE).lower()
 

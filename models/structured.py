@@ -275,15 +275,31 @@ class StructuredReply(Generic[T]):
     prompt: dict[str, Any] | None = None
 
 
-def sent_prompt(messages: Sequence[BaseMessage], mode: StructuredMode, schema: Any = None) -> dict[str, Any]:
+def sent_prompt(
+    messages: Sequence[BaseMessage],
+    mode: StructuredMode,
+    schema: Any = None,
+    *,
+    chat: Any = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode``: the
-    messages as OpenAI-style ``{role, content}`` dicts and, for a native mode (``json_schema``,
-    ``function_calling``), the response format the schema was bound with (``{mode, name, schema}``).
+    messages as the provider received them, the tool definitions sent with them and, for a native mode
+    (``json_schema``, ``function_calling``), the response format the schema was bound with
+    (``{mode, name, schema}``).
+
+    The messages are those of the request body when ``chat`` builds it itself (a chat model with
+    ``sent_payload``, e.g. :class:`~sgieval.models.openai_direct.ChatOpenAIDirect`: tool turns, empty
+    assistant contents and system roles exactly as on the wire), else LangChain's OpenAI-style conversion
+    (``convert_to_openai_messages``).
 
     Args:
         messages: the messages sent.
         mode: the structured-output mode used.
         schema: the schema bound, for a native mode.
+        chat: the chat model they were sent to (None: the OpenAI-style conversion).
+        tools: the tool definitions sent with them (:func:`~sgieval.models.tool_loop.tool_definitions`),
+            None or [] for a call without tools.
 
     Returns:
         The prompt record.
@@ -291,8 +307,13 @@ def sent_prompt(messages: Sequence[BaseMessage], mode: StructuredMode, schema: A
     fmt = None
     if mode in ("json_schema", "function_calling") and isinstance(schema, type) and issubclass(schema, BaseModel):
         fmt = {"mode": mode, "name": schema.__name__, "schema": schema.model_json_schema()}
-    msgs = convert_to_openai_messages(list(messages))
-    return prompt_record([dict(m) for m in (msgs if isinstance(msgs, list) else [msgs])], fmt)
+    build = getattr(chat, "sent_payload", None)
+    if callable(build):
+        sent = [dict(m) for m in build(list(messages)).get("messages") or []]
+    else:
+        msgs = convert_to_openai_messages(list(messages))
+        sent = [dict(m) for m in (msgs if isinstance(msgs, list) else [msgs])]
+    return prompt_record(sent, fmt, tools)
 
 
 def _with_system(msgs: list[BaseMessage], extra: str) -> list[BaseMessage]:
@@ -380,7 +401,7 @@ async def ask_structured(
 
     msgs = base if mode != "prompt" else with_schema(base)
     reply: StructuredReply[T] = StructuredReply(model=model.name, parsed=None, mode=mode)
-    reply.prompt = sent_prompt(msgs, mode, schema)
+    reply.prompt = sent_prompt(msgs, mode, schema, chat=model.chat)
 
     def read(text: str) -> Any:
         if parse is not None:
@@ -399,7 +420,7 @@ async def ask_structured(
                 caller, mode = model, "prompt"
                 reply.mode = mode
                 msgs = with_schema(base)
-                reply.prompt = sent_prompt(msgs, mode)
+                reply.prompt = sent_prompt(msgs, mode, chat=model.chat)
                 attempt -= 1
                 continue
             reply.error = f"{label} call failed: {e.message}"
@@ -413,7 +434,7 @@ async def ask_structured(
             caller, mode = model, "prompt"
             reply.mode = mode
             msgs = with_schema(base)
-            reply.prompt = sent_prompt(base, "prompt")  # this reply was asked without the format
+            reply.prompt = sent_prompt(base, "prompt", chat=model.chat)  # this reply was asked without the format
         refusal = refusal_text(out)
         if refusal is not None:
             # METRICS.md D.17: a provider refusal is recorded with its text; the same prompt is not asked again

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from .base import NamedModel
 from .calls import ainvoke, message_text
 
-__all__ = ["run_tool_loop", "ToolLoopOutcome", "ToolCallRecord", "bind_tools"]
+__all__ = ["run_tool_loop", "ToolLoopOutcome", "ToolCallRecord", "bind_tools", "tool_definitions"]
 
 
 @dataclass
@@ -69,6 +69,29 @@ def bind_tools(model: NamedModel, tools: Sequence[Any]) -> Any | None:
         return chat.bind_tools(list(tools))
     except (NotImplementedError, AttributeError, TypeError, ValueError):
         return None
+
+
+def tool_definitions(bound: Any, tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """The definitions of ``tools`` as a call through ``bound`` sends them: the ``tools`` keyword the chat
+    model's ``bind_tools`` bound (a ``RunnableBinding``'s ``kwargs``: for an OpenAI-compatible model
+    ``[{"type": "function", "function": {"name", "description", "parameters"}}, ...]``, for Anthropic its
+    ``{"name", "description", "input_schema"}`` form), else LangChain's OpenAI form of each tool
+    (``convert_to_openai_tool``) for a model that keeps its tools elsewhere.
+
+    Args:
+        bound: what ``bind_tools`` returned.
+        tools: the tools bound.
+
+    Returns:
+        The tool definitions, JSON-ready, in the order bound.
+    """
+    kwargs = getattr(bound, "kwargs", None)
+    sent = kwargs.get("tools") if isinstance(kwargs, dict) else None
+    if isinstance(sent, (list, tuple)) and all(isinstance(t, dict) for t in sent):
+        return [dict(t) for t in sent]
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return [convert_to_openai_tool(t) for t in tools]
 
 
 async def run_tool_loop(

@@ -697,12 +697,28 @@
     var pr = h && T && T.prompts ? T.prompts[h] : null;
     if (!pr) return el('div', {cls: 'judge-prompt missing muted', text: h ? 'prompt ' + h + ' is not in this run\'s prompts.jsonl'
       : 'The prompt of this reply was not stored (a run folder written before sgieval kept judge prompts).'});
-    var rf = pr.response_format;
+    var rf = pr.response_format, tools = Array.isArray(pr.tools) ? pr.tools : [];
+    function toolName(t) { return (t.function || t).name || ''; }
     return el('div', {cls: 'judge-prompt', 'data-hash': h},
-      el('div', {cls: 'muted', text: 'prompt sent (' + pr.messages.length + ' message' + (pr.messages.length === 1 ? '' : 's') + ', hash ' + h + ')'}),
+      el('div', {cls: 'muted', text: 'prompt sent (' + pr.messages.length + ' message' + (pr.messages.length === 1 ? '' : 's')
+        + (tools.length ? ', ' + tools.length + ' tool' + (tools.length === 1 ? '' : 's') : '') + ', hash ' + h + ')'}),
       pr.messages.map(function (m) {
-        return el('div', {cls: 'prompt-msg', 'data-role': m.role}, el('span', {cls: 'badge', text: m.role}), el('pre', {text: asText(m.content)}));
+        var calls = Array.isArray(m.tool_calls) ? m.tool_calls : [];
+        return el('div', {cls: 'prompt-msg', 'data-role': m.role},
+          el('span', {cls: 'badge', text: m.role + (m.tool_call_id ? ' ' + m.tool_call_id : '')}),
+          (m.content != null && m.content !== '') || !calls.length ? el('pre', {text: asText(m.content)}) : null,
+          calls.map(function (c) {   // an assistant turn's tool calls, as sent back to the judge
+            var f = c.function || c;
+            return el('pre', {cls: 'tool-call', 'data-id': c.id || '', text: 'call ' + (f.name || '') + ' ' + (c.id || '') + ': ' + asText(f.arguments != null ? f.arguments : f.args)});
+          }));
       }),
+      tools.length ? el('details', {cls: 'prompt-tools'}, el('summary', {text: 'tools offered: ' + tools.map(toolName).join(', ')}),
+        tools.map(function (t) {   // each definition as sent: name, description, parameter schema
+          var f = t.function || t;
+          return el('div', {cls: 'prompt-tool', 'data-name': toolName(t)}, el('span', {cls: 'badge', text: toolName(t)}),
+            el('div', {cls: 'muted', text: f.description || ''}),
+            el('pre', {text: JSON.stringify(f.parameters || f.input_schema || {}, null, 2)}));
+        })) : null,
       rf ? el('details', null, el('summary', {text: 'response format: ' + rf.name + ' (' + rf.mode + ')'}), el('pre', {text: JSON.stringify(rf.schema, null, 2)})) : null);
   }
   function answerList(rk) {   // a stored answer list: each answer's coherence and novelty, the rejected one marked
