@@ -251,7 +251,7 @@ def into_update(state: State, rt: RunContext) -> Update:
 
     Returns:
         The run's metric plan, with the ranking metric ``rt.config.metric`` when it is not the plan's (a rubric it
-        names is saved in the run's ``rubrics/``).
+        names is saved in the run's ``rubrics/``), and no estimate (the confirmation makes this invocation's).
 
     Raises:
         InputError: the run has not chosen its items and metrics yet (resume it first).
@@ -269,7 +269,8 @@ def into_update(state: State, rt: RunContext) -> Update:
         for r in plan.custom:
             r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)
     check_added_judges(rt, state, plan)
-    return {"metric_plan": plan.model_dump(mode="json")}
+    # the estimate is made again for what this invocation adds (an earlier invocation's is not this one's)
+    return {"metric_plan": plan.model_dump(mode="json"), "estimate": None}
 
 
 def check_added_judges(rt: RunContext, state: State, plan: MetricPlan | None = None) -> None:
@@ -947,6 +948,27 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
         cache=get_cache() if rt.config.use_cache else None,
         batch=rt.config.batch,
     )
+    if rt.added_judges:  # their pass: every target's stored responses, on the judge and rubric metrics
+        from .evaluation import judged_metrics
+
+        extra = await estimate_run(
+            items,
+            targets,
+            rt.added_judges,
+            judged_metrics(_metrics(rt, items, plan)),
+            tools=rt.tools,
+            options=rt.metric_options,
+            allow_self_judge=rt.config.allow_self_judge,
+            prices=run_prices(rt),
+            cache=get_cache() if rt.config.use_cache else None,
+            batch=rt.config.batch,
+        )
+        est.rows += [r for r in extra.rows if r.role == "judge"]
+    if rt.invocation_kind == "into":
+        est.notes.append(
+            "ask --into: the rows count the run's items for every target and judge of the run; what the run "
+            "already holds (responses, scores) is reused, not called again, so those rows are an upper bound"
+        )
     out = {**est.model_dump(mode="json"), "lines": est.lines()}
     rt.store.append_rows("estimate", [out])
     rt.estimate = out
@@ -1255,9 +1277,10 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
                 check_request_models(rt)
                 rt.config.settings = rt.settings.shown()
                 rt.store.write_config(rt.config, new=True)
-            elif rt.invocation_kind == "into":
+            elif rt.invocation_kind == "into" and not rt.config.dry_run:
                 rt.store.write_config(rt.config)  # the run's targets, judges and metric now include the added ones
-            start_invocation(rt, rt.invocation_kind or ("resume" if resume else "ask"))
+            if not (rt.invocation_kind == "into" and rt.config.dry_run):  # an estimate of an --into adds nothing
+                start_invocation(rt, rt.invocation_kind or ("resume" if resume else "ask"))
             rt.ledger = load_ledger(rt)
             with rt.ledger.activate():
                 yield rt

@@ -316,3 +316,19 @@ def test_one_into_adds_a_target_and_a_judge(served):
         ("openai:model-c", "objective"): 8,
         ("openai:model-c", "openai:judge"): 20,
     }
+
+
+def test_a_dry_run_of_an_added_judge_estimates_its_calls_and_adds_nothing(served):
+    run_dir, mock, replies, into = served
+    config = (run_dir / "config.json").read_text()
+    est = sgieval.evaluate(judge="openai:judge2", into=run_dir, base_url=mock.url, dry_run=True).estimate
+    # the added judge's pass: 4 (target, item) pairs x 3 calls
+    assert [r["calls"] for r in est["rows"] if r["model"] == "openai:judge2" and r["role"] == "judge"] == [12]
+    assert any(n.startswith("ask --into: the rows count") for n in est["notes"])
+    assert mock.stats()["served"] == 16
+    assert (run_dir / "config.json").read_text() == config  # the judge is not recorded as added
+    assert [r["kind"] for r in _rows(run_dir / "invocations.jsonl")] == ["ask"]
+    assert not (run_dir / "added_judge_scores.jsonl").exists()
+    # so the real invocation adds it
+    grown = sgieval.evaluate(judge="openai:judge2", into=run_dir, base_url=mock.url, bootstrap_resamples=999)
+    assert replies.since(16) == {"judge2": 12} and len(grown.added_judge_scores) == 40
