@@ -121,6 +121,8 @@ class RunEntry:
     n_items: int | None = None
     models: list[str] = field(default_factory=list)
     judges: list[str] = field(default_factory=list)
+    added_judges: list[str] = field(default_factory=list)
+    """Judges added to the finished run by ``ask --into RUN --judge J`` (scored beside ``judges``)."""
     winner: Winner | None = None
     status: str = "broken"
     status_detail: str = ""
@@ -144,7 +146,8 @@ class RunEntry:
             "benchmark": (", ".join(self.benchmarks) or "benchmark unknown")
             + (f" ({self.n_items} item{'' if self.n_items == 1 else 's'})" if self.n_items is not None else ""),
             "models": (", ".join(self.models) or "none") + (f" ({additions_text(self.added)})" if self.added else ""),
-            "judge": ", ".join(self.judges) or "none",
+            "judge": (", ".join(self.judges) or "none")
+            + (f" (+ {', '.join(self.added_judges)} added by ask --into)" if self.added_judges else ""),
             "winner": self.winner.text if self.winner else self._no_winner(),
             "status": self.status + (f": {self.status_detail}" if self.status_detail else ""),
             "cost": self.cost_text(),
@@ -264,20 +267,22 @@ def into_additions(root: str | Path) -> list[dict[str, Any]]:
         root: the run folder.
 
     Returns:
-        One ``{"invocation": id, "time": ISO UTC, "models": [models added], "metric": the new ranking
-        metric or ""}`` per ``into`` row, in file order; [] without the file or such rows. The models are named
+        One ``{"invocation": id, "time": ISO UTC, "models": [models added], "judges": [judges added beside the
+        run's], "metric": the new ranking metric or ""}`` per ``into`` row, in file order; [] without the file or such rows. The models are named
         as the records name them (the responses the invocation made: ``replay:mistral:latest`` for
         ``--models replay:mistral``), else as the invocation's model strings.
     """
     root = Path(root)
     out: list[dict[str, Any]] = []
     before: list[str] = []
+    judges_before: list[str] = []
     metric = ""
     made: dict[str, list[str]] | None = None
     for row in _rows(root, "invocations.jsonl"):
         opts = row.get("options") if isinstance(row.get("options"), dict) else {}
         models = [str(m) for m in (opts or {}).get("models") or [] if isinstance(m, str)]
         new_metric = str((opts or {}).get("metric") or "")
+        judges = [str(j) for j in (opts or {}).get("added_judges") or [] if isinstance(j, str)]
         if row.get("kind") == "into":
             if made is None:
                 made = {}
@@ -291,11 +296,13 @@ def into_additions(root: str | Path) -> list[dict[str, Any]]:
                     "invocation": str(row.get("id", "")),
                     "time": str(row.get("time", "")),
                     "models": added,
+                    "judges": [j for j in judges if j not in judges_before],
                     "metric": new_metric if new_metric != metric else "",
                 }
             )
         if models:
             before = models
+        judges_before = judges
         metric = new_metric
     return out
 
@@ -313,6 +320,7 @@ def additions_text(added: list[dict[str, Any]]) -> str:
     parts = []
     for a in added:
         did = [f"{', '.join(a['models'])} added"] if a["models"] else []
+        did += [f"judge {', '.join(a['judges'])} added beside the run's"] if a.get("judges") else []
         did += [f"ranking metric set to {a['metric']}"] if a.get("metric") else []
         when = str(a.get("time", "")).replace("T", " ")[:16]
         parts.append(f"{', '.join(did) or 'nothing new added'} by ask --into" + (f" at {when} UTC" if when else ""))
@@ -407,6 +415,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
         e.problem = f"{root / 'config.json'}: {_reason(x)}"
         return e
     e.run_id, e.request, e.judges = config.run_id, config.request, list(config.judges)
+    e.added_judges = list(config.added_judges)
     e.models = list(config.models)
     e.responses, e.scores = _count_lines(root, "responses.jsonl"), _count_lines(root, "scores.jsonl")
     problems: list[str] = []

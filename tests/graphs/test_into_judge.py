@@ -167,6 +167,15 @@ def test_into_adds_a_judge_beside_the_runs_judge_and_calls_no_target(served):
         "(openai:judge); the ranking uses openai:judge's scores (see Added judges)."
     ) in md
 
+    # the runs index names the added judge beside the run's, and what the --into added
+    res = runner.invoke(app, ["runs", "--out", str(run_dir.parent), "--json"])
+    (entry,) = json.loads(res.output)
+    assert (entry["judges"], entry["added_judges"]) == (["openai:judge"], ["openai:judge2"])
+    assert entry["added"][0]["judges"] == ["openai:judge2"] and entry["added"][0]["models"] == []
+    res = runner.invoke(app, ["runs", "--out", str(run_dir.parent)], terminal_width=400)
+    assert "openai:judge (+ openai:judge2 added by ask --into)" in res.output
+    assert "judge openai:judge2 added beside the run's by ask --into" in res.output
+
     loaded = sgieval.load_run(run_dir)  # the Python API keeps them apart too
     assert len(loaded.added_judge_scores) == 40 and {s.judge for s in loaded.added_judge_scores} == {"openai:judge2"}
     assert len(loaded.scores) == 56 and "openai:judge2" not in {s.judge for s in loaded.scores}
