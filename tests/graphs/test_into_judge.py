@@ -176,6 +176,12 @@ def test_into_adds_a_judge_beside_the_runs_judge_and_calls_no_target(served):
     assert "openai:judge (+ openai:judge2 added by ask --into)" in res.output
     assert "judge openai:judge2 added beside the run's by ask --into" in res.output
 
+    # a re-rendered report (no model call) is the same report
+    (run_dir / "report.md").unlink()
+    res = runner.invoke(app, ["report", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    assert (run_dir / "report.md").read_text() == md and mock.stats()["served"] == 28
+
     loaded = sgieval.load_run(run_dir)  # the Python API keeps them apart too
     assert len(loaded.added_judge_scores) == 40 and {s.judge for s in loaded.added_judge_scores} == {"openai:judge2"}
     assert len(loaded.scores) == 56 and "openai:judge2" not in {s.judge for s in loaded.scores}
