@@ -130,7 +130,6 @@ async def estimate_run(
     from ..models import Ledger
     from ..models import cache_key_for, should_cache
     from ..models import CallContext, call_context
-    from ..tools import UnavailableSandbox
     from .evaluation import infer, score_response
 
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
@@ -151,13 +150,20 @@ async def estimate_run(
             if not t.is_replay and not should_cache(t, None):
                 live[t.name].chat.real = None  # a call the run does not cache: never served from it
     stand_in_judges = [_stand_in(j, rehearsal, answer_tokens) for j in judges]
+    # a metric reaches a model only through a judge of its scoring context: without a judge, scoring the
+    # rehearsed answers would send nothing, so the metrics are not run (on 1,000 items that is most of the
+    # estimate's time: every objective metric parsing every stand-in answer)
+    scoring = bool(stand_in_judges)
+    sandbox = None
+    if scoring:
+        from ..core import SandboxUnavailableError
+        from ..tools import UnavailableSandbox
 
-    from ..core import SandboxUnavailableError
-
+        sandbox = UnavailableSandbox("rehearsal", SandboxUnavailableError("no program runs before the run"))
     ctx = ScoringContext(
         judges=stand_in_judges,
         tools=tools,
-        sandbox=UnavailableSandbox("rehearsal", SandboxUnavailableError("no program runs before the run")),
+        sandbox=sandbox,
         embedder=_no_embedding,
         allow_self_judge=allow_self_judge,
         options=dict(options or {}),
@@ -186,7 +192,7 @@ async def estimate_run(
                     open_creativity = open_creativity or i.task == OPEN_CREATIVITY
                 if not resp.ok and not t.is_replay:
                     resp = resp.model_copy(update={"status": "ok", "error": None})
-                for m in metrics:
+                for m in metrics if scoring else ():
                     before = len(rehearsal.calls)
                     await score_response(i, resp, [m], ctx, set())
                     if (
@@ -269,8 +275,8 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
     any call (:func:`estimate_run`, as stored in ``estimate.jsonl``) beside the ledger's totals.
 
     Args:
-        estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None (the run
-            was confirmed with ``--yes``: no estimate was made).
+        estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None (none
+            was stored: a run folder of an sgieval that made none under ``--yes``, or an estimate that failed).
         actual: the ledger's rows (``model``, ``role``, ``calls``, ``cached_calls``, ``input_tokens``,
             ``output_tokens``, ``cost``).
 
@@ -286,8 +292,8 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
             return []
         return [
             Text(
-                "No estimate before the calls is stored in this run folder: it is made at the metric confirmation "
-                "and by `--dry-run`, and a run started with `--yes` skips the confirmation."
+                "No estimate before the calls is stored in this run folder: it was written by an sgieval that "
+                "made none for a run started with `--yes`, or the estimate failed (the run's log.jsonl says why)."
             )
         ]
     from pydantic import ValidationError

@@ -214,6 +214,23 @@ class Rehearsal:
     calls: list[CallPlan] = field(default_factory=list)
     cache: Any = None
     cache_key: Callable[[Any, Sequence[BaseMessage]], str] | None = None
+    _fillers: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
+
+    def filler_and_tokens(self, model: str, tokens: int) -> tuple[str, int]:
+        """:meth:`filler` and its token count with ``model``'s counter, made once per (model, tokens).
+
+        Args:
+            model: the model whose token counter is used.
+            tokens: the answer's length in tokens (>= 0).
+
+        Returns:
+            (the stand-in text, its tokens).
+        """
+        key = (model, tokens)
+        if key not in self._fillers:
+            text = self.filler(model, tokens)
+            self._fillers[key] = (text, self.counter_for(model).count(text))
+        return self._fillers[key]
 
     def filler(self, model: str, tokens: int) -> str:
         """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words).
@@ -309,10 +326,10 @@ class RehearsalChat(BaseChatModel):
                 if hit is not None:
                     text, cached = _content_text(getattr(hit, "content", "")), True
             if text is None:
-                text = rh.filler(self.label, self.answer_tokens)
-            rh.calls.append(
-                CallPlan(self.label, self.role, body, n_in, counter.count(text), self.max_tokens, cached, kind="answer")
-            )
+                text, n_out = rh.filler_and_tokens(self.label, self.answer_tokens)
+            else:
+                n_out = counter.count(text)
+            rh.calls.append(CallPlan(self.label, self.role, body, n_in, n_out, self.max_tokens, cached, kind="answer"))
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
         if body.get("tools") and not structured:
             rh.calls.append(
@@ -330,6 +347,27 @@ class RehearsalChat(BaseChatModel):
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
     ) -> Any:
         return self._record(messages, kwargs)
+
+    async def ainvoke(self, input: Any, config: Any = None, *, stop: Any = None, **kwargs: Any) -> Any:
+        """The recorded call's reply (an AIMessage), without LangChain's callback machinery: a rehearsed call
+        is no model call, so no callback handler or tracer sees it, and a rehearsal records every prompt of a
+        run (1,000 items: 1,000 calls or more), where that machinery was most of its time.
+
+        Args:
+            input: the messages (anything ``BaseChatModel.ainvoke`` takes).
+            config: the runnable config (unused: nothing is traced).
+            stop: stop sequences (unused: nothing is generated).
+            kwargs: the call's keywords (bound tools, ``tool_choice``, ``response_format``...), recorded.
+
+        Returns:
+            The stand-in reply.
+
+        Raises:
+            RehearsalStop: after recording a judge call (module docstring).
+        """
+        from .openai_direct import to_messages
+
+        return self._record(to_messages(input), kwargs).generations[0].message
 
 
 # ------------------------------------------------------------------ the estimate

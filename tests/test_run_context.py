@@ -144,7 +144,7 @@ def test_two_concurrent_runs_each_see_only_their_own_settings(tmp_path, monkeypa
         # its log sink got its own events, each tagged with its own run id
         lines = [json.loads(x) for x in (run.run_dir / "log.jsonl").read_text().splitlines()]
         assert {ln["run_id"] for ln in lines} == {run.run_id}
-        assert [ln["event"] for ln in lines] == ["questioning", "customisation", "evaluation"]
+        assert [ln["event"] for ln in lines] == ["questioning", "customisation", "estimate", "evaluation"]
     assert json.loads((run_a.run_dir / "config.json").read_text())["max_concurrency"] == 1
     assert json.loads((run_b.run_dir / "config.json").read_text())["use_cache"] is True
     # the host's structlog configuration got none of the runs' events and is unchanged, as is everything else

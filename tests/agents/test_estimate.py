@@ -254,8 +254,18 @@ def test_cached_answers_are_counted_as_cached_and_judged_as_they_are(tmp_path, f
     with MockOpenAI(replies=_reply, log_bodies=True) as mock:
         first = evaluate(REQUEST, base_url=mock.url, bootstrap_resamples=99, **common)
         assert first.report is not None
-        assert "No estimate before the calls is stored in this run folder" in first.report.read_text()  # --yes
         judged = _seen(mock.log())["openai:judge"]
+        # --yes: no question, but the estimate is made before the first call and kept beside the actual figures
+        (stored,) = [json.loads(x) for x in (first.report.parent / "estimate.jsonl").read_text().splitlines()]
+        made = {r["model"]: (r["calls"], r["cached_calls"]) for r in stored["rows"]}
+        assert made == {"openai:model-a": (10, 0), "openai:model-b": (10, 0), "openai:judge": (20, 0)}
+        assert first.estimate == stored
+        report = first.report.read_text()
+        assert "Estimate made before any call, beside what the run used" in report
+        assert "No estimate before the calls" not in report
+        table = report.split("| model | role | calls (est.) | calls |", 1)[1]
+        (row,) = [ln for ln in table.splitlines() if ln.startswith("| openai:judge | judge |")][:1]
+        assert [c.strip() for c in row.split("|")[3:5]] == ["20", "20"]  # calls estimated, calls made
         mock.reset()
         dry = evaluate(REQUEST, base_url=mock.url, dry_run=True, **common)
         assert mock.log() == []
@@ -436,3 +446,42 @@ def test_evaluate_with_dry_run_keeps_no_run_folder_as_the_cli_does(tmp_path):
     assert run.estimate["lines"][0].startswith("no model call on the 3 items")
     assert not run.run_dir.exists()
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_run_folder_without_an_estimate_says_so_in_the_cost_section():
+    from sgieval.agents.estimate import estimate_blocks
+
+    assert estimate_blocks(None, [{"model": "m", "role": "target", "calls": 0}]) == []  # no call made: nothing to say
+    (text,) = estimate_blocks(None, [{"model": "m", "role": "target", "calls": 3}])
+    assert text.text.startswith("No estimate before the calls is stored in this run folder: it was written by an")
+
+
+def test_an_estimate_that_fails_under_yes_does_not_stop_the_run(tmp_path, monkeypatch):
+    """Nobody reads a --yes run's estimate before its calls: when it fails, the run goes on, its log says why and
+    the report says no estimate is stored."""
+    import sgieval.agents.estimate as estimate_mod
+    from sgieval import evaluate
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("tokenizer exploded")
+
+    monkeypatch.setattr(estimate_mod, "estimate_run", broken)
+    items = _items(tmp_path, 3)
+    with MockOpenAI(replies=_reply) as mock:
+        run = evaluate(
+            REQUEST,
+            benchmark=str(items),
+            models=TARGETS,
+            judge="openai:judge",
+            base_url=mock.url,
+            out_dir=str(tmp_path / "runs"),
+            use_cache=False,
+            bootstrap_resamples=99,
+        )
+        served = len(mock.log())
+    assert run.report is not None and served == 3 * 2 + 3 * 2  # 6 answers, 6 judge replies
+    assert run.estimate is None and not (run.report.parent / "estimate.jsonl").exists()
+    assert "No estimate before the calls is stored in this run folder" in run.report.read_text()
+    logged = [json.loads(x) for x in (run.report.parent / "log.jsonl").read_text().splitlines()]
+    (warn,) = [r for r in logged if r.get("event") == "estimate failed; the run goes on without one"]
+    assert warn["reason"] == "RuntimeError: tokenizer exploded"
