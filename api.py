@@ -483,7 +483,7 @@ def load_run(path: str | Path) -> RunRecords:
         raise InputError(
             "no run here (no config.json)", what=str(p), fix="give a run folder (runs/<run_id>) or its report.md"
         )
-    store = RunStore(root)
+    store = RunStore(root, read_only=True)  # a run folder is data: nothing in it is made or changed
     try:
         config = store.read_config()
     except (ValueError, OSError) as e:
@@ -654,7 +654,7 @@ def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
     if records.config is None:
         return {}
     config = records.config.model_copy(update={"agent_model": None})
-    rt = make_runtime(config, run_dir=records.run_dir, targets=[], judges=[])
+    rt = make_runtime(config, run_dir=records.run_dir, targets=[], judges=[], read_only=True)
     return {s.name: s for s in metric_specs(rt, records.state)}
 
 

@@ -1144,7 +1144,9 @@ def _labels_builder(ctx: ReportContext) -> list[Section] | None:
 
     labels = ctx.options.get("labels")
     if labels is None:
-        labels = RunStore(ctx.run_dir).read("labels") if (ctx.run_dir / "labels.jsonl").is_file() else []
+        labels = (
+            RunStore(ctx.run_dir, read_only=True).read("labels") if (ctx.run_dir / "labels.jsonl").is_file() else []
+        )
     if not labels:
         return None  # before the imports below: they load scipy.stats, which a run without labels never needs
     from ..metric_pool import label_estimates

@@ -323,6 +323,7 @@ def make_runtime(
     agent: NamedModel | None = None,
     run_dir: str | Path | None = None,
     added_judges: list[NamedModel] | None = None,
+    read_only: bool = False,
     **kw: Any,
 ) -> RunContext:
     """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded
@@ -341,6 +342,8 @@ def make_runtime(
         run_dir: the run folder (default ``<out_dir>/<run_id>``); ``report`` and ``resume`` pass the folder they
             were given, so a renamed or symlinked run folder is the one read and written.
         added_judges: the judges added to the finished run (default: resolved from ``config.added_judges``).
+        read_only: open the run folder for reading only (``RunStore(read_only=True)``: nothing in it is made or
+            changed; the context cannot run the run), for reading a finished run's metrics.
         kw: further :class:`RunContext` fields (``tools``, ``sandbox``, ``on_progress``, ``metric_options``, ...).
 
     Returns:
@@ -350,7 +353,9 @@ def make_runtime(
         InputError: bad model strings or missing data.
     """
     run_dir = Path(run_dir) if run_dir is not None else Path(config.out_dir) / config.run_id
-    existing = RunStore(run_dir) if (run_dir / "items.jsonl").is_file() else None  # no folder made for a new run
+    existing = (  # no folder made for a new run
+        RunStore(run_dir, read_only=read_only) if (run_dir / "items.jsonl").is_file() or read_only else None
+    )
     stored = existing.read("items") if existing else []
     if catalog is None:
         try:

@@ -382,7 +382,7 @@ def _read_config(d: Path) -> RunConfig:
     """``d/config.json`` as a RunConfig whose ``out_dir`` is ``d``'s parent;
     fails (exit 2) with the file and the reason when it cannot be read."""
     try:
-        config = RunStore(d).read_config()
+        config = RunStore(d, read_only=True).read_config()
     except SgievalError as e:
         fail(e)
     except (ValueError, OSError) as e:
@@ -680,8 +680,15 @@ def view(
     labeller: Optional[str] = typer.Option(
         None, "--labeller", help="Your name in the labels the viewer's form saves (default $USER)."
     ),
+    dest: Optional[Path] = typer.Option(
+        None,
+        "--dest",
+        help="Write the viewer folder here instead of RUN/viewer: the run folder is then only read (a run folder "
+        "received from someone else, or read-only).",
+    ),
 ) -> None:
     """Write the run's HTML viewer (runs/<id>/viewer/index.html: one folder, no network needed to open it).
+    The run folder is read as data: nothing in it but its viewer/ folder is written (with --dest, nothing).
 
     Each item page has a labelling form for the run's judge and rubric metrics, blind to the judge's score until
     the label is saved: with --serve it saves to the run's labels.jsonl, else the labels stay in the browser and
@@ -698,7 +705,16 @@ def view(
         return
     d = _run_dir(run, out_dir)
     config = _read_config(d)
-    if not (d / "report.json").is_file() and (d / "state.sqlite").is_file():
+    if dest is not None:
+        _check_viewer_dest(dest, d)
+    rerender = (
+        dest is None
+        and (d / "report.md").is_file()
+        and not (d / "report.json").is_file()
+        and (d / "state.sqlite").is_file()
+        and os.access(d, os.W_OK)
+    )
+    if rerender:
         if config.agent_model:  # re-rendering may call the agent model: its base URL must be the user's choice
             _confirm_settings(
                 config, d, _given_settings(base_url, None, None, None), trust_config, only=("base_url", "agent_model")
@@ -712,8 +728,14 @@ def view(
                 f"no report for this run ({safe(e.one_line())}); the viewer shows its records without a ranking",
                 soft_wrap=True,
             )
+    elif (d / "report.md").is_file() and not (d / "report.json").is_file():
+        err.print(
+            "the run's report data (report.json) is missing and the run folder is only read here; the viewer shows "
+            "its records without a ranking (`sgieval report` re-renders the report in the folder)",
+            soft_wrap=True,
+        )
     try:
-        path, receiver = _write_run_viewer(d, config, serve=serve, labeller=labeller)
+        path, receiver = _write_run_viewer(d, config, serve=serve, labeller=labeller, dest=dest)
     except SgievalError as e:
         fail(e)
     out.print(f"viewer: {safe(path)}", soft_wrap=True, highlight=False)
@@ -721,12 +743,34 @@ def view(
         _serve(path.parent, port, open_browser, receiver)
 
 
+def _check_viewer_dest(dest: Path, run_dir: Path) -> None:
+    """Fail (exit 2) for a ``view --dest`` folder that would be emptied but is not a viewer folder (an existing
+    folder holding anything but a viewer's files), or that is the run folder itself."""
+    if dest.resolve() == run_dir.resolve():
+        fail(InputError("--dest is the run folder itself", what=str(dest), fix="give a new folder, e.g. viewer-copy"))
+    try:
+        names = {e.name for e in os.scandir(dest)}
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        fail(InputError(f"--dest cannot be used ({e.strerror})", what=str(dest), fix="give a new folder"))
+    if names and not {"index.html", "data.js"} <= names:
+        fail(
+            InputError(
+                "--dest holds files that are not a viewer's (the viewer replaces the whole folder)",
+                what=str(dest),
+                fix="give a new folder, or the folder of an earlier `sgieval view --dest`",
+            )
+        )
+
+
 def _write_run_viewer(
-    d: Path, config: RunConfig, *, serve: bool = False, labeller: str | None = None
+    d: Path, config: RunConfig, *, serve: bool = False, labeller: str | None = None, dest: Path | None = None
 ) -> tuple[Path, Any]:
     """Write the viewer of the run in folder ``d`` from its records and report.json (never re-rendering the
-    report); returns (path of its index.html, the labels receiver for --serve or None).  Raises SgievalError for
-    a folder it refuses (a link planted in it, a tampered checkpoint, unreadable report data)."""
+    report), in ``d/viewer`` or the folder ``dest``; returns (path of its index.html, the labels receiver for
+    --serve or None).  Raises SgievalError for a folder it refuses (a link planted in it, a tampered checkpoint,
+    unreadable report data) or a viewer folder it cannot write (naming it, with the fix)."""
     from .labels import ViewerLabels, viewer_labelling
     from ..reports import write_viewer
 
@@ -753,18 +797,35 @@ def _write_run_viewer(
         raise
     except SgievalError as e:
         err.print(f"no labelling form in the viewer ({safe(e.one_line())})", soft_wrap=True)
-    store = RunStore(d)  # a link planted in the folder, two different records of one key: one line
-    path = write_viewer(
-        d,
+    store = RunStore(d, read_only=True)  # a link planted in the folder, two different records of one key: one line
+    items, responses, scores, prompts = (
         store.read("items"),
         store.read("responses"),
         store.read("scores"),
-        report=report_data,
-        config=config.model_dump(mode="json"),
-        specs=(report_data or {}).get("metric_specs"),
-        labelling=labelling,
-        prompts=store.prompts(),
+        store.prompts(),
     )
+    target = dest if dest is not None else d / "viewer"
+    try:
+        path = write_viewer(
+            d,
+            items,
+            responses,
+            scores,
+            report=report_data,
+            config=config.model_dump(mode="json"),
+            specs=(report_data or {}).get("metric_specs"),
+            labelling=labelling,
+            prompts=prompts,
+            dest=dest,
+        )
+    except OSError as e:
+        raise InputError(
+            f"cannot write the viewer ({e.strerror or e})",
+            what=str(target),
+            fix="pass `--dest FOLDER` to write it elsewhere (the run folder is then only read)"
+            if dest is None
+            else "give a folder you can write",
+        ) from None
     return path, receiver
 
 
@@ -922,7 +983,14 @@ def compare(
 
             digest = hashlib.sha256("\n".join(result.run_ids).encode()).hexdigest()[:12]
             folder = out_dir / f"{COMPARE_PREFIX}{len(result.run_ids)}-runs-{digest}"
-        paths = result.write(folder)
+        try:
+            paths = result.write(folder)
+        except OSError as e:  # a read-only runs folder (runs received from someone else): name it, give the fix
+            raise InputError(
+                f"cannot write the comparison ({e.strerror or e})",
+                what=str(folder),
+                fix="pass `--dest FOLDER`, a folder you can write (the run folders are only read)",
+            ) from None
     except SgievalError as e:
         fail(e)
     except OSError as e:

@@ -86,7 +86,16 @@ from .replies import (
     split_reasoning,
     verdict_word,
 )
-from .store import BUDGET_STOP_NOTE, REPORT_PENDING, RUN_LOCK, RunStore, check_state_file, run_holder, sync_open_stores
+from .store import (
+    BUDGET_STOP_NOTE,
+    REPORT_PENDING,
+    RUN_LOCK,
+    RunStore,
+    check_state_file,
+    read_sqlite,
+    run_holder,
+    sync_open_stores,
+)
 
 __all__ = [
     "RUN_RECORD",
@@ -176,6 +185,7 @@ __all__ = [
     "RUN_LOCK",
     "run_holder",
     "check_state_file",
+    "read_sqlite",
     "criterion_key",
     "EVIDENCE_KINDS",
     "Evidence",

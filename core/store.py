@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
 
@@ -183,14 +185,33 @@ class RunStore:
     """Names sgieval writes in a run folder: none of them may be a symbolic link
     (a shared run folder could point one at a file outside the run)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, read_only: bool = False):
+        """Open the run folder ``root``.
+
+        Args:
+            root: the run folder; made when missing (unless ``read_only``).
+            read_only: read the folder as data (a run folder received from someone else, maybe on read-only
+                media or shared): nothing in it is created, repaired or modified (no folder made, no torn last
+                line truncated, no ``figures/``), a torn last line is dropped on read, and every write method
+                raises.  ``compare``, ``view``, ``runs``, ``export`` and :func:`sgieval.load_run` read this way.
+
+        Raises:
+            InputError: the folder is missing (``read_only``), another process is running the run in it, or a
+                symbolic link is planted in it.
+        """
         self.root = Path(root)
+        self.read_only = read_only
         self.created = not self.root.exists()
         """True when this RunStore made the folder: only then may its caller remove it
         (resume/ask never delete a folder they did not create)."""
         self.problems: list[str] = []
         """Records that could not be read, one line each (file, line, reason)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        if read_only:
+            if not self.root.is_dir():
+                raise InputError("no such run folder", what=str(self.root), fix="give the folder of a run")
+            self.created = False
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
         holder = run_holder(self.root)
         if holder is not None:  # never repair or append to the files of a run another process is writing
             raise _in_use(self.root, holder)
@@ -200,12 +221,13 @@ class RunStore:
             order = {n: k for k, n in enumerate(self.WRITTEN)}
             links.sort(key=lambda r: (order.get(r.split("/", 1)[0], len(order)), r))
             raise link_error(self.root, links)
-        try:
-            os.mkdir(self.root / "figures")
-        except FileExistsError:
-            pass
-        for name in (*self.FILES, *self.JOURNALS):
-            self._repair(self.root, self.path(name))
+        if not read_only:
+            try:
+                os.mkdir(self.root / "figures")
+            except FileExistsError:
+                pass
+            for name in (*self.FILES, *self.JOURNALS):
+                self._repair(self.root, self.path(name))
         self._files: dict[str, BinaryIO] = {}
         self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
         self.invocation: str | None = None
@@ -229,6 +251,29 @@ class RunStore:
         """
         return self.root / f"{name}.jsonl"
 
+    def _writable(self) -> None:
+        """Raise when this store reads the folder only (``read_only``): a read path must never write."""
+        if self.read_only:
+            raise RuntimeError(f"{self.root}: this RunStore reads the run folder only (read_only=True)")
+
+    def _read_file(self, p: Path) -> bytes:
+        """The bytes of ``p`` in the run folder (no link followed) up to its last newline: a torn last line (a
+        run killed mid-write, or a line being written) is left out.  b"" for a missing file.  Raises InputError
+        naming the file when it cannot be read (permission denied, an I/O error)."""
+        try:
+            data = read_bytes_in(self.root, p)
+        except FileNotFoundError:
+            return b""
+        except OSError as e:  # permission denied, an I/O error
+            raise InputError(
+                f"cannot read the run's {p.name} ({e.strerror or e})",
+                what=str(p),
+                fix="make the file readable (`chmod a+r`), or work on a readable copy of the run folder",
+            ) from None
+        if data and not data.endswith(b"\n"):
+            data = data[: data.rfind(b"\n") + 1]
+        return data
+
     @staticmethod
     def _repair(root: Path, p: Path) -> None:
         try:
@@ -249,6 +294,7 @@ class RunStore:
     def _write(self, name: str, data: bytes) -> int:
         """Append ``data`` to ``name``.jsonl through its open file and flush;
         returns the file's size after the write."""
+        self._writable()
         f = self._files.get(name)
         if f is None:
             f = self._files[name] = open_append_in(self.root, self.path(name))
@@ -370,10 +416,7 @@ class RunStore:
             The rows.
         """
         p = self.path(name)
-        try:
-            text = read_bytes_in(self.root, p).decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
+        text = self._read_file(p).decode("utf-8", errors="replace")
         out = []
         for n, line in enumerate(split_jsonl(text), 1):
             if not line.strip():
@@ -444,10 +487,7 @@ class RunStore:
         known = self._records.get(name)
         if known is not None and known[0] == size:
             return list(known[1])
-        try:
-            data = read_bytes_in(self.root, p) if size else b""
-        except FileNotFoundError:
-            data = b""
+        data = self._read_file(p) if size else b""
         cls = self.FILES[name]
         fields = self.KEYS.get(name)
         seen: dict[tuple[Any, ...], tuple[int, str, Any]] = {}
@@ -501,6 +541,7 @@ class RunStore:
             return
         if self._lock:
             return
+        self._writable()
         fd = os.open(self.root / RUN_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -544,6 +585,7 @@ class RunStore:
         Raises:
             InputError: ``new`` and the folder already holds a run.
         """
+        self._writable()
         p = self.root / "config.json"
         from .secrets import redact_url
 
@@ -630,6 +672,79 @@ def _validate_escaped(cls: type[BaseModel], line: str) -> Any:
         return None
 
 
+@contextmanager
+def read_sqlite(path: str | Path) -> Iterator[Any]:
+    """A read-only ``sqlite3`` connection to the database ``path`` (a run's ``state.sqlite``) that creates,
+    modifies and leaves no file in its folder: the folder may be someone else's, shared or read-only.
+
+    SQLite opened with ``mode=ro`` still makes ``-wal`` and ``-shm`` files beside a WAL database (LangGraph's
+    savers use WAL) and leaves them (https://www.sqlite.org/wal.html, "Read-Only Databases"), so:
+
+    - another process is running the run (it holds :data:`RUN_LOCK`): ``mode=ro``; the ``-wal``/``-shm`` are
+      that process's own, and SQLite's locks keep the read consistent with its writes;
+    - a ``-wal`` file with content beside it (a run killed before its last checkpoint reached the database file):
+      the database and that ``-wal`` are copied to a temporary folder and read there, so the commits the ``-wal``
+      holds count and nothing in the run folder is touched;
+    - else ``immutable=1`` (https://www.sqlite.org/uri.html): the file is the whole database, read without locks,
+      journals or any file made beside it.
+
+    Args:
+        path: the database file.
+
+    Returns:
+        A context manager yielding the connection (closed on exit, any temporary copy removed).
+
+    Raises:
+        InputError: the file (or its ``-wal``) cannot be read, naming it, with the fix.
+    """
+    import shutil
+    import sqlite3
+    import tempfile
+
+    db = Path(path).absolute()
+    wal = db.with_name(db.name + "-wal")
+    for f in (db, wal):
+        try:
+            with open(f, "rb") as fh:
+                fh.read(1)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise InputError(
+                f"cannot read the run's graph state ({e.strerror or e})",
+                what=str(f),
+                fix="make the file readable (`chmod a+r`), or work on a readable copy of the run folder",
+            ) from None
+    live = run_holder(db.parent) is not None
+    try:
+        has_wal = not live and os.stat(wal, follow_symlinks=False).st_size > 0
+    except FileNotFoundError:
+        has_wal = False
+    if live:
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    if not has_wal:
+        conn = sqlite3.connect(f"{db.as_uri()}?immutable=1", uri=True, check_same_thread=False)
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="sgieval-state-") as tmp:
+        copy = Path(tmp) / "state.sqlite"
+        shutil.copyfile(db, copy)
+        shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        conn = sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
 def check_state_file(path: str | Path) -> None:
     """Raise InputError naming ``path`` (a run's ``state.sqlite``) when it
     exists but is not a readable SQLite database (truncated, garbage), with
@@ -647,7 +762,7 @@ def check_state_file(path: str | Path) -> None:
     if not p.is_file():
         return
     try:
-        with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as db:
+        with read_sqlite(p) as db:
             db.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as e:
         raise InputError(

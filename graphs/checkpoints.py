@@ -23,7 +23,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from ..core import TamperedFileError
+from ..core import TamperedFileError, read_sqlite
 
 __all__ = ["ALLOWED_TYPES", "StrictSerializer", "open_saver", "read_state"]
 
@@ -164,7 +164,8 @@ async def open_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
 
 
 def read_state(path: str | Path, thread_id: str) -> dict[str, Any]:
-    """The graph state (channel values) of thread ``thread_id``'s last checkpoint in ``path``, read-only.
+    """The graph state (channel values) of thread ``thread_id``'s last checkpoint in ``path``, read-only: nothing
+    is made or changed in its folder (:func:`sgieval.core.read_sqlite`).
 
     Args:
         path: a run's ``state.sqlite``; a missing file gives ``{}``.
@@ -175,15 +176,14 @@ def read_state(path: str | Path, thread_id: str) -> dict[str, Any]:
 
     Raises:
         TamperedFileError: when the checkpoint holds a value sgieval never writes.
+        InputError: when the file cannot be read (permission denied), naming it.
     """
     db = Path(path)
     if not db.is_file():
         return {}
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
     try:
-        tup = SqliteSaver(conn, serde=StrictSerializer(db)).get_tuple({"configurable": {"thread_id": thread_id}})
+        with read_sqlite(db) as conn:  # nothing made or changed beside the file (no -wal, no -shm)
+            tup = SqliteSaver(conn, serde=StrictSerializer(db)).get_tuple({"configurable": {"thread_id": thread_id}})
     except sqlite3.Error:
         return {}
-    finally:
-        conn.close()
     return dict(tup.checkpoint.get("channel_values") or {}) if tup else {}

@@ -286,7 +286,7 @@ def export_run(run_dir: str | Path, fmt: str, dest: str | Path | None = None) ->
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", what="--format", fix=f"use one of {', '.join(FORMATS)}")
     run_dir = Path(run_dir)
-    store = RunStore(run_dir)
+    store = RunStore(run_dir, read_only=True)  # read as data: only the export folder is written
     tables = run_tables(store.read("items"), store.read("responses"), store.read("scores"))
     dest = Path(dest) if dest is not None else run_dir / "export"
     root = dest

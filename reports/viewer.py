@@ -419,8 +419,9 @@ def write_viewer(
     specs: list[dict[str, Any]] | None = None,
     labelling: dict[str, Any] | None = None,
     prompts: dict[str, dict[str, Any]] | None = None,
+    dest: str | Path | None = None,
 ) -> Path:
-    """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/) and
+    """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/), or the folder ``dest``, and
     return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
     the report's figures are copied from ``run_dir/figures`` (PNG images only,
     regular files read without following a link).  An existing viewer folder
@@ -438,22 +439,25 @@ def write_viewer(
         specs: the metric specs by name.
         labelling: the labelling settings of the page (None: no labelling).
         prompts: the judge prompts by hash.
+        dest: the viewer folder to write instead of ``run_dir/viewer`` (replaced likewise); the run folder is then
+            only read (a run folder received from someone else, or read-only).
 
     Returns:
         The path of ``index.html``.
     """
     run_dir = Path(run_dir)
-    out = run_dir / "viewer"
+    out = run_dir / "viewer" if dest is None else Path(dest)
+    root = run_dir if dest is None else out.parent  # no link followed below it
     index, texts = build_viewer_data(
         items, responses, scores, report=report, config=config, specs=specs, labelling=labelling, prompts=prompts
     )
-    replace_dir_in(run_dir, out)  # links in the old viewer folder are removed, never followed
+    replace_dir_in(root, out)  # links in the old viewer folder are removed, never followed
     figures = _report_figures(run_dir)
     for name, data in figures.items():
-        write_bytes_in(run_dir, out / "figures" / name, data)
+        write_bytes_in(root, out / "figures" / name, data)
     index["figures"] = sorted(figures)
-    write_text_in(run_dir, out / "data.js", _js_assign("SGV_DATA", index))
-    write_text_in(run_dir, out / "text.js", _js_assign("SGV_TEXT", texts))
+    write_text_in(root, out / "data.js", _js_assign("SGV_DATA", index))
+    write_text_in(root, out / "text.js", _js_assign("SGV_TEXT", texts))
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     run = index["run"]
     html = env.get_template("viewer.html.j2").render(
@@ -461,7 +465,7 @@ def write_viewer(
         css=(TEMPLATES / "viewer.css").read_text(encoding="utf-8"),
         js=(TEMPLATES / "viewer.js").read_text(encoding="utf-8"),
     )
-    write_text_in(run_dir, out / "index.html", html)
+    write_text_in(root, out / "index.html", html)
     return out / "index.html"
 
 
