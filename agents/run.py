@@ -41,7 +41,7 @@ from ..core import worker_active
 from ..core import load_settings, use_settings
 from ..metric_pool import Metric, ScoringContext
 from ..models import Ledger, Prices, load_prices, price_table, unpriced_models
-from ..models import NamedModel
+from ..models import NamedModel, Role
 from ..models import CallContext, call_context, current_call_context
 from ..models import resolve_model, sampling_for_role
 from ..models import UnmatchedReplayError
@@ -324,6 +324,7 @@ def make_runtime(
     run_dir: str | Path | None = None,
     added_judges: list[NamedModel] | None = None,
     read_only: bool = False,
+    calls: bool = True,
     **kw: Any,
 ) -> RunContext:
     """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded
@@ -344,6 +345,10 @@ def make_runtime(
         added_judges: the judges added to the finished run (default: resolved from ``config.added_judges``).
         read_only: open the run folder for reading only (``RunStore(read_only=True)``: nothing in it is made or
             changed; the context cannot run the run), for reading a finished run's metrics.
+        calls: False when the context calls no target or judge (a re-rendered report; implied by ``read_only``):
+            they are resolved as under ``--dry-run`` (no API key needed, no batch API) and one that cannot be built
+            on this machine (a provider package or a base-URL variable missing) is named only; the agent model is
+            resolved as usual (it writes the report's narrative).
         kw: further :class:`RunContext` fields (``tools``, ``sandbox``, ``on_progress``, ``metric_options``, ...).
 
     Returns:
@@ -372,41 +377,40 @@ def make_runtime(
     if stored:
         catalog.by_id.update({i.id: i for i in stored})
 
+    calls = calls and not read_only
+    batch, dry_run = (config.batch, config.dry_run) if calls else (False, True)
+
+    def named(resolve: Callable[..., NamedModel], spec: str, role: Role, **kw: Any) -> NamedModel:
+        try:
+            return resolve(spec, role, base_url=config.base_url, batch=batch, dry_run=dry_run, **kw)
+        except InputError:
+            if calls:
+                raise
+            return NamedModel(name=spec, role=role, smoke_test=spec.startswith("local:"))  # named only: never called
+
     def judge_models(names: list[str]) -> list[NamedModel]:
-        return [
-            resolve_model(
-                j,
-                "judge",
-                base_url=config.base_url,
-                batch=config.batch,
-                dry_run=config.dry_run,
-                **sampling_for_role(config, "judge"),
-            )
-            for j in names
-        ]
+        return [named(resolve_model, j, "judge", **sampling_for_role(config, "judge")) for j in names]
 
     if judges is None:
         judges = judge_models(config.judges)
     added = unique_models(judge_models(config.added_judges) if added_judges is None else added_judges)
     if agent is None and config.agent_model:
-        agent = resolve_model(
-            config.agent_model, "agent", base_url=config.base_url, **sampling_for_role(config, "agent")
-        )
+        try:
+            agent = resolve_model(
+                config.agent_model, "agent", base_url=config.base_url, **sampling_for_role(config, "agent")
+            )
+        except InputError as e:
+            if calls:
+                raise
+            e.message += " (the agent model writes the report's narrative; no other model is called to re-render it)"
+            raise InputError(e.message, what=e.what, fix=e.fix) from None
     if targets is None and config.models:
         targets = [
-            resolve_run_model(
-                m,
-                "target",
-                base_url=config.base_url,
-                data_dir=config.data_dir,
-                batch=config.batch,
-                dry_run=config.dry_run,
-                **sampling_for_role(config, "target"),
-            )
+            named(resolve_run_model, m, "target", data_dir=config.data_dir, **sampling_for_role(config, "target"))
             for m in config.models
         ]
     targets, judges = unique_models(targets or []), unique_models(judges)
-    if config.batch:  # models given directly too; a provider without a batch API fails here, before any call
+    if batch:  # models given directly too; a provider without a batch API fails here, before any call
         from ..models import batch_model
 
         targets, judges = [batch_model(m) for m in targets], [batch_model(m) for m in judges]

@@ -577,7 +577,8 @@ async def _rerender_report(d: Path, config: RunConfig) -> str:
 
     run_id = config.run_id
     check_state_file(d / "state.sqlite")
-    rt = make_runtime(config, run_dir=d)  # the folder given (renamed or symlinked), never <out>/<run_id>
+    # the folder given (renamed or symlinked), never <out>/<run_id>; no target or judge is called: no key needed
+    rt = make_runtime(config, run_dir=d, calls=False)
     async with open_saver(d / "state.sqlite") as saver:
         snap = await build_graph(rt, saver).aget_state({"configurable": {"thread_id": run_id}})
     if not snap.values.get("metric_plan"):
