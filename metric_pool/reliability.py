@@ -238,11 +238,18 @@ class Reliability:
             )
         lo, hi = self.alpha_ci
         ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
-        if no_variation(lo, hi):
+        if no_variation(lo, hi):  # a degenerate bootstrap CI: it measures no uncertainty, so it supports no verdict
+            n, a = self.n_units, f"{self.alpha:.2f}"
+            head = f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {a} over {n} units"
+            if self.alpha == 1.0:  # D_o = 0 with D_e > 0: equal values within each unit, varying between units
+                head += (
+                    ": the judges gave equal values on every unit, while the values vary between units. Its "
+                    f"bootstrap 95% CI is degenerate (every resample of the {n} units gives alpha {a})"
+                )
+            else:
+                head += f", and its bootstrap 95% CI is degenerate (every resample of the {n} units gives alpha {a})"
             return (
-                f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {self.alpha:.2f} with "
-                f"no variation over {self.n_units} units: every bootstrap resample gives the same alpha, so the "
-                "interval measures nothing and the judges' agreement is not established at this sample size."
+                f"{head}, so it measures no uncertainty, and {n} units are too few to establish the judges' agreement."
             )
         if self.alpha >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
             judgement = (

@@ -84,7 +84,7 @@ def test_position_biased_judge_in_the_report(tmp_path):
     answer = report.split("## Run")[0]
     assert "ranks first by idea_novelty" in answer
     assert (
-        "On idea_novelty_win, Krippendorff's alpha across 2 judges is -0.75 with no variation over 4 units: every "
-        "bootstrap resample gives the same alpha, so the interval measures nothing and the judges' agreement is "
-        "not established at this sample size."
+        "On idea_novelty_win, Krippendorff's alpha across 2 judges is -0.75 over 4 units, and its bootstrap 95% CI "
+        "is degenerate (every resample of the 4 units gives alpha -0.75), so it measures no uncertainty, and 4 "
+        "units are too few to establish the judges' agreement."
     ) in answer

@@ -247,17 +247,20 @@ def test_six_identical_judge_pairs_support_no_agreement_verdict(tmp_path):
     assert rel is not None and rel.alpha == 1.0 and rel.alpha_ci == (1.0, 1.0) and rel.n_units == 6
     rows = reliability_rows(rel)
     assert rows["agreement"][0][-1] == "no variation over 6 units"
+    # the judges' values vary between units (8, 6, 9, 4, 5, 3): only the bootstrap of alpha has no spread
     assert rows["verdict"] == (
-        "On judged, Krippendorff's alpha across 2 judges is 1.00 with no variation over 6 units: every bootstrap "
-        "resample gives the same alpha, so the interval measures nothing and the judges' agreement is not "
-        "established at this sample size."
+        "On judged, Krippendorff's alpha across 2 judges is 1.00 over 6 units: the judges gave equal values on "
+        "every unit, while the values vary between units. Its bootstrap 95% CI is degenerate (every resample of "
+        "the 6 units gives alpha 1.00), so it measures no uncertainty, and 6 units are too few to establish the "
+        "judges' agreement."
     )
     assert "agree well enough" not in rows["verdict"]
     # each judge's offset from the panel mean is 0 on every unit: no variation, never a "significant" bias
     assert [r[2] for r in rows["offsets"]] == ["no variation over 6 units"] * 2
     text = report(tmp_path, items(3), scores, [JUDGED], "judged", ["m-a", "m-b"], judges=["j1", "j2"])
     answer = section(text, "Answer")
-    assert "with no variation over 6 units" in answer and "agree well enough" not in text
+    assert rows["verdict"] in answer and "agree well enough" not in text
+    assert "alpha across 2 judges is 1.00 with no variation" not in text
     assert "| judged | interval | j1, j2 | 6 | 1.00 | no variation over 6 units |" in section(text, "Judge reliability")
 
 
