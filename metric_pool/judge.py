@@ -60,14 +60,79 @@ JUDGE_TAGS = ("coherence_score", "similarity_score", "score", "judgment", "verdi
 candidate text they are neutralised, and their presence flags the response
 (METRICS.md D.14)."""
 
-JUDGE_KEYS = ("score", "scores", "judgment", "judge", "verdict", "criterion")
-"""JSON keys of judge replies, neutralised inside candidate text (D.14)."""
+JUDGE_KEYS = ("score", "scores", "judgment", "judge", "verdict", "criterion", "correctness", "completeness")
+"""JSON keys of judge replies (the verdict fields of sgieval's judge schemas), neutralised inside candidate text
+and flagged there (D.14)."""
 
 INJECTION_FLAG = "injection_suspected"
 
 _TAG = re.compile(r"<(\s*/?\s*)([A-Za-z_][\w-]*)(\s*[^<>]{0,200}?)>")
-_KEY = re.compile(r'"(\s*)(' + "|".join(JUDGE_KEYS) + r')(\s*)"(\s*:)', re.I)
 _DELIM = re.compile(r"<<<|>>>")
+
+# The judge-reply parser (sgieval.models.structured.parse_json_object: json.loads, then json_repair) reads a key
+# through JSON string escapes ("\u0073core" is "score"), between any of these quote marks, one of them missing,
+# doubled or backslash-escaped ('score', “score”, score", \"score\"), bare after "{" or "," ({score: 7}, also with
+# punctuation between, which json_repair skips: {*score: 7}, {_score: 7}), and followed by a colon in any
+# compatibility form (NFKC ":": fullwidth, small, vertical), a ratio sign, a modifier colon or "=".  It decodes
+# no HTML entity (so "&quot;" disarms a key) and does not NFKC-normalise keys ("ｓｃｏｒｅ" is no key "score").
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019"
+_SEPARATORS = ":=\ufe13\ufe55\uff1a\u2236\u02d0"
+_KEY = re.compile(
+    r"(?<![A-Za-z0-9\\])(?P<key>" + "|".join(JUDGE_KEYS) + r")(?![A-Za-z0-9_])"
+    r"(?P<c>\s*[" + re.escape(_QUOTES) + r"]*)\s*[" + re.escape(_SEPARATORS) + "]",
+    re.I,
+)
+_LEAD_STOP = "{}[]<>,:\\"
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\([\"'/\\bfnrt])")
+_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _parser_view(text: str) -> tuple[str, list[int]]:
+    """``text`` with its JSON string escapes decoded (``\\uXXXX``, ``\\"``, ``\\'``, ``\\/``, ``\\\\``, ``\\n``...),
+    as the judge-reply parser reads a key, and the offset in ``text`` of each character of the view (one more
+    for the end)."""
+    if "\\" not in text:
+        return text, list(range(len(text) + 1))
+    out: list[str] = []
+    starts: list[int] = []
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        out.append(text[pos : m.start()])
+        starts.extend(range(pos, m.start()))
+        out.append(chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE.get(m.group(2), m.group(2)))
+        starts.append(m.start())
+        pos = m.end()
+    out.append(text[pos:])
+    starts.extend(range(pos, len(text) + 1))
+    return "".join(out), starts
+
+
+def _judge_keys(text: str) -> list[tuple[int, int, str]]:
+    """The judge JSON keys the reply parser would read in ``text`` (the spellings described above
+    :data:`_QUOTES`): a key of :data:`JUDGE_KEYS` (any case) followed by a separator, seen through JSON escapes,
+    with a quote mark before or after it, or bare after ``{`` or ``,`` (``score: 7`` in prose is no key).  For
+    each: its span in ``text`` (from its opening quote, else the key, to the separator) and its disarmed form
+    (the key as written between ``&quot;`` marks instead of its quotes, then the separator)."""
+    if not text:
+        return []
+    view, starts = _parser_view(text)
+    found = []
+    for m in _KEY.finditer(view):
+        i = m.start("key")
+        lead = i
+        while lead > 0 and i - lead < 24 and not view[lead - 1].isalnum() and view[lead - 1] not in _LEAD_STOP:
+            lead -= 1
+        before = view[lead:i]
+        bare = lead > 0 and view[lead - 1] in "{,"
+        glued = lead > 0 and view[lead - 1].isalnum()  # over_score": is the key over_score
+        if not (bare or any(q in before for q in _QUOTES) or (not glued and any(q in m.group("c") for q in _QUOTES))):
+            continue
+        quotes = [j for j in range(lead, i) if view[j] in _QUOTES]
+        a = starts[quotes[0]] if quotes else starts[i]
+        key = text[starts[i] : starts[m.end("key")]]
+        sep = text[starts[m.end() - 1] : starts[m.end()]]
+        found.append((a, starts[m.end()], f"&quot;{key}&quot;{sep}"))
+    return found
 
 
 def _is_judge_tag(name: str, extra: Sequence[str]) -> bool:
@@ -79,8 +144,12 @@ def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
     """``text`` with the judge's own output format disarmed (METRICS.md D.14):
     the ``<`` of every judge tag (:data:`JUDGE_TAGS`, ``*_score``, and
     ``extra_tags`` such as ``answer`` where the judge prompt uses that tag as
-    a delimiter) becomes ``&lt;``, and the quotes of judge JSON keys
-    (:data:`JUDGE_KEYS`, ``"score":``) become ``&quot;``.  Other text is unchanged."""
+    a delimiter) becomes ``&lt;``, and every judge JSON key
+    (:data:`JUDGE_KEYS`) the judge-reply parser would read, in any spelling it
+    accepts (``"score":``, ``"\\u0073core":``, ``'score':``, ``{score:``,
+    ``"score"：``), is written between ``&quot;`` marks instead of its quotes
+    (``&quot;score&quot;:``), which the parser does not read as a key.  Other
+    text is unchanged."""
     extra = tuple(t.lower() for t in extra_tags)
     out = _TAG.sub(
         lambda m: (
@@ -88,19 +157,27 @@ def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
         ),
         text or "",
     )
-    return _KEY.sub(lambda m: f"&quot;{m.group(1)}{m.group(2)}{m.group(3)}&quot;{m.group(4)}", out)
+    pieces, pos = [], 0
+    for a, b, disarmed in _judge_keys(out):
+        pieces += [out[pos:a], disarmed]
+        pos = b
+    return "".join(pieces) + out[pos:]
 
 
 def injection_signals(text: str, extra_tags: Sequence[str] = ()) -> list[str]:
     """The judge-format pieces found in candidate ``text`` (D.14), in order,
     without repeats: judge tags (``<coherence_score>``, ``</answer>`` when
-    ``answer`` is in ``extra_tags``...), judge JSON keys followed by a value
-    (``"score": 10``) and data delimiters (``<<<``/``>>>``).  Empty for
-    ordinary text."""
+    ``answer`` is in ``extra_tags``...), judge JSON keys followed by a
+    separator as the judge-reply parser reads them (``"score":``, and the same
+    key through JSON escapes ``"\\u0073core":``, in other quotes ``'score':``,
+    bare ``{score:``, before a fullwidth colon...; as written in ``text``) and
+    data delimiters (``<<<``/``>>>``).  Empty for ordinary text, prose about a
+    score included."""
+    text = text or ""
     extra = tuple(t.lower() for t in extra_tags)
-    found = [m.group(0).strip() for m in _TAG.finditer(text or "") if _is_judge_tag(m.group(2), extra)]
-    found += [m.group(0) for m in _KEY.finditer(text or "")]
-    found += [m.group(0) for m in _DELIM.finditer(text or "")]
+    found = [m.group(0).strip() for m in _TAG.finditer(text) if _is_judge_tag(m.group(2), extra)]
+    found += [text[a:b].lstrip("{,").strip() for a, b, _ in _judge_keys(text)]
+    found += [m.group(0) for m in _DELIM.finditer(text)]
     return list(dict.fromkeys(found))
 
 
