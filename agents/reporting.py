@@ -11,7 +11,8 @@ limitations and failures are built there), and writes the Answer: the
 narrative that answers the request.
 
 The Answer (:class:`~sgieval.reports.answer.Answer`) is a short list computed from the same formatted
-numbers as the tables: the verdict (winner or tie, scope, metric, full order with shared ranks), how sure
+numbers as the tables: the verdict (winner only when the paired test separates it from the runner-up, tie, or
+no established winner; scope, metric, full order with '>' only between separated adjacent models), how sure
 (paired tests, CIs, judge agreement), where the models differ, and caveats (coverage, ties, unscored models,
 self-preference, stored judges).  With an agent model, its summary follows the fixed verdict only when every
 number, model name, metric name and facet value it cites is in the report (checked in code); a summary that
@@ -60,7 +61,6 @@ from ..reports import (
     no_variation,
     not_applicable,
     order_stats,
-    order_with_ties,
     pair_entry,
     rank_labels,
     tie_groups,
@@ -266,6 +266,92 @@ def focus_narrative(
     return text
 
 
+def _separated(pair: dict[str, Any] | None) -> bool:
+    """Whether the paired test of ``pair`` (:func:`~sgieval.reports.build.pair_entry`) ran and separates its two
+    models at the 5% level (its ``significant``: p < 0.05)."""
+    return pair is not None and pair.get("p") is not None and bool(pair.get("significant"))
+
+
+def _not_separated_text(tests: list[tuple[ModelStat, dict[str, Any] | None]], corpus: bool) -> list[str]:
+    tested = [f"{s.model} (p = {t['p_value']})" for s, t in tests if t is not None and t.get("p") is not None]
+    out = [f"the paired test does not separate it from {' or '.join(tested)}"] if tested else []
+    for s, t in tests:
+        if t is None or t.get("p") is None:
+            shared = t["n"] if t is not None else 0
+            why = (
+                "one corpus-level value per model, no per-item values to pair"
+                if corpus or s.corpus
+                else f"they share {count_phrase(shared, 'scored item')}; the test needs 2"
+            )
+            out.append(f"it is not tested against {s.model} ({why})")
+    return out
+
+
+def _leader_tests(
+    groups: list[list[ModelStat]], pairs: list[dict[str, Any]], leader_tests: dict[str, dict[str, Any]] | None
+) -> tuple[list[str], str]:
+    """For a leader alone in first place: one clause per model of second place the paired test does not
+    separate it from (none when it separates it from all of them), and whom it is separated from."""
+    best, second = groups[0][0], groups[1]
+    by_pair = {(p.get("a"), p.get("b")): p for p in pairs}
+    tests = [(s, (leader_tests or {}).get(s.model) or by_pair.get((best.model, s.model))) for s in second]
+    loose = _not_separated_text([(s, t) for s, t in tests if not _separated(t)], best.corpus)
+    if loose:
+        return loose, ""
+    if len(second) == 1:
+        return loose, f"the runner-up {second[0].model} at the 5% level (p = {tests[0][1]['p_value']})"  # type: ignore[index]
+    return loose, f"each model tied for second ({', '.join(s.model for s in second)}) at the 5% level"
+
+
+def separated_order(groups: list[list[ModelStat]], pairs: list[dict[str, Any]], higher_is_better: bool = True) -> str:
+    """The Answer's full order, grouped by the paired tests of adjacent models: ``>`` (``<`` when lower is
+    better) between adjacent models the paired test separates at the 5% level, ``≈`` between adjacent models it
+    does not separate or cannot test, ``=`` inside a shared rank (:func:`~sgieval.reports.build.tie_groups`), e.g.
+    ``"Full order (best first; '>': ...): a ≈ b = c > d."``.
+
+    Args:
+        groups: the rank groups, best first.
+        pairs: the adjacent-rank tests (``pairs[k]``: rank k against rank k + 1, :func:`pair_entry`).
+        higher_is_better: the metric's direction.
+
+    Returns:
+        One sentence.
+    """
+    by_pair = {(p.get("a"), p.get("b")): p for p in pairs}
+    sep = " > " if higher_is_better else " < "
+    text, untested = "", False
+    for k, g in enumerate(groups):
+        if k:
+            pair = by_pair.get((groups[k - 1][-1].model, g[0].model))
+            untested = untested or pair is None or pair.get("p") is None
+            text += sep if _separated(pair) else " ≈ "
+        text += " = ".join(s.model for s in g)
+    return (
+        f"Full order ({'best first' if higher_is_better else 'lowest first'}; '{sep.strip()}': separated by the "
+        f"paired test of the adjacent pair at the 5% level, '≈': not separated{' or not tested' if untested else ''}"
+        f"): {text}."
+    )
+
+
+def order_note(pairs: list[dict[str, Any]]) -> str:
+    """What the full order of :func:`separated_order` does not settle, for a ranking with more than one adjacent
+    pair: non-adjacent pairs are not tested, and the p-values are not adjusted for multiple comparisons ("" for
+    one pair or none).
+
+    Args:
+        pairs: the adjacent-rank tests (:func:`pair_entry`).
+
+    Returns:
+        One sentence, or "".
+    """
+    if len(pairs) < 2:
+        return ""
+    n_tests = sum(1 for p in pairs if p.get("p") is not None)
+    return "The full order tests adjacent models only, so it does not settle the order of models further apart" + (
+        f"; its {n_tests} p-values are not adjusted for multiple comparisons." if n_tests > 1 else "."
+    )
+
+
 def verdict_sentence(
     request: str,
     ranking: list[ModelStat],
@@ -276,14 +362,23 @@ def verdict_sentence(
     cov: Coverage | None = None,
     focus: str | None = None,
     pairs: list[dict[str, Any]] | None = None,
+    leader_tests: dict[str, dict[str, Any]] | None = None,
 ) -> str:
-    """The Answer's fixed first item: the winner or the tie, the scope, the metric and the full order with
-    shared ranks ("alpha > beta = gamma"); for one model (``focus``, or one evaluated) the absolute answer of
+    """The Answer's fixed first item: the winner, the tie or no established winner, the scope, the metric and
+    the full order grouped by the adjacent paired tests ("alpha > beta = gamma ≈ delta"); for one model (``focus``, or one evaluated) the absolute answer of
     :func:`focus_narrative`; for one scored model among several, its absolute score and no ranking.
 
     ``groups``: :func:`~sgieval.reports.build.tie_groups` of the ranked models (default: no ties);
     ``cov``: the ranking metric's :class:`~sgieval.reports.build.Coverage` (None when the item sets agree);
-    ``pairs``: the adjacent-rank test entries (for the one-model answer's neighbours)."""
+    ``pairs``: the adjacent-rank test entries (:func:`~sgieval.reports.build.pair_entry`, ``pairs[k]``: rank k
+    against rank k + 1); ``leader_tests``: ``{model: pair_entry}`` of the leader against each model tied for
+    second.
+
+    A leader alone in first place is named the winner (in bold) only when the paired test separates it at the 5%
+    level (p < 0.05, two-sided, unadjusted: the test of the Pairs table and "How sure") from the runner-up, or
+    from every model tied for second; otherwise the sentence says no model is established as first and names the
+    leader and the models it is not separated from (or not tested against, with why).  The full order is
+    :func:`separated_order`."""
     ranked = [s for s in ranking if s.summary is not None]
     groups = groups if groups is not None else [[s] for s in ranked]
     q = _q(request)
@@ -312,6 +407,11 @@ def verdict_sentence(
             "score, not a ranking."
         )
     top = groups[0]
+    value = (
+        f"{fmt2(best.stats.mean)}, one corpus-level value per model{_ci_text(best)}"
+        if best.corpus  # e.g. a mean pooled over answers, or kappa: not a mean per item
+        else f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}"
+    )
     if len(top) > 1:
         text = (
             f"{q}{' and '.join(f'**{s.model}**' for s in top)} tie for first by {spec.name} on "
@@ -324,16 +424,18 @@ def verdict_sentence(
             + ", so the request has no single answer on this metric."
         )
     else:
-        value = (
-            f"{fmt2(best.stats.mean)}, one corpus-level value per model{_ci_text(best)}"
-            if best.corpus  # e.g. a mean pooled over answers, or kappa: not a mean per item
-            else f"{total}mean {fmt2(best.stats.mean)} per item{_ci_text(best)}"
-        )
-        text = f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: {value}."
-    text += (
-        f" Full order ({'best first' if spec.higher_is_better else 'lowest first'}): "
-        f"{order_with_ties(groups, spec.higher_is_better)}."
-    )
+        loose, apart = _leader_tests(groups, pairs or [], leader_tests)
+        if not loose:
+            text = (
+                f"{q}**{best.model}** ranks first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: "
+                f"{value}; the paired test separates it from {apart}."
+            )
+        else:
+            text = (
+                f"{q}No model is established as first by {spec.name} on {count_phrase(best.stats.n)}{where_text}: "
+                f"{best.model} leads with {value}, but {'; '.join(loose)}."
+            )
+    text += " " + separated_order(groups, pairs or [], spec.higher_is_better)
     return text
 
 
@@ -1302,9 +1404,14 @@ async def build_report(
         },
     )
     request = header.get("request", "")
-    verdict = verdict_sentence(request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus, pairs)
+    verdict = verdict_sentence(
+        request, stats, spec, len(items), header.get("scope", ""), groups, cov, focus, pairs, leader_tests
+    )
     one = focus is not None or len(stats) == 1
     answer = Answer(verdict, how_sure=[] if one else how_sure(stats, groups, pairs, leader_tests, spec.name))
+    note = "" if one else order_note(pairs)
+    if note:
+        answer.how_sure.append(note)
     n_matching = header.get("n_matching")
     needed = (
         ""

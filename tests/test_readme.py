@@ -114,6 +114,11 @@ def test_readme_command_1_pulls_then_ranks(tmp_path):
     assert res.stdout == f"report: runs/{report.parent.name}/report.md\n"
     rows = re.findall(r"^\| \d \| (replay:\S+) \| [\d.]+ \| [^|]+ \| (\d+) \|", report.read_text(), flags=re.M)
     assert [n for _, n in rows[:6]] == ["296", "274", "200", "194", "180", "107"]
+    # the README quotes the start of this Answer: the quote is the real output
+    start = README.index("Command (1)'s Answer begins:")
+    begin = README.index("```text\n", start) + len("```text\n")
+    quoted = README[begin : README.index("\n```", begin)]
+    assert quoted.startswith("- **Verdict:** ") and quoted in report.read_text()
 
 
 def test_readme_data_step_offline(tmp_path):

@@ -7,6 +7,11 @@ from typer.testing import CliRunner
 
 from sgieval.cli import app
 
+LEGEND = (
+    "Full order (best first; '>': separated by the paired test of the adjacent pair at the 5% level, '≈': not separated"
+)
+"""The full order's legend (agents.reporting.separated_order) up to its optional "or not tested)"."""
+
 runner = CliRunner()
 
 
@@ -96,12 +101,16 @@ def test_novel_ideas_rank_by_novelty_pooled_over_answers_without_first_answers(t
     # (pooled over the answers of 9 of the 10 questions: one of its lists has no answer after the first)
     assert answer.startswith(
         '\n\n- **Verdict:** To "Which model writes the most novel ideas in nanoscience, top 10 questions only": '
-        "**replay:o1-mini** ranks first by aidan_mean_novelty on 9 items"
+        "No model is established as first by aidan_mean_novelty on 9 items"
     )
-    assert ": 0.28, one corpus-level value per model (95% CI 0.26 to 0.28). Full order" in answer
+    # a corpus-level value has no per-item values to pair: no paired test, so no winner and no '>'
     assert (
-        "Full order (best first): replay:o1-mini > replay:qwen2.5:latest > replay:openai/4o > replay:phi4:latest "
-        "> replay:llama3.3:latest > replay:mistral:latest."
+        "replay:o1-mini leads with 0.28, one corpus-level value per model (95% CI 0.26 to 0.28), but it is not "
+        "tested against replay:qwen2.5:latest (one corpus-level value per model, no per-item values to pair)."
+    ) in answer
+    assert (
+        f"{LEGEND} or not tested): replay:o1-mini ≈ replay:qwen2.5:latest ≈ replay:openai/4o ≈ replay:phi4:latest "
+        "≈ replay:llama3.3:latest ≈ replay:mistral:latest."
     ) in answer
     # a pooled mean's CI resamples questions (metric_pool.aidanbench.pooled_ci)
     assert "| 6 | replay:mistral:latest | 0.22 | 0.21 to 0.24 | 0.22 | 5 | 0 |" in text

@@ -226,7 +226,9 @@ def test_llm_narrative_with_invented_number_falls_back_to_template(tmp_path):
     text = report(tmp_path, agent=agent)
     assert "m-a scores 99." not in text
     assert (
-        "**m-a** ranks first by rigor on 2 items (whole catalog; the items both models scored, of 3 selected)" in text
+        "No model is established as first by rigor on 2 items (whole catalog; the items both models scored, of 3 "
+        "selected): m-a leads with mean 68.33 per item (95% CI 66.67 to 70.00), but the paired test does not "
+        "separate it from m-b (p = 0.5000)." in text
     )
     assert (
         "The agent's narrative failed the fact check twice and was left out; the Answer is computed from the "

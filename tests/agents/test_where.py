@@ -81,6 +81,13 @@ def test_a_ranking_request_states_the_verdict_first(tmp_path):
     assert answer.startswith(
         '- **Verdict:** To "Which model is the most creative in physics?": **replay:o1-mini** ranks first'
     )
+    # o1-mini is separated from 4o (p < 0.05): the winner in bold; of the other adjacent pairs only
+    # llama3.3 vs phi4 and qwen2.5 vs mistral are separated
+    assert "the paired test separates it from the runner-up replay:openai/4o at the 5% level (p = 0.0" in answer
+    assert (
+        "): replay:o1-mini > replay:openai/4o ≈ replay:llama3.3:latest > replay:phi4:latest ≈ replay:qwen2.5:latest "
+        "> replay:mistral:latest." in answer
+    )
     assert answer.splitlines()[1].startswith("- **How sure:** ")  # not asked where: the test comes first
     assert "comes mostly from Synchrotron" in answer
 

@@ -16,7 +16,7 @@ CHEM = "Which model is the most creative in chemistry?"
 PLAN = {"filters": {"discipline": ["Chemistry"], "task": ["open_creativity"]}, "reason": "chemistry creativity"}
 METRIC_PLAN = {"primary": "aidan_accepted_answers", "reason": "accepted answers measure creativity"}
 VERDICT = (
-    '- **Verdict:** To "Which model is the most creative in chemistry?": **replay:o1-mini** ranks first by '
+    '- **Verdict:** To "Which model is the most creative in chemistry?": No model is established as first by '
     "aidan_accepted_answers on 25 items"
 )
 

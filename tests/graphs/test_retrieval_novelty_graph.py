@@ -87,5 +87,9 @@ def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path):
         assert row in report, row
     # ranking: far (6.5675 + 7.4125) / 2 = 6.99 over close (2.7175 + 5.9625) / 2 = 4.34
     assert "| 1 | replay:far | 6.99 |" in report and "| 2 | replay:close | 4.34 |" in report
-    assert "**replay:far** ranks first by retrieval_novelty on 2 items" in report
+    assert (
+        "No model is established as first by retrieval_novelty on 2 items (whole catalog): replay:far leads with mean "
+        "6.99 per item (95% CI 6.57 to 7.41), but the paired test does not separate it from replay:close "
+        "(p = 0.5000)." in report
+    )
     assert "(nearest by embedding similarity, fused with BM25)" in report and str(tmp_path / "papers") in report

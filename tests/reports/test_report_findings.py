@@ -155,8 +155,10 @@ def test_one_item_run_claims_no_overlap_and_no_test(tmp_path):
     text = build(tmp_path, item, scores, [SCORE], "score", ["m-a", "m-b"])
     answer = section(text, "Answer")
     assert (
-        "**m-a** ranks first by score on 1 item (whole catalog): mean 5.00 per item (no CI: fewer than 2 items). "
-        "Full order (best first): m-a > m-b.\n- **How sure:** No paired test against the runner-up m-b (mean "
+        "No model is established as first by score on 1 item (whole catalog): m-a leads with mean 5.00 per item (no "
+        "CI: fewer than 2 items), but it is not tested against m-b (they share 1 scored item; the test needs 2). "
+        "Full order (best first; '>': separated by the paired test of the adjacent pair at the 5% level, '≈': not "
+        "separated or not tested): m-a ≈ m-b.\n- **How sure:** No paired test against the runner-up m-b (mean "
         "3.00): they share 1 scored item and the test needs at least 2, so the order is not evidence of a "
         "difference."
     ) in answer
@@ -285,7 +287,10 @@ def test_sgi_answer_counts_the_items_of_the_named_metric_and_explains_missing_sg
     text = build(tmp_path, items, scores, [EM, mca], "em", ["m-a", "m-b"], scope="task deep_research")
     answer = section(text, "Answer")
     # em: m-a 3/4 = 0.75 on n = 4 items with an em score, not the 13 selected
-    assert "**m-a** ranks first by em on 4 items (task deep_research; 13 items selected): mean 0.75 per item" in answer
+    assert (
+        "No model is established as first by em on 4 items (task deep_research; 13 items selected): m-a leads with "
+        "mean 0.75 per item (95% CI 0.30 to 0.95), but the paired test does not separate it from m-b (p = 0.5000)."
+    ) in answer
     assert "on 13 items" not in answer
     assert re.search(r"\| 1 \| m-a \| 0\.75 \| [^|]+ \| 3\.00 \| 4 \| 0 \|", text)
     why = (
@@ -399,7 +404,9 @@ def test_answer_names_a_coverage_difference(tmp_path):
     # shared items g/0-g/2: m-a 9.00, m-b 8.00; own items: m-a 27/3 = 9.00 on 3, m-b 32/4 = 8.00 on 4;
     # m-a's missing g/3 counted as 0: m-a 27/4 = 6.75 against m-b 8.00 -> the order reverses
     assert (
-        "**m-a** ranks first by score on 3 items (whole catalog; the items both models scored, of 4 selected)" in answer
+        "No model is established as first by score on 3 items (whole catalog; the items both models scored, of 4 "
+        "selected): m-a leads with mean 9.00 per item (no variation over 3 items, so no CI), but the paired test "
+        "does not separate it from m-b (p = 0.2500)." in answer
     )
     assert (
         "Coverage differs (scored items: m-a 3, m-b 4): the ranking compares the 3 items both scored. The order "

@@ -13,6 +13,11 @@ from sgieval.agents.reporting import build_report
 from sgieval.core import Item, MetricSpec, Response, Score
 from sgieval.metric_pool.reliability import reliability, reliability_rows
 
+LEGEND = (
+    "Full order (best first; '>': separated by the paired test of the adjacent pair at the 5% level, '≈': not separated"
+)
+"""The full order's legend (agents.reporting.separated_order) up to its optional "or not tested)"."""
+
 EM = MetricSpec(name="em", tasks=["generic"], range=(0.0, 1.0), primary=True, description="exact match")
 SCORE = MetricSpec(name="score", tasks=["generic"], range=(0.0, 10.0), primary=True, description="points")
 JUDGED = MetricSpec(name="judged", tasks=["generic"], kind="judge", range=(0.0, 10.0), description="judged")
@@ -96,8 +101,14 @@ def test_two_models_at_0_60_share_rank_2_and_no_runner_up_is_named(tmp_path):
     assert "| 2= | beta | 0.60 |" in rows and "| 2= | gamma | 0.60 |" in rows
     assert "| 4 | delta | 0.40 |" in rows
     answer = section(text, "Answer")
-    assert "**alpha** ranks first by em on 10 items (whole catalog): mean 0.80 per item" in answer
-    assert "Full order (best first): alpha > beta = gamma > delta." in answer
+    # alpha is not separated from either model tied for second (p = 0.5): no winner, and '≈' between the ranks
+    assert (
+        "No model is established as first by em on 10 items (whole catalog): alpha leads with mean 0.80 per item "
+        "(95% CI 0.49 to 0.94), but the paired test does not separate it from beta (p = 0.5000) or gamma "
+        "(p = 0.5000)."
+    ) in answer
+    assert "**alpha**" not in answer
+    assert f"{LEGEND}): alpha ≈ beta = gamma ≈ delta." in answer
     assert "runner-up" not in answer
     assert (
         "- **How sure:** Against beta and gamma, tied for second (mean 0.60 each), the paired tests give "
@@ -116,7 +127,7 @@ def test_a_tie_at_the_top_is_never_followed_by_a_strict_order(tmp_path):
     text = report(tmp_path, items(10), scores, [EM], "em", ["alpha2", "beta", "alpha"])
     answer = section(text, "Answer")
     assert "**alpha** and **alpha2** tie for first by em on 10 items" in answer
-    assert "Full order (best first): alpha = alpha2 > beta." in answer
+    assert f"{LEGEND}): alpha = alpha2 ≈ beta." in answer
     assert "alpha > alpha2" not in text
     assert "The paired test does not separate them: alpha vs alpha2 on 10 items, p = 1.0000." in answer
     assert "| 1= | alpha | 0.60 |" in text and "| 1= | alpha2 | 0.60 |" in text and "| 3 | beta | 0.30 |" in text
@@ -131,7 +142,7 @@ def test_equal_at_the_printed_precision_is_a_tie_and_name_order_breaks_nothing(t
     text = report(tmp_path, items(4), scores, [SCORE], "score", ["zeta", "beta"])
     assert "| 1= | zeta | 0.60 |" in text and "| 1= | beta | 0.60 |" in text
     assert "**zeta** and **beta** tie for first by score on 4 items" in section(text, "Answer")
-    assert "Full order (best first): zeta = beta." in section(text, "Answer")
+    assert f"{LEGEND}): zeta = beta." in section(text, "Answer")
 
 
 # ------------------------------------------------------------------ 2. coverage decides nothing silently
@@ -172,7 +183,11 @@ def test_coverage_that_changes_no_order_is_still_stated(tmp_path):
         "Coverage differs (scored items: a 5, b 8): the ranking compares the 5 items both scored; the order is "
         "the same on each model's own items and with failures counted as wrong."
     ) in answer
-    assert "**a** ranks first by em on 5 items (whole catalog; the items both models scored, of 8 selected)" in answer
+    assert (
+        "No model is established as first by em on 5 items (whole catalog; the items both models scored, of 8 "
+        "selected): a leads with mean 1.00 per item (95% CI 0.57 to 1.00), but the paired test does not separate "
+        "it from b (p = 0.2500)."
+    ) in answer
 
 
 def test_an_unscored_retrieval_novelty_model_is_named_and_never_placed(tmp_path):
@@ -213,7 +228,12 @@ def test_values_without_variation_print_no_ci(tmp_path):
     scores = [ok("m-a", i, 7.0, "score") for i in range(6)] + [ok("m-b", i, 5.0, "score") for i in range(6)]
     text = report(tmp_path, items(6), scores, [SCORE], "score", ["m-a", "m-b"])
     assert "| 1 | m-a | 7.00 | no variation over 6 items | 42.00 | 6 | 0 |" in text
-    assert "mean 7.00 per item (no variation over 6 items, so no CI)." in section(text, "Answer")
+    # separated (p = 0.0312 < 0.05): the winner in bold, and '>' in the order
+    assert (
+        "**m-a** ranks first by score on 6 items (whole catalog): mean 7.00 per item (no variation over 6 items, "
+        "so no CI); the paired test separates it from the runner-up m-b at the 5% level (p = 0.0312). "
+        f"{LEGEND}): m-a > m-b."
+    ) in section(text, "Answer")
     assert "7.00 to 7.00" not in text
     # the differences are all +2: their CI has no variation either; the sign-flip test over 2**6 flips still
     # gives p = 2 / 64 = 0.03125 -> "0.0312"
@@ -289,7 +309,7 @@ def test_the_answer_is_a_short_list_of_full_sentences(tmp_path):
         assert line.startswith(("- **", "  - ")) and (line.endswith(".") or line == "- **Caveats:**")
         assert len(line.split()) <= 80, line
     data = json.loads((tmp_path / "report.json").read_text())["answer"]
-    assert data["verdict"].startswith('To "Which model is best?": **alpha** ranks first by em')
+    assert data["verdict"].startswith('To "Which model is best?": No model is established as first by em')
     assert data["caveats"][0].startswith("beta and gamma share rank 2=")
     assert not math.isnan(len(data["how_sure"]))
 
