@@ -141,6 +141,7 @@ def where_report(
     seed: int = 0,
     limit: int = 10,
     leaders: list[str] | None = None,
+    separated: bool = True,
 ) -> WhereReport | None:
     """The "Who wins where" section and sentences for the ranking metric ``spec``.
 
@@ -154,6 +155,9 @@ def where_report(
         limit: how many items the departures list shows.
         leaders: the models sharing first place overall (default: those with the top mean exactly); with more
             than one there is no single overall winner to place per facet value.
+        separated: whether the paired test separates the single leader from the runner-up (the Answer's
+            verdict test); when not, the leader is called the model with the highest overall mean, never "first
+            overall".
 
     Returns:
         A :class:`WhereReport`, or None when fewer than two models are ranked or no facet has two values among the
@@ -211,8 +215,14 @@ def where_report(
             ]
             named_values |= {r.value for r in notfirst}
             if notfirst:
+                overall = (
+                    "is first overall but not in"
+                    if separated
+                    else f"has the highest overall mean (the paired test does not separate it from {ranked[1][0]}) "
+                    "but is not first in"
+                )
                 sentences.append(
-                    f"By {facet}, {winner} is first overall but not in "
+                    f"By {facet}, {winner} {overall} "
                     + "; ".join(
                         f"{r.value} ({' and '.join(r.first)} first, {winner} {_ordinal(r.rank_of[winner])})"
                         for r in notfirst
@@ -340,6 +350,7 @@ def where_report(
 def where_section(ctx: ReportContext) -> Section | None:
     """The registered "Who wins where" section of the ranking metric (order 15: after the ranking and coverage),
     on the scores the ranking compares (``options["ranking_scores"]``, else the ranking metric's)."""
+    groups = tie_groups(ctx.ranked, ctx.pairs)
     rep = where_report(
         str(ctx.header.get("request", "") or ""),
         ctx.items,
@@ -348,6 +359,16 @@ def where_section(ctx: ReportContext) -> Section | None:
         [(s.model, s.stats.mean) for s in ctx.ranked],
         n_resamples=int(ctx.options.get("n_resamples", 10000)),
         seed=int(ctx.options.get("seed", 0)),
-        leaders=[s.model for s in (tie_groups(ctx.ranked, ctx.pairs) or [[]])[0]],
+        leaders=[s.model for s in groups[0]] if groups else [],
+        separated=_leader_separated(groups, ctx.pairs),
     )
     return rep.section if rep is not None else None
+
+
+def _leader_separated(groups: list, pairs: list[dict]) -> bool:
+    """Whether the adjacent-pair test of the first and second rank groups (:func:`~sgieval.reports.pair_entry`)
+    separates them at the 5% level (its ``significant``: p < 0.05), as the Answer's verdict reads it."""
+    if len(groups) < 2:
+        return False
+    pair = next((p for p in pairs if (p.get("a"), p.get("b")) == (groups[0][-1].model, groups[1][0].model)), None)
+    return pair is not None and pair.get("p") is not None and bool(pair.get("significant"))

@@ -75,6 +75,20 @@ def test_disciplines_request_names_biology_where_o1_mini_is_third(tmp_path):
     )
 
 
+def test_a_leader_the_paired_test_does_not_separate_is_never_called_first_overall(tmp_path):
+    text = _report(tmp_path, "Where do the models disagree on creativity in chemistry and biology?")
+    answer = section(text, "Answer")
+    # 4o: 274 (chemistry) + 179 (biology) = 453 over 45 items, o1-mini 296 + 150 = 446: 4o has the highest mean, but
+    # the paired test gives p = 0.94, so "first overall" would be a claim the data do not support
+    assert "first overall" not in text
+    assert (
+        "- **Where it differs:** By discipline, replay:openai/4o has the highest overall mean (the paired test does "
+        "not separate it from replay:o1-mini) but is not first in Biology (replay:llama3.3:latest first, "
+        "replay:openai/4o 2nd); Chemistry (replay:o1-mini first, replay:openai/4o 2nd). Biology alone holds a lead of "
+        "29 for replay:openai/4o over replay:o1-mini" in answer
+    )
+
+
 def test_a_ranking_request_states_the_verdict_first(tmp_path):
     text = _report(tmp_path, "Which model is the most creative in physics?")
     answer = section(text, "Answer").strip()
