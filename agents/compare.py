@@ -23,10 +23,10 @@ from typing import Any
 from ..core import CORPUS, InputError, Item, RunConfig, Score
 from ..core import call_in_worker
 from ..metric_pool import paired_test
-from ..reports import count_phrase, fmt2, fmt_p, order_stats, order_with_ties, rank_labels, tie_groups
+from ..reports import count_phrase, fmt2, fmt_p, order_stats, rank_labels, tie_groups
 from ..reports import ci_text
 from ..reports import Change, Comparison, RankRow, RunSide
-from .reporting import adjacent_pair_tests, ranking_stats
+from .reporting import adjacent_pair_tests, ranking_stats, separated_order
 
 __all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
 
@@ -345,8 +345,8 @@ def _answer(c: Comparison, groups: list[list[Any]]) -> list[str]:
     out = [ch.sentence() for ch in c.changes]
     if c.ranking and groups:
         out.append(
-            f"Ranked together by {c.metric} on the {count_phrase(len(c.shared_items), 'item')} every run shares: "
-            f"{order_with_ties(groups, c.higher_is_better)}."
+            f"Ranked together by {c.metric} on the {count_phrase(len(c.shared_items), 'item')} every run shares. "
+            + separated_order(groups, c.pairs, c.higher_is_better)
         )
         tested = [p for p in c.pairs if p.get("p") is not None]
         sep = [f"{p['a']} from {p['b']} (p = {p['p_value']})" for p in tested if p.get("significant")]

@@ -106,6 +106,12 @@ def test_compare_two_chemistry_runs_gives_hand_checkable_paired_tests(two_runs):
     )
     p1 = data["pairs"][0]["p_value"]
     assert f"It does not separate replay:o1-mini from replay:openai/4o (p = {p1})" in md
+    # neither adjacent pair is separated (p = 0.78 and 0.25 in chemistry): the order claims no '>'
+    assert (
+        f"Ranked together by {METRIC} on the 25 items every run shares. Full order (best first; '>': separated by the "
+        "paired test of the adjacent pair at the 5% level, '≈': not separated): replay:o1-mini ≈ replay:openai/4o ≈ "
+        "replay:phi4:latest." in md
+    )
     # the viewer page
     html = (folder / "index.html").read_text()
     assert '<table id="compare-changes">' in html and 'data-model="replay:o1-mini"' in html
