@@ -244,9 +244,14 @@ class JudgeReplyEvidence(_Evidence):
     (``injection_suspected`` when the judged text carries the judge's own
     output tags, D.14), ``prompt_hash`` (the full prompt sent, kept once per
     hash in the run folder's ``prompts.jsonl``, :mod:`sgieval.core.prompts`;
-    "" for records written before prompts were kept).  ``prompt`` carries that
-    prompt (:func:`~sgieval.core.prompts.prompt_record`) in memory until the
-    run store writes it; it is never part of the score's JSON."""
+    "" for records written before prompts were kept; the first attempt's when the
+    judge was asked again), ``prompt_hashes`` (the hash of the prompt of each
+    attempt, in order, one per reply in ``raw``: a retry after a parse error
+    sends the prompt, the earlier reply and the error, a prompt of its own;
+    [] for records written before retry prompts were kept).  ``prompt`` and
+    ``prompts`` carry those prompts
+    (:func:`~sgieval.core.prompts.prompt_record`) in memory until the run
+    store writes them; they are never part of the score's JSON."""
 
     kind: Literal["judge_reply"] = "judge_reply"
     judge: str = ""
@@ -258,6 +263,8 @@ class JudgeReplyEvidence(_Evidence):
     reasoning: list[str] = Field(default_factory=list)
     prompt_hash: str = ""
     prompt: dict[str, Any] | None = Field(default=None, exclude=True)
+    prompt_hashes: list[str] = Field(default_factory=list)
+    prompts: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
 
 class SandboxRunEvidence(_Evidence):

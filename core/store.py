@@ -305,7 +305,7 @@ class RunStore:
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
         """Append records as JSON lines and flush (masked by :attr:`secrets`).  Scores: the judge prompts their
-        evidence carries (``JudgeReplyEvidence.prompt``) are first written to ``prompts.jsonl``, once per hash.
+        evidence carries (``JudgeReplyEvidence.prompt`` and ``.prompts``, every attempt's) are first written to ``prompts.jsonl``, once per hash.
 
         Args:
             name: the record kind.
@@ -349,6 +349,7 @@ class RunStore:
                 p = getattr(e, "prompt", None)
                 if isinstance(p, dict):
                     found.append(p)
+                found += [q for q in getattr(e, "prompts", None) or [] if isinstance(q, dict)]
         self._write_prompts(found)
 
     def _move_prompts(self, responses: Sequence[BaseModel]) -> list[BaseModel]:

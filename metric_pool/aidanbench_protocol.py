@@ -308,7 +308,7 @@ async def _judge_int(
     loop; reasoning before the last ``</think>`` is not parsed, D.8); re-ask
     with the parse error shown on an unparsable reply.  Every reply is logged
     in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``, and the
-    ``prompt_hash`` of the prompt sent, kept in ``prompts`` by hash).  Raises
+    ``prompt_hash`` of the prompt that attempt sent, a retry's included, kept in ``prompts`` by hash).  Raises
     _JudgeFailure with the reason."""
     # one prompt family per judge kind (the instructions and bands come first, the same for every answer)
     with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
@@ -320,10 +320,13 @@ async def _judge_int(
             label=kind + " judge",
             retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
         )
-    h = (r.prompt or {}).get("hash")
-    if h and prompts is not None and r.prompt is not None:
-        prompts.setdefault(h, r.prompt)
+    sent = list(r.prompts) or ([r.prompt] if r.prompt is not None else [])
+    if prompts is not None:
+        for p in sent:
+            if p.get("hash"):
+                prompts.setdefault(p["hash"], p)
     for i, text in enumerate(r.raw, 1):
+        h = (sent[i - 1] if i <= len(sent) else r.prompt or {}).get("hash")
         raw_log.append(
             {
                 "answer_num": answer_num,

@@ -223,7 +223,9 @@ class JudgeReply(Generic[T]):
     path was left), ``reasoning`` (think text per attempt) and ``flags``
     (e.g. ``injection_suspected``, METRICS.md D.14); ``refused``: the provider
     refused (D.17: ``error`` is "refused: <its text>", asked once); ``prompt``:
-    the prompt as sent (:func:`sgieval.core.prompt_record`), None when unknown."""
+    the prompt of the first attempt as sent (:func:`sgieval.core.prompt_record`),
+    None when unknown; ``prompts``: the prompt of every attempt as sent, in order
+    (a parse retry is a prompt of its own); [] means ``[prompt]``."""
 
     judge: str
     parsed: T | None
@@ -237,6 +239,7 @@ class JudgeReply(Generic[T]):
     call_failed: bool = False
     refused: bool = False
     prompt: dict[str, Any] | None = None
+    prompts: list[dict[str, Any]] = field(default_factory=list)
 
     def evidence(self, **details: Any) -> JudgeReplyEvidence:
         """This reply as a typed ``judge_reply`` evidence record; ``details``
@@ -248,6 +251,7 @@ class JudgeReply(Generic[T]):
         Returns:
             The evidence record.
         """
+        prompts = list(self.prompts) or ([self.prompt] if self.prompt is not None else [])
         return JudgeReplyEvidence(
             judge=self.judge,
             raw=list(self.raw),
@@ -260,6 +264,8 @@ class JudgeReply(Generic[T]):
             details=details,
             prompt_hash=(self.prompt or {}).get("hash", ""),
             prompt=self.prompt,
+            prompt_hashes=[str(p.get("hash", "")) for p in prompts],
+            prompts=prompts,
         )
 
 
@@ -314,4 +320,5 @@ async def ask_judge(
         refused=r.refused,
         flags=injection_flags(*texts) + (["refused"] if r.refused else []),
         prompt=r.prompt,
+        prompts=r.prompts,
     )

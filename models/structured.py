@@ -257,10 +257,11 @@ class StructuredReply(Generic[T]):
     ``call_failed``: True when the model could not be reached (after the
     retries of :func:`~sgieval.models.calls.ainvoke`); ``refused``: True when
     the provider refused to answer (METRICS.md D.17: asked once, its text in
-    ``raw`` and ``error``); ``prompt``: the prompt of the call as sent
-    (:func:`sgieval.core.prompt_record`: ``{hash, messages, response_format}``;
-    a retry sends it again followed by the earlier reply and its parse error,
-    which ``raw`` and ``error`` hold)."""
+    ``raw`` and ``error``); ``prompt``: the prompt of the first call as sent
+    (:func:`sgieval.core.prompt_record`: ``{hash, messages, response_format}``);
+    ``prompts``: the prompt of every attempt as sent, in order (a retry sends
+    the prompt again followed by the earlier reply and its parse error, so
+    each retry is a prompt of its own with its own hash)."""
 
     model: str
     parsed: T | None
@@ -273,6 +274,7 @@ class StructuredReply(Generic[T]):
     call_failed: bool = False
     refused: bool = False
     prompt: dict[str, Any] | None = None
+    prompts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def sent_prompt(
@@ -412,6 +414,8 @@ async def ask_structured(
     while attempt < max_attempts:
         attempt += 1
         reply.attempts = attempt
+        first = attempt == 1 and reply.prompt is not None
+        sent = reply.prompt if first else sent_prompt(msgs, mode, schema, chat=model.chat)
         try:
             out = await ainvoke(caller, msgs)
         except ModelCallError as e:
@@ -425,6 +429,7 @@ async def ask_structured(
                 continue
             reply.error = f"{label} call failed: {e.message}"
             reply.call_failed = True
+            reply.prompts.append(sent)
             return reply
         refused = [p for p in ("response_format", "tools", "tool_choice") if p in (caller.dropped or {})]
         if mode in ("json_schema", "function_calling") and refused:
@@ -433,8 +438,11 @@ async def ask_structured(
             reply.note = f"native {mode} refused ({caller.dropped[refused[0]][:200]}); prompt-embedded schema used"
             caller, mode = model, "prompt"
             reply.mode = mode
+            sent = sent_prompt(msgs, "prompt", chat=model.chat)  # this reply was asked without the format
+            if attempt == 1:
+                reply.prompt = sent
             msgs = with_schema(base)
-            reply.prompt = sent_prompt(base, "prompt", chat=model.chat)  # this reply was asked without the format
+        reply.prompts.append(sent)
         refusal = refusal_text(out)
         if refusal is not None:
             # METRICS.md D.17: a provider refusal is recorded with its text; the same prompt is not asked again

@@ -262,10 +262,12 @@ def build_viewer_data(
         "answer_links": answer_links(report, items, scores_by_item(sc, rows, models, metrics, items)),
     }
     named = {
-        e.get("prompt_hash")
+        h
         for t in sc_text
         for e in t[1]
-        if isinstance(e, dict) and e.get("kind") == "judge_reply" and e.get("prompt_hash")
+        if isinstance(e, dict) and e.get("kind") == "judge_reply"
+        for h in [e.get("prompt_hash"), *(e.get("prompt_hashes") or [])]  # every attempt's prompt
+        if h
     }
     for t in row_text:  # a generation protocol's judge replies (metadata["judge_raw"]), one per answer and attempt
         raw = ((t[4] or {}).get("metadata") or {}).get("judge_raw")

@@ -720,6 +720,8 @@ async def judge_call(
         "flags": vote_injection_flags(candidate),
         "prompt_hash": (r.prompt or {}).get("hash", ""),
         "prompt": r.prompt,
+        "prompt_hashes": [str(p.get("hash", "")) for p in r.prompts],
+        "prompts": r.prompts,
     }
 
 
