@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -517,12 +517,15 @@ def items_needed_sentence(
     usage: dict[str, Any] | None,
     n_items: int,
     n_matching: int | None = None,
+    n_resamples: int = 10000,
 ) -> str:
     """The Answer's sentence on how many more items would separate the top two when the paired test does not
     (p >= 0.05), and what they would cost; "" when the top two are separated, untested or corpus-level.
 
     The count is :func:`sgieval.metric_pool.power.items_to_separate` on the paired per-item differences of the
-    leader minus the runner-up (level 5% two-sided, power 80%, the normal approximation it states).  The price
+    leader minus the runner-up (level 5% two-sided, power 80%, the normal approximation it states), raised to the
+    fewest items with which the paired permutation test can reach p < 0.05 at all when the run's items cannot
+    (:func:`smallest_permutation_p`: 4 items give at least p = 0.125), which the sentence then says.  The price
     per item is the run's estimate before any call (``usage["estimate"]``: its USD over its items), else the
     ledger's actual cost over the run's items; unknown prices are said to be unknown.
 
@@ -537,6 +540,7 @@ def items_needed_sentence(
         n_items: the run's items.
         n_matching: the catalog's items that match the run's selection filters (sampled or not), or None when
             the run did not record it; the sentence then says how many of the items needed the catalog holds.
+        n_resamples: the paired test's resamples (its flips are enumerated exactly when 2**n <= n_resamples).
 
     Returns:
         One sentence, or "".
@@ -559,37 +563,104 @@ def items_needed_sentence(
     keys = sorted(k for k in set(a) & set(b) if math.isfinite(a[k]) and math.isfinite(b[k]))
     if len(keys) < 2:
         return ""
-    need = items_to_separate([a[k] - b[k] for k in keys])
+    diffs = [a[k] - b[k] for k in keys]
+    need = items_to_separate(diffs)
     basis = (
         f"paired differences {best.model} minus {runner.model}: mean {need.mean_diff:.4g}, SD {need.sd_diff:.4g} "
         f"over {count_phrase(need.n_used)}"
     )
+    p_min = smallest_permutation_p(diffs, n_resamples)
+    zeros = sum(1 for d in diffs if d == 0)
+    floor = ""
+    if p_min >= 0.05 and need.mean_diff != 0:
+        fewest = MIN_ITEMS_FOR_P05 + zeros  # the differences that are 0 stay 0: they add no flip that counts
+        floor = (
+            f"With {count_phrase(need.n_used)} the paired permutation test cannot reach p < 0.05 at all: its "
+            f"smallest attainable p is 2/2^{need.n_used - zeros} = {p_min:.4f} (every difference of one sign"
+            + (
+                f"; {count_phrase(zeros, 'difference')} of 0 {'changes' if zeros == 1 else 'change'} nothing when flipped"
+                if zeros
+                else ""
+            )
+            + f"), and it needs at least {MIN_ITEMS_FOR_P05} items whose difference is not 0 "
+            f"(smallest p 2/2^{MIN_ITEMS_FOR_P05} = {2.0 ** (1 - MIN_ITEMS_FOR_P05):.4f})."
+        )
+        if need.n_total is None or need.n_total < fewest:
+            more = fewest - need.n_used
+            formula = (
+                f"the power formula ({METHOD}) asks for {count_phrase(need.n_total)}"
+                if need.n_total is not None
+                else f"the power formula gives no count: {need.reason}"
+            )
+            return (
+                f"{floor} About {more:,} more items of the same kind ({fewest:,} in all) are the fewest with which "
+                f"it could separate {best.model} from {runner.model}, if their differences keep one sign ({formula}; "
+                f"{basis}); {_cost_of(more, usage, n_items)}.{_held(n_matching, n_items, more)}"
+            )
     if need.n_total is None:
         return f"No number of items of the same kind would let the paired test separate them ({need.reason}; {basis})."
     more = need.n_total - need.n_used
     if more <= 0:
         return (
-            f"The power formula ({METHOD}) asks for {need.n_total:,} items, no more than the {need.n_used} used, "
-            f"yet the paired test did not separate them, so it gives no count of further items ({basis})."
-        )
-    per_item, source = _price_per_item(usage, n_items)
-    if per_item is None:
-        cost = f"their cost is not known: {source}"
-    else:
-        cost = f"about {more * per_item:.4f} USD at {per_item:.6f} USD per item ({source})"
-    held = ""
-    if n_matching is not None and n_matching >= n_items:
-        unused = n_matching - n_items
-        held = (
-            f" The catalog holds no more items of this kind: this run used all {n_matching:,} that match its selection."
-            if unused == 0
-            else f" The catalog holds {unused:,} more items of this kind (not used in this run), "
-            + ("enough." if unused >= more else f"fewer than the {more:,} needed.")
+            f"The power formula ({METHOD}) asks for {count_phrase(need.n_total)}, no more than the {need.n_used} "
+            f"used, yet the paired test did not separate them, so it gives no count of further items ({basis})."
         )
     return (
         f"About {more:,} more items of the same kind ({need.n_total:,} in all) would give the paired test 80% "
         f"power to separate {best.model} from {runner.model} at the 5% level, two-sided ({METHOD}; {basis}); "
-        f"{cost}.{held}"
+        f"{_cost_of(more, usage, n_items)}." + (f" {floor}" if floor else "") + _held(n_matching, n_items, more)
+    )
+
+
+MIN_ITEMS_FOR_P05 = 6
+"""The fewest items with a nonzero paired difference with which the exact two-sided sign-flip permutation test
+can give p < 0.05: its smallest p is 2/2^n (the observed signs and their full flip), 0.0625 at n = 5, 0.03125 at 6."""
+
+
+def smallest_permutation_p(diffs: Sequence[float], n_resamples: int = 10000) -> float:
+    """The smallest p the report's paired test (:func:`sgieval.metric_pool.aggregate.paired_test`, the two-sided
+    sign-flip permutation test of the mean difference, scipy ``permutation_test(permutation_type="samples")``)
+    can give on ``len(diffs)`` items, whatever their differences' magnitudes.
+
+    Exact enumeration (2**n <= ``n_resamples``): only the observed signs and their full flip reach the observed
+    |mean| when every nonzero difference has one sign, and flipping a difference of 0 changes nothing, so
+    p_min = 2 x 2^z / 2^n = 2/2^(n - z) for z differences of 0.  Randomised (2**n > ``n_resamples``): scipy's
+    p = 2 (1 + #resamples at least as extreme) / (n_resamples + 1) is at least 2/(n_resamples + 1).
+
+    Args:
+        diffs: the per-item paired differences (finite).
+        n_resamples: the test's resamples (>= 1).
+
+    Returns:
+        The smallest attainable p, in (0, 1]; 1.0 when every difference is 0 or there is one item.
+    """
+    n, z = len(diffs), sum(1 for d in diffs if d == 0)
+    if n - z == 0 or n == 1:
+        return 1.0
+    if 2**n <= n_resamples:
+        return min(1.0, 2.0 ** (1 + z - n))
+    return min(1.0, 2.0 / (n_resamples + 1))
+
+
+def _cost_of(more: int, usage: dict[str, Any] | None, n_items: int) -> str:
+    """What ``more`` items of the run's kind would cost, for the items-needed sentence."""
+    per_item, source = _price_per_item(usage, n_items)
+    if per_item is None:
+        return f"their cost is not known: {source}"
+    return f"about {more * per_item:.4f} USD at {per_item:.6f} USD per item ({source})"
+
+
+def _held(n_matching: int | None, n_items: int, more: int) -> str:
+    """Whether the catalog holds the ``more`` items, for the items-needed sentence ("" when not recorded)."""
+    if n_matching is None or n_matching < n_items:
+        return ""
+    unused = n_matching - n_items
+    if unused == 0:
+        return (
+            f" The catalog holds no more items of this kind: this run used all {n_matching:,} that match its selection."
+        )
+    return f" The catalog holds {unused:,} more items of this kind (not used in this run), " + (
+        "enough." if unused >= more else f"fewer than the {more:,} needed."
     )
 
 
@@ -1417,7 +1488,14 @@ async def build_report(
         ""
         if one
         else items_needed_sentence(
-            of_spec, spec, groups, pairs, usage, len(items), n_matching if isinstance(n_matching, int) else None
+            of_spec,
+            spec,
+            groups,
+            pairs,
+            usage,
+            len(items),
+            n_matching if isinstance(n_matching, int) else None,
+            n_resamples=n_resamples,
         )
     )
     if needed:

@@ -389,6 +389,38 @@ def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> s
     return (" > " if higher_is_better else " < ").join(" = ".join(name(x) for x in g) for g in groups)
 
 
+REASON_CHARS = 160
+"""The most characters of a failure reason quoted in a table cell or a sentence (:func:`clip_reason`)."""
+
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+def clip_reason(text: str, width: int = REASON_CHARS) -> str:
+    """A failure reason short enough for a table cell: whole when it fits in ``width`` characters, else cut at
+    the last word boundary before ``width``, ending in "…" and closing every parenthesis or bracket left open.
+
+    Args:
+        text: the reason (one line; whitespace runs count as one space).
+        width: the most characters of the reason kept before the "…" (>= 1).
+
+    Returns:
+        The reason, e.g. ``"no judge gave a valid reply (openai:gpt-4.1: unparsable…)"``.
+    """
+    one = " ".join(str(text).split())
+    if len(one) <= width:
+        return one
+    cut = one[: width + 1]
+    cut = cut[: cut.rfind(" ")] if " " in cut else one[:width]
+    cut = cut.rstrip(" ,;:-([{")
+    opened: list[str] = []
+    for c in cut:
+        if c in _CLOSING:
+            opened.append(_CLOSING[c])
+        elif opened and c == opened[-1]:
+            opened.pop()
+    return cut + "…" + "".join(reversed(opened))
+
+
 def unscored_reason(mine: list[Score]) -> str:
     """Why a model has no valid score for a metric, from its scores of that metric: e.g. "2 not applicable: no
     related works found", "3 failed (judge_error): timeout", "no score recorded".
@@ -406,12 +438,12 @@ def unscored_reason(mine: list[Score]) -> str:
     parts = []
     if na:
         why = next((s.error for s in na if s.error), "")
-        parts.append(f"{len(na)} not applicable" + (f": {why[:120]}" if why else ""))
+        parts.append(f"{len(na)} not applicable" + (f": {clip_reason(why)}" if why else ""))
     if failed:
         by = Counter(s.status for s in failed)
         what = ", ".join(f"{k} {v}" if len(by) > 1 else k for k, v in sorted(by.items()))
         why = next((s.error for s in failed if s.error), "")
-        parts.append(f"{len(failed)} failed ({what})" + (f": {why[:120]}" if why else ""))
+        parts.append(f"{len(failed)} failed ({what})" + (f": {clip_reason(why)}" if why else ""))
     return "; ".join(parts)
 
 
@@ -1247,7 +1279,7 @@ def assemble(
     top = pairs[0] if pairs else None
     comparison = top if top and top["p"] is not None else None
     limitations = [
-        f"{len(items)} items selected; "
+        f"{count_phrase(len(items))} selected; "
         + (
             "CIs are wide at this sample size."
             if len(items) < 30

@@ -58,6 +58,12 @@ def test_the_more_items_line_says_how_many_the_catalog_still_holds(tmp_path):
     line = next(ln for ln in answer.splitlines() if ln.startswith("- **More items:** "))
     more = re.match(r"- \*\*More items:\*\* About ([\d,]+) more items of the same kind", line)
     assert more is not None, line
+    # 5 items, one difference 0: the sign-flip test cannot reach p < 0.05 (2/2^4 = 0.125), and the line says so
+    assert (
+        ". With 5 items the paired permutation test cannot reach p < 0.05 at all: its smallest attainable p is "
+        "2/2^4 = 0.1250 (every difference of one sign; 1 difference of 0 changes nothing when flipped), and it "
+        "needs at least 6 items whose difference is not 0 (smallest p 2/2^6 = 0.0312). The catalog holds"
+    ) in line, line
     assert line.endswith(
         f" The catalog holds 20 more items of this kind (not used in this run), fewer than the {more.group(1)} needed."
     ), line
