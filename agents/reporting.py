@@ -303,6 +303,17 @@ def _leader_tests(
     return loose, f"each model tied for second ({', '.join(s.model for s in second)}) at the 5% level"
 
 
+def _separated_winner(
+    groups: list[list[ModelStat]], pairs: list[dict[str, Any]], leader_tests: dict[str, dict[str, Any]] | None
+) -> str | None:
+    """The verdict's winner: the model alone in first place that the paired test separates from every model of
+    second place (:func:`_leader_tests`), else None."""
+    if len(groups) < 2 or len(groups[0]) != 1:
+        return None
+    loose, _ = _leader_tests(groups, pairs or [], leader_tests)
+    return None if loose else groups[0][0].model
+
+
 def separated_order(groups: list[list[ModelStat]], pairs: list[dict[str, Any]], higher_is_better: bool = True) -> str:
     """The Answer's full order, grouped by the paired tests of adjacent models: ``>`` (``<`` when lower is
     better) between adjacent models the paired test separates at the 5% level, ``≈`` between adjacent models it
@@ -904,12 +915,61 @@ def header_facts(header: dict[str, Any], n_items: int, models: list[str]) -> str
     )
 
 
+ORDER_CLAIM = re.compile(
+    r"\b(?:is|are|was|were|comes?|came|ranks?|ranked|places?|placed|emerges?|stands?\s+out\s+as)\s+(?:as\s+)?"
+    r"(?:clearly\s+|the\s+|a\s+)*(?:best|first|top|strongest|winner|leader|most\s+\w+|highest[- ]ranked)\b"
+    r"|\b(?:outperform\w*|outscore\w*|beats?|wins?|superior|better\s+than|worse\s+than|the\s+winner)\b",
+    re.IGNORECASE,
+)
+"""Words that claim an order of models: "is the most rigorous", "ranks first", "outperforms", "better than"."""
+
+NEGATION = re.compile(r"\b(?:not|no|cannot|can't|neither|nor|without|whether)\b", re.IGNORECASE)
+
+
+def order_claims_supported(narrative: str, winner: str | None, models: Iterable[str]) -> list[str]:
+    """Sentences of ``narrative`` that claim an order of the target models (:data:`ORDER_CLAIM`, not negated)
+    which the paired tests do not establish: the first model a claiming sentence names must be ``winner``, the
+    leader the verdict's paired test separates from the runner-up (None when no model is established as first, so
+    no sentence may claim one).  A model is named by its full name or without its provider prefix.
+
+    Args:
+        narrative: the agent's summary.
+        winner: the verdict's separated leader, or None.
+        models: the target models.
+
+    Returns:
+        The unsupported sentences in narrative order; empty = the narrative passes.
+    """
+    names: dict[str, str] = {}
+    for m in models:
+        names[m.casefold()] = m
+        for cut in re.finditer(r"[:/]", m):
+            names.setdefault(m[cut.end() :].casefold(), m)
+    pattern = (
+        re.compile(
+            r"(?<![\w.:/-])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?![\w/-])",
+            re.IGNORECASE,
+        )
+        if names
+        else None
+    )
+    out = []
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", narrative):
+        if not ORDER_CLAIM.search(sentence) or NEGATION.search(sentence):
+            continue
+        first = pattern.search(sentence) if pattern is not None else None
+        named = names[first.group(1).casefold()] if first else None
+        if winner is None or named != winner:
+            out.append(sentence.strip())
+    return out
+
+
 NARRATIVE_SYSTEM = """You write a short summary for an evaluation report, read by a researcher after the report's
 fixed verdict (given below; do not contradict or repeat it). In 2-4 full sentences, say what the tables show that
 the verdict does not: where the models differ, how sure the result is. Use ONLY numbers, model names, metric names
 and facet values that appear verbatim in the tables given; name the target models exactly as in the tables. Call a
 difference significant or not significant only from the paired-test table (state its p); overlapping confidence
-intervals alone are not a test."""
+intervals alone are not a test. Call a model best, first or better than another only where the fixed verdict does."""
 
 CHECKED = "every number, model name, metric name and facet value it cites was checked against the report's tables and run facts"
 """What the fact check of an agent's narrative covers (the Answer's stamp)."""
@@ -923,6 +983,8 @@ async def llm_narrative(
     *,
     verdict: str = "",
     known: Iterable[str] = (),
+    models: Iterable[str] = (),
+    winner: str | None = None,
 ) -> tuple[str | None, list[str]]:
     """A summary from ``agent`` that passes the fact check: every number (:func:`numbers_supported`) and every
     name (:func:`names_supported`: models, metrics, facet values) it cites appears in ``tables_text``,
@@ -936,6 +998,9 @@ async def llm_narrative(
         header_text: the run facts (:func:`header_facts`).
         verdict: the Answer's fixed first item, shown to the agent so its text follows it.
         known: names the text may use (target models, metrics, facet values).
+        models: the target models, whose order the text may claim only as the paired tests establish it
+            (:func:`order_claims_supported`).
+        winner: the leader the verdict's paired test separates from the runner-up, None when none is.
 
     Returns:
         ``(text or None, notes)``: notes say why each attempt failed.
@@ -959,7 +1024,8 @@ async def llm_narrative(
             return None, notes
         bad = numbers_supported(text, tables_text, header_text)
         unknown = names_supported(text, "\n".join([tables_text, header_text, request, verdict]), known)
-        if text and not bad and not unknown:
+        claims = order_claims_supported(text, winner, models)
+        if text and not bad and not unknown and not claims:
             return text, notes
         why = []
         if not text:
@@ -968,12 +1034,21 @@ async def llm_narrative(
             why.append(f"cited numbers not in the tables: {bad[:5]}")
         if unknown:
             why.append(f"named models, metrics or facet values not in the report: {unknown[:5]}")
+        if claims:
+            why.append(
+                f"claimed an order of models the paired tests do not establish ({count_phrase(len(claims), 'sentence')})"
+            )
         notes.append(f"narrative attempt {attempt} " + " and ".join(why))
         fix = []
         if bad:
             fix.append(f"These numbers are not in the tables: {bad[:10]}.")
         if unknown:
             fix.append(f"These names are not in the report: {unknown[:10]}.")
+        if claims:
+            fix.append(
+                "These sentences claim an order of models the paired tests do not establish (see the fixed "
+                f"verdict): {claims[:5]}."
+            )
         msgs = msgs + [
             HumanMessage(
                 content=" ".join(fix or ["The text was empty."]) + " Rewrite using only the tables' numbers and names."
@@ -1536,6 +1611,8 @@ async def build_report(
             header_facts(header, len(items), models),
             verdict=verdict,
             known=dict.fromkeys(known),
+            models=models,
+            winner=_separated_winner(groups, pairs, leader_tests),
         )
         if text:
             answer.summary, answer.summary_by = text, f"agent model {agent.name}"

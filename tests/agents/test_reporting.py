@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from sgieval.agents.reporting import build_report, header_facts, numbers_supported
+from sgieval.agents.reporting import build_report, header_facts, numbers_supported, order_claims_supported
 from sgieval.reports.build import criterion_scores, rubric_breakdown
 from sgieval.core import Criterion, Item, MetricSpec, Response, Rubric, Score
 from sgieval.tests.conftest import scripted
@@ -214,11 +214,38 @@ def test_numbers_supported_checks_tables_and_header():
 
 
 def test_llm_narrative_may_cite_header_numbers(tmp_path):
-    narrative = "m-a is the most rigorous: mean 70 against 45 for m-b on 3 items (seed 7); logic 8 vs 4.50."
+    narrative = "m-a has mean 70 against 45 for m-b on 3 items (seed 7); logic 8 vs 4.50."
     agent = scripted("narrator", [narrative])
     text = report(tmp_path, agent=agent)
     assert f"- **Summary** (agent model narrator): {narrative}" in text
     assert "every number, model name, metric name and facet value it cites was checked" in text
+
+
+def test_llm_narrative_that_crowns_a_model_the_test_does_not_separate_falls_back(tmp_path):
+    # m-a leads m-b with p = 0.5000 (the verdict names no winner): "the most rigorous" and "outperforms" claim an
+    # order the data do not support, though every number and name in them is in the report
+    crowned = "m-a is the most rigorous: mean 70 against 45 for m-b."
+    beats = "On 3 items, m-a outperforms m-b (logic 8 vs 4.50)."
+    text = report(tmp_path, agent=scripted("narrator", [crowned, beats]))
+    assert crowned not in text and beats not in text and "- **Summary**" not in text
+    assert (
+        "narrative attempt 1 claimed an order of models the paired tests do not establish (1 sentence); narrative "
+        "attempt 2 claimed an order of models the paired tests do not establish (1 sentence)" in text
+    )
+
+
+def test_order_claims_are_checked_against_the_separated_winner():
+    models = ["openai:gpt-4o", "replay:o1-mini"]
+    claim = "o1-mini ranks first; its lead is mostly in Biology."
+    assert order_claims_supported(claim, None, models) == ["o1-mini ranks first;"]
+    assert order_claims_supported(claim, "replay:o1-mini", models) == []  # the test separates it: supported
+    # a claim for another model than the separated winner, in any spelling of its name
+    assert order_claims_supported("OpenAI:GPT-4o is better than o1-mini.", "replay:o1-mini", models) == [
+        "OpenAI:GPT-4o is better than o1-mini."
+    ]
+    # a negated claim, or a sentence without an order word, claims nothing
+    assert order_claims_supported("gpt-4o is not better than o1-mini (p = 0.78).", None, models) == []
+    assert order_claims_supported("o1-mini has the higher mean, 11.84 against 10.96.", None, models) == []
 
 
 def test_llm_narrative_with_invented_number_falls_back_to_template(tmp_path):
