@@ -398,6 +398,7 @@ async def aevaluate(
         config,
         run_dir=run_dir,
         invocation_kind="into" if run_dir is not None else "",
+        read_only=run_dir is not None and config.dry_run,  # an --into dry run reads the run folder only
         targets=targets,
         judges=judges,
         option_names=option_names(RunConfig, "api"),

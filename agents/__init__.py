@@ -35,6 +35,7 @@ _PUBLIC: dict[str, str] = {
     "new_run_id": "run",
     "questioning_step": "run",
     "reporting_step": "run",
+    "reading_scope": "run",
     "run_scope": "run",
     "metric_specs": "run_report",
     "model_servers": "run_report",

@@ -34,7 +34,7 @@ from ..models import (
     token_counter,
 )
 
-__all__ = ["estimate_run", "NARRATIVE_INPUT_TOKENS", "NARRATIVE_OUTPUT_TOKENS"]
+__all__ = ["estimate_run", "run_estimate", "NARRATIVE_INPUT_TOKENS", "NARRATIVE_OUTPUT_TOKENS"]
 
 NARRATIVE_INPUT_TOKENS = 3000
 """Input tokens of the report narrative call of the agent model (stated: the report's tables it reads are not
@@ -105,6 +105,8 @@ async def estimate_run(
     prices: Mapping[str, tuple[float, float]] | None = None,
     cache: Any = None,
     batch: bool = False,
+    stored: Mapping[tuple[str, str], Any] | None = None,
+    done: set[tuple[str, str, str]] | None = None,
 ) -> Estimate:
     """The estimate of a run before any call (module docstring).
 
@@ -121,6 +123,10 @@ async def estimate_run(
         prices: the run's user prices (USD per 1M input and output tokens).
         cache: the run's call cache (looked up, never written) or None when the run does not use it.
         batch: the run sends target and judge calls through batch APIs (``--batch``): priced at the batch rate.
+        stored: the Responses the run folder already holds, by (item id, target model): they are scored as
+            stored and their target is not called (``ask --into``, which reuses them).
+        done: the (item id, target model, metric spec) scores the run folder already holds: not scored again,
+            so their judge calls are not counted.
 
     Returns:
         The :class:`~sgieval.models.estimate.Estimate`: calls, input tokens, output tokens (typical and bound)
@@ -133,17 +139,18 @@ async def estimate_run(
     from .evaluation import infer, score_response
 
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
+    held = dict(stored or {})
     replays = [t for t in targets if t.is_replay]
-    stored: list[str] = []
+    texts: list[str] = []
     replayed: dict[tuple[str, str], Response] = {}
     for t in replays:
         for i in items:
             r = t.replay.respond(i, t.name)
             replayed[(t.name, i.id)] = r
             if r.ok and r.text:
-                stored.append(r.text)
+                texts.append(r.text)
     first_live = next((t.name for t in targets if not t.is_replay), "")
-    answer_tokens, answer_source = typical_answer_tokens(items, stored, first_live)
+    answer_tokens, answer_source = typical_answer_tokens(items, texts, first_live)
     live = {t.name: _stand_in(t, rehearsal, answer_tokens) for t in targets if not t.is_replay}
     if cache is not None:
         for t in targets:
@@ -177,10 +184,15 @@ async def estimate_run(
         )
     open_creativity = False
     not_run: dict[str, dict[str, int]] = {}
+    done = set(done or ())
     with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
         for t in targets:
             for i in items:
-                if t.is_replay:
+                kept = held.get((i.id, t.name))
+                exact = t.is_replay or kept is not None  # the answer is known: its judge prompts are exact
+                if kept is not None:
+                    resp = kept
+                elif t.is_replay:
                     resp = replayed[(t.name, i.id)]
                 else:
                     resp = await infer(i, live[t.name], ctx)
@@ -190,16 +202,16 @@ async def estimate_run(
                         reasons[reason] = reasons.get(reason, 0) + 1
                         continue
                     open_creativity = open_creativity or i.task == OPEN_CREATIVITY
-                if not resp.ok and not t.is_replay:
+                if not resp.ok and not exact:
                     resp = resp.model_copy(update={"status": "ok", "error": None})
                 for m in metrics if scoring else ():
                     before = len(rehearsal.calls)
-                    await score_response(i, resp, [m], ctx, set())
+                    await score_response(i, resp, [m], ctx, done)
                     if (
-                        not t.is_replay
+                        not exact
                         and len(rehearsal.calls) == before
                         and m.applies(i)
-                        and any(sp.kind != "objective" for sp in m.specs)
+                        and any(sp.kind != "objective" and (i.id, t.name, sp.name) not in done for sp in m.specs)
                         and ctx.judges_for(t.name)
                     ):
                         unrehearsed.setdefault(m.name, set()).add(i.id)
@@ -219,17 +231,17 @@ async def estimate_run(
         if row.role == "target" and row.model in not_run:
             row.note = "; ".join(f"not run on {n} item(s): {why}" for why, n in not_run[row.model].items())
     if agent is not None:
-        done = dict(agent_done or {})
+        made = dict(agent_done or {})
         rows.append(
             priced(
                 RoleEstimate(
                     model=agent.name,
                     role="agent",
-                    calls=int(done.get("calls", 0)) + 1,
-                    input_tokens=int(done.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS,
-                    output_tokens=int(done.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS,
-                    done_calls=int(done.get("calls", 0)),
-                    note=f"{int(done.get('calls', 0))} planning call(s) made, then the report narrative (1 call, a "
+                    calls=int(made.get("calls", 0)) + 1,
+                    input_tokens=int(made.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS,
+                    output_tokens=int(made.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS,
+                    done_calls=int(made.get("calls", 0)),
+                    note=f"{int(made.get('calls', 0))} planning call(s) made, then the report narrative (1 call, a "
                     f"second when its fact check fails; {NARRATIVE_INPUT_TOKENS:,} input tokens stated: its tables "
                     "are not known before the run)",
                 ),
@@ -268,6 +280,69 @@ def _no_embedding(texts: list[str]) -> Any:
     out = np.zeros((len(texts), 8), dtype=np.float32)
     out[:, 0] = 1.0
     return out
+
+
+OLD_INTO_NOTE = "ask --into: the rows count"
+"""The note of an ``--into`` estimate written by an sgieval that kept neither its invocation nor whether it was a
+dry run: such a line is not the run's estimate, and not known to be an invocation's."""
+
+
+def run_estimate(stored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The estimate of everything a run's invocations called, from its ``estimate.jsonl`` lines: the run's own
+    estimate (its last line of an ``ask``/``resume``), then the estimate of each ``ask --into`` invocation (its
+    last line, ``kind`` ``into``), added up per (model, role): calls, cached calls, tokens and USD (a USD or
+    output bound is None when one part's is).  The ledger the report sets beside it holds every invocation's
+    calls, so the sum is the figure to compare.
+
+    Args:
+        stored: the ``estimate.jsonl`` rows, in file order (:class:`~sgieval.models.estimate.Estimate` dumps,
+            with ``invocation`` and ``kind`` when the sgieval that wrote them kept them).
+
+    Returns:
+        The estimate (the one part as stored, or the sum with ``parts``: one phrase per part, and a note naming
+        them), or None when no line is an estimate of the run.
+    """
+    own = [e for e in stored if e.get("kind") in (None, "ask", "resume") and not _old_into(e)]
+    into: dict[str, Mapping[str, Any]] = {}
+    for e in stored:
+        if e.get("kind") == "into" and e.get("invocation"):
+            into[str(e["invocation"])] = e  # the last line of each invocation
+    parts = ([("the run's estimate", own[-1])] if own else []) + [
+        (f"the estimate of ask --into (invocation {inv})", e) for inv, e in into.items()
+    ]
+    if len(parts) <= 1:
+        return dict(parts[0][1]) if parts else None
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, e in parts:
+        for r in e.get("rows") or []:
+            key = (str(r.get("model")), str(r.get("role")))
+            if key not in rows:
+                rows[key] = dict(r)
+                continue
+            acc = rows[key]
+            for f in ("calls", "cached_calls", "input_tokens", "output_tokens", "done_calls"):
+                acc[f] = int(acc.get(f) or 0) + int(r.get(f) or 0)
+            for f in ("usd", "usd_bound", "output_bound"):
+                a, b = acc.get(f), r.get(f)
+                acc[f] = None if a is None or b is None else a + b
+            acc["note"] = "; ".join(n for n in dict.fromkeys([acc.get("note") or "", r.get("note") or ""]) if n)
+    first = parts[0][1]
+    names = ", then ".join(name for name, _ in parts)
+    notes = [f"Estimates added up per model and role: {names}"]
+    for _, e in parts:
+        notes += [n for n in e.get("notes") or [] if n not in notes]
+    est = Estimate(
+        rows=[RoleEstimate.model_validate(r) for r in rows.values()],
+        items=int(first.get("items") or 0),
+        tokenizer=str(first.get("tokenizer") or ""),
+        typical_output=str(first.get("typical_output") or ""),
+        notes=notes,
+    )
+    return {**est.model_dump(mode="json"), "lines": est.lines(), "parts": [name for name, _ in parts]}
+
+
+def _old_into(e: Mapping[str, Any]) -> bool:
+    return "kind" not in e and any(str(n).startswith(OLD_INTO_NOTE) for n in e.get("notes") or [])
 
 
 def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping[str, Any]]) -> list[Any]:

@@ -71,6 +71,7 @@ __all__ = [
     "into_config",
     "into_update",
     "check_added_judges",
+    "reading_scope",
     "run_scope",
     "start_invocation",
     "unique_models",
@@ -266,7 +267,7 @@ def into_update(state: State, rt: RunContext) -> Update:
     if rt.config.metric and rt.config.metric != plan.primary:
         items = _items(rt, state["selection"]["item_ids"])
         plan = _ranking_metric(rt, items, plan, state["selection"].get("request", rt.config.request))
-        for r in plan.custom:
+        for r in plan.custom if not rt.store.read_only else ():  # a dry run's store reads the folder only
             r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)
     check_added_judges(rt, state, plan)
     # the estimate is made again for what this invocation adds (an earlier invocation's is not this one's)
@@ -916,7 +917,11 @@ def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[st
 async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
     """The run's estimate before any call (:func:`sgieval.agents.estimate.estimate_run`): per (model, role) the
     calls, input tokens (counted on the target and judge prompts built for every item), output tokens and USD.
-    Kept in the run folder (``estimate.jsonl``, the latest line counts) for the report's cost section.
+    Kept in the run folder (``estimate.jsonl``) for the report's cost section, with the invocation it is of
+    (``invocation``, ``kind``).  An ``ask --into`` invocation counts only what it calls: the responses and scores the
+    run holds are reused (not counted), and the added judges' pass counts what they have not scored; its rows
+    without a call are left out (a note names them).  A run folder opened read-only (``--into`` under
+    ``--dry-run``) gets nothing written.
 
     Args:
         state: the graph state after the customisation (``selection``, ``metric_plan``).
@@ -943,13 +948,11 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
         for t in rt.ledger.totals().values():
             if t.model == rt.agent.name and t.role == "agent":
                 agent_done = {"calls": t.calls, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens}
-    est = await estimate_run(
-        items,
-        targets,
-        rt.judges,
-        _metrics(rt, items, plan),
-        agent=rt.agent,
-        agent_done=agent_done,
+    into = rt.invocation_kind == "into"
+    # an --into reuses what the run holds: its stored responses are not asked again, its scores not made again
+    stored = {(r.item_id, r.model): r for r in rt.store.read("responses")} if into else None
+    done = {(s.item_id, s.model, s.metric) for s in rt.store.read("scores")} if into else None
+    common: dict[str, Any] = dict(
         tools=rt.tools,
         options=rt.metric_options,
         allow_self_judge=rt.config.allow_self_judge,
@@ -957,29 +960,42 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
         cache=get_cache() if rt.config.use_cache else None,
         batch=rt.config.batch,
     )
+    est = await estimate_run(
+        items,
+        targets,
+        rt.judges,
+        _metrics(rt, items, plan),
+        agent=rt.agent,
+        agent_done=agent_done,
+        stored=stored,
+        done=done,
+        **common,
+    )
     if rt.added_judges:  # their pass: every target's stored responses, on the judge and rubric metrics
-        from .evaluation import judged_metrics
+        from .evaluation import ADDED_JUDGE_SCORES, JUDGED_KINDS, judged_metrics
 
-        extra = await estimate_run(
-            items,
-            targets,
-            rt.added_judges,
-            judged_metrics(_metrics(rt, items, plan)),
-            tools=rt.tools,
-            options=rt.metric_options,
-            allow_self_judge=rt.config.allow_self_judge,
-            prices=run_prices(rt),
-            cache=get_cache() if rt.config.use_cache else None,
-            batch=rt.config.batch,
-        )
-        est.rows += [r for r in extra.rows if r.role == "judge"]
-    if rt.invocation_kind == "into":
+        judged = judged_metrics(_metrics(rt, items, plan))
+        objective = {s.name for m in judged for s in m.specs if s.kind not in JUDGED_KINDS}  # the run's own
+        added_rows = rt.store.read(ADDED_JUDGE_SCORES)
+        for judge in rt.added_judges:  # one pass per judge, as the run scores them (score_added_judge)
+            mine = {(s.item_id, s.model, s.metric) for s in added_rows if s.judge == judge.name}
+            mine |= {(i.id, t.name, name) for i in items for t in targets for name in objective}
+            extra = await estimate_run(items, targets, [judge], judged, stored=stored, done=mine, **common)
+            est.rows += [r for r in extra.rows if r.role == "judge"]
+    if into:
+        idle = [r for r in est.rows if not (r.calls or r.cached_calls) and r.role != "agent"]
+        est.rows = [r for r in est.rows if r not in idle]
+        held = len(stored or {})
         est.notes.append(
-            "ask --into: the rows count the run's items for every target and judge of the run; what the run "
-            "already holds (responses, scores) is reused, not called again, so those rows are an upper bound"
+            f"ask --into: the {held} responses and {len(done or ())} scores the run holds are reused, not asked "
+            "again; the rows count only the calls this invocation makes"
+            + (f" (nothing to call for {', '.join(f'{r.model} ({r.role})' for r in idle)})" if idle else "")
         )
     out = {**est.model_dump(mode="json"), "lines": est.lines()}
-    rt.store.append_rows("estimate", [out])
+    if rt.store.invocation:  # which invocation this estimate is of (an --into's is kept beside the run's)
+        out.update(invocation=rt.store.invocation, kind=rt.invocation_kind or "ask")
+    if not rt.store.read_only:  # an --into under --dry-run reads the run folder only
+        rt.store.append_rows("estimate", [out])
     rt.estimate = out
     log.info("estimate", calls=est.calls, input_tokens=est.input_tokens, usd=est.usd)
     return out
@@ -1234,6 +1250,41 @@ def load_ledger(rt: RunContext) -> Ledger:
     ledger.recover(rt.store.read_rows("inflight"))
     ledger.on_send = lambda row: rt.store.append_rows("inflight", [row])
     return ledger
+
+
+@contextlib.contextmanager
+def reading_scope(rt: RunContext) -> Iterator[RunContext]:
+    """Activate run ``rt`` for reading it, as :func:`run_scope` does for running it (its settings, model-call
+    context and secrets), with nothing written: no lock, log line, invocation row or ledger journal, so an
+    ``ask --into RUN --dry-run`` leaves the run folder as it was.  The ledger holds the calls ``ledger.jsonl``
+    records (the agent's planning, for the estimate), journalled nowhere.
+
+    Args:
+        rt: the run context (its store is read-only).
+
+    Yields:
+        ``rt``, active.
+
+    Raises:
+        InputError: ``--budget`` with a model whose price is unknown (:func:`check_budget_prices`).
+    """
+    if rt.settings is None:
+        rt.settings = load_settings()
+    if rt.calls is None:
+        rt.calls = CallContext(
+            use_cache=rt.config.use_cache,
+            cache_path=current_call_context().cache_path,
+            limits={"*": rt.config.max_concurrency},
+            timeout_s=rt.config.timeout_s,
+        )
+    if rt.secrets is None:
+        rt.secrets = run_secrets(rt)
+    rt.calls.secrets = rt.secrets
+    with use_settings(rt.settings), call_context(rt.calls):
+        check_budget_prices(rt)
+        rt.ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
+        rt.ledger.merge(rt.store.read_rows("ledger"))
+        yield rt
 
 
 @contextlib.contextmanager

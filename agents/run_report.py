@@ -300,9 +300,11 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
                 f"rate: genai-prices' batch price where it lists one, else {BATCH_DISCOUNT:.0%} of the list price."
             )
     summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
-    estimates = rt.store.read_rows("estimate")
-    if estimates:
-        summ["estimate"] = estimates[-1]
+    from .estimate import run_estimate
+
+    estimate = run_estimate(rt.store.read_rows("estimate"))  # the run's, and each --into invocation's beside it
+    if estimate is not None:
+        summ["estimate"] = estimate
     return summ
 
 

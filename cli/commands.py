@@ -150,7 +150,8 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
     from ..graphs import check_request_models, execute, make_runtime
 
     try:
-        rt = make_runtime(config, run_dir=run_dir)
+        # an --into under --dry-run reads the run folder only: nothing in it is made or changed
+        rt = make_runtime(config, run_dir=run_dir, read_only=kind == "into" and config.dry_run)
     except SgievalError as e:
         fail(e)
     rt.argv, rt.invocation_kind = list(sys.argv[1:]), kind

@@ -32,6 +32,7 @@ from ..agents import (
     into_config,
     into_update,
     questioning_step,
+    reading_scope,
     reporting_step,
     run_scope,
 )
@@ -48,7 +49,7 @@ from ..agents import (  # noqa: F401 - re-exported: callers of the graph use the
 )
 from ..agents import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
 from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file
-from .checkpoints import open_saver
+from .checkpoints import open_saver, read_state
 
 __all__ = [
     "EvalState",
@@ -214,14 +215,10 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
         InputError: ``config.into`` names no run, its files cannot be read, or the additions are refused.
     """
     d = into_folder(config)
-    base = RunStore(d).read_config()
+    base = RunStore(d, read_only=True).read_config()
     base.out_dir = str(d.parent)
     check_state_file(d / "state.sqlite")
-    targets: list[str] = []
-    if (d / "state.sqlite").is_file():
-        async with open_saver(d / "state.sqlite") as saver:
-            snap = await build_graph(None, saver).aget_state({"configurable": {"thread_id": base.run_id}})
-        targets = list(snap.values.get("targets") or [])
+    targets = list(read_state(d / "state.sqlite", base.run_id).get("targets") or [])  # nothing made beside it
     return into_config(base, config, fields, targets, side=side), d
 
 
@@ -244,15 +241,43 @@ async def execute(
     Returns:
         The final graph state (:class:`EvalState` keys).
     """
+    if rt.invocation_kind == "into" and rt.config.dry_run:
+        return await _estimate_into(rt)
     if rt.invocation_kind == "into" and rt.added_judges and (rt.store.root / "state.sqlite").is_file():
         # refused before the invocation is recorded: a judge with nothing to score leaves the run as it was
-        async with open_saver(rt.store.root / "state.sqlite") as saver:
-            snap = await build_graph(None, saver).aget_state({"configurable": {"thread_id": rt.config.run_id}})
-        primary = (snap.values.get("metric_plan") or {}).get("primary")
+        values = read_state(rt.store.root / "state.sqlite", rt.config.run_id)
+        primary = (values.get("metric_plan") or {}).get("primary")
         if not (rt.config.metric and rt.config.metric != primary):  # a new ranking metric: checked once planned
-            check_added_judges(rt, snap.values)
+            check_added_judges(rt, values)
     with run_scope(rt, resume=resume or rt.invocation_kind == "into"):
         return await _drive(rt, confirm)
+
+
+async def _estimate_into(rt: RunContext) -> dict[str, Any]:
+    """``ask --into RUN --dry-run``: the metrics and the estimate of what the invocation would add, with the run
+    folder read as data (``RunStore(read_only=True)``, its checkpoint through :func:`read_state`): no record,
+    journal, log line, lock or checkpoint of the run is made or changed.
+
+    Args:
+        rt: the run context of the ``--into`` invocation (``rt.config.dry_run``).
+
+    Returns:
+        The run's graph state with ``estimate`` (:func:`sgieval.agents.run.estimate_step`), ``dry_run_metrics``
+        (the metric confirmation's payload) and ``confirmed`` False.
+
+    Raises:
+        InputError: as the invocation would (nothing to score for an added judge, a budget without prices, an
+            ``--until-settled`` that cannot run, the run has not chosen its items yet).
+    """
+    if not rt.store.read_only:
+        rt.store = RunStore(rt.store.root, read_only=True)
+    values = read_state(rt.store.root / "state.sqlite", rt.config.run_id)
+    with reading_scope(rt):
+        state = {**values, **into_update(values, rt)}
+        check_until_settled(state, rt)
+        estimate = await estimate_step(state, rt)
+        metrics = confirmation(state, rt, show=True) or {}
+    return {**state, "confirmed": False, "estimate": estimate, "dry_run_metrics": metrics}
 
 
 async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict[str, Any]:

@@ -339,7 +339,8 @@ def test_a_dry_run_of_an_added_judge_estimates_its_calls_and_adds_nothing(served
     est = sgieval.evaluate(judge="openai:judge2", into=run_dir, base_url=mock.url, dry_run=True).estimate
     # the added judge's pass: 4 (target, item) pairs x 3 calls
     assert [r["calls"] for r in est["rows"] if r["model"] == "openai:judge2" and r["role"] == "judge"] == [12]
-    assert any(n.startswith("ask --into: the rows count") for n in est["notes"])
+    assert [(r["model"], r["role"]) for r in est["rows"]] == [("openai:judge2", "judge")]  # the run's: all done
+    assert any(n.startswith("ask --into: the 4 responses and 56 scores the run holds are reused") for n in est["notes"])
     assert mock.stats()["served"] == 16
     assert (run_dir / "config.json").read_text() == config  # the judge is not recorded as added
     assert [r["kind"] for r in _rows(run_dir / "invocations.jsonl")] == ["ask"]
