@@ -23,19 +23,23 @@ def prompt_hash(
     messages: Sequence[dict[str, Any]],
     response_format: dict[str, Any] | None = None,
     tools: Sequence[dict[str, Any]] | None = None,
+    tool_choice: Any = None,
 ) -> str:
     """The hash naming a prompt: SHA-256 of its canonical JSON (keys sorted, no spaces, UTF-8), first
-    :data:`PROMPT_HASH_CHARS` hex characters.  ``tools`` count only when there are some, so a prompt sent
-    without tools hashes as it did before tools were kept.
+    :data:`PROMPT_HASH_CHARS` hex characters.  ``tools`` and ``tool_choice`` count only when given, so a
+    prompt sent without them hashes as it did before they were kept.
 
     Args:
         messages: the messages as sent, ``[{"role": "system"|"user"|"assistant"|"tool", "content": str | list,
             ...}, ...]`` (an assistant turn with its ``tool_calls``, a tool turn with its ``tool_call_id``).
-        response_format: the native structured-output format sent with them (``{"mode": "json_schema"|
-            "function_calling", "name": schema name, "schema": JSON schema}``), or None for a plain prompt.
+        response_format: the request's ``response_format`` for a native structured-output call, as sent
+            (``{"type": "json_schema", "json_schema": {"name": schema name, "schema": JSON schema, ...}}``), or
+            None for a plain prompt.
         tools: the tool definitions sent with them, as the provider received them (OpenAI: ``[{"type":
             "function", "function": {"name", "description", "parameters": JSON schema}}, ...]``); None or []
             for a call without tools.
+        tool_choice: the request's ``tool_choice`` as sent (a native ``function_calling`` call forces its
+            tool: ``{"type": "function", "function": {"name": ...}}``), None when not sent.
 
     Returns:
         A lower-case hex string of :data:`PROMPT_HASH_CHARS` characters; equal prompts give equal hashes.
@@ -43,6 +47,8 @@ def prompt_hash(
     body: dict[str, Any] = {"messages": list(messages), "response_format": response_format}
     if tools:
         body["tools"] = list(tools)
+    if tool_choice is not None:
+        body["tool_choice"] = tool_choice
     data = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:PROMPT_HASH_CHARS]
 
@@ -51,25 +57,29 @@ def prompt_record(
     messages: Sequence[dict[str, Any]],
     response_format: dict[str, Any] | None = None,
     tools: Sequence[dict[str, Any]] | None = None,
+    tool_choice: Any = None,
 ) -> dict[str, Any]:
-    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format", "tools"}``
-    (``response_format`` only when given, ``tools`` only when there are some), the hash by :func:`prompt_hash`
-    over all of them.
+    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format", "tools", "tool_choice"}``
+    (``response_format`` and ``tool_choice`` only when given, ``tools`` only when there are some), the hash by
+    :func:`prompt_hash` over all of them.
 
     Args:
         messages: as :func:`prompt_hash`.
         response_format: as :func:`prompt_hash`.
         tools: as :func:`prompt_hash`.
+        tool_choice: as :func:`prompt_hash`.
 
     Returns:
         The record as a JSON-ready dict.
     """
     out: dict[str, Any] = {
-        "hash": prompt_hash(messages, response_format, tools),
+        "hash": prompt_hash(messages, response_format, tools, tool_choice),
         "messages": [dict(m) for m in messages],
     }
     if response_format is not None:
         out["response_format"] = response_format
     if tools:
         out["tools"] = [dict(t) for t in tools]
+    if tool_choice is not None:
+        out["tool_choice"] = tool_choice
     return out

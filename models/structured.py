@@ -284,38 +284,57 @@ def sent_prompt(
     *,
     chat: Any = None,
     tools: Sequence[dict[str, Any]] | None = None,
+    bound: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode``: the
-    messages as the provider received them, the tool definitions sent with them and, for a native mode
-    (``json_schema``, ``function_calling``), the response format the schema was bound with
-    (``{mode, name, schema}``).
+    """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode``, in the form
+    the provider received it: the messages, the tool definitions sent with them and, for the native
+    ``json_schema`` mode, the ``response_format`` object of the request (``{"type": "json_schema",
+    "json_schema": {"name", "schema", ...}}``); for the native ``function_calling`` mode, the forced tool as
+    ``tools`` and the request's ``tool_choice``.
 
-    The messages are those of the request body when ``chat`` builds it itself (a chat model with
-    ``sent_payload``, e.g. :class:`~sgieval.models.openai_direct.ChatOpenAIDirect`: tool turns, empty
+    The messages and the format are those of the request body when ``chat`` builds it itself (a chat model
+    with ``sent_payload``, e.g. :class:`~sgieval.models.openai_direct.ChatOpenAIDirect`: tool turns, empty
     assistant contents and system roles exactly as on the wire), else LangChain's OpenAI-style conversion
-    (``convert_to_openai_messages``).
+    (``convert_to_openai_messages``) and the keywords the schema was bound with.
 
     Args:
         messages: the messages sent.
         mode: the structured-output mode used.
-        schema: the schema bound, for a native mode.
+        schema: the schema bound, for a native mode (the format when ``bound`` does not hold it).
         chat: the chat model they were sent to (None: the OpenAI-style conversion).
         tools: the tool definitions sent with them (:func:`~sgieval.models.tool_loop.tool_definitions`),
             None or [] for a call without tools.
+        bound: the call's keywords as bound to the chat model for a native mode (``response_format``, or
+            ``tools`` and ``tool_choice``: :func:`native_structured`'s binding); ignored in other modes.
 
     Returns:
         The prompt record.
     """
-    fmt = None
-    if mode in ("json_schema", "function_calling") and isinstance(schema, type) and issubclass(schema, BaseModel):
-        fmt = {"mode": mode, "name": schema.__name__, "schema": schema.model_json_schema()}
+    native = mode in ("json_schema", "function_calling")
+    kwargs = dict(bound or {}) if native else {}
     build = getattr(chat, "sent_payload", None)
     if callable(build):
-        sent = [dict(m) for m in build(list(messages)).get("messages") or []]
+        body = build(list(messages), **kwargs)
+        sent = [dict(m) for m in body.get("messages") or []]
     else:
+        body = kwargs
         msgs = convert_to_openai_messages(list(messages))
         sent = [dict(m) for m in (msgs if isinstance(msgs, list) else [msgs])]
-    return prompt_record(sent, fmt, tools)
+    fmt: dict[str, Any] | None = None
+    choice: Any = None
+    if mode == "json_schema":
+        rf = body.get("response_format")
+        if isinstance(rf, dict):
+            fmt = rf
+        elif isinstance(schema, type) and issubclass(schema, BaseModel):
+            fmt = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            }
+    elif mode == "function_calling":
+        tools = [dict(t) for t in body.get("tools") or []] or tools
+        choice = body.get("tool_choice")
+    return prompt_record(sent, fmt, tools, tool_choice=choice)
 
 
 def _with_system(msgs: list[BaseMessage], extra: str) -> list[BaseMessage]:
@@ -403,7 +422,7 @@ async def ask_structured(
 
     msgs = base if mode != "prompt" else with_schema(base)
     reply: StructuredReply[T] = StructuredReply(model=model.name, parsed=None, mode=mode)
-    reply.prompt = sent_prompt(msgs, mode, schema, chat=model.chat)
+    reply.prompt = sent_prompt(msgs, mode, schema, chat=model.chat, bound=getattr(caller.chat, "kwargs", None))
 
     def read(text: str) -> Any:
         if parse is not None:
@@ -415,7 +434,11 @@ async def ask_structured(
         attempt += 1
         reply.attempts = attempt
         first = attempt == 1 and reply.prompt is not None
-        sent = reply.prompt if first else sent_prompt(msgs, mode, schema, chat=model.chat)
+        sent = (
+            reply.prompt
+            if first
+            else sent_prompt(msgs, mode, schema, chat=model.chat, bound=getattr(caller.chat, "kwargs", None))
+        )
         try:
             out = await ainvoke(caller, msgs)
         except ModelCallError as e:

@@ -273,7 +273,7 @@ def build_viewer_data(
         raw = ((t[4] or {}).get("metadata") or {}).get("judge_raw")
         named.update(e["prompt_hash"] for e in raw or [] if isinstance(e, dict) and e.get("prompt_hash"))
     kept = {
-        h: {k: v for k, v in p.items() if k in ("messages", "response_format", "tools")}
+        h: {k: v for k, v in p.items() if k in ("messages", "response_format", "tools", "tool_choice")}
         for h, p in (prompts or {}).items()
         if h in named
     }

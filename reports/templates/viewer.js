@@ -719,7 +719,7 @@
             el('div', {cls: 'muted', text: f.description || ''}),
             el('pre', {text: JSON.stringify(f.parameters || f.input_schema || {}, null, 2)}));
         })) : null,
-      rf ? el('details', null, el('summary', {text: 'response format: ' + rf.name + ' (' + rf.mode + ')'}), el('pre', {text: JSON.stringify(rf.schema, null, 2)})) : null);
+      rf ? el('details', null, el('summary', {text: 'response format: ' + (rf.json_schema ? rf.json_schema.name : rf.name) + ' (' + (rf.type || rf.mode) + ')'}), el('pre', {text: JSON.stringify(rf.json_schema ? rf.json_schema.schema : rf.schema, null, 2)})) : null);
   }
   function answerList(rk) {   // a stored answer list: each answer's coherence and novelty, the rejected one marked
     var r = rows[rk], t = T.rows[rk], texts = (t[4] || {}).answers;

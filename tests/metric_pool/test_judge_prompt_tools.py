@@ -172,7 +172,7 @@ async def test_the_structured_call_after_tool_use_stores_its_messages_and_format
     assert s.value == 60.0 and "tools" in first and "tools" not in last
     p = s.evidence[0].prompt
     assert p["messages"] == last["messages"] and p["messages"][-1]["content"].startswith("Tool use is over")
-    assert "tools" not in p and p["response_format"]["schema"] == last["response_format"]["json_schema"]["schema"]
+    assert "tools" not in p and p["response_format"] == last["response_format"]  # the wire form, as sent
     assert p["hash"] == prompt_hash(p["messages"], p["response_format"])
 
 

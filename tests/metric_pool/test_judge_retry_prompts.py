@@ -86,7 +86,7 @@ def test_every_attempt_of_a_judge_call_stores_its_prompt(tmp_path):
         p = prompts[h]
         # stored as the provider received it: the request body's messages and format, hashed over both
         assert p["messages"] == sent["messages"]
-        assert p["response_format"]["schema"] == sent["response_format"]["json_schema"]["schema"]
+        assert p["response_format"] == sent["response_format"]
         assert h == prompt_hash(p["messages"], p["response_format"])
     third = prompts[ev["prompt_hashes"][2]]["messages"]
     assert third[4] == {"role": "assistant", "content": "I cannot decide."}
