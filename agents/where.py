@@ -215,14 +215,14 @@ def where_report(
             ]
             named_values |= {r.value for r in notfirst}
             if notfirst:
-                overall = (
+                standing = (
                     "is first overall but not in"
                     if separated
                     else f"has the highest overall mean (the paired test does not separate it from {ranked[1][0]}) "
                     "but is not first in"
                 )
                 sentences.append(
-                    f"By {facet}, {winner} {overall} "
+                    f"By {facet}, {winner} {standing} "
                     + "; ".join(
                         f"{r.value} ({' and '.join(r.first)} first, {winner} {_ordinal(r.rank_of[winner])})"
                         for r in notfirst
