@@ -1295,18 +1295,23 @@ def usage_section(summ: dict[str, Any]) -> Section:
     """ "Cost and usage" from a ledger summary (``models.accounting.Ledger.summary()``: ``rows`` and ``total``
     per (model, role) with calls, cached, failed, tokens, latency in s, cost in USD or None; ``budget_usd``,
     ``spent_usd``, ``stopped``; ``prices``: where the prices come from; ``interrupted``: calls sent, never
-    answered).  Unknown prices show as n/a, never 0."""
+    answered); ``estimate``: the estimate made before any call, shown beside the actual figures, also when the
+    run made no call).  Unknown prices show as n/a, never 0."""
     if not summ.get("rows"):
-        return Section(
-            "usage",
-            "Cost and usage",
-            [
-                Text(
-                    "No model calls were made (replayed responses and objective metrics only, or every call "
-                    "served from the cache)."
-                )
-            ],
-        )
+        est = summ.get("estimate") if isinstance(summ.get("estimate"), dict) else None
+        blocks_none: list[Any] = [
+            Text(
+                "No model calls were made (replayed responses and objective metrics only, or every call "
+                "served from the cache)."
+            )
+        ]
+        if est and est.get("rows"):  # calls were estimated, none was made (every one served from the cache)
+            blocks_none += estimate_blocks(est, [])
+        elif est:  # estimate.jsonl is a file of the run folder: data, its lines shown only when they are text
+            lines = [str(x).strip().rstrip(".") for x in est.get("lines") or [] if isinstance(x, str) and x.strip()]
+            if lines:
+                blocks_none.append(Text(f"The estimate made before any call agrees: {'; '.join(lines)}."))
+        return Section("usage", "Cost and usage", blocks_none)
 
     def row(t: dict[str, Any]) -> list[Any]:
         return [

@@ -142,3 +142,57 @@ def test_one_item_is_singular(tmp_path):
     assert "| K | all matches (selected 1 item; sampling all, seed 0) |" in text
     assert "- 1 item selected; CIs are wide at this sample size." in text
     assert "1 items" not in text
+
+
+def test_a_run_without_calls_shows_its_estimate_beside_the_actual(tmp_path):
+    """README command (1) replays the stored SciAidanBench answers: no model call, and the estimate made before
+    any call (estimate.jsonl: no call on the 25 items) is shown beside that, as for a live run."""
+    from typer.testing import CliRunner
+
+    from sgieval.cli import app
+
+    res = CliRunner().invoke(
+        app, ["ask", "Which model is the most creative in chemistry?", "--yes", "--out", str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    usage = (run / "report.md").read_text().split("## Cost and usage\n", 1)[1].split("\n## ", 1)[0]
+    assert usage.strip().splitlines() == [
+        "No model calls were made (replayed responses and objective metrics only, or every call served from the "
+        "cache).",
+        "",
+        "The estimate made before any call agrees: no model call on the 25 items: every target is replayed and no "
+        "metric of the plan asks a judge (or no judge is configured).",
+    ]
+
+
+def test_calls_estimated_but_none_made_show_the_estimate_table(tmp_path):
+    """An estimate that counted calls, none of which was made (every reply from the call cache): its table with
+    the actual 0 beside each figure."""
+    estimate = {
+        "rows": [{"model": "openai:judge", "role": "judge", "calls": 8, "input_tokens": 9454, "output_tokens": 2000}],
+        "items": 4,
+        "tokenizer": "approximation: 1 token per 4 characters",
+        "typical_output": "typical judge output 250 tokens per structured reply (stated)",
+        "notes": [],
+    }
+    its = [Item(id=f"g/{i}", benchmark="jsonl", task="generic", discipline="physics", prompt=f"q{i}") for i in range(2)]
+    path = asyncio.run(
+        build_report(
+            tmp_path,
+            header=header(2),
+            items=its,
+            responses=[Response(item_id=i.id, model="m-a", text="...") for i in its],
+            scores=[Score(item_id=i.id, model="m-a", metric="score", value=5.0, rationale="r") for i in its],
+            specs=[SCORE],
+            primary="score",
+            models=["m-a"],
+            n_resamples=99,
+            seed=0,
+            usage={"rows": [], "estimate": estimate},
+        )
+    )
+    usage = path.read_text().split("## Cost and usage\n", 1)[1].split("\n## ", 1)[0]
+    assert "No model calls were made" in usage
+    assert "| openai:judge | judge | 8 | 0 | 9454 | 0 | 2000 | 0 | n/a | 0.0000 |" in usage
+    assert "Estimate made before any call, beside what the run used" in usage
