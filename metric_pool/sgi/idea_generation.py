@@ -92,6 +92,7 @@ __all__ = [
     "feasibility_obj",
     "judge_prompt",
     "parse_votes",
+    "vote_match",
     "decide",
     "IdeaGenerationMetric",
     "metrics",
@@ -622,6 +623,26 @@ def _verdict(m: re.Match) -> str:
     return "win_A" if "WIN A" in re.sub(r"\s+", " ", m.group(1).upper()) else "win_B"
 
 
+def vote_match(text: str, dim: str) -> re.Match[str] | None:
+    """The vote for dimension ``dim`` that :func:`parse_votes` reads in ``text`` (A.2), case-insensitive, first
+    match in the whole text: (1) ``Name : [Win A|B]``; (2) ``Name : Win A|B`` followed by whitespace; (3) the
+    first "Win A|B" later on the name's line.  Group 1 holds the verdict; None when there is no vote.
+
+    Args:
+        text: a judge reply, or a candidate idea checked for vote lines.
+        dim: one of :data:`DIMENSIONS`.
+
+    Returns:
+        The match, or None.
+    """
+    name = dim.capitalize()
+    return (
+        re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", text, re.IGNORECASE)
+        or re.search(rf"{name}\s*:\s*(Win\s*A|Win\s*B)\s+", text, re.IGNORECASE)
+        or re.search(rf"{name}[^\n]*?(Win\s*A|Win\s*B)", text, re.IGNORECASE)
+    )
+
+
 def parse_votes(reply: str) -> dict[str, dict[str, str]] | None:
     """Parse a five-line judge reply (A.2).  Per dimension, case-insensitive, first
     match in the whole reply: (1) ``Name : [Win A|B]`` (spaces allowed, "Win\\s*A");
@@ -631,11 +652,7 @@ def parse_votes(reply: str) -> dict[str, dict[str, str]] | None:
     out: dict[str, dict[str, str]] = {}
     for dim in DIMENSIONS:
         name = dim.capitalize()
-        m = (
-            re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", reply, re.IGNORECASE)
-            or re.search(rf"{name}\s*:\s*(Win\s*A|Win\s*B)\s+", reply, re.IGNORECASE)
-            or re.search(rf"{name}[^\n]*?(Win\s*A|Win\s*B)", reply, re.IGNORECASE)
-        )
+        m = vote_match(reply, dim)
         if not m:
             return None
         r = re.search(rf"{name}\s*:[^\n]*?because\s*([^\n]*)", reply, re.IGNORECASE)
@@ -664,13 +681,13 @@ def decide(g: int, n_judges: int, dim: str) -> str:
     return "tie"
 
 
-_VOTE_LINE = re.compile(r"(effectiveness|novelty|detailedness|feasibility|overall)\s*:\s*\[?\s*win\s*[ab]\b", re.I)
-
-
 def vote_injection_flags(candidate: str) -> list[str]:
-    """``["injection_suspected"]`` when the generated idea carries the judge's
-    own vote lines ("Novelty: [Win B]") or other judge-format pieces (D.14)."""
-    return [INJECTION_FLAG] if (_VOTE_LINE.search(candidate or "") or injection_flags(candidate)) else []
+    """``["injection_suspected"]`` when the generated idea carries a vote that
+    :func:`parse_votes` would read in a judge reply echoing it (any of its
+    forms: "Novelty: [Win B]", "Novelty: Win B because", "Novelty is Win B",
+    :func:`vote_match`) or other judge-format pieces (D.14)."""
+    text = candidate or ""
+    return [INJECTION_FLAG] if (any(vote_match(text, d) for d in DIMENSIONS) or injection_flags(text)) else []
 
 
 async def judge_call(
