@@ -157,6 +157,10 @@ async def estimate_run(
             if not t.is_replay and not should_cache(t, None):
                 live[t.name].chat.real = None  # a call the run does not cache: never served from it
     stand_in_judges = [_stand_in(j, rehearsal, answer_tokens) for j in judges]
+    if cache is not None:
+        for j, s in zip(judges, stand_in_judges):
+            if not should_cache(j, None):
+                s.chat.real = None  # a judge call the run does not cache: never served from it
     # a metric reaches a model only through a judge of its scoring context: without a judge, scoring the
     # rehearsed answers would send nothing, so the metrics are not run (on 1,000 items that is most of the
     # estimate's time: every objective metric parsing every stand-in answer)

@@ -393,7 +393,8 @@ INTERRUPTED = (
 class Totals:
     """Totals for one (model, role).  ``calls`` counts calls made (cache hits
     excluded, failures included); ``cost`` sums known costs in USD (None when
-    no call had a known cost); ``unpriced_calls`` counts successful calls whose
+    no call had a known cost; 0.0 when every call was served by the call
+    cache); ``unpriced_calls`` counts successful calls whose
     cost is unknown; ``latency_s`` sums per-call wall seconds;
     ``cache_read_tokens``: the input tokens the provider served from its prompt
     cache (part of ``input_tokens``, priced at the cached rate)."""
@@ -646,6 +647,9 @@ class Ledger:
                 t.unpriced_calls += 1
             else:
                 t.cost = (t.cost or 0.0) + r.cost
+        for t in out.values():
+            if t.cost is None and not t.calls and t.cached_calls:
+                t.cost = 0.0  # every call served by the call cache: nothing paid, whatever the price
         return out
 
     def total(self) -> Totals:

@@ -14,7 +14,9 @@ messages, the bound ``tools``, ``tool_choice`` and ``response_format``) and answ
   whole budget: the judge's calls are counted as the upper bound (every tool round used, then the
   structured reply);
 - any other judge call (a structured reply, a text-format verdict) by raising :class:`RehearsalStop`: the
-  call is recorded and the code that asked goes on as after a failed call, so no parse retry is counted.
+  call is recorded (as cached when the call cache holds the reply of the same call of the real judge, bound to
+  the same response format) and the code that asked goes on as after a failed call, so no parse retry is
+  counted.
 
 Tokens are counted on the text of each recorded body (:func:`request_text`: every message's role, content
 and tool calls, the tools' and the response format's JSON) with a tokenizer per provider
@@ -78,6 +80,11 @@ TOOL_TURN_TOKENS = 40
 TOOL_RESULT_TOKENS = 400
 """Typical input tokens of one tool result a judge reads back (stated: the offline web search's results
 measure about 1,300 characters; a tool result is clipped at 4,000 characters, about 1,000 tokens)."""
+
+REAL_CALLER = "_sgieval_real_caller"
+"""The binding keyword under which a rehearsal judge's structured binding carries the real judge bound the same
+way (:func:`sgieval.models.structured.native_structured`), whose call cache key the rehearsal looks up; never
+sent (a rehearsal sends nothing)."""
 
 REHEARSAL_TOOL = "rehearsal_tool_round"
 """The tool a rehearsal judge calls in each tool round: it is offered to no one, so the tool loop refuses it
@@ -208,7 +215,7 @@ class Rehearsal:
 
     ``counter_for(model)``: the token counter of each model (:func:`token_counter`); ``answer_tokens``: the
     typical answer length of a target (tokens) for an item prompt; ``cache``: the run's call cache (or None) and
-    ``cache_key(model, messages)`` its key function, looked up (never written) for target calls."""
+    ``cache_key(model, messages)`` its key function, looked up (never written) for target calls and judge replies."""
 
     counter_for: Callable[[str], TokenCounter] = token_counter
     calls: list[CallPlan] = field(default_factory=list)
@@ -303,7 +310,14 @@ class RehearsalChat(BaseChatModel):
 
         from .openai_direct import json_schema_format
 
-        return self.bind(response_format=json_schema_format(schema)) | JsonOutputParser()
+        extra: dict[str, Any] = {}
+        if self.real is not None and self.rehearsal.cache is not None:
+            from .structured import native_structured
+
+            got = native_structured(self.real, schema)  # the real judge bound as the run binds it: its cache key
+            if got is not None and got[1] == "json_schema":
+                extra[REAL_CALLER] = got[0]
+        return self.bind(response_format=json_schema_format(schema), **extra) | JsonOutputParser()
 
     def _record(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
         from .openai_direct import message_dict
@@ -337,7 +351,13 @@ class RehearsalChat(BaseChatModel):
             )
             call = {"name": REHEARSAL_TOOL, "args": {}, "id": f"rehearsal_{len(rh.calls)}"}
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
-        rh.calls.append(CallPlan(self.label, self.role, body, n_in, JUDGE_REPLY_TOKENS, self.max_tokens))
+        cached = False
+        if rh.cache is not None and rh.cache_key is not None and self.real is not None:
+            # the call the run sends: the real model bound to the same response format (json_schema), or the
+            # real model itself (a text-format verdict); its reply in the call cache is served, not called
+            caller = kwargs.get(REAL_CALLER) if "response_format" in body else None if structured else self.real
+            cached = caller is not None and rh.cache.get(rh.cache_key(caller, messages)) is not None
+        rh.calls.append(CallPlan(self.label, self.role, body, n_in, JUDGE_REPLY_TOKENS, self.max_tokens, cached))
         raise RehearsalStop(f"rehearsal: the {self.role} call of {self.label} was recorded, not sent")
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:

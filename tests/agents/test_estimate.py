@@ -243,8 +243,8 @@ def test_more_items_are_priced_at_the_estimated_price_per_item(judged_run):
 
 def test_cached_answers_are_counted_as_cached_and_judged_as_they_are(tmp_path, fresh_call_cache):
     """A second run of the same targets at temperature 0 finds their answers in the call cache: the dry run
-    counts those calls as cached (no cost), and its judge prompts carry the cached answers, so the judge's input
-    tokens are what the first run's judge requests had."""
+    counts those calls as cached (no cost), and its judge prompts carry the cached answers, so they are the first
+    run's judge requests, whose replies the cache holds too: counted as cached."""
     from sgieval import evaluate
 
     items = _items(tmp_path, 10)
@@ -272,8 +272,11 @@ def test_cached_answers_are_counted_as_cached_and_judged_as_they_are(tmp_path, f
     rows = {r["model"]: r for r in dry.estimate["rows"]}
     assert (rows["openai:model-a"]["calls"], rows["openai:model-a"]["cached_calls"]) == (0, 10)
     assert rows["openai:model-a"]["usd"] == 0.0
-    assert rows["openai:judge"]["calls"] == judged[0]
-    assert rows["openai:judge"]["input_tokens"] == judged[1]
+    # the judge prompts carry the cached answers, so they are the first run's judge requests exactly: their
+    # replies are in the call cache too (the key covers the messages and the bound response format)
+    assert (rows["openai:judge"]["calls"], rows["openai:judge"]["cached_calls"]) == (0, judged[0]) == (0, 20)
+    assert (rows["openai:judge"]["input_tokens"], rows["openai:judge"]["usd"]) == (0, 0.0)
+    assert "openai:judge (judge): 0 calls (+20 from the call cache), 0 input tokens" in dry.estimate["lines"][2]
     assert "openai:model-a (target): 0 calls (+10 from the call cache)" in dry.estimate["lines"][0]
 
 
