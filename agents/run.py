@@ -315,6 +315,40 @@ def new_run_id(request: str) -> str:
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
 
 
+def recorded_settings(shown: Mapping[str, Any] | None) -> Any:
+    """The settings a run recorded in its ``config.json`` when it started (``Settings.shown()``), as a settings
+    object: its header line is the recorded one and its ``OPENAI_BASE_URL`` is the run's (other endpoint
+    variables are not recorded: they are read from the environment now); a recorded key is ``"set"`` (a stand-in:
+    such settings resolve models that are never called).
+
+    Args:
+        shown: the recorded settings (``RunConfig.settings``), or None/{} when none were recorded.
+
+    Returns:
+        The :class:`sgieval.core.settings.Settings`, or None when nothing usable was recorded (a run folder's
+        file is data: a value that does not validate gives None, and the current settings are used).
+    """
+    from pydantic import ValidationError
+
+    from ..core.settings import ENV_NAMES, Settings
+
+    if not shown or not isinstance(shown, Mapping):
+        return None
+    aliased = {"openai_api_key", "openai_base_url", "e2b_api_key"}
+    values: dict[str, Any] = {}
+    for name, env in ENV_NAMES.items():
+        if env not in shown:
+            continue
+        v = shown[env]
+        if name.endswith("_api_key"):
+            v = "set" if v == "set" else None
+        values[env if name in aliased else name] = v
+    try:
+        return Settings(**values)
+    except (ValidationError, TypeError, ValueError):
+        return None
+
+
 def make_runtime(
     config: RunConfig,
     *,
@@ -380,10 +414,14 @@ def make_runtime(
 
     calls = calls and not read_only
     batch, dry_run = (config.batch, config.dry_run) if calls else (False, True)
+    # a re-render states the settings the run recorded when it started (config.json), not this shell's
+    recorded = None if calls or "settings" in kw else recorded_settings(config.settings)
+    if recorded is not None:
+        kw["settings"] = recorded
 
     def named(resolve: Callable[..., NamedModel], spec: str, role: Role, **kw: Any) -> NamedModel:
         try:
-            return resolve(spec, role, base_url=config.base_url, batch=batch, dry_run=dry_run, **kw)
+            return resolve(spec, role, base_url=config.base_url, batch=batch, dry_run=dry_run, settings=recorded, **kw)
         except InputError:
             if calls:
                 raise

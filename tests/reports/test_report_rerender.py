@@ -1,6 +1,7 @@
-"""``sgieval report RUN`` re-renders a finished run's report from its records: no target or judge is called, so
-no API key is needed (a run made with ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` set re-renders with neither);
-only an agent model, which writes the narrative, still needs its key, and the error says so."""
+"""``sgieval report RUN`` re-renders a finished run's report from its records, with the settings the run recorded
+(not the shell's): no target or judge is called, so no API key is needed (a run made with ``OPENAI_BASE_URL`` and
+``OPENAI_API_KEY`` set re-renders with neither, to the same report); only an agent model, which writes the
+narrative, still needs its key, and the error says so."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.cli import app
 
 runner = CliRunner()
-# the Run table's lines that show the environment of the re-render, not of the run
-_ENV_LINES = ("| model servers |", "| settings |")
 
 
 def _reply(body: dict, index: int):
@@ -57,10 +56,6 @@ def served_run(tmp_path_factory) -> Path:
     return run
 
 
-def _without_env_lines(md: str) -> list[str]:
-    return [line for line in md.splitlines() if not line.startswith(_ENV_LINES)]
-
-
 def test_report_rerenders_a_judged_run_without_any_api_key(served_run, tmp_path, monkeypatch):
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
@@ -73,7 +68,10 @@ def test_report_rerenders_a_judged_run_without_any_api_key(served_run, tmp_path,
     assert res.stdout.strip() == f"report: {run / 'report.md'}"
     after = (run / "report.md").read_text()
     assert "| openai:model-a |" in after and "| openai:model-b |" in after
-    assert _without_env_lines(after) == _without_env_lines(before)  # the same report: every score, rank and cost
+    assert after == before  # the same report: every score, rank and cost, and the run's own settings and servers
+    servers = next(line for line in after.splitlines() if line.startswith("| model servers |"))
+    assert servers.startswith("| model servers | openai:model-a: http://127.0.0.1:")  # the mock, not api.openai.com
+    assert "OPENAI_API_KEY=set" in after and "OPENAI_BASE_URL=http://127.0.0.1:" in after
     assert "| judge | openai:judge |" in after
 
 
