@@ -344,14 +344,24 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
         merged, d = asyncio.run(into_run(config, given))
     except SgievalError as e:
         fail(e)
-    from ..core import sensitive_settings
+    from ..core import is_own_run, is_trusted, remember, sensitive_settings
+    from ..core.trust import remember_run
 
     again = {
         k: getattr(merged, k)
         for k in sensitive_settings(config)
         if k in given and k not in ("models", "judges", "added_judges")
     }
-    _confirm_settings(merged, d, again, False)
+    base = _read_config(d)
+    if is_trusted(base):  # the run's own settings are the user's (this machine started or confirmed the run)
+        for k, v in again.items():
+            setattr(merged, k, v)
+    else:  # what this invocation adds is the user's choice; the folder's settings are confirmed first
+        _confirm_settings(merged, d, again, False, trust_flag=None)
+    if not merged.dry_run:  # the grown run is the user's own too: resuming it here asks nothing
+        remember(merged)
+        if is_own_run(base):
+            remember_run(merged)
     _run(merged, resume=True, run_dir=d, kind="into")
 
 
@@ -399,7 +409,13 @@ def _read_config(d: Path) -> RunConfig:
 
 
 def _confirm_settings(
-    config: RunConfig, d: Path, given: dict[str, Any], trust: bool, only: tuple[str, ...] | None = None
+    config: RunConfig,
+    d: Path,
+    given: dict[str, Any],
+    trust: bool,
+    only: tuple[str, ...] | None = None,
+    *,
+    trust_flag: str | None = "--trust-config",
 ) -> None:
     """Before ``resume``/``report``/``view`` use a run's ``config.json`` with the
     user's credentials: the settings that send data or run
@@ -409,7 +425,9 @@ def _confirm_settings(
     them in ``config``), ``--trust-config`` is passed, they are the user's own
     (this machine started or confirmed a run with them), or the user confirms
     them at the prompt, which shows each of them.  Fails (exit 2) otherwise,
-    naming each setting and the flag that passes it."""
+    naming each setting and the flag that passes it (``trust_flag``: the
+    command's option that accepts them all; None for a command without one,
+    e.g. ``ask --into``, whose fix is the prompt)."""
     from ..core import FLAGS, is_trusted, remember, sensitive_settings
 
     for k, v in given.items():
@@ -431,14 +449,12 @@ def _confirm_settings(
         ok = False
     if not ok:
         flags = [f for f in (FLAGS.get(k) for k in pending) if f]
-        fail(
-            InputError(
-                f"not confirmed: {shown}",
-                what=str(d / "config.json"),
-                fix=(f"pass them again ({', '.join(flags)}) or " if flags else "pass ")
-                + "--trust-config after checking them",
-            )
-        )
+        again = f"pass them again ({', '.join(flags)}) or " if flags else ""
+        if trust_flag is None:
+            fix = again + "answer y at the prompt after checking them"
+        else:
+            fix = (again or "pass ") + f"{trust_flag} after checking them"
+        fail(InputError(f"not confirmed: {shown}", what=str(d / "config.json"), fix=fix))
     remember(config)
 
 
