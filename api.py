@@ -568,7 +568,8 @@ def _compare_input(records: RunRecords, label: str) -> Any:
         specs=specs,
         metric_plan=dict(records.metric_plan),
         started=entry.started,
-        added=additions_text(entry.added),
+        added=additions_text(entry.added, judges=False),
+        added_judges=additions_text(entry.added, judges=True),
         rubrics=_rubric_versions(records.run_dir),
     )
 

@@ -32,6 +32,7 @@ __all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
 
 CONFIG_FIELDS = (
     "judges",
+    "added_judges",
     "agent_model",
     "benchmarks",
     "k",
@@ -69,7 +70,9 @@ class RunInput:
     metric_plan: dict[str, Any] = field(default_factory=dict)
     started: str = ""
     added: str = ""
-    """What ``ask --into`` added to the run, and when ("" for nothing)."""
+    """The target models and ranking metric ``ask --into`` added to the run, and when ("" for nothing)."""
+    added_judges: str = ""
+    """The judges ``ask --into`` added beside the run's, and when ("" for none)."""
     rubrics: dict[str, str] = field(default_factory=dict)
     """The run's rubric files (``rubrics/<name>.yaml``) -> the SHA-256 of their bytes: a rubric version."""
 
@@ -148,6 +151,8 @@ def _setting(run: RunInput, name: str) -> str:
         custom = plan.get("custom") or []
         return f"ranking {run.primary or 'unknown'}" + (f"; custom {', '.join(map(str, custom))}" if custom else "")
     v = getattr(run.config, name, None)
+    if name == "sent_params" and isinstance(v, dict):  # an added judge's parameters: said under added_judges
+        v = {k: x for k, x in v.items() if k not in set(run.config.added_judges)}
     if isinstance(v, (list, tuple)):
         return ", ".join(map(str, v)) or "none"
     if isinstance(v, dict):
@@ -313,6 +318,7 @@ def compare_runs(
                 n_items=len(r.items),
                 started=r.started,
                 added=r.added,
+                added_judges=r.added_judges,
             )
             for r in runs
         ],

@@ -47,7 +47,10 @@ class RunSide:
     n_items: int
     started: str = ""
     added: str = ""
-    """What ``ask --into`` added to the run, and when (``reports.runs.additions_text``; "" for nothing)."""
+    """The target models and ranking metric ``ask --into`` added to the run, and when
+    (``reports.runs.additions_text(..., judges=False)``; "" for nothing)."""
+    added_judges: str = ""
+    """The judges ``ask --into`` added beside the run's, and when (``additions_text(..., judges=True)``)."""
 
 
 @dataclass
@@ -282,7 +285,7 @@ class Comparison:
                         r.started.replace("T", " ")[:16] or "unknown",
                         r.request or "(the whole catalog)",
                         (", ".join(r.models) or "none") + (f" ({r.added})" if r.added else ""),
-                        ", ".join(r.judges) or "none",
+                        (", ".join(r.judges) or "none") + (f" (+ {r.added_judges})" if r.added_judges else ""),
                         r.primary or "none",
                         r.n_items,
                     ]

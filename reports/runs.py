@@ -138,16 +138,20 @@ class RunEntry:
     """Whether the run has a report (report.md and report.json)."""
 
     def cells(self) -> dict[str, str]:
-        """The index's cells as text, by :data:`COLUMNS` key."""
+        """The index's cells as text, by :data:`COLUMNS` key: what each ``ask --into`` added is said in its own
+        field (target models and ranking metric beside the target models, judges beside the judge)."""
+        models_added = additions_text(self.added, judges=False)
+        judges_added = additions_text(self.added, judges=True)
+        if self.added_judges and not judges_added:  # a folder without invocations.jsonl rows naming them
+            judges_added = f"{', '.join(self.added_judges)} added by ask --into"
         return {
             "run": self.run_id or self.folder,
             "date": self.started.replace("T", " ")[:16] if self.started else "unknown",
             "request": self.request or "(the whole catalog)",
             "benchmark": (", ".join(self.benchmarks) or "benchmark unknown")
             + (f" ({self.n_items} item{'' if self.n_items == 1 else 's'})" if self.n_items is not None else ""),
-            "models": (", ".join(self.models) or "none") + (f" ({additions_text(self.added)})" if self.added else ""),
-            "judge": (", ".join(self.judges) or "none")
-            + (f" (+ {', '.join(self.added_judges)} added by ask --into)" if self.added_judges else ""),
+            "models": (", ".join(self.models) or "none") + (f" ({models_added})" if models_added else ""),
+            "judge": (", ".join(self.judges) or "none") + (f" (+ {judges_added})" if judges_added else ""),
             "winner": self.winner.text if self.winner else self._no_winner(),
             "status": self.status + (f": {self.status_detail}" if self.status_detail else ""),
             "cost": self.cost_text(),
@@ -307,23 +311,34 @@ def into_additions(root: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def additions_text(added: list[dict[str, Any]]) -> str:
+def additions_text(added: list[dict[str, Any]], *, judges: bool | None = None) -> str:
     """``"replay:openai/4o added by ask --into at 2026-12-01 20:08 UTC"`` for :func:`into_additions`' rows
     ("" for none).
 
     Args:
         added: :func:`into_additions` rows.
+        judges: None: everything each --into added; False: the target models and ranking metrics only (the text
+            of a target-models field); True: the judges added only (``"openai:j2 added by ask --into at ..."``, the
+            text of a judge field).
 
     Returns:
         The text.
     """
     parts = []
     for a in added:
-        did = [f"{', '.join(a['models'])} added"] if a["models"] else []
-        did += [f"judge {', '.join(a['judges'])} added beside the run's"] if a.get("judges") else []
-        did += [f"ranking metric set to {a['metric']}"] if a.get("metric") else []
         when = str(a.get("time", "")).replace("T", " ")[:16]
-        parts.append(f"{', '.join(did) or 'nothing new added'} by ask --into" + (f" at {when} UTC" if when else ""))
+        by = "by ask --into" + (f" at {when} UTC" if when else "")
+        if judges:
+            if a.get("judges"):
+                parts.append(f"{', '.join(a['judges'])} added {by}")
+            continue
+        did = [f"{', '.join(a['models'])} added"] if a["models"] else []
+        if judges is None:
+            did += [f"judge {', '.join(a['judges'])} added beside the run's"] if a.get("judges") else []
+        did += [f"ranking metric set to {a['metric']}"] if a.get("metric") else []
+        if not did and judges is False and a.get("judges"):
+            continue  # an --into that added only a judge: said in the judge field
+        parts.append(f"{', '.join(did) or 'nothing new added'} {by}")
     return "; ".join(parts)
 
 
