@@ -464,6 +464,11 @@ class Estimate(BaseModel):
         return sum(r.input_tokens for r in self.rows)
 
     @property
+    def output_tokens(self) -> int:
+        """Typical output tokens in all (cache hits excluded)."""
+        return sum(r.output_tokens for r in self.rows)
+
+    @property
     def usd(self) -> float | None:
         """USD in all at the typical output; None when no row has a known price."""
         known = [r.usd for r in self.rows if r.usd is not None]
@@ -493,7 +498,8 @@ class Estimate(BaseModel):
         unknown = [r.model for r in self.rows if r.usd is None and r.calls]
         total = "n/a" if usd is None else f"{usd:.4f} USD"
         out.append(
-            f"total: {self.calls} calls, {self.input_tokens:,} input tokens, {total}"
+            f"total: {self.calls} calls, {self.input_tokens:,} input tokens, about {self.output_tokens:,} output "
+            f"tokens, {total}"
             + (f" (no price for {', '.join(dict.fromkeys(unknown))})" if unknown and usd is not None else "")
         )
         out.append(f"tokens counted with {self.tokenizer}; {self.typical_output}")

@@ -53,7 +53,7 @@ def test_cached_judge_calls_are_counted_as_cached_and_cost_nothing(tmp_path, fre
         assert est[0].endswith(", 0.0000 USD")
         assert est[2].startswith("openai:judge (judge): 0 calls (+12 from the call cache), 0 input tokens, ")
         assert est[2].endswith(", 0.0000 USD")
-        assert est[3] == "total: 0 calls, 0 input tokens, 0.0000 USD"
+        assert est[3] == "total: 0 calls, 0 input tokens, about 0 output tokens, 0.0000 USD"
 
         # the real second run: no call reaches the server, and the Cost table says 0 USD, not n/a
         res = runner.invoke(app, args)

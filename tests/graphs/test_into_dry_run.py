@@ -44,7 +44,7 @@ def test_a_dry_run_into_writes_nothing_and_counts_only_the_added_judge(served): 
     # only the added judge's pass: 4 stored (target, item) pairs x 3 calls; no row for the run's judge or targets
     assert block[0].startswith("openai:judge2 (judge): 12 calls, ")
     assert not any(x.startswith(("openai:judge (judge)", "openai:model-a", "openai:model-b")) for x in block)
-    assert block[1].startswith("total: 12 calls, ")
+    assert block[1].startswith("total: 12 calls, ") and "input tokens, about 3,000 output tokens, " in block[1]
     assert any(
         "ask --into: the 4 responses and 56 scores the run holds are reused, not asked again; the rows count only "
         "the calls this invocation makes (nothing to call for openai:model-a (target), openai:model-b (target), "
