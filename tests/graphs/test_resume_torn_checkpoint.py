@@ -52,7 +52,10 @@ def _tear(run_dir, last: int) -> list[str]:
             for _, m in c.execute("SELECT checkpoint_id, metadata FROM checkpoints ORDER BY checkpoint_id").fetchall()
         ]
         n_writes = c.execute("SELECT COUNT(*) FROM writes").fetchone()[0]
-    assert n_writes == 11  # the run's writes: 1 input + 2 each for the four first nodes + 1 report write
+    # the run's writes: 1 input; questioning, customisation: 2 each (their value, the next node); confirm: 3
+    # (confirmed, the estimate made under --yes for the report, the next node); evaluation: 3 (targets,
+    # evaluated, the next node); 1 report write
+    assert n_writes == 12
     return left
 
 
