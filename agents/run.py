@@ -330,7 +330,7 @@ def recorded_settings(shown: Mapping[str, Any] | None) -> Any:
     """
     from pydantic import ValidationError
 
-    from ..core.settings import ENV_NAMES, Settings
+    from ..core import ENV_NAMES, Settings
 
     if not shown or not isinstance(shown, Mapping):
         return None

@@ -344,8 +344,7 @@ def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
         merged, d = asyncio.run(into_run(config, given))
     except SgievalError as e:
         fail(e)
-    from ..core import is_own_run, is_trusted, remember, sensitive_settings
-    from ..core.trust import remember_run
+    from ..core import is_own_run, is_trusted, remember, remember_run, sensitive_settings
 
     again = {
         k: getattr(merged, k)
