@@ -1290,6 +1290,32 @@ def load_ledger(rt: RunContext) -> Ledger:
     return ledger
 
 
+def _run_defaults(rt: RunContext) -> tuple[CallContext, SecretValues]:
+    """Fill what ``rt`` lacks before a scope activates it: its settings (from the environment), its own model-call
+    context (the run's cache switch, limits and timeout; the caller's cache file) and its secrets, which the call
+    context masks in every reply before the call cache keeps it.
+
+    Args:
+        rt: the run context (filled in place).
+
+    Returns:
+        ``(rt.calls, rt.secrets)``.
+    """
+    if rt.settings is None:
+        rt.settings = load_settings()
+    if rt.calls is None:
+        rt.calls = CallContext(
+            use_cache=rt.config.use_cache,
+            cache_path=current_call_context().cache_path,
+            limits={"*": rt.config.max_concurrency},
+            timeout_s=rt.config.timeout_s,
+        )
+    if rt.secrets is None:
+        rt.secrets = run_secrets(rt)
+    rt.calls.secrets = rt.secrets
+    return rt.calls, rt.secrets
+
+
 @contextlib.contextmanager
 def reading_scope(rt: RunContext) -> Iterator[RunContext]:
     """Activate run ``rt`` for reading it, as :func:`run_scope` does for running it (its settings, model-call
@@ -1306,19 +1332,8 @@ def reading_scope(rt: RunContext) -> Iterator[RunContext]:
     Raises:
         InputError: ``--budget`` with a model whose price is unknown (:func:`check_budget_prices`).
     """
-    if rt.settings is None:
-        rt.settings = load_settings()
-    if rt.calls is None:
-        rt.calls = CallContext(
-            use_cache=rt.config.use_cache,
-            cache_path=current_call_context().cache_path,
-            limits={"*": rt.config.max_concurrency},
-            timeout_s=rt.config.timeout_s,
-        )
-    if rt.secrets is None:
-        rt.secrets = run_secrets(rt)
-    rt.calls.secrets = rt.secrets
-    with use_settings(rt.settings), call_context(rt.calls):
+    calls, _ = _run_defaults(rt)
+    with use_settings(rt.settings), call_context(calls):
         check_budget_prices(rt)
         rt.ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
         rt.ledger.merge(rt.store.read_rows("ledger"))
@@ -1342,33 +1357,22 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     Yields:
         ``rt``, active.
     """
-    if rt.settings is None:
-        rt.settings = load_settings()
-    if rt.calls is None:  # the run's own cache switch and limits; the caller's cache file
-        rt.calls = CallContext(
-            use_cache=rt.config.use_cache,
-            cache_path=current_call_context().cache_path,
-            limits={"*": rt.config.max_concurrency},
-            timeout_s=rt.config.timeout_s,
-        )
-    if rt.secrets is None:
-        rt.secrets = run_secrets(rt)
-    rt.store.secrets = rt.secrets  # every record of the run is masked by value before it is written
-    rt.calls.secrets = rt.secrets  # ... and every reply before the call cache keeps it
+    calls, secrets = _run_defaults(rt)
+    rt.store.secrets = secrets  # every record of the run is masked by value before it is written
     try:
         rt.store.hold()  # the folder is this process's until the run ends (another one gets a one-line error)
         with (
             use_settings(rt.settings),
-            call_context(rt.calls),
-            run_logging(rt.store.root, rt.config.run_id, secrets=rt.secrets),
+            call_context(calls),
+            run_logging(rt.store.root, rt.config.run_id, secrets=secrets),
         ):
             check_budget_prices(rt)
             if rt.config.batch:
                 from ..models import BatchCollector, batch_settings, check_batch_models
 
                 check_batch_models([*rt.targets, *rt.judges, *rt.added_judges])
-                if rt.calls.batches is None:  # the run's batches, resumable from its folder's batches.json
-                    rt.calls.batches = BatchCollector(
+                if calls.batches is None:  # the run's batches, resumable from its folder's batches.json
+                    calls.batches = BatchCollector(
                         rt.store.root, run_id=rt.config.run_id, **batch_settings(rt.settings)
                     )
             if not resume:
