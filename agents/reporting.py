@@ -47,6 +47,7 @@ from ..reports import (
 from ..reports import (
     Coverage,
     ModelStat,
+    pair_separates,
     SgiRow,
     assemble,
     ci_overlap,
@@ -266,12 +267,6 @@ def focus_narrative(
     return text
 
 
-def _separated(pair: dict[str, Any] | None) -> bool:
-    """Whether the paired test of ``pair`` (:func:`~sgieval.reports.build.pair_entry`) ran and separates its two
-    models at the 5% level (its ``significant``: p < 0.05)."""
-    return pair is not None and pair.get("p") is not None and bool(pair.get("significant"))
-
-
 def _not_separated_text(tests: list[tuple[ModelStat, dict[str, Any] | None]], corpus: bool) -> list[str]:
     tested = [f"{s.model} (p = {t['p_value']})" for s, t in tests if t is not None and t.get("p") is not None]
     out = [f"the paired test does not separate it from {' or '.join(tested)}"] if tested else []
@@ -295,7 +290,7 @@ def _leader_tests(
     best, second = groups[0][0], groups[1]
     by_pair = {(p.get("a"), p.get("b")): p for p in pairs}
     tests = [(s, (leader_tests or {}).get(s.model) or by_pair.get((best.model, s.model))) for s in second]
-    loose = _not_separated_text([(s, t) for s, t in tests if not _separated(t)], best.corpus)
+    loose = _not_separated_text([(s, t) for s, t in tests if not pair_separates(t)], best.corpus)
     if loose:
         return loose, ""
     if len(second) == 1:
@@ -335,7 +330,7 @@ def separated_order(groups: list[list[ModelStat]], pairs: list[dict[str, Any]], 
         if k:
             pair = by_pair.get((groups[k - 1][-1].model, g[0].model))
             untested = untested or pair is None or pair.get("p") is None
-            text += sep if _separated(pair) else " ≈ "
+            text += sep if pair_separates(pair) else " ≈ "
         text += " = ".join(s.model for s in g)
     return (
         f"Full order ({'best first' if higher_is_better else 'lowest first'}; '{sep.strip()}': separated by the "

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from ..core import CORPUS, Item, MetricSpec, Score
 from ..metric_pool import FACETS, FacetValue, facet_winners, lead_sources, order_departures
-from ..reports import tie_groups
+from ..reports import pair_separates, tie_groups
 from ..reports import Heading, ReportContext, Section, Table, Text, report_section
 
 __all__ = ["NEAR_TIE", "WHERE_REQUEST", "WhereReport", "asks_where", "item_link", "where_report"]
@@ -370,5 +370,6 @@ def _leader_separated(groups: list, pairs: list[dict]) -> bool:
     separates them at the 5% level (its ``significant``: p < 0.05), as the Answer's verdict reads it."""
     if len(groups) < 2:
         return False
-    pair = next((p for p in pairs if (p.get("a"), p.get("b")) == (groups[0][-1].model, groups[1][0].model)), None)
-    return pair is not None and pair.get("p") is not None and bool(pair.get("significant"))
+    return pair_separates(
+        next((p for p in pairs if (p.get("a"), p.get("b")) == (groups[0][-1].model, groups[1][0].model)), None)
+    )

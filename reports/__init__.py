@@ -22,6 +22,7 @@ _PUBLIC: dict[str, str] = {
     "not_applicable": "build",
     "order_stats": "build",
     "pair_entry": "build",
+    "pair_separates": "build",
     "rubric_breakdown": "build",
     "write_report_files": "build",
     "Answer": "answer",

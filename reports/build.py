@@ -331,7 +331,7 @@ def tied(a: ModelStat, b: ModelStat, pair: dict[str, Any] | None) -> bool:
     ``p`` None when not tested) does not separate them at the 5% level."""
     if fmt2(a.stats.mean) != fmt2(b.stats.mean):
         return False
-    return not (pair is not None and pair.get("p") is not None and pair.get("significant"))
+    return not pair_separates(pair)
 
 
 def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[list[ModelStat]]:
@@ -588,6 +588,19 @@ def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float
         for s in scores
         if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
     }
+
+
+def pair_separates(pair: dict[str, Any] | None) -> bool:
+    """Whether the paired test of an adjacent-pair entry (:func:`pair_entry`) ran and separates its two models at
+    the 5% level (its ``significant``: p < 0.05); False for a missing entry or an untested pair.
+
+    Args:
+        pair: the entry, or None.
+
+    Returns:
+        True when the pair is separated.
+    """
+    return pair is not None and pair.get("p") is not None and bool(pair.get("significant"))
 
 
 def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | None) -> dict[str, Any]:
