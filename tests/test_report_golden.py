@@ -65,7 +65,18 @@ def _render_all(tmp: Path, data_dir: Path) -> dict[str, str]:
     raw["compare_chemistry_all.md"] = (dest / "compare.md").read_text(encoding="utf-8")
     for name, text in raw.items():
         texts[name] = _normalise(text, out, data_dir, run_ids)
+    texts["rigor_judged.md"] = _rigor_report(tmp / "rigor", data_dir)
     return texts
+
+
+def _rigor_report(tmp: Path, data_dir: Path) -> str:
+    """The report of the rigor request on the SGI-Bench idea-generation fixtures, judged by the scripted judge of
+    tests/graphs/test_rigor_scripted.py (offline planners), with the fixture and run folders replaced."""
+    from sgieval.tests.conftest import FIXTURES
+    from sgieval.tests.graphs.test_rigor_scripted import judge_model, run_graph
+
+    _, _, report = run_graph(tmp, judges=[judge_model()])
+    return _normalise(report.replace(str(FIXTURES), "<fixtures>"), tmp, data_dir, [])
 
 
 @pytest.fixture(scope="module")
