@@ -92,7 +92,9 @@ def rendered(tmp_path_factory, sciaidan_dir) -> dict[str, str]:
         mp.undo()
 
 
-@pytest.mark.parametrize("name", [n for n, _ in ASKS] + ["chemistry_rerendered.md", "compare_chemistry_all.md"])
+@pytest.mark.parametrize(
+    "name", [n for n, _ in ASKS] + ["chemistry_rerendered.md", "compare_chemistry_all.md", "rigor_judged.md"]
+)
 def test_report_is_byte_identical_to_golden(rendered, name):
     expected = (GOLDEN / name).read_text(encoding="utf-8")
     assert rendered[name] == expected, f"{name} differs from tests/fixtures/golden/{name}"
