@@ -411,7 +411,7 @@ DEFINITION = Benchmark(
         "type": "the record's type",
     },
     prompts={GENERIC: "{prompt}"},
-    metrics=("exact_match", "numeric_match"),
+    metric_modules=("sgieval.metric_pool.generic",),
     primary={"*": "exact_match"},
     prefer={"accuracy": ("exact_match", "exact_match_normalised")},
 )

@@ -13,6 +13,7 @@ from sgieval.metric_pool.sfbench import (
     SFBenchExplanation,
     SFBenchLikert,
     judge_messages,
+    metrics,
     parse_feasibility_reply,
     quadratic_kappa,
 )
@@ -244,7 +245,7 @@ async def test_explanation_corpus_normalised_and_f1():
 
 
 def test_metrics_registry_entry():
-    ms = [SFBenchLikert(), SFBenchExplanation()]
+    ms = metrics()
     assert [s.name for m in ms for s in m.specs] == [
         "sfbench_abs_error",
         "sfbench_exact",
