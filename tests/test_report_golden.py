@@ -4,8 +4,7 @@ The README's replay commands run on the real shared SciAidanBench data; each rep
 README shows) must equal the golden copy in ``tests/fixtures/golden/``, which was written by this module's
 ``--write`` mode from the code before the modules that build reports were restructured.  Only what differs per run
 by design is replaced before comparing: the run id, the data folder and the call-cache folder (both in the Run
-table), the runs' start times in the comparison, and the
-wall-clock latency column of Cost and usage.
+table), the runs' start times in the comparison, and the wall-clock latency column of Cost and usage.
 
 Write the goldens (only when a report is meant to change): ``python tests/test_report_golden.py --write``.
 """
@@ -28,6 +27,8 @@ ASKS = [
     ("all_questions.md", ["Which model is the most creative?", "--yes"]),
     ("astrophysics_k5.md", ["creative in astrophysics", "--k", "5", "--models", "replay:o1-mini,replay:phi4", "--yes"]),
 ]
+# variables that would put this shell's settings into the Run table; unset while the reports are made
+CLEARED_ENV = ("OPENAI_API_KEY", "E2B_API_KEY", "OPENAI_BASE_URL", "SGIEVAL_NO_CACHE", "SGIEVAL_RUBRIC_DIR")
 
 
 def _normalise(text: str, out: Path, data_dir: Path, run_ids: list[str]) -> str:
@@ -51,7 +52,6 @@ def _render_all(tmp: Path, data_dir: Path) -> dict[str, str]:
 
     runner = CliRunner()
     out = tmp / "runs"
-    texts: dict[str, str] = {}
     run_ids: list[str] = []
     raw: dict[str, str] = {}
     for name, args in ASKS:
@@ -70,8 +70,7 @@ def _render_all(tmp: Path, data_dir: Path) -> dict[str, str]:
     res = runner.invoke(app, ["compare", run_ids[0], run_ids[1], "--out", str(out), "--dest", str(dest)])
     assert res.exit_code == 0, res.output
     raw["compare_chemistry_all.md"] = (dest / "compare.md").read_text(encoding="utf-8")
-    for name, text in raw.items():
-        texts[name] = _normalise(text, out, data_dir, run_ids)
+    texts = {name: _normalise(text, out, data_dir, run_ids) for name, text in raw.items()}
     texts["rigor_judged.md"] = _rigor_report(tmp / "rigor", data_dir)
     return texts
 
@@ -91,7 +90,7 @@ def rendered(tmp_path_factory, sciaidan_dir) -> dict[str, str]:
     data_dir = sciaidan_dir.parent
     mp = pytest.MonkeyPatch()
     mp.setenv("SGIEVAL_DATA", str(data_dir))
-    for var in ("OPENAI_API_KEY", "E2B_API_KEY", "OPENAI_BASE_URL", "SGIEVAL_NO_CACHE", "SGIEVAL_RUBRIC_DIR"):
+    for var in CLEARED_ENV:
         mp.delenv(var, raising=False)
     try:
         yield _render_all(tmp_path_factory.mktemp("golden"), data_dir)
@@ -116,7 +115,7 @@ if __name__ == "__main__" and "--write" in sys.argv:
 
     data = Path(os.environ.get("SGIEVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     os.environ["SGIEVAL_DATA"] = str(data)
-    for var in ("OPENAI_API_KEY", "E2B_API_KEY", "OPENAI_BASE_URL", "SGIEVAL_NO_CACHE", "SGIEVAL_RUBRIC_DIR"):
+    for var in CLEARED_ENV:
         os.environ.pop(var, None)
     GOLDEN.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
