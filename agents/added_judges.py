@@ -1,23 +1,13 @@
-"""Judges added to a finished run (``sgieval ask ... --into RUN --judge J``): the report's "Added judges" section.
+"""Judges added to a finished run (``sgieval ask ... --into RUN --judge J``): the report header's judge line.
 
 An added judge scores the run's judge and rubric metrics on the stored responses (no target model is called again;
-:func:`sgieval.agents.evaluation.score_added_judge`), into ``added_judge_scores.jsonl``.  Its scores sit beside the
-run's own judges' scores and never replace them: the ranking, the Answer's verdict and the other tables keep the
-run's judges, as they were when the run finished, so adding a judge cannot silently change a published ranking.  This
-section shows, per judged metric and target model, each judge's mean side by side, and what an added judge could not
-score (e.g. its own responses: the self-judge guard applies as in any run); the "Judge reliability" section compares
-the judges unit by unit (Krippendorff's alpha, offsets, the ranking without each judge).
+:func:`sgieval.agents.evaluation.score_added_judge`), into ``added_judge_scores.jsonl``; the report's "Added judges"
+section (``reports/sections/added_judges.py``) shows its scores beside the run's own, which it never replaces.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
-from ..core import CORPUS, MetricSpec, Score
-from ..reports import ReportContext, Section, Table, Text, report_section
-
-__all__ = ["added_judges_section", "judges_line"]
+__all__ = ["judges_line"]
 
 
 def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> str:
@@ -46,110 +36,3 @@ def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> st
         else "none of the run's own (its judge metrics were not run)"
     )
     return f"{base}; added by ask --into: {', '.join(added)} (scored beside them, see Added judges)"
-
-
-def _mean_cell(scores: list[Score]) -> str:
-    vals = [float(s.value) for s in scores if s.ok and s.value is not None]
-    return f"{sum(vals) / len(vals):.2f} ({len(vals)})" if vals else "n/a (0)"
-
-
-def added_judges_section(
-    scores: list[Score],
-    added: list[Score],
-    specs: list[MetricSpec],
-    models: list[str],
-    run_judges: list[str],
-    added_judges: list[str],
-    primary: str,
-) -> Section | None:
-    """The "Added judges" section.
-
-    Args:
-        scores: the run's own scores (``scores.jsonl``).
-        added: the added judges' scores (``added_judge_scores.jsonl``), each naming its judge.
-        specs: the run's metric specs (the judged ones, kind ``judge`` or ``rubric``, get a row per target model).
-        models: the target models, in the run's order.
-        run_judges: the run's own judges.
-        added_judges: the added judges, in the order they were added.
-        primary: the ranking metric.
-
-    Returns:
-        The section (text, one table of per-judge means: ``mean (n)`` on the metric's scale over the items each
-        judge scored, and a line per added judge on the scores it could not make), or None without added judges.
-    """
-    if not added_judges:
-        return None
-    own = ", ".join(run_judges) or "none"
-    were = "was" if len(added_judges) == 1 else "were"
-    keep = (
-        f"The ranking by {primary}, the Answer's verdict and the other tables keep the run's own "
-        f"judge{'' if len(run_judges) == 1 else 's'} ({own}); the added judges' scores are kept beside them "
-        "(added_judge_scores.jsonl) and replace none of them. Judge reliability compares the judges item by item."
-        if run_judges
-        else "The run had no judge of its own: its judge metrics stay not run in the ranking and the other tables; "
-        "the added judges' scores are kept apart (added_judge_scores.jsonl)."
-    )
-    blocks: list[Any] = [
-        Text(
-            f"{', '.join(added_judges)} {were} added to this finished run by `sgieval ask --into` and scored its "
-            f"judge and rubric metrics on the stored responses; no target model was called again. {keep} To rank "
-            "by an added judge, start a new run with it as --judge."
-        )
-    ]
-    judged = [sp for sp in specs if sp.kind in ("judge", "rubric")]
-    own_col = f"{own} (run's judge) mean (n)" if run_judges else "run's judge: none"
-    headers = ["metric", "scale", "target model", own_col, *(f"{j} mean (n)" for j in added_judges)]
-    rows = []
-    for sp in judged:
-        for m in models:
-            base = [s for s in scores if s.metric == sp.name and s.model == m and s.item_id != CORPUS]
-            extra = [
-                [s for s in added if s.metric == sp.name and s.model == m and s.judge == j and s.item_id != CORPUS]
-                for j in added_judges
-            ]
-            if not base and not any(extra):
-                continue
-            scale = f"{sp.range[0]:g}-{sp.range[1]:g}"
-            name = sp.name + (" (ranking)" if sp.name == primary else "")
-            rows.append([name, scale, m, _mean_cell(base), *(_mean_cell(e) for e in extra)])
-    if rows:
-        blocks.append(Table(headers, rows, name="added_judges"))
-    for j in added_judges:
-        failed = [s for s in added if s.judge == j and not s.ok]
-        if not failed:
-            continue
-        by_status = Counter(s.status for s in failed)
-        reason = next((s.error for s in failed if s.error), "")
-        counts = ", ".join(f"{n} {st}" for st, n in sorted(by_status.items()))
-        blocks.append(
-            Text(
-                f"{j} made no value for {len(failed)} score(s) ({counts})"
-                + (f"; e.g. {reason}" if reason else "")
-                + "."
-            )
-        )
-    who = ", ".join(added_judges)
-    caveat = (
-        f"{who} {were} added after the run finished (ask --into) and scored beside the run's judge"
-        f"{'' if len(run_judges) == 1 else 's'} ({own}); the ranking uses {own}'s scores (see Added judges)."
-        if run_judges
-        else f"{who} {were} added after the run finished (ask --into); the run had no judge of its own, so its "
-        "judge metrics stay not run in the ranking and the tables (see Added judges for the added judges' scores)."
-    )
-    return Section("added_judges", "Added judges", blocks, answer={"caveats": [caveat]})
-
-
-@report_section("added_judges", order=75)
-def _added_judges_builder(ctx: ReportContext) -> Section | None:
-    data = ctx.options.get("added_judges") or {}
-    if not data.get("judges"):
-        return None
-    return added_judges_section(
-        ctx.scores,
-        data.get("scores") or [],
-        ctx.specs,
-        ctx.models,
-        list(ctx.judges),
-        list(data["judges"]),
-        ctx.spec.name,
-    )

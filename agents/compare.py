@@ -7,7 +7,7 @@ Items are matched by id (an id whose prompt differs between runs is left out and
   :func:`sgieval.metric_pool.aggregate.paired_test` (paired sign-flip permutation test, two-sided, and the 95%
   paired bootstrap CI of the mean difference, second run minus first);
 - every model is ranked together on the items every run shares by the ranking metric with the report's own rules
-  (:func:`sgieval.agents.reporting.ranking_stats` and ``adjacent_pair_tests``, ``reports.build.order_stats``,
+  (:func:`sgieval.agents.reporting.ranking_stats` and ``adjacent_pair_tests``, ``reports.order_stats``,
   ``tie_groups`` and ``rank_labels``: means and BCa/Wilson CIs of ``metric_pool.aggregate.summarize``, ties at the
   printed precision unless the paired test separates them).  A model whose values are the same in every run that
   has it is one entry; otherwise one entry per run (``model [run]``);
@@ -23,10 +23,9 @@ from typing import Any
 from ..core import CORPUS, InputError, Item, RunConfig, Score
 from ..core import call_in_worker
 from ..metric_pool import paired_test
-from ..reports import count_phrase, fmt2, fmt_p, order_stats, rank_labels, tie_groups
-from ..reports import ci_text
 from ..reports import Change, Comparison, RankRow, RunSide
-from .reporting import adjacent_pair_tests, ranking_stats, separated_order
+from ..reports import ci_text, count_phrase, fmt2, fmt_p, order_stats, rank_labels, separated_order, tie_groups
+from .reporting import adjacent_pair_tests, ranking_stats
 
 __all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
 

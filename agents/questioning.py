@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from ..benchmarks import registry as benchmark_registry
 from ..benchmarks import FACETS, Catalog
-from ..core import InputError, Item, ModelCallError
+from ..core import InputError, Item, ModelCallError, ModelRef
 from .asking import ask_agent
 from ..metric_pool import parse_json_object
 from ..models import NamedModel
@@ -179,15 +179,6 @@ def _spans(pattern: str, text: str, flags: int = re.I) -> list[tuple[int, int, s
     return [(m.start(), m.end(), m.group(0)) for m in re.finditer(pattern, text, flags)]
 
 
-def _bare_model(name: str) -> str:
-    """``replay:llama3.3:latest`` -> ``llama3.3``, ``openai:gpt-4.1`` -> ``gpt-4.1``, ``openai/4o`` -> ``4o``."""
-    n = name.lower()
-    for prefix in ("replay:", "local:"):
-        n = n.removeprefix(prefix)
-    n = n.removesuffix(":latest")
-    return n.split(":")[-1].split("/")[-1]
-
-
 def _describes_items(word: str, prompts: list[str]) -> bool:
     """Whether ``word`` (or its singular, "capitals" -> "capital") begins a word in at least half of ``prompts``:
     it describes what the whole catalog is about ("Which model knows capitals best?" on a capitals quiz), so no
@@ -267,7 +258,7 @@ def understand_request(
         cover(rf"\b{re.escape(w)}s?\b", f"a word of the metric{'s' if len(names) > 1 else ''} {', '.join(names)}")
     model_terms: dict[str, str] = {}
     for name in models or []:
-        bare = _bare_model(name)
+        bare = ModelRef.identity_of(name)
         if bare:
             model_terms[bare.casefold()] = bare
             cover(rf"(?<![\w./:-]){re.escape(bare)}(?![\w:/-])", f"model {bare}")

@@ -68,7 +68,7 @@ def mention_covered(mention: str, names: list[str]) -> bool:
     m = mention.lower()
     for n in names:
         try:  # the model's identity without an Ollama size tag: llama3.1:8b is named by "llama3.1"
-            bare = ModelRef.parse(n).identity.split(":")[0]
+            bare = ModelRef.parse(n).bare
         except ValueError:
             bare = n.lower()
         if not bare:

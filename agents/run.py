@@ -425,7 +425,8 @@ def make_runtime(
         except InputError:
             if calls:
                 raise
-            return NamedModel(name=spec, role=role, smoke_test=spec.startswith("local:"))  # named only: never called
+            local = ModelRef.parse(spec, strict=False).provider == "local"
+            return NamedModel(name=spec, role=role, smoke_test=local)  # named only: never called
 
     def judge_models(names: list[str]) -> list[NamedModel]:
         return [named(resolve_model, j, "judge", **sampling_for_role(config, "judge")) for j in names]
@@ -517,7 +518,7 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
     text = (request or "").lower()
     out = []
     for m in models:
-        bare = ModelRef.parse(m).identity.split(":")[0]
+        bare = ModelRef.parse(m).bare
         family = re.match(r"[a-z]{4,}", bare)  # "llama" for llama3.3, "qwen" for qwen2.5
         names = {m.lower(), bare, family.group(0) if family else ""}
         if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w|\.\w)", text) for n in names if n):

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig
 from ..models import price_source
+from ..reports import ReportContext
 from .added_judges import judges_line
 from .customisation import MetricPlan, plan_specs
 from .questioning import SelectionPlan
@@ -203,7 +204,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
             ),
         },
     }
-    return await build_report(
+    ctx = ReportContext(
         rt.store.root,
         header=header,
         items=items,
@@ -213,7 +214,6 @@ async def report_run(rt: RunContext, state: State) -> Path:
         primary=plan.primary,
         models=targets,
         custom={r.name for r in plan.custom},
-        agent=rt.agent,
         n_resamples=rt.config.bootstrap_resamples,
         seed=rt.config.seed,
         warnings=warnings,
@@ -228,6 +228,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
         added_scores=added_scores,
         added_judges=added_judges,
     )
+    return await build_report(ctx, agent=rt.agent)
 
 
 def additions_line(

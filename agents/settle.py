@@ -17,11 +17,10 @@ from typing import Any, Callable
 from ..core import InputError, Item, MetricSpec, RunStore
 from ..metric_pool import Metric, ScoringContext, SettleRule
 from ..models import NamedModel, current_ledger
-from ..reports import ReportContext, Section, Table, Text, report_section
 from .evaluation import EvalProgress
 from .executors import evaluate_with_executor
 
-__all__ = ["ALPHA", "chunk_size", "evaluate_until_settled", "settle_order", "settle_problem", "settle_section"]
+__all__ = ["ALPHA", "chunk_size", "evaluate_until_settled", "settle_order", "settle_problem"]
 
 ALPHA = 0.05
 """The family-wise level of the settle rule: the declared leader is the best model of the selection with
@@ -199,71 +198,3 @@ def _add(total: EvalProgress, prog: EvalProgress) -> None:
     total.budget_stopped = total.budget_stopped or prog.budget_stopped
     total.texts_embedded += prog.texts_embedded
     total.long_texts_embedded += prog.long_texts_embedded
-
-
-def _num(v: float) -> str:
-    return "n/a" if v is None or not math.isfinite(v) else f"{v:.3g}"
-
-
-@report_section("settled", order=11)
-def settle_section(ctx: ReportContext) -> Section | None:
-    """The "Stopped when settled" section of an ``--until-settled`` run (``options["settled"]``, the stop record
-    of :func:`evaluate_until_settled`): items used of the selection, calls saved, and each comparison's
-    anytime-valid interval."""
-    rec = ctx.options.get("settled")
-    if not rec:
-        return None
-    used, n = rec["items_used"], rec["items_total"]
-    level = rec["alpha"] / max(1, len(rec["comparisons"]))
-    leader, metric = rec["leader"], rec["metric"]
-    if rec["settled"]:
-        head = (
-            f"The run stopped after {used} of the {n} selected items (drawn in a random order seeded by the run's "
-            f"seed, {rec['chunk']} at a time): on {metric}, {leader} is ahead of every other target model by an "
-            f"anytime-valid {1 - rec['alpha']:.0%} confidence sequence, so with probability at least "
-            f"{1 - rec['alpha']:.0%} it is the best of them on all {n} items."
-        )
-    else:
-        head = (
-            f"The ranking on {metric} did not settle: after {used} of the {n} items no model was ahead of every "
-            "other by the anytime-valid confidence sequence"
-            + (", and every item was evaluated." if used == n else " before the run stopped.")
-        )
-    saved = (
-        f" Not evaluated: {rec['units_saved']} (target, item) pairs; at the {rec['calls']} target and judge calls "
-        f"the {used} items made, about {rec['calls_saved']} model calls were saved."
-        if used < n
-        else ""
-    )
-    method = (
-        "Each interval is the hedged-capital betting confidence sequence of Waudby-Smith & Ramdas (2023) for the "
-        f"mean paired difference over the selection (sampling without replacement), at level {level:.3g} per "
-        f"comparison (Bonferroni over the {len(rec['comparisons'])} comparisons of the leader); it holds at "
-        "every item at once, so stopping when it excludes 0 keeps it valid."
-    )
-    rows = [
-        [
-            f"{leader} vs {c['model']}",
-            c["n"],
-            _num(c["mean"]),
-            f"{_num(c['low'])} to {_num(c['high'])}",
-            "yes" if c["low"] > 0 else "no",
-            c["left_out"],
-        ]
-        for c in rec["comparisons"]
-    ]
-    table = Table(
-        ["comparison", "items", "mean difference (leader's favour)", "valid interval", "above 0", "left out"],
-        rows,
-        name="settled",
-    )
-    blocks: list[Any] = [Text(head + saved), table, Text(method)]
-    if any(c["left_out"] for c in rec["comparisons"]):
-        blocks.append(
-            Text(
-                "Items where either model of a comparison has no valid score are left out of it; the guarantee "
-                "then assumes those failures are unrelated to which model is better."
-            )
-        )
-    answer = {"how_sure": [head]} if rec["settled"] else {"caveats": [head]}
-    return Section("settled", "Stopped when settled", blocks, answer=answer)

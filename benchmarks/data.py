@@ -17,24 +17,19 @@ point straight at one benchmark's folder, or at an upstream layout
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import platformdirs
 
-from ..core import DataNotFoundError, OfflineError
+from ..core import DataNotFoundError, OfflineError, current_settings
 from .base import Benchmark
-
-
-def _registered(benchmark: str) -> Benchmark | None:
-    from . import registry
-
-    return registry.find(benchmark)
+from .layouts import looks_sgi_snapshot, upstream_view
+from .registry import find
 
 
 def pullable(benchmark: str) -> bool:
     """Whether ``sgieval data pull <benchmark>`` can fetch it (its definition has a public source)."""
-    defn = _registered(benchmark)
+    defn = find(benchmark)
     return defn is not None and defn.pull is not None
 
 
@@ -48,7 +43,7 @@ def how_to_get(benchmark: str) -> str:
         ``sgieval data pull <b>`` for a benchmark whose definition has a public source (``Benchmark.pull``), else
         where to put the files (``--data-dir``).
     """
-    defn = _registered(benchmark)
+    defn = find(benchmark)
     sub = getattr(defn, "data_folder", None) or benchmark
     if defn is not None and defn.pull is not None:
         return f"run `sgieval data pull {benchmark}` (online), or pass --data-dir <folder holding {sub}/>"
@@ -70,8 +65,6 @@ def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
     if data_dir:
         d = Path(data_dir).expanduser()
         return d, f"--data-dir {d}"
-    from ..core import current_settings
-
     env_data = current_settings().data
     if env_data:
         d = Path(env_data).expanduser()
@@ -108,8 +101,6 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
 def _definition(benchmark: str) -> Benchmark:
     """The registered definition of ``benchmark``; an unregistered name is looked up as a
     folder of that name holding any data file."""
-    from .registry import find
-
     return find(benchmark) or Benchmark(name=benchmark, loader=lambda folder: [])
 
 
@@ -162,8 +153,6 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
     explicit = root.resolve()
     want = ", ".join(defn.markers) or "*.jsonl, *.parquet or *.json files"
     if explicit.is_dir():
-        from .layouts import looks_sgi_snapshot, upstream_view
-
         if benchmark == "sgi-bench" and looks_sgi_snapshot(explicit):
             return explicit  # hub snapshots: SGI-<Task>/.../<split>-*.parquet
         view = upstream_view(explicit)  # a clone of SciAidanBench or AidanBench (benchmarks/layouts.py)
@@ -222,21 +211,6 @@ def describe_folder(folder: Path, limit: int = 8) -> str:
     return ", ".join(names) + more + note
 
 
-def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) -> bool:
-    """True when a TCP connection to ``host:port`` opens within ``timeout_s``; False without trying under
-    ``SGIEVAL_NETWORK=offline`` (True without trying under ``online``)."""
-    from ..core import current_settings
-
-    mode = current_settings().network
-    if mode != "auto":
-        return mode == "online"
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
-
-
 def pull(benchmark: str, dest_root: Path | None = None) -> Path:
     """Download ``benchmark``'s public data with its definition's ``pull`` (``Benchmark.pull``).
 
@@ -253,8 +227,6 @@ def pull(benchmark: str, dest_root: Path | None = None) -> Path:
         OfflineError: the benchmark has no public download, or (within a few seconds) the source is unreachable;
             the message says where to put the files.
     """
-    from .registry import find
-
     dest_root = dest_root or user_data_dir()
     defn = find(benchmark)
     if defn is None or defn.pull is None or not defn.data_root:

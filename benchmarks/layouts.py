@@ -29,16 +29,15 @@ import ast
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import DataNotFoundError
+import platformdirs
 
-PSEUDO_MODEL = re.compile(r"^(top-\d+|ensemble|router)", re.I)
-"""Model names (or ``model_<name>`` file stems) of SciAidanBench configurations that are not one model:
-``top-5`` ensembles, ``top-5-parallel__<Domain>`` routers."""
+from ..core import DataNotFoundError
+from .sciaidanbench import PSEUDO_MODEL, load_stored_answers
+from .sgi import task_of_name
 
 SCIAIDAN_CLONE = "SciAidanBench clone (results/per_model/model_*.json, benchmark/sciaidanbench_questions*.py)"
 AIDAN_CLONE = "AidanBench clone (benchmark/question_list.py, results/*.json)"
@@ -138,8 +137,6 @@ class CloneView:
 
 
 def _cache_root() -> Path:
-    import platformdirs
-
     return Path(os.environ.get("SGIEVAL_LAYOUT_CACHE") or Path(platformdirs.user_cache_dir("sgieval")) / "layouts")
 
 
@@ -207,8 +204,6 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
     pseudo-models go to ``responses/pseudo/`` (not targets).  Written under
     ``dest_root`` (default: the user cache, ``$SGIEVAL_LAYOUT_CACHE``) and
     reused while the clone's files are unchanged."""
-    from .sciaidanbench import load_stored_answers
-
     root = _clone_root(Path(folder).expanduser().resolve())
     if root is None:
         return None
@@ -346,8 +341,6 @@ def looks_sgi_snapshot(folder: Path) -> bool:
     """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset
     (``SGI-DeepResearch``, ``datasets--InternScience--SGI-DeepResearch``, ...)
     with a parquet file somewhere below it (a hub snapshot, one file per split)."""
-    from .sgi import task_of_name
-
     if not folder.is_dir():
         return False
     for sub in folder.iterdir():

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core import OPEN_CREATIVITY, InputError, Item, OfflineError, json_loads_strict
+from ..core import OPEN_CREATIVITY, InputError, Item, OfflineError, current_settings, json_loads_strict
 from .base import Benchmark, Vocabulary
 
 BENCHMARK = "sciaidanbench"
@@ -24,6 +25,9 @@ PROMPT_NOTE = (
     "answers shown (METRICS.md B.1)."
 )
 RECORD_FIELDS = ("answer_num", "answer")
+PSEUDO_MODEL = re.compile(r"^(top-\d+|ensemble|router)", re.I)
+"""Model names (or ``model_<name>`` file stems) of SciAidanBench configurations that are not one model:
+``top-5`` ensembles, ``top-5-parallel__<Domain>`` routers."""
 
 
 def _slug(s: str) -> str:
@@ -215,9 +219,7 @@ def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[st
 
 def _pseudo_file(path: Path) -> bool:
     """Whether ``path`` (``model_top-5-parallel__Neuroscience.json``, ``top-5.json``) holds a configuration of
-    several models (an ensemble or a router, :data:`sgieval.benchmarks.layouts.PSEUDO_MODEL`), not one model."""
-    from .layouts import PSEUDO_MODEL
-
+    several models (an ensemble or a router, :data:`PSEUDO_MODEL`), not one model."""
     return bool(PSEUDO_MODEL.match(path.stem.removeprefix("model_")))
 
 
@@ -258,6 +260,19 @@ COMMIT = "aaa03c4"
 TARBALL = f"https://codeload.github.com/CFN-softbio/SciAidanBench/tar.gz/{COMMIT}"
 
 
+def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) -> bool:
+    """True when a TCP connection to ``host:port`` opens within ``timeout_s``; False without trying under
+    ``SGIEVAL_NETWORK=offline`` (True without trying under ``online``)."""
+    mode = current_settings().network
+    if mode != "auto":
+        return mode == "online"
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def pull_sciaidanbench(dest: Path) -> Path:
     """Download the public SciAidanBench data into ``dest``; returns ``dest``.
 
@@ -270,8 +285,6 @@ def pull_sciaidanbench(dest: Path) -> Path:
     """
     import io
     import tarfile
-
-    from .data import online
 
     host = "codeload.github.com"
     if not online(host):

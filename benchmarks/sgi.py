@@ -1,32 +1,12 @@
-"""SGI-Bench loader: the five tasks as :class:`~sgieval.core.Item` records.
+"""SGI-Bench: the five tasks as :class:`~sgieval.core.Item` records (schema: DATASETS.md "SGI-Bench", one
+pydantic model per task; prompts: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5).
 
-Schema: ``shared/specs/DATASETS.md`` "SGI-Bench" (field names and types are
-validated exactly, one pydantic model per task); Item mapping:
-``helper/SGI_ITEMS.md``; prompts: :mod:`sgieval.benchmarks.prompts`
-(METRICS.md A.1-A.5).
-
-Sources (``load_sgi_bench(source=...)``):
-
-- a **folder** with one file per task, named after the task constant or the
-  HuggingFace dataset: ``deep_research.jsonl`` / ``SGI-DeepResearch.parquet``,
-  ``idea_generation`` / ``SGI-IdeaGeneration``, ``dry_experiment`` /
-  ``SGI-DryExperiment``, ``wet_experiment`` / ``SGI-WetExperiment``,
-  ``experimental_reasoning`` / ``SGI-Reasoning`` (suffix ``.jsonl``,
-  ``.parquet`` or ``.json``).  A sub-folder named like that (e.g. a hub
-  snapshot ``SGI-DeepResearch/data/test-00000-of-00001.parquet``) also works,
-  as does a ``sgi-bench/`` sub-folder holding these files;
-- a **single file**; its task comes from the file name, else from the
-  ``idx`` prefix of its first record (``SGI_DeepResearch_0000``);
-- ``None``: the HuggingFace hub through ``datasets.load_dataset(
-  "InternScience/SGI-<Task>", split="test")``.  The hub is probed first with a
-  short HTTP request (``hub_timeout_s``, default 3 s; ``HF_HUB_OFFLINE=1``
-  skips the probe), so offline the call fails within seconds with
-  :class:`HubUnavailableError` saying how to point at local files.
-
-Images (experimental_reasoning ``images`` / ``step_images``): parquet gives
-``{"bytes", "path"}`` dicts, ``datasets`` gives PIL images, JSONL gives base64
-strings (optionally ``data:image/...;base64,`` URIs).  All become base64 PNG
-strings (non-PNG images are re-encoded with Pillow).
+Sources (``load_sgi_bench(source=...)``): a folder with one file per task (``.jsonl``, ``.parquet`` or ``.json``)
+named after the task or its HuggingFace dataset (``deep_research.jsonl``, ``SGI-Reasoning.parquet``), or a
+sub-folder so named (a hub snapshot), or an ``sgi-bench/`` sub-folder holding them; one task file (its task from
+its name, else from its first ``idx``); or None: the HuggingFace hub (probed first, so offline it fails within
+seconds).  Images (parquet ``{"bytes", "path"}`` dicts, PIL images, base64 strings or ``data:`` URIs) become
+base64 PNG strings.
 """
 
 from __future__ import annotations
@@ -94,9 +74,7 @@ _FIX_DATA_DIR = (
 
 
 class HubUnavailableError(OfflineError, DataNotFoundError):
-    """The HuggingFace hub cannot be reached (or the download failed) and no
-    local files were given.  Both an :class:`OfflineError` and a
-    :class:`DataNotFoundError` (an :class:`InputError`), CLI exit code 2."""
+    """The HuggingFace hub cannot be reached, or the download failed (CLI exit code 2)."""
 
 
 # --------------------------------------------------------------------- names
@@ -114,13 +92,9 @@ _NAME_TO_TASK["reasoning"] = EXPERIMENTAL_REASONING
 
 
 def task_of_name(name: str) -> str | None:
-    """The SGI task a file/folder stem or ``idx`` prefix names, else None.
-
-    Case, ``-``/``_`` and a leading ``SGI`` are ignored:
-    ``"SGI-DeepResearch"``, ``"deep_research"`` and ``"SGI_DeepResearch"``
-    all give ``"deep_research"``; ``"SGI-Reasoning"`` gives
-    ``"experimental_reasoning"``; a HuggingFace hub cache folder
-    ``datasets--InternScience--SGI-DeepResearch`` names its dataset."""
+    """The SGI task a file/folder stem, ``idx`` prefix or hub cache folder names (``"SGI-DeepResearch"``,
+    ``"deep_research"``, ``"datasets--InternScience--SGI-Reasoning"``; case, ``-``/``_`` and ``SGI`` ignored), else
+    None."""
     if name.startswith("datasets--"):
         name = name.rsplit("--", 1)[-1]
     return _NAME_TO_TASK.get(_norm(name))
@@ -145,11 +119,8 @@ def _png_b64_from_bytes(data: bytes) -> str:
 
 
 def to_png_base64(image: Any) -> str:
-    """One image as a base64 PNG string.
-
-    Accepts a base64 string (or ``data:image/...;base64,`` URI), raw bytes, a
-    ``{"bytes": ..., "path": ...}`` dict (parquet / ``datasets`` storage) or a
-    PIL image.  Raises ValueError for anything that is not a decodable image."""
+    """One image (base64 string or ``data:`` URI, bytes, ``{"bytes", "path"}`` dict, PIL image) as a base64 PNG
+    string; ValueError for anything that is not a decodable image."""
     if isinstance(image, str):
         s = image.strip()
         if s.startswith("data:"):
@@ -324,10 +295,8 @@ def _hint(task: str):
 
 # ------------------------------------------------------------------- items
 def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
-    """Map one validated row to an Item (SGI_ITEMS.md): ``id =
-    "sgi-bench/<idx>"``, prompt from :mod:`.prompts`, reference per task,
-    ``metadata["question"]`` = raw question, ``metadata["source"]`` = file or
-    hub dataset name."""
+    """One validated row as an Item: id ``sgi-bench/<idx>``, the task's prompt and reference,
+    ``metadata["question"]`` (the raw question) and ``metadata["source"]`` (file or hub dataset)."""
     meta: dict[str, Any] = {"question": rec.question, "idx": rec.idx, "source": source}
     type_ = ""
     if task == DEEP_RESEARCH:
@@ -338,25 +307,7 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
     elif task == IDEA_GENERATION:
         assert isinstance(rec, IdeaGenerationRecord)
         prompt = prompts.idea_generation_prompt(rec.question)
-        reference = {
-            k: getattr(rec, k)
-            for k in (
-                "core_idea",
-                "keywords",
-                "implementation_steps",
-                "implementation_order",
-                "data",
-                "evaluation_metrics",
-                "expected_outcome",
-                "related_work",
-                "existing_solutions",
-                "related_work_test",
-                "challenge",
-                "limitation",
-                "motivation",
-                "task_objective",
-            )
-        }
+        reference = {k: getattr(rec, k) for k in IDEA_REFERENCE}
         reference["keywords"] = list(rec.keywords)
         reference["implementation_order"] = list(rec.implementation_order)
     elif task == DRY_EXPERIMENT:
@@ -397,6 +348,13 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
         reference=reference,
         metadata=meta,
     )
+
+
+IDEA_REFERENCE = (
+    "core_idea keywords implementation_steps implementation_order data evaluation_metrics expected_outcome "
+    "related_work existing_solutions related_work_test challenge limitation motivation task_objective"
+).split()
+"""The idea_generation fields kept in ``Item.reference``, in order."""
 
 
 def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[tuple[str, Item]]:
@@ -474,19 +432,24 @@ def _hub_probe(timeout_s: float) -> str | None:
     return None
 
 
-def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
-    name = HUB_DATASETS[task]
+def _check_hub(timeout_s: float, what: str) -> None:
+    """Raise :class:`HubUnavailableError` (``what``: where) when the hub does not answer within ``timeout_s``."""
     reason = _hub_probe(timeout_s)
     if reason is not None:
         raise HubUnavailableError(
-            f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
-            what=f"HuggingFace dataset {name}",
-            fix=_FIX_DATA_DIR,
+            f"cannot download SGI-Bench from the HuggingFace hub: {reason}", what=what, fix=_FIX_DATA_DIR
         )
+
+
+def _hub(task: str, then: Any = None) -> Any:
+    """``then(datasets.load_dataset(HUB_DATASETS[task], split="test"))`` (the dataset itself without ``then``);
+    :class:`HubUnavailableError` naming the dataset when it fails."""
+    name = HUB_DATASETS[task]
     try:
         import datasets
 
         ds = datasets.load_dataset(name, split="test")
+        return ds if then is None else then(ds)
     except Exception as e:
         raise HubUnavailableError(
             f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
@@ -494,29 +457,77 @@ def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
             what=f"HuggingFace dataset {name}",
             fix=_FIX_DATA_DIR,
         ) from e
-    rows = ((f"HuggingFace dataset {name} row {n}", dict(r)) for n, r in enumerate(ds, 1))
+
+
+def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
+    name = HUB_DATASETS[task]
+    _check_hub(timeout_s, f"HuggingFace dataset {name}")
+    rows = ((f"HuggingFace dataset {name} row {n}", dict(r)) for n, r in enumerate(_hub(task), 1))
     return [it for _, it in _items_from_rows(task, rows, source=f"hf:{name}")]
+
+
+def _file_pairs(src: Path, wanted: list[str], filtered: bool) -> list[tuple[str, Item]]:
+    """The items of one task file (its task from its name, else its first ``idx``)."""
+    task = task_of_name(src.stem)
+    if task is None:
+        prefix = _first_idx(src)
+        task = task_of_name(prefix) if prefix else None
+    if task is None:
+        raise InputError(
+            "cannot tell which SGI-Bench task this file holds (neither the file name nor the "
+            "'idx' prefix names a task)",
+            what=str(src),
+            fix="name the file after its task, e.g. deep_research.jsonl or SGI-Reasoning.parquet",
+        )
+    if filtered and task not in wanted:
+        raise InputError(
+            f"file holds task {task}, but tasks={wanted} were requested",
+            what=str(src),
+            fix="pass the file of the requested task or drop the task filter",
+        )
+    return _items_from_rows(task, iter_records(src, kind="SGI-Bench record"), str(src))
+
+
+def _folder_pairs(folder: Path, wanted: list[str], filtered: bool) -> list[tuple[str, Item]]:
+    """The items of the task files of ``folder`` (or of its ``sgi-bench/`` sub-folder)."""
+    if not any(_task_files(folder, t) for t in SGI_TASKS):
+        folder = next((folder / s for s in ("sgi-bench", "sgi_bench", "SGI-Bench") if (folder / s).is_dir()), folder)
+    pairs: list[tuple[str, Item]] = []
+    found = 0
+    for t in wanted:
+        files = _task_files(folder, t)
+        if not files and filtered:
+            raise DataNotFoundError(
+                f"no file for SGI-Bench task {t} (expected {t}.jsonl, {t}.parquet or {FILE_NAMES[t][1]}.parquet)",
+                what=str(folder),
+                fix=_FIX_DATA_DIR,
+            )
+        found += bool(files)
+        for f in files:
+            pairs += _items_from_rows(t, iter_records(f, kind="SGI-Bench record"), str(f))
+    if not found:
+        raise DataNotFoundError("folder holds no SGI-Bench task file", what=str(folder), fix=_FIX_DATA_DIR)
+    return pairs
 
 
 def load_sgi_bench(
     source: str | Path | None = None, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0
 ) -> list[Item]:
-    """Load SGI-Bench items.
+    """Load SGI-Bench items, in ``SGI_TASKS`` order, rows in file order.
 
-    ``source``: a folder (one file per task), a single task file, or None for
-    the HuggingFace hub (module docstring).  ``tasks``: task constants (or
-    file-style names such as ``"SGI-Reasoning"``) to load; None = every task
-    found in the folder (all five from the hub).  Items come in
-    ``SGI_TASKS`` order, rows in file order.
+    Args:
+        source: a folder, a task file, or None for the HuggingFace hub (module docstring).
+        tasks: the tasks to load (constants or file-style names such as ``"SGI-Reasoning"``); None: every task found.
+        hub_timeout_s: how long the hub probe waits.
+
+    Returns:
+        The items.
 
     Raises:
-        DataNotFoundError: ``source`` does not exist, the folder holds no task
-            file, or a requested task has no file.
-        HubUnavailableError: ``source`` is None and the hub is unreachable
-            (after at most ``hub_timeout_s`` seconds) or the download failed.
-        InputError: a bad record (message names the file, the line/row, the
-            field and the fix), an unknown task, a file whose task cannot be
-            told, or a duplicate ``idx``.
+        DataNotFoundError: ``source`` does not exist, holds no task file, or a requested task has no file.
+        HubUnavailableError: no ``source`` and the hub is unreachable or the download failed.
+        InputError: a bad record (file, line, field and fix), an unknown task, a file of no telling task, or a
+            duplicate ``idx``.
     """
     wanted = _check_tasks(tasks)
     pairs: list[tuple[str, Item]] = []
@@ -527,49 +538,11 @@ def load_sgi_bench(
         src = Path(source).expanduser()
         if not src.exists():
             raise DataNotFoundError("no such file or folder", what=str(src), fix=_FIX_DATA_DIR)
-        if src.is_file():
-            task = task_of_name(src.stem)
-            if task is None:
-                prefix = _first_idx(src)
-                task = task_of_name(prefix) if prefix else None
-            if task is None:
-                raise InputError(
-                    "cannot tell which SGI-Bench task this file holds (neither the file name nor the "
-                    "'idx' prefix names a task)",
-                    what=str(src),
-                    fix="name the file after its task, e.g. deep_research.jsonl or SGI-Reasoning.parquet",
-                )
-            if tasks is not None and task not in wanted:
-                raise InputError(
-                    f"file holds task {task}, but tasks={wanted} were requested",
-                    what=str(src),
-                    fix="pass the file of the requested task or drop the task filter",
-                )
-            pairs += _items_from_rows(task, iter_records(src, kind="SGI-Bench record"), str(src))
-        else:
-            folder = src
-            if not any(_task_files(folder, t) for t in SGI_TASKS):
-                for sub in ("sgi-bench", "sgi_bench", "SGI-Bench"):
-                    if (folder / sub).is_dir():
-                        folder = folder / sub
-                        break
-            found = 0
-            for t in wanted:
-                files = _task_files(folder, t)
-                if not files:
-                    if tasks is not None:
-                        raise DataNotFoundError(
-                            f"no file for SGI-Bench task {t} (expected {t}.jsonl, {t}.parquet "
-                            f"or {FILE_NAMES[t][1]}.parquet)",
-                            what=str(folder),
-                            fix=_FIX_DATA_DIR,
-                        )
-                    continue
-                found += 1
-                for f in files:
-                    pairs += _items_from_rows(t, iter_records(f, kind="SGI-Bench record"), str(f))
-            if not found:
-                raise DataNotFoundError("folder holds no SGI-Bench task file", what=str(folder), fix=_FIX_DATA_DIR)
+        pairs = (
+            _file_pairs(src, wanted, tasks is not None)
+            if src.is_file()
+            else _folder_pairs(src, wanted, tasks is not None)
+        )
     seen: dict[str, str] = {}
     items = []
     for where, it in pairs:
@@ -585,41 +558,27 @@ def load_sgi_bench(
 
 
 def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0) -> Path:
-    """Download SGI-Bench from the HuggingFace hub into ``dest`` as ``<task>.parquet``.
+    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task (images as
+    ``{"bytes", "path"}`` structs).
 
-    One file per task (``datasets.load_dataset(HUB_DATASETS[task], split="test")``
-    then ``Dataset.to_parquet``; images are stored as ``{"bytes", "path"}``
-    structs, which :func:`load_sgi_bench` reads).  ``tasks`` as in
-    :func:`load_sgi_bench` (None = all five).  Returns ``dest``.
+    Args:
+        dest: the folder.
+        tasks: as in :func:`load_sgi_bench` (None: all five).
+        hub_timeout_s: how long the hub probe waits.
 
-    Raises :class:`HubUnavailableError` within about ``hub_timeout_s`` seconds
-    when the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or when a
-    download fails; files of tasks already downloaded are kept.
+    Returns:
+        ``dest``.
+
+    Raises:
+        HubUnavailableError: the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or a download fails (files
+            already downloaded are kept).
     """
     dest = Path(dest).expanduser()
     wanted = _check_tasks(tasks)
-    reason = _hub_probe(hub_timeout_s)
-    if reason is not None:
-        raise HubUnavailableError(
-            f"cannot download SGI-Bench from the HuggingFace hub: {reason}",
-            what=f"data pull sgi-bench -> {dest}",
-            fix=_FIX_DATA_DIR,
-        )
-    import datasets
-
+    _check_hub(hub_timeout_s, f"data pull sgi-bench -> {dest}")
     dest.mkdir(parents=True, exist_ok=True)
     for t in wanted:
-        name = HUB_DATASETS[t]
-        try:
-            ds = datasets.load_dataset(name, split="test")
-            ds.to_parquet(str(dest / f"{t}.parquet"))
-        except Exception as e:
-            raise HubUnavailableError(
-                f"downloading from the HuggingFace hub failed: {type(e).__name__}: "
-                f"{str(e).splitlines()[0] if str(e) else ''}",
-                what=f"HuggingFace dataset {name}",
-                fix=_FIX_DATA_DIR,
-            ) from e
+        _hub(t, lambda ds, t=t: ds.to_parquet(str(dest / f"{t}.parquet")))
     return dest
 
 

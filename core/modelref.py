@@ -88,6 +88,9 @@ KEY_VARIABLES: dict[str, str] = {
 }
 """Prefix -> the variable holding its key where it is not ``<PREFIX>_API_KEY`` (the provider packages' own)."""
 
+OFFLINE = ("replay", "local")
+"""Providers that call no model service: stored responses and the embedded offline model."""
+
 _prefixes: set[str] = set(BUILTIN_PREFIXES)
 
 _SERVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -128,14 +131,10 @@ class ModelRef:
         provider: the registry prefix (``openai``, ``openai-api``, ``anthropic``, ``replay``, ``local``...), or
             ``""`` for a stored model name without one.
         name: the model id the provider is asked for (``gpt-4.1``, ``Qwen2.5-7B``, ``llama3.3:latest``).
-        service: the server name of an ``openai-api:<service>/<model>`` string (its variables are
-            ``<SERVICE>_BASE_URL`` and ``<SERVICE>_API_KEY``), else ``""``.
-        base_url: the server's base URL once resolved (:func:`sgieval.models.providers.resolve_endpoint`),
-            None before or for providers that choose their own.
-        base_url_var: the environment variable that holds the base URL (``OPENAI_BASE_URL``,
-            ``VLLM_BASE_URL``), None when the provider has none.
-        key_var: the environment variable that holds the API key (``OPENAI_API_KEY``, ``VLLM_API_KEY``), None
-            when the provider needs no key (replay, local).
+        service: the server name of an ``openai-api:<service>/<model>`` string, else ``""``.
+        base_url: the server's base URL once resolved (:func:`sgieval.models.providers.resolve_endpoint`).
+        base_url_var: the variable holding the base URL (``OPENAI_BASE_URL``, ``VLLM_BASE_URL``), or None.
+        key_var: the variable holding the API key (``OPENAI_API_KEY``), None when no key is needed.
     """
 
     spec: str
@@ -147,21 +146,21 @@ class ModelRef:
     key_var: str | None = None
 
     @classmethod
-    def parse(cls, spec: str) -> "ModelRef":
+    def parse(cls, spec: str, *, strict: bool = True) -> "ModelRef":
         """Parse ``spec`` (no environment read, no check that the provider is installed).
 
         Args:
             spec: a model string (module doc table).
+            strict: False: a string that does not parse is a stored model name (provider ``""``), no error.
 
         Returns:
-            The ModelRef; ``base_url`` is None (resolved later by the provider registry).  A head before the
-            first ``:`` that is not a known prefix (:func:`known_prefixes`) is taken for an unknown provider
-            (``scripted:judge-1``) unless what follows is an Ollama-style tag (``latest``, a size such as ``8b``, a
-            quantisation such as ``q4_0``): then ``provider`` is empty and the whole string is the ``name``
-            (``phi4:latest`` is a stored model name).
+            The ModelRef; ``base_url`` is None.  A head before the first ``:`` that is not a known prefix
+            (:func:`known_prefixes`) is an unknown provider (``scripted:judge-1``) unless what follows is an
+            Ollama-style tag (``latest``, ``8b``, ``q4_0``): then ``provider`` is empty and ``name`` is the whole
+            string.
 
         Raises:
-            ValueError: an ``openai-api:`` string without ``<service>/<model>``.
+            ValueError: an ``openai-api:`` string without ``<service>/<model>`` (with ``strict``).
         """
         s = spec.strip()
         head, sep, rest = s.partition(":")
@@ -170,38 +169,65 @@ class ModelRef:
         if head == "openai-api":
             service, slash, model = rest.partition("/")
             if not slash or not model.strip() or not _SERVICE.match(service):
+                if not strict:
+                    return cls(spec=s, provider="", name=s)
                 raise ValueError(
                     f"{s!r}: an OpenAI-compatible server is named openai-api:<service>/<model>, "
                     "e.g. openai-api:vllm/Qwen2.5-7B with VLLM_BASE_URL set"
                 )
             env = _env_name(service)
-            return cls(
-                spec=s,
-                provider=head,
-                name=model.strip(),
-                service=service,
-                base_url_var=f"{env}_BASE_URL",
-                key_var=f"{env}_API_KEY",
-            )
-        if head in ("replay", "local"):
+            return cls(s, head, model.strip(), service, base_url_var=f"{env}_BASE_URL", key_var=f"{env}_API_KEY")
+        if head in OFFLINE:
             return cls(spec=s, provider=head, name=rest.strip())
-        env = _env_name(head)
         return cls(
             spec=s,
             provider=head,
             name=rest.strip(),
             base_url_var="OPENAI_BASE_URL" if head == "openai" else None,
-            key_var=KEY_VARIABLES.get(head, f"{env}_API_KEY"),
+            key_var=KEY_VARIABLES.get(head, f"{_env_name(head)}_API_KEY"),
         )
+
+    @staticmethod
+    def identity_of(spec: str) -> str:
+        """The :attr:`identity` of model string ``spec``; a string that does not parse is its own identity
+        (stripped, lower case).
+
+        Args:
+            spec: a model string.
+
+        Returns:
+            The identity.
+        """
+        try:
+            return ModelRef.parse(spec).identity
+        except ValueError:
+            return spec.strip().lower()
 
     @property
     def identity(self) -> str:
         """The model's identity (module doc): ``openai:gpt-4o`` -> ``gpt-4o``, ``replay:llama3.3:latest`` ->
-        ``llama3.3``, ``replay:openai/4o`` -> ``4o``, ``anthropic:claude-opus-4`` -> ``claude-opus-4``."""
-        n = self.name.strip().lower()
-        if n.endswith(":latest"):
-            n = n[: -len(":latest")]
-        return n.rsplit("/", 1)[-1]
+        ``llama3.3``, ``replay:openai/4o`` -> ``4o``."""
+        return self.name.strip().lower().removesuffix(":latest").rsplit("/", 1)[-1]
+
+    @property
+    def bare(self) -> str:
+        """The identity without an Ollama-style tag: ``replay:llama3.1:8b`` -> ``llama3.1``."""
+        return self.identity.split(":")[0]
+
+    @property
+    def untagged(self) -> str:
+        """The name without an Ollama-style tag, case and router path kept: ``phi4:latest`` -> ``phi4``."""
+        return self.name.split(":")[0]
+
+    @property
+    def prefix(self) -> str:
+        """The text before the first ``:`` of ``spec`` (``""`` without one): the provider it names, known or not."""
+        return self.spec.partition(":")[0] if ":" in self.spec else ""
+
+    @property
+    def offline(self) -> bool:
+        """Whether the model calls no model service (stored responses, the embedded model)."""
+        return self.provider in OFFLINE
 
     def with_endpoint(
         self, base_url: str | None, *, base_url_var: str | None = None, key_var: str | None = None
@@ -225,8 +251,7 @@ class ModelRef:
 
 
 def same_model(a: str, b: str) -> bool:
-    """Whether model strings ``a`` and ``b`` name the same model (equal :attr:`ModelRef.identity`; an
-    ``openai-api:`` string that does not parse is compared as it is).
+    """Whether model strings ``a`` and ``b`` name the same model (equal :meth:`ModelRef.identity_of`).
 
     Args:
         a: a model string.
@@ -235,11 +260,4 @@ def same_model(a: str, b: str) -> bool:
     Returns:
         True for the same model.
     """
-    return _identity(a) == _identity(b)
-
-
-def _identity(spec: str) -> str:
-    try:
-        return ModelRef.parse(spec).identity
-    except ValueError:
-        return spec.strip().lower()
+    return ModelRef.identity_of(a) == ModelRef.identity_of(b)

@@ -27,6 +27,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .modelref import ModelRef
+
 __all__ = [
     "SAFE_SANDBOXES",
     "FLAGS",
@@ -64,12 +66,12 @@ OFFLINE_PREFIXES = ("replay:", "local:")
 
 def live_models(names: Any) -> list[str]:
     """The model strings of ``names`` (a list, a string or None) that call a model service, i.e. may cost
-    money with the user's key: every one not starting with one of :data:`OFFLINE_PREFIXES`."""
+    money with the user's key: every one whose provider is not offline (:attr:`sgieval.core.ModelRef.offline`)."""
     if not names:
         return []
     if isinstance(names, str):
         names = [names]
-    return [str(n) for n in names if not str(n).startswith(OFFLINE_PREFIXES)]
+    return [str(n) for n in names if not ModelRef.parse(str(n), strict=False).offline]
 
 
 def sensitive_settings(config: Any) -> dict[str, Any]:

@@ -68,99 +68,64 @@ COMPLETENESS_LEVELS = {"complete": 5, "strong": 4, "adequate": 3, "weak": 2, "in
 
 KAPPA_UNDEFINED = "kappa undefined: fewer than two distinct labels on both sides"
 
-# ------------------------------------------------------------------------------ specs
-ABS_ERROR = MetricSpec(
-    name="sfbench_abs_error",
-    tasks=[FEASIBILITY],
+
+def _spec(name: str, description: str, **kw: Any) -> MetricSpec:
+    return MetricSpec(name=name, tasks=[FEASIBILITY], benchmark=BENCHMARK, description=description, source=SRC, **kw)
+
+
+ABS_ERROR = _spec(
+    "sfbench_abs_error",
+    "|predicted Likert - gold Likert| per claim (labels -2..2).",
     range=(0.0, 4.0),
     higher_is_better=False,
-    benchmark=BENCHMARK,
-    description="|predicted Likert - gold Likert| per claim (labels -2..2).",
-    source=SRC,
 )
-EXACT = MetricSpec(
-    name="sfbench_exact",
-    tasks=[FEASIBILITY],
-    range=(0.0, 1.0),
-    benchmark=BENCHMARK,
-    description="1 if the predicted Likert score equals the gold score, else 0.",
-    source=SRC,
-)
-QWK = MetricSpec(
-    name="sfbench_qwk",
-    tasks=[FEASIBILITY],
+EXACT = _spec("sfbench_exact", "1 if the predicted Likert score equals the gold score, else 0.")
+QWK = _spec(
+    "sfbench_qwk",
+    "Quadratic weighted Cohen's kappa between predicted and gold Likert scores over labels -2..2 "
+    "(corpus level; undefined when both sides use fewer than two distinct labels).",
     range=(-1.0, 1.0),
-    benchmark=BENCHMARK,
     primary=True,
     qualities=["feasibility", "accuracy"],
-    description="Quadratic weighted Cohen's kappa between predicted and gold Likert scores over labels -2..2 "
-    "(corpus level; undefined when both sides use fewer than two distinct labels).",
-    source=SRC,
 )
-ACCURACY = MetricSpec(
-    name="sfbench_accuracy",
-    tasks=[FEASIBILITY],
-    range=(0.0, 1.0),
-    benchmark=BENCHMARK,
-    description="Fraction of claims whose predicted Likert score equals the gold score (corpus level).",
-    source=SRC,
+ACCURACY = _spec(
+    "sfbench_accuracy", "Fraction of claims whose predicted Likert score equals the gold score (corpus level)."
 )
-MAE = MetricSpec(
-    name="sfbench_mae",
-    tasks=[FEASIBILITY],
+MAE = _spec(
+    "sfbench_mae",
+    "Mean absolute error of the predicted Likert scores (corpus level).",
     range=(0.0, 4.0),
     higher_is_better=False,
-    benchmark=BENCHMARK,
-    description="Mean absolute error of the predicted Likert scores (corpus level).",
-    source=SRC,
 )
-CORRECTNESS = MetricSpec(
-    name="sfbench_expl_correctness",
-    tasks=[FEASIBILITY],
-    kind="judge",
-    range=(1.0, 5.0),
-    benchmark=BENCHMARK,
-    description="Explanation correctness judged vs the gold explanation: Sound 5, Mostly Sound 4, Mixed 3, "
+CORRECTNESS = _spec(
+    "sfbench_expl_correctness",
+    "Explanation correctness judged vs the gold explanation: Sound 5, Mostly Sound 4, Mixed 3, "
     "Mostly Unsound 2, Unsound 1.",
-    source=SRC,
-)
-COMPLETENESS = MetricSpec(
-    name="sfbench_expl_completeness",
-    tasks=[FEASIBILITY],
     kind="judge",
     range=(1.0, 5.0),
-    benchmark=BENCHMARK,
-    description="Explanation completeness judged vs the gold explanation: Complete 5, Strong 4, Adequate 3, Weak 2, "
+)
+COMPLETENESS = _spec(
+    "sfbench_expl_completeness",
+    "Explanation completeness judged vs the gold explanation: Complete 5, Strong 4, Adequate 3, Weak 2, "
     "Incomplete 1 (infeasible claim: one valid reason suffices; non-negative claim: every crucial "
     "aspect).",
-    source=SRC,
-)
-CORRECTNESS_NORM = MetricSpec(
-    name="sfbench_expl_correctness_norm",
-    tasks=[FEASIBILITY],
     kind="judge",
-    range=(0.0, 1.0),
-    benchmark=BENCHMARK,
-    description="Sum of correctness levels / (5 k) over the k judged claims (corpus level).",
-    source=SRC,
+    range=(1.0, 5.0),
 )
-COMPLETENESS_NORM = MetricSpec(
-    name="sfbench_expl_completeness_norm",
-    tasks=[FEASIBILITY],
+CORRECTNESS_NORM = _spec(
+    "sfbench_expl_correctness_norm",
+    "Sum of correctness levels / (5 k) over the k judged claims (corpus level).",
     kind="judge",
-    range=(0.0, 1.0),
-    benchmark=BENCHMARK,
-    description="Sum of completeness levels / (5 k) over the k judged claims (corpus level).",
-    source=SRC,
 )
-EXPL_F1 = MetricSpec(
-    name="sfbench_expl_f1",
-    tasks=[FEASIBILITY],
+COMPLETENESS_NORM = _spec(
+    "sfbench_expl_completeness_norm",
+    "Sum of completeness levels / (5 k) over the k judged claims (corpus level).",
     kind="judge",
-    range=(0.0, 1.0),
-    benchmark=BENCHMARK,
-    description="Explanation F1: harmonic mean of the normalised correctness and completeness (corpus level).",
-    source=SRC,
+)
+EXPL_F1 = _spec(
+    "sfbench_expl_f1",
+    "Explanation F1: harmonic mean of the normalised correctness and completeness (corpus level).",
+    kind="judge",
 )
 
 
@@ -281,6 +246,10 @@ def _corpus_score(
     )
 
 
+def _not_run(model: str, specs: Sequence[MetricSpec], error: str) -> list[Score]:
+    return [_corpus_score(model, s, None, "", {}, status="not_run", error=error) for s in specs]
+
+
 def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
     """Quadratic weighted Cohen's kappa over labels -2..2 (scikit-learn), or
     None when undefined: both sides use fewer than two distinct labels
@@ -329,23 +298,13 @@ class SFBenchLikert(Metric):
         gold, pred, expl = parsed
         details = {"pred": pred, "gold": gold, "explanation": expl}
         err = abs(pred - gold)
+        values = (
+            (ABS_ERROR, err, f"|{pred} - ({gold})| = {err}"),
+            (EXACT, pred == gold, f"predicted {pred}, gold {gold}"),
+        )
         return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=ABS_ERROR.name,
-                value=float(err),
-                rationale=f"|{pred} - ({gold})| = {err}",
-                details=details,
-            ),
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=EXACT.name,
-                value=float(pred == gold),
-                rationale=f"predicted {pred}, gold {gold}",
-                details=details,
-            ),
+            Score(item_id=item.id, model=response.model, metric=s.name, value=float(v), rationale=r, details=details)
+            for s, v, r in values
         ]
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
@@ -361,18 +320,7 @@ class SFBenchLikert(Metric):
         for model in models:
             pp = pairs.get(model, [])
             if not pp:
-                for spec in self.corpus_specs:
-                    out.append(
-                        _corpus_score(
-                            model,
-                            spec,
-                            None,
-                            "",
-                            {},
-                            status="not_run",
-                            error="no parsed SFBench predictions for this model",
-                        )
-                    )
+                out += _not_run(model, self.corpus_specs, "no parsed SFBench predictions for this model")
                 continue
             gold = [g for g, _ in pp]
             pred = [p for _, p in pp]
@@ -571,18 +519,7 @@ class SFBenchExplanation(Metric):
         for model in models:
             rows = [v for (m, _), v in by.items() if m == model and len(v) == 2]
             if not rows:
-                for spec in self.corpus_specs:
-                    out.append(
-                        _corpus_score(
-                            model,
-                            spec,
-                            None,
-                            "",
-                            {},
-                            status="not_run",
-                            error="no judged SFBench explanations for this model",
-                        )
-                    )
+                out += _not_run(model, self.corpus_specs, "no judged SFBench explanations for this model")
                 continue
             k = len(rows)
             c = sum(r[CORRECTNESS.name] for r in rows) / (5 * k)

@@ -64,9 +64,6 @@ Prices = dict[str, tuple[float, float]]
 _prices: Prices = {}
 """Prices set with :func:`set_prices` (the process-wide user table; a run's ``--price`` goes to its ledger)."""
 
-FREE_PREFIXES = ("local:", "replay:")
-"""Model strings that cost nothing in USD: the embedded local model runs on this machine, replays call no model."""
-
 
 class BudgetExceeded(SgievalError):
     """The run's cost budget (``--budget``, USD) is spent; raised before a
@@ -184,16 +181,9 @@ def reset_prices() -> None:
     _prices.clear()
 
 
-def _ref(model: str) -> ModelRef:
-    try:
-        return ModelRef.parse(model)
-    except ValueError:
-        return ModelRef(spec=model, provider="", name=model)
-
-
 def _model_id(name: str) -> str:
-    """The model id after the provider (:class:`sgieval.core.ModelRef`; ``openai:gpt-4o`` -> ``gpt-4o``)."""
-    return _ref(name).name
+    """The model id after the provider (``openai:gpt-4o`` -> ``gpt-4o``)."""
+    return ModelRef.parse(name, strict=False).name
 
 
 def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> tuple[float, float] | None:
@@ -210,9 +200,9 @@ def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> 
 @functools.lru_cache(maxsize=512)
 def _listed(model: str) -> tuple[str | None, str] | None:
     """(provider id for genai-prices, model reference) of a model the library knows exactly, else None."""
-    if model.startswith(FREE_PREFIXES):
+    parsed = ModelRef.parse(model, strict=False)
+    if parsed.offline:
         return None
-    parsed = _ref(model)
     provider_id, ref = (parsed.provider, parsed.name) if parsed.provider else (None, model)
     try:
         _calc(provider_id, ref, {"input": 1, "output": 1})
@@ -256,7 +246,7 @@ def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = 
     """
     if _own_price(model, prices) is not None:
         return "user"
-    if model.startswith(FREE_PREFIXES):
+    if ModelRef.parse(model, strict=False).offline:
         return "free"
     if _listed(model) is not None:
         from importlib.metadata import version
@@ -733,7 +723,6 @@ __all__ = [
     "BATCH_DISCOUNT",
     "BudgetExceeded",
     "CallRecord",
-    "FREE_PREFIXES",
     "Ledger",
     "Prices",
     "Totals",

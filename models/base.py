@@ -46,10 +46,7 @@ class NamedModel:
 
     def __post_init__(self) -> None:
         if self.ref is None:
-            try:
-                self.ref = ModelRef.parse(self.name)
-            except ValueError:
-                self.ref = ModelRef(spec=self.name, provider="", name=self.name)
+            self.ref = ModelRef.parse(self.name, strict=False)
 
     @property
     def identity(self) -> str:

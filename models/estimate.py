@@ -39,7 +39,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from .accounting import price_call
+from ..core import ModelRef
+from .accounting import price_call, price_source
 
 __all__ = [
     "APPROXIMATION",
@@ -137,15 +138,9 @@ def token_counter(model: str) -> TokenCounter:
     Returns:
         A :class:`TokenCounter`.
     """
-    from ..core import ModelRef
-
-    try:
-        ref = ModelRef.parse(model)
-        provider, name = ref.provider, ref.name
-    except ValueError:
-        provider, name = "", model
-    if provider.startswith("openai"):
-        found = _tiktoken(name.split("/")[-1])
+    ref = ModelRef.parse(model, strict=False)
+    if ref.provider.startswith("openai"):
+        found = _tiktoken(ref.name.split("/")[-1])
         if found is not None:
             return found
     return TokenCounter(APPROXIMATION)
@@ -521,8 +516,6 @@ def priced(row: RoleEstimate, prices: Mapping[str, tuple[float, float]] | None, 
         A copy of ``row`` with ``usd``, ``usd_bound`` (USD; None when the price is unknown) and
         ``price_source``.
     """
-    from .accounting import price_source
-
     row.price_source = price_source(row.model, prices)
     row.usd = price_call(row.model, {"input": row.input_tokens, "output": row.output_tokens}, prices, batch=batch)
     if row.output_bound is not None:

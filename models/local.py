@@ -81,7 +81,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import InputError
+from ..core import InputError, ModelRef
 from .base import NamedModel, Role
 
 INSTALL_FIX = (
@@ -125,12 +125,18 @@ def _require_llama_cpp() -> Any:
     return llama_cpp
 
 
+def _local_name(name: str) -> str:
+    """``smollm2`` of ``local:smollm2`` (a bare name as it is)."""
+    ref = ModelRef.parse(name, strict=False)
+    return ref.name if ref.provider == "local" else name
+
+
 def gguf_path(name: str) -> Path:
     """Path of the GGUF file for embedded model ``name`` (``smollm2`` or
     ``local:smollm2``), found inside its installed package without importing
     it.  Raises InputError listing the available names for an unknown name,
     and naming the install command when the package is not installed."""
-    key = name[len(LOCAL_PREFIX) :] if name.startswith(LOCAL_PREFIX) else name
+    key = _local_name(name)
     spec = LOCAL_MODELS.get(key.strip().lower())
     if spec is None:
         raise InputError(
@@ -636,7 +642,7 @@ def load_local_model(
     Raises InputError: unknown name (lists the available names), missing
     ``[local]`` extra or model package (says to run ``bash install/local.sh``).
     """
-    key = (name[len(LOCAL_PREFIX) :] if name.startswith(LOCAL_PREFIX) else name).strip().lower()
+    key = _local_name(name).strip().lower()
     path = gguf_path(key)
     _require_llama_cpp()
     chat = ChatLocalLlama(

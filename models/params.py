@@ -32,15 +32,6 @@ from ..core import ModelRef
 from .base import NamedModel
 
 
-def _identity(spec: str) -> str:
-    """The model id the family table matches (:attr:`sgieval.core.ModelRef.identity`: ``openai:o4-mini`` and
-    ``openai:openai/o4-mini`` are ``o4-mini``)."""
-    try:
-        return ModelRef.parse(spec).identity
-    except ValueError:
-        return spec.strip().lower()
-
-
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 """Values of ``--reasoning-effort`` (OpenAI's ``reasoning_effort``)."""
 
@@ -71,7 +62,7 @@ def sampling_params(
     and, for each one its family does not get, the reason (table above).
     ``openai_compatible`` False: ``reasoning_effort`` is never sent (only the
     OpenAI chat-completions API has it)."""
-    name = _identity(spec)
+    name = ModelRef.identity_of(spec)
     sent: dict[str, Any] = {}
     dropped: dict[str, str] = {}
     if temperature is not None:

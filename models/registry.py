@@ -30,7 +30,7 @@ def _match(name: str, store: ReplayStore) -> bool:
     n = name.lower()
     cands = {
         store.model.lower(),
-        store.model.split(":")[0].lower(),
+        ModelRef(spec=store.model, provider="", name=store.model).untagged.lower(),
         store.source.stem.lower(),
         store.model.replace("/", "_").lower(),
     }
@@ -177,8 +177,9 @@ def resolve_model(
         return entry.factory(ref, role, options)
     if ref.provider in known_prefixes():
         return langchain_provider(ref, role, options)
-    head, sep, rest = ref.spec.partition(":")
-    near = difflib.get_close_matches(head, sorted(known_prefixes()), n=1, cutoff=0.75) if sep else []
+    head = ref.prefix
+    rest = ref.spec[len(head) + 1 :]
+    near = difflib.get_close_matches(head, sorted(known_prefixes()), n=1, cutoff=0.75) if head else []
     if near:  # a typo of a provider prefix ("opnai:gpt-4.1")
         raise InputError(
             f"unknown provider {head!r}",
@@ -187,7 +188,7 @@ def resolve_model(
             "init_chat_model provider)",
         )
     raise InputError(
-        "unknown model string" if not sep else f"unknown provider {head!r}",
+        f"unknown provider {head!r}" if head else "unknown model string",
         what=ref.spec,
         fix="use replay:<name>, local:smollm2, openai:<model>, openai-api:<service>/<model> or provider:model "
         "(init_chat_model)",

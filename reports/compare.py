@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import write_text_in
-from .build import count_phrase, fmt2, fmt_p
+from .format import count_phrase, fmt2, fmt_p
 
 __all__ = ["Change", "Comparison", "RankRow", "RunSide", "SIGNIFICANCE", "write_comparison"]
 

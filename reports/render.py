@@ -11,27 +11,9 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..core import atomic_write_text, redact_secrets
+from .blocks import markdown_table
 
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
-    """A GitHub Markdown table; ``|`` inside cells is escaped.
-
-    Args:
-        headers: the column names.
-        rows: the cells, one list per row.
-
-    Returns:
-        The table text.
-    """
-
-    def cell(x: Any) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:

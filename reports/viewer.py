@@ -32,7 +32,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..core import Item, Response, Score
 from ..core import read_bytes_in, replace_dir_in, write_bytes_in, write_text_in
-from .build import not_applicable
+from .ranking import not_applicable
 from .render import jsonable
 
 TEMPLATES = Path(__file__).parent / "templates"

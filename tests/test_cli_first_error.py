@@ -8,6 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from sgieval.benchmarks import data as data_mod
+from sgieval.benchmarks import sciaidanbench as sciaidanbench_mod
 from sgieval.cli import app
 
 runner = CliRunner()
@@ -79,7 +80,7 @@ def test_fix_lines_name_working_commands(tmp_path, monkeypatch):
     except DataNotFoundError as e:
         assert "sgieval data pull" not in e.one_line() and "DATASETS.md" not in e.one_line()
         assert "Fix: sfbench has no public download: put its files in <folder>/sfbench/" in e.one_line()
-    monkeypatch.setattr(data_mod, "online", lambda host="", port=443, timeout_s=2.0: False)
+    monkeypatch.setattr(sciaidanbench_mod, "online", lambda host="", port=443, timeout_s=2.0: False)
     try:
         data_mod.pull("sciaidanbench", tmp_path / "dest")
     except OfflineError as e:

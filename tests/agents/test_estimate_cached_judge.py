@@ -42,6 +42,7 @@ def test_cached_judge_calls_are_counted_as_cached_and_cost_nothing(tmp_path, fre
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
         assert replies.since(0) == {"model-a": 2, "model-b": 2, "judge": 12}
+        (first,) = [p for p in out.iterdir() if p.is_dir()]
 
         # the same run again under --dry-run: every target answer and every judge reply is in the call cache
         res = runner.invoke(app, [*args, "--dry-run"], terminal_width=400)
@@ -59,7 +60,8 @@ def test_cached_judge_calls_are_counted_as_cached_and_cost_nothing(tmp_path, fre
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
         assert len(replies.models) == 16
-    (first, second) = sorted(p for p in out.iterdir() if p.is_dir())
+    # run ids of one second order by their random suffix, not by start: the second run is the folder the first is not
+    (second,) = [p for p in out.iterdir() if p.is_dir() and p != first]
     rows = _usage(second)
     # model, role, calls, cached, failed, input tokens, output tokens, latency, cost (USD)
     assert [(r[0], r[1], r[2], r[3], r[8]) for r in rows] == [

@@ -3,10 +3,10 @@ its neighbours just above and just below, on hand-computed 0/1 scores (exact per
 
 from __future__ import annotations
 
-from sgieval.agents.reporting import adjacent_pair_tests, ranking_stats, verdict_sentence
+from sgieval.agents.reporting import adjacent_pair_tests, ranking_stats
 from sgieval.core import Score
 from sgieval.metric_pool.generic import EXACT
-from sgieval.reports.build import order_stats, tie_groups
+from sgieval.reports import order_stats, tie_groups, verdict_sentence
 
 
 def _verdict(table: dict[str, list[int]], focus: str) -> str:

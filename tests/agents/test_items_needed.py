@@ -11,7 +11,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from sgieval.agents.reporting import _price_per_item
+from sgieval.reports.answer.more_items import price_per_item
 from sgieval.cli import app
 from sgieval.metric_pool.power import items_to_separate
 
@@ -85,8 +85,8 @@ def test_items_to_separate_by_hand():
 
 def test_price_per_item_comes_from_the_estimate_then_the_ledger():
     est = {"items": 50, "rows": [{"usd": 0.2, "calls": 100}, {"usd": 0.3, "calls": 200}]}
-    assert _price_per_item({"estimate": est}, 50)[0] == pytest.approx(0.01)
+    assert price_per_item({"estimate": est}, 50)[0] == pytest.approx(0.01)
     unpriced = {"items": 50, "rows": [{"usd": 0.2, "calls": 100}, {"usd": None, "calls": 200}]}
     ledger = {"estimate": unpriced, "total": {"cost": 1.0, "calls": 300, "unpriced_calls": 0}}
-    assert _price_per_item(ledger, 40)[0] == pytest.approx(0.025)
-    assert _price_per_item({"total": {"cost": 0.0, "calls": 0}}, 40)[0] is None
+    assert price_per_item(ledger, 40)[0] == pytest.approx(0.025)
+    assert price_per_item({"total": {"cost": 0.0, "calls": 0}}, 40)[0] is None

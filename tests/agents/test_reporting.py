@@ -6,8 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 
-from sgieval.agents.reporting import build_report, header_facts, numbers_supported, order_claims_supported
-from sgieval.reports.build import criterion_scores, rubric_breakdown
+from sgieval.agents.reporting import build_report
+from sgieval.reports import ReportContext
+from sgieval.reports import (
+    criterion_scores,
+    header_facts,
+    numbers_supported,
+    order_claims_supported,
+    rubric_breakdown,
+)
 from sgieval.core import Criterion, Item, MetricSpec, Response, Rubric, Score
 from sgieval.tests.conftest import scripted
 
@@ -105,20 +112,22 @@ def report(tmp_path, primary="rigor", agent=None, judges=("judge-x",), allow_sel
     responses, scores = records()
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=header(**hkw),
-            items=ITEMS,
-            responses=responses,
-            scores=scores,
-            specs=[EM, RIGOR],
-            primary=primary,
-            models=MODELS,
-            custom={"rigor"},
+            ReportContext(
+                tmp_path,
+                header=header(**hkw),
+                items=ITEMS,
+                responses=responses,
+                scores=scores,
+                specs=[EM, RIGOR],
+                primary=primary,
+                models=MODELS,
+                custom={"rigor"},
+                n_resamples=999,
+                seed=0,
+                judges=list(judges),
+                allow_self_judge=allow_self_judge,
+            ),
             agent=agent,
-            n_resamples=999,
-            seed=0,
-            judges=list(judges),
-            allow_self_judge=allow_self_judge,
         )
     )
     return path.read_text()

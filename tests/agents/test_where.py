@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from sgieval.agents.where import asks_where, item_link
+from sgieval.reports.answer.where import asks_where
+from sgieval.reports.sections.where import item_link
 from sgieval.cli import app
 
 runner = CliRunner()
@@ -127,7 +128,8 @@ NEWUSER = {
 
 
 def _where(table, ranked, request="In which fields do the models differ in accuracy?"):
-    from sgieval.agents.where import where_report
+    from sgieval.agents.reporting import POOL
+    from sgieval.reports.sections.where import where_report
     from sgieval.core import Item, Score
     from sgieval.metric_pool.generic import EXACT
 
@@ -137,7 +139,7 @@ def _where(table, ranked, request="In which fields do the models differ in accur
         for i, (_d, v) in table.items()
         for m, x in v.items()
     ]
-    return where_report(request, items, scores, EXACT, ranked, n_resamples=1000, seed=0)
+    return where_report(request, items, scores, EXACT, ranked, pool=POOL, n_resamples=1000, seed=0)
 
 
 def test_tied_models_are_one_group_in_the_where_table_and_the_answer_names_where_they_differ_most():

@@ -196,7 +196,7 @@ async def test_prompt_cache_reports_the_shared_prefix_as_cached_and_the_ledger_p
     rate (gpt-4o: 2.50 USD per 1M input tokens, 1.25 cached, 10 output)."""
     from langchain_core.messages import SystemMessage
 
-    from sgieval.agents.reporting import cached_share_text
+    from sgieval.reports.sections.usage import cached_share_text
 
     system = SystemMessage(" ".join(f"rule{i}" for i in range(40)))  # 40 words: 2 whole blocks and 8 words
     with MockOpenAI(prompt_cache=True, replies=["ok"]) as mock:

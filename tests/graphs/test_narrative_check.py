@@ -61,7 +61,7 @@ def test_a_narrative_fixed_on_the_second_attempt_follows_the_verdict_with_its_st
 
 
 def test_names_check_reads_models_metrics_and_facets():
-    from sgieval.agents.reporting import names_supported
+    from sgieval.reports import names_supported
 
     tables = "| 1 | replay:o1-mini | 11.84 |\n| aidan_accepted_answers | objective |\n| Chemistry | 25 |"
     known = ["replay:o1-mini", "replay:phi4:latest", "aidan_accepted_answers", "Chemistry"]

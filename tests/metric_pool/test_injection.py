@@ -180,6 +180,7 @@ async def test_rubric_score_is_flagged_in_evidence(text, flagged):
 
 def test_report_counts_flagged_scores(tmp_path):
     from sgieval.agents.reporting import build_report
+    from sgieval.reports import ReportContext
     from sgieval.tests.reports.test_report_findings import header, section
 
     spec = MetricSpec(name="score", tasks=["generic"], range=(0.0, 100.0), primary=True, description="points")
@@ -194,18 +195,20 @@ def test_report_counts_flagged_scores(tmp_path):
     responses = [Response(item_id=it.id, model="m", text="...") for it in items]
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=header(),
-            items=items,
-            responses=responses,
-            scores=scores,
-            specs=[spec],
-            primary="score",
-            models=["m"],
+            ReportContext(
+                tmp_path,
+                header=header(),
+                items=items,
+                responses=responses,
+                scores=scores,
+                specs=[spec],
+                primary="score",
+                models=["m"],
+                n_resamples=99,
+                seed=0,
+                judges=["j"],
+            ),
             agent=None,
-            n_resamples=99,
-            seed=0,
-            judges=["j"],
         )
     )
     failures = section(path.read_text(), "Failures")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sgieval.core import MetricSpec, Score
-from sgieval.reports.answer import (
+from sgieval.reports import (
     dominant_item,
     flag_rows,
     judge_summary,
@@ -13,7 +13,7 @@ from sgieval.reports.answer import (
     sensitivity_sentence,
 )
 from sgieval.metric_pool.aggregate import Summary
-from sgieval.reports.build import ModelStat, order_with_ties, rank_labels, tie_groups
+from sgieval.reports import ModelStat, order_with_ties, rank_labels, tie_groups
 
 ACC = MetricSpec(name="acc", tasks=["*"], range=(0, float("inf")))
 NOV = MetricSpec(name="nov", tasks=["*"], range=(0, 1))
@@ -156,6 +156,7 @@ def test_tops_ties_and_dominance():
 import asyncio  # noqa: E402
 
 from sgieval.agents.reporting import build_report  # noqa: E402
+from sgieval.reports import ReportContext  # noqa: E402
 from sgieval.core import Item  # noqa: E402
 
 SCORE = MetricSpec(name="score", tasks=["generic"], range=(0.0, 100.0), primary=True)
@@ -190,17 +191,19 @@ def _answer(tmp_path, values: dict[str, list[float]], **kw) -> str:
     ]
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=HEADER,
-            items=ITEMS,
-            responses=[],
-            scores=scores,
-            specs=[SCORE],
-            primary="score",
-            models=list(values),
-            n_resamples=199,
-            seed=0,
-            **kw,
+            ReportContext(
+                tmp_path,
+                header=HEADER,
+                items=ITEMS,
+                responses=[],
+                scores=scores,
+                specs=[SCORE],
+                primary="score",
+                models=list(values),
+                n_resamples=199,
+                seed=0,
+                **kw,
+            )
         )
     )
     return path.read_text().split("## Answer", 1)[1].split("\n## ", 1)[0]

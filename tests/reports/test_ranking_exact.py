@@ -1,4 +1,4 @@
-"""The report's ranking helpers asserted exactly (reports/build.py ranking): order by mean in
+"""The report's ranking helpers asserted exactly (reports/ranking.py): order by mean in
 either direction with ties by name, CI cells and overlap at the edges, the adjacent-pair entry, item values and
 the number formats the ranking table prints."""
 
@@ -9,7 +9,7 @@ import math
 from sgieval.core import Score
 from sgieval.metric_pool.aggregate import PairedResult, Summary
 from sgieval.metric_pool.base import CORPUS
-from sgieval.reports.build import (
+from sgieval.reports import (
     ModelStat,
     ci_overlap,
     ci_text,

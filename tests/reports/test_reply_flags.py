@@ -7,7 +7,8 @@ import math
 
 from sgieval.core import Response, Score
 from sgieval.metric_pool.aggregate import summarize
-from sgieval.reports.build import ci_text, reply_flags
+from sgieval.reports import ci_text
+from sgieval.reports.failures import reply_flags
 
 
 def test_reply_flags_count_each_kind_apart():

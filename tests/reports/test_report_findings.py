@@ -16,9 +16,11 @@ import re
 
 import pytest
 
-import sgieval.reports.build as report_build
+import sgieval.reports.sections.criteria as criteria_section
+import sgieval.reports.sections.ranking as ranking_section
 from sgieval.agents.reporting import build_report
-from sgieval.reports.build import not_applicable
+from sgieval.reports import ReportContext
+from sgieval.reports import not_applicable
 from sgieval.core import DEEP_RESEARCH, EXPERIMENTAL_REASONING, Criterion, Item, MetricSpec, Response, Rubric, Score
 from sgieval.tests.conftest import scripted
 
@@ -59,18 +61,20 @@ def build(tmp_path, items, scores, specs, primary, models, responses=None, agent
     )
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=header(**hkw),
-            items=items,
-            responses=responses,
-            scores=scores,
-            specs=specs,
-            primary=primary,
-            models=models,
+            ReportContext(
+                tmp_path,
+                header=header(**hkw),
+                items=items,
+                responses=responses,
+                scores=scores,
+                specs=specs,
+                primary=primary,
+                models=models,
+                n_resamples=999,
+                seed=0,
+                judges=["judge-x"],
+            ),
             agent=agent,
-            n_resamples=999,
-            seed=0,
-            judges=["judge-x"],
         )
     )
     return path.read_text()
@@ -249,7 +253,7 @@ def test_heatmap_that_fails_to_draw_is_not_linked(tmp_path, monkeypatch):
     def broken(path, *a, **kw):
         raise RuntimeError("no fonts")
 
-    monkeypatch.setattr(report_build, "heatmap", broken)
+    monkeypatch.setattr(criteria_section, "heatmap", broken)
     scores = _rigor_scores()
     text = build(tmp_path, ITEMS3, scores, [RIGOR], "rigor", ["m-a"])
     assert "| logic | 1 | 7.00 |" in text
@@ -427,8 +431,8 @@ def test_ranking_chart_drawn_while_the_tables_are_built_still_reports_its_failur
 
         return draw
 
-    monkeypatch.setattr(report_build, "ranking_chart", broken("ranking"))
-    monkeypatch.setattr(report_build, "heatmap", broken("heatmap"))
+    monkeypatch.setattr(ranking_section, "ranking_chart", broken("ranking"))
+    monkeypatch.setattr(criteria_section, "heatmap", broken("heatmap"))
     scores = _rigor_scores()
     text = build(tmp_path, ITEMS3, scores, [RIGOR], "rigor", ["m-a"])
     first = "- Figure figures/ranking.png could not be drawn: RuntimeError: ranking failed"

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import asyncio
 
-from sgieval.agents.reporting import build_report, smallest_permutation_p
+from sgieval.agents.reporting import build_report
+from sgieval.reports.answer.more_items import smallest_permutation_p
+from sgieval.reports import ReportContext
 from sgieval.core import Item, MetricSpec, Response, Score
-from sgieval.reports.build import clip_reason, unscored_reason
+from sgieval.reports import unscored_reason
+from sgieval.reports.format import clip_reason
 
 SCORE = MetricSpec(name="score", tasks=["generic"], range=(0.0, 10.0), primary=True, description="points")
 METHOD = "normal-approximation power of the paired test, n = ((z_0.975 + z_0.80) x SD / mean)^2"
@@ -50,16 +53,18 @@ def report(tmp_path, values: dict[str, list[float]], extra: list[Score] = ()) ->
     models = [*values, *dict.fromkeys(s.model for s in extra)]
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=header(n),
-            items=its,
-            responses=[Response(item_id=i.id, model=m, text="...") for m in models for i in its],
-            scores=[*scores, *extra],
-            specs=[SCORE],
-            primary="score",
-            models=models,
-            n_resamples=999,
-            seed=0,
+            ReportContext(
+                tmp_path,
+                header=header(n),
+                items=its,
+                responses=[Response(item_id=i.id, model=m, text="...") for m in models for i in its],
+                scores=[*scores, *extra],
+                specs=[SCORE],
+                primary="score",
+                models=models,
+                n_resamples=999,
+                seed=0,
+            )
         )
     )
     return path.read_text()
@@ -179,17 +184,19 @@ def test_calls_estimated_but_none_made_show_the_estimate_table(tmp_path):
     its = [Item(id=f"g/{i}", benchmark="jsonl", task="generic", discipline="physics", prompt=f"q{i}") for i in range(2)]
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=header(2),
-            items=its,
-            responses=[Response(item_id=i.id, model="m-a", text="...") for i in its],
-            scores=[Score(item_id=i.id, model="m-a", metric="score", value=5.0, rationale="r") for i in its],
-            specs=[SCORE],
-            primary="score",
-            models=["m-a"],
-            n_resamples=99,
-            seed=0,
-            usage={"rows": [], "estimate": estimate},
+            ReportContext(
+                tmp_path,
+                header=header(2),
+                items=its,
+                responses=[Response(item_id=i.id, model="m-a", text="...") for i in its],
+                scores=[Score(item_id=i.id, model="m-a", metric="score", value=5.0, rationale="r") for i in its],
+                specs=[SCORE],
+                primary="score",
+                models=["m-a"],
+                n_resamples=99,
+                seed=0,
+                usage={"rows": [], "estimate": estimate},
+            )
         )
     )
     usage = path.read_text().split("## Cost and usage\n", 1)[1].split("\n## ", 1)[0]

@@ -60,18 +60,20 @@ def _scores() -> list[Score]:
 def _build(tmp_path, agent=None, usage=None) -> str:
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=HEADER,
-            items=ITEMS,
-            responses=[Response(item_id=i.id, model=m, text="...") for m in MODELS for i in ITEMS],
-            scores=_scores(),
-            specs=[SCORE],
-            primary="score",
-            models=MODELS,
+            ReportContext(
+                tmp_path,
+                header=HEADER,
+                items=ITEMS,
+                responses=[Response(item_id=i.id, model=m, text="...") for m in MODELS for i in ITEMS],
+                scores=_scores(),
+                specs=[SCORE],
+                primary="score",
+                models=MODELS,
+                n_resamples=199,
+                seed=0,
+                usage=usage,
+            ),
             agent=agent,
-            n_resamples=199,
-            seed=0,
-            usage=usage,
         )
     )
     return path.read_text()

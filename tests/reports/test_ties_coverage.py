@@ -10,6 +10,7 @@ import json
 import math
 
 from sgieval.agents.reporting import build_report
+from sgieval.reports import ReportContext
 from sgieval.core import Item, MetricSpec, Response, Score
 from sgieval.metric_pool.reliability import reliability, reliability_rows
 
@@ -59,17 +60,19 @@ def ok(model: str, i: int, v: float, metric: str = "em") -> Score:
 def report(tmp_path, its, scores, specs, primary, models, judges=None, n_resamples=999) -> str:
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=HEADER,
-            items=its,
-            responses=[Response(item_id=i.id, model=m, text="...") for m in models for i in its],
-            scores=scores,
-            specs=specs,
-            primary=primary,
-            models=models,
-            n_resamples=n_resamples,
-            seed=0,
-            judges=judges,
+            ReportContext(
+                tmp_path,
+                header=HEADER,
+                items=its,
+                responses=[Response(item_id=i.id, model=m, text="...") for m in models for i in its],
+                scores=scores,
+                specs=specs,
+                primary=primary,
+                models=models,
+                n_resamples=n_resamples,
+                seed=0,
+                judges=judges,
+            )
         )
     )
     return path.read_text()

@@ -174,6 +174,8 @@ def test_a_memory_kill_reads_killed_memory_limit_in_the_scores_and_the_report(tm
     import asyncio
 
     from sgieval.agents.reporting import build_report
+
+    from sgieval.reports import ReportContext
     from sgieval.core import Response
     from sgieval.metric_pool.base import ScoringContext
     from sgieval.metric_pool.sgi import dry_experiment as de
@@ -214,18 +216,20 @@ def test_a_memory_kill_reads_killed_memory_limit_in_the_scores_and_the_report(tm
     }
     path = asyncio.run(
         build_report(
-            tmp_path,
-            header=header,
-            items=[item],
-            responses=[resp],
-            scores=scores,
-            specs=de.SPECS,
-            primary="dry_passall_5",
-            models=["target-a"],
+            ReportContext(
+                tmp_path,
+                header=header,
+                items=[item],
+                responses=[resp],
+                scores=scores,
+                specs=de.SPECS,
+                primary="dry_passall_5",
+                models=["target-a"],
+                n_resamples=99,
+                seed=0,
+                judges=[],
+            ),
             agent=None,
-            n_resamples=99,
-            seed=0,
-            judges=[],
         )
     )
     text = path.read_text(encoding="utf-8")

@@ -1,0 +1,139 @@
+"""The report's Answer: a short list of full sentences computed from the same formatted numbers as the tables, one
+module per part (:mod:`.verdict`, :mod:`.how_sure`, :mod:`.more_items`, :mod:`.where`, :mod:`.caveats`,
+:mod:`.summary`), merged here in one place (:func:`compose_answer`) with what the report's sections add.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..blocks import Section
+from ..context import ReportContext
+from .caveats import fact_caveats, ranking_caveats
+from .how_sure import how_sure, order_note, reliability_sentences
+from .more_items import items_needed_sentence
+from .verdict import verdict_sentence
+from .where import metric_disagreement
+
+__all__ = ["Answer", "compose_answer"]
+
+
+@dataclass
+class Answer:
+    """The report's Answer as a short list of full sentences: ``verdict`` (the fixed first sentence: winner or
+    tie, scope, metric, full order), ``summary`` (an agent model's text that passed the fact check, "" without
+    one), ``how_sure`` (paired tests, CIs, judge agreement), ``where`` (where the models differ: facets, other
+    metrics), ``more_items`` (when the top two are not separated: how many more items the paired test would need,
+    and their cost), ``caveats`` (coverage, ties, unscored models, self-preference, stored judges...) and
+    ``stamp`` (what was checked in an agent's text, "" without one)."""
+
+    verdict: str
+    how_sure: list[str] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    more_items: list[str] = field(default_factory=list)
+    summary: str = ""
+    summary_by: str = ""
+    stamp: str = ""
+    where_first: bool = False
+    """The request asked where the models differ: "Where it differs" comes right after the verdict."""
+
+    def markdown(self) -> str:
+        """The Answer as a Markdown list (one item per part that has sentences; caveats one per sub-item when
+        there are several), then the stamp in italics.
+
+        Returns:
+            The Markdown text.
+        """
+        lines = [f"- **Verdict:** {self.verdict}"]
+        parts = [("How sure", self.how_sure), ("Where it differs", self.where)]
+        if self.where_first:
+            parts.reverse()
+        if self.summary:
+            lines.append(f"- **Summary** ({self.summary_by}): {self.summary}")
+        for label, part in parts:
+            if part:
+                lines.append(f"- **{label}:** " + " ".join(part))
+        if self.more_items:
+            lines.append("- **More items:** " + " ".join(self.more_items))
+        if len(self.caveats) == 1:
+            lines.append(f"- **Caveats:** {self.caveats[0]}")
+        elif self.caveats:
+            lines.append("- **Caveats:**")
+            lines += [f"  - {c}" for c in self.caveats]
+        text = "\n".join(lines)
+        return text + (f"\n\n*({self.stamp})*" if self.stamp else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``report.json``, the viewer).
+
+        Returns:
+            The dict.
+        """
+        return {
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "summary_by": self.summary_by,
+            "how_sure": list(self.how_sure),
+            "where": list(self.where),
+            "caveats": list(self.caveats),
+            "more_items": list(self.more_items),
+            "stamp": self.stamp,
+            "where_first": self.where_first,
+        }
+
+
+def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[str], sgi_missing: list[str]) -> Answer:
+    """The Answer of a report: the verdict, how sure, more items, where it differs and the caveats, each part's
+    sentences followed by what the sections add to it (:attr:`~sgieval.reports.blocks.Section.answer`).
+
+    Args:
+        ctx: the report context, its statistics set.
+        sections: the report's sections, in order.
+        variants: the sentences on variants of the ranking metric that order the models differently (where it
+            differs, after the other metrics').
+        sgi_missing: why an SGI-Score is unavailable (the last caveats).
+
+    Returns:
+        The Answer (no summary: an agent's summary is added once it passes the fact check).
+    """
+    spec, groups, pairs, stats, one = ctx.spec, ctx.groups, ctx.pairs, ctx.stats, ctx.one_model
+    verdict = verdict_sentence(
+        ctx.request,
+        stats,
+        spec,
+        len(ctx.items),
+        ctx.header.get("scope", ""),
+        groups,
+        ctx.coverage,
+        ctx.focus,
+        pairs,
+        ctx.leader_tests,
+    )
+    answer = Answer(verdict, how_sure=[] if one else how_sure(stats, groups, pairs, ctx.leader_tests, spec.name))
+    if not one:
+        answer.how_sure += [s for s in [order_note(pairs)] if s]
+        answer.more_items += [s for s in [items_needed_sentence(ctx)] if s]
+    answer.how_sure += [s for s in [reliability_sentences(ctx.reliability, spec.name).strip()] if s]
+    for sec in sections:
+        answer.how_sure += sec.answer.get("how_sure", [])
+        answer.where += sec.answer.get("where", [])
+        answer.caveats += sec.answer.get("caveats", [])
+        answer.where_first = answer.where_first or (sec.leads and bool(sec.answer.get("where")))
+    names = [s.model for s in ctx.ranked]
+    leaders = [s.model for s in groups[0]] if groups else []
+    answer.where += metric_disagreement(ctx.scores, ctx.specs, spec, names, leaders, ctx.focus)
+    answer.where += variants
+    facts = fact_caveats(
+        ctx.scores,
+        spec,
+        names,
+        leaders,
+        judges=ctx.judges,
+        allow_self_judge=ctx.allow_self_judge,
+        stand_in=ctx.stand_in,
+        focus=ctx.focus,
+    )
+    answer.caveats = ranking_caveats(stats, groups, spec, ctx.coverage) + facts + answer.caveats + sgi_missing
+    return answer

@@ -1,0 +1,193 @@
+"""What a report section is made of: a :class:`Section` (title, then an ordered list of blocks: sentences,
+sub-headings, typed tables, figures) and the sentences it adds to the Answer.
+
+A section is data, rendered elsewhere (the Markdown template, ``report.json``, the HTML viewer, the narrative's fact
+check); the anchor is pydantic_evals' ``ReportEvaluator`` / ``TableResult``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+__all__ = ["ANSWER_PARTS", "Block", "Figure", "Heading", "Section", "Table", "Text", "markdown_table"]
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub Markdown table; ``|`` inside cells is escaped.
+
+    Args:
+        headers: the column names.
+        rows: the cells, one list per row.
+
+    Returns:
+        The table text.
+    """
+
+    def cell(x: Any) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+@dataclass
+class Text:
+    """A paragraph of full sentences (Markdown inline marks allowed: ``**bold**``, ``code``)."""
+
+    text: str
+    kind: str = field(default="text", init=False)
+
+    def markdown(self) -> str:
+        """The paragraph as Markdown.
+
+        Returns:
+            ``text`` as it is.
+        """
+        return self.text
+
+
+@dataclass
+class Heading:
+    """A sub-heading inside a section (rendered ``### text``)."""
+
+    text: str
+    kind: str = field(default="heading", init=False)
+
+    def markdown(self) -> str:
+        """``### text``.
+
+        Returns:
+            The heading line.
+        """
+        return f"### {self.text}"
+
+
+@dataclass
+class Table:
+    """A typed table: ``headers`` (column names) and ``rows`` (one list of cells per row, each cell the text the
+    report prints, e.g. ``"0.60"``, ``"2="``, ``"n/a"``); ``name`` a stable id for tests and the viewer."""
+
+    headers: list[str]
+    rows: list[list[Any]]
+    name: str = ""
+    kind: str = field(default="table", init=False)
+
+    def __post_init__(self) -> None:
+        for k, r in enumerate(self.rows):
+            if len(r) != len(self.headers):
+                raise ValueError(
+                    f"table {self.name or self.headers!r}: row {k} has {len(r)} cells for {len(self.headers)} columns"
+                )
+
+    def markdown(self) -> str:
+        """The table as GitHub Markdown (:func:`markdown_table`).
+
+        Returns:
+            The table text.
+        """
+        return markdown_table(self.headers, self.rows)
+
+
+@dataclass
+class Figure:
+    """A figure file under the run folder (``path`` relative to it, e.g. ``figures/ranking.png``)."""
+
+    path: str
+    alt: str
+    kind: str = field(default="figure", init=False)
+
+    def markdown(self) -> str:
+        """``![alt](path)``.
+
+        Returns:
+            The image line.
+        """
+        return f"![{self.alt}]({self.path})"
+
+
+Block = Union[Text, Heading, Table, Figure]
+
+ANSWER_PARTS = ("how_sure", "where", "caveats")
+"""The Answer's list items a section may add sentences to (besides the fixed verdict)."""
+
+
+@dataclass
+class Section:
+    """One section of the report.
+
+    ``key``: stable id (``"ranking"``, ``"metrics"``, ``"usage"``...); ``title``: the ``##`` heading;
+    ``blocks``: its content in order; ``answer``: sentences the section adds to the Answer, by part of
+    :data:`ANSWER_PARTS` (``{"caveats": ["..."]}``); ``leads``: the request asked what this section answers, so
+    its "where" sentences come right after the Answer's verdict."""
+
+    key: str
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    answer: dict[str, list[str]] = field(default_factory=dict)
+    leads: bool = False
+
+    def __post_init__(self) -> None:
+        bad = set(self.answer) - set(ANSWER_PARTS)
+        if bad:
+            raise ValueError(f"section {self.key!r}: unknown Answer part(s) {sorted(bad)}; use {ANSWER_PARTS}")
+
+    @property
+    def tables(self) -> list[Table]:
+        """The section's tables, in order."""
+        return [b for b in self.blocks if isinstance(b, Table)]
+
+    @property
+    def figures(self) -> list[Figure]:
+        """The section's figures, in order."""
+        return [b for b in self.blocks if isinstance(b, Figure)]
+
+    @property
+    def sentences(self) -> list[str]:
+        """The section's paragraphs, in order."""
+        return [b.text for b in self.blocks if isinstance(b, Text)]
+
+    def table(self, name: str) -> Table | None:
+        """The table named ``name``, or None.
+
+        Args:
+            name: a table name.
+
+        Returns:
+            The table, or None.
+        """
+        return next((t for t in self.tables if t.name == name), None)
+
+    def markdown(self) -> str:
+        """The section as Markdown: ``## title`` then every block, separated by blank lines.
+
+        Returns:
+            The Markdown text.
+        """
+        return "\n\n".join([f"## {self.title}", *(b.markdown() for b in self.blocks)])
+
+    def text(self) -> str:
+        """Everything the section states (title, sentences, tables; not the figures), for the fact check.
+
+        Returns:
+            The text.
+        """
+        return "\n".join([self.title, *(b.markdown() for b in self.blocks if not isinstance(b, Figure))])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``report.json``, the template, the viewer): ``{"key", "title", "blocks": [{"kind",
+        ...fields}], "answer"}``.
+
+        Returns:
+            The dict.
+        """
+        blocks = []
+        for b in self.blocks:
+            if isinstance(b, Table):
+                blocks.append({"kind": "table", "name": b.name, "headers": list(b.headers), "rows": b.rows})
+            elif isinstance(b, Figure):
+                blocks.append({"kind": "figure", "path": b.path, "alt": b.alt})
+            else:
+                blocks.append({"kind": b.kind, "text": b.text})
+        return {"key": self.key, "title": self.title, "blocks": blocks, "answer": self.answer, "leads": self.leads}

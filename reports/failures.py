@@ -1,0 +1,179 @@
+"""The Failures section's data: failed responses and scores, the not-applicable ones kept apart, flagged
+scores (injection suspected, METRICS.md D.14), truncated and empty replies (D.10), and the stored records that
+ended without a normal stop (censored or missing)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..core import Response, Score
+from .ranking import not_applicable
+
+__all__ = ["REPLY_STATUSES", "failures", "flag_rows", "flagged_items", "injection_suspected", "reply_flags"]
+
+
+REPLY_STATUSES = ("truncated", "empty")
+"""Response statuses that come from the target's reply itself (METRICS.md D.10), counted apart from errors."""
+
+
+def injection_suspected(s: Score) -> bool:
+    """Whether a score's evidence (or details) flags judge-format tags inside the
+    scored text (METRICS.md D.14: ``injection_suspected``)."""
+    if s.details.get("injection_suspected") or "injection_suspected" in (getattr(s, "flags", None) or ()):
+        return True
+    return any(
+        isinstance(e, dict) and (e.get("injection_suspected") or e.get("kind") == "injection_suspected")
+        for e in s.evidence
+    )
+
+
+@dataclass
+class _Tally:
+    """What the Failures section counts, from one pass over the responses and one over the scores."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)  # failed responses and scores (not n/a)
+    na: list[dict[str, Any]] = field(default_factory=list)  # not-applicable scores
+    flagged: list[dict[str, Any]] = field(default_factory=list)  # scores whose evidence raises a flag
+    flag_counts: Counter = field(default_factory=Counter)
+    truncated: int = 0
+    empty: int = 0
+    no_answer: Counter = field(default_factory=Counter)
+    injection: int = 0
+    errors: int = 0
+    error_statuses: Counter = field(default_factory=Counter)  # the statuses counted in ``errors``
+
+
+def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
+    """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`failures`
+    (a 10,000-item run has 30,000 scores, and each pass over the scores of a finished run costs ~10 ms)."""
+    t = _Tally()
+    for r in responses:
+        if r.status == "ok":
+            continue
+        if r.status == "truncated":
+            t.truncated += 1
+        elif r.status == "empty":
+            t.empty += 1
+        else:
+            t.errors += 1
+            t.error_statuses[r.status] += 1
+        t.rows.append(
+            {
+                "kind": "response",
+                "item": r.item_id,
+                "model": r.model,
+                "metric": "",
+                "status": r.status,
+                "reason": (r.error or "")[:200],
+            }
+        )
+    for s in scores:
+        if s.status == "ok":
+            if s.details.get("no_answer"):
+                t.no_answer[s.metric] += 1
+        else:
+            apart = not_applicable(s)
+            if not apart and s.status not in REPLY_STATUSES:
+                t.errors += 1
+                t.error_statuses[s.status] += 1
+            row = {
+                "kind": "score",
+                "item": s.item_id,
+                "model": s.model,
+                "metric": s.metric,
+                "status": s.status,
+                "reason": (s.error or "")[:200],
+            }
+            (t.na if apart else t.rows).append(row)
+        if s.evidence:  # flags come from the evidence only
+            flags = s.flags
+            if flags:
+                t.flagged.append({"item": s.item_id, "model": s.model, "metric": s.metric, "flags": ", ".join(flags)})
+                t.flag_counts.update(flags)
+        if s.details.get("injection_suspected") or (s.evidence and injection_suspected(s)):
+            t.injection += 1
+    return t
+
+
+def _apart(t: _Tally) -> dict[str, Any]:
+    return {
+        "truncated": t.truncated,
+        "empty": t.empty,
+        "no_answer": sum(t.no_answer.values()),
+        "no_answer_by_metric": ", ".join(f"{k} {v}" for k, v in sorted(t.no_answer.items())),
+        "injection": t.injection,
+        "errors": t.errors,
+        "errors_by_status": ", ".join(f"{k} {v}" for k, v in sorted(t.error_statuses.items())),
+    }
+
+
+def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
+    """The Failures section's counts, each apart from the others:
+    ``truncated`` and ``empty`` target replies (D.10), ``no_answer`` ok scores
+    whose reply held no answer (``details["no_answer"]``, scored 0 but not a
+    wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
+    flagged ``injection_suspected`` (D.14), and ``errors``: failed responses
+    and failed, applicable scores with any other status (``errors_by_status``: ``"infra_error 2, not_run 4"``)."""
+    return _apart(_tally(responses, scores))
+
+
+def failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
+    """Failed responses and scores (status != ok) for the Failures section;
+    not-applicable scores (:func:`not_applicable`) are kept apart in
+    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures;
+    scores whose evidence raises a flag (``injection_suspected``, METRICS.md
+    D.14) are counted in ``flags`` ({total, by_flag, rows, more}), whatever their status."""
+    t = _tally(responses, scores)
+    by_status = Counter(r["status"] for r in t.rows)
+    by_metric = Counter(r["metric"] for r in t.na)
+    return {
+        "flags": {
+            "total": len(t.flagged),
+            "by_flag": ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(t.flag_counts.items())),
+            "rows": t.flagged[:limit],
+            "more": max(0, len(t.flagged) - limit),
+        },
+        "apart": _apart(t),
+        "total": len(t.rows),
+        "by_status": ", ".join(f"{k}: {v}" for k, v in sorted(by_status.items())),
+        "rows": t.rows[:limit],
+        "more": max(0, len(t.rows) - limit),
+        "not_applicable": {
+            "total": len(t.na),
+            "by_metric": ", ".join(f"{k}: {v}" for k, v in sorted(by_metric.items())),
+            "rows": t.na[:limit],
+            "more": max(0, len(t.na) - limit),
+        },
+    }
+
+
+def _flag(s: Score) -> str | None:
+    d = s.details or {}
+    return "missing" if d.get("missing") else "censored" if d.get("censored") else None
+
+
+def flag_rows(scores: Iterable[Score], models: list[str] | None = None) -> list[dict[str, str]]:
+    """One row per flagged (item, target model) pair, whatever the metric:
+    ``{"item", "model", "flag" ("censored" | "missing"), "reason", "error"}``
+    sorted by model then item id; ``models`` limits the target models."""
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for s in scores:
+        f = _flag(s)
+        if f is None or (models is not None and s.model not in models) or (s.model, s.item_id) in rows:
+            continue
+        d = s.details or {}
+        rows[(s.model, s.item_id)] = {
+            "item": s.item_id,
+            "model": s.model,
+            "flag": f,
+            "reason": str(d.get("flag_reason", "")),
+            "error": str(d.get("stop_error", "")),
+        }
+    return [rows[k] for k in sorted(rows)]
+
+
+def flagged_items(scores: Iterable[Score], metric: str, models: list[str]) -> set[str]:
+    """Item ids for which any of ``models`` has a censored or missing ``metric`` score."""
+    return {s.item_id for s in scores if s.metric == metric and s.model in models and _flag(s)}

@@ -1,0 +1,105 @@
+"""Who judged: the judgement sources recorded on the scores (stored or live acceptance decisions), the Run
+table's judge row, and self-preference (a ranked model that judged its own answers)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..core import Score, same_model
+
+__all__ = ["judge_summary", "judgement_sources", "self_judged", "self_preference"]
+
+
+def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[str, str]]:
+    """The distinct ``details["judged_by"]`` records (who decided acceptance:
+    ``coherence``, ``novelty``, ``origin`` stored|live, ``source``) of the
+    target models' scores, in first-seen order.
+
+    Args:
+        scores: the run's scores.
+        models: the target models.
+
+    Returns:
+        The records.
+    """
+    out: list[dict[str, str]] = []
+    for s in scores:
+        jb = (s.details or {}).get("judged_by")
+        if s.model in models and isinstance(jb, dict) and jb not in out:
+            out.append(jb)
+    return out
+
+
+def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_metrics_scored: bool) -> str:
+    """The Run table's judge row: the live judges (or none) and every stored
+    judgement source, e.g. "none called in this run; stored judgements (SciAidanBench
+    published run): coherence by o1-mini, novelty by text-embedding-3-large embeddings
+    (from the SciAidanBench definition ...)"."""
+    if live_judges:
+        parts = [", ".join(live_judges)]
+    else:
+        parts = ["none called in this run" + ("" if judge_metrics_scored else " (judge metrics not run)")]
+    for src in sources:
+        what = (
+            f"coherence by {src.get('coherence')}, novelty by {src.get('novelty')} embeddings "
+            f"(from {src.get('source')})"
+        )
+        if src.get("origin") == "stored":
+            parts.append(f"stored judgements of the original run: {what}")
+        elif not live_judges or src.get("coherence") not in live_judges:
+            parts.append(f"open-creativity protocol: {what}")
+    return "; ".join(parts)
+
+
+def self_preference(
+    models: list[str], sources: list[dict[str, str]], live_judges: list[str], allow_self_judge: bool
+) -> list[str]:
+    """Sentences naming every ranked target that is the same model as a judge
+    that decided its scores (stored coherence judge of a replay, or a live
+    judge allowed to score its own responses), e.g. "replay:o1-mini is ranked
+    while o1-mini judged the coherence that decided its accepted answers
+    (stored judgements): a judge may favour its own answers (self-preference)".
+
+    Args:
+        models: the ranked target models.
+        sources: :func:`judgement_sources` records.
+        live_judges: the run's judge models.
+        allow_self_judge: whether ``--allow-self-judge`` was set.
+
+    Returns:
+        The sentences (empty when none).
+    """
+    out = []
+    for m in models:
+        for src in sources:
+            j = src.get("coherence", "")
+            if j and same_model(j, m):
+                how = "stored judgements of the original run" if src.get("origin") == "stored" else "live"
+                out.append(
+                    f"{m} is ranked while {j} judged the coherence that decided its accepted answers ({how}): "
+                    "a judge may favour its own answers (self-preference), so its position may be overstated"
+                )
+                break
+        else:
+            if allow_self_judge:
+                for j in live_judges:
+                    if same_model(j, m):
+                        out.append(
+                            f"{m} is ranked while {j} judged its responses (--allow-self-judge): a judge may "
+                            "favour its own answers (self-preference)"
+                        )
+                        break
+    return out
+
+
+def self_judged(judges: list[str], models: list[str]) -> list[str]:
+    """The judges that are also target models.
+
+    Args:
+        judges: the run's judges.
+        models: the target models.
+
+    Returns:
+        Those judges, in ``judges`` order.
+    """
+    return [j for j in judges if any(same_model(j, m) for m in models)]
