@@ -1,5 +1,5 @@
-"""The README's examples run as written: the Python API section's doctests, offline,
-on the real SciAidanBench data, and the YAML benchmark definition of the Data section."""
+"""The documented examples run as written: README command (1), the Python API page's doctests (docs/api.md),
+offline on the real SciAidanBench data, and the YAML benchmark definition of the data page (docs/data.md)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from sgieval.tests.conftest import REPO
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
-def _section(title: str) -> str:
-    start = README.index(f"### {title}\n")
-    end = README.find("\n## ", start)
-    nxt = README.find("\n### ", start + 1)
-    return README[start : min(x for x in (end, nxt) if x != -1)]
+def _section(title: str, page: str) -> str:
+    """The ``### title`` section of ``docs/<page>`` (up to the next heading)."""
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    start = text.index(f"### {title}\n")
+    ends = [x for x in (text.find("\n## ", start), text.find("\n### ", start + 1)) if x != -1]
+    return text[start : min(ends, default=len(text))]
 
 
 def _blocks(text: str, lang: str) -> list[str]:
@@ -29,7 +30,7 @@ def _blocks(text: str, lang: str) -> list[str]:
 
 
 def test_python_api_examples_run(tmp_path, monkeypatch):
-    blocks = _blocks(_section("Python API"), "python")
+    blocks = _blocks(_section("Python API", "api.md"), "python")
     assert len(blocks) == 3 and all(">>> " in b for b in blocks)
     monkeypatch.chdir(tmp_path)
     parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
@@ -43,7 +44,7 @@ def test_python_api_examples_run(tmp_path, monkeypatch):
 
 
 def test_yaml_benchmark_example_loads(tmp_path):
-    (yaml_text,) = _blocks(_section("Data"), "yaml")
+    (yaml_text,) = _blocks(_section("Data", "data.md"), "yaml")
     (tmp_path / "capitals.yaml").write_text(yaml_text)
     (tmp_path / "capitals.jsonl").write_text(
         json.dumps({"id": "fr", "prompt": "Capital of France?", "reference": "Paris"}) + "\n"
