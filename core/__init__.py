@@ -5,256 +5,64 @@ Imports nothing of ours; every other folder may import what is listed in ``__all
 
 from __future__ import annotations
 
-from .errors import (
-    CacheCorruptError,
-    CredentialsError,
-    RunStoppedError,
-    DataNotFoundError,
-    FieldProblem,
-    InputError,
-    TamperedFileError,
-    ModelCallError,
-    OfflineError,
-    ParseError,
-    SandboxUnavailableError,
-    SgievalError,
-    ToolError,
-    problem_to_input_error,
-)
-from .files import (
-    atomic_write_text,
-    disk_error,
-    escape_control_chars,
-    is_disk_full,
-    json_loads_strict,
-    lone_surrogate,
-    plain_name,
-    read_bytes_in,
-    read_text_in,
-    repair_text,
-    slug_name,
-    split_jsonl,
-    write_bytes_in,
-    write_text_in,
-)
-from .secrets import SecretValues, redact_secrets, redact_url, url_secrets
+from .errors import CacheCorruptError, CredentialsError, DataNotFoundError, FieldProblem, InputError, ModelCallError
+from .errors import OfflineError, ParseError, problem_to_input_error, RunStoppedError, SandboxUnavailableError
+from .errors import SgievalError, TamperedFileError, ToolError
+from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, lone_surrogate
+from .files import plain_name, read_bytes_in, read_text_in, repair_text, slug_name, split_jsonl, write_bytes_in
+from .files import write_text_in
+from .secrets import redact_secrets, redact_url, SecretValues, url_secrets
 from .modelref import ModelRef, same_model
 from .prompts import prompt_hash, prompt_record
 from .yamlfile import load_yaml
-from .records import (
-    CORPUS,
-    DEEP_RESEARCH,
-    DRY_EXPERIMENT,
-    EXECUTORS,
-    EXPERIMENTAL_REASONING,
-    FEASIBILITY,
-    GENERIC,
-    IDEA_GENERATION,
-    OPEN_CREATIVITY,
-    SANDBOX_BACKENDS,
-    SGI_TASKS,
-    TOOL_NAMES,
-    CRITERION_TOOLS,
-    CriterionTool,
-    WET_EXPERIMENT,
-    EVIDENCE_KINDS,
-    Criterion,
-    Evidence,
-    Item,
-    JudgeReplyEvidence,
-    MetricKind,
-    MetricSpec,
-    Response,
-    RetrievalEvidence,
-    Rubric,
-    RunConfig,
-    SandboxRunEvidence,
-    Score,
-    Label,
-    Status,
-    ToolCallEvidence,
-    as_evidence,
-    criterion_key,
-)
-from .options import RUN_RECORD, Option, RunOption, option_names, run_options
-from .replies import (
-    final_text,
-    join_reasoning,
-    judge_number,
-    refusal_text,
-    reply_status,
-    split_reasoning,
-    verdict_word,
-)
-from .store import (
-    BUDGET_STOP_NOTE,
-    REPORT_PENDING,
-    RUN_LOCK,
-    RunStore,
-    check_state_file,
-    read_sqlite,
-    run_holder,
-    sync_open_stores,
-)
-
-__all__ = [
-    "RUN_RECORD",
-    "Option",
-    "RunOption",
-    "option_names",
-    "run_options",
-    "BUDGET_STOP_NOTE",
-    "CORPUS",
-    "DEEP_RESEARCH",
-    "DRY_EXPERIMENT",
-    "EXECUTORS",
-    "EXPERIMENTAL_REASONING",
-    "FEASIBILITY",
-    "GENERIC",
-    "IDEA_GENERATION",
-    "OPEN_CREATIVITY",
-    "SANDBOX_BACKENDS",
-    "SGI_TASKS",
-    "TOOL_NAMES",
-    "CRITERION_TOOLS",
-    "CriterionTool",
-    "WET_EXPERIMENT",
-    "Criterion",
-    "DataNotFoundError",
-    "FieldProblem",
-    "Settings",
-    "InputError",
-    "TamperedFileError",
-    "Item",
-    "MetricKind",
-    "MetricSpec",
-    "ModelRef",
-    "ModelCallError",
-    "OfflineError",
-    "ParseError",
-    "Response",
-    "Rubric",
-    "RunConfig",
-    "RunStore",
-    "SandboxUnavailableError",
-    "Score",
-    "Label",
-    "SgievalError",
-    "Status",
-    "ToolError",
-    "final_text",
-    "join_reasoning",
-    "reply_status",
-    "split_reasoning",
-    "judge_number",
-    "refusal_text",
-    "verdict_word",
-    "sync_open_stores",
-    "current_settings",
-    "get_logger",
-    "load_settings",
-    "run_logging",
-    "use_settings",
-    "problem_to_input_error",
-    "CacheCorruptError",
-    "CredentialsError",
-    "RunStoppedError",
-    "redact_secrets",
-    "SecretValues",
-    "url_secrets",
-    "redact_url",
-    "same_model",
-    "prompt_hash",
-    "prompt_record",
-    "json_loads_strict",
-    "load_yaml",
-    "lone_surrogate",
-    "read_bytes_in",
-    "read_text_in",
-    "repair_text",
-    "split_jsonl",
-    "write_bytes_in",
-    "write_text_in",
-    "atomic_write_text",
-    "disk_error",
-    "escape_control_chars",
-    "is_disk_full",
-    "plain_name",
-    "slug_name",
-    "REPORT_PENDING",
-    "RUN_LOCK",
-    "run_holder",
-    "check_state_file",
-    "read_sqlite",
-    "criterion_key",
-    "EVIDENCE_KINDS",
-    "Evidence",
-    "JudgeReplyEvidence",
-    "RetrievalEvidence",
-    "SandboxRunEvidence",
-    "ToolCallEvidence",
-    "as_evidence",
-    "call_in_worker",
-    "lazy_exports",
-    "worker_active",
-    "ConsoleProcess",
-    "FLAGS",
-    "add_prefix",
-    "find_links",
-    "is_own_run",
-    "is_trusted",
-    "ENV_NAMES",
-    "remember_run",
-    "known_prefixes",
-    "log_traceback",
-    "open_append_in",
-    "parse_price",
-    "remember",
-    "replace_dir_in",
-    "run_begins",
-    "sensitive_settings",
-    "submit_to_worker",
-    "RetriesExhausted",
-    "RetryPolicy",
-    "aretry",
-    "backoff_s",
-    "retry_after_s",
-]
+from .records import as_evidence, CORPUS, Criterion, criterion_key, CRITERION_TOOLS, CriterionTool, DEEP_RESEARCH
+from .records import DRY_EXPERIMENT, Evidence, EVIDENCE_KINDS, EXPERIMENTAL_REASONING, FEASIBILITY, GENERIC
+from .records import IDEA_GENERATION, Item, JudgeReplyEvidence, Label, MetricKind, MetricSpec, OPEN_CREATIVITY, Response
+from .records import RetrievalEvidence, Rubric, SandboxRunEvidence, Score, SGI_TASKS, Status, ToolCallEvidence
+from .records import WET_EXPERIMENT
+from .runconfig import EXECUTORS, Option, option_names, run_options, RUN_RECORD, RunConfig, RunOption, SANDBOX_BACKENDS
+from .runconfig import TOOL_NAMES
+from .replies import final_text, join_reasoning, judge_number, refusal_text, reply_status, split_reasoning, verdict_word
+from .store import BUDGET_STOP_NOTE, check_state_file, read_sqlite, REPORT_PENDING, run_holder, RUN_LOCK, RunStore
+from .store import sync_open_stores
 
 _LAZY = {
-    "Settings": "settings",
-    "current_settings": "settings",
-    "load_settings": "settings",
-    "use_settings": "settings",
-    "get_logger": "logs",
-    "run_logging": "logs",
-    "lazy_exports": "lazy",
-    "call_in_worker": "offload",
-    "worker_active": "offload",
-    "find_links": "files",
-    "open_append_in": "files",
-    "replace_dir_in": "files",
-    "log_traceback": "logs",
-    "add_prefix": "modelref",
-    "known_prefixes": "modelref",
-    "submit_to_worker": "offload",
-    "parse_price": "records",
-    "ConsoleProcess": "startup",
-    "run_begins": "startup",
-    "FLAGS": "trust",
-    "is_own_run": "trust",
-    "is_trusted": "trust",
-    "remember_run": "trust",
-    "ENV_NAMES": "settings",
-    "remember": "trust",
-    "sensitive_settings": "trust",
-    "RetriesExhausted": "retry",
-    "RetryPolicy": "retry",
-    "aretry": "retry",
-    "backoff_s": "retry",
-    "retry_after_s": "retry",
+    name: module
+    for module, names in {
+        "settings": "Settings current_settings load_settings use_settings ENV_NAMES",
+        "logs": "get_logger run_logging log_traceback",
+        "lazy": "lazy_exports",
+        "offload": "call_in_worker worker_active submit_to_worker",
+        "files": "find_links open_append_in replace_dir_in",
+        "modelref": "add_prefix known_prefixes",
+        "runconfig": "parse_price",
+        "startup": "ConsoleProcess run_begins",
+        "trust": "FLAGS is_own_run is_trusted remember_run remember sensitive_settings",
+        "retry": "RetriesExhausted RetryPolicy aretry backoff_s retry_after_s",
+    }.items()
+    for name in names.split()
 }
 """Names that load on first use (pydantic-settings and structlog are slow to import)."""
+
+__all__ = ["CacheCorruptError", "CredentialsError", "DataNotFoundError", "FieldProblem", "InputError", "ModelCallError"]
+__all__ += ["OfflineError", "ParseError", "problem_to_input_error", "RunStoppedError", "SandboxUnavailableError"]
+__all__ += ["SgievalError", "TamperedFileError", "ToolError", "atomic_write_text", "disk_error", "escape_control_chars"]
+__all__ += ["is_disk_full", "json_loads_strict", "lone_surrogate", "plain_name", "read_bytes_in", "read_text_in"]
+__all__ += ["repair_text", "slug_name", "split_jsonl", "write_bytes_in", "write_text_in", "redact_secrets"]
+__all__ += ["redact_url", "SecretValues", "url_secrets", "ModelRef", "same_model", "prompt_hash", "prompt_record"]
+__all__ += ["load_yaml", "as_evidence", "CORPUS", "Criterion", "criterion_key", "CRITERION_TOOLS", "CriterionTool"]
+__all__ += ["DEEP_RESEARCH", "DRY_EXPERIMENT", "Evidence", "EVIDENCE_KINDS", "EXPERIMENTAL_REASONING", "FEASIBILITY"]
+__all__ += ["GENERIC", "IDEA_GENERATION", "Item", "JudgeReplyEvidence", "Label", "MetricKind", "MetricSpec"]
+__all__ += ["OPEN_CREATIVITY", "Response", "RetrievalEvidence", "Rubric", "SandboxRunEvidence", "Score", "SGI_TASKS"]
+__all__ += ["Status", "ToolCallEvidence", "WET_EXPERIMENT", "EXECUTORS", "Option", "option_names", "run_options"]
+__all__ += ["RUN_RECORD", "RunConfig", "RunOption", "SANDBOX_BACKENDS", "TOOL_NAMES", "final_text", "join_reasoning"]
+__all__ += ["judge_number", "refusal_text", "reply_status", "split_reasoning", "verdict_word", "BUDGET_STOP_NOTE"]
+__all__ += ["check_state_file", "read_sqlite", "REPORT_PENDING", "run_holder", "RUN_LOCK", "RunStore"]
+__all__ += ["sync_open_stores", "Settings", "current_settings", "load_settings", "use_settings", "get_logger"]
+__all__ += ["run_logging", "lazy_exports", "call_in_worker", "worker_active", "find_links", "open_append_in"]
+__all__ += ["replace_dir_in", "log_traceback", "add_prefix", "known_prefixes", "submit_to_worker", "parse_price"]
+__all__ += ["ConsoleProcess", "run_begins", "FLAGS", "is_own_run", "is_trusted", "remember_run", "ENV_NAMES"]
+__all__ += ["remember", "sensitive_settings", "RetriesExhausted", "RetryPolicy", "aretry", "backoff_s", "retry_after_s"]
 
 
 def __getattr__(name: str):

@@ -24,7 +24,8 @@ from .files import (
     slug_name,
     split_jsonl,
 )
-from .records import Item, Label, Response, Score, RunConfig
+from .records import Item, Label, Response, Score
+from .runconfig import RunConfig
 from .secrets import SecretValues
 
 # ------------------------------------------------------------------ run folder

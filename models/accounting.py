@@ -131,7 +131,7 @@ def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
 
 
 def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
-    """One ``--price MODEL=IN,OUT`` value (:func:`sgieval.core.records.parse_price`).
+    """One ``--price MODEL=IN,OUT`` value (:func:`sgieval.core.runconfig.parse_price`).
 
     Args:
         value: ``MODEL=IN,OUT`` with IN and OUT in USD per 1M input and output tokens (>= 0).

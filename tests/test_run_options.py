@@ -18,7 +18,7 @@ import sgieval
 from sgieval import api
 from sgieval.cli import app, options_command
 from sgieval.core import InputError, RunConfig, run_options
-from sgieval.core.options import Option
+from sgieval.core.runconfig import Option
 
 runner = CliRunner()
 

@@ -1,0 +1,569 @@
+"""Run options: :class:`RunConfig`, the one declaration of a run's options, and how each field is spelled on the
+command line and in Python.
+
+Each RunConfig field is an option: its docstring is its help text, its type and default are the option's, and the
+``sgieval ask`` options (``cli/commands.py``) and the keywords of ``sgieval.evaluate`` (``api.py``) are generated
+from :func:`run_options`.  A field may carry an :class:`Option` in its ``Annotated`` metadata to name its flag or
+keyword differently (``--benchmark``/``-b``, keyword ``judge``), to keep it off one side (``run_id`` is no ``ask``
+option), or, as :data:`RUN_RECORD`, to say the run fills it (``sent_params``): such a field is no option at all.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticUndefined
+
+from .errors import FieldProblem, problem_to_input_error
+from .files import PLAIN_NAME
+from .records import _Record
+
+
+SANDBOX_BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local")
+"""``RunConfig.sandbox`` values (``--sandbox``); ``tools.sandbox.get_sandbox`` accepts exactly these."""
+TOOL_NAMES = ("search", "pdf", "python")
+"""``RunConfig.tools`` names (``--tools``); the keys of ``tools.pool.TOOL_GROUPS``."""
+EXECUTORS = ("local", "ray")
+"""``RunConfig.executor`` values (``--executor``); ``agents.executors.EXECUTORS``."""
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; every field without one is an
+    option under its own name).
+
+    Attributes:
+        flag: the ``ask`` long flag (default ``--<field name with dashes>``); for a bool field whose default is
+            True the flag switches it off (``--no-cache`` for ``use_cache``).
+        short: the ``ask`` short flag (``-b``), or "" for none.
+        keyword: the ``evaluate`` keyword (default: the field name).
+        cli: False: not an ``ask`` option (e.g. ``run_id``, which the command makes).
+        api: False: not an ``evaluate`` keyword.
+        positional: the ``ask`` argument and ``evaluate``'s first positional parameter (``request``).
+        api_default: the keyword's default when it differs from the field's (``yes``: True in Python, where
+            nobody can answer a prompt).
+        off_help: for a bool field whose default is True, the help of the ``ask`` flag that switches it off,
+            saying what the flag does (``--no-cache``: "Do not use the model-call cache: ..."); the field's
+            docstring, which says what the field means, stays the ``evaluate`` keyword's help.
+    """
+
+    flag: str = ""
+    short: str = ""
+    keyword: str = ""
+    cli: bool = True
+    api: bool = True
+    positional: bool = False
+    api_default: Any = _UNSET
+    off_help: str = ""
+
+
+RUN_RECORD = Option(cli=False, api=False)
+"""Marks a RunConfig field the run fills (the parameters sent, the settings): no option on either side."""
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """One run option as both sides see it (:func:`run_options`).
+
+    Attributes:
+        field: the RunConfig field name.
+        flag, short: the ``ask`` flags (``--max-concurrency``, "" for no short flag).
+        keyword: the ``evaluate`` keyword.
+        help: the help text (the field's docstring or description).
+        cli_help: the ``ask`` flag's help: ``help``, or :attr:`Option.off_help` for a flag that switches a
+            field off (``--no-cache``).
+        annotation: the field's type (e.g. ``int | None``, ``list[str]``).
+        default: the field's default (a default factory called once); ``api_default`` the keyword's.
+        cli, api, positional: as in :class:`Option`.
+    """
+
+    field: str
+    flag: str
+    short: str
+    keyword: str
+    help: str
+    cli_help: str
+    annotation: Any
+    default: Any
+    api_default: Any
+    cli: bool
+    api: bool
+    positional: bool
+
+    @property
+    def scalar(self) -> Any:
+        """The option's value type without ``None`` and with a ``Literal`` as its values' type: ``int`` for
+        ``int | None``, ``str`` for ``Literal["low", "high"] | None``, ``list[str]`` for ``list[str]``."""
+        return _scalar(self.annotation)
+
+    @property
+    def is_list(self) -> bool:
+        """Whether the option takes several values (repeated, or comma-separated)."""
+        return typing.get_origin(self.scalar) is list
+
+    @property
+    def switches_off(self) -> bool:
+        """Whether the ``ask`` flag sets a bool field whose default is True to False (``--no-cache``)."""
+        return self.scalar is bool and self.default is True
+
+    def error_name(self, side: Literal["cli", "api"]) -> str:
+        """How an error names this option: the flag on the command line, else the keyword (``name=True`` for a
+        bool keyword that is off by default, e.g. ``unsafe_local_exec=True``).
+
+        Args:
+            side: ``"cli"`` (the command line) or ``"api"`` (the Python API).
+
+        Returns:
+            The flag or keyword.
+        """
+        if side == "cli":
+            return self.flag
+        return f"{self.keyword}=True" if self.scalar is bool and self.default is False else self.keyword
+
+
+def _scalar(t: Any) -> Any:
+    """``t`` without ``None`` and with a ``Literal`` as its values' type (:attr:`RunOption.scalar`)."""
+    if typing.get_origin(t) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        t = args[0] if len(args) == 1 else t
+    if typing.get_origin(t) is Literal:
+        t = type(typing.get_args(t)[0])
+    return t
+
+
+def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
+    """The run options of ``config_cls`` (RunConfig or a subclass), in field order.
+
+    Args:
+        config_cls: a pydantic model class whose fields are run options (see the module docstring).
+
+    Returns:
+        One :class:`RunOption` per field not marked :data:`RUN_RECORD`.
+
+    Raises:
+        TypeError: an option field has no help text (a docstring under the field, or ``Field(description=...)``),
+            or an ``ask`` flag that switches a field off has no ``off_help``.
+    """
+    out = []
+    for name, info in config_cls.model_fields.items():
+        meta = next((m for m in info.metadata if isinstance(m, Option)), Option())
+        if not (meta.cli or meta.api):
+            continue
+        if not (info.description or "").strip():
+            raise TypeError(
+                f"{config_cls.__name__}.{name} has no help text: write a docstring under the field (it is the "
+                "option's help on the command line and in the Python API)"
+            )
+        switches_off = _scalar(info.annotation) is bool and info.default is True
+        if switches_off and meta.cli and not meta.off_help.strip():
+            raise TypeError(
+                f"{config_cls.__name__}.{name} is switched off by its ask flag, which has no help text: give its "
+                'Option an off_help saying what the flag does (e.g. "Do not use the model-call cache: ...")'
+            )
+        help_text = " ".join(info.description.split())  # type: ignore[union-attr]
+        if info.default_factory is not None:
+            default = info.default_factory()  # type: ignore[call-arg]
+        else:
+            default = None if info.default is PydanticUndefined else info.default
+        out.append(
+            RunOption(
+                field=name,
+                flag=meta.flag or "--" + name.replace("_", "-"),
+                short=meta.short,
+                keyword=meta.keyword or name,
+                help=help_text,
+                cli_help=" ".join(meta.off_help.split()) if switches_off else help_text,
+                annotation=info.annotation,
+                default=default,
+                api_default=default if meta.api_default is _UNSET else meta.api_default,
+                cli=meta.cli,
+                api=meta.api,
+                positional=meta.positional,
+            )
+        )
+    return out
+
+
+def option_names(config_cls: type[BaseModel], side: Literal["cli", "api"]) -> dict[str, str]:
+    """RunConfig field -> how an error on it names the option on ``side`` (``"cli"``: ``--max-concurrency``;
+    ``"api"``: ``max_concurrency``), the ``names`` of :meth:`RunConfig.checked`.
+
+    Args:
+        config_cls: the config class (:class:`RunConfig`).
+        side: ``"cli"`` or ``"api"``.
+
+    Returns:
+        field -> option name.
+    """
+    return {o.field: o.error_name(side) for o in run_options(config_cls) if (o.cli if side == "cli" else o.api)}
+
+
+MAX_JUDGE_REPEATS = 20
+"""Upper bound of ``RunConfig.judge_repeats`` (each repeat is a full judge call)."""
+
+REPEAT_JUDGE_TEMPERATURE = 0.7
+"""Judge temperature of a run with ``judge_repeats`` > 1 whose judge temperature was 0 (the default): repeats at
+temperature 0 would repeat one verdict, so test-retest agreement needs sampling.  A temperature > 0 given by the
+user is kept."""
+
+
+PRICE_FIX = (
+    "give --price MODEL=IN,OUT with IN and OUT in USD per 1M input and output tokens, e.g. openai:o1-pro=150,600"
+)
+
+
+def parse_price(value: str) -> tuple[str, tuple[float, float]]:
+    """One price as ``--price`` takes it.
+
+    Args:
+        value: ``MODEL=IN,OUT``: a model string or name, then IN and OUT in USD per 1M input and output
+            tokens (finite, >= 0), e.g. ``openai:o1-pro=150,600``.
+
+    Returns:
+        (MODEL, (IN, OUT)).
+
+    Raises:
+        FieldProblem: naming the value and the form expected.
+    """
+    model, sep, rest = str(value).rpartition("=")
+    parts = rest.split(",")
+    if not sep or not model.strip() or len(parts) != 2:
+        raise FieldProblem(f"not MODEL=IN,OUT: {value!r}", PRICE_FIX)
+    try:
+        pin, pout = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise FieldProblem(f"prices are not numbers: {value!r}", PRICE_FIX) from None
+    if not (0 <= pin < math.inf and 0 <= pout < math.inf):
+        raise FieldProblem(f"prices must be finite and >= 0: {value!r}", PRICE_FIX)
+    return model.strip(), (pin, pout)
+
+
+class RunConfig(_Record):
+    """Everything that defines a run; printed in the report header.
+
+    The one declaration of a run's options: each field is an ``sgieval ask`` option and an
+    ``sgieval.evaluate`` keyword, its docstring the help of both (:mod:`sgieval.core.options`; an
+    :class:`~sgieval.core.options.Option` in a field's ``Annotated`` metadata spells it differently).
+
+    Sampling parameters are set per role (``temperature`` for target models, ``judge_temperature`` for
+    judges, ``reasoning_effort`` for every reasoning model); model families that reject one do not get it.
+    The run fills ``sent_params`` (model -> the parameters actually sent), ``dropped_params`` (model ->
+    parameter -> why it was not sent) and ``settings``.
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    request: Annotated[str, Option(positional=True)] = ""
+    """The question, in plain language. Empty: evaluate everything."""
+    models: Annotated[list[str], Option(short="-m")] = Field(default_factory=list)
+    """Target models (comma-separated or repeated): replay:<name|path>, openai:<model>, local:smollm2,
+    provider:model. Default for SciAidanBench: every stored model."""
+    judges: Annotated[list[str], Option(flag="--judge", short="-j", keyword="judge")] = Field(default_factory=list)
+    """Judge model(s). Default: none (judge metrics are reported as not run)."""
+    agent_model: str | None = None
+    """Planning model for the agents. Default: offline agent paths."""
+    benchmarks: Annotated[list[str], Option(flag="--benchmark", short="-b", keyword="benchmark")] = Field(
+        default_factory=list
+    )
+    """sciaidanbench, sgi-bench, sfbench, a .jsonl path or a .yaml benchmark definition (repeatable). Default:
+    every benchmark with data."""
+    k: int | None = None
+    """Number of items (stratified sample). Default: all matches."""
+    seed: int = 0
+    """Random seed of the item sample and the bootstrap CIs."""
+    run_id: Annotated[str, Option(cli=False)]
+    """The run's id and folder name (default: the start time and the request's first words)."""
+    base_url: str | None = None
+    """Base URL of the OpenAI-compatible server of openai: models (default $OPENAI_BASE_URL); a model on a server
+    of its own is openai-api:<service>/<model> with <SERVICE>_BASE_URL set."""
+    data_dir: str | None = None
+    """Data folder, the only one looked in when given (default: $SGIEVAL_DATA, else ../shared/data, then the user
+    cache)."""
+    out_dir: Annotated[str, Option(flag="--out")] = "runs"
+    """Folder for run folders."""
+    tools: list[str] = Field(default_factory=lambda: ["search", "pdf", "python"])
+    """Tool pool for agents and judges: comma-separated search, pdf, python (empty: none)."""
+    sandbox: str = "auto"
+    """auto | bubblewrap (bwrap) | e2b | unsafe-local (with --unsafe-local-exec)"""
+    unsafe_local_exec: bool = False
+    """Run model code without a sandbox (stated in the report)."""
+    allow_self_judge: bool = False
+    """Let a judge score its own responses (off by default: a judge that is also a target skips them; the
+    report says so)."""
+    yes: Annotated[bool, Option(short="-y", api_default=True)] = False
+    """Do not pause to confirm the metrics."""
+    dry_run: bool = False
+    """Stop after the estimate: print, per model and role, the calls, input and output tokens and USD the run
+    would take, make no target or judge call, and keep no run folder (exit 0)."""
+    max_concurrency: int = 16
+    """Model calls in flight (>= 1)."""
+    use_cache: Annotated[
+        bool,
+        Option(
+            flag="--no-cache",
+            off_help="Do not use the model-call cache: every call goes to the model and nothing is stored.",
+        ),
+    ] = True
+    """Use the model-call cache (False: every call goes to the model and nothing is stored)."""
+    budget_usd: Annotated[float | None, Option(flag="--budget")] = None
+    """Stop cleanly when this many USD are spent (every model called needs a known price: genai-prices' list
+    price of its exact name, or --price)."""
+    prices: Annotated[list[str], Option(flag="--price")] = Field(default_factory=list)
+    """Price of a model as MODEL=IN,OUT, USD per 1M input and output tokens (repeatable), used instead of the
+    list price of genai-prices; needed for --budget with a model it does not list."""
+    metric: str | None = None
+    """The ranking metric: a predefined metric, a variant (e.g. exact_match_normalised) or a saved rubric.
+    Default: the metric the request names, else the one measuring the quality it asks about, else the
+    benchmark's primary metric."""
+    rank_all: Annotated[bool, Option(flag="--all")] = False
+    """Rank every item the request's understood words select even when other words of it match no facet,
+    quality, metric or model (without it such a request stops, saying what was understood)."""
+    timeout_s: Annotated[float, Option(flag="--timeout", keyword="timeout")] = 300.0
+    """Seconds one attempt of a model call may take (default 300); the attempts of one call together get at
+    most twice this (10 minutes by default), then the call is recorded as failed with its reason."""
+    corpus: str | None = None
+    """Folder of papers (PDF, Markdown, text, JSONL) searched offline by the retrieval-novelty metric (every
+    paper ranked by embedding similarity fused with BM25) and by web_search (BM25) ("novel compared with my
+    papers")."""
+    recheck: bool = False
+    """Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the
+    agreement with the stored text-embedding-3-large decisions."""
+    judge_repeats: int = 1
+    """Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the
+    Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over
+    its repeats."""
+    executor: str = "local"
+    """local | ray"""
+    bootstrap_resamples: int = 10000
+    """Resamples of the bootstrap confidence intervals."""
+    until_settled: bool = False
+    """Evaluate the items in a seeded random order, in chunks, and stop as soon as the ranking metric's leader is
+    ahead of every other model by an anytime-valid 95% confidence sequence (hedged-capital betting CS of
+    Waudby-Smith & Ramdas 2023, sampling without replacement, Bonferroni over the K-1 comparisons; needs a
+    bounded per-item ranking metric and two or more targets); the report states the items used, the calls saved
+    and the intervals."""
+    into: str | None = None
+    """Add to an existing run (its id under --out, or its folder): the given target models, judge(s) or ranking
+    metric join the run's; every response and score already there is reused (no call, no score recomputed), and
+    the report is rewritten. An added judge scores the run's judge and rubric metrics on the stored responses
+    beside the run's judges (the ranking stays on the run's judges); the run's items stay."""
+    temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the target models (0-2; families that reject it, e.g. o-series, gpt-5,
+    deepseek-reasoner, do not get it)."""
+    judge_temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the judges (0-2; same family rules)."""
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    """none | minimal | low | medium | high, sent to reasoning models (default: not sent)."""
+    batch: bool = False
+    """Send the target and judge calls through the provider's batch API (OpenAI files + batches, Anthropic
+    message batches) at the batch price (half the list price), waiting for each batch; a killed run resumes
+    polling its batches and submits nothing twice. Other providers are refused before any call."""
+    added_judges: Annotated[list[str], RUN_RECORD] = Field(default_factory=list)
+    """Judges added to the finished run by ``ask --into RUN --judge J``: each scores the run's judge and rubric
+    metrics on the stored responses into ``added_judge_scores.jsonl``, beside the run's own judges (``judges``),
+    whose scores the ranking, the Answer and the tables keep using (filled by the run)."""
+    sent_params: Annotated[dict[str, dict[str, Any]], RUN_RECORD] = Field(default_factory=dict)
+    """Model -> the sampling parameters actually sent (filled by the run)."""
+    dropped_params: Annotated[dict[str, dict[str, str]], RUN_RECORD] = Field(default_factory=dict)
+    """Model -> parameter -> why it was not sent (filled by the run)."""
+    settings: Annotated[dict[str, Any], RUN_RECORD] = Field(default_factory=dict)
+    """The ``SGIEVAL_*`` settings the run started with (``Settings.shown()``: secrets masked); filled at the
+    start."""
+
+    @field_validator("models", "judges", "benchmarks", "tools", mode="before")
+    @classmethod
+    def _comma_lists(cls, v: Any) -> Any:
+        """A list option from one string or a sequence, each string split at commas (``"a,b"`` -> ``["a",
+        "b"]``; ``""`` -> none); paths become strings."""
+        if isinstance(v, (str, os.PathLike)):
+            v = [v]
+        if isinstance(v, (list, tuple)):
+            return [s.strip() for x in v for s in os.fspath(x).split(",") if s.strip()]
+        return v
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_list(cls, v: Any) -> Any:
+        """``--price`` values: one ``MODEL=IN,OUT`` string or several; in Python also a dict ``{model: (IN,
+        OUT)}``.  Kept as ``MODEL=IN,OUT`` strings (each checked by :func:`parse_price`)."""
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, dict):
+            try:
+                v = [f"{m}={float(p[0])},{float(p[1])}" for m, p in v.items()]
+            except (TypeError, ValueError, IndexError, KeyError):
+                raise FieldProblem(f"not a map of model -> (IN, OUT): {v!r}", PRICE_FIX) from None
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                parse_price(x)
+            return [str(x).strip() for x in v]
+        return v
+
+    def price_table(self) -> dict[str, tuple[float, float]]:
+        """The run's ``--price`` values as a table, later values winning.
+
+        Returns:
+            {model: (USD per 1M input tokens, USD per 1M output tokens)}.
+        """
+        return dict(parse_price(x) for x in self.prices)
+
+    @field_validator("data_dir", "out_dir", "corpus", "into", mode="before")
+    @classmethod
+    def _path_text(cls, v: Any, info: ValidationInfo) -> Any:
+        """A folder option given as a path is kept as its text; "" for an optional folder is none."""
+        v = os.fspath(v) if isinstance(v, os.PathLike) else v
+        return None if v == "" and info.field_name != "out_dir" else v
+
+    @field_validator("corpus")
+    @classmethod
+    def _absolute_corpus(cls, v: str | None) -> str | None:
+        """The corpus folder as an absolute path, so ``resume`` and ``report`` find it from any folder."""
+        return str(Path(v).expanduser().resolve()) if v else None
+
+    @field_validator("run_id")
+    @classmethod
+    def _plain_run_id(cls, v: str) -> str:
+        """The run id is one plain folder name (:data:`sgieval.core.files.PLAIN_NAME`):
+        a ``config.json`` from a shared run folder may say ``"../victim"``, which
+        would move the run (and what it writes or removes) out of its folder."""
+        if not PLAIN_NAME.fullmatch(v) or ".." in v:
+            raise FieldProblem(
+                f"run_id {v!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
+                "use a run id such as 20260101-120000-chemistry-ab12cd34",
+            )
+        return v
+
+    @field_validator("benchmarks")
+    @classmethod
+    def _absolute_benchmark_files(cls, v: list[str]) -> list[str]:
+        """A benchmark given as a path to an existing file is kept as its
+        absolute path, so ``resume`` and ``report`` work from any folder."""
+        out = []
+        for b in v:
+            p = Path(b).expanduser()
+            out.append(
+                str(p.resolve()) if p.suffix in (".jsonl", ".json", ".parquet", ".yaml", ".yml") and p.is_file() else b
+            )
+        return out
+
+    @classmethod
+    def checked(cls, names: dict[str, str] | None = None, **fields: Any) -> "RunConfig":
+        """A validated RunConfig: the one validation path of the CLI and the Python API.
+
+        Args:
+            names: field -> how the caller spells the option (e.g. ``"--max-concurrency"``); default the field name.
+            fields: the RunConfig fields.
+
+        Returns:
+            The config.
+
+        Raises:
+            InputError: naming the option as the caller spells it, with the reason and the fix, e.g.
+                ``max_concurrency: must be a positive integer (model calls in flight), got 0. Fix: pass
+                max_concurrency 1 or more (default 16)``.
+        """
+        try:
+            return cls(**fields)
+        except ValidationError as e:
+            raise problem_to_input_error(e, names, default_what="options") from None
+
+    @field_validator("k")
+    @classmethod
+    def _k_positive(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise FieldProblem(
+                f"must be a positive integer (number of items to sample), got {v}",
+                "pass {k} 1 or more, or leave {k} out to evaluate every matching item",
+            )
+        return v
+
+    @field_validator("judge_repeats")
+    @classmethod
+    def _repeats_in_range(cls, v: int) -> int:
+        if not 1 <= v <= MAX_JUDGE_REPEATS:
+            raise FieldProblem(
+                f"must be an integer from 1 to {MAX_JUDGE_REPEATS} (times each judge is asked per item), got {v}",
+                "pass {judge_repeats} 2 or more for test-retest agreement, or leave it out to ask each judge once",
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _repeats_sample(self) -> "RunConfig":
+        if self.judge_repeats > 1 and self.judge_temperature == 0.0:
+            self.judge_temperature = REPEAT_JUDGE_TEMPERATURE
+        return self
+
+    @field_validator("max_concurrency")
+    @classmethod
+    def _concurrency_positive(cls, v: int) -> int:
+        if v < 1:
+            raise FieldProblem(
+                f"must be a positive integer (model calls in flight), got {v}",
+                "pass {max_concurrency} 1 or more (default 16)",
+            )
+        return v
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _timeout_positive(cls, v: float) -> float:
+        if not v > 0 or v != v or v == float("inf"):
+            raise FieldProblem(
+                f"must be a positive number of seconds, got {v}",
+                "pass {timeout_s} greater than 0 (default 300)",
+            )
+        return v
+
+    @field_validator("budget_usd")
+    @classmethod
+    def _budget_non_negative(cls, v: float | None) -> float | None:
+        if v is not None and not v >= 0:  # NaN fails too
+            raise FieldProblem(
+                f"must be >= 0 USD, got {v}",
+                "pass a non-negative amount in USD, or leave {budget_usd} out for no limit",
+            )
+        return v
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_sandbox(cls, v: str) -> str:
+        if v.lower() not in SANDBOX_BACKENDS:
+            raise FieldProblem(f"unknown sandbox backend {v!r}", f"use one of {', '.join(SANDBOX_BACKENDS)}")
+        return v
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, v: list[str]) -> list[str]:
+        unknown = [t for t in v if t.lower() not in TOOL_NAMES]
+        if unknown:
+            raise FieldProblem(
+                f"unknown tool(s) {', '.join(map(repr, unknown))}",
+                f"give a comma-separated list of {', '.join(TOOL_NAMES)} (e.g. {{tools}} search,pdf)",
+            )
+        return v
+
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, v: str) -> str:
+        if v not in EXECUTORS:
+            raise FieldProblem(f"unknown executor {v!r}", f"use one of {', '.join(EXECUTORS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _unsafe_local_needs_consent(self) -> "RunConfig":
+        if self.sandbox.lower() in ("unsafe-local", "local") and not self.unsafe_local_exec:
+            raise FieldProblem(
+                "the unsafe local backend runs model code without isolation",
+                "add {unsafe_local_exec} to allow it explicitly",
+                field="sandbox",
+                value=self.sandbox,
+            )
+        return self
