@@ -89,9 +89,9 @@ def test_core_lists_match_the_tools_and_executors():
     from sgieval.agents.executors import EXECUTORS
     from sgieval.core import EXECUTORS as CORE_EXECUTORS, SANDBOX_BACKENDS, TOOL_NAMES
     from sgieval.tools.pool import TOOL_GROUPS
-    from sgieval.tools.sandbox import _BACKENDS  # a test may read the private list it checks
+    from sgieval.tools.sandbox import BACKENDS
 
-    assert tuple(_BACKENDS) == SANDBOX_BACKENDS
+    assert tuple(BACKENDS) == SANDBOX_BACKENDS
     assert tuple(TOOL_GROUPS) == TOOL_NAMES
     assert EXECUTORS == CORE_EXECUTORS == ("local", "ray")
 

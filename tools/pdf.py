@@ -26,8 +26,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..core import InputError, ToolError
+from .net import fetch_url
 
-__all__ = ["PdfPage", "PdfChunk", "PdfDocument", "read_pdf", "parse_page_ranges", "ReadPdfInput", "make_read_pdf_tool"]
+__all__ = ["PdfPage", "PdfChunk", "PdfDocument", "read_pdf", "parse_page_ranges", "ReadPdfInput"]
 
 _MIB = 1024 * 1024
 
@@ -171,37 +172,31 @@ def _chunks(pages: list[PdfPage], chunk_chars: int) -> list[PdfChunk]:
     return chunks
 
 
+def _too_big(size: int, max_bytes: int, label: str) -> None:
+    if size > max_bytes:
+        raise ToolError(
+            f"PDF is {size / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit",
+            what=label,
+            fix="raise max_bytes or split the file",
+        )
+
+
 def _load_bytes(source: str | Path | bytes, max_bytes: int, timeout_s: float) -> tuple[bytes, str]:
     if isinstance(source, (bytes, bytearray)):
-        data = bytes(source)
-        label = "<bytes>"
+        data, label = bytes(source), "<bytes>"
     elif isinstance(source, str) and re.match(r"https?://", source, re.I):
-        from .search import fetch_url  # lazy: search imports this module
-
-        data = fetch_url(source, timeout_s=timeout_s, max_bytes=max_bytes).content
-        label = source
+        data, label = fetch_url(source, timeout_s=timeout_s, max_bytes=max_bytes).content, source
     else:
         p = Path(source)
         label = str(p)
         if not p.is_file():
             raise ToolError("no such PDF file", what=label, fix="check the path")
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise ToolError(
-                f"PDF is {size / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit",
-                what=label,
-                fix="raise max_bytes or split the file",
-            )
+        _too_big(p.stat().st_size, max_bytes, label)
         try:
             data = p.read_bytes()
         except OSError as e:
             raise ToolError(f"cannot read the file ({e.strerror})", what=label, fix="check permissions") from e
-    if len(data) > max_bytes:
-        raise ToolError(
-            f"PDF is {len(data) / _MIB:.1f} MiB, over the {max_bytes / _MIB:.0f} MiB limit",
-            what=label,
-            fix="raise max_bytes or split the file",
-        )
+    _too_big(len(data), max_bytes, label)
     if not data.strip():
         raise ToolError("the file is empty", what=label, fix="check the file")
     return data, label
@@ -240,11 +235,46 @@ def read_pdf(
         InputError: bad ``pages``.
         OfflineError: a URL while offline.
     """
-    from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
-
     t0 = time.monotonic()
     data, label = _load_bytes(source, max_bytes, timeout_s)
+    reader = _open(data, label, password)
+    doc = PdfDocument(source=label, n_pages=len(reader.pages))
+    try:
+        meta = reader.metadata
+    except Exception as e:  # noqa: BLE001 - broken info dictionary
+        meta = None
+        doc.warnings.append(f"metadata unreadable ({type(e).__name__})")
+    if meta is not None:
+        try:
+            doc.title = (meta.title or "").strip() or None
+            doc.authors = _split_authors(meta.author)
+        except Exception:  # noqa: BLE001
+            doc.warnings.append("metadata fields unreadable")
+        doc.year = _year(meta)
+    wanted = parse_page_ranges(pages, doc.n_pages)
+    if pages and not wanted:
+        raise InputError(
+            f"page range {pages!r} selects no page of a {doc.n_pages}-page PDF",
+            what="pages",
+            fix=f"choose pages between 1 and {doc.n_pages}",
+        )
+    if len(wanted) > max_pages:
+        doc.partial = True
+        doc.warnings.append(
+            f"{len(wanted)} pages selected; read the first {max_pages} (max_pages); "
+            f"ask for more with pages='{wanted[max_pages]}-'"
+        )
+        wanted = wanted[:max_pages]
+    _read_pages(doc, reader, wanted, max_chars=max_chars, deadline=t0 + timeout_s, timeout_s=timeout_s)
+    doc.chunks = _chunks(doc.pages, chunk_chars)
+    return doc
+
+
+def _open(data: bytes, label: str, password: str | None) -> Any:
+    """A pypdf reader of ``data``, decrypted; ToolError when it is not a PDF, malformed or locked."""
+    from pypdf import PdfReader  # slow to import: only when a PDF is read
+    from pypdf.errors import DependencyError, PdfReadError, PyPdfError
+
     if b"%PDF" not in data[:1024]:
         raise ToolError("not a PDF (no %PDF header)", what=label, fix="pass a PDF file")
     logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -265,7 +295,7 @@ def read_pdf(
                     what=label,
                     fix="pass password=... or a decrypted copy",
                 )
-        n_pages = len(reader.pages)
+        len(reader.pages)  # parses the page tree: a malformed one fails here
     except ToolError:
         raise
     except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, RecursionError, OSError) as e:
@@ -274,48 +304,28 @@ def read_pdf(
             what=label,
             fix="repair it (e.g. `qpdf in.pdf out.pdf`) or pass another copy",
         ) from e
+    return reader
 
-    doc = PdfDocument(source=label, n_pages=n_pages)
-    try:
-        meta = reader.metadata
-    except Exception as e:  # noqa: BLE001 - broken info dictionary
-        meta = None
-        doc.warnings.append(f"metadata unreadable ({type(e).__name__})")
-    if meta is not None:
-        try:
-            doc.title = (meta.title or "").strip() or None
-            doc.authors = _split_authors(meta.author)
-        except Exception:  # noqa: BLE001
-            doc.warnings.append("metadata fields unreadable")
-        doc.year = _year(meta)
 
-    wanted = parse_page_ranges(pages, n_pages)
-    if pages and not wanted:
-        raise InputError(
-            f"page range {pages!r} selects no page of a {n_pages}-page PDF",
-            what="pages",
-            fix=f"choose pages between 1 and {n_pages}",
-        )
-    if len(wanted) > max_pages:
-        doc.partial = True
-        doc.warnings.append(
-            f"{len(wanted)} pages selected; read the first {max_pages} (max_pages); "
-            f"ask for more with pages='{wanted[max_pages]}-'"
-        )
-        wanted = wanted[:max_pages]
+def _read_pages(
+    doc: PdfDocument, reader: Any, wanted: list[int], *, max_chars: int, deadline: float, timeout_s: float
+) -> None:
+    """Append the text of the ``wanted`` pages to ``doc`` until ``max_chars`` or the deadline
+    (``time.monotonic``), marking ``doc`` partial with a warning for what is left out."""
+    from pypdf.errors import FileNotDecryptedError
 
     total = 0
     failed: list[int] = []
     empty: list[int] = []
     for i, number in enumerate(wanted):
-        if time.monotonic() - t0 > timeout_s:
+        if time.monotonic() > deadline:
             doc.partial = True
             doc.warnings.append(f"time limit of {timeout_s:g} s reached after {i} pages; pages {number}- not read")
             break
         try:
             text = reader.pages[number - 1].extract_text() or ""
         except FileNotDecryptedError as e:  # pragma: no cover - decrypt() succeeded above
-            raise ToolError(f"cannot decrypt page {number}", what=label, fix="pass the password") from e
+            raise ToolError(f"cannot decrypt page {number}", what=doc.source, fix="pass the password") from e
         except Exception as e:  # noqa: BLE001 - any parser failure on a damaged page
             failed.append(number)
             doc.pages.append(PdfPage(number=number, text=""))
@@ -325,11 +335,9 @@ def read_pdf(
         if not text:
             empty.append(number)
         if total + len(text) > max_chars:
-            text = text[: max(max_chars - total, 0)]
-            doc.pages.append(PdfPage(number=number, text=text))
+            doc.pages.append(PdfPage(number=number, text=text[: max(max_chars - total, 0)]))
             doc.partial = True
             doc.warnings.append(f"text limit of {max_chars} characters reached on page {number}; later pages not read")
-            total = max_chars
             break
         total += len(text)
         doc.pages.append(PdfPage(number=number, text=text))
@@ -340,8 +348,6 @@ def read_pdf(
         doc.warnings.append("no text layer on the pages read (image-only scan?); OCR is not available")
     elif empty:
         doc.warnings.append(f"no text on pages {', '.join(map(str, empty[:20]))}{' ...' if len(empty) > 20 else ''}")
-    doc.chunks = _chunks(doc.pages, chunk_chars)
-    return doc
 
 
 class ReadPdfInput(BaseModel):
@@ -350,27 +356,3 @@ class ReadPdfInput(BaseModel):
     source: str = Field(description="path of a PDF file, or an http(s) URL when online")
     pages: str | None = Field(None, description="page ranges such as '1-3,7' (default: all, up to max_pages)")
     max_pages: int = Field(20, ge=1, le=500, description="read at most this many pages")
-
-
-def make_read_pdf_tool(**defaults: Any):
-    """The LangChain ``read_pdf`` tool.
-
-    Args:
-        defaults: keyword arguments passed to :func:`read_pdf`.
-
-    Returns:
-        The tool; it returns the PdfDocument as a JSON-able dict (without chunks).
-    """
-    from langchain_core.tools import StructuredTool
-
-    def _read(source: str, pages: str | None = None, max_pages: int = 20) -> dict[str, Any]:
-        doc = read_pdf(source, pages=pages, max_pages=max_pages, **defaults)
-        return doc.model_dump(mode="json", exclude={"chunks"})
-
-    return StructuredTool.from_function(
-        func=_read,
-        name="read_pdf",
-        description="Read a PDF (path or URL): page texts with page numbers, title, authors, year. "
-        "Marks the result partial when limits cut it.",
-        args_schema=ReadPdfInput,
-    )

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import threading
 import time
 from pathlib import Path
@@ -42,7 +43,16 @@ from .pdf import PdfDocument, ReadPdfInput, read_pdf
 from .sandbox import RunPythonInput, get_sandbox
 from .search import SearchResults, VisitWebpageInput, WebPage, WebSearch, WebSearchInput, visit_webpage
 
-__all__ = ["ToolPool", "CallBudget", "TOOL_GROUPS", "summarize_output"]
+__all__ = [
+    "ToolPool",
+    "CallBudget",
+    "TOOL_GROUPS",
+    "summarize_output",
+    "make_web_search_tool",
+    "make_visit_webpage_tool",
+    "make_read_pdf_tool",
+    "make_run_python_tool",
+]
 
 TOOL_GROUPS: dict[str, tuple[str, ...]] = {
     "search": ("web_search", "visit_webpage"),
@@ -52,6 +62,25 @@ TOOL_GROUPS: dict[str, tuple[str, ...]] = {
 """``--tools`` names -> the tools they enable."""
 
 _ALIASES = {"search": "web_search", "pdf": "read_pdf", "python": "run_python", "visit": "visit_webpage"}
+_TOOLS: dict[str, tuple[type[BaseModel], str]] = {
+    "web_search": (
+        WebSearchInput,
+        "Search the web (online: ddgs) or the local corpus (offline: BM25). "
+        "Each hit has title, url, snippet and the backend that answered.",
+    ),
+    "visit_webpage": (VisitWebpageInput, "Fetch a web page (or online PDF) as clean text. Fails fast when offline."),
+    "read_pdf": (
+        ReadPdfInput,
+        "Read a PDF (path or URL): page texts with page numbers, title, authors, year. "
+        "Marks the result partial when limits cut it.",
+    ),
+    "run_python": (
+        RunPythonInput,
+        "Run Python code (numpy, scipy, pandas, scikit-learn available) in an isolated sandbox without network; "
+        "returns stdout, stderr, exit code and which limit killed it, if any.",
+    ),
+}
+"""Tool name -> (arguments schema, description for the model)."""
 SUMMARY_CHARS = 500
 INPUT_STR_CHARS = 4000
 
@@ -148,8 +177,9 @@ def _clip_input(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Spec:
-    def __init__(self, name: str, description: str, schema: type[BaseModel], fn: Callable[..., BaseModel]):
-        self.name, self.description, self.schema, self.fn = name, description, schema, fn
+    def __init__(self, name: str, fn: Callable[..., BaseModel]):
+        self.name, self.fn = name, fn
+        self.schema, self.description = _TOOLS[name]
 
 
 class ToolPool:
@@ -224,50 +254,18 @@ class ToolPool:
                 what="--tools",
                 fix=f"choose among {', '.join(TOOL_GROUPS)}",
             )
-        specs: list[_Spec] = []
+        fns: dict[str, Callable[..., BaseModel]] = {}
         sbx: Sandbox | None = None
         ws: WebSearch | None = None
         if "search" in wanted:
             ws = WebSearch(search_backend, corpus_dir=corpus_dir, documents=documents)  # type: ignore[arg-type]
-
-            def _search(
-                query: str, max_results: int = 5, region: str | None = None, timelimit: str | None = None
-            ) -> SearchResults:
-                return ws.search(query, max_results, region=region, timelimit=timelimit)
-
-            def _visit(url: str, max_chars: int = 20_000) -> WebPage:
-                return visit_webpage(url, max_chars=max_chars)
-
-            specs.append(
-                _Spec(
-                    "web_search",
-                    "Search the web (online: ddgs) or the local corpus (offline: BM25). "
-                    "Each hit has title, url, snippet and the backend that answered.",
-                    WebSearchInput,
-                    _search,
-                )
+            fns["web_search"] = lambda query, max_results, region, timelimit: ws.search(  # looked up per call
+                query, max_results, region=region, timelimit=timelimit
             )
-            specs.append(
-                _Spec(
-                    "visit_webpage",
-                    "Fetch a web page (or online PDF) as clean text. Fails fast when offline.",
-                    VisitWebpageInput,
-                    _visit,
-                )
-            )
+            fns["visit_webpage"] = visit_webpage
         if "pdf" in wanted:
-
-            def _pdf(source: str, pages: str | None = None, max_pages: int = 20) -> PdfDocument:
-                return read_pdf(source, pages=pages, max_pages=min(max_pages, pdf_max_pages))
-
-            specs.append(
-                _Spec(
-                    "read_pdf",
-                    "Read a PDF (path or URL): page texts with page numbers, title, authors, "
-                    "year. Marks the result partial when limits cut it.",
-                    ReadPdfInput,
-                    _pdf,
-                )
+            fns["read_pdf"] = lambda source, pages, max_pages: read_pdf(
+                source, pages=pages, max_pages=min(max_pages, pdf_max_pages)
             )
         if "python" in wanted:
             sbx = (
@@ -275,26 +273,8 @@ class ToolPool:
                 if sandbox is not None and not isinstance(sandbox, str)
                 else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
             )
-
-            def _py(
-                code: str,
-                files: dict[str, str | bytes] | None = None,
-                timeout_s: float = 30.0,
-                output_files: list[str] | None = None,
-            ) -> ExecResult:
-                return sbx.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
-
-            specs.append(
-                _Spec(
-                    "run_python",
-                    "Run Python code (numpy, scipy, pandas, scikit-learn available) in an "
-                    "isolated sandbox without network; returns stdout, stderr, exit code and which limit "
-                    "killed it, if any.",
-                    RunPythonInput,
-                    _py,
-                )
-            )
-        return cls(specs, sandbox=sbx, search=ws)
+            fns["run_python"] = _run_python(sbx)
+        return cls([_Spec(name, fn) for name, fn in fns.items()], sandbox=sbx, search=ws)
 
     @property
     def names(self) -> list[str]:
@@ -421,41 +401,108 @@ class ToolPool:
         errors (including a used-up budget) are returned to the agent as
         "Error: ..." text instead of raising.  Outputs are JSON-able dicts."""
         if self._tools is None:
-            from langchain_core.tools import StructuredTool, ToolException
-
-            tools = []
-            for spec in self._specs.values():
-
-                def _fn(_name: str = spec.name, **kwargs: Any) -> dict[str, Any]:
-                    try:
-                        out, _ = self.call(_name, **kwargs)
-                    except SgievalError as e:
-                        raise ToolException(str(e)) from e
-                    return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
-
-                tools.append(
-                    StructuredTool.from_function(
-                        func=_bind(_fn, spec.name),
-                        name=spec.name,
-                        description=spec.description,
-                        args_schema=spec.schema,
-                        handle_tool_error=True,
-                    )
-                )
-            self._tools = tools
+            self._tools = [
+                _langchain_tool(name, self._agent_call(name), handle_tool_error=True) for name in self._specs
+            ]
         return list(self._tools)
+
+    def _agent_call(self, name: str) -> Callable[..., Any]:
+        """The function behind an agent's tool ``name``: :meth:`call`, errors raised as ToolException (the text
+        the agent sees), the output as a JSON-able dict."""
+        from langchain_core.tools import ToolException  # loaded with the tools (slow to import)
+
+        def run(**kwargs: Any) -> Any:
+            try:
+                out, _ = self.call(name, **kwargs)
+            except SgievalError as e:
+                raise ToolException(str(e)) from e
+            return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
+
+        return run
 
 
 def _query_key(args: dict[str, Any]) -> str:
     """The cache key of a tool's validated arguments: canonical JSON (bytes as their repr)."""
-    import json
-
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)
 
 
-def _bind(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def bound(**kwargs: Any) -> Any:
-        return fn(name, **kwargs)
+def _run_python(sandbox: Sandbox) -> Callable[..., ExecResult]:
+    def run(
+        code: str,
+        files: dict[str, str | bytes] | None = None,
+        timeout_s: float = 30.0,
+        output_files: list[str] | None = None,
+    ) -> ExecResult:
+        return sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
 
-    bound.__name__ = name
-    return bound
+    return run
+
+
+def _langchain_tool(name: str, func: Callable[..., Any], **kw: Any) -> Any:
+    """The LangChain StructuredTool ``name`` (schema and description of :data:`_TOOLS`) running ``func``."""
+    from langchain_core.tools import StructuredTool
+
+    schema, description = _TOOLS[name]
+    return StructuredTool.from_function(func=func, name=name, description=description, args_schema=schema, **kw)
+
+
+def _direct_tool(name: str, fn: Callable[..., BaseModel], **dump: Any) -> Any:
+    """A LangChain tool that runs ``fn`` on the validated arguments (defaults filled) and returns its output as
+    a JSON-able dict (``dump``: model_dump options); errors propagate."""
+    schema = _TOOLS[name][0]
+    return _langchain_tool(
+        name, lambda **kw: fn(**schema.model_validate(kw).model_dump()).model_dump(mode="json", **dump)
+    )
+
+
+def make_web_search_tool(search: WebSearch) -> Any:
+    """The LangChain ``web_search`` tool over ``search``.
+
+    Args:
+        search: the search backend.
+
+    Returns:
+        The tool; it returns SearchResults as a dict.
+    """
+    return _direct_tool("web_search", search.search)
+
+
+def make_visit_webpage_tool(**defaults: Any) -> Any:
+    """The LangChain ``visit_webpage`` tool.
+
+    Args:
+        defaults: keyword arguments passed to :func:`~sgieval.tools.search.visit_webpage`.
+
+    Returns:
+        The tool; it returns WebPage as a dict.
+    """
+    return _direct_tool("visit_webpage", lambda url, max_chars: visit_webpage(url, max_chars=max_chars, **defaults))
+
+
+def make_read_pdf_tool(**defaults: Any) -> Any:
+    """The LangChain ``read_pdf`` tool.
+
+    Args:
+        defaults: keyword arguments passed to :func:`~sgieval.tools.pdf.read_pdf`.
+
+    Returns:
+        The tool; it returns the PdfDocument as a JSON-able dict (without chunks).
+    """
+    return _direct_tool(
+        "read_pdf",
+        lambda source, pages, max_pages: read_pdf(source, pages=pages, max_pages=max_pages, **defaults),
+        exclude={"chunks"},
+    )
+
+
+def make_run_python_tool(sandbox: Sandbox) -> Any:
+    """The LangChain ``run_python`` tool over ``sandbox``.
+
+    Args:
+        sandbox: the sandbox the programs run in.
+
+    Returns:
+        The tool; it returns the ExecResult as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
+        timed_out, killed_reason, files, backend).
+    """
+    return _direct_tool("run_python", _run_python(sandbox))

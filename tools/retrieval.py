@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Literal
 import numpy as np
 
 from ..core import InputError
-from .search import BM25Index, SearchHit, SearchResults
+from .search import BM25Index, SearchResults, load_corpus
 
 __all__ = ["CorpusRetriever", "RRF_K", "RetrievalMode", "rrf_scores"]
 
@@ -106,8 +106,6 @@ class CorpusRetriever:
         Returns:
             The retriever.
         """
-        from .search import load_corpus
-
         docs, warnings = load_corpus(folder)
         return cls(docs, embed, mode=mode, warnings=warnings, **kw)
 
@@ -180,18 +178,6 @@ class CorpusRetriever:
         else:
             order = [di for di, _, _ in dense]
             score = [sim.get(d, 0.0) for d in range(len(self))]
-        hits = []
-        for rank, di in enumerate(order[: max(1, int(max_results))], 1):
-            d = self.bm25.documents[di]
-            hits.append(
-                SearchHit(
-                    rank=rank,
-                    title=d.title or d.id,
-                    url=d.source or d.id,
-                    snippet=self.bm25.passages[passage[di]][1][:300],
-                    backend=self.backend,
-                    score=round(float(score[di]), 6),
-                    doc_id=d.id,
-                )
-            )
+        top = order[: max(1, int(max_results))]
+        hits = [self.bm25.hit(rank, di, passage[di], self.backend, score[di]) for rank, di in enumerate(top, 1)]
         return SearchResults(query=query, backend=self.backend, hits=hits, warnings=list(self.bm25.warnings))

@@ -2,23 +2,15 @@
 
 Backends of :class:`WebSearch`:
 
-- ``ddgs`` (online): the ``ddgs`` metasearch package (successor of
-  duckduckgo-search); title, URL, snippet; region, safesearch and time
-  filters; exponential backoff on rate limits and timeouts.
-- ``bm25`` (offline): a ``bm25s`` index (Lucene BM25, k1=1.5, b=0.75) over a
-  corpus folder the user names (Markdown, text, JSONL, PDFs via
-  :func:`~sgieval.tools.pdf.read_pdf`) and over documents handed in (e.g. the
+- ``ddgs`` (online): the ``ddgs`` metasearch package (successor of duckduckgo-search); title, URL, snippet;
+  region, safesearch and time filters; exponential backoff on rate limits and timeouts.
+- ``bm25`` (offline): a ``bm25s`` index (Lucene BM25, k1=1.5, b=0.75) over a corpus folder the user names
+  (Markdown, text, JSONL, PDFs via :func:`~sgieval.tools.pdf.read_pdf`) and over documents handed in (e.g. the
   catalog's item texts).
 
-``auto`` uses ddgs when online and falls back to bm25 otherwise.  Every
-:class:`SearchHit` names the backend that produced it.  :func:`visit_webpage`
-fetches a URL to clean text (httpx + a small HTML-to-text converter).
-
-Offline detection (:func:`is_online`) resolves the target host in a helper
-thread and opens one TCP connection, within ``0.8 s`` in total, and caches the
-answer for 60 s.  ``SGIEVAL_NETWORK=offline|online`` overrides the probe (e.g.
-``online`` behind a proxy that resolves names itself); with ``HTTPS_PROXY`` /
-``ALL_PROXY`` set, the proxy host is probed instead.
+``auto`` uses ddgs when online (:func:`~sgieval.tools.net.is_online`) and falls back to bm25 otherwise.  Every
+:class:`SearchHit` names the backend that produced it.  :func:`visit_webpage` fetches a URL to clean text (httpx +
+a small HTML-to-text converter).
 """
 
 from __future__ import annotations
@@ -26,21 +18,19 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
-import socket
 import threading
 import time
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
 from ..core import InputError, OfflineError, ToolError, split_jsonl
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
+from .net import DDGS_PROBE_HOST, fetch_url, is_online, network_status
+from .pdf import read_pdf
 
 __all__ = [
     "Document",
@@ -50,205 +40,17 @@ __all__ = [
     "BM25Index",
     "WebSearch",
     "is_online",
+    "network_status",
     "fetch_url",
     "visit_webpage",
     "html_to_text",
-    "make_web_search_tool",
-    "make_visit_webpage_tool",
     "DDGS_PROBE_HOST",
 ]
 
-DDGS_PROBE_HOST = "duckduckgo.com"
-_PROBE_TTL_S = 60.0
-_PROBE_TIMEOUT_S = 0.8
-_probe_cache: dict[tuple[str, int], tuple[float, bool, str]] = {}
-_probe_lock = threading.Lock()
 
-
-# ------------------------------------------------------------------ connectivity
-def _proxy_target() -> tuple[str, int] | None:
-    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy"):
-        val = os.environ.get(var)
-        if val:
-            u = urlsplit(val if "://" in val else f"http://{val}")
-            if u.hostname:
-                return u.hostname, u.port or (443 if u.scheme == "https" else 80)
-    return None
-
-
-def _probe(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
-    """Resolve ``host`` (in a daemon thread, so a hanging resolver cannot
-    block us) and connect to it, all within ``timeout_s``."""
-    t0 = time.monotonic()
-    box: dict[str, Any] = {}
-
-    def resolve() -> None:
-        try:
-            box["addrs"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as e:
-            box["error"] = e
-
-    th = threading.Thread(target=resolve, daemon=True, name="sgieval-dns-probe")
-    th.start()
-    th.join(timeout_s)
-    if th.is_alive():
-        return False, f"resolving {host} took longer than {timeout_s:g} s"
-    if "error" in box:
-        return False, f"cannot resolve {host} ({box['error']})"
-    last = f"no address for {host}"
-    for family, stype, proto, _, addr in box.get("addrs", [])[:2]:
-        left = timeout_s - (time.monotonic() - t0)
-        if left <= 0:
-            last = f"cannot connect to {host}:{port} within {timeout_s:g} s"
-            break
-        try:
-            with socket.socket(family, stype, proto) as s:
-                s.settimeout(left)
-                s.connect(addr)
-                return True, f"connected to {host}:{port}"
-        except OSError as e:
-            last = f"cannot connect to {host}:{port} ({e})"
-    return False, last
-
-
-def network_status(
-    host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False, timeout_s: float = _PROBE_TIMEOUT_S
-) -> tuple[bool, str]:
-    """Whether ``host:port`` can be reached, and why not (see the module docstring).
-
-    Cached for 60 s per target.
-
-    Args:
-        host: the host probed.
-        port: its port.
-        refresh: probe again instead of using the cached answer.
-        timeout_s: the probe's time limit (s).
-
-    Returns:
-        ``(online, reason)``, within ``timeout_s``.
-    """
-    from ..core import current_settings
-
-    mode = current_settings().network
-    if mode == "offline":
-        return False, "SGIEVAL_NETWORK=offline"
-    if mode == "online":
-        return True, "SGIEVAL_NETWORK=online"
-    target = _proxy_target() or (host, port)
-    now = time.monotonic()
-    with _probe_lock:
-        hit = _probe_cache.get(target)
-        if hit and not refresh and now - hit[0] < _PROBE_TTL_S:
-            return hit[1], hit[2]
-    ok, why = _probe(target[0], target[1], timeout_s)
-    with _probe_lock:
-        _probe_cache[target] = (time.monotonic(), ok, why)
-    return ok, why
-
-
-def is_online(host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False) -> bool:
-    """Whether ``host:port`` is reachable (cached probe, < 1 s).
-
-    Args:
-        host: the host probed.
-        port: its port.
-        refresh: probe again instead of using the cached answer.
-
-    Returns:
-        True when reachable.
-    """
-    return network_status(host, port, refresh=refresh)[0]
-
-
-@dataclass
-class Fetched:
-    url: str
-    status_code: int
-    content_type: str
-    content: bytes
-
-    @property
-    def text(self) -> str:
-        m = re.search(r"charset=([\w-]+)", self.content_type or "")
-        try:
-            return self.content.decode(m.group(1) if m else "utf-8", errors="replace")
-        except LookupError:
-            return self.content.decode("utf-8", errors="replace")
-
-
-def fetch_url(
-    url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 * 1024, transport: Any = None
-) -> Fetched:
-    """GET ``url`` (redirects followed, at most ``max_bytes``).  Raises
-    OfflineError fast when the host is unreachable, InputError for a non-http
-    URL, ToolError for HTTP errors or bodies over ``max_bytes``.
-    ``transport``: an httpx transport (e.g. ``httpx.MockTransport``) to use
-    instead of the network; the connectivity probe is skipped then."""
-    import httpx
-
-    u = urlsplit(url)
-    if u.scheme not in ("http", "https") or not u.hostname:
-        raise InputError(f"not an http(s) URL: {url!r}", what="url", fix="pass a URL starting with https://")
-    ok, why = (
-        (True, "")
-        if transport is not None
-        else network_status(u.hostname, u.port or (443 if u.scheme == "https" else 80))
-    )
-    if not ok:
-        raise OfflineError(
-            f"cannot fetch {url}: offline ({why})",
-            what="visit_webpage",
-            fix="use web_search with the offline backend 'bm25' over a local corpus (--corpus DIR)",
-        )
-    try:
-        with httpx.Client(
-            follow_redirects=True,
-            timeout=timeout_s,
-            transport=transport,
-            headers={"User-Agent": "Mozilla/5.0 (sgieval research tool)"},
-        ) as client:
-            with client.stream("GET", url) as r:
-                buf = bytearray()
-                for chunk in r.iter_bytes():
-                    buf.extend(chunk)
-                    if len(buf) > max_bytes:
-                        raise ToolError(
-                            f"{url}: body larger than {max_bytes} bytes", what="fetch_url", fix="raise max_bytes"
-                        )
-                if r.status_code >= 400:
-                    raise ToolError(f"{url}: HTTP {r.status_code}", what="fetch_url", fix="check the URL")
-                return Fetched(str(r.url), r.status_code, r.headers.get("content-type", ""), bytes(buf))
-    except httpx.HTTPError as e:
-        raise ToolError(f"{url}: {type(e).__name__}: {e}", what="fetch_url", fix="retry later or check the URL") from e
-
-
-# --------------------------------------------------------------------- HTML text
 class _HTMLText(HTMLParser):
     _SKIP = {"script", "style", "noscript", "svg", "template", "iframe", "head", "nav", "footer", "form"}
-    _BLOCK = {
-        "p",
-        "div",
-        "br",
-        "li",
-        "tr",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "section",
-        "article",
-        "header",
-        "pre",
-        "blockquote",
-        "table",
-        "ul",
-        "ol",
-        "dd",
-        "dt",
-        "hr",
-    }
+    _BLOCK = set("p div br li tr h1 h2 h3 h4 h5 h6 section article header pre blockquote table ul ol dd dt hr".split())
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -323,8 +125,6 @@ def visit_webpage(url: str, *, max_chars: int = 20_000, timeout_s: float = 15.0,
     got = fetch_url(url, timeout_s=timeout_s, transport=transport)
     ctype = got.content_type.lower()
     if "pdf" in ctype or got.content[:5] == b"%PDF-":
-        from .pdf import read_pdf
-
         doc = read_pdf(got.content, max_chars=max_chars)
         title, text = doc.title or "", doc.text
     elif "html" in ctype or "<html" in got.text[:2000].lower():
@@ -432,8 +232,6 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
                         )
                     )
             elif ext == ".pdf":
-                from .pdf import read_pdf
-
                 doc = read_pdf(path, max_pages=pdf_max_pages)
                 docs.append(Document(id=rel, title=doc.title or path.stem, text=doc.text, source=str(path)))
                 if doc.partial:
@@ -523,22 +321,31 @@ class BM25Index:
             if di not in best or sc > best[di][0]:
                 best[di] = (sc, pi)
         order = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
-        hits = []
-        for rank, (di, (sc, pi)) in enumerate(order, 1):
-            d = self.documents[di]
-            passage = self.passages[pi][1]
-            hits.append(
-                SearchHit(
-                    rank=rank,
-                    title=d.title or d.id,
-                    url=d.source or d.id,
-                    snippet=passage[:300],
-                    backend=self.backend,
-                    score=round(float(sc), 6),
-                    doc_id=d.id,
-                )
-            )
-        return hits
+        return [self.hit(rank, di, pi, self.backend, sc) for rank, (di, (sc, pi)) in enumerate(order, 1)]
+
+    def hit(self, rank: int, doc: int, passage: int, backend: str, score: float) -> SearchHit:
+        """A search hit on a document of the index, its passage as the snippet.
+
+        Args:
+            rank: the hit's rank (from 1).
+            doc: the document's index in :attr:`documents`.
+            passage: the passage's index in :attr:`passages`.
+            backend: the backend named on the hit.
+            score: the score (rounded to 6 decimals).
+
+        Returns:
+            The hit: title (or id), URL (the source, or the id), the passage's first 300 characters.
+        """
+        d = self.documents[doc]
+        return SearchHit(
+            rank=rank,
+            title=d.title or d.id,
+            url=d.source or d.id,
+            snippet=self.passages[passage][1][:300],
+            backend=backend,
+            score=round(float(score), 6),
+            doc_id=d.id,
+        )
 
 
 # ------------------------------------------------------------------- WebSearch
@@ -809,7 +616,6 @@ class WebSearch:
         return SearchResults(query=query, backend="ddgs", hits=hits)
 
 
-# ------------------------------------------------------------- LangChain tools
 class WebSearchInput(BaseModel):
     """Arguments of the ``web_search`` tool."""
 
@@ -826,50 +632,3 @@ class VisitWebpageInput(BaseModel):
 
     url: str = Field(description="http(s) URL to fetch")
     max_chars: int = Field(20_000, ge=100, le=200_000, description="truncate the text to this many characters")
-
-
-def make_web_search_tool(search: WebSearch):
-    """The LangChain ``web_search`` tool over ``search``.
-
-    Args:
-        search: the search backend.
-
-    Returns:
-        The tool; it returns SearchResults as a dict.
-    """
-    from langchain_core.tools import StructuredTool
-
-    def _run(
-        query: str, max_results: int = 5, region: str | None = None, timelimit: str | None = None
-    ) -> dict[str, Any]:
-        return search.search(query, max_results, region=region, timelimit=timelimit).model_dump(mode="json")
-
-    return StructuredTool.from_function(
-        func=_run,
-        name="web_search",
-        args_schema=WebSearchInput,
-        description="Search the web (online: ddgs) or the local corpus (offline: BM25). "
-        "Each hit has title, url, snippet and the backend that answered.",
-    )
-
-
-def make_visit_webpage_tool(**defaults: Any):
-    """The LangChain ``visit_webpage`` tool.
-
-    Args:
-        defaults: keyword arguments passed to :func:`visit_webpage`.
-
-    Returns:
-        The tool; it returns WebPage as a dict.
-    """
-    from langchain_core.tools import StructuredTool
-
-    def _run(url: str, max_chars: int = 20_000) -> dict[str, Any]:
-        return visit_webpage(url, max_chars=max_chars, **defaults).model_dump(mode="json")
-
-    return StructuredTool.from_function(
-        func=_run,
-        name="visit_webpage",
-        args_schema=VisitWebpageInput,
-        description="Fetch a web page (or online PDF) as clean text. Fails fast when offline.",
-    )

@@ -14,7 +14,7 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from pypdf import PdfReader, PdfWriter  # noqa: E402
 
 from sgieval.core import InputError, ToolError  # noqa: E402
-from sgieval.tools.pdf import make_read_pdf_tool, parse_page_ranges, read_pdf  # noqa: E402
+from sgieval.tools import make_read_pdf_tool, parse_page_ranges, read_pdf  # noqa: E402
 
 
 def make_pdf(

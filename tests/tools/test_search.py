@@ -17,14 +17,8 @@ from ddgs.exceptions import DDGSException, RatelimitException  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from sgieval.core import InputError, Item, OfflineError, ToolError  # noqa: E402
-from sgieval.tools.search import (  # noqa: E402
-    BM25Index,
-    WebSearch,
-    html_to_text,
-    make_web_search_tool,
-    network_status,
-    visit_webpage,
-)
+from sgieval.tools import make_web_search_tool  # noqa: E402
+from sgieval.tools.search import BM25Index, WebSearch, html_to_text, network_status, visit_webpage  # noqa: E402
 
 
 @pytest.fixture()

@@ -48,7 +48,6 @@ import binascii
 import fcntl
 import json
 import os
-import selectors
 import shutil
 import signal
 import stat
@@ -61,23 +60,9 @@ from typing import Any
 
 from ...core import SandboxUnavailableError, ToolError
 from ..base import ExecResult
-from .common import (
-    _BOOT_MOUNT,
-    _MIB,
-    SANDBOX_WORKDIR,
-    SandboxLimits,
-    TreeWatch,
-    _BaseSandbox,
-    _boot_dir,
-    _decode,
-    _end_group,
-    _python,
-    _reap,
-    _Raw,
-    _watched_round,
-    _sandbox_env,
-    _to_result,
-)
+from .common import _BOOT_MOUNT, SANDBOX_WORKDIR, SandboxLimits, _BaseSandbox, _boot_dir, _capped, _python
+from .common import _sandbox_env, _to_result
+from .process import _MIB, Follow, _count_processes, processes_of_uid
 
 __all__ = ["BubblewrapSandbox", "DEFAULT_UIDS", "bwrap_status", "processes_of_uid", "uid_lock_dir"]
 
@@ -173,28 +158,6 @@ def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
             )
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
-
-
-def processes_of_uid(uid: int) -> list[int]:
-    """PIDs of live processes whose real uid is ``uid`` (reads /proc)."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as fh:
-                for line in fh:
-                    if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
-                            pids.append(int(d))
-                        break
-        except OSError:
-            continue
-    return pids
-
-
-def _count_processes(uid: int) -> int:
-    return len(processes_of_uid(uid))
 
 
 def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
@@ -384,19 +347,6 @@ class BubblewrapSandbox(_BaseSandbox):
             "--clearenv",
         ]
 
-    def _prlimit(self, timeout_s: float, nproc: int) -> list[str]:
-        L = self.limits
-        cpu = L.cpu_seconds(timeout_s)
-        return [
-            "prlimit",
-            f"--as={L.memory_mb * _MIB}",
-            f"--cpu={cpu}:{cpu + 1}",
-            f"--nproc={nproc}",
-            f"--fsize={L.max_file_mb * _MIB}",
-            "--core=0",
-            "--",
-        ]
-
     def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
         """The full bwrap command line for one run (for inspection and tests).
 
@@ -430,7 +380,7 @@ class BubblewrapSandbox(_BaseSandbox):
             nproc = self.limits.max_processes + 1  # + the driver
         else:
             nproc = self.limits.max_processes + 1 + _count_processes(os.getuid())
-        args += self._prlimit(timeout_s, nproc)
+        args += self.limits.prlimit(timeout_s, nproc)
         args += [self.python, "-X", "utf8", f"{_BOOT_MOUNT}/driver.py", json.dumps(spec)]
         return args
 
@@ -442,57 +392,12 @@ class BubblewrapSandbox(_BaseSandbox):
         clean = False
         fds: list[int] = []
         try:
-            os.chmod(workdir, 0o755)
-            for dirpath, dirnames, filenames in os.walk(workdir):
-                for n in dirnames:
-                    os.chmod(os.path.join(dirpath, n), 0o755)
-                for n in filenames:
-                    os.chmod(os.path.join(dirpath, n), 0o644)
-            status_r, status_w = os.pipe()
-            fds += [status_r, status_w]
-            programs: list[dict[str, Any]] = []
-            streams: dict[int, Any] = {}
-            peaks: list[int] = []
-            for i, script in enumerate(scripts):
-                peak_r, peak_w = os.pipe()
-                fds += [peak_r, peak_w]
-                peaks.append(peak_r)
-                if i == len(scripts) - 1:
-                    out_w, err_w = 1, 2
-                else:
-                    (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
-                    fds += [out_r, out_w, err_r, err_w]
-                    streams[out_r], streams[err_r] = (i, "stdout"), (i, "stderr")
-                programs.append({"script": script, "out": out_w, "err": err_w, "peak": peak_w})
-            spec = {
-                "status": status_w,
-                "input": _INPUT_MOUNT,
-                "python": self.python,
-                "programs": programs,
-                "outputs": list(output_files or []),
-                "limit": self.limits.output_bytes,
-            }
-            argv = self.argv(workdir, spec, timeout_s, uid)
-            pass_fds = [status_w] + [x for p in programs for x in (p["out"], p["err"], p["peak"]) if x > 2]
-            fds = [fd for fd in fds if fd not in pass_fds]  # _execute_programs closes these
-            raws, files, nostart, boot_err = _execute_programs(
-                argv,
-                pass_fds,
-                status_r,
-                streams,
-                peaks,
-                n=len(scripts),
-                timeout_s=timeout_s,
-                output_bytes=self.limits.output_bytes,
-                n_outputs=len(output_files or []),
-                memory_mb=self.limits.memory_mb,
-                uid=uid,
-            )
+            _open_to_all(workdir)
+            follow = self._follow(workdir, scripts, timeout_s, list(output_files or []), uid, fds)
             if uid is not None:
-                # bwrap's exit (or its killing) tears the pid namespace down
-                # asynchronously: forked children (a fork bomb, a detached
-                # grandchild) can outlive it for a moment.  Kill and wait until
-                # none is left before the uid is handed to another run.
+                # bwrap's exit (or its killing) tears the pid namespace down asynchronously: forked children
+                # (a fork bomb, a detached grandchild) can outlive it for a moment.  Kill and wait until none is
+                # left before the uid is handed to another run.
                 clean = _kill_uid(uid, wait_s=5.0)
         finally:
             for fd in fds:
@@ -502,226 +407,74 @@ class BubblewrapSandbox(_BaseSandbox):
                     pass
             if lease is not None:
                 lease.release(clean)
-        if nostart or not raws:
-            reason = nostart or boot_err or "the sandbox exited before running any program"
+        if follow.nostart or not follow.raws:
+            boot_err = bytes(follow.bufs.get((len(scripts) - 1, "stderr"), b"")).decode("utf-8", "replace")
+            rc = follow.proc.returncode
+            reason = follow.nostart or boot_err.strip()[-500:] or (f"bwrap exit code {rc}" if rc else "")
             raise SandboxUnavailableError(
-                f"the sandbox could not start the program: {reason}",
+                "the sandbox could not start the program: "
+                + (reason or "the sandbox exited before running any program"),
                 what="sandbox backend 'bubblewrap'",
                 fix="check that the interpreter and its virtual environment can be "
-                "bound read-only (see `python -m sgieval.bench.sandbox`), or use "
-                "--sandbox e2b",
+                "bound read-only (see `python -m sgieval.bench.sandbox`), or use --sandbox e2b",
             )
-        results = []
-        for raw in raws:
-            code = raw.returncode
-            if raw.killed_by_host:
-                code = -signal.SIGKILL
-            results.append(_to_result(raw, code, self.limits.output_bytes, self.name))
         limit = self.limits.output_bytes
         got = {}
-        if len(raws) == len(scripts):
-            for name, b64 in files.items():
+        if len(follow.raws) == len(scripts):
+            for name, b64 in follow.files.items():
                 try:
-                    data = base64.b64decode(b64, validate=True)
+                    got[name] = _capped(base64.b64decode(b64, validate=True), limit)
                 except (binascii.Error, ValueError):
                     continue
-                got[name] = _decode(data[:limit], len(data) > limit, limit)
-        return results, got
+        return [_to_result(raw, limit, self.name) for raw in follow.raws], got
 
-
-def _peek_peak(fd: int) -> int | None:
-    """The peak RSS (KiB) a program reported on its pipe (see common's
-    sitecustomize), without closing ``fd``."""
-    try:
-        os.set_blocking(fd, False)
-        data = os.read(fd, 64)
-    except OSError:
-        return None
-    return int(data[:-1]) if data.endswith(b"\n") and data[:-1].isdigit() and len(data) < 14 else None
-
-
-def _execute_programs(
-    argv: list[str],
-    pass_fds: list[int],
-    status_r: int,
-    streams: dict[int, tuple[int, str]],
-    peaks: list[int],
-    *,
-    n: int,
-    timeout_s: float,
-    output_bytes: int,
-    n_outputs: int = 0,
-    grace_s: float = 0.5,
-    memory_mb: int | None = None,
-    uid: int | None = None,
-) -> tuple[list[_Raw], dict[str, str], str | None, str]:
-    """Start bwrap (``argv``) in its own session and follow its driver: one
-    :class:`_Raw` per program that started (output capped per stream, wall
-    time, return code, peak memory), the output files, the reason a program
-    could not start (or None) and bwrap's own error text when nothing started.
-    Kills the whole process group on a program's wall timeout or output
-    overflow, and every process of the sandbox when their resident memory
-    together passes ``memory_mb`` (:class:`~.common.TreeWatch` over bwrap's
-    tree and the processes of ``uid``).  Raises OSError only when bwrap
-    itself cannot be executed."""
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
+    def _follow(
+        self, workdir: Path, scripts: list[str], timeout_s: float, outputs: list[str], uid: int | None, fds: list[int]
+    ) -> Follow:
+        """Start bwrap over ``workdir`` and follow its driver through ``scripts``: each program writes on pipes of
+        its own (the last on bwrap's stdout/stderr) and reports its peak memory on another.  ``fds`` receives
+        the host's ends, which the caller closes."""
+        status_r, status_w = os.pipe()
+        fds += [status_r, status_w]
+        programs: list[dict[str, Any]] = []
+        streams: dict[int, tuple[int, str]] = {}
+        peaks: list[int] = []
+        for i, script in enumerate(scripts):
+            peak_r, peak_w = os.pipe()
+            fds += [peak_r, peak_w]
+            peaks.append(peak_r)
+            if i == len(scripts) - 1:
+                out_w, err_w = 1, 2
+            else:
+                (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+                fds += [out_r, out_w, err_r, err_w]
+                streams[out_r], streams[err_r] = (i, "stdout"), (i, "stderr")
+            programs.append({"script": script, "out": out_w, "err": err_w, "peak": peak_w})
+        limit = self.limits.output_bytes
+        spec = {"status": status_w, "input": _INPUT_MOUNT, "python": self.python, "programs": programs}
+        argv = self.argv(workdir, {**spec, "outputs": outputs, "limit": limit}, timeout_s, uid)
+        pass_fds = [status_w] + [x for p in programs for x in (p["out"], p["err"], p["peak"]) if x > 2]
+        fds[:] = [fd for fd in fds if fd not in pass_fds]  # Follow closes these
+        return Follow(
             argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
+            timeout_s=timeout_s,
+            output_bytes=limit,
             pass_fds=pass_fds,
-        )
-    finally:
-        for fd in pass_fds:  # the child holds the write ends now
-            os.close(fd)
-    raws: list[_Raw] = []
-    bufs: dict[tuple[int, str], bytearray] = {}
-    status_buf = bytearray()
-    status_cap = 64 * 1024 + n_outputs * (2 * output_bytes + 1024)
-    files: dict[str, str] = {}
-    nostart: str | None = None
-    killed = False
-    current: int | None = None
-    started_at = t0
-    sel = selectors.DefaultSelector()
-    pidfd = None
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-        sel.register(pidfd, selectors.EVENT_READ, ("exit", None))
-    except (AttributeError, OSError):  # pragma: no cover - kernels < 5.3
-        pidfd = None
-    assert proc.stdout is not None and proc.stderr is not None  # started with stdout=stderr=PIPE
-    sel.register(proc.stdout, selectors.EVENT_READ, ("stream", (n - 1, "stdout")))
-    sel.register(proc.stderr, selectors.EVENT_READ, ("stream", (n - 1, "stderr")))
-    for fd, key in streams.items():
-        sel.register(fd, selectors.EVENT_READ, ("stream", key))
-    sel.register(status_r, selectors.EVENT_READ, ("status", None))
-    open_fds = 3 + len(streams)
-    deadline = t0 + timeout_s
-    exited = False
-    watch = TreeWatch(proc.pid, memory_mb, uid=uid) if memory_mb is not None else None
+            peaks=peaks,
+            streams=streams,
+            status_r=status_r,
+            n=len(scripts),
+            status_cap=64 * 1024 + len(outputs) * (2 * limit + 1024),
+            memory_mb=self.limits.memory_mb,
+            uid=uid,
+        ).run()
 
-    def kill() -> None:
-        nonlocal killed
-        killed = True
-        for target in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
-            try:
-                target()
-            except (ProcessLookupError, PermissionError, OSError):
-                pass
-        if watch is not None:
-            watch.kill()
 
-    def on_status(line: str) -> None:
-        nonlocal current, deadline, started_at, nostart
-        word, _, rest = line.partition(" ")
-        if word == "start":
-            i = int(rest)
-            if i != len(raws) or i >= n:
-                return
-            raws.append(_Raw())
-            current, started_at = i, time.perf_counter()
-            deadline = started_at + timeout_s
-            if watch is not None:  # each program's own peak (the driver killed the last one's processes)
-                watch.peak_bytes = 0
-        elif word == "done":
-            i_s, rc_s, wall_s = rest.split()
-            i = int(i_s)
-            if 0 <= i < len(raws):
-                raws[i].returncode, raws[i].wall_s = int(rc_s), float(wall_s)
-                if watch is not None:
-                    raws[i].tree_peak_kb = watch.peak_bytes // 1024
-                current = None
-                deadline = time.perf_counter() + timeout_s  # the next program's start is near
-        elif word == "nostart":
-            nostart = rest.partition(" ")[2] or rest
-        elif word == "files":
-            try:
-                got = json.loads(rest)
-                if isinstance(got, dict):
-                    files.update({str(k): str(v) for k, v in got.items()})
-            except ValueError:
-                pass
-
-    try:
-        while True:
-            now = time.perf_counter()
-            if now >= deadline:
-                if not exited and current is not None:
-                    raws[current].timed_out = True
-                    raws[current].wall_s = now - started_at
-                kill()
-                break
-            if exited and open_fds == 0:
-                break
-            if watch is not None and watch.due(now) <= 0:
-                watch.sample(now)
-                if watch.exceeded:
-                    if current is not None:
-                        raws[current].memory_exceeded = True
-                        raws[current].wall_s = now - started_at
-                    kill()
-                    break
-            events, exited, deadline = _watched_round(sel, proc, pidfd, now, deadline, exited, grace_s, watch)
-            overflow = False
-            for sel_key, _ in events:
-                kind, what = sel_key.data
-                if kind == "exit":
-                    sel.unregister(sel_key.fileobj)
-                    exited = True
-                    deadline = min(deadline, time.perf_counter() + grace_s)
-                    continue
-                fd = sel_key.fileobj if isinstance(sel_key.fileobj, int) else sel_key.fileobj.fileno()
-                data = os.read(fd, 65536)
-                if not data:
-                    sel.unregister(sel_key.fileobj)
-                    open_fds -= 1
-                    continue
-                if kind == "status":
-                    if len(status_buf) + len(data) > status_cap:
-                        kill()
-                        overflow = True
-                        break
-                    status_buf.extend(data)
-                    while b"\n" in status_buf:
-                        line, _, rest = bytes(status_buf).partition(b"\n")
-                        status_buf[:] = rest
-                        on_status(line.decode("utf-8", "replace"))
-                    continue
-                buf = bufs.setdefault(what, bytearray())
-                room = output_bytes - len(buf)
-                if len(data) > room:
-                    buf.extend(data[: max(room, 0)])
-                    i = what[0]
-                    if i < len(raws):
-                        raws[i].truncated[what[1]] = True
-                        raws[i].output_exceeded = True
-                    kill()
-                    overflow = True
-                    break
-                buf.extend(data)
-            if overflow:
-                break
-    finally:
-        sel.close()
-        _reap(proc)
-        _end_group(proc, pidfd)
-    for i, raw in enumerate(raws):
-        raw.stdout = bytes(bufs.get((i, "stdout"), b""))
-        raw.stderr = bytes(bufs.get((i, "stderr"), b""))
-        raw.peak_kb = _peek_peak(peaks[i])
-        if watch is not None and raw.tree_peak_kb is None:
-            raw.tree_peak_kb = watch.peak_bytes // 1024
-        if raw.returncode is None:  # killed by the host, or the driver died under it
-            raw.killed_by_host = killed
-            raw.returncode = -signal.SIGKILL
-    boot_err = ""
-    if not raws:
-        boot_err = bytes(bufs.get((n - 1, "stderr"), b"")).decode("utf-8", "replace").strip()[-500:]
-        if not boot_err and proc.returncode:
-            boot_err = f"bwrap exit code {proc.returncode}"
-    return raws, files, nostart, boot_err
+def _open_to_all(workdir: Path) -> None:
+    """Folders 0755 and files 0644 under ``workdir``, so the sandbox uid can read the staged files."""
+    os.chmod(workdir, 0o755)
+    for dirpath, dirnames, filenames in os.walk(workdir):
+        for n in dirnames:
+            os.chmod(os.path.join(dirpath, n), 0o755)
+        for n in filenames:
+            os.chmod(os.path.join(dirpath, n), 0o644)

@@ -197,3 +197,33 @@ def main():
 
 os._exit(main())
 '''
+
+SITECUSTOMIZE = """\
+# sgieval sandbox: report the program's peak RSS (KiB) to the host at exit.
+import atexit as _a, os as _o, resource as _r, stat as _s
+_fd = _o.environ.pop("SGIEVAL_PEAK_FD", "")
+if _fd.isdigit():
+    _fd = int(_fd)
+    try:
+        _o.set_inheritable(_fd, False)
+        _ino = _o.fstat(_fd).st_ino
+    except OSError:
+        _ino = None
+
+    def _sgieval_peak(fd=_fd, ino=_ino):
+        try:
+            st = _o.fstat(fd)
+            if ino is None or st.st_ino != ino or not _s.S_ISFIFO(st.st_mode):
+                return
+            kb = max(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss, _r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss)
+            _o.write(fd, b"%d\\n" % kb)
+            _o.close(fd)
+        except Exception:
+            pass
+
+    if _ino is not None:
+        _a.register(_sgieval_peak)
+"""
+"""``sitecustomize`` put on PYTHONPATH of sandboxed programs: peak memory is
+read from the program itself, because ``wait4`` on bwrap would report the host
+process's own high-water mark (inherited through vfork/exec)."""

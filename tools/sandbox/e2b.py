@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from ...core import SandboxUnavailableError
 from ..base import ExecResult
-from .common import SandboxLimits, _BaseSandbox, _check_name, _Raw, _to_result
+from .common import SandboxLimits, _BaseSandbox, _to_result
+from .process import _Raw
 
 __all__ = ["E2BSandbox"]
 
@@ -43,29 +45,10 @@ class E2BSandbox(_BaseSandbox):
                 fix="export E2B_API_KEY=... or use --sandbox bubblewrap",
             )
 
-    def run(
-        self,
-        code: str,
-        *,
-        files: dict[str, str | bytes] | None = None,
-        setup_scripts: list[str] | None = None,
-        timeout_s: float | None = None,
-        output_files: list[str] | None = None,
-    ) -> ExecResult:
-        """Run ``code`` as ``main.py`` in a fresh E2B work directory.
-
-        Args:
-            code, files, setup_scripts, timeout_s, output_files: as :meth:`sgieval.tools.Sandbox.run` (the
-                default ``timeout_s`` is ``limits.timeout_s``).
-
-        Returns:
-            The ExecResult :meth:`sgieval.tools.Sandbox.run` describes, with ``backend`` ``"e2b"``.
-
-        Raises:
-            InputError: bad file names.
-            SandboxUnavailableError: E2B cannot start (no key, no network) or cannot start its interpreter.
-        """
-        try:
+    def _run_programs(
+        self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
+    ) -> tuple[list[ExecResult], dict[str, str]]:
+        try:  # the SDK takes seconds to import: only when a run needs it
             from e2b import CommandExitException
             from e2b import TimeoutException as E2BTimeout
             from e2b_code_interpreter import Sandbox as _E2B
@@ -75,11 +58,10 @@ class E2BSandbox(_BaseSandbox):
                 what="sandbox backend 'e2b'",
                 fix="pip install e2b-code-interpreter",
             ) from e
-        timeout = float(timeout_s if timeout_s is not None else self.limits.timeout_s)
         limit = self.limits.output_bytes
         try:
             sbx = _E2B.create(
-                template=self.template, api_key=self.api_key, timeout=int(timeout * (2 + len(setup_scripts or []))) + 30
+                template=self.template, api_key=self.api_key, timeout=int(timeout_s * (1 + len(scripts))) + 30
             )
         except Exception as e:  # noqa: BLE001 - any SDK/network failure
             raise SandboxUnavailableError(
@@ -87,48 +69,38 @@ class E2BSandbox(_BaseSandbox):
                 what="sandbox backend 'e2b'",
                 fix="check E2B_API_KEY and the network, or use --sandbox bubblewrap",
             ) from e
+
+        def one(script: str) -> ExecResult:
+            t0 = time.perf_counter()
+            raw = _Raw()
+            try:
+                r = sbx.commands.run(f"python {script}", timeout=timeout_s)
+                out, err, raw.returncode = r.stdout, r.stderr, r.exit_code
+            except CommandExitException as e:
+                out, err, raw.returncode = e.stdout or "", e.stderr or "", e.exit_code
+            except E2BTimeout as e:
+                out, err, raw.timed_out = "", str(e), True
+            raw.wall_s = time.perf_counter() - t0
+            raw.stdout, raw.stderr = (out or "").encode()[:limit], (err or "").encode()[:limit]
+            raw.truncated = {k: len((v or "").encode()) > limit for k, v in (("stdout", out), ("stderr", err))}
+            return _to_result(raw, limit, self.name)
+
         try:
-            for name, content in (files or {}).items():
-                sbx.files.write(_check_name(name, f"files[{name!r}]"), content)
-            sbx.files.write("main.py", code)
-
-            def one(script: str) -> ExecResult:
-                t0 = time.perf_counter()
-                timed_out = False
-                try:
-                    r = sbx.commands.run(f"python {script}", timeout=timeout)
-                    out, err, rc = r.stdout, r.stderr, r.exit_code
-                except CommandExitException as e:
-                    out, err, rc = e.stdout or "", e.stderr or "", e.exit_code
-                except E2BTimeout as e:
-                    out, err, rc, timed_out = "", str(e), None, True
-                raw = _Raw(
-                    stdout=(out or "").encode()[: limit + 1],
-                    stderr=(err or "").encode()[: limit + 1],
-                    returncode=rc,
-                    wall_s=time.perf_counter() - t0,
-                    timed_out=timed_out,
-                )
-                for k in ("stdout", "stderr"):
-                    b = getattr(raw, k)
-                    if len(b) > limit:
-                        setattr(raw, k, b[:limit])
-                        raw.truncated[k] = True
-                return _to_result(raw, rc, limit, self.name)
-
-            for script in setup_scripts or []:
-                res = one(script)
-                if res.exit_code != 0 or res.killed_reason:
-                    return res.model_copy(update={"setup_failed": True})
-            res = one("main.py")
+            for path in sorted(workdir.rglob("*")):
+                if path.is_file():
+                    sbx.files.write(path.relative_to(workdir).as_posix(), path.read_bytes())
+            results: list[ExecResult] = []
+            for script in scripts:
+                results.append(one(script))
+                if len(results) < len(scripts) and (results[-1].exit_code != 0 or results[-1].killed_reason):
+                    return results, {}  # a failed setup script: main.py does not run
             got: dict[str, str] = {}
             for name in output_files or []:
                 try:
-                    got[name] = str(sbx.files.read(_check_name(name, "output_files")))[:limit]
+                    got[name] = str(sbx.files.read(name))[:limit]
                 except Exception:  # noqa: BLE001 - missing file
                     continue
-            res.files = got
-            return res
+            return results, got
         finally:
             try:
                 sbx.kill()

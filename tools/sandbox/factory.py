@@ -1,4 +1,4 @@
-"""Picking a backend (:func:`get_sandbox`) and the LangChain ``run_python`` tool."""
+"""Picking a backend (:func:`get_sandbox`) and the arguments of the ``run_python`` tool."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ...core import SANDBOX_BACKENDS as BACKENDS
 from ...core import InputError, SandboxUnavailableError
 from ..base import Sandbox
 from .bwrap import BubblewrapSandbox
@@ -14,10 +15,7 @@ from .common import SandboxLimits
 from .e2b import E2BSandbox
 from .local import UnsafeLocalSandbox
 
-__all__ = ["BACKENDS", "get_sandbox", "RunPythonInput", "make_run_python_tool"]
-
-BACKENDS = ("auto", "bubblewrap", "bwrap", "e2b", "unsafe-local", "local")
-"""Backend names accepted by :func:`get_sandbox` and ``--sandbox``."""
+__all__ = ["BACKENDS", "get_sandbox", "RunPythonInput"]
 
 
 def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **limits: Any) -> Sandbox:
@@ -62,7 +60,6 @@ def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **lim
         raise
 
 
-# ------------------------------------------------------------- LangChain tool
 class RunPythonInput(BaseModel):
     """Arguments of the ``run_python`` tool."""
 
@@ -70,33 +67,3 @@ class RunPythonInput(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="extra text files (relative name -> content)")
     timeout_s: float = Field(30.0, gt=0, le=600, description="wall-time limit in seconds")
     output_files: list[str] = Field(default_factory=list, description="files to read back after the run")
-
-
-def make_run_python_tool(sandbox: Sandbox):
-    """The LangChain ``run_python`` tool over ``sandbox``.
-
-    Args:
-        sandbox: the sandbox the programs run in.
-
-    Returns:
-        The tool; it returns the ExecResult as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
-        timed_out, killed_reason, files, backend).
-    """
-    from langchain_core.tools import StructuredTool
-
-    def _run(
-        code: str,
-        files: dict[str, str | bytes] | None = None,
-        timeout_s: float = 30.0,
-        output_files: list[str] | None = None,
-    ) -> dict[str, Any]:
-        res = sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
-        return res.model_dump(mode="json")
-
-    return StructuredTool.from_function(
-        func=_run,
-        name="run_python",
-        args_schema=RunPythonInput,
-        description="Run Python code (numpy, scipy, pandas, scikit-learn available) in an isolated sandbox "
-        "without network; returns stdout, stderr, exit code and which limit killed it, if any.",
-    )
