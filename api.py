@@ -21,37 +21,48 @@ It also exposes the LangGraph Studio factories named in ``langgraph.json``:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import functools
+import hashlib
 import inspect
+import os
+import shutil
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Coroutine,
-    Literal,
-    ParamSpec,
-    Sequence,
-    TypedDict,
-    TypeVar,
-    Union,
-    Unpack,
+from typing import Any, Callable, Literal, Sequence, TypedDict, Union, Unpack
+
+from .core import (
+    InputError,
+    Item,
+    Label,
+    MetricSpec,
+    Response,
+    RunConfig,
+    RunStore,
+    Score,
+    json_loads_strict,
+    option_names,
+    read_bytes_in,
+    run_options,
 )
+from .models import NamedModel, Role, resolve_model, sampling_for_role
+from .scoring import MetricArg, ModelArg, Models, ascore, score, split_models, synchronous
 
-
-from .core import InputError, Item, Label, MetricSpec, Response, Rubric, RunConfig, Score, option_names, run_options
-from .models import NamedModel, Role
-
-if TYPE_CHECKING:
-    from .metric_pool import Metric
-
-ModelArg = Union[str, NamedModel]
-"""A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
-or a ready :class:`~sgieval.models.base.NamedModel` (e.g. a scripted chat model in a test)."""
-Models = Union[ModelArg, Sequence[ModelArg], None]
+__all__ = [
+    "MetricArg",
+    "RunOptions",
+    "RunRecords",
+    "aevaluate",
+    "agreement",
+    "ascore",
+    "compare",
+    "config_from",
+    "evaluate",
+    "load_run",
+    "options_signature",
+    "ppi",
+    "run_metric_specs",
+    "score",
+]
 
 
 class RunOptions(TypedDict, total=False):
@@ -97,23 +108,13 @@ class RunOptions(TypedDict, total=False):
     into: str | Path | None
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
 @dataclass
 class RunRecords:
-    """What a run produced.
-
-    ``run_id``; ``run_dir`` (the run folder; with ``dry_run=True`` a folder the call made is not kept);
-    ``items``, ``responses``,
-    ``scores`` (the records of ``items.jsonl``, ``responses.jsonl``,
-    ``scores.jsonl``, values on each metric's native scale); ``report``
-    (path of ``report.md``, None when the run stopped at the metric
-    confirmation); ``selection`` (the questioning agent's plan + item ids);
-    ``metric_plan`` (the customisation agent's plan); ``state`` (the final
-    graph state); ``stopped`` (True when the run stopped at the confirmation);
-    ``config`` (the run's :class:`~sgieval.core.RunConfig`).
+    """What a run produced: ``run_dir`` (with ``dry_run=True`` a folder the call made is not kept); ``items``,
+    ``responses``, ``scores`` (the records of the run folder's JSONL files, values on each metric's native scale);
+    ``report`` (``report.md``, None when the run stopped at the metric confirmation, then ``stopped``);
+    ``selection`` (the questioning agent's plan and item ids); ``metric_plan`` (the customisation agent's);
+    ``state`` (the final graph state); ``config`` (the run's :class:`~sgieval.core.RunConfig`).
     """
 
     run_id: str
@@ -217,32 +218,11 @@ class RunRecords:
         return pd.DataFrame(rows, columns=[*cls.model_fields, *facets])
 
 
-def _split_models(models: Models) -> tuple[list[str], list[NamedModel]]:
-    if models is None:
-        return [], []
-    if isinstance(models, (str, NamedModel)):
-        models = [models]
-    strings, objects = [], []
-    for m in models:
-        if isinstance(m, NamedModel):
-            objects.append(m)
-        elif isinstance(m, str):
-            strings += [x.strip() for x in m.split(",") if x.strip()]
-        else:
-            raise InputError(
-                f"model {m!r} is neither a model string nor a NamedModel",
-                what="models",
-                fix="pass model strings such as 'replay:o1-mini' or 'openai:gpt-4.1', or NamedModel objects",
-            )
-    return strings, objects
-
-
 def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: RunConfig) -> list[NamedModel] | None:
     """None when only strings were given (make_runtime resolves them); else every model as a NamedModel."""
     if not objects:
         return None
     from .agents import resolve_run_model
-    from .models import sampling_for_role
 
     return [
         resolve_run_model(
@@ -250,25 +230,6 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
         )
         for s in strings
     ] + objects
-
-
-def _synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callable[P, R]:
-    """The synchronous form of the coroutine function ``afn``, named ``name``: the same parameters (its
-    signature and type are ``afn``'s, so there is one definition of the keywords), run to the end by
-    :func:`_run_sync`; its docstring is ``afn``'s."""
-
-    sig = inspect.signature(afn)
-
-    @functools.wraps(afn)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            sig.bind(*args, **kwargs)
-        except TypeError as e:  # an unknown or missing keyword: TypeError naming this function, before any work
-            raise TypeError(f"{name}() {e}") from None
-        return _run_sync(afn(*args, **kwargs))
-
-    run.__name__, run.__qualname__ = name, name
-    return run
 
 
 def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> inspect.Signature:
@@ -284,7 +245,6 @@ def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> i
     Returns:
         The signature, without ``**options``.
     """
-    import typing
 
     types_ = typing.get_type_hints(RunOptions)
     params = [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)]
@@ -326,8 +286,8 @@ def config_from(
         if name not in by_keyword:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
     fields = {o.field: options[kw] if kw in options else o.api_default for kw, o in by_keyword.items()}
-    fields["models"], t_obj = _split_models(fields.get("models"))
-    fields["judges"], j_obj = _split_models(fields.get("judges"))
+    fields["models"], t_obj = split_models(fields.get("models"))
+    fields["judges"], j_obj = split_models(fields.get("judges"))
     agent_model = fields.get("agent_model")
     if agent_model is not None and not isinstance(agent_model, (str, NamedModel)):
         raise InputError(
@@ -391,16 +351,13 @@ async def aevaluate(
         given += ["models"] * bool(t_obj) + ["judges"] * bool(j_obj) + ["request"] * bool(request)
         config, run_dir = await into_run(config, given, side="api")
     yes = config.yes
-    t_str, j_str = list(config.models), list(config.judges)
-    targets = _resolve(t_str, t_obj, "target", config)
-    judges = _resolve(j_str, j_obj, "judge", config)
     rt = make_runtime(
         config,
         run_dir=run_dir,
         invocation_kind="into" if run_dir is not None else "",
         read_only=run_dir is not None and config.dry_run,  # an --into dry run reads the run folder only
-        targets=targets,
-        judges=judges,
+        targets=_resolve(list(config.models), t_obj, "target", config),
+        judges=_resolve(list(config.judges), j_obj, "judge", config),
         option_names=option_names(RunConfig, "api"),
         agent=agent_obj,
         metric_options=dict(metric_options or {}),
@@ -409,18 +366,23 @@ async def aevaluate(
         sandbox=sandbox_backend,
     )
     state = await execute(rt, confirm=confirm if confirm is not None else (lambda payload: True) if yes else None)
+    return _records(rt, config, state)
+
+
+def _records(rt: Any, config: RunConfig, state: dict[str, Any]) -> RunRecords:
+    """The records of a run that ended in ``state``; a dry run's folder this call made is removed."""
     stopped = "__interrupt__" in state or state.get("confirmed") is False or not state.get("report")
     ids = set((state.get("selection") or {}).get("item_ids") or [])
-    targets_names = set(state.get("targets") or [])
+    targets = set(state.get("targets") or [])
     items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
-    responses = [r for r in rt.store.read("responses") if not targets_names or r.model in targets_names]
-    scores = [s for s in rt.store.read("scores") if not targets_names or s.model in targets_names]
-    added = [s for s in rt.store.read("added_judge_scores") if not targets_names or s.model in targets_names]
+    keep = lambda rs: [r for r in rs if not targets or r.model in targets]  # noqa: E731
+    responses, scores, added = (
+        keep(rt.store.read("responses")),
+        keep(rt.store.read("scores")),
+        keep(rt.store.read("added_judge_scores")),
+    )
     if config.dry_run and rt.store.created and not rt.store.read("responses"):
-        # as `sgieval ask --dry-run`: no run folder kept (a folder this call did not make stays)
-        import shutil
-
-        rt.store.close()
+        rt.store.close()  # as `sgieval ask --dry-run`: no run folder kept (a folder this call did not make stays)
         shutil.rmtree(rt.store.root, ignore_errors=True)
     return RunRecords(
         run_id=config.run_id,
@@ -429,7 +391,7 @@ async def aevaluate(
         responses=responses,
         scores=scores,
         report=Path(state["report"]) if state.get("report") else None,
-        selection={k_: v for k_, v in (state.get("selection") or {}).items()},
+        selection=dict(state.get("selection") or {}),
         metric_plan=dict(state.get("metric_plan") or {}),
         state=dict(state),
         stopped=stopped,
@@ -446,19 +408,9 @@ aevaluate.__doc__ = (
     + "".join(f"        {o.keyword}: {o.help}\n" for o in run_options(RunConfig) if o.api and not o.positional)
 )
 
-evaluate = _synchronous(aevaluate, "evaluate")
+evaluate = synchronous(aevaluate, "evaluate")
 """Run the evaluation graph on ``request`` and return its :class:`RunRecords` (synchronous :func:`aevaluate`: the
 same typed keyword parameters; works inside a running event loop, e.g. Jupyter, by running in a worker thread)."""
-
-
-def _run_sync(coro: Any) -> Any:
-    """Run ``coro`` to its end, in a worker thread when an event loop is already running."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
-        return executor.submit(asyncio.run, coro).result()
 
 
 # ------------------------------------------------------------------ load_run
@@ -476,7 +428,6 @@ def load_run(path: str | Path) -> RunRecords:
     Raises:
         InputError: when ``path`` holds no run (no ``config.json``) or its config is unreadable.
     """
-    from .core import RunStore
 
     p = Path(path).expanduser()
     root = p if (p / "config.json").is_file() else p.parent if (p.parent / "config.json").is_file() else None
@@ -493,7 +444,9 @@ def load_run(path: str | Path) -> RunRecords:
             what=str(root / "config.json"),
             fix="restore the file, or start a new run",
         ) from e
-    state = _last_state(root, config.run_id)
+    from .graphs import read_state
+
+    state = read_state(root / "state.sqlite", config.run_id)  # {} without a checkpoint
     ids = set((state.get("selection") or {}).get("item_ids") or [])
     items = store.read("items")
     report = root / "report.md"
@@ -514,14 +467,6 @@ def load_run(path: str | Path) -> RunRecords:
     )
 
 
-def _last_state(root: Path, run_id: str) -> dict[str, Any]:
-    """The graph state of the run's last checkpoint in ``state.sqlite`` ({} without one); raises InputError
-    when the checkpoint holds a value sgieval never writes (:mod:`sgieval.graphs.checkpoints`)."""
-    from .graphs import read_state
-
-    return read_state(root / "state.sqlite", run_id)
-
-
 # ------------------------------------------------------------------- compare
 RunArg = Union[str, Path, RunRecords]
 """A run: its folder (or a file in it, e.g. its ``report.md``) or the :class:`RunRecords` of :func:`load_run`."""
@@ -530,7 +475,6 @@ RunArg = Union[str, Path, RunRecords]
 def _compare_input(records: RunRecords, label: str) -> Any:
     """The :class:`sgieval.agents.compare.RunInput` of a loaded run, labelled ``label``."""
     from .agents import RunInput
-    from .core import json_loads_strict, read_bytes_in
     from .reports import additions_text, read_run
 
     report: dict[str, Any] = {}
@@ -576,11 +520,6 @@ def _compare_input(records: RunRecords, label: str) -> Any:
 
 def _rubric_versions(run_dir: Path) -> dict[str, str]:
     """``rubrics/*.yaml`` of a run folder -> the SHA-256 (hex) of each file's bytes (read without following a link)."""
-    import hashlib
-    import os
-
-    from .core import read_bytes_in
-
     folder = run_dir / "rubrics"
     try:
         names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".yaml"))
@@ -594,7 +533,7 @@ def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, 
 
     The same model in two runs (a new prompt, judge or rubric version) gets a paired comparison on the items both
     share and both scored, per shared metric: the mean difference (second run minus first) with its 95% paired
-    bootstrap CI and a two-sided paired permutation test (:func:`sgieval.metric_pool.aggregate.paired_test`); a
+    bootstrap CI and a two-sided paired permutation test (:func:`sgieval.metric_pool.stats.paired_test`); a
     change is real only when p < 0.05.  Every model is ranked together on the items every run shares by the
     report's rules; what is not shared (items, models, metrics) is counted and named.
 
@@ -712,189 +651,9 @@ def ppi(run: "str | Path | RunRecords", metric: str, *, selection: str | None = 
     return _label_estimates(run, metric, selection)
 
 
-# --------------------------------------------------------------------- score
-MetricArg = Union[str, "Metric", MetricSpec]
-"""A metric: the name of a predefined metric (``exact_match``, ``em``, ``mca``, ...) or of a library
-rubric (``rigor``), a :class:`~sgieval.core.Rubric`, or a :class:`~sgieval.metric_pool.base.Metric`."""
-
-
-def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
-    """(Metric object, spec name to keep or None for all, benchmark name for built items)."""
-    from .metric_pool import Metric
-
-    if isinstance(metric, Metric):
-        return metric, None, ""
-    if isinstance(metric, Rubric):
-        from .metric_pool import RubricMetric
-
-        return RubricMetric(metric), metric.name, ""
-    if isinstance(metric, MetricSpec):
-        metric = metric.name
-    if not isinstance(metric, str) or not metric.strip():
-        raise InputError(
-            f"metric {metric!r} is not a metric",
-            what="sgieval.score",
-            fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric",
-        )
-    from .benchmarks import registry
-    from .metric_pool import ALL, Scoped, entries
-
-    for defn in registry.definitions():  # the benchmarks' predefined metrics, then the other registered ones
-        for m in registry.predefined_metrics([defn.name]):
-            if any(s.name == metric for s in m.all_specs):
-                return (m.inner if isinstance(m, Scoped) else m), metric, defn.name
-    for entry in entries():
-        if entry.predefined:
-            continue
-        m = entry.build(None)
-        if any(s.name == metric for s in m.all_specs):
-            return m, metric, "" if entry.scope == ALL else entry.scope
-    from .metric_pool import RubricMetric
-    from .metric_pool import load_rubric
-
-    try:
-        rubric = load_rubric(metric)
-    except InputError:
-        known = sorted(
-            {s.name for d in registry.definitions() for m in registry.predefined_metrics([d.name]) for s in m.all_specs}
-        )
-        raise InputError(
-            f"no predefined metric or rubric called {metric!r}",
-            what="sgieval.score",
-            fix=f"use a predefined metric ({', '.join(known[:12])}, ...) or a rubric (`sgieval metric list`)",
-        ) from None
-    return RubricMetric(rubric), rubric.name, ""
-
-
-async def ascore(
-    responses: Sequence[str] | Sequence[Response],
-    metric: MetricArg,
-    *,
-    judge: Models = None,
-    items: Sequence[Item] | None = None,
-    references: Sequence[Any] | None = None,
-    prompts: Sequence[str] | None = None,
-    model: str = "given",
-    allow_self_judge: bool = False,
-    options: dict[str, Any] | None = None,
-    base_url: str | None = None,
-    judge_temperature: float | None = 0.0,
-    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None,
-) -> list[Score]:
-    """Score given texts with one metric: no request, no graph, no run folder.
-
-    Args:
-        responses: reply texts, or :class:`~sgieval.core.Response` records (their
-            ``item_id`` must match ``items``).
-        metric: a predefined metric name (``exact_match``, ``em``, ``mca``,
-            ``sfbench_qwk``, ...; found in the registered benchmarks' metrics),
-            a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`,
-            or a :class:`~sgieval.metric_pool.base.Metric` (all its specs).
-        judge: judge model(s) for judge and rubric metrics (strings or
-            NamedModels); without one such a metric's scores are ``not_run``
-            with the reason, never a silent zero.
-        items: the items answered, one per response (needed by task-specific
-            metrics: deep-research references, multiple-choice options, ...).
-            Without them each text gets an item ``given/<k>`` of the metric's
-            task, with ``references[k]`` as ``{"answer": ...}`` and
-            ``prompts[k]`` as its prompt.
-        model: the model name on the Scores of plain texts.
-        allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
-        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate`:
-            ``base_url`` is the OpenAI-compatible server of ``openai:`` judges (default ``$OPENAI_BASE_URL``);
-            a judge on a server of its own is ``openai-api:<service>/<model>`` with ``<SERVICE>_BASE_URL``
-            set (README "Models and roles"); temperature 0-2 (None: the provider's default).
-
-    Returns:
-        One Score per response (in order) for the named metric (all specs of a Metric object), then any
-        corpus-level Scores (``item_id == "*"``).  Values are on the metric's native scale
-        (``MetricSpec.range``).  :func:`score` is the synchronous form (the same parameters).
-
-    Raises:
-        InputError: an unknown metric, lengths that differ, or an item the metric does not apply to.
-    """
-    from .metric_pool import CORPUS, ScoringContext
-
-    m, keep, bench = _metric_of(metric)
-    resp = list(responses)
-    n = len(resp)
-    for name, seq in (("items", items), ("references", references), ("prompts", prompts)):
-        if seq is not None and len(seq) != n:
-            raise InputError(
-                f"{len(seq)} {name} for {n} responses",
-                what="sgieval.score",
-                fix=f"give one {name[:-1]} per response, in the same order",
-            )
-    spec = next((s for s in m.all_specs if s.name == keep), m.all_specs[0])
-    task = next((t for t in spec.tasks if t != "*"), "generic")
-    its: list[Item] = (
-        list(items)
-        if items is not None
-        else [
-            Item(
-                id=f"given/{k}",
-                benchmark=bench or "given",
-                task=task,
-                prompt=(prompts[k] if prompts is not None else ""),
-                reference=None if references is None else {"answer": references[k]},
-                metadata={"question": prompts[k] if prompts is not None else ""},
-            )
-            for k in range(n)
-        ]
-    )
-    rs = [
-        r if isinstance(r, Response) else Response(item_id=its[k].id, model=model, text=str(r))
-        for k, r in enumerate(resp)
-    ]
-    for it, r in zip(its, rs):
-        if r.item_id != it.id:
-            raise InputError(
-                f"response for {r.item_id!r} given with item {it.id!r}",
-                what="sgieval.score",
-                fix="give the items in the order of the responses",
-            )
-        if not m.applies(it):
-            raise InputError(
-                f"metric {keep or m.name} does not apply to item {it.id} (task {it.task!r}, "
-                f"benchmark {it.benchmark!r}; it scores tasks {spec.tasks})",
-                what="sgieval.score",
-                fix="pass items of a task the metric scores (items=...), or another metric",
-            )
-    j_str, j_obj = _split_models(judge)
-    judges = list(j_obj)
-    if j_str:
-        from .models import resolve_model
-
-        judges = [
-            resolve_model(
-                s, "judge", base_url=base_url, temperature=judge_temperature, reasoning_effort=reasoning_effort
-            )
-            for s in j_str
-        ] + judges
-    ctx = ScoringContext(judges=judges, allow_self_judge=allow_self_judge, options=dict(options or {}))
-    out: list[Score] = []
-    from .metric_pool import key_of
-    from .models import prompt_scope
-
-    scope, name = key_of(m)
-    with prompt_scope(f"sgieval:{scope}/{name}"):  # one prompt family: a provider may cache the judge prompts' start
-        for it, r in zip(its, rs):
-            out += await m.score(it, r, ctx)
-    out += m.corpus({i.id: i for i in its}, rs, out)
-    # corpus-level scores (item_id CORPUS) come last, after the per-response ones
-    return sorted((s for s in out if keep is None or s.metric == keep), key=lambda s: s.item_id == CORPUS)
-
-
-score = _synchronous(ascore, "score")
-"""Score given texts with one metric, no request, graph or run folder (synchronous :func:`ascore`: the same
-typed keyword parameters)."""
-
-
 # ------------------------------------------------------------- LangGraph Studio
 def _configurable(config: Any) -> dict[str, Any]:
-    if isinstance(config, dict):
-        return dict(config.get("configurable") or {})
-    return {}
+    return dict(config.get("configurable") or {}) if isinstance(config, dict) else {}
 
 
 def evaluation_graph(config: Any = None):
@@ -912,29 +671,20 @@ def evaluation_graph(config: Any = None):
 
     c = _configurable(config)
     fields = {k_: v for k_, v in c.items() if k_ in RunConfig.model_fields and k_ != "run_id"}
-    for key in ("models", "judges", "benchmarks"):
-        if isinstance(fields.get(key), str):
-            fields[key] = [x.strip() for x in fields[key].split(",") if x.strip()]
     cfg = RunConfig(run_id=c.get("run_id") or new_run_id(fields.get("request", "")), **fields)
     return build_graph(make_runtime(cfg))
 
 
 def metric_chat_graph(config: Any = None):
-    """LangGraph Studio factory for the metric-definition chat of
-    ``sgieval metric define`` (``langgraph.json`` ->
-    ``sgieval.api:metric_chat_graph``): :func:`sgieval.graphs.metric_chat.build_metric_chat`.
+    """LangGraph Studio factory for the metric-definition chat of ``sgieval metric define`` (``langgraph.json`` ->
+    ``sgieval.api:metric_chat_graph``): :func:`sgieval.graphs.build_metric_chat`.
 
-    ``config["configurable"]`` may carry ``agent_model`` (a model string;
-    default: the offline drafting path), ``base_url``, ``name`` (the metric's
-    name) and ``save_dir`` (default: the user rubric folder).  The graph
+    ``config["configurable"]`` may carry ``agent_model`` (a model string; default: the offline drafting path),
+    ``base_url``, ``name`` (the metric's name) and ``save_dir`` (default: the user rubric folder).  The graph
     pauses at interrupts for the user's description and change requests.
     """
     from .graphs import build_metric_chat
 
     c = _configurable(config)
-    agent = None
-    if c.get("agent_model"):
-        from .models import resolve_model
-
-        agent = resolve_model(c["agent_model"], "agent", base_url=c.get("base_url"))
+    agent = resolve_model(c["agent_model"], "agent", base_url=c.get("base_url")) if c.get("agent_model") else None
     return build_metric_chat(agent=agent, name=c.get("name"), save_dir=c.get("save_dir"))

@@ -4,11 +4,11 @@ Items are matched by id (an id whose prompt differs between runs is left out and
 
 - the same model in two runs (a new prompt, judge or rubric version) gets, per pair of runs and per shared
   item-level metric, the paired comparison of its values on the items both runs share and both scored:
-  :func:`sgieval.metric_pool.aggregate.paired_test` (paired sign-flip permutation test, two-sided, and the 95%
+  :func:`sgieval.metric_pool.stats.paired_test` (paired sign-flip permutation test, two-sided, and the 95%
   paired bootstrap CI of the mean difference, second run minus first);
 - every model is ranked together on the items every run shares by the ranking metric with the report's own rules
   (:func:`sgieval.agents.reporting.ranking_stats` and ``adjacent_pair_tests``, ``reports.order_stats``,
-  ``tie_groups`` and ``rank_labels``: means and BCa/Wilson CIs of ``metric_pool.aggregate.summarize``, ties at the
+  ``tie_groups`` and ``rank_labels``: means and BCa/Wilson CIs of ``metric_pool.stats.summarize``, ties at the
   printed precision unless the paired test separates them).  A model whose values are the same in every run that
   has it is one entry; otherwise one entry per run (``model [run]``);
 - what is not shared (items, models, metrics) is counted and named, and the settings that differ are listed.
@@ -168,7 +168,7 @@ def compare_runs(
         runs: the runs' records (:class:`RunInput`).
         metric: the ranking metric (default: the first run's ranking metric when every run scored it, else the
             first of the runs' ranking metrics that every run scored).
-        n_resamples, seed: of the paired tests and bootstrap CIs (``metric_pool.aggregate``).
+        n_resamples, seed: of the paired tests and bootstrap CIs (``metric_pool.stats``).
 
     Returns:
         The :class:`~sgieval.reports.compare.Comparison`.

@@ -1,7 +1,7 @@
 """``--until-settled``: evaluate the items in a seeded random order, in chunks, and stop once the ranking is settled.
 
 After each chunk the ranking metric's per-item values of the items drawn so far feed the settle rule
-(:class:`sgieval.metric_pool.sequential.SettleRule`: hedged-capital betting confidence sequences of the paired
+(:class:`sgieval.metric_pool.stats.SettleRule`: hedged-capital betting confidence sequences of the paired
 differences, sampling without replacement from the selection, Bonferroni over the K - 1 comparisons of the
 leader); the run stops when one model is ahead of every other.  The order and the chunks depend only on the
 seed and the selection, and the rule only on the stored scores, so a killed run resumes to the same stop: its

@@ -35,7 +35,7 @@ MODULES: dict[str, list[str]] = {
         "tests/metric_pool/test_aidanbench_flags.py",
         "tests/metric_pool/test_aidanbench_exact.py",
     ],
-    "metric_pool/aggregate.py": [
+    "metric_pool/stats.py": [
         "tests/metric_pool/test_aggregate_paired.py",
         "tests/metric_pool/test_aggregate_exact.py",
         "tests/metric_pool/test_planted_bugs_metrics.py",

@@ -22,6 +22,8 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
+from .stats import unit_resamples
+
 __all__ = ["Agreement", "Statistic", "agreement", "kappa", "scale_of"]
 
 Scale = Literal["ordinal", "continuous", "binary"]
@@ -161,13 +163,7 @@ def _with_ci(
         return Statistic(name, None, None, None, n)
     if judge.size < 3:
         return Statistic(name, value, None, None, n)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(1000):
-        idx = rng.integers(0, judge.size, judge.size)
-        v = stat(judge[idx], human[idx])
-        if math.isfinite(v):
-            draws.append(v)
+    draws = unit_resamples(lambda i: stat(judge[i], human[i]), judge.size, n_resamples=1000, seed=seed)
     if len(draws) < 100 or float(np.ptp(draws)) == 0.0:
         return Statistic(name, value, None, None, n)  # no variation over the resamples: no interval
     low, high = np.percentile(draws, [2.5, 97.5])

@@ -2,12 +2,12 @@
 models' order departs most from the overall one.
 
 Pure functions over per-item values of one metric (``{model: {item id: value}}``, the values the ranking averages),
-beside the ranking's own statistics (:mod:`.aggregate`):
+beside the ranking's own statistics (:mod:`.stats`):
 
 - :func:`facet_winners`: for each value of a facet (discipline, direction, task, type) with at least two values in
   the selection, the models ordered by their mean over that value's items, the first model's lead over the second
   (difference of means, on the metric's scale) and the paired permutation test of the two on the items both scored
-  there (:func:`.aggregate.paired_test`; "separated" means p < 0.05, two-sided, not adjusted for the several values
+  there (:func:`.stats.paired_test`; "separated" means p < 0.05, two-sided, not adjusted for the several values
   tested);
 - :func:`lead_sources`: the overall first model's lead over the second decomposed by facet value: the summed
   per-item differences of the shared items of each value, as a share of the summed difference over all shared items
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .aggregate import PairedResult, paired_test
+from .stats import PairedResult, paired_test
 
 __all__ = [
     "FACETS",
@@ -152,7 +152,7 @@ def facet_winners(
         facet_of: item id -> the item's value of ``facet``.
         facet: the facet's name (for the rows).
         higher_is_better: the metric's direction.
-        n_resamples, seed: of the paired tests (:func:`.aggregate.paired_test`, permutation).
+        n_resamples, seed: of the paired tests (:func:`.stats.paired_test`, permutation).
 
     Returns:
         One :class:`FacetValue` per facet value among the scored items, in value order; an empty list when the

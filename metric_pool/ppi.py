@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 import numpy as np
-from scipy.stats import norm
+
+from .stats import z_quantile
 
 Values = Union[Sequence[float], np.ndarray]
 """A 1-d sequence of numbers (a list or a numpy array)."""
@@ -59,12 +60,6 @@ class PPIEstimate:
     def width(self) -> float:
         """high - low."""
         return self.high - self.low
-
-
-def _z(alpha: float) -> float:
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    return float(norm.ppf(1 - alpha / 2))
 
 
 def _as_arrays(labels: Values, judged: Values, unlabelled: Values):
@@ -135,7 +130,7 @@ def ppi_mean(
     lam = power_tuning(y, yhat, yu) if lam is None else float(lam)
     theta = lam * float(yu.mean()) + float(np.mean(y - lam * yhat))
     se = math.sqrt(float(np.var(lam * yu)) / yu.size + float(np.var(y - lam * yhat)) / y.size)
-    z = _z(alpha)
+    z = z_quantile(alpha)
     return PPIEstimate(theta, theta - z * se, theta + z * se, y.size, yu.size, lam, "ppi++" if tuned else "ppi")
 
 
@@ -158,7 +153,7 @@ def classical_mean(values: Values, *, alpha: float = 0.05, method: str = "labels
     if x.ndim != 1 or x.size < 2 or not np.isfinite(x).all():
         raise ValueError("a mean interval needs at least 2 finite values")
     m = float(x.mean())
-    half = _z(alpha) * float(x.std()) / math.sqrt(x.size)
+    half = z_quantile(alpha) * float(x.std()) / math.sqrt(x.size)
     return PPIEstimate(
         m, m - half, m + half, x.size if method == "labels" else 0, 0 if method == "labels" else x.size, None, method
     )
@@ -184,7 +179,7 @@ def stratified_ppi_mean(
     """
     if not strata:
         raise ValueError("stratified PPI needs at least one stratum")
-    z = _z(alpha)
+    z = z_quantile(alpha)
     parts = [ppi_mean(y, yh, yu, alpha=alpha) for y, yh, yu in strata]
     sizes = np.array([p.n_labelled + p.n_unlabelled for p in parts], dtype=float)
     w = sizes / sizes.sum()

@@ -7,7 +7,7 @@ per-judge values each judged Score keeps (see :func:`judge_values`) this module 
   scores, nominal for labels), with a percentile bootstrap 95% CI over units (Hayes & Krippendorff 2007 resample
   units);
 - **per-judge offset**: the mean over units of (judge's value - mean of the panel on that unit), with a bootstrap
-  95% CI (:func:`sgieval.metric_pool.aggregate.summarize`);
+  95% CI (:func:`sgieval.metric_pool.stats.summarize`);
 - **leave-one-judge-out**: the ranking of target models by the mean of the remaining judges' values, and whether
   its top model or its order differs from the full panel's;
 - **self-preference**: for a judge that is the same model as a target (equal model identity,
@@ -35,7 +35,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..core import MetricSpec, ModelRef, Score, same_model
+from ..core import MetricSpec, ModelRef, Score, call_in_worker, same_model
+from .stats import sign_flip_p, summarize, unit_resamples
 
 ALPHA_RELIABLE = 0.800
 ALPHA_TENTATIVE = 0.667
@@ -129,17 +130,13 @@ def alpha_ci(
     matrix: np.ndarray, level: str = "interval", *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, float]:
     """Percentile bootstrap CI of :func:`alpha`, resampling units (columns) with replacement; resamples where
-    alpha is undefined are left out.  (NaN, NaN) when fewer than 2 units or no resample is defined."""
+    alpha is undefined are left out (:func:`~sgieval.metric_pool.stats.unit_resamples`).  (NaN, NaN) when fewer
+    than 2 units or no resample is defined."""
     m = np.asarray(matrix, dtype=float)
     m = m[:, np.sum(~np.isnan(m), axis=0) >= 2]
     if m.shape[1] < 2:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    stats = []
-    for _ in range(n_resamples):
-        a = alpha(m[:, rng.integers(0, m.shape[1], size=m.shape[1])], level)
-        if a is not None:
-            stats.append(a)
+    stats = unit_resamples(lambda idx: alpha(m[:, idx], level), m.shape[1], n_resamples=n_resamples, seed=seed)
     if not stats:
         return math.nan, math.nan
     tail = (1 - confidence) / 2 * 100
@@ -287,23 +284,9 @@ def _model_means(units: dict[tuple[str, str], dict[str, float]], judges: Sequenc
     return {m: sum(v) / len(v) for m, v in per_model.items() if v}
 
 
-def _sign_flip_p(diffs: Sequence[float], seed: int, n_resamples: int) -> float:
-    """Two-sided p of the paired permutation (sign-flip) test that the mean of ``diffs`` is 0
-    (:func:`~sgieval.metric_pool.aggregate.paired_test` against zeros; exact when 2**n <= ``n_resamples``)."""
-    from .aggregate import paired_test
-
-    a = {str(k): float(d) for k, d in enumerate(diffs)}
-    return float(paired_test(a, {k: 0.0 for k in a}, n_resamples=n_resamples, seed=seed).p_value)
-
-
 def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[float, float, float]:
-    from ..core import call_in_worker
-    from .aggregate import summarize
-
     # differences are never a 0/1 metric (a list of zeros is no "0 of n correct"): a bootstrap, not Wilson
-    s = call_in_worker(
-        summarize, list(values), n_resamples=n_resamples, seed=seed, binary=False
-    )  # in the warm worker if any
+    s = call_in_worker(summarize, list(values), n_resamples=n_resamples, seed=seed, binary=False)
     return s.mean, s.ci_low, s.ci_high
 
 
@@ -399,7 +382,7 @@ def reliability(
             if diffs:
                 mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
                 if no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
-                    sig = bool(mean) and _sign_flip_p(diffs, seed, n_resamples) < 0.05
+                    sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
                 else:
                     sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
                 prefs.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))

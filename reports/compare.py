@@ -2,7 +2,7 @@
 viewer page.
 
 The statistics are made elsewhere (``agents.compare``: paired permutation tests and paired bootstrap CIs of
-``metric_pool.aggregate.paired_test``, the report's ranking rules of ``reports.build``); this module holds their
+``metric_pool.stats.paired_test``, the report's ranking rules of ``reports.build``); this module holds their
 result as plain values and states it.  Every sentence is a claim the numbers beside it support: a change of a model
 between two runs is called real only when its paired test gives p < 0.05.
 

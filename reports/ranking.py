@@ -49,7 +49,7 @@ __all__ = [
 
 
 class SummaryLike(Protocol):
-    """What the report reads of a per-model summary (``metric_pool.aggregate.Summary``):
+    """What the report reads of a per-model summary (``metric_pool.stats.Summary``):
     ``n`` values, ``mean`` and ``total`` on the metric's scale, the 95% CI
     ``[ci_low, ci_high]`` (NaN when unavailable)."""
 
@@ -66,7 +66,7 @@ class SummaryLike(Protocol):
 
 
 class PairStat(Protocol):
-    """What the report reads of a paired test (``metric_pool.aggregate.PairedResult``):
+    """What the report reads of a paired test (``metric_pool.stats.PairedResult``):
     ``n`` shared items, ``method``, ``mean_diff`` (a minus b), the 95% CI of the
     difference ``[ci_low, ci_high]`` and ``p_value`` (0-1)."""
 

@@ -28,7 +28,7 @@ NOT_FOR_LISTINGS = [
     "scipy",
     "sgieval.agents.reporting",
     "sgieval.reports.charts",
-    "sgieval.metric_pool.aggregate",
+    "sgieval.metric_pool.stats",
     "sgieval.metric_pool.embeddings",
     "sgieval.tools.sandbox",
 ]

@@ -19,7 +19,7 @@ def items_needed_sentence(ctx: ReportContext) -> str:
     (p >= 0.05), and what they would cost; "" when the top two are separated, untested or corpus-level.
 
     The top two are the two models of a tie for first, or the leader and a runner-up alone in second place (a
-    shared second place has no one runner-up: no sentence).  The count is ``metric_pool.power.items_to_separate``
+    shared second place has no one runner-up: no sentence).  The count is ``metric_pool.stats.items_to_separate``
     (``ctx.pool``) on their paired per-item differences (level 5% two-sided, power 80%), raised to the fewest
     items with which the paired permutation test can reach p < 0.05 at all when the run's items cannot
     (:func:`smallest_permutation_p`: 4 items give at least p = 0.125), which the sentence then says.  The price
@@ -123,7 +123,7 @@ can give p < 0.05: its smallest p is 2/2^n (the observed signs and their full fl
 
 
 def smallest_permutation_p(diffs: Sequence[float], n_resamples: int = 10000) -> float:
-    """The smallest p the report's paired test (:func:`sgieval.metric_pool.aggregate.paired_test`, the two-sided
+    """The smallest p the report's paired test (:func:`sgieval.metric_pool.stats.paired_test`, the two-sided
     sign-flip permutation test of the mean difference, scipy ``permutation_test(permutation_type="samples")``)
     can give on ``len(diffs)`` items, whatever their differences' magnitudes.
 

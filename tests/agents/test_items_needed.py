@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sgieval.reports.answer.more_items import price_per_item
 from sgieval.cli import app
-from sgieval.metric_pool.power import items_to_separate
+from sgieval.metric_pool.stats import items_to_separate
 
 Z = 1.959963984540054 + 0.8416212335729143  # z_0.975 + z_0.80
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sgieval.core.offload import call_in_worker, submit_to_worker, warm_worker, worker_active
-from sgieval.metric_pool.aggregate import Summary, paired_test, summarize
+from sgieval.metric_pool.stats import Summary, paired_test, summarize
 
 
 def _pid() -> int:

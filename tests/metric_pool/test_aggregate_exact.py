@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from sgieval.metric_pool.aggregate import PairedResult, Summary, paired_test, summarize, wilson_interval
+from sgieval.metric_pool.stats import PairedResult, Summary, paired_test, summarize, wilson_interval
 
 X40 = np.random.default_rng(7).normal(10.0, 2.0, size=40)
 """40 draws of N(10, 2): mean 9.20962967933308, total 368.3851871733232, population std 1.6208524278954193."""

@@ -1,10 +1,10 @@
-"""paired_test (metric_pool/aggregate.py): paired permutation / bootstrap comparison of two models."""
+"""paired_test (metric_pool/stats.py): paired permutation / bootstrap comparison of two models."""
 
 import math
 
 import pytest
 
-from sgieval.metric_pool.aggregate import PairedResult, paired_test
+from sgieval.metric_pool.stats import PairedResult, paired_test
 
 
 def test_identical_vectors_give_zero_difference_and_p_one():
@@ -82,7 +82,7 @@ def test_errors():
 
 # ------------------------------------------------- Intervals at the edges say what they are
 def test_binary_metric_gets_a_wilson_interval_not_one_to_one():
-    from sgieval.metric_pool.aggregate import summarize, wilson_interval
+    from sgieval.metric_pool.stats import summarize, wilson_interval
 
     s = summarize([1.0] * 8)
     # Wilson, z = 1.95996: center (1 + z^2/16) / (1 + z^2/8) = 0.83780, half-width 0.16220
@@ -100,7 +100,7 @@ def test_binary_metric_gets_a_wilson_interval_not_one_to_one():
 
 
 def test_every_degenerate_interval_says_why():
-    from sgieval.metric_pool.aggregate import paired_test, summarize
+    from sgieval.metric_pool.stats import paired_test, summarize
 
     one = summarize([7.0])
     assert (one.method, one.note) == ("none", "no CI: fewer than 2 items")

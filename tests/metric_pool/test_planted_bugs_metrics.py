@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sgieval.core import OPEN_CREATIVITY, Item, Response
-from sgieval.metric_pool.aggregate import summarize
+from sgieval.metric_pool.stats import summarize
 from sgieval.metric_pool.aidanbench import AnswerCountMetrics
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi.reasoning import extract_option_lenient
@@ -90,7 +90,7 @@ def test_lenient_option_index_at_the_edges_of_the_option_list(text, n_options, e
     assert extract_option_lenient(text, n_options) == expected
 
 
-# --------------------------------------------------------------- bootstrap CI (aggregate.summarize)
+# --------------------------------------------------------------- bootstrap CI (stats.summarize)
 def test_95_percent_ci_bounds_for_a_fixed_sample_and_seed():
     """Planted bug: the interval computed is a 90% one while the report says "95% CI".
 

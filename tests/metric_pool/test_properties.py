@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sgieval.benchmarks.sfbench import load_sfbench
 from sgieval.benchmarks.sgi import load_sgi_bench
 from sgieval.core import Response
-from sgieval.metric_pool.aggregate import summarize
+from sgieval.metric_pool.stats import summarize
 from sgieval.metric_pool.base import CORPUS, ScoringContext
 from sgieval.benchmarks.registry import predefined_metrics
 from sgieval.metric_pool.sfbench import quadratic_kappa

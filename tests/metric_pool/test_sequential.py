@@ -1,4 +1,4 @@
-"""The anytime-valid stopping rule of ``--until-settled`` (metric_pool/sequential.py)."""
+"""The anytime-valid stopping rule of ``--until-settled`` (metric_pool/stats.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sgieval.metric_pool.sequential import HedgedCapitalCS, SettleRule
+from sgieval.metric_pool.stats import HedgedCapitalCS, SettleRule
 
 
 def _running(cs: HedgedCapitalCS, x: np.ndarray) -> list[tuple[float, float]]:

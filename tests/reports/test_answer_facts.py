@@ -12,7 +12,7 @@ from sgieval.reports import (
     self_preference,
     sensitivity_sentence,
 )
-from sgieval.metric_pool.aggregate import Summary
+from sgieval.metric_pool.stats import Summary
 from sgieval.reports import ModelStat, order_with_ties, rank_labels, tie_groups
 
 ACC = MetricSpec(name="acc", tasks=["*"], range=(0, float("inf")))

@@ -9,7 +9,7 @@ import shutil
 from sgieval.benchmarks.sfbench import load_sfbench
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
-from sgieval.metric_pool.aggregate import summarize
+from sgieval.metric_pool.stats import summarize
 from sgieval.tests.conftest import FIXTURES, routed
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from sgieval.core import Score
-from sgieval.metric_pool.aggregate import PairedResult, Summary
+from sgieval.metric_pool.stats import PairedResult, Summary
 from sgieval.metric_pool.base import CORPUS
 from sgieval.reports import (
     ModelStat,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from sgieval.core import Response, Score
-from sgieval.metric_pool.aggregate import summarize
+from sgieval.metric_pool.stats import summarize
 from sgieval.reports import ci_text
 from sgieval.reports.failures import reply_flags
 

@@ -1,0 +1,645 @@
+"""The statistics of sgieval's reports, each formula once, with its source.
+
+- :func:`summarize`: mean, total and 95% CI of per-item values.  0/1 values get the Wilson score interval of a
+  proportion (Wilson 1927; ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``), which stays informative
+  at the edges (8 of 8 correct gives 0.68 to 1 where a bootstrap gives "1 to 1"); other values the BCa bootstrap
+  over items (Efron & Tibshirani 1993, ``scipy.stats.bootstrap``), the percentile interval where BCa is undefined.
+- :func:`paired_test`: two models on the items both scored: the paired sign-flip permutation test of the mean
+  difference (``scipy.stats.permutation_test(permutation_type="samples")``, exact when 2**n <= the resamples) or
+  the bootstrap test (Efron & Tibshirani 1993, section 16.4), with the paired BCa CI of the mean difference;
+  :func:`sign_flip_p` is the same test of one list of differences against 0; :func:`holm` adjusts several p-values
+  for multiple comparisons (Holm 1979).
+- :func:`unit_resamples`: the percentile bootstrap over units of a statistic that is undefined on some resamples
+  (Krippendorff's alpha, Hayes & Krippendorff 2007; kappa, rank correlation), which ``scipy.stats.bootstrap`` cannot
+  leave out.
+- :func:`z_quantile`: the two-sided normal quantile of the normal-approximation intervals (PPI, :mod:`.ppi`).
+- :func:`items_to_separate`: items the two-sided paired test needs, n = ceil(((z_{1-alpha/2} + z_{1-beta}) sd_d /
+  |mean_d|)^2) (Chow, Shao & Wang, *Sample Size Calculations in Clinical Research*, 2nd ed., 2008, section 3.1.1,
+  one-sample / paired mean; the paired permutation test has the same large-sample power).
+- :class:`HedgedCapitalCS` and :class:`SettleRule`: anytime-valid confidence sequences of paired differences and
+  the ``--until-settled`` stopping rule (Waudby-Smith & Ramdas 2023, JRSS-B 86(1), section 4; the finite-population
+  form of Waudby-Smith & Ramdas 2020, NeurIPS; the construction of the ``confseq`` package's ``hedged_cs``, which
+  is not a dependency because it builds only with a system Boost).
+
+``scipy.stats`` is imported by the first computation that needs it, not with this module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "METHOD",
+    "Comparison",
+    "HedgedCapitalCS",
+    "ItemsNeeded",
+    "PairedResult",
+    "SettleRule",
+    "Settlement",
+    "Summary",
+    "holm",
+    "is_binary",
+    "items_to_separate",
+    "paired_test",
+    "sign_flip_p",
+    "summarize",
+    "unit_resamples",
+    "wilson_interval",
+    "z_quantile",
+]
+
+
+# ----------------------------------------------------------------------------------------- CI of a mean
+@dataclass(frozen=True)
+class Summary:
+    """``n`` values, their ``mean`` and ``total`` (same scale as the values), ``std`` (population), and the 95% CI
+    of the mean ``[ci_low, ci_high]``.
+
+    ``method``: ``"wilson"`` (0/1 values), ``"bca"`` or ``"percentile"`` (bootstrap over items), ``"degenerate"``
+    (every value equal and not 0/1: zero width, equal to the mean) or ``"none"`` (NaN: fewer than 2 values).
+    ``note`` says why an interval is degenerate, unavailable or not BCa ("" otherwise)."""
+
+    n: int
+    mean: float
+    total: float
+    std: float
+    ci_low: float
+    ci_high: float
+    method: str = "bca"
+    note: str = ""
+
+
+def is_binary(x: np.ndarray) -> bool:
+    """True when every value is exactly 0 or 1 (a 0/1 metric such as exact match)."""
+    return bool(x.size) and bool(np.all((x == 0) | (x == 1)))
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (Wilson 1927): center (p + z²/2n)/(1 + z²/n), half-width
+    z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²), via ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``.
+
+    Args:
+        k: successes, 0..n.
+        n: trials, >= 1.
+        confidence: the level, in (0, 1).
+
+    Returns:
+        (low, high) in [0, 1]; 8 of 8 at 95% gives (0.6756, 1.0).
+
+    Raises:
+        ValueError: n < 1 or k outside 0..n.
+    """
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"wilson_interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    from scipy import stats
+
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def _bootstrap_ci(data: tuple, statistic: Callable, confidence: float, n_resamples: int, seed: int, **kw: Any):
+    """(low, high, percentile used): the BCa interval of ``scipy.stats.bootstrap``, the percentile one when BCa is
+    undefined (NaN, e.g. on very skewed data)."""
+    from scipy import stats
+
+    for method in ("BCa", "percentile"):
+        ci = stats.bootstrap(
+            data,
+            statistic,
+            confidence_level=confidence,
+            n_resamples=n_resamples,
+            method=method,
+            random_state=np.random.default_rng(seed),
+            **kw,
+        ).confidence_interval
+        lo, hi = float(ci.low), float(ci.high)
+        if not (math.isnan(lo) or math.isnan(hi)):
+            break
+    return lo, hi, method == "percentile"
+
+
+def summarize(
+    values: Sequence[float],
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    binary: bool | None = None,
+) -> Summary:
+    """Mean, total and a ``confidence`` CI of ``values`` (module docstring; :class:`Summary`).
+
+    Args:
+        values: per-item scores on the metric's scale.
+        n_resamples: bootstrap resamples (>= 1).
+        seed: the random seed.
+        confidence: the CI level, in (0, 1).
+        binary: the values are 0/1 (Wilson interval, also for one value); None: decided by :func:`is_binary`.
+            Otherwise fewer than 2 values give NaN and equal values a zero-width interval, each with its note.
+
+    Returns:
+        The Summary: mean, CI, total, n and the interval's method.
+
+    Raises:
+        ValueError: no value.
+    """
+    x = np.asarray(list(values), dtype=float)
+    if x.size == 0:
+        raise ValueError("summarize() needs at least one value")
+    mean = float(x.mean())
+    method, note = "bca", ""
+    if is_binary(x) if binary is None else binary:
+        k = int(x.sum())
+        lo, hi = wilson_interval(k, int(x.size), confidence)
+        method, note = "wilson", f"Wilson score interval for {k} of {x.size} (a 0/1 metric)"
+    elif x.size < 2:
+        lo = hi = math.nan
+        method, note = "none", "no CI: fewer than 2 items"
+    elif np.all(x == x[0]):
+        lo = hi = mean
+        method = "degenerate"
+        note = f"zero-width interval: all {x.size} values equal {x[0]:g}, so every bootstrap resample does"
+    else:
+        lo, hi, pct = _bootstrap_ci((x,), np.mean, confidence, n_resamples, seed)
+        if pct:
+            method, note = "percentile", "percentile bootstrap: the BCa interval is undefined for these values"
+    return Summary(int(x.size), mean, float(x.sum()), float(x.std()), lo, hi, method, note)
+
+
+# ------------------------------------------------------------------------------------------ paired tests
+@dataclass(frozen=True)
+class PairedResult:
+    """Paired comparison of two models on the items both have.
+
+    ``n`` common items; ``mean_a``, ``mean_b`` their means there and ``mean_diff`` = mean(a - b) (the values'
+    scale); ``[ci_low, ci_high]`` the 95% paired bootstrap CI of ``mean_diff`` (NaN when n < 2; equal differences
+    give a zero-width CI at ``mean_diff``); ``p_value`` two-sided, for H0 "no difference" (0-1); ``method``
+    "permutation" or "bootstrap"; ``ci_note`` why the CI is degenerate, unavailable or not BCa ("" otherwise)."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+    ci_note: str = ""
+
+
+def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x - y, axis=axis)
+
+
+def paired_test(
+    a: dict[str, float],
+    b: dict[str, float],
+    *,
+    method: str = "permutation",
+    n_resamples: int = 10000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedResult:
+    """Compare model A with model B on the items both scored with a finite value.
+
+    ``method="permutation"``: the paired sign-flip permutation test of the mean difference (each item's two values
+    swapped or not, ``scipy.stats.permutation_test(permutation_type="samples")``, exact enumeration when 2**n <=
+    ``n_resamples``), two-sided.  ``method="bootstrap"``: the differences centred to satisfy H0 are resampled
+    ``n_resamples`` times, p = (1 + #{|mean*| >= |observed mean|}) / (1 + n_resamples) (Efron & Tibshirani 1993,
+    section 16.4).  Both report the ``confidence`` CI of mean(a - b) from ``scipy.stats.bootstrap(paired=True)``
+    (BCa, percentile when BCa is undefined).  Deterministic for a given ``seed``.
+
+    Args:
+        a: model A's per-item scores (item id -> value on the metric's scale).
+        b: model B's per-item scores.
+        method: ``"permutation"`` or ``"bootstrap"``.
+        n_resamples: resamples (>= 1).
+        seed: the random seed.
+        confidence: the CI level, in (0, 1).
+
+    Returns:
+        The PairedResult: mean difference, its CI, p value, n.
+
+    Raises:
+        ValueError: an unknown ``method``, or no common item.
+    """
+    if method not in ("permutation", "bootstrap"):
+        raise ValueError(f"paired_test: unknown method {method!r}; use 'permutation' or 'bootstrap'")
+    keys = sorted(k for k in set(a) & set(b) if math.isfinite(float(a[k])) and math.isfinite(float(b[k])))
+    if not keys:
+        raise ValueError("paired_test: the two models have no item with a finite score in common")
+    x = np.array([float(a[k]) for k in keys])
+    y = np.array([float(b[k]) for k in keys])
+    d = x - y
+    n = len(keys)
+    mean_diff = float(d.mean())
+    rng = np.random.default_rng(seed)
+    ci_note = ""
+    if n < 2:
+        lo = hi = math.nan
+        ci_note = "no CI: fewer than 2 common items"
+    elif np.all(d == d[0]):
+        lo = hi = mean_diff
+        ci_note = (
+            f"zero-width interval: the difference is {d[0]:g} on all {n} common items, so every bootstrap "
+            "resample gives it"
+        )
+    else:
+        lo, hi, pct = _bootstrap_ci((x, y), _mean_diff, confidence, n_resamples, seed, paired=True, vectorized=True)
+        if pct:
+            ci_note = "percentile bootstrap: the BCa interval is undefined for these differences"
+    if np.all(d == 0) or n == 1:  # one item: flips {+d, -d}, two-sided 2 * 1/2 = 1
+        p = 1.0
+    elif method == "permutation":
+        from scipy import stats
+
+        p = float(
+            stats.permutation_test(
+                (x, y),
+                _mean_diff,
+                permutation_type="samples",
+                vectorized=True,
+                n_resamples=n_resamples,
+                alternative="two-sided",
+                random_state=rng,
+            ).pvalue
+        )
+    else:
+        boot = (d - mean_diff)[rng.integers(0, n, size=(n_resamples, n))].mean(axis=1)
+        # tolerance guards the float noise of the centred means
+        extreme = np.count_nonzero(np.abs(boot) >= abs(mean_diff) - 1e-12 * max(1.0, abs(mean_diff)))
+        p = float((1 + extreme) / (1 + n_resamples))
+    return PairedResult(n, float(x.mean()), float(y.mean()), mean_diff, lo, hi, min(1.0, p), method, ci_note)
+
+
+def sign_flip_p(diffs: Sequence[float], *, n_resamples: int = 10000, seed: int = 0) -> float:
+    """Two-sided p of the sign-flip permutation test that the mean of ``diffs`` is 0 (:func:`paired_test` of the
+    differences against zeros).
+
+    Args:
+        diffs: paired differences (finite).
+        n_resamples: resamples (exact enumeration when 2**n <= ``n_resamples``).
+        seed: the random seed.
+
+    Returns:
+        p in (0, 1].
+    """
+    a = {str(k): float(d) for k, d in enumerate(diffs)}
+    return float(paired_test(a, {k: 0.0 for k in a}, n_resamples=n_resamples, seed=seed).p_value)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of p-values for multiple comparisons (Holm 1979, "A simple sequentially
+    rejective multiple test procedure", Scand. J. Statist. 6:65-70): the i-th smallest of m p-values becomes
+    max over j <= i of min(1, (m - j + 1) p_(j)); controls the family-wise error rate.
+
+    Args:
+        p_values: the unadjusted p-values (0-1), in any order.
+
+    Returns:
+        The adjusted p-values, in the order given.
+    """
+    m = len(p_values)
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda k: p_values[k])):
+        running = max(running, min(1.0, (m - rank) * float(p_values[i])))
+        out[i] = running
+    return out
+
+
+def unit_resamples(stat: Callable[[np.ndarray], float | None], n: int, *, n_resamples: int, seed: int) -> list[float]:
+    """The bootstrap distribution of a statistic over ``n`` units, resampled with replacement.
+
+    Args:
+        stat: the statistic of the units at the given indices (None or NaN when undefined there).
+        n: units.
+        n_resamples: resamples, each ``numpy.random.default_rng(seed).integers(0, n, size=n)`` in turn.
+        seed: the random seed.
+
+    Returns:
+        The defined (finite) values of the statistic, in resample order; the caller takes the percentiles.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_resamples):
+        v = stat(rng.integers(0, n, size=n))
+        if v is not None and math.isfinite(v):
+            out.append(float(v))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- power
+def z_quantile(alpha: float) -> float:
+    """z_{1 - alpha/2}, the two-sided standard normal quantile (``scipy.stats.norm.ppf``).
+
+    Args:
+        alpha: the error level, in (0, 1).
+
+    Returns:
+        The quantile (1.96 for alpha 0.05).
+
+    Raises:
+        ValueError: alpha outside (0, 1).
+    """
+    from scipy.stats import norm
+
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    return float(norm.ppf(1 - alpha / 2))
+
+
+METHOD = "normal-approximation power of the paired test, n = ((z_0.975 + z_0.80) x SD / mean)^2"
+"""The method of :func:`items_to_separate`, as the report states it (for alpha 0.05 and power 0.8)."""
+
+
+@dataclass(frozen=True)
+class ItemsNeeded:
+    """The outcome of :func:`items_to_separate`: ``n_used`` paired items, the mean and sample SD (n - 1; 0 for one
+    item) of their differences (a - b, the metric's scale), ``alpha`` (two-sided) and ``power``; ``n_total`` the
+    items needed in all and ``more`` = max(0, n_total - n_used) (both None when no number would do, with
+    ``reason``)."""
+
+    n_used: int
+    mean_diff: float
+    sd_diff: float
+    alpha: float
+    power: float
+    n_total: int | None
+    more: int | None
+    reason: str = ""
+
+
+def items_to_separate(diffs: Sequence[float], *, alpha: float = 0.05, power: float = 0.8) -> ItemsNeeded:
+    """Items the two-sided paired test at level ``alpha`` needs, with power ``power`` (module docstring formula);
+    no number when the mean difference is 0 or every difference is the same (no spread to work with).
+
+    Args:
+        diffs: per-item differences a - b (finite numbers, at least 1).
+        alpha: the level, 0 < alpha < 1 (two-sided).
+        power: the power, 0 < power < 1.
+
+    Returns:
+        :class:`ItemsNeeded`.
+
+    Raises:
+        ValueError: no difference, a non-finite one, or ``alpha``/``power`` outside (0, 1).
+    """
+    from scipy.stats import norm
+
+    if not diffs:
+        raise ValueError("items_to_separate: no paired difference")
+    if not all(math.isfinite(float(d)) for d in diffs):
+        raise ValueError("items_to_separate: a paired difference is not a finite number")
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"items_to_separate: alpha and power must be in (0, 1), got {alpha}, {power}")
+    n = len(diffs)
+    mean = sum(float(d) for d in diffs) / n
+    sd = math.sqrt(sum((float(d) - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
+    scale = max(abs(float(d)) for d in diffs)
+    for bad, reason in ((mean, "the mean paired difference is 0"), (sd, "every paired difference is the same")):
+        if abs(bad) <= 1e-12 * max(1.0, scale):
+            return ItemsNeeded(n, mean, sd, alpha, power, None, None, reason)
+    z = z_quantile(alpha) + float(norm.ppf(power))
+    total = math.ceil((z * sd / abs(mean)) ** 2)
+    return ItemsNeeded(n, mean, sd, alpha, power, total, max(0, total - n))
+
+
+# ------------------------------------------------------------------------------------- sequential tests
+class HedgedCapitalCS:
+    """Hedged-capital betting confidence sequence (CS) for the mean of values in [0, 1], one value at a time.
+
+    For x_1, x_2, ... in [0, 1] (drawn without replacement from N values, or independently): predictable plug-in
+    bet lambda_t = sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1 + t))), mu_hat_t = (1/2 + sum x_i) / (t + 1),
+    sigma2_t = (1/4 + sum (x_i - mu_hat_i)^2) / (t + 1), sigma2_0 = 1/4; conditional mean of a candidate m,
+    mu_t(m) = (N m - sum_{i<t} x_i) / (N - t + 1) (m itself with replacement; a candidate whose mu_t(m) leaves
+    [0, 1] is impossible); capital K+_t(m) = prod (1 + min(lambda_i, c/mu_i(m)) (x_i - mu_i(m))),
+    K-_t(m) = prod (1 - min(lambda_i, c/(1 - mu_i(m))) (x_i - mu_i(m))), hedged K_t = max(K+/2, K-/2);
+    CS_t = {m : K_t(m) < 1/alpha}, intersected with the logical bounds [S_t/N, 1 - (t - S_t)/N] and CS_1..CS_{t-1}.
+    By Ville's inequality the mean leaves the CS at some t with probability at most alpha.
+
+    Args:
+        alpha: miscoverage over the whole sequence, in (0, 1).
+        population: N, the size of the finite population sampled without replacement; None for independent draws.
+        grid: candidate means 0, 1/grid, ..., 1 (the CS is reported to within 1/grid, outward).
+        trunc: c, the truncation of the bets (0 < c <= 1; 1/2 as in the paper's experiments).
+
+    Raises:
+        ValueError: alpha outside (0, 1), population < 1, grid < 2, trunc outside (0, 1].
+    """
+
+    def __init__(self, alpha: float, population: int | None = None, *, grid: int = 1000, trunc: float = 0.5):
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if population is not None and population < 1:
+            raise ValueError(f"population must be at least 1, got {population}")
+        if grid < 2:
+            raise ValueError(f"grid must be at least 2, got {grid}")
+        if not 0.0 < trunc <= 1.0:
+            raise ValueError(f"trunc must be in (0, 1], got {trunc}")
+        self.alpha, self.population, self.grid, self.trunc = float(alpha), population, int(grid), float(trunc)
+        self.m = np.linspace(0.0, 1.0, self.grid + 1)
+        self._log_pos = np.zeros_like(self.m)
+        self._log_neg = np.zeros_like(self.m)
+        self._alive = np.ones_like(self.m, dtype=bool)
+        self.t = 0
+        self.total = 0.0
+        self._sq = 0.0  # sum of (x_i - mu_hat_i)^2
+        self._sigma2 = 0.25
+        self._lo, self._hi = 0.0, 1.0
+
+    def update(self, values: Sequence[float] | np.ndarray) -> None:
+        """Add observations, in the order they were drawn.
+
+        Args:
+            values: numbers in [0, 1].
+
+        Raises:
+            ValueError: a value outside [0, 1] or not finite, or more values than the population holds.
+        """
+        for x in np.asarray(values, dtype=float).ravel():
+            self._step(float(x))
+
+    def _step(self, x: float) -> None:
+        if not (0.0 <= x <= 1.0):
+            raise ValueError(f"a confidence sequence value must lie in [0, 1], got {x}")
+        n = self.population
+        if n is not None and self.t >= n:
+            raise ValueError(f"more values than the population of {n} holds")
+        t = self.t + 1
+        lam = math.sqrt(2.0 * math.log(2.0 / self.alpha) / (self._sigma2 * t * math.log(1.0 + t)))
+        mu = (n * self.m - self.total) / (n - t + 1) if n is not None else self.m
+        self._alive &= (mu >= 0.0) & (mu <= 1.0)
+        mu = np.clip(mu, 0.0, 1.0)
+        with np.errstate(divide="ignore"):
+            lam_pos = np.minimum(lam, self.trunc / mu)
+            lam_neg = np.minimum(lam, self.trunc / (1.0 - mu))
+        d = x - mu
+        # each factor is at least 1 - c > 0: 1 + min(lam, c/mu) (x - mu) >= 1 - c since x - mu >= -mu
+        self._log_pos += np.log1p(lam_pos * d)
+        self._log_neg += np.log1p(-lam_neg * d)
+        self.t = t
+        self.total += x
+        self._sq += (x - (0.5 + self.total) / (t + 1)) ** 2
+        self._sigma2 = (0.25 + self._sq) / (t + 1)
+        hedged = np.maximum(self._log_pos + math.log(0.5), self._log_neg + math.log(0.5))
+        inside = self._alive & (hedged < math.log(1.0 / self.alpha))
+        step = 1.0 / self.grid
+        lo, hi = 0.0, 1.0
+        if inside.any():
+            idx = np.flatnonzero(inside)
+            lo, hi = max(0.0, self.m[idx[0]] - step), min(1.0, self.m[idx[-1]] + step)
+        if n is not None:  # what is known for certain of a finite population whatever the rest holds
+            lo, hi = max(lo, self.total / n), min(hi, 1.0 - (t - self.total) / n)
+        self._lo, self._hi = max(self._lo, lo), min(self._hi, hi)
+        if self._lo > self._hi:  # only a miscovering sequence can cross: keep one point, the middle
+            self._lo = self._hi = (self._lo + self._hi) / 2.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The running CS ``(low, high)`` on the [0, 1] scale ((0, 1) before any value)."""
+        return self._lo, self._hi
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The leader against ``model`` on the ranking metric's native scale: ``n`` items both have a value; ``mean``
+    the mean paired difference signed so that > 0 favours the leader; ``[low, high]`` its CS at level
+    alpha / (K - 1); ``left_out`` drawn items where either model had no value."""
+
+    model: str
+    n: int
+    mean: float
+    low: float
+    high: float
+    left_out: int = 0
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """The rule's state after the items added so far: ``settled`` when the leader's every CS lies above 0;
+    ``leader`` the model with the best mean so far (None before any value); ``items`` added; ``alpha`` the
+    family-wise level; ``comparisons`` the leader against each other model, in the order given."""
+
+    settled: bool
+    leader: str | None
+    items: int
+    alpha: float
+    comparisons: list[Comparison] = field(default_factory=list)
+
+
+class SettleRule:
+    """The sequential stopping rule of ``--until-settled``: fed the ranking metric's per-item values of every model
+    in the drawn order, it says whether one model is ahead of every other.
+
+    A paired difference d in [-R, R] (R = max - min of the metric's range) is rescaled to (d + R) / (2 R) and
+    followed by a :class:`HedgedCapitalCS` per pair of models.  The ranking is settled when one model's CS against
+    every other lies above 0; each of the K - 1 comparisons is at level alpha / (K - 1) (Bonferroni), and the CS
+    of B - A is minus that of A - B, so the declared leader is the best model with probability at least
+    1 - alpha, whichever item the run stopped at.
+
+    Args:
+        models: the target models (K >= 2).
+        value_range: the metric's (min, max) native range, both finite.
+        higher_is_better: the metric's direction.
+        population: N, the items of the full selection (sampled without replacement); None for independent draws.
+        alpha: family-wise miscoverage (default 0.05).
+        grid: grid resolution of each CS.
+
+    Raises:
+        ValueError: fewer than two models, or a range that is not finite with max > min.
+    """
+
+    def __init__(
+        self,
+        models: Sequence[str],
+        value_range: tuple[float, float],
+        *,
+        higher_is_better: bool = True,
+        population: int | None = None,
+        alpha: float = 0.05,
+        grid: int = 1000,
+    ):
+        self.models = list(dict.fromkeys(models))
+        if len(self.models) < 2:
+            raise ValueError("a ranking needs at least two models to settle")
+        lo, hi = (float(v) for v in value_range)
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+            raise ValueError(f"the metric's range must be finite with max > min, got {value_range}")
+        self.lo, self.hi, self.span = lo, hi, hi - lo
+        self.sign = 1.0 if higher_is_better else -1.0
+        self.alpha = float(alpha)
+        self.population = population
+        level = self.alpha / (len(self.models) - 1)
+        pairs = [(a, b) for i, a in enumerate(self.models) for b in self.models[i + 1 :]]
+        self._pairs = {p: HedgedCapitalCS(level, population, grid=grid) for p in pairs}
+        self._sums = dict.fromkeys(pairs, 0.0)
+        self._left_out = dict.fromkeys(pairs, 0)
+        self._model_sum = dict.fromkeys(self.models, 0.0)
+        self._model_n = dict.fromkeys(self.models, 0)
+        self.items = 0
+
+    def add(self, values: Mapping[str, float | None]) -> None:
+        """Add one item.
+
+        Args:
+            values: model -> its value on the item (None or missing: no valid value, which leaves the item out of
+                that model's comparisons and its mean).
+
+        Raises:
+            ValueError: a value outside the metric's range.
+        """
+        self.items += 1
+        clean: dict[str, float] = {}
+        for m in self.models:
+            v = values.get(m)
+            if v is None or not math.isfinite(float(v)):
+                continue
+            v = float(v)
+            if not (self.lo - 1e-9 <= v <= self.hi + 1e-9):
+                raise ValueError(f"{m}: value {v} is outside the metric's range [{self.lo}, {self.hi}]")
+            clean[m] = min(max(v, self.lo), self.hi)
+            self._model_sum[m] += self.sign * clean[m]
+            self._model_n[m] += 1
+        for (a, b), cs in self._pairs.items():
+            if a in clean and b in clean:
+                d = self.sign * (clean[a] - clean[b])
+                self._sums[(a, b)] += d
+                cs.update([(d + self.span) / (2.0 * self.span)])
+            else:
+                self._left_out[(a, b)] += 1
+
+    def _diff(self, leader: str, other: str) -> Comparison:
+        """The CS of leader minus other (signed by direction) on the native scale."""
+        flip = (leader, other) not in self._pairs
+        key = (other, leader) if flip else (leader, other)
+        cs = self._pairs[key]
+        low, high = (v * 2.0 * self.span - self.span for v in cs.interval)
+        mean = self._sums[key] / cs.t if cs.t else math.nan
+        if flip:
+            low, high, mean = -high, -low, -mean
+        return Comparison(other, cs.t, mean, low, high, self._left_out[key])
+
+    def check(self) -> Settlement:
+        """Whether the items added so far settle the ranking: settled when one model's CSs against every other
+        model lie above 0 (at most one model can, the CSs being symmetric); that model is the leader.  Unsettled,
+        the leader is the model with the best mean of its values so far (ties: the first given).
+
+        Returns:
+            The Settlement: settled or not, and the leader.
+        """
+        seen = [m for m in self.models if self._model_n[m]]
+        if not seen:
+            return Settlement(False, None, self.items, self.alpha)
+        by_mean = sorted(seen, key=lambda m: -self._model_sum[m] / self._model_n[m])
+        for leader in by_mean:
+            comps = [self._diff(leader, m) for m in self.models if m != leader]
+            if all(c.n > 0 and c.low > 0.0 for c in comps):
+                return Settlement(True, leader, self.items, self.alpha, comps)
+        leader = by_mean[0]
+        return Settlement(
+            False, leader, self.items, self.alpha, [self._diff(leader, m) for m in self.models if m != leader]
+        )
