@@ -1,4 +1,4 @@
-"""agents: the four agents (questioning, customisation, evaluation, reporting narrative), each a step ``(state, run context) -> state update`` (run.py), the run context and the executors.
+"""agents: the four agents (questioning, customisation, evaluation, reporting narrative), each a step ``(state, run context) -> state update`` (run.py), the run context (runtime.py) and the executors.
 
 What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
 lazily from their modules on first use, so importing one module of this folder does not import the others.
@@ -26,17 +26,17 @@ _PUBLIC: dict[str, str] = {
     "shard": "executors",
     "unpack_models": "executors",
     "SelectionPlan": "questioning",
-    "RunContext": "run",
+    "RunContext": "runtime",
     "confirmation": "run",
     "check_until_settled": "run",
     "customisation_step": "run",
     "evaluation_step": "run",
-    "make_runtime": "run",
-    "new_run_id": "run",
+    "make_runtime": "runtime",
+    "new_run_id": "runtime",
     "questioning_step": "run",
     "reporting_step": "run",
-    "reading_scope": "run",
-    "run_scope": "run",
+    "reading_scope": "runtime",
+    "run_scope": "runtime",
     "metric_specs": "run_report",
     "model_servers": "run_report",
     "report_run": "run_report",
@@ -46,17 +46,17 @@ _PUBLIC: dict[str, str] = {
     "RunInput": "compare",
     "compare_runs": "compare",
     "MetricNeeds": "requirements",
-    "check_request_models": "run",
-    "load_ledger": "run",
-    "models_named_in": "run",
+    "check_request_models": "runtime",
+    "load_ledger": "runtime",
+    "models_named_in": "targets",
     "plan_needs": "run",
-    "record_sampling": "run",
-    "unique_models": "run",
+    "record_sampling": "runtime",
+    "unique_models": "runtime",
     "resolve_run_model": "stored_responses",
-    "estimate_step": "run",
-    "into_config": "run",
-    "into_update": "run",
-    "check_added_judges": "run",
+    "estimate_step": "estimate",
+    "into_config": "into",
+    "into_update": "into",
+    "check_added_judges": "into",
 }
 """Public name -> the module of this folder that defines it."""
 

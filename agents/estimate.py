@@ -15,10 +15,18 @@ import dataclasses
 import statistics
 from typing import Any, Mapping, Sequence
 
-from ..core import OPEN_CREATIVITY, Item
+from pydantic import ValidationError
+
+from ..core import OPEN_CREATIVITY, InputError, Item, Response, SandboxUnavailableError, get_logger
 from ..metric_pool import Metric, ScoringContext
-from ..models import NamedModel
 from ..models import (
+    CallContext,
+    Ledger,
+    NamedModel,
+    cache_key_for,
+    call_context,
+    get_cache,
+    should_cache,
     APPROXIMATION,
     DEFAULT_TYPICAL_OUTPUT_TOKENS,
     JUDGE_REPLY_TOKENS,
@@ -33,8 +41,15 @@ from ..models import (
     summarise,
     token_counter,
 )
+from ..reports import Table, Text
+from .customisation import MetricPlan
+from .evaluation import ADDED_JUDGE_SCORES, JUDGED_KINDS, infer, judged_metrics, score_response
+from .runtime import RunContext, State, attach_tools, plan_items, plan_metrics, run_prices
+from .targets import default_targets
 
-__all__ = ["estimate_run", "run_estimate", "NARRATIVE_INPUT_TOKENS", "NARRATIVE_OUTPUT_TOKENS"]
+__all__ = ["estimate_run", "estimate_step", "run_estimate", "NARRATIVE_INPUT_TOKENS", "NARRATIVE_OUTPUT_TOKENS"]
+
+log = get_logger("sgieval")
 
 NARRATIVE_INPUT_TOKENS = 3000
 """Input tokens of the report narrative call of the agent model (stated: the report's tables it reads are not
@@ -132,12 +147,6 @@ async def estimate_run(
         The :class:`~sgieval.models.estimate.Estimate`: calls, input tokens, output tokens (typical and bound)
         and USD per (model, role).
     """
-    from ..core import Response
-    from ..models import Ledger
-    from ..models import cache_key_for, should_cache
-    from ..models import CallContext, call_context
-    from .evaluation import infer, score_response
-
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
     held = dict(stored or {})
     replays = [t for t in targets if t.is_replay]
@@ -167,8 +176,7 @@ async def estimate_run(
     scoring = bool(stand_in_judges)
     sandbox = None
     if scoring:
-        from ..core import SandboxUnavailableError
-        from ..tools import UnavailableSandbox
+        from ..tools import UnavailableSandbox  # the sandbox module loads only when judges are rehearsed
 
         sandbox = UnavailableSandbox("rehearsal", SandboxUnavailableError("no program runs before the run"))
     ctx = ScoringContext(
@@ -277,6 +285,93 @@ async def estimate_run(
     return Estimate(rows=rows, items=len(items), tokenizer=tokenizer, typical_output=typical, notes=notes)
 
 
+async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
+    """The run's estimate before any call (:func:`sgieval.agents.estimate.estimate_run`): per (model, role) the
+    calls, input tokens (counted on the target and judge prompts built for every item), output tokens and USD.
+    Kept in the run folder (``estimate.jsonl``) for the report's cost section, with the invocation it is of
+    (``invocation``, ``kind``).  An ``ask --into`` invocation counts only what it calls: the responses and scores the
+    run holds are reused (not counted), and the added judges' pass counts what they have not scored; its rows
+    without a call are left out (a note names them).  A run folder opened read-only (``--into`` under
+    ``--dry-run``) gets nothing written.
+
+    Args:
+        state: the graph state after the customisation (``selection``, ``metric_plan``).
+        rt: the run context.
+
+    Returns:
+        The estimate as a dict (:class:`sgieval.models.estimate.Estimate` fields) with ``lines``: its text,
+        one line per (model, role), then the total and how it was counted.
+    """
+    if rt.estimate is not None:
+        return rt.estimate
+    items = plan_items(rt, state["selection"]["item_ids"])
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    attach_tools(rt, items)
+    try:
+        targets = default_targets(rt, items)
+    except InputError:
+        targets = []
+    agent_done: dict[str, int] = {}
+    if rt.agent is not None and rt.ledger is not None:
+        for t in rt.ledger.totals().values():
+            if t.model == rt.agent.name and t.role == "agent":
+                agent_done = {"calls": t.calls, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens}
+    into = rt.invocation_kind == "into"
+    # an --into reuses what the run holds: its stored responses are not asked again, its scores not made again
+    stored = {(r.item_id, r.model): r for r in rt.store.read("responses")} if into else None
+    done = {(s.item_id, s.model, s.metric) for s in rt.store.read("scores")} if into else None
+    common: dict[str, Any] = dict(
+        tools=rt.tools,
+        options=rt.metric_options,
+        allow_self_judge=rt.config.allow_self_judge,
+        prices=run_prices(rt),
+        cache=get_cache() if rt.config.use_cache else None,
+        batch=rt.config.batch,
+        stored=stored,
+    )
+    metrics = plan_metrics(rt, items, plan)
+    est = await estimate_run(
+        items, targets, rt.judges, metrics, agent=rt.agent, agent_done=agent_done, done=done, **common
+    )
+    est.rows += await _added_judge_rows(rt, items, targets, metrics, common)
+    if into:
+        idle = [r for r in est.rows if not (r.calls or r.cached_calls) and r.role != "agent"]
+        est.rows = [r for r in est.rows if r not in idle]
+        held = len(stored or {})
+        est.notes.append(
+            f"ask --into: the {held} responses and {len(done or ())} scores the run holds are reused, not asked "
+            "again; the rows count only the calls this invocation makes"
+            + (f" (nothing to call for {', '.join(f'{r.model} ({r.role})' for r in idle)})" if idle else "")
+        )
+    out = {**est.model_dump(mode="json"), "lines": est.lines()}
+    if rt.store.invocation:  # which invocation this estimate is of (an --into's is kept beside the run's)
+        out.update(invocation=rt.store.invocation, kind=rt.invocation_kind or "ask")
+    if not rt.store.read_only:  # an --into under --dry-run reads the run folder only
+        rt.store.append_rows("estimate", [out])
+    rt.estimate = out
+    log.info("estimate", calls=est.calls, input_tokens=est.input_tokens, usd=est.usd)
+    return out
+
+
+async def _added_judge_rows(
+    rt: RunContext, items: list[Item], targets: list[NamedModel], metrics: list[Metric], common: dict[str, Any]
+) -> list[RoleEstimate]:
+    """The judge rows of the added judges' pass: every target's stored responses, on the judge and rubric metrics,
+    one pass per judge as the run scores them (``score_added_judge``), without what each has scored."""
+    if not rt.added_judges:
+        return []
+    judged = judged_metrics(metrics)
+    objective = {s.name for m in judged for s in m.specs if s.kind not in JUDGED_KINDS}  # the run's own
+    added_rows = rt.store.read(ADDED_JUDGE_SCORES)
+    rows: list[RoleEstimate] = []
+    for judge in rt.added_judges:
+        mine = {(s.item_id, s.model, s.metric) for s in added_rows if s.judge == judge.name}
+        mine |= {(i.id, t.name, name) for i in items for t in targets for name in objective}
+        extra = await estimate_run(items, targets, [judge], judged, done=mine, **common)
+        rows += [r for r in extra.rows if r.role == "judge"]
+    return rows
+
+
 def _no_embedding(texts: list[str]) -> Any:
     """A stand-in embedder for the rehearsal (embeddings cost no model call here): unit vectors."""
     import numpy as np
@@ -364,8 +459,6 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
         ``estimate``; calls, input tokens, output tokens and USD, estimated then actual) and a Text saying how the
         estimate was made.
     """
-    from ..reports import Table, Text
-
     if not estimate or not estimate.get("rows"):
         if not any(r.get("calls") for r in actual):
             return []
@@ -375,8 +468,6 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
                 "made none for a run started with `--yes`, or the estimate failed (the run's log.jsonl says why)."
             )
         ]
-    from pydantic import ValidationError
-
     try:  # estimate.jsonl is a file of the run folder: data, read as such
         stored = Estimate.model_validate({k: v for k, v in estimate.items() if k in Estimate.model_fields})
     except ValidationError as bad:

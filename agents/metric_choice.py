@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core import InputError, MetricSpec, Rubric, Score
-from .customisation import MetricPlan
+from ..benchmarks import predefined_metrics
+from ..core import InputError, Item, MetricSpec, Rubric, Score
+from ..metric_pool import list_rubrics
+from .customisation import MetricPlan, planned_metrics, registered_offers
 from .vocabulary import REQUEST_WORDS
 
-__all__ = ["choose_ranking_metric", "named_metric", "variant_disagreements", "variants_of"]
+__all__ = ["choose_ranking_metric", "named_metric", "ranking_metric", "variant_disagreements", "variants_of"]
 
 _STOP = REQUEST_WORDS | {"by", "metric", "metrics", "rubric", "rubrics", "using", "use", "rank", "ranked"}
 
@@ -158,6 +160,44 @@ def choose_ranking_metric(
             "stand_in": "",
         }
     )
+
+
+def ranking_metric(
+    plan: MetricPlan, items: list[Item], request: str, *, metric: str | None = None, options: dict | None = None
+) -> MetricPlan:
+    """``plan`` with the ranking metric ``metric`` (``--metric``) or the request names (:func:`choose_ranking_metric`).
+
+    Args:
+        plan: the metric plan.
+        items: the selected items.
+        request: the request.
+        metric: the ``--metric`` value (None or "": not given).
+        options: the run's metric options.
+
+    Returns:
+        The plan ranking by any metric of the plan, a registered metric that applies to the items (added to the
+        plan, by key too when the plan names its metrics by key), or a saved rubric.
+
+    Raises:
+        InputError: ``metric`` names no metric of the plan, registered metric or saved rubric.
+    """
+    specs = [s for m in planned_metrics(plan, items, options) for s in m.all_specs]
+    predefined = predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
+    offers = registered_offers(items, predefined, options)
+    chosen = choose_ranking_metric(
+        plan,
+        request,
+        metric=metric,
+        specs=specs,
+        library=list_rubrics(),
+        offered={e.name: list(m.all_specs) for e, m in offers},
+    )
+    added = [e.key for e, _m in offers if e.name in chosen.added and e.name not in plan.added]
+    if added and plan.metrics:  # a plan that names its metrics by key scores the added one too
+        chosen = chosen.model_copy(
+            update={"metrics": [*chosen.metrics, *[k for k in added if k not in chosen.metrics]]}
+        )
+    return chosen
 
 
 def _offered_specs(offered: dict[str, Any]) -> dict[str, tuple[str, MetricSpec]]:

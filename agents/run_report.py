@@ -2,8 +2,8 @@
 
 :func:`report_run` gathers what the report states about the run itself (request, selection, models by role,
 metrics, data sources, settings, warnings, usage) from the run context and the graph state and hands it with the
-run's records to the reporting agent (:func:`sgieval.agents.reporting.build_report`).  The run context and the
-agent steps live in :mod:`sgieval.agents.run`.
+run's records to the reporting agent (:func:`sgieval.agents.reporting.build_report`).  The run context is
+:mod:`sgieval.agents.runtime`, the agent steps :mod:`sgieval.agents.run`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig
-from ..models import price_source
+from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig, redact_url
+from ..models import BATCH_DISCOUNT, price_source
 from ..reports import ReportContext
 from .added_judges import judges_line
 from .customisation import MetricPlan, plan_specs
+from .estimate import run_estimate
 from .questioning import SelectionPlan
-from .run import RunContext, State, _items, _metrics, load_ledger, models_named_in, replay_notes, run_prices
+from .runtime import RunContext, State, load_ledger, plan_items, plan_metrics, run_prices
+from .targets import models_named_in, replay_notes
 
 __all__ = ["metric_specs", "model_servers", "report_run", "sampling_line", "usage_summary"]
 
@@ -33,8 +35,6 @@ def model_servers(rt: RunContext) -> str:
         Each OpenAI-compatible model with the server it was called on (credentials removed), e.g.
         ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none.
     """
-    from ..core import redact_url
-
     parts = []
     for m in [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]:
         ref = m.ref
@@ -74,8 +74,8 @@ def metric_specs(rt: RunContext, state: State) -> list[MetricSpec]:
     if not state.get("metric_plan") or not state.get("selection"):
         return []
     plan = MetricPlan.model_validate(state["metric_plan"])
-    items = _items(rt, state["selection"]["item_ids"])
-    metrics = _metrics(rt, items, plan)
+    items = plan_items(rt, state["selection"]["item_ids"])
+    metrics = plan_metrics(rt, items, plan)
     return plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
 
 
@@ -93,13 +93,13 @@ async def report_run(rt: RunContext, state: State) -> Path:
 
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
-    items = _items(rt, state["selection"]["item_ids"])
+    items = plan_items(rt, state["selection"]["item_ids"])
     n_selected = len(items)
     settled = (state.get("evaluated") or {}).get("settled")
     if settled:  # --until-settled: the report covers the items the run used
         used = set(settled.get("item_ids") or [])
         items = [i for i in items if i.id in used]
-    metrics = _metrics(rt, items, plan)
+    metrics = plan_metrics(rt, items, plan)
     specs = plan_specs(plan, [m for m in metrics if not hasattr(m, "rubric")])
     targets = state.get("targets") or [t.name for t in rt.targets]
     ids = {i.id for i in items}
@@ -286,7 +286,7 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
         The ledger's summary (calls, tokens, latency, cost in USD per (model, role), total, budget) and
         ``prices``, one sentence on where each model's price comes from (:func:`_price_sources`), ``interrupted``,
         how many calls were sent but never answered (the process ended first), and ``estimate``, the estimate made
-        before any call (:func:`sgieval.agents.run.estimate_step`) when one was made.
+        before any call (:func:`sgieval.agents.estimate.estimate_step`) when one was made.
     """
     ledger = rt.ledger or load_ledger(rt)
     summ = dict(ledger.summary())
@@ -294,15 +294,11 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
         summ["prices"] = _price_sources(rt, [t["model"] for t in summ["rows"]])
         batched = sum(1 for r in ledger.records if r.batch and not r.cached)
         if batched:
-            from ..models import BATCH_DISCOUNT
-
             summ["prices"] += (
                 f" {batched} calls went through the providers' batch APIs (--batch) and are priced at the batch "
                 f"rate: genai-prices' batch price where it lists one, else {BATCH_DISCOUNT:.0%} of the list price."
             )
     summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
-    from .estimate import run_estimate
-
     estimate = run_estimate(rt.store.read_rows("estimate"))  # the run's, and each --into invocation's beside it
     if estimate is not None:
         summ["estimate"] = estimate

@@ -8,7 +8,7 @@ produced; the graph state holds only the plans and the report path.
 
 Wiring only (DESIGN.md "graphs/"): each node calls an agent
 step of :mod:`sgieval.agents.run` with the graph state and the run context
-(:class:`~sgieval.agents.run.RunContext`), which travels as LangGraph's
+(:class:`~sgieval.agents.runtime.RunContext`), which travels as LangGraph's
 ``context`` (``context_schema``); the run's business logic (default targets,
 judge pre-checks, tools, report header, usage table) lives there.
 """
@@ -90,7 +90,7 @@ def after_confirm(state: EvalState) -> str:
 
 
 async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
-    """The estimate of a run confirmed with ``--yes`` (:func:`sgieval.agents.run.estimate_step`, kept in
+    """The estimate of a run confirmed with ``--yes`` (:func:`sgieval.agents.estimate.estimate_step`, kept in
     ``estimate.jsonl`` for the report's cost section; about 0.2 s on 1,000 live items, ``bench/e2e.py``).
     Nobody reads it before the calls, so an estimate that fails does not stop the run: the reason is logged
     and the report says no estimate is stored.
@@ -100,7 +100,7 @@ async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any
         rt: the run context.
 
     Returns:
-        The estimate (as :func:`~sgieval.agents.run.estimate_step`), or None when it failed.
+        The estimate (as :func:`~sgieval.agents.estimate.estimate_step`), or None when it failed.
     """
     try:
         return await estimate_step(state, rt)
@@ -200,7 +200,7 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
     """The merged config and the folder of an ``ask --into RUN`` invocation.
 
     The run's ``config.json`` and the targets its graph state names, with this invocation's additions
-    (:func:`sgieval.agents.run.into_config`).  The run folder is read as data (its checkpoint with the
+    (:func:`sgieval.agents.into.into_config`).  The run folder is read as data (its checkpoint with the
     allowlisted serializer).
 
     Args:
@@ -227,9 +227,9 @@ async def execute(
 ) -> dict[str, Any]:
     """Run (or resume) the graph for ``rt`` to the end, inside the run's scope.
 
-    The scope is :func:`sgieval.agents.run.run_scope`: settings, call context, log sink and ledger of this run
+    The scope is :func:`sgieval.agents.runtime.run_scope`: settings, call context, log sink and ledger of this run
     only.  ``rt.invocation_kind == "into"`` (``ask --into``): the run's graph goes back to its metric
-    confirmation with the run's plan (:func:`sgieval.agents.run.into_update`), so the evaluation adds what is
+    confirmation with the run's plan (:func:`sgieval.agents.into.into_update`), so the evaluation adds what is
     missing (done responses and scores are reused) and the report is rewritten.
 
     Args:
@@ -262,7 +262,7 @@ async def _estimate_into(rt: RunContext) -> dict[str, Any]:
         rt: the run context of the ``--into`` invocation (``rt.config.dry_run``).
 
     Returns:
-        The run's graph state with ``estimate`` (:func:`sgieval.agents.run.estimate_step`), ``dry_run_metrics``
+        The run's graph state with ``estimate`` (:func:`sgieval.agents.estimate.estimate_step`), ``dry_run_metrics``
         (the metric confirmation's payload) and ``confirmed`` False.
 
     Raises:

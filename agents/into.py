@@ -1,0 +1,143 @@
+"""``ask --into RUN``: add target models, judges or a ranking metric to a finished run.
+
+:func:`into_config` merges this invocation's options into the run's config, :func:`into_update` gives the state the
+run continues from, and :func:`check_added_judges` refuses judges with nothing to score.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..core import InputError, RunConfig
+from ..core import option_names as run_option_names
+from .customisation import MetricPlan
+from .evaluation import judged_metrics
+from .metric_choice import ranking_metric
+from .runtime import RunContext, State, Update, plan_items, plan_metrics
+
+__all__ = ["INTO_FIXED", "check_added_judges", "into_config", "into_update"]
+
+
+INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")
+"""The options that chose a run's items: an ``--into`` invocation keeps the run's (it adds to those items)."""
+
+
+def into_config(
+    base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
+) -> RunConfig:
+    """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target
+    models, judges and ranking metric added, and the other options given on this invocation (a new
+    ``--max-concurrency``, ``--data-dir``, ``--yes``...) replacing the run's.
+
+    A judge the run does not have joins as an *added judge* (``RunConfig.added_judges``): it scores the run's
+    judge and rubric metrics on the stored responses beside the run's judges, whose scores stay the ones the
+    ranking uses (a judge added to a finished run does not silently change its ranking).
+
+    Args:
+        base: the run's ``config.json``.
+        given: this invocation's options (``given.into`` names the run).
+        fields: the RunConfig fields this invocation sets (on the command line: those given a value other than
+            the default; in Python: the keywords passed).
+        run_targets: the run's target models as its graph state names them (the stored models a run without
+            ``--models`` chose), used when ``base.models`` is empty.
+        side: ``"cli"`` or ``"api"``: how errors name the options (``--k`` or ``k``).
+
+    Returns:
+        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``judges`` the
+        run's, ``added_judges`` the run's added judges then the new ones, ``metric`` the given one (else the
+        run's), ``into`` None.
+
+    Raises:
+        InputError: an option that chose the run's items (:data:`INTO_FIXED`) is given another value; nothing
+            is added (no new target, judge or metric).
+    """
+    names = run_option_names(RunConfig, "api" if side == "api" else "cli")
+    fields = set(fields)
+    for f in INTO_FIXED:
+        if f in fields and getattr(given, f) != getattr(base, f) and getattr(given, f) not in ("", None, []):
+            was = getattr(base, f)
+            raise InputError(
+                f"--into {given.into} adds to a finished run whose items were chosen with "
+                f"{names.get(f, f)} {was!r}; this invocation gives {getattr(given, f)!r}",
+                what=names.get(f, f),
+                fix=f"leave out {names.get(f, f)} (the run's items stay), or start a new run without --into",
+            )
+    existing = list(base.models or run_targets)
+    new_models = [m for m in given.models if m not in existing]
+    had = [*base.judges, *base.added_judges]
+    new_judges = [j for j in dict.fromkeys(given.judges) if j not in had]
+    new_metric = given.metric if given.metric and given.metric != base.metric else None
+    if not (new_models or new_judges or new_metric):
+        raise InputError(
+            f"--into {given.into}: nothing to add (its targets {', '.join(existing) or 'none'}, judges "
+            f"{', '.join(had) or 'none'} and ranking metric {base.metric or 'the default'} are already "
+            "the run's)",
+            what="--into",
+            fix="name the target models (--models), a judge (--judge) or the ranking metric (--metric) to add",
+        )
+    keep = set(INTO_FIXED) | {"run_id", "into", "models", "judges", "metric", "out_dir"}
+    update: dict[str, Any] = {f: getattr(given, f) for f in fields if f not in keep and f in RunConfig.model_fields}
+    update.update(
+        models=[*existing, *new_models],
+        added_judges=[*base.added_judges, *new_judges],
+        metric=new_metric or base.metric,
+        into=None,
+    )
+    return base.model_copy(update=update)
+
+
+def into_update(state: State, rt: RunContext) -> Update:
+    """The state an ``--into`` invocation continues the run from (before its metric confirmation).
+
+    Args:
+        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        rt: the run context.
+
+    Returns:
+        The run's metric plan, with the ranking metric ``rt.config.metric`` when it is not the plan's (a rubric it
+        names is saved in the run's ``rubrics/``), and no estimate (the confirmation makes this invocation's).
+
+    Raises:
+        InputError: the run has not chosen its items and metrics yet (resume it first).
+    """
+    if not state.get("metric_plan") or not (state.get("selection") or {}).get("item_ids"):
+        raise InputError(
+            "--into adds to a run that has chosen its items and metrics; this one has not yet",
+            what=str(rt.store.root),
+            fix=f"finish it first with `sgieval resume {rt.store.root}`",
+        )
+    plan = MetricPlan.model_validate(state["metric_plan"])
+    if rt.config.metric and rt.config.metric != plan.primary:
+        items = plan_items(rt, state["selection"]["item_ids"])
+        request = state["selection"].get("request", rt.config.request)
+        plan = ranking_metric(plan, items, request, metric=rt.config.metric, options=rt.metric_options)
+        for r in plan.custom if not rt.store.read_only else ():  # a dry run's store reads the folder only
+            r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)
+    check_added_judges(rt, state, plan)
+    # the estimate is made again for what this invocation adds (an earlier invocation's is not this one's)
+    return {"metric_plan": plan.model_dump(mode="json"), "estimate": None}
+
+
+def check_added_judges(rt: RunContext, state: State, plan: MetricPlan | None = None) -> None:
+    """Refuse, before anything is written, judges added to a run (``rt.added_judges``) that would have nothing to
+    score: the run's metric plan (``plan``, default the state's) has no judge or rubric metric.
+
+    Args:
+        rt: the run context of the ``--into`` invocation.
+        state: the run's graph state (``selection``, ``metric_plan``).
+        plan: the plan the invocation continues with (a new ranking metric included), when known.
+
+    Raises:
+        InputError: naming the added judges, the run's metrics and the fix.
+    """
+    if not rt.added_judges or not state.get("metric_plan") or not (state.get("selection") or {}).get("item_ids"):
+        return
+    plan = plan or MetricPlan.model_validate(state["metric_plan"])
+    if judged_metrics(plan_metrics(rt, plan_items(rt, state["selection"]["item_ids"]), plan)):
+        return
+    raise InputError(
+        f"--judge {', '.join(j.name for j in rt.added_judges)}: the run has no judge or rubric metric for a judge "
+        f"to score (its metrics: {', '.join([*plan.predefined, *(r.name for r in plan.custom)])})",
+        what="--judge",
+        fix="add a judge or rubric ranking metric with --metric in the same --into, or leave out --judge",
+    )
