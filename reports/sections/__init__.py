@@ -5,7 +5,7 @@
     from ..context import ReportContext
     from . import section
 
-    @section("my_section", title="My section", after="metrics")
+    @section("my_section", title="My section", before="criteria")
     def my_section(ctx: ReportContext) -> Section | None:
         return Section("my_section", "My section", [Text("One sentence.")])
 

@@ -71,7 +71,7 @@ def report(tmp_path, its, scores, specs, primary, models, judges=None, n_resampl
                 models=models,
                 n_resamples=n_resamples,
                 seed=0,
-                judges=judges,
+                judges=judges or [],
             )
         )
     )
