@@ -24,7 +24,8 @@ Per call, in order:
    object in an HTTP 200 reply, no ``choices``: :func:`malformed_reply`) is
    retried the same way.  Each attempt is bounded by ``timeout_s`` (the
    run's ``--timeout``, default 300 s) and all the attempts of one call by
-   ``total_timeout_s`` (default twice that).  Other errors (400, 401, 404, bad request...) are
+   ``total_timeout_s`` (default twice that), counted from the first request sent: time in flight and in
+   backoff sleeps, never time queued for a slot of the concurrency limit.  Other errors (400, 401, 404, bad request...) are
    not retried, except once: an HTTP 400 naming a parameter that was sent
    (``temperature`` to a reasoning model, ...) is retried without it, and the
    model records the parameter in ``NamedModel.dropped`` with the reason
@@ -374,7 +375,7 @@ async def ainvoke(
     else:
         tag = None
     total_s = total_timeout_s if total_timeout_s is not None else 2.0 * timeout_s
-    deadline = started + total_s
+    deadline: float | None = None  # set when the first request goes out (see attempt_once)
     sent, cache_options = prompt_cache_options(model, messages, current_prompt_scope())
     attempt = 0  # attempts made, over every round below
     allowed = max_attempts
@@ -384,12 +385,18 @@ async def ainvoke(
         # one round of the one retry policy (sgieval.core.retry) for transient errors; a round ends in a
         # reply, or in an error that the two special retries below may answer once each
         async def attempt_once(target: Any = target, extra: dict[str, Any] = {**cache_options, **longer}) -> Any:
-            left = deadline - time.perf_counter()
-            if left <= 0:
+            nonlocal deadline
+            queued = time.perf_counter()
+            if deadline is not None and queued >= deadline:
                 raise CallTimeSpent(
                     f"the call's total time of {total_s:g} s is spent (timeout {timeout_s:g} s per attempt)"
                 )
             async with sem:  # held only while a request is in flight, never during backoff sleeps
+                # the total time counts attempts in flight and backoff sleeps, not the wait for a slot of the
+                # run's own concurrency limit: a call queued behind other calls keeps all its attempts
+                now = time.perf_counter()
+                deadline = now + total_s if deadline is None else deadline + (now - queued)
+                left = deadline - now
                 # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call
                 try:
                     async with asyncio.timeout(min(timeout_s, left)):

@@ -62,16 +62,25 @@ async def test_default_reply_echoes_last_user_message():
 
 async def test_500_calls_with_errors_and_hangs_all_end_answered_or_failed():
     # 20% errors (half 429 with Retry-After 0.05 s, half 500) and 2% hung connections;
-    # per-call timeout 5 s so a hung attempt is abandoned and retried (a loaded 2-core machine can take
+    # per-attempt timeout 5 s so a hung attempt is abandoned and retried (a loaded 2-core machine can take
     # over 2 s to answer a healthy call when the server shares the process with 64 in-flight clients).
-    n, attempts = 500, 4
+    # Every attempt may use its whole timeout (a hung one does), so the call's total time is attempts x 5 s:
+    # a call fails only after its last attempt.  Time queued for one of the 64 slots is not part of it.
+    n, attempts, timeout_s = 500, 4, 5.0
     with MockOpenAI(latency_ms=5, error_rate=0.2, hang_rate=0.02, retry_after_s=0.05, seed=11) as mock:
         set_max_concurrency("mock", 64)
         m = model_for(mock)
 
         async def one(i: int):
             try:
-                return await ainvoke(m, f"item-{i}", max_attempts=attempts, timeout_s=5.0, base_delay_s=0.01)
+                return await ainvoke(
+                    m,
+                    f"item-{i}",
+                    max_attempts=attempts,
+                    timeout_s=timeout_s,
+                    total_timeout_s=attempts * timeout_s,
+                    base_delay_s=0.01,
+                )
             except ModelCallError as e:
                 return e
 

@@ -95,17 +95,19 @@ async def test_exhausted_attempts_report_last_reason():
     assert run.calls == 3
 
 
+# the tests of the per-attempt timeout give the call a total time it cannot spend (a loaded machine's late
+# timers would otherwise spend twice 0.05 s before the second attempt)
 async def test_per_call_timeout_is_retried_then_reported():
     run = Scripted(["sleep", "sleep"])
     with pytest.raises(ModelCallError) as ei:
-        await ainvoke(nm(run), "q", max_attempts=2, timeout_s=0.05, base_delay_s=0.001)
+        await ainvoke(nm(run), "q", max_attempts=2, timeout_s=0.05, base_delay_s=0.001, total_timeout_s=60)
     assert ei.value.message == "call failed after 2 attempt(s): timeout after 0.05 s"
     assert run.calls == 2
 
 
 async def test_timeout_then_answer():
     run = Scripted(["sleep", AIMessage("late but fine")])
-    out = await ainvoke(nm(run), "q", timeout_s=0.05, base_delay_s=0.001)
+    out = await ainvoke(nm(run), "q", timeout_s=0.05, base_delay_s=0.001, total_timeout_s=60)
     assert message_text(out) == "late but fine"
     assert call_info(out)["attempts"] == 2
 
@@ -160,6 +162,20 @@ async def test_semaphore_bounds_in_flight_calls_per_provider():
     assert max_concurrency("slowprov") == 3  # "all" resets overrides
     with pytest.raises(ValueError, match="max concurrency must be >= 1, got 0"):
         set_max_concurrency("x", 0)
+
+
+async def test_time_queued_for_a_slot_is_not_the_calls_total_time():
+    # one slot: the second call waits 0.3 s for it, more than its total time of 0.2 s; it still makes both
+    # attempts (a 500, then the answer), as it would with the slot free
+    set_max_concurrency("oneslot", 1)
+    slow = nm(Scripted(["sleep"]), provider="oneslot")
+    flaky = Scripted([StatusError(500, "boom"), AIMessage("answered")])
+    holder = asyncio.create_task(ainvoke(slow, "hold", max_attempts=1, timeout_s=0.3))
+    await asyncio.sleep(0.05)
+    out = await ainvoke(nm(flaky, provider="oneslot"), "q", timeout_s=0.1, total_timeout_s=0.2, base_delay_s=0.001)
+    assert message_text(out) == "answered" and flaky.calls == 2
+    with pytest.raises(ModelCallError, match="timeout after 0.3 s"):
+        await holder
 
 
 async def test_budget_stops_before_the_call():
