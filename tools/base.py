@@ -1,8 +1,7 @@
 """Shared tool types: the sandbox interface every backend implements.
 
-``Sandbox.run`` runs one Python program in a fresh work directory and returns
-an :class:`ExecResult`.  Backends: bubblewrap (local, default), E2B (cloud),
-and an explicitly unsafe plain subprocess (``--unsafe-local-exec``).
+``Sandbox.run`` runs one Python program in a fresh work directory and returns an :class:`ExecResult`.  Backends:
+bubblewrap (local, default), E2B (cloud), and an explicitly unsafe plain subprocess (``--unsafe-local-exec``).
 """
 
 from __future__ import annotations
@@ -27,12 +26,10 @@ KILLED_TEXT: dict[str, str] = {
 class ExecResult(BaseModel):
     """Outcome of one sandboxed run.
 
-    ``stdout``/``stderr`` are decoded text, truncated to the output limit with a
-    marker line; ``exit_code`` is the process return code (negative: killed by
-    a signal; None: never started); ``wall_time_s`` seconds of the main program
-    (setup scripts excluded); ``peak_memory_mb`` when known; ``timed_out`` True
-    when the wall-time limit fired; ``killed_reason`` names the limit that
-    ended the run; ``files`` holds requested output files (name -> text);
+    ``stdout``/``stderr`` are decoded text, truncated to the output limit with a marker line; ``exit_code`` is the
+    process return code (negative: killed by a signal; None: never started); ``wall_time_s`` seconds of the main program
+    (setup scripts excluded); ``peak_memory_mb`` when known; ``timed_out`` True when the wall-time limit fired;
+    ``killed_reason`` names the limit that ended the run; ``files`` holds requested output files (name -> text);
     ``backend`` names the sandbox that ran it.
     """
 
@@ -49,9 +46,8 @@ class ExecResult(BaseModel):
 
     @property
     def outcome(self) -> str:
-        """How the run ended, for people: ``"killed: memory limit"`` (and the other :data:`KILLED_TEXT`
-        lines) when a limit ended it, ``"never started"`` without an exit code, else
-        ``"return code <n>"``."""
+        """How the run ended, for people: ``"killed: memory limit"`` (and the other :data:`KILLED_TEXT` lines) when a
+        limit ended it, ``"never started"`` without an exit code, else ``"return code <n>"``."""
         if self.killed_reason:
             return KILLED_TEXT[self.killed_reason]
         if self.exit_code is None:
@@ -62,11 +58,10 @@ class ExecResult(BaseModel):
 class Sandbox(Protocol):
     """A place to run untrusted Python.
 
-    ``run(code, files=..., setup_scripts=..., timeout_s=..., output_files=...)``:
-    writes ``files`` (name -> text or bytes) into a fresh work directory, runs
-    each of ``setup_scripts`` (names among ``files``) in order with the same
-    limits (a failing setup sets ``setup_failed`` and skips the main program),
-    then runs ``code`` as ``main.py``; returns the main program's ExecResult.
+    ``run(code, files=..., setup_scripts=..., timeout_s=..., output_files=...)``: writes ``files`` (name -> text or
+    bytes) into a fresh work directory, runs each of ``setup_scripts`` (names among ``files``) in order with the same
+    limits (a failing setup sets ``setup_failed`` and skips the main program), then runs ``code`` as ``main.py``;
+    returns the main program's ExecResult.
     """
 
     name: str

@@ -1,9 +1,9 @@
 """Connectivity and fetching: is a host reachable (fast, cached), and GET a URL with a size cap.
 
-Offline detection (:func:`is_online`) resolves the target host in a helper thread and opens one TCP connection,
-within ``0.8 s`` in total, and caches the answer for 60 s.  ``SGIEVAL_NETWORK=offline|online`` overrides the probe
-(e.g. ``online`` behind a proxy that resolves names itself); with ``HTTPS_PROXY`` / ``ALL_PROXY`` set, the proxy
-host is probed instead.
+Offline detection (:func:`is_online`) resolves the target host in a helper thread and opens one TCP connection, within
+``0.8 s`` in total, and caches the answer for 60 s.  ``SGIEVAL_NETWORK=offline|online`` overrides the probe (e.g.
+``online`` behind a proxy that resolves names itself); with ``HTTPS_PROXY`` / ``ALL_PROXY`` set, the proxy host is
+probed instead.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def _proxy_target() -> tuple[str, int] | None:
 
 
 def _probe(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
-    """Resolve ``host`` (in a daemon thread, so a hanging resolver cannot
-    block us) and connect to it, all within ``timeout_s``."""
+    """Resolve ``host`` (in a daemon thread, so a hanging resolver cannot block us) and connect to it, all within
+    ``timeout_s``."""
     t0 = time.monotonic()
     box: dict[str, Any] = {}
 
@@ -141,11 +141,9 @@ class Fetched:
 def fetch_url(
     url: str, *, timeout_s: float = 15.0, max_bytes: int = 20 * 1024 * 1024, transport: Any = None
 ) -> Fetched:
-    """GET ``url`` (redirects followed, at most ``max_bytes``).  Raises
-    OfflineError fast when the host is unreachable, InputError for a non-http
-    URL, ToolError for HTTP errors or bodies over ``max_bytes``.
-    ``transport``: an httpx transport (e.g. ``httpx.MockTransport``) to use
-    instead of the network; the connectivity probe is skipped then."""
+    """GET ``url`` (redirects followed, at most ``max_bytes``).  Raises OfflineError fast when the host is unreachable,
+    InputError for a non-http URL, ToolError for HTTP errors or bodies over ``max_bytes``. ``transport``: an httpx
+    transport (e.g. ``httpx.MockTransport``) to use instead of the network; the connectivity probe is skipped then."""
     import httpx
 
     u = urlsplit(url)

@@ -1,9 +1,8 @@
 """PDF reader, on pypdf.
 
-:func:`read_pdf` takes a path, bytes, or an http(s) URL (online only) and
-returns a :class:`PdfDocument`: numbered page texts, metadata (title, authors,
-year when present), chunks for long documents.  Hostile input never crashes
-or hangs the caller:
+:func:`read_pdf` takes a path, bytes, or an http(s) URL (online only) and returns a :class:`PdfDocument`: numbered page
+texts, metadata (title, authors, year when present), chunks for long documents.  Hostile input never crashes or hangs
+the caller:
 
 - missing/unreadable/too large file, not a PDF, malformed beyond repair,
   encrypted without the password -> :class:`~sgieval.core.ToolError` with the
@@ -41,8 +40,8 @@ class PdfPage(BaseModel):
 
 
 class PdfChunk(BaseModel):
-    """A slice of the document text of at most ``chunk_chars`` characters,
-    spanning pages ``first_page``..``last_page`` (1-based, inclusive)."""
+    """A slice of the document text of at most ``chunk_chars`` characters, spanning pages ``first_page``..``last_page``
+    (1-based, inclusive)."""
 
     index: int
     first_page: int
@@ -53,10 +52,9 @@ class PdfChunk(BaseModel):
 class PdfDocument(BaseModel):
     """Result of :func:`read_pdf`.
 
-    ``n_pages`` is the page count of the whole file; ``pages`` holds the pages
-    actually read (selected by ``pages``, capped by ``max_pages``);
-    ``partial`` is True when anything selected was not read (limits, time,
-    failing pages, no text layer), with the reasons in ``warnings``.
+    ``n_pages`` is the page count of the whole file; ``pages`` holds the pages actually read (selected by ``pages``,
+    capped by ``max_pages``); ``partial`` is True when anything selected was not read (limits, time, failing pages, no
+    text layer), with the reasons in ``warnings``.
     """
 
     source: str
@@ -310,8 +308,8 @@ def _open(data: bytes, label: str, password: str | None) -> Any:
 def _read_pages(
     doc: PdfDocument, reader: Any, wanted: list[int], *, max_chars: int, deadline: float, timeout_s: float
 ) -> None:
-    """Append the text of the ``wanted`` pages to ``doc`` until ``max_chars`` or the deadline
-    (``time.monotonic``), marking ``doc`` partial with a warning for what is left out."""
+    """Append the text of the ``wanted`` pages to ``doc`` until ``max_chars`` or the deadline (``time.monotonic``),
+    marking ``doc`` partial with a warning for what is left out."""
     from pypdf.errors import FileNotDecryptedError
 
     total = 0

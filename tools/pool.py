@@ -1,27 +1,20 @@
-"""ToolPool: the set of tools an agent receives, chosen per run.
+"""ToolPool: the set of tools an agent receives, chosen per run (``--tools search,pdf,python``).
 
-``--tools search,pdf,python`` -> ``ToolPool.from_names(["search", "pdf", "python"], ...)``.
-
-Every call, whether made by code (:meth:`ToolPool.call`) or by an agent through
-the LangChain tools of :attr:`ToolPool.tools`, is timed and recorded as an
-evidence dict ``{"tool", "input", "output", "duration_s"}`` (plus ``"error"``
-when it failed) into every active :class:`CallBudget`.  Open one per score::
+Every call, whether made by code (:meth:`ToolPool.call`) or by an agent through the LangChain tools of
+:attr:`ToolPool.tools`, is timed and recorded as an evidence dict ``{"tool", "input", "output", "duration_s"}``
+(plus ``"error"`` when it failed) into every active :class:`CallBudget`.  Open one per score::
 
     with pool.budget(5) as b:          # at most 5 tool calls for this score
         out, ev = pool.call("run_python", code="print(1)")
-        ...
     score.evidence.extend(b.calls)
 
-Budgets live in a ContextVar, so concurrent scores (threads, asyncio tasks)
-keep separate evidence; LangChain runs sync tools in executor threads with a
-copy of the context, so agent calls are recorded too.
+Budgets live in a ContextVar, so concurrent scores (threads, asyncio tasks) keep separate evidence; LangChain runs sync
+tools in executor threads with a copy of the context, so agent calls are recorded too.
 
-Results are cached per query within the pool, which is the run's (one pool per
-run, never shared between runs): a call of a tool with the same validated
-arguments as an earlier successful call of that pool returns the earlier
-result without running the tool again; it still counts against the budgets and
-is recorded, with ``details: {"cached": True}`` and ``duration_s`` 0.  Failed
-calls are not cached.
+Results are cached per query within the pool, which is the run's (never shared between runs): a call with the same
+validated arguments as an earlier successful call of that pool returns the earlier result without running the tool
+again; it still counts against the budgets and is recorded, with ``details: {"cached": True}`` and ``duration_s``
+0.  Failed calls are not cached.
 """
 
 from __future__ import annotations
@@ -43,22 +36,10 @@ from .pdf import PdfDocument, ReadPdfInput, read_pdf
 from .sandbox import RunPythonInput, get_sandbox
 from .search import SearchResults, VisitWebpageInput, WebPage, WebSearch, WebSearchInput, visit_webpage
 
-__all__ = [
-    "ToolPool",
-    "CallBudget",
-    "TOOL_GROUPS",
-    "summarize_output",
-    "make_web_search_tool",
-    "make_visit_webpage_tool",
-    "make_read_pdf_tool",
-    "make_run_python_tool",
-]
+__all__ = ["ToolPool", "CallBudget", "TOOL_GROUPS", "summarize_output", "make_web_search_tool"]
+__all__ += ["make_visit_webpage_tool", "make_read_pdf_tool", "make_run_python_tool"]
 
-TOOL_GROUPS: dict[str, tuple[str, ...]] = {
-    "search": ("web_search", "visit_webpage"),
-    "pdf": ("read_pdf",),
-    "python": ("run_python",),
-}
+TOOL_GROUPS = {"search": ("web_search", "visit_webpage"), "pdf": ("read_pdf",), "python": ("run_python",)}
 """``--tools`` names -> the tools they enable."""
 
 _ALIASES = {"search": "web_search", "pdf": "read_pdf", "python": "run_python", "visit": "visit_webpage"}
@@ -90,9 +71,8 @@ _ACTIVE: contextvars.ContextVar[tuple["CallBudget", ...]] = contextvars.ContextV
 class CallBudget:
     """Tool calls allowed and made within one ``with pool.budget(n)`` block.
 
-    ``limit``: max calls (None: unlimited, recording only); ``calls``: the
-    evidence dicts, in call order; ``used``/``remaining``.  A call beyond the
-    limit raises ToolError and is not run (nor recorded).
+    ``limit``: max calls (None: unlimited, recording only); ``calls``: the evidence dicts, in call order;
+    ``used``/``remaining``.  A call beyond the limit raises ToolError and is not run (nor recorded).
     """
 
     def __init__(self, limit: int | None):
@@ -176,30 +156,24 @@ def _clip_input(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class _Spec:
-    def __init__(self, name: str, fn: Callable[..., BaseModel]):
-        self.name, self.fn = name, fn
-        self.schema, self.description = _TOOLS[name]
-
-
 class ToolPool:
     """The tools of one run, with evidence recording and per-score budgets.
 
-    Build with :meth:`from_names`.  ``tools`` (LangChain BaseTools for agents;
-    their errors come back to the agent as text), ``names``, ``call`` /
-    ``acall`` (typed outputs: ExecResult, SearchResults, PdfDocument,
-    WebPage), ``budget(n)``.
+    Build with :meth:`from_names`.  ``tools`` (LangChain BaseTools for agents; their errors come back to the agent as
+    text), ``names``, ``call`` / ``acall`` (typed outputs: ExecResult, SearchResults, PdfDocument, WebPage),
+    ``budget(n)``.
     """
 
     def __init__(
         self,
-        specs: Iterable[_Spec],
+        fns: dict[str, Callable[..., BaseModel]],
         *,
         sandbox: Sandbox | None = None,
         search: WebSearch | None = None,
         cache: bool = True,
     ):
-        self._specs = {s.name: s for s in specs}
+        self._fns = fns
+        """Tool name (a key of :data:`_TOOLS`) -> the function run on its validated arguments."""
         self.sandbox = sandbox
         self.search = search
         self._tools: list[Any] | None = None
@@ -274,22 +248,22 @@ class ToolPool:
                 else get_sandbox(sandbox or "auto", unsafe_local_exec=unsafe_local_exec, **(sandbox_limits or {}))
             )
             fns["run_python"] = _run_python(sbx)
-        return cls([_Spec(name, fn) for name, fn in fns.items()], sandbox=sbx, search=ws)
+        return cls(fns, sandbox=sbx, search=ws)
 
     @property
     def names(self) -> list[str]:
         """Tool names in the pool (e.g. ["web_search", "visit_webpage", "read_pdf", "run_python"])."""
-        return list(self._specs)
+        return list(self._fns)
 
-    def _resolve(self, name: str) -> _Spec:
-        key = name if name in self._specs else _ALIASES.get(name, name)
-        if key not in self._specs:
+    def _resolve(self, name: str) -> str:
+        key = name if name in self._fns else _ALIASES.get(name, name)
+        if key not in self._fns:
             raise InputError(
                 f"tool {name!r} is not in this pool",
                 what="tool",
-                fix=f"use one of {', '.join(self._specs) or '(none: pass --tools)'}",
+                fix=f"use one of {', '.join(self._fns) or '(none: pass --tools)'}",
             )
-        return self._specs[key]
+        return key
 
     # ----------------------------------------------------------------- calling
     @contextlib.contextmanager
@@ -322,8 +296,8 @@ class ToolPool:
     def call(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Run tool ``name`` with ``kwargs`` validated against its input schema.
 
-        The evidence is also appended to every active budget; a failed call is recorded with an ``error`` key before
-        the error propagates.
+        The evidence is also appended to every active budget; a failed call is recorded with an ``error`` key before the
+        error propagates.
 
         Args:
             name: the tool or its alias (search, visit, pdf, python).
@@ -338,47 +312,43 @@ class ToolPool:
             OfflineError: the tool needs the network and there is none.
             SandboxUnavailableError: ``run_python`` without a sandbox.
         """
-        spec = self._resolve(name)
+        name = self._resolve(name)
+        schema = _TOOLS[name][0]
         try:
-            args = spec.schema.model_validate(kwargs).model_dump()
+            args = schema.model_validate(kwargs).model_dump()
         except ValueError as e:
             raise InputError(
-                f"bad arguments for {spec.name}: {str(e).splitlines()[0]} ({e})".replace("\n", " "),
-                what=f"tool {spec.name}",
-                fix=f"fields: {', '.join(spec.schema.model_fields)}",
+                f"bad arguments for {name}: {str(e).splitlines()[0]} ({e})".replace("\n", " "),
+                what=f"tool {name}",
+                fix=f"fields: {', '.join(schema.model_fields)}",
             ) from e
         budgets = _ACTIVE.get()
         for b in budgets:
-            b._reserve(spec.name)
-        ev: dict[str, Any] = {"tool": spec.name, "input": _clip_input(args)}
-        key = (spec.name, _query_key(args)) if self.cache else None
-        if key is not None:
-            with self._results_lock:
-                hit = key in self._results
-                out = self._results.get(key)
-                self.cache_hits += hit
-            if hit:
-                ev.update(output=summarize_output(out), duration_s=0.0, details={"cached": True})
-                for b in budgets:
-                    b._record(ev)
-                return out, ev
+            b._reserve(name)
+        ev: dict[str, Any] = {"tool": name, "input": _clip_input(args)}
+        key = (name, json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)) if self.cache else None
+        with self._results_lock:
+            hit = key in self._results
+            out = self._results.get(key) if key else None
+            self.cache_hits += hit
         t0 = time.perf_counter()
         try:
-            out = spec.fn(**args)
+            if not hit:
+                out = self._fns[name](**args)
         except Exception as e:
-            ev["output"] = _clip(f"error: {e}", SUMMARY_CHARS)
-            ev["duration_s"] = round(time.perf_counter() - t0, 4)
+            ev.update(output=_clip(f"error: {e}", SUMMARY_CHARS), duration_s=round(time.perf_counter() - t0, 4))
             ev["error"] = type(e).__name__
+            raise
+        else:
+            ev.update(output=summarize_output(out), duration_s=0.0 if hit else round(time.perf_counter() - t0, 4))
+            if hit:
+                ev["details"] = {"cached": True}
+            elif key is not None:
+                with self._results_lock:
+                    self._results.setdefault(key, out)
+        finally:
             for b in budgets:
                 b._record(ev)
-            raise
-        ev["output"] = summarize_output(out)
-        ev["duration_s"] = round(time.perf_counter() - t0, 4)
-        if key is not None:
-            with self._results_lock:
-                self._results.setdefault(key, out)
-        for b in budgets:
-            b._record(ev)
         return out, ev
 
     async def acall(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
@@ -396,19 +366,16 @@ class ToolPool:
     # --------------------------------------------------------- LangChain tools
     @property
     def tools(self) -> list[Any]:
-        """LangChain StructuredTools (one per tool) for agents.  They go
-        through :meth:`call`, so every agent call is recorded and budgeted;
-        errors (including a used-up budget) are returned to the agent as
-        "Error: ..." text instead of raising.  Outputs are JSON-able dicts."""
+        """LangChain StructuredTools (one per tool) for agents.  They go through :meth:`call`, so every agent call is
+        recorded and budgeted; errors (including a used-up budget) are returned to the agent as "Error: ..." text
+        instead of raising.  Outputs are JSON-able dicts."""
         if self._tools is None:
-            self._tools = [
-                _langchain_tool(name, self._agent_call(name), handle_tool_error=True) for name in self._specs
-            ]
+            self._tools = [_langchain_tool(name, self._agent_call(name), handle_tool_error=True) for name in self._fns]
         return list(self._tools)
 
     def _agent_call(self, name: str) -> Callable[..., Any]:
-        """The function behind an agent's tool ``name``: :meth:`call`, errors raised as ToolException (the text
-        the agent sees), the output as a JSON-able dict."""
+        """The function behind an agent's tool ``name``: :meth:`call`, errors raised as ToolException (the text the
+        agent sees), the output as a JSON-able dict."""
         from langchain_core.tools import ToolException  # loaded with the tools (slow to import)
 
         def run(**kwargs: Any) -> Any:
@@ -419,11 +386,6 @@ class ToolPool:
             return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
 
         return run
-
-
-def _query_key(args: dict[str, Any]) -> str:
-    """The cache key of a tool's validated arguments: canonical JSON (bytes as their repr)."""
-    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def _run_python(sandbox: Sandbox) -> Callable[..., ExecResult]:
@@ -447,8 +409,8 @@ def _langchain_tool(name: str, func: Callable[..., Any], **kw: Any) -> Any:
 
 
 def _direct_tool(name: str, fn: Callable[..., BaseModel], **dump: Any) -> Any:
-    """A LangChain tool that runs ``fn`` on the validated arguments (defaults filled) and returns its output as
-    a JSON-able dict (``dump``: model_dump options); errors propagate."""
+    """A LangChain tool that runs ``fn`` on the validated arguments (defaults filled) and returns its output as a
+    JSON-able dict (``dump``: model_dump options); errors propagate."""
     schema = _TOOLS[name][0]
     return _langchain_tool(
         name, lambda **kw: fn(**schema.model_validate(kw).model_dump()).model_dump(mode="json", **dump)

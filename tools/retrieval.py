@@ -2,8 +2,8 @@
 
 METRICS.md E.1: offline, the related works of an idea are "every work of a corpus folder of the user's papers ...,
 ranked by embedding similarity to the query, optionally fused with BM25 by reciprocal rank; so the n nearest works
-always exist when the corpus has n works".  A BM25 index alone returns only the works sharing a word with the query,
-so an idea worded unlike the user's papers found none and went unscored; here every work gets a rank.
+always exist when the corpus has n works".  A BM25 index alone returns only the works sharing a word with the query, so
+an idea worded unlike the user's papers found none and went unscored; here every work gets a rank.
 
 - ``dense``: each work is cut into passages of at most ``passage_words`` words (as :class:`~.search.BM25Index`
   does); every passage is embedded once with the embedder given (any callable ``texts -> (n, d) array``, e.g. the
@@ -38,8 +38,8 @@ RetrievalMode = Literal["dense", "hybrid"]
 
 
 def rrf_scores(rankings: list[list[int]], n: int, k: int = RRF_K) -> list[float]:
-    """Reciprocal rank fusion of ``rankings`` (each a list of document indices, best first; a document a ranking
-    leaves out gets nothing from it) over ``n`` documents.
+    """Reciprocal rank fusion of ``rankings`` (each a list of document indices, best first; a document a ranking leaves
+    out gets nothing from it) over ``n`` documents.
 
     Args:
         rankings: document indices (0 <= i < n) per ranking, best first.

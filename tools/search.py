@@ -9,8 +9,8 @@ Backends of :class:`WebSearch`:
   catalog's item texts).
 
 ``auto`` uses ddgs when online (:func:`~sgieval.tools.net.is_online`) and falls back to bm25 otherwise.  Every
-:class:`SearchHit` names the backend that produced it.  :func:`visit_webpage` fetches a URL to clean text (httpx +
-a small HTML-to-text converter).
+:class:`SearchHit` names the backend that produced it.  :func:`visit_webpage` fetches a URL to clean text (httpx + a
+small HTML-to-text converter).
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ class _HTMLText(HTMLParser):
 
 
 def html_to_text(html: str) -> tuple[str, str]:
-    """(title, text) of an HTML page: scripts, styles, navigation and forms
-    dropped, block elements on their own lines, whitespace collapsed."""
+    """(title, text) of an HTML page: scripts, styles, navigation and forms dropped, block elements on their own lines,
+    whitespace collapsed."""
     p = _HTMLText()
     try:
         p.feed(html)
@@ -145,8 +145,8 @@ class Document(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """One search result.  ``score``: BM25 score (bm25) or None (ddgs);
-    ``backend``: "ddgs" or "bm25"; ``rank`` starts at 1."""
+    """One search result.  ``score``: BM25 score (bm25) or None (ddgs); ``backend``: "ddgs" or "bm25"; ``rank`` starts
+    at 1."""
 
     rank: int
     title: str
@@ -198,11 +198,9 @@ def _md_title(text: str, fallback: str) -> str:
 
 
 def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Document], list[str]]:
-    """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/
-    ``.rst`` (one document each, title = first Markdown heading or file
-    stem), ``.jsonl`` (one per line; text from text/content/body/abstract/
-    prompt, title from title/name/id), ``.pdf`` (read_pdf, first
-    ``pdf_max_pages`` pages).  Returns (documents, warnings about skipped
+    """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/``.rst`` (one document each, title =
+    first Markdown heading or file stem), ``.jsonl`` (one per line; text from text/content/body/abstract/prompt, title
+    from title/name/id), ``.pdf`` (read_pdf, first ``pdf_max_pages`` pages).  Returns (documents, warnings about skipped
     files).  Raises InputError when the folder does not exist."""
     root = Path(folder)
     if not root.is_dir():
@@ -354,12 +352,10 @@ _TIMELIMITS = {None, "d", "w", "m", "y"}
 
 
 class SearchLimiter:
-    """Paces the requests every :class:`WebSearch` of the process sends to the
-    online search backend: at most ``concurrency`` requests
-    in flight, consecutive request starts at least ``min_interval_s`` seconds
-    apart, and a ``Retry-After`` the backend sent (:meth:`hold_off`) delays
-    every caller, not only the one that received it.  Thread-safe (searches
-    run in worker threads)."""
+    """Paces the requests every :class:`WebSearch` of the process sends to the online search backend: at most
+    ``concurrency`` requests in flight, consecutive request starts at least ``min_interval_s`` seconds apart, and a
+    ``Retry-After`` the backend sent (:meth:`hold_off`) delays every caller, not only the one that received it.
+    Thread-safe (searches run in worker threads)."""
 
     def __init__(self, concurrency: int = 1, min_interval_s: float = 0.5):
         if concurrency < 1 or min_interval_s < 0:
@@ -409,8 +405,8 @@ _RETRY_AFTER = re.compile(r"retry[- _]after\D{0,3}(\d+(?:\.\d+)?)", re.I)
 
 
 def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds a search backend asked to wait: a ``Retry-After`` header on the
-    exception's response, or "Retry-After: N" in its message; None when absent."""
+    """Seconds a search backend asked to wait: a ``Retry-After`` header on the exception's response, or "Retry-After: N"
+    in its message; None when absent."""
     headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None)
     value = None
     if headers:
@@ -430,14 +426,12 @@ def retry_after_s(exc: BaseException) -> float | None:
 class WebSearch:
     """Web search with an online (ddgs) and an offline (bm25) backend.
 
-    ``backend``: ``auto`` | ``ddgs`` | ``bm25``; ``corpus_dir``/``documents``
-    build the BM25 index (lazily, on the first offline query); ``region``
-    (e.g. ``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off) are ddgs
-    defaults; ``max_retries``/``backoff_s``: retries on rate limits and
-    timeouts, sleeping a random 0..``backoff_s * 2**attempt`` seconds ("full
-    jitter"), or the backend's Retry-After when it is longer (which then holds
-    every search of the process).  ``limiter``: the :class:`SearchLimiter`
-    pacing online requests (default the process's :data:`SEARCH_LIMITER`).
+    ``backend``: ``auto`` | ``ddgs`` | ``bm25``; ``corpus_dir``/``documents`` build the BM25 index (lazily, on the first
+    offline query); ``region`` (e.g. ``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off) are ddgs defaults;
+    ``max_retries``/``backoff_s``: retries on rate limits and timeouts, sleeping a random 0..``backoff_s * 2**attempt``
+    seconds ("full jitter"), or the backend's Retry-After when it is longer (which then holds every search of the
+    process).  ``limiter``: the :class:`SearchLimiter` pacing online requests (default the process's
+    :data:`SEARCH_LIMITER`).
     """
 
     def __init__(

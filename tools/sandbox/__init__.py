@@ -8,8 +8,7 @@
 - :mod:`.local`: :class:`UnsafeLocalSandbox` (plain subprocess, only with ``--unsafe-local-exec``);
 - :mod:`.factory`: :func:`get_sandbox`.
 
-Every backend implements :class:`~sgieval.tools.base.Sandbox` and returns an
-:class:`~sgieval.tools.base.ExecResult`.
+Every backend implements :class:`~sgieval.tools.base.Sandbox` and returns an :class:`~sgieval.tools.base.ExecResult`.
 """
 
 from __future__ import annotations

@@ -11,34 +11,23 @@ Bubblewrap layout (what the untrusted program sees)::
     /sandbox                       the work directory (cwd, HOME): a private tmpfs of ``work_mb``
     /.sgieval, /.sgieval-in        read-only: the driver + sitecustomize, the staged input files
 
-Namespaces: net (no network, only a down loopback), pid, ipc, uts, cgroup.  As
-root the programs run as an unprivileged uid (``setpriv``) with no
-capabilities and ``no_new_privs``; limits via ``prlimit``: address space per
-process (``memory_mb``, default 2048 MiB), CPU seconds, processes
-(``max_processes``, default 16), file size (``max_file_mb``), no core dumps.
-The memory limit also holds for the sandbox as a whole: the host sums the
-resident memory of every process of the sandbox and kills them all over
-``memory_mb`` (:class:`~.common.TreeWatch`, ``killed_reason="memory"``).  One bwrap runs the setup scripts
-and ``main.py`` of a ``run`` in order, through a small driver
-(:mod:`.driver_src`), so the files the setup scripts write stay in the tmpfs
-for the main program and nothing the program writes lands on the host.  Output
-files are read back after main.py exits (any exit code); a program killed by
+Namespaces: net (no network, only a down loopback), pid, ipc, uts, cgroup.  As root the programs run as an unprivileged
+uid (``setpriv``) with no capabilities and ``no_new_privs``; limits via ``prlimit``
+(:meth:`~.common.SandboxLimits.prlimit`); the whole sandbox's memory is watched by the host
+(:class:`~.process.TreeWatch`).  One bwrap runs the setup scripts and ``main.py`` of a ``run`` in order, through a small
+driver (:mod:`.driver_src`), so the files the setup scripts write stay in the tmpfs for the main program and nothing the
+program writes lands on the host.  Output files are read back after main.py exits (any exit code); a program killed by
 the host (wall time, output) takes its work dir with it, so none come back then.
 
-**Isolation across processes.** Each concurrent run holds its own uid: a uid
-is taken with an exclusive ``flock`` on ``<runtime dir>/sgieval-sandbox-uids/
-uid-<n>.lock`` (:func:`uid_lock_dir`), held until every process of that uid is
-gone.  The lock is per open file, so it separates threads of one process and
-separate sgieval processes alike, and the kernel drops it when its holder
-dies.  Killing "every process of the uid" after a run therefore only ever hits
-that run's own leftovers, and ``RLIMIT_NPROC`` counts only that run.
+**Isolation across processes.** Each concurrent run holds its own uid, taken with an exclusive ``flock`` on
+``<runtime dir>/sgieval-sandbox-uids/uid-<n>.lock`` (:func:`uid_lock_dir`) and held until every process of that uid
+is gone.  The lock is per open file, so it separates threads of one process and separate sgieval processes alike,
+and the kernel drops it when its holder dies.  Killing "every process of the uid" after a run therefore only ever
+hits that run's own leftovers, and ``RLIMIT_NPROC`` counts only that run.
 
-Wall time (``timeout_s`` per program, default 60 s) and output
-(``output_bytes`` per stream, default 1 MiB) are enforced by the host, which
-kills bwrap; ``--die-with-parent`` and the pid namespace then take every
-sandboxed process down with it.  A sandbox that cannot start its interpreter
-raises :class:`~sgieval.core.SandboxUnavailableError` with the reason (the
-item is then an ``infra_error``, never a failed test).
+Wall time and output are enforced by the host, which kills bwrap; ``--die-with-parent`` and the pid namespace then take
+every sandboxed process down with it.  A sandbox that cannot start its interpreter raises
+:class:`~sgieval.core.SandboxUnavailableError` with the reason (the item is then an ``infra_error``).
 """
 
 from __future__ import annotations
@@ -76,10 +65,9 @@ _UID_WAIT_S = 60.0
 
 # ------------------------------------------------------------------ uid locks
 def uid_lock_dir() -> Path:
-    """The folder of the uid lock files: ``$XDG_RUNTIME_DIR/sgieval-sandbox-uids``,
-    else ``/run/sgieval-sandbox-uids`` for root, else
-    ``<tmp>/sgieval-sandbox-uids-<euid>``.  Created with mode 0700; raises
-    ToolError when it exists but is not a directory owned by the caller."""
+    """The folder of the uid lock files: ``$XDG_RUNTIME_DIR/sgieval-sandbox-uids``, else ``/run/sgieval-sandbox-uids``
+    for root, else ``<tmp>/sgieval-sandbox-uids-<euid>``.  Created with mode 0700; raises ToolError when it exists but
+    is not a directory owned by the caller."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
         d = Path(runtime) / "sgieval-sandbox-uids"
@@ -112,8 +100,7 @@ class _UidLease:
         self.uid, self.fd = uid, fd
 
     def release(self, clean: bool = True) -> None:
-        """Give the uid back; ``clean``: no process of it is left (the next
-        holder need not look for leftovers)."""
+        """Give the uid back; ``clean``: no process of it is left (the next holder need not look for leftovers)."""
         try:
             if clean:
                 os.ftruncate(self.fd, 0)
@@ -133,11 +120,9 @@ def _try_lease(folder: Path, uid: int) -> _UidLease | None:
 
 
 def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
-    """Take the first free uid of ``uids`` (no other thread or process holds
-    it); wait up to ``wait_s`` seconds when all are taken, then raise
-    ToolError.  The lock file holds the holder's pid while in use and is
-    emptied on a clean release; leftover processes of a uid whose holder died
-    are killed before it is handed out."""
+    """Take the first free uid of ``uids`` (no other thread or process holds it); wait up to ``wait_s`` seconds when all
+    are taken, then raise ToolError.  The lock file holds the holder's pid while in use and is emptied on a clean
+    release; leftover processes of a uid whose holder died are killed before it is handed out."""
     folder = uid_lock_dir()
     end = time.monotonic() + wait_s
     delay = 0.005
@@ -161,8 +146,8 @@ def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
 
 
 def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
-    """SIGKILL every process of ``uid`` (only call it for a uid you lease);
-    poll up to ``wait_s`` seconds until none is left.  True when none is left."""
+    """SIGKILL every process of ``uid`` (only call it for a uid you lease); poll up to ``wait_s`` seconds until none is
+    left.  True when none is left."""
     end = time.monotonic() + wait_s
     delay = 0.001
     while True:
@@ -182,9 +167,8 @@ def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
 
 # ------------------------------------------------------------------ bwrap args
 def _bind_args(paths: list[str], made: set[str] | None = None) -> list[str]:
-    """``--ro-bind`` each path (deduplicated, nested ones dropped), creating
-    missing parent directories with mode 0755 so the sandbox uid can traverse
-    them (bwrap would otherwise copy restrictive modes such as /root's 0700)."""
+    """``--ro-bind`` each path (deduplicated, nested ones dropped), creating missing parent directories with mode 0755
+    so the sandbox uid can traverse them (bwrap would otherwise copy restrictive modes such as /root's 0700)."""
     uniq: list[str] = []
     for p in sorted({os.path.abspath(p) for p in paths if p and os.path.exists(p)}, key=len):
         if not any(p == u or p.startswith(u.rstrip("/") + "/") for u in uniq):
@@ -221,9 +205,8 @@ def _system_binds() -> list[str]:
 
 
 def _bwrap_python_paths(python: str) -> list[str]:
-    """Folders to bind read-only so ``python`` runs inside: this process's
-    prefixes, and the environment and base installation of ``python`` (its
-    ``bin/..``, and that of the file its symlinks resolve to)."""
+    """Folders to bind read-only so ``python`` runs inside: this process's prefixes, and the environment and base
+    installation of ``python`` (its ``bin/..``, and that of the file its symlinks resolve to)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.add(str(Path(os.path.abspath(python)).parent.parent))
     paths.add(str(Path(os.path.realpath(python)).parent.parent))
@@ -266,14 +249,12 @@ def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
 class BubblewrapSandbox(_BaseSandbox):
     """Local sandbox on bubblewrap (see the module docstring for the layout).
 
-    ``uids``: pool of unprivileged uids used when running as root (each run
-    leases one for its duration, across threads and processes; default
-    :data:`DEFAULT_UIDS`).  When not root, bwrap makes a user namespace and
-    the program keeps the caller's uid (RLIMIT_NPROC then counts the caller's
-    processes: the limit is raised by their current count).  ``work_mb``:
-    size of the work dir tmpfs (default: ``max_file_mb`` x 4, at least 256).
-    ``python``: the interpreter run inside (default: this one, ``sys.executable``).
-    Raises SandboxUnavailableError at construction when bwrap cannot start.
+    ``uids``: pool of unprivileged uids used when running as root (each run leases one for its duration, across threads
+    and processes; default :data:`DEFAULT_UIDS`).  When not root, bwrap makes a user namespace and the program keeps the
+    caller's uid (RLIMIT_NPROC then counts the caller's processes: the limit is raised by their current count).
+    ``work_mb``: size of the work dir tmpfs (default: ``max_file_mb`` x 4, at least 256). ``python``: the interpreter
+    run inside (default: this one, ``sys.executable``). Raises SandboxUnavailableError at construction when bwrap cannot
+    start.
     """
 
     name = "bubblewrap"
@@ -308,50 +289,24 @@ class BubblewrapSandbox(_BaseSandbox):
         ns = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not self.is_root:
             ns = ["--unshare-user", "--disable-userns"] + ns
-        tmp = str(self.limits.tmp_mb * _MIB)
+
+        def tmpfs(path: str, mb: int) -> list[str]:
+            return ["--perms", "1777", "--size", str(mb * _MIB), "--tmpfs", path]
+
+        tmp = self.limits.tmp_mb
         return [
-            self.bwrap,
-            *ns,
-            "--die-with-parent",
-            "--new-session",
-            "--hostname",
-            "sandbox",
-            *_system_binds(),
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--perms",
-            "1777",
-            "--size",
-            tmp,
-            "--tmpfs",
-            "/dev/shm",
-            "--perms",
-            "1777",
-            "--size",
-            tmp,
-            "--tmpfs",
-            "/tmp",
+            *[self.bwrap, *ns, "--die-with-parent", "--new-session", "--hostname", "sandbox", *_system_binds()],
+            *["--proc", "/proc", "--dev", "/dev", *tmpfs("/dev/shm", tmp), *tmpfs("/tmp", tmp)],
             # after the fresh /tmp and /dev/shm, so an interpreter or venv living there stays visible
             *_bind_args(_bwrap_python_paths(self.python), made={"/tmp", "/dev", "/dev/shm", "/proc"}),
-            "--ro-bind",
-            _boot_dir(),
-            _BOOT_MOUNT,
-            "--perms",
-            "1777",
-            "--size",
-            str(self.work_mb * _MIB),
-            "--tmpfs",
-            SANDBOX_WORKDIR,
-            "--clearenv",
+            *["--ro-bind", _boot_dir(), _BOOT_MOUNT, *tmpfs(SANDBOX_WORKDIR, self.work_mb), "--clearenv"],
         ]
 
     def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
         """The full bwrap command line for one run (for inspection and tests).
 
-        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv (drop to ``uid``, no capabilities) ->
-        prlimit -> the driver (``python -X utf8 /.sgieval/driver.py <spec>``), which runs the programs.
+        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv (drop to ``uid``, no capabilities) -> prlimit
+        -> the driver (``python -X utf8 /.sgieval/driver.py <spec>``), which runs the programs.
 
         Args:
             staged: the staged work directory.
@@ -367,16 +322,8 @@ class BubblewrapSandbox(_BaseSandbox):
             args += ["--setenv", k, v]
         args += ["--ro-bind", str(staged), _INPUT_MOUNT, "--chdir", SANDBOX_WORKDIR]
         if uid is not None:
-            args += [
-                "setpriv",
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--no-new-privs",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--",
-            ]
+            args += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs"]
+            args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
             nproc = self.limits.max_processes + 1  # + the driver
         else:
             nproc = self.limits.max_processes + 1 + _count_processes(os.getuid())
@@ -431,9 +378,9 @@ class BubblewrapSandbox(_BaseSandbox):
     def _follow(
         self, workdir: Path, scripts: list[str], timeout_s: float, outputs: list[str], uid: int | None, fds: list[int]
     ) -> Follow:
-        """Start bwrap over ``workdir`` and follow its driver through ``scripts``: each program writes on pipes of
-        its own (the last on bwrap's stdout/stderr) and reports its peak memory on another.  ``fds`` receives
-        the host's ends, which the caller closes."""
+        """Start bwrap over ``workdir`` and follow its driver through ``scripts``: each program writes on pipes of its
+        own (the last on bwrap's stdout/stderr) and reports its peak memory on another.  ``fds`` receives the host's
+        ends, which the caller closes."""
         status_r, status_w = os.pipe()
         fds += [status_r, status_w]
         programs: list[dict[str, Any]] = []

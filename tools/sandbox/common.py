@@ -1,11 +1,11 @@
-"""What every sandbox backend shares: limits, output decoding (capped, control characters escaped), file
-staging and the common ``run`` flow.  Backends: :mod:`.bwrap`, :mod:`.local`, :mod:`.e2b`; the host-side
-process runner: :mod:`.process`.
+"""What every sandbox backend shares: limits, output decoding (capped, control characters escaped), file staging and the
+common ``run`` flow.  Backends: :mod:`.bwrap`, :mod:`.local`, :mod:`.e2b`; the host-side process runner:
+:mod:`.process`.
 
-``killed_reason`` (ExecResult): ``timeout`` wall limit fired; ``cpu_time`` SIGXCPU from RLIMIT_CPU; ``memory``
-the sandbox's processes together passed ``memory_mb`` (:class:`~.process.TreeWatch` killed them) or one
-allocation failed under RLIMIT_AS (MemoryError); ``output_limit`` a stream passed ``output_bytes``;
-``process_limit`` fork/thread creation refused by RLIMIT_NPROC; ``signal`` any other signal death.
+``killed_reason`` (ExecResult): ``timeout`` wall limit fired; ``cpu_time`` SIGXCPU from RLIMIT_CPU; ``memory`` the
+sandbox's processes together passed ``memory_mb`` (:class:`~.process.TreeWatch` killed them) or one allocation failed
+under RLIMIT_AS (MemoryError); ``output_limit`` a stream passed ``output_bytes``; ``process_limit`` fork/thread creation
+refused by RLIMIT_NPROC; ``signal`` any other signal death.
 """
 
 from __future__ import annotations
@@ -35,20 +35,17 @@ _BOOT_MOUNT = "/.sgieval"
 
 
 class SandboxLimits(BaseModel):
-    """Resource limits of one sandboxed program (each setup script and the main
-    program get them separately).
+    """Resource limits of one sandboxed program (each setup script and the main program get them separately).
 
-    ``memory_mb`` MiB for the whole sandbox (default 2048): the resident memory of all its processes
-    together (:class:`TreeWatch`), and the address space of each (RLIMIT_AS);
-    ``timeout_s`` wall seconds (default 60; ``run(timeout_s=...)`` overrides);
-    ``cpu_time_s`` CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout + 1 s, so a single-threaded
-    busy loop is stopped by the wall timeout, reported as ``timeout``, and not by a race between the two;
-    a multi-threaded program can still pass its CPU seconds first);
-    ``output_bytes`` per stream (stdout, stderr; default 1 MiB), beyond which
-    the run is killed and the text truncated with :data:`TRUNCATION_MARKER`;
-    ``max_processes`` processes + threads of the sandbox uid (RLIMIT_NPROC;
-    default 16: a program, its few workers and their threads); ``max_file_mb`` largest file the program may write
-    (RLIMIT_FSIZE; default 64); ``tmp_mb`` size of the private /tmp tmpfs.
+    ``memory_mb`` MiB for the whole sandbox (default 2048): the resident memory of all its processes together
+    (:class:`TreeWatch`), and the address space of each (RLIMIT_AS); ``timeout_s`` wall seconds (default 60;
+    ``run(timeout_s=...)`` overrides); ``cpu_time_s`` CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout + 1 s, so
+    a single-threaded busy loop is stopped by the wall timeout, reported as ``timeout``, and not by a race between the
+    two; a multi-threaded program can still pass its CPU seconds first); ``output_bytes`` per stream (stdout, stderr;
+    default 1 MiB), beyond which the run is killed and the text truncated with :data:`TRUNCATION_MARKER`;
+    ``max_processes`` processes + threads of the sandbox uid (RLIMIT_NPROC; default 16: a program, its few workers and
+    their threads); ``max_file_mb`` largest file the program may write (RLIMIT_FSIZE; default 64); ``tmp_mb`` size of
+    the private /tmp tmpfs.
     """
 
     memory_mb: int = Field(default=2048, ge=64)
@@ -82,15 +79,8 @@ class SandboxLimits(BaseModel):
             The argv prefix, ending in ``--``.
         """
         cpu = self.cpu_seconds(timeout_s)
-        return [
-            "prlimit",
-            f"--as={self.memory_mb * _MIB}",
-            f"--cpu={cpu}:{cpu + 1}",
-            f"--nproc={nproc}",
-            f"--fsize={self.max_file_mb * _MIB}",
-            "--core=0",
-            "--",
-        ]
+        limits = [f"--as={self.memory_mb * _MIB}", f"--cpu={cpu}:{cpu + 1}", f"--nproc={nproc}"]
+        return ["prlimit", *limits, f"--fsize={self.max_file_mb * _MIB}", "--core=0", "--"]
 
 
 _BOOT_DIR: str | None = None
@@ -98,8 +88,8 @@ _BOOT_LOCK = threading.Lock()
 
 
 def _boot_dir() -> str:
-    """A read-only-for-others directory holding the sandbox sitecustomize and
-    the bubblewrap driver (bound read-only at ``/.sgieval`` inside bwrap)."""
+    """A read-only-for-others directory holding the sandbox sitecustomize and the bubblewrap driver (bound read-only at
+    ``/.sgieval`` inside bwrap)."""
     global _BOOT_DIR
     with _BOOT_LOCK:
         if _BOOT_DIR is None or not os.path.isdir(_BOOT_DIR):
@@ -229,8 +219,8 @@ class _BaseSandbox:
     def _run_programs(
         self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
     ) -> tuple[list[ExecResult], dict[str, str]]:
-        """Run ``scripts`` (setup scripts, then main.py) in order, stopping after the first that fails; returns
-        their results and the output files read after the last one."""
+        """Run ``scripts`` (setup scripts, then main.py) in order, stopping after the first that fails; returns their
+        results and the output files read after the last one."""
         results = []
         for script in scripts:
             res = self._run_script(workdir, script, timeout_s)
@@ -280,9 +270,9 @@ class _BaseSandbox:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def check(self) -> None:
-        """Start the sandbox once with a trivial program (``print('ok')``) and raise SandboxUnavailableError
-        with the reason when it cannot run it (interpreter not visible inside, bwrap refusing an option...).
-        The outcome is cached per sandbox object."""
+        """Start the sandbox once with a trivial program (``print('ok')``) and raise SandboxUnavailableError with the
+        reason when it cannot run it (interpreter not visible inside, bwrap refusing an option...). The outcome is
+        cached per sandbox object."""
         if self._checked is None:
             try:
                 res = self.run("print('ok')", timeout_s=30)
@@ -303,8 +293,8 @@ class _BaseSandbox:
 
 class UnavailableSandbox:
     """Stands in for a sandbox that failed its start check (:meth:`_BaseSandbox.check`): every ``run`` raises
-    SandboxUnavailableError with the reason, so each item that needs it is recorded as ``infra_error`` with
-    that reason (never as a failed test)."""
+    SandboxUnavailableError with the reason, so each item that needs it is recorded as ``infra_error`` with that reason
+    (never as a failed test)."""
 
     def __init__(self, name: str, error: SandboxUnavailableError):
         self.name = name

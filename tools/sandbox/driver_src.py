@@ -21,10 +21,9 @@ reports on the status pipe, one line each::
     nostart <i> <reason>            its interpreter could not be started
     files <json>                    output files (name -> base64 of the first limit+1 bytes)
 
-After each program it kills every other process of the pid namespace
-(``kill(-1)``: its leftovers, detached or not), so the next program starts
-alone.  It stops after a setup script that fails; the output files are read
-after main.py whatever its exit code.
+After each program it kills every other process of the pid namespace (``kill(-1)``: its leftovers, detached or not), so
+the next program starts alone.  It stops after a setup script that fails; the output files are read after main.py
+whatever its exit code.
 """
 
 DRIVER = r'''
@@ -224,6 +223,5 @@ if _fd.isdigit():
     if _ino is not None:
         _a.register(_sgieval_peak)
 """
-"""``sitecustomize`` put on PYTHONPATH of sandboxed programs: peak memory is
-read from the program itself, because ``wait4`` on bwrap would report the host
-process's own high-water mark (inherited through vfork/exec)."""
+"""``sitecustomize`` put on PYTHONPATH of sandboxed programs: peak memory is read from the program itself, because
+``wait4`` on bwrap would report the host process's own high-water mark (inherited through vfork/exec)."""

@@ -20,11 +20,10 @@ __all__ = ["UnsafeLocalSandbox"]
 class UnsafeLocalSandbox(_BaseSandbox):
     """Plain subprocess with rlimits (``prlimit``) in a temporary directory.
 
-    NO isolation: the program sees the network and every file the caller can
-    read.  Only with an explicit ``--unsafe-local-exec``; ExecResult.backend is
-    ``"unsafe-local"`` so run headers can say so.  The process group is killed
-    on timeout and after the program exits; the memory limit holds for the
-    program and its descendants together (:class:`~.process.TreeWatch`).
+    NO isolation: the program sees the network and every file the caller can read.  Only with an explicit
+    ``--unsafe-local-exec``; ExecResult.backend is ``"unsafe-local"`` so run headers can say so.  The process group is
+    killed on timeout and after the program exits; the memory limit holds for the program and its descendants together
+    (:class:`~.process.TreeWatch`).
     """
 
     name = "unsafe-local"

@@ -64,11 +64,11 @@ def _count_processes(uid: int) -> int:
 class TreeWatch:
     """The resident memory of a sandbox's processes, summed, against a limit (see the module docstring).
 
-    ``root``: the pid the host started (bwrap, or the program itself); the tree is every descendant of it
-    (parent links in ``/proc/<pid>/stat``), every process whose session is ``root``'s (an orphan of the
-    unsafe backend is reparented outside the tree but keeps its session unless it calls ``setsid``) and,
-    with ``uid``, every process of that uid (the bubblewrap backend's leased uid).  ``limit_mb``: MiB
-    (None: only measure).  ``interval_s`` between samples (a fourth of it once past half the limit).
+    ``root``: the pid the host started (bwrap, or the program itself); the tree is every descendant of it (parent links
+    in ``/proc/<pid>/stat``), every process whose session is ``root``'s (an orphan of the unsafe backend is reparented
+    outside the tree but keeps its session unless it calls ``setsid``) and, with ``uid``, every process of that uid (the
+    bubblewrap backend's leased uid).  ``limit_mb``: MiB (None: only measure).  ``interval_s`` between samples (a fourth
+    of it once past half the limit).
     """
 
     def __init__(self, root: int, limit_mb: int | None, *, uid: int | None = None, interval_s: float = 0.02):
@@ -126,8 +126,8 @@ class TreeWatch:
         return {pid: rss[pid] for pid in members if pid in rss}
 
     def sample(self, now: float) -> int:
-        """Sum the tree's resident memory (bytes) now (``time.perf_counter`` seconds), record the peak and
-        whether the limit is passed; returns the sum."""
+        """Sum the tree's resident memory (bytes) now (``time.perf_counter`` seconds), record the peak and whether the
+        limit is passed; returns the sum."""
         got = self.tree()
         self.pids = list(got)
         total = sum(got.values())
@@ -160,13 +160,13 @@ def _peek_peak(fd: int) -> int | None:
 class Follow:
     """Start ``argv`` in its own session and follow it to its end: one :class:`_Raw` per program in ``raws``.
 
-    With ``status_r`` the process is the bubblewrap driver (:mod:`.driver_src`) running ``n`` programs and
-    reporting on that pipe (``start``/``done``/``nostart``/``files`` lines); ``streams`` maps further read fds
-    to (program index, "stdout"/"stderr"), the process's own stdout/stderr belong to the last program.  Without
-    it the process is the one program.  Each program gets ``timeout_s`` wall seconds and ``output_bytes`` per
-    stream; over either, or when the tree's resident memory passes ``memory_mb`` (:class:`TreeWatch` over the
-    process's tree and the processes of ``uid``), the whole process group is killed.  ``peaks``: per program, the
-    read end of its peak-memory pipe.  Raises OSError only when ``argv[0]`` cannot be started.
+    With ``status_r`` the process is the bubblewrap driver (:mod:`.driver_src`) running ``n`` programs and reporting on
+    that pipe (``start``/``done``/``nostart``/``files`` lines); ``streams`` maps further read fds to (program index,
+    "stdout"/"stderr"), the process's own stdout/stderr belong to the last program.  Without it the process is the one
+    program.  Each program gets ``timeout_s`` wall seconds and ``output_bytes`` per stream; over either, or when the
+    tree's resident memory passes ``memory_mb`` (:class:`TreeWatch` over the process's tree and the processes of
+    ``uid``), the whole process group is killed.  ``peaks``: per program, the read end of its peak-memory pipe.  Raises
+    OSError only when ``argv[0]`` cannot be started.
     """
 
     def __init__(
@@ -302,8 +302,8 @@ class Follow:
         return False
 
     def _select(self, now: float) -> list:
-        """The selector's events until the deadline or the next memory sample (every 20 ms when no pidfd
-        tells the exit, which is then seen by polling)."""
+        """The selector's events until the deadline or the next memory sample (every 20 ms when no pidfd tells the exit,
+        which is then seen by polling)."""
         until = self.deadline if self.watch is None else min(self.deadline, now + max(0.0, self.watch.due(now)))
         poll = self.pidfd is None and not self.exited
         events = self.sel.select(min(until - now, 0.02) if poll else until - now)
