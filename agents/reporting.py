@@ -27,6 +27,7 @@ from ..metric_pool import (
     items_to_separate,
     lead_sources,
     order_departures,
+    holm,
     paired_test,
     sgi_score,
     summarize,
@@ -207,6 +208,8 @@ class PoolStatistics:
     lead_sources = staticmethod(lead_sources)
     order_departures = staticmethod(order_departures)
     items_to_separate = staticmethod(items_to_separate)
+    paired_test = staticmethod(paired_test)
+    holm = staticmethod(holm)
 
     @staticmethod
     def label_estimates(scores: list[Score], labels: list[Any], spec: MetricSpec) -> Any:
@@ -400,7 +403,7 @@ async def build_report(ctx: ReportContext, agent: NamedModel | None = None) -> P
         text, notes = await llm_narrative(
             agent,
             ctx.request,
-            draft.tables_text,
+            draft.tables_text + (f"\n{answer.lead}" if answer.lead else ""),  # the kind's answer may be restated
             header_facts(ctx.header, len(items), models),
             verdict=answer.verdict,
             known=dict.fromkeys(known),

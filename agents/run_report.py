@@ -18,6 +18,7 @@ from ..reports import ReportContext
 from .added_judges import judges_line
 from .customisation import MetricPlan, plan_specs
 from .estimate import run_estimate
+from .question_kind import classify, kind_line
 from .questioning import SelectionPlan
 from .runtime import RunContext, State, load_ledger, plan_items, plan_metrics, run_prices
 from .targets import models_named_in, replay_notes
@@ -166,6 +167,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
     skipped = [
         f"{b}: {f}" for b, files in rt.catalog.skipped.items() if any(i.benchmark == b for i in items) for f in files
     ]
+    kind, note = (sel.question_kind, sel.kind_note) if sel.question_kind else classify(rt.config.request, targets)
     header = {
         "run_id": rt.config.run_id,
         "request": rt.config.request,
@@ -186,7 +188,9 @@ async def report_run(rt: RunContext, state: State) -> Path:
         "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
         "scope": scope,
         "n_matching": state["selection"].get("n_matching"),
+        "question_kind": kind,
         "extra": {
+            "question kind": kind_line(kind, note, sel.kind_by),
             **({"files not read": "; ".join(skipped)} if skipped else {}),
             **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
             **({"replay item ids": replay_line} if replay_line else {}),

@@ -66,6 +66,8 @@ _PUBLIC: dict[str, str] = {
     "order_claims_supported": "answer.summary",
     "dominant_item": "answer.where",
     "metric_tops": "answer.where",
+    "WHERE_REQUEST": "answer.where",
+    "named_models": "answer.kinds",
     "sensitivity_sentence": "answer.caveats",
     "flag_rows": "failures",
     "judge_summary": "judges",

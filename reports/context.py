@@ -65,6 +65,12 @@ class Statistics(Protocol):
     def items_to_separate(self, diffs: list[float]) -> Any:
         """``metric_pool.power.items_to_separate``."""
 
+    def paired_test(self, a: dict[str, float], b: dict[str, float], *, n_resamples: int, seed: int) -> Any:
+        """``metric_pool.stats.paired_test`` (permutation, two-sided)."""
+
+    def holm(self, p_values: Sequence[float]) -> list[float]:
+        """``metric_pool.stats.holm``."""
+
     def label_estimates(self, scores: list[Score], labels: list[Any], spec: MetricSpec) -> Any:
         """``metric_pool.labels.label_estimates``."""
 

@@ -11,12 +11,15 @@ from typing import Any
 from ..blocks import Section
 from ..context import ReportContext
 from .caveats import fact_caveats, ranking_caveats
+from .criteria import why
+from .disagree import where_lead
 from .how_sure import how_sure, order_note, reliability_sentences
 from .more_items import items_needed_sentence
+from .kinds import how_much, yes_no
 from .verdict import verdict_sentence
 from .where import metric_disagreement
 
-__all__ = ["Answer", "compose_answer"]
+__all__ = ["Answer", "compose_answer", "kind_lead"]
 
 
 @dataclass
@@ -37,7 +40,10 @@ class Answer:
     summary_by: str = ""
     stamp: str = ""
     where_first: bool = False
-    """The request asked where the models differ: "Where it differs" comes right after the verdict."""
+    """The request asked where the models differ: "Where it differs" is the Answer's first item."""
+    lead: str = ""
+    """The first item's text for a question that is not a ranking (:func:`kind_lead`), before the verdict."""
+    lead_label: str = ""
 
     def markdown(self) -> str:
         """The Answer as a Markdown list (one item per part that has sentences; caveats one per sub-item when
@@ -46,10 +52,9 @@ class Answer:
         Returns:
             The Markdown text.
         """
-        lines = [f"- **Verdict:** {self.verdict}"]
+        lines = [f"- **{self.lead_label}:** {self.lead}" if self.lead_label else f"- {self.lead}"] if self.lead else []
+        lines.append(f"- **Verdict:** {self.verdict}")
         parts = [("How sure", self.how_sure), ("Where it differs", self.where)]
-        if self.where_first:
-            parts.reverse()
         if self.summary:
             lines.append(f"- **Summary** ({self.summary_by}): {self.summary}")
         for label, part in parts:
@@ -81,6 +86,7 @@ class Answer:
             "more_items": list(self.more_items),
             "stamp": self.stamp,
             "where_first": self.where_first,
+            **({"lead": self.lead, "lead_label": self.lead_label} if self.lead else {}),
         }
 
 
@@ -125,6 +131,9 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
     leaders = [s.model for s in groups[0]] if groups else []
     answer.where += metric_disagreement(ctx.scores, ctx.specs, spec, names, leaders, ctx.focus)
     answer.where += variants
+    answer.lead_label, answer.lead = kind_lead(ctx, answer.where, answer.where_first)
+    if answer.lead_label == "Where it differs":
+        answer.where, answer.where_first = [], True
     facts = fact_caveats(
         ctx.scores,
         spec,
@@ -137,3 +146,29 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
     )
     answer.caveats = ranking_caveats(stats, groups, spec, ctx.coverage) + facts + answer.caveats + sgi_missing
     return answer
+
+
+def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -> tuple[str, str]:
+    """The Answer's first item for the question kind the questioning agent understood (``header["question_kind"]``;
+    without one, ``where`` when a section says the request asks where): ``yes_no`` (:func:`.kinds.yes_no`),
+    ``how_much`` (:func:`.kinds.how_much`), ``where`` (``where`` then :func:`.disagree.where_lead`) and ``why``
+    (:func:`.criteria.why`).
+
+    Args:
+        ctx: the report context, its statistics set.
+        where: the "Where it differs" sentences of the sections, the other metrics and the variants.
+        asked_where: a section found the request asks where the models differ.
+
+    Returns:
+        ``(label, text)``; ``("", "")`` for a ranking or a how-good question, or with fewer than two ranked models.
+    """
+    kind = str(ctx.header.get("question_kind", "") or ("where" if asked_where else ""))
+    if len(ctx.ranked) < 2 or ctx.pool is None:
+        return "", ""
+    if kind == "where":
+        return "Where it differs", " ".join([*where, *where_lead(ctx)])
+    label, build = {"yes_no": ("", yes_no), "how_much": ("How much", how_much), "why": ("Why", why)}.get(
+        kind, ("", None)
+    )
+    text = build(ctx) if build is not None else ""
+    return (label, text) if text else ("", "")

@@ -13,6 +13,7 @@ import math
 import re
 import statistics
 from typing import Any
+from urllib.parse import quote
 
 from ...core import CORPUS, MetricSpec, Score
 from ..format import fmt, fmt2, fmt_p, ordinal
@@ -26,6 +27,7 @@ __all__ = [
     "dominant_item",
     "facet_sentences",
     "group_text",
+    "item_link",
     "main_facet",
     "metric_disagreement",
     "metric_tops",
@@ -50,6 +52,18 @@ FACET_WORDS = {
 NEAR_TIE = 0.10
 """A facet value is a near-tie when the paired test does not separate its first two models and the first's lead is
 at most this share of its mean (10%)."""
+
+
+def item_link(item_id: str) -> str:
+    """The item's page in the run's HTML viewer (``sgieval view`` writes ``viewer/index.html`` in the run folder).
+
+    Args:
+        item_id: an item id.
+
+    Returns:
+        The relative link.
+    """
+    return f"viewer/index.html#/item/{quote(item_id, safe='')}"
 
 
 def asks_where(request: str) -> bool:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from ...core import CORPUS, Item, MetricSpec, Score
-from ..answer.where import asks_where, facet_sentences, group_text, main_facet
+from ..answer.where import asks_where, facet_sentences, group_text, item_link, main_facet
 from ..blocks import Block, Heading, Section, Table, Text
 from ..context import ReportContext, Statistics
 from ..format import fmt2, fmt_p
@@ -20,18 +19,6 @@ from ..ranking import ModelStat, pair_separates
 from . import section
 
 __all__ = ["WhereReport", "item_link", "where_report"]
-
-
-def item_link(item_id: str) -> str:
-    """The item's page in the run's HTML viewer (``sgieval view`` writes ``viewer/index.html`` in the run folder).
-
-    Args:
-        item_id: an item id.
-
-    Returns:
-        The relative link.
-    """
-    return f"viewer/index.html#/item/{quote(item_id, safe='')}"
 
 
 @dataclass

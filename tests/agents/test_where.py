@@ -27,12 +27,12 @@ def section(text: str, title: str) -> str:
 def test_physics_creativity_names_synchrotron_and_the_condensed_matter_near_tie(tmp_path):
     text = _report(tmp_path, "How do the models compare on physics creativity, and where do they disagree?")
     answer = section(text, "Answer")
-    # the request asks where: right after the fixed verdict, the Answer says where.  o1-mini - 4o per item summed over
+    # the request asks where: the Answer says where first, then the fixed verdict.  o1-mini - 4o per item summed over
     # the 57 physics items: 299; over the 10 Synchrotron items 151 (230 - 79); o1-mini's 781 accepted answers hold
     # 230 from Synchrotron
     lines = answer.strip().splitlines()
-    assert lines[0].startswith("- **Verdict:** ")
-    assert lines[1].startswith(
+    assert lines[1].startswith("- **Verdict:** ")
+    assert lines[0].startswith(
         "- **Where it differs:** replay:o1-mini's lead over replay:openai/4o comes mostly from Synchrotron: its 10 items hold 151 (51%) of "
         "the 299 by which replay:o1-mini's summed aidan_accepted_answers exceeds replay:openai/4o's on the 57 items "
         "both scored; replay:o1-mini has 230 of its 781 there."
@@ -63,7 +63,7 @@ def test_disciplines_request_names_biology_where_o1_mini_is_third(tmp_path):
     answer = section(text, "Answer")
     assert (
         answer.strip()
-        .splitlines()[1]
+        .splitlines()[0]
         .startswith(
             "- **Where it differs:** By discipline, replay:o1-mini is first overall but not in Biology (replay:llama3.3:latest first, "
             "replay:o1-mini 3rd)."

@@ -1,0 +1,157 @@
+"""The Answer's first item for a question that is not a ranking (the kind the questioning agent understood,
+``header["question_kind"]``): ``yes_no`` (**Yes**, **No** or **Not established**, with the difference, its 95% CI
+and the paired test), ``how_much`` (the difference, its CI, Cohen's d_z and what it means in the metric's units),
+``where`` (:mod:`.disagree`) and ``why`` (:mod:`.criteria`).  ``ranking`` and ``how_good`` keep the verdict first.
+
+Every number comes from the paired test of the metric pool (``metric_pool.stats.paired_test``: permutation
+test, two-sided; 95% paired BCa bootstrap CI of the mean difference) on the items both models scored.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from typing import Any
+
+from ...core import MetricSpec, ModelRef
+from ..context import ReportContext
+from ..format import fmt, fmt2, fmt_p
+from ..ranking import item_values
+
+__all__ = ["how_much", "named_models", "paired", "question_pair", "units_phrase", "yes_no"]
+
+_WORSE = re.compile(r"\b(?:worse|lower|weaker|less|behind|below)\b", re.I)
+
+
+def named_models(request: str, models: list[str]) -> list[str]:
+    """The model strings of ``models`` whose identity (``replay:o1-mini`` -> ``o1-mini``, ``replay:phi4:latest`` ->
+    ``phi4``) the request names, in the order the request names them.
+
+    Args:
+        request: the request.
+        models: model strings.
+
+    Returns:
+        The named ones, first named first.
+    """
+    at: dict[str, int] = {}
+    for m in models:
+        ident = ModelRef.identity_of(m)
+        hit = re.search(rf"(?<![\w./:-]){re.escape(ident)}(?![\w/-])", request or "", re.I) if ident else None
+        if hit and ident not in {ModelRef.identity_of(x) for x in at}:
+            at[m] = hit.start()
+    return sorted(at, key=lambda m: at[m])
+
+
+def question_pair(ctx: ReportContext) -> tuple[str, str] | None:
+    """The two models a comparison question is about: the two it names first, else the one it names and the best
+    other ranked model, else the top two of the ranking; None with fewer than two ranked models."""
+    ranked = [s.model for s in ctx.ranked]
+    named = [m for m in named_models(ctx.request, ctx.models) if m in ranked]
+    pair = (named + [m for m in ranked if m not in named])[:2]
+    return (pair[0], pair[1]) if len(pair) == 2 else None
+
+
+def paired(ctx: ReportContext, a: dict[str, float], b: dict[str, float]) -> Any:
+    """The pool's paired test of ``a`` against ``b`` with the run's resamples and seed (None under 2 shared items)."""
+    if ctx.pool is None or len(set(a) & set(b)) < 2:
+        return None
+    return ctx.pool.paired_test(a, b, n_resamples=ctx.n_resamples, seed=ctx.seed)
+
+
+def units_phrase(diff: float, spec: MetricSpec) -> str:
+    """What a per-item difference means in the metric's units: for a count, ``about 7.5 more accepted answers per
+    question``; for a 0-1 metric, ``about 12 more items in 100 scored 1``; else its share of the scale's range.
+
+    Args:
+        diff: the per-item difference on the metric's scale (positive: better).
+        spec: the metric.
+
+    Returns:
+        The phrase.
+    """
+    lo, hi = spec.range
+    more = "more" if diff >= 0 else "fewer"
+    if math.isinf(hi):
+        words = spec.name.split("_")
+        unit = spec.unit or words[-1]
+        noun = " ".join(words[-2:]) if words[-1] == unit and len(words) > 2 else unit
+        return f"about {abs(diff):.1f} {more} {noun} per question"
+    if (lo, hi) == (0.0, 1.0):
+        return f"about {abs(diff) * 100:.0f} {more} items in 100 scored 1"
+    return f"{abs(diff) / (hi - lo):.0%} of the scale's range ({spec.scale_label}) per item"
+
+
+def _diff_clause(a: str, b: str, r: Any, spec: MetricSpec) -> str:
+    return (
+        f"on the {r.n} items both scored, mean {fmt2(r.mean_a)} against {fmt2(r.mean_b)} {spec.name} per item, a "
+        f"difference of {fmt2(r.mean_diff)} ({a} minus {b}; 95% CI {fmt2(r.ci_low)} to {fmt2(r.ci_high)}); the paired "
+        f"permutation test gives p = {fmt_p(r.p_value)} (two-sided)"
+    )
+
+
+def _scope(ctx: ReportContext) -> str:
+    scope = str(ctx.header.get("scope", "") or "")
+    return f" in {scope}" if scope and scope != "whole catalog" else ""
+
+
+def yes_no(ctx: ReportContext) -> str:
+    """**Yes**, **No** or **Not established** to "Is A better than B (at X)?": the difference with its 95% CI, the
+    paired test, the items both scored and what the data do not settle."""
+    pair = question_pair(ctx)
+    if pair is None:
+        return ""
+    a, b = pair
+    spec = ctx.spec
+    r = paired(ctx, *(item_values(ctx.ranking_scores, m, spec.name) for m in pair))
+    if r is None:
+        return f"**Not established**: {a} and {b} share fewer than 2 items scored by {spec.name}, so no paired test."
+    asks_worse = bool(_WORSE.search(ctx.request))
+    a_better = (r.mean_diff > 0) == spec.higher_is_better
+    if r.p_value < 0.05 and r.mean_diff != 0:
+        word = "Yes" if a_better != asks_worse else "No"
+        unsettled = (
+            f"whether this holds beyond these {r.n} items, on other metrics, or with other judges or "
+            "samples of the models"
+        )
+    else:
+        word = "Not established"
+        unsettled = (
+            "which of the two is better: the difference is not significant at the 5% level"
+            + (" and its 95% CI includes 0" if r.ci_low <= 0 <= r.ci_high else "")
+            + "; more items would be needed to tell"
+        )
+    verb = f"{'worse' if asks_worse else 'better'} than {b} by {spec.name} ({spec.scale_label}, "
+    verb += f"{'higher' if spec.higher_is_better else 'lower'} is better){_scope(ctx)}"
+    claim = {
+        "Yes": f"{a} is {verb}",
+        "No": f"{a} is not {verb}: the difference goes the other way",
+        "Not established": f"the data do not establish whether {a} is {verb}",
+    }[word]
+    return f"**{word}**: {claim}; {_diff_clause(a, b, r, spec)}. The data do not settle {unsettled}."
+
+
+def how_much(ctx: ReportContext) -> str:
+    """How much better: the difference and its CI on the metric's scale, Cohen's d_z of the paired differences
+    (their mean over their SD, Cohen 1988, section 2.3.5) and what it means in the metric's units."""
+    pair = question_pair(ctx)
+    if pair is None:
+        return ""
+    a, b = pair
+    spec = ctx.spec
+    va, vb = (item_values(ctx.ranking_scores, m, spec.name) for m in pair)
+    r = paired(ctx, va, vb)
+    if r is None:
+        return f"{a} and {b} share fewer than 2 items scored by {spec.name}: no difference can be estimated."
+    diffs = [va[i] - vb[i] for i in sorted(set(va) & set(vb))]
+    sd = statistics.stdev(diffs)
+    dz = f"Cohen's d_z = {fmt2(r.mean_diff / sd)}" if sd > 0 else "no d_z (the differences do not vary)"
+    better = r.mean_diff if spec.higher_is_better else -r.mean_diff
+    return (
+        f"{a} against {b} by {spec.name} ({spec.scale_label}){_scope(ctx)}: {_diff_clause(a, b, r, spec)}. "
+        f"Standardised effect size: {dz} (mean of the {r.n} paired differences {fmt2(r.mean_diff)} over their SD "
+        f"{fmt2(sd)}). In the metric's units: {a} scores {units_phrase(better, spec)} than {b}"
+        + (f" ({fmt(r.mean_diff)} per item)" if not math.isinf(spec.range[1]) else "")
+        + "."
+    )
