@@ -13,8 +13,8 @@ What the rest of sgieval reads from a definition:
 - catalog: ``tasks`` and ``facets`` (what the five catalog facets mean for it);
 - questioning agent (offline path): ``vocabulary`` (request words -> facet values);
 - target prompts: ``prompts`` (task -> template, as sent);
-- customisation agent: ``metric_modules`` (the modules registering its
-  predefined metrics with ``@metric(scope=<name>, predefined=True)``: see
+- customisation agent: ``metrics`` (the names of the metrics scored on
+  every run, each declared with ``@metric``: see
   :mod:`sgieval.metric_pool.registry`), ``primary`` (task -> the metric its
   ranking uses by default) and ``prefer`` (quality -> its metrics measuring
   it, best first).  What each metric measures is declared on the metric
@@ -106,12 +106,9 @@ class Benchmark:
         prompts: task -> the template the target sees, a ``str.format`` string
             over the record's fields (``{question}``; literal braces doubled,
             see :func:`literal`); the loader fills it into ``Item.prompt``.
-        metric_modules: the modules (dotted names) that register this
-            benchmark's predefined metrics (``@metric(scope=name,
-            predefined=True)``), imported when the benchmark's metrics are
-            asked for; their order is the order of the metrics.  Empty: the
-            metrics are registered by a module already imported (e.g. the
-            benchmark's own module).
+        metrics: the names of the metrics scored on every run over its
+            items, in order: each a metric declared with ``@metric`` in this
+            benchmark's scope, else in every benchmark's (``"*"``).
         primary: task -> name of the metric the ranking uses by default (its
             ``MetricSpec.primary`` is True).
         prefer: quality -> the names of the metrics that measure it on this
@@ -142,7 +139,7 @@ class Benchmark:
     facets: Mapping[str, str] = field(default_factory=dict)
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     prompts: Mapping[str, str] = field(default_factory=dict)
-    metric_modules: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
     primary: Mapping[str, str] = field(default_factory=dict)
     prefer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     owns: Callable[[str], bool] | None = None

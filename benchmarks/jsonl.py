@@ -411,7 +411,7 @@ DEFINITION = Benchmark(
         "type": "the record's type",
     },
     prompts={GENERIC: "{prompt}"},
-    metric_modules=("sgieval.metric_pool.generic",),
+    metrics=("exact_match", "numeric_match"),
     primary={"*": "exact_match"},
     prefer={"accuracy": ("exact_match", "exact_match_normalised")},
 )

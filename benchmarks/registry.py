@@ -19,13 +19,11 @@ import importlib
 import re
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from ..core import InputError, Item
+from ..metric_pool import ALL, Metric, MetricEntry, entries
 from .base import Benchmark
-
-if TYPE_CHECKING:
-    from ..metric_pool import Metric
 
 BUILTIN_MODULES = ("sciaidanbench", "sgi", "sfbench", "jsonl")
 """Modules of ``sgieval.benchmarks`` whose ``DEFINITION`` is registered first, in this order."""
@@ -161,30 +159,26 @@ def for_path(path: str) -> Benchmark | None:
 
 def predefined_metrics(
     benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
-) -> list["Metric"]:
-    """The predefined metrics of ``benchmarks`` (names or item benchmark names), read from the metric registry.
+) -> list[Metric]:
+    """The metrics ``benchmarks`` (names or item benchmark names) score on every run: the metrics each
+    definition names (``Benchmark.metrics``), read from the metric registry.
 
-    Each definition's ``metric_modules`` are imported (registering its metrics), and every metric registered with
-    ``@metric(scope=<definition name>, predefined=True)`` is built once per item benchmark of ``items`` that the
-    definition owns, restricted to those items (:class:`~sgieval.metric_pool.registry.Scoped`, keyed
-    ``(item benchmark name, metric name)``), and kept when it applies to at least one of them: two benchmarks that
-    both define ``exact_match`` give two metrics, each scoring its own items.  Without ``items``: every predefined
-    metric of each benchmark, scoped to the name given.
+    Each is built once per item benchmark of ``items`` that the definition owns, restricted to those items
+    (:class:`~sgieval.metric_pool.registry.Scoped`, keyed ``(item benchmark name, metric name)``), and kept when it
+    applies to at least one of them: two benchmarks that both name ``exact_match`` give two metrics, each scoring
+    its own items.  Without ``items``: every metric of each benchmark, scoped to the name given.
 
     Args:
         benchmarks: benchmark names (``"sgi-bench"``) or item benchmark names (``"jsonl:qa"``).
         items: the run's items (empty: no filtering by item).
-        options: the run's metric options (``{"dr_use_parser": False}``), handed to each metric's factory.
+        options: the run's metric options (``{"dr_use_parser": False}``), handed to each metric.
 
     Returns:
-        The Metrics, benchmark by benchmark, each benchmark's in the order of its ``metric_modules`` and, within a
-        module, in registration order.
+        The Metrics, benchmark by benchmark, each benchmark's in the order it names them.
 
     Raises:
-        InputError: an unknown benchmark.
+        InputError: an unknown benchmark, or a metric name no declared metric has.
     """
-    from ..metric_pool import entries
-
     items = list(items)
     out: list[Metric] = []
     seen: set[tuple[str, str]] = set()
@@ -194,13 +188,8 @@ def predefined_metrics(
             raise InputError(
                 f"no predefined metrics for benchmark {b!r}", what="benchmark", fix=f"use one of {', '.join(names())}"
             )
-        for mod in defn.metric_modules:
-            importlib.import_module(mod)
-        rank = {m: k for k, m in enumerate(defn.metric_modules)}
-        mine = sorted(
-            (e for e in entries() if e.predefined and e.scope == defn.name),
-            key=lambda e: (rank.get(e.module, len(rank)), e.order),
-        )
+        declared = {e.key: e for e in entries()}
+        mine = [_named(defn, n, declared) for n in defn.metrics]
         own_items = [i for i in items if i.benchmark == b or defn.matches(i.benchmark)]
         for scope in dict.fromkeys([i.benchmark for i in own_items] if items else [b]):
             own = [i for i in own_items if i.benchmark == scope]
@@ -213,6 +202,18 @@ def predefined_metrics(
                 seen.add((scope, e.name))
                 out.append(m)
     return out
+
+
+def _named(defn: Benchmark, name: str, declared: dict[tuple[str, str], MetricEntry]) -> MetricEntry:
+    """The declared metric ``name`` that ``defn`` names: in its scope, else in every benchmark's."""
+    entry = declared.get((defn.name, name)) or declared.get((ALL, name))
+    if entry is None:
+        raise InputError(
+            f"benchmark {defn.name!r} names the metric {name!r}, which no module declares",
+            what="benchmark metrics",
+            fix="declare it with @metric (sgieval.metric_pool.registry) or name a declared metric",
+        )
+    return entry
 
 
 @dataclass(frozen=True)

@@ -385,7 +385,7 @@ DEFINITION = Benchmark(
     ),
     # the generation protocol builds each turn's prompt (METRICS.md B.1): the question, then the earlier answers
     prompts={OPEN_CREATIVITY: "sgieval.metric_pool.aidanbench_protocol.generation_prompt(question, previous_answers)"},
-    metric_modules=("sgieval.metric_pool.aidanbench",),
+    metrics=("aidan_accepted_answers",),
     primary={OPEN_CREATIVITY: "aidan_accepted_answers"},
     prefer={"creativity": ("aidan_accepted_answers",), "novelty": ("aidan_mean_novelty", "aidan_accepted_answers")},
 )

@@ -225,7 +225,7 @@ DEFINITION = Benchmark(
         names=(r"sf[- ]?bench", r"scify"),
     ),
     prompts={FEASIBILITY: prompts.SFBENCH_TEMPLATE},
-    metric_modules=("sgieval.metric_pool.sfbench",),
+    metrics=("sfbench_abs_error", "sfbench_expl_correctness"),
     primary={FEASIBILITY: "sfbench_qwk"},
     prefer={"feasibility": ("sfbench_qwk",), "accuracy": ("sfbench_qwk",)},
 )

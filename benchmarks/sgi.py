@@ -661,9 +661,14 @@ DEFINITION = Benchmark(
         EXPERIMENTAL_REASONING: literal(prompts.EXPERIMENTAL_REASONING_INSTRUCTIONS) + "\n\nQuestion:\n{question}\n\n"
         "Options:\n{options}\n",
     },
-    metric_modules=tuple(
-        f"sgieval.metric_pool.sgi.{m}"
-        for m in ("deep_research", "idea_generation", "dry_experiment", "wet_experiment", "reasoning")
+    metrics=(
+        "em",
+        "sla",
+        "idea_effectiveness_obj",
+        "dry_passall_1",
+        "wet_sequence_similarity",
+        "mca",
+        "reasoning_validity",
     ),
     primary={
         DEEP_RESEARCH: "em",

@@ -42,6 +42,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core import GENERIC, InputError, Item, load_yaml
+from ..metric_pool import Metric, NumericMatch, ReferenceMatch, RubricMetric, load_rubric, metric, unregister_scope
 from .base import Benchmark, Vocabulary
 from .jsonl import input_error_from_validation, load_jsonl
 
@@ -138,19 +139,17 @@ def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
     return items
 
 
-def _register_metrics(spec: BenchmarkSpec, where: str) -> None:
-    """Register the definition's metrics in the metric registry as its predefined metrics (scope: its name, so
-    they score its items only): the reference metrics, then the library rubrics, in the listed order.  The
-    metrics of an earlier load of a benchmark of that name are dropped first.
+def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
+    """Declare the definition's metrics in the metric registry (scope: its name, so they score its items only):
+    the reference metrics, then the library rubrics, in the listed order.  The metrics of an earlier load of a
+    benchmark of that name are dropped first.
+
+    Returns:
+        The names of the declared metrics, for ``Benchmark.metrics``.
 
     Raises:
         InputError: a listed rubric is not in the rubric library (naming the file and the field).
     """
-    from ..metric_pool import NumericMatch, ReferenceMatch
-    from ..metric_pool import metric, unregister_scope
-    from ..metric_pool import RubricMetric
-    from ..metric_pool import load_rubric
-
     reference = [m for m in spec.metrics if m in DEFAULT_METRICS]
     rubrics = []
     for name in (m for m in spec.metrics if m not in REFERENCE_METRICS):
@@ -162,20 +161,14 @@ def _register_metrics(spec: BenchmarkSpec, where: str) -> None:
                 what=where,
                 fix=f"list exact_match, exact_match_normalised, numeric_match or a rubric name; {e.fix}",
             ) from None
-    unregister_scope(spec.name, __name__)
-
-    def register(name: str, make: Any) -> None:
-        metric(scope=spec.name, predefined=True, name=name)(make)
-
-    if reference:
-        register(
-            next(n for n in DEFAULT_METRICS if n in reference),
-            lambda options=None: ReferenceMatch(benchmark=spec.name, names=reference),
-        )
+    unregister_scope(spec.name)
+    built: list[Metric] = [ReferenceMatch(benchmark=spec.name, names=reference)] if reference else []
     if "numeric_match" in spec.metrics:
-        register("numeric_match", lambda options=None: NumericMatch(benchmark=spec.name))
-    for rubric in rubrics:
-        register(rubric.name, lambda options=None, rubric=rubric: RubricMetric(rubric))
+        built.append(NumericMatch(benchmark=spec.name))
+    built += [RubricMetric(rubric) for rubric in rubrics]
+    for m in built:
+        metric(scope=spec.name)(m)
+    return tuple(m.name for m in built)
 
 
 def load_yaml_benchmark(path: str | Path) -> Benchmark:
@@ -239,7 +232,7 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
         raise InputError(
             f"benchmark {spec.name!r} is built in", what=f"{where}: name", fix="give your benchmark another name"
         )
-    _register_metrics(spec, where)
+    metrics = _register_metrics(spec, where)
 
     return Benchmark(
         name=spec.name,
@@ -256,5 +249,6 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
             names=tuple(v.names),
         ),
         prompts={t: spec.prompt for t in tasks},
+        metrics=metrics,
         primary={"*": spec.primary or spec.metrics[0]},
     )

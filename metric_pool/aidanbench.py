@@ -46,11 +46,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
-import numpy as np
-
 from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec, Response, Score
 from .base import Metric, ScoringContext
-from .registry import metric, module_metrics
+from .registry import metric
 
 BENCHMARK = "sciaidanbench"
 """The benchmark whose items these metrics score (``Item.benchmark``)."""
@@ -429,6 +427,8 @@ def pooled_ci(
     the drawn questions' values over their count.  Answers of one question are
     not independent, so questions, not answers, are resampled.  None with fewer
     than 2 questions holding a value, or when the resamples do not vary."""
+    import numpy as np  # kept off the start-up path: the registry imports this module before the first model call
+
     qs = [q for q in per_question if q]
     if len(qs) < 2:
         return None
@@ -451,6 +451,16 @@ _POOLED = (
 )
 
 
+@metric(
+    ACCEPTED,
+    PUBLISHED,
+    README_SCORE,
+    LEADERBOARD,
+    COHERENCE_PER_ITEM,
+    NOVELTY_PER_ITEM,
+    corpus=(COHERENCE, NOVELTY, NOVELTY_WITH_FIRST, LEADERBOARD_TOTAL),
+    scope=BENCHMARK,
+)
 class AnswerCountMetrics(Metric):
     """The record-count metrics of one question and the pooled means of a model (module docstring).
 
@@ -458,9 +468,6 @@ class AnswerCountMetrics(Metric):
     is a ``parse_error`` naming the missing records.  Means over zero answers
     are undefined: value None, status ``not_run``, reason given.  The pooled
     means and the leaderboard total are corpus-level (:meth:`corpus`)."""
-
-    specs = [ACCEPTED, PUBLISHED, README_SCORE, LEADERBOARD, COHERENCE_PER_ITEM, NOVELTY_PER_ITEM]
-    corpus_specs = [COHERENCE, NOVELTY, NOVELTY_WITH_FIRST, LEADERBOARD_TOTAL]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -661,14 +668,3 @@ class AnswerCountMetrics(Metric):
                     )
                 )
         return out
-
-
-@metric(scope=BENCHMARK, predefined=True, name="aidan_accepted_answers")
-def answer_counts(options: dict | None = None) -> Metric:
-    """The SciAidanBench answer counts and means (:class:`AnswerCountMetrics`; METRICS.md B)."""
-    return AnswerCountMetrics()
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The predefined SciAidanBench metrics this module registers, in order."""
-    return module_metrics(__name__, options)

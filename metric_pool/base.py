@@ -102,6 +102,18 @@ class Metric:
     def name(self) -> str:
         return self.specs[0].name
 
+    @classmethod
+    def from_options(cls, options: dict) -> "Metric":
+        """The metric for a run (how the registry builds a declared Metric class); override to read options.
+
+        Args:
+            options: the run's metric options (option name -> value, e.g. ``{"dr_use_parser": False}``).
+
+        Returns:
+            ``cls()`` here.
+        """
+        return cls()
+
     @property
     def all_specs(self) -> list[MetricSpec]:
         """Per-item specs, then corpus-level specs."""

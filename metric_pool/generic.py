@@ -51,8 +51,8 @@ from .answers import (
     parse_number,
     unwrap_letter,
 )
-from .base import FunctionMetric, Metric, MetricResult
-from .registry import metric, module_metrics
+from .base import FunctionMetric, MetricResult
+from .registry import metric
 from .sgi.common import extract_answer_tag
 from .sgi.reasoning import final_option
 
@@ -209,6 +209,12 @@ REFERENCE_METRICS = (EXACT.name, NORMALISED.name, NUMERIC.name)
 """Names of the reference-matching metrics (:class:`ReferenceMatch`, :class:`NumericMatch`)."""
 
 
+JSONL = "jsonl"
+"""The scope of these metrics: the generic JSONL benchmark, whose items are named ``jsonl:<file stem>`` (each file
+is scored on its own: :meth:`sgieval.metric_pool.registry.MetricEntry.covers`)."""
+
+
+@metric(EXACT, NORMALISED, scope=JSONL)
 class ReferenceMatch(FunctionMetric):
     """``exact_match`` and ``exact_match_normalised`` (module docstring) for
     items that have a reference; scores are 0 or 1.
@@ -275,6 +281,7 @@ def _numeric(item: Item, response: Response) -> MetricResult:
     )
 
 
+@metric(NUMERIC, scope=JSONL)
 class NumericMatch(FunctionMetric):
     """``numeric_match`` (:data:`NUMERIC`) for items whose reference is a number:
     those of ``benchmark`` (a YAML user benchmark's name), or of any generic
@@ -287,26 +294,3 @@ class NumericMatch(FunctionMetric):
     def applies(self, item: Item) -> bool:
         mine = item.benchmark == self.benchmark if self.benchmark else item.benchmark.startswith("jsonl")
         return mine and numeric_reference(item) is not None
-
-
-JSONL = "jsonl"
-"""The scope of these metrics: the generic JSONL benchmark, whose items are named ``jsonl:<file stem>`` (each file
-is scored on its own: :meth:`sgieval.metric_pool.registry.MetricEntry.covers`)."""
-
-
-@metric(scope=JSONL, predefined=True, name="exact_match")
-def reference_match(options: dict | None = None) -> Metric:
-    """``exact_match`` and ``exact_match_normalised`` of a JSONL benchmark (:class:`ReferenceMatch`)."""
-    return ReferenceMatch()
-
-
-@metric(scope=JSONL, predefined=True)
-def numeric_match(options: dict | None = None) -> Metric:
-    """``numeric_match`` of a JSONL benchmark (:class:`NumericMatch`)."""
-    return NumericMatch()
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The predefined metrics of a JSONL benchmark this module registers: :class:`ReferenceMatch` and
-    :class:`NumericMatch`."""
-    return module_metrics(__name__, options)

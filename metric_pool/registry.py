@@ -1,40 +1,50 @@
-"""The metric registry: every metric sgieval knows, each registered with a decorator that declares its scope and
-the qualities it measures (as inspect_ai's ``@scorer``).
+"""The metric registry: every metric sgieval knows, each declared once where it is defined with ``@metric``.
 
-A new metric is one module with one decorated factory; importing the module registers it::
+A metric is declared with the specs it scores (each ``MetricSpec`` gives its scale ``range``, its direction
+``higher_is_better``, its ``source`` and the ``qualities`` it measures), its scope and the request words that
+name it (as inspect_ai's ``@scorer``)::
 
-    from sgieval.metric_pool.base import FunctionMetric, MetricResult
+    from sgieval.core import MetricSpec
+    from sgieval.metric_pool.base import MetricResult
     from sgieval.metric_pool.registry import metric
 
-    @metric(qualities={"conciseness": (r"concise(?:ness)?|brief",)})
-    def brevity(options=None):
-        return FunctionMetric(SPEC, lambda item, response: MetricResult(value=..., rationale=...))
+    BREVITY = MetricSpec(name="brevity", tasks=["*"], range=(0, 1), description="...", source="...")
 
-Two kinds of registration:
+    @metric(BREVITY, qualities={"conciseness": (r"concise(?:ness)?|brief",)})
+    def brevity(item, response):
+        return MetricResult(value=..., rationale=...)
 
-- a benchmark's predefined metrics (``@metric(scope="sgi-bench", predefined=True)``): scored on every run over
-  that benchmark's items, and on no other benchmark's items.  The benchmark definition names the modules that
-  register them (``Benchmark.metric_modules``; the benchmark registry imports them when the benchmark is used).
-- a metric the customisation agent may add (``predefined`` False, the default): offered to the agent for the items
-  of its scope (``"*"``: every benchmark) and chosen when the request names a quality it measures.
+What ``@metric`` declares:
 
-An installed package adds its metric modules under the entry-point group ``sgieval.metrics``.  A run's plan names
-every metric by its key ``(scope, name)``: a metric of one benchmark is built once per item benchmark it scores
-(``"sgi-bench"``, ``"jsonl:qa"``: the JSONL benchmark's metrics, registered with scope ``"jsonl"``, score each file
-on its own) and restricted to its items (:class:`Scoped`), so two benchmarks that both define ``exact_match`` each
-score their own items.
+- a function ``(item, response) -> MetricResult`` (or spec name -> MetricResult): scored as a
+  :class:`~sgieval.metric_pool.base.FunctionMetric` of the declared specs;
+- a :class:`~sgieval.metric_pool.base.Metric` subclass: its ``specs`` and ``corpus_specs`` are the declared
+  ones, and each run builds it with ``cls.from_options(options)``;
+- a built Metric (``metric(scope="capitals")(ReferenceMatch(...))``: a YAML benchmark's metrics), used as is.
+
+Scope: :data:`ALL` (default) offers the metric to the customisation agent for every benchmark's items, chosen
+when the request names a quality it measures; a benchmark name restricts it to that benchmark's items (and
+those of names derived from it, ``"jsonl:qa"`` for ``"jsonl"``).  A benchmark names the metrics it scores on
+every run (``Benchmark.metrics``: each name looked up in the benchmark's scope, then in :data:`ALL`).
+
+Discovery: on the registry's first read, :func:`discover` imports every module of this package that declares
+a metric (its source holds ``@metric(``; the statistics modules are not imported for it), then the modules of
+installed packages' entry points (:data:`ENTRY_POINTS`).  Adding a metric is one new module here.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from ..core import InputError, Item, Response, Score
-from .base import Metric, ScoringContext
+from ..core import InputError, Item, MetricSpec, Response, Score
+from .base import FunctionMetric, Metric, ScoringContext
 
 ALL = "*"
 """The scope of a metric that applies to the items of every benchmark (its specs' tasks still apply)."""
@@ -42,59 +52,72 @@ ALL = "*"
 MetricKey = tuple[str, str]
 """``(scope, name)``: how a plan names a metric (scope: an item benchmark name, or :data:`ALL`)."""
 
-BUILTIN_MODULES = ("retrieval_novelty",)
-"""Modules of ``sgieval.metric_pool`` with metrics for every benchmark, loaded on the registry's first use (the
-modules of a benchmark's predefined metrics load with the benchmark: ``Benchmark.metric_modules``)."""
-
 Offer = Callable[[dict | None, Any], str | None]
 """``offer(options, tools)`` -> where the metric can work in this run (a phrase shown to the agent, e.g.
 "searches the papers in ./papers (BM25)"), or None when it cannot (nothing to search)."""
 
+ENTRY_POINTS = "sgieval.metrics"
+"""Entry-point group of installed packages' metric modules, imported by :func:`discover`
+(``[project.entry-points."sgieval.metrics"] brevity = "mypkg.brevity"``)."""
+
+DECLARES = "@metric("
+"""The text by which :func:`discover` knows a module of this package declares a metric."""
+
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class MetricEntry:
-    """One registered metric.
+    """One declared metric.
 
     Attributes:
         name: the metric's name (its first spec's name, ``Metric.name``).
-        scope: :data:`ALL` or the item benchmark name whose items it scores.
+        scope: :data:`ALL` or the benchmark name whose items it scores.
+        specs: the per-item specs it scores (scale, direction, source, qualities).
+        corpus: the specs of its corpus-level scores (``Metric.corpus``).
         qualities: quality -> the request patterns naming it: regular expressions matched case-insensitively on
             word boundaries, each of which must occur in the request (``("novel\\w*|original", "against (?:the
-            )?literature")``: novelty, and a comparison with the literature); by default the quality itself.
-        factory: ``factory(options) -> Metric`` (``options``: the run's metric options, option name -> value;
-            a metric with options of its own reads them under its name, e.g. ``options["retrieval_novelty"]``).
+            )?literature")``: novelty, and a comparison with the literature).
+        make: ``make(options) -> Metric`` (``options``: the run's metric options, option name -> value).
         offer: when the agent model may choose it (:data:`Offer`); None: always.
-        unavailable: why it is not offered when ``offer`` says no (shown in the plan's notes), e.g.
-            "retrieval novelty needs --corpus <folder> or the search tool".
-        module: the module that registered it.
-        predefined: True for a benchmark's predefined metric (scored on every run over its scope's items).
-        order: registration order (a benchmark's predefined metrics are listed in this order within a module).
+        unavailable: why it is not offered when ``offer`` says no (shown in the plan's notes).
+        module: the module that declared it.
+        origin: what was declared (``module.qualname``), to tell a re-declaration from a clash.
     """
 
     name: str
     scope: str
+    specs: tuple[MetricSpec, ...]
+    corpus: tuple[MetricSpec, ...]
     qualities: Mapping[str, tuple[str, ...]]
-    factory: Callable[[dict | None], Metric]
+    make: Callable[[dict], Metric]
     offer: Offer | None = None
     unavailable: str = ""
     module: str = ""
-    predefined: bool = False
-    order: int = 0
+    origin: str = ""
 
     @property
     def key(self) -> MetricKey:
         return (self.scope, self.name)
 
+    @property
+    def predefined(self) -> bool:
+        """True for a benchmark's metric (scored on every run over its items), False for one the agent may add."""
+        return self.scope != ALL
+
+    @property
+    def all_specs(self) -> list[MetricSpec]:
+        """Per-item specs, then corpus-level specs."""
+        return [*self.specs, *self.corpus]
+
     def covers(self, item_benchmark: str) -> bool:
-        """Whether items named ``item_benchmark`` (``Item.benchmark``) are within this metric's scope: every item
-        for :data:`ALL`, else the scope's own items and those of a name derived from it (``"jsonl:qa"`` for the
-        scope ``"jsonl"``).
+        """Whether items named ``item_benchmark`` (``Item.benchmark``) are within this metric's scope.
 
         Args:
             item_benchmark: an ``Item.benchmark`` value.
 
         Returns:
-            True when those items are in scope.
+            True for :data:`ALL`, the scope's own items and those of a name derived from it (``"jsonl:qa"``).
         """
         return self.scope == ALL or item_benchmark == self.scope or item_benchmark.startswith(self.scope + ":")
 
@@ -114,7 +137,7 @@ class MetricEntry:
         ]
 
     def where(self, options: dict | None, tools: Any = None) -> str | None:
-        """:attr:`offer` for this run; "" when the metric declares no condition.
+        """:attr:`offer` for this run.
 
         Args:
             options: the run's metric options.
@@ -126,159 +149,187 @@ class MetricEntry:
         return "" if self.offer is None else self.offer(options, tools)
 
     def build(self, options: dict | None = None, item_benchmark: str | None = None) -> Metric:
-        """The Metric, restricted to the items of ``item_benchmark`` (default: the scope itself) unless the scope
-        is :data:`ALL`.
+        """The Metric for a run, restricted to the items of ``item_benchmark`` (default: the scope, none for
+        :data:`ALL`).
 
         Args:
-            options: the run's metric options (option name -> value; e.g. ``{"dr_use_parser": False}``), handed
-                to the factory.
+            options: the run's metric options (``{"dr_use_parser": False}``).
             item_benchmark: the ``Item.benchmark`` whose items the Metric scores (:meth:`covers`).
 
-        Raises:
-            TypeError: the factory returned no Metric, or one of another name.
-
         Returns:
-            The Metric (a :class:`Scoped` one for a benchmark scope).
+            The Metric (a :class:`Scoped` one when restricted).
+
+        Raises:
+            TypeError: the declaration built no Metric, or one of other specs than declared.
         """
-        m = self.factory(options or {})
+        m = self.make(options or {})
         if not isinstance(m, Metric) or m.name != self.name:
-            raise TypeError(f"metric factory {self.module}.{self.name} must return a Metric named {self.name!r}")
-        return m if self.scope == ALL else Scoped(m, item_benchmark or self.scope)
+            raise TypeError(f"metric {self.origin} must build a Metric named {self.name!r}")
+        scope = item_benchmark or (None if self.scope == ALL else self.scope)
+        return m if scope is None else Scoped(m, scope)
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _entries: dict[MetricKey, MetricEntry] = {}
 _loaded = False
-_order = 0
+
+
+def _patterns(qualities: Sequence[str] | Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    if isinstance(qualities, Mapping):
+        return {str(q): tuple(p) for q, p in qualities.items()}
+    return {str(q): (re.escape(str(q)),) for q in qualities}
+
+
+def _declared(target: Any, specs: Sequence[MetricSpec], corpus: Sequence[MetricSpec]) -> tuple[Any, str]:
+    """``(make, origin)`` of a declared function, Metric class or Metric (module docstring)."""
+    if isinstance(target, Metric):
+        if specs or corpus:
+            raise TypeError("a built Metric declares its own specs: pass none to metric()")
+        return (lambda options: target), f"{type(target).__module__}.{type(target).__qualname__}"
+    if not specs:
+        raise TypeError(f"metric() needs the specs {getattr(target, '__qualname__', target)!r} scores")
+    origin = f"{target.__module__}.{target.__qualname__}"
+    if isinstance(target, type) and issubclass(target, Metric):
+        target.specs, target.corpus_specs = list(specs), list(corpus)
+        return target.from_options, origin
+    if corpus or not callable(target):
+        raise TypeError(f"{origin}: a function metric has no corpus specs; declare a Metric class for them")
+    return (lambda options: FunctionMetric(list(specs), target)), origin
 
 
 def metric(
-    *,
+    *specs: MetricSpec,
+    corpus: Sequence[MetricSpec] = (),
     scope: str = ALL,
     qualities: Sequence[str] | Mapping[str, Sequence[str]] = (),
-    predefined: bool = False,
-    name: str | None = None,
     offer: Offer | None = None,
     unavailable: str = "",
-) -> Callable[[Callable[[dict | None], Metric]], Callable[[dict | None], Metric]]:
-    """Register the decorated factory ``f(options) -> Metric`` as a metric; the factory is returned unchanged.
+) -> Callable[[T], T]:
+    """Declare the decorated function, Metric class or built Metric as a metric (module docstring); the decorated
+    object is returned unchanged (a class gets the declared ``specs`` and ``corpus_specs``).
 
     Args:
-        scope: :data:`ALL` (default: any benchmark's items its specs' tasks apply to) or one benchmark name (its
-            items, and those of names derived from it: :meth:`MetricEntry.covers`).
-        qualities: the qualities it measures (``("conciseness",)``), or quality -> request patterns.  A
-            predefined metric may leave them to its specs (``MetricSpec.qualities``, one list per spec).
-        predefined: True: one of the benchmark ``scope``'s predefined metrics, scored on every run over its items.
-        name: the metric's name (``Metric.name``, its first spec's); default the factory's name.
+        specs: the per-item specs it scores, in order (none for a built Metric: its own).
+        corpus: the specs of its corpus-level scores (a Metric class's :meth:`~Metric.corpus`).
+        scope: :data:`ALL` (default) or one benchmark name (:meth:`MetricEntry.covers`).
+        qualities: the qualities a request names it by (``("conciseness",)``), or quality -> request patterns.
         offer, unavailable: see :class:`MetricEntry`.
 
     Returns:
         The decorator.
 
     Raises:
-        InputError: another module already registered a metric of that name in that scope.
+        InputError: another metric of that name is declared in that scope.
+        TypeError: specs missing for a function or class, given for a built Metric, or corpus specs for a function.
     """
-    quals = (
-        {str(q): tuple(p) for q, p in qualities.items()}
-        if isinstance(qualities, Mapping)
-        else {str(q): (re.escape(str(q)),) for q in qualities}
-    )
 
-    def register(factory: Callable[[dict | None], Metric]) -> Callable[[dict | None], Metric]:
-        global _order
+    def register(target: T) -> T:
+        make, origin = _declared(target, specs, corpus)
+        own = (target.specs, target.corpus_specs) if isinstance(target, Metric) else (specs, corpus)
+        entry = MetricEntry(
+            name=own[0][0].name,
+            scope=scope,
+            specs=tuple(own[0]),
+            corpus=tuple(own[1]),
+            qualities=_patterns(qualities),
+            make=make,
+            offer=offer,
+            unavailable=unavailable,
+            module=target.__module__,
+            origin=origin,
+        )
         with _lock:
-            _order += 1
-            entry = MetricEntry(
-                name=name or factory.__name__,
-                scope=scope,
-                qualities=quals,
-                factory=factory,
-                offer=offer,
-                unavailable=unavailable,
-                module=factory.__module__,
-                predefined=predefined,
-                order=_order,
-            )
             old = _entries.get(entry.key)
-            if old is not None and (old.module, old.factory.__qualname__) != (entry.module, factory.__qualname__):
+            if old is not None and old.origin != entry.origin:
                 raise InputError(
-                    f"metric {entry.name!r} (scope {scope!r}) is registered twice ({old.module} and {entry.module})",
+                    f"metric {entry.name!r} (scope {scope!r}) is registered twice ({old.origin} and {origin})",
                     what="metric registry",
                     fix="give one of the metrics another name",
                 )
             _entries[entry.key] = entry
-        return factory
+        return target
 
     return register
 
 
 def unregister(key: MetricKey) -> None:
-    """Forget the registered metric ``key``; no error when unknown."""
+    """Forget the metric ``key``; no error when unknown."""
     with _lock:
-        _entries.pop(key, None)
+        _entries.pop(tuple(key), None)  # type: ignore[arg-type]
 
 
-def unregister_scope(scope: str, module: str) -> None:
-    """Forget every metric of ``scope`` that ``module`` registered (a reloaded YAML benchmark's metrics).
+def unregister_scope(scope: str) -> None:
+    """Forget every metric of ``scope`` (a reloaded YAML benchmark's metrics).
 
     Args:
-        scope: the scope (a benchmark name, or :data:`ALL`).
-        module: the module that registered the metrics.
+        scope: a benchmark name.
     """
     with _lock:
-        for key in [k for k, e in _entries.items() if e.scope == scope and e.module == module]:
+        for key in [k for k in _entries if k[0] == scope]:
             del _entries[key]
 
 
-ENTRY_POINTS = "sgieval.metrics"
-"""Entry-point group of installed packages' metric modules: each entry names a module whose ``@metric`` factories
-register on the registry's first use (``[project.entry-points."sgieval.metrics"] brevity = "mypkg.brevity"``)."""
-
-
-def entries() -> list[MetricEntry]:
-    """Every registered metric, in registration order; the modules of :data:`BUILTIN_MODULES` and of installed
-    packages (:data:`ENTRY_POINTS`) are imported first.  A benchmark's predefined metrics are here once its
-    modules are imported (:func:`sgieval.benchmarks.registry.predefined_metrics` imports them).
+def discover() -> None:
+    """Import every module of this package that declares a metric (:data:`DECLARES`), then every module named by
+    an installed package's entry point (:data:`ENTRY_POINTS`).
 
     Raises:
         InputError: an installed package's metric module cannot be imported (naming the package and module).
+    """
+    root = importlib.import_module(__package__)
+    for info in pkgutil.walk_packages(root.__path__, f"{__package__}."):
+        path = Path(getattr(info.module_finder, "path", "")) / info.name.rsplit(".", 1)[-1]
+        source = path / "__init__.py" if info.ispkg else path.with_suffix(".py")
+        if source.is_file() and DECLARES in source.read_text(encoding="utf-8", errors="replace"):
+            importlib.import_module(info.name)
+    for ep in metadata.entry_points(group=ENTRY_POINTS):
+        try:
+            ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plug-in is named, with its reason
+            dist = getattr(ep.dist, "name", "?")
+            raise InputError(
+                f"the metric module {ep.value!r} of the installed package {dist} cannot be imported "
+                f"({type(e).__name__}: {e})",
+                what=f"entry point {ENTRY_POINTS}:{ep.name}",
+                fix=f"fix or uninstall {dist}",
+            ) from e
+
+
+def entries() -> list[MetricEntry]:
+    """Every declared metric, in declaration order (:func:`discover` runs on the first call).
 
     Returns:
         The entries.
+
+    Raises:
+        InputError: an installed package's metric module cannot be imported.
     """
     global _loaded
-    if not _loaded:
-        from importlib.metadata import entry_points
+    with _lock:
+        if not _loaded:
+            discover()
+            _loaded = True
+        return list(_entries.values())
 
-        for mod in BUILTIN_MODULES:
-            importlib.import_module(f"{__package__}.{mod}")
-        for ep in entry_points(group=ENTRY_POINTS):
-            try:
-                ep.load()
-            except Exception as e:  # noqa: BLE001 - a broken plug-in is named, with its reason
-                dist = getattr(ep.dist, "name", "?")
-                raise InputError(
-                    f"the metric module {ep.value!r} of the installed package {dist} cannot be imported "
-                    f"({type(e).__name__}: {e})",
-                    what=f"entry point {ENTRY_POINTS}:{ep.name}",
-                    fix=f"fix or uninstall {dist}",
-                ) from e
-        _loaded = True
-    return list(_entries.values())
+
+def find(key: MetricKey) -> MetricEntry | None:
+    """The metric ``key`` (``(scope, name)``), or None."""
+    entries()
+    return _entries.get(tuple(key))  # type: ignore[arg-type]
 
 
 def applicable(
     items: Iterable[Item], options: dict | None = None, *, predefined: bool | None = False
 ) -> list[tuple[MetricEntry, Metric]]:
-    """The registered metrics that apply to at least one of ``items`` within their scope, each with its Metric:
-    one per item benchmark of ``items`` that the scope covers (:meth:`MetricEntry.covers`; one for :data:`ALL`),
-    in registration order, then item order.
+    """The declared metrics that apply to at least one of ``items`` within their scope, each with its Metric:
+    one per item benchmark of ``items`` that the scope covers (one for :data:`ALL`), in declaration order, then
+    item order.
 
     Args:
         items: the run's items.
         options: the run's metric options (:meth:`MetricEntry.build`).
-        predefined: False (default): the metrics the customisation agent may add; True: benchmarks' predefined
-            metrics only; None: both.
+        predefined: False (default): the metrics the customisation agent may add (:data:`ALL`); True:
+            benchmarks' metrics only; None: both.
 
     Returns:
         ``(entry, Metric)`` pairs.
@@ -297,25 +348,11 @@ def applicable(
     return out
 
 
-def module_metrics(module: str, options: dict | None = None) -> list[Metric]:
-    """The metrics the module named ``module`` registered, in registration order, built with ``options`` and not
-    restricted to a scope (what a metric module's ``metrics(options)`` returns, e.g. for its tests)."""
-    with _lock:
-        mine = sorted((e for e in _entries.values() if e.module == module), key=lambda e: e.order)
-    return [e.factory(options or {}) for e in mine]
-
-
-def find(key: MetricKey) -> MetricEntry | None:
-    """The registered metric ``key``, or None."""
-    entries()
-    return _entries.get(tuple(key))  # type: ignore[arg-type]
-
-
 @dataclass
 class Scoped(Metric):
-    """``inner`` restricted to the items of one benchmark (``Item.benchmark == scope``): a benchmark's predefined
-    metric never scores another benchmark's items in the same run, and two benchmarks' metrics of the same name
-    are two metrics.  Specs, scores and corpus scores are ``inner``'s."""
+    """``inner`` restricted to the items of one benchmark (``Item.benchmark == scope``): a benchmark's metric
+    never scores another benchmark's items in the same run, and two benchmarks' metrics of the same name are two
+    metrics.  Specs, scores and corpus scores are ``inner``'s."""
 
     inner: Metric
     scope: str

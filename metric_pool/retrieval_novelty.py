@@ -110,6 +110,36 @@ def innovation(similarities: list[float]) -> tuple[float, float]:
     return s_avg, float(min(10.0, max(0.0, 10.0 * (1.0 - s_avg))))
 
 
+LITERATURE = (
+    r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
+    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
+)
+"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior
+work"); with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
+
+NOVEL = r"novel\w*|original\w*"
+"""Words naming novelty ("novel", "novelty", "original", "originality")."""
+
+
+def searches(options: dict | None, tools: Any = None) -> str | None:
+    """Where retrieval novelty searches in a run, or None when it has nothing to search: the ``--corpus`` folder
+    (``options["corpus"]``: the works nearest by embedding similarity fused with BM25), else the tool pool's ``web_search`` (the web online; offline its own index)."""
+    corpus = (options or {}).get("corpus")
+    if corpus:
+        return f"searches the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
+    if tools is not None and "web_search" in (getattr(tools, "names", None) or []):
+        return "searches web_search (the web; offline its local index)"
+    return None
+
+
+@metric(
+    NOVELTY,
+    REWARD,
+    TTRL,
+    qualities={"novelty against the literature": (NOVEL, LITERATURE)},
+    offer=searches,
+    unavailable="retrieval novelty needs --corpus <folder> or the search tool",
+)
 class RetrievalNoveltyMetric(Metric):
     """``retrieval_novelty``, ``retrieval_novelty_reward`` and ``ttrl_reward`` (module docstring).
 
@@ -117,10 +147,22 @@ class RetrievalNoveltyMetric(Metric):
     a BM25 :class:`sgieval.tools.search.WebSearch` over ``ctx.options["corpus"]`` when given, else
     ``ctx.tools.call("web_search", ...)``, else an ``auto`` WebSearch); ``ctx.embedder`` (default MiniLM, ``ctx.options["embedding_model"]``)."""
 
-    specs = [NOVELTY, REWARD, TTRL]
-
     def __init__(self, *, n: int = N_WORKS, tau: float = TAU, search: Callable[[str, int], Any] | None = None):
         self.n, self.tau, self._search = n, tau, search
+
+    @classmethod
+    def from_options(cls, options: dict) -> "RetrievalNoveltyMetric":
+        """With the run's ``options["retrieval_novelty"]`` ``n`` (works retrieved, default 4) and ``tau`` (the
+        novelty threshold, default 5).
+
+        Args:
+            options: the run's metric options.
+
+        Returns:
+            The metric.
+        """
+        o = options.get("retrieval_novelty") or {}
+        return cls(n=int(o.get("n", N_WORKS)), tau=float(o.get("tau", TAU)))
 
     def applies(self, item: Item) -> bool:
         return True
@@ -280,45 +322,6 @@ class RetrievalNoveltyMetric(Metric):
         ]
 
 
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The retrieval-novelty metric with ``options`` ``n`` and ``tau`` (METRICS.md E.6)."""
-    o = options or {}
-    return [RetrievalNoveltyMetric(n=int(o.get("n", N_WORKS)), tau=float(o.get("tau", TAU)))]
-
-
-LITERATURE = (
-    r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
-    r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
-)
-"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior
-work"); with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
-
-NOVEL = r"novel\w*|original\w*"
-"""Words naming novelty ("novel", "novelty", "original", "originality")."""
-
-
-def searches(options: dict | None, tools: Any = None) -> str | None:
-    """Where retrieval novelty searches in a run, or None when it has nothing to search: the ``--corpus`` folder
-    (``options["corpus"]``: the works nearest by embedding similarity fused with BM25), else the tool pool's ``web_search`` (the web online; offline its own index)."""
-    corpus = (options or {}).get("corpus")
-    if corpus:
-        return f"searches the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
-    if tools is not None and "web_search" in (getattr(tools, "names", None) or []):
-        return "searches web_search (the web; offline its local index)"
-    return None
-
-
-@metric(
-    qualities={"novelty against the literature": (NOVEL, LITERATURE)},
-    offer=searches,
-    unavailable="retrieval novelty needs --corpus <folder> or the search tool",
-)
-def retrieval_novelty(options: dict | None = None) -> Metric:
-    """Retrieval novelty (METRICS.md E) with ``options`` ``n`` (works retrieved, default 4) and ``tau`` (the
-    novelty threshold, default 5; the run's ``options["retrieval_novelty"]``), for any benchmark's items."""
-    return metrics((options or {}).get("retrieval_novelty"))[0]
-
-
 __all__ = [
     "NOVELTY",
     "REWARD",
@@ -327,6 +330,5 @@ __all__ = [
     "format_reward",
     "idea_text",
     "innovation",
-    "metrics",
     "query_for",
 ]

@@ -50,13 +50,12 @@ from typing import Any, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Status, verdict_word
 from .answers import normalise_text
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
-from .registry import metric, module_metrics
+from .registry import metric
 from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
 
 BENCHMARK = "sfbench"
@@ -254,6 +253,8 @@ def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
     """Quadratic weighted Cohen's kappa over labels -2..2 (scikit-learn), or
     None when undefined: both sides use fewer than two distinct labels
     (METRICS.md D.5), or scikit-learn returns NaN."""
+    from sklearn.metrics import cohen_kappa_score  # kept off the start-up path (the registry imports this module)
+
     if len(set(gold)) < 2 and len(set(pred)) < 2:
         return None
     with warnings.catch_warnings():
@@ -279,6 +280,7 @@ def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int
     return gold, pred, expl
 
 
+@metric(ABS_ERROR, EXACT, corpus=(QWK, ACCURACY, MAE), scope=BENCHMARK)
 class SFBenchLikert(Metric):
     """Likert-score metrics of SFBench (module docstring).  Per item
     ``sfbench_abs_error`` and ``sfbench_exact`` (details: ``pred``, ``gold``,
@@ -287,9 +289,6 @@ class SFBenchLikert(Metric):
     ok per-item scores.  Failed responses keep their status; an unparsable or
     out-of-range reply is ``parse_error``; a bad gold value ``input_error``.
     """
-
-    specs = [ABS_ERROR, EXACT]
-    corpus_specs = [QWK, ACCURACY, MAE]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         parsed = _gold_and_reply(self, item, response)
@@ -324,7 +323,7 @@ class SFBenchLikert(Metric):
                 continue
             gold = [g for g, _ in pp]
             pred = [p for _, p in pp]
-            cm = confusion_matrix(gold, pred, labels=LABELS).tolist()
+            cm = [[sum(1 for g, p in pp if (g, p) == (a, b)) for b in LABELS] for a in LABELS]
             details = {
                 "n": len(pp),
                 "labels": LABELS,
@@ -430,6 +429,7 @@ def judge_messages(item: Item, pred: int, explanation: str) -> list:
     return [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=human)]
 
 
+@metric(CORRECTNESS, COMPLETENESS, corpus=(CORRECTNESS_NORM, COMPLETENESS_NORM, EXPL_F1), scope=BENCHMARK)
 class SFBenchExplanation(Metric):
     """Explanation correctness and completeness judge (module docstring).
 
@@ -442,9 +442,6 @@ class SFBenchExplanation(Metric):
     every judge failing -> ``judge_error``; an unparsable target reply ->
     ``parse_error``.  :meth:`corpus` gives the normalised scores and the F1.
     """
-
-    specs = [CORRECTNESS, COMPLETENESS]
-    corpus_specs = [CORRECTNESS_NORM, COMPLETENESS_NORM, EXPL_F1]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges = ctx.judges_for(response.model)
@@ -532,20 +529,3 @@ class SFBenchExplanation(Metric):
                 _corpus_score(model, EXPL_F1, f1, "harmonic mean of normalised correctness and completeness", details)
             )
         return out
-
-
-@metric(scope=BENCHMARK, predefined=True, name="sfbench_abs_error")
-def likert(options: dict | None = None) -> Metric:
-    """The SFBench Likert-score metrics (:class:`SFBenchLikert`)."""
-    return SFBenchLikert()
-
-
-@metric(scope=BENCHMARK, predefined=True, name="sfbench_expl_correctness")
-def explanation(options: dict | None = None) -> Metric:
-    """The SFBench explanation judge (:class:`SFBenchExplanation`)."""
-    return SFBenchExplanation()
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The predefined SFBench metrics this module registers: the Likert metrics and the explanation judge."""
-    return module_metrics(__name__, options)

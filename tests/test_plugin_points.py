@@ -3,9 +3,11 @@
 Where each check lives (the ones not written here):
 
 - a toy benchmark, one module plus one registration line, run end to end: tests/benchmarks/test_toy_benchmark.py
-  (its predefined metrics registered with ``@metric(scope=..., predefined=True)`` in the same module);
-- a toy metric, one module with one decorator, chosen by the customisation agent for its quality word (offline and
-  by a scripted agent model): tests/metric_pool/test_metric_registry.py (``toy_brevity.py``);
+  (its metrics declared with ``@metric(spec, scope=...)`` in the same module and named by its definition);
+- a toy objective metric, one new file in metric_pool/ and no other change, found by the registry and scored on any
+  benchmark's items: tests/metric_pool/test_metric_registry.py (``test_a_new_metric_is_one_file_in_metric_pool``);
+  one module with one decorator, chosen by the customisation agent for its quality word (offline and by a scripted
+  agent model): the same file (``toy_brevity.py``);
 - a report section, one builder and one registration, in report.md, report.json, the viewer's data and read by the
   narrative's number check: tests/reports/test_sections.py;
 - a provider prefix with its own base URL, one registration line: tests/models/test_providers.py
@@ -20,6 +22,7 @@ Where each check lives (the ones not written here):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from importlib.metadata import version
@@ -30,9 +33,11 @@ from packaging.version import Version
 
 import sgieval
 from sgieval.benchmarks import registry as benchmarks
-from sgieval.core import MetricSpec
+from sgieval.benchmarks.base import Benchmark
+from sgieval.benchmarks.user import load_yaml_benchmark
+from sgieval.core import InputError, MetricSpec
 from sgieval.metric_pool import registry
-from sgieval.metric_pool.base import FunctionMetric, MetricResult
+from sgieval.metric_pool.base import MetricResult
 from sgieval.tests.benchmarks.test_yaml_benchmark import RECORDS, YAML
 from sgieval.tests.conftest import REPO
 
@@ -55,20 +60,19 @@ ONE = MetricSpec(name="capitals_one", tasks=["*"], description="1 for every repl
 WORDS = MetricSpec(name="reply_words", tasks=["*"], description="words in the reply", source="test")
 
 
-def _capitals_one(options=None):
-    return FunctionMetric(ONE, lambda item, response: MetricResult(1.0, "one"))
+def _capitals_one(item, response):
+    return MetricResult(1.0, "one")
 
 
-def _reply_words(options=None):
-    return FunctionMetric(WORDS, lambda item, response: MetricResult(float(len(response.text.split())), "words"))
+def _reply_words(item, response):
+    return MetricResult(float(len(response.text.split())), "words")
 
 
 @pytest.fixture
 def two_scopes(tmp_path):
-    """A metric of one benchmark (``capitals``, its specs' tasks ``*``) and one of every benchmark, registered as a
-    metric module would; the YAML benchmark and the JSONL file of the two-benchmark run."""
-    registry.metric(scope="capitals", predefined=True, name="capitals_one")(_capitals_one)
-    registry.metric(scope=registry.ALL, qualities={"wordiness": (r"wordy|wordiest",)}, name="reply_words")(_reply_words)
+    """A metric of one benchmark (``capitals``, its specs' tasks ``*``, named by that benchmark) and one of every
+    benchmark, declared as a metric module would; the YAML benchmark and the JSONL file of the two-benchmark run."""
+    registry.metric(WORDS, qualities={"wordiness": (r"wordy|wordiest",)})(_reply_words)
     (tmp_path / "qa").mkdir()
     (tmp_path / "qa" / "capitals.jsonl").write_text(
         "".join(
@@ -77,6 +81,9 @@ def two_scopes(tmp_path):
         )
     )
     (tmp_path / "capitals.yaml").write_text(YAML)
+    defn = load_yaml_benchmark(tmp_path / "capitals.yaml")  # declares its listed metrics afresh
+    registry.metric(ONE, scope="capitals")(_capitals_one)
+    benchmarks.register(dataclasses.replace(defn, metrics=(*defn.metrics, "capitals_one")), replace=True)
     (tmp_path / "qa.jsonl").write_text(
         json.dumps({"id": "1", "prompt": "2 + 2?", "reference": "4"})
         + "\n"
@@ -89,19 +96,19 @@ def two_scopes(tmp_path):
         "".join(json.dumps({"item_id": i, "text": f"<answer>{t}</answer>"}) + "\n" for i, t in texts.items())
     )
     yield tmp_path
-    registry.unregister(("capitals", "capitals_one"))
+    registry.unregister_scope("capitals")
     registry.unregister((registry.ALL, "reply_words"))
     benchmarks.unregister("capitals")
 
 
 def test_a_benchmarks_metric_scores_its_items_only_and_an_all_benchmark_metric_every_item(two_scopes):
-    """A metric registered for the benchmark ``capitals`` scores its 3 items and none of the JSONL file's, though
-    its spec applies to any task; a metric registered for every benchmark, chosen for its quality word, scores all
-    5 items of both."""
+    """A metric declared for the benchmark ``capitals`` and named by it scores its 3 items and none of the JSONL
+    file's, though its spec applies to any task; a metric declared for every benchmark, chosen for its quality
+    word, scores all 5 items of both."""
     tmp = two_scopes
     run = sgieval.evaluate(
         "Which model gives the wordiest answers?",
-        benchmark=[str(tmp / "capitals.yaml"), str(tmp / "qa.jsonl")],
+        benchmark=["capitals", str(tmp / "qa.jsonl")],
         models=f"replay:{tmp / 'm.jsonl'}",
         out_dir=tmp / "runs",
         run_id="scopes",
@@ -126,23 +133,32 @@ def test_a_benchmarks_metric_scores_its_items_only_and_an_all_benchmark_metric_e
     assert ("jsonl:qa", "capitals_one") not in keys and run.metric_plan["primary"] == "reply_words"
 
 
-def test_the_built_in_metrics_come_from_the_registry(two_scopes):
-    """Every predefined metric of a built-in benchmark is a registered ``@metric(scope=<benchmark>,
-    predefined=True)`` entry, built restricted to that benchmark's items: the registry is the one list."""
+def test_every_declared_metric_keeps_the_registry_contract():
+    """Each declared metric has a unique (scope, name), specs with a finite-width range, a direction and a source,
+    and builds a Metric of exactly the declared specs."""
+    entries = registry.entries()
+    assert len({e.key for e in entries}) == len(entries)
+    for e in entries:
+        assert e.specs and e.name == e.specs[0].name, e.key
+        for s in e.all_specs:
+            lo, hi = s.range
+            assert lo < hi and isinstance(s.higher_is_better, bool) and s.source, (e.key, s.name)
+        built = e.build()
+        assert [*built.specs, *built.corpus_specs] == e.all_specs, e.key
+        assert registry.key_of(built) == (e.key if e.scope != registry.ALL else (registry.ALL, e.name))
+
+
+def test_a_benchmark_scores_the_metrics_it_names_in_its_order():
+    """The predefined metrics of every benchmark are the declared metrics its definition names, in that order,
+    each restricted to its items; a name no module declares is refused."""
     for defn in benchmarks.definitions():
-        if defn.name == "capitals":
-            continue
         built = benchmarks.predefined_metrics([defn.name])
-        entries = {e.name: e for e in registry.entries() if e.predefined and e.scope == defn.name}
-        assert built and set(entries) == {m.name for m in built}, defn.name
+        assert [m.name for m in built] == list(defn.metrics), defn.name
         assert all(registry.key_of(m) == (defn.name, m.name) for m in built)
-    # in the order of the definition's metric modules (DR, IG, DE, WE, ER), whichever registered first (here the
-    # Deep Research metrics register again, last)
-    for e in [e for e in registry.entries() if e.module.endswith("sgi.deep_research")]:
-        registry.unregister(e.key)
-        registry.metric(scope=e.scope, predefined=True, name=e.name)(e.factory)
-    assert [e.name for e in registry.entries() if e.scope == "sgi-bench"][-2:] == ["em", "sla"]
-    sgi = [m.name for m in benchmarks.predefined_metrics(["sgi-bench"])]
-    assert sgi == ["em", "sla", "idea_effectiveness_obj", "dry_passall_1", "wet_sequence_similarity", "mca",
-                   "reasoning_validity"]  # fmt: skip
-    assert [m.name for m in benchmarks.predefined_metrics(["jsonl:qa"])] == ["exact_match", "numeric_match"]
+    bad = Benchmark(name="no-such-metrics", loader=lambda folder: [], metrics=("no_such_metric",))
+    benchmarks.register(bad)
+    try:
+        with pytest.raises(InputError, match="names the metric 'no_such_metric', which no module declares"):
+            benchmarks.predefined_metrics(["no-such-metrics"])
+    finally:
+        benchmarks.unregister("no-such-metrics")

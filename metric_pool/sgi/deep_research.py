@@ -17,7 +17,7 @@ from ...core import DEEP_RESEARCH, Evidence, InputError, Item, ModelCallError, R
 from ...models import NamedModel
 from ...models import ainvoke, message_text
 from ..base import Metric, ScoringContext
-from ..registry import metric, module_metrics
+from ..registry import metric
 from ..answers import normalised_match
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
@@ -164,6 +164,7 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
     return raw, ev
 
 
+@metric(EM, EM_NORMALISED, scope=BENCHMARK)
 class ExactMatchMetric(Metric):
     """``em`` (primary, A.1) and ``em_normalised`` (beside it), both 0/1 per item.
 
@@ -174,10 +175,13 @@ class ExactMatchMetric(Metric):
     reference answer gives ``input_error`` Scores.
     """
 
-    specs = [EM, EM_NORMALISED]
-
     def __init__(self, use_parser: bool = True):
         self.use_parser = use_parser
+
+    @classmethod
+    def from_options(cls, options: dict) -> "ExactMatchMetric":
+        """With ``options["dr_use_parser"]`` (default True): the LLM answer parser on or off."""
+        return cls(use_parser=bool(options.get("dr_use_parser", True)))
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -325,6 +329,7 @@ def step_level_accuracy(steps: list[StepJudgement]) -> float:
     return sum(s.judge == "correct" for s in steps) / len(steps)
 
 
+@metric(SLA, scope=BENCHMARK)
 class StepLevelAccuracyMetric(Metric):
     """``sla``: 0-1 per item, judge metric (A.1).
 
@@ -333,8 +338,6 @@ class StepLevelAccuracyMetric(Metric):
     SLAs that parsed.  No judge -> ``not_run``; no judge reply parsed (or only
     empty lists) -> ``judge_error``.  Raw replies are in ``evidence``.
     """
-
-    specs = [SLA]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges, failed = self.judges_or_failed(item, response, ctx, "sla")
@@ -383,21 +386,3 @@ class StepLevelAccuracyMetric(Metric):
             errors=errors,
             details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok, **repeat_details(got, k)},
         )
-
-
-@metric(scope=BENCHMARK, predefined=True, name="em")
-def exact_match_metric(options: dict | None = None) -> Metric:
-    """Deep Research exact match (:class:`ExactMatchMetric`); ``options["dr_use_parser"]`` (default True) turns
-    the LLM answer parser on or off."""
-    return ExactMatchMetric(use_parser=bool((options or {}).get("dr_use_parser", True)))
-
-
-@metric(scope=BENCHMARK, predefined=True, name="sla")
-def step_level_accuracy_metric(options: dict | None = None) -> Metric:
-    """Deep Research step-level accuracy (:class:`StepLevelAccuracyMetric`)."""
-    return StepLevelAccuracyMetric()
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The Deep Research metrics this module registers (``options``: see :func:`exact_match_metric`)."""
-    return module_metrics(__name__, options)

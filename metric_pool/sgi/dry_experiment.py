@@ -59,17 +59,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
 from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence, verdict_word
-from ...tools import ExecResult
 from ..base import Metric, ScoringContext
-from ..registry import metric, module_metrics
+from ..registry import metric
 from ..judge import as_data, ask_judge
 from .common import BENCHMARK, extract_answer_tag, is_empty_or_none, spec
+
+if TYPE_CHECKING:
+    from ...tools import ExecResult
 
 __all__ = [
     "function_lines",
@@ -79,7 +81,6 @@ __all__ = [
     "unit_test_passed_exact",
     "SubprocessSandbox",
     "DryExperimentMetric",
-    "metrics",
     "SPECS",
     "aggregate_aet",
     "DEFAULT_TIMEOUT_S",
@@ -259,6 +260,8 @@ class SubprocessSandbox:
         self.python = python or sys.executable
 
     def _one(self, workdir: Path, script: str, timeout_s: float) -> ExecResult:
+        from ...tools import ExecResult  # the tools folder loads numpy: not at start-up
+
         # a clean environment: the host's variables (API keys among them) never reach model-written code
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -412,6 +415,7 @@ Rules:
 
 
 # ------------------------------------------------------------------ the metric
+@metric(*SPECS, scope=BENCHMARK)
 class DryExperimentMetric(Metric):
     """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`).
 
@@ -424,7 +428,10 @@ class DryExperimentMetric(Metric):
     output first; see :func:`unit_test_verdict`).
     """
 
-    specs = SPECS
+    @classmethod
+    def from_options(cls, options: dict) -> "DryExperimentMetric":
+        """Built with the run's options (class docstring)."""
+        return cls(options)
 
     def __init__(self, options: dict | None = None):
         opts = dict(options or {})
@@ -661,14 +668,3 @@ class DryExperimentMetric(Metric):
             )
         )
         return out
-
-
-@metric(scope=BENCHMARK, predefined=True, name="dry_passall_1")
-def dry_experiment(options: dict | None = None) -> Metric:
-    """The SGI Dry Experiment metrics (one :class:`DryExperimentMetric` with 5 specs)."""
-    return DryExperimentMetric(options)
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The Dry Experiment metrics this module registers."""
-    return module_metrics(__name__, options)

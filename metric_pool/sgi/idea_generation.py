@@ -63,20 +63,20 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import networkx as nx
-import numpy as np
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ...core import IDEA_GENERATION, InputError, Item, Response, Score
 from ...models import NamedModel
 from ...models import ask_structured
 from ..base import Metric, ScoringContext
-from ..registry import metric, module_metrics
-from ..embeddings import cosine_matrix, get_embedder
+from ..registry import metric
 from ..judge import DATA_NOTICE, INJECTION_FLAG, as_data, injection_flags
 from .common import BENCHMARK, spec
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "IDEA_FIELDS",
@@ -95,7 +95,6 @@ __all__ = [
     "vote_match",
     "decide",
     "IdeaGenerationMetric",
-    "metrics",
     "SPECS",
 ]
 
@@ -106,7 +105,7 @@ SCORED_DIMS = DIMENSIONS[:4]
 ALPHA = 0.6
 MAX_JUDGE_ATTEMPTS = 5
 
-Encode = Callable[[list[str]], np.ndarray]
+Encode = Callable[[list[str]], "np.ndarray"]
 
 # ------------------------------------------------------------------ specs
 _A2 = "A.2"
@@ -364,6 +363,8 @@ def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tup
     (e.g. ``idea`` is not a string) -> 10 x (fraction of keywords whose
     ``str(k).lower()`` is a substring of the lowercased idea; "" when the idea is
     not a string), 0 with no keywords.  Returns (value, details)."""
+    from ..embeddings import cosine_matrix  # numpy: loaded on first use, not at start-up
+
     terms = ", ".join(str(t) for t in keywords)
     try:
         v = encode([terms, idea])
@@ -381,6 +382,10 @@ def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tup
 
 
 def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
+    import numpy as np
+
+    from ..embeddings import cosine_matrix
+
     sims = cosine_matrix(idea_vec, vecs)[0] if len(vecs) else np.array([])
     with np.errstate(all="ignore"):
         avg = float(np.mean(sims)) if len(sims) else float("nan")
@@ -447,6 +452,10 @@ def repetition_penalty(idea: Any, encode: Encode) -> float:
     sents = [s.strip() for s in _SENT_SPLIT.split(idea) if len(s.strip()) > 10]
     if len(sents) < 2:
         return 0.0
+    import numpy as np
+
+    from ..embeddings import cosine_matrix
+
     try:
         v = encode(sents)
         sim = cosine_matrix(v, v)
@@ -469,9 +478,12 @@ def detailedness_obj(gen: dict[str, Any], encode: Encode) -> tuple[float, dict[s
     return value, {"completeness": comp, "length_penalty": lp, "repetition_penalty": rp, "length": len(idea)}
 
 
-def _node_text_similarity(g1: nx.DiGraph, g2: nx.DiGraph, code_text_errors: bool = False) -> float:
-    t1 = [g1.nodes[n]["text"] for n in g1.nodes()]
-    t2 = [g2.nodes[n]["text"] for n in g2.nodes()]
+Graph = tuple[dict[str, Any], set[tuple[str, str]]]
+"""An implementation graph: step key -> step text, and the directed edges between step keys."""
+
+
+def _node_text_similarity(g1: Graph, g2: Graph, code_text_errors: bool = False) -> float:
+    t1, t2 = list(g1[0].values()), list(g2[0].values())
     if not t1 or not t2:
         return 0.0
     try:
@@ -488,28 +500,20 @@ def _node_text_similarity(g1: nx.DiGraph, g2: nx.DiGraph, code_text_errors: bool
     return len(w1 & w2) / len(w1 | w2)
 
 
-def _edge_jaccard(g1: nx.DiGraph, g2: nx.DiGraph) -> float:
-    e1, e2 = set(g1.edges()), set(g2.edges())
+def _edge_jaccard(g1: Graph, g2: Graph) -> float:
+    e1, e2 = g1[1], g2[1]
     if not e1 and not e2:
         return 1.0
     return len(e1 & e2) / len(e1 | e2)
 
 
-def _add_order_edges(order: Any, graph: nx.DiGraph, keys: list[str]) -> bool:
-    added = False
+def _order_edges(order: Any, keys: list[str]) -> set[tuple[str, str]]:
+    """The edges an ImplementationOrder gives: digit keys chained in string order, else valid "a-b" items."""
     if all(o.isdigit() for o in order):
         nodes = sorted(o for o in order if o in keys)
-        for a, b in zip(nodes, nodes[1:]):
-            graph.add_edge(a, b)
-            added = True
-    else:
-        for o in order:
-            if "-" in o:
-                parts = o.split("-")
-                if len(parts) == 2 and parts[0] in keys and parts[1] in keys:
-                    graph.add_edge(parts[0], parts[1])
-                    added = True
-    return added
+        return set(zip(nodes, nodes[1:]))
+    pairs = [o.split("-") for o in order if "-" in o]
+    return {(p[0], p[1]) for p in pairs if len(p) == 2 and p[0] in keys and p[1] in keys}
 
 
 def graph_similarity(
@@ -534,22 +538,17 @@ def graph_similarity(
         if not d["ImplementationSteps"] or not d["ImplementationOrder"]:
             return 0.0, {"reason": "empty ImplementationSteps or ImplementationOrder"}
     try:
-        graphs = []
+        graphs: list[Graph] = []
         for d in (gen, ref):
-            g = nx.DiGraph()
-            for k, v in d["ImplementationSteps"].items():
-                g.add_node(str(k), text=v)
-            if g.number_of_nodes() == 0:
+            nodes = {str(k): v for k, v in d["ImplementationSteps"].items()}
+            if not nodes:
                 return 0.0, {"reason": "no nodes"}
-            keys = [str(k) for k in d["ImplementationSteps"].keys()]
-            if not _add_order_edges(d["ImplementationOrder"], g, keys):
-                nodes = sorted(g.nodes())
-                for a, b in zip(nodes, nodes[1:]):
-                    g.add_edge(a, b)
-            graphs.append(g)
+            edges = _order_edges(d["ImplementationOrder"], [str(k) for k in d["ImplementationSteps"].keys()])
+            chain = sorted(nodes)
+            graphs.append((nodes, edges or set(zip(chain, chain[1:]))))
         g1, g2 = graphs
         text = _node_text_similarity(g1, g2, code_text_errors)
-        if g1.number_of_edges() == 0 or g2.number_of_edges() == 0:
+        if not g1[1] or not g2[1]:
             return text, {"edge": None, "text": text, "reason": "a graph has no edges: text similarity only"}
         edge = _edge_jaccard(g1, g2)
         return alpha * edge + (1 - alpha) * text, {"edge": edge, "text": text}
@@ -761,6 +760,8 @@ class _EncodeCache:
             return self._encode(texts)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if missing:
             vecs = np.asarray(self.embed(missing), dtype=np.float32)
@@ -774,6 +775,7 @@ class _EncodeCache:
         return out
 
 
+@metric(*SPECS, scope=BENCHMARK)
 class IdeaGenerationMetric(Metric):
     """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores).
 
@@ -784,7 +786,10 @@ class IdeaGenerationMetric(Metric):
     instead of the named embedder.  Judges come from ``ctx.judges_for(target)``.
     """
 
-    specs = SPECS
+    @classmethod
+    def from_options(cls, options: dict) -> "IdeaGenerationMetric":
+        """Built with the run's options (class docstring)."""
+        return cls(options)
 
     def __init__(self, options: dict | None = None):
         opts = dict(options or {})
@@ -799,6 +804,8 @@ class IdeaGenerationMetric(Metric):
         self._encoders: dict[int, _EncodeCache] = {}
 
     def _encoder(self, ctx: ScoringContext) -> _EncodeCache:
+        from ..embeddings import get_embedder
+
         embed = ctx.embedder if ctx.embedder is not None else get_embedder(self.embedding_model)
         key = id(embed)
         if key not in self._encoders:
@@ -1004,14 +1011,3 @@ def _judge_win_shares(evidence: list[dict[str, Any]], dim: str) -> dict[str, flo
         if e["votes"]:
             out.setdefault(e["judge"], []).append(int(e["votes"][dim]["judgment"] == "win_B"))
     return {j: 100.0 * sum(v) / len(v) for j, v in out.items()}
-
-
-@metric(scope=BENCHMARK, predefined=True, name="idea_effectiveness_obj")
-def idea_generation(options: dict | None = None) -> Metric:
-    """The SGI Idea Generation metrics (one :class:`IdeaGenerationMetric` with 13 specs)."""
-    return IdeaGenerationMetric(options)
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The Idea Generation metrics this module registers."""
-    return module_metrics(__name__, options)

@@ -27,7 +27,7 @@ from ..base import FunctionMetric, Metric, ScoringContext
 from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
 from ..base import MetricResult
-from ..registry import metric, module_metrics
+from ..registry import metric
 from .common import BENCHMARK, reference_field, spec
 
 
@@ -302,11 +302,12 @@ def _mca_code_fn(item: Item, response: Response):
     return MetricResult(v, f"first \\boxed{{[A-Z]}}: {m.group(1) if m else None!r}, gold {gold!r}: {v}")
 
 
+@metric(MCA, MCA_LENIENT, MCA_CODE, scope=BENCHMARK)
 class MultiChoiceMetric(FunctionMetric):
     """``mca`` (primary), ``mca_lenient``, ``mca_code``: 0/1 per item each."""
 
     def __init__(self) -> None:
-        super().__init__([MCA, MCA_LENIENT, MCA_CODE], [_mca_fn, _mca_lenient_fn, _mca_code_fn])
+        super().__init__(self.specs, [_mca_fn, _mca_lenient_fn, _mca_code_fn])
 
 
 # ------------------------------------------------------------------ RV judge
@@ -387,6 +388,7 @@ def rv_messages(item: Item, response_text: str, images: bool = True) -> list:
     return [SystemMessage(content=RV_SYSTEM), HumanMessage(content=content)]
 
 
+@metric(RV, scope=BENCHMARK)
 class ReasoningValidityMetric(Metric):
     """``reasoning_validity``: 0-10 per item, judge metric (A.5 with D.4).
 
@@ -396,10 +398,13 @@ class ReasoningValidityMetric(Metric):
     ``judge_error`` (never 0, unlike the published code).  ``images``: send the
     question images (default True)."""
 
-    specs = [RV]
-
     def __init__(self, images: bool = True):
         self.images = images
+
+    @classmethod
+    def from_options(cls, options: dict) -> "ReasoningValidityMetric":
+        """With ``options["rv_images"]`` (default True): the item's images shown to the judge."""
+        return cls(images=bool(options.get("rv_images", True)))
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges, failed = self.judges_or_failed(item, response, ctx, "reasoning_validity")
@@ -443,21 +448,3 @@ class ReasoningValidityMetric(Metric):
             errors=errors,
             details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)},
         )
-
-
-@metric(scope=BENCHMARK, predefined=True, name="mca")
-def multiple_choice(options: dict | None = None) -> Metric:
-    """Experimental Reasoning multiple-choice accuracy (:class:`MultiChoiceMetric`)."""
-    return MultiChoiceMetric()
-
-
-@metric(scope=BENCHMARK, predefined=True, name="reasoning_validity")
-def reasoning_validity(options: dict | None = None) -> Metric:
-    """Experimental Reasoning validity judge (:class:`ReasoningValidityMetric`); ``options["rv_images"]``
-    (default True) shows the item's images to the judge."""
-    return ReasoningValidityMetric(images=bool((options or {}).get("rv_images", True)))
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The Experimental Reasoning metrics this module registers (``options``: see :func:`reasoning_validity`)."""
-    return module_metrics(__name__, options)

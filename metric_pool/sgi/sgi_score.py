@@ -31,6 +31,8 @@ from ...core import (
     MetricSpec,
     Score,
 )
+from ..registry import entries
+from .common import BENCHMARK
 
 TERM_LABELS = {
     DEEP_RESEARCH: "DR",
@@ -40,36 +42,18 @@ TERM_LABELS = {
     EXPERIMENTAL_REASONING: "ER",
 }
 
-FALLBACK_COMPONENTS: dict[str, tuple[str, float]] = {
-    DEEP_RESEARCH: ("em", 100.0),
-    IDEA_GENERATION: ("idea_final_score", 1.0),
-    DRY_EXPERIMENT: ("dry_passall_5", 100.0),
-    WET_EXPERIMENT: ("wet_final_score", 100.0),
-    EXPERIMENTAL_REASONING: ("mca", 100.0),
-}
-"""(metric name, scale) per task used when the task's module is not available
-to declare its primary spec."""
-
 
 def _scale(s: MetricSpec) -> float:
     return 100.0 if s.range[1] <= 1.0 else 1.0
 
 
 def default_components() -> dict[str, tuple[str, float]]:
-    """task -> (metric name, scale) of each SGI-Score term: the ``primary`` spec of
-    each task among the SGI-Bench metrics (scale 100 when its range tops at 1,
-    else 1), falling back to :data:`FALLBACK_COMPONENTS` for a task whose module
-    is not present."""
-    from . import metrics as sgi_metrics
-
-    comps = dict(FALLBACK_COMPONENTS)
-    for m in sgi_metrics():
-        for s in m.specs:
-            if s.primary:
-                for t in s.tasks:
-                    if t in comps:
-                        comps[t] = (s.name, _scale(s))
-    return comps
+    """task -> (metric name, scale) of each SGI-Score term: the ``primary`` spec of each task among the declared
+    SGI-Bench metrics (scale 100 when its range tops at 1, else 1), in the order DR, IG, DE, WE, ER."""
+    found = {
+        t: (s.name, _scale(s)) for e in entries() if e.scope == BENCHMARK for s in e.specs if s.primary for t in s.tasks
+    }
+    return {t: found[t] for t in TERM_LABELS if t in found}
 
 
 @dataclass

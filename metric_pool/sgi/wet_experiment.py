@@ -31,12 +31,9 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Callable
 
-import numpy as np
-from scipy.optimize import linear_sum_assignment
-
 from ...core import WET_EXPERIMENT, Item, Response
-from ..base import FunctionMetric, Metric, MetricResult
-from ..registry import metric, module_metrics
+from ..base import FunctionMetric, MetricResult
+from ..registry import metric
 from .common import BENCHMARK, model_answer, reference_field, spec
 
 
@@ -337,6 +334,8 @@ def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, 
     PA = 1 - errors / max(len gt, len pred).  With single-step groups this is
     exactly :func:`parameter_accuracy`.  Raises ValueError when both have 0 steps.
     """
+    from scipy.optimize import linear_sum_assignment  # scipy: loaded on first use, not at start-up
+
     _check_nonempty(gt_steps, pred_steps)
     gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
     m = min(len(gt_steps), len(pred_steps))
@@ -348,9 +347,7 @@ def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, 
             break
         idx = list(range(a, b))
         errs = [[step_error(gt_steps[r], pred_steps[c], gen_gt, gen_pred, mapping) for c in idx] for r in idx]
-        cost = np.array(
-            [[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)] for r, row in enumerate(errs)]
-        )
+        cost = [[(e is not None) + (1e-6 if r != c else 0.0) for c, e in enumerate(row)] for r, row in enumerate(errs)]
         rows, cols = linear_sum_assignment(cost)
         updates = {}
         for r, c in zip(rows, cols):
@@ -608,6 +605,7 @@ def _soft_pa(item: Item, response: Response):
     return MetricResult(pa, f"soft PA {pa:.4f} over {len(d['aligned'])} aligned pairs", d)
 
 
+@metric(SS, PA, FINAL, SS_PERM, PA_PERM, FINAL_PERM, SS_CODE, PA_CODE, FINAL_CODE, SOFT_SS, SOFT_PA, scope=BENCHMARK)
 class WetExperimentMetric(FunctionMetric):
     """All wet-experiment metrics of one item (each spec computed independently,
     so an undefined PA does not hide SS).  Specs in order: default SS, PA, final
@@ -615,7 +613,7 @@ class WetExperimentMetric(FunctionMetric):
 
     def __init__(self) -> None:
         super().__init__(
-            [SS, PA, FINAL, SS_PERM, PA_PERM, FINAL_PERM, SS_CODE, PA_CODE, FINAL_CODE, SOFT_SS, SOFT_PA],
+            self.specs,
             [
                 _ss(parse_protocol),
                 _pa(parse_protocol, parameter_accuracy),
@@ -640,14 +638,3 @@ def _perm_ss(item: Item, response: Response):
         f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}",
         {"groups": independent_groups(g)},
     )
-
-
-@metric(scope=BENCHMARK, predefined=True, name="wet_sequence_similarity")
-def wet_experiment(options: dict | None = None) -> Metric:
-    """Wet Experiment metrics (one :class:`WetExperimentMetric`)."""
-    return WetExperimentMetric()
-
-
-def metrics(options: dict | None = None) -> list[Metric]:
-    """The Wet Experiment metrics this module registers."""
-    return module_metrics(__name__, options)

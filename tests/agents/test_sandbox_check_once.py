@@ -56,16 +56,16 @@ async def test_broken_sandbox_is_checked_once_and_every_item_is_infra_error(tmp_
     items = [dry_item(1), dry_item(2), dry_item(3)]
     target = scripted("t", ["<answer>\ndef f():\n    return 1\n</answer>"], role="target")
     store = RunStore(tmp_path / "run")
-    await run_evaluation(store, items, [target], de.metrics(), ctx, max_parallel=2)
+    await run_evaluation(store, items, [target], [de.DryExperimentMetric()], ctx, max_parallel=2)
     assert (sandbox.checks, sandbox.runs) == (1, 0)
     scores = store.read("scores")
-    assert len(scores) == 3 * len(de.metrics()[0].specs) and {s.status for s in scores} == {"infra_error"}
+    assert len(scores) == 3 * len(de.DryExperimentMetric().specs) and {s.status for s in scores} == {"infra_error"}
     assert {s.error for s in scores} == {
         "sandbox bubblewrap failed: sandbox backend 'bubblewrap': the bubblewrap sandbox cannot run a trivial program "
         "(exit code 127: prlimit: failed to execute /tmp/venv/bin/python)"
     }
     # a second evaluation in the same run (resume in-process) does not start programs either
-    await run_evaluation(store, [dry_item(4)], [target], de.metrics(), ctx)
+    await run_evaluation(store, [dry_item(4)], [target], [de.DryExperimentMetric()], ctx)
     assert sandbox.runs == 0
 
 

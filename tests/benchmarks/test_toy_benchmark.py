@@ -18,7 +18,7 @@ from sgieval.benchmarks.base import Benchmark, Vocabulary
 from sgieval.benchmarks.registry import register, unregister
 from sgieval.cli import app
 from sgieval.core import Item, MetricSpec, Response
-from sgieval.metric_pool.base import FunctionMetric, MetricResult
+from sgieval.metric_pool.base import MetricResult
 from sgieval.metric_pool.generic import ReferenceMatch, prediction_text
 from sgieval.metric_pool.registry import metric
 
@@ -56,21 +56,14 @@ CLOSENESS = MetricSpec(
 )
 
 
+@metric(CLOSENESS, scope=NAME)  # its metrics: declared for this benchmark's items only
 def closeness(item: Item, response: Response) -> MetricResult:
     pred = float(prediction_text(response.text))
     gold = float(item.reference["answer"])
     return MetricResult(1.0 / (1.0 + abs(pred - gold)), f"{pred:g} vs {gold:g}")
 
 
-# its predefined metrics: registered for this benchmark's items only
-@metric(scope=NAME, predefined=True)
-def exact_match(options=None):
-    return ReferenceMatch(benchmark=NAME)
-
-
-@metric(scope=NAME, predefined=True)
-def toy_closeness(options=None):
-    return FunctionMetric(CLOSENESS, closeness)
+metric(scope=NAME)(ReferenceMatch(benchmark=NAME))
 
 
 TOY = Benchmark(
@@ -84,6 +77,7 @@ TOY = Benchmark(
         names=(r"toy[- ]?arith",),
     ),
     prompts={"arithmetic": TEMPLATE},
+    metrics=("exact_match", "toy_closeness"),
     primary={"arithmetic": "exact_match"},
     prefer={"accuracy": ("toy_closeness", "exact_match")},
 )

@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,70 @@ def test_a_registered_metric_scores_a_run_end_to_end(toy_metric, tmp_path):
     assert {s.item_id: s.value for s in run.values("exact_match")} == {"jsonl:qa/1": 1.0, "jsonl:qa/2": 1.0}
 
 
+TOY_FILE = '''"""A toy objective metric: this file is the whole change."""
+
+from sgieval.core import MetricSpec
+from sgieval.metric_pool.base import MetricResult
+from sgieval.metric_pool.registry import metric
+
+VOWELS = MetricSpec(name="toy_vowel_share", tasks=["*"], range=(0.0, 1.0), description="share of vowels", source="test")
+
+
+@metric(VOWELS, qualities={"vowels": (r"vowel\\w*",)})
+def toy_vowel_share(item, response):
+    letters = [c for c in response.text.lower() if c.isalpha()]
+    return MetricResult(sum(c in "aeiou" for c in letters) / max(len(letters), 1), f"{len(letters)} letters")
+'''
+
+
+def test_a_new_metric_is_one_file_in_metric_pool(tmp_path, monkeypatch):
+    """A module written into the metric_pool package, and nothing else, is found by the registry on its first read,
+    chosen for its quality word and scores the items of any benchmark (a YAML benchmark and a JSONL file)."""
+    path = Path(registry.__file__).with_name("toy_vowels_test_only.py")
+    name = f"{registry.__package__}.toy_vowels_test_only"
+    (tmp_path / "qa").mkdir()
+    (tmp_path / "qa" / "capitals.jsonl").write_text(
+        "".join(
+            json.dumps({"id": i, "prompt": p, "reference": r, "metadata": {"region": g}}) + "\n"
+            for i, p, r, g in RECORDS
+        )
+    )
+    (tmp_path / "capitals.yaml").write_text(YAML)
+    texts = {"capitals/fr": "Paris", "capitals/jp": "Tokyo", "capitals/ke": "Nairobi", "jsonl:qa/1": "4",
+             "jsonl:qa/2": "Jupiter"}  # fmt: skip
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"item_id": i, "text": t}) + "\n" for i, t in texts.items()))
+    try:
+        path.write_text(TOY_FILE)
+        importlib.invalidate_caches()
+        monkeypatch.setattr(registry, "_loaded", False)
+        assert ("*", "toy_vowel_share") in {e.key for e in registry.entries()}
+        run = sgieval.evaluate(
+            "Which model gives the answers with the most vowels?",
+            benchmark=[str(tmp_path / "capitals.yaml"), str(_qa(tmp_path))],
+            models=f"replay:{tmp_path / 'm.jsonl'}",
+            out_dir=tmp_path / "runs",
+            run_id="vowels",
+            bootstrap_resamples=99,
+        )
+    finally:
+        path.unlink(missing_ok=True)
+        for cached in path.parent.glob("__pycache__/toy_vowels_test_only.*"):
+            cached.unlink()
+        registry.unregister(("*", "toy_vowel_share"))
+        registry.unregister_scope("capitals")
+        benchmarks.unregister("capitals")
+        sys.modules.pop(name, None)
+    assert run.metric_plan["primary"] == "toy_vowel_share"
+    # Paris 2/5, Tokyo 2/5, Nairobi 4/7, "4" no letters, Jupiter 3/7
+    assert {s.item_id: round(s.value, 4) for s in run.values("toy_vowel_share")} == {
+        "capitals/fr": 0.4,
+        "capitals/jp": 0.4,
+        "capitals/ke": 0.5714,
+        "jsonl:qa/1": 0.0,
+        "jsonl:qa/2": 0.4286,
+    }
+
+
 def test_two_benchmarks_with_exact_match_score_every_item_of_both(tmp_path):
     (tmp_path / "qa").mkdir()
     (tmp_path / "qa" / "capitals.jsonl").write_text(
@@ -152,9 +217,9 @@ def test_function_metric_takes_one_function_per_spec_each_failing_alone():
 def test_registering_a_name_twice_in_one_scope_is_refused(toy_metric):
     with pytest.raises(InputError, match="metric 'brevity' \\(scope '\\*'\\) is registered twice"):
 
-        @registry.metric(qualities=("conciseness",))
-        def brevity(options=None):  # noqa: F811 - the clash under test
-            return toy_metric.brevity(options)
+        @registry.metric(toy_metric.SPEC, qualities=("conciseness",))
+        def brevity(item, response):  # noqa: F811 - the clash under test
+            return toy_metric.brevity(item, response)
 
 
 def test_an_installed_packages_metric_module_registers_through_its_entry_point(monkeypatch):

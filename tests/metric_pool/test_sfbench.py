@@ -13,7 +13,6 @@ from sgieval.metric_pool.sfbench import (
     SFBenchExplanation,
     SFBenchLikert,
     judge_messages,
-    metrics,
     parse_feasibility_reply,
     quadratic_kappa,
 )
@@ -245,7 +244,7 @@ async def test_explanation_corpus_normalised_and_f1():
 
 
 def test_metrics_registry_entry():
-    ms = metrics()
+    ms = [SFBenchLikert(), SFBenchExplanation()]
     assert [s.name for m in ms for s in m.specs] == [
         "sfbench_abs_error",
         "sfbench_exact",

@@ -103,7 +103,7 @@ async def test_scores_with_scripted_sandbox_hand_values():
     sb = ScriptedSandbox(results)
     item = dry_item(["42", "42", "42", "42", "42"])
     resp = Response(item_id=item.id, model="t", text="<answer>def f():\n    return 42</answer>")
-    scores = {s.metric: s for s in await de.metrics()[0].score(item, resp, ScoringContext(sandbox=sb))}
+    scores = {s.metric: s for s in await de.DryExperimentMetric().score(item, resp, ScoringContext(sandbox=sb))}
     # p = 1 -> PassAll@1 = 1, @3 = 0, @5 = 0; SER = 2/5 (d0, d1 exit 0);
     # AET = mean of runtimes > 0 = (1 + 2 + 300 + 3)/4 = 76.5
     assert [scores[n].value for n in ("dry_passall_1", "dry_passall_3", "dry_passall_5")] == [1.0, 0.0, 0.0]
@@ -147,7 +147,7 @@ async def test_judge_unparsable_is_judge_error_for_passall_only():
     item = dry_item(["y"] * 5)
     scores = {
         s.metric: s
-        for s in await de.metrics()[0].score(
+        for s in await de.DryExperimentMetric().score(
             item, Response(item_id=item.id, model="t", text="def f():\n    return 1\n"), ctx
         )
     }
@@ -157,7 +157,7 @@ async def test_judge_unparsable_is_judge_error_for_passall_only():
 
 async def test_no_sandbox_empty_response_bad_reference():
     item = dry_item(["1"] * 5)
-    m = de.metrics()[0]
+    m = de.DryExperimentMetric()
     scores = await m.score(item, Response(item_id=item.id, model="t", text="def f(): pass"), ScoringContext())
     assert {s.status for s in scores} == {"infra_error"}
     assert scores[0].error.startswith("no sandbox configured")
@@ -264,7 +264,9 @@ async def test_real_run_subprocess_fallback():
 
 async def test_real_run_without_unsafe_flag_is_infra_error_and_setup_failure():
     item = real_item()
-    scores = await de.metrics()[0].score(item, Response(item_id=item.id, model="t", text=REAL_ANSWER), ScoringContext())
+    scores = await de.DryExperimentMetric().score(
+        item, Response(item_id=item.id, model="t", text=REAL_ANSWER), ScoringContext()
+    )
     assert {s.status for s in scores} == {"infra_error"}
     broken = real_item()
     broken.reference["unit_tests"][1]["data"] = "raise SystemExit(3)\n"

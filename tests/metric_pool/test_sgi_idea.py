@@ -294,7 +294,7 @@ OBJ = {"effectiveness": 6.0, "novelty": 1.5, "detailedness": 8.816, "feasibility
 
 
 async def test_metric_no_judge_reports_objective_and_not_run():
-    m = ig.metrics()[0]
+    m = ig.IdeaGenerationMetric()
     resp = Response(item_id="x", model="openai:target", text=reply_json())
     scores = {s.metric: s for s in await m.score(make_item(), resp, ScoringContext(embedder=ENC))}
     assert [s.name for s in m.specs] == list(scores)
@@ -328,7 +328,7 @@ async def test_metric_votes_three_judges_with_swap_and_retry():
     # totals g: eff 4 (> 3 win), nov 4 (not > 4: tie -> 0), det 3 (tie -> 0), fea 3 (tie -> 0)
     ctx = ScoringContext(judges=[j1, j2, j3], embedder=ENC)
     resp = Response(item_id="x", model="openai:target", text=reply_json())
-    scores = {s.metric: s for s in await ig.metrics()[0].score(make_item(), resp, ctx)}
+    scores = {s.metric: s for s in await ig.IdeaGenerationMetric().score(make_item(), resp, ctx)}
     assert scores["idea_effectiveness_win"].value == 100.0
     assert scores["idea_effectiveness_win"].details["generated_votes"] == 4
     assert scores["idea_novelty_win"].value == 0.0
@@ -357,7 +357,7 @@ async def test_metric_unparsable_judge_casts_no_votes():
     j = judge("j", ["nope"] * 5 + [five("[Win A]", "[Win A]", "[Win A]", "[Win A]")])
     ctx = ScoringContext(judges=[j], embedder=ENC)
     resp = Response(item_id="x", model="openai:target", text=reply_json())
-    scores = {s.metric: s for s in await ig.metrics()[0].score(make_item(), resp, ctx)}
+    scores = {s.metric: s for s in await ig.IdeaGenerationMetric().score(make_item(), resp, ctx)}
     # N = 1, g = 1 of 2: not > 1 -> tie -> 0 for every dimension
     assert scores["idea_effectiveness_win"].value == 0.0
     assert scores["idea_effectiveness_win"].details["failed_calls"] == 1
@@ -372,14 +372,14 @@ class _Down:
 async def test_metric_unreachable_judge_is_judge_error():
     ctx = ScoringContext(judges=[NamedModel(name="jdown", role="judge", chat=_Down())], embedder=ENC)
     resp = Response(item_id="x", model="openai:target", text=reply_json())
-    scores = {s.metric: s for s in await ig.metrics()[0].score(make_item(), resp, ctx)}
+    scores = {s.metric: s for s in await ig.IdeaGenerationMetric().score(make_item(), resp, ctx)}
     assert scores["idea_final_score"].status == "judge_error"
     assert "PermissionError: 401 no key" in scores["idea_final_score"].error
     assert scores["idea_effectiveness_obj"].value == pytest.approx(6.0)
 
 
 async def test_metric_non_dict_reply_final_zero_and_bad_reference():
-    m = ig.metrics()[0]
+    m = ig.IdeaGenerationMetric()
     scores = {
         s.metric: s
         for s in await m.score(
@@ -397,7 +397,7 @@ async def test_metric_non_dict_reply_final_zero_and_bad_reference():
 
 @pytest.mark.minilm
 async def test_metric_real_minilm_objective():
-    m = ig.metrics()[0]
+    m = ig.IdeaGenerationMetric()
     item = make_item(
         keywords=["graph neural network", "molecular property prediction"],
         related_work="{'a': 'Convolutional networks classify images.'}",
@@ -425,7 +425,7 @@ async def test_position_biased_scripted_judge_gives_the_expected_flip_share():
     partly = judge("partly", [five(*B4), five("[Win A]", "[Win B]", "[Win A]", "[Win A]")])
     ctx = ScoringContext(judges=[biased, fair, partly], embedder=ENC)
     resp = Response(item_id="x", model="openai:target", text=reply_json())
-    scores = {s.metric: s for s in await ig.metrics()[0].score(make_item(), resp, ctx)}
+    scores = {s.metric: s for s in await ig.IdeaGenerationMetric().score(make_item(), resp, ctx)}
     eff, nov = scores["idea_effectiveness_win"], scores["idea_novelty_win"]
     # oriented to generated-vs-reference, pairs (judge, dimension) whose verdict changes with the order:
     # effectiveness: biased only -> 1 of 3; novelty: biased and partly -> 2 of 3

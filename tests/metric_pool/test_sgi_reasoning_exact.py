@@ -17,7 +17,6 @@ from sgieval.metric_pool.sgi.reasoning import (
     extract_option_lenient,
     gold_letter,
     mca,
-    metrics,
     n_options_of,
     option_letter,
     question_block,
@@ -160,9 +159,8 @@ def test_rv_messages_with_steps_as_text_and_images():
 
 def test_rv_metric_sends_images_unless_told_not_to():
     assert ReasoningValidityMetric().images is True
-    mc, rv = metrics()
-    assert isinstance(mc, MultiChoiceMetric) and rv.images is True
-    assert metrics({"rv_images": False})[1].images is False
+    assert ReasoningValidityMetric.from_options({}).images is True
+    assert ReasoningValidityMetric.from_options({"rv_images": False}).images is False
 
 
 async def _rv(judges, text="x", item=None, k=1):

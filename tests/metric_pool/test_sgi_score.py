@@ -4,7 +4,8 @@ SGI-Bench metric list."""
 import pytest
 
 from sgieval.core import InputError, Item, Score
-from sgieval.metric_pool.sgi import metrics, sgi_score, sgi_scores_by_model
+from sgieval.metric_pool.registry import entries
+from sgieval.metric_pool.sgi import sgi_score, sgi_scores_by_model
 from sgieval.metric_pool.sgi.sgi_score import default_components
 
 COMPONENTS = {
@@ -135,7 +136,7 @@ def test_default_components_use_primary_specs():
 
 
 def test_sgi_metric_list():
-    specs = [s for m in metrics() for s in m.specs]
+    specs = [s for e in entries() if e.scope == "sgi-bench" for s in e.specs]
     names = [s.name for s in specs]
     assert len(names) == len(set(names))
     for n in (
@@ -167,17 +168,6 @@ def test_sgi_metric_list():
         if s.primary and s.tasks[0] in ("deep_research", "wet_experiment", "experimental_reasoning")
     }
     assert primaries == {"deep_research", "wet_experiment", "experimental_reasoning"}
-
-
-def test_optional_task_module_absent_is_skipped_other_import_errors_raise(monkeypatch):
-    import sgieval.metric_pool.sgi as sgi
-
-    monkeypatch.setattr(sgi, "_TASK_MODULES", ("deep_research", "not_written_yet"))
-    monkeypatch.setattr(sgi, "_OPTIONAL", ("not_written_yet",))
-    assert [m.name for m in sgi.metrics()] == ["em", "sla"]
-    monkeypatch.setattr(sgi, "_OPTIONAL", ())
-    with pytest.raises(ModuleNotFoundError, match="not_written_yet"):
-        sgi.metrics()
 
 
 def test_gpt41_example_with_default_components():

@@ -4,7 +4,7 @@ imports it).  ``brevity`` = 1 for a reply of at most 5 words, else 5 / words (0-
 from __future__ import annotations
 
 from sgieval.core import MetricSpec
-from sgieval.metric_pool.base import FunctionMetric, MetricResult
+from sgieval.metric_pool.base import MetricResult
 from sgieval.metric_pool.registry import metric
 
 SPEC = MetricSpec(
@@ -16,11 +16,7 @@ SPEC = MetricSpec(
 )
 
 
-def _brevity(item, response) -> MetricResult:
+@metric(SPEC, qualities={"conciseness": (r"concise(?:ness)?|brief(?:est)?",)})
+def brevity(item, response) -> MetricResult:
     words = len(response.text.split())
     return MetricResult(value=min(1.0, 5 / max(words, 1)), rationale=f"{words} words", details={"words": words})
-
-
-@metric(qualities={"conciseness": (r"concise(?:ness)?|brief(?:est)?",)})
-def brevity(options=None):
-    return FunctionMetric(SPEC, _brevity)

@@ -225,7 +225,7 @@ async def test_interpreter_that_cannot_start_is_infra_error_not_a_failed_test(tm
             "runtime": None,
         },
     )
-    scores = await de.metrics()[0].score(
+    scores = await de.DryExperimentMetric().score(
         item, Response(item_id="sgi-bench/x", model="t", text="def f():\n    return 1\n"), ScoringContext(sandbox=sbx)
     )
     assert {s.status for s in scores} == {"infra_error"}
