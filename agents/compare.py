@@ -29,23 +29,9 @@ from .reporting import adjacent_pair_tests, ranking_stats
 
 __all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
 
-CONFIG_FIELDS = (
-    "judges",
-    "added_judges",
-    "agent_model",
-    "benchmarks",
-    "k",
-    "seed",
-    "metric",
-    "temperature",
-    "judge_temperature",
-    "reasoning_effort",
-    "judge_repeats",
-    "tools",
-    "recheck",
-    "corpus",
-    "base_url",
-    "sent_params",
+CONFIG_FIELDS = tuple(
+    "judges added_judges agent_model benchmarks k seed metric temperature judge_temperature reasoning_effort "
+    "judge_repeats tools recheck corpus base_url sent_params".split()
 )
 """The config.json settings a comparison lists when they differ between runs (the target models are compared
 by name instead)."""
@@ -85,63 +71,24 @@ def _values(scores: list[Score], keep: set[str]) -> dict[str, dict[str, dict[str
     return out
 
 
-def _item_metrics(scores: list[Score]) -> set[str]:
-    return {s.metric for s in scores if s.item_id != CORPUS}
-
-
 def _change(model: str, metric: str, a: RunInput, b: RunInput, va: dict, vb: dict, n_resamples: int, seed: int):
     keys = sorted(set(va) & set(vb))
+    nan = float("nan")
     if not keys:
-        return Change(
-            model,
-            metric,
-            a.run_id,
-            b.run_id,
-            0,
-            float("nan"),
-            float("nan"),
-            float("nan"),
-            float("nan"),
-            float("nan"),
-            None,
-            False,
-        )
+        return Change(model, metric, a.run_id, b.run_id, 0, nan, nan, nan, nan, nan, None, False)
     x, y = {k: vb[k] for k in keys}, {k: va[k] for k in keys}
     identical = all(x[k] == y[k] for k in keys)
     if len(keys) < 2:
-        d = x[keys[0]] - y[keys[0]]
+        k = keys[0]
+        note = "no CI: fewer than 2 paired items"
         return Change(
-            model,
-            metric,
-            a.run_id,
-            b.run_id,
-            1,
-            y[keys[0]],
-            x[keys[0]],
-            d,
-            float("nan"),
-            float("nan"),
-            None,
-            identical,
-            ci_note="no CI: fewer than 2 paired items",
+            model, metric, a.run_id, b.run_id, 1, y[k], x[k], x[k] - y[k], nan, nan, None, identical, ci_note=note
         )
     r = call_in_worker(paired_test, x, y, n_resamples=n_resamples, seed=seed)
     return Change(
-        model,
-        metric,
-        a.run_id,
-        b.run_id,
-        r.n,
-        r.mean_b,
-        r.mean_a,
-        r.mean_diff,
-        r.ci_low,
-        r.ci_high,
-        r.p_value,
-        identical,
-        method=r.method,
-        ci_note=r.ci_note,
-    )
+        model, metric, a.run_id, b.run_id, r.n, r.mean_b, r.mean_a, r.mean_diff, r.ci_low, r.ci_high, r.p_value,
+        identical, method=r.method, ci_note=r.ci_note,
+    )  # fmt: skip
 
 
 def _setting(run: RunInput, name: str) -> str:
@@ -178,8 +125,60 @@ def compare_runs(
     """
     if len(runs) < 2:
         raise InputError("a comparison needs two runs or more", what="compare", fix="give two run ids or folders")
-    ids = [r.run_id for r in runs]
-    # ---- items: by id; an id whose prompt differs is not the same item
+    shared, changed, items_only = _shared_items(runs)
+    keep = set(shared)
+    per_run = [{s.metric for s in r.scores if s.item_id != CORPUS} for r in runs]
+    corpus = sorted({s.metric for r in runs for s in r.scores if s.item_id == CORPUS} - set().union(*per_run))
+    shared_metrics = sorted(set(per_run[0]).intersection(*per_run[1:]))
+    metrics_only = {r.run_id: sorted(m - set(shared_metrics)) for r, m in zip(runs, per_run)}
+    metric, notes = _ranking_metric(runs, metric, shared_metrics)
+    hib, scale = next((r.specs[metric] for r in runs if metric in r.specs), (True, ""))
+    values = [_values(r.scores, keep) for r in runs]
+    seen: dict[str, list[int]] = {}  # model -> the runs that have it
+    for k, r in enumerate(runs):
+        for m in r.models:
+            if k not in seen.setdefault(m, []):
+                seen[m].append(k)
+    models_shared = [m for m, ks in seen.items() if len(ks) > 1]
+    changes: list[Change] = []
+    other: list[Change] = []
+    for m in models_shared:  # the same model across runs
+        ks = seen[m]
+        for i_pos, i in enumerate(ks):
+            for j in ks[i_pos + 1 :]:
+                for name in [metric, *[x for x in shared_metrics if x != metric]]:
+                    va, vb = (values[k].get(m, {}).get(name, {}) for k in (i, j))
+                    c = _change(m, name, runs[i], runs[j], va, vb, n_resamples, seed)
+                    (changes if name == metric else other).append(c)
+    entries, ranking, pairs, groups = _joint_ranking(runs, seen, values, metric, hib, keep, n_resamples, seed)
+    if any(len(ks) == 1 for _, m, ks in entries if len(seen[m]) > 1):
+        notes.append(
+            "A model whose values differ between runs is ranked once per run, as `model [run]`; a model with the same "
+            "values in every run that has it is ranked once."
+        )
+    sides = [
+        RunSide(
+            run_id=r.run_id, path=str(r.path), request=r.config.request, models=list(r.models),
+            judges=list(r.config.judges), primary=r.primary, n_items=len(r.items), started=r.started, added=r.added,
+            added_judges=r.added_judges,
+        )
+        for r in runs
+    ]  # fmt: skip
+    comparison = Comparison(
+        runs=sides, metric=metric, scale=scale, higher_is_better=hib, shared_items=shared, items_only=items_only,
+        items_changed=changed, models_shared=models_shared,
+        models_only={r.run_id: [m for m in r.models if len(seen[m]) == 1] for r in runs},
+        metrics_shared=shared_metrics, metrics_only=metrics_only, metrics_corpus=corpus, changes=changes,
+        other_changes=other, ranking=ranking, pairs=pairs, config_diff=_config_diff(runs), notes=notes,
+        n_resamples=n_resamples, seed=seed,
+    )  # fmt: skip
+    comparison.answer = _answer(comparison, groups)
+    comparison.limits = _limits(comparison, entries, seen)
+    return comparison
+
+
+def _shared_items(runs: list[RunInput]) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """(item ids every run selected with the same prompt, ids whose prompt differs, per run the ids only it has)."""
     prompts = [{i.id: i.prompt for i in r.items} for r in runs]
     common = set(prompts[0]).intersection(*prompts[1:])
     changed = sorted(i for i in common if len({p[i] for p in prompts}) > 1)
@@ -187,16 +186,14 @@ def compare_runs(
     if not shared:
         raise InputError(
             "the runs share no item (no item id selected in every run with the same prompt)",
-            what=", ".join(ids),
+            what=", ".join(r.run_id for r in runs),
             fix="compare runs of the same benchmark items (the same request or selection)",
         )
-    keep = set(shared)
-    items_only = {r.run_id: sorted(set(p) - common) for r, p in zip(runs, prompts)}
-    # ---- metrics: item-level ones every run scored
-    per_run = [_item_metrics(r.scores) for r in runs]
-    corpus = sorted({s.metric for r in runs for s in r.scores if s.item_id == CORPUS} - set().union(*per_run))
-    shared_metrics = sorted(set(per_run[0]).intersection(*per_run[1:]))
-    metrics_only = {r.run_id: sorted(m - set(shared_metrics)) for r, m in zip(runs, per_run)}
+    return shared, changed, {r.run_id: sorted(set(p) - common) for r, p in zip(runs, prompts)}
+
+
+def _ranking_metric(runs: list[RunInput], metric: str | None, shared_metrics: list[str]) -> tuple[str, list[str]]:
+    """(the comparison's ranking metric, notes): ``metric``, else the first run ranking metric every run scored."""
     notes: list[str] = []
     if metric is None:
         primaries = [r.primary for r in runs if r.primary]
@@ -218,132 +215,68 @@ def compare_runs(
             what="--metric",
             fix=f"use one of the shared metrics: {', '.join(shared_metrics) or '(none)'}",
         )
-    spec = next((r.specs[metric] for r in runs if metric in r.specs), (True, ""))
-    hib, scale = spec
-    directions = {r.specs[metric][0] for r in runs if metric in r.specs}
-    if len(directions) > 1:
+    if len({r.specs[metric][0] for r in runs if metric in r.specs}) > 1:
         raise InputError(
             f"the runs disagree on whether a higher {metric} is better",
-            what=", ".join(ids),
+            what=", ".join(r.run_id for r in runs),
             fix="compare runs whose metric definitions agree (see each report's Metric definitions)",
         )
-    values = [_values(r.scores, keep) for r in runs]
-    # ---- models
-    seen: dict[str, list[int]] = {}
-    for k, r in enumerate(runs):
-        for m in r.models:
-            seen.setdefault(m, [])
-            if k not in seen[m]:
-                seen[m].append(k)
-    models_shared = [m for m, ks in seen.items() if len(ks) > 1]
-    models_only = {r.run_id: [m for m in r.models if len(seen[m]) == 1] for r in runs}
-    # ---- the same model across runs
-    changes: list[Change] = []
-    other: list[Change] = []
-    for m in models_shared:
-        ks = seen[m]
-        for i_pos, i in enumerate(ks):
-            for j in ks[i_pos + 1 :]:
-                for name in [metric, *[x for x in shared_metrics if x != metric]]:
-                    va = values[i].get(m, {}).get(name, {})
-                    vb = values[j].get(m, {}).get(name, {})
-                    c = _change(m, name, runs[i], runs[j], va, vb, n_resamples, seed)
-                    (changes if name == metric else other).append(c)
-    # ---- every model ranked together on the shared items
-    entries: list[tuple[str, str, list[int]]] = []  # (label, model, run indices)
+    return metric, notes
+
+
+def _joint_ranking(
+    runs: list[RunInput], seen: dict[str, list[int]], values: list[dict], metric: str, hib: bool, keep: set[str],
+    n_resamples: int, seed: int,
+) -> tuple[list[tuple[str, str, list[int]]], list[RankRow], list[dict[str, Any]], list[list[Any]]]:  # fmt: skip
+    """Every model ranked together on the shared items: (entries (label, model, run indices), rows, pairs, groups).
+    A model with the same values in every run that has it is one entry, else one per run (``model [run]``)."""
+    entries: list[tuple[str, str, list[int]]] = []
     for m, ks in seen.items():
         vals = [values[k].get(m, {}).get(metric, {}) for k in ks]
         if all(v == vals[0] for v in vals[1:]):
             entries.append((m, m, ks))
         else:
             entries += [(f"{m} [{runs[k].run_id}]", m, [k]) for k in ks]
-    if any(len(ks) == 1 for _, m, ks in entries if len(seen[m]) > 1):
-        notes.append(
-            "A model whose values differ between runs is ranked once per run, as `model [run]`; a model with the same "
-            "values in every run that has it is ranked once."
-        )
-    pooled: list[Score] = []
-    for label, m, ks in entries:
-        k = ks[0]
-        pooled += [
-            s.model_copy(update={"model": label})
-            for s in runs[k].scores
-            if s.model == m and s.metric == metric and s.item_id in keep
-        ]
-    labels = [e[0] for e in entries]
-    ranking: list[RankRow] = []
-    pairs: list[dict[str, Any]] = []
-    groups: list[list[Any]] = []
-    if len(seen) >= 2 and len(entries) >= 2:  # one model alone: its changes above are the whole comparison
-        stats = order_stats(ranking_stats(pooled, metric, labels, n_resamples, seed), hib)
-        ranked = [s for s in stats if s.summary is not None]
-        pairs = adjacent_pair_tests(pooled, metric, ranked, n_resamples=n_resamples, seed=seed)
-        groups = tie_groups(ranked, pairs)
-        rank_of = rank_labels(groups)
-        src = {e[0]: e for e in entries}
-        for s in stats:
-            _, m, ks = src[s.model]
-            ranking.append(
-                RankRow(
-                    entry=s.model,
-                    model=m,
-                    runs=[runs[k].run_id for k in ks],
-                    rank=rank_of.get(s.model, "unscored"),
-                    mean=s.summary.mean if s.summary is not None else None,
-                    ci=ci_text(s.summary) if s.summary is not None else s.reason,
-                    n=s.summary.n if s.summary is not None else 0,
-                    total=s.summary.total if s.summary is not None else None,
-                )
+    if len(seen) < 2 or len(entries) < 2:  # one model alone: its changes are the whole comparison
+        return entries, [], [], []
+    pooled = [
+        s.model_copy(update={"model": label})
+        for label, m, ks in entries
+        for s in runs[ks[0]].scores
+        if s.model == m and s.metric == metric and s.item_id in keep
+    ]
+    stats = order_stats(ranking_stats(pooled, metric, [e[0] for e in entries], n_resamples, seed), hib)
+    ranked = [s for s in stats if s.summary is not None]
+    pairs = adjacent_pair_tests(pooled, metric, ranked, n_resamples=n_resamples, seed=seed)
+    groups = tie_groups(ranked, pairs)
+    rank_of = rank_labels(groups)
+    src = {e[0]: e for e in entries}
+    ranking = []
+    for s in stats:
+        _, m, ks = src[s.model]
+        sm = s.summary
+        ranking.append(
+            RankRow(
+                entry=s.model, model=m, runs=[runs[k].run_id for k in ks], rank=rank_of.get(s.model, "unscored"),
+                mean=sm.mean if sm is not None else None, ci=ci_text(sm) if sm is not None else s.reason,
+                n=sm.n if sm is not None else 0, total=sm.total if sm is not None else None,
             )
-    # ---- settings that differ
-    config_diff: list[tuple[str, list[str]]] = []
+        )  # fmt: skip
+    return entries, ranking, pairs, groups
+
+
+def _config_diff(runs: list[RunInput]) -> list[tuple[str, list[str]]]:
+    """The settings (and rubric versions) that differ between the runs, with each run's value."""
+    out: list[tuple[str, list[str]]] = []
     for name in [*CONFIG_FIELDS, "metric plan"]:
         settings = [_setting(r, name) for r in runs]
         if len(set(settings)) > 1:
-            config_diff.append((name, settings))
+            out.append((name, settings))
     for name in sorted({n for r in runs for n in r.rubrics}):  # the same rubric name, another version
         versions = [f"sha256 {r.rubrics[name][:12]}" if name in r.rubrics else "absent" for r in runs]
         if len(set(versions)) > 1:
-            config_diff.append((f"rubric {name}", versions))
-    comparison = Comparison(
-        runs=[
-            RunSide(
-                run_id=r.run_id,
-                path=str(r.path),
-                request=r.config.request,
-                models=list(r.models),
-                judges=list(r.config.judges),
-                primary=r.primary,
-                n_items=len(r.items),
-                started=r.started,
-                added=r.added,
-                added_judges=r.added_judges,
-            )
-            for r in runs
-        ],
-        metric=metric,
-        scale=scale,
-        higher_is_better=hib,
-        shared_items=shared,
-        items_only=items_only,
-        items_changed=changed,
-        models_shared=models_shared,
-        models_only=models_only,
-        metrics_shared=shared_metrics,
-        metrics_only=metrics_only,
-        metrics_corpus=corpus,
-        changes=changes,
-        other_changes=other,
-        ranking=ranking,
-        pairs=pairs,
-        config_diff=config_diff,
-        notes=notes,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
-    comparison.answer = _answer(comparison, groups)
-    comparison.limits = _limits(comparison, entries, seen)
-    return comparison
+            out.append((f"rubric {name}", versions))
+    return out
 
 
 def _answer(c: Comparison, groups: list[list[Any]]) -> list[str]:

@@ -148,34 +148,24 @@ async def estimate_run(
         and USD per (model, role).
     """
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
-    held = dict(stored or {})
-    replays = [t for t in targets if t.is_replay]
-    texts: list[str] = []
-    replayed: dict[tuple[str, str], Response] = {}
-    for t in replays:
-        for i in items:
-            r = t.replay.respond(i, t.name)
-            replayed[(t.name, i.id)] = r
-            if r.ok and r.text:
-                texts.append(r.text)
+    replayed = {(t.name, i.id): t.replay.respond(i, t.name) for t in targets if t.is_replay for i in items}
+    texts = [r.text for r in replayed.values() if r.ok and r.text]
     first_live = next((t.name for t in targets if not t.is_replay), "")
     answer_tokens, answer_source = typical_answer_tokens(items, texts, first_live)
-    live = {t.name: _stand_in(t, rehearsal, answer_tokens) for t in targets if not t.is_replay}
-    if cache is not None:
-        for t in targets:
-            if not t.is_replay and not should_cache(t, None):
-                live[t.name].chat.real = None  # a call the run does not cache: never served from it
-    stand_in_judges = [_stand_in(j, rehearsal, answer_tokens) for j in judges]
-    if cache is not None:
-        for j, s in zip(judges, stand_in_judges):
-            if not should_cache(j, None):
-                s.chat.real = None  # a judge call the run does not cache: never served from it
+
+    def stand_in(m: NamedModel) -> NamedModel:
+        s = _stand_in(m, rehearsal, answer_tokens)
+        if cache is not None and not should_cache(m, None):
+            s.chat.real = None  # a call the run does not cache: never served from it
+        return s
+
+    live = {t.name: stand_in(t) for t in targets if not t.is_replay}
+    stand_in_judges = [stand_in(j) for j in judges]
     # a metric reaches a model only through a judge of its scoring context: without a judge, scoring the
     # rehearsed answers would send nothing, so the metrics are not run (on 1,000 items that is most of the
     # estimate's time: every objective metric parsing every stand-in answer)
-    scoring = bool(stand_in_judges)
     sandbox = None
-    if scoring:
+    if stand_in_judges:
         from ..tools import UnavailableSandbox  # the sandbox module loads only when judges are rehearsed
 
         sandbox = UnavailableSandbox("rehearsal", SandboxUnavailableError("no program runs before the run"))
@@ -187,52 +177,38 @@ async def estimate_run(
         allow_self_judge=allow_self_judge,
         options=dict(options or {}),
     )
-    notes: list[str] = []
-    unrehearsed: dict[str, set[str]] = {}
-    if batch:
-        notes.append(
-            "--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
-            "list price); the agent model's calls are direct"
-        )
-    open_creativity = False
-    not_run: dict[str, dict[str, int]] = {}
-    done = set(done or ())
-    with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
-        for t in targets:
-            for i in items:
-                kept = held.get((i.id, t.name))
-                exact = t.is_replay or kept is not None  # the answer is known: its judge prompts are exact
-                if kept is not None:
-                    resp = kept
-                elif t.is_replay:
-                    resp = replayed[(t.name, i.id)]
-                else:
-                    resp = await infer(i, live[t.name], ctx)
-                    if resp.status == "not_run":  # the run would not call it either (e.g. no judge for the protocol)
-                        reasons = not_run.setdefault(t.name, {})
-                        reason = resp.error or "not run"
-                        reasons[reason] = reasons.get(reason, 0) + 1
-                        continue
-                    open_creativity = open_creativity or i.task == OPEN_CREATIVITY
-                if not resp.ok and not exact:
-                    resp = resp.model_copy(update={"status": "ok", "error": None})
-                for m in metrics if scoring else ():
-                    before = len(rehearsal.calls)
-                    await score_response(i, resp, [m], ctx, done)
-                    if (
-                        not exact
-                        and len(rehearsal.calls) == before
-                        and m.applies(i)
-                        and any(sp.kind != "objective" and (i.id, t.name, sp.name) not in done for sp in m.specs)
-                        and ctx.judges_for(t.name)
-                    ):
-                        unrehearsed.setdefault(m.name, set()).add(i.id)
-    if open_creativity:
+    answers = {**replayed, **{(t, i): r for (i, t), r in (stored or {}).items()}}
+    rehearsed = await _rehearse(items, targets, metrics if stand_in_judges else [], ctx, live, answers, rehearsal, done)
+    how = (
+        f"a live target's answer is unknown before the run: its judge prompts carry a stand-in answer of the "
+        f"typical length, {answer_source}"
+        if live
+        else "judge prompts carry the stored answers"
+    )
+    return _estimate(rehearsal, rehearsed, items, targets, judges, agent, agent_done, prices, batch, how)
+
+
+def _estimate(
+    rehearsal: Rehearsal,
+    rehearsed: _Rehearsed,
+    items: Sequence[Item],
+    targets: Sequence[NamedModel],
+    judges: Sequence[NamedModel],
+    agent: NamedModel | None,
+    agent_done: Mapping[str, int] | None,
+    prices: Mapping[str, tuple[float, float]] | None,
+    batch: bool,
+    answer: str,
+) -> Estimate:
+    """The Estimate of the rehearsed calls: rows per (model, role), the agent's row, how tokens were counted, notes."""
+    notes = ["--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
+             "list price); the agent model's calls are direct"] if batch else []  # fmt: skip
+    if rehearsed.open_creativity:
         notes.append(
             "open-creativity items: counted for one answer and one coherence judgement per question; the "
             "protocol asks for further answers while they stay coherent and novel, so those items cost more"
         )
-    for name, ids in unrehearsed.items():
+    for name, ids in rehearsed.unrehearsed.items():
         notes.append(
             f"{name}: no judge call was made on the stand-in answer on {len(ids)} item(s) (the metric reads the "
             "answer's content before it asks a judge), so its judge calls on live answers are not counted"
@@ -240,26 +216,10 @@ async def estimate_run(
     order = [(t.name, "target") for t in targets if not t.is_replay] + [(j.name, "judge") for j in judges]
     rows = summarise(rehearsal.calls, order, prices, batch=batch)
     for row in rows:
-        if row.role == "target" and row.model in not_run:
-            row.note = "; ".join(f"not run on {n} item(s): {why}" for why, n in not_run[row.model].items())
+        if row.role == "target" and row.model in rehearsed.not_run:
+            row.note = "; ".join(f"not run on {n} item(s): {why}" for why, n in rehearsed.not_run[row.model].items())
     if agent is not None:
-        made = dict(agent_done or {})
-        rows.append(
-            priced(
-                RoleEstimate(
-                    model=agent.name,
-                    role="agent",
-                    calls=int(made.get("calls", 0)) + 1,
-                    input_tokens=int(made.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS,
-                    output_tokens=int(made.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS,
-                    done_calls=int(made.get("calls", 0)),
-                    note=f"{int(made.get('calls', 0))} planning call(s) made, then the report narrative (1 call, a "
-                    f"second when its fact check fails; {NARRATIVE_INPUT_TOKENS:,} input tokens stated: its tables "
-                    "are not known before the run)",
-                ),
-                prices,
-            )
-        )
+        rows.append(_agent_row(agent, agent_done or {}, prices))
     counters = {m: token_counter(m).name for m in dict.fromkeys(r.model for r in rows)}
     names = set(counters.values())
     tokenizer = (
@@ -270,19 +230,79 @@ async def estimate_run(
         else APPROXIMATION
     )
     typical = (
-        f"a live target's answer is unknown before the run: its judge prompts carry a stand-in answer of the "
-        f"typical length, {answer_source}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured "
-        f"reply and {TOOL_TURN_TOKENS} per tool round (stated); judges offered tools are counted with every tool "
-        f"round used (an upper bound), each tool result read back as {TOOL_RESULT_TOKENS} input tokens (stated)"
+        f"{answer}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured reply and {TOOL_TURN_TOKENS} per "
+        f"tool round (stated); judges offered tools are counted with every tool round used (an upper bound), each "
+        f"tool result read back as {TOOL_RESULT_TOKENS} input tokens (stated)"
     )
-    if not live:
-        typical = (
-            f"judge prompts carry the stored answers; typical judge output {JUDGE_REPLY_TOKENS} tokens per "
-            f"structured reply and {TOOL_TURN_TOKENS} per tool round (stated); judges offered tools are counted "
-            f"with every tool round used (an upper bound), each tool result read back as {TOOL_RESULT_TOKENS} "
-            "input tokens (stated)"
-        )
     return Estimate(rows=rows, items=len(items), tokenizer=tokenizer, typical_output=typical, notes=notes)
+
+
+@dataclasses.dataclass
+class _Rehearsed:
+    open_creativity: bool = False
+    not_run: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    unrehearsed: dict[str, set[str]] = dataclasses.field(default_factory=dict)
+
+
+async def _rehearse(
+    items: Sequence[Item],
+    targets: Sequence[NamedModel],
+    metrics: Sequence[Metric],
+    ctx: ScoringContext,
+    live: dict[str, NamedModel],
+    answers: Mapping[tuple[str, str], Response],
+    rehearsal: Rehearsal,
+    done: set[tuple[str, str, str]] | None,
+) -> _Rehearsed:
+    """Every target answers every item (a known answer, else the rehearsed live target) and every metric scores
+    it, under a call context and ledger of the rehearsal's own: the rehearsal records the calls."""
+    out = _Rehearsed()
+    done = set(done or ())
+    with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
+        for t in targets:
+            for i in items:
+                resp = answers.get((t.name, i.id))
+                exact = resp is not None  # the answer is known: its judge prompts are exact
+                if resp is None:
+                    resp = await infer(i, live[t.name], ctx)
+                    if resp.status == "not_run":  # the run would not call it either (e.g. no judge for the protocol)
+                        reasons = out.not_run.setdefault(t.name, {})
+                        reason = resp.error or "not run"
+                        reasons[reason] = reasons.get(reason, 0) + 1
+                        continue
+                    out.open_creativity = out.open_creativity or i.task == OPEN_CREATIVITY
+                    if not resp.ok:
+                        resp = resp.model_copy(update={"status": "ok", "error": None})
+                for m in metrics:
+                    before = len(rehearsal.calls)
+                    await score_response(i, resp, [m], ctx, done)
+                    if (
+                        not exact
+                        and len(rehearsal.calls) == before
+                        and m.applies(i)
+                        and any(sp.kind != "objective" and (i.id, t.name, sp.name) not in done for sp in m.specs)
+                        and ctx.judges_for(t.name)
+                    ):
+                        out.unrehearsed.setdefault(m.name, set()).add(i.id)
+    return out
+
+
+def _agent_row(agent: NamedModel, made: Mapping[str, int], prices: Mapping[str, tuple[float, float]] | None) -> Any:
+    """The agent model's row: its planning calls made so far, then the report narrative (stated tokens)."""
+    calls = int(made.get("calls", 0))
+    return priced(
+        RoleEstimate(
+            model=agent.name,
+            role="agent",
+            calls=calls + 1,
+            input_tokens=int(made.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS,
+            output_tokens=int(made.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS,
+            done_calls=calls,
+            note=f"{calls} planning call(s) made, then the report narrative (1 call, a second when its fact check "
+            f"fails; {NARRATIVE_INPUT_TOKENS:,} input tokens stated: its tables are not known before the run)",
+        ),
+        prices,
+    )
 
 
 async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
@@ -482,35 +502,12 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
     for e in stored.rows:
         a = seen.get((e.model, e.role), {})
         rows.append(
-            [
-                e.model,
-                e.role,
-                e.calls,
-                a.get("calls", 0),
-                e.input_tokens,
-                a.get("input_tokens", 0),
-                e.output_tokens,
-                a.get("output_tokens", 0),
-                usd(e.usd),
-                usd(a.get("cost")) if a else "0.0000",
-            ]
-        )
-    table = Table(
-        [
-            "model",
-            "role",
-            "calls (est.)",
-            "calls",
-            "input tokens (est.)",
-            "input tokens",
-            "output tokens (est., typical)",
-            "output tokens",
-            "cost (est., USD)",
-            "cost (USD)",
-        ],
-        rows,
-        name="estimate",
-    )
+            [e.model, e.role, e.calls, a.get("calls", 0), e.input_tokens, a.get("input_tokens", 0), e.output_tokens,
+             a.get("output_tokens", 0), usd(e.usd), usd(a.get("cost")) if a else "0.0000"]
+        )  # fmt: skip
+    head = ["model", "role", "calls (est.)", "calls", "input tokens (est.)", "input tokens",
+            "output tokens (est., typical)", "output tokens", "cost (est., USD)", "cost (USD)"]  # fmt: skip
+    table = Table(head, rows, name="estimate")
     text = (
         "Estimate made before any call, beside what the run used (its tokens as the providers reported them): "
         "input tokens counted with "
