@@ -37,8 +37,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "evaluate": ("api", "evaluate"),
     "aevaluate": ("api", "aevaluate"),
-    "score": ("api", "score"),
-    "ascore": ("api", "ascore"),
+    "score": ("scoring", "score"),
+    "ascore": ("scoring", "ascore"),
     "load_run": ("api", "load_run"),
     "compare": ("api", "compare"),
     "Comparison": ("reports.compare", "Comparison"),

@@ -296,34 +296,7 @@ def label(
         if resp is not None and resp.reasoning:
             console.print(Panel(safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
         console.print(Panel(safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
-        new: list[Label] = []
-        stop = False
-        for c in crits or [None]:
-            if c is not None:
-                anchors = "; ".join(f"{v}: {t}" for v, t in sorted(c.anchors.items()))
-                console.print(
-                    f"[bold]{safe(c.name)}[/]: {safe(c.description)}" + (f"  [{safe(anchors)}]" if anchors else "")
-                )
-            low, high = (0.0, 10.0) if c is not None else spec.range
-            answer = _ask(console, c.name if c is not None else spec.name, low, high)
-            if answer == "q":
-                stop = True
-                break
-            if answer == "s":
-                new = []
-                break
-            new.append(
-                Label(
-                    item_id=item_id,
-                    model=model,
-                    metric=spec.name,
-                    criterion=c.name if c is not None else None,
-                    value=float(answer),
-                    labeller=who,
-                    created_at=_now(),
-                    sample=select,
-                )
-            )
+        new, stop = _ask_labels(console, spec, crits, item_id, model, who, select)
         if new and len(new) == len(crits or [None]):
             if crits and isinstance(spec, Rubric):  # the rubric's own value from the criteria (weighted mean x 10)
                 total = spec.aggregate({x.criterion or "": x.value for x in new})
@@ -354,6 +327,37 @@ def label(
         ),
         highlight=False,
     )
+
+
+def _ask_labels(
+    console: Console, spec: MetricSpec, crits: list[Criterion | None], item_id: str, model: str, who: str, select: str
+) -> tuple[list[Label], bool]:
+    """One unit's labels, one per criterion (or one for the metric), as the user types them; (labels, whether
+    the user quit).  A skipped unit gives no label."""
+    new: list[Label] = []
+    for c in crits or [None]:
+        if c is not None:
+            anchors = "; ".join(f"{v}: {t}" for v, t in sorted(c.anchors.items()))
+            console.print(
+                f"[bold]{safe(c.name)}[/]: {safe(c.description)}" + (f"  [{safe(anchors)}]" if anchors else "")
+            )
+        low, high = (0.0, 10.0) if c is not None else spec.range
+        answer = _ask(console, c.name if c is not None else spec.name, low, high)
+        if answer in ("q", "s"):
+            return ([] if answer == "s" else new), answer == "q"
+        new.append(
+            Label(
+                item_id=item_id,
+                model=model,
+                metric=spec.name,
+                criterion=c.name if c is not None else None,
+                value=float(answer),
+                labeller=who,
+                created_at=_now(),
+                sample=select,
+            )
+        )
+    return new, False
 
 
 # ------------------------------------------------------------------ the viewer's labelling form

@@ -180,9 +180,7 @@ def test(
     ),
 ) -> None:
     """Score one response with a rubric (--response), or refine the rubric against a run's labels (--run)."""
-    from ..metric_pool import ScoringContext
-    from ..metric_pool import RubricMetric
-    from ..metric_pool import load_rubric
+    from ..metric_pool import RubricMetric, ScoringContext, load_rubric
     from ..models import resolve_model
 
     if (response is None) == (run is None):
@@ -193,48 +191,22 @@ def test(
                 fix="e.g. --response answer.txt, or --run runs/<id>",
             )
         )
-    if run is not None:
-        try:
-            judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
-            tool_pool = None
-            if tools:
-                from ..tools import ToolPool
-
-                tool_pool = ToolPool.from_names(tools)
-        except SgievalError as e:
-            fail(e)
-        try:
-            rubric_loop(name, run, judges, tools=tool_pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
-        except SgievalError as e:
-            fail(e)
-        return
-    assert response is not None
     try:
+        if run is not None:
+            judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
+            tool_pool = _tool_pool(tools)
+            rubric_loop(name, run, judges, tools=tool_pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
+            return
+        assert response is not None
         r = load_rubric(name)
         judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
-        p = Path(response)
-        one_line = len(response) < 4096 and "\n" not in response
-        if one_line and p.is_file():
-            try:
-                text = p.read_text(encoding="utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(
-                    f"cannot read file: {e}", what=f"--response {response}", fix="save the response as UTF-8 text"
-                ) from None
-        elif one_line and " " not in response and (p.suffix in (".txt", ".md", ".json", ".jsonl") or "/" in response):
-            raise InputError(
-                "no such file", what=f"--response {response}", fix="give an existing file, or the response text itself"
-            )
-        else:
-            text = response
-        tool_pool = None
-        if tools:
-            from ..tools import ToolPool
-
-            tool_pool = ToolPool.from_names(tools)
+        text = _response_text(response)
+        tool_pool = _tool_pool(tools)
     except SgievalError as e:
         fail(e)
     except OSError as e:
+        if run is not None:
+            raise
         err.print(f"[bold red]error:[/] --response: {safe(e)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     item = Item(id="metric-test/1", benchmark="metric-test", task="generic", prompt=question)
@@ -258,6 +230,34 @@ def test(
         ),
         highlight=False,
     )
+
+
+def _tool_pool(tools: str | None) -> Any:
+    """The judges' ToolPool of ``--tools``, or None."""
+    if not tools:
+        return None
+    from ..tools import ToolPool
+
+    return ToolPool.from_names(tools)
+
+
+def _response_text(response: str) -> str:
+    """``--response``: the text of a file it names, else the text itself; InputError for a file that cannot be
+    read as UTF-8, or what looks like a missing file's name."""
+    p = Path(response)
+    one_line = len(response) < 4096 and "\n" not in response
+    if one_line and p.is_file():
+        try:
+            return p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"cannot read file: {e}", what=f"--response {response}", fix="save the response as UTF-8 text"
+            ) from None
+    if one_line and " " not in response and (p.suffix in (".txt", ".md", ".json", ".jsonl") or "/" in response):
+        raise InputError(
+            "no such file", what=f"--response {response}", fix="give an existing file, or the response text itself"
+        )
+    return response
 
 
 # ------------------------------------------------------------------ rubric loop
@@ -387,55 +387,15 @@ def rubric_loop(
     Raises:
         InputError: no such run, no rubric of that name in the run, or no label of it.
     """
-    from ..api import load_run, run_metric_specs
-    from ..metric_pool import compare_agreement, disagreements, labelled_units, rescore_units, scored_by
-    from ..metric_pool import load_rubric
+    from ..metric_pool import compare_agreement, disagreements
 
-    records = load_run(run)
-    specs = run_metric_specs(records)
-    rubrics = {k: v for k, v in specs.items() if isinstance(v, Rubric)}
-    p = Path(name)
-    current = load_rubric(name) if p.suffix in (".yaml", ".yml") and p.is_file() else rubrics.get(name)
-    if current is None or current.name not in rubrics:
-        raise InputError(
-            f"the run has no rubric metric {name!r}",
-            what=str(run),
-            fix=f"use one of {', '.join(sorted(rubrics)) or '(none: the run applied no rubric metric)'}",
-        )
+    records, rubrics, current, units = _rubric_of_run(name, run)
     labels = records.labels
-    units = labelled_units(labels, current.name)
-    if not units:
-        raise InputError(
-            f"the run has no labels of {current.name}",
-            what=str(run),
-            fix=f"label some responses first: `sgieval label {run} --metric {current.name}`",
-        )
     panel = [j.name for j in judges]
     judge = panel[0] if len(panel) == 1 else None
     who = judge or "the panel"
     options = {"tool_budget": tool_budget}
-    stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in set(units)]
-    same_text = current.criteria == rubrics[current.name].criteria and current.weights == rubrics[current.name].weights
-    if same_text and scored_by(stored, current, units) == set(panel):
-        before = stored
-        before_what = f"the run's scores, v{current.version}"
-    else:
-        err.print(
-            (
-                f"the run was judged by {', '.join(sorted(scored_by(stored, current, units))) or 'no valid judge'}"
-                if same_text
-                else f"the run was judged with another text of {current.name}"
-            )
-            + "; "
-            f"scoring the {len(units)} labelled unit(s) with version {current.version} through {', '.join(panel)} "
-            "first, so before and after differ only in the rubric",
-            highlight=False,
-            markup=False,
-        )
-        before = asyncio.run(
-            rescore_units(current, records.items, records.responses, units, judges, tools=tools, options=options)
-        )
-        before_what = f"v{current.version}"
+    before, before_what = _before_scores(records, rubrics, current, units, judges, tools, options)
     err.print(f"{len(labels)} label(s) of {len(units)} unit(s); judge: {', '.join(panel)}", highlight=False)
     while True:
         apart = [d for d in disagreements(before, labels, current, judge=judge) if d.gap != 0]
@@ -449,47 +409,12 @@ def rubric_loop(
                 safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")),
                 highlight=False,
             )
-        pick = _ask("criterion to revise (number or name; empty to stop)")
-        if not pick or not pick.strip():
+        revised = _ask_revision(current)
+        if revised is None:
             break
-        pick = pick.strip()
-        by_key = {c.name.casefold(): c.name for c in current.criteria}
-        if pick.isdigit() and 1 <= int(pick) <= len(current.criteria):
-            crit = current.criteria[int(pick) - 1].name
-        elif pick.casefold() in by_key:
-            crit = by_key[pick.casefold()]
-        else:
-            err.print(f"no criterion {safe(pick)!s}; give a number from 1 to {len(current.criteria)}", highlight=False)
+        if revised is current:
             continue
-        description = _ask("new description (empty: keep it)")
-        anchor_text = _ask("anchors to change, LEVEL=TEXT separated by ';' (empty: keep them)")
-        if description is None or anchor_text is None:
-            break
-        try:
-            anchors = _parse_anchors(anchor_text)
-        except InputError as e:
-            err.print(f"[bold red]error:[/] {safe(e.one_line())}", highlight=False, soft_wrap=True)
-            continue
-        if not description.strip() and not anchors:
-            err.print("nothing changed", highlight=False)
-            continue
-        revised = current.revised(crit, description=description.strip() or None, anchors=anchors or None)
-        err.print(
-            f"re-scoring the {len(units)} labelled unit(s) with version {revised.version} through {', '.join(panel)}",
-            highlight=False,
-            markup=False,
-        )
-        after = asyncio.run(
-            rescore_units(revised, records.items, records.responses, units, judges, tools=tools, options=options)
-        )
-        failed = [s for s in after if not s.ok]
-        if failed:
-            err.print(
-                f"{len(failed)} of {len(after)} re-score(s) failed (left out of the agreement): "
-                + "; ".join(f"{s.item_id} {s.model}: {s.status} {s.error}" for s in failed[:3]),
-                highlight=False,
-                markup=False,
-            )
+        after = _rescore(revised, records, units, judges, tools, options)
         changes = compare_agreement(before, after, labels, revised, judge=judge)
         out.print(_agreement_table(changes, who, before_what, f"v{revised.version}"))
         try:
@@ -502,3 +427,120 @@ def rubric_loop(
         path = _save_version(revised, current, out_dir, after)
         out.print(safe(f"saved {revised.name} version {revised.version}: {path}"), highlight=False)
         current, before, before_what = revised, after, f"v{revised.version}"
+
+
+def _rescore(
+    revised: Rubric, records: Any, units: list[Any], judges: list[Any], tools: Any, options: dict
+) -> list[Any]:
+    """The labelled units scored with the revised rubric through ``judges``; the failures are named."""
+    from ..metric_pool import rescore_units
+
+    panel = ", ".join(j.name for j in judges)
+    err.print(
+        f"re-scoring the {len(units)} labelled unit(s) with version {revised.version} through {panel}",
+        highlight=False,
+        markup=False,
+    )
+    after = asyncio.run(
+        rescore_units(revised, records.items, records.responses, units, judges, tools=tools, options=options)
+    )
+    failed = [s for s in after if not s.ok]
+    if failed:
+        err.print(
+            f"{len(failed)} of {len(after)} re-score(s) failed (left out of the agreement): "
+            + "; ".join(f"{s.item_id} {s.model}: {s.status} {s.error}" for s in failed[:3]),
+            highlight=False,
+            markup=False,
+        )
+    return after
+
+
+def _rubric_of_run(name: str, run: Path) -> tuple[Any, dict[str, Rubric], Rubric, list[Any]]:
+    """(the run's records, its rubrics by name, the rubric to revise, its labelled units); InputError when the run
+    has no such rubric or no label of it."""
+    from ..api import load_run, run_metric_specs
+    from ..metric_pool import labelled_units, load_rubric
+
+    records = load_run(run)
+    rubrics = {k: v for k, v in run_metric_specs(records).items() if isinstance(v, Rubric)}
+    p = Path(name)
+    current = load_rubric(name) if p.suffix in (".yaml", ".yml") and p.is_file() else rubrics.get(name)
+    if current is None or current.name not in rubrics:
+        raise InputError(
+            f"the run has no rubric metric {name!r}",
+            what=str(run),
+            fix=f"use one of {', '.join(sorted(rubrics)) or '(none: the run applied no rubric metric)'}",
+        )
+    units = labelled_units(records.labels, current.name)
+    if not units:
+        raise InputError(
+            f"the run has no labels of {current.name}",
+            what=str(run),
+            fix=f"label some responses first: `sgieval label {run} --metric {current.name}`",
+        )
+    return records, rubrics, current, units
+
+
+def _before_scores(
+    records: Any,
+    rubrics: dict[str, Rubric],
+    current: Rubric,
+    units: list[Any],
+    judges: list[Any],
+    tools: Any,
+    options: dict,
+) -> tuple[list[Any], str]:
+    """The scores the revisions are compared with: the run's own when ``judges`` scored it with this text, else
+    the labelled units scored with it through ``judges`` (so before and after differ only in the rubric)."""
+    from ..metric_pool import rescore_units, scored_by
+
+    panel = [j.name for j in judges]
+    stored = [s for s in records.scores if s.metric == current.name and (s.item_id, s.model) in set(units)]
+    same_text = current.criteria == rubrics[current.name].criteria and current.weights == rubrics[current.name].weights
+    if same_text and scored_by(stored, current, units) == set(panel):
+        return stored, f"the run's scores, v{current.version}"
+    err.print(
+        (
+            f"the run was judged by {', '.join(sorted(scored_by(stored, current, units))) or 'no valid judge'}"
+            if same_text
+            else f"the run was judged with another text of {current.name}"
+        )
+        + "; "
+        f"scoring the {len(units)} labelled unit(s) with version {current.version} through {', '.join(panel)} "
+        "first, so before and after differ only in the rubric",
+        highlight=False,
+        markup=False,
+    )
+    before = asyncio.run(
+        rescore_units(current, records.items, records.responses, units, judges, tools=tools, options=options)
+    )
+    return before, f"v{current.version}"
+
+
+def _ask_revision(current: Rubric) -> Rubric | None:
+    """The revision the user asks for: None to stop, ``current`` itself to ask again (a bad answer, no change)."""
+    pick = _ask("criterion to revise (number or name; empty to stop)")
+    if not pick or not pick.strip():
+        return None
+    pick = pick.strip()
+    by_key = {c.name.casefold(): c.name for c in current.criteria}
+    if pick.isdigit() and 1 <= int(pick) <= len(current.criteria):
+        crit = current.criteria[int(pick) - 1].name
+    elif pick.casefold() in by_key:
+        crit = by_key[pick.casefold()]
+    else:
+        err.print(f"no criterion {safe(pick)!s}; give a number from 1 to {len(current.criteria)}", highlight=False)
+        return current
+    description = _ask("new description (empty: keep it)")
+    anchor_text = _ask("anchors to change, LEVEL=TEXT separated by ';' (empty: keep them)")
+    if description is None or anchor_text is None:
+        return None
+    try:
+        anchors = _parse_anchors(anchor_text)
+    except InputError as e:
+        err.print(f"[bold red]error:[/] {safe(e.one_line())}", highlight=False, soft_wrap=True)
+        return current
+    if not description.strip() and not anchors:
+        err.print("nothing changed", highlight=False)
+        return current
+    return current.revised(crit, description=description.strip() or None, anchors=anchors or None)

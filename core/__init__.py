@@ -15,16 +15,18 @@ from .secrets import redact_secrets, redact_url, SecretValues, url_secrets
 from .modelref import ModelRef, same_model
 from .prompts import prompt_hash, prompt_record
 from .yamlfile import load_yaml
-from .records import as_evidence, CORPUS, Criterion, criterion_key, CRITERION_TOOLS, CriterionTool, DEEP_RESEARCH
+from .records import as_evidence, CORPUS, DEEP_RESEARCH
 from .records import DRY_EXPERIMENT, Evidence, EVIDENCE_KINDS, EXPERIMENTAL_REASONING, FEASIBILITY, GENERIC
 from .records import IDEA_GENERATION, Item, JudgeReplyEvidence, Label, MetricKind, MetricSpec, OPEN_CREATIVITY, Response
-from .records import RetrievalEvidence, Rubric, SandboxRunEvidence, Score, SGI_TASKS, Status, ToolCallEvidence
+from .records import RetrievalEvidence, SandboxRunEvidence, Score, SGI_TASKS, Status, ToolCallEvidence
 from .records import WET_EXPERIMENT
+from .rubric import Criterion, criterion_key, CRITERION_TOOLS, CriterionTool, Rubric
 from .runconfig import EXECUTORS, Option, option_names, run_options, RUN_RECORD, RunConfig, RunOption, SANDBOX_BACKENDS
 from .runconfig import TOOL_NAMES
 from .replies import final_text, join_reasoning, judge_number, refusal_text, reply_status, split_reasoning, verdict_word
-from .store import BUDGET_STOP_NOTE, check_state_file, read_sqlite, REPORT_PENDING, run_holder, RUN_LOCK, RunStore
+from .store import BUDGET_STOP_NOTE, REPORT_PENDING, run_holder, RUN_LOCK, RunStore
 from .store import sync_open_stores
+from .statefile import check_state_file, read_sqlite
 
 _LAZY = {
     name: module

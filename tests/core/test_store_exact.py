@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from sgieval.core import InputError, Response, RunConfig, RunStore
-from sgieval.core.store import check_state_file
+from sgieval.core.statefile import check_state_file
 
 
 def _resp(i: int) -> Response:

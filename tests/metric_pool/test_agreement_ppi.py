@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sgieval.core import InputError, Label, Rubric, Score
-from sgieval.core.records import Criterion
+from sgieval.core import Criterion
 from sgieval.metric_pool.agreement import agreement, kappa, scale_of
 from sgieval.metric_pool.labels import MIN_LABELS, label_estimates, latest_labels, sample_units, validate_labels
 from sgieval.metric_pool.ppi import classical_mean, power_tuning, ppi_mean, stratified_ppi_mean
