@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..core import ModelRef
@@ -73,6 +73,4 @@ def repeat_of(model: NamedModel, index: int) -> NamedModel:
     """
     if index == 0:
         return model
-    from dataclasses import replace
-
     return replace(model, repeat=index)

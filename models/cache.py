@@ -47,15 +47,13 @@ from typing import Any, Sequence
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from ..core import CacheCorruptError, lone_surrogate
+from ..core import CacheCorruptError, current_settings, lone_surrogate
 from .base import NamedModel
 from .context import current_call_context
 
 
 def cache_dir() -> Path:
     """``$SGIEVAL_CACHE_DIR`` or the platform's user cache dir for sgieval."""
-    from ..core import current_settings
-
     env = current_settings().cache_dir
     if env:
         return env
@@ -83,7 +81,7 @@ def get_cache() -> "CallCache":
     Returns:
         The cache.
     """
-    return current_call_context().cache()
+    return current_call_context().cache(CallCache, lambda: cache_dir() / "calls.sqlite")
 
 
 # --------------------------------------------------------------------- keys

@@ -21,7 +21,9 @@ import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from ..core import current_settings
 
 DEFAULT_MAX_CONCURRENCY = 16
 
@@ -135,8 +137,6 @@ class CallContext:
         """
         if self.use_cache is not None:
             return bool(self.use_cache)
-        from ..core import current_settings
-
         return not current_settings().no_cache
 
     def configure_cache(self, *, enabled: bool | None = None, path: str | Path | None = None) -> None:
@@ -157,24 +157,26 @@ class CallContext:
                 self._cache = None
             self._resolved = False  # the location is resolved again on the next use
 
-    def cache(self) -> Any:
-        """This context's :class:`~sgieval.models.cache.CallCache` (opened lazily).
+    def cache(self, open_at: Callable[[Path], Any], default_path: Callable[[], Path]) -> Any:
+        """This context's call cache, opened lazily.
+
+        Args:
+            open_at: opens the cache file at a path (:class:`~sgieval.models.cache.CallCache`).
+            default_path: the file when ``cache_path`` is None.
 
         Returns:
             The cache.
         """
         c = self._cache
-        if c is not None and self._resolved:  # fast path: the location was resolved once (perf13)
+        if c is not None and self._resolved:  # fast path: the location was resolved once
             return c
-        from .cache import CallCache, cache_dir
-
         with self._lock:
-            path = self.cache_path or cache_dir() / "calls.sqlite"
+            path = Path(self.cache_path or default_path())
             c = self._cache
-            if c is None or c.path != Path(path):
+            if c is None or c.path != path:
                 if c is not None:
                     c.close()
-                c = self._cache = CallCache(path)
+                c = self._cache = open_at(path)
             self._resolved = True
             return c
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from ..core import InputError, ModelRef, redact_url
-from ..core import add_prefix
+from ..core import InputError, ModelRef, add_prefix, current_settings, redact_url
 from .base import NamedModel, Role
+from .local import load_local_model
 from .params import sampling_params
+from .replay import resolve_replay
 
 __all__ = [
     "ModelOptions",
@@ -33,6 +34,7 @@ __all__ = [
     "PROVIDERS",
     "OFFICIAL_OPENAI_URL",
     "openai_compatible",
+    "provider_for",
     "register_provider",
     "resolve_endpoint",
 ]
@@ -66,11 +68,7 @@ class ModelOptions:
         """The value of variable ``name`` through the settings object (None when unset or ``name`` is None)."""
         if not name:
             return None
-        if self.settings is None:
-            from ..core import current_settings
-
-            return current_settings().env_value(name)
-        return self.settings.env_value(name)
+        return (self.settings if self.settings is not None else current_settings()).env_value(name)
 
 
 Factory = Callable[[ModelRef, Role, ModelOptions], NamedModel]
@@ -83,10 +81,6 @@ class Provider:
 
     prefix: str
     factory: Factory
-
-
-PROVIDERS: dict[str, Provider] = {}
-"""Prefix -> provider, filled at import by the built-in registrations below and by :func:`register_provider`."""
 
 
 def register_provider(prefix: str, factory: Factory) -> Provider:
@@ -109,6 +103,18 @@ def register_provider(prefix: str, factory: Factory) -> Provider:
     PROVIDERS[prefix] = entry
     add_prefix(prefix)
     return entry
+
+
+def provider_for(prefix: str) -> Provider | None:
+    """The registered provider of ``prefix`` (:data:`PROVIDERS`), or None.
+
+    Args:
+        prefix: a model-string prefix.
+
+    Returns:
+        The provider, or None.
+    """
+    return PROVIDERS.get(prefix)
 
 
 def _split_key(url: str) -> tuple[str, str | None]:
@@ -169,9 +175,7 @@ def resolve_endpoint(
 def openai_chat_class() -> type:
     """The chat-model class for OpenAI-compatible servers: sgieval's
     :class:`~sgieval.models.openai_direct.ChatOpenAIDirect` (default) or, with ``SGIEVAL_OPENAI_TRANSPORT=sdk``,
-    langchain-openai's ``ChatOpenAI``."""
-    from ..core import current_settings
-
+    langchain-openai's ``ChatOpenAI`` (each loaded when first asked for)."""
     if current_settings().openai_transport == "sdk":
         from langchain_openai import ChatOpenAI
 
@@ -239,14 +243,10 @@ def _replay(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
             what=ref.spec,
             fix="use an LLM (openai:..., local:smollm2, ...) for judge and agent roles",
         )
-    from .registry import resolve_replay
-
     return resolve_replay(ref.spec, options.stored)
 
 
 def _local(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
-    from .local import load_local_model
-
     return load_local_model(ref.spec, role)
 
 
@@ -274,15 +274,22 @@ def langchain_provider(ref: ModelRef, role: Role, options: ModelOptions) -> Name
     )
 
 
-register_provider("replay", _replay)
-register_provider("local", _local)
-register_provider(
-    "openai",
-    openai_compatible(
-        base_url_var="OPENAI_BASE_URL",
-        key_var="OPENAI_API_KEY",
-        default_base_url=OFFICIAL_OPENAI_URL,
-        run_base_url=True,
-    ),
-)
-register_provider("openai-api", openai_compatible())
+PROVIDERS: dict[str, Provider] = {
+    p.prefix: p
+    for p in (
+        Provider("replay", _replay),
+        Provider("local", _local),
+        Provider(
+            "openai",
+            openai_compatible(
+                base_url_var="OPENAI_BASE_URL",
+                key_var="OPENAI_API_KEY",
+                default_base_url=OFFICIAL_OPENAI_URL,
+                run_base_url=True,
+            ),
+        ),
+        Provider("openai-api", openai_compatible()),
+    )
+}
+"""Prefix -> provider: the built-in entries (their prefixes are :data:`sgieval.core.modelref.BUILTIN_PREFIXES`),
+then every :func:`register_provider` call."""

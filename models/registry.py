@@ -17,82 +17,14 @@ A model string is parsed once into a :class:`~sgieval.core.ModelRef` and built b
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 from typing import Any
 
-from ..core import InputError, ModelRef
-from ..core import known_prefixes
+from ..core import InputError, ModelRef, known_prefixes
 from .base import NamedModel, Role
-from .replay import ReplayStore, StoredResponses, load_jsonl_replay
+from .providers import ModelOptions, Provider, langchain_provider, provider_for
+from .replay import StoredResponses, resolve_replay
 
-
-def _match(name: str, store: ReplayStore) -> bool:
-    n = name.lower()
-    cands = {
-        store.model.lower(),
-        ModelRef(spec=store.model, provider="", name=store.model).untagged.lower(),
-        store.source.stem.lower(),
-        store.model.replace("/", "_").lower(),
-    }
-    return n in cands
-
-
-def resolve_replay(
-    spec: str, stored: StoredResponses | None = None, _stores: list[ReplayStore] | None = None
-) -> NamedModel:
-    """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
-    (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
-    stored models when the name matches none, and for a ``.json`` file that is not one model's answers.
-
-    Args:
-        spec: ``replay:<name or path>``.
-        stored: the stored responses the run can serve.
-        _stores: the stored models already read (internal).
-
-    Returns:
-        The replay model.
-
-    Raises:
-        InputError: as above.
-    """
-    ref = ModelRef.parse(spec).name
-    p = Path(ref).expanduser()
-    if p.suffix in (".json", ".jsonl") and p.is_file():
-        if p.suffix == ".jsonl":
-            store = load_jsonl_replay(p)
-        else:
-            if stored is None or stored.read_file is None:
-                raise InputError(
-                    "no reader for stored-answer .json files was given",
-                    what=str(p),
-                    fix="resolve it with sgieval.agents.stored_responses.resolve_run_model (it reads "
-                    "SciAidanBench responses files), or give a JSONL replay file",
-                )
-            stores = stored.read_file(p)
-            if not stores:
-                raise InputError("holds no models", what=str(p), fix="use a SciAidanBench responses file")
-            if len(stores) > 1:
-                raise InputError(
-                    f"holds the answers of {len(stores)} models ({', '.join(s.model for s in stores)}); "
-                    "replay:<file> serves one model",
-                    what=str(p),
-                    fix="split the file by model, or put it in <data>/sciaidanbench/responses/ and "
-                    "name the models (replay:<name>)",
-                )
-            store = stores[0]
-        return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
-    if p.suffix in (".json", ".jsonl"):
-        raise InputError("replay file not found", what=str(p), fix="give an existing file after replay:")
-    stores = _stores if _stores is not None else (stored.stores() if stored is not None else [])
-    for s in stores:
-        if _match(ref, s):
-            return NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
-    known = ", ".join(s.model for s in stores) or "none found"
-    raise InputError(
-        f"no stored responses named {ref!r}",
-        what=spec,
-        fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>",
-    )
+__all__ = ["resolve_model", "resolve_replay", "sampling_for_role"]
 
 
 def sampling_for_role(config: Any, role: Role) -> dict[str, Any]:
@@ -147,8 +79,6 @@ def resolve_model(
     Raises:
         InputError: an unknown or unusable model string (exit code 2 in the CLI), naming the fix.
     """
-    from .providers import PROVIDERS, ModelOptions, langchain_provider
-
     try:
         ref = ModelRef.parse(spec)
     except ValueError as e:
@@ -161,33 +91,39 @@ def resolve_model(
         settings=settings,
         dry_run=dry_run,
     )
-    entry = PROVIDERS.get(ref.provider)
+    entry = provider_for(ref.provider)
+    if entry is None and ref.provider not in known_prefixes():
+        raise _unknown_provider(ref)
     if batch:
-        from .batch import anthropic_batch_model, batch_model, refuse_batch
+        return _batch_model(ref, role, options, entry)
+    return entry.factory(ref, role, options) if entry is not None else langchain_provider(ref, role, options)
 
-        if ref.provider == "local":  # refused before the embedded model is loaded
-            raise refuse_batch(ref.spec, "the embedded model runs on this machine and has no batch API")
-        if ref.provider == "anthropic" and entry is None:
-            return anthropic_batch_model(ref, role, temperature=temperature, settings=settings)
-        if entry is not None:
-            return batch_model(entry.factory(ref, role, options))
-        if ref.provider in known_prefixes():
-            return batch_model(langchain_provider(ref, role, options))
-    if entry is not None:
-        return entry.factory(ref, role, options)
-    if ref.provider in known_prefixes():
-        return langchain_provider(ref, role, options)
+
+def _batch_model(ref: ModelRef, role: Role, options: ModelOptions, entry: Provider | None) -> NamedModel:
+    """The ``--batch`` model of a known provider (batch.py is loaded only by batch runs)."""
+    from .batch import anthropic_batch_model, batch_model, refuse_batch
+
+    if ref.provider == "local":  # refused before the embedded model is loaded
+        raise refuse_batch(ref.spec, "the embedded model runs on this machine and has no batch API")
+    if ref.provider == "anthropic" and entry is None:
+        return anthropic_batch_model(ref, role, temperature=options.temperature, settings=options.settings)
+    model = entry.factory(ref, role, options) if entry is not None else langchain_provider(ref, role, options)
+    return batch_model(model)
+
+
+def _unknown_provider(ref: ModelRef) -> InputError:
+    """The error for a model string whose prefix no provider has, with the nearest prefix when it is a typo."""
     head = ref.prefix
     rest = ref.spec[len(head) + 1 :]
     near = difflib.get_close_matches(head, sorted(known_prefixes()), n=1, cutoff=0.75) if head else []
     if near:  # a typo of a provider prefix ("opnai:gpt-4.1")
-        raise InputError(
+        return InputError(
             f"unknown provider {head!r}",
             what=ref.spec,
             fix=f"did you mean {near[0]}:{rest}? (prefixes: replay, local, openai, openai-api, or an "
             "init_chat_model provider)",
         )
-    raise InputError(
+    return InputError(
         f"unknown provider {head!r}" if head else "unknown model string",
         what=ref.spec,
         fix="use replay:<name>, local:smollm2, openai:<model>, openai-api:<service>/<model> or provider:model "

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core import InputError, Item, Response, json_loads_strict, split_jsonl
+from ..core import InputError, Item, ModelRef, Response, json_loads_strict, split_jsonl
+from .base import NamedModel
 
 
 def local_item_id_of(item_id: str) -> str:
@@ -242,3 +243,72 @@ class StoredResponses:
 
     stores: Callable[[], list[ReplayStore]] = list
     read_file: Callable[[Path], list[ReplayStore]] | None = None
+
+
+def _match(name: str, store: ReplayStore) -> bool:
+    n = name.lower()
+    cands = {
+        store.model.lower(),
+        ModelRef(spec=store.model, provider="", name=store.model).untagged.lower(),
+        store.source.stem.lower(),
+        store.model.replace("/", "_").lower(),
+    }
+    return n in cands
+
+
+def resolve_replay(
+    spec: str, stored: StoredResponses | None = None, _stores: list[ReplayStore] | None = None
+) -> NamedModel:
+    """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
+    (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
+    stored models when the name matches none, and for a ``.json`` file that is not one model's answers.
+
+    Args:
+        spec: ``replay:<name or path>``.
+        stored: the stored responses the run can serve.
+        _stores: the stored models already read (internal).
+
+    Returns:
+        The replay model.
+
+    Raises:
+        InputError: as above.
+    """
+    ref = ModelRef.parse(spec).name
+    p = Path(ref).expanduser()
+    if p.suffix in (".json", ".jsonl") and p.is_file():
+        if p.suffix == ".jsonl":
+            store = load_jsonl_replay(p)
+        else:
+            if stored is None or stored.read_file is None:
+                raise InputError(
+                    "no reader for stored-answer .json files was given",
+                    what=str(p),
+                    fix="resolve it with sgieval.agents.stored_responses.resolve_run_model (it reads "
+                    "SciAidanBench responses files), or give a JSONL replay file",
+                )
+            stores = stored.read_file(p)
+            if not stores:
+                raise InputError("holds no models", what=str(p), fix="use a SciAidanBench responses file")
+            if len(stores) > 1:
+                raise InputError(
+                    f"holds the answers of {len(stores)} models ({', '.join(s.model for s in stores)}); "
+                    "replay:<file> serves one model",
+                    what=str(p),
+                    fix="split the file by model, or put it in <data>/sciaidanbench/responses/ and "
+                    "name the models (replay:<name>)",
+                )
+            store = stores[0]
+        return NamedModel(name=f"replay:{store.model}", role="target", replay=store, provider="replay")
+    if p.suffix in (".json", ".jsonl"):
+        raise InputError("replay file not found", what=str(p), fix="give an existing file after replay:")
+    stores = _stores if _stores is not None else (stored.stores() if stored is not None else [])
+    for s in stores:
+        if _match(ref, s):
+            return NamedModel(name=f"replay:{s.model}", role="target", replay=s, provider="replay")
+    known = ", ".join(s.model for s in stores) or "none found"
+    raise InputError(
+        f"no stored responses named {ref!r}",
+        what=spec,
+        fix=f"use one of: {known}, or replay:<path to a .json/.jsonl file>",
+    )
