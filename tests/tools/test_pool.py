@@ -8,17 +8,10 @@ import pytest
 
 from sgieval.core import InputError, Score, ToolError
 from sgieval.tools import ExecResult, PdfDocument, SearchResults, ToolPool
-from sgieval.tools.sandbox import BubblewrapSandbox, bwrap_status
+from sgieval.tests.tools.sandboxes import needs_bwrap
+from sgieval.tools.sandbox import BubblewrapSandbox
 
-needs_bwrap = pytest.mark.skipif(not bwrap_status()[0], reason="bubblewrap cannot start here")
-
-
-@pytest.fixture()
-def corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("SGIEVAL_NETWORK", "offline")
-    (tmp_path / "a.txt").write_text("graphene graphene graphene mobility")
-    (tmp_path / "b.txt").write_text("graphene transport holes electrons")
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("offline")  # the search tools answer from the local corpus (conftest)
 
 
 @pytest.fixture(scope="module")

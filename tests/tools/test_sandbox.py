@@ -1,8 +1,7 @@
 """The bubblewrap sandbox holds against hostile programs.
 
-Every hostile run uses its own uid (``uids=[UID]``) so that "no process left
-behind" is checked as "no live process of that uid" after the run, plus no
-live child of the test process.
+Every hostile run uses its own uid (``uids=[UID]``) so that "no process left behind" is checked as "no live process
+of that uid" after the run, plus no live child of the test process (:func:`~sgieval.tests.tools.sandboxes.checked_run`).
 """
 
 from __future__ import annotations
@@ -10,54 +9,24 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from sgieval.core import InputError, SandboxUnavailableError
-from sgieval.tools import sandbox as sbmod
-from sgieval.tools.base import ExecResult
-from sgieval.tools.sandbox import (
-    TRUNCATION_MARKER,
-    BubblewrapSandbox,
-    E2BSandbox,
-    UnsafeLocalSandbox,
-    get_sandbox,
-    processes_of_uid,
-)
+from sgieval.tests.tools.sandboxes import checked_run as run
+from sgieval.tests.tools.sandboxes import needs_bwrap
+from sgieval.tools.sandbox import TRUNCATION_MARKER, BubblewrapSandbox, E2BSandbox, UnsafeLocalSandbox, get_sandbox
 
 UID = 3_901_234
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(not sbmod.bwrap_status()[0], reason="bubblewrap cannot start here")
-
-
-def _children_of_me() -> list[int]:
-    me = os.getpid()
-    kids = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                stat = Path(f"/proc/{d}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
-                kids.append(int(d))
-    return kids
+pytestmark = needs_bwrap
 
 
 @pytest.fixture(scope="module")
 def sbx() -> BubblewrapSandbox:
     return BubblewrapSandbox(uids=[UID], timeout_s=20)
-
-
-def run(sbx: BubblewrapSandbox, code: str, **kw) -> ExecResult:
-    res = sbx.run(textwrap.dedent(code), **kw)
-    assert processes_of_uid(UID) == [], "a sandboxed process survived the run"
-    assert _children_of_me() == [], "a bwrap process survived the run"
-    assert res.backend == "bubblewrap"
-    return res
 
 
 def test_numpy_scipy_pandas_sklearn_run_inside(sbx):

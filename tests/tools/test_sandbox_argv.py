@@ -11,10 +11,11 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from sgieval.tests.tools.sandboxes import needs_bwrap
 from sgieval.tools.sandbox import bwrap as bw
 from sgieval.tools.sandbox.common import _BOOT_MOUNT, SANDBOX_WORKDIR, _boot_dir, _sandbox_env
 
-pytestmark = pytest.mark.skipif(not bw.bwrap_status()[0], reason="bubblewrap cannot start here")
+pytestmark = needs_bwrap
 
 MIB = 1024 * 1024
 

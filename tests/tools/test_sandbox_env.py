@@ -11,7 +11,7 @@ import os
 import pytest
 
 from sgieval.metric_pool.sgi.dry_experiment import SubprocessSandbox
-from sgieval.tools import sandbox as sbmod
+from sgieval.tests.tools.sandboxes import needs_bwrap
 from sgieval.tools.sandbox import BubblewrapSandbox, UnsafeLocalSandbox
 
 SECRET = "sk-planted-secret-0123456789"
@@ -50,7 +50,7 @@ def _env_of(sbx) -> dict[str, str]:
     return json.loads(res.stdout)
 
 
-@pytest.mark.skipif(not sbmod.bwrap_status()[0], reason="bubblewrap cannot start here")
+@needs_bwrap
 def test_bubblewrap_environment_is_exactly_the_sandbox_variables(host_secret):
     env = _env_of(BubblewrapSandbox(timeout_s=30))
     # bwrap --clearenv, then only --setenv'd variables; the shell-less chain adds PWD

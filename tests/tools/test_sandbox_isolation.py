@@ -16,9 +16,10 @@ import pytest
 from sgieval.core import Item, Response, SandboxUnavailableError
 from sgieval.metric_pool.base import ScoringContext
 from sgieval.metric_pool.sgi import dry_experiment as de
-from sgieval.tools.sandbox import BubblewrapSandbox, bwrap_status, escape_control_chars, processes_of_uid
+from sgieval.tests.tools.sandboxes import checked_run, needs_bwrap
+from sgieval.tools.sandbox import BubblewrapSandbox, escape_control_chars, processes_of_uid
 
-pytestmark = pytest.mark.skipif(not bwrap_status()[0], reason="bubblewrap cannot start here")
+pytestmark = needs_bwrap
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sgi"
 SGIEVAL = [str(Path(sys.executable).with_name("sgieval"))]
@@ -151,8 +152,9 @@ def test_two_processes_sharing_a_uid_pool_never_kill_each_other(tmp_path):
 
 def test_work_dir_is_a_size_capped_tmpfs_not_host_memory():
     sbx = BubblewrapSandbox(uids=[3901410], work_mb=8, timeout_s=20)
-    res = sbx.run(
-        textwrap.dedent("""
+    res = checked_run(
+        sbx,
+        """
         import os
         st = os.statvfs(".")
         print(st.f_blocks * st.f_frsize // 2**20)
@@ -165,7 +167,7 @@ def test_work_dir_is_a_size_capped_tmpfs_not_host_memory():
             print("wrote 16 MiB")
         except OSError as e:
             print("refused", e.errno == 28)
-    """)
+    """,
     )
     # an 8 MiB tmpfs of its own (not a bind of a host folder such as /dev/shm), and a 16 MiB file does not fit
     assert res.stdout.splitlines() == ["8", "['tmpfs']", "refused True"], res.stderr
@@ -173,7 +175,8 @@ def test_work_dir_is_a_size_capped_tmpfs_not_host_memory():
 
 def test_setup_products_reach_main_and_output_files_come_back():
     sbx = BubblewrapSandbox(uids=[3901411], timeout_s=20)
-    res = sbx.run(
+    res = checked_run(
+        sbx,
         "print(open('data/x.txt').read())\nopen('o.txt', 'w').write('7')\n",
         files={"setup.py": "import os\nos.makedirs('data')\nopen('data/x.txt', 'w').write('six')\n"},
         setup_scripts=["setup.py"],
@@ -185,7 +188,8 @@ def test_setup_products_reach_main_and_output_files_come_back():
 def test_nul_and_terminal_escapes_are_escaped():
     assert escape_control_chars("a\x00b\x1b[2Jc\r\nd\te\rf\x9b") == "a\\x00b\\x1b[2Jc\r\nd\te\\x0df\\x9b"
     sbx = BubblewrapSandbox(uids=[3901412], timeout_s=20)
-    res = sbx.run(
+    res = checked_run(
+        sbx,
         "import sys\nsys.stdout.write('ok\\x00\\x1b]0;pwned\\x07\\n')\nsys.stderr.write('\\x1b[31mred')\n",
         output_files=["f.txt"],
         files={"f.txt": "x\x1b[1my"},
@@ -200,7 +204,7 @@ def test_interpreter_under_tmp_is_visible_inside(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     sbx = BubblewrapSandbox(uids=[3901413], python=str(venv / "bin" / "python"), timeout_s=20)
-    res = sbx.run("import sys\nprint(sys.prefix)\n")
+    res = checked_run(sbx, "import sys\nprint(sys.prefix)\n")
     assert (res.exit_code, res.stdout) == (0, f"{venv}\n"), res.stderr
     sbx.check()
 

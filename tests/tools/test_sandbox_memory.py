@@ -8,16 +8,13 @@ Real sandboxes, real programs; each touches every page it allocates, so the memo
 from __future__ import annotations
 
 import os
-import textwrap
 
 import pytest
 
-from sgieval.tools import sandbox as sbmod
-from sgieval.tools.base import ExecResult
-from sgieval.tools.sandbox import BubblewrapSandbox, UnsafeLocalSandbox, processes_of_uid
+from sgieval.tests.tools.sandboxes import checked_run, needs_bwrap
+from sgieval.tools.sandbox import BubblewrapSandbox, UnsafeLocalSandbox
 
 UID = 3_901_236
-needs_bwrap = pytest.mark.skipif(not sbmod.bwrap_status()[0], reason="bubblewrap cannot start here")
 
 THREE_CHILDREN = """
 import os, time
@@ -51,23 +48,17 @@ def _bwrap() -> BubblewrapSandbox:
     return BubblewrapSandbox(uids=[UID], timeout_s=60)
 
 
-def _backends():
-    out = [pytest.param(lambda: UnsafeLocalSandbox(timeout_s=60), id="unsafe-local")]
-    out.insert(0, pytest.param(_bwrap, id="bubblewrap", marks=needs_bwrap))
-    return out
+BACKENDS = [
+    pytest.param(_bwrap, id="bubblewrap", marks=needs_bwrap),
+    pytest.param(lambda: UnsafeLocalSandbox(timeout_s=60), id="unsafe-local"),
+]
 
 
-def _left(res: ExecResult) -> None:
-    if res.backend == "bubblewrap":
-        assert processes_of_uid(UID) == [], "a sandboxed process survived the kill"
-
-
-@pytest.mark.parametrize("make", _backends())
+@pytest.mark.parametrize("make", BACKENDS)
 def test_three_one_and_a_half_gib_children_are_stopped_at_two_gib(make):
     sb = make()
     assert sb.limits.memory_mb == 2048
-    res = sb.run(textwrap.dedent(THREE_CHILDREN.format(n=3, mib=1536, hold=30)))
-    _left(res)
+    res = checked_run(sb, THREE_CHILDREN.format(n=3, mib=1536, hold=30))
     assert res.killed_reason == "memory"
     assert res.outcome == "killed: memory limit"
     assert res.exit_code == -9 and "all children done" not in res.stdout
@@ -76,12 +67,11 @@ def test_three_one_and_a_half_gib_children_are_stopped_at_two_gib(make):
     assert res.wall_time_s < 30  # stopped, not waited out
 
 
-@pytest.mark.parametrize("make", _backends())
+@pytest.mark.parametrize("make", BACKENDS)
 def test_a_chain_of_processes_is_summed_too(make):
     """Variant: no process is a child of the program's first process for long (each parent waits on its
     own child), and none is over the limit on its own."""
-    res = make().run(CHAIN)
-    _left(res)
+    res = checked_run(make(), CHAIN)
     assert (res.killed_reason, res.outcome) == ("memory", "killed: memory limit")
     assert "chain done" not in res.stdout
 
@@ -90,18 +80,16 @@ def test_a_chain_of_processes_is_summed_too(make):
 def test_under_the_limit_the_peak_is_the_trees():
     """Two children of 512 MiB held together: not stopped, and the peak is their sum (> 1 GiB), where
     the program's own high-water mark says ~512 MiB."""
-    res = _bwrap().run(textwrap.dedent(THREE_CHILDREN.format(n=2, mib=512, hold=1.5)))
-    _left(res)
+    res = checked_run(_bwrap(), THREE_CHILDREN.format(n=2, mib=512, hold=1.5))
     assert res.killed_reason is None and res.exit_code == 0 and res.stdout == "all children done\n"
     assert 1024 < res.peak_memory_mb < 2048
 
 
 @needs_bwrap
 def test_a_smaller_limit_is_the_whole_sandboxs_too():
-    res = BubblewrapSandbox(uids=[UID], timeout_s=60, memory_mb=512).run(
-        textwrap.dedent(THREE_CHILDREN.format(n=3, mib=300, hold=30))
+    res = checked_run(
+        BubblewrapSandbox(uids=[UID], timeout_s=60, memory_mb=512), THREE_CHILDREN.format(n=3, mib=300, hold=30)
     )
-    _left(res)
     assert res.outcome == "killed: memory limit" and 512 < res.peak_memory_mb < 1024
 
 
@@ -122,12 +110,10 @@ def test_process_count_is_limited_to_sixteen_by_default():
     """
     sb = _bwrap()
     assert sb.limits.max_processes == 16
-    res = sb.run(textwrap.dedent(code))
-    _left(res)
+    res = checked_run(sb, code)
     # as root the sandbox uid's processes are counted alone: the driver and the program are 2 of its 16 + 1
     assert res.stdout == "refused after 15 BlockingIOError\n", res.stdout
-    res = BubblewrapSandbox(uids=[UID], max_processes=64).run(textwrap.dedent(code))
-    _left(res)
+    res = checked_run(BubblewrapSandbox(uids=[UID], max_processes=64), code)
     assert res.stdout == ""  # all 40 started: the limit is what stopped them above
 
 

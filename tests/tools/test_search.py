@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 
@@ -19,29 +18,6 @@ from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from sgieval.core import InputError, Item, OfflineError, ToolError  # noqa: E402
 from sgieval.tools import make_web_search_tool  # noqa: E402
 from sgieval.tools.search import BM25Index, WebSearch, html_to_text, network_status, visit_webpage  # noqa: E402
-
-
-@pytest.fixture()
-def corpus(tmp_path):
-    # every document has 4 tokens after stopword removal ("of" is a stopword)
-    (tmp_path / "a.txt").write_text("graphene graphene graphene mobility")
-    (tmp_path / "b.txt").write_text("graphene transport of holes electrons")
-    (tmp_path / "c.md").write_text("# Protein\nfolding kinetics rates")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "d.jsonl").write_text(
-        json.dumps({"id": "o1", "title": "Ocean", "text": "ocean salinity gradients currents"}) + "\n" + "{not json\n"
-    )
-    return tmp_path
-
-
-@pytest.fixture()
-def offline(monkeypatch):
-    monkeypatch.setenv("SGIEVAL_NETWORK", "offline")
-
-
-@pytest.fixture()
-def online(monkeypatch):
-    monkeypatch.setenv("SGIEVAL_NETWORK", "online")
 
 
 def test_bm25_ranks_generated_corpus(corpus):
