@@ -18,7 +18,17 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..core import Criterion, CriterionTool, InputError, Rubric
-from ..metric_pool import as_data
+from ..metric_pool import (
+    MATCH_THRESHOLD,
+    STARTER_DIR,
+    as_data,
+    find_rubric,
+    list_rubrics,
+    match_texts,
+    save_rubric,
+    semantic_scores,
+    slug,
+)
 from ..models import NamedModel
 from .asking import ask_agent
 
@@ -46,8 +56,6 @@ def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[s
     """Rubric from an agent made safe to run: slug name distinct from ``taken``,
     tasks ["*"] when none, a source (``default_source`` when empty) that cites
     every entry of ``cite`` not already mentioned."""
-    from ..metric_pool import slug
-
     name = slug(r.name)
     if name in taken:
         name = f"{name}_custom"
@@ -80,8 +88,6 @@ async def draft_rubric(
     output, parse retries).  ``documents`` (from :func:`read_named_pdfs`) are
     shown as delimited data and cited in ``source``.  Returns (rubric or None,
     raw replies, error)."""
-    from ..metric_pool import slug
-
     docs = documents or []
     parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
     if request:
@@ -114,36 +120,16 @@ _FILLER = re.compile(
     r"(?:states?|gives?|proposes?|includes?|provides?|presents?|makes?|offers?|contains?)\s+)+",
     re.I,
 )
-_GENERIC = [
-    (
-        "correctness",
-        "Statements, numbers and conclusions are correct.",
-        "Mostly wrong.",
-        "Partly correct, with notable errors.",
-        "Fully correct.",
-    ),
-    (
-        "completeness",
-        "Every part of the task is addressed.",
-        "Most of the task is ignored.",
-        "Main parts addressed, some missing.",
-        "Every part addressed in depth.",
-    ),
-    (
-        "justification",
-        "Claims are supported with reasoning, evidence or references.",
-        "Unsupported assertions.",
-        "Some support, with gaps.",
-        "Every claim is well supported.",
-    ),
-    (
-        "clarity",
-        "The response is clear and well organised.",
-        "Confusing.",
-        "Understandable with effort.",
-        "Clear and well organised.",
-    ),
-]
+_GENERIC = [  # (name, description, anchors 0, 5, 10)
+    ("correctness", "Statements, numbers and conclusions are correct.", "Mostly wrong.",
+     "Partly correct, with notable errors.", "Fully correct."),
+    ("completeness", "Every part of the task is addressed.", "Most of the task is ignored.",
+     "Main parts addressed, some missing.", "Every part addressed in depth."),
+    ("justification", "Claims are supported with reasoning, evidence or references.", "Unsupported assertions.",
+     "Some support, with gaps.", "Every claim is well supported."),
+    ("clarity", "The response is clear and well organised.", "Confusing.", "Understandable with effort.",
+     "Clear and well organised."),
+]  # fmt: skip
 
 
 def key_phrases(description: str, limit: int = 4) -> list[str]:
@@ -161,34 +147,10 @@ def key_phrases(description: str, limit: int = 4) -> list[str]:
     return out[:limit]
 
 
-_VERBS = (
-    "states",
-    "gives",
-    "estimates",
-    "includes",
-    "provides",
-    "proposes",
-    "describes",
-    "explains",
-    "considers",
-    "uses",
-    "has",
-    "contains",
-    "discusses",
-    "identifies",
-    "addresses",
-    "mentions",
-    "offers",
-    "presents",
-    "defines",
-    "reports",
-    "cites",
-    "quantifies",
-    "justifies",
-    "compares",
-    "lists",
-    "avoids",
-    "follows",
+_VERBS = tuple(
+    "states gives estimates includes provides proposes describes explains considers uses has contains discusses "
+    "identifies addresses mentions offers presents defines reports cites quantifies justifies compares lists avoids "
+    "follows".split()
 )
 
 
@@ -257,8 +219,6 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
     """A 4-criterion rubric from ``description``: one criterion per key phrase
     (:func:`key_phrases`), filled up with correctness, completeness,
     justification and clarity; anchors at 0/5/10; equal weights."""
-    from ..metric_pool import slug
-
     phrases = key_phrases(description)
     crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
     for n, d, a0, a5, a10 in _GENERIC:
@@ -280,8 +240,6 @@ def best_library_match(description: str) -> tuple[Rubric | None, float]:
     """(library rubric, cosine) best matching ``description`` or one of its
     key phrases (MiniLM, :func:`sgieval.metric_pool.rubrics.match_texts`);
     (None, best cosine) when below :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
-    from ..metric_pool import MATCH_THRESHOLD, find_rubric, list_rubrics, match_texts, semantic_scores
-
     library = list_rubrics()
     exact = find_rubric(description, threshold=2.0, rubrics=library)  # exact-name path only
     if exact is not None:
@@ -328,8 +286,6 @@ async def propose_rubric(
     Raises:
         InputError: an empty description.
     """
-    from ..metric_pool import slug
-
     if not (description or "").strip():
         raise InputError(
             "the metric description is empty",
@@ -425,7 +381,6 @@ def match_criterion(rubric: Rubric, phrase: str) -> str | None:
     punctuation-insensitive), then containment either way, then every word
     of the phrase sharing a 6-letter stem with a word of the name, then the best
     MiniLM cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
-    from ..metric_pool import MATCH_THRESHOLD, semantic_scores
 
     def norm(x: str) -> str:
         return re.sub(r"[^a-z0-9]+", " ", x.lower()).strip()
@@ -496,8 +451,6 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
     criterion X: description", "rename to NAME".  The criterion is matched
     with :func:`match_criterion`.  An instruction that is not understood
     leaves the rubric unchanged and the message says so and lists the forms."""
-    from ..metric_pool import slug
-
     r = rubric.model_copy(deep=True)
     done: list[str] = []
     last: str | None = None  # the criterion "it" refers to: the last one added or changed
@@ -506,84 +459,79 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
         kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), (None, None))
         if m is None:
             done.append(f"I did not understand '{part}'. {REVISION_HELP}")
-            continue
-        if kind == "rename":
+        elif kind == "rename":
             new = slug(m.group("n"))
             done.append(f"renamed {r.name} -> {new}")
             r = r.model_copy(update={"name": new})
-            continue
-        if kind == "add":
-            cname = re.sub(r"\s+", " ", (m.group("q") or m.group("c") or "").strip().strip("'\"").lower())
-            if not m.group("q") and (len(cname.split()) > 6 or _NOT_A_NAME.search(cname)):
-                # never turn a whole instruction into a criterion name
-                done.append(
-                    f"I did not understand '{part}' (which words name the criterion?); put the name in "
-                    f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}"
-                )
-                continue
-            if match_criterion(r, cname) and re.sub(r"\W+", " ", cname) == re.sub(
-                r"\W+", " ", match_criterion(r, cname) or ""
-            ):
-                done.append(f"criterion '{cname}' already exists")
-                continue
-            crit = drafted_criterion(cname)
-            if m.group("d"):
-                crit = crit.model_copy(update={"description": m.group("d").strip()})
-            w = float(m.group("w")) if m.group("w") else 1.0
-            try:
-                r = Rubric.model_validate(
-                    {
-                        **r.model_dump(),
-                        "criteria": [*r.model_dump()["criteria"], crit.model_dump()],
-                        "weights": {**r.weights, cname: w},
-                    }
-                )
-            except ValueError as e:
-                done.append(f"criterion '{cname}' not added: {str(e).splitlines()[0]}")
-                continue
-            done.append(f"added criterion '{cname}' (weight {w:g})")
-            last = cname
-            continue
-        said = m.group("c").strip().lower()
-        found = (
-            last
-            if said in ("it", "this", "that", "this criterion", "that criterion", "the new one")
-            else match_criterion(r, m.group("c"))
-        )
-        if found is None:
-            done.append(f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})")
-            continue
-        cname = found
-        if kind == "drop":
-            if len(r.criteria) == 1:
-                done.append(f"cannot drop '{cname}': it is the only criterion")
-                continue
-            r = Rubric.model_validate(
-                {
-                    **r.model_dump(),
-                    "criteria": [c.model_dump() for c in r.criteria if c.name != cname],
-                    "weights": {k: v for k, v in r.weights.items() if k != cname},
-                }
-            )
-            done.append(f"dropped '{cname}'")
-            continue
-        old = r.weights[cname]
-        if kind == "factor":
-            f = m.group("f").lower()
-            num = re.search(_NUM, f)
-            factor = _FACTORS.get(f, float(num.group(1)) if num else 1.0)
-            new_w = old * factor
+        elif kind == "add":
+            r, said, last = _add_criterion(r, m, part, last)
+            done.append(said)
         else:
-            new_w = float(m.group("w"))
-        try:
-            r = Rubric.model_validate({**r.model_dump(), "weights": {**r.weights, cname: new_w}})
-        except ValueError as e:
-            done.append(f"weight of '{cname}' not changed: {str(e).splitlines()[0]}")
-            continue
-        done.append(f"weight of '{cname}' {old:g} -> {new_w:g}")
-        last = cname
+            r, said, last = _change_criterion(r, kind, m, last)
+            done.append(said)
     text = "; ".join(d.rstrip(".") if i < len(done) - 1 else d for i, d in enumerate(done))
     return r, text if text.endswith(".") else text + "."
+
+
+def _add_criterion(r: Rubric, m: re.Match[str], part: str, last: str | None) -> tuple[Rubric, str, str | None]:
+    """(rubric, message, criterion "it" names) after an "add criterion" revision."""
+    cname = re.sub(r"\s+", " ", (m.group("q") or m.group("c") or "").strip().strip("'\"").lower())
+    if not m.group("q") and (len(cname.split()) > 6 or _NOT_A_NAME.search(cname)):
+        # never turn a whole instruction into a criterion name
+        return (
+            r,
+            (
+                f"I did not understand '{part}' (which words name the criterion?); put the name in "
+                f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}"
+            ),
+            last,
+        )
+    same = match_criterion(r, cname)
+    if same and re.sub(r"\W+", " ", cname) == re.sub(r"\W+", " ", same):
+        return r, f"criterion '{cname}' already exists", last
+    crit = drafted_criterion(cname)
+    if m.group("d"):
+        crit = crit.model_copy(update={"description": m.group("d").strip()})
+    w = float(m.group("w")) if m.group("w") else 1.0
+    data = r.model_dump()
+    try:
+        r = Rubric.model_validate(
+            {**data, "criteria": [*data["criteria"], crit.model_dump()], "weights": {**r.weights, cname: w}}
+        )
+    except ValueError as e:
+        return r, f"criterion '{cname}' not added: {str(e).splitlines()[0]}", last
+    return r, f"added criterion '{cname}' (weight {w:g})", cname
+
+
+def _change_criterion(r: Rubric, kind: str, m: re.Match[str], last: str | None) -> tuple[Rubric, str, str | None]:
+    """(rubric, message, criterion "it" names) after a "drop", "factor" or "set" revision."""
+    said = m.group("c").strip().lower()
+    it = ("it", "this", "that", "this criterion", "that criterion", "the new one")
+    cname = last if said in it else match_criterion(r, m.group("c"))
+    if cname is None:
+        return r, f"no criterion matches '{m.group('c')}' (criteria: {', '.join(c.name for c in r.criteria)})", last
+    if kind == "drop":
+        if len(r.criteria) == 1:
+            return r, f"cannot drop '{cname}': it is the only criterion", last
+        criteria = [c.model_dump() for c in r.criteria if c.name != cname]
+        weights = {k: v for k, v in r.weights.items() if k != cname}
+        return (
+            Rubric.model_validate({**r.model_dump(), "criteria": criteria, "weights": weights}),
+            (f"dropped '{cname}'"),
+            last,
+        )
+    old = r.weights[cname]
+    if kind == "factor":
+        f = m.group("f").lower()
+        num = re.search(_NUM, f)
+        new_w = old * _FACTORS.get(f, float(num.group(1)) if num else 1.0)
+    else:
+        new_w = float(m.group("w"))
+    try:
+        r = Rubric.model_validate({**r.model_dump(), "weights": {**r.weights, cname: new_w}})
+    except ValueError as e:
+        return r, f"weight of '{cname}' not changed: {str(e).splitlines()[0]}", last
+    return r, f"weight of '{cname}' {old:g} -> {new_w:g}", cname
 
 
 async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | None = None) -> tuple[Rubric, str]:
@@ -629,8 +577,6 @@ def save_defined_rubric(
     Returns:
         ``(path of <name>.yaml, note for the user)``; the note is "" unless a starter was involved.
     """
-    from ..metric_pool import STARTER_DIR, save_rubric, slug
-
     note = ""
     starter = STARTER_DIR / f"{slug(rubric.name)}.yaml"
     if starter.is_file() and Rubric.from_yaml(starter) != rubric:
