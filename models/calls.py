@@ -143,7 +143,13 @@ class MalformedReply(Exception):
     transport's own exception is its ``__cause__``."""
 
 
-TRANSPORT_MODULES = ("sgieval.models.openai_direct", "langchain_openai", "openai", "langchain_core.language_models")
+TRANSPORT_MODULES = (
+    "sgieval.models.openai_direct",
+    "sgieval.models.openai_wire",
+    "langchain_openai",
+    "openai",
+    "langchain_core.language_models",
+)
 """Modules whose ValueError/KeyError/IndexError/TypeError while a call runs means the reply could not be
 read (:func:`malformed_reply`)."""
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import InputError, ModelCallError
-from sgieval.models import openai_direct
+from sgieval.models import openai_direct, openai_wire
 from sgieval.models.base import NamedModel
 from sgieval.core import retry_after_s
 from sgieval.models.calls import ainvoke, call_info
@@ -254,8 +254,20 @@ def test_the_model_pickles_and_copies_with_its_fields():
 def test_the_reply_fields_table_is_the_installed_openai_sdks():
     """The stand-in table of optional reply fields equals what the pinned openai package declares, so a message
     built without openai installed is the same (a new openai version that adds a field fails here)."""
-    assert openai_direct.installed_completion_fields() == openai_direct.COMPLETION_FIELDS
-    assert openai_direct.completion_fields() == openai_direct.COMPLETION_FIELDS
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+    from openai.types.chat.chat_completion import Choice
+
+    def optional(cls):
+        return {n: f.default for n, f in cls.model_fields.items() if not f.is_required()}
+
+    installed = {
+        "completion": optional(ChatCompletion),
+        "choice": optional(Choice),
+        "message": optional(ChatCompletionMessage),
+        "usage": optional(CompletionUsage),
+    }
+    assert installed == openai_wire.COMPLETION_FIELDS
 
 
 async def test_a_call_works_without_the_optional_openai_package(monkeypatch):
