@@ -4,12 +4,10 @@
 texts, metadata (title, authors, year when present), chunks for long documents.  Hostile input never crashes or hangs
 the caller:
 
-- missing/unreadable/too large file, not a PDF, malformed beyond repair,
-  encrypted without the password -> :class:`~sgieval.core.ToolError` with the
-  reason and a fix;
-- some pages failing, pages over ``max_pages``/``max_chars``, the time budget
-  ``timeout_s`` running out, or no text layer (image-only scans; no OCR here)
-  -> a result with ``partial=True`` and ``warnings`` saying what is missing.
+- missing/unreadable/too large file, not a PDF, malformed beyond repair, encrypted without the password ->
+  :class:`~sgieval.core.ToolError` with the reason and a fix;
+- some pages failing, pages over ``max_pages``/``max_chars``, the time budget ``timeout_s`` running out, or no text
+  layer (image-only scans; no OCR here) -> a result with ``partial=True`` and ``warnings`` saying what is missing.
 """
 
 from __future__ import annotations

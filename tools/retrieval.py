@@ -1,22 +1,18 @@
-"""Offline retrieval over a corpus that ranks every work: dense (embedding similarity), optionally fused with BM25.
+"""Offline retrieval that ranks every work of a corpus: dense (embedding similarity), optionally fused with BM25.
 
-METRICS.md E.1: offline, the related works of an idea are "every work of a corpus folder of the user's papers ...,
-ranked by embedding similarity to the query, optionally fused with BM25 by reciprocal rank; so the n nearest works
-always exist when the corpus has n works".  A BM25 index alone returns only the works sharing a word with the query, so
-an idea worded unlike the user's papers found none and went unscored; here every work gets a rank.
+METRICS.md E.1: offline, the related works of an idea are every work of the user's corpus folder ranked by embedding
+similarity to the query, optionally fused with BM25 by reciprocal rank, so the n nearest works always exist when the
+corpus has n works (BM25 alone returns only the works sharing a word with the query).
 
-- ``dense``: each work is cut into passages of at most ``passage_words`` words (as :class:`~.search.BM25Index`
-  does); every passage is embedded once with the embedder given (any callable ``texts -> (n, d) array``, e.g. the
-  run's MiniLM); a work's similarity to a query is the cosine of its best passage with the query embedding; the
-  works are ranked by that similarity, ties in corpus order.
-- ``hybrid`` (default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense ranking of
-  every work and the BM25 ranking of the works BM25 finds (a positive score): ``RRF(d) = sum over the rankings r
-  that rank d of 1 / (rrf_k + rank_r(d))``, ``rrf_k = 60`` as in the paper; ties broken by dense similarity, then
-  corpus order.
+- ``dense``: each work is cut into passages of at most ``passage_words`` words (as :class:`~.search.BM25Index` does),
+  each embedded once with the embedder given (any callable ``texts -> (n, d) array``); a work's similarity is the cosine
+  of its best passage with the query embedding; ties in corpus order.
+- ``hybrid`` (default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense ranking of every
+  work and the BM25 ranking of the works BM25 finds: ``RRF(d) = sum over the rankings r that rank d of 1 / (rrf_k +
+  rank_r(d))``, ``rrf_k = 60``; ties broken by dense similarity, then corpus order.
 
 Hits carry the work's best passage (by embedding) as the snippet and the fused score (``hybrid``) or the cosine
-(``dense``) as ``score``.  This module imports only ``core`` and the search module of its own folder: the embedder is
-passed in.
+(``dense``) as ``score``.
 """
 
 from __future__ import annotations
@@ -179,5 +175,5 @@ class CorpusRetriever:
             order = [di for di, _, _ in dense]
             score = [sim.get(d, 0.0) for d in range(len(self))]
         top = order[: max(1, int(max_results))]
-        hits = [self.bm25.hit(rank, di, passage[di], self.backend, score[di]) for rank, di in enumerate(top, 1)]
+        hits = [self.bm25._hit(rank, di, passage[di], self.backend, score[di]) for rank, di in enumerate(top, 1)]
         return SearchResults(query=query, backend=self.backend, hits=hits, warnings=list(self.bm25.warnings))

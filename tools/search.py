@@ -2,11 +2,11 @@
 
 Backends of :class:`WebSearch`:
 
-- ``ddgs`` (online): the ``ddgs`` metasearch package (successor of duckduckgo-search); title, URL, snippet;
-  region, safesearch and time filters; exponential backoff on rate limits and timeouts.
-- ``bm25`` (offline): a ``bm25s`` index (Lucene BM25, k1=1.5, b=0.75) over a corpus folder the user names
-  (Markdown, text, JSONL, PDFs via :func:`~sgieval.tools.pdf.read_pdf`) and over documents handed in (e.g. the
-  catalog's item texts).
+- ``ddgs`` (online): the ``ddgs`` metasearch package (successor of duckduckgo-search); title, URL, snippet; region,
+  safesearch and time filters; exponential backoff on rate limits and timeouts.
+- ``bm25`` (offline): a ``bm25s`` index (Lucene BM25, k1=1.5, b=0.75) over a corpus folder the user names (Markdown,
+  text, JSONL, PDFs via :func:`~sgieval.tools.pdf.read_pdf`) and over documents handed in (e.g. the catalog's item
+  texts).
 
 ``auto`` uses ddgs when online (:func:`~sgieval.tools.net.is_online`) and falls back to bm25 otherwise.  Every
 :class:`SearchHit` names the backend that produced it.  :func:`visit_webpage` fetches a URL to clean text (httpx + a
@@ -59,21 +59,19 @@ class _HTMLText(HTMLParser):
         self._skip = 0
         self._in_title = False
 
-    def handle_starttag(self, tag, attrs):  # noqa: ANN001
+    def _tag(self, tag: str, start: bool) -> None:
         if tag == "title":
-            self._in_title = True
+            self._in_title = start
         elif tag in self._SKIP:
-            self._skip += 1
+            self._skip = self._skip + 1 if start else max(0, self._skip - 1)
         elif tag in self._BLOCK:
             self.parts.append("\n")
 
+    def handle_starttag(self, tag, attrs):  # noqa: ANN001
+        self._tag(tag, True)
+
     def handle_endtag(self, tag):  # noqa: ANN001
-        if tag == "title":
-            self._in_title = False
-        elif tag in self._SKIP:
-            self._skip = max(0, self._skip - 1)
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
+        self._tag(tag, False)
 
     def handle_data(self, data):  # noqa: ANN001
         if self._in_title:
@@ -134,7 +132,6 @@ def visit_webpage(url: str, *, max_chars: int = 20_000, timeout_s: float = 15.0,
     return WebPage(url=got.url, title=title, text=text[:max_chars], truncated=len(text) > max_chars)
 
 
-# ------------------------------------------------------------------------- BM25
 class Document(BaseModel):
     """A searchable text: ``id`` unique, ``source`` a path, URL or item id."""
 
@@ -319,21 +316,10 @@ class BM25Index:
             if di not in best or sc > best[di][0]:
                 best[di] = (sc, pi)
         order = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:k]
-        return [self.hit(rank, di, pi, self.backend, sc) for rank, (di, (sc, pi)) in enumerate(order, 1)]
+        return [self._hit(rank, di, pi, self.backend, sc) for rank, (di, (sc, pi)) in enumerate(order, 1)]
 
-    def hit(self, rank: int, doc: int, passage: int, backend: str, score: float) -> SearchHit:
-        """A search hit on a document of the index, its passage as the snippet.
-
-        Args:
-            rank: the hit's rank (from 1).
-            doc: the document's index in :attr:`documents`.
-            passage: the passage's index in :attr:`passages`.
-            backend: the backend named on the hit.
-            score: the score (rounded to 6 decimals).
-
-        Returns:
-            The hit: title (or id), URL (the source, or the id), the passage's first 300 characters.
-        """
+    def _hit(self, rank: int, doc: int, passage: int, backend: str, score: float) -> SearchHit:
+        """The hit on document ``doc`` (index), its passage ``passage`` (index) as the snippet."""
         d = self.documents[doc]
         return SearchHit(
             rank=rank,
@@ -346,7 +332,6 @@ class BM25Index:
         )
 
 
-# ------------------------------------------------------------------- WebSearch
 SearchBackend = Literal["auto", "ddgs", "bm25"]
 _TIMELIMITS = {None, "d", "w", "m", "y"}
 
@@ -449,15 +434,9 @@ class WebSearch:
     ):
         if backend not in ("auto", "ddgs", "bm25"):
             raise InputError(f"unknown search backend {backend!r}", what="search backend", fix="use auto, ddgs or bm25")
-        self.backend = backend
-        self.corpus_dir = corpus_dir
-        self.documents = list(documents or [])
-        self.region = region
-        self.safesearch = safesearch
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.ddgs_timeout_s = ddgs_timeout_s
-        self.limiter = limiter
+        self.backend, self.corpus_dir, self.documents = backend, corpus_dir, list(documents or [])
+        self.region, self.safesearch, self.ddgs_timeout_s = region, safesearch, ddgs_timeout_s
+        self.max_retries, self.backoff_s, self.limiter = max_retries, backoff_s, limiter
         self._index: BM25Index | None = None
         self._index_lock = threading.Lock()
 
@@ -476,12 +455,7 @@ class WebSearch:
         """
         with self._index_lock:
             if self._index is None:
-                if not self.has_local_corpus:
-                    raise OfflineError(
-                        "offline web search backend 'bm25' has no documents to search",
-                        what="web_search",
-                        fix="pass a corpus folder (--corpus DIR) or documents, or run online for the 'ddgs' backend",
-                    )
+                self._need_corpus("")
                 if self.corpus_dir:
                     self._index = BM25Index.from_folder(self.corpus_dir, documents=self.documents)
                 else:
@@ -522,12 +496,7 @@ class WebSearch:
                     what="web_search",
                     fix="use the offline backend 'bm25' over a local corpus (--corpus DIR)",
                 )
-            if not self.has_local_corpus:
-                raise OfflineError(
-                    f"offline ({why}) and the offline web search backend 'bm25' has no documents to search",
-                    what="web_search",
-                    fix="pass a corpus folder (--corpus DIR) or documents, or run online for the 'ddgs' backend",
-                )
+            self._need_corpus(f"offline ({why}) and the ")
             res = self._bm25(query, max_results)
             res.warnings.insert(0, f"offline ({why}): answered by the local BM25 index")
             return res
@@ -539,6 +508,14 @@ class WebSearch:
                 res.warnings.insert(0, f"ddgs failed ({e}); answered by the local BM25 index")
                 return res
             raise
+
+    def _need_corpus(self, why: str) -> None:
+        if not self.has_local_corpus:
+            raise OfflineError(
+                f"{why}offline web search backend 'bm25' has no documents to search",
+                what="web_search",
+                fix="pass a corpus folder (--corpus DIR) or documents, or run online for the 'ddgs' backend",
+            )
 
     def _bm25(self, query: str, k: int) -> SearchResults:
         idx = self.index()

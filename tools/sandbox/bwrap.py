@@ -63,7 +63,6 @@ _BWRAP_PROBE: dict[tuple, tuple[bool, str]] = {}
 _UID_WAIT_S = 60.0
 
 
-# ------------------------------------------------------------------ uid locks
 def uid_lock_dir() -> Path:
     """The folder of the uid lock files: ``$XDG_RUNTIME_DIR/sgieval-sandbox-uids``, else ``/run/sgieval-sandbox-uids``
     for root, else ``<tmp>/sgieval-sandbox-uids-<euid>``.  Created with mode 0700; raises ToolError when it exists but
@@ -93,48 +92,27 @@ def uid_lock_dir() -> Path:
     return d
 
 
-class _UidLease:
-    """An exclusive lease on one sandbox uid (an flock'ed lock file)."""
-
-    def __init__(self, uid: int, fd: int):
-        self.uid, self.fd = uid, fd
-
-    def release(self, clean: bool = True) -> None:
-        """Give the uid back; ``clean``: no process of it is left (the next holder need not look for leftovers)."""
-        try:
-            if clean:
-                os.ftruncate(self.fd, 0)
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self.fd)
-
-
-def _try_lease(folder: Path, uid: int) -> _UidLease | None:
-    fd = os.open(folder / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return _UidLease(uid, fd)
-
-
-def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
-    """Take the first free uid of ``uids`` (no other thread or process holds it); wait up to ``wait_s`` seconds when all
-    are taken, then raise ToolError.  The lock file holds the holder's pid while in use and is emptied on a clean
-    release; leftover processes of a uid whose holder died are killed before it is handed out."""
+def _lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> tuple[int, int]:
+    """Take the first free uid of ``uids`` (no other thread or process holds its flock'ed lock file); wait up to
+    ``wait_s`` seconds when all are taken, then raise ToolError.  Returns (uid, lock fd).  The lock file holds the
+    holder's pid while in use and is emptied on a clean release; leftover processes of a uid whose holder died are
+    killed before it is handed out."""
     folder = uid_lock_dir()
     end = time.monotonic() + wait_s
     delay = 0.005
     while True:
         for u in uids:
-            lease = _try_lease(folder, u)
-            if lease is not None:
-                # a non-empty lock file: its last holder died (or failed) before cleaning up
-                if os.fstat(lease.fd).st_size and processes_of_uid(u):
-                    _kill_uid(u, wait_s=5.0)
-                os.pwrite(lease.fd, b"%d\n" % os.getpid(), 0)
-                return lease
+            fd = os.open(folder / f"uid-{u}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            # a non-empty lock file: its last holder died (or failed) before cleaning up
+            if os.fstat(fd).st_size and processes_of_uid(u):
+                _kill_uid(u, wait_s=5.0)
+            os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+            return u, fd
         if time.monotonic() >= end:
             raise ToolError(
                 f"all {len(uids)} sandbox uids are busy (held by other runs for {wait_s:.0f} s)",
@@ -143,6 +121,16 @@ def lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> _UidLease:
             )
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
+
+
+def _release(fd: int, clean: bool) -> None:
+    """Give a leased uid back; ``clean``: no process of it is left (the next holder need not look for leftovers)."""
+    try:
+        if clean:
+            os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
@@ -165,7 +153,6 @@ def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
         delay = min(delay * 2, 0.05)
 
 
-# ------------------------------------------------------------------ bwrap args
 def _bind_args(paths: list[str], made: set[str] | None = None) -> list[str]:
     """``--ro-bind`` each path (deduplicated, nested ones dropped), creating missing parent directories with mode 0755
     so the sandbox uid can traverse them (bwrap would otherwise copy restrictive modes such as /root's 0700)."""
@@ -245,7 +232,6 @@ def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
     return ok, why
 
 
-# --------------------------------------------------------------------- backend
 class BubblewrapSandbox(_BaseSandbox):
     """Local sandbox on bubblewrap (see the module docstring for the layout).
 
@@ -334,8 +320,7 @@ class BubblewrapSandbox(_BaseSandbox):
     def _run_programs(
         self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
     ) -> tuple[list[ExecResult], dict[str, str]]:
-        lease = lease_uid(self.uids) if self.is_root else None
-        uid = lease.uid if lease else None
+        uid, lock = _lease_uid(self.uids) if self.is_root else (None, None)
         clean = False
         fds: list[int] = []
         try:
@@ -352,8 +337,8 @@ class BubblewrapSandbox(_BaseSandbox):
                     os.close(fd)
                 except OSError:
                     pass
-            if lease is not None:
-                lease.release(clean)
+            if lock is not None:
+                _release(lock, clean)
         if follow.nostart or not follow.raws:
             boot_err = bytes(follow.bufs.get((len(scripts) - 1, "stderr"), b"")).decode("utf-8", "replace")
             rc = follow.proc.returncode

@@ -56,20 +56,9 @@ class SandboxLimits(BaseModel):
     max_file_mb: int = Field(default=64, ge=1)
     tmp_mb: int = Field(default=64, ge=1)
 
-    def cpu_seconds(self, timeout_s: float) -> int:
-        """RLIMIT_CPU for one run (see the class docstring).
-
-        Args:
-            timeout_s: the run's wall limit in seconds (> 0).
-
-        Returns:
-            CPU seconds: ``cpu_time_s`` rounded up when it is set, else ``timeout_s`` rounded up plus 1.
-        """
-        return int(math.ceil(self.cpu_time_s)) if self.cpu_time_s is not None else int(math.ceil(timeout_s)) + 1
-
     def prlimit(self, timeout_s: float, nproc: int) -> list[str]:
-        """The ``prlimit`` prefix of a sandboxed command: address space, CPU seconds (soft and soft + 1 hard),
-        processes, file size, no core dumps.
+        """The ``prlimit`` prefix of a sandboxed command: address space, CPU seconds (``cpu_time_s`` rounded up, else
+        the wall limit rounded up + 1; soft, and soft + 1 hard), processes, file size, no core dumps.
 
         Args:
             timeout_s: the run's wall limit in seconds (> 0).
@@ -78,7 +67,7 @@ class SandboxLimits(BaseModel):
         Returns:
             The argv prefix, ending in ``--``.
         """
-        cpu = self.cpu_seconds(timeout_s)
+        cpu = math.ceil(self.cpu_time_s) if self.cpu_time_s is not None else math.ceil(timeout_s) + 1
         limits = [f"--as={self.memory_mb * _MIB}", f"--cpu={cpu}:{cpu + 1}", f"--nproc={nproc}"]
         return ["prlimit", *limits, f"--fsize={self.max_file_mb * _MIB}", "--core=0", "--"]
 
