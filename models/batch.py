@@ -1,43 +1,28 @@
 """Batch mode (``--batch``): target and judge calls go through the provider's batch API at the batch price.
 
-Supported providers: OpenAI (``openai:<model>`` on api.openai.com, and any OpenAI-compatible server that serves
-``/v1/files`` and ``/v1/batches``: files + batches, a JSONL of ``/v1/chat/completions`` requests) and Anthropic
-(``anthropic:<model>``: message batches, ``/v1/messages/batches``).  Every other model that makes calls (the
-embedded ``local:`` model, a chat model given in Python, an OpenAI-compatible server without ``/v1/batches``) is
-refused before any call (:func:`check_batch_models`); ``replay:`` targets make no calls and need none.
+Providers: OpenAI and OpenAI-compatible servers with ``/v1/files`` and ``/v1/batches`` (a JSONL of chat-completions
+requests), and Anthropic (``/v1/messages/batches``); any other model that makes calls is refused before the first
+call (:func:`check_batch_models`).  The run's models become batch chat models (:class:`BatchChatOpenAI`,
+:class:`ChatAnthropicBatch`): each call builds the body a direct call sends and hands it to the run's
+:class:`BatchCollector`, which names it by a hash of the body (:func:`custom_id`, the same in a resumed run),
+gathers the requests of one endpoint (and, for OpenAI, one model) until none arrived for ``window_s``, submits
+them as one batch, polls it every ``poll_s`` and answers each call with the reply body a direct call gets (so the
+call cache, retries, the ledger and structured output work unchanged; an errored request raises its HTTP status).
 
-How a call becomes part of a batch, without changing the graph: the run's models are batch chat models
-(:class:`BatchChatOpenAI`, :class:`ChatAnthropicBatch`; LangChain ``BaseChatModel`` s).  Each call builds its
-request body as a direct call would and hands it to the run's :class:`BatchCollector` (on the run's
-:class:`~sgieval.models.context.CallContext`), which
-
-1. names the request by its ``custom_id``: a hash of the request body (and of the repeat index of a repeated
-   judge draw, :func:`request_tag`), so the same request is the same id in a resumed run;
-2. collects the requests of one endpoint (and, for OpenAI, which takes one model per batch, of one model) until
-   none has arrived for ``window_s`` seconds (or ``max_requests`` are waiting), then submits them as one batch;
-   a judge with tool rounds therefore sends one batch per round;
-3. polls the batch every ``poll_s`` seconds (:meth:`BatchCollector.progress` is what a progress display shows),
-   downloads its results, matches them to the waiting calls by ``custom_id`` and answers each call with the same
-   reply body a direct call gets (so the call cache, retries, the ledger and structured output work as for
-   direct calls: :func:`sgieval.models.calls.ainvoke`).  A request the batch answered with an error raises it
-   with its HTTP status (retried as a direct call would be: a 429 or 5xx in a new batch).
-
-Resume: the run folder's ``batches.json`` (written whole and atomically, :func:`sgieval.core.files.write_text_in`)
-holds every submission before it is created (its uploaded file and its requests' ``custom_id`` s), then the batch
-id and its status; downloaded results are kept in ``batches/<batch id>.jsonl``.  A run killed while it polls and
-resumed finds each request's ``custom_id`` there and polls (or reads) that batch again: no request is submitted
-twice.  A submission whose batch id was not yet written (killed between creating the batch and writing the file)
-is found again among the provider's batches by its uploaded file (OpenAI) or by its creation time and request
-count (Anthropic) before anything is submitted anew.
-
-Price: :func:`sgieval.models.accounting.price_call` with ``batch=True`` (genai-prices' batch price where it lists
-one, else :data:`sgieval.models.accounting.BATCH_DISCOUNT` of the list price).
+Resume: the run folder's ``batches.json`` holds every submission before it is created, then its batch id and
+status; results are kept in ``batches/<batch id>.jsonl``.  A resumed run polls (or reads) the batch of each
+request again, so no request is submitted twice; a submission killed before its id was written is found among
+the provider's batches by its uploaded file (OpenAI) or creation time and request count (Anthropic).  Price:
+:func:`sgieval.models.accounting.price_call` with ``batch=True``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import dataclasses
+import datetime as dt
 import hashlib
 import json
 import re
@@ -45,21 +30,22 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
+import httpx
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
-from langchain_core.output_parsers import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
 
-from ..core import InputError, ModelRef, redact_url
-from ..core import get_logger
+from ..core import InputError, ModelRef, current_settings, get_logger, read_text_in, redact_url, write_text_in
 from .base import NamedModel
-from .openai_direct import OFFICIAL_BASE, ChatOpenAIDirect, OpenAIHTTPError, wire_body
+from .context import current_call_context
+from .openai_direct import OFFICIAL_BASE, ChatOpenAIDirect
+from .openai_wire import OpenAIHTTPError, structured_runnable, tool_parser, wire_body
 
 __all__ = [
     "ANTHROPIC_BASE",
@@ -97,20 +83,19 @@ DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 _tag: contextvars.ContextVar[str] = contextvars.ContextVar("sgieval_batch_tag", default="")
 
 
-class request_tag:  # noqa: N801 - a context manager
-    """``with request_tag("repeat=2"): ...``: calls made inside get ``tag`` in their ``custom_id`` (a repeated
-    judge draw sends the same body as the first draw and must stay its own request)."""
+@contextlib.contextmanager
+def request_tag(tag: str) -> Iterator[None]:
+    """Calls made inside get ``tag`` in their ``custom_id`` (a repeated judge draw sends the same body as the
+    first draw and must stay its own request).
 
-    def __init__(self, tag: str):
-        self.tag = tag
-        self._token: contextvars.Token | None = None
-
-    def __enter__(self) -> None:
-        self._token = _tag.set(self.tag)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._token is not None:
-            _tag.reset(self._token)
+    Args:
+        tag: the label, e.g. ``"repeat=2"``.
+    """
+    token = _tag.set(tag)
+    try:
+        yield
+    finally:
+        _tag.reset(token)
 
 
 def custom_id(api: str, body: dict[str, Any], tag: str = "", base_url: str = "") -> str:
@@ -158,8 +143,6 @@ class BatchJournal:
         self.requests: dict[str, str] = {}
         if root is None:
             return
-        from ..core import read_text_in
-
         try:
             data = json.loads(read_text_in(root, root / JOURNAL))
         except FileNotFoundError:
@@ -186,8 +169,6 @@ class BatchJournal:
     def save(self) -> None:
         if self.root is None:
             return
-        from ..core import write_text_in
-
         data = {"version": 1, "batches": self.batches, "submissions": self.submissions, "requests": self.requests}
         write_text_in(self.root, self.root / JOURNAL, json.dumps(data, indent=1, sort_keys=True))
 
@@ -430,14 +411,8 @@ class BatchCollector:
         return str(b.id)
 
     async def _create_anthropic(self, endpoint: Endpoint, waiting: list[_Waiting]) -> str:
-        import httpx
-
         body = {"requests": [{"custom_id": w.custom_id, "params": w.body} for w in waiting]}
-        async with httpx.AsyncClient(timeout=300) as http:
-            r = await http.post(
-                _anthropic_url(endpoint, "/v1/messages/batches"), headers=_anthropic_headers(endpoint), json=body
-            )
-        _raise_for(r)
+        r = await _anthropic(endpoint, "/v1/messages/batches", body=body, timeout=300)
         return str(r.json()["id"])
 
     # -- resuming a submission whose batch id was not written --------------------------------
@@ -539,14 +514,7 @@ class BatchCollector:
             self._show(batch_id, "openai", str(b.status), done, counts.total if counts is not None else total)
             self.journal.batches.get(batch_id, {})["status"] = str(b.status)
             return b if b.status in ("completed", "failed", "expired", "cancelled") else None
-        import httpx
-
-        async with httpx.AsyncClient(timeout=120) as http:
-            r = await http.get(
-                _anthropic_url(endpoint, f"/v1/messages/batches/{batch_id}"), headers=_anthropic_headers(endpoint)
-            )
-        _raise_for(r)
-        b = r.json()
+        b = (await _anthropic(endpoint, f"/v1/messages/batches/{batch_id}")).json()
         c = b.get("request_counts") or {}
         done = sum(int(c.get(k) or 0) for k in ("succeeded", "errored", "canceled", "expired"))
         self._show(batch_id, "anthropic", str(b.get("processing_status")), done, total)
@@ -574,12 +542,9 @@ class BatchCollector:
                 status = 400 if state.status == "failed" else 408  # expired or cancelled: sent again
                 out["*"] = (status, {"error": {"message": f"batch {batch_id} {state.status}: {why}"}})
             return out
-        import httpx
-
-        url = state.get("results_url") or _anthropic_url(endpoint, f"/v1/messages/batches/{batch_id}/results")
-        async with httpx.AsyncClient(timeout=600) as http:
-            r = await http.get(url, headers=_anthropic_headers(endpoint))
-        _raise_for(r)
+        r = await _anthropic(
+            endpoint, f"/v1/messages/batches/{batch_id}/results", state.get("results_url"), timeout=600
+        )
         for line in r.text.split("\n"):
             row = _json_line(line)
             if row is None or not isinstance(row.get("custom_id"), str):
@@ -608,10 +573,6 @@ class BatchCollector:
         path = self.journal.results_path(batch_id)
         if path is None or self.journal.root is None:
             return
-        from ..core import write_text_in
-
-        from .context import current_call_context
-
         lines = "".join(json.dumps({"custom_id": k, "status": s, "body": b}) + "\n" for k, (s, b) in results.items())
         secrets = current_call_context().secrets  # a key a server echoed is not kept in the run folder
         if secrets and secrets.holds_any(lines):
@@ -622,8 +583,6 @@ class BatchCollector:
         path = self.journal.results_path(batch_id)
         if path is None or self.journal.root is None or self.journal.batches.get(batch_id, {}).get("status") != "done":
             return None
-        from ..core import read_text_in
-
         try:
             text = read_text_in(self.journal.root, path)
         except (FileNotFoundError, OSError):
@@ -685,15 +644,7 @@ async def _find_openai_batch(client: Any, file_id: str) -> str | None:
 
 async def _find_anthropic_batch(endpoint: Endpoint, created_after: float, count: int) -> str | None:
     """The one message batch created after ``created_after`` (epoch s) with ``count`` requests, or None."""
-    import datetime as dt
-
-    import httpx
-
-    async with httpx.AsyncClient(timeout=120) as http:
-        r = await http.get(
-            _anthropic_url(endpoint, "/v1/messages/batches?limit=100"), headers=_anthropic_headers(endpoint)
-        )
-    _raise_for(r)
+    r = await _anthropic(endpoint, "/v1/messages/batches?limit=100")
     hits = []
     for b in r.json().get("data") or []:
         try:
@@ -706,27 +657,25 @@ async def _find_anthropic_batch(endpoint: Endpoint, created_after: float, count:
     return hits[0] if len(hits) == 1 else None
 
 
-def _anthropic_url(endpoint: Endpoint, path: str) -> str:
-    return endpoint.base_url.rstrip("/").removesuffix("/v1") + path
-
-
-def _anthropic_headers(endpoint: Endpoint) -> dict[str, str]:
-    return {"x-api-key": endpoint.key, "anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
-
-
-def _raise_for(r: Any) -> None:
+async def _anthropic(
+    endpoint: Endpoint, path: str, url: str | None = None, *, body: Any = None, timeout: float = 120
+) -> httpx.Response:
+    """GET (POST with ``body``) ``path`` of Anthropic's API (or ``url``); raises OpenAIHTTPError for a non-2xx."""
+    url = url or endpoint.base_url.rstrip("/").removesuffix("/v1") + path
+    headers = {"x-api-key": endpoint.key, "anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
+    async with httpx.AsyncClient(timeout=timeout) as http:
+        r = await (http.get(url, headers=headers) if body is None else http.post(url, headers=headers, json=body))
     if r.status_code >= 300:
         try:
-            body: Any = r.json()
+            detail: Any = r.json()
         except ValueError:
-            body = r.text[:2000]
-        raise OpenAIHTTPError(r.status_code, r.headers, body, str(r.url))
+            detail = r.text[:2000]
+        raise OpenAIHTTPError(r.status_code, r.headers, detail, str(r.url))
+    return r
 
 
 def current_collector() -> BatchCollector:
     """The current call context's collector (made on first use: calls outside a run batch too, without resume)."""
-    from .context import current_call_context
-
     ctx = current_call_context()
     if ctx.batches is None:
         ctx.batches = BatchCollector()
@@ -946,19 +895,8 @@ class ChatAnthropicBatch(BaseChatModel):
         it, a JSON schema dict into a dict); ``include_raw``: ``{"raw", "parsed", "parsing_error"}``."""
         kwargs.pop("method", None)
         kwargs.pop("strict", None)
-        name = convert_to_openai_tool(schema)["function"]["name"]
-        llm = self.bind_tools([schema], tool_choice=name, **kwargs)
-        is_model = isinstance(schema, type) and issubclass(schema, BaseModel)
-        parser: Runnable = (
-            PydanticToolsParser(tools=[schema], first_tool_only=True)  # type: ignore[list-item]
-            if is_model
-            else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
-        )
-        if not include_raw:
-            return llm | parser
-        parsed = RunnablePassthrough.assign(parsed=lambda x: parser.invoke(x["raw"]), parsing_error=lambda _: None)
-        failed = RunnablePassthrough.assign(parsed=lambda _: None)
-        return RunnableMap(raw=llm) | parsed.with_fallbacks([failed], exception_key="parsing_error")
+        name, parser = tool_parser(schema)
+        return structured_runnable(self.bind_tools([schema], tool_choice=name, **kwargs), parser, include_raw)
 
 
 # ------------------------------------------------------------------ models of a --batch run
@@ -985,10 +923,6 @@ def refuse_batch(model: str, why: str) -> InputError:
     )
 
 
-def _no_batch(model: NamedModel, why: str) -> InputError:
-    return refuse_batch(model.name, why)
-
-
 def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
     """``model`` for a ``--batch`` run: the same name, role, parameters and reference with a batch chat model.
 
@@ -1003,8 +937,6 @@ def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
         InputError: the model's provider has no batch API (the embedded model, a chat model given in Python...),
             naming the model and the fix (drop --batch).
     """
-    import dataclasses
-
     if model.is_replay or is_batched(model):
         return model
     chat = model.chat
@@ -1026,9 +958,9 @@ def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
         rebuilt = BatchChatOpenAI(**same)
         return dataclasses.replace(model, chat=rebuilt)
     if provider == "local":
-        raise _no_batch(model, "the embedded model runs on this machine and has no batch API")
-    raise _no_batch(
-        model, f"this model ({type(chat).__name__ if chat is not None else 'no chat model'}) has no batch API"
+        raise refuse_batch(model.name, "the embedded model runs on this machine and has no batch API")
+    raise refuse_batch(
+        model.name, f"this model ({type(chat).__name__ if chat is not None else 'no chat model'}) has no batch API"
     )
 
 
@@ -1039,10 +971,7 @@ def anthropic_batch_model(ref: ModelRef, role: Any, *, temperature: float | None
     Raises:
         InputError: no ``ANTHROPIC_API_KEY`` set.
     """
-    if settings is None:
-        from ..core import current_settings
-
-        settings = current_settings()
+    settings = settings if settings is not None else current_settings()
     key = settings.env_value("ANTHROPIC_API_KEY")
     if not key:
         raise InputError("no ANTHROPIC_API_KEY set", what=ref.spec, fix="export ANTHROPIC_API_KEY=<your key>")
@@ -1064,14 +993,12 @@ def check_batch_models(models: Sequence[NamedModel]) -> None:
     Args:
         models: the run's models that make calls.
     """
-    import httpx
-
     seen: dict[str, str | None] = {}
     for m in models:
         if m.is_replay:
             continue
         if not is_batched(m):
-            raise _no_batch(m, "its chat model has no batch API")
+            raise refuse_batch(m.name, "its chat model has no batch API")
         chat = m.chat
         while not isinstance(chat, (BatchChatOpenAI, ChatAnthropicBatch)):
             chat = chat.bound
@@ -1091,7 +1018,7 @@ def check_batch_models(models: Sequence[NamedModel]) -> None:
                 seen[ep.base_url] = f"{type(e).__name__}: {e}"
         why = seen[ep.base_url]
         if why is not None:
-            raise _no_batch(m, f"its server {ep.shown} does not serve /v1/batches ({why})")
+            raise refuse_batch(m.name, f"its server {ep.shown} does not serve /v1/batches ({why})")
 
 
 def batch_settings(settings: Any) -> dict[str, Any]:

@@ -44,6 +44,9 @@ with the last reason; callers record it as a failed Response/Score, never a zero
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import functools
 import time
 from typing import Any, Sequence
 
@@ -92,10 +95,6 @@ def max_concurrency(provider: str) -> int:
 def provider_key(model: NamedModel) -> str:
     """The concurrency key of ``model``: its ``provider``, else its name."""
     return model.provider or model.name
-
-
-def _semaphore(provider: str, default: int | None = None) -> asyncio.Semaphore:
-    return current_call_context().semaphore(provider, default)
 
 
 # ----------------------------------------------------------------- classification
@@ -288,57 +287,31 @@ async def ainvoke(
     ledger: "_acc.Ledger | None" = None,
     role: str | None = None,
 ) -> Any:
-    """Invoke ``runnable`` (default ``model.chat``) with ``messages``.
-
-    ``messages``: a list of LangChain messages or a string.  Returns the
-    runnable's output (an ``AIMessage`` for a chat model); an AIMessage gets
-    ``response_metadata["sgieval"] = {"latency_s", "attempts", "cached",
-    "cost"}`` (see :func:`call_info`).
-
-    ``use_cache``: None (default) caches plain chat calls (``runnable`` None or
-    ``model.chat``) at temperature 0 unless the cache is switched off
-    (``--no-cache``, :func:`sgieval.models.cache.configure`); True caches any
-    temperature; False never.  Calls through another runnable (structured
-    output, tool bindings) are not cached.
-
-    ``ledger``: where tokens/latency/cost are recorded (default the ledger
-    activated with :meth:`Ledger.activate`, else none).  ``role`` overrides
-    ``model.role`` in the ledger.
-
-    Prompt caching: inside a :class:`~sgieval.models.context.prompt_scope`
-    (every judge call of a metric, an agent's calls) an OpenAI chat model gets
-    ``prompt_cache_key`` and an Anthropic one a cache breakpoint at the end of
-    its system message (:func:`prompt_cache_options`).
-
-    Retries: at most ``max_attempts`` tries, each bounded by ``timeout_s``
-    seconds (None: the run's ``--timeout``, ``CallContext.timeout_s``, else
-    :data:`DEFAULT_TIMEOUT_S`), all of them together by ``total_timeout_s``
-    (None: twice ``timeout_s``); waits as in the module docstring.
-
-    Raises :class:`ModelCallError` (model name + last reason) when every
-    attempt failed or the error is not retryable, and
-    :class:`sgieval.models.accounting.BudgetExceeded` before the call when the
-    ledger's budget is spent.
+    """Invoke ``runnable`` (default ``model.chat``) with ``messages`` through the cache, budget, concurrency
+    limit, retries and accounting of the module doc.  An AIMessage reply gets ``response_metadata["sgieval"]``
+    (:func:`call_info`).  Inside a :class:`~sgieval.models.context.prompt_scope` the provider's prompt cache is
+    asked for (:func:`prompt_cache_options`).
 
     Args:
         model: the model called.
         messages: LangChain messages, or a string.
-        runnable: what is invoked (default ``model.chat``).
+        runnable: what is invoked (default ``model.chat``; calls through another runnable are not cached).
         max_attempts: most tries (>= 1).
-        timeout_s: seconds per try.
-        total_timeout_s: seconds for every try together.
+        timeout_s: seconds per try (None: the run's ``--timeout``, else :data:`DEFAULT_TIMEOUT_S`).
+        total_timeout_s: seconds for every try together (None: twice ``timeout_s``).
         base_delay_s: the first retry wait (s).
         max_delay_s: the longest retry wait (s).
         max_retry_after_s: the longest Retry-After honoured (s).
-        use_cache: see above.
-        ledger: see above.
-        role: see above.
+        use_cache: None caches plain chat calls at temperature 0 unless the cache is off (``--no-cache``);
+            True caches any temperature; False never.
+        ledger: where tokens, latency and cost are recorded (default the active :class:`Ledger`, else none).
+        role: the ledger's role (default ``model.role``).
 
     Returns:
         The runnable's output.
 
     Raises:
-        ModelCallError: every attempt failed, or the error is not retryable.
+        ModelCallError: every attempt failed, or the error is not retryable (model name + last reason).
         BudgetExceeded: before the call, when the ledger's budget is spent.
     """
     target = runnable if runnable is not None else model.chat
@@ -348,10 +321,8 @@ async def ainvoke(
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
     book = ledger if ledger is not None else _acc.current_ledger()
     who = role or model.role
-
-    plain = runnable is None or runnable is model.chat
     key = None
-    if plain and _cache.should_cache(model, use_cache):
+    if (runnable is None or runnable is model.chat) and _cache.should_cache(model, use_cache):
         key = _cache.cache_key_for(model, messages)
         hit = _cache.get_cache().get(key)
         if hit is not None:
@@ -359,127 +330,125 @@ async def ainvoke(
                 book.record(model.name, who, cached=True)
             _annotate(hit, latency_s=0.0, attempts=0, cached=True, cost=0.0)
             return hit
-
     if book is not None:
         book.check_budget(model.name, who)
-    batched = _batched(model)
-    # noted before the request goes out: a process killed before the outcome is recorded still accounts for it
-    # (a batched request is noted in the run's batch journal instead, and its outcome recorded when a resumed
-    # run collects it: it is billed once)
-    call_id = book.begin(model.name, who) if book is not None and not batched else None
+    policy = RetryPolicy(
+        max_attempts=max_attempts,
+        base_delay_s=base_delay_s,
+        max_delay_s=max_delay_s,
+        max_retry_after_s=max_retry_after_s,
+    )
+    call = _Call(model, messages, book, who, timeout_s, total_timeout_s)
+    return await call.run(target, key, policy)
 
-    # a batched call waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
-    sem: Any = _NO_LIMIT if batched else _semaphore(provider_key(model), model.max_in_flight)
-    started = time.perf_counter()
-    if timeout_s is None:
-        timeout_s = current_call_context().timeout_s or DEFAULT_TIMEOUT_S
-    if batched:
-        from .batch import BATCH_WAIT_S, request_tag
 
-        timeout_s, total_timeout_s = max(timeout_s, BATCH_WAIT_S), None
-        tag = request_tag(f"repeat={model.repeat}" if model.repeat else "")
-    else:
-        tag = None
-    total_s = total_timeout_s if total_timeout_s is not None else 2.0 * timeout_s
-    deadline: float | None = None  # set when the first request goes out (see attempt_once)
-    sent, cache_options = prompt_cache_options(model, messages, current_prompt_scope())
-    attempt = 0  # attempts made, over every round below
-    allowed = max_attempts
-    dropped_one = False
-    longer: dict[str, Any] = {}  # max_tokens of the retry of a truncated judge reply (D.10)
-    while True:
-        # one round of the one retry policy (sgieval.core.retry) for transient errors; a round ends in a
-        # reply, or in an error that the two special retries below may answer once each
-        async def attempt_once(target: Any = target, extra: dict[str, Any] = {**cache_options, **longer}) -> Any:
-            nonlocal deadline
-            queued = time.perf_counter()
-            if deadline is not None and queued >= deadline:
-                raise CallTimeSpent(
-                    f"the call's total time of {total_s:g} s is spent (timeout {timeout_s:g} s per attempt)"
-                )
-            async with sem:  # held only while a request is in flight, never during backoff sleeps
-                # the total time counts attempts in flight and backoff sleeps, not the wait for a slot of the
-                # run's own concurrency limit: a call queued behind other calls keeps all its attempts
-                now = time.perf_counter()
-                deadline = now + total_s if deadline is None else deadline + (now - queued)
-                left = deadline - now
-                # asyncio.timeout, not wait_for: no extra task and two fewer event-loop hops per call
-                try:
-                    async with asyncio.timeout(min(timeout_s, left)):
-                        if tag is not None:
-                            with tag:
-                                return await target.ainvoke(sent, **extra)
-                        return await target.ainvoke(sent, **extra)
-                except (ValueError, KeyError, IndexError, TypeError) as e:
-                    why = malformed_reply(e)
-                    if why is None:
-                        raise
-                    raise MalformedReply(why) from e
+class _Call:
+    """One call of :func:`ainvoke` past the cache and the budget: its attempts, clock and accounting."""
 
-        policy = RetryPolicy(
-            max_attempts=max(1, allowed - attempt),
-            base_delay_s=base_delay_s,
-            max_delay_s=max_delay_s,
-            max_retry_after_s=max_retry_after_s,
+    def __init__(self, model: NamedModel, messages: Any, book: Any, who: str, timeout_s: Any, total_s: Any):
+        self.model, self.messages, self.book, self.who = model, messages, book, who
+        self.batched = _batched(model)
+        # noted before the request goes out: a process killed before the outcome is recorded still accounts for
+        # it (a batched request is noted in the run's batch journal and billed once, when a run collects it)
+        self.call_id = book.begin(model.name, who) if book is not None and not self.batched else None
+        # a batched call waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
+        self.sem: Any = (
+            _NO_LIMIT if self.batched else current_call_context().semaphore(provider_key(model), model.max_in_flight)
         )
-        try:
-            out, n = await aretry(attempt_once, policy, _retryable)
-        except RetriesExhausted as e:
-            attempt += e.attempts
-            if not dropped_one and not _retryable(e.last) and _status(e.last) == 400:
-                retry_target = _without_rejected_param(model, target, e.last)
-                if retry_target is not None:  # once, without the parameter
-                    dropped_one, target, allowed = True, retry_target, allowed + 1
-                    if key is not None:
-                        key = _cache.cache_key_for(model, messages)
-                    continue
-            latency = time.perf_counter() - started
-            if book is not None:
-                book.record(
-                    model.name,
-                    who,
-                    latency_s=latency,
-                    error=_reason(e.last, timeout_s, model),
-                    call_id=call_id,
-                    batch=batched,
+        self.started = time.perf_counter()
+        self.timeout_s = timeout_s if timeout_s is not None else current_call_context().timeout_s or DEFAULT_TIMEOUT_S
+        self.tag: Any = None
+        if self.batched:
+            from .batch import BATCH_WAIT_S, request_tag
+
+            self.timeout_s, total_s = max(self.timeout_s, BATCH_WAIT_S), None
+            self.tag = functools.partial(request_tag, f"repeat={model.repeat}" if model.repeat else "")
+        self.total_s = total_s if total_s is not None else 2.0 * self.timeout_s
+        self.deadline: float | None = None  # set when the first request goes out
+        self.sent, self.options = prompt_cache_options(model, messages, current_prompt_scope())
+
+    async def attempt(self, target: Any, extra: dict[str, Any]) -> Any:
+        """One request, bounded by the per-attempt timeout and what is left of the call's total time; the total
+        time counts attempts in flight and backoff sleeps, not the wait for a slot of the concurrency limit."""
+        queued = time.perf_counter()
+        if self.deadline is not None and queued >= self.deadline:
+            raise CallTimeSpent(
+                f"the call's total time of {self.total_s:g} s is spent (timeout {self.timeout_s:g} s per attempt)"
+            )
+        async with self.sem:  # held only while a request is in flight, never during backoff sleeps
+            now = time.perf_counter()
+            self.deadline = now + self.total_s if self.deadline is None else self.deadline + (now - queued)
+            try:
+                async with asyncio.timeout(min(self.timeout_s, self.deadline - now)):
+                    with self.tag() if self.tag is not None else contextlib.nullcontext():
+                        return await target.ainvoke(self.sent, **extra)
+            except (ValueError, KeyError, IndexError, TypeError) as e:
+                why = malformed_reply(e)
+                if why is None:
+                    raise
+                raise MalformedReply(why) from e
+
+    async def run(self, target: Any, key: str | None, policy: RetryPolicy) -> Any:
+        """Rounds of the retry policy until a reply; an HTTP 400 naming a sent parameter is retried once without
+        it, a judge reply cut by the token limit once with twice the max_tokens (METRICS.md D.10)."""
+        model, attempt, allowed, dropped_one = self.model, 0, policy.max_attempts, False
+        longer: dict[str, Any] = {}
+        while True:
+            left = dataclasses.replace(policy, max_attempts=max(1, allowed - attempt))
+            try:
+                out, n = await aretry(
+                    functools.partial(self.attempt, target, {**self.options, **longer}), left, _retryable
                 )
-            if _status(e.last) in (401, 403):
-                raise credentials_error(model, _status(e.last)) from None
-            raise ModelCallError(
-                f"call failed after {attempt} attempt(s): {_reason(e.last, timeout_s, model)}", what=model.name
-            ) from None
-        attempt += n
-        latency = time.perf_counter() - started
-        cost = None
-        if book is not None:
-            entry = book.record(model.name, who, usage=usage(out), latency_s=latency, call_id=call_id, batch=batched)
+            except RetriesExhausted as e:
+                attempt += e.attempts
+                if not dropped_one and not _retryable(e.last) and _status(e.last) == 400:
+                    retry_target = _without_rejected_param(model, target, e.last)
+                    if retry_target is not None:  # once, without the parameter
+                        dropped_one, target, allowed = True, retry_target, allowed + 1
+                        key = _cache.cache_key_for(model, self.messages) if key is not None else None
+                        continue
+                raise self.failed(e.last, attempt) from None
+            attempt += n
+            raw = out.get("raw") if isinstance(out, dict) else out  # with_structured_output(include_raw=True)
+            status = reply_status_of(raw) if isinstance(raw, BaseMessage) else "ok"
+            if status == "truncated" and self.who == "judge":
+                if longer:
+                    raise ModelCallError(
+                        f"judge reply cut by the token limit again with max_tokens "
+                        f"{longer['max_tokens']} (finish_reason {finish_reason(raw)!r})",
+                        what=model.name,
+                    )
+                longer = {"max_tokens": _twice_max_tokens(model, target, raw)}
+                allowed += 1
+                continue
+            if key is not None and isinstance(out, BaseMessage) and status == "ok":
+                _cache.get_cache().put(key, _masked(out), model=model.name)  # never a truncated or empty reply
+            return self.answered(out, raw, attempt)
+
+    def failed(self, last: BaseException, attempts: int) -> Exception:
+        """Record the failed call; the error to raise."""
+        reason = _reason(last, self.timeout_s, self.model)
+        if self.book is not None:
+            latency = time.perf_counter() - self.started
+            self.book.record(
+                self.model.name, self.who, latency_s=latency, error=reason, call_id=self.call_id, batch=self.batched
+            )
+        if _status(last) in (401, 403):
+            return credentials_error(self.model, _status(last))
+        return ModelCallError(f"call failed after {attempts} attempt(s): {reason}", what=self.model.name)
+
+    def answered(self, out: Any, raw: Any, attempts: int) -> Any:
+        """Record the reply (tokens, latency, cost) and annotate it."""
+        latency, u = time.perf_counter() - self.started, usage(out)
+        if self.book is not None:
+            entry = self.book.record(
+                self.model.name, self.who, usage=u, latency_s=latency, call_id=self.call_id, batch=self.batched
+            )
             cost = entry.cost
         else:
-            u = usage(out)
-            cost = _acc.price_call(model.name, u, batch=batched) if u else None
-        raw = out.get("raw") if isinstance(out, dict) else out  # with_structured_output(include_raw=True)
-        status = reply_status_of(raw) if isinstance(raw, BaseMessage) else "ok"
-        if status == "truncated" and who == "judge":  # D.10: once more with twice the max_tokens, then a failure
-            if longer:
-                raise ModelCallError(
-                    f"judge reply cut by the token limit again with max_tokens "
-                    f"{longer['max_tokens']} (finish_reason {finish_reason(raw)!r})",
-                    what=model.name,
-                )
-            longer = {"max_tokens": _twice_max_tokens(model, target, raw)}
-            allowed += 1
-            continue
-        if key is not None and isinstance(out, BaseMessage) and status == "ok":
-            # D.10: a truncated or empty reply is never cached, so a rerun calls again
-            _cache.get_cache().put(key, _masked(out), model=model.name)
-        _annotate(
-            out,
-            latency_s=latency,
-            attempts=attempt,
-            cached=False,
-            cost=cost,
-            finish_reason=finish_reason(raw) if isinstance(raw, BaseMessage) else None,
-        )
+            cost = _acc.price_call(self.model.name, u, batch=self.batched) if u else None
+        fr = finish_reason(raw) if isinstance(raw, BaseMessage) else None
+        _annotate(out, latency_s=latency, attempts=attempts, cached=False, cost=cost, finish_reason=fr)
         return out
 
 
