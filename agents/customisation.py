@@ -34,9 +34,17 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from ..core import Item, MetricSpec, ModelCallError, Rubric, SgievalError
-from ..metric_pool import Metric
-from ..metric_pool import MetricEntry, applicable, key_of
-from ..metric_pool import as_data, parse_json_object
+from ..metric_pool import (
+    Metric,
+    MetricEntry,
+    RubricMetric,
+    applicable,
+    as_data,
+    find_rubric,
+    key_of,
+    parse_json_object,
+    tool_loop,
+)
 from ..benchmarks import registry as benchmark_registry
 from ..models import NamedModel
 from ..models import message_text
@@ -128,26 +136,10 @@ def detect_qualities(request: str) -> list[str]:
 
 
 _ASKED_QUALITY = re.compile(r"\b(?:most|least)\s+([a-z][a-z-]{2,})(?:\s+([a-z][a-z-]*))?", re.I)
-_NOT_QUALITIES = {
-    "of",
-    "the",
-    "models",
-    "model",
-    "likely",
-    "important",
-    "often",
-    "recent",
-    "common",
-    "cases",
-    "questions",
-    "items",
-    "answers",
-    "tasks",
-    "used",
-    "popular",
-    "frequently",
-    "widely",
-}
+_NOT_QUALITIES = set(
+    "of the models model likely important often recent common cases questions items answers tasks used popular "
+    "frequently widely".split()
+)
 
 
 def unrecognised_qualities(request: str) -> list[str]:
@@ -164,10 +156,6 @@ def unrecognised_qualities(request: str) -> list[str]:
 
 def starter_rubric(quality: str) -> Rubric | None:
     """The starter rubric for ``quality`` from ``metric_pool/rubrics`` (None when absent)."""
-    try:
-        from ..metric_pool import find_rubric
-    except ImportError:
-        return None
     return find_rubric(quality)
 
 
@@ -397,70 +385,15 @@ async def run_customisation(
     # the registered metrics the agent may choose: those that can work in this run (MetricEntry.offer)
     offered = [(e, m) for e, m in offers if e.name in base.added or e.where(options, tools) is not None]
     offered_keys = {e.key for e, _m in offered}
-    listing = "\n".join(
-        f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}"
-        for m in metrics
-        if key_of(m) not in offered_keys
-        for s in m.specs
-    )
-    # what is the same for every request on these items first, the request last (a cacheable prefix)
-    content = f"Tasks: {sorted({i.task for i in items})}\nMetrics:\n{listing}"
-    if offered:
-        content += (
-            "\nFurther registered metrics (applied only when you name them in `added`; one may be `primary`):"
-            + "".join(
-                "\n"
-                + "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
-                + f"\n  {e.name}{' ' + w if (w := e.where(options, tools)) else ''}; choose it (added and primary) for "
-                f"a request about {' or '.join(e.qualities) or 'what it measures'}."
-                for e, m in offered
-            )
-        )
-    for d in docs:
-        content += (
-            f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
-            f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}"
-        )
-    content += f"\n\nRequest: {request}"
+    content = _agent_prompt(request, items, [m for m in metrics if key_of(m) not in offered_keys], offered, docs,
+                            options, tools)  # fmt: skip
     msgs: list[Any] = [SystemMessage(content=CUSTOM_SYSTEM), HumanMessage(content=content)]
     evidence: list[Any] = []
-    direct: MetricPlan | None = None
+    reply = None
     if tools is not None:
-        from ..metric_pool import tool_loop
-
-        budget = int((options or {}).get("agent_tool_budget", 3))
-        try:
-            loop = await tool_loop(
-                agent,
-                [
-                    SystemMessage(
-                        content=CUSTOM_SYSTEM + "\nYou may first call web_search or "
-                        f"read_pdf (at most {budget} calls) to ground rubric criteria."
-                    ),
-                    msgs[1],
-                ],
-                tools,
-                allowed=("web_search", "read_pdf"),
-                budget=budget,
-            )
-            evidence = loop.evidence
-            if loop.last is not None and not loop.last.tool_calls:
-                try:  # the agent answered with the plan right away: no second call
-                    direct = MetricPlan.model_validate(parse_json_object(message_text(loop.last)))
-                except (ValueError, ValidationError):
-                    direct = None
-            if loop.last is not None and direct is None:
-                msgs = [
-                    msgs[0],
-                    *loop.messages[1:],
-                    HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object."),
-                ]
-        except ModelCallError as e:
-            base.notes.append(f"agent {agent.name} tool use failed ({e.message}); planning without tools")
+        msgs, evidence, reply = await _with_tools(agent, msgs, tools, options, base)
         trace["tool_evidence"] = [e.model_dump(mode="json") for e in evidence]
-    if direct is not None:
-        reply = StructuredReply(model=agent.name, parsed=direct, raw=[message_text(loop.last)], attempts=1)
-    else:
+    if reply is None:
         reply = await ask_agent(agent, msgs, MetricPlan)
     trace["agent_raw"] = reply.raw
     if reply.parsed is None:
@@ -468,15 +401,9 @@ async def run_customisation(
         return base, metrics, trace
     p = reply.parsed
     cite = [f"{d['path']} ({d['title']})" for d in docs] + [f"consulted {u}" for u in _urls(evidence)]
-    taken = set(base.predefined)
-    custom = [
-        tidy_rubric(
-            r, taken=taken, default_source=f"drafted by agent {agent.name} from the request: {request}", cite=cite
-        )
-        for r in p.custom
-    ]
-    if not custom:
-        custom = list(base.custom)
+    default_source = f"drafted by agent {agent.name} from the request: {request}"
+    custom = [tidy_rubric(r, taken=set(base.predefined), default_source=default_source, cite=cite) for r in p.custom]
+    custom = custom or list(base.custom)
     notes = base.notes + p.notes
     covered = {q for q in base.qualities if metric_for_quality(q, [s for m in metrics for s in m.all_specs], items)}
     for q in base.qualities:
@@ -489,15 +416,80 @@ async def run_customisation(
             continue
         custom.append(r)
         notes = [n for n in notes if not n.startswith(f"'{q}' has no predefined metric")]
-    # added metrics: the offline plan's (a literal "compared with my papers" request) plus those the agent chose
-    # among the offered ones, by name in `added` or as its primary metric
+    plan, added_metrics = _agent_plan(p, base, custom, notes, offers, offered, agent.name)
+    metrics = [m for m in metrics if key_of(m) not in offered_keys]
+    return plan, [*metrics, *(m for _e, m in added_metrics)], trace
+
+
+def _agent_prompt(
+    request: str, items: list[Item], metrics: list[Metric], offered: list[tuple[MetricEntry, Metric]],
+    docs: list[dict[str, Any]], options: dict | None, tools: Any,
+) -> str:  # fmt: skip
+    """The customisation agent's message: what is the same for every request on these items first (tasks, metrics,
+    the registered metrics offered, named documents), the request last (a cacheable prefix)."""
+
+    def listed(m: Metric) -> str:
+        return "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
+
+    content = f"Tasks: {sorted({i.task for i in items})}\nMetrics:\n" + "\n".join(listed(m) for m in metrics if m.specs)
+    if offered:
+        content += (
+            "\nFurther registered metrics (applied only when you name them in `added`; one may be `primary`):"
+            + "".join(
+                f"\n{listed(m)}\n  {e.name}{' ' + w if (w := e.where(options, tools)) else ''}; choose it (added and "
+                f"primary) for a request about {' or '.join(e.qualities) or 'what it measures'}."
+                for e, m in offered
+            )
+        )
+    for d in docs:
+        content += (
+            f"\n\nDocument {d['path']} ({d['title']}, {d['pages']} pages"
+            f"{', excerpt' if d['partial'] else ''}):\n{as_data(d['text'], 'DOCUMENT')}"
+        )
+    return content + f"\n\nRequest: {request}"
+
+
+async def _with_tools(
+    agent: NamedModel, msgs: list[Any], tools: Any, options: dict | None, base: MetricPlan
+) -> tuple[list[Any], list[Any], StructuredReply | None]:
+    """Let the agent call ``web_search``/``read_pdf`` first: (messages to ask the plan with, tool evidence, the
+    plan when the agent answered with it right away)."""
+    budget = int((options or {}).get("agent_tool_budget", 3))
+    system = SystemMessage(
+        content=CUSTOM_SYSTEM + f"\nYou may first call web_search or read_pdf (at most {budget} calls) to ground "
+        "rubric criteria."
+    )
+    try:
+        loop = await tool_loop(agent, [system, msgs[1]], tools, allowed=("web_search", "read_pdf"), budget=budget)
+    except ModelCallError as e:
+        base.notes.append(f"agent {agent.name} tool use failed ({e.message}); planning without tools")
+        return msgs, [], None
+    if loop.last is None:
+        return msgs, loop.evidence, None
+    if not loop.last.tool_calls:
+        try:  # the agent answered with the plan right away: no second call
+            direct = MetricPlan.model_validate(parse_json_object(message_text(loop.last)))
+            reply = StructuredReply(model=agent.name, parsed=direct, raw=[message_text(loop.last)], attempts=1)
+            return msgs, loop.evidence, reply
+        except (ValueError, ValidationError):
+            pass
+    over = HumanMessage(content="Tool use is over. Reply now with the metric plan JSON object.")
+    return [msgs[0], *loop.messages[1:], over], loop.evidence, None
+
+
+def _agent_plan(
+    p: MetricPlan, base: MetricPlan, custom: list[Rubric], notes: list[str],
+    offers: list[tuple[MetricEntry, Metric]], offered: list[tuple[MetricEntry, Metric]], agent: str,
+) -> tuple[MetricPlan, list[tuple[MetricEntry, Metric]]]:  # fmt: skip
+    """The plan from the agent's reply ``p`` and the offline plan ``base``, and the registered metrics it adds: the
+    offline plan's, then those the agent chose among the offered ones (by name in ``added`` or as its primary)."""
     chosen = [(e, m) for e, m in offered if e.name in p.added or p.primary in {s.name for s in m.specs}]
     added = list(dict.fromkeys([*base.added, *(e.name for e, _m in chosen)]))
     for n in p.added:
         if n not in added:
             known = next((e for e, _m in offers if e.name == n), None)
             notes.append(
-                f"agent {agent.name} chose the metric {n!r}, which is not offered here"
+                f"agent {agent} chose the metric {n!r}, which is not offered here"
                 + (f" ({known.unavailable})" if known is not None and known.unavailable else "")
             )
     added_metrics = [(e, m) for e, m in offers if e.name in added]
@@ -511,22 +503,14 @@ async def run_customisation(
     for entry, _m in chosen:
         if entry.name not in base.added:
             qualities = list(dict.fromkeys([*qualities, *entry.qualities]))
+    offered_keys = {e.key for e, _m in offered}
+    keys = [*(k for k in base.metrics if k not in offered_keys), *(e.key for e, _m in added_metrics)]
     plan = MetricPlan(
-        predefined=base.predefined,
-        custom=custom,
-        primary=primary,
-        qualities=qualities,
-        reason=p.reason or base.reason,
-        notes=notes,
-        planner=agent.name,
-        added=added,
-        stand_in=base.stand_in if primary == base.primary else "",
-        metrics=list(
-            dict.fromkeys([*(k for k in base.metrics if k not in offered_keys), *(e.key for e, _m in added_metrics)])
-        ),
-    )
-    metrics = [m for m in metrics if key_of(m) not in offered_keys]
-    return plan, [*metrics, *(m for _e, m in added_metrics)], trace
+        predefined=base.predefined, custom=custom, primary=primary, qualities=qualities, reason=p.reason or base.reason,
+        notes=notes, planner=agent, added=added, stand_in=base.stand_in if primary == base.primary else "",
+        metrics=list(dict.fromkeys(keys)),
+    )  # fmt: skip
+    return plan, added_metrics
 
 
 def _mentions(r: Rubric, quality: str) -> bool:
@@ -545,8 +529,6 @@ def planned_metrics(plan: MetricPlan, items: list[Item], options: dict | None = 
         m for e, m in registered_offers(items, predefined, options) if (e.key in keys if keys else e.name in plan.added)
     ]
     if plan.custom:
-        from ..metric_pool import RubricMetric
-
         out += [RubricMetric(r) for r in plan.custom]
     return out
 

@@ -16,12 +16,23 @@ from typing import Any, Callable
 
 from langchain_core.messages import HumanMessage
 
-from ..core import OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStore, RunStoppedError, Score
-from ..models import BudgetExceeded
-from ..metric_pool import CORPUS, Metric, ScoringContext
-from ..models import NamedModel
-from ..models import ainvoke, read_reply, usage
-from ..models import prompt_scope
+from ..core import (
+    DRY_EXPERIMENT,
+    OPEN_CREATIVITY,
+    InputError,
+    Item,
+    ModelCallError,
+    Response,
+    RunStoppedError,
+    RunStore,
+    SandboxUnavailableError,
+    Score,
+    get_logger,
+)
+from ..metric_pool import CORPUS, Metric, ScoringContext, key_of
+from ..models import BudgetExceeded, NamedModel, ainvoke, prompt_scope, read_reply, usage
+
+log = get_logger("sgieval")
 
 
 @dataclass
@@ -64,7 +75,7 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
     if target.is_replay:
         return target.replay.respond(item, target.name)
     if item.task == OPEN_CREATIVITY:
-        from ..metric_pool import run_generation
+        from ..metric_pool import run_generation  # numpy: loaded only for open-creativity items
 
         judges = ctx.judges_for(target.name)
         if not judges:
@@ -128,8 +139,6 @@ def metric_prompt_key(m: Metric) -> str:
         ``sgieval:<scope>/<name>`` from its registry key (scope a benchmark or ``*``), e.g. ``sgieval:*/rigor``;
         OpenAI judges receive it as ``prompt_cache_key``.
     """
-    from ..metric_pool import key_of
-
     scope, name = key_of(m)
     return f"sgieval:{scope}/{name}"
 
@@ -181,8 +190,6 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
     replaced in ``ctx`` by :class:`~sgieval.tools.sandbox.UnavailableSandbox`
     carrying the reason: each dry-experiment item is then ``infra_error`` with
     that reason, never a failed test, and no program is launched.  A sandbox object without ``check`` (a test double) is used as is."""
-    from ..core import DRY_EXPERIMENT, SandboxUnavailableError
-
     sandbox = ctx.sandbox
     check = getattr(sandbox, "check", None)
     if check is None or not any(i.task == DRY_EXPERIMENT for i in items):
@@ -190,12 +197,11 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
     try:
         await asyncio.to_thread(check)
     except SandboxUnavailableError as e:
-        from ..core import get_logger
-        from ..tools import UnavailableSandbox
+        from ..tools import UnavailableSandbox  # the sandbox module: loaded only when a sandbox fails
 
         if isinstance(sandbox, UnavailableSandbox):
             return
-        get_logger("sgieval").warning("sandbox cannot run programs", reason=e.one_line())
+        log.warning("sandbox cannot run programs", reason=e.one_line())
         ctx.sandbox = UnavailableSandbox(getattr(sandbox, "name", type(sandbox).__name__), e)
 
 
@@ -305,19 +311,30 @@ async def _run_evaluation(
     if prog.budget_stopped or not corpus:
         return prog  # corpus-level scores need every item: not computed on a budget stop
 
+    _corpus_scores(store, "scores", items, targets, metrics, responses, store.read("scores"), done, prog)
+    return prog
+
+
+def _corpus_scores(
+    store: RunStore, file: str, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
+    responses: dict[tuple[str, str], Response], scores: list[Score], done: set[tuple[str, str, str]],
+    prog: EvalProgress, judge: str | None = None,
+) -> None:  # fmt: skip
+    """Append to ``file`` each target's corpus-level scores of ``metrics`` not in ``done`` (``judge`` set on them
+    when given), computed from its responses and item-level ``scores``."""
     by_id = {i.id: i for i in items}
-    all_scores = store.read("scores")
     for t in targets:
         model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
-        model_scores = [s for s in all_scores if s.model == t.name]
+        model_scores = [s for s in scores if s.model == t.name]
         for m in metrics:
             if all((CORPUS, t.name, s.name) in done for s in m.corpus_specs):
                 continue
             pooled = [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
-            store.append("scores", pooled)
+            if judge is not None:
+                pooled = [s.model_copy(update={"judge": judge}) for s in pooled]
+            store.append(file, pooled)
             done.update((CORPUS, t.name, s.metric) for s in pooled)
             prog.scores_new += len(pooled)
-    return prog
 
 
 ADDED_JUDGE_SCORES = "added_judge_scores"
@@ -377,9 +394,6 @@ async def score_added_judge(
     lock = asyncio.Lock()
     slots = asyncio.Semaphore(max(1, max_parallel))
 
-    def named(scores: list[Score]) -> list[Score]:
-        return [s.model_copy(update={"judge": judge.name}) for s in scores]
-
     stopped: list[RunStoppedError] = []
 
     async def unit(target: NamedModel, item: Item) -> None:
@@ -391,7 +405,8 @@ async def score_added_judge(
             if prog.budget_stopped or stopped:
                 return
             try:
-                scores = named(await score_response(item, resp, judged, ctx, done))
+                scores = await score_response(item, resp, judged, ctx, done)
+                scores = [s.model_copy(update={"judge": judge.name}) for s in scores]
             except BudgetExceeded as e:  # as in a run: pairs not started are skipped, the report says where
                 prog.budget_stopped = prog.budget_stopped or e.one_line()
                 return
@@ -409,18 +424,6 @@ async def score_added_judge(
         raise stopped[0]
     if prog.budget_stopped:
         return prog  # corpus-level scores need every item
-    by_id = {i.id: i for i in items}
     mine = [s for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name]
-    for t in targets:
-        model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
-        model_scores = [s for s in mine if s.model == t.name]
-        for m in judged:
-            if not m.corpus_specs or all((CORPUS, t.name, s.name) in done for s in m.corpus_specs):
-                continue
-            pooled = named(
-                [s for s in m.corpus(by_id, model_resp, model_scores) if (CORPUS, t.name, s.metric) not in done]
-            )
-            store.append(ADDED_JUDGE_SCORES, pooled)
-            done.update((CORPUS, t.name, s.metric) for s in pooled)
-            prog.scores_new += len(pooled)
+    _corpus_scores(store, ADDED_JUDGE_SCORES, items, targets, judged, responses, mine, done, prog, judge.name)
     return prog
