@@ -10,7 +10,7 @@ from ..context import ReportContext
 from ..format import clip_reason, fmt, fmt2, fmt_p
 from ..ranking import item_values
 from ..sections.criteria import criterion_scores
-from .kinds import paired, question_pair
+from .kinds import ci_of, paired, question_pair
 from .where import item_link
 
 __all__ = ["criterion_values", "why"]
@@ -71,15 +71,15 @@ def why(ctx: ReportContext) -> str:
     what = f"the criteria of {spec.name} (0-10)" if spec.kind == "rubric" else "the run's other item-level metrics"
     parts = [
         f"{a} against {b} by {spec.name} ({spec.scale_label}): mean {fmt2(r.mean_a)} against {fmt2(r.mean_b)} on "
-        f"the {r.n} items both scored, difference {fmt2(r.mean_diff)} (95% CI {fmt2(r.ci_low)} to "
-        f"{fmt2(r.ci_high)}, paired permutation test p = {fmt_p(r.p_value)})."
+        f"the {r.n} items both scored, difference {fmt2(r.mean_diff)} ({ci_of(r)}, paired permutation test p = "
+        f"{fmt_p(r.p_value)})."
     ]
     if tested:
         parts.append(
             f"By {what}, largest difference first ({a} against {b}; paired permutation tests, not adjusted): "
             + "; ".join(
-                f"{n} {fmt2(t.mean_a)} against {fmt2(t.mean_b)} (difference {fmt2(t.mean_diff)}, 95% CI "
-                f"{fmt2(t.ci_low)} to {fmt2(t.ci_high)}, p = {fmt_p(t.p_value)}, {t.n} items)"
+                f"{n} {fmt2(t.mean_a)} against {fmt2(t.mean_b)} (difference {fmt2(t.mean_diff)}, {ci_of(t)}, "
+                f"p = {fmt_p(t.p_value)}, {t.n} items)"
                 for n, t in tested[:6]
             )
             + "."

@@ -19,7 +19,7 @@ from ..context import ReportContext
 from ..format import fmt, fmt2, fmt_p
 from ..ranking import item_values
 
-__all__ = ["how_much", "named_models", "paired", "question_pair", "units_phrase", "yes_no"]
+__all__ = ["ci_of", "how_much", "named_models", "paired", "question_pair", "units_phrase", "yes_no"]
 
 _WORSE = re.compile(r"\b(?:worse|lower|weaker|less|behind|below)\b", re.I)
 
@@ -62,7 +62,8 @@ def paired(ctx: ReportContext, a: dict[str, float], b: dict[str, float]) -> Any:
 
 def units_phrase(diff: float, spec: MetricSpec) -> str:
     """What a per-item difference means in the metric's units: for a count, ``about 7.5 more accepted answers per
-    question``; for a 0-1 metric, ``about 12 more items in 100 scored 1``; else its share of the scale's range.
+    question``; for a 0-1 metric, ``about 12 more items in 100 scored 1``; else its share of the scale's range
+    (``23% of the scale's range (0-100) more per item``).
 
     Args:
         diff: the per-item difference on the metric's scale (positive: better).
@@ -80,13 +81,21 @@ def units_phrase(diff: float, spec: MetricSpec) -> str:
         return f"about {abs(diff):.1f} {more} {noun} per question"
     if (lo, hi) == (0.0, 1.0):
         return f"about {abs(diff) * 100:.0f} {more} items in 100 scored 1"
-    return f"{abs(diff) / (hi - lo):.0%} of the scale's range ({spec.scale_label}) per item"
+    more = "more" if diff >= 0 else "less"
+    return f"{abs(diff) / (hi - lo):.0%} of the scale's range ({spec.scale_label}) {more} per item"
+
+
+def ci_of(r: Any) -> str:
+    """``95% CI a to b`` of a paired result's difference, or that it has no CI (equal differences on every item)."""
+    if r.ci_low == r.ci_high or math.isnan(r.ci_low):
+        return f"no CI: the difference is {fmt(r.mean_diff)} on every one of the {r.n} items"
+    return f"95% CI {fmt2(r.ci_low)} to {fmt2(r.ci_high)}"
 
 
 def _diff_clause(a: str, b: str, r: Any, spec: MetricSpec) -> str:
     return (
         f"on the {r.n} items both scored, mean {fmt2(r.mean_a)} against {fmt2(r.mean_b)} {spec.name} per item, a "
-        f"difference of {fmt2(r.mean_diff)} ({a} minus {b}; 95% CI {fmt2(r.ci_low)} to {fmt2(r.ci_high)}); the paired "
+        f"difference of {fmt2(r.mean_diff)} ({a} minus {b}; {ci_of(r)}); the paired "
         f"permutation test gives p = {fmt_p(r.p_value)} (two-sided)"
     )
 
@@ -146,12 +155,16 @@ def how_much(ctx: ReportContext) -> str:
         return f"{a} and {b} share fewer than 2 items scored by {spec.name}: no difference can be estimated."
     diffs = [va[i] - vb[i] for i in sorted(set(va) & set(vb))]
     sd = statistics.stdev(diffs)
-    dz = f"Cohen's d_z = {fmt2(r.mean_diff / sd)}" if sd > 0 else "no d_z (the differences do not vary)"
+    dz = (
+        f"Cohen's d_z = {fmt2(r.mean_diff / sd)} (mean of the {r.n} paired differences {fmt2(r.mean_diff)} over "
+        f"their SD {fmt2(sd)})"
+        if sd > 0
+        else f"none (the {r.n} paired differences are all {fmt(r.mean_diff)}: SD 0)"
+    )
     better = r.mean_diff if spec.higher_is_better else -r.mean_diff
     return (
         f"{a} against {b} by {spec.name} ({spec.scale_label}){_scope(ctx)}: {_diff_clause(a, b, r, spec)}. "
-        f"Standardised effect size: {dz} (mean of the {r.n} paired differences {fmt2(r.mean_diff)} over their SD "
-        f"{fmt2(sd)}). In the metric's units: {a} scores {units_phrase(better, spec)} than {b}"
+        f"Standardised effect size: {dz}. In the metric's units: {a} scores {units_phrase(better, spec)} than {b}"
         + (f" ({fmt(r.mean_diff)} per item)" if not math.isinf(spec.range[1]) else "")
         + "."
     )
