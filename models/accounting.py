@@ -1,46 +1,24 @@
 """Tokens, latency and cost per model and role, and the run budget.
 
-Prices come from `genai-prices <https://github.com/pydantic/genai-prices>`_
-(the pydantic team's maintained price data, read from the data bundled with
-the installed package: no price is fetched at run time).  A model is priced
-only when the library knows it exactly, by its name or a snapshot of it
-(``gpt-4o-2024-08-06`` is ``gpt-4o``); a name it does not know (``o1-ultra``,
-a local server's ``llama3.3``) has price unknown: its cost is ``None``, never
-0 and never the price of a model whose name prefixes it (``o1-pro`` is not
-``o1``).  The ``provider:`` part of a model string (``openai:``,
-``anthropic:``) names the provider whose price list is used; a bare name is
-looked up in every provider's list.
-
-Cost of one call (USD), as the provider bills it (genai-prices'
-``calc_price``)::
+Prices come from `genai-prices <https://github.com/pydantic/genai-prices>`_ (its bundled data: nothing is fetched
+at run time).  A model is priced only when the library knows it exactly, by name or snapshot (``gpt-4o-2024-08-06``
+is ``gpt-4o``); an unknown name has cost ``None``, never 0 and never a prefix's price (``o1-pro`` is not ``o1``).
+The ``provider:`` part of a model string picks the provider's price list; a bare name is looked up in every list.
+Cost of one call (USD, genai-prices' ``calc_price``, prices in USD per 1M tokens)::
 
     cost = (input - cache_read - cache_write) * price_in + cache_read * price_cache_read
-           + cache_write * price_cache_write + output * price_out        (prices in USD per 1M tokens)
+           + cache_write * price_cache_write + output * price_out
 
-``input`` counts every prompt token, cached ones included, and ``output``
-every completion token, reasoning ones included (LangChain's
-``usage_metadata`` convention); reasoning tokens have their own price where
-the provider sets one, and tiered prices (e.g. above 200k input tokens) apply
-as published.  A call whose provider reported no token usage has cost ``None``.  A call made through a batch API
-(``--batch``) is priced at the batch rate (:func:`price_call`, :data:`BATCH_DISCOUNT`).
+``input`` counts every prompt token, cached ones included, ``output`` every completion token, reasoning ones
+included (LangChain's ``usage_metadata``); tiered prices apply as published; no reported usage means cost ``None``;
+a batched call (``--batch``) is priced at the batch rate (:func:`price_call`, :data:`BATCH_DISCOUNT`).  User
+prices (``--price MODEL=IN,OUT``, :func:`set_prices`, a YAML ``model: {input: x, output: y}``, ``Ledger(prices=)``)
+win for the model they name (the full string or its name after ``provider:``), every input token at ``IN``.
 
-Prices the user gives (``--price MODEL=IN,OUT``, :func:`set_prices`, a YAML
-file ``model: {input: x, output: y}`` or ``Ledger(prices=...)``, USD per 1M
-tokens) take precedence for the model they name, exactly (the full model
-string or its name after the ``provider:`` part); every input token, cached
-or not, is then priced at ``IN``.
-
-A :class:`Ledger` collects one :class:`CallRecord` per call made through
-:func:`sgieval.models.calls.ainvoke`; activate it for a block of code with
-``with ledger.activate(): ...`` (a contextvar, inherited by asyncio tasks
-created inside) or pass ``ledger=`` to ``ainvoke``.  With ``budget_usd`` set,
-:meth:`Ledger.check_budget` raises :class:`BudgetExceeded` before a call once
-the spent cost reaches the budget, so the run stops cleanly; the ledger keeps
-where it stopped (:attr:`Ledger.stopped`).  Calls already in flight when the
-budget is reached still finish and are recorded, so the final spend can exceed
-the budget by at most the cost of the in-flight calls.  A budget can only be
-kept when every model called has a known price: :func:`unpriced_models` names
-those that have none.
+A :class:`Ledger` collects one :class:`CallRecord` per :func:`sgieval.models.calls.ainvoke` call (``with
+ledger.activate(): ...`` or ``ledger=``).  With ``budget_usd``, :meth:`Ledger.check_budget` raises
+:class:`BudgetExceeded` before a call once the spend reaches it (calls in flight still finish, so the spend may
+exceed it by their cost); :func:`unpriced_models` names the models a budget cannot be kept for.
 """
 
 from __future__ import annotations
@@ -55,8 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 
-from ..core import InputError, ModelRef, SgievalError, load_yaml
-from ..core import FieldProblem
+from ..core import FieldProblem, InputError, ModelRef, SgievalError, load_yaml, parse_price
 
 Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
@@ -66,15 +43,11 @@ _prices: Prices = {}
 
 
 class BudgetExceeded(SgievalError):
-    """The run's cost budget (``--budget``, USD) is spent; raised before a
-    model call so the run stops cleanly.  ``spent_usd``, ``budget_usd`` and
-    ``model``/``role`` (the call that was refused) say where it stopped."""
+    """The run's budget (``--budget``, USD) is spent; raised before a call.  ``spent_usd``, ``budget_usd`` and
+    ``model``/``role`` (the call refused) say where it stopped."""
 
     def __init__(self, spent_usd: float, budget_usd: float, *, model: str = "", role: str = ""):
-        self.spent_usd = spent_usd
-        self.budget_usd = budget_usd
-        self.model = model
-        self.role = role
+        self.spent_usd, self.budget_usd, self.model, self.role = spent_usd, budget_usd, model, role
         super().__init__(
             f"budget of ${budget_usd:.4f} reached (${spent_usd:.4f} spent at that point; calls already in "
             f"flight still finish and count); refused a {role or 'model'} call to {model or '?'}.",
@@ -142,8 +115,6 @@ def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
     Raises:
         InputError: naming ``--price``, the value and the expected form.
     """
-    from ..core import parse_price
-
     try:
         return parse_price(value)
     except FieldProblem as e:
@@ -187,8 +158,8 @@ def _model_id(name: str) -> str:
 
 
 def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> tuple[float, float] | None:
-    """The user price of ``model``: the entry for the full model string, else one for its bare name
-    (``my-model`` prices ``openai:my-model``), else (a bare ``model``) one whose name after its provider is it."""
+    """The user price of the full model string, else of its name after the provider, else (a bare name) of an
+    entry whose name after its provider is it."""
     table = _prices if prices is None else prices
     if model in table:
         return table[model]
@@ -400,16 +371,6 @@ class Totals:
     cost: float | None = None
     unpriced_calls: int = 0
     cache_read_tokens: int = 0
-
-    @property
-    def cached_share(self) -> float | None:
-        """``cache_read_tokens / input_tokens`` (0-1), None without input tokens."""
-        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
-
-    @property
-    def mean_latency_s(self) -> float | None:
-        made = self.calls
-        return self.latency_s / made if made else None
 
 
 _current: contextvars.ContextVar["Ledger | None"] = contextvars.ContextVar("sgieval_ledger", default=None)
