@@ -1,29 +1,23 @@
 """Judge reliability of a judge panel: can the judged numbers be trusted?
 
-A *unit* is one (item, target model) pair that two or more judges of a panel scored on one metric.  From the
-per-judge values each judged Score keeps (see :func:`judge_values`) this module computes, per judged metric:
+A *unit* is one (item, target model) pair that two or more judges scored on one metric.  From the per-judge values
+each judged Score keeps (:func:`judge_values`), per judged metric:
 
-- **inter-judge agreement**: Krippendorff's alpha (``krippendorff`` package; interval level for 0-10 and 0-100
-  scores, nominal for labels), with a percentile bootstrap 95% CI over units (Hayes & Krippendorff 2007 resample
-  units);
-- **per-judge offset**: the mean over units of (judge's value - mean of the panel on that unit), with a bootstrap
-  95% CI (:func:`sgieval.metric_pool.stats.summarize`);
-- **leave-one-judge-out**: the ranking of target models by the mean of the remaining judges' values, and whether
-  its top model or its order differs from the full panel's;
-- **self-preference**: for a judge that is the same model as a target (equal model identity,
-  :attr:`sgieval.core.ModelRef.identity`: ``openai:o1-mini`` judging ``replay:o1-mini``; never the provider, so
-  an Anthropic judge of another Anthropic model is not one), the mean over that target's units of (the judge's value - the mean of the other judges), with a bootstrap 95% CI; significant when
-  the CI excludes 0 (a CI without variation, every difference equal, decides nothing: then the sign-flip
-  permutation test of the differences does, at the 5% level);
-- **position bias** (pairwise votes with swapped order, SGI-Bench idea generation, METRICS.md A.2): the share of
-  (judge, item, dimension) vote pairs whose verdict changes when the two ideas swap places;
-- **test-retest** (a judge asked ``k`` times, ``--judge-repeats k``, :mod:`sgieval.metric_pool.repeats`):
-  Krippendorff's alpha of the (k repeats x units) matrix of one judge's values, each repeat taken as a coder and
-  a failed repeat as a missing value, with the same bootstrap 95% CI over units.  Computed with one judge too.
+- **inter-judge agreement**: Krippendorff's alpha (``krippendorff``; interval level, nominal for 0/1 labels), with a
+  percentile bootstrap 95% CI over units (Hayes & Krippendorff 2007; :func:`sgieval.metric_pool.stats.unit_resamples`);
+- **per-judge offset**: the mean over units of (judge's value - panel mean), with its bootstrap 95% CI
+  (:func:`sgieval.metric_pool.stats.summarize`);
+- **leave-one-judge-out**: the ranking of target models without each judge, and whether its top or order changes;
+- **self-preference**: a judge that is the same model as a target (equal :attr:`sgieval.core.ModelRef.identity`, never
+  the provider): the mean over that target's units of (its value - the other judges' mean), with its bootstrap 95% CI;
+  significant when the CI excludes 0 (a CI without variation decides nothing: then the sign-flip test, 5% level);
+- **position bias** (pairwise votes with swapped order, METRICS.md A.2): the share of vote pairs whose verdict changes
+  when the two ideas swap places;
+- **test-retest** (``--judge-repeats k``, :mod:`sgieval.metric_pool.repeats`): Krippendorff's alpha of one judge's
+  (k repeats x units) matrix, a failed repeat a missing value, with the same bootstrap CI.  Computed with one judge too.
 
-The verdict sentence uses Krippendorff's (2004, *Content Analysis*, 2nd ed., section 11.3.4) thresholds:
-alpha >= 0.800 reliable, 0.667 <= alpha < 0.800 tentative conclusions only, below 0.667 not reliable; an alpha
-above 0.800 whose 95% CI reaches below 0.667 is reported as not established (too few units).
+Verdicts use Krippendorff's (2004, *Content Analysis*, 2nd ed., section 11.3.4) thresholds: alpha >= 0.800 reliable,
+0.667 <= alpha < 0.800 tentative only, below not reliable; above 0.800 with a CI reaching below 0.667: not established.
 """
 
 from __future__ import annotations
@@ -45,10 +39,16 @@ ALPHA_TENTATIVE = 0.667
 
 
 def judge_values(score: Score) -> dict[str, float]:
-    """{judge: that judge's value on the metric's own scale} of one judged Score, or {} when the Score holds
-    no per-judge values.  Read from ``details["judge_values"]`` when present, else derived from
-    ``details["per_judge"]``: a rubric's per-criterion scores give the weighted mean x 10 (0-100, as
-    :meth:`sgieval.core.Rubric.aggregate`), ``{"sla": v}`` gives v, ``{"score": v}`` gives v."""
+    """{judge: that judge's value on the metric's own scale} of one judged Score ({} when it holds none).
+
+    Args:
+        score: a judged Score: ``details["judge_values"]``, else ``details["per_judge"]`` (a rubric's criterion
+            scores give the weighted mean x 10 as :meth:`sgieval.core.Rubric.aggregate`; ``{"sla": v}`` or
+            ``{"score": v}`` give v).
+
+    Returns:
+        The per-judge values.
+    """
     d = score.details or {}
     if isinstance(d.get("judge_values"), dict):
         return {str(k): float(v) for k, v in d["judge_values"].items() if _finite(v)}
@@ -73,18 +73,15 @@ def judge_values(score: Score) -> dict[str, float]:
 
 
 def with_added_judges(scores: Sequence[Score], added: Sequence[Score]) -> list[Score]:
-    """The run's ``scores`` with the values of the judges added to the run beside them, for the reliability
-    statistics: each ok per-item Score that an added judge also scored (ok, same item, target model and metric)
-    gets ``details["judge_values"]``: its own judges' values (:func:`judge_values`, or ``{score.judge: value}``
-    for a single judge's Score) and each added judge's value.  The returned Scores are copies; ``scores`` and
-    their values are unchanged (the ranking keeps using them).
+    """Copies of the run's ``scores`` with the added judges' values beside their own in ``details["judge_values"]``
+    (for the reliability statistics); the run's values, and so its ranking, are unchanged.
 
     Args:
         scores: the run's scores (``scores.jsonl``: its own judges).
         added: the added judges' scores (``added_judge_scores.jsonl``), each naming its judge.
 
     Returns:
-        ``scores``, in order, the merged ones replaced by their copies.
+        ``scores``, in order, those an added judge also scored (ok, same item, model and metric) replaced by copies.
     """
     by_key: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for a in added:
@@ -223,28 +220,25 @@ class Reliability:
     @property
     def verdict(self) -> str:
         """One sentence: do the judges agree enough for the ranking to stand (Krippendorff 2004 thresholds)?"""
-        if len(self.judges) < 2:
+        m, n, k = self.metric, self.n_units, len(self.judges)
+        if k < 2:
             return (
-                f"On {self.metric} one judge ({', '.join(self.judges) or 'none'}) scored the items, so agreement "
+                f"On {m} one judge ({', '.join(self.judges) or 'none'}) scored the items, so agreement "
                 "between judges cannot be measured."
             )
         if self.alpha is None:
             return (
-                f"Judge agreement on {self.metric} is undefined ({self.n_units} units rated by 2 or more judges, "
+                f"Judge agreement on {m} is undefined ({n} units rated by 2 or more judges, "
                 "or no variation), so the panel's reliability is unknown."
             )
         lo, hi = self.alpha_ci
-        ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
+        head = f"On {m}, Krippendorff's alpha across {k} judges is {self.alpha:.2f}"
         if no_variation(lo, hi):  # a degenerate bootstrap CI: it measures no uncertainty, so it supports no verdict
-            n, a = self.n_units, f"{self.alpha:.2f}"
-            head = f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {a} over {n} units"
+            why = f"bootstrap 95% CI is degenerate (every resample of the {n} units gives alpha {self.alpha:.2f})"
             if self.alpha == 1.0:  # D_o = 0 with D_e > 0: equal values within each unit, varying between units
-                head += (
-                    ": the judges gave equal values on every unit, while the values vary between units. Its "
-                    f"bootstrap 95% CI is degenerate (every resample of the {n} units gives alpha {a})"
-                )
+                head += f" over {n} units: the judges gave equal values on every unit, while the values vary between units. Its {why}"
             else:
-                head += f", and its bootstrap 95% CI is degenerate (every resample of the {n} units gives alpha {a})"
+                head += f" over {n} units, and its {why}"
             return (
                 f"{head}, so it measures no uncertainty, and {n} units are too few to establish the judges' agreement."
             )
@@ -261,7 +255,8 @@ class Reliability:
             )
         else:
             judgement = "the judges do not agree enough for the ranking to stand (alpha < 0.667, Krippendorff 2004)"
-        return f"On {self.metric}, Krippendorff's alpha across {len(self.judges)} judges is {self.alpha:.2f}{ci}: {judgement}."
+        ci = f" (95% CI {lo:.2f} to {hi:.2f})" if math.isfinite(lo) and math.isfinite(hi) else ""
+        return f"{head}{ci}: {judgement}."
 
 
 def _level(spec: MetricSpec | None, values: Iterable[float]) -> str:
@@ -316,6 +311,55 @@ def position_flips(scores: Sequence[Score], dims: set[str] | None = None) -> tup
     return flips / len(both), len(both)
 
 
+def _offsets(units: dict, keys: list, judges: list[str], seed: int, n_resamples: int) -> list[Offset]:
+    out = []
+    for j in judges:
+        diffs = [
+            units[k][j] - sum(units[k].values()) / len(units[k]) for k in keys if j in units[k] and len(units[k]) >= 2
+        ]
+        if diffs:
+            mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
+            out.append(Offset(j, mean, lo, hi, len(diffs)))
+    return out
+
+
+def _self_preferences(units: dict, keys: list, judges: list[str], seed: int, n_resamples: int) -> list[SelfPreference]:
+    out = []
+    for j in judges:
+        for t in sorted({k[1] for k in keys}):
+            if not same_model(j, t):
+                continue
+            diffs = [
+                units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
+                for k in keys
+                if k[1] == t and j in units[k] and len(units[k]) >= 2
+            ]
+            if diffs:
+                mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
+                if no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
+                    sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
+                else:
+                    sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
+                out.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
+    return out
+
+
+def _retest(repeats: dict, level: str, seed: int, n_resamples: int) -> tuple[dict, dict, dict]:
+    """({judge: alpha between its repeats}, {judge: its CI}, {judge: (units rated twice or more, k)})."""
+    retest: dict[str, float | None] = {}
+    retest_ci: dict[str, tuple[float, float]] = {}
+    retest_units: dict[str, tuple[int, int]] = {}
+    for j, per_unit in sorted(repeats.items()):
+        k = max(len(v) for v in per_unit.values())
+        rkeys = sorted(per_unit)
+        rm = np.array([[per_unit[u][r] if r < len(per_unit[u]) else np.nan for u in rkeys] for r in range(k)])
+        retest[j] = alpha(rm, level)
+        nan2 = (math.nan, math.nan)
+        retest_ci[j] = alpha_ci(rm, level, n_resamples=n_resamples, seed=seed) if retest[j] is not None else nan2
+        retest_units[j] = (int(np.sum(np.sum(~np.isnan(rm), axis=0) >= 2)), k)
+    return retest, retest_ci, retest_units
+
+
 def reliability(
     scores: Sequence[Score],
     spec: MetricSpec | None = None,
@@ -323,11 +367,18 @@ def reliability(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> Reliability | None:
-    """Judge reliability of one metric's per-item ``scores`` (status ``ok``, one metric) scored by a panel.
+    """Judge reliability of one metric's per-item ``scores`` scored by a panel (module docstring).
 
-    Returns None when fewer than two judges gave values.  ``spec`` gives the direction
-    (``higher_is_better``) and the measurement level (0/1 metrics are nominal).  Scores whose details hold
-    ``judge_repeats`` ({judge: [values of the k repeats]}) feed the test-retest alphas."""
+    Args:
+        scores: the metric's per-item Scores (only status ``ok`` count); details holding ``judge_repeats``
+            ({judge: [values of the k repeats]}) feed the test-retest alphas.
+        spec: the metric's spec: its direction and measurement level (0/1 metrics are nominal).
+        n_resamples: resamples of the bootstrap CIs and sign-flip tests.
+        seed: the random seed.
+
+    Returns:
+        The :class:`Reliability`, or None when fewer than two judges gave values (and no repeat or vote pair).
+    """
     units: dict[tuple[str, str], dict[str, float]] = {}
     repeats: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(dict)
     metric = spec.name if spec is not None else (scores[0].metric if scores else "")
@@ -352,56 +403,12 @@ def reliability(
     a = alpha(m, level)
     ci = alpha_ci(m, level, n_resamples=n_resamples, seed=seed) if a is not None else (math.nan, math.nan)
     hib = spec.higher_is_better if spec is not None else True
-
-    offsets = []
-    for j in judges:
-        diffs = [
-            units[k][j] - sum(units[k].values()) / len(units[k]) for k in keys if j in units[k] and len(units[k]) >= 2
-        ]
-        if diffs:
-            mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-            offsets.append(Offset(j, mean, lo, hi, len(diffs)))
-
     full = _order(_model_means(units, judges), hib)
     loo = []
     for j in judges if len(judges) >= 2 else []:
         order = _order(_model_means(units, [x for x in judges if x != j]), hib)
         loo.append(LeaveOneOut(j, order, bool(order and full and order[0] != full[0]), order != full))
-
-    prefs = []
-    targets = sorted({k[1] for k in keys})
-    for j in judges:
-        for t in targets:
-            if not same_model(j, t):
-                continue
-            diffs = [
-                units[k][j] - sum(v for x, v in units[k].items() if x != j) / (len(units[k]) - 1)
-                for k in keys
-                if k[1] == t and j in units[k] and len(units[k]) >= 2
-            ]
-            if diffs:
-                mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-                if no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
-                    sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
-                else:
-                    sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
-                prefs.append(SelfPreference(j, t, ModelRef.parse(t).identity, mean, lo, hi, len(diffs), sig))
-
-    retest: dict[str, float | None] = {}
-    retest_ci: dict[str, tuple[float, float]] = {}
-    retest_units: dict[str, tuple[int, int]] = {}
-    for j, per_unit in sorted(repeats.items()):
-        k = max(len(v) for v in per_unit.values())
-        rkeys = sorted(per_unit)
-        rm = np.array(
-            [[per_unit[u][r] if r < len(per_unit[u]) else np.nan for u in rkeys] for r in range(k)], dtype=float
-        )
-        retest[j] = alpha(rm, level)
-        retest_ci[j] = (
-            alpha_ci(rm, level, n_resamples=n_resamples, seed=seed) if retest[j] is not None else (math.nan, math.nan)
-        )
-        retest_units[j] = (int(np.sum(np.sum(~np.isnan(rm), axis=0) >= 2)), k)
-
+    retest, retest_ci, retest_units = _retest(repeats, level, seed, n_resamples)
     return Reliability(
         metric=metric,
         level=level,
@@ -409,16 +416,24 @@ def reliability(
         n_units=int(np.sum(np.sum(~np.isnan(m), axis=0) >= 2)),
         alpha=a,
         alpha_ci=ci,
-        offsets=offsets,
+        offsets=_offsets(units, keys, judges, seed, n_resamples),
         full_order=full,
         leave_one_out=loo,
-        self_preference=prefs,
+        self_preference=_self_preferences(units, keys, judges, seed, n_resamples),
         position_flip_share=share,
         position_pairs=n_pairs,
         retest=retest,
         retest_ci=retest_ci,
         retest_units=retest_units,
     )
+
+
+def _f(x: float | None) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"
+
+
+def _yes(b: bool) -> str:
+    return "yes" if b else "no"
 
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
@@ -431,10 +446,8 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
         ``metric``, ``verdict``, ``n_judges``, the formatted rows (``agreement``, ``offsets``, ``leave_one_out``,
         ``self_preference``, ``position``, ``retest``) and sentences, as the judge-reliability section reads them.
     """
-
-    def f(x: float | None) -> str:
-        return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}"
-
+    nan2 = (math.nan, math.nan)
+    units = {j: rel.retest_units.get(j, (0, 0)) for j in rel.retest}
     return {
         "metric": rel.metric,
         "verdict": rel.verdict,
@@ -444,25 +457,16 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
                 rel.level,
                 ", ".join(rel.judges),
                 str(rel.n_units),
-                f(rel.alpha),
-                ci_cell(rel.alpha_ci[0], rel.alpha_ci[1], rel.n_units),
+                _f(rel.alpha),
+                ci_cell(*rel.alpha_ci, rel.n_units),
             ]
         ],
-        "offsets": [[o.judge, f(o.mean), ci_cell(o.ci_low, o.ci_high, o.n), str(o.n)] for o in rel.offsets],
+        "offsets": [[o.judge, _f(o.mean), ci_cell(o.ci_low, o.ci_high, o.n), str(o.n)] for o in rel.offsets],
         "leave_one_out": [
-            [lo.dropped, " > ".join(lo.order), "yes" if lo.top_changed else "no", "yes" if lo.order_changed else "no"]
-            for lo in rel.leave_one_out
+            [lo.dropped, " > ".join(lo.order), _yes(lo.top_changed), _yes(lo.order_changed)] for lo in rel.leave_one_out
         ],
         "self_preference": [
-            [
-                p.judge,
-                p.target,
-                p.model,
-                f(p.diff),
-                ci_cell(p.ci_low, p.ci_high, p.n),
-                str(p.n),
-                "yes" if p.significant else "no",
-            ]
+            [p.judge, p.target, p.model, _f(p.diff), ci_cell(p.ci_low, p.ci_high, p.n), str(p.n), _yes(p.significant)]
             for p in rel.self_preference
         ],
         "n_judges": len(rel.judges),
@@ -473,21 +477,15 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
             else f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"
         ),
         "retest": [
-            [
-                j,
-                str(rel.retest_units.get(j, (0, 0))[1]),
-                str(rel.retest_units.get(j, (0, 0))[0]),
-                f(a),
-                ci_cell(*rel.retest_ci.get(j, (math.nan, math.nan)), rel.retest_units.get(j, (0, 0))[0]),
-            ]
+            [j, str(units[j][1]), str(units[j][0]), _f(a), ci_cell(*rel.retest_ci.get(j, nan2), units[j][0])]
             for j, a in rel.retest.items()
         ],
         "significant_self_preference": [
-            f"{p.judge} scores {p.target} (the same model: {p.model}) {f(p.diff)} above the other judges ("
+            f"{p.judge} scores {p.target} (the same model: {p.model}) {_f(p.diff)} above the other judges ("
             + (
                 f"the same on all {p.n} units: no variation, so the sign-flip test decides"
                 if no_variation(p.ci_low, p.ci_high)
-                else f"95% CI {f(p.ci_low)} to {f(p.ci_high)}"
+                else f"95% CI {_f(p.ci_low)} to {_f(p.ci_high)}"
             )
             + ")"
             for p in rel.self_preference
@@ -496,21 +494,28 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
     }
 
 
+def _read(a: float | None, lo: float, hi: float) -> str:
+    """The Krippendorff (2004) reading of a test-retest alpha and its CI."""
+    if a is None:
+        return "undefined"
+    if no_variation(lo, hi):
+        return "not established (no variation over the resampled units)"
+    if a >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
+        return "not established (its CI reaches below 0.667)"
+    return "reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable"
+
+
 def retest_sentence(rel: Reliability) -> str:
-    """One sentence on the judges' test-retest agreement ("" without repeats), with the Krippendorff (2004)
-    reading of each alpha (module docstring)."""
+    """One sentence on the judges' test-retest agreement with the Krippendorff (2004) reading of each alpha.
+
+    Args:
+        rel: the judge-reliability statistics.
+
+    Returns:
+        The sentence; "" without repeats.
+    """
     if not rel.retest:
         return ""
-
-    def read(a: float | None, lo: float, hi: float) -> str:
-        if a is None:
-            return "undefined"
-        if no_variation(lo, hi):
-            return "not established (no variation over the resampled units)"
-        if a >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
-            return "not established (its CI reaches below 0.667)"
-        return "reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable"
-
     parts = []
     for j, a in rel.retest.items():
         lo, hi = rel.retest_ci.get(j, (math.nan, math.nan))
@@ -522,7 +527,7 @@ def retest_sentence(rel: Reliability) -> str:
             if math.isfinite(lo) and math.isfinite(hi)
             else ""
         )
-        parts.append(f"{j} {'n/a' if a is None else f'{a:.2f}'}{ci} over {k} repeats, {read(a, lo, hi)}")
+        parts.append(f"{j} {_f(a)}{ci} over {k} repeats, {_read(a, lo, hi)}")
     return (
         f"Test-retest agreement on {rel.metric} (Krippendorff's alpha between a judge's repeats; Krippendorff "
         "2004 thresholds): " + "; ".join(parts) + "."

@@ -54,9 +54,9 @@ cited fact, run_python to run a claimed computation or submitted code."""
 TOOL_MESSAGE_CHARS = 4000
 
 
-class CriterionScore(BaseModel):
-    """A judge's verdict on one criterion: ``score`` 0-10 (validated), ``rationale``, ``evidence`` (quotes or tool
-    results)."""
+class CriterionScore(BaseModel):  # its docstring is part of the JSON schema judges are sent
+    """A judge's verdict on one criterion: ``score`` on 0-10 (validated),
+    ``rationale`` (why), ``evidence`` (short quotes or tool results)."""
 
     criterion: str
     score: float = Field(ge=0, le=10, description="0-10, using the criterion's anchors")
