@@ -358,36 +358,14 @@ async def ask_structured(
     label: str = "model",
     as_given: bool = False,
 ) -> StructuredReply[T]:
-    """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text).
-
-    The one parse-and-retry loop of sgieval: judges
-    (``metric_pool.judge.ask_judge``, idea-generation votes, AidanBench score
-    tags) and agents use it.
-
-    - ``schema`` without ``parse``: the native mode first
-      (:func:`native_structured`); for a model without it, the schema is
-      embedded in the system prompt (:func:`schema_instruction`) and the reply
-      is repaired (:func:`parse_json_object`).  A native call refused by the
-      server (HTTP 400/422 naming the format) switches to the prompt path for
-      the remaining attempts; ``note`` says so.
-    - ``parse``: a text format (``mode="text"``): ``parse(final text)``
-      returns the value or raises ValueError; the reasoning before the last
-      ``</think>`` is removed first (D.8).
-    - ``system_note``: appended to the system prompt (e.g. the judge's
-      data notice).  A reply that does not parse is retried with the error
-      and ``retry_hint``, at most ``max_attempts`` tries.
-    - ``as_given``: ``messages`` continue a conversation whose system message
-      already carries the notes and the schema instruction (a judge's tool
-      loop): they are sent exactly as given, neither ``system_note`` nor the
-      schema is added, so every earlier turn stays a prefix a provider's
-      prompt cache can serve; retries only append.
-
-    Never raises for model or parse failures: ``parsed`` is None and
-    ``error`` gives the reason (``call_failed`` when the model could not be
-    reached; ``refused`` with ``error`` "refused: <text>" when the provider
-    refused, which is not asked again); ``label`` names the caller in those reasons ("judge call
-    failed: ...", "unparsable judge reply after 3 attempt(s): ...").  Raises
-    ValueError when neither ``schema`` nor ``parse`` is given.
+    """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text): sgieval's one
+    parse-and-retry loop.  With ``schema``, the native mode first (:func:`native_structured`), else the schema embedded in the system
+    prompt (:func:`schema_instruction`) and the reply repaired (:func:`parse_json_object`); a native call the
+    server refuses (HTTP 400/422 naming the format) switches to the prompt path (``note`` says so).  With
+    ``parse`` (``mode="text"``), ``parse(final text)`` after the last ``</think>`` (D.8) returns the value or
+    raises ValueError.  A reply that does not parse is asked again with the error and ``retry_hint``.  Never raises
+    for model or parse failures: ``parsed`` is None and ``error`` gives the reason (``call_failed``; ``refused``
+    with "refused: <text>", not asked again, D.17); ``label`` names the caller in those reasons.
 
     Args:
         model: the model asked.
@@ -395,11 +373,12 @@ async def ask_structured(
         schema: the pydantic model of the reply.
         parse: a text parser instead of a schema.
         max_attempts: most tries (>= 1).
-        system_note: see above.
+        system_note: appended to the system prompt (e.g. the judge's data notice).
         retry_hint: the instruction added to a retry.
         native: try the provider's native structured output first.
         label: the caller's name in failure reasons.
-        as_given: see above.
+        as_given: ``messages`` continue a conversation whose system message already carries the notes and the
+            schema instruction (a judge's tool loop): sent as given, so earlier turns stay a cacheable prefix.
 
     Returns:
         The StructuredReply: ``parsed`` (None on failure), ``raw`` replies, ``error``, ``mode``, ``attempts``.
@@ -409,83 +388,103 @@ async def ask_structured(
     """
     if schema is None and parse is None:
         raise ValueError("ask_structured needs a schema or a parse function")
-    base = list(messages) if as_given else _with_system(list(messages), system_note)
-    caller: NamedModel = model
-    mode: StructuredMode = "text" if parse is not None else "prompt"
+    a = _Asking(
+        model, schema, parse, as_given, list(messages) if as_given else _with_system(list(messages), system_note)
+    )
     if parse is None and native and not {"response_format", "tools"} & set(model.dropped or {}):
         got = native_structured(model, schema)  # type: ignore[arg-type]
         if got is not None:
-            caller, mode = got
-
-    def with_schema(msgs: list[BaseMessage]) -> list[BaseMessage]:
-        return msgs if as_given else _with_system(msgs, schema_instruction(schema))  # type: ignore[arg-type]
-
-    msgs = base if mode != "prompt" else with_schema(base)
-    reply: StructuredReply[T] = StructuredReply(model=model.name, parsed=None, mode=mode)
-    reply.prompt = sent_prompt(msgs, mode, schema, chat=model.chat, bound=getattr(caller.chat, "kwargs", None))
-
-    def read(text: str) -> Any:
-        if parse is not None:
-            return parse(final_text(text))
-        return schema.model_validate(parse_json_object(text))  # type: ignore[union-attr]
-
+            a.caller, a.reply.mode = got
+    a.msgs = a.base if a.reply.mode != "prompt" else a.with_schema(a.base)
+    reply = a.reply
+    reply.prompt = a.sent()
     attempt = 0
     while attempt < max_attempts:
         attempt += 1
         reply.attempts = attempt
-        first = attempt == 1 and reply.prompt is not None
-        sent = (
-            reply.prompt
-            if first
-            else sent_prompt(msgs, mode, schema, chat=model.chat, bound=getattr(caller.chat, "kwargs", None))
-        )
+        sent = reply.prompt if attempt == 1 and reply.prompt is not None else a.sent()
         try:
-            out = await ainvoke(caller, msgs)
+            out = await ainvoke(a.caller, a.msgs)
         except ModelCallError as e:
-            if mode in ("json_schema", "function_calling") and any(h in e.message.lower() for h in _REFUSAL_HINTS):
-                reply.note = f"native {mode} refused ({e.message[:200]}); prompt-embedded schema used"
-                caller, mode = model, "prompt"
-                reply.mode = mode
-                msgs = with_schema(base)
-                reply.prompt = sent_prompt(msgs, mode, chat=model.chat)
+            if a.native() and any(h in e.message.lower() for h in _REFUSAL_HINTS):
+                a.to_prompt(e.message)
+                reply.prompt = sent_prompt(a.msgs, "prompt", chat=model.chat)
                 attempt -= 1
                 continue
-            reply.error = f"{label} call failed: {e.message}"
-            reply.call_failed = True
+            reply.error, reply.call_failed = f"{label} call failed: {e.message}", True
             reply.prompts.append(sent)
             return reply
-        refused = [p for p in ("response_format", "tools", "tool_choice") if p in (caller.dropped or {})]
-        if mode in ("json_schema", "function_calling") and refused:
+        refused = [p for p in ("response_format", "tools", "tool_choice") if p in (a.caller.dropped or {})]
+        if a.native() and refused:
             # ainvoke dropped the format after the server's HTTP 400 naming it: the reply was asked without
             # it; read it as text, and ask any retry with the prompt-embedded schema
-            reply.note = f"native {mode} refused ({caller.dropped[refused[0]][:200]}); prompt-embedded schema used"
-            caller, mode = model, "prompt"
-            reply.mode = mode
-            sent = sent_prompt(msgs, "prompt", chat=model.chat)  # this reply was asked without the format
-            if attempt == 1:
-                reply.prompt = sent
-            msgs = with_schema(base)
+            sent = sent_prompt(a.msgs, "prompt", chat=model.chat)
+            a.to_prompt(a.caller.dropped[refused[0]])
+            reply.prompt = sent if attempt == 1 else reply.prompt
         reply.prompts.append(sent)
+        if a.read(out, attempt, label, retry_hint):
+            return reply
+    return reply
+
+
+@dataclass
+class _Asking:
+    """The state of one :func:`ask_structured`: the model called, its mode and the messages of the next try."""
+
+    model: NamedModel
+    schema: Any
+    parse: Any
+    as_given: bool
+    base: list[BaseMessage]
+    caller: NamedModel = None  # type: ignore[assignment]
+    msgs: list[BaseMessage] = field(default_factory=list)
+    reply: StructuredReply = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.caller = self.model
+        mode: StructuredMode = "text" if self.parse is not None else "prompt"
+        self.reply = StructuredReply(model=self.model.name, parsed=None, mode=mode)
+
+    def native(self) -> bool:
+        return self.reply.mode in ("json_schema", "function_calling")
+
+    def with_schema(self, msgs: list[BaseMessage]) -> list[BaseMessage]:
+        return msgs if self.as_given else _with_system(msgs, schema_instruction(self.schema))
+
+    def sent(self) -> dict[str, Any] | None:
+        bound = getattr(self.caller.chat, "kwargs", None)
+        return sent_prompt(self.msgs, self.reply.mode, self.schema, chat=self.model.chat, bound=bound)
+
+    def to_prompt(self, why: str) -> None:
+        """Switch to the prompt-embedded schema after the server refused the native mode."""
+        self.reply.note = f"native {self.reply.mode} refused ({why[:200]}); prompt-embedded schema used"
+        self.caller, self.reply.mode = self.model, "prompt"
+        self.msgs = self.with_schema(self.base)
+
+    def read(self, out: Any, attempt: int, label: str, retry_hint: str) -> bool:
+        """Read reply ``out`` into the StructuredReply; True when done (parsed or refused), else the next try's
+        messages carry the parse error."""
+        reply = self.reply
         refusal = refusal_text(out)
-        if refusal is not None:
-            # METRICS.md D.17: a provider refusal is recorded with its text; the same prompt is not asked again
+        if refusal is not None:  # METRICS.md D.17: recorded with its text; the same prompt is not asked again
             reply.raw.append(refusal)
             reply.reasoning.append("")
             reply.refused = True
             reply.error = f"refused: {refusal or '(the provider gave no refusal text)'}"
-            return reply
-        text = _native_text(out, mode) if mode in ("json_schema", "function_calling") else message_text(out)
+            return True
+        text = _native_text(out, reply.mode) if self.native() else message_text(out)
         reply.raw.append(text)
         reply.reasoning.append(split_reasoning(text)[0] or "")
         try:
-            reply.parsed = read(text)
+            if self.parse is not None:
+                reply.parsed = self.parse(final_text(text))
+            else:
+                reply.parsed = self.schema.model_validate(parse_json_object(text))
             reply.error = None
-            return reply
+            return True
         except (ValueError, ValidationError) as e:
             err = str(e).replace("\n", " ")[:500]
             reply.error = f"unparsable {label} reply after {attempt} attempt(s): {err}"
-            msgs = msgs + [
-                AIMessage(content=text),
-                HumanMessage(content=f"Your reply could not be parsed: {err}\n{retry_hint}"),
-            ]
-    return reply
+            retry = HumanMessage(content=f"Your reply could not be parsed: {err}\n{retry_hint}")
+            self.msgs = self.msgs + [AIMessage(content=text), retry]
+            return False

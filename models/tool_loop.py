@@ -109,18 +109,11 @@ async def run_tool_loop(
 ) -> ToolLoopOutcome:
     """Let ``model`` (its chat model bound to the tools: ``bound``) call tools.
 
-    Each turn: invoke the model; a reply with tool calls has each call run by
-    ``execute(name, args)`` (its string result goes back as a ToolMessage)
-    unless ``max_calls`` calls were already attempted (refused: "budget ...
-    used up") or ``name`` is not in ``offered`` (refused: "no tool ...");
-    refused calls count toward ``max_calls``, so a model that keeps calling a
-    tool it was not offered cannot loop for ever (``unknown_tool(name, args)``
-    words that refusal when given).  The loop ends when
-    ``done()`` is true after a turn, when ``max_calls`` calls were attempted,
-    after ``max_turns`` turns, or at a reply without tool calls: then
-    ``on_text(reply)`` (default: stop) returns None to stop or a message to
-    send back (e.g. "call submit_... with the plan") and go on.
-    Raises ModelCallError when a model call fails after its retries.
+    Each turn invokes the model; each tool call of its reply is run by ``execute(name, args)`` (the result goes
+    back as a ToolMessage) unless ``max_calls`` calls were already attempted or ``name`` is not ``offered``: both
+    are refused and count toward ``max_calls``, so a model cannot loop for ever.  The loop ends when ``done()`` is
+    true after a turn, at ``max_calls`` calls, after ``max_turns`` turns, or at a reply without tool calls, for
+    which ``on_text(reply)`` (default: stop) returns None to stop or a message to send back and go on.
 
     Args:
         model: the model.
@@ -158,22 +151,9 @@ async def run_tool_loop(
             msgs.append(HumanMessage(content=nudge))
             continue
         for tc in calls:
-            name, args, cid = tc.get("name", ""), dict(tc.get("args") or {}), tc.get("id") or ""
-            if max_calls is not None and len(out.calls) >= max_calls:
-                content = (
-                    f"Error: tool call budget of {max_calls} calls is used up; "
-                    "answer with the evidence gathered so far."
-                )
-                out.calls.append(ToolCallRecord(name, args, content, refused=True))
-            elif name not in names:
-                content = (
-                    unknown_tool(name, args) if unknown_tool else f"Error: no tool {name!r}; tools: {sorted(names)}"
-                )
-                out.calls.append(ToolCallRecord(name, args, content, refused=True))
-            else:
-                content = await execute(name, args)
-                out.calls.append(ToolCallRecord(name, args, content))
-            msgs.append(ToolMessage(content=content, tool_call_id=cid, name=name))
+            name, args = tc.get("name", ""), dict(tc.get("args") or {})
+            content = await _run_call(out, name, args, execute, names, max_calls, unknown_tool)
+            msgs.append(ToolMessage(content=content, tool_call_id=tc.get("id") or "", name=name))
         if done is not None and done():
             out.stopped = "finished"
             return out
@@ -182,3 +162,25 @@ async def run_tool_loop(
             return out
     out.stopped = "turns"
     return out
+
+
+async def _run_call(
+    out: ToolLoopOutcome,
+    name: str,
+    args: dict[str, Any],
+    execute: Callable[[str, dict[str, Any]], Awaitable[str]],
+    names: set[str],
+    max_calls: int | None,
+    unknown_tool: Callable[[str, dict[str, Any]], str] | None,
+) -> str:
+    """Run (or refuse) one tool call, recorded in ``out.calls``; its result text."""
+    if max_calls is not None and len(out.calls) >= max_calls:
+        content = f"Error: tool call budget of {max_calls} calls is used up; answer with the evidence gathered so far."
+    elif name not in names:
+        content = unknown_tool(name, args) if unknown_tool else f"Error: no tool {name!r}; tools: {sorted(names)}"
+    else:
+        content = await execute(name, args)
+        out.calls.append(ToolCallRecord(name, args, content))
+        return content
+    out.calls.append(ToolCallRecord(name, args, content, refused=True))
+    return content
