@@ -67,6 +67,7 @@ MODULES: dict[str, list[str]] = {
     ],
     "reports/build.py": ["tests/reports/test_ranking_exact.py", "tests/reports/test_planted_bugs_report.py"],
     "tools/sandbox/bwrap.py": ["tests/tools/test_sandbox_argv.py"],
+    "tools/sandbox/common.py": ["tests/tools/test_sandbox_argv.py"],
 }
 """Module (path in the repository) -> the tests that guard it (paths that do not exist are left out)."""
 
@@ -89,9 +90,9 @@ FUNCTIONS: dict[str, list[str]] = {
         "_system_binds",
         "_bwrap_python_paths",
         "BubblewrapSandbox._static_args",
-        "BubblewrapSandbox._prlimit",
         "BubblewrapSandbox.argv",
     ],
+    "tools/sandbox/common.py": ["SandboxLimits.prlimit"],
 }
 """Modules of which only some functions decide a number: the report's ranking (the rest of reports/build.py
 writes prose) and the sandbox's command line (the rest of tools/sandbox/bwrap.py runs and watches processes).

@@ -389,15 +389,9 @@ class ToolPool:
 
 
 def _run_python(sandbox: Sandbox) -> Callable[..., ExecResult]:
-    def run(
-        code: str,
-        files: dict[str, str | bytes] | None = None,
-        timeout_s: float = 30.0,
-        output_files: list[str] | None = None,
-    ) -> ExecResult:
-        return sandbox.run(code, files=files or None, timeout_s=timeout_s, output_files=output_files or None)
-
-    return run
+    return lambda code, files, timeout_s, output_files: sandbox.run(
+        code, files=files or None, timeout_s=timeout_s, output_files=output_files or None
+    )
 
 
 def _langchain_tool(name: str, func: Callable[..., Any], **kw: Any) -> Any:
@@ -411,10 +405,8 @@ def _langchain_tool(name: str, func: Callable[..., Any], **kw: Any) -> Any:
 def _direct_tool(name: str, fn: Callable[..., BaseModel], **dump: Any) -> Any:
     """A LangChain tool that runs ``fn`` on the validated arguments (defaults filled) and returns its output as a
     JSON-able dict (``dump``: model_dump options); errors propagate."""
-    schema = _TOOLS[name][0]
-    return _langchain_tool(
-        name, lambda **kw: fn(**schema.model_validate(kw).model_dump()).model_dump(mode="json", **dump)
-    )
+    validate = _TOOLS[name][0].model_validate
+    return _langchain_tool(name, lambda **kw: fn(**validate(kw).model_dump()).model_dump(mode="json", **dump))
 
 
 def make_web_search_tool(search: WebSearch) -> Any:

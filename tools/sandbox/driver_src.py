@@ -1,19 +1,17 @@
-"""Source of the in-sandbox driver (``/.sgieval/driver.py``) of the bubblewrap backend.
+"""What runs inside the sandbox: the bubblewrap backend's driver (``/.sgieval/driver.py``) and the sitecustomize that
+reports a program's peak memory to the host.
 
-It runs inside the namespaces as the sandbox uid, under the run's rlimits,
-as ``python -X utf8 /.sgieval/driver.py <spec>``.  Its one argument is a JSON
-spec::
+The driver runs inside the namespaces as the sandbox uid, under the run's rlimits, as ``python -X utf8
+/.sgieval/driver.py <spec>``.  Its one argument is a JSON spec::
 
     {"status": fd, "input": "/.sgieval-in", "python": "<interpreter>",
      "programs": [{"script": "data_en.py", "out": fd, "err": fd, "peak": fd}, ..., {"script": "main.py", ...}],
      "outputs": ["out.txt", ...], "limit": <bytes per output file>}
 
-It copies the staged input files into the work dir (a size-capped tmpfs),
-then runs each program in order in its own forked child (stdout/stderr on
-the pipes the host gave it).  The child does what ``python -X utf8 <script>``
-would do (``sys.argv``, ``sys.path[0]``, a fresh ``__main__``, tracebacks, exit code,
-atexit, non-daemon threads joined) without starting a second interpreter,
-which keeps the sandbox overhead near that of a single ``python`` start.  It
+It copies the staged input files into the work dir (a size-capped tmpfs), then runs each program in order in its own
+forked child (stdout/stderr on the pipes the host gave it).  The child does what ``python -X utf8 <script>`` would do
+(``sys.argv``, ``sys.path[0]``, a fresh ``__main__``, tracebacks, exit code, atexit, non-daemon threads joined)
+without starting a second interpreter, which keeps the sandbox overhead near that of a single ``python`` start.  It
 reports on the status pipe, one line each::
 
     start <i>                       the program begins
