@@ -24,7 +24,8 @@ from .files import (
 )
 from .records import Item, Label, Response, Score
 from .runconfig import RunConfig
-from .secrets import SecretValues
+from .secrets import SecretValues, redact_url
+from .trust import remember, remember_run
 
 # ------------------------------------------------------------------ run folder
 BUDGET_STOP_NOTE = "The run stopped at its budget"
@@ -438,7 +439,7 @@ class RunStore:
         if msg in self.problems:
             return
         self.problems.append(msg)
-        from .logs import get_logger
+        from .logs import get_logger  # structlog loads only when a record is unreadable
 
         try:
             get_logger("sgieval").warning("unreadable record skipped", file=str(p), line=n, reason=reason)
@@ -587,15 +588,11 @@ class RunStore:
         """
         self._writable()
         p = self.root / "config.json"
-        from .secrets import redact_url
-
         if config.base_url and redact_url(config.base_url) != config.base_url:
             config = config.model_copy(update={"base_url": redact_url(config.base_url)})  # no key in the file
         if not new:  # whole or not at all: a run killed mid-write (or a full disk) keeps the previous config.json
             atomic_write_text(p, config.model_dump_json(indent=2), root=self.root)
             return
-        from .trust import remember, remember_run
-
         remember(config)  # this machine starts the run: its base URL, sandbox and tools are the user's own choice
         remember_run(config)  # ... and its own `yes` holds when it is resumed here
         try:
