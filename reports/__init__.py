@@ -82,7 +82,7 @@ _PUBLIC: dict[str, str] = {
     "export_run": "export",
     "csv_cell": "export",
     "write_viewer": "viewer",
-    "ViewerServer": "viewer",
+    "ViewerServer": "serve",
     "Change": "compare",
     "Comparison": "compare",
     "RankRow": "compare",

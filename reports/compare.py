@@ -18,13 +18,17 @@ sentences), ``#compare-changes`` (one ``tr.change-row`` per model, pair of runs 
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core import write_text_in
+from .blocks import markdown_table
 from .format import count_phrase, fmt2, fmt_p
+from .render import jsonable, render_html
 
 __all__ = ["Change", "Comparison", "RankRow", "RunSide", "SIGNIFICANCE", "write_comparison"]
 
@@ -272,8 +276,6 @@ class Comparison:
         Returns:
             The text ``compare.md`` holds.
         """
-        from .render import markdown_table
-
         ids = self.run_ids
         out = [f"# Comparison of runs {', '.join(ids)}", ""]
         out.append(
@@ -427,32 +429,19 @@ def write_comparison(comparison: Comparison, folder: str | Path) -> dict[str, Pa
     Returns:
         {"markdown": path, "json": path, "page": path}.
     """
-    import json
-
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    from .render import jsonable
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     md = write_text_in(folder, folder / "compare.md", comparison.to_markdown())
     js = write_text_in(
         folder, folder / "compare.json", json.dumps(jsonable(comparison.to_dict()), indent=2, ensure_ascii=False)
     )
-    env = Environment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    import os
-
     viewers = {}
     for r in comparison.runs:
         page = Path(r.path) / "viewer" / "index.html"
         if page.is_file() and not page.is_symlink():
             viewers[r.run_id] = Path(os.path.relpath(page, folder)).as_posix()
-    html = env.get_template("compare.html.j2").render(
+    html = render_html(
+        "compare.html.j2",
         c=comparison,
         viewers=viewers,
         change_headers=CHANGE_HEADERS,

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from ..core import atomic_write_text, redact_secrets
 from .blocks import markdown_table
@@ -51,6 +51,26 @@ def _environment() -> Environment:
     return env
 
 
+def render_html(template: str, *, trim: bool = True, **values: Any) -> str:
+    """Fill the HTML template ``template`` with ``values``, every value escaped (Jinja2 autoescape).
+
+    Args:
+        template: the template file name.
+        trim: strip the newline after a block tag and the whitespace before it (``trim_blocks``, ``lstrip_blocks``).
+        values: the template's variables.
+
+    Returns:
+        The HTML text.
+    """
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=trim,
+        lstrip_blocks=trim,
+    )
+    return env.get_template(template).render(**values)
+
+
 def warm_templates() -> None:
     """Compile the report template ahead of the report (e.g. while model calls are in flight)."""
     _environment().get_template("report.md.j2")
@@ -67,6 +87,22 @@ def jsonable(x: Any) -> Any:
     if x is None or isinstance(x, (str, int, bool)):
         return x
     return str(x)
+
+
+def js_assign(name: str, data: Any) -> str:
+    """``window.<name> = <data as JSON>;``: a data file the viewer loads with ``<script>`` (browsers refuse ``fetch``
+    from ``file://``); ``</`` is escaped so the text could also be inlined in a ``<script>``.
+
+    Args:
+        name: the global variable.
+        data: JSON-able data.
+
+    Returns:
+        The JavaScript line.
+    """
+    return (
+        f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
+    )
 
 
 def write_report_json(path: Path, data: dict[str, Any], *, root: Path | None = None) -> Path:

@@ -34,6 +34,8 @@ from typing import Any, Callable
 
 from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, run_holder
 from ..core import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
+from .render import render_html
+from .serve import viewer_files
 
 __all__ = [
     "additions_text",
@@ -573,8 +575,6 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
         (``<run>/viewer/...``: :func:`sgieval.reports.viewer.viewer_files`, regular files only) and each comparison
         page.  Nothing else of the runs folder (records, configs, logs) is served.
     """
-    from .viewer import viewer_files
-
     out_dir = Path(out_dir)
     files: dict[str, Path] = {}
     page = out_dir / "index.html"
@@ -607,16 +607,9 @@ def write_runs_page(
     Returns:
         The page's path.
     """
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
     out_dir = Path(out_dir)
-    env = Environment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=select_autoescape(["html", "j2"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    html = env.get_template("runs.html.j2").render(
+    html = render_html(
+        "runs.html.j2",
         title=f"sgieval runs: {out_dir}",
         folder=str(out_dir),
         columns=COLUMNS,

@@ -22,20 +22,16 @@ viewer works from ``file://`` where browsers refuse ``fetch``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Protocol
-
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from typing import Any, Iterable
 
 from ..core import Item, Response, Score
 from ..core import read_bytes_in, replace_dir_in, write_bytes_in, write_text_in
 from .ranking import not_applicable
-from .render import jsonable
+from .render import TEMPLATES, js_assign, jsonable, render_html
 
-TEMPLATES = Path(__file__).parent / "templates"
 PAGE_SIZE = 50
 """Rows per page of the item table."""
 
@@ -141,111 +137,36 @@ def build_viewer_data(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(index, texts) for ``data.js`` and ``text.js``.
 
-    ``report``: the report's data (``report.json``: narrative, ranking rows
-    with CIs and numeric ``values``, tables, failures, limitations; None when
-    the run has no report); ``specs``: [{name, scale, hib, kind}] per metric;
-    ``labelling``: what the item pages' labelling form needs, ``{"metrics":
-    [{name, kind, range: [low, high], description, criteria: [{name,
-    description, anchors: {value: text}}], weights: {criterion: weight}}],
-    "default": metric name, "sample": {metric: [[item_id, model], ...]}}``
-    (the sample: the seeded random units to label, in order); ``prompts``:
-    the run's judge prompts by hash (``RunStore.prompts()``: {hash: {hash,
-    messages, response_format}}; None or {} for a run written before prompts
-    were kept: its judge replies then show no prompt).
+    Args:
+        items: the run's items.
+        responses: its responses (a later record of one (item, model) replaces an earlier one).
+        scores: its scores.
+        report: the report's data (``report.json``; None when the run has no report).
+        config: the run's config.
+        specs: ``[{name, scale, hib, kind}]`` per metric.
+        labelling: what the item pages' labelling form needs, ``{"metrics": [{name, kind, range: [low, high],
+            description, criteria: [{name, description, anchors: {value: text}}], weights: {criterion: weight}}],
+            "default": metric name, "sample": {metric: [[item_id, model], ...]}}`` (None: no labelling form).
+        prompts: the run's judge prompts by hash (``RunStore.prompts()``: {hash: {hash, messages,
+            response_format}}; None or {}: the judge replies show no prompt).
 
-    index: ``run`` (config), ``report``, ``models`` (the ranking's order
-    first), ``metrics`` ([{name, scale, hib, kind}]),
-    ``items`` ([id, benchmark, task, discipline, direction, type, question]
-    per item; question: the prompt cut to :data:`QUESTION_CHARS` characters,
-    with "…" when cut), ``answer_links`` (:func:`answer_links`),
-    ``rows`` ([item index, model index, response status, flags, [score indices]]
-    per (item, target model); item index -1 for corpus-level scores) and
-    ``scores`` ([row index, metric index, value or None, status, flags, judge,
-    {judge: value}] per score), ``labelling`` (``labelling`` as given, or None: the item pages then have no
-    labelling form).  texts: ``items`` ([prompt, reference,
-    metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens,
-    cost, answers, ...}]; ``answers``: the texts of a stored answer list, one per
-    record, when the response has ``metadata["records"]``), ``scores``
-    ([rationale, evidence, error, details]), aligned with the index, and
-    ``prompts`` ({hash: {messages, response_format}} of the hashes the scores'
-    judge replies and the responses' ``metadata["judge_raw"]`` entries name).
+    Returns:
+        index: ``run`` (config), ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id,
+        benchmark, task, discipline, direction, type, question] per item; question: :func:`question_text`),
+        ``answer_links`` (:func:`answer_links`), ``rows`` ([item index, model index, response status, flags, [score
+        indices]] per (item, target model); item index -1 for corpus-level scores), ``scores`` ([row index, metric
+        index, value or None, status, flags, judge, {judge: value}] per score) and ``labelling``.  texts: ``items``
+        ([prompt, reference, metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens, cost,
+        answers, metadata}]; ``answers``: one text per stored record of ``metadata["records"]``), ``scores``
+        ([rationale, evidence, error, details]), aligned with the index, and ``prompts`` ({hash: {messages,
+        response_format}} of the hashes the judge replies and ``metadata["judge_raw"]`` entries name).
     """
     items = list(items)
-    item_idx = {it.id: n for n, it in enumerate(items)}
-    models: list[str] = []
     model_idx: dict[str, int] = {}
-
-    def mi(name: str) -> int:
-        if name not in model_idx:
-            model_idx[name] = len(models)
-            models.append(name)
-        return model_idx[name]
-
     for row in ((report or {}).get("ranking") or {}).get("rows") or []:  # the ranking's order first
-        mi(row["model"])
-    rows: list[list[Any]] = []
-    row_text: list[list[Any]] = []
-    row_of: dict[tuple[str, str], int] = {}
-    for r in responses:
-        key = (r.item_id, r.model)
-        n = row_of.get(key)
-        extra: dict[str, Any] = {
-            k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None
-        }
-        md = dict(r.metadata or {})
-        if isinstance(md.get("records"), list):  # stored answers: their scores, not the texts again (in ``text``)
-            extra["answers"] = [
-                str(x.get("answer") or "") if isinstance(x, dict) else "" for x in md["records"]
-            ]  # one text per record, for the item page's answer list
-            md["records"] = [
-                {k: v for k, v in x.items() if k not in ("answer", "thoughts")} if isinstance(x, dict) else x
-                for x in md["records"]
-            ]
-        if md:
-            extra["metadata"] = md
-        row = [item_idx.get(r.item_id, -1), mi(r.model), r.status, record_flags(r), []]
-        text = [r.text, r.answer, _reasoning(r), r.error, extra]
-        if n is None:
-            row_of[key] = len(rows)
-            rows.append(row)
-            row_text.append(text)
-        else:  # a later record of the same (item, model) replaces the earlier one, as the run store reads it
-            row[4] = rows[n][4]
-            rows[n], row_text[n] = row, text
-    metrics: list[dict[str, Any]] = []
-    metric_idx: dict[str, int] = {}
-    for sp in specs or []:
-        metric_idx[sp["name"]] = len(metrics)
-        metrics.append(
-            {"name": sp["name"], "scale": sp.get("scale", ""), "hib": sp.get("hib", True), "kind": sp.get("kind", "")}
-        )
-    sc: list[list[Any]] = []
-    sc_text: list[list[Any]] = []
-    for s in scores:
-        key = (s.item_id, s.model)
-        if key not in row_of:
-            row_of[key] = len(rows)
-            rows.append([item_idx.get(s.item_id, -1), mi(s.model), "", [], []])
-            row_text.append(["", None, "", None, {}])
-        if s.metric not in metric_idx:
-            metric_idx[s.metric] = len(metrics)
-            metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
-        ri = row_of[key]
-        rows[ri][4].append(len(sc))
-        sc.append([ri, metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)])
-        sc_text.append([s.rationale, [e.model_dump(mode="json") for e in s.evidence], s.error, s.details])
-    # items without any record still get a row, so the table lists every selected item
-    seen = {row[0] for row in rows}
-    for n, _it in enumerate(items):
-        if n not in seen:
-            rows.append([n, -1, "", [], []])
-            row_text.append(["", None, "", None, {}])
-    order = sorted(range(len(rows)), key=lambda k: (rows[k][0] < 0, rows[k][0], rows[k][1]))
-    remap = {old: new for new, old in enumerate(order)}
-    rows = [rows[k] for k in order]
-    row_text = [row_text[k] for k in order]
-    for s_ in sc:
-        s_[0] = remap[s_[0]]
+        model_idx.setdefault(row["model"], len(model_idx))
+    rows, row_text, sc, sc_text, metrics = _records(items, responses, scores, specs, model_idx)
+    models = list(model_idx)
     index = {
         "run": config or {},
         "report": report,
@@ -277,13 +198,81 @@ def build_viewer_data(
         for h, p in (prompts or {}).items()
         if h in named
     }
-    texts = {
-        "items": [[it.prompt, it.reference, it.metadata] for it in items],
-        "rows": row_text,
-        "scores": sc_text,
-        "prompts": kept,
-    }
-    return jsonable(index), jsonable(texts)
+    texts = {"items": [[it.prompt, it.reference, it.metadata] for it in items], "rows": row_text}
+    return jsonable(index), jsonable({**texts, "scores": sc_text, "prompts": kept})
+
+
+def _response_extra(r: Response) -> dict[str, Any]:
+    """The response's numbers and metadata for ``text.js``; a stored answer list's texts go to ``answers``."""
+    extra = {k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None}
+    md = dict(r.metadata or {})
+    recs = md.get("records")
+    if isinstance(recs, list):  # stored answers: one text per record for the item page, the rest without texts
+        extra["answers"] = [str(x.get("answer") or "") if isinstance(x, dict) else "" for x in recs]
+        md["records"] = [
+            {k: v for k, v in x.items() if k not in ("answer", "thoughts")} if isinstance(x, dict) else x for x in recs
+        ]
+    if md:
+        extra["metadata"] = md
+    return extra
+
+
+def _records(
+    items: list[Item],
+    responses: Iterable[Response],
+    scores: Iterable[Score],
+    specs: list[dict[str, Any]] | None,
+    model_idx: dict[str, int],
+) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]], list[list[Any]], list[dict[str, Any]]]:
+    """(rows, row texts, scores, score texts, metrics) of :func:`build_viewer_data`, rows in item then model order;
+    ``model_idx`` gains every model met."""
+    item_idx = {it.id: n for n, it in enumerate(items)}
+    rows: list[list[Any]] = []
+    row_text: list[list[Any]] = []
+    row_of: dict[tuple[str, str], int] = {}
+
+    def add_row(key: tuple[str, str], row: list[Any], text: list[Any]) -> None:
+        n = row_of.setdefault(key, len(rows))
+        if n == len(rows):
+            rows.append(row)
+            row_text.append(text)
+        else:  # a later record of the same (item, model) replaces the earlier one, as the run store reads it
+            row[4] = rows[n][4]
+            rows[n], row_text[n] = row, text
+
+    for r in responses:
+        row = [item_idx.get(r.item_id, -1), model_idx.setdefault(r.model, len(model_idx)), r.status, record_flags(r)]
+        add_row((r.item_id, r.model), [*row, []], [r.text, r.answer, _reasoning(r), r.error, _response_extra(r)])
+    metrics = [
+        {"name": sp["name"], "scale": sp.get("scale", ""), "hib": sp.get("hib", True), "kind": sp.get("kind", "")}
+        for sp in specs or []
+    ]
+    metric_idx = {m["name"]: n for n, m in enumerate(metrics)}
+    sc: list[list[Any]] = []
+    sc_text: list[list[Any]] = []
+    for s in scores:
+        key = (s.item_id, s.model)
+        if key not in row_of:
+            row = [item_idx.get(s.item_id, -1), model_idx.setdefault(s.model, len(model_idx)), "", [], []]
+            add_row(key, row, ["", None, "", None, {}])
+        if s.metric not in metric_idx:
+            metric_idx[s.metric] = len(metrics)
+            metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
+        rows[row_of[key]][4].append(len(sc))
+        sc.append(
+            [row_of[key], metric_idx[s.metric], s.value, score_status(s), record_flags(s), s.judge, judge_panel(s)]
+        )
+        sc_text.append([s.rationale, [e.model_dump(mode="json") for e in s.evidence], s.error, s.details])
+    seen = {row[0] for row in rows}  # items without any record still get a row: the table lists every item
+    for n in range(len(items)):
+        if n not in seen:
+            rows.append([n, -1, "", [], []])
+            row_text.append(["", None, "", None, {}])
+    order = sorted(range(len(rows)), key=lambda k: (rows[k][0] < 0, rows[k][0], rows[k][1]))
+    remap = {old: new for new, old in enumerate(order)}
+    for s_ in sc:
+        s_[0] = remap[s_[0]]
+    return [rows[k] for k in order], [row_text[k] for k in order], sc, sc_text, metrics
 
 
 QUESTION_CHARS = 160
@@ -403,13 +392,6 @@ def answer_links(
     return out
 
 
-def _js_assign(name: str, data: Any) -> str:
-    # JSON is valid JavaScript (ES2019); "</" is escaped so the file could also be inlined in a <script>
-    return (
-        f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
-    )
-
-
 def write_viewer(
     run_dir: str | Path,
     items: Iterable[Item],
@@ -458,11 +440,12 @@ def write_viewer(
     for name, data in figures.items():
         write_bytes_in(root, out / "figures" / name, data)
     index["figures"] = sorted(figures)
-    write_text_in(root, out / "data.js", _js_assign("SGV_DATA", index))
-    write_text_in(root, out / "text.js", _js_assign("SGV_TEXT", texts))
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
+    write_text_in(root, out / "data.js", js_assign("SGV_DATA", index))
+    write_text_in(root, out / "text.js", js_assign("SGV_TEXT", texts))
     run = index["run"]
-    html = env.get_template("viewer.html.j2").render(
+    html = render_html(
+        "viewer.html.j2",
+        trim=False,
         title=f"sgieval: {run.get('request') or run.get('run_id') or run_dir.name}",
         css=(TEMPLATES / "viewer.css").read_text(encoding="utf-8"),
         js=(TEMPLATES / "viewer.js").read_text(encoding="utf-8"),
@@ -490,292 +473,3 @@ def _report_figures(run_dir: Path) -> dict[str, bytes]:
         if data.startswith(PNG_SIGNATURE):
             out[name] = data
     return out
-
-
-# ---------------------------------------------------------------------- serving
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-"""Host names the served viewer answers to (with its port); any other ``Host`` header is refused, so a page
-on another name that resolves to 127.0.0.1 (DNS rebinding) cannot read the run."""
-
-SERVED_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "frame-ancestors 'none'",
-    "Cross-Origin-Resource-Policy": "same-origin",
-    "Cross-Origin-Opener-Policy": "same-origin",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-"""Headers of every reply of the served viewer: no framing (``X-Frame-Options``, CSP ``frame-ancestors``), no
-use from another origin (``Cross-Origin-Resource-Policy: same-origin``: a browser refuses a ``<script>`` or
-``<img>`` include from another page), no content sniffing, and no ``Referer`` that would carry the session
-path to another site."""
-
-_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png"}
-
-
-def viewer_files(folder: str | Path) -> dict[str, Path]:
-    """The files of a viewer folder that :func:`serve_viewer` serves: ``index.html``, ``data.js``,
-    ``text.js`` and ``figures/<name>.png`` -- regular files only, never a symbolic link ({path relative to
-    the session root: file})."""
-    folder = Path(folder)
-    names = ["index.html", "data.js", "text.js"]
-    figs = folder / "figures"
-    if figs.is_dir() and not figs.is_symlink():
-        names += [f"figures/{p.name}" for p in sorted(figs.iterdir()) if p.suffix == ".png"]
-    out: dict[str, Path] = {}
-    for n in names:
-        p = folder / n
-        if not p.is_symlink() and p.is_file():
-            out[n] = p
-    return out
-
-
-TOKEN_HEADER = "X-Sgieval-Token"
-"""Header carrying the session token on a POST of the served viewer (the page reads the token from its own
-address).  A page of another origin cannot send it without a CORS preflight, which this server never grants."""
-
-MAX_POST_BYTES = 256 * 1024
-"""Largest POST body the served viewer reads (a page of labels is a few kilobytes)."""
-
-
-class LabelReceiver(Protocol):
-    """What :class:`ViewerServer` calls to label a run from its page (the CLI builds one; see ``sgieval.cli.labels``).
-
-    ``session()`` returns what the page needs at start as JSON-able data (``labeller``: the default labeller,
-    ``labels``: the run's saved labels as objects); ``save(body)`` takes the parsed JSON body of a POST and
-    returns (HTTP status, JSON-able reply): 200 with ``{"saved": [labels]}``, or 400/409 with
-    ``{"error": reason}`` having saved nothing.
-    """
-
-    def session(self) -> dict[str, Any]: ...
-
-    def save(self, body: Any) -> tuple[int, dict[str, Any]]: ...
-
-
-class ViewerServer:
-    """The viewer folder ``folder`` served on ``http://127.0.0.1:<port>/<token>/`` (``port`` 0: any free
-    port) for one session.
-
-    Only this session's own page can read the run:
-
-    - the files are served only under a random path ``/<token>/`` (``secrets.token_urlsafe(24)``, 192
-      bits, new per server): another origin cannot name them;
-    - the ``Host`` header must be one of :data:`LOOPBACK_NAMES` with this port (else HTTP 421), which
-      stops DNS rebinding;
-    - a request a browser marks as coming from another site or origin (``Sec-Fetch-Site`` other than
-      ``same-origin``/``none``, or an ``Origin`` other than this one) is refused (HTTP 403);
-    - every reply carries :data:`SERVED_HEADERS`.
-
-    With ``labels`` (a :class:`LabelReceiver`) the page can label the run: ``GET /<token>/session.js``
-    gives ``window.SGV_SESSION`` (``labels.session()``, plus ``post``: the address to POST to), and
-    ``POST /<token>/labels`` hands the JSON body to ``labels.save``.  A POST is refused, before the body is
-    read, unless it passes the checks above and carries the token again in the :data:`TOKEN_HEADER` header
-    (403; a form or ``no-cors`` request of another page cannot set it, and a CORS preflight (``OPTIONS``) is
-    always refused) with ``Content-Type: application/json`` (415) and at most :data:`MAX_POST_BYTES` (413).
-    Without ``labels`` there is no ``session.js`` (404) and every POST is 405.
-
-    Files: :func:`viewer_files`, listed once at start and opened without following links.  ``url`` is the
-    page's address.  Use :meth:`serve_forever` (blocks) or :meth:`start` (a daemon thread) and
-    :meth:`close`.  Raises OSError when the port cannot be bound.
-    """
-
-    def __init__(
-        self, folder: str | Path, port: int = 0, *, token: str | None = None, labels: LabelReceiver | None = None
-    ):
-        import http.server
-        import secrets as _secrets
-
-        self.folder = Path(folder)
-        self.token = token or _secrets.token_urlsafe(24)
-        self.files = viewer_files(self.folder)
-        self.labels = labels
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            server_version = "sgieval-viewer"
-            sys_version = ""
-
-            def log_message(self, *args: object) -> None:  # no access log on the terminal
-                pass
-
-            def do_GET(self) -> None:
-                self._send(*server.respond(self.path, self.headers), body=True)
-
-            def do_HEAD(self) -> None:
-                self._send(*server.respond(self.path, self.headers), body=False)
-
-            def do_POST(self) -> None:
-                status, ctype, data = server.check_post(self.path, self.headers)
-                if status == 0:  # checks passed: read the body and hand it to the receiver
-                    n = int(self.headers.get("Content-Length") or 0)
-                    status, ctype, data = server.receive(self.rfile.read(n))
-                self._send(status, ctype, data, body=True)
-
-            def do_OPTIONS(self) -> None:  # a CORS preflight: never granted
-                self._send(403, "text/plain; charset=utf-8", b"refused: no cross-origin requests\n", body=True)
-
-            def do_PUT(self) -> None:
-                self._send(405, "text/plain; charset=utf-8", b"method not allowed\n", body=True)
-
-            do_DELETE = do_PATCH = do_PUT
-
-            def _send(self, status: int, ctype: str, data: bytes, body: bool) -> None:
-                self.send_response(status)
-                for k, v in SERVED_HEADERS.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if body:
-                    self.wfile.write(data)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.httpd.daemon_threads = True
-        self.port = int(self.httpd.server_address[1])
-        self._thread: Any = None
-
-    @property
-    def url(self) -> str:
-        """The page's address, ``http://127.0.0.1:<port>/<token>/index.html``."""
-        return f"http://127.0.0.1:{self.port}/{self.token}/index.html"
-
-    def allowed_hosts(self) -> set[str]:
-        """The ``Host`` header values answered: each of :data:`LOOPBACK_NAMES` with ``:<port>``.
-
-        Returns:
-            The Host values.
-        """
-        return {f"{h}:{self.port}" for h in LOOPBACK_NAMES}
-
-    def _refused(self, headers: Any) -> tuple[int, str, bytes] | None:
-        """The refusal of a request whose Host is foreign (421) or that comes from another site or origin (403)."""
-        text = "text/plain; charset=utf-8"
-        host = (headers.get("Host") or "").strip().lower()
-        if host not in self.allowed_hosts():
-            return 421, text, b"this server answers only to 127.0.0.1, localhost and [::1] with its port\n"
-        site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
-        origin = (headers.get("Origin") or "").strip().lower()
-        if (site and site not in ("same-origin", "none")) or (origin and origin != f"http://{host}"):
-            return 403, text, b"refused: a request from another site or origin\n"
-        return None
-
-    def _session_path(self, path: str) -> str | None:
-        """The part of ``path`` below ``/<token>/`` (None when it is not under the session's path)."""
-        from urllib.parse import unquote, urlsplit
-
-        rel = unquote(urlsplit(path).path)
-        prefix = f"/{self.token}/"
-        return rel[len(prefix) :] if rel.startswith(prefix) else None
-
-    def respond(self, path: str, headers: Any) -> tuple[int, str, bytes]:
-        """(HTTP status, content type, body) for a GET of ``path`` with request ``headers`` (a mapping with
-        case-insensitive ``get``), by the rules of the class docstring.
-
-        Args:
-            path: the request path.
-            headers: the request headers.
-
-        Returns:
-            The response.
-        """
-        text = "text/plain; charset=utf-8"
-        refused = self._refused(headers)
-        if refused:
-            return refused
-        rel = self._session_path(path)
-        if rel is None:
-            return 404, text, b"not found\n"
-        rel = rel or "index.html"
-        if rel == "session.js" and self.labels is not None:
-            session = {**self.labels.session(), "post": "labels", "header": TOKEN_HEADER}
-            return 200, _TYPES[".js"], _js_assign("SGV_SESSION", jsonable(session)).encode("utf-8")
-        p = self.files.get(rel)
-        if p is None:
-            return 404, text, b"not found\n"
-        try:
-            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-            with os.fdopen(fd, "rb") as f:
-                data = f.read()
-        except OSError:
-            return 404, text, b"not found\n"
-        return 200, _TYPES.get(p.suffix, "application/octet-stream"), data
-
-    def check_post(self, path: str, headers: Any) -> tuple[int, str, bytes]:
-        """The refusal of a POST of ``path`` with ``headers`` by the rules of the class docstring, or
-        ``(0, "", b"")`` when its body may be read and handed to :meth:`receive`.
-
-        Args:
-            path: the request path.
-            headers: the request headers.
-
-        Returns:
-            The refusal, or ``(0, "", b"")``.
-        """
-        import secrets as _secrets
-
-        text = "text/plain; charset=utf-8"
-        refused = self._refused(headers)
-        if refused:
-            return refused
-        rel = self._session_path(path)
-        if rel is None:
-            return 404, text, b"not found\n"
-        if self.labels is None or rel != "labels":
-            return 405, text, b"method not allowed\n"
-        given = (headers.get(TOKEN_HEADER) or "").strip()
-        if not _secrets.compare_digest(given.encode("utf-8", "replace"), self.token.encode("ascii")):
-            return 403, text, f"refused: a POST must carry the session token in the {TOKEN_HEADER} header\n".encode()
-        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            return 415, text, b"refused: the body must be application/json\n"
-        try:
-            n = int(headers.get("Content-Length") or "")
-        except ValueError:
-            return 411, text, b"refused: a POST needs a Content-Length\n"
-        if not 0 < n <= MAX_POST_BYTES:
-            return 413, text, f"refused: a body of 1 to {MAX_POST_BYTES} bytes\n".encode()
-        return 0, "", b""
-
-    def receive(self, data: bytes) -> tuple[int, str, bytes]:
-        """(HTTP status, content type, body) for a POST body that passed :meth:`check_post`: the JSON reply
-        of ``labels.save`` (400 when the body is not JSON).
-
-        Args:
-            data: the request body.
-
-        Returns:
-            The response.
-        """
-        ctype = "application/json; charset=utf-8"
-        try:
-            body = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            status, reply = 400, {"error": f"the body is not JSON ({e})"}
-        else:
-            assert self.labels is not None
-            status, reply = self.labels.save(body)
-        return status, ctype, json.dumps(jsonable(reply), ensure_ascii=False).encode("utf-8")
-
-    def serve_forever(self) -> None:
-        """Serve until :meth:`close` (or KeyboardInterrupt)."""
-        self.httpd.serve_forever()
-
-    def start(self) -> "ViewerServer":
-        """Serve from a daemon thread; returns self.
-
-        Returns:
-            This server.
-        """
-        import threading
-
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="sgieval-viewer")
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving and release the port."""
-        if self._thread is not None:
-            self.httpd.shutdown()
-            self._thread.join(timeout=5)
-        self.httpd.server_close()
