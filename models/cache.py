@@ -1,36 +1,14 @@
-"""Content-addressed cache of model calls.
+"""Content-addressed cache of model calls: a reply is stored under ``sha256(canonical JSON of {"model",
+"params", "messages"})`` in ``$SGIEVAL_CACHE_DIR/calls.sqlite`` (else ``platformdirs.user_cache_dir("sgieval")``),
+so re-rendering a report or adding a metric calls no model again.
 
-A reply is stored under ``sha256(canonical JSON of {"model", "params",
-"messages"})`` in a SQLite file, so re-rendering a report or adding a metric
-does not call the models again.  Where:
-
-* ``$SGIEVAL_CACHE_DIR/calls.sqlite`` when ``SGIEVAL_CACHE_DIR`` is set,
-* else ``platformdirs.user_cache_dir("sgieval")/calls.sqlite``.
-
-When: :func:`should_cache` -- on by default only for deterministic calls
-(temperature 0, read from ``NamedModel.params["temperature"]`` or the chat
-model's ``temperature`` attribute).  The switch and the file belong to the
-current call context (:mod:`sgieval.models.context`): a run's ``--no-cache``
-(``RunConfig.use_cache``) holds for that run only; outside a run the
-environment variable ``SGIEVAL_NO_CACHE=1`` switches it off.
-
-Replies are serialised with ``langchain_core.messages.message_to_dict`` and
-restored with ``messages_from_dict`` (content, tool calls, usage metadata and
-response metadata survive the round trip).
-
-Cost per call: the location is resolved once, when the
-cache is first used after :func:`configure` (each run calls it at its start),
-not per call.  A lookup is one indexed SELECT (WAL: readers never wait for the
-writer).  A reply is kept in memory (and served from there) and committed by
-a background writer thread in batches: one transaction for every
-:attr:`CallCache.BATCH` (64) replies, or :attr:`CallCache.WINDOW_S` (0.2 s)
-after the first uncommitted reply, whichever comes first, so the event loop
-never waits for a commit.  **Window**: a SIGKILL loses at most the replies of
-the last 0.2 s (at most 64 replies past the last full batch); they are
-requested again on resume, and only those whose records were not yet written
-to the run folder, since a response or score in the run folder is never
-recomputed.  An orderly exit (``close``, the ``atexit`` hook, the command
-line's exit) commits everything first.
+:func:`should_cache`: on by default for deterministic calls only (temperature 0).  The switch and the file belong
+to the current call context (:mod:`sgieval.models.context`): a run's ``--no-cache`` holds for that run only;
+outside a run ``SGIEVAL_NO_CACHE=1`` switches it off.  Replies round-trip through LangChain's ``message_to_dict``
+/ ``messages_from_dict``.  A lookup is one indexed SELECT (WAL); a reply is kept in memory and committed by a
+background thread every :attr:`CallCache.BATCH` (64) replies or :attr:`CallCache.WINDOW_S` (0.2 s), so a SIGKILL
+loses at most the last 0.2 s of replies (asked again on resume, only for records not yet in the run folder); an
+orderly exit (``close``, ``atexit``) commits everything.
 """
 
 from __future__ import annotations

@@ -1,44 +1,24 @@
-"""Model calls: every target, judge and agent call goes through :func:`ainvoke`
-so concurrency, retries, the call cache and accounting live in one place
-(4; DESIGN.md "Conventions").
+"""Model calls: every target, judge and agent call goes through :func:`ainvoke` (DESIGN.md "Conventions").
 
 Per call, in order:
 
-1. **Cache** (:mod:`sgieval.models.cache`): when caching applies (a plain chat
-   call at temperature 0, cache not switched off) and the same (model,
-   parameters, messages) was answered before, the stored reply is returned
-   and no model is called.
-2. **Budget** (:mod:`sgieval.models.accounting`): the active :class:`Ledger`
-   raises :class:`BudgetExceeded` before the call when its budget is spent.
-3. **Concurrency**: one ``asyncio.Semaphore`` per provider and run (default 16
-   in-flight calls, ``RunConfig.max_concurrency``; :func:`set_max_concurrency`
-   outside runs; :mod:`sgieval.models.context`) bounds the calls; it is held
-   only while a request is in flight, never during backoff sleeps.
-4. **Retries** (:mod:`sgieval.core.retry`, the one retry policy, on tenacity):
-   HTTP 408/409/429/5xx, timeouts and connection errors are
-   retried with jittered exponential backoff
-   ``min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)``; a 429's
-   ``Retry-After`` / ``retry-after-ms`` header is honoured (the wait is at least
-   the header's delay, capped at ``max_retry_after_s``).  A reply that
-   arrives but is no usable completion (a body that is not JSON, an error
-   object in an HTTP 200 reply, no ``choices``: :func:`malformed_reply`) is
-   retried the same way.  Each attempt is bounded by ``timeout_s`` (the
-   run's ``--timeout``, default 300 s) and all the attempts of one call by
-   ``total_timeout_s`` (default twice that), counted from the first request sent: time in flight and in
-   backoff sleeps, never time queued for a slot of the concurrency limit.  Other errors (400, 401, 404, bad request...) are
-   not retried, except once: an HTTP 400 naming a parameter that was sent
-   (``temperature`` to a reasoning model, ...) is retried without it, and the
-   model records the parameter in ``NamedModel.dropped`` with the reason
-   (:mod:`sgieval.models.params`).
-   A judge reply cut by the token limit (``finish_reason`` ``length``) is
-   asked once more with twice the ``max_tokens``; cut again, the call fails
-   (METRICS.md D.10; the metric records a ``judge_error``).
-5. **Accounting**: tokens (``usage_metadata``), latency and cost are recorded
-   into the ledger under (model name, role); a batched call (``--batch``, :mod:`sgieval.models.batch`) at the
-   batch price, holding no semaphore slot while it waits for its batch, with the batch window as its timeout.
+1. **Cache** (:mod:`sgieval.models.cache`): a plain chat call at temperature 0 answered before is served from it.
+2. **Budget** (:mod:`sgieval.models.accounting`): the active ledger raises ``BudgetExceeded`` when spent.
+3. **Concurrency**: one semaphore per provider and run (default 16, ``RunConfig.max_concurrency``,
+   :func:`set_max_concurrency`), held only while a request is in flight, never during backoff sleeps.
+4. **Retries** (:mod:`sgieval.core.retry`): HTTP 408/409/429/5xx, timeouts, connection errors and malformed
+   replies (:func:`malformed_reply`) with jittered exponential backoff, a 429's ``Retry-After`` honoured up to
+   ``max_retry_after_s``.  Each attempt is bounded by ``timeout_s`` (``--timeout``, default 300 s), all of a
+   call's attempts by ``total_timeout_s`` (default twice that), counted from the first request sent: time in
+   flight and in backoff sleeps, never time queued for a slot of the concurrency limit.  Other errors are not
+   retried, except once: an HTTP 400 naming a parameter sent is retried without it (``NamedModel.dropped``,
+   :mod:`sgieval.models.params`), and a judge reply cut by the token limit is asked again with twice the
+   ``max_tokens`` (METRICS.md D.10).
+5. **Accounting**: tokens, latency and cost into the ledger under (model, role); a batched call (``--batch``)
+   at the batch price, holding no semaphore slot while it waits for its batch.
 
-A call that still fails after ``max_attempts`` raises :class:`ModelCallError`
-with the last reason; callers record it as a failed Response/Score, never a zero.
+A call that still fails raises :class:`ModelCallError` with the last reason; callers record a failure, never a
+zero.
 """
 
 from __future__ import annotations

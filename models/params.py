@@ -1,26 +1,11 @@
 """Sampling parameters per role and per model family (DESIGN.md "Models and roles").
 
-A run sets sampling parameters per role (``--temperature`` for targets,
-``--judge-temperature`` for judges, ``--reasoning-effort`` for every
-reasoning model).  Before a model is built, :func:`sampling_params` removes
-the parameters its family is known to reject:
-
-========================================== =========================================
-family (bare model name, case-insensitive) not sent
-========================================== =========================================
-OpenAI o-series: ``o1``, ``o3``, ``o4-mini``  ``temperature``, ``top_p``
-``gpt-5*`` except ``gpt-5*-chat*``          ``temperature``, ``top_p``
-``deepseek-reasoner``, ``deepseek-r1*``      ``temperature``, ``top_p``
-models that do not reason (``gpt-4*``,      ``reasoning_effort``
-``gpt-3.5*``, ``chatgpt-*``), and every
-model that is not OpenAI-compatible
-========================================== =========================================
-
-A model outside this table gets what the user asked; when its server still
-answers HTTP 400 naming one of the parameters sent, :func:`sgieval.models.calls.ainvoke`
-retries the call once without it (:func:`rejected_param`, :func:`drop_param`)
-and the model records what was dropped and why (``NamedModel.dropped``).
-``NamedModel.params`` always holds what is actually sent.
+:func:`sampling_params` removes what a model family rejects: ``temperature`` and ``top_p`` for the o-series,
+``gpt-5*`` (but ``gpt-5*-chat*``), ``deepseek-reasoner`` and ``deepseek-r1*``; ``reasoning_effort`` for models
+that do not reason (``gpt-4*``, ``gpt-3.5*``, ``chatgpt-*``) and every model that is not OpenAI-compatible.  A
+server that still answers HTTP 400 naming a parameter sent gets the call once more without it
+(:func:`rejected_param`, :func:`drop_param`, recorded in ``NamedModel.dropped``); ``NamedModel.params`` holds
+what is sent.
 """
 
 from __future__ import annotations

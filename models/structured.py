@@ -1,22 +1,10 @@
-"""Structured replies from chat models: one parse-and-retry loop for judges and agents.
+"""Structured replies from chat models: one parse-and-retry loop for judges and agents (:func:`ask_structured`).
 
-DESIGN.md "Contracts": agents and judges return pydantic models through
-LangChain's ``with_structured_output`` (the provider's native JSON-schema or
-tool-calling mode); the prompt-embedded schema with repair is only the
-fallback for models without it, and the reply records which path was used.
-METRICS.md D.4: the model's own final field is parsed (never the first number
-in its text); a reply that does not parse is retried with the parse error
-shown to the model, then recorded as a failure.  D.8: reasoning up to the
-last ``</think>`` is never parsed.
-
-Public names: :func:`ask_structured` (the loop), :class:`StructuredReply`,
-:func:`native_structured` (which native mode a model offers),
-:func:`parse_json_object`,
-:func:`protect_latex_escapes`, :func:`schema_instruction`.
-
-Every call goes through :func:`sgieval.models.calls.ainvoke` (cache, budget,
-concurrency, retries, ledger): the native mode is the chat model bound to the
-schema by ``with_structured_output``, so the schema is part of the cache key.
+DESIGN.md "Contracts": the provider's native JSON-schema or tool-calling mode through ``with_structured_output``
+first, the prompt-embedded schema with repair only for models without it, and the reply records which.  METRICS.md
+D.4: the model's own final field is parsed; a reply that does not parse is asked again with the parse error, then
+recorded as a failure.  D.8: reasoning up to the last ``</think>`` is never parsed.  Every call goes through
+:func:`sgieval.models.calls.ainvoke`, so the bound schema is part of the cache key.
 """
 
 from __future__ import annotations
