@@ -1,17 +1,11 @@
 """Human labels against the judges: which units to label, validation, judge-label agreement, PPI estimates.
 
-A label is a :class:`~sgieval.core.Label` record (``labels.jsonl`` in the run folder). This module pairs labels
-with the scores of the same (item, target model, metric[, criterion]) and computes, per metric:
-
-- the agreement of each judge and of the panel with the labels (:mod:`sgieval.metric_pool.agreement`);
-- per target model, the prediction-powered mean (PPI++, :mod:`sgieval.metric_pool.ppi`) beside the judge-only and
-  the labels-only means, and the paired PPI++ difference between models labelled on the same items.
-
-Which units to label (:func:`sample_units`): PPI's guarantee holds for a uniform random sample of the scored units,
-so the default draws, with a seed, the same random items for every target model (uniform within each model, equal
-counts per model where every model has a score on them), so each model is its own stratum and model differences
-are paired. Any other selection (``disagreement``: the units where the judges differ most) is marked as not covered
-by the guarantee, and estimates from it say so.
+A label is a :class:`~sgieval.core.Label` (``labels.jsonl``), paired with the score of the same (item, target model,
+metric[, criterion]).  Per metric: the agreement of each judge and of the panel with the labels (:mod:`.agreement`);
+per target model the prediction-powered mean (PPI++, :mod:`.ppi`) beside the judge-only and labels-only means, and
+the paired PPI++ difference of models labelled on the same items.  PPI's guarantee holds for a uniform random sample
+of the scored units, so :func:`sample_units` draws the same random items for every model (each model its own
+stratum, differences paired); any other selection (``disagreement``) is marked as not covered by the guarantee.
 """
 
 from __future__ import annotations
@@ -24,17 +18,6 @@ from ..core import InputError, Label, MetricSpec, Rubric, Score
 from .agreement import Agreement, agreement
 from .ppi import PPIEstimate, classical_mean, ppi_mean
 from .reliability import judge_values
-
-__all__ = [
-    "MIN_LABELS",
-    "AgreementResult",
-    "LabelEstimates",
-    "ModelEstimate",
-    "latest_labels",
-    "label_estimates",
-    "sample_units",
-    "validate_labels",
-]
 
 MIN_LABELS = 10
 """Fewer labels than this for a model: its judge-only figure stands (a PPI interval on so few labels is unreliable
@@ -59,13 +42,6 @@ def latest_labels(labels: Iterable[Label]) -> list[Label]:
     return list(out.values())
 
 
-def _criterion_range(spec: MetricSpec, criterion: str) -> tuple[float, float]:
-    names = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
-    if criterion not in names:
-        raise KeyError(criterion)
-    return (0.0, 10.0)
-
-
 def _label_problem(
     lab: Label, by_name: dict[str, MetricSpec], ids: set[str], names: set[str]
 ) -> tuple[str, str, str] | None:
@@ -81,24 +57,22 @@ def _label_problem(
     spec = by_name.get(lab.metric)
     if spec is None:
         return "metric", f"unknown metric {lab.metric!r}", f"use one of {', '.join(sorted(by_name))}"
+    low, high = spec.range
     if lab.criterion is not None:
-        try:
-            low, high = _criterion_range(spec, lab.criterion)
-        except KeyError:
-            crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
+        crits = [c.name for c in spec.criteria] if isinstance(spec, Rubric) else []
+        if lab.criterion not in crits:
             return (
                 "criterion",
                 f"metric {lab.metric} has no criterion {lab.criterion!r}",
                 f"use one of {', '.join(crits)}" if crits else "leave criterion empty: this metric has none",
             )
-    else:
-        low, high = spec.range
+        low, high = 0.0, 10.0
     if not low <= lab.value <= high:
         what = f"criterion {lab.criterion}" if lab.criterion else f"metric {lab.metric}"
         return (
             "value",
             f"value {lab.value:g} is outside the range of {what} ({low:g} to {high:g})",
-            (f"give a value from {low:g} to {high:g}"),
+            f"give a value from {low:g} to {high:g}",
         )
     return None
 
@@ -229,17 +203,10 @@ def sample_units(
 
 @dataclass(frozen=True)
 class ModelEstimate:
-    """The mean of one target model on one labelled metric, three ways.
-
-    Attributes:
-        model: the target model.
-        n_labels: labelled units with a valid score.
-        n_scored: units with a valid judge score (labelled or not).
-        judge: the judge-only mean over all scored units (interval: normal approximation).
-        labels: the labels-only mean (None with fewer than 2 labels).
-        ppi: the PPI++ mean (None with fewer than :data:`MIN_LABELS` labels or no unlabelled unit).
-        note: why the PPI estimate is absent or not covered by the guarantee ("" otherwise).
-    """
+    """The mean of one target model on one labelled metric, three ways: ``judge`` (over its ``n_scored`` units with a
+    valid score, normal interval), ``labels`` (over its ``n_labels`` labelled ones; None with fewer than 2) and
+    ``ppi`` (PPI++; None with fewer than :data:`MIN_LABELS` labels or no unlabelled unit); ``note`` says why the PPI
+    estimate is absent or not covered by the guarantee ("" otherwise)."""
 
     model: str
     n_labels: int
@@ -257,13 +224,8 @@ class ModelEstimate:
 
 @dataclass(frozen=True)
 class AgreementResult:
-    """How the judges agree with the labels on one metric (``sgieval.agreement``).
-
-    Attributes:
-        metric: the metric name.
-        agreements: per judge (and ``panel``) and per criterion (None: the metric itself).
-        n_labels: labels used.
-    """
+    """How the judges agree with ``n_labels`` labels on one metric (``sgieval.agreement``): ``agreements`` per judge
+    (and ``panel``) and per criterion (None: the metric itself)."""
 
     metric: str
     agreements: list[Agreement]
@@ -273,39 +235,22 @@ class AgreementResult:
         """One row per (judge, criterion, statistic): judge, criterion, scale, n, statistic, value, low, high."""
         import pandas as pd
 
-        return pd.DataFrame(
-            [
-                {
-                    "judge": a.judge,
-                    "criterion": a.criterion,
-                    "scale": a.scale,
-                    "n": a.n,
-                    "statistic": s.name,
-                    "value": s.value,
-                    "low": s.low,
-                    "high": s.high,
-                }
-                for a in self.agreements
-                for s in a.statistics
-            ]
-        )
+        head = ("judge", "criterion", "scale", "n")
+        rows = [
+            {**{c: getattr(a, c) for c in head}, "statistic": s.name, "value": s.value, "low": s.low, "high": s.high}
+            for a in self.agreements
+            for s in a.statistics
+        ]
+        return pd.DataFrame(rows)
 
 
 @dataclass
 class LabelEstimates:
-    """Agreement and prediction-powered estimates of one metric (``sgieval.agreement`` / ``sgieval.ppi``).
-
-    Attributes:
-        metric: the metric name.
-        higher_is_better: the metric's direction.
-        agreements: per judge and for the panel, for the metric and each labelled criterion.
-        models: per target model, the three means (:class:`ModelEstimate`).
-        differences: {(model a, model b): the PPI++ mean of a - b over the items both have a score on, from the
-            items labelled for both (the labels-only mean when every shared item is labelled)}, for pairs with at
-            least :data:`MIN_LABELS` items labelled for both.
-        selection: how the labelled units were chosen (``random`` or ``disagreement``).
-        n_labels: labels used (the latest per unit and labeller).
-    """
+    """Agreement and prediction-powered estimates of one metric (``sgieval.agreement`` / ``sgieval.ppi``):
+    ``agreements`` per judge and panel, for the metric and each labelled criterion; ``models`` the three means per
+    target model; ``differences`` {(a, b): the PPI++ mean of a - b over the items both scored, from those labelled
+    for both (labels-only when all are), for pairs with at least :data:`MIN_LABELS` of them}; ``selection`` how the
+    labelled units were chosen; ``n_labels`` labels used (the latest per unit and labeller)."""
 
     metric: str
     higher_is_better: bool
@@ -341,6 +286,57 @@ class LabelEstimates:
         return AgreementResult(self.metric, list(self.agreements), self.n_labels)
 
 
+def _agreements(
+    out: LabelEstimates, grouped: dict, by_unit: dict[tuple[str, str], Score], spec: MetricSpec, seed: int
+) -> None:
+    """Append the agreement of every judge (and the panel) with the labels, per criterion (None: the metric)."""
+    for criterion, units in grouped.items():
+        low, high = (0.0, 10.0) if criterion is not None else tuple(spec.range)
+        pairs: dict[str, tuple[list[float], list[float]]] = {}
+        for unit, vals in units.items():
+            score = by_unit.get(unit)
+            if score is None:
+                continue
+            panel, per = _judged(score, criterion)
+            human = sum(vals) / len(vals)
+            for name, v in ([("panel", panel)] if panel is not None else []) + (
+                list(per.items()) if len(per) > 1 else []
+            ):
+                pairs.setdefault(name, ([], []))
+                pairs[name][0].append(v)
+                pairs[name][1].append(human)
+        for judge, (j, h) in sorted(pairs.items(), key=lambda kv: (kv[0] != "panel", kv[0])):
+            if j:
+                rng = (float(low), float(high))
+                out.agreements.append(
+                    agreement(j, h, value_range=rng, judge=judge, metric=spec.name, criterion=criterion, seed=seed)
+                )
+
+
+def _model_estimate(model: str, scored: dict[str, float], given: dict[str, float], selection: str, alpha: float):
+    """The :class:`ModelEstimate` of one model from its valid scores and its labels (item -> mean label)."""
+    labelled = {i: v for i, v in given.items() if i in scored}
+    y = [labelled[i] for i in sorted(labelled)]
+    yhat = [scored[i] for i in sorted(labelled)]
+    unl = [v for i, v in scored.items() if i not in labelled]
+    judge_only = classical_mean(list(scored.values()), alpha=alpha, method="judge") if len(scored) >= 2 else None
+    labels_only = classical_mean(y, alpha=alpha) if len(y) >= 2 else None
+    est, note = None, ""
+    if len(y) < MIN_LABELS:
+        note = (
+            f"{len(y)} label(s), fewer than {MIN_LABELS}: the judge-only figure stands (a prediction-powered "
+            "interval on so few labels is unreliable)"
+        )
+    elif not unl:
+        note = "every scored unit is labelled: the labels-only mean is the estimate"
+        est = labels_only
+    else:
+        est = ppi_mean(y, yhat, unl, alpha=alpha)
+        if selection != "random":
+            note = f"labelled units chosen by {selection}, not at random: PPI's coverage guarantee does not hold"
+    return ModelEstimate(model, len(y), len(scored), judge_only, labels_only, est, note)
+
+
 def label_estimates(
     scores: Sequence[Score],
     labels: Sequence[Label],
@@ -354,12 +350,10 @@ def label_estimates(
 
     Args:
         scores: the run's scores (all metrics; those of ``spec`` are used).
-        labels: the run's labels (all metrics; the latest per unit and labeller is used; several labellers of one
-            unit are averaged).
+        labels: the run's labels (the latest per unit and labeller counts; several labellers are averaged).
         spec: the metric (a rubric carries its criteria).
-        selection: how the labelled units were chosen (``random``: covered by PPI's guarantee); None reads it from
-            the labels' ``sample`` field (the first one other than ``random`` or "" when any label of the metric
-            was chosen otherwise: ``disagreement``, or ``user`` for a unit the labeller picked in the viewer).
+        selection: how the labelled units were chosen (``random``: covered by PPI's guarantee); None: the first
+            ``sample`` field of the metric's labels other than ``random`` or "" (``disagreement``, ``user``).
         alpha: error level of every interval.
         seed: seed of the bootstrap intervals of the agreement statistics.
 
@@ -367,78 +361,24 @@ def label_estimates(
         A :class:`LabelEstimates` (empty lists when no label matches a valid score).
     """
     mine = [s for s in scores if s.metric == spec.name and s.item_id != "*"]
-    by_unit = {(s.item_id, s.model): s for s in mine}
     labs = [lab for lab in latest_labels(labels) if lab.metric == spec.name]
     if selection is None:
         selection = next((lab.sample for lab in labs if lab.sample not in ("", "random")), "random")
     out = LabelEstimates(spec.name, spec.higher_is_better, selection=selection, n_labels=len(labs))
-    # labels per (criterion) -> {unit: mean label}
-    grouped: dict[str | None, dict[tuple[str, str], list[float]]] = {}
+    grouped: dict[str | None, dict[tuple[str, str], list[float]]] = {}  # criterion -> {unit: labels}
     for lab in labs:
         grouped.setdefault(lab.criterion, {}).setdefault((lab.item_id, lab.model), []).append(float(lab.value))
-    for criterion, units in grouped.items():
-        value_range = (0.0, 10.0) if criterion is not None else tuple(spec.range)
-        pairs: dict[str, tuple[list[float], list[float]]] = {}
-        for unit, vals in units.items():
-            score = by_unit.get(unit)
-            if score is None:
-                continue
-            panel, per = _judged(score, criterion)
-            human = sum(vals) / len(vals)
-            if panel is not None:
-                pairs.setdefault("panel", ([], []))
-                pairs["panel"][0].append(panel)
-                pairs["panel"][1].append(human)
-            if len(per) > 1:
-                for name, v in per.items():
-                    pairs.setdefault(name, ([], []))
-                    pairs[name][0].append(v)
-                    pairs[name][1].append(human)
-        for judge, (j, h) in sorted(pairs.items(), key=lambda kv: (kv[0] != "panel", kv[0])):
-            if j:
-                out.agreements.append(
-                    agreement(
-                        j,
-                        h,
-                        value_range=(float(value_range[0]), float(value_range[1])),
-                        judge=judge,
-                        metric=spec.name,
-                        criterion=criterion,
-                        seed=seed,
-                    )
-                )
-    metric_labels = grouped.get(None, {})
+    _agreements(out, grouped, {(s.item_id, s.model): s for s in mine}, spec, seed)
     models = sorted({s.model for s in mine})
     scored_by: dict[str, dict[str, float]] = {m: {} for m in models}  # model -> {item: valid score}
     for s in mine:
         if s.ok and s.value is not None:
             scored_by[s.model][s.item_id] = float(s.value)
     labels_by: dict[str, dict[str, float]] = {m: {} for m in models}  # model -> {item: mean label}
-    for (i, m), given in metric_labels.items():
+    for (i, m), given in grouped.get(None, {}).items():
         if m in labels_by:
             labels_by[m][i] = sum(given) / len(given)
-    for model in models:
-        scored = scored_by[model]
-        labelled = {i: v for i, v in labels_by[model].items() if i in scored}
-        y = [labelled[i] for i in sorted(labelled)]
-        yhat = [scored[i] for i in sorted(labelled)]
-        unl = [v for i, v in scored.items() if i not in labelled]
-        judge_only = classical_mean(list(scored.values()), alpha=alpha, method="judge") if len(scored) >= 2 else None
-        labels_only = classical_mean(y, alpha=alpha) if len(y) >= 2 else None
-        est, note = None, ""
-        if len(y) < MIN_LABELS:
-            note = (
-                f"{len(y)} label(s), fewer than {MIN_LABELS}: the judge-only figure stands (a prediction-powered "
-                "interval on so few labels is unreliable)"
-            )
-        elif not unl:
-            note = "every scored unit is labelled: the labels-only mean is the estimate"
-            est = labels_only
-        else:
-            est = ppi_mean(y, yhat, unl, alpha=alpha)
-            if selection != "random":
-                note = f"labelled units chosen by {selection}, not at random: PPI's coverage guarantee does not hold"
-        out.models.append(ModelEstimate(model, len(y), len(scored), judge_only, labels_only, est, note))
+    out.models = [_model_estimate(m, scored_by[m], labels_by[m], selection, alpha) for m in models]
     for a_i, a in enumerate(models):
         for b in models[a_i + 1 :]:
             sa, sb, la, lb = scored_by[a], scored_by[b], labels_by[a], labels_by[b]
