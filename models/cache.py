@@ -338,11 +338,8 @@ class CallCache:
                 self._commit_pending()
 
     def _commit_pending(self) -> None:
-        """Commit ``_pending`` in one transaction (called with ``_cond`` held;
-        one batch at a time; the lock is released while SQLite writes, so
-        :meth:`put` never waits for the disk).  A failed commit is kept in
-        :attr:`error` and its replies are dropped (the calls are made again
-        when needed); the run goes on."""
+        """Commit ``_pending`` in one transaction (called with ``_cond`` held; one batch at a time; the lock is released
+        while SQLite writes, so :meth:`put` never waits for the disk)."""
         while self._writing:  # another thread's batch first
             self._cond.wait()
         if not self._pending:

@@ -546,9 +546,8 @@ model's limit nor the reply's output tokens are known."""
 
 
 def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
-    """Twice the limit that cut ``reply`` (METRICS.md D.10): the runnable's bound
-    or the chat model's ``max_tokens`` (``max_completion_tokens``), else the
-    reply's output tokens (the server's own limit), else
+    """Twice the limit that cut ``reply`` (METRICS.md D.10): the runnable's bound or the chat model's ``max_tokens``
+    (``max_completion_tokens``), else the reply's output tokens (the server's own limit), else
     :data:`DEFAULT_RETRY_MAX_TOKENS`."""
     for obj, get in (
         (target, lambda o: (getattr(o, "kwargs", None) or {}).get("max_tokens")),

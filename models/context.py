@@ -16,12 +16,13 @@ leaves nothing behind: the default context is never changed by a run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..core import current_settings
 
@@ -206,24 +207,23 @@ def current_call_context() -> CallContext:
     return ctx if ctx is not None else _DEFAULT
 
 
-class call_context:  # noqa: N801 - a context manager, used like contextlib helpers
-    """``with call_context(ctx): ...`` makes ``ctx`` current in this context and
-    the asyncio tasks started inside it; on exit the previous one is restored
-    and ``ctx``'s cache file is closed."""
+@contextlib.contextmanager
+def call_context(ctx: CallContext) -> Iterator[CallContext]:
+    """``with call_context(ctx): ...`` makes ``ctx`` current here and in the asyncio tasks started inside; on exit
+    the previous one is restored and ``ctx``'s cache file is closed.
 
-    def __init__(self, ctx: CallContext):
-        self.ctx = ctx
-        self._token: contextvars.Token | None = None
+    Args:
+        ctx: the run's call context.
 
-    def __enter__(self) -> CallContext:
-        self._token = _current.set(self.ctx)
-        return self.ctx
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._token is not None:
-            _current.reset(self._token)
-            self._token = None
-        self.ctx.close()
+    Yields:
+        ``ctx``.
+    """
+    token = _current.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current.reset(token)
+        ctx.close()
 
 
 _scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("sgieval_prompt_scope", default=None)
@@ -238,29 +238,22 @@ def current_prompt_scope() -> str | None:
     return _scope.get()
 
 
-class prompt_scope:  # noqa: N801 - a context manager, used like contextlib helpers
+@contextlib.contextmanager
+def prompt_scope(key: str | None) -> Iterator[str | None]:
     """``with prompt_scope("sgieval:*/rigor"): ...``: the model calls made inside (and in the asyncio tasks started
     inside) belong to one family of prompts that share their start, e.g. every judge prompt of one metric.
-
-    :func:`sgieval.models.calls.ainvoke` sends it to OpenAI chat models as ``prompt_cache_key`` (requests with one
-    key are routed to the same prompt cache) and, for Anthropic chat models, marks the system message's text for
-    caching (``cache_control: {"type": "ephemeral"}``).  Context-local, like :class:`call_context`: two runs or two
-    metrics scoring at once each see their own scope.
+    :func:`sgieval.models.calls.ainvoke` sends it to OpenAI chat models as ``prompt_cache_key`` and marks an
+    Anthropic chat model's system message for caching.  Context-local: two runs or metrics each see their own.
 
     Args:
         key: the family's name, e.g. ``sgieval:<scope>/<metric>`` or ``sgieval:agent/<step>``; None or "" sets no
             scope inside the block.
+
+    Yields:
+        The scope key, or None.
     """
-
-    def __init__(self, key: str | None):
-        self.key = key or None
-        self._token: contextvars.Token | None = None
-
-    def __enter__(self) -> str | None:
-        self._token = _scope.set(self.key)
-        return self.key
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._token is not None:
-            _scope.reset(self._token)
-            self._token = None
+    token = _scope.set(key or None)
+    try:
+        yield key or None
+    finally:
+        _scope.reset(token)

@@ -218,9 +218,8 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
 
 
 def _native_text(out: Any, mode: StructuredMode) -> str:
-    """The JSON text of a native reply: the content (json_schema), or the raw
-    arguments of the forced tool call (function_calling; raw text so LaTeX
-    backslashes are repaired like any other reply)."""
+    """The JSON text of a native reply: the content (json_schema), or the raw arguments of the forced tool call
+    (function_calling; raw text so LaTeX backslashes are repaired like any other reply)."""
     if mode == "function_calling":
         raw_calls = (getattr(out, "additional_kwargs", None) or {}).get("tool_calls") or []
         for rc in raw_calls:
@@ -347,9 +346,9 @@ async def ask_structured(
     as_given: bool = False,
 ) -> StructuredReply[T]:
     """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text): sgieval's one
-    parse-and-retry loop.  With ``schema``, the native mode first (:func:`native_structured`), else the schema embedded in the system
-    prompt (:func:`schema_instruction`) and the reply repaired (:func:`parse_json_object`); a native call the
-    server refuses (HTTP 400/422 naming the format) switches to the prompt path (``note`` says so).  With
+    parse-and-retry loop.  With ``schema``, the native mode first (:func:`native_structured`), else the schema
+    embedded in the system prompt (:func:`schema_instruction`) and the reply repaired (:func:`parse_json_object`);
+    a native call the server refuses (HTTP 400/422 naming the format) switches to the prompt path (``note`` says so).  With
     ``parse`` (``mode="text"``), ``parse(final text)`` after the last ``</think>`` (D.8) returns the value or
     raises ValueError.  A reply that does not parse is asked again with the error and ``retry_hint``.  Never raises
     for model or parse failures: ``parsed`` is None and ``error`` gives the reason (``call_failed``; ``refused``
