@@ -184,7 +184,6 @@ class ToolPool:
         self.cache_hits = 0
         """Calls answered from the pool's results (the tool did not run again)."""
 
-    # ---------------------------------------------------------------- building
     @classmethod
     def from_names(
         cls,
@@ -265,7 +264,6 @@ class ToolPool:
             )
         return key
 
-    # ----------------------------------------------------------------- calling
     @contextlib.contextmanager
     def budget(self, n: int | None) -> Iterator[CallBudget]:
         """A context in which at most ``n`` tool calls may run.
@@ -363,7 +361,6 @@ class ToolPool:
         """
         return await asyncio.to_thread(self.call, name, **kwargs)
 
-    # --------------------------------------------------------- LangChain tools
     @property
     def tools(self) -> list[Any]:
         """LangChain StructuredTools (one per tool) for agents.  They go through :meth:`call`, so every agent call is

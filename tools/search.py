@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from ..core import InputError, OfflineError, ToolError, split_jsonl
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
+from ..core.retry import retry_after_s as header_retry_after_s
 from .net import DDGS_PROBE_HOST, fetch_url, is_online, network_status
 from .pdf import read_pdf
 
@@ -390,22 +391,12 @@ _RETRY_AFTER = re.compile(r"retry[- _]after\D{0,3}(\d+(?:\.\d+)?)", re.I)
 
 
 def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds a search backend asked to wait: a ``Retry-After`` header on the exception's response, or "Retry-After: N"
-    in its message; None when absent."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "headers", None)
-    value = None
-    if headers:
-        try:
-            value = headers.get("retry-after") or headers.get("Retry-After")
-        except Exception:  # noqa: BLE001 - odd header containers
-            value = None
-    if value is None:
-        m = _RETRY_AFTER.search(str(exc))
-        value = m.group(1) if m else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except (TypeError, ValueError):
-        return None
+    """Seconds a search backend asked to wait: a ``Retry-After`` header on the exception's response
+    (:func:`sgieval.core.retry.retry_after_s`), else "Retry-After: N" in its message; None when absent."""
+    got = header_retry_after_s(exc)
+    if got is None and (m := _RETRY_AFTER.search(str(exc))):
+        got = float(m.group(1))
+    return got
 
 
 class WebSearch:
