@@ -27,25 +27,32 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import json
 import time
 from typing import Any, Sequence
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import SecretStr
 
 from ..core import (
     CredentialsError,
     ModelCallError,
+    RetriesExhausted,
+    RetryPolicy,
     SecretValues,
+    aretry,
     join_reasoning,
     redact_secrets,
     redact_url,
     reply_status,
     split_reasoning,
+    url_secrets,
 )
-from ..core import RetriesExhausted, RetryPolicy, aretry
 from . import accounting as _acc
 from . import cache as _cache
 from .base import NamedModel
+from .params import drop_param, rejected_param
 from .context import DEFAULT_MAX_CONCURRENCY, current_call_context, current_prompt_scope  # noqa: F401 - re-exported
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -57,13 +64,8 @@ attempts of one call together get twice this (10 minutes)."""
 
 
 def set_max_concurrency(provider: str, n: int) -> None:
-    """Bound in-flight calls to ``n`` (>= 1) for ``provider``, or for every
-    provider when ``provider`` is ``"*"`` or ``"all"`` (this also resets
-    per-provider overrides), in the current call context (the running run's,
-    else the process default for calls outside runs; a run sets its own from
-    ``RunConfig.max_concurrency``).  Applies to calls that start afterwards.
-    Raises ValueError for ``n < 1``.
-    """
+    """Bound in-flight calls to ``n`` (>= 1) for ``provider`` (``"*"``/``"all"``: every provider, resetting the
+    overrides) in the current call context, for calls that start afterwards (:meth:`CallContext.set_limit`)."""
     current_call_context().set_limit(provider, n)
 
 
@@ -89,9 +91,8 @@ def _status(exc: BaseException) -> int | None:
 
 
 def credentials_error(model: NamedModel, status: int | None) -> CredentialsError:
-    """The one-line error for an endpoint that answered 401/403 to ``model``:
-    provider (and server, without any credentials in its URL), model string,
-    the variable to set."""
+    """The one-line error for a 401/403 to ``model``: provider (or server, without credentials), model, the
+    variable to set."""
     ref = model.ref
     prefix = (ref.provider if ref is not None else "") or model.provider
     var = (ref.key_var if ref is not None else None) or f"{prefix.upper()}_API_KEY"
@@ -151,19 +152,13 @@ def malformed_reply(exc: BaseException) -> str | None:
     with ``message``: "an error object in an HTTP 200 reply"); a KeyError, IndexError or TypeError about the
     reply raised in one of :data:`TRANSPORT_MODULES` ("no choices in the reply").  A parser's
     OutputParserException (the model's own text did not parse) is not a malformed reply."""
-    import json as _json
-
-    try:
-        from langchain_core.exceptions import OutputParserException
-    except ImportError:  # pragma: no cover - langchain-core is a dependency
-        OutputParserException = ()  # type: ignore[assignment,misc]
     if isinstance(exc, OutputParserException):
         return None
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, (_json.JSONDecodeError, UnicodeDecodeError)):
+        if isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)):
             return "the reply body is not JSON"
         e = e.__cause__ or e.__context__
     if isinstance(exc, ValueError) and exc.args and isinstance(exc.args[0], dict):
@@ -191,9 +186,6 @@ def _retryable(exc: BaseException) -> bool:
     return any(k in name for k in ("timeout", "connection", "ratelimit", "serviceunavailable", "internalserver"))
 
 
-"""Re-exported from :mod:`sgieval.core.retry` (the one retry policy)."""
-
-
 def model_secrets(model: NamedModel) -> list[str]:
     """The secret values ``model`` sends: every ``SecretStr`` field of its chat model (``openai_api_key``,
     ``anthropic_api_key``...), an ``Authorization``/``api-key`` value among its default headers, and the
@@ -205,10 +197,6 @@ def model_secrets(model: NamedModel) -> list[str]:
     Returns:
         The secret values.
     """
-    from pydantic import SecretStr
-
-    from ..core import url_secrets
-
     chat = model.chat
     if chat is None:
         return []
@@ -466,12 +454,6 @@ CACHE_CONTROL = {"type": "ephemeral"}
 """Anthropic's cache breakpoint (langchain-anthropic passes a content block's ``cache_control`` on as is)."""
 
 
-def _chat_class(model: NamedModel) -> str:
-    chat = model.chat
-    inner = getattr(chat, "bound", chat)  # a RunnableBinding (tools, structured output) around the chat model
-    return type(inner).__name__
-
-
 def prompt_family(model: NamedModel) -> str | None:
     """Which provider's prompt-cache options ``model`` takes.
 
@@ -479,18 +461,14 @@ def prompt_family(model: NamedModel) -> str | None:
         model: the model called (its chat model may be wrapped in a binding: tools, structured output).
 
     Returns:
-        ``"openai"`` for ChatOpenAI, ChatOpenAIDirect and AzureChatOpenAI chat models, ``"anthropic"`` for
-        langchain-anthropic's chat models or an ``anthropic:`` model string, None otherwise.
+        ``"openai"`` (:data:`OPENAI_CHAT_CLASSES`), ``"anthropic"`` (:data:`ANTHROPIC_CHAT_CLASSES` or an
+        ``anthropic:`` model string), None otherwise.
     """
-    cls = _chat_class(model)
+    cls = type(getattr(model.chat, "bound", model.chat)).__name__  # a binding (tools, structured output) or not
     if cls in OPENAI_CHAT_CLASSES:
         return "openai"
-    if cls in ANTHROPIC_CHAT_CLASSES:
-        return "anthropic"
-    provider = model.ref.provider if model.ref is not None else ""
-    if provider == "anthropic":
-        return "anthropic"
-    return None
+    anthropic = cls in ANTHROPIC_CHAT_CLASSES or (model.ref is not None and model.ref.provider == "anthropic")
+    return "anthropic" if anthropic else None
 
 
 def prompt_cache_options(
@@ -505,12 +483,9 @@ def prompt_cache_options(
         scope: the prompt family (e.g. ``sgieval:*/rigor``), None outside any.
 
     Returns:
-        ``(messages, keywords)``: for an OpenAI chat model, the messages unchanged and ``{"prompt_cache_key":
-        scope}`` (OpenAI routes requests with one key to the same cache); for an Anthropic chat model, the
-        messages with the first system message's text as one content block carrying ``cache_control:
-        {"type": "ephemeral"}`` (langchain-anthropic's documented way to mark a cache breakpoint: everything up to
-        the end of the system prompt is cached) and no keywords; otherwise, or without ``scope``, both unchanged.
-        The call cache keys the messages as given, before this.
+        ``(messages, keywords)``: for an OpenAI chat model ``{"prompt_cache_key": scope}``; for an Anthropic one
+        the first system message's text as one block with ``cache_control: {"type": "ephemeral"}`` (a cache
+        breakpoint); otherwise, or without ``scope``, both unchanged (the call cache keys the messages as given).
     """
     if not scope:
         return messages, {}
@@ -541,8 +516,7 @@ def _masked(msg: BaseMessage) -> BaseMessage:
 
 
 DEFAULT_RETRY_MAX_TOKENS = 4096
-"""``max_tokens`` of the retry of a truncated judge reply when neither the
-model's limit nor the reply's output tokens are known."""
+"""``max_tokens`` of the retry of a truncated judge reply when neither limit nor output tokens are known."""
 
 
 def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
@@ -567,8 +541,6 @@ def _without_rejected_param(model: NamedModel, target: Any, exc: BaseException) 
     """When HTTP 400 ``exc`` names a parameter sent to ``model`` (its ``params``
     or the runnable's bound kwargs), stop sending it (:func:`sgieval.models.params.drop_param`,
     recorded in ``model.dropped``) and return the runnable to retry with; else None."""
-    from .params import drop_param, rejected_param
-
     bound = getattr(target, "kwargs", None) if hasattr(target, "bound") else None
     sent = [*model.params, *(bound or {}), *model.dropped]
     param = rejected_param(exc, sent)
@@ -708,14 +680,3 @@ def usage(msg: Any) -> dict[str, int] | None:
                 out[key] = int(n)
         return out
     return None
-
-
-class Stopwatch:
-    """Wall-clock seconds since construction (``elapsed``)."""
-
-    def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
