@@ -1,22 +1,13 @@
 """Rubric library: the starter rubrics shipped here, project rubrics and user rubrics.
 
-Three folders hold rubrics as YAML (:meth:`sgieval.core.Rubric.to_yaml` format,
-one rubric per file, file name ``<name>.yaml``), read in this order, a later
-folder overriding an earlier one on the same name:
+Three folders hold rubrics as YAML (:meth:`sgieval.core.Rubric.to_yaml`, one per file ``<name>.yaml``), read in this
+order, a later folder overriding an earlier one on the same name: ``starter`` (this folder: rigor, the six criteria
+of the SGI-Bench paper, arXiv 2512.16969 section 3, feasibility, novelty, clarity, safety, reproducibility),
+``custom`` (``metric_pool/custom/``, kept with the project) and ``user`` (``$SGIEVAL_RUBRIC_DIR``, else
+``platformdirs.user_config_dir("sgieval")/rubrics``, where ``sgieval metric define`` saves).
 
-1. ``starter``: this folder (``metric_pool/rubrics/*.yaml``): rigor (the six
-   criteria of the SGI-Bench paper, arXiv 2512.16969 section 3), feasibility,
-   novelty, clarity, safety, reproducibility.
-2. ``custom``: ``metric_pool/custom/*.yaml`` (rubrics kept with the project).
-3. ``user``: the user's config folder, ``platformdirs.user_config_dir("sgieval")/rubrics``,
-   or ``$SGIEVAL_RUBRIC_DIR`` when set (where ``sgieval metric define`` saves).
-
-:func:`find_rubric` picks a rubric for a quality phrase ("rigour", "how
-rigorous", "safe protocols"): an exact name match first, else the best
-cosine similarity (MiniLM, :func:`sgieval.metric_pool.embeddings.get_embedder`)
-between the phrase and each rubric's name, name + first clause of the
-description, and name + description (:func:`match_texts`), when it is at
-least :data:`MATCH_THRESHOLD`.
+:func:`find_rubric` picks a rubric for a quality phrase ("rigour", "safe protocols"): an exact name match, else the
+best MiniLM cosine between the phrase and the rubric's :func:`match_texts`, when at least :data:`MATCH_THRESHOLD`.
 """
 
 from __future__ import annotations
@@ -25,50 +16,28 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from ...core import InputError, Rubric
-from ...core import slug_name
-
-__all__ = [
-    "STARTER_DIR",
-    "CUSTOM_DIR",
-    "MATCH_THRESHOLD",
-    "user_rubric_dir",
-    "rubric_dirs",
-    "list_rubrics",
-    "load_rubric",
-    "save_rubric",
-    "find_rubric",
-    "rubric_origin",
-    "slug",
-    "semantic_scores",
-    "match_texts",
-]
+from ...core import InputError, Rubric, slug_name
 
 STARTER_DIR = Path(__file__).resolve().parent
 CUSTOM_DIR = STARTER_DIR.parent / "custom"
 
 MATCH_THRESHOLD = 0.5
-"""Minimum MiniLM cosine (in [-1, 1]) between a quality phrase and a rubric's
-``"<name>: <description>"`` for :func:`find_rubric` to return it.  Measured on
-the starter library (best cosine over :func:`match_texts`): "rigour" -> rigor
-0.80, "how rigorous" -> rigor 0.65, "hazards" -> safety 0.66, "reproducible
-results" -> reproducibility 0.85; rejected: "correctness" (best 0.47),
+"""Minimum MiniLM cosine (in [-1, 1]) between a quality phrase and a rubric's :func:`match_texts` for
+:func:`find_rubric`.  Measured on the starter library: "rigour" -> rigor 0.80, "how rigorous" -> rigor 0.65,
+"hazards" -> safety 0.66, "reproducible results" -> reproducibility 0.85; rejected: "correctness" (best 0.47),
 "accuracy" (0.42), "cost awareness" (0.32), "banana bread" (0.23)."""
 
 Origin = Literal["starter", "custom", "user"]
 
 
 def slug(name: str) -> str:
-    """A rubric/metric name as used in file names and metric columns:
-    lower case, runs of other characters -> ``_`` ("Risk Awareness!" -> "risk_awareness"), at most 120
-    characters (:func:`sgieval.core.files.slug_name`, the one rule for names that become paths).
-    Raises InputError when nothing is left.
+    """A rubric or metric name as used in file names and metric columns (:func:`sgieval.core.files.slug_name`).
 
     Args:
-        name: any name.
+        name: any name ("Risk Awareness!").
 
     Returns:
-        The slug (lower case, at most 120 characters).
+        Lower case, runs of other characters as ``_``, at most 120 characters ("risk_awareness").
 
     Raises:
         InputError: nothing is left of the name.
@@ -77,10 +46,10 @@ def slug(name: str) -> str:
 
 
 def user_rubric_dir() -> Path:
-    """``$SGIEVAL_RUBRIC_DIR`` when set, else ``user_config_dir("sgieval")/rubrics`` (not created here).
+    """The user's rubric folder (not created here).
 
     Returns:
-        The folder.
+        ``$SGIEVAL_RUBRIC_DIR`` when set, else ``user_config_dir("sgieval")/rubrics``.
     """
     from ...core import current_settings
 
@@ -92,14 +61,10 @@ def user_rubric_dir() -> Path:
     return Path(user_config_dir("sgieval")) / "rubrics"
 
 
-def rubric_dirs() -> list[tuple[Origin, Path]]:
-    """The folders read by :func:`list_rubrics`, lowest priority first."""
-    return [("starter", STARTER_DIR), ("custom", CUSTOM_DIR), ("user", user_rubric_dir())]
-
-
 def _scan() -> dict[str, tuple[Origin, Path]]:
     found: dict[str, tuple[Origin, Path]] = {}
-    for origin, d in rubric_dirs():
+    folders: list[tuple[Origin, Path]] = [("starter", STARTER_DIR), ("custom", CUSTOM_DIR), ("user", user_rubric_dir())]
+    for origin, d in folders:
         if d.is_dir():
             for p in sorted(d.glob("*.yaml")):
                 found[p.stem] = (origin, p)
@@ -107,17 +72,15 @@ def _scan() -> dict[str, tuple[Origin, Path]]:
 
 
 def list_rubrics() -> list[Rubric]:
-    """Every rubric of the three folders, sorted by name (a user rubric
-    overrides a starter rubric of the same file name).  Raises InputError
-    naming the file when one does not load.
+    """Every rubric of the three folders (a later folder overriding an earlier one on a file name).
 
     Returns:
-        The rubrics.
+        The rubrics sorted by name, each caller's own copy.
 
     Raises:
         InputError: naming the file when one does not load.
     """
-    return [_parsed(p).model_copy(deep=True) for _, (_, p) in sorted(_scan().items())]  # each caller's own copy
+    return [_parsed(p).model_copy(deep=True) for _, (_, p) in sorted(_scan().items())]
 
 
 def _bytes(p: Path) -> bytes | None:
@@ -127,8 +90,12 @@ def _bytes(p: Path) -> bytes | None:
         return None  # Rubric.from_yaml names the file and the fault
 
 
+_LOADED: dict[tuple[str, bytes], Rubric] = {}
+"""Rubrics parsed by :func:`list_rubrics`, by (file, its bytes): a run lists the library more than once."""
+
+
 def _parsed(p: Path) -> Rubric:
-    """The rubric of file ``p``, parsed once per content (:data:`_LOADED`)."""
+    """The rubric of file ``p``, parsed once per content."""
     data = _bytes(p)
     if data is None:
         return Rubric.from_yaml(p)
@@ -140,13 +107,8 @@ def _parsed(p: Path) -> Rubric:
     return r
 
 
-_LOADED: dict[tuple[str, bytes], Rubric] = {}
-"""Rubrics parsed by :func:`list_rubrics`, by (file, its bytes): a run lists the library
-more than once (the request's terms, the ranking metric), and parsing the YAML files is the cost."""
-
-
 def rubric_origin(name: str) -> tuple[Origin, Path] | None:
-    """(origin, file) of the rubric saved as ``<slug(name)>.yaml``, or None.
+    """Where the rubric saved as ``<slug(name)>.yaml`` comes from.
 
     Args:
         name: a rubric name.
@@ -158,8 +120,7 @@ def rubric_origin(name: str) -> tuple[Origin, Path] | None:
 
 
 def load_rubric(name: str) -> Rubric:
-    """The rubric called ``name`` (file ``<slug(name)>.yaml``; a path to a
-    YAML file also works).  Raises InputError listing the available names.
+    """The rubric called ``name`` (file ``<slug(name)>.yaml``), or the one of a YAML file.
 
     Args:
         name: a rubric name or a YAML path.
@@ -168,7 +129,7 @@ def load_rubric(name: str) -> Rubric:
         The rubric.
 
     Raises:
-        InputError: listing the available names.
+        InputError: no such rubric (listing the available names).
     """
     p = Path(name)
     if p.suffix in (".yaml", ".yml") and p.is_file():
@@ -184,14 +145,12 @@ def load_rubric(name: str) -> Rubric:
 
 
 def save_rubric(rubric: Rubric, user: bool = True, folder: str | Path | None = None) -> Path:
-    """Write ``rubric`` as ``<slug(name)>.yaml`` to the user folder
-    (``user=True``), to ``metric_pool/custom/`` (``user=False``) or to
-    ``folder`` when given.  Returns the path.
+    """Write ``rubric`` as ``<slug(name)>.yaml``.
 
     Args:
         rubric: the rubric.
-        user: the user folder (True) or ``metric_pool/custom/`` (False).
-        folder: another folder.
+        user: to the user folder (True) or to ``metric_pool/custom/`` (False).
+        folder: another folder (overrides ``user``).
 
     Returns:
         The path written.
@@ -210,8 +169,7 @@ _VEC_CACHE: dict[str, Any] = {}
 
 
 def semantic_scores(query: str, texts: list[str]) -> list[float]:
-    """MiniLM cosine between ``query`` and each of ``texts`` (values in [-1, 1]).
-    Text embeddings are cached per process.
+    """MiniLM cosine between ``query`` and each of ``texts`` (text embeddings cached per process).
 
     Args:
         query: the phrase.
@@ -239,18 +197,14 @@ def semantic_scores(query: str, texts: list[str]) -> list[float]:
 def find_rubric(
     quality: str, *, threshold: float = MATCH_THRESHOLD, rubrics: list[Rubric] | None = None
 ) -> Rubric | None:
-    """The rubric that measures ``quality`` (a word or phrase), or None.
-
-    Exact (case- and punctuation-insensitive) name match first; else the
-    rubric with the highest MiniLM cosine between ``quality`` and any of
-    its :func:`match_texts` (name, name + first clause, name + description), when that cosine is >= ``threshold``
-    (default :data:`MATCH_THRESHOLD` = 0.5).  ``rubrics`` defaults to
-    :func:`list_rubrics`.  Ties keep the alphabetically first rubric.
+    """The rubric that measures ``quality``: an exact (case- and punctuation-insensitive) name match, else the one
+    with the highest MiniLM cosine between ``quality`` and any of its :func:`match_texts` when >= ``threshold``
+    (ties: the alphabetically first).
 
     Args:
         quality: the quality word or phrase.
         threshold: the least cosine for a semantic match, in [-1, 1].
-        rubrics: the rubrics searched.
+        rubrics: the rubrics searched (default :func:`list_rubrics`).
 
     Returns:
         The rubric, or None.
@@ -268,15 +222,14 @@ def find_rubric(
 
 
 def match_texts(rubric: Rubric) -> list[str]:
-    """The texts a quality phrase is compared with: the name, ``"<name>:
-    <first clause of the description>"`` (up to the first ``;`` or ``.``)
-    and ``"<name>: <description>"``.
+    """The texts a quality phrase is compared with.
 
     Args:
         rubric: the rubric.
 
     Returns:
-        The three texts.
+        The name, ``"<name>: <first clause of the description>"`` (up to the first ``;`` or ``.``) and
+        ``"<name>: <description>"`` (each only when it adds something).
     """
     name = rubric.name.replace("_", " ")
     first = re.split(r"[;.]", rubric.description or "", maxsplit=1)[0].strip()
