@@ -1,24 +1,9 @@
 """The definition of a benchmark: everything sgieval knows about one benchmark, in one object.
 
-A benchmark module (``sciaidanbench.py``, ``sgi.py``, ``sfbench.py``,
-``jsonl.py``) ends with one :class:`Benchmark`; :mod:`.registry` lists them
-(``register(defn)`` is the one line that makes a new benchmark known to
-``sgieval ask``, ``sgieval catalog``, ``sgieval data`` and the agents).
-
-What the rest of sgieval reads from a definition:
-
-- data: ``folder`` (the sub-folder of a data root), ``markers`` (files that
-  mark a folder as holding the data), ``loader`` (folder -> Items), ``pull``
-  (download into a folder, or None when there is no public download);
-- catalog: ``tasks`` and ``facets`` (what the five catalog facets mean for it);
-- questioning agent (offline path): ``vocabulary`` (request words -> facet values);
-- target prompts: ``prompts`` (task -> template, as sent);
-- customisation agent: ``metrics`` (the names of the metrics scored on
-  every run, each declared with ``@metric``: see
-  :mod:`sgieval.metric_pool.registry`), ``primary`` (task -> the metric its
-  ranking uses by default) and ``prefer`` (quality -> its metrics measuring
-  it, best first).  What each metric measures is declared on the metric
-  itself (``MetricSpec.qualities``).
+A benchmark module ends with one :class:`Benchmark`; ``register(defn)`` (:mod:`.registry`) makes it known to ``sgieval
+ask``, ``catalog``, ``data`` and the agents, which read its data layout (``folder``, ``markers``, ``loader``, ``pull``),
+catalog facets, request ``vocabulary``, ``prompts``, the ``metrics`` scored on every run (declared with ``@metric``,
+:mod:`sgieval.metric_pool.registry`), the ``primary`` metric per task and the metrics it ``prefer``s per quality.
 """
 
 from __future__ import annotations
@@ -53,26 +38,22 @@ SCIENCE_WORDS: dict[str, tuple[str, ...]] = {
     "condensed matter": (r"condensed[- ]matter",),
     "synchrotron": (r"synchrotron", r"x-ray"),
 }
-"""Science concepts -> the request words naming them (regular expressions, matched
-case-insensitively on word boundaries).  Plain English shared by every benchmark;
-a benchmark maps a concept to its own facet values in :class:`Vocabulary`, and
-may add words for a concept of its own (``Vocabulary.words``)."""
+"""Science concepts -> the request words naming them (regular expressions, matched case-insensitively on word
+boundaries).  Plain English shared by every benchmark; a benchmark maps a concept to its own facet values in
+:class:`Vocabulary`, and may add words for a concept of its own (``Vocabulary.words``)."""
 
 
 @dataclass(frozen=True)
 class Vocabulary:
     """Request words the offline questioning agent maps onto this benchmark's facet values.
 
-    ``disciplines``: concept -> the discipline or direction values (lower
-    case) it stands for in this benchmark, e.g. ``{"life": ("biology",)}``;
-    the concept's words are :data:`SCIENCE_WORDS` plus ``words``.
-    ``words``: concept -> extra patterns (for a concept not in
+    ``disciplines``: concept -> the discipline or direction values (lower case) it stands for in this benchmark, e.g.
+    ``{"life": ("biology",)}``; the concept's words are :data:`SCIENCE_WORDS` plus ``words``. ``words``: concept ->
+    extra patterns (for a concept not in
     :data:`SCIENCE_WORDS`, or more words for one that is).  ``tasks``:
-    (task, patterns), checked in order, more specific phrases first.
-    ``names``: patterns naming the benchmark itself ("sgi bench").
-    Patterns are regular expressions matched case-insensitively on word
-    boundaries.  Several benchmarks' vocabularies are joined in registry
-    order (:func:`sgieval.benchmarks.registry.vocabulary`).
+    (task, patterns), checked in order, more specific phrases first. ``names``: patterns naming the benchmark itself
+    ("sgi bench"). Patterns are regular expressions matched case-insensitively on word boundaries.  Several benchmarks'
+    vocabularies are joined in registry order (:func:`sgieval.benchmarks.registry.vocabulary`).
     """
 
     disciplines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -86,45 +67,37 @@ class Benchmark:
     """One benchmark, as sgieval uses it (see the module docstring).
 
     Fields:
-        name: the benchmark name, ``Item.benchmark`` of its items and the
-            ``-b`` value (``"sgi-bench"``).
+        name: the benchmark name, ``Item.benchmark`` of its items and the ``-b`` value (``"sgi-bench"``).
         description: one line for listings.
-        loader: ``loader(folder: Path) -> list[Item]``; raises InputError /
-            DataNotFoundError naming file, record, field and fix.
+        loader: ``loader(folder: Path) -> list[Item]``; raises InputError / DataNotFoundError naming file, record, field
+            and fix.
         folder: the sub-folder of a data root holding the data (default ``name``).
-        markers: file names that mark a folder as holding the data; empty:
-            any ``*.jsonl``, ``*.parquet`` or ``*.json`` file does.
-        pull: ``pull(dest: Path) -> Path`` downloads the public data into
-            ``dest`` (the benchmark's folder); None: no public download.
-        skipped: ``skipped(folder: Path) -> list[str]``: the files of the data
-            folder the loader leaves out, each as ``<file> (<why>)`` (the
-            report's Run table names them); None: it leaves none out.
+        markers: file names that mark a folder as holding the data; empty: any ``*.jsonl``, ``*.parquet`` or ``*.json``
+            file does.
+        pull: ``pull(dest: Path) -> Path`` downloads the public data into ``dest`` (the benchmark's folder); None: no
+            public download.
+        skipped: ``skipped(folder: Path) -> list[str]``: the files of the data folder the loader leaves out, each as
+            ``<file> (<why>)`` (the report's Run table names them); None: it leaves none out.
         source: where the data comes from (URL, dataset, paper), shown by ``sgieval data``.
         tasks: the task names its items use.
         facets: facet -> what it means here (e.g. ``{"direction": "subdomain"}``).
         vocabulary: the offline request vocabulary (:class:`Vocabulary`).
-        prompts: task -> the template the target sees, a ``str.format`` string
-            over the record's fields (``{question}``; literal braces doubled,
-            see :func:`literal`); the loader fills it into ``Item.prompt``.
-        metrics: the names of the metrics scored on every run over its
-            items, in order: each a metric declared with ``@metric`` in this
-            benchmark's scope, else in every benchmark's (``"*"``).
-        primary: task -> name of the metric the ranking uses by default (its
-            ``MetricSpec.primary`` is True).
-        prefer: quality -> the names of the metrics that measure it on this
-            benchmark's items, best first (``{"accuracy": ("em", "mca")}``): the
-            customisation agent ranks a request about the quality by the first
-            that applies.  A quality not listed falls back to the metrics that
-            declare it (``MetricSpec.qualities``), in the order of the metric pool.
-        owns: ``owns(item_benchmark: str) -> bool`` for a definition whose items
-            carry derived names (the generic JSONL benchmark's ``jsonl:<stem>``);
-            None: only ``name`` itself.
-        data_root: True when the data is a folder found in the data roots
-            (``--data-dir``, ``$SGIEVAL_DATA``, ``../shared/data``, the user
-            cache); False when the loader is given a file path instead
-            (``-b questions.jsonl``) or knows its own files (a YAML benchmark).
-        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by
-            this benchmark's loader (the generic JSONL benchmark: ``.jsonl``).
+        prompts: task -> the template the target sees, a ``str.format`` string over the record's fields (``{question}``;
+            literal braces doubled, see :func:`literal`); the loader fills it into ``Item.prompt``.
+        metrics: the names of the metrics scored on every run over its items, in order: each a metric declared with
+            ``@metric`` in this benchmark's scope, else in every benchmark's (``"*"``).
+        primary: task -> name of the metric the ranking uses by default (its ``MetricSpec.primary`` is True).
+        prefer: quality -> the names of the metrics that measure it on this benchmark's items, best first
+            (``{"accuracy": ("em", "mca")}``): the customisation agent ranks a request about the quality by the first
+            that applies.  A quality not listed falls back to the metrics that declare it (``MetricSpec.qualities``), in
+            the order of the metric pool.
+        owns: ``owns(item_benchmark: str) -> bool`` for a definition whose items carry derived names (the generic JSONL
+            benchmark's ``jsonl:<stem>``); None: only ``name`` itself.
+        data_root: True when the data is a folder found in the data roots (``--data-dir``, ``$SGIEVAL_DATA``,
+            ``../shared/data``, the user cache); False when the loader is given a file path instead (``-b
+            questions.jsonl``) or knows its own files (a YAML benchmark).
+        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by this benchmark's loader (the generic JSONL
+            benchmark: ``.jsonl``).
     """
 
     name: str

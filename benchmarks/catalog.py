@@ -20,10 +20,9 @@ from .base import FACET_NAMES as FACETS
 class Catalog:
     """All items of the loaded benchmarks.
 
-    ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no
-    local data), so the questioning agent and ``sgieval catalog`` can say so;
-    ``sources`` maps it to where its items came from, ``skipped`` to the files
-    of its data folder its loader left out (``<file> (<why>)``).
+    ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no local data), so the questioning agent and
+    ``sgieval catalog`` can say so; ``sources`` maps it to where its items came from, ``skipped`` to the files of its
+    data folder its loader left out (``<file> (<why>)``).
     """
 
     items: list[Item]
@@ -135,8 +134,8 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
     """Load the named benchmarks into one catalog.
 
     Args:
-        benchmarks: benchmark names, or paths to a JSONL file or a YAML benchmark definition (a user benchmark);
-            None: every registered benchmark whose data is found in a data root, in registry order.
+        benchmarks: benchmark names, or paths to a JSONL file or a YAML benchmark definition (a user benchmark); None:
+            every registered benchmark whose data is found in a data root, in registry order.
         data_dir: the data folder to look in first (``--data-dir``; default the lookup order of
             :func:`~sgieval.benchmarks.data_roots`).
 
@@ -213,8 +212,8 @@ def stored_responses(
 ) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
     """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a call).
 
-    Only SciAidanBench ships stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay JSONL
-    files of other benchmarks are given with ``--models replay:<file>``.
+    Only SciAidanBench ships stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay JSONL files of
+    other benchmarks are given with ``--models replay:<file>``.
 
     Args:
         catalog: the catalog whose items are counted.

@@ -1,18 +1,10 @@
 """Where benchmark data lives, and how to fetch it.
 
-A folder the user names is the only place looked in: ``--data-dir``, else
-``$SGIEVAL_DATA``.  When it holds no benchmark the loaders recognise, the run
-stops (:class:`~sgieval.core.DataNotFoundError`, exit 2) naming the folder,
-the layouts looked for and what the folder holds; it never falls back to
-another folder.  With neither given, the default roots are searched in order:
-``../shared/data`` (beside the checkout, and beside the working directory),
-then the user cache (``platformdirs.user_cache_dir("sgieval")/data``).
-
-Each root holds one folder per benchmark, named by its definition
-(``Benchmark.data_folder``: ``sciaidanbench/``, ``sgi-bench/``, ``sfbench/``),
-holding its marker files (``Benchmark.markers``).  A named folder may also
-point straight at one benchmark's folder, or at an upstream layout
-(:mod:`sgieval.benchmarks.layouts`).
+A folder the user names (``--data-dir``, else ``$SGIEVAL_DATA``) is the only place looked in; when it holds no
+benchmark, :class:`~sgieval.core.DataNotFoundError` names it and the layouts looked for.  Else the default roots are
+searched: ``../shared/data`` (beside the checkout and the working directory), then the user cache.  A root holds one
+folder per benchmark (``Benchmark.data_folder``) with its marker files; a named folder may also be one benchmark's
+folder or an upstream layout (:mod:`sgieval.benchmarks.layouts`).
 """
 
 from __future__ import annotations
@@ -59,9 +51,8 @@ def user_data_dir() -> Path:
 
 
 def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
-    """The data folder the user named and how it was named: (``data_dir``,
-    ``"--data-dir <path>"``), else (``$SGIEVAL_DATA``, ``"SGIEVAL_DATA=<path>"``),
-    else None (the default roots are searched)."""
+    """The data folder the user named and how it was named: (``data_dir``, ``"--data-dir <path>"``), else
+    (``$SGIEVAL_DATA``, ``"SGIEVAL_DATA=<path>"``), else None (the default roots are searched)."""
     if data_dir:
         d = Path(data_dir).expanduser()
         return d, f"--data-dir {d}"
@@ -73,8 +64,8 @@ def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
 
 
 def default_roots() -> list[Path]:
-    """The roots searched when no folder is named: ``../shared/data`` beside the
-    checkout and beside the working directory, then the user cache."""
+    """The roots searched when no folder is named: ``../shared/data`` beside the checkout and beside the working
+    directory, then the user cache."""
     here = Path(__file__).resolve().parents[1]
     return [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", user_data_dir()]
 
@@ -99,21 +90,21 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
 
 
 def _definition(benchmark: str) -> Benchmark:
-    """The registered definition of ``benchmark``; an unregistered name is looked up as a
-    folder of that name holding any data file."""
+    """The registered definition of ``benchmark``; an unregistered name is looked up as a folder of that name holding
+    any data file."""
     return find(benchmark) or Benchmark(name=benchmark, loader=lambda folder: [])
 
 
 def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, required: bool = True) -> Path | None:
     """The folder holding ``benchmark``'s data.
 
-    With a named folder (``data_dir``, else ``$SGIEVAL_DATA``: :func:`named_root`) only that folder is
-    looked in: the folder itself, its ``<benchmark>/`` sub-folder, or an upstream layout it holds
-    (:mod:`sgieval.benchmarks.layouts`).  Without one, :func:`default_roots` are searched in order.
+    With a named folder (``data_dir``, else ``$SGIEVAL_DATA``: :func:`named_root`) only that folder is looked in: the
+    folder itself, its ``<benchmark>/`` sub-folder, or an upstream layout it holds (:mod:`sgieval.benchmarks.layouts`).
+    Without one, :func:`default_roots` are searched in order.
 
     Args:
-        benchmark: a registered benchmark name (``sciaidanbench``, ``sgi-bench``, ...); another name is
-            looked up as a folder of that name holding any data file.
+        benchmark: a registered benchmark name (``sciaidanbench``, ``sgi-bench``, ...); another name is looked up as a
+            folder of that name holding any data file.
         data_dir: the ``--data-dir`` folder, or None.
         required: raise when nothing is found (else return None).
 
@@ -121,9 +112,8 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
         The folder the benchmark's loader reads, or None (not ``required``, nothing found).
 
     Raises:
-        DataNotFoundError: one line naming the folder(s) looked in, what was looked for, what a named
-            folder holds, and the fix: when ``required`` and nothing is found; and always when a named
-            folder does not exist, or holds a ``<benchmark>/`` folder without the benchmark's files.
+        DataNotFoundError: nothing found and ``required``; a named folder that does not exist, or holds a
+            ``<benchmark>/`` folder without the benchmark's files (naming the folders, what was looked for, the fix).
     """
     defn = _definition(benchmark)
     sub = defn.data_folder
@@ -224,8 +214,8 @@ def pull(benchmark: str, dest_root: Path | None = None) -> Path:
         The folder ``<dest_root>/<its data folder>``.
 
     Raises:
-        OfflineError: the benchmark has no public download, or (within a few seconds) the source is unreachable;
-            the message says where to put the files.
+        OfflineError: the benchmark has no public download, or (within a few seconds) the source is unreachable; the
+            message says where to put the files.
     """
     dest_root = dest_root or user_data_dir()
     defn = find(benchmark)

@@ -22,23 +22,18 @@ type       no       facet (string, default "")
 metadata   no       JSON object copied into ``Item.metadata``
 ========== ======== =====================================================
 
-Any other field is an input error (put extra data under ``metadata``).  Items
-get ``benchmark = "jsonl:<file stem>"`` and ``id = "<benchmark>/<id>"``
-(SGI_ITEMS.md).  A record without ``reference`` has ``Item.reference = None``.
+Any other field is an input error (put extra data under ``metadata``).  Items get ``benchmark = "jsonl:<file stem>"``
+and ``id = "<benchmark>/<id>"`` (SGI_ITEMS.md).  A record without ``reference`` has ``Item.reference = None``.
 
-Replay files (stored responses, served by ``replay:<name or path>`` models):
-one JSON object per line, ``{"item_id": str, "text": str}`` plus an optional
-``"model": str``.  ``item_id`` is the full ``Item.id`` (e.g.
-``"sgi-bench/SGI_IdeaGeneration_9001"``) and ``text`` the raw reply exactly as
-the target would have returned it.  The model name is the ``model`` field when
-present, otherwise the file stem (``responses/fixture-model-a.jsonl`` ->
-``fixture-model-a``).  A file holds one model and one line per item: a
-second line for an ``item_id``, or a line naming another model, is an input
-error naming the line.  Example fixtures: ``tests/fixtures/sgi/responses/``.
+Replay files (stored responses, served by ``replay:<name or path>`` models): one JSON object per line, ``{"item_id":
+str, "text": str}`` plus an optional ``"model": str``.  ``item_id`` is the full ``Item.id`` (e.g.
+``"sgi-bench/SGI_IdeaGeneration_9001"``) and ``text`` the raw reply exactly as the target would have returned it.  The
+model name is the ``model`` field when present, otherwise the file stem (``responses/fixture-model-a.jsonl`` ->
+``fixture-model-a``).  A file holds one model and one line per item: a second line for an ``item_id``, or a line naming
+another model, is an input error naming the line.  Example fixtures: ``tests/fixtures/sgi/responses/``.
 
-Shared helpers used by the SGI-Bench and SFBench loaders: :func:`iter_records`
-reads JSONL / JSON-list / parquet files and yields ``(location, record)``
-pairs whose location names the file and the 1-based line, record or row;
+Shared helpers used by the SGI-Bench and SFBench loaders: :func:`iter_records` reads JSONL / JSON-list / parquet files
+and yields ``(location, record)`` pairs whose location names the file and the 1-based line, record or row;
 :func:`input_error_from_validation` turns a pydantic ``ValidationError`` into
 one :class:`~sgieval.core.InputError` naming file, line, field and fix.
 """
@@ -53,8 +48,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core import GENERIC, DataNotFoundError, InputError, Item, json_loads_strict, lone_surrogate, split_jsonl
 from .base import Benchmark
-
-__all__ = ["load_jsonl", "iter_records", "input_error_from_validation", "GenericRecord", "DEFINITION"]
 
 
 # ------------------------------------------------------------------ record reading
@@ -75,16 +68,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _parquet_rows(p: Path) -> Iterator[tuple[str, dict]]:
+    """``(location, row)`` of a parquet file's rows (pyarrow); raises InputError for an unreadable file."""
+    try:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(p).to_pylist()
+    except Exception as e:  # pyarrow raises several error types for a bad file
+        raise InputError(
+            f"cannot read parquet: {str(e).splitlines()[0]}",
+            what=str(p),
+            fix="re-download the file, or convert it to JSONL with one record per line",
+        ) from e
+    for n, row in enumerate(rows, 1):
+        yield f"{p} row {n}", _plain(row)
+
+
 def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[str, dict]]:
     """Yield ``(location, record)`` for every record of a data file.
 
-    Formats by suffix: ``.jsonl`` (one JSON object per line, blank lines
-    skipped; location ``"<path> line N"``), ``.json`` (a JSON list of
-    objects; location ``"<path> record N"``), ``.parquet`` (one row per record
-    via pyarrow; location ``"<path> row N"``).  N counts from 1.
-
-    Raises :class:`DataNotFoundError` for a missing file and
-    :class:`InputError` for an unreadable file, a bad JSON line or a
+    Formats by suffix: ``.jsonl`` (location ``"<path> line N"``, blank lines skipped), ``.json`` (a list of objects,
+    ``"<path> record N"``), ``.parquet`` (pyarrow, ``"<path> row N"``); N counts from 1.  Raises
+    :class:`DataNotFoundError` for a missing file and :class:`InputError` for an unreadable file, a bad JSON line or a
     non-object record, naming the file, the line and the fix.
     """
     p = Path(path)
@@ -94,18 +99,7 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
         )
     suffix = p.suffix.lower()
     if suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-
-            rows = pq.read_table(p).to_pylist()
-        except Exception as e:  # pyarrow raises several error types for a bad file
-            raise InputError(
-                f"cannot read parquet: {str(e).splitlines()[0]}",
-                what=str(p),
-                fix="re-download the file, or convert it to JSONL with one record per line",
-            ) from e
-        for n, row in enumerate(rows, 1):
-            yield f"{p} row {n}", _plain(row)
+        yield from _parquet_rows(p)
         return
     try:
         text = p.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not data
@@ -221,11 +215,9 @@ def input_error_from_validation(
 ) -> InputError:
     """One-line :class:`InputError` for the first problem in ``err``.
 
-    ``where`` names the file and line/row, ``label`` the record (e.g.
-    ``"SGI-Bench deep_research record 'SGI_DeepResearch_0001'"``),
-    ``schema_ref`` the document defining the schema (quoted in the fix).
-    ``hint(field)`` may return a field-specific fix.
-    Message shape: ``"<where>: <label>: field 'answer' is missing. Fix: ..."``.
+    ``where`` names the file and line/row, ``label`` the record (e.g. ``"SGI-Bench deep_research record
+    'SGI_DeepResearch_0001'"``), ``schema_ref`` the document defining the schema (quoted in the fix). ``hint(field)``
+    may return a field-specific fix. Message shape: ``"<where>: <label>: field 'answer' is missing. Fix: ..."``.
     """
     errors = err.errors()
     e = errors[0]
@@ -318,16 +310,14 @@ class GenericRecord(BaseModel):
 def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
     """Load a generic JSONL benchmark into Items (field table in the module docstring).
 
-    ``benchmark`` defaults to ``"jsonl:<file stem>"``; ``Item.id`` is
-    ``"<benchmark>/<id>"``; ``reference`` becomes ``{"answer": reference}``
-    (None when the record has none); ``metadata`` gets the record's
-    ``metadata`` plus ``source`` (the file) and ``native_id``, and
-    ``metadata["question"]`` = the prompt unless the record's metadata sets it.
+    ``benchmark`` defaults to ``"jsonl:<file stem>"``; ``Item.id`` is ``"<benchmark>/<id>"``; ``reference`` becomes
+    ``{"answer": reference}`` (None when the record has none); ``metadata`` gets the record's ``metadata`` plus
+    ``source`` (the file) and ``native_id``, and ``metadata["question"]`` = the prompt unless the record's metadata sets
+    it.
 
     Raises :class:`DataNotFoundError` when the file does not exist and
     :class:`InputError` naming ``<file> line N``, the field and the fix for a
-    bad JSON line, a missing/ill-typed/unknown field, a duplicate id or an
-    empty file.
+    bad JSON line, a missing/ill-typed/unknown field, a duplicate id or an empty file.
     """
     p = Path(path)
     bench = benchmark or f"jsonl:{p.stem}"
@@ -374,10 +364,9 @@ MCQ_ANSWER_FORMAT = "Answer with the letter of the correct option as \\boxed{X} 
 
 
 def shown_prompt(prompt: str, options: list[str] | dict[str, str] | None) -> str:
-    """What the target model sees for a generic JSONL record: ``prompt`` as
-    written, unless ``options`` are given and some option text is not in it;
-    then the prompt, a blank line, one ``"A. <text>"`` line per option (list:
-    A, B, ... in order; object: its letters, sorted) and
+    """What the target model sees for a generic JSONL record: ``prompt`` as written, unless ``options`` are given and
+    some option text is not in it; then the prompt, a blank line, one ``"A. <text>"`` line per option (list: A, B, ...
+    in order; object: its letters, sorted) and
     :data:`MCQ_ANSWER_FORMAT`.  A prompt that already lists every option is
     left alone (no option shown twice)."""
     if not options:

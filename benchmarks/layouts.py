@@ -1,26 +1,11 @@
 """Upstream data layouts: a benchmark's data as its own public repository or dataset leaves it.
 
-``--data-dir`` may point at:
-
-- **the sgieval layout**: ``<root>/<benchmark>/`` folders (``sciaidanbench/questions.json`` +
-  ``responses/*.json``, ``sgi-bench/*.parquet``, ``sfbench/*.jsonl``), or one benchmark's folder itself;
-- **a clone of SciAidanBench** (github CFN-softbio/SciAidanBench): ``results/per_model/model_*.json`` in the
-  ``domains -> ...`` layout (keys domain, subdomain, model, temperature, question), and the question list as Python
-  source in ``benchmark/sciaidanbench_questions*.py``.  The list is read as data with :mod:`ast` (literal lists and
-  dicts of strings), never imported or run.  Model names come from the files (``model_deepseek-r1_7b.json`` holds
-  ``deepseek-r1:7b``); pseudo-models (``top-5*`` ensembles and routers) are listed apart and are not targets.
-  The clone itself, ``results/`` or ``results/per_model/`` are all recognised;
-- **a clone of AidanBench** (github aidanmclaughlin/AidanBench): ``benchmark/question_list.py``
-  (``questions = [...]``) and ``results/*.json`` (``models -> <model> -> "<temperature>" -> question ->
-  [records]``); read the same way;
-- **an SGI-Bench snapshot from the HuggingFace hub**: parquet files per split, as ``snapshot_download`` or the hub
-  cache leave them (``SGI-DeepResearch/data/test-00000-of-00001.parquet``,
-  ``datasets--InternScience--SGI-DeepResearch/snapshots/<revision>/data/test-*.parquet``).
-
-A clone is not read in place: :func:`sciaidanbench_view` writes an sgieval-layout view of it (``questions.json``,
-``responses/`` symlinks to the model files, ``layout.json`` naming the source, the models and the pseudo-models)
-into the user cache, rebuilt when the clone's files change; every loader and replay model then reads the view.
-When no layout fits, :class:`~sgieval.core.DataNotFoundError` names every layout tried and what it looked for.
+``--data-dir`` may point at the sgieval layout (``<root>/<benchmark>/``), a clone of SciAidanBench
+(``results/per_model/model_*.json``, the question list read from Python source with :mod:`ast`, never run; pseudo-models
+listed apart), a clone of AidanBench (``benchmark/question_list.py``, ``results/*.json``) or an SGI-Bench HuggingFace
+snapshot (parquet per split, as ``snapshot_download`` or the hub cache leave them).  A clone is read through a view in
+the user cache (:func:`sciaidanbench_view`: ``questions.json``, ``responses/`` symlinks, ``layout.json``), rebuilt when
+the clone changes.  When no layout fits, :class:`~sgieval.core.DataNotFoundError` names every layout tried.
 """
 
 from __future__ import annotations
@@ -51,13 +36,12 @@ LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)
 
 # ------------------------------------------------------------------ reading Python question lists as data
 def literal_strings(path: Path) -> dict[str, Any]:
-    """Module-level assignments of ``path`` whose value is a literal list of
-    strings or a (nested) dict whose leaves are such lists: {name: value}.
+    """Module-level assignments of ``path`` whose value is a literal list of strings or a (nested) dict whose leaves are
+    such lists: {name: value}.
 
     The file is parsed with :func:`ast.parse` and each value evaluated with
     :func:`ast.literal_eval`; nothing is imported or executed.  Other
-    statements are ignored.  Raises DataNotFoundError naming the file when it
-    is not valid Python."""
+    statements are ignored.  Raises DataNotFoundError naming the file when it is not valid Python."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError, OSError) as e:
@@ -94,9 +78,8 @@ def _string_tree(v: Any) -> bool:
 
 
 def question_groups(files: list[Path]) -> list[tuple[str, str | None, list[str]]]:
-    """(domain, subdomain or None, questions) from the dicts of SciAidanBench
-    question-list files (``{domain: [q...]}`` or ``{domain: {subdomain:
-    [q...]}}``), in file order; the first dict of that shape wins."""
+    """(domain, subdomain or None, questions) from the dicts of SciAidanBench question-list files (``{domain:
+    [q...]}`` or ``{domain: {subdomain: [q...]}}``), in file order; the first dict of that shape wins."""
     for f in files:
         for val in literal_strings(f).values():
             if not isinstance(val, dict):
@@ -123,10 +106,9 @@ def _clone_root(folder: Path) -> Path | None:
 
 @dataclass
 class CloneView:
-    """The sgieval-layout view of an upstream clone: ``folder`` (what the
-    loaders read), ``source`` (the clone), ``layout`` (one of :data:`LAYOUTS`),
-    ``models`` (real model names), ``pseudo_models`` (ensembles/routers:
-    {name: file}), ``notes`` (e.g. files that could not be read)."""
+    """The sgieval-layout view of an upstream clone: ``folder`` (what the loaders read), ``source`` (the clone),
+    ``layout`` (one of :data:`LAYOUTS`), ``models`` (real model names), ``pseudo_models`` (ensembles/routers: {name:
+    file}), ``notes`` (e.g. files that could not be read)."""
 
     folder: Path
     source: Path
@@ -193,17 +175,14 @@ def _close_view(view: CloneView, key: str, questions: list[dict[str, Any]]) -> C
 
 
 def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
-    """The sgieval-layout view of the SciAidanBench clone holding ``folder``,
-    or None when ``folder`` is not in one.
+    """The sgieval-layout view of the SciAidanBench clone holding ``folder``, or None when ``folder`` is not in one.
 
-    ``questions.json``: the question-list dict of ``benchmark/sciaidanbench_questions*.py``
-    when there is one (domain, subdomain, index in its list; ``in_published_results``:
-    whether the results files hold the question), else the questions of the first
-    real model's results file in file order (as ``sgieval data pull`` builds it).
-    ``responses/``: a symlink per real model's file (its name inside the file);
-    pseudo-models go to ``responses/pseudo/`` (not targets).  Written under
-    ``dest_root`` (default: the user cache, ``$SGIEVAL_LAYOUT_CACHE``) and
-    reused while the clone's files are unchanged."""
+    ``questions.json``: the question-list dict of ``benchmark/sciaidanbench_questions*.py`` when there is one
+    (domain, subdomain, index in its list; ``in_published_results``: whether the results files hold the question),
+    else the questions of the first real model's results file in file order (as ``sgieval data pull`` builds it).
+    ``responses/``: a symlink per real model's file (its name inside the file); pseudo-models go to
+    ``responses/pseudo/`` (not targets).  Written under ``dest_root`` (default: the user cache,
+    ``$SGIEVAL_LAYOUT_CACHE``) and reused while the clone's files are unchanged."""
     root = _clone_root(Path(folder).expanduser().resolve())
     if root is None:
         return None
@@ -279,12 +258,10 @@ LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
     """The sgieval-layout view of an AidanBench clone at ``folder`` (or None).
 
-    Questions: ``questions = [...]`` of ``benchmark/question_list.py`` (read
-    with :mod:`ast`), domain :data:`AIDAN_DOMAIN`, index = position in the list.
-    Stored answers: each ``results/*.json`` (``models -> <model> ->
-    "<temperature>" -> question -> [records]``) rewritten under
-    ``domains -> AidanBench``; a Git LFS pointer or an unreadable file is
-    named in ``notes`` (and ``layout.json``) instead of failing the run."""
+    Questions: ``questions = [...]`` of ``benchmark/question_list.py`` (read with :mod:`ast`), domain
+    :data:`AIDAN_DOMAIN`, index = position in the list. Stored answers: each ``results/*.json`` (``models -> <model>
+    -> "<temperature>" -> question -> [records]``) rewritten under ``domains -> AidanBench``; a Git LFS pointer or an
+    unreadable file is named in ``notes`` (and ``layout.json``) instead of failing the run."""
     root = Path(folder).expanduser().resolve()
     qfile = root / "benchmark" / "question_list.py"
     if not qfile.is_file():
@@ -338,9 +315,9 @@ def upstream_view(folder: str | Path) -> CloneView | None:
 
 # ------------------------------------------------------------------ detection
 def looks_sgi_snapshot(folder: Path) -> bool:
-    """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset
-    (``SGI-DeepResearch``, ``datasets--InternScience--SGI-DeepResearch``, ...)
-    with a parquet file somewhere below it (a hub snapshot, one file per split)."""
+    """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset (``SGI-DeepResearch``,
+    ``datasets--InternScience--SGI-DeepResearch``, ...) with a parquet file somewhere below it (a hub snapshot, one
+    file per split)."""
     if not folder.is_dir():
         return False
     for sub in folder.iterdir():
@@ -352,10 +329,9 @@ def looks_sgi_snapshot(folder: Path) -> bool:
 def detect(folder: str | Path) -> str:
     """The layout (one of :data:`LAYOUTS`) of ``folder``.
 
-    Raises DataNotFoundError naming every layout tried and what each looked
-    for when none fits (a SciAidanBench or AidanBench clone is recognised
-    before any benchmark's own loader reads a file, so it is never reported
-    as another benchmark's bad data)."""
+    Raises DataNotFoundError naming every layout tried and what each looked for when none fits (a SciAidanBench or
+    AidanBench clone is recognised before any benchmark's own loader reads a file, so it is never reported as another
+    benchmark's bad data)."""
     d = Path(folder).expanduser()
     if not d.is_dir():
         raise DataNotFoundError("folder does not exist", what=str(d), fix="point --data-dir at a data folder")

@@ -1,26 +1,7 @@
-"""Prompt templates: what the target model sees for each SGI-Bench task and SFBench.
-
-Every template follows the "Prompt" / "Generation" paragraph of
-``shared/specs/METRICS.md`` section A for its task (A.1 deep research, A.2 idea
-generation, A.3 dry experiment, A.4 wet experiment, A.5 experimental
-reasoning) and DATASETS.md "SFBench" for the feasibility task.  The
-*structure* (question + appended instruction + example in the format the
-scorer parses) is the benchmark's; the wording is sgieval's own.  Templates
-are module-level strings so a reader can see exactly what was sent; the
-``*_prompt`` functions only concatenate.
-
-The scorers depend on these formats:
-
-- ``<answer>...</answer>`` tags (A.0 answer-tag extraction; D.1: case-sensitive)
-  for deep research, dry experiment and wet experiment;
-- the six-key JSON object (``Idea``, ``ImplementationSteps``,
-  ``ImplementationOrder``, ``Dataset``, ``EvaluationMetrics``,
-  ``ExpectedOutcome``) for idea generation (A.2 parser);
-- ``var = <Action name>(`` / ``key=value,`` / ``)`` protocol lines for wet
-  experiment (A.4 protocol parsing);
-- one upper-case option letter in ``\\boxed{}`` for experimental reasoning
-  (A.5 MCA; D.3 takes the last box);
-- a JSON object ``{"score": int -2..2, "explanation": str}`` for SFBench.
+"""Prompt templates: what the target model sees for each SGI-Bench task (METRICS.md A.1-A.5 "Prompt") and SFBench
+(DATASETS.md), as module-level strings; the structure (question, instruction, example in the format the scorer parses:
+``<answer>`` tags, the six-key idea JSON, protocol lines, a ``\\boxed{}`` letter, the SFBench JSON) is the benchmark's,
+the wording sgieval's.
 """
 
 from __future__ import annotations
@@ -38,8 +19,8 @@ Step 1. ...
 Step 2. ...
 <answer>0.25</answer>
 """
-"""Appended to the deep-research question (METRICS.md A.1 "Prompt": reason step by
-step, final answer inside ``<answer>...</answer>``, one-line numeric example)."""
+"""Appended to the deep-research question (METRICS.md A.1 "Prompt": reason step by step, final answer inside
+``<answer>...</answer>``, one-line numeric example)."""
 
 
 def deep_research_prompt(question: str) -> str:
@@ -80,9 +61,8 @@ IDEA_GENERATION_EXAMPLE: dict = {
         "coordination to selectivity."
     ),
 }
-"""The six-key example idea shown to the target (METRICS.md A.2 "Generation and
-parsing": ``Idea``, ``ImplementationSteps`` (step id -> text),
-``ImplementationOrder`` ("a-b" edges), ``Dataset``, ``EvaluationMetrics``
+"""The six-key example idea shown to the target (METRICS.md A.2 "Generation and parsing": ``Idea``,
+``ImplementationSteps`` (step id -> text), ``ImplementationOrder`` ("a-b" edges), ``Dataset``, ``EvaluationMetrics``
 (dict), ``ExpectedOutcome``).  Content is sgieval's own."""
 
 IDEA_GENERATION_INSTRUCTIONS = (
@@ -96,9 +76,8 @@ IDEA_GENERATION_INSTRUCTIONS = (
 
 
 def idea_generation_prompt(question: str) -> str:
-    """Idea-generation prompt: the raw question (which already holds the
-    research context) followed by :data:`IDEA_GENERATION_INSTRUCTIONS`
-    with the six-key JSON example (METRICS.md A.2)."""
+    """Idea-generation prompt: the raw question (which already holds the research context) followed by
+    :data:`IDEA_GENERATION_INSTRUCTIONS` with the six-key JSON example (METRICS.md A.2)."""
     return question + IDEA_GENERATION_INSTRUCTIONS
 
 
@@ -123,14 +102,13 @@ def minus(a, b):
     return a - b
 </answer>
 """
-"""Appended to the dry-experiment question (METRICS.md A.3 "Assembly": the
-prompt asks for the completed function(s) inside answer tags; only top-level
-``def`` blocks of the answer replace the masked functions)."""
+"""Appended to the dry-experiment question (METRICS.md A.3 "Assembly": the prompt asks for the completed function(s)
+inside answer tags; only top-level ``def`` blocks of the answer replace the masked functions)."""
 
 
 def dry_experiment_prompt(question: str) -> str:
-    """Dry-experiment prompt: the raw question (background + incomplete code)
-    followed by :data:`DRY_EXPERIMENT_INSTRUCTIONS` (METRICS.md A.3)."""
+    """Dry-experiment prompt: the raw question (background + incomplete code) followed by
+    :data:`DRY_EXPERIMENT_INSTRUCTIONS` (METRICS.md A.3)."""
     return question + DRY_EXPERIMENT_INSTRUCTIONS
 
 
@@ -158,9 +136,9 @@ result = <Measure signal>(
 )
 </answer>
 """
-"""Appended to the wet-experiment question, which already contains the action
-pool in ``<action>...</action>`` (METRICS.md A.4 "Protocol parsing": steps are
-``output_var = <Action name>(`` + ``key=value`` lines + a line holding only ``)``)."""
+"""Appended to the wet-experiment question, which already contains the action pool in ``<action>...</action>``
+(METRICS.md A.4 "Protocol parsing": steps are ``output_var = <Action name>(`` + ``key=value`` lines + a line holding
+only ``)``)."""
 
 
 def wet_experiment_prompt(question: str) -> str:
@@ -177,9 +155,8 @@ EXPERIMENTAL_REASONING_INSTRUCTIONS = (
     "Your reply must contain your reasoning and, at the end, the final answer: only the letter of the "
     "chosen option, inside \\boxed{}. Example: \\boxed{C}"
 )
-"""Placed before the question (METRICS.md A.5 "Prompt": images first, then an
-instruction to reason step by step and give one option letter in ``\\boxed{}``,
-the question, and the options labelled "A. ...", "B. ...")."""
+"""Placed before the question (METRICS.md A.5 "Prompt": images first, then an instruction to reason step by step and
+give one option letter in ``\\boxed{}``, the question, and the options labelled "A. ...", "B. ...")."""
 
 
 def option_label(i: int) -> str:
@@ -188,12 +165,11 @@ def option_label(i: int) -> str:
 
 
 def experimental_reasoning_prompt(question: str, options: list[str]) -> str:
-    """Experimental-reasoning text prompt: instruction, ``Question:`` block and
-    ``Options:`` block with one "A. ..." line per option (METRICS.md A.5).
+    """Experimental-reasoning text prompt: instruction, ``Question:`` block and ``Options:`` block with one "A. ..."
+    line per option (METRICS.md A.5).
 
-    The question images are not part of this string: they are in
-    ``Item.metadata["images"]`` (base64 PNG) and the target call must send them
-    before the text."""
+    The question images are not part of this string: they are in ``Item.metadata["images"]`` (base64 PNG) and the
+    target call must send them before the text."""
     lines = [EXPERIMENTAL_REASONING_INSTRUCTIONS, "", "Question:", question, "", "Options:"]
     lines += [f"{option_label(i)}. {opt}" for i, opt in enumerate(options)]
     return "\n".join(lines) + "\n"
@@ -218,9 +194,8 @@ Then explain the rating: for an infeasible claim give the decisive reason; for a
 Reply with one JSON object and nothing else:
 {{"score": <integer from -2 to 2>, "explanation": "<your explanation>"}}
 """
-"""SFBench prompt (DATASETS.md "SFBench": a system outputs, per claim, a Likert
-score -2..2 and an explanation, using only information available before the
-claim's assessment date).  Placeholders: ``{claim}``, ``{assessment_date}``."""
+"""SFBench prompt (DATASETS.md "SFBench": a system outputs, per claim, a Likert score -2..2 and an explanation, using
+only information available before the claim's assessment date).  Placeholders: ``{claim}``, ``{assessment_date}``."""
 
 
 def sfbench_prompt(claim: str, assessment_date: str) -> str:

@@ -8,9 +8,8 @@ plus one line::
     from sgieval.benchmarks.registry import register
     register(MY_BENCHMARK)
 
-Everything that needs a per-benchmark table (data folders and markers,
-``data pull``, the catalog's default list, the offline request vocabulary,
-the predefined metrics) reads it from here.
+Everything that needs a per-benchmark table (data folders and markers, ``data pull``, the catalog's default list, the
+offline request vocabulary, the predefined metrics) reads it from here.
 """
 
 from __future__ import annotations
@@ -59,8 +58,8 @@ def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
         ``defn``.
 
     Raises:
-        InputError: when the name is a built-in benchmark's, or another definition already has it and ``replace``
-            is False.
+        InputError: when the name is a built-in benchmark's, or another definition already has it and ``replace`` is
+            False.
     """
     if not isinstance(defn, Benchmark):
         raise InputError(
@@ -146,8 +145,8 @@ def get(name: str) -> Benchmark:
 
 
 def with_data() -> list[Benchmark]:
-    """Definitions whose data is a folder in the data roots (``Benchmark.data_root``), in
-    registry order: the benchmarks a catalog loads when none is named."""
+    """Definitions whose data is a folder in the data roots (``Benchmark.data_root``), in registry order: the
+    benchmarks a catalog loads when none is named."""
     return [d for d in definitions() if d.data_root]
 
 
@@ -160,13 +159,13 @@ def for_path(path: str) -> Benchmark | None:
 def predefined_metrics(
     benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
 ) -> list[Metric]:
-    """The metrics ``benchmarks`` (names or item benchmark names) score on every run: the metrics each
-    definition names (``Benchmark.metrics``), read from the metric registry.
+    """The metrics ``benchmarks`` (names or item benchmark names) score on every run: the metrics each definition names
+    (``Benchmark.metrics``), read from the metric registry.
 
     Each is built once per item benchmark of ``items`` that the definition owns, restricted to those items
     (:class:`~sgieval.metric_pool.registry.Scoped`, keyed ``(item benchmark name, metric name)``), and kept when it
-    applies to at least one of them: two benchmarks that both name ``exact_match`` give two metrics, each scoring
-    its own items.  Without ``items``: every metric of each benchmark, scoped to the name given.
+    applies to at least one of them: two benchmarks that both name ``exact_match`` give two metrics, each scoring its
+    own items.  Without ``items``: every metric of each benchmark, scoped to the name given.
 
     Args:
         benchmarks: benchmark names (``"sgi-bench"``) or item benchmark names (``"jsonl:qa"``).
@@ -220,9 +219,8 @@ def _named(defn: Benchmark, name: str, declared: dict[tuple[str, str], MetricEnt
 class MergedVocabulary:
     """Every registered benchmark's :class:`~sgieval.benchmarks.base.Vocabulary`, joined.
 
-    ``disciplines``: concept -> (patterns, facet values), patterns and values
-    of a shared concept joined without repeats; ``tasks``: (task, patterns);
-    ``benchmarks``: benchmark name -> patterns naming it.  Order: registry
+    ``disciplines``: concept -> (patterns, facet values), patterns and values of a shared concept joined without
+    repeats; ``tasks``: (task, patterns); ``benchmarks``: benchmark name -> patterns naming it.  Order: registry
     order, first appearance."""
 
     disciplines: dict[str, tuple[list[str], list[str]]]
@@ -233,12 +231,10 @@ class MergedVocabulary:
 def vocabulary() -> MergedVocabulary:
     """The offline request vocabulary of every registered benchmark (:class:`MergedVocabulary`).
 
-    Concepts come in :data:`~sgieval.benchmarks.base.SCIENCE_WORDS` order, then
-    new ones in registry order; a concept's patterns are its science words
-    plus every benchmark's extra ``words``; its values, tasks and patterns
-    are joined in registry order without repeats.  A concept no registered
-    benchmark maps to a value is still listed (the questioning agent then
-    says it is not in the loaded catalog)."""
+    Concepts come in :data:`~sgieval.benchmarks.base.SCIENCE_WORDS` order, then new ones in registry order; a
+    concept's patterns are its science words plus every benchmark's extra ``words``; its values, tasks and patterns
+    are joined in registry order without repeats.  A concept no registered benchmark maps to a value is still listed
+    (the questioning agent then says it is not in the loaded catalog)."""
     from .base import SCIENCE_WORDS
 
     disc: dict[str, tuple[list[str], list[str]]] = {c: (list(w), []) for c, w in SCIENCE_WORDS.items()}

@@ -1,10 +1,8 @@
 """SciAidanBench loader (DATASETS.md "SciAidanBench"; METRICS.md B.7).
 
-``questions.json`` -> Items (task ``open_creativity``, discipline = domain,
-direction = subdomain or the domain when there is none).
-``responses/<model>.json`` -> stored answer records per model and question,
-kept whole (accepted answers and the final rejected one) with their stored
-judge scores, for replay.
+``questions.json`` -> Items (task ``open_creativity``, discipline = domain, direction = subdomain or the domain when
+there is none). ``responses/<model>.json`` -> stored answer records per model and question, kept whole (accepted answers
+and the final rejected one) with their stored judge scores, for replay.
 """
 
 from __future__ import annotations
@@ -26,8 +24,8 @@ PROMPT_NOTE = (
 )
 RECORD_FIELDS = ("answer_num", "answer")
 PSEUDO_MODEL = re.compile(r"^(top-\d+|ensemble|router)", re.I)
-"""Model names (or ``model_<name>`` file stems) of SciAidanBench configurations that are not one model:
-``top-5`` ensembles, ``top-5-parallel__<Domain>`` routers."""
+"""Model names (or ``model_<name>`` file stems) of SciAidanBench configurations that are not one model: ``top-5``
+ensembles, ``top-5-parallel__<Domain>`` routers."""
 
 
 def _slug(s: str) -> str:
@@ -43,10 +41,9 @@ def item_id(domain: str, subdomain: str | None, index: int) -> str:
 def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
     """Items from ``folder/questions.json``.
 
-    ``published_only`` keeps the 155 questions of the published results
-    (``in_published_results``), the default so that totals compare with the
-    published tables; False gives all 157.  Raises InputError naming the
-    file and field on malformed input.
+    ``published_only`` keeps the 155 questions of the published results (``in_published_results``), the default so that
+    totals compare with the published tables; False gives all 157.  Raises InputError naming the file and field on
+    malformed input.
     """
     path = folder / "questions.json"
     try:
@@ -109,16 +106,13 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
 class StoredAnswers:
     """One model's stored SciAidanBench answers.
 
-    ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the
-    file, ``by_question`` maps question text -> {"lists": [{"records": [...],
-    "temperature": "0.7", "domain", "subdomain"}, ...], "records": the lists'
-    records one after the other, "temperature": the lists' temperatures
-    joined by ",", "domain", "subdomain" (of the first list)}.
+    ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the file, ``by_question`` maps question text ->
+    {"lists": [{"records": [...], "temperature": "0.7", "domain", "subdomain"}, ...], "records": the lists' records one
+    after the other, "temperature": the lists' temperatures joined by ",", "domain", "subdomain" (of the first list)}.
 
-    Every stored list is kept: the same question under another temperature or
-    subdomain is another list, never an overwrite (METRICS.md B.6: the
-    published ``total_responses`` sums over domains, subdomains, temperatures
-    and questions).
+    Every stored list is kept: the same question under another temperature or subdomain is another list, never an
+    overwrite (METRICS.md B.6: the published ``total_responses`` sums over domains, subdomains, temperatures and
+    questions).
     """
 
     model: str
@@ -129,8 +123,7 @@ class StoredAnswers:
 def load_stored_answers(path: Path) -> list[StoredAnswers]:
     """Parse ``responses/<model>.json`` (METRICS.md B.7).
 
-    The layout is ``domains -> domain -> (subdomain ->)? models -> model -> temperature -> question ->
-    [records]``.
+    The layout is ``domains -> domain -> (subdomain ->)? models -> model -> temperature -> question -> [records]``.
 
     Args:
         path: the file.
@@ -139,8 +132,8 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
         One StoredAnswers per model found in the file.
 
     Raises:
-        InputError: naming the file and the JSON path of the first malformed part (bad JSON, wrong nesting, a
-            record lacking ``answer_num``/``answer``).
+        InputError: naming the file and the JSON path of the first malformed part (bad JSON, wrong nesting, a record
+            lacking ``answer_num``/``answer``).
     """
     fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout in the README's \"Data\" section"
     try:
@@ -197,10 +190,9 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
 
 
 def merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
-    """One entry for several stored lists of a question: ``records`` one list
-    after the other (so counts sum over lists, B.6), ``temperature`` the
-    temperatures joined by ",", ``domain``/``subdomain`` of the first list,
-    and ``lists`` the lists themselves."""
+    """One entry for several stored lists of a question: ``records`` one list after the other (so counts sum over
+    lists, B.6), ``temperature`` the temperatures joined by ",", ``domain``/``subdomain`` of the first list, and
+    ``lists`` the lists themselves."""
     return {
         "records": [r for lst in lists for r in lst["records"]],
         "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
@@ -211,8 +203,7 @@ def merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[str, Any]) -> None:
-    """Add one stored list of ``question`` to ``by_question`` beside the lists
-    already there (:func:`merge_lists`)."""
+    """Add one stored list of ``question`` to ``by_question`` beside the lists already there (:func:`merge_lists`)."""
     old = by_question.get(question)
     by_question[question] = merge_lists((old["lists"] if old else []) + [lst])
 
@@ -238,8 +229,8 @@ def list_response_files(folder: Path) -> list[Path]:
 
 
 def skipped_files(folder: Path) -> list[str]:
-    """The upstream files of a SciAidanBench folder that the loader leaves out, each as ``<file> (<why>)``:
-    the ensemble and router results (``top-5-parallel__<domain>``: several models, not a target), kept in
+    """The upstream files of a SciAidanBench folder that the loader leaves out, each as ``<file> (<why>)``: the
+    ensemble and router results (``top-5-parallel__<domain>``: several models, not a target), kept in
     ``responses/pseudo/`` or found in ``responses/``, and the files an upstream view could not read (its
     ``layout.json`` notes).  A file is named by its upstream path when it is a link to the clone."""
     why = "an ensemble of several models, not one model: not a target"
@@ -276,12 +267,10 @@ def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) ->
 def pull_sciaidanbench(dest: Path) -> Path:
     """Download the public SciAidanBench data into ``dest``; returns ``dest``.
 
-    The per-model results of github CFN-softbio/SciAidanBench at commit
-    aaa03c4 -> ``responses/<model>.json`` (an ensemble's results, e.g.
-    ``model_top-5-parallel__Neuroscience.json``, -> ``responses/pseudo/``), and ``questions.json`` rebuilt from
-    them (domain, subdomain, index_in_list, question,
-    in_published_results=True).  Raises OfflineError within a few seconds
-    when codeload.github.com is unreachable, saying where to put the files.
+    The per-model results of github CFN-softbio/SciAidanBench at commit aaa03c4 -> ``responses/<model>.json`` (an
+    ensemble's results, e.g. ``model_top-5-parallel__Neuroscience.json``, -> ``responses/pseudo/``), and
+    ``questions.json`` rebuilt from them (domain, subdomain, index_in_list, question, in_published_results=True). Raises
+    OfflineError within a few seconds when codeload.github.com is unreachable, saying where to put the files.
     """
     import io
     import tarfile

@@ -1,8 +1,7 @@
 """SFBench loader: materials-science feasibility claims as Items.
 
-Source: "SFBench: The SciFy Scientific Feasibility Benchmark" (JHU APL, 2026),
-format in ``shared/specs/DATASETS.md`` "SFBench".  The data is not available
-on this machine; the canonical record fields here are
+Source: "SFBench: The SciFy Scientific Feasibility Benchmark" (JHU APL, 2026), format in ``shared/specs/DATASETS.md``
+"SFBench".  The data is not available on this machine; the canonical record fields here are
 
 ================== ==========================================================
 field              meaning
@@ -15,10 +14,9 @@ field              meaning
 ``assessment_date`` date before which all information must have been available (string, e.g. "2024-06-01")
 ================== ==========================================================
 
-Field-name mapping.  The SFBench repository's own column names could not be
-checked from here, so these spellings are also accepted (matched after
-lower-casing and removing spaces, ``-`` and ``_``; the first alias present
-wins, canonical name first):
+Field-name mapping.  The SFBench repository's own column names could not be checked from here, so these spellings are
+also accepted (matched after lower-casing and removing spaces, ``-`` and ``_``; the first alias present wins, canonical
+name first):
 
 - ``id``: ``claim_id``, ``idx``, ``claim_idx``
 - ``claim``: ``claim_text``, ``statement``, ``text``
@@ -27,15 +25,12 @@ wins, canonical name first):
 - ``subdomain``: ``sub_domain``, ``domain``, ``category``
 - ``assessment_date``: ``date``, ``assessed_on``, ``cutoff_date``, ``knowledge_cutoff``
 
-Item mapping (SGI_ITEMS.md): ``id = "sfbench/<id>"``, ``task = "feasibility"``,
-``discipline = "materials science"``, ``direction`` = subdomain,
-``reference = {"score": int -2..2, "explanation": str}``,
-``metadata = {"question": claim, "assessment_date": ..., "source": file}``; the
-prompt is :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
+Item mapping (SGI_ITEMS.md): ``id = "sfbench/<id>"``, ``task = "feasibility"``, ``discipline = "materials science"``,
+``direction`` = subdomain, ``reference = {"score": int -2..2, "explanation": str}``, ``metadata = {"question": claim,
+"assessment_date": ..., "source": file}``; the prompt is :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
 
-METRICS.md D.5: a Likert value outside -2..2 is an input error.  The
-target's reply (JSON ``{"score", "explanation"}`` as the prompt asks) is
-parsed by ``sgieval.metric_pool.sfbench.parse_feasibility_reply``.
+METRICS.md D.5: a Likert value outside -2..2 is an input error.  The target's reply (JSON ``{"score", "explanation"}``
+as the prompt asks) is parsed by ``sgieval.metric_pool.sfbench.parse_feasibility_reply``.
 """
 
 from __future__ import annotations
@@ -49,15 +44,6 @@ from . import prompts
 from .base import Benchmark, Vocabulary
 from .jsonl import iter_records
 
-__all__ = [
-    "BENCHMARK",
-    "DEFINITION",
-    "DISCIPLINE",
-    "FIELD_ALIASES",
-    "LIKERT_LEVELS",
-    "load_sfbench",
-    "load_sfbench_folder",
-]
 
 BENCHMARK = "sfbench"
 DISCIPLINE = "materials science"
@@ -115,67 +101,71 @@ def _likert(value: Any) -> int:
     return v
 
 
+def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
+    """A record's id, its fields by canonical name, its Likert score and its explanation; raises InputError."""
+    vals: dict[str, Any] = {}
+    keys: dict[str, str] = {}
+    for field in FIELD_ALIASES:
+        found, value, key = _pick(rec, field)
+        if not found or value is None:
+            raise InputError(f"SFBench claim: field '{field}' is missing", what=where, fix=_FIX[field])
+        vals[field], keys[field] = value, key
+    cid = vals["id"]
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
+        raise InputError(
+            f"SFBench claim: field '{keys['id']}' must be a non-empty string or integer (got {cid!r})",
+            what=where,
+            fix=_FIX["id"],
+        )
+    cid = str(cid).strip()
+    label = f"SFBench claim {cid!r}"
+    try:
+        score = _likert(vals["score"])
+    except ValueError as e:
+        raise InputError(
+            f"{label}: field '{keys['score']}' {e} (got {vals['score']!r})", what=where, fix=_FIX["score"]
+        ) from None
+    if score not in LIKERT_LEVELS:
+        raise InputError(
+            f"{label}: field '{keys['score']}' = {score} is outside the Likert scale -2..2",
+            what=where,
+            fix=_FIX["score"],
+        )
+    expl = vals["explanation"]
+    if isinstance(expl, list) and all(isinstance(x, str) for x in expl):
+        expl = "\n".join(expl)
+    for field in ("claim", "subdomain", "assessment_date"):
+        v = vals[field]
+        if not isinstance(v, str) or not v.strip():
+            raise InputError(
+                f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})",
+                what=where,
+                fix=_FIX[field],
+            )
+    if not isinstance(expl, str):
+        raise InputError(
+            f"{label}: field '{keys['explanation']}' must be a string or a list of strings (got {type(expl).__name__})",
+            what=where,
+            fix=_FIX["explanation"],
+        )
+    return cid, vals, score, expl
+
+
 def load_sfbench(path: str | Path) -> list[Item]:
     """Load SFBench claims from a JSON list (``.json``) or JSONL file.
 
-    Returns one Item per claim, in file order (mapping in the module
-    docstring).  Raises :class:`~sgieval.core.DataNotFoundError` for a missing
-    file and :class:`~sgieval.core.InputError` naming the file, the record
-    (``line N`` for JSONL, ``record N`` for a JSON list), the field and the fix
-    for: a missing field, a non-string text field, a score that is not an
-    integer or lies outside -2..2 (METRICS.md D.5), a duplicate id, or an
+    Returns one Item per claim, in file order (mapping in the module docstring).  Raises
+    :class:`~sgieval.core.DataNotFoundError` for a missing file and :class:`~sgieval.core.InputError` naming the file,
+    the record (``line N`` for JSONL, ``record N`` for a JSON list), the field and the fix for: a missing field, a
+    non-string text field, a score that is not an integer or lies outside -2..2 (METRICS.md D.5), a duplicate id, or an
     empty file.
     """
     p = Path(path)
     items: list[Item] = []
     seen: dict[str, str] = {}
     for where, rec in iter_records(p, kind="SFBench claim"):
-        vals: dict[str, Any] = {}
-        keys: dict[str, str] = {}
-        for field in FIELD_ALIASES:
-            found, value, key = _pick(rec, field)
-            if not found or value is None:
-                raise InputError(f"SFBench claim: field '{field}' is missing", what=where, fix=_FIX[field])
-            vals[field], keys[field] = value, key
-        cid = vals["id"]
-        if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
-            raise InputError(
-                f"SFBench claim: field '{keys['id']}' must be a non-empty string or integer (got {cid!r})",
-                what=where,
-                fix=_FIX["id"],
-            )
-        cid = str(cid).strip()
+        cid, vals, score, expl = _claim(where, rec)
         label = f"SFBench claim {cid!r}"
-        try:
-            score = _likert(vals["score"])
-        except ValueError as e:
-            raise InputError(
-                f"{label}: field '{keys['score']}' {e} (got {vals['score']!r})", what=where, fix=_FIX["score"]
-            ) from None
-        if score not in LIKERT_LEVELS:
-            raise InputError(
-                f"{label}: field '{keys['score']}' = {score} is outside the Likert scale -2..2",
-                what=where,
-                fix=_FIX["score"],
-            )
-        expl = vals["explanation"]
-        if isinstance(expl, list) and all(isinstance(x, str) for x in expl):
-            expl = "\n".join(expl)
-        for field in ("claim", "subdomain", "assessment_date"):
-            v = vals[field]
-            if not isinstance(v, str) or not v.strip():
-                raise InputError(
-                    f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})",
-                    what=where,
-                    fix=_FIX[field],
-                )
-        if not isinstance(expl, str):
-            raise InputError(
-                f"{label}: field '{keys['explanation']}' must be a string or a list of strings "
-                f"(got {type(expl).__name__})",
-                what=where,
-                fix=_FIX["explanation"],
-            )
         if cid in seen:
             raise InputError(f"{label}: duplicate id (first at {seen[cid]})", what=where, fix=_FIX["id"])
         seen[cid] = where

@@ -1,12 +1,11 @@
-"""SGI-Bench: the five tasks as :class:`~sgieval.core.Item` records (schema: DATASETS.md "SGI-Bench", one
-pydantic model per task; prompts: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5).
+"""SGI-Bench: the five tasks as :class:`~sgieval.core.Item` records (schema: DATASETS.md "SGI-Bench", one pydantic model
+per task; prompts: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5).
 
-Sources (``load_sgi_bench(source=...)``): a folder with one file per task (``.jsonl``, ``.parquet`` or ``.json``)
-named after the task or its HuggingFace dataset (``deep_research.jsonl``, ``SGI-Reasoning.parquet``), or a
-sub-folder so named (a hub snapshot), or an ``sgi-bench/`` sub-folder holding them; one task file (its task from
-its name, else from its first ``idx``); or None: the HuggingFace hub (probed first, so offline it fails within
-seconds).  Images (parquet ``{"bytes", "path"}`` dicts, PIL images, base64 strings or ``data:`` URIs) become
-base64 PNG strings.
+Sources (``load_sgi_bench(source=...)``): a folder with one file per task (``.jsonl``, ``.parquet`` or ``.json``) named
+after the task or its HuggingFace dataset (``deep_research.jsonl``, ``SGI-Reasoning.parquet``), or a sub-folder so named
+(a hub snapshot), or an ``sgi-bench/`` sub-folder holding them; one task file (its task from its name, else from its
+first ``idx``); or None: the HuggingFace hub (probed first, so offline it fails within seconds).  Images (parquet
+``{"bytes", "path"}`` dicts, PIL images, base64 strings or ``data:`` URIs) become base64 PNG strings.
 """
 
 from __future__ import annotations
@@ -37,17 +36,6 @@ from . import prompts
 from .base import Benchmark, Vocabulary, literal
 from .jsonl import input_error_from_validation, iter_records
 
-__all__ = [
-    "BENCHMARK",
-    "HUB_DATASETS",
-    "FILE_NAMES",
-    "HubUnavailableError",
-    "load_sgi_bench",
-    "task_of_name",
-    "record_to_item",
-    "RECORD_MODELS",
-    "pull_sgi_bench",
-]
 
 BENCHMARK = "sgi-bench"
 
@@ -526,8 +514,8 @@ def load_sgi_bench(
     Raises:
         DataNotFoundError: ``source`` does not exist, holds no task file, or a requested task has no file.
         HubUnavailableError: no ``source`` and the hub is unreachable or the download failed.
-        InputError: a bad record (file, line, field and fix), an unknown task, a file of no telling task, or a
-            duplicate ``idx``.
+        InputError: a bad record (file, line, field and fix), an unknown task, a file of no telling task, or a duplicate
+            ``idx``.
     """
     wanted = _check_tasks(tasks)
     pairs: list[tuple[str, Item]] = []
@@ -558,8 +546,8 @@ def load_sgi_bench(
 
 
 def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0) -> Path:
-    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task (images as
-    ``{"bytes", "path"}`` structs).
+    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task (images as ``{"bytes",
+    "path"}`` structs).
 
     Args:
         dest: the folder.
@@ -570,8 +558,8 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
         ``dest``.
 
     Raises:
-        HubUnavailableError: the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or a download fails (files
-            already downloaded are kept).
+        HubUnavailableError: the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or a download fails (files already
+            downloaded are kept).
     """
     dest = Path(dest).expanduser()
     wanted = _check_tasks(tasks)

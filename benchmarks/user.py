@@ -17,21 +17,16 @@ Example (``capitals.yaml``; paths are relative to the YAML file)::
       words: {geography: ["geograph\\w*"]}
       tasks: {qa: ["capital cities"]}
 
-Records follow the generic JSONL format of :mod:`sgieval.benchmarks.jsonl`
-(``id``, ``prompt`` required; ``reference``, ``task``, ``discipline``,
-``direction``, ``type``, ``metadata`` optional).  Items get
-``benchmark = <name>`` and ``id = "<name>/<record id>"``.  The ``prompt``
-template is filled with ``{prompt}`` (the record's prompt) and the record's
-``metadata`` fields; the record's own prompt stays in
-``metadata["question"]``.  ``facets`` fill a record's task (when it has the
-default ``generic``), discipline, direction and type (when empty).
+Records follow the generic JSONL format of :mod:`sgieval.benchmarks.jsonl` (``id``, ``prompt`` required; ``reference``,
+``task``, ``discipline``, ``direction``, ``type``, ``metadata`` optional).  Items get ``benchmark = <name>`` and ``id =
+"<name>/<record id>"``.  The ``prompt`` template is filled with ``{prompt}`` (the record's prompt) and the record's
+``metadata`` fields; the record's own prompt stays in ``metadata["question"]``.  ``facets`` fill a record's task (when
+it has the default ``generic``), discipline, direction and type (when empty).
 
-``metrics`` names reference metrics (``exact_match``,
-``exact_match_normalised``, ``numeric_match``: the prediction, the last
-``<answer>`` or the whole reply, against ``reference``;
+``metrics`` names reference metrics (``exact_match``, ``exact_match_normalised``, ``numeric_match``: the prediction, the
+last ``<answer>`` or the whole reply, against ``reference``;
 :mod:`sgieval.metric_pool.generic`) or rubrics of the rubric library (``sgieval
-metric list``; judged, so they need ``--judge``), each applied to this
-benchmark's items only.
+metric list``; judged, so they need ``--judge``), each applied to this benchmark's items only.
 """
 
 from __future__ import annotations
@@ -140,9 +135,9 @@ def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
 
 
 def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
-    """Declare the definition's metrics in the metric registry (scope: its name, so they score its items only):
-    the reference metrics, then the library rubrics, in the listed order.  The metrics of an earlier load of a
-    benchmark of that name are dropped first.
+    """Declare the definition's metrics in the metric registry (scope: its name, so they score its items only): the
+    reference metrics, then the library rubrics, in the listed order.  The metrics of an earlier load of a benchmark of
+    that name are dropped first.
 
     Returns:
         The names of the declared metrics, for ``Benchmark.metrics``.
@@ -174,11 +169,9 @@ def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
 def load_yaml_benchmark(path: str | Path) -> Benchmark:
     """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring).
 
-    Its loader reads the listed JSONL files (the folder argument is ignored:
-    the files are named by the YAML).  Raises InputError naming the file, the
-    field and the fix for unreadable YAML, a missing/unknown field or a bad
-    value, and DataNotFoundError when the YAML file does not exist; errors in
-    the JSONL files surface when the items are loaded.
+    Its loader reads the listed JSONL files (the folder argument is ignored: the files are named by the YAML).  Raises
+    InputError naming the file, the field and the fix for unreadable YAML, a missing/unknown field or a bad value, and
+    DataNotFoundError when the YAML file does not exist; errors in the JSONL files surface when the items are loaded.
     """
     from ..core import DataNotFoundError
 

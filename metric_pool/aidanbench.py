@@ -1,44 +1,11 @@
-"""SciAidanBench / AidanBench predefined metrics, counted from answer records.
+"""SciAidanBench / AidanBench metrics counted from answer records (METRICS.md B.6, B.7, C.7, D.6, D.15).
 
-The records are those of METRICS.md B.7 (stored and replayed, or produced by
-the generation protocol in :mod:`.aidanbench_protocol`); each Response keeps
-them in ``metadata["records"]`` (several stored lists of one question one
-after the other, with ``metadata["lists"]`` saying where each starts).
-METRICS.md B.6, C.7, D.6 and D.15:
-
-Per question (one Score per item; a model's figure is the sum or the mean
-over questions, as each metric says):
-
-- ``aidan_accepted_answers`` (default, primary): records whose
-  ``stopping_condition`` is null (the SciAidanBench README's "accepted
-  answers"); per question 0..cap, model score = sum over questions.
-- ``aidan_published_count``: ``len(list)``, which includes the rejected
-  terminating answer (SciAidanBench ``analysis/utils.py``, used for the
-  published figures); a named variant of the accepted count.
-- ``aidan_readme_score``: the AidanBench README's S(q), the largest n such
-  that answers 1..n all have coherence C > tau_c and novelty N > tau_n
-  (B.6); a named variant of the accepted count.
-- ``aidan_leaderboard_score``: AidanBench ``plot.py``'s per-question count,
-  the answers before the first one with N < 0.15 or C < 15 (LLM novelty
-  ignored, B.6); a named variant of the accepted count.  The leaderboard's
-  model score, the sum over questions maximised over temperatures, is the
-  corpus-level ``aidan_leaderboard_total``.
-- ``aidan_mean_novelty_per_item`` / ``aidan_mean_coherence_per_item``: the
-  question's mean over its accepted answers (novelty without each list's
-  first answer); the model figure is the mean of these per-question means,
-  a named variant of the pooled means below.
-
-Per model (corpus level, pooled over answers, D.6 and D.15):
-
-- ``aidan_mean_novelty``: mean ``embedding_dissimilarity_score`` (0-1) over
-  the accepted answers of the selected questions, leaving out each list's
-  first answer (its novelty is 1.0 by definition: nothing precedes it, so
-  keeping it favours models with short lists).
-- ``aidan_mean_novelty_with_first``: the same pooled mean with first answers
-  kept, a named variant.
-- ``aidan_mean_coherence``: mean ``coherence_score`` (0-100) pooled over the
-  accepted answers, first answers included (judged like any other).
-- ``aidan_leaderboard_total``: see above.
+The records (stored and replayed, or made by :mod:`.aidanbench_protocol`) are in ``Response.metadata["records"]``;
+several stored lists of one question follow each other, ``metadata["lists"]`` saying where each starts.  Per question:
+the accepted answers (primary: ``stopping_condition`` null), the published count (``len(list)``), the AidanBench README
+score and leaderboard count, and the question's mean novelty and coherence; per model (corpus level, pooled over
+answers): mean novelty without each list's first answer (its novelty is 1.0 by definition) and with it, mean coherence,
+and the leaderboard total.  Each spec's description gives its formula.
 """
 
 from __future__ import annotations
@@ -177,12 +144,10 @@ STORED_EMBEDDER = "text-embedding-3-large"
 def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
     """Who decided the acceptance of a question's answers.
 
-    Live protocol runs name their judge and embedder in the response
-    metadata (``judge``, ``embedder``): origin ``live``.  Stored (replayed)
-    records do not name them, so the benchmark definition is used: coherence
-    by ``o1-mini`` and novelty by ``text-embedding-3-large`` embeddings
-    (METRICS.md B.2-B.4), origin ``stored``.  Keys: ``coherence``,
-    ``novelty``, ``origin``, ``source``."""
+    Live protocol runs name their judge and embedder in the response metadata (``judge``, ``embedder``): origin
+    ``live``.  Stored (replayed) records do not name them, so the benchmark definition is used: coherence by
+    ``o1-mini`` and novelty by ``text-embedding-3-large`` embeddings (METRICS.md B.2-B.4), origin ``stored``.  Keys:
+    ``coherence``, ``novelty``, ``origin``, ``source``."""
     if metadata.get("judge"):
         return {
             "coherence": str(metadata["judge"]),
@@ -210,15 +175,14 @@ def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How far a question's answer list can be trusted as a count.
 
-    - ``{"missing": True, ...}``: the list is empty -- no answer was recorded,
-      a missing observation (its count 0 is not a measurement);
-    - ``{"censored": True, "stop_error": message, ...}``: the list ended with
-      an error record (``error_message`` / ``error_type``, or the legacy
-      ``stopping_condition: "error"``, METRICS.md B.7): generation stopped
-      by an error, not by the stop rule, so the count is a lower bound;
+    - ``{"missing": True, ...}``: the list is empty -- no answer was recorded, a missing observation (its count 0 is not
+      a measurement);
+    - ``{"censored": True, "stop_error": message, ...}``: the list ended with an error record (``error_message`` /
+      ``error_type``, or the legacy ``stopping_condition: "error"``, METRICS.md B.7): generation stopped by an error,
+      not by the stop rule, so the count is a lower bound;
     - ``{}`` otherwise.
-    The published counting is unchanged; these flags go into ``Score.details``
-    so the report lists them and tests the ranking without them."""
+    The published counting is unchanged; these flags go into ``Score.details`` so the report lists them and tests the
+    ranking without them."""
     if not records:
         return {"missing": True, "flag_reason": "empty stored list: no answer was recorded for this question"}
     last = records[-1]
@@ -236,12 +200,10 @@ def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
 def answer_lists(metadata: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
     """``(temperature, records)`` of each stored list of one question.
 
-    ``metadata["records"]`` holds the lists one after the other; with several
-    lists, ``metadata["lists"]`` gives each one's ``temperature``, ``start``
-    and ``n`` (:class:`sgieval.models.replay.ReplayStore`).  Without it (one
-    list, or a live protocol run) the records are one list at
-    ``metadata["temperature"]``.  Raises ValueError when ``lists`` does not
-    cover the records exactly."""
+    ``metadata["records"]`` holds the lists one after the other; with several lists, ``metadata["lists"]`` gives each
+    one's ``temperature``, ``start`` and ``n`` (:class:`sgieval.models.replay.ReplayStore`).  Without it (one list,
+    or a live protocol run) the records are one list at ``metadata["temperature"]``.  Raises ValueError when
+    ``lists`` does not cover the records exactly."""
     records = metadata.get("records") or []
     lists = metadata.get("lists")
     if not isinstance(lists, list) or not lists:
@@ -265,9 +227,8 @@ def _num(r: dict[str, Any], key: str) -> float | None:
 
 
 def readme_score(records: Sequence[dict[str, Any]], tau_c: float = README_TAU_C, tau_n: float = README_TAU_N) -> int:
-    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that
-    records 1..n all have ``coherence_score`` > ``tau_c`` and
-    ``embedding_dissimilarity_score`` > ``tau_n`` (both strict; a missing value
+    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that records 1..n all have
+    ``coherence_score`` > ``tau_c`` and ``embedding_dissimilarity_score`` > ``tau_n`` (both strict; a missing value
     ends the prefix).  Returns 0..len(records)."""
     n = 0
     for r in records:
@@ -279,9 +240,8 @@ def readme_score(records: Sequence[dict[str, Any]], tau_c: float = README_TAU_C,
 
 
 def leaderboard_count(records: Sequence[dict[str, Any]]) -> int:
-    """AidanBench ``plot.py`` count of one list (METRICS.md B.6): the records
-    before the first one with ``embedding_dissimilarity_score`` < 0.15 or
-    ``coherence_score`` < 15 (a coherence of exactly 15 still counts; LLM
+    """AidanBench ``plot.py`` count of one list (METRICS.md B.6): the records before the first one with
+    ``embedding_dissimilarity_score`` < 0.15 or ``coherence_score`` < 15 (a coherence of exactly 15 still counts; LLM
     novelty is ignored; a missing value ends the walk).  Returns 0..len(records)."""
     n = 0
     for r in records:
@@ -295,9 +255,8 @@ def leaderboard_count(records: Sequence[dict[str, Any]]) -> int:
 def pooled_values(
     lists: Sequence[tuple[str, Sequence[dict[str, Any]]]], key: str, *, first_answers: bool
 ) -> list[float]:
-    """The ``key`` values of the accepted records (D.6) of every list, in order;
-    ``first_answers`` False leaves out each list's first record (D.15: its
-    novelty is 1.0 by definition).  Records without the value are left out."""
+    """The ``key`` values of the accepted records (D.6) of every list, in order; ``first_answers`` False leaves out
+    each list's first record (D.15: its novelty is 1.0 by definition).  Records without the value are left out."""
     out = []
     for _t, recs in lists:
         for k, r in enumerate(recs):
@@ -320,8 +279,8 @@ README_TAU_LLM = 0.15
 
 
 def _stop_reason(stop: str) -> str:
-    """What a ``stopping_condition`` says of the answer it rejected: :data:`STOP_REASONS`, else by the
-    threshold it names (older files write ``coherence`` or ``embedding``), else the value itself."""
+    """What a ``stopping_condition`` says of the answer it rejected: :data:`STOP_REASONS`, else by the threshold it
+    names (older files write ``coherence`` or ``embedding``), else the value itself."""
     if stop in STOP_REASONS:
         return STOP_REASONS[stop]
     low = stop.lower()
@@ -343,16 +302,15 @@ def answer_marks(
 ) -> list[dict[str, Any]]:
     """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it.
 
-    A record is ``accepted`` when its ``stopping_condition`` is null (D.6, the count of
-    ``aidan_accepted_answers``) and it is not the rejected answer.  The ``rejected`` answer is the one that
-    ended its list by the stop rule (B.5): its ``stopping_condition`` is set (D.6: the last record is the
-    rejected one; the threshold it names gives the reason, :data:`STOP_REASONS`).  A record written without
-    that field (the AidanBench layout, B.7) is rejected when it is the last of its list and fails the rule in
-    B.5's order: coherence <= ``tau_c``, embedding novelty < ``tau_n``, LLM novelty < ``tau_llm``.  A list
-    ended by an error (``error_message``/``error_type`` or ``stopping_condition`` "error") or a content
-    filter (``content_error``) has no rejected answer: its last record is not accepted and carries that
-    ``reason``.  Coherence is the stored judge value (0-100, the judge's final ``<coherence_score>`` tag,
-    D.18); novelty ``1 - max cosine`` to the earlier answers (0-1, B.3).
+    A record is ``accepted`` when its ``stopping_condition`` is null (D.6, the count of ``aidan_accepted_answers``) and
+    it is not the rejected answer.  The ``rejected`` answer is the one that ended its list by the stop rule (B.5): its
+    ``stopping_condition`` is set (D.6: the last record is the rejected one; the threshold it names gives the reason,
+    :data:`STOP_REASONS`).  A record written without that field (the AidanBench layout, B.7) is rejected when it is the
+    last of its list and fails the rule in B.5's order: coherence <= ``tau_c``, embedding novelty < ``tau_n``, LLM
+    novelty < ``tau_llm``.  A list ended by an error (``error_message``/``error_type`` or ``stopping_condition``
+    "error") or a content filter (``content_error``) has no rejected answer: its last record is not accepted and carries
+    that ``reason``.  Coherence is the stored judge value (0-100, the judge's final ``<coherence_score>`` tag, D.18);
+    novelty ``1 - max cosine`` to the earlier answers (0-1, B.3).
 
     Args:
         lists: ``(temperature, records)`` per stored list of the question (:func:`answer_lists`).
@@ -422,11 +380,10 @@ POOLED_CI_RESAMPLES = 2000
 def pooled_ci(
     per_question: Sequence[Sequence[float]], *, n_resamples: int = POOLED_CI_RESAMPLES, seed: int = 0
 ) -> tuple[float, float] | None:
-    """95% percentile bootstrap CI of a mean pooled over answers, resampling
-    questions (clusters) with replacement: each resample's value is the sum of
-    the drawn questions' values over their count.  Answers of one question are
-    not independent, so questions, not answers, are resampled.  None with fewer
-    than 2 questions holding a value, or when the resamples do not vary."""
+    """95% percentile bootstrap CI of a mean pooled over answers, resampling questions (clusters) with replacement:
+    each resample's value is the sum of the drawn questions' values over their count.  Answers of one question are
+    not independent, so questions, not answers, are resampled.  None with fewer than 2 questions holding a value, or
+    when the resamples do not vary."""
     import numpy as np  # kept off the start-up path: the registry imports this module before the first model call
 
     qs = [q for q in per_question if q]
@@ -464,10 +421,9 @@ _POOLED = (
 class AnswerCountMetrics(Metric):
     """The record-count metrics of one question and the pooled means of a model (module docstring).
 
-    Needs ``response.metadata["records"]``; without it every per-question score
-    is a ``parse_error`` naming the missing records.  Means over zero answers
-    are undefined: value None, status ``not_run``, reason given.  The pooled
-    means and the leaderboard total are corpus-level (:meth:`corpus`)."""
+    Needs ``response.metadata["records"]``; without it every per-question score is a ``parse_error`` naming the
+    missing records.  Means over zero answers are undefined: value None, status ``not_run``, reason given.  The
+    pooled means and the leaderboard total are corpus-level (:meth:`corpus`)."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -493,91 +449,45 @@ class AnswerCountMetrics(Metric):
             why += f" ({'missing' if flag.get('missing') else 'censored'}: {flag['flag_reason']})"
 
         def ok(spec: MetricSpec, value: float, rationale: str, **extra: Any) -> Score:
-            return Score(
-                item_id=item.id,
-                model=response.model,
-                metric=spec.name,
-                value=value,
-                rationale=rationale,
-                details={**flag, **extra},
-            )
+            return _score(item.id, response.model, spec, value, rationale=rationale, details={**flag, **extra})
 
         th = response.metadata.get("thresholds") or {}
-        tau_c = float(th.get("coherence", README_TAU_C))
-        tau_n = float(th.get("embedding", README_TAU_N))
+        tau_c, tau_n = float(th.get("coherence", README_TAU_C)), float(th.get("embedding", README_TAU_N))
         readme = sum(readme_score(recs, tau_c, tau_n) for _t, recs in lists)
-        by_temp: dict[str, int] = defaultdict(int)
-        for t, recs in lists:
-            by_temp[t] += leaderboard_count(recs)
+        by_temp = _by_temperature(lists)
         best_t = max(by_temp, key=lambda t: by_temp[t]) if by_temp else ""
         board = by_temp.get(best_t, 0)
         n_lists = f" over {len(lists)} stored lists" if len(lists) > 1 else ""
         marks = answer_marks(lists, tau_c, tau_n, float(th.get("llm", README_TAU_LLM)))
+        below = f"answers before the first with novelty < {LEADERBOARD_TAU_N:g} or coherence < {LEADERBOARD_TAU_C:g}"
         out = [
             ok(ACCEPTED, float(len(acc)), why, answers=marks),
-            ok(
-                PUBLISHED, float(len(records)), f"len(list) = {len(records)} (includes the rejected terminating answer)"
-            ),
-            ok(
-                README_SCORE,
-                float(readme),
-                f"S(q) = {readme}: answers before the first with coherence <= {tau_c:g} or novelty <= {tau_n:g}"
-                + n_lists,
-            ),
-            ok(
-                LEADERBOARD,
-                float(board),
-                f"plot.py count = {board}: answers before the first with novelty < {LEADERBOARD_TAU_N:g} or "
-                f"coherence < {LEADERBOARD_TAU_C:g}" + n_lists + (f" (temperature {best_t})" if best_t else ""),
-                by_temperature=dict(by_temp),
-            ),
-        ]
+            ok(PUBLISHED, float(len(records)), f"len(list) = {len(records)} (includes the rejected terminating answer)"),
+            ok(README_SCORE, float(readme), f"S(q) = {readme}: answers before the first with coherence <= {tau_c:g} "
+               f"or novelty <= {tau_n:g}" + n_lists),
+            ok(LEADERBOARD, float(board), f"plot.py count = {board}: {below}" + n_lists
+               + (f" (temperature {best_t})" if best_t else ""), by_temperature=dict(by_temp)),
+        ]  # fmt: skip
         for spec, key, first in _PER_ITEM_MEANS:
             vals = pooled_values(lists, key, first_answers=first)
             which = "accepted answers" if first else "accepted answers after the first"
             if vals:
                 out.append(ok(spec, sum(vals) / len(vals), f"mean {key} over {len(vals)} {which}"))
             else:
-                out.append(
-                    Score(
-                        item_id=item.id,
-                        model=response.model,
-                        metric=spec.name,
-                        value=None,
-                        status="not_run",
-                        error=f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key}",
-                        details={"not_applicable": True, **flag},
-                    )
-                )
-        flagged = [r for r in records if r.get("flags")]
-        if flagged:
-            # METRICS.md D.14: an answer carrying the judge's own tags is flagged on every score of the question
-            nums = [r.get("answer_num") for r in flagged]
-            raw = [
-                e.get("raw", "")
-                for e in response.metadata.get("judge_raw") or []
-                if e.get("answer_num") in nums and e.get("flags")
-            ]
-            ev = JudgeReplyEvidence(
-                judge=str(response.metadata.get("judge") or ""),
-                raw=raw,
-                attempts=len(raw),
-                structured="text",
-                flags=sorted({f for r in flagged for f in r["flags"]}),
-                details={"answer_nums": nums},
-            )
-            out = [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
-        return out
+                none = f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key}"
+                details = {"not_applicable": True, **flag}
+                out.append(_score(item.id, response.model, spec, None, status="not_run", error=none, details=details))
+        ev = _flag_evidence(records, response.metadata)
+        return out if ev is None else [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each
-        model over its ok responses with records for items in ``items``.
+        """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each model over its ok responses with records
+        for items in ``items``.
 
-        Each pooled mean's ``details``: ``n`` (questions contributing a value),
-        ``n_answers`` (values pooled), ``n_questions`` (questions with
-        records), ``failed`` (responses left out, D.7) and, from 2 questions
-        on, ``ci_low``/``ci_high`` (:func:`pooled_ci`, resampling questions).  A model with no value
-        gets a ``not_run`` score with the reason."""
+        Each pooled mean's ``details``: ``n`` (questions contributing a value), ``n_answers`` (values pooled),
+        ``n_questions`` (questions with records), ``failed`` (responses left out, D.7) and, from 2 questions on,
+        ``ci_low``/``ci_high`` (:func:`pooled_ci`, resampling questions).  A model with no value gets a ``not_run``
+        score with the reason."""
         by_model: dict[str, list[Response]] = defaultdict(list)
         failed: dict[str, int] = defaultdict(int)
         for r in responses:
@@ -589,82 +499,78 @@ class AnswerCountMetrics(Metric):
                 failed[r.model] += 1
         out: list[Score] = []
         for model in dict.fromkeys([r.model for r in responses if r.item_id in items]):
-            got: list[tuple[str, list[tuple[str, list[dict[str, Any]]]]]] = []
+            got: list[list[tuple[str, list[dict[str, Any]]]]] = []
             for r in by_model.get(model, []):
                 try:
-                    got.append((r.item_id, answer_lists(r.metadata)))
+                    got.append(answer_lists(r.metadata))
                 except (ValueError, TypeError):
                     failed[model] += 1
-            if not got and not failed.get(model):
-                continue  # no open-creativity item for this model
-            for spec, key, first in _POOLED:
-                per_q = [pooled_values(lists, key, first_answers=first) for _iid, lists in got]
-                vals = [v for q in per_q for v in q]
-                details = {
-                    "n": sum(1 for q in per_q if q),
-                    "n_answers": len(vals),
-                    "n_questions": len(got),
-                    "failed": failed.get(model, 0),
-                    "pooled": "over answers" + ("" if first else ", each list's first answer left out"),
-                }
-                which = "accepted answers" if first else "accepted answers after each list's first"
-                ci = pooled_ci(per_q)
-                if ci is not None:
-                    details.update(
-                        ci_low=ci[0],
-                        ci_high=ci[1],
-                        ci_method=f"95% percentile bootstrap over questions ({POOLED_CI_RESAMPLES} resamples, seed 0)",
-                    )
-                if vals:
-                    out.append(
-                        Score(
-                            item_id=CORPUS,
-                            model=model,
-                            metric=spec.name,
-                            value=sum(vals) / len(vals),
-                            rationale=f"mean {key} pooled over {len(vals)} {which} of {details['n']} questions",
-                            details=details,
-                        )
-                    )
-                else:
-                    out.append(
-                        Score(
-                            item_id=CORPUS,
-                            model=model,
-                            metric=spec.name,
-                            value=None,
-                            status="not_run",
-                            error=f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key} in {len(got)} questions",
-                            details={**details, "not_applicable": True},
-                        )
-                    )
-            totals: dict[str, int] = defaultdict(int)
-            for _iid, lists in got:
-                for t, recs in lists:
-                    totals[t] += leaderboard_count(recs)
-            if totals:
-                best = max(totals, key=lambda t: totals[t])
-                out.append(
-                    Score(
-                        item_id=CORPUS,
-                        model=model,
-                        metric=LEADERBOARD_TOTAL.name,
-                        value=float(totals[best]),
-                        rationale=f"plot.py leaderboard score: sum over {len(got)} questions at temperature {best}"
-                        + (f" (the largest of {len(totals)} temperatures)" if len(totals) > 1 else ""),
-                        details={"n": len(got), "by_temperature": dict(totals), "temperature": best},
-                    )
-                )
-            else:
-                out.append(
-                    Score(
-                        item_id=CORPUS,
-                        model=model,
-                        metric=LEADERBOARD_TOTAL.name,
-                        value=None,
-                        status="not_run",
-                        error="no stored answer lists for this model",
-                        details={"n": 0, "not_applicable": True, "failed": failed.get(model, 0)},
-                    )
-                )
+            if got or failed.get(model):  # else no open-creativity item for this model
+                out += [_pooled(model, got, failed.get(model, 0), *p) for p in _POOLED]
+                out.append(_leaderboard_total(model, got, failed.get(model, 0)))
         return out
+
+
+def _score(item_id: str, model: str, spec: MetricSpec, value: float | None, **fields: Any) -> Score:
+    """One Score of ``spec`` (``fields``: the Score's other fields)."""
+    return Score(item_id=item_id, model=model, metric=spec.name, value=value, **fields)
+
+
+def _by_temperature(lists: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> dict[str, int]:
+    """The leaderboard counts of the lists, summed per temperature."""
+    out: dict[str, int] = defaultdict(int)
+    for t, recs in lists:
+        out[t] += leaderboard_count(recs)
+    return out
+
+
+def _flag_evidence(records: list[dict[str, Any]], metadata: dict[str, Any]) -> JudgeReplyEvidence | None:
+    """The judge replies about answers carrying the judge's own tags (D.14), put on every score of the question."""
+    flagged = [r for r in records if r.get("flags")]
+    if not flagged:
+        return None
+    nums = [r.get("answer_num") for r in flagged]
+    raw = [e.get("raw", "") for e in metadata.get("judge_raw") or [] if e.get("answer_num") in nums and e.get("flags")]
+    return JudgeReplyEvidence(
+        judge=str(metadata.get("judge") or ""), raw=raw, attempts=len(raw), structured="text",
+        flags=sorted({f for r in flagged for f in r["flags"]}), details={"answer_nums": nums},
+    )  # fmt: skip
+
+
+def _pooled(model: str, got: list, failed: int, spec: MetricSpec, key: str, first: bool) -> Score:
+    """One model's mean of ``key`` pooled over the accepted answers of its questions (D.6, D.15), with its CI."""
+    per_q = [pooled_values(lists, key, first_answers=first) for lists in got]
+    vals = [v for q in per_q for v in q]
+    details: dict[str, Any] = {
+        "n": sum(1 for q in per_q if q), "n_answers": len(vals), "n_questions": len(got), "failed": failed,
+        "pooled": "over answers" + ("" if first else ", each list's first answer left out"),
+    }  # fmt: skip
+    which = "accepted answers" if first else "accepted answers after each list's first"
+    ci = pooled_ci(per_q)
+    if ci is not None:
+        details.update(
+            ci_low=ci[0],
+            ci_high=ci[1],
+            ci_method=f"95% percentile bootstrap over questions ({POOLED_CI_RESAMPLES} resamples, seed 0)",
+        )
+    if vals:
+        why = f"mean {key} pooled over {len(vals)} {which} of {details['n']} questions"
+        return _score(CORPUS, model, spec, sum(vals) / len(vals), rationale=why, details=details)
+    none = f"no {which} with {'an' if key[0] in 'aeiou' else 'a'} {key} in {len(got)} questions"
+    return _score(CORPUS, model, spec, None, status="not_run", error=none, details={**details, "not_applicable": True})
+
+
+def _leaderboard_total(model: str, got: list, failed: int) -> Score:
+    """One model's plot.py leaderboard score: the sum over questions at its best temperature (B.6)."""
+    totals = _by_temperature([lst for lists in got for lst in lists])
+    if not totals:
+        return _score(
+            CORPUS, model, LEADERBOARD_TOTAL, None, status="not_run", error="no stored answer lists for this model",
+            details={"n": 0, "not_applicable": True, "failed": failed},
+        )  # fmt: skip
+    best = max(totals, key=lambda t: totals[t])
+    why = f"plot.py leaderboard score: sum over {len(got)} questions at temperature {best}" + (
+        f" (the largest of {len(totals)} temperatures)" if len(totals) > 1 else ""
+    )
+    details = {"n": len(got), "by_temperature": dict(totals), "temperature": best}
+    return _score(CORPUS, model, LEADERBOARD_TOTAL, float(totals[best]), rationale=why, details=details)

@@ -1,31 +1,23 @@
 """AidanBench / SciAidanBench generation protocol as a runnable evaluation (METRICS.md B.1-B.5, C.6, D.6).
 
-For one question the target model is asked again and again for a new answer,
-with all its earlier answers shown; each answer is scored for coherence
-(judge, 0-100), embedding novelty (0-1) and optionally LLM novelty (0-1),
-stored, and the stop rule is checked.  The result is one :class:`Response`
-whose ``metadata["records"]`` has the SciAidanBench record format (B.7), so
-the counting metrics of :mod:`.aidanbench` apply to generated and replayed
-runs alike.
+For one question the target model is asked again and again for a new answer, with all its earlier answers shown; each
+answer is scored for coherence (judge, 0-100), embedding novelty (0-1) and optionally LLM novelty (0-1), stored, and the
+stop rule is checked.  The result is one :class:`Response` whose ``metadata["records"]`` has the SciAidanBench record
+format (B.7), so the counting metrics of :mod:`.aidanbench` apply to generated and replayed runs alike.
 
 Decisions beyond the sources (stated here and tested):
 
-- Target and judge calls go through :func:`sgieval.models.calls.ainvoke`
-  (retries of transient errors).  A target call that still fails ends the
-  question with status ``infra_error``; a coherence or similarity reply that
-  cannot be parsed is re-asked with the parse error shown (up to
-  ``judge_attempts`` tries) and then ends the question with ``judge_error``.
-  The records stored so far are kept in both cases; nothing is scored as 0.
-  (SciAidanBench retries ordinary errors indefinitely; AidanBench ends the
-  question; sgieval bounds the retries and reports the failure.)
-- A content-filter error of the target (SciAidanBench, B.5 "Errors") after at
-  least one stored answer relabels that last answer ``content_error`` and ends
-  the question normally (status ok).
-- ``<think>...</think>`` blocks are removed from a target reply (kept in the
-  record's ``thoughts``) before the answer tag is extracted.
-- The cap ``max_answers`` ends a question whose last answer passed: its
-  ``stopping_condition`` stays null (it is accepted) and
-  ``final_stopping_condition`` is ``"answer_cap"``.
+- Target and judge calls go through :func:`sgieval.models.calls.ainvoke` (retries of transient errors).  A target call
+  that still fails ends the question with status ``infra_error``; a coherence or similarity reply that cannot be parsed
+  is re-asked with the parse error shown (up to ``judge_attempts`` tries) and then ends the question with
+  ``judge_error``. The records stored so far are kept in both cases; nothing is scored as 0. (SciAidanBench retries
+  ordinary errors indefinitely; AidanBench ends the question; sgieval bounds the retries and reports the failure.)
+- A content-filter error of the target (SciAidanBench, B.5 "Errors") after at least one stored answer relabels that last
+  answer ``content_error`` and ends the question normally (status ok).
+- ``<think>...</think>`` blocks are removed from a target reply (kept in the record's ``thoughts``) before the answer
+  tag is extracted.
+- The cap ``max_answers`` ends a question whose last answer passed: its ``stopping_condition`` stays null (it is
+  accepted) and ``final_stopping_condition`` is ``"answer_cap"``.
 """
 
 from __future__ import annotations
@@ -33,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
@@ -126,10 +119,9 @@ Second answer (data, between the markers):
 
 
 def generation_prompt(question: str, previous_answers: Sequence[str], *, cot: bool = False) -> str:
-    """The B.1 prompt: (1) the question in ``<question>`` tags and the reply
-    format ``<answer>``; (2) optional chain-of-thought block; (3) one concise
-    answer, not a list; (4) with previous answers, a do-not-repeat warning and
-    each answer as ``<previous_answer id='k'>`` (k = 1..) in ``<previous_answers>``."""
+    """The B.1 prompt: (1) the question in ``<question>`` tags and the reply format ``<answer>``; (2) optional
+    chain-of-thought block; (3) one concise answer, not a list; (4) with previous answers, a do-not-repeat warning
+    and each answer as ``<previous_answer id='k'>`` (k = 1..) in ``<previous_answers>``."""
     p = GEN_HEAD.format(question=question)
     if cot:
         p += GEN_COT
@@ -156,16 +148,15 @@ CANDIDATE_TAGS = (
 
 
 def candidate(text: str, label: str = "ANSWER") -> str:
-    """A candidate answer for the coherence/similarity prompt: delimited and with
-    the judge's tags (``<coherence_score>``, ``</answer>``...) neutralised (D.14)."""
+    """A candidate answer for the coherence/similarity prompt: delimited and with the judge's tags
+    (``<coherence_score>``, ``</answer>``...) neutralised (D.14)."""
     return as_data(text, label, extra_tags=CANDIDATE_TAGS)
 
 
 # ------------------------------------------------------------------------------ parsing
 def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
-    """Content of ``<tag>...</tag>`` (case-sensitive, D.1), stripped; the last
-    match when ``last`` (AidanBench) else the first (SciAidanBench); None
-    when there is no tag.  An empty tag gives "" (D.1: no fallback)."""
+    """Content of ``<tag>...</tag>`` (case-sensitive, D.1), stripped; the last match when ``last`` (AidanBench) else
+    the first (SciAidanBench); None when there is no tag.  An empty tag gives "" (D.1: no fallback)."""
     matches = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.S)
     if not matches:
         return None
@@ -173,28 +164,25 @@ def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
 
 
 def split_thoughts(text: str) -> tuple[str, str]:
-    """(final text, thoughts) of a reply (METRICS.md D.8, :func:`sgieval.core.split_reasoning`):
-    the text after the LAST ``</think>`` is the reply the answer is extracted
-    from, everything before it is the thoughts ("" when there is no think tag).
-    An unclosed ``<think>`` leaves no final text."""
+    """(final text, thoughts) of a reply (METRICS.md D.8, :func:`sgieval.core.split_reasoning`): the text after the
+    LAST ``</think>`` is the reply the answer is extracted from, everything before it is the thoughts ("" when there
+    is no think tag). An unclosed ``<think>`` leaves no final text."""
     thoughts, final = split_reasoning(text)
     return final, thoughts or ""
 
 
 def extract_answer(text: str, variant: Variant = "sciaidanbench") -> str:
-    """B.1 answer extraction: the ``<answer>`` tag content (first in
-    SciAidanBench, last in AidanBench), stripped; the whole reply when there is
-    no tag."""
+    """B.1 answer extraction: the ``<answer>`` tag content (first in SciAidanBench, last in AidanBench), stripped;
+    the whole reply when there is no tag."""
     got = extract_tag(text, "answer", last=(variant == "aidanbench"))
     return text if got is None else got
 
 
 def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 100) -> int:
-    """B.2/B.4 parsing: ``int()`` of the ``<tag>`` content (first or last
-    match), or of the whole reply when there is no tag; the integer must lie in
-    ``lo..hi``.  Raises ValueError with the reason, which says what was
-    received (D.4: one integer; a decimal ``85.5``, a fraction ``85/100`` or
-    words are parse errors, not rounded or rescaled; out of range likewise)."""
+    """B.2/B.4 parsing: ``int()`` of the ``<tag>`` content (first or last match), or of the whole reply when there is
+    no tag; the integer must lie in ``lo..hi``.  Raises ValueError with the reason, which says what was received
+    (D.4: one integer; a decimal ``85.5``, a fraction ``85/100`` or words are parse errors, not rounded or rescaled;
+    out of range likewise)."""
     got = extract_tag(text, tag, last=last)
     raw = text.strip() if got is None else got
     where = f"in <{tag}>" if got is not None else f"as the whole reply (no <{tag}> tag)"
@@ -227,10 +215,9 @@ def stopping_condition(
     tau_n: float = TAU_N,
     tau_llm: float = TAU_LLM,
 ) -> str | None:
-    """B.5 stop rule, checked in this order: coherence <= ``tau_c`` ->
-    ``coherence_threshold``; embedding novelty < ``tau_n`` (strict) ->
-    ``embedding_dissimilarity_threshold``; LLM novelty (when not None) <
-    ``tau_llm`` (strict) -> ``llm_dissimilarity_threshold``; else None."""
+    """B.5 stop rule, checked in this order: coherence <= ``tau_c`` -> ``coherence_threshold``; embedding novelty <
+    ``tau_n`` (strict) -> ``embedding_dissimilarity_threshold``; LLM novelty (when not None) < ``tau_llm`` (strict)
+    -> ``llm_dissimilarity_threshold``; else None."""
     if coherence <= tau_c:
         return COHERENCE_STOP
     if novelty < tau_n:
@@ -242,8 +229,8 @@ def stopping_condition(
 
 # ---------------------------------------------------------------------------- embeddings
 def _encode(embedder: Any, texts: list[str]) -> np.ndarray:
-    """``embedder.encode(texts, normalize=True)`` (metric_pool.embeddings.Embedder)
-    or ``embedder(texts)`` for a plain callable -> (n, d) array."""
+    """``embedder.encode(texts, normalize=True)`` (metric_pool.embeddings.Embedder) or ``embedder(texts)`` for a
+    plain callable -> (n, d) array."""
     if hasattr(embedder, "encode"):
         out = embedder.encode(texts, normalize=True)
     elif callable(embedder):
@@ -265,10 +252,9 @@ def novelty_against(new: np.ndarray, previous: np.ndarray) -> float:
 
 
 def recompute_novelty(records: Sequence[dict[str, Any]], embedder: Any) -> list[float]:
-    """Embedding novelty of stored answer records recomputed with ``embedder``
-    (B.3): for record i, 1 - max cosine of its ``answer`` against records
-    0..i-1; the first gets 1.0.  Returns one float (0-2, normally 0-1) per
-    record, in order.  Raises InputError when a record lacks a string ``answer``."""
+    """Embedding novelty of stored answer records recomputed with ``embedder`` (B.3): for record i, 1 - max cosine of
+    its ``answer`` against records 0..i-1; the first gets 1.0.  Returns one float (0-2, normally 0-1) per record, in
+    order.  Raises InputError when a record lacks a string ``answer``."""
     texts = []
     for k, r in enumerate(records):
         a = r.get("answer") if isinstance(r, dict) else None
@@ -305,9 +291,8 @@ async def _judge_int(
 ) -> int:
     """Ask ``judge`` for an integer in ``<tag>`` through
     :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
-    loop; reasoning before the last ``</think>`` is not parsed, D.8); re-ask
-    with the parse error shown on an unparsable reply.  Every reply is logged
-    in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``, and the
+    loop; reasoning before the last ``</think>`` is not parsed, D.8); re-ask with the parse error shown on an
+    unparsable reply.  Every reply is logged in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``, and the
     ``prompt_hash`` of the prompt that attempt sent, a retry's included, kept in ``prompts`` by hash).  Raises
     _JudgeFailure with the reason."""
     # one prompt family per judge kind (the instructions and bands come first, the same for every answer)
@@ -360,76 +345,108 @@ def records_text(records: Sequence[dict[str, Any]]) -> str:
 
 
 # ---------------------------------------------------------------------------- the loop
-async def run_generation(
-    item: Item,
-    target: NamedModel,
-    judge: NamedModel | None,
-    embedder: Any,
-    *,
-    variant: Variant = "sciaidanbench",
-    llm_novelty: bool = True,
-    tau_c: float = TAU_C,
-    tau_n: float = TAU_N,
-    tau_llm: float = TAU_LLM,
-    max_answers: int = 50,
-    temperature: float = 0.7,
-    cot: bool = False,
-    judge_attempts: int = 3,
-    clock: Callable[[], float] = time.perf_counter,
-) -> Response:
-    """Run the B.1 generation loop for one question and return one Response.
+@dataclass
+class _Judging:
+    """The judge of one question's loop, with its raw replies and the prompts they answered."""
 
-    ``item``: the question is ``item.metadata["question"]`` (else ``item.prompt``).
-    ``target``: the model asked for answers, at ``temperature`` (B.1: 0.7).
-    ``judge``: the coherence judge (B.2, 0-100 in ``<coherence_score>``) and,
-    with ``llm_novelty``, the similarity judge (B.4, one call per previous
-    answer, in parallel; LLM novelty = 1 - max(score/100)).
-    ``embedder``: ``Embedder`` (``encode(texts, normalize=True)``) or a
-    callable list[str] -> (n, d); embedding novelty N = 1 - max cosine vs the
-    earlier answers, 1.0 for the first (B.3).
-    ``variant`` (:data:`Variant`): "sciaidanbench" takes the first ``<answer>``
-    tag and the judge's last score tag (D.18), "sciaidanbench_code" the first
-    of both (the published code), "aidanbench" the last of both.  Stop rule :func:`stopping_condition` with
-    ``tau_c``/``tau_n``/``tau_llm``; at most ``max_answers`` answers.
+    judge: NamedModel
+    question: str
+    last: bool
+    attempts: int
+    raw: list[dict[str, Any]] = field(default_factory=list)
+    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    Returns a Response with ``metadata["records"]`` (B.7 record format:
-    ``answer_num``, ``answer``, ``coherence_score`` int, ``embedding_dissimilarity_score``,
-    ``llm_dissimilarity_score`` when enabled, ``processing_time`` cumulative s,
-    ``stopping_condition``, ``final_stopping_condition`` on the last;
-    ``thoughts`` when the reply had ``<think>`` blocks), ``answer`` = the
-    accepted answers, ``text`` = all answers numbered, the raw judge
-    replies in ``metadata["judge_raw"]`` (each with the ``prompt_hash`` of the
-    prompt it answered) and those prompts in ``metadata["judge_prompts"]``
-    ({hash: :func:`sgieval.core.prompt_record`}; the run store moves them to the
-    run's ``prompts.jsonl``, once per hash).  Failures: status ``infra_error``
-    (target or embedder) or ``judge_error`` with the reason in ``error`` and
-    the records so far kept.
+    async def ask(self, prompt: str, tag: str, answer_num: int, kind: str, flags: list[str]) -> int:
+        return await _judge_int(
+            self.judge, prompt, tag, last=self.last, attempts=self.attempts, raw_log=self.raw,
+            prompts=self.prompts, answer_num=answer_num, kind=kind, flags=flags,
+        )  # fmt: skip
 
-    Raises InputError when ``judge`` is None (coherence judge required), when
-    ``target`` has no chat model, or for a bad ``variant``/``max_answers``.
+    async def llm_novelty(self, answer: str, answers: list[str], answer_num: int, flags: list[str]) -> float:
+        """1 - max(similarity / 100) against the earlier answers, 1.0 for the first (B.4); raises _JudgeFailure."""
+        if not answers:
+            return 1.0
+        q = self.question
+        results = await asyncio.gather(
+            *(
+                self.ask(
+                    SIMILARITY_PROMPT.format(
+                        question=q, answer1=candidate(answer, "ANSWER_1"), answer2=candidate(p, "ANSWER_2")
+                    ),
+                    "similarity_score",
+                    answer_num,
+                    "similarity",
+                    flags,
+                )  # fmt: skip
+                for p in answers
+            ),
+            return_exceptions=True,
+        )
+        failures = [r for r in results if isinstance(r, BaseException)]
+        raise_first = [f for f in failures if not isinstance(f, _JudgeFailure)] or failures
+        if raise_first:
+            raise raise_first[0]
+        return 1.0 - max(int(r) for r in results) / 100  # type: ignore[arg-type]
 
-    Args:
-        item: see above.
-        target: see above.
-        judge: see above.
-        embedder: see above.
-        variant: see above.
-        llm_novelty: use the LLM novelty judge (B.4).
-        tau_c: the coherence threshold (0-100).
-        tau_n: the embedding novelty threshold (0-1).
-        tau_llm: the LLM novelty threshold (0-1).
-        max_answers: most answers (>= 1).
-        temperature: the target's temperature.
-        cot: ask the target to reason first.
-        judge_attempts: most tries per judge call.
-        clock: the clock of ``processing_time`` (s).
 
-    Returns:
-        The Response (see above).
+class _Stop(Exception):
+    """Ends a question's loop with a failure status and its reason (the records so far are kept)."""
 
-    Raises:
-        InputError: as above.
-    """
+    def __init__(self, status: Status, error: str):
+        super().__init__(error)
+        self.status, self.error = status, error
+
+
+async def _target_answer(
+    target: NamedModel, runnable: Any, prompt: str, n: int, records: list[dict[str, Any]]
+) -> tuple[str, str] | None:
+    """The n-th reply's final text and reasoning; None when a content filter ends the question after a stored answer
+    (B.5: that answer becomes ``content_error``); raises _Stop."""
+    try:
+        out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
+    except ModelCallError as e:
+        if _is_content_filter(e) and records:
+            records[-1].update(stopping_condition=CONTENT_ERROR, final_stopping_condition=CONTENT_ERROR)
+            records[-1]["error_message"] = e.message
+            return None
+        raise _Stop("infra_error", f"target call failed for answer {n}: {e.message}") from e
+    got = read_reply(out)
+    if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
+        cut = "cut by the token limit" if got["status"] == "truncated" else "has no final text"
+        raise _Stop(got["status"], f"target reply for answer {n} {cut} (finish_reason {got['finish_reason']!r})")
+    return got["text"], got["reasoning"] or ""
+
+
+async def _scores(
+    jr: _Judging, embedder: Any, answer: str, answers: list[str], emb_prev: Any, n: int, flags: list[str], llm: bool
+) -> tuple[int, Any, float, float | None]:
+    """Coherence (B.2), the answer's embedding, embedding novelty (B.3) and LLM novelty (B.4); raises _Stop."""
+    try:
+        coherence = await jr.ask(
+            COHERENCE_PROMPT.format(question=jr.question, answer=candidate(answer)),
+            "coherence_score",
+            n,
+            "coherence",
+            flags,
+        )
+    except _JudgeFailure as e:
+        raise _Stop("judge_error", str(e)) from e
+    try:
+        e_new = _encode(embedder, [answer])
+    except Exception as e:  # noqa: BLE001 - OfflineError, model errors
+        raise _Stop("infra_error", f"embedding failed for answer {n}: {type(e).__name__}: {e}") from e
+    novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)
+    try:
+        return coherence, e_new, novelty, (await jr.llm_novelty(answer, answers, n, flags) if llm else None)
+    except _JudgeFailure as e:
+        raise _Stop("judge_error", str(e)) from e
+
+
+def _runnable(
+    item: Item, target: NamedModel, judge: NamedModel | None, variant: str, max_answers: int, temperature: float
+) -> Any:
+    """The target's chat model at ``temperature`` (as configured for a family that rejects it, or without bind());
+    raises InputError for a run :func:`run_generation` cannot make."""
     if judge is None:
         raise InputError(
             "the AidanBench/SciAidanBench generation protocol needs a coherence judge "
@@ -449,149 +466,121 @@ async def run_generation(
         )
     if max_answers < 1:
         raise InputError(f"max_answers must be >= 1, got {max_answers}", what="max_answers")
-    last = variant != "sciaidanbench_code"  # score tags: the judge's own last one (D.18) but in the code variant
-    question = item.metadata.get("question") or item.prompt
     try:
-        # a model whose family rejects temperature (o-series, gpt-5...) is called as configured
-        runnable = target.chat if "temperature" in target.dropped else target.chat.bind(temperature=temperature)
+        return target.chat if "temperature" in target.dropped else target.chat.bind(temperature=temperature)  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - a chat model without bind(): call it as configured
-        runnable = target.chat
+        return target.chat
+
+
+async def _loop(
+    jr: _Judging,
+    target: NamedModel,
+    runnable: Any,
+    embedder: Any,
+    variant: Variant,
+    cot: bool,
+    llm_novelty: bool,
+    taus: tuple[float, float, float],
+    max_answers: int,
+    clock: Callable[[], float],
+    t0: float,
+) -> tuple[list[dict[str, Any]], Status, str | None]:
+    """The records of one question's answers (B.1, B.7), the status and the failure reason."""
     records: list[dict[str, Any]] = []
     answers: list[str] = []
     emb_prev: np.ndarray | None = None
-    judge_raw: list[dict[str, Any]] = []
-    judge_prompts: dict[str, dict[str, Any]] = {}
-    t0 = clock()
     status: Status = "ok"
     error: str | None = None
-
-    for answer_num in range(1, max_answers + 1):
-        prompt = generation_prompt(question, answers, cot=cot)
-        try:
-            out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
-        except ModelCallError as e:
-            if _is_content_filter(e) and records:
-                records[-1]["stopping_condition"] = CONTENT_ERROR
-                records[-1]["final_stopping_condition"] = CONTENT_ERROR
-                records[-1]["error_message"] = e.message
+    try:
+        for n in range(1, max_answers + 1):
+            got = await _target_answer(target, runnable, generation_prompt(jr.question, answers, cot=cot), n, records)
+            if got is None:
                 break
-            status, error = "infra_error", f"target call failed for answer {answer_num}: {e.message}"
-            break
-        got = read_reply(out)
-        if got["status"] != "ok":  # D.10: a truncated or empty answer ends the question, flagged
-            status = got["status"]
-            error = (
-                f"target reply for answer {answer_num} "
-                + ("cut by the token limit" if status == "truncated" else "has no final text")
-                + f" (finish_reason {got['finish_reason']!r})"
+            answer, thoughts = extract_answer(got[0], variant), got[1]
+            flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
+            coherence, e_new, novelty, llm_nov = await _scores(
+                jr, embedder, answer, answers, emb_prev, n, flags, llm_novelty
             )
-            break
-        reply, thoughts = got["text"], got["reasoning"] or ""
-        answer = extract_answer(reply, variant)
+            stop = stopping_condition(coherence, novelty, llm_nov, tau_c=taus[0], tau_n=taus[1], tau_llm=taus[2])
+            rec: dict[str, Any] = {"answer_num": n, "answer": answer}
+            rec |= ({"thoughts": thoughts} if thoughts else {}) | ({"flags": flags} if flags else {})
+            rec |= {"embedding_dissimilarity_score": novelty, "coherence_score": coherence}
+            rec |= {"processing_time": clock() - t0, "stopping_condition": stop}
+            rec |= {"llm_dissimilarity_score": llm_nov} if llm_novelty else {}
+            records.append(rec)
+            answers.append(answer)
+            emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
+            if stop:
+                rec["final_stopping_condition"] = stop
+                break
+        else:
+            records[-1]["final_stopping_condition"] = ANSWER_CAP
+    except _Stop as e:
+        status, error = e.status, e.error
+    return records, status, error
 
-        flags = injection_flags(answer, extra_tags=CANDIDATE_TAGS)
-        try:
-            coherence = await _judge_int(
-                judge,
-                COHERENCE_PROMPT.format(question=question, answer=candidate(answer)),
-                "coherence_score",
-                last=last,
-                attempts=judge_attempts,
-                raw_log=judge_raw,
-                prompts=judge_prompts,
-                answer_num=answer_num,
-                kind="coherence",
-                flags=flags,
-            )
-        except _JudgeFailure as e:
-            status, error = "judge_error", str(e)
-            break
 
-        try:
-            e_new = _encode(embedder, [answer])
-        except Exception as e:  # noqa: BLE001 - OfflineError, model errors
-            status, error = "infra_error", f"embedding failed for answer {answer_num}: {type(e).__name__}: {e}"
-            break
-        novelty = 1.0 if emb_prev is None else novelty_against(e_new[0], emb_prev)
+async def run_generation(
+    item: Item,
+    target: NamedModel,
+    judge: NamedModel | None,
+    embedder: Any,
+    *,
+    variant: Variant = "sciaidanbench",
+    llm_novelty: bool = True,
+    tau_c: float = TAU_C,
+    tau_n: float = TAU_N,
+    tau_llm: float = TAU_LLM,
+    max_answers: int = 50,
+    temperature: float = 0.7,
+    cot: bool = False,
+    judge_attempts: int = 3,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Response:
+    """Run the B.1 generation loop for one question (``item.metadata["question"]``, else ``item.prompt``).
 
-        llm_nov: float | None = None
-        if llm_novelty:
-            if answers:
-                calls = [
-                    _judge_int(
-                        judge,
-                        SIMILARITY_PROMPT.format(
-                            question=question,
-                            answer1=candidate(answer, "ANSWER_1"),
-                            answer2=candidate(prev, "ANSWER_2"),
-                        ),
-                        "similarity_score",
-                        last=last,
-                        attempts=judge_attempts,
-                        raw_log=judge_raw,
-                        prompts=judge_prompts,
-                        answer_num=answer_num,
-                        kind="similarity",
-                        flags=flags,
-                    )
-                    for prev in answers
-                ]
-                results = await asyncio.gather(*calls, return_exceptions=True)
-                failures = [r for r in results if isinstance(r, BaseException)]
-                if failures:
-                    if not all(isinstance(f, _JudgeFailure) for f in failures):
-                        raise next(f for f in failures if not isinstance(f, _JudgeFailure))
-                    status, error = "judge_error", str(failures[0])
-                    break
-                llm_nov = 1.0 - max(int(r) for r in results) / 100  # type: ignore[arg-type]
-            else:
-                llm_nov = 1.0
+    Args:
+        item: the question.
+        target: the model asked for answers.
+        judge: the coherence judge (B.2) and, with ``llm_novelty``, the similarity judge (B.4).
+        embedder: an ``Embedder`` or a callable list[str] -> (n, d) array; embedding novelty (B.3).
+        variant: which answer and score tags are read (:data:`Variant`).
+        llm_novelty: use the LLM novelty judge (B.4).
+        tau_c: the coherence threshold (0-100).
+        tau_n: the embedding novelty threshold (0-1).
+        tau_llm: the LLM novelty threshold (0-1).
+        max_answers: most answers (>= 1).
+        temperature: the target's temperature (B.1: 0.7).
+        cot: ask the target to reason first.
+        judge_attempts: most tries per judge call.
+        clock: the clock of ``processing_time`` (s).
 
-        stop = stopping_condition(coherence, novelty, llm_nov, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
-        rec: dict[str, Any] = {"answer_num": answer_num, "answer": answer}
-        if thoughts:
-            rec["thoughts"] = thoughts
-        if flags:
-            rec["flags"] = flags
-        rec.update(
-            {
-                "embedding_dissimilarity_score": novelty,
-                "coherence_score": coherence,
-                "processing_time": clock() - t0,
-                "stopping_condition": stop,
-            }
-        )
-        if llm_novelty:
-            rec["llm_dissimilarity_score"] = llm_nov
-        records.append(rec)
-        answers.append(answer)
-        emb_prev = e_new if emb_prev is None else np.vstack([emb_prev, e_new])
-        if stop:
-            rec["final_stopping_condition"] = stop
-            break
-    else:
-        records[-1]["final_stopping_condition"] = ANSWER_CAP
+    Returns:
+        One Response: ``metadata["records"]`` in the B.7 record format, ``answer`` the accepted answers, ``text`` all
+        answers numbered, the judge replies in ``metadata["judge_raw"]`` and their prompts by hash in
+        ``metadata["judge_prompts"]``; status ``infra_error`` or ``judge_error`` with the reason, the records so far
+        kept.
 
-    accepted = [r["answer"] for r in records if r.get("stopping_condition") is None]
+    Raises:
+        InputError: no judge, a target without a chat model, or a bad ``variant`` or ``max_answers``.
+    """
+    runnable = _runnable(item, target, judge, variant, max_answers, temperature)
+    assert judge is not None
+    question = item.metadata.get("question") or item.prompt
+    # score tags: the judge's own last one (D.18) but in the code variant
+    jr = _Judging(judge, question, last=variant != "sciaidanbench_code", attempts=judge_attempts)
+    t0 = clock()
+    records, status, error = await _loop(
+        jr, target, runnable, embedder, variant, cot, llm_novelty, (tau_c, tau_n, tau_llm), max_answers, clock, t0
+    )
     meta = {
-        "records": records,
-        "protocol": variant,
-        "temperature": str(temperature),
-        "judge": judge.name,
-        "embedder": getattr(embedder, "name", type(embedder).__name__),
-        "llm_novelty": llm_novelty,
-        "thresholds": {"coherence": tau_c, "embedding": tau_n, "llm": tau_llm},
-        "max_answers": max_answers,
-        "judge_raw": judge_raw,
-        "judge_prompts": judge_prompts,
-    }
+        "records": records, "protocol": variant, "temperature": str(temperature), "judge": judge.name,
+        "embedder": getattr(embedder, "name", type(embedder).__name__), "llm_novelty": llm_novelty,
+        "thresholds": {"coherence": tau_c, "embedding": tau_n, "llm": tau_llm}, "max_answers": max_answers,
+        "judge_raw": jr.raw, "judge_prompts": jr.prompts,
+    }  # fmt: skip
+    accepted = [r["answer"] for r in records if r.get("stopping_condition") is None]
     return Response(
-        item_id=item.id,
-        model=target.name,
-        text=records_text(records),
-        answer=accepted,
-        latency_s=clock() - t0,
-        status=status,
-        error=error,
-        metadata=meta,
-    )  # type: ignore[arg-type]
+        item_id=item.id, model=target.name, text=records_text(records), answer=accepted, latency_s=clock() - t0,
+        status=status, error=error, metadata=meta,
+    )  # type: ignore[arg-type]  # fmt: skip

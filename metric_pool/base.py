@@ -1,10 +1,10 @@
-"""The metric interface (DESIGN.md "Style we follow": a metric is small and pure
-where it can be; a judge metric is the same shape with a chat model passed in).
+"""The metric interface (DESIGN.md "Style we follow": a metric is small and pure where it can be; a judge metric is the
+same shape with a chat model passed in).
 
 A :class:`Metric` declares one or more :class:`MetricSpec` and returns one
 :class:`Score` per spec for each (item, response).  Corpus-level metrics
-(e.g. SFBench's quadratic weighted kappa) also implement :meth:`Metric.corpus`,
-returning Scores whose ``item_id`` is :data:`CORPUS`.
+(e.g. SFBench's quadratic weighted kappa) also implement :meth:`Metric.corpus`, returning Scores whose ``item_id`` is
+:data:`CORPUS`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from ..models import NamedModel
 class ScoringContext:
     """What a metric may use while scoring.
 
-    ``judges``: judge models (empty: judge metrics report ``not_run``).
-    ``tools``: the run's ToolPool (or None).  ``sandbox``: a
+    ``judges``: judge models (empty: judge metrics report ``not_run``). ``tools``: the run's ToolPool (or None).
+    ``sandbox``: a
     :class:`sgieval.tools.base.Sandbox` for running model-written code.
-    ``embedder``: callable list[str] -> np.ndarray (n, d) or None (MiniLM is
-    loaded lazily by metrics that need it).  ``allow_self_judge``: when False a
-    judge whose name equals the target model's is skipped.
+    ``embedder``: callable list[str] -> np.ndarray (n, d) or None (MiniLM is loaded lazily by metrics that need it).
+    ``allow_self_judge``: when False a judge whose name equals the target model's is skipped.
     """
 
     judges: list[NamedModel] = field(default_factory=list)
@@ -89,9 +88,8 @@ class ScoringContext:
 class Metric:
     """Base class.  Subclasses set ``specs`` and implement :meth:`score`.
 
-    ``score`` must return exactly one Score per spec, in ``specs`` order; on
-    failure it returns Scores with ``status`` != "ok" and the reason in
-    ``error`` (never a silent zero).
+    ``score`` must return exactly one Score per spec, in ``specs`` order; on failure it returns Scores with ``status``
+    != "ok" and the reason in ``error`` (never a silent zero).
     """
 
     specs: list[MetricSpec] = []
@@ -244,11 +242,11 @@ def _result(out: Any, fn: Any) -> MetricResult:
 class FunctionMetric(Metric):
     """A metric from pure functions of (item, response), the one "metric from a function" class.
 
-    ``fn`` is either one function for all ``specs`` (returning a :class:`MetricResult` for a single spec, or a
-    dict spec name -> MetricResult), or a sequence of functions, one per spec, each computed on its own: a
-    ``ValueError`` from one fails only its spec (``parse_error`` with the message; an :class:`InputError`, e.g. a
-    missing reference field, gives ``input_error``).  The functions see the final text only (reasoning moved
-    out, METRICS.md D.8); a response whose status is not ``ok`` gives failed Scores with that status.
+    ``fn`` is either one function for all ``specs`` (returning a :class:`MetricResult` for a single spec, or a dict spec
+    name -> MetricResult), or a sequence of functions, one per spec, each computed on its own: a ``ValueError`` from one
+    fails only its spec (``parse_error`` with the message; an :class:`InputError`, e.g. a missing reference field, gives
+    ``input_error``).  The functions see the final text only (reasoning moved out, METRICS.md D.8); a response whose
+    status is not ``ok`` gives failed Scores with that status.
     """
 
     def __init__(

@@ -1,38 +1,11 @@
-"""Predefined metrics of a user JSONL benchmark (``-b <file.jsonl>``, loader
-:mod:`sgieval.benchmarks.jsonl`): reference matching.
+"""Metrics of a JSONL benchmark (``-b <file.jsonl>``, :mod:`sgieval.benchmarks.jsonl`): reference matching, 0 or 1 per
+item.
 
-Items of a JSONL benchmark with a ``reference`` (``Item.reference =
-{"answer": value}``) get objective per-item metrics, each 0 or 1 (higher
-is better; a model's score is the mean over items, i.e. accuracy):
-
-- ``exact_match`` (primary): the prediction equals the reference after
-  stripping surrounding whitespace (case, inner spacing and number formatting
-  all count).
-- ``exact_match_normalised``: equality after the METRICS.md D.11
-  normalisation (:func:`sgieval.metric_pool.answers.normalised_match`: NFKC,
-  dashes, whitespace, case; numbers compared as numbers after removing
-  currency symbols and thousands separators, rounded to the reference's
-  decimal places), a named variant of ``exact_match`` reported beside it.
-- ``numeric_match`` (items whose reference is a number): the final answer's
-  number (:func:`sgieval.metric_pool.answers.numeric_answer`: the reply cut
-  at a turn the model wrote for itself, then the last explicit final-answer
-  marker holding a number, else the last number) within a relative
-  tolerance of 0.01 of the reference.
-
-The prediction is the text inside the last ``<answer>...</answer>`` of the
-response when there is one (the SGI-Bench convention, METRICS.md A.1 step 1),
-else the whole response, both after the reasoning (the text after the last
-``</think>``, D.8).  A non-string reference is compared in its JSON form
-(``100`` -> ``"100"``, ``[1, 2]`` -> ``"[1, 2]"``).
-
-Multiple-choice items (``reference["options"]``, the JSONL ``options`` field)
-compare option letters instead (:func:`choice_prediction`): the last
-``\\boxed{}`` holding an option letter (D.3), else a final ``ANSWER: X`` line
-(D.9), else a one-letter answer; ``exact_match`` is case-sensitive,
-``exact_match_normalised`` ignores case.  A reply with no answer scores 0 with
-``details["no_answer"]`` set, so the report counts "no answer found" apart from
-wrong answers.  Items without a reference have no predefined metric (the
-request's custom rubric metrics still apply).
+``exact_match`` (primary: equal after stripping), ``exact_match_normalised`` (METRICS.md D.11 normalisation,
+:func:`sgieval.metric_pool.answers.normalised_match`) and ``numeric_match`` (the final number within 1% of a numeric
+reference).  The prediction is the last ``<answer>...</answer>`` of the final text (A.1, D.8), else the whole final
+text; a non-string reference is compared in its JSON form.  Multiple-choice items compare option letters
+(:func:`choice_prediction`).  A reply with no answer scores 0 with ``details["no_answer"]``.
 """
 
 from __future__ import annotations
@@ -111,18 +84,17 @@ def reference_text(value: Any) -> str:
 
 
 def prediction_text(response_text: str) -> str:
-    """The content of the last ``<answer>...</answer>`` (stripped; the SGI-Bench
-    tag rule, :func:`sgieval.metric_pool.sgi.common.extract_answer_tag`), else
-    the stripped response; both read only the text after the last ``</think>``
-    (METRICS.md D.8)."""
+    """The content of the last ``<answer>...</answer>`` (stripped; the SGI-Bench tag rule,
+    :func:`sgieval.metric_pool.sgi.common.extract_answer_tag`), else the stripped response; both read only the text
+    after the last ``</think>`` (METRICS.md D.8)."""
     text = final_text(response_text or "")  # D.8: the reasoning before the last </think> is never scored
     tagged = extract_answer_tag(text)
     return (tagged if tagged is not None else text).strip()
 
 
 def choice_letters(item: Item) -> list[str] | None:
-    """Option letters of a multiple-choice JSONL item (``reference["options"]``:
-    a list labelled A, B, ... or a dict keyed by letter), or None."""
+    """Option letters of a multiple-choice JSONL item (``reference["options"]``: a list labelled A, B, ... or a dict
+    keyed by letter), or None."""
     opts = (item.reference or {}).get("options") if isinstance(item.reference, dict) else None
     if isinstance(opts, dict) and opts:
         return [str(k) for k in opts]
@@ -132,9 +104,8 @@ def choice_letters(item: Item) -> list[str] | None:
 
 
 def reference_letter(item: Item, letters: list[str]) -> str:
-    """The gold option letter of a multiple-choice item: the reference itself when
-    it is one of ``letters``; a 0-based int index; or the text of one option.
-    Raises ValueError naming the item otherwise."""
+    """The gold option letter of a multiple-choice item: the reference itself when it is one of ``letters``; a
+    0-based int index; or the text of one option. Raises ValueError naming the item otherwise."""
     ref = (item.reference or {}).get("answer")
     opts = item.reference.get("options")
     if isinstance(ref, str) and ref.strip() in letters:
@@ -151,13 +122,11 @@ def reference_letter(item: Item, letters: list[str]) -> str:
 
 
 def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
-    """(letter or None, how it was found) for a multiple-choice reply, reading the
-    text after the last ``</think>`` (D.8): the later of the last ``\\boxed{}``
-    holding an option letter (D.3) and a final ``ANSWER: X`` line (D.9)
-    (:func:`sgieval.metric_pool.sgi.reasoning.final_option`); else the
-    prediction text (:func:`prediction_text`) when it is one letter, possibly
-    wrapped (``<answer>(B)</answer>``, ``B.``).  Letters past the options are
-    skipped; None means no answer found."""
+    """(letter or None, how it was found) for a multiple-choice reply, reading the text after the last ``</think>``
+    (D.8): the later of the last ``\\boxed{}`` holding an option letter (D.3) and a final ``ANSWER: X`` line (D.9)
+    (:func:`sgieval.metric_pool.sgi.reasoning.final_option`); else the prediction text (:func:`prediction_text`) when
+    it is one letter, possibly wrapped (``<answer>(B)</answer>``, ``B.``).  Letters past the options are skipped;
+    None means no answer found."""
     text = final_text(response_text or "")
     got, how = final_option(text, letters)
     if got is not None:
@@ -210,19 +179,18 @@ REFERENCE_METRICS = (EXACT.name, NORMALISED.name, NUMERIC.name)
 
 
 JSONL = "jsonl"
-"""The scope of these metrics: the generic JSONL benchmark, whose items are named ``jsonl:<file stem>`` (each file
-is scored on its own: :meth:`sgieval.metric_pool.registry.MetricEntry.covers`)."""
+"""The scope of these metrics: the generic JSONL benchmark, whose items are named ``jsonl:<file stem>`` (each file is
+scored on its own: :meth:`sgieval.metric_pool.registry.MetricEntry.covers`)."""
 
 
 @metric(EXACT, NORMALISED, scope=JSONL)
 class ReferenceMatch(FunctionMetric):
-    """``exact_match`` and ``exact_match_normalised`` (module docstring) for
-    items that have a reference; scores are 0 or 1.
+    """``exact_match`` and ``exact_match_normalised`` (module docstring) for items that have a reference; scores are 0
+    or 1.
 
-    ``benchmark``: the items scored are those of this benchmark (a YAML user
-    benchmark's name); None: those of any generic JSONL benchmark
-    (``jsonl:<stem>``).  ``names``: the specs to compute (default both).
-    Raises InputError for an unknown name."""
+    ``benchmark``: the items scored are those of this benchmark (a YAML user benchmark's name); None: those of any
+    generic JSONL benchmark (``jsonl:<stem>``).  ``names``: the specs to compute (default both). Raises InputError
+    for an unknown name."""
 
     def __init__(self, benchmark: str | None = None, names: Sequence[str] | None = None) -> None:
         specs = [EXACT, NORMALISED]
@@ -283,9 +251,8 @@ def _numeric(item: Item, response: Response) -> MetricResult:
 
 @metric(NUMERIC, scope=JSONL)
 class NumericMatch(FunctionMetric):
-    """``numeric_match`` (:data:`NUMERIC`) for items whose reference is a number:
-    those of ``benchmark`` (a YAML user benchmark's name), or of any generic
-    JSONL benchmark when None."""
+    """``numeric_match`` (:data:`NUMERIC`) for items whose reference is a number: those of ``benchmark`` (a YAML user
+    benchmark's name), or of any generic JSONL benchmark when None."""
 
     def __init__(self, benchmark: str | None = None) -> None:
         super().__init__(NUMERIC, _numeric)

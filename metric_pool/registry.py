@@ -1,12 +1,4 @@
-"""The metric registry: every metric sgieval knows, each declared once where it is defined with ``@metric``.
-
-A metric is declared with the specs it scores (each ``MetricSpec`` gives its scale ``range``, its direction
-``higher_is_better``, its ``source`` and the ``qualities`` it measures), its scope and the request words that
-name it (as inspect_ai's ``@scorer``)::
-
-    from sgieval.core import MetricSpec
-    from sgieval.metric_pool.base import MetricResult
-    from sgieval.metric_pool.registry import metric
+"""The metric registry: every metric sgieval knows, each declared once where it is defined with ``@metric``::
 
     BREVITY = MetricSpec(name="brevity", tasks=["*"], range=(0, 1), description="...", source="...")
 
@@ -14,22 +6,13 @@ name it (as inspect_ai's ``@scorer``)::
     def brevity(item, response):
         return MetricResult(value=..., rationale=...)
 
-What ``@metric`` declares:
-
-- a function ``(item, response) -> MetricResult`` (or spec name -> MetricResult): scored as a
-  :class:`~sgieval.metric_pool.base.FunctionMetric` of the declared specs;
-- a :class:`~sgieval.metric_pool.base.Metric` subclass: its ``specs`` and ``corpus_specs`` are the declared
-  ones, and each run builds it with ``cls.from_options(options)``;
-- a built Metric (``metric(scope="capitals")(ReferenceMatch(...))``: a YAML benchmark's metrics), used as is.
-
-Scope: :data:`ALL` (default) offers the metric to the customisation agent for every benchmark's items, chosen
-when the request names a quality it measures; a benchmark name restricts it to that benchmark's items (and
-those of names derived from it, ``"jsonl:qa"`` for ``"jsonl"``).  A benchmark names the metrics it scores on
-every run (``Benchmark.metrics``: each name looked up in the benchmark's scope, then in :data:`ALL`).
-
-Discovery: on the registry's first read, :func:`discover` imports every module of this package that declares
-a metric (its source holds ``@metric(``; the statistics modules are not imported for it), then the modules of
-installed packages' entry points (:data:`ENTRY_POINTS`).  Adding a metric is one new module here.
+The specs give each metric's scale, direction, source and qualities.  ``@metric`` declares a function ``(item, response)
+-> MetricResult`` (a :class:`~sgieval.metric_pool.base.FunctionMetric`), a Metric subclass (built per run with
+``cls.from_options(options)``) or a built Metric (a YAML benchmark's).  Scope :data:`ALL` (default) offers it to the
+customisation agent for any benchmark's items; a benchmark name restricts it to that benchmark's items (and
+``"jsonl:qa"``'s for ``"jsonl"``), and the benchmark names the metrics it scores (``Benchmark.metrics``).  On the first
+read, :func:`discover` imports every module of this package that declares a metric, then installed packages' entry
+points (:data:`ENTRY_POINTS`): adding a metric is one new module here.
 """
 
 from __future__ import annotations
@@ -53,8 +36,8 @@ MetricKey = tuple[str, str]
 """``(scope, name)``: how a plan names a metric (scope: an item benchmark name, or :data:`ALL`)."""
 
 Offer = Callable[[dict | None, Any], str | None]
-"""``offer(options, tools)`` -> where the metric can work in this run (a phrase shown to the agent, e.g.
-"searches the papers in ./papers (BM25)"), or None when it cannot (nothing to search)."""
+"""``offer(options, tools)`` -> where the metric can work in this run (a phrase shown to the agent, e.g. "searches
+the papers in ./papers (BM25)"), or None when it cannot (nothing to search)."""
 
 ENTRY_POINTS = "sgieval.metrics"
 """Entry-point group of installed packages' metric modules, imported by :func:`discover`
@@ -75,8 +58,8 @@ class MetricEntry:
         scope: :data:`ALL` or the benchmark name whose items it scores.
         specs: the per-item specs it scores (scale, direction, source, qualities).
         corpus: the specs of its corpus-level scores (``Metric.corpus``).
-        qualities: quality -> the request patterns naming it: regular expressions matched case-insensitively on
-            word boundaries, each of which must occur in the request (``("novel\\w*|original", "against (?:the
+        qualities: quality -> the request patterns naming it: regular expressions matched case-insensitively on word
+            boundaries, each of which must occur in the request (``("novel\\w*|original", "against (?:the
             )?literature")``: novelty, and a comparison with the literature).
         make: ``make(options) -> Metric`` (``options``: the run's metric options, option name -> value).
         offer: when the agent model may choose it (:data:`Offer`); None: always.
@@ -205,8 +188,8 @@ def metric(
     offer: Offer | None = None,
     unavailable: str = "",
 ) -> Callable[[T], T]:
-    """Declare the decorated function, Metric class or built Metric as a metric (module docstring); the decorated
-    object is returned unchanged (a class gets the declared ``specs`` and ``corpus_specs``).
+    """Declare the decorated function, Metric class or built Metric as a metric (module docstring); the decorated object
+    is returned unchanged (a class gets the declared ``specs`` and ``corpus_specs``).
 
     Args:
         specs: the per-item specs it scores, in order (none for a built Metric: its own).
@@ -270,8 +253,8 @@ def unregister_scope(scope: str) -> None:
 
 
 def discover() -> None:
-    """Import every module of this package that declares a metric (:data:`DECLARES`), then every module named by
-    an installed package's entry point (:data:`ENTRY_POINTS`).
+    """Import every module of this package that declares a metric (:data:`DECLARES`), then every module named by an
+    installed package's entry point (:data:`ENTRY_POINTS`).
 
     Raises:
         InputError: an installed package's metric module cannot be imported (naming the package and module).
@@ -321,15 +304,14 @@ def find(key: MetricKey) -> MetricEntry | None:
 def applicable(
     items: Iterable[Item], options: dict | None = None, *, predefined: bool | None = False
 ) -> list[tuple[MetricEntry, Metric]]:
-    """The declared metrics that apply to at least one of ``items`` within their scope, each with its Metric:
-    one per item benchmark of ``items`` that the scope covers (one for :data:`ALL`), in declaration order, then
-    item order.
+    """The declared metrics that apply to at least one of ``items`` within their scope, each with its Metric: one per
+    item benchmark of ``items`` that the scope covers (one for :data:`ALL`), in declaration order, then item order.
 
     Args:
         items: the run's items.
         options: the run's metric options (:meth:`MetricEntry.build`).
-        predefined: False (default): the metrics the customisation agent may add (:data:`ALL`); True:
-            benchmarks' metrics only; None: both.
+        predefined: False (default): the metrics the customisation agent may add (:data:`ALL`); True: benchmarks'
+            metrics only; None: both.
 
     Returns:
         ``(entry, Metric)`` pairs.
@@ -350,9 +332,9 @@ def applicable(
 
 @dataclass
 class Scoped(Metric):
-    """``inner`` restricted to the items of one benchmark (``Item.benchmark == scope``): a benchmark's metric
-    never scores another benchmark's items in the same run, and two benchmarks' metrics of the same name are two
-    metrics.  Specs, scores and corpus scores are ``inner``'s."""
+    """``inner`` restricted to the items of one benchmark (``Item.benchmark == scope``): a benchmark's metric never
+    scores another benchmark's items in the same run, and two benchmarks' metrics of the same name are two metrics.
+    Specs, scores and corpus scores are ``inner``'s."""
 
     inner: Metric
     scope: str

@@ -1,28 +1,12 @@
-"""Retrieval-augmented novelty (METRICS.md section E; SGI-Bench paper, arXiv 2512.16969, section 5.1.1, eqs. 3-5).
+"""Retrieval-augmented novelty (METRICS.md E; SGI-Bench paper, arXiv 2512.16969, section 5.1.1, eqs. 3-5).
 
-For one generated idea (the text inside ``<answer>...</answer>`` of the final text after the reasoning, D.8; the
-whole final text when there is no such tag):
-
-1. retrieve ``n`` = 4 related works: with ``--corpus <folder>`` (``options["corpus"]``) from that folder only,
-   online or not (the user's papers, never the benchmark's own items), every work ranked by embedding similarity
-   to the query with the run's embedder and fused with BM25 by reciprocal rank
-   (:class:`sgieval.tools.retrieval.CorpusRetriever`; ``options["retrieval"]`` ``"hybrid"``, the default, or
-   ``"dense"``), so the n nearest works always exist when the folder holds n works; without one, with the tool
-   pool's ``web_search`` (online: the web; offline: every text of its local index -- the catalog's -- ranked the
-   same way); the query is the idea's first sentence plus the item's question;
-2. S_avg = mean over the works found of cos(e_idea, e_work), the work's text being its title and snippet, with the
-   run's embedder;
-3. ``retrieval_novelty`` S_inn = clip(10 (1 - S_avg), 0, 10), 0-10, higher is more novel;
-4. ``retrieval_novelty_reward`` R_novelty = 1 if S_inn > tau (tau = 5) else 0; ``ttrl_reward`` R = R_format +
-   R_novelty (0-2), where R_format = 1 if the reply closed a reasoning block and gave a non-empty
-   ``<answer>...</answer>``, counted only where the item's prompt asked for ``<answer>`` tags (else R = R_novelty,
-   and the rationale says so);
-5. fewer than n works found (a corpus of fewer works, or a web search with fewer results): those found are used
-   and their number recorded; none (an empty corpus, or a web search that returned nothing): ``not_run`` with
-   ``details["not_applicable"]`` and the reason (never 10); a search or embedding failure: ``infra_error``.
-
-Every score's evidence is one ``retrieval`` record: the query, the backend, the works (title, source,
-similarity) and the embedder.
+For one idea (the last ``<answer>`` of the final text, D.8, else the final text): retrieve ``n`` = 4 works (with
+``--corpus`` from that folder only, by embedding similarity fused with BM25, :class:`sgieval.tools.retrieval.CorpusRetriever`;
+else through the tool pool's ``web_search``), the query being the idea's first sentence plus the question; S_avg = mean
+cos(idea, work title and snippet); ``retrieval_novelty`` = clip(10 (1 - S_avg), 0, 10); ``retrieval_novelty_reward`` =
+[S_inn > tau = 5]; ``ttrl_reward`` = R_format + R_novelty (0-2; R_format only where the prompt asked for ``<answer>``
+tags).  Fewer works found: those are used and counted; none: ``not_run`` with the reason (never 10); a search or
+embedding failure: ``infra_error``.  Each score's evidence is one ``retrieval`` record.
 """
 
 from __future__ import annotations
@@ -114,8 +98,8 @@ LITERATURE = (
     r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
     r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
 )
-"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior
-work"); with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
+"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior work");
+with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
 
 NOVEL = r"novel\w*|original\w*"
 """Words naming novelty ("novel", "novelty", "original", "originality")."""
@@ -152,8 +136,8 @@ class RetrievalNoveltyMetric(Metric):
 
     @classmethod
     def from_options(cls, options: dict) -> "RetrievalNoveltyMetric":
-        """With the run's ``options["retrieval_novelty"]`` ``n`` (works retrieved, default 4) and ``tau`` (the
-        novelty threshold, default 5).
+        """With the run's ``options["retrieval_novelty"]`` ``n`` (works retrieved, default 4) and ``tau`` (the novelty
+        threshold, default 5).
 
         Args:
             options: the run's metric options.
@@ -273,19 +257,7 @@ class RetrievalNoveltyMetric(Metric):
                 for s in self.specs
             ]
         try:
-            loaded = ctx.embedder is None
-            embedder = self._embedder(ctx)
-            if loaded:
-                evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
-            import numpy as np  # here, not at import: the metric registry imports this module for every run
-
-            texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
-            emb = np.asarray(embedder(texts), dtype=np.float64)
-            norms = np.linalg.norm(emb, axis=1)
-            sims = [
-                float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0
-                for i in range(1, len(texts))
-            ]
+            sims = self._similarities(ctx, idea, hits, evidence)
         except Exception as e:  # noqa: BLE001
             return self.failed(
                 item, response, "infra_error", f"embedding failed: {type(e).__name__}: {e}", evidence=[evidence]
@@ -309,26 +281,23 @@ class RetrievalNoveltyMetric(Metric):
             TTRL.name: (float(ttrl), f"R = R_format + R_novelty = {ttrl:g} ({fmt_note}; R_novelty = {r_nov:g})"),
         }
         return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=name,
-                value=value,
-                rationale=why,
-                evidence=[as_evidence(evidence)],
-                details=details,
-            )
+            Score(item_id=item.id, model=response.model, metric=name, value=value, rationale=why,
+                  evidence=[as_evidence(evidence)], details=details)
             for name, (value, why) in rationales.items()
+        ]  # fmt: skip
+
+    def _similarities(self, ctx: ScoringContext, idea: str, hits: list[dict], evidence: dict[str, Any]) -> list[float]:
+        """cos(idea, work) for each work found (title and snippet), with the run's embedder (named in ``evidence``)."""
+        loaded = ctx.embedder is None
+        embedder = self._embedder(ctx)
+        if loaded:
+            evidence["embedder"] = str(getattr(embedder, "name", evidence["embedder"]))
+        import numpy as np  # here, not at import: the metric registry imports this module for every run
+
+        texts = [idea] + [f"{h['title']}. {h['snippet']}".strip() for h in hits]
+        emb = np.asarray(embedder(texts), dtype=np.float64)
+        norms = np.linalg.norm(emb, axis=1)
+        return [
+            float(emb[0] @ emb[i] / (norms[0] * norms[i])) if norms[0] and norms[i] else 0.0
+            for i in range(1, len(texts))
         ]
-
-
-__all__ = [
-    "NOVELTY",
-    "REWARD",
-    "TTRL",
-    "RetrievalNoveltyMetric",
-    "format_reward",
-    "idea_text",
-    "innovation",
-    "query_for",
-]

@@ -1,43 +1,12 @@
-"""SFBench predefined metrics (DATASETS.md "SFBench"; METRICS.md D.5, D.7).
+"""SFBench metrics (DATASETS.md "SFBench"; METRICS.md D.5, D.7): the reply (:func:`parse_feasibility_reply`) gives a
+Likert feasibility -2..2 and an explanation.
 
-A system outputs, per claim, a Likert feasibility score -2 (infeasible) ..
-+2 (feasible) and an explanation.  The target's reply is parsed by
-:func:`parse_feasibility_reply`.
-
-Likert metrics (objective, :class:`SFBenchLikert`):
-
-- per item ``sfbench_abs_error`` = |pred - gold| (0-4, lower is better) and
-  ``sfbench_exact`` = 1 if pred == gold else 0;
-- corpus (``item_id`` = :data:`CORPUS`): ``sfbench_qwk`` (primary), quadratic
-  weighted Cohen's kappa over the five labels -2..2
-  (``sklearn.metrics.cohen_kappa_score(weights="quadratic", labels=[-2..2])``,
-  range -1..1); ``sfbench_accuracy`` = mean exact (0-1); ``sfbench_mae`` =
-  mean absolute error (0-4).  Each corpus Score keeps the 5x5 confusion
-  matrix (rows gold -2..2, columns predicted -2..2) in
-  ``details["confusion_matrix"]``.
-
-D.5: a Likert value outside -2..2 is an input error (gold: ``input_error``;
-target reply: ``parse_error``).  Kappa when *both* sides use fewer than two
-distinct labels is undefined and reported as undefined (value None, status
-``not_run``, the reason in ``error``), never 0 or 1; when only one side uses
-a single label, kappa is defined and scikit-learn's value (0 for a constant
-prediction) is reported.
-
-Explanation metrics (judge, :class:`SFBenchExplanation`):
-
-- per item ``sfbench_expl_correctness`` (Sound 5, Mostly Sound 4, Mixed 3,
-  Mostly Unsound 2, Unsound 1) and ``sfbench_expl_completeness`` (Complete 5,
-  Strong 4, Adequate 3, Weak 2, Incomplete 1), judged against the gold
-  explanation; labels matched case-insensitively on the five names (D.5);
-  several judges are averaged;
-- corpus: ``sfbench_expl_correctness_norm`` = sum / (5 k) and
-  ``sfbench_expl_completeness_norm`` likewise over the k judged claims (0.2-1),
-  and ``sfbench_expl_f1`` = their harmonic mean 2 C M / (C + M).
-
-The judge prompt carries the completeness rule of DATASETS.md: an
-explanation of an infeasible claim (gold score < 0) is complete if it gives
-one valid reason; for a non-negative claim (gold score >= 0) it must cover
-every crucial aspect.  No judge configured -> ``not_run`` with the reason.
+:class:`SFBenchLikert` (objective): per item the absolute error and exact match; per model the quadratic weighted kappa
+(primary, scikit-learn over labels -2..2; undefined, ``not_run``, when both sides use fewer than two labels), accuracy
+and MAE, each with the 5x5 confusion matrix.  A Likert value outside -2..2 is ``input_error`` (gold) or ``parse_error``
+(reply).  :class:`SFBenchExplanation` (judge): correctness and completeness on 1-5 against the gold explanation (an
+infeasible claim's explanation is complete with one valid reason, a feasible one's must cover every crucial aspect),
+normalised per model with their harmonic mean F1.
 """
 
 from __future__ import annotations
@@ -51,7 +20,7 @@ from typing import Any, Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
-from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, Status, verdict_word
+from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, verdict_word
 from .answers import normalise_text
 from .base import CORPUS, Metric, ScoringContext
 from .judge import as_data, ask_judge, parse_json_object
@@ -139,8 +108,7 @@ _SCORE_KEYS = ("score", "feasibility_score", "feasibility", "likert")
 
 
 def _likert(value: Any, where: str) -> int:
-    """An integer -2..2 from an int, an integral float or a string like "+1".
-    Raises ValueError naming ``where``."""
+    """An integer -2..2 from an int, an integral float or a string like "+1". Raises ValueError naming ``where``."""
     if isinstance(value, bool):
         raise ValueError(f"{where}: Likert score {value!r} is not a number")
     if isinstance(value, str):
@@ -164,17 +132,14 @@ def parse_feasibility_reply(text: str) -> tuple[int, str]:
 
     Accepted forms, tried in order:
 
-    1. a JSON object (code fences and surrounding text allowed) with a
-       ``score`` key (or ``feasibility_score`` / ``feasibility`` / ``likert``)
-       and an optional ``explanation``;
-    2. a line ``Feasibility: +1`` (also ``Feasibility score:``, ``Score:``,
-       ``Likert:``, ``Rating:``; ``=`` allowed; the **last** such line counts);
-       the explanation is the text after an ``Explanation:`` line marker if
-       present, else the reply without the score line, stripped.
+    1. a JSON object (code fences and surrounding text allowed) with a ``score`` key (or ``feasibility_score`` /
+       ``feasibility`` / ``likert``) and an optional ``explanation``;
+    2. a line ``Feasibility: +1`` (also ``Feasibility score:``, ``Score:``, ``Likert:``, ``Rating:``; ``=`` allowed; the
+       **last** such line counts); the explanation is the text after an ``Explanation:`` line marker if present, else
+       the reply without the score line, stripped.
 
-    Values may be ints, integral floats ("1.0") or signed strings ("+1").
-    Raises ValueError: no score found, a non-integer, or a value outside
-    -2..2 (METRICS.md D.5).
+    Values may be ints, integral floats ("1.0") or signed strings ("+1"). Raises ValueError: no score found, a
+    non-integer, or a value outside -2..2 (METRICS.md D.5).
     """
     text = text or ""
     try:
@@ -211,8 +176,8 @@ def parse_feasibility_reply(text: str) -> tuple[int, str]:
 
 
 def gold_likert(item: Item) -> int:
-    """The gold Likert score ``item.reference["score"]``; raises ValueError
-    naming the item and field when missing or outside -2..2 (D.5)."""
+    """The gold Likert score ``item.reference["score"]``; raises ValueError naming the item and field when missing or
+    outside -2..2 (D.5)."""
     ref = item.reference
     if not isinstance(ref, dict) or "score" not in ref:
         raise ValueError(
@@ -223,26 +188,9 @@ def gold_likert(item: Item) -> int:
 
 
 # ----------------------------------------------------------------------- Likert metric
-def _corpus_score(
-    model: str,
-    spec: MetricSpec,
-    value: float | None,
-    rationale: str,
-    details: dict,
-    *,
-    status: Status = "ok",
-    error: str | None = None,
-) -> Score:
-    return Score(
-        item_id=CORPUS,
-        model=model,
-        metric=spec.name,
-        value=value,
-        rationale=rationale,
-        details=details,
-        status=status,
-        error=error,
-    )
+def _corpus_score(model: str, spec: MetricSpec, value: float | None, rationale: str, details: dict, **kw: Any) -> Score:
+    """One corpus-level Score of ``model`` (``kw``: status, error)."""
+    return Score(item_id=CORPUS, model=model, metric=spec.name, value=value, rationale=rationale, details=details, **kw)
 
 
 def _not_run(model: str, specs: Sequence[MetricSpec], error: str) -> list[Score]:
@@ -250,9 +198,8 @@ def _not_run(model: str, specs: Sequence[MetricSpec], error: str) -> list[Score]
 
 
 def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
-    """Quadratic weighted Cohen's kappa over labels -2..2 (scikit-learn), or
-    None when undefined: both sides use fewer than two distinct labels
-    (METRICS.md D.5), or scikit-learn returns NaN."""
+    """Quadratic weighted Cohen's kappa over labels -2..2 (scikit-learn), or None when undefined: both sides use
+    fewer than two distinct labels (METRICS.md D.5), or scikit-learn returns NaN."""
     from sklearn.metrics import cohen_kappa_score  # kept off the start-up path (the registry imports this module)
 
     if len(set(gold)) < 2 and len(set(pred)) < 2:
@@ -264,9 +211,8 @@ def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
 
 
 def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int, int, str] | list[Score]:
-    """(gold Likert, predicted Likert, explanation), or the failed Scores of
-    ``metric``: ``input_error`` for a bad gold value (D.5), the response's
-    own status when the call failed, ``parse_error`` for an unparsable reply."""
+    """(gold Likert, predicted Likert, explanation), or the failed Scores of ``metric``: ``input_error`` for a bad
+    gold value (D.5), the response's own status when the call failed, ``parse_error`` for an unparsable reply."""
     try:
         gold = gold_likert(item)
     except ValueError as e:
@@ -282,12 +228,10 @@ def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int
 
 @metric(ABS_ERROR, EXACT, corpus=(QWK, ACCURACY, MAE), scope=BENCHMARK)
 class SFBenchLikert(Metric):
-    """Likert-score metrics of SFBench (module docstring).  Per item
-    ``sfbench_abs_error`` and ``sfbench_exact`` (details: ``pred``, ``gold``,
-    ``explanation``); :meth:`corpus` gives ``sfbench_qwk``,
-    ``sfbench_accuracy`` and ``sfbench_mae`` (:attr:`corpus_specs`) from the
-    ok per-item scores.  Failed responses keep their status; an unparsable or
-    out-of-range reply is ``parse_error``; a bad gold value ``input_error``.
+    """Likert-score metrics of SFBench (module docstring).  Per item ``sfbench_abs_error`` and ``sfbench_exact``
+    (details: ``pred``, ``gold``, ``explanation``); :meth:`corpus` gives ``sfbench_qwk``, ``sfbench_accuracy`` and
+    ``sfbench_mae`` (:attr:`corpus_specs`) from the ok per-item scores.  Failed responses keep their status; an
+    unparsable or out-of-range reply is ``parse_error``; a bad gold value ``input_error``.
     """
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
@@ -307,9 +251,8 @@ class SFBenchLikert(Metric):
         ]
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """Corpus scores per model from the ok ``sfbench_abs_error`` Scores
-        (details ``pred``/``gold``).  A model with no ok score gets ``not_run``
-        Scores saying so."""
+        """Corpus scores per model from the ok ``sfbench_abs_error`` Scores (details ``pred``/``gold``).  A model
+        with no ok score gets ``not_run`` Scores saying so."""
         pairs: dict[str, list[tuple[int, int]]] = defaultdict(list)
         models = list(dict.fromkeys([r.model for r in responses] + [s.model for s in scores]))
         for s in scores:
@@ -433,13 +376,11 @@ def judge_messages(item: Item, pred: int, explanation: str) -> list:
 class SFBenchExplanation(Metric):
     """Explanation correctness and completeness judge (module docstring).
 
-    Per item: each allowed judge (``ctx.judges_for(model)``) is asked once
-    (``--judge-repeats k``: k times, :mod:`sgieval.metric_pool.repeats`)
-    through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse
-    retries); the value is the mean over the judges that answered of each
-    judge's level (1-5; with repeats its mean level over the repeats that
-    parsed), kept per judge in ``details["judge_values"]``; every raw reply is kept in ``evidence``.  No judge -> ``not_run``;
-    every judge failing -> ``judge_error``; an unparsable target reply ->
+    Per item: each allowed judge (``ctx.judges_for(model)``) is asked once (``--judge-repeats k``: k times,
+    :mod:`sgieval.metric_pool.repeats`) through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse
+    retries); the value is the mean over the judges that answered of each judge's level (1-5; with repeats its mean
+    level over the repeats that parsed), kept per judge in ``details["judge_values"]``; every raw reply is kept in
+    ``evidence``.  No judge -> ``not_run``; every judge failing -> ``judge_error``; an unparsable target reply ->
     ``parse_error``.  :meth:`corpus` gives the normalised scores and the F1.
     """
 
@@ -505,8 +446,8 @@ class SFBenchExplanation(Metric):
         return out
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """Normalised correctness C = sum / (5 k), completeness M likewise,
-        over the k claims with both scores ok, and F1 = 2 C M / (C + M)."""
+        """Normalised correctness C = sum / (5 k), completeness M likewise, over the k claims with both scores ok,
+        and F1 = 2 C M / (C + M)."""
         models = list(dict.fromkeys([r.model for r in responses] + [s.model for s in scores]))
         by: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
         for s in scores:

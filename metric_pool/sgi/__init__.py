@@ -1,5 +1,5 @@
-"""SGI-Bench metrics (METRICS.md A), one module per task, each declared with ``@metric(scope="sgi-bench")``, and
-the SGI-Score (A.6), which aggregates per-item scores with per-task and per-discipline terms."""
+"""SGI-Bench metrics (METRICS.md A), one module per task, each declared with ``@metric(scope="sgi-bench")``, and the
+SGI-Score (A.6), which aggregates per-item scores with per-task and per-discipline terms."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """SGI-Bench Deep Research metrics: Exact Match, normalised EM, Step-Level Accuracy.
 
-METRICS.md A.1 (with A.0 and D.1): ``em`` is Python string equality between the
-reference answer and either the extracted ``model_answer`` or the optional LLM
-answer parser's raw output; ``em_normalised`` is reported beside it (never
-instead); ``sla`` is the judge's per-step correct/incorrect proportion.
+METRICS.md A.1 (with A.0 and D.1): ``em`` is Python string equality between the reference answer and either the
+extracted ``model_answer`` or the optional LLM answer parser's raw output; ``em_normalised`` is reported beside it
+(never instead); ``sla`` is the judge's per-step correct/incorrect proportion.
 """
 
 from __future__ import annotations
@@ -65,8 +64,8 @@ PHRASE_EXAMPLE = "T cell and B cell"
 
 # ------------------------------------------------------------- exact match
 def is_numeric_reference(answer: str) -> bool:
-    """A.1 step 2: the reference counts as numeric when Python ``float(answer)``
-    succeeds (so "1e5", "inf" and surrounding spaces count)."""
+    """A.1 step 2: the reference counts as numeric when Python ``float(answer)`` succeeds (so "1e5", "inf" and
+    surrounding spaces count)."""
     try:
         float(answer)
     except (TypeError, ValueError):
@@ -75,31 +74,26 @@ def is_numeric_reference(answer: str) -> bool:
 
 
 def parser_example(answer: str) -> str:
-    """The answer parser's example value: "0.25" for a numeric reference, else
-    "T cell and B cell" (A.1 step 2)."""
+    """The answer parser's example value: "0.25" for a numeric reference, else "T cell and B cell" (A.1 step 2)."""
     return NUMERIC_EXAMPLE if is_numeric_reference(answer) else PHRASE_EXAMPLE
 
 
 def exact_match(answer: str, extracted: str, parsed: str | None = None) -> int:
-    """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``), else 0.
-    ``parsed`` None means no parser output (never equal)."""
+    """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``), else 0. ``parsed`` None means
+    no parser output (never equal)."""
     return int(answer == extracted or (parsed is not None and answer == parsed))
 
 
 def normalised_equal(reference: str, prediction: str) -> bool:
-    """True when ``prediction`` matches ``reference`` under METRICS.md D.11, the
-    normalisation every normalised metric of sgieval shares
-    (:func:`sgieval.metric_pool.answers.normalised_match`).
+    """True when ``prediction`` matches ``reference`` under METRICS.md D.11, the normalisation every normalised metric
+    of sgieval shares (:func:`sgieval.metric_pool.answers.normalised_match`).
 
-    1. Unicode NFKC, every dash or minus sign to ``-``, whitespace runs to one
-       space, stripped, case-folded; equal -> True (``"\u22120.76"`` matches
-       ``"-0.76"``, a decomposed ``a`` + combining ring matches ``"\u00e5"``).
-    2. If both then read as numbers (currency symbols and thousands separators
-       removed; ``1/2`` and ``6.02 x 10^23`` forms read), round both half-up to the
-       reference's decimal places as written ("0.25" -> 2, "0.250" -> 3, "3" -> 0,
-       "1e5" -> -5, i.e. to the hundred-thousand) and compare; a fraction
-       reference must be matched exactly.  Units are not handled ("0.25 mg" vs
-       "0.25" is False).
+    1. Unicode NFKC, every dash or minus sign to ``-``, whitespace runs to one space, stripped, case-folded; equal ->
+       True (``"\u22120.76"`` matches ``"-0.76"``, a decomposed ``a`` + combining ring matches ``"\u00e5"``).
+    2. If both then read as numbers (currency symbols and thousands separators removed; ``1/2`` and ``6.02 x 10^23``
+       forms read), round both half-up to the reference's decimal places as written ("0.25" -> 2, "0.250" -> 3, "3" ->
+       0, "1e5" -> -5, i.e. to the hundred-thousand) and compare; a fraction reference must be matched exactly.  Units
+       are not handled ("0.25 mg" vs "0.25" is False).
     """
     return normalised_match(reference, prediction)
 
@@ -129,8 +123,8 @@ PARSER_USER = """
 
 
 def parser_messages(extracted: str, example: str) -> list:
-    """Messages for the LLM answer parser (A.0): system prompt with the example
-    and its type, user message with the extracted answer."""
+    """Messages for the LLM answer parser (A.0): system prompt with the example and its type, user message with the
+    extracted answer."""
     typ = "One letter" if len(example) == 1 else str(type(example))
     return [
         SystemMessage(content=PARSER_SYSTEM.format(example=example, type=typ)),
@@ -141,9 +135,9 @@ def parser_messages(extracted: str, example: str) -> list:
 async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, Any]:
     """Run the LLM answer parser on ``extracted``.
 
-    Returns (parsed answer, evidence).  The parsed answer is the parser's raw,
-    unstripped output; when the call fails after its retries it is ``extracted``
-    (A.0).  Evidence: {"tool": "answer_parser", "judge", "input", "example", "raw", "error"}.
+    Returns (parsed answer, evidence).  The parsed answer is the parser's raw, unstripped output; when the call fails
+    after its retries it is ``extracted`` (A.0).  Evidence: {"tool": "answer_parser", "judge", "input", "example",
+    "raw", "error"}.
     """
     example = parser_example(reference)
     ev: dict[str, Any] = {
@@ -168,11 +162,9 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
 class ExactMatchMetric(Metric):
     """``em`` (primary, A.1) and ``em_normalised`` (beside it), both 0/1 per item.
 
-    The LLM answer parser runs when ``ctx`` has a judge allowed for the target
-    model (the first one) and ``use_parser`` is True; otherwise only the
-    extracted answer is compared.  An empty or "none" reply scores against the
-    string "None" with no parser call (A.0).  Raises nothing: a missing
-    reference answer gives ``input_error`` Scores.
+    The LLM answer parser runs when ``ctx`` has a judge allowed for the target model (the first one) and ``use_parser``
+    is True; otherwise only the extracted answer is compared.  An empty or "none" reply scores against the string "None"
+    with no parser call (A.0).  Raises nothing: a missing reference answer gives ``input_error`` Scores.
     """
 
     def __init__(self, use_parser: bool = True):
@@ -303,8 +295,8 @@ SLA_USER = """## Question
 
 
 def sla_messages(item: Item, response_text: str, extracted: str) -> list:
-    """Judge messages for SLA (A.1): question, reference steps joined by newlines,
-    reference answer, the full response and ``model_answer`` (both as delimited data)."""
+    """Judge messages for SLA (A.1): question, reference steps joined by newlines, reference answer, the full
+    response and ``model_answer`` (both as delimited data)."""
     steps = reference_field(item, "steps")
     steps_text = "\n".join(str(s) for s in steps) if isinstance(steps, list) else str(steps)
     question = item.metadata.get("question") or item.prompt
@@ -333,10 +325,9 @@ def step_level_accuracy(steps: list[StepJudgement]) -> float:
 class StepLevelAccuracyMetric(Metric):
     """``sla``: 0-1 per item, judge metric (A.1).
 
-    Every judge allowed for the target model is asked (structured output,
-    parse retries in :func:`ask_judge`); the value is the mean of the per-judge
-    SLAs that parsed.  No judge -> ``not_run``; no judge reply parsed (or only
-    empty lists) -> ``judge_error``.  Raw replies are in ``evidence``.
+    Every judge allowed for the target model is asked (structured output, parse retries in :func:`ask_judge`); the value
+    is the mean of the per-judge SLAs that parsed.  No judge -> ``not_run``; no judge reply parsed (or only empty lists)
+    -> ``judge_error``.  Raw replies are in ``evidence``.
     """
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:

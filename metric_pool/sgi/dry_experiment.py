@@ -1,49 +1,14 @@
 """SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5, SER, AET.
 
-Per item: the model completes the functions named in ``incomplete_functions``;
-they are swapped into ``incomplete_main_code`` (:func:`assemble`, ast-based),
-and the assembled program runs once per unit test i = 0..4 in a sandbox whose
-work directory holds ``data_en.py`` = ``unit_tests[i]["data"]``, run first as a
-setup script (the benchmark's data builder), then the program.
-
-- Output = (stderr + "\\n" + stdout).strip().  A test (1) fails on a timeout
-  or a nonzero return code, whatever it printed (METRICS.md D.13); else (2)
-  passes if the output equals ``unit_tests[i]["output"]`` exactly (the
-  reference is not stripped); else (3) the optional judge (first of
-  ``ctx.judges_for(target)``, the spec's ``o4-mini`` role) decides
-  ``{judgment, reason}`` with the 2% rule for training losses/metrics, passing
-  on judgment "correct" after strip and case-folding (D.12; an empty, missing
-  or other judgment is a judge error).  The upstream order (exact match
-  before the exit check, A.3) is the named code variant
-  ``dry_pass_order="code"``.  Without a judge such a test
-  fails and the rationale says the judge was not run.
-- With p passed tests: PassAll@5 = [p = 5] (primary; SGI-Score DE term =
-  mean x 100), PassAll@3 = [p >= 3], PassAll@1 = [p >= 1];
-  SER = (#tests with return code 0) / 5; AET = mean runtime (seconds) over the
-  tests with runtime > 0 (a timeout counts as the timeout, 300 s by default;
-  a launch failure is -1), or -1 if none qualify.
-
-Sandbox: ``ctx.sandbox`` (a :class:`sgieval.tools.base.Sandbox`).  When it is
-None and the metric options set ``unsafe_local_exec=True``, the fallback
-:class:`SubprocessSandbox` (a plain subprocess with a timeout, NO isolation)
-is used; otherwise every Score is ``infra_error`` "no sandbox configured".  A
-failing data script (setup) makes the item ``infra_error``: the benchmark's own
-data could not be built there (e.g. a missing package), which is no fault of
-the model.
-
-Decisions beyond the spec (tested):
-
-- The "LLM-parsed answer" fallback of the assembly is replaced by the
-  concatenated fenced code blocks of the answer (no model call): the spec's
-  parser exists only to pull code out of prose.
-- When the replacing function's last line has no newline (the extracted answer
-  is stripped), a newline is added so the next line of the main code is not
-  glued onto it.
-- An empty or "none" response (A.0) writes no program: 0 tests pass,
-  SER = 0, AET = -1 (the code would run a stale program from an earlier run).
-- A judge reply that still does not parse after retries makes PassAll@k
-  ``judge_error`` for the item (the code makes the item null); SER and AET are
-  still reported.
+The completed functions are swapped into ``incomplete_main_code`` (:func:`assemble`) and the program runs once per unit
+test in a sandbox (``ctx.sandbox``; with ``unsafe_local_exec`` and no sandbox, :class:`SubprocessSandbox`, NO isolation;
+else ``infra_error``) after the test's ``data_en.py`` setup script (a failing setup is ``infra_error``).  A test fails
+on a timeout or a nonzero exit (D.13; ``dry_pass_order="code"``: the upstream order), passes on an exact output match,
+else the judge decides with the 2% rule (D.12; without a judge it fails, said in the rationale). PassAll@k = [passed >=
+k] (@5 primary), SER = share of exit status 0, AET = mean runtime of tests with runtime > 0 (else -1).  Beyond the spec
+(tested): code is taken from the answer's fenced blocks (no parser model); a newline is added after a replaced
+function's last line; an empty or "none" reply runs nothing; an unparsable judge reply makes PassAll@k ``judge_error``
+while SER and AET are reported.
 """
 
 from __future__ import annotations
@@ -73,21 +38,6 @@ from .common import BENCHMARK, extract_answer_tag, is_empty_or_none, spec
 if TYPE_CHECKING:
     from ...tools import ExecResult
 
-__all__ = [
-    "function_lines",
-    "replace_function",
-    "assemble",
-    "program_output",
-    "unit_test_passed_exact",
-    "SubprocessSandbox",
-    "DryExperimentMetric",
-    "SPECS",
-    "aggregate_aet",
-    "DEFAULT_TIMEOUT_S",
-    "DryJudgement",
-    "unit_test_verdict",
-    "PASS_ORDERS",
-]
 
 DEFAULT_TIMEOUT_S = 300.0
 N_TESTS = 5
@@ -144,9 +94,8 @@ SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
 def aggregate_aet(values: Sequence[float], convention: str = "step4") -> float:
     """Task-level AET (seconds) from per-item AET values (METRICS.md A.3, C.4).
 
-    ``"step4"`` (step_4_score.py): mean over items with AET > 0 (NaN when none);
-    ``"sgi_score"`` (sgi_score.py): mean over every item, -1 values included.
-    Raises ValueError for an unknown convention or no values."""
+    ``"step4"`` (step_4_score.py): mean over items with AET > 0 (NaN when none); ``"sgi_score"`` (sgi_score.py): mean
+    over every item, -1 values included. Raises ValueError for an unknown convention or no values."""
     vals = [float(v) for v in values]
     if not vals:
         raise ValueError("aggregate_aet needs at least one value")
@@ -168,10 +117,9 @@ def _compiles(src: str) -> bool:
 
 
 def function_lines(src: str) -> dict[str, tuple[int, int]]:
-    """{name: (def line, end line)} (1-based, inclusive) of the top-level
-    ``ast.FunctionDef`` nodes of ``src``; with duplicate names the last wins.
-    Decorator lines are not included; async defs, classes and nested functions
-    are ignored.  Raises SyntaxError when ``src`` does not parse."""
+    """{name: (def line, end line)} (1-based, inclusive) of the top-level ``ast.FunctionDef`` nodes of ``src``; with
+    duplicate names the last wins. Decorator lines are not included; async defs, classes and nested functions are
+    ignored.  Raises SyntaxError when ``src`` does not parse."""
     out: dict[str, tuple[int, int]] = {}
     for node in ast.parse(src).body:
         if isinstance(node, ast.FunctionDef):
@@ -180,10 +128,9 @@ def function_lines(src: str) -> dict[str, tuple[int, int]]:
 
 
 def replace_function(main_code: str, new_code: str, name: str) -> str:
-    """Replace top-level function ``name`` of ``main_code`` by the same-named one of
-    ``new_code`` (METRICS.md A.3 "Assembly"): lines from the ``def`` line to the end
-    line are swapped.  Raises ValueError when either source (or the result) does
-    not compile, or KeyError when ``name`` is missing on either side."""
+    """Replace top-level function ``name`` of ``main_code`` by the same-named one of ``new_code`` (METRICS.md A.3
+    "Assembly"): lines from the ``def`` line to the end line are swapped.  Raises ValueError when either source (or
+    the result) does not compile, or KeyError when ``name`` is missing on either side."""
     if not _compiles(main_code):
         raise ValueError("main code does not compile")
     if not _compiles(new_code):
@@ -209,9 +156,8 @@ _FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | 
 
 
 def answer_candidates(text: str) -> list[tuple[str, str]]:
-    """Sources to take the completed functions from, in order: ("answer", the
-    ``<answer>`` extraction, else the whole response) and ("fenced", its fenced
-    code blocks joined by blank lines, sgieval's stand-in for the LLM-parsed
+    """Sources to take the completed functions from, in order: ("answer", the ``<answer>`` extraction, else the whole
+    response) and ("fenced", its fenced code blocks joined by blank lines, sgieval's stand-in for the LLM-parsed
     answer) when there are any."""
     tagged = extract_answer_tag(text)
     answer = text if tagged is None else tagged
@@ -223,8 +169,8 @@ def answer_candidates(text: str) -> list[tuple[str, str]]:
 
 
 def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[str]) -> tuple[str, dict[str, str]]:
-    """The program to run: for each name in ``functions`` in order, replace it in
-    the code with the same-named function from the first candidate of
+    """The program to run: for each name in ``functions`` in order, replace it in the code with the same-named function
+    from the first candidate of
     :func:`answer_candidates` that works; otherwise leave it unchanged.
     Returns (code, {name: "answer" | "fenced" | "unchanged: <last error>"})."""
     code = incomplete_main_code
@@ -246,12 +192,11 @@ def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[
 
 # ------------------------------------------------------------------ execution
 class SubprocessSandbox:
-    """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary
-    directory with a wall-clock timeout (the process group is killed).
+    """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary directory with a wall-clock timeout
+    (the process group is killed).
 
-    Implements the :class:`sgieval.tools.base.Sandbox` protocol for the dry
-    experiment metric when ``ctx.sandbox`` is None and the options explicitly
-    allow ``unsafe_local_exec``.  ``PYTHONIOENCODING=utf-8`` as A.3.
+    Implements the :class:`sgieval.tools.base.Sandbox` protocol for the dry experiment metric when ``ctx.sandbox`` is
+    None and the options explicitly allow ``unsafe_local_exec``.  ``PYTHONIOENCODING=utf-8`` as A.3.
     """
 
     name = "subprocess-fallback (unsafe)"
@@ -365,25 +310,20 @@ class DryJudgement(BaseModel):
 
 
 PASS_ORDERS = ("paper", "code")
-"""Unit-test pass rule orders: ``"paper"`` (METRICS.md D.13, default) checks the
-exit first, ``"code"`` is the upstream order (exact output first), the named
-code variant (option ``dry_pass_order``)."""
+"""Unit-test pass rule orders: ``"paper"`` (METRICS.md D.13, default) checks the exit first, ``"code"`` is the
+upstream order (exact output first), the named code variant (option ``dry_pass_order``)."""
 
 
 def unit_test_verdict(
     output: str, reference: str, returncode: int, timed_out: bool, order: str = "paper", killed: str | None = None
 ) -> tuple[bool | None, str]:
-    """(passed, how) of one unit test before the judge; ``passed`` None means
-    the judge decides.
+    """(passed, how) of one unit test before the judge; ``passed`` None means the judge decides.
 
-    ``"paper"`` (D.13): a program that timed out or exited non-zero fails,
-    whatever it printed; only then is the output compared exactly.
-    ``"code"`` (A.3, the upstream order): an exact output match passes even
-    after a non-zero exit; else a timeout or non-zero exit fails.
-    ``killed``: how a sandbox limit ended the program (:attr:`ExecResult.outcome
-    <sgieval.tools.base.ExecResult.outcome>`, e.g. ``"killed: memory limit"``),
-    which ``how`` then says instead of the return code.
-    Raises ValueError for another ``order``."""
+    ``"paper"`` (D.13): a program that timed out or exited non-zero fails, whatever it printed; only then is the
+    output compared exactly. ``"code"`` (A.3, the upstream order): an exact output match passes even after a non-zero
+    exit; else a timeout or non-zero exit fails. ``killed``: how a sandbox limit ended the program
+    (:attr:`ExecResult.outcome <sgieval.tools.base.ExecResult.outcome>`, e.g. ``"killed: memory limit"``), which
+    ``how`` then says instead of the return code. Raises ValueError for another ``order``."""
     if order not in PASS_ORDERS:
         raise ValueError(f"unknown dry_pass_order {order!r}: use 'paper' or 'code'")
     failed_exit = timed_out or returncode != 0
@@ -419,13 +359,11 @@ Rules:
 class DryExperimentMetric(Metric):
     """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`).
 
-    Options (shared dict of all SGI metrics, hence the ``dry_`` prefix):
-    ``dry_timeout_s`` (wall seconds per program, default 300), ``unsafe_local_exec``
-    (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read
-    from ``ctx.options``), ``dry_parallel_tests`` (run the 5 unit tests
-    concurrently; default True), ``dry_judge_attempts`` (3), ``dry_pass_order``
-    ("paper": exit status first, D.13; "code": the upstream order, exact
-    output first; see :func:`unit_test_verdict`).
+    Options (shared dict of all SGI metrics, hence the ``dry_`` prefix): ``dry_timeout_s`` (wall seconds per program,
+    default 300), ``unsafe_local_exec`` (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read from
+    ``ctx.options``), ``dry_parallel_tests`` (run the 5 unit tests concurrently; default True), ``dry_judge_attempts``
+    (3), ``dry_pass_order`` ("paper": exit status first, D.13; "code": the upstream order, exact output first; see
+    :func:`unit_test_verdict`).
     """
 
     @classmethod
@@ -535,67 +473,50 @@ class DryExperimentMetric(Metric):
         evidence: list[Any] = []  # sandbox-run dicts and judge replies (core.as_evidence types them)
         judge_error: str | None = None
         for i, (t, res) in enumerate(zip(tests, results)):
-            out = program_output(res)
-            if res.exit_code is None and not res.timed_out:  # never started: launch exception
-                runtime, rc = -1.0, 1
-            elif res.timed_out:
-                runtime, rc = self.timeout_s, -1
-            else:
-                runtime, rc = float(res.wall_time_s), int(res.exit_code or 0)  # not None here: the process ran
-            row: dict[str, Any] = {
-                "test": i,
-                "returncode": rc,
-                "runtime": runtime,
-                "timed_out": res.timed_out,
-                "output_tail": out[-300:],
-            }
-            evidence.append(
-                {
-                    "tool": "sandbox",
-                    "input": f"unit test {i}",
-                    "backend": res.backend or getattr(sandbox, "name", ""),
-                    "output": out[-2000:],
-                    "exit_code": res.exit_code,
-                    "duration_s": res.wall_time_s,
-                    **({"killed_reason": res.killed_reason} if res.killed_reason else {}),
-                }
-            )
-            killed = res.outcome if res.killed_reason and not res.timed_out else None
-            if killed:
-                row["killed"] = killed
-            passed, how = unit_test_verdict(out, t["output"], rc, res.timed_out, self.pass_order, killed)
-            if passed is not None:
-                row.update(passed=passed, how=how)
-            elif judge is None:
-                row.update(passed=False, how="output differs; judge not run (no judge configured)")
-            else:
-                msgs = [
-                    SystemMessage(content=DRY_JUDGE_SYSTEM),
-                    HumanMessage(
-                        content=DRY_JUDGE_TEMPLATE.format(
-                            reference=as_data(t["output"], "REFERENCE_OUTPUT"), output=as_data(out, "MODEL_OUTPUT")
-                        )
-                    ),
-                ]
-                reply = await ask_judge(judge, msgs, DryJudgement, max_attempts=self.judge_attempts, candidate=out)
-                evidence.append(reply.evidence(test=i))
-                if reply.parsed is None:
-                    judge_error = f"unit test {i}: {reply.error}"
-                    row.update(passed=False, how=f"judge error: {reply.error}")
-                else:
-                    ok = reply.parsed.judgment == "correct"  # folded by DryJudgement (D.12)
-                    row.update(passed=ok, how=f"judge: {reply.parsed.judgment} ({reply.parsed.reason})")
+            row, error = await self._test_row(i, t["output"], res, getattr(sandbox, "name", ""), judge, evidence)
             rows.append(row)
-        return self._scores(
-            item,
-            response,
-            rows,
-            assembly,
-            "",
-            judge_error,
-            evidence,
-            judge_name=judge.name if judge is not None else "objective",
+            judge_error = error or judge_error
+        judge_name = judge.name if judge is not None else "objective"
+        return self._scores(item, response, rows, assembly, "", judge_error, evidence, judge_name=judge_name)
+
+    async def _test_row(
+        self, i: int, reference: str, res: ExecResult, backend: str, judge: Any, evidence: list[Any]
+    ) -> tuple[dict[str, Any], str | None]:
+        """Unit test ``i``'s row (returncode, runtime, passed, how) and its judge error; appends its evidence."""
+        out = program_output(res)
+        if res.exit_code is None and not res.timed_out:  # never started: launch exception
+            runtime, rc = -1.0, 1
+        elif res.timed_out:
+            runtime, rc = self.timeout_s, -1
+        else:
+            runtime, rc = float(res.wall_time_s), int(res.exit_code or 0)  # not None here: the process ran
+        row: dict[str, Any] = {"test": i, "returncode": rc, "runtime": runtime, "timed_out": res.timed_out}
+        row["output_tail"] = out[-300:]
+        evidence.append(
+            {
+                "tool": "sandbox", "input": f"unit test {i}", "backend": res.backend or backend,
+                "output": out[-2000:], "exit_code": res.exit_code, "duration_s": res.wall_time_s,
+                **({"killed_reason": res.killed_reason} if res.killed_reason else {}),
+            }
+        )  # fmt: skip
+        killed = res.outcome if res.killed_reason and not res.timed_out else None
+        if killed:
+            row["killed"] = killed
+        passed, how = unit_test_verdict(out, reference, rc, res.timed_out, self.pass_order, killed)
+        if passed is not None:
+            return {**row, "passed": passed, "how": how}, None
+        if judge is None:
+            return {**row, "passed": False, "how": "output differs; judge not run (no judge configured)"}, None
+        human = DRY_JUDGE_TEMPLATE.format(
+            reference=as_data(reference, "REFERENCE_OUTPUT"), output=as_data(out, "MODEL_OUTPUT")
         )
+        msgs = [SystemMessage(content=DRY_JUDGE_SYSTEM), HumanMessage(content=human)]
+        reply = await ask_judge(judge, msgs, DryJudgement, max_attempts=self.judge_attempts, candidate=out)
+        evidence.append(reply.evidence(test=i))
+        if reply.parsed is None:
+            return {**row, "passed": False, "how": f"judge error: {reply.error}"}, f"unit test {i}: {reply.error}"
+        ok = reply.parsed.judgment == "correct"  # folded by DryJudgement (D.12)
+        return {**row, "passed": ok, "how": f"judge: {reply.parsed.judgment} ({reply.parsed.reason})"}, None
 
     def _scores(
         self,

@@ -1,58 +1,14 @@
-"""SGI-Bench Idea Generation metrics (METRICS.md A.2).
+"""SGI-Bench Idea Generation metrics (METRICS.md A.2): per item, four objective scores on 0-10 (effectiveness, novelty,
+detailedness, feasibility) from the reply (a JSON research idea) and the reference idea; a judged win per dimension (N
+judges x 2 position-swapped calls of five "Win A"/"Win B" lines: :func:`decide`); dim = (10 x obj + judged) / 2 on
+0-100; ``idea_final_score`` = the mean of the four dims (the SGI-Score IG term).  Without a judge the objective scores
+are reported and the judged ones are ``not_run``.
 
-Per item, from the target's reply (a JSON research idea) and the reference idea:
-
-- four objective scores on 0-10: effectiveness_obj (keyword/idea cosine),
-  novelty_obj (distance to related work and held-out related work),
-  detailedness_obj (completeness, repetition and length penalties) and
-  feasibility_obj (implementation-graph similarity, networkx);
-- a judged win per dimension: N judges x 2 position-swapped calls, each voting
-  "Win A"/"Win B" on five lines; the generated idea "wins" a dimension when it
-  gets enough of the 2N votes (below) and then scores 100, else 0;
-- dim = (10 x X_obj + judged) / 2 on 0-100, and
-  ``idea_final_score`` = mean of the four dims (0-100; the SGI-Score IG term,
-  task score = plain mean, no x100; METRICS.md A.6).
-
-Vote thresholds, generalised to N judges (sgieval decision; METRICS.md A.2 states
-them for 3 judges = 6 votes, C.5): with g votes for the generated idea out of
-2N, "win" if g / 2N > 1/2 (novelty: g / 2N > 2/3), "lose" if g / 2N <= 1/3, else
-"tie".  Integer form: win if g > N (novelty 3g > 4N); lose if 3g <= 2N.  For
-N = 3 this is exactly the spec's g > 3 (novelty g > 4) and g <= 2.  A call that
-still fails to parse after 5 attempts casts no votes and so lowers g (the spec's
-absolute thresholds); a judge that cannot be reached at all (ModelCallError
-after retries) makes the judged scores ``judge_error`` instead (METRICS.md D.7).
-
-Judge sampling settings (the spec's temperature 0.1 for these judges) are those
-of the configured judge model; sgieval does not override them.
-
-With no judge configured, the four ``*_obj`` metrics are still reported and the
-judged metrics (``*_win``, the dims and ``idea_final_score``) are ``not_run``.
-
-Decisions beyond the spec (documented here, tested):
-
-- Parser ``"tolerant"`` (default: "tolerate code fences and trailing
-  text"): after the spec's ``json.loads`` of the first fenced block fails, and
-  after ``json.loads`` of the whole text fails, the first JSON value starting
-  at the first "{" is decoded with ``json.JSONDecoder.raw_decode``, so trailing
-  prose is ignored.  ``options={"idea_parser": "code"}`` gives the code's exact
-  behaviour (no raw_decode step).
-- Feasibility with non-string step texts: METRICS.md A.2 step 7 says any
-  exception gives 0 (e.g. non-string step texts), and that is the default.
-  The published code's text-similarity function catches its own join error
-  and returns 0 for the text part only (result 0.6 x edge similarity); that
-  reading is available as ``graph_similarity(..., code_text_errors=True)``.
-- An empty parsed ``related_work_test`` dict: METRICS.md A.2 defines B as "the
-  same" as A, which is 0 when there is nothing to compare with; that is the
-  default.  (The published code takes the mean of nothing, NaN, and
-  ``max(0, min(10, NaN))`` is 10 in Python; ``novelty_obj(...,
-  code_empty_b=True)`` reproduces it.)
-- A reply that parses to a non-dict (list, number, string) or whose ``Idea``
-  breaks the evaluator (e.g. ``null``: ``len(None)``) "errors out with
-  final_score = 0" (A.2): ``idea_final_score`` = 0 with status ok (it counts in
-  the task mean, as in the code) and the other metrics are ``parse_error``
-  (excluded, as ``_meta_evaluation.json`` excludes them).
-- A reference whose stringified fields do not parse (``ast.literal_eval``)
-  gives ``input_error`` for every metric of that item.
+Decisions beyond the spec (each tested): the ``"tolerant"`` parser (default; ``idea_parser="code"`` is the code's) also
+``raw_decode``s the first JSON value, ignoring trailing prose; non-string step texts give feasibility 0 (A.2 step 7;
+``code_text_errors=True``: the code's reading); an empty ``related_work_test`` gives B = 0 (``code_empty_b=True``: the
+code's 10); a reply that is not a JSON object, or whose ``Idea`` breaks the evaluator, scores ``idea_final_score`` 0
+(status ok) and ``parse_error`` elsewhere; a reference field that is not a Python literal gives ``input_error``.
 """
 
 from __future__ import annotations
@@ -65,45 +21,29 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from langchain_core.messages import HumanMessage, SystemMessage
-
 from ...core import IDEA_GENERATION, InputError, Item, Response, Score
-from ...models import NamedModel
-from ...models import ask_structured
 from ..base import Metric, ScoringContext
 from ..registry import metric
-from ..judge import DATA_NOTICE, INJECTION_FLAG, as_data, injection_flags
 from .common import BENCHMARK, spec
+from .idea_judge import (  # noqa: F401 (the judge's names, read from here too)
+    CONTEXT_FIELDS,
+    DIMENSIONS,
+    IDEA_FIELDS,
+    MAX_JUDGE_ATTEMPTS,
+    decide,
+    judge_call,
+    judge_prompt,
+    judged,
+    parse_votes,
+    vote_injection_flags,
+    vote_match,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = [
-    "IDEA_FIELDS",
-    "parse_idea",
-    "reference_idea",
-    "effectiveness_obj",
-    "novelty_obj",
-    "completeness",
-    "length_penalty",
-    "repetition_penalty",
-    "detailedness_obj",
-    "graph_similarity",
-    "feasibility_obj",
-    "judge_prompt",
-    "parse_votes",
-    "vote_match",
-    "decide",
-    "IdeaGenerationMetric",
-    "SPECS",
-]
-
-IDEA_FIELDS = ("Idea", "ImplementationSteps", "ImplementationOrder", "Dataset", "EvaluationMetrics", "ExpectedOutcome")
-CONTEXT_FIELDS = ("related_work", "challenge", "limitation", "motivation", "task_objective", "existing_solutions")
-DIMENSIONS = ("effectiveness", "novelty", "detailedness", "feasibility", "overall")
 SCORED_DIMS = DIMENSIONS[:4]
 ALPHA = 0.6
-MAX_JUDGE_ATTEMPTS = 5
 
 Encode = Callable[[list[str]], "np.ndarray"]
 
@@ -219,6 +159,13 @@ _FIELD_PATTERNS: dict[str, tuple[str, str]] = {
 }
 
 
+_PAIRS = {
+    "ImplementationSteps": r"[\"'](\d+)[\"']\s*:\s*[\"'](.*?)[\"']",
+    "EvaluationMetrics": r"[\"']([^\"']+)[\"']\s*:\s*[\"'](.*?)[\"']",
+}
+"""The quoted key-value pairs the regex fallback reads inside the braces of these fields."""
+
+
 def _raw_decode_first_object(text: str) -> Any:
     start = text.find("{")
     if start < 0:
@@ -235,23 +182,13 @@ def _regex_fallback(text: str) -> dict[str, Any]:
             if not m:
                 continue
             body = m.group(1).strip()
-            if field == "ImplementationSteps":
-                steps = {k: v.strip() for k, v in re.findall(r"[\"'](\d+)[\"']\s*:\s*[\"'](.*?)[\"']", body)}
-                if steps:
-                    result[field] = steps
-                    break
-            elif field == "ImplementationOrder":
-                order = re.findall(r"[\"']([^\"']+)[\"']", body)
-                if order:
-                    result[field] = order
-                    break
-            elif field == "EvaluationMetrics":
-                mets = {k.strip(): v.strip() for k, v in re.findall(r"[\"']([^\"']+)[\"']\s*:\s*[\"'](.*?)[\"']", body)}
-                if mets:
-                    result[field] = mets
-                    break
+            pairs = _PAIRS.get(field)
+            if field == "ImplementationOrder":
+                value: Any = re.findall(r"[\"']([^\"']+)[\"']", body)
             else:
-                result[field] = body
+                value = {k.strip(): v.strip() for k, v in re.findall(pairs, body)} if pairs else body
+            if value or pairs is None and field != "ImplementationOrder":
+                result[field] = value
                 break
     return result
 
@@ -259,17 +196,13 @@ def _regex_fallback(text: str) -> dict[str, Any]:
 def parse_idea(text: str, *, tolerant: bool = True) -> Any:
     """Parse a generated idea (METRICS.md A.2 "Generation and parsing").
 
-    Order: (1) ``json.loads`` of the first fenced code block (optionally tagged
-    json); (2) ``json.loads`` of the whole text; (tolerant only, sgieval
-    extension) ``raw_decode`` of the first JSON value starting at the first "{"
-    of the fenced block, then of the whole text, ignoring trailing text;
-    (3) the per-field regex fallback (quoted ``"Key": "value"`` forms where the
-    value ends at the first quote; numbered headings "1. Idea" ... "6. Expected
-    Outcome" running to the next heading; steps and metrics need quoted pairs
-    inside ``{...}``; the order collects quoted strings inside ``[...]``);
-    (4) ``{"full_text": text}``.  Returns whatever JSON decodes to (a dict
-    normally; a list or number is returned as is, and the caller treats it as
-    an evaluator error, as the code does).
+    Order: (1) ``json.loads`` of the first fenced code block (optionally tagged json); (2) ``json.loads`` of the whole
+    text; (tolerant only, sgieval extension) ``raw_decode`` of the first JSON value starting at the first "{" of the
+    fenced block, then of the whole text, ignoring trailing text; (3) the per-field regex fallback (quoted ``"Key":
+    "value"`` forms where the value ends at the first quote; numbered headings "1. Idea" ... "6. Expected Outcome"
+    running to the next heading; steps and metrics need quoted pairs inside ``{...}``; the order collects quoted strings
+    inside ``[...]``); (4) ``{"full_text": text}``.  Returns whatever JSON decodes to (a dict normally; a list or number
+    is returned as is, and the caller treats it as an evaluator error, as the code does).
     """
     text = text if isinstance(text, str) else str(text)
     m = _FENCE.search(text)
@@ -310,12 +243,11 @@ def _literal(item_id: str, ref: dict, key: str, default: str) -> Any:
 def reference_idea(item: Item) -> dict[str, Any]:
     """The reference idea in the generated idea's keys (METRICS.md A.2 "Inputs").
 
-    ``Idea`` = core_idea, ``ImplementationSteps`` = literal_eval(implementation_steps),
-    ``ImplementationOrder`` = list(implementation_order), ``Dataset`` = data,
-    ``EvaluationMetrics`` = literal_eval(evaluation_metrics), ``ExpectedOutcome``,
-    plus ``RelatedWork``/``ExistingSolutions`` (literal_eval), ``related_work_test``
-    (raw string, parsed later inside the novelty block), ``keywords`` and the
-    raw context strings.  Raises InputError naming the item and field."""
+    ``Idea`` = core_idea, ``ImplementationSteps`` = literal_eval(implementation_steps), ``ImplementationOrder`` =
+    list(implementation_order), ``Dataset`` = data, ``EvaluationMetrics`` = literal_eval(evaluation_metrics),
+    ``ExpectedOutcome``, plus ``RelatedWork``/``ExistingSolutions`` (literal_eval), ``related_work_test`` (raw
+    string, parsed later inside the novelty block), ``keywords`` and the raw context strings.  Raises InputError
+    naming the item and field."""
     ref = item.reference
     if not isinstance(ref, dict):
         raise InputError(
@@ -338,17 +270,8 @@ def reference_idea(item: Item) -> dict[str, Any]:
 
 
 def generated_fields(parsed: dict[str, Any]) -> dict[str, Any]:
-    """The six idea fields of a parsed reply with the code's defaults
-    (Idea "", ImplementationSteps {}, ImplementationOrder {}, Dataset "",
-    EvaluationMetrics "", ExpectedOutcome "")."""
-    return {
-        "Idea": parsed.get("Idea", ""),
-        "ImplementationSteps": parsed.get("ImplementationSteps", {}),
-        "ImplementationOrder": parsed.get("ImplementationOrder", {}),
-        "Dataset": parsed.get("Dataset", ""),
-        "EvaluationMetrics": parsed.get("EvaluationMetrics", ""),
-        "ExpectedOutcome": parsed.get("ExpectedOutcome", ""),
-    }
+    """The six idea fields of a parsed reply with the code's defaults ({} for the steps and the order, else "")."""
+    return {f: parsed.get(f, {} if f in ("ImplementationSteps", "ImplementationOrder") else "") for f in IDEA_FIELDS}
 
 
 # ------------------------------------------------------------------ objective parts
@@ -358,11 +281,10 @@ def _clip10(x: float) -> float:
 
 
 def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tuple[float, dict[str, Any]]:
-    """Effectiveness_obj, 0-10 (METRICS.md A.2, C.1): clip(10 x cos(keywords joined
-    with ", ", idea), 0, 10) with normalised embeddings.  If encoding raises
-    (e.g. ``idea`` is not a string) -> 10 x (fraction of keywords whose
-    ``str(k).lower()`` is a substring of the lowercased idea; "" when the idea is
-    not a string), 0 with no keywords.  Returns (value, details)."""
+    """Effectiveness_obj, 0-10 (METRICS.md A.2, C.1): clip(10 x cos(keywords joined with ", ", idea), 0, 10) with
+    normalised embeddings.  If encoding raises (e.g. ``idea`` is not a string) -> 10 x (fraction of keywords whose
+    ``str(k).lower()`` is a substring of the lowercased idea; "" when the idea is not a string), 0 with no keywords.
+    Returns (value, details)."""
     from ..embeddings import cosine_matrix  # numpy: loaded on first use, not at start-up
 
     terms = ", ".join(str(t) for t in keywords)
@@ -397,13 +319,11 @@ def novelty_obj(
 ) -> tuple[float, dict[str, Any]]:
     """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2).
 
-    A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of
-    ``ref["RelatedWork"]`` and ``ref["ExistingSolutions"]`` (0 if none);
-    B = the same over "k: v" for the pairs of ``literal_eval(ref["related_work_test"])``
-    (0 when the dict is empty, like A; ``code_empty_b=True``: 10, the published
-    code's NaN behaviour).  Any exception (non-string
-    idea or values, unparsable related_work_test) sets A = B = 0.
-    Returns (value, {"A", "B", ...})."""
+    A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of ``ref["RelatedWork"]`` and
+    ``ref["ExistingSolutions"]`` (0 if none); B = the same over "k: v" for the pairs of
+    ``literal_eval(ref["related_work_test"])`` (0 when the dict is empty, like A; ``code_empty_b=True``: 10, the
+    published code's NaN behaviour).  Any exception (non-string idea or values, unparsable related_work_test) sets A
+    = B = 0. Returns (value, {"A", "B", ...})."""
     try:
         existing = list(ref["RelatedWork"].values()) + list(ref["ExistingSolutions"].values())
         if existing:
@@ -430,9 +350,8 @@ def completeness(gen: dict[str, Any]) -> float:
 
 
 def length_penalty(idea: Any) -> float:
-    """Length penalty, 0-10 (A.2), L = len(idea): (L-700)/100 if L > 700, (300-L)/100 if
-    L < 300, else 0; capped at 10; 0 for an empty (falsy) idea.
-    Raises TypeError when a truthy idea has no length (e.g. an int)."""
+    """Length penalty, 0-10 (A.2), L = len(idea): (L-700)/100 if L > 700, (300-L)/100 if L < 300, else 0; capped at
+    10; 0 for an empty (falsy) idea. Raises TypeError when a truthy idea has no length (e.g. an int)."""
     if not idea:
         return 0.0
     n = len(idea)
@@ -444,9 +363,9 @@ _SENT_SPLIT = re.compile(r"[.!?。！？]")
 
 
 def repetition_penalty(idea: Any, encode: Encode) -> float:
-    """Repetition penalty, 0-10 (A.2): split on . ! ? 。 ！ ？, keep stripped segments
-    longer than 10 characters; 0 with fewer than 2 (or a non-string idea);
-    else min(10, max(0, 10 x (mean_{i<j} cos(s_i, s_j) - 0.2))).  Encoding errors give 0."""
+    """Repetition penalty, 0-10 (A.2): split on . ! ? 。 ！ ？, keep stripped segments longer than 10 characters; 0 with
+    fewer than 2 (or a non-string idea); else min(10, max(0, 10 x (mean_{i<j} cos(s_i, s_j) - 0.2))).  Encoding
+    errors give 0."""
     if not isinstance(idea, str):
         return 0.0
     sents = [s.strip() for s in _SENT_SPLIT.split(idea) if len(s.strip()) > 10]
@@ -467,8 +386,8 @@ def repetition_penalty(idea: Any, encode: Encode) -> float:
 
 
 def detailedness_obj(gen: dict[str, Any], encode: Encode) -> tuple[float, dict[str, Any]]:
-    """Detailedness_obj, 0-10 = 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length)
-    (A.2).  Raises TypeError for an idea without a length (evaluator error)."""
+    """Detailedness_obj, 0-10 = 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length) (A.2).  Raises TypeError
+    for an idea without a length (evaluator error)."""
     idea = gen.get("Idea", "")
     comp = completeness(gen)
     lp = length_penalty(idea)
@@ -521,17 +440,13 @@ def graph_similarity(
 ) -> tuple[float, dict[str, Any]]:
     """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7).
 
-    Nodes: ``str(step key)`` with the step text; edges from the order (all
-    digit strings: chain the valid keys in string-sorted order, "10" before "2";
-    else "a-b" items splitting into exactly two keys); a graph with no edges gets
-    its nodes chained in string-sorted order; if one still has none (single
-    node) the result is the node-text similarity alone.  Result = alpha x edge
-    Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node texts
-    (0 when either joined text is shorter than 3 characters).  Missing or empty
-    steps/order on either side, and any exception (e.g. non-string step
-    texts), give 0; ``code_text_errors=True`` gives the published code's
-    reading instead, where a text-join error zeroes only the text part.
-    Returns (value, {"edge", "text", ...})."""
+    Nodes: ``str(step key)`` with the step text; edges from the order (all digit strings: chain the valid keys in
+    string-sorted order, "10" before "2"; else "a-b" items splitting into exactly two keys); a graph with no edges
+    gets its nodes chained in string-sorted order; if one still has none (single node) the result is the node-text
+    similarity alone.  Result = alpha x edge Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node
+    texts (0 when either joined text is shorter than 3 characters).  Missing or empty steps/order on either side, and
+    any exception (e.g. non-string step texts), give 0; ``code_text_errors=True`` gives the published code's reading
+    instead, where a text-join error zeroes only the text part. Returns (value, {"edge", "text", ...})."""
     for d in (gen, ref):
         if not all(k in d for k in ("ImplementationSteps", "ImplementationOrder")):
             return 0.0, {"reason": "missing ImplementationSteps or ImplementationOrder"}
@@ -560,185 +475,6 @@ def feasibility_obj(gen: dict[str, Any], ref: dict[str, Any]) -> tuple[float, di
     """Feasibility_obj, 0-10 = 10 x :func:`graph_similarity` (alpha 0.6) (A.2)."""
     sim, det = graph_similarity(gen, ref, ALPHA)
     return 10 * sim, det
-
-
-# ------------------------------------------------------------------ judged part
-JUDGE_SYSTEM = "You are an expert reviewer of research proposals. " + DATA_NOTICE
-
-JUDGE_TEMPLATE = """You compare TWO research hypotheses, Hypothesis A and Hypothesis B, on five separate dimensions and pick a \
-winner for each one. Ties are NOT allowed: choose A or B for every dimension. Judge only from scientific principles and \
-the background context given after these instructions.
-
-## Dimensions
-1) Effectiveness: which hypothesis is more likely to achieve the stated research objective if implemented with standard \
-practice in the field (mechanistic plausibility, causal logic, addressing the core problem)?
-2) Novelty: which hypothesis is more innovative or original? Compare each idea with the related work and existing \
-solutions in the context; lower similarity to them means greater novelty.
-3) Detailedness: which hypothesis specifies mechanisms, assumptions, experimental steps, variables and dependencies more \
-clearly and completely, so a competent researcher could implement it with little ambiguity?
-4) Feasibility: which hypothesis is more realistic and implementable with current technology?
-5) Overall: weighing all aspects, with emphasis on coherence and scientific grounding, which hypothesis is better?
-
-Judge each dimension on its own. Give one judgment line per dimension followed by 1-3 sentences of reasoning.
-
-## Output format (follow exactly; "Win A" or "Win B" inside the brackets)
-Effectiveness: [Win A/Win B] because ...
-Novelty: [Win A/Win B] because ...
-Detailedness: [Win A/Win B] because ...
-Feasibility: [Win A/Win B] because ...
-Overall: [Win A/Win B] because ...
-
-## Background context
-{context}
-
-## Hypothesis A
-{a}
-
-## Hypothesis B
-{b}
-"""
-
-
-def format_idea(idea: dict[str, Any]) -> str:
-    """ "Field: value" for each of the six idea fields with a truthy value, separated by blank lines (A.2)."""
-    return "\n\n".join(f"{f}: {idea[f]}" for f in IDEA_FIELDS if f in idea and idea[f])
-
-
-def format_context(ref: dict[str, Any]) -> str:
-    """The six raw context strings as "name: value" with truthy values, separated by blank lines (A.2)."""
-    return "\n\n".join(f"{f}: {ref[f]}" for f in CONTEXT_FIELDS if f in ref and ref[f])
-
-
-def judge_prompt(idea_a: str, idea_b: str, context: str) -> str:
-    """The pairwise judge prompt (A.2 "Judged part"); the ideas are wrapped as delimited data."""
-    return JUDGE_TEMPLATE.format(
-        context=as_data(context, "CONTEXT") if context else "(none)",
-        a=as_data(idea_a, "HYPOTHESIS_A"),
-        b=as_data(idea_b, "HYPOTHESIS_B"),
-    )
-
-
-def _verdict(m: re.Match) -> str:
-    return "win_A" if "WIN A" in re.sub(r"\s+", " ", m.group(1).upper()) else "win_B"
-
-
-def vote_match(text: str, dim: str) -> re.Match[str] | None:
-    """The vote for dimension ``dim`` that :func:`parse_votes` reads in ``text`` (A.2), case-insensitive, first
-    match in the whole text: (1) ``Name : [Win A|B]``; (2) ``Name : Win A|B`` followed by whitespace; (3) the
-    first "Win A|B" later on the name's line.  Group 1 holds the verdict; None when there is no vote.
-
-    Args:
-        text: a judge reply, or a candidate idea checked for vote lines.
-        dim: one of :data:`DIMENSIONS`.
-
-    Returns:
-        The match, or None.
-    """
-    name = dim.capitalize()
-    return (
-        re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", text, re.IGNORECASE)
-        or re.search(rf"{name}\s*:\s*(Win\s*A|Win\s*B)\s+", text, re.IGNORECASE)
-        or re.search(rf"{name}[^\n]*?(Win\s*A|Win\s*B)", text, re.IGNORECASE)
-    )
-
-
-def parse_votes(reply: str) -> dict[str, dict[str, str]] | None:
-    """Parse a five-line judge reply (A.2).  Per dimension, case-insensitive, first
-    match in the whole reply: (1) ``Name : [Win A|B]`` (spaces allowed, "Win\\s*A");
-    (2) ``Name : Win A|B`` followed by whitespace; (3) the first "Win A|B" later on
-    the name's line.  Returns {dim: {"judgment": "win_A"|"win_B", "reason"}} for all
-    five dimensions, or None when any dimension fails (the call is retried)."""
-    out: dict[str, dict[str, str]] = {}
-    for dim in DIMENSIONS:
-        name = dim.capitalize()
-        m = vote_match(reply, dim)
-        if not m:
-            return None
-        r = re.search(rf"{name}\s*:[^\n]*?because\s*([^\n]*)", reply, re.IGNORECASE)
-        out[dim] = {"judgment": _verdict(m), "reason": r.group(1).strip() if r else ""}
-    return out
-
-
-def flip_votes(votes: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-    """Swap win_A and win_B (verdicts from the swapped order, A.2)."""
-    swap = {"win_A": "win_B", "win_B": "win_A"}
-    return {d: {**v, "judgment": swap[v["judgment"]]} for d, v in votes.items()}
-
-
-def decide(g: int, n_judges: int, dim: str) -> str:
-    """ "win" / "tie" / "lose" for g votes for the generated idea out of 2N.
-
-    sgieval's generalisation of A.2 (thresholds stated for N = 3): win if
-    g/2N > 1/2 (novelty g/2N > 2/3), lose if g/2N <= 1/3, else tie.  Integer
-    form: win if g > N (novelty 3g > 4N); lose if 3g <= 2N.  N = 3 gives the
-    spec's g > 3 (novelty g > 4) and g <= 2."""
-    win = 3 * g > 4 * n_judges if dim == "novelty" else g > n_judges
-    if win:
-        return "win"
-    if 3 * g <= 2 * n_judges:
-        return "lose"
-    return "tie"
-
-
-def vote_injection_flags(candidate: str) -> list[str]:
-    """``["injection_suspected"]`` when the generated idea carries a vote that
-    :func:`parse_votes` would read in a judge reply echoing it (any of its
-    forms: "Novelty: [Win B]", "Novelty: Win B because", "Novelty is Win B",
-    :func:`vote_match`) or other judge-format pieces (D.14)."""
-    text = candidate or ""
-    return [INJECTION_FLAG] if (any(vote_match(text, d) for d in DIMENSIONS) or injection_flags(text)) else []
-
-
-async def judge_call(
-    judge: NamedModel, prompt: str, *, swapped: bool, max_attempts: int = MAX_JUDGE_ATTEMPTS, candidate: str = ""
-) -> dict[str, Any]:
-    """One (judge, order) call with up to ``max_attempts`` attempts through
-    :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
-    loop; the five vote lines are a text format read by :func:`parse_votes`);
-    an unparsable reply is retried with the parse problem shown to the judge.
-    Returns an evidence dict: tool, judge, order, raw (every reply), attempts,
-    votes (generated-vs-reference orientation: swapped verdicts already
-    flipped; None when no attempt parsed), error, call_failed (True when the
-    model could not be reached), flags (``injection_suspected`` when
-    ``candidate``, the generated idea, carries vote lines, D.14)."""
-
-    def votes_of(text: str) -> dict[str, dict[str, str]]:
-        votes = parse_votes(text)
-        if votes is None:
-            raise ValueError(
-                "every one of the five lines must read '<Dimension>: [Win A] because ...' "
-                "or '<Dimension>: [Win B] because ...'"
-            )
-        return votes
-
-    r = await ask_structured(
-        judge,
-        [SystemMessage(content=JUDGE_SYSTEM), HumanMessage(content=prompt)],
-        parse=votes_of,
-        max_attempts=max_attempts,
-        label="judge",
-        retry_hint="Reply again in that format.",
-    )
-    votes = r.parsed
-    error = r.error
-    if votes is None and not r.call_failed and not r.refused:
-        error = f"unparsable judge reply after {r.attempts} attempt(s)"
-    return {
-        "tool": "judge",
-        "judge": judge.name,
-        "order": "A=generated,B=reference" if swapped else "A=reference,B=generated",
-        "raw": r.raw,
-        "attempts": r.attempts,
-        "structured": r.mode,
-        "votes": (flip_votes(votes) if swapped else votes) if votes is not None else None,
-        "error": error,
-        "call_failed": r.call_failed,
-        "flags": vote_injection_flags(candidate),
-        "prompt_hash": (r.prompt or {}).get("hash", ""),
-        "prompt": r.prompt,
-        "prompt_hashes": [str(p.get("hash", "")) for p in r.prompts],
-        "prompts": r.prompts,
-    }
 
 
 # ------------------------------------------------------------------ the metric
@@ -779,11 +515,10 @@ class _EncodeCache:
 class IdeaGenerationMetric(Metric):
     """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores).
 
-    Options (shared dict of all SGI metrics): ``embedding_model`` ("minilm"
-    default, or "openai:<model>"), ``idea_parser`` ("tolerant" default | "code"),
-    ``idea_judge_attempts`` (5, the spec's attempts per judge and order).
-    ``ctx.embedder`` (a callable list[str] -> (n, d) array), when set, is used
-    instead of the named embedder.  Judges come from ``ctx.judges_for(target)``.
+    Options (shared dict of all SGI metrics): ``embedding_model`` ("minilm" default, or "openai:<model>"),
+    ``idea_parser`` ("tolerant" default | "code"), ``idea_judge_attempts`` (5, the spec's attempts per judge and order).
+    ``ctx.embedder`` (a callable list[str] -> (n, d) array), when set, is used instead of the named embedder.  Judges
+    come from ``ctx.judges_for(target)``.
     """
 
     @classmethod
@@ -812,36 +547,9 @@ class IdeaGenerationMetric(Metric):
             self._encoders[key] = _EncodeCache(embed)
         return self._encoders[key]
 
-    def _score(
-        self,
-        item: Item,
-        response: Response,
-        name: str,
-        value: float | None,
-        *,
-        status: str = "ok",
-        rationale: str = "",
-        error: str | None = None,
-        details: dict | None = None,
-        judge: str = "objective",
-        evidence: list | None = None,
-    ) -> Score:
-        return Score(
-            item_id=item.id,
-            model=response.model,
-            metric=name,
-            value=value,
-            status=status,  # type: ignore[arg-type]
-            rationale=rationale,
-            error=error,
-            details=details or {},
-            judge=judge,
-            evidence=evidence or [],
-        )
-
     def objective(self, gen: dict[str, Any], ref: dict[str, Any], encode: Encode) -> dict[str, tuple[float, dict]]:
-        """The four objective parts (0-10) with details; raises TypeError when the
-        evaluator would error (e.g. ``Idea`` is null)."""
+        """The four objective parts (0-10) with details; raises TypeError when the evaluator would error (e.g.
+        ``Idea`` is null)."""
         idea = gen["Idea"]
         return {
             "effectiveness": effectiveness_obj(idea, ref["keywords"], encode),
@@ -854,22 +562,10 @@ class IdeaGenerationMetric(Metric):
         }
 
     def _evaluator_error(self, item: Item, response: Response, reason: str) -> list[Score]:
-        out = []
-        for s in self.specs:
-            if s.name == FINAL_SPEC.name:
-                out.append(
-                    self._score(
-                        item,
-                        response,
-                        s.name,
-                        0.0,
-                        rationale=f"evaluator error, final_score 0 (A.2): {reason}",
-                        details={"evaluator_error": reason},
-                    )
-                )
-            else:
-                out.append(self._score(item, response, s.name, None, status="parse_error", error=reason))
-        return out
+        why, details = f"evaluator error, final_score 0 (A.2): {reason}", {"evaluator_error": reason}
+        zero = _score(item, response, FINAL_SPEC.name, 0.0, rationale=why, details=details)
+        failed = {s.name: _score(item, response, s.name, None, status="parse_error", error=reason) for s in self.specs}
+        return [zero if s.name == FINAL_SPEC.name else failed[s.name] for s in self.specs]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -884,130 +580,64 @@ class IdeaGenerationMetric(Metric):
                 item, response, f"the reply parses to a {type(parsed).__name__}, not a JSON object"
             )
         gen = generated_fields(parsed)
-        encode = self._encoder(ctx)
         try:
-            obj = await asyncio.to_thread(self.objective, gen, ref, encode)
+            obj = await asyncio.to_thread(self.objective, gen, ref, self._encoder(ctx))
         except TypeError as e:
             return self._evaluator_error(item, response, f"{type(e).__name__}: {e}")
-        parse_note = "full_text only (no field parsed)" if set(parsed) == {"full_text"} else ""
-        scores: dict[str, Score] = {}
-        for d, (value, det) in obj.items():
-            det = {**det, **({"parse": parse_note} if parse_note else {})}
-            scores[OBJ_SPECS[d].name] = self._score(
-                item, response, OBJ_SPECS[d].name, float(value), rationale=f"{d}_obj = {value:.4g} / 10", details=det
+        note = {"parse": "full_text only (no field parsed)"} if set(parsed) == {"full_text"} else {}
+        scores = {
+            OBJ_SPECS[d].name: _score(
+                item,
+                response,
+                OBJ_SPECS[d].name,
+                float(v),
+                rationale=f"{d}_obj = {v:.4g} / 10",
+                details={**det, **note},
             )
-
+            for d, (v, det) in obj.items()
+        }
         judges = ctx.judges_for(response.model)
-        results, evidence, reason = await self._judged(ref, gen, judges)
+        results, evidence, reason = await judged(ref, gen, judges, self.judge_attempts)
+        jname = ",".join(j.name for j in judges)
         if not judges:  # none configured, or the only judges are the target itself: say which
             what = "the judged votes, the dims and idea_final_score"
             reason = f"{ctx.no_judge_reason(response.model, what)}; the objective parts are reported as idea_*_obj"
-        if results is None:  # not_run / judge_error
+        if results is None:
             status = "not_run" if not judges else "judge_error"
             for s in [*WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]:
-                scores[s.name] = self._score(
-                    item,
-                    response,
-                    s.name,
-                    None,
-                    status=status,
-                    error=reason,
-                    judge=",".join(j.name for j in judges) or "none",
-                    evidence=evidence,
+                scores[s.name] = _score(
+                    item, response, s.name, None, status=status, error=reason, judge=jname or "none", evidence=evidence
                 )
         else:
-            jname = ",".join(j.name for j in judges)
-            dims = []
-            for d in SCORED_DIMS:
-                r = results[d]
-                win_value = 100.0 if r["result"] == "win" else 0.0
-                scores[WIN_SPECS[d].name] = self._score(
-                    item,
-                    response,
-                    WIN_SPECS[d].name,
-                    win_value,
-                    judge=jname,
-                    evidence=evidence,
-                    details=r,
-                    rationale=f"{r['result']}: generated idea got {r['generated_votes']} of {r['total_votes']} votes",
-                )
-                dim_value = (10 * obj[d][0] + win_value) / 2
-                dims.append(dim_value)
-                scores[DIM_SPECS[d].name] = self._score(
-                    item,
-                    response,
-                    DIM_SPECS[d].name,
-                    dim_value,
-                    judge=jname,
-                    rationale=f"(10 x {obj[d][0]:.4g} + {win_value:g}) / 2",
-                    details={"obj": obj[d][0], "judged": win_value},
-                )
-            final = sum(dims) / 4
-            scores[FINAL_SPEC.name] = self._score(
-                item,
-                response,
-                FINAL_SPEC.name,
-                final,
-                judge=jname,
-                evidence=evidence,
-                rationale="mean of dims " + ", ".join(f"{d}={v:.4g}" for d, v in zip(SCORED_DIMS, dims)),
-                details={"dims": dict(zip(SCORED_DIMS, dims)), "overall": results["overall"]},
-            )
+            scores |= _judged_scores(item, response, obj, results, jname, evidence)
         return [scores[s.name] for s in self.specs]
 
-    async def _judged(
-        self, ref: dict[str, Any], gen: dict[str, Any], judges: list[NamedModel]
-    ) -> tuple[dict[str, dict] | None, list[dict], str | None]:
-        """(per-dimension results, evidence, None), or (None, evidence, reason) when no judge is
-        configured or a judge could not be reached."""
-        if not judges:
-            return (
-                None,
-                [],
-                (
-                    "no judge configured: the judged votes, the dims and idea_final_score need a judge (--judge); "
-                    "the objective parts are reported as idea_*_obj"
-                ),
-            )
-        ref_text, gen_text = format_idea(ref), format_idea(gen)
-        context = format_context(ref)
-        normal = judge_prompt(ref_text, gen_text, context)
-        swapped = judge_prompt(gen_text, ref_text, context)
 
-        async def both_orders(j: NamedModel) -> list[dict[str, Any]]:
-            # the two orders of one judge run one after the other (as the code does); judges run concurrently
-            first = await judge_call(j, normal, swapped=False, max_attempts=self.judge_attempts, candidate=gen_text)
-            second = await judge_call(j, swapped, swapped=True, max_attempts=self.judge_attempts, candidate=gen_text)
-            return [first, second]
-
-        evidence = [e for pair in await asyncio.gather(*(both_orders(j) for j in judges)) for e in pair]
-        failed = [e for e in evidence if e["call_failed"]]
-        if failed:
-            return None, evidence, "; ".join(f"{e['judge']} ({e['order']}): {e['error']}" for e in failed)
-        n = len(judges)
-        results: dict[str, dict] = {}
-        for d in DIMENSIONS:
-            g = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_B")
-            o = sum(1 for e in evidence if e["votes"] and e["votes"][d]["judgment"] == "win_A")
-            results[d] = {
-                "result": decide(g, n, d),
-                "generated_votes": g,
-                "reference_votes": o,
-                "total_votes": 2 * n,
-                "n_judges": n,
-                "failed_calls": sum(1 for e in evidence if e["votes"] is None),
-                "dimension": d,
-                "judge_values": _judge_win_shares(evidence, d),
-            }
-        return results, evidence, None
+def _score(item: Item, response: Response, name: str, value: float | None, **fields: Any) -> Score:
+    """One Score of ``response`` (``fields``: the Score's other fields)."""
+    return Score(item_id=item.id, model=response.model, metric=name, value=value, **fields)
 
 
-def _judge_win_shares(evidence: list[dict[str, Any]], dim: str) -> dict[str, float]:
-    """{judge: 100 x its votes for the generated idea on ``dim`` / its calls that cast votes} (0, 50 or 100 with
-    both orders parsed): each panel member's own verdict on the metric's 0-100 scale, read by the judge-reliability
-    statistics; judges whose calls all failed are left out."""
-    out: dict[str, list[int]] = {}
-    for e in evidence:
-        if e["votes"]:
-            out.setdefault(e["judge"], []).append(int(e["votes"][dim]["judgment"] == "win_B"))
-    return {j: 100.0 * sum(v) / len(v) for j, v in out.items()}
+def _judged_scores(
+    item: Item, response: Response, obj: dict, results: dict, jname: str, evidence: list
+) -> dict[str, Score]:
+    """The win, dim and final Scores from the objective parts and the judges' per-dimension results (A.2)."""
+    out: dict[str, Score] = {}
+    dims = []
+    for d in SCORED_DIMS:
+        r, win = results[d], 100.0 if results[d]["result"] == "win" else 0.0
+        why = f"{r['result']}: generated idea got {r['generated_votes']} of {r['total_votes']} votes"
+        out[WIN_SPECS[d].name] = _score(
+            item, response, WIN_SPECS[d].name, win, judge=jname, evidence=evidence, details=r, rationale=why
+        )
+        dims.append((10 * obj[d][0] + win) / 2)
+        out[DIM_SPECS[d].name] = _score(
+            item, response, DIM_SPECS[d].name, dims[-1], judge=jname, rationale=f"(10 x {obj[d][0]:.4g} + {win:g}) / 2",
+            details={"obj": obj[d][0], "judged": win},
+        )  # fmt: skip
+    out[FINAL_SPEC.name] = _score(
+        item, response, FINAL_SPEC.name, sum(dims) / 4, judge=jname, evidence=evidence,
+        rationale="mean of dims " + ", ".join(f"{d}={v:.4g}" for d, v in zip(SCORED_DIMS, dims)),
+        details={"dims": dict(zip(SCORED_DIMS, dims)), "overall": results["overall"]},
+    )  # fmt: skip
+    return out

@@ -1,14 +1,13 @@
 """SGI-Bench Experimental Reasoning metrics: Multi-Choice Accuracy and Reasoning Validity.
 
-Sources: METRICS.md A.5 (MCA, RV), D.3 (the last ``\\boxed{...}`` holding an
-option letter, case-sensitive letter), D.8 (only the text after the last ``</think>``) and D.4 (structured judge reply; a 0-10 score outside
-its range is a parse error, retried, then a judge error).
+Sources: METRICS.md A.5 (MCA, RV), D.3 (the last ``\\boxed{...}`` holding an option letter, case-sensitive letter), D.8
+(only the text after the last ``</think>``) and D.4 (structured judge reply; a 0-10 score outside its range is a parse
+error, retried, then a judge error).
 
-* ``mca`` (primary, the SGI-Score ER term): D.3, and the D.9 final
-  ``Answer: X`` line (the later of box and line counts).
-* ``mca_lenient``: also unwraps ``\\text{B}``, ``(B)``, ``B.``, lower case,
-  0-based indices, and reads the last "Answer: X" / "answer is X" whose letter
-  stands alone (sgieval extension).
+* ``mca`` (primary, the SGI-Score ER term): D.3, and the D.9 final ``Answer: X`` line (the later of box and line
+  counts).
+* ``mca_lenient``: also unwraps ``\\text{B}``, ``(B)``, ``B.``, lower case, 0-based indices, and reads the last "Answer:
+  X" / "answer is X" whose letter stands alone (sgieval extension).
 * ``mca_code``: the published code: the first ``\\boxed{<one upper-case letter>}``.
 * ``reasoning_validity``: judge score 0-10 (the benchmark reports RV/10 x 100).
 """
@@ -32,8 +31,8 @@ from .common import BENCHMARK, reference_field, spec
 
 
 def boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` in ``text``, in order, with balanced
-    braces (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed box is skipped."""
+    """Contents of every ``\\boxed{...}`` in ``text``, in order, with balanced braces (``\\boxed{\\text{B}}`` ->
+    ``\\text{B}``); an unclosed box is skipped."""
     return [c for _pos, c in boxed_spans(text)]
 
 
@@ -43,10 +42,9 @@ _D3_WRAPPERS = re.compile(r"\\(?:text|mathrm)\s*\{([^{}]*)\}")
 def option_letter(box: str) -> str | None:
     """The option letter a box holds (METRICS.md D.3), or None.
 
-    Removes every space, ``$`` and ``**``, unwraps ``\\text{...}`` and
-    ``\\mathrm{...}`` and surrounding parentheses; what is left must be one
-    ASCII letter, returned as written (``\\boxed{ D }``, ``\\text{D}``,
-    ``(D)`` -> "D"; ``b`` -> "b"; ``\\langle H\\rangle``, ``B.``, ``2x`` -> None)."""
+    Removes every space, ``$`` and ``**``, unwraps ``\\text{...}`` and ``\\mathrm{...}`` and surrounding parentheses;
+    what is left must be one ASCII letter, returned as written (``\\boxed{ D }``, ``\\text{D}``, ``(D)`` -> "D";
+    ``b`` -> "b"; ``\\langle H\\rangle``, ``B.``, ``2x`` -> None)."""
     t = box
     for _ in range(3):
         t = _D3_WRAPPERS.sub(r"\1", t)
@@ -73,30 +71,23 @@ def _last_option_box(text: str, allowed: set[str] | None) -> tuple[int, str] | N
 
 
 def extract_option(text: str, n_options: "int | Collection[str] | None" = None) -> str | None:
-    """D.3: the option letter of the LAST ``\\boxed{...}`` that holds one
-    (:func:`option_letter`), in the text after the last ``</think>`` (D.8).
-    Boxes holding anything else are skipped; with ``n_options`` known, so are
-    letters past the last option (``H`` with options A-D), compared ignoring
-    case; ``n_options`` may also be the option letters themselves.  None when
-    no box holds an option letter."""
+    """D.3: the option letter of the LAST ``\\boxed{...}`` that holds one (:func:`option_letter`), in the text after
+    the last ``</think>`` (D.8). Boxes holding anything else are skipped; with ``n_options`` known, so are letters
+    past the last option (``H`` with options A-D), compared ignoring case; ``n_options`` may also be the option
+    letters themselves.  None when no box holds an option letter."""
     got = _last_option_box(final_text(text or ""), _allowed(n_options))
     return None if got is None else got[1]
 
 
 def final_option(text: str, n_options: "int | Collection[str] | None" = None) -> tuple[str | None, str]:
-    """``(letter or None, how it was found)``: the final option letter of a reply
-    (METRICS.md D.3 with the D.9 answer line), in the text after the last
-    ``</think>`` (D.8).
+    """``(letter or None, how it was found)``: the final option letter of a reply (METRICS.md D.3 with the D.9 answer
+    line), in the text after the last ``</think>`` (D.8).
 
-    Candidates: the last ``\\boxed{...}`` holding an option letter
-    (:func:`extract_option`) and a final ``Answer: X`` line
-    (:func:`sgieval.metric_pool.answers.answer_line_letter`: any case of
-    ``answer``, ``**Answer: D**``, ``$X$`` / ``**X**`` / ``*X*`` / ``_X_`` /
-    ``(X)`` wrappers and a trailing period unwrapped; the letter must stand
-    alone).  When both exist the later one in the reply counts; letters past
-    the options are skipped.  ``(None, "no answer found")`` when neither
-    exists: the item has no answer (counted as "no answer found", not as a
-    wrong answer)."""
+    Candidates: the last ``\\boxed{...}`` holding an option letter (:func:`extract_option`) and a final ``Answer: X``
+    line (:func:`sgieval.metric_pool.answers.answer_line_letter`: any case of ``answer``, ``**Answer: D**``, ``$X$``
+    / ``**X**`` / ``*X*`` / ``_X_`` / ``(X)`` wrappers and a trailing period unwrapped; the letter must stand alone).
+    When both exist the later one in the reply counts; letters past the options are skipped.  ``(None, "no answer
+    found")`` when neither exists: the item has no answer (counted as "no answer found", not as a wrong answer)."""
     t = final_text(text or "")
     allowed = _allowed(n_options)
     box = _last_option_box(t, allowed)
@@ -119,8 +110,8 @@ def n_options_of(item: Item) -> int | None:
 
 
 def gold_letter(item: Item) -> str:
-    """``chr(65 + reference["answer"])`` (A.5: the answer is a 0-based int).
-    Raises InputError when the field is missing or not a non-negative int."""
+    """``chr(65 + reference["answer"])`` (A.5: the answer is a 0-based int). Raises InputError when the field is
+    missing or not a non-negative int."""
     ans = reference_field(item, "answer")
     try:
         idx = int(ans)
@@ -138,8 +129,8 @@ def gold_letter(item: Item) -> str:
 def mca(text: str, gold: str, n_options: int | None = None) -> int:
     """Multi-choice accuracy (A.5 with D.3 and the D.9 answer line): 1 if
     :func:`final_option` == ``gold`` exactly (case-sensitive, so ``\\boxed{b}``
-    is wrong for "B"; ``\\boxed{\\text{B}}``, ``$\\boxed{ B }$`` and a final
-    ``ANSWER: *B*.`` are right), else 0 (also when no answer is found)."""
+    is wrong for "B"; ``\\boxed{\\text{B}}``, ``$\\boxed{ B }$`` and a final ``ANSWER: *B*.`` are right), else 0
+    (also when no answer is found)."""
     return int(final_option(text, n_options)[0] == gold)
 
 
@@ -147,8 +138,8 @@ _CODE_RE = re.compile(r"\\boxed\{([A-Z])\}")
 
 
 def mca_code(text: str, gold: str) -> int:
-    """The published code's MCA (A.5): the first ``\\boxed{X}`` with X one upper-case
-    letter, compared with the gold letter ignoring case."""
+    """The published code's MCA (A.5): the first ``\\boxed{X}`` with X one upper-case letter, compared with the gold
+    letter ignoring case."""
     m = _CODE_RE.search(final_text(text or ""))
     return int(m is not None and m.group(1).lower() == gold.lower())
 
@@ -175,13 +166,10 @@ def _lenient_letter(token: str, n_options: int) -> str | None:
 
 
 def _phrase_letter(value: str, n_options: int) -> str | None:
-    """The option an "Answer: ..." / "answer is ..." phrase gives, when its
-    letter (or 0-based index) stands alone: the whole rest of the line after
-    unwrapping (:func:`~sgieval.metric_pool.answers.unwrap_letter`), or a
-    letter wrapped in ``()``/``[]``/``**``/``*``/``_``/``$`` or followed by
-    ``.``, ``,``, ``;``, ``:``, ``)`` or the line's end, whatever follows
-    (``(B) because ...``, ``B. The ...``).  ``I don't know`` and ``a mixture``
-    are no answer."""
+    """The option an "Answer: ..." / "answer is ..." phrase gives, when its letter (or 0-based index) stands alone:
+    the whole rest of the line after unwrapping (:func:`~sgieval.metric_pool.answers.unwrap_letter`), or a letter
+    wrapped in ``()``/``[]``/``**``/``*``/``_``/``$`` or followed by ``.``, ``,``, ``;``, ``:``, ``)`` or the line's
+    end, whatever follows (``(B) because ...``, ``B. The ...``).  ``I don't know`` and ``a mixture`` are no answer."""
     v = value
     for _ in range(3):
         v = _WRAPPERS.sub(r"\1", v)
@@ -202,12 +190,11 @@ def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
 
     Candidates, the later one in the reply wins:
 
-    1. The last ``\\boxed{...}``: unwrap ``\\text{}``/``\\textbf{}``/``\\mathrm{}``..., drop
-       spaces and surrounding ``()[].:*$``; one letter (any case) -> upper case; a
-       number < ``n_options`` -> 0-based index (``\\boxed{1}`` -> "B"); "B. text" -> "B".
-    2. The last "Answer: X" / "answer is X" whose letter or index stands alone
-       (:func:`_phrase_letter`, the rule of D.9: ``ANSWER: I don't know`` is no
-       answer, also when option I exists).
+    1. The last ``\\boxed{...}``: unwrap ``\\text{}``/``\\textbf{}``/``\\mathrm{}``..., drop spaces and surrounding
+       ``()[].:*$``; one letter (any case) -> upper case; a number < ``n_options`` -> 0-based index (``\\boxed{1}`` ->
+       "B"); "B. text" -> "B".
+    2. The last "Answer: X" / "answer is X" whose letter or index stands alone (:func:`_phrase_letter`, the rule of D.9:
+       ``ANSWER: I don't know`` is no answer, also when option I exists).
 
     Letters past ``n_options`` are skipped.  Returns the letter or None."""
     text = final_text(text or "")
@@ -362,9 +349,9 @@ MCQ_INSTRUCTION = (
 
 
 def question_block(item: Item) -> str:
-    """The question-and-options prompt the RV judge sees (A.5): the instruction,
-    "Question:" + the raw question, "Options:" labelled "A. ...", "B. ..." (falls
-    back to ``item.prompt`` when the raw question or options are absent)."""
+    """The question-and-options prompt the RV judge sees (A.5): the instruction, "Question:" + the raw question,
+    "Options:" labelled "A. ...", "B. ..." (falls back to ``item.prompt`` when the raw question or options are
+    absent)."""
     ref = item.reference if isinstance(item.reference, dict) else {}
     q, opts = item.metadata.get("question"), ref.get("options")
     if not q or not isinstance(opts, list):
@@ -374,9 +361,8 @@ def question_block(item: Item) -> str:
 
 
 def rv_messages(item: Item, response_text: str, images: bool = True) -> list:
-    """Judge messages for RV: question images first (base64 PNG from
-    ``metadata["images"]``, not the step images), then the question block, the
-    numbered reference steps and the full model output as delimited data."""
+    """Judge messages for RV: question images first (base64 PNG from ``metadata["images"]``, not the step images),
+    then the question block, the numbered reference steps and the full model output as delimited data."""
     steps = reference_field(item, "steps")
     steps_text = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)) if isinstance(steps, list) else str(steps)
     text = RV_USER.format(question=question_block(item), steps=steps_text, prediction=as_data(response_text))
@@ -394,9 +380,8 @@ class ReasoningValidityMetric(Metric):
 
     Each judge allowed for the target model returns a
     :class:`ReasoningValidityJudgement`; the value is the mean of the parsed
-    scores.  No judge -> ``not_run``; no judge parsed after retries ->
-    ``judge_error`` (never 0, unlike the published code).  ``images``: send the
-    question images (default True)."""
+    scores.  No judge -> ``not_run``; no judge parsed after retries -> ``judge_error`` (never 0, unlike the published
+    code).  ``images``: send the question images (default True)."""
 
     def __init__(self, images: bool = True):
         self.images = images

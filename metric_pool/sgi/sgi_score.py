@@ -1,17 +1,15 @@
-"""SGI-Score (METRICS.md A.6) from per-item scores, with per-task and
-per-discipline breakdowns.
+"""SGI-Score (METRICS.md A.6) from per-item scores, with per-task and per-discipline breakdowns.
 
     SGI = (DR + IG + DE + WE + ER) / 5, each term already rounded to 2 decimals, on 0-100:
       DR = round(mean em x 100, 2)            IG = round(mean idea final score, 2)  (native 0-100)
       DE = round(mean PassAll@5 x 100, 2)     WE = round(mean wet_final_score x 100, 2)
       ER = round(mean mca x 100, 2)
 
-Each task term is ``round(mean x scale, 2)`` with scale 100 for metrics on 0-1
-and 1 for metrics already on 0-100 (A.0 ``show_results``).  Only ``ok`` scores
-enter a mean (D.7); failed ones are counted.  A task with no ``ok`` score is
-reported as missing -- never as zero: the SGI-Score is then None, the missing
-tasks are named, and ``partial`` gives the mean over the present terms, labelled
-as such.  Example (GPT-4.1, README): (11.32 + 36.49 + 34.32 + 36.63 + 38.49)/5 = 31.45.
+Each task term is ``round(mean x scale, 2)`` with scale 100 for metrics on 0-1 and 1 for metrics already on 0-100 (A.0
+``show_results``).  Only ``ok`` scores enter a mean (D.7); failed ones are counted.  A task with no ``ok`` score is
+reported as missing -- never as zero: the SGI-Score is then None, the missing tasks are named, and ``partial`` gives the
+mean over the present terms, labelled as such.  Example (GPT-4.1, README): (11.32 + 36.49 + 34.32 + 36.63 + 38.49)/5 =
+31.45.
 """
 
 from __future__ import annotations
@@ -58,9 +56,8 @@ def default_components() -> dict[str, tuple[str, float]]:
 
 @dataclass
 class TaskTerm:
-    """One SGI-Score term: ``task``, ``label`` (DR, IG, ...), ``metric``,
-    ``value`` (round(mean x scale, 2), 0-100; None when missing), ``n`` ok
-    scores, ``n_failed`` non-ok scores, ``reason`` when missing."""
+    """One SGI-Score term: ``task``, ``label`` (DR, IG, ...), ``metric``, ``value`` (round(mean x scale, 2), 0-100;
+    None when missing), ``n`` ok scores, ``n_failed`` non-ok scores, ``reason`` when missing."""
 
     task: str
     label: str
@@ -79,12 +76,10 @@ class TaskTerm:
 class SGIScoreResult:
     """SGI-Score of one target model (0-100).
 
-    ``sgi_score``: round(sum of the 5 terms / 5, 2), None when a task is missing.
-    ``missing``: tasks with no ok score.  ``partial``: round(mean of present terms, 2)
-    -- labelled "partial mean over present tasks", not comparable with published
-    SGI-Scores; None when every task is present or none is.  ``terms``: task ->
-    TaskTerm.  ``by_discipline``: discipline -> SGIScoreResult over that
-    discipline's items (their own ``by_discipline`` is empty).
+    ``sgi_score``: round(sum of the 5 terms / 5, 2), None when a task is missing. ``missing``: tasks with no ok score.
+    ``partial``: round(mean of present terms, 2) -- labelled "partial mean over present tasks", not comparable with
+    published SGI-Scores; None when every task is present or none is.  ``terms``: task -> TaskTerm.  ``by_discipline``:
+    discipline -> SGIScoreResult over that discipline's items (their own ``by_discipline`` is empty).
     """
 
     model: str
@@ -139,13 +134,11 @@ def sgi_score(
 ) -> SGIScoreResult:
     """SGI-Score (A.6) of one target model from per-item ``scores``.
 
-    ``items`` maps item id -> Item (gives each score's task and discipline;
-    scores of unknown items are ignored).  ``components`` maps task -> (metric
-    name, scale) and defaults to :func:`default_components`.  ``model`` selects
-    one model's scores; when None the scores must all belong to one model.
-    Raises InputError when several models are mixed without ``model``.
-    The per-discipline results use the same rule (a task with no items in a
-    discipline is missing there).
+    ``items`` maps item id -> Item (gives each score's task and discipline; scores of unknown items are ignored).
+    ``components`` maps task -> (metric name, scale) and defaults to :func:`default_components`.  ``model`` selects one
+    model's scores; when None the scores must all belong to one model. Raises InputError when several models are mixed
+    without ``model``. The per-discipline results use the same rule (a task with no items in a discipline is missing
+    there).
 
     Args:
         scores: per-item scores.

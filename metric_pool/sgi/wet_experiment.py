@@ -1,26 +1,8 @@
-"""SGI-Bench Wet Experiment metrics: protocol parsing, Sequence Similarity (SS),
-Parameter Accuracy (PA), the final score, and their named variants.
-
-Sources: METRICS.md A.4 (formulas), A.4b (soft variants), C.2 (no
-permutation-equivalent groups in the code) and D.2 (parser decisions).
-
-A protocol is a list of steps ``output_var = <Action name>(key=value, ...)``.
-Both the reference (``item.reference["answer"]``) and the prediction
-(``model_answer``: the ``<answer>`` tag extraction, or the whole response) are
-parsed the same way.
-
-Metric families (all 0-1 per item; task score = mean x 100):
-
-* default (``wet_sequence_similarity``, ``wet_parameter_accuracy``,
-  ``wet_final_score``): the A.4 formulas on protocols parsed with
-  :func:`parse_protocol` (the D.2 reading).  ``wet_final_score`` is the SGI-Score
-  WE term.
-* ``*_perm``: the paper's permutation-equivalent reading (see
-  :func:`independent_groups`).
-* ``*_code``: the A.4 formulas on protocols parsed with
-  :func:`parse_protocol_code` (the published code's regex, which swallows the
-  step after a one-line call), for reproducing published numbers.
-* ``wet_soft_*``: the later upstream soft scores (A.4b), on the default parser.
+"""SGI-Bench Wet Experiment metrics (METRICS.md A.4, A.4b, C.2, D.2): Sequence Similarity (SS), Parameter Accuracy (PA)
+and the final score (the SGI-Score WE term), all 0-1 per item, on protocols of steps ``out = <Action>(key=value, ...)``
+parsed from the reference and the ``<answer>`` of the reply.  Variants: ``*_perm`` (the paper's permutation-equivalent
+reading, :func:`independent_groups`), ``*_code`` (the published code's parser, :func:`parse_protocol_code`) and
+``wet_soft_*`` (the upstream soft scores).
 """
 
 from __future__ import annotations
@@ -39,9 +21,8 @@ from .common import BENCHMARK, model_answer, reference_field, spec
 
 @dataclass(frozen=True)
 class Step:
-    """One protocol step: ``action`` (name between ``<`` and ``>``, stripped),
-    ``params`` (key -> value string, one pair of surrounding double quotes
-    removed), ``output`` (the output variable name)."""
+    """One protocol step: ``action`` (name between ``<`` and ``>``, stripped), ``params`` (key -> value string, one
+    pair of surrounding double quotes removed), ``output`` (the output variable name)."""
 
     action: str
     params: dict[str, str] = field(default_factory=dict)
@@ -59,11 +40,10 @@ _OPEN, _CLOSE = "([{", ")]}"
 
 
 def split_pairs(line: str) -> list[str]:
-    """Split one parameter line into ``key = value`` pieces (METRICS.md D.2 as
-    amended): at commas outside quotes (``"`` or ``'``) and outside ``()[]{}``
-    brackets, and only where the next piece starts a ``key =`` pair, so a value
-    that holds a comma (``"37 °C, 5% CO2"``, ``37 C, 5% CO2``) stays whole.
-    ``"a=1, b=[2, 3]"`` -> ``["a=1", " b=[2, 3]"]``."""
+    """Split one parameter line into ``key = value`` pieces (METRICS.md D.2 as amended): at commas outside quotes
+    (``"`` or ``'``) and outside ``()[]{}`` brackets, and only where the next piece starts a ``key =`` pair, so a
+    value that holds a comma (``"37 °C, 5% CO2"``, ``37 C, 5% CO2``) stays whole. ``"a=1, b=[2, 3]"`` -> ``["a=1", "
+    b=[2, 3]"]``."""
     pieces: list[str] = []
     depth, quote, start = 0, "", 0
     for k, ch in enumerate(line):
@@ -84,14 +64,12 @@ def split_pairs(line: str) -> list[str]:
 
 
 def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
-    """Parameter block -> dict (A.4): every non-empty line other than a bare ``)``
-    must be ``key = value`` with an optional trailing comma; other lines are
-    ignored; one pair of surrounding double quotes is removed (single quotes are
-    kept); a repeated key keeps its last value.
+    """Parameter block -> dict (A.4): every non-empty line other than a bare ``)`` must be ``key = value`` with an
+    optional trailing comma; other lines are ignored; one pair of surrounding double quotes is removed (single quotes
+    are kept); a repeated key keeps its last value.
 
-    ``split_commas`` False (the published code, A.4): two parameters on one line
-    (``a=1, b=2``) become one key ``a`` with value ``1, b=2``.  True (D.2 as
-    amended, the default parser): the line is split by :func:`split_pairs`, so
+    ``split_commas`` False (the published code, A.4): two parameters on one line (``a=1, b=2``) become one key ``a``
+    with value ``1, b=2``.  True (D.2 as amended, the default parser): the line is split by :func:`split_pairs`, so
     ``a=1, b=2`` gives ``a`` and ``b``, as the same call over several lines does."""
     params: dict[str, str] = {}
     lines = block.split("\n")
@@ -115,10 +93,9 @@ def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
 def parse_protocol_code(text: str) -> tuple[Step, ...]:
     """The published code's parser (A.4), kept as the ``*_code`` variant.
 
-    Multiline regex ``(\\w+)\\s*=\\s*<([^>]+)>\\(\\s*([\\s\\S]*?)(?=\\n\\s*\\)\\s*$)``:
-    the parameter block runs lazily to the first line holding only ``)``, so a
-    one-line call ``x = <A>(k=1)`` or an empty call swallows the following
-    step (A.4 edge cases)."""
+    Multiline regex ``(\\w+)\\s*=\\s*<([^>]+)>\\(\\s*([\\s\\S]*?)(?=\\n\\s*\\)\\s*$)``: the parameter block runs
+    lazily to the first line holding only ``)``, so a one-line call ``x = <A>(k=1)`` or an empty call swallows the
+    following step (A.4 edge cases)."""
     steps = []
     for m in _CODE_STEP_RE.finditer(text):
         steps.append(
@@ -128,8 +105,8 @@ def parse_protocol_code(text: str) -> tuple[Step, ...]:
 
 
 def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
-    """Scan ``segment`` starting at paren depth ``depth`` (parentheses inside
-    double quotes are ignored); return (index where depth reaches 0 or None, depth)."""
+    """Scan ``segment`` starting at paren depth ``depth`` (parentheses inside double quotes are ignored); return
+    (index where depth reaches 0 or None, depth)."""
     in_quote = False
     for k, ch in enumerate(segment):
         if ch == '"':
@@ -148,16 +125,13 @@ def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
 def parse_protocol(text: str) -> tuple[Step, ...]:
     """The default protocol parser (A.4 with the D.2 decisions), line by line.
 
-    A step starts at a line containing ``output_var = <Action name>(`` (spaces
-    around ``=`` allowed).  Its parameters may start on that line after ``(``.
-    The call ends at the first of: the parenthesis that closes the opening
-    ``(`` (balanced count, parentheses inside double quotes ignored), so a
-    one-line call ``x = <A>(k=1)`` is one complete step; a line holding only
-    ``)``; the next step's header line (which starts a new step); the end of
-    the text.  Parameter lines follow :func:`parse_params` with the D.2
-    amendment: several pairs on one line are split on commas outside quotes and
-    brackets, so ``a = <X>(p=1, q=2)`` and the same call written over four lines
-    have the same parameters.  Returns the steps in order (empty tuple if none).
+    A step starts at a line containing ``output_var = <Action name>(`` (spaces around ``=`` allowed).  Its parameters
+    may start on that line after ``(``. The call ends at the first of: the parenthesis that closes the opening ``(``
+    (balanced count, parentheses inside double quotes ignored), so a one-line call ``x = <A>(k=1)`` is one complete
+    step; a line holding only ``)``; the next step's header line (which starts a new step); the end of the text.
+    Parameter lines follow :func:`parse_params` with the D.2 amendment: several pairs on one line are split on commas
+    outside quotes and brackets, so ``a = <X>(p=1, q=2)`` and the same call written over four lines have the same
+    parameters.  Returns the steps in order (empty tuple if none).
     """
     lines = text.split("\n")
     steps: list[Step] = []
@@ -204,9 +178,8 @@ def _inversions(gt: list[str], pred: list[str], exempt: Callable[[int, int], boo
 def sequence_similarity(gt: list[str], pred: list[str]) -> float:
     """Action-sequence similarity SS (A.4), 0-1.
 
-    SS = 0 if the lengths differ, 1 if n <= 1, else 1 - inversions / (n(n-1)/2),
-    where pair i < j is an inversion when the two lists order their names
-    oppositely under Python string comparison (equal names never count), so a
+    SS = 0 if the lengths differ, 1 if n <= 1, else 1 - inversions / (n(n-1)/2), where pair i < j is an inversion
+    when the two lists order their names oppositely under Python string comparison (equal names never count), so a
     prediction repeating one name n times scores 1."""
     if len(gt) != len(pred):
         return 0.0
@@ -219,13 +192,11 @@ def sequence_similarity(gt: list[str], pred: list[str]) -> float:
 def independent_groups(steps: tuple[Step, ...] | list[Step]) -> list[tuple[int, int]]:
     """Permutation-equivalent step groups of a reference protocol (paper reading).
 
-    Definition used by sgieval (the code has none, C.2): scan the steps in order
-    and keep extending the current group [start, end) while the next step uses
-    none of the current group's output variables as a parameter value; a step
-    that consumes an output of a step in the current group starts a new group.
-    So a group is a maximal run of consecutive steps with no data dependency
-    among them through generated variables, whose relative order does not
-    matter.  Returns half-open index ranges covering 0..len(steps).
+    Definition used by sgieval (the code has none, C.2): scan the steps in order and keep extending the current group
+    [start, end) while the next step uses none of the current group's output variables as a parameter value; a step that
+    consumes an output of a step in the current group starts a new group. So a group is a maximal run of consecutive
+    steps with no data dependency among them through generated variables, whose relative order does not matter.  Returns
+    half-open index ranges covering 0..len(steps).
     """
     groups: list[tuple[int, int]] = []
     start = 0
@@ -241,10 +212,9 @@ def independent_groups(steps: tuple[Step, ...] | list[Step]) -> list[tuple[int, 
 
 
 def sequence_similarity_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> float:
-    """Permutation-equivalent SS: as :func:`sequence_similarity`, but a pair of
-    positions i < j that lie in the same reference group
-    (:func:`independent_groups`) never counts as an inversion.  The denominator
-    stays n(n-1)/2, so SS_perm >= SS and equals it when every group is a single step."""
+    """Permutation-equivalent SS: as :func:`sequence_similarity`, but a pair of positions i < j that lie in the same
+    reference group (:func:`independent_groups`) never counts as an inversion.  The denominator stays n(n-1)/2, so
+    SS_perm >= SS and equals it when every group is a single step."""
     gt = [s.action for s in gt_steps]
     pred = [s.action for s in pred_steps]
     if len(gt) != len(pred):
@@ -263,11 +233,10 @@ def _outputs(steps: tuple[Step, ...]) -> set[str]:
 
 
 def step_error(g: Step, p: Step, gen_gt: set[str], gen_pred: set[str], mapping: dict[str, str]) -> str | None:
-    """Why the aligned pair (reference step ``g``, predicted step ``p``) is an
-    error, or None (A.4 PA step 1): action names differ; parameter-key sets
-    differ; or some key's wiring is wrong (both values generated: the predicted
-    one must map through ``mapping`` (pred output -> ref output) to the reference
-    value; neither generated: any literal is fine; exactly one generated: error)."""
+    """Why the aligned pair (reference step ``g``, predicted step ``p``) is an error, or None (A.4 PA step 1): action
+    names differ; parameter-key sets differ; or some key's wiring is wrong (both values generated: the predicted one
+    must map through ``mapping`` (pred output -> ref output) to the reference value; neither generated: any literal
+    is fine; exactly one generated: error)."""
     if g.action != p.action:
         return f"action mismatch: expected {g.action!r}, got {p.action!r}"
     if set(g.params) != set(p.params):
@@ -298,11 +267,9 @@ def _check_nonempty(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) ->
 def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
     """Parameter accuracy PA (A.4), 0-1, with strictly positional alignment.
 
-    For each i < min(len gt, len pred) count at most one error
-    (:func:`step_error`); after an error-free step record (pred output -> ref
-    output).  Add |len gt - len pred| errors.  PA = 1 - errors / max(len gt, len pred).
-    Returns (PA, per-error messages).  Raises ValueError when both protocols
-    have 0 steps (D.2)."""
+    For each i < min(len gt, len pred) count at most one error (:func:`step_error`); after an error-free step record
+    (pred output -> ref output).  Add |len gt - len pred| errors.  PA = 1 - errors / max(len gt, len pred). Returns
+    (PA, per-error messages).  Raises ValueError when both protocols have 0 steps (D.2)."""
     _check_nonempty(gt_steps, pred_steps)
     gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
     mapping: dict[str, str] = {}
@@ -325,14 +292,13 @@ def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, 
 
     Positions 0..m-1 (m = min(len gt, len pred)) are split by the reference's
     :func:`independent_groups`.  Inside a group, the reference steps and the
-    predicted steps at the same positions are matched one-to-one so as to
-    minimise the number of erroneous pairs (:func:`step_error` with the variable
-    mapping as of the group's start; Hungarian algorithm,
-    ``scipy.optimize.linear_sum_assignment``; ties keep the positional pairing).
-    Error-free pairs then record (pred output -> ref output).  The
+    predicted steps at the same positions are matched one-to-one so as to minimise the number of erroneous pairs
+    (:func:`step_error` with the variable mapping as of the group's start; Hungarian algorithm,
+    ``scipy.optimize.linear_sum_assignment``; ties keep the positional pairing). Error-free pairs then record (pred
+    output -> ref output).  The
     |len gt - len pred| unmatched steps are errors, and
-    PA = 1 - errors / max(len gt, len pred).  With single-step groups this is
-    exactly :func:`parameter_accuracy`.  Raises ValueError when both have 0 steps.
+    PA = 1 - errors / max(len gt, len pred).  With single-step groups this is exactly :func:`parameter_accuracy`. Raises
+    ValueError when both have 0 steps.
     """
     from scipy.optimize import linear_sum_assignment  # scipy: loaded on first use, not at start-up
 
@@ -370,11 +336,10 @@ def _norm_action(a: str) -> str:
 
 
 def align_actions(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> list[tuple[int, int]]:
-    """Longest-common-subsequence alignment of normalised action names (A.4b:
-    stripped, lower-cased, whitespace collapsed).  Backtracking from the end
-    takes a diagonal match when possible, else moves up (drops a reference step)
-    when dp[i-1][j] >= dp[i][j-1], else left -- the upstream tie-break.
-    Returns (gt index, pred index) pairs in increasing order."""
+    """Longest-common-subsequence alignment of normalised action names (A.4b: stripped, lower-cased, whitespace
+    collapsed).  Backtracking from the end takes a diagonal match when possible, else moves up (drops a reference
+    step) when dp[i-1][j] >= dp[i][j-1], else left -- the upstream tie-break. Returns (gt index, pred index) pairs in
+    increasing order."""
     g = [_norm_action(s.action) for s in gt_steps]
     p = [_norm_action(s.action) for s in pred_steps]
     n, m = len(g), len(p)
@@ -398,15 +363,13 @@ def align_actions(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> l
 def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, float, dict]:
     """A.4b soft SS and soft PA, both 0-1.
 
-    With M aligned pairs (:func:`align_actions`): soft SS = (M/len gt) x (M/len pred).
-    Each pair scores key_score x value_score, key_score = 2|shared keys| /
-    (|gt keys| + |pred keys|) (1 if both empty), value_score = fraction of shared
-    keys whose wiring is consistent (both generated and the predicted maps to the
-    reference through earlier pairs, or neither generated; 1 if both have no keys,
-    0 if no shared keys otherwise); every pair records (pred output -> ref output).
-    soft PA = (sum of pair scores)^2 / (len gt x len pred).  One side empty: both 0;
-    both empty: soft SS = 1 and soft PA raises ValueError (D.2).
-    Returns (soft SS, soft PA or NaN when undefined, details)."""
+    With M aligned pairs (:func:`align_actions`): soft SS = (M/len gt) x (M/len pred). Each pair scores key_score x
+    value_score, key_score = 2|shared keys| / (|gt keys| + |pred keys|) (1 if both empty), value_score = fraction of
+    shared keys whose wiring is consistent (both generated and the predicted maps to the reference through earlier
+    pairs, or neither generated; 1 if both have no keys, 0 if no shared keys otherwise); every pair records (pred
+    output -> ref output). soft PA = (sum of pair scores)^2 / (len gt x len pred).  One side empty: both 0; both
+    empty: soft SS = 1 and soft PA raises ValueError (D.2). Returns (soft SS, soft PA or NaN when undefined,
+    details)."""
     if not gt_steps and not pred_steps:
         return 1.0, float("nan"), {"aligned": []}
     if not gt_steps or not pred_steps:
@@ -441,8 +404,8 @@ def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tup
 def protocols(
     item: Item, response: Response, parser: Callable[[str], tuple[Step, ...]] = parse_protocol
 ) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
-    """(reference steps, predicted steps) of an item, parsed with ``parser``.
-    The prediction is ``model_answer(response.text)`` (A.4 Inputs)."""
+    """(reference steps, predicted steps) of an item, parsed with ``parser``. The prediction is
+    ``model_answer(response.text)`` (A.4 Inputs)."""
     ref = reference_field(item, "answer")
     return parser(str(ref)), parser(model_answer(response.text))
 
@@ -607,9 +570,8 @@ def _soft_pa(item: Item, response: Response):
 
 @metric(SS, PA, FINAL, SS_PERM, PA_PERM, FINAL_PERM, SS_CODE, PA_CODE, FINAL_CODE, SOFT_SS, SOFT_PA, scope=BENCHMARK)
 class WetExperimentMetric(FunctionMetric):
-    """All wet-experiment metrics of one item (each spec computed independently,
-    so an undefined PA does not hide SS).  Specs in order: default SS, PA, final
-    (primary); ``_perm``; ``_code``; soft SS, soft PA."""
+    """All wet-experiment metrics of one item (each spec computed independently, so an undefined PA does not hide
+    SS).  Specs in order: default SS, PA, final (primary); ``_perm``; ``_code``; soft SS, soft PA."""
 
     def __init__(self) -> None:
         super().__init__(
