@@ -21,12 +21,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import ModelRef
 from .accounting import price_call, price_source
+from .openai_wire import json_schema_format, message_dict, to_messages
+from .structured import native_structured
 
 __all__ = [
     "APPROXIMATION",
@@ -287,22 +290,14 @@ class RehearsalChat(BaseChatModel):
         Returns:
             The runnable.
         """
-        from langchain_core.output_parsers import JsonOutputParser
-
-        from .openai_direct import json_schema_format
-
         extra: dict[str, Any] = {}
         if self.real is not None and self.rehearsal.cache is not None:
-            from .structured import native_structured
-
             got = native_structured(self.real, schema)  # the real judge bound as the run binds it: its cache key
             if got is not None and got[1] == "json_schema":
                 extra[REAL_CALLER] = got[0]
         return self.bind(response_format=json_schema_format(schema), **extra) | JsonOutputParser()
 
     def _record(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
-        from .openai_direct import message_dict
-
         body: dict[str, Any] = {"model": self.label, "messages": [message_dict(m) for m in messages]}
         for k in ("tools", "tool_choice", "response_format"):
             if kwargs.get(k):
@@ -345,14 +340,13 @@ class RehearsalChat(BaseChatModel):
         return self._record(messages, kwargs)
 
     async def _agenerate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> Any:
-        return self._record(messages, kwargs)
+        return self._record(messages, kw)
 
     async def ainvoke(self, input: Any, config: Any = None, *, stop: Any = None, **kwargs: Any) -> Any:
-        """The recorded call's reply (an AIMessage), without LangChain's callback machinery: a rehearsed call
-        is no model call, so no callback handler or tracer sees it, and a rehearsal records every prompt of a
-        run (1,000 items: 1,000 calls or more), where that machinery was most of its time.
+        """The recorded call's reply (an AIMessage), without LangChain's callback machinery (a rehearsed call is
+        no model call, and that machinery was most of a rehearsal's time).
 
         Args:
             input: the messages (anything ``BaseChatModel.ainvoke`` takes).
@@ -366,8 +360,6 @@ class RehearsalChat(BaseChatModel):
         Raises:
             RehearsalStop: after recording a judge call (module docstring).
         """
-        from .openai_direct import to_messages
-
         return self._record(to_messages(input), kwargs).generations[0].message
 
 
