@@ -319,7 +319,7 @@ def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any
             if tools is not None and "read_pdf" in getattr(tools, "names", []):
                 doc, _ = tools.call("read_pdf", source=path, max_pages=20)
             else:
-                from ..tools import read_pdf
+                from ..tools import read_pdf  # the tools package loads its sandbox backends: only when a PDF is named
 
                 doc = read_pdf(path, max_pages=20)
         except SgievalError as e:

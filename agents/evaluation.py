@@ -86,7 +86,7 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
                 error=ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)"),
             )
         if ctx.embedder is None:
-            from ..metric_pool import get_embedder
+            from ..metric_pool import get_embedder  # numpy and the embedder: only for open creativity
 
             ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
         return await run_generation(item, target, judges[0], ctx.embedder, **ctx.options.get("aidanbench", {}))

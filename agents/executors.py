@@ -34,8 +34,8 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 from ..core import EXECUTORS, InputError, Item, OfflineError, RunStore
 from ..core.retry import RetriesExhausted, RetryPolicy, retry
 from ..metric_pool import CORPUS, Metric, ScoringContext
-from ..models import current_ledger
-from ..models import NamedModel
+from ..models import CallContext, Ledger, NamedModel, call_context, current_call_context, current_ledger
+from .evaluation import run_evaluation
 
 U = TypeVar("U")
 R = TypeVar("R")
@@ -284,10 +284,6 @@ def _shard_evaluator(
     run's user prices (``--price``), so a shard prices its calls as the run does."""
 
     async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
-        from .evaluation import run_evaluation
-        from ..models import Ledger
-        from ..models import CallContext, call_context
-
         ids = {i.id for i in items}
         models = unpack_models(targets)
         ledger = Ledger(prices=prices)
@@ -354,44 +350,12 @@ async def evaluate_with_executor(
     Raises:
         InputError: an unknown executor or a model that cannot be shipped.
     """
-    from .evaluation import run_evaluation
-
     _check(executor)
     sharded = {"responses": 0, "scores": 0}
-    if executor == "ray":
-        todo = _pending_items(store, items, targets, metrics)
-        if todo:
-            existing = {"responses": store.read("responses"), "scores": store.read("scores")}
-            from ..models import current_call_context
-
-            ledger = current_ledger()
-            fn = _shard_evaluator(
-                pack_models(targets),
-                list(metrics),
-                ctx,
-                max_parallel,
-                existing,
-                current_call_context().use_cache,
-                prices=ledger.prices if ledger is not None else None,
-            )
-            total = len(todo) * len(targets)
-            done_units = [0]
-
-            def on_shard(res: list[dict[str, Any]]) -> None:
-                for part in res:
-                    store.append("responses", part["responses"])
-                    store.append("scores", part["scores"])
-                    sharded["responses"] += len(part["responses"])
-                    sharded["scores"] += len(part["scores"])
-                    if ledger is not None:
-                        ledger.merge(part["ledger"])
-                    done_units[0] += len(part["responses"])
-                if on_progress:
-                    on_progress(min(done_units[0], total), total)
-
-            await run_units(
-                todo, fn, "ray", num_shards=num_shards, on_shard=on_shard, address=address, num_cpus=num_cpus
-            )
+    todo = _pending_items(store, items, targets, metrics) if executor == "ray" else []
+    if todo:
+        await _ray_shards(store, todo, targets, metrics, ctx, max_parallel, on_progress, sharded,
+                          num_shards=num_shards, address=address, num_cpus=num_cpus)  # fmt: skip
     prog = await run_evaluation(
         store, items, targets, metrics, ctx, max_parallel=max_parallel, on_progress=on_progress, corpus=corpus
     )
@@ -401,6 +365,35 @@ async def evaluate_with_executor(
     prog.scores_new += sharded["scores"]
     prog.scores_skipped -= min(sharded["scores"], prog.scores_skipped)
     return prog
+
+
+async def _ray_shards(
+    store: RunStore, todo: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext,
+    max_parallel: int, on_progress: Callable[[int, int], None] | None, sharded: dict[str, int], **ray_kw: Any,
+) -> None:  # fmt: skip
+    """Evaluate the items ``todo`` in Ray tasks, appending each shard's records to ``store`` (and its ledger
+    records to the active ledger) as it finishes; ``sharded`` counts the records appended."""
+    existing = {"responses": store.read("responses"), "scores": store.read("scores")}
+    ledger = current_ledger()
+    prices = ledger.prices if ledger is not None else None
+    use_cache = current_call_context().use_cache
+    fn = _shard_evaluator(pack_models(targets), list(metrics), ctx, max_parallel, existing, use_cache, prices=prices)
+    total = len(todo) * len(targets)
+    done_units = [0]
+
+    def on_shard(res: list[dict[str, Any]]) -> None:
+        for part in res:
+            store.append("responses", part["responses"])
+            store.append("scores", part["scores"])
+            sharded["responses"] += len(part["responses"])
+            sharded["scores"] += len(part["scores"])
+            if ledger is not None:
+                ledger.merge(part["ledger"])
+            done_units[0] += len(part["responses"])
+        if on_progress:
+            on_progress(min(done_units[0], total), total)
+
+    await run_units(todo, fn, "ray", on_shard=on_shard, **ray_kw)
 
 
 __all__ = ["EXECUTORS", "ensure_ray", "evaluate_with_executor", "pack_models", "run_units", "shard", "unpack_models"]

@@ -22,7 +22,7 @@ from ..benchmarks import predefined_metrics
 from ..core import InputError, Item, MetricSpec, Rubric, Score
 from ..metric_pool import list_rubrics
 from .customisation import MetricPlan, planned_metrics, registered_offers
-from .vocabulary import REQUEST_WORDS
+from .vocabulary import REQUEST_WORDS, max_edits
 
 __all__ = ["choose_ranking_metric", "named_metric", "ranking_metric", "variant_disagreements", "variants_of"]
 
@@ -124,8 +124,6 @@ def choose_ranking_metric(
     if metric:
         if metric not in descriptions:
             from rapidfuzz.distance import OSA
-
-            from .vocabulary import max_edits
 
             near = min(names, key=lambda n: OSA.distance(metric.casefold(), n.casefold()), default=None)
             guess = (
@@ -245,88 +243,36 @@ def variant_disagreements(
     Returns:
         One sentence per disagreeing variant (empty when fewer than two models are ranked).
     """
-    from ..metric_pool import paired_test
-    from ..reports import printed_tie_groups
+    from ..reports import printed_tie_groups  # with the report's ranking: loaded when an Answer is written
 
     if len(ranked) < 2:
         return []
     mine = _values(scores, spec.name, ranked)
     # the verdict's basis: the items every ranked model scored by the ranking metric
     verdict_items: set[str] = set(mine[ranked[0]]).intersection(*(set(mine[m]) for m in ranked[1:]))
-    # a corpus-level metric (a mean pooled over answers, kappa) has one value per model and no per-item values
-    corpus = {(s.metric, s.model): float(s.value) for s in scores if s.item_id == "*" and s.ok and s.value is not None}
-
-    def on(vals: dict[str, dict[str, float]], basis: set[str]) -> dict[str, float] | None:
-        if not basis:
-            return None
-        return {m: sum(vals[m][i] for i in basis) / len(basis) for m in ranked}
-
-    def test(vals: dict[str, dict[str, float]], basis: set[str], a: str, b: str) -> Any:
-        if len(basis) < 2:
-            return None
-        return paired_test(
-            {i: vals[a][i] for i in basis}, {i: vals[b][i] for i in basis}, n_resamples=n_resamples, seed=seed
-        )
-
-    def verdict(t: Any) -> str:
-        if t is None:
-            return "no paired test"
-        return f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
-
-    def relation(x: float, y: float) -> int:
-        return (round(x, 2) > round(y, 2)) - (round(x, 2) < round(y, 2))
-
-    def listed(ms: list[str]) -> str:
-        return ms[0] if len(ms) == 1 else ", ".join(ms[:-1]) + " and " + ms[-1]
-
     hib = spec.higher_is_better
     out = []
     for v in variants_of(spec, specs):
         if v.higher_is_better != hib:
             continue
         theirs = _values(scores, v.name, ranked)
-        if any(theirs[m] for m in ranked):  # item-level: both metrics on the items every model has under both
-            basis = verdict_items.intersection(*(set(theirs[m]) for m in ranked))
-            means_v, means_s = on(theirs, basis), on(mine, basis)
-            where = f"on the {len(basis)} items every model scored" + (
-                "" if basis == verdict_items else f" by both metrics (the verdict uses {len(verdict_items)})"
-            )
-        else:  # corpus-level variant: one value per model
-            basis = set()
-            cv = {m: corpus.get((v.name, m)) for m in ranked}
-            if any(x is None for x in cv.values()):
-                continue
-            means_v = {m: float(x) for m, x in cv.items() if x is not None}
-            cs = {m: corpus.get((spec.name, m)) for m in ranked}
-            if verdict_items:
-                means_s = on(mine, verdict_items)
-                where = (
-                    f"with {v.name} one value per model over its answers and {spec.name} on the "
-                    f"{len(verdict_items)} items every model scored"
-                )
-            elif all(x is not None for x in cs.values()):  # both corpus-level: the values the verdict uses
-                means_s = {m: float(x) for m, x in cs.items() if x is not None}
-                where = "with both one value per model over its answers"
-            else:
-                continue
-        if means_v is None or means_s is None:
+        found = _variant_means(scores, spec, v, ranked, mine, theirs, verdict_items)
+        if found is None:
             continue
+        means_v, means_s, basis, where = found
         groups_v, groups_s = printed_tie_groups(means_v, hib), printed_tie_groups(means_s, hib)
         pairs = [
             (x, y)
             for k, x in enumerate(ranked)
             for y in ranked[k + 1 :]
-            if relation(means_v[x], means_v[y]) != relation(means_s[x], means_s[y])
+            if _relation(means_v[x], means_v[y]) != _relation(means_s[x], means_s[y])
         ]
-        involved = [m for m in ranked if any(m in pr for pr in pairs)]
-        if len(pairs) <= 2:
-            differ = [f"{x} against {y}" for x, y in pairs]
-        elif len(involved) == len(ranked):
-            differ = [f"the order of all {len(ranked)} models"]
-        else:
-            differ = [f"the order of {listed(involved)}"]
         a, b = groups_s[0][0], (groups_s[0][1] if len(groups_s[0]) > 1 else groups_s[1][0])
-        base, other = (test(mine, basis, a, b), test(theirs, basis, a, b)) if basis else (None, None)
+        base, other = (
+            (_paired(mine, basis, a, b, n_resamples, seed), _paired(theirs, basis, a, b, n_resamples, seed))
+            if basis
+            else (None, None)
+        )
         split = base is not None and other is not None and (base.p_value < 0.05) != (other.p_value < 0.05)
         if not pairs and not split:
             continue
@@ -337,14 +283,88 @@ def variant_disagreements(
         if pairs:
             out.append(
                 f"The variant {v.name} disagrees with the ranking metric {spec.name} about "
-                f"{listed(differ)}: {where}, {v.name} gives {shown(groups_v, means_v)}, where {spec.name} gives "
-                f"{shown(groups_s, means_s)}; rank by it with --metric {v.name}."
+                f"{_differ(pairs, ranked)}: {where}, {v.name} gives {shown(groups_v, means_v)}, where {spec.name} "
+                f"gives {shown(groups_s, means_s)}; rank by it with --metric {v.name}."
             )
         else:
             out.append(
                 f"The variant {v.name} disagrees with the ranking metric {spec.name} about whether {a} and {b} "
                 f"differ: {where}, {v.name} gives {a} {means_v[a]:.2f} against {b} {means_v[b]:.2f} "
-                f"({verdict(other)}), where {spec.name} gives {a} {means_s[a]:.2f} against {b} {means_s[b]:.2f} "
-                f"({verdict(base)}); rank by it with --metric {v.name}."
+                f"({_verdict(other)}), where {spec.name} gives {a} {means_s[a]:.2f} against {b} {means_s[b]:.2f} "
+                f"({_verdict(base)}); rank by it with --metric {v.name}."
             )
     return out
+
+
+def _variant_means(
+    scores: list[Score], spec: MetricSpec, v: MetricSpec, ranked: list[str], mine: dict[str, dict[str, float]],
+    theirs: dict[str, dict[str, float]], verdict_items: set[str],
+) -> tuple[dict[str, float], dict[str, float], set[str], str] | None:  # fmt: skip
+    """(variant means, ranking-metric means, the items compared, where they were compared), or None when the two
+    cannot be set side by side.  Item-level: both on the items every model has under both; a corpus-level metric
+    (a mean pooled over answers, kappa) has one value per model."""
+    if any(theirs[m] for m in ranked):
+        basis = verdict_items.intersection(*(set(theirs[m]) for m in ranked))
+        means_v, means_s = _mean_on(theirs, basis, ranked), _mean_on(mine, basis, ranked)
+        where = f"on the {len(basis)} items every model scored" + (
+            "" if basis == verdict_items else f" by both metrics (the verdict uses {len(verdict_items)})"
+        )
+        return None if means_v is None or means_s is None else (means_v, means_s, basis, where)
+    corpus = {(s.metric, s.model): float(s.value) for s in scores if s.item_id == "*" and s.ok and s.value is not None}
+    cv = {m: corpus.get((v.name, m)) for m in ranked}
+    if any(x is None for x in cv.values()):
+        return None
+    means_v = {m: float(x) for m, x in cv.items() if x is not None}
+    cs = {m: corpus.get((spec.name, m)) for m in ranked}
+    if verdict_items:
+        means_s = _mean_on(mine, verdict_items, ranked)
+        where = (
+            f"with {v.name} one value per model over its answers and {spec.name} on the "
+            f"{len(verdict_items)} items every model scored"
+        )
+    elif all(x is not None for x in cs.values()):  # both corpus-level: the values the verdict uses
+        means_s = {m: float(x) for m, x in cs.items() if x is not None}
+        where = "with both one value per model over its answers"
+    else:
+        return None
+    return None if means_s is None else (means_v, means_s, set(), where)
+
+
+def _mean_on(vals: dict[str, dict[str, float]], basis: set[str], ranked: list[str]) -> dict[str, float] | None:
+    return {m: sum(vals[m][i] for i in basis) / len(basis) for m in ranked} if basis else None
+
+
+def _paired(vals: dict[str, dict[str, float]], basis: set[str], a: str, b: str, n_resamples: int, seed: int) -> Any:
+    from ..metric_pool import paired_test  # the statistics: loaded when an Answer is written
+
+    if len(basis) < 2:
+        return None
+    return paired_test(
+        {i: vals[a][i] for i in basis}, {i: vals[b][i] for i in basis}, n_resamples=n_resamples, seed=seed
+    )
+
+
+def _verdict(t: Any) -> str:
+    return (
+        "no paired test"
+        if t is None
+        else f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
+    )
+
+
+def _relation(x: float, y: float) -> int:
+    return (round(x, 2) > round(y, 2)) - (round(x, 2) < round(y, 2))
+
+
+def _differ(pairs: list[tuple[str, str]], ranked: list[str]) -> str:
+    """What two metrics' orders differ about: the pairs, or the order of the models involved."""
+    involved = [m for m in ranked if any(m in pr for pr in pairs)]
+    if len(pairs) <= 2:
+        return _listed([f"{x} against {y}" for x, y in pairs])
+    if len(involved) == len(ranked):
+        return f"the order of all {len(ranked)} models"
+    return f"the order of {_listed(involved)}"
+
+
+def _listed(ms: list[str]) -> str:
+    return ms[0] if len(ms) == 1 else ", ".join(ms[:-1]) + " and " + ms[-1]

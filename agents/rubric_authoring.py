@@ -467,7 +467,7 @@ def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
             r, said, last = _add_criterion(r, m, part, last)
             done.append(said)
         else:
-            r, said, last = _change_criterion(r, kind, m, last)
+            r, said, last = _change_criterion(r, kind or "", m, last)
             done.append(said)
     text = "; ".join(d.rstrip(".") if i < len(done) - 1 else d for i, d in enumerate(done))
     return r, text if text.endswith(".") else text + "."

@@ -290,44 +290,26 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     targets = default_targets(rt, items)
     rt.targets = targets
     attach_tools(rt, items)
-    ctx = ScoringContext(
-        judges=rt.judges,
-        tools=rt.tools,
-        sandbox=rt.sandbox,
-        allow_self_judge=rt.config.allow_self_judge,
-        options=rt.metric_options,
-    )
+    ctx = _scoring(rt, rt.judges)
     _check_open_creativity_judges(ctx, items, targets)
     record_sampling(rt)
     on_progress = rt.on_progress
     if any(not t.is_replay for t in targets):
         on_progress = _warming_report_imports(on_progress)
     settled: dict[str, Any] | None = None
+    run_kw: dict[str, Any] = dict(
+        executor=rt.config.executor,
+        max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
+        on_progress=on_progress,
+    )
+    metrics = plan_metrics(rt, items, plan)
     if rt.config.until_settled:
         prog, settled = await evaluate_until_settled(
-            rt.store,
-            items,
-            targets,
-            plan_metrics(rt, items, plan),
-            ctx,
-            primary=plan.primary,
-            seed=rt.config.seed,
-            executor=rt.config.executor,
-            max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
-            on_progress=on_progress,
+            rt.store, items, targets, metrics, ctx, primary=plan.primary, seed=rt.config.seed, **run_kw
         )
         log.info("until settled", **{k: v for k, v in settled.items() if k not in ("item_ids", "comparisons")})
     else:
-        prog = await evaluate_with_executor(
-            rt.store,
-            items,
-            targets,
-            plan_metrics(rt, items, plan),
-            ctx,
-            executor=rt.config.executor,
-            max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
-            on_progress=on_progress,
-        )
+        prog = await evaluate_with_executor(rt.store, items, targets, metrics, ctx, **run_kw)
     added_new = 0
     if rt.added_judges and not prog.budget_stopped:
         added_new, prog.budget_stopped = await _score_added_judges(rt, items, targets, plan, settled)
@@ -356,8 +338,8 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
 async def _score_added_judges(
     rt: RunContext, items: list[Item], targets: list[NamedModel], plan: MetricPlan, settled: dict[str, Any] | None
 ) -> tuple[int, str | None]:
-    """Score the stored responses with each judge added to the run (:func:`~sgieval.agents.evaluation.score_added_judge`),
-    one judge at a time, on the items the run's report covers; returns the Scores made and why the budget
+    """Score the stored responses with each judge added to the run
+    (:func:`~sgieval.agents.evaluation.score_added_judge`), one judge at a time, on the items the run's report covers; returns the Scores made and why the budget
     stopped them (None when it did not)."""
     if settled:
         used = set(settled.get("item_ids") or [])
@@ -365,18 +347,23 @@ async def _score_added_judges(
     metrics = plan_metrics(rt, items, plan)
     made = 0
     for judge in rt.added_judges:
-        ctx = ScoringContext(
-            judges=[judge],
-            tools=rt.tools,
-            sandbox=rt.sandbox,
-            allow_self_judge=rt.config.allow_self_judge,
-            options=rt.metric_options,
-        )
+        ctx = _scoring(rt, [judge])
         prog = await score_added_judge(rt.store, items, targets, metrics, ctx, max_parallel=rt.config.max_concurrency)
         made += prog.scores_new
         if prog.budget_stopped:
             return made, prog.budget_stopped
     return made, None
+
+
+def _scoring(rt: RunContext, judges: list[NamedModel]) -> ScoringContext:
+    """The scoring context of the run with ``judges``."""
+    return ScoringContext(
+        judges=judges,
+        tools=rt.tools,
+        sandbox=rt.sandbox,
+        allow_self_judge=rt.config.allow_self_judge,
+        options=rt.metric_options,
+    )
 
 
 def _max_parallel(config: RunConfig, units: int) -> int:

@@ -37,7 +37,7 @@ def model_servers(rt: RunContext) -> str:
         ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none.
     """
     parts = []
-    for m in [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]:
+    for m in rt.models():
         ref = m.ref
         if ref is not None and ref.base_url:
             src = f" ({ref.base_url_var})" if ref.base_url_var and ref.provider != "openai" else ""
@@ -116,6 +116,106 @@ async def report_run(rt: RunContext, state: State) -> Path:
         if added_judges
         else []
     )
+    warnings, focus = run_warnings(rt, state)
+    replay_line, replay_warnings = replay_notes(rt.targets)
+    warnings += replay_warnings
+    extra = {
+        "replay item ids": replay_line,
+        "added to the run": additions_line(rt, responses, scores, added_scores),
+        "until settled": f"{len(items)} of the {n_selected} selected items used "
+        + ("(the ranking settled)" if settled["settled"] else "(the ranking did not settle)")
+        if settled
+        else "",
+    }
+    header = _header(rt, state, sel, plan, items, n_selected, targets, added_judges, extra)
+    ctx = ReportContext(
+        rt.store.root,
+        header=header,
+        items=items,
+        responses=responses,
+        scores=scores,
+        specs=specs,
+        primary=plan.primary,
+        models=targets,
+        custom={r.name for r in plan.custom},
+        n_resamples=rt.config.bootstrap_resamples,
+        seed=rt.config.seed,
+        warnings=warnings,
+        judges=[j.name for j in rt.judges],
+        allow_self_judge=rt.config.allow_self_judge,
+        usage=usage_summary(rt),
+        settled=settled,
+        focus=focus,
+        stand_in=plan.stand_in,
+        recheck=rt.config.recheck,
+        embedding_model=rt.metric_options.get("embedding_model", "minilm"),
+        added_scores=added_scores,
+        added_judges=added_judges,
+    )
+    return await build_report(ctx, agent=rt.agent)
+
+
+def _header(
+    rt: RunContext, state: State, sel: SelectionPlan, plan: MetricPlan, items: list[Any], n_selected: int,
+    targets: list[str], added_judges: list[str], extra: dict[str, str],
+) -> dict[str, Any]:  # fmt: skip
+    """The report's Run table (``ReportContext.header``); ``extra``: its replay, additions and until-settled lines."""
+    scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
+    sources = (
+        "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
+    )
+    skipped = [
+        f"{b}: {f}" for b, files in rt.catalog.skipped.items() if any(i.benchmark == b for i in items) for f in files
+    ]
+    kind, note = (sel.question_kind, sel.kind_note) if sel.question_kind else classify(rt.config.request, targets)
+    header = {
+        "run_id": rt.config.run_id,
+        "request": rt.config.request,
+        "selection_reason": sel.reason,
+        "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
+        "k": sel.k if sel.k is not None else "all matches",
+        "n_items": n_selected,
+        "sampling": sel.sampling,
+        "seed": sel.seed,
+        "models": ", ".join(targets) + " (target)",
+        "judges": judges_line([j.name for j in rt.judges], added_judges, rt.config.judge_repeats),
+        "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
+        "metrics": ", ".join(plan.predefined)
+        + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
+        "primary": plan.primary,
+        "primary_reason": plan.reason,
+        "data_source": sources,
+        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
+        "scope": scope,
+        "n_matching": state["selection"].get("n_matching"),
+        "question_kind": kind,
+        "extra": {
+            "question kind": kind_line(kind, note, sel.kind_by),
+            **({"files not read": "; ".join(skipped)} if skipped else {}),
+            **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
+            **({"replay item ids": extra["replay item ids"]} if extra["replay item ids"] else {}),
+            **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
+            **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
+            **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
+            **({"added to the run": extra["added to the run"]} if extra["added to the run"] else {}),
+            **({"until settled": extra["until settled"]} if extra["until settled"] else {}),
+        },
+    }
+    return header
+
+
+def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
+    """The report's warnings about the run itself (before the replay files' warnings), and the one stored model
+    the request asks about.
+
+    Args:
+        rt: the run context.
+        state: the graph state of the run (``targets``, ``evaluated``).
+
+    Returns:
+        ``(warnings, focus)``: smoke-test models, unsafe flags, stored targets the request names, long embedded texts
+        and a budget stop; ``focus`` ``replay:<model>`` when the request names exactly one stored model, else None.
+    """
     warnings = []
     smoke = [
         m.name for m in ([*rt.judges, *rt.added_judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test
@@ -158,81 +258,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
             f"{BUDGET_STOP_NOTE} before every item was evaluated ({stopped}); "
             "the tables cover what was evaluated, corpus-level metrics were not computed."
         )
-    replay_line, replay_warnings = replay_notes(rt.targets)
-    warnings += replay_warnings
-    scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
-    sources = (
-        "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
-    )
-    skipped = [
-        f"{b}: {f}" for b, files in rt.catalog.skipped.items() if any(i.benchmark == b for i in items) for f in files
-    ]
-    kind, note = (sel.question_kind, sel.kind_note) if sel.question_kind else classify(rt.config.request, targets)
-    header = {
-        "run_id": rt.config.run_id,
-        "request": rt.config.request,
-        "selection_reason": sel.reason,
-        "filters": ", ".join(f"{f} = {', '.join(v)}" for f, v in sel.filters.items()) or "none",
-        "k": sel.k if sel.k is not None else "all matches",
-        "n_items": n_selected,
-        "sampling": sel.sampling,
-        "seed": sel.seed,
-        "models": ", ".join(targets) + " (target)",
-        "judges": judges_line([j.name for j in rt.judges], added_judges, rt.config.judge_repeats),
-        "agent": rt.agent.name if rt.agent else "none (offline agent paths)",
-        "metrics": ", ".join(plan.predefined)
-        + (f"; custom: {', '.join(r.name for r in plan.custom)}" if plan.custom else ""),
-        "primary": plan.primary,
-        "primary_reason": plan.reason,
-        "data_source": sources,
-        "tools": f"{', '.join(rt.config.tools)}; sandbox {rt.config.sandbox}",
-        "scope": scope,
-        "n_matching": state["selection"].get("n_matching"),
-        "question_kind": kind,
-        "extra": {
-            "question kind": kind_line(kind, note, sel.kind_by),
-            **({"files not read": "; ".join(skipped)} if skipped else {}),
-            **({"notes": "; ".join(plan.notes)} if plan.notes else {}),
-            **({"replay item ids": replay_line} if replay_line else {}),
-            **({"sampling parameters": sampling_line(rt.config)} if sampling_line(rt.config) else {}),
-            **({"model servers": model_servers(rt)} if model_servers(rt) else {}),
-            **({"settings": rt.settings.header_line()} if rt.settings is not None else {}),
-            **({"added to the run": added} if (added := additions_line(rt, responses, scores, added_scores)) else {}),
-            **(
-                {
-                    "until settled": f"{len(items)} of the {n_selected} selected items used "
-                    + ("(the ranking settled)" if settled["settled"] else "(the ranking did not settle)")
-                }
-                if settled
-                else {}
-            ),
-        },
-    }
-    ctx = ReportContext(
-        rt.store.root,
-        header=header,
-        items=items,
-        responses=responses,
-        scores=scores,
-        specs=specs,
-        primary=plan.primary,
-        models=targets,
-        custom={r.name for r in plan.custom},
-        n_resamples=rt.config.bootstrap_resamples,
-        seed=rt.config.seed,
-        warnings=warnings,
-        judges=[j.name for j in rt.judges],
-        allow_self_judge=rt.config.allow_self_judge,
-        usage=usage_summary(rt),
-        settled=settled,
-        focus=focus,
-        stand_in=plan.stand_in,
-        recheck=rt.config.recheck,
-        embedding_model=rt.metric_options.get("embedding_model", "minilm"),
-        added_scores=added_scores,
-        added_judges=added_judges,
-    )
-    return await build_report(ctx, agent=rt.agent)
+    return warnings, focus
 
 
 def additions_line(

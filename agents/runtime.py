@@ -134,12 +134,20 @@ class RunContext:
     """What this invocation does to the run: ``ask`` (a new run), ``resume``, ``into`` (``ask --into``: adds
     models, a judge or a metric); "" for ``ask``/``resume`` as :func:`run_scope` is told."""
 
+    def models(self) -> list[NamedModel]:
+        """Every model of the run: targets, judges, added judges, then the agent model.
+
+        Returns:
+            The models, in that order.
+        """
+        return [*self.targets, *self.judges, *self.added_judges, *([self.agent] if self.agent else [])]
+
 
 def run_secrets(rt: RunContext) -> SecretValues:
     """The keys run ``rt`` may send: the API keys and base-URL credentials of its target, judge and agent
     models (:func:`sgieval.models.calls.model_secrets`), the provider and sandbox key variables of the
     environment, and the credentials inside the run's base URL."""
-    models = [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]
+    models = rt.models()
     values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
     return SecretValues.from_environment(values)
 
@@ -161,13 +169,7 @@ def start_invocation(rt: RunContext, kind: str) -> str:
     options = rt.config.model_dump(mode="json", exclude={"settings", "sent_params", "dropped_params"})
     if options.get("base_url"):
         options["base_url"] = redact_url(options["base_url"])
-    row = {
-        "id": inv,
-        "time": now.isoformat(timespec="seconds"),
-        "kind": kind,
-        "argv": rt.argv,
-        "options": options,
-    }
+    row = {"id": inv, "time": now.isoformat(timespec="seconds"), "kind": kind, "argv": rt.argv, "options": options}
     rt.store.append_rows("invocations", [row])
     rt.store.invocation = inv
     return inv
@@ -410,24 +412,28 @@ def plan_metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Me
 
 
 def attach_tools(rt: RunContext, items: list[Item]) -> None:
-    """Give the run its sandbox (when dry-experiment items need one) and its
-    tool pool (when judges may call tools).  A sandbox that cannot start is
-    not fatal: the dry-experiment scores record it as ``infra_error`` with
-    the reason, and ``--unsafe-local-exec`` is the explicit way out."""
+    """Give the run its metric options, its sandbox (when dry-experiment items need one) and its tool pool (when
+    judges may call tools).  A sandbox that cannot start is not fatal: the dry-experiment scores record it as
+    ``infra_error`` with the reason, and ``--unsafe-local-exec`` is the explicit way out.
+
+    Args:
+        rt: the run context (filled in place: ``metric_options``, ``sandbox``, ``tools``).
+        items: the selected items.
+    """
     rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
     if rt.config.judge_repeats > 1:
         rt.metric_options.setdefault("judge_repeats", rt.config.judge_repeats)
     if rt.config.corpus:
         rt.metric_options.setdefault("corpus", rt.config.corpus)
     if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
-        from ..tools import get_sandbox
+        from ..tools import get_sandbox  # the sandbox backends load only for a run that needs one
 
         try:
             rt.sandbox = get_sandbox(rt.config.sandbox, unsafe_local_exec=rt.config.unsafe_local_exec)
         except SandboxUnavailableError as e:
             log.warning("sandbox unavailable", reason=e.one_line())
     if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
-        from ..tools import ToolPool
+        from ..tools import ToolPool  # with the sandbox backends: only for a run whose judges get tools
 
         kw: dict[str, Any] = dict(
             documents=rt.catalog.items,
@@ -466,7 +472,7 @@ def record_sampling(rt: RunContext) -> None:
     Args:
         rt: the run context.
     """
-    models = [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]
+    models = rt.models()
     sent = {m.name: dict(m.params) for m in models if not m.is_replay}
     dropped = {m.name: dict(m.dropped) for m in models if m.dropped}
     if sent == rt.config.sent_params and dropped == rt.config.dropped_params:
@@ -492,7 +498,7 @@ def run_prices(rt: RunContext) -> Prices:
 
 def called_models(rt: RunContext) -> list[str]:
     """The names of the run's models that make calls (targets that are not replays, judges, the agent model)."""
-    models = [*rt.targets, *rt.judges, *rt.added_judges, *([rt.agent] if rt.agent else [])]
+    models = rt.models()
     return [m.name for m in models if not m.is_replay]
 
 
@@ -615,7 +621,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
         ):
             check_budget_prices(rt)
             if rt.config.batch:
-                from ..models import BatchCollector, batch_settings, check_batch_models
+                from ..models import BatchCollector, batch_settings, check_batch_models  # only for --batch
 
                 check_batch_models([*rt.targets, *rt.judges, *rt.added_judges])
                 if calls.batches is None:  # the run's batches, resumable from its folder's batches.json

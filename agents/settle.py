@@ -134,16 +134,9 @@ async def evaluate_until_settled(
                 on_progress(offset + done, n * k)
 
         prog = await evaluate_with_executor(
-            store,
-            part,
-            targets,
-            metrics,
-            ctx,
-            executor=executor,
-            max_parallel=max_parallel,
-            on_progress=progress,
+            store, part, targets, metrics, ctx, executor=executor, max_parallel=max_parallel, on_progress=progress,
             corpus=False,
-        )
+        )  # fmt: skip
         _add(total, prog)
         used = start + len(part)
         if prog.budget_stopped:
@@ -158,43 +151,38 @@ async def evaluate_until_settled(
             store, order[:used], targets, metrics, ctx, executor=executor, max_parallel=max_parallel
         )
         total.scores_new += prog.scores_new
+    return total, _stop_record(rule, primary, order, used, chunk, k)
+
+
+def _stop_record(rule: SettleRule, primary: str, order: list[Item], used: int, chunk: int, k: int) -> dict[str, Any]:
+    """The stop record of :func:`evaluate_until_settled` (its Returns)."""
     result = rule.check()
+    n = len(order)
     ledger = current_ledger()
     calls = sum(1 for r in ledger.records if r.role in ("target", "judge")) if ledger is not None else 0
-    saved = round(calls / used * (n - used)) if used else 0
-    record = {
+    comparisons = [
+        {"model": c.model, "n": int(c.n), "mean": float(c.mean), "low": float(c.low), "high": float(c.high),
+         "left_out": int(c.left_out)}
+        for c in result.comparisons
+    ]  # fmt: skip
+    return {
         "settled": result.settled,
         "leader": result.leader,
         "items_used": used,
         "items_total": n,
         "chunk": chunk,
         "alpha": ALPHA,
-        "comparisons": [
-            {
-                "model": c.model,
-                "n": int(c.n),
-                "mean": float(c.mean),
-                "low": float(c.low),
-                "high": float(c.high),
-                "left_out": int(c.left_out),
-            }
-            for c in result.comparisons
-        ],
+        "comparisons": comparisons,
         "metric": primary,
         "calls": calls,
-        "calls_saved": saved,
+        "calls_saved": round(calls / used * (n - used)) if used else 0,
         "units_saved": (n - used) * k,
         "item_ids": [i.id for i in order[:used]],
     }
-    return total, record
 
 
 def _add(total: EvalProgress, prog: EvalProgress) -> None:
-    total.responses_new += prog.responses_new
-    total.responses_skipped += prog.responses_skipped
-    total.scores_new += prog.scores_new
-    total.scores_skipped += prog.scores_skipped
-    total.failures += prog.failures
+    for f in ("responses_new", "responses_skipped", "scores_new", "scores_skipped", "failures", "texts_embedded",
+              "long_texts_embedded"):  # fmt: skip
+        setattr(total, f, getattr(total, f) + getattr(prog, f))
     total.budget_stopped = total.budget_stopped or prog.budget_stopped
-    total.texts_embedded += prog.texts_embedded
-    total.long_texts_embedded += prog.long_texts_embedded

@@ -48,7 +48,7 @@ from ..agents import (  # noqa: F401 - re-exported: callers of the graph use the
     unique_models,
 )
 from ..agents import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
-from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file
+from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file, get_logger
 from .checkpoints import open_saver, read_state
 
 __all__ = [
@@ -105,8 +105,6 @@ async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any
     try:
         return await estimate_step(state, rt)
     except Exception as e:  # noqa: BLE001 - the estimate informs the report; the run it describes goes on
-        from ..core import get_logger
-
         get_logger("sgieval").warning("estimate failed; the run goes on without one", reason=f"{type(e).__name__}: {e}")
         return None
 

@@ -13,7 +13,7 @@ import pytest
 
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import GENERIC, InputError, Item, MetricSpec, RunStore
-from sgieval.graphs.executors import evaluate_with_executor, pack_models, run_units, shard, unpack_models
+from sgieval.agents.executors import evaluate_with_executor, pack_models, run_units, shard, unpack_models
 from sgieval.metric_pool.base import FunctionMetric, MetricResult, ScoringContext
 from sgieval.models.accounting import Ledger
 from sgieval.models.base import NamedModel
