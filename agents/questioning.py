@@ -18,6 +18,9 @@ raises NotImplementedError), the model proposes the plan as structured output
 the run's seed and ``--k`` override the model's, and a plan that fails or
 selects nothing falls back to the offline plan, which the reason says.
 
+The plan also names the kind of question (:mod:`.question_kind`: ranking, where, yes_no, how_good, how_much,
+why): the agent model's label when it gives one, else the offline rules'; the report answers that kind first.
+
 Determinism: the items are ``Catalog.sample(matches, k, seed)`` of the plan's
 filters -- stratified by (discipline, task) when K is smaller than the
 matches -- so the same plan and seed always select the same item ids.

@@ -60,6 +60,17 @@ def test_offline_rules_and_the_agent_label_agree(sgi_catalog, request_, kind):
     assert (plan.question_kind, plan.kind_note, plan.kind_by) == (kind, "", "agent model json-planner")
 
 
+def test_the_tool_calling_agent_submits_the_kind_with_its_plan(sgi_catalog):
+    from langchain_core.messages import AIMessage
+
+    from sgieval.tests.agents.test_questioning import call, tool_agent
+
+    args = {"filters": {"task": ["idea_generation"]}, "reason": "ideas", "question_kind": "how_much"}
+    agent = tool_agent([call("submit_selection_plan", args, "c1"), AIMessage(content="done")])
+    plan, _items, trace = asyncio.run(run_questioning("How much better is o1-mini?", sgi_catalog, agent=agent))
+    assert trace["path"] == "tools" and (plan.question_kind, plan.kind_by) == ("how_much", "agent model tool-planner")
+
+
 def test_an_agent_without_a_label_gets_the_offline_kind_and_an_unknown_label_a_ranking(sgi_catalog):
     request = "Is o1-mini better than phi4 at physics?"
     reply = {"filters": {"task": ["idea_generation"]}}
