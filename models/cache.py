@@ -23,6 +23,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
+import platformdirs
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from ..core import CacheCorruptError, current_settings, lone_surrogate
@@ -32,19 +33,12 @@ from .context import current_call_context
 
 def cache_dir() -> Path:
     """``$SGIEVAL_CACHE_DIR`` or the platform's user cache dir for sgieval."""
-    env = current_settings().cache_dir
-    if env:
-        return env
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("sgieval"))
+    return current_settings().cache_dir or Path(platformdirs.user_cache_dir("sgieval"))
 
 
 def configure(*, enabled: bool | None = None, path: str | Path | None = None) -> None:
-    """Switch the cache on/off (``enabled``; None leaves it) and/or point it at
-    another SQLite file (``path``) for the current call context: the running
-    run's (:mod:`sgieval.models.context`), else the process default used by
-    calls outside any run.  A run never changes the process default."""
+    """Switch the cache on/off (``enabled``; None leaves it) and/or point it at another SQLite file (``path``) in
+    the current call context (the running run's, else the process default)."""
     current_call_context().configure_cache(enabled=enabled, path=path)
 
 
@@ -64,8 +58,7 @@ def get_cache() -> "CallCache":
 
 # --------------------------------------------------------------------- keys
 def temperature_of(model: NamedModel) -> float | None:
-    """``model.params["temperature"]``, else the chat model's (or its bound
-    model's) ``temperature`` attribute, else None (provider default)."""
+    """``model.params["temperature"]``, else the chat model's (or bound model's) ``temperature``, else None."""
     if "temperature" in model.params:
         t = model.params["temperature"]
         return None if t is None else float(t)
@@ -114,20 +107,10 @@ def _plain(v: Any) -> Any:
 
 
 def model_params(model: NamedModel) -> dict[str, Any]:
-    """Parameters that change a reply: the chat model's identifying params
-    (model, temperature, max tokens...), its base URL, bound kwargs (tools),
-    and ``model.params`` (which win).
-
-    Computed once per (NamedModel, chat model object, ``params``, ``dropped``)
-    and kept on the NamedModel (a chat model's settings are fixed when it is
-    built, save a parameter a server rejected, which is recorded in
-    ``dropped``; a different chat object, ``params`` or ``dropped``
-    recomputes).  Do not mutate the result.
-
-    A repeated judge draw (``NamedModel.repeat`` r >= 1, ``--judge-repeats``)
-    adds ``"repeat": r``: the r-th draw of the same request is its own cache
-    entry (k repeats are k calls, and a rerun finds each again), while the
-    first draw (r = 0) keeps the key of a run that asks once."""
+    """Parameters that change a reply: the chat model's identifying params, its base URL, bound kwargs (tools)
+    and ``model.params`` (which win); a repeated judge draw r >= 1 (``--judge-repeats``) adds ``"repeat": r`` so
+    each draw is its own entry while the first keeps the key of a run that asks once.  Kept on the NamedModel per
+    (chat model, ``params``, ``dropped``); do not mutate the result."""
     dropped = getattr(model, "dropped", None) or {}
     repeat = getattr(model, "repeat", 0) or 0
     memo = model.__dict__.get("_sgieval_key_params")
@@ -218,15 +201,9 @@ def _commit_all() -> None:
 
 
 class CallCache:
-    """SQLite store ``key -> serialised reply``; safe across threads and
-    processes (WAL, 30 s busy timeout).
-
-    :meth:`put` keeps the reply in memory and a writer thread commits the
-    pending replies in one transaction per batch (:attr:`BATCH` replies, or
-    :attr:`WINDOW_S` seconds after the oldest pending one); :meth:`get` sees
-    pending replies at once.  :meth:`flush` commits now; :meth:`close`
-    commits and closes.  Another connection (process) sees a reply once its
-    batch is committed."""
+    """SQLite store ``key -> serialised reply``, safe across threads and processes (WAL, 30 s busy timeout).
+    :meth:`put` keeps the reply in memory for :meth:`get` and a writer thread commits it in a batch (module
+    doc); :meth:`flush` commits now, :meth:`close` commits and closes."""
 
     BATCH = 64
     """Pending replies that trigger a commit at once."""
