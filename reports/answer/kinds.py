@@ -19,7 +19,7 @@ from ..context import ReportContext
 from ..format import fmt, fmt2, fmt_p
 from ..ranking import item_values
 
-__all__ = ["ci_of", "how_much", "named_models", "paired", "question_pair", "units_phrase", "yes_no"]
+__all__ = ["ci_of", "how_much", "named_models", "pair_note", "paired", "question_pair", "units_phrase", "yes_no"]
 
 _WORSE = re.compile(r"\b(?:worse|lower|weaker|less|behind|below)\b", re.I)
 
@@ -51,6 +51,17 @@ def question_pair(ctx: ReportContext) -> tuple[str, str] | None:
     named = [m for m in named_models(ctx.request, ctx.models) if m in ranked]
     pair = (named + [m for m in ranked if m not in named])[:2]
     return (pair[0], pair[1]) if len(pair) == 2 else None
+
+
+def pair_note(ctx: ReportContext, pair: tuple[str, str]) -> str:
+    """What the comparison stands in for when the request does not name both models of ``pair`` ("" when it
+    does)."""
+    named = [m for m in named_models(ctx.request, ctx.models) if m in pair]
+    if len(named) == 2:
+        return ""
+    if named:
+        return f" The request names one ranked model, {pair[0]}: it is compared with {pair[1]}, the best other one."
+    return f" The request names no ranked model: the top two, {pair[0]} and {pair[1]}, are compared."
 
 
 def paired(ctx: ReportContext, a: dict[str, float], b: dict[str, float]) -> Any:
@@ -138,7 +149,9 @@ def yes_no(ctx: ReportContext) -> str:
         "No": f"{a} is not {verb}: the difference goes the other way",
         "Not established": f"the data do not establish whether {a} is {verb}",
     }[word]
-    return f"**{word}**: {claim}; {_diff_clause(a, b, r, spec)}. The data do not settle {unsettled}."
+    return f"**{word}**: {claim}; {_diff_clause(a, b, r, spec)}. The data do not settle {unsettled}." + pair_note(
+        ctx, pair
+    )
 
 
 def how_much(ctx: ReportContext) -> str:
@@ -167,4 +180,5 @@ def how_much(ctx: ReportContext) -> str:
         f"Standardised effect size: {dz}. In the metric's units: {a} scores {units_phrase(better, spec)} than {b}"
         + (f" ({fmt(r.mean_diff)} per item)" if not math.isinf(spec.range[1]) else "")
         + "."
+        + pair_note(ctx, pair)
     )

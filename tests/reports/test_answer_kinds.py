@@ -244,6 +244,31 @@ def test_a_three_model_run_whose_order_flips_by_discipline_names_the_facet_and_t
     assert "The overall order flips on 6 of the 18 items both scored, where y scores higher than x" in first
 
 
+def test_a_yes_no_question_naming_one_ranked_model_says_what_it_is_compared_with(tmp_path):
+    from sgieval.agents.reporting import add_statistics
+    from sgieval.core import Item, Score
+    from sgieval.metric_pool.generic import EXACT
+    from sgieval.reports import ReportContext, compose_answer
+
+    # x right on 3 of 3 items, y on 1 (q0), z on none; "the others": y is the best other model
+    items = [Item(id=f"q{n}", benchmark="b", task="qa", discipline="d", prompt="?") for n in range(3)]
+    right = {"x": {0, 1, 2}, "y": {0}, "z": set()}
+    scores = [
+        Score(item_id=f"q{n}", model=m, metric=EXACT.name, value=float(n in r))
+        for m, r in right.items()
+        for n in range(3)
+    ]
+    hdr = {"request": "Is x better than the others?", "question_kind": "yes_no"}
+    ctx = ReportContext(tmp_path, hdr, items, [], scores, [EXACT], EXACT.name, list("xyz"))
+    first = compose_answer(add_statistics(ctx), [], [], []).markdown().splitlines()[0]
+    # x - y = (0, 1, 1): mean 0.67; 2 of the 4 sign flips of the 2 nonzero differences reach it: p = 0.5
+    assert first.startswith(
+        "- **Not established**: the data do not establish whether x is better than y by exact_match"
+    )
+    assert "a difference of 0.67 (x minus y;" in first and "p = 0.5000 (two-sided)" in first
+    assert first.endswith("The request names one ranked model, x: it is compared with y, the best other one.")
+
+
 @pytest.mark.parametrize("kind", ["ranking", "how_good"])
 def test_a_ranking_or_how_good_question_keeps_the_verdict_first(tmp_path, kind):
     from sgieval.agents.reporting import add_statistics
