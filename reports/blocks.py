@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["ANSWER_PARTS", "Block", "Figure", "Heading", "Section", "Table", "Text", "markdown_table"]
-
 
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     """A GitHub Markdown table; ``|`` inside cells is escaped.

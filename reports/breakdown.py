@@ -12,8 +12,6 @@ from .blocks import Section, Table
 from .context import ReportContext
 from .format import fmt, fmt2
 
-__all__ = ["facet_section", "facet_table"]
-
 
 def facet_table(
     items: dict[str, Item],

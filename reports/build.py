@@ -22,8 +22,6 @@ from .render import render_report, write_report_json
 from .sections import build_sections
 from .sections.sgi import sgi_table
 
-__all__ = ["ReportDraft", "assemble", "write_report_files"]
-
 
 @dataclass
 @dataclass

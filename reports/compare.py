@@ -30,8 +30,6 @@ from .blocks import markdown_table
 from .format import count_phrase, fmt2, fmt_p
 from .render import jsonable, render_html
 
-__all__ = ["Change", "Comparison", "RankRow", "RunSide", "SIGNIFICANCE", "write_comparison"]
-
 SIGNIFICANCE = 0.05
 """A change (or an adjacent pair of the joint ranking) is real when its two-sided paired test gives p below this."""
 

@@ -17,8 +17,6 @@ from ..core import Item, MetricSpec, Response, Score, submit_to_worker
 from .blocks import Block, Figure
 from .ranking import Coverage, ModelStat, SgiRow, tie_groups
 
-__all__ = ["RecheckResult", "ReportContext", "Statistics"]
-
 
 @dataclass
 class RecheckResult:
@@ -38,7 +36,7 @@ class Statistics(Protocol):
     facets: Sequence[str]
     """The facets a "Who wins where" table may split by (``metric_pool.differences.FACETS``)."""
     power_method: str
-    """How :meth:`items_to_separate` counts (``metric_pool.power.METHOD``)."""
+    """How :meth:`items_to_separate` counts (``metric_pool.stats.METHOD``)."""
 
     def facet_winners(
         self,
@@ -63,7 +61,7 @@ class Statistics(Protocol):
         """``metric_pool.differences.order_departures``."""
 
     def items_to_separate(self, diffs: list[float]) -> Any:
-        """``metric_pool.power.items_to_separate``."""
+        """``metric_pool.stats.items_to_separate``."""
 
     def paired_test(self, a: dict[str, float], b: dict[str, float], *, n_resamples: int, seed: int) -> Any:
         """``metric_pool.stats.paired_test`` (permutation, two-sided)."""

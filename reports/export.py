@@ -1,40 +1,14 @@
-"""Export a run's records as tables: ``sgieval export``.
+"""Export a run's records as tables (``sgieval export``): ``items``, ``responses`` and ``scores`` (columns:
+:data:`COLUMNS`; every row carries its item's facets, empty for a corpus-level score), one file each in parquet, JSONL
+or CSV, for pandas, a notebook or a HuggingFace dataset.
 
-Three tables, one file each, in parquet, JSONL or CSV, so a run goes into
-pandas, a notebook or a HuggingFace dataset (``datasets.load_dataset("parquet",
-data_files=...)``):
-
-- ``items``: one row per item: ``item_id`` and the facets (``benchmark``,
-  ``task``, ``discipline``, ``direction``, ``type``), ``prompt``, ``reference``,
-  ``metadata``;
-- ``responses``: one row per (item, target model): the item's facets,
-  ``model``, ``text``, ``answer``, ``status``, ``error``, ``latency_s``,
-  ``tokens_input``, ``tokens_output``, ``cost`` (USD);
-- ``scores``: one row per score with the item's facets: ``metric``, ``value``
-  (the metric's native scale), ``status``, ``judge``, ``rationale``, ``error``,
-  ``evidence``, ``details``.  Corpus-level scores (item ``*``) have empty facets.
-
-Nested values (``reference``, ``metadata``, ``answer``, ``evidence``,
-``details``) are JSON text in every format (``null`` when absent), so the three
-formats hold the same rows; strings stay strings.  Missing numbers are null
-(empty in CSV).  A non-finite number inside a nested value is ``null`` in its
-JSON text.
-
-Safe to open:
-
-- CSV: a text cell beginning with ``=``, ``+``, ``-``, ``@``, a tab or a
-  carriage return is written with a leading apostrophe (``'=HYPERLINK(...)``),
-  so a spreadsheet shows it as text instead of evaluating it as a formula
-  (OWASP "CSV injection"); numbers are written as numbers;
-- JSONL: every line is valid JSON: a NaN or infinite number is ``null`` and the
-  row gets a ``nonfinite`` field naming the column and what it held
-  (``{"value": "NaN"}``);
-- parquet: every table is built before anything is written; a value a column
-  cannot hold (an integer beyond 64 bits) stops the export with one line naming
-  the table, the column and the row, and no file is written.
-
-Every file is written whole or not at all, following no link inside the run
-folder (or inside ``--dest``).
+Nested values (``reference``, ``metadata``, ``answer``, ``evidence``, ``details``) are JSON text in every format
+(``null`` when absent, a non-finite number inside them ``null``), so the formats hold the same rows; missing numbers
+are null (empty in CSV).  Safe to open: a CSV text cell beginning with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+return gets a leading apostrophe (OWASP "CSV injection"); every JSONL line is valid JSON (a NaN or infinite number is
+``null`` and the row's ``nonfinite`` names the column and what it held); a value a parquet column cannot hold stops the
+export with one line naming the table, column and row, before anything is written.  Every file is written whole or
+not at all, following no link inside the run folder (or ``--dest``).
 """
 
 from __future__ import annotations
@@ -46,65 +20,34 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..core import InputError, Item, Response, Score, escape_control_chars
-from ..core import write_bytes_in
+from ..core import InputError, Item, Response, RunStore, Score, escape_control_chars, write_bytes_in
+from .render import jsonable
 
 FORMATS = ("parquet", "jsonl", "csv")
 FACETS = ("benchmark", "task", "discipline", "direction", "type")
+
+
+def _columns(spec: str) -> list[tuple[str, str]]:
+    """``item_id``, the facets, then the ``name[:type]`` words of ``spec`` (type ``string`` when not given)."""
+    named = [(w.partition(":")[0], w.partition(":")[2] or "string") for w in spec.split()]
+    return [("item_id", "string"), *((f, "string") for f in FACETS), *named]
+
+
 COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "items": [
-        ("item_id", "string"),
-        *((f, "string") for f in FACETS),
-        ("prompt", "string"),
-        ("reference", "json"),
-        ("metadata", "json"),
-    ],
-    "responses": [
-        ("item_id", "string"),
-        *((f, "string") for f in FACETS),
-        ("model", "string"),
-        ("text", "string"),
-        ("answer", "json"),
-        ("status", "string"),
-        ("error", "string"),
-        ("latency_s", "float"),
-        ("tokens_input", "int"),
-        ("tokens_output", "int"),
-        ("cost", "float"),
-    ],
-    "scores": [
-        ("item_id", "string"),
-        *((f, "string") for f in FACETS),
-        ("model", "string"),
-        ("metric", "string"),
-        ("value", "float"),
-        ("status", "string"),
-        ("judge", "string"),
-        ("rationale", "string"),
-        ("error", "string"),
-        ("evidence", "json"),
-        ("details", "json"),
-    ],
+    "items": _columns("prompt reference:json metadata:json"),
+    "responses": _columns(
+        "model text answer:json status error latency_s:float tokens_input:int tokens_output:int cost:float"
+    ),
+    "scores": _columns("model metric value:float status judge rationale error evidence:json details:json"),
 }
 """Column name and type per table ("json": JSON text of a nested value)."""
-
-
-def _finite(x: Any) -> Any:
-    """``x`` with every NaN or infinite float (at any depth) replaced by None."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
 
 
 def _json(x: Any) -> str:
     try:
         return json.dumps(x, ensure_ascii=False, sort_keys=True, allow_nan=False)
     except ValueError:  # a NaN or an infinity: not JSON
-        return json.dumps(_finite(x), ensure_ascii=False, sort_keys=True)
+        return json.dumps(jsonable(x), ensure_ascii=False, sort_keys=True)
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -146,62 +89,47 @@ def jsonl_row(row: dict[str, Any]) -> str:
     return json.dumps(out, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _facets(items: dict[str, Item], item_id: str) -> dict[str, str]:
-    it = items.get(item_id)
-    return {f: (getattr(it, f) if it is not None else "") for f in FACETS}
+def _row(table: str, rec: Item | Response | Score, by_id: dict[str, Item], **special: Any) -> dict[str, Any]:
+    """One row of ``table``: each column's attribute of ``rec`` (or ``special[column]``), JSON text for a nested
+    value, with the facets of its item (empty for a corpus-level score)."""
+    item_id = rec.id if isinstance(rec, Item) else rec.item_id
+    it = by_id.get(item_id)
+    out = {"item_id": item_id, **{f: (getattr(it, f) if it is not None else "") for f in FACETS}}
+    for name, kind in COLUMNS[table][1 + len(FACETS) :]:
+        v = special[name] if name in special else getattr(rec, name)
+        out[name] = _json(v) if kind == "json" else v
+    return out
 
 
 def run_tables(
     items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score]
 ) -> dict[str, list[dict[str, Any]]]:
-    """The three tables as lists of row dicts (columns: :data:`COLUMNS`), rows in record order."""
+    """The three tables as lists of row dicts (columns: :data:`COLUMNS`), rows in record order.
+
+    Args:
+        items: the run's items.
+        responses: its responses.
+        scores: its scores.
+
+    Returns:
+        table name -> rows.
+    """
     items = list(items)
     by_id = {i.id: i for i in items}
-    out: dict[str, list[dict[str, Any]]] = {"items": [], "responses": [], "scores": []}
-    for i in items:
-        out["items"].append(
-            {
-                "item_id": i.id,
-                **_facets(by_id, i.id),
-                "prompt": i.prompt,
-                "reference": _json(i.reference),
-                "metadata": _json(i.metadata),
-            }
-        )
-    for r in responses:
-        tok = r.tokens or {}
-        out["responses"].append(
-            {
-                "item_id": r.item_id,
-                **_facets(by_id, r.item_id),
-                "model": r.model,
-                "text": r.text,
-                "answer": _json(r.answer),
-                "status": r.status,
-                "error": r.error,
-                "latency_s": r.latency_s,
-                "tokens_input": tok.get("input"),
-                "tokens_output": tok.get("output"),
-                "cost": r.cost,
-            }
-        )
-    for s in scores:
-        out["scores"].append(
-            {
-                "item_id": s.item_id,
-                **_facets(by_id, s.item_id),
-                "model": s.model,
-                "metric": s.metric,
-                "value": s.value,
-                "status": s.status,
-                "judge": s.judge,
-                "rationale": s.rationale,
-                "error": s.error,
-                "evidence": _json([e.model_dump(mode="json") for e in s.evidence]),
-                "details": _json(s.details),
-            }
-        )
-    return out
+    return {
+        "items": [_row("items", i, by_id) for i in items],
+        "responses": [
+            _row(
+                "responses",
+                r,
+                by_id,
+                tokens_input=(r.tokens or {}).get("input"),
+                tokens_output=(r.tokens or {}).get("output"),
+            )
+            for r in responses
+        ],
+        "scores": [_row("scores", s, by_id, evidence=[e.model_dump(mode="json") for e in s.evidence]) for s in scores],
+    }
 
 
 def _arrow_schema(table: str) -> Any:
@@ -281,8 +209,6 @@ def export_run(run_dir: str | Path, fmt: str, dest: str | Path | None = None) ->
             way; a value parquet cannot type (nothing written); two different
             records of one key in the run.
     """
-    from ..core import RunStore
-
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", what="--format", fix=f"use one of {', '.join(FORMATS)}")
     run_dir = Path(run_dir)

@@ -11,8 +11,6 @@ from typing import Any, Iterable
 from ..core import Response, Score
 from .ranking import not_applicable
 
-__all__ = ["REPLY_STATUSES", "failures", "flag_rows", "flagged_items", "injection_suspected", "reply_flags"]
-
 
 REPLY_STATUSES = ("truncated", "empty")
 """Response statuses that come from the target's reply itself (METRICS.md D.10), counted apart from errors."""

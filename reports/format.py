@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..core import MetricSpec
 
-__all__ = ["REASON_CHARS", "clip_reason", "count_phrase", "fmt", "fmt2", "fmt_p", "fmt_total", "ordinal"]
-
 
 def fmt(x: float | None, digits: int = 2) -> str:
     """Numbers as the report prints them: integers without decimals, others with ``digits`` decimals; None/NaN

@@ -7,8 +7,6 @@ from typing import Iterable
 
 from ..core import Score, same_model
 
-__all__ = ["judge_summary", "judgement_sources", "self_judged", "self_preference"]
-
 
 def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[str, str]]:
     """The distinct ``details["judged_by"]`` records (who decided acceptance:

@@ -9,8 +9,6 @@ from .context import ReportContext
 from .format import count_phrase
 from .judges import judgement_sources, self_judged, self_preference
 
-__all__ = ["limitations"]
-
 
 def limitations(ctx: ReportContext, sgi_missing: list[str]) -> list[str]:
     """The Limitations lines known before the sections are built (a builder's notes follow them).

@@ -12,83 +12,49 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from collections import defaultdict
-from typing import Any, Collection, Iterable, Protocol
+from typing import Any, Callable, Collection, Iterable, Protocol
 
 from ..core import CORPUS, MetricSpec, Score
 from .format import clip_reason, count_phrase, fmt2, fmt_p, fmt_total
 
-__all__ = [
-    "NOT_APPLICABLE_REASONS",
-    "RANKING_HEADERS",
-    "Coverage",
-    "ModelStat",
-    "PairStat",
-    "SgiRow",
-    "SummaryLike",
-    "by_metric",
-    "ci_overlap",
-    "ci_text",
-    "coverage",
-    "groups_by_mean",
-    "has_ci",
-    "item_values",
-    "model_means",
-    "no_variation",
-    "not_applicable",
-    "order_stats",
-    "order_with_ties",
-    "ordered_by_mean",
-    "pair_entry",
-    "pair_separates",
-    "printed_tie_groups",
-    "rank_labels",
-    "ranking_rows",
-    "tie_groups",
-    "unscored_reason",
-]
 
-
-class SummaryLike(Protocol):
-    """What the report reads of a per-model summary (``metric_pool.stats.Summary``):
-    ``n`` values, ``mean`` and ``total`` on the metric's scale, the 95% CI
-    ``[ci_low, ci_high]`` (NaN when unavailable)."""
+class _Interval(Protocol):
+    """``n`` values and a 95% CI ``[ci_low, ci_high]`` (NaN when unavailable)."""
 
     @property
     def n(self) -> int: ...
+    @property
+    def ci_low(self) -> float: ...
+    @property
+    def ci_high(self) -> float: ...
+
+
+class SummaryLike(_Interval, Protocol):
+    """What the report reads of a per-model summary (``metric_pool.stats.Summary``): ``mean`` and ``total`` on the
+    metric's scale."""
+
     @property
     def mean(self) -> float: ...
     @property
     def total(self) -> float: ...
-    @property
-    def ci_low(self) -> float: ...
-    @property
-    def ci_high(self) -> float: ...
 
 
-class PairStat(Protocol):
-    """What the report reads of a paired test (``metric_pool.stats.PairedResult``):
-    ``n`` shared items, ``method``, ``mean_diff`` (a minus b), the 95% CI of the
-    difference ``[ci_low, ci_high]`` and ``p_value`` (0-1)."""
+class PairStat(_Interval, Protocol):
+    """What the report reads of a paired test (``metric_pool.stats.PairedResult``): ``method``, ``mean_diff``
+    (a minus b) with its CI, and ``p_value`` (0-1)."""
 
-    @property
-    def n(self) -> int: ...
     @property
     def method(self) -> str: ...
     @property
     def mean_diff(self) -> float: ...
-    @property
-    def ci_low(self) -> float: ...
-    @property
-    def ci_high(self) -> float: ...
     @property
     def p_value(self) -> float: ...
 
 
 @dataclass
 class ModelStat:
-    """One target model's row of the ranking: ``summary`` None when it has no
-    ok score; ``corpus`` True for a corpus-level metric (one value over
-    ``summary.n`` items, e.g. quadratic weighted kappa: no per-item CI)."""
+    """One target model's row of the ranking: ``summary`` None when it has no ok score; ``corpus`` True for a
+    corpus-level metric (one value over ``summary.n`` items, e.g. quadratic weighted kappa: no per-item CI)."""
 
     model: str
     summary: SummaryLike | None
@@ -99,8 +65,7 @@ class ModelStat:
 
     @property
     def stats(self) -> SummaryLike:
-        """``summary`` of a model that has one (a ranked model); raises
-        ValueError for a model without an ok score."""
+        """``summary`` of a ranked model; ValueError for a model without an ok score."""
         if self.summary is None:
             raise ValueError(f"{self.model} has no ok score: it is not ranked")
         return self.summary
@@ -108,8 +73,8 @@ class ModelStat:
 
 @dataclass
 class SgiRow:
-    """One target model's SGI-Score (0-100, METRICS.md A.6) or None, its per-task
-    terms as text, and the missing terms as text ("" when complete)."""
+    """One target model's SGI-Score (0-100, METRICS.md A.6) or None, its per-task terms and the missing terms as
+    text ("" when complete)."""
 
     model: str
     sgi_score: float | None
@@ -118,9 +83,8 @@ class SgiRow:
 
 
 def ci_text(a: SummaryLike) -> str:
-    """A ranking row's CI cell: ``"lo to hi"``, marked ``(Wilson score, 0/1 metric)``
-    for a Wilson interval, and saying why for a degenerate or missing one
-    (``Summary.method`` / ``Summary.note``).
+    """A ranking row's CI cell: ``"lo to hi"``, marked ``(Wilson score, 0/1 metric)`` for a Wilson interval, and
+    saying why for a degenerate or missing one (``Summary.method`` / ``Summary.note``).
 
     Args:
         a: a summary.
@@ -142,8 +106,7 @@ def ci_text(a: SummaryLike) -> str:
 
 
 def no_variation(a: Any) -> bool:
-    """Whether a CI (of a summary: ``ci_low``/``ci_high``) has zero width: every resample gave the same value,
-    so it shows no variation and supports no verdict (it is printed as "no variation over n items").
+    """Whether a CI (``ci_low``/``ci_high``) has zero width: it shows no variation and supports no verdict.
 
     Args:
         a: a summary.
@@ -168,8 +131,7 @@ def has_ci(a: SummaryLike) -> bool:
 
 
 def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
-    """Whether the two 95% CIs overlap; None when either CI is unavailable (NaN).
-    Overlap is only overlap: it is not a significance test.
+    """Whether the two 95% CIs overlap (not a significance test); None when either CI is unavailable (NaN).
 
     Args:
         a: one summary.
@@ -184,8 +146,8 @@ def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
 
 
 def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelStat]:
-    """Models with a summary by mean (best first), then those without.  Models with equal means are listed in
-    name order, which is a listing order only: whether they share a rank is :func:`tie_groups`' decision.
+    """Models with a summary by mean (best first; equal means in name order, a listing order only: ties are
+    :func:`tie_groups`' decision), then those without.
 
     Args:
         stats: per-model summaries.
@@ -194,32 +156,29 @@ def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelSta
     Returns:
         The ordered list.
     """
-    have = [s for s in stats if s.summary is not None]
-    none = [s for s in stats if s.summary is None]
-    have.sort(key=lambda s: (-(s.stats.mean) if higher_is_better else s.stats.mean, s.model))
-    return have + none
+    have = sorted(
+        (s for s in stats if s.summary is not None),
+        key=lambda s: (s.stats.mean * (-1 if higher_is_better else 1), s.model),
+    )
+    return have + [s for s in stats if s.summary is None]
 
 
 def tied(a: ModelStat, b: ModelStat, pair: dict[str, Any] | None) -> bool:
     """Whether ``a`` and ``b`` (adjacent in the ranking) share a rank (METRICS.md D.16): their means are equal at
     the precision the report prints (:func:`fmt2`) and the paired test ``pair`` (:func:`pair_entry`, None or
     ``p`` None when not tested) does not separate them at the 5% level."""
-    if fmt2(a.stats.mean) != fmt2(b.stats.mean):
-        return False
-    return not pair_separates(pair)
+    return fmt2(a.stats.mean) == fmt2(b.stats.mean) and not pair_separates(pair)
 
 
 def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[list[ModelStat]]:
-    """The ranked models (best first) in groups that share a rank: consecutive models joined by :func:`tied`
-    (``pairs[k]`` is the paired test of ``ranked[k]`` and ``ranked[k + 1]``, :func:`pair_entry`).  Name order
-    never splits a group.
-
-    Returns:
-        One list per rank, best first; a list of one model when it is not tied.
+    """The ranked models in groups that share a rank: consecutive models joined by :func:`tied`.
 
     Args:
         ranked: the ranked models, best first.
-        pairs: see above.
+        pairs: ``pairs[k]`` is the paired test of ``ranked[k]`` and ``ranked[k + 1]`` (:func:`pair_entry`).
+
+    Returns:
+        One list per rank, best first; a list of one model when it is not tied.
     """
     groups: list[list[ModelStat]] = []
     for k, s in enumerate(ranked):
@@ -231,8 +190,7 @@ def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[lis
 
 
 def rank_labels(groups: list[list[ModelStat]]) -> dict[str, str]:
-    """``{model: rank}`` in standard competition ranking with shared ranks marked: ``"1"``, ``"2="``, ``"2="``,
-    ``"4"`` (a group of one has no ``=``).
+    """``{model: rank}`` in standard competition ranking with shared ranks marked: ``"1"``, ``"2="``, ``"2="``, ``"4"``.
 
     Args:
         groups: the rank groups, best first.
@@ -265,8 +223,8 @@ def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> s
 
 
 def unscored_reason(mine: list[Score]) -> str:
-    """Why a model has no valid score for a metric, from its scores of that metric: e.g. "2 not applicable: no
-    related works found", "3 failed (judge_error): timeout", "no score recorded".
+    """Why a model has no valid score for a metric: e.g. "2 not applicable: no related works found", "3 failed
+    (judge_error): timeout", "no score recorded".
 
     Args:
         mine: one model's scores of one metric.
@@ -362,11 +320,15 @@ def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected:
 
 
 def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list[str]]:
-    """Models by mean, best first, grouped where the means print the same (:func:`fmt2`): the order of one
-    reading of the data (no paired test)."""
+    """Models by mean, best first, grouped where the means print the same (:func:`fmt2`; no paired test)."""
+    return _grouped(ordered_by_mean(means, higher_is_better), lambda m: fmt2(means[m]))
+
+
+def _grouped(ordered: list[str], key: Callable[[str], Any]) -> list[list[str]]:
+    """``ordered`` in runs of equal ``key``."""
     out: list[list[str]] = []
-    for m in ordered_by_mean(means, higher_is_better):
-        if out and fmt2(means[out[-1][-1]]) == fmt2(means[m]):
+    for m in ordered:
+        if out and key(out[-1][-1]) == key(m):
             out[-1].append(m)
         else:
             out.append([m])
@@ -374,7 +336,7 @@ def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list
 
 
 def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float]:
-    """``{item_id: value}`` of ``model``'s ok item-level ``metric`` scores (corpus-level ones left out).
+    """``model``'s ok item-level ``metric`` values.
 
     Args:
         scores: the run's scores.
@@ -384,16 +346,17 @@ def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float
     Returns:
         item id -> value.
     """
-    return {
-        s.item_id: float(s.value)
-        for s in scores
-        if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
-    }
+    return {s.item_id: float(s.value) for s in _item_scores(scores, metric) if s.model == model}
+
+
+def _item_scores(scores: Iterable[Score], metric: str) -> Iterable[Score]:
+    """The ok item-level (not corpus-level) scores of ``metric`` with a value."""
+    return (s for s in scores if s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS)
 
 
 def pair_separates(pair: dict[str, Any] | None) -> bool:
-    """Whether the paired test of an adjacent-pair entry (:func:`pair_entry`) ran and separates its two models at
-    the 5% level (its ``significant``: p < 0.05); False for a missing entry or an untested pair.
+    """Whether the paired test of an adjacent-pair entry (:func:`pair_entry`) ran and separates its two models
+    (p < 0.05).
 
     Args:
         pair: the entry, or None.
@@ -407,13 +370,6 @@ def pair_separates(pair: dict[str, Any] | None) -> bool:
 def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | None) -> dict[str, Any]:
     """One adjacent-pair entry of the ranking (``hi`` ranked above ``lo``).
 
-    Keys: ``a``, ``b`` (model names), ``n`` shared items, ``overlap`` (whether
-    the marginal 95% CIs overlap; None when a CI is unavailable -- reported as
-    overlap only, never as a test) and ``p`` (None when not tested); with a
-    ``result``: ``method``, ``mean_diff`` (a minus b, formatted), ``ci`` (95%
-    paired bootstrap CI of the difference), ``p_value`` (formatted, 4
-    decimals, :func:`fmt_p`), ``p`` (float 0-1), ``significant`` (p < 0.05).
-
     Args:
         hi: the model ranked above.
         lo: the one below.
@@ -421,7 +377,10 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
         result: their paired test (None: none run).
 
     Returns:
-        The entry.
+        ``a``, ``b`` (model names), ``n`` shared items, ``overlap`` (whether the marginal 95% CIs overlap; None when
+        a CI is unavailable) and ``p`` (None when not tested); with a ``result``: ``method``, ``mean_diff`` (a
+        minus b, formatted), ``ci`` (95% paired bootstrap CI of the difference), ``p_value`` (:func:`fmt_p`),
+        ``p`` (float 0-1), ``significant`` (p < 0.05).
     """
     d: dict[str, Any] = {
         "a": hi.model,
@@ -448,15 +407,13 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
 
 
 NOT_APPLICABLE_REASONS = (re.compile(r"^no accepted answers\b"),)
-"""``not_run`` reasons that mean "nothing to score", not a failure: SciAidanBench
-coherence / novelty means over a question with 0 accepted answers
-(metric_pool/aidanbench.py: "no accepted answers with a <field>")."""
+"""``not_run`` reasons that mean "nothing to score", not a failure: SciAidanBench coherence / novelty means over a
+question with 0 accepted answers (metric_pool/aidanbench.py)."""
 
 
 def not_applicable(s: Score) -> bool:
-    """True for a Score that is not applicable rather than failed: status
-    ``not_run`` with ``details["not_applicable"]`` true or a reason matching
-    :data:`NOT_APPLICABLE_REASONS`.
+    """Whether ``s`` is not applicable rather than failed: status ``not_run`` with ``details["not_applicable"]`` or
+    a reason matching :data:`NOT_APPLICABLE_REASONS`.
 
     Args:
         s: a Score.
@@ -464,11 +421,9 @@ def not_applicable(s: Score) -> bool:
     Returns:
         True when not applicable.
     """
-    if s.status != "not_run":
-        return False
-    if (s.details or {}).get("not_applicable"):
-        return True
-    return any(p.search(s.error or "") for p in NOT_APPLICABLE_REASONS)
+    return s.status == "not_run" and bool(
+        (s.details or {}).get("not_applicable") or any(p.search(s.error or "") for p in NOT_APPLICABLE_REASONS)
+    )
 
 
 RANKING_HEADERS = ["rank", "target model", "mean per item", "95% CI (bootstrap)", "total", "n items", "failed"]
@@ -508,9 +463,7 @@ def ranking_rows(
 
 
 def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
-    """``scores`` grouped by metric name, each group in the given order: one pass, so the report's
-    per-metric sections each read their metric's scores only (a 10,000-item run has 30,000
-    scores, and a pass over the scores of a finished run costs ~10 ms).
+    """``scores`` grouped by metric name in one pass, each group in the given order.
 
     Args:
         scores: any scores.
@@ -539,16 +492,9 @@ def model_means(
         model -> mean.
     """
     vals: dict[str, list[float]] = {m: [] for m in models}
-    for s in scores:
-        if (
-            s.metric == metric
-            and s.model in vals
-            and s.ok
-            and s.value is not None
-            and s.item_id != CORPUS
-            and s.item_id not in leave_out
-        ):
-            vals[s.model].append(float(s.value))
+    for s in _item_scores(scores, metric):
+        if s.model in vals and s.item_id not in leave_out:
+            vals[s.model].append(float(s.value))  # type: ignore[arg-type]
     return {m: sum(v) / len(v) for m, v in vals.items() if v}
 
 
@@ -566,8 +512,8 @@ def ordered_by_mean(means: dict[str, float], higher_is_better: bool) -> list[str
 
 
 def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
-    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (the
-    report's precision): a tie is one group, its models in name order (name order never ranks them).
+    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (a tie is one
+    group, in name order).
 
     Args:
         means: model -> mean.
@@ -577,13 +523,4 @@ def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: 
     Returns:
         The groups, best first.
     """
-    groups: list[list[str]] = []
-    last: float | None = None
-    for m in ordered_by_mean(means, higher_is_better):
-        r = round(means[m], digits)
-        if groups and r == last:
-            groups[-1].append(m)
-        else:
-            groups.append([m])
-        last = r
-    return groups
+    return _grouped(ordered_by_mean(means, higher_is_better), lambda m: round(means[m], digits))

@@ -1,25 +1,14 @@
-"""The runs index: one entry per run folder below a runs folder, read as data (``sgieval runs``, the viewer's home
-page ``<runs folder>/index.html``).
+"""The runs index: one entry per run folder below a runs folder (``sgieval runs``, the viewer's home page
+``<runs folder>/index.html``), read as data and never through a link, from ``config.json``, ``report.json`` (the
+ranking metric, rank labels and the paired test of the top two: the report's own rules, no winner decided here), the
+checkpoint through the caller's allowlisted reader for a run without a report (``read_state``, never for a run
+another process holds), ``invocations.jsonl``, ``items.jsonl``, ``ledger.jsonl``, ``log.jsonl``, ``report.md`` (a
+budget stop) and the run lock.  A folder that cannot be read is an entry with its ``problem``; listing never raises
+for one folder and never writes to a run folder.
 
-Everything comes from the files a run wrote, parsed as data and never followed through a link:
-
-- ``config.json``: the request, the target models asked for, the judges (:class:`~sgieval.core.RunConfig`);
-- ``report.json``: the ranking metric, its ranked rows with their rank labels and the paired test of the top two
-  (the report's own tie and separation rules: ``reports.build.tie_groups`` / ``rank_labels`` and the Answer's
-  "How sure" test; the index reads their result, it does not decide a winner of its own);
-- for a run without a report only, the run's checkpoint through the caller's allowlisted reader (``read_state``,
-  e.g. :func:`sgieval.graphs.checkpoints.read_state`; never for a run another process holds): the selected item
-  ids, the target model names, whether the metrics were confirmed;
-- ``invocations.jsonl`` (what each ``ask --into`` added), ``items.jsonl`` (benchmarks of the selected items), ``ledger.jsonl`` (cost), ``log.jsonl`` (start time, an
-  unexpected error), ``report.md`` (a budget stop), the run lock (a run in progress).
-
-A folder that cannot be read (a link in it, an unreadable ``config.json``, a tampered checkpoint) is an entry with
-its ``problem``; listing never raises for one folder, never writes, repairs or creates anything in a run folder.
-
-Stable names of the home page (``runs.html.j2``), for tests and scripts: the table ``#runs-index``, one
-``tr.run-row`` per run with ``data-run-id`` and ``data-status``, cells ``td.col-<key>`` for the keys of
-:data:`COLUMNS`, the link ``a.run-link`` to the run's viewer, ``tr.run-broken`` / ``td.run-problem`` for a folder
-that could not be read, and ``#compare-index`` with ``a.compare-link`` for the comparisons written there.
+Stable names of the home page (``runs.html.j2``): ``#runs-index``, ``tr.run-row`` (``data-run-id``,
+``data-status``), ``td.col-<key>`` per :data:`COLUMNS` key, ``a.run-link``, ``tr.run-broken`` / ``td.run-problem``,
+and ``#compare-index`` with ``a.compare-link``.
 """
 
 from __future__ import annotations
@@ -36,20 +25,6 @@ from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, ru
 from ..core import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
 from .render import render_html
 from .serve import viewer_files
-
-__all__ = [
-    "additions_text",
-    "home_files",
-    "into_additions",
-    "COLUMNS",
-    "COMPARE_PREFIX",
-    "RunEntry",
-    "Winner",
-    "list_comparisons",
-    "list_runs",
-    "read_run",
-    "write_runs_page",
-]
 
 COMPARE_PREFIX = "compare-"
 """Name prefix of the folders ``sgieval compare`` writes in a runs folder (``compare-<run a>-<run b>``)."""
@@ -71,20 +46,12 @@ COLUMNS = (
 )
 """(key, heading) of the index's columns, in order (``td.col-<key>`` on the home page)."""
 
-STATUSES = ("complete", "running", "incomplete", "stopped", "failed", "broken")
-"""Status codes: ``complete`` (report written), ``running`` (another process holds the run), ``incomplete`` (no
-report yet: ``sgieval resume``), ``stopped`` (at its budget or at the metric confirmation), ``failed`` (an
-unexpected error ended it before its report), ``broken`` (the folder cannot be read: see ``problem``)."""
-
 
 @dataclass
 class Winner:
-    """The ranking metric's first place as the run's report states it.
-
-    ``metric``: the ranking metric; ``models``: the model(s) ranked first (several when the report's rank label
-    is ``1=``: a tie, means equal at the printed precision and not separated by the paired test); ``runner_up``:
-    the model(s) of the next rank; ``p``: the report's paired test of the first two (two-sided, 0-1; None when
-    not tested); ``separated``: p < 0.05 (None when not tested); ``text``: the index's cell."""
+    """The ranking metric's first place as the run's report states it: ``models`` ranked first (several for a
+    ``1=`` tie), ``runner_up`` (the next rank), ``p`` (the report's paired test of the first two, two-sided; None
+    when not tested), ``separated`` (p < 0.05), ``text`` (the index's cell)."""
 
     metric: str
     models: list[str]
@@ -107,8 +74,10 @@ class RunEntry:
     the run began (ISO 8601 UTC; its log's first event, else the run id's time stamp, else config.json's
     modification time; "" when unknown); ``request``; ``benchmarks``: of the selected items; ``n_items``: the
     selected items (None when unknown); ``models``: the target models (as named in the records once the run has
-    started, else as asked); ``judges``; ``winner`` (None without a report or a ranked model); ``status`` (one of
-    :data:`STATUSES`) and ``status_detail`` (what to do); ``cost_usd``: known cost of the run's model calls in USD
+    started, else as asked); ``judges``; ``winner`` (None without a report or a ranked model); ``status``
+    (``complete``: report written; ``running``: another process holds the run; ``incomplete``: no report yet;
+    ``stopped``: at its budget or at the metric confirmation; ``failed``: an unexpected error ended it before its
+    report; ``broken``: the folder cannot be read, see ``problem``) and ``status_detail`` (what to do); ``cost_usd``: known cost of the run's model calls in USD
     (0 with no calls, None without a ledger or when no call had a price) and ``cost_note`` (unpriced calls, no
     calls); ``responses``/``scores``: lines in responses.jsonl / scores.jsonl; ``problem``: why the folder (or a
     part of it) could not be read ("" when it could); ``viewer``: path of its viewer page relative to the runs
@@ -140,8 +109,11 @@ class RunEntry:
     """Whether the run has a report (report.md and report.json)."""
 
     def cells(self) -> dict[str, str]:
-        """The index's cells as text, by :data:`COLUMNS` key: what each ``ask --into`` added is said in its own
-        field (target models and ranking metric beside the target models, judges beside the judge)."""
+        """The index's cells as text, by :data:`COLUMNS` key (what ``ask --into`` added beside its field).
+
+        Returns:
+            key -> cell text.
+        """
         models_added = additions_text(self.added, judges=False)
         judges_added = additions_text(self.added, judges=True)
         if self.added_judges and not judges_added:  # a folder without invocations.jsonl rows naming them
@@ -167,7 +139,11 @@ class RunEntry:
         return "no report"
 
     def cost_text(self) -> str:
-        """The cost cell: ``0.0123`` (with its note), ``n/a`` and why."""
+        """The cost cell.
+
+        Returns:
+            ``0.0123`` (with its note), or ``n/a`` and why.
+        """
         if self.cost_usd is None:
             return f"n/a ({self.cost_note})" if self.cost_note else "n/a"
         if self.cost_usd == 0 and self.cost_note == "no model calls":
@@ -175,7 +151,11 @@ class RunEntry:
         return f"{self.cost_usd:.4f}" + (f" ({self.cost_note})" if self.cost_note else "")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``sgieval runs --json``): every field, ``winner`` with its ``tie``."""
+        """JSON-ready form (``sgieval runs --json``).
+
+        Returns:
+            Every field, ``winner`` with its ``tie``.
+        """
         d = asdict(self)
         if self.winner is not None:
             d["winner"]["tie"] = self.winner.tie
@@ -187,8 +167,7 @@ def _read_json(root: Path, name: str) -> Any:
 
 
 def _count_lines(root: Path, name: str) -> int:
-    """Lines of a JSONL file as :func:`~sgieval.core.files.split_jsonl` splits it (on ``\n`` only, a torn last
-    line counted), without decoding it; 0 without the file."""
+    """Lines of a JSONL file as ``split_jsonl`` counts them (a torn last line counted); 0 without the file."""
     try:
         data = read_bytes_in(root, root / name)
     except FileNotFoundError:
@@ -400,6 +379,45 @@ def _status(root: Path, state: dict[str, Any], log: list[dict[str, Any]]) -> tup
     return "incomplete", "sgieval resume"
 
 
+def _checkpoint(
+    root: Path, run_id: str, read_state: StateReader | None, report: dict[str, Any], problems: list[str]
+) -> dict[str, Any]:
+    """The run's checkpointed state, read only for a run without a report and never one another process holds
+    (SQLite would open its journal files beside it); a checkpoint not read is noted in ``problems``."""
+    if read_state is None or report or run_holder(root) is not None or not (root / "state.sqlite").is_file():
+        return {}
+    try:
+        return read_state(root / "state.sqlite", run_id) or {}
+    except Exception as x:  # noqa: BLE001 - a checkpoint sgieval cannot read is this entry's problem only
+        problems.append(f"checkpoint not read: {_reason(x)}")
+        return {}
+
+
+def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str, Any], benchmarks: list) -> None:
+    """Set ``e``'s target models, item count and benchmarks from the checkpoint, the report and items.jsonl."""
+    ranking = report.get("ranking") if isinstance(report.get("ranking"), dict) else None
+    rows = [r for r in (ranking or {}).get("rows") or [] if isinstance(r, dict) and r.get("model")]
+    targets = state.get("targets") or [r["model"] for r in rows]
+    if isinstance(targets, list) and targets:
+        e.models = [str(m) for m in targets]
+    selection = state.get("selection") if isinstance(state.get("selection"), dict) else {}
+    ids = selection.get("item_ids") if isinstance(selection, dict) else None
+    header = report.get("header") if isinstance(report.get("header"), dict) else {}
+    if isinstance(ids, list) and ids:
+        e.n_items = len(ids)
+    elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
+        e.n_items = header["n_items"]
+    wanted = set(ids) if isinstance(ids, list) and ids else None
+    items = _rows(root, "items.jsonl")
+    e.benchmarks = sorted(
+        {str(i.get("benchmark")) for i in items if i.get("benchmark") and (wanted is None or i.get("id") in wanted)}
+    )
+    if e.n_items is None and items:
+        e.n_items = len(items)
+    if not e.benchmarks and benchmarks:
+        e.benchmarks = [str(b) for b in benchmarks]
+
+
 def read_run(root: str | Path, *, read_state: StateReader | None = None, base: str | Path | None = None) -> RunEntry:
     """The index entry of the run folder ``root``; never raises for a folder that cannot be read (the entry says
     why in ``problem``, status ``broken``).
@@ -446,36 +464,8 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
         pass
     except (SgievalError, ValueError, OSError) as x:
         problems.append(f"report.json not read: {_reason(x)}")
-    state: dict[str, Any] = {}
-    # the checkpoint only for a run without a report, and never one another process holds (SQLite would open
-    # its journal files beside it)
-    if read_state is not None and not report and run_holder(root) is None and (root / "state.sqlite").is_file():
-        try:
-            state = read_state(root / "state.sqlite", config.run_id) or {}
-        except Exception as x:  # noqa: BLE001 - a checkpoint sgieval cannot read is this entry's problem only
-            problems.append(f"checkpoint not read: {_reason(x)}")
-    ranking = report.get("ranking") if isinstance(report.get("ranking"), dict) else None
-    rows = [r for r in (ranking or {}).get("rows") or [] if isinstance(r, dict) and r.get("model")]
-    targets = state.get("targets") or [r["model"] for r in rows]
-    if isinstance(targets, list) and targets:
-        e.models = [str(m) for m in targets]
-    selection = state.get("selection") if isinstance(state.get("selection"), dict) else {}
-    ids = selection.get("item_ids") if isinstance(selection, dict) else None
-    h = report.get("header")
-    header: dict[str, Any] = h if isinstance(h, dict) else {}
-    if isinstance(ids, list) and ids:
-        e.n_items = len(ids)
-    elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
-        e.n_items = header["n_items"]
-    wanted = set(ids) if isinstance(ids, list) and ids else None
-    items = _rows(root, "items.jsonl")
-    e.benchmarks = sorted(
-        {str(i.get("benchmark")) for i in items if i.get("benchmark") and (wanted is None or i.get("id") in wanted)}
-    )
-    if e.n_items is None and items:
-        e.n_items = len(items)
-    if not e.benchmarks and config.benchmarks:
-        e.benchmarks = [str(b) for b in config.benchmarks]
+    state = _checkpoint(root, config.run_id, read_state, report, problems)
+    _selection(root, e, state, report, list(config.benchmarks))
     e.added = into_additions(root)
     e.reported = bool(report) and (root / "report.md").is_file()
     e.winner = _winner(report) if report else None

@@ -13,8 +13,6 @@ from urllib.parse import unquote, urlsplit
 
 from .render import js_assign, jsonable
 
-__all__ = ["LabelReceiver", "ViewerServer", "viewer_files"]
-
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 """Host names the served viewer answers to (with its port); any other ``Host`` header is refused, so a page
 on another name that resolves to 127.0.0.1 (DNS rebinding) cannot read the run."""

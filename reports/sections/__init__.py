@@ -30,8 +30,6 @@ from typing import Callable, Sequence, Union
 from ..blocks import Section
 from ..context import ReportContext
 
-__all__ = ["Built", "SectionBuilder", "build_sections", "builders", "section"]
-
 Built = Union[Section, Sequence[Section], None]
 
 

@@ -12,8 +12,6 @@ from ..blocks import Section, Table, Text
 from ..context import ReportContext
 from . import section
 
-__all__ = ["added_judges_section"]
-
 
 def _mean_cell(scores: list[Score]) -> str:
     vals = [float(s.value) for s in scores if s.ok and s.value is not None]

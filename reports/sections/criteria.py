@@ -15,8 +15,6 @@ from ..context import ReportContext
 from ..format import fmt, fmt2
 from . import section
 
-__all__ = ["criteria_sections", "criterion_scores", "rubric_breakdown"]
-
 
 def criterion_scores(score: Score) -> dict[str, float]:
     """Per-criterion values (0-10) of a rubric Score from ``details["criteria"]``.

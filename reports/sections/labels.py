@@ -10,8 +10,6 @@ from ..blocks import Section, Table, Text
 from ..context import ReportContext
 from . import section
 
-__all__ = ["labels_sections"]
-
 STAT_NAMES = {
     "weighted_kappa": "quadratic-weighted kappa",
     "kappa": "Cohen's kappa",

@@ -7,8 +7,6 @@ from ..blocks import Section, Table, Text
 from ..context import RecheckResult, ReportContext
 from . import section
 
-__all__ = ["recheck_section"]
-
 
 def recheck_section(found: RecheckResult | None) -> Section | None:
     """``--recheck``: the "Stored judgements rechecked" section, with its Answer sentence under

@@ -9,8 +9,6 @@ from ..blocks import Heading, Section, Table, Text
 from ..context import ReportContext
 from . import section
 
-__all__ = ["reliability_section"]
-
 
 def reliability_section(rows: list[dict[str, Any]]) -> Section:
     """The report's "Judge reliability" section.

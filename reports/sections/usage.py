@@ -11,8 +11,6 @@ from ..context import ReportContext
 from ..format import fmt
 from . import section
 
-__all__ = ["cached_share_text", "usage_section"]
-
 
 def cached_share_text(summ: dict[str, Any]) -> str:
     """The sentence on prompt caching of a ledger summary, "" when no provider reported cached input tokens.
