@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from ..core import ModelCallError, final_text, prompt_record, refusal_text, split_reasoning
 from .base import NamedModel
 from .calls import ainvoke, message_text
+from .openai_wire import json_schema_format
 
 __all__ = [
     "ask_structured",
@@ -119,15 +120,10 @@ def protect_latex_escapes(text: str) -> str:
 
 
 def parse_json_object(text: str) -> Any:
-    """The JSON object or list a judge replied with (code fences allowed), repaired.
-
-    Before parsing: the reasoning up to the last ``</think>`` is removed
-    (:func:`sgieval.core.final_text`, METRICS.md D.8: a draft inside
-    ``<think>`` is never the answer; an unclosed ``<think>`` leaves nothing to parse) and
-    LaTeX backslashes are protected (:func:`protect_latex_escapes`).  A reply
-    that is one JSON value wins; otherwise the last fenced block, then the
-    text from its first ``{``/``[``, are repaired with ``json_repair``.
-    Raises ValueError when there is none.
+    """The JSON object or list a judge replied with (code fences allowed), repaired: the reasoning up to the last
+    ``</think>`` removed first (D.8) and LaTeX backslashes protected (:func:`protect_latex_escapes`); a reply
+    that is one JSON value wins, else the last fenced block, then the text from its first ``{``/``[``, repaired
+    with ``json_repair``.
 
     Args:
         text: the reply text.
@@ -177,16 +173,10 @@ _REFUSAL_HINTS = (
 
 
 def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[NamedModel, StructuredMode] | None:
-    """``model`` with its chat model bound to ``schema`` by LangChain's
-    ``with_structured_output``, and the mode it uses (``"json_schema"`` when
-    the binding sends ``response_format``, ``"function_calling"`` when it
-    forces a tool call), or None when the chat model has no native structured
-    output (``with_structured_output`` or ``bind_tools`` not implemented, as
-    for scripted fakes) or the runnable is not "bound model | parser".
-
-    The returned NamedModel keeps name, role, provider and params, so
-    :func:`~sgieval.models.calls.ainvoke` caches it (the bound schema is part
-    of the key) and books it under the same name."""
+    """``model`` with its chat model bound to ``schema`` by LangChain's ``with_structured_output`` (same name,
+    role, provider and params: the bound schema is part of the cache key) and the mode it uses (``json_schema``:
+    ``response_format``; ``function_calling``: a forced tool call), or None when the chat model has no native
+    structured output or the runnable is not "bound model | parser"."""
     chat = model.chat
     if chat is None or not hasattr(chat, "with_structured_output"):
         return None
@@ -206,10 +196,7 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
             # LangChain's OpenAI binding passes the class, and the SDK then parses the reply itself (a reply
             # that is not bare JSON fails the call instead of being a parse error we retry), and a class is
             # no cache key: send the JSON schema as plain data instead.
-            spec: dict[str, Any] = {"name": rf.__name__, "schema": rf.model_json_schema()}
-            if (rf.__doc__ or "").strip():
-                spec["description"] = " ".join((rf.__doc__ or "").split())[:500]
-            first = chat.bind(**{**kwargs, "response_format": {"type": "json_schema", "json_schema": spec}})
+            first = chat.bind(**{**kwargs, "response_format": json_schema_format(rf)})
     elif "tools" in kwargs:
         mode = "function_calling"
     else:
@@ -234,21 +221,11 @@ def _native_text(out: Any, mode: StructuredMode) -> str:
 # ------------------------------------------------------------------ the loop
 @dataclass
 class StructuredReply(Generic[T]):
-    """Outcome of :func:`ask_structured`.
-
-    ``parsed``: the validated value (None on failure); ``raw``: every reply
-    text, one per attempt; ``reasoning``: the reasoning of each reply
-    (:func:`sgieval.core.split_reasoning`, "" when none); ``attempts``;
-    ``error``: the reason when ``parsed`` is None; ``mode``: the path used
-    (:data:`StructuredMode`); ``note``: why the native path was left, "" else;
-    ``call_failed``: True when the model could not be reached (after the
-    retries of :func:`~sgieval.models.calls.ainvoke`); ``refused``: True when
-    the provider refused to answer (METRICS.md D.17: asked once, its text in
-    ``raw`` and ``error``); ``prompt``: the prompt of the first call as sent
-    (:func:`sgieval.core.prompt_record`: ``{hash, messages, response_format}``);
-    ``prompts``: the prompt of every attempt as sent, in order (a retry sends
-    the prompt again followed by the earlier reply and its parse error, so
-    each retry is a prompt of its own with its own hash)."""
+    """Outcome of :func:`ask_structured`: ``parsed`` (None on failure), ``raw`` (every reply text), ``reasoning``
+    (of each reply, "" when none), ``attempts``, ``error`` (why ``parsed`` is None), ``mode``
+    (:data:`StructuredMode`), ``note`` (why the native path was left), ``call_failed`` (the model could not be
+    reached), ``refused`` (the provider refused, D.17), ``prompt`` (the first call's :func:`sgieval.core.
+    prompt_record`) and ``prompts`` (every attempt's, in order; a retry is a prompt of its own)."""
 
     model: str
     parsed: T | None
@@ -273,16 +250,11 @@ def sent_prompt(
     tools: Sequence[dict[str, Any]] | None = None,
     bound: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode``, in the form
-    the provider received it: the messages, the tool definitions sent with them and, for the native
-    ``json_schema`` mode, the ``response_format`` object of the request (``{"type": "json_schema",
-    "json_schema": {"name", "schema", ...}}``); for the native ``function_calling`` mode, the forced tool as
-    ``tools`` and the request's ``tool_choice``.
-
-    The messages and the format are those of the request body when ``chat`` builds it itself (a chat model
-    with ``sent_payload``, e.g. :class:`~sgieval.models.openai_direct.ChatOpenAIDirect`: tool turns, empty
-    assistant contents and system roles exactly as on the wire), else LangChain's OpenAI-style conversion
-    (``convert_to_openai_messages``) and the keywords the schema was bound with.
+    """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode`` as the provider
+    received it: the messages, the tools sent and the native mode's ``response_format`` (``json_schema``) or
+    forced tool and ``tool_choice`` (``function_calling``); from the request body when ``chat`` builds it
+    (``sent_payload``, :class:`~sgieval.models.openai_direct.ChatOpenAIDirect`), else LangChain's OpenAI-style
+    conversion and the bound keywords.
 
     Args:
         messages: the messages sent.
