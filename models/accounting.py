@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from importlib.metadata import version
 import uuid
 import functools
 import threading
@@ -220,8 +221,6 @@ def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = 
     if ModelRef.parse(model, strict=False).offline:
         return "free"
     if _listed(model) is not None:
-        from importlib.metadata import version
-
         return f"genai-prices {version('genai-prices')}"
     return None
 
@@ -252,10 +251,8 @@ def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None
 
 
 BATCH_DISCOUNT = 0.5
-"""The share of the list price a batch call costs where genai-prices lists no batch price for the model: 50%,
-the published rate of OpenAI's Batch API ("a 50% discount", platform.openai.com/docs/guides/batch) and of
-Anthropic's Message Batches ("50% of the standard API prices", docs.anthropic.com, batch processing, pricing),
-the two providers batch mode supports.  Applied also to a user price (``--price`` is the list price)."""
+"""The share of the list (or user) price a batch call costs where genai-prices lists no batch price: 50%, the
+published rate of OpenAI's Batch API (platform.openai.com/docs/guides/batch) and Anthropic's Message Batches."""
 
 
 def _has_batch_price(listed: tuple[str | None, str]) -> bool:
@@ -319,13 +316,10 @@ def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]]
 # ----------------------------------------------------------------------- ledger
 @dataclass
 class CallRecord:
-    """One model call: tokens (None when not reported; ``cache_read_tokens`` are part of ``input_tokens``,
-    ``reasoning_tokens`` part of ``output_tokens``), latency in seconds, cost in USD (None when unknown),
-    ``cached`` (served by the call cache, no cost), ``error`` (the reason when the call failed after its
-    retries); ``call_id`` ties the record to the call's "sent" line in ``inflight.jsonl``
-    (:meth:`Ledger.begin`); ``interrupted``: the process ended after the request was sent and before its
-    outcome was recorded (:meth:`Ledger.recover`): the provider may have answered and billed it, its tokens
-    and cost are unknown."""
+    """One model call: tokens (None when not reported; cache reads part of input, reasoning part of output),
+    latency (s), cost (USD, None when unknown), ``cached`` (no cost), ``error`` (why it failed); ``call_id`` ties it
+    to its "sent" line in ``inflight.jsonl`` (:meth:`Ledger.begin`); ``interrupted``: the process ended before the
+    outcome was recorded (:meth:`Ledger.recover`; tokens and cost unknown)."""
 
     model: str
     role: str
