@@ -8,15 +8,9 @@ Chromium through Playwright; the forged requests go over real sockets (httpx).
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -26,6 +20,7 @@ from typer.testing import CliRunner
 import sgieval
 from sgieval.cli import app
 from sgieval.tests.browser import Chromium
+from sgieval.tests.served import SecondOrigin, serve_viewer
 
 
 def _import_test_labels():
@@ -59,32 +54,8 @@ def _labels_bytes(run: Path) -> bytes:
 def served(judged_run, tmp_path_factory):  # noqa: F811
     """`sgieval view RUN --serve --labeller ana` on a copy of the judged run: {run, page, base, port, token}."""
     run = Path(shutil.copytree(judged_run, tmp_path_factory.mktemp("served-labels") / "run"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sgieval.cli", "view", str(run), "--serve", "--no-open", "--port", "0"]
-        + ["--labeller", "ana"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = ""
-        deadline = time.monotonic() + 90
-        while "serving" not in line:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-            line = proc.stdout.readline()
-        m = re.search(r"at (http://127\.0\.0\.1:(\d+)/([A-Za-z0-9_-]+)/index\.html) \(Ctrl-C to stop\)", line)
-        assert m, line
-        port, token = int(m.group(2)), m.group(3)
-        yield {
-            "run": run,
-            "page": m.group(1),
-            "port": port,
-            "token": token,
-            "base": f"http://127.0.0.1:{port}/{token}/",
-        }
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serve_viewer(str(run), "--port", "0", "--labeller", "ana", timeout=90) as served:
+        yield {"run": run, **served}
 
 
 def _unit(run: Path) -> dict:
@@ -182,31 +153,6 @@ def test_a_bad_label_gets_400_with_the_reason_and_a_good_one_is_saved(served):
     assert {x.sample for x in saved} == {"random"}  # q0 is in the seeded sample of 30 per model (12 items)
 
 
-class _Attacker:
-    """A page on a second 127.0.0.1 port."""
-
-    def __init__(self, folder: Path, html: str):
-        (folder / "attack.html").write_text(html, encoding="utf-8")
-
-        class Quiet(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-        def handler(*a, **k):
-            return Quiet(*a, directory=str(folder), **k)
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def _label_next_unit(page, run: Path, values: list[float]) -> tuple[str, str]:
     """From #/labels, follow "label the next unit", check the judge's rigor score is hidden, type ``values``
     (one per criterion) and save; returns the unit (item id, model)."""
@@ -295,7 +241,7 @@ def test_a_second_origin_page_cannot_post_labels(served, tmp_path):
     run = served["run"]
     body = json.dumps(_unit(run))
     url = served["base"] + "labels"
-    attack = _Attacker(
+    attack = SecondOrigin(
         tmp_path,
         "<!doctype html><html><body>"
         f'<form id="f" method="POST" action="{url}" enctype="text/plain" target="sink">'

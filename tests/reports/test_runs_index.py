@@ -8,11 +8,13 @@ import os
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 import sgieval
 from sgieval.cli import app
+from sgieval.tests.served import serve_viewer
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
@@ -188,39 +190,17 @@ def test_a_run_paused_at_the_metric_confirmation_is_read_from_its_checkpoint(tmp
 
 
 def test_view_serve_without_a_run_serves_the_home_page_and_viewers_only(runs_dir, tmp_path):
-    import re
-    import subprocess
-    import sys
-    import time
-
-    import httpx
-
     out = tmp_path / "runs"
     out.mkdir()
     _copy(runs_dir, out, "first")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sgieval.cli", "view", "--out", str(out), "--serve", "--no-open", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line, deadline = "", time.monotonic() + 60
-        while "serving" not in line:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-            line = proc.stdout.readline()
-        m = re.search(r"at (http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]+/)index\.html", line)
-        assert m, line
-        base = m.group(1)
+    with serve_viewer("--out", str(out), "--port", "0") as served:
+        base = served["base"]
         home = httpx.get(base + "index.html", timeout=5)
         assert home.status_code == 200 and '<a class="run-link" href="first/viewer/index.html">' in home.text
         assert httpx.get(base + "first/viewer/index.html", timeout=5).status_code == 200
         assert "window.SGV_DATA" in httpx.get(base + "first/viewer/data.js", timeout=5).text
         for private in ("first/config.json", "first/scores.jsonl", "first/report.json", "../index.html"):
             assert httpx.get(base + private, timeout=5).status_code == 404, private
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_a_model_added_with_into_is_named_as_the_records_name_it(tmp_path):

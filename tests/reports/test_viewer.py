@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -17,6 +18,7 @@ from sgieval.cli import app
 from sgieval.core import GENERIC, Item, Response, RunStore, Score
 from sgieval.reports.viewer import build_viewer_data, judge_panel, record_flags, score_status, write_viewer
 from sgieval.tests.browser import Chromium
+from sgieval.tests.served import free_port, serve_viewer
 
 runner = CliRunner()
 CHEM = "Which model is the most creative in chemistry?"
@@ -279,28 +281,9 @@ def test_browser_long_run_pages(tmp_path):
 
 
 def test_view_serve_on_loopback(chem_run):
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sgieval.cli", "view", str(chem_run), "--serve", "--no-open", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = ""
-        deadline = time.monotonic() + 60
-        while "serving" not in line:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-            line = proc.stdout.readline()
+    port = free_port()
+    with serve_viewer(str(chem_run), "--port", str(port)) as served:
+        line = served["line"]
         m = re.search(rf"at (http://127\.0\.0\.1:{port}/([A-Za-z0-9_-]+)/)index\.html \(Ctrl-C to stop\)", line)
         assert m and line.startswith(f"serving {chem_run / 'viewer'} at "), line
         url = m.group(1)
@@ -311,6 +294,3 @@ def test_view_serve_on_loopback(chem_run):
         js = httpx.get(f"{url}data.js", timeout=5)
         assert js.status_code == 200 and js.text.startswith("window.SGV_DATA = ")
         assert httpx.get(f"{url}figures/ranking.png", timeout=5).status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

@@ -7,21 +7,13 @@ real run folder; requests come over real sockets (httpx, and headless Chromium f
 
 from __future__ import annotations
 
-import http.server
-import re
-import socket
-import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
 from sgieval.cli import app
 from sgieval.tests.browser import CHROMIUM, CHROMIUM_ARGS, playwright_api
+from sgieval.tests.served import SecondOrigin, serve_viewer
 
 CHEM = "Which model is the most creative in chemistry?"
 runner = CliRunner()
@@ -34,100 +26,9 @@ def served(tmp_path_factory):
     res = runner.invoke(app, ["ask", CHEM, "--k", "3", "--yes", "--out", str(out)])
     assert res.exit_code == 0, res.output
     (run_dir,) = [p.parent for p in out.glob("*/config.json")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sgieval.cli", "view", str(run_dir), "--serve", "--no-open", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = ""
-        deadline = time.monotonic() + 60
-        while "serving" not in line:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-            line = proc.stdout.readline()
-        m = re.search(r"at (http://127\.0\.0\.1:(\d+)/([A-Za-z0-9_-]+)/index\.html) \(Ctrl-C to stop\)", line)
-        assert m, line
-        page, port, token = m.group(1), int(m.group(2)), m.group(3)
-        assert len(token) >= 32  # 24 random bytes, URL-safe base64
-        yield {"page": page, "port": port, "token": token, "base": f"http://127.0.0.1:{port}/{token}/"}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def test_own_page_gets_the_run_with_protective_headers(served):
-    r = httpx.get(served["page"], timeout=5)
-    assert r.status_code == 200 and f"<title>sgieval: {CHEM}</title>" in r.text
-    js = httpx.get(served["base"] + "data.js", timeout=5, headers={"Sec-Fetch-Site": "same-origin"})
-    assert js.status_code == 200 and js.text.startswith("window.SGV_DATA = ")
-    assert httpx.get(served["base"] + "figures/ranking.png", timeout=5).content[:4] == b"\x89PNG"
-    for h in (r.headers, js.headers):
-        assert h["x-frame-options"] == "DENY"
-        assert h["content-security-policy"] == "frame-ancestors 'none'"
-        assert h["cross-origin-resource-policy"] == "same-origin"
-        assert h["x-content-type-options"] == "nosniff"
-    assert js.headers["content-type"].startswith("text/javascript")
-    # localhost and [::1] (with the port) are this server too
-    for host in (f"localhost:{served['port']}", f"[::1]:{served['port']}"):
-        assert httpx.get(served["base"] + "data.js", headers={"Host": host}, timeout=5).status_code == 200
-
-
-@pytest.mark.parametrize("name", ["data.js", "text.js", "index.html", "figures/ranking.png"])
-def test_the_old_fixed_paths_are_not_served(served, name):
-    """What the probe's page included (``/data.js``, ``/text.js``): without the session's path, nothing."""
-    r = httpx.get(f"http://127.0.0.1:{served['port']}/{name}", timeout=5)
-    assert r.status_code == 404 and "SGV" not in r.text
-    wrong = httpx.get(f"http://127.0.0.1:{served['port']}/{'A' * len(served['token'])}/{name}", timeout=5)
-    assert wrong.status_code == 404
-
-
-@pytest.mark.parametrize(
-    "host", ["attacker.example:{port}", "127.0.0.1.nip.io:{port}", "127.0.0.1:1", "localhost", "evil.localhost:{port}"]
-)
-def test_a_foreign_host_header_is_refused(served, host):
-    """DNS rebinding: a name that resolves to 127.0.0.1 sends its own Host header; refused even with the token."""
-    r = httpx.get(served["base"] + "data.js", headers={"Host": host.format(port=served["port"])}, timeout=5)
-    assert r.status_code == 421 and "SGV_DATA" not in r.text
-
-
-@pytest.mark.parametrize(
-    "headers",
-    [
-        {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "script", "Referer": "http://127.0.0.1:9/attack.html"},
-        {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "script"},
-        {"Origin": "http://127.0.0.1:9"},
-    ],
-)
-def test_a_request_from_another_origin_is_refused(served, headers):
-    """Even a page that learnt the session path gets nothing when its browser says where it comes from."""
-    r = httpx.get(served["base"] + "text.js", headers=headers, timeout=5)
-    assert r.status_code == 403 and "SGV_TEXT" not in r.text
-
-
-class _Attacker:
-    """A page on a second 127.0.0.1 port that includes the viewer's data as scripts."""
-
-    def __init__(self, folder: Path, html: str):
-        (folder / "attack.html").write_text(html, encoding="utf-8")
-
-        class Quiet(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-        def handler(*a, **k):
-            return Quiet(*a, directory=str(folder), **k)
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    with serve_viewer(str(run_dir), "--port", "0") as served:
+        assert len(served["token"]) >= 32  # 24 random bytes, URL-safe base64
+        yield served
 
 
 @pytest.mark.parametrize("knows_token", [False, True])
@@ -139,7 +40,7 @@ def test_a_second_origin_page_cannot_read_the_run_in_a_browser(served, tmp_path,
     page, served by the same server, loads both."""
     sync_api = playwright_api()
     prefix = served["base"] if knows_token else f"http://127.0.0.1:{served['port']}/"
-    attack = _Attacker(
+    attack = SecondOrigin(
         tmp_path,
         "<!doctype html><html><body>"
         f'<script src="{prefix}data.js"></script><script src="{prefix}text.js"></script>'
