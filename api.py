@@ -8,15 +8,13 @@
     sgieval.load_run(run.run_dir)            # the same records, read back from the run folder
     sgieval.score(["<answer>Paris</answer>"], "exact_match", references=["Paris"])   # [Score(value=1.0, ...)]
 
-``evaluate`` runs the same four-agent LangGraph graph as ``sgieval ask``
-(:mod:`sgieval.graphs.evaluate`), with the metric confirmation answered
-"yes" unless ``yes=False``.  Models are model strings (``replay:...``,
-``openai:...``, ``local:smollm2``, ``provider:model``) or ready
-:class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat models
-in tests).
+``evaluate`` runs the same four-agent LangGraph graph as ``sgieval ask`` (:mod:`sgieval.graphs.evaluate`), with the
+metric confirmation answered "yes" unless ``yes=False``.  Models are model strings (``replay:...``, ``openai:...``,
+``local:smollm2``, ``provider:model``) or ready :class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat
+models in tests).
 
-It also exposes the LangGraph Studio factories named in ``langgraph.json``:
-:func:`evaluation_graph` and :func:`metric_chat_graph`.
+It also exposes the LangGraph Studio factories named in ``langgraph.json``: :func:`evaluation_graph` and
+:func:`metric_chat_graph`.
 """
 
 from __future__ import annotations
@@ -233,10 +231,9 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
 
 
 def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> inspect.Signature:
-    """The signature :func:`evaluate` shows (``inspect.signature``, ``help()``, Jupyter): ``request``, then one
-    keyword per run option of ``config_cls`` (:func:`sgieval.core.run_options`: its name, its default, its
-    :class:`RunOptions` type or else the field's), then the runtime keywords of ``afn`` (callbacks and ready
-    objects).
+    """The signature :func:`evaluate` shows (``inspect.signature``, ``help()``, Jupyter): ``request``, then one keyword
+    per run option of ``config_cls`` (:func:`sgieval.core.run_options`: its name, its default, its :class:`RunOptions`
+    type or else the field's), then the runtime keywords of ``afn`` (callbacks and ready objects).
 
     Args:
         config_cls: RunConfig or a subclass (a new field is a new keyword, with nothing else to write).
@@ -318,25 +315,23 @@ async def aevaluate(
 
     Args:
         request: the question in plain language ("" = the whole catalog).
-        confirm: ``confirm(payload) -> bool`` answers the metric confirmation when ``yes=False``; without it
-            such a run stops there with ``stopped=True``.  ``yes`` defaults to True here (no pause).  A
-            misspelt request word is asked first, with payload ``{"kind": "did_you_mean", "question",
-            "request"}``: True runs the corrected ``request``, False raises the InputError (with ``yes=True``
-            it is raised at once).
+        confirm: ``confirm(payload) -> bool`` answers the metric confirmation when ``yes=False``; without it such a run
+            stops there with ``stopped=True``.  ``yes`` defaults to True here (no pause).  A misspelt request word is
+            asked first, with payload ``{"kind": "did_you_mean", "question", "request"}``: True runs the corrected
+            ``request``, False raises the InputError (with ``yes=True`` it is raised at once).
         metric_options: options handed to the metrics (name -> value).
         on_progress: progress callback ``(done, total)``, in units of work.
         tools_pool, sandbox_backend: a ready ToolPool and a ready Sandbox instead of the ones the options name.
         **options: the run options (below).  ``models``, ``judge`` and ``agent_model`` also take ready
-            :class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat models); ``models`` and
-            ``judge`` take comma-separated strings or sequences; ``run_id`` defaults to the start time and
-            the request's first words.
+            :class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat models); ``models`` and ``judge`` take
+            comma-separated strings or sequences; ``run_id`` defaults to the start time and the request's first words.
 
     Returns:
         The run's records (values on each metric's native scale).
 
     Raises:
-        InputError: bad input (a bad option value or model string, missing data, a request that selects
-            nothing), naming the keyword and the fix.
+        InputError: bad input (a bad option value or model string, missing data, a request that selects nothing), naming
+            the keyword and the fix.
         TypeError: an unknown keyword.
 
     :func:`evaluate` is the synchronous form (one definition: the same parameters).
@@ -657,15 +652,13 @@ def _configurable(config: Any) -> dict[str, Any]:
 
 
 def evaluation_graph(config: Any = None):
-    """LangGraph Studio / ``langgraph dev`` factory for the evaluation graph
-    (``langgraph.json`` -> ``sgieval.api:evaluation_graph``).
+    """LangGraph Studio / ``langgraph dev`` factory for the evaluation graph (``langgraph.json`` ->
+    ``sgieval.api:evaluation_graph``).
 
-    The runtime comes from ``config["configurable"]`` (all optional):
-    ``request``, ``models``, ``judges``, ``agent_model``, ``benchmarks``,
-    ``k``, ``seed``, ``data_dir``, ``out_dir`` (default "runs"), ``yes``
-    (default False: the graph pauses at the metric confirmation, which Studio
-    shows as an interrupt).  Returns the compiled graph without a
-    checkpointer (the LangGraph server provides one).
+    The runtime comes from ``config["configurable"]`` (all optional): ``request``, ``models``, ``judges``,
+    ``agent_model``, ``benchmarks``, ``k``, ``seed``, ``data_dir``, ``out_dir`` (default "runs"), ``yes`` (default
+    False: the graph pauses at the metric confirmation, which Studio shows as an interrupt).  Returns the compiled graph
+    without a checkpointer (the LangGraph server provides one).
     """
     from .graphs import build_graph, make_runtime, new_run_id
 

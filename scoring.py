@@ -211,22 +211,21 @@ async def ascore(
     """Score given texts with one metric: no request, no graph, no run folder.
 
     Args:
-        responses: reply texts, or :class:`~sgieval.core.Response` records (their ``item_id`` must match
-            ``items``).
+        responses: reply texts, or :class:`~sgieval.core.Response` records (their ``item_id`` must match ``items``).
         metric: a predefined metric name (``exact_match``, ``em``, ``mca``, ``sfbench_qwk``, ...; found in the
-            registered benchmarks' metrics), a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`,
-            or a :class:`~sgieval.metric_pool.base.Metric` (all its specs).
-        judge: judge model(s) for judge and rubric metrics (strings or NamedModels); without one such a metric's
-            scores are ``not_run`` with the reason, never a silent zero.
+            registered benchmarks' metrics), a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`, or a
+            :class:`~sgieval.metric_pool.base.Metric` (all its specs).
+        judge: judge model(s) for judge and rubric metrics (strings or NamedModels); without one such a metric's scores
+            are ``not_run`` with the reason, never a silent zero.
         items: the items answered, one per response (needed by task-specific metrics: deep-research references,
-            multiple-choice options, ...).  Without them each text gets an item ``given/<k>`` of the metric's
-            task, with ``references[k]`` as ``{"answer": ...}`` and ``prompts[k]`` as its prompt.
+            multiple-choice options, ...).  Without them each text gets an item ``given/<k>`` of the metric's task, with
+            ``references[k]`` as ``{"answer": ...}`` and ``prompts[k]`` as its prompt.
         model: the model name on the Scores of plain texts.
         allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
-        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate`:
-            ``base_url`` is the OpenAI-compatible server of ``openai:`` judges (default ``$OPENAI_BASE_URL``);
-            a judge on a server of its own is ``openai-api:<service>/<model>`` with ``<SERVICE>_BASE_URL``
-            set (README "Models and roles"); temperature 0-2 (None: the provider's default).
+        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate`: ``base_url``
+            is the OpenAI-compatible server of ``openai:`` judges (default ``$OPENAI_BASE_URL``); a judge on a server of
+            its own is ``openai-api:<service>/<model>`` with ``<SERVICE>_BASE_URL`` set (README "Models and roles");
+            temperature 0-2 (None: the provider's default).
 
     Returns:
         One Score per response (in order) for the named metric (all specs of a Metric object), then any

@@ -539,11 +539,10 @@ def compare(
         False, "--json", help="Print the comparison as JSON (compare.json) instead of Markdown."
     ),
 ) -> None:
-    """Compare runs: items matched by id, models by name.  The same model in two runs gets a paired comparison on
-    the shared items (difference, 95% CI, paired permutation test: a change is real only when p < 0.05); every
-    model is ranked together on the items all runs share; what is not shared is counted and named.  Prints the
-    Markdown report and writes it with its viewer page to <out>/compare-<a>-<b>/ (compare.md, compare.json,
-    index.html)."""
+    """Compare runs: items matched by id, models by name.  The same model in two runs gets a paired comparison on the
+    shared items (difference, 95% CI, paired permutation test: a change is real only when p < 0.05); every model is
+    ranked together on the items all runs share; what is not shared is counted and named.  Prints the Markdown report
+    and writes it with its viewer page to <out>/compare-<a>-<b>/ (compare.md, compare.json, index.html)."""
     from ..api import compare as compare_runs
     from ..reports import COMPARE_PREFIX
 

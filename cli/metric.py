@@ -365,15 +365,14 @@ def rubric_loop(
 ) -> None:
     """The rubric loop on a run's labels (:mod:`sgieval.metric_pool.rubric_loop`), driven by typer prompts.
 
-    Shows the largest judge-label disagreements (item, target model, criterion, both values, the judge's
-    rationale); asks which criterion to revise, its new description and anchors; re-scores only the labelled units
-    with the revision through ``judges``; prints the agreement before and after; and on confirmation saves the
-    revision as the rubric's next version (then the next round starts from it). An empty criterion answer (or the
-    end of input) stops.
+    Shows the largest judge-label disagreements (item, target model, criterion, both values, the judge's rationale);
+    asks which criterion to revise, its new description and anchors; re-scores only the labelled units with the revision
+    through ``judges``; prints the agreement before and after; and on confirmation saves the revision as the rubric's
+    next version (then the next round starts from it). An empty criterion answer (or the end of input) stops.
 
-    The "before" scores are the run's own when ``judges`` are the judges that scored it with this rubric text;
-    otherwise the labelled units are first scored with the current text through ``judges``, so the comparison
-    changes the rubric only.
+    The "before" scores are the run's own when ``judges`` are the judges that scored it with this rubric text; otherwise
+    the labelled units are first scored with the current text through ``judges``, so the comparison changes the rubric
+    only.
 
     Args:
         name: the rubric's metric name in the run (or a rubric YAML path of the same name: its text is the start).
@@ -406,8 +405,7 @@ def rubric_loop(
         for i, c in enumerate(current.criteria, 1):
             levels = "; ".join(f"{k}={v}" for k, v in sorted(c.anchors.items()))
             out.print(
-                safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")),
-                highlight=False,
+                safe(f"{i}. {c.name}: {c.description}" + (f" [anchors: {levels}]" if levels else "")), highlight=False
             )
         revised = _ask_revision(current)
         if revised is None:

@@ -59,8 +59,7 @@ def writes_a_report(argv: list[str]) -> bool:
 def last_resort(e: BaseException) -> int:
     """Print one line for an exception that escaped every command, never a traceback on the terminal.
 
-    The full traceback goes to ``<user log dir>/last-error.log`` (``platformdirs.user_log_dir``), which the line
-    names.
+    The full traceback goes to ``<user log dir>/last-error.log`` (``platformdirs.user_log_dir``), which the line names.
 
     Args:
         e: the exception.

@@ -172,9 +172,8 @@ def _labelling(d: Path, serve: bool, labeller: str | None) -> tuple[Any, Any]:
 def _write_run_viewer(
     d: Path, config: RunConfig, *, serve: bool = False, labeller: str | None = None, dest: Path | None = None
 ) -> tuple[Path, Any]:
-    """Write the viewer of the run in ``d`` (in ``d/viewer`` or ``dest``) from its records and report.json;
-    returns (its index.html, the labels receiver or None).  Raises SgievalError for a folder it refuses or cannot
-    write."""
+    """Write the viewer of the run in ``d`` (in ``d/viewer`` or ``dest``) from its records and report.json; returns (its
+    index.html, the labels receiver or None).  Raises SgievalError for a folder it refuses or cannot write."""
     from ..reports import write_viewer
 
     report_data = None

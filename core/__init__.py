@@ -6,7 +6,7 @@ Imports nothing of ours; every other folder may import what is listed in ``__all
 from __future__ import annotations
 
 from .errors import CacheCorruptError, CredentialsError, DataNotFoundError, FieldProblem, InputError, ModelCallError
-from .errors import OfflineError, ParseError, problem_to_input_error, RunStoppedError, SandboxUnavailableError
+from .errors import OfflineError, problem_to_input_error, RunStoppedError, SandboxUnavailableError
 from .errors import SgievalError, TamperedFileError, ToolError
 from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, lone_surrogate
 from .files import plain_name, read_bytes_in, read_text_in, repair_text, slug_name, split_jsonl, write_bytes_in
@@ -47,7 +47,7 @@ _LAZY = {
 """Names that load on first use (pydantic-settings and structlog are slow to import)."""
 
 __all__ = ["CacheCorruptError", "CredentialsError", "DataNotFoundError", "FieldProblem", "InputError", "ModelCallError"]
-__all__ += ["OfflineError", "ParseError", "problem_to_input_error", "RunStoppedError", "SandboxUnavailableError"]
+__all__ += ["OfflineError", "problem_to_input_error", "RunStoppedError", "SandboxUnavailableError"]
 __all__ += ["SgievalError", "TamperedFileError", "ToolError", "atomic_write_text", "disk_error", "escape_control_chars"]
 __all__ += ["is_disk_full", "json_loads_strict", "lone_surrogate", "plain_name", "read_bytes_in", "read_text_in"]
 __all__ += ["repair_text", "slug_name", "split_jsonl", "write_bytes_in", "write_text_in", "redact_secrets"]

@@ -59,10 +59,6 @@ class ModelCallError(SgievalError):
     """A target, judge or agent model call failed after its retries."""
 
 
-class ParseError(SgievalError):
-    """A model or judge reply could not be parsed into the expected structure."""
-
-
 class ToolError(SgievalError):
     """A tool (sandbox, PDF reader, search) could not run."""
 
@@ -72,15 +68,13 @@ class SandboxUnavailableError(ToolError):
 
 
 class FieldProblem(ValueError):
-    """A pydantic validator's complaint with its fix (raised inside validators:
-    pydantic keeps it as the error's cause); :func:`problem_to_input_error`
-    turns it into an :class:`InputError` naming the option as the user spelled it.
+    """A pydantic validator's complaint with its fix (raised inside validators: pydantic keeps it as the error's cause);
+    :func:`problem_to_input_error` turns it into an :class:`InputError` naming the option as the user spelled it.
 
-    ``fix`` may name options as ``{field}`` placeholders (``"pass {max_concurrency}
-    1 or more"``), filled with the caller's spelling (``--max-concurrency`` for the
-    CLI, ``max_concurrency`` for the Python API).  ``field`` overrides the field
-    the error is reported on (a model validator has none); ``value`` is shown after
-    the option name (``--sandbox unsafe-local: ...``)."""
+    ``fix`` may name options as ``{field}`` placeholders (``"pass {max_concurrency} 1 or more"``), filled with the
+    caller's spelling (``--max-concurrency`` for the CLI, ``max_concurrency`` for the Python API).  ``field`` overrides
+    the field the error is reported on (a model validator has none); ``value`` is shown after the option name
+    (``--sandbox unsafe-local: ...``)."""
 
     def __init__(self, reason: str, fix: str, *, field: str | None = None, value: str | None = None):
         self.reason, self.fix, self.field, self.value = reason, fix, field, value
@@ -93,10 +87,9 @@ class _OptionNames(dict):
 
 
 def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_what: str = "settings") -> InputError:
-    """The first error of ``e`` as one InputError: ``what`` = ``names[field]``
-    (e.g. ``"--max-concurrency"`` for the CLI, ``"SGIEVAL_LOCAL_THREADS"``)
-    or the field name; reason and fix from a :class:`FieldProblem`, else
-    pydantic's message with a generic fix.
+    """The first error of ``e`` as one InputError: ``what`` = ``names[field]`` (e.g. ``"--max-concurrency"`` for the
+    CLI, ``"SGIEVAL_LOCAL_THREADS"``) or the field name; reason and fix from a :class:`FieldProblem`, else pydantic's
+    message with a generic fix.
 
     Args:
         e: a pydantic ValidationError (or a FieldProblem).
@@ -125,9 +118,8 @@ def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_
 
 
 class RunStoppedError(SgievalError):
-    """A fault that stops the whole run at its first occurrence instead of
-    being recorded item by item (credentials refused, a corrupted call
-    cache): metrics and agents re-raise it.  CLI exit code 2."""
+    """A fault that stops the whole run at its first occurrence instead of being recorded item by item (credentials
+    refused, a corrupted call cache): metrics and agents re-raise it.  CLI exit code 2."""
 
     exit_code = 2
 

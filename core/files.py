@@ -17,9 +17,11 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import secrets
+import shutil
 import stat
 import tempfile
 from contextlib import contextmanager
@@ -57,9 +59,8 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 def plain_name(value: str, what: str = "run_id") -> str:
-    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`: no ``/``,
-    no ``..``, no leading dot, not empty); raises InputError naming ``what``
-    otherwise (``"../victim"`` would move a run out of its folder).
+    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`: no ``/``, no ``..``, no leading dot, not empty);
+    raises InputError naming ``what`` otherwise (``"../victim"`` would move a run out of its folder).
 
     Args:
         value: the name.
@@ -78,9 +79,8 @@ def plain_name(value: str, what: str = "run_id") -> str:
 
 
 def slug_name(name: str, what: str = "name") -> str:
-    """A free-form name as a safe file stem: lower case, runs of anything but
-    ``a-z0-9`` -> ``_`` (``"../../../rigor"`` -> ``"rigor"``, ``"Risk Awareness!"``
-    -> ``"risk_awareness"``).  Raises InputError when nothing is left.
+    """A free-form name as a safe file stem: lower case, runs of anything but ``a-z0-9`` -> ``_`` (``"../../../rigor"``
+    -> ``"rigor"``, ``"Risk Awareness!"`` -> ``"risk_awareness"``).  Raises InputError when nothing is left.
 
     Args:
         name: the name.
@@ -149,13 +149,11 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
 
 
 def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", root: str | Path | None = None) -> Path:
-    """Write ``text`` to ``path`` whole or not at all: a temporary file in the
-    same folder, flushed and fsync'ed, renamed over ``path``.  On any error the
-    old file is untouched and the temporary file removed; a full disk raises
+    """Write ``text`` to ``path`` whole or not at all: a temporary file in the same folder, flushed and fsync'ed,
+    renamed over ``path``.  On any error the old file is untouched and the temporary file removed; a full disk raises
     InputError naming the disk (:func:`disk_error`), other OS errors too.
 
-    ``root``: the run folder ``path`` lies in; then no link below ``root`` is
-    followed (:func:`write_text_in`).
+    ``root``: the run folder ``path`` lies in; then no link below ``root`` is followed (:func:`write_text_in`).
 
     Args:
         path: the file.
@@ -197,11 +195,9 @@ _CONTROL = re.compile(r"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def escape_control_chars(text: str) -> str:
-    """``text`` with NUL, ESC (terminal escape sequences) and every other C0/C1
-    control character except newline, tab and a CR of a CRLF shown as a
-    visible ``\\xNN`` escape, so untrusted text (program output, a shared
-    run's request) cannot rewrite a terminal or hide text in a report.
-    Printable text is unchanged.
+    """``text`` with NUL, ESC (terminal escape sequences) and every other C0/C1 control character except newline, tab
+    and a CR of a CRLF shown as a visible ``\\xNN`` escape, so untrusted text (program output, a shared run's request)
+    cannot rewrite a terminal or hide text in a report. Printable text is unchanged.
 
     Args:
         text: untrusted text.
@@ -216,11 +212,9 @@ _NON_FINITE = re.compile(r"-?\b(?:NaN|Infinity)\b")
 
 
 def json_loads_strict(text: str):
-    """``json.loads`` for input files: ``NaN``/``Infinity`` (not JSON, though
-    Python's parser accepts them) and nesting deeper than the interpreter's
-    recursion limit, or than :data:`MAX_JSON_DEPTH` levels, raise
-    ``json.JSONDecodeError`` (a ValueError) with the position, like any other
-    bad JSON, instead of a silent NaN or a RecursionError traceback.
+    """``json.loads`` for input files: ``NaN``/``Infinity`` (not JSON, though Python's parser accepts them) and nesting
+    deeper than the interpreter's recursion limit, or than :data:`MAX_JSON_DEPTH` levels, raise ``json.JSONDecodeError``
+    (a ValueError) with the position, like any other bad JSON, instead of a silent NaN or a RecursionError traceback.
 
     Args:
         text: JSON text.
@@ -228,7 +222,6 @@ def json_loads_strict(text: str):
     Returns:
         The value.
     """
-    import json
 
     def no_constant(name: str):
         m = _NON_FINITE.search(text)
@@ -257,8 +250,7 @@ records) would otherwise hit the interpreter's recursion limit with the run half
 
 
 def json_depth(value: object) -> int:
-    """Levels of nested lists/dicts in ``value`` (a scalar: 0, ``[]``: 1, ``[[1]]``: 2), counted without
-    recursion."""
+    """Levels of nested lists/dicts in ``value`` (a scalar: 0, ``[]``: 1, ``[[1]]``: 2), counted without recursion."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
@@ -276,9 +268,8 @@ def json_depth(value: object) -> int:
 
 
 def split_jsonl(text: str) -> list[str]:
-    """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it is
-    dropped).  ``str.splitlines`` would also split inside a record at U+2028,
-    U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b`` and ``\x0c``, which JSON allows
+    """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it is dropped).  ``str.splitlines`` would also
+    split inside a record at U+2028, U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b`` and ``\x0c``, which JSON allows
     unescaped in strings (RFC 8259 section 7), and lose the record.
 
     Args:
@@ -319,9 +310,8 @@ def link_error(root: str | Path, links: list[str]) -> InputError:
 
 
 def find_links(root: str | Path) -> list[str]:
-    """Every symbolic link at any depth below the folder ``root`` (relative
-    paths with ``/``, sorted), found without following one.  ``[]`` when
-    ``root`` does not exist.
+    """Every symbolic link at any depth below the folder ``root`` (relative paths with ``/``, sorted), found without
+    following one.  ``[]`` when ``root`` does not exist.
 
     Args:
         root: the folder.
@@ -367,9 +357,8 @@ def _is_link(name: str, dir_fd: int) -> bool:
 
 @contextmanager
 def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]:
-    """A descriptor of ``root/dirs...``, each folder below ``root`` opened with
-    ``O_NOFOLLOW`` relative to its parent (``create``: missing ones are made).
-    Raises InputError (:func:`link_error`) when one is a link."""
+    """A descriptor of ``root/dirs...``, each folder below ``root`` opened with ``O_NOFOLLOW`` relative to its parent
+    (``create``: missing ones are made). Raises InputError (:func:`link_error`) when one is a link."""
     if create:
         Path(root).mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
@@ -403,11 +392,9 @@ def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]
 
 
 def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` in the run folder ``root`` whole or not at all,
-    following no link below ``root``: missing folders are made, the bytes go
-    to a fresh temporary name (``O_EXCL | O_NOFOLLOW``) in the target's folder,
-    are fsync'ed and renamed over the target (a rename replaces a link, it
-    never writes through one).
+    """Write ``data`` to ``path`` in the run folder ``root`` whole or not at all, following no link below ``root``:
+    missing folders are made, the bytes go to a fresh temporary name (``O_EXCL | O_NOFOLLOW``) in the target's folder,
+    are fsync'ed and renamed over the target (a rename replaces a link, it never writes through one).
 
     Args:
         root: the run folder (its own path may be a link).
@@ -418,9 +405,8 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
         ``root / <path relative to root>``.
 
     Raises:
-        InputError: a folder on the way or the target is a symbolic link
-            (:func:`link_error`); a full disk or another OS error
-            (:func:`disk_error`), the old file then untouched.
+        InputError: a folder on the way or the target is a symbolic link (:func:`link_error`); a full disk or another OS
+            error (:func:`disk_error`), the old file then untouched.
     """
     *dirs, name = _parts(root, path)
     target = Path(root, *dirs, name)
@@ -448,9 +434,8 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
 
 
 def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """:func:`write_bytes_in` of ``text`` encoded with ``encoding``; a lone
-    surrogate (text from a model's reply) is written as U+FFFD
-    (:func:`repair_text`), never a failed write.
+    """:func:`write_bytes_in` of ``text`` encoded with ``encoding``; a lone surrogate (text from a model's reply) is
+    written as U+FFFD (:func:`repair_text`), never a failed write.
 
     Args:
         root: the run folder.
@@ -467,13 +452,12 @@ def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: st
 def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = False) -> bytes:
     """The bytes of ``path`` in the run folder ``root``, following no link below ``root``.
 
-    ``single_link``: refuse a file with other hard links too (a name for a file
-    that may lie outside the run: what is copied out of the folder must be a
-    file written in it).
+    ``single_link``: refuse a file with other hard links too (a name for a file that may lie outside the run: what is
+    copied out of the folder must be a file written in it).
 
     Raises:
-        InputError: ``path`` or a folder on the way is a symbolic link; it is
-            no regular file; with ``single_link``, it has other hard links.
+        InputError: ``path`` or a folder on the way is a symbolic link; it is no regular file; with ``single_link``, it
+            has other hard links.
         FileNotFoundError: it does not exist.
         OSError: it cannot be read.
 
@@ -534,9 +518,8 @@ def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> Binar
 
 
 def open_append_in(root: str | Path, path: str | Path) -> BinaryIO:
-    """``path`` in the run folder ``root`` opened for binary appends (created when
-    missing), following no link below ``root``.  Raises InputError for a link,
-    OSError when it cannot be opened.
+    """``path`` in the run folder ``root`` opened for binary appends (created when missing), following no link below
+    ``root``.  Raises InputError for a link, OSError when it cannot be opened.
 
     Args:
         root: the run folder.
@@ -555,10 +538,8 @@ def open_update_in(root: str | Path, path: str | Path) -> BinaryIO:
 
 
 def replace_dir_in(root: str | Path, path: str | Path) -> Path:
-    """Empty the folder ``path`` in the run folder ``root`` (remove it with
-    everything in it, links removed, never followed; then make it again)
-    and return it.  Raises InputError when it or a folder on the way is a
-    link.
+    """Empty the folder ``path`` in the run folder ``root`` (remove it with everything in it, links removed, never
+    followed; then make it again) and return it.  Raises InputError when it or a folder on the way is a link.
 
     Args:
         root: the run folder.
@@ -567,8 +548,6 @@ def replace_dir_in(root: str | Path, path: str | Path) -> Path:
     Returns:
         The folder.
     """
-    import shutil
-
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=True) as dfd:
         if _is_link(name, dfd):
@@ -586,10 +565,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def lone_surrogate(text: str) -> int | None:
-    """Index of the first lone surrogate code point in ``text`` (``"\\ud800"``:
-    valid JSON, yet no character, so it cannot be written as UTF-8), or None.
-    A high + low pair left split (Python text built from two escapes) counts
-    as lone too: it is not valid UTF-8 either.
+    """Index of the first lone surrogate code point in ``text`` (``"\\ud800"``: valid JSON, yet no character, so it
+    cannot be written as UTF-8), or None. A high + low pair left split (Python text built from two escapes) counts as
+    lone too: it is not valid UTF-8 either.
 
     Args:
         text: any text.
@@ -619,10 +597,9 @@ def repair_text(text: str) -> tuple[str, bool]:
 
 
 def repair_deep(value: object) -> tuple[object, bool]:
-    """:func:`repair_text` applied to every string in ``value`` (str, dict keys
-    and values, list and tuple elements; other values as they are).  Returns
-    the repaired value (``value`` itself when nothing changed) and whether
-    anything changed."""
+    """:func:`repair_text` applied to every string in ``value`` (str, dict keys and values, list and tuple elements;
+    other values as they are).  Returns the repaired value (``value`` itself when nothing changed) and whether anything
+    changed."""
     if isinstance(value, str):
         return repair_text(value)
     if isinstance(value, dict):

@@ -1,27 +1,20 @@
 """A warm helper process for the report's heavy computations (start fast).
 
-The report needs ``scipy.stats`` (bootstrap CIs, paired tests: ~0.6 s to
-import) and ``matplotlib`` (charts: ~0.35 s).  A replayed run spends the rest
-of its ~1.5 s importing LangGraph and scoring, so on a machine with a second
-core those imports can happen *at the same time* in another process: the
-``sgieval`` command forks one worker right at start (:func:`warm_worker`),
-the worker imports the heavy modules while the run goes on, and the report
-hands the bootstrap, the paired tests and the chart drawing to it
-(:func:`call_in_worker`).  The numbers are the same: the worker runs the same
-functions on the same arguments (seeds included); only the process differs.
+The report needs ``scipy.stats`` (bootstrap CIs, paired tests: ~0.6 s to import) and ``matplotlib`` (charts: ~0.35 s).
+A replayed run spends the rest of its ~1.5 s importing LangGraph and scoring, so on a machine with a second core those
+imports can happen *at the same time* in another process: the ``sgieval`` command forks one worker right at start
+(:func:`warm_worker`), the worker imports the heavy modules while the run goes on, and the report hands the bootstrap,
+the paired tests and the chart drawing to it (:func:`call_in_worker`).  The numbers are the same: the worker runs the
+same functions on the same arguments (seeds included); only the process differs.
 
-Without a worker -- the Python API, tests calling ``app([...])``, a platform
-without ``fork`` -- :func:`call_in_worker` runs the function in the calling process, as
-before.  A worker that died (killed, out of memory) is never an error either:
-the call then runs in the calling process.
+Without a worker -- the Python API, tests calling ``app([...])``, a platform without ``fork`` -- :func:`call_in_worker`
+runs the function in the calling process, as before.  A worker that died (killed, out of memory) is never an error
+either: the call then runs in the calling process.
 
-The worker is bound to the run through a context variable (run-scoped state):
-two runs in one process never share one, and the variable
-is reset when :func:`warm_worker`'s block ends.  The worker ignores SIGINT
-(Ctrl-C interrupts the run, which then shuts the worker down), and it exits
-by itself when its parent process is gone (SIGKILL of ``sgieval`` leaves no
-orphan behind: ``PR_SET_PDEATHSIG`` on Linux, and a parent-pid watchdog
-everywhere).
+The worker is bound to the run through a context variable (run-scoped state): two runs in one process never share one,
+and the variable is reset when :func:`warm_worker`'s block ends.  The worker ignores SIGINT (Ctrl-C interrupts the run,
+which then shuts the worker down), and it exits by itself when its parent process is gone (SIGKILL of ``sgieval`` leaves
+no orphan behind: ``PR_SET_PDEATHSIG`` on Linux, and a parent-pid watchdog everywhere).
 """
 
 from __future__ import annotations
@@ -74,9 +67,8 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _prepare(parent: int, modules: tuple[str, ...]) -> None:
-    """Worker initializer: ignore Ctrl-C, die with the parent, import ``modules``
-    (matplotlib on the headless Agg backend).  An import that fails here is
-    not an error: the function that needs it raises in the worker, and the
+    """Worker initializer: ignore Ctrl-C, die with the parent, import ``modules`` (matplotlib on the headless Agg
+    backend).  An import that fails here is not an error: the function that needs it raises in the worker, and the
     exception reaches the caller as it would in-process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent)
@@ -99,15 +91,13 @@ def _ready() -> int:
 
 @contextlib.contextmanager
 def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | None]:
-    """Fork one worker process now that imports ``modules``, and bind it to
-    the current context for the block: :func:`call_in_worker` inside the block (and in
-    the asyncio tasks and threads started from it, which copy the context)
-    runs its function in the worker.  Yields the executor, or None where
-    ``fork`` is unavailable (then nothing changes).
+    """Fork one worker process now that imports ``modules``, and bind it to the current context for the block:
+    :func:`call_in_worker` inside the block (and in the asyncio tasks and threads started from it, which copy the
+    context) runs its function in the worker.  Yields the executor, or None where ``fork`` is unavailable (then nothing
+    changes).
 
-    Fork before the process starts threads (the ``sgieval`` command does it
-    before parsing its options).  When the block ends, the worker is shut
-    down without waiting for it."""
+    Fork before the process starts threads (the ``sgieval`` command does it before parsing its options).  When the block
+    ends, the worker is shut down without waiting for it."""
     if not hasattr(os, "fork"):
         yield None
         return
@@ -138,11 +128,9 @@ def worker_active() -> bool:
 
 
 def call_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)``, in the warm worker when one is bound to the
-    current context, else here.  ``fn`` must be a module-level function and
-    its arguments and result picklable.  An exception raised by ``fn`` is
-    raised here as it would be in-process; a dead worker makes the call run
-    here instead (never an error of its own).
+    """``fn(*args, **kwargs)``, in the warm worker when one is bound to the current context, else here.  ``fn`` must be
+    a module-level function and its arguments and result picklable.  An exception raised by ``fn`` is raised here as it
+    would be in-process; a dead worker makes the call run here instead (never an error of its own).
 
     Args:
         fn: a module-level function.

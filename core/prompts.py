@@ -1,10 +1,9 @@
 """The judge prompts of a run, kept once per distinct prompt (``prompts.jsonl`` in the run folder).
 
-A judge reply's evidence (:class:`~sgieval.core.JudgeReplyEvidence`) names the prompt it answered by
-``prompt_hash``; the prompt itself, what the provider received for the call that gave the reply (the messages
-exactly as sent, the definitions of the tools offered with them, and for a native structured call the response
-format), is written once per hash by the run store, so a run that asks the same prompt of several judges, or
-again on resume, stores it once.
+A judge reply's evidence (:class:`~sgieval.core.JudgeReplyEvidence`) names the prompt it answered by ``prompt_hash``;
+the prompt itself, what the provider received for the call that gave the reply (the messages exactly as sent, the
+definitions of the tools offered with them, and for a native structured call the response format), is written once per
+hash by the run store, so a run that asks the same prompt of several judges, or again on resume, stores it once.
 """
 
 from __future__ import annotations

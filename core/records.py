@@ -1,8 +1,7 @@
 """Shared records of sgieval: the typed contracts every folder exchanges.
 
-DESIGN.md "Contracts": items -> responses -> scores -> report.  Every record is a
-pydantic model that serialises to one JSON line in the run folder
-(``runs/<run_id>/{items,responses,scores}.jsonl``).
+DESIGN.md "Contracts": items -> responses -> scores -> report.  Every record is a pydantic model that serialises to one
+JSON line in the run folder (``runs/<run_id>/{items,responses,scores}.jsonl``).
 """
 
 from __future__ import annotations
@@ -10,15 +9,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from .files import lone_surrogate, repair_deep
 
@@ -41,10 +32,9 @@ CORPUS = "*"
 
 
 Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error", "truncated", "empty"]
-"""Per-record status (METRICS.md D.7, D.10).  Only ``ok`` scores enter metric means;
-the others are counted and listed in the report's failures section.  ``truncated``
-(the reply was cut by the token limit) and ``empty`` (no final text) come from the
-target's reply and are passed on to its Scores."""
+"""Per-record status (METRICS.md D.7, D.10).  Only ``ok`` scores enter metric means; the others are counted and listed
+in the report's failures section.  ``truncated`` (the reply was cut by the token limit) and ``empty`` (no final text)
+come from the target's reply and are passed on to its Scores."""
 
 
 # ------------------------------------------------------------------------- records
@@ -86,11 +76,10 @@ def _repair_model(m: BaseModel) -> bool:
 class Item(_Record):
     """One benchmark item.
 
-    ``id`` is stable across runs (``<benchmark>/<native id>``).  ``prompt`` is
-    what the target model sees; ``reference`` is the task-specific gold (answer
-    string, reference steps, unit tests, protocol, option index, Likert value,
-    or None for open-ended tasks).  ``type`` is the benchmark's own category
-    (SGI-Bench Table 1 target category, reasoning type, ...), "" when none.
+    ``id`` is stable across runs (``<benchmark>/<native id>``).  ``prompt`` is what the target model sees; ``reference``
+    is the task-specific gold (answer string, reference steps, unit tests, protocol, option index, Likert value, or None
+    for open-ended tasks).  ``type`` is the benchmark's own category (SGI-Bench Table 1 target category, reasoning type,
+    ...), "" when none.
     """
 
     id: str
@@ -124,19 +113,15 @@ class Item(_Record):
 class Response(_Repairable):
     """One target-model reply to one item.
 
-    ``text`` is the raw reply ("" when the call failed), ``answer`` the parsed
-    answer (task-specific; None when not parsed), ``latency_s`` wall seconds,
-    ``tokens`` {"input": int, "output": int} when known, ``cost`` in USD when
-    known.  A failed call has ``status`` != "ok" and ``error`` gives the reason;
-    it is never scored as a zero.  ``metadata`` keeps replay provenance (e.g.
-    the stored SciAidanBench records with their stored judge scores).
+    ``text`` is the raw reply ("" when the call failed), ``answer`` the parsed answer (task-specific; None when not
+    parsed), ``latency_s`` wall seconds, ``tokens`` {"input": int, "output": int} when known, ``cost`` in USD when
+    known.  A failed call has ``status`` != "ok" and ``error`` gives the reason; it is never scored as a zero.
+    ``metadata`` keeps replay provenance (e.g. the stored SciAidanBench records with their stored judge scores).
 
-    ``text`` is the final text after the model's reasoning (METRICS.md D.8:
-    everything up to the last ``</think>`` is moved to ``reasoning``, together
-    with any reasoning the server returned apart, e.g. ``reasoning_content``;
-    ``reasoning`` is never scored).  ``finish_reason`` is the server's (``stop``,
-    ``length``...; None when unknown).  A reply cut by the token limit has
-    status ``truncated``, one with no final text ``empty`` (D.10).
+    ``text`` is the final text after the model's reasoning (METRICS.md D.8: everything up to the last ``</think>`` is
+    moved to ``reasoning``, together with any reasoning the server returned apart, e.g. ``reasoning_content``;
+    ``reasoning`` is never scored).  ``finish_reason`` is the server's (``stop``, ``length``...; None when unknown).  A
+    reply cut by the token limit has status ``truncated``, one with no final text ``empty`` (D.10).
     """
 
     item_id: str
@@ -190,9 +175,8 @@ class Response(_Repairable):
 
 # ------------------------------------------------------------------------ evidence
 class _Evidence(_Record):
-    """Base of the typed evidence records (DESIGN.md "Contracts"): one shape per
-    ``kind``, serialised with ``kind``; ``details`` holds what a metric adds
-    beyond the shape (unit test number, judged steps, votes...)."""
+    """Base of the typed evidence records (DESIGN.md "Contracts"): one shape per ``kind``, serialised with ``kind``;
+    ``details`` holds what a metric adds beyond the shape (unit test number, judged steps, votes...)."""
 
     details: dict[str, Any] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
@@ -200,11 +184,10 @@ class _Evidence(_Record):
 
 
 class ToolCallEvidence(_Evidence):
-    """One tool call made for a score (``web_search``, ``read_pdf``,
-    ``run_python``...): ``input`` (arguments), ``output`` (a summary of at
-    most 500 characters), ``duration_s`` seconds, ``error`` (the exception type
-    name or the reason when it failed), ``refused`` (not run: budget used up or tool not
-    offered), ``judge`` (the judge or agent that called it)."""
+    """One tool call made for a score (``web_search``, ``read_pdf``, ``run_python``...): ``input`` (arguments),
+    ``output`` (a summary of at most 500 characters), ``duration_s`` seconds, ``error`` (the exception type name or the
+    reason when it failed), ``refused`` (not run: budget used up or tool not offered), ``judge`` (the judge or agent
+    that called it)."""
 
     kind: Literal["tool_call"] = "tool_call"
     tool: str
@@ -217,24 +200,17 @@ class ToolCallEvidence(_Evidence):
 
 
 class JudgeReplyEvidence(_Evidence):
-    """Every reply of one judge call: ``raw`` (one text per attempt),
-    ``attempts``, ``error`` (why no reply parsed; None when one did),
-    ``structured`` (how the reply was asked for: ``json_schema`` /
-    ``function_calling`` (native), ``prompt`` (embedded schema, fallback),
-    ``text`` (a tag format), "" for records written before this field),
-    ``note`` (why the native path was left), ``reasoning`` (the text up to
-    the last ``</think>`` per attempt, METRICS.md D.8), ``flags``
-    (``injection_suspected`` when the judged text carries the judge's own
-    output tags, D.14), ``prompt_hash`` (the full prompt sent, kept once per
-    hash in the run folder's ``prompts.jsonl``, :mod:`sgieval.core.prompts`;
-    "" for records written before prompts were kept; the first attempt's when the
-    judge was asked again), ``prompt_hashes`` (the hash of the prompt of each
-    attempt, in order, one per reply in ``raw``: a retry after a parse error
-    sends the prompt, the earlier reply and the error, a prompt of its own;
-    [] for records written before retry prompts were kept).  ``prompt`` and
-    ``prompts`` carry those prompts
-    (:func:`~sgieval.core.prompts.prompt_record`) in memory until the run
-    store writes them; they are never part of the score's JSON."""
+    """Every reply of one judge call: ``raw`` (one text per attempt), ``attempts``, ``error`` (why no reply parsed; None
+    when one did), ``structured`` (how the reply was asked for: ``json_schema`` / ``function_calling`` (native),
+    ``prompt`` (embedded schema, fallback), ``text`` (a tag format), "" for records written before this field), ``note``
+    (why the native path was left), ``reasoning`` (the text up to the last ``</think>`` per attempt, METRICS.md D.8),
+    ``flags`` (``injection_suspected`` when the judged text carries the judge's own output tags, D.14), ``prompt_hash``
+    (the full prompt sent, kept once per hash in the run folder's ``prompts.jsonl``, :mod:`sgieval.core.prompts`; "" for
+    records written before prompts were kept; the first attempt's when the judge was asked again), ``prompt_hashes``
+    (the hash of the prompt of each attempt, in order, one per reply in ``raw``: a retry after a parse error sends the
+    prompt, the earlier reply and the error, a prompt of its own; [] for records written before retry prompts were
+    kept).  ``prompt`` and ``prompts`` carry those prompts (:func:`~sgieval.core.prompts.prompt_record`) in memory until
+    the run store writes them; they are never part of the score's JSON."""
 
     kind: Literal["judge_reply"] = "judge_reply"
     judge: str = ""
@@ -251,9 +227,8 @@ class JudgeReplyEvidence(_Evidence):
 
 
 class SandboxRunEvidence(_Evidence):
-    """One program run in a sandbox: ``input`` (what ran, e.g. "unit test 3"),
-    ``backend``, ``output`` (the tail of stderr + stdout), ``exit_code``
-    (None when it never started), ``duration_s`` wall seconds."""
+    """One program run in a sandbox: ``input`` (what ran, e.g. "unit test 3"), ``backend``, ``output`` (the tail of
+    stderr + stdout), ``exit_code`` (None when it never started), ``duration_s`` wall seconds."""
 
     kind: Literal["sandbox_run"] = "sandbox_run"
     input: str = ""
@@ -264,10 +239,9 @@ class SandboxRunEvidence(_Evidence):
 
 
 class RetrievalEvidence(_Evidence):
-    """Works retrieved for a score (METRICS.md E): ``query`` (exact text),
-    ``works`` ([{"title", "source", "similarity"}...]), ``embedder``,
-    ``n_requested`` works asked for (None when not fixed), ``n_found``,
-    ``backend`` (search backend)."""
+    """Works retrieved for a score (METRICS.md E): ``query`` (exact text), ``works`` ([{"title", "source",
+    "similarity"}...]), ``embedder``, ``n_requested`` works asked for (None when not fixed), ``n_found``, ``backend``
+    (search backend)."""
 
     kind: Literal["retrieval"] = "retrieval"
     query: str = ""
@@ -292,9 +266,8 @@ EVIDENCE_KINDS: dict[str, type[BaseModel]] = {
 
 
 def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
-    """An evidence dict without ``kind`` (run folders written before typed
-    evidence, or a tool pool's call dict) mapped to its typed shape: fields of
-    the shape are kept, the rest go to ``details``."""
+    """An evidence dict without ``kind`` (run folders written before typed evidence, or a tool pool's call dict) mapped
+    to its typed shape: fields of the shape are kept, the rest go to ``details``."""
     tool = d.get("tool")
     if tool == "judge":
         cls: type[_Evidence] = JudgeReplyEvidence
@@ -327,8 +300,7 @@ def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def as_evidence(e: Any) -> Any:
-    """A typed evidence record from a record, a dict with ``kind``, or a
-    legacy dict (see :func:`_legacy_evidence`).
+    """A typed evidence record from a record, a dict with ``kind``, or a legacy dict (see :func:`_legacy_evidence`).
 
     Args:
         e: an evidence record or dict.
@@ -356,14 +328,12 @@ def as_evidence(e: Any) -> Any:
 class Score(_Repairable):
     """One metric value for one (item, target model).
 
-    ``value`` is on the metric's declared native scale (``MetricSpec.range``);
-    None when the score could not be computed, in which case ``status`` says
-    why and ``error`` gives the reason.  ``judge`` is the judge model name, or
-    ``"objective"`` for metrics computed without a model.  ``evidence`` is a
-    list of typed records (:data:`Evidence`: ``tool_call``, ``judge_reply``,
-    ``sandbox_run``, ``retrieval``), serialised with ``kind``; dicts given
-    here (and legacy run folders) are converted (:func:`as_evidence`).
-    ``details`` keeps sub-scores (e.g. per-criterion rubric scores).
+    ``value`` is on the metric's declared native scale (``MetricSpec.range``); None when the score could not be
+    computed, in which case ``status`` says why and ``error`` gives the reason.  ``judge`` is the judge model name, or
+    ``"objective"`` for metrics computed without a model.  ``evidence`` is a list of typed records (:data:`Evidence`:
+    ``tool_call``, ``judge_reply``, ``sandbox_run``, ``retrieval``), serialised with ``kind``; dicts given here (and
+    legacy run folders) are converted (:func:`as_evidence`). ``details`` keeps sub-scores (e.g. per-criterion rubric
+    scores).
     """
 
     item_id: str
@@ -465,12 +435,10 @@ MetricKind = Literal["objective", "judge", "rubric"]
 class MetricSpec(_Record):
     """Declaration of a metric.
 
-    ``range`` is the native (min, max) of per-item values; ``higher_is_better``
-    gives the direction; ``source`` cites the paper section, spec section, URL
-    or "user".  ``benchmark`` names the benchmark whose predefined metric this
-    is ("" for custom metrics).  ``variant_of`` names the default metric this
-    one is a named variant of (e.g. the code's behaviour where METRICS.md C
-    lists a discrepancy).  ``primary`` marks the metric the report ranks by.
+    ``range`` is the native (min, max) of per-item values; ``higher_is_better`` gives the direction; ``source`` cites
+    the paper section, spec section, URL or "user".  ``benchmark`` names the benchmark whose predefined metric this is
+    ("" for custom metrics).  ``variant_of`` names the default metric this one is a named variant of (e.g. the code's
+    behaviour where METRICS.md C lists a discrepancy).  ``primary`` marks the metric the report ranks by.
 
     ``qualities`` lists the qualities the metric measures (the words a request
     asks about: ``creativity``, ``novelty``, ``feasibility``, ``accuracy``,

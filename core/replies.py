@@ -91,9 +91,8 @@ def join_reasoning(*parts: str | None) -> str | None:
 
 
 def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool = False) -> str:
-    """``"truncated"`` when ``finish_reason`` says the token limit cut the reply
-    (:data:`TRUNCATED_FINISH_REASONS`), else ``"empty"`` when the final text
-    (after D.8) is empty or whitespace and the reply has no tool calls, else
+    """``"truncated"`` when ``finish_reason`` says the token limit cut the reply (:data:`TRUNCATED_FINISH_REASONS`),
+    else ``"empty"`` when the final text (after D.8) is empty or whitespace and the reply has no tool calls, else
     ``"ok"`` (METRICS.md D.10).
 
     Args:
@@ -114,11 +113,9 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
 def refusal_text(msg: object) -> str | None:
     """The refusal a provider returned instead of an answer (METRICS.md D.17), or None.
 
-    Read from the message's ``additional_kwargs["refusal"]`` (OpenAI Chat
-    Completions, kept by LangChain's ChatOpenAI and ChatOpenAIDirect), a
-    content block of type ``refusal`` (the Responses API), or a
-    ``stop_reason`` / ``finish_reason`` of ``refusal`` (Anthropic), whose text
-    is then the reply's content ("" when it has none).
+    Read from the message's ``additional_kwargs["refusal"]`` (OpenAI Chat Completions, kept by LangChain's ChatOpenAI
+    and ChatOpenAIDirect), a content block of type ``refusal`` (the Responses API), or a ``stop_reason`` /
+    ``finish_reason`` of ``refusal`` (Anthropic), whose text is then the reply's content ("" when it has none).
 
     Args:
         msg: a reply message.
@@ -142,10 +139,9 @@ def refusal_text(msg: object) -> str | None:
 
 
 def verdict_word(value: object) -> object:
-    """A judge's verdict word as compared (METRICS.md D.12, D.17): stripped,
-    case-folded, trailing punctuation removed (``" Incorrect."`` ->
-    ``"incorrect"``, ``"CORRECT!"`` -> ``"correct"``).  Anything but a string
-    is returned unchanged (for the schema to reject).
+    """A judge's verdict word as compared (METRICS.md D.12, D.17): stripped, case-folded, trailing punctuation removed
+    (``" Incorrect."`` -> ``"incorrect"``, ``"CORRECT!"`` -> ``"correct"``).  Anything but a string is returned
+    unchanged (for the schema to reject).
 
     Args:
         value: the judge's verdict field.
@@ -165,12 +161,10 @@ _NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def judge_number(value: object, *, integer: bool, what: str = "score") -> int | float:
-    """A judge's score field, strictly (METRICS.md D.4, D.17): an int or a float
-    (an integral float for ``integer``), or a string that is exactly such a
-    number (``"7"``).  A boolean (``true`` is not 1), None, a string with words
-    (``"7/10"``, ``"high"``), a list or a non-finite value raises ValueError
-    saying what was received, so the reply is a parse error (retried, then a
-    ``judge_error``), never coerced.
+    """A judge's score field, strictly (METRICS.md D.4, D.17): an int or a float (an integral float for ``integer``), or
+    a string that is exactly such a number (``"7"``).  A boolean (``true`` is not 1), None, a string with words
+    (``"7/10"``, ``"high"``), a list or a non-finite value raises ValueError saying what was received, so the reply is a
+    parse error (retried, then a ``judge_error``), never coerced.
 
     Args:
         value: the judge's field.

@@ -1,20 +1,17 @@
-"""One retry policy for every call that may fail for a while: model calls
-(:func:`sgieval.models.calls.ainvoke`) and web search (:mod:`sgieval.tools.search`)
-(one retry loop; DESIGN.md "Conventions").
+"""One retry policy for every call that may fail for a while: model calls (:func:`sgieval.models.calls.ainvoke`) and web
+search (:mod:`sgieval.tools.search`) (one retry loop; DESIGN.md "Conventions").
 
-Built on tenacity.  A failed attempt whose exception ``retryable(exc)``
-accepts is retried after a jittered exponential backoff
+Built on tenacity.  A failed attempt whose exception ``retryable(exc)`` accepts is retried after a jittered exponential
+backoff
 
     wait = min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)      seconds
 
-("equal jitter", the default) or ``U(0, min(max_delay_s, base_delay_s * 2**(attempt-1)))``
-("full jitter", ``jitter="full"``), and, when the error carries a ``Retry-After``
-/ ``retry-after-ms`` header (or what the policy's ``retry_after`` reads), at
-least that long (capped at ``max_retry_after_s``).  ``on_retry(attempt, exc,
-wait_s)`` runs before each wait (e.g. to hold other callers off too).  At most ``max_attempts``
-tries; a non-retryable error ends the loop at once.  Whatever ends the loop
-is raised as :class:`RetriesExhausted` carrying the last exception and the
-number of attempts, so callers can word their own error.
+("equal jitter", the default) or ``U(0, min(max_delay_s, base_delay_s * 2**(attempt-1)))`` ("full jitter",
+``jitter="full"``), and, when the error carries a ``Retry-After`` / ``retry-after-ms`` header (or what the policy's
+``retry_after`` reads), at least that long (capped at ``max_retry_after_s``).  ``on_retry(attempt, exc, wait_s)`` runs
+before each wait (e.g. to hold other callers off too).  At most ``max_attempts`` tries; a non-retryable error ends the
+loop at once.  Whatever ends the loop is raised as :class:`RetriesExhausted` carrying the last exception and the number
+of attempts, so callers can word their own error.
 """
 
 from __future__ import annotations
@@ -60,8 +57,7 @@ def backoff_s(
 
 
 def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or
-    ``Retry-After`` as seconds or an HTTP date), or None.
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After`` as seconds or an HTTP date), or None.
 
     Args:
         exc: the failure.
@@ -94,11 +90,9 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """``max_attempts`` (>= 1) tries; backoff ``base_delay_s``/``max_delay_s``
-    seconds with ``jitter`` (module formula); the wait the server asked for
-    (``retry_after(exc)``, default :func:`retry_after_s`: the headers) is
-    honoured up to ``max_retry_after_s`` seconds.  Raises ValueError for
-    ``max_attempts < 1``."""
+    """``max_attempts`` (>= 1) tries; backoff ``base_delay_s``/``max_delay_s`` seconds with ``jitter`` (module formula);
+    the wait the server asked for (``retry_after(exc)``, default :func:`retry_after_s`: the headers) is honoured up to
+    ``max_retry_after_s`` seconds.  Raises ValueError for ``max_attempts < 1``."""
 
     max_attempts: int = 4
     base_delay_s: float = 0.5
@@ -140,9 +134,8 @@ class RetryPolicy:
 
 
 class RetriesExhausted(Exception):
-    """The loop ended without a result: ``last`` is the last exception,
-    ``attempts`` the number of tries made (fewer than the policy's maximum
-    when ``last`` was not retryable)."""
+    """The loop ended without a result: ``last`` is the last exception, ``attempts`` the number of tries made (fewer
+    than the policy's maximum when ``last`` was not retryable)."""
 
     def __init__(self, last: BaseException, attempts: int):
         super().__init__(f"failed after {attempts} attempt(s): {type(last).__name__}: {last}")

@@ -23,11 +23,10 @@ CRITERION_TOOLS: tuple[str, ...] = ("web_search", "run_python")
 
 
 class Criterion(_Record):
-    """One rubric criterion scored 0-10.  ``anchors`` maps score levels
-    (e.g. 0, 5, 10) to what that level looks like; ``needs`` names the tools
-    the judge must have to score it (:data:`CriterionTool`: ``web_search`` for a
-    fact or reference check, ``run_python`` to re-run a computation or code).
-    A judge gets tools only for a rubric with a criterion that needs them."""
+    """One rubric criterion scored 0-10.  ``anchors`` maps score levels (e.g. 0, 5, 10) to what that level looks like;
+    ``needs`` names the tools the judge must have to score it (:data:`CriterionTool`: ``web_search`` for a fact or
+    reference check, ``run_python`` to re-run a computation or code). A judge gets tools only for a rubric with a
+    criterion that needs them."""
 
     name: str
     description: str
@@ -58,11 +57,9 @@ class Criterion(_Record):
 
 
 def criterion_key(name: str) -> str:
-    """The identity of a rubric criterion name: Unicode NFKC, case-folded, with
-    every character that is not a letter, digit or combining mark removed
-    (punctuation, spaces, symbols).  ``"Logical rigor"``, ``"logical-rigor"``
-    and ``"LOGICAL_RIGOR"`` are one criterion; ``"逻辑严谨性"`` and ``"可行性"`` are
-    two (criterion names are any Unicode text).
+    """The identity of a rubric criterion name: Unicode NFKC, case-folded, with every character that is not a letter,
+    digit or combining mark removed (punctuation, spaces, symbols).  ``"Logical rigor"``, ``"logical-rigor"`` and
+    ``"LOGICAL_RIGOR"`` are one criterion; ``"逻辑严谨性"`` and ``"可行性"`` are two (criterion names are any Unicode text).
 
     Args:
         name: a criterion name.

@@ -16,7 +16,7 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Callable, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticUndefined
@@ -247,12 +247,48 @@ def parse_price(value: str) -> tuple[str, tuple[float, float]]:
     return model.strip(), (pin, pout)
 
 
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
+    "k": (
+        lambda v: v >= 1,
+        "must be a positive integer (number of items to sample), got {v}",
+        "pass {k} 1 or more, or leave {k} out to evaluate every matching item",
+    ),
+    "judge_repeats": (
+        lambda v: 1 <= v <= MAX_JUDGE_REPEATS,
+        f"must be an integer from 1 to {MAX_JUDGE_REPEATS} (times each judge is asked per item), got {{v}}",
+        "pass {judge_repeats} 2 or more for test-retest agreement, or leave it out to ask each judge once",
+    ),
+    "max_concurrency": (
+        lambda v: v >= 1,
+        "must be a positive integer (model calls in flight), got {v}",
+        "pass {max_concurrency} 1 or more (default 16)",
+    ),
+    "timeout_s": (
+        lambda v: 0 < v < math.inf,  # NaN fails too
+        "must be a positive number of seconds, got {v}",
+        "pass {timeout_s} greater than 0 (default 300)",
+    ),
+    "budget_usd": (
+        lambda v: v >= 0,  # NaN fails too
+        "must be >= 0 USD, got {v}",
+        "pass a non-negative amount in USD, or leave {budget_usd} out for no limit",
+    ),
+    "sandbox": (
+        lambda v: v.lower() in SANDBOX_BACKENDS,
+        "unknown sandbox backend {r}",
+        f"use one of {', '.join(SANDBOX_BACKENDS)}",
+    ),
+    "executor": (lambda v: v in EXECUTORS, "unknown executor {r}", f"use one of {', '.join(EXECUTORS)}"),
+}
+"""Field -> (whether a value is in range, the problem with ``{v}``/``{r}`` for the value/its repr, the fix)."""
+
+
 class RunConfig(_Record):
     """Everything that defines a run; printed in the report header.
 
     The one declaration of a run's options: each field is an ``sgieval ask`` option and an
-    ``sgieval.evaluate`` keyword, its docstring the help of both (:mod:`sgieval.core.options`; an
-    :class:`~sgieval.core.options.Option` in a field's ``Annotated`` metadata spells it differently).
+    ``sgieval.evaluate`` keyword, its docstring the help of both (:mod:`sgieval.core.runconfig`; an
+    :class:`Option` in a field's ``Annotated`` metadata spells it differently).
 
     Sampling parameters are set per role (``temperature`` for target models, ``judge_temperature`` for
     judges, ``reasoning_effort`` for every reasoning model); model families that reject one do not get it.
@@ -321,9 +357,8 @@ class RunConfig(_Record):
     """Price of a model as MODEL=IN,OUT, USD per 1M input and output tokens (repeatable), used instead of the
     list price of genai-prices; needed for --budget with a model it does not list."""
     metric: str | None = None
-    """The ranking metric: a predefined metric, a variant (e.g. exact_match_normalised) or a saved rubric.
-    Default: the metric the request names, else the one measuring the quality it asks about, else the
-    benchmark's primary metric."""
+    """The ranking metric: a predefined metric, a variant (e.g. exact_match_normalised) or a saved rubric. Default: the
+    metric the request names, else the one measuring the quality it asks about, else the benchmark's primary metric."""
     rank_all: Annotated[bool, Option(flag="--all")] = False
     """Rank every item the request's understood words select even when other words of it match no facet,
     quality, metric or model (without it such a request stops, saying what was understood)."""
@@ -331,26 +366,23 @@ class RunConfig(_Record):
     """Seconds one attempt of a model call may take (default 300); the attempts of one call together get at
     most twice this (10 minutes by default), then the call is recorded as failed with its reason."""
     corpus: str | None = None
-    """Folder of papers (PDF, Markdown, text, JSONL) searched offline by the retrieval-novelty metric (every
-    paper ranked by embedding similarity fused with BM25) and by web_search (BM25) ("novel compared with my
-    papers")."""
+    """Folder of papers (PDF, Markdown, text, JSONL) searched offline by the retrieval-novelty metric (every paper
+    ranked by embedding similarity fused with BM25) and by web_search (BM25) ("novel compared with my papers")."""
     recheck: bool = False
     """Re-decide the stored SciAidanBench acceptances with this run's embedder (MiniLM) and report the
     agreement with the stored text-embedding-3-large decisions."""
     judge_repeats: int = 1
-    """Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the
-    Judge reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over
-    its repeats."""
+    """Ask each judge this many times per judged item (1-20; 2 or more: test-retest agreement per judge in the Judge
+    reliability section; a judge temperature of 0 becomes 0.7). The score uses each judge's mean over its repeats."""
     executor: str = "local"
     """local | ray"""
     bootstrap_resamples: int = 10000
     """Resamples of the bootstrap confidence intervals."""
     until_settled: bool = False
-    """Evaluate the items in a seeded random order, in chunks, and stop as soon as the ranking metric's leader is
-    ahead of every other model by an anytime-valid 95% confidence sequence (hedged-capital betting CS of
-    Waudby-Smith & Ramdas 2023, sampling without replacement, Bonferroni over the K-1 comparisons; needs a
-    bounded per-item ranking metric and two or more targets); the report states the items used, the calls saved
-    and the intervals."""
+    """Evaluate the items in a seeded random order, in chunks, and stop as soon as the ranking metric's leader is ahead
+    of every other model by an anytime-valid 95% confidence sequence (hedged-capital betting CS of Waudby-Smith & Ramdas
+    2023, sampling without replacement, Bonferroni over the K-1 comparisons; needs a bounded per-item ranking metric and
+    two or more targets); the report states the items used, the calls saved and the intervals."""
     into: str | None = None
     """Add to an existing run (its id under --out, or its folder): the given target models, judge(s) or ranking
     metric join the run's; every response and score already there is reused (no call, no score recomputed), and
@@ -376,8 +408,7 @@ class RunConfig(_Record):
     dropped_params: Annotated[dict[str, dict[str, str]], RUN_RECORD] = Field(default_factory=dict)
     """Model -> parameter -> why it was not sent (filled by the run)."""
     settings: Annotated[dict[str, Any], RUN_RECORD] = Field(default_factory=dict)
-    """The ``SGIEVAL_*`` settings the run started with (``Settings.shown()``: secrets masked); filled at the
-    start."""
+    """The ``SGIEVAL_*`` settings the run started with (``Settings.shown()``: secrets masked); filled at the start."""
 
     @field_validator("models", "judges", "benchmarks", "tools", mode="before")
     @classmethod
@@ -476,24 +507,13 @@ class RunConfig(_Record):
         except ValidationError as e:
             raise problem_to_input_error(e, names, default_what="options") from None
 
-    @field_validator("k")
+    @field_validator(*_CHECKS)
     @classmethod
-    def _k_positive(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise FieldProblem(
-                f"must be a positive integer (number of items to sample), got {v}",
-                "pass {k} 1 or more, or leave {k} out to evaluate every matching item",
-            )
-        return v
-
-    @field_validator("judge_repeats")
-    @classmethod
-    def _repeats_in_range(cls, v: int) -> int:
-        if not 1 <= v <= MAX_JUDGE_REPEATS:
-            raise FieldProblem(
-                f"must be an integer from 1 to {MAX_JUDGE_REPEATS} (times each judge is asked per item), got {v}",
-                "pass {judge_repeats} 2 or more for test-retest agreement, or leave it out to ask each judge once",
-            )
+    def _in_range(cls, v: Any, info: ValidationInfo) -> Any:
+        """The checks of :data:`_CHECKS`: a value outside its range names the value and the fix."""
+        ok, problem, fix = _CHECKS[str(info.field_name)]
+        if v is not None and not ok(v):
+            raise FieldProblem(problem.format(v=v, r=repr(v)), fix)
         return v
 
     @model_validator(mode="after")
@@ -501,43 +521,6 @@ class RunConfig(_Record):
         if self.judge_repeats > 1 and self.judge_temperature == 0.0:
             self.judge_temperature = REPEAT_JUDGE_TEMPERATURE
         return self
-
-    @field_validator("max_concurrency")
-    @classmethod
-    def _concurrency_positive(cls, v: int) -> int:
-        if v < 1:
-            raise FieldProblem(
-                f"must be a positive integer (model calls in flight), got {v}",
-                "pass {max_concurrency} 1 or more (default 16)",
-            )
-        return v
-
-    @field_validator("timeout_s")
-    @classmethod
-    def _timeout_positive(cls, v: float) -> float:
-        if not v > 0 or v != v or v == float("inf"):
-            raise FieldProblem(
-                f"must be a positive number of seconds, got {v}",
-                "pass {timeout_s} greater than 0 (default 300)",
-            )
-        return v
-
-    @field_validator("budget_usd")
-    @classmethod
-    def _budget_non_negative(cls, v: float | None) -> float | None:
-        if v is not None and not v >= 0:  # NaN fails too
-            raise FieldProblem(
-                f"must be >= 0 USD, got {v}",
-                "pass a non-negative amount in USD, or leave {budget_usd} out for no limit",
-            )
-        return v
-
-    @field_validator("sandbox")
-    @classmethod
-    def _known_sandbox(cls, v: str) -> str:
-        if v.lower() not in SANDBOX_BACKENDS:
-            raise FieldProblem(f"unknown sandbox backend {v!r}", f"use one of {', '.join(SANDBOX_BACKENDS)}")
-        return v
 
     @field_validator("tools")
     @classmethod
@@ -548,13 +531,6 @@ class RunConfig(_Record):
                 f"unknown tool(s) {', '.join(map(repr, unknown))}",
                 f"give a comma-separated list of {', '.join(TOOL_NAMES)} (e.g. {{tools}} search,pdf)",
             )
-        return v
-
-    @field_validator("executor")
-    @classmethod
-    def _known_executor(cls, v: str) -> str:
-        if v not in EXECUTORS:
-            raise FieldProblem(f"unknown executor {v!r}", f"use one of {', '.join(EXECUTORS)}")
         return v
 
     @model_validator(mode="after")

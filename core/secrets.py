@@ -1,17 +1,14 @@
 """Keeping keys out of run folders, logs and reports.
 
-A key can ride inside a URL (``http://user:sk-...@host/v1``, ``?api_key=...``).
-:func:`redact_url` drops the user-info part and masks secret-looking query
-values; :func:`redact_secrets` does the same for URLs inside free text and
-masks bare OpenAI-style keys (``sk-...``).
+A key can ride inside a URL (``http://user:sk-...@host/v1``, ``?api_key=...``). :func:`redact_url` drops the user-info
+part and masks secret-looking query values; :func:`redact_secrets` does the same for URLs inside free text and masks
+bare OpenAI-style keys (``sk-...``).
 
-Patterns miss a key of another shape that a server echoes back ("invalid key
-mock-7f3a..."), so a run also masks **by value**: :class:`SecretValues` holds
-the values of the keys that run sends (its models' API keys, the keys in their
-base URLs, the provider and sandbox key variables of the environment) and
-masks each wherever it appears, also JSON- or URL-escaped.  It is built per
-run (``RunContext.secrets``) and handed to what writes the run's files (the
-run store, the run's log), never kept in a module-level registry.
+Patterns miss a key of another shape that a server echoes back ("invalid key mock-7f3a..."), so a run also masks **by
+value**: :class:`SecretValues` holds the values of the keys that run sends (its models' API keys, the keys in their base
+URLs, the provider and sandbox key variables of the environment) and masks each wherever it appears, also JSON- or
+URL-escaped.  It is built per run (``RunContext.secrets``) and handed to what writes the run's files (the run store, the
+run's log), never kept in a module-level registry.
 """
 
 from __future__ import annotations
@@ -31,10 +28,9 @@ MASK = "***"
 
 
 def redact_url(url: str | None) -> str | None:
-    """``url`` without credentials: the ``user:password@`` part removed, values
-    of query parameters named like keys (``api_key``, ``key``, ``token``...)
-    replaced by ``***``.  Anything that does not parse as a URL is returned
-    with :func:`redact_secrets` applied.  None stays None.
+    """``url`` without credentials: the ``user:password@`` part removed, values of query parameters named like keys
+    (``api_key``, ``key``, ``token``...) replaced by ``***``.  Anything that does not parse as a URL is returned with
+    :func:`redact_secrets` applied.  None stays None.
 
     Args:
         url: a URL.
@@ -64,8 +60,7 @@ def redact_url(url: str | None) -> str | None:
 
 
 def redact_secrets(text: str) -> str:
-    """``text`` with every URL passed through :func:`redact_url` and bare
-    ``sk-``/``rk-``/``pk-`` keys masked.
+    """``text`` with every URL passed through :func:`redact_url` and bare ``sk-``/``rk-``/``pk-`` keys masked.
 
     Args:
         text: any text.
@@ -119,10 +114,9 @@ def url_secrets(url: str | None) -> list[str]:
 class SecretValues:
     """The secret values one run sends, and masking by value (module docstring).
 
-    ``values``: the secrets (None and strings shorter than :attr:`MIN_LENGTH` after stripping are left
-    out: a 3-letter "key" would mask ordinary words; such a key is not masked).  Each value is also matched
-    JSON-escaped and URL-encoded.  Immutable; ``a | b`` joins two sets.  ``repr`` shows only how many
-    values are held, never a value."""
+    ``values``: the secrets (None and strings shorter than :attr:`MIN_LENGTH` after stripping are left out: a 3-letter
+    "key" would mask ordinary words; such a key is not masked).  Each value is also matched JSON-escaped and
+    URL-encoded.  Immutable; ``a | b`` joins two sets.  ``repr`` shows only how many values are held, never a value."""
 
     MIN_LENGTH = 8
 

@@ -1,8 +1,7 @@
 """Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place.
 
-One pydantic-settings object, :class:`Settings`.  A run reads it once when it
-starts (its run context keeps that copy, prints it in the run header and stores
-it, secrets masked, in ``config.json``); code running outside a run reads the
+One pydantic-settings object, :class:`Settings`.  A run reads it once when it starts (its run context keeps that copy,
+prints it in the run header and stores it, secrets masked, in ``config.json``); code running outside a run reads the
 environment afresh with :func:`current_settings`.
 
 =========================== ======================================= ===================
@@ -26,17 +25,14 @@ variable                    meaning                                 default
                             of a pending batch
 =========================== ======================================= ===================
 
-Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``,
-``SGIEVAL_LLAMA_CPP_SPEC``, ``SGIEVAL_WHEEL_CACHE``, ``SGIEVAL_SMOLLM``.
-Secrets the run header names but never shows: ``OPENAI_API_KEY``,
-``E2B_API_KEY`` (``"set"`` / ``"not set"``).  Model endpoints: ``OPENAI_BASE_URL``
-(shown without credentials) and, for ``openai-api:<service>/<model>`` strings and
-registered providers, ``<SERVICE>_BASE_URL`` / ``<SERVICE>_API_KEY``
+Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``, ``SGIEVAL_LLAMA_CPP_SPEC``,
+``SGIEVAL_WHEEL_CACHE``, ``SGIEVAL_SMOLLM``. Secrets the run header names but never shows: ``OPENAI_API_KEY``,
+``E2B_API_KEY`` (``"set"`` / ``"not set"``).  Model endpoints: ``OPENAI_BASE_URL`` (shown without credentials) and, for
+``openai-api:<service>/<model>`` strings and registered providers, ``<SERVICE>_BASE_URL`` / ``<SERVICE>_API_KEY``
 (:meth:`Settings.env_value`; :mod:`sgieval.core.modelref`).
 
-A bad value raises :class:`~sgieval.core.errors.InputError` naming the
-variable and the fix, e.g. ``SGIEVAL_LOCAL_THREADS: must be a positive
-integer. Fix: unset it or set e.g. SGIEVAL_LOCAL_THREADS=2``.
+A bad value raises :class:`~sgieval.core.errors.InputError` naming the variable and the fix, e.g.
+``SGIEVAL_LOCAL_THREADS: must be a positive integer. Fix: unset it or set e.g. SGIEVAL_LOCAL_THREADS=2``.
 """
 
 from __future__ import annotations
@@ -52,6 +48,7 @@ from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationErro
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import FieldProblem, problem_to_input_error
+from .secrets import redact_url
 
 __all__ = ["FieldProblem", "Settings", "current_settings", "load_settings", "use_settings"]
 
@@ -74,8 +71,7 @@ def _one_of(v: Any, allowed: Sequence[str], what: str, fix: str) -> str:
 
 
 class Settings(BaseSettings):
-    """The ``SGIEVAL_*`` variables (module doc).  Paths are expanded (``~``);
-    empty strings count as unset."""
+    """The ``SGIEVAL_*`` variables (module doc).  Paths are expanded (``~``); empty strings count as unset."""
 
     model_config = SettingsConfigDict(
         env_prefix="SGIEVAL_", extra="ignore", case_sensitive=False, env_ignore_empty=True, frozen=True
@@ -178,9 +174,8 @@ class Settings(BaseSettings):
         return _one_of(v, NETWORK_MODES, "network mode", "set it to auto (probe), online or offline, or unset it")
 
     def shown(self) -> dict[str, Any]:
-        """The settings as printed in the run header and stored in ``config.json``:
-        ``SGIEVAL_<NAME>`` -> value (paths as text, unset as None); secrets
-        as ``"set"`` / ``"not set"``, never their value.
+        """The settings as printed in the run header and stored in ``config.json``: ``SGIEVAL_<NAME>`` -> value (paths
+        as text, unset as None); secrets as ``"set"`` / ``"not set"``, never their value.
 
         Returns:
             The dict.
@@ -191,8 +186,6 @@ class Settings(BaseSettings):
             if name.endswith("_api_key"):
                 out[name.upper()] = "set" if v is not None and v.get_secret_value() else "not set"
             elif name == "openai_base_url":
-                from .secrets import redact_url
-
                 out[name.upper()] = redact_url(v)
             else:
                 out[f"SGIEVAL_{name.upper()}"] = str(v) if isinstance(v, Path) else v
@@ -234,8 +227,7 @@ _run_settings: contextvars.ContextVar[Settings | None] = contextvars.ContextVar(
 
 
 def current_settings() -> Settings:
-    """The running run's settings (read once when it started), else the
-    environment read now (:func:`load_settings`).
+    """The running run's settings (read once when it started), else the environment read now (:func:`load_settings`).
 
     Returns:
         The settings.

@@ -26,12 +26,15 @@ then runs as a plain Python program and exits through ``sys.exit``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
 import sys
 import threading
 from typing import Any, NoReturn
+
+from .store import sync_open_stores
 
 __all__ = ["ConsoleProcess", "exit_status"]
 
@@ -117,11 +120,7 @@ class ConsoleProcess:
             shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as Py_FinalizeEx does
             if shutdown is not None:
                 shutdown()
-            import atexit
-
             atexit._run_exitfuncs()
-            from .store import sync_open_stores
-
             sync_open_stores()
         finally:
             for stream in (sys.stdout, sys.stderr):

@@ -74,9 +74,8 @@ def read_sqlite(path: str | Path) -> Iterator[Any]:
 
 
 def check_state_file(path: str | Path) -> None:
-    """Raise InputError naming ``path`` (a run's ``state.sqlite``) when it
-    exists but is not a readable SQLite database (truncated, garbage), with
-    the fix; a missing or empty file passes (a run with no checkpoint yet).
+    """Raise InputError naming ``path`` (a run's ``state.sqlite``) when it exists but is not a readable SQLite database
+    (truncated, garbage), with the fix; a missing or empty file passes (a run with no checkpoint yet).
 
     Args:
         path: the run's ``state.sqlite``.

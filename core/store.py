@@ -117,20 +117,15 @@ def _close_files(files: dict[str, BinaryIO]) -> None:
 class RunStore:
     """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records.
 
-    ``items.jsonl``, ``responses.jsonl``, ``scores.jsonl``: one record per
-    line, appended and flushed as produced, so a killed run loses nothing
-    written.  A torn last line (killed mid-write) is dropped on read and
-    truncated before the next append.  ``config.json`` holds the RunConfig.
-    Keys: a Response is done per (item_id, model); a Score per
+    ``items.jsonl``, ``responses.jsonl``, ``scores.jsonl``: one record per line, appended and flushed as produced, so a
+    killed run loses nothing written.  A torn last line (killed mid-write) is dropped on read and truncated before the
+    next append.  ``config.json`` holds the RunConfig. Keys: a Response is done per (item_id, model); a Score per
     (item_id, model, metric).
 
-    Per-item cost: a file is opened once, on its first
-    append, and stays open (append + flush per call, so a SIGKILL loses
-    nothing appended) until :meth:`close`, which also fsyncs it.  The records
-    of a file, once read, are kept with the file's size: :meth:`read` returns
-    them without re-reading the file while the file has the size this store
-    last saw (its own appends extend them), and re-reads it when another
-    writer changed it.
+    Per-item cost: a file is opened once, on its first append, and stays open (append + flush per call, so a SIGKILL
+    loses nothing appended) until :meth:`close`, which also fsyncs it.  The records of a file, once read, are kept with
+    the file's size: :meth:`read` returns them without re-reading the file while the file has the size this store last
+    saw (its own appends extend them), and re-reads it when another writer changed it.
     """
 
     FILES: dict[str, type[BaseModel]] = {
@@ -144,18 +139,13 @@ class RunStore:
     (``ask --into RUN --judge J``, ``RunConfig.added_judges``): one per (item, model, metric, judge), beside
     ``scores.jsonl``, whose scores (the run's own judges) they never replace."""
     JOURNALS = ("ledger", "inflight", "invocations", "prompts")
-    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`):
-    ``ledger.jsonl`` holds one model call per line (tokens, latency, cost);
-    ``inflight.jsonl`` one line per call about to send its request (its call
-    id, model and role), so a call whose process was killed before its
-    ledger line was written is still counted (``Ledger.recover``);
-    ``invocations.jsonl`` one line per invocation that ran the run (``ask``,
-    ``resume``, ``ask --into``: its id, time, argv and options), the id that
-    the Responses and Scores it made carry (:attr:`invocation`);
-    ``prompts.jsonl`` one judge prompt per distinct hash (``{hash, messages,
-    response_format}``, :func:`~sgieval.core.prompts.prompt_record`), written
-    by :meth:`append` from the scores' judge-reply evidence and read with
-    :meth:`prompts`."""
+    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`): ``ledger.jsonl`` holds one model call per line
+    (tokens, latency, cost); ``inflight.jsonl`` one line per call about to send its request (its call id, model and
+    role), so a call whose process was killed before its ledger line was written is still counted (``Ledger.recover``);
+    ``invocations.jsonl`` one line per invocation that ran the run (``ask``, ``resume``, ``ask --into``: its id, time,
+    argv and options), the id that the Responses and Scores it made carry (:attr:`invocation`); ``prompts.jsonl`` one
+    judge prompt per distinct hash (``{hash, messages, response_format}``, :func:`~sgieval.core.prompts.prompt_record`),
+    written by :meth:`append` from the scores' judge-reply evidence and read with :meth:`prompts`."""
 
     WRITTEN = (
         "items.jsonl",
@@ -305,7 +295,8 @@ class RunStore:
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
         """Append records as JSON lines and flush (masked by :attr:`secrets`).  Scores: the judge prompts their
-        evidence carries (``JudgeReplyEvidence.prompt`` and ``.prompts``, every attempt's) are first written to ``prompts.jsonl``, once per hash.
+        evidence carries (``JudgeReplyEvidence.prompt`` and ``.prompts``, every attempt's) are first written to
+        ``prompts.jsonl``, once per hash.
 
         Args:
             name: the record kind.
@@ -407,8 +398,7 @@ class RunStore:
         self._write(name, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 
     def read_rows(self, name: str) -> list[dict[str, Any]]:
-        """Every dict of the journal ``name``; a line that is not JSON is skipped
-        and named (:meth:`_skipped`).
+        """Every dict of the journal ``name``; a line that is not JSON is skipped and named (:meth:`_skipped`).
 
         Args:
             name: the journal.
@@ -432,9 +422,8 @@ class RunStore:
         return out
 
     def _skipped(self, p: Path, n: int, reason: str) -> None:
-        """Note (once per file and line) a record that cannot be read: kept in
-        :attr:`problems` and logged as a warning naming file, line and reason;
-        the run stays readable."""
+        """Note (once per file and line) a record that cannot be read: kept in :attr:`problems` and logged as a warning
+        naming file, line and reason; the run stays readable."""
         msg = f"{p} line {n}: {reason}; the record is skipped (fix: correct or delete that line)"
         if msg in self.problems:
             return
@@ -456,23 +445,19 @@ class RunStore:
     kept, the latest of a key counts, as :class:`~sgieval.core.records.Label` says)."""
 
     def read(self, name: str) -> list[Any]:
-        """All records of ``name`` (torn last line dropped), as a new list
-        (the records themselves are shared with later reads: do not mutate them).
+        """All records of ``name`` (torn last line dropped), as a new list (the records themselves are shared with later
+        reads: do not mutate them).
 
-        Lines are split on ``\\n`` only (:func:`~sgieval.core.files.split_jsonl`: a
-        U+2028 inside a reply stays in it).  A line that is not a valid record
-        (edited, damaged, invalid UTF-8) is skipped and named: file, line number
-        and reason in :attr:`problems` and a logged warning; the other records
-        are returned, so the run stays readable.  A lone surrogate escape
-        (``"\\ud800"``) is repaired to U+FFFD and the record flagged
-        ``text_repaired``.
+        Lines are split on ``\\n`` only (:func:`~sgieval.core.files.split_jsonl`: a U+2028 inside a reply stays in it).
+        A line that is not a valid record (edited, damaged, invalid UTF-8) is skipped and named: file, line number and
+        reason in :attr:`problems` and a logged warning; the other records are returned, so the run stays readable.  A
+        lone surrogate escape (``"\\ud800"``) is repaired to U+FFFD and the record flagged ``text_repaired``.
 
-        Each record counts once: a line repeating an earlier record of the same
-        key (:attr:`KEYS`) is left out (noted in :attr:`problems`).
+        Each record counts once: a line repeating an earlier record of the same key (:attr:`KEYS`) is left out (noted in
+        :attr:`problems`).
 
         Raises:
-            InputError: two lines hold different records of the same key
-                (naming the file, both lines and the key).
+            InputError: two lines hold different records of the same key (naming the file, both lines and the key).
 
         Args:
             name: the record kind.
@@ -531,11 +516,10 @@ class RunStore:
             self.problems.append(msg)
 
     def hold(self) -> None:
-        """Take the run folder for this process for the length of a run: an exclusive ``flock`` on
-        :data:`RUN_LOCK` holding this pid, released by :meth:`close` or when the process ends.  Another
-        process's RunStore on the folder then raises InputError instead of repairing or appending to files
-        being written, and ``sgieval runs`` lists the run as running.  Raises InputError when another process
-        holds it.  A no-op where ``flock`` is missing."""
+        """Take the run folder for this process for the length of a run: an exclusive ``flock`` on :data:`RUN_LOCK`
+        holding this pid, released by :meth:`close` or when the process ends.  Another process's RunStore on the folder
+        then raises InputError instead of repairing or appending to files being written, and ``sgieval runs`` lists the
+        run as running.  Raises InputError when another process holds it.  A no-op where ``flock`` is missing."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover
@@ -575,9 +559,8 @@ class RunStore:
         self.close()
 
     def write_config(self, config: "RunConfig", *, new: bool = False) -> None:
-        """Write ``config.json``.  ``new=True`` claims the folder for a new run:
-        raises InputError when it already holds a run's config (two runs never
-        share a folder).
+        """Write ``config.json``.  ``new=True`` claims the folder for a new run: raises InputError when it already holds
+        a run's config (two runs never share a folder).
 
         Args:
             config: the run config.
@@ -610,9 +593,8 @@ class RunStore:
 
     def rubric_path(self, name: str) -> Path:
         """Where the run keeps the rubric named ``name``: ``rubrics/<slug>.yaml``
-        (:func:`~sgieval.core.files.slug_name`: a user YAML's ``name: ../../../rigor``
-        becomes ``rubrics/rigor.yaml``, inside the run).  Raises InputError for a
-        name with no letter or digit.
+        (:func:`~sgieval.core.files.slug_name`: a user YAML's ``name: ../../../rigor`` becomes ``rubrics/rigor.yaml``,
+        inside the run).  Raises InputError for a name with no letter or digit.
 
         Args:
             name: the rubric name.

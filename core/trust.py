@@ -1,10 +1,9 @@
 """Which settings of a run's ``config.json`` may be used with the user's credentials.
 
-A run folder can come from someone else.  The settings that send data or run
-code elsewhere (``base_url``, ``unsafe_local_exec``, a sandbox backend other
-than the local isolated one, the tools an LLM may call) and the models that
-cost money with the user's key (target, judge and agent models of a model
-service) are used by ``resume``/``report``/``view`` only when the user chose them:
+A run folder can come from someone else.  The settings that send data or run code elsewhere (``base_url``,
+``unsafe_local_exec``, a sandbox backend other than the local isolated one, the tools an LLM may call) and the models
+that cost money with the user's key (target, judge and agent models of a model service) are used by
+``resume``/``report``/``view`` only when the user chose them:
 
 - given again on the command line (``--base-url``, ``--sandbox``, ``--tools``,
   ``--unsafe-local-exec``), or ``--trust-config``;
@@ -15,9 +14,8 @@ service) are used by ``resume``/``report``/``view`` only when the user chose the
   i.e. ``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a
   shipped run folder cannot vouch for itself).
 
-The folder's own ``"yes": true`` (no metric confirmation) holds only for a run
-this machine started (:func:`is_own_run`); a received folder's never skips a
-confirmation.
+The folder's own ``"yes": true`` (no metric confirmation) holds only for a run this machine started
+(:func:`is_own_run`); a received folder's never skips a confirmation.
 """
 
 from __future__ import annotations
@@ -26,6 +24,8 @@ import hashlib
 import json
 from pathlib import Path
 from typing import Any
+
+import platformdirs
 
 from .modelref import ModelRef
 
@@ -75,12 +75,10 @@ def live_models(names: Any) -> list[str]:
 
 
 def sensitive_settings(config: Any) -> dict[str, Any]:
-    """The settings of ``config`` (a RunConfig) that send data or run code
-    elsewhere, with their values, in :data:`FLAGS` order: ``base_url`` when
-    set, ``unsafe_local_exec`` when true, ``sandbox`` when not one of
-    :data:`SAFE_SANDBOXES`, ``tools`` when non-empty and a judge or agent model
-    (which chooses the tool calls) is configured; and the target models, judges
-    and agent model that call a model service (:func:`live_models`: they are
+    """The settings of ``config`` (a RunConfig) that send data or run code elsewhere, with their values, in
+    :data:`FLAGS` order: ``base_url`` when set, ``unsafe_local_exec`` when true, ``sandbox`` when not one of
+    :data:`SAFE_SANDBOXES`, ``tools`` when non-empty and a judge or agent model (which chooses the tool calls) is
+    configured; and the target models, judges and agent model that call a model service (:func:`live_models`: they are
     billed to the user's key).  ``{}``: nothing to confirm.
 
     Args:
@@ -122,8 +120,6 @@ def fingerprint(config: Any) -> str:
 def trust_file() -> Path:
     """``platformdirs.user_state_dir("sgieval")/trusted-settings`` (on Linux
     ``$XDG_STATE_HOME/sgieval/trusted-settings``, default ``~/.local/state/...``)."""
-    import platformdirs
-
     return Path(platformdirs.user_state_dir("sgieval")) / "trusted-settings"
 
 

@@ -111,9 +111,7 @@ def load_yaml(
         ) from None
     except _RepeatedKey as e:
         raise InputError(
-            f"line {e.line}: repeated key {e.key!r} (first on line {e.first})",
-            what=where,
-            fix="keep one entry per key",
+            f"line {e.line}: repeated key {e.key!r} (first on line {e.first})", what=where, fix="keep one entry per key"
         ) from None
     except RecursionError:
         raise InputError("is nested too deeply to read", what=where, fix=fix) from None
