@@ -8,6 +8,7 @@ real run folder; requests come over real sockets (httpx, and headless Chromium f
 from __future__ import annotations
 
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -29,6 +30,55 @@ def served(tmp_path_factory):
     with serve_viewer(str(run_dir), "--port", "0") as served:
         assert len(served["token"]) >= 32  # 24 random bytes, URL-safe base64
         yield served
+
+
+def test_own_page_gets_the_run_with_protective_headers(served):
+    r = httpx.get(served["page"], timeout=5)
+    assert r.status_code == 200 and f"<title>sgieval: {CHEM}</title>" in r.text
+    js = httpx.get(served["base"] + "data.js", timeout=5, headers={"Sec-Fetch-Site": "same-origin"})
+    assert js.status_code == 200 and js.text.startswith("window.SGV_DATA = ")
+    assert httpx.get(served["base"] + "figures/ranking.png", timeout=5).content[:4] == b"\x89PNG"
+    for h in (r.headers, js.headers):
+        assert h["x-frame-options"] == "DENY"
+        assert h["content-security-policy"] == "frame-ancestors 'none'"
+        assert h["cross-origin-resource-policy"] == "same-origin"
+        assert h["x-content-type-options"] == "nosniff"
+    assert js.headers["content-type"].startswith("text/javascript")
+    # localhost and [::1] (with the port) are this server too
+    for host in (f"localhost:{served['port']}", f"[::1]:{served['port']}"):
+        assert httpx.get(served["base"] + "data.js", headers={"Host": host}, timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("name", ["data.js", "text.js", "index.html", "figures/ranking.png"])
+def test_the_old_fixed_paths_are_not_served(served, name):
+    """What the probe's page included (``/data.js``, ``/text.js``): without the session's path, nothing."""
+    r = httpx.get(f"http://127.0.0.1:{served['port']}/{name}", timeout=5)
+    assert r.status_code == 404 and "SGV" not in r.text
+    wrong = httpx.get(f"http://127.0.0.1:{served['port']}/{'A' * len(served['token'])}/{name}", timeout=5)
+    assert wrong.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "host", ["attacker.example:{port}", "127.0.0.1.nip.io:{port}", "127.0.0.1:1", "localhost", "evil.localhost:{port}"]
+)
+def test_a_foreign_host_header_is_refused(served, host):
+    """DNS rebinding: a name that resolves to 127.0.0.1 sends its own Host header; refused even with the token."""
+    r = httpx.get(served["base"] + "data.js", headers={"Host": host.format(port=served["port"])}, timeout=5)
+    assert r.status_code == 421 and "SGV_DATA" not in r.text
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "script", "Referer": "http://127.0.0.1:9/attack.html"},
+        {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "script"},
+        {"Origin": "http://127.0.0.1:9"},
+    ],
+)
+def test_a_request_from_another_origin_is_refused(served, headers):
+    """Even a page that learnt the session path gets nothing when its browser says where it comes from."""
+    r = httpx.get(served["base"] + "text.js", headers=headers, timeout=5)
+    assert r.status_code == 403 and "SGV_TEXT" not in r.text
 
 
 @pytest.mark.parametrize("knows_token", [False, True])
