@@ -18,7 +18,6 @@ from ..core import OPEN_CREATIVITY, InputError, Item, RunConfig, get_logger, wor
 from ..metric_pool import ScoringContext, list_rubrics
 from ..metric_pool import entries as registered_metrics
 from ..models import NamedModel, UnmatchedReplayError
-from . import run_report
 from .customisation import MetricPlan, plan_specs, run_customisation
 from .evaluation import score_added_judge
 from .executors import evaluate_with_executor
@@ -26,7 +25,6 @@ from .metric_choice import ranking_metric
 from .questioning import SelectionPlan, UnclearRequest, run_questioning
 from .requirements import MetricNeeds, metric_needs, none_can_run, ranking_cannot_run
 from .runtime import RunContext, State, Update, attach_tools, plan_items, plan_metrics, record_sampling
-from .settle import evaluate_until_settled, settle_problem
 from .stored_responses import stored_models
 from .targets import default_targets
 
@@ -222,6 +220,8 @@ def check_until_settled(state: State, rt: RunContext) -> None:
     """
     if not rt.config.until_settled:
         return
+    from .settle import settle_problem  # the settle rule's statistics (numpy): only for --until-settled
+
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = plan_items(rt, state["selection"]["item_ids"])
     problem = settle_problem(plan.primary, plan_metrics(rt, items, plan), [t.name for t in default_targets(rt, items)])
@@ -304,6 +304,8 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     )
     metrics = plan_metrics(rt, items, plan)
     if rt.config.until_settled:
+        from .settle import evaluate_until_settled  # numpy: only for --until-settled
+
         prog, settled = await evaluate_until_settled(
             rt.store, items, targets, metrics, ctx, primary=plan.primary, seed=rt.config.seed, **run_kw
         )
@@ -384,6 +386,8 @@ async def reporting_step(state: State, rt: RunContext) -> Update:
     Returns:
         The state update: ``report``, the path of ``report.md``.
     """
+    from . import run_report  # the report's sections (numpy, matplotlib): loaded when the report is written
+
     path = await run_report.report_run(rt, state)
     return {"report": str(path)}
 
