@@ -1,17 +1,13 @@
-"""Agreement of a judge with human labels on the same units.
+"""Agreement of a judge with human labels on the same units, by the scale of the metric or criterion:
 
-Which statistic fits depends on the scale of the metric or criterion:
-
-- ordinal (integer scales: a rubric criterion 0-10, a Likert -2..2): quadratic-weighted Cohen's kappa
-  (Cohen 1968; the value of ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``) over the categories of the
-  declared range;
+- ordinal (integer scales: a criterion 0-10, a Likert -2..2): quadratic-weighted Cohen's kappa (Cohen 1968; the value of
+  ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``) over the categories of the declared range;
 - continuous (any other range): Spearman's rank correlation (``scipy.stats.spearmanr``);
-- binary (range 0..1 with 0/1 values): the judge's true-positive rate (judge 1 among labels 1), true-negative rate
-  (judge 0 among labels 0) and unweighted Cohen's kappa.
+- binary (range 0..1, 0/1 values): the judge's true-positive and true-negative rates and unweighted Cohen's kappa.
 
-Every scale also gets the mean signed difference, judge minus label (the judge's bias on the metric's own scale),
-and the number of labelled units. Each statistic has a 95% percentile bootstrap interval over labelled units
-(``scipy.stats.bootstrap``, paired resampling, seeded).
+Every scale also gets the mean signed difference, judge minus label (the judge's bias), and the number of units. Each
+statistic has a 95% percentile bootstrap interval over labelled units (:func:`.stats.unit_resamples`, 1,000 paired
+resamples, seeded).
 """
 
 from __future__ import annotations
@@ -24,22 +20,16 @@ import numpy as np
 
 from .stats import unit_resamples
 
-__all__ = ["Agreement", "Statistic", "agreement", "kappa", "scale_of"]
 
 Scale = Literal["ordinal", "continuous", "binary"]
 
 
 @dataclass(frozen=True)
 class Statistic:
-    """One agreement statistic with its bootstrap interval.
-
-    Attributes:
-        name: ``weighted_kappa``, ``kappa``, ``spearman``, ``tpr``, ``tnr`` or ``mean_difference``.
-        value: the statistic on all labelled units (None when undefined, e.g. kappa with one category on both sides).
-        low: lower bound of the 95% bootstrap interval (None when undefined or without variation).
-        high: upper bound.
-        n: units the statistic is computed on (for tpr / tnr: the units labelled 1 / 0).
-    """
+    """One agreement statistic: ``name`` (``weighted_kappa``, ``kappa``, ``spearman``, ``tpr``, ``tnr``,
+    ``mean_difference``), ``value`` on all labelled units (None when undefined, e.g. kappa with one category on both
+    sides), its 95% bootstrap interval ``[low, high]`` (None when undefined or without variation) and ``n`` units (for
+    tpr / tnr: those labelled 1 / 0)."""
 
     name: str
     value: float | None
@@ -50,16 +40,8 @@ class Statistic:
 
 @dataclass(frozen=True)
 class Agreement:
-    """How one judge (or the panel) agrees with the labels on one metric or criterion.
-
-    Attributes:
-        judge: the judge's model name, or ``"panel"`` for the panel aggregate.
-        metric: the metric name.
-        criterion: the rubric criterion, or None for the metric's own value.
-        scale: ``ordinal``, ``continuous`` or ``binary`` (:func:`scale_of`).
-        n: labelled units with a judge score.
-        statistics: the statistics of the scale, ``mean_difference`` last.
-    """
+    """How ``judge`` (or ``"panel"``) agrees with the labels on ``metric`` (``criterion`` None: its own value) over
+    ``n`` units: the ``statistics`` of its ``scale`` (:func:`scale_of`), ``mean_difference`` last."""
 
     judge: str
     metric: str
@@ -74,7 +56,7 @@ class Agreement:
 
 
 def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
-    """The scale of a metric or criterion from its declared range and its values.
+    """The scale of a metric or criterion.
 
     Args:
         low: the declared minimum (e.g. 0 for a criterion, -2 for Likert).
@@ -82,8 +64,8 @@ def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
         values: labels and judge scores seen.
 
     Returns:
-        ``binary`` for range 0..1 with only 0/1 values; ``ordinal`` for an integer range of at most 21 points whose
-        values are all integers; otherwise ``continuous``.
+        ``binary`` for range 0..1 with only 0/1 values; ``ordinal`` for an integer range of at most 21 points with
+        integer values; otherwise ``continuous``.
     """
     ints = all(float(v).is_integer() for v in values)
     if (low, high) == (0, 1) and all(v in (0, 1) for v in values):
@@ -94,8 +76,8 @@ def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
 
 
 def _kappa(weights: str | None, labels: Sequence[int]) -> Callable[[np.ndarray, np.ndarray], float]:
-    """Cohen's kappa over the categories ``labels`` (quadratic weights, or none): 1 - sum(w O) / sum(w E), with O
-    the observed confusion proportions and E the product of the marginals (Cohen 1968). The same value as
+    """Cohen's kappa over the categories ``labels`` (quadratic weights, or none): 1 - sum(w O) / sum(w E), with O the
+    observed confusion proportions and E the product of the marginals (Cohen 1968). The same value as
     ``sklearn.metrics.cohen_kappa_score`` (the tests compare them), computed with numpy so the bootstrap stays fast."""
     cats = np.asarray(list(labels), dtype=float)
     k = cats.size

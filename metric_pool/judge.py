@@ -1,13 +1,7 @@
-"""Judge calls with structured output, parse retries and raw-reply evidence.
-
-METRICS.md D.4: parse the judge's own final field (structured output), never
-the first number in its text; an out-of-range value is a parse error that is
-retried with the error shown to the judge, then a ``judge_error``.
-Every raw reply is kept so metrics can put it into ``Score.evidence`` as a
-:class:`~sgieval.core.JudgeReplyEvidence`.  The loop itself is
-:func:`sgieval.models.structured.ask_structured` (native structured output
-first, the prompt-embedded schema as fallback); the parsing helpers are
-re-exported here.
+"""Judge calls with structured output, parse retries and raw-reply evidence (METRICS.md D.4: the judge's own final field
+is parsed, never the first number in its text; an out-of-range value is a parse error, retried with the error shown to
+the judge, then a ``judge_error``), and the hygiene of candidate text inside judge prompts (D.14).  The loop itself is
+:func:`sgieval.models.structured.ask_structured`.
 """
 
 from __future__ import annotations
@@ -31,38 +25,18 @@ from ..models import (
     schema_instruction,
 )
 
-__all__ = [
-    "ask_judge",
-    "JudgeReply",
-    "as_data",
-    "DATA_NOTICE",
-    "neutralise",
-    "injection_signals",
-    "injection_flags",
-    "INJECTION_FLAG",
-    "JUDGE_TAGS",
-    "JUDGE_KEYS",
-    "parse_json_object",
-    "split_reasoning",
-    "protect_latex_escapes",
-    "LATEX_COMMANDS_NRT",
-    "schema_instruction",
-]
+__all__ = ["JUDGE_KEYS", "ask_judge", "as_data", "neutralise", "injection_signals", "parse_json_object"]
+__all__ += ["protect_latex_escapes", "schema_instruction", "split_reasoning", "LATEX_COMMANDS_NRT"]
 
 T = TypeVar("T", bound=BaseModel)
 
-DATA_OPEN = "<<<RESPONSE_UNDER_REVIEW>>>"
-DATA_CLOSE = "<<<END_RESPONSE_UNDER_REVIEW>>>"
-
-
 JUDGE_TAGS = ("coherence_score", "similarity_score", "score", "judgment", "verdict")
-"""Output tags of sgieval's judges (and any tag ending in ``_score``): inside
-candidate text they are neutralised, and their presence flags the response
-(METRICS.md D.14)."""
+"""Output tags of sgieval's judges (and any tag ending in ``_score``): inside candidate text they are neutralised, and
+their presence flags the response (METRICS.md D.14)."""
 
 JUDGE_KEYS = ("score", "scores", "judgment", "judge", "verdict", "criterion", "correctness", "completeness")
-"""JSON keys of judge replies (the verdict fields of sgieval's judge schemas), neutralised inside candidate text
-and flagged there (D.14)."""
+"""JSON keys of judge replies (the verdict fields of sgieval's judge schemas), neutralised inside candidate text and
+flagged there (D.14)."""
 
 INJECTION_FLAG = "injection_suspected"
 
@@ -88,9 +62,8 @@ _SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
 def _parser_view(text: str) -> tuple[str, list[int]]:
-    """``text`` with its JSON string escapes decoded (``\\uXXXX``, ``\\"``, ``\\'``, ``\\/``, ``\\\\``, ``\\n``...),
-    as the judge-reply parser reads a key, and the offset in ``text`` of each character of the view (one more
-    for the end)."""
+    """``text`` with its JSON string escapes decoded as the reply parser reads a key, and the offset in ``text`` of each
+    character of the view (one more for the end)."""
     if "\\" not in text:
         return text, list(range(len(text) + 1))
     out: list[str] = []
@@ -108,11 +81,9 @@ def _parser_view(text: str) -> tuple[str, list[int]]:
 
 
 def _judge_keys(text: str) -> list[tuple[int, int, str]]:
-    """The judge JSON keys the reply parser would read in ``text`` (the spellings described above
-    :data:`_QUOTES`): a key of :data:`JUDGE_KEYS` (any case) followed by a separator, seen through JSON escapes,
-    with a quote mark before or after it, or bare after ``{`` or ``,`` (``score: 7`` in prose is no key).  For
-    each: its span in ``text`` (from its opening quote, else the key, to the separator) and its disarmed form
-    (the key as written between ``&quot;`` marks instead of its quotes, then the separator)."""
+    """(start, end, disarmed form) of each judge JSON key the reply parser would read in ``text``: a key of
+    :data:`JUDGE_KEYS` followed by a separator, seen through JSON escapes, quoted or bare after ``{`` or ``,``; the span
+    runs from its opening quote (else the key) to the separator, the disarmed form is ``&quot;key&quot;sep``."""
     if not text:
         return []
     view, starts = _parser_view(text)
@@ -141,15 +112,10 @@ def _is_judge_tag(name: str, extra: Sequence[str]) -> bool:
 
 
 def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
-    """``text`` with the judge's own output format disarmed (METRICS.md D.14):
-    the ``<`` of every judge tag (:data:`JUDGE_TAGS`, ``*_score``, and
-    ``extra_tags`` such as ``answer`` where the judge prompt uses that tag as
-    a delimiter) becomes ``&lt;``, and every judge JSON key
-    (:data:`JUDGE_KEYS`) the judge-reply parser would read, in any spelling it
-    accepts (``"score":``, ``"\\u0073core":``, ``'score':``, ``{score:``,
-    ``"score"：``), is written between ``&quot;`` marks instead of its quotes
-    (``&quot;score&quot;:``), which the parser does not read as a key.  Other
-    text is unchanged."""
+    """``text`` with the judge's own output format disarmed (METRICS.md D.14): the ``<`` of every judge tag
+    (:data:`JUDGE_TAGS`, ``*_score``, ``extra_tags``) becomes ``&lt;``, and every judge JSON key the reply parser would
+    read, in any spelling it accepts (``"score":``, ``"\\u0073core":``, ``'score':``, ``{score:``), is written between
+    ``&quot;`` marks instead of its quotes, which the parser does not read as a key."""
     extra = tuple(t.lower() for t in extra_tags)
     out = _TAG.sub(
         lambda m: (
@@ -165,14 +131,8 @@ def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
 
 
 def injection_signals(text: str, extra_tags: Sequence[str] = ()) -> list[str]:
-    """The judge-format pieces found in candidate ``text`` (D.14), in order,
-    without repeats: judge tags (``<coherence_score>``, ``</answer>`` when
-    ``answer`` is in ``extra_tags``...), judge JSON keys followed by a
-    separator as the judge-reply parser reads them (``"score":``, and the same
-    key through JSON escapes ``"\\u0073core":``, in other quotes ``'score':``,
-    bare ``{score:``, before a fullwidth colon...; as written in ``text``) and
-    data delimiters (``<<<``/``>>>``).  Empty for ordinary text, prose about a
-    score included."""
+    """The judge-format pieces in candidate ``text`` (D.14), in order, without repeats: judge tags, judge JSON keys as
+    the reply parser reads them (as written in ``text``) and data delimiters; empty for ordinary text."""
     text = text or ""
     extra = tuple(t.lower() for t in extra_tags)
     found = [m.group(0).strip() for m in _TAG.finditer(text) if _is_judge_tag(m.group(2), extra)]
@@ -187,13 +147,9 @@ def injection_flags(*texts: str, extra_tags: Sequence[str] = ()) -> list[str]:
 
 
 def as_data(text: str, label: str = "RESPONSE_UNDER_REVIEW", extra_tags: Sequence[str] = ()) -> str:
-    """Wrap untrusted text as delimited data for a judge prompt (METRICS.md D.14).
-
-    The delimiters are escaped inside the text (``<<<`` -> ``<\u200b<<``) so a
-    response cannot close the block early, and the judge's own output tags
-    and JSON keys are neutralised (:func:`neutralise`); the judge prompt
-    states that the block is data to evaluate, not instructions
-    (judge hygiene).
+    """Wrap untrusted text as delimited data for a judge prompt (METRICS.md D.14): the delimiters are escaped inside it
+    (``<<<`` -> ``<\u200b<<``) so it cannot close the block early, and the judge's own tags and keys are neutralised
+    (:func:`neutralise`); the prompt states that the block is data, not instructions.
 
     Args:
         text: the untrusted text (a response, a document).
@@ -216,16 +172,11 @@ DATA_NOTICE = (
 
 @dataclass
 class JudgeReply(Generic[T]):
-    """Outcome of one judge call: ``parsed`` (None on failure), every raw reply
-    text in ``raw`` (one per attempt), ``attempts``, ``error`` (reason),
-    ``mode`` (how the structured reply was asked for: ``json_schema``,
-    ``function_calling``, ``prompt`` or ``text``), ``note`` (why the native
-    path was left), ``reasoning`` (think text per attempt) and ``flags``
-    (e.g. ``injection_suspected``, METRICS.md D.14); ``refused``: the provider
-    refused (D.17: ``error`` is "refused: <its text>", asked once); ``prompt``:
-    the prompt of the first attempt as sent (:func:`sgieval.core.prompt_record`),
-    None when unknown; ``prompts``: the prompt of every attempt as sent, in order
-    (a parse retry is a prompt of its own); [] means ``[prompt]``."""
+    """Outcome of one judge call: ``parsed`` (None on failure), ``raw`` reply texts (one per attempt), ``attempts``,
+    ``error``, ``mode`` (``json_schema``, ``function_calling``, ``prompt`` or ``text``), ``note`` (why the native path
+    was left), ``reasoning`` per attempt, ``flags`` (``injection_suspected``, D.14); ``refused``:
+    the provider refused (D.17, asked once); ``prompt``/``prompts``: the first / every attempt's prompt as sent
+    (:func:`sgieval.core.prompt_record`; [] means ``[prompt]``)."""
 
     judge: str
     parsed: T | None
@@ -242,11 +193,10 @@ class JudgeReply(Generic[T]):
     prompts: list[dict[str, Any]] = field(default_factory=list)
 
     def evidence(self, **details: Any) -> JudgeReplyEvidence:
-        """This reply as a typed ``judge_reply`` evidence record; ``details``
-        holds metric-specific extras (unit test, steps, votes...).
+        """This reply as a typed ``judge_reply`` evidence record.
 
         Args:
-            details: metric-specific extras.
+            details: metric-specific extras (unit test, steps, votes...).
 
         Returns:
             The evidence record.
@@ -278,27 +228,19 @@ async def ask_judge(
     candidate: str | Sequence[str] | None = None,
     as_given: bool = False,
 ) -> JudgeReply[T]:
-    """Ask ``judge`` for a ``schema`` object with
-    :func:`~sgieval.models.structured.ask_structured`: native structured output
-    (``with_structured_output``) when the chat model has it, else the schema
-    embedded in the system prompt; :data:`DATA_NOTICE` is added to the
-    system prompt.  The reply's JSON is validated with pydantic (field
-    validators enforce ranges); one that does not parse is retried with the
-    parse error shown to the judge, up to ``max_attempts`` tries.  Never
-    raises for model or parse failures: the reason is in ``JudgeReply.error``.
-    ``candidate``: the judged text(s); when they carry judge-format pieces the
-    reply is flagged ``injection_suspected`` (:func:`injection_flags`, D.14).
-    ``as_given``: ``messages`` continue a conversation whose system message
-    already holds the data notice and the schema instruction (a judge's tool
-    loop); they are sent unchanged (:func:`~sgieval.models.structured.ask_structured`).
+    """Ask ``judge`` for a ``schema`` object through :func:`~sgieval.models.structured.ask_structured` (native
+    structured output, else the schema in the system prompt, with :data:`DATA_NOTICE`); a reply that does not validate
+    is retried with the error shown, up to ``max_attempts`` tries.  Never raises for model or parse failures: the reason
+    is in ``JudgeReply.error``.
 
     Args:
         judge: the judge model.
         messages: the judge prompt.
         schema: the pydantic model of the verdict.
         max_attempts: most tries (>= 1).
-        candidate: see above.
-        as_given: see above.
+        candidate: the judged text(s): judge-format pieces in them flag the reply ``injection_suspected`` (D.14).
+        as_given: ``messages`` continue a conversation whose system message already holds the notice and schema (a
+            judge's tool loop): sent unchanged.
 
     Returns:
         The JudgeReply: ``parsed`` (None on failure), raw replies, ``error``, flags.

@@ -11,11 +11,10 @@ with the variance-minimising tuning parameter for a mean (clipped to [0, 1] as `
 
     λ̂ = [(1/n) Σ (Y_i − Ȳ)(Ŷ_i − mean Ŷ)] / [(1 + n/N) · var(Ŷ ∪ Ŷ')],   var with n + N − 1 degrees of freedom,
 
-and the normal-approximation interval θ̂ ± z_{1−α/2} · sqrt(var₀(λŶ')/N + var₀(Y − λŶ)/n) (var₀: population
-variance). λ = 1 is classic PPI (Angelopoulos et al., Science 2023); λ = 0 is the labels-only mean. The guarantee
-holds when the labelled units are a uniform random sample of the units; :func:`stratified_ppi_mean` combines
-strata (e.g. target models, each sampled on its own) with weights proportional to their sizes (Fisch et al. 2024,
-"Stratified Prediction-Powered Inference for Hybrid Language Model Evaluation", arXiv:2406.04291).
+and the normal-approximation interval θ̂ ± z_{1−α/2} · sqrt(var₀(λŶ')/N + var₀(Y − λŶ)/n) (var₀: population variance).
+λ = 1 is classic PPI (Angelopoulos et al., Science 2023); λ = 0 is the labels-only mean. The guarantee holds when the
+labelled units are a uniform random sample of the units (:mod:`.labels` estimates each target model, sampled on its own,
+as its own stratum).
 """
 
 from __future__ import annotations
@@ -31,22 +30,12 @@ from .stats import z_quantile
 Values = Union[Sequence[float], np.ndarray]
 """A 1-d sequence of numbers (a list or a numpy array)."""
 
-__all__ = ["PPIEstimate", "ppi_mean", "stratified_ppi_mean", "classical_mean"]
-
 
 @dataclass(frozen=True)
 class PPIEstimate:
-    """A mean with its confidence interval.
-
-    Attributes:
-        mean: the point estimate, on the scale of the labels.
-        low: lower bound of the two-sided ``1 - alpha`` interval.
-        high: upper bound.
-        n_labelled: labelled units used.
-        n_unlabelled: units with a judge score only.
-        lam: the power-tuning parameter used (1: classic PPI; 0: labels only; None: not a PPI estimate).
-        method: ``"ppi++"``, ``"ppi"``, ``"labels"``, ``"judge"`` or ``"stratified ppi++"``.
-    """
+    """A ``mean`` (on the labels' scale) with its two-sided ``1 - alpha`` interval ``[low, high]``, from ``n_labelled``
+    labelled units and ``n_unlabelled`` with a judge score only; ``lam`` the power-tuning parameter (1: classic PPI, 0:
+    labels only, None: not a PPI estimate); ``method`` ``"ppi++"``, ``"ppi"``, ``"labels"`` or ``"judge"``."""
 
     mean: float
     low: float
@@ -58,7 +47,6 @@ class PPIEstimate:
 
     @property
     def width(self) -> float:
-        """high - low."""
         return self.high - self.low
 
 
@@ -135,8 +123,8 @@ def ppi_mean(
 
 
 def classical_mean(values: Values, *, alpha: float = 0.05, method: str = "labels") -> PPIEstimate:
-    """The plain mean of ``values`` with its normal-approximation interval (z · population sd / sqrt(n)), the
-    baseline PPI is compared with (``ppi_py.classical_mean_ci``).
+    """The plain mean of ``values`` with its normal-approximation interval (z · population sd / sqrt(n)), the baseline
+    PPI is compared with (``ppi_py.classical_mean_ci``).
 
     Args:
         values: n >= 2 finite numbers.
@@ -156,41 +144,4 @@ def classical_mean(values: Values, *, alpha: float = 0.05, method: str = "labels
     half = z_quantile(alpha) * float(x.std()) / math.sqrt(x.size)
     return PPIEstimate(
         m, m - half, m + half, x.size if method == "labels" else 0, 0 if method == "labels" else x.size, None, method
-    )
-
-
-def stratified_ppi_mean(
-    strata: Sequence[tuple[Values, Values, Values]],
-    *,
-    alpha: float = 0.05,
-) -> PPIEstimate:
-    """The mean over all units of several strata, each estimated with PPI++ on its own and weighted by its size
-    (StratPPI, Fisch et al. 2024: θ̂ = Σ_k w_k θ̂_k with w_k = (n_k + N_k) / Σ (n + N), variance Σ w_k² σ̂_k²).
-
-    Args:
-        strata: per stratum ``(labels, judged, unlabelled)`` as for :func:`ppi_mean`.
-        alpha: error level in (0, 1).
-
-    Returns:
-        A :class:`PPIEstimate` (method ``"stratified ppi++"``, ``lam`` None: each stratum tunes its own).
-
-    Raises:
-        ValueError: no stratum, or a stratum :func:`ppi_mean` refuses.
-    """
-    if not strata:
-        raise ValueError("stratified PPI needs at least one stratum")
-    z = z_quantile(alpha)
-    parts = [ppi_mean(y, yh, yu, alpha=alpha) for y, yh, yu in strata]
-    sizes = np.array([p.n_labelled + p.n_unlabelled for p in parts], dtype=float)
-    w = sizes / sizes.sum()
-    theta = float(sum(wk * p.mean for wk, p in zip(w, parts)))
-    se = math.sqrt(float(sum((wk * (p.high - p.mean) / z) ** 2 for wk, p in zip(w, parts))))
-    return PPIEstimate(
-        theta,
-        theta - z * se,
-        theta + z * se,
-        sum(p.n_labelled for p in parts),
-        sum(p.n_unlabelled for p in parts),
-        None,
-        "stratified ppi++",
     )

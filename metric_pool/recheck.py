@@ -1,17 +1,17 @@
 """Stored judgements checked: re-decide stored SciAidanBench acceptances with the run's embedder.
 
-A replayed SciAidanBench answer list was accepted or stopped by the original run's judges: its stored coherence
-scores (the o1-mini judge in the published run) and its stored embedding novelty (text-embedding-3-large,
-``embedding_dissimilarity_score``).  ``--recheck`` recomputes the novelty of every stored answer with the run's
-own embedder (METRICS.md B.3: 1 - max cosine against the earlier answers of the list, the first answer 1.0) and
-compares, per target model, over the non-first answers:
+A replayed SciAidanBench answer list was accepted or stopped by the original run's judges: its stored coherence scores
+(the o1-mini judge in the published run) and its stored embedding novelty (text-embedding-3-large,
+``embedding_dissimilarity_score``).  ``--recheck`` recomputes the novelty of every stored answer with the run's own
+embedder (METRICS.md B.3: 1 - max cosine against the earlier answers of the list, the first answer 1.0) and compares,
+per target model, over the non-first answers:
 
 - Spearman's rho between the recomputed and the stored novelty (scipy.stats.spearmanr);
 - the share of answers with the same novelty decision at tau_n = 0.15 (novelty < 0.15 rejects, B.5);
-- the re-decided accepted count: each list re-walked with the B.5 stop rule on the stored coherence and the
-  recomputed novelty, stopping at the first answer it rejects (an answer the stored run rejected but the recheck
-  accepts ends the list too: what the model would have said next was never generated, so the count is a lower
-  bound there), summed over the questions, next to the stored accepted count;
+- the re-decided accepted count: each list re-walked with the B.5 stop rule on the stored coherence and the recomputed
+  novelty, stopping at the first answer it rejects (an answer the stored run rejected but the recheck accepts ends the
+  list too: what the model would have said next was never generated, so the count is a lower bound there), summed over
+  the questions, next to the stored accepted count;
 - whether the ranking of the target models by accepted answers changes.
 The coherence decisions stay the stored judge's (a live judge re-deciding coherence is not implemented).
 """
@@ -30,8 +30,8 @@ from .aidanbench_protocol import TAU_N, _encode, novelty_against, stopping_condi
 
 @dataclass(frozen=True)
 class RecheckRow:
-    """One target model: ``n_answers`` non-first stored answers compared; ``rho`` Spearman (None when
-    undefined); ``same_share`` 0-1; accepted counts summed over ``n_questions`` lists (stored, re-decided)."""
+    """One target model: ``n_answers`` non-first stored answers compared; ``rho`` Spearman (None when undefined);
+    ``same_share`` 0-1; accepted counts summed over ``n_questions`` lists (stored, re-decided)."""
 
     model: str
     n_questions: int
@@ -93,8 +93,7 @@ def recheck(responses: Sequence[Response], embedder: Any, *, tau_n: float = TAU_
 
 
 def ranking_changes(rows: Sequence[RecheckRow]) -> tuple[list[str], list[str], bool]:
-    """(order by stored accepted answers, order by re-decided ones, whether they differ); best first, ties by
-    name."""
+    """(order by stored accepted answers, order by re-decided ones, whether they differ); best first, ties by name."""
     stored = [r.model for r in sorted(rows, key=lambda r: (-r.stored_accepted, r.model))]
     ours = [r.model for r in sorted(rows, key=lambda r: (-r.recheck_accepted, r.model))]
     return stored, ours, stored != ours

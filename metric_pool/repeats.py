@@ -1,27 +1,16 @@
 """Repeated judge calls (``--judge-repeats k``): test-retest material for the judge panel.
 
-Each judge allowed to score a target is asked ``k`` times per judged item (``ScoringContext.options
-["judge_repeats"]``, from ``RunConfig.judge_repeats``; default 1).  Every repeat is a distinct call: the r-th draw
-is :func:`sgieval.models.base.repeat_of` (judge, r), whose index is part of the call cache key from r = 1 on, and
-it is sampled at the run's judge temperature (``RunConfig`` makes a temperature of 0 into 0.7 when ``k`` > 1;
-families that reject a temperature get none).  METRICS.md D.8-D.10 apply to each repeat on its own: the reasoning
-is removed before parsing (D.8), a reply that does not parse is retried with the error, then fails (D.4), a
-truncated reply is asked once more with twice the tokens, then fails (D.10).
-
-**Aggregation** (the score's value): each judge's value is the mean over its successful repeats; the metric's
-value is the panel aggregate of those per-judge means (the mean over judges for scores), so a judge with a failed
-repeat weighs as much as the others.  A failed repeat is recorded as a failure with its reason (never a zero);
-a judge whose repeats all failed is a failed judge, as with k = 1.
-
-**Recorded in the score**: ``details["judge_repeats"]`` = {judge: [value of repeat 0, 1, ..., k-1]} with None
-where that repeat failed, ``details["repeat_failures"]`` = {judge: {repeat index: reason}} (only when one failed),
-``details["repeats"]`` = k; every repeat's judge reply is in the evidence with its ``repeat`` index.  The report's
-Judge reliability section reads ``judge_repeats`` for the test-retest alpha of each judge
-(:func:`sgieval.metric_pool.reliability.reliability`).
-
-**Where**: rubric metrics, ``reasoning_validity``, the deep-research ``sla`` and the SFBench explanation judge.
-Idea-generation votes (their win thresholds count the six votes of the paper's three judges, METRICS.md A.2),
-dry-experiment verdicts and the AidanBench coherence judge inside the generation loop ask each judge once.
+Each judge allowed to score a target is asked ``k`` times per judged item (``ctx.options["judge_repeats"]``, default 1).
+The r-th draw is :func:`sgieval.models.base.repeat_of` (judge, r), whose index is part of the call cache key from r = 1
+on, sampled at the run's judge temperature (``RunConfig`` makes 0 into 0.7 when k > 1).  METRICS.md D.4, D.8 and D.10
+apply to each repeat on its own.  Each judge's value is the mean of its successful repeats, the metric's value the panel
+aggregate of those means; a failed repeat is recorded with its reason (never a zero), a judge whose repeats all failed
+is a failed judge.  The score records ``details["judge_repeats"]`` {judge: [value per repeat, None where it failed]},
+``details["repeat_failures"]`` {judge: {repeat: reason}} and ``details["repeats"]`` = k; each reply's evidence has its
+``repeat`` index.  The Judge reliability section reads them for the test-retest alpha
+(:func:`sgieval.metric_pool.reliability.reliability`).  Used by rubric metrics, ``reasoning_validity``, the
+deep-research ``sla`` and the SFBench explanation judge; idea-generation votes (METRICS.md A.2), dry-experiment verdicts
+and the AidanBench coherence judge ask each judge once.
 """
 
 from __future__ import annotations
@@ -35,8 +24,6 @@ from pydantic import BaseModel
 
 from ..core import Item, Response, Score
 from ..models import NamedModel, repeat_of
-
-__all__ = ["Draw", "Repeats", "ask_repeats", "judge_repeats", "draws", "repeat_details", "judge_means", "panel_score"]
 
 
 def judge_repeats(ctx: Any) -> int:
@@ -85,19 +72,18 @@ def panel_score(
     errors: list[str],
     details: dict[str, Any],
 ) -> list[Score]:
-    """The one Score of a judge panel's verdict on ``response``: the rationale names the judges whose calls failed
-    (they are left out of ``value``).
+    """The one Score of a judge panel's verdict on ``response``; the rationale names the failed judges.
 
     Args:
         item: the item judged.
         response: the target model's response.
         metric: the metric's name.
-        value: the panel's value on the metric's range (the mean of the judges that answered).
+        value: the panel's value (the mean of the judges that answered).
         judges: the panel's judge names, comma-separated.
         evidence: the judges' evidence records.
         rationale: one clause per judge that answered.
-        errors: why each failed judge failed (empty when none failed).
-        details: the Score's details (per judge, repeats).
+        errors: why each failed judge failed (left out of ``value``).
+        details: the Score's details.
 
     Returns:
         A one-Score list.
@@ -119,8 +105,8 @@ def panel_score(
 
 
 def repeat_details(results: Sequence[Draw], k: int) -> dict[str, Any]:
-    """The score's details for ``k`` > 1 (module docstring): ``judge_repeats``, ``repeats`` and, when any repeat
-    failed, ``repeat_failures``; {} when ``k`` is 1 (nothing to add to a single draw)."""
+    """The score's details for ``k`` > 1 (module docstring): ``judge_repeats``, ``repeats`` and, when any repeat failed,
+    ``repeat_failures``; {} when ``k`` is 1."""
     if k <= 1:
         return {}
     per: dict[str, list[float | None]] = {}
@@ -138,9 +124,8 @@ def repeat_details(results: Sequence[Draw], k: int) -> dict[str, Any]:
 
 @dataclass
 class Repeats:
-    """What :func:`ask_repeats` gathered: ``draws`` (one :class:`Draw` per call, in call order), ``evidence`` (every
-    call's judge reply, with its ``repeat`` index when ``k`` > 1), ``errors`` ("judge (repeat r/k): reason" of each
-    failed call), ``parsed`` ({judge: its last repeat that parsed}, judges in first-parsed order)."""
+    """What :func:`ask_repeats` gathered: one :class:`Draw` per call, every call's judge reply as evidence, the failed
+    calls' reasons and {judge: its last repeat that parsed}."""
 
     draws: list[Draw] = field(default_factory=list)
     evidence: list[Any] = field(default_factory=list)
@@ -158,10 +143,10 @@ async def ask_repeats(
     value: Callable[[Any], float],
     evidence_fields: Callable[[Any], dict[str, Any]] = lambda parsed: {},
 ) -> Repeats:
-    """Ask every judge ``k`` times (:func:`draws`, one after the other) for a ``schema`` reply to ``messages``
-    through :func:`sgieval.metric_pool.judge.ask_judge` (``candidate``: the judged text, for its injection
-    flags); ``value(parsed)`` is a parsed reply's value on the metric's scale, ``evidence_fields(parsed)`` extra
-    fields of its evidence record.  A call that fails is a Draw with value None and its reason (never a zero)."""
+    """Ask every judge ``k`` times (:func:`draws`, one after the other) for a ``schema`` reply to ``messages`` through
+    :func:`sgieval.metric_pool.judge.ask_judge` (``candidate``: the judged text, for its injection flags);
+    ``value(parsed)`` is a parsed reply's value, ``evidence_fields(parsed)`` extra fields of its evidence record. A call
+    that fails is a Draw with value None and its reason (never a zero)."""
     from .judge import ask_judge
 
     out = Repeats()

@@ -1,14 +1,10 @@
 """The rubric loop: refine a rubric against the researcher's labels.
 
-Criteria refinement as in EvalGen (Shankar et al. 2024, "Who validates the validators?", section 4): the labeller's
-judgement is the standard, the judge's disagreements with it show which criterion is worded badly, the user rewords
-that criterion (its description or its anchors), the labelled units are scored again with the revision, and the
-agreement before and after is compared with the same statistics (:mod:`sgieval.metric_pool.agreement`). Only the
-labelled units are re-scored: agreement is defined on them alone, so scoring anything else would cost judge calls
-and change nothing.
-
-A revision is the rubric's next ``version`` (:meth:`sgieval.core.Rubric.revised`); every rubric score records the
-version that produced it (``Score.details["rubric_version"]``), so scores of two versions are never mixed up.
+Criteria refinement as in EvalGen (Shankar et al. 2024, "Who validates the validators?", section 4): the labels are the
+standard, the judge's disagreements with them show which criterion is worded badly, the user rewords it, the labelled
+units (only they: agreement is defined on them alone) are scored again with the revision (the rubric's next ``version``,
+recorded in every score's ``details["rubric_version"]``), and the agreement before and after is compared with the same
+statistics (:mod:`sgieval.metric_pool.agreement`).
 """
 
 from __future__ import annotations
@@ -25,30 +21,12 @@ from .base import ScoringContext
 from .labels import label_estimates, latest_labels
 from .rubric import RubricMetric
 
-__all__ = [
-    "AgreementChange",
-    "Disagreement",
-    "compare_agreement",
-    "disagreements",
-    "labelled_units",
-    "rescore_units",
-    "scored_by",
-]
-
 
 @dataclass(frozen=True)
 class Disagreement:
-    """One labelled unit where a judge's value and the label differ.
-
-    Attributes:
-        item_id: the item.
-        model: the target model whose response was judged.
-        criterion: the rubric criterion (0-10), or None for the metric's own value (0-100).
-        judge: the judge's name (``"panel"`` for the panel mean).
-        judge_value: the judge's value on the criterion's (or metric's) scale.
-        label: the label (the mean when several labellers labelled the unit).
-        rationale: the judge's rationale for that value.
-    """
+    """One labelled unit: ``judge`` (``"panel"`` for the panel mean) gave ``judge_value`` to ``model``'s response on
+    ``criterion`` (0-10; None: the metric's own value, 0-100), the labels average ``label``; ``rationale`` the
+    judge's."""
 
     item_id: str
     model: str
@@ -70,7 +48,7 @@ class Disagreement:
 
 
 def _labels_by_unit(labels: Sequence[Label], metric: str) -> dict[tuple[str, str, str | None], float]:
-    """{(item_id, model, criterion): mean label over labellers} of ``metric`` (the latest label per labeller)."""
+    """{(item_id, model, criterion): mean label over labellers} of ``metric``."""
     grouped: dict[tuple[str, str, str | None], list[float]] = {}
     for lab in latest_labels(labels):
         if lab.metric == metric:
@@ -79,14 +57,14 @@ def _labels_by_unit(labels: Sequence[Label], metric: str) -> dict[tuple[str, str
 
 
 def labelled_units(labels: Sequence[Label], metric: str) -> list[tuple[str, str]]:
-    """The (item_id, target model) units with at least one label of ``metric`` (any criterion), sorted.
+    """The units labelled on a metric.
 
     Args:
         labels: the run's labels.
         metric: the rubric's name.
 
     Returns:
-        Sorted unique (item_id, model) pairs.
+        Sorted unique (item_id, model) pairs with at least one label of ``metric`` (any criterion).
     """
     return sorted({(i, m) for i, m, _ in _labels_by_unit(labels, metric)})
 
@@ -129,13 +107,12 @@ def disagreements(
     Args:
         scores: scores of the rubric (other metrics are ignored).
         labels: the run's labels (the latest per unit and labeller; several labellers are averaged).
-        rubric: the rubric (its name is the metric; its criteria the 0-10 scales).
-        judge: a judge's name to compare that judge's own scores (``details["per_judge"]``); None compares the
-            panel mean.
+        rubric: the rubric.
+        judge: a judge whose own scores (``details["per_judge"]``) are compared; None: the panel mean.
 
     Returns:
-        One :class:`Disagreement` per (item, model, criterion) label with a score, sorted by
-        :attr:`Disagreement.relative_gap` descending (ties: item, model, criterion).
+        One :class:`Disagreement` per (item, model, criterion) label with a score, by ``relative_gap`` descending
+        (ties: item, model, criterion).
     """
     by_unit = {(s.item_id, s.model): s for s in scores if s.metric == rubric.name and s.item_id != "*"}
     out = []
@@ -154,7 +131,7 @@ def disagreements(
 
 
 def scored_by(scores: Sequence[Score], rubric: Rubric, units: Sequence[tuple[str, str]]) -> set[str]:
-    """The judge names of the valid scores of ``rubric`` on ``units`` (``details["per_judge"]`` keys).
+    """The judges of the valid scores of ``rubric`` on ``units``.
 
     Args:
         scores: the run's scores.
@@ -162,7 +139,7 @@ def scored_by(scores: Sequence[Score], rubric: Rubric, units: Sequence[tuple[str
         units: (item_id, model) pairs.
 
     Returns:
-        Every judge that scored at least one of the units (empty when none has a valid score).
+        Every judge that scored at least one of the units (``details["per_judge"]`` keys).
     """
     want = set(units)
     names: set[str] = set()
@@ -196,8 +173,7 @@ async def rescore_units(
         concurrency: units scored at once.
 
     Returns:
-        One Score per unit whose item and response are in the run, in ``units`` order (a failed judge call is a
-        failed Score with its reason, never a number).
+        One Score per unit in the run, in ``units`` order (a failed judge call is a failed Score, never a number).
     """
     by_item = {i.id: i for i in items}
     by_response = {(r.item_id, r.model): r for r in responses}
@@ -217,14 +193,8 @@ async def rescore_units(
 
 @dataclass(frozen=True)
 class AgreementChange:
-    """One agreement statistic of one criterion (or the metric) before and after a revision.
-
-    Attributes:
-        criterion: the criterion, or None for the metric's own value.
-        statistic: the statistic's name (``weighted_kappa``, ``spearman``, ``mean_difference``, ...).
-        before: the statistic with the scores before (None when that criterion had no paired unit).
-        after: the statistic with the revised rubric's scores.
-    """
+    """One agreement ``statistic`` of ``criterion`` (None: the metric's own value) with the scores ``before`` and
+    ``after`` a revision (None where the criterion had no paired unit)."""
 
     criterion: str | None
     statistic: str
@@ -252,21 +222,19 @@ def compare_agreement(
     judge: str | None = None,
     seed: int = 0,
 ) -> list[AgreementChange]:
-    """The agreement statistics with the labels (:func:`sgieval.metric_pool.labels.label_estimates`) of two sets
-    of scores of one rubric on the same labelled units.
+    """The agreement with the labels (:func:`sgieval.metric_pool.labels.label_estimates`) of two sets of scores of one
+    rubric on the same labelled units.
 
     Args:
         before: scores before the revision.
         after: scores of the revised rubric.
         labels: the run's labels.
-        rubric: the rubric (before or after: its name and criteria are the same).
-        judge: the judge whose agreement is compared (its own per-judge entry when the scores come from a panel);
-            None: the panel.
+        rubric: the rubric (its name and criteria are the same before and after).
+        judge: the judge compared (its own entry in a panel's scores); None: the panel.
         seed: seed of the bootstrap intervals (the same for both sides).
 
     Returns:
-        One :class:`AgreementChange` per (criterion, statistic), the metric's own value first, then the criteria
-        in rubric order.
+        One :class:`AgreementChange` per (criterion, statistic), the metric's own value first, then the criteria.
     """
     a = _pick(label_estimates(before, labels, rubric, seed=seed).agreements, judge)
     b = _pick(label_estimates(after, labels, rubric, seed=seed).agreements, judge)

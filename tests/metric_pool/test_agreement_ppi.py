@@ -11,7 +11,7 @@ from sgieval.core import InputError, Label, Rubric, Score
 from sgieval.core import Criterion
 from sgieval.metric_pool.agreement import agreement, kappa, scale_of
 from sgieval.metric_pool.labels import MIN_LABELS, label_estimates, latest_labels, sample_units, validate_labels
-from sgieval.metric_pool.ppi import classical_mean, power_tuning, ppi_mean, stratified_ppi_mean
+from sgieval.metric_pool.ppi import classical_mean, power_tuning, ppi_mean
 
 
 def test_quadratic_weighted_kappa_by_hand_on_six_likert_labels():
@@ -105,15 +105,6 @@ def test_power_tuning_is_zero_for_a_useless_judge_and_clipped_at_one():
     assert power_tuning([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4] * 100) == pytest.approx(1.0, abs=0.02)
     with pytest.raises(ValueError, match="at least 2 labelled"):
         ppi_mean([1], [1], [1])
-
-
-def test_stratified_mean_weights_each_stratum_by_its_size():
-    a = ppi_mean(Y, YHAT, YU, lam=None)
-    b = ppi_mean([2, 3, 4], [2.5, 3.5, 3.5], [3.0] * 7, lam=None)
-    s = stratified_ppi_mean([(Y, YHAT, YU), ([2, 3, 4], [2.5, 3.5, 3.5], [3.0] * 7)])
-    assert s.mean == pytest.approx((10 * a.mean + 10 * b.mean) / 20)
-    half_a, half_b = (a.high - a.mean), (b.high - b.mean)
-    assert s.high - s.mean == pytest.approx(np.sqrt((0.5 * half_a) ** 2 + (0.5 * half_b) ** 2))
 
 
 RIGOR = Rubric(
