@@ -228,8 +228,8 @@ def _joint_ranking(
     runs: list[RunInput], seen: dict[str, list[int]], values: list[dict], metric: str, hib: bool, keep: set[str],
     n_resamples: int, seed: int,
 ) -> tuple[list[tuple[str, str, list[int]]], list[RankRow], list[dict[str, Any]], list[list[Any]]]:  # fmt: skip
-    """Every model ranked together on the shared items: (entries (label, model, run indices), rows, pairs, groups).
-    A model with the same values in every run that has it is one entry, else one per run (``model [run]``)."""
+    """Every model ranked together on the shared items: (entries (label, model, run indices), rows, pairs, groups). A
+    model with the same values in every run that has it is one entry, else one per run (``model [run]``)."""
     entries: list[tuple[str, str, list[int]]] = []
     for m, ks in seen.items():
         vals = [values[k].get(m, {}).get(metric, {}) for k in ks]

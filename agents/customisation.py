@@ -1,27 +1,14 @@
 """Metric customisation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 2).
 
-request + selected items + metric pool -> a :class:`MetricPlan`: the
-benchmark's predefined metrics (always kept), custom rubric metrics for
-qualities the request names that the metric pool lacks (reported beside the
-predefined ones, never instead), and the metric the ranking uses.
+request + selected items + metric pool -> a :class:`MetricPlan`: the benchmark's predefined metrics (always kept),
+custom rubric metrics for qualities the request names that the metric pool lacks (reported beside the predefined ones,
+never instead), registered metrics the request asks for, and the metric the ranking uses.
 
-Offline path: qualities are found with the vocabulary; a quality with a
-predefined metric picks it as the ranking metric: the one the selected
-benchmark prefers for it (``Benchmark.prefer``: creativity -> accepted
-answers on open creativity), else the first that declares it
-(``MetricSpec.qualities``); a registered metric whose quality the request
-names (:mod:`sgieval.metric_pool.registry`) is added to the plan; others are looked up in the rubric library
-(``metric_pool/rubrics/``: starter, project and user rubrics) by semantic
-match (:func:`sgieval.metric_pool.rubrics.find_rubric`).
-
-With an agent model: the model picks the ranking metric and drafts rubrics
-(criteria with 0-10 anchors, weights, aggregation to 0-100) for qualities
-the metric pool lacks, grounded in any PDF the request names (read with
-``read_pdf`` and cited in the rubric's ``source``) and, when a ToolPool is
-given, in ``web_search``/``read_pdf`` calls it makes itself.
-
-Rubrics are drafted by :mod:`sgieval.agents.rubric_authoring` (which also
-holds the rubric dialogue of ``sgieval metric define``).
+Offline (:func:`offline_metric_plan`): qualities are found with the vocabulary; a quality with a predefined metric ranks
+by the one the benchmark prefers for it (``Benchmark.prefer``), else the first that declares it; other qualities are
+looked up in the rubric library by meaning.  With an agent model (:func:`run_customisation`): the model picks the
+ranking metric and drafts rubrics (:mod:`sgieval.agents.rubric_authoring`), grounded in PDFs the request names and, with
+a ToolPool, in its own ``web_search``/``read_pdf`` calls.
 """
 
 from __future__ import annotations
@@ -57,10 +44,10 @@ from .vocabulary import QUALITY_WORDS
 def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] | None = None) -> str | None:
     """Name of the spec in ``specs`` that measures ``quality`` best for ``items``, None when none measures it.
 
-    Each benchmark declares its preference (``Benchmark.prefer``: quality -> its metrics, best first); the
-    benchmarks of ``items`` are asked in order of how many of the items they hold (most first; ties: the order
-    of the items), and the first preferred name among ``specs`` wins.  Without a preference: the first spec
-    that declares the quality (``MetricSpec.qualities``), in ``specs`` order."""
+    Each benchmark declares its preference (``Benchmark.prefer``: quality -> its metrics, best first); the benchmarks of
+    ``items`` are asked in order of how many of the items they hold (most first; ties: the order of the items), and the
+    first preferred name among ``specs`` wins.  Without a preference: the first spec that declares the quality
+    (``MetricSpec.qualities``), in ``specs`` order."""
     names = [s.name for s in specs]
     counts: dict[str, int] = {}
     for i in items or []:
@@ -74,8 +61,8 @@ def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] 
 
 
 def declared_primaries(items: list[Item]) -> set[str]:
-    """Names of the primary metrics the items' benchmark definitions declare for
-    the items' tasks (``Benchmark.primary``; ``"*"`` = any task)."""
+    """Names of the primary metrics the items' benchmark definitions declare for the items' tasks
+    (``Benchmark.primary``; ``"*"`` = any task)."""
     out: set[str] = set()
     for b, task in dict.fromkeys((i.benchmark, i.task) for i in items):
         defn = benchmark_registry.find(b)
@@ -143,8 +130,8 @@ _NOT_QUALITIES = set(
 
 
 def unrecognised_qualities(request: str) -> list[str]:
-    """Words the request asks about as "most X" / "least X" that the quality
-    vocabulary does not know ("most honest" -> ["honest"])."""
+    """Words the request asks about as "most X" / "least X" that the quality vocabulary does not know ("most honest" ->
+    ["honest"])."""
     out = []
     for m in _ASKED_QUALITY.finditer(request or ""):
         w = m.group(1).lower()
@@ -162,8 +149,8 @@ def starter_rubric(quality: str) -> Rubric | None:
 def registered_offers(
     items: list[Item], predefined: list[Metric], options: dict | None = None
 ) -> list[tuple[MetricEntry, Metric]]:
-    """The registered metrics (:func:`sgieval.metric_pool.registry.metric`) that apply to ``items`` and are not
-    among their benchmarks' ``predefined`` metrics, with their Metric: what the plan may add (``added``)."""
+    """The registered metrics (:func:`sgieval.metric_pool.registry.metric`) that apply to ``items`` and are not among
+    their benchmarks' ``predefined`` metrics, with their Metric: what the plan may add (``added``)."""
     taken = {key_of(m) for m in predefined}
     return [(e, m) for e, m in applicable(items, options) if e.key not in taken]
 
@@ -172,8 +159,8 @@ def _add_asked(
     plan: MetricPlan, request: str, offers: list[tuple[MetricEntry, Metric]], options: dict | None, tools: Any
 ) -> MetricPlan:
     """``plan`` with each registered metric whose quality ``request`` names (:meth:`MetricEntry.asked`) added to
-    ``added``; the first one becomes the ranking metric (it is more specific than the vocabulary's qualities),
-    with a reason that says where it works in this run."""
+    ``added``; the first one becomes the ranking metric (it is more specific than the vocabulary's qualities), with a
+    reason that says where it works in this run."""
     for e, _m in offers:
         asked = e.asked(request)
         if not asked or e.name in plan.added:
@@ -207,9 +194,9 @@ def offline_metric_plan(
     metrics: list[Metric],
     offers: list[tuple[MetricEntry, Metric]] = (),  # type: ignore[assignment]
 ) -> MetricPlan:
-    """Deterministic plan: all applicable predefined metrics; ranking metric
-    from the first quality that maps to one, else the first primary metric.  A word the request asks about
-    ("most concise") that a registered metric of ``offers`` measures is left to :func:`_add_asked`."""
+    """Deterministic plan: all applicable predefined metrics; ranking metric from the first quality that maps to one,
+    else the first primary metric.  A word the request asks about ("most concise") that a registered metric of
+    ``offers`` measures is left to :func:`_add_asked`."""
     specs = [s for m in metrics for s in m.all_specs]
     names = list(dict.fromkeys(s.name for s in specs))
     qualities = detect_qualities(request)
@@ -296,9 +283,8 @@ QUOTED_PDF_RE = re.compile(r"""["']([^"']+?\.pdf)["']""", re.I)
 
 
 def named_pdfs(request: str) -> list[str]:
-    """``.pdf`` paths named in ``request`` (in order, duplicates dropped), e.g.
-    "score rigor with the rubric in ~/papers/rubric.pdf" -> ["~/papers/rubric.pdf"].
-    Quote a path that contains spaces ("'/my papers/r.pdf'")."""
+    """``.pdf`` paths named in ``request`` (in order, duplicates dropped), e.g. "score rigor with the rubric in
+    ~/papers/rubric.pdf" -> ["~/papers/rubric.pdf"]. Quote a path that contains spaces ("'/my papers/r.pdf'")."""
     text = request or ""
     quoted = [m.group(1) for m in QUOTED_PDF_RE.finditer(text)]
     rest = QUOTED_PDF_RE.sub(" ", text)
@@ -306,11 +292,9 @@ def named_pdfs(request: str) -> list[str]:
 
 
 def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read every PDF named in ``request`` (through ``tools.call("read_pdf")``
-    when the tool pool has it, so the call is recorded, else with
-    :func:`sgieval.tools.pdf.read_pdf`; at most 20 pages each).  Returns
-    (documents {"path", "title", "text" (<= PDF_CHARS), "pages", "partial"},
-    notes for the plan about PDFs that could not be read)."""
+    """Read every PDF named in ``request`` (through ``tools.call("read_pdf")`` when the tool pool has it, so the call is
+    recorded, else with :func:`sgieval.tools.pdf.read_pdf`; at most 20 pages each).  Returns (documents {"path",
+    "title", "text" (<= PDF_CHARS), "pages", "partial"}, notes for the plan about PDFs that could not be read)."""
     docs: list[dict[str, Any]] = []
     notes: list[str] = []
     for raw in named_pdfs(request):
@@ -351,19 +335,15 @@ def _urls(evidence: list[Any]) -> list[str]:
 async def run_customisation(
     request: str, items: list[Item], *, agent: NamedModel | None = None, options: dict | None = None, tools: Any = None
 ) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
-    """(plan, predefined Metric objects, trace).  With ``agent``, the model
-    proposes the ranking metric and any custom rubrics; the predefined list
-    is enforced in code, so the agent can add metrics but never drop one.
+    """(plan, predefined Metric objects, trace).  With ``agent``, the model proposes the ranking metric and any custom
+    rubrics; the predefined list is enforced in code, so the agent can add metrics but never drop one.
 
-    PDFs named in the request are read (``read_pdf``) and given to the agent
-    as data; its rubrics cite them in ``source``.  ``tools`` (a ToolPool):
-    the agent may first call ``web_search``/``read_pdf`` (at most
-    ``options["agent_tool_budget"]``, default 3 calls; needs ``bind_tools``),
-    and the URLs it consulted are cited.  A quality with no predefined
-    metric, no library rubric and no agent rubric gets one drafted with
-    :func:`draft_rubric`.  Offline (no agent) the plan is
-    :func:`offline_metric_plan`; named PDFs are noted, not used.
-    Trace keys: ``agent_raw``, ``documents``, ``tool_evidence``.
+    PDFs named in the request are read (``read_pdf``) and given to the agent as data; its rubrics cite them in
+    ``source``.  ``tools`` (a ToolPool): the agent may first call ``web_search``/``read_pdf`` (at most
+    ``options["agent_tool_budget"]``, default 3 calls; needs ``bind_tools``), and the URLs it consulted are cited.  A
+    quality with no predefined metric, no library rubric and no agent rubric gets one drafted with :func:`draft_rubric`.
+    Offline (no agent) the plan is :func:`offline_metric_plan`; named PDFs are noted, not used. Trace keys:
+    ``agent_raw``, ``documents``, ``tool_evidence``.
     """
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
     metrics = benchmark_registry.predefined_metrics(benchmarks, items, options)
@@ -425,8 +405,8 @@ def _agent_prompt(
     request: str, items: list[Item], metrics: list[Metric], offered: list[tuple[MetricEntry, Metric]],
     docs: list[dict[str, Any]], options: dict | None, tools: Any,
 ) -> str:  # fmt: skip
-    """The customisation agent's message: what is the same for every request on these items first (tasks, metrics,
-    the registered metrics offered, named documents), the request last (a cacheable prefix)."""
+    """The customisation agent's message: what is the same for every request on these items first (tasks, metrics, the
+    registered metrics offered, named documents), the request last (a cacheable prefix)."""
 
     def listed(m: Metric) -> str:
         return "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
@@ -452,8 +432,8 @@ def _agent_prompt(
 async def _with_tools(
     agent: NamedModel, msgs: list[Any], tools: Any, options: dict | None, base: MetricPlan
 ) -> tuple[list[Any], list[Any], StructuredReply | None]:
-    """Let the agent call ``web_search``/``read_pdf`` first: (messages to ask the plan with, tool evidence, the
-    plan when the agent answered with it right away)."""
+    """Let the agent call ``web_search``/``read_pdf`` first: (messages to ask the plan with, tool evidence, the plan
+    when the agent answered with it right away)."""
     budget = int((options or {}).get("agent_tool_budget", 3))
     system = SystemMessage(
         content=CUSTOM_SYSTEM + f"\nYou may first call web_search or read_pdf (at most {budget} calls) to ground "
@@ -520,8 +500,8 @@ def _mentions(r: Rubric, quality: str) -> bool:
 
 def planned_metrics(plan: MetricPlan, items: list[Item], options: dict | None = None) -> list[Metric]:
     """The Metric objects of ``plan`` for ``items``: the predefined and registered metrics named by the plan's keys
-    (``MetricPlan.metrics``, each restricted to its scope's items), then its custom rubrics.  A plan without
-    keys (written before plans had them) is read by metric names (``predefined``, ``added``)."""
+    (``MetricPlan.metrics``, each restricted to its scope's items), then its custom rubrics.  A plan without keys
+    (written before plans had them) is read by metric names (``predefined``, ``added``)."""
     keys = {tuple(k) for k in plan.metrics}
     predefined = benchmark_registry.predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
     out = [m for m in predefined if (key_of(m) in keys if keys else any(s.name in plan.predefined for s in m.specs))]

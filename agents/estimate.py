@@ -1,12 +1,12 @@
-"""The run's estimate before any call: every target and judge prompt the run will send, built by the run's own
-code for every item, counted and priced (:mod:`sgieval.models.estimate`).
+"""The run's estimate before any call: every target and judge prompt the run will send, built by the run's own code for
+every item, counted and priced (:mod:`sgieval.models.estimate`).
 
-:func:`estimate_run` drives the evaluation's own functions (:func:`sgieval.agents.evaluation.infer` for the
-target prompt, :func:`sgieval.agents.evaluation.score_response` for every metric of the plan, which builds the
-judge prompts, tool loops and structured-output bindings) with a :class:`~sgieval.models.estimate.RehearsalChat`
-standing in for each live model, under a call context of its own (no call cache written, a ledger of its own),
-so nothing is sent, stored or billed.  Replay targets answer with their stored responses, so judge prompts on
-them are exact; a live target's answer is unknown before the run and stands in at the typical answer length.
+:func:`estimate_run` drives the evaluation's own functions (:func:`sgieval.agents.evaluation.infer` for the target
+prompt, :func:`sgieval.agents.evaluation.score_response` for every metric of the plan, which builds the judge prompts,
+tool loops and structured-output bindings) with a :class:`~sgieval.models.estimate.RehearsalChat` standing in for each
+live model, under a call context of its own (no call cache written, a ledger of its own), so nothing is sent, stored or
+billed.  Replay targets answer with their stored responses, so judge prompts on them are exact; a live target's answer
+is unknown before the run and stands in at the typical answer length.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def _stand_in(model: NamedModel, rehearsal: Rehearsal, answer_tokens: int) -> Na
 
 
 def typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
-    """The typical target answer length (tokens) and where it comes from: the median length of ``stored``
-    answers (replayed responses of these items) when there are any, else :data:`TYPICAL_OUTPUT_TOKENS` of
-    the items' (most common) benchmark, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
+    """The typical target answer length (tokens) and where it comes from: the median length of ``stored`` answers
+    (replayed responses of these items) when there are any, else :data:`TYPICAL_OUTPUT_TOKENS` of the items' (most
+    common) benchmark, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
 
     Args:
         items: the run's items.
@@ -254,8 +254,8 @@ async def _rehearse(
     rehearsal: Rehearsal,
     done: set[tuple[str, str, str]] | None,
 ) -> _Rehearsed:
-    """Every target answers every item (a known answer, else the rehearsed live target) and every metric scores
-    it, under a call context and ledger of the rehearsal's own: the rehearsal records the calls."""
+    """Every target answers every item (a known answer, else the rehearsed live target) and every metric scores it,
+    under a call context and ledger of the rehearsal's own: the rehearsal records the calls."""
     out = _Rehearsed()
     done = set(done or ())
     with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
@@ -306,13 +306,12 @@ def _agent_row(agent: NamedModel, made: Mapping[str, int], prices: Mapping[str, 
 
 
 async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
-    """The run's estimate before any call (:func:`sgieval.agents.estimate.estimate_run`): per (model, role) the
-    calls, input tokens (counted on the target and judge prompts built for every item), output tokens and USD.
-    Kept in the run folder (``estimate.jsonl``) for the report's cost section, with the invocation it is of
-    (``invocation``, ``kind``).  An ``ask --into`` invocation counts only what it calls: the responses and scores the
-    run holds are reused (not counted), and the added judges' pass counts what they have not scored; its rows
-    without a call are left out (a note names them).  A run folder opened read-only (``--into`` under
-    ``--dry-run``) gets nothing written.
+    """The run's estimate before any call (:func:`sgieval.agents.estimate.estimate_run`): per (model, role) the calls,
+    input tokens (counted on the target and judge prompts built for every item), output tokens and USD. Kept in the run
+    folder (``estimate.jsonl``) for the report's cost section, with the invocation it is of (``invocation``, ``kind``).
+    An ``ask --into`` invocation counts only what it calls: the responses and scores the run holds are reused (not
+    counted), and the added judges' pass counts what they have not scored; its rows without a call are left out (a note
+    names them).  A run folder opened read-only (``--into`` under ``--dry-run``) gets nothing written.
 
     Args:
         state: the graph state after the customisation (``selection``, ``metric_plan``).
@@ -376,8 +375,8 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
 async def _added_judge_rows(
     rt: RunContext, items: list[Item], targets: list[NamedModel], metrics: list[Metric], common: dict[str, Any]
 ) -> list[RoleEstimate]:
-    """The judge rows of the added judges' pass: every target's stored responses, on the judge and rubric metrics,
-    one pass per judge as the run scores them (``score_added_judge``), without what each has scored."""
+    """The judge rows of the added judges' pass: every target's stored responses, on the judge and rubric metrics, one
+    pass per judge as the run scores them (``score_added_judge``), without what each has scored."""
     if not rt.added_judges:
         return []
     judged = judged_metrics(metrics)
@@ -407,11 +406,11 @@ dry run: such a line is not the run's estimate, and not known to be an invocatio
 
 
 def run_estimate(stored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The estimate of everything a run's invocations called, from its ``estimate.jsonl`` lines: the run's own
-    estimate (its last line of an ``ask``/``resume``), then the estimate of each ``ask --into`` invocation (its
-    last line, ``kind`` ``into``), added up per (model, role): calls, cached calls, tokens and USD (a USD or
-    output bound is None when one part's is).  The ledger the report sets beside it holds every invocation's
-    calls, so the sum is the figure to compare.
+    """The estimate of everything a run's invocations called, from its ``estimate.jsonl`` lines: the run's own estimate
+    (its last line of an ``ask``/``resume``), then the estimate of each ``ask --into`` invocation (its last line,
+    ``kind`` ``into``), added up per (model, role): calls, cached calls, tokens and USD (a USD or output bound is None
+    when one part's is).  The ledger the report sets beside it holds every invocation's calls, so the sum is the figure
+    to compare.
 
     Args:
         stored: the ``estimate.jsonl`` rows, in file order (:class:`~sgieval.models.estimate.Estimate` dumps,
@@ -465,8 +464,8 @@ def _old_into(e: Mapping[str, Any]) -> bool:
 
 
 def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The cost section's "estimate and actual" table and its note: per (model, role) the estimate made before
-    any call (:func:`estimate_run`, as stored in ``estimate.jsonl``) beside the ledger's totals.
+    """The cost section's "estimate and actual" table and its note: per (model, role) the estimate made before any call
+    (:func:`estimate_run`, as stored in ``estimate.jsonl``) beside the ledger's totals.
 
     Args:
         estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None (none

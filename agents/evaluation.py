@@ -1,9 +1,8 @@
 """Evaluation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 3).
 
-Runs the target models on the selected items (or replays stored responses),
-applies every metric of the plan, and appends each Response and Score to the
-run folder as it is produced.  Work already in the run folder is skipped, so
-a resumed run recomputes nothing already written.
+Runs the target models on the selected items (or replays stored responses), applies every metric of the plan, and
+appends each Response and Score to the run folder as it is produced.  Work already in the run folder is skipped, so a
+resumed run recomputes nothing already written.
 """
 
 from __future__ import annotations
@@ -65,12 +64,10 @@ def _user_message(item: Item) -> HumanMessage:
 async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response:
     """One target Response for ``item``.
 
-    Replay targets serve the stored response (a missing one is a failed
-    Response with the reason).  Open-creativity items run the AidanBench
-    generation protocol (METRICS.md B.1-B.5), which needs a judge.  Other
-    tasks send ``item.prompt`` once.  A call that fails after its retries is
-    a Response with status ``infra_error`` and the reason, never an empty
-    answer scored as zero.
+    Replay targets serve the stored response (a missing one is a failed Response with the reason).  Open-creativity
+    items run the AidanBench generation protocol (METRICS.md B.1-B.5), which needs a judge.  Other tasks send
+    ``item.prompt`` once.  A call that fails after its retries is a Response with status ``infra_error`` and the reason,
+    never an empty answer scored as zero.
     """
     if target.is_replay:
         return target.replay.respond(item, target.name)
@@ -105,11 +102,10 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
 
 
 def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float | None = None) -> Response:
-    """The Response of one target reply (METRICS.md D.8, D.10): ``text`` is the
-    final text after the last ``</think>``, ``reasoning`` the thinking (also a
-    server's separate ``reasoning_content``), ``finish_reason`` the server's;
-    a reply cut by the token limit has status ``truncated`` and one with no
-    final text ``empty`` (both excluded from means and counted in the report)."""
+    """The Response of one target reply (METRICS.md D.8, D.10): ``text`` is the final text after the last ``</think>``,
+    ``reasoning`` the thinking (also a server's separate ``reasoning_content``), ``finish_reason`` the server's; a reply
+    cut by the token limit has status ``truncated`` and one with no final text ``empty`` (both excluded from means and
+    counted in the report)."""
     r = read_reply(msg)
     error = None
     if r["status"] == "truncated":
@@ -146,9 +142,8 @@ def metric_prompt_key(m: Metric) -> str:
 async def score_response(
     item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext, done: set[tuple[str, str, str]]
 ) -> list[Score]:
-    """Scores of every applicable metric not yet in ``done``.  A metric that
-    raises becomes failed Scores (status ``parse_error``) with the exception.
-    Metrics see the response's final text only (its reasoning moved out, D.8)."""
+    """Scores of every applicable metric not yet in ``done``.  A metric that raises becomes failed Scores (status
+    ``parse_error``) with the exception. Metrics see the response's final text only (its reasoning moved out, D.8)."""
     response = response.split_reasoning()
     out: list[Score] = []
     for m in metrics:
@@ -171,10 +166,9 @@ async def score_response(
 
 
 def _embedded_so_far() -> tuple[int, int]:
-    """``(texts, long texts)`` embedded so far in this process
-    (metric_pool.embeddings.embedding_counts); ``(0, 0)`` while the embeddings
-    module is not loaded, since nothing can have been embedded then.  Not
-    importing it here keeps numpy off the path to the first model call."""
+    """``(texts, long texts)`` embedded so far in this process (metric_pool.embeddings.embedding_counts); ``(0, 0)``
+    while the embeddings module is not loaded, since nothing can have been embedded then.  Not importing it here keeps
+    numpy off the path to the first model call."""
     module = sys.modules.get(_EMBEDDINGS)
     return module.embedding_counts() if module is not None else (0, 0)
 
@@ -183,13 +177,12 @@ _EMBEDDINGS = __name__.rsplit(".", 2)[0] + ".metric_pool.embeddings"
 
 
 async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
-    """Before a run that needs the sandbox (``ctx.sandbox`` set and a
-    dry-experiment item among ``items``), start it once with a trivial program
-    (the sandbox's ``check()``; the outcome is kept on the sandbox object, so
-    a run checks it once).  A sandbox that cannot start its interpreter is
-    replaced in ``ctx`` by :class:`~sgieval.tools.sandbox.UnavailableSandbox`
-    carrying the reason: each dry-experiment item is then ``infra_error`` with
-    that reason, never a failed test, and no program is launched.  A sandbox object without ``check`` (a test double) is used as is."""
+    """Before a run that needs the sandbox (``ctx.sandbox`` set and a dry-experiment item among ``items``), start it
+    once with a trivial program (the sandbox's ``check()``; the outcome is kept on the sandbox object, so a run checks
+    it once).  A sandbox that cannot start its interpreter is replaced in ``ctx`` by
+    :class:`~sgieval.tools.sandbox.UnavailableSandbox` carrying the reason: each dry-experiment item is then
+    ``infra_error`` with that reason, never a failed test, and no program is launched.  A sandbox object without
+    ``check`` (a test double) is used as is."""
     sandbox = ctx.sandbox
     check = getattr(sandbox, "check", None)
     if check is None or not any(i.task == DRY_EXPERIMENT for i in items):
@@ -218,12 +211,11 @@ async def run_evaluation(
 ) -> EvalProgress:
     """Evaluate every (target, item) pair not already complete in ``store``.
 
-    Units run concurrently (workers take them in order; at most ``max_parallel`` target calls in flight,
-    while finished units are scored); each appends its
-    Response, then its Scores, as soon as they exist.  Corpus-level scores
-    (``item_id == "*"``) are computed last, once per model.  ``on_progress(done, total)`` is called with
-    ``done`` 0 before the first unit, then after each unit (``total``: the (target, item) pairs).
-    ``corpus`` False leaves the corpus-level scores out (a chunk of a run that goes on).
+    Units run concurrently (workers take them in order; at most ``max_parallel`` target calls in flight, while finished
+    units are scored); each appends its Response, then its Scores, as soon as they exist.  Corpus-level scores
+    (``item_id == "*"``) are computed last, once per model.  ``on_progress(done, total)`` is called with ``done`` 0
+    before the first unit, then after each unit (``total``: the (target, item) pairs). ``corpus`` False leaves the
+    corpus-level scores out (a chunk of a run that goes on).
     """
     await check_sandbox_once(ctx, items)
     prog = EvalProgress()
@@ -320,8 +312,8 @@ def _corpus_scores(
     responses: dict[tuple[str, str], Response], scores: list[Score], done: set[tuple[str, str, str]],
     prog: EvalProgress, judge: str | None = None,
 ) -> None:  # fmt: skip
-    """Append to ``file`` each target's corpus-level scores of ``metrics`` not in ``done`` (``judge`` set on them
-    when given), computed from its responses and item-level ``scores``."""
+    """Append to ``file`` each target's corpus-level scores of ``metrics`` not in ``done`` (``judge`` set on them when
+    given), computed from its responses and item-level ``scores``."""
     by_id = {i.id: i for i in items}
     for t in targets:
         model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
@@ -359,13 +351,13 @@ async def score_added_judge(
 ) -> EvalProgress:
     """Score the stored responses with a judge added to the run: ``ctx.judges`` is that one judge.
 
-    Only the judge and rubric specs of ``metrics`` are scored (:func:`judged_metrics`), only on the Responses
-    already in ``store`` (no target model is called: a (target, item) pair without a stored Response is left
-    out), and only what ``added_judge_scores.jsonl`` does not hold yet for that judge, so a second call scores
-    nothing.  Each Score is appended there with ``judge`` set to the added judge's name (a ``not_run`` Score
-    too, e.g. the judge is the target model itself and ``--allow-self-judge`` is not set: the self-judge guard
-    of :meth:`~sgieval.metric_pool.ScoringContext.judges_for` applies as in any run).  Corpus-level scores of
-    those metrics are computed from the added judge's per-item scores, once every pair is scored.
+    Only the judge and rubric specs of ``metrics`` are scored (:func:`judged_metrics`), only on the Responses already in
+    ``store`` (no target model is called: a (target, item) pair without a stored Response is left out), and only what
+    ``added_judge_scores.jsonl`` does not hold yet for that judge, so a second call scores nothing.  Each Score is
+    appended there with ``judge`` set to the added judge's name (a ``not_run`` Score too, e.g. the judge is the target
+    model itself and ``--allow-self-judge`` is not set: the self-judge guard of
+    :meth:`~sgieval.metric_pool.ScoringContext.judges_for` applies as in any run).  Corpus-level scores of those metrics
+    are computed from the added judge's per-item scores, once every pair is scored.
 
     Args:
         store: the run folder.

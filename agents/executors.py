@@ -1,27 +1,20 @@
 """Executors: where the evaluation units of a run execute.
 
-``local`` (default) runs every (target, item) unit in this process's event
-loop.  ``ray`` shards the items of a run across Ray tasks (the ``[ray]``
-extra); each task evaluates its shard with the same code as the local
-executor (:func:`sgieval.agents.evaluation.run_evaluation` on a scratch run
-folder) and returns its Responses, Scores and ledger records; the driver
-appends each shard's records to the run folder as soon as that shard
-finishes (so a killed run keeps finished shards), then computes the
-corpus-level scores locally.  The records are the same as the local
-executor's (up to ``latency_s`` and file order).
+``local`` (default) runs every (target, item) unit in this process's event loop.  ``ray`` shards the items of a run
+across Ray tasks (the ``[ray]`` extra); each task evaluates its shard with the same code as the local executor
+(:func:`sgieval.agents.evaluation.run_evaluation` on a scratch run folder) and returns its Responses, Scores and ledger
+records; the driver appends each shard's records to the run folder as soon as that shard finishes (so a killed run keeps
+finished shards), then computes the corpus-level scores locally.  The records are the same as the local executor's (up
+to ``latency_s`` and file order).
 
-Cluster: ``ray.init(address=...)`` is called with ``address`` or
-``$RAY_ADDRESS`` (e.g. ``ray://head:10001`` or ``auto``) when given, else a
-local Ray instance with ``num_cpus`` CPUs.  Every node needs sgieval
-installed (same version) and network access to the model endpoints; each
-task keeps its own per-provider concurrency limit, so the cluster-wide
-in-flight calls are at most ``shards x --max-concurrency`` per provider.
-Each node uses its own call cache directory.  The ``--budget`` is checked by
-the driver between shards, not inside tasks.
+Cluster: ``ray.init(address=...)`` is called with ``address`` or ``$RAY_ADDRESS`` (e.g. ``ray://head:10001`` or
+``auto``) when given, else a local Ray instance with ``num_cpus`` CPUs.  Every node needs sgieval installed (same
+version) and network access to the model endpoints; each task keeps its own per-provider concurrency limit, so the
+cluster-wide in-flight calls are at most ``shards x --max-concurrency`` per provider. Each node uses its own call cache
+directory.  The ``--budget`` is checked by the driver between shards, not inside tasks.
 
-Models are shipped to tasks with cloudpickle; chat models holding live HTTP
-clients (ChatOpenAI, ...) are rebuilt in the task from their set pydantic
-fields (the client objects are recreated there).
+Models are shipped to tasks with cloudpickle; chat models holding live HTTP clients (ChatOpenAI, ...) are rebuilt in the
+task from their set pydantic fields (the client objects are recreated there).
 """
 
 from __future__ import annotations
@@ -183,9 +176,8 @@ _TASK_LOOP: asyncio.AbstractEventLoop | None = None
 
 
 def _run_in_task(fn: Callable[[list[Any]], Awaitable[Any]], part: list[Any]) -> Any:
-    """Body of a Ray task.  One event loop per worker process, kept open across
-    tasks: SDK clients cached per process (langchain_openai caches its httpx
-    client) stay bound to a live loop when the worker runs a second shard."""
+    """Body of a Ray task.  One event loop per worker process, kept open across tasks: SDK clients cached per process
+    (langchain_openai caches its httpx client) stay bound to a live loop when the worker runs a second shard."""
     global _TASK_LOOP
     if _TASK_LOOP is None or _TASK_LOOP.is_closed():
         _TASK_LOOP = asyncio.new_event_loop()
@@ -206,8 +198,8 @@ async def run_units(
 ) -> list[R]:
     """Run ``fn`` over ``units`` and concatenate the results.
 
-    ``local``: one call ``fn(units)`` in this event loop.  ``ray``: ``units`` split into ``num_shards`` shards,
-    one Ray task each.
+    ``local``: one call ``fn(units)`` in this event loop.  ``ray``: ``units`` split into ``num_shards`` shards, one Ray
+    task each.
 
     Args:
         units: the work units.
@@ -277,11 +269,10 @@ def _shard_evaluator(
     use_cache: bool | None = None,
     prices: dict[str, tuple[float, float]] | None = None,
 ) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:
-    """The per-shard function shipped to Ray tasks: evaluates its items on a
-    scratch run folder (pre-filled with the run's records of those items) with
-    the local executor's code and returns one {"responses", "scores",
-    "ledger"} dict (corpus-level scores left to the driver).  ``prices``: the
-    run's user prices (``--price``), so a shard prices its calls as the run does."""
+    """The per-shard function shipped to Ray tasks: evaluates its items on a scratch run folder (pre-filled with the
+    run's records of those items) with the local executor's code and returns one {"responses", "scores", "ledger"} dict
+    (corpus-level scores left to the driver).  ``prices``: the run's user prices (``--price``), so a shard prices its
+    calls as the run does."""
 
     async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
         ids = {i.id for i in items}
@@ -324,11 +315,10 @@ async def evaluate_with_executor(
 ) -> Any:
     """Evaluate ``items`` x ``targets`` into ``store`` with ``executor``.
 
-    ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.  ``ray``: the items still missing a
-    Response or a Score are sharded across Ray tasks (see module doc); each shard's records are appended to
-    ``store`` as the shard finishes and its ledger records merged into the active
-    :class:`~sgieval.models.accounting.Ledger`; then ``run_evaluation`` runs locally, finds every unit done, and
-    adds the corpus-level scores.
+    ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.  ``ray``: the items still missing a Response or
+    a Score are sharded across Ray tasks (see module doc); each shard's records are appended to ``store`` as the shard
+    finishes and its ledger records merged into the active :class:`~sgieval.models.accounting.Ledger`; then
+    ``run_evaluation`` runs locally, finds every unit done, and adds the corpus-level scores.
 
     Args:
         store: the run folder.
@@ -371,8 +361,8 @@ async def _ray_shards(
     store: RunStore, todo: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext,
     max_parallel: int, on_progress: Callable[[int, int], None] | None, sharded: dict[str, int], **ray_kw: Any,
 ) -> None:  # fmt: skip
-    """Evaluate the items ``todo`` in Ray tasks, appending each shard's records to ``store`` (and its ledger
-    records to the active ledger) as it finishes; ``sharded`` counts the records appended."""
+    """Evaluate the items ``todo`` in Ray tasks, appending each shard's records to ``store`` (and its ledger records to
+    the active ledger) as it finishes; ``sharded`` counts the records appended."""
     existing = {"responses": store.read("responses"), "scores": store.read("scores")}
     ledger = current_ledger()
     prices = ledger.prices if ledger is not None else None

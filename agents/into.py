@@ -1,7 +1,7 @@
 """``ask --into RUN``: add target models, judges or a ranking metric to a finished run.
 
-:func:`into_config` merges this invocation's options into the run's config, :func:`into_update` gives the state the
-run continues from, and :func:`check_added_judges` refuses judges with nothing to score.
+:func:`into_config` merges this invocation's options into the run's config, :func:`into_update` gives the state the run
+continues from, and :func:`check_added_judges` refuses judges with nothing to score.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")
 def into_config(
     base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
 ) -> RunConfig:
-    """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target
-    models, judges and ranking metric added, and the other options given on this invocation (a new
-    ``--max-concurrency``, ``--data-dir``, ``--yes``...) replacing the run's.
+    """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target models,
+    judges and ranking metric added, and the other options given on this invocation (a new ``--max-concurrency``,
+    ``--data-dir``, ``--yes``...) replacing the run's.
 
-    A judge the run does not have joins as an *added judge* (``RunConfig.added_judges``): it scores the run's
-    judge and rubric metrics on the stored responses beside the run's judges, whose scores stay the ones the
-    ranking uses (a judge added to a finished run does not silently change its ranking).
+    A judge the run does not have joins as an *added judge* (``RunConfig.added_judges``): it scores the run's judge and
+    rubric metrics on the stored responses beside the run's judges, whose scores stay the ones the ranking uses (a judge
+    added to a finished run does not silently change its ranking).
 
     Args:
         base: the run's ``config.json``.
@@ -119,8 +119,8 @@ def into_update(state: State, rt: RunContext) -> Update:
 
 
 def check_added_judges(rt: RunContext, state: State, plan: MetricPlan | None = None) -> None:
-    """Refuse, before anything is written, judges added to a run (``rt.added_judges``) that would have nothing to
-    score: the run's metric plan (``plan``, default the state's) has no judge or rubric metric.
+    """Refuse, before anything is written, judges added to a run (``rt.added_judges``) that would have nothing to score:
+    the run's metric plan (``plan``, default the state's) has no judge or rubric metric.
 
     Args:
         rt: the run context of the ``--into`` invocation.

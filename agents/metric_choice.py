@@ -1,16 +1,16 @@
 """Choosing the ranking metric, and saying when a variant of it disagrees.
 
-The ranking metric is, in this order: the one ``--metric`` names (a predefined metric, a variant or a saved
-rubric); else a metric or rubric the request names -- its name ("exact_match_normalised", "exact match
-normalised"), all the words of its name in any order ("normalised exact match"), or two consecutive content words
-of its description ("sequence similarity") --; else the customisation agent's choice (the quality asked about, the
-benchmark's primary metric).  The plan's reason says which, and the report's Run table shows it.
+The ranking metric is, in this order: the one ``--metric`` names (a predefined metric, a variant or a saved rubric);
+else a metric or rubric the request names -- its name ("exact_match_normalised", "exact match normalised"), all the
+words of its name in any order ("normalised exact match"), or two consecutive content words of its description
+("sequence similarity") --; else the customisation agent's choice (the quality asked about, the benchmark's primary
+metric).  The plan's reason says which, and the report's Run table shows it.
 
-A variant of the ranking metric (``MetricSpec.variant_of``: a normalised, lenient or code variant, or the metric
-it is a variant of) disagrees with it when it orders the ranked models differently or when the paired test of the
-ranking's first two models separates them under one metric and not under the other; the Answer then says so with
-both metrics' means on the verdict's items (and the p-values when the disagreement is about separation), naming the
-models whose order differs; means equal at 2 decimals are a tie (:func:`variant_disagreements`).
+A variant of the ranking metric (``MetricSpec.variant_of``: a normalised, lenient or code variant, or the metric it is a
+variant of) disagrees with it when it orders the ranked models differently or when the paired test of the ranking's
+first two models separates them under one metric and not under the other; the Answer then says so with both metrics'
+means on the verdict's items (and the p-values when the disagreement is about separation), naming the models whose order
+differs; means equal at 2 decimals are a tie (:func:`variant_disagreements`).
 """
 
 from __future__ import annotations
@@ -227,11 +227,11 @@ def variant_disagreements(
     n_resamples: int = 10000,
     seed: int = 0,
 ) -> list[str]:
-    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently (means equal
-    at 2 decimals, the printed precision, are a tie "a = b", never an order), or whose paired test of the first two
+    """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently (means equal at
+    2 decimals, the printed precision, are a tie "a = b", never an order), or whose paired test of the first two
     separates them where ``spec``'s does not (or the reverse).  Both metrics' means are given on the verdict's basis,
-    the items every ranked model scored (restricted to those the variant scored too, which the sentence then says),
-    and the sentence names the models whose order differs.
+    the items every ranked model scored (restricted to those the variant scored too, which the sentence then says), and
+    the sentence names the models whose order differs.
 
     Args:
         scores: the run's scores.
@@ -300,9 +300,9 @@ def _variant_means(
     scores: list[Score], spec: MetricSpec, v: MetricSpec, ranked: list[str], mine: dict[str, dict[str, float]],
     theirs: dict[str, dict[str, float]], verdict_items: set[str],
 ) -> tuple[dict[str, float], dict[str, float], set[str], str] | None:  # fmt: skip
-    """(variant means, ranking-metric means, the items compared, where they were compared), or None when the two
-    cannot be set side by side.  Item-level: both on the items every model has under both; a corpus-level metric
-    (a mean pooled over answers, kappa) has one value per model."""
+    """(variant means, ranking-metric means, the items compared, where they were compared), or None when the two cannot
+    be set side by side.  Item-level: both on the items every model has under both; a corpus-level metric (a mean pooled
+    over answers, kappa) has one value per model."""
     if any(theirs[m] for m in ranked):
         basis = verdict_items.intersection(*(set(theirs[m]) for m in ranked))
         means_v, means_s = _mean_on(theirs, basis, ranked), _mean_on(mine, basis, ranked)

@@ -1,12 +1,9 @@
-"""What each chosen metric needs, and whether the run has it (say what cannot be measured
-before running).
+"""What each chosen metric needs, and whether the run has it (say what cannot be measured before running).
 
-The metric confirmation lists, for every metric of the plan, what it needs
-to produce a score -- a judge model, a sandbox for model-written code, the
-benchmark items, stored judgements for replayed open-creativity answers --
-and whether that is available, with the fix when it is not.  With ``--yes``
-a run in which no chosen metric can run stops before any work
-(:func:`none_can_run`).
+The metric confirmation lists, for every metric of the plan, what it needs to produce a score -- a judge model, a
+sandbox for model-written code, the benchmark items, stored judgements for replayed open-creativity answers -- and
+whether that is available, with the fix when it is not.  With ``--yes`` a run in which no chosen metric can run stops
+before any work (:func:`none_can_run`).
 """
 
 from __future__ import annotations
@@ -70,13 +67,11 @@ def metric_needs(
 ) -> list[MetricNeeds]:
     """One :class:`MetricNeeds` per spec, in ``specs`` order.
 
-    Needs: judge and rubric metrics need a judge (``judges``: judge model
-    names; a judge that is the only judge and also a target needs
-    ``allow_self_judge``); dry-experiment metrics need a sandbox
-    (``sandbox``: one could start); open-creativity metrics need stored
-    judgements when every target is replayed (``replay_targets``) and a
-    judge (coherence after each answer) when a target is live; every metric
-    needs items of its tasks (counted in ``items``)."""
+    Needs: judge and rubric metrics need a judge (``judges``: judge model names; a judge that is the only judge and also
+    a target needs ``allow_self_judge``); dry-experiment metrics need a sandbox (``sandbox``: one could start);
+    open-creativity metrics need stored judgements when every target is replayed (``replay_targets``) and a judge
+    (coherence after each answer) when a target is live; every metric needs items of its tasks (counted in ``items``).
+    """
     custom = custom or set()
     judges = list(judges or [])
     targets = list(targets or [])
@@ -120,9 +115,8 @@ def metric_needs(
 
 
 def none_can_run(needs: list[MetricNeeds]) -> InputError | None:
-    """The error that stops a ``--yes`` run in which no chosen metric can
-    run (None when at least one can): each metric with what it lacks, and
-    the fixes."""
+    """The error that stops a ``--yes`` run in which no chosen metric can run (None when at least one can): each metric
+    with what it lacks, and the fixes."""
     if not needs or any(n.available for n in needs):
         return None
     why = "; ".join(f"{n.metric}: {n.missing}" for n in needs)
@@ -131,9 +125,9 @@ def none_can_run(needs: list[MetricNeeds]) -> InputError | None:
 
 
 def ranking_cannot_run(needs: list[MetricNeeds]) -> InputError | None:
-    """The error that stops a ``--yes`` run whose ranking metric needs a judge and has none that may score
-    (None otherwise): the run could not rank anything, so nothing is run.  Names the metric, what is missing,
-    the fix (``--judge``) and the chosen metrics that could rank instead."""
+    """The error that stops a ``--yes`` run whose ranking metric needs a judge and has none that may score (None
+    otherwise): the run could not rank anything, so nothing is run.  Names the metric, what is missing, the fix
+    (``--judge``) and the chosen metrics that could rank instead."""
     primary = next((n for n in needs if n.primary), None)
     if primary is None or not primary.judge_missing:
         return None

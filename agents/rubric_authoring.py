@@ -1,12 +1,11 @@
 """Rubric authoring: drafting a rubric for a quality, and the rubric dialogue of ``sgieval metric define``.
 
-:func:`draft_rubric` asks an agent model for a :class:`~sgieval.core.Rubric` measuring one quality (the
-customisation agent uses it for a quality the metric pool lacks).  ``sgieval metric define``
-(:mod:`sgieval.graphs.metric_chat`) uses :func:`propose_rubric`, :func:`revise_rubric` and
-:func:`save_defined_rubric`, each with a deterministic offline path (the best library rubric by semantic match,
-or a generic 4-criterion rubric from the description's key phrases; revisions understood by small regexes:
-"weigh X double", "X weight 2", "drop X", "add criterion X: description", "rename to NAME") and an LLM path
-(structured output :class:`~sgieval.core.Rubric`).
+:func:`draft_rubric` asks an agent model for a :class:`~sgieval.core.Rubric` measuring one quality (the customisation
+agent uses it for a quality the metric pool lacks).  ``sgieval metric define`` (:mod:`sgieval.graphs.metric_chat`) uses
+:func:`propose_rubric`, :func:`revise_rubric` and :func:`save_defined_rubric`, each with a deterministic offline path
+(the best library rubric by semantic match, or a generic 4-criterion rubric from the description's key phrases;
+revisions understood by small regexes: "weigh X double", "X weight 2", "drop X", "add criterion X: description", "rename
+to NAME") and an LLM path (structured output :class:`~sgieval.core.Rubric`).
 """
 
 from __future__ import annotations
@@ -53,9 +52,8 @@ __all__ = [
 
 
 def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[str]) -> Rubric:
-    """Rubric from an agent made safe to run: slug name distinct from ``taken``,
-    tasks ["*"] when none, a source (``default_source`` when empty) that cites
-    every entry of ``cite`` not already mentioned."""
+    """Rubric from an agent made safe to run: slug name distinct from ``taken``, tasks ["*"] when none, a source
+    (``default_source`` when empty) that cites every entry of ``cite`` not already mentioned."""
     name = slug(r.name)
     if name in taken:
         name = f"{name}_custom"
@@ -84,10 +82,9 @@ async def draft_rubric(
     documents: list[dict[str, Any]] | None = None,
     name: str | None = None,
 ) -> tuple[Rubric | None, list[str], str | None]:
-    """Ask ``agent`` for a :class:`Rubric` measuring ``quality`` (structured
-    output, parse retries).  ``documents`` (from :func:`read_named_pdfs`) are
-    shown as delimited data and cited in ``source``.  Returns (rubric or None,
-    raw replies, error)."""
+    """Ask ``agent`` for a :class:`Rubric` measuring ``quality`` (structured output, parse retries).  ``documents``
+    (from :func:`read_named_pdfs`) are shown as delimited data and cited in ``source``.  Returns (rubric or None, raw
+    replies, error)."""
     docs = documents or []
     parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
     if request:
@@ -133,11 +130,10 @@ _GENERIC = [  # (name, description, anchors 0, 5, 10)
 
 
 def key_phrases(description: str, limit: int = 4) -> list[str]:
-    """Up to ``limit`` short phrases (1-5 words) naming what ``description``
-    asks to measure: the text is split at punctuation and at "and"/"or"/
-    "with"/"plus", and leading filler ("a metric for how well the answer ...")
-    is stripped.  "A metric for cost awareness and use of cheap reagents" ->
-    ["cost awareness", "use of cheap reagents"]."""
+    """Up to ``limit`` short phrases (1-5 words) naming what ``description`` asks to measure: the text is split at
+    punctuation and at "and"/"or"/ "with"/"plus", and leading filler ("a metric for how well the answer ...") is
+    stripped.  "A metric for cost awareness and use of cheap reagents" -> ["cost awareness", "use of cheap reagents"].
+    """
     out: list[str] = []
     for part in re.split(r"[,;:.!?()]|\b(?:and|or|with|plus|as well as|including)\b", description or "", flags=re.I):
         p = _FILLER.sub("", part.strip()).strip(" -'\"").lower()
@@ -155,13 +151,12 @@ _VERBS = tuple(
 
 
 def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
-    """An offline criterion for ``phrase`` whose description says what it
-    checks (never just its name again), with anchors at 0, 5 and 10.
+    """An offline criterion for ``phrase`` whose description says what it checks (never just its name again), with
+    anchors at 0, 5 and 10.
 
-    A phrase that starts with a verb ("estimates its cost") is checked as an
-    action ("Checks whether the response estimates its cost ..."); any other
-    phrase ("testable hypothesis") as something the response must contain,
-    stated explicitly and specifically and supported."""
+    A phrase that starts with a verb ("estimates its cost") is checked as an action ("Checks whether the response
+    estimates its cost ..."); any other phrase ("testable hypothesis") as something the response must contain, stated
+    explicitly and specifically and supported."""
     p = phrase.strip()
     first = p.split()[0].lower() if p.split() else ""
     if first in _VERBS:
@@ -216,9 +211,8 @@ def criterion_needs(phrase: str) -> list[CriterionTool]:
 
 
 def generic_rubric(description: str, name: str | None = None) -> Rubric:
-    """A 4-criterion rubric from ``description``: one criterion per key phrase
-    (:func:`key_phrases`), filled up with correctness, completeness,
-    justification and clarity; anchors at 0/5/10; equal weights."""
+    """A 4-criterion rubric from ``description``: one criterion per key phrase (:func:`key_phrases`), filled up with
+    correctness, completeness, justification and clarity; anchors at 0/5/10; equal weights."""
     phrases = key_phrases(description)
     crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
     for n, d, a0, a5, a10 in _GENERIC:
@@ -237,9 +231,9 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
 
 
 def best_library_match(description: str) -> tuple[Rubric | None, float]:
-    """(library rubric, cosine) best matching ``description`` or one of its
-    key phrases (MiniLM, :func:`sgieval.metric_pool.rubrics.match_texts`);
-    (None, best cosine) when below :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
+    """(library rubric, cosine) best matching ``description`` or one of its key phrases (MiniLM,
+    :func:`sgieval.metric_pool.rubrics.match_texts`); (None, best cosine) when below
+    :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
     library = list_rubrics()
     exact = find_rubric(description, threshold=2.0, rubrics=library)  # exact-name path only
     if exact is not None:
@@ -271,9 +265,9 @@ async def propose_rubric(
 ) -> tuple[Rubric, str]:
     """The first rubric for a metric described in plain language.
 
-    Offline (``agent`` None): the library rubric best matching the description by meaning
-    (:func:`best_library_match`), renamed to ``name`` when given; else :func:`generic_rubric`.  With ``agent``:
-    structured output :class:`Rubric`; a failed reply falls back to the offline path and the message says so.
+    Offline (``agent`` None): the library rubric best matching the description by meaning (:func:`best_library_match`),
+    renamed to ``name`` when given; else :func:`generic_rubric`.  With ``agent``: structured output :class:`Rubric`; a
+    failed reply falls back to the offline path and the message says so.
 
     Args:
         description: what the metric should measure.
@@ -377,10 +371,9 @@ _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
 
 
 def match_criterion(rubric: Rubric, phrase: str) -> str | None:
-    """The criterion of ``rubric`` that ``phrase`` names: exact (case- and
-    punctuation-insensitive), then containment either way, then every word
-    of the phrase sharing a 6-letter stem with a word of the name, then the best
-    MiniLM cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
+    """The criterion of ``rubric`` that ``phrase`` names: exact (case- and punctuation-insensitive), then containment
+    either way, then every word of the phrase sharing a 6-letter stem with a word of the name, then the best MiniLM
+    cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
 
     def norm(x: str) -> str:
         return re.sub(r"[^a-z0-9]+", " ", x.lower()).strip()
@@ -426,11 +419,9 @@ _NOT_A_NAME = re.compile(r"\b(?:and|weight|weigh|remove|drop|delete|rename|add|s
 
 
 def split_revisions(request: str) -> list[str]:
-    """The single changes in ``request``: split at ";", new lines, sentence
-    ends and at "and" before another change verb (outside quotes), so
-    'add a criterion "testable hypothesis" with weight 2 and remove
-    completeness' -> ['add a criterion "testable hypothesis" with weight 2',
-    'remove completeness']."""
+    """The single changes in ``request``: split at ";", new lines, sentence ends and at "and" before another change verb
+    (outside quotes), so 'add a criterion "testable hypothesis" with weight 2 and remove completeness' -> ['add a
+    criterion "testable hypothesis" with weight 2', 'remove completeness']."""
     text = request or ""
     quoted: list[str] = []
 
@@ -444,13 +435,11 @@ def split_revisions(request: str) -> list[str]:
 
 
 def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
-    """Apply the change(s) asked in ``request`` (several separated by ";" or
-    new lines) -> (revised rubric, message).  Understood: "weigh X double"
-    (x2; also triple/half, "x 1.5", "3 times"), "double X", "X counts
-    double", "X weight 2" / "set the weight of X to 2", "drop X", "add
-    criterion X: description", "rename to NAME".  The criterion is matched
-    with :func:`match_criterion`.  An instruction that is not understood
-    leaves the rubric unchanged and the message says so and lists the forms."""
+    """Apply the change(s) asked in ``request`` (several separated by ";" or new lines) -> (revised rubric, message).
+    Understood: "weigh X double" (x2; also triple/half, "x 1.5", "3 times"), "double X", "X counts double", "X weight 2"
+    / "set the weight of X to 2", "drop X", "add criterion X: description", "rename to NAME".  The criterion is matched
+    with :func:`match_criterion`.  An instruction that is not understood leaves the rubric unchanged and the message
+    says so and lists the forms."""
     r = rubric.model_copy(deep=True)
     done: list[str] = []
     last: str | None = None  # the criterion "it" refers to: the last one added or changed
@@ -537,9 +526,8 @@ def _change_criterion(r: Rubric, kind: str, m: re.Match[str], last: str | None) 
 async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | None = None) -> tuple[Rubric, str]:
     """Revise ``rubric`` as ``request`` asks.
 
-    Offline: :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the request go to the model,
-    which returns the whole revised :class:`Rubric` (structured output); a failed reply falls back to the offline
-    path.
+    Offline: :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the request go to the model, which
+    returns the whole revised :class:`Rubric` (structured output); a failed reply falls back to the offline path.
 
     Args:
         rubric: the current rubric.
@@ -565,9 +553,9 @@ def save_defined_rubric(
 ) -> tuple[Path, str]:
     """Save the rubric ``sgieval metric define`` agreed on.
 
-    A rubric that edits a starter rubric (same name, other content) is saved as ``<name>_custom`` when the user
-    gave no ``name`` (under the starter's name it would shadow the starter in every later run); with ``name`` it
-    replaces the starter, and the note says so.
+    A rubric that edits a starter rubric (same name, other content) is saved as ``<name>_custom`` when the user gave no
+    ``name`` (under the starter's name it would shadow the starter in every later run); with ``name`` it replaces the
+    starter, and the note says so.
 
     Args:
         rubric: the rubric.

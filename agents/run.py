@@ -2,10 +2,10 @@
 
 A node of :mod:`sgieval.graphs.evaluate` calls each step with the graph state and the run context
 (:class:`~sgieval.agents.runtime.RunContext`): questioning (:func:`questioning_step`), customisation
-(:func:`customisation_step`), the metric confirmation (:func:`confirmation`), evaluation (:func:`evaluation_step`)
-and reporting (:func:`reporting_step`).  The run context is :mod:`sgieval.agents.runtime`, the targets
-:mod:`sgieval.agents.targets`, ``ask --into`` :mod:`sgieval.agents.into`, the estimate
-:mod:`sgieval.agents.estimate` and the report header :mod:`sgieval.agents.run_report`.
+(:func:`customisation_step`), the metric confirmation (:func:`confirmation`), evaluation (:func:`evaluation_step`) and
+reporting (:func:`reporting_step`).  The run context is :mod:`sgieval.agents.runtime`, the targets
+:mod:`sgieval.agents.targets`, ``ask --into`` :mod:`sgieval.agents.into`, the estimate :mod:`sgieval.agents.estimate`
+and the report header :mod:`sgieval.agents.run_report`.
 """
 
 from __future__ import annotations
@@ -42,9 +42,8 @@ log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), t
 
 
 def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], targets: list[NamedModel]) -> None:
-    """Raise InputError when a live target on open-creativity items has no
-    judge that may score it: every one of its answers would fail, so the run
-    says so before any call."""
+    """Raise InputError when a live target on open-creativity items has no judge that may score it: every one of its
+    answers would fail, so the run says so before any call."""
     if any(i.task == OPEN_CREATIVITY for i in items):
         for t in targets:
             problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
@@ -110,9 +109,9 @@ def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
 async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], Any] | None = None) -> Update:
     """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once).
 
-    When the request's words are only misspelt and the run is not ``--yes``, ``ask(payload)`` puts the question
-    first: payload ``kind`` ``"did_you_mean"``, ``question`` and the corrected ``request``; a true answer runs the
-    corrected request (kept as ``selection["request"]``), any other raises the error.
+    When the request's words are only misspelt and the run is not ``--yes``, ``ask(payload)`` puts the question first:
+    payload ``kind`` ``"did_you_mean"``, ``question`` and the corrected ``request``; a true answer runs the corrected
+    request (kept as ``selection["request"]``), any other raises the error.
 
     Args:
         state: the evaluation graph's state.
@@ -207,8 +206,8 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
 
 
 def check_until_settled(state: State, rt: RunContext) -> None:
-    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call (also under
-    ``--dry-run``, whose estimate would otherwise describe a run that stops at its first step).
+    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call (also under ``--dry-run``,
+    whose estimate would otherwise describe a run that stops at its first step).
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``).
@@ -274,9 +273,9 @@ def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[st
 async def evaluation_step(state: State, rt: RunContext) -> Update:
     """Evaluation: the targets answer the selected items and every metric of the plan scores them.
 
-    Records are appended to the run folder as they come; done units are skipped.  With ``--until-settled`` the items
-    go in a seeded random order, chunk by chunk, until the ranking is settled (:mod:`sgieval.agents.settle`; the
-    stop record is ``evaluated["settled"]``).
+    Records are appended to the run folder as they come; done units are skipped.  With ``--until-settled`` the items go
+    in a seeded random order, chunk by chunk, until the ranking is settled (:mod:`sgieval.agents.settle`; the stop
+    record is ``evaluated["settled"]``).
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
@@ -341,8 +340,8 @@ async def _score_added_judges(
     rt: RunContext, items: list[Item], targets: list[NamedModel], plan: MetricPlan, settled: dict[str, Any] | None
 ) -> tuple[int, str | None]:
     """Score the stored responses with each judge added to the run
-    (:func:`~sgieval.agents.evaluation.score_added_judge`), one judge at a time, on the items the run's report covers; returns the Scores made and why the budget
-    stopped them (None when it did not)."""
+    (:func:`~sgieval.agents.evaluation.score_added_judge`), one judge at a time, on the items the run's report covers;
+    returns the Scores made and why the budget stopped them (None when it did not)."""
     if settled:
         used = set(settled.get("item_ids") or [])
         items = [i for i in items if i.id in used]
@@ -369,8 +368,8 @@ def _scoring(rt: RunContext, judges: list[NamedModel]) -> ScoringContext:
 
 
 def _max_parallel(config: RunConfig, units: int) -> int:
-    """Target calls in flight: ``--max-concurrency``; with ``--batch`` every (item, target) unit at once, so
-    the target calls of a run go in one batch per provider (up to 50,000)."""
+    """Target calls in flight: ``--max-concurrency``; with ``--batch`` every (item, target) unit at once, so the target
+    calls of a run go in one batch per provider (up to 50,000)."""
     if config.batch:
         return max(config.max_concurrency, min(units, 50_000))
     return config.max_concurrency
@@ -393,11 +392,10 @@ async def reporting_step(state: State, rt: RunContext) -> Update:
 
 
 def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
-    """``on_progress`` that also starts, when the first unit is done, a daemon
-    thread importing what the report will need (the report builder,
-    scipy.stats, matplotlib: ~1 s of CPU).  While model calls are in flight the
-    event loop mostly waits, so these imports overlap the calls instead of
-    following them; nothing is imported before the first call."""
+    """``on_progress`` that also starts, when the first unit is done, a daemon thread importing what the report will
+    need (the report builder, scipy.stats, matplotlib: ~1 s of CPU).  While model calls are in flight the event loop
+    mostly waits, so these imports overlap the calls instead of following them; nothing is imported before the first
+    call."""
     started = False
 
     warm = worker_active()  # the sgieval command's warm worker imports scipy and matplotlib itself

@@ -1,9 +1,9 @@
 """The report of a run: its header, warnings, sampling and model-server lines, metric specs and cost and usage.
 
-:func:`report_run` gathers what the report states about the run itself (request, selection, models by role,
-metrics, data sources, settings, warnings, usage) from the run context and the graph state and hands it with the
-run's records to the reporting agent (:func:`sgieval.agents.reporting.build_report`).  The run context is
-:mod:`sgieval.agents.runtime`, the agent steps :mod:`sgieval.agents.run`.
+:func:`report_run` gathers what the report states about the run itself (request, selection, models by role, metrics,
+data sources, settings, warnings, usage) from the run context and the graph state and hands it with the run's records to
+the reporting agent (:func:`sgieval.agents.reporting.build_report`).  The run context is :mod:`sgieval.agents.runtime`,
+the agent steps :mod:`sgieval.agents.run`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, Sequence
 from ..core import BUDGET_STOP_NOTE, MetricSpec, ModelRef, RunConfig, redact_url
 from ..models import BATCH_DISCOUNT, price_source
 from ..reports import ReportContext
-from .added_judges import judges_line
 from .customisation import MetricPlan, plan_specs
 from .estimate import run_estimate
 from .question_kind import classify, kind_line
@@ -23,7 +22,7 @@ from .questioning import SelectionPlan
 from .runtime import RunContext, State, load_ledger, plan_items, plan_metrics, run_prices
 from .targets import models_named_in, replay_notes
 
-__all__ = ["metric_specs", "model_servers", "report_run", "sampling_line", "usage_summary"]
+__all__ = ["judges_line", "metric_specs", "model_servers", "report_run", "sampling_line", "usage_summary"]
 
 
 def model_servers(rt: RunContext) -> str:
@@ -60,6 +59,34 @@ def sampling_line(config: RunConfig) -> str:
         not_sent = "; ".join(f"{k} not sent: {why}" for k, why in config.dropped_params.get(name, {}).items())
         parts.append(f"{name}: {sent}" + (f" ({not_sent})" if not_sent else ""))
     return "; ".join(parts)
+
+
+def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> str:
+    """The report header's judge line.
+
+    Args:
+        run_judges: the run's own judges (``RunConfig.judges``).
+        added: the judges added to the finished run (``RunConfig.added_judges``).
+        repeats: ``--judge-repeats``.
+
+    Returns:
+        E.g. ``openai:j1 (the run's judge: the ranking uses its scores); added by ask --into: openai:j2 (scored
+        beside it, see Added judges)``; without added judges the run's judges alone, ``none (judge metrics not
+        run)`` when there are none.
+    """
+    own = ", ".join(run_judges)
+    if repeats > 1 and (own or added):
+        own += f" (each asked {repeats} times per judged item)"
+    if not added:
+        return own or "none (judge metrics not run)"
+    one = len(run_judges) == 1
+    base = (
+        f"{', '.join(run_judges)} (the run's judge{'' if one else 's'}: the ranking uses {'its' if one else 'their'} "
+        "scores)"
+        if run_judges
+        else "none of the run's own (its judge metrics were not run)"
+    )
+    return f"{base}; added by ask --into: {', '.join(added)} (scored beside them, see Added judges)"
 
 
 def metric_specs(rt: RunContext, state: State) -> list[MetricSpec]:
@@ -205,8 +232,8 @@ def _header(
 
 
 def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
-    """The report's warnings about the run itself (before the replay files' warnings), and the one stored model
-    the request asks about.
+    """The report's warnings about the run itself (before the replay files' warnings), and the one stored model the
+    request asks about.
 
     Args:
         rt: the run context.
@@ -264,11 +291,11 @@ def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
 def additions_line(
     rt: RunContext, responses: Sequence[Any], scores: Sequence[Any] = (), added_scores: Sequence[Any] = ()
 ) -> str:
-    """The Run table's "added to the run" line: for each ``ask --into`` invocation of the run
-    (``invocations.jsonl``), its time and what it made: the target models whose responses it made, the judges
-    whose scores it made (``added_judge_scores.jsonl``) and the metrics it scored on responses it did not make,
-    e.g. ``2026-12-01T19:42:17+00:00 (ask --into, invocation 20261201T194217-185589): replay:openai/4o``; ""
-    when no invocation added to the run.
+    """The Run table's "added to the run" line: for each ``ask --into`` invocation of the run (``invocations.jsonl``),
+    its time and what it made: the target models whose responses it made, the judges whose scores it made
+    (``added_judge_scores.jsonl``) and the metrics it scored on responses it did not make, e.g.
+    ``2026-12-01T19:42:17+00:00 (ask --into, invocation 20261201T194217-185589): replay:openai/4o``; "" when no
+    invocation added to the run.
 
     Args:
         rt: the run context.

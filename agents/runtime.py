@@ -1,9 +1,9 @@
 """The run context: what a run uses that is not graph state, how it is built and how it is made current.
 
 :class:`RunContext` holds a run's config, run folder, catalog, models by role, tools, sandbox, ledger, settings and
-model-call context.  :func:`make_runtime` builds it from a :class:`~sgieval.core.RunConfig`; :func:`run_scope`
-activates it (settings, call context, log sink and ledger are contextvars, so nothing of the process changes).  Also
-here: the run's invocation record, secrets, prices, ledger and the sampling parameters it records.
+model-call context.  :func:`make_runtime` builds it from a :class:`~sgieval.core.RunConfig`; :func:`run_scope` activates
+it (settings, call context, log sink and ledger are contextvars, so nothing of the process changes).  Also here: the
+run's invocation record, secrets, prices, ledger and the sampling parameters it records.
 """
 
 from __future__ import annotations
@@ -144,9 +144,9 @@ class RunContext:
 
 
 def run_secrets(rt: RunContext) -> SecretValues:
-    """The keys run ``rt`` may send: the API keys and base-URL credentials of its target, judge and agent
-    models (:func:`sgieval.models.calls.model_secrets`), the provider and sandbox key variables of the
-    environment, and the credentials inside the run's base URL."""
+    """The keys run ``rt`` may send: the API keys and base-URL credentials of its target, judge and agent models
+    (:func:`sgieval.models.calls.model_secrets`), the provider and sandbox key variables of the environment, and the
+    credentials inside the run's base URL."""
     models = rt.models()
     values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
     return SecretValues.from_environment(values)
@@ -154,8 +154,8 @@ def run_secrets(rt: RunContext) -> SecretValues:
 
 def start_invocation(rt: RunContext, kind: str) -> str:
     """Record this invocation of run ``rt``: one row of ``invocations.jsonl`` (``id``, ``time`` in UTC ISO 8601,
-    ``kind``, ``argv``, ``options``: the run's config as this invocation runs it, secrets masked by the store),
-    and make its id the one every Response and Score it appends carries (``RunStore.invocation``).
+    ``kind``, ``argv``, ``options``: the run's config as this invocation runs it, secrets masked by the store), and make
+    its id the one every Response and Score it appends carries (``RunStore.invocation``).
 
     Args:
         rt: the run context (its store is held by this process).
@@ -190,10 +190,10 @@ def new_run_id(request: str) -> str:
 
 
 def recorded_settings(shown: Mapping[str, Any] | None) -> Any:
-    """The settings a run recorded in its ``config.json`` when it started (``Settings.shown()``), as a settings
-    object: its header line is the recorded one and its ``OPENAI_BASE_URL`` is the run's (other endpoint
-    variables are not recorded: they are read from the environment now); a recorded key is ``"set"`` (a stand-in:
-    such settings resolve models that are never called).
+    """The settings a run recorded in its ``config.json`` when it started (``Settings.shown()``), as a settings object:
+    its header line is the recorded one and its ``OPENAI_BASE_URL`` is the run's (other endpoint variables are not
+    recorded: they are read from the environment now); a recorded key is ``"set"`` (a stand-in: such settings resolve
+    models that are never called).
 
     Args:
         shown: the recorded settings (``RunConfig.settings``), or None/{} when none were recorded.
@@ -232,12 +232,12 @@ def make_runtime(
     calls: bool = True,
     **kw: Any,
 ) -> RunContext:
-    """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded
-    (unless given).
+    """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded (unless
+    given).
 
-    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered run) uses those items, not the
-    benchmark files as they are now: the report does not change when a source file is edited or moved, and the run
-    needs no source at all once its items are stored.
+    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered run) uses those items, not the benchmark
+    files as they are now: the report does not change when a source file is edited or moved, and the run needs no source
+    at all once its items are stored.
 
     Args:
         config: the run's options.
@@ -289,8 +289,8 @@ def make_runtime(
 
 
 def _run_catalog(config: RunConfig, run_dir: Path, stored: list[Item], catalog: Catalog | None) -> Catalog:
-    """The catalog of the run: ``catalog`` or the config's benchmarks, with the run's stored items winning (the
-    stored items alone when the benchmark files cannot be read)."""
+    """The catalog of the run: ``catalog`` or the config's benchmarks, with the run's stored items winning (the stored
+    items alone when the benchmark files cannot be read)."""
     if catalog is None:
         try:
             catalog = load_catalog(config.benchmarks or None, config.data_dir)
@@ -412,9 +412,9 @@ def plan_metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Me
 
 
 def attach_tools(rt: RunContext, items: list[Item]) -> None:
-    """Give the run its metric options, its sandbox (when dry-experiment items need one) and its tool pool (when
-    judges may call tools).  A sandbox that cannot start is not fatal: the dry-experiment scores record it as
-    ``infra_error`` with the reason, and ``--unsafe-local-exec`` is the explicit way out.
+    """Give the run its metric options, its sandbox (when dry-experiment items need one) and its tool pool (when judges
+    may call tools).  A sandbox that cannot start is not fatal: the dry-experiment scores record it as ``infra_error``
+    with the reason, and ``--unsafe-local-exec`` is the explicit way out.
 
     Args:
         rt: the run context (filled in place: ``metric_options``, ``sandbox``, ``tools``).
@@ -466,8 +466,8 @@ def check_request_models(rt: RunContext) -> None:
 
 def record_sampling(rt: RunContext) -> None:
     """Write into ``config.json`` the sampling parameters each model of the run actually gets
-    (``RunConfig.sent_params``) and those it does not, with the reason (``RunConfig.dropped_params``); log each
-    dropped one.  Replay targets send nothing and are not listed.
+    (``RunConfig.sent_params``) and those it does not, with the reason (``RunConfig.dropped_params``); log each dropped
+    one.  Replay targets send nothing and are not listed.
 
     Args:
         rt: the run context.
@@ -486,9 +486,9 @@ def record_sampling(rt: RunContext) -> None:
 
 
 def run_prices(rt: RunContext) -> Prices:
-    """The run's user prices (USD per 1M input and output tokens, :mod:`sgieval.models.accounting`): the
-    process-wide ones (:func:`~sgieval.models.accounting.set_prices`), then ``rt.prices`` (a table or a YAML
-    file given to the API), then the run's ``--price`` values (``RunConfig.prices``), later ones winning."""
+    """The run's user prices (USD per 1M input and output tokens, :mod:`sgieval.models.accounting`): the process-wide
+    ones (:func:`~sgieval.models.accounting.set_prices`), then ``rt.prices`` (a table or a YAML file given to the API),
+    then the run's ``--price`` values (``RunConfig.prices``), later ones winning."""
     table = price_table()
     if rt.prices is not None:
         table.update(load_prices(rt.prices))
@@ -503,9 +503,9 @@ def called_models(rt: RunContext) -> list[str]:
 
 
 def check_budget_prices(rt: RunContext) -> None:
-    """Raise InputError before anything runs when the run has a budget (``--budget``) and a model it calls
-    has no known price (:func:`~sgieval.models.accounting.unpriced_models`): its calls would count as 0 USD
-    and the budget would never stop the run."""
+    """Raise InputError before anything runs when the run has a budget (``--budget``) and a model it calls has no known
+    price (:func:`~sgieval.models.accounting.unpriced_models`): its calls would count as 0 USD and the budget would
+    never stop the run."""
     if rt.config.budget_usd is None:
         return
     missing = unpriced_models(called_models(rt), run_prices(rt))
@@ -525,8 +525,8 @@ def check_budget_prices(rt: RunContext) -> None:
 
 
 def load_ledger(rt: RunContext) -> Ledger:
-    """The run's ledger: every call already in ``ledger.jsonl``, then each new call journalled there as it is
-    recorded (so a killed run's accounts survive).
+    """The run's ledger: every call already in ``ledger.jsonl``, then each new call journalled there as it is recorded
+    (so a killed run's accounts survive).
 
     Args:
         rt: the run context.
@@ -571,10 +571,10 @@ def _run_defaults(rt: RunContext) -> tuple[CallContext, SecretValues]:
 
 @contextlib.contextmanager
 def reading_scope(rt: RunContext) -> Iterator[RunContext]:
-    """Activate run ``rt`` for reading it, as :func:`run_scope` does for running it (its settings, model-call
-    context and secrets), with nothing written: no lock, log line, invocation row or ledger journal, so an
-    ``ask --into RUN --dry-run`` leaves the run folder as it was.  The ledger holds the calls ``ledger.jsonl``
-    records (the agent's planning, for the estimate), journalled nowhere.
+    """Activate run ``rt`` for reading it, as :func:`run_scope` does for running it (its settings, model-call context
+    and secrets), with nothing written: no lock, log line, invocation row or ledger journal, so an ``ask --into RUN
+    --dry-run`` leaves the run folder as it was.  The ledger holds the calls ``ledger.jsonl`` records (the agent's
+    planning, for the estimate), journalled nowhere.
 
     Args:
         rt: the run context (its store is read-only).
@@ -598,10 +598,10 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     """Activate the run ``rt`` for the body: its settings, model-call context (cache switch, limits), log sink and
     ledger become the current ones (contextvars: run-scoped, never global).
 
-    A new run first checks the models its request names (:func:`check_request_models`) and writes ``config.json``
-    with its settings (secrets masked).  A SgievalError leaving the body of a new run removes the run folder when
-    this call created it and no response was computed (no half-written run; a folder it was given, or a resumed
-    run's, is never removed); the records are fsynced at the end either way.
+    A new run first checks the models its request names (:func:`check_request_models`) and writes ``config.json`` with
+    its settings (secrets masked).  A SgievalError leaving the body of a new run removes the run folder when this call
+    created it and no response was computed (no half-written run; a folder it was given, or a resumed run's, is never
+    removed); the records are fsynced at the end either way.
 
     Args:
         rt: the run context.

@@ -1,11 +1,11 @@
 """``--until-settled``: evaluate the items in a seeded random order, in chunks, and stop once the ranking is settled.
 
 After each chunk the ranking metric's per-item values of the items drawn so far feed the settle rule
-(:class:`sgieval.metric_pool.stats.SettleRule`: hedged-capital betting confidence sequences of the paired
-differences, sampling without replacement from the selection, Bonferroni over the K - 1 comparisons of the
-leader); the run stops when one model is ahead of every other.  The order and the chunks depend only on the
-seed and the selection, and the rule only on the stored scores, so a killed run resumes to the same stop: its
-chunks are checked again from the records, and nothing already evaluated is evaluated again.
+(:class:`sgieval.metric_pool.stats.SettleRule`: hedged-capital betting confidence sequences of the paired differences,
+sampling without replacement from the selection, Bonferroni over the K - 1 comparisons of the leader); the run stops
+when one model is ahead of every other.  The order and the chunks depend only on the seed and the selection, and the
+rule only on the stored scores, so a killed run resumes to the same stop: its chunks are checked again from the records,
+and nothing already evaluated is evaluated again.
 """
 
 from __future__ import annotations
@@ -28,30 +28,29 @@ probability at least 0.95."""
 
 
 def settle_order(items: list[Item], seed: int) -> list[Item]:
-    """The items in the order ``--until-settled`` draws them: a uniformly random permutation seeded by ``seed``
-    (the run's seed), the same on every resume."""
+    """The items in the order ``--until-settled`` draws them: a uniformly random permutation seeded by ``seed`` (the
+    run's seed), the same on every resume."""
     order = list(items)
     random.Random(f"until-settled:{seed}").shuffle(order)
     return order
 
 
 def chunk_size(n_items: int, n_targets: int, max_concurrency: int) -> int:
-    """Items per chunk: enough (target, item) units to keep ``2 x max_concurrency`` calls busy, at least 10
-    items, at most ``n_items``."""
+    """Items per chunk: enough (target, item) units to keep ``2 x max_concurrency`` calls busy, at least 10 items, at
+    most ``n_items``."""
     per = math.ceil(2 * max(1, max_concurrency) / max(1, n_targets))
     return max(1, min(n_items, max(10, per)))
 
 
 def ranking_spec(primary: str, metrics: list[Metric]) -> MetricSpec | None:
-    """The per-item spec of the ranking metric ``primary`` among ``metrics`` (None: it is not scored per item,
-    e.g. a corpus-level metric)."""
+    """The per-item spec of the ranking metric ``primary`` among ``metrics`` (None: it is not scored per item, e.g. a
+    corpus-level metric)."""
     return next((s for m in metrics for s in m.specs if s.name == primary), None)
 
 
 def settle_problem(primary: str, metrics: list[Metric], targets: list[str]) -> InputError | None:
-    """Why ``--until-settled`` cannot run on this plan (None: it can): fewer than two target models, a ranking
-    metric with no per-item values, or one whose range is not bounded (the confidence sequence needs bounded
-    values)."""
+    """Why ``--until-settled`` cannot run on this plan (None: it can): fewer than two target models, a ranking metric
+    with no per-item values, or one whose range is not bounded (the confidence sequence needs bounded values)."""
     if len(targets) < 2:
         return InputError(
             f"it stops when one model is ahead of the others; this run has {len(targets)} target model",
@@ -89,8 +88,8 @@ async def evaluate_until_settled(
     max_parallel: int = 16,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[EvalProgress, dict[str, Any]]:
-    """Evaluate ``items`` x ``targets`` chunk by chunk in the seeded order until the ranking metric ``primary``
-    is settled (module docstring), then add the corpus-level scores of the items used.
+    """Evaluate ``items`` x ``targets`` chunk by chunk in the seeded order until the ranking metric ``primary`` is
+    settled (module docstring), then add the corpus-level scores of the items used.
 
     Args:
         store: the run folder; units already in it are skipped, and the rule is fed from its scores.

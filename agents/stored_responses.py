@@ -1,8 +1,8 @@
 """Stored responses for ``replay:`` targets, read from the benchmark that stores them.
 
-models/ resolves ``replay:<name or file>`` but reads no benchmark's data (DESIGN.md layers: models imports
-core only); the run, which may import both, hands it a :class:`~sgieval.models.replay.StoredResponses` built
-here from SciAidanBench's stored answers (``<data>/sciaidanbench/responses/<model>.json``, METRICS.md B.7).
+models/ resolves ``replay:<name or file>`` but reads no benchmark's data (DESIGN.md layers: models imports core only);
+the run, which may import both, hands it a :class:`~sgieval.models.replay.StoredResponses` built here from
+SciAidanBench's stored answers (``<data>/sciaidanbench/responses/<model>.json``, METRICS.md B.7).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ __all__ = ["read_stored_file", "resolve_run_model", "sciaidanbench_stores", "sto
 
 
 def read_stored_file(path: Path) -> list[ReplayStore]:
-    """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file (in file order).
-    Raises InputError naming the file and the malformed part."""
+    """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file (in file order). Raises InputError
+    naming the file and the malformed part."""
     return [ReplayStore(model=sa.model, source=path, by_question=sa.by_question) for sa in load_stored_answers(path)]
 
 
@@ -31,15 +31,15 @@ def sciaidanbench_stores(folder: Path) -> list[ReplayStore]:
 
 
 def stored_models(data_dir: str | Path | None = None) -> list[ReplayStore]:
-    """Every stored SciAidanBench model found in the data lookup order (empty when there is no data).
-    Raises DataNotFoundError when ``data_dir`` holds a ``sciaidanbench/`` folder without its files."""
+    """Every stored SciAidanBench model found in the data lookup order (empty when there is no data). Raises
+    DataNotFoundError when ``data_dir`` holds a ``sciaidanbench/`` folder without its files."""
     folder = find_benchmark_dir("sciaidanbench", data_dir, required=False)
     return sciaidanbench_stores(folder) if folder else []
 
 
 def stored_responses(data_dir: str | Path | None = None) -> StoredResponses:
-    """What :func:`sgieval.models.registry.resolve_model` needs for ``replay:`` strings: the stored models
-    of ``data_dir``'s lookup order (read when a name is resolved) and the stored-answers file reader."""
+    """What :func:`sgieval.models.registry.resolve_model` needs for ``replay:`` strings: the stored models of
+    ``data_dir``'s lookup order (read when a name is resolved) and the stored-answers file reader."""
     return StoredResponses(stores=lambda: stored_models(data_dir), read_file=read_stored_file)
 
 

@@ -18,11 +18,10 @@ log = get_logger("sgieval")
 def models_named_in(request: str, models: list[str]) -> list[str]:
     """The stored models the request names.
 
-    A model matches when its name (``openai/4o``) or its bare name (``4o``, ``llama3.3`` for
-    ``llama3.3:latest``) appears in the request as a word of its own (case-insensitive; no letter, digit or dot
-    may touch it, save a sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not match
-    "phi45"), or its family name: the leading letters of the bare name when there are at least 4 ("llama" names
-    ``llama3.3:latest``).
+    A model matches when its name (``openai/4o``) or its bare name (``4o``, ``llama3.3`` for ``llama3.3:latest``)
+    appears in the request as a word of its own (case-insensitive; no letter, digit or dot may touch it, save a
+    sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not match "phi45"), or its family name: the
+    leading letters of the bare name when there are at least 4 ("llama" names ``llama3.3:latest``).
 
     Args:
         request: the request.
@@ -43,9 +42,9 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
 
 
 def default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
-    """The run's target models: the given ones, else those of ``--models``, else every stored SciAidanBench
-    model (or the ones the request names).  Resolved once per run and item selection (the confirmation,
-    the requirements and the evaluation all ask; the stored answers are read once).
+    """The run's target models: the given ones, else those of ``--models``, else every stored SciAidanBench model (or
+    the ones the request names).  Resolved once per run and item selection (the confirmation, the requirements and the
+    evaluation all ask; the stored answers are read once).
 
     Args:
         rt: the run context.
@@ -72,8 +71,8 @@ def default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
 
 def match_replays(rt: RunContext, items: list[Item], targets: list[NamedModel]) -> None:
     """Match each JSONL replay target's stored item ids to the items of the selected benchmarks
-    (:meth:`sgieval.models.replay.ReplayStore.match_items`) and log what was mapped or left unmatched.
-    Raises InputError when none of a replay file's ids matches an item."""
+    (:meth:`sgieval.models.replay.ReplayStore.match_items`) and log what was mapped or left unmatched. Raises InputError
+    when none of a replay file's ids matches an item."""
     benches = {i.benchmark for i in items}
     candidates = [i for i in rt.catalog.items if i.benchmark in benches] or items
     for t in targets:
@@ -96,8 +95,8 @@ def match_replays(rt: RunContext, items: list[Item], targets: list[NamedModel]) 
 
 
 def replay_notes(targets: list[NamedModel]) -> tuple[str, list[str]]:
-    """(the Run table's "replay item ids" line, the report's warnings) for the replay targets whose stored ids
-    were mapped from bare ids or match no item."""
+    """(the Run table's "replay item ids" line, the report's warnings) for the replay targets whose stored ids were
+    mapped from bare ids or match no item."""
     parts, warnings = [], []
     for t in targets:
         r = t.replay

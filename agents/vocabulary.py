@@ -1,9 +1,8 @@
 """Quality words: what a request asks about, for the metric customisation agent.
 
-The request words that name catalog facets (disciplines, tasks, benchmark
-names) belong to each benchmark's definition (``Benchmark.vocabulary``,
-joined by :func:`sgieval.benchmarks.registry.vocabulary`); which metric
-measures a quality is declared by the metric (``MetricSpec.qualities``).
+The request words that name catalog facets (disciplines, tasks, benchmark names) belong to each benchmark's definition
+(``Benchmark.vocabulary``, joined by :func:`sgieval.benchmarks.registry.vocabulary`); which metric measures a quality is
+declared by the metric (``MetricSpec.qualities``).
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ MIN_FUZZY_LENGTH = 4
 
 def max_edits(word: str) -> int:
     """How many edits (optimal string alignment distance: insertions, deletions, substitutions and transpositions of
-    adjacent letters, casefolded) a word may be from a known term and still be read as a typo of it: 1 for words of
-    4-6 letters ("phisics" -> "physics" is 1 edit away), 2 for longer ones ("chemsitry", "biollogy"); 0 below
+    adjacent letters, casefolded) a word may be from a known term and still be read as a typo of it: 1 for words of 4-6
+    letters ("phisics" -> "physics" is 1 edit away), 2 for longer ones ("chemsitry", "biollogy"); 0 below
     :data:`MIN_FUZZY_LENGTH` letters."""
     n = len(word)
     if n < MIN_FUZZY_LENGTH:

@@ -1,10 +1,10 @@
 """Checkpoints of a run (``state.sqlite``) read as data, never as code.
 
-LangGraph's checkpoint serializer rebuilds any ``(module, name, argument)`` value stored in a checkpoint unless
-it runs with an allowlist (GHSA-g48c-2wqr-h844). A run folder may come from someone else, so every saver sgieval
-opens uses :class:`StrictSerializer`: before a stored value is decoded, every constructor reference in it is
-checked against :data:`ALLOWED_TYPES`, exactly the types sgieval's graphs store, and anything else is refused with
-one :class:`~sgieval.core.TamperedFileError` (an input error, exit 2) naming the file. Pickle is never read.
+LangGraph's checkpoint serializer rebuilds any ``(module, name, argument)`` value stored in a checkpoint unless it runs
+with an allowlist (GHSA-g48c-2wqr-h844). A run folder may come from someone else, so every saver sgieval opens uses
+:class:`StrictSerializer`: before a stored value is decoded, every constructor reference in it is checked against
+:data:`ALLOWED_TYPES`, exactly the types sgieval's graphs store, and anything else is refused with one
+:class:`~sgieval.core.TamperedFileError` (an input error, exit 2) naming the file. Pickle is never read.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ class _Refused(Exception):
 
 
 def _ext_checker(refused: list[str]):
-    """An ormsgpack ``ext_hook`` that walks extension values (and those nested in them) and appends to
-    ``refused`` (then stops the walk) at the first one outside :data:`ALLOWED_TYPES` / :data:`ALLOWED_METHODS`."""
+    """An ormsgpack ``ext_hook`` that walks extension values (and those nested in them) and appends to ``refused`` (then
+    stops the walk) at the first one outside :data:`ALLOWED_TYPES` / :data:`ALLOWED_METHODS`."""
 
     def check(code: int, data: bytes) -> None:
         inner = ormsgpack.unpackb(data, ext_hook=check, option=ormsgpack.OPT_NON_STR_KEYS)
@@ -164,8 +164,8 @@ async def open_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
 
 
 def read_state(path: str | Path, thread_id: str) -> dict[str, Any]:
-    """The graph state (channel values) of thread ``thread_id``'s last checkpoint in ``path``, read-only: nothing
-    is made or changed in its folder (:func:`sgieval.core.read_sqlite`).
+    """The graph state (channel values) of thread ``thread_id``'s last checkpoint in ``path``, read-only: nothing is
+    made or changed in its folder (:func:`sgieval.core.read_sqlite`).
 
     Args:
         path: a run's ``state.sqlite``; a missing file gives ``{}``.

@@ -1,16 +1,14 @@
 """The evaluation graph: questioning -> customisation -> [confirm] -> evaluation -> reporting.
 
-A LangGraph ``StateGraph`` over :class:`EvalState` with an async SQLite
-checkpointer in ``runs/<run_id>/state.sqlite`` (thread id = run id), so a
-killed run continues with ``sgieval resume <run_id>``.  Records (items,
-responses, scores) live in the run folder's JSONL files, appended as they are
-produced; the graph state holds only the plans and the report path.
+A LangGraph ``StateGraph`` over :class:`EvalState` with an async SQLite checkpointer in ``runs/<run_id>/state.sqlite``
+(thread id = run id), so a killed run continues with ``sgieval resume <run_id>``.  Records (items, responses, scores)
+live in the run folder's JSONL files, appended as they are produced; the graph state holds only the plans and the report
+path.
 
-Wiring only (DESIGN.md "graphs/"): each node calls an agent
-step of :mod:`sgieval.agents.run` with the graph state and the run context
-(:class:`~sgieval.agents.runtime.RunContext`), which travels as LangGraph's
-``context`` (``context_schema``); the run's business logic (default targets,
-judge pre-checks, tools, report header, usage table) lives there.
+Wiring only (DESIGN.md "graphs/"): each node calls an agent step of :mod:`sgieval.agents.run` with the graph state and
+the run context (:class:`~sgieval.agents.runtime.RunContext`), which travels as LangGraph's ``context``
+(``context_schema``); the run's business logic (default targets, judge pre-checks, tools, report header, usage table)
+lives there.
 """
 
 from __future__ import annotations
@@ -91,9 +89,9 @@ def after_confirm(state: EvalState) -> str:
 
 async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
     """The estimate of a run confirmed with ``--yes`` (:func:`sgieval.agents.estimate.estimate_step`, kept in
-    ``estimate.jsonl`` for the report's cost section; about 0.2 s on 1,000 live items, ``bench/e2e.py``).
-    Nobody reads it before the calls, so an estimate that fails does not stop the run: the reason is logged
-    and the report says no estimate is stored.
+    ``estimate.jsonl`` for the report's cost section; about 0.2 s on 1,000 live items, ``bench/e2e.py``). Nobody reads
+    it before the calls, so an estimate that fails does not stop the run: the reason is logged and the report says no
+    estimate is stored.
 
     Args:
         state: the graph state after the customisation.
@@ -181,8 +179,8 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
 
 
 def into_folder(config: RunConfig) -> Path:
-    """The run folder ``config.into`` names: a folder holding ``config.json``, a file in one (its report.md),
-    or a run id under ``config.out_dir``.  Raises InputError naming it when none holds a run."""
+    """The run folder ``config.into`` names: a folder holding ``config.json``, a file in one (its report.md), or a run
+    id under ``config.out_dir``.  Raises InputError naming it when none holds a run."""
     p = Path(config.into or "").expanduser()
     for d in (Path(config.out_dir) / (config.into or ""), p, p.parent if p.suffix else None):
         if d is not None and config.into and (d / "config.json").is_file():
@@ -198,8 +196,8 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
     """The merged config and the folder of an ``ask --into RUN`` invocation.
 
     The run's ``config.json`` and the targets its graph state names, with this invocation's additions
-    (:func:`sgieval.agents.into.into_config`).  The run folder is read as data (its checkpoint with the
-    allowlisted serializer).
+    (:func:`sgieval.agents.into.into_config`).  The run folder is read as data (its checkpoint with the allowlisted
+    serializer).
 
     Args:
         config: this invocation's config (``config.into`` names the run).
@@ -225,10 +223,10 @@ async def execute(
 ) -> dict[str, Any]:
     """Run (or resume) the graph for ``rt`` to the end, inside the run's scope.
 
-    The scope is :func:`sgieval.agents.runtime.run_scope`: settings, call context, log sink and ledger of this run
-    only.  ``rt.invocation_kind == "into"`` (``ask --into``): the run's graph goes back to its metric
-    confirmation with the run's plan (:func:`sgieval.agents.into.into_update`), so the evaluation adds what is
-    missing (done responses and scores are reused) and the report is rewritten.
+    The scope is :func:`sgieval.agents.runtime.run_scope`: settings, call context, log sink and ledger of this run only.
+    ``rt.invocation_kind == "into"`` (``ask --into``): the run's graph goes back to its metric confirmation with the
+    run's plan (:func:`sgieval.agents.into.into_update`), so the evaluation adds what is missing (done responses and
+    scores are reused) and the report is rewritten.
 
     Args:
         rt: the run context (:func:`make_runtime`).
@@ -252,9 +250,9 @@ async def execute(
 
 
 async def _estimate_into(rt: RunContext) -> dict[str, Any]:
-    """``ask --into RUN --dry-run``: the metrics and the estimate of what the invocation would add, with the run
-    folder read as data (``RunStore(read_only=True)``, its checkpoint through :func:`read_state`): no record,
-    journal, log line, lock or checkpoint of the run is made or changed.
+    """``ask --into RUN --dry-run``: the metrics and the estimate of what the invocation would add, with the run folder
+    read as data (``RunStore(read_only=True)``, its checkpoint through :func:`read_state`): no record, journal, log
+    line, lock or checkpoint of the run is made or changed.
 
     Args:
         rt: the run context of the ``--into`` invocation (``rt.config.dry_run``).

@@ -1,22 +1,18 @@
 """The metric-definition chat behind ``sgieval metric define``.
 
-A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with
-``interrupt`` whenever it needs the user:
+A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with ``interrupt`` whenever it needs the user:
 
     describe --(user: what the metric measures)--> propose --> review
     review --(user: "weigh risk awareness double")--> revise --> review
     review --(user: "done")--> save --> END          review --("cancel")--> END
 
-``propose``/``revise`` are :func:`sgieval.agents.rubric_authoring.propose_rubric`
-and :func:`~sgieval.agents.rubric_authoring.revise_rubric`: deterministic offline
-(library rubric by semantic match, regex revisions) or an agent model
-(structured output :class:`~sgieval.core.Rubric`).  ``save`` writes
-``<name>.yaml`` with :func:`sgieval.agents.rubric_authoring.save_defined_rubric`
-(the user rubric folder unless ``save_dir`` is given).
+``propose``/``revise`` are :func:`sgieval.agents.rubric_authoring.propose_rubric` and
+:func:`~sgieval.agents.rubric_authoring.revise_rubric`: deterministic offline (library rubric by semantic match, regex
+revisions) or an agent model (structured output :class:`~sgieval.core.Rubric`).  ``save`` writes ``<name>.yaml`` with
+:func:`sgieval.agents.rubric_authoring.save_defined_rubric` (the user rubric folder unless ``save_dir`` is given).
 
-Interrupt payloads (what the user is shown) are dicts:
-``{"kind": "describe", "message"}`` and ``{"kind": "review", "message",
-"rubric" (Rubric dump), "yaml"}``; resume with ``Command(resume=<user text>)``.
+Interrupt payloads (what the user is shown) are dicts: ``{"kind": "describe", "message"}`` and ``{"kind": "review",
+"message", "rubric" (Rubric dump), "yaml"}``; resume with ``Command(resume=<user text>)``.
 """
 
 from __future__ import annotations
