@@ -130,8 +130,7 @@ def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
 
     A number written as an exponent or glued to a symbol is not a value of its own: one right after ``^``, ``^{``, a
     ``**`` that follows a symbol or number (``10**5``; Markdown bold ``**Answer:** 7`` is no exponent) or a letter is
-    skipped
-    (``s^-1``, ``mol-1`` from ``mol⁻¹`` after NFKC, ``km2``, ``CO2``)."""
+    skipped (``s^-1``, ``mol-1`` from ``mol⁻¹`` after NFKC, ``km2``, ``CO2``)."""
     out = []
     for m in _NUMBER_IN_TEXT.finditer(t):
         before = t[: m.start()]

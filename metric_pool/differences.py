@@ -98,17 +98,6 @@ def _groups(
     return out
 
 
-def _places(order: list[tuple[str, float, int]], higher_is_better: bool, digits: int = DIGITS) -> dict[str, int]:
-    """model -> place (1 = first); means equal at ``digits`` decimals share the smaller place ("2=")."""
-    out: dict[str, int] = {}
-    for i, (m, mean, _n) in enumerate(order):
-        if i and round(mean, digits) == round(order[i - 1][1], digits):
-            out[m] = out[order[i - 1][0]]
-        else:
-            out[m] = i + 1
-    return out
-
-
 def facet_winners(
     values: Mapping[str, Mapping[str, float]],
     facet_of: Mapping[str, str],
@@ -167,7 +156,7 @@ def facet_winners(
                 first=first,
                 lead=lead,
                 test=test,
-                rank_of=_places(order, higher_is_better),
+                rank_of={m: 1 + sum(map(len, tiers[:k])) for k, g in enumerate(tiers) for m in g},
                 groups=tiers,
             )
         )

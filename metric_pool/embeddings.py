@@ -74,11 +74,14 @@ def cosine_matrix(a: Any, b: Any) -> np.ndarray:
     x, y = _as_2d(a), _as_2d(b)
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"cosine_matrix: dimension mismatch {x.shape[1]} vs {y.shape[1]}")
-    nx = np.linalg.norm(x, axis=1, keepdims=True)
-    ny = np.linalg.norm(y, axis=1, keepdims=True)
-    nx[nx == 0] = 1.0
-    ny[ny == 0] = 1.0
-    return (x / nx) @ (y / ny).T
+    return _unit_rows(x) @ _unit_rows(y).T
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    """``x`` with every row divided by its norm (a zero norm by 1)."""
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    n[n == 0] = 1.0
+    return x / n
 
 
 class Embedder:
@@ -189,11 +192,7 @@ class Embedder:
                 fix="check OPENAI_API_KEY and network, or use the offline 'minilm'",
             ) from e
         arr = np.asarray(vecs, dtype=np.float32)
-        if normalize:
-            n = np.linalg.norm(arr, axis=1, keepdims=True)
-            n[n == 0] = 1.0
-            arr = arr / n
-        return arr.astype(np.float32)
+        return (_unit_rows(arr) if normalize else arr).astype(np.float32)
 
     # -- long texts -----------------------------------------
     CHUNK_TOKENS = 250
@@ -234,11 +233,7 @@ class Embedder:
             out[i] += w * v
             weight[i] += w
         out /= np.maximum(weight, 1.0)[:, None]
-        if normalize:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            out /= norms
-        return out.astype(np.float32)
+        return (_unit_rows(out) if normalize else out).astype(np.float32)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts)

@@ -196,7 +196,9 @@ class SelfPreference:
 
 @dataclass(frozen=True)
 class Reliability:
-    """Judge reliability of one judged metric (module docstring); values on the metric's scale."""
+    """Judge reliability of one judged metric (module docstring), values on the metric's scale; ``retest``
+    {judge: test-retest alpha between its repeats (None: undefined)}, ``retest_ci`` {judge: its bootstrap 95% CI},
+    ``retest_units`` {judge: (units rated by two or more of its repeats, k)}."""
 
     metric: str
     level: str
@@ -211,11 +213,8 @@ class Reliability:
     position_flip_share: float | None = None
     position_pairs: int = 0
     retest: dict[str, float | None] = field(default_factory=dict)
-    """{judge: test-retest alpha between its repeats} (None: undefined)."""
     retest_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """{judge: bootstrap 95% CI of its test-retest alpha}."""
     retest_units: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """{judge: (units rated by two or more of its repeats, k repeats)}."""
 
     @property
     def verdict(self) -> str:

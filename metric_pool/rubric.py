@@ -308,19 +308,12 @@ class _Verdict:
 
 class RubricMetric(Metric):
     """A custom metric from ``rubric``: per-criterion judge scores (0-10) aggregated to 0-100 with
-    :meth:`Rubric.aggregate`; ``specs`` is ``[rubric]``.
-
-    One Score per (item, response): ``value`` 0-100; ``details``: ``criteria`` {criterion: mean score 0-10},
-    ``per_judge`` {judge: {criterion: score}}, ``rationales`` {criterion: {judge: rationale}}, ``weights``,
-    ``tools_used``, ``n_judges``, ``failed_judges`` (when some failed) and ``rubric_version``; the rationale names
-    each criterion's score and rationale and the tools used; the evidence holds every judge reply and tool call.
-    Status ``not_run`` without a judge allowed to score the target, ``judge_error`` when no judge gave a valid
-    reply, the response's own status when it failed.
-
-    With ``ctx.options["judge_repeats"]`` k > 1 (:mod:`sgieval.metric_pool.repeats`) each judge is asked k times;
-    ``per_judge`` holds its criterion scores averaged over its repeats that parsed, so
-    ``value = 10 * sum_c w_c * mean_j mean_r s_cjr / sum_c w_c``, plus ``judge_repeats``, ``repeat_failures`` and
-    each reply's ``details["repeat"]``.
+    :meth:`Rubric.aggregate` (``specs`` is ``[rubric]``).  One Score per (item, response); ``details``: ``criteria``
+    {criterion: mean 0-10}, ``per_judge`` {judge: {criterion: score}}, ``rationales`` {criterion: {judge: text}},
+    ``weights``, ``tools_used``, ``n_judges``, ``failed_judges`` and ``rubric_version``; the evidence holds every
+    judge reply and tool call.  ``not_run`` without an allowed judge, ``judge_error`` without a valid reply.  With
+    ``judge_repeats`` k > 1 (:mod:`.repeats`) ``per_judge`` averages each judge's repeats that parsed, so
+    ``value = 10 * sum_c w_c * mean_j mean_r s_cjr / sum_c w_c``.
 
     Args:
         rubric: the rubric.

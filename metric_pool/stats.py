@@ -32,26 +32,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = [
-    "METHOD",
-    "Comparison",
-    "HedgedCapitalCS",
-    "ItemsNeeded",
-    "PairedResult",
-    "SettleRule",
-    "Settlement",
-    "Summary",
-    "holm",
-    "is_binary",
-    "items_to_separate",
-    "paired_test",
-    "sign_flip_p",
-    "summarize",
-    "unit_resamples",
-    "wilson_interval",
-    "z_quantile",
-]
-
 
 # ----------------------------------------------------------------------------------------- CI of a mean
 @dataclass(frozen=True)
