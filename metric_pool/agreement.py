@@ -99,24 +99,6 @@ def _kappa(weights: str | None, labels: Sequence[int]) -> Callable[[np.ndarray, 
     return stat
 
 
-def kappa(
-    judge: Sequence[float], human: Sequence[float], categories: Sequence[int], quadratic: bool = True
-) -> float | None:
-    """Cohen's kappa of two raters over ``categories`` (quadratic weights by default; unweighted otherwise).
-
-    Args:
-        judge: the judge's category per unit.
-        human: the label per unit, same order.
-        categories: every category of the scale, ascending (e.g. 0..10).
-        quadratic: quadratic weights (ordinal scales) or none (nominal, binary).
-
-    Returns:
-        Kappa in [-1, 1], or None when undefined (one category on both sides).
-    """
-    v = _kappa("quadratic" if quadratic else None, categories)(np.asarray(judge, float), np.asarray(human, float))
-    return None if math.isnan(v) else v
-
-
 def _spearman(judge: np.ndarray, human: np.ndarray) -> float:
     from scipy.stats import spearmanr
 

@@ -269,16 +269,17 @@ class LabelEstimates:
         """One row per target model: model, n_labels, n_scored, judge/labels/ppi mean, low, high, note."""
         import pandas as pd
 
-        rows = []
-        for m in self.models:
-            row: dict[str, Any] = {"model": m.model, "n_labels": m.n_labels, "n_scored": m.n_scored}
-            for name in ("judge", "labels", "ppi"):
-                e = getattr(m, name)
-                row[f"{name}_mean"] = e.mean if e else None
-                row[f"{name}_low"] = e.low if e else None
-                row[f"{name}_high"] = e.high if e else None
-            row["note"] = m.note
-            rows.append(row)
+        est = ("judge", "labels", "ppi")
+        rows = [
+            {"model": m.model, "n_labels": m.n_labels, "n_scored": m.n_scored}
+            | {
+                f"{k}_{f}": getattr(getattr(m, k), f) if getattr(m, k) else None
+                for k in est
+                for f in ("mean", "low", "high")
+            }
+            | {"note": m.note}
+            for m in self.models
+        ]
         return pd.DataFrame(rows)
 
     def agreement(self) -> AgreementResult:

@@ -9,7 +9,7 @@ import pytest
 
 from sgieval.core import InputError, Label, Rubric, Score
 from sgieval.core import Criterion
-from sgieval.metric_pool.agreement import agreement, kappa, scale_of
+from sgieval.metric_pool.agreement import agreement, scale_of
 from sgieval.metric_pool.labels import MIN_LABELS, label_estimates, latest_labels, sample_units, validate_labels
 from sgieval.metric_pool.ppi import classical_mean, power_tuning, ppi_mean
 
@@ -26,10 +26,10 @@ def test_quadratic_weighted_kappa_by_hand_on_six_likert_labels():
     rng = np.random.default_rng(1)
     for _ in range(20):  # the numpy kappa is sklearn's, on random ordinal and binary labels
         h, j = rng.integers(0, 11, 15), rng.integers(0, 11, 15)
-        got = kappa(j, h, range(11))
+        got = agreement(j, h, value_range=(0, 10), judge="j", metric="m").get("weighted_kappa").value
         assert got == pytest.approx(cohen_kappa_score(h, j, labels=list(range(11)), weights="quadratic"))
         hb, jb = rng.integers(0, 2, 15), rng.integers(0, 2, 15)
-        got = kappa(jb, hb, [0, 1], quadratic=False)
+        got = agreement(jb, hb, value_range=(0, 1), judge="j", metric="m").get("kappa").value
         assert got == pytest.approx(cohen_kappa_score(hb, jb, labels=[0, 1]))
 
 
