@@ -410,7 +410,7 @@ class _Asking:
     def with_schema(self, msgs: list[BaseMessage]) -> list[BaseMessage]:
         return msgs if self.as_given else _with_system(msgs, schema_instruction(self.schema))
 
-    def sent(self) -> dict[str, Any] | None:
+    def sent(self) -> dict[str, Any]:
         bound = getattr(self.caller.chat, "kwargs", None)
         return sent_prompt(self.msgs, self.reply.mode, self.schema, chat=self.model.chat, bound=bound)
 
