@@ -1,41 +1,13 @@
 """Generic JSONL benchmark loader, shared record readers, and the replay format.
 
-Generic JSONL benchmark: one JSON object per line with
-
-========== ======== =====================================================
-field      required meaning
-========== ======== =====================================================
-id         yes      native id (string or integer), unique in the file
-prompt     yes      what the target model sees (string; with ``options`` not written in it,
-                    see below)
-reference  no       gold answer, any JSON value -> ``Item.reference = {"answer": value}``
-options    no       multiple choice: a list of option texts (labelled A, B, ...) or an
-                    object letter -> text, kept as ``Item.reference["options"]``; the
-                    reference is then the option letter, a 0-based index or an option's text.
-                    When the prompt does not already hold every option text, the options
-                    are shown after it, one "A. <text>" line each, with the answer format
-                    (:func:`shown_prompt`): a model cannot pick a letter it never saw.
-task       no       task name (default ``"generic"``)
-discipline no       facet (string, default "")
-direction  no       facet (string, default "")
-type       no       facet (string, default "")
-metadata   no       JSON object copied into ``Item.metadata``
-========== ======== =====================================================
-
-Any other field is an input error (put extra data under ``metadata``).  Items get ``benchmark = "jsonl:<file stem>"``
-and ``id = "<benchmark>/<id>"`` (SGI_ITEMS.md).  A record without ``reference`` has ``Item.reference = None``.
-
-Replay files (stored responses, served by ``replay:<name or path>`` models): one JSON object per line, ``{"item_id":
-str, "text": str}`` plus an optional ``"model": str``.  ``item_id`` is the full ``Item.id`` (e.g.
-``"sgi-bench/SGI_IdeaGeneration_9001"``) and ``text`` the raw reply exactly as the target would have returned it.  The
-model name is the ``model`` field when present, otherwise the file stem (``responses/fixture-model-a.jsonl`` ->
-``fixture-model-a``).  A file holds one model and one line per item: a second line for an ``item_id``, or a line naming
-another model, is an input error naming the line.  Example fixtures: ``tests/fixtures/sgi/responses/``.
-
-Shared helpers used by the SGI-Bench and SFBench loaders: :func:`iter_records` reads JSONL / JSON-list / parquet files
-and yields ``(location, record)`` pairs whose location names the file and the 1-based line, record or row;
-:func:`input_error_from_validation` turns a pydantic ``ValidationError`` into
-one :class:`~sgieval.core.InputError` naming file, line, field and fix.
+A JSONL benchmark (``-b <file.jsonl>``, format in docs/data.md): one object per line with ``id`` and ``prompt``
+(required), ``reference`` (-> ``Item.reference = {"answer": value}``), ``options`` (multiple choice, kept as
+``Item.reference["options"]`` and shown after the prompt when it does not list them: :func:`shown_prompt`), ``task``,
+``discipline``, ``direction``, ``type`` and ``metadata``; any other field is an input error.  Items get ``benchmark =
+"jsonl:<file stem>"`` and ``id = "<benchmark>/<id>"``.  Replay files: one ``{"item_id", "text"}`` object per line (plus
+an optional ``"model"``, else the file stem), one model and one line per item.  Shared by the SGI-Bench and SFBench
+loaders: :func:`iter_records` (JSONL, JSON list or parquet, with each record's location) and
+:func:`input_error_from_validation` (a pydantic error as one InputError naming file, line, field and fix).
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """SFBench loader: materials-science feasibility claims as Items.
 
 Source: "SFBench: The SciFy Scientific Feasibility Benchmark" (JHU APL, 2026), format in ``shared/specs/DATASETS.md``
-"SFBench".  The data is not available on this machine; the canonical record fields here are
-
-================== ==========================================================
-field              meaning
-================== ==========================================================
-``id``             claim id (string or integer)
-``claim``          the claim text
-``score``          gold feasibility, integer Likert -2 (infeasible) .. 2 (feasible)
-``explanation``    gold explanation (string; a list of bullet strings is joined with newlines)
-``subdomain``      one of the four materials-science subdomains
-``assessment_date`` date before which all information must have been available (string, e.g. "2024-06-01")
-================== ==========================================================
-
-Field-name mapping.  The SFBench repository's own column names could not be checked from here, so these spellings are
-also accepted (matched after lower-casing and removing spaces, ``-`` and ``_``; the first alias present wins, canonical
-name first):
-
-- ``id``: ``claim_id``, ``idx``, ``claim_idx``
-- ``claim``: ``claim_text``, ``statement``, ``text``
-- ``score``: ``feasibility``, ``feasibility_score``, ``likert``, ``likert_score``, ``label``, ``rating``, ``gold_score``
-- ``explanation``: ``rationale``, ``justification``, ``gold_explanation``
-- ``subdomain``: ``sub_domain``, ``domain``, ``category``
-- ``assessment_date``: ``date``, ``assessed_on``, ``cutoff_date``, ``knowledge_cutoff``
-
-Item mapping (SGI_ITEMS.md): ``id = "sfbench/<id>"``, ``task = "feasibility"``, ``discipline = "materials science"``,
-``direction`` = subdomain, ``reference = {"score": int -2..2, "explanation": str}``, ``metadata = {"question": claim,
-"assessment_date": ..., "source": file}``; the prompt is :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
-
-METRICS.md D.5: a Likert value outside -2..2 is an input error.  The target's reply (JSON ``{"score", "explanation"}``
-as the prompt asks) is parsed by ``sgieval.metric_pool.sfbench.parse_feasibility_reply``.
+"SFBench" (no public download).  A claim record holds ``id``, ``claim``, ``score`` (gold feasibility, integer Likert -2
+.. 2; outside is an input error, METRICS.md D.5), ``explanation`` (a string, or a list of bullet strings joined with
+newlines), ``subdomain`` and ``assessment_date``; the other spellings of :data:`FIELD_ALIASES` are accepted too
+(matched after lower-casing and removing spaces, ``-`` and ``_``; the first present wins).  Items: ``id =
+"sfbench/<id>"``, task ``feasibility``, discipline ``materials science``, direction = subdomain, ``reference =
+{"score", "explanation"}``, the prompt :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
 """
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ from ..metric_pool import Metric, NumericMatch, ReferenceMatch, RubricMetric, lo
 from .base import Benchmark, Vocabulary
 from .jsonl import input_error_from_validation, load_jsonl
 
-SUFFIXES = (".yaml", ".yml")
 DEFAULT_METRICS = ("exact_match", "exact_match_normalised")
 REFERENCE_METRICS = ("exact_match", "exact_match_normalised", "numeric_match")
 

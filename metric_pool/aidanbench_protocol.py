@@ -1,23 +1,14 @@
 """AidanBench / SciAidanBench generation protocol as a runnable evaluation (METRICS.md B.1-B.5, C.6, D.6).
 
-For one question the target model is asked again and again for a new answer, with all its earlier answers shown; each
-answer is scored for coherence (judge, 0-100), embedding novelty (0-1) and optionally LLM novelty (0-1), stored, and the
-stop rule is checked.  The result is one :class:`Response` whose ``metadata["records"]`` has the SciAidanBench record
-format (B.7), so the counting metrics of :mod:`.aidanbench` apply to generated and replayed runs alike.
-
-Decisions beyond the sources (stated here and tested):
-
-- Target and judge calls go through :func:`sgieval.models.calls.ainvoke` (retries of transient errors).  A target call
-  that still fails ends the question with status ``infra_error``; a coherence or similarity reply that cannot be parsed
-  is re-asked with the parse error shown (up to ``judge_attempts`` tries) and then ends the question with
-  ``judge_error``. The records stored so far are kept in both cases; nothing is scored as 0. (SciAidanBench retries
-  ordinary errors indefinitely; AidanBench ends the question; sgieval bounds the retries and reports the failure.)
-- A content-filter error of the target (SciAidanBench, B.5 "Errors") after at least one stored answer relabels that last
-  answer ``content_error`` and ends the question normally (status ok).
-- ``<think>...</think>`` blocks are removed from a target reply (kept in the record's ``thoughts``) before the answer
-  tag is extracted.
-- The cap ``max_answers`` ends a question whose last answer passed: its ``stopping_condition`` stays null (it is
-  accepted) and ``final_stopping_condition`` is ``"answer_cap"``.
+For one question the target is asked again and again for a new answer, its earlier answers shown; each answer is
+scored for coherence (judge, 0-100), embedding novelty (0-1) and optionally LLM novelty (0-1) and the stop rule is
+checked.  The result is one :class:`Response` whose ``metadata["records"]`` has the B.7 record format, so the counting
+metrics of :mod:`.aidanbench` apply to generated and replayed runs alike.  Beyond the sources (tested): a target call
+that still fails after retries ends the question ``infra_error``, an unparsable judge reply (after ``judge_attempts``
+tries with the parse error shown) ``judge_error``, the records so far kept and nothing scored 0; a content filter after
+a stored answer relabels it ``content_error`` and ends the question normally; ``<think>`` blocks are kept in the
+record's ``thoughts``; the ``max_answers`` cap leaves the last answer accepted, ``final_stopping_condition``
+``"answer_cap"``.
 """
 
 from __future__ import annotations
@@ -31,7 +22,7 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 from langchain_core.messages import HumanMessage
 
-from ..core import InputError, Item, ModelCallError, Response, Status, split_reasoning
+from ..core import InputError, Item, ModelCallError, Response, Status
 from ..models import NamedModel
 from ..models import ainvoke, read_reply
 from ..models import ask_structured
@@ -161,14 +152,6 @@ def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
     if not matches:
         return None
     return (matches[-1] if last else matches[0]).strip()
-
-
-def split_thoughts(text: str) -> tuple[str, str]:
-    """(final text, thoughts) of a reply (METRICS.md D.8, :func:`sgieval.core.split_reasoning`): the text after the
-    LAST ``</think>`` is the reply the answer is extracted from, everything before it is the thoughts ("" when there
-    is no think tag). An unclosed ``<think>`` leaves no final text."""
-    thoughts, final = split_reasoning(text)
-    return final, thoughts or ""
 
 
 def extract_answer(text: str, variant: Variant = "sciaidanbench") -> str:

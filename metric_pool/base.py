@@ -182,17 +182,9 @@ class Metric:
         Returns:
             The failed Scores (value None), one per per-item spec.
         """
+        ev = [as_evidence(e) for e in evidence or []]
         return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=s.name,
-                value=None,
-                status=status,  # type: ignore[arg-type]
-                error=error,
-                judge=judge,
-                evidence=[as_evidence(e) for e in evidence or []],
-            )
+            score_for(item, response, s.name, None, status=status, error=error, judge=judge, evidence=ev)
             for s in self.specs
         ]
 
@@ -218,6 +210,22 @@ class Metric:
         if not judges:
             return [], self.failed(item, response, "not_run", ctx.no_judge_reason(response.model, metric))
         return judges, None
+
+
+def score_for(item: Item, response: Response, metric: str, value: float | None, **fields: Any) -> Score:
+    """The Score of ``response`` to ``item`` for ``metric``.
+
+    Args:
+        item: the item answered.
+        response: the response scored.
+        metric: the spec name.
+        value: the value on the spec's range, or None.
+        fields: the Score's other fields (``rationale``, ``status``, ``details``...).
+
+    Returns:
+        The Score.
+    """
+    return Score(item_id=item.id, model=response.model, metric=metric, value=value, **fields)
 
 
 @dataclass(frozen=True)
@@ -296,11 +304,4 @@ class FunctionMetric(Metric):
 
     @staticmethod
     def _score(item: Item, response: Response, metric: str, r: MetricResult) -> Score:
-        return Score(
-            item_id=item.id,
-            model=response.model,
-            metric=metric,
-            value=float(r.value),
-            rationale=r.rationale,
-            details=dict(r.details),
-        )
+        return score_for(item, response, metric, float(r.value), rationale=r.rationale, details=dict(r.details))

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..core import Item, MetricSpec, Response, Score, as_evidence
 from ..core import final_text
-from .base import Metric, ScoringContext
+from .base import Metric, ScoringContext, score_for
 from .registry import metric
 
 SRC = "METRICS.md E; SGI-Bench paper (arXiv 2512.16969) section 5.1.1, eqs. 3-5"
@@ -243,19 +243,9 @@ class RetrievalNoveltyMetric(Metric):
             "works": [{"title": h["title"], "source": h["source"]} for h in hits],
         }
         if not hits:
-            return [
-                Score(
-                    item_id=item.id,
-                    model=response.model,
-                    metric=s.name,
-                    value=None,
-                    status="not_run",
-                    error=f"no related work found for the query {query!r} ({backend}); novelty not scored",
-                    details={"not_applicable": True},
-                    evidence=[as_evidence(evidence)],
-                )
-                for s in self.specs
-            ]
+            why = f"no related work found for the query {query!r} ({backend}); novelty not scored"
+            fields = {"details": {"not_applicable": True}, "evidence": [as_evidence(evidence)]}
+            return [score_for(item, response, s.name, None, status="not_run", error=why, **fields) for s in self.specs]
         try:
             sims = self._similarities(ctx, idea, hits, evidence)
         except Exception as e:  # noqa: BLE001

@@ -203,30 +203,14 @@ class ExactMatchMetric(Metric):
         if not extracted.strip():  # empty <answer></answer> (D.1): no answer found, apart from wrong answers
             details["no_answer"] = True
         how = "no answer parser" if parsed is None or judge_name == "objective" else f"parser {judge_name}"
+        em_why = f"reference {ref!r} vs model_answer {extracted!r}"
+        em_why += (f" / parsed {parsed!r}" if parsed is not None else "") + f" ({how}): EM {em}"
+        emn_why = f"normalised comparison of {ref!r} with {[c for c in cands]!r}: {emn}"
         return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=EM.name,
-                value=float(em),
-                judge=judge_name,
-                evidence=evidence,
-                details=details,
-                rationale=f"reference {ref!r} vs model_answer {extracted!r}"
-                + (f" / parsed {parsed!r}" if parsed is not None else "")
-                + f" ({how}): EM {em}",
-            ),
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=EM_NORMALISED.name,
-                value=float(emn),
-                judge=judge_name,
-                evidence=evidence,
-                details=details,
-                rationale=f"normalised comparison of {ref!r} with {[c for c in cands]!r}: {emn}",
-            ),
-        ]
+            Score(item_id=item.id, model=response.model, metric=spec.name, value=float(v), judge=judge_name,
+                  evidence=evidence, details=details, rationale=why)
+            for spec, v, why in ((EM, em, em_why), (EM_NORMALISED, emn, emn_why))
+        ]  # fmt: skip
 
 
 # ------------------------------------------------------------------- SLA

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
-from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, Status, ToolError, as_evidence, verdict_word
-from ..base import Metric, ScoringContext
+from ...core import DRY_EXPERIMENT, InputError, Item, Response, Score, ToolError, as_evidence, verdict_word
+from ..base import Metric, ScoringContext, score_for
 from ..registry import metric
 from ..judge import as_data, ask_judge
 from .common import BENCHMARK, extract_answer_tag, is_empty_or_none, spec
@@ -540,27 +540,10 @@ class DryExperimentMetric(Metric):
             + "; ".join(f"#{r['test']} {'pass' if r['passed'] else 'fail'} ({r['how']})" for r in rows)
         )
 
-        def mk(
-            s,
-            value: float | None,
-            rationale: str,
-            *,
-            status: Status = "ok",
-            error: str | None = None,
-            judge: str = "objective",
-        ) -> Score:
-            return Score(
-                item_id=item.id,
-                model=response.model,
-                metric=s.name,
-                value=value,
-                rationale=rationale,
-                status=status,
-                error=error,
-                details=details,
-                evidence=[as_evidence(e) for e in evidence],
-                judge=judge,
-            )
+        ev = [as_evidence(e) for e in evidence]
+
+        def mk(s: Any, value: float | None, rationale: str, **fields: Any) -> Score:
+            return score_for(item, response, s.name, value, rationale=rationale, details=details, evidence=ev, **fields)
 
         out = []
         for s, k in ((PASSALL_1, 1), (PASSALL_3, 3), (PASSALL_5, 5)):

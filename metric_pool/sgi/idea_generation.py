@@ -22,7 +22,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ...core import IDEA_GENERATION, InputError, Item, Response, Score
-from ..base import Metric, ScoringContext
+from ..base import Metric, ScoringContext, score_for
 from ..registry import metric
 from .common import BENCHMARK, spec
 from .idea_judge import (  # noqa: F401 (the judge's names, read from here too)
@@ -563,8 +563,10 @@ class IdeaGenerationMetric(Metric):
 
     def _evaluator_error(self, item: Item, response: Response, reason: str) -> list[Score]:
         why, details = f"evaluator error, final_score 0 (A.2): {reason}", {"evaluator_error": reason}
-        zero = _score(item, response, FINAL_SPEC.name, 0.0, rationale=why, details=details)
-        failed = {s.name: _score(item, response, s.name, None, status="parse_error", error=reason) for s in self.specs}
+        zero = score_for(item, response, FINAL_SPEC.name, 0.0, rationale=why, details=details)
+        failed = {
+            s.name: score_for(item, response, s.name, None, status="parse_error", error=reason) for s in self.specs
+        }
         return [zero if s.name == FINAL_SPEC.name else failed[s.name] for s in self.specs]
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
@@ -586,7 +588,7 @@ class IdeaGenerationMetric(Metric):
             return self._evaluator_error(item, response, f"{type(e).__name__}: {e}")
         note = {"parse": "full_text only (no field parsed)"} if set(parsed) == {"full_text"} else {}
         scores = {
-            OBJ_SPECS[d].name: _score(
+            OBJ_SPECS[d].name: score_for(
                 item,
                 response,
                 OBJ_SPECS[d].name,
@@ -605,17 +607,12 @@ class IdeaGenerationMetric(Metric):
         if results is None:
             status = "not_run" if not judges else "judge_error"
             for s in [*WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]:
-                scores[s.name] = _score(
+                scores[s.name] = score_for(
                     item, response, s.name, None, status=status, error=reason, judge=jname or "none", evidence=evidence
                 )
         else:
             scores |= _judged_scores(item, response, obj, results, jname, evidence)
         return [scores[s.name] for s in self.specs]
-
-
-def _score(item: Item, response: Response, name: str, value: float | None, **fields: Any) -> Score:
-    """One Score of ``response`` (``fields``: the Score's other fields)."""
-    return Score(item_id=item.id, model=response.model, metric=name, value=value, **fields)
 
 
 def _judged_scores(
@@ -627,15 +624,15 @@ def _judged_scores(
     for d in SCORED_DIMS:
         r, win = results[d], 100.0 if results[d]["result"] == "win" else 0.0
         why = f"{r['result']}: generated idea got {r['generated_votes']} of {r['total_votes']} votes"
-        out[WIN_SPECS[d].name] = _score(
+        out[WIN_SPECS[d].name] = score_for(
             item, response, WIN_SPECS[d].name, win, judge=jname, evidence=evidence, details=r, rationale=why
         )
         dims.append((10 * obj[d][0] + win) / 2)
-        out[DIM_SPECS[d].name] = _score(
+        out[DIM_SPECS[d].name] = score_for(
             item, response, DIM_SPECS[d].name, dims[-1], judge=jname, rationale=f"(10 x {obj[d][0]:.4g} + {win:g}) / 2",
             details={"obj": obj[d][0], "judged": win},
         )  # fmt: skip
-    out[FINAL_SPEC.name] = _score(
+    out[FINAL_SPEC.name] = score_for(
         item, response, FINAL_SPEC.name, sum(dims) / 4, judge=jname, evidence=evidence,
         rationale="mean of dims " + ", ".join(f"{d}={v:.4g}" for d, v in zip(SCORED_DIMS, dims)),
         details={"dims": dict(zip(SCORED_DIMS, dims)), "overall": results["overall"]},
