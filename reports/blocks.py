@@ -38,11 +38,7 @@ class Text:
     kind: str = field(default="text", init=False)
 
     def markdown(self) -> str:
-        """The paragraph as Markdown.
-
-        Returns:
-            ``text`` as it is.
-        """
+        """Returns: ``text`` as it is."""
         return self.text
 
 
@@ -54,11 +50,7 @@ class Heading:
     kind: str = field(default="heading", init=False)
 
     def markdown(self) -> str:
-        """``### text``.
-
-        Returns:
-            The heading line.
-        """
+        """Returns: ``### text``."""
         return f"### {self.text}"
 
 
@@ -80,11 +72,7 @@ class Table:
                 )
 
     def markdown(self) -> str:
-        """The table as GitHub Markdown (:func:`markdown_table`).
-
-        Returns:
-            The table text.
-        """
+        """Returns: the table as GitHub Markdown (:func:`markdown_table`)."""
         return markdown_table(self.headers, self.rows)
 
 
@@ -97,11 +85,7 @@ class Figure:
     kind: str = field(default="figure", init=False)
 
     def markdown(self) -> str:
-        """``![alt](path)``.
-
-        Returns:
-            The image line.
-        """
+        """Returns: ``![alt](path)``."""
         return f"![{self.alt}]({self.path})"
 
 

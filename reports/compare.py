@@ -1,19 +1,14 @@
-"""A comparison of runs (``sgieval compare``, ``sgieval.compare``): its data model, its Markdown report and its
-viewer page.
+"""A comparison of runs (``sgieval compare``): its data model, its Markdown report and its viewer page.
 
-The statistics are made elsewhere (``agents.compare``: paired permutation tests and paired bootstrap CIs of
-``metric_pool.stats.paired_test``, the report's ranking rules of ``reports.build``); this module holds their
-result as plain values and states it.  Every sentence is a claim the numbers beside it support: a change of a model
-between two runs is called real only when its paired test gives p < 0.05.
-
-Files (:func:`write_comparison`): ``compare.md`` (the report), ``compare.json`` (:meth:`Comparison.to_dict`) and
-``index.html`` (one static page, no script, no network).  Stable names of the page (``compare.html.j2``), for tests
-and scripts: ``#compare-runs`` (one ``tr.compare-run`` per run, ``data-run-id``, with ``a.run-viewer-link`` to its viewer page when written), ``#compare-answer`` (``li``
-sentences), ``#compare-changes`` (one ``tr.change-row`` per model, pair of runs and metric, with ``data-model``,
-``data-metric``, ``data-real`` = ``yes`` | ``no`` | ``untested``), ``#compare-ranking`` (``tr.ranking-row``,
-``data-entry``), ``#compare-pairs`` (``tr.pair-row``), ``#compare-other`` (the other shared metrics'
-``tr.change-row``), ``#compare-not-shared`` (``li.not-shared`` with ``data-kind`` = ``items`` | ``models`` |
-``metrics``), ``#compare-config`` (``tr.config-row``, ``data-field``), ``#compare-limits`` (``li``).
+The statistics are made in ``agents.compare`` (paired permutation tests and paired bootstrap CIs, the report's
+ranking rules); this module states their result.  A change of a model between two runs is called real only when its
+paired test gives p < 0.05.  Files (:func:`write_comparison`): ``compare.md``, ``compare.json``
+(:meth:`Comparison.to_dict`) and ``index.html`` (static, no script).  Stable names of the page
+(``compare.html.j2``): ``#compare-runs`` (``tr.compare-run``, ``data-run-id``, ``a.run-viewer-link``),
+``#compare-answer``, ``#compare-changes`` (``tr.change-row`` with ``data-model``, ``data-metric``, ``data-real`` =
+``yes`` | ``no`` | ``untested``), ``#compare-ranking`` (``tr.ranking-row``, ``data-entry``), ``#compare-pairs``
+(``tr.pair-row``), ``#compare-other``, ``#compare-not-shared`` (``li.not-shared``, ``data-kind``), ``#compare-config``
+(``tr.config-row``, ``data-field``), ``#compare-limits``.
 """
 
 from __future__ import annotations
@@ -220,7 +215,7 @@ class Comparison:
         return [r.run_id for r in self.runs]
 
     def write(self, folder: str | Path) -> dict[str, Path]:
-        """Write compare.md, compare.json and the viewer page index.html (:func:`write_comparison`).
+        """Write the comparison's files (:func:`write_comparison`).
 
         Args:
             folder: the destination folder (created when missing).
@@ -344,7 +339,7 @@ class Comparison:
         return "\n".join(out) + "\n"
 
     def not_shared_sentences(self) -> list[str]:
-        """What is not shared, counted and named.
+        """What is not shared, counted and named (:meth:`not_shared`'s sentences).
 
         Returns:
             One sentence each for items, models and metrics.

@@ -346,7 +346,7 @@ def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float
     Returns:
         item id -> value.
     """
-    return {s.item_id: float(s.value) for s in _item_scores(scores, metric) if s.model == model}
+    return {s.item_id: float(s.value) for s in _item_scores(scores, metric) if s.model == model}  # type: ignore[arg-type]
 
 
 def _item_scores(scores: Iterable[Score], metric: str) -> Iterable[Score]:

@@ -402,7 +402,8 @@ def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str,
         e.models = [str(m) for m in targets]
     selection = state.get("selection") if isinstance(state.get("selection"), dict) else {}
     ids = selection.get("item_ids") if isinstance(selection, dict) else None
-    header = report.get("header") if isinstance(report.get("header"), dict) else {}
+    h = report.get("header")
+    header: dict[str, Any] = h if isinstance(h, dict) else {}
     if isinstance(ids, list) and ids:
         e.n_items = len(ids)
     elif isinstance(header.get("n_items"), int) and not isinstance(header.get("n_items"), bool):
@@ -493,6 +494,14 @@ def _reason(x: BaseException) -> str:
     return lines[0] if lines else type(x).__name__
 
 
+def _entries(folder: Path) -> list[os.DirEntry]:
+    """The entries of ``folder`` by name ([] when it does not exist)."""
+    try:
+        return sorted(os.scandir(folder), key=lambda d: d.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> list[RunEntry]:
     """Every run folder of the runs folder ``out_dir`` (its entries holding a ``config.json``, or a link named
     like a run), by start time, newest first (folders with no known start time last, by name).
@@ -506,10 +515,7 @@ def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> 
         entry with its ``problem``.
     """
     out_dir = Path(out_dir)
-    try:
-        entries = sorted(os.scandir(out_dir), key=lambda d: d.name)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    entries = _entries(out_dir)
     runs = []
     for d in entries:
         if d.is_symlink():
@@ -538,10 +544,7 @@ def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
         ``(title, relative path)`` pairs.
     """
     out_dir = Path(out_dir)
-    try:
-        entries = sorted(os.scandir(out_dir), key=lambda d: d.name)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    entries = _entries(out_dir)
     out = []
     for d in entries:
         if not d.name.startswith(COMPARE_PREFIX) or d.is_symlink() or not d.is_dir(follow_symlinks=False):

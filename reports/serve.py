@@ -89,7 +89,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._send(*self.server.viewer.respond(self.path, self.headers))  # type: ignore[attr-defined]
 
     def do_HEAD(self) -> None:
-        self._send(*self.server.viewer.respond(self.path, self.headers), body=False)  # type: ignore[attr-defined]
+        status, ctype, data = self.server.viewer.respond(self.path, self.headers)  # type: ignore[attr-defined]
+        self._send(status, ctype, data, body=False)
 
     def do_POST(self) -> None:
         viewer = self.server.viewer  # type: ignore[attr-defined]

@@ -1,23 +1,9 @@
-"""The HTML viewer of a run: ``runs/<id>/viewer/``.
-
-One folder that opens with no network (no CDN) and can be shared as is:
-
-- ``index.html``: the page shell, its CSS and JavaScript inlined (Jinja2 template
-  ``templates/viewer.html.j2`` with ``viewer.css`` / ``viewer.js``; plain JS, no
-  framework);
-- ``data.js``: the index (``window.SGV_DATA``): run header, the report's answer,
-  ranking (with its 95% CIs) and tables, and per (item, target model) row the
-  facets, statuses, flags and score values -- what the overview, the item table,
-  its facets and pager need;
-- ``text.js``: the long texts (``window.SGV_TEXT``): prompts, references, answers,
-  reasoning, rationales, evidence, and the judge prompts by hash (``prompts.jsonl``).  It loads after the first paint, so a
-  10,000-item run paints its overview and first table page from the index alone;
-  search over prompts and answers and the item view wait for it;
-- ``figures/``: copies of the report's PNG charts (matplotlib).
-
-Everything model-written is inserted as text (``textContent``), never as HTML.
-The data files are JavaScript assignments (not JSON fetched at run time) so the
-viewer works from ``file://`` where browsers refuse ``fetch``.
+"""The HTML viewer of a run: ``runs/<id>/viewer/``, one folder that opens with no network and can be shared as is:
+``index.html`` (the page, its CSS and JavaScript inlined from ``templates/viewer.*``), ``data.js`` (the index,
+``window.SGV_DATA``: run header, the report's data, and per (item, target model) row the facets, statuses, flags and
+score values), ``text.js`` (the long texts, ``window.SGV_TEXT``, loaded after the first paint so a 10,000-item run
+paints from the index alone) and ``figures/`` (the report's PNG charts).  Model-written text is inserted as text,
+never as HTML; the data files are JavaScript assignments so the viewer works from ``file://``.
 """
 
 from __future__ import annotations
@@ -36,24 +22,32 @@ PAGE_SIZE = 50
 """Rows per page of the item table."""
 
 NOT_APPLICABLE = "not_applicable"
-"""Viewer status of a score that is not applicable rather than failed (the
-report's rule, :func:`.build.not_applicable`)."""
+"""Viewer status of a score that is not applicable rather than failed (:func:`.ranking.not_applicable`)."""
 
 
 def score_status(s: Score) -> str:
-    """The status the viewer shows for ``s``: its ``status``, or
-    :data:`NOT_APPLICABLE` for a not-applicable ``not_run`` score."""
-    if not_applicable(s):
-        return NOT_APPLICABLE
-    return s.status
+    """The status the viewer shows for ``s``: its ``status``, or :data:`NOT_APPLICABLE`.
+
+    Args:
+        s: a score.
+
+    Returns:
+        The status.
+    """
+    return NOT_APPLICABLE if not_applicable(s) else s.status
 
 
 def record_flags(rec: Response | Score) -> list[str]:
-    """Flags of a response or score beyond its status: ``truncated`` (finish
-    reason ``length``), ``empty``, ``censored`` / ``missing`` (a stored record
-    stopped by an error or empty: ``details["censored"|"missing"]``, as in the
-    report's Failures section), ``injection_suspected``, and any names listed
-    under ``metadata``/``details`` ``"flags"``.  Order kept, no duplicates."""
+    """Flags of a response or score beyond its status.
+
+    Args:
+        rec: a response or score.
+
+    Returns:
+        ``truncated`` (finish reason ``length``), ``empty``, ``censored`` / ``missing`` (a stored record stopped by an
+        error or empty), ``injection_suspected``, and the names under ``metadata``/``details`` ``"flags"``; no
+        duplicates.
+    """
     data = rec.model_dump()
     extra = data.get("metadata") or data.get("details") or {}
     out: list[str] = []
@@ -204,7 +198,9 @@ def build_viewer_data(
 
 def _response_extra(r: Response) -> dict[str, Any]:
     """The response's numbers and metadata for ``text.js``; a stored answer list's texts go to ``answers``."""
-    extra = {k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None}
+    extra: dict[str, Any] = {
+        k: v for k, v in (("latency_s", r.latency_s), ("tokens", r.tokens), ("cost", r.cost)) if v is not None
+    }
     md = dict(r.metadata or {})
     recs = md.get("records")
     if isinstance(recs, list):  # stored answers: one text per record for the item page, the rest without texts
@@ -253,8 +249,8 @@ def _records(
     for s in scores:
         key = (s.item_id, s.model)
         if key not in row_of:
-            row = [item_idx.get(s.item_id, -1), model_idx.setdefault(s.model, len(model_idx)), "", [], []]
-            add_row(key, row, ["", None, "", None, {}])
+            new: list[Any] = [item_idx.get(s.item_id, -1), model_idx.setdefault(s.model, len(model_idx)), "", [], []]
+            add_row(key, new, ["", None, "", None, {}])
         if s.metric not in metric_idx:
             metric_idx[s.metric] = len(metrics)
             metrics.append({"name": s.metric, "scale": "", "hib": True, "kind": ""})
@@ -405,29 +401,26 @@ def write_viewer(
     prompts: dict[str, dict[str, Any]] | None = None,
     dest: str | Path | None = None,
 ) -> Path:
-    """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/), or the folder ``dest``, and
-    return the path of ``index.html``.  Arguments as :func:`build_viewer_data`;
-    the report's figures are copied from ``run_dir/figures`` (PNG images only,
-    regular files read without following a link).  An existing viewer folder
-    is replaced (links in it removed, never followed); every file is written
-    without following a link below ``run_dir``.  Raises InputError for a link
-    on the way.
+    """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/ with the report's PNG charts), or the folder
+    ``dest``, replacing an existing one (links in it removed, never followed; nothing written through a link).
 
     Args:
         run_dir: the run folder.
         items: the run's items.
         responses: its responses.
         scores: its scores.
-        report: the report's data (``report.json``).
-        config: the run's config.
-        specs: the metric specs by name.
-        labelling: the labelling settings of the page (None: no labelling).
-        prompts: the judge prompts by hash.
-        dest: the viewer folder to write instead of ``run_dir/viewer`` (replaced likewise); the run folder is then
-            only read (a run folder received from someone else, or read-only).
+        report: as :func:`build_viewer_data`.
+        config: as :func:`build_viewer_data`.
+        specs: as :func:`build_viewer_data`.
+        labelling: as :func:`build_viewer_data`.
+        prompts: as :func:`build_viewer_data`.
+        dest: the viewer folder to write instead of ``run_dir/viewer``; the run folder is then only read.
 
     Returns:
         The path of ``index.html``.
+
+    Raises:
+        InputError: a link on the way.
     """
     run_dir = Path(run_dir)
     out = run_dir / "viewer" if dest is None else Path(dest)

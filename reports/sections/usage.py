@@ -58,35 +58,13 @@ def usage_section(summ: dict[str, Any], estimate: list[Block]) -> Section:
         return Section("usage", "Cost and usage", _no_calls(summ, estimate))
 
     def row(t: dict[str, Any]) -> list[Any]:
-        return [
-            t["model"],
-            t["role"],
-            t["calls"],
-            t["cached_calls"],
-            t["failed_calls"],
-            t["input_tokens"],
-            t["output_tokens"],
-            fmt(t["latency_s"]),
-            "n/a" if t["cost"] is None else f"{t['cost']:.4f}",
+        counts = [
+            t[k] for k in ("model", "role", "calls", "cached_calls", "failed_calls", "input_tokens", "output_tokens")
         ]
+        return [*counts, fmt(t["latency_s"]), "n/a" if t["cost"] is None else f"{t['cost']:.4f}"]
 
-    blocks: list[Any] = [
-        Table(
-            [
-                "model",
-                "role",
-                "calls",
-                "cached",
-                "failed",
-                "input tokens",
-                "output tokens",
-                "latency (s)",
-                "cost (USD)",
-            ],
-            [row(t) for t in summ["rows"]] + [row(summ["total"])],
-            name="usage",
-        )
-    ]
+    headers = "model|role|calls|cached|failed|input tokens|output tokens|latency (s)|cost (USD)".split("|")
+    blocks: list[Any] = [Table(headers, [row(t) for t in summ["rows"]] + [row(summ["total"])], name="usage")]
     cached_text = cached_share_text(summ)
     if cached_text:
         blocks.append(Text(cached_text))
