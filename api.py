@@ -28,20 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence, TypedDict, Union, Unpack
 
-from .core import (
-    InputError,
-    Item,
-    Label,
-    MetricSpec,
-    Response,
-    RunConfig,
-    RunStore,
-    Score,
-    json_loads_strict,
-    option_names,
-    read_bytes_in,
-    run_options,
-)
+from .core import InputError, Item, Label, MetricSpec, Response, RunConfig, RunStore, Score, json_loads_strict
+from .core import option_names, read_bytes_in, run_options
 from .models import NamedModel, Role, resolve_model, sampling_for_role
 from .scoring import MetricArg, ModelArg, Models, ascore, score, split_models, synchronous
 

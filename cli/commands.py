@@ -21,43 +21,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..core import (
-    BUDGET_STOP_NOTE,
-    InputError,
-    RunConfig,
-    RunStore,
-    SgievalError,
-    check_state_file,
-    escape_control_chars,
-    is_own_run,
-    is_trusted,
-    option_names,
-    read_bytes_in,
-    read_text_in,
-    remember,
-    remember_run,
-    run_begins,
-    run_options,
-    sensitive_settings,
-)
+from ..core import BUDGET_STOP_NOTE, InputError, RunConfig, RunStore, SgievalError, check_state_file
+from ..core import escape_control_chars, is_own_run, is_trusted, option_names, read_bytes_in, read_text_in, remember
+from ..core import remember_run, run_begins, run_options, sensitive_settings
 from .labels import label, labels_app
 from .metric import metric_app
 from .output import err, fail, out, safe
 from .process import CommandLine
 from .progress import RunProgress
-from .runfolder import (
-    ask_yes,
-    confirm_agent_settings,
-    confirm_settings,
-    given_settings,
-    read_config,
-    read_state,
-    rerender_report,
-    resume_ref,
-    run_dir,
-    split,
-    unexpected,
-)
+from .runfolder import ask_yes, confirm_agent_settings, confirm_settings, given_settings, read_config, read_state
+from .runfolder import rerender_report, resume_ref, run_dir, split, unexpected
 from .view import view
 
 app = CommandLine(

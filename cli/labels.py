@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
@@ -425,8 +426,6 @@ class ViewerLabels:
     """
 
     def __init__(self, records: Any, specs: dict[str, MetricSpec], labelling: dict[str, Any], labeller: str):
-        import threading
-
         self.records = records
         self.specs = specs
         self.labeller = labeller

@@ -11,19 +11,8 @@ from typing import Any
 import click
 import typer
 
-from ..core import (
-    FLAGS,
-    InputError,
-    RunConfig,
-    RunStore,
-    SgievalError,
-    check_state_file,
-    disk_error,
-    is_disk_full,
-    is_trusted,
-    remember,
-    sensitive_settings,
-)
+from ..core import FLAGS, InputError, RunConfig, RunStore, SgievalError, check_state_file, disk_error, is_disk_full
+from ..core import is_trusted, remember, sensitive_settings
 from .output import err, fail, safe
 
 

@@ -74,18 +74,9 @@ def redact_secrets(text: str) -> str:
     return _BARE_KEY.sub(lambda m: f"{m.group(1)}-{MASK}", text)
 
 
-KEY_ENV_VARIABLES = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GOOGLE_API_KEY",
-    "MISTRAL_API_KEY",
-    "GROQ_API_KEY",
-    "TOGETHER_API_KEY",
-    "FIREWORKS_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-    "COHERE_API_KEY",
-    "E2B_API_KEY",
+KEY_ENV_VARIABLES = tuple(
+    f"{name}_API_KEY"
+    for name in "OPENAI ANTHROPIC GOOGLE MISTRAL GROQ TOGETHER FIREWORKS DEEPSEEK XAI COHERE E2B".split()
 )
 """Environment variables whose values sgieval may send as a key (model providers, the E2B sandbox)."""
 

@@ -11,17 +11,8 @@ from typing import Any, BinaryIO, Sequence
 from pydantic import BaseModel
 
 from .errors import InputError
-from .files import (
-    atomic_write_text,
-    find_links,
-    link_error,
-    open_append_in,
-    open_update_in,
-    read_bytes_in,
-    read_text_in,
-    slug_name,
-    split_jsonl,
-)
+from .files import atomic_write_text, find_links, link_error, open_append_in, open_update_in, read_bytes_in
+from .files import read_text_in, slug_name, split_jsonl
 from .records import Item, Label, Response, Score
 from .runconfig import RunConfig
 from .secrets import SecretValues, redact_url
