@@ -14,22 +14,13 @@ Role = Literal["target", "judge", "agent"]
 class NamedModel:
     """A chat model bound to a role.
 
-    ``name`` is the model string the user gave (``replay:o1-mini``,
-    ``openai:gpt-4.1``, ``local:smollm2``) and is what records and reports
-    show.  ``chat`` is a LangChain ``BaseChatModel`` (None for replay-only
-    targets, which are served by ``replay``).  ``provider`` keys the
-    per-provider concurrency limit.  ``smoke_test`` marks models whose scores
-    are smoke-test quality (the embedded SmolLM2); the report says so.
-    ``params`` are the sampling parameters actually sent (``temperature``,
-    ``reasoning_effort``); ``dropped`` maps each parameter the run asked for
-    but this model does not get to the reason (its family rejects it, or its
-    server answered HTTP 400 naming it; :mod:`sgieval.models.params`).
-    ``repeat``: which draw of a repeated judge this is (0 = the first; ``--judge-repeats``): the
-    index is part of the call cache key (:func:`sgieval.models.cache.model_params`) from 1 on, so k repeats
-    are k distinct calls and a first draw shares its cache entry with a run that asks once.
-    ``ref``: the parsed model string (:class:`~sgieval.core.ModelRef`, with its base URL once resolved; derived
-    from ``name`` when not given).  ``max_in_flight``: the most calls this model serves at once (the embedded
-    model: 1, one call per loaded model), None for the run's per-provider limit only.
+    ``name``: the model string the user gave (what records and reports show); ``chat``: a LangChain chat model
+    (None for a replay target, served by ``replay``); ``provider``: the per-provider concurrency key;
+    ``smoke_test``: smoke-test quality (the embedded SmolLM2; the report says so); ``params``: the sampling
+    parameters sent; ``dropped``: parameter -> why it is not sent (:mod:`sgieval.models.params`); ``repeat``: the
+    draw of a repeated judge (``--judge-repeats``; part of the cache key from 1 on); ``ref``: the parsed model
+    string (:class:`~sgieval.core.ModelRef`, derived from ``name`` when not given); ``max_in_flight``: the most
+    calls this model serves at once (the embedded model: 1), None for the run's per-provider limit only.
     """
 
     name: str
