@@ -68,7 +68,8 @@ async def test_units_run_on_max_parallel_workers_in_item_order(tmp_path):
 
 
 class SlowScore(ReferenceMatch):
-    """Exact match that takes 20 ms to score (as a judged metric waits for its judge), and counts the units
+    """Exact match that takes 200 ms to score (as a judged metric waits for its judge: long enough for the next
+    call to start on a loaded machine), and counts the units
     during whose scoring a target call started."""
 
     def __init__(self, chat: CountingChat):
@@ -78,7 +79,7 @@ class SlowScore(ReferenceMatch):
 
     async def score(self, item, response, ctx):
         calls_before = len(self.chat.started)
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)
         if len(self.chat.started) > calls_before:  # a call started while this unit was being scored
             self.overlaps += 1
         return await super().score(item, response, ctx)
