@@ -1,18 +1,14 @@
 """``sgieval metric``: define, list, show and test rubric metrics.
 
 - ``sgieval metric define [--name N] [--agent-model M] [--out DIR] [--run RUN --judge M]``: the chat of
-  :mod:`sgieval.graphs.metric_chat`; user turns are read with ``typer.prompt``
-  (so they can be piped on stdin); the rubric is saved as YAML in the user
-  rubric folder ($SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``);
-  with ``--run``, the saved rubric then goes through the rubric loop on that
-  run's labels.
+  :mod:`sgieval.graphs.metric_chat`; user turns are read with ``typer.prompt`` (so they can be piped on stdin); the
+  rubric is saved as YAML in the user rubric folder ($SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``);
+  with ``--run``, the saved rubric then goes through the rubric loop on that run's labels.
 - ``sgieval metric list``: every rubric (starter, project, user).
 - ``sgieval metric show NAME``: the rubric's YAML.
-- ``sgieval metric test NAME --response FILE_OR_TEXT --judge MODEL [--question TEXT]``:
-  score one response and print the per-criterion table (0-10 each) and the
-  total (0-100).
-- ``sgieval metric test NAME --run RUN --judge MODEL``: the rubric loop on the
-  run's labels (:func:`rubric_loop`).
+- ``sgieval metric test NAME --response FILE_OR_TEXT --judge MODEL [--question TEXT]``: score one response and print the
+  per-criterion table (0-10 each) and the total (0-100).
+- ``sgieval metric test NAME --run RUN --judge MODEL``: the rubric loop on the run's labels (:func:`rubric_loop`).
 
 Exit codes as ``sgieval``: 2 bad input, 1 a judge failure, 3 cancelled.
 """

@@ -1,15 +1,13 @@
 """Reading a model's reply before any answer is extracted from it (METRICS.md D.8, D.10).
 
-Pure functions on reply text, shared by every folder (models keep the reply,
-metrics extract answers from it, judges parse it):
+Pure functions on reply text, shared by every folder (models keep the reply, metrics extract answers from it, judges
+parse it):
 
-- :func:`split_reasoning` separates the reasoning a model wrote inside
-  ``<think>...</think>`` from its final text (D.8);
+- :func:`split_reasoning` separates the reasoning a model wrote inside ``<think>...</think>`` from its final text (D.8);
 - :func:`final_text` is the text every answer extractor reads;
-- :func:`reply_status` turns ``finish_reason`` and the final text into the
-  ``truncated`` / ``empty`` statuses of D.10;
-- :func:`refusal_text`, :func:`verdict_word` and :func:`judge_number` read a
-  judge's reply strictly (D.17): a provider refusal, a verdict word, a score field.
+- :func:`reply_status` turns ``finish_reason`` and the final text into the ``truncated`` / ``empty`` statuses of D.10;
+- :func:`refusal_text`, :func:`verdict_word` and :func:`judge_number` read a judge's reply strictly (D.17): a provider
+  refusal, a verdict word, a score field.
 """
 
 from __future__ import annotations
@@ -29,12 +27,10 @@ TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "model_length"})
 def split_reasoning(text: str | None) -> tuple[str | None, str]:
     """``(reasoning, final)`` of a reply (METRICS.md D.8).
 
-    - ``</think>`` present: ``final`` is the text after the LAST ``</think>``
-      with leading whitespace removed; ``reasoning`` is everything before it,
-      without one opening ``<think>`` tag, stripped.
-    - ``<think>`` present but no ``</think>`` (the model stopped while still
-      reasoning): ``final`` is ``""`` (the reply has no answer) and
-      ``reasoning`` is the text after the last ``<think>``, stripped.
+    - ``</think>`` present: ``final`` is the text after the LAST ``</think>`` with leading whitespace removed;
+      ``reasoning`` is everything before it, without one opening ``<think>`` tag, stripped.
+    - ``<think>`` present but no ``</think>`` (the model stopped while still reasoning): ``final`` is ``""`` (the reply
+      has no answer) and ``reasoning`` is the text after the last ``<think>``, stripped.
     - neither tag: ``(None, text)`` unchanged (no stripping).
 
     Tags are matched case-sensitively.  ``None`` gives ``(None, "")``.

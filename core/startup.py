@@ -1,27 +1,26 @@
 """The console script's process start-up and exit, in one place.
 
-The ``sgieval`` console script enters :class:`ConsoleProcess` around its command; nothing else does (the
-Python API, ``app([...])`` and agent code never touch the process).  For the commands that run an evaluation
-or write a report (``ask``, ``resume``, ``report``) it does two things that save measurable time
-(``python -m sgieval.bench.e2e``; the numbers are in the README's performance section):
+The ``sgieval`` console script enters :class:`ConsoleProcess` around its command; nothing else does (the Python API,
+``app([...])`` and agent code never touch the process).  For the commands that run an evaluation or write a report
+(``ask``, ``resume``, ``report``) it does two things that save measurable time (``python -m sgieval.bench.e2e``; the
+numbers are in the README's performance section):
 
-- **the garbage collector paused while the command starts**: starting a run imports LangGraph, LangChain and
-  our modules (about 300,000 long-lived objects), over which CPython would run hundreds of collections that
-  free nothing.  The pause ends when the run begins (:meth:`ConsoleProcess.run_begins`, called by the CLI
-  command, not by the run): everything alive then is frozen (:func:`gc.freeze`, the permanent generation
-  that later collections never traverse) and the collector is enabled again, with a young-generation
-  threshold of 10,000 allocations instead of 700.
-- **a warm worker process** (:func:`sgieval.core.offload.warm_worker`), forked before any thread starts, that
-  imports scipy.stats and matplotlib on the second core while the run imports LangGraph; the report's
-  bootstrap, paired tests and charts run there.
+- **the garbage collector paused while the command starts**: starting a run imports LangGraph, LangChain and our modules
+  (about 300,000 long-lived objects), over which CPython would run hundreds of collections that free nothing.  The pause
+  ends when the run begins (:meth:`ConsoleProcess.run_begins`, called by the CLI command, not by the run): everything
+  alive then is frozen (:func:`gc.freeze`, the permanent generation that later collections never traverse) and the
+  collector is enabled again, with a young-generation threshold of 10,000 allocations instead of 700.
+- **a warm worker process** (:func:`sgieval.core.offload.warm_worker`), forked before any thread starts, that imports
+  scipy.stats and matplotlib on the second core while the run imports LangGraph; the report's bootstrap, paired tests
+  and charts run there.
 
-For every command, the process then ends promptly (:meth:`ConsoleProcess.exit`): non-daemon threads joined,
-``atexit`` callbacks run, the run folders' open JSONL files synced, stdout and stderr flushed, then
-``os._exit``, skipping only the interpreter's module teardown (full collections over scipy's, matplotlib's and
-LangGraph's objects, which write nothing).
+For every command, the process then ends promptly (:meth:`ConsoleProcess.exit`): non-daemon threads joined, ``atexit``
+callbacks run, the run folders' open JSONL files synced, stdout and stderr flushed, then ``os._exit``, skipping only the
+interpreter's module teardown (full collections over scipy's, matplotlib's and LangGraph's objects, which write
+nothing).
 
-One setting switches all of it off: ``SGIEVAL_FAST_START=0`` (:class:`sgieval.core.Settings`); the command
-then runs as a plain Python program and exits through ``sys.exit``.
+One setting switches all of it off: ``SGIEVAL_FAST_START=0`` (:class:`sgieval.core.Settings`); the command then runs as
+a plain Python program and exits through ``sys.exit``.
 """
 
 from __future__ import annotations

@@ -5,14 +5,13 @@ A run folder can come from someone else.  The settings that send data or run cod
 that cost money with the user's key (target, judge and agent models of a model service) are used by
 ``resume``/``report``/``view`` only when the user chose them:
 
-- given again on the command line (``--base-url``, ``--sandbox``, ``--tools``,
-  ``--unsafe-local-exec``), or ``--trust-config``;
+- given again on the command line (``--base-url``, ``--sandbox``, ``--tools``, ``--unsafe-local-exec``), or
+  ``--trust-config``;
 - confirmed at the prompt that shows them;
-- or recorded as the user's own: a run this machine's sgieval started, or
-  settings confirmed before (:func:`remember`: a SHA-256 of those settings and
-  the models they go with, one per line in ``<user state dir>/trusted-settings``,
-  i.e. ``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a
-  shipped run folder cannot vouch for itself).
+- or recorded as the user's own: a run this machine's sgieval started, or settings confirmed before (:func:`remember`: a
+  SHA-256 of those settings and the models they go with, one per line in ``<user state dir>/trusted-settings``, i.e.
+  ``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a shipped run folder cannot vouch for
+  itself).
 
 The folder's own ``"yes": true`` (no metric confirmation) holds only for a run this machine started
 (:func:`is_own_run`); a received folder's never skips a confirmation.
