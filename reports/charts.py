@@ -1,14 +1,12 @@
 """Matplotlib charts for the report (PNG, headless Agg backend).
 
-matplotlib is imported on the first chart, not with this module (
-starting a run does not pay for it)."""
+matplotlib and numpy are imported on the first chart, not with this module (starting a run does not pay for them)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..core import write_bytes_in
 
@@ -19,7 +17,7 @@ def pyplot() -> Any:
     Returns:
         The module.
     """
-    import matplotlib
+    import matplotlib  # loaded on the first chart only: a run that draws none never imports it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -30,8 +28,6 @@ def pyplot() -> Any:
 def _save(plt: Any, fig: Any, path: Path, root: Path | None) -> Path:
     """Write ``fig`` as PNG to ``path`` whole or not at all, following no link below the run folder ``root``
     (default: ``path``'s folder; :func:`~sgieval.core.files.write_bytes_in`)."""
-    import io
-
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=110)
@@ -68,6 +64,8 @@ def ranking_chart(
         ``path``.
     """
     plt = pyplot()
+    import numpy as np  # on the first chart only, like matplotlib
+
     m = np.asarray(means, dtype=float)
     lo = np.nan_to_num(m - np.asarray(ci_low, dtype=float), nan=0.0)
     hi = np.nan_to_num(np.asarray(ci_high, dtype=float) - m, nan=0.0)
@@ -109,6 +107,8 @@ def heatmap(
         ``path``.
     """
     plt = pyplot()
+    import numpy as np  # on the first chart only, like matplotlib
+
     v = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2.5, 0.6 * len(rows) + 1.8))
     im = ax.imshow(v, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")

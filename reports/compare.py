@@ -251,7 +251,7 @@ class Comparison:
         Raises:
             ValueError: for another ``table``.
         """
-        import pandas as pd
+        import pandas as pd  # loaded for this table only
 
         if table == "changes":
             rows = [{**asdict(c), "real": c.real, "verdict": c.verdict} for c in [*self.changes, *self.other_changes]]

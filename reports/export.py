@@ -132,19 +132,13 @@ def run_tables(
     }
 
 
-def _arrow_schema(table: str) -> Any:
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "json": pa.string(), "float": pa.float64(), "int": pa.int64()}
-    return pa.schema([(name, types[t]) for name, t in COLUMNS[table]])
-
-
 def _arrow_table(name: str, rows: list[dict[str, Any]]) -> Any:
     """The table ``name`` as a pyarrow Table; raises InputError naming the column and the row of the first
     value its column cannot hold."""
-    import pyarrow as pa
+    import pyarrow as pa  # loaded for a parquet export only
 
-    schema = _arrow_schema(name)
+    types = {"string": pa.string(), "json": pa.string(), "float": pa.float64(), "int": pa.int64()}
+    schema = pa.schema([(col, types[t]) for col, t in COLUMNS[name]])
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowException, OverflowError, TypeError, ValueError) as e:
@@ -178,7 +172,7 @@ def _encode(name: str, fmt: str, rows: list[dict[str, Any]]) -> bytes:
         w.writeheader()
         w.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
         return buf.getvalue().encode("utf-8")
-    import pyarrow as pa
+    import pyarrow as pa  # loaded for a parquet export only
     import pyarrow.parquet as pq
 
     table = _arrow_table(name, rows)
