@@ -140,18 +140,10 @@ class Change:
         ]
 
 
-CHANGE_HEADERS = [
-    "target model",
-    "metric",
-    "runs",
-    "paired items",
-    "mean (first)",
-    "mean (second)",
-    "difference (second minus first)",
-    "95% CI of difference",
-    "p (paired permutation)",
-    "at the 5% level",
-]
+CHANGE_HEADERS = (
+    "target model|metric|runs|paired items|mean (first)|mean (second)|difference (second minus first)|"
+    "95% CI of difference|p (paired permutation)|at the 5% level"
+).split("|")
 
 
 @dataclass
@@ -392,14 +384,9 @@ class Comparison:
         return [("items", items), ("models", models), ("metrics", metrics)]
 
 
-PAIR_HEADERS = [
-    "adjacent ranks",
-    "shared items",
-    "mean difference (upper minus lower)",
-    "95% CI of difference",
-    "p",
-    "at the 5% level",
-]
+PAIR_HEADERS = (
+    "adjacent ranks|shared items|mean difference (upper minus lower)|95% CI of difference|p|at the 5% level".split("|")
+)
 
 
 def pair_row(p: dict[str, Any]) -> list[Any]:

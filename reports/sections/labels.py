@@ -149,15 +149,10 @@ def _label_section(est: Any, who: str, live_judges: bool) -> Section:
     return Section(f"labels_{est.metric}", f"Agreement with your labels: {est.metric}", blocks, answer)
 
 
-PPI_HEADERS = [
-    "target model",
-    "labels",
-    "scored",
-    "judge only (95% CI, normal approx.)",
-    "labels only (95% CI, normal approx.)",
-    "PPI++ (95% CI)",
-    "note",
-]
+PPI_HEADERS = (
+    "target model|labels|scored|judge only (95% CI, normal approx.)|labels only (95% CI, normal approx.)|"
+    "PPI++ (95% CI)|note"
+).split("|")
 
 
 def _ppi_sentence(est: Any, top: Any, second: Any) -> str:
