@@ -416,7 +416,7 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
 
 
 class ViewerLabels:
-    """The served viewer's labels (``reports.viewer.LabelReceiver``): the run's saved labels for the page, and
+    """The served viewer's labels (``reports.serve.LabelReceiver``): the run's saved labels for the page, and
     each POST of the page validated (``metric_pool.labels.validate_labels``) and appended to ``labels.jsonl``.
 
     A rubric's labels of every criterion of one unit also give the rubric's own value (the weighted mean x 10,
