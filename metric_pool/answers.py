@@ -267,15 +267,8 @@ def close_enough(reference: Decimal | Fraction, prediction: Decimal | Fraction, 
 _ANSWER_LINE = re.compile(r"^\s*(?:\*\*)?answer\s*(?:\*\*)?\s*[:：]\s*(?:\*\*(?=\s))?\s*(.*?)\s*$", re.IGNORECASE)
 
 
-_LETTER_WRAPPERS = (
-    ("$", "$"),
-    ("**", "**"),
-    ("__", "__"),
-    ("*", "*"),
-    ("_", "_"),
-    ("(", ")"),
-    ("[", "]"),
-    ("\\(", "\\)"),
+_LETTER_WRAPPERS = tuple(
+    zip(("$", "**", "__", "*", "_", "(", "[", "\\("), ("$", "**", "__", "*", "_", ")", "]", "\\)"))
 )
 _TEX_LETTER = re.compile(r"^\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}$")
 
