@@ -1,7 +1,7 @@
 """The Answer's "where" sentences for any run with two or more models, whether or not a leader is separated: the
 facet values (discipline, direction, task, type; a rubric's criteria) where the order of the two models the
 question is about (else the top two) flips or their gap is largest, each with its paired test and Holm's
-adjustment over every value tested (``metric_pool.aggregate.holm``); the items with the widest spread between the
+adjustment over every value tested (``metric_pool.stats.holm``); the items with the widest spread between the
 models (top 5) and the items where the overall order of the two flips, each linked to the viewer.
 """
 
