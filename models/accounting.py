@@ -366,6 +366,11 @@ class Totals:
     unpriced_calls: int = 0
     cache_read_tokens: int = 0
 
+    @property
+    def cached_share(self) -> float | None:
+        """``cache_read_tokens / input_tokens`` (0-1), None without input tokens."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
+
 
 _current: contextvars.ContextVar["Ledger | None"] = contextvars.ContextVar("sgieval_ledger", default=None)
 
