@@ -15,6 +15,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from sgieval.cli import app
+from sgieval.tests.conftest import REPO
 
 METRIC = "aidan_accepted_answers"
 O1, PHI4, FOURO, LLAMA, QWEN = (
@@ -127,6 +128,7 @@ def test_where_two_named_models_differ_by_subfield_with_holm_adjusted_p(tmp_path
         f"p = {p[sync]:.4f}, Holm-adjusted p = {holm[sync]:.4f})."
     ) in first
     assert round(gap, 2) == 18.70
+    assert first in (REPO / "docs" / "report.md").read_text(encoding="utf-8")  # the page quotes the real output
 
 
 def test_is_o1_mini_better_than_phi4_at_physics_says_yes_with_the_difference_and_its_ci(tmp_path_factory):
@@ -141,6 +143,7 @@ def test_is_o1_mini_better_than_phi4_at_physics_says_yes_with_the_difference_and
         "do not settle whether this holds beyond these 57 items, on other metrics, or with other judges or samples "
         "of the models."
     )
+    assert first in (REPO / "README.md").read_text(encoding="utf-8")  # the README quotes the real output
 
 
 def test_is_phi4_better_than_qwen_in_chemistry_is_not_established(tmp_path_factory):
