@@ -53,6 +53,12 @@ class _Repairable(_Record):
             del out["text_repaired"]
         return out
 
+    @model_validator(mode="after")
+    def _repair(self, info: ValidationInfo) -> Any:
+        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
+            setattr(self, "text_repaired", True)
+        return self
+
 
 def _repair_model(m: BaseModel) -> bool:
     """Replace, in place, every lone surrogate in the string fields of ``m`` and of the records it holds by
@@ -144,11 +150,9 @@ class Response(_Repairable):
     ``ask``, a ``resume``, an ``ask --into``); None in run folders written before invocations were kept."""
 
     @model_validator(mode="after")
-    def _error_implies_status(self, info: ValidationInfo) -> "Response":
+    def _error_implies_status(self) -> "Response":
         if self.error and self.status == "ok":
             self.status = "infra_error"
-        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
-            self.text_repaired = True
         return self
 
     @property
@@ -370,14 +374,12 @@ class Score(_Repairable):
         return out
 
     @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> "Score":
+    def _consistent(self) -> "Score":
         if self.status == "ok":
             if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)):
                 if self.error is None:
                     raise ValueError(f"Score {self.metric} for {self.item_id}: status ok needs a value")
                 self.status = "parse_error"
-        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
-            self.text_repaired = True
         return self
 
     @property
@@ -404,12 +406,6 @@ class Label(_Repairable):
     note: str = ""
     text_repaired: bool = False
     """True when text of this label (a note from a file) held lone surrogates, each replaced by U+FFFD."""
-
-    @model_validator(mode="after")
-    def _repair(self, info: ValidationInfo) -> "Label":
-        if info.mode != "json" and _repair_model(self):  # parsed JSON holds no lone surrogate
-            self.text_repaired = True
-        return self
 
     sample: str = ""
     """How the unit was chosen for labelling: ``random`` (a seeded uniform sample, ``sgieval label``),
