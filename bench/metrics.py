@@ -140,7 +140,7 @@ def bench_sgi_idea(args: argparse.Namespace) -> None:
     )
     gens = [ig.generated_fields(p) for p in parsed]
     report(
-        "idea_feasibility_obj (networkx graphs)",
+        "idea_feasibility_obj (implementation graphs)",
         args.n,
         timed(lambda: [ig.feasibility_obj(g, r) for g, r in zip(gens, refs)]),
     )

@@ -83,7 +83,8 @@ OBJ_SPECS = {
         IDEA_GENERATION,
         _A2,
         "Objective feasibility, 0-10: 10 x (0.6 edge Jaccard + 0.4 node-text token Jaccard) between the "
-        "implementation graphs (networkx DiGraph) of the generated and reference ideas.",
+        "implementation graphs (steps as nodes, the implementation order as directed edges) of the generated and "
+        "reference ideas.",
         range=(0.0, 10.0),
     ),
 }
