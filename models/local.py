@@ -42,7 +42,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import InputError, ModelRef
+from ..core import InputError, ModelRef, current_settings
 from .base import NamedModel, Role
 
 INSTALL_FIX = (
@@ -123,8 +123,6 @@ def default_threads() -> int:
     each barrier: on a shared, oversubscribed machine (load 5-7 on 2 cores)
     64 tokens took 2.9 s with 1 thread and 43.9 s with 2 (measured here).
     Raise it on an idle machine with more cores."""
-    from ..core import current_settings
-
     return current_settings().local_threads
 
 

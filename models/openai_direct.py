@@ -21,6 +21,7 @@ import json
 import re
 import uuid
 import weakref
+from urllib.parse import urlencode
 from typing import Any, AsyncIterator, Callable, Literal, Mapping, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManager
@@ -264,8 +265,6 @@ class ChatOpenAIDirect(BaseChatModel):
         headers.update({str(k): str(v) for k, v in (self.default_headers or {}).items()})
         url = f"{base}/chat/completions"
         if self.default_query:
-            from urllib.parse import urlencode
-
             url += "?" + urlencode({str(k): str(v) for k, v in self.default_query.items()})
         return url, headers
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .base import NamedModel
 from .calls import ainvoke, message_text
@@ -89,8 +90,6 @@ def tool_definitions(bound: Any, tools: Sequence[Any]) -> list[dict[str, Any]]:
     sent = kwargs.get("tools") if isinstance(kwargs, dict) else None
     if isinstance(sent, (list, tuple)) and all(isinstance(t, dict) for t in sent):
         return [dict(t) for t in sent]
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     return [convert_to_openai_tool(t) for t in tools]
 
 
