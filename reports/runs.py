@@ -533,15 +533,13 @@ def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> 
 
 
 def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
-    """The comparison pages written in the runs folder ``out_dir``: (title, path relative to ``out_dir``) of each
-    ``compare-*/index.html`` that is a regular file in a real folder (no link followed), by folder name; the
-    title is the folder's name without its prefix, the compared run ids joined by ``-``.
+    """The comparison pages ``compare-*/index.html`` written in the runs folder (no link followed), by folder name.
 
     Args:
         out_dir: the runs folder.
 
     Returns:
-        ``(title, relative path)`` pairs.
+        ``(title, path relative to out_dir)`` pairs; the title is the compared run ids joined by ``-``.
     """
     out_dir = Path(out_dir)
     entries = _entries(out_dir)
@@ -588,9 +586,8 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
 def write_runs_page(
     out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]] | None = None
 ) -> Path:
-    """Write the home page ``out_dir/index.html``: the runs index with a link to each run's viewer page, then the
-    comparisons (``sgieval compare``) written in ``out_dir``.  One static file (no script, no network); every
-    value is escaped (Jinja2 autoescape).  Written without following a link below ``out_dir``.
+    """Write the home page ``out_dir/index.html`` (static, every value escaped, no link followed): the runs index
+    with a link to each run's viewer page, then the comparisons written in ``out_dir``.
 
     Args:
         out_dir: the runs folder.
