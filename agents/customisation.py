@@ -1,15 +1,7 @@
-"""Metric customisation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 2).
-
-request + selected items + metric pool -> a :class:`MetricPlan`: the benchmark's predefined metrics (always kept),
-custom rubric metrics for qualities the request names that the metric pool lacks (reported beside the predefined ones,
-never instead), registered metrics the request asks for, and the metric the ranking uses.
-
-Offline (:func:`offline_metric_plan`): qualities are found with the vocabulary; a quality with a predefined metric ranks
-by the one the benchmark prefers for it (``Benchmark.prefer``), else the first that declares it; other qualities are
-looked up in the rubric library by meaning.  With an agent model (:func:`run_customisation`): the model picks the
-ranking metric and drafts rubrics (:mod:`sgieval.agents.rubric_authoring`), grounded in PDFs the request names and, with
-a ToolPool, in its own ``web_search``/``read_pdf`` calls.
-"""
+"""Metric customisation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 2): request + items + metric pool
+-> a :class:`MetricPlan`: the benchmark's predefined metrics (always kept), custom rubrics for qualities the pool lacks,
+registered metrics the request asks for, and the ranking metric.  Offline: :func:`offline_metric_plan`; with an agent
+model: :func:`run_customisation` (rubrics grounded in named PDFs and, with a ToolPool, its own tool calls)."""
 
 from __future__ import annotations
 
@@ -42,12 +34,8 @@ from .vocabulary import QUALITY_WORDS
 
 
 def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] | None = None) -> str | None:
-    """Name of the spec in ``specs`` that measures ``quality`` best for ``items``, None when none measures it.
-
-    Each benchmark declares its preference (``Benchmark.prefer``: quality -> its metrics, best first); the benchmarks of
-    ``items`` are asked in order of how many of the items they hold (most first; ties: the order of the items), and the
-    first preferred name among ``specs`` wins.  Without a preference: the first spec that declares the quality
-    (``MetricSpec.qualities``), in ``specs`` order."""
+    """Name of the spec measuring ``quality`` best for ``items`` (the ``Benchmark.prefer`` of the benchmark holding most
+    items first, else the first spec declaring it), None when none does."""
     names = [s.name for s in specs]
     counts: dict[str, int] = {}
     for i in items or []:
@@ -61,8 +49,7 @@ def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] 
 
 
 def declared_primaries(items: list[Item]) -> set[str]:
-    """Names of the primary metrics the items' benchmark definitions declare for the items' tasks
-    (``Benchmark.primary``; ``"*"`` = any task)."""
+    """Names of the primary metrics the items' benchmarks declare for their tasks (``Benchmark.primary``)."""
     out: set[str] = set()
     for b, task in dict.fromkeys((i.benchmark, i.task) for i in items):
         defn = benchmark_registry.find(b)
@@ -130,8 +117,7 @@ _NOT_QUALITIES = set(
 
 
 def unrecognised_qualities(request: str) -> list[str]:
-    """Words the request asks about as "most X" / "least X" that the quality vocabulary does not know ("most honest" ->
-    ["honest"])."""
+    """Words asked as "most X"/"least X" that the quality vocabulary does not know ("most honest" -> ["honest"])."""
     out = []
     for m in _ASKED_QUALITY.finditer(request or ""):
         w = m.group(1).lower()
@@ -142,15 +128,14 @@ def unrecognised_qualities(request: str) -> list[str]:
 
 
 def starter_rubric(quality: str) -> Rubric | None:
-    """The starter rubric for ``quality`` from ``metric_pool/rubrics`` (None when absent)."""
+    """The library rubric for ``quality``, or None."""
     return find_rubric(quality)
 
 
 def registered_offers(
     items: list[Item], predefined: list[Metric], options: dict | None = None
 ) -> list[tuple[MetricEntry, Metric]]:
-    """The registered metrics (:func:`sgieval.metric_pool.registry.metric`) that apply to ``items`` and are not among
-    their benchmarks' ``predefined`` metrics, with their Metric: what the plan may add (``added``)."""
+    """The registered metrics applying to ``items`` that are not ``predefined``: what the plan may add."""
     taken = {key_of(m) for m in predefined}
     return [(e, m) for e, m in applicable(items, options) if e.key not in taken]
 
@@ -158,9 +143,7 @@ def registered_offers(
 def _add_asked(
     plan: MetricPlan, request: str, offers: list[tuple[MetricEntry, Metric]], options: dict | None, tools: Any
 ) -> MetricPlan:
-    """``plan`` with each registered metric whose quality ``request`` names (:meth:`MetricEntry.asked`) added to
-    ``added``; the first one becomes the ranking metric (it is more specific than the vocabulary's qualities), with a
-    reason that says where it works in this run."""
+    """``plan`` with each registered metric whose quality ``request`` names added; the first one ranks."""
     for e, _m in offers:
         asked = e.asked(request)
         if not asked or e.name in plan.added:
@@ -168,23 +151,16 @@ def _add_asked(
         where = e.where(options, tools)
         detail = f" ({where})" if where else f" ({e.unavailable})" if where is None and e.unavailable else ""
         first = not plan.added
-        plan = plan.model_copy(
-            update={
-                "added": [*plan.added, e.name],
-                "metrics": [*plan.metrics, e.key],
-                "primary": e.name if first else plan.primary,
-                "stand_in": "" if first else plan.stand_in,
-                "qualities": list(dict.fromkeys([*plan.qualities, *asked])),
-                "reason": "; ".join(
-                    [f"'{asked[0]}' is measured by the registered metric {e.name}{detail}"]
-                    + [
-                        r
-                        for r in plan.reason.split("; ")
-                        if r and not r.startswith("ranking by the benchmark's primary metric")
-                    ]
-                ),
-            }
-        )
+        kept = [
+            r for r in plan.reason.split("; ") if r and not r.startswith("ranking by the benchmark's primary metric")
+        ]
+        update = {
+            "added": [*plan.added, e.name], "metrics": [*plan.metrics, e.key],
+            "primary": e.name if first else plan.primary, "stand_in": "" if first else plan.stand_in,
+            "qualities": list(dict.fromkeys([*plan.qualities, *asked])),
+            "reason": "; ".join([f"'{asked[0]}' is measured by the registered metric {e.name}{detail}", *kept]),
+        }  # fmt: skip
+        plan = plan.model_copy(update=update)
     return plan
 
 
@@ -194,14 +170,11 @@ def offline_metric_plan(
     metrics: list[Metric],
     offers: list[tuple[MetricEntry, Metric]] = (),  # type: ignore[assignment]
 ) -> MetricPlan:
-    """Deterministic plan: all applicable predefined metrics; ranking metric from the first quality that maps to one,
-    else the first primary metric.  A word the request asks about ("most concise") that a registered metric of
-    ``offers`` measures is left to :func:`_add_asked`."""
+    """Deterministic plan: every predefined metric, ranking by the first asked quality's metric, else the primary."""
     specs = [s for m in metrics for s in m.all_specs]
     names = list(dict.fromkeys(s.name for s in specs))
     qualities = detect_qualities(request)
-    primary = ""
-    stand_in = ""
+    primary = stand_in = ""
     unmeasured: list[str] = []
     notes: list[str] = []
     custom: list[Rubric] = []
@@ -227,7 +200,7 @@ def offline_metric_plan(
     for w in unrecognised_qualities(request):
         if any(e.asked(w) for e, _m in offers):
             continue
-        rub = starter_rubric(w)  # the rubric library, user rubrics included, by meaning
+        rub = starter_rubric(w)
         if rub is not None and all(r.name != rub.name for r in custom):
             custom.append(rub)
             primary = primary or rub.name
@@ -250,16 +223,11 @@ def offline_metric_plan(
                 f"by no metric or rubric here, so the ranking uses the benchmark's primary metric {primary} "
                 "instead (define a rubric with `sgieval metric define`)"
             )
+    keys = list(dict.fromkeys(key_of(m) for m in metrics))
     return MetricPlan(
-        predefined=names,
-        custom=custom,
-        primary=primary,
-        qualities=qualities,
-        reason="; ".join(reason),
-        notes=notes,
-        stand_in=stand_in,
-        metrics=list(dict.fromkeys(key_of(m) for m in metrics)),
-    )
+        predefined=names, custom=custom, primary=primary, qualities=qualities, reason="; ".join(reason), notes=notes,
+        stand_in=stand_in, metrics=keys,
+    )  # fmt: skip
 
 
 CUSTOM_SYSTEM = """You are the metric customisation agent of sgieval. The benchmark's predefined metrics are always applied.
@@ -275,16 +243,13 @@ quality one of them measures, choose it (in `added` and as `primary`).
 When the user names a document (given below as DOCUMENT data), take the rubric's criteria from it and cite it."""
 
 PDF_RE = re.compile(r"""(?:(?<=\s)|^|(?<=["'(]))((?:~|\.{1,2}|/)?[^\s"'()]*\.pdf)\b""", re.I)
-PDF_CHARS = 12_000
-"""Characters of a named PDF shown to the agent."""
-
+PDF_CHARS = 12_000  # characters of a named PDF shown to the agent
 
 QUOTED_PDF_RE = re.compile(r"""["']([^"']+?\.pdf)["']""", re.I)
 
 
 def named_pdfs(request: str) -> list[str]:
-    """``.pdf`` paths named in ``request`` (in order, duplicates dropped), e.g. "score rigor with the rubric in
-    ~/papers/rubric.pdf" -> ["~/papers/rubric.pdf"]. Quote a path that contains spaces ("'/my papers/r.pdf'")."""
+    """``.pdf`` paths named in ``request``, in order, once each (a path with spaces is quoted)."""
     text = request or ""
     quoted = [m.group(1) for m in QUOTED_PDF_RE.finditer(text)]
     rest = QUOTED_PDF_RE.sub(" ", text)
@@ -292,9 +257,8 @@ def named_pdfs(request: str) -> list[str]:
 
 
 def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read every PDF named in ``request`` (through ``tools.call("read_pdf")`` when the tool pool has it, so the call is
-    recorded, else with :func:`sgieval.tools.pdf.read_pdf`; at most 20 pages each).  Returns (documents {"path",
-    "title", "text" (<= PDF_CHARS), "pages", "partial"}, notes for the plan about PDFs that could not be read)."""
+    """Read the PDFs named in ``request`` (20 pages each, through the tool pool when it has ``read_pdf``): (documents
+    {"path", "title", "text" (<= PDF_CHARS), "pages", "partial"}, notes on PDFs that could not be read)."""
     docs: list[dict[str, Any]] = []
     notes: list[str] = []
     for raw in named_pdfs(request):
@@ -303,21 +267,17 @@ def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any
             if tools is not None and "read_pdf" in getattr(tools, "names", []):
                 doc, _ = tools.call("read_pdf", source=path, max_pages=20)
             else:
-                from ..tools import read_pdf  # the tools package loads its sandbox backends: only when a PDF is named
+                from ..tools import read_pdf
 
                 doc = read_pdf(path, max_pages=20)
         except SgievalError as e:
             notes.append(f"the PDF {raw} named in the request could not be read: {e.one_line()}")
             continue
         text = doc.text
+        partial = doc.partial or len(text) > PDF_CHARS
+        title = doc.title or Path(path).name
         docs.append(
-            {
-                "path": raw,
-                "title": doc.title or Path(path).name,
-                "pages": len(doc.pages),
-                "partial": doc.partial or len(text) > PDF_CHARS,
-                "text": text[:PDF_CHARS],
-            }
+            {"path": raw, "title": title, "pages": len(doc.pages), "partial": partial, "text": text[:PDF_CHARS]}
         )
     return docs, notes
 
@@ -335,16 +295,9 @@ def _urls(evidence: list[Any]) -> list[str]:
 async def run_customisation(
     request: str, items: list[Item], *, agent: NamedModel | None = None, options: dict | None = None, tools: Any = None
 ) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
-    """(plan, predefined Metric objects, trace).  With ``agent``, the model proposes the ranking metric and any custom
-    rubrics; the predefined list is enforced in code, so the agent can add metrics but never drop one.
-
-    PDFs named in the request are read (``read_pdf``) and given to the agent as data; its rubrics cite them in
-    ``source``.  ``tools`` (a ToolPool): the agent may first call ``web_search``/``read_pdf`` (at most
-    ``options["agent_tool_budget"]``, default 3 calls; needs ``bind_tools``), and the URLs it consulted are cited.  A
-    quality with no predefined metric, no library rubric and no agent rubric gets one drafted with :func:`draft_rubric`.
-    Offline (no agent) the plan is :func:`offline_metric_plan`; named PDFs are noted, not used. Trace keys:
-    ``agent_raw``, ``documents``, ``tool_evidence``.
-    """
+    """(plan, Metric objects, trace).  ``agent`` proposes the ranking metric and custom rubrics (citing named PDFs and,
+    with ``tools``, up to ``options["agent_tool_budget"]`` (3) web_search/read_pdf calls) but never drops a predefined
+    metric; an unmeasured quality gets a :func:`draft_rubric`.  Offline: :func:`offline_metric_plan`."""
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
     metrics = benchmark_registry.predefined_metrics(benchmarks, items, options)
     offers = registered_offers(items, metrics, options)
@@ -357,12 +310,12 @@ async def run_customisation(
         trace["documents"] = [{k: v for k, v in d.items() if k != "text"} for d in docs]
     if agent is None:
         if docs:
+            read = ", ".join(d["path"] for d in docs)
             base.notes.append(
-                f"read {', '.join(d['path'] for d in docs)}, but drafting a rubric from a document "
+                f"read {read}, but drafting a rubric from a document "
                 "needs an agent model (--agent-model); the rubric library was used instead"
             )
         return base, metrics, trace
-    # the registered metrics the agent may choose: those that can work in this run (MetricEntry.offer)
     offered = [(e, m) for e, m in offers if e.name in base.added or e.where(options, tools) is not None]
     offered_keys = {e.key for e, _m in offered}
     content = _agent_prompt(request, items, [m for m in metrics if key_of(m) not in offered_keys], offered, docs,
@@ -405,8 +358,7 @@ def _agent_prompt(
     request: str, items: list[Item], metrics: list[Metric], offered: list[tuple[MetricEntry, Metric]],
     docs: list[dict[str, Any]], options: dict | None, tools: Any,
 ) -> str:  # fmt: skip
-    """The customisation agent's message: what is the same for every request on these items first (tasks, metrics, the
-    registered metrics offered, named documents), the request last (a cacheable prefix)."""
+    """The customisation agent's message: tasks, metrics, offered metrics, documents, then the request (cacheable)."""
 
     def listed(m: Metric) -> str:
         return "\n".join(f"- {s.name} ({s.kind}, {s.scale_label}): {s.description}" for s in m.specs)
@@ -432,8 +384,7 @@ def _agent_prompt(
 async def _with_tools(
     agent: NamedModel, msgs: list[Any], tools: Any, options: dict | None, base: MetricPlan
 ) -> tuple[list[Any], list[Any], StructuredReply | None]:
-    """Let the agent call ``web_search``/``read_pdf`` first: (messages to ask the plan with, tool evidence, the plan
-    when the agent answered with it right away)."""
+    """Let the agent call ``web_search``/``read_pdf`` first: (messages to ask the plan with, evidence, direct plan)."""
     budget = int((options or {}).get("agent_tool_budget", 3))
     system = SystemMessage(
         content=CUSTOM_SYSTEM + f"\nYou may first call web_search or read_pdf (at most {budget} calls) to ground "
@@ -461,8 +412,7 @@ def _agent_plan(
     p: MetricPlan, base: MetricPlan, custom: list[Rubric], notes: list[str],
     offers: list[tuple[MetricEntry, Metric]], offered: list[tuple[MetricEntry, Metric]], agent: str,
 ) -> tuple[MetricPlan, list[tuple[MetricEntry, Metric]]]:  # fmt: skip
-    """The plan from the agent's reply ``p`` and the offline plan ``base``, and the registered metrics it adds: the
-    offline plan's, then those the agent chose among the offered ones (by name in ``added`` or as its primary)."""
+    """The plan from the agent's reply ``p`` and offline ``base``, and the registered metrics it adds."""
     chosen = [(e, m) for e, m in offered if e.name in p.added or p.primary in {s.name for s in m.specs}]
     added = list(dict.fromkeys([*base.added, *(e.name for e, _m in chosen)]))
     for n in p.added:
@@ -474,11 +424,8 @@ def _agent_plan(
             )
     added_metrics = [(e, m) for e, m in offers if e.name in added]
     names = {r.name for r in custom} | set(base.predefined) | {s.name for _e, m in added_metrics for s in m.specs}
-    primary = (
-        p.primary
-        if p.primary in names
-        else (base.primary if base.primary in names else (custom[0].name if custom else base.primary))
-    )
+    fallback = base.primary if base.primary in names else (custom[0].name if custom else base.primary)
+    primary = p.primary if p.primary in names else fallback
     qualities = p.qualities or base.qualities
     for entry, _m in chosen:
         if entry.name not in base.added:
@@ -499,21 +446,16 @@ def _mentions(r: Rubric, quality: str) -> bool:
 
 
 def planned_metrics(plan: MetricPlan, items: list[Item], options: dict | None = None) -> list[Metric]:
-    """The Metric objects of ``plan`` for ``items``: the predefined and registered metrics named by the plan's keys
-    (``MetricPlan.metrics``, each restricted to its scope's items), then its custom rubrics.  A plan without keys
-    (written before plans had them) is read by metric names (``predefined``, ``added``)."""
+    """The Metric objects of ``plan`` for ``items``: those its keys (else names) name, then its rubrics."""
     keys = {tuple(k) for k in plan.metrics}
     predefined = benchmark_registry.predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
     out = [m for m in predefined if (key_of(m) in keys if keys else any(s.name in plan.predefined for s in m.specs))]
-    out += [
-        m for e, m in registered_offers(items, predefined, options) if (e.key in keys if keys else e.name in plan.added)
-    ]
-    if plan.custom:
-        out += [RubricMetric(r) for r in plan.custom]
-    return out
+    offers = registered_offers(items, predefined, options)
+    out += [m for e, m in offers if (e.key in keys if keys else e.name in plan.added)]
+    return out + [RubricMetric(r) for r in plan.custom]
 
 
 def plan_specs(plan: MetricPlan, metrics: list[Metric]) -> list[MetricSpec]:
     """Every MetricSpec of the plan, predefined first, then custom."""
-    specs = {s.name: s for m in reversed(metrics) for s in reversed(m.all_specs)}  # the first of a name shows it
+    specs = {s.name: s for m in reversed(metrics) for s in reversed(m.all_specs)}
     return [specs[n] for n in dict.fromkeys(s.name for m in metrics for s in m.all_specs)] + list(plan.custom)

@@ -1,13 +1,7 @@
-"""The run's estimate before any call: every target and judge prompt the run will send, built by the run's own code for
-every item, counted and priced (:mod:`sgieval.models.estimate`).
-
-:func:`estimate_run` drives the evaluation's own functions (:func:`sgieval.agents.evaluation.infer` for the target
-prompt, :func:`sgieval.agents.evaluation.score_response` for every metric of the plan, which builds the judge prompts,
-tool loops and structured-output bindings) with a :class:`~sgieval.models.estimate.RehearsalChat` standing in for each
-live model, under a call context of its own (no call cache written, a ledger of its own), so nothing is sent, stored or
-billed.  Replay targets answer with their stored responses, so judge prompts on them are exact; a live target's answer
-is unknown before the run and stands in at the typical answer length.
-"""
+"""The run's estimate before any call: every target and judge prompt the run will send, built by the run's own code
+(:func:`infer`, :func:`score_response`) against a :class:`~sgieval.models.estimate.RehearsalChat` per live model, under
+a call context and ledger of its own, then counted and priced: nothing is sent, stored or billed.  Replay targets answer
+with their stored responses; a live target's answer stands in at the typical answer length."""
 
 from __future__ import annotations
 
@@ -51,12 +45,8 @@ __all__ = ["estimate_run", "estimate_step", "run_estimate", "NARRATIVE_INPUT_TOK
 
 log = get_logger("sgieval")
 
-NARRATIVE_INPUT_TOKENS = 3000
-"""Input tokens of the report narrative call of the agent model (stated: the report's tables it reads are not
-known before the run)."""
-
+NARRATIVE_INPUT_TOKENS = 3000  # stated: the report's tables it reads are not known before the run
 NARRATIVE_OUTPUT_TOKENS = 400
-"""Typical output tokens of the report narrative (a few sentences)."""
 
 
 def _max_tokens(model: NamedModel) -> int | None:
@@ -72,25 +62,20 @@ def _max_tokens(model: NamedModel) -> int | None:
 def _stand_in(model: NamedModel, rehearsal: Rehearsal, answer_tokens: int) -> NamedModel:
     """``model`` with its chat model replaced by a rehearsal (same name, role, provider and parameters)."""
     chat = RehearsalChat(
-        rehearsal=rehearsal,
-        label=model.name,
-        role=model.role,
-        answer_tokens=answer_tokens,
-        real=model,
+        rehearsal=rehearsal, label=model.name, role=model.role, answer_tokens=answer_tokens, real=model,
         max_tokens=_max_tokens(model),
-    )
+    )  # fmt: skip
     return dataclasses.replace(model, chat=chat, params=dict(model.params), dropped=dict(model.dropped))
 
 
 def typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: str = "") -> tuple[int, str]:
-    """The typical target answer length (tokens) and where it comes from: the median length of ``stored`` answers
-    (replayed responses of these items) when there are any, else :data:`TYPICAL_OUTPUT_TOKENS` of the items' (most
-    common) benchmark, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
+    """The typical target answer length: the median of ``stored`` answers, else the items' benchmark's
+    :data:`TYPICAL_OUTPUT_TOKENS`, else :data:`DEFAULT_TYPICAL_OUTPUT_TOKENS`.
 
     Args:
         items: the run's items.
         stored: texts of stored answers to these items (any model).
-        model: the model string whose token counter measures the stored answers (:func:`token_counter`).
+        model: the model string whose token counter measures the stored answers.
 
     Returns:
         (tokens, one phrase naming the source).
@@ -123,7 +108,7 @@ async def estimate_run(
     stored: Mapping[tuple[str, str], Any] | None = None,
     done: set[tuple[str, str, str]] | None = None,
 ) -> Estimate:
-    """The estimate of a run before any call (module docstring).
+    """The estimate of a run before any call.
 
     Args:
         items: the run's items.
@@ -138,14 +123,11 @@ async def estimate_run(
         prices: the run's user prices (USD per 1M input and output tokens).
         cache: the run's call cache (looked up, never written) or None when the run does not use it.
         batch: the run sends target and judge calls through batch APIs (``--batch``): priced at the batch rate.
-        stored: the Responses the run folder already holds, by (item id, target model): they are scored as
-            stored and their target is not called (``ask --into``, which reuses them).
-        done: the (item id, target model, metric spec) scores the run folder already holds: not scored again,
-            so their judge calls are not counted.
+        stored: the Responses the run folder holds, by (item id, target model): scored as stored, target not called.
+        done: the (item id, target model, metric spec) scores the run folder holds: not scored again.
 
     Returns:
-        The :class:`~sgieval.models.estimate.Estimate`: calls, input tokens, output tokens (typical and bound)
-        and USD per (model, role).
+        The Estimate: calls, input tokens, output tokens (typical and bound) and USD per (model, role).
     """
     rehearsal = Rehearsal(cache=cache, cache_key=cache_key_for if cache is not None else None)
     replayed = {(t.name, i.id): t.replay.respond(i, t.name) for t in targets if t.is_replay for i in items}
@@ -156,27 +138,21 @@ async def estimate_run(
     def stand_in(m: NamedModel) -> NamedModel:
         s = _stand_in(m, rehearsal, answer_tokens)
         if cache is not None and not should_cache(m, None):
-            s.chat.real = None  # a call the run does not cache: never served from it
+            s.chat.real = None
         return s
 
     live = {t.name: stand_in(t) for t in targets if not t.is_replay}
     stand_in_judges = [stand_in(j) for j in judges]
-    # a metric reaches a model only through a judge of its scoring context: without a judge, scoring the
-    # rehearsed answers would send nothing, so the metrics are not run (on 1,000 items that is most of the
-    # estimate's time: every objective metric parsing every stand-in answer)
+    # without a judge scoring sends nothing, so the metrics are not run
     sandbox = None
     if stand_in_judges:
-        from ..tools import UnavailableSandbox  # the sandbox module loads only when judges are rehearsed
+        from ..tools import UnavailableSandbox
 
         sandbox = UnavailableSandbox("rehearsal", SandboxUnavailableError("no program runs before the run"))
     ctx = ScoringContext(
-        judges=stand_in_judges,
-        tools=tools,
-        sandbox=sandbox,
-        embedder=_no_embedding,
-        allow_self_judge=allow_self_judge,
-        options=dict(options or {}),
-    )
+        judges=stand_in_judges, tools=tools, sandbox=sandbox, embedder=_no_embedding,
+        allow_self_judge=allow_self_judge, options=dict(options or {}),
+    )  # fmt: skip
     answers = {**replayed, **{(t, i): r for (i, t), r in (stored or {}).items()}}
     rehearsed = await _rehearse(items, targets, metrics if stand_in_judges else [], ctx, live, answers, rehearsal, done)
     how = (
@@ -189,17 +165,10 @@ async def estimate_run(
 
 
 def _estimate(
-    rehearsal: Rehearsal,
-    rehearsed: _Rehearsed,
-    items: Sequence[Item],
-    targets: Sequence[NamedModel],
-    judges: Sequence[NamedModel],
-    agent: NamedModel | None,
-    agent_done: Mapping[str, int] | None,
-    prices: Mapping[str, tuple[float, float]] | None,
-    batch: bool,
-    answer: str,
-) -> Estimate:
+    rehearsal: Rehearsal, rehearsed: _Rehearsed, items: Sequence[Item], targets: Sequence[NamedModel],
+    judges: Sequence[NamedModel], agent: NamedModel | None, agent_done: Mapping[str, int] | None,
+    prices: Mapping[str, tuple[float, float]] | None, batch: bool, answer: str,
+) -> Estimate:  # fmt: skip
     """The Estimate of the rehearsed calls: rows per (model, role), the agent's row, how tokens were counted, notes."""
     notes = ["--batch: target and judge calls priced at the batch rate (genai-prices' batch price, else 50% of the "
              "list price); the agent model's calls are direct"] if batch else []  # fmt: skip
@@ -222,13 +191,9 @@ def _estimate(
         rows.append(_agent_row(agent, agent_done or {}, prices))
     counters = {m: token_counter(m).name for m in dict.fromkeys(r.model for r in rows)}
     names = set(counters.values())
-    tokenizer = (
-        next(iter(names))
-        if len(names) == 1
-        else "; ".join(f"{m}: {n}" for m, n in counters.items())
-        if counters
-        else APPROXIMATION
-    )
+    tokenizer = "; ".join(f"{m}: {n}" for m, n in counters.items()) or APPROXIMATION
+    if len(names) == 1:
+        tokenizer = next(iter(names))
     typical = (
         f"{answer}; typical judge output {JUDGE_REPLY_TOKENS} tokens per structured reply and {TOOL_TURN_TOKENS} per "
         f"tool round (stated); judges offered tools are counted with every tool round used (an upper bound), each "
@@ -245,27 +210,21 @@ class _Rehearsed:
 
 
 async def _rehearse(
-    items: Sequence[Item],
-    targets: Sequence[NamedModel],
-    metrics: Sequence[Metric],
-    ctx: ScoringContext,
-    live: dict[str, NamedModel],
-    answers: Mapping[tuple[str, str], Response],
-    rehearsal: Rehearsal,
+    items: Sequence[Item], targets: Sequence[NamedModel], metrics: Sequence[Metric], ctx: ScoringContext,
+    live: dict[str, NamedModel], answers: Mapping[tuple[str, str], Response], rehearsal: Rehearsal,
     done: set[tuple[str, str, str]] | None,
-) -> _Rehearsed:
-    """Every target answers every item (a known answer, else the rehearsed live target) and every metric scores it,
-    under a call context and ledger of the rehearsal's own: the rehearsal records the calls."""
+) -> _Rehearsed:  # fmt: skip
+    """Every target answers every item (known answer, else rehearsed) and every metric scores it, recorded apart."""
     out = _Rehearsed()
     done = set(done or ())
     with call_context(CallContext(use_cache=False, limits={"*": 64})), Ledger().activate():
         for t in targets:
             for i in items:
                 resp = answers.get((t.name, i.id))
-                exact = resp is not None  # the answer is known: its judge prompts are exact
+                exact = resp is not None
                 if resp is None:
                     resp = await infer(i, live[t.name], ctx)
-                    if resp.status == "not_run":  # the run would not call it either (e.g. no judge for the protocol)
+                    if resp.status == "not_run":
                         reasons = out.not_run.setdefault(t.name, {})
                         reason = resp.error or "not run"
                         reasons[reason] = reasons.get(reason, 0) + 1
@@ -290,36 +249,34 @@ async def _rehearse(
 def _agent_row(agent: NamedModel, made: Mapping[str, int], prices: Mapping[str, tuple[float, float]] | None) -> Any:
     """The agent model's row: its planning calls made so far, then the report narrative (stated tokens)."""
     calls = int(made.get("calls", 0))
-    return priced(
-        RoleEstimate(
-            model=agent.name,
-            role="agent",
-            calls=calls + 1,
-            input_tokens=int(made.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS,
-            output_tokens=int(made.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS,
-            done_calls=calls,
-            note=f"{calls} planning call(s) made, then the report narrative (1 call, a second when its fact check "
-            f"fails; {NARRATIVE_INPUT_TOKENS:,} input tokens stated: its tables are not known before the run)",
-        ),
-        prices,
+    note = (
+        f"{calls} planning call(s) made, then the report narrative (1 call, a second when its fact check "
+        f"fails; {NARRATIVE_INPUT_TOKENS:,} input tokens stated: its tables are not known before the run)"
     )
+    inp = int(made.get("input_tokens", 0)) + NARRATIVE_INPUT_TOKENS
+    out = int(made.get("output_tokens", 0)) + NARRATIVE_OUTPUT_TOKENS
+    row = RoleEstimate(
+        model=agent.name,
+        role="agent",
+        calls=calls + 1,
+        input_tokens=inp,
+        output_tokens=out,
+        done_calls=calls,
+        note=note,
+    )
+    return priced(row, prices)
 
 
 async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
-    """The run's estimate before any call (:func:`sgieval.agents.estimate.estimate_run`): per (model, role) the calls,
-    input tokens (counted on the target and judge prompts built for every item), output tokens and USD. Kept in the run
-    folder (``estimate.jsonl``) for the report's cost section, with the invocation it is of (``invocation``, ``kind``).
-    An ``ask --into`` invocation counts only what it calls: the responses and scores the run holds are reused (not
-    counted), and the added judges' pass counts what they have not scored; its rows without a call are left out (a note
-    names them).  A run folder opened read-only (``--into`` under ``--dry-run``) gets nothing written.
+    """The run's estimate before any call (:func:`estimate_run`), appended to ``estimate.jsonl`` (unless read-only)
+    with its ``invocation`` and ``kind``; an ``ask --into`` counts only what it calls.
 
     Args:
         state: the graph state after the customisation (``selection``, ``metric_plan``).
         rt: the run context.
 
     Returns:
-        The estimate as a dict (:class:`sgieval.models.estimate.Estimate` fields) with ``lines``: its text,
-        one line per (model, role), then the total and how it was counted.
+        The Estimate's fields as a dict, with ``lines``: its text.
     """
     if rt.estimate is not None:
         return rt.estimate
@@ -336,18 +293,13 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
             if t.model == rt.agent.name and t.role == "agent":
                 agent_done = {"calls": t.calls, "input_tokens": t.input_tokens, "output_tokens": t.output_tokens}
     into = rt.invocation_kind == "into"
-    # an --into reuses what the run holds: its stored responses are not asked again, its scores not made again
     stored = {(r.item_id, r.model): r for r in rt.store.read("responses")} if into else None
     done = {(s.item_id, s.model, s.metric) for s in rt.store.read("scores")} if into else None
+    cache = get_cache() if rt.config.use_cache else None
     common: dict[str, Any] = dict(
-        tools=rt.tools,
-        options=rt.metric_options,
-        allow_self_judge=rt.config.allow_self_judge,
-        prices=run_prices(rt),
-        cache=get_cache() if rt.config.use_cache else None,
-        batch=rt.config.batch,
-        stored=stored,
-    )
+        tools=rt.tools, options=rt.metric_options, allow_self_judge=rt.config.allow_self_judge, prices=run_prices(rt),
+        cache=cache, batch=rt.config.batch, stored=stored,
+    )  # fmt: skip
     metrics = plan_metrics(rt, items, plan)
     est = await estimate_run(
         items, targets, rt.judges, metrics, agent=rt.agent, agent_done=agent_done, done=done, **common
@@ -363,9 +315,9 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
             + (f" (nothing to call for {', '.join(f'{r.model} ({r.role})' for r in idle)})" if idle else "")
         )
     out = {**est.model_dump(mode="json"), "lines": est.lines()}
-    if rt.store.invocation:  # which invocation this estimate is of (an --into's is kept beside the run's)
+    if rt.store.invocation:
         out.update(invocation=rt.store.invocation, kind=rt.invocation_kind or "ask")
-    if not rt.store.read_only:  # an --into under --dry-run reads the run folder only
+    if not rt.store.read_only:
         rt.store.append_rows("estimate", [out])
     rt.estimate = out
     log.info("estimate", calls=est.calls, input_tokens=est.input_tokens, usd=est.usd)
@@ -375,12 +327,11 @@ async def estimate_step(state: State, rt: RunContext) -> dict[str, Any]:
 async def _added_judge_rows(
     rt: RunContext, items: list[Item], targets: list[NamedModel], metrics: list[Metric], common: dict[str, Any]
 ) -> list[RoleEstimate]:
-    """The judge rows of the added judges' pass: every target's stored responses, on the judge and rubric metrics, one
-    pass per judge as the run scores them (``score_added_judge``), without what each has scored."""
+    """The judge rows of the added judges' pass (one per judge, on the judged metrics), without what each has scored."""
     if not rt.added_judges:
         return []
     judged = judged_metrics(metrics)
-    objective = {s.name for m in judged for s in m.specs if s.kind not in JUDGED_KINDS}  # the run's own
+    objective = {s.name for m in judged for s in m.specs if s.kind not in JUDGED_KINDS}
     added_rows = rt.store.read(ADDED_JUDGE_SCORES)
     rows: list[RoleEstimate] = []
     for judge in rt.added_judges:
@@ -392,7 +343,7 @@ async def _added_judge_rows(
 
 
 def _no_embedding(texts: list[str]) -> Any:
-    """A stand-in embedder for the rehearsal (embeddings cost no model call here): unit vectors."""
+    """A stand-in embedder for the rehearsal: unit vectors."""
     import numpy as np
 
     out = np.zeros((len(texts), 8), dtype=np.float32)
@@ -400,31 +351,24 @@ def _no_embedding(texts: list[str]) -> Any:
     return out
 
 
-OLD_INTO_NOTE = "ask --into: the rows count"
-"""The note of an ``--into`` estimate written by an sgieval that kept neither its invocation nor whether it was a
-dry run: such a line is not the run's estimate, and not known to be an invocation's."""
+OLD_INTO_NOTE = "ask --into: the rows count"  # an --into estimate line that kept no invocation: not the run's
 
 
 def run_estimate(stored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The estimate of everything a run's invocations called, from its ``estimate.jsonl`` lines: the run's own estimate
-    (its last line of an ``ask``/``resume``), then the estimate of each ``ask --into`` invocation (its last line,
-    ``kind`` ``into``), added up per (model, role): calls, cached calls, tokens and USD (a USD or output bound is None
-    when one part's is).  The ledger the report sets beside it holds every invocation's calls, so the sum is the figure
-    to compare.
+    """The estimate of everything a run's invocations called: the run's last ``ask``/``resume`` estimate and the last
+    of each ``ask --into`` invocation, added up per (model, role) (a bound is None when one part's is).
 
     Args:
-        stored: the ``estimate.jsonl`` rows, in file order (:class:`~sgieval.models.estimate.Estimate` dumps,
-            with ``invocation`` and ``kind`` when the sgieval that wrote them kept them).
+        stored: the ``estimate.jsonl`` rows, in file order.
 
     Returns:
-        The estimate (the one part as stored, or the sum with ``parts``: one phrase per part, and a note naming
-        them), or None when no line is an estimate of the run.
+        The one part as stored, or the sum with ``parts`` and a note naming them; None when there is no estimate.
     """
     own = [e for e in stored if e.get("kind") in (None, "ask", "resume") and not _old_into(e)]
     into: dict[str, Mapping[str, Any]] = {}
     for e in stored:
         if e.get("kind") == "into" and e.get("invocation"):
-            into[str(e["invocation"])] = e  # the last line of each invocation
+            into[str(e["invocation"])] = e
     parts = ([("the run's estimate", own[-1])] if own else []) + [
         (f"the estimate of ask --into (invocation {inv})", e) for inv, e in into.items()
     ]
@@ -450,12 +394,9 @@ def run_estimate(stored: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     for _, e in parts:
         notes += [n for n in e.get("notes") or [] if n not in notes]
     est = Estimate(
-        rows=[RoleEstimate.model_validate(r) for r in rows.values()],
-        items=int(first.get("items") or 0),
-        tokenizer=str(first.get("tokenizer") or ""),
-        typical_output=str(first.get("typical_output") or ""),
-        notes=notes,
-    )
+        rows=[RoleEstimate.model_validate(r) for r in rows.values()], items=int(first.get("items") or 0),
+        tokenizer=str(first.get("tokenizer") or ""), typical_output=str(first.get("typical_output") or ""), notes=notes,
+    )  # fmt: skip
     return {**est.model_dump(mode="json"), "lines": est.lines(), "parts": [name for name, _ in parts]}
 
 
@@ -464,19 +405,15 @@ def _old_into(e: Mapping[str, Any]) -> bool:
 
 
 def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping[str, Any]]) -> list[Any]:
-    """The cost section's "estimate and actual" table and its note: per (model, role) the estimate made before any call
-    (:func:`estimate_run`, as stored in ``estimate.jsonl``) beside the ledger's totals.
+    """The cost section's "estimate and actual" table and its note, per (model, role).
 
     Args:
-        estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None (none
-            was stored: a run folder of an sgieval that made none under ``--yes``, or an estimate that failed).
-        actual: the ledger's rows (``model``, ``role``, ``calls``, ``cached_calls``, ``input_tokens``,
-            ``output_tokens``, ``cost``).
+        estimate: the stored estimate (``rows``, ``tokenizer``, ``typical_output``, ``notes``), or None.
+        actual: the ledger's rows (``model``, ``role``, ``calls``, ``input_tokens``, ``output_tokens``, ``cost``).
 
     Returns:
-        Without an estimate: [] when no call was made, else a Text saying none was made; else a Table (name
-        ``estimate``; calls, input tokens, output tokens and USD, estimated then actual) and a Text saying how the
-        estimate was made.
+        A Table (``estimate``) and a Text on how it was made; without an estimate a Text saying so, or [] when no
+        call was made.
     """
     if not estimate or not estimate.get("rows"):
         if not any(r.get("calls") for r in actual):
@@ -487,7 +424,7 @@ def estimate_blocks(estimate: Mapping[str, Any] | None, actual: Sequence[Mapping
                 "made none for a run started with `--yes`, or the estimate failed (the run's log.jsonl says why)."
             )
         ]
-    try:  # estimate.jsonl is a file of the run folder: data, read as such
+    try:
         stored = Estimate.model_validate({k: v for k, v in estimate.items() if k in Estimate.model_fields})
     except ValidationError as bad:
         why = bad.errors()[0]["msg"]

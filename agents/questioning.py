@@ -1,30 +1,10 @@
-"""Questioning agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 1).
+"""Questioning agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 1): request + catalog + K -> a
+:class:`SelectionPlan` -> selected item ids (``Catalog.sample``: the same plan and seed select the same ids).
 
-request + catalog + K -> a :class:`SelectionPlan` (facet filters, K, seed,
-sampling, reason) -> selected item ids.  No request means everything.
-
-Offline path (no agent model): the request is mapped onto catalog facets with
-the vocabulary of the registered benchmarks (each definition's
-``vocabulary``, joined by :func:`sgieval.benchmarks.registry.vocabulary`).
-
-With an agent model that supports tool calling (``chat.bind_tools`` works:
-OpenAI-compatible servers, the embedded ``local:smollm2``), the model explores
-the catalog with three LangChain tools (:func:`catalog_tools`:
-``facet_counts``, ``search_items``, ``sample_items``) and ends by calling
-``submit_selection_plan`` (:class:`PlanArgs`); at most ``max_steps`` model
-turns (default 8).  With an agent model without tool calling (``bind_tools``
-raises NotImplementedError), the model proposes the plan as structured output
-(JSON).  Either way values absent from the catalog are dropped with a note,
-the run's seed and ``--k`` override the model's, and a plan that fails or
-selects nothing falls back to the offline plan, which the reason says.
-
-The plan also names the kind of question (:mod:`.question_kind`: ranking, where, yes_no, how_good, how_much,
-why): the agent model's label when it gives one, else the offline rules'; the report answers that kind first.
-
-Determinism: the items are ``Catalog.sample(matches, k, seed)`` of the plan's
-filters -- stratified by (discipline, task) when K is smaller than the
-matches -- so the same plan and seed always select the same item ids.
-"""
+Offline, the request is mapped onto facets with the benchmarks' vocabulary.  An agent model with tool calling explores
+the catalog (:func:`catalog_tools`) and calls ``submit_selection_plan``; one without proposes the plan as JSON.  Values
+absent from the catalog are dropped, the run's seed and ``--k`` win, and a failed plan falls back to the offline one.
+The plan also names the question's kind (:mod:`.question_kind`)."""
 
 from __future__ import annotations
 
@@ -91,13 +71,8 @@ def _find(patterns: list[str], text: str) -> str | None:
 
 
 def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int = 0) -> SelectionPlan:
-    """Map ``request`` onto catalog facets with the vocabulary (deterministic).
-
-    Disciplines are matched against the catalog's discipline values first,
-    then its direction values (e.g. "astrophysics" is a SciAidanBench
-    subdomain).  K comes from the ``k`` argument, else from the request
-    ("10 questions", "k=10"), else all matches.
-    """
+    """Map ``request`` onto catalog facets with the vocabulary (disciplines, then directions); K from ``k``, else the
+    request ("10 questions", "k=10"), else all matches."""
     text = request or ""
     filters: dict[str, list[str]] = {}
     matched: dict[str, str] = {}
@@ -139,19 +114,13 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
         reasons.append("request terms mapped to facets: " + "; ".join(f"'{t}' -> {f}" for t, f in matched.items()))
     else:
         reasons.append(
-            "no facet named in the request: every item of the loaded catalog"
-            if text.strip()
-            else "no request: every item of the loaded catalog"
+            f"{'no facet named in the request' if text.strip() else 'no request'}: every item of the loaded catalog"
         )
-    plan = SelectionPlan(
-        filters={f: list(dict.fromkeys(v)) for f, v in filters.items()},
-        k=k,
-        seed=seed,
-        sampling="stratified" if k else "all",
-        reason=". ".join(reasons),
-        matched_terms=matched,
+    filters = {f: list(dict.fromkeys(v)) for f, v in filters.items()}
+    sampling = "stratified" if k else "all"
+    return SelectionPlan(
+        filters=filters, k=k, seed=seed, sampling=sampling, reason=". ".join(reasons), matched_terms=matched
     )
-    return plan
 
 
 TASK_BENCHMARK = {
@@ -163,13 +132,11 @@ TASK_BENCHMARK = {
     FEASIBILITY: "sfbench",
     OPEN_CREATIVITY: "sciaidanbench",
 }
-"""Which benchmark holds each task's items (for the error when that benchmark is not loaded)."""
 BENCHMARK_TITLES = {"sgi-bench": "SGI-Bench", "sfbench": "SFBench", "sciaidanbench": "SciAidanBench"}
 
 
 def _instead_request(request: str, plan: SelectionPlan) -> str:
-    """``request`` without the words that chose the task ("... in chemistry idea generation?" -> "... in
-    chemistry?"), for the SciAidanBench alternative the error suggests."""
+    """``request`` without the words that chose the task, for the SciAidanBench alternative the error suggests."""
     text = request or ""
     for term, facet in plan.matched_terms.items():
         if facet.startswith("task="):
@@ -178,12 +145,8 @@ def _instead_request(request: str, plan: SelectionPlan) -> str:
 
 
 def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") -> InputError | None:
-    """The error for a plan whose task filter names tasks of a benchmark that
-    is not loaded (no local data): which benchmark holds those items, how to
-    get it (``sgieval data pull`` or ``--data-dir``), and -- when the request
-    asks about a quality and stored SciAidanBench answers are loaded -- the
-    exact command that judges those answers for that quality instead.  None
-    when the plan's emptiness has another cause."""
+    """The error for a plan whose tasks come from a benchmark that is not loaded: how to get it, and the command that
+    judges stored SciAidanBench answers for the asked quality instead; None when the emptiness has another cause."""
     from ..benchmarks import how_to_get
 
     tasks = plan.filters.get("task") or []
@@ -211,19 +174,14 @@ def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") 
 
 
 def apply_plan(plan: SelectionPlan, catalog: Catalog, request: str = "") -> list[Item]:
-    """Items selected by ``plan``.  Raises InputError (one line) when the
-    filters select nothing: :func:`missing_task_data` when the asked task's
-    benchmark is not loaded, else with the available values."""
+    """Items selected by ``plan``; InputError when none (:func:`missing_task_data`, else the values there are)."""
     matches = catalog.filter(plan.filters)
     if not matches:
         missing = missing_task_data(plan, catalog, request)
         if missing is not None:
             raise missing
-        avail = "; ".join(
-            f"{f}: {', '.join(catalog.values(f))}"
-            for f in ("benchmark", "task", "discipline")
-            if f in plan.filters or f == "task"
-        )
+        facets = [f for f in ("benchmark", "task", "discipline") if f in plan.filters or f == "task"]
+        avail = "; ".join(f"{f}: {', '.join(catalog.values(f))}" for f in facets)
         desc = ", ".join(f"{f} in {v}" for f, v in plan.filters.items())
         unavailable = "; ".join(f"{b}: {why}" for b, why in catalog.unavailable.items())
         raise InputError(
@@ -253,8 +211,7 @@ def _catalog_summary(catalog: Catalog) -> str:
 
 
 def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int | None, seed: int) -> SelectionPlan:
-    """Drop facets/values absent from the catalog (noted in the reason), apply
-    the run's ``k`` (when given) and ``seed``, and name the planner."""
+    """Drop facets/values absent from the catalog (noted), apply the run's ``k`` and ``seed``, name the planner."""
     notes: list[str] = []
     clean: dict[str, list[str]] = {}
     for facet, vals in plan.filters.items():
@@ -279,27 +236,24 @@ def _clean_plan(plan: SelectionPlan, catalog: Catalog, agent: NamedModel, k: int
     return plan
 
 
+def _request_message(request: str, catalog: Catalog) -> HumanMessage:
+    summary = _catalog_summary(catalog)
+    return HumanMessage(
+        content=f"Catalog facets (value (count)):\n{summary}\n\nRequest: {request or '(none: evaluate everything)'}"
+    )
+
+
 async def llm_plan(
     request: str, catalog: Catalog, agent: NamedModel, k: int | None, seed: int
 ) -> tuple[SelectionPlan, list[str]]:
-    """Ask ``agent`` for a SelectionPlan as structured output (models without
-    tool calling); returns (plan, raw replies).  Values not in the catalog are
-    dropped (noted).  Raises ValueError when the model gives no usable plan
-    (the caller falls back to the offline plan)."""
-    msgs = [
-        SystemMessage(content=PLAN_SYSTEM),
-        HumanMessage(
-            content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
-            f"Request: {request or '(none: evaluate everything)'}"
-        ),
-    ]
+    """(plan, raw replies) from ``agent`` as structured output; ValueError when it gives no usable plan."""
+    msgs = [SystemMessage(content=PLAN_SYSTEM), _request_message(request, catalog)]
     reply = await ask_agent(agent, msgs, SelectionPlan)
     if reply.parsed is None:
         raise ValueError(reply.error or "no plan")
-    return _clean_plan(reply.parsed, catalog, agent, k, seed), [r for r in reply.raw]
+    return _clean_plan(reply.parsed, catalog, agent, k, seed), list(reply.raw)
 
 
-# ------------------------------------------------------------------ tool path
 class PlanArgs(BaseModel):
     """Arguments of the ``submit_selection_plan`` tool: the agent's final plan.
 
@@ -326,29 +280,15 @@ def _filters_arg(filters: Any) -> dict[str, list[str]]:
     if isinstance(filters, str):
         filters = json.loads(filters)
     if not isinstance(filters, dict):
-        raise InputError(
-            f"filters must be an object facet -> list of values, got {type(filters).__name__}",
-            what="filters",
-            fix='pass e.g. {"task": ["idea_generation"]}',
-        )
+        got = type(filters).__name__
+        fix = 'pass e.g. {"task": ["idea_generation"]}'
+        raise InputError(f"filters must be an object facet -> list of values, got {got}", what="filters", fix=fix)
     return {str(f): [v] if isinstance(v, str) else [str(x) for x in v] for f, v in filters.items() if v}
 
 
 def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
-    """The questioning agent's LangChain tools over ``catalog``.
-
-    - ``facet_counts(facet, filters=None)`` -> JSON ``{value: item count}``
-      of one facet among the items matching ``filters``;
-    - ``search_items(text, filters=None, limit=10)`` -> JSON list of
-      ``{id, benchmark, task, discipline, snippet}`` whose prompt contains
-      every word of ``text`` (:meth:`Catalog.search`, best first, limit <= 50);
-    - ``sample_items(filters=None, k=None)`` -> JSON ``{"matches", "k",
-      "sampling", "item_ids"}``: the items a plan with these filters and K
-      would select (stratified by discipline and task with the run's ``seed``).
-
-    Bad arguments (unknown facet, malformed filters) come back as an
-    ``"error: ..."`` string for the model to read, never an exception.
-    """
+    """The questioning agent's tools over ``catalog`` (``facet_counts``, ``search_items``, ``sample_items``; JSON out,
+    bad arguments give an ``"error: ..."`` string, never an exception)."""
 
     def _safe(fn):
         @functools.wraps(fn)
@@ -369,33 +309,25 @@ def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
     def search_items(text: str, filters: dict[str, list[str]] | None = None, limit: int = 10) -> str:
         """Find catalog items whose prompt contains every word of `text` (optionally within filters: facet -> accepted values); returns id, benchmark, task, discipline and a snippet, best match first."""
         hits = catalog.search(text, catalog.filter(_filters_arg(filters)), limit=max(1, min(int(limit), 50)))
-        return json.dumps(
-            [
-                {
-                    "id": i.id,
-                    "benchmark": i.benchmark,
-                    "task": i.task,
-                    "discipline": i.discipline,
-                    "snippet": i.prompt[:160],
-                }
-                for i in hits
-            ],
-            ensure_ascii=False,
-        )
+        rows = [
+            {
+                "id": i.id,
+                "benchmark": i.benchmark,
+                "task": i.task,
+                "discipline": i.discipline,
+                "snippet": i.prompt[:160],
+            }
+            for i in hits
+        ]
+        return json.dumps(rows, ensure_ascii=False)
 
     def sample_items(filters: dict[str, list[str]] | None = None, k: int | None = None) -> str:
         """Preview the item ids a plan would select: items matching the filters (facet -> accepted values), k of them stratified by discipline and task with the run's seed (k null = all matches)."""
         matches = catalog.filter(_filters_arg(filters))
         chosen = catalog.sample(matches, k, seed)
-        return json.dumps(
-            {
-                "matches": len(matches),
-                "k": k,
-                "sampling": "stratified" if k is not None and k < len(matches) else "all",
-                "item_ids": [i.id for i in chosen],
-            },
-            ensure_ascii=False,
-        )
+        sampling = "stratified" if k is not None and k < len(matches) else "all"
+        out = {"matches": len(matches), "k": k, "sampling": sampling, "item_ids": [i.id for i in chosen]}
+        return json.dumps(out, ensure_ascii=False)
 
     return [
         StructuredTool.from_function(_safe(f), name=f.__name__, description=f.__doc__)
@@ -427,29 +359,17 @@ items), a one-sentence reason and the question_kind. Leave a facet out when the 
 
 
 def bind_catalog_tools(agent: NamedModel, tools: list[BaseTool]) -> Any | None:
-    """``agent.chat.bind_tools(tools)``, or None when the chat model has no
-    tool calling (:func:`sgieval.models.tool_loop.bind_tools`)."""
+    """``agent.chat.bind_tools(tools)``, or None when the chat model has no tool calling."""
     return bind_tools(agent, tools)
 
 
 async def tool_plan(
     request: str, catalog: Catalog, agent: NamedModel, bound: Any, k: int | None, seed: int, *, max_steps: int = 8
 ) -> tuple[SelectionPlan, list[dict[str, Any]]]:
-    """The tool-calling loop (the one tool loop,
-    :func:`sgieval.models.tool_loop.run_tool_loop`): the model calls catalog
-    tools (their results go back as ToolMessages) until it calls
-    ``submit_selection_plan`` (or answers with a JSON plan in plain text).
-    Returns (cleaned plan, trace of ``{"tool", "args", "result"}`` per call;
-    a plain-text reply is ``{"tool": None, ...}``).  Raises ValueError after
-    ``max_steps`` turns without a plan, ModelCallError when a call fails."""
+    """The model calls catalog tools until it calls ``submit_selection_plan`` (or replies a JSON plan): (cleaned plan,
+    trace of ``{"tool", "args", "result"}``).  ValueError after ``max_steps`` turns, ModelCallError on a failed call."""
     tools = {t.name: t for t in catalog_tools(catalog, seed)}
-    msgs: list[Any] = [
-        SystemMessage(content=TOOL_SYSTEM),
-        HumanMessage(
-            content=f"Catalog facets (value (count)):\n{_catalog_summary(catalog)}\n\n"
-            f"Request: {request or '(none: evaluate everything)'}"
-        ),
-    ]
+    msgs: list[Any] = [SystemMessage(content=TOOL_SYSTEM), _request_message(request, catalog)]
     trace: list[dict[str, Any]] = []
     plan: list[PlanArgs] = []
 
@@ -480,17 +400,11 @@ async def tool_plan(
             return f"No plan received ({str(e)[:200]}). Call {SUBMIT_TOOL} with the filters, k and reason."
 
     with prompt_scope("sgieval:agent/questioning"):
+        offered = [*tools, SUBMIT_TOOL]
         loop = await run_tool_loop(
-            agent,
-            msgs,
-            bound,
-            execute,
-            offered=[*tools, SUBMIT_TOOL],
-            max_turns=max_steps,
-            on_text=on_text,
-            done=lambda: bool(plan),
-            unknown_tool=unknown,
-        )
+            agent, msgs, bound, execute, offered=offered, max_turns=max_steps, on_text=on_text, done=lambda: bool(plan),
+            unknown_tool=unknown
+        )  # fmt: skip
     if loop.stopped in ("answered", "finished") and plan:
         return _clean_plan(SelectionPlan(**plan[-1].model_dump()), catalog, agent, k, seed), trace
     raise ValueError(f"no {SUBMIT_TOOL} call within {max_steps} model turns")
@@ -508,23 +422,12 @@ async def run_questioning(
     rank_all: bool = False,
     names: Mapping[str, str] | None = None,
 ) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
-    """The questioning step: (plan, selected items, trace).
-
-    ``trace`` keeps ``"path"`` ("tools", "structured" or "offline"), the
-    agent's tool calls (``"tool_calls"``) or raw replies (``"agent_raw"``),
-    any fallback reason (``"fallback"``) and, on the offline path, what was
-    understood of the request (``"reading"``, :func:`understand_request` with
-    ``metrics`` and ``models``).  ``plan.sampling`` is "stratified" when K is
-    smaller than the matches, else "all"; ``plan.question_kind`` is the agent's label, else the offline rules'
-    (:mod:`.question_kind`).
+    """The questioning step: (plan, selected items, trace).  ``trace`` keeps ``"path"`` (tools, structured, offline),
+    ``"tool_calls"`` or ``"agent_raw"``, ``"fallback"`` and offline the request's ``"reading"``.
 
     Raises:
-        UnclearRequest: on the offline path, when a word of the request is a
-            near miss of a known term or names nothing the run can select or
-            measure (:func:`request_unclear`); ``rank_all`` (``--all``) ranks
-            every item the understood words select instead, and the plan's
-            reason names the words left out.  ``names`` spells the options
-            in these texts as the caller does (:func:`request_unclear`).
+        UnclearRequest: offline, when a word is a near miss or names nothing (:func:`request_unclear`); with
+            ``rank_all`` (``--all``) the understood words select instead and the reason names those left out.
     """
     trace: dict[str, Any] = {}
     if agent is not None:

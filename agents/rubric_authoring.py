@@ -1,12 +1,6 @@
-"""Rubric authoring: drafting a rubric for a quality, and the rubric dialogue of ``sgieval metric define``.
-
-:func:`draft_rubric` asks an agent model for a :class:`~sgieval.core.Rubric` measuring one quality (the customisation
-agent uses it for a quality the metric pool lacks).  ``sgieval metric define`` (:mod:`sgieval.graphs.metric_chat`) uses
-:func:`propose_rubric`, :func:`revise_rubric` and :func:`save_defined_rubric`, each with a deterministic offline path
-(the best library rubric by semantic match, or a generic 4-criterion rubric from the description's key phrases;
-revisions understood by small regexes: "weigh X double", "X weight 2", "drop X", "add criterion X: description", "rename
-to NAME") and an LLM path (structured output :class:`~sgieval.core.Rubric`).
-"""
+"""Rubric authoring: :func:`draft_rubric` (a rubric for one quality) and the dialogue of ``sgieval metric define``
+(:func:`propose_rubric`, :func:`revise_rubric`, :func:`save_defined_rubric`), each with an LLM path (structured output)
+and a deterministic offline one (library match or generic rubric; revisions read by small regexes)."""
 
 from __future__ import annotations
 
@@ -52,8 +46,8 @@ __all__ = [
 
 
 def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[str]) -> Rubric:
-    """Rubric from an agent made safe to run: slug name distinct from ``taken``, tasks ["*"] when none, a source
-    (``default_source`` when empty) that cites every entry of ``cite`` not already mentioned."""
+    """Rubric from an agent made safe to run: slug name not in ``taken``, tasks ["*"] if none, a source citing ``cite``
+    (``default_source`` when empty)."""
     name = slug(r.name)
     if name in taken:
         name = f"{name}_custom"
@@ -82,9 +76,7 @@ async def draft_rubric(
     documents: list[dict[str, Any]] | None = None,
     name: str | None = None,
 ) -> tuple[Rubric | None, list[str], str | None]:
-    """Ask ``agent`` for a :class:`Rubric` measuring ``quality`` (structured output, parse retries).  ``documents``
-    (from :func:`read_named_pdfs`) are shown as delimited data and cited in ``source``.  Returns (rubric or None, raw
-    replies, error)."""
+    """Ask ``agent`` for a :class:`Rubric` measuring ``quality``, citing ``documents``: (rubric or None, raw, error)."""
     docs = documents or []
     parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]
     if request:
@@ -96,12 +88,8 @@ async def draft_rubric(
     )
     if reply.parsed is None:
         return None, reply.raw, reply.error
-    r = tidy_rubric(
-        reply.parsed,
-        taken=set(),
-        default_source=f"drafted by {agent.name} for '{quality}'",
-        cite=[f"{d['path']} ({d['title']})" for d in docs],
-    )
+    cite = [f"{d['path']} ({d['title']})" for d in docs]
+    r = tidy_rubric(reply.parsed, taken=set(), default_source=f"drafted by {agent.name} for '{quality}'", cite=cite)
     if name:
         r = r.model_copy(update={"name": slug(name)})
     return r, reply.raw, None
@@ -130,10 +118,8 @@ _GENERIC = [  # (name, description, anchors 0, 5, 10)
 
 
 def key_phrases(description: str, limit: int = 4) -> list[str]:
-    """Up to ``limit`` short phrases (1-5 words) naming what ``description`` asks to measure: the text is split at
-    punctuation and at "and"/"or"/ "with"/"plus", and leading filler ("a metric for how well the answer ...") is
-    stripped.  "A metric for cost awareness and use of cheap reagents" -> ["cost awareness", "use of cheap reagents"].
-    """
+    """Up to ``limit`` 1-5 word phrases naming what ``description`` measures, split at punctuation and conjunctions,
+    filler stripped: "A metric for cost awareness and use of cheap reagents" -> ["cost awareness", "use of ..."]."""
     out: list[str] = []
     for part in re.split(r"[,;:.!?()]|\b(?:and|or|with|plus|as well as|including)\b", description or "", flags=re.I):
         p = _FILLER.sub("", part.strip()).strip(" -'\"").lower()
@@ -151,12 +137,8 @@ _VERBS = tuple(
 
 
 def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
-    """An offline criterion for ``phrase`` whose description says what it checks (never just its name again), with
-    anchors at 0, 5 and 10.
-
-    A phrase that starts with a verb ("estimates its cost") is checked as an action ("Checks whether the response
-    estimates its cost ..."); any other phrase ("testable hypothesis") as something the response must contain, stated
-    explicitly and specifically and supported."""
+    """An offline criterion for ``phrase`` with anchors at 0, 5, 10: a verb phrase ("estimates its cost") is checked as
+    an action, any other ("testable hypothesis") as something the response must contain."""
     p = phrase.strip()
     first = p.split()[0].lower() if p.split() else ""
     if first in _VERBS:
@@ -194,25 +176,22 @@ _NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
         re.compile(r"\b(?:code|computations?|calculations?|computes?|calculates?|simulations?|numerical\w*)\b", re.I),
     ),
 )
-"""Words of a criterion phrase that say it is checked with a tool: a citation, reference or fact (web_search), a
-computation, calculation, code or simulation (run_python)."""
 
 
 def criterion_needs(phrase: str) -> list[CriterionTool]:
-    """The tools an offline-drafted criterion needs (:data:`_NEEDS_WORDS`).
+    """The tools an offline-drafted criterion needs.
 
     Args:
         phrase: the criterion's phrase, e.g. "correct citations" or "reproducible calculation".
 
     Returns:
-        ``["web_search"]``, ``["run_python"]``, both (in that order) or [] (scored from the response alone).
+        ``["web_search"]``, ``["run_python"]``, both (in that order) or [].
     """
     return [tool for tool, words in _NEEDS_WORDS if words.search(phrase or "")]
 
 
 def generic_rubric(description: str, name: str | None = None) -> Rubric:
-    """A 4-criterion rubric from ``description``: one criterion per key phrase (:func:`key_phrases`), filled up with
-    correctness, completeness, justification and clarity; anchors at 0/5/10; equal weights."""
+    """A 4-criterion rubric: one per key phrase of ``description``, filled up from correctness, completeness, ..."""
     phrases = key_phrases(description)
     crits: list[Criterion] = [drafted_criterion(p) for p in phrases]
     for n, d, a0, a5, a10 in _GENERIC:
@@ -221,21 +200,14 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
         if n not in {c.name for c in crits}:
             crits.append(Criterion(name=n, description=d, anchors={0: a0, 5: a5, 10: a10}))
     metric = slug(name or (phrases[0] if phrases else "custom_metric"))
-    return Rubric(
-        name=metric,
-        tasks=["*"],
-        description=(description or metric).strip(),
-        criteria=crits,
-        source="user (sgieval metric define, generic rubric from the description)",
-    )
+    source = "user (sgieval metric define, generic rubric from the description)"
+    return Rubric(name=metric, tasks=["*"], description=(description or metric).strip(), criteria=crits, source=source)
 
 
 def best_library_match(description: str) -> tuple[Rubric | None, float]:
-    """(library rubric, cosine) best matching ``description`` or one of its key phrases (MiniLM,
-    :func:`sgieval.metric_pool.rubrics.match_texts`); (None, best cosine) when below
-    :data:`~sgieval.metric_pool.rubrics.MATCH_THRESHOLD`."""
+    """(library rubric, cosine) best matching ``description`` or a key phrase; (None, cosine) below MATCH_THRESHOLD."""
     library = list_rubrics()
-    exact = find_rubric(description, threshold=2.0, rubrics=library)  # exact-name path only
+    exact = find_rubric(description, threshold=2.0, rubrics=library)
     if exact is not None:
         return exact, 1.0
     queries = [description] + key_phrases(description)
@@ -263,11 +235,8 @@ criterion, anchor and weight as it is. Reply with the whole revised rubric."""
 async def propose_rubric(
     description: str, *, agent: NamedModel | None = None, name: str | None = None
 ) -> tuple[Rubric, str]:
-    """The first rubric for a metric described in plain language.
-
-    Offline (``agent`` None): the library rubric best matching the description by meaning (:func:`best_library_match`),
-    renamed to ``name`` when given; else :func:`generic_rubric`.  With ``agent``: structured output :class:`Rubric`; a
-    failed reply falls back to the offline path and the message says so.
+    """The first rubric for a metric described in plain language: the agent's draft, else the best-matching library
+    rubric, else :func:`generic_rubric`.
 
     Args:
         description: what the metric should measure.
@@ -299,8 +268,9 @@ async def propose_rubric(
     hit, sim = best_library_match(description)
     if hit is not None:
         r = hit.model_copy(update={"name": slug(name) if name else hit.name}, deep=True)
-        return r, (
-            f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with {len(r.criteria)} criteria."
+        return (
+            r,
+            f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with {len(r.criteria)} criteria.",
         )
     r = generic_rubric(description, name)
     return r, (
@@ -371,9 +341,7 @@ _REVISIONS: list[tuple[str, re.Pattern[str]]] = [
 
 
 def match_criterion(rubric: Rubric, phrase: str) -> str | None:
-    """The criterion of ``rubric`` that ``phrase`` names: exact (case- and punctuation-insensitive), then containment
-    either way, then every word of the phrase sharing a 6-letter stem with a word of the name, then the best MiniLM
-    cosine >= MATCH_THRESHOLD (0.5).  None when nothing matches."""
+    """The criterion ``phrase`` names (exact, containment, 6-letter stems, then MiniLM >= MATCH_THRESHOLD) or None."""
 
     def norm(x: str) -> str:
         return re.sub(r"[^a-z0-9]+", " ", x.lower()).strip()
@@ -389,7 +357,7 @@ def match_criterion(rubric: Rubric, phrase: str) -> str | None:
     if not q:
         return None
     words = q.split()
-    for n in names:  # shared stems: "methodology" -> "methodological soundness"
+    for n in names:
         nw = norm(n).split()
         if all(any(len(w) >= 5 and len(x) >= 5 and w[:6] == x[:6] for x in nw) for w in words):
             return n
@@ -408,7 +376,6 @@ PHRASINGS = (
     "'drop X' | 'add criterion X: what it checks' | 'add a criterion \"X\" with weight 2' | 'rename to NAME'; "
     "join several with 'and' or ';'. 'done' saves, 'cancel' quits."
 )
-"""The offline revision forms, shown before the first change is asked for (``sgieval metric define``)."""
 
 _SPLIT = re.compile(
     r"[;\n]+|\.\s+|,?\s+\band\s+(?=(?:then\s+|also\s+)?(?:add|remove|drop|delete|weigh|weight|set|"
@@ -419,9 +386,7 @@ _NOT_A_NAME = re.compile(r"\b(?:and|weight|weigh|remove|drop|delete|rename|add|s
 
 
 def split_revisions(request: str) -> list[str]:
-    """The single changes in ``request``: split at ";", new lines, sentence ends and at "and" before another change verb
-    (outside quotes), so 'add a criterion "testable hypothesis" with weight 2 and remove completeness' -> ['add a
-    criterion "testable hypothesis" with weight 2', 'remove completeness']."""
+    """The single changes in ``request``, split at ";", new lines, sentence ends and "and" before a change verb."""
     text = request or ""
     quoted: list[str] = []
 
@@ -435,14 +400,11 @@ def split_revisions(request: str) -> list[str]:
 
 
 def revise_offline(rubric: Rubric, request: str) -> tuple[Rubric, str]:
-    """Apply the change(s) asked in ``request`` (several separated by ";" or new lines) -> (revised rubric, message).
-    Understood: "weigh X double" (x2; also triple/half, "x 1.5", "3 times"), "double X", "X counts double", "X weight 2"
-    / "set the weight of X to 2", "drop X", "add criterion X: description", "rename to NAME".  The criterion is matched
-    with :func:`match_criterion`.  An instruction that is not understood leaves the rubric unchanged and the message
-    says so and lists the forms."""
+    """Apply the changes ``request`` asks (see :data:`PHRASINGS`) -> (revised rubric, message); one not understood
+    changes nothing and the message lists the forms."""
     r = rubric.model_copy(deep=True)
     done: list[str] = []
-    last: str | None = None  # the criterion "it" refers to: the last one added or changed
+    last: str | None = None  # the criterion "it" refers to
     for part in split_revisions(request):
         part = re.sub(r"^(?:please|and|also|then)\s+", "", part, flags=re.I).strip()
         kind, m = next(((k, pat.match(part)) for k, pat in _REVISIONS if pat.match(part)), (None, None))
@@ -466,15 +428,11 @@ def _add_criterion(r: Rubric, m: re.Match[str], part: str, last: str | None) -> 
     """(rubric, message, criterion "it" names) after an "add criterion" revision."""
     cname = re.sub(r"\s+", " ", (m.group("q") or m.group("c") or "").strip().strip("'\"").lower())
     if not m.group("q") and (len(cname.split()) > 6 or _NOT_A_NAME.search(cname)):
-        # never turn a whole instruction into a criterion name
-        return (
-            r,
-            (
-                f"I did not understand '{part}' (which words name the criterion?); put the name in "
-                f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}"
-            ),
-            last,
+        said = (
+            f"I did not understand '{part}' (which words name the criterion?); put the name in "
+            f"quotes: add a criterion \"name\" with weight 2. {REVISION_HELP}"
         )
+        return r, said, last
     same = match_criterion(r, cname)
     if same and re.sub(r"\W+", " ", cname) == re.sub(r"\W+", " ", same):
         return r, f"criterion '{cname}' already exists", last
@@ -506,7 +464,7 @@ def _change_criterion(r: Rubric, kind: str, m: re.Match[str], last: str | None) 
         weights = {k: v for k, v in r.weights.items() if k != cname}
         return (
             Rubric.model_validate({**r.model_dump(), "criteria": criteria, "weights": weights}),
-            (f"dropped '{cname}'"),
+            f"dropped '{cname}'",
             last,
         )
     old = r.weights[cname]
@@ -524,10 +482,7 @@ def _change_criterion(r: Rubric, kind: str, m: re.Match[str], last: str | None) 
 
 
 async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | None = None) -> tuple[Rubric, str]:
-    """Revise ``rubric`` as ``request`` asks.
-
-    Offline: :func:`revise_offline`.  With ``agent``: the current rubric (YAML) and the request go to the model, which
-    returns the whole revised :class:`Rubric` (structured output); a failed reply falls back to the offline path.
+    """Revise ``rubric`` as ``request`` asks: by ``agent`` (the whole rubric back), else or on failure offline.
 
     Args:
         rubric: the current rubric.
@@ -551,11 +506,8 @@ async def revise_rubric(rubric: Rubric, request: str, *, agent: NamedModel | Non
 def save_defined_rubric(
     rubric: Rubric, *, name: str | None = None, folder: str | Path | None = None
 ) -> tuple[Path, str]:
-    """Save the rubric ``sgieval metric define`` agreed on.
-
-    A rubric that edits a starter rubric (same name, other content) is saved as ``<name>_custom`` when the user gave no
-    ``name`` (under the starter's name it would shadow the starter in every later run); with ``name`` it replaces the
-    starter, and the note says so.
+    """Save the rubric ``sgieval metric define`` agreed on; an edited starter rubric is saved as ``<name>_custom``
+    unless the user gave ``name`` (then it replaces the starter, and the note says so).
 
     Args:
         rubric: the rubric.

@@ -1,12 +1,6 @@
-"""The agent steps the evaluation graph wires together, each ``(state, run context) -> state update``.
-
-A node of :mod:`sgieval.graphs.evaluate` calls each step with the graph state and the run context
-(:class:`~sgieval.agents.runtime.RunContext`): questioning (:func:`questioning_step`), customisation
-(:func:`customisation_step`), the metric confirmation (:func:`confirmation`), evaluation (:func:`evaluation_step`) and
-reporting (:func:`reporting_step`).  The run context is :mod:`sgieval.agents.runtime`, the targets
-:mod:`sgieval.agents.targets`, ``ask --into`` :mod:`sgieval.agents.into`, the estimate :mod:`sgieval.agents.estimate`
-and the report header :mod:`sgieval.agents.run_report`.
-"""
+"""The agent steps the evaluation graph (:mod:`sgieval.graphs.evaluate`) wires together, each ``(state, run context)
+-> state update``: :func:`questioning_step`, :func:`customisation_step`, :func:`confirmation`, :func:`evaluation_step`
+and :func:`reporting_step`."""
 
 from __future__ import annotations
 
@@ -38,26 +32,21 @@ __all__ = [
     "reporting_step",
 ]
 
-log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), the host's structlog outside
+log = get_logger("sgieval")
 
 
 def _check_open_creativity_judges(ctx: ScoringContext, items: list[Item], targets: list[NamedModel]) -> None:
-    """Raise InputError when a live target on open-creativity items has no judge that may score it: every one of its
-    answers would fail, so the run says so before any call."""
+    """Raise InputError when a live target on open-creativity items has no judge that may score it."""
     if any(i.task == OPEN_CREATIVITY for i in items):
         for t in targets:
             problem = None if t.is_replay else ctx.judge_problem(t.name, "the open-creativity protocol")
             if problem:
-                raise InputError(
-                    problem[0],
-                    what=t.name,
-                    fix=problem[1] or "pass --judge <model> (it judges coherence after each answer)",
-                )
+                fix = problem[1] or "pass --judge <model> (it judges coherence after each answer)"
+                raise InputError(problem[0], what=t.name, fix=fix)
 
 
 def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[MetricNeeds]:
-    """What each metric of ``plan`` needs and whether this run has it (the confirmation's list,
-    :func:`sgieval.agents.requirements.metric_needs`).
+    """What each metric of ``plan`` needs and whether this run has it (the confirmation's list).
 
     Args:
         rt: the run context.
@@ -74,44 +63,31 @@ def plan_needs(rt: RunContext, item_ids: list[str], plan: MetricPlan) -> list[Me
     try:
         targets = default_targets(rt, items)
     except UnmatchedReplayError:
-        raise  # a replay file that answers no item stops the run before the confirmation asks
+        raise
     except InputError:
         targets = []  # the evaluation step names the missing targets
     return metric_needs(
-        specs,
-        items,
-        primary=plan.primary,
-        custom={r.name for r in plan.custom},
-        judges=[j.name for j in rt.judges],
-        targets=[t.name for t in targets],
-        replay_targets=bool(targets) and all(t.is_replay for t in targets),
-        sandbox=rt.sandbox is not None,
-        allow_self_judge=rt.config.allow_self_judge,
-    )
+        specs, items, primary=plan.primary, custom={r.name for r in plan.custom}, judges=[j.name for j in rt.judges],
+        targets=[t.name for t in targets], replay_targets=bool(targets) and all(t.is_replay for t in targets),
+        sandbox=rt.sandbox is not None, allow_self_judge=rt.config.allow_self_judge,
+    )  # fmt: skip
 
 
 def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
-    """(metric and rubric names, model names) a request of this run may name: the predefined metrics of the loaded
-    benchmarks, the registered metrics and the rubric library; the run's target strings and the stored models."""
+    """(metric and rubric names, model names) a request of this run may name."""
     metrics = [s.name for m in predefined_metrics(rt.catalog.values("benchmark")) for s in m.all_specs]
     metrics += [s.name for e in registered_metrics() if not e.predefined for s in e.build(rt.metric_options).all_specs]
     metrics += [r.name for r in list_rubrics()]
-    stored = (
-        [s.model for s in stored_models(rt.config.data_dir)]
-        if "sciaidanbench" in rt.catalog.values("benchmark")
-        else []
-    )
-    return list(dict.fromkeys(metrics)), list(
-        dict.fromkeys([*rt.config.models, *(t.name for t in rt.targets), *stored])
-    )
+    has_stored = "sciaidanbench" in rt.catalog.values("benchmark")
+    stored = [s.model for s in stored_models(rt.config.data_dir)] if has_stored else []
+    models = [*rt.config.models, *(t.name for t in rt.targets), *stored]
+    return list(dict.fromkeys(metrics)), list(dict.fromkeys(models))
 
 
 async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], Any] | None = None) -> Update:
-    """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once).
-
-    When the request's words are only misspelt and the run is not ``--yes``, ``ask(payload)`` puts the question first:
-    payload ``kind`` ``"did_you_mean"``, ``question`` and the corrected ``request``; a true answer runs the corrected
-    request (kept as ``selection["request"]``), any other raises the error.
+    """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once).  A misspelt
+    request outside ``--yes`` is asked about first (``ask`` payload ``kind`` ``"did_you_mean"``, ``question``,
+    corrected ``request``); a true answer runs the corrected request.
 
     Args:
         state: the evaluation graph's state.
@@ -122,8 +98,7 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
         The state update: ``selection`` (the selection plan, with ``item_ids``).
 
     Raises:
-        UnclearRequest: a request the offline path does not understand (exit code 2; ``--all`` ranks every item
-            anyway).
+        UnclearRequest: a request the offline path does not understand (``--all`` ranks every item anyway).
     """
     metrics, models = request_terms(rt)
     request = rt.config.request
@@ -131,16 +106,9 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
 
     async def select(text: str) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
         return await run_questioning(
-            text,
-            rt.catalog,
-            k=rt.config.k,
-            seed=rt.config.seed,
-            agent=rt.agent,
-            metrics=metrics,
-            models=models,
-            rank_all=rank_all,
-            names=rt.option_names,
-        )
+            text, rt.catalog, k=rt.config.k, seed=rt.config.seed, agent=rt.agent, metrics=metrics, models=models,
+            rank_all=rank_all, names=rt.option_names,
+        )  # fmt: skip
 
     try:
         plan, items, trace = await select(request)
@@ -155,10 +123,11 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
         rt.store.append("items", items)
     log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
     n_matching = len(rt.catalog.filter(plan.filters))  # the catalog's items of this kind, sampled or not
+    ids = [i.id for i in items]
     return {
         "selection": {
             **plan.model_dump(),
-            "item_ids": [i.id for i in items],
+            "item_ids": ids,
             "n_matching": n_matching,
             "trace": trace,
             "request": request,
@@ -167,8 +136,7 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:
-    """Customisation agent: choose the metrics (predefined, added registered ones, custom rubrics saved under
-    ``rubrics/``).
+    """Customisation agent: choose the metrics (predefined, registered, custom rubrics saved under ``rubrics/``).
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
@@ -182,14 +150,10 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
     """
     items = plan_items(rt, state["selection"]["item_ids"])
     attach_tools(rt, items)
-    plan, _metrics_, trace = await run_customisation(
-        state["selection"].get("request", rt.config.request),
-        items,
-        agent=rt.agent,
-        options=rt.metric_options,
-        tools=rt.tools,
-    )
     request = state["selection"].get("request", rt.config.request)
+    plan, _metrics_, trace = await run_customisation(
+        request, items, agent=rt.agent, options=rt.metric_options, tools=rt.tools
+    )
     plan = ranking_metric(plan, items, request, metric=rt.config.metric, options=rt.metric_options)
     if not plan.predefined and not plan.custom and not plan.added:
         benches = sorted({i.benchmark for i in items})
@@ -206,20 +170,18 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
 
 
 def check_until_settled(state: State, rt: RunContext) -> None:
-    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call (also under ``--dry-run``,
-    whose estimate would otherwise describe a run that stops at its first step).
+    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call (also under ``--dry-run``).
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``).
         rt: the run context.
 
     Raises:
-        InputError: ``--until-settled`` with fewer than two targets, or a ranking metric that is corpus-level or
-            unbounded (:func:`sgieval.agents.settle.settle_problem`).
+        InputError: fewer than two targets, or a corpus-level or unbounded ranking metric.
     """
     if not rt.config.until_settled:
         return
-    from .settle import settle_problem  # the settle rule's statistics (numpy): only for --until-settled
+    from .settle import settle_problem
 
     plan = MetricPlan.model_validate(state["metric_plan"])
     items = plan_items(rt, state["selection"]["item_ids"])
@@ -229,53 +191,42 @@ def check_until_settled(state: State, rt: RunContext) -> None:
 
 
 def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[str, Any] | None:
-    """The metric confirmation.
-
-    With ``--yes`` (``rt.config.yes``) the pre-checks run instead of a question.
+    """The metric confirmation; with ``--yes`` the pre-checks run instead of a question.
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
         rt: the run context.
-        show: give the payload whatever ``--yes`` says, without the pre-checks (``--dry-run`` shows the
-            metrics, what each needs and whether it is available, beside the estimate).
+        show: give the payload whatever ``--yes`` says, without the pre-checks (``--dry-run``).
 
     Returns:
         None with ``--yes`` (confirmed); otherwise the question's payload (``question``, ``predefined``,
         ``custom``, ``primary``, ``notes``, ``needs``) for the graph's interrupt.
 
     Raises:
-        InputError: with ``--yes``, before any call: a live open-creativity target without a judge that may score
-            it, a plan in which no metric can run, or a ranking metric that needs a judge the run lacks.
+        InputError: with ``--yes``: a live open-creativity target without a judge, no metric can run, or the ranking
+            metric needs a judge the run lacks.
     """
     plan = MetricPlan.model_validate(state["metric_plan"])
     needs = plan_needs(rt, state["selection"]["item_ids"], plan)
     if rt.config.yes and not show:
-        _check_open_creativity_judges(
-            ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge),
-            plan_items(rt, state["selection"]["item_ids"]),
-            default_targets(rt, plan_items(rt, state["selection"]["item_ids"])),
-        )
+        items = plan_items(rt, state["selection"]["item_ids"])
+        ctx = ScoringContext(judges=rt.judges, allow_self_judge=rt.config.allow_self_judge)
+        _check_open_creativity_judges(ctx, items, default_targets(rt, items))
         stop = none_can_run(needs) or ranking_cannot_run(needs)
-        if stop is not None:  # --yes: nothing could be measured or ranked, so nothing is run
+        if stop is not None:
             raise stop
         check_until_settled(state, rt)
         return None
+    custom, needed = [r.name for r in plan.custom], [n.model_dump() for n in needs]
     return {
-        "question": "Run with these metrics?",
-        "predefined": plan.predefined,
-        "custom": [r.name for r in plan.custom],
-        "primary": plan.primary,
-        "notes": plan.notes,
-        "needs": [n.model_dump() for n in needs],
-    }
+        "question": "Run with these metrics?", "predefined": plan.predefined, "custom": custom, "primary": plan.primary,
+        "notes": plan.notes, "needs": needed,
+    }  # fmt: skip
 
 
 async def evaluation_step(state: State, rt: RunContext) -> Update:
-    """Evaluation: the targets answer the selected items and every metric of the plan scores them.
-
-    Records are appended to the run folder as they come; done units are skipped.  With ``--until-settled`` the items go
-    in a seeded random order, chunk by chunk, until the ranking is settled (:mod:`sgieval.agents.settle`; the stop
-    record is ``evaluated["settled"]``).
+    """Evaluation: the targets answer the selected items and every metric scores them (done units skipped); with
+    ``--until-settled`` chunk by chunk until the ranking is settled (``evaluated["settled"]``).
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
@@ -296,14 +247,11 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
     if any(not t.is_replay for t in targets):
         on_progress = _warming_report_imports(on_progress)
     settled: dict[str, Any] | None = None
-    run_kw: dict[str, Any] = dict(
-        executor=rt.config.executor,
-        max_parallel=_max_parallel(rt.config, len(items) * len(targets)),
-        on_progress=on_progress,
-    )
+    max_parallel = _max_parallel(rt.config, len(items) * len(targets))
+    run_kw: dict[str, Any] = dict(executor=rt.config.executor, max_parallel=max_parallel, on_progress=on_progress)
     metrics = plan_metrics(rt, items, plan)
     if rt.config.until_settled:
-        from .settle import evaluate_until_settled  # numpy: only for --until-settled
+        from .settle import evaluate_until_settled
 
         prog, settled = await evaluate_until_settled(
             rt.store, items, targets, metrics, ctx, primary=plan.primary, seed=rt.config.seed, **run_kw
@@ -316,12 +264,9 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
         added_new, prog.budget_stopped = await _score_added_judges(rt, items, targets, plan, settled)
     record_sampling(rt)  # parameters a server rejected during the run (HTTP 400) were dropped meanwhile
     log.info(
-        "evaluation",
-        new_responses=prog.responses_new,
-        new_scores=prog.scores_new,
-        new_added_judge_scores=added_new,
-        budget_stopped=prog.budget_stopped,
-    )
+        "evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
+        new_added_judge_scores=added_new, budget_stopped=prog.budget_stopped,
+    )  # fmt: skip
     return {
         "targets": [t.name for t in targets],
         "evaluated": {
@@ -339,9 +284,7 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
 async def _score_added_judges(
     rt: RunContext, items: list[Item], targets: list[NamedModel], plan: MetricPlan, settled: dict[str, Any] | None
 ) -> tuple[int, str | None]:
-    """Score the stored responses with each judge added to the run
-    (:func:`~sgieval.agents.evaluation.score_added_judge`), one judge at a time, on the items the run's report covers;
-    returns the Scores made and why the budget stopped them (None when it did not)."""
+    """Score the stored responses with each added judge in turn: (Scores made, why the budget stopped them or None)."""
     if settled:
         used = set(settled.get("item_ids") or [])
         items = [i for i in items if i.id in used]
@@ -358,25 +301,21 @@ async def _score_added_judges(
 
 def _scoring(rt: RunContext, judges: list[NamedModel]) -> ScoringContext:
     """The scoring context of the run with ``judges``."""
+    allow = rt.config.allow_self_judge
     return ScoringContext(
-        judges=judges,
-        tools=rt.tools,
-        sandbox=rt.sandbox,
-        allow_self_judge=rt.config.allow_self_judge,
-        options=rt.metric_options,
+        judges=judges, tools=rt.tools, sandbox=rt.sandbox, allow_self_judge=allow, options=rt.metric_options
     )
 
 
 def _max_parallel(config: RunConfig, units: int) -> int:
-    """Target calls in flight: ``--max-concurrency``; with ``--batch`` every (item, target) unit at once, so the target
-    calls of a run go in one batch per provider (up to 50,000)."""
+    """Target calls in flight: ``--max-concurrency``; with ``--batch`` every unit at once (up to 50,000)."""
     if config.batch:
         return max(config.max_concurrency, min(units, 50_000))
     return config.max_concurrency
 
 
 async def reporting_step(state: State, rt: RunContext) -> Update:
-    """Reporting: write ``report.md`` (:func:`sgieval.agents.run_report.report_run`).
+    """Reporting: write ``report.md``.
 
     Args:
         state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
@@ -385,19 +324,16 @@ async def reporting_step(state: State, rt: RunContext) -> Update:
     Returns:
         The state update: ``report``, the path of ``report.md``.
     """
-    from . import run_report  # the report's sections (numpy, matplotlib): loaded when the report is written
+    from . import run_report
 
     path = await run_report.report_run(rt, state)
     return {"report": str(path)}
 
 
 def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
-    """``on_progress`` that also starts, when the first unit is done, a daemon thread importing what the report will
-    need (the report builder, scipy.stats, matplotlib: ~1 s of CPU).  While model calls are in flight the event loop
-    mostly waits, so these imports overlap the calls instead of following them; nothing is imported before the first
-    call."""
+    """``on_progress`` that, once the first unit is done, imports what the report needs in a daemon thread (overlapping
+    the model calls)."""
     started = False
-
     warm = worker_active()  # the sgieval command's warm worker imports scipy and matplotlib itself
 
     def load() -> None:

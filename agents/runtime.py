@@ -1,10 +1,5 @@
-"""The run context: what a run uses that is not graph state, how it is built and how it is made current.
-
-:class:`RunContext` holds a run's config, run folder, catalog, models by role, tools, sandbox, ledger, settings and
-model-call context.  :func:`make_runtime` builds it from a :class:`~sgieval.core.RunConfig`; :func:`run_scope` activates
-it (settings, call context, log sink and ledger are contextvars, so nothing of the process changes).  Also here: the
-run's invocation record, secrets, prices, ledger and the sampling parameters it records.
-"""
+"""The run context (:class:`RunContext`): built by :func:`make_runtime`, made current by :func:`run_scope` (settings,
+call context, log sink and ledger are contextvars); also the run's invocation record, secrets, prices and ledger."""
 
 from __future__ import annotations
 
@@ -80,22 +75,16 @@ __all__ = [
     "unique_models",
 ]
 
-log = get_logger("sgieval")  # the run's own sink inside a run (core/logs.py), the host's structlog outside
+log = get_logger("sgieval")
 
-State = Mapping[str, Any]
-"""The evaluation graph's state (``sgieval.graphs.evaluate.EvalState``): ``selection``, ``metric_plan``,
-``confirmed``, ``targets``, ``evaluated``, ``report``."""
-Update = dict[str, Any]
-"""What a step returns: the state keys it sets (LangGraph merges them into the state)."""
+State = Mapping[str, Any]  # the evaluation graph's state (sgieval.graphs.evaluate.EvalState)
+Update = dict[str, Any]  # the state keys a step sets
 
 
 @dataclass
 class RunContext:
-    """One run's context, handed to every agent step (LangGraph's ``context``): what the steps use that is not
-    graph state.  ``config``, ``store`` (the run folder), ``catalog``, the models by role (resolved from the
-    config's strings, or given directly, e.g. scripted chat models in tests), ``tools``/``sandbox`` (attached
-    when needed), ``on_progress(done, total)``, ``metric_options``; and the run's own ``ledger``, ``settings``,
-    ``calls`` (cache switch and limits) and ``prices``, which :func:`run_scope` makes current for the run only."""
+    """One run's context, handed to every agent step (LangGraph's ``context``): what the steps use that is not graph
+    state; ``ledger``, ``settings``, ``calls`` and ``prices`` are made current by :func:`run_scope` for the run only."""
 
     config: RunConfig
     store: RunStore
@@ -103,9 +92,7 @@ class RunContext:
     targets: list[NamedModel] = field(default_factory=list)
     judges: list[NamedModel] = field(default_factory=list)
     agent: NamedModel | None = None
-    added_judges: list[NamedModel] = field(default_factory=list)
-    """Judges added to the finished run (``RunConfig.added_judges``): they score beside ``judges``, into
-    ``added_judge_scores.jsonl`` (:func:`score_added_judges`)."""
+    added_judges: list[NamedModel] = field(default_factory=list)  # score into added_judge_scores.jsonl
     tools: Any = None
     sandbox: Any = None
     on_progress: Callable[[int, int], None] | None = None
@@ -114,48 +101,33 @@ class RunContext:
     settings: Any = None
     calls: CallContext | None = None
     prices: Any = None
-    resolved_targets: dict[tuple[str, ...], list[NamedModel]] = field(default_factory=dict, repr=False)
-    """Default targets already resolved, by the selected item ids (:func:`sgieval.agents.targets.default_targets`)."""
+    resolved_targets: dict[tuple[str, ...], list[NamedModel]] = field(default_factory=dict, repr=False)  # by item ids
     matched_replays: set[tuple[str, ...]] = field(default_factory=set, repr=False)
-    """Selections (item ids) whose given targets' replay files were matched to the items."""
+    # RunConfig field -> the option's name in errors and reports: ask flags, or evaluate keywords from the API
     option_names: dict[str, str] = field(default_factory=lambda: run_option_names(RunConfig, "cli"), repr=False)
-    """RunConfig field -> how errors and reports of the run name the option: the ``ask`` flags by default,
-    the ``evaluate`` keywords when the Python API runs it (:func:`sgieval.core.option_names`)."""
     estimate: dict[str, Any] | None = field(default=None, repr=False)
-    """The run's estimate once made (:func:`estimate_step`; the confirmation step runs again when it is
-    answered, and reuses it)."""
-    secrets: SecretValues | None = field(default=None, repr=False)
-    """The secret values this run sends (:func:`run_secrets`; set by :func:`run_scope`): masked by value in
-    every record, journal row and log line of the run."""
-    argv: list[str] | None = None
-    """The command line of this invocation (``sgieval`` arguments), kept in ``invocations.jsonl``; None from
-    the Python API."""
-    invocation_kind: str = ""
-    """What this invocation does to the run: ``ask`` (a new run), ``resume``, ``into`` (``ask --into``: adds
-    models, a judge or a metric); "" for ``ask``/``resume`` as :func:`run_scope` is told."""
+    secrets: SecretValues | None = field(default=None, repr=False)  # masked by value in every record and log line
+    argv: list[str] | None = None  # kept in invocations.jsonl; None from the Python API
+    invocation_kind: str = ""  # ask, resume or into; "" lets run_scope decide between ask and resume
 
     def models(self) -> list[NamedModel]:
-        """Every model of the run: targets, judges, added judges, then the agent model.
+        """Every model of the run.
 
         Returns:
-            The models, in that order.
+            Targets, judges, added judges, then the agent model.
         """
         return [*self.targets, *self.judges, *self.added_judges, *([self.agent] if self.agent else [])]
 
 
 def run_secrets(rt: RunContext) -> SecretValues:
-    """The keys run ``rt`` may send: the API keys and base-URL credentials of its target, judge and agent models
-    (:func:`sgieval.models.calls.model_secrets`), the provider and sandbox key variables of the environment, and the
-    credentials inside the run's base URL."""
-    models = rt.models()
-    values = [v for m in models for v in model_secrets(m)] + url_secrets(rt.config.base_url)
+    """The keys run ``rt`` may send: its models' keys, the environment's key variables and base-URL credentials."""
+    values = [v for m in rt.models() for v in model_secrets(m)] + url_secrets(rt.config.base_url)
     return SecretValues.from_environment(values)
 
 
 def start_invocation(rt: RunContext, kind: str) -> str:
-    """Record this invocation of run ``rt``: one row of ``invocations.jsonl`` (``id``, ``time`` in UTC ISO 8601,
-    ``kind``, ``argv``, ``options``: the run's config as this invocation runs it, secrets masked by the store), and make
-    its id the one every Response and Score it appends carries (``RunStore.invocation``).
+    """Append this invocation's row to ``invocations.jsonl`` (``id``, UTC ``time``, ``kind``, ``argv``, ``options``)
+    and make its id the one every Response and Score it appends carries (``RunStore.invocation``).
 
     Args:
         rt: the run context (its store is held by this process).
@@ -182,25 +154,21 @@ def new_run_id(request: str) -> str:
         request: the request (its slug names the run).
 
     Returns:
-        ``YYYYmmdd-HHMMSS-<slug of the request>-<8 random hex digits>`` (the suffix keeps two runs of one request
-        started in the same second apart).
+        ``YYYYmmdd-HHMMSS-<slug of the request>-<8 random hex digits>``.
     """
     slug = re.sub(r"[^a-z0-9]+", "-", (request or "all").lower()).strip("-")[:32].strip("-")
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
 
 
 def recorded_settings(shown: Mapping[str, Any] | None) -> Any:
-    """The settings a run recorded in its ``config.json`` when it started (``Settings.shown()``), as a settings object:
-    its header line is the recorded one and its ``OPENAI_BASE_URL`` is the run's (other endpoint variables are not
-    recorded: they are read from the environment now); a recorded key is ``"set"`` (a stand-in: such settings resolve
-    models that are never called).
+    """The settings a run recorded in ``config.json`` (``Settings.shown()``) as a settings object; a recorded key
+    becomes the stand-in ``"set"`` (such settings resolve models that are never called).
 
     Args:
         shown: the recorded settings (``RunConfig.settings``), or None/{} when none were recorded.
 
     Returns:
-        The :class:`sgieval.core.settings.Settings`, or None when nothing usable was recorded (a run folder's
-        file is data: a value that does not validate gives None, and the current settings are used).
+        The :class:`sgieval.core.settings.Settings`, or None when nothing recorded validates.
     """
     if not shown or not isinstance(shown, Mapping):
         return None
@@ -232,12 +200,8 @@ def make_runtime(
     calls: bool = True,
     **kw: Any,
 ) -> RunContext:
-    """The run context of ``config``: its model strings resolved (unless models are given), its catalog loaded (unless
-    given).
-
-    A run folder that already holds ``items.jsonl`` (a resumed or re-rendered run) uses those items, not the benchmark
-    files as they are now: the report does not change when a source file is edited or moved, and the run needs no source
-    at all once its items are stored.
+    """The run context of ``config``: model strings resolved and catalog loaded unless given.  A run folder that holds
+    ``items.jsonl`` uses those items, not the benchmark files as they are now.
 
     Args:
         config: the run's options.
@@ -245,15 +209,11 @@ def make_runtime(
         targets: the models under test (default: resolved from ``config.models``).
         judges: the judges (default: resolved from ``config.judges``).
         agent: the agent model (default: resolved from ``config.agent_model``; None: offline agent paths).
-        run_dir: the run folder (default ``<out_dir>/<run_id>``); ``report`` and ``resume`` pass the folder they
-            were given, so a renamed or symlinked run folder is the one read and written.
+        run_dir: the run folder (default ``<out_dir>/<run_id>``).
         added_judges: the judges added to the finished run (default: resolved from ``config.added_judges``).
-        read_only: open the run folder for reading only (``RunStore(read_only=True)``: nothing in it is made or
-            changed; the context cannot run the run), for reading a finished run's metrics.
-        calls: False when the context calls no target or judge (a re-rendered report; implied by ``read_only``):
-            they are resolved as under ``--dry-run`` (no API key needed, no batch API) and one that cannot be built
-            on this machine (a provider package or a base-URL variable missing) is named only; the agent model is
-            resolved as usual (it writes the report's narrative).
+        read_only: open the run folder for reading only (nothing in it is made or changed).
+        calls: False when no target or judge is called (implied by ``read_only``): they resolve as under
+            ``--dry-run`` and one that cannot be built here is named only; the agent model resolves as usual.
         kw: further :class:`RunContext` fields (``tools``, ``sandbox``, ``on_progress``, ``metric_options``, ...).
 
     Returns:
@@ -263,9 +223,7 @@ def make_runtime(
         InputError: bad model strings or missing data.
     """
     run_dir = Path(run_dir) if run_dir is not None else Path(config.out_dir) / config.run_id
-    existing = (  # no folder made for a new run
-        RunStore(run_dir, read_only=read_only) if (run_dir / "items.jsonl").is_file() or read_only else None
-    )
+    existing = RunStore(run_dir, read_only=read_only) if (run_dir / "items.jsonl").is_file() or read_only else None
     catalog = _run_catalog(config, run_dir, existing.read("items") if existing else [], catalog)
     calls = calls and not read_only
     # a re-render states the settings the run recorded when it started (config.json), not this shell's
@@ -275,22 +233,11 @@ def make_runtime(
     targets, judges, added, agent = _run_models(config, calls, recorded, targets, judges, added_judges, agent)
     store = existing or RunStore(run_dir)
     settings = kw.pop("settings", None) or load_settings()  # bad SGIEVAL_* values fail here, before any write
-    return RunContext(
-        config=config,
-        store=store,
-        catalog=catalog,
-        targets=targets,
-        judges=judges,
-        agent=agent,
-        added_judges=added,
-        settings=settings,
-        **kw,
-    )
+    return RunContext(config, store, catalog, targets, judges, agent, added, settings=settings, **kw)
 
 
 def _run_catalog(config: RunConfig, run_dir: Path, stored: list[Item], catalog: Catalog | None) -> Catalog:
-    """The catalog of the run: ``catalog`` or the config's benchmarks, with the run's stored items winning (the stored
-    items alone when the benchmark files cannot be read)."""
+    """``catalog`` or the config's benchmarks, the run's stored items winning (alone when the files cannot be read)."""
     if catalog is None:
         try:
             catalog = load_catalog(config.benchmarks or None, config.data_dir)
@@ -365,7 +312,7 @@ def unique_models(models: list[NamedModel]) -> list[NamedModel]:
         The first of each name, in order.
 
     Raises:
-        InputError: two different replay files give one name (a/ans.jsonl and b/ans.jsonl): one would be lost.
+        InputError: two different replay files give one name.
     """
     seen: dict[str, NamedModel] = {}
     for m in models:
@@ -385,14 +332,14 @@ def unique_models(models: list[NamedModel]) -> list[NamedModel]:
 
 
 def plan_items(rt: RunContext, ids: list[str]) -> list[Item]:
-    """The run's items of ``ids`` (its catalog's, in ``ids`` order).
+    """The run's items of ``ids``.
 
     Args:
         rt: the run context.
         ids: item ids the selection holds.
 
     Returns:
-        The items.
+        The catalog's items, in ``ids`` order.
     """
     return [rt.catalog.by_id[i] for i in ids]
 
@@ -406,15 +353,14 @@ def plan_metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Me
         plan: the metric plan.
 
     Returns:
-        The metrics (:func:`sgieval.agents.customisation.planned_metrics`).
+        The metrics.
     """
     return planned_metrics(plan, items, rt.metric_options)
 
 
 def attach_tools(rt: RunContext, items: list[Item]) -> None:
-    """Give the run its metric options, its sandbox (when dry-experiment items need one) and its tool pool (when judges
-    may call tools).  A sandbox that cannot start is not fatal: the dry-experiment scores record it as ``infra_error``
-    with the reason, and ``--unsafe-local-exec`` is the explicit way out.
+    """Give the run its metric options, a sandbox (for dry-experiment items) and its tool pool (for judges with tools).
+    A sandbox that cannot start is logged, and those scores record ``infra_error``.
 
     Args:
         rt: the run context (filled in place: ``metric_options``, ``sandbox``, ``tools``).
@@ -426,20 +372,18 @@ def attach_tools(rt: RunContext, items: list[Item]) -> None:
     if rt.config.corpus:
         rt.metric_options.setdefault("corpus", rt.config.corpus)
     if rt.sandbox is None and any(i.task == DRY_EXPERIMENT for i in items):
-        from ..tools import get_sandbox  # the sandbox backends load only for a run that needs one
+        from ..tools import get_sandbox
 
         try:
             rt.sandbox = get_sandbox(rt.config.sandbox, unsafe_local_exec=rt.config.unsafe_local_exec)
         except SandboxUnavailableError as e:
             log.warning("sandbox unavailable", reason=e.one_line())
     if rt.tools is None and (rt.judges or rt.agent) and rt.config.tools:
-        from ..tools import ToolPool  # with the sandbox backends: only for a run whose judges get tools
+        from ..tools import ToolPool
 
+        sandbox, unsafe = rt.sandbox or rt.config.sandbox, rt.config.unsafe_local_exec
         kw: dict[str, Any] = dict(
-            documents=rt.catalog.items,
-            sandbox=rt.sandbox or rt.config.sandbox,
-            unsafe_local_exec=rt.config.unsafe_local_exec,
-            corpus_dir=rt.config.corpus,
+            documents=rt.catalog.items, sandbox=sandbox, unsafe_local_exec=unsafe, corpus_dir=rt.config.corpus
         )
         try:
             rt.tools = ToolPool.from_names(rt.config.tools, **kw)
@@ -455,8 +399,7 @@ def check_request_models(rt: RunContext) -> None:
         rt: the run context.
 
     Raises:
-        InputError: naming the stored models and the ``--models`` flag that runs it live
-            (:func:`sgieval.agents.request_models.check_named_models`).
+        InputError: naming the stored models and the ``--models`` flag that runs it live.
     """
     if not model_mentions(rt.config.request):
         return
@@ -465,9 +408,8 @@ def check_request_models(rt: RunContext) -> None:
 
 
 def record_sampling(rt: RunContext) -> None:
-    """Write into ``config.json`` the sampling parameters each model of the run actually gets
-    (``RunConfig.sent_params``) and those it does not, with the reason (``RunConfig.dropped_params``); log each dropped
-    one.  Replay targets send nothing and are not listed.
+    """Write into ``config.json`` the sampling parameters each (non-replay) model gets (``sent_params``) and those it
+    does not, with the reason (``dropped_params``); log each dropped one.
 
     Args:
         rt: the run context.
@@ -486,9 +428,7 @@ def record_sampling(rt: RunContext) -> None:
 
 
 def run_prices(rt: RunContext) -> Prices:
-    """The run's user prices (USD per 1M input and output tokens, :mod:`sgieval.models.accounting`): the process-wide
-    ones (:func:`~sgieval.models.accounting.set_prices`), then ``rt.prices`` (a table or a YAML file given to the API),
-    then the run's ``--price`` values (``RunConfig.prices``), later ones winning."""
+    """The run's prices (USD per 1M input, output tokens): process-wide, then ``rt.prices``, then ``--price`` (wins)."""
     table = price_table()
     if rt.prices is not None:
         table.update(load_prices(rt.prices))
@@ -496,19 +436,11 @@ def run_prices(rt: RunContext) -> Prices:
     return table
 
 
-def called_models(rt: RunContext) -> list[str]:
-    """The names of the run's models that make calls (targets that are not replays, judges, the agent model)."""
-    models = rt.models()
-    return [m.name for m in models if not m.is_replay]
-
-
 def check_budget_prices(rt: RunContext) -> None:
-    """Raise InputError before anything runs when the run has a budget (``--budget``) and a model it calls has no known
-    price (:func:`~sgieval.models.accounting.unpriced_models`): its calls would count as 0 USD and the budget would
-    never stop the run."""
+    """Raise InputError when the run has a ``--budget`` and a model it calls has no known price (it costs 0 USD)."""
     if rt.config.budget_usd is None:
         return
-    missing = unpriced_models(called_models(rt), run_prices(rt))
+    missing = unpriced_models([m.name for m in rt.models() if not m.is_replay], run_prices(rt))
     if not missing:
         return
     from importlib.metadata import version
@@ -525,8 +457,7 @@ def check_budget_prices(rt: RunContext) -> None:
 
 
 def load_ledger(rt: RunContext) -> Ledger:
-    """The run's ledger: every call already in ``ledger.jsonl``, then each new call journalled there as it is recorded
-    (so a killed run's accounts survive).
+    """The run's ledger: the calls in ``ledger.jsonl``, each new call journalled there as it is recorded.
 
     Args:
         rt: the run context.
@@ -537,23 +468,13 @@ def load_ledger(rt: RunContext) -> Ledger:
     ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
     ledger.merge(rt.store.read_rows("ledger"))
     ledger.on_record = lambda rows: rt.store.append_rows("ledger", rows)
-    # calls sent by a process that was killed before their outcome was recorded: counted once, as interrupted
     ledger.recover(rt.store.read_rows("inflight"))
     ledger.on_send = lambda row: rt.store.append_rows("inflight", [row])
     return ledger
 
 
 def _run_defaults(rt: RunContext) -> tuple[CallContext, SecretValues]:
-    """Fill what ``rt`` lacks before a scope activates it: its settings (from the environment), its own model-call
-    context (the run's cache switch, limits and timeout; the caller's cache file) and its secrets, which the call
-    context masks in every reply before the call cache keeps it.
-
-    Args:
-        rt: the run context (filled in place).
-
-    Returns:
-        ``(rt.calls, rt.secrets)``.
-    """
+    """Fill ``rt``'s missing settings, model-call context and secrets in place; return ``(rt.calls, rt.secrets)``."""
     if rt.settings is None:
         rt.settings = load_settings()
     if rt.calls is None:
@@ -571,10 +492,8 @@ def _run_defaults(rt: RunContext) -> tuple[CallContext, SecretValues]:
 
 @contextlib.contextmanager
 def reading_scope(rt: RunContext) -> Iterator[RunContext]:
-    """Activate run ``rt`` for reading it, as :func:`run_scope` does for running it (its settings, model-call context
-    and secrets), with nothing written: no lock, log line, invocation row or ledger journal, so an ``ask --into RUN
-    --dry-run`` leaves the run folder as it was.  The ledger holds the calls ``ledger.jsonl`` records (the agent's
-    planning, for the estimate), journalled nowhere.
+    """Activate run ``rt`` for reading it, as :func:`run_scope` does, with nothing written (no lock, log, invocation
+    row or ledger journal); the ledger holds the calls ``ledger.jsonl`` records.
 
     Args:
         rt: the run context (its store is read-only).
@@ -595,13 +514,9 @@ def reading_scope(rt: RunContext) -> Iterator[RunContext]:
 
 @contextlib.contextmanager
 def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
-    """Activate the run ``rt`` for the body: its settings, model-call context (cache switch, limits), log sink and
-    ledger become the current ones (contextvars: run-scoped, never global).
-
-    A new run first checks the models its request names (:func:`check_request_models`) and writes ``config.json`` with
-    its settings (secrets masked).  A SgievalError leaving the body of a new run removes the run folder when this call
-    created it and no response was computed (no half-written run; a folder it was given, or a resumed run's, is never
-    removed); the records are fsynced at the end either way.
+    """Make run ``rt``'s settings, model-call context, log sink and ledger current (contextvars) for the body.  A new
+    run first checks the models its request names and writes ``config.json``; a SgievalError leaving a new run's body
+    removes a folder this call created when no response was computed.
 
     Args:
         rt: the run context.
@@ -611,9 +526,9 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
         ``rt``, active.
     """
     calls, secrets = _run_defaults(rt)
-    rt.store.secrets = secrets  # every record of the run is masked by value before it is written
+    rt.store.secrets = secrets
     try:
-        rt.store.hold()  # the folder is this process's until the run ends (another one gets a one-line error)
+        rt.store.hold()
         with (
             use_settings(rt.settings),
             call_context(calls),
@@ -621,10 +536,10 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
         ):
             check_budget_prices(rt)
             if rt.config.batch:
-                from ..models import BatchCollector, batch_settings, check_batch_models  # only for --batch
+                from ..models import BatchCollector, batch_settings, check_batch_models
 
                 check_batch_models([*rt.targets, *rt.judges, *rt.added_judges])
-                if calls.batches is None:  # the run's batches, resumable from its folder's batches.json
+                if calls.batches is None:
                     calls.batches = BatchCollector(
                         rt.store.root, run_id=rt.config.run_id, **batch_settings(rt.settings)
                     )
@@ -642,7 +557,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
     except SgievalError:
         if not resume and rt.store.created and not rt.store.read("responses"):
             rt.store.close()
-            shutil.rmtree(rt.store.root, ignore_errors=True)  # nothing computed: leave no half-written run
+            shutil.rmtree(rt.store.root, ignore_errors=True)
         raise
     finally:
-        rt.store.close()  # fsync the records written (the files reopen if the runtime is used again)
+        rt.store.close()
