@@ -247,6 +247,43 @@ def test_a_three_model_run_whose_order_flips_by_discipline_names_the_facet_and_t
     assert "The overall order flips on 6 of the 18 items both scored, where y scores higher than x" in first
 
 
+@pytest.mark.parametrize(
+    ("request_text", "kind", "a", "b"),
+    [("Which model is best?", "ranking", "x", "y"), ("Is y better than x?", "yes_no", "y", "x")],
+)
+def test_every_run_of_two_or_more_models_has_the_disagreement_section_with_holm_adjusted_tests(
+    tmp_path, request_text, kind, a, b
+):
+    from sgieval.agents.reporting import add_statistics
+    from sgieval.core import Item, Score
+    from sgieval.metric_pool.generic import EXACT
+    from sgieval.reports import ReportContext, build_sections
+
+    # the three-model fixture above: x and y are the top two (a ranking compares them; the yes/no names y first)
+    rows = [("math", 1, 0, int(i < 2)) for i in range(8)] + [("bio", 0, 1, 0)] * 6 + [("chem", 1, 1, 0)] * 4
+    items = [Item(id=f"q{n}", benchmark="b", task="qa", discipline=d, prompt="?") for n, (d, *_v) in enumerate(rows)]
+    scores = [
+        Score(item_id=f"q{n}", model=m, metric=EXACT.name, value=float(v))
+        for n, (_d, *vals) in enumerate(rows)
+        for m, v in zip("xyz", vals)
+    ]
+    hdr = {"request": request_text, "question_kind": kind}
+    ctx = add_statistics(ReportContext(tmp_path, hdr, items, [], scores, [EXACT], EXACT.name, list("xyz")))
+    (sec,) = [s for s in build_sections(ctx) if s.key == "disagreement"]
+    (table,) = sec.tables
+    assert table.headers[3:5] == [f"{a} mean", f"{b} mean"]
+    p_bio, p_math = 2 / 64, 2 / 256  # exact sign-flip p of 6 and 8 equal differences
+    sign = 1 if a == "x" else -1  # the difference is a minus b
+    mean = {("x", "bio"): "0.00", ("y", "bio"): "1.00", ("x", "math"): "1.00", ("y", "math"): "0.00"}
+    assert table.rows == [
+        ["discipline", "bio", "6", mean[a, "bio"], mean[b, "bio"], f"{-sign:.2f}", f"{p_bio:.4f}", "0.0625"],
+        ["discipline", "chem", "4", "1.00", "1.00", "0.00", "1.0000", "1.0000"],
+        ["discipline", "math", "8", mean[a, "math"], mean[b, "math"], f"{sign:.2f}", f"{p_math:.4f}", "0.0234"],
+    ]
+    assert math.isclose(max(3 * p_math, 2 * p_bio), 0.0625) and math.isclose(3 * p_math, 0.0234375)
+    assert "the order flips in" in sec.blocks[0].text and "Holm-adjusted for the 3 values tested" in sec.blocks[0].text
+
+
 def test_a_yes_no_question_naming_one_ranked_model_says_what_it_is_compared_with(tmp_path):
     from sgieval.agents.reporting import add_statistics
     from sgieval.core import Item, Score
