@@ -79,7 +79,6 @@ _LAZY: dict[str, str] = {
     "load_stored_answers": "sciaidanbench",
     "stored_responses": "catalog",
 }
-"""Public names loaded from their modules on first use (name -> module of this folder)."""
 
 __all__ += sorted(_LAZY)
 

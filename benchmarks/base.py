@@ -1,10 +1,5 @@
-"""The definition of a benchmark: everything sgieval knows about one benchmark, in one object.
-
-A benchmark module ends with one :class:`Benchmark`; ``register(defn)`` (:mod:`.registry`) makes it known to ``sgieval
-ask``, ``catalog``, ``data`` and the agents, which read its data layout (``folder``, ``markers``, ``loader``, ``pull``),
-catalog facets, request ``vocabulary``, ``prompts``, the ``metrics`` scored on every run (declared with ``@metric``,
-:mod:`sgieval.metric_pool.registry`), the ``primary`` metric per task and the metrics it ``prefer``s per quality.
-"""
+"""The definition of a benchmark in one object: a module ends with one :class:`Benchmark` and ``register(defn)``
+(:mod:`.registry`) makes its data layout, facets, vocabulary, prompts and metrics known to the CLI and the agents."""
 
 from __future__ import annotations
 
@@ -15,7 +10,6 @@ from typing import Callable, Mapping
 from ..core import Item
 
 FACET_NAMES = ("benchmark", "task", "discipline", "direction", "type")
-"""The catalog facets every Item has (:class:`~sgieval.core.Item` fields)."""
 
 
 def literal(text: str) -> str:
@@ -64,40 +58,29 @@ class Vocabulary:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark, as sgieval uses it (see the module docstring).
+    """One benchmark, as sgieval uses it.
 
     Fields:
         name: the benchmark name, ``Item.benchmark`` of its items and the ``-b`` value (``"sgi-bench"``).
         description: one line for listings.
-        loader: ``loader(folder: Path) -> list[Item]``; raises InputError / DataNotFoundError naming file, record, field
-            and fix.
+        loader: ``loader(folder: Path) -> list[Item]``; raises InputError / DataNotFoundError naming file and fix.
         folder: the sub-folder of a data root holding the data (default ``name``).
-        markers: file names that mark a folder as holding the data; empty: any ``*.jsonl``, ``*.parquet`` or ``*.json``
-            file does.
-        pull: ``pull(dest: Path) -> Path`` downloads the public data into ``dest`` (the benchmark's folder); None: no
-            public download.
-        skipped: ``skipped(folder: Path) -> list[str]``: the files of the data folder the loader leaves out, each as
-            ``<file> (<why>)`` (the report's Run table names them); None: it leaves none out.
+        markers: file names that mark a folder as holding the data; empty: any ``*.jsonl``/``.parquet``/``.json``.
+        pull: ``pull(dest: Path) -> Path`` downloads the public data into ``dest``; None: no public download.
+        skipped: ``skipped(folder: Path) -> list[str]``: files the loader leaves out, as ``<file> (<why>)``.
         source: where the data comes from (URL, dataset, paper), shown by ``sgieval data``.
         tasks: the task names its items use.
         facets: facet -> what it means here (e.g. ``{"direction": "subdomain"}``).
         vocabulary: the offline request vocabulary (:class:`Vocabulary`).
-        prompts: task -> the template the target sees, a ``str.format`` string over the record's fields (``{question}``;
-            literal braces doubled, see :func:`literal`); the loader fills it into ``Item.prompt``.
-        metrics: the names of the metrics scored on every run over its items, in order: each a metric declared with
-            ``@metric`` in this benchmark's scope, else in every benchmark's (``"*"``).
+        prompts: task -> a ``str.format`` template over the record's fields (:func:`literal`), filled into ``Item.prompt``.
+        metrics: the metrics scored on every run over its items, in order (``@metric`` in this scope, else ``"*"``).
         primary: task -> name of the metric the ranking uses by default (its ``MetricSpec.primary`` is True).
-        prefer: quality -> the names of the metrics that measure it on this benchmark's items, best first
-            (``{"accuracy": ("em", "mca")}``): the customisation agent ranks a request about the quality by the first
-            that applies.  A quality not listed falls back to the metrics that declare it (``MetricSpec.qualities``), in
-            the order of the metric pool.
-        owns: ``owns(item_benchmark: str) -> bool`` for a definition whose items carry derived names (the generic JSONL
-            benchmark's ``jsonl:<stem>``); None: only ``name`` itself.
-        data_root: True when the data is a folder found in the data roots (``--data-dir``, ``$SGIEVAL_DATA``,
-            ``../shared/data``, the user cache); False when the loader is given a file path instead (``-b
-            questions.jsonl``) or knows its own files (a YAML benchmark).
-        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by this benchmark's loader (the generic JSONL
-            benchmark: ``.jsonl``).
+        prefer: quality -> metric names measuring it here, best first (``{"accuracy": ("em", "mca")}``); unlisted
+            qualities fall back to ``MetricSpec.qualities`` in metric-pool order.
+        owns: ``owns(item_benchmark: str) -> bool`` for derived item names (``jsonl:<stem>``); None: only ``name``.
+        data_root: True when the data is a folder in the data roots; False when the loader gets a file path or knows
+            its own files (a YAML benchmark).
+        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by this loader (JSONL: ``.jsonl``).
     """
 
     name: str

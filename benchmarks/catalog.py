@@ -1,7 +1,4 @@
-"""The benchmark catalog: every loaded Item, with facets to filter and count.
-
-Facets: benchmark, task, discipline, direction, type.
-"""
+"""The benchmark catalog: every loaded Item, with facets (benchmark, task, discipline, direction, type)."""
 
 from __future__ import annotations
 
@@ -105,7 +102,6 @@ class Catalog:
         Args:
             items: the items sampled from.
             k: how many (>= 0); None: all.
-            seed: the random seed.
 
         Returns:
             The sample; all of ``items`` when ``k`` is None or >= ``len(items)``.

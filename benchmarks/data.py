@@ -1,11 +1,6 @@
-"""Where benchmark data lives, and how to fetch it.
-
-A folder the user names (``--data-dir``, else ``$SGIEVAL_DATA``) is the only place looked in; when it holds no
-benchmark, :class:`~sgieval.core.DataNotFoundError` names it and the layouts looked for.  Else the default roots are
-searched: ``../shared/data`` (beside the checkout and the working directory), then the user cache.  A root holds one
-folder per benchmark (``Benchmark.data_folder``) with its marker files; a named folder may also be one benchmark's
-folder or an upstream layout (:mod:`sgieval.benchmarks.layouts`).
-"""
+"""Where benchmark data lives, and how to fetch it: a named folder (``--data-dir``, else ``$SGIEVAL_DATA``) is the only
+place looked in; else ``../shared/data`` (beside the checkout and the working directory), then the user cache.  A root
+holds one folder per benchmark (``Benchmark.data_folder``) with its markers, or an upstream layout (:mod:`.layouts`)."""
 
 from __future__ import annotations
 
@@ -96,11 +91,8 @@ def _definition(benchmark: str) -> Benchmark:
 
 
 def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, required: bool = True) -> Path | None:
-    """The folder holding ``benchmark``'s data.
-
-    With a named folder (``data_dir``, else ``$SGIEVAL_DATA``: :func:`named_root`) only that folder is looked in: the
-    folder itself, its ``<benchmark>/`` sub-folder, or an upstream layout it holds (:mod:`sgieval.benchmarks.layouts`).
-    Without one, :func:`default_roots` are searched in order.
+    """The folder holding ``benchmark``'s data: in a named folder (:func:`named_root`) only it, its ``<benchmark>/``
+    sub-folder or an upstream layout (:mod:`.layouts`); else :func:`default_roots` in order.
 
     Args:
         benchmark: a registered benchmark name (``sciaidanbench``, ``sgi-bench``, ...); another name is looked up as a
@@ -112,8 +104,7 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
         The folder the benchmark's loader reads, or None (not ``required``, nothing found).
 
     Raises:
-        DataNotFoundError: nothing found and ``required``; a named folder that does not exist, or holds a
-            ``<benchmark>/`` folder without the benchmark's files (naming the folders, what was looked for, the fix).
+        DataNotFoundError: nothing found and ``required``, or a named folder missing or without the files.
     """
     defn = _definition(benchmark)
     sub = defn.data_folder
@@ -127,9 +118,7 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
                 return cand
         if required:
             raise DataNotFoundError(
-                f"no {benchmark} data found (looked in: {', '.join(looked)})",
-                what=benchmark,
-                fix=how_to_get(benchmark),
+                f"no {benchmark} data found (looked in: {', '.join(looked)})", what=benchmark, fix=how_to_get(benchmark)
             )
         return None
     root, label = named

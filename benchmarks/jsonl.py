@@ -1,14 +1,7 @@
-"""Generic JSONL benchmark loader, shared record readers, and the replay format.
-
-A JSONL benchmark (``-b <file.jsonl>``, format in docs/data.md): one object per line with ``id`` and ``prompt``
-(required), ``reference`` (-> ``Item.reference = {"answer": value}``), ``options`` (multiple choice, kept as
-``Item.reference["options"]`` and shown after the prompt when it does not list them: :func:`shown_prompt`), ``task``,
-``discipline``, ``direction``, ``type`` and ``metadata``; any other field is an input error.  Items get ``benchmark =
-"jsonl:<file stem>"`` and ``id = "<benchmark>/<id>"``.  Replay files: one ``{"item_id", "text"}`` object per line (plus
-an optional ``"model"``, else the file stem), one model and one line per item.  Shared by the SGI-Bench and SFBench
-loaders: :func:`iter_records` (JSONL, JSON list or parquet, with each record's location) and
-:func:`input_error_from_validation` (a pydantic error as one InputError naming file, line, field and fix).
-"""
+"""Generic JSONL benchmark loader (``-b <file.jsonl>``, docs/data.md), the replay format (``{"item_id", "text"}`` lines,
+optional ``"model"``, else the file stem) and the record readers the SGI-Bench and SFBench loaders share
+(:func:`iter_records`, :func:`input_error_from_validation`).  Items: ``benchmark = "jsonl:<file stem>"``, ``id =
+"<benchmark>/<id>"``."""
 
 from __future__ import annotations
 
@@ -22,7 +15,6 @@ from ..core import GENERIC, DataNotFoundError, InputError, Item, json_loads_stri
 from .base import Benchmark
 
 
-# ------------------------------------------------------------------ record reading
 def _plain(value: Any) -> Any:
     """Convert numpy / pyarrow scalars (e.g. float16 ``runtime``) to Python values."""
     if isinstance(value, (str, bytes, int, float, bool)) or value is None:
@@ -233,7 +225,6 @@ def input_error_from_validation(
     return InputError(msg, what=where, fix=fix)
 
 
-# ----------------------------------------------------------------- generic JSONL
 class GenericRecord(BaseModel):
     """One record of a generic JSONL benchmark (see the module docstring)."""
 
@@ -354,7 +345,6 @@ def shown_prompt(prompt: str, options: list[str] | dict[str, str] | None) -> str
     return prompt.rstrip() + "\n\n" + "\n".join(lines) + "\n\n" + MCQ_ANSWER_FORMAT
 
 
-# ------------------------------------------------------------------ definition
 DEFINITION = Benchmark(
     name="jsonl",
     description="A user benchmark in one JSONL file (-b questions.jsonl): id, prompt, optional reference and facets.",
@@ -376,4 +366,3 @@ DEFINITION = Benchmark(
     primary={"*": "exact_match"},
     prefer={"accuracy": ("exact_match", "exact_match_normalised")},
 )
-"""The generic JSONL benchmark, as the registry lists it (items are named ``jsonl:<file stem>``)."""

@@ -1,12 +1,7 @@
-"""Upstream data layouts: a benchmark's data as its own public repository or dataset leaves it.
-
-``--data-dir`` may point at the sgieval layout (``<root>/<benchmark>/``), a clone of SciAidanBench
-(``results/per_model/model_*.json``, the question list read from Python source with :mod:`ast`, never run; pseudo-models
-listed apart), a clone of AidanBench (``benchmark/question_list.py``, ``results/*.json``) or an SGI-Bench HuggingFace
-snapshot (parquet per split, as ``snapshot_download`` or the hub cache leave them).  A clone is read through a view in
-the user cache (:func:`sciaidanbench_view`: ``questions.json``, ``responses/`` symlinks, ``layout.json``), rebuilt when
-the clone changes.  When no layout fits, :class:`~sgieval.core.DataNotFoundError` names every layout tried.
-"""
+"""Upstream data layouts ``--data-dir`` may point at besides ``<root>/<benchmark>/``: a SciAidanBench clone
+(``results/per_model/model_*.json``; the question list read with :mod:`ast`, never run), an AidanBench clone
+(``benchmark/question_list.py``, ``results/*.json``) or an SGI-Bench HuggingFace snapshot.  A clone is read through a
+view in the user cache (:func:`sciaidanbench_view`), rebuilt when the clone changes."""
 
 from __future__ import annotations
 
@@ -30,11 +25,9 @@ SGI_SNAPSHOT = "SGI-Bench hub snapshot (SGI-<Task>/.../<split>-*.parquet)"
 SGIEVAL_LAYOUT = (
     "sgieval layout (<dir>/<benchmark>/: sciaidanbench/questions.json, sgi-bench/*.parquet|jsonl, sfbench/*.jsonl)"
 )
-LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)
-"""Every layout :func:`detect` tries, in order."""
+LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)  # Every layout :func:`detect` tries, in order.
 
 
-# ------------------------------------------------------------------ reading Python question lists as data
 def literal_strings(path: Path) -> dict[str, Any]:
     """Module-level assignments of ``path`` whose value is a literal list of strings or a (nested) dict whose leaves are
     such lists: {name: value}.
@@ -95,7 +88,6 @@ def question_groups(files: list[Path]) -> list[tuple[str, str | None, list[str]]
     return []
 
 
-# ------------------------------------------------------------------ SciAidanBench clone
 def _clone_root(folder: Path) -> Path | None:
     """The SciAidanBench clone holding ``folder`` (the clone, its ``results/`` or ``results/per_model/``)."""
     for cand in (folder, folder.parent, folder.parent.parent):
@@ -248,7 +240,6 @@ def _questions_in_results(path: Path) -> list[tuple[str, str | None, str]]:
     return out
 
 
-# ------------------------------------------------------------------ AidanBench clone
 AIDAN_DOMAIN = "AidanBench"
 """Discipline (SciAidanBench ``domain``) given to the general questions of an AidanBench clone."""
 
@@ -313,7 +304,6 @@ def upstream_view(folder: str | Path) -> CloneView | None:
     return sciaidanbench_view(folder) or aidanbench_view(folder)
 
 
-# ------------------------------------------------------------------ detection
 def looks_sgi_snapshot(folder: Path) -> bool:
     """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset (``SGI-DeepResearch``,
     ``datasets--InternScience--SGI-DeepResearch``, ...) with a parquet file somewhere below it (a hub snapshot, one

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-# --------------------------------------------------------------- A.1 deep research
 DEEP_RESEARCH_INSTRUCTIONS = """
 
 Reason step by step before you give the final answer, numbering the steps (Step 1. ..., Step 2. ...).
@@ -29,7 +28,6 @@ def deep_research_prompt(question: str) -> str:
     return question + DEEP_RESEARCH_INSTRUCTIONS
 
 
-# ------------------------------------------------------------- A.2 idea generation
 IDEA_GENERATION_EXAMPLE: dict = {
     "Idea": (
         "We propose a closed-loop screening framework for single-atom catalysts that couples "
@@ -81,7 +79,6 @@ def idea_generation_prompt(question: str) -> str:
     return question + IDEA_GENERATION_INSTRUCTIONS
 
 
-# -------------------------------------------------------------- A.3 dry experiment
 DRY_EXPERIMENT_INSTRUCTIONS = """
 
 Return the completed function(s) inside <answer> and </answer> tags: full top-level `def` blocks with the same names and signatures as in the incomplete code.
@@ -112,7 +109,6 @@ def dry_experiment_prompt(question: str) -> str:
     return question + DRY_EXPERIMENT_INSTRUCTIONS
 
 
-# -------------------------------------------------------------- A.4 wet experiment
 WET_EXPERIMENT_INSTRUCTIONS = """
 
 Write the protocol using only actions from the action pool. Write every step as an assignment whose right-hand side is the action name in angle brackets, one parameter per line as key=value, and a closing parenthesis on its own line; reuse earlier output variables as parameter values to wire steps together.
@@ -147,7 +143,6 @@ def wet_experiment_prompt(question: str) -> str:
     return question + WET_EXPERIMENT_INSTRUCTIONS
 
 
-# ------------------------------------------------------ A.5 experimental reasoning
 EXPERIMENTAL_REASONING_INSTRUCTIONS = (
     "Solve the following multiple-choice question about the experimental image(s) step by step. "
     "The options are labelled A, B, C, ... Analyse the image(s), the question and every option, "
@@ -175,7 +170,6 @@ def experimental_reasoning_prompt(question: str, options: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------- SFBench
 SFBENCH_TEMPLATE = """Assess the scientific feasibility of the following materials-science claim.
 
 Claim: {claim}

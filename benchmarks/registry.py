@@ -1,16 +1,6 @@
-"""The benchmark registry: every :class:`~sgieval.benchmarks.base.Benchmark` sgieval knows.
-
-The built-in benchmarks are the definitions that end the modules named in
-:data:`BUILTIN_MODULES` (loaded lazily, in that order: it is the catalog's
-default order).  A new benchmark is one module ending with its definition,
-plus one line::
-
-    from sgieval.benchmarks.registry import register
-    register(MY_BENCHMARK)
-
-Everything that needs a per-benchmark table (data folders and markers, ``data pull``, the catalog's default list, the
-offline request vocabulary, the predefined metrics) reads it from here.
-"""
+"""The benchmark registry: every :class:`~sgieval.benchmarks.base.Benchmark` sgieval knows; the built-ins are the
+definitions ending the modules of :data:`BUILTIN_MODULES` (lazily, in catalog order); a new one is a module and
+``register(MY_BENCHMARK)``.  Per-benchmark tables (data folders, ``data pull``, vocabulary, metrics) read it from here."""
 
 from __future__ import annotations
 
@@ -25,7 +15,6 @@ from ..metric_pool import ALL, Metric, MetricEntry, entries
 from .base import Benchmark
 
 BUILTIN_MODULES = ("sciaidanbench", "sgi", "sfbench", "jsonl")
-"""Modules of ``sgieval.benchmarks`` whose ``DEFINITION`` is registered first, in this order."""
 
 _lock = threading.Lock()
 _builtin: dict[str, Benchmark] = {}
@@ -159,13 +148,9 @@ def for_path(path: str) -> Benchmark | None:
 def predefined_metrics(
     benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
 ) -> list[Metric]:
-    """The metrics ``benchmarks`` (names or item benchmark names) score on every run: the metrics each definition names
-    (``Benchmark.metrics``), read from the metric registry.
-
-    Each is built once per item benchmark of ``items`` that the definition owns, restricted to those items
-    (:class:`~sgieval.metric_pool.registry.Scoped`, keyed ``(item benchmark name, metric name)``), and kept when it
-    applies to at least one of them: two benchmarks that both name ``exact_match`` give two metrics, each scoring its
-    own items.  Without ``items``: every metric of each benchmark, scoped to the name given.
+    """The metrics ``benchmarks`` score on every run (``Benchmark.metrics``), each built once per owned item benchmark
+    of ``items`` and :class:`~sgieval.metric_pool.registry.Scoped` to its items (two benchmarks naming ``exact_match``
+    give two metrics); kept when it applies to one of them.  Without ``items``: all, scoped to the name given.
 
     Args:
         benchmarks: benchmark names (``"sgi-bench"``) or item benchmark names (``"jsonl:qa"``).

@@ -1,9 +1,6 @@
-"""SciAidanBench loader (DATASETS.md "SciAidanBench"; METRICS.md B.7).
-
-``questions.json`` -> Items (task ``open_creativity``, discipline = domain, direction = subdomain or the domain when
-there is none). ``responses/<model>.json`` -> stored answer records per model and question, kept whole (accepted answers
-and the final rejected one) with their stored judge scores, for replay.
-"""
+"""SciAidanBench loader (DATASETS.md "SciAidanBench"; METRICS.md B.7): ``questions.json`` -> Items (task
+``open_creativity``, discipline = domain, direction = subdomain or domain); ``responses/<model>.json`` -> stored answer
+records kept whole with their judge scores, for replay."""
 
 from __future__ import annotations
 
@@ -246,7 +243,6 @@ def skipped_files(folder: Path) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------- data pull
 COMMIT = "aaa03c4"
 TARBALL = f"https://codeload.github.com/CFN-softbio/SciAidanBench/tar.gz/{COMMIT}"
 
@@ -328,7 +324,6 @@ def _questions_from_results(data: dict) -> list[dict]:
     return out
 
 
-# ------------------------------------------------------------------ definition
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SciAidanBench: open-ended science questions, answered again and again until answers repeat "
@@ -378,4 +373,3 @@ DEFINITION = Benchmark(
     primary={OPEN_CREATIVITY: "aidan_accepted_answers"},
     prefer={"creativity": ("aidan_accepted_answers",), "novelty": ("aidan_mean_novelty", "aidan_accepted_answers")},
 )
-"""SciAidanBench, as the registry lists it."""

@@ -1,13 +1,6 @@
-"""SFBench loader: materials-science feasibility claims as Items.
-
-Source: "SFBench: The SciFy Scientific Feasibility Benchmark" (JHU APL, 2026), format in ``shared/specs/DATASETS.md``
-"SFBench" (no public download).  A claim record holds ``id``, ``claim``, ``score`` (gold feasibility, integer Likert -2
-.. 2; outside is an input error, METRICS.md D.5), ``explanation`` (a string, or a list of bullet strings joined with
-newlines), ``subdomain`` and ``assessment_date``; the other spellings of :data:`FIELD_ALIASES` are accepted too
-(matched after lower-casing and removing spaces, ``-`` and ``_``; the first present wins).  Items: ``id =
-"sfbench/<id>"``, task ``feasibility``, discipline ``materials science``, direction = subdomain, ``reference =
-{"score", "explanation"}``, the prompt :data:`~sgieval.benchmarks.prompts.SFBENCH_TEMPLATE`.
-"""
+"""SFBench loader ("SFBench: The SciFy Scientific Feasibility Benchmark", JHU APL, 2026; DATASETS.md "SFBench"): claim
+records (``id``, ``claim``, ``score`` -2..2, ``explanation``, ``subdomain``, ``assessment_date`` or the spellings of
+:data:`FIELD_ALIASES`) as Items ``sfbench/<id>``, task ``feasibility``, direction = subdomain."""
 
 from __future__ import annotations
 
@@ -23,10 +16,9 @@ from .jsonl import iter_records
 
 BENCHMARK = "sfbench"
 DISCIPLINE = "materials science"
-LIKERT_LEVELS = (-2, -1, 0, 1, 2)
-"""The five feasibility labels, -2 infeasible .. 2 feasible (DATASETS.md)."""
+LIKERT_LEVELS = (-2, -1, 0, 1, 2)  # The five feasibility labels, -2 infeasible .. 2 feasible (DATASETS.md).
 
-FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {  # Canonical field -> accepted spellings (module docstring).
     "id": ("id", "claim_id", "idx", "claim_idx"),
     "claim": ("claim", "claim_text", "statement", "text"),
     "score": ("score", "feasibility", "feasibility_score", "likert", "likert_score", "label", "rating", "gold_score"),
@@ -34,7 +26,6 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "subdomain": ("subdomain", "sub_domain", "domain", "category"),
     "assessment_date": ("assessment_date", "date", "assessed_on", "cutoff_date", "knowledge_cutoff"),
 }
-"""Canonical field -> accepted spellings (module docstring)."""
 
 _FIX = {
     "id": "give every claim a unique 'id' (string or integer)",
@@ -114,9 +105,7 @@ def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
         v = vals[field]
         if not isinstance(v, str) or not v.strip():
             raise InputError(
-                f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})",
-                what=where,
-                fix=_FIX[field],
+                f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})", what=where, fix=_FIX[field]
             )
     if not isinstance(expl, str):
         raise InputError(
@@ -176,7 +165,6 @@ def load_sfbench_folder(folder: str | Path) -> list[Item]:
     return items
 
 
-# ------------------------------------------------------------------ definition
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SFBench: materials-science feasibility claims rated -2..2 with an explanation (JHU APL, 2026).",
@@ -195,4 +183,3 @@ DEFINITION = Benchmark(
     primary={FEASIBILITY: "sfbench_qwk"},
     prefer={"feasibility": ("sfbench_qwk",), "accuracy": ("sfbench_qwk",)},
 )
-"""SFBench, as the registry lists it."""

@@ -39,14 +39,13 @@ from .jsonl import input_error_from_validation, iter_records
 
 BENCHMARK = "sgi-bench"
 
-HUB_DATASETS: dict[str, str] = {
+HUB_DATASETS: dict[str, str] = {  # Task -> HuggingFace dataset name (DATASETS.md; split ``test``).
     DEEP_RESEARCH: "InternScience/SGI-DeepResearch",
     IDEA_GENERATION: "InternScience/SGI-IdeaGeneration",
     DRY_EXPERIMENT: "InternScience/SGI-DryExperiment",
     WET_EXPERIMENT: "InternScience/SGI-WetExperiment",
     EXPERIMENTAL_REASONING: "InternScience/SGI-Reasoning",
 }
-"""Task -> HuggingFace dataset name (DATASETS.md; split ``test``)."""
 
 FILE_NAMES: dict[str, tuple[str, ...]] = {t: (t, HUB_DATASETS[t].split("/", 1)[1]) for t in SGI_TASKS}
 """Task -> accepted file stems (task constant, HF dataset name)."""
@@ -65,7 +64,6 @@ class HubUnavailableError(OfflineError, DataNotFoundError):
     """The HuggingFace hub cannot be reached, or the download failed (CLI exit code 2)."""
 
 
-# --------------------------------------------------------------------- names
 def _norm(name: str) -> str:
     s = re.sub(r"[^a-z0-9]", "", name.lower())
     return s[3:] if s.startswith("sgi") else s
@@ -88,7 +86,6 @@ def task_of_name(name: str) -> str | None:
     return _NAME_TO_TASK.get(_norm(name))
 
 
-# ------------------------------------------------------------------- images
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -137,7 +134,6 @@ def to_png_base64(image: Any) -> str:
     raise ValueError(f"is a {type(image).__name__}, expected a base64 PNG string or an image")
 
 
-# ------------------------------------------------------------ record schemas
 class _SgiRecord(BaseModel):
     """Fields common to all SGI-Bench tasks.  Unknown extra columns are ignored;
     ``discipline``/``direction`` may be absent or null ("")."""
@@ -267,7 +263,6 @@ RECORD_MODELS: dict[str, type[_SgiRecord]] = {
     WET_EXPERIMENT: WetExperimentRecord,
     EXPERIMENTAL_REASONING: ExperimentalReasoningRecord,
 }
-"""Task -> pydantic model validating one dataset row (DATASETS.md)."""
 
 
 def _hint(task: str):
@@ -281,7 +276,6 @@ def _hint(task: str):
     return hint
 
 
-# ------------------------------------------------------------------- items
 def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
     """One validated row as an Item: id ``sgi-bench/<idx>``, the task's prompt and reference,
     ``metadata["question"]`` (the raw question) and ``metadata["source"]`` (file or hub dataset)."""
@@ -338,11 +332,10 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
     )
 
 
-IDEA_REFERENCE = (
+IDEA_REFERENCE = (  # The idea_generation fields kept in ``Item.reference``, in order.
     "core_idea keywords implementation_steps implementation_order data evaluation_metrics expected_outcome "
     "related_work existing_solutions related_work_test challenge limitation motivation task_objective"
 ).split()
-"""The idea_generation fields kept in ``Item.reference``, in order."""
 
 
 def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[tuple[str, Item]]:
@@ -362,7 +355,6 @@ def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -
     return items
 
 
-# ------------------------------------------------------------------ sources
 def _task_files(folder: Path, task: str) -> list[Path]:
     """Data files for ``task`` in ``folder`` (see module docstring), [] if none."""
     direct = sorted(
@@ -570,7 +562,6 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
     return dest
 
 
-# ------------------------------------------------------------------ definition
 DEFINITION = Benchmark(
     name=BENCHMARK,
     description="SGI-Bench: deep research, idea generation, dry and wet experiments, experimental reasoning "
@@ -672,4 +663,3 @@ DEFINITION = Benchmark(
         "feasibility": ("idea_feasibility",),
     },
 )
-"""SGI-Bench, as the registry lists it (templates: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5)."""

@@ -1,33 +1,17 @@
-"""A user benchmark written as a small YAML definition (``sgieval ask -b my.yaml``).
-
-Example (``capitals.yaml``; paths are relative to the YAML file)::
+r"""A user benchmark written as a small YAML definition (``sgieval ask -b my.yaml``; paths relative to the YAML)::
 
     name: capitals                      # required: the benchmark name (Item.benchmark)
+    files: [capitals.jsonl]             # required: generic-JSONL files (sgieval.benchmarks.jsonl)
     description: Capital cities of Europe
-    files: [capitals.jsonl]             # required: generic-JSONL files (id, prompt, reference, ...)
-    prompt: |                           # optional template; default "{prompt}"
-      Answer with the city only, inside <answer></answer>.
-      {prompt}
-    facets: {task: qa, discipline: geography}   # optional defaults for records without them
-    metrics: [exact_match, exact_match_normalised]  # optional; default these two
-    primary: exact_match                # optional; default the first metric
-    vocabulary:                         # optional: request words for the offline questioning agent
-      names: ["capitals?"]
-      disciplines: {geography: [geography]}
-      words: {geography: ["geograph\\w*"]}
-      tasks: {qa: ["capital cities"]}
+    prompt: "Answer with the city only.\n{prompt}"  # template over {prompt} and metadata; default "{prompt}"
+    facets: {task: qa, discipline: geography}   # defaults for records without them
+    metrics: [exact_match, exact_match_normalised]  # reference metrics or rubrics (need --judge); default these two
+    primary: exact_match                # default the first metric
+    vocabulary:                         # request words for the offline questioning agent
+      {names: ["capitals?"], disciplines: {geography: [geography]}, words: {geography: ["geograph\w*"]}, tasks: {}}
 
-Records follow the generic JSONL format of :mod:`sgieval.benchmarks.jsonl` (``id``, ``prompt`` required; ``reference``,
-``task``, ``discipline``, ``direction``, ``type``, ``metadata`` optional).  Items get ``benchmark = <name>`` and ``id =
-"<name>/<record id>"``.  The ``prompt`` template is filled with ``{prompt}`` (the record's prompt) and the record's
-``metadata`` fields; the record's own prompt stays in ``metadata["question"]``.  ``facets`` fill a record's task (when
-it has the default ``generic``), discipline, direction and type (when empty).
-
-``metrics`` names reference metrics (``exact_match``, ``exact_match_normalised``, ``numeric_match``: the prediction, the
-last ``<answer>`` or the whole reply, against ``reference``;
-:mod:`sgieval.metric_pool.generic`) or rubrics of the rubric library (``sgieval
-metric list``; judged, so they need ``--judge``), each applied to this benchmark's items only.
-"""
+Items get ``id = "<name>/<record id>"``; the record's own prompt stays in ``metadata["question"]``; ``facets`` fill a
+task left ``generic`` and empty discipline, direction and type."""
 
 from __future__ import annotations
 
@@ -134,16 +118,8 @@ def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
 
 
 def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
-    """Declare the definition's metrics in the metric registry (scope: its name, so they score its items only): the
-    reference metrics, then the library rubrics, in the listed order.  The metrics of an earlier load of a benchmark of
-    that name are dropped first.
-
-    Returns:
-        The names of the declared metrics, for ``Benchmark.metrics``.
-
-    Raises:
-        InputError: a listed rubric is not in the rubric library (naming the file and the field).
-    """
+    """Declare the definition's reference metrics, then rubrics, scoped to its name (an earlier load's dropped); their
+    names for ``Benchmark.metrics``; InputError for a rubric not in the library."""
     reference = [m for m in spec.metrics if m in DEFAULT_METRICS]
     rubrics = []
     for name in (m for m in spec.metrics if m not in REFERENCE_METRICS):

@@ -72,7 +72,6 @@ _PUBLIC: dict[str, str] = {
     "scored_by": "rubric_loop",
     "user_rubric_dir": "rubrics",
 }
-"""Public name -> the module of this folder that defines it."""
 
 __all__ = sorted(_PUBLIC)
 

@@ -1,14 +1,6 @@
-"""Agreement of a judge with human labels on the same units, by the scale of the metric or criterion:
-
-- ordinal (integer scales: a criterion 0-10, a Likert -2..2): quadratic-weighted Cohen's kappa (Cohen 1968; the value of
-  ``sklearn.metrics.cohen_kappa_score(weights="quadratic")``) over the categories of the declared range;
-- continuous (any other range): Spearman's rank correlation (``scipy.stats.spearmanr``);
-- binary (range 0..1, 0/1 values): the judge's true-positive and true-negative rates and unweighted Cohen's kappa.
-
-Every scale also gets the mean signed difference, judge minus label (the judge's bias), and the number of units. Each
-statistic has a 95% percentile bootstrap interval over labelled units (:func:`.stats.unit_resamples`, 1,000 paired
-resamples, seeded).
-"""
+"""Agreement of a judge with human labels by the metric's scale: quadratic-weighted Cohen's kappa (Cohen 1968) for
+integer scales, Spearman's rho for continuous ones, TPR/TNR and kappa for 0/1; plus the mean signed difference (judge
+minus label) and n, each with a 95% percentile bootstrap CI over units (1,000 seeded resamples)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""SciAidanBench / AidanBench metrics counted from answer records (METRICS.md B.6, B.7, C.7, D.6, D.15).
-
-The records (stored and replayed, or made by :mod:`.aidanbench_protocol`) are in ``Response.metadata["records"]``;
-several stored lists of one question follow each other, ``metadata["lists"]`` saying where each starts.  Per question:
-the accepted answers (primary: ``stopping_condition`` null), the published count (``len(list)``), the AidanBench README
-score and leaderboard count, and the question's mean novelty and coherence; per model (corpus level, pooled over
-answers): mean novelty without each list's first answer (its novelty is 1.0 by definition) and with it, mean coherence,
-and the leaderboard total.  Each spec's description gives its formula.
-"""
+"""SciAidanBench / AidanBench metrics counted from the answer records in ``Response.metadata["records"]`` (METRICS.md
+B.6, B.7, C.7, D.6, D.15; ``metadata["lists"]``: where each stored list starts): per question the accepted answers
+(primary), the published count, the README score and leaderboard count, mean novelty and coherence; per model pooled
+means and the leaderboard total.  Each spec's description gives its formula."""
 
 from __future__ import annotations
 
@@ -17,21 +12,17 @@ from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec
 from .base import Metric, ScoringContext
 from .registry import metric
 
-BENCHMARK = "sciaidanbench"
-"""The benchmark whose items these metrics score (``Item.benchmark``)."""
+BENCHMARK = "sciaidanbench"  # The benchmark whose items these metrics score (``Item.benchmark``).
 
 SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
 SRC_AIDAN = "METRICS.md B.6; AidanBench (github aidanmclaughlin/AidanBench a6bb325)"
 SRC_POOLED = "METRICS.md D.6, D.15"
 
-LEADERBOARD_TAU_C = 15
-"""Coherence below which AidanBench ``plot.py`` stops counting a list (``coherence < 15``, B.6)."""
-LEADERBOARD_TAU_N = 0.15
-"""Embedding novelty below which ``plot.py`` stops counting a list (``N < 0.15``, B.6)."""
+LEADERBOARD_TAU_C = 15  # Coherence below which AidanBench ``plot.py`` stops counting a list (``coherence < 15``, B.6).
+LEADERBOARD_TAU_N = 0.15  # Embedding novelty below which ``plot.py`` stops counting a list (``N < 0.15``, B.6).
 README_TAU_C = 15
 """tau_c of the AidanBench README's S(q) (B.5 defaults), used when the records do not state their thresholds."""
-README_TAU_N = 0.15
-"""tau_n of the README's S(q), likewise."""
+README_TAU_N = 0.15  # tau_n of the README's S(q), likewise.
 
 
 def _spec(name: str, **kw: Any) -> MetricSpec:
@@ -135,8 +126,7 @@ NOVELTY_PER_ITEM = _spec(
 )
 
 
-STORED_JUDGE = "o1-mini"
-"""Coherence (and LLM-novelty) judge of the published SciAidanBench run (METRICS.md B.2, B.4)."""
+STORED_JUDGE = "o1-mini"  # Coherence (and LLM-novelty) judge of the published SciAidanBench run (METRICS.md B.2, B.4).
 STORED_EMBEDDER = "text-embedding-3-large"
 """Embedding model of the stored ``embedding_dissimilarity_score`` (METRICS.md B.3)."""
 
@@ -268,14 +258,12 @@ def pooled_values(
     return out
 
 
-STOP_REASONS = {
+STOP_REASONS = {  # The stop rule's ``stopping_condition`` values (METRICS.md B.5) and what the rejected answer was.
     "coherence_threshold": "incoherent",
     "embedding_dissimilarity_threshold": "not novel (embedding)",
     "llm_dissimilarity_threshold": "not novel (LLM judge)",
 }
-"""The stop rule's ``stopping_condition`` values (METRICS.md B.5) and what the rejected answer was."""
-README_TAU_LLM = 0.15
-"""tau_llm of the stop rule (B.5 default), used when the records do not state their thresholds."""
+README_TAU_LLM = 0.15  # tau_llm of the stop rule (B.5 default), used when the records do not state their thresholds.
 
 
 def _stop_reason(stop: str) -> str:
@@ -302,26 +290,19 @@ def answer_marks(
 ) -> list[dict[str, Any]]:
     """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it.
 
-    A record is ``accepted`` when its ``stopping_condition`` is null (D.6, the count of ``aidan_accepted_answers``) and
-    it is not the rejected answer.  The ``rejected`` answer is the one that ended its list by the stop rule (B.5): its
-    ``stopping_condition`` is set (D.6: the last record is the rejected one; the threshold it names gives the reason,
-    :data:`STOP_REASONS`).  A record written without that field (the AidanBench layout, B.7) is rejected when it is the
-    last of its list and fails the rule in B.5's order: coherence <= ``tau_c``, embedding novelty < ``tau_n``, LLM
-    novelty < ``tau_llm``.  A list ended by an error (``error_message``/``error_type`` or ``stopping_condition``
-    "error") or a content filter (``content_error``) has no rejected answer: its last record is not accepted and carries
-    that ``reason``.  Coherence is the stored judge value (0-100, the judge's final ``<coherence_score>`` tag, D.18);
-    novelty ``1 - max cosine`` to the earlier answers (0-1, B.3).
+    ``accepted``: ``stopping_condition`` null (D.6) and not the rejected answer, which ended its list by the stop rule
+    (B.5; without that field, the AidanBench layout: the last record if it fails coherence <= ``tau_c``, novelty <
+    ``tau_n``, LLM novelty < ``tau_llm`` in that order).  A list ended by an error or content filter has no rejected
+    answer; its last record is not accepted and carries that ``reason``.
 
     Args:
         lists: ``(temperature, records)`` per stored list of the question (:func:`answer_lists`).
         tau_c, tau_n, tau_llm: the stop rule's thresholds (B.5 defaults 15, 0.15, 0.15).
 
     Returns:
-        One dict per record, lists one after the other: ``list`` (0-based list index), ``temperature``,
-        ``n`` (``answer_num``, else 1-based position), ``coherence`` (0-100 or None), ``novelty`` (0-1 or None),
-        ``llm_novelty`` (0-1 or None), ``accepted`` (bool), ``rejected`` (bool), ``reason`` (why it was
-        rejected or why the list stopped there: a :data:`STOP_REASONS` value, ``error: <message>``,
-        ``content filter``; None otherwise).
+        One dict per record: ``list`` (0-based), ``temperature``, ``n`` (``answer_num``, else 1-based position),
+        ``coherence`` (0-100), ``novelty``, ``llm_novelty`` (0-1; each or None), ``accepted``, ``rejected`` and
+        ``reason`` (a :data:`STOP_REASONS` value, ``error: <message>``, ``content filter`` or None).
     """
     out: list[dict[str, Any]] = []
     for li, (temp, recs) in enumerate(lists):

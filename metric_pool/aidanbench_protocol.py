@@ -1,15 +1,9 @@
-"""AidanBench / SciAidanBench generation protocol as a runnable evaluation (METRICS.md B.1-B.5, C.6, D.6).
-
-For one question the target is asked again and again for a new answer, its earlier answers shown; each answer is
-scored for coherence (judge, 0-100), embedding novelty (0-1) and optionally LLM novelty (0-1) and the stop rule is
-checked.  The result is one :class:`Response` whose ``metadata["records"]`` has the B.7 record format, so the counting
-metrics of :mod:`.aidanbench` apply to generated and replayed runs alike.  Beyond the sources (tested): a target call
-that still fails after retries ends the question ``infra_error``, an unparsable judge reply (after ``judge_attempts``
-tries with the parse error shown) ``judge_error``, the records so far kept and nothing scored 0; a content filter after
-a stored answer relabels it ``content_error`` and ends the question normally; ``<think>`` blocks are kept in the
-record's ``thoughts``; the ``max_answers`` cap leaves the last answer accepted, ``final_stopping_condition``
-``"answer_cap"``.
-"""
+"""AidanBench / SciAidanBench generation protocol as a runnable evaluation (METRICS.md B.1-B.5, C.6, D.6): per question
+the target is asked for new answers until the stop rule, each scored for coherence (judge, 0-100), embedding novelty
+and optionally LLM novelty (0-1); one :class:`Response` with the B.7 records in ``metadata["records"]``, so
+:mod:`.aidanbench` counts generated and replayed runs alike.  A target failing after retries ends the question
+``infra_error``, an unparsable judge ``judge_error`` (records kept, nothing scored 0); ``max_answers`` ends it
+``"answer_cap"``."""
 
 from __future__ import annotations
 
@@ -49,7 +43,6 @@ ANSWER_CAP = "answer_cap"
 
 CONTENT_FILTER_TERMS = ("invalid prompt", "invalid_prompt", "content management policy", "content_filter")
 
-# ------------------------------------------------------------------------ prompts (B.1, B.2, B.4)
 GEN_HEAD = (
     "Answer the following question:\n<question>{question}</question>\n"
     "Give your answer inside <answer></answer> XML tags.\n"
@@ -144,7 +137,6 @@ def candidate(text: str, label: str = "ANSWER") -> str:
     return as_data(text, label, extra_tags=CANDIDATE_TAGS)
 
 
-# ------------------------------------------------------------------------------ parsing
 def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
     """Content of ``<tag>...</tag>`` (case-sensitive, D.1), stripped; the last match when ``last`` (AidanBench) else
     the first (SciAidanBench); None when there is no tag.  An empty tag gives "" (D.1: no fallback)."""
@@ -188,7 +180,6 @@ def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 1
     return v
 
 
-# ---------------------------------------------------------------------------- stop rule
 def stopping_condition(
     coherence: float,
     novelty: float,
@@ -210,7 +201,6 @@ def stopping_condition(
     return None
 
 
-# ---------------------------------------------------------------------------- embeddings
 def _encode(embedder: Any, texts: list[str]) -> np.ndarray:
     """``embedder.encode(texts, normalize=True)`` (metric_pool.embeddings.Embedder) or ``embedder(texts)`` for a
     plain callable -> (n, d) array."""
@@ -254,7 +244,6 @@ def recompute_novelty(records: Sequence[dict[str, Any]], embedder: Any) -> list[
     return [novelty_against(emb[i], emb[:i]) for i in range(len(texts))]
 
 
-# ------------------------------------------------------------------------------- judges
 class _JudgeFailure(Exception):
     pass
 
@@ -272,13 +261,8 @@ async def _judge_int(
     flags: list[str] | None = None,
     prompts: dict[str, dict[str, Any]] | None = None,
 ) -> int:
-    """Ask ``judge`` for an integer in ``<tag>`` through
-    :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
-    loop; reasoning before the last ``</think>`` is not parsed, D.8); re-ask with the parse error shown on an
-    unparsable reply.  Every reply is logged in ``raw_log`` (with ``flags``, e.g. ``injection_suspected``, and the
-    ``prompt_hash`` of the prompt that attempt sent, a retry's included, kept in ``prompts`` by hash).  Raises
-    _JudgeFailure with the reason."""
-    # one prompt family per judge kind (the instructions and bands come first, the same for every answer)
+    """The integer in ``<tag>`` of ``judge``'s reply (:func:`~sgieval.models.structured.ask_structured`, D.8), every
+    reply logged in ``raw_log`` with flags and prompt hash; _JudgeFailure with the reason."""
     with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
         r = await ask_structured(
             judge,
@@ -327,7 +311,6 @@ def records_text(records: Sequence[dict[str, Any]]) -> str:
     return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
 
 
-# ---------------------------------------------------------------------------- the loop
 @dataclass
 class _Judging:
     """The judge of one question's loop, with its raw replies and the prompts they answered."""
@@ -529,9 +512,7 @@ async def run_generation(
         embedder: an ``Embedder`` or a callable list[str] -> (n, d) array; embedding novelty (B.3).
         variant: which answer and score tags are read (:data:`Variant`).
         llm_novelty: use the LLM novelty judge (B.4).
-        tau_c: the coherence threshold (0-100).
-        tau_n: the embedding novelty threshold (0-1).
-        tau_llm: the LLM novelty threshold (0-1).
+        tau_c, tau_n, tau_llm: the coherence (0-100), embedding and LLM novelty (0-1) thresholds.
         max_answers: most answers (>= 1).
         temperature: the target's temperature (B.1: 0.7).
         cot: ask the target to reason first.
@@ -539,10 +520,8 @@ async def run_generation(
         clock: the clock of ``processing_time`` (s).
 
     Returns:
-        One Response: ``metadata["records"]`` in the B.7 record format, ``answer`` the accepted answers, ``text`` all
-        answers numbered, the judge replies in ``metadata["judge_raw"]`` and their prompts by hash in
-        ``metadata["judge_prompts"]``; status ``infra_error`` or ``judge_error`` with the reason, the records so far
-        kept.
+        One Response: B.7 ``metadata["records"]``, the accepted ``answer``, all answers numbered in ``text``,
+        ``metadata["judge_raw"]`` and ``["judge_prompts"]``; on failure ``infra_error``/``judge_error``, records kept.
 
     Raises:
         InputError: no judge, a target without a chat model, or a bad ``variant`` or ``max_answers``.

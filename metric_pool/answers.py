@@ -1,15 +1,5 @@
-"""Reading answers out of final reply text: normalised text, numbers and option letters.
-
-Pure functions used by the JSONL benchmark's metrics (:mod:`sgieval.metric_pool.generic`):
-
-- :func:`normalise_text` and :func:`normalised_match`: METRICS.md D.11 (Unicode NFKC, dashes and minus signs to ``-``,
-  whitespace collapsed, case-folded; numbers compared as numbers after removing currency symbols and thousands
-  separators, ``1/2`` and ``6.02 × 10^23`` forms included, rounded half-up to the reference's decimal places);
-- :func:`parse_number` / :func:`last_number`: one number, or the last number in a text (``numeric_match``);
-- :func:`answer_line_letter`: METRICS.md D.9, a final ``ANSWER: X`` line.
-
-Every function reads the text it is given; callers pass the final text after the reasoning (D.8).
-"""
+"""Reading answers out of final reply text (callers pass the text after the reasoning, D.8): :func:`normalised_match`
+(METRICS.md D.11), :func:`parse_number` / :func:`last_number` (``numeric_match``) and :func:`answer_line_letter` (D.9)."""
 
 from __future__ import annotations
 
@@ -126,11 +116,8 @@ _EXPONENT_BEFORE = re.compile(r"(?:\^|\^\{|\^\(|(?<=[\w)\]])\s*\*\*)\s*$")
 
 
 def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
-    """(position, value) of every number in normalised text ``t``, in order.
-
-    A number written as an exponent or glued to a symbol is not a value of its own: one right after ``^``, ``^{``, a
-    ``**`` that follows a symbol or number (``10**5``; Markdown bold ``**Answer:** 7`` is no exponent) or a letter is
-    skipped (``s^-1``, ``mol-1`` from ``mol⁻¹`` after NFKC, ``km2``, ``CO2``)."""
+    """(position, value) of every number in normalised ``t``, skipping exponents (``^``, ``10**5``) and numbers glued to
+    a letter (``s^-1``, ``km2``, ``CO2``)."""
     out = []
     for m in _NUMBER_IN_TEXT.finditer(t):
         before = t[: m.start()]
@@ -155,9 +142,7 @@ def last_number(text: str) -> Decimal | Fraction | None:
 
 
 def _marker_number(content: str, *, leading_only: bool = False) -> Decimal | Fraction | None:
-    """The number a final-answer marker gives: the number its content starts with (``1000 (10 x 100)`` -> 1000; an
-    ``=``, ``~``, ``≈`` or ``about`` before it is allowed), else the last number in it (``the total is 5 + 3 = 8`` ->
-    8); with ``leading_only``, only a number at the start counts."""
+    """The number ``content`` starts with (after ``=``, ``~``, ``≈``, ``about``), else its last (not ``leading_only``)."""
     t = _strip_currency(normalise_text(content))
     found = _numbers_in(t)
     if not found:

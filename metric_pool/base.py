@@ -1,10 +1,5 @@
-"""The metric interface (DESIGN.md "Style we follow": a metric is small and pure where it can be; a judge metric is the
-same shape with a chat model passed in).
-
-A :class:`Metric` declares one or more :class:`MetricSpec` and returns one
-:class:`Score` per spec for each (item, response).  Corpus-level metrics
-(e.g. SFBench's quadratic weighted kappa) also implement :meth:`Metric.corpus`, returning Scores whose ``item_id`` is
-:data:`CORPUS`.
+"""The metric interface: a :class:`Metric` declares :class:`MetricSpec` s and returns one :class:`Score` per spec for
+each (item, response); corpus-level metrics (SFBench's kappa) also implement :meth:`Metric.corpus` (``item_id`` CORPUS).
 """
 
 from __future__ import annotations
@@ -15,19 +10,11 @@ from typing import Any, Callable, Sequence
 from ..core import CORPUS, InputError, Item, MetricSpec, Response, Score, Status, as_evidence, same_model  # noqa: F401 (re-exported: CORPUS is imported from here by agents and metrics)
 from ..models import NamedModel
 
-# CORPUS (``Score.item_id`` of a corpus-level score) lives in core, the Score contract; imported here for metrics.
-
 
 @dataclass
 class ScoringContext:
-    """What a metric may use while scoring.
-
-    ``judges``: judge models (empty: judge metrics report ``not_run``). ``tools``: the run's ToolPool (or None).
-    ``sandbox``: a
-    :class:`sgieval.tools.base.Sandbox` for running model-written code.
-    ``embedder``: callable list[str] -> np.ndarray (n, d) or None (MiniLM is loaded lazily by metrics that need it).
-    ``allow_self_judge``: when False a judge whose name equals the target model's is skipped.
-    """
+    """What a metric may use: ``judges`` (empty: judge metrics report ``not_run``), the run's ToolPool, a
+    :class:`sgieval.tools.base.Sandbox`, an ``embedder`` list[str] -> (n, d) array (None: MiniLM loaded lazily)."""
 
     judges: list[NamedModel] = field(default_factory=list)
     tools: Any = None
@@ -86,15 +73,11 @@ class ScoringContext:
 
 
 class Metric:
-    """Base class.  Subclasses set ``specs`` and implement :meth:`score`.
-
-    ``score`` must return exactly one Score per spec, in ``specs`` order; on failure it returns Scores with ``status``
-    != "ok" and the reason in ``error`` (never a silent zero).
-    """
+    """Base class: subclasses set ``specs`` and implement :meth:`score` (one Score per spec, in order; a failure is a
+    Score with ``status`` != "ok" and its ``error``, never a silent zero)."""
 
     specs: list[MetricSpec] = []
     corpus_specs: list[MetricSpec] = []
-    """Specs of the corpus-level scores :meth:`corpus` returns (e.g. SFBench's kappa)."""
 
     @property
     def name(self) -> str:
@@ -102,7 +85,7 @@ class Metric:
 
     @classmethod
     def from_options(cls, options: dict) -> "Metric":
-        """The metric for a run (how the registry builds a declared Metric class); override to read options.
+        """The metric for a run (the registry builds declared classes so); override to read options.
 
         Args:
             options: the run's metric options (option name -> value, e.g. ``{"dr_use_parser": False}``).
@@ -137,8 +120,7 @@ class Metric:
             ctx: the run's scoring context (judges, options, tools).
 
         Returns:
-            One Score per per-item spec, each on that spec's declared range (``MetricSpec.range``); a failure is a
-            Score with its status and reason, never a missing one.
+            One Score per per-item spec on its ``MetricSpec.range``; a failure is a Score with status and reason.
 
         Raises:
             NotImplementedError: in this base class; every metric implements it.
@@ -158,7 +140,6 @@ class Metric:
         """
         return []
 
-    # helpers ---------------------------------------------------------------
     def failed(
         self,
         item: Item,
@@ -172,7 +153,6 @@ class Metric:
         """One failed Score per spec, with the same status and reason.
 
         Args:
-            item: the item.
             response: the response that could not be scored.
             status: the status of every Score (``judge_error``, ``infra_error``, ``not_run``, ...).
             error: the reason, shown in the report.
@@ -194,15 +174,13 @@ class Metric:
         """The judges that may score ``response``, or the failed Scores to return instead.
 
         Args:
-            item: the item.
             response: the target model's response.
             ctx: the run's scoring context.
             metric: the metric's name, used in the ``not_run`` reason.
 
         Returns:
-            ``(judges, None)`` with the judges allowed to score the response (:meth:`ScoringContext.judges_for`); or
-            ``([], scores)``: the response's own status when it failed ("no response: <error>"), or ``not_run`` with
-            :meth:`ScoringContext.no_judge_reason` when no judge may score it.
+            ``(judges, None)`` (:meth:`ScoringContext.judges_for`), or ``([], scores)``: the failed response's own
+            status ("no response: <error>"), or ``not_run`` with :meth:`ScoringContext.no_judge_reason`.
         """
         if not response.ok:
             return [], self.failed(item, response, response.status, f"no response: {response.error}")
@@ -230,8 +208,7 @@ def score_for(item: Item, response: Response, metric: str, value: float | None, 
 
 @dataclass(frozen=True)
 class MetricResult:
-    """What a metric function returns for one (item, response): the value on its spec's native scale
-    (``MetricSpec.range``), the rationale a reader sees beside it, and any details kept with the Score."""
+    """A metric function's result: the value on its spec's ``MetricSpec.range``, the rationale, details."""
 
     value: float
     rationale: str = ""
@@ -248,7 +225,7 @@ def _result(out: Any, fn: Any) -> MetricResult:
 
 
 class FunctionMetric(Metric):
-    """A metric from pure functions of (item, response), the one "metric from a function" class.
+    """A metric from pure functions of (item, response).
 
     ``fn`` is either one function for all ``specs`` (returning a :class:`MetricResult` for a single spec, or a dict spec
     name -> MetricResult), or a sequence of functions, one per spec, each computed on its own: a ``ValueError`` from one

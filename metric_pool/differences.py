@@ -1,14 +1,6 @@
-"""Where the models differ, from the per-item values of one metric (``{model: {item id: value}}``):
-
-- :func:`facet_winners`: for each value of a facet (discipline, direction, task, type; two values at least), the models
-  by their mean there, the first's lead over the second and their paired permutation test on the items both scored
-  (:func:`.stats.paired_test`; "separated" is p < 0.05, two-sided, not adjusted for the values tested);
-- :func:`lead_sources`: the overall leader's lead over the second decomposed by facet value (summed per-item differences
-  of each value's shared items as a share of the total: the shares add up to 1);
-- :func:`order_departures`: per item, the Spearman footrule distance sum_m |rank_item(m) - rank_overall(m)| (Diaconis
-  and Graham 1977; ``scipy.stats.rankdata(method="average")``, values equal at 2 decimals tie) over the models that
-  scored it; items on which every model scores the same have no order and are left out.
-"""
+"""Where the models differ, from one metric's ``{model: {item id: value}}``: :func:`facet_winners` (per facet value,
+paired permutation test, p < 0.05 unadjusted), :func:`lead_sources` (the leader's lead split by facet value, shares
+summing to 1) and :func:`order_departures` (Spearman footrule per item, Diaconis and Graham 1977)."""
 
 from __future__ import annotations
 
@@ -20,11 +12,9 @@ from .stats import PairedResult, paired_test
 FACETS = ("discipline", "direction", "task", "type")
 """The facets a "who wins where" table is made for (each with at least two values among the scored items)."""
 
-DIGITS = 2
-"""The precision the report prints means at: models whose means are equal at it are tied (one group)."""
+DIGITS = 2  # The precision the report prints means at: models whose means are equal at it are tied (one group).
 
-SIGNIFICANCE = 0.05
-"""The level below which a paired test separates two models (two-sided)."""
+SIGNIFICANCE = 0.05  # The level below which a paired test separates two models (two-sided).
 
 
 @dataclass(frozen=True)
@@ -115,7 +105,6 @@ def facet_winners(
         facet: the facet's name.
         higher_is_better: the metric's direction.
         n_resamples: resamples of the paired permutation tests.
-        seed: their seed.
 
     Returns:
         One :class:`FacetValue` per facet value in value order; [] with fewer than two values among the scored items.
@@ -164,11 +153,7 @@ def facet_winners(
 
 
 def lead_sources(
-    values: Mapping[str, Mapping[str, float]],
-    facet_of: Mapping[str, str],
-    facet: str,
-    first: str,
-    second: str,
+    values: Mapping[str, Mapping[str, float]], facet_of: Mapping[str, str], facet: str, first: str, second: str
 ) -> list[LeadShare]:
     """Where ``first``'s lead over ``second`` comes from, by value of ``facet``.
 

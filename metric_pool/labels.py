@@ -1,12 +1,7 @@
-"""Human labels against the judges: which units to label, validation, judge-label agreement, PPI estimates.
-
-A label is a :class:`~sgieval.core.Label` (``labels.jsonl``), paired with the score of the same (item, target model,
-metric[, criterion]).  Per metric: the agreement of each judge and of the panel with the labels (:mod:`.agreement`);
-per target model the prediction-powered mean (PPI++, :mod:`.ppi`) beside the judge-only and labels-only means, and
-the paired PPI++ difference of models labelled on the same items.  PPI's guarantee holds for a uniform random sample
-of the scored units, so :func:`sample_units` draws the same random items for every model (each model its own
-stratum, differences paired); any other selection (``disagreement``) is marked as not covered by the guarantee.
-"""
+"""Human labels (:class:`~sgieval.core.Label`, ``labels.jsonl``) against the judges: which units to label, validation,
+judge-label agreement (:mod:`.agreement`) and PPI++ means and paired differences (:mod:`.ppi`).  PPI's guarantee needs
+a uniform random sample, so :func:`sample_units` draws the same random items for every model (each its own stratum);
+other selections (``disagreement``) are marked as not covered."""
 
 from __future__ import annotations
 
@@ -154,14 +149,12 @@ def sample_units(
         metric: the metric to label.
         n: labels wanted per target model (>= 1).
         seed: the seed of the random draw (the same seed gives the same units, so a session continues).
-        selection: ``random`` (the default: a uniform random sample of the items every model has a valid score on,
-            the same items for each model, so PPI's guarantee holds) or ``disagreement`` (the units with the widest
-            spread between judges first: NOT a random sample, not covered by PPI's guarantee).
-        done: units already labelled; they are left out of the result but still count toward ``n``.
+        selection: ``random`` (the same uniform random items for each model, as PPI needs) or ``disagreement``
+            (widest judge spread first: NOT a random sample, not covered by PPI's guarantee).
+        done: units already labelled; left out of the result but counted toward ``n``.
 
     Returns:
-        Up to ``n`` units per model not yet in ``done``, item-major (every model's answer to one item, then the
-        next item).
+        Up to ``n`` units per model not in ``done``, item-major (every model's answer to one item, then the next).
 
     Raises:
         ValueError: ``n`` < 1 or an unknown ``selection``.

@@ -1,21 +1,8 @@
-"""Prediction-powered inference: a mean from a few human labels and a judge's scores on every unit.
-
-With ``n`` labelled units (label ``Y_i``, judge score ``Ŷ_i``) and ``N`` other units scored by the judge only
-(``Ŷ'_j``), the PPI++ estimate of the mean label (Angelopoulos, Duchi and Zrnic 2024, "PPI++: Efficient
-Prediction-Powered Inference", arXiv:2311.01453, the mean-estimation case; the same formulas as the method authors'
-``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci``) is
-
-    θ̂_λ = λ · mean(Ŷ') + mean(Y − λ·Ŷ)
-
-with the variance-minimising tuning parameter for a mean (clipped to [0, 1] as ``ppi_py`` does)
-
-    λ̂ = [(1/n) Σ (Y_i − Ȳ)(Ŷ_i − mean Ŷ)] / [(1 + n/N) · var(Ŷ ∪ Ŷ')],   var with n + N − 1 degrees of freedom,
-
-and the normal-approximation interval θ̂ ± z_{1−α/2} · sqrt(var₀(λŶ')/N + var₀(Y − λŶ)/n) (var₀: population variance).
-λ = 1 is classic PPI (Angelopoulos et al., Science 2023); λ = 0 is the labels-only mean. The guarantee holds when the
-labelled units are a uniform random sample of the units (:mod:`.labels` estimates each target model, sampled on its own,
-as its own stratum).
-"""
+"""Prediction-powered inference: a mean from ``n`` human labels Y and a judge's scores Ŷ on them and Ŷ' on ``N`` other
+units (PPI++, Angelopoulos, Duchi and Zrnic 2024, arXiv:2311.01453, mean case; as ``ppi_py.ppi_mean_ci``):
+θ̂_λ = λ·mean(Ŷ') + mean(Y − λŶ), λ̂ = cov(Y, Ŷ) / ((1 + n/N)·var(Ŷ ∪ Ŷ')) clipped to [0, 1], interval
+θ̂ ± z_{1−α/2}·sqrt(var₀(λŶ')/N + var₀(Y − λŶ)/n).  λ = 1 is classic PPI, λ = 0 the labels-only mean; valid when the
+labelled units are a uniform random sample (:mod:`.labels` treats each target model as its own stratum)."""
 
 from __future__ import annotations
 
@@ -27,8 +14,7 @@ import numpy as np
 
 from .stats import z_quantile
 
-Values = Union[Sequence[float], np.ndarray]
-"""A 1-d sequence of numbers (a list or a numpy array)."""
+Values = Union[Sequence[float], np.ndarray]  # A 1-d sequence of numbers (a list or a numpy array).
 
 
 @dataclass(frozen=True)
@@ -91,12 +77,7 @@ def power_tuning(labels: Values, judged: Values, unlabelled: Values) -> float:
 
 
 def ppi_mean(
-    labels: Values,
-    judged: Values,
-    unlabelled: Values,
-    *,
-    alpha: float = 0.05,
-    lam: float | None = None,
+    labels: Values, judged: Values, unlabelled: Values, *, alpha: float = 0.05, lam: float | None = None
 ) -> PPIEstimate:
     """The prediction-powered mean of the labels and its ``1 - alpha`` interval (module docstring, PPI++).
 

@@ -1,20 +1,7 @@
-"""Stored judgements checked: re-decide stored SciAidanBench acceptances with the run's embedder.
-
-A replayed SciAidanBench answer list was accepted or stopped by the original run's judges: its stored coherence scores
-(the o1-mini judge in the published run) and its stored embedding novelty (text-embedding-3-large,
-``embedding_dissimilarity_score``).  ``--recheck`` recomputes the novelty of every stored answer with the run's own
-embedder (METRICS.md B.3: 1 - max cosine against the earlier answers of the list, the first answer 1.0) and compares,
-per target model, over the non-first answers:
-
-- Spearman's rho between the recomputed and the stored novelty (scipy.stats.spearmanr);
-- the share of answers with the same novelty decision at tau_n = 0.15 (novelty < 0.15 rejects, B.5);
-- the re-decided accepted count: each list re-walked with the B.5 stop rule on the stored coherence and the recomputed
-  novelty, stopping at the first answer it rejects (an answer the stored run rejected but the recheck accepts ends the
-  list too: what the model would have said next was never generated, so the count is a lower bound there), summed over
-  the questions, next to the stored accepted count;
-- whether the ranking of the target models by accepted answers changes.
-The coherence decisions stay the stored judge's (a live judge re-deciding coherence is not implemented).
-"""
+"""``--recheck``: re-decide stored SciAidanBench acceptances with the run's embedder (METRICS.md B.3, B.5): per target
+model, Spearman's rho of recomputed vs stored novelty, the share of same decisions at tau_n = 0.15, the accepted count
+re-walked with the stop rule on stored coherence (a lower bound where the recheck accepts what the run rejected), and
+whether the ranking changes.  Coherence decisions stay the stored judge's."""
 
 from __future__ import annotations
 

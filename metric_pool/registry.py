@@ -29,8 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 from ..core import InputError, Item, MetricSpec, Response, Score
 from .base import FunctionMetric, Metric, ScoringContext
 
-ALL = "*"
-"""The scope of a metric that applies to the items of every benchmark (its specs' tasks still apply)."""
+ALL = "*"  # The scope of a metric that applies to the items of every benchmark (its specs' tasks still apply).
 
 MetricKey = tuple[str, str]
 """``(scope, name)``: how a plan names a metric (scope: an item benchmark name, or :data:`ALL`)."""
@@ -43,8 +42,7 @@ ENTRY_POINTS = "sgieval.metrics"
 """Entry-point group of installed packages' metric modules, imported by :func:`discover`
 (``[project.entry-points."sgieval.metrics"] brevity = "mypkg.brevity"``)."""
 
-DECLARES = "@metric("
-"""The text by which :func:`discover` knows a module of this package declares a metric."""
+DECLARES = "@metric("  # The text by which :func:`discover` knows a module of this package declares a metric.
 
 T = TypeVar("T")
 
@@ -188,8 +186,8 @@ def metric(
     offer: Offer | None = None,
     unavailable: str = "",
 ) -> Callable[[T], T]:
-    """Declare the decorated function, Metric class or built Metric as a metric (module docstring); the decorated object
-    is returned unchanged (a class gets the declared ``specs`` and ``corpus_specs``).
+    """Declare the decorated function, Metric class or built Metric as a metric, returned unchanged (a class gets the
+    declared ``specs`` and ``corpus_specs``).
 
     Args:
         specs: the per-item specs it scores, in order (none for a built Metric: its own).

@@ -1,24 +1,8 @@
-"""Judge reliability of a judge panel: can the judged numbers be trusted?
-
-A *unit* is one (item, target model) pair that two or more judges scored on one metric.  From the per-judge values
-each judged Score keeps (:func:`judge_values`), per judged metric:
-
-- **inter-judge agreement**: Krippendorff's alpha (``krippendorff``; interval level, nominal for 0/1 labels), with a
-  percentile bootstrap 95% CI over units (Hayes & Krippendorff 2007; :func:`sgieval.metric_pool.stats.unit_resamples`);
-- **per-judge offset**: the mean over units of (judge's value - panel mean), with its bootstrap 95% CI
-  (:func:`sgieval.metric_pool.stats.summarize`);
-- **leave-one-judge-out**: the ranking of target models without each judge, and whether its top or order changes;
-- **self-preference**: a judge that is the same model as a target (equal :attr:`sgieval.core.ModelRef.identity`, never
-  the provider): the mean over that target's units of (its value - the other judges' mean), with its bootstrap 95% CI;
-  significant when the CI excludes 0 (a CI without variation decides nothing: then the sign-flip test, 5% level);
-- **position bias** (pairwise votes with swapped order, METRICS.md A.2): the share of vote pairs whose verdict changes
-  when the two ideas swap places;
-- **test-retest** (``--judge-repeats k``, :mod:`sgieval.metric_pool.repeats`): Krippendorff's alpha of one judge's
-  (k repeats x units) matrix, a failed repeat a missing value, with the same bootstrap CI.  Computed with one judge too.
-
-Verdicts use Krippendorff's (2004, *Content Analysis*, 2nd ed., section 11.3.4) thresholds: alpha >= 0.800 reliable,
-0.667 <= alpha < 0.800 tentative only, below not reliable; above 0.800 with a CI reaching below 0.667: not established.
-"""
+"""Judge reliability of a judge panel, per judged metric over units (item, target model) scored by two or more judges:
+Krippendorff's alpha with a bootstrap CI over units (Hayes & Krippendorff 2007), per-judge offset from the panel mean,
+leave-one-judge-out rankings, self-preference (judge identity equal to the target's), position bias of swapped
+pairwise votes (METRICS.md A.2) and test-retest alpha of ``--judge-repeats``.  Verdicts use Krippendorff's (2004,
+*Content Analysis*, 2nd ed., 11.3.4) thresholds: >= 0.800 reliable, >= 0.667 tentative, below not reliable."""
 
 from __future__ import annotations
 
@@ -105,7 +89,6 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-# ------------------------------------------------------------------------------------------- alpha
 def alpha(matrix: np.ndarray, level: str = "interval") -> float | None:
     """Krippendorff's alpha of a (judges x units) matrix (NaN = not rated), via the ``krippendorff``
     package.  None when undefined: fewer than 2 units rated by 2 judges, or no variation at all."""
@@ -155,7 +138,6 @@ def ci_cell(lo: float, hi: float, n: int, unit: str = "units") -> str:
     return f"{f(lo)} to {f(hi)}"
 
 
-# --------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Offset:
     """A judge's mean offset from the panel mean on the units it rated (metric's scale), with its 95% CI."""
@@ -360,11 +342,7 @@ def _retest(repeats: dict, level: str, seed: int, n_resamples: int) -> tuple[dic
 
 
 def reliability(
-    scores: Sequence[Score],
-    spec: MetricSpec | None = None,
-    *,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    scores: Sequence[Score], spec: MetricSpec | None = None, *, n_resamples: int = 1000, seed: int = 0
 ) -> Reliability | None:
     """Judge reliability of one metric's per-item ``scores`` scored by a panel (module docstring).
 
@@ -373,7 +351,6 @@ def reliability(
             ({judge: [values of the k repeats]}) feed the test-retest alphas.
         spec: the metric's spec: its direction and measurement level (0/1 metrics are nominal).
         n_resamples: resamples of the bootstrap CIs and sign-flip tests.
-        seed: the random seed.
 
     Returns:
         The :class:`Reliability`, or None when fewer than two judges gave values (and no repeat or vote pair).

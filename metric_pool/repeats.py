@@ -1,17 +1,7 @@
-"""Repeated judge calls (``--judge-repeats k``): test-retest material for the judge panel.
-
-Each judge allowed to score a target is asked ``k`` times per judged item (``ctx.options["judge_repeats"]``, default 1).
-The r-th draw is :func:`sgieval.models.base.repeat_of` (judge, r), whose index is part of the call cache key from r = 1
-on, sampled at the run's judge temperature (``RunConfig`` makes 0 into 0.7 when k > 1).  METRICS.md D.4, D.8 and D.10
-apply to each repeat on its own.  Each judge's value is the mean of its successful repeats, the metric's value the panel
-aggregate of those means; a failed repeat is recorded with its reason (never a zero), a judge whose repeats all failed
-is a failed judge.  The score records ``details["judge_repeats"]`` {judge: [value per repeat, None where it failed]},
-``details["repeat_failures"]`` {judge: {repeat: reason}} and ``details["repeats"]`` = k; each reply's evidence has its
-``repeat`` index.  The Judge reliability section reads them for the test-retest alpha
-(:func:`sgieval.metric_pool.reliability.reliability`).  Used by rubric metrics, ``reasoning_validity``, the
-deep-research ``sla`` and the SFBench explanation judge; idea-generation votes (METRICS.md A.2), dry-experiment verdicts
-and the AidanBench coherence judge ask each judge once.
-"""
+"""Repeated judge calls (``--judge-repeats k``): each judge is asked ``k`` times per judged item, the r-th draw
+:func:`sgieval.models.base.repeat_of` (judge, r) (cache key from r = 1 on); a judge's value is the mean of its
+successful repeats, the metric's the panel aggregate.  ``details``: ``judge_repeats`` {judge: [value or None]},
+``repeat_failures`` {judge: {repeat: reason}}, ``repeats`` = k; read by :func:`.reliability.reliability`."""
 
 from __future__ import annotations
 

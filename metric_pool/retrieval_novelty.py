@@ -1,13 +1,7 @@
-"""Retrieval-augmented novelty (METRICS.md E; SGI-Bench paper, arXiv 2512.16969, section 5.1.1, eqs. 3-5).
-
-For one idea (the last ``<answer>`` of the final text, D.8, else the final text): retrieve ``n`` = 4 works (with
-``--corpus`` from that folder only, by embedding similarity fused with BM25, :class:`sgieval.tools.retrieval.CorpusRetriever`;
-else through the tool pool's ``web_search``), the query being the idea's first sentence plus the question; S_avg = mean
-cos(idea, work title and snippet); ``retrieval_novelty`` = clip(10 (1 - S_avg), 0, 10); ``retrieval_novelty_reward`` =
-[S_inn > tau = 5]; ``ttrl_reward`` = R_format + R_novelty (0-2; R_format only where the prompt asked for ``<answer>``
-tags).  Fewer works found: those are used and counted; none: ``not_run`` with the reason (never 10); a search or
-embedding failure: ``infra_error``.  Each score's evidence is one ``retrieval`` record.
-"""
+"""Retrieval-augmented novelty (METRICS.md E; SGI-Bench paper, arXiv 2512.16969, 5.1.1, eqs. 3-5): ``n`` = 4 works
+retrieved (``--corpus``: :class:`sgieval.tools.retrieval.CorpusRetriever`, else ``web_search``), S_avg their mean cosine
+with the idea; ``retrieval_novelty`` = clip(10 (1 - S_avg), 0, 10), ``retrieval_novelty_reward`` = [S_inn > 5],
+``ttrl_reward`` = R_format + R_novelty (0-2).  No work found: ``not_run`` (never 10); a failure: ``infra_error``."""
 
 from __future__ import annotations
 
@@ -101,8 +95,7 @@ LITERATURE = (
 """Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior work");
 with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
 
-NOVEL = r"novel\w*|original\w*"
-"""Words naming novelty ("novel", "novelty", "original", "originality")."""
+NOVEL = r"novel\w*|original\w*"  # Words naming novelty ("novel", "novelty", "original", "originality").
 
 
 def searches(options: dict | None, tools: Any = None) -> str | None:

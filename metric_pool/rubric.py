@@ -1,20 +1,8 @@
-"""Rubric metrics: a custom :class:`~sgieval.core.Rubric` judged per criterion (SGI-Bench paper, arXiv 2512.16969,
-section 3, metric customisation): criteria scored 0-10 with anchors, aggregated to 0-100 by the rubric's weights,
-
-    value = 10 * sum_c w_c * s_c / sum_c w_c            (Rubric.aggregate)
-
-with ``s_c`` the criterion score, the mean over the judges that answered.  Each judge returns a validated
-:class:`RubricJudgement` through :func:`~sgieval.metric_pool.judge.ask_judge`; an out-of-range score is a parse error,
-retried with the error shown to the judge (METRICS.md D.4).  The response is passed as delimited data
-(:func:`~sgieval.metric_pool.judge.as_data`) and a judge never scores its own target unless ``allow_self_judge``.
-What is the same for every item (instructions, criteria, anchors, data notice, schema) is the system message, so a
-provider's prompt cache can serve it; the item's task and the response come last.
-
-Tools: a rubric with a criterion that needs one (``Criterion.needs``: ``web_search``, ``run_python``) offers them
-when the run's ToolPool has them and the judge supports ``bind_tools``; the judge may call them first
-(:func:`tool_loop`, at most ``tool_budget`` calls per judge and score), then the conversation continues with the
-structured reply.  Every call is kept in ``Score.evidence`` and the rationale names the tools used.
-"""
+"""Rubric metrics: a custom :class:`~sgieval.core.Rubric` judged per criterion on 0-10 (SGI-Bench paper, arXiv
+2512.16969, section 3), value = 10 * sum_c w_c s_c / sum_c w_c on 0-100 (Rubric.aggregate), s_c the judges' mean.
+Judges reply with a validated :class:`RubricJudgement` (out of range: retried, METRICS.md D.4); the item-independent
+part is the system message (prompt cache).  A criterion that ``needs`` ``web_search``/``run_python`` offers it when the
+ToolPool has it (:func:`tool_loop`, at most ``tool_budget`` calls); every call is kept in ``Score.evidence``."""
 
 from __future__ import annotations
 
@@ -44,8 +32,7 @@ from .base import Metric, ScoringContext
 from .judge import DATA_NOTICE, JudgeReply, as_data, ask_judge, injection_flags, parse_json_object, schema_instruction
 from .repeats import Draw, draws, judge_repeats, repeat_details
 
-DEFAULT_TOOL_BUDGET = 3
-"""Tool calls each judge may make while scoring one response."""
+DEFAULT_TOOL_BUDGET = 3  # Tool calls each judge may make while scoring one response.
 
 JUDGE_TOOLS = ("web_search", "run_python")
 """Tools a rubric judge may be offered, when a criterion needs them (``Criterion.needs``): web_search to check a
@@ -126,8 +113,7 @@ TOOLS_NOTE = """Before scoring you may call these tools, at most {budget} calls 
 Use web_search to check a cited fact or reference, run_python to re-run a claimed computation or submitted code.
 Then reply with the JSON object of scores (no more tool calls)."""
 
-TASK_CHARS = 6000
-"""Characters of the item's task shown to a rubric judge (longer tasks are clipped, marked " [...]")."""
+TASK_CHARS = 6000  # Characters of the item's task shown to a rubric judge (longer tasks are clipped, marked " [...]").
 
 
 def rubric_system(rubric: Rubric) -> str:
@@ -225,12 +211,8 @@ async def tool_loop(
     allowed: Sequence[str] = JUDGE_TOOLS,
     budget: int = DEFAULT_TOOL_BUDGET,
 ) -> ToolLoopResult:
-    """Let ``model`` call the pool's ``allowed`` tools, at most ``budget`` calls, through the one tool loop
-    (:func:`sgieval.models.tool_loop.run_tool_loop`).
-
-    A model without tool calling, an empty pool or ``budget`` 0 returns at once with ``note`` saying why.  Each
-    call runs through ``pool.acall`` (errors are answered as "Error: ..." text); calls beyond the budget or of a
-    tool not offered are refused and count toward the budget, so the loop ends.
+    """Let ``model`` call the pool's ``allowed`` tools (:func:`sgieval.models.tool_loop.run_tool_loop`); a model
+    without tool calling, an empty pool or ``budget`` 0 returns at once with ``note``; refused calls count too.
 
     Args:
         model: the judge.
@@ -316,7 +298,6 @@ class RubricMetric(Metric):
     ``value = 10 * sum_c w_c * mean_j mean_r s_cjr / sum_c w_c``.
 
     Args:
-        rubric: the rubric.
         tool_budget: tool calls per judge for one score (``ctx.options["tool_budget"]`` overrides).
         tools: the tools a judge may be offered; it gets those the rubric's criteria need (:meth:`offered`).
         max_attempts: tries of each judge call.
@@ -395,8 +376,6 @@ class RubricMetric(Metric):
         """:meth:`Metric.failed`, with the rubric version in ``details["rubric_version"]``.
 
         Args:
-            item: the item.
-            response: the response.
             status: the Scores' status.
             error: the reason.
             kwargs: as :meth:`Metric.failed`.

@@ -1,11 +1,6 @@
-"""The rubric loop: refine a rubric against the researcher's labels.
-
-Criteria refinement as in EvalGen (Shankar et al. 2024, "Who validates the validators?", section 4): the labels are the
-standard, the judge's disagreements with them show which criterion is worded badly, the user rewords it, the labelled
-units (only they: agreement is defined on them alone) are scored again with the revision (the rubric's next ``version``,
-recorded in every score's ``details["rubric_version"]``), and the agreement before and after is compared with the same
-statistics (:mod:`sgieval.metric_pool.agreement`).
-"""
+"""The rubric loop (EvalGen, Shankar et al. 2024, "Who validates the validators?", section 4): the judge's
+disagreements with the researcher's labels show which criterion to reword; the labelled units alone are scored again
+with the revision (``details["rubric_version"]``) and agreement before and after compared (:mod:`.agreement`)."""
 
 from __future__ import annotations
 
@@ -107,7 +102,6 @@ def disagreements(
     Args:
         scores: scores of the rubric (other metrics are ignored).
         labels: the run's labels (the latest per unit and labeller; several labellers are averaged).
-        rubric: the rubric.
         judge: a judge whose own scores (``details["per_judge"]``) are compared; None: the panel mean.
 
     Returns:
@@ -135,7 +129,6 @@ def scored_by(scores: Sequence[Score], rubric: Rubric, units: Sequence[tuple[str
 
     Args:
         scores: the run's scores.
-        rubric: the rubric.
         units: (item_id, model) pairs.
 
     Returns:
@@ -247,10 +240,7 @@ def compare_agreement(
         for name in names:
             out.append(
                 AgreementChange(
-                    crit,
-                    name,
-                    a[crit].get(name) if crit in a else None,
-                    b[crit].get(name) if crit in b else None,
+                    crit, name, a[crit].get(name) if crit in a else None, b[crit].get(name) if crit in b else None
                 )
             )
     return out

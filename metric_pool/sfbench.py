@@ -1,13 +1,7 @@
-"""SFBench metrics (DATASETS.md "SFBench"; METRICS.md D.5, D.7): the reply (:func:`parse_feasibility_reply`) gives a
-Likert feasibility -2..2 and an explanation.
-
-:class:`SFBenchLikert` (objective): per item the absolute error and exact match; per model the quadratic weighted kappa
-(primary, scikit-learn over labels -2..2; undefined, ``not_run``, when both sides use fewer than two labels), accuracy
-and MAE, each with the 5x5 confusion matrix.  A Likert value outside -2..2 is ``input_error`` (gold) or ``parse_error``
-(reply).  :class:`SFBenchExplanation` (judge): correctness and completeness on 1-5 against the gold explanation (an
-infeasible claim's explanation is complete with one valid reason, a feasible one's must cover every crucial aspect),
-normalised per model with their harmonic mean F1.
-"""
+"""SFBench metrics (DATASETS.md "SFBench"; METRICS.md D.5, D.7) of a reply giving a Likert feasibility -2..2 and an
+explanation: :class:`SFBenchLikert` (per item absolute error and exact match; per model quadratic weighted kappa,
+primary, accuracy and MAE with the 5x5 confusion matrix) and :class:`SFBenchExplanation` (judged correctness and
+completeness on 1-5 against the gold explanation, normalised, with their harmonic mean F1)."""
 
 from __future__ import annotations
 
@@ -97,7 +91,6 @@ EXPL_F1 = _spec(
 )
 
 
-# ---------------------------------------------------------------------------- parsing
 _SCORE_LINE = re.compile(
     r"^[\s>*_#-]*(?:feasibility(?:\s+score)?|likert(?:\s+score)?|score|rating)[\s*_]*[:=][\s*_]*"
     r"([+\-\u2212]?\s*\d+(?:\.\d+)?)",
@@ -187,7 +180,6 @@ def gold_likert(item: Item) -> int:
     return _likert(ref["score"], f"item {item.id} field reference.score")
 
 
-# ----------------------------------------------------------------------- Likert metric
 def _corpus_score(model: str, spec: MetricSpec, value: float | None, rationale: str, details: dict, **kw: Any) -> Score:
     """One corpus-level Score of ``model`` (``kw``: status, error)."""
     return Score(item_id=CORPUS, model=model, metric=spec.name, value=value, rationale=rationale, details=details, **kw)
@@ -289,7 +281,6 @@ class SFBenchLikert(Metric):
         return out
 
 
-# ------------------------------------------------------------------- explanation judge
 def _level(value: Any, levels: dict[str, int], what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be one of {[k.title() for k in levels]}")

@@ -1,28 +1,6 @@
-"""The statistics of sgieval's reports, each formula once, with its source.
-
-- :func:`summarize`: mean, total and 95% CI of per-item values.  0/1 values get the Wilson score interval of a
-  proportion (Wilson 1927; ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``), which stays informative
-  at the edges (8 of 8 correct gives 0.68 to 1 where a bootstrap gives "1 to 1"); other values the BCa bootstrap
-  over items (Efron & Tibshirani 1993, ``scipy.stats.bootstrap``), the percentile interval where BCa is undefined.
-- :func:`paired_test`: two models on the items both scored: the paired sign-flip permutation test of the mean
-  difference (``scipy.stats.permutation_test(permutation_type="samples")``, exact when 2**n <= the resamples) or
-  the bootstrap test (Efron & Tibshirani 1993, section 16.4), with the paired BCa CI of the mean difference;
-  :func:`sign_flip_p` is the same test of one list of differences against 0; :func:`holm` adjusts several p-values
-  for multiple comparisons (Holm 1979).
-- :func:`unit_resamples`: the percentile bootstrap over units of a statistic that is undefined on some resamples
-  (Krippendorff's alpha, Hayes & Krippendorff 2007; kappa, rank correlation), which ``scipy.stats.bootstrap`` cannot
-  leave out.
-- :func:`z_quantile`: the two-sided normal quantile of the normal-approximation intervals (PPI, :mod:`.ppi`).
-- :func:`items_to_separate`: items the two-sided paired test needs, n = ceil(((z_{1-alpha/2} + z_{1-beta}) sd_d /
-  |mean_d|)^2) (Chow, Shao & Wang, *Sample Size Calculations in Clinical Research*, 2nd ed., 2008, section 3.1.1,
-  one-sample / paired mean; the paired permutation test has the same large-sample power).
-- :class:`HedgedCapitalCS` and :class:`SettleRule`: anytime-valid confidence sequences of paired differences and
-  the ``--until-settled`` stopping rule (Waudby-Smith & Ramdas 2023, JRSS-B 86(1), section 4; the finite-population
-  form of Waudby-Smith & Ramdas 2020, NeurIPS; the construction of the ``confseq`` package's ``hedged_cs``, which
-  is not a dependency because it builds only with a system Boost).
-
-``scipy.stats`` is imported by the first computation that needs it, not with this module.
-"""
+"""The statistics of sgieval's reports, each formula once, with its source: CIs of a mean (:func:`summarize`),
+paired tests (:func:`paired_test`, :func:`holm`), bootstrap over units, power (:func:`items_to_separate`) and the
+anytime-valid confidence sequences of ``--until-settled``.  ``scipy.stats`` is imported on first use."""
 
 from __future__ import annotations
 
@@ -33,15 +11,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 
-# ----------------------------------------------------------------------------------------- CI of a mean
 @dataclass(frozen=True)
 class Summary:
-    """``n`` values, their ``mean`` and ``total`` (same scale as the values), ``std`` (population), and the 95% CI
-    of the mean ``[ci_low, ci_high]``.
-
-    ``method``: ``"wilson"`` (0/1 values), ``"bca"`` or ``"percentile"`` (bootstrap over items), ``"degenerate"``
-    (every value equal and not 0/1: zero width, equal to the mean) or ``"none"`` (NaN: fewer than 2 values).
-    ``note`` says why an interval is degenerate, unavailable or not BCa ("" otherwise)."""
+    """``n`` values, their ``mean``, ``total`` and population ``std`` (the values' scale), the 95% CI of the mean;
+    ``method`` ``"wilson"``, ``"bca"``, ``"percentile"``, ``"degenerate"`` (all equal, not 0/1: zero width) or
+    ``"none"`` (NaN: fewer than 2 values); ``note`` why an interval is degenerate, unavailable or not BCa."""
 
     n: int
     mean: float
@@ -54,7 +28,7 @@ class Summary:
 
 
 def is_binary(x: np.ndarray) -> bool:
-    """True when every value is exactly 0 or 1 (a 0/1 metric such as exact match)."""
+    """True when every value is exactly 0 or 1."""
     return bool(x.size) and bool(np.all((x == 0) | (x == 1)))
 
 
@@ -82,8 +56,7 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
 
 
 def _bootstrap_ci(data: tuple, statistic: Callable, confidence: float, n_resamples: int, seed: int, **kw: Any):
-    """(low, high, percentile used): the BCa interval of ``scipy.stats.bootstrap``, the percentile one when BCa is
-    undefined (NaN, e.g. on very skewed data)."""
+    """(low, high, percentile used): ``scipy.stats.bootstrap`` BCa, percentile when BCa is NaN."""
     from scipy import stats
 
     for method in ("BCa", "percentile"):
@@ -110,18 +83,17 @@ def summarize(
     confidence: float = 0.95,
     binary: bool | None = None,
 ) -> Summary:
-    """Mean, total and a ``confidence`` CI of ``values`` (module docstring; :class:`Summary`).
+    """Mean, total and CI of ``values``: 0/1 values get the Wilson interval (8 of 8 gives 0.68 to 1, not "1 to 1"),
+    others the BCa bootstrap over items (Efron & Tibshirani 1993), percentile where BCa is undefined.
 
     Args:
         values: per-item scores on the metric's scale.
         n_resamples: bootstrap resamples (>= 1).
-        seed: the random seed.
         confidence: the CI level, in (0, 1).
         binary: the values are 0/1 (Wilson interval, also for one value); None: decided by :func:`is_binary`.
-            Otherwise fewer than 2 values give NaN and equal values a zero-width interval, each with its note.
 
     Returns:
-        The Summary: mean, CI, total, n and the interval's method.
+        The Summary; fewer than 2 non-0/1 values give a NaN CI, equal values a zero-width one.
 
     Raises:
         ValueError: no value.
@@ -149,15 +121,10 @@ def summarize(
     return Summary(int(x.size), mean, float(x.sum()), float(x.std()), lo, hi, method, note)
 
 
-# ------------------------------------------------------------------------------------------ paired tests
 @dataclass(frozen=True)
 class PairedResult:
-    """Paired comparison of two models on the items both have.
-
-    ``n`` common items; ``mean_a``, ``mean_b`` their means there and ``mean_diff`` = mean(a - b) (the values'
-    scale); ``[ci_low, ci_high]`` the 95% paired bootstrap CI of ``mean_diff`` (NaN when n < 2; equal differences
-    give a zero-width CI at ``mean_diff``); ``p_value`` two-sided, for H0 "no difference" (0-1); ``method``
-    "permutation" or "bootstrap"; ``ci_note`` why the CI is degenerate, unavailable or not BCa ("" otherwise)."""
+    """Paired comparison on ``n`` common items: ``mean_diff`` = mean(a - b), its 95% paired bootstrap CI (NaN when
+    n < 2, zero width for equal differences), two-sided ``p_value``, ``method`` and ``ci_note`` as in Summary."""
 
     n: int
     mean_a: float
@@ -183,21 +150,17 @@ def paired_test(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> PairedResult:
-    """Compare model A with model B on the items both scored with a finite value.
+    """Compare models A and B on the items both scored with a finite value, two-sided, deterministic per ``seed``.
 
-    ``method="permutation"``: the paired sign-flip permutation test of the mean difference (each item's two values
-    swapped or not, ``scipy.stats.permutation_test(permutation_type="samples")``, exact enumeration when 2**n <=
-    ``n_resamples``), two-sided.  ``method="bootstrap"``: the differences centred to satisfy H0 are resampled
-    ``n_resamples`` times, p = (1 + #{|mean*| >= |observed mean|}) / (1 + n_resamples) (Efron & Tibshirani 1993,
-    section 16.4).  Both report the ``confidence`` CI of mean(a - b) from ``scipy.stats.bootstrap(paired=True)``
-    (BCa, percentile when BCa is undefined).  Deterministic for a given ``seed``.
+    ``"permutation"``: paired sign-flip test (``scipy.stats.permutation_test(permutation_type="samples")``, exact
+    when 2**n <= ``n_resamples``).  ``"bootstrap"``: centred differences resampled, p = (1 + #{|mean*| >= |mean|}) /
+    (1 + n_resamples) (Efron & Tibshirani 1993, 16.4).  CI: ``scipy.stats.bootstrap(paired=True)``, BCa.
 
     Args:
-        a: model A's per-item scores (item id -> value on the metric's scale).
+        a: model A's item id -> score (the metric's scale).
         b: model B's per-item scores.
         method: ``"permutation"`` or ``"bootstrap"``.
         n_resamples: resamples (>= 1).
-        seed: the random seed.
         confidence: the CI level, in (0, 1).
 
     Returns:
@@ -256,13 +219,11 @@ def paired_test(
 
 
 def sign_flip_p(diffs: Sequence[float], *, n_resamples: int = 10000, seed: int = 0) -> float:
-    """Two-sided p of the sign-flip permutation test that the mean of ``diffs`` is 0 (:func:`paired_test` of the
-    differences against zeros).
+    """Two-sided p of the sign-flip test that the mean of ``diffs`` is 0 (:func:`paired_test` against zeros).
 
     Args:
         diffs: paired differences (finite).
         n_resamples: resamples (exact enumeration when 2**n <= ``n_resamples``).
-        seed: the random seed.
 
     Returns:
         p in (0, 1].
@@ -272,8 +233,7 @@ def sign_flip_p(diffs: Sequence[float], *, n_resamples: int = 10000, seed: int =
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of p-values for multiple comparisons (Holm 1979, "A simple sequentially
-    rejective multiple test procedure", Scand. J. Statist. 6:65-70): the i-th smallest of m p-values becomes
+    """Holm's step-down adjustment (Holm 1979, Scand. J. Statist. 6:65-70): the i-th smallest of m p-values becomes
     max over j <= i of min(1, (m - j + 1) p_(j)); controls the family-wise error rate.
 
     Args:
@@ -292,13 +252,13 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def unit_resamples(stat: Callable[[np.ndarray], float | None], n: int, *, n_resamples: int, seed: int) -> list[float]:
-    """The bootstrap distribution of a statistic over ``n`` units, resampled with replacement.
+    """Percentile-bootstrap distribution over ``n`` units of a statistic undefined on some resamples (Krippendorff's
+    alpha, Hayes & Krippendorff 2007; kappa), which ``scipy.stats.bootstrap`` cannot leave out.
 
     Args:
         stat: the statistic of the units at the given indices (None or NaN when undefined there).
         n: units.
         n_resamples: resamples, each ``numpy.random.default_rng(seed).integers(0, n, size=n)`` in turn.
-        seed: the random seed.
 
     Returns:
         The defined (finite) values of the statistic, in resample order; the caller takes the percentiles.
@@ -312,9 +272,8 @@ def unit_resamples(stat: Callable[[np.ndarray], float | None], n: int, *, n_resa
     return out
 
 
-# ------------------------------------------------------------------------------------------------- power
 def z_quantile(alpha: float) -> float:
-    """z_{1 - alpha/2}, the two-sided standard normal quantile (``scipy.stats.norm.ppf``).
+    """z_{1 - alpha/2}, the two-sided normal quantile (``scipy.stats.norm.ppf``) of the PPI intervals.
 
     Args:
         alpha: the error level, in (0, 1).
@@ -333,15 +292,12 @@ def z_quantile(alpha: float) -> float:
 
 
 METHOD = "normal-approximation power of the paired test, n = ((z_0.975 + z_0.80) x SD / mean)^2"
-"""The method of :func:`items_to_separate`, as the report states it (for alpha 0.05 and power 0.8)."""
 
 
 @dataclass(frozen=True)
 class ItemsNeeded:
-    """The outcome of :func:`items_to_separate`: ``n_used`` paired items, the mean and sample SD (n - 1; 0 for one
-    item) of their differences (a - b, the metric's scale), ``alpha`` (two-sided) and ``power``; ``n_total`` the
-    items needed in all and ``more`` = max(0, n_total - n_used) (both None when no number would do, with
-    ``reason``)."""
+    """:func:`items_to_separate`'s outcome: mean and sample SD (n - 1; 0 for one item) of ``n_used`` differences,
+    ``n_total`` items needed and ``more`` = max(0, n_total - n_used) (None when no number would do: ``reason``)."""
 
     n_used: int
     mean_diff: float
@@ -354,8 +310,8 @@ class ItemsNeeded:
 
 
 def items_to_separate(diffs: Sequence[float], *, alpha: float = 0.05, power: float = 0.8) -> ItemsNeeded:
-    """Items the two-sided paired test at level ``alpha`` needs, with power ``power`` (module docstring formula);
-    no number when the mean difference is 0 or every difference is the same (no spread to work with).
+    """Items the two-sided paired test needs: n = ceil(((z_{1-alpha/2} + z_{power}) sd_d / |mean_d|)^2) (Chow, Shao &
+    Wang, *Sample Size Calculations in Clinical Research*, 2nd ed., 2008, 3.1.1); none when mean 0 or sd 0.
 
     Args:
         diffs: per-item differences a - b (finite numbers, at least 1).
@@ -388,9 +344,9 @@ def items_to_separate(diffs: Sequence[float], *, alpha: float = 0.05, power: flo
     return ItemsNeeded(n, mean, sd, alpha, power, total, max(0, total - n))
 
 
-# ------------------------------------------------------------------------------------- sequential tests
 class HedgedCapitalCS:
-    """Hedged-capital betting confidence sequence (CS) for the mean of values in [0, 1], one value at a time.
+    """Hedged-capital betting confidence sequence (CS) for the mean of values in [0, 1] (Waudby-Smith & Ramdas 2023,
+    JRSS-B 86(1), section 4; finite-population form of their 2020 NeurIPS paper; as ``confseq``'s ``hedged_cs``).
 
     For x_1, x_2, ... in [0, 1] (drawn without replacement from N values, or independently): predictable plug-in
     bet lambda_t = sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1 + t))), mu_hat_t = (1/2 + sum x_i) / (t + 1),
@@ -427,12 +383,12 @@ class HedgedCapitalCS:
         self._alive = np.ones_like(self.m, dtype=bool)
         self.t = 0
         self.total = 0.0
-        self._sq = 0.0  # sum of (x_i - mu_hat_i)^2
+        self._sq = 0.0
         self._sigma2 = 0.25
         self._lo, self._hi = 0.0, 1.0
 
     def update(self, values: Sequence[float] | np.ndarray) -> None:
-        """Add observations, in the order they were drawn.
+        """Add observations in drawn order.
 
         Args:
             values: numbers in [0, 1].
@@ -486,9 +442,8 @@ class HedgedCapitalCS:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The leader against ``model`` on the ranking metric's native scale: ``n`` items both have a value; ``mean``
-    the mean paired difference signed so that > 0 favours the leader; ``[low, high]`` its CS at level
-    alpha / (K - 1); ``left_out`` drawn items where either model had no value."""
+    """The leader minus ``model`` (> 0 favours the leader, native scale) on ``n`` items: ``mean``, its CS
+    ``[low, high]`` at level alpha / (K - 1); ``left_out`` drawn items where either model had no value."""
 
     model: str
     n: int
@@ -500,9 +455,8 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Settlement:
-    """The rule's state after the items added so far: ``settled`` when the leader's every CS lies above 0;
-    ``leader`` the model with the best mean so far (None before any value); ``items`` added; ``alpha`` the
-    family-wise level; ``comparisons`` the leader against each other model, in the order given."""
+    """After ``items``: ``settled`` when the leader's every CS lies above 0; ``leader`` the best mean so far (None
+    before any value); ``comparisons`` the leader against each other model."""
 
     settled: bool
     leader: str | None
@@ -512,8 +466,7 @@ class Settlement:
 
 
 class SettleRule:
-    """The sequential stopping rule of ``--until-settled``: fed the ranking metric's per-item values of every model
-    in the drawn order, it says whether one model is ahead of every other.
+    """The stopping rule of ``--until-settled``: is one model ahead of every other on the drawn items so far?
 
     A paired difference d in [-R, R] (R = max - min of the metric's range) is rescaled to (d + R) / (2 R) and
     followed by a :class:`HedgedCapitalCS` per pair of models.  The ranking is settled when one model's CS against
@@ -593,7 +546,7 @@ class SettleRule:
                 self._left_out[(a, b)] += 1
 
     def _diff(self, leader: str, other: str) -> Comparison:
-        """The CS of leader minus other (signed by direction) on the native scale."""
+        """The CS of leader minus other (signed by direction), native scale."""
         flip = (leader, other) not in self._pairs
         key = (other, leader) if flip else (leader, other)
         cs = self._pairs[key]
@@ -604,12 +557,11 @@ class SettleRule:
         return Comparison(other, cs.t, mean, low, high, self._left_out[key])
 
     def check(self) -> Settlement:
-        """Whether the items added so far settle the ranking: settled when one model's CSs against every other
-        model lie above 0 (at most one model can, the CSs being symmetric); that model is the leader.  Unsettled,
-        the leader is the model with the best mean of its values so far (ties: the first given).
+        """Whether the items so far settle the ranking.
 
         Returns:
-            The Settlement: settled or not, and the leader.
+            The Settlement: settled when one model's CSs against every other lie above 0 (at most one can); else the
+            leader is the best mean so far (ties: the first given).
         """
         seen = [m for m in self.models if self._model_n[m]]
         if not seen:

@@ -1,14 +1,6 @@
-"""Rubric library: the starter rubrics shipped here, project rubrics and user rubrics.
-
-Three folders hold rubrics as YAML (:meth:`sgieval.core.Rubric.to_yaml`, one per file ``<name>.yaml``), read in this
-order, a later folder overriding an earlier one on the same name: ``starter`` (this folder: rigor, the six criteria
-of the SGI-Bench paper, arXiv 2512.16969 section 3, feasibility, novelty, clarity, safety, reproducibility),
-``custom`` (``metric_pool/custom/``, kept with the project) and ``user`` (``$SGIEVAL_RUBRIC_DIR``, else
-``platformdirs.user_config_dir("sgieval")/rubrics``, where ``sgieval metric define`` saves).
-
-:func:`find_rubric` picks a rubric for a quality phrase ("rigour", "safe protocols"): an exact name match, else the
-best MiniLM cosine between the phrase and the rubric's :func:`match_texts`, when at least :data:`MATCH_THRESHOLD`.
-"""
+"""Rubric library: YAML rubrics (``<name>.yaml``) read from ``starter`` (this folder; rigor is the SGI-Bench paper's six
+criteria, arXiv 2512.16969 section 3), ``custom`` (``metric_pool/custom/``) and ``user`` (``$SGIEVAL_RUBRIC_DIR``, else
+``platformdirs.user_config_dir("sgieval")/rubrics``), a later folder overriding an earlier one on the same name."""
 
 from __future__ import annotations
 
@@ -148,7 +140,6 @@ def save_rubric(rubric: Rubric, user: bool = True, folder: str | Path | None = N
     """Write ``rubric`` as ``<slug(name)>.yaml``.
 
     Args:
-        rubric: the rubric.
         user: to the user folder (True) or to ``metric_pool/custom/`` (False).
         folder: another folder (overrides ``user``).
 

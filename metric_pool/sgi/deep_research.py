@@ -1,9 +1,5 @@
-"""SGI-Bench Deep Research metrics: Exact Match, normalised EM, Step-Level Accuracy.
-
-METRICS.md A.1 (with A.0 and D.1): ``em`` is Python string equality between the reference answer and either the
-extracted ``model_answer`` or the optional LLM answer parser's raw output; ``em_normalised`` is reported beside it
-(never instead); ``sla`` is the judge's per-step correct/incorrect proportion.
-"""
+"""SGI-Bench Deep Research metrics (METRICS.md A.1, A.0, D.1): ``em`` (string equality with the extracted or parsed
+answer), ``em_normalised`` beside it (never instead) and ``sla`` (the judge's per-step correct proportion)."""
 
 from __future__ import annotations
 
@@ -22,7 +18,6 @@ from ..judge import as_data
 from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
 from .common import BENCHMARK, NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
 
-# ------------------------------------------------------------------ specs
 EM = spec(
     "em",
     DEEP_RESEARCH,
@@ -62,7 +57,6 @@ NUMERIC_EXAMPLE = "0.25"
 PHRASE_EXAMPLE = "T cell and B cell"
 
 
-# ------------------------------------------------------------- exact match
 def is_numeric_reference(answer: str) -> bool:
     """A.1 step 2: the reference counts as numeric when Python ``float(answer)`` succeeds (so "1e5", "inf" and
     surrounding spaces count)."""
@@ -213,7 +207,6 @@ class ExactMatchMetric(Metric):
         ]  # fmt: skip
 
 
-# ------------------------------------------------------------------- SLA
 class StepJudgement(BaseModel):
     """One judged step: the model's step, the judge's reason, and ``judge`` in
     {"correct", "incorrect"} (case and surrounding spaces are normalised)."""

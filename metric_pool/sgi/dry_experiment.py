@@ -1,15 +1,8 @@
-"""SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5, SER, AET.
-
-The completed functions are swapped into ``incomplete_main_code`` (:func:`assemble`) and the program runs once per unit
-test in a sandbox (``ctx.sandbox``; with ``unsafe_local_exec`` and no sandbox, :class:`SubprocessSandbox`, NO isolation;
-else ``infra_error``) after the test's ``data_en.py`` setup script (a failing setup is ``infra_error``).  A test fails
-on a timeout or a nonzero exit (D.13; ``dry_pass_order="code"``: the upstream order), passes on an exact output match,
-else the judge decides with the 2% rule (D.12; without a judge it fails, said in the rationale). PassAll@k = [passed >=
-k] (@5 primary), SER = share of exit status 0, AET = mean runtime of tests with runtime > 0 (else -1).  Beyond the spec
-(tested): code is taken from the answer's fenced blocks (no parser model); a newline is added after a replaced
-function's last line; an empty or "none" reply runs nothing; an unparsable judge reply makes PassAll@k ``judge_error``
-while SER and AET are reported.
-"""
+"""SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5 (@5 primary), SER, AET.  The completed functions
+are swapped into ``incomplete_main_code`` (:func:`assemble`) and run once per unit test in ``ctx.sandbox`` (or, with
+``unsafe_local_exec``, :class:`SubprocessSandbox`, NO isolation) after its ``data_en.py`` setup (failing: infra_error).
+Pass rule: D.12, D.13 (``dry_pass_order``).  Code comes from the answer's fenced blocks; an unparsable judge reply
+makes PassAll@k ``judge_error`` while SER and AET are reported."""
 
 from __future__ import annotations
 
@@ -42,7 +35,6 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 300.0
 N_TESTS = 5
 
-# ------------------------------------------------------------------ specs
 _A3 = "A.3"
 PASSALL_1 = spec(
     "dry_passall_1",
@@ -107,7 +99,6 @@ def aggregate_aet(values: Sequence[float], convention: str = "step4") -> float:
     raise ValueError(f"unknown AET convention {convention!r}: use 'step4' or 'sgi_score'")
 
 
-# ------------------------------------------------------------------ assembly
 def _compiles(src: str) -> bool:
     try:
         compile(src, "<string>", "exec")
@@ -190,7 +181,6 @@ def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[
     return code, report
 
 
-# ------------------------------------------------------------------ execution
 class SubprocessSandbox:
     """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary directory with a wall-clock timeout
     (the process group is killed).
@@ -354,7 +344,6 @@ Rules:
 """
 
 
-# ------------------------------------------------------------------ the metric
 @metric(*SPECS, scope=BENCHMARK)
 class DryExperimentMetric(Metric):
     """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`).

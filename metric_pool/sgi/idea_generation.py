@@ -1,15 +1,9 @@
-"""SGI-Bench Idea Generation metrics (METRICS.md A.2): per item, four objective scores on 0-10 (effectiveness, novelty,
-detailedness, feasibility) from the reply (a JSON research idea) and the reference idea; a judged win per dimension (N
-judges x 2 position-swapped calls of five "Win A"/"Win B" lines: :func:`decide`); dim = (10 x obj + judged) / 2 on
-0-100; ``idea_final_score`` = the mean of the four dims (the SGI-Score IG term).  Without a judge the objective scores
-are reported and the judged ones are ``not_run``.
-
-Decisions beyond the spec (each tested): the ``"tolerant"`` parser (default; ``idea_parser="code"`` is the code's) also
-``raw_decode``s the first JSON value, ignoring trailing prose; non-string step texts give feasibility 0 (A.2 step 7;
-``code_text_errors=True``: the code's reading); an empty ``related_work_test`` gives B = 0 (``code_empty_b=True``: the
-code's 10); a reply that is not a JSON object, or whose ``Idea`` breaks the evaluator, scores ``idea_final_score`` 0
-(status ok) and ``parse_error`` elsewhere; a reference field that is not a Python literal gives ``input_error``.
-"""
+"""SGI-Bench Idea Generation metrics (METRICS.md A.2): four objective scores on 0-10 (effectiveness, novelty,
+detailedness, feasibility), a judged win per dimension (:func:`decide`), dim = (10 x obj + judged) / 2 on 0-100 and
+``idea_final_score`` their mean (the IG term); without a judge the judged ones are ``not_run``.  Beyond the spec
+(tested; ``idea_parser="code"``, ``code_text_errors``, ``code_empty_b`` give the code's readings): trailing prose after
+the JSON is ignored, non-string step texts give feasibility 0, an empty ``related_work_test`` B = 0, a reply that is
+not a JSON idea ``idea_final_score`` 0 and ``parse_error`` elsewhere."""
 
 from __future__ import annotations
 
@@ -47,7 +41,6 @@ ALPHA = 0.6
 
 Encode = Callable[[list[str]], "np.ndarray"]
 
-# ------------------------------------------------------------------ specs
 _A2 = "A.2"
 OBJ_SPECS = {
     "effectiveness": spec(
@@ -102,11 +95,7 @@ WIN_SPECS = {
     )
     for d in SCORED_DIMS
 }
-DIM_QUALITIES: dict[str, list[str]] = {
-    "novelty": ["novelty", "creativity"],
-    "feasibility": ["feasibility"],
-}
-"""Qualities (MetricSpec.qualities) of the per-dimension idea scores."""
+DIM_QUALITIES: dict[str, list[str]] = {"novelty": ["novelty", "creativity"], "feasibility": ["feasibility"]}
 DIM_SPECS = {
     d: spec(
         f"idea_{d}",
@@ -134,7 +123,6 @@ FINAL_SPEC = spec(
 SPECS = [*OBJ_SPECS.values(), *WIN_SPECS.values(), *DIM_SPECS.values(), FINAL_SPEC]
 
 
-# ------------------------------------------------------------------ parsing
 _FENCE = re.compile(r"```(?:json)?\s*([\s\S]*?)```")
 _FLAGS = re.DOTALL | re.IGNORECASE
 _Q = "[\"']"
@@ -160,11 +148,10 @@ _FIELD_PATTERNS: dict[str, tuple[str, str]] = {
 }
 
 
-_PAIRS = {
+_PAIRS = {  # The quoted key-value pairs the regex fallback reads inside the braces of these fields.
     "ImplementationSteps": r"[\"'](\d+)[\"']\s*:\s*[\"'](.*?)[\"']",
     "EvaluationMetrics": r"[\"']([^\"']+)[\"']\s*:\s*[\"'](.*?)[\"']",
 }
-"""The quoted key-value pairs the regex fallback reads inside the braces of these fields."""
 
 
 def _raw_decode_first_object(text: str) -> Any:
@@ -275,7 +262,6 @@ def generated_fields(parsed: dict[str, Any]) -> dict[str, Any]:
     return {f: parsed.get(f, {} if f in ("ImplementationSteps", "ImplementationOrder") else "") for f in IDEA_FIELDS}
 
 
-# ------------------------------------------------------------------ objective parts
 def _clip10(x: float) -> float:
     # Python max/min, as the code: min(10, nan) -> 10
     return float(max(0, min(10, x)))
@@ -478,7 +464,6 @@ def feasibility_obj(gen: dict[str, Any], ref: dict[str, Any]) -> tuple[float, di
     return 10 * sim, det
 
 
-# ------------------------------------------------------------------ the metric
 class _EncodeCache:
     """Text -> embedding LRU cache around an embedder (reference texts repeat across target models)."""
 

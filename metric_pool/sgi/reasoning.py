@@ -1,16 +1,7 @@
-"""SGI-Bench Experimental Reasoning metrics: Multi-Choice Accuracy and Reasoning Validity.
-
-Sources: METRICS.md A.5 (MCA, RV), D.3 (the last ``\\boxed{...}`` holding an option letter, case-sensitive letter), D.8
-(only the text after the last ``</think>``) and D.4 (structured judge reply; a 0-10 score outside its range is a parse
-error, retried, then a judge error).
-
-* ``mca`` (primary, the SGI-Score ER term): D.3, and the D.9 final ``Answer: X`` line (the later of box and line
-  counts).
-* ``mca_lenient``: also unwraps ``\\text{B}``, ``(B)``, ``B.``, lower case, 0-based indices, and reads the last "Answer:
-  X" / "answer is X" whose letter stands alone (sgieval extension).
-* ``mca_code``: the published code: the first ``\\boxed{<one upper-case letter>}``.
-* ``reasoning_validity``: judge score 0-10 (the benchmark reports RV/10 x 100).
-"""
+"""SGI-Bench Experimental Reasoning metrics (METRICS.md A.5, D.3, D.4, D.8, D.9): ``mca`` (primary, the ER term: the
+last ``\boxed{letter}`` or final ``Answer: X`` line, the later counts), ``mca_lenient`` (also ``\text{B}``, ``(B)``,
+lower case, 0-based indices, "answer is X"), ``mca_code`` (the published code's first ``\boxed{X}``) and
+``reasoning_validity`` (judge, 0-10)."""
 
 from __future__ import annotations
 
@@ -166,10 +157,8 @@ def _lenient_letter(token: str, n_options: int) -> str | None:
 
 
 def _phrase_letter(value: str, n_options: int) -> str | None:
-    """The option an "Answer: ..." / "answer is ..." phrase gives, when its letter (or 0-based index) stands alone:
-    the whole rest of the line after unwrapping (:func:`~sgieval.metric_pool.answers.unwrap_letter`), or a letter
-    wrapped in ``()``/``[]``/``**``/``*``/``_``/``$`` or followed by ``.``, ``,``, ``;``, ``:``, ``)`` or the line's
-    end, whatever follows (``(B) because ...``, ``B. The ...``).  ``I don't know`` and ``a mixture`` are no answer."""
+    """The option an "Answer: ..." phrase gives when its letter (or 0-based index) stands alone (``(B) because``, ``B.``);
+    ``I don't know`` and ``a mixture`` are no answer."""
     v = value
     for _ in range(3):
         v = _WRAPPERS.sub(r"\1", v)
@@ -268,9 +257,7 @@ def _mca_fn(item: Item, response: Response):
             {"extracted": None, "gold": gold, "no_answer": True},
         )
     return MetricResult(
-        v,
-        f"extracted {got!r} ({how}), gold {gold!r}: {v}",
-        {"extracted": got, "gold": gold, "found_by": how},
+        v, f"extracted {got!r} ({how}), gold {gold!r}: {v}", {"extracted": got, "gold": gold, "found_by": how}
     )
 
 
@@ -297,7 +284,6 @@ class MultiChoiceMetric(FunctionMetric):
         super().__init__(self.specs, [_mca_fn, _mca_lenient_fn, _mca_code_fn])
 
 
-# ------------------------------------------------------------------ RV judge
 class ReasoningValidityJudgement(BaseModel):
     """The RV judge's reply: a short ``rationale`` and an integer ``score`` 0..10
     (pydantic rejects values outside the range, and METRICS.md D.17 a boolean,

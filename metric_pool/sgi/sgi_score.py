@@ -1,16 +1,8 @@
-"""SGI-Score (METRICS.md A.6) from per-item scores, with per-task and per-discipline breakdowns.
-
-    SGI = (DR + IG + DE + WE + ER) / 5, each term already rounded to 2 decimals, on 0-100:
-      DR = round(mean em x 100, 2)            IG = round(mean idea final score, 2)  (native 0-100)
-      DE = round(mean PassAll@5 x 100, 2)     WE = round(mean wet_final_score x 100, 2)
-      ER = round(mean mca x 100, 2)
-
-Each task term is ``round(mean x scale, 2)`` with scale 100 for metrics on 0-1 and 1 for metrics already on 0-100 (A.0
-``show_results``).  Only ``ok`` scores enter a mean (D.7); failed ones are counted.  A task with no ``ok`` score is
-reported as missing -- never as zero: the SGI-Score is then None, the missing tasks are named, and ``partial`` gives the
-mean over the present terms, labelled as such.  Example (GPT-4.1, README): (11.32 + 36.49 + 34.32 + 36.63 + 38.49)/5 =
-31.45.
-"""
+"""SGI-Score (METRICS.md A.6): SGI = (DR + IG + DE + WE + ER) / 5 on 0-100, each term ``round(mean x scale, 2)`` of
+em, idea final score (scale 1), PassAll@5, wet_final_score and mca (scale 100), with per-task and per-discipline
+breakdowns.  Only ``ok`` scores enter a mean (D.7); a task without one is missing, never zero: the SGI-Score is then
+None and ``partial`` the labelled mean of the present terms.  GPT-4.1 (README): (11.32 + 36.49 + 34.32 + 36.63 + 38.49)/5
+= 31.45."""
 
 from __future__ import annotations
 
@@ -132,19 +124,14 @@ def sgi_score(
     components: dict[str, tuple[str, float]] | None = None,
     model: str | None = None,
 ) -> SGIScoreResult:
-    """SGI-Score (A.6) of one target model from per-item ``scores``.
-
-    ``items`` maps item id -> Item (gives each score's task and discipline; scores of unknown items are ignored).
-    ``components`` maps task -> (metric name, scale) and defaults to :func:`default_components`.  ``model`` selects one
-    model's scores; when None the scores must all belong to one model. Raises InputError when several models are mixed
-    without ``model``. The per-discipline results use the same rule (a task with no items in a discipline is missing
-    there).
+    """SGI-Score (A.6) of one target model from per-item ``scores``, per task and per discipline (a task with no
+    items in a discipline is missing there).
 
     Args:
         scores: per-item scores.
-        items: item id -> Item.
-        components: task -> (metric name, scale).
-        model: the target model whose scores count.
+        items: item id -> Item (task and discipline; scores of unknown items are ignored).
+        components: task -> (metric name, scale); default :func:`default_components`.
+        model: the target model whose scores count; None: the scores must all be one model's.
 
     Returns:
         The SGIScoreResult: the score, per task and per discipline.

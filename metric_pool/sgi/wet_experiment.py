@@ -29,7 +29,6 @@ class Step:
     output: str = ""
 
 
-# ------------------------------------------------------------------ parsing
 _PARAM_RE = re.compile(r"^\s*(\w+)\s*=\s*(.*?)\s*(?:,)?\s*$")
 _CODE_STEP_RE = re.compile(r"(\w+)\s*=\s*<([^>]+)>\(\s*([\s\S]*?)(?=\n\s*\)\s*$)", re.MULTILINE)
 _HEADER_RE = re.compile(r"(\w+)\s*=\s*<([^>]+)>\((.*)$")
@@ -165,7 +164,6 @@ def parse_protocol(text: str) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-# ------------------------------------------------------ sequence similarity
 def _inversions(gt: list[str], pred: list[str], exempt: Callable[[int, int], bool] | None = None) -> int:
     return sum(
         1
@@ -227,7 +225,6 @@ def sequence_similarity_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step,
     return 1.0 - inv / (n * (n - 1) / 2)
 
 
-# -------------------------------------------------------- parameter accuracy
 def _outputs(steps: tuple[Step, ...]) -> set[str]:
     return {s.output for s in steps}
 
@@ -330,7 +327,6 @@ def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, 
     return 1.0 - n_err / max(len(gt_steps), len(pred_steps)), errors
 
 
-# --------------------------------------------------------------- soft (A.4b)
 def _norm_action(a: str) -> str:
     return re.sub(r"\s+", " ", a.strip().lower())
 
@@ -400,7 +396,6 @@ def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tup
     return (len(pairs) / n) * (len(pairs) / m), total * total / (n * m), {"aligned": pairs, "pair_score_sum": total}
 
 
-# ------------------------------------------------------------------ metrics
 def protocols(
     item: Item, response: Response, parser: Callable[[str], tuple[Step, ...]] = parse_protocol
 ) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
@@ -555,9 +550,7 @@ def _soft_ss(item: Item, response: Response):
     g, p = protocols(item, response)
     ss, _, d = soft_scores(g, p)
     return MetricResult(
-        ss,
-        f"{len(d['aligned'])} LCS-aligned actions of {len(g)} reference / {len(p)} predicted: soft SS {ss:.4f}",
-        d,
+        ss, f"{len(d['aligned'])} LCS-aligned actions of {len(g)} reference / {len(p)} predicted: soft SS {ss:.4f}", d
     )
 
 
