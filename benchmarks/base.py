@@ -39,16 +39,13 @@ boundaries).  Plain English shared by every benchmark; a benchmark maps a concep
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Request words the offline questioning agent maps onto this benchmark's facet values.
-
-    ``disciplines``: concept -> the discipline or direction values (lower case) it stands for in this benchmark, e.g.
-    ``{"life": ("biology",)}``; the concept's words are :data:`SCIENCE_WORDS` plus ``words``. ``words``: concept ->
-    extra patterns (for a concept not in
-    :data:`SCIENCE_WORDS`, or more words for one that is).  ``tasks``:
-    (task, patterns), checked in order, more specific phrases first. ``names``: patterns naming the benchmark itself
-    ("sgi bench"). Patterns are regular expressions matched case-insensitively on word boundaries.  Several benchmarks'
-    vocabularies are joined in registry order (:func:`sgieval.benchmarks.registry.vocabulary`).
-    """
+    """Request words the offline questioning agent maps onto this benchmark's facet values. ``disciplines``: concept ->
+    the discipline or direction values (lower case) it stands for in this benchmark, e.g. ``{"life": ("biology",)}``;
+    the concept's words are :data:`SCIENCE_WORDS` plus ``words``. ``words``: concept -> extra patterns (for a concept
+    not in :data:`SCIENCE_WORDS`, or more words for one that is). ``tasks``: (task, patterns), checked in order, more
+    specific phrases first. ``names``: patterns naming the benchmark itself ("sgi bench"). Patterns are regular
+    expressions matched case-insensitively on word boundaries. Several benchmarks' vocabularies are joined in registry
+    order (:func:`sgieval.benchmarks.registry.vocabulary`)."""
 
     disciplines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -15,12 +15,9 @@ from .base import FACET_NAMES as FACETS
 
 @dataclass
 class Catalog:
-    """All items of the loaded benchmarks.
-
-    ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no local data), so the questioning agent and
-    ``sgieval catalog`` can say so; ``sources`` maps it to where its items came from, ``skipped`` to the files of its
-    data folder its loader left out (``<file> (<why>)``).
-    """
+    """All items of the loaded benchmarks. ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no local
+    data), so the questioning agent and ``sgieval catalog`` can say so; ``sources`` maps it to where its items came
+    from, ``skipped`` to the files of its data folder its loader left out (``<file> (<why>)``)."""
 
     items: list[Item]
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -95,9 +92,8 @@ class Catalog:
         return [i for _, _, i in sorted(scored)[:limit]]
 
     def sample(self, items: list[Item], k: int | None, seed: int = 0) -> list[Item]:
-        """``k`` items stratified by (discipline, task), deterministic for a seed.
-
-        Proportional allocation (largest remainder), at least one per stratum while ``k`` allows.
+        """``k`` items stratified by (discipline, task), deterministic for a seed. Proportional allocation (largest
+        remainder), at least one per stratum while ``k`` allows.
 
         Args:
             items: the items sampled from.
@@ -206,10 +202,9 @@ def _folders() -> str:
 def stored_responses(
     catalog: Catalog, data_dir: str | Path | None = None
 ) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
-    """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a call).
-
-    Only SciAidanBench ships stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay JSONL files of
-    other benchmarks are given with ``--models replay:<file>``.
+    """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a call). Only
+    SciAidanBench ships stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay JSONL files of other
+    benchmarks are given with ``--models replay:<file>``.
 
     Args:
         catalog: the catalog whose items are counted.

@@ -191,9 +191,8 @@ def describe_folder(folder: Path, limit: int = 8) -> str:
 
 
 def pull(benchmark: str, dest_root: Path | None = None) -> Path:
-    """Download ``benchmark``'s public data with its definition's ``pull`` (``Benchmark.pull``).
-
-    E.g. SciAidanBench from GitHub at aaa03c4, SGI-Bench from the HuggingFace hub.
+    """Download ``benchmark``'s public data with its definition's ``pull`` (``Benchmark.pull``). E.g. SciAidanBench from
+    GitHub at aaa03c4, SGI-Bench from the HuggingFace hub.
 
     Args:
         benchmark: a registered benchmark name.

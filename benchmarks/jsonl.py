@@ -49,13 +49,10 @@ def _parquet_rows(p: Path) -> Iterator[tuple[str, dict]]:
 
 
 def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[str, dict]]:
-    """Yield ``(location, record)`` for every record of a data file.
-
-    Formats by suffix: ``.jsonl`` (location ``"<path> line N"``, blank lines skipped), ``.json`` (a list of objects,
-    ``"<path> record N"``), ``.parquet`` (pyarrow, ``"<path> row N"``); N counts from 1.  Raises
-    :class:`DataNotFoundError` for a missing file and :class:`InputError` for an unreadable file, a bad JSON line or a
-    non-object record, naming the file, the line and the fix.
-    """
+    """Yield ``(location, record)`` for every record of a data file. Formats by suffix: ``.jsonl`` (location ``"<path>
+    line N"``, blank lines skipped), ``.json`` (a list of objects, ``"<path> record N"``), ``.parquet`` (pyarrow,
+    ``"<path> row N"``); N counts from 1. Raises :class:`DataNotFoundError` for a missing file and :class:`InputError`
+    for an unreadable file, a bad JSON line or a non-object record, naming the file, the line and the fix."""
     p = Path(path)
     if not p.is_file():
         raise DataNotFoundError(
@@ -177,12 +174,10 @@ def input_error_from_validation(
     schema_ref: str,
     hint: Callable[[str], str | None] | None = None,
 ) -> InputError:
-    """One-line :class:`InputError` for the first problem in ``err``.
-
-    ``where`` names the file and line/row, ``label`` the record (e.g. ``"SGI-Bench deep_research record
-    'SGI_DeepResearch_0001'"``), ``schema_ref`` the document defining the schema (quoted in the fix). ``hint(field)``
-    may return a field-specific fix. Message shape: ``"<where>: <label>: field 'answer' is missing. Fix: ..."``.
-    """
+    """One-line :class:`InputError` for the first problem in ``err``. ``where`` names the file and line/row, ``label``
+    the record (e.g. ``"SGI-Bench deep_research record 'SGI_DeepResearch_0001'"``), ``schema_ref`` the document defining
+    the schema (quoted in the fix). ``hint(field)`` may return a field-specific fix. Message shape: ``"<where>: <label>:
+    field 'answer' is missing. Fix: ..."``."""
     errors = err.errors()
     e = errors[0]
     loc = [str(x) for x in e.get("loc", ())]
@@ -271,17 +266,12 @@ class GenericRecord(BaseModel):
 
 
 def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
-    """Load a generic JSONL benchmark into Items (field table in the module docstring).
-
-    ``benchmark`` defaults to ``"jsonl:<file stem>"``; ``Item.id`` is ``"<benchmark>/<id>"``; ``reference`` becomes
-    ``{"answer": reference}`` (None when the record has none); ``metadata`` gets the record's ``metadata`` plus
-    ``source`` (the file) and ``native_id``, and ``metadata["question"]`` = the prompt unless the record's metadata sets
-    it.
-
-    Raises :class:`DataNotFoundError` when the file does not exist and
-    :class:`InputError` naming ``<file> line N``, the field and the fix for a
-    bad JSON line, a missing/ill-typed/unknown field, a duplicate id or an empty file.
-    """
+    """Load a generic JSONL benchmark into Items (field table in the module docstring). ``benchmark`` defaults to
+    ``"jsonl:<file stem>"``; ``Item.id`` is ``"<benchmark>/<id>"``; ``reference`` becomes ``{"answer": reference}``
+    (None when the record has none); ``metadata`` gets the record's ``metadata`` plus ``source`` (the file) and
+    ``native_id``, and ``metadata["question"]`` = the prompt unless the record's metadata sets it. Raises
+    :class:`DataNotFoundError` when the file does not exist and :class:`InputError` naming ``<file> line N``, the field
+    and the fix for a bad JSON line, a missing/ill-typed/unknown field, a duplicate id or an empty file."""
     p = Path(path)
     bench = benchmark or f"jsonl:{p.stem}"
     items: list[Item] = []
@@ -329,8 +319,7 @@ MCQ_ANSWER_FORMAT = "Answer with the letter of the correct option as \\boxed{X} 
 def shown_prompt(prompt: str, options: list[str] | dict[str, str] | None) -> str:
     """What the target model sees for a generic JSONL record: ``prompt`` as written, unless ``options`` are given and
     some option text is not in it; then the prompt, a blank line, one ``"A. <text>"`` line per option (list: A, B, ...
-    in order; object: its letters, sorted) and
-    :data:`MCQ_ANSWER_FORMAT`.  A prompt that already lists every option is
+    in order; object: its letters, sorted) and :data:`MCQ_ANSWER_FORMAT`. A prompt that already lists every option is
     left alone (no option shown twice)."""
     if not options:
         return prompt

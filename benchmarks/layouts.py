@@ -30,11 +30,9 @@ LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)  # Every l
 
 def literal_strings(path: Path) -> dict[str, Any]:
     """Module-level assignments of ``path`` whose value is a literal list of strings or a (nested) dict whose leaves are
-    such lists: {name: value}.
-
-    The file is parsed with :func:`ast.parse` and each value evaluated with
-    :func:`ast.literal_eval`; nothing is imported or executed.  Other
-    statements are ignored.  Raises DataNotFoundError naming the file when it is not valid Python."""
+    such lists: {name: value}. The file is parsed with :func:`ast.parse` and each value evaluated with
+    :func:`ast.literal_eval`; nothing is imported or executed. Other statements are ignored. Raises DataNotFoundError
+    naming the file when it is not valid Python."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError, OSError) as e:
@@ -168,13 +166,12 @@ def _close_view(view: CloneView, key: str, questions: list[dict[str, Any]]) -> C
 
 def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
     """The sgieval-layout view of the SciAidanBench clone holding ``folder``, or None when ``folder`` is not in one.
-
-    ``questions.json``: the question-list dict of ``benchmark/sciaidanbench_questions*.py`` when there is one
-    (domain, subdomain, index in its list; ``in_published_results``: whether the results files hold the question),
-    else the questions of the first real model's results file in file order (as ``sgieval data pull`` builds it).
-    ``responses/``: a symlink per real model's file (its name inside the file); pseudo-models go to
-    ``responses/pseudo/`` (not targets).  Written under ``dest_root`` (default: the user cache,
-    ``$SGIEVAL_LAYOUT_CACHE``) and reused while the clone's files are unchanged."""
+    ``questions.json``: the question-list dict of ``benchmark/sciaidanbench_questions*.py`` when there is one (domain,
+    subdomain, index in its list; ``in_published_results``: whether the results files hold the question), else the
+    questions of the first real model's results file in file order (as ``sgieval data pull`` builds it). ``responses/``:
+    a symlink per real model's file (its name inside the file); pseudo-models go to ``responses/pseudo/`` (not targets).
+    Written under ``dest_root`` (default: the user cache, ``$SGIEVAL_LAYOUT_CACHE``) and reused while the clone's files
+    are unchanged."""
     root = _clone_root(Path(folder).expanduser().resolve())
     if root is None:
         return None
@@ -247,12 +244,11 @@ LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 
 
 def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
-    """The sgieval-layout view of an AidanBench clone at ``folder`` (or None).
-
-    Questions: ``questions = [...]`` of ``benchmark/question_list.py`` (read with :mod:`ast`), domain
-    :data:`AIDAN_DOMAIN`, index = position in the list. Stored answers: each ``results/*.json`` (``models -> <model>
-    -> "<temperature>" -> question -> [records]``) rewritten under ``domains -> AidanBench``; a Git LFS pointer or an
-    unreadable file is named in ``notes`` (and ``layout.json``) instead of failing the run."""
+    """The sgieval-layout view of an AidanBench clone at ``folder`` (or None). Questions: ``questions = [...]`` of
+    ``benchmark/question_list.py`` (read with :mod:`ast`), domain :data:`AIDAN_DOMAIN`, index = position in the list.
+    Stored answers: each ``results/*.json`` (``models -> <model> -> "<temperature>" -> question -> [records]``)
+    rewritten under ``domains -> AidanBench``; a Git LFS pointer or an unreadable file is named in ``notes`` (and
+    ``layout.json``) instead of failing the run."""
     root = Path(folder).expanduser().resolve()
     qfile = root / "benchmark" / "question_list.py"
     if not qfile.is_file():
@@ -317,11 +313,9 @@ def looks_sgi_snapshot(folder: Path) -> bool:
 
 
 def detect(folder: str | Path) -> str:
-    """The layout (one of :data:`LAYOUTS`) of ``folder``.
-
-    Raises DataNotFoundError naming every layout tried and what each looked for when none fits (a SciAidanBench or
-    AidanBench clone is recognised before any benchmark's own loader reads a file, so it is never reported as another
-    benchmark's bad data)."""
+    """The layout (one of :data:`LAYOUTS`) of ``folder``. Raises DataNotFoundError naming every layout tried and what
+    each looked for when none fits (a SciAidanBench or AidanBench clone is recognised before any benchmark's own loader
+    reads a file, so it is never reported as another benchmark's bad data)."""
     d = Path(folder).expanduser()
     if not d.is_dir():
         raise DataNotFoundError("folder does not exist", what=str(d), fix="point --data-dir at a data folder")

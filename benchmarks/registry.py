@@ -35,9 +35,8 @@ def _ensure_builtins() -> None:
 
 
 def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
-    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents).
-
-    Registering the same definition again is a no-op.
+    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents). Registering the same definition again
+    is a no-op.
 
     Args:
         defn: the definition.
@@ -202,11 +201,9 @@ def _named(defn: Benchmark, name: str, declared: dict[tuple[str, str], MetricEnt
 
 @dataclass(frozen=True)
 class MergedVocabulary:
-    """Every registered benchmark's :class:`~sgieval.benchmarks.base.Vocabulary`, joined.
-
-    ``disciplines``: concept -> (patterns, facet values), patterns and values of a shared concept joined without
-    repeats; ``tasks``: (task, patterns); ``benchmarks``: benchmark name -> patterns naming it.  Order: registry
-    order, first appearance."""
+    """Every registered benchmark's :class:`~sgieval.benchmarks.base.Vocabulary`, joined. ``disciplines``: concept ->
+    (patterns, facet values), patterns and values of a shared concept joined without repeats; ``tasks``: (task,
+    patterns); ``benchmarks``: benchmark name -> patterns naming it. Order: registry order, first appearance."""
 
     disciplines: dict[str, tuple[list[str], list[str]]]
     tasks: list[tuple[str, list[str]]]
@@ -214,12 +211,11 @@ class MergedVocabulary:
 
 
 def vocabulary() -> MergedVocabulary:
-    """The offline request vocabulary of every registered benchmark (:class:`MergedVocabulary`).
-
-    Concepts come in :data:`~sgieval.benchmarks.base.SCIENCE_WORDS` order, then new ones in registry order; a
-    concept's patterns are its science words plus every benchmark's extra ``words``; its values, tasks and patterns
-    are joined in registry order without repeats.  A concept no registered benchmark maps to a value is still listed
-    (the questioning agent then says it is not in the loaded catalog)."""
+    """The offline request vocabulary of every registered benchmark (:class:`MergedVocabulary`). Concepts come in
+    :data:`~sgieval.benchmarks.base.SCIENCE_WORDS` order, then new ones in registry order; a concept's patterns are its
+    science words plus every benchmark's extra ``words``; its values, tasks and patterns are joined in registry order
+    without repeats. A concept no registered benchmark maps to a value is still listed (the questioning agent then says
+    it is not in the loaded catalog)."""
     from .base import SCIENCE_WORDS
 
     disc: dict[str, tuple[list[str], list[str]]] = {c: (list(w), []) for c, w in SCIENCE_WORDS.items()}

@@ -36,12 +36,9 @@ def item_id(domain: str, subdomain: str | None, index: int) -> str:
 
 
 def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
-    """Items from ``folder/questions.json``.
-
-    ``published_only`` keeps the 155 questions of the published results (``in_published_results``), the default so that
-    totals compare with the published tables; False gives all 157.  Raises InputError naming the file and field on
-    malformed input.
-    """
+    """Items from ``folder/questions.json``. ``published_only`` keeps the 155 questions of the published results
+    (``in_published_results``), the default so that totals compare with the published tables; False gives all 157.
+    Raises InputError naming the file and field on malformed input."""
     path = folder / "questions.json"
     try:
         raw = json_loads_strict(path.read_text(encoding="utf-8"))
@@ -101,16 +98,12 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
 
 @dataclass
 class StoredAnswers:
-    """One model's stored SciAidanBench answers.
-
-    ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the file, ``by_question`` maps question text ->
-    {"lists": [{"records": [...], "temperature": "0.7", "domain", "subdomain"}, ...], "records": the lists' records one
-    after the other, "temperature": the lists' temperatures joined by ",", "domain", "subdomain" (of the first list)}.
-
-    Every stored list is kept: the same question under another temperature or subdomain is another list, never an
-    overwrite (METRICS.md B.6: the published ``total_responses`` sums over domains, subdomains, temperatures and
-    questions).
-    """
+    """One model's stored SciAidanBench answers. ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the
+    file, ``by_question`` maps question text -> {"lists": [{"records": [...], "temperature": "0.7", "domain",
+    "subdomain"}, ...], "records": the lists' records one after the other, "temperature": the lists' temperatures joined
+    by ",", "domain", "subdomain" (of the first list)}. Every stored list is kept: the same question under another
+    temperature or subdomain is another list, never an overwrite (METRICS.md B.6: the published ``total_responses`` sums
+    over domains, subdomains, temperatures and questions)."""
 
     model: str
     path: Path
@@ -118,9 +111,8 @@ class StoredAnswers:
 
 
 def load_stored_answers(path: Path) -> list[StoredAnswers]:
-    """Parse ``responses/<model>.json`` (METRICS.md B.7).
-
-    The layout is ``domains -> domain -> (subdomain ->)? models -> model -> temperature -> question -> [records]``.
+    """Parse ``responses/<model>.json`` (METRICS.md B.7). The layout is ``domains -> domain -> (subdomain ->)? models ->
+    model -> temperature -> question -> [records]``.
 
     Args:
         path: the file.
@@ -212,9 +204,8 @@ def _pseudo_file(path: Path) -> bool:
 
 
 def list_response_files(folder: Path) -> list[Path]:
-    """The stored per-model response files of a SciAidanBench folder (``responses/*.json``).
-
-    An ensemble's or router's file is not one model's and is left out (:func:`skipped_files` names it).
+    """The stored per-model response files of a SciAidanBench folder (``responses/*.json``). An ensemble's or router's
+    file is not one model's and is left out (:func:`skipped_files` names it).
 
     Args:
         folder: the SciAidanBench data folder.
@@ -261,13 +252,11 @@ def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) ->
 
 
 def pull_sciaidanbench(dest: Path) -> Path:
-    """Download the public SciAidanBench data into ``dest``; returns ``dest``.
-
-    The per-model results of github CFN-softbio/SciAidanBench at commit aaa03c4 -> ``responses/<model>.json`` (an
-    ensemble's results, e.g. ``model_top-5-parallel__Neuroscience.json``, -> ``responses/pseudo/``), and
-    ``questions.json`` rebuilt from them (domain, subdomain, index_in_list, question, in_published_results=True). Raises
-    OfflineError within a few seconds when codeload.github.com is unreachable, saying where to put the files.
-    """
+    """Download the public SciAidanBench data into ``dest``; returns ``dest``. The per-model results of github
+    CFN-softbio/SciAidanBench at commit aaa03c4 -> ``responses/<model>.json`` (an ensemble's results, e.g.
+    ``model_top-5-parallel__Neuroscience.json``, -> ``responses/pseudo/``), and ``questions.json`` rebuilt from them
+    (domain, subdomain, index_in_list, question, in_published_results=True). Raises OfflineError within a few seconds
+    when codeload.github.com is unreachable, saying where to put the files."""
     import io
     import tarfile
 

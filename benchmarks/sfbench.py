@@ -117,14 +117,11 @@ def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
 
 
 def load_sfbench(path: str | Path) -> list[Item]:
-    """Load SFBench claims from a JSON list (``.json``) or JSONL file.
-
-    Returns one Item per claim, in file order (mapping in the module docstring).  Raises
-    :class:`~sgieval.core.DataNotFoundError` for a missing file and :class:`~sgieval.core.InputError` naming the file,
-    the record (``line N`` for JSONL, ``record N`` for a JSON list), the field and the fix for: a missing field, a
-    non-string text field, a score that is not an integer or lies outside -2..2 (METRICS.md D.5), a duplicate id, or an
-    empty file.
-    """
+    """Load SFBench claims from a JSON list (``.json``) or JSONL file. Returns one Item per claim, in file order
+    (mapping in the module docstring). Raises :class:`~sgieval.core.DataNotFoundError` for a missing file and
+    :class:`~sgieval.core.InputError` naming the file, the record (``line N`` for JSONL, ``record N`` for a JSON list),
+    the field and the fix for: a missing field, a non-string text field, a score that is not an integer or lies outside
+    -2..2 (METRICS.md D.5), a duplicate id, or an empty file."""
     p = Path(path)
     items: list[Item] = []
     seen: dict[str, str] = {}

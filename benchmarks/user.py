@@ -142,12 +142,10 @@ def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
 
 
 def load_yaml_benchmark(path: str | Path) -> Benchmark:
-    """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring).
-
-    Its loader reads the listed JSONL files (the folder argument is ignored: the files are named by the YAML).  Raises
-    InputError naming the file, the field and the fix for unreadable YAML, a missing/unknown field or a bad value, and
-    DataNotFoundError when the YAML file does not exist; errors in the JSONL files surface when the items are loaded.
-    """
+    """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring). Its loader reads the
+    listed JSONL files (the folder argument is ignored: the files are named by the YAML). Raises InputError naming the
+    file, the field and the fix for unreadable YAML, a missing/unknown field or a bad value, and DataNotFoundError when
+    the YAML file does not exist; errors in the JSONL files surface when the items are loaded."""
     from ..core import DataNotFoundError
 
     p = Path(path).expanduser()

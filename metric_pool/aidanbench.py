@@ -132,12 +132,10 @@ STORED_EMBEDDER = "text-embedding-3-large"
 
 
 def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
-    """Who decided the acceptance of a question's answers.
-
-    Live protocol runs name their judge and embedder in the response metadata (``judge``, ``embedder``): origin
-    ``live``.  Stored (replayed) records do not name them, so the benchmark definition is used: coherence by
-    ``o1-mini`` and novelty by ``text-embedding-3-large`` embeddings (METRICS.md B.2-B.4), origin ``stored``.  Keys:
-    ``coherence``, ``novelty``, ``origin``, ``source``."""
+    """Who decided the acceptance of a question's answers. Live protocol runs name their judge and embedder in the
+    response metadata (``judge``, ``embedder``): origin ``live``. Stored (replayed) records do not name them, so the
+    benchmark definition is used: coherence by ``o1-mini`` and novelty by ``text-embedding-3-large`` embeddings
+    (METRICS.md B.2-B.4), origin ``stored``. Keys: ``coherence``, ``novelty``, ``origin``, ``source``."""
     if metadata.get("judge"):
         return {
             "coherence": str(metadata["judge"]),
@@ -188,12 +186,10 @@ def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def answer_lists(metadata: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """``(temperature, records)`` of each stored list of one question.
-
-    ``metadata["records"]`` holds the lists one after the other; with several lists, ``metadata["lists"]`` gives each
-    one's ``temperature``, ``start`` and ``n`` (:class:`sgieval.models.replay.ReplayStore`).  Without it (one list,
-    or a live protocol run) the records are one list at ``metadata["temperature"]``.  Raises ValueError when
-    ``lists`` does not cover the records exactly."""
+    """``(temperature, records)`` of each stored list of one question. ``metadata["records"]`` holds the lists one after
+    the other; with several lists, ``metadata["lists"]`` gives each one's ``temperature``, ``start`` and ``n``
+    (:class:`sgieval.models.replay.ReplayStore`). Without it (one list, or a live protocol run) the records are one list
+    at ``metadata["temperature"]``. Raises ValueError when ``lists`` does not cover the records exactly."""
     records = metadata.get("records") or []
     lists = metadata.get("lists")
     if not isinstance(lists, list) or not lists:
@@ -289,10 +285,9 @@ def answer_marks(
     tau_llm: float = README_TAU_LLM,
 ) -> list[dict[str, Any]]:
     """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it.
-
     ``accepted``: ``stopping_condition`` null (D.6) and not the rejected answer, which ended its list by the stop rule
     (B.5; without that field, the AidanBench layout: the last record if it fails coherence <= ``tau_c``, novelty <
-    ``tau_n``, LLM novelty < ``tau_llm`` in that order).  A list ended by an error or content filter has no rejected
+    ``tau_n``, LLM novelty < ``tau_llm`` in that order). A list ended by an error or content filter has no rejected
     answer; its last record is not accepted and carries that ``reason``.
 
     Args:
@@ -400,11 +395,10 @@ _POOLED = (
     scope=BENCHMARK,
 )
 class AnswerCountMetrics(Metric):
-    """The record-count metrics of one question and the pooled means of a model (module docstring).
-
-    Needs ``response.metadata["records"]``; without it every per-question score is a ``parse_error`` naming the
-    missing records.  Means over zero answers are undefined: value None, status ``not_run``, reason given.  The
-    pooled means and the leaderboard total are corpus-level (:meth:`corpus`)."""
+    """The record-count metrics of one question and the pooled means of a model (module docstring). Needs
+    ``response.metadata["records"]``; without it every per-question score is a ``parse_error`` naming the missing
+    records. Means over zero answers are undefined: value None, status ``not_run``, reason given. The pooled means and
+    the leaderboard total are corpus-level (:meth:`corpus`)."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -463,12 +457,10 @@ class AnswerCountMetrics(Metric):
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
         """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each model over its ok responses with records
-        for items in ``items``.
-
-        Each pooled mean's ``details``: ``n`` (questions contributing a value), ``n_answers`` (values pooled),
-        ``n_questions`` (questions with records), ``failed`` (responses left out, D.7) and, from 2 questions on,
-        ``ci_low``/``ci_high`` (:func:`pooled_ci`, resampling questions).  A model with no value gets a ``not_run``
-        score with the reason."""
+        for items in ``items``. Each pooled mean's ``details``: ``n`` (questions contributing a value), ``n_answers``
+        (values pooled), ``n_questions`` (questions with records), ``failed`` (responses left out, D.7) and, from 2
+        questions on, ``ci_low``/``ci_high`` (:func:`pooled_ci`, resampling questions). A model with no value gets a
+        ``not_run`` score with the reason."""
         by_model: dict[str, list[Response]] = defaultdict(list)
         failed: dict[str, int] = defaultdict(int)
         for r in responses:

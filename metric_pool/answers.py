@@ -35,12 +35,10 @@ _POWER_OF_TEN = re.compile(r"([+-]?)10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?")
 
 
 def parse_number(text: str) -> Decimal | Fraction | None:
-    """The number ``text`` writes, or None (D.11).
-
-    After :func:`normalise_text` and removing currency symbols: a plain decimal (``29.00``, ``-1e5``, ``.5``), one with
-    thousands separators (``1,250``, ``1 250``, ``12,345.6``), ``m × 10^e`` (also ``x``, ``*``, ``\\times``, ``^{e}``,
-    ``**e``) and a bare ``10^e`` -> Decimal; ``p/q`` -> Fraction (``q`` > 0).  The whole text must be the number
-    (``0.25 mg`` is None).  Non-finite values are None."""
+    """The number ``text`` writes, or None (D.11). After :func:`normalise_text` and removing currency symbols: a plain
+    decimal (``29.00``, ``-1e5``, ``.5``), one with thousands separators (``1,250``, ``1 250``, ``12,345.6``), ``m ×
+    10^e`` (also ``x``, ``*``, ``\\times``, ``^{e}``, ``**e``) and a bare ``10^e`` -> Decimal; ``p/q`` -> Fraction
+    (``q`` > 0). The whole text must be the number (``0.25 mg`` is None). Non-finite values are None."""
     t = _strip_currency(normalise_text(text))
     if not t:
         return None
@@ -130,13 +128,11 @@ def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
 
 
 def last_number(text: str) -> Decimal | Fraction | None:
-    """The last number written in ``text``, or None.
-
-    Scans the normalised text without currency symbols for decimals (with thousands commas, exponents, ``× 10^e`` forms)
-    and fractions ``p/q`` (``i.e. 1/2.`` reads 1/2: a sentence's full stop is not a decimal point); exponents and
-    numbers glued to a unit or symbol are not values (:func:`_numbers_in`: ``3.0e-4 s^-1`` -> 3.0e-4,
-    ``6.02 × 10^23 mol⁻¹`` -> 6.02e23); returns the value of the last one (``"about $1,250.5 in total"`` -> 1250.5;
-    ``"x = 3, so 2x = 6"`` -> 6)."""
+    """The last number written in ``text``, or None. Scans the normalised text without currency symbols for decimals
+    (with thousands commas, exponents, ``× 10^e`` forms) and fractions ``p/q`` (``i.e. 1/2.`` reads 1/2: a sentence's
+    full stop is not a decimal point); exponents and numbers glued to a unit or symbol are not values
+    (:func:`_numbers_in`: ``3.0e-4 s^-1`` -> 3.0e-4, ``6.02 × 10^23 mol⁻¹`` -> 6.02e23); returns the value of the last
+    one (``"about $1,250.5 in total"`` -> 1250.5; ``"x = 3, so 2x = 6"`` -> 6)."""
     found = _numbers_in(_strip_currency(normalise_text(text)))
     return found[-1][1] if found else None
 
@@ -192,11 +188,10 @@ _ANSWER_PHRASE = re.compile(r"(?:final\s+answer|the\s+answer)(?:\s+is)?\s*[:：]
 
 
 def cut_next_turn(text: str) -> str:
-    """``text`` up to a turn the model went on to write for itself.
-
-    Cut at the first :data:`NEXT_TURN` line that follows a number (a ``Question:`` restating the question before any
-    number is kept), and right after the line of the first ``####`` answer (a later ``####`` belongs to a new turn):
-    ``"... #### 1000\n\nQuestion: ...\n#### 37.5"`` -> ``"... #### 1000"``."""
+    """``text`` up to a turn the model went on to write for itself. Cut at the first :data:`NEXT_TURN` line that follows
+    a number (a ``Question:`` restating the question before any number is kept), and right after the line of the first
+    ``####`` answer (a later ``####`` belongs to a new turn): ``"... #### 1000\n\nQuestion: ...\n#### 37.5"`` -> ``"...
+    #### 1000"``."""
     t = text or ""
     for m in NEXT_TURN.finditer(t):
         if _numbers_in(_strip_currency(normalise_text(t[: m.start()]))):
@@ -209,14 +204,12 @@ def cut_next_turn(text: str) -> str:
 
 
 def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
-    """``(number, how it was found)`` of a reply's final answer (``numeric_match``).
-
-    The reply is cut at a self-generated next turn (:func:`cut_next_turn`).  An explicit final-answer marker then wins:
-    the last of ``<answer>...</answer>``, ``#### N``, a ``\\boxed{...}``, a line starting ``Answer:`` /
-    ``Final answer:``, whose content holds a number (:func:`_marker_number`), or a ``the answer is N`` /
-    ``final answer: N`` phrase followed at once by a number. Without a marker holding a number, the last number of the
-    cut text (:func:`last_number`).  ``(None, reason)`` when there is none; a marker without any number
-    (``Answer: I don't know``) is no answer."""
+    """``(number, how it was found)`` of a reply's final answer (``numeric_match``). The reply is cut at a
+    self-generated next turn (:func:`cut_next_turn`). An explicit final-answer marker then wins: the last of
+    ``<answer>...</answer>``, ``#### N``, a ``\\boxed{...}``, a line starting ``Answer:`` / ``Final answer:``, whose
+    content holds a number (:func:`_marker_number`), or a ``the answer is N`` / ``final answer: N`` phrase followed at
+    once by a number. Without a marker holding a number, the last number of the cut text (:func:`last_number`). ``(None,
+    reason)`` when there is none; a marker without any number (``Answer: I don't know``) is no answer."""
     from .sgi.common import extract_answer_tag
 
     t = cut_next_turn(text or "")

@@ -225,13 +225,11 @@ def _result(out: Any, fn: Any) -> MetricResult:
 
 
 class FunctionMetric(Metric):
-    """A metric from pure functions of (item, response).
-
-    ``fn`` is either one function for all ``specs`` (returning a :class:`MetricResult` for a single spec, or a dict spec
-    name -> MetricResult), or a sequence of functions, one per spec, each computed on its own: a ``ValueError`` from one
-    fails only its spec (``parse_error`` with the message; an :class:`InputError`, e.g. a missing reference field, gives
-    ``input_error``).  The functions see the final text only (reasoning moved out, METRICS.md D.8); a response whose
-    status is not ``ok`` gives failed Scores with that status.
+    """A metric from pure functions of (item, response). ``fn`` is either one function for all ``specs`` (returning a
+    :class:`MetricResult` for a single spec, or a dict spec name -> MetricResult), or a sequence of functions, one per
+    spec, each computed on its own: a ``ValueError`` from one fails only its spec (``parse_error`` with the message; an
+    :class:`InputError`, e.g. a missing reference field, gives ``input_error``). The functions see the final text only
+    (reasoning moved out, METRICS.md D.8); a response whose status is not ``ok`` gives failed Scores with that status.
     """
 
     def __init__(

@@ -170,11 +170,9 @@ JSONL = "jsonl"
 @metric(EXACT, NORMALISED, scope=JSONL)
 class ReferenceMatch(FunctionMetric):
     """``exact_match`` and ``exact_match_normalised`` (module docstring) for items that have a reference; scores are 0
-    or 1.
-
-    ``benchmark``: the items scored are those of this benchmark (a YAML user benchmark's name); None: those of any
-    generic JSONL benchmark (``jsonl:<stem>``).  ``names``: the specs to compute (default both). Raises InputError
-    for an unknown name."""
+    or 1. ``benchmark``: the items scored are those of this benchmark (a YAML user benchmark's name); None: those of any
+    generic JSONL benchmark (``jsonl:<stem>``). ``names``: the specs to compute (default both). Raises InputError for an
+    unknown name."""
 
     def __init__(self, benchmark: str | None = None, names: Sequence[str] | None = None) -> None:
         specs = [EXACT, NORMALISED]
@@ -197,8 +195,7 @@ class ReferenceMatch(FunctionMetric):
 
 def numeric_reference(item: Item) -> Decimal | Fraction | None:
     """The number a JSONL item's reference gives (an int/float, or a string that
-    :func:`sgieval.metric_pool.answers.parse_number` reads), or None; always
-    None for multiple-choice items."""
+    :func:`sgieval.metric_pool.answers.parse_number` reads), or None; always None for multiple-choice items."""
     if not isinstance(item.reference, dict) or choice_letters(item):
         return None
     ref = item.reference.get("answer")

@@ -220,11 +220,10 @@ def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int
 
 @metric(ABS_ERROR, EXACT, corpus=(QWK, ACCURACY, MAE), scope=BENCHMARK)
 class SFBenchLikert(Metric):
-    """Likert-score metrics of SFBench (module docstring).  Per item ``sfbench_abs_error`` and ``sfbench_exact``
+    """Likert-score metrics of SFBench (module docstring). Per item ``sfbench_abs_error`` and ``sfbench_exact``
     (details: ``pred``, ``gold``, ``explanation``); :meth:`corpus` gives ``sfbench_qwk``, ``sfbench_accuracy`` and
-    ``sfbench_mae`` (:attr:`corpus_specs`) from the ok per-item scores.  Failed responses keep their status; an
-    unparsable or out-of-range reply is ``parse_error``; a bad gold value ``input_error``.
-    """
+    ``sfbench_mae`` (:attr:`corpus_specs`) from the ok per-item scores. Failed responses keep their status; an
+    unparsable or out-of-range reply is ``parse_error``; a bad gold value ``input_error``."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         parsed = _gold_and_reply(self, item, response)
@@ -365,15 +364,13 @@ def judge_messages(item: Item, pred: int, explanation: str) -> list:
 
 @metric(CORRECTNESS, COMPLETENESS, corpus=(CORRECTNESS_NORM, COMPLETENESS_NORM, EXPL_F1), scope=BENCHMARK)
 class SFBenchExplanation(Metric):
-    """Explanation correctness and completeness judge (module docstring).
-
-    Per item: each allowed judge (``ctx.judges_for(model)``) is asked once (``--judge-repeats k``: k times,
-    :mod:`sgieval.metric_pool.repeats`) through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse
-    retries); the value is the mean over the judges that answered of each judge's level (1-5; with repeats its mean
-    level over the repeats that parsed), kept per judge in ``details["judge_values"]``; every raw reply is kept in
-    ``evidence``.  No judge -> ``not_run``; every judge failing -> ``judge_error``; an unparsable target reply ->
-    ``parse_error``.  :meth:`corpus` gives the normalised scores and the F1.
-    """
+    """Explanation correctness and completeness judge (module docstring). Per item: each allowed judge
+    (``ctx.judges_for(model)``) is asked once (``--judge-repeats k``: k times, :mod:`sgieval.metric_pool.repeats`)
+    through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse retries); the value is the mean over the
+    judges that answered of each judge's level (1-5; with repeats its mean level over the repeats that parsed), kept per
+    judge in ``details["judge_values"]``; every raw reply is kept in ``evidence``. No judge -> ``not_run``; every judge
+    failing -> ``judge_error``; an unparsable target reply -> ``parse_error``. :meth:`corpus` gives the normalised
+    scores and the F1."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges = ctx.judges_for(response.model)

@@ -151,10 +151,9 @@ def paired_test(
     confidence: float = 0.95,
 ) -> PairedResult:
     """Compare models A and B on the items both scored with a finite value, two-sided, deterministic per ``seed``.
-
-    ``"permutation"``: paired sign-flip test (``scipy.stats.permutation_test(permutation_type="samples")``, exact
-    when 2**n <= ``n_resamples``).  ``"bootstrap"``: centred differences resampled, p = (1 + #{|mean*| >= |mean|}) /
-    (1 + n_resamples) (Efron & Tibshirani 1993, 16.4).  CI: ``scipy.stats.bootstrap(paired=True)``, BCa.
+    ``"permutation"``: paired sign-flip test (``scipy.stats.permutation_test(permutation_type="samples")``, exact when
+    2**n <= ``n_resamples``). ``"bootstrap"``: centred differences resampled, p = (1 + #{|mean*| >= |mean|}) / (1 +
+    n_resamples) (Efron & Tibshirani 1993, 16.4). CI: ``scipy.stats.bootstrap(paired=True)``, BCa.
 
     Args:
         a: model A's item id -> score (the metric's scale).
@@ -346,16 +345,15 @@ def items_to_separate(diffs: Sequence[float], *, alpha: float = 0.05, power: flo
 
 class HedgedCapitalCS:
     """Hedged-capital betting confidence sequence (CS) for the mean of values in [0, 1] (Waudby-Smith & Ramdas 2023,
-    JRSS-B 86(1), section 4; finite-population form of their 2020 NeurIPS paper; as ``confseq``'s ``hedged_cs``).
-
-    For x_1, x_2, ... in [0, 1] (drawn without replacement from N values, or independently): predictable plug-in
-    bet lambda_t = sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1 + t))), mu_hat_t = (1/2 + sum x_i) / (t + 1),
-    sigma2_t = (1/4 + sum (x_i - mu_hat_i)^2) / (t + 1), sigma2_0 = 1/4; conditional mean of a candidate m,
-    mu_t(m) = (N m - sum_{i<t} x_i) / (N - t + 1) (m itself with replacement; a candidate whose mu_t(m) leaves
-    [0, 1] is impossible); capital K+_t(m) = prod (1 + min(lambda_i, c/mu_i(m)) (x_i - mu_i(m))),
-    K-_t(m) = prod (1 - min(lambda_i, c/(1 - mu_i(m))) (x_i - mu_i(m))), hedged K_t = max(K+/2, K-/2);
-    CS_t = {m : K_t(m) < 1/alpha}, intersected with the logical bounds [S_t/N, 1 - (t - S_t)/N] and CS_1..CS_{t-1}.
-    By Ville's inequality the mean leaves the CS at some t with probability at most alpha.
+    JRSS-B 86(1), section 4; finite-population form of their 2020 NeurIPS paper; as ``confseq``'s ``hedged_cs``). For
+    x_1, x_2, ... in [0, 1] (drawn without replacement from N values, or independently): predictable plug-in bet
+    lambda_t = sqrt(2 log(2/alpha) / (sigma2_{t-1} t log(1 + t))), mu_hat_t = (1/2 + sum x_i) / (t + 1), sigma2_t = (1/4
+    + sum (x_i - mu_hat_i)^2) / (t + 1), sigma2_0 = 1/4; conditional mean of a candidate m, mu_t(m) = (N m - sum_{i<t}
+    x_i) / (N - t + 1) (m itself with replacement; a candidate whose mu_t(m) leaves [0, 1] is impossible); capital
+    K+_t(m) = prod (1 + min(lambda_i, c/mu_i(m)) (x_i - mu_i(m))), K-_t(m) = prod (1 - min(lambda_i, c/(1 - mu_i(m)))
+    (x_i - mu_i(m))), hedged K_t = max(K+/2, K-/2); CS_t = {m : K_t(m) < 1/alpha}, intersected with the logical bounds
+    [S_t/N, 1 - (t - S_t)/N] and CS_1..CS_{t-1}. By Ville's inequality the mean leaves the CS at some t with probability
+    at most alpha.
 
     Args:
         alpha: miscoverage over the whole sequence, in (0, 1).
@@ -466,13 +464,12 @@ class Settlement:
 
 
 class SettleRule:
-    """The stopping rule of ``--until-settled``: is one model ahead of every other on the drawn items so far?
-
-    A paired difference d in [-R, R] (R = max - min of the metric's range) is rescaled to (d + R) / (2 R) and
-    followed by a :class:`HedgedCapitalCS` per pair of models.  The ranking is settled when one model's CS against
-    every other lies above 0; each of the K - 1 comparisons is at level alpha / (K - 1) (Bonferroni), and the CS
-    of B - A is minus that of A - B, so the declared leader is the best model with probability at least
-    1 - alpha, whichever item the run stopped at.
+    """The stopping rule of ``--until-settled``: is one model ahead of every other on the drawn items so far? A paired
+    difference d in [-R, R] (R = max - min of the metric's range) is rescaled to (d + R) / (2 R) and followed by a
+    :class:`HedgedCapitalCS` per pair of models. The ranking is settled when one model's CS against every other lies
+    above 0; each of the K - 1 comparisons is at level alpha / (K - 1) (Bonferroni), and the CS of B - A is minus that
+    of A - B, so the declared leader is the best model with probability at least 1 - alpha, whichever item the run
+    stopped at.
 
     Args:
         models: the target models (K >= 2).

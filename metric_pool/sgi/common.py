@@ -21,13 +21,10 @@ NONE_ANSWER = "None"
 
 def extract_answer_tag(text: str) -> str | None:
     """Text between the last ``<answer>`` and the first ``</answer>`` after it, stripped, in the text after the last
-    ``</think>`` (METRICS.md D.8).
-
-    METRICS.md A.0 + D.1: tags are matched case-sensitively (``<ANSWER>`` is not a tag); an empty pair
-    ``<answer></answer>`` (or whitespace only) gives ``""`` (an empty answer, no fallback); a missing opening tag, or no
-    closing tag after the last opening tag, gives ``None`` so the caller falls back to the whole response
-    (:func:`model_answer`).
-    """
+    ``</think>`` (METRICS.md D.8). METRICS.md A.0 + D.1: tags are matched case-sensitively (``<ANSWER>`` is not a tag);
+    an empty pair ``<answer></answer>`` (or whitespace only) gives ``""`` (an empty answer, no fallback); a missing
+    opening tag, or no closing tag after the last opening tag, gives ``None`` so the caller falls back to the whole
+    response (:func:`model_answer`)."""
     if text is None:
         return None
     text = final_text(text)  # D.8: only the text after the last </think> holds the answer

@@ -127,12 +127,9 @@ def parser_messages(extracted: str, example: str) -> list:
 
 
 async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, Any]:
-    """Run the LLM answer parser on ``extracted``.
-
-    Returns (parsed answer, evidence).  The parsed answer is the parser's raw, unstripped output; when the call fails
-    after its retries it is ``extracted`` (A.0).  Evidence: {"tool": "answer_parser", "judge", "input", "example",
-    "raw", "error"}.
-    """
+    """Run the LLM answer parser on ``extracted``. Returns (parsed answer, evidence). The parsed answer is the parser's
+    raw, unstripped output; when the call fails after its retries it is ``extracted`` (A.0). Evidence: {"tool":
+    "answer_parser", "judge", "input", "example", "raw", "error"}."""
     example = parser_example(reference)
     ev: dict[str, Any] = {
         "tool": "answer_parser",
@@ -154,12 +151,10 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
 
 @metric(EM, EM_NORMALISED, scope=BENCHMARK)
 class ExactMatchMetric(Metric):
-    """``em`` (primary, A.1) and ``em_normalised`` (beside it), both 0/1 per item.
-
-    The LLM answer parser runs when ``ctx`` has a judge allowed for the target model (the first one) and ``use_parser``
-    is True; otherwise only the extracted answer is compared.  An empty or "none" reply scores against the string "None"
-    with no parser call (A.0).  Raises nothing: a missing reference answer gives ``input_error`` Scores.
-    """
+    """``em`` (primary, A.1) and ``em_normalised`` (beside it), both 0/1 per item. The LLM answer parser runs when
+    ``ctx`` has a judge allowed for the target model (the first one) and ``use_parser`` is True; otherwise only the
+    extracted answer is compared. An empty or "none" reply scores against the string "None" with no parser call (A.0).
+    Raises nothing: a missing reference answer gives ``input_error`` Scores."""
 
     def __init__(self, use_parser: bool = True):
         self.use_parser = use_parser
@@ -300,12 +295,9 @@ def step_level_accuracy(steps: list[StepJudgement]) -> float:
 
 @metric(SLA, scope=BENCHMARK)
 class StepLevelAccuracyMetric(Metric):
-    """``sla``: 0-1 per item, judge metric (A.1).
-
-    Every judge allowed for the target model is asked (structured output, parse retries in :func:`ask_judge`); the value
-    is the mean of the per-judge SLAs that parsed.  No judge -> ``not_run``; no judge reply parsed (or only empty lists)
-    -> ``judge_error``.  Raw replies are in ``evidence``.
-    """
+    """``sla``: 0-1 per item, judge metric (A.1). Every judge allowed for the target model is asked (structured output,
+    parse retries in :func:`ask_judge`); the value is the mean of the per-judge SLAs that parsed. No judge ->
+    ``not_run``; no judge reply parsed (or only empty lists) -> ``judge_error``. Raw replies are in ``evidence``."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges, failed = self.judges_or_failed(item, response, ctx, "sla")

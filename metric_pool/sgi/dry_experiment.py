@@ -84,10 +84,9 @@ SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
 
 
 def aggregate_aet(values: Sequence[float], convention: str = "step4") -> float:
-    """Task-level AET (seconds) from per-item AET values (METRICS.md A.3, C.4).
-
-    ``"step4"`` (step_4_score.py): mean over items with AET > 0 (NaN when none); ``"sgi_score"`` (sgi_score.py): mean
-    over every item, -1 values included. Raises ValueError for an unknown convention or no values."""
+    """Task-level AET (seconds) from per-item AET values (METRICS.md A.3, C.4). ``"step4"`` (step_4_score.py): mean over
+    items with AET > 0 (NaN when none); ``"sgi_score"`` (sgi_score.py): mean over every item, -1 values included. Raises
+    ValueError for an unknown convention or no values."""
     vals = [float(v) for v in values]
     if not vals:
         raise ValueError("aggregate_aet needs at least one value")
@@ -161,9 +160,8 @@ def answer_candidates(text: str) -> list[tuple[str, str]]:
 
 def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[str]) -> tuple[str, dict[str, str]]:
     """The program to run: for each name in ``functions`` in order, replace it in the code with the same-named function
-    from the first candidate of
-    :func:`answer_candidates` that works; otherwise leave it unchanged.
-    Returns (code, {name: "answer" | "fenced" | "unchanged: <last error>"})."""
+    from the first candidate of :func:`answer_candidates` that works; otherwise leave it unchanged. Returns (code,
+    {name: "answer" | "fenced" | "unchanged: <last error>"})."""
     code = incomplete_main_code
     report: dict[str, str] = {}
     cands = answer_candidates(response_text)
@@ -183,11 +181,9 @@ def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[
 
 class SubprocessSandbox:
     """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary directory with a wall-clock timeout
-    (the process group is killed).
-
-    Implements the :class:`sgieval.tools.base.Sandbox` protocol for the dry experiment metric when ``ctx.sandbox`` is
-    None and the options explicitly allow ``unsafe_local_exec``.  ``PYTHONIOENCODING=utf-8`` as A.3.
-    """
+    (the process group is killed). Implements the :class:`sgieval.tools.base.Sandbox` protocol for the dry experiment
+    metric when ``ctx.sandbox`` is None and the options explicitly allow ``unsafe_local_exec``.
+    ``PYTHONIOENCODING=utf-8`` as A.3."""
 
     name = "subprocess-fallback (unsafe)"
 
@@ -307,13 +303,12 @@ upstream order (exact output first), the named code variant (option ``dry_pass_o
 def unit_test_verdict(
     output: str, reference: str, returncode: int, timed_out: bool, order: str = "paper", killed: str | None = None
 ) -> tuple[bool | None, str]:
-    """(passed, how) of one unit test before the judge; ``passed`` None means the judge decides.
-
-    ``"paper"`` (D.13): a program that timed out or exited non-zero fails, whatever it printed; only then is the
-    output compared exactly. ``"code"`` (A.3, the upstream order): an exact output match passes even after a non-zero
-    exit; else a timeout or non-zero exit fails. ``killed``: how a sandbox limit ended the program
-    (:attr:`ExecResult.outcome <sgieval.tools.base.ExecResult.outcome>`, e.g. ``"killed: memory limit"``), which
-    ``how`` then says instead of the return code. Raises ValueError for another ``order``."""
+    """(passed, how) of one unit test before the judge; ``passed`` None means the judge decides. ``"paper"`` (D.13): a
+    program that timed out or exited non-zero fails, whatever it printed; only then is the output compared exactly.
+    ``"code"`` (A.3, the upstream order): an exact output match passes even after a non-zero exit; else a timeout or
+    non-zero exit fails. ``killed``: how a sandbox limit ended the program (:attr:`ExecResult.outcome
+    <sgieval.tools.base.ExecResult.outcome>`, e.g. ``"killed: memory limit"``), which ``how`` then says instead of the
+    return code. Raises ValueError for another ``order``."""
     if order not in PASS_ORDERS:
         raise ValueError(f"unknown dry_pass_order {order!r}: use 'paper' or 'code'")
     failed_exit = timed_out or returncode != 0
@@ -346,14 +341,11 @@ Rules:
 
 @metric(*SPECS, scope=BENCHMARK)
 class DryExperimentMetric(Metric):
-    """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`).
-
-    Options (shared dict of all SGI metrics, hence the ``dry_`` prefix): ``dry_timeout_s`` (wall seconds per program,
-    default 300), ``unsafe_local_exec`` (allow :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read from
-    ``ctx.options``), ``dry_parallel_tests`` (run the 5 unit tests concurrently; default True), ``dry_judge_attempts``
-    (3), ``dry_pass_order`` ("paper": exit status first, D.13; "code": the upstream order, exact output first; see
-    :func:`unit_test_verdict`).
-    """
+    """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`). Options (shared dict of all SGI metrics, hence the
+    ``dry_`` prefix): ``dry_timeout_s`` (wall seconds per program, default 300), ``unsafe_local_exec`` (allow
+    :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read from ``ctx.options``), ``dry_parallel_tests``
+    (run the 5 unit tests concurrently; default True), ``dry_judge_attempts`` (3), ``dry_pass_order`` ("paper": exit
+    status first, D.13; "code": the upstream order, exact output first; see :func:`unit_test_verdict`)."""
 
     @classmethod
     def from_options(cls, options: dict) -> "DryExperimentMetric":

@@ -182,16 +182,14 @@ def _regex_fallback(text: str) -> dict[str, Any]:
 
 
 def parse_idea(text: str, *, tolerant: bool = True) -> Any:
-    """Parse a generated idea (METRICS.md A.2 "Generation and parsing").
-
-    Order: (1) ``json.loads`` of the first fenced code block (optionally tagged json); (2) ``json.loads`` of the whole
-    text; (tolerant only, sgieval extension) ``raw_decode`` of the first JSON value starting at the first "{" of the
-    fenced block, then of the whole text, ignoring trailing text; (3) the per-field regex fallback (quoted ``"Key":
-    "value"`` forms where the value ends at the first quote; numbered headings "1. Idea" ... "6. Expected Outcome"
-    running to the next heading; steps and metrics need quoted pairs inside ``{...}``; the order collects quoted strings
-    inside ``[...]``); (4) ``{"full_text": text}``.  Returns whatever JSON decodes to (a dict normally; a list or number
-    is returned as is, and the caller treats it as an evaluator error, as the code does).
-    """
+    """Parse a generated idea (METRICS.md A.2 "Generation and parsing"). Order: (1) ``json.loads`` of the first fenced
+    code block (optionally tagged json); (2) ``json.loads`` of the whole text; (tolerant only, sgieval extension)
+    ``raw_decode`` of the first JSON value starting at the first "{" of the fenced block, then of the whole text,
+    ignoring trailing text; (3) the per-field regex fallback (quoted ``"Key": "value"`` forms where the value ends at
+    the first quote; numbered headings "1. Idea" ... "6. Expected Outcome" running to the next heading; steps and
+    metrics need quoted pairs inside ``{...}``; the order collects quoted strings inside ``[...]``); (4) ``{"full_text":
+    text}``. Returns whatever JSON decodes to (a dict normally; a list or number is returned as is, and the caller
+    treats it as an evaluator error, as the code does)."""
     text = text if isinstance(text, str) else str(text)
     m = _FENCE.search(text)
     block = m.group(1).strip() if m else None
@@ -229,13 +227,11 @@ def _literal(item_id: str, ref: dict, key: str, default: str) -> Any:
 
 
 def reference_idea(item: Item) -> dict[str, Any]:
-    """The reference idea in the generated idea's keys (METRICS.md A.2 "Inputs").
-
-    ``Idea`` = core_idea, ``ImplementationSteps`` = literal_eval(implementation_steps), ``ImplementationOrder`` =
-    list(implementation_order), ``Dataset`` = data, ``EvaluationMetrics`` = literal_eval(evaluation_metrics),
-    ``ExpectedOutcome``, plus ``RelatedWork``/``ExistingSolutions`` (literal_eval), ``related_work_test`` (raw
-    string, parsed later inside the novelty block), ``keywords`` and the raw context strings.  Raises InputError
-    naming the item and field."""
+    """The reference idea in the generated idea's keys (METRICS.md A.2 "Inputs"). ``Idea`` = core_idea,
+    ``ImplementationSteps`` = literal_eval(implementation_steps), ``ImplementationOrder`` = list(implementation_order),
+    ``Dataset`` = data, ``EvaluationMetrics`` = literal_eval(evaluation_metrics), ``ExpectedOutcome``, plus
+    ``RelatedWork``/``ExistingSolutions`` (literal_eval), ``related_work_test`` (raw string, parsed later inside the
+    novelty block), ``keywords`` and the raw context strings. Raises InputError naming the item and field."""
     ref = item.reference
     if not isinstance(ref, dict):
         raise InputError(
@@ -304,13 +300,11 @@ def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
 def novelty_obj(
     idea: Any, ref: dict[str, Any], encode: Encode, *, code_empty_b: bool = False
 ) -> tuple[float, dict[str, Any]]:
-    """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2).
-
-    A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of ``ref["RelatedWork"]`` and
-    ``ref["ExistingSolutions"]`` (0 if none); B = the same over "k: v" for the pairs of
+    """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2). A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values
+    of ``ref["RelatedWork"]`` and ``ref["ExistingSolutions"]`` (0 if none); B = the same over "k: v" for the pairs of
     ``literal_eval(ref["related_work_test"])`` (0 when the dict is empty, like A; ``code_empty_b=True``: 10, the
-    published code's NaN behaviour).  Any exception (non-string idea or values, unparsable related_work_test) sets A
-    = B = 0. Returns (value, {"A", "B", ...})."""
+    published code's NaN behaviour). Any exception (non-string idea or values, unparsable related_work_test) sets A = B
+    = 0. Returns (value, {"A", "B", ...})."""
     try:
         existing = list(ref["RelatedWork"].values()) + list(ref["ExistingSolutions"].values())
         if existing:
@@ -425,15 +419,14 @@ def _order_edges(order: Any, keys: list[str]) -> set[tuple[str, str]]:
 def graph_similarity(
     gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA, *, code_text_errors: bool = False
 ) -> tuple[float, dict[str, Any]]:
-    """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7).
-
-    Nodes: ``str(step key)`` with the step text; edges from the order (all digit strings: chain the valid keys in
-    string-sorted order, "10" before "2"; else "a-b" items splitting into exactly two keys); a graph with no edges
-    gets its nodes chained in string-sorted order; if one still has none (single node) the result is the node-text
-    similarity alone.  Result = alpha x edge Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node
-    texts (0 when either joined text is shorter than 3 characters).  Missing or empty steps/order on either side, and
-    any exception (e.g. non-string step texts), give 0; ``code_text_errors=True`` gives the published code's reading
-    instead, where a text-join error zeroes only the text part. Returns (value, {"edge", "text", ...})."""
+    """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7). Nodes: ``str(step key)`` with
+    the step text; edges from the order (all digit strings: chain the valid keys in string-sorted order, "10" before
+    "2"; else "a-b" items splitting into exactly two keys); a graph with no edges gets its nodes chained in
+    string-sorted order; if one still has none (single node) the result is the node-text similarity alone. Result =
+    alpha x edge Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node texts (0 when either joined text is
+    shorter than 3 characters). Missing or empty steps/order on either side, and any exception (e.g. non-string step
+    texts), give 0; ``code_text_errors=True`` gives the published code's reading instead, where a text-join error zeroes
+    only the text part. Returns (value, {"edge", "text", ...})."""
     for d in (gen, ref):
         if not all(k in d for k in ("ImplementationSteps", "ImplementationOrder")):
             return 0.0, {"reason": "missing ImplementationSteps or ImplementationOrder"}
@@ -499,13 +492,11 @@ class _EncodeCache:
 
 @metric(*SPECS, scope=BENCHMARK)
 class IdeaGenerationMetric(Metric):
-    """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores).
-
-    Options (shared dict of all SGI metrics): ``embedding_model`` ("minilm" default, or "openai:<model>"),
-    ``idea_parser`` ("tolerant" default | "code"), ``idea_judge_attempts`` (5, the spec's attempts per judge and order).
-    ``ctx.embedder`` (a callable list[str] -> (n, d) array), when set, is used instead of the named embedder.  Judges
-    come from ``ctx.judges_for(target)``.
-    """
+    """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores). Options (shared dict of all SGI
+    metrics): ``embedding_model`` ("minilm" default, or "openai:<model>"), ``idea_parser`` ("tolerant" default |
+    "code"), ``idea_judge_attempts`` (5, the spec's attempts per judge and order). ``ctx.embedder`` (a callable
+    list[str] -> (n, d) array), when set, is used instead of the named embedder. Judges come from
+    ``ctx.judges_for(target)``."""
 
     @classmethod
     def from_options(cls, options: dict) -> "IdeaGenerationMetric":

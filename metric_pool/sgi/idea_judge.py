@@ -119,11 +119,9 @@ def flip_votes(votes: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
 
 
 def decide(g: int, n_judges: int, dim: str) -> str:
-    """ "win" / "tie" / "lose" for g votes for the generated idea out of 2N.
-
-    sgieval's generalisation of A.2 (thresholds stated for N = 3): win if g/2N > 1/2 (novelty g/2N > 2/3), lose if
-    g/2N <= 1/3, else tie.  Integer form: win if g > N (novelty 3g > 4N); lose if 3g <= 2N.  N = 3 gives the spec's g
-    > 3 (novelty g > 4) and g <= 2."""
+    """ "win" / "tie" / "lose" for g votes for the generated idea out of 2N. sgieval's generalisation of A.2 (thresholds
+    stated for N = 3): win if g/2N > 1/2 (novelty g/2N > 2/3), lose if g/2N <= 1/3, else tie. Integer form: win if g > N
+    (novelty 3g > 4N); lose if 3g <= 2N. N = 3 gives the spec's g > 3 (novelty g > 4) and g <= 2."""
     win = 3 * g > 4 * n_judges if dim == "novelty" else g > n_judges
     if win:
         return "win"
@@ -133,9 +131,8 @@ def decide(g: int, n_judges: int, dim: str) -> str:
 
 
 def vote_injection_flags(candidate: str) -> list[str]:
-    """``["injection_suspected"]`` when the generated idea carries a vote that
-    :func:`parse_votes` would read in a judge reply echoing it (any of its
-    forms: "Novelty: [Win B]", "Novelty: Win B because", "Novelty is Win B",
+    """``["injection_suspected"]`` when the generated idea carries a vote that :func:`parse_votes` would read in a judge
+    reply echoing it (any of its forms: "Novelty: [Win B]", "Novelty: Win B because", "Novelty is Win B",
     :func:`vote_match`) or other judge-format pieces (D.14)."""
     text = candidate or ""
     return [INJECTION_FLAG] if (any(vote_match(text, d) for d in DIMENSIONS) or injection_flags(text)) else []

@@ -31,11 +31,10 @@ _D3_WRAPPERS = re.compile(r"\\(?:text|mathrm)\s*\{([^{}]*)\}")
 
 
 def option_letter(box: str) -> str | None:
-    """The option letter a box holds (METRICS.md D.3), or None.
-
-    Removes every space, ``$`` and ``**``, unwraps ``\\text{...}`` and ``\\mathrm{...}`` and surrounding parentheses;
-    what is left must be one ASCII letter, returned as written (``\\boxed{ D }``, ``\\text{D}``, ``(D)`` -> "D";
-    ``b`` -> "b"; ``\\langle H\\rangle``, ``B.``, ``2x`` -> None)."""
+    """The option letter a box holds (METRICS.md D.3), or None. Removes every space, ``$`` and ``**``, unwraps
+    ``\\text{...}`` and ``\\mathrm{...}`` and surrounding parentheses; what is left must be one ASCII letter, returned
+    as written (``\\boxed{ D }``, ``\\text{D}``, ``(D)`` -> "D"; ``b`` -> "b"; ``\\langle H\\rangle``, ``B.``, ``2x`` ->
+    None)."""
     t = box
     for _ in range(3):
         t = _D3_WRAPPERS.sub(r"\1", t)
@@ -72,13 +71,12 @@ def extract_option(text: str, n_options: "int | Collection[str] | None" = None) 
 
 def final_option(text: str, n_options: "int | Collection[str] | None" = None) -> tuple[str | None, str]:
     """``(letter or None, how it was found)``: the final option letter of a reply (METRICS.md D.3 with the D.9 answer
-    line), in the text after the last ``</think>`` (D.8).
-
-    Candidates: the last ``\\boxed{...}`` holding an option letter (:func:`extract_option`) and a final ``Answer: X``
-    line (:func:`sgieval.metric_pool.answers.answer_line_letter`: any case of ``answer``, ``**Answer: D**``, ``$X$``
-    / ``**X**`` / ``*X*`` / ``_X_`` / ``(X)`` wrappers and a trailing period unwrapped; the letter must stand alone).
-    When both exist the later one in the reply counts; letters past the options are skipped.  ``(None, "no answer
-    found")`` when neither exists: the item has no answer (counted as "no answer found", not as a wrong answer)."""
+    line), in the text after the last ``</think>`` (D.8). Candidates: the last ``\\boxed{...}`` holding an option letter
+    (:func:`extract_option`) and a final ``Answer: X`` line (:func:`sgieval.metric_pool.answers.answer_line_letter`: any
+    case of ``answer``, ``**Answer: D**``, ``$X$`` / ``**X**`` / ``*X*`` / ``_X_`` / ``(X)`` wrappers and a trailing
+    period unwrapped; the letter must stand alone). When both exist the later one in the reply counts; letters past the
+    options are skipped. ``(None, "no answer found")`` when neither exists: the item has no answer (counted as "no
+    answer found", not as a wrong answer)."""
     t = final_text(text or "")
     allowed = _allowed(n_options)
     box = _last_option_box(t, allowed)
@@ -118,10 +116,9 @@ def gold_letter(item: Item) -> str:
 
 
 def mca(text: str, gold: str, n_options: int | None = None) -> int:
-    """Multi-choice accuracy (A.5 with D.3 and the D.9 answer line): 1 if
-    :func:`final_option` == ``gold`` exactly (case-sensitive, so ``\\boxed{b}``
-    is wrong for "B"; ``\\boxed{\\text{B}}``, ``$\\boxed{ B }$`` and a final ``ANSWER: *B*.`` are right), else 0
-    (also when no answer is found)."""
+    """Multi-choice accuracy (A.5 with D.3 and the D.9 answer line): 1 if :func:`final_option` == ``gold`` exactly
+    (case-sensitive, so ``\\boxed{b}`` is wrong for "B"; ``\\boxed{\\text{B}}``, ``$\\boxed{ B }$`` and a final
+    ``ANSWER: *B*.`` are right), else 0 (also when no answer is found)."""
     return int(final_option(text, n_options)[0] == gold)
 
 
@@ -362,12 +359,10 @@ def rv_messages(item: Item, response_text: str, images: bool = True) -> list:
 
 @metric(RV, scope=BENCHMARK)
 class ReasoningValidityMetric(Metric):
-    """``reasoning_validity``: 0-10 per item, judge metric (A.5 with D.4).
-
-    Each judge allowed for the target model returns a
-    :class:`ReasoningValidityJudgement`; the value is the mean of the parsed
-    scores.  No judge -> ``not_run``; no judge parsed after retries -> ``judge_error`` (never 0, unlike the published
-    code).  ``images``: send the question images (default True)."""
+    """``reasoning_validity``: 0-10 per item, judge metric (A.5 with D.4). Each judge allowed for the target model
+    returns a :class:`ReasoningValidityJudgement`; the value is the mean of the parsed scores. No judge -> ``not_run``;
+    no judge parsed after retries -> ``judge_error`` (never 0, unlike the published code). ``images``: send the question
+    images (default True)."""
 
     def __init__(self, images: bool = True):
         self.images = images

@@ -66,13 +66,11 @@ class TaskTerm:
 
 @dataclass
 class SGIScoreResult:
-    """SGI-Score of one target model (0-100).
-
-    ``sgi_score``: round(sum of the 5 terms / 5, 2), None when a task is missing. ``missing``: tasks with no ok score.
-    ``partial``: round(mean of present terms, 2) -- labelled "partial mean over present tasks", not comparable with
-    published SGI-Scores; None when every task is present or none is.  ``terms``: task -> TaskTerm.  ``by_discipline``:
-    discipline -> SGIScoreResult over that discipline's items (their own ``by_discipline`` is empty).
-    """
+    """SGI-Score of one target model (0-100). ``sgi_score``: round(sum of the 5 terms / 5, 2), None when a task is
+    missing. ``missing``: tasks with no ok score. ``partial``: round(mean of present terms, 2) -- labelled "partial mean
+    over present tasks", not comparable with published SGI-Scores; None when every task is present or none is.
+    ``terms``: task -> TaskTerm. ``by_discipline``: discipline -> SGIScoreResult over that discipline's items (their own
+    ``by_discipline`` is empty)."""
 
     model: str
     sgi_score: float | None

@@ -65,11 +65,10 @@ def split_pairs(line: str) -> list[str]:
 def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
     """Parameter block -> dict (A.4): every non-empty line other than a bare ``)`` must be ``key = value`` with an
     optional trailing comma; other lines are ignored; one pair of surrounding double quotes is removed (single quotes
-    are kept); a repeated key keeps its last value.
-
-    ``split_commas`` False (the published code, A.4): two parameters on one line (``a=1, b=2``) become one key ``a``
-    with value ``1, b=2``.  True (D.2 as amended, the default parser): the line is split by :func:`split_pairs`, so
-    ``a=1, b=2`` gives ``a`` and ``b``, as the same call over several lines does."""
+    are kept); a repeated key keeps its last value. ``split_commas`` False (the published code, A.4): two parameters on
+    one line (``a=1, b=2``) become one key ``a`` with value ``1, b=2``. True (D.2 as amended, the default parser): the
+    line is split by :func:`split_pairs`, so ``a=1, b=2`` gives ``a`` and ``b``, as the same call over several lines
+    does."""
     params: dict[str, str] = {}
     lines = block.split("\n")
     if split_commas:
@@ -90,11 +89,10 @@ def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
 
 @lru_cache(maxsize=4096)
 def parse_protocol_code(text: str) -> tuple[Step, ...]:
-    """The published code's parser (A.4), kept as the ``*_code`` variant.
-
-    Multiline regex ``(\\w+)\\s*=\\s*<([^>]+)>\\(\\s*([\\s\\S]*?)(?=\\n\\s*\\)\\s*$)``: the parameter block runs
-    lazily to the first line holding only ``)``, so a one-line call ``x = <A>(k=1)`` or an empty call swallows the
-    following step (A.4 edge cases)."""
+    """The published code's parser (A.4), kept as the ``*_code`` variant. Multiline regex
+    ``(\\w+)\\s*=\\s*<([^>]+)>\\(\\s*([\\s\\S]*?)(?=\\n\\s*\\)\\s*$)``: the parameter block runs lazily to the first
+    line holding only ``)``, so a one-line call ``x = <A>(k=1)`` or an empty call swallows the following step (A.4 edge
+    cases)."""
     steps = []
     for m in _CODE_STEP_RE.finditer(text):
         steps.append(
@@ -122,16 +120,14 @@ def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
 
 @lru_cache(maxsize=4096)
 def parse_protocol(text: str) -> tuple[Step, ...]:
-    """The default protocol parser (A.4 with the D.2 decisions), line by line.
-
-    A step starts at a line containing ``output_var = <Action name>(`` (spaces around ``=`` allowed).  Its parameters
-    may start on that line after ``(``. The call ends at the first of: the parenthesis that closes the opening ``(``
-    (balanced count, parentheses inside double quotes ignored), so a one-line call ``x = <A>(k=1)`` is one complete
-    step; a line holding only ``)``; the next step's header line (which starts a new step); the end of the text.
-    Parameter lines follow :func:`parse_params` with the D.2 amendment: several pairs on one line are split on commas
-    outside quotes and brackets, so ``a = <X>(p=1, q=2)`` and the same call written over four lines have the same
-    parameters.  Returns the steps in order (empty tuple if none).
-    """
+    """The default protocol parser (A.4 with the D.2 decisions), line by line. A step starts at a line containing
+    ``output_var = <Action name>(`` (spaces around ``=`` allowed). Its parameters may start on that line after ``(``.
+    The call ends at the first of: the parenthesis that closes the opening ``(`` (balanced count, parentheses inside
+    double quotes ignored), so a one-line call ``x = <A>(k=1)`` is one complete step; a line holding only ``)``; the
+    next step's header line (which starts a new step); the end of the text. Parameter lines follow :func:`parse_params`
+    with the D.2 amendment: several pairs on one line are split on commas outside quotes and brackets, so ``a = <X>(p=1,
+    q=2)`` and the same call written over four lines have the same parameters. Returns the steps in order (empty tuple
+    if none)."""
     lines = text.split("\n")
     steps: list[Step] = []
     i = 0
@@ -174,11 +170,9 @@ def _inversions(gt: list[str], pred: list[str], exempt: Callable[[int, int], boo
 
 
 def sequence_similarity(gt: list[str], pred: list[str]) -> float:
-    """Action-sequence similarity SS (A.4), 0-1.
-
-    SS = 0 if the lengths differ, 1 if n <= 1, else 1 - inversions / (n(n-1)/2), where pair i < j is an inversion
-    when the two lists order their names oppositely under Python string comparison (equal names never count), so a
-    prediction repeating one name n times scores 1."""
+    """Action-sequence similarity SS (A.4), 0-1. SS = 0 if the lengths differ, 1 if n <= 1, else 1 - inversions /
+    (n(n-1)/2), where pair i < j is an inversion when the two lists order their names oppositely under Python string
+    comparison (equal names never count), so a prediction repeating one name n times scores 1."""
     if len(gt) != len(pred):
         return 0.0
     n = len(gt)
@@ -188,14 +182,12 @@ def sequence_similarity(gt: list[str], pred: list[str]) -> float:
 
 
 def independent_groups(steps: tuple[Step, ...] | list[Step]) -> list[tuple[int, int]]:
-    """Permutation-equivalent step groups of a reference protocol (paper reading).
-
-    Definition used by sgieval (the code has none, C.2): scan the steps in order and keep extending the current group
-    [start, end) while the next step uses none of the current group's output variables as a parameter value; a step that
-    consumes an output of a step in the current group starts a new group. So a group is a maximal run of consecutive
-    steps with no data dependency among them through generated variables, whose relative order does not matter.  Returns
-    half-open index ranges covering 0..len(steps).
-    """
+    """Permutation-equivalent step groups of a reference protocol (paper reading). Definition used by sgieval (the code
+    has none, C.2): scan the steps in order and keep extending the current group [start, end) while the next step uses
+    none of the current group's output variables as a parameter value; a step that consumes an output of a step in the
+    current group starts a new group. So a group is a maximal run of consecutive steps with no data dependency among
+    them through generated variables, whose relative order does not matter. Returns half-open index ranges covering
+    0..len(steps)."""
     groups: list[tuple[int, int]] = []
     start = 0
     outs: set[str] = set()
@@ -262,11 +254,10 @@ def _check_nonempty(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) ->
 
 
 def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
-    """Parameter accuracy PA (A.4), 0-1, with strictly positional alignment.
-
-    For each i < min(len gt, len pred) count at most one error (:func:`step_error`); after an error-free step record
-    (pred output -> ref output).  Add |len gt - len pred| errors.  PA = 1 - errors / max(len gt, len pred). Returns
-    (PA, per-error messages).  Raises ValueError when both protocols have 0 steps (D.2)."""
+    """Parameter accuracy PA (A.4), 0-1, with strictly positional alignment. For each i < min(len gt, len pred) count at
+    most one error (:func:`step_error`); after an error-free step record (pred output -> ref output). Add |len gt - len
+    pred| errors. PA = 1 - errors / max(len gt, len pred). Returns (PA, per-error messages). Raises ValueError when both
+    protocols have 0 steps (D.2)."""
     _check_nonempty(gt_steps, pred_steps)
     gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
     mapping: dict[str, str] = {}
@@ -357,15 +348,13 @@ def align_actions(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> l
 
 
 def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, float, dict]:
-    """A.4b soft SS and soft PA, both 0-1.
-
-    With M aligned pairs (:func:`align_actions`): soft SS = (M/len gt) x (M/len pred). Each pair scores key_score x
-    value_score, key_score = 2|shared keys| / (|gt keys| + |pred keys|) (1 if both empty), value_score = fraction of
-    shared keys whose wiring is consistent (both generated and the predicted maps to the reference through earlier
-    pairs, or neither generated; 1 if both have no keys, 0 if no shared keys otherwise); every pair records (pred
-    output -> ref output). soft PA = (sum of pair scores)^2 / (len gt x len pred).  One side empty: both 0; both
-    empty: soft SS = 1 and soft PA raises ValueError (D.2). Returns (soft SS, soft PA or NaN when undefined,
-    details)."""
+    """A.4b soft SS and soft PA, both 0-1. With M aligned pairs (:func:`align_actions`): soft SS = (M/len gt) x (M/len
+    pred). Each pair scores key_score x value_score, key_score = 2|shared keys| / (|gt keys| + |pred keys|) (1 if both
+    empty), value_score = fraction of shared keys whose wiring is consistent (both generated and the predicted maps to
+    the reference through earlier pairs, or neither generated; 1 if both have no keys, 0 if no shared keys otherwise);
+    every pair records (pred output -> ref output). soft PA = (sum of pair scores)^2 / (len gt x len pred). One side
+    empty: both 0; both empty: soft SS = 1 and soft PA raises ValueError (D.2). Returns (soft SS, soft PA or NaN when
+    undefined, details)."""
     if not gt_steps and not pred_steps:
         return 1.0, float("nan"), {"aligned": []}
     if not gt_steps or not pred_steps:
