@@ -1,18 +1,10 @@
 """sgieval: an agentic evaluation orchestrator for scientific LLMs.
 
-Public API (imports are lazy, so ``import sgieval`` stays light):
-
-- :func:`evaluate` / :func:`aevaluate`: run the four-agent graph on a request and get the run's records
-  (:class:`RunRecords`);
-- :func:`score` / :func:`ascore`: score given texts with one predefined or rubric metric (no request, no graph, no run
-  folder);
-- :func:`load_run`: a run folder's records (:class:`RunRecords`, with ``.to_pandas()``);
-- :func:`compare`: compare finished runs (:class:`Comparison`: paired changes of the same model, a joint ranking on the
-  shared items, what is not shared; ``.to_markdown()``, ``.to_pandas()``, ``.write(folder)``);
-- records: :class:`Item`, :class:`Response`, :class:`Score`, :class:`MetricSpec`, :class:`Rubric`, :class:`RunConfig`
-  (from :mod:`sgieval.core`); :class:`Metric` (the metric interface, :mod:`sgieval.metric_pool.base`);
-- the benchmark registry: :class:`Benchmark`, :class:`Vocabulary`, :func:`register_benchmark`, :func:`get_benchmark`,
-  :func:`list_benchmarks` (:mod:`sgieval.benchmarks.registry`).
+Public API (lazy imports, so ``import sgieval`` stays light): :func:`evaluate`/:func:`aevaluate` (the four-agent graph
+on a request -> :class:`RunRecords`), :func:`score`/:func:`ascore` (texts scored with one metric, no run folder),
+:func:`load_run`, :func:`compare` (:class:`Comparison`); the records :class:`Item`, :class:`Response`, :class:`Score`,
+:class:`MetricSpec`, :class:`Rubric`, :class:`RunConfig`; :class:`Metric`; and the benchmark registry
+(:class:`Benchmark`, :class:`Vocabulary`, :func:`register_benchmark`, :func:`get_benchmark`, :func:`list_benchmarks`).
 """
 
 from __future__ import annotations

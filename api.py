@@ -8,13 +8,9 @@
     sgieval.load_run(run.run_dir)            # the same records, read back from the run folder
     sgieval.score(["<answer>Paris</answer>"], "exact_match", references=["Paris"])   # [Score(value=1.0, ...)]
 
-``evaluate`` runs the same four-agent LangGraph graph as ``sgieval ask`` (:mod:`sgieval.graphs.evaluate`), with the
-metric confirmation answered "yes" unless ``yes=False``.  Models are model strings (``replay:...``, ``openai:...``,
-``local:smollm2``, ``provider:model``) or ready :class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat
-models in tests).
-
-It also exposes the LangGraph Studio factories named in ``langgraph.json``: :func:`evaluation_graph` and
-:func:`metric_chat_graph`.
+``evaluate`` runs the graph of ``sgieval ask`` (:mod:`sgieval.graphs.evaluate`) with the metric confirmation answered
+"yes" unless ``yes=False``; models are model strings or ready :class:`~sgieval.models.base.NamedModel` objects. Also the
+LangGraph Studio factories of ``langgraph.json``: :func:`evaluation_graph` and :func:`metric_chat_graph`.
 """
 
 from __future__ import annotations
@@ -52,11 +48,8 @@ __all__ = [
 
 
 class RunOptions(TypedDict, total=False):
-    """The run options of :func:`evaluate` and :func:`aevaluate` as typed keywords, so an IDE and mypy see each
-    name and type.  Each is a :class:`~sgieval.core.RunConfig` field (its docstring there is the help, and the
-    keyword's name and default come from it: :func:`sgieval.core.run_options`); a keyword's type here may be
-    wider than the field's (model objects, paths).  ``tests/test_run_options.py`` fails when a RunConfig field
-    has no keyword here, or a keyword here no field."""
+    """The run options of :func:`evaluate` as typed keywords: one per :class:`~sgieval.core.RunConfig` field (help,
+    name and default from it); a type here may be wider than the field's (model objects, paths)."""
 
     models: Models
     judge: Models
@@ -96,12 +89,9 @@ class RunOptions(TypedDict, total=False):
 
 @dataclass
 class RunRecords:
-    """What a run produced: ``run_dir`` (with ``dry_run=True`` a folder the call made is not kept); ``items``,
-    ``responses``, ``scores`` (the records of the run folder's JSONL files, values on each metric's native scale);
-    ``report`` (``report.md``, None when the run stopped at the metric confirmation, then ``stopped``);
-    ``selection`` (the questioning agent's plan and item ids); ``metric_plan`` (the customisation agent's);
-    ``state`` (the final graph state); ``config`` (the run's :class:`~sgieval.core.RunConfig`).
-    """
+    """What a run produced: ``run_dir`` (not kept with ``dry_run=True``); ``items``, ``responses``, ``scores`` (values
+    on each metric's native scale); ``report`` (None when the run stopped at the metric confirmation, then
+    ``stopped``); ``selection``; ``metric_plan``; ``state`` (the final graph state); ``config`` (the RunConfig)."""
 
     run_id: str
     run_dir: Path
@@ -115,13 +105,11 @@ class RunRecords:
     stopped: bool = False
     config: RunConfig | None = None
     estimate: dict[str, Any] | None = None
-    """The estimate before any call (``dry_run=True``, or the confirmation's): per (model, role) the calls,
-    input and output tokens and USD (:class:`sgieval.models.estimate.Estimate` fields, ``lines`` its text)."""
+    """The estimate before calls (``dry_run=True`` or the confirmation): :class:`sgieval.models.estimate.Estimate`."""
     labels: list[Label] = field(default_factory=list)
     """The human labels of ``labels.jsonl`` (every line, in file order; the latest per unit and labeller counts)."""
     added_judge_scores: list[Score] = field(default_factory=list)
-    """The scores of the judges added to the finished run (``evaluate(judge=J, into=run)``,
-    ``added_judge_scores.jsonl``): each names its judge; beside ``scores`` (the run's own judges), never in it."""
+    """Scores of judges added to the finished run (``evaluate(judge=J, into=run)``), never in ``scores``."""
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
         """The ok item-level Scores of ``metric``.
@@ -140,7 +128,7 @@ class RunRecords:
         ]
 
     def totals(self, metric: str) -> dict[str, float]:
-        """Sum of ``metric`` over the selected items, per target model (ok scores only).
+        """Sum of ``metric`` over the selected items per target model (ok scores only).
 
         Args:
             metric: a metric name of the run.
@@ -154,7 +142,7 @@ class RunRecords:
         return out
 
     def means(self, metric: str) -> dict[str, float]:
-        """Mean of ``metric`` per item, per target model (ok scores only).
+        """Mean of ``metric`` per item per target model (ok scores only).
 
         Args:
             metric: a metric name of the run.
@@ -171,11 +159,8 @@ class RunRecords:
         """The records as a ``pandas.DataFrame``, one row per record.
 
         Args:
-            records: ``"scores"`` (default): every Score field (``item_id``, ``model``, ``metric``, ``value`` on the
-                metric's native scale, ``status``, ``judge``, ``rationale``, ``error``, ...) plus the item's
-                ``benchmark``, ``task``, ``discipline``, ``direction`` and ``type`` (empty for corpus-level scores,
-                ``item_id == "*"``); ``"responses"``: every Response field plus the same item facets; ``"items"``:
-                every Item field.
+            records: ``"scores"`` (default; plus the item's ``benchmark``, ``task``, ``discipline``, ``direction``,
+                ``type``, empty for ``item_id == "*"``), ``"responses"`` (plus the same facets) or ``"items"``.
 
         Returns:
             The table.
@@ -219,12 +204,11 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
 
 
 def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> inspect.Signature:
-    """The signature :func:`evaluate` shows (``inspect.signature``, ``help()``, Jupyter): ``request``, then one keyword
-    per run option of ``config_cls`` (:func:`sgieval.core.run_options`: its name, its default, its :class:`RunOptions`
-    type or else the field's), then the runtime keywords of ``afn`` (callbacks and ready objects).
+    """The signature :func:`evaluate` shows: ``request``, one keyword per run option of ``config_cls``, then the
+    keyword-only parameters of ``afn``.
 
     Args:
-        config_cls: RunConfig or a subclass (a new field is a new keyword, with nothing else to write).
+        config_cls: RunConfig or a subclass (a new field is a new keyword).
         afn: the function whose own keyword-only parameters follow the run options.
 
     Returns:
@@ -248,8 +232,8 @@ def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> i
 def config_from(
     config_cls: type[RunConfig], request: str, options: dict[str, Any], *, function: str = "evaluate"
 ) -> tuple[RunConfig, list[NamedModel], list[NamedModel], NamedModel | None]:
-    """The validated run configuration of ``evaluate(request, **options)``, and the model objects given in place
-    of model strings.
+    """The validated run configuration of ``evaluate(request, **options)`` and the model objects given in place of
+    model strings.
 
     Args:
         config_cls: RunConfig or a subclass.
@@ -392,8 +376,7 @@ aevaluate.__doc__ = (
 )
 
 evaluate = synchronous(aevaluate, "evaluate")
-"""Run the evaluation graph on ``request`` and return its :class:`RunRecords` (synchronous :func:`aevaluate`: the
-same typed keyword parameters; works inside a running event loop, e.g. Jupyter, by running in a worker thread)."""
+"""The synchronous :func:`aevaluate`, with the same parameters (in a worker thread inside a running event loop)."""
 
 
 # ------------------------------------------------------------------ load_run
@@ -404,9 +387,7 @@ def load_run(path: str | Path) -> RunRecords:
         path: the run folder, or a file in it (its ``report.md`` or ``config.json``).
 
     Returns:
-        The records: ``items`` are the run's selected items, ``responses`` and ``scores`` every stored record;
-        ``selection``, ``metric_plan`` and ``state`` come from the run's last checkpoint (empty when it has none);
-        ``report`` is ``report.md`` when present.
+        The records; ``selection``, ``metric_plan`` and ``state`` from the last checkpoint (empty without one).
 
     Raises:
         InputError: when ``path`` holds no run (no ``config.json``) or its config is unreadable.
@@ -514,23 +495,19 @@ def _rubric_versions(run_dir: Path) -> dict[str, str]:
 def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, seed: int = 0) -> Any:
     """Compare finished runs: items matched by id, models by name.
 
-    The same model in two runs (a new prompt, judge or rubric version) gets a paired comparison on the items both
-    share and both scored, per shared metric: the mean difference (second run minus first) with its 95% paired
-    bootstrap CI and a two-sided paired permutation test (:func:`sgieval.metric_pool.stats.paired_test`); a
-    change is real only when p < 0.05.  Every model is ranked together on the items every run shares by the
-    report's rules; what is not shared (items, models, metrics) is counted and named.
+    The same model in two runs gets, per shared metric on the items both scored, the mean difference (second minus
+    first) with its 95% paired bootstrap CI and a two-sided paired permutation test
+    (:func:`sgieval.metric_pool.stats.paired_test`; real only when p < 0.05). All models are ranked together on the
+    items every run shares; what is not shared is counted and named.
 
     Args:
         *runs: two or more runs (folders, files in them, or :class:`RunRecords`), the first the baseline.
-        metric: the ranking metric (default: the runs' ranking metric, the first one every run scored).
+        metric: the ranking metric (default: the first one every run scored).
         n_resamples: resamples of the permutation tests and bootstrap CIs (exact enumeration when 2**n fits).
         seed: their random seed.
 
     Returns:
-        :class:`sgieval.reports.compare.Comparison`: ``changes`` (the same model between runs on the ranking
-        metric), ``other_changes``, ``ranking``, ``pairs``, what is not shared, ``answer`` and ``limits``
-        sentences; ``to_markdown()``, ``to_pandas(table)``, ``to_dict()``; ``write(folder)`` writes compare.md,
-        compare.json and its viewer page index.html.
+        :class:`sgieval.reports.compare.Comparison` (``to_markdown()``, ``to_pandas(table)``, ``write(folder)``).
 
     Raises:
         InputError: fewer than two runs, the same run folder twice, a path holding no run, runs sharing no item,
@@ -571,7 +548,7 @@ def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
         {metric name: MetricSpec}; {} when the run has not chosen its metrics.
 
     Raises:
-        InputError: when the run's items cannot be found (neither stored in the run nor in the benchmark files).
+        InputError: when the run's items are neither stored in the run nor in the benchmark files.
     """
     from .graphs import make_runtime, metric_specs
 
@@ -602,13 +579,10 @@ def agreement(run: "str | Path | RunRecords", metric: str, *, selection: str | N
     Args:
         run: a run folder (or a file in it) or the :class:`RunRecords` of :func:`load_run`.
         metric: the metric name (a rubric's criteria are included).
-        selection: how the labelled units were chosen (``random`` or ``disagreement``); None reads it from the
-            labels (``disagreement`` when any label was drawn that way, else ``random``).
+        selection: ``random`` or ``disagreement``; None: ``disagreement`` when any label was drawn so, else ``random``.
 
     Returns:
-        :class:`sgieval.metric_pool.labels.AgreementResult`: ``agreements`` per judge (and the panel) and
-        criterion, with the statistics of :mod:`sgieval.metric_pool.agreement`; ``to_pandas()`` one row per
-        statistic.
+        :class:`sgieval.metric_pool.labels.AgreementResult` (per judge and criterion; ``to_pandas()``).
 
     Raises:
         InputError: no run there, or the run has no metric ``metric``.
@@ -625,8 +599,7 @@ def ppi(run: "str | Path | RunRecords", metric: str, *, selection: str | None = 
         selection: as for :func:`agreement`.
 
     Returns:
-        :class:`sgieval.metric_pool.labels.LabelEstimates`; ``models`` hold the PPI++, judge-only and labels-only
-        means with 95% intervals, ``differences`` the paired PPI++ differences, ``to_pandas()`` a table.
+        :class:`sgieval.metric_pool.labels.LabelEstimates`: PPI++, judge-only and labels-only means with 95% intervals.
 
     Raises:
         InputError: no run there, or the run has no metric ``metric``.
@@ -640,13 +613,11 @@ def _configurable(config: Any) -> dict[str, Any]:
 
 
 def evaluation_graph(config: Any = None):
-    """LangGraph Studio / ``langgraph dev`` factory for the evaluation graph (``langgraph.json`` ->
-    ``sgieval.api:evaluation_graph``).
+    """LangGraph Studio factory for the evaluation graph (``langgraph.json`` -> ``sgieval.api:evaluation_graph``).
 
-    The runtime comes from ``config["configurable"]`` (all optional): ``request``, ``models``, ``judges``,
-    ``agent_model``, ``benchmarks``, ``k``, ``seed``, ``data_dir``, ``out_dir`` (default "runs"), ``yes`` (default
-    False: the graph pauses at the metric confirmation, which Studio shows as an interrupt).  Returns the compiled graph
-    without a checkpointer (the LangGraph server provides one).
+    ``config["configurable"]`` (all optional): ``request``, ``models``, ``judges``, ``agent_model``, ``benchmarks``,
+    ``k``, ``seed``, ``data_dir``, ``out_dir`` (default "runs"), ``yes`` (default False: pause at the metric
+    confirmation). Returns the compiled graph without a checkpointer (the LangGraph server provides one).
     """
     from .graphs import build_graph, make_runtime, new_run_id
 
@@ -657,12 +628,10 @@ def evaluation_graph(config: Any = None):
 
 
 def metric_chat_graph(config: Any = None):
-    """LangGraph Studio factory for the metric-definition chat of ``sgieval metric define`` (``langgraph.json`` ->
-    ``sgieval.api:metric_chat_graph``): :func:`sgieval.graphs.build_metric_chat`.
+    """LangGraph Studio factory for the chat of ``sgieval metric define`` (:func:`sgieval.graphs.build_metric_chat`).
 
-    ``config["configurable"]`` may carry ``agent_model`` (a model string; default: the offline drafting path),
-    ``base_url``, ``name`` (the metric's name) and ``save_dir`` (default: the user rubric folder).  The graph
-    pauses at interrupts for the user's description and change requests.
+    ``config["configurable"]`` may carry ``agent_model`` (default: the offline drafting path), ``base_url``, ``name``
+    and ``save_dir`` (default: the user rubric folder).
     """
     from .graphs import build_metric_chat
 

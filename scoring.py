@@ -1,5 +1,5 @@
-"""``sgieval.score``: score given texts with one metric, without a request, a graph or a run folder; and the
-helpers the Python API's functions share (model arguments, the synchronous form of a coroutine function).
+"""``sgieval.score``: score given texts with one metric, without a request, a graph or a run folder; and the helpers the
+Python API shares (model arguments, the synchronous form of a coroutine function).
 
     sgieval.score(["<answer>Paris</answer>"], "exact_match", references=["Paris"])   # [Score(value=1.0, ...)]
 """
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["MetricArg", "ModelArg", "Models", "ascore", "score", "split_models", "synchronous"]
 
 ModelArg = Union[str, NamedModel]
-"""A model: a model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ``provider:model``)
-or a ready :class:`~sgieval.models.base.NamedModel` (e.g. a scripted chat model in a test)."""
+"""A model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ...) or a ready NamedModel."""
 Models = Union[ModelArg, Sequence[ModelArg], None]
 MetricArg = Union[str, "Metric", MetricSpec]
 """A metric: the name of a predefined metric (``exact_match``, ``em``, ``mca``, ...) or of a library
@@ -71,8 +70,7 @@ def synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callable
         name: the synchronous function's name (named in a TypeError for a bad keyword).
 
     Returns:
-        A function that runs ``afn`` to its end, in a worker thread when an event loop is already running
-        (Jupyter).
+        A function running ``afn`` to its end, in a worker thread when an event loop is running (Jupyter).
     """
     sig = inspect.signature(afn)
 
@@ -212,25 +210,19 @@ async def ascore(
 
     Args:
         responses: reply texts, or :class:`~sgieval.core.Response` records (their ``item_id`` must match ``items``).
-        metric: a predefined metric name (``exact_match``, ``em``, ``mca``, ``sfbench_qwk``, ...; found in the
-            registered benchmarks' metrics), a library rubric name (``rigor``), a :class:`~sgieval.core.Rubric`, or a
-            :class:`~sgieval.metric_pool.base.Metric` (all its specs).
-        judge: judge model(s) for judge and rubric metrics (strings or NamedModels); without one such a metric's scores
-            are ``not_run`` with the reason, never a silent zero.
-        items: the items answered, one per response (needed by task-specific metrics: deep-research references,
-            multiple-choice options, ...).  Without them each text gets an item ``given/<k>`` of the metric's task, with
-            ``references[k]`` as ``{"answer": ...}`` and ``prompts[k]`` as its prompt.
+        metric: a predefined metric name (``exact_match``, ``mca``, ``sfbench_qwk``, ...), a library rubric name
+            (``rigor``), a :class:`~sgieval.core.Rubric`, or a :class:`~sgieval.metric_pool.base.Metric` (all specs).
+        judge: judge model(s) for judge and rubric metrics; without one their scores are ``not_run`` with the reason.
+        items: the items answered, one per response (for task-specific metrics); without them text ``k`` gets an item
+            ``given/<k>`` of the metric's task, with ``references[k]`` as ``{"answer": ...}`` and ``prompts[k]``.
         model: the model name on the Scores of plain texts.
         allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
-        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate`: ``base_url``
-            is the OpenAI-compatible server of ``openai:`` judges (default ``$OPENAI_BASE_URL``); a judge on a server of
-            its own is ``openai-api:<service>/<model>`` with ``<SERVICE>_BASE_URL`` set (README "Models and roles");
-            temperature 0-2 (None: the provider's default).
+        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate` (temperature
+            0-2, None: the provider's default).
 
     Returns:
-        One Score per response (in order) for the named metric (all specs of a Metric object), then any
-        corpus-level Scores (``item_id == "*"``).  Values are on the metric's native scale
-        (``MetricSpec.range``).  :func:`score` is the synchronous form (the same parameters).
+        One Score per response (in order) for the metric (all specs of a Metric object), then any corpus-level Scores
+        (``item_id == "*"``); values on the metric's native scale. :func:`score` is the synchronous form.
 
     Raises:
         InputError: an unknown metric, lengths that differ, or an item the metric does not apply to.
@@ -256,5 +248,4 @@ async def ascore(
 
 
 score = synchronous(ascore, "score")
-"""Score given texts with one metric, no request, graph or run folder (synchronous :func:`ascore`: the same
-typed keyword parameters)."""
+"""The synchronous :func:`ascore`, with the same parameters."""

@@ -1,7 +1,4 @@
-"""core: shared records, errors, the run store and settings (DESIGN.md "Layout").
-
-Imports nothing of ours; every other folder may import what is listed in ``__all__``.
-"""
+"""core: shared records, errors, the run store and settings (DESIGN.md "Layout"); imports nothing of ours."""
 
 from __future__ import annotations
 

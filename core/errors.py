@@ -7,8 +7,7 @@ from typing import Any
 
 # -------------------------------------------------------------------------- errors
 class SgievalError(Exception):
-    """Base error.  ``what`` names the thing that is wrong (file, field, model
-    string), ``fix`` says how to repair it; ``str()`` gives one line with both."""
+    """Base error: ``what`` names the thing that is wrong, ``fix`` how to repair it; ``str()`` is one line with both."""
 
     exit_code = 1
 
@@ -34,8 +33,7 @@ class SgievalError(Exception):
 
 
 class InputError(SgievalError):
-    """Bad user input: a missing data folder, malformed file or field, unknown
-    model string, a request that selects nothing.  CLI exit code 2."""
+    """Bad user input (missing data folder, malformed file or field, unknown model string, empty selection); exit 2."""
 
     exit_code = 2
 
@@ -68,13 +66,9 @@ class SandboxUnavailableError(ToolError):
 
 
 class FieldProblem(ValueError):
-    """A pydantic validator's complaint with its fix (raised inside validators: pydantic keeps it as the error's cause);
-    :func:`problem_to_input_error` turns it into an :class:`InputError` naming the option as the user spelled it.
-
-    ``fix`` may name options as ``{field}`` placeholders (``"pass {max_concurrency} 1 or more"``), filled with the
-    caller's spelling (``--max-concurrency`` for the CLI, ``max_concurrency`` for the Python API).  ``field`` overrides
-    the field the error is reported on (a model validator has none); ``value`` is shown after the option name
-    (``--sandbox unsafe-local: ...``)."""
+    """A pydantic validator's complaint with its fix; :func:`problem_to_input_error` turns it into an InputError naming
+    the option as the user spelled it: ``{field}`` placeholders in ``fix`` (``"pass {max_concurrency} 1 or more"``) get
+    the caller's spelling; ``field`` overrides the field reported on; ``value`` follows the option name."""
 
     def __init__(self, reason: str, fix: str, *, field: str | None = None, value: str | None = None):
         self.reason, self.fix, self.field, self.value = reason, fix, field, value
@@ -87,9 +81,8 @@ class _OptionNames(dict):
 
 
 def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_what: str = "settings") -> InputError:
-    """The first error of ``e`` as one InputError: ``what`` = ``names[field]`` (e.g. ``"--max-concurrency"`` for the
-    CLI, ``"SGIEVAL_LOCAL_THREADS"``) or the field name; reason and fix from a :class:`FieldProblem`, else pydantic's
-    message with a generic fix.
+    """The first error of ``e`` as one InputError: ``what`` = ``names[field]`` (``"--max-concurrency"``,
+    ``"SGIEVAL_LOCAL_THREADS"``) or the field name; reason and fix from a FieldProblem, else pydantic's, generic fix.
 
     Args:
         e: a pydantic ValidationError (or a FieldProblem).

@@ -1,17 +1,10 @@
 """Safe file handling for run folders that may come from someone else.
 
-- :func:`plain_name` validates a name that becomes one path component (a run id);
-- :func:`slug_name` turns a free-form name (a rubric's) into a safe file stem;
-- :func:`atomic_write_text` writes a file whole or not at all (temporary file + rename);
-- :func:`disk_error` turns a full-disk ``OSError`` into one line naming the disk;
-- :func:`escape_control_chars` makes untrusted text safe for a terminal or a report;
-- :func:`write_bytes_in`, :func:`write_text_in`, :func:`read_bytes_in`, :func:`read_text_in`,
-  :func:`open_append_in`, :func:`open_update_in`, :func:`replace_dir_in` and :func:`find_links` read and write
-  the files of a run folder without following a symbolic link at any depth below the folder: every component is
-  opened relative to its parent's descriptor with ``O_NOFOLLOW``, and a written file goes to a fresh temporary
-  name in its folder and is renamed over the target, so a link planted between a check and a write is never
-  followed (the run folder's own path may be a link: it is the user's own path);
-- :func:`split_jsonl` splits JSONL text on ``\n`` only.
+Names (:func:`plain_name`, :func:`slug_name`), whole-or-nothing writes (:func:`atomic_write_text`), full-disk errors
+(:func:`disk_error`), terminal-safe text (:func:`escape_control_chars`), JSONL split on ``\n`` only
+(:func:`split_jsonl`), and the ``*_in`` functions that read and write a run folder's files without following a
+symbolic link at any depth below it: each component is opened relative to its parent's descriptor with ``O_NOFOLLOW``
+and a write goes to a fresh temporary name renamed over the target (the run folder's own path may be a link).
 """
 
 from __future__ import annotations
@@ -40,8 +33,7 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 def plain_name(value: str, what: str = "run_id") -> str:
-    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`: no ``/``, no ``..``, no leading dot, not empty);
-    raises InputError naming ``what`` otherwise (``"../victim"`` would move a run out of its folder).
+    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`: no ``/``, no ``..``, no leading dot, not empty).
 
     Args:
         value: the name.
@@ -49,6 +41,9 @@ def plain_name(value: str, what: str = "run_id") -> str:
 
     Returns:
         ``value``.
+
+    Raises:
+        InputError: naming ``what`` otherwise (``"../victim"`` would move a run out of its folder).
     """
     if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value) or ".." in value:
         raise InputError(
@@ -61,7 +56,7 @@ def plain_name(value: str, what: str = "run_id") -> str:
 
 def slug_name(name: str, what: str = "name") -> str:
     """A free-form name as a safe file stem: lower case, runs of anything but ``a-z0-9`` -> ``_`` (``"../../../rigor"``
-    -> ``"rigor"``, ``"Risk Awareness!"`` -> ``"risk_awareness"``).  Raises InputError when nothing is left.
+    -> ``"rigor"``, ``"Risk Awareness!"`` -> ``"risk_awareness"``).
 
     Args:
         name: the name.
@@ -69,6 +64,9 @@ def slug_name(name: str, what: str = "name") -> str:
 
     Returns:
         The slug.
+
+    Raises:
+        InputError: when nothing is left.
     """
     s = re.sub(r"[^a-z0-9]+", "_", (name or "").lower()).strip("_")[:120]
     if not s:
@@ -103,8 +101,7 @@ def is_disk_full(e: BaseException) -> bool:
 
 
 def disk_error(e: OSError, path: str | Path) -> InputError:
-    """One line for a failed write of ``path``: the disk (mount point) and its
-    free space when the disk is full, else the OS reason.
+    """One line for a failed write of ``path``: the disk (mount point) and its free space when full, else the OS reason.
 
     Args:
         e: the OSError.
@@ -130,20 +127,19 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
 
 
 def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", root: str | Path | None = None) -> Path:
-    """Write ``text`` to ``path`` whole or not at all: a temporary file in the same folder, flushed and fsync'ed,
-    renamed over ``path``.  On any error the old file is untouched and the temporary file removed; a full disk raises
-    InputError naming the disk (:func:`disk_error`), other OS errors too.
-
-    ``root``: the run folder ``path`` lies in; then no link below ``root`` is followed (:func:`write_text_in`).
+    """Write ``text`` to ``path`` whole or not at all (a fsync'ed temporary file in the same folder renamed over it).
 
     Args:
         path: the file.
         text: the text.
         encoding: the text encoding.
-        root: a folder below which no link is followed.
+        root: the run folder ``path`` lies in; then no link below it is followed (:func:`write_text_in`).
 
     Returns:
         ``path``.
+
+    Raises:
+        InputError: a full disk (:func:`disk_error`) or another OS error; the old file is then untouched.
     """
     if root is not None:
         return write_text_in(root, path, text, encoding=encoding)
@@ -176,9 +172,8 @@ _CONTROL = re.compile(r"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def escape_control_chars(text: str) -> str:
-    """``text`` with NUL, ESC (terminal escape sequences) and every other C0/C1 control character except newline, tab
-    and a CR of a CRLF shown as a visible ``\\xNN`` escape, so untrusted text (program output, a shared run's request)
-    cannot rewrite a terminal or hide text in a report. Printable text is unchanged.
+    """``text`` with every C0/C1 control character (NUL, ESC, ...) except newline, tab and the CR of a CRLF shown as a
+    visible ``\\xNN`` escape, so untrusted text cannot rewrite a terminal or hide text in a report.
 
     Args:
         text: untrusted text.
@@ -193,9 +188,8 @@ _NON_FINITE = re.compile(r"-?\b(?:NaN|Infinity)\b")
 
 
 def json_loads_strict(text: str):
-    """``json.loads`` for input files: ``NaN``/``Infinity`` (not JSON, though Python's parser accepts them) and nesting
-    deeper than the interpreter's recursion limit, or than :data:`MAX_JSON_DEPTH` levels, raise ``json.JSONDecodeError``
-    (a ValueError) with the position, like any other bad JSON, instead of a silent NaN or a RecursionError traceback.
+    """``json.loads`` for input files: ``NaN``/``Infinity`` and nesting deeper than the recursion limit or
+    :data:`MAX_JSON_DEPTH` raise ``json.JSONDecodeError`` (a ValueError) with the position, like any other bad JSON.
 
     Args:
         text: JSON text.
@@ -225,9 +219,7 @@ def json_loads_strict(text: str):
 
 
 MAX_JSON_DEPTH = 100
-"""The deepest nesting of arrays and objects an input file's JSON value may have: a record nested
-hundreds of levels deep is no benchmark item, and every later step (validation, repair, writing the run's
-records) would otherwise hit the interpreter's recursion limit with the run half-started."""
+"""The deepest JSON nesting an input file may have (deeper is no benchmark item, and would hit the recursion limit)."""
 
 
 def json_depth(value: object) -> int:
@@ -249,9 +241,8 @@ def json_depth(value: object) -> int:
 
 
 def split_jsonl(text: str) -> list[str]:
-    """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it is dropped).  ``str.splitlines`` would also
-    split inside a record at U+2028, U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b`` and ``\x0c``, which JSON allows
-    unescaped in strings (RFC 8259 section 7), and lose the record.
+    """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it dropped): ``str.splitlines`` would also
+    split at U+2028, U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b``, ``\x0c``, which JSON strings allow (RFC 8259 s. 7).
 
     Args:
         text: JSONL text.
@@ -291,14 +282,13 @@ def link_error(root: str | Path, links: list[str]) -> InputError:
 
 
 def find_links(root: str | Path) -> list[str]:
-    """Every symbolic link at any depth below the folder ``root`` (relative paths with ``/``, sorted), found without
-    following one.  ``[]`` when ``root`` does not exist.
+    """Every symbolic link at any depth below ``root``, found without following one.
 
     Args:
         root: the folder.
 
     Returns:
-        The links.
+        Relative paths with ``/``, sorted; ``[]`` when ``root`` does not exist.
     """
     out: list[str] = []
 
@@ -338,8 +328,7 @@ def _is_link(name: str, dir_fd: int) -> bool:
 
 @contextmanager
 def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]:
-    """A descriptor of ``root/dirs...``, each folder below ``root`` opened with ``O_NOFOLLOW`` relative to its parent
-    (``create``: missing ones are made). Raises InputError (:func:`link_error`) when one is a link."""
+    """A descriptor of ``root/dirs...``, each ``O_NOFOLLOW`` in its parent (``create``: made); InputError: a link."""
     if create:
         Path(root).mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
@@ -374,8 +363,8 @@ def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]
 
 def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` in the run folder ``root`` whole or not at all, following no link below ``root``:
-    missing folders are made, the bytes go to a fresh temporary name (``O_EXCL | O_NOFOLLOW``) in the target's folder,
-    are fsync'ed and renamed over the target (a rename replaces a link, it never writes through one).
+    missing folders are made, the bytes go to a fresh temporary name (``O_EXCL | O_NOFOLLOW``), fsync'ed and renamed
+    over the target (a rename replaces a link, never writes through one).
 
     Args:
         root: the run folder (its own path may be a link).
@@ -415,8 +404,7 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
 
 
 def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """:func:`write_bytes_in` of ``text`` encoded with ``encoding``; a lone surrogate (text from a model's reply) is
-    written as U+FFFD (:func:`repair_text`), never a failed write.
+    """:func:`write_bytes_in` of ``text``; a lone surrogate is written as U+FFFD (:func:`repair_text`).
 
     Args:
         root: the run folder.
@@ -433,22 +421,18 @@ def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: st
 def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = False) -> bytes:
     """The bytes of ``path`` in the run folder ``root``, following no link below ``root``.
 
-    ``single_link``: refuse a file with other hard links too (a name for a file that may lie outside the run: what is
-    copied out of the folder must be a file written in it).
-
-    Raises:
-        InputError: ``path`` or a folder on the way is a symbolic link; it is no regular file; with ``single_link``, it
-            has other hard links.
-        FileNotFoundError: it does not exist.
-        OSError: it cannot be read.
-
     Args:
         root: the run folder.
         path: the file, inside ``root``.
-        single_link: refuse a file with other hard links.
+        single_link: refuse a file with other hard links too (what is copied out of the folder must be written in it).
 
     Returns:
         The bytes.
+
+    Raises:
+        InputError: ``path`` or a folder on the way is a link; no regular file; ``single_link`` and other links.
+        FileNotFoundError: it does not exist.
+        OSError: it cannot be read.
     """
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=False) as dfd:
@@ -471,7 +455,7 @@ def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = Fal
 
 
 def read_text_in(root: str | Path, path: str | Path, *, encoding: str = "utf-8", errors: str = "strict") -> str:
-    """:func:`read_bytes_in` decoded with ``encoding`` and ``errors``.
+    """:func:`read_bytes_in` decoded.
 
     Args:
         root: the run folder.
@@ -499,8 +483,7 @@ def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> Binar
 
 
 def open_append_in(root: str | Path, path: str | Path) -> BinaryIO:
-    """``path`` in the run folder ``root`` opened for binary appends (created when missing), following no link below
-    ``root``.  Raises InputError for a link, OSError when it cannot be opened.
+    """``path`` in the run folder ``root`` opened for binary appends (created when missing), following no link.
 
     Args:
         root: the run folder.
@@ -508,19 +491,21 @@ def open_append_in(root: str | Path, path: str | Path) -> BinaryIO:
 
     Returns:
         The open file.
+
+    Raises:
+        InputError: a link; OSError when it cannot be opened.
     """
     return _open_in(root, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "ab")
 
 
 def open_update_in(root: str | Path, path: str | Path) -> BinaryIO:
-    """``path`` in the run folder ``root`` opened for binary reading and writing
-    (``rb+``: it must exist), following no link below ``root``."""
+    """``path`` in the run folder ``root`` opened ``rb+`` (it must exist), following no link below ``root``."""
     return _open_in(root, path, os.O_RDWR, "rb+")
 
 
 def replace_dir_in(root: str | Path, path: str | Path) -> Path:
-    """Empty the folder ``path`` in the run folder ``root`` (remove it with everything in it, links removed, never
-    followed; then make it again) and return it.  Raises InputError when it or a folder on the way is a link.
+    """Empty the folder ``path`` in the run folder ``root`` (removed with everything in it, links never followed, then
+    made again).
 
     Args:
         root: the run folder.
@@ -528,6 +513,9 @@ def replace_dir_in(root: str | Path, path: str | Path) -> Path:
 
     Returns:
         The folder.
+
+    Raises:
+        InputError: it or a folder on the way is a link.
     """
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=True) as dfd:
@@ -546,9 +534,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def lone_surrogate(text: str) -> int | None:
-    """Index of the first lone surrogate code point in ``text`` (``"\\ud800"``: valid JSON, yet no character, so it
-    cannot be written as UTF-8), or None. A high + low pair left split (Python text built from two escapes) counts as
-    lone too: it is not valid UTF-8 either.
+    """Index of the first lone surrogate in ``text`` (valid JSON, not writable as UTF-8); a split high + low pair too.
 
     Args:
         text: any text.
@@ -563,8 +549,7 @@ def lone_surrogate(text: str) -> int | None:
 
 
 def repair_text(text: str) -> tuple[str, bool]:
-    """``text`` with every lone surrogate replaced by U+FFFD (a split high + low
-    pair is joined into its character), and whether anything changed.
+    """``text`` with every lone surrogate replaced by U+FFFD (a split high + low pair joined).
 
     Args:
         text: any text.
@@ -578,9 +563,8 @@ def repair_text(text: str) -> tuple[str, bool]:
 
 
 def repair_deep(value: object) -> tuple[object, bool]:
-    """:func:`repair_text` applied to every string in ``value`` (str, dict keys and values, list and tuple elements;
-    other values as they are).  Returns the repaired value (``value`` itself when nothing changed) and whether anything
-    changed."""
+    """:func:`repair_text` on every string in ``value`` (str, dict keys and values, list and tuple elements): the
+    repaired value (``value`` itself when nothing changed) and whether anything changed."""
     if isinstance(value, str):
         return repair_text(value)
     if isinstance(value, dict):

@@ -7,16 +7,15 @@ from typing import Any, Callable
 
 
 def lazy_exports(package: str, public: dict[str, str]) -> Callable[[str], Any]:
-    """A module-level ``__getattr__`` for ``package`` that loads each public name from the module of the folder
-    that defines it (``public``: name -> module name inside the folder) on first use, so importing one module of
-    a folder does not import the others.  Raises AttributeError for a name not in ``public``.
+    """A module-level ``__getattr__`` for ``package`` loading each public name from its module on first use, so
+    importing one module of a folder does not import the others.
 
     Args:
         package: the folder's package name.
         public: name -> module of the folder.
 
     Returns:
-        The ``__getattr__``.
+        The ``__getattr__`` (AttributeError for a name not in ``public``).
     """
 
     def __getattr__(name: str) -> Any:

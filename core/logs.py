@@ -1,13 +1,8 @@
 """Run-scoped logging (DESIGN.md "Conventions": structlog, JSON to the run folder, human lines to stderr).
 
-sgieval never configures structlog or the standard ``logging`` module of the process it runs in.  A run opens its own
-sink with ``with run_logging(run_dir, run_id): ...``: a structlog logger built with :func:`structlog.wrap_logger` (its
-own processors, not the global configuration) that writes one JSON line per event to ``run_dir/log.jsonl`` and a human
-line to stderr.  The run id is bound with :func:`structlog.contextvars.bound_contextvars` for the run's context only, so
-it is in every JSON line of that run and in no other run's.
-
-sgieval's modules log through :func:`get_logger`: inside a run the event goes to that run's sink; outside any run it
-goes to ``structlog.get_logger("sgieval")``, i.e. wherever the host application configured structlog to send it.
+sgieval never configures structlog or ``logging`` of its host process. A run opens its own sink (:class:`run_logging`:
+a :func:`structlog.wrap_logger` logger with its own processors, the run id bound for the run's context only);
+:func:`get_logger` sends events to that sink inside a run, else to ``structlog.get_logger("sgieval")``.
 """
 
 from __future__ import annotations
@@ -91,17 +86,16 @@ def _to_file(
 def log_traceback(
     run_dir: str | Path, run_id: str, exc: BaseException, event: str = "unexpected error", secrets: Any = None
 ) -> None:
-    """Append ``exc`` with its full traceback (keys masked: ``secrets``, a :class:`~sgieval.core.secrets.SecretValues`,
-    default the key variables of the environment) to ``run_dir/log.jsonl`` as one JSON line (``event``, ``level``
-    "error", ``timestamp``, ``run_id``, ``error``, ``traceback``): the command line prints one line and points here.
-    Best effort: a missing folder or a full disk writes nothing.
+    """Append ``exc`` with its full traceback to ``run_dir/log.jsonl`` as one JSON line (``event``, ``level`` "error",
+    ``timestamp``, ``run_id``, ``error``, ``traceback``), that the one-line error points at. Best effort:
+    a missing folder or a full disk writes nothing.
 
     Args:
         run_dir: the run folder.
         run_id: the run id.
         exc: the exception.
         event: the log event.
-        secrets: the values masked.
+        secrets: the values masked (default: the key variables of the environment).
     """
     line = {
         "event": event,
@@ -128,12 +122,10 @@ def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> 
 
 
 class run_logging:  # noqa: N801 - a context manager, used like contextlib helpers
-    """``with run_logging(run_dir, run_id): ...``: this context's (and its asyncio tasks') sgieval log events go to
-    ``run_dir/log.jsonl`` (one JSON object per line: ``event``, ``level``, ``timestamp`` ISO-8601 UTC, ``run_id``, the
-    event's fields) and, as a human line, to ``stream`` (default: ``sys.stderr`` when the run starts).  On exit the
-    previous sink and bindings are restored; the process's structlog and logging configuration are never touched.
-    ``secrets``: the run's :class:`~sgieval.core.secrets.SecretValues`, masked by value in both lines (without: the
-    pattern masking of :func:`~sgieval.core.secrets.redact_secrets`)."""
+    """``with run_logging(run_dir, run_id): ...``: this context's (and its tasks') sgieval log events go to
+    ``run_dir/log.jsonl`` (``event``, ``level``, ``timestamp`` ISO-8601 UTC, ``run_id``, the event's fields) and as a
+    human line to ``stream`` (default ``sys.stderr``); the previous sink is restored on exit. ``secrets``: the run's
+    SecretValues, masked in both (without: :func:`~sgieval.core.secrets.redact_secrets`)."""
 
     def __init__(self, run_dir: str | Path, run_id: str, *, stream: Any = None, secrets: Any = None):
         self.path = Path(run_dir) / "log.jsonl"

@@ -1,20 +1,11 @@
 """A warm helper process for the report's heavy computations (start fast).
 
-The report needs ``scipy.stats`` (bootstrap CIs, paired tests: ~0.6 s to import) and ``matplotlib`` (charts: ~0.35 s).
-A replayed run spends the rest of its ~1.5 s importing LangGraph and scoring, so on a machine with a second core those
-imports can happen *at the same time* in another process: the ``sgieval`` command forks one worker right at start
-(:func:`warm_worker`), the worker imports the heavy modules while the run goes on, and the report hands the bootstrap,
-the paired tests and the chart drawing to it (:func:`call_in_worker`).  The numbers are the same: the worker runs the
-same functions on the same arguments (seeds included); only the process differs.
-
-Without a worker -- the Python API, tests calling ``app([...])``, a platform without ``fork`` -- :func:`call_in_worker`
-runs the function in the calling process, as before.  A worker that died (killed, out of memory) is never an error
-either: the call then runs in the calling process.
-
-The worker is bound to the run through a context variable (run-scoped state): two runs in one process never share one,
-and the variable is reset when :func:`warm_worker`'s block ends.  The worker ignores SIGINT (Ctrl-C interrupts the run,
-which then shuts the worker down), and it exits by itself when its parent process is gone (SIGKILL of ``sgieval`` leaves
-no orphan behind: ``PR_SET_PDEATHSIG`` on Linux, and a parent-pid watchdog everywhere).
+``scipy.stats`` (~0.6 s to import) and ``matplotlib`` (~0.35 s) load in a worker the ``sgieval`` command forks at start
+(:func:`warm_worker`) while the run goes on; the report hands bootstraps, paired tests and charts to it
+(:func:`call_in_worker`): the same functions on the same arguments (seeds included), so the same numbers. Without a
+worker (the Python API, tests, no ``fork``) or with a dead one, calls run in the calling process. The worker is bound
+to the run by a context variable, ignores SIGINT, and exits when its parent is gone (``PR_SET_PDEATHSIG`` on Linux, a
+parent-pid watchdog everywhere).
 """
 
 from __future__ import annotations
@@ -40,9 +31,7 @@ T = TypeVar("T")
 REPORT_MODULES: tuple[str, ...] = ("scipy.stats", "matplotlib.pyplot")
 
 _ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-"""Thread-pool sizes the worker sets to 1 unless the user set them: the bootstrap and the charts are
-single-threaded, and a BLAS pool of one thread per core, started while the run imports LangGraph on the
-other core, took CPU from the run (~0.08 s before the first model call on 2 cores)."""
+"""Thread-pool sizes the worker sets to 1 unless the user set them (a BLAS pool per core took CPU from the run)."""
 
 _WORKER: ContextVar[Executor | None] = ContextVar("sgieval_warm_worker", default=None)
 
@@ -91,13 +80,9 @@ def _ready() -> int:
 
 @contextlib.contextmanager
 def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | None]:
-    """Fork one worker process now that imports ``modules``, and bind it to the current context for the block:
-    :func:`call_in_worker` inside the block (and in the asyncio tasks and threads started from it, which copy the
-    context) runs its function in the worker.  Yields the executor, or None where ``fork`` is unavailable (then nothing
-    changes).
-
-    Fork before the process starts threads (the ``sgieval`` command does it before parsing its options).  When the block
-    ends, the worker is shut down without waiting for it."""
+    """Fork one worker process that imports ``modules`` and bind it to the current context for the block (asyncio tasks
+    and threads started in it copy the context). Yields the executor, or None without ``fork``. Fork before the process
+    starts threads; the worker is shut down without waiting when the block ends."""
     if not hasattr(os, "fork"):
         yield None
         return
@@ -128,12 +113,11 @@ def worker_active() -> bool:
 
 
 def call_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)``, in the warm worker when one is bound to the current context, else here.  ``fn`` must be
-    a module-level function and its arguments and result picklable.  An exception raised by ``fn`` is raised here as it
-    would be in-process; a dead worker makes the call run here instead (never an error of its own).
+    """``fn(*args, **kwargs)`` in the warm worker bound to the current context, else here (also when it died); ``fn``'s
+    exception is raised here as in-process.
 
     Args:
-        fn: a module-level function.
+        fn: a module-level function (it and its arguments and result picklable).
         args: its arguments.
         kwargs: its keyword arguments.
 
@@ -144,9 +128,7 @@ def call_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 
 def submit_to_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Callable[[], T]:
-    """Start ``fn(*args, **kwargs)`` in the warm worker when one is bound to the current context and return
-    a function that waits for its result (what :func:`call_in_worker` returns, or raises); the caller works on
-    meanwhile.  Without a worker (or with a dead one) the returned function computes it here, when called.
+    """Start ``fn(*args, **kwargs)`` in the warm worker (if bound); the caller works on meanwhile.
 
     Args:
         fn: a module-level function.
@@ -154,7 +136,7 @@ def submit_to_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Call
         kwargs: its keyword arguments.
 
     Returns:
-        The waiting function.
+        A function that waits for the result as :func:`call_in_worker` (computing it here without a live worker).
     """
     pool = _WORKER.get()
     if pool is None:

@@ -1,10 +1,6 @@
-"""The judge prompts of a run, kept once per distinct prompt (``prompts.jsonl`` in the run folder).
-
-A judge reply's evidence (:class:`~sgieval.core.JudgeReplyEvidence`) names the prompt it answered by ``prompt_hash``;
-the prompt itself, what the provider received for the call that gave the reply (the messages exactly as sent, the
-definitions of the tools offered with them, and for a native structured call the response format), is written once per
-hash by the run store, so a run that asks the same prompt of several judges, or again on resume, stores it once.
-"""
+"""The judge prompts of a run, kept once per distinct prompt (``prompts.jsonl``): a judge reply's evidence names its
+prompt by ``prompt_hash``; the run store writes the prompt as sent (messages, tool definitions, response format) once
+per hash, however many judges or resumes ask it."""
 
 from __future__ import annotations
 
@@ -25,20 +21,16 @@ def prompt_hash(
     tool_choice: Any = None,
 ) -> str:
     """The hash naming a prompt: SHA-256 of its canonical JSON (keys sorted, no spaces, UTF-8), first
-    :data:`PROMPT_HASH_CHARS` hex characters.  ``tools`` and ``tool_choice`` count only when given, so a
-    prompt sent without them hashes as it did before they were kept.
+    :data:`PROMPT_HASH_CHARS` hex characters; ``tools`` and ``tool_choice`` count only when given.
 
     Args:
         messages: the messages as sent, ``[{"role": "system"|"user"|"assistant"|"tool", "content": str | list,
             ...}, ...]`` (an assistant turn with its ``tool_calls``, a tool turn with its ``tool_call_id``).
-        response_format: the request's ``response_format`` for a native structured-output call, as sent
-            (``{"type": "json_schema", "json_schema": {"name": schema name, "schema": JSON schema, ...}}``), or
-            None for a plain prompt.
-        tools: the tool definitions sent with them, as the provider received them (OpenAI: ``[{"type":
-            "function", "function": {"name", "description", "parameters": JSON schema}}, ...]``); None or []
-            for a call without tools.
-        tool_choice: the request's ``tool_choice`` as sent (a native ``function_calling`` call forces its
-            tool: ``{"type": "function", "function": {"name": ...}}``), None when not sent.
+        response_format: the ``response_format`` of a native structured-output call as sent (``{"type":
+            "json_schema", "json_schema": {"name", "schema", ...}}``), or None for a plain prompt.
+        tools: the tool definitions as the provider received them (OpenAI: ``[{"type": "function", "function":
+            {"name", "description", "parameters"}}, ...]``); None or [] without tools.
+        tool_choice: the ``tool_choice`` as sent (``{"type": "function", "function": {"name": ...}}``), or None.
 
     Returns:
         A lower-case hex string of :data:`PROMPT_HASH_CHARS` characters; equal prompts give equal hashes.
@@ -58,9 +50,8 @@ def prompt_record(
     tools: Sequence[dict[str, Any]] | None = None,
     tool_choice: Any = None,
 ) -> dict[str, Any]:
-    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format", "tools", "tool_choice"}``
-    (``response_format`` and ``tool_choice`` only when given, ``tools`` only when there are some), the hash by
-    :func:`prompt_hash` over all of them.
+    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format", "tools", "tool_choice"}`` (the last
+    three only when given or non-empty), hashed by :func:`prompt_hash`.
 
     Args:
         messages: as :func:`prompt_hash`.

@@ -1,8 +1,5 @@
-"""Shared records of sgieval: the typed contracts every folder exchanges.
-
-DESIGN.md "Contracts": items -> responses -> scores -> report.  Every record is a pydantic model that serialises to one
-JSON line in the run folder (``runs/<run_id>/{items,responses,scores}.jsonl``).
-"""
+"""Shared records of sgieval (DESIGN.md "Contracts": items -> responses -> scores -> report): pydantic models, each
+one JSON line in the run folder (``runs/<run_id>/{items,responses,scores}.jsonl``)."""
 
 from __future__ import annotations
 
@@ -61,8 +58,7 @@ class _Repairable(_Record):
 
 
 def _repair_model(m: BaseModel) -> bool:
-    """Replace, in place, every lone surrogate in the string fields of ``m`` and of the records it holds by
-    U+FFFD (:func:`~sgieval.core.files.repair_deep`); whether anything changed."""
+    """Replace in place every lone surrogate in ``m``'s strings (and held records') by U+FFFD; whether any changed."""
     changed = False
     for name in type(m).model_fields:
         v = m.__dict__.get(name)
@@ -160,10 +156,8 @@ class Response(_Repairable):
         return self.status == "ok"
 
     def split_reasoning(self) -> "Response":
-        """This response with its reasoning moved out of ``text`` (METRICS.md D.8).
-
-        ``text`` becomes the final text after the last ``</think>`` and the thinking joins ``reasoning``; an ``ok``
-        response left with no final text becomes ``empty`` (D.10).
+        """This response with its reasoning moved out of ``text`` (METRICS.md D.8): ``text`` becomes the text after the
+        last ``</think>``, the thinking joins ``reasoning``; an ``ok`` one left without text is ``empty`` (D.10).
 
         Returns:
             A new Response, or ``self`` when ``text`` has no think tag.
@@ -270,8 +264,7 @@ EVIDENCE_KINDS: dict[str, type[BaseModel]] = {
 
 
 def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
-    """An evidence dict without ``kind`` (run folders written before typed evidence, or a tool pool's call dict) mapped
-    to its typed shape: fields of the shape are kept, the rest go to ``details``."""
+    """An evidence dict without ``kind`` mapped to its typed shape: the shape's fields kept, the rest in ``details``."""
     tool = d.get("tool")
     if tool == "judge":
         cls: type[_Evidence] = JudgeReplyEvidence

@@ -1,14 +1,5 @@
-"""Reading a model's reply before any answer is extracted from it (METRICS.md D.8, D.10).
-
-Pure functions on reply text, shared by every folder (models keep the reply, metrics extract answers from it, judges
-parse it):
-
-- :func:`split_reasoning` separates the reasoning a model wrote inside ``<think>...</think>`` from its final text (D.8);
-- :func:`final_text` is the text every answer extractor reads;
-- :func:`reply_status` turns ``finish_reason`` and the final text into the ``truncated`` / ``empty`` statuses of D.10;
-- :func:`refusal_text`, :func:`verdict_word` and :func:`judge_number` read a judge's reply strictly (D.17): a provider
-  refusal, a verdict word, a score field.
-"""
+"""Pure functions reading a model's reply before any answer is extracted (METRICS.md D.8, D.10, D.17): reasoning apart
+from the final text, reply statuses, and a judge's refusal, verdict word and score field read strictly."""
 
 from __future__ import annotations
 
@@ -20,20 +11,17 @@ THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
 TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "model_length"})
-"""``finish_reason`` values meaning the reply was cut by the token limit
-(OpenAI-compatible servers say ``length``; Anthropic says ``max_tokens``)."""
+"""``finish_reason`` values of a reply cut by the token limit (``length``, Anthropic ``max_tokens``)."""
 
 
 def split_reasoning(text: str | None) -> tuple[str | None, str]:
-    """``(reasoning, final)`` of a reply (METRICS.md D.8).
+    """``(reasoning, final)`` of a reply (METRICS.md D.8); tags matched case-sensitively, ``None`` -> ``(None, "")``.
 
-    - ``</think>`` present: ``final`` is the text after the LAST ``</think>`` with leading whitespace removed;
-      ``reasoning`` is everything before it, without one opening ``<think>`` tag, stripped.
-    - ``<think>`` present but no ``</think>`` (the model stopped while still reasoning): ``final`` is ``""`` (the reply
-      has no answer) and ``reasoning`` is the text after the last ``<think>``, stripped.
-    - neither tag: ``(None, text)`` unchanged (no stripping).
-
-    Tags are matched case-sensitively.  ``None`` gives ``(None, "")``.
+    - ``</think>`` present: ``final`` is the text after the LAST ``</think>``, leading whitespace removed; ``reasoning``
+      everything before it without one opening ``<think>``, stripped.
+    - only ``<think>`` (stopped while reasoning): ``final`` is ``""``, ``reasoning`` the text after the last
+      ``<think>``, stripped.
+    - neither tag: ``(None, text)`` unchanged.
 
     >>> split_reasoning("<think>B? Wait, no... so D.\\n</think>\\n\\nD")
     ('B? Wait, no... so D.', 'D')
@@ -60,8 +48,7 @@ def split_reasoning(text: str | None) -> tuple[str | None, str]:
 
 
 def final_text(text: str | None) -> str:
-    """The part of a reply that answer extractors read (D.8): the text after the
-    last ``</think>``; ``""`` for an unclosed ``<think>``; else ``text``.
+    """The part of a reply answer extractors read (D.8): after the last ``</think>``; ``""`` if unclosed; else ``text``.
 
     Args:
         text: a reply text.
@@ -73,23 +60,20 @@ def final_text(text: str | None) -> str:
 
 
 def join_reasoning(*parts: str | None) -> str | None:
-    """The non-empty parts joined by a blank line, or None when every part is empty
-    (a server's separate ``reasoning_content`` first, then the ``<think>`` text).
+    """The non-empty parts (a server's ``reasoning_content`` first, then the ``<think>`` text) joined by a blank line.
 
     Args:
         parts: reasoning texts.
 
     Returns:
-        The joined text, or None.
+        The joined text, or None when every part is empty.
     """
     kept = [p.strip() for p in parts if p and p.strip()]
     return "\n\n".join(kept) if kept else None
 
 
 def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool = False) -> str:
-    """``"truncated"`` when ``finish_reason`` says the token limit cut the reply (:data:`TRUNCATED_FINISH_REASONS`),
-    else ``"empty"`` when the final text (after D.8) is empty or whitespace and the reply has no tool calls, else
-    ``"ok"`` (METRICS.md D.10).
+    """The reply's status (METRICS.md D.10).
 
     Args:
         finish_reason: the provider's finish reason.
@@ -97,7 +81,8 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
         has_tool_calls: the reply calls tools.
 
     Returns:
-        ``"truncated"``, ``"empty"`` or ``"ok"``.
+        ``"truncated"`` when ``finish_reason`` is in :data:`TRUNCATED_FINISH_REASONS`, else ``"empty"`` for a blank
+        final text without tool calls, else ``"ok"``.
     """
     if finish_reason is not None and str(finish_reason).lower() in TRUNCATED_FINISH_REASONS:
         return "truncated"
@@ -107,11 +92,9 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
 
 
 def refusal_text(msg: object) -> str | None:
-    """The refusal a provider returned instead of an answer (METRICS.md D.17), or None.
-
-    Read from the message's ``additional_kwargs["refusal"]`` (OpenAI Chat Completions, kept by LangChain's ChatOpenAI
-    and ChatOpenAIDirect), a content block of type ``refusal`` (the Responses API), or a ``stop_reason`` /
-    ``finish_reason`` of ``refusal`` (Anthropic), whose text is then the reply's content ("" when it has none).
+    """The refusal a provider returned instead of an answer (METRICS.md D.17): ``additional_kwargs["refusal"]`` (OpenAI
+    Chat Completions), a ``refusal`` content block (Responses API), or a ``refusal`` stop/finish reason (Anthropic; the
+    text then the content, "" when none).
 
     Args:
         msg: a reply message.
@@ -135,15 +118,13 @@ def refusal_text(msg: object) -> str | None:
 
 
 def verdict_word(value: object) -> object:
-    """A judge's verdict word as compared (METRICS.md D.12, D.17): stripped, case-folded, trailing punctuation removed
-    (``" Incorrect."`` -> ``"incorrect"``, ``"CORRECT!"`` -> ``"correct"``).  Anything but a string is returned
-    unchanged (for the schema to reject).
+    """A judge's verdict word as compared (METRICS.md D.12, D.17).
 
     Args:
         value: the judge's verdict field.
 
     Returns:
-        The normalised word; anything but a string as it is.
+        Stripped, case-folded, trailing punctuation removed (``" Incorrect."`` -> ``"incorrect"``); else as it is.
     """
     if not isinstance(value, str):
         return value
@@ -157,10 +138,8 @@ _NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def judge_number(value: object, *, integer: bool, what: str = "score") -> int | float:
-    """A judge's score field, strictly (METRICS.md D.4, D.17): an int or a float (an integral float for ``integer``), or
-    a string that is exactly such a number (``"7"``).  A boolean (``true`` is not 1), None, a string with words
-    (``"7/10"``, ``"high"``), a list or a non-finite value raises ValueError saying what was received, so the reply is a
-    parse error (retried, then a ``judge_error``), never coerced.
+    """A judge's score field, strictly (METRICS.md D.4, D.17): an int or float (integral for ``integer``) or a string
+    that is exactly one (``"7"``); never coerced, so anything else is a parse error.
 
     Args:
         value: the judge's field.
@@ -171,7 +150,7 @@ def judge_number(value: object, *, integer: bool, what: str = "score") -> int | 
         The number.
 
     Raises:
-        ValueError: anything else, naming ``what``.
+        ValueError: a bool, None, words (``"7/10"``), a list or a non-finite value, naming ``what`` and the value.
     """
     v = value
     if isinstance(v, bool) or v is None or not isinstance(v, (int, float, str)):

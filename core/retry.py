@@ -1,17 +1,11 @@
-"""One retry policy for every call that may fail for a while: model calls (:func:`sgieval.models.calls.ainvoke`) and web
-search (:mod:`sgieval.tools.search`) (one retry loop; DESIGN.md "Conventions").
+"""One retry policy (on tenacity) for every call that may fail for a while: model calls
+(:func:`sgieval.models.calls.ainvoke`) and web search (:mod:`sgieval.tools.search`).
 
-Built on tenacity.  A failed attempt whose exception ``retryable(exc)`` accepts is retried after a jittered exponential
-backoff
-
-    wait = min(max_delay_s, base_delay_s * 2**(attempt-1)) * U(0.5, 1.5)      seconds
-
-("equal jitter", the default) or ``U(0, min(max_delay_s, base_delay_s * 2**(attempt-1)))`` ("full jitter",
-``jitter="full"``), and, when the error carries a ``Retry-After`` / ``retry-after-ms`` header (or what the policy's
-``retry_after`` reads), at least that long (capped at ``max_retry_after_s``).  ``on_retry(attempt, exc, wait_s)`` runs
-before each wait (e.g. to hold other callers off too).  At most ``max_attempts`` tries; a non-retryable error ends the
-loop at once.  Whatever ends the loop is raised as :class:`RetriesExhausted` carrying the last exception and the number
-of attempts, so callers can word their own error.
+A failure ``retryable(exc)`` accepts is retried after ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` seconds times
+``U(0.5, 1.5)`` ("equal jitter", default) or ``U(0, 1)`` (``jitter="full"``), and at least a ``Retry-After`` /
+``retry-after-ms`` the error carries (capped at ``max_retry_after_s``); ``on_retry(attempt, exc, wait_s)`` runs before
+each wait. At most ``max_attempts`` tries; whatever ends the loop is raised as :class:`RetriesExhausted` with the last
+exception and the number of attempts.
 """
 
 from __future__ import annotations
@@ -36,9 +30,7 @@ Jitter = Literal["equal", "full"]
 def backoff_s(
     attempt: int, base_delay_s: float, max_delay_s: float, rng: random.Random | None = None, jitter: Jitter = "equal"
 ) -> float:
-    """Jittered exponential backoff after failed attempt ``attempt`` (1-based), in seconds:
-    ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` times ``U(0.5, 1.5)`` (``jitter="equal"``) or
-    ``U(0, 1)`` (``"full"``: ``rng.uniform(0, cap)``, AWS "full jitter").
+    """Jittered exponential backoff after failed attempt ``attempt`` (the module's formula; "full" is AWS full jitter).
 
     Args:
         attempt: the failed attempt (1-based).
@@ -90,9 +82,8 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """``max_attempts`` (>= 1) tries; backoff ``base_delay_s``/``max_delay_s`` seconds with ``jitter`` (module formula);
-    the wait the server asked for (``retry_after(exc)``, default :func:`retry_after_s`: the headers) is honoured up to
-    ``max_retry_after_s`` seconds.  Raises ValueError for ``max_attempts < 1``."""
+    """``max_attempts`` (>= 1, else ValueError) tries, the module's backoff; the server's wait (``retry_after(exc)``,
+    default :func:`retry_after_s`) is honoured up to ``max_retry_after_s`` s."""
 
     max_attempts: int = 4
     base_delay_s: float = 0.5
@@ -170,8 +161,7 @@ def _before_sleep(on_retry: OnRetry | None) -> Callable[[tenacity.RetryCallState
 
 
 def _after_first(policy: RetryPolicy, retryable: Callable[[BaseException], bool], exc: Exception) -> float:
-    """The wait (s) before attempt 2 after the first attempt raised ``exc``; raises :class:`RetriesExhausted`
-    when there is no attempt 2 (``exc`` not retryable, or ``max_attempts`` 1)."""
+    """The wait (s) before attempt 2 after ``exc``; RetriesExhausted when none (not retryable, or 1 attempt)."""
     if policy.max_attempts <= 1 or not retryable(exc):
         raise RetriesExhausted(exc, 1) from exc
     return policy.wait_s(1, exc)
@@ -185,21 +175,23 @@ async def aretry(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     on_retry: OnRetry | None = None,
 ) -> tuple[T, int]:
-    """``(await fn(), attempts)`` under ``policy``; ``fn`` is called once per attempt; ``on_retry`` as
-    :data:`OnRetry`.  ``asyncio.CancelledError`` is never retried.  Raises :class:`RetriesExhausted`.
+    """``(await fn(), attempts)`` under ``policy``, ``fn`` called once per attempt; ``CancelledError`` is never retried.
 
-    The first attempt runs outside tenacity: a call that succeeds at once (nearly every model call) builds
-    no retry state, whose reference cycles cost the garbage collector ~60 objects per call.
+    The first attempt runs outside tenacity: a call that succeeds at once builds no retry state (whose reference cycles
+    cost the garbage collector ~60 objects per call).
 
     Args:
         fn: the attempt.
         policy: the retry policy.
         retryable: whether an exception is retried.
         sleep: the sleep function.
-        on_retry: called before each retry.
+        on_retry: called before each retry (:data:`OnRetry`).
 
     Returns:
         ``(result, attempts)``.
+
+    Raises:
+        RetriesExhausted: the last failure.
     """
     try:
         return await fn(), 1

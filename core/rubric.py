@@ -57,9 +57,8 @@ class Criterion(_Record):
 
 
 def criterion_key(name: str) -> str:
-    """The identity of a rubric criterion name: Unicode NFKC, case-folded, with every character that is not a letter,
-    digit or combining mark removed (punctuation, spaces, symbols).  ``"Logical rigor"``, ``"logical-rigor"`` and
-    ``"LOGICAL_RIGOR"`` are one criterion; ``"逻辑严谨性"`` and ``"可行性"`` are two (criterion names are any Unicode text).
+    """The identity of a criterion name: NFKC, case-folded, only letters, digits and combining marks kept (``"Logical
+    rigor"`` == ``"LOGICAL_RIGOR"``; ``"逻辑严谨性"`` != ``"可行性"``).
 
     Args:
         name: a criterion name.
@@ -149,10 +148,9 @@ class Rubric(MetricSpec):
         """A copy with one criterion's description and/or anchors replaced, as the next version.
 
         Args:
-            criterion: the criterion's name (matched by :func:`criterion_key`: case and punctuation ignored).
+            criterion: the criterion's name (matched by :func:`criterion_key`).
             description: the new description (None keeps it).
-            anchors: {level 0-10: text} merged over the criterion's anchors; an empty text removes that level
-                (None keeps them all).
+            anchors: {level 0-10: text} merged over the criterion's anchors; "" removes a level (None keeps them all).
 
         Returns:
             The revised rubric, ``version`` one higher; ``self`` is unchanged.
@@ -188,8 +186,7 @@ class Rubric(MetricSpec):
         """The rubric as YAML text, optionally written to a file.
 
         Args:
-            path: where to write it, whole or not at all (:func:`~sgieval.core.files.atomic_write_text`); None: not
-                written.
+            path: where to write it, whole or not at all; None: not written.
             root: a folder (a run folder) below which no link is followed when writing.
 
         Returns:

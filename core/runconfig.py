@@ -1,11 +1,8 @@
 """Run options: :class:`RunConfig`, the one declaration of a run's options, and how each field is spelled on the
-command line and in Python.
-
-Each RunConfig field is an option: its docstring is its help text, its type and default are the option's, and the
-``sgieval ask`` options (``cli/commands.py``) and the keywords of ``sgieval.evaluate`` (``api.py``) are generated
-from :func:`run_options`.  A field may carry an :class:`Option` in its ``Annotated`` metadata to name its flag or
-keyword differently (``--benchmark``/``-b``, keyword ``judge``), to keep it off one side (``run_id`` is no ``ask``
-option), or, as :data:`RUN_RECORD`, to say the run fills it (``sent_params``): such a field is no option at all.
+command line and in Python: a field's docstring is its help, its type and default the option's; the ``sgieval ask``
+options and the ``sgieval.evaluate`` keywords come from :func:`run_options`. An :class:`Option` in a field's
+``Annotated`` metadata names its flag or keyword differently or keeps it off one side; :data:`RUN_RECORD` marks a field
+the run fills (no option).
 """
 
 from __future__ import annotations
@@ -38,22 +35,19 @@ _UNSET: Any = object()
 
 @dataclass(frozen=True)
 class Option:
-    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; every field without one is an
-    option under its own name).
+    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; a field without one is an option
+    under its own name).
 
     Attributes:
-        flag: the ``ask`` long flag (default ``--<field name with dashes>``); for a bool field whose default is
-            True the flag switches it off (``--no-cache`` for ``use_cache``).
+        flag: the ``ask`` long flag (default ``--<field-name>``); for a bool defaulting to True it switches it off.
         short: the ``ask`` short flag (``-b``), or "" for none.
         keyword: the ``evaluate`` keyword (default: the field name).
         cli: False: not an ``ask`` option (e.g. ``run_id``, which the command makes).
         api: False: not an ``evaluate`` keyword.
         positional: the ``ask`` argument and ``evaluate``'s first positional parameter (``request``).
-        api_default: the keyword's default when it differs from the field's (``yes``: True in Python, where
-            nobody can answer a prompt).
-        off_help: for a bool field whose default is True, the help of the ``ask`` flag that switches it off,
-            saying what the flag does (``--no-cache``: "Do not use the model-call cache: ..."); the field's
-            docstring, which says what the field means, stays the ``evaluate`` keyword's help.
+        api_default: the keyword's default when it differs from the field's (``yes``: True in Python).
+        off_help: the help of an ``ask`` flag that switches a True bool off (``--no-cache``); the field's docstring
+            stays the ``evaluate`` keyword's help.
     """
 
     flag: str = ""
@@ -79,8 +73,7 @@ class RunOption:
         flag, short: the ``ask`` flags (``--max-concurrency``, "" for no short flag).
         keyword: the ``evaluate`` keyword.
         help: the help text (the field's docstring or description).
-        cli_help: the ``ask`` flag's help: ``help``, or :attr:`Option.off_help` for a flag that switches a
-            field off (``--no-cache``).
+        cli_help: the ``ask`` flag's help: ``help``, or :attr:`Option.off_help` for a switch-off flag.
         annotation: the field's type (e.g. ``int | None``, ``list[str]``).
         default: the field's default (a default factory called once); ``api_default`` the keyword's.
         cli, api, positional: as in :class:`Option`.
@@ -116,8 +109,7 @@ class RunOption:
         return self.scalar is bool and self.default is True
 
     def error_name(self, side: Literal["cli", "api"]) -> str:
-        """How an error names this option: the flag on the command line, else the keyword (``name=True`` for a
-        bool keyword that is off by default, e.g. ``unsafe_local_exec=True``).
+        """How an error names this option: the flag, else the keyword (``unsafe_local_exec=True`` for an off bool).
 
         Args:
             side: ``"cli"`` (the command line) or ``"api"`` (the Python API).
@@ -194,12 +186,11 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
 
 
 def option_names(config_cls: type[BaseModel], side: Literal["cli", "api"]) -> dict[str, str]:
-    """RunConfig field -> how an error on it names the option on ``side`` (``"cli"``: ``--max-concurrency``;
-    ``"api"``: ``max_concurrency``), the ``names`` of :meth:`RunConfig.checked`.
+    """RunConfig field -> how an error names the option on ``side`` (the ``names`` of :meth:`RunConfig.checked`).
 
     Args:
         config_cls: the config class (:class:`RunConfig`).
-        side: ``"cli"`` or ``"api"``.
+        side: ``"cli"`` (``--max-concurrency``) or ``"api"`` (``max_concurrency``).
 
     Returns:
         field -> option name.
@@ -211,9 +202,8 @@ MAX_JUDGE_REPEATS = 20
 """Upper bound of ``RunConfig.judge_repeats`` (each repeat is a full judge call)."""
 
 REPEAT_JUDGE_TEMPERATURE = 0.7
-"""Judge temperature of a run with ``judge_repeats`` > 1 whose judge temperature was 0 (the default): repeats at
-temperature 0 would repeat one verdict, so test-retest agreement needs sampling.  A temperature > 0 given by the
-user is kept."""
+"""Judge temperature of a run with ``judge_repeats`` > 1 whose judge temperature was 0 (the default; test-retest
+agreement needs sampling); a temperature > 0 given by the user is kept."""
 
 
 PRICE_FIX = (
@@ -225,8 +215,8 @@ def parse_price(value: str) -> tuple[str, tuple[float, float]]:
     """One price as ``--price`` takes it.
 
     Args:
-        value: ``MODEL=IN,OUT``: a model string or name, then IN and OUT in USD per 1M input and output
-            tokens (finite, >= 0), e.g. ``openai:o1-pro=150,600``.
+        value: ``MODEL=IN,OUT``: IN and OUT in USD per 1M input and output tokens (finite, >= 0), e.g.
+            ``openai:o1-pro=150,600``.
 
     Returns:
         (MODEL, (IN, OUT)).
@@ -413,8 +403,7 @@ class RunConfig(_Record):
     @field_validator("models", "judges", "benchmarks", "tools", mode="before")
     @classmethod
     def _comma_lists(cls, v: Any) -> Any:
-        """A list option from one string or a sequence, each string split at commas (``"a,b"`` -> ``["a",
-        "b"]``; ``""`` -> none); paths become strings."""
+        """A list option from a string or sequence, each string split at commas (``""`` -> none); paths as strings."""
         if isinstance(v, (str, os.PathLike)):
             v = [v]
         if isinstance(v, (list, tuple)):
@@ -463,9 +452,7 @@ class RunConfig(_Record):
     @field_validator("run_id")
     @classmethod
     def _plain_run_id(cls, v: str) -> str:
-        """The run id is one plain folder name (:data:`sgieval.core.files.PLAIN_NAME`):
-        a ``config.json`` from a shared run folder may say ``"../victim"``, which
-        would move the run (and what it writes or removes) out of its folder."""
+        """The run id is one plain folder name: a shared ``config.json`` may say ``"../victim"``."""
         if not PLAIN_NAME.fullmatch(v) or ".." in v:
             raise FieldProblem(
                 f"run_id {v!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
@@ -476,8 +463,7 @@ class RunConfig(_Record):
     @field_validator("benchmarks")
     @classmethod
     def _absolute_benchmark_files(cls, v: list[str]) -> list[str]:
-        """A benchmark given as a path to an existing file is kept as its
-        absolute path, so ``resume`` and ``report`` work from any folder."""
+        """A benchmark given as an existing file's path is kept absolute, so ``resume`` and ``report`` work anywhere."""
         out = []
         for b in v:
             p = Path(b).expanduser()
@@ -498,9 +484,7 @@ class RunConfig(_Record):
             The config.
 
         Raises:
-            InputError: naming the option as the caller spells it, with the reason and the fix, e.g.
-                ``max_concurrency: must be a positive integer (model calls in flight), got 0. Fix: pass
-                max_concurrency 1 or more (default 16)``.
+            InputError: naming the option as the caller spells it, with the reason and the fix.
         """
         try:
             return cls(**fields)

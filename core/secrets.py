@@ -1,14 +1,10 @@
 """Keeping keys out of run folders, logs and reports.
 
-A key can ride inside a URL (``http://user:sk-...@host/v1``, ``?api_key=...``). :func:`redact_url` drops the user-info
-part and masks secret-looking query values; :func:`redact_secrets` does the same for URLs inside free text and masks
-bare OpenAI-style keys (``sk-...``).
-
-Patterns miss a key of another shape that a server echoes back ("invalid key mock-7f3a..."), so a run also masks **by
-value**: :class:`SecretValues` holds the values of the keys that run sends (its models' API keys, the keys in their base
-URLs, the provider and sandbox key variables of the environment) and masks each wherever it appears, also JSON- or
-URL-escaped.  It is built per run (``RunContext.secrets``) and handed to what writes the run's files (the run store, the
-run's log), never kept in a module-level registry.
+:func:`redact_url` drops a URL's user-info and masks secret-looking query values; :func:`redact_secrets` does so for
+URLs in free text and masks bare OpenAI-style keys (``sk-...``). Patterns miss a key of another shape a server echoes
+back, so a run also masks by value: :class:`SecretValues` (built per run, ``RunContext.secrets``, handed to the run
+store and log) holds the keys the run sends (model API keys, keys in base URLs, provider and sandbox key variables) and
+masks each wherever it appears, also JSON- or URL-escaped.
 """
 
 from __future__ import annotations
@@ -28,9 +24,8 @@ MASK = "***"
 
 
 def redact_url(url: str | None) -> str | None:
-    """``url`` without credentials: the ``user:password@`` part removed, values of query parameters named like keys
-    (``api_key``, ``key``, ``token``...) replaced by ``***``.  Anything that does not parse as a URL is returned with
-    :func:`redact_secrets` applied.  None stays None.
+    """``url`` without credentials: ``user:password@`` removed, query values named like keys (``api_key``, ``key``,
+    ``token``...) replaced by ``***``; a non-URL gets :func:`redact_secrets`.
 
     Args:
         url: a URL.
@@ -82,14 +77,13 @@ KEY_ENV_VARIABLES = tuple(
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The secret parts of ``url``: the user-info password (and user name when there is no password) and
-    the values of query parameters named like keys (``api_key``, ``token``...); [] for None or no URL.
+    """The secret parts of ``url``: the user-info password (or user name without one) and key-named query values.
 
     Args:
         url: a URL.
 
     Returns:
-        The secret parts.
+        The secret parts; [] for None or no URL.
     """
     if not url:
         return []
@@ -103,11 +97,9 @@ def url_secrets(url: str | None) -> list[str]:
 
 
 class SecretValues:
-    """The secret values one run sends, and masking by value (module docstring).
-
-    ``values``: the secrets (None and strings shorter than :attr:`MIN_LENGTH` after stripping are left out: a 3-letter
-    "key" would mask ordinary words; such a key is not masked).  Each value is also matched JSON-escaped and
-    URL-encoded.  Immutable; ``a | b`` joins two sets.  ``repr`` shows only how many values are held, never a value."""
+    """The secret values one run sends, masked by value, also JSON-escaped and URL-encoded; ``a | b`` joins two sets.
+    Values shorter than :attr:`MIN_LENGTH` after stripping are left out (a 3-letter "key" would mask ordinary words);
+    ``repr`` shows only the count."""
 
     MIN_LENGTH = 8
 
@@ -148,8 +140,7 @@ class SecretValues:
         return f"SecretValues({len(self._values)} value(s))"
 
     def mask(self, text: str) -> str:
-        """``text`` with every held value (and its escaped forms) replaced by ``***``, then
-        :func:`redact_secrets` (URL credentials, ``sk-`` keys).
+        """``text`` with every held value (and its escaped forms) replaced by ``***``, then :func:`redact_secrets`.
 
         Args:
             text: any text.

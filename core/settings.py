@@ -95,8 +95,7 @@ class Settings(BaseSettings):
     _endpoints: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, context: Any) -> None:
-        """Snapshot the endpoint variables (``<NAME>_BASE_URL``, ``<NAME>_API_KEY``) when the settings are read,
-        so a run sees the values it started with.
+        """Snapshot the endpoint variables (``<NAME>_BASE_URL``, ``<NAME>_API_KEY``): a run sees those it started with.
 
         Args:
             context: pydantic's validation context (unused).
@@ -104,14 +103,13 @@ class Settings(BaseSettings):
         self._endpoints.update({k: v for k, v in os.environ.items() if _ENDPOINT_VAR.match(k) and v.strip()})
 
     def env_value(self, name: str) -> str | None:
-        """The value of endpoint variable ``name`` (``VLLM_BASE_URL``, ``ACME_API_KEY``; ``OPENAI_BASE_URL`` and
-        ``OPENAI_API_KEY`` come from their fields) as read with these settings, None when unset or empty.
+        """The endpoint variable ``name`` (``VLLM_BASE_URL``, ``OPENAI_*`` from their fields) as read by these settings.
 
         Args:
             name: the variable name.
 
         Returns:
-            The value, or None.
+            The value, or None when unset or empty.
         """
         if name == "OPENAI_BASE_URL":
             return self.openai_base_url
@@ -174,11 +172,10 @@ class Settings(BaseSettings):
         return _one_of(v, NETWORK_MODES, "network mode", "set it to auto (probe), online or offline, or unset it")
 
     def shown(self) -> dict[str, Any]:
-        """The settings as printed in the run header and stored in ``config.json``: ``SGIEVAL_<NAME>`` -> value (paths
-        as text, unset as None); secrets as ``"set"`` / ``"not set"``, never their value.
+        """The settings as printed in the run header and stored in ``config.json``.
 
         Returns:
-            The dict.
+            ``SGIEVAL_<NAME>`` -> value (paths as text, unset None); secrets as ``"set"`` / ``"not set"``.
         """
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
@@ -208,8 +205,7 @@ ENV_NAMES = {
 
 
 def load_settings() -> Settings:
-    """Read and validate the environment now.  Raises InputError naming the
-    variable (e.g. ``SGIEVAL_OPENAI_TRANSPORT``) for a bad value.
+    """Read and validate the environment now.
 
     Returns:
         The settings.

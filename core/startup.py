@@ -1,26 +1,17 @@
-"""The console script's process start-up and exit, in one place.
+"""The console script's process start-up and exit, in one place: only the ``sgieval`` console script enters
+:class:`ConsoleProcess` (never the Python API, ``app([...])`` or agent code).
 
-The ``sgieval`` console script enters :class:`ConsoleProcess` around its command; nothing else does (the Python API,
-``app([...])`` and agent code never touch the process).  For the commands that run an evaluation or write a report
-(``ask``, ``resume``, ``report``) it does two things that save measurable time (``python -m sgieval.bench.e2e``; the
-numbers are in the README's performance section):
+For ``ask``, ``resume`` and ``report`` (timings: ``python -m sgieval.bench.e2e``, README performance section):
 
-- **the garbage collector paused while the command starts**: starting a run imports LangGraph, LangChain and our modules
-  (about 300,000 long-lived objects), over which CPython would run hundreds of collections that free nothing.  The pause
-  ends when the run begins (:meth:`ConsoleProcess.run_begins`, called by the CLI command, not by the run): everything
-  alive then is frozen (:func:`gc.freeze`, the permanent generation that later collections never traverse) and the
-  collector is enabled again, with a young-generation threshold of 10,000 allocations instead of 700.
-- **a warm worker process** (:func:`sgieval.core.offload.warm_worker`), forked before any thread starts, that imports
-  scipy.stats and matplotlib on the second core while the run imports LangGraph; the report's bootstrap, paired tests
-  and charts run there.
+- the garbage collector is paused while the command imports LangGraph, LangChain and ours (~300,000 long-lived objects
+  that hundreds of collections would not free); at :meth:`ConsoleProcess.run_begins` (called by the CLI command) all
+  alive is frozen (:func:`gc.freeze`) and the collector re-enabled with a young-generation threshold of 10,000;
+- a warm worker (:func:`sgieval.core.offload.warm_worker`), forked before any thread, imports scipy.stats and
+  matplotlib on the second core for the report's bootstrap, paired tests and charts.
 
-For every command, the process then ends promptly (:meth:`ConsoleProcess.exit`): non-daemon threads joined, ``atexit``
-callbacks run, the run folders' open JSONL files synced, stdout and stderr flushed, then ``os._exit``, skipping only the
-interpreter's module teardown (full collections over scipy's, matplotlib's and LangGraph's objects, which write
-nothing).
-
-One setting switches all of it off: ``SGIEVAL_FAST_START=0`` (:class:`sgieval.core.Settings`); the command then runs as
-a plain Python program and exits through ``sys.exit``.
+Every command then ends promptly (:meth:`ConsoleProcess.exit`): non-daemon threads joined, ``atexit`` run, open JSONL
+files synced, stdout and stderr flushed, ``os._exit`` skipping only module teardown. ``SGIEVAL_FAST_START=0`` switches
+all of it off (a plain program exiting through ``sys.exit``).
 """
 
 from __future__ import annotations
@@ -104,8 +95,7 @@ class ConsoleProcess:
             gc.enable()
 
     def exit(self, code: Any) -> NoReturn:
-        """End the process with ``code`` (a ``SystemExit`` code): promptly when enabled (module doc), else by
-        ``sys.exit``.
+        """End the process with ``code``: promptly when enabled (module doc), else by ``sys.exit``.
 
         Args:
             code: the exit code (None, an int, or a message).

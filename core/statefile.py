@@ -17,19 +17,11 @@ from .store import run_holder
 
 @contextlib.contextmanager
 def read_sqlite(path: str | Path) -> Iterator[Any]:
-    """A read-only ``sqlite3`` connection to the database ``path`` (a run's ``state.sqlite``) that creates,
-    modifies and leaves no file in its folder: the folder may be someone else's, shared or read-only.
-
-    SQLite opened with ``mode=ro`` still makes ``-wal`` and ``-shm`` files beside a WAL database (LangGraph's
-    savers use WAL) and leaves them (https://www.sqlite.org/wal.html, "Read-Only Databases"), so:
-
-    - another process is running the run (it holds :data:`RUN_LOCK`): ``mode=ro``; the ``-wal``/``-shm`` are
-      that process's own, and SQLite's locks keep the read consistent with its writes;
-    - a ``-wal`` file with content beside it (a run killed before its last checkpoint reached the database file):
-      the database and that ``-wal`` are copied to a temporary folder and read there, so the commits the ``-wal``
-      holds count and nothing in the run folder is touched;
-    - else ``immutable=1`` (https://www.sqlite.org/uri.html): the file is the whole database, read without locks,
-      journals or any file made beside it.
+    """A read-only ``sqlite3`` connection to ``path`` (a run's ``state.sqlite``) that creates, modifies and leaves no
+    file in its folder. ``mode=ro`` still leaves ``-wal``/``-shm`` files beside a WAL database
+    (https://www.sqlite.org/wal.html, "Read-Only Databases"), so: ``mode=ro`` while another process runs the run (holds
+    :data:`RUN_LOCK`; the files are its own); with a non-empty ``-wal`` (a run killed before its last checkpoint) the
+    database and ``-wal`` are read from a temporary copy; else ``immutable=1`` (https://www.sqlite.org/uri.html).
 
     Args:
         path: the database file.
@@ -74,14 +66,13 @@ def read_sqlite(path: str | Path) -> Iterator[Any]:
 
 
 def check_state_file(path: str | Path) -> None:
-    """Raise InputError naming ``path`` (a run's ``state.sqlite``) when it exists but is not a readable SQLite database
-    (truncated, garbage), with the fix; a missing or empty file passes (a run with no checkpoint yet).
+    """Check that ``path`` (a run's ``state.sqlite``), when present and non-empty, is a readable SQLite database.
 
     Args:
         path: the run's ``state.sqlite``.
 
     Raises:
-        InputError: a damaged file, with the fix.
+        InputError: a damaged file (truncated, garbage), with the fix.
     """
     p = Path(path)
     if not p.is_file():

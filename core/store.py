@@ -23,24 +23,22 @@ BUDGET_STOP_NOTE = "The run stopped at its budget"
 """How a report says its run stopped at the budget (``sgieval runs`` and ``resume`` look for it)."""
 
 REPORT_PENDING = ".report-pending"
-"""Marker file in a run folder while its report is being (re)written: ``sgieval runs``
-lists the run as incomplete until the new report is in place."""
+"""Marker file while a run's report is (re)written: ``sgieval runs`` lists the run as incomplete meanwhile."""
 
 
 RUN_LOCK = ".run.lock"
-"""Lock file of a run folder: the process running the run holds an exclusive ``flock`` on it and writes its pid
-in it; the kernel releases the lock when that process ends, however it ends (SIGKILL included)."""
+"""Lock file of a run folder: the running process holds its exclusive ``flock`` (released by the kernel however the
+process ends) and writes its pid in it."""
 
 
 def run_holder(root: str | Path) -> int | None:
-    """The pid of another live process running the run in ``root`` (holding :data:`RUN_LOCK`), or None: no lock
-    file, nobody holds it, or this process holds it.  -1 when the holder's pid cannot be read.  Read-only.
+    """The pid of another live process running the run in ``root`` (holding :data:`RUN_LOCK`); read-only.
 
     Args:
         root: the run folder.
 
     Returns:
-        The pid, -1, or None.
+        The pid; -1 when the holder's pid cannot be read; None: no lock file, nobody holds it, or this process holds it.
     """
     try:
         import fcntl
@@ -85,13 +83,11 @@ def _release(lock: list[int]) -> None:
 
 
 _OPEN: "weakref.WeakSet[RunStore]" = weakref.WeakSet()
-"""Run stores holding open JSONL files (for :func:`sync_open_stores`); an
-OS-resource registry, not run configuration."""
+"""Run stores holding open JSONL files (for :func:`sync_open_stores`)."""
 
 
 def sync_open_stores() -> None:
-    """Flush, fsync and close the JSONL files of every RunStore of this process
-    (the command line calls it before ending the process without teardown)."""
+    """Flush, fsync and close the JSONL files of every RunStore of this process (before an exit without teardown)."""
     for store in list(_OPEN):
         store.close()
 
@@ -106,17 +102,12 @@ def _close_files(files: dict[str, BinaryIO]) -> None:
 
 
 class RunStore:
-    """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records.
+    """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records and ``config.json`` (the RunConfig).
 
-    ``items.jsonl``, ``responses.jsonl``, ``scores.jsonl``: one record per line, appended and flushed as produced, so a
-    killed run loses nothing written.  A torn last line (killed mid-write) is dropped on read and truncated before the
-    next append.  ``config.json`` holds the RunConfig. Keys: a Response is done per (item_id, model); a Score per
-    (item_id, model, metric).
-
-    Per-item cost: a file is opened once, on its first append, and stays open (append + flush per call, so a SIGKILL
-    loses nothing appended) until :meth:`close`, which also fsyncs it.  The records of a file, once read, are kept with
-    the file's size: :meth:`read` returns them without re-reading the file while the file has the size this store last
-    saw (its own appends extend them), and re-reads it when another writer changed it.
+    ``items.jsonl``, ``responses.jsonl``, ``scores.jsonl``: one record per line, appended and flushed as produced (a
+    file stays open until :meth:`close`, which fsyncs it), so a killed run loses nothing written; a torn last line is
+    dropped on read and truncated before the next append. Keys: a Response per (item_id, model); a Score per (item_id,
+    model, metric). :meth:`read` keeps a file's records with its size and re-reads only when another writer changed it.
     """
 
     FILES: dict[str, type[BaseModel]] = {
@@ -130,13 +121,10 @@ class RunStore:
     (``ask --into RUN --judge J``, ``RunConfig.added_judges``): one per (item, model, metric, judge), beside
     ``scores.jsonl``, whose scores (the run's own judges) they never replace."""
     JOURNALS = ("ledger", "inflight", "invocations", "prompts")
-    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`): ``ledger.jsonl`` holds one model call per line
-    (tokens, latency, cost); ``inflight.jsonl`` one line per call about to send its request (its call id, model and
-    role), so a call whose process was killed before its ledger line was written is still counted (``Ledger.recover``);
-    ``invocations.jsonl`` one line per invocation that ran the run (``ask``, ``resume``, ``ask --into``: its id, time,
-    argv and options), the id that the Responses and Scores it made carry (:attr:`invocation`); ``prompts.jsonl`` one
-    judge prompt per distinct hash (``{hash, messages, response_format}``, :func:`~sgieval.core.prompts.prompt_record`),
-    written by :meth:`append` from the scores' judge-reply evidence and read with :meth:`prompts`."""
+    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`): ``ledger`` (one model call per line: tokens,
+    latency, cost), ``inflight`` (a call about to send, counted by ``Ledger.recover`` if killed before its ledger line),
+    ``invocations`` (one per ``ask``/``resume``/``ask --into``: id, time, argv, options; the id its records carry,
+    :attr:`invocation`), ``prompts`` (one judge prompt per hash, written by :meth:`append`, read by :meth:`prompts`)."""
 
     WRITTEN = (
         "items.jsonl",
@@ -163,18 +151,15 @@ class RunStore:
         "rubrics",
         REPORT_PENDING,
     )
-    """Names sgieval writes in a run folder: none of them may be a symbolic link
-    (a shared run folder could point one at a file outside the run)."""
+    """Names sgieval writes in a run folder: none may be a symbolic link (it could point outside the run)."""
 
     def __init__(self, root: str | Path, *, read_only: bool = False):
         """Open the run folder ``root``.
 
         Args:
             root: the run folder; made when missing (unless ``read_only``).
-            read_only: read the folder as data (a run folder received from someone else, maybe on read-only
-                media or shared): nothing in it is created, repaired or modified (no folder made, no torn last
-                line truncated, no ``figures/``), a torn last line is dropped on read, and every write method
-                raises.  ``compare``, ``view``, ``runs``, ``export`` and :func:`sgieval.load_run` read this way.
+            read_only: read the folder as data (received from someone else, maybe read-only media): nothing in it is
+                created, repaired or modified, a torn last line is dropped on read, and every write method raises.
 
         Raises:
             InputError: the folder is missing (``read_only``), another process is running the run in it, or a
@@ -238,9 +223,7 @@ class RunStore:
             raise RuntimeError(f"{self.root}: this RunStore reads the run folder only (read_only=True)")
 
     def _read_file(self, p: Path) -> bytes:
-        """The bytes of ``p`` in the run folder (no link followed) up to its last newline: a torn last line (a
-        run killed mid-write, or a line being written) is left out.  b"" for a missing file.  Raises InputError
-        naming the file when it cannot be read (permission denied, an I/O error)."""
+        """The bytes of ``p`` (no link followed) up to its last newline; b"" when missing; InputError: unreadable."""
         try:
             data = read_bytes_in(self.root, p)
         except FileNotFoundError:
@@ -273,8 +256,7 @@ class RunStore:
             f.truncate(cut)
 
     def _write(self, name: str, data: bytes) -> int:
-        """Append ``data`` to ``name``.jsonl through its open file and flush;
-        returns the file's size after the write."""
+        """Append ``data`` to ``name``.jsonl through its open file and flush; the file's size after the write."""
         self._writable()
         f = self._files.get(name)
         if f is None:
@@ -285,9 +267,8 @@ class RunStore:
         return f.tell()
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
-        """Append records as JSON lines and flush (masked by :attr:`secrets`).  Scores: the judge prompts their
-        evidence carries (``JudgeReplyEvidence.prompt`` and ``.prompts``, every attempt's) are first written to
-        ``prompts.jsonl``, once per hash.
+        """Append records as JSON lines and flush (masked by :attr:`secrets`); a Score's judge prompts (every attempt's
+        ``JudgeReplyEvidence.prompt``/``.prompts``) go first to ``prompts.jsonl``, once per hash.
 
         Args:
             name: the record kind.
@@ -335,8 +316,7 @@ class RunStore:
         self._write_prompts(found)
 
     def _move_prompts(self, responses: Sequence[BaseModel]) -> list[BaseModel]:
-        """The responses with the judge prompts of their ``metadata["judge_prompts"]`` (a generation protocol's
-        judge calls, {hash: prompt record}) written to ``prompts.jsonl`` (once per hash) and left out of them."""
+        """The responses with their ``metadata["judge_prompts"]`` moved to ``prompts.jsonl`` (once per hash)."""
         out: list[BaseModel] = []
         found: list[dict[str, Any]] = []
         for r in responses:
@@ -362,11 +342,10 @@ class RunStore:
         self.append_rows("prompts", new)
 
     def prompts(self) -> dict[str, dict[str, Any]]:
-        """The run's judge prompts by hash (``prompts.jsonl``; {} for a run folder written before prompts were
-        kept): ``{hash: {"hash", "messages", "response_format"?, "tools"?}}``, the first line of a hash counting.
+        """The run's judge prompts (``prompts.jsonl``), the first line of a hash counting.
 
         Returns:
-            hash -> prompt record.
+            ``{hash: {"hash", "messages", "response_format"?, "tools"?}}``; {} without the file.
         """
         out: dict[str, dict[str, Any]] = {}
         for r in self.read_rows("prompts"):
@@ -413,8 +392,7 @@ class RunStore:
         return out
 
     def _skipped(self, p: Path, n: int, reason: str) -> None:
-        """Note (once per file and line) a record that cannot be read: kept in :attr:`problems` and logged as a warning
-        naming file, line and reason; the run stays readable."""
+        """Note an unreadable record once per file and line: in :attr:`problems` and logged as a warning."""
         msg = f"{p} line {n}: {reason}; the record is skipped (fix: correct or delete that line)"
         if msg in self.problems:
             return
@@ -432,29 +410,23 @@ class RunStore:
         "scores": ("item_id", "model", "metric"),
         "added_judge_scores": ("item_id", "model", "metric", "judge"),
     }
-    """The fields that identify a record of each file: one record per key counts (``labels``: every label is
-    kept, the latest of a key counts, as :class:`~sgieval.core.records.Label` says)."""
+    """The fields identifying a record of each file: one per key counts (``labels``: all kept, the latest counts)."""
 
     def read(self, name: str) -> list[Any]:
-        """All records of ``name`` (torn last line dropped), as a new list (the records themselves are shared with later
-        reads: do not mutate them).
+        """All records of ``name`` (torn last line dropped) as a new list of shared records (do not mutate them).
 
-        Lines are split on ``\\n`` only (:func:`~sgieval.core.files.split_jsonl`: a U+2028 inside a reply stays in it).
-        A line that is not a valid record (edited, damaged, invalid UTF-8) is skipped and named: file, line number and
-        reason in :attr:`problems` and a logged warning; the other records are returned, so the run stays readable.  A
-        lone surrogate escape (``"\\ud800"``) is repaired to U+FFFD and the record flagged ``text_repaired``.
-
-        Each record counts once: a line repeating an earlier record of the same key (:attr:`KEYS`) is left out (noted in
-        :attr:`problems`).
-
-        Raises:
-            InputError: two lines hold different records of the same key (naming the file, both lines and the key).
+        Lines are split on ``\\n`` only (:func:`~sgieval.core.files.split_jsonl`). An invalid line is skipped and named
+        in :attr:`problems` and a logged warning; a lone surrogate escape is repaired to U+FFFD and the record flagged
+        ``text_repaired``; a line repeating an earlier record of the same key (:attr:`KEYS`) is left out.
 
         Args:
             name: the record kind.
 
         Returns:
             The records.
+
+        Raises:
+            InputError: two lines hold different records of the same key (naming the file, both lines and the key).
         """
         p = self.path(name)
         try:
@@ -507,10 +479,8 @@ class RunStore:
             self.problems.append(msg)
 
     def hold(self) -> None:
-        """Take the run folder for this process for the length of a run: an exclusive ``flock`` on :data:`RUN_LOCK`
-        holding this pid, released by :meth:`close` or when the process ends.  Another process's RunStore on the folder
-        then raises InputError instead of repairing or appending to files being written, and ``sgieval runs`` lists the
-        run as running.  Raises InputError when another process holds it.  A no-op where ``flock`` is missing."""
+        """Take the run folder for this process for the run: an exclusive ``flock`` on :data:`RUN_LOCK` holding this
+        pid, released by :meth:`close` or process end (a no-op without ``flock``); InputError when another holds it."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover
@@ -531,8 +501,7 @@ class RunStore:
         weakref.finalize(self, _release, self._lock)
 
     def close(self) -> None:
-        """Flush, fsync and close the open JSONL files (a later append reopens them), and release the run
-        folder (:meth:`hold`)."""
+        """Flush, fsync and close the open JSONL files (a later append reopens them) and release the run folder."""
         _release(self._lock)
         for f in self._files.values():
             try:
@@ -550,12 +519,11 @@ class RunStore:
         self.close()
 
     def write_config(self, config: "RunConfig", *, new: bool = False) -> None:
-        """Write ``config.json``.  ``new=True`` claims the folder for a new run: raises InputError when it already holds
-        a run's config (two runs never share a folder).
+        """Write ``config.json``.
 
         Args:
             config: the run config.
-            new: claim the folder for a new run.
+            new: claim the folder for a new run (two runs never share a folder).
 
         Raises:
             InputError: ``new`` and the folder already holds a run.
@@ -583,15 +551,16 @@ class RunStore:
             ) from None
 
     def rubric_path(self, name: str) -> Path:
-        """Where the run keeps the rubric named ``name``: ``rubrics/<slug>.yaml``
-        (:func:`~sgieval.core.files.slug_name`: a user YAML's ``name: ../../../rigor`` becomes ``rubrics/rigor.yaml``,
-        inside the run).  Raises InputError for a name with no letter or digit.
+        """Where the run keeps the rubric ``name``: ``rubrics/<slug>.yaml`` (:func:`~sgieval.core.files.slug_name`).
 
         Args:
             name: the rubric name.
 
         Returns:
             The path.
+
+        Raises:
+            InputError: a name with no letter or digit.
         """
         return self.root / "rubrics" / f"{slug_name(name, 'rubric name')}.yaml"
 
@@ -612,8 +581,7 @@ class RunStore:
 
 
 def _same_record(a: BaseModel, b: BaseModel) -> bool:
-    """Whether two records of one key are the same record, whichever invocation wrote each (a record written
-    again by a later invocation is a repeat, not a second record)."""
+    """Whether two records of one key are the same record, whichever invocation wrote each."""
     if a.model_dump_json() == b.model_dump_json():
         return True
     if not isinstance(a, (Response, Score)) or not isinstance(b, (Response, Score)):
@@ -631,9 +599,7 @@ def _reason(e: BaseException) -> str:
 
 
 def _validate_escaped(cls: type[BaseModel], line: str) -> Any:
-    """``line`` as a ``cls`` record through Python's JSON parser, which reads a lone surrogate escape
-    (``"\\ud800"``, valid JSON) that pydantic's parser refuses; the record's validator repairs it.  None when
-    the line holds no lone surrogate escape or is still not a valid record."""
+    """``line`` as a ``cls`` record via Python's JSON parser (reading lone surrogates pydantic refuses), or None."""
     if "\\ud" not in line.lower():
         return None
     try:

@@ -1,20 +1,10 @@
 """Which settings of a run's ``config.json`` may be used with the user's credentials.
 
-A run folder can come from someone else.  The settings that send data or run code elsewhere (``base_url``,
-``unsafe_local_exec``, a sandbox backend other than the local isolated one, the tools an LLM may call) and the models
-that cost money with the user's key (target, judge and agent models of a model service) are used by
-``resume``/``report``/``view`` only when the user chose them:
-
-- given again on the command line (``--base-url``, ``--sandbox``, ``--tools``, ``--unsafe-local-exec``), or
-  ``--trust-config``;
-- confirmed at the prompt that shows them;
-- or recorded as the user's own: a run this machine's sgieval started, or settings confirmed before (:func:`remember`: a
-  SHA-256 of those settings and the models they go with, one per line in ``<user state dir>/trusted-settings``, i.e.
-  ``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a shipped run folder cannot vouch for
-  itself).
-
-The folder's own ``"yes": true`` (no metric confirmation) holds only for a run this machine started
-(:func:`is_own_run`); a received folder's never skips a confirmation.
+A run folder can come from someone else: its settings that send data or run code elsewhere and its models billed to the
+user's key are used by ``resume``/``report``/``view`` only when given again on the command line (or
+``--trust-config``), confirmed at the prompt, or recorded as the user's own (a SHA-256 per line in
+``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a folder cannot vouch for itself). Its
+``"yes": true`` holds only for a run this machine started (:func:`is_own_run`).
 """
 
 from __future__ import annotations
@@ -62,17 +52,15 @@ def live_models(names: Any) -> list[str]:
 
 
 def sensitive_settings(config: Any) -> dict[str, Any]:
-    """The settings of ``config`` (a RunConfig) that send data or run code elsewhere, with their values, in
-    :data:`FLAGS` order: ``base_url`` when set, ``unsafe_local_exec`` when true, ``sandbox`` when not one of
-    :data:`SAFE_SANDBOXES`, ``tools`` when non-empty and a judge or agent model (which chooses the tool calls) is
-    configured; and the target models, judges and agent model that call a model service (:func:`live_models`: they are
-    billed to the user's key).  ``{}``: nothing to confirm.
+    """The settings of ``config`` that send data or run code elsewhere, in :data:`FLAGS` order: ``base_url`` when set,
+    ``unsafe_local_exec`` when true, ``sandbox`` outside :data:`SAFE_SANDBOXES`, ``tools`` when non-empty with a judge
+    or agent model; and the models that call a model service (:func:`live_models`: billed to the user's key).
 
     Args:
         config: a RunConfig.
 
     Returns:
-        setting -> value.
+        setting -> value; ``{}``: nothing to confirm.
     """
     out: dict[str, Any] = {}
     if config.base_url:
@@ -93,8 +81,7 @@ def sensitive_settings(config: Any) -> dict[str, Any]:
 
 
 def fingerprint(config: Any) -> str:
-    """SHA-256 (64 hex digits) of ``config``'s sensitive settings and the model
-    strings they are used with (targets, judges, agent)."""
+    """SHA-256 (64 hex digits) of ``config``'s sensitive settings and their model strings (targets, judges, agent)."""
     data = {
         "settings": sensitive_settings(config),
         "models": list(config.models),
@@ -105,8 +92,7 @@ def fingerprint(config: Any) -> str:
 
 
 def trust_file() -> Path:
-    """``platformdirs.user_state_dir("sgieval")/trusted-settings`` (on Linux
-    ``$XDG_STATE_HOME/sgieval/trusted-settings``, default ``~/.local/state/...``)."""
+    """``platformdirs.user_state_dir("sgieval")/trusted-settings`` (Linux: ``$XDG_STATE_HOME/sgieval/...``)."""
     return Path(platformdirs.user_state_dir("sgieval")) / "trusted-settings"
 
 
@@ -126,8 +112,7 @@ def _trusted_lines() -> list[str]:
 
 
 def is_trusted(config: Any) -> bool:
-    """True when ``config`` has no sensitive setting, or the user started or
-    confirmed a run with exactly these settings and models before (:func:`remember`).
+    """Whether ``config`` has no sensitive setting, or these settings and models were started or confirmed before.
 
     Args:
         config: a RunConfig.
@@ -164,8 +149,7 @@ def _append(line: str) -> None:
 
 
 def remember(config: Any) -> None:
-    """Record ``config``'s sensitive settings as the user's own choice (best
-    effort: a read-only home only means a prompt on the next resume).
+    """Record ``config``'s sensitive settings as the user's choice (best effort: a read-only home means a prompt later).
 
     Args:
         config: a RunConfig.

@@ -1,12 +1,6 @@
-"""The one YAML loader of sgieval: every YAML file the product reads (a rubric, a benchmark definition, a price
-table) is data from someone else, so it is parsed with PyYAML's safe loader and three more rules:
-
-- aliases (``*name``, and the ``<<: *name`` merge key) are refused: a few lines of nested aliases expand to
-  gigabytes ("billion laughs"), and no sgieval file needs them;
-- a mapping repeating a key is refused with both lines (PyYAML keeps the last one silently);
-- a file larger than :data:`MAX_YAML_BYTES` or nested deeper than the parser's recursion limit is refused.
-
-Each refusal is one InputError naming the file and the line, raised before anything is built.
+"""The one YAML loader of sgieval: every YAML file it reads is someone else's data, so PyYAML's safe loader plus three
+refusals, each one InputError naming the file and line before anything is built: aliases and merge keys ("billion
+laughs"), a mapping repeating a key, and a file over :data:`MAX_YAML_BYTES` or nested deeper than the recursion limit.
 """
 
 from __future__ import annotations
@@ -76,9 +70,8 @@ def load_yaml(
         The document's value (None for an empty document).
 
     Raises:
-        InputError: the file cannot be read, is larger than :data:`MAX_YAML_BYTES`, is not valid YAML
-            (line and column), uses an alias (its line), repeats a key in a mapping (the key and both lines)
-            or nests deeper than the parser can follow; one line each, nothing half-built.
+        InputError: unreadable, over :data:`MAX_YAML_BYTES`, invalid YAML (line and column), an alias (its line), a
+            repeated key (the key and both lines) or too deep; one line each, nothing half-built.
     """
     where = what or str(source)
     if text is None:

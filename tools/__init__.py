@@ -1,9 +1,4 @@
-"""LangChain tools of sgieval: sandboxed Python, PDF reader, web search.
-
-Public API::
-
-    from sgieval.tools import ToolPool, get_sandbox, read_pdf, WebSearch, visit_webpage
-"""
+"""LangChain tools of sgieval: sandboxed Python, PDF reader, web search (``ToolPool``, ``get_sandbox``, ...)."""
 
 from .base import ExecResult, KilledReason, Sandbox
 from .pdf import PdfChunk, PdfDocument, PdfPage, parse_page_ranges, read_pdf

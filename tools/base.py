@@ -1,8 +1,5 @@
-"""Shared tool types: the sandbox interface every backend implements.
-
-``Sandbox.run`` runs one Python program in a fresh work directory and returns an :class:`ExecResult`.  Backends:
-bubblewrap (local, default), E2B (cloud), and an explicitly unsafe plain subprocess (``--unsafe-local-exec``).
-"""
+"""Shared tool types: the sandbox interface every backend implements (bubblewrap, local default; E2B, cloud; a plain
+subprocess, ``--unsafe-local-exec``)."""
 
 from __future__ import annotations
 
@@ -56,13 +53,8 @@ class ExecResult(BaseModel):
 
 
 class Sandbox(Protocol):
-    """A place to run untrusted Python.
-
-    ``run(code, files=..., setup_scripts=..., timeout_s=..., output_files=...)``: writes ``files`` (name -> text or
-    bytes) into a fresh work directory, runs each of ``setup_scripts`` (names among ``files``) in order with the same
-    limits (a failing setup sets ``setup_failed`` and skips the main program), then runs ``code`` as ``main.py``;
-    returns the main program's ExecResult.
-    """
+    """A place to run untrusted Python: ``run`` writes ``files`` into a fresh work directory, runs ``setup_scripts`` in
+    order with the same limits (one failing sets ``setup_failed``, skips the rest), then ``code`` as ``main.py``."""
 
     name: str
 
@@ -85,9 +77,7 @@ class Sandbox(Protocol):
             output_files: names read back into ``ExecResult.files`` after the main program.
 
         Returns:
-            The result: stdout and stderr (control characters escaped), exit code, wall time (s), peak memory (MB),
-            ``timed_out``, ``killed_reason``, files; a failed setup script returns its result with
-            ``setup_failed=True``.
+            The main program's ExecResult (a failed setup script's, with ``setup_failed=True``).
 
         Raises:
             InputError: bad file names.

@@ -1,9 +1,7 @@
 """Connectivity and fetching: is a host reachable (fast, cached), and GET a URL with a size cap.
 
-Offline detection (:func:`is_online`) resolves the target host in a helper thread and opens one TCP connection, within
-``0.8 s`` in total, and caches the answer for 60 s.  ``SGIEVAL_NETWORK=offline|online`` overrides the probe (e.g.
-``online`` behind a proxy that resolves names itself); with ``HTTPS_PROXY`` / ``ALL_PROXY`` set, the proxy host is
-probed instead.
+:func:`is_online` resolves the host in a helper thread and opens one TCP connection within 0.8 s in total, cached for
+60 s; ``SGIEVAL_NETWORK=offline|online`` overrides the probe; with ``HTTPS_PROXY`` / ``ALL_PROXY`` the proxy is probed.
 """
 
 from __future__ import annotations
@@ -76,9 +74,7 @@ def _probe(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
 def network_status(
     host: str = DDGS_PROBE_HOST, port: int = 443, *, refresh: bool = False, timeout_s: float = _PROBE_TIMEOUT_S
 ) -> tuple[bool, str]:
-    """Whether ``host:port`` can be reached, and why not (see the module docstring).
-
-    Cached for 60 s per target.
+    """Whether ``host:port`` can be reached, and why not (cached for 60 s per target).
 
     Args:
         host: the host probed.

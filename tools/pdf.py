@@ -1,13 +1,8 @@
-"""PDF reader, on pypdf.
+"""PDF reader, on pypdf: :func:`read_pdf` (a path, bytes, or an http(s) URL when online) -> :class:`PdfDocument`.
 
-:func:`read_pdf` takes a path, bytes, or an http(s) URL (online only) and returns a :class:`PdfDocument`: numbered page
-texts, metadata (title, authors, year when present), chunks for long documents.  Hostile input never crashes or hangs
-the caller:
-
-- missing/unreadable/too large file, not a PDF, malformed beyond repair, encrypted without the password ->
-  :class:`~sgieval.core.ToolError` with the reason and a fix;
-- some pages failing, pages over ``max_pages``/``max_chars``, the time budget ``timeout_s`` running out, or no text
-  layer (image-only scans; no OCR here) -> a result with ``partial=True`` and ``warnings`` saying what is missing.
+Hostile input never crashes or hangs the caller: a missing, unreadable, too large, non-PDF, broken or encrypted file
+raises :class:`~sgieval.core.ToolError` with the reason and a fix; failing pages, limits, the time budget or no text
+layer (no OCR here) give ``partial=True`` with ``warnings``.
 """
 
 from __future__ import annotations
@@ -209,9 +204,7 @@ def read_pdf(
     password: str | None = None,
     max_bytes: int = 100 * _MIB,
 ) -> PdfDocument:
-    """Read a PDF into numbered page texts, metadata and chunks.
-
-    Over any limit the result is ``partial`` with a warning.
+    """Read a PDF into page texts, metadata and chunks; over any limit the result is ``partial`` with a warning.
 
     Args:
         source: a path, raw bytes, or an http(s) URL (fetched only when online).

@@ -1,20 +1,15 @@
 """ToolPool: the set of tools an agent receives, chosen per run (``--tools search,pdf,python``).
 
-Every call, whether made by code (:meth:`ToolPool.call`) or by an agent through the LangChain tools of
-:attr:`ToolPool.tools`, is timed and recorded as an evidence dict ``{"tool", "input", "output", "duration_s"}``
-(plus ``"error"`` when it failed) into every active :class:`CallBudget`.  Open one per score::
+Every call (:meth:`ToolPool.call` or an agent's LangChain tool) is timed and recorded as an evidence dict ``{"tool",
+"input", "output", "duration_s"}`` (plus ``"error"``) into every active :class:`CallBudget`, one per score::
 
     with pool.budget(5) as b:          # at most 5 tool calls for this score
         out, ev = pool.call("run_python", code="print(1)")
     score.evidence.extend(b.calls)
 
-Budgets live in a ContextVar, so concurrent scores (threads, asyncio tasks) keep separate evidence; LangChain runs sync
-tools in executor threads with a copy of the context, so agent calls are recorded too.
-
-Results are cached per query within the pool, which is the run's (never shared between runs): a call with the same
-validated arguments as an earlier successful call of that pool returns the earlier result without running the tool
-again; it still counts against the budgets and is recorded, with ``details: {"cached": True}`` and ``duration_s``
-0.  Failed calls are not cached.
+Budgets live in a ContextVar, so concurrent scores keep separate evidence. A successful call's result is cached in the
+run's pool by its validated arguments: a repeat still counts and is recorded, with ``details: {"cached": True}`` and
+``duration_s`` 0.
 """
 
 from __future__ import annotations
@@ -69,11 +64,8 @@ _ACTIVE: contextvars.ContextVar[tuple["CallBudget", ...]] = contextvars.ContextV
 
 
 class CallBudget:
-    """Tool calls allowed and made within one ``with pool.budget(n)`` block.
-
-    ``limit``: max calls (None: unlimited, recording only); ``calls``: the evidence dicts, in call order;
-    ``used``/``remaining``.  A call beyond the limit raises ToolError and is not run (nor recorded).
-    """
+    """Tool calls allowed (``limit``, None: unlimited) and made (``calls``, in order) within one ``pool.budget(n)``
+    block; a call beyond the limit raises ToolError and is neither run nor recorded."""
 
     def __init__(self, limit: int | None):
         if limit is not None and limit < 0:
@@ -157,12 +149,7 @@ def _clip_input(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 class ToolPool:
-    """The tools of one run, with evidence recording and per-score budgets.
-
-    Build with :meth:`from_names`.  ``tools`` (LangChain BaseTools for agents; their errors come back to the agent as
-    text), ``names``, ``call`` / ``acall`` (typed outputs: ExecResult, SearchResults, PdfDocument, WebPage),
-    ``budget(n)``.
-    """
+    """The tools of one run (:meth:`from_names`), with evidence recording and per-score budgets."""
 
     def __init__(
         self,
@@ -266,9 +253,7 @@ class ToolPool:
 
     @contextlib.contextmanager
     def budget(self, n: int | None) -> Iterator[CallBudget]:
-        """A context in which at most ``n`` tool calls may run.
-
-        Budgets nest: a call counts against every enclosing budget.
+        """A context in which at most ``n`` tool calls may run; budgets nest (a call counts against every one).
 
         Args:
             n: most calls (None: no limit).
@@ -292,10 +277,7 @@ class ToolPool:
         return self.budget(None)
 
     def call(self, name: str, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        """Run tool ``name`` with ``kwargs`` validated against its input schema.
-
-        The evidence is also appended to every active budget; a failed call is recorded with an ``error`` key before the
-        error propagates.
+        """Run tool ``name`` with ``kwargs`` validated against its input schema; a failed call is recorded too.
 
         Args:
             name: the tool or its alias (search, visit, pdf, python).
@@ -363,16 +345,13 @@ class ToolPool:
 
     @property
     def tools(self) -> list[Any]:
-        """LangChain StructuredTools (one per tool) for agents.  They go through :meth:`call`, so every agent call is
-        recorded and budgeted; errors (including a used-up budget) are returned to the agent as "Error: ..." text
-        instead of raising.  Outputs are JSON-able dicts."""
+        """LangChain StructuredTools for agents, through :meth:`call`; errors come back as "Error: ..." text."""
         if self._tools is None:
             self._tools = [_langchain_tool(name, self._agent_call(name), handle_tool_error=True) for name in self._fns]
         return list(self._tools)
 
     def _agent_call(self, name: str) -> Callable[..., Any]:
-        """The function behind an agent's tool ``name``: :meth:`call`, errors raised as ToolException (the text the
-        agent sees), the output as a JSON-able dict."""
+        """The function behind an agent's tool ``name``: :meth:`call`, errors as ToolException, a JSON-able output."""
         from langchain_core.tools import ToolException  # loaded with the tools (slow to import)
 
         def run(**kwargs: Any) -> Any:
@@ -400,8 +379,7 @@ def _langchain_tool(name: str, func: Callable[..., Any], **kw: Any) -> Any:
 
 
 def _direct_tool(name: str, fn: Callable[..., BaseModel], **dump: Any) -> Any:
-    """A LangChain tool that runs ``fn`` on the validated arguments (defaults filled) and returns its output as a
-    JSON-able dict (``dump``: model_dump options); errors propagate."""
+    """A LangChain tool running ``fn`` on the validated arguments; output JSON-able (``dump``: model_dump options)."""
     validate = _TOOLS[name][0].model_validate
     return _langchain_tool(name, lambda **kw: fn(**validate(kw).model_dump()).model_dump(mode="json", **dump))
 
@@ -453,7 +431,6 @@ def make_run_python_tool(sandbox: Sandbox) -> Any:
         sandbox: the sandbox the programs run in.
 
     Returns:
-        The tool; it returns the ExecResult as a dict (stdout, stderr, exit_code, wall_time_s, peak_memory_mb,
-        timed_out, killed_reason, files, backend).
+        The tool; it returns the ExecResult as a dict.
     """
     return _direct_tool("run_python", _run_python(sandbox))

@@ -1,18 +1,12 @@
-"""Offline retrieval that ranks every work of a corpus: dense (embedding similarity), optionally fused with BM25.
+"""Offline retrieval that ranks every work of a corpus (METRICS.md E.1), so the n nearest works exist when the corpus
+has n (BM25 alone returns only works sharing a word with the query).
 
-METRICS.md E.1: offline, the related works of an idea are every work of the user's corpus folder ranked by embedding
-similarity to the query, optionally fused with BM25 by reciprocal rank, so the n nearest works always exist when the
-corpus has n works (BM25 alone returns only the works sharing a word with the query).
+- ``dense``: works cut into passages of at most ``passage_words`` words, each embedded once (any ``texts -> (n, d)``
+  callable); a work's similarity is the cosine of its best passage with the query; ties in corpus order.
+- ``hybrid`` (default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense and BM25
+  rankings, ``RRF(d) = sum_r 1 / (rrf_k + rank_r(d))``, ``rrf_k = 60``; ties by dense similarity, then corpus order.
 
-- ``dense``: each work is cut into passages of at most ``passage_words`` words (as :class:`~.search.BM25Index` does),
-  each embedded once with the embedder given (any callable ``texts -> (n, d) array``); a work's similarity is the cosine
-  of its best passage with the query embedding; ties in corpus order.
-- ``hybrid`` (default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense ranking of every
-  work and the BM25 ranking of the works BM25 finds: ``RRF(d) = sum over the rankings r that rank d of 1 / (rrf_k +
-  rank_r(d))``, ``rrf_k = 60``; ties broken by dense similarity, then corpus order.
-
-Hits carry the work's best passage (by embedding) as the snippet and the fused score (``hybrid``) or the cosine
-(``dense``) as ``score``.
+A hit's snippet is its best passage; ``score`` the fused score (``hybrid``) or the cosine (``dense``).
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ RetrievalMode = Literal["dense", "hybrid"]
 
 
 def rrf_scores(rankings: list[list[int]], n: int, k: int = RRF_K) -> list[float]:
-    """Reciprocal rank fusion of ``rankings`` (each a list of document indices, best first; a document a ranking leaves
-    out gets nothing from it) over ``n`` documents.
+    """Reciprocal rank fusion of ``rankings`` over ``n`` documents.
 
     Args:
         rankings: document indices (0 <= i < n) per ranking, best first.
@@ -57,9 +50,8 @@ class CorpusRetriever:
 
     Args:
         documents: the corpus (:class:`~.search.Document`, strings, dicts or Items, as for BM25Index).
-        embed: ``embed(texts) -> array (len(texts), d)``; called once for every passage (lazily, on the first
-            search) and once per query.
-        mode: ``"hybrid"`` (dense + BM25, reciprocal rank fusion) or ``"dense"``.
+        embed: ``embed(texts) -> array (len(texts), d)``; once for every passage (on the first search), once per query.
+        mode: ``"hybrid"`` or ``"dense"``.
         passage_words: passage length in words.
         warnings: notes about the corpus (skipped files), kept on every result.
         embedder_name: how the embedder is named in results.
@@ -91,12 +83,12 @@ class CorpusRetriever:
     def from_folder(
         cls, folder: Any, embed: Callable[[list[str]], Any], *, mode: RetrievalMode = "hybrid", **kw: Any
     ) -> "CorpusRetriever":
-        """The retriever of a corpus folder (:func:`~.search.load_corpus`: Markdown, text, JSONL, PDF).
+        """The retriever of a corpus folder (:func:`~.search.load_corpus`).
 
         Args:
             folder: the corpus folder.
             embed: ``embed(texts) -> vectors`` (one row per text).
-            mode: ``"hybrid"`` (dense and BM25 fused) or ``"dense"``.
+            mode: ``"hybrid"`` or ``"dense"``.
             kw: further :class:`CorpusRetriever` options.
 
         Returns:
@@ -157,8 +149,7 @@ class CorpusRetriever:
             max_results: how many works to return (>= 1).
 
         Returns:
-            SearchResults with backend ``"dense"`` or ``"bm25+dense"``; ``hits[i].score`` the cosine (dense) or
-            the RRF score (hybrid); empty only for an empty corpus or an empty query.
+            SearchResults, backend ``"dense"`` or ``"bm25+dense"``; empty only for an empty corpus or query.
         """
         if not query.strip() or not len(self):
             return SearchResults(query=query, backend=self.backend, warnings=list(self.bm25.warnings))

@@ -1,16 +1,9 @@
 """Web search and page fetching.
 
-Backends of :class:`WebSearch`:
-
-- ``ddgs`` (online): the ``ddgs`` metasearch package (successor of duckduckgo-search); title, URL, snippet; region,
-  safesearch and time filters; exponential backoff on rate limits and timeouts.
-- ``bm25`` (offline): a ``bm25s`` index (Lucene BM25, k1=1.5, b=0.75) over a corpus folder the user names (Markdown,
-  text, JSONL, PDFs via :func:`~sgieval.tools.pdf.read_pdf`) and over documents handed in (e.g. the catalog's item
-  texts).
-
-``auto`` uses ddgs when online (:func:`~sgieval.tools.net.is_online`) and falls back to bm25 otherwise.  Every
-:class:`SearchHit` names the backend that produced it.  :func:`visit_webpage` fetches a URL to clean text (httpx + a
-small HTML-to-text converter).
+:class:`WebSearch` backends: ``ddgs`` (online metasearch: title, URL, snippet; region, safesearch and time filters;
+backoff on rate limits and timeouts), ``bm25`` (offline: a ``bm25s`` index over a corpus folder of Markdown, text,
+JSONL and PDFs, plus documents handed in) and ``auto`` (ddgs when online, else bm25); each :class:`SearchHit` names its
+backend. :func:`visit_webpage` fetches a URL to clean text (httpx + a small HTML-to-text converter).
 """
 
 from __future__ import annotations
@@ -82,8 +75,7 @@ class _HTMLText(HTMLParser):
 
 
 def html_to_text(html: str) -> tuple[str, str]:
-    """(title, text) of an HTML page: scripts, styles, navigation and forms dropped, block elements on their own lines,
-    whitespace collapsed."""
+    """(title, text) of an HTML page: scripts, styles, navigation and forms dropped, block lines, spaces squeezed."""
     p = _HTMLText()
     try:
         p.feed(html)
@@ -196,10 +188,9 @@ def _md_title(text: str, fallback: str) -> str:
 
 
 def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Document], list[str]]:
-    """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/``.rst`` (one document each, title =
-    first Markdown heading or file stem), ``.jsonl`` (one per line; text from text/content/body/abstract/prompt, title
-    from title/name/id), ``.pdf`` (read_pdf, first ``pdf_max_pages`` pages).  Returns (documents, warnings about skipped
-    files).  Raises InputError when the folder does not exist."""
+    """Documents of a corpus folder (recursive): ``.md``/``.markdown``/``.txt``/``.rst`` (title: first heading or file
+    stem), ``.jsonl`` (one per line; text from text/content/body/abstract/prompt, title from title/name/id), ``.pdf``
+    (first ``pdf_max_pages`` pages). Returns (documents, warnings about skipped files); InputError: no such folder."""
     root = Path(folder)
     if not root.is_dir():
         raise InputError("corpus folder not found", what=str(root), fix="pass an existing folder with --corpus DIR")
@@ -238,15 +229,12 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
 
 
 class BM25Index:
-    """BM25 (bm25s, Lucene variant, k1=1.5, b=0.75, English stopwords) over
-    passages of at most ``passage_words`` words; a query returns the best
-    passage per document, ranked by score; zero-score documents are not
-    returned.  Score of document d for query q (Lucene BM25)::
+    """BM25 (bm25s ``method="lucene"``, k1=1.5, b=0.75, English stopwords) over passages of at most ``passage_words``
+    words; a query returns the best passage per document by score, zero scores left out. Score of d for q::
 
-        sum_{t in q} ln(1 + (N - df_t + 0.5) / (df_t + 0.5))
-                     * tf_td / (tf_td + k1 * (1 - b + b * |d| / avgdl))
+        sum_{t in q} ln(1 + (N - df_t + 0.5) / (df_t + 0.5)) * tf_td / (tf_td + k1 * (1 - b + b * |d| / avgdl))
 
-    (bm25s ``method="lucene"``: Lucene >= 8 drops the constant (k1 + 1) factor.)
+    (Lucene >= 8 drops the constant (k1 + 1) factor.)
     """
 
     backend = "bm25"
@@ -338,10 +326,8 @@ _TIMELIMITS = {None, "d", "w", "m", "y"}
 
 
 class SearchLimiter:
-    """Paces the requests every :class:`WebSearch` of the process sends to the online search backend: at most
-    ``concurrency`` requests in flight, consecutive request starts at least ``min_interval_s`` seconds apart, and a
-    ``Retry-After`` the backend sent (:meth:`hold_off`) delays every caller, not only the one that received it.
-    Thread-safe (searches run in worker threads)."""
+    """Paces the online search requests of the process (thread-safe): at most ``concurrency`` in flight, starts at
+    least ``min_interval_s`` apart, and a ``Retry-After`` (:meth:`hold_off`) delays every caller."""
 
     def __init__(self, concurrency: int = 1, min_interval_s: float = 0.5):
         if concurrency < 1 or min_interval_s < 0:
@@ -402,12 +388,10 @@ def retry_after_s(exc: BaseException) -> float | None:
 class WebSearch:
     """Web search with an online (ddgs) and an offline (bm25) backend.
 
-    ``backend``: ``auto`` | ``ddgs`` | ``bm25``; ``corpus_dir``/``documents`` build the BM25 index (lazily, on the first
-    offline query); ``region`` (e.g. ``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off) are ddgs defaults;
-    ``max_retries``/``backoff_s``: retries on rate limits and timeouts, sleeping a random 0..``backoff_s * 2**attempt``
-    seconds ("full jitter"), or the backend's Retry-After when it is longer (which then holds every search of the
-    process).  ``limiter``: the :class:`SearchLimiter` pacing online requests (default the process's
-    :data:`SEARCH_LIMITER`).
+    ``backend``: ``auto`` | ``ddgs`` | ``bm25``; ``corpus_dir``/``documents`` build the BM25 index on the first offline
+    query; ``region`` (``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off): ddgs defaults; ``max_retries``/
+    ``backoff_s``: retries on rate limits and timeouts after a random 0..``backoff_s * 2**attempt`` s, or the longer
+    Retry-After (held for every search of the process); ``limiter``: default :data:`SEARCH_LIMITER`.
     """
 
     def __init__(

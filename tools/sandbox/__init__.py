@@ -1,14 +1,6 @@
-"""Sandboxed Python execution, one module per backend.
-
-- :mod:`.common`: :class:`SandboxLimits`, output decoding (capped; control characters escaped), the shared ``run`` flow;
-  :mod:`.process`: the host-side runner (output caps, wall time, the whole sandbox's memory);
-- :mod:`.bwrap`: :class:`BubblewrapSandbox` (local, namespaces; uids leased across processes with lock files), its
-  in-sandbox driver in :mod:`.driver_src`;
-- :mod:`.e2b`: :class:`E2BSandbox` (cloud microVM);
-- :mod:`.local`: :class:`UnsafeLocalSandbox` (plain subprocess, only with ``--unsafe-local-exec``);
-- :mod:`.factory`: :func:`get_sandbox`.
-
-Every backend implements :class:`~sgieval.tools.base.Sandbox` and returns an :class:`~sgieval.tools.base.ExecResult`.
+"""Sandboxed Python execution, one module per backend, each a :class:`~sgieval.tools.base.Sandbox`: :mod:`.bwrap`
+(local namespaces; driver in :mod:`.driver_src`), :mod:`.e2b` (cloud microVM), :mod:`.local` (plain subprocess, only
+with ``--unsafe-local-exec``); shared parts in :mod:`.common` and :mod:`.process`; :func:`get_sandbox`: :mod:`.factory`.
 """
 
 from __future__ import annotations

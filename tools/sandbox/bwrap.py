@@ -11,23 +11,18 @@ Bubblewrap layout (what the untrusted program sees)::
     /sandbox                       the work directory (cwd, HOME): a private tmpfs of ``work_mb``
     /.sgieval, /.sgieval-in        read-only: the driver + sitecustomize, the staged input files
 
-Namespaces: net (no network, only a down loopback), pid, ipc, uts, cgroup.  As root the programs run as an unprivileged
-uid (``setpriv``) with no capabilities and ``no_new_privs``; limits via ``prlimit``
-(:meth:`~.common.SandboxLimits.prlimit`); the whole sandbox's memory is watched by the host
-(:class:`~.process.TreeWatch`).  One bwrap runs the setup scripts and ``main.py`` of a ``run`` in order, through a small
-driver (:mod:`.driver_src`), so the files the setup scripts write stay in the tmpfs for the main program and nothing the
-program writes lands on the host.  Output files are read back after main.py exits (any exit code); a program killed by
-the host (wall time, output) takes its work dir with it, so none come back then.
+Namespaces: net (only a down loopback), pid, ipc, uts, cgroup. As root the programs run as an unprivileged uid
+(``setpriv``) without capabilities, with ``no_new_privs``; limits via ``prlimit``; the host watches the whole sandbox's
+memory (:class:`~.process.TreeWatch`). One bwrap runs a ``run``'s setup scripts and ``main.py`` in order through a
+driver (:mod:`.driver_src`), so setup files stay in the tmpfs and nothing lands on the host; output files are read back
+after main.py exits, none when the host killed it (wall time, output: ``--die-with-parent`` and the pid namespace take
+every process down).
 
-**Isolation across processes.** Each concurrent run holds its own uid, taken with an exclusive ``flock`` on
-``<runtime dir>/sgieval-sandbox-uids/uid-<n>.lock`` (:func:`uid_lock_dir`) and held until every process of that uid
-is gone.  The lock is per open file, so it separates threads of one process and separate sgieval processes alike,
-and the kernel drops it when its holder dies.  Killing "every process of the uid" after a run therefore only ever
-hits that run's own leftovers, and ``RLIMIT_NPROC`` counts only that run.
-
-Wall time and output are enforced by the host, which kills bwrap; ``--die-with-parent`` and the pid namespace then take
-every sandboxed process down with it.  A sandbox that cannot start its interpreter raises
-:class:`~sgieval.core.SandboxUnavailableError` with the reason (the item is then an ``infra_error``).
+Each concurrent run holds its own uid by an exclusive ``flock`` on ``<runtime dir>/sgieval-sandbox-uids/uid-<n>.lock``
+(:func:`uid_lock_dir`) until every process of the uid is gone; the lock is per open file (separating threads and
+processes alike) and dropped by the kernel when its holder dies, so killing "every process of the uid" only hits that
+run's leftovers, and ``RLIMIT_NPROC`` counts only that run. A sandbox that cannot start its interpreter raises
+:class:`~sgieval.core.SandboxUnavailableError` (the item is then an ``infra_error``).
 """
 
 from __future__ import annotations
@@ -93,10 +88,7 @@ def uid_lock_dir() -> Path:
 
 
 def _lease_uid(uids: list[int], wait_s: float = _UID_WAIT_S) -> tuple[int, int]:
-    """Take the first free uid of ``uids`` (no other thread or process holds its flock'ed lock file); wait up to
-    ``wait_s`` seconds when all are taken, then raise ToolError.  Returns (uid, lock fd).  The lock file holds the
-    holder's pid while in use and is emptied on a clean release; leftover processes of a uid whose holder died are
-    killed before it is handed out."""
+    """Lease the first free uid of ``uids`` as (uid, lock fd) in ``wait_s`` s (else ToolError), killing leftovers."""
     folder = uid_lock_dir()
     end = time.monotonic() + wait_s
     delay = 0.005
@@ -134,8 +126,7 @@ def _release(fd: int, clean: bool) -> None:
 
 
 def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
-    """SIGKILL every process of ``uid`` (only call it for a uid you lease); poll up to ``wait_s`` seconds until none is
-    left.  True when none is left."""
+    """SIGKILL every process of ``uid`` (a leased one); whether none is left after polling up to ``wait_s`` seconds."""
     end = time.monotonic() + wait_s
     delay = 0.001
     while True:
@@ -154,8 +145,7 @@ def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
 
 
 def _bind_args(paths: list[str], made: set[str] | None = None) -> list[str]:
-    """``--ro-bind`` each path (deduplicated, nested ones dropped), creating missing parent directories with mode 0755
-    so the sandbox uid can traverse them (bwrap would otherwise copy restrictive modes such as /root's 0700)."""
+    """``--ro-bind`` each path (deduplicated, nested dropped), missing parents made 0755 for the sandbox uid."""
     uniq: list[str] = []
     for p in sorted({os.path.abspath(p) for p in paths if p and os.path.exists(p)}, key=len):
         if not any(p == u or p.startswith(u.rstrip("/") + "/") for u in uniq):
@@ -192,8 +182,7 @@ def _system_binds() -> list[str]:
 
 
 def _bwrap_python_paths(python: str) -> list[str]:
-    """Folders to bind read-only so ``python`` runs inside: this process's prefixes, and the environment and base
-    installation of ``python`` (its ``bin/..``, and that of the file its symlinks resolve to)."""
+    """Folders bound read-only so ``python`` runs inside: this process's prefixes and ``python``'s installation."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.add(str(Path(os.path.abspath(python)).parent.parent))
     paths.add(str(Path(os.path.realpath(python)).parent.parent))
@@ -233,14 +222,10 @@ def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
 
 
 class BubblewrapSandbox(_BaseSandbox):
-    """Local sandbox on bubblewrap (see the module docstring for the layout).
-
-    ``uids``: pool of unprivileged uids used when running as root (each run leases one for its duration, across threads
-    and processes; default :data:`DEFAULT_UIDS`).  When not root, bwrap makes a user namespace and the program keeps the
-    caller's uid (RLIMIT_NPROC then counts the caller's processes: the limit is raised by their current count).
-    ``work_mb``: size of the work dir tmpfs (default: ``max_file_mb`` x 4, at least 256). ``python``: the interpreter
-    run inside (default: this one, ``sys.executable``). Raises SandboxUnavailableError at construction when bwrap cannot
-    start.
+    """Local sandbox on bubblewrap (layout: module docstring); SandboxUnavailableError at construction when bwrap cannot
+    start. ``uids``: unprivileged uids leased per run when root (default :data:`DEFAULT_UIDS`); not root, the program
+    keeps the caller's uid in a user namespace (RLIMIT_NPROC raised by the caller's current process count).
+    ``work_mb``: work dir tmpfs (default ``max_file_mb`` x 4, at least 256). ``python``: default ``sys.executable``.
     """
 
     name = "bubblewrap"
@@ -289,10 +274,8 @@ class BubblewrapSandbox(_BaseSandbox):
         ]
 
     def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
-        """The full bwrap command line for one run (for inspection and tests).
-
-        Chain inside the namespaces (bwrap's own reaper is pid 1): setpriv (drop to ``uid``, no capabilities) -> prlimit
-        -> the driver (``python -X utf8 /.sgieval/driver.py <spec>``), which runs the programs.
+        """The full bwrap command line for one run: setpriv (drop to ``uid``, no capabilities) -> prlimit -> the driver
+        (``python -X utf8 /.sgieval/driver.py <spec>``), with bwrap's reaper as pid 1.
 
         Args:
             staged: the staged work directory.
@@ -363,9 +346,7 @@ class BubblewrapSandbox(_BaseSandbox):
     def _follow(
         self, workdir: Path, scripts: list[str], timeout_s: float, outputs: list[str], uid: int | None, fds: list[int]
     ) -> Follow:
-        """Start bwrap over ``workdir`` and follow its driver through ``scripts``: each program writes on pipes of its
-        own (the last on bwrap's stdout/stderr) and reports its peak memory on another.  ``fds`` receives the host's
-        ends, which the caller closes."""
+        """Start bwrap over ``workdir`` and follow its driver through ``scripts``; ``fds`` gets the host's pipe ends."""
         status_r, status_w = os.pipe()
         fds += [status_r, status_w]
         programs: list[dict[str, Any]] = []

@@ -1,11 +1,9 @@
-"""What every sandbox backend shares: limits, output decoding (capped, control characters escaped), file staging and the
-common ``run`` flow.  Backends: :mod:`.bwrap`, :mod:`.local`, :mod:`.e2b`; the host-side process runner:
-:mod:`.process`.
+"""What every sandbox backend (:mod:`.bwrap`, :mod:`.local`, :mod:`.e2b`) shares: limits, output decoding (capped,
+control characters escaped), file staging and the common ``run`` flow.
 
-``killed_reason`` (ExecResult): ``timeout`` wall limit fired; ``cpu_time`` SIGXCPU from RLIMIT_CPU; ``memory`` the
-sandbox's processes together passed ``memory_mb`` (:class:`~.process.TreeWatch` killed them) or one allocation failed
-under RLIMIT_AS (MemoryError); ``output_limit`` a stream passed ``output_bytes``; ``process_limit`` fork/thread creation
-refused by RLIMIT_NPROC; ``signal`` any other signal death.
+``killed_reason``: ``timeout`` (wall limit); ``cpu_time`` (SIGXCPU, RLIMIT_CPU); ``memory`` (all processes passed
+``memory_mb``, :class:`~.process.TreeWatch`, or a MemoryError under RLIMIT_AS); ``output_limit`` (a stream passed
+``output_bytes``); ``process_limit`` (RLIMIT_NPROC refused a fork or thread); ``signal`` (any other signal death).
 """
 
 from __future__ import annotations
@@ -58,7 +56,7 @@ class SandboxLimits(BaseModel):
 
     def prlimit(self, timeout_s: float, nproc: int) -> list[str]:
         """The ``prlimit`` prefix of a sandboxed command: address space, CPU seconds (``cpu_time_s`` rounded up, else
-        the wall limit rounded up + 1; soft, and soft + 1 hard), processes, file size, no core dumps.
+        wall limit rounded up + 1; hard = soft + 1), processes, file size, no core dumps.
 
         Args:
             timeout_s: the run's wall limit in seconds (> 0).
@@ -77,8 +75,7 @@ _BOOT_LOCK = threading.Lock()
 
 
 def _boot_dir() -> str:
-    """A read-only-for-others directory holding the sandbox sitecustomize and the bubblewrap driver (bound read-only at
-    ``/.sgieval`` inside bwrap)."""
+    """A directory writable only by us with the sitecustomize and bwrap driver (bound read-only at ``/.sgieval``)."""
     global _BOOT_DIR
     with _BOOT_LOCK:
         if _BOOT_DIR is None or not os.path.isdir(_BOOT_DIR):
@@ -95,7 +92,7 @@ def _boot_dir() -> str:
 _PROC_LIMIT_PAT = re.compile(
     r"BlockingIOError: \[Errno 11\] Resource temporarily unavailable"
     r"|can't start new thread|fork: retry: Resource temporarily unavailable"
-    r"|fork: Resource temporarily unavailable|Cannot fork",
+    r"|fork: Resource temporarily unavailable|Cannot fork"
 )
 _MEMORY_PAT = re.compile(r"\bMemoryError\b|Unable to allocate|Cannot allocate memory|std::bad_alloc|out of memory")
 
@@ -208,8 +205,7 @@ class _BaseSandbox:
     def _run_programs(
         self, workdir: Path, scripts: list[str], timeout_s: float, output_files: list[str] | None
     ) -> tuple[list[ExecResult], dict[str, str]]:
-        """Run ``scripts`` (setup scripts, then main.py) in order, stopping after the first that fails; returns their
-        results and the output files read after the last one."""
+        """Run ``scripts`` in order, stopping after the first that fails: their results and the output files read."""
         results = []
         for script in scripts:
             res = self._run_script(workdir, script, timeout_s)
@@ -227,8 +223,7 @@ class _BaseSandbox:
         timeout_s: float | None = None,
         output_files: list[str] | None = None,
     ) -> ExecResult:
-        """Run ``code`` as ``main.py`` in a fresh work directory (:meth:`sgieval.tools.Sandbox.run`; the default
-        ``timeout_s`` is ``limits.timeout_s``)."""
+        """Run ``code`` as ``main.py`` (:meth:`~sgieval.tools.Sandbox.run`; default ``timeout_s``: the limits')."""
         timeout = float(timeout_s if timeout_s is not None else self.limits.timeout_s)
         if files and "main.py" in files:
             raise InputError(
@@ -297,10 +292,10 @@ class UnavailableSandbox:
             _: the other :meth:`Sandbox.run` arguments, ignored.
 
         Returns:
-            Never returns.
+            Never.
 
         Raises:
-            SandboxUnavailableError: always, with the reason the sandbox could not start.
+            SandboxUnavailableError: always, with the reason.
         """
         raise SandboxUnavailableError(self.error.message, what=self.error.what, fix=self.error.fix)
 

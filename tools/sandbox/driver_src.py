@@ -1,27 +1,23 @@
-"""What runs inside the sandbox: the bubblewrap backend's driver (``/.sgieval/driver.py``) and the sitecustomize that
-reports a program's peak memory to the host.
+"""What runs inside the sandbox: the bubblewrap driver (``/.sgieval/driver.py``) and the sitecustomize that reports a
+program's peak memory to the host.
 
-The driver runs inside the namespaces as the sandbox uid, under the run's rlimits, as ``python -X utf8
-/.sgieval/driver.py <spec>``.  Its one argument is a JSON spec::
+The driver runs as the sandbox uid under the run's rlimits, ``python -X utf8 /.sgieval/driver.py <spec>``::
 
     {"status": fd, "input": "/.sgieval-in", "python": "<interpreter>",
      "programs": [{"script": "data_en.py", "out": fd, "err": fd, "peak": fd}, ..., {"script": "main.py", ...}],
      "outputs": ["out.txt", ...], "limit": <bytes per output file>}
 
-It copies the staged input files into the work dir (a size-capped tmpfs), then runs each program in order in its own
-forked child (stdout/stderr on the pipes the host gave it).  The child does what ``python -X utf8 <script>`` would do
-(``sys.argv``, ``sys.path[0]``, a fresh ``__main__``, tracebacks, exit code, atexit, non-daemon threads joined)
-without starting a second interpreter, which keeps the sandbox overhead near that of a single ``python`` start.  It
-reports on the status pipe, one line each::
+It copies the staged inputs into the work dir, then runs each program in its own forked child doing what ``python -X
+utf8 <script>`` would (argv, path, fresh ``__main__``, tracebacks, exit code, atexit, threads joined) without a second
+interpreter start, and reports on the status pipe::
 
     start <i>                       the program begins
     done <i> <returncode> <wall_s>  it ended (negative return code: signal)
     nostart <i> <reason>            its interpreter could not be started
     files <json>                    output files (name -> base64 of the first limit+1 bytes)
 
-After each program it kills every other process of the pid namespace (``kill(-1)``: its leftovers, detached or not), so
-the next program starts alone.  It stops after a setup script that fails; the output files are read after main.py
-whatever its exit code.
+After each program it kills every other process of the pid namespace (``kill(-1)``); it stops after a failing setup
+script; output files are read after main.py whatever its exit code.
 """
 
 DRIVER = r'''

@@ -24,10 +24,8 @@ def get_sandbox(backend: str = "auto", *, unsafe_local_exec: bool = False, **lim
     Args:
         backend: ``auto`` (E2B when ``E2B_API_KEY`` is set, else bubblewrap), ``bubblewrap``/``bwrap``, ``e2b``,
             or ``unsafe-local`` (needs ``unsafe_local_exec=True``).
-        unsafe_local_exec: when bubblewrap cannot start, return the plain-subprocess backend (``"unsafe-local"``)
-            instead of raising.
-        limits: :class:`SandboxLimits` fields (``memory_mb``, ``timeout_s``, ``cpu_time_s``, ``output_bytes``,
-            ``max_processes``, ``max_file_mb``, ``tmp_mb``).
+        unsafe_local_exec: when bubblewrap cannot start, return ``"unsafe-local"`` instead of raising.
+        limits: :class:`SandboxLimits` fields.
 
     Returns:
         The sandbox.

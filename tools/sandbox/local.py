@@ -1,7 +1,4 @@
-"""The unsafe local backend: a plain subprocess with rlimits, NO isolation.
-
-Only with an explicit ``--unsafe-local-exec``.
-"""
+"""The unsafe local backend: a plain subprocess with rlimits, NO isolation; only with ``--unsafe-local-exec``."""
 
 from __future__ import annotations
 
@@ -18,13 +15,9 @@ __all__ = ["UnsafeLocalSandbox"]
 
 
 class UnsafeLocalSandbox(_BaseSandbox):
-    """Plain subprocess with rlimits (``prlimit``) in a temporary directory.
-
-    NO isolation: the program sees the network and every file the caller can read.  Only with an explicit
-    ``--unsafe-local-exec``; ExecResult.backend is ``"unsafe-local"`` so run headers can say so.  The process group is
-    killed on timeout and after the program exits; the memory limit holds for the program and its descendants together
-    (:class:`~.process.TreeWatch`).
-    """
+    """Plain subprocess with rlimits (``prlimit``) in a temporary directory; NO isolation (network and every file the
+    caller can read), ``backend="unsafe-local"``. The process group is killed on timeout and after the program exits;
+    the memory limit holds for the program and its descendants together (:class:`~.process.TreeWatch`)."""
 
     name = "unsafe-local"
 

@@ -1,12 +1,9 @@
 """The host side of a sandboxed run: start the process, follow its output and limits, reap it.
 
-**The memory limit holds for the whole sandbox.**  RLIMIT_AS bounds each process on its own, so three children
-of one program could each hold nearly the limit.  The host therefore watches the sandbox's process tree
-(:class:`TreeWatch`: every descendant of the sandbox's first process, every process of its session, and every
-process of its leased uid) and sums their resident memory (RSS) every 20 ms (every 5 ms past half the limit);
-over ``memory_mb`` it kills them all and the run is reported as ``killed_reason="memory"``.  ``peak_memory_mb``
-is the largest sum seen (or the program's own peak RSS when that is larger).  No cgroup is used: it needs a
-delegated cgroup v2 subtree, which sgieval does not assume (see the README's sandbox section).
+The memory limit holds for the whole sandbox (RLIMIT_AS bounds each process alone): :class:`TreeWatch` sums the RSS of
+the sandbox's processes every 20 ms (5 ms past half the limit) and kills them all over ``memory_mb``
+(``killed_reason="memory"``); ``peak_memory_mb`` is the largest sum (or the program's own peak RSS when larger). No
+cgroup: it needs a delegated cgroup v2 subtree, which sgieval does not assume.
 """
 
 from __future__ import annotations
@@ -62,13 +59,11 @@ def _count_processes(uid: int) -> int:
 
 
 class TreeWatch:
-    """The resident memory of a sandbox's processes, summed, against a limit (see the module docstring).
+    """The summed resident memory of a sandbox's processes against ``limit_mb`` MiB (None: only measure).
 
-    ``root``: the pid the host started (bwrap, or the program itself); the tree is every descendant of it (parent links
-    in ``/proc/<pid>/stat``), every process whose session is ``root``'s (an orphan of the unsafe backend is reparented
-    outside the tree but keeps its session unless it calls ``setsid``) and, with ``uid``, every process of that uid (the
-    bubblewrap backend's leased uid).  ``limit_mb``: MiB (None: only measure).  ``interval_s`` between samples (a fourth
-    of it once past half the limit).
+    The processes: every descendant of ``root`` (the pid the host started; parent links in ``/proc/<pid>/stat``), every
+    process of its session (an orphan keeps it unless it calls ``setsid``) and, with ``uid``, every process of that uid.
+    ``interval_s`` between samples (a fourth of it past half the limit).
     """
 
     def __init__(self, root: int, limit_mb: int | None, *, uid: int | None = None, interval_s: float = 0.02):
@@ -161,12 +156,10 @@ class Follow:
     """Start ``argv`` in its own session and follow it to its end: one :class:`_Raw` per program in ``raws``.
 
     With ``status_r`` the process is the bubblewrap driver (:mod:`.driver_src`) running ``n`` programs and reporting on
-    that pipe (``start``/``done``/``nostart``/``files`` lines); ``streams`` maps further read fds to (program index,
-    "stdout"/"stderr"), the process's own stdout/stderr belong to the last program.  Without it the process is the one
-    program.  Each program gets ``timeout_s`` wall seconds and ``output_bytes`` per stream; over either, or when the
-    tree's resident memory passes ``memory_mb`` (:class:`TreeWatch` over the process's tree and the processes of
-    ``uid``), the whole process group is killed.  ``peaks``: per program, the read end of its peak-memory pipe.  Raises
-    OSError only when ``argv[0]`` cannot be started.
+    that pipe; ``streams`` maps further read fds to (program index, "stdout"/"stderr"), the process's own belonging to
+    the last program; without it the process is the one program. Over ``timeout_s`` wall seconds, ``output_bytes`` per
+    stream or ``memory_mb`` (:class:`TreeWatch`) the whole process group is killed. ``peaks``: per program, the read end
+    of its peak-memory pipe. Raises OSError only when ``argv[0]`` cannot be started.
     """
 
     def __init__(
