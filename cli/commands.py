@@ -1,8 +1,5 @@
-"""The commands of ``sgieval`` (typer + rich): ``ask``, ``resume``, ``report``, ``export``, ``runs``, ``compare``,
-``catalog``, ``data``, and the commands of :mod:`.view` (``view``), :mod:`.metric` (``metric``) and :mod:`.labels`
-(``labels``, ``label``), registered here.  The process around a command (start-up, the last-resort handler, exit
-codes) is :mod:`.process`.
-"""
+"""The commands of ``sgieval`` (typer + rich), with those of :mod:`.view`, :mod:`.metric` and :mod:`.labels`
+registered here; the process around a command (start-up, last-resort handler, exit codes) is :mod:`.process`."""
 
 from __future__ import annotations
 
@@ -52,8 +49,7 @@ OUT_HELP = "Folder holding run folders (for a run id)."
 
 
 def run_flag(field: str, help: str | None = None, default: Any = None) -> Any:
-    """A typer option for the RunConfig field ``field`` outside ``ask``: its flags, and its help unless ``help``
-    says what it does in this command.
+    """A typer option for the RunConfig field ``field`` outside ``ask``.
 
     Args:
         field: a RunConfig field name (``budget_usd``, ``data_dir``).
@@ -68,8 +64,7 @@ def run_flag(field: str, help: str | None = None, default: Any = None) -> Any:
 
 
 def _check_targets(config: RunConfig) -> None:
-    """Without ``--models`` the targets are the stored SciAidanBench models: raise InputError when there are none
-    (a data folder that cannot be searched is left to the catalog's own error)."""
+    """Without ``--models`` the targets are the stored SciAidanBench models: InputError when there are none."""
     if config.models:
         return
     from ..benchmarks import find_benchmark_dir, list_response_files, load_catalog
@@ -145,8 +140,7 @@ def _execute(rt: Any, config: RunConfig, resume: bool, ref: str) -> dict[str, An
 
 
 def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: str = "") -> None:
-    """Run (``resume=False``) or continue the run of ``config`` in ``run_dir`` (default ``<out_dir>/<run_id>``); a
-    folder is removed on failure or cancellation only when this call made it and nothing was evaluated."""
+    """Run or (``resume``) continue ``config``'s run in ``run_dir``; a folder it made is removed on failure if empty."""
     from ..graphs import check_request_models, make_runtime
 
     try:  # an --into under --dry-run reads the run folder only: nothing in it is made or changed
@@ -188,8 +182,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
 
 
 def _print_metrics(payload: dict, console: Console | None = None) -> None:
-    """Print the metric confirmation's payload: the metrics, the ranking metric, what each metric needs (with the
-    fix) and the plan's notes, on ``console`` (default stderr)."""
+    """Print the metric confirmation's payload (metrics, ranking metric, needs with fixes, notes) on ``console``."""
     from ..agents import MetricNeeds
 
     console = console or err
@@ -215,13 +208,13 @@ def _print_estimate(estimate: dict | None, console: Console | None = None) -> No
 
 
 def options_command(config_cls: type[RunConfig], run: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
-    """A Typer command whose options are the run options of ``config_cls`` (:func:`sgieval.core.run_options`):
-    each field's flag(s), type, default and help (its docstring); ``request`` is the argument.
+    """A Typer command whose options are the run options of ``config_cls`` (:func:`sgieval.core.run_options`), with
+    ``request`` the argument.
 
     Args:
-        config_cls: RunConfig or a subclass (a new field is a new option, with nothing else to write).
-        run: called with the RunConfig fields the command line gives (field name -> value; a list option not
-            given is left out, so the field's default holds; ``--no-cache`` gives ``use_cache=False``).
+        config_cls: RunConfig or a subclass (a new field is a new option).
+        run: called with the fields the command line gives (a list option not given is left out; ``--no-cache``
+            gives ``use_cache=False``).
 
     Returns:
         The command function, for ``app.command(...)``.
@@ -277,8 +270,7 @@ def _ask(fields: dict[str, Any]) -> None:
 
 
 def _ask_into(config: RunConfig, fields: dict[str, Any]) -> None:
-    """``sgieval ask ... --into RUN``: add the given models, judge or metric to the run RUN and rewrite its report;
-    the settings of its config.json that send data or run code elsewhere are confirmed as for ``resume``."""
+    """``ask ... --into RUN``: add models, judge or metric to RUN and rewrite its report (confirmed as resume)."""
     from ..graphs import into_run
 
     given = [f for f, v in fields.items() if f != "into" and v != _OPTIONS[f].default]
@@ -319,8 +311,7 @@ def _stopped_at_budget(d: Path) -> bool:
 
 
 async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
-    """Step the checkpoint of a run stopped at its budget back to just after the metric confirmation, so the
-    remaining units are evaluated and the report rewritten; whether it was reopened."""
+    """Step a budget-stopped run's checkpoint back to after the metric confirmation; whether it was reopened."""
     from ..graphs import build_graph, make_runtime, open_saver
 
     if not (d / "state.sqlite").exists():

@@ -1,17 +1,8 @@
-"""``sgieval labels`` and ``sgieval label``: the researcher's own labels of a run's responses.
+"""``sgieval labels`` and ``sgieval label``: the researcher's own labels of a run's responses, in ``labels.jsonl``.
 
-- ``sgieval label RUN [--metric M] [--n 30] [--labeller NAME] [--seed 0] [--select random|disagreement]``: a
-  terminal session. Per unit it shows the item's prompt, the target model's response (its reasoning apart) and,
-  for a rubric, every criterion with its anchors, and asks one value per criterion (or one for the whole metric).
-  It is blind: the judge's score and rationale are shown only once the label is saved. ``s`` skips, ``q`` quits;
-  each label is saved at once, and running it again continues where it stopped (same seed, same units).
-- ``sgieval labels import RUN FILE``: labels from a JSONL or CSV file (fields of :class:`~sgieval.core.Label`),
-  every one validated before any is saved.
-- ``sgieval labels export RUN [--to FILE] [--template]``: the run's labels as JSONL or CSV; ``--template`` writes
-  the units to label (the sample of ``label``) with an empty ``value`` column, for a spreadsheet.
-
-Labels go to the run folder's ``labels.jsonl``; ``sgieval report RUN`` then shows how the judges agree with them
-and the prediction-powered estimates. Exit codes as ``sgieval``: 2 bad input.
+``label`` is a blind terminal session (the judge's score shown only once the label is saved; ``s`` skips, ``q`` quits;
+run again it continues with the same units); ``labels import`` validates every row of a JSONL or CSV file before saving
+any; ``labels export`` writes them (``--template``: the units to label with an empty ``value``). Exit code 2: bad input.
 """
 
 from __future__ import annotations
@@ -333,8 +324,7 @@ def label(
 def _ask_labels(
     console: Console, spec: MetricSpec, crits: list[Criterion | None], item_id: str, model: str, who: str, select: str
 ) -> tuple[list[Label], bool]:
-    """One unit's labels, one per criterion (or one for the metric), as the user types them; (labels, whether
-    the user quit).  A skipped unit gives no label."""
+    """One unit's labels as typed (one per criterion, or one for the metric; none when skipped), and whether quit."""
     new: list[Label] = []
     for c in crits or [None]:
         if c is not None:
@@ -379,10 +369,8 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
 
     Returns:
         ``{"metrics": [{name, kind, range, description, criteria: [{name, description, anchors}], weights}],
-        "default": the metric ``sgieval label`` labels by default, "sample": {metric: [[item_id, model], ...]}}``
-        for the run's judge and rubric metrics with item-level scores (the sample: :data:`VIEWER_SAMPLE_N`
-        units per target model, uniform random, as ``sgieval label``); None when the run has none (an
-        objective metric needs no judge calibration).
+        "default": metric name, "sample": {metric: [[item_id, model], ...]}}`` (:data:`VIEWER_SAMPLE_N` random units
+        per target model) for judge and rubric metrics with item-level scores; None when the run has none.
     """
     from ..metric_pool import sample_units
 
@@ -416,14 +404,9 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
 
 
 class ViewerLabels:
-    """The served viewer's labels (``reports.serve.LabelReceiver``): the run's saved labels for the page, and
-    each POST of the page validated (``metric_pool.labels.validate_labels``) and appended to ``labels.jsonl``.
-
-    A rubric's labels of every criterion of one unit also give the rubric's own value (the weighted mean x 10,
-    ``core.Rubric.aggregate``), as in ``sgieval label``.  A unit of the metric's random sample
-    (:func:`viewer_labelling`) is saved with ``sample="random"``; any other unit the labeller picked with
-    ``sample="user"`` (not covered by PPI's guarantee).  Saves are one at a time.
-    """
+    """The served viewer's labels (``reports.serve.LabelReceiver``): the run's saved labels, and each POST validated
+    and appended to ``labels.jsonl`` one at a time. A rubric's criteria of one unit also give its value (weighted mean
+    x 10); a unit of :func:`viewer_labelling`'s sample is saved with ``sample="random"``, others ``sample="user"``."""
 
     def __init__(self, records: Any, specs: dict[str, MetricSpec], labelling: dict[str, Any], labeller: str):
         self.records = records

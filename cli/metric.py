@@ -1,16 +1,7 @@
-"""``sgieval metric``: define, list, show and test rubric metrics.
-
-- ``sgieval metric define [--name N] [--agent-model M] [--out DIR] [--run RUN --judge M]``: the chat of
-  :mod:`sgieval.graphs.metric_chat`; user turns are read with ``typer.prompt`` (so they can be piped on stdin); the
-  rubric is saved as YAML in the user rubric folder ($SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``);
-  with ``--run``, the saved rubric then goes through the rubric loop on that run's labels.
-- ``sgieval metric list``: every rubric (starter, project, user).
-- ``sgieval metric show NAME``: the rubric's YAML.
-- ``sgieval metric test NAME --response FILE_OR_TEXT --judge MODEL [--question TEXT]``: score one response and print the
-  per-criterion table (0-10 each) and the total (0-100).
-- ``sgieval metric test NAME --run RUN --judge MODEL``: the rubric loop on the run's labels (:func:`rubric_loop`).
-
-Exit codes as ``sgieval``: 2 bad input, 1 a judge failure, 3 cancelled.
+"""``sgieval metric``: define (the chat of :mod:`sgieval.graphs.metric_chat`, user turns read with ``typer.prompt``,
+so pipeable; the YAML saved in the user rubric folder, $SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``;
+with ``--run`` then the rubric loop), list, show and test rubric metrics (one response: per-criterion 0-10 and total
+0-100; ``--run``: :func:`rubric_loop`). Exit codes as ``sgieval``: 2 bad input, 1 a judge failure, 3 cancelled.
 """
 
 from __future__ import annotations
@@ -300,8 +291,7 @@ def _disagreement_table(rows: list[Any], top: int) -> Table:
 
 
 def _parse_anchors(text: str) -> dict[int, str]:
-    """``"0=no controls; 10=every confound controlled"`` -> {0: ..., 10: ...}; an empty text after ``=`` removes
-    that level.  Raises InputError naming the bad part."""
+    """``"0=no controls; 10=every confound controlled"`` -> {0: ..., 10: ...} ("" removes a level); else InputError."""
     out: dict[int, str] = {}
     for part in text.split(";"):
         if not part.strip():
@@ -330,9 +320,7 @@ def _ask(text: str, default: str = "") -> str | None:
 
 
 def _save_version(r: Rubric, previous: Rubric, out_dir: Path | None, scores: list[Any]) -> Path:
-    """Save ``r`` as ``<slug>.yaml`` (the version later runs load) and both versions under ``versions/``, so a
-    score's ``rubric_version`` can always be traced to its text; ``scores`` (the labelled units scored with ``r``)
-    go beside it as ``versions/<slug>.v<N>.labelled-scores.jsonl``."""
+    """Save ``r`` as ``<slug>.yaml``, both versions in ``versions/`` and ``scores`` as their labelled-scores.jsonl."""
     from ..core import atomic_write_text
     from ..metric_pool import save_rubric, slug, user_rubric_dir
 
@@ -361,14 +349,10 @@ def rubric_loop(
 ) -> None:
     """The rubric loop on a run's labels (:mod:`sgieval.metric_pool.rubric_loop`), driven by typer prompts.
 
-    Shows the largest judge-label disagreements (item, target model, criterion, both values, the judge's rationale);
-    asks which criterion to revise, its new description and anchors; re-scores only the labelled units with the revision
-    through ``judges``; prints the agreement before and after; and on confirmation saves the revision as the rubric's
-    next version (then the next round starts from it). An empty criterion answer (or the end of input) stops.
-
-    The "before" scores are the run's own when ``judges`` are the judges that scored it with this rubric text; otherwise
-    the labelled units are first scored with the current text through ``judges``, so the comparison changes the rubric
-    only.
+    Shows the largest judge-label disagreements; asks which criterion to revise, its description and anchors; re-scores
+    the labelled units with the revision through ``judges``; prints agreement before and after; on confirmation saves
+    the next version. An empty answer (or end of input) stops. "Before" is the run's own scores when ``judges`` scored
+    it with this text, else the labelled units are first scored with it, so only the rubric changes.
 
     Args:
         name: the rubric's metric name in the run (or a rubric YAML path of the same name: its text is the start).
@@ -450,8 +434,7 @@ def _rescore(
 
 
 def _rubric_of_run(name: str, run: Path) -> tuple[Any, dict[str, Rubric], Rubric, list[Any]]:
-    """(the run's records, its rubrics by name, the rubric to revise, its labelled units); InputError when the run
-    has no such rubric or no label of it."""
+    """(records, rubrics by name, the rubric to revise, its labelled units); InputError: no such rubric or labels."""
     from ..api import load_run, run_metric_specs
     from ..metric_pool import labelled_units, load_rubric
 

@@ -11,23 +11,17 @@ from ..core import SgievalError, escape_control_chars
 __all__ = ["err", "fail", "out", "safe"]
 
 err = Console(stderr=True)
-"""Errors, warnings and progress (stderr)."""
 out = Console()
-"""Results (stdout)."""
 
 
 def safe(value: object) -> str:
-    """``value`` as text safe to print with rich.
-
-    Every untrusted text (a request, a run id, a rubric's YAML, a model's rationale, a file's words in an error)
-    goes through it.
+    """``value`` as text safe to print with rich (every untrusted text goes through it).
 
     Args:
         value: any object; its ``str()`` is shown.
 
     Returns:
-        The text with control characters (NUL, terminal escapes) shown as ``\\xNN`` and rich markup (``[/]``,
-        ``[bold]``) shown literally.
+        The text, control characters shown as ``\\xNN`` and rich markup (``[/]``, ``[bold]``) literally.
     """
     return escape(escape_control_chars(str(value)))
 

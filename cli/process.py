@@ -1,12 +1,6 @@
-"""The ``sgieval`` process around a command: start-up, the last-resort handler, exit codes.
-
-Exit codes: 0 success, 1 internal failure, 2 bad input (missing data, bad file, unknown model string, a request
-that selects nothing), 3 stopped at the metric confirmation.
-
-The console script calls :data:`sgieval.cli.app` with no arguments: :class:`CommandLine` then runs the command
-inside the start-up context (:class:`sgieval.core.ConsoleProcess`: collector pause, warm worker, prompt exit;
-``SGIEVAL_FAST_START=0`` switches them off) and turns an exception no command handled into one line
-(:func:`last_resort`).  The commands themselves are :mod:`.commands`.
+"""The ``sgieval`` process around a command (:mod:`.commands`): start-up, the last-resort handler, exit codes (0
+success, 1 internal failure, 2 bad input, 3 stopped at the metric confirmation). :class:`CommandLine` runs the command
+inside :class:`sgieval.core.ConsoleProcess` and turns an exception no command caught into a line (:func:`last_resort`).
 """
 
 from __future__ import annotations
@@ -44,8 +38,7 @@ class CommandLine(typer.Typer):
 
 
 def writes_a_report(argv: list[str]) -> bool:
-    """Whether the command line ``argv`` (without the program) runs ``ask``, ``resume`` or ``report`` (not their
-    ``--help``): the commands whose start-up the console script speeds up.
+    """Whether ``argv`` runs ``ask``, ``resume`` or ``report`` (not their ``--help``): start-ups sped up.
 
     Args:
         argv: the arguments after the program name.
@@ -57,9 +50,8 @@ def writes_a_report(argv: list[str]) -> bool:
 
 
 def last_resort(e: BaseException) -> int:
-    """Print one line for an exception that escaped every command, never a traceback on the terminal.
-
-    The full traceback goes to ``<user log dir>/last-error.log`` (``platformdirs.user_log_dir``), which the line names.
+    """Print one line for an exception that escaped every command, naming ``<user log dir>/last-error.log`` where the
+    full traceback goes.
 
     Args:
         e: the exception.

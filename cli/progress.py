@@ -1,15 +1,10 @@
-"""Progress of a run on stderr, for the ``sgieval`` command.
-
-On a terminal: a live bar (rich) with the (item, target model) pairs done, the model calls made, the calls that
-failed and the elapsed time.  Otherwise (a log file, a pipe, CI): the same facts as one line every
-``SGIEVAL_PROGRESS_EVERY`` seconds (default 10; 0: no lines), so a long run is never silent, e.g.::
+"""Progress of a run on stderr: on a terminal a live rich bar ((item, target model) pairs done, model calls, failed
+calls, elapsed time); otherwise the same facts as one line every ``SGIEVAL_PROGRESS_EVERY`` s (default 10; 0: none)::
 
     progress: evaluating, 12/150 (item, target model) pairs done, 30 model calls, 1 failed, 0:00:20 elapsed
 
-With ``--batch``, while batches are pending, each one's status and the requests the provider has finished
-follow (``, batch batch_abc in_progress 40/150``).  The first line comes after one interval: a run shorter than
-that prints none.  A run that printed lines prints one more when it ends, so the last line of a log always gives
-the final counts (a short last phase may otherwise fall between two intervals).
+With ``--batch``, pending batches follow (``, batch batch_abc in_progress 40/150``). The first line comes after one
+interval; a run that printed lines prints one more at its end, so a log's last line has the final counts.
 """
 
 from __future__ import annotations
@@ -46,18 +41,14 @@ class _CallsColumn(ProgressColumn):
 
 
 class RunProgress:
-    """Progress display of one run (see module doc).
+    """Progress display of one run (module doc): a context manager; :meth:`update` is the run's ``on_progress(done,
+    total)``; :meth:`pause`/:meth:`resume` around a prompt.
 
     Args:
         console: the stderr console.
-        ledger_of: returns the run's ledger (:class:`sgieval.models.accounting.Ledger`, or None before the run
-            starts); its ``calls_made`` and ``calls_failed`` are the calls shown.
+        ledger_of: returns the run's Ledger (None before the run starts): its ``calls_made`` and ``calls_failed``.
         every_s: seconds between lines when ``console`` is no terminal (0: no lines).
-        batches_of: returns the run's batch collector (:class:`sgieval.models.batch.BatchCollector`, ``--batch``)
-            or None; its pending batches are shown.
-
-    Use as a context manager; :meth:`update` is the run's ``on_progress(done, total)``; :meth:`pause` and
-    :meth:`resume` around a prompt.
+        batches_of: returns the run's BatchCollector (``--batch``) or None; its pending batches are shown.
     """
 
     def __init__(

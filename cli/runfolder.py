@@ -42,8 +42,7 @@ def unexpected(e: BaseException, run_dir: Path | None = None, run_id: str = "", 
 
 
 def resume_ref(run_dir: Path, run_id: str) -> str:
-    """What ``sgieval resume`` needs to find the run in ``run_dir``: its id when the folder is ``runs/<id>`` below
-    the working directory, else the folder (quoted for the shell)."""
+    """What ``sgieval resume`` takes for ``run_dir``: its id for ``runs/<id>`` in the cwd, else the quoted folder."""
     try:
         default = run_dir.name == run_id and run_dir.parent.resolve() == Path("runs").resolve()
     except OSError:
@@ -52,8 +51,7 @@ def resume_ref(run_dir: Path, run_id: str) -> str:
 
 
 def run_dir(run: str, out_dir: Path) -> Path:
-    """The run folder ``run`` names: a run id in ``out_dir``, the folder, or a file in it (its report.md); exits 2
-    when none of these holds a ``config.json``."""
+    """The run folder ``run`` names (a run id in ``out_dir``, the folder, or a file in it); exit 2 if none."""
     p = Path(run).expanduser()
     for d in (out_dir / run, p, p.parent if p.suffix else None):
         if d is not None and (d / "config.json").is_file():
@@ -167,8 +165,7 @@ def confirm_agent_settings(config: RunConfig, d: Path, base_url: str | None, tru
 
 
 async def rerender_report(d: Path, config: RunConfig) -> str:
-    """Re-render ``report.md`` and ``report.json`` of the run in ``d`` from its records (no target or judge call);
-    raises SgievalError when the run has not chosen its metrics."""
+    """Re-render the run's report.md and report.json from its records; SgievalError when it has not chosen metrics."""
     from ..graphs import build_graph, make_runtime, open_saver, report_run
 
     check_state_file(d / "state.sqlite")

@@ -81,8 +81,7 @@ def view(
 
 
 def _report_data(d: Path, config: RunConfig, base_url: str | None, trust: bool, writable: bool) -> None:
-    """A run reported before report.json existed: re-render its report from the records when the folder may be
-    written, else say the viewer shows the records without a ranking."""
+    """A run without report.json: re-render its report when writable, else say the viewer shows no ranking."""
     if not (d / "report.md").is_file() or (d / "report.json").is_file():
         return
     if writable and (d / "state.sqlite").is_file() and os.access(d, os.W_OK):
@@ -107,8 +106,7 @@ def _report_data(d: Path, config: RunConfig, base_url: str | None, trust: bool, 
 def _serve(
     folder: Path, port: int, open_browser: bool, labels: Any = None, files: dict[str, Path] | None = None
 ) -> None:
-    """Serve ``folder`` on 127.0.0.1 under a random per-session path (:class:`sgieval.reports.ViewerServer`) until
-    Ctrl-C; ``labels`` receives the page's labels, ``files`` replaces the folder's files (the home page's)."""
+    """Serve ``folder`` on 127.0.0.1 under a random path until Ctrl-C (``labels``: receiver, ``files``: served)."""
     import webbrowser
 
     from ..reports import ViewerServer
