@@ -143,7 +143,6 @@ def agreement(
         labels: the human label per unit, same order and scale.
         value_range: the declared (min, max) of the scale.
         judge: the judge's name (``"panel"`` for the panel aggregate).
-        metric: the metric name.
         criterion: the criterion name, or None for the whole metric.
         seed: seed of the bootstrap resampling.
 

@@ -101,7 +101,6 @@ COHERENCE_PER_ITEM = _spec(
 )
 NOVELTY = _spec(
     "aidan_mean_novelty",
-    range=(0, 1),
     qualities=["novelty"],
     description="Mean stored embedding_dissimilarity_score (1 - max cosine against the earlier answers, 0-1) "
     "pooled over the accepted answers of the selected questions, leaving out each list's first answer (its "
@@ -110,7 +109,6 @@ NOVELTY = _spec(
 )
 NOVELTY_WITH_FIRST = _spec(
     "aidan_mean_novelty_with_first",
-    range=(0, 1),
     variant_of="aidan_mean_novelty",
     description="Mean stored embedding_dissimilarity_score pooled over the accepted answers, each list's first "
     "answer (novelty 1.0 by definition) included; favours models with short lists (corpus level).",
@@ -118,7 +116,6 @@ NOVELTY_WITH_FIRST = _spec(
 )
 NOVELTY_PER_ITEM = _spec(
     "aidan_mean_novelty_per_item",
-    range=(0, 1),
     variant_of="aidan_mean_novelty",
     description="Mean stored embedding_dissimilarity_score of a question's accepted answers without each list's "
     "first answer; the model figure is the mean of these per-question means (each question weighs the same).",

@@ -115,8 +115,6 @@ class Metric:
         """Score one response to ``item``.
 
         Args:
-            item: the item answered.
-            response: the target model's response to it.
             ctx: the run's scoring context (judges, options, tools).
 
         Returns:
@@ -174,7 +172,6 @@ class Metric:
         """The judges that may score ``response``, or the failed Scores to return instead.
 
         Args:
-            response: the target model's response.
             ctx: the run's scoring context.
             metric: the metric's name, used in the ``not_run`` reason.
 
@@ -194,8 +191,6 @@ def score_for(item: Item, response: Response, metric: str, value: float | None, 
     """The Score of ``response`` to ``item`` for ``metric``.
 
     Args:
-        item: the item answered.
-        response: the response scored.
         metric: the spec name.
         value: the value on the spec's range, or None.
         fields: the Score's other fields (``rationale``, ``status``, ``details``...).

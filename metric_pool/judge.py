@@ -229,7 +229,6 @@ async def ask_judge(
     :data:`DATA_NOTICE`), retried with the validation error shown; failures are in ``JudgeReply.error``, never raised.
 
     Args:
-        judge: the judge model.
         messages: the judge prompt.
         schema: the pydantic model of the verdict.
         max_attempts: most tries (>= 1).

@@ -65,9 +65,6 @@ def panel_score(
     """The one Score of a judge panel's verdict on ``response``; the rationale names the failed judges.
 
     Args:
-        item: the item judged.
-        response: the target model's response.
-        metric: the metric's name.
         value: the panel's value (the mean of the judges that answered).
         judges: the panel's judge names, comma-separated.
         evidence: the judges' evidence records.

@@ -20,9 +20,7 @@ TAU = 5.0
 NOVELTY = MetricSpec(
     name="retrieval_novelty",
     tasks=["*"],
-    kind="objective",
     range=(0.0, 10.0),
-    higher_is_better=True,
     description="Innovation score S_inn = clip(10 (1 - S_avg), 0, 10), S_avg the mean cosine similarity between the "
     "idea and the n = 4 works retrieved for it (web search online; offline the --corpus works nearest by embedding "
     "similarity fused with BM25).",
@@ -31,18 +29,13 @@ NOVELTY = MetricSpec(
 REWARD = MetricSpec(
     name="retrieval_novelty_reward",
     tasks=["*"],
-    kind="objective",
-    range=(0.0, 1.0),
-    higher_is_better=True,
     description="R_novelty = 1 if S_inn > tau (tau = 5) else 0.",
     source=SRC,
 )
 TTRL = MetricSpec(
     name="ttrl_reward",
     tasks=["*"],
-    kind="objective",
     range=(0.0, 2.0),
-    higher_is_better=True,
     description="R = R_format + R_novelty (0-2, unweighted as in the paper); R_format counted only where the prompt "
     "asked for <answer> tags.",
     source=SRC,

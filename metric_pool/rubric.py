@@ -121,7 +121,7 @@ def rubric_system(rubric: Rubric) -> str:
     anchors and the tools it needs.
 
     Args:
-        rubric: the rubric judged.
+        rubric: the rubric.
 
     Returns:
         Text that depends on the rubric only: the start of every judge prompt of the metric (a cacheable prefix).
@@ -145,7 +145,6 @@ def judge_messages(
     any provider-side note; callable without a model.
 
     Args:
-        rubric: the rubric judged.
         item: the item answered (its task is clipped to :data:`TASK_CHARS`).
         response_text: the response under review.
         tools: the tools the judge is offered (:meth:`RubricMetric.offered`); with none the data notice and schema
@@ -392,8 +391,6 @@ class RubricMetric(Metric):
         """The rubric's Score of ``response`` (class docstring), failed ones included recording the rubric version.
 
         Args:
-            item: the item answered.
-            response: the target model's response.
             ctx: the scoring context (judges, tools).
 
         Returns:

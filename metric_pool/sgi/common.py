@@ -76,7 +76,6 @@ def spec(
         tasks=[task],
         kind=kind,
         range=range,
-        higher_is_better=True,
         description=description,
         source=f"METRICS.md {section} / {PAPER}",
         benchmark=BENCHMARK,
