@@ -1,14 +1,12 @@
-"""agents: the four agents (questioning, customisation, evaluation, reporting narrative), each a step ``(state, run context) -> state update`` (run.py), the run context (runtime.py) and the executors.
-
-What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
-lazily from their modules on first use, so importing one module of this folder does not import the others.
-"""
+"""agents: the four agents (questioning, customisation, evaluation, reporting narrative), each a step ``(state, run
+context) -> state update`` (run.py), the run context (runtime.py) and the executors.  What other folders may use loads
+lazily from its module on first use (DESIGN.md "Adding things")."""
 
 from __future__ import annotations
 
 from ..core import lazy_exports
 
-_PUBLIC: dict[str, str] = {
+_PUBLIC: dict[str, str] = {  # public name -> the module of this folder that defines it
     "CANCEL_RE": "rubric_authoring",
     "DONE_RE": "rubric_authoring",
     "MetricPlan": "customisation",
@@ -58,7 +56,6 @@ _PUBLIC: dict[str, str] = {
     "into_update": "into",
     "check_added_judges": "into",
 }
-"""Public name -> the module of this folder that defines it."""
 
 __all__ = sorted(_PUBLIC)
 

@@ -1,18 +1,8 @@
-"""Compare finished runs: the statistics of ``sgieval compare`` (the reporting agent's work, across runs).
-
-Items are matched by id (an id whose prompt differs between runs is left out and named), models by name:
-
-- the same model in two runs (a new prompt, judge or rubric version) gets, per pair of runs and per shared
-  item-level metric, the paired comparison of its values on the items both runs share and both scored:
-  :func:`sgieval.metric_pool.stats.paired_test` (paired sign-flip permutation test, two-sided, and the 95%
-  paired bootstrap CI of the mean difference, second run minus first);
-- every model is ranked together on the items every run shares by the ranking metric with the report's own rules
-  (:func:`sgieval.agents.reporting.ranking_stats` and ``adjacent_pair_tests``, ``reports.order_stats``,
-  ``tie_groups`` and ``rank_labels``: means and BCa/Wilson CIs of ``metric_pool.stats.summarize``, ties at the
-  printed precision unless the paired test separates them).  A model whose values are the same in every run that
-  has it is one entry; otherwise one entry per run (``model [run]``);
-- what is not shared (items, models, metrics) is counted and named, and the settings that differ are listed.
-"""
+"""Compare finished runs (``sgieval compare``).  Items are matched by id (one whose prompt differs is left out), models
+by name: the same model in two runs gets, per shared item-level metric, a paired test on the items both scored
+(:func:`paired_test`: sign-flip permutation, two-sided, 95% bootstrap CI of second minus first); every model is ranked
+together on the shared items with the report's own rules (one entry per run when its values differ between runs); what
+is not shared is named, and the settings that differ are listed."""
 
 from __future__ import annotations
 
@@ -29,20 +19,16 @@ from .reporting import adjacent_pair_tests, ranking_stats
 
 __all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
 
+# the config.json settings a comparison lists when they differ between runs
 CONFIG_FIELDS = tuple(
     "judges added_judges agent_model benchmarks k seed metric temperature judge_temperature reasoning_effort "
     "judge_repeats tools recheck corpus base_url sent_params".split()
 )
-"""The config.json settings a comparison lists when they differ between runs (the target models are compared
-by name instead)."""
 
 
 @dataclass
 class RunInput:
-    """One run to compare: ``run_id`` (its label in the comparison), ``path``, ``config``, ``items`` (its selected
-    items), ``scores``, ``models`` (target model names as its records name them, in order), ``primary`` (its ranking
-    metric, "" unknown), ``specs``: metric name -> (higher_is_better, scale text), ``metric_plan`` (predefined and
-    custom metric names, for the settings that differ), ``started`` (ISO UTC or "")."""
+    """One run to compare; ``specs``: metric name -> (higher_is_better, scale text); ``started``: ISO UTC or ""."""
 
     run_id: str
     path: Path
@@ -54,12 +40,9 @@ class RunInput:
     specs: dict[str, tuple[bool, str]]
     metric_plan: dict[str, Any] = field(default_factory=dict)
     started: str = ""
-    added: str = ""
-    """The target models and ranking metric ``ask --into`` added to the run, and when ("" for nothing)."""
-    added_judges: str = ""
-    """The judges ``ask --into`` added beside the run's, and when ("" for none)."""
-    rubrics: dict[str, str] = field(default_factory=dict)
-    """The run's rubric files (``rubrics/<name>.yaml``) -> the SHA-256 of their bytes: a rubric version."""
+    added: str = ""  # the targets and ranking metric ask --into added, and when
+    added_judges: str = ""  # the judges ask --into added, and when
+    rubrics: dict[str, str] = field(default_factory=dict)  # rubrics/<name>.yaml -> SHA-256 of its bytes
 
 
 def _values(scores: list[Score], keep: set[str]) -> dict[str, dict[str, dict[str, float]]]:
@@ -109,16 +92,15 @@ def _setting(run: RunInput, name: str) -> str:
 def compare_runs(
     runs: list[RunInput], *, metric: str | None = None, n_resamples: int = 10000, seed: int = 0
 ) -> Comparison:
-    """Compare ``runs`` (two or more, in the order given: the first is the baseline of each pair).
+    """Compare ``runs`` (two or more; the first is the baseline of each pair).
 
     Args:
-        runs: the runs' records (:class:`RunInput`).
-        metric: the ranking metric (default: the first run's ranking metric when every run scored it, else the
-            first of the runs' ranking metrics that every run scored).
-        n_resamples, seed: of the paired tests and bootstrap CIs (``metric_pool.stats``).
+        runs: the runs' records.
+        metric: the ranking metric (default: the first of the runs' ranking metrics that every run scored).
+        n_resamples, seed: of the paired tests and bootstrap CIs.
 
     Returns:
-        The :class:`~sgieval.reports.compare.Comparison`.
+        The Comparison.
 
     Raises:
         InputError: fewer than two runs, no item every run shares, or a ranking metric not every run scored.
@@ -184,10 +166,12 @@ def _shared_items(runs: list[RunInput]) -> tuple[list[str], list[str], dict[str,
     changed = sorted(i for i in common if len({p[i] for p in prompts}) > 1)
     shared = sorted(common - set(changed))
     if not shared:
+        what, fix = (
+            ", ".join(r.run_id for r in runs),
+            "compare runs of the same benchmark items (the same request or selection)",
+        )
         raise InputError(
-            "the runs share no item (no item id selected in every run with the same prompt)",
-            what=", ".join(r.run_id for r in runs),
-            fix="compare runs of the same benchmark items (the same request or selection)",
+            "the runs share no item (no item id selected in every run with the same prompt)", what=what, fix=fix
         )
     return shared, changed, {r.run_id: sorted(set(p) - common) for r, p in zip(runs, prompts)}
 
@@ -228,8 +212,7 @@ def _joint_ranking(
     runs: list[RunInput], seen: dict[str, list[int]], values: list[dict], metric: str, hib: bool, keep: set[str],
     n_resamples: int, seed: int,
 ) -> tuple[list[tuple[str, str, list[int]]], list[RankRow], list[dict[str, Any]], list[list[Any]]]:  # fmt: skip
-    """Every model ranked together on the shared items: (entries (label, model, run indices), rows, pairs, groups). A
-    model with the same values in every run that has it is one entry, else one per run (``model [run]``)."""
+    """Every model ranked together on the shared items: (entries (label, model, run indices), rows, pairs, groups)."""
     entries: list[tuple[str, str, list[int]]] = []
     for m, ks in seen.items():
         vals = [values[k].get(m, {}).get(metric, {}) for k in ks]
@@ -240,11 +223,9 @@ def _joint_ranking(
     if len(seen) < 2 or len(entries) < 2:  # one model alone: its changes are the whole comparison
         return entries, [], [], []
     pooled = [
-        s.model_copy(update={"model": label})
-        for label, m, ks in entries
-        for s in runs[ks[0]].scores
+        s.model_copy(update={"model": label}) for label, m, ks in entries for s in runs[ks[0]].scores
         if s.model == m and s.metric == metric and s.item_id in keep
-    ]
+    ]  # fmt: skip
     stats = order_stats(ranking_stats(pooled, metric, [e[0] for e in entries], n_resamples, seed), hib)
     ranked = [s for s in stats if s.summary is not None]
     pairs = adjacent_pair_tests(pooled, metric, ranked, n_resamples=n_resamples, seed=seed)

@@ -25,9 +25,7 @@ from ..metric_pool import (
     tool_loop,
 )
 from ..benchmarks import registry as benchmark_registry
-from ..models import NamedModel
-from ..models import message_text
-from ..models import StructuredReply
+from ..models import NamedModel, StructuredReply, message_text
 from .asking import ask_agent
 from .rubric_authoring import draft_rubric, tidy_rubric
 from .vocabulary import QUALITY_WORDS

@@ -92,22 +92,12 @@ def typical_answer_tokens(items: Sequence[Item], stored: Sequence[str], model: s
 
 
 async def estimate_run(
-    items: Sequence[Item],
-    targets: Sequence[NamedModel],
-    judges: Sequence[NamedModel],
-    metrics: Sequence[Metric],
-    *,
-    agent: NamedModel | None = None,
-    agent_done: Mapping[str, int] | None = None,
-    tools: Any = None,
-    options: Mapping[str, Any] | None = None,
-    allow_self_judge: bool = False,
-    prices: Mapping[str, tuple[float, float]] | None = None,
-    cache: Any = None,
-    batch: bool = False,
-    stored: Mapping[tuple[str, str], Any] | None = None,
-    done: set[tuple[str, str, str]] | None = None,
-) -> Estimate:
+    items: Sequence[Item], targets: Sequence[NamedModel], judges: Sequence[NamedModel], metrics: Sequence[Metric], *,
+    agent: NamedModel | None = None, agent_done: Mapping[str, int] | None = None, tools: Any = None,
+    options: Mapping[str, Any] | None = None, allow_self_judge: bool = False,
+    prices: Mapping[str, tuple[float, float]] | None = None, cache: Any = None, batch: bool = False,
+    stored: Mapping[tuple[str, str], Any] | None = None, done: set[tuple[str, str, str]] | None = None,
+) -> Estimate:  # fmt: skip
     """The estimate of a run before any call.
 
     Args:

@@ -1,9 +1,6 @@
-"""Evaluation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 3).
-
-Runs the target models on the selected items (or replays stored responses), applies every metric of the plan, and
-appends each Response and Score to the run folder as it is produced.  Work already in the run folder is skipped, so a
-resumed run recomputes nothing already written.
-"""
+"""Evaluation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 3): the targets answer the selected items (or
+replay stored responses), every metric of the plan scores them, and each Response and Score is appended to the run
+folder as it is produced; work already there is skipped."""
 
 from __future__ import annotations
 
@@ -45,9 +42,7 @@ class EvalProgress:
     failures: list[str] = field(default_factory=list)
     budget_stopped: str | None = None
     texts_embedded: int = 0
-    long_texts_embedded: int = 0
-    """Texts the run embedded, and how many of them exceeded MiniLM's 256-token
-    window and were embedded whole in pieces."""
+    long_texts_embedded: int = 0  # texts over MiniLM's 256-token window, embedded in pieces
 
 
 def _user_message(item: Item) -> HumanMessage:
@@ -62,28 +57,19 @@ def _user_message(item: Item) -> HumanMessage:
 
 
 async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response:
-    """One target Response for ``item``.
-
-    Replay targets serve the stored response (a missing one is a failed Response with the reason).  Open-creativity
-    items run the AidanBench generation protocol (METRICS.md B.1-B.5), which needs a judge.  Other tasks send
-    ``item.prompt`` once.  A call that fails after its retries is a Response with status ``infra_error`` and the reason,
-    never an empty answer scored as zero.
-    """
+    """One target Response for ``item``: a replay's stored one, the AidanBench generation protocol for open creativity
+    (METRICS.md B.1-B.5, needs a judge), else one call; a call failing after its retries gives ``infra_error``."""
     if target.is_replay:
         return target.replay.respond(item, target.name)
     if item.task == OPEN_CREATIVITY:
-        from ..metric_pool import run_generation  # numpy: loaded only for open-creativity items
+        from ..metric_pool import run_generation
 
         judges = ctx.judges_for(target.name)
         if not judges:
-            return Response(
-                item_id=item.id,
-                model=target.name,
-                status="not_run",
-                error=ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)"),
-            )
+            why = ctx.no_judge_reason(target.name, "the open-creativity protocol (coherence judge)")
+            return Response(item_id=item.id, model=target.name, status="not_run", error=why)
         if ctx.embedder is None:
-            from ..metric_pool import get_embedder  # numpy and the embedder: only for open creativity
+            from ..metric_pool import get_embedder
 
             ctx.embedder = get_embedder(ctx.options.get("embedding_model", "minilm"))
         return await run_generation(item, target, judges[0], ctx.embedder, **ctx.options.get("aidanbench", {}))
@@ -91,21 +77,14 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
     try:
         msg = await ainvoke(target, [_user_message(item)])
     except ModelCallError as e:
-        return Response(
-            item_id=item.id,
-            model=target.name,
-            status="infra_error",
-            error=e.message,
-            latency_s=time.perf_counter() - t0,
-        )
+        latency = time.perf_counter() - t0
+        return Response(item_id=item.id, model=target.name, status="infra_error", error=e.message, latency_s=latency)
     return reply_response(item, target, msg, latency_s=time.perf_counter() - t0)
 
 
 def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float | None = None) -> Response:
-    """The Response of one target reply (METRICS.md D.8, D.10): ``text`` is the final text after the last ``</think>``,
-    ``reasoning`` the thinking (also a server's separate ``reasoning_content``), ``finish_reason`` the server's; a reply
-    cut by the token limit has status ``truncated`` and one with no final text ``empty`` (both excluded from means and
-    counted in the report)."""
+    """The Response of one target reply (METRICS.md D.8, D.10): final text after the last ``</think>``, reasoning apart;
+    a reply cut by the token limit is ``truncated``, one without final text ``empty``."""
     r = read_reply(msg)
     error = None
     if r["status"] == "truncated":
@@ -113,27 +92,19 @@ def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float
     elif r["status"] == "empty":
         error = "empty reply" + (" (reasoning only, no final text after it)" if r["reasoning"] else "")
     return Response(
-        item_id=item.id,
-        model=target.name,
-        text=r["text"],
-        reasoning=r["reasoning"],
-        finish_reason=r["finish_reason"],
-        latency_s=latency_s,
-        tokens=usage(msg),
-        status=r["status"],
-        error=error,
-    )
+        item_id=item.id, model=target.name, text=r["text"], reasoning=r["reasoning"], finish_reason=r["finish_reason"],
+        latency_s=latency_s, tokens=usage(msg), status=r["status"], error=error,
+    )  # fmt: skip
 
 
 def metric_prompt_key(m: Metric) -> str:
-    """The prompt family of a metric's judge calls (:class:`~sgieval.models.context.prompt_scope`).
+    """The prompt family of a metric's judge calls (OpenAI's ``prompt_cache_key``).
 
     Args:
-        m: a built metric (a benchmark's :class:`~sgieval.metric_pool.registry.Scoped` one, or one for all).
+        m: a built metric.
 
     Returns:
-        ``sgieval:<scope>/<name>`` from its registry key (scope a benchmark or ``*``), e.g. ``sgieval:*/rigor``;
-        OpenAI judges receive it as ``prompt_cache_key``.
+        ``sgieval:<scope>/<name>`` from its registry key, e.g. ``sgieval:*/rigor``.
     """
     scope, name = key_of(m)
     return f"sgieval:{scope}/{name}"
@@ -142,8 +113,8 @@ def metric_prompt_key(m: Metric) -> str:
 async def score_response(
     item: Item, response: Response, metrics: list[Metric], ctx: ScoringContext, done: set[tuple[str, str, str]]
 ) -> list[Score]:
-    """Scores of every applicable metric not yet in ``done``.  A metric that raises becomes failed Scores (status
-    ``parse_error``) with the exception. Metrics see the response's final text only (its reasoning moved out, D.8)."""
+    """Scores of every applicable metric not yet in ``done`` (on the final text, D.8); one that raises gives failed
+    Scores (``parse_error``)."""
     response = response.split_reasoning()
     out: list[Score] = []
     for m in metrics:
@@ -166,9 +137,7 @@ async def score_response(
 
 
 def _embedded_so_far() -> tuple[int, int]:
-    """``(texts, long texts)`` embedded so far in this process (metric_pool.embeddings.embedding_counts); ``(0, 0)``
-    while the embeddings module is not loaded, since nothing can have been embedded then.  Not importing it here keeps
-    numpy off the path to the first model call."""
+    """``(texts, long texts)`` embedded so far in this process; (0, 0) while the embeddings module is not loaded."""
     module = sys.modules.get(_EMBEDDINGS)
     return module.embedding_counts() if module is not None else (0, 0)
 
@@ -177,12 +146,8 @@ _EMBEDDINGS = __name__.rsplit(".", 2)[0] + ".metric_pool.embeddings"
 
 
 async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
-    """Before a run that needs the sandbox (``ctx.sandbox`` set and a dry-experiment item among ``items``), start it
-    once with a trivial program (the sandbox's ``check()``; the outcome is kept on the sandbox object, so a run checks
-    it once).  A sandbox that cannot start its interpreter is replaced in ``ctx`` by
-    :class:`~sgieval.tools.sandbox.UnavailableSandbox` carrying the reason: each dry-experiment item is then
-    ``infra_error`` with that reason, never a failed test, and no program is launched.  A sandbox object without
-    ``check`` (a test double) is used as is."""
+    """Before a run with dry-experiment items, run the sandbox's ``check()`` once; one that cannot start is replaced
+    in ``ctx`` by an ``UnavailableSandbox`` with the reason (those items are then ``infra_error``)."""
     sandbox = ctx.sandbox
     check = getattr(sandbox, "check", None)
     if check is None or not any(i.task == DRY_EXPERIMENT for i in items):
@@ -190,7 +155,7 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
     try:
         await asyncio.to_thread(check)
     except SandboxUnavailableError as e:
-        from ..tools import UnavailableSandbox  # the sandbox module: loaded only when a sandbox fails
+        from ..tools import UnavailableSandbox
 
         if isinstance(sandbox, UnavailableSandbox):
             return
@@ -199,24 +164,12 @@ async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
 
 
 async def run_evaluation(
-    store: RunStore,
-    items: list[Item],
-    targets: list[NamedModel],
-    metrics: list[Metric],
-    ctx: ScoringContext,
-    *,
-    max_parallel: int = 16,
-    on_progress: Callable[[int, int], None] | None = None,
-    corpus: bool = True,
-) -> EvalProgress:
-    """Evaluate every (target, item) pair not already complete in ``store``.
-
-    Units run concurrently (workers take them in order; at most ``max_parallel`` target calls in flight, while finished
-    units are scored); each appends its Response, then its Scores, as soon as they exist.  Corpus-level scores
-    (``item_id == "*"``) are computed last, once per model.  ``on_progress(done, total)`` is called with ``done`` 0
-    before the first unit, then after each unit (``total``: the (target, item) pairs). ``corpus`` False leaves the
-    corpus-level scores out (a chunk of a run that goes on).
-    """
+    store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext, *,
+    max_parallel: int = 16, on_progress: Callable[[int, int], None] | None = None, corpus: bool = True,
+) -> EvalProgress:  # fmt: skip
+    """Evaluate every (target, item) pair not complete in ``store`` (at most ``max_parallel`` target calls in flight),
+    appending each Response and its Scores as they exist, then the corpus-level scores unless ``corpus`` is False;
+    ``on_progress(done, total)`` is called before the first unit and after each."""
     await check_sandbox_once(ctx, items)
     prog = EvalProgress()
     embedded_before = _embedded_so_far()
@@ -229,32 +182,25 @@ async def run_evaluation(
 
 
 async def _run_evaluation(
-    prog: EvalProgress,
-    store: RunStore,
-    items: list[Item],
-    targets: list[NamedModel],
-    metrics: list[Metric],
-    ctx: ScoringContext,
-    max_parallel: int,
-    on_progress: Callable[[int, int], None] | None,
-    corpus: bool = True,
-) -> EvalProgress:
+    prog: EvalProgress, store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric],
+    ctx: ScoringContext, max_parallel: int, on_progress: Callable[[int, int], None] | None, corpus: bool = True,
+) -> EvalProgress:  # fmt: skip
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
     lock = asyncio.Lock()
     units = [(t, i) for t in targets for i in items]
     finished = 0
     if on_progress:
-        on_progress(0, len(units))  # the total is known before the first call: a progress display shows it
+        on_progress(0, len(units))
 
     stopped: list[RunStoppedError] = []
 
     async def unit(target: NamedModel, item: Item) -> None:
         try:
             await _unit(target, item)
-        except BudgetExceeded as e:  # stop cleanly: units not started are skipped, the report says where
+        except BudgetExceeded as e:  # units not started are skipped, the report says where
             prog.budget_stopped = prog.budget_stopped or e.one_line()
-        except RunStoppedError as e:  # e.g. a refused key: no other unit starts, the run stops with this error
+        except RunStoppedError as e:  # e.g. a refused key: no other unit starts
             stopped.append(e)
 
     async def _unit(target: NamedModel, item: Item) -> None:
@@ -284,12 +230,8 @@ async def _run_evaluation(
             if on_progress:
                 on_progress(finished, len(units))
 
-    # 2 x ``max_parallel`` workers take the units in order from one shared iterator (each unit once): the first
-    # calls start at once, where one task per unit made all 10,000 tasks of a 10,000-item run before the first
-    # call (~0.15 s) and kept them alive for the whole run.  ``calls`` keeps at most ``max_parallel``
-    # target calls in flight; the other half of the workers wait there, so a slot freed by a reply is taken
-    # at once while that unit is scored and stored (with one worker per slot, a slot idled while its unit was
-    # scored: as long as a call, or longer, for judged metrics)
+    # 2 x max_parallel workers share one iterator of units; ``calls`` keeps max_parallel target calls in flight, so a
+    # freed slot is taken at once while its unit is scored
     calls = asyncio.Semaphore(max(1, max_parallel))
     pending = iter(units)
 
@@ -312,8 +254,7 @@ def _corpus_scores(
     responses: dict[tuple[str, str], Response], scores: list[Score], done: set[tuple[str, str, str]],
     prog: EvalProgress, judge: str | None = None,
 ) -> None:  # fmt: skip
-    """Append to ``file`` each target's corpus-level scores of ``metrics`` not in ``done`` (``judge`` set on them when
-    given), computed from its responses and item-level ``scores``."""
+    """Append to ``file`` each target's corpus-level scores of ``metrics`` not in ``done`` (``judge`` set if given)."""
     by_id = {i.id: i for i in items}
     for t in targets:
         model_resp = [r for (iid, m), r in responses.items() if m == t.name and iid in by_id]
@@ -329,9 +270,7 @@ def _corpus_scores(
             prog.scores_new += len(pooled)
 
 
-ADDED_JUDGE_SCORES = "added_judge_scores"
-"""The run-folder file of the scores made by judges added to a finished run (``ask --into RUN --judge J``)."""
-
+ADDED_JUDGE_SCORES = "added_judge_scores"  # scores of judges added to a finished run (ask --into RUN --judge J)
 JUDGED_KINDS = ("judge", "rubric")
 
 
@@ -341,23 +280,12 @@ def judged_metrics(metrics: list[Metric]) -> list[Metric]:
 
 
 async def score_added_judge(
-    store: RunStore,
-    items: list[Item],
-    targets: list[NamedModel],
-    metrics: list[Metric],
-    ctx: ScoringContext,
-    *,
+    store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext, *,
     max_parallel: int = 16,
-) -> EvalProgress:
-    """Score the stored responses with a judge added to the run: ``ctx.judges`` is that one judge.
-
-    Only the judge and rubric specs of ``metrics`` are scored (:func:`judged_metrics`), only on the Responses already in
-    ``store`` (no target model is called: a (target, item) pair without a stored Response is left out), and only what
-    ``added_judge_scores.jsonl`` does not hold yet for that judge, so a second call scores nothing.  Each Score is
-    appended there with ``judge`` set to the added judge's name (a ``not_run`` Score too, e.g. the judge is the target
-    model itself and ``--allow-self-judge`` is not set: the self-judge guard of
-    :meth:`~sgieval.metric_pool.ScoringContext.judges_for` applies as in any run).  Corpus-level scores of those metrics
-    are computed from the added judge's per-item scores, once every pair is scored.
+) -> EvalProgress:  # fmt: skip
+    """Score the stored responses with the judge added to the run (``ctx.judges``, one): only judge and rubric specs,
+    only stored Responses, only what ``added_judge_scores.jsonl`` lacks for it; each Score appended there with
+    ``judge`` set, then the corpus-level scores once every pair is scored.
 
     Args:
         store: the run folder.
@@ -368,9 +296,8 @@ async def score_added_judge(
         max_parallel: (target, item) pairs scored at once (>= 1).
 
     Returns:
-        The counts: ``scores_new``, ``scores_skipped`` (pairs already scored), ``responses_skipped`` (the
-        stored Responses read), ``budget_stopped`` (the budget was reached: the pairs not started are left for a
-        later invocation); ``responses_new`` is always 0.
+        The counts: ``scores_new``, ``scores_skipped``, ``responses_skipped`` (stored Responses read),
+        ``budget_stopped``; ``responses_new`` is always 0.
 
     Raises:
         RunStoppedError: a judge call that stops the run (e.g. its key was refused).
@@ -381,7 +308,7 @@ async def score_added_judge(
     wanted = {s.name for m in judged for s in m.specs if s.kind in JUDGED_KINDS}
     responses = {(r.item_id, r.model): r for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read(ADDED_JUDGE_SCORES) if s.judge == judge.name}
-    not_judged = {s.name for m in judged for s in m.specs} - wanted  # a judged metric's objective parts: the run's
+    not_judged = {s.name for m in judged for s in m.specs} - wanted
     done |= {(i.id, t.name, name) for i in items for t in targets for name in not_judged}
     lock = asyncio.Lock()
     slots = asyncio.Semaphore(max(1, max_parallel))
@@ -399,10 +326,10 @@ async def score_added_judge(
             try:
                 scores = await score_response(item, resp, judged, ctx, done)
                 scores = [s.model_copy(update={"judge": judge.name}) for s in scores]
-            except BudgetExceeded as e:  # as in a run: pairs not started are skipped, the report says where
+            except BudgetExceeded as e:
                 prog.budget_stopped = prog.budget_stopped or e.one_line()
                 return
-            except RunStoppedError as e:  # e.g. a refused key: no other pair starts
+            except RunStoppedError as e:
                 stopped.append(e)
                 return
         async with lock:

@@ -1,21 +1,8 @@
-"""Executors: where the evaluation units of a run execute.
-
-``local`` (default) runs every (target, item) unit in this process's event loop.  ``ray`` shards the items of a run
-across Ray tasks (the ``[ray]`` extra); each task evaluates its shard with the same code as the local executor
-(:func:`sgieval.agents.evaluation.run_evaluation` on a scratch run folder) and returns its Responses, Scores and ledger
-records; the driver appends each shard's records to the run folder as soon as that shard finishes (so a killed run keeps
-finished shards), then computes the corpus-level scores locally.  The records are the same as the local executor's (up
-to ``latency_s`` and file order).
-
-Cluster: ``ray.init(address=...)`` is called with ``address`` or ``$RAY_ADDRESS`` (e.g. ``ray://head:10001`` or
-``auto``) when given, else a local Ray instance with ``num_cpus`` CPUs.  Every node needs sgieval installed (same
-version) and network access to the model endpoints; each task keeps its own per-provider concurrency limit, so the
-cluster-wide in-flight calls are at most ``shards x --max-concurrency`` per provider. Each node uses its own call cache
-directory.  The ``--budget`` is checked by the driver between shards, not inside tasks.
-
-Models are shipped to tasks with cloudpickle; chat models holding live HTTP clients (ChatOpenAI, ...) are rebuilt in the
-task from their set pydantic fields (the client objects are recreated there).
-"""
+"""Executors: ``local`` (default) runs every (target, item) unit in this event loop; ``ray`` shards the items across
+Ray tasks (the ``[ray]`` extra), each running :func:`run_evaluation` on a scratch run folder, the driver appending each
+shard's records as it finishes and computing the corpus-level scores.  Every node needs sgieval and its own call cache;
+in-flight calls are at most ``shards x --max-concurrency`` per provider; ``--budget`` is checked between shards.  Chat
+models holding live HTTP clients are rebuilt in the task from their pydantic fields."""
 
 from __future__ import annotations
 
@@ -33,8 +20,6 @@ from .evaluation import run_evaluation
 U = TypeVar("U")
 R = TypeVar("R")
 
-# EXECUTORS (core): "local", "ray"
-
 _CLIENT_FIELDS = frozenset(
     {"client", "async_client", "root_client", "root_async_client", "http_client", "http_async_client"}
 )
@@ -46,7 +31,7 @@ def _check(executor: str) -> None:
 
 
 def shard(units: Sequence[U], n: int) -> list[list[U]]:
-    """Split ``units`` into at most ``n`` contiguous shards of near-equal size.
+    """Split ``units`` into at most ``n`` contiguous shards.
 
     Args:
         units: the units.
@@ -66,13 +51,11 @@ def shard(units: Sequence[U], n: int) -> list[list[U]]:
     return out
 
 
-# ------------------------------------------------------------------ Ray plumbing
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     """Import and initialise Ray (once).
 
     Args:
-        address: a cluster address (default ``$RAY_ADDRESS``), connected with :data:`CONNECT_RETRY`; none: a
-            local instance.
+        address: a cluster address (default ``$RAY_ADDRESS``); none: a local instance.
         num_cpus: CPUs of a local instance (default: all).
 
     Returns:
@@ -80,17 +63,13 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
 
     Raises:
         InputError: the ``[ray]`` extra is not installed.
-        OfflineError: naming the address and the server's last message line, when the cluster cannot be reached
-            after the retries.
+        OfflineError: the cluster cannot be reached after the retries.
     """
     try:
         import ray
     except ImportError as e:
-        raise InputError(
-            "the ray executor needs Ray",
-            what="--executor ray",
-            fix="pip install 'sgieval[ray]' (or use --executor local)",
-        ) from e
+        fix = "pip install 'sgieval[ray]' (or use --executor local)"
+        raise InputError("the ray executor needs Ray", what="--executor ray", fix=fix) from e
     if not ray.is_initialized():
         address = address or os.environ.get("RAY_ADDRESS") or None
         kw: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
@@ -111,10 +90,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     return ray
 
 
+# a ConnectionError of ray.init(address=...) (e.g. a head slow to start the client's driver) is tried 3 times
 CONNECT_RETRY = RetryPolicy(max_attempts=3, base_delay_s=2.0, max_delay_s=10.0)
-"""Connecting to a cluster (``ray.init(address=...)``): a ``ConnectionError`` (Ray Client's
-``ConnectionAbortedError`` "Initialization failure from server" when the head is slow to start the client's
-server-side driver, a refused connection) is tried 3 times with 2 s then 4 s (x U(0.5, 1.5)) between tries."""
 
 
 def _portable_chat(chat: Any) -> Any:
@@ -128,11 +105,8 @@ def _portable_chat(chat: Any) -> Any:
         pass
     fields = getattr(type(chat), "model_fields", None)
     if not fields:
-        raise InputError(
-            f"cannot ship chat model {type(chat).__name__} to Ray tasks",
-            what="--executor ray",
-            fix="use --executor local for this model",
-        )
+        what, fix = "--executor ray", "use --executor local for this model"
+        raise InputError(f"cannot ship chat model {type(chat).__name__} to Ray tasks", what=what, fix=fix)
     data = {k: getattr(chat, k) for k in chat.model_fields_set if k in fields and k not in _CLIENT_FIELDS}
     return ("__rebuild__", type(chat), data)
 
@@ -144,7 +118,7 @@ def _restore_chat(packed: Any) -> Any:
 
 
 def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
-    """NamedModels as picklable dicts, for Ray tasks (:func:`unpack_models` reverses it).
+    """NamedModels as picklable dicts, for Ray tasks.
 
     Args:
         models: resolved models.
@@ -161,7 +135,7 @@ def pack_models(models: Sequence[NamedModel]) -> list[dict[str, Any]]:
 
 
 def unpack_models(packed: Sequence[dict[str, Any]]) -> list[NamedModel]:
-    """The NamedModels :func:`pack_models` packed, their chat models rebuilt in this process.
+    """The NamedModels :func:`pack_models` packed, chat models rebuilt here.
 
     Args:
         packed: the dicts.
@@ -176,8 +150,7 @@ _TASK_LOOP: asyncio.AbstractEventLoop | None = None
 
 
 def _run_in_task(fn: Callable[[list[Any]], Awaitable[Any]], part: list[Any]) -> Any:
-    """Body of a Ray task.  One event loop per worker process, kept open across tasks: SDK clients cached per process
-    (langchain_openai caches its httpx client) stay bound to a live loop when the worker runs a second shard."""
+    """Body of a Ray task, on one event loop per worker kept open (SDK clients cached per process stay bound to it)."""
     global _TASK_LOOP
     if _TASK_LOOP is None or _TASK_LOOP.is_closed():
         _TASK_LOOP = asyncio.new_event_loop()
@@ -185,26 +158,16 @@ def _run_in_task(fn: Callable[[list[Any]], Awaitable[Any]], part: list[Any]) -> 
     return _TASK_LOOP.run_until_complete(fn(part))
 
 
-# ---------------------------------------------------------------- generic API
 async def run_units(
-    units: Sequence[U],
-    fn: Callable[[list[U]], Awaitable[list[R]]],
-    executor: str = "local",
-    *,
-    num_shards: int | None = None,
-    on_shard: Callable[[list[R]], None] | None = None,
-    address: str | None = None,
+    units: Sequence[U], fn: Callable[[list[U]], Awaitable[list[R]]], executor: str = "local", *,
+    num_shards: int | None = None, on_shard: Callable[[list[R]], None] | None = None, address: str | None = None,
     num_cpus: int | None = None,
-) -> list[R]:
-    """Run ``fn`` over ``units`` and concatenate the results.
-
-    ``local``: one call ``fn(units)`` in this event loop.  ``ray``: ``units`` split into ``num_shards`` shards, one Ray
-    task each.
+) -> list[R]:  # fmt: skip
+    """Run ``fn`` over ``units`` (local: one call; ray: one task per shard) and concatenate the results.
 
     Args:
         units: the work units.
-        fn: ``fn(shard) -> list[result]``, async (for ``ray`` picklable with cloudpickle: a module-level function
-            or a closure over picklable values).
+        fn: async ``fn(shard) -> list[result]`` (for ``ray`` picklable with cloudpickle).
         executor: ``"local"`` or ``"ray"``.
         num_shards: Ray shards (default: the cluster's CPU count).
         on_shard: called in this process with each shard's results as it finishes (completion order).
@@ -243,7 +206,6 @@ async def run_units(
     return [x for k in range(len(parts)) for x in results[k]]
 
 
-# ---------------------------------------------------------- evaluation binding
 def _pending_items(
     store: RunStore, items: Sequence[Item], targets: Sequence[NamedModel], metrics: Sequence[Metric]
 ) -> list[Item]:
@@ -261,24 +223,16 @@ def _pending_items(
 
 
 def _shard_evaluator(
-    targets: list[dict[str, Any]],
-    metrics: list[Metric],
-    ctx: ScoringContext,
-    max_parallel: int,
-    existing: dict[str, Any],
-    use_cache: bool | None = None,
-    prices: dict[str, tuple[float, float]] | None = None,
-) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:
-    """The per-shard function shipped to Ray tasks: evaluates its items on a scratch run folder (pre-filled with the
-    run's records of those items) with the local executor's code and returns one {"responses", "scores", "ledger"} dict
-    (corpus-level scores left to the driver).  ``prices``: the run's user prices (``--price``), so a shard prices its
-    calls as the run does."""
+    targets: list[dict[str, Any]], metrics: list[Metric], ctx: ScoringContext, max_parallel: int,
+    existing: dict[str, Any], use_cache: bool | None = None, prices: dict[str, tuple[float, float]] | None = None,
+) -> Callable[[list[Item]], Awaitable[list[dict[str, Any]]]]:  # fmt: skip
+    """The per-shard function for Ray tasks: items on a scratch run folder -> [{"responses", "scores", "ledger"}]."""
 
     async def evaluate_shard(items: list[Item]) -> list[dict[str, Any]]:
         ids = {i.id for i in items}
         models = unpack_models(targets)
         ledger = Ledger(prices=prices)
-        calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})  # this shard's own limits
+        calls = CallContext(use_cache=use_cache, limits={"*": max_parallel})
         with tempfile.TemporaryDirectory(prefix="sgieval-shard-") as tmp, ledger.activate(), call_context(calls):
             store = RunStore(tmp)
             old_r = [r for r in existing["responses"] if r.item_id in ids]
@@ -289,9 +243,8 @@ def _shard_evaluator(
             have_r = {(r.item_id, r.model) for r in old_r}
             have_s = {(s.item_id, s.model, s.metric) for s in old_s}
             new_r = [r for r in store.read("responses") if (r.item_id, r.model) not in have_r]
-            new_s = [
-                s for s in store.read("scores") if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s
-            ]
+            scores = store.read("scores")
+            new_s = [s for s in scores if s.item_id != CORPUS and (s.item_id, s.model, s.metric) not in have_s]
             store.close()
         return [{"responses": new_r, "scores": new_s, "ledger": ledger.to_dicts()}]
 
@@ -299,26 +252,12 @@ def _shard_evaluator(
 
 
 async def evaluate_with_executor(
-    store: RunStore,
-    items: list[Item],
-    targets: list[NamedModel],
-    metrics: list[Metric],
-    ctx: ScoringContext,
-    *,
-    executor: str = "local",
-    max_parallel: int = 16,
-    on_progress: Callable[[int, int], None] | None = None,
-    num_shards: int | None = None,
-    address: str | None = None,
-    num_cpus: int | None = None,
-    corpus: bool = True,
-) -> Any:
-    """Evaluate ``items`` x ``targets`` into ``store`` with ``executor``.
-
-    ``local``: exactly :func:`sgieval.agents.evaluation.run_evaluation`.  ``ray``: the items still missing a Response or
-    a Score are sharded across Ray tasks (see module doc); each shard's records are appended to ``store`` as the shard
-    finishes and its ledger records merged into the active :class:`~sgieval.models.accounting.Ledger`; then
-    ``run_evaluation`` runs locally, finds every unit done, and adds the corpus-level scores.
+    store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext, *,
+    executor: str = "local", max_parallel: int = 16, on_progress: Callable[[int, int], None] | None = None,
+    num_shards: int | None = None, address: str | None = None, num_cpus: int | None = None, corpus: bool = True,
+) -> Any:  # fmt: skip
+    """Evaluate ``items`` x ``targets`` into ``store``: ``local`` is :func:`run_evaluation`; ``ray`` first evaluates
+    the unfinished items in Ray shards (records appended, ledgers merged as each finishes), then runs it locally.
 
     Args:
         store: the run folder.
@@ -349,7 +288,6 @@ async def evaluate_with_executor(
     prog = await run_evaluation(
         store, items, targets, metrics, ctx, max_parallel=max_parallel, on_progress=on_progress, corpus=corpus
     )
-    # what the shards produced in this call is new, not skipped, as with the local executor
     prog.responses_new += sharded["responses"]
     prog.responses_skipped -= min(sharded["responses"], prog.responses_skipped)
     prog.scores_new += sharded["scores"]
@@ -361,8 +299,7 @@ async def _ray_shards(
     store: RunStore, todo: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext,
     max_parallel: int, on_progress: Callable[[int, int], None] | None, sharded: dict[str, int], **ray_kw: Any,
 ) -> None:  # fmt: skip
-    """Evaluate the items ``todo`` in Ray tasks, appending each shard's records to ``store`` (and its ledger records to
-    the active ledger) as it finishes; ``sharded`` counts the records appended."""
+    """Evaluate ``todo`` in Ray tasks, appending each shard's records and ledger as it finishes (counted in sharded)."""
     existing = {"responses": store.read("responses"), "scores": store.read("scores")}
     ledger = current_ledger()
     prices = ledger.prices if ledger is not None else None

@@ -1,8 +1,4 @@
-"""``ask --into RUN``: add target models, judges or a ranking metric to a finished run.
-
-:func:`into_config` merges this invocation's options into the run's config, :func:`into_update` gives the state the run
-continues from, and :func:`check_added_judges` refuses judges with nothing to score.
-"""
+"""``ask --into RUN``: add target models, judges or a ranking metric to a finished run."""
 
 from __future__ import annotations
 
@@ -17,39 +13,28 @@ from .runtime import RunContext, State, Update, plan_items, plan_metrics
 
 __all__ = ["INTO_FIXED", "check_added_judges", "into_config", "into_update"]
 
-
-INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")
-"""The options that chose a run's items: an ``--into`` invocation keeps the run's (it adds to those items)."""
+INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")  # chose the run's items: an --into keeps the run's
 
 
 def into_config(
     base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
 ) -> RunConfig:
-    """The config of an ``ask --into RUN`` invocation: the run's own config (``base``) with the given target models,
-    judges and ranking metric added, and the other options given on this invocation (a new ``--max-concurrency``,
-    ``--data-dir``, ``--yes``...) replacing the run's.
-
-    A judge the run does not have joins as an *added judge* (``RunConfig.added_judges``): it scores the run's judge and
-    rubric metrics on the stored responses beside the run's judges, whose scores stay the ones the ranking uses (a judge
-    added to a finished run does not silently change its ranking).
+    """The config of an ``ask --into RUN``: the run's with the given targets, judges and ranking metric added and the
+    other given options replacing the run's.  A new judge joins ``added_judges``: it scores beside the run's judges,
+    whose scores the ranking keeps using.
 
     Args:
         base: the run's ``config.json``.
         given: this invocation's options (``given.into`` names the run).
-        fields: the RunConfig fields this invocation sets (on the command line: those given a value other than
-            the default; in Python: the keywords passed).
-        run_targets: the run's target models as its graph state names them (the stored models a run without
-            ``--models`` chose), used when ``base.models`` is empty.
+        fields: the RunConfig fields this invocation sets.
+        run_targets: the run's target models as its graph state names them, used when ``base.models`` is empty.
         side: ``"cli"`` or ``"api"``: how errors name the options (``--k`` or ``k``).
 
     Returns:
-        The merged config: ``run_id`` the run's, ``models`` the run's targets then the new ones, ``judges`` the
-        run's, ``added_judges`` the run's added judges then the new ones, ``metric`` the given one (else the
-        run's), ``into`` None.
+        The merged config (``models`` and ``added_judges`` the run's then the new ones, ``into`` None).
 
     Raises:
-        InputError: an option that chose the run's items (:data:`INTO_FIXED`) is given another value; nothing
-            is added (no new target, judge or metric).
+        InputError: an option of :data:`INTO_FIXED` is given another value, or nothing is added.
     """
     names = run_option_names(RunConfig, "api" if side == "api" else "cli")
     fields = set(fields)
@@ -77,12 +62,8 @@ def into_config(
         )
     keep = set(INTO_FIXED) | {"run_id", "into", "models", "judges", "metric", "out_dir"}
     update: dict[str, Any] = {f: getattr(given, f) for f in fields if f not in keep and f in RunConfig.model_fields}
-    update.update(
-        models=[*existing, *new_models],
-        added_judges=[*base.added_judges, *new_judges],
-        metric=new_metric or base.metric,
-        into=None,
-    )
+    added = [*base.added_judges, *new_judges]
+    update.update(models=[*existing, *new_models], added_judges=added, metric=new_metric or base.metric, into=None)
     return base.model_copy(update=update)
 
 
@@ -94,18 +75,15 @@ def into_update(state: State, rt: RunContext) -> Update:
         rt: the run context.
 
     Returns:
-        The run's metric plan, with the ranking metric ``rt.config.metric`` when it is not the plan's (a rubric it
-        names is saved in the run's ``rubrics/``), and no estimate (the confirmation makes this invocation's).
+        The run's metric plan, ranking by ``rt.config.metric`` when given, and no estimate.
 
     Raises:
         InputError: the run has not chosen its items and metrics yet (resume it first).
     """
     if not state.get("metric_plan") or not (state.get("selection") or {}).get("item_ids"):
-        raise InputError(
-            "--into adds to a run that has chosen its items and metrics; this one has not yet",
-            what=str(rt.store.root),
-            fix=f"finish it first with `sgieval resume {rt.store.root}`",
-        )
+        fix = f"finish it first with `sgieval resume {rt.store.root}`"
+        msg = "--into adds to a run that has chosen its items and metrics; this one has not yet"
+        raise InputError(msg, what=str(rt.store.root), fix=fix)
     plan = MetricPlan.model_validate(state["metric_plan"])
     if rt.config.metric and rt.config.metric != plan.primary:
         items = plan_items(rt, state["selection"]["item_ids"])
@@ -114,13 +92,11 @@ def into_update(state: State, rt: RunContext) -> Update:
         for r in plan.custom if not rt.store.read_only else ():  # a dry run's store reads the folder only
             r.to_yaml(rt.store.rubric_path(r.name), root=rt.store.root)
     check_added_judges(rt, state, plan)
-    # the estimate is made again for what this invocation adds (an earlier invocation's is not this one's)
     return {"metric_plan": plan.model_dump(mode="json"), "estimate": None}
 
 
 def check_added_judges(rt: RunContext, state: State, plan: MetricPlan | None = None) -> None:
-    """Refuse, before anything is written, judges added to a run (``rt.added_judges``) that would have nothing to score:
-    the run's metric plan (``plan``, default the state's) has no judge or rubric metric.
+    """Refuse, before anything is written, added judges when the run's plan has no judge or rubric metric.
 
     Args:
         rt: the run context of the ``--into`` invocation.

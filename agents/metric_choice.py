@@ -1,17 +1,6 @@
-"""Choosing the ranking metric, and saying when a variant of it disagrees.
-
-The ranking metric is, in this order: the one ``--metric`` names (a predefined metric, a variant or a saved rubric);
-else a metric or rubric the request names -- its name ("exact_match_normalised", "exact match normalised"), all the
-words of its name in any order ("normalised exact match"), or two consecutive content words of its description
-("sequence similarity") --; else the customisation agent's choice (the quality asked about, the benchmark's primary
-metric).  The plan's reason says which, and the report's Run table shows it.
-
-A variant of the ranking metric (``MetricSpec.variant_of``: a normalised, lenient or code variant, or the metric it is a
-variant of) disagrees with it when it orders the ranked models differently or when the paired test of the ranking's
-first two models separates them under one metric and not under the other; the Answer then says so with both metrics'
-means on the verdict's items (and the p-values when the disagreement is about separation), naming the models whose order
-differs; means equal at 2 decimals are a tie (:func:`variant_disagreements`).
-"""
+"""Choosing the ranking metric (``--metric``, else one the request names, else the customisation agent's), and saying
+when a variant of it (``MetricSpec.variant_of``) orders the models differently or separates the first two where it
+does not (:func:`variant_disagreements`)."""
 
 from __future__ import annotations
 
@@ -49,12 +38,9 @@ def named_metric(request: str, names: list[str], descriptions: dict[str, str]) -
         descriptions: name -> its description (``MetricSpec.description``, ``Rubric.description``).
 
     Returns:
-        (name, the request's words naming it): the name with the most words (of 3+ letters) that the request
-        writes out (underscores or spaces) or whose words (at least two) are all among the request's words, in
-        any order ("normalised exact match" names exact_match_normalised, not exact_match), a written-out name
-        first at equal counts (a one-word name such as the rubric "feasibility" is left to the quality it
-        names); else the first name whose description holds two consecutive content words of the
-        request (in ``names`` order).
+        (name, the request's words naming it): the multi-word name with the most words written out or all among
+        the request's words ("normalised exact match" names exact_match_normalised), a written-out one first;
+        else the first name whose description holds two consecutive content words of the request.
     """
     text = request or ""
     said = {_stem(w) for w in _words(text)}
@@ -82,33 +68,24 @@ def named_metric(request: str, names: list[str], descriptions: dict[str, str]) -
 
 
 def choose_ranking_metric(
-    plan: MetricPlan,
-    request: str,
-    *,
-    metric: str | None,
-    specs: list[MetricSpec],
-    library: list[Rubric],
+    plan: MetricPlan, request: str, *, metric: str | None, specs: list[MetricSpec], library: list[Rubric],
     offered: dict[str, list[MetricSpec]] | None = None,
-) -> MetricPlan:
+) -> MetricPlan:  # fmt: skip
     """``plan`` with its ranking metric set by ``metric`` (``--metric``) or by a metric the request names.
 
     Args:
         plan: the customisation agent's plan.
         request: the request.
         metric: the ``--metric`` name (None: not given).
-        specs: every metric spec of the run's metrics (predefined, variants, added), rubrics of the plan included
-            or not.
-        library: the saved rubrics (:func:`sgieval.metric_pool.rubrics.list_rubrics`); one chosen here joins the
-            plan's custom rubrics.
-        offered: registered metric the plan may add (a ``MetricPlan.added`` name, e.g. ``retrieval_novelty``) ->
-            the specs it scores; a spec chosen here adds its metric to ``added``.
+        specs: every metric spec of the run's metrics.
+        library: the saved rubrics; one chosen here joins the plan's custom rubrics.
+        offered: registered metric the plan may add -> the specs it scores; one chosen here joins ``added``.
 
     Returns:
-        The plan (a copy when changed); ``reason`` starts with how the ranking metric was chosen and ``stand_in``
-        is cleared when the chosen metric replaces the agent's.
+        The plan (a copy when changed), its ``reason`` saying how the ranking metric was chosen.
 
     Raises:
-        InputError: ``metric`` names no metric or rubric of the run (exit code 2), with the names there are.
+        InputError: ``metric`` names no metric or rubric of the run.
     """
     customs = {r.name: r for r in plan.custom}
     saved = {r.name: r for r in library}
@@ -126,16 +103,10 @@ def choose_ranking_metric(
             from rapidfuzz.distance import OSA
 
             near = min(names, key=lambda n: OSA.distance(metric.casefold(), n.casefold()), default=None)
-            guess = (
-                f"; did you mean {near}?"
-                if near and OSA.distance(metric.casefold(), near.casefold()) <= max(1, max_edits(metric))
-                else ""
-            )
-            raise InputError(
-                f"--metric {metric} is no metric or rubric of this run{guess}",
-                what="--metric",
-                fix=f"use one of {', '.join(names)}",
-            )
+            close = near and OSA.distance(metric.casefold(), near.casefold()) <= max(1, max_edits(metric))
+            guess = f"; did you mean {near}?" if close else ""
+            fix = f"use one of {', '.join(names)}"
+            raise InputError(f"--metric {metric} is no metric or rubric of this run{guess}", what="--metric", fix=fix)
         name, how = metric, f"set by --metric {metric}"
     else:
         found = named_metric(request, names, descriptions)
@@ -149,15 +120,9 @@ def choose_ranking_metric(
         custom.append(saved[name])
     extra = [entry_of[name]] if name in entry_of and entry_of[name] not in plan.added else []
     before = f"; instead of {plan.primary}" if plan.primary else ""
-    return plan.model_copy(
-        update={
-            "primary": name,
-            "custom": custom,
-            "added": [*plan.added, *extra],
-            "reason": f"{how}{before} ({plan.reason})" if plan.reason else how,
-            "stand_in": "",
-        }
-    )
+    reason = f"{how}{before} ({plan.reason})" if plan.reason else how
+    update = {"primary": name, "custom": custom, "added": [*plan.added, *extra], "reason": reason, "stand_in": ""}
+    return plan.model_copy(update=update)
 
 
 def ranking_metric(
@@ -173,8 +138,7 @@ def ranking_metric(
         options: the run's metric options.
 
     Returns:
-        The plan ranking by any metric of the plan, a registered metric that applies to the items (added to the
-        plan, by key too when the plan names its metrics by key), or a saved rubric.
+        The plan ranking by a metric of the plan, a registered metric applying to the items (added) or a saved rubric.
 
     Raises:
         InputError: ``metric`` names no metric of the plan, registered metric or saved rubric.
@@ -182,14 +146,8 @@ def ranking_metric(
     specs = [s for m in planned_metrics(plan, items, options) for s in m.all_specs]
     predefined = predefined_metrics(list(dict.fromkeys(i.benchmark for i in items)), items, options)
     offers = registered_offers(items, predefined, options)
-    chosen = choose_ranking_metric(
-        plan,
-        request,
-        metric=metric,
-        specs=specs,
-        library=list_rubrics(),
-        offered={e.name: list(m.all_specs) for e, m in offers},
-    )
+    offered = {e.name: list(m.all_specs) for e, m in offers}
+    chosen = choose_ranking_metric(plan, request, metric=metric, specs=specs, library=list_rubrics(), offered=offered)
     added = [e.key for e, _m in offers if e.name in chosen.added and e.name not in plan.added]
     if added and plan.metrics:  # a plan that names its metrics by key scores the added one too
         chosen = chosen.model_copy(
@@ -204,8 +162,7 @@ def _offered_specs(offered: dict[str, Any]) -> dict[str, tuple[str, MetricSpec]]
 
 
 def variants_of(spec: MetricSpec, specs: list[MetricSpec]) -> list[MetricSpec]:
-    """The variants of ``spec`` in ``specs``: those declaring ``variant_of`` = spec, the metric ``spec`` is a variant
-    of, and that metric's other variants."""
+    """The variants of ``spec`` in ``specs``: its base metric and the base's other variants."""
     base = spec.variant_of or spec.name
     return [s for s in specs if s.name != spec.name and (s.name == base or s.variant_of == base)]
 
@@ -219,19 +176,12 @@ def _values(scores: list[Score], metric: str, models: list[str]) -> dict[str, di
 
 
 def variant_disagreements(
-    scores: list[Score],
-    spec: MetricSpec,
-    specs: list[MetricSpec],
-    ranked: list[str],
-    *,
-    n_resamples: int = 10000,
+    scores: list[Score], spec: MetricSpec, specs: list[MetricSpec], ranked: list[str], *, n_resamples: int = 10000,
     seed: int = 0,
-) -> list[str]:
+) -> list[str]:  # fmt: skip
     """Sentences for the Answer: each variant of ``spec`` that orders the ``ranked`` models differently (means equal at
-    2 decimals, the printed precision, are a tie "a = b", never an order), or whose paired test of the first two
-    separates them where ``spec``'s does not (or the reverse).  Both metrics' means are given on the verdict's basis,
-    the items every ranked model scored (restricted to those the variant scored too, which the sentence then says), and
-    the sentence names the models whose order differs.
+    2 decimals are a tie), or whose paired test of the first two separates them where ``spec``'s does not (or the
+    reverse), with both metrics' means on the items every ranked model scored.
 
     Args:
         scores: the run's scores.
@@ -243,7 +193,7 @@ def variant_disagreements(
     Returns:
         One sentence per disagreeing variant (empty when fewer than two models are ranked).
     """
-    from ..reports import printed_tie_groups  # with the report's ranking: loaded when an Answer is written
+    from ..reports import printed_tie_groups
 
     if len(ranked) < 2:
         return []
@@ -262,17 +212,12 @@ def variant_disagreements(
         means_v, means_s, basis, where = found
         groups_v, groups_s = printed_tie_groups(means_v, hib), printed_tie_groups(means_s, hib)
         pairs = [
-            (x, y)
-            for k, x in enumerate(ranked)
-            for y in ranked[k + 1 :]
+            (x, y) for k, x in enumerate(ranked) for y in ranked[k + 1 :]
             if _relation(means_v[x], means_v[y]) != _relation(means_s[x], means_s[y])
-        ]
+        ]  # fmt: skip
         a, b = groups_s[0][0], (groups_s[0][1] if len(groups_s[0]) > 1 else groups_s[1][0])
-        base, other = (
-            (_paired(mine, basis, a, b, n_resamples, seed), _paired(theirs, basis, a, b, n_resamples, seed))
-            if basis
-            else (None, None)
-        )
+        base = _paired(mine, basis, a, b, n_resamples, seed) if basis else None
+        other = _paired(theirs, basis, a, b, n_resamples, seed) if basis else None
         split = base is not None and other is not None and (base.p_value < 0.05) != (other.p_value < 0.05)
         if not pairs and not split:
             continue
@@ -300,9 +245,7 @@ def _variant_means(
     scores: list[Score], spec: MetricSpec, v: MetricSpec, ranked: list[str], mine: dict[str, dict[str, float]],
     theirs: dict[str, dict[str, float]], verdict_items: set[str],
 ) -> tuple[dict[str, float], dict[str, float], set[str], str] | None:  # fmt: skip
-    """(variant means, ranking-metric means, the items compared, where they were compared), or None when the two cannot
-    be set side by side.  Item-level: both on the items every model has under both; a corpus-level metric (a mean pooled
-    over answers, kappa) has one value per model."""
+    """(variant means, ranking-metric means, items compared, where), or None when they cannot be set side by side."""
     if any(theirs[m] for m in ranked):
         basis = verdict_items.intersection(*(set(theirs[m]) for m in ranked))
         means_v, means_s = _mean_on(theirs, basis, ranked), _mean_on(mine, basis, ranked)
@@ -335,7 +278,7 @@ def _mean_on(vals: dict[str, dict[str, float]], basis: set[str], ranked: list[st
 
 
 def _paired(vals: dict[str, dict[str, float]], basis: set[str], a: str, b: str, n_resamples: int, seed: int) -> Any:
-    from ..metric_pool import paired_test  # the statistics: loaded when an Answer is written
+    from ..metric_pool import paired_test
 
     if len(basis) < 2:
         return None

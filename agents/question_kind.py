@@ -1,12 +1,6 @@
-"""The kind of question a request asks, which decides the Answer's first item.
-
-Six kinds (:data:`KINDS`): ``ranking`` (which model is best), ``where`` (where the models disagree), ``yes_no`` (is
-one named model better than another), ``how_good`` (one model's level), ``how_much`` (the size of a difference) and
-``why`` (which criteria or items drive a result).  Offline, :func:`classify` reads the request with the rules of
-:data:`RULES` (first match wins, ``where``: :data:`~sgieval.reports.answer.where.WHERE_REQUEST`) and the model names the run knows; with an agent model the questioning agent's plan
-carries the label (:func:`agent_kind`), the same six.  A question none of them recognises is answered as a ranking,
-and the Run table says so (:data:`NOT_RECOGNISED`).
-"""
+"""The kind of question a request asks (:data:`KINDS`), which decides the Answer's first item: offline by
+:data:`RULES` (:func:`classify`), else the questioning agent's label (:func:`agent_kind`); a question none recognises
+is answered as a ranking and the Run table says so (:data:`NOT_RECOGNISED`)."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ from ..reports import WHERE_REQUEST, named_models
 
 __all__ = ["KINDS", "NOT_RECOGNISED", "agent_kind", "classify", "kind_line"]
 
-KINDS = {
+KINDS = {  # label -> what the question asks (the Run table's words)
     "ranking": "which model is best",
     "where": "where the models disagree",
     "yes_no": "is one named model better than another",
@@ -24,11 +18,11 @@ KINDS = {
     "how_much": "how large the difference is",
     "why": "which criteria or items drive the result",
 }
-"""Label -> what the question asks (the Run table's words)."""
 
 NOT_RECOGNISED = "asked kind not recognised; answered as a ranking"
 
 _COMPARE = r"\b(?:better|worse|higher|lower|more|less|stronger|weaker|beats?|outperforms?|\w+er\s+than|than)\b"
+# the offline rules, tried in order (the first match names the kind); a request that is not a question is a ranking
 RULES: list[tuple[str, re.Pattern[str]]] = [
     ("why", re.compile(r"\bwhy\b|\bwhat\s+(?:makes|drives|explains)\b|\bwhich\s+criteri", re.I)),
     (
@@ -58,15 +52,10 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
 ]
-"""The offline rules, tried in order; the first that matches names the kind.  A request that is not a question
-("creative in astrophysics") is a ranking."""
 
 
 def classify(request: str, models: list[str] | None = None) -> tuple[str, str]:
-    """The question kind of ``request`` by the offline rules (:data:`RULES`).
-
-    A yes/no question needs two named models, or one compared with the others ("Is o1-mini better than the
-    others?"); one that names no model is a ranking.
+    """The question kind of ``request`` by the offline rules (a yes/no question must name a model, else a ranking).
 
     Args:
         request: the request ("" is a ranking of everything).
@@ -103,8 +92,7 @@ def agent_kind(label: str | None, request: str, models: list[str] | None = None)
 
 
 def kind_line(kind: str, note: str = "", by: str = "offline rules") -> str:
-    """The Run table's "question kind" value, e.g. ``yes_no (is one named model better than another; offline
-    rules)``.
+    """The Run table's "question kind" value, e.g. ``yes_no (is one named model better than another; offline rules)``.
 
     Args:
         kind: a label of :data:`KINDS`.

@@ -24,10 +24,7 @@ from .asking import ask_agent
 from .question_kind import KINDS, agent_kind, classify
 from .request_reading import UnclearRequest as UnclearRequest, request_unclear, understand_request
 from ..metric_pool import parse_json_object
-from ..models import NamedModel
-from ..models import message_text
-from ..models import prompt_scope
-from ..models import bind_tools, run_tool_loop
+from ..models import NamedModel, bind_tools, message_text, prompt_scope, run_tool_loop
 from ..core import (
     DEEP_RESEARCH,
     DRY_EXPERIMENT,
@@ -124,11 +121,9 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
 
 
 TASK_BENCHMARK = {
-    IDEA_GENERATION: "sgi-bench",
-    DEEP_RESEARCH: "sgi-bench",
-    DRY_EXPERIMENT: "sgi-bench",
-    WET_EXPERIMENT: "sgi-bench",
-    EXPERIMENTAL_REASONING: "sgi-bench",
+    **dict.fromkeys(
+        (IDEA_GENERATION, DEEP_RESEARCH, DRY_EXPERIMENT, WET_EXPERIMENT, EXPERIMENTAL_REASONING), "sgi-bench"
+    ),
     FEASIBILITY: "sfbench",
     OPEN_CREATIVITY: "sciaidanbench",
 }
@@ -411,17 +406,10 @@ async def tool_plan(
 
 
 async def run_questioning(
-    request: str,
-    catalog: Catalog,
-    *,
-    k: int | None = None,
-    seed: int = 0,
-    agent: NamedModel | None = None,
-    metrics: list[str] | None = None,
-    models: list[str] | None = None,
-    rank_all: bool = False,
+    request: str, catalog: Catalog, *, k: int | None = None, seed: int = 0, agent: NamedModel | None = None,
+    metrics: list[str] | None = None, models: list[str] | None = None, rank_all: bool = False,
     names: Mapping[str, str] | None = None,
-) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:
+) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:  # fmt: skip
     """The questioning step: (plan, selected items, trace).  ``trace`` keeps ``"path"`` (tools, structured, offline),
     ``"tool_calls"`` or ``"agent_raw"``, ``"fallback"`` and offline the request's ``"reading"``.
 

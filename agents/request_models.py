@@ -1,10 +1,5 @@
-"""Models a request names (never answer a different question silently).
-
-"How good is gpt-4.1 at physics?" names a model.  When that model has no stored responses and is not one of the run's
-targets, a run would quietly rank the stored models instead; :func:`check_named_models` stops it before any work with
-one line: the model has no stored responses, which models do, and the flag that runs it live (``--models
-openai:gpt-4.1``).
-"""
+"""Models a request names: :func:`check_named_models` stops a run whose request names a model with no stored responses
+that is not a target (it would quietly rank other models), naming the flag that runs it live."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ from ..core import InputError, ModelRef
 
 __all__ = ["MODEL_MENTION", "model_mentions", "mention_covered", "check_named_models", "live_model_string"]
 
+# a model name of a common family in free text (gpt-4.1, o3-mini, claude-3.5-sonnet, llama3.3, ...), as a word
 MODEL_MENTION = re.compile(
     r"(?<![\w./:-])("
     r"gpt[- ]?\d[\w.-]*|gpt-?4o[\w.-]*|chatgpt[\w.-]*|o[1-9](?:-(?:mini|pro|preview|high|low))*"
@@ -22,33 +18,17 @@ MODEL_MENTION = re.compile(
     r")(?![\w:/])",
     re.I,
 )
-"""A model name in free text: the common model families (gpt-4.1, o3-mini, claude-3.5-sonnet,
-llama3.3, qwen2.5, mistral, deepseek-r1, phi4, gemini-2.5-pro, ...), case-insensitive, as a word of its own."""
 
 _PROVIDER = {
-    "gpt": "openai",
-    "chatgpt": "openai",
-    "o": "openai",
-    "claude": "anthropic",
-    "gemini": "google_genai",
-    "gemma": "ollama",
-    "llama": "ollama",
-    "qwen": "ollama",
-    "qwq": "ollama",
-    "mistral": "mistralai",
-    "mixtral": "mistralai",
-    "deepseek": "deepseek",
-    "phi": "ollama",
-    "grok": "xai",
-    "command": "cohere",
-    "smollm": "local",
-    "kimi": "openai",
-}
+    "gpt": "openai", "chatgpt": "openai", "o": "openai", "claude": "anthropic", "gemini": "google_genai",
+    "gemma": "ollama", "llama": "ollama", "qwen": "ollama", "qwq": "ollama", "mistral": "mistralai",
+    "mixtral": "mistralai", "deepseek": "deepseek", "phi": "ollama", "grok": "xai", "command": "cohere",
+    "smollm": "local", "kimi": "openai",
+}  # fmt: skip
 
 
 def model_mentions(request: str) -> list[str]:
-    """Model names in ``request`` in order, lower-cased, duplicates and a sentence-ending dot dropped: "How good is
-    GPT-4.1 at physics?" -> ["gpt-4.1"]; "Is o1-mini more creative than mistral?" -> ["o1-mini", "mistral"]."""
+    """Model names in ``request``, in order, lower-cased, once each: "How good is GPT-4.1?" -> ["gpt-4.1"]."""
     out: list[str] = []
     for m in MODEL_MENTION.finditer(request or ""):
         name = m.group(1).rstrip(".-").lower().replace(" ", "-")
@@ -58,10 +38,8 @@ def model_mentions(request: str) -> list[str]:
 
 
 def mention_covered(mention: str, names: list[str]) -> bool:
-    """Whether the model ``mention`` (from :func:`model_mentions`) is one of ``names`` (stored model names or target
-    model strings): the same bare name ("gpt-4o" vs "openai:gpt-4o"), a provider-less form ("4o" inside "gpt-4o" names
-    ``openai/4o``), or a family name of 4+ letters without a version ("llama" names ``llama3.3:latest``, "llama3.1" does
-    not)."""
+    """Whether ``mention`` is one of ``names``: the same bare name, a provider-less form ("gpt-4o" names ``openai/4o``)
+    or a 4+ letter family without a version ("llama" names ``llama3.3:latest``)."""
     m = mention.lower()
     for n in names:
         try:  # the model's identity without an Ollama size tag: llama3.1:8b is named by "llama3.1"
@@ -81,19 +59,15 @@ def mention_covered(mention: str, names: list[str]) -> bool:
 
 
 def live_model_string(mention: str) -> str:
-    """The ``--models`` string that runs ``mention`` live: ``openai:gpt-4.1``, ``anthropic:claude-3.5-sonnet``,
-    ``ollama:llama3.1`` (provider guessed from the family; the user may change it)."""
+    """The ``--models`` string that runs ``mention`` live, provider guessed from the family (``ollama:llama3.1``)."""
     family = re.match(r"[a-z]+", mention.lower())
     provider = _PROVIDER.get(family.group(0) if family else "", "openai")
     return f"{provider}:{mention}"
 
 
 def check_named_models(request: str, targets: list[str], stored: list[str]) -> None:
-    """Raise InputError (exit code 2) when ``request`` names a model that is neither among ``stored`` (models with
-    stored responses) nor among ``targets`` (the run's target model strings).  The one-line message names the model, the
-    stored ones and the flag to run it live, e.g. "gpt-4.1 has no stored responses (stored: llama3.3:latest, ...); the
-    run would rank other models instead. Fix: run it live with --models openai:gpt-4.1 (plus --base-url or
-    OPENAI_API_KEY)"."""
+    """Raise InputError when ``request`` names a model neither ``stored`` nor among ``targets``, naming the stored
+    models and the ``--models`` flag that runs it live."""
     missing = [m for m in model_mentions(request) if not mention_covered(m, stored) and not mention_covered(m, targets)]
     if not missing:
         return

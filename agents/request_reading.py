@@ -50,9 +50,7 @@ def _spans(pattern: str, text: str, flags: int = re.I) -> list[tuple[int, int, s
 
 
 def _describes_items(word: str, prompts: list[str]) -> bool:
-    """Whether ``word`` (or its singular, "capitals" -> "capital") begins a word in at least half of ``prompts``:
-    it describes what the whole catalog is about ("Which model knows capitals best?" on a capitals quiz), so no
-    selection is missed by ranking every item."""
+    """Whether ``word`` (or its singular) begins a word in at least half of ``prompts``: the catalog's subject."""
     stem = word[:-1] if len(word) > 4 and word.endswith("s") else word
     pattern = re.compile(rf"(?<![\w-]){re.escape(stem)}")
     return bool(prompts) and 2 * sum(1 for p in prompts if pattern.search(p)) >= len(prompts)
@@ -61,17 +59,9 @@ def _describes_items(word: str, prompts: list[str]) -> bool:
 def understand_request(
     request: str, catalog: Catalog, *, metrics: list[str] | None = None, models: list[str] | None = None
 ) -> RequestReading:
-    """Read ``request`` word by word (offline, deterministic).
-
-    A word is understood when it is part of a term the run can use: a facet word of the vocabulary
-    (:func:`sgieval.benchmarks.registry.vocabulary`) or a facet value of ``catalog`` (discipline, direction,
-    task, type, benchmark), a quality word (:data:`~sgieval.agents.vocabulary.QUALITY_WORDS`, or any "most X"
-    the customisation agent looks up), a metric or rubric name of ``metrics`` ("exact_match" or "exact match"),
-    a model of ``models`` or any model name (:data:`~sgieval.agents.request_models.MODEL_MENTION`), a number of
-    items ("10 questions"), or a word of the request grammar
-    (:data:`~sgieval.agents.vocabulary.REQUEST_WORDS`: which, best, compare, model, where, ...).  Every other
-    word is a near miss when a known term is within :func:`~sgieval.agents.vocabulary.max_edits` edits of it
-    (optimal string alignment, casefolded: "chemsitry" -> "Chemistry"), else unknown.
+    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use
+    (facet word or value, quality, metric or rubric name, model, number of items, request grammar), else a near miss
+    when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown.
 
     Args:
         request: the plain-language request.
@@ -146,11 +136,10 @@ def understand_request(
 
     def near(word: str) -> str | None:
         limit = max_edits(word)
-        best = min(
-            ((OSA.distance(word, c), shown) for c, shown in candidates if limit and abs(len(c) - len(word)) <= limit),
-            default=None,
-            key=lambda x: x[0],
+        dists = (
+            (OSA.distance(word, c), shown) for c, shown in candidates if limit and abs(len(c) - len(word)) <= limit
         )
+        best = min(dists, default=None, key=lambda x: x[0])
         return best[1] if best is not None and 0 < best[0] <= limit else None
 
     for m in _ASKED_QUALITY.finditer(text):
@@ -192,9 +181,7 @@ def understand_request(
 
 
 class UnclearRequest(InputError):
-    """A request the offline path cannot answer as asked (exit code 2): ``reading`` is what was understood;
-    ``corrected`` the request with its near misses corrected ("did you mean ...?"), None when no word is a
-    near miss."""
+    """A request the offline path cannot answer as asked: ``reading``, and ``corrected`` (None without a near miss)."""
 
     def __init__(self, message: str, *, reading: RequestReading, corrected: str | None, fix: str):
         super().__init__(message, what="request", fix=fix)
@@ -205,12 +192,8 @@ class UnclearRequest(InputError):
 def request_unclear(
     reading: RequestReading, request: str, catalog: Catalog, names: Mapping[str, str] | None = None
 ) -> UnclearRequest | None:
-    """The error (exit code 2) for a request the offline path cannot answer as asked, or None when it can.
-
-    A near miss gives "did you mean ...?" with the corrected request; unknown content words give what was
-    understood.  Either way the fix names the ``rank_all`` option (rank every item anyway) as the caller spells
-    it (``names``: RunConfig field -> option name, :func:`sgieval.core.option_names`; default the command
-    line's ``--all``) and the catalog's disciplines."""
+    """The error for a request the offline path cannot answer as asked ("did you mean ...?" for a near miss, else what
+    was understood), or None; the fix names the ``rank_all`` option as ``names`` spells it (default ``--all``)."""
     rank_all = (names or {}).get("rank_all", "--all")
     fields = ", ".join(catalog.values("discipline"))
     if reading.near_misses:

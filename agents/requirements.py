@@ -1,10 +1,5 @@
-"""What each chosen metric needs, and whether the run has it (say what cannot be measured before running).
-
-The metric confirmation lists, for every metric of the plan, what it needs to produce a score -- a judge model, a
-sandbox for model-written code, the benchmark items, stored judgements for replayed open-creativity answers -- and
-whether that is available, with the fix when it is not.  With ``--yes`` a run in which no chosen metric can run stops
-before any work (:func:`none_can_run`).
-"""
+"""What each chosen metric needs (a judge, a sandbox, items, stored judgements) and whether the run has it, with the
+fix: the metric confirmation's list; with ``--yes`` a run in which no chosen metric can run stops before any work."""
 
 from __future__ import annotations
 
@@ -54,24 +49,12 @@ class MetricNeeds(BaseModel):
 
 
 def metric_needs(
-    specs: list[MetricSpec],
-    items: list[Item],
-    *,
-    primary: str = "",
-    custom: set[str] | None = None,
-    judges: list[str] | None = None,
-    targets: list[str] | None = None,
-    replay_targets: bool = False,
-    sandbox: bool = False,
-    allow_self_judge: bool = False,
-) -> list[MetricNeeds]:
-    """One :class:`MetricNeeds` per spec, in ``specs`` order.
-
-    Needs: judge and rubric metrics need a judge (``judges``: judge model names; a judge that is the only judge and also
-    a target needs ``allow_self_judge``); dry-experiment metrics need a sandbox (``sandbox``: one could start);
-    open-creativity metrics need stored judgements when every target is replayed (``replay_targets``) and a judge
-    (coherence after each answer) when a target is live; every metric needs items of its tasks (counted in ``items``).
-    """
+    specs: list[MetricSpec], items: list[Item], *, primary: str = "", custom: set[str] | None = None,
+    judges: list[str] | None = None, targets: list[str] | None = None, replay_targets: bool = False,
+    sandbox: bool = False, allow_self_judge: bool = False,
+) -> list[MetricNeeds]:  # fmt: skip
+    """One :class:`MetricNeeds` per spec: judge and rubric metrics (and live open creativity) need a judge that is not
+    the only target, dry experiments a sandbox, replayed open creativity stored judgements, every metric its items."""
     custom = custom or set()
     judges = list(judges or [])
     targets = list(targets or [])
@@ -91,8 +74,7 @@ def metric_needs(
                         "pass another --judge, or --allow-self-judge",
                     )
                 )
-        # no judge may score any target: none given, or each target's only judges are that target itself (a judge
-        # that is one target still scores the others)
+        # no judge may score any target: none given, or each target's only judges are that target itself
         row.judge_missing = "judge" in row.needs and (
             not judges
             or (not allow_self_judge and bool(targets) and all(all(same_model(j, t) for j in judges) for t in targets))
@@ -115,8 +97,7 @@ def metric_needs(
 
 
 def none_can_run(needs: list[MetricNeeds]) -> InputError | None:
-    """The error that stops a ``--yes`` run in which no chosen metric can run (None when at least one can): each metric
-    with what it lacks, and the fixes."""
+    """The error that stops a ``--yes`` run in which no chosen metric can run (None when one can)."""
     if not needs or any(n.available for n in needs):
         return None
     why = "; ".join(f"{n.metric}: {n.missing}" for n in needs)
@@ -125,9 +106,8 @@ def none_can_run(needs: list[MetricNeeds]) -> InputError | None:
 
 
 def ranking_cannot_run(needs: list[MetricNeeds]) -> InputError | None:
-    """The error that stops a ``--yes`` run whose ranking metric needs a judge and has none that may score (None
-    otherwise): the run could not rank anything, so nothing is run.  Names the metric, what is missing, the fix
-    (``--judge``) and the chosen metrics that could rank instead."""
+    """The error that stops a ``--yes`` run whose ranking metric has no judge that may score, naming the metrics that
+    could rank instead (None otherwise)."""
     primary = next((n for n in needs if n.primary), None)
     if primary is None or not primary.judge_missing:
         return None

@@ -69,13 +69,9 @@ code re-run `needs: ["run_python"]`; any other criterion has no `needs` (the jud
 
 
 async def draft_rubric(
-    quality: str,
-    agent: NamedModel,
-    *,
-    request: str = "",
-    documents: list[dict[str, Any]] | None = None,
+    quality: str, agent: NamedModel, *, request: str = "", documents: list[dict[str, Any]] | None = None,
     name: str | None = None,
-) -> tuple[Rubric | None, list[str], str | None]:
+) -> tuple[Rubric | None, list[str], str | None]:  # fmt: skip
     """Ask ``agent`` for a :class:`Rubric` measuring ``quality``, citing ``documents``: (rubric or None, raw, error)."""
     docs = documents or []
     parts = [f"Quality to measure: {quality}", f"Metric name: {slug(name or quality)}"]

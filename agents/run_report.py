@@ -1,10 +1,5 @@
-"""The report of a run: its header, warnings, sampling and model-server lines, metric specs and cost and usage.
-
-:func:`report_run` gathers what the report states about the run itself (request, selection, models by role, metrics,
-data sources, settings, warnings, usage) from the run context and the graph state and hands it with the run's records to
-the reporting agent (:func:`sgieval.agents.reporting.build_report`).  The run context is :mod:`sgieval.agents.runtime`,
-the agent steps :mod:`sgieval.agents.run`.
-"""
+"""The report of a run: :func:`report_run` gathers what the report states about the run itself (header, warnings,
+sampling and model-server lines, metric specs, cost and usage) and hands it with the records to :func:`build_report`."""
 
 from __future__ import annotations
 
@@ -32,7 +27,7 @@ def model_servers(rt: RunContext) -> str:
         rt: the run context.
 
     Returns:
-        Each OpenAI-compatible model with the server it was called on (credentials removed), e.g.
+        Each OpenAI-compatible model with its server (credentials removed), e.g.
         ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none.
     """
     parts = []
@@ -70,9 +65,7 @@ def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> st
         repeats: ``--judge-repeats``.
 
     Returns:
-        E.g. ``openai:j1 (the run's judge: the ranking uses its scores); added by ask --into: openai:j2 (scored
-        beside it, see Added judges)``; without added judges the run's judges alone, ``none (judge metrics not
-        run)`` when there are none.
+        The run's judges (``none (judge metrics not run)`` when none), then any added by ``ask --into``.
     """
     own = ", ".join(run_judges)
     if repeats > 1 and (own or added):
@@ -90,7 +83,7 @@ def judges_line(run_judges: list[str], added: list[str], repeats: int = 1) -> st
 
 
 def metric_specs(rt: RunContext, state: State) -> list[MetricSpec]:
-    """The specs of every metric the run's plan applies (predefined first, then custom rubrics with criteria).
+    """The specs of every metric the run's plan applies (predefined first, then custom rubrics).
 
     Args:
         rt: the run context (its catalog holds the run's items).
@@ -117,7 +110,7 @@ async def report_run(rt: RunContext, state: State) -> Path:
     Returns:
         The path of ``report.md`` in the run folder.
     """
-    from .reporting import build_report  # with scipy and matplotlib: loaded when the report is built
+    from .reporting import build_report
 
     sel = SelectionPlan.model_validate({k: v for k, v in state["selection"].items() if k in SelectionPlan.model_fields})
     plan = MetricPlan.model_validate(state["metric_plan"])
@@ -134,15 +127,12 @@ async def report_run(rt: RunContext, state: State) -> Path:
     scores = [s for s in rt.store.read("scores") if s.model in targets and (s.item_id in ids or s.item_id == "*")]
     responses = [r for r in rt.store.read("responses") if r.model in targets and r.item_id in ids]
     added_judges = list(dict.fromkeys([*rt.config.added_judges, *(j.name for j in rt.added_judges)]))
-    added_scores = (
-        [
-            s
-            for s in rt.store.read("added_judge_scores")
+    added_scores = []
+    if added_judges:
+        added_scores = [
+            s for s in rt.store.read("added_judge_scores")
             if s.judge in added_judges and s.model in targets and (s.item_id in ids or s.item_id == "*")
-        ]
-        if added_judges
-        else []
-    )
+        ]  # fmt: skip
     warnings, focus = run_warnings(rt, state)
     replay_line, replay_warnings = replay_notes(rt.targets)
     warnings += replay_warnings
@@ -155,30 +145,15 @@ async def report_run(rt: RunContext, state: State) -> Path:
         else "",
     }
     header = _header(rt, state, sel, plan, items, n_selected, targets, added_judges, extra)
+    cfg = rt.config
     ctx = ReportContext(
-        rt.store.root,
-        header=header,
-        items=items,
-        responses=responses,
-        scores=scores,
-        specs=specs,
-        primary=plan.primary,
-        models=targets,
-        custom={r.name for r in plan.custom},
-        n_resamples=rt.config.bootstrap_resamples,
-        seed=rt.config.seed,
-        warnings=warnings,
-        judges=[j.name for j in rt.judges],
-        allow_self_judge=rt.config.allow_self_judge,
-        usage=usage_summary(rt),
-        settled=settled,
-        focus=focus,
-        stand_in=plan.stand_in,
-        recheck=rt.config.recheck,
-        embedding_model=rt.metric_options.get("embedding_model", "minilm"),
-        added_scores=added_scores,
+        rt.store.root, header=header, items=items, responses=responses, scores=scores, specs=specs,
+        primary=plan.primary, models=targets, custom={r.name for r in plan.custom}, n_resamples=cfg.bootstrap_resamples,
+        seed=cfg.seed, warnings=warnings, judges=[j.name for j in rt.judges], allow_self_judge=cfg.allow_self_judge,
+        usage=usage_summary(rt), settled=settled, focus=focus, stand_in=plan.stand_in, recheck=cfg.recheck,
+        embedding_model=rt.metric_options.get("embedding_model", "minilm"), added_scores=added_scores,
         added_judges=added_judges,
-    )
+    )  # fmt: skip
     return await build_report(ctx, agent=rt.agent)
 
 
@@ -188,12 +163,9 @@ def _header(
 ) -> dict[str, Any]:  # fmt: skip
     """The report's Run table (``ReportContext.header``); ``extra``: its replay, additions and until-settled lines."""
     scope = ", ".join(f"{f} {'/'.join(v)}" for f, v in sel.filters.items()) or "whole catalog"
-    sources = (
-        "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if any(i.benchmark == b for i in items)) or "n/a"
-    )
-    skipped = [
-        f"{b}: {f}" for b, files in rt.catalog.skipped.items() if any(i.benchmark == b for i in items) for f in files
-    ]
+    used = {i.benchmark for i in items}
+    sources = "; ".join(f"{b}: {p}" for b, p in rt.catalog.sources.items() if b in used) or "n/a"
+    skipped = [f"{b}: {f}" for b, files in rt.catalog.skipped.items() if b in used for f in files]
     kind, note = (sel.question_kind, sel.kind_note) if sel.question_kind else classify(rt.config.request, targets)
     header = {
         "run_id": rt.config.run_id,
@@ -232,20 +204,18 @@ def _header(
 
 
 def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
-    """The report's warnings about the run itself (before the replay files' warnings), and the one stored model the
-    request asks about.
+    """The report's warnings about the run itself, and the one stored model the request asks about.
 
     Args:
         rt: the run context.
         state: the graph state of the run (``targets``, ``evaluated``).
 
     Returns:
-        ``(warnings, focus)``: smoke-test models, unsafe flags, stored targets the request names, long embedded texts
-        and a budget stop; ``focus`` ``replay:<model>`` when the request names exactly one stored model, else None.
+        ``(warnings, focus)``; ``focus`` is ``replay:<model>`` when the request names exactly one stored model.
     """
     warnings = []
     smoke = [
-        m.name for m in ([*rt.judges, *rt.added_judges, *rt.targets] + ([rt.agent] if rt.agent else [])) if m.smoke_test
+        m.name for m in [*rt.judges, *rt.added_judges, *rt.targets, *([rt.agent] if rt.agent else [])] if m.smoke_test
     ]
     if smoke:
         warnings.append(
@@ -291,11 +261,8 @@ def run_warnings(rt: RunContext, state: State) -> tuple[list[str], str | None]:
 def additions_line(
     rt: RunContext, responses: Sequence[Any], scores: Sequence[Any] = (), added_scores: Sequence[Any] = ()
 ) -> str:
-    """The Run table's "added to the run" line: for each ``ask --into`` invocation of the run (``invocations.jsonl``),
-    its time and what it made: the target models whose responses it made, the judges whose scores it made
-    (``added_judge_scores.jsonl``) and the metrics it scored on responses it did not make, e.g.
-    ``2026-12-01T19:42:17+00:00 (ask --into, invocation 20261201T194217-185589): replay:openai/4o``; "" when no
-    invocation added to the run.
+    """The Run table's "added to the run" line: per ``ask --into`` invocation its time and the targets, judges and
+    metrics it added; "" when none.
 
     Args:
         rt: the run context.
@@ -334,16 +301,14 @@ def additions_line(
 
 
 def usage_summary(rt: RunContext) -> dict[str, Any]:
-    """What the "Cost and usage" section reads (:func:`~sgieval.agents.reporting.usage_section`).
+    """What the "Cost and usage" section reads.
 
     Args:
         rt: the run context.
 
     Returns:
-        The ledger's summary (calls, tokens, latency, cost in USD per (model, role), total, budget) and
-        ``prices``, one sentence on where each model's price comes from (:func:`_price_sources`), ``interrupted``,
-        how many calls were sent but never answered (the process ended first), and ``estimate``, the estimate made
-        before any call (:func:`sgieval.agents.estimate.estimate_step`) when one was made.
+        The ledger's summary (calls, tokens, latency, USD per (model, role), total, budget), ``prices`` (where each
+        price comes from), ``interrupted`` (calls never answered) and ``estimate`` when one was made.
     """
     ledger = rt.ledger or load_ledger(rt)
     summ = dict(ledger.summary())
@@ -356,7 +321,7 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
                 f"rate: genai-prices' batch price where it lists one, else {BATCH_DISCOUNT:.0%} of the list price."
             )
     summ["interrupted"] = sum(1 for r in ledger.records if r.interrupted)
-    estimate = run_estimate(rt.store.read_rows("estimate"))  # the run's, and each --into invocation's beside it
+    estimate = run_estimate(rt.store.read_rows("estimate"))
     if estimate is not None:
         summ["estimate"] = estimate
     return summ

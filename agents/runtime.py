@@ -188,18 +188,10 @@ def recorded_settings(shown: Mapping[str, Any] | None) -> Any:
 
 
 def make_runtime(
-    config: RunConfig,
-    *,
-    catalog: Catalog | None = None,
-    targets: list[NamedModel] | None = None,
-    judges: list[NamedModel] | None = None,
-    agent: NamedModel | None = None,
-    run_dir: str | Path | None = None,
-    added_judges: list[NamedModel] | None = None,
-    read_only: bool = False,
-    calls: bool = True,
-    **kw: Any,
-) -> RunContext:
+    config: RunConfig, *, catalog: Catalog | None = None, targets: list[NamedModel] | None = None,
+    judges: list[NamedModel] | None = None, agent: NamedModel | None = None, run_dir: str | Path | None = None,
+    added_judges: list[NamedModel] | None = None, read_only: bool = False, calls: bool = True, **kw: Any,
+) -> RunContext:  # fmt: skip
     """The run context of ``config``: model strings resolved and catalog loaded unless given.  A run folder that holds
     ``items.jsonl`` uses those items, not the benchmark files as they are now.
 
@@ -252,14 +244,9 @@ def _run_catalog(config: RunConfig, run_dir: Path, stored: list[Item], catalog: 
 
 
 def _run_models(
-    config: RunConfig,
-    calls: bool,
-    recorded: Any,
-    targets: list[NamedModel] | None,
-    judges: list[NamedModel] | None,
-    added_judges: list[NamedModel] | None,
-    agent: NamedModel | None,
-) -> tuple[list[NamedModel], list[NamedModel], list[NamedModel], NamedModel | None]:
+    config: RunConfig, calls: bool, recorded: Any, targets: list[NamedModel] | None, judges: list[NamedModel] | None,
+    added_judges: list[NamedModel] | None, agent: NamedModel | None,
+) -> tuple[list[NamedModel], list[NamedModel], list[NamedModel], NamedModel | None]:  # fmt: skip
     """(targets, judges, added judges, agent) of :func:`make_runtime`: the given ones, else resolved from the config."""
     batch, dry_run = (config.batch, config.dry_run) if calls else (False, True)
 

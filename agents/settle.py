@@ -1,12 +1,7 @@
-"""``--until-settled``: evaluate the items in a seeded random order, in chunks, and stop once the ranking is settled.
-
-After each chunk the ranking metric's per-item values of the items drawn so far feed the settle rule
-(:class:`sgieval.metric_pool.stats.SettleRule`: hedged-capital betting confidence sequences of the paired differences,
-sampling without replacement from the selection, Bonferroni over the K - 1 comparisons of the leader); the run stops
-when one model is ahead of every other.  The order and the chunks depend only on the seed and the selection, and the
-rule only on the stored scores, so a killed run resumes to the same stop: its chunks are checked again from the records,
-and nothing already evaluated is evaluated again.
-"""
+"""``--until-settled``: evaluate the items in a seeded random order, in chunks, and stop once one model is ahead of
+every other by the settle rule (:class:`~sgieval.metric_pool.stats.SettleRule`: betting confidence sequences of the
+paired differences, without replacement, Bonferroni over the leader's K - 1 comparisons).  Order and chunks depend only
+on the seed and selection, the rule only on the stored scores, so a killed run resumes to the same stop."""
 
 from __future__ import annotations
 
@@ -22,35 +17,29 @@ from .executors import evaluate_with_executor
 
 __all__ = ["ALPHA", "chunk_size", "evaluate_until_settled", "settle_order", "settle_problem"]
 
-ALPHA = 0.05
-"""The family-wise level of the settle rule: the declared leader is the best model of the selection with
-probability at least 0.95."""
+ALPHA = 0.05  # family-wise level: the declared leader is the selection's best model with probability >= 0.95
 
 
 def settle_order(items: list[Item], seed: int) -> list[Item]:
-    """The items in the order ``--until-settled`` draws them: a uniformly random permutation seeded by ``seed`` (the
-    run's seed), the same on every resume."""
+    """The items in the order ``--until-settled`` draws them: a random permutation seeded by the run's ``seed``."""
     order = list(items)
     random.Random(f"until-settled:{seed}").shuffle(order)
     return order
 
 
 def chunk_size(n_items: int, n_targets: int, max_concurrency: int) -> int:
-    """Items per chunk: enough (target, item) units to keep ``2 x max_concurrency`` calls busy, at least 10 items, at
-    most ``n_items``."""
+    """Items per chunk: enough units to keep ``2 x max_concurrency`` calls busy, at least 10, at most ``n_items``."""
     per = math.ceil(2 * max(1, max_concurrency) / max(1, n_targets))
     return max(1, min(n_items, max(10, per)))
 
 
 def ranking_spec(primary: str, metrics: list[Metric]) -> MetricSpec | None:
-    """The per-item spec of the ranking metric ``primary`` among ``metrics`` (None: it is not scored per item, e.g. a
-    corpus-level metric)."""
+    """The per-item spec of the ranking metric ``primary`` among ``metrics`` (None: not scored per item)."""
     return next((s for m in metrics for s in m.specs if s.name == primary), None)
 
 
 def settle_problem(primary: str, metrics: list[Metric], targets: list[str]) -> InputError | None:
-    """Why ``--until-settled`` cannot run on this plan (None: it can): fewer than two target models, a ranking metric
-    with no per-item values, or one whose range is not bounded (the confidence sequence needs bounded values)."""
+    """Why ``--until-settled`` cannot run on this plan (fewer than two targets, no per-item values, unbounded range)."""
     if len(targets) < 2:
         return InputError(
             f"it stops when one model is ahead of the others; this run has {len(targets)} target model",
@@ -76,20 +65,12 @@ def settle_problem(primary: str, metrics: list[Metric], targets: list[str]) -> I
 
 
 async def evaluate_until_settled(
-    store: RunStore,
-    items: list[Item],
-    targets: list[NamedModel],
-    metrics: list[Metric],
-    ctx: ScoringContext,
-    *,
-    primary: str,
-    seed: int,
-    executor: str = "local",
-    max_parallel: int = 16,
+    store: RunStore, items: list[Item], targets: list[NamedModel], metrics: list[Metric], ctx: ScoringContext, *,
+    primary: str, seed: int, executor: str = "local", max_parallel: int = 16,
     on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[EvalProgress, dict[str, Any]]:
-    """Evaluate ``items`` x ``targets`` chunk by chunk in the seeded order until the ranking metric ``primary`` is
-    settled (module docstring), then add the corpus-level scores of the items used.
+) -> tuple[EvalProgress, dict[str, Any]]:  # fmt: skip
+    """Evaluate ``items`` x ``targets`` chunk by chunk in the seeded order until ``primary`` is settled, then add the
+    corpus-level scores of the items used.
 
     Args:
         store: the run folder; units already in it are skipped, and the rule is fed from its scores.
@@ -99,15 +80,13 @@ async def evaluate_until_settled(
         ctx: the scoring context (judges, tools, sandbox).
         primary: the ranking metric (per item, bounded: :func:`settle_problem`).
         seed: the run's seed (the order).
-        executor, max_parallel: as for :func:`sgieval.agents.executors.evaluate_with_executor`.
+        executor, max_parallel: as for :func:`evaluate_with_executor`.
         on_progress: ``(done, total)`` over the units of the full selection.
 
     Returns:
-        (the counts of what was evaluated, the stop record: ``settled``, ``leader``, ``items_used``,
-        ``items_total``, ``chunk``, ``alpha``, ``comparisons`` (model, n, mean, low, high, left_out; the leader
-        minus the model, signed so that > 0 favours the leader), ``calls``: target and judge calls of the run,
-        ``calls_saved``: the calls the items not used would have made at the run's calls per item,
-        ``units_saved``: (target, item) pairs not evaluated, ``item_ids``: the items used, in drawn order).
+        (the counts, the stop record: ``settled``, ``leader``, ``items_used``, ``items_total``, ``chunk``, ``alpha``,
+        ``comparisons`` (leader minus model: n, mean, low, high, left_out), ``calls``, ``calls_saved``,
+        ``units_saved``, ``item_ids`` in drawn order).
 
     Raises:
         InputError: :func:`settle_problem` finds a reason the rule cannot run.
@@ -120,9 +99,8 @@ async def evaluate_until_settled(
     order = settle_order(items, seed)
     n, k = len(order), len(targets)
     chunk = chunk_size(n, k, max_parallel)
-    rule = SettleRule(
-        [t.name for t in targets], spec.range, higher_is_better=spec.higher_is_better, population=n, alpha=ALPHA
-    )
+    names, hib = [t.name for t in targets], spec.higher_is_better
+    rule = SettleRule(names, spec.range, higher_is_better=hib, population=n, alpha=ALPHA)
     total = EvalProgress()
     used = 0
     for start in range(0, n, chunk):
@@ -165,19 +143,11 @@ def _stop_record(rule: SettleRule, primary: str, order: list[Item], used: int, c
         for c in result.comparisons
     ]  # fmt: skip
     return {
-        "settled": result.settled,
-        "leader": result.leader,
-        "items_used": used,
-        "items_total": n,
-        "chunk": chunk,
-        "alpha": ALPHA,
-        "comparisons": comparisons,
-        "metric": primary,
-        "calls": calls,
-        "calls_saved": round(calls / used * (n - used)) if used else 0,
-        "units_saved": (n - used) * k,
+        "settled": result.settled, "leader": result.leader, "items_used": used, "items_total": n, "chunk": chunk,
+        "alpha": ALPHA, "comparisons": comparisons, "metric": primary, "calls": calls,
+        "calls_saved": round(calls / used * (n - used)) if used else 0, "units_saved": (n - used) * k,
         "item_ids": [i.id for i in order[:used]],
-    }
+    }  # fmt: skip
 
 
 def _add(total: EvalProgress, prog: EvalProgress) -> None:

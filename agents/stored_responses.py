@@ -1,27 +1,19 @@
-"""Stored responses for ``replay:`` targets, read from the benchmark that stores them.
-
-models/ resolves ``replay:<name or file>`` but reads no benchmark's data (DESIGN.md layers: models imports core only);
-the run, which may import both, hands it a :class:`~sgieval.models.replay.StoredResponses` built here from
-SciAidanBench's stored answers (``<data>/sciaidanbench/responses/<model>.json``, METRICS.md B.7).
-"""
+"""Stored responses for ``replay:`` targets: models/ reads no benchmark's data, so the run hands it a
+:class:`~sgieval.models.replay.StoredResponses` built here from SciAidanBench's stored answers (METRICS.md B.7)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks import find_benchmark_dir
-from ..benchmarks import list_response_files, load_stored_answers
-from ..models import NamedModel, Role
-from ..models import resolve_model
-from ..models import ReplayStore, StoredResponses
+from ..benchmarks import find_benchmark_dir, list_response_files, load_stored_answers
+from ..models import NamedModel, ReplayStore, Role, StoredResponses, resolve_model
 
 __all__ = ["read_stored_file", "resolve_run_model", "sciaidanbench_stores", "stored_models", "stored_responses"]
 
 
 def read_stored_file(path: Path) -> list[ReplayStore]:
-    """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file (in file order). Raises InputError
-    naming the file and the malformed part."""
+    """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file; InputError when malformed."""
     return [ReplayStore(model=sa.model, source=path, by_question=sa.by_question) for sa in load_stored_answers(path)]
 
 
@@ -31,20 +23,18 @@ def sciaidanbench_stores(folder: Path) -> list[ReplayStore]:
 
 
 def stored_models(data_dir: str | Path | None = None) -> list[ReplayStore]:
-    """Every stored SciAidanBench model found in the data lookup order (empty when there is no data). Raises
-    DataNotFoundError when ``data_dir`` holds a ``sciaidanbench/`` folder without its files."""
+    """Every stored SciAidanBench model in the data lookup order (DataNotFoundError for a folder without its files)."""
     folder = find_benchmark_dir("sciaidanbench", data_dir, required=False)
     return sciaidanbench_stores(folder) if folder else []
 
 
 def stored_responses(data_dir: str | Path | None = None) -> StoredResponses:
-    """What :func:`sgieval.models.registry.resolve_model` needs for ``replay:`` strings: the stored models of
-    ``data_dir``'s lookup order (read when a name is resolved) and the stored-answers file reader."""
+    """What :func:`resolve_model` needs for ``replay:`` strings: ``data_dir``'s stored models and the file reader."""
     return StoredResponses(stores=lambda: stored_models(data_dir), read_file=read_stored_file)
 
 
 def resolve_run_model(spec: str, role: Role, *, data_dir: str | Path | None = None, **kw: Any) -> NamedModel:
-    """:func:`sgieval.models.registry.resolve_model` with the stored responses of ``data_dir``.
+    """:func:`resolve_model` with the stored responses of ``data_dir``.
 
     Args:
         spec: a model string (``openai:gpt-4.1``, ``replay:openai/4o``, ...).
@@ -56,6 +46,6 @@ def resolve_run_model(spec: str, role: Role, *, data_dir: str | Path | None = No
         The resolved model.
 
     Raises:
-        InputError: as resolve_model does (an unknown model string, a replay name nothing stores).
+        InputError: an unknown model string, or a replay name nothing stores.
     """
     return resolve_model(spec, role, stored=stored_responses(data_dir), **kw)

@@ -4,6 +4,7 @@ names; their replay files matched to the selected items, and what the report say
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..core import InputError, Item, ModelRef, get_logger
 from ..models import NamedModel, sampling_for_role
@@ -16,12 +17,8 @@ log = get_logger("sgieval")
 
 
 def models_named_in(request: str, models: list[str]) -> list[str]:
-    """The stored models the request names.
-
-    A model matches when its name (``openai/4o``) or its bare name (``4o``, ``llama3.3`` for ``llama3.3:latest``)
-    appears in the request as a word of its own (case-insensitive; no letter, digit or dot may touch it, save a
-    sentence-ending dot, so "GPT-4o" names ``openai/4o`` and "phi4" does not match "phi45"), or its family name: the
-    leading letters of the bare name when there are at least 4 ("llama" names ``llama3.3:latest``).
+    """The stored models the request names by name, bare name ("GPT-4o" names ``openai/4o``; "phi4" not "phi45") or
+    family (4+ leading letters: "llama" names ``llama3.3:latest``), case-insensitive.
 
     Args:
         request: the request.
@@ -34,7 +31,7 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
     out = []
     for m in models:
         bare = ModelRef.parse(m).bare
-        family = re.match(r"[a-z]{4,}", bare)  # "llama" for llama3.3, "qwen" for qwen2.5
+        family = re.match(r"[a-z]{4,}", bare)
         names = {m.lower(), bare, family.group(0) if family else ""}
         if any(re.search(rf"(?<![\w.]){re.escape(n)}(?!\w|\.\w)", text) for n in names if n):
             out.append(m)
@@ -42,9 +39,8 @@ def models_named_in(request: str, models: list[str]) -> list[str]:
 
 
 def default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
-    """The run's target models: the given ones, else those of ``--models``, else every stored SciAidanBench model (or
-    the ones the request names).  Resolved once per run and item selection (the confirmation, the requirements and the
-    evaluation all ask; the stored answers are read once).
+    """The run's target models (given, else ``--models``, else the stored SciAidanBench ones or those the request
+    names), resolved once per item selection.
 
     Args:
         rt: the run context.
@@ -58,7 +54,7 @@ def default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
     """
     key = tuple(i.id for i in items)
     if rt.targets:
-        if key not in rt.matched_replays:  # the given targets' replay files: matched once per selection
+        if key not in rt.matched_replays:
             match_replays(rt, items, rt.targets)
             rt.matched_replays.add(key)
         return rt.targets
@@ -70,9 +66,8 @@ def default_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
 
 
 def match_replays(rt: RunContext, items: list[Item], targets: list[NamedModel]) -> None:
-    """Match each JSONL replay target's stored item ids to the items of the selected benchmarks
-    (:meth:`sgieval.models.replay.ReplayStore.match_items`) and log what was mapped or left unmatched. Raises InputError
-    when none of a replay file's ids matches an item."""
+    """Match each replay target's stored item ids to the selected benchmarks' items, logging what was mapped or left
+    unmatched; InputError when none of a file's ids matches."""
     benches = {i.benchmark for i in items}
     candidates = [i for i in rt.catalog.items if i.benchmark in benches] or items
     for t in targets:
@@ -80,23 +75,20 @@ def match_replays(rt: RunContext, items: list[Item], targets: list[NamedModel]) 
             continue
         t.replay.match_items(candidates)
         if t.replay.aliases:
+            example = next(f"{s} -> {i}" for i, s in t.replay.aliases.items())
             log.warning(
                 "replay ids given without their benchmark prefix were mapped to items",
-                file=str(t.replay.source),
-                mapped=len(t.replay.aliases),
-                example=next(f"{s} -> {i}" for i, s in t.replay.aliases.items()),
-            )
+                file=str(t.replay.source), mapped=len(t.replay.aliases), example=example,
+            )  # fmt: skip
         if t.replay.unmatched:
             log.warning(
                 "replay lines match no item of the selected benchmark and are not used",
-                file=str(t.replay.source),
-                lines=t.replay.unmatched_lines(),
-            )
+                file=str(t.replay.source), lines=t.replay.unmatched_lines(),
+            )  # fmt: skip
 
 
 def replay_notes(targets: list[NamedModel]) -> tuple[str, list[str]]:
-    """(the Run table's "replay item ids" line, the report's warnings) for the replay targets whose stored ids were
-    mapped from bare ids or match no item."""
+    """(the Run table's "replay item ids" line, the report's warnings) for replay ids mapped or matching no item."""
     parts, warnings = [], []
     for t in targets:
         r = t.replay
@@ -122,18 +114,10 @@ def replay_notes(targets: list[NamedModel]) -> tuple[str, list[str]]:
 
 def _resolve_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
     if rt.config.models:
-        return unique_models(
-            [
-                resolve_run_model(
-                    m,
-                    "target",
-                    base_url=rt.config.base_url,
-                    data_dir=rt.config.data_dir,
-                    **sampling_for_role(rt.config, "target"),
-                )
-                for m in rt.config.models
-            ]
+        kw: dict[str, Any] = dict(
+            base_url=rt.config.base_url, data_dir=rt.config.data_dir, **sampling_for_role(rt.config, "target")
         )
+        return unique_models([resolve_run_model(m, "target", **kw) for m in rt.config.models])
     if items and all(i.benchmark == "sciaidanbench" for i in items):
         stores = stored_models(rt.config.data_dir)
         named = models_named_in(rt.config.request, [s.model for s in stores])
@@ -150,8 +134,5 @@ def _resolve_targets(rt: RunContext, items: list[Item]) -> list[NamedModel]:
             fix="pass --models (e.g. replay:o1-mini, openai:gpt-4.1), or put stored answers in "
             "<data dir>/sciaidanbench/responses/ (`sgieval data pull sciaidanbench`)",
         )
-    raise InputError(
-        "no target models given",
-        what="--models",
-        fix="pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)",
-    )
+    fix = "pass --models (e.g. openai:gpt-4.1, replay:<file.jsonl>, local:smollm2)"
+    raise InputError("no target models given", what="--models", fix=fix)

@@ -1,9 +1,5 @@
-"""Quality words: what a request asks about, for the metric customisation agent.
-
-The request words that name catalog facets (disciplines, tasks, benchmark names) belong to each benchmark's definition
-(``Benchmark.vocabulary``, joined by :func:`sgieval.benchmarks.registry.vocabulary`); which metric measures a quality is
-declared by the metric (``MetricSpec.qualities``).
-"""
+"""Quality words (what a request asks about) and request grammar words; facet words belong to each benchmark's
+``Benchmark.vocabulary``, and which metric measures a quality to ``MetricSpec.qualities``."""
 
 from __future__ import annotations
 
@@ -42,51 +38,25 @@ REQUEST_WORDS: frozenset[str] = frozenset(
     favors prefer prefers smallest largest fewest greatest biggest know knows understand understands handle handles solve solves experiment experiments lab
     """.split()
 )
-"""Words of a request that ask about the evaluation itself (which, best, compare, model, where, topics, ...) or only
-join the sentence: they name no facet, quality, metric or model and never make a request unclear.  Every other word
-of a request must be understood (a facet value, a quality, a metric, a model, a number of items) or it is
-questioned (:func:`sgieval.agents.questioning.understand_request`)."""
-
-MIN_FUZZY_LENGTH = 4
-"""Words shorter than this are never corrected ("bio", "x")."""
+# REQUEST_WORDS ask about the evaluation itself or join the sentence: they never make a request unclear
+MIN_FUZZY_LENGTH = 4  # shorter words are never corrected
 
 
 def max_edits(word: str) -> int:
-    """How many edits (optimal string alignment distance: insertions, deletions, substitutions and transpositions of
-    adjacent letters, casefolded) a word may be from a known term and still be read as a typo of it: 1 for words of 4-6
-    letters ("phisics" -> "physics" is 1 edit away), 2 for longer ones ("chemsitry", "biollogy"); 0 below
-    :data:`MIN_FUZZY_LENGTH` letters."""
+    """How many OSA edits (casefolded) a word may be from a known term and still be its typo: 0 below 4 letters, 1 up
+    to 6 ("phisics"), else 2 ("chemsitry")."""
     n = len(word)
     if n < MIN_FUZZY_LENGTH:
         return 0
     return 1 if n <= 6 else 2
 
 
+# the plain words of QUALITY_WORDS, which a misspelt quality word is compared with ("creatve" -> "creative")
 QUALITY_TERMS: dict[str, str] = {
-    "creative": "creativity",
-    "creativity": "creativity",
-    "original": "creativity",
-    "originality": "creativity",
-    "divergent": "creativity",
-    "rigor": "rigor",
-    "rigour": "rigor",
-    "rigorous": "rigor",
-    "feasible": "feasibility",
-    "feasibility": "feasibility",
-    "practical": "feasibility",
-    "novel": "novelty",
-    "novelty": "novelty",
-    "innovative": "novelty",
-    "clarity": "clarity",
-    "safety": "safety",
-    "hazard": "safety",
-    "reproducible": "reproducibility",
-    "reproducibility": "reproducibility",
-    "replicable": "reproducibility",
-    "accurate": "accuracy",
-    "accuracy": "accuracy",
-    "correct": "accuracy",
-    "correctness": "accuracy",
-}
-"""The plain words of :data:`QUALITY_WORDS` (each matches one of its quality's patterns), the terms a misspelt quality
-word is compared with ("creatve" -> "creative")."""
+    "creative": "creativity", "creativity": "creativity", "original": "creativity", "originality": "creativity",
+    "divergent": "creativity", "rigor": "rigor", "rigour": "rigor", "rigorous": "rigor", "feasible": "feasibility",
+    "feasibility": "feasibility", "practical": "feasibility", "novel": "novelty", "novelty": "novelty",
+    "innovative": "novelty", "clarity": "clarity", "safety": "safety", "hazard": "safety",
+    "reproducible": "reproducibility", "reproducibility": "reproducibility", "replicable": "reproducibility",
+    "accurate": "accuracy", "accuracy": "accuracy", "correct": "accuracy", "correctness": "accuracy",
+}  # fmt: skip

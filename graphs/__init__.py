@@ -1,14 +1,11 @@
-"""graphs: LangGraph wiring only: the evaluation graph (the run context travels as its ``context``) and the metric-definition chat graph.
-
-What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
-lazily from their modules on first use, so importing one module of this folder does not import the others.
-"""
+"""graphs: LangGraph wiring only: the evaluation graph (the run context travels as its ``context``) and the
+metric-definition chat graph.  What other folders may use loads lazily from its module on first use."""
 
 from __future__ import annotations
 
 from ..core import lazy_exports
 
-_PUBLIC: dict[str, str] = {
+_PUBLIC: dict[str, str] = {  # public name -> the module of this folder that defines it
     "EvalState": "evaluate",
     "build_graph": "evaluate",
     "execute": "evaluate",
@@ -23,7 +20,6 @@ _PUBLIC: dict[str, str] = {
     "into_run": "evaluate",
     "metric_specs": "evaluate",
 }
-"""Public name -> the module of this folder that defines it."""
 
 __all__ = sorted(_PUBLIC)
 

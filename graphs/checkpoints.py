@@ -1,11 +1,6 @@
-"""Checkpoints of a run (``state.sqlite``) read as data, never as code.
-
-LangGraph's checkpoint serializer rebuilds any ``(module, name, argument)`` value stored in a checkpoint unless it runs
-with an allowlist (GHSA-g48c-2wqr-h844). A run folder may come from someone else, so every saver sgieval opens uses
-:class:`StrictSerializer`: before a stored value is decoded, every constructor reference in it is checked against
-:data:`ALLOWED_TYPES`, exactly the types sgieval's graphs store, and anything else is refused with one
-:class:`~sgieval.core.TamperedFileError` (an input error, exit 2) naming the file. Pickle is never read.
-"""
+"""Checkpoints of a run (``state.sqlite``) read as data, never as code: every saver uses :class:`StrictSerializer`,
+which checks each stored constructor reference against :data:`ALLOWED_TYPES` before decoding (GHSA-g48c-2wqr-h844) and
+refuses anything else with a TamperedFileError naming the file.  Pickle is never read."""
 
 from __future__ import annotations
 
@@ -27,27 +22,15 @@ from ..core import TamperedFileError, read_sqlite
 
 __all__ = ["ALLOWED_TYPES", "StrictSerializer", "open_saver", "read_state"]
 
+# the (module, name) types sgieval's graphs write into a checkpoint: the confirmation interrupt and its resume command,
+# checkpoint metadata timestamps, the metric-definition chat's messages
 ALLOWED_TYPES: frozenset[tuple[str, str]] = frozenset(
-    {
-        # an interrupt (the metric confirmation) and the command that resumes it
-        ("langgraph.types", "Interrupt"),
-        ("langgraph.types", "Command"),
-        # timestamps LangGraph keeps in checkpoint metadata
-        ("datetime", "datetime"),
-        ("datetime", "timezone"),
-        ("datetime", "timedelta"),
-        ("uuid", "UUID"),
-        # the metric-definition chat graph keeps its conversation
-        ("langchain_core.messages.human", "HumanMessage"),
-        ("langchain_core.messages.ai", "AIMessage"),
-        ("langchain_core.messages.system", "SystemMessage"),
-        ("langchain_core.messages.tool", "ToolMessage"),
-    }
-)
-"""The ``(module, name)`` types sgieval's graphs write into a checkpoint; the serializer refuses every other."""
-
+    {("langgraph.types", "Interrupt"), ("langgraph.types", "Command"), ("datetime", "datetime"),
+     ("datetime", "timezone"), ("datetime", "timedelta"), ("uuid", "UUID"),
+     ("langchain_core.messages.human", "HumanMessage"), ("langchain_core.messages.ai", "AIMessage"),
+     ("langchain_core.messages.system", "SystemMessage"), ("langchain_core.messages.tool", "ToolMessage")}
+)  # fmt: skip
 ALLOWED_METHODS: frozenset[tuple[str, str, str]] = frozenset({("datetime", "datetime", "fromisoformat")})
-"""The ``(module, name, method)`` constructors that may rebuild a stored value."""
 
 # msgpack extension codes of langgraph.checkpoint.serde.jsonplus (its documented wire format)
 _EXT_CONSTRUCTORS = (0, 1, 2)  # single argument, positional arguments, keyword arguments
@@ -103,8 +86,7 @@ class _Refused(Exception):
 
 
 def _ext_checker(refused: list[str]):
-    """An ormsgpack ``ext_hook`` that walks extension values (and those nested in them) and appends to ``refused`` (then
-    stops the walk) at the first one outside :data:`ALLOWED_TYPES` / :data:`ALLOWED_METHODS`."""
+    """An ormsgpack ``ext_hook`` appending to ``refused`` the first (nested) extension value not allowlisted."""
 
     def check(code: int, data: bytes) -> None:
         inner = ormsgpack.unpackb(data, ext_hook=check, option=ormsgpack.OPT_NON_STR_KEYS)
@@ -164,8 +146,7 @@ async def open_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
 
 
 def read_state(path: str | Path, thread_id: str) -> dict[str, Any]:
-    """The graph state (channel values) of thread ``thread_id``'s last checkpoint in ``path``, read-only: nothing is
-    made or changed in its folder (:func:`sgieval.core.read_sqlite`).
+    """The graph state (channel values) of thread ``thread_id``'s last checkpoint in ``path``, read-only.
 
     Args:
         path: a run's ``state.sqlite``; a missing file gives ``{}``.

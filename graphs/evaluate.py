@@ -1,15 +1,8 @@
 """The evaluation graph: questioning -> customisation -> [confirm] -> evaluation -> reporting.
 
-A LangGraph ``StateGraph`` over :class:`EvalState` with an async SQLite checkpointer in ``runs/<run_id>/state.sqlite``
-(thread id = run id), so a killed run continues with ``sgieval resume <run_id>``.  Records (items, responses, scores)
-live in the run folder's JSONL files, appended as they are produced; the graph state holds only the plans and the report
-path.
-
-Wiring only (DESIGN.md "graphs/"): each node calls an agent step of :mod:`sgieval.agents.run` with the graph state and
-the run context (:class:`~sgieval.agents.runtime.RunContext`), which travels as LangGraph's ``context``
-(``context_schema``); the run's business logic (default targets, judge pre-checks, tools, report header, usage table)
-lives there.
-"""
+A LangGraph ``StateGraph`` over :class:`EvalState`, checkpointed in ``runs/<run_id>/state.sqlite`` (thread id = run id)
+so a killed run resumes; records live in the run folder's JSONL files.  Wiring only: each node calls an agent step of
+:mod:`sgieval.agents.run` with the run context, which travels as LangGraph's ``context``."""
 
 from __future__ import annotations
 
@@ -21,31 +14,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from ..agents import (
-    check_added_judges,
-    check_until_settled,
-    confirmation,
-    customisation_step,
-    estimate_step,
-    evaluation_step,
-    into_config,
-    into_update,
-    questioning_step,
-    reading_scope,
-    reporting_step,
-    run_scope,
-)
+    check_added_judges, check_until_settled, confirmation, customisation_step, estimate_step, evaluation_step,
+    into_config, into_update, questioning_step, reading_scope, reporting_step, run_scope,
+)  # fmt: skip
 from ..agents import (  # noqa: F401 - re-exported: callers of the graph use these names from here
-    RunContext,
-    check_request_models,
-    load_ledger,
-    make_runtime,
-    models_named_in,
-    new_run_id,
-    plan_needs,
-    record_sampling,
-    unique_models,
-)
-from ..agents import metric_specs, report_run, sampling_line  # noqa: F401 - re-exported
+    RunContext, check_request_models, load_ledger, make_runtime, models_named_in, new_run_id, plan_needs,
+    record_sampling, unique_models, metric_specs, report_run, sampling_line,
+)  # fmt: skip
 from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file, get_logger
 from .checkpoints import open_saver, read_state
 
@@ -66,11 +41,8 @@ __all__ = [
 
 
 class EvalState(TypedDict, total=False):
-    """Graph state (checkpointed).  ``selection``: SelectionPlan dump plus
-    ``item_ids``; ``metric_plan``: MetricPlan dump; ``confirmed``; ``targets``:
-    target model names; ``evaluated``: counts; ``report``: report path; ``estimate``: the
-    estimate before any call (``--dry-run``); ``dry_run_metrics``: under ``--dry-run``, the metric confirmation's
-    payload (the metrics, what each needs and whether it is available)."""
+    """Graph state (checkpointed): plan dumps (``selection`` with ``item_ids``, ``metric_plan``), target names, counts,
+    report path, the estimate and, under ``--dry-run``, the metric confirmation's payload."""
 
     selection: dict[str, Any]
     metric_plan: dict[str, Any]
@@ -88,17 +60,15 @@ def after_confirm(state: EvalState) -> str:
 
 
 async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
-    """The estimate of a run confirmed with ``--yes`` (:func:`sgieval.agents.estimate.estimate_step`, kept in
-    ``estimate.jsonl`` for the report's cost section; about 0.2 s on 1,000 live items, ``bench/e2e.py``). Nobody reads
-    it before the calls, so an estimate that fails does not stop the run: the reason is logged and the report says no
-    estimate is stored.
+    """The estimate of a run confirmed with ``--yes``, for the report's cost section; one that fails is logged and the
+    run goes on.
 
     Args:
         state: the graph state after the customisation.
         rt: the run context.
 
     Returns:
-        The estimate (as :func:`~sgieval.agents.estimate.estimate_step`), or None when it failed.
+        The estimate, or None when it failed.
     """
     try:
         return await estimate_step(state, rt)
@@ -108,28 +78,22 @@ async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any
 
 
 def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
-    """Compile the four-agent evaluation graph.
-
-    Each invocation brings its run context (``graph.ainvoke(..., context=rt)``).  Each node is an agent step of
-    :mod:`sgieval.agents.run`; the router is :func:`after_confirm`.
+    """Compile the four-agent evaluation graph; each invocation brings its run context (``context=rt``).
 
     Args:
         rt: the run context used when an invocation brings none (state reads, LangGraph Studio).
-        checkpointer: a LangGraph checkpointer (the run's SQLite saver, :func:`sgieval.graphs.open_saver`);
-            None: no checkpoints.
+        checkpointer: a LangGraph checkpointer (:func:`open_saver`); None: no checkpoints.
 
     Returns:
-        The compiled graph (a LangGraph ``CompiledStateGraph`` over :class:`EvalState`).
+        The compiled ``CompiledStateGraph`` over :class:`EvalState`.
     """
 
     def ctx(runtime: Runtime[RunContext] | None) -> RunContext:
         c = getattr(runtime, "context", None)
         c = c if isinstance(c, RunContext) else rt  # Studio may bring a context of its own (a dict)
         if c is None:
-            raise SgievalError(
-                "the evaluation graph was invoked without a run context",
-                fix="invoke it with context=make_runtime(config)",
-            )
+            fix = "invoke it with context=make_runtime(config)"
+            raise SgievalError("the evaluation graph was invoked without a run context", fix=fix)
         return c
 
     async def questioning(state: EvalState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -164,14 +128,10 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
         return await reporting_step(state, ctx(runtime))
 
     g = StateGraph(EvalState, context_schema=RunContext)
-    g.add_node("questioning", questioning)
-    g.add_node("customisation", customisation)
-    g.add_node("confirm", confirm)
-    g.add_node("evaluation", evaluation)
-    g.add_node("reporting", reporting)
-    g.add_edge(START, "questioning")
-    g.add_edge("questioning", "customisation")
-    g.add_edge("customisation", "confirm")
+    for node in (questioning, customisation, confirm, evaluation, reporting):
+        g.add_node(node.__name__, node)
+    for a, b in ((START, "questioning"), ("questioning", "customisation"), ("customisation", "confirm")):
+        g.add_edge(a, b)
     g.add_conditional_edges("confirm", lambda s: after_confirm(s), ["evaluation", END])
     g.add_edge("evaluation", "reporting")
     g.add_edge("reporting", END)
@@ -179,25 +139,17 @@ def build_graph(rt: RunContext | None = None, checkpointer: Any = None):
 
 
 def into_folder(config: RunConfig) -> Path:
-    """The run folder ``config.into`` names: a folder holding ``config.json``, a file in one (its report.md), or a run
-    id under ``config.out_dir``.  Raises InputError naming it when none holds a run."""
+    """The run folder ``config.into`` names (a run id under ``out_dir``, the folder, a file in it); else InputError."""
     p = Path(config.into or "").expanduser()
     for d in (Path(config.out_dir) / (config.into or ""), p, p.parent if p.suffix else None):
         if d is not None and config.into and (d / "config.json").is_file():
             return d
-    raise InputError(
-        "no such run",
-        what=f"--into {config.into}",
-        fix=f"give a run id listed by `sgieval runs --out {config.out_dir}`, the run folder, or its report.md",
-    )
+    fix = f"give a run id listed by `sgieval runs --out {config.out_dir}`, the run folder, or its report.md"
+    raise InputError("no such run", what=f"--into {config.into}", fix=fix)
 
 
 async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tuple[RunConfig, Path]:
-    """The merged config and the folder of an ``ask --into RUN`` invocation.
-
-    The run's ``config.json`` and the targets its graph state names, with this invocation's additions
-    (:func:`sgieval.agents.into.into_config`).  The run folder is read as data (its checkpoint with the allowlisted
-    serializer).
+    """The merged config (the run's with this invocation's additions) and the folder of an ``ask --into RUN``.
 
     Args:
         config: this invocation's config (``config.into`` names the run).
@@ -214,19 +166,15 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
     base = RunStore(d, read_only=True).read_config()
     base.out_dir = str(d.parent)
     check_state_file(d / "state.sqlite")
-    targets = list(read_state(d / "state.sqlite", base.run_id).get("targets") or [])  # nothing made beside it
+    targets = list(read_state(d / "state.sqlite", base.run_id).get("targets") or [])
     return into_config(base, config, fields, targets, side=side), d
 
 
 async def execute(
     rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None
 ) -> dict[str, Any]:
-    """Run (or resume) the graph for ``rt`` to the end, inside the run's scope.
-
-    The scope is :func:`sgieval.agents.runtime.run_scope`: settings, call context, log sink and ledger of this run only.
-    ``rt.invocation_kind == "into"`` (``ask --into``): the run's graph goes back to its metric confirmation with the
-    run's plan (:func:`sgieval.agents.into.into_update`), so the evaluation adds what is missing (done responses and
-    scores are reused) and the report is rewritten.
+    """Run (or resume) the graph for ``rt`` to the end inside :func:`run_scope`; an ``ask --into`` goes back to the
+    metric confirmation with the run's plan, so the evaluation adds what is missing and the report is rewritten.
 
     Args:
         rt: the run context (:func:`make_runtime`).
@@ -250,21 +198,8 @@ async def execute(
 
 
 async def _estimate_into(rt: RunContext) -> dict[str, Any]:
-    """``ask --into RUN --dry-run``: the metrics and the estimate of what the invocation would add, with the run folder
-    read as data (``RunStore(read_only=True)``, its checkpoint through :func:`read_state`): no record, journal, log
-    line, lock or checkpoint of the run is made or changed.
-
-    Args:
-        rt: the run context of the ``--into`` invocation (``rt.config.dry_run``).
-
-    Returns:
-        The run's graph state with ``estimate`` (:func:`sgieval.agents.estimate.estimate_step`), ``dry_run_metrics``
-        (the metric confirmation's payload) and ``confirmed`` False.
-
-    Raises:
-        InputError: as the invocation would (nothing to score for an added judge, a budget without prices, an
-            ``--until-settled`` that cannot run, the run has not chosen its items yet).
-    """
+    """``ask --into RUN --dry-run``: the graph state with ``estimate``, ``dry_run_metrics`` and ``confirmed`` False,
+    the run folder read only (InputError as the invocation would raise)."""
     if not rt.store.read_only:
         rt.store = RunStore(rt.store.root, read_only=True)
     values = read_state(rt.store.root / "state.sqlite", rt.config.run_id)
@@ -285,11 +220,8 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
         if rt.invocation_kind == "into":
             await graph.aupdate_state(thread, into_update(snap.values, rt), as_node="customisation")
             snap = await graph.aget_state(thread)
-        # Complete means the thread reached END: a checkpoint with no task left at all.  Not ``not snap.next``:
-        # LangGraph leaves out of ``next`` the tasks whose writes are saved, and a run killed after a step's
-        # writes were committed but before the step's own checkpoint was (checkpoints are written in the
-        # background while the next step runs) has such a latest checkpoint.  Invoking with None applies
-        # those saved writes and continues from there; input ({}) only starts a thread with no checkpoint.
+        # complete = no task left at all (not ``not snap.next``: a run killed after a step's writes were saved but
+        # before its checkpoint has tasks out of ``next``; invoking with None applies those writes and goes on)
         done = snap.created_at is not None and not snap.tasks
         if done and (snap.values.get("report") or snap.values.get("confirmed") is not True):
             return snap.values  # already complete (or declined at the confirmation): nothing to do
@@ -303,12 +235,10 @@ async def _drive(rt: RunContext, confirm: Callable[[dict], bool] | None) -> dict
         while "__interrupt__" in result:
             if confirm is None:
                 return result
-            result = await graph.ainvoke(
-                Command(resume=bool(confirm(result["__interrupt__"][0].value))), thread, context=rt
-            )
+            answer = bool(confirm(result["__interrupt__"][0].value))
+            result = await graph.ainvoke(Command(resume=answer), thread, context=rt)
         if result.get("confirmed") is True and not result.get("report"):
-            # confirmed but ended without a report: the router after the confirmation raised
-            # and the graph kept the confirmation's writes without the route; route again from there
+            # the router after the confirmation raised and the graph kept its writes without the route: route again
             await graph.aupdate_state(thread, {"confirmed": True}, as_node="confirm")
             result = await graph.ainvoke(None, thread, context=rt)
         return result

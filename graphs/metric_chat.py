@@ -1,19 +1,12 @@
-"""The metric-definition chat behind ``sgieval metric define``.
-
-A LangGraph ``StateGraph`` over :class:`MetricChatState` that pauses with ``interrupt`` whenever it needs the user:
+"""The metric-definition chat behind ``sgieval metric define``: a ``StateGraph`` over :class:`MetricChatState` that
+pauses with ``interrupt`` whenever it needs the user:
 
     describe --(user: what the metric measures)--> propose --> review
     review --(user: "weigh risk awareness double")--> revise --> review
     review --(user: "done")--> save --> END          review --("cancel")--> END
 
-``propose``/``revise`` are :func:`sgieval.agents.rubric_authoring.propose_rubric` and
-:func:`~sgieval.agents.rubric_authoring.revise_rubric`: deterministic offline (library rubric by semantic match, regex
-revisions) or an agent model (structured output :class:`~sgieval.core.Rubric`).  ``save`` writes ``<name>.yaml`` with
-:func:`sgieval.agents.rubric_authoring.save_defined_rubric` (the user rubric folder unless ``save_dir`` is given).
-
-Interrupt payloads (what the user is shown) are dicts: ``{"kind": "describe", "message"}`` and ``{"kind": "review",
-"message", "rubric" (Rubric dump), "yaml"}``; resume with ``Command(resume=<user text>)``.
-"""
+Interrupt payloads: ``{"kind": "describe", "message"}`` and ``{"kind": "review", "message", "rubric", "yaml"}``; resume
+with ``Command(resume=<user text>)``."""
 
 from __future__ import annotations
 
@@ -36,11 +29,7 @@ MAX_TURNS = 50
 
 
 class MetricChatState(TypedDict, total=False):
-    """Checkpointed chat state.  ``description``: the user's metric
-    description; ``rubric``: the current Rubric dump; ``message``: the
-    agent's last message; ``request``: the user's last change request;
-    ``history``: [{"role": "user"|"agent", "text"}]; ``status``:
-    "open" | "done" | "cancelled"; ``saved``: path of the saved YAML."""
+    """Checkpointed chat state; ``history``: [{"role": "user"|"agent", "text"}]; ``status``: open, done, cancelled."""
 
     description: str
     rubric: dict[str, Any]
@@ -87,16 +76,13 @@ def build_metric_chat(
 
     async def review(state: MetricChatState) -> dict[str, Any]:
         rubric = Rubric.model_validate(state["rubric"])
-        text = str(
-            interrupt(
-                {
-                    "kind": "review",
-                    "message": state.get("message", ""),
-                    "rubric": state["rubric"],
-                    "yaml": rubric.to_yaml(),
-                }
-            )
-        ).strip()
+        shown = {
+            "kind": "review",
+            "message": state.get("message", ""),
+            "rubric": state["rubric"],
+            "yaml": rubric.to_yaml(),
+        }
+        text = str(interrupt(shown)).strip()
         status = "done" if DONE_RE.match(text) else "cancelled" if CANCEL_RE.match(text) else "open"
         return {"request": text, "status": status, "history": _hist(state, ("user", text))}
 
@@ -117,10 +103,9 @@ def build_metric_chat(
         "describe", lambda s: END if s.get("status") == "cancelled" else "propose", ["propose", END]
     )
     g.add_edge("propose", "review")
+    after_review = {"done": "save", "cancelled": END}
     g.add_conditional_edges(
-        "review",
-        lambda s: {"done": "save", "cancelled": END}.get(s.get("status", ""), "revise"),
-        ["save", "revise", END],
+        "review", lambda s: after_review.get(s.get("status", ""), "revise"), ["save", "revise", END]
     )
     g.add_edge("revise", "review")
     g.add_edge("save", END)
@@ -128,18 +113,11 @@ def build_metric_chat(
 
 
 async def run_metric_chat(
-    answer: Callable[[dict[str, Any]], str | Awaitable[str]],
-    *,
-    agent: NamedModel | None = None,
-    name: str | None = None,
-    save_dir: str | Path | None = None,
-    description: str | None = None,
-    on_message: Callable[[dict[str, Any]], None] | None = None,
-    max_turns: int = MAX_TURNS,
-) -> MetricChatState:
-    """Drive the chat to the end.
-
-    Each interrupt payload goes to ``answer(payload) -> user text`` and is resumed with ``Command(resume=text)``.
+    answer: Callable[[dict[str, Any]], str | Awaitable[str]], *, agent: NamedModel | None = None,
+    name: str | None = None, save_dir: str | Path | None = None, description: str | None = None,
+    on_message: Callable[[dict[str, Any]], None] | None = None, max_turns: int = MAX_TURNS,
+) -> MetricChatState:  # fmt: skip
+    """Drive the chat to the end, each interrupt payload answered by ``answer(payload) -> user text``.
 
     Args:
         answer: the user's side (sync or async).
@@ -163,11 +141,8 @@ async def run_metric_chat(
     while "__interrupt__" in result:
         turns += 1
         if turns > max_turns:
-            raise InputError(
-                f"no decision after {max_turns} turns",
-                what="sgieval metric define",
-                fix="say 'done' to save or 'cancel' to quit",
-            )
+            fix = "say 'done' to save or 'cancel' to quit"
+            raise InputError(f"no decision after {max_turns} turns", what="sgieval metric define", fix=fix)
         payload = result["__interrupt__"][0].value
         if on_message is not None:
             on_message(payload)
