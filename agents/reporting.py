@@ -78,7 +78,7 @@ __all__ = [
 
 def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resamples: int, seed: int) -> list[ModelStat]:
     """One :class:`ModelStat` per model in ``models`` order: the summary
-    (metric_pool.aggregate.summarize: mean, total, 95% BCa bootstrap CI with
+    (metric_pool.stats.summarize: mean, total, 95% BCa bootstrap CI with
     ``n_resamples`` resamples and ``seed``) of its ok item-level ``metric``
     scores, or of its corpus-level value when it has only that (with the CI
     the metric put in its details as ``ci_low``/``ci_high``, else none), or
@@ -118,7 +118,7 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
 def adjacent_pair_tests(
     scores: list[Score], metric: str, ranked: list[ModelStat], *, n_resamples: int, seed: int
 ) -> list[dict[str, Any]]:
-    """Paired test (metric_pool.aggregate.paired_test, permutation, two-sided)
+    """Paired test (metric_pool.stats.paired_test, permutation, two-sided)
     of each adjacent pair of ``ranked`` (rank i vs rank i+1) over the items
     both have an ok item-level ``metric`` score for; one
     :func:`sgieval.reports.build.pair_entry` dict per pair (``p`` None when
