@@ -4,7 +4,7 @@ error for a request it cannot answer as asked (:func:`request_unclear`)."""
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Callable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -56,30 +56,15 @@ def _describes_items(word: str, prompts: list[str]) -> bool:
     return bool(prompts) and 2 * sum(1 for p in prompts if pattern.search(p)) >= len(prompts)
 
 
-def understand_request(
-    request: str, catalog: Catalog, *, metrics: list[str] | None = None, models: list[str] | None = None
-) -> RequestReading:
-    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use
-    (facet word or value, quality, metric or rubric name, model, number of items, request grammar), else a near miss
-    when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown.
-
-    Args:
-        request: the plain-language request.
-        catalog: the loaded catalog (its facet values).
-        metrics: metric and rubric names the run could rank by.
-        models: model names or strings of the run (targets, stored models).
-
-    Returns:
-        A :class:`RequestReading`.
-    """
-    from rapidfuzz.distance import OSA
-
+def _term_spans(
+    text: str, catalog: Catalog, metrics: list[str] | None, models: list[str] | None
+) -> tuple[list[tuple[int, int, str, str]], list[tuple[str, str]]]:
+    """The spans ``(start, end, term, meaning)`` of the terms ``text`` names and the known terms a near miss may
+    be corrected to (``(casefolded, shown)``)."""
     from ..metric_pool import entries as registered_metrics
-    from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, detect_qualities
     from .request_models import MODEL_MENTION
-    from .vocabulary import QUALITY_TERMS, QUALITY_WORDS, REQUEST_WORDS, max_edits
+    from .vocabulary import QUALITY_TERMS, QUALITY_WORDS, REQUEST_WORDS
 
-    text = request or ""
     spans: list[tuple[int, int, str, str]] = []  # start, end, term, meaning
 
     def cover(pattern: str, meaning: str, flags: int = re.I) -> None:
@@ -134,6 +119,15 @@ def understand_request(
     candidates += [(w, w) for w in QUALITY_TERMS]
     candidates += list(metric_terms.items()) + list(model_terms.items())
 
+    return spans, candidates
+
+
+def _nearest(candidates: list[tuple[str, str]]) -> Callable[[str], str | None]:
+    """The known term within :func:`max_edits` OSA edits of a casefolded word (the closest), else None."""
+    from rapidfuzz.distance import OSA
+
+    from .vocabulary import max_edits
+
     def near(word: str) -> str | None:
         limit = max_edits(word)
         dists = (
@@ -142,6 +136,31 @@ def understand_request(
         best = min(dists, default=None, key=lambda x: x[0])
         return best[1] if best is not None and 0 < best[0] <= limit else None
 
+    return near
+
+
+def understand_request(
+    request: str, catalog: Catalog, *, metrics: list[str] | None = None, models: list[str] | None = None
+) -> RequestReading:
+    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use
+    (facet word or value, quality, metric or rubric name, model, number of items, request grammar), else a near miss
+    when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown.
+
+    Args:
+        request: the plain-language request.
+        catalog: the loaded catalog (its facet values).
+        metrics: metric and rubric names the run could rank by.
+        models: model names or strings of the run (targets, stored models).
+
+    Returns:
+        A :class:`RequestReading`.
+    """
+    from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, detect_qualities
+    from .vocabulary import REQUEST_WORDS
+
+    text = request or ""
+    spans, candidates = _term_spans(text, catalog, metrics, models)
+    near = _nearest(candidates)
     for m in _ASKED_QUALITY.finditer(text):
         w = m.group(1)
         if w.lower() not in _NOT_QUALITIES and not detect_qualities(w) and near(w.casefold()) is None:

@@ -18,7 +18,7 @@ import platformdirs
 
 from .modelref import ModelRef
 
-__all__ = ["SAFE_SANDBOXES", "FLAGS", "OFFLINE_PREFIXES", "live_models", "sensitive_settings", "fingerprint"]
+__all__ = ["SAFE_SANDBOXES", "FLAGS", "live_models", "sensitive_settings", "fingerprint"]
 __all__ += ["run_fingerprint", "trust_file", "is_trusted", "is_own_run", "remember", "remember_run"]
 
 SAFE_SANDBOXES = ("auto", "bubblewrap", "bwrap")
@@ -36,9 +36,6 @@ FLAGS: dict[str, str | None] = {
 }
 """How each sensitive setting is passed again on the command line (None: it cannot be; only the prompt or
 ``--trust-config`` accept it)."""
-
-OFFLINE_PREFIXES = ("replay:", "local:")
-"""Model strings that call no paid service: stored responses and the embedded offline model."""
 
 
 def live_models(names: Any) -> list[str]:
