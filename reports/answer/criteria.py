@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...core import CORPUS, MetricSpec
 from ..context import ReportContext
-from ..format import clip_reason, fmt, fmt2, fmt_p
+from ..format import clip_reason, count_phrase, fmt, fmt2, fmt_p
 from ..ranking import item_values
 from ..sections.criteria import criterion_scores
 from .kinds import ci_of, paired, question_pair
@@ -71,7 +71,7 @@ def why(ctx: ReportContext) -> str:
     what = f"the criteria of {spec.name} (0-10)" if spec.kind == "rubric" else "the run's other item-level metrics"
     parts = [
         f"{a} against {b} by {spec.name} ({spec.scale_label}): mean {fmt2(r.mean_a)} against {fmt2(r.mean_b)} on "
-        f"the {r.n} items both scored, difference {fmt2(r.mean_diff)} ({ci_of(r)}, paired permutation test p = "
+        f"the {count_phrase(r.n)} both scored, difference {fmt2(r.mean_diff)} ({ci_of(r)}, paired permutation test p = "
         f"{fmt_p(r.p_value)})."
     ]
     if tested:

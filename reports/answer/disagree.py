@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..context import ReportContext
-from ..format import fmt, fmt2, fmt_p
+from ..format import count_phrase, fmt, fmt2, fmt_p
 from ..ranking import item_values
 from .criteria import criterion_values
 from .kinds import paired, question_pair
@@ -78,7 +78,7 @@ def _facet_sentence(ctx: ReportContext, a: str, b: str, raw: float) -> str:
     widest = max(rows, key=lambda x: (abs(x[2].mean_diff), -x[3]))
     head = (
         f"Between {a} and {b} by {ctx.spec.name}, per facet value (paired permutation test on the value's items, "
-        f"two-sided; Holm-adjusted for the {len(rows)} values tested): "
+        f"two-sided; Holm-adjusted for the {count_phrase(len(rows), 'value')} tested): "
     )
     flipped = (
         f"the order flips in {'; '.join(say(*x) for x in flips[:3])}"
@@ -122,9 +122,9 @@ def _flip_sentence(ctx: ReportContext, a: str, b: str, raw: float) -> str:
     flips = sorted((i for i in shared if sign * (vb[i] - va[i]) > 0), key=lambda i: (sign * (va[i] - vb[i]), i))
     better = "higher" if sign > 0 else "lower"
     if not flips:
-        return f"{b} scores {better} than {a} on none of the {len(shared)} items both scored."
+        return f"{b} scores {better} than {a} on none of the {count_phrase(len(shared))} both scored."
     return (
-        f"The overall order flips on {len(flips)} of the {len(shared)} items both scored, where {b} scores "
+        f"The overall order flips on {len(flips)} of the {count_phrase(len(shared))} both scored, where {b} scores "
         f"{better} than {a}; most on "
         + "; ".join(f"[{i}]({item_link(i)}) ({b} {fmt(vb[i])}, {a} {fmt(va[i])})" for i in flips[:3])
         + "."

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core import MetricSpec, ModelRef
 from ..context import ReportContext
-from ..format import fmt, fmt2, fmt_p
+from ..format import count_phrase, fmt, fmt2, fmt_p
 from ..ranking import item_values
 
 __all__ = ["ci_of", "how_much", "named_models", "pair_note", "paired", "question_pair", "units_phrase", "yes_no"]
@@ -99,13 +99,13 @@ def units_phrase(diff: float, spec: MetricSpec) -> str:
 def ci_of(r: Any) -> str:
     """``95% CI a to b`` of a paired result's difference, or that it has no CI (equal differences on every item)."""
     if r.ci_low == r.ci_high or math.isnan(r.ci_low):
-        return f"no CI: the difference is {fmt(r.mean_diff)} on every one of the {r.n} items"
+        return f"no CI: the difference is {fmt(r.mean_diff)} on every one of the {count_phrase(r.n)}"
     return f"95% CI {fmt2(r.ci_low)} to {fmt2(r.ci_high)}"
 
 
 def _diff_clause(a: str, b: str, r: Any, spec: MetricSpec) -> str:
     return (
-        f"on the {r.n} items both scored, mean {fmt2(r.mean_a)} against {fmt2(r.mean_b)} {spec.name} per item, a "
+        f"on the {count_phrase(r.n)} both scored, mean {fmt2(r.mean_a)} against {fmt2(r.mean_b)} {spec.name} per item, a "
         f"difference of {fmt2(r.mean_diff)} ({a} minus {b}; {ci_of(r)}); the paired "
         f"permutation test gives p = {fmt_p(r.p_value)} (two-sided)"
     )
@@ -132,7 +132,7 @@ def yes_no(ctx: ReportContext) -> str:
     if r.p_value < 0.05 and r.mean_diff != 0:
         word = "Yes" if a_better != asks_worse else "No"
         unsettled = (
-            f"whether this holds beyond these {r.n} items, on other metrics, or with other judges or "
+            f"whether this holds beyond {'this' if r.n == 1 else 'these'} {count_phrase(r.n)}, on other metrics, or with other judges or "
             "samples of the models"
         )
     else:

@@ -68,18 +68,23 @@ async def test_units_run_on_max_parallel_workers_in_item_order(tmp_path):
 
 
 class SlowScore(ReferenceMatch):
-    """Exact match that takes 200 ms to score (as a judged metric waits for its judge: long enough for the next
-    call to start on a loaded machine), and counts the units
-    during whose scoring a target call started."""
+    """Exact match whose scoring of a unit waits (up to 10 s, as a judged metric waits for its judge) for the next
+    target call to start, unless every call has started, and counts the units during whose scoring a call started.
+    Waiting for the event rather than sleeping a fixed time keeps the count exact on a loaded machine; when the
+    next call cannot start before the scoring ends, every wait runs out and no overlap is counted."""
 
-    def __init__(self, chat: CountingChat):
+    def __init__(self, chat: CountingChat, calls: int = 0):
         super().__init__(names=["exact_match"])
         self.chat = chat
+        self.calls = calls
         self.overlaps = 0
 
     async def score(self, item, response, ctx):
         calls_before = len(self.chat.started)
-        await asyncio.sleep(0.2)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (10.0 if calls_before < self.calls else 0.2)
+        while len(self.chat.started) == calls_before and loop.time() < deadline:
+            await asyncio.sleep(0.01)
         if len(self.chat.started) > calls_before:  # a call started while this unit was being scored
             self.overlaps += 1
         return await super().score(item, response, ctx)
@@ -95,7 +100,7 @@ async def test_next_call_starts_while_a_unit_is_scored(tmp_path):
         Item(id=f"jsonl:t/{k}", benchmark="jsonl:t", task="short_answer", prompt=f"q{k}", reference={"answer": "x"})
         for k in range(8)
     ]
-    metric = SlowScore(chat)
+    metric = SlowScore(chat, calls=len(items))
     prog = await run_evaluation(RunStore(tmp_path / "run"), items, [target], [metric], ScoringContext(), max_parallel=1)
     assert chat.max_in_flight == 1
     assert chat.started == [f"q{k}" for k in range(8)]
