@@ -108,6 +108,7 @@ def test_langgraph_json_names_importable_factories(tmp_path):
     assert len(state["selection"]["item_ids"]) == 25
 
 
+@pytest.mark.slow
 def test_metric_chat_factory_runs_the_chat_to_a_saved_rubric(tmp_path):
     from langgraph.types import Command
 

@@ -62,6 +62,7 @@ LINE = re.compile(
 )
 
 
+@pytest.mark.slow
 def test_progress_lines_when_stderr_is_no_terminal(tmp_path):
     data = _data(tmp_path)
 

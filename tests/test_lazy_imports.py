@@ -65,6 +65,7 @@ print(json.dumps({{"import": after_import, "command": loaded({NOT_FOR_LISTINGS!r
     assert got == {"import": [], "command": []}
 
 
+@pytest.mark.slow
 def test_a_run_loads_matplotlib_scipy_torch_sentence_transformers_only_when_needed(tmp_path):
     bench = tmp_path / "qa.jsonl"  # half of the replies are right: the report bootstraps a CI
     bench.write_text(

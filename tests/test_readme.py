@@ -89,6 +89,7 @@ def _sgieval(argv: list[str], cwd, **env: str):
     )
 
 
+@pytest.mark.slow
 def test_readme_command_1_pulls_then_ranks(tmp_path):
     import os
 

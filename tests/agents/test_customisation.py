@@ -63,6 +63,7 @@ async def test_offline_plan_takes_the_rigor_starter_rubric():
     assert plan.planner == "offline"
 
 
+@pytest.mark.slow
 async def test_offline_plan_notes_quality_without_rubric():
     plan, _, _ = await run_customisation("Which model shows the most cost awareness in idea generation?", ITEMS)
     assert plan.custom == []

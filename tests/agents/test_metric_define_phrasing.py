@@ -88,6 +88,7 @@ def test_drafted_descriptions_say_what_is_checked():
         assert crit.description != f"How well the response shows {crit.name}."
 
 
+@pytest.mark.slow
 def test_cli_shows_phrasings_before_the_first_change_and_no_progress_bar(tmp_path, monkeypatch):
     monkeypatch.setenv("SGIEVAL_RUBRIC_DIR", str(tmp_path))
     res = CliRunner().invoke(

@@ -4,11 +4,11 @@ the items whose order departs most from the overall one (linked to the viewer)."
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
+import pytest
+from sgieval.cli import app
 from sgieval.reports.answer.where import asks_where
 from sgieval.reports.sections.where import item_link
-from sgieval.cli import app
+from typer.testing import CliRunner
 
 runner = CliRunner()
 
@@ -58,6 +58,7 @@ def test_physics_creativity_names_synchrotron_and_the_condensed_matter_near_tie(
     ) in where
 
 
+@pytest.mark.slow
 def test_disciplines_request_names_biology_where_o1_mini_is_third(tmp_path):
     text = _report(tmp_path, "Where do the models disagree on creativity across disciplines?")
     answer = section(text, "Answer")
@@ -129,9 +130,9 @@ NEWUSER = {
 
 def _where(table, ranked, request="In which fields do the models differ in accuracy?"):
     from sgieval.agents.reporting import POOL
-    from sgieval.reports.sections.where import where_report
     from sgieval.core import Item, Score
     from sgieval.metric_pool.generic import EXACT
+    from sgieval.reports.sections.where import where_report
 
     items = [Item(id=i, benchmark="b", task="qa", discipline=d, prompt="?") for i, (d, _v) in table.items()]
     scores = [
@@ -192,6 +193,7 @@ def test_facets_that_offset_a_lead_are_named_instead_of_a_share_over_100_percent
     assert not any("%)" in s for s in rep.sentences)
 
 
+@pytest.mark.slow
 def test_the_stored_answers_name_where_the_models_differ_most_once_and_print_ties_as_ties(tmp_path):
     text = _report(tmp_path, "In which fields do the models differ?")
     answer = " ".join(section(text, "Answer").split())

@@ -60,6 +60,7 @@ async def test_default_reply_echoes_last_user_message():
     assert message_text(out) == "echo: item-17 question"
 
 
+@pytest.mark.slow
 async def test_500_calls_with_errors_and_hangs_all_end_answered_or_failed():
     # 20% errors (half 429 with Retry-After 0.05 s, half 500) and 2% hung connections;
     # per-attempt timeout 5 s so a hung attempt is abandoned and retried (a loaded 2-core machine can take

@@ -133,6 +133,7 @@ def _stable(report: str) -> str:
     return re.sub(r"\d+(\.\d+)? s\b", "<s>", report)
 
 
+@pytest.mark.slow
 def test_the_command_with_its_worker_writes_the_same_report_as_the_api(tmp_path):
     """The console script (warm worker: bootstrap CIs, paired tests and the chart computed in the
     worker) and the in-process app (no worker) give the same report, number for number."""

@@ -115,16 +115,19 @@ else:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_console_script_pauses_until_the_run_and_calls_with_the_collector_on(tmp_path):
     seen = _run(tmp_path, console=True)
     assert seen == {"start": True, "at_run": False, "first_call": [True, True]}
 
 
+@pytest.mark.slow
 def test_console_script_with_fast_start_off_never_pauses(tmp_path):
     seen = _run(tmp_path, console=True, env={"SGIEVAL_FAST_START": "0"})
     assert seen == {"start": True, "at_run": True, "first_call": [True, False]}
 
 
+@pytest.mark.slow
 def test_python_api_style_app_call_leaves_the_collector_alone(tmp_path):
     seen = _run(tmp_path, console=False)
     assert seen == {"start": True, "first_call": [True, False]}  # no start-up context: nothing paused, no end

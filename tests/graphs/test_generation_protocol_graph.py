@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sgieval.core import RunConfig
 from sgieval.graphs.evaluate import execute, make_runtime
 from sgieval.tests.conftest import routed
@@ -44,6 +45,7 @@ def test_generation_protocol_through_graph(tmp_path):
     assert "| 1 | scripted-repeater | 1.00 |" in report and "| judge | scripted-judge |" in report
 
 
+@pytest.mark.slow
 def test_long_answers_are_embedded_whole_and_the_report_says_how_many(tmp_path):
     # The repeated answer is longer than MiniLM's 256-token window (2 questions x 2 answers)
     long = " ".join(f"Step {k}: dope the copolymer backbone with acceptor unit number {k}." for k in range(40))

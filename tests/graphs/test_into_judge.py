@@ -97,6 +97,7 @@ def served(tmp_path, monkeypatch):
         yield tmp_path / "runs" / "A", mock, replies, into
 
 
+@pytest.mark.slow
 def test_into_adds_a_judge_beside_the_runs_judge_and_calls_no_target(served):
     run_dir, mock, replies, into = served
     scores_before = (run_dir / "scores.jsonl").read_bytes()
@@ -197,6 +198,7 @@ def test_into_adds_a_judge_beside_the_runs_judge_and_calls_no_target(served):
     assert (run_dir / "scores.jsonl").read_bytes() == scores_before
 
 
+@pytest.mark.slow
 def test_into_adds_a_metric_scored_by_every_judge_of_the_run_on_the_stored_responses(served):
     run_dir, mock, replies, into = served
     res = runner.invoke(app, [*into, "--judge", "openai:judge2"], input="y\n")

@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 REQUEST = "Which model is the most creative?"
 
 
@@ -23,6 +25,7 @@ def _report_body(path: Path) -> str:
     return "\n".join(line for line in path.read_text().splitlines() if not line.startswith("| run id |"))
 
 
+@pytest.mark.slow
 def test_sigkill_half_way_then_resume_equals_uninterrupted(tmp_path):
     killed_out, clean_out = tmp_path / "killed", tmp_path / "clean"
     proc = subprocess.Popen(

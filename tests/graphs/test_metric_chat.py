@@ -36,6 +36,7 @@ def _user_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("SGIEVAL_RUBRIC_DIR", str(tmp_path / "user"))
 
 
+@pytest.mark.slow
 async def test_graph_with_command_resume(tmp_path):
     g = build_metric_chat(save_dir=tmp_path / "out", name="idea_rigor")
     cfg = {"configurable": {"thread_id": str(uuid.uuid4())}}
@@ -62,6 +63,7 @@ async def test_graph_with_command_resume(tmp_path):
     assert saved.aggregate({**{c: 5 for c in RIGOR}, "risk awareness": 10}) == pytest.approx(450 / 7)
 
 
+@pytest.mark.slow
 async def test_offline_generic_rubric_and_cancel(tmp_path):
     turns = iter(
         [
@@ -126,6 +128,7 @@ async def test_llm_proposal_and_revision(tmp_path):
     ] == "scripted-agent revised the rubric (2 criteria)."
 
 
+@pytest.mark.slow
 def test_cli_define_with_stdin(tmp_path):
     res = CliRunner().invoke(
         app,
@@ -145,6 +148,7 @@ def test_cli_define_with_stdin(tmp_path):
     assert res.exit_code == 0 and "my_rigor" in res.output and "starter" in res.output
 
 
+@pytest.mark.slow
 def test_cli_define_eof_cancels(tmp_path):
     res = CliRunner().invoke(app, ["metric", "define"], input="how clear the answer is\n")
     assert res.exit_code == 3
@@ -216,6 +220,7 @@ def test_cli_metric_test_missing_response_file_is_an_error(tmp_path):
     assert f"--response {tmp_path / 'missing.txt'}: no such file" in " ".join(res.output.split())
 
 
+@pytest.mark.slow
 async def test_edited_starter_is_saved_beside_it_not_over_it(tmp_path):
     turns = iter(["A rubric for how rigorous a research idea is", "add a criterion about safety of reagents", "done"])
     state = await run_metric_chat(lambda payload: next(turns), save_dir=tmp_path / "out")
@@ -227,6 +232,7 @@ async def test_edited_starter_is_saved_beside_it_not_over_it(tmp_path):
     assert load_rubric("rigor").criteria != saved.criteria  # the starter is untouched
 
 
+@pytest.mark.slow
 async def test_explicit_name_of_a_starter_says_it_replaces_it(tmp_path):
     turns = iter(["whether the answer uses emojis", "done"])
     state = await run_metric_chat(lambda payload: next(turns), save_dir=tmp_path / "out", name="clarity")

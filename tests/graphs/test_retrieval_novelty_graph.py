@@ -8,8 +8,9 @@ import os
 import subprocess
 import sys
 
-from sgieval.tests.metric_pool.test_retrieval_novelty import PAPERS
+import pytest
 from sgieval.metric_pool.registry import find as find_metric
+from sgieval.tests.metric_pool.test_retrieval_novelty import PAPERS
 
 
 def literature_novelty(request: str) -> bool:
@@ -25,6 +26,7 @@ def test_literature_novelty_requests():
     assert not literature_novelty("Compare the models against these papers' accuracy")  # no novelty asked
 
 
+@pytest.mark.slow
 def test_ask_ranks_by_retrieval_novelty_with_the_retrieved_papers(tmp_path):
     (tmp_path / "papers").mkdir()
     for name, text in PAPERS.items():

@@ -14,6 +14,7 @@ from sgieval.metric_pool.labels import MIN_LABELS, label_estimates, latest_label
 from sgieval.metric_pool.ppi import classical_mean, power_tuning, ppi_mean
 
 
+@pytest.mark.slow
 def test_quadratic_weighted_kappa_by_hand_on_six_likert_labels():
     # human -2 -1 0 1 2 2, judge -2 0 0 1 1 2: sum of squared disagreements 2; expected under independence
     # sum_ij h_i j_j (i-j)^2 / n = 136 / 6, so kappa_w = 1 - 2 / (136/6) = 31/34

@@ -72,6 +72,7 @@ def test_pooling_weights_pieces_by_length():
         Embedder("minilm", long_texts="drop")
 
 
+@pytest.mark.slow
 def test_long_answers_sharing_their_opening_are_told_apart():
     chunked, truncated = Embedder("minilm"), Embedder("minilm", long_texts="truncate")
     a = OPENING + " So the answer is photosynthesis in green algae."

@@ -103,6 +103,7 @@ def test_starter_yaml_round_trip_is_equal(name, tmp_path):
     assert Rubric.from_yaml(r.to_yaml()) == r  # from YAML text too
 
 
+@pytest.mark.slow
 def test_find_rubric_exact_and_semantic():
     assert find_rubric("Rigor").name == "rigor"  # exact-name fast path
     assert find_rubric("rigour").name == "rigor"  # MiniLM cosine 0.80 >= 0.5

@@ -77,6 +77,7 @@ def test_a_clear_leader_is_settled_early_and_right_in_at_least_95_of_100_seeds()
     assert np.median(stops) <= 200
 
 
+@pytest.mark.slow
 def test_equal_models_are_not_separated():
     # b holds exactly a's values in another item order: equal means on the selection, so any stop is wrong
     wrong = 0

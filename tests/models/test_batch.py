@@ -87,6 +87,7 @@ def batch_env(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_batch_run_scores_as_the_direct_run_at_the_batch_price(batch_env, fresh_call_cache):
     from sgieval.models import cache
 
@@ -584,6 +585,7 @@ def test_a_batch_is_submitted_at_the_size_cap_without_waiting_for_the_window(tmp
     assert creates[1]["t"] - creates[0]["t"] < 0.8 and creates[2]["t"] - asked >= 1.0
 
 
+@pytest.mark.slow
 def test_ask_with_batch_and_a_server_without_batches_exits_2_naming_the_model(tmp_path):
     with MockOpenAI(batch_api=False) as mock:
         env = {**os.environ, "OPENAI_API_KEY": "test", "SGIEVAL_CACHE_DIR": str(tmp_path / "cache")}

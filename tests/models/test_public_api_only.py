@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from sgieval.tests.conftest import REPO
 
 PACKAGES = ("langchain_core", "langchain_openai", "openai")
@@ -107,6 +108,7 @@ def _private_reads(tree: ast.AST) -> list[tuple[int, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_private_attribute_is_read_through_their_modules_or_classes():
     bad = [f"{rel}:{line} {what}" for rel, tree in _product_modules() for line, what in _private_reads(tree)]
     assert bad == []

@@ -279,6 +279,7 @@ def test_load_run_works_on_a_read_only_runs_folder(read_only_runs):
     assert snapshot(read_only_runs) == before
 
 
+@pytest.mark.slow
 def test_what_cannot_be_written_or_read_is_named_with_the_fix(read_only_runs, tmp_path):
     before = snapshot(read_only_runs)
     res = _sgieval(["view", str(read_only_runs / "a")])  # its viewer belongs in the read-only run folder

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sgieval.bench.mock_openai import MockOpenAI
 from sgieval.core import RunStore
 from sgieval.models.accounting import INTERRUPTED, Ledger
@@ -73,6 +74,7 @@ def test_recover_counts_each_unrecorded_call_once():
     assert led.recover(sent) == [] and led.total().calls == 2 and led.total().failed_calls == 1
 
 
+@pytest.mark.slow
 def test_calls_in_flight_at_a_sigkill_are_in_the_ledger(tmp_path):
     bench = tmp_path / "qa.jsonl"
     bench.write_text(

@@ -45,6 +45,7 @@ def finished_run(tmp_path_factory) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_a_run_held_by_another_process_is_left_alone_and_listed_as_running(finished_run):
     run = finished_run
     torn = run / "responses.jsonl"

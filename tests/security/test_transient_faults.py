@@ -80,6 +80,7 @@ def _answer(body, i):
         {0: "bad_json", 1: "error_200", 2: "no_choices", 4: "no_choices", 5: "bad_json"},  # in a row
     ],
 )
+@pytest.mark.slow
 def test_malformed_replies_are_retried_and_every_item_is_scored(tmp_path, faults):
     with MockOpenAI(replies=_answer, faults=lambda i, body: faults.get(i)) as mock:
         res, out = ask(tmp_path, mock.url)
@@ -96,6 +97,7 @@ def test_malformed_replies_are_retried_and_every_item_is_scored(tmp_path, faults
     assert all(s.status == "ok" for s in store.read("scores"))
 
 
+@pytest.mark.slow
 def test_a_malformed_reply_every_time_is_a_failure_with_its_reason(tmp_path):
     """Variant: it never gets better: after the attempts the response is failed, naming the fault."""
     with MockOpenAI(faults=lambda i, body: "error_200") as mock:
@@ -108,6 +110,7 @@ def test_a_malformed_reply_every_time_is_a_failure_with_its_reason(tmp_path):
 
 
 @pytest.mark.parametrize("timeout", ["1", "0.5"])
+@pytest.mark.slow
 def test_a_server_that_never_answers_costs_the_calls_total_time(tmp_path, timeout):
     """--timeout S bounds each attempt; all attempts of a call get 2 S in all, then the call fails."""
     with MockOpenAI(faults=lambda i, body: "hang") as mock:
@@ -136,6 +139,7 @@ def test_a_bad_timeout_is_one_line_and_leaves_no_run_folder(tmp_path, bad):
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.slow
 def test_terminal_escapes_from_a_server_are_escaped_in_every_output_file(tmp_path):
     """The probe: raw terminal escapes from a server error reached report.md.  Item 0's call always gets an
     HTTP 500 whose message clears the screen; item 1's reply text carries escapes too (variant)."""

@@ -95,6 +95,7 @@ def _scores(out: Path) -> dict[tuple[str, str], tuple[float | None, str]]:
     return got
 
 
+@pytest.mark.slow
 def test_two_sgieval_processes_score_like_a_lone_run(tmp_path):
     data, answers = _data(tmp_path)
     lone = _ask(data, answers, tmp_path / "lone")
