@@ -10,7 +10,7 @@ from ..context import ReportContext
 from ..format import clip_reason, count_phrase, fmt, fmt2, fmt_p
 from ..ranking import item_values
 from ..sections.criteria import criterion_scores
-from .kinds import ci_of, paired, question_pair
+from .kinds import ci_of, compared, paired
 from .where import item_link
 
 __all__ = ["criterion_values", "why"]
@@ -56,13 +56,11 @@ def why(ctx: ReportContext) -> str:
     """Which criteria carry the difference between the two models the question is about (or the top two), largest
     difference first, and the rationales of the item where the first model leads most and of the one where it
     leads least."""
-    pair = question_pair(ctx)
-    if pair is None:
+    got = compared(ctx)
+    if got is None:
         return ""
-    a, b = pair
+    a, b, va, vb, r = got
     spec = ctx.spec
-    va, vb = (item_values(ctx.ranking_scores, m, spec.name) for m in pair)
-    r = paired(ctx, va, vb)
     if r is None:
         return f"{a} and {b} share fewer than 2 items scored by {spec.name}: no difference to explain."
     ca, cb = criterion_values(ctx, spec, a), criterion_values(ctx, spec, b)

@@ -53,6 +53,16 @@ def question_pair(ctx: ReportContext) -> tuple[str, str] | None:
     return (pair[0], pair[1]) if len(pair) == 2 else None
 
 
+def compared(ctx: ReportContext) -> tuple[str, str, dict[str, float], dict[str, float], Any] | None:
+    """The two models a comparison question is about (:func:`question_pair`), their per-item values of the ranking
+    metric and their paired test (None when they share fewer than 2 items); None with fewer than two ranked models."""
+    pair = question_pair(ctx)
+    if pair is None:
+        return None
+    va, vb = (item_values(ctx.ranking_scores, m, ctx.spec.name) for m in pair)
+    return pair[0], pair[1], va, vb, paired(ctx, va, vb)
+
+
 def pair_note(ctx: ReportContext, pair: tuple[str, str]) -> str:
     """What the comparison stands in for when the request does not name both models of ``pair`` ("" when it
     does)."""
@@ -119,12 +129,11 @@ def _scope(ctx: ReportContext) -> str:
 def yes_no(ctx: ReportContext) -> str:
     """**Yes**, **No** or **Not established** to "Is A better than B (at X)?": the difference with its 95% CI, the
     paired test, the items both scored and what the data do not settle."""
-    pair = question_pair(ctx)
-    if pair is None:
+    got = compared(ctx)
+    if got is None:
         return ""
-    a, b = pair
+    a, b, _va, _vb, r = got
     spec = ctx.spec
-    r = paired(ctx, *(item_values(ctx.ranking_scores, m, spec.name) for m in pair))
     if r is None:
         return f"**Not established**: {a} and {b} share fewer than 2 items scored by {spec.name}, so no paired test."
     asks_worse = bool(_WORSE.search(ctx.request))
@@ -150,20 +159,18 @@ def yes_no(ctx: ReportContext) -> str:
         "Not established": f"the data do not establish whether {a} is {verb}",
     }[word]
     return f"**{word}**: {claim}; {_diff_clause(a, b, r, spec)}. The data do not settle {unsettled}." + pair_note(
-        ctx, pair
+        ctx, (a, b)
     )
 
 
 def how_much(ctx: ReportContext) -> str:
     """How much better: the difference and its CI on the metric's scale, Cohen's d_z of the paired differences
     (their mean over their SD, Cohen 1988, section 2.3.5) and what it means in the metric's units."""
-    pair = question_pair(ctx)
-    if pair is None:
+    got = compared(ctx)
+    if got is None:
         return ""
-    a, b = pair
+    a, b, va, vb, r = got
     spec = ctx.spec
-    va, vb = (item_values(ctx.ranking_scores, m, spec.name) for m in pair)
-    r = paired(ctx, va, vb)
     if r is None:
         return f"{a} and {b} share fewer than 2 items scored by {spec.name}: no difference can be estimated."
     diffs = [va[i] - vb[i] for i in sorted(set(va) & set(vb))]
@@ -180,5 +187,5 @@ def how_much(ctx: ReportContext) -> str:
         f"Standardised effect size: {dz}. In the metric's units: {a} scores {units_phrase(better, spec)} than {b}"
         + (f" ({fmt(r.mean_diff)} per item)" if not math.isinf(spec.range[1]) else "")
         + "."
-        + pair_note(ctx, pair)
+        + pair_note(ctx, (a, b))
     )
