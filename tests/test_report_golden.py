@@ -1,8 +1,8 @@
 """The reports the README shows are byte-identical for the same records.
 
 The README's replay commands run on the real shared SciAidanBench data; each report.md (and the comparison the
-README shows) must equal the golden copy in ``tests/fixtures/golden/``, which was written by this module's
-``--write`` mode from the code before the modules that build reports were restructured.  Only what differs per run
+README shows) must equal the golden copy in ``tests/fixtures/golden/``, written by this module's ``--write`` mode;
+a change meant to change a report rewrites them, and its commit shows the diff of the golden files.  Only what differs per run
 by design is replaced before comparing: the run id, the data folder and the call-cache folder (both in the Run
 table), the runs' start times in the comparison, and the wall-clock latency column of Cost and usage.
 
