@@ -53,8 +53,10 @@ class Answer:
             The Markdown text.
         """
         lines = [f"- **{self.lead_label}:** {self.lead}" if self.lead_label else f"- {self.lead}"] if self.lead else []
+        if self.where_first and self.where:
+            lines.append("- **Where it differs:** " + " ".join(self.where))
         lines.append(f"- **Verdict:** {self.verdict}")
-        parts = [("How sure", self.how_sure), ("Where it differs", self.where)]
+        parts = [("How sure", self.how_sure)] + ([] if self.where_first else [("Where it differs", self.where)])
         if self.summary:
             lines.append(f"- **Summary** ({self.summary_by}): {self.summary}")
         for label, part in parts:
@@ -132,8 +134,9 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
     answer.where += metric_disagreement(ctx.scores, ctx.specs, spec, names, leaders, ctx.focus)
     answer.where += variants
     answer.lead_label, answer.lead = kind_lead(ctx, answer.where, answer.where_first)
-    if answer.lead_label == "Where it differs":
-        answer.where, answer.where_first = [], True
+    if answer.lead_label == "Where it differs":  # the where sentences come first, each its own (viewer links)
+        answer.where += where_lead(ctx)
+        answer.lead_label, answer.lead, answer.where_first = "", "", True
     facts = fact_caveats(
         ctx.scores,
         spec,
@@ -151,7 +154,7 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
 def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -> tuple[str, str]:
     """The Answer's first item for the question kind the questioning agent understood (``header["question_kind"]``;
     without one, ``where`` when a section says the request asks where): ``yes_no`` (:func:`.kinds.yes_no`),
-    ``how_much`` (:func:`.kinds.how_much`), ``where`` (``where`` then :func:`.disagree.where_lead`) and ``why``
+    ``how_much`` (:func:`.kinds.how_much`), ``where`` (label only: the where sentences and :func:`.disagree.where_lead` go first) and ``why``
     (:func:`.criteria.why`).
 
     Args:
@@ -166,7 +169,7 @@ def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -
     if len(ctx.ranked) < 2 or ctx.pool is None:
         return "", ""
     if kind == "where":
-        return "Where it differs", " ".join([*where, *where_lead(ctx)])
+        return "Where it differs", ""  # compose_answer puts the where sentences first, each its own
     label, build = {"yes_no": ("", yes_no), "how_much": ("How much", how_much), "why": ("Why", why)}.get(
         kind, ("", None)
     )

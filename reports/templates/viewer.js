@@ -260,9 +260,12 @@
       };
       var caveats = ans.caveats || [];
       parts.push(el('h2', {text: 'Answer'}), el('div', {cls: 'card answer', id: 'answer'}, el('ul', null,
+        ans.lead ? el('li', null, ans.lead_label ? el('b', {text: ans.lead_label + ': '}) : null, mdInline(ans.lead)) : null,
+        ans.where_first ? li('Where it differs', ans.where) : null,
         li('Verdict', [ans.verdict]),
         ans.summary ? li('Summary (' + ans.summary_by + ')', [ans.summary]) : null,
-        li('How sure', ans.how_sure), li('Where it differs', ans.where), li('More items', ans.more_items),
+        li('How sure', ans.how_sure), ans.where_first ? null : li('Where it differs', ans.where),
+        li('More items', ans.more_items),
         caveats.length ? el('li', null, el('b', {text: 'Caveats: '}),
           el('ul', null, caveats.map(function (c) { return el('li', null, answerSentence(c)); }))) : null),
         ans.stamp ? el('p', {cls: 'muted', text: ans.stamp}) : null));
