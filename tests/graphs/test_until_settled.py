@@ -140,13 +140,12 @@ def test_until_settled_refuses_an_unbounded_or_corpus_metric_and_one_target(benc
         )
 
 
-def _cli(args, cache):
+def _cli(args, cache, log: Path | None = None):
+    """The ``sgieval`` command in a process of its own; its stderr goes to ``log`` (appended) when given."""
     env = {**os.environ, "SGIEVAL_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"}
+    err = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 (the child holds it)
     return subprocess.Popen(
-        [str(Path(sys.executable).with_name("sgieval")), *args],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [str(Path(sys.executable).with_name("sgieval")), *args], env=env, stdout=subprocess.DEVNULL, stderr=err
     )
 
 
@@ -180,8 +179,8 @@ def test_sigkill_twice_then_resume_stops_at_the_same_item(bench, tmp_path):
             assert proc.wait(timeout=30) == -signal.SIGKILL
             mock.release()
             run_dir = run_dir or next(p for p in out.iterdir() if (p / "config.json").is_file())
-            proc = _cli(["resume", str(run_dir), "--yes"], cache)
-        assert proc.wait(timeout=300) == 0
+            proc = _cli(["resume", str(run_dir), "--yes"], cache, log=tmp_path / "resume.log")
+        assert proc.wait(timeout=300) == 0, (tmp_path / "resume.log").read_text()[-3000:]
         served = mock.stats()["served"]
     got = sgieval.load_run(run_dir).state["evaluated"]["settled"]
     assert got["items_used"] == want["items_used"] and got["item_ids"] == want["item_ids"]
