@@ -12,7 +12,7 @@ import click
 import typer
 
 from ..core import FLAGS, InputError, RunConfig, RunStore, SgievalError, check_state_file, disk_error, is_disk_full
-from ..core import is_trusted, remember, sensitive_settings
+from ..core import is_trusted, remember, sensitive_settings, validation_errors_text
 from .output import err, fail, safe
 
 
@@ -63,14 +63,9 @@ def run_dir(run: str, out_dir: Path) -> Path:
 
 def _reason(e: Exception) -> str:
     """One line for a pydantic ValidationError (``field: message; ...``) or another exception (its last line)."""
-    errors = getattr(e, "errors", None)
-    if callable(errors):
-        try:
-            return "; ".join(
-                (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", "")) for x in errors()
-            )
-        except Exception:  # noqa: BLE001 - fall back to the text
-            pass
+    text = validation_errors_text(e)
+    if text is not None:
+        return text
     lines = [
         ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.strip().startswith("For further information")
     ]

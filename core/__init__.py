@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .errors import CacheCorruptError, CredentialsError, DataNotFoundError, FieldProblem, InputError, ModelCallError
+from .errors import validation_errors_text
 from .errors import OfflineError, problem_to_input_error, RunStoppedError, SandboxUnavailableError
 from .errors import SgievalError, TamperedFileError, ToolError
 from .files import atomic_write_text, disk_error, escape_control_chars, is_disk_full, json_loads_strict, lone_surrogate
@@ -48,6 +49,7 @@ __all__ += ["OfflineError", "problem_to_input_error", "RunStoppedError", "Sandbo
 __all__ += ["SgievalError", "TamperedFileError", "ToolError", "atomic_write_text", "disk_error", "escape_control_chars"]
 __all__ += ["is_disk_full", "json_loads_strict", "lone_surrogate", "plain_name", "read_bytes_in", "read_text_in"]
 __all__ += ["repair_text", "slug_name", "split_jsonl", "write_bytes_in", "write_text_in", "redact_secrets"]
+__all__ += ["validation_errors_text"]
 __all__ += ["redact_url", "SecretValues", "url_secrets", "ModelRef", "same_model", "prompt_hash", "prompt_record"]
 __all__ += ["load_yaml", "as_evidence", "CORPUS", "Criterion", "criterion_key", "CRITERION_TOOLS", "CriterionTool"]
 __all__ += ["DEEP_RESEARCH", "DRY_EXPERIMENT", "Evidence", "EVIDENCE_KINDS", "EXPERIMENTAL_REASONING", "FEASIBILITY"]

@@ -65,6 +65,27 @@ class SandboxUnavailableError(ToolError):
     """No safe sandbox backend can start (e.g. bubblewrap missing)."""
 
 
+def validation_errors_text(e: BaseException) -> str | None:
+    """The problems of a pydantic ``ValidationError`` (or anything with an ``errors()`` list of ``loc``/``msg``) as
+    one line, ``"field.sub: message; ..."``.
+
+    Args:
+        e: the exception.
+
+    Returns:
+        The line, or None when ``e`` has no readable ``errors()``.
+    """
+    errors = getattr(e, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        return "; ".join(
+            (f"{'.'.join(map(str, x['loc']))}: " if x.get("loc") else "") + str(x.get("msg", "")) for x in errors()
+        )
+    except Exception:  # noqa: BLE001 - an errors() of another shape: the caller falls back to the text
+        return None
+
+
 class FieldProblem(ValueError):
     """A pydantic validator's complaint with its fix; :func:`problem_to_input_error` turns it into an InputError naming
     the option as the user spelled it: ``{field}`` placeholders in ``fix`` (``"pass {max_concurrency} 1 or more"``) get

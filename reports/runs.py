@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core import BUDGET_STOP_NOTE, REPORT_PENDING, RunConfig, SgievalError, run_holder
-from ..core import find_links, json_loads_strict, read_bytes_in, split_jsonl, write_text_in
+from ..core import find_links, json_loads_strict, read_bytes_in, split_jsonl, validation_errors_text, write_text_in
 from .render import render_html
 from .serve import viewer_files
 
@@ -482,14 +482,9 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
 def _reason(x: BaseException) -> str:
     if isinstance(x, SgievalError):
         return x.one_line()
-    errors = getattr(x, "errors", None)
-    if callable(errors):
-        try:
-            return "; ".join(
-                (f"{'.'.join(map(str, d['loc']))}: " if d.get("loc") else "") + str(d.get("msg", "")) for d in errors()
-            )
-        except Exception:  # noqa: BLE001 - fall back to the text
-            pass
+    text = validation_errors_text(x)
+    if text is not None:
+        return text
     lines = [ln for ln in str(x).splitlines() if ln.strip()]
     return lines[0] if lines else type(x).__name__
 
