@@ -1,11 +1,7 @@
-"""Safe file handling for run folders that may come from someone else.
-
-Names (:func:`plain_name`, :func:`slug_name`), whole-or-nothing writes (:func:`atomic_write_text`), full-disk errors
-(:func:`disk_error`), terminal-safe text (:func:`escape_control_chars`), JSONL split on ``\n`` only
-(:func:`split_jsonl`), and the ``*_in`` functions that read and write a run folder's files without following a
-symbolic link at any depth below it: each component is opened relative to its parent's descriptor with ``O_NOFOLLOW``
-and a write goes to a fresh temporary name renamed over the target (the run folder's own path may be a link).
-"""
+"""Safe file handling for run folders that may come from someone else: safe names, whole-or-nothing writes, full-disk
+errors, terminal-safe text, strict JSON and JSONL, lone surrogates, and the ``*_in`` functions that read and write a
+run folder's files without following a symbolic link at any depth below it (each component opened ``O_NOFOLLOW``
+relative to its parent's descriptor; a write goes to a fresh temporary name renamed over the target)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ import secrets
 import shutil
 import stat
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path, PurePath
 from typing import Any, BinaryIO, Iterable, Iterator
 
@@ -33,7 +29,7 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 def plain_name(value: str, what: str = "run_id") -> str:
-    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`: no ``/``, no ``..``, no leading dot, not empty).
+    """``value`` when it is a plain folder name (:data:`PLAIN_NAME`, no ``..``).
 
     Args:
         value: the name.
@@ -55,8 +51,7 @@ def plain_name(value: str, what: str = "run_id") -> str:
 
 
 def slug_name(name: str, what: str = "name") -> str:
-    """A free-form name as a safe file stem: lower case, runs of anything but ``a-z0-9`` -> ``_`` (``"../../../rigor"``
-    -> ``"rigor"``, ``"Risk Awareness!"`` -> ``"risk_awareness"``).
+    """A free-form name as a safe file stem: lower case, runs of anything but ``a-z0-9`` -> ``_``.
 
     Args:
         name: the name.
@@ -101,7 +96,7 @@ def is_disk_full(e: BaseException) -> bool:
 
 
 def disk_error(e: OSError, path: str | Path) -> InputError:
-    """One line for a failed write of ``path``: the disk (mount point) and its free space when full, else the OS reason.
+    """One line for a failed write of ``path``: the disk and its free space when full, else the OS reason.
 
     Args:
         e: the OSError.
@@ -127,7 +122,7 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
 
 
 def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", root: str | Path | None = None) -> Path:
-    """Write ``text`` to ``path`` whole or not at all (a fsync'ed temporary file in the same folder renamed over it).
+    """Write ``text`` to ``path`` whole or not at all (a fsync'ed temporary file renamed over it).
 
     Args:
         path: the file.
@@ -153,17 +148,11 @@ def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", r
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
-    except OSError as e:
-        try:
+    except BaseException as e:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
-        raise disk_error(e, p) from e
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if isinstance(e, OSError):
+            raise disk_error(e, p) from e
         raise
     return p
 
@@ -172,8 +161,8 @@ _CONTROL = re.compile(r"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def escape_control_chars(text: str) -> str:
-    """``text`` with every C0/C1 control character (NUL, ESC, ...) except newline, tab and the CR of a CRLF shown as a
-    visible ``\\xNN`` escape, so untrusted text cannot rewrite a terminal or hide text in a report.
+    """``text`` with every C0/C1 control character except newline, tab and the CR of a CRLF as a visible ``\\xNN``
+    escape, so untrusted text cannot rewrite a terminal or hide text in a report.
 
     Args:
         text: untrusted text.
@@ -188,8 +177,8 @@ _NON_FINITE = re.compile(r"-?\b(?:NaN|Infinity)\b")
 
 
 def json_loads_strict(text: str):
-    """``json.loads`` for input files: ``NaN``/``Infinity`` and nesting deeper than the recursion limit or
-    :data:`MAX_JSON_DEPTH` raise ``json.JSONDecodeError`` (a ValueError) with the position, like any other bad JSON.
+    """``json.loads`` for input files: ``NaN``/``Infinity`` and nesting deeper than :data:`MAX_JSON_DEPTH` (or the
+    recursion limit) raise ``json.JSONDecodeError`` with the position, like any other bad JSON.
 
     Args:
         text: JSON text.
@@ -242,7 +231,7 @@ def json_depth(value: object) -> int:
 
 def split_jsonl(text: str) -> list[str]:
     """The lines of JSONL ``text``, split on ``\n`` only (a ``\r`` before it dropped): ``str.splitlines`` would also
-    split at U+2028, U+2029, U+0085, ``\x1c``-``\x1e``, ``\x0b``, ``\x0c``, which JSON strings allow (RFC 8259 s. 7).
+    split at U+2028, U+2029, U+0085 and other separators JSON strings allow (RFC 8259 s. 7).
 
     Args:
         text: JSONL text.
@@ -326,6 +315,16 @@ def _is_link(name: str, dir_fd: int) -> bool:
         return False
 
 
+def _open_at(root: str | Path, parts: list[str], flags: int, dfd: int) -> int:
+    """``os.open`` of ``parts[-1]`` in ``dfd`` without following a link; InputError (:func:`link_error`) for a link."""
+    try:
+        return os.open(parts[-1], flags | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dfd)
+    except OSError:
+        if _is_link(parts[-1], dfd):
+            raise link_error(root, ["/".join(parts)]) from None
+        raise
+
+
 @contextmanager
 def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]:
     """A descriptor of ``root/dirs...``, each ``O_NOFOLLOW`` in its parent (``create``: made); InputError: a link."""
@@ -334,26 +333,14 @@ def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
         for i, name in enumerate(dirs):
-            flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
             try:
-                nfd = os.open(name, flags, dir_fd=fd)
+                nfd = _open_at(root, dirs[: i + 1], os.O_RDONLY | _DIRECTORY, fd)
             except FileNotFoundError:
                 if not create:
                     raise
-                try:
+                with suppress(FileExistsError):
                     os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                try:
-                    nfd = os.open(name, flags, dir_fd=fd)
-                except OSError:
-                    if _is_link(name, fd):
-                        raise link_error(root, ["/".join(dirs[: i + 1])]) from None
-                    raise
-            except OSError:
-                if _is_link(name, fd):
-                    raise link_error(root, ["/".join(dirs[: i + 1])]) from None
-                raise
+                nfd = _open_at(root, dirs[: i + 1], os.O_RDONLY | _DIRECTORY, fd)
             os.close(fd)
             fd = nfd
         yield fd
@@ -362,9 +349,8 @@ def _folder(root: str | Path, dirs: list[str], *, create: bool) -> Iterator[int]
 
 
 def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` in the run folder ``root`` whole or not at all, following no link below ``root``:
-    missing folders are made, the bytes go to a fresh temporary name (``O_EXCL | O_NOFOLLOW``), fsync'ed and renamed
-    over the target (a rename replaces a link, never writes through one).
+    """Write ``data`` to ``path`` in the run folder ``root`` whole or not at all, following no link below ``root``
+    (missing folders made; a fresh temporary name, fsync'ed and renamed over the target).
 
     Args:
         root: the run folder (its own path may be a link).
@@ -375,8 +361,7 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
         ``root / <path relative to root>``.
 
     Raises:
-        InputError: a folder on the way or the target is a symbolic link (:func:`link_error`); a full disk or another OS
-            error (:func:`disk_error`), the old file then untouched.
+        InputError: a symbolic link on the way (:func:`link_error`); a full disk or another OS error (:func:`disk_error`).
     """
     *dirs, name = _parts(root, path)
     target = Path(root, *dirs, name)
@@ -393,10 +378,8 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
                     os.fsync(f.fileno())
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:
-                try:
+                with suppress(OSError):
                     os.unlink(tmp, dir_fd=dfd)
-                except OSError:
-                    pass
                 raise
     except OSError as e:
         raise disk_error(e, target) from e
@@ -424,24 +407,18 @@ def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = Fal
     Args:
         root: the run folder.
         path: the file, inside ``root``.
-        single_link: refuse a file with other hard links too (what is copied out of the folder must be written in it).
+        single_link: refuse a file with other hard links too.
 
     Returns:
         The bytes.
 
     Raises:
         InputError: ``path`` or a folder on the way is a link; no regular file; ``single_link`` and other links.
-        FileNotFoundError: it does not exist.
-        OSError: it cannot be read.
+        OSError: it cannot be read (FileNotFoundError: it does not exist).
     """
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=False) as dfd:
-        try:
-            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=dfd)
-        except OSError:
-            if _is_link(name, dfd):
-                raise link_error(root, ["/".join([*dirs, name])]) from None
-            raise
+        fd = _open_at(root, [*dirs, name], os.O_RDONLY | _NONBLOCK, dfd)
         _regular(fd, root, "/".join([*dirs, name]))
         if single_link and os.fstat(fd).st_nlink > 1:
             os.close(fd)
@@ -472,12 +449,7 @@ def read_text_in(root: str | Path, path: str | Path, *, encoding: str = "utf-8",
 def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> BinaryIO:
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=bool(flags & os.O_CREAT)) as dfd:
-        try:
-            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o666, dir_fd=dfd)
-        except OSError:
-            if _is_link(name, dfd):
-                raise link_error(root, ["/".join([*dirs, name])]) from None
-            raise
+        fd = _open_at(root, [*dirs, name], flags | _NONBLOCK, dfd)
         _regular(fd, root, "/".join([*dirs, name]))
     return os.fdopen(fd, mode)  # type: ignore[return-value]
 
@@ -504,8 +476,7 @@ def open_update_in(root: str | Path, path: str | Path) -> BinaryIO:
 
 
 def replace_dir_in(root: str | Path, path: str | Path) -> Path:
-    """Empty the folder ``path`` in the run folder ``root`` (removed with everything in it, links never followed, then
-    made again).
+    """Empty the folder ``path`` in the run folder ``root`` (removed, links never followed, then made again).
 
     Args:
         root: the run folder.
@@ -521,10 +492,8 @@ def replace_dir_in(root: str | Path, path: str | Path) -> Path:
     with _folder(root, dirs, create=True) as dfd:
         if _is_link(name, dfd):
             raise link_error(root, ["/".join([*dirs, name])])
-        try:
+        with suppress(FileNotFoundError):
             shutil.rmtree(name, dir_fd=dfd)
-        except FileNotFoundError:
-            pass
         os.mkdir(name, 0o777, dir_fd=dfd)
     return Path(root, *dirs, name)
 
@@ -534,7 +503,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def lone_surrogate(text: str) -> int | None:
-    """Index of the first lone surrogate in ``text`` (valid JSON, not writable as UTF-8); a split high + low pair too.
+    """Index of the first lone surrogate in ``text`` (valid JSON, not writable as UTF-8), a split pair too.
 
     Args:
         text: any text.
@@ -563,8 +532,7 @@ def repair_text(text: str) -> tuple[str, bool]:
 
 
 def repair_deep(value: object) -> tuple[object, bool]:
-    """:func:`repair_text` on every string in ``value`` (str, dict keys and values, list and tuple elements): the
-    repaired value (``value`` itself when nothing changed) and whether anything changed."""
+    """:func:`repair_text` on every string, key and element in ``value``: (repaired value or ``value``, changed)."""
     if isinstance(value, str):
         return repair_text(value)
     if isinstance(value, dict):

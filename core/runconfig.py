@@ -1,9 +1,6 @@
-"""Run options: :class:`RunConfig`, the one declaration of a run's options, and how each field is spelled on the
-command line and in Python: a field's docstring is its help, its type and default the option's; the ``sgieval ask``
-options and the ``sgieval.evaluate`` keywords come from :func:`run_options`. An :class:`Option` in a field's
-``Annotated`` metadata names its flag or keyword differently or keeps it off one side; :data:`RUN_RECORD` marks a field
-the run fills (no option).
-"""
+"""Run options: :class:`RunConfig`, the one declaration of a run's options (a field's docstring is its help, its type
+and default the option's), and :func:`run_options`, from which the ``sgieval ask`` options and the ``sgieval.evaluate``
+keywords come."""
 
 from __future__ import annotations
 
@@ -35,19 +32,17 @@ _UNSET: Any = object()
 
 @dataclass(frozen=True)
 class Option:
-    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; a field without one is an option
-    under its own name).
+    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; default: its own name).
 
     Attributes:
         flag: the ``ask`` long flag (default ``--<field-name>``); for a bool defaulting to True it switches it off.
-        short: the ``ask`` short flag (``-b``), or "" for none.
+        short: the ``ask`` short flag, or "" for none.
         keyword: the ``evaluate`` keyword (default: the field name).
-        cli: False: not an ``ask`` option (e.g. ``run_id``, which the command makes).
+        cli: False: not an ``ask`` option.
         api: False: not an ``evaluate`` keyword.
         positional: the ``ask`` argument and ``evaluate``'s first positional parameter (``request``).
-        api_default: the keyword's default when it differs from the field's (``yes``: True in Python).
-        off_help: the help of an ``ask`` flag that switches a True bool off (``--no-cache``); the field's docstring
-            stays the ``evaluate`` keyword's help.
+        api_default: the keyword's default when it differs from the field's.
+        off_help: the help of an ``ask`` flag that switches a True bool off (``--no-cache``).
     """
 
     flag: str = ""
@@ -66,18 +61,8 @@ RUN_RECORD = Option(cli=False, api=False)
 
 @dataclass(frozen=True)
 class RunOption:
-    """One run option as both sides see it (:func:`run_options`).
-
-    Attributes:
-        field: the RunConfig field name.
-        flag, short: the ``ask`` flags (``--max-concurrency``, "" for no short flag).
-        keyword: the ``evaluate`` keyword.
-        help: the help text (the field's docstring or description).
-        cli_help: the ``ask`` flag's help: ``help``, or :attr:`Option.off_help` for a switch-off flag.
-        annotation: the field's type (e.g. ``int | None``, ``list[str]``).
-        default: the field's default (a default factory called once); ``api_default`` the keyword's.
-        cli, api, positional: as in :class:`Option`.
-    """
+    """One run option as both sides see it (:func:`run_options`); ``help`` is the field's docstring, ``cli_help`` the
+    ``ask`` flag's (:attr:`Option.off_help` for a switch-off flag); the other fields as in :class:`Option`."""
 
     field: str
     flag: str
@@ -94,8 +79,7 @@ class RunOption:
 
     @property
     def scalar(self) -> Any:
-        """The option's value type without ``None`` and with a ``Literal`` as its values' type: ``int`` for
-        ``int | None``, ``str`` for ``Literal["low", "high"] | None``, ``list[str]`` for ``list[str]``."""
+        """The option's value type without ``None``, a ``Literal`` as its values' type (``int | None`` -> ``int``)."""
         return _scalar(self.annotation)
 
     @property
@@ -112,7 +96,7 @@ class RunOption:
         """How an error names this option: the flag, else the keyword (``unsafe_local_exec=True`` for an off bool).
 
         Args:
-            side: ``"cli"`` (the command line) or ``"api"`` (the Python API).
+            side: ``"cli"`` or ``"api"``.
 
         Returns:
             The flag or keyword.
@@ -136,14 +120,13 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
     """The run options of ``config_cls`` (RunConfig or a subclass), in field order.
 
     Args:
-        config_cls: a pydantic model class whose fields are run options (see the module docstring).
+        config_cls: a pydantic model class whose fields are run options.
 
     Returns:
         One :class:`RunOption` per field not marked :data:`RUN_RECORD`.
 
     Raises:
-        TypeError: an option field has no help text (a docstring under the field, or ``Field(description=...)``),
-            or an ``ask`` flag that switches a field off has no ``off_help``.
+        TypeError: an option field without help text, or a switch-off ``ask`` flag without ``off_help``.
     """
     out = []
     for name, info in config_cls.model_fields.items():
@@ -202,8 +185,7 @@ MAX_JUDGE_REPEATS = 20
 """Upper bound of ``RunConfig.judge_repeats`` (each repeat is a full judge call)."""
 
 REPEAT_JUDGE_TEMPERATURE = 0.7
-"""Judge temperature of a run with ``judge_repeats`` > 1 whose judge temperature was 0 (the default; test-retest
-agreement needs sampling); a temperature > 0 given by the user is kept."""
+"""Judge temperature of a run with ``judge_repeats`` > 1 and judge temperature 0 (test-retest agreement needs sampling)."""
 
 
 PRICE_FIX = (
@@ -215,8 +197,7 @@ def parse_price(value: str) -> tuple[str, tuple[float, float]]:
     """One price as ``--price`` takes it.
 
     Args:
-        value: ``MODEL=IN,OUT``: IN and OUT in USD per 1M input and output tokens (finite, >= 0), e.g.
-            ``openai:o1-pro=150,600``.
+        value: ``MODEL=IN,OUT``: IN and OUT in USD per 1M input and output tokens (finite, >= 0).
 
     Returns:
         (MODEL, (IN, OUT)).
@@ -274,17 +255,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
 
 
 class RunConfig(_Record):
-    """Everything that defines a run; printed in the report header.
-
-    The one declaration of a run's options: each field is an ``sgieval ask`` option and an
-    ``sgieval.evaluate`` keyword, its docstring the help of both (:mod:`sgieval.core.runconfig`; an
-    :class:`Option` in a field's ``Annotated`` metadata spells it differently).
-
-    Sampling parameters are set per role (``temperature`` for target models, ``judge_temperature`` for
-    judges, ``reasoning_effort`` for every reasoning model); model families that reject one do not get it.
-    The run fills ``sent_params`` (model -> the parameters actually sent), ``dropped_params`` (model ->
-    parameter -> why it was not sent) and ``settings``.
-    """
+    """Everything that defines a run; printed in the report header. Each field is an ``sgieval ask`` option and an
+    ``sgieval.evaluate`` keyword, its docstring the help of both; the :data:`RUN_RECORD` fields are filled by the run."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -413,8 +385,7 @@ class RunConfig(_Record):
     @field_validator("prices", mode="before")
     @classmethod
     def _price_list(cls, v: Any) -> Any:
-        """``--price`` values: one ``MODEL=IN,OUT`` string or several; in Python also a dict ``{model: (IN,
-        OUT)}``.  Kept as ``MODEL=IN,OUT`` strings (each checked by :func:`parse_price`)."""
+        """``--price`` values (a string, strings, or a dict ``{model: (IN, OUT)}``) as checked ``MODEL=IN,OUT`` strings."""
         if isinstance(v, str):
             v = [v]
         if isinstance(v, dict):
@@ -477,7 +448,7 @@ class RunConfig(_Record):
         """A validated RunConfig: the one validation path of the CLI and the Python API.
 
         Args:
-            names: field -> how the caller spells the option (e.g. ``"--max-concurrency"``); default the field name.
+            names: field -> how the caller spells the option; default the field name.
             fields: the RunConfig fields.
 
         Returns:

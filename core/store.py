@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
 
@@ -27,8 +28,7 @@ REPORT_PENDING = ".report-pending"
 
 
 RUN_LOCK = ".run.lock"
-"""Lock file of a run folder: the running process holds its exclusive ``flock`` (released by the kernel however the
-process ends) and writes its pid in it."""
+"""Lock file of a run folder: the running process holds its exclusive ``flock`` and writes its pid in it."""
 
 
 def run_holder(root: str | Path) -> int | None:
@@ -38,7 +38,7 @@ def run_holder(root: str | Path) -> int | None:
         root: the run folder.
 
     Returns:
-        The pid; -1 when the holder's pid cannot be read; None: no lock file, nobody holds it, or this process holds it.
+        The pid; -1 when its pid cannot be read; None: nobody else holds it.
     """
     try:
         import fcntl
@@ -65,7 +65,7 @@ def run_holder(root: str | Path) -> int | None:
 
 
 def _in_use(root: Path, holder: int | None) -> InputError:
-    """The one-line error for a run folder another process holds (:func:`run_holder`'s pid, -1/None: unknown)."""
+    """The one-line error for a run folder another process holds."""
     return InputError(
         f"the run folder is in use by another sgieval process (pid {holder if holder and holder > 0 else '?'})",
         what=str(root),
@@ -76,10 +76,8 @@ def _in_use(root: Path, holder: int | None) -> InputError:
 def _release(lock: list[int]) -> None:
     """Close the held lock file's descriptor (which releases its flock), once."""
     while lock:
-        try:
+        with suppress(OSError):
             os.close(lock.pop())
-        except OSError:
-            pass
 
 
 _OPEN: "weakref.WeakSet[RunStore]" = weakref.WeakSet()
@@ -94,20 +92,15 @@ def sync_open_stores() -> None:
 
 def _close_files(files: dict[str, BinaryIO]) -> None:
     for f in files.values():
-        try:
+        with suppress(OSError):
             f.close()
-        except OSError:
-            pass
     files.clear()
 
 
 class RunStore:
-    """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records and ``config.json`` (the RunConfig).
-
-    ``items.jsonl``, ``responses.jsonl``, ``scores.jsonl``: one record per line, appended and flushed as produced (a
-    file stays open until :meth:`close`, which fsyncs it), so a killed run loses nothing written; a torn last line is
-    dropped on read and truncated before the next append. Keys: a Response per (item_id, model); a Score per (item_id,
-    model, metric). :meth:`read` keeps a file's records with its size and re-reads only when another writer changed it.
+    """The run folder ``<out_dir>/<run_id>/``: append-only JSONL records (one per line, flushed as produced, so a
+    killed run loses nothing written; a torn last line is dropped on read and truncated before the next append) and
+    ``config.json``. :meth:`read` keeps a file's records with its size and re-reads only when another writer changed it.
     """
 
     FILES: dict[str, type[BaseModel]] = {
@@ -117,14 +110,11 @@ class RunStore:
         "labels": Label,
         "added_judge_scores": Score,
     }
-    """The record files.  ``added_judge_scores.jsonl`` holds the scores of the judges added to a finished run
-    (``ask --into RUN --judge J``, ``RunConfig.added_judges``): one per (item, model, metric, judge), beside
-    ``scores.jsonl``, whose scores (the run's own judges) they never replace."""
+    """The record files; ``added_judge_scores`` holds the scores of judges added to a finished run (``ask --into``)."""
     JOURNALS = ("ledger", "inflight", "invocations", "prompts")
-    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`): ``ledger`` (one model call per line: tokens,
-    latency, cost), ``inflight`` (a call about to send, counted by ``Ledger.recover`` if killed before its ledger line),
-    ``invocations`` (one per ``ask``/``resume``/``ask --into``: id, time, argv, options; the id its records carry,
-    :attr:`invocation`), ``prompts`` (one judge prompt per hash, written by :meth:`append`, read by :meth:`prompts`)."""
+    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`): ``ledger`` (one model call per line),
+    ``inflight`` (a call about to send), ``invocations`` (one per ``ask``/``resume``/``ask --into``), ``prompts`` (one
+    judge prompt per hash)."""
 
     WRITTEN = (
         "items.jsonl",
@@ -158,18 +148,15 @@ class RunStore:
 
         Args:
             root: the run folder; made when missing (unless ``read_only``).
-            read_only: read the folder as data (received from someone else, maybe read-only media): nothing in it is
-                created, repaired or modified, a torn last line is dropped on read, and every write method raises.
+            read_only: read the folder as data: nothing in it is created, repaired or modified; writes raise.
 
         Raises:
-            InputError: the folder is missing (``read_only``), another process is running the run in it, or a
-                symbolic link is planted in it.
+            InputError: the folder is missing (``read_only``), another process runs the run in it, or holds a link.
         """
         self.root = Path(root)
         self.read_only = read_only
         self.created = not self.root.exists()
-        """True when this RunStore made the folder: only then may its caller remove it
-        (resume/ask never delete a folder they did not create)."""
+        """True when this RunStore made the folder: only then may its caller remove it."""
         self.problems: list[str] = []
         """Records that could not be read, one line each (file, line, reason)."""
         if read_only:
@@ -188,29 +175,25 @@ class RunStore:
             links.sort(key=lambda r: (order.get(r.split("/", 1)[0], len(order)), r))
             raise link_error(self.root, links)
         if not read_only:
-            try:
+            with suppress(FileExistsError):
                 os.mkdir(self.root / "figures")
-            except FileExistsError:
-                pass
             for name in (*self.FILES, *self.JOURNALS):
                 self._repair(self.root, self.path(name))
         self._files: dict[str, BinaryIO] = {}
         self._records: dict[str, tuple[int, list[Any]]] = {}  # name -> (file size seen, its records)
         self.invocation: str | None = None
-        """The id of the invocation writing the run (a row of ``invocations.jsonl``, set by the run): each
-        Response and Score appended without one is stamped with it."""
+        """The id of the invocation writing the run (set by the run), stamped on each Response and Score appended."""
         self._prompt_hashes: set[str] | None = None  # hashes in prompts.jsonl (read on the first score appended)
         self.secrets = SecretValues()
-        """The run's secret values (:class:`~sgieval.core.secrets.SecretValues`, set by the run): every
-        record and journal row appended is masked by value before it is written, so a key a server or a
-        tool echoes never reaches a file of the run (nor the report, viewer and exports made from them)."""
+        """The run's secret values (set by the run): every record and row appended is masked by value before it is
+        written, so a key a server or a tool echoes never reaches a file of the run."""
         self._finalizer = weakref.finalize(self, _close_files, self._files)
 
     def path(self, name: str) -> Path:
         """The file of the record kind or journal ``name`` in the run folder.
 
         Args:
-            name: a record kind (``items``, ``responses``, ``scores``, ``labels``) or a journal.
+            name: a record kind or a journal.
 
         Returns:
             ``<run folder>/<name>.jsonl``.
@@ -218,7 +201,7 @@ class RunStore:
         return self.root / f"{name}.jsonl"
 
     def _writable(self) -> None:
-        """Raise when this store reads the folder only (``read_only``): a read path must never write."""
+        """Raise when this store reads the folder only (``read_only``)."""
         if self.read_only:
             raise RuntimeError(f"{self.root}: this RunStore reads the run folder only (read_only=True)")
 
@@ -248,12 +231,9 @@ class RunStore:
             if f.seek(0, 2) == 0:
                 return
             f.seek(-1, 2)
-            if f.read(1) == b"\n":
-                return
-            f.seek(0)
-            data = f.read()
-            cut = data.rfind(b"\n") + 1
-            f.truncate(cut)
+            if f.read(1) != b"\n":
+                f.seek(0)
+                f.truncate(f.read().rfind(b"\n") + 1)
 
     def _write(self, name: str, data: bytes) -> int:
         """Append ``data`` to ``name``.jsonl through its open file and flush; the file's size after the write."""
@@ -267,8 +247,8 @@ class RunStore:
         return f.tell()
 
     def append(self, name: str, records: Sequence[BaseModel]) -> None:
-        """Append records as JSON lines and flush (masked by :attr:`secrets`); a Score's judge prompts (every attempt's
-        ``JudgeReplyEvidence.prompt``/``.prompts``) go first to ``prompts.jsonl``, once per hash.
+        """Append records as JSON lines and flush (masked by :attr:`secrets`); a Score's judge prompts go first to
+        ``prompts.jsonl``, once per hash.
 
         Args:
             name: the record kind.
@@ -368,7 +348,7 @@ class RunStore:
         self._write(name, "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8"))
 
     def read_rows(self, name: str) -> list[dict[str, Any]]:
-        """Every dict of the journal ``name``; a line that is not JSON is skipped and named (:meth:`_skipped`).
+        """Every dict of the journal ``name``; a line that is not JSON is skipped and named.
 
         Args:
             name: the journal.
@@ -399,10 +379,8 @@ class RunStore:
         self.problems.append(msg)
         from .logs import get_logger  # structlog loads only when a record is unreadable
 
-        try:
+        with suppress(OSError, ValueError):  # a logging sink that is gone must not make the run unreadable
             get_logger("sgieval").warning("unreadable record skipped", file=str(p), line=n, reason=reason)
-        except (OSError, ValueError):  # a logging sink that is gone must not make the run unreadable
-            pass
 
     KEYS: dict[str, tuple[str, ...]] = {
         "items": ("id",),
@@ -410,13 +388,11 @@ class RunStore:
         "scores": ("item_id", "model", "metric"),
         "added_judge_scores": ("item_id", "model", "metric", "judge"),
     }
-    """The fields identifying a record of each file: one per key counts (``labels``: all kept, the latest counts)."""
+    """The fields identifying a record of each file (``labels``: all kept, the latest counts)."""
 
     def read(self, name: str) -> list[Any]:
-        """All records of ``name`` (torn last line dropped) as a new list of shared records (do not mutate them).
-
-        Lines are split on ``\\n`` only (:func:`~sgieval.core.files.split_jsonl`). An invalid line is skipped and named
-        in :attr:`problems` and a logged warning; a lone surrogate escape is repaired to U+FFFD and the record flagged
+        """All records of ``name`` as a new list of shared records (do not mutate them). An invalid line is skipped
+        and named in :attr:`problems`; a lone surrogate escape is repaired to U+FFFD and the record flagged
         ``text_repaired``; a line repeating an earlier record of the same key (:attr:`KEYS`) is left out.
 
         Args:
@@ -479,8 +455,8 @@ class RunStore:
             self.problems.append(msg)
 
     def hold(self) -> None:
-        """Take the run folder for this process for the run: an exclusive ``flock`` on :data:`RUN_LOCK` holding this
-        pid, released by :meth:`close` or process end (a no-op without ``flock``); InputError when another holds it."""
+        """Take the run folder for this process: an exclusive ``flock`` on :data:`RUN_LOCK`, released by :meth:`close` or
+        process end; InputError when another holds it."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover
@@ -504,11 +480,9 @@ class RunStore:
         """Flush, fsync and close the open JSONL files (a later append reopens them) and release the run folder."""
         _release(self._lock)
         for f in self._files.values():
-            try:
+            with suppress(OSError, ValueError):
                 f.flush()
                 os.fsync(f.fileno())
-            except (OSError, ValueError):
-                pass
         _close_files(self._files)
         _OPEN.discard(self)
 
@@ -551,7 +525,7 @@ class RunStore:
             ) from None
 
     def rubric_path(self, name: str) -> Path:
-        """Where the run keeps the rubric ``name``: ``rubrics/<slug>.yaml`` (:func:`~sgieval.core.files.slug_name`).
+        """Where the run keeps the rubric ``name``: ``rubrics/<slug>.yaml``.
 
         Args:
             name: the rubric name.
