@@ -1,15 +1,8 @@
-"""ToolPool: the set of tools an agent receives, chosen per run (``--tools search,pdf,python``).
+"""ToolPool: the tools an agent receives for a run (``--tools search,pdf,python``).
 
-Every call (:meth:`ToolPool.call` or an agent's LangChain tool) is timed and recorded as an evidence dict ``{"tool",
-"input", "output", "duration_s"}`` (plus ``"error"``) into every active :class:`CallBudget`, one per score::
-
-    with pool.budget(5) as b:          # at most 5 tool calls for this score
-        out, ev = pool.call("run_python", code="print(1)")
-    score.evidence.extend(b.calls)
-
-Budgets live in a ContextVar, so concurrent scores keep separate evidence. A successful call's result is cached in the
-run's pool by its validated arguments: a repeat still counts and is recorded, with ``details: {"cached": True}`` and
-``duration_s`` 0.
+Every call is timed and recorded as an evidence dict ``{"tool", "input", "output", "duration_s"}`` (plus ``"error"``)
+into each active :class:`CallBudget` (one per score, kept in a ContextVar). A successful result is cached by its
+validated arguments: a repeat is recorded with ``details: {"cached": True}`` and ``duration_s`` 0.
 """
 
 from __future__ import annotations
@@ -205,7 +198,7 @@ class ToolPool:
             SandboxUnavailableError: ``python`` is asked for and no sandbox can start.
         """
         if isinstance(names, str):
-            names = [n for n in names.split(",")]
+            names = names.split(",")
         wanted = [n.strip().lower() for n in names if n and n.strip()]
         unknown = [n for n in wanted if n not in TOOL_GROUPS]
         if unknown:
@@ -272,7 +265,7 @@ class ToolPool:
         """``budget(None)``: record evidence without a limit.
 
         Returns:
-            The context manager; it yields the CallBudget.
+            The context manager yielding the CallBudget.
         """
         return self.budget(None)
 
@@ -339,7 +332,7 @@ class ToolPool:
             kwargs: the tool's arguments.
 
         Returns:
-            ``(typed output, evidence dict)``, as :meth:`call`.
+            As :meth:`call`.
         """
         return await asyncio.to_thread(self.call, name, **kwargs)
 

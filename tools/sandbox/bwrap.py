@@ -1,34 +1,15 @@
-"""The bubblewrap backend: local isolation with Linux namespaces.
+"""The bubblewrap backend: local isolation with Linux namespaces (net with only a down loopback, pid, ipc, uts, cgroup).
 
-Bubblewrap layout (what the untrusted program sees)::
-
-    /usr, /lib*, /bin, /sbin       read-only system binaries and libraries
-    /etc/ld.so.cache (+ few)       read-only; no /etc/shadow, /etc/passwd of the host
-    /proc, /dev                    fresh (pid namespace), minimal devices
-    /tmp, /dev/shm                 private tmpfs (``tmp_mb`` each)
-    <sys.prefix>, <sys.base_prefix> the project's interpreter and virtual environment, read-only
-                                   (bound after /tmp, so a venv under /tmp stays visible)
-    /sandbox                       the work directory (cwd, HOME): a private tmpfs of ``work_mb``
-    /.sgieval, /.sgieval-in        read-only: the driver + sitecustomize, the staged input files
-
-Namespaces: net (only a down loopback), pid, ipc, uts, cgroup. As root the programs run as an unprivileged uid
-(``setpriv``) without capabilities, with ``no_new_privs``; limits via ``prlimit``; the host watches the whole sandbox's
-memory (:class:`~.process.TreeWatch`). One bwrap runs a ``run``'s setup scripts and ``main.py`` in order through a
-driver (:mod:`.driver_src`), so setup files stay in the tmpfs and nothing lands on the host; output files are read back
-after main.py exits, none when the host killed it (wall time, output: ``--die-with-parent`` and the pid namespace take
-every process down).
-
-Each concurrent run holds its own uid by an exclusive ``flock`` on ``<runtime dir>/sgieval-sandbox-uids/uid-<n>.lock``
-(:func:`uid_lock_dir`) until every process of the uid is gone; the lock is per open file (separating threads and
-processes alike) and dropped by the kernel when its holder dies, so killing "every process of the uid" only hits that
-run's leftovers, and ``RLIMIT_NPROC`` counts only that run. A sandbox that cannot start its interpreter raises
-:class:`~sgieval.core.SandboxUnavailableError` (the item is then an ``infra_error``).
+The program sees read-only /usr, /lib*, a few /etc files, the interpreter and venv (bound after /tmp, so a venv under
+/tmp stays visible), the driver at /.sgieval and the staged inputs at /.sgieval-in; /tmp, /dev/shm and the work dir
+/sandbox are private tmpfs. As root each run leases an unprivileged uid (``flock`` on a file of :func:`uid_lock_dir`,
+dropped by the kernel when its holder dies) and runs under ``setpriv`` without capabilities, limits via ``prlimit``.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
+import contextlib
 import fcntl
 import json
 import os
@@ -59,8 +40,7 @@ _UID_WAIT_S = 60.0
 
 
 def uid_lock_dir() -> Path:
-    """The folder of the uid lock files: ``$XDG_RUNTIME_DIR/sgieval-sandbox-uids``, else ``/run/sgieval-sandbox-uids``
-    for root, else ``<tmp>/sgieval-sandbox-uids-<euid>``.  Created with mode 0700; raises ToolError when it exists but
+    """The uid lock folder (in $XDG_RUNTIME_DIR, /run for root, else the temp folder), mode 0700; ToolError when it
     is not a directory owned by the caller."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
@@ -134,10 +114,8 @@ def _kill_uid(uid: int, wait_s: float = 0.0) -> bool:
         if not pids:
             return True
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         if time.monotonic() >= end:
             return False
         time.sleep(delay)
@@ -222,11 +200,9 @@ def bwrap_status(bwrap: str | None = None) -> tuple[bool, str]:
 
 
 class BubblewrapSandbox(_BaseSandbox):
-    """Local sandbox on bubblewrap (layout: module docstring); SandboxUnavailableError at construction when bwrap cannot
-    start. ``uids``: unprivileged uids leased per run when root (default :data:`DEFAULT_UIDS`); not root, the program
-    keeps the caller's uid in a user namespace (RLIMIT_NPROC raised by the caller's current process count).
-    ``work_mb``: work dir tmpfs (default ``max_file_mb`` x 4, at least 256). ``python``: default ``sys.executable``.
-    """
+    """Local sandbox on bubblewrap (module docstring); SandboxUnavailableError at construction when bwrap cannot start.
+    ``uids``: leased per run when root (not root: the caller's uid in a user namespace); ``work_mb``: work dir tmpfs
+    (default ``max_file_mb`` x 4, at least 256)."""
 
     name = "bubblewrap"
 
@@ -274,8 +250,7 @@ class BubblewrapSandbox(_BaseSandbox):
         ]
 
     def argv(self, staged: Path, spec: dict[str, Any], timeout_s: float, uid: int | None) -> list[str]:
-        """The full bwrap command line for one run: setpriv (drop to ``uid``, no capabilities) -> prlimit -> the driver
-        (``python -X utf8 /.sgieval/driver.py <spec>``), with bwrap's reaper as pid 1.
+        """The bwrap command line of one run: setpriv (drop to ``uid``, no capabilities) -> prlimit -> the driver.
 
         Args:
             staged: the staged work directory.
@@ -316,10 +291,8 @@ class BubblewrapSandbox(_BaseSandbox):
                 clean = _kill_uid(uid, wait_s=5.0)
         finally:
             for fd in fds:
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             if lock is not None:
                 _release(lock, clean)
         if follow.nostart or not follow.raws:
@@ -337,10 +310,8 @@ class BubblewrapSandbox(_BaseSandbox):
         got = {}
         if len(follow.raws) == len(scripts):
             for name, b64 in follow.files.items():
-                try:
+                with contextlib.suppress(ValueError):  # binascii.Error included
                     got[name] = _capped(base64.b64decode(b64, validate=True), limit)
-                except (binascii.Error, ValueError):
-                    continue
         return [_to_result(raw, limit, self.name) for raw in follow.raws], got
 
     def _follow(

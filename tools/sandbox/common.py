@@ -1,5 +1,5 @@
-"""What every sandbox backend (:mod:`.bwrap`, :mod:`.local`, :mod:`.e2b`) shares: limits, output decoding (capped,
-control characters escaped), file staging and the common ``run`` flow.
+"""What every sandbox backend shares: limits, output decoding (capped, control characters escaped), file staging and
+the common ``run`` flow.
 
 ``killed_reason``: ``timeout`` (wall limit); ``cpu_time`` (SIGXCPU, RLIMIT_CPU); ``memory`` (all processes passed
 ``memory_mb``, :class:`~.process.TreeWatch`, or a MemoryError under RLIMIT_AS); ``output_limit`` (a stream passed
@@ -9,6 +9,7 @@ control characters escaped), file staging and the common ``run`` flow.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import re
@@ -35,15 +36,11 @@ _BOOT_MOUNT = "/.sgieval"
 class SandboxLimits(BaseModel):
     """Resource limits of one sandboxed program (each setup script and the main program get them separately).
 
-    ``memory_mb`` MiB for the whole sandbox (default 2048): the resident memory of all its processes together
-    (:class:`TreeWatch`), and the address space of each (RLIMIT_AS); ``timeout_s`` wall seconds (default 60;
-    ``run(timeout_s=...)`` overrides); ``cpu_time_s`` CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout + 1 s, so
-    a single-threaded busy loop is stopped by the wall timeout, reported as ``timeout``, and not by a race between the
-    two; a multi-threaded program can still pass its CPU seconds first); ``output_bytes`` per stream (stdout, stderr;
-    default 1 MiB), beyond which the run is killed and the text truncated with :data:`TRUNCATION_MARKER`;
-    ``max_processes`` processes + threads of the sandbox uid (RLIMIT_NPROC; default 16: a program, its few workers and
-    their threads); ``max_file_mb`` largest file the program may write (RLIMIT_FSIZE; default 64); ``tmp_mb`` size of
-    the private /tmp tmpfs.
+    ``memory_mb``: MiB for all the sandbox's processes together (:class:`TreeWatch`) and the address space of each
+    (RLIMIT_AS); ``timeout_s``: wall seconds; ``cpu_time_s``: CPU seconds (RLIMIT_CPU; None: ceil of the wall timeout
+    + 1 s, so a busy loop ends as ``timeout``); ``output_bytes`` per stream, beyond which the run is killed and the text
+    cut with :data:`TRUNCATION_MARKER`; ``max_processes``: processes + threads of the sandbox uid (RLIMIT_NPROC);
+    ``max_file_mb``: largest file written (RLIMIT_FSIZE); ``tmp_mb``: size of the private /tmp tmpfs.
     """
 
     memory_mb: int = Field(default=2048, ge=64)
@@ -55,8 +52,7 @@ class SandboxLimits(BaseModel):
     tmp_mb: int = Field(default=64, ge=1)
 
     def prlimit(self, timeout_s: float, nproc: int) -> list[str]:
-        """The ``prlimit`` prefix of a sandboxed command: address space, CPU seconds (``cpu_time_s`` rounded up, else
-        wall limit rounded up + 1; hard = soft + 1), processes, file size, no core dumps.
+        """The ``prlimit`` argv prefix: address space, CPU seconds (hard = soft + 1), processes, file size, no cores.
 
         Args:
             timeout_s: the run's wall limit in seconds (> 0).
@@ -157,13 +153,9 @@ def _read_outputs(workdir: Path, names: list[str] | None, limit: int) -> dict[st
     out: dict[str, str] = {}
     for name in names or []:
         p = workdir / _check_name(name, f"output_files[{name!r}]")
-        try:
-            # symlinks planted by the program are not followed (they could point at host files)
-            if p.is_symlink() or not p.is_file() or not p.resolve().is_relative_to(workdir.resolve()):
-                continue
-            out[name] = _capped(p.read_bytes(), limit)
-        except OSError:
-            continue
+        with contextlib.suppress(OSError):  # symlinks planted by the program are not followed
+            if not p.is_symlink() and p.is_file() and p.resolve().is_relative_to(workdir.resolve()):
+                out[name] = _capped(p.read_bytes(), limit)
     return out
 
 
@@ -254,9 +246,7 @@ class _BaseSandbox:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def check(self) -> None:
-        """Start the sandbox once with a trivial program (``print('ok')``) and raise SandboxUnavailableError with the
-        reason when it cannot run it (interpreter not visible inside, bwrap refusing an option...). The outcome is
-        cached per sandbox object."""
+        """Run ``print('ok')`` once (cached): SandboxUnavailableError with the reason when the sandbox cannot."""
         if self._checked is None:
             try:
                 res = self.run("print('ok')", timeout_s=30)
@@ -276,9 +266,8 @@ class _BaseSandbox:
 
 
 class UnavailableSandbox:
-    """Stands in for a sandbox that failed its start check (:meth:`_BaseSandbox.check`): every ``run`` raises
-    SandboxUnavailableError with the reason, so each item that needs it is recorded as ``infra_error`` with that reason
-    (never as a failed test)."""
+    """A sandbox that failed its start check: every ``run`` raises SandboxUnavailableError with the reason (the item
+    is then ``infra_error``, never a failed test)."""
 
     def __init__(self, name: str, error: SandboxUnavailableError):
         self.name = name

@@ -1,23 +1,9 @@
-"""What runs inside the sandbox: the bubblewrap driver (``/.sgieval/driver.py``) and the sitecustomize that reports a
-program's peak memory to the host.
+"""What runs inside the sandbox: the bubblewrap driver (``/.sgieval/driver.py <spec JSON>``) and the sitecustomize that
+reports a program's peak memory to the host.
 
-The driver runs as the sandbox uid under the run's rlimits, ``python -X utf8 /.sgieval/driver.py <spec>``::
-
-    {"status": fd, "input": "/.sgieval-in", "python": "<interpreter>",
-     "programs": [{"script": "data_en.py", "out": fd, "err": fd, "peak": fd}, ..., {"script": "main.py", ...}],
-     "outputs": ["out.txt", ...], "limit": <bytes per output file>}
-
-It copies the staged inputs into the work dir, then runs each program in its own forked child doing what ``python -X
-utf8 <script>`` would (argv, path, fresh ``__main__``, tracebacks, exit code, atexit, threads joined) without a second
-interpreter start, and reports on the status pipe::
-
-    start <i>                       the program begins
-    done <i> <returncode> <wall_s>  it ended (negative return code: signal)
-    nostart <i> <reason>            its interpreter could not be started
-    files <json>                    output files (name -> base64 of the first limit+1 bytes)
-
-After each program it kills every other process of the pid namespace (``kill(-1)``); it stops after a failing setup
-script; output files are read after main.py whatever its exit code.
+The driver copies the staged inputs into the work dir, runs each program in a forked child as ``python -X utf8
+<script>`` would, kills the rest of the pid namespace after each, stops after a failing setup script, and reports on
+the status pipe ``start <i>``, ``done <i> <returncode> <wall_s>``, ``nostart <i> <reason>``, ``files <json>``.
 """
 
 DRIVER = r'''

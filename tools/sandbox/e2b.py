@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -101,7 +102,5 @@ class E2BSandbox(_BaseSandbox):
                     continue
             return results, got
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 sbx.kill()
-            except Exception:  # noqa: BLE001
-                pass

@@ -1,13 +1,12 @@
 """The host side of a sandboxed run: start the process, follow its output and limits, reap it.
 
-The memory limit holds for the whole sandbox (RLIMIT_AS bounds each process alone): :class:`TreeWatch` sums the RSS of
-the sandbox's processes every 20 ms (5 ms past half the limit) and kills them all over ``memory_mb``
-(``killed_reason="memory"``); ``peak_memory_mb`` is the largest sum (or the program's own peak RSS when larger). No
-cgroup: it needs a delegated cgroup v2 subtree, which sgieval does not assume.
+The memory limit holds for the whole sandbox: :class:`TreeWatch` sums the RSS of its processes every 20 ms (5 ms past
+half the limit) and kills them all over ``memory_mb``; no cgroup (it needs a delegated cgroup v2 subtree).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -59,12 +58,8 @@ def _count_processes(uid: int) -> int:
 
 
 class TreeWatch:
-    """The summed resident memory of a sandbox's processes against ``limit_mb`` MiB (None: only measure).
-
-    The processes: every descendant of ``root`` (the pid the host started; parent links in ``/proc/<pid>/stat``), every
-    process of its session (an orphan keeps it unless it calls ``setsid``) and, with ``uid``, every process of that uid.
-    ``interval_s`` between samples (a fourth of it past half the limit).
-    """
+    """The summed resident memory of a sandbox's processes against ``limit_mb`` MiB (None: only measure): every
+    descendant of ``root``, every process of its session and, with ``uid``, every process of that uid."""
 
     def __init__(self, root: int, limit_mb: int | None, *, uid: int | None = None, interval_s: float = 0.02):
         self.root = root
@@ -121,8 +116,7 @@ class TreeWatch:
         return {pid: rss[pid] for pid in members if pid in rss}
 
     def sample(self, now: float) -> int:
-        """Sum the tree's resident memory (bytes) now (``time.perf_counter`` seconds), record the peak and whether the
-        limit is passed; returns the sum."""
+        """Sum the tree's resident memory (bytes) at ``now``, recording the peak and whether the limit is passed."""
         got = self.tree()
         self.pids = list(got)
         total = sum(got.values())
@@ -136,10 +130,8 @@ class TreeWatch:
     def kill(self) -> None:
         """SIGKILL every process of the tree as last sampled, and the tree's root."""
         for pid in {self.root, *self.pids}:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 def _peek_peak(fd: int) -> int | None:
@@ -155,11 +147,10 @@ def _peek_peak(fd: int) -> int | None:
 class Follow:
     """Start ``argv`` in its own session and follow it to its end: one :class:`_Raw` per program in ``raws``.
 
-    With ``status_r`` the process is the bubblewrap driver (:mod:`.driver_src`) running ``n`` programs and reporting on
-    that pipe; ``streams`` maps further read fds to (program index, "stdout"/"stderr"), the process's own belonging to
-    the last program; without it the process is the one program. Over ``timeout_s`` wall seconds, ``output_bytes`` per
-    stream or ``memory_mb`` (:class:`TreeWatch`) the whole process group is killed. ``peaks``: per program, the read end
-    of its peak-memory pipe. Raises OSError only when ``argv[0]`` cannot be started.
+    With ``status_r`` the process is the bubblewrap driver running ``n`` programs; ``streams`` maps further read fds to
+    (program index, "stdout"/"stderr"), its own pipes being the last program's. Over ``timeout_s`` wall seconds,
+    ``output_bytes`` per stream or ``memory_mb`` the process group is killed. ``peaks``: per program, the read end of its
+    peak-memory pipe. Raises OSError only when ``argv[0]`` cannot be started.
     """
 
     def __init__(
@@ -250,10 +241,8 @@ class Follow:
     def kill(self) -> None:
         """SIGKILL the process group (and every process of the watched tree)."""
         for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL), self.proc.kill):
-            try:
+            with contextlib.suppress(OSError):
                 target()
-            except OSError:
-                pass
         if self.watch is not None:
             self.watch.kill()
 
@@ -295,8 +284,7 @@ class Follow:
         return False
 
     def _select(self, now: float) -> list:
-        """The selector's events until the deadline or the next memory sample (every 20 ms when no pidfd tells the exit,
-        which is then seen by polling)."""
+        """The selector's events until the deadline or the next memory sample (20 ms polls without a pidfd)."""
         until = self.deadline if self.watch is None else min(self.deadline, now + max(0.0, self.watch.due(now)))
         poll = self.pidfd is None and not self.exited
         events = self.sel.select(min(until - now, 0.02) if poll else until - now)
@@ -376,15 +364,11 @@ def _reap(proc: subprocess.Popen) -> int | None:
 
 def _end_group(proc: subprocess.Popen, pidfd: int | None) -> None:
     """After :func:`_reap`: SIGKILL whatever of ``proc``'s process group survives, close its pipes and ``pidfd``."""
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
     for f in (proc.stdout, proc.stderr):
-        try:
-            if f is not None:
+        if f is not None:
+            with contextlib.suppress(OSError):
                 f.close()
-        except OSError:
-            pass
     if pidfd is not None:
         os.close(pidfd)
