@@ -1,6 +1,5 @@
-"""The metric interface: a :class:`Metric` declares :class:`MetricSpec` s and returns one :class:`Score` per spec for
-each (item, response); corpus-level metrics (SFBench's kappa) also implement :meth:`Metric.corpus` (``item_id`` CORPUS).
-"""
+"""The metric interface: :class:`Metric` (one :class:`Score` per spec and (item, response), corpus-level scores from
+:meth:`Metric.corpus`), its scoring context and :class:`FunctionMetric`."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from ..models import NamedModel
 
 @dataclass
 class ScoringContext:
-    """What a metric may use: ``judges`` (empty: judge metrics report ``not_run``), the run's ToolPool, a
-    :class:`sgieval.tools.base.Sandbox`, an ``embedder`` list[str] -> (n, d) array (None: MiniLM loaded lazily)."""
+    """What a metric may use: judges, the run's ToolPool, a Sandbox, an embedder (None: MiniLM loaded lazily)."""
 
     judges: list[NamedModel] = field(default_factory=list)
     tools: Any = None
@@ -24,13 +22,13 @@ class ScoringContext:
     options: dict[str, Any] = field(default_factory=dict)
 
     def judges_for(self, target_model: str) -> list[NamedModel]:
-        """The judges allowed to score ``target_model`` (judge hygiene: no self-judging without the flag).
+        """The judges allowed to score ``target_model`` (no self-judging without the flag).
 
         Args:
             target_model: the name of the model under test.
 
         Returns:
-            The judges, in panel order (empty when none may score it).
+            The judges, in panel order.
         """
         if self.allow_self_judge:
             return list(self.judges)
@@ -44,8 +42,7 @@ class ScoringContext:
             metric: the judge metric's name.
 
         Returns:
-            ``(problem, fix)``: no judge configured (fix None: the problem says "pass --judge"), or only the target
-            itself without ``--allow-self-judge``; None when a judge may score it.
+            ``(problem, fix)`` (fix None when the problem names it), or None when a judge may score it.
         """
         if self.judges_for(target_model):
             return None
@@ -58,23 +55,21 @@ class ScoringContext:
         )
 
     def no_judge_reason(self, target_model: str, metric: str) -> str:
-        """:meth:`judge_problem` as one line, for a metric that found no judge in :meth:`judges_for`.
+        """:meth:`judge_problem` as one line.
 
         Args:
             target_model: the name of the model under test.
             metric: the judge metric's name.
 
         Returns:
-            The reason judge metrics report as ``not_run``; when a judge may score after all, a plain
-            "no judge scored <metric>".
+            The reason judge metrics report as ``not_run``.
         """
         p = self.judge_problem(target_model, metric)
         return f"no judge scored {metric}" if p is None else p[0] if p[1] is None else f"{p[0]}; {p[1]}"
 
 
 class Metric:
-    """Base class: subclasses set ``specs`` and implement :meth:`score` (one Score per spec, in order; a failure is a
-    Score with ``status`` != "ok" and its ``error``, never a silent zero)."""
+    """Base class: subclasses set ``specs`` and implement :meth:`score`."""
 
     specs: list[MetricSpec] = []
     corpus_specs: list[MetricSpec] = []
@@ -85,10 +80,10 @@ class Metric:
 
     @classmethod
     def from_options(cls, options: dict) -> "Metric":
-        """The metric for a run (the registry builds declared classes so); override to read options.
+        """The metric for a run; override to read options.
 
         Args:
-            options: the run's metric options (option name -> value, e.g. ``{"dr_use_parser": False}``).
+            options: the run's metric options.
 
         Returns:
             ``cls()`` here.
@@ -107,7 +102,7 @@ class Metric:
             item: an item of the run.
 
         Returns:
-            True when one of the metric's per-item specs lists the item's task (or ``"*"``).
+            True when a per-item spec lists the item's task (or ``"*"``).
         """
         return any(item.task in s.tasks or "*" in s.tasks for s in self.specs)
 
@@ -118,23 +113,23 @@ class Metric:
             ctx: the run's scoring context (judges, options, tools).
 
         Returns:
-            One Score per per-item spec on its ``MetricSpec.range``; a failure is a Score with status and reason.
+            One Score per per-item spec; a failure is a Score with status and reason, never a silent zero.
 
         Raises:
-            NotImplementedError: in this base class; every metric implements it.
+            NotImplementedError: in this base class.
         """
         raise NotImplementedError
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """Corpus-level scores of one target model (``item_id == "*"``); none by default.
+        """Corpus-level scores of one target model (``item_id == "*"``).
 
         Args:
             items: the run's items by id.
             responses: the model's responses.
-            scores: the model's per-item scores already computed.
+            scores: the model's per-item scores.
 
         Returns:
-            One Score per corpus-level spec (empty here).
+            One Score per corpus-level spec (none here).
         """
         return []
 
@@ -151,14 +146,13 @@ class Metric:
         """One failed Score per spec, with the same status and reason.
 
         Args:
-            response: the response that could not be scored.
-            status: the status of every Score (``judge_error``, ``infra_error``, ``not_run``, ...).
+            status: the status of every Score.
             error: the reason, shown in the report.
-            judge: who tried to score (a judge model name, or ``objective``).
-            evidence: typed evidence records or dicts (:func:`sgieval.core.as_evidence`).
+            judge: who tried to score.
+            evidence: typed evidence records or dicts.
 
         Returns:
-            The failed Scores (value None), one per per-item spec.
+            The failed Scores (value None).
         """
         ev = [as_evidence(e) for e in evidence or []]
         return [
@@ -172,12 +166,10 @@ class Metric:
         """The judges that may score ``response``, or the failed Scores to return instead.
 
         Args:
-            ctx: the run's scoring context.
             metric: the metric's name, used in the ``not_run`` reason.
 
         Returns:
-            ``(judges, None)`` (:meth:`ScoringContext.judges_for`), or ``([], scores)``: the failed response's own
-            status ("no response: <error>"), or ``not_run`` with :meth:`ScoringContext.no_judge_reason`.
+            ``(judges, None)``, or ``([], scores)`` with the failed response's status or ``not_run``.
         """
         if not response.ok:
             return [], self.failed(item, response, response.status, f"no response: {response.error}")
@@ -193,7 +185,7 @@ def score_for(item: Item, response: Response, metric: str, value: float | None, 
     Args:
         metric: the spec name.
         value: the value on the spec's range, or None.
-        fields: the Score's other fields (``rationale``, ``status``, ``details``...).
+        fields: the Score's other fields.
 
     Returns:
         The Score.
@@ -203,7 +195,7 @@ def score_for(item: Item, response: Response, metric: str, value: float | None, 
 
 @dataclass(frozen=True)
 class MetricResult:
-    """A metric function's result: the value on its spec's ``MetricSpec.range``, the rationale, details."""
+    """A metric function's result."""
 
     value: float
     rationale: str = ""
@@ -220,12 +212,9 @@ def _result(out: Any, fn: Any) -> MetricResult:
 
 
 class FunctionMetric(Metric):
-    """A metric from pure functions of (item, response). ``fn`` is either one function for all ``specs`` (returning a
-    :class:`MetricResult` for a single spec, or a dict spec name -> MetricResult), or a sequence of functions, one per
-    spec, each computed on its own: a ``ValueError`` from one fails only its spec (``parse_error`` with the message; an
-    :class:`InputError`, e.g. a missing reference field, gives ``input_error``). The functions see the final text only
-    (reasoning moved out, METRICS.md D.8); a response whose status is not ``ok`` gives failed Scores with that status.
-    """
+    """A metric from pure functions of (item, response): one function for all ``specs`` (a :class:`MetricResult`, or
+    a dict spec name -> MetricResult), or one per spec, where a ``ValueError`` (``parse_error``) or :class:`InputError`
+    (``input_error``) fails only its spec.  The functions see the final text only (METRICS.md D.8)."""
 
     def __init__(
         self,
@@ -242,14 +231,14 @@ class FunctionMetric(Metric):
         return self.score_sync(item, response)
 
     def score_sync(self, item: Item, response: Response) -> list[Score]:
-        """The Scores of ``response`` (synchronous: the functions need no event loop).
+        """The Scores of ``response``, without an event loop.
 
         Args:
             item: the item answered.
             response: the target model's response.
 
         Returns:
-            One Score per spec, on its declared range.
+            One Score per spec.
         """
         response = response.split_reasoning()
         if not response.ok:
@@ -267,9 +256,7 @@ class FunctionMetric(Metric):
                 scores.append(self._score(item, response, s.name, _result(f(item, response), f)))
             except (InputError, ValueError) as e:
                 status: Status = "input_error" if isinstance(e, InputError) else "parse_error"
-                scores.append(
-                    Score(item_id=item.id, model=response.model, metric=s.name, value=None, status=status, error=str(e))
-                )
+                scores.append(score_for(item, response, s.name, None, status=status, error=str(e)))
         return scores
 
     @staticmethod

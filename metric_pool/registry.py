@@ -1,19 +1,7 @@
-"""The metric registry: every metric sgieval knows, each declared once where it is defined with ``@metric``::
-
-    BREVITY = MetricSpec(name="brevity", tasks=["*"], range=(0, 1), description="...", source="...")
-
-    @metric(BREVITY, qualities={"conciseness": (r"concise(?:ness)?|brief",)})
-    def brevity(item, response):
-        return MetricResult(value=..., rationale=...)
-
-The specs give each metric's scale, direction, source and qualities.  ``@metric`` declares a function ``(item, response)
--> MetricResult`` (a :class:`~sgieval.metric_pool.base.FunctionMetric`), a Metric subclass (built per run with
-``cls.from_options(options)``) or a built Metric (a YAML benchmark's).  Scope :data:`ALL` (default) offers it to the
-customisation agent for any benchmark's items; a benchmark name restricts it to that benchmark's items (and
-``"jsonl:qa"``'s for ``"jsonl"``), and the benchmark names the metrics it scores (``Benchmark.metrics``).  On the first
-read, :func:`discover` imports every module of this package that declares a metric, then installed packages' entry
-points (:data:`ENTRY_POINTS`): adding a metric is one new module here.
-"""
+"""The metric registry: every metric, declared once where it is defined with ``@metric`` (a function ``(item, response)
+-> MetricResult``, a Metric subclass built per run with ``cls.from_options(options)``, or a built Metric).  Scope
+:data:`ALL` offers it to the customisation agent for any benchmark; a benchmark name restricts it to that benchmark's
+items (and ``"jsonl:qa"``'s for ``"jsonl"``).  :func:`discover` finds the declaring modules and entry points."""
 
 from __future__ import annotations
 
@@ -31,18 +19,14 @@ from .base import FunctionMetric, Metric, ScoringContext
 
 ALL = "*"  # The scope of a metric that applies to the items of every benchmark (its specs' tasks still apply).
 
-MetricKey = tuple[str, str]
-"""``(scope, name)``: how a plan names a metric (scope: an item benchmark name, or :data:`ALL`)."""
+MetricKey = tuple[str, str]  # (scope, name): how a plan names a metric
 
 Offer = Callable[[dict | None, Any], str | None]
-"""``offer(options, tools)`` -> where the metric can work in this run (a phrase shown to the agent, e.g. "searches
-the papers in ./papers (BM25)"), or None when it cannot (nothing to search)."""
+"""``offer(options, tools)`` -> where the metric can work in this run (a phrase shown to the agent), or None."""
 
-ENTRY_POINTS = "sgieval.metrics"
-"""Entry-point group of installed packages' metric modules, imported by :func:`discover`
-(``[project.entry-points."sgieval.metrics"] brevity = "mypkg.brevity"``)."""
+ENTRY_POINTS = "sgieval.metrics"  # entry-point group of installed packages' metric modules
 
-DECLARES = "@metric("  # The text by which :func:`discover` knows a module of this package declares a metric.
+DECLARES = "@metric("  # how :func:`discover` knows a module of this package declares a metric
 
 T = TypeVar("T")
 
@@ -52,18 +36,11 @@ class MetricEntry:
     """One declared metric.
 
     Attributes:
-        name: the metric's name (its first spec's name, ``Metric.name``).
-        scope: :data:`ALL` or the benchmark name whose items it scores.
-        specs: the per-item specs it scores (scale, direction, source, qualities).
-        corpus: the specs of its corpus-level scores (``Metric.corpus``).
-        qualities: quality -> the request patterns naming it: regular expressions matched case-insensitively on word
-            boundaries, each of which must occur in the request (``("novel\\w*|original", "against (?:the
-            )?literature")``: novelty, and a comparison with the literature).
-        make: ``make(options) -> Metric`` (``options``: the run's metric options, option name -> value).
+        qualities: quality -> request patterns (case-insensitive regexes on word boundaries), all of which must occur.
+        make: ``make(options) -> Metric``.
         offer: when the agent model may choose it (:data:`Offer`); None: always.
-        unavailable: why it is not offered when ``offer`` says no (shown in the plan's notes).
-        module: the module that declared it.
-        origin: what was declared (``module.qualname``), to tell a re-declaration from a clash.
+        unavailable: why it is not offered when ``offer`` says no.
+        origin: ``module.qualname`` of what was declared, to tell a re-declaration from a clash.
     """
 
     name: str
@@ -83,7 +60,7 @@ class MetricEntry:
 
     @property
     def predefined(self) -> bool:
-        """True for a benchmark's metric (scored on every run over its items), False for one the agent may add."""
+        """True for a benchmark's metric, False for one the agent may add."""
         return self.scope != ALL
 
     @property
@@ -92,24 +69,24 @@ class MetricEntry:
         return [*self.specs, *self.corpus]
 
     def covers(self, item_benchmark: str) -> bool:
-        """Whether items named ``item_benchmark`` (``Item.benchmark``) are within this metric's scope.
+        """Whether items of ``item_benchmark`` are within this metric's scope.
 
         Args:
             item_benchmark: an ``Item.benchmark`` value.
 
         Returns:
-            True for :data:`ALL`, the scope's own items and those of a name derived from it (``"jsonl:qa"``).
+            True for :data:`ALL`, the scope itself and names derived from it (``"jsonl:qa"``).
         """
         return self.scope == ALL or item_benchmark == self.scope or item_benchmark.startswith(self.scope + ":")
 
     def asked(self, request: str) -> list[str]:
-        """The qualities of this metric that ``request`` names, in declaration order.
+        """The qualities of this metric that ``request`` names.
 
         Args:
             request: the request.
 
         Returns:
-            The named qualities (empty when none).
+            The named qualities, in declaration order.
         """
         return [
             q
@@ -125,23 +102,22 @@ class MetricEntry:
             tools: the run's tool pool.
 
         Returns:
-            The offer text, "" without a condition, or None when the metric cannot run in this run.
+            The offer text, "" without a condition, or None when the metric cannot run.
         """
         return "" if self.offer is None else self.offer(options, tools)
 
     def build(self, options: dict | None = None, item_benchmark: str | None = None) -> Metric:
-        """The Metric for a run, restricted to the items of ``item_benchmark`` (default: the scope, none for
-        :data:`ALL`).
+        """The Metric for a run.
 
         Args:
-            options: the run's metric options (``{"dr_use_parser": False}``).
-            item_benchmark: the ``Item.benchmark`` whose items the Metric scores (:meth:`covers`).
+            options: the run's metric options.
+            item_benchmark: the benchmark whose items it scores (default: the scope; none for :data:`ALL`).
 
         Returns:
             The Metric (a :class:`Scoped` one when restricted).
 
         Raises:
-            TypeError: the declaration built no Metric, or one of other specs than declared.
+            TypeError: the declaration built no Metric, or one of another name.
         """
         m = self.make(options or {})
         if not isinstance(m, Metric) or m.name != self.name:
@@ -162,7 +138,7 @@ def _patterns(qualities: Sequence[str] | Mapping[str, Sequence[str]]) -> dict[st
 
 
 def _declared(target: Any, specs: Sequence[MetricSpec], corpus: Sequence[MetricSpec]) -> tuple[Any, str]:
-    """``(make, origin)`` of a declared function, Metric class or Metric (module docstring)."""
+    """``(make, origin)`` of a declared function, Metric class or Metric."""
     if isinstance(target, Metric):
         if specs or corpus:
             raise TypeError("a built Metric declares its own specs: pass none to metric()")
@@ -190,10 +166,10 @@ def metric(
     declared ``specs`` and ``corpus_specs``).
 
     Args:
-        specs: the per-item specs it scores, in order (none for a built Metric: its own).
-        corpus: the specs of its corpus-level scores (a Metric class's :meth:`~Metric.corpus`).
-        scope: :data:`ALL` (default) or one benchmark name (:meth:`MetricEntry.covers`).
-        qualities: the qualities a request names it by (``("conciseness",)``), or quality -> request patterns.
+        specs: the per-item specs it scores (none for a built Metric).
+        corpus: the specs of its corpus-level scores.
+        scope: :data:`ALL` or one benchmark name.
+        qualities: the qualities a request names it by, or quality -> request patterns.
         offer, unavailable: see :class:`MetricEntry`.
 
     Returns:
@@ -240,7 +216,7 @@ def unregister(key: MetricKey) -> None:
 
 
 def unregister_scope(scope: str) -> None:
-    """Forget every metric of ``scope`` (a reloaded YAML benchmark's metrics).
+    """Forget every metric of ``scope``.
 
     Args:
         scope: a benchmark name.
@@ -251,11 +227,10 @@ def unregister_scope(scope: str) -> None:
 
 
 def discover() -> None:
-    """Import every module of this package that declares a metric (:data:`DECLARES`), then every module named by an
-    installed package's entry point (:data:`ENTRY_POINTS`).
+    """Import every module of this package that declares a metric, then those of installed entry points.
 
     Raises:
-        InputError: an installed package's metric module cannot be imported (naming the package and module).
+        InputError: an installed package's metric module cannot be imported.
     """
     root = importlib.import_module(__package__)
     for info in pkgutil.walk_packages(root.__path__, f"{__package__}."):
@@ -302,14 +277,12 @@ def find(key: MetricKey) -> MetricEntry | None:
 def applicable(
     items: Iterable[Item], options: dict | None = None, *, predefined: bool | None = False
 ) -> list[tuple[MetricEntry, Metric]]:
-    """The declared metrics that apply to at least one of ``items`` within their scope, each with its Metric: one per
-    item benchmark of ``items`` that the scope covers (one for :data:`ALL`), in declaration order, then item order.
+    """The declared metrics that apply to at least one of ``items``, one Metric per covered item benchmark.
 
     Args:
         items: the run's items.
-        options: the run's metric options (:meth:`MetricEntry.build`).
-        predefined: False (default): the metrics the customisation agent may add (:data:`ALL`); True: benchmarks'
-            metrics only; None: both.
+        options: the run's metric options.
+        predefined: False: the metrics the agent may add (:data:`ALL`); True: benchmarks' metrics only; None: both.
 
     Returns:
         ``(entry, Metric)`` pairs.
@@ -330,9 +303,7 @@ def applicable(
 
 @dataclass
 class Scoped(Metric):
-    """``inner`` restricted to the items of one benchmark (``Item.benchmark == scope``): a benchmark's metric never
-    scores another benchmark's items in the same run, and two benchmarks' metrics of the same name are two metrics.
-    Specs, scores and corpus scores are ``inner``'s."""
+    """``inner`` restricted to the items of one benchmark (``Item.benchmark == scope``)."""
 
     inner: Metric
     scope: str
@@ -361,7 +332,7 @@ class Scoped(Metric):
 
 
 def key_of(m: Metric) -> MetricKey:
-    """The key of a built Metric: its scope (a :class:`Scoped` one's benchmark, else :data:`ALL`) and its name.
+    """The key of a built Metric.
 
     Args:
         m: a built Metric.

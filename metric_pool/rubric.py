@@ -28,15 +28,13 @@ from ..core import (
     judge_number,
 )
 from ..models import NamedModel, message_text, run_tool_loop, sent_prompt, tool_definitions
-from .base import Metric, ScoringContext
+from .base import Metric, ScoringContext, score_for
 from .judge import DATA_NOTICE, JudgeReply, as_data, ask_judge, injection_flags, parse_json_object, schema_instruction
 from .repeats import Draw, draws, judge_repeats, repeat_details
 
 DEFAULT_TOOL_BUDGET = 3  # Tool calls each judge may make while scoring one response.
 
-JUDGE_TOOLS = ("web_search", "run_python")
-"""Tools a rubric judge may be offered, when a criterion needs them (``Criterion.needs``): web_search to check a
-cited fact, run_python to run a claimed computation or submitted code."""
+JUDGE_TOOLS = ("web_search", "run_python")  # offered when a criterion needs them (``Criterion.needs``)
 
 TOOL_MESSAGE_CHARS = 4000
 
@@ -64,10 +62,8 @@ class RubricJudgement(BaseModel):
 
 
 def judgement_schema(rubric: Rubric) -> type[RubricJudgement]:
-    """A :class:`RubricJudgement` that requires exactly one score for every criterion of ``rubric``, names matched
-    by :func:`~sgieval.core.criterion_key` (case and punctuation ignored; ``"逻辑严谨性"`` and ``"可行性"`` stay two
-    criteria).  A reply that misses a criterion, scores a foreign one or one twice fails validation, so
-    :func:`ask_judge` retries it, then reports a judge error (never a score from a partial or foreign reply).
+    """A :class:`RubricJudgement` that requires exactly one score for every criterion of ``rubric`` (names matched by
+    :func:`~sgieval.core.criterion_key`); a missing, foreign or repeated criterion fails validation.
 
     Args:
         rubric: the rubric judged.
@@ -117,14 +113,13 @@ TASK_CHARS = 6000  # Characters of the item's task shown to a rubric judge (long
 
 
 def rubric_system(rubric: Rubric) -> str:
-    """The system text of a rubric judgement: the instructions, then every criterion with its weight, description,
-    anchors and the tools it needs.
+    """The system text of a rubric judgement: the instructions, then every criterion.
 
     Args:
         rubric: the rubric.
 
     Returns:
-        Text that depends on the rubric only: the start of every judge prompt of the metric (a cacheable prefix).
+        Text that depends on the rubric only (a cacheable prefix).
     """
     system = RUBRIC_SYSTEM.format(name=rubric.name, description=rubric.description or rubric.name)
     lines = []
@@ -141,18 +136,16 @@ def rubric_system(rubric: Rubric) -> str:
 def judge_messages(
     rubric: Rubric, item: Item, response_text: str, *, tools: Sequence[str] = (), budget: int = DEFAULT_TOOL_BUDGET
 ) -> list[BaseMessage]:
-    """The first judge request for one response, ``[SystemMessage, HumanMessage]``, as the judge receives it before
-    any provider-side note; callable without a model.
+    """The first judge request for one response, ``[SystemMessage, HumanMessage]``.
 
     Args:
         item: the item answered (its task is clipped to :data:`TASK_CHARS`).
         response_text: the response under review.
-        tools: the tools the judge is offered (:meth:`RubricMetric.offered`); with none the data notice and schema
-            come from :func:`~sgieval.metric_pool.judge.ask_judge`, with some the system message holds them.
+        tools: the tools the judge is offered; with some, the system message holds the data notice and schema.
         budget: tool calls allowed (with ``tools``).
 
     Returns:
-        The messages: the rubric's system text, then the task and the response, each wrapped with :func:`as_data`.
+        The messages.
     """
     system = rubric_system(rubric)
     if tools and budget > 0:
@@ -172,9 +165,8 @@ def judge_messages(
 
 @dataclass
 class ToolLoopResult:
-    """Outcome of :func:`tool_loop`: the conversation (``messages``, ending with the model's last reply), one
-    ``evidence`` record per tool call run or refused, ``last`` (the model's last AIMessage; None when no tools were
-    offered), ``note`` (why tools were not offered), ``tools`` (the tool definitions sent with every turn)."""
+    """Outcome of :func:`tool_loop`: the conversation, one evidence record per tool call run or refused, the model's
+    last AIMessage (None when no tools were offered), why tools were not offered, the tool definitions sent."""
 
     messages: list[BaseMessage]
     evidence: list[ToolCallEvidence] = field(default_factory=list)
@@ -210,8 +202,8 @@ async def tool_loop(
     allowed: Sequence[str] = JUDGE_TOOLS,
     budget: int = DEFAULT_TOOL_BUDGET,
 ) -> ToolLoopResult:
-    """Let ``model`` call the pool's ``allowed`` tools (:func:`sgieval.models.tool_loop.run_tool_loop`); a model
-    without tool calling, an empty pool or ``budget`` 0 returns at once with ``note``; refused calls count too.
+    """Let ``model`` call the pool's ``allowed`` tools; a model without tool calling, an empty pool or ``budget`` 0
+    returns at once with ``note``; refused calls count too.
 
     Args:
         model: the judge.
@@ -221,7 +213,7 @@ async def tool_loop(
         budget: most tool calls (>= 0).
 
     Returns:
-        The loop's result: the conversation and the tool-call evidence.
+        The conversation and the tool-call evidence.
 
     Raises:
         ModelCallError: a model call failed after its retries.
@@ -289,16 +281,11 @@ class _Verdict:
 
 class RubricMetric(Metric):
     """A custom metric from ``rubric``: per-criterion judge scores (0-10) aggregated to 0-100 with
-    :meth:`Rubric.aggregate` (``specs`` is ``[rubric]``).  One Score per (item, response); ``details``: ``criteria``
-    {criterion: mean 0-10}, ``per_judge`` {judge: {criterion: score}}, ``rationales`` {criterion: {judge: text}},
-    ``weights``, ``tools_used``, ``n_judges``, ``failed_judges`` and ``rubric_version``; the evidence holds every
-    judge reply and tool call.  ``not_run`` without an allowed judge, ``judge_error`` without a valid reply.  With
-    ``judge_repeats`` k > 1 (:mod:`.repeats`) ``per_judge`` averages each judge's repeats that parsed, so
-    ``value = 10 * sum_c w_c * mean_j mean_r s_cjr / sum_c w_c``.
+    :meth:`Rubric.aggregate`; with ``judge_repeats`` k > 1, ``value = 10 * sum_c w_c * mean_j mean_r s_cjr / sum_c w_c``.
 
     Args:
         tool_budget: tool calls per judge for one score (``ctx.options["tool_budget"]`` overrides).
-        tools: the tools a judge may be offered; it gets those the rubric's criteria need (:meth:`offered`).
+        tools: the tools a judge may be offered.
         max_attempts: tries of each judge call.
     """
 
@@ -323,8 +310,7 @@ class RubricMetric(Metric):
             ctx: the scoring context; None: without looking at the run's tool pool.
 
         Returns:
-            The tools its criteria need (``Criterion.needs``) that are among ``tools`` and, with ``ctx``, in the
-            run's tool pool, in :data:`~sgieval.core.CRITERION_TOOLS` order; [] for a rubric that needs none.
+            The tools its criteria need that are among ``tools`` and, with ``ctx``, in the run's tool pool.
         """
         wanted = [t for t in self.rubric.tools_needed if t in self.tools]
         if ctx is None:
@@ -372,7 +358,7 @@ class RubricMetric(Metric):
         return _Verdict(judge.name, reply.parsed, [reply.evidence(), *evidence], reply.error, note)
 
     def failed(self, item: Item, response: Response, status: str, error: str, **kwargs: Any) -> list[Score]:
-        """:meth:`Metric.failed`, with the rubric version in ``details["rubric_version"]``.
+        """:meth:`Metric.failed`, with ``details["rubric_version"]``.
 
         Args:
             status: the Scores' status.
@@ -388,7 +374,7 @@ class RubricMetric(Metric):
         return scores
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        """The rubric's Score of ``response`` (class docstring), failed ones included recording the rubric version.
+        """The rubric's Score of ``response``.
 
         Args:
             ctx: the scoring context (judges, tools).
@@ -414,18 +400,8 @@ class RubricMetric(Metric):
             why = f"no judge gave a valid rubric reply ({reasons})"
             return self.failed(item, response, "judge_error", why, judge=judge_names, evidence=evidence)
         value, rationale, details = self._combine(verdicts, evidence, k)
-        return [
-            Score(
-                item_id=item.id,
-                model=response.model,
-                metric=self.rubric.name,
-                value=value,
-                rationale=rationale,
-                evidence=evidence,
-                judge=judge_names,
-                details=details,
-            )
-        ]
+        fields = {"rationale": rationale, "evidence": evidence, "judge": judge_names, "details": details}
+        return [score_for(item, response, self.rubric.name, value, **fields)]
 
     def _combine(self, verdicts: list[_Verdict], evidence: list[Evidence], k: int) -> tuple[float, str, dict]:
         """(value, rationale, details) of the verdicts of which at least one parsed."""
