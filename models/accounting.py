@@ -1,24 +1,10 @@
-"""Tokens, latency and cost per model and role, and the run budget.
+"""Tokens, latency and cost per model and role (the :class:`Ledger`), and the run budget.
 
-Prices come from `genai-prices <https://github.com/pydantic/genai-prices>`_ (its bundled data: nothing is fetched
-at run time).  A model is priced only when the library knows it exactly, by name or snapshot (``gpt-4o-2024-08-06``
-is ``gpt-4o``); an unknown name has cost ``None``, never 0 and never a prefix's price (``o1-pro`` is not ``o1``).
-The ``provider:`` part of a model string picks the provider's price list; a bare name is looked up in every list.
-Cost of one call (USD, genai-prices' ``calc_price``, prices in USD per 1M tokens)::
+Prices: `genai-prices <https://github.com/pydantic/genai-prices>`_ bundled data, exact model names only (unknown:
+cost ``None``); user prices (``--price``, :func:`set_prices`) win.  Cost of one call (USD, prices per 1M tokens)::
 
     cost = (input - cache_read - cache_write) * price_in + cache_read * price_cache_read
            + cache_write * price_cache_write + output * price_out
-
-``input`` counts every prompt token, cached ones included, ``output`` every completion token, reasoning ones
-included (LangChain's ``usage_metadata``); tiered prices apply as published; no reported usage means cost ``None``;
-a batched call (``--batch``) is priced at the batch rate (:func:`price_call`, :data:`BATCH_DISCOUNT`).  User
-prices (``--price MODEL=IN,OUT``, :func:`set_prices`, a YAML ``model: {input: x, output: y}``, ``Ledger(prices=)``)
-win for the model they name (the full string or its name after ``provider:``), every input token at ``IN``.
-
-A :class:`Ledger` collects one :class:`CallRecord` per :func:`sgieval.models.calls.ainvoke` call (``with
-ledger.activate(): ...`` or ``ledger=``).  With ``budget_usd``, :meth:`Ledger.check_budget` raises
-:class:`BudgetExceeded` before a call once the spend reaches it (calls in flight still finish, so the spend may
-exceed it by their cost); :func:`unpriced_models` names the models a budget cannot be kept for.
 """
 
 from __future__ import annotations
@@ -40,12 +26,10 @@ Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
 
 _prices: Prices = {}
-"""Prices set with :func:`set_prices` (the process-wide user table; a run's ``--price`` goes to its ledger)."""
 
 
 class BudgetExceeded(SgievalError):
-    """The run's budget (``--budget``, USD) is spent; raised before a call.  ``spent_usd``, ``budget_usd`` and
-    ``model``/``role`` (the call refused) say where it stopped."""
+    """The run's budget (``--budget``, USD) is spent; raised before a call."""
 
     def __init__(self, spent_usd: float, budget_usd: float, *, model: str = "", role: str = ""):
         self.spent_usd, self.budget_usd, self.model, self.role = spent_usd, budget_usd, model, role
@@ -88,8 +72,7 @@ def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
     """Parse a user price table.
 
     Args:
-        source: a dict or a YAML file, ``model: {input: x, output: y}`` or ``model: [x, y]``, in USD per 1M
-            tokens; ``model`` is a full model string (``openai:my-model``) or a name (``my-model``).
+        source: a dict or a YAML file, ``model: {input: x, output: y}`` or ``model: [x, y]`` (USD per 1M tokens).
 
     Returns:
         {model: (USD per 1M input tokens, USD per 1M output tokens)}.
@@ -123,15 +106,14 @@ def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
 
 
 def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False) -> None:
-    """Add (``replace=False``) or set the process-wide user prices (see module doc); they take precedence
-    over the library's for the models they name.
+    """Add to (or replace) the process-wide user prices.
 
     Args:
-        source: a YAML file path, or a mapping model -> [USD per 1M input tokens, USD per 1M output tokens].
-        replace: replace the process-wide prices instead of adding to them.
+        source: as for :func:`load_prices`.
+        replace: replace the prices instead of adding to them.
 
     Raises:
-        InputError: as :func:`load_prices` does for a bad price file or table.
+        InputError: on a bad price file or table.
     """
     parsed = load_prices(source)
     if replace:
@@ -140,7 +122,7 @@ def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False)
 
 
 def price_table() -> Prices:
-    """A copy of the process-wide user prices (what a run starts with, beside the library's).
+    """A copy of the process-wide user prices.
 
     Returns:
         model -> (USD per 1M input tokens, USD per 1M output tokens).
@@ -149,7 +131,7 @@ def price_table() -> Prices:
 
 
 def reset_prices() -> None:
-    """Forget the prices set with :func:`set_prices` (the library's prices only)."""
+    """Forget the prices set with :func:`set_prices`."""
     _prices.clear()
 
 
@@ -159,8 +141,7 @@ def _model_id(name: str) -> str:
 
 
 def _own_price(model: str, prices: Mapping[str, tuple[float, float]] | None) -> tuple[float, float] | None:
-    """The user price of the full model string, else of its name after the provider, else (a bare name) of an
-    entry whose name after its provider is it."""
+    """The user price of the full model string, else of its name, else of an entry with that name."""
     table = _prices if prices is None else prices
     if model in table:
         return table[model]
@@ -184,8 +165,7 @@ def _listed(model: str) -> tuple[str | None, str] | None:
 
 
 def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int], *, batch: bool = False) -> Any:
-    """genai-prices' price calculation of one call (bundled price data; raises LookupError when unknown); with
-    ``batch`` its batch price variant (``price_context={"processing": "batch"}``)."""
+    """genai-prices' price of one call (LookupError when unknown), with ``batch`` its batch price variant."""
     from genai_prices import Usage, calc_price
 
     inp = int(usage.get("input", 0))
@@ -206,15 +186,14 @@ def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int], *, batch:
 
 
 def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> str | None:
-    """Where ``model``'s price comes from: ``"user"`` (a user price), ``"genai-prices <version>"`` (the
-    library's list price), ``"free"`` (``local:`` and ``replay:`` models), or None (price unknown).
+    """Where ``model``'s price comes from.
 
     Args:
         model: a model string.
         prices: user prices by model; None: the process-wide ones.
 
     Returns:
-        The source, or None.
+        ``"user"``, ``"genai-prices <version>"``, ``"free"`` (``local:``, ``replay:``), or None (unknown).
     """
     if _own_price(model, prices) is not None:
         return "user"
@@ -229,12 +208,11 @@ def price_of(model: str, prices: Mapping[str, tuple[float, float]] | None = None
     """The list price of ``model``.
 
     Args:
-        model: a model string (``openai:o1-pro``) or a bare name (``gpt-4o-2024-08-06``).
-        prices: a user price table (default: the process-wide one, :func:`set_prices`).
+        model: a model string or a bare name.
+        prices: a user price table (default: the process-wide one).
 
     Returns:
-        (USD per 1M input tokens, USD per 1M output tokens), the user's price or the library's standard
-        (first-tier, uncached) price; None when the price is unknown.
+        (USD per 1M input tokens, USD per 1M output tokens), first-tier and uncached; None when unknown.
     """
     own = _own_price(model, prices)
     if own is not None:
@@ -256,7 +234,7 @@ published rate of OpenAI's Batch API (platform.openai.com/docs/guides/batch) and
 
 
 def _has_batch_price(listed: tuple[str | None, str]) -> bool:
-    """Whether genai-prices lists a batch price (a price variant ``{"processing": "batch"}``) for the model."""
+    """Whether genai-prices lists a batch price for the model."""
     model = getattr(_calc(*listed, {"input": 1, "output": 1}), "model", None)
     return any(
         getattr(v, "when", {}).get("processing") == "batch" for v in getattr(model, "price_variants", None) or ()
@@ -274,12 +252,9 @@ def price_call(
 
     Args:
         model: the model string.
-        usage: token counts ``{"input", "output"}`` and, when reported, ``"cache_read"``, ``"cache_write"``
-            (parts of input) and ``"reasoning"`` (part of output); None: not reported.
+        usage: ``input``, ``output`` and, when reported, ``cache_read``, ``cache_write``, ``reasoning``.
         prices: a user price table (default: the process-wide one).
-        batch: the call went through the provider's batch API (``--batch``): genai-prices' batch price of the
-            model where it lists one (its price variant ``processing: batch``), else :data:`BATCH_DISCOUNT` of
-            the list price (or of the user's price).
+        batch: priced at genai-prices' batch price, else at :data:`BATCH_DISCOUNT` of the price.
 
     Returns:
         The cost in USD (>= 0), or None when the usage or the model's price is unknown.
@@ -300,15 +275,14 @@ def price_call(
 
 
 def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]] | None = None) -> list[str]:
-    """The models of ``models`` (model strings, in order, each once) whose price is unknown
-    (:func:`price_source` None): a budget cannot be kept on them.
+    """The models whose price is unknown: a budget cannot be kept on them.
 
     Args:
         models: model strings.
         prices: user prices by model.
 
     Returns:
-        The unpriced ones.
+        The unpriced ones, in order, each once.
     """
     return [m for m in dict.fromkeys(models) if price_source(m, prices) is None]
 
@@ -316,10 +290,7 @@ def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]]
 # ----------------------------------------------------------------------- ledger
 @dataclass
 class CallRecord:
-    """One model call: tokens (None when not reported; cache reads part of input, reasoning part of output),
-    latency (s), cost (USD, None when unknown), ``cached`` (no cost), ``error`` (why it failed); ``call_id`` ties it
-    to its "sent" line in ``inflight.jsonl`` (:meth:`Ledger.begin`); ``interrupted``: the process ended before the
-    outcome was recorded (:meth:`Ledger.recover`; tokens and cost unknown)."""
+    """One model call: tokens (None when not reported), latency (s), cost (USD, None when unknown)."""
 
     model: str
     role: str
@@ -334,7 +305,6 @@ class CallRecord:
     call_id: str | None = None
     interrupted: bool = False
     batch: bool = False
-    """The call went through the provider's batch API (``--batch``), priced at the batch rate."""
 
 
 INTERRUPTED = (
@@ -346,13 +316,7 @@ INTERRUPTED = (
 
 @dataclass
 class Totals:
-    """Totals for one (model, role).  ``calls`` counts calls made (cache hits
-    excluded, failures included); ``cost`` sums known costs in USD (None when
-    no call had a known cost; 0.0 when every call was served by the call
-    cache); ``unpriced_calls`` counts successful calls whose
-    cost is unknown; ``latency_s`` sums per-call wall seconds;
-    ``cache_read_tokens``: the input tokens the provider served from its prompt
-    cache (part of ``input_tokens``, priced at the cached rate)."""
+    """Totals for one (model, role): ``calls`` excludes cache hits; ``cost`` (USD) is None when no cost is known."""
 
     model: str
     role: str
@@ -376,7 +340,7 @@ _current: contextvars.ContextVar["Ledger | None"] = contextvars.ContextVar("sgie
 
 
 def current_ledger() -> "Ledger | None":
-    """The ledger activated in this context, or None.
+    """The ledger activated in this context.
 
     Returns:
         The ledger, or None.
@@ -388,15 +352,7 @@ _RECORD_FIELDS = frozenset(CallRecord.__dataclass_fields__)
 
 
 class Ledger:
-    """Per-run account of model calls (see module doc).
-
-    ``budget_usd``: stop before a call once spent >= budget (None: no budget).
-    ``prices``: a price table for this ledger (default: the process-wide one).
-    ``on_record``: called with the new records as dicts (:meth:`to_dicts`
-    form) each time records are added (by :meth:`record` or :meth:`merge`);
-    the run graph appends them to the run folder's ``ledger.jsonl`` so a
-    killed run loses no call from its accounts.
-    """
+    """Per-run account of model calls; ``on_record`` receives each new record as a dict (``ledger.jsonl``)."""
 
     def __init__(
         self,
@@ -415,26 +371,20 @@ class Ledger:
         self._lock = threading.Lock()
         self._spent = 0.0
         self.calls_made = 0
-        """Calls made so far (cache hits excluded, failures included), for progress lines."""
         self.calls_failed = 0
-        """Calls that failed after their retries."""
         self.on_send: Callable[[dict[str, Any]], None] | None = None
-        """Called with ``{"call_id", "model", "role"}`` before a call's request is sent (:meth:`begin`); the run
-        appends it to ``inflight.jsonl``, so a call whose process is killed before its record is written is
-        still accounted for (:meth:`recover`)."""
+        """Called with ``{"call_id", "model", "role"}`` before a request is sent (``inflight.jsonl``)."""
 
     # -- recording -------------------------------------------------------
     def begin(self, model: str, role: str) -> str | None:
-        """Note that a call of ``model`` in ``role`` is about to send its request: a new call id (32 hex
-        digits) handed to :attr:`on_send`, to be passed to :meth:`record` with the outcome.  None (nothing
-        noted) without :attr:`on_send`.
+        """Note that a call is about to send its request (to :attr:`on_send`).
 
         Args:
             model: the model's name.
             role: ``"target"``, ``"judge"`` or ``"agent"``.
 
         Returns:
-            The call id, or None.
+            A new call id (32 hex digits) for :meth:`record`, or None without :attr:`on_send`.
         """
         if self.on_send is None:
             return None
@@ -443,12 +393,10 @@ class Ledger:
         return call_id
 
     def recover(self, sent: list[dict[str, Any]]) -> list[CallRecord]:
-        """Account for the calls of ``sent`` (the rows :meth:`begin` wrote, e.g. ``inflight.jsonl``) that have
-        no record: each becomes an ``interrupted`` call (error :data:`INTERRUPTED`), recorded through
-        :attr:`on_record` so it is counted once and for good.  Returns the new records.
+        """Record each call of ``sent`` that has no record as ``interrupted``.
 
         Args:
-            sent: rows of sent requests (``call_id``, ``model``, ``role``).
+            sent: rows :meth:`begin` wrote (``call_id``, ``model``, ``role``).
 
         Returns:
             The new ``interrupted`` records.
@@ -490,9 +438,7 @@ class Ledger:
         call_id: str | None = None,
         batch: bool = False,
     ) -> CallRecord:
-        """Record one call and return its :class:`CallRecord` (cost priced here); ``call_id``: the id
-        :meth:`begin` gave the call; ``batch``: it went through a batch API (priced at the batch rate,
-        :func:`price_call`).
+        """Record one call.
 
         Args:
             model: the model's name.
@@ -546,9 +492,7 @@ class Ledger:
         return self._spent
 
     def check_budget(self, model: str = "", role: str = "") -> None:
-        """Raise :class:`BudgetExceeded` when ``spent_usd >= budget_usd``; the
-        first refusal is kept in :attr:`stopped` (spent, budget, model, role,
-        calls recorded so far).
+        """Raise :class:`BudgetExceeded` when ``spent_usd >= budget_usd`` (the first refusal kept in :attr:`stopped`).
 
         Args:
             model: the model about to be called (named in the refusal).
@@ -623,11 +567,10 @@ class Ledger:
         return g
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready {"rows": [Totals as dict ...], "total": {...},
-        "budget_usd", "spent_usd", "stopped"} for reports.
+        """The accounts for reports.
 
         Returns:
-            The summary dict.
+            JSON-ready ``{"rows", "total", "budget_usd", "spent_usd", "stopped"}``.
         """
         rows = [asdict(t) for t in self.totals().values()]
         return {
@@ -666,8 +609,7 @@ class Ledger:
     # -- context ---------------------------------------------------------
     @contextlib.contextmanager
     def activate(self) -> Iterator["Ledger"]:
-        """Make this the ledger :func:`ainvoke` records into within the block
-        (and in asyncio tasks created inside it).
+        """Make this the ledger :func:`ainvoke` records into within the block.
 
         Yields:
             This ledger.

@@ -1,11 +1,6 @@
-"""The run's batches (``--batch``, :mod:`sgieval.models.batch`): :class:`BatchCollector` gathers the requests of
-one endpoint, submits them as one batch (OpenAI files + batches through the openai SDK; Anthropic message batches
-over HTTP), polls it and answers each waiting call; :class:`BatchJournal` is the run folder's ``batches.json``.
-
-Resume: ``batches.json`` holds every submission before it is created, then its batch id and status; results are
-kept in ``batches/<batch id>.jsonl``.  A resumed run polls (or reads) the batch of each request again, so no
-request is submitted twice; a submission killed before its id was written is found among the provider's batches
-by its uploaded file (OpenAI) or creation time and request count (Anthropic).
+"""The run's batches (``--batch``): :class:`BatchCollector` gathers the requests of one endpoint, submits them as
+one batch (OpenAI or Anthropic), polls it and answers each waiting call; :class:`BatchJournal` is the run folder's
+``batches.json`` (every submission noted before it is created, so a resumed run submits no request twice).
 """
 
 from __future__ import annotations
@@ -32,9 +27,7 @@ from .openai_wire import OpenAIHTTPError
 log = get_logger("sgieval")
 
 JOURNAL = "batches.json"
-"""The run folder's file of submitted batches (module doc)."""
 RESULTS_DIR = "batches"
-"""The run folder's folder of downloaded batch results, one ``<batch id>.jsonl`` each."""
 ANTHROPIC_BASE = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 BATCH_WAIT_S = 25 * 3600.0
@@ -49,8 +42,7 @@ _tag: contextvars.ContextVar[str] = contextvars.ContextVar("sgieval_batch_tag", 
 
 @contextlib.contextmanager
 def request_tag(tag: str) -> Iterator[None]:
-    """Calls made inside get ``tag`` in their ``custom_id`` (a repeated judge draw sends the same body as the
-    first draw and must stay its own request).
+    """Calls made inside get ``tag`` in their ``custom_id`` (a repeated judge draw stays its own request).
 
     Args:
         tag: the label, e.g. ``"repeat=2"``.
@@ -63,9 +55,7 @@ def request_tag(tag: str) -> Iterator[None]:
 
 
 def custom_id(api: str, body: dict[str, Any], tag: str = "", base_url: str = "") -> str:
-    """The request's ``custom_id``: 48 hex digits of sha256 over the API name, the endpoint's base URL (without
-    credentials), the tag and the body as canonical JSON (sorted keys), so the same request to the same endpoint
-    has the same id in every run (Anthropic allows 64 characters of ``[A-Za-z0-9_-]``, OpenAI any string)."""
+    """The request's ``custom_id``: 48 hex digits of sha256 over the API, base URL, tag and canonical body JSON."""
     blob = json.dumps(
         {"api": api, "base_url": base_url, "tag": tag, "body": body}, sort_keys=True, ensure_ascii=False, default=str
     )
@@ -74,8 +64,7 @@ def custom_id(api: str, body: dict[str, Any], tag: str = "", base_url: str = "")
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a batch goes: ``api`` (``"openai"`` or ``"anthropic"``), the base URL (OpenAI: ending in ``/v1``)
-    and the key (never written anywhere)."""
+    """Where a batch goes; the key is never written anywhere."""
 
     api: Literal["openai", "anthropic"]
     base_url: str
@@ -83,22 +72,21 @@ class Endpoint:
 
     @property
     def shown(self) -> str:
-        """The base URL without credentials (what the journal and the progress display show)."""
+        """The base URL without credentials."""
         return redact_url(self.base_url) or self.base_url
 
 
 class BatchRequestError(OpenAIHTTPError):
-    """A batched request that came back with an error (``status_code`` as its HTTP status: 4xx not retried,
-    408/429/5xx retried in a new batch by :func:`sgieval.models.calls.ainvoke`)."""
+    """A batched request that came back with an error (``status_code``: its HTTP status)."""
 
 
 # ----------------------------------------------------------------------- journal
 _PLAIN_ID = re.compile(r"(submission:)?[A-Za-z0-9_-]{1,200}")
-"""A batch id (``batch_abc``, ``msgbatch_01...``) or a submission's id as the journal may hold them."""
+"""A batch id or a submission's id as the journal may hold them."""
 
 
 class BatchJournal:
-    """``batches.json`` of a run folder (module doc), read as data: entries of the wrong shape are ignored."""
+    """``batches.json`` of a run folder, read as data: entries of the wrong shape are ignored."""
 
     def __init__(self, root: Path | None):
         self.root = root
@@ -152,18 +140,18 @@ class _Waiting:
 
 
 Outcome = tuple[int, Any]
-"""(HTTP status, reply body): 200 and the chat completion / Anthropic message, or an error status and body."""
+"""(HTTP status, reply body)."""
 
 
 class BatchCollector:
-    """The run's batches (module doc): collects requests per endpoint, submits, polls, answers them.
+    """The run's batches: collects requests per endpoint, submits, polls, answers them.
 
     Args:
-        root: the run folder (its ``batches.json`` and ``batches/``); None keeps nothing (no resume).
+        root: the run folder; None keeps nothing (no resume).
         window_s: seconds without a new request after which the waiting requests are submitted (>= 0).
         poll_s: seconds between two retrievals of a pending batch (> 0).
         max_requests: submit at once when this many requests wait (default: the provider's limit).
-        run_id: put in each batch's metadata (OpenAI) so a batch can be traced to its run.
+        run_id: put in each OpenAI batch's metadata.
     """
 
     def __init__(
@@ -192,41 +180,39 @@ class BatchCollector:
         self._clients: dict[Endpoint, Any] = {}
         self._answered_by: dict[str, str] = {}  # custom_id -> the batch that last answered it (for error messages)
         self.submitted = 0
-        """Batches this collector created (not counting batches of an earlier process it resumed)."""
 
     # -- what a progress display shows ---------------------------------------------
     def progress(self) -> list[dict[str, Any]]:
-        """The batches not yet finished: ``{"id", "api", "status", "done", "total"}`` each (request counts).
+        """The batches not yet finished.
 
         Returns:
-            One dict per batch.
+            ``{"id", "api", "status", "done", "total"}`` per batch.
         """
         return [dict(s) for s in list(self._status.values()) if not s.get("finished")]
 
     def progress_text(self) -> str:
-        """One phrase for a progress line: ``"batch batch_abc in_progress 3/10"`` per pending batch, or "".
+        """One phrase for a progress line.
 
         Returns:
-            The phrase.
+            ``"batch batch_abc in_progress 3/10"`` per pending batch, or "".
         """
         parts = [f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress()]
         return "; ".join(parts)
 
     # -- a call ------------------------------------------------------------------------
     async def request(self, endpoint: Endpoint, body: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
-        """Send ``body`` in a batch of ``endpoint`` and return the reply body (a chat completion for OpenAI, a
-        message for Anthropic).
-
-        Raises:
-            BatchRequestError: the batch answered this request with an error (its status and body).
+        """Send ``body`` in a batch of ``endpoint``.
 
         Args:
-            endpoint: the batch API (OpenAI chat completions or Anthropic messages).
+            endpoint: the batch API.
             body: the request body, as a direct call would send it.
-            tag: a label of the request in the batch (default: a new id).
+            tag: a label of the request in the batch (default: the :func:`request_tag`).
 
         Returns:
-            The reply body.
+            The reply body (an OpenAI chat completion or an Anthropic message).
+
+        Raises:
+            BatchRequestError: the batch answered this request with an error.
         """
         cid = custom_id(endpoint.api, body, _tag.get() if tag is None else tag, endpoint.shown)
         fut = self._futures.get(cid)
@@ -255,7 +241,7 @@ class BatchCollector:
         return sub if sub.startswith("submission:") else None
 
     def _client(self, endpoint: Endpoint) -> Any:
-        """The openai SDK's ``AsyncOpenAI`` for ``endpoint`` (one per endpoint; its own retries on 429/5xx)."""
+        """The openai SDK's ``AsyncOpenAI`` for ``endpoint`` (one per endpoint)."""
         client = self._clients.get(endpoint)
         if client is None:
             client = self._clients[endpoint] = _openai_client(endpoint)
@@ -491,11 +477,7 @@ class BatchCollector:
             for fid in (state.output_file_id, state.error_file_id):
                 if not fid:
                     continue
-                text = (await client.files.content(fid)).text
-                for line in text.split("\n"):
-                    row = _json_line(line)
-                    if row is None or not isinstance(row.get("custom_id"), str):
-                        continue
+                for row in _rows((await client.files.content(fid)).text):
                     resp = row.get("response") or {}
                     if isinstance(resp, dict) and resp.get("status_code") is not None:
                         out[row["custom_id"]] = (int(resp["status_code"]), resp.get("body"))
@@ -509,10 +491,7 @@ class BatchCollector:
         r = await _anthropic(
             endpoint, f"/v1/messages/batches/{batch_id}/results", state.get("results_url"), timeout=600
         )
-        for line in r.text.split("\n"):
-            row = _json_line(line)
-            if row is None or not isinstance(row.get("custom_id"), str):
-                continue
+        for row in _rows(r.text):
             res = row.get("result") or {}
             kind = res.get("type")
             if kind == "succeeded":
@@ -552,9 +531,8 @@ class BatchCollector:
         except (FileNotFoundError, OSError):
             return None
         out: dict[str, Outcome] = {}
-        for line in text.split("\n"):
-            row = _json_line(line)
-            if row is not None and isinstance(row.get("custom_id"), str) and isinstance(row.get("status"), int):
+        for row in _rows(text):
+            if isinstance(row.get("status"), int):
                 out[row["custom_id"]] = (row["status"], row.get("body"))
         return out
 
@@ -573,19 +551,19 @@ def _missing(batch_id: str) -> Outcome:
 
 
 def _outcome(results: dict[str, Outcome], cid: str, batch_id: str) -> Outcome:
-    """The outcome of request ``cid`` in a finished batch: its own, else the batch's (``"*"``: failed, expired,
-    cancelled), else "no result" (HTTP 502, so the call is retried in a new batch)."""
+    """The outcome of request ``cid`` in a finished batch: its own, else the batch's, else "no result" (502)."""
     return results.get(cid) or results.get("*") or _missing(batch_id)
 
 
-def _json_line(line: str) -> dict[str, Any] | None:
-    if not line.strip():
-        return None
-    try:
-        row = json.loads(line)
-    except ValueError:
-        return None
-    return row if isinstance(row, dict) else None
+def _rows(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL text that have a string ``custom_id``."""
+    for line in text.split("\n"):
+        try:
+            row = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("custom_id"), str):
+            yield row
 
 
 def _openai_client(endpoint: Endpoint) -> Any:
@@ -595,7 +573,7 @@ def _openai_client(endpoint: Endpoint) -> Any:
 
 
 async def _find_openai_batch(client: Any, file_id: str) -> str | None:
-    """The id of the batch made from uploaded file ``file_id`` (the newest 100 batches are looked at), or None."""
+    """The id of the batch made from uploaded file ``file_id`` among the newest 100, or None."""
     n = 0
     async for b in client.batches.list(limit=100):
         if b.input_file_id == file_id:

@@ -1,24 +1,9 @@
 """Model calls: every target, judge and agent call goes through :func:`ainvoke` (DESIGN.md "Conventions").
 
-Per call, in order:
-
-1. **Cache** (:mod:`sgieval.models.cache`): a plain chat call at temperature 0 answered before is served from it.
-2. **Budget** (:mod:`sgieval.models.accounting`): the active ledger raises ``BudgetExceeded`` when spent.
-3. **Concurrency**: one semaphore per provider and run (default 16, ``RunConfig.max_concurrency``,
-   :func:`set_max_concurrency`), held only while a request is in flight, never during backoff sleeps.
-4. **Retries** (:mod:`sgieval.core.retry`): HTTP 408/409/429/5xx, timeouts, connection errors and malformed
-   replies (:func:`malformed_reply`) with jittered exponential backoff, a 429's ``Retry-After`` honoured up to
-   ``max_retry_after_s``.  Each attempt is bounded by ``timeout_s`` (``--timeout``, default 300 s), all of a
-   call's attempts by ``total_timeout_s`` (default twice that), counted from the first request sent: time in
-   flight and in backoff sleeps, never time queued for a slot of the concurrency limit.  Other errors are not
-   retried, except once: an HTTP 400 naming a parameter sent is retried without it (``NamedModel.dropped``,
-   :mod:`sgieval.models.params`), and a judge reply cut by the token limit is asked again with twice the
-   ``max_tokens`` (METRICS.md D.10).
-5. **Accounting**: tokens, latency and cost into the ledger under (model, role); a batched call (``--batch``)
-   at the batch price, holding no semaphore slot while it waits for its batch.
-
-A call that still fails raises :class:`ModelCallError` with the last reason; callers record a failure, never a
-zero.
+Per call, in order: call cache, budget, one semaphore per provider (held only while a request is in flight),
+retries with backoff (408/409/429/5xx, timeouts, malformed replies; once without a rejected parameter; a truncated
+judge reply once with twice the ``max_tokens``, METRICS.md D.10), accounting.  A call that still fails raises
+:class:`ModelCallError`.
 """
 
 from __future__ import annotations
@@ -59,13 +44,11 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx."""
 
 DEFAULT_TIMEOUT_S = 300.0
-"""Seconds per attempt of a model call when neither the caller nor the run (``--timeout``) sets it; the
-attempts of one call together get twice this (10 minutes)."""
+"""Seconds per attempt of a model call when neither the caller nor ``--timeout`` sets it."""
 
 
 def set_max_concurrency(provider: str, n: int) -> None:
-    """Bound in-flight calls to ``n`` (>= 1) for ``provider`` (``"*"``/``"all"``: every provider, resetting the
-    overrides) in the current call context, for calls that start afterwards (:meth:`CallContext.set_limit`)."""
+    """Bound in-flight calls to ``n`` for ``provider`` in the current call context (:meth:`CallContext.set_limit`)."""
     current_call_context().set_limit(provider, n)
 
 
@@ -91,8 +74,7 @@ def _status(exc: BaseException) -> int | None:
 
 
 def credentials_error(model: NamedModel, status: int | None) -> CredentialsError:
-    """The one-line error for a 401/403 to ``model``: provider (or server, without credentials), model, the
-    variable to set."""
+    """The one-line error for a 401/403 to ``model``, naming the variable to set."""
     ref = model.ref
     prefix = (ref.provider if ref is not None else "") or model.provider
     var = (ref.key_var if ref is not None else None) or f"{prefix.upper()}_API_KEY"
@@ -109,7 +91,7 @@ def credentials_error(model: NamedModel, status: int | None) -> CredentialsError
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
-    """aiohttp's connection and truncated-body errors (ChatOpenAIDirect's transport), when installed."""
+    """aiohttp's connection and truncated-body errors, when installed."""
     try:
         import aiohttp
     except ImportError:
@@ -118,9 +100,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 class MalformedReply(Exception):
-    """A reply arrived but is no usable chat completion: a body that is not JSON, an error object in an HTTP
-    200 reply, no ``choices`` (missing, null or empty).  Retried like a 5xx (:func:`_retryable`); the
-    transport's own exception is its ``__cause__``."""
+    """A reply arrived but is no usable chat completion; retried like a 5xx."""
 
 
 TRANSPORT_MODULES = (
@@ -130,8 +110,7 @@ TRANSPORT_MODULES = (
     "openai",
     "langchain_core.language_models",
 )
-"""Modules whose ValueError/KeyError/IndexError/TypeError while a call runs means the reply could not be
-read (:func:`malformed_reply`)."""
+"""Modules whose ValueError/KeyError/IndexError/TypeError means the reply could not be read."""
 
 
 def _raised_in(exc: BaseException) -> str:
@@ -144,14 +123,8 @@ def _raised_in(exc: BaseException) -> str:
 
 
 def malformed_reply(exc: BaseException) -> str | None:
-    """Why ``exc``, raised by a chat model's ``ainvoke``, means the server's reply was unusable (the reason
-    as a short phrase), or None when it is some other error.
-
-    Decided by type and origin, whatever the transport: a ``json.JSONDecodeError`` or ``UnicodeDecodeError``
-    in the exception's chain ("the body is not JSON"); a ValueError whose argument is an error object (a dict
-    with ``message``: "an error object in an HTTP 200 reply"); a KeyError, IndexError or TypeError about the
-    reply raised in one of :data:`TRANSPORT_MODULES` ("no choices in the reply").  A parser's
-    OutputParserException (the model's own text did not parse) is not a malformed reply."""
+    """Why ``exc`` (from a chat model's ``ainvoke``) means the server's reply was unusable, as a short phrase, or
+    None for another error (a parser's OutputParserException included); decided by type and origin."""
     if isinstance(exc, OutputParserException):
         return None
     seen: set[int] = set()
@@ -174,7 +147,7 @@ def malformed_reply(exc: BaseException) -> str | None:
 
 
 def _retryable(exc: BaseException) -> bool:
-    """True for 408/409/429/5xx, timeouts, connection errors and malformed replies (:class:`MalformedReply`)."""
+    """True for 408/409/429/5xx, timeouts, connection errors and malformed replies."""
     if isinstance(exc, CallTimeSpent):
         return False
     if isinstance(exc, (MalformedReply, asyncio.TimeoutError, TimeoutError, ConnectionError, *_transport_errors())):
@@ -187,15 +160,13 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def model_secrets(model: NamedModel) -> list[str]:
-    """The secret values ``model`` sends: every ``SecretStr`` field of its chat model (``openai_api_key``,
-    ``anthropic_api_key``...), an ``Authorization``/``api-key`` value among its default headers, and the
-    secret parts of its base URL (:func:`sgieval.core.url_secrets`).  [] for a replay or offline model.
+    """The secret values ``model`` sends.
 
     Args:
         model: the model.
 
     Returns:
-        The secret values.
+        Its chat model's ``SecretStr`` fields, auth headers and base URL secrets; [] without a chat model.
     """
     chat = model.chat
     if chat is None:
@@ -227,13 +198,12 @@ def _reason(exc: BaseException | None, timeout_s: float, model: NamedModel | Non
         return f"timeout after {timeout_s:g} s"
     if isinstance(exc, CallTimeSpent):
         return str(exc)
+    mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
     if isinstance(exc, MalformedReply):
         cause = exc.__cause__
         detail = f" ({type(cause).__name__}: {str(cause).replace(chr(10), ' ')})" if cause is not None else ""
-        mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
         return mask(f"malformed reply: {exc}{detail}")[:300]
     status = _status(exc)
-    mask = SecretValues(model_secrets(model)).mask if model is not None else redact_secrets
     text = mask(str(exc).replace("\n", " "))[:300]
     prefix = f"HTTP {status} " if status is not None else ""
     return f"{prefix}{type(exc).__name__}: {text}"
@@ -255,24 +225,20 @@ async def ainvoke(
     ledger: "_acc.Ledger | None" = None,
     role: str | None = None,
 ) -> Any:
-    """Invoke ``runnable`` (default ``model.chat``) with ``messages`` through the cache, budget, concurrency
-    limit, retries and accounting of the module doc.  An AIMessage reply gets ``response_metadata["sgieval"]``
-    (:func:`call_info`).  Inside a :class:`~sgieval.models.context.prompt_scope` the provider's prompt cache is
-    asked for (:func:`prompt_cache_options`).
+    """Invoke ``runnable`` with ``messages`` through the steps of the module doc (reply info: :func:`call_info`).
 
     Args:
         model: the model called.
         messages: LangChain messages, or a string.
-        runnable: what is invoked (default ``model.chat``; calls through another runnable are not cached).
+        runnable: what is invoked (default ``model.chat``; other runnables are not cached).
         max_attempts: most tries (>= 1).
         timeout_s: seconds per try (None: the run's ``--timeout``, else :data:`DEFAULT_TIMEOUT_S`).
         total_timeout_s: seconds for every try together (None: twice ``timeout_s``).
         base_delay_s: the first retry wait (s).
         max_delay_s: the longest retry wait (s).
         max_retry_after_s: the longest Retry-After honoured (s).
-        use_cache: None caches plain chat calls at temperature 0 unless the cache is off (``--no-cache``);
-            True caches any temperature; False never.
-        ledger: where tokens, latency and cost are recorded (default the active :class:`Ledger`, else none).
+        use_cache: None caches calls at temperature 0 unless ``--no-cache``; True any temperature; False never.
+        ledger: where the call is recorded (default the active :class:`Ledger`).
         role: the ledger's role (default ``model.role``).
 
     Returns:
@@ -336,8 +302,7 @@ class _Call:
         self.sent, self.options = prompt_cache_options(model, messages, current_prompt_scope())
 
     async def attempt(self, target: Any, extra: dict[str, Any]) -> Any:
-        """One request, bounded by the per-attempt timeout and what is left of the call's total time; the total
-        time counts attempts in flight and backoff sleeps, not the wait for a slot of the concurrency limit."""
+        """One request, bounded by the per-attempt timeout and what is left of the call's total time."""
         queued = time.perf_counter()
         if self.deadline is not None and queued >= self.deadline:
             raise CallTimeSpent(
@@ -357,8 +322,7 @@ class _Call:
                 raise MalformedReply(why) from e
 
     async def run(self, target: Any, key: str | None, policy: RetryPolicy) -> Any:
-        """Rounds of the retry policy until a reply; an HTTP 400 naming a sent parameter is retried once without
-        it, a judge reply cut by the token limit once with twice the max_tokens (METRICS.md D.10)."""
+        """Rounds of the retry policy until a reply."""
         model, attempt, allowed, dropped_one = self.model, 0, policy.max_attempts, False
         longer: dict[str, Any] = {}
         while True:
@@ -378,7 +342,7 @@ class _Call:
                 raise self.failed(e.last, attempt) from None
             attempt += n
             raw = out.get("raw") if isinstance(out, dict) else out  # with_structured_output(include_raw=True)
-            status = reply_status_of(raw) if isinstance(raw, BaseMessage) else "ok"
+            status = read_reply(raw)["status"] if isinstance(raw, BaseMessage) else "ok"
             if status == "truncated" and self.who == "judge":
                 if longer:
                     raise ModelCallError(
@@ -444,26 +408,16 @@ def _batched(model: NamedModel) -> bool:
 
 
 OPENAI_CHAT_CLASSES = frozenset({"ChatOpenAI", "ChatOpenAIDirect", "AzureChatOpenAI", "BatchChatOpenAI"})
-"""Chat model classes that send OpenAI chat-completions bodies (``prompt_cache_key`` is one of their fields)."""
 
 ANTHROPIC_CHAT_CLASSES = frozenset(
     {"ChatAnthropic", "ChatAnthropicVertex", "ChatAnthropicBedrock", "ChatAnthropicBatch"}
 )
 
 CACHE_CONTROL = {"type": "ephemeral"}
-"""Anthropic's cache breakpoint (langchain-anthropic passes a content block's ``cache_control`` on as is)."""
 
 
 def prompt_family(model: NamedModel) -> str | None:
-    """Which provider's prompt-cache options ``model`` takes.
-
-    Args:
-        model: the model called (its chat model may be wrapped in a binding: tools, structured output).
-
-    Returns:
-        ``"openai"`` (:data:`OPENAI_CHAT_CLASSES`), ``"anthropic"`` (:data:`ANTHROPIC_CHAT_CLASSES` or an
-        ``anthropic:`` model string), None otherwise.
-    """
+    """Which provider's prompt-cache options ``model`` takes: ``"openai"``, ``"anthropic"`` or None."""
     cls = type(getattr(model.chat, "bound", model.chat)).__name__  # a binding (tools, structured output) or not
     if cls in OPENAI_CHAT_CLASSES:
         return "openai"
@@ -474,8 +428,7 @@ def prompt_family(model: NamedModel) -> str | None:
 def prompt_cache_options(
     model: NamedModel, messages: Sequence[BaseMessage] | str, scope: str | None
 ) -> tuple[Sequence[BaseMessage] | str, dict[str, Any]]:
-    """The messages and call keywords that let a provider cache a family of prompts (:class:`~sgieval.models.
-    context.prompt_scope`).
+    """The messages and call keywords that let a provider cache a family of prompts.
 
     Args:
         model: the model called.
@@ -483,9 +436,7 @@ def prompt_cache_options(
         scope: the prompt family (e.g. ``sgieval:*/rigor``), None outside any.
 
     Returns:
-        ``(messages, keywords)``: for an OpenAI chat model ``{"prompt_cache_key": scope}``; for an Anthropic one
-        the first system message's text as one block with ``cache_control: {"type": "ephemeral"}`` (a cache
-        breakpoint); otherwise, or without ``scope``, both unchanged (the call cache keys the messages as given).
+        ``(messages, keywords)``: OpenAI gets ``prompt_cache_key``, Anthropic a ``cache_control`` system block.
     """
     if not scope:
         return messages, {}
@@ -506,8 +457,7 @@ def prompt_cache_options(
 
 
 def _masked(msg: BaseMessage) -> BaseMessage:
-    """``msg`` with the run's secret values (``CallContext.secrets``) masked in its text content, for the
-    call cache: a key a server echoed is not kept there (``msg`` itself when it holds none)."""
+    """``msg`` with the run's secret values masked in its text content, for the call cache."""
     secrets = current_call_context().secrets
     content = getattr(msg, "content", None)
     if not secrets or not isinstance(content, str) or not secrets.holds_any(content):
@@ -520,9 +470,7 @@ DEFAULT_RETRY_MAX_TOKENS = 4096
 
 
 def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
-    """Twice the limit that cut ``reply`` (METRICS.md D.10): the runnable's bound or the chat model's ``max_tokens``
-    (``max_completion_tokens``), else the reply's output tokens (the server's own limit), else
-    :data:`DEFAULT_RETRY_MAX_TOKENS`."""
+    """Twice the limit that cut ``reply`` (METRICS.md D.10), else twice its output tokens, else the default."""
     for obj, get in (
         (target, lambda o: (getattr(o, "kwargs", None) or {}).get("max_tokens")),
         (model.chat, lambda o: getattr(o, "max_tokens", None)),
@@ -538,9 +486,7 @@ def _twice_max_tokens(model: NamedModel, target: Any, reply: Any) -> int:
 
 
 def _without_rejected_param(model: NamedModel, target: Any, exc: BaseException) -> Any:
-    """When HTTP 400 ``exc`` names a parameter sent to ``model`` (its ``params``
-    or the runnable's bound kwargs), stop sending it (:func:`sgieval.models.params.drop_param`,
-    recorded in ``model.dropped``) and return the runnable to retry with; else None."""
+    """The runnable to retry with when HTTP 400 ``exc`` names a parameter sent (then dropped), else None."""
     bound = getattr(target, "kwargs", None) if hasattr(target, "bound") else None
     sent = [*model.params, *(bound or {}), *model.dropped]
     param = rejected_param(exc, sent)
@@ -566,15 +512,13 @@ def _annotate(out: Any, **info: Any) -> None:
 
 
 def call_info(msg: Any) -> dict[str, Any]:
-    """``{"latency_s": float s, "attempts": int, "cached": bool, "cost": USD
-    or None, "finish_reason": str or None}`` that :func:`ainvoke` attached to
-    an AIMessage; {} otherwise.
+    """What :func:`ainvoke` attached to a reply.
 
     Args:
         msg: a reply.
 
     Returns:
-        The dict, or {}.
+        ``{"latency_s", "attempts", "cached", "cost" (USD), "finish_reason"}``, or {}.
     """
     meta = getattr(msg, "response_metadata", None)
     if isinstance(meta, dict):
@@ -600,8 +544,7 @@ def message_text(msg: Any) -> str:
 
 
 def finish_reason(msg: Any) -> str | None:
-    """The reply's ``finish_reason`` (OpenAI-compatible: ``stop``, ``length``,
-    ``tool_calls``, ``content_filter``; Anthropic's ``stop_reason``), or None."""
+    """The reply's ``finish_reason`` (or Anthropic's ``stop_reason``), or None."""
     meta = getattr(msg, "response_metadata", None)
     if not isinstance(meta, dict):
         return None
@@ -610,10 +553,7 @@ def finish_reason(msg: Any) -> str | None:
 
 
 def separate_reasoning(msg: Any) -> str | None:
-    """Reasoning a server returned apart from the content (METRICS.md D.8):
-    ``additional_kwargs["reasoning_content"]`` (kept by ChatOpenAIDirect,
-    langchain-deepseek) or content blocks of type ``thinking`` / ``reasoning``;
-    None when there is none."""
+    """Reasoning a server returned apart from the content (METRICS.md D.8), or None."""
     extra = getattr(msg, "additional_kwargs", None) or {}
     parts: list[str] = []
     v = extra.get("reasoning_content") if isinstance(extra, dict) else None
@@ -630,16 +570,13 @@ def separate_reasoning(msg: Any) -> str | None:
 
 
 def read_reply(msg: Any) -> dict[str, Any]:
-    """What a reply says, read once for a record (METRICS.md D.8, D.10):
-    ``{"text": final text after the last </think>, "reasoning": separate
-    reasoning + <think> text or None, "finish_reason": str or None,
-    "status": "ok" | "truncated" | "empty"}``.
+    """What a reply says, read once for a record (METRICS.md D.8, D.10).
 
     Args:
         msg: a reply.
 
     Returns:
-        The dict.
+        ``{"text" (after the last </think>), "reasoning", "finish_reason", "status" (ok, truncated, empty)}``.
     """
     think, final = split_reasoning(message_text(msg))
     fr = finish_reason(msg)
@@ -651,21 +588,14 @@ def read_reply(msg: Any) -> dict[str, Any]:
     }
 
 
-def reply_status_of(msg: Any) -> str:
-    """:func:`sgieval.core.reply_status` of an AIMessage: ``ok``, ``truncated`` or ``empty``."""
-    return read_reply(msg)["status"]
-
-
 def usage(msg: Any) -> dict[str, int] | None:
-    """Token usage of an AIMessage when the provider reports it: {"input", "output"} and, when reported,
-    "cache_read" and "cache_write" (parts of input) and "reasoning" (part of output), from LangChain's
-    ``usage_metadata`` (``input_token_details``, ``output_token_details``); None when not reported.
+    """Token usage of an AIMessage, from LangChain's ``usage_metadata``.
 
     Args:
         msg: a reply.
 
     Returns:
-        The counts (tokens), or None.
+        ``{"input", "output"}`` and, when reported, ``cache_read``, ``cache_write``, ``reasoning``; or None.
     """
     meta = getattr(msg, "usage_metadata", None)
     if isinstance(msg, AIMessage) and meta:

@@ -1,14 +1,8 @@
-"""What a run will cost before it makes a call: token counting, a rehearsal chat model that records the
-requests a run would send, and the estimate per (model, role) priced with genai-prices.
+"""What a run will cost before it makes a call: token counting, :class:`RehearsalChat` (records the requests a
+run would send, sends nothing) and the estimate per (model, role) priced with genai-prices.
 
-The run's own code is driven with :class:`RehearsalChat` standing in for every chat model
-(:mod:`sgieval.agents.estimate`).  It sends nothing: it records the request body in the chat-completions shape
-and answers a target's plain call with its cached reply (free) or a text of the typical answer length; a judge
-call offering tools with a call to a tool not offered (so the tool loop spends its whole budget: an upper bound);
-any other judge call by raising :class:`RehearsalStop` (recorded, as cached when the call cache holds the real
-judge's reply; the caller goes on as after a failed call, so no parse retry is counted).  Tokens are counted on
-each body's text (:func:`request_text`) per provider (:func:`token_counter`): tiktoken for an OpenAI model when
-it loads offline, else one token per 4 characters (https://platform.openai.com/tokenizer).
+Tokens: tiktoken for an OpenAI model when it loads offline, else one token per 4 characters
+(https://platform.openai.com/tokenizer).
 """
 
 from __future__ import annotations
@@ -54,9 +48,7 @@ APPROXIMATION = "approximation: 1 token per 4 characters"
 """How tokens are counted when no tokenizer of the provider loads offline."""
 
 TYPICAL_OUTPUT_TOKENS: dict[str, int] = {"sciaidanbench": 150, "sgi-bench": 700, "sfbench": 300, "jsonl": 250}
-"""Typical target answer length in tokens per benchmark, used when neither the call cache nor stored answers
-give one (stated defaults: SciAidanBench answers are a few sentences; SGI-Bench answers are structured ideas,
-experiments and derivations)."""
+"""Typical target answer length in tokens per benchmark when neither the call cache nor stored answers give one."""
 
 DEFAULT_TYPICAL_OUTPUT_TOKENS = 250
 """Typical target answer length (tokens) for a benchmark without its own figure."""
@@ -68,17 +60,13 @@ TOOL_TURN_TOKENS = 40
 """Typical output of one tool-calling turn (tokens: the tool name and its arguments)."""
 
 TOOL_RESULT_TOKENS = 400
-"""Typical input tokens of one tool result a judge reads back (stated: the offline web search's results
-measure about 1,300 characters; a tool result is clipped at 4,000 characters, about 1,000 tokens)."""
+"""Typical input tokens of one tool result a judge reads back (offline web search: about 1,300 characters)."""
 
 REAL_CALLER = "_sgieval_real_caller"
-"""The binding keyword under which a rehearsal judge's structured binding carries the real judge bound the same
-way (:func:`sgieval.models.structured.native_structured`), whose call cache key the rehearsal looks up; never
-sent (a rehearsal sends nothing)."""
+"""The binding keyword carrying the real judge bound the same way (for its call cache key); never sent."""
 
 REHEARSAL_TOOL = "rehearsal_tool_round"
-"""The tool a rehearsal judge calls in each tool round: it is offered to no one, so the tool loop refuses it
-(nothing runs) and counts it toward the budget."""
+"""The tool a rehearsal judge calls in each tool round: offered to no one, so the tool loop refuses it."""
 
 
 # ------------------------------------------------------------------ tokens
@@ -100,8 +88,7 @@ class TokenCounter:
 
 @functools.lru_cache(maxsize=16)
 def _tiktoken(model_name: str) -> TokenCounter | None:
-    """tiktoken's encoding for an OpenAI model (``o200k_base`` for a name it does not know), or None when
-    tiktoken is not installed or its encoding file cannot be loaded (it is downloaded once; offline it fails)."""
+    """tiktoken's encoding for an OpenAI model (default ``o200k_base``), or None when it cannot load."""
     try:
         import tiktoken
     except ImportError:
@@ -117,12 +104,10 @@ def _tiktoken(model_name: str) -> TokenCounter | None:
 
 
 def token_counter(model: str) -> TokenCounter:
-    """The token counter of a model string: tiktoken's encoding for ``openai:`` models (and OpenAI-compatible
-    servers) when it loads, else :data:`APPROXIMATION` (Anthropic and local models have no offline tokenizer
-    here).
+    """The token counter of a model string: tiktoken for ``openai:`` models when it loads, else the approximation.
 
     Args:
-        model: a model string (``openai:gpt-4o``, ``anthropic:claude-...``).
+        model: a model string.
 
     Returns:
         A :class:`TokenCounter`.
@@ -142,15 +127,13 @@ def _content_text(content: Any) -> str:
 
 
 def request_text(body: Mapping[str, Any]) -> str:
-    """The text of an OpenAI chat-completions request body that is counted as its input tokens: each
-    message's role, content (text parts) and tool calls (name and arguments), then the JSON of ``tools`` and
-    of ``response_format`` when sent.
+    """The text of an OpenAI chat-completions request body counted as its input tokens.
 
     Args:
         body: the request body (``messages``, optional ``tools``, ``response_format``).
 
     Returns:
-        One text (lines joined with newlines).
+        Roles, contents, tool calls, then the JSON of ``tools`` and ``response_format``, joined by newlines.
     """
     parts: list[str] = []
     for m in body.get("messages") or []:
@@ -172,16 +155,12 @@ def request_tokens(body: Mapping[str, Any], counter: TokenCounter) -> int:
 
 # ------------------------------------------------------------------ rehearsal
 class RehearsalStop(Exception):
-    """Raised by a rehearsal judge call after it was recorded: the caller goes on as after a failed call
-    (never retried: not a transient error)."""
+    """Raised by a rehearsal judge call after it was recorded (never retried)."""
 
 
 @dataclass
 class CallPlan:
-    """One call the run would make: ``model`` and ``role``, the request ``body`` (OpenAI shape), its
-    ``input_tokens``, the typical output (``output_tokens``) and ``max_tokens`` (the bound sent, None when
-    none is sent), ``cached`` (the call cache holds the reply: no call made), ``kind`` (``answer``,
-    ``tool_round``, ``reply``)."""
+    """One call the run would make; ``kind``: ``answer``, ``tool_round`` or ``reply``."""
 
     model: str
     role: str
@@ -195,11 +174,7 @@ class CallPlan:
 
 @dataclass
 class Rehearsal:
-    """Records the calls of one rehearsal (:class:`RehearsalChat` instances append here).
-
-    ``counter_for(model)``: the token counter of each model (:func:`token_counter`); ``answer_tokens``: the
-    typical answer length of a target (tokens) for an item prompt; ``cache``: the run's call cache (or None) and
-    ``cache_key(model, messages)`` its key function, looked up (never written) for target calls and judge replies."""
+    """Records the calls of one rehearsal; ``cache`` and ``cache_key``: the run's call cache, looked up only."""
 
     counter_for: Callable[[str], TokenCounter] = token_counter
     calls: list[CallPlan] = field(default_factory=list)
@@ -208,7 +183,7 @@ class Rehearsal:
     _fillers: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
 
     def filler_and_tokens(self, model: str, tokens: int) -> tuple[str, int]:
-        """:meth:`filler` and its token count with ``model``'s counter, made once per (model, tokens).
+        """:meth:`filler` and its token count, made once per (model, tokens).
 
         Args:
             model: the model whose token counter is used.
@@ -244,11 +219,11 @@ class Rehearsal:
 
 
 class RehearsalChat(BaseChatModel):
-    """A chat model that records each request instead of sending it (module docstring).
+    """A chat model that records each request instead of sending it; ``real``: the NamedModel it stands for.
 
-    Fields: ``rehearsal`` (where calls are recorded), ``label`` (the model string recorded), ``role``,
-    ``answer_tokens`` (a target's stand-in answer length), ``real`` (the NamedModel it stands for: its call
-    cache key and ``max_tokens``), ``max_tokens`` (the bound the real model sends, None for none)."""
+    A target's plain call gets its cached reply or a filler; a judge call with tools a call to
+    :data:`REHEARSAL_TOOL` (an upper bound); any other judge call raises :class:`RehearsalStop`.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -264,11 +239,11 @@ class RehearsalChat(BaseChatModel):
         return "sgieval-rehearsal"
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        """This model with ``tools`` bound as OpenAI tool dicts (as the real request carries them).
+        """This model with ``tools`` bound as OpenAI tool dicts.
 
         Args:
             tools: LangChain tools (or tool dicts).
-            tool_choice: the tool choice, as the real request would send it.
+            tool_choice: the tool choice.
             kwargs: further binding options.
 
         Returns:
@@ -280,8 +255,7 @@ class RehearsalChat(BaseChatModel):
         return self.bind(tools=formatted, **kwargs)
 
     def with_structured_output(self, schema: Any = None, **kwargs: Any) -> Any:
-        """This model bound to ``response_format`` type ``json_schema`` for ``schema`` (the native mode
-        :func:`sgieval.models.structured.native_structured` recognises), piped into a JSON parser.
+        """This model bound to a ``json_schema`` ``response_format`` for ``schema``, piped into a JSON parser.
 
         Args:
             schema: the pydantic model (or JSON schema) of the reply.
@@ -345,40 +319,27 @@ class RehearsalChat(BaseChatModel):
         return self._record(messages, kw)
 
     async def ainvoke(self, input: Any, config: Any = None, *, stop: Any = None, **kwargs: Any) -> Any:
-        """The recorded call's reply (an AIMessage), without LangChain's callback machinery (a rehearsed call is
-        no model call, and that machinery was most of a rehearsal's time).
+        """The recorded call's reply, without LangChain's callbacks.
 
         Args:
-            input: the messages (anything ``BaseChatModel.ainvoke`` takes).
-            config: the runnable config (unused: nothing is traced).
-            stop: stop sequences (unused: nothing is generated).
-            kwargs: the call's keywords (bound tools, ``tool_choice``, ``response_format``...), recorded.
+            input: the messages.
+            config: unused.
+            stop: unused.
+            kwargs: the call's keywords (tools, ``response_format``...), recorded.
 
         Returns:
-            The stand-in reply.
+            The stand-in AIMessage.
 
         Raises:
-            RehearsalStop: after recording a judge call (module docstring).
+            RehearsalStop: after recording a judge call.
         """
         return self._record(to_messages(input), kwargs).generations[0].message
 
 
 # ------------------------------------------------------------------ the estimate
 class RoleEstimate(BaseModel):
-    """The estimate of one (model, role).
-
-    Attributes:
-        model: the model string; role: ``target``, ``judge`` or ``agent``.
-        calls: calls the run will make (an upper bound for judges with tools: every tool round used);
-            cached_calls: calls the call cache will serve (no cost).
-        input_tokens: input tokens of those calls, counted on the prompts built for every item.
-        output_tokens: typical output tokens; output_bound: output tokens at ``max_tokens`` per call (None: no
-            ``max_tokens`` is sent, the provider's own limit applies).
-        usd: USD at the typical output (None: price unknown); usd_bound: USD at the output bound.
-        price_source: where the price comes from (``genai-prices <version>``, ``user``, ``free``, None).
-        done_calls: calls already made before the estimate (the agent's planning), included in ``calls``.
-        note: how this row was estimated, when it is not from rehearsed prompts.
-    """
+    """The estimate of one (model, role): ``output_bound`` at ``max_tokens`` (None: none sent); ``usd`` (None:
+    price unknown) at the typical output, ``usd_bound`` at the bound; ``done_calls`` made before, in ``calls``."""
 
     model: str
     role: str
@@ -394,11 +355,10 @@ class RoleEstimate(BaseModel):
     note: str = ""
 
     def line(self) -> str:
-        """``openai:judge (judge): 100 calls, 83,000 input tokens, 25,000 output tokens (bound: none sent),
-        0.4563 USD``.
+        """The row as one line.
 
         Returns:
-            The line.
+            ``openai:judge (judge): 100 calls, 83,000 input tokens, about 25,000 output tokens (...), 0.4563 USD``.
         """
         usd = "n/a (price unknown)" if self.usd is None else f"{self.usd:.4f} USD"
         bound = (
@@ -412,14 +372,7 @@ class RoleEstimate(BaseModel):
 
 
 class Estimate(BaseModel):
-    """The estimate of a run before any call (:mod:`sgieval.agents.estimate`).
-
-    Attributes:
-        rows: one :class:`RoleEstimate` per (model, role), targets first.
-        items: the items rehearsed; tokenizer: how tokens were counted (per model, e.g. ``openai:a: tiktoken
-            o200k_base``); typical_output: where the typical output figures come from; notes: what the estimate
-            could not count.
-    """
+    """The estimate of a run before any call: one row per (model, role), targets first."""
 
     rows: list[RoleEstimate] = Field(default_factory=list)
     items: int = 0
@@ -448,11 +401,10 @@ class Estimate(BaseModel):
         return sum(known) if known else None
 
     def lines(self) -> list[str]:
-        """The estimate as lines for the confirmation and ``--dry-run``: one per (model, role), the total,
-        then how tokens were counted and the notes.
+        """The estimate as lines for the confirmation and ``--dry-run``.
 
         Returns:
-            The lines.
+            One line per (model, role), the total, how tokens were counted, the notes.
         """
         if not any(r.calls or r.cached_calls for r in self.rows):
             live = [r for r in self.rows if r.role == "target"]
@@ -481,18 +433,15 @@ class Estimate(BaseModel):
 
 
 def priced(row: RoleEstimate, prices: Mapping[str, tuple[float, float]] | None, *, batch: bool = False) -> RoleEstimate:
-    """``row`` with ``usd`` and ``usd_bound`` from :func:`sgieval.models.accounting.price_call` (the price
-    library genai-prices, or the user's price) and its ``price_source``; ``batch``: the row's calls go through a
-    batch API (``--batch``: targets and judges), priced at the batch rate.
+    """``row`` priced with :func:`sgieval.models.accounting.price_call`.
 
     Args:
         row: the estimate of one (model, role).
-        prices: user prices (USD per 1M input and output tokens) by model; None: the library's only.
+        prices: user prices by model; None: the library's only.
         batch: the calls go through a batch API.
 
     Returns:
-        A copy of ``row`` with ``usd``, ``usd_bound`` (USD; None when the price is unknown) and
-        ``price_source``.
+        ``row`` with ``usd``, ``usd_bound`` and ``price_source`` set.
     """
     row.price_source = price_source(row.model, prices)
     row.usd = price_call(row.model, {"input": row.input_tokens, "output": row.output_tokens}, prices, batch=batch)
@@ -510,18 +459,16 @@ def summarise(
     *,
     batch: bool = False,
 ) -> list[RoleEstimate]:
-    """One priced :class:`RoleEstimate` per (model, role) of ``calls`` (cached calls counted apart, not in the
-    tokens or the cost), in ``order`` then first-call order.
+    """Price the recorded calls per (model, role); cached calls are counted apart.
 
     Args:
         calls: the recorded calls.
-        order: (model, role) pairs that come first (the run's targets, judges, agent), even without a call.
-        prices: the run's user prices (USD per 1M input and output tokens), or None.
-        batch: the run sends its target and judge calls through batch APIs (``--batch``): their rows are priced
-            at the batch rate (the agent's calls are direct).
+        order: (model, role) pairs that come first, even without a call.
+        prices: the run's user prices, or None.
+        batch: target and judge calls go through batch APIs.
 
     Returns:
-        The rows.
+        One :class:`RoleEstimate` per (model, role), in ``order`` then first-call order.
     """
     rows: dict[tuple[str, str], RoleEstimate] = {k: RoleEstimate(model=k[0], role=k[1]) for k in order}
     bounded: dict[tuple[str, str], bool] = {}
