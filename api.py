@@ -1,17 +1,6 @@
-"""The Python API: run sgieval from code and get the run's records back.
-
-    import sgieval
-    run = sgieval.evaluate("Which model is the most creative in chemistry?")
-    run.totals("aidan_accepted_answers")   # {"replay:o1-mini": 296.0, ...}
-    run.report                               # Path to runs/<run_id>/report.md
-    run.to_pandas()                          # one row per Score, with the item facets
-    sgieval.load_run(run.run_dir)            # the same records, read back from the run folder
-    sgieval.score(["<answer>Paris</answer>"], "exact_match", references=["Paris"])   # [Score(value=1.0, ...)]
-
-``evaluate`` runs the graph of ``sgieval ask`` (:mod:`sgieval.graphs.evaluate`) with the metric confirmation answered
-"yes" unless ``yes=False``; models are model strings or ready :class:`~sgieval.models.base.NamedModel` objects. Also the
-LangGraph Studio factories of ``langgraph.json``: :func:`evaluation_graph` and :func:`metric_chat_graph`.
-"""
+"""The Python API: run sgieval from code (:func:`evaluate`, the graph of ``sgieval ask``) and get the run's records
+back (:class:`RunRecords`, :func:`load_run`); compare runs, read human-label agreement; and the LangGraph Studio
+factories of ``langgraph.json`` (:func:`evaluation_graph`, :func:`metric_chat_graph`)."""
 
 from __future__ import annotations
 
@@ -48,8 +37,7 @@ __all__ = [
 
 
 class RunOptions(TypedDict, total=False):
-    """The run options of :func:`evaluate` as typed keywords: one per :class:`~sgieval.core.RunConfig` field (help,
-    name and default from it); a type here may be wider than the field's (model objects, paths)."""
+    """The run options of :func:`evaluate` as typed keywords, one per RunConfig field (a type may be wider here)."""
 
     models: Models
     judge: Models
@@ -89,9 +77,8 @@ class RunOptions(TypedDict, total=False):
 
 @dataclass
 class RunRecords:
-    """What a run produced: ``run_dir`` (not kept with ``dry_run=True``); ``items``, ``responses``, ``scores`` (values
-    on each metric's native scale); ``report`` (None when the run stopped at the metric confirmation, then
-    ``stopped``); ``selection``; ``metric_plan``; ``state`` (the final graph state); ``config`` (the RunConfig)."""
+    """What a run produced: its records (values on each metric's native scale); ``report`` is None when the run stopped
+    at the metric confirmation (then ``stopped``); ``state`` is the final graph state."""
 
     run_id: str
     run_dir: Path
@@ -105,11 +92,11 @@ class RunRecords:
     stopped: bool = False
     config: RunConfig | None = None
     estimate: dict[str, Any] | None = None
-    """The estimate before calls (``dry_run=True`` or the confirmation): :class:`sgieval.models.estimate.Estimate`."""
+    """The estimate before calls (:class:`sgieval.models.estimate.Estimate`)."""
     labels: list[Label] = field(default_factory=list)
-    """The human labels of ``labels.jsonl`` (every line, in file order; the latest per unit and labeller counts)."""
+    """The human labels of ``labels.jsonl`` in file order (the latest per unit and labeller counts)."""
     added_judge_scores: list[Score] = field(default_factory=list)
-    """Scores of judges added to the finished run (``evaluate(judge=J, into=run)``), never in ``scores``."""
+    """Scores of judges added to the finished run (``evaluate(judge=J, into=run)``)."""
 
     def values(self, metric: str, model: str | None = None) -> list[Score]:
         """The ok item-level Scores of ``metric``.
@@ -159,8 +146,7 @@ class RunRecords:
         """The records as a ``pandas.DataFrame``, one row per record.
 
         Args:
-            records: ``"scores"`` (default; plus the item's ``benchmark``, ``task``, ``discipline``, ``direction``,
-                ``type``, empty for ``item_id == "*"``), ``"responses"`` (plus the same facets) or ``"items"``.
+            records: ``"scores"`` or ``"responses"`` (plus the item's facets) or ``"items"``.
 
         Returns:
             The table.
@@ -204,17 +190,15 @@ def _resolve(strings: list[str], objects: list[NamedModel], role: Role, config: 
 
 
 def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> inspect.Signature:
-    """The signature :func:`evaluate` shows: ``request``, one keyword per run option of ``config_cls``, then the
-    keyword-only parameters of ``afn``.
+    """The signature :func:`evaluate` shows: ``request``, one keyword per run option, then ``afn``'s keyword-only ones.
 
     Args:
-        config_cls: RunConfig or a subclass (a new field is a new keyword).
+        config_cls: RunConfig or a subclass.
         afn: the function whose own keyword-only parameters follow the run options.
 
     Returns:
         The signature, without ``**options``.
     """
-
     types_ = typing.get_type_hints(RunOptions)
     params = [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)]
     for o in run_options(config_cls):
@@ -232,13 +216,12 @@ def options_signature(config_cls: type[RunConfig], afn: Callable[..., Any]) -> i
 def config_from(
     config_cls: type[RunConfig], request: str, options: dict[str, Any], *, function: str = "evaluate"
 ) -> tuple[RunConfig, list[NamedModel], list[NamedModel], NamedModel | None]:
-    """The validated run configuration of ``evaluate(request, **options)`` and the model objects given in place of
-    model strings.
+    """The validated run configuration of ``evaluate(request, **options)`` and the model objects given.
 
     Args:
         config_cls: RunConfig or a subclass.
         request: the question in plain language.
-        options: run-option keywords (:class:`RunOptions`); not given: the option's default.
+        options: run-option keywords (:class:`RunOptions`).
         function: the function named in a TypeError.
 
     Returns:
@@ -246,7 +229,7 @@ def config_from(
 
     Raises:
         TypeError: a keyword that is no run option.
-        InputError: a bad value, naming the keyword and the fix (the same validation as ``sgieval ask``).
+        InputError: a bad value, naming the keyword and the fix.
     """
     from .graphs import new_run_id
 
@@ -280,33 +263,24 @@ async def aevaluate(
     sandbox_backend: Any = None,
     **options: Unpack[RunOptions],
 ) -> RunRecords:
-    """Run the evaluation graph on ``request`` and return its :class:`RunRecords`.
-
-    The same four-agent graph as ``sgieval ask``, with the same options: one keyword per
-    :class:`~sgieval.core.RunConfig` field (:class:`RunOptions`; listed below with their help).
+    """Run the evaluation graph of ``sgieval ask`` on ``request``; :func:`evaluate` is the synchronous form.
 
     Args:
         request: the question in plain language ("" = the whole catalog).
-        confirm: ``confirm(payload) -> bool`` answers the metric confirmation when ``yes=False``; without it such a run
-            stops there with ``stopped=True``.  ``yes`` defaults to True here (no pause).  A misspelt request word is
-            asked first, with payload ``{"kind": "did_you_mean", "question", "request"}``: True runs the corrected
-            ``request``, False raises the InputError (with ``yes=True`` it is raised at once).
+        confirm: ``confirm(payload) -> bool`` answers the metric confirmation when ``yes=False`` (without it the run
+            stops there, ``stopped=True``) and a misspelt request word first (payload ``{"kind": "did_you_mean",
+            "question", "request"}``: True runs the corrected request, False raises the InputError).
         metric_options: options handed to the metrics (name -> value).
         on_progress: progress callback ``(done, total)``, in units of work.
-        tools_pool, sandbox_backend: a ready ToolPool and a ready Sandbox instead of the ones the options name.
-        **options: the run options (below).  ``models``, ``judge`` and ``agent_model`` also take ready
-            :class:`~sgieval.models.base.NamedModel` objects (e.g. scripted chat models); ``models`` and ``judge`` take
-            comma-separated strings or sequences; ``run_id`` defaults to the start time and the request's first words.
+        tools_pool, sandbox_backend: a ready ToolPool and Sandbox instead of the ones the options name.
+        **options: the run options (below); ``models``, ``judge`` and ``agent_model`` also take NamedModel objects.
 
     Returns:
-        The run's records (values on each metric's native scale).
+        The run's records.
 
     Raises:
-        InputError: bad input (a bad option value or model string, missing data, a request that selects nothing), naming
-            the keyword and the fix.
+        InputError: bad input (option value, model string, missing data, a request selecting nothing), with the fix.
         TypeError: an unknown keyword.
-
-    :func:`evaluate` is the synchronous form (one definition: the same parameters).
     """
     from .graphs import execute, into_run, make_runtime
 
@@ -333,38 +307,40 @@ async def aevaluate(
         sandbox=sandbox_backend,
     )
     state = await execute(rt, confirm=confirm if confirm is not None else (lambda payload: True) if yes else None)
-    return _records(rt, config, state)
-
-
-def _records(rt: Any, config: RunConfig, state: dict[str, Any]) -> RunRecords:
-    """The records of a run that ended in ``state``; a dry run's folder this call made is removed."""
-    stopped = "__interrupt__" in state or state.get("confirmed") is False or not state.get("report")
-    ids = set((state.get("selection") or {}).get("item_ids") or [])
     targets = set(state.get("targets") or [])
-    items = [i for i in rt.store.read("items") if i.id in ids] if ids else rt.store.read("items")
-    keep = lambda rs: [r for r in rs if not targets or r.model in targets]  # noqa: E731
-    responses, scores, added = (
-        keep(rt.store.read("responses")),
-        keep(rt.store.read("scores")),
-        keep(rt.store.read("added_judge_scores")),
+    records = _run_records(
+        rt.store,
+        config,
+        state,
+        keep=lambda rs: [r for r in rs if not targets or r.model in targets],
+        report=Path(state["report"]) if state.get("report") else None,
+        stopped="__interrupt__" in state or state.get("confirmed") is False or not state.get("report"),
+        estimate=state.get("estimate") or rt.estimate,
     )
-    if config.dry_run and rt.store.created and not rt.store.read("responses"):
+    if config.dry_run and rt.store.created and not records.responses:
         rt.store.close()  # as `sgieval ask --dry-run`: no run folder kept (a folder this call did not make stays)
         shutil.rmtree(rt.store.root, ignore_errors=True)
+    return records
+
+
+def _run_records(
+    store: RunStore, config: RunConfig, state: dict[str, Any], keep: Callable[[list], list] = list, **more: Any
+) -> RunRecords:
+    """The records of ``store``'s run in ``state`` (items of its selection; ``keep`` filters responses and scores)."""
+    ids = set((state.get("selection") or {}).get("item_ids") or [])
+    items = store.read("items")
     return RunRecords(
         run_id=config.run_id,
-        run_dir=rt.store.root,
-        items=items,
-        responses=responses,
-        scores=scores,
-        report=Path(state["report"]) if state.get("report") else None,
+        run_dir=store.root,
+        items=[i for i in items if i.id in ids] if ids else items,
+        responses=keep(store.read("responses")),
+        scores=keep(store.read("scores")),
+        added_judge_scores=keep(store.read("added_judge_scores")),
         selection=dict(state.get("selection") or {}),
         metric_plan=dict(state.get("metric_plan") or {}),
         state=dict(state),
-        stopped=stopped,
         config=config,
-        estimate=state.get("estimate") or rt.estimate,
-        added_judge_scores=added,
+        **more,
     )
 
 
@@ -376,7 +352,7 @@ aevaluate.__doc__ = (
 )
 
 evaluate = synchronous(aevaluate, "evaluate")
-"""The synchronous :func:`aevaluate`, with the same parameters (in a worker thread inside a running event loop)."""
+"""The synchronous :func:`aevaluate` (in a worker thread inside a running event loop)."""
 
 
 # ------------------------------------------------------------------ load_run
@@ -392,7 +368,6 @@ def load_run(path: str | Path) -> RunRecords:
     Raises:
         InputError: when ``path`` holds no run (no ``config.json``) or its config is unreadable.
     """
-
     p = Path(path).expanduser()
     root = p if (p / "config.json").is_file() else p.parent if (p.parent / "config.json").is_file() else None
     if root is None:
@@ -411,33 +386,24 @@ def load_run(path: str | Path) -> RunRecords:
     from .graphs import read_state
 
     state = read_state(root / "state.sqlite", config.run_id)  # {} without a checkpoint
-    ids = set((state.get("selection") or {}).get("item_ids") or [])
-    items = store.read("items")
     report = root / "report.md"
-    return RunRecords(
-        run_id=config.run_id,
-        run_dir=root,
-        items=[i for i in items if i.id in ids] if ids else items,
-        responses=store.read("responses"),
-        scores=store.read("scores"),
+    return _run_records(
+        store,
+        config,
+        state,
         labels=store.read("labels"),
-        added_judge_scores=store.read("added_judge_scores"),
         report=report if report.is_file() else None,
-        selection=dict(state.get("selection") or {}),
-        metric_plan=dict(state.get("metric_plan") or {}),
-        state=state,
         stopped=not report.is_file(),
-        config=config,
     )
 
 
 # ------------------------------------------------------------------- compare
 RunArg = Union[str, Path, RunRecords]
-"""A run: its folder (or a file in it, e.g. its ``report.md``) or the :class:`RunRecords` of :func:`load_run`."""
+"""A run: its folder (or a file in it) or the :class:`RunRecords` of :func:`load_run`."""
 
 
 def _compare_input(records: RunRecords, label: str) -> Any:
-    """The :class:`sgieval.agents.compare.RunInput` of a loaded run, labelled ``label``."""
+    """The ``RunInput`` of a loaded run, labelled ``label``."""
     from .agents import RunInput
     from .reports import additions_text, read_run
 
@@ -483,7 +449,7 @@ def _compare_input(records: RunRecords, label: str) -> Any:
 
 
 def _rubric_versions(run_dir: Path) -> dict[str, str]:
-    """``rubrics/*.yaml`` of a run folder -> the SHA-256 (hex) of each file's bytes (read without following a link)."""
+    """``rubrics/*.yaml`` of a run folder -> the SHA-256 (hex) of each file's bytes."""
     folder = run_dir / "rubrics"
     try:
         names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".yaml"))
@@ -493,25 +459,22 @@ def _rubric_versions(run_dir: Path) -> dict[str, str]:
 
 
 def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, seed: int = 0) -> Any:
-    """Compare finished runs: items matched by id, models by name.
-
-    The same model in two runs gets, per shared metric on the items both scored, the mean difference (second minus
-    first) with its 95% paired bootstrap CI and a two-sided paired permutation test
-    (:func:`sgieval.metric_pool.stats.paired_test`; real only when p < 0.05). All models are ranked together on the
-    items every run shares; what is not shared is counted and named.
+    """Compare finished runs: items matched by id, models by name. The same model in two runs gets, per shared metric,
+    the mean difference (second minus first) with its 95% paired bootstrap CI and a two-sided paired permutation test
+    (:func:`sgieval.metric_pool.stats.paired_test`); all models are ranked together on the items every run shares.
 
     Args:
         *runs: two or more runs (folders, files in them, or :class:`RunRecords`), the first the baseline.
         metric: the ranking metric (default: the first one every run scored).
-        n_resamples: resamples of the permutation tests and bootstrap CIs (exact enumeration when 2**n fits).
+        n_resamples: resamples of the permutation tests and bootstrap CIs.
         seed: their random seed.
 
     Returns:
         :class:`sgieval.reports.compare.Comparison` (``to_markdown()``, ``to_pandas(table)``, ``write(folder)``).
 
     Raises:
-        InputError: fewer than two runs, the same run folder twice, a path holding no run, runs sharing no item,
-            or a ranking metric not scored in every run.
+        InputError: fewer than two runs, the same run twice, no run at a path, no shared item, or a ranking metric
+            not scored in every run.
     """
     from .agents import compare_runs
 
@@ -539,7 +502,7 @@ def compare(*runs: RunArg, metric: str | None = None, n_resamples: int = 10000, 
 
 # -------------------------------------------------------------------- labels
 def run_metric_specs(records: RunRecords) -> dict[str, MetricSpec]:
-    """The specs of the metrics a run applied, by name (rubrics with their criteria); no model is resolved.
+    """The specs of the metrics a run applied, by name; no model is resolved.
 
     Args:
         records: the run (:func:`load_run`).
@@ -577,9 +540,9 @@ def agreement(run: "str | Path | RunRecords", metric: str, *, selection: str | N
     """How each judge (and the panel) agrees with the run's human labels on ``metric``.
 
     Args:
-        run: a run folder (or a file in it) or the :class:`RunRecords` of :func:`load_run`.
+        run: a run folder (or a file in it) or its :class:`RunRecords`.
         metric: the metric name (a rubric's criteria are included).
-        selection: ``random`` or ``disagreement``; None: ``disagreement`` when any label was drawn so, else ``random``.
+        selection: ``random`` or ``disagreement``; None: ``disagreement`` when any label was drawn so.
 
     Returns:
         :class:`sgieval.metric_pool.labels.AgreementResult` (per judge and criterion; ``to_pandas()``).
@@ -594,7 +557,7 @@ def ppi(run: "str | Path | RunRecords", metric: str, *, selection: str | None = 
     """Prediction-powered means of ``metric`` per target model from the run's human labels and judge scores.
 
     Args:
-        run: a run folder (or a file in it) or the :class:`RunRecords` of :func:`load_run`.
+        run: a run folder (or a file in it) or its :class:`RunRecords`.
         metric: the metric name.
         selection: as for :func:`agreement`.
 
@@ -613,12 +576,8 @@ def _configurable(config: Any) -> dict[str, Any]:
 
 
 def evaluation_graph(config: Any = None):
-    """LangGraph Studio factory for the evaluation graph (``langgraph.json`` -> ``sgieval.api:evaluation_graph``).
-
-    ``config["configurable"]`` (all optional): ``request``, ``models``, ``judges``, ``agent_model``, ``benchmarks``,
-    ``k``, ``seed``, ``data_dir``, ``out_dir`` (default "runs"), ``yes`` (default False: pause at the metric
-    confirmation). Returns the compiled graph without a checkpointer (the LangGraph server provides one).
-    """
+    """LangGraph Studio factory for the evaluation graph: ``config["configurable"]`` may hold RunConfig fields; the
+    graph has no checkpointer (the LangGraph server provides one)."""
     from .graphs import build_graph, make_runtime, new_run_id
 
     c = _configurable(config)
@@ -628,11 +587,8 @@ def evaluation_graph(config: Any = None):
 
 
 def metric_chat_graph(config: Any = None):
-    """LangGraph Studio factory for the chat of ``sgieval metric define`` (:func:`sgieval.graphs.build_metric_chat`).
-
-    ``config["configurable"]`` may carry ``agent_model`` (default: the offline drafting path), ``base_url``, ``name``
-    and ``save_dir`` (default: the user rubric folder).
-    """
+    """LangGraph Studio factory for the chat of ``sgieval metric define``: ``config["configurable"]`` may carry
+    ``agent_model`` (default: offline drafting), ``base_url``, ``name`` and ``save_dir``."""
     from .graphs import build_metric_chat
 
     c = _configurable(config)

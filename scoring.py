@@ -1,8 +1,5 @@
 """``sgieval.score``: score given texts with one metric, without a request, a graph or a run folder; and the helpers the
-Python API shares (model arguments, the synchronous form of a coroutine function).
-
-    sgieval.score(["<answer>Paris</answer>"], "exact_match", references=["Paris"])   # [Score(value=1.0, ...)]
-"""
+Python API shares (model arguments, the synchronous form of a coroutine function)."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ ModelArg = Union[str, NamedModel]
 """A model string (``replay:o1-mini``, ``openai:gpt-4.1``, ``local:smollm2``, ...) or a ready NamedModel."""
 Models = Union[ModelArg, Sequence[ModelArg], None]
 MetricArg = Union[str, "Metric", MetricSpec]
-"""A metric: the name of a predefined metric (``exact_match``, ``em``, ``mca``, ...) or of a library
-rubric (``rigor``), a :class:`~sgieval.core.Rubric`, or a :class:`~sgieval.metric_pool.base.Metric`."""
+"""A metric: the name of a predefined metric or library rubric, a Rubric, or a Metric."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -70,7 +66,7 @@ def synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callable
         name: the synchronous function's name (named in a TypeError for a bad keyword).
 
     Returns:
-        A function running ``afn`` to its end, in a worker thread when an event loop is running (Jupyter).
+        A function running ``afn`` to its end (in a worker thread when an event loop is running).
     """
     sig = inspect.signature(afn)
 
@@ -143,8 +139,7 @@ def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
 def _pairs(
     m: Any, keep: str | None, bench: str, responses: list[Any], model: str, items: Any, references: Any, prompts: Any
 ) -> tuple[list[Item], list[Response]]:
-    """The (item, response) pairs to score: the given items, or an item ``given/<k>`` of the metric's task per
-    text; raises InputError for lengths that differ or an item the metric does not apply to."""
+    """The (item, response) pairs to score: the given items, or an item ``given/<k>`` of the metric's task per text."""
     n = len(responses)
     for name, seq in (("items", items), ("references", references), ("prompts", prompts)):
         if seq is not None and len(seq) != n:
@@ -209,20 +204,18 @@ async def ascore(
     """Score given texts with one metric: no request, no graph, no run folder.
 
     Args:
-        responses: reply texts, or :class:`~sgieval.core.Response` records (their ``item_id`` must match ``items``).
-        metric: a predefined metric name (``exact_match``, ``mca``, ``sfbench_qwk``, ...), a library rubric name
-            (``rigor``), a :class:`~sgieval.core.Rubric`, or a :class:`~sgieval.metric_pool.base.Metric` (all specs).
-        judge: judge model(s) for judge and rubric metrics; without one their scores are ``not_run`` with the reason.
-        items: the items answered, one per response (for task-specific metrics); without them text ``k`` gets an item
-            ``given/<k>`` of the metric's task, with ``references[k]`` as ``{"answer": ...}`` and ``prompts[k]``.
+        responses: reply texts, or Response records (their ``item_id`` matching ``items``).
+        metric: a predefined metric or library rubric name, a Rubric, or a Metric (all its specs).
+        judge: judge model(s) for judge and rubric metrics; without one their scores are ``not_run``.
+        items: the items answered, one per response; default: an item ``given/<k>`` of the metric's task per text.
+        references, prompts: the default items' ``{"answer": references[k]}`` and prompts.
         model: the model name on the Scores of plain texts.
         allow_self_judge, options: as in :class:`~sgieval.metric_pool.base.ScoringContext`.
-        base_url, judge_temperature, reasoning_effort: the judges' model options, as in :func:`evaluate` (temperature
-            0-2, None: the provider's default).
+        base_url, judge_temperature, reasoning_effort: the judges' model options (temperature 0-2), as in evaluate.
 
     Returns:
-        One Score per response (in order) for the metric (all specs of a Metric object), then any corpus-level Scores
-        (``item_id == "*"``); values on the metric's native scale. :func:`score` is the synchronous form.
+        One Score per response (in order), then any corpus-level Scores (``item_id == "*"``); values on the metric's
+        native scale. :func:`score` is the synchronous form.
 
     Raises:
         InputError: an unknown metric, lengths that differ, or an item the metric does not apply to.
@@ -243,7 +236,6 @@ async def ascore(
         for it, r in zip(its, rs):
             out += await m.score(it, r, ctx)
     out += m.corpus({i.id: i for i in its}, rs, out)
-    # corpus-level scores (item_id CORPUS) come last, after the per-response ones
     return sorted((s for s in out if keep is None or s.metric == keep), key=lambda s: s.item_id == CORPUS)
 
 

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from .files import lone_surrogate, repair_deep
-
 from .replies import THINK_CLOSE, THINK_OPEN, join_reasoning, split_reasoning
 
 # --------------------------------------------------------------------------- tasks
@@ -29,9 +28,8 @@ CORPUS = "*"
 
 
 Status = Literal["ok", "judge_error", "infra_error", "parse_error", "not_run", "input_error", "truncated", "empty"]
-"""Per-record status (METRICS.md D.7, D.10).  Only ``ok`` scores enter metric means; the others are counted and listed
-in the report's failures section.  ``truncated`` (the reply was cut by the token limit) and ``empty`` (no final text)
-come from the target's reply and are passed on to its Scores."""
+"""Per-record status (METRICS.md D.7, D.10): only ``ok`` scores enter metric means; ``truncated`` (cut by the token
+limit) and ``empty`` (no final text) come from the target's reply and pass on to its Scores."""
 
 
 # ------------------------------------------------------------------------- records
@@ -40,8 +38,7 @@ class _Record(BaseModel):
 
 
 class _Repairable(_Record):
-    """A record that flags repaired text (``text_repaired``); the flag is written only when set, so records
-    without repaired text keep their shape."""
+    """A record that flags repaired text (``text_repaired``, written only when set)."""
 
     @model_serializer(mode="wrap")
     def _drop_unset_flag(self, handler: Any) -> Any:
@@ -76,13 +73,8 @@ def _repair_model(m: BaseModel) -> bool:
 
 
 class Item(_Record):
-    """One benchmark item.
-
-    ``id`` is stable across runs (``<benchmark>/<native id>``).  ``prompt`` is what the target model sees; ``reference``
-    is the task-specific gold (answer string, reference steps, unit tests, protocol, option index, Likert value, or None
-    for open-ended tasks).  ``type`` is the benchmark's own category (SGI-Bench Table 1 target category, reasoning type,
-    ...), "" when none.
-    """
+    """One benchmark item: ``id`` (``<benchmark>/<native id>``) is stable across runs, ``prompt`` is what the target
+    model sees, ``reference`` the task-specific gold (None for open-ended tasks), ``type`` the benchmark's own category."""
 
     id: str
     benchmark: str
@@ -113,18 +105,9 @@ class Item(_Record):
 
 
 class Response(_Repairable):
-    """One target-model reply to one item.
-
-    ``text`` is the raw reply ("" when the call failed), ``answer`` the parsed answer (task-specific; None when not
-    parsed), ``latency_s`` wall seconds, ``tokens`` {"input": int, "output": int} when known, ``cost`` in USD when
-    known.  A failed call has ``status`` != "ok" and ``error`` gives the reason; it is never scored as a zero.
-    ``metadata`` keeps replay provenance (e.g. the stored SciAidanBench records with their stored judge scores).
-
-    ``text`` is the final text after the model's reasoning (METRICS.md D.8: everything up to the last ``</think>`` is
-    moved to ``reasoning``, together with any reasoning the server returned apart, e.g. ``reasoning_content``;
-    ``reasoning`` is never scored).  ``finish_reason`` is the server's (``stop``, ``length``...; None when unknown).  A
-    reply cut by the token limit has status ``truncated``, one with no final text ``empty`` (D.10).
-    """
+    """One target-model reply to one item: ``text`` is the final text after the model's reasoning (METRICS.md D.8;
+    ``reasoning`` is never scored), ``answer`` the parsed answer, ``latency_s`` wall seconds, ``tokens`` {"input",
+    "output"}, ``cost`` USD. A failed call has ``status`` != "ok" and ``error``; it is never scored as a zero."""
 
     item_id: str
     model: str
@@ -139,11 +122,9 @@ class Response(_Repairable):
     reasoning: str | None = None
     finish_reason: str | None = None
     text_repaired: bool = False
-    """True when text of this record (from a server or a file) held lone surrogates (``"\\ud800"``: valid
-    JSON, no character), each replaced by U+FFFD so the record can be stored and read back."""
+    """True when text of this record held lone surrogates, each replaced by U+FFFD."""
     invocation: str | None = None
-    """The id of the invocation that made this record (a row of the run folder's ``invocations.jsonl``: an
-    ``ask``, a ``resume``, an ``ask --into``); None in run folders written before invocations were kept."""
+    """The id of the invocation (``invocations.jsonl``) that made this record; None in older run folders."""
 
     @model_validator(mode="after")
     def _error_implies_status(self) -> "Response":
@@ -156,8 +137,8 @@ class Response(_Repairable):
         return self.status == "ok"
 
     def split_reasoning(self) -> "Response":
-        """This response with its reasoning moved out of ``text`` (METRICS.md D.8): ``text`` becomes the text after the
-        last ``</think>``, the thinking joins ``reasoning``; an ``ok`` one left without text is ``empty`` (D.10).
+        """This response with its reasoning moved out of ``text`` (METRICS.md D.8); an ``ok`` one left without text is
+        ``empty`` (D.10).
 
         Returns:
             A new Response, or ``self`` when ``text`` has no think tag.
@@ -173,8 +154,7 @@ class Response(_Repairable):
 
 # ------------------------------------------------------------------------ evidence
 class _Evidence(_Record):
-    """Base of the typed evidence records (DESIGN.md "Contracts"): one shape per ``kind``, serialised with ``kind``;
-    ``details`` holds what a metric adds beyond the shape (unit test number, judged steps, votes...)."""
+    """Base of the typed evidence records: one shape per ``kind``; ``details`` holds what a metric adds beyond it."""
 
     details: dict[str, Any] = Field(default_factory=dict)
     flags: list[str] = Field(default_factory=list)
@@ -182,10 +162,8 @@ class _Evidence(_Record):
 
 
 class ToolCallEvidence(_Evidence):
-    """One tool call made for a score (``web_search``, ``read_pdf``, ``run_python``...): ``input`` (arguments),
-    ``output`` (a summary of at most 500 characters), ``duration_s`` seconds, ``error`` (the exception type name or the
-    reason when it failed), ``refused`` (not run: budget used up or tool not offered), ``judge`` (the judge or agent
-    that called it)."""
+    """One tool call made for a score: ``output`` is a summary of at most 500 characters, ``refused`` means not run
+    (budget used up or tool not offered), ``judge`` the judge or agent that called it."""
 
     kind: Literal["tool_call"] = "tool_call"
     tool: str
@@ -198,17 +176,11 @@ class ToolCallEvidence(_Evidence):
 
 
 class JudgeReplyEvidence(_Evidence):
-    """Every reply of one judge call: ``raw`` (one text per attempt), ``attempts``, ``error`` (why no reply parsed; None
-    when one did), ``structured`` (how the reply was asked for: ``json_schema`` / ``function_calling`` (native),
-    ``prompt`` (embedded schema, fallback), ``text`` (a tag format), "" for records written before this field), ``note``
-    (why the native path was left), ``reasoning`` (the text up to the last ``</think>`` per attempt, METRICS.md D.8),
-    ``flags`` (``injection_suspected`` when the judged text carries the judge's own output tags, D.14), ``prompt_hash``
-    (the full prompt sent, kept once per hash in the run folder's ``prompts.jsonl``, :mod:`sgieval.core.prompts`; "" for
-    records written before prompts were kept; the first attempt's when the judge was asked again), ``prompt_hashes``
-    (the hash of the prompt of each attempt, in order, one per reply in ``raw``: a retry after a parse error sends the
-    prompt, the earlier reply and the error, a prompt of its own; [] for records written before retry prompts were
-    kept).  ``prompt`` and ``prompts`` carry those prompts (:func:`~sgieval.core.prompts.prompt_record`) in memory until
-    the run store writes them; they are never part of the score's JSON."""
+    """Every reply of one judge call: ``raw`` (one text per attempt), ``error`` (why no reply parsed), ``structured``
+    (``json_schema`` / ``function_calling`` (native), ``prompt`` (embedded schema), ``text`` (a tag format)), ``note``
+    (why the native path was left), ``reasoning`` per attempt (METRICS.md D.8), ``prompt_hash`` (the first attempt's
+    prompt, kept once per hash in ``prompts.jsonl``) and ``prompt_hashes`` (one per attempt). ``prompt`` and ``prompts``
+    carry those prompts in memory until the run store writes them; they are never part of the score's JSON."""
 
     kind: Literal["judge_reply"] = "judge_reply"
     judge: str = ""
@@ -225,8 +197,8 @@ class JudgeReplyEvidence(_Evidence):
 
 
 class SandboxRunEvidence(_Evidence):
-    """One program run in a sandbox: ``input`` (what ran, e.g. "unit test 3"), ``backend``, ``output`` (the tail of
-    stderr + stdout), ``exit_code`` (None when it never started), ``duration_s`` wall seconds."""
+    """One program run in a sandbox: ``output`` is the tail of stderr + stdout, ``exit_code`` None when it never
+    started."""
 
     kind: Literal["sandbox_run"] = "sandbox_run"
     input: str = ""
@@ -237,9 +209,7 @@ class SandboxRunEvidence(_Evidence):
 
 
 class RetrievalEvidence(_Evidence):
-    """Works retrieved for a score (METRICS.md E): ``query`` (exact text), ``works`` ([{"title", "source",
-    "similarity"}...]), ``embedder``, ``n_requested`` works asked for (None when not fixed), ``n_found``, ``backend``
-    (search backend)."""
+    """Works retrieved for a score (METRICS.md E): ``works`` is [{"title", "source", "similarity"}...]."""
 
     kind: Literal["retrieval"] = "retrieval"
     query: str = ""
@@ -264,28 +234,19 @@ EVIDENCE_KINDS: dict[str, type[BaseModel]] = {
 
 
 def _legacy_evidence(d: dict[str, Any]) -> dict[str, Any]:
-    """An evidence dict without ``kind`` mapped to its typed shape: the shape's fields kept, the rest in ``details``."""
+    """An evidence dict without a known ``kind`` given the ``kind`` of its shape."""
     tool = d.get("tool")
     if tool == "judge":
-        cls: type[_Evidence] = JudgeReplyEvidence
         d = {**d, "judge": d.get("judge") or "", "kind": "judge_reply"}
         d.pop("tool", None)
     elif tool == "sandbox":
-        cls = SandboxRunEvidence
         d = {**d, "kind": "sandbox_run", "input": str(d.get("input") or "")}
         d.pop("tool", None)
     elif "query" in d and "works" in d:
-        cls = RetrievalEvidence
         d = {**d, "kind": "retrieval"}
     else:
-        cls = ToolCallEvidence
         d = {**d, "kind": "tool_call", "tool": str(tool or "unknown")}
-    fields = set(cls.model_fields)
-    out = {k: v for k, v in d.items() if k in fields}
-    extra = {k: v for k, v in d.items() if k not in fields}
-    if extra:
-        out["details"] = {**extra, **dict(out.get("details") or {})}
-    return out
+    return d
 
 
 def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
@@ -297,7 +258,7 @@ def _flag_keys(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def as_evidence(e: Any) -> Any:
-    """A typed evidence record from a record, a dict with ``kind``, or a legacy dict (see :func:`_legacy_evidence`).
+    """A typed evidence record from a record, a dict with ``kind``, or a legacy dict without one.
 
     Args:
         e: an evidence record or dict.
@@ -305,33 +266,24 @@ def as_evidence(e: Any) -> Any:
     Returns:
         The typed record.
     """
-    if isinstance(e, _Evidence):
-        return e
     if isinstance(e, dict):
         e = _flag_keys(e)
-        kind = e.get("kind")
-        if kind in EVIDENCE_KINDS:
-            cls = EVIDENCE_KINDS[kind]
-            fields = set(cls.model_fields)
-            out = {k: v for k, v in e.items() if k in fields}
-            extra = {k: v for k, v in e.items() if k not in fields}
-            if extra:  # keys beyond the shape (e.g. a retrieval's backend and counts) are kept in details
-                out["details"] = {**extra, **dict(out.get("details") or {})}
-            return cls.model_validate(out)
-        return EVIDENCE_KINDS[_legacy_evidence(e)["kind"]].model_validate(_legacy_evidence(e))
+        if e.get("kind") not in EVIDENCE_KINDS:
+            e = _legacy_evidence(e)
+        cls = EVIDENCE_KINDS[e["kind"]]
+        fields = set(cls.model_fields)
+        out = {k: v for k, v in e.items() if k in fields}
+        extra = {k: v for k, v in e.items() if k not in fields}
+        if extra:  # keys beyond the shape (e.g. a retrieval's backend and counts) are kept in details
+            out["details"] = {**extra, **dict(out.get("details") or {})}
+        return cls.model_validate(out)
     return e
 
 
 class Score(_Repairable):
-    """One metric value for one (item, target model).
-
-    ``value`` is on the metric's declared native scale (``MetricSpec.range``); None when the score could not be
-    computed, in which case ``status`` says why and ``error`` gives the reason.  ``judge`` is the judge model name, or
-    ``"objective"`` for metrics computed without a model.  ``evidence`` is a list of typed records (:data:`Evidence`:
-    ``tool_call``, ``judge_reply``, ``sandbox_run``, ``retrieval``), serialised with ``kind``; dicts given here (and
-    legacy run folders) are converted (:func:`as_evidence`). ``details`` keeps sub-scores (e.g. per-criterion rubric
-    scores).
-    """
+    """One metric value for one (item, target model): ``value`` on the metric's native scale (``MetricSpec.range``),
+    None when not computed (``status`` and ``error`` say why); ``judge`` is the judge model or ``"objective"``;
+    ``evidence`` typed records (dicts converted by :func:`as_evidence`); ``details`` keeps sub-scores."""
 
     item_id: str
     model: str
@@ -344,16 +296,14 @@ class Score(_Repairable):
     status: Status = "ok"
     details: dict[str, Any] = Field(default_factory=dict)
     text_repaired: bool = False
-    """True when text of this record (a judge's reply, a rationale, evidence) held lone surrogates, each
-    replaced by U+FFFD."""
+    """True when text of this record held lone surrogates, each replaced by U+FFFD."""
     invocation: str | None = None
-    """The id of the invocation that made this record (``invocations.jsonl``, as for :class:`Response`); None
-    in older run folders."""
+    """The id of the invocation that made this record, as for :class:`Response`."""
 
     @field_validator("evidence", mode="before")
     @classmethod
     def _typed_evidence(cls, v: Any) -> Any:
-        """Dicts become typed evidence records (legacy run folders and tool-pool dicts included)."""
+        """Dicts become typed evidence records."""
         return [as_evidence(e) for e in v] if isinstance(v, (list, tuple)) else v
 
     @property
@@ -381,13 +331,8 @@ class Score(_Repairable):
 
 
 class Label(_Repairable):
-    """One human label: the researcher's own value for one (item, target model, metric[, criterion]).
-
-    ``value`` is on the scale of the metric (``MetricSpec.range``) or, with ``criterion``, of the rubric criterion
-    (0-10). ``labeller`` names who labelled; ``created_at`` is an ISO 8601 UTC timestamp; ``note`` is free text.
-    Labels are stored in the run folder's ``labels.jsonl``; for one (item, model, metric, criterion, labeller) the
-    latest label counts. ``sample`` says how the unit was chosen.
-    """
+    """One human label for one (item, target model, metric[, criterion]): ``value`` on the metric's scale or the
+    criterion's (0-10); ``created_at`` an ISO 8601 UTC timestamp. The latest label per :attr:`key` counts."""
 
     item_id: str
     model: str
@@ -398,12 +343,11 @@ class Label(_Repairable):
     created_at: str = ""
     note: str = ""
     text_repaired: bool = False
-    """True when text of this label (a note from a file) held lone surrogates, each replaced by U+FFFD."""
+    """True when text of this label held lone surrogates, each replaced by U+FFFD."""
 
     sample: str = ""
-    """How the unit was chosen for labelling: ``random`` (a seeded uniform sample, ``sgieval label``),
-    ``disagreement`` (where the judges differ most), ``user`` (a unit the labeller picked in the viewer, outside the
-    random sample) or "" (imported: not known)."""
+    """How the unit was chosen: ``random``, ``disagreement`` (where the judges differ most), ``user`` (picked in the
+    viewer) or "" (imported: not known)."""
 
     @field_validator("value", mode="before")
     @classmethod
@@ -422,19 +366,10 @@ MetricKind = Literal["objective", "judge", "rubric"]
 
 
 class MetricSpec(_Record):
-    """Declaration of a metric.
-
-    ``range`` is the native (min, max) of per-item values; ``higher_is_better`` gives the direction; ``source`` cites
-    the paper section, spec section, URL or "user".  ``benchmark`` names the benchmark whose predefined metric this is
-    ("" for custom metrics).  ``variant_of`` names the default metric this one is a named variant of (e.g. the code's
-    behaviour where METRICS.md C lists a discrepancy).  ``primary`` marks the metric the report ranks by.
-
-    ``qualities`` lists the qualities the metric measures (the words a request
-    asks about: ``creativity``, ``novelty``, ``feasibility``, ``accuracy``,
-    ...).  Which of several metrics a benchmark prefers for a quality is the
-    benchmark's declaration (``Benchmark.prefer``), not the metric's.  A
-    mapping is read as its keys, in order.
-    """
+    """Declaration of a metric: ``range`` is the native (min, max) of per-item values; ``source`` cites the paper
+    section, spec section, URL or "user"; ``benchmark`` the benchmark whose predefined metric this is; ``variant_of``
+    the default metric this one is a named variant of; ``primary`` marks the metric the report ranks by; ``qualities``
+    the words a request asks about that it measures (a mapping is read as its keys)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -451,8 +386,7 @@ class MetricSpec(_Record):
     unit: str = ""
     qualities: list[str] = Field(default_factory=list)
     aggregation: str = ""
-    """How the report's per-model value is formed from the per-item values when a reader needs to know
-    which runs or items it includes (the report states it); "" for a plain mean over the valid items."""
+    """How the report's per-model value is formed from the per-item values; "" for a plain mean over the valid items."""
 
     @field_validator("qualities", mode="before")
     @classmethod
@@ -465,7 +399,7 @@ class MetricSpec(_Record):
         """Whether this metric measures ``quality``.
 
         Args:
-            quality: a quality word of the vocabulary (``"rigor"``, ``"creativity"``).
+            quality: a quality word of the vocabulary.
 
         Returns:
             True when ``quality`` is one of the spec's declared qualities.
