@@ -1,7 +1,5 @@
 """SciAidanBench / AidanBench metrics counted from the answer records in ``Response.metadata["records"]`` (METRICS.md
-B.6, B.7, C.7, D.6, D.15; ``metadata["lists"]``: where each stored list starts): per question the accepted answers
-(primary), the published count, the README score and leaderboard count, mean novelty and coherence; per model pooled
-means and the leaderboard total.  Each spec's description gives its formula."""
+B.6, B.7, C.7, D.6, D.15), and the B.5 stop rule.  Each spec's description gives its formula."""
 
 from __future__ import annotations
 
@@ -12,17 +10,20 @@ from ..core import CORPUS, OPEN_CREATIVITY, Item, JudgeReplyEvidence, MetricSpec
 from .base import Metric, ScoringContext
 from .registry import metric
 
-BENCHMARK = "sciaidanbench"  # The benchmark whose items these metrics score (``Item.benchmark``).
+BENCHMARK = "sciaidanbench"
 
 SRC = "METRICS.md B.6, C.7, D.6; SciAidanBench (github CFN-softbio/SciAidanBench aaa03c4)"
 SRC_AIDAN = "METRICS.md B.6; AidanBench (github aidanmclaughlin/AidanBench a6bb325)"
 SRC_POOLED = "METRICS.md D.6, D.15"
 
-LEADERBOARD_TAU_C = 15  # Coherence below which AidanBench ``plot.py`` stops counting a list (``coherence < 15``, B.6).
-LEADERBOARD_TAU_N = 0.15  # Embedding novelty below which ``plot.py`` stops counting a list (``N < 0.15``, B.6).
-README_TAU_C = 15
-"""tau_c of the AidanBench README's S(q) (B.5 defaults), used when the records do not state their thresholds."""
-README_TAU_N = 0.15  # tau_n of the README's S(q), likewise.
+# The B.5 stop rule's thresholds (coherence 0-100, novelty 0-1), also the cut of AidanBench plot.py's count (B.6).
+TAU_C = 15
+TAU_N = 0.15
+TAU_LLM = 0.15
+
+COHERENCE_STOP = "coherence_threshold"
+EMBEDDING_STOP = "embedding_dissimilarity_threshold"
+LLM_STOP = "llm_dissimilarity_threshold"
 
 
 def _spec(name: str, **kw: Any) -> MetricSpec:
@@ -123,16 +124,13 @@ NOVELTY_PER_ITEM = _spec(
 )
 
 
-STORED_JUDGE = "o1-mini"  # Coherence (and LLM-novelty) judge of the published SciAidanBench run (METRICS.md B.2, B.4).
-STORED_EMBEDDER = "text-embedding-3-large"
-"""Embedding model of the stored ``embedding_dissimilarity_score`` (METRICS.md B.3)."""
+STORED_JUDGE = "o1-mini"  # coherence and LLM-novelty judge of the published SciAidanBench run (METRICS.md B.2, B.4)
+STORED_EMBEDDER = "text-embedding-3-large"  # embedding model of the stored novelty (METRICS.md B.3)
 
 
 def judged_by(metadata: dict[str, Any]) -> dict[str, str]:
-    """Who decided the acceptance of a question's answers. Live protocol runs name their judge and embedder in the
-    response metadata (``judge``, ``embedder``): origin ``live``. Stored (replayed) records do not name them, so the
-    benchmark definition is used: coherence by ``o1-mini`` and novelty by ``text-embedding-3-large`` embeddings
-    (METRICS.md B.2-B.4), origin ``stored``. Keys: ``coherence``, ``novelty``, ``origin``, ``source``."""
+    """Who decided the acceptance of a question's answers: the live run's judge and embedder, else the stored records'
+    or the benchmark definition's (METRICS.md B.2-B.4).  Keys: ``coherence``, ``novelty``, ``origin``, ``source``."""
     if metadata.get("judge"):
         return {
             "coherence": str(metadata["judge"]),
@@ -158,16 +156,8 @@ def accepted_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """How far a question's answer list can be trusted as a count.
-
-    - ``{"missing": True, ...}``: the list is empty -- no answer was recorded, a missing observation (its count 0 is not
-      a measurement);
-    - ``{"censored": True, "stop_error": message, ...}``: the list ended with an error record (``error_message`` /
-      ``error_type``, or the legacy ``stopping_condition: "error"``, METRICS.md B.7): generation stopped by an error,
-      not by the stop rule, so the count is a lower bound;
-    - ``{}`` otherwise.
-    The published counting is unchanged; these flags go into ``Score.details`` so the report lists them and tests the
-    ranking without them."""
+    """How far a question's answer list can be trusted as a count: ``missing`` (empty list), ``censored`` (ended by an
+    error record, METRICS.md B.7: the count is a lower bound) or ``{}``."""
     if not records:
         return {"missing": True, "flag_reason": "empty stored list: no answer was recorded for this question"}
     last = records[-1]
@@ -183,10 +173,8 @@ def record_flag(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def answer_lists(metadata: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """``(temperature, records)`` of each stored list of one question. ``metadata["records"]`` holds the lists one after
-    the other; with several lists, ``metadata["lists"]`` gives each one's ``temperature``, ``start`` and ``n``
-    (:class:`sgieval.models.replay.ReplayStore`). Without it (one list, or a live protocol run) the records are one list
-    at ``metadata["temperature"]``. Raises ValueError when ``lists`` does not cover the records exactly."""
+    """``(temperature, records)`` of each stored list of one question (``metadata["lists"]``: each one's ``temperature``,
+    ``start``, ``n``; without it one list); ValueError when ``lists`` does not cover the records exactly."""
     records = metadata.get("records") or []
     lists = metadata.get("lists")
     if not isinstance(lists, list) or not lists:
@@ -209,10 +197,9 @@ def _num(r: dict[str, Any], key: str) -> float | None:
     return None if v is None or isinstance(v, bool) else float(v)
 
 
-def readme_score(records: Sequence[dict[str, Any]], tau_c: float = README_TAU_C, tau_n: float = README_TAU_N) -> int:
-    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that records 1..n all have
-    ``coherence_score`` > ``tau_c`` and ``embedding_dissimilarity_score`` > ``tau_n`` (both strict; a missing value
-    ends the prefix).  Returns 0..len(records)."""
+def readme_score(records: Sequence[dict[str, Any]], tau_c: float = TAU_C, tau_n: float = TAU_N) -> int:
+    """AidanBench README S(q) of one list (METRICS.md B.6): the largest n such that records 1..n all have coherence >
+    ``tau_c`` and embedding novelty > ``tau_n`` (a missing value ends the prefix)."""
     n = 0
     for r in records:
         c, nov = _num(r, "coherence_score"), _num(r, "embedding_dissimilarity_score")
@@ -223,13 +210,12 @@ def readme_score(records: Sequence[dict[str, Any]], tau_c: float = README_TAU_C,
 
 
 def leaderboard_count(records: Sequence[dict[str, Any]]) -> int:
-    """AidanBench ``plot.py`` count of one list (METRICS.md B.6): the records before the first one with
-    ``embedding_dissimilarity_score`` < 0.15 or ``coherence_score`` < 15 (a coherence of exactly 15 still counts; LLM
-    novelty is ignored; a missing value ends the walk).  Returns 0..len(records)."""
+    """AidanBench ``plot.py`` count of one list (METRICS.md B.6): the records before the first one with embedding
+    novelty < 0.15 or coherence < 15 (LLM novelty ignored; a missing value ends the walk)."""
     n = 0
     for r in records:
         c, nov = _num(r, "coherence_score"), _num(r, "embedding_dissimilarity_score")
-        if c is None or nov is None or nov < LEADERBOARD_TAU_N or c < LEADERBOARD_TAU_C:
+        if c is None or nov is None or nov < TAU_N or c < TAU_C:
             break
         n += 1
     return n
@@ -238,8 +224,8 @@ def leaderboard_count(records: Sequence[dict[str, Any]]) -> int:
 def pooled_values(
     lists: Sequence[tuple[str, Sequence[dict[str, Any]]]], key: str, *, first_answers: bool
 ) -> list[float]:
-    """The ``key`` values of the accepted records (D.6) of every list, in order; ``first_answers`` False leaves out
-    each list's first record (D.15: its novelty is 1.0 by definition).  Records without the value are left out."""
+    """The ``key`` values of the accepted records (D.6) of every list; ``first_answers`` False leaves out each list's
+    first record (D.15)."""
     out = []
     for _t, recs in lists:
         for k, r in enumerate(recs):
@@ -251,50 +237,54 @@ def pooled_values(
     return out
 
 
-STOP_REASONS = {  # The stop rule's ``stopping_condition`` values (METRICS.md B.5) and what the rejected answer was.
-    "coherence_threshold": "incoherent",
-    "embedding_dissimilarity_threshold": "not novel (embedding)",
-    "llm_dissimilarity_threshold": "not novel (LLM judge)",
+STOP_REASONS = {  # what the answer a ``stopping_condition`` rejected was
+    COHERENCE_STOP: "incoherent",
+    EMBEDDING_STOP: "not novel (embedding)",
+    LLM_STOP: "not novel (LLM judge)",
 }
-README_TAU_LLM = 0.15  # tau_llm of the stop rule (B.5 default), used when the records do not state their thresholds.
+
+
+def stopping_condition(
+    coherence: float,
+    novelty: float,
+    llm_novelty: float | None = None,
+    *,
+    tau_c: float = TAU_C,
+    tau_n: float = TAU_N,
+    tau_llm: float = TAU_LLM,
+) -> str | None:
+    """B.5 stop rule, in this order: coherence <= ``tau_c``; embedding novelty < ``tau_n``; LLM novelty (when not None)
+    < ``tau_llm``; else None."""
+    if coherence <= tau_c:
+        return COHERENCE_STOP
+    if novelty < tau_n:
+        return EMBEDDING_STOP
+    if llm_novelty is not None and llm_novelty < tau_llm:
+        return LLM_STOP
+    return None
 
 
 def _stop_reason(stop: str) -> str:
-    """What a ``stopping_condition`` says of the answer it rejected: :data:`STOP_REASONS`, else by the threshold it
-    names (older files write ``coherence`` or ``embedding``), else the value itself."""
-    if stop in STOP_REASONS:
-        return STOP_REASONS[stop]
-    low = stop.lower()
-    for key, what in (
-        ("coherence", "incoherent"),
-        ("embedding", "not novel (embedding)"),
-        ("llm", "not novel (LLM judge)"),
-    ):
-        if key in low:
-            return what
-    return stop
+    """:data:`STOP_REASONS` of the threshold a ``stopping_condition`` names, else the value itself."""
+    return next((what for key, what in STOP_REASONS.items() if key.split("_")[0] in stop.lower()), stop)
 
 
 def answer_marks(
     lists: Sequence[tuple[str, Sequence[dict[str, Any]]]],
-    tau_c: float = README_TAU_C,
-    tau_n: float = README_TAU_N,
-    tau_llm: float = README_TAU_LLM,
+    tau_c: float = TAU_C,
+    tau_n: float = TAU_N,
+    tau_llm: float = TAU_LLM,
 ) -> list[dict[str, Any]]:
-    """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it.
-    ``accepted``: ``stopping_condition`` null (D.6) and not the rejected answer, which ended its list by the stop rule
-    (B.5; without that field, the AidanBench layout: the last record if it fails coherence <= ``tau_c``, novelty <
-    ``tau_n``, LLM novelty < ``tau_llm`` in that order). A list ended by an error or content filter has no rejected
-    answer; its last record is not accepted and carries that ``reason``.
+    """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it
+    (without ``stopping_condition``, the AidanBench layout: the last record if it fails the B.5 rule).
 
     Args:
-        lists: ``(temperature, records)`` per stored list of the question (:func:`answer_lists`).
-        tau_c, tau_n, tau_llm: the stop rule's thresholds (B.5 defaults 15, 0.15, 0.15).
+        lists: ``(temperature, records)`` per stored list of the question.
+        tau_c, tau_n, tau_llm: the stop rule's thresholds.
 
     Returns:
-        One dict per record: ``list`` (0-based), ``temperature``, ``n`` (``answer_num``, else 1-based position),
-        ``coherence`` (0-100), ``novelty``, ``llm_novelty`` (0-1; each or None), ``accepted``, ``rejected`` and
-        ``reason`` (a :data:`STOP_REASONS` value, ``error: <message>``, ``content filter`` or None).
+        One dict per record: ``list``, ``temperature``, ``n``, ``coherence`` (0-100), ``novelty``, ``llm_novelty``
+        (0-1), ``accepted``, ``rejected`` and ``reason``.
     """
     out: list[dict[str, Any]] = []
     for li, (temp, recs) in enumerate(lists):
@@ -317,15 +307,7 @@ def answer_marks(
             elif stop is not None:
                 rejected, reason = True, _stop_reason(str(stop))
             elif "stopping_condition" not in r and last and c is not None and nov is not None:
-                why = (
-                    "coherence_threshold"
-                    if c <= tau_c
-                    else "embedding_dissimilarity_threshold"
-                    if nov < tau_n
-                    else "llm_dissimilarity_threshold"
-                    if llm is not None and llm < tau_llm
-                    else None
-                )
+                why = stopping_condition(c, nov, llm, tau_c=tau_c, tau_n=tau_n, tau_llm=tau_llm)
                 if why:
                     rejected, reason = True, STOP_REASONS[why]
             accepted = stop is None and not rejected
@@ -347,16 +329,14 @@ def answer_marks(
 
 
 POOLED_CI_RESAMPLES = 2000
-"""Resamples of the bootstrap over questions behind a pooled mean's 95% CI (:func:`pooled_ci`)."""
 
 
 def pooled_ci(
     per_question: Sequence[Sequence[float]], *, n_resamples: int = POOLED_CI_RESAMPLES, seed: int = 0
 ) -> tuple[float, float] | None:
-    """95% percentile bootstrap CI of a mean pooled over answers, resampling questions (clusters) with replacement:
-    each resample's value is the sum of the drawn questions' values over their count.  Answers of one question are
-    not independent, so questions, not answers, are resampled.  None with fewer than 2 questions holding a value, or
-    when the resamples do not vary."""
+    """95% percentile bootstrap CI of a mean pooled over answers, resampling questions (clusters): each resample's
+    value is the sum of the drawn questions' values over their count.  None with fewer than 2 questions, or no
+    variation."""
     import numpy as np  # kept off the start-up path: the registry imports this module before the first model call
 
     qs = [q for q in per_question if q]
@@ -392,10 +372,7 @@ _POOLED = (
     scope=BENCHMARK,
 )
 class AnswerCountMetrics(Metric):
-    """The record-count metrics of one question and the pooled means of a model (module docstring). Needs
-    ``response.metadata["records"]``; without it every per-question score is a ``parse_error`` naming the missing
-    records. Means over zero answers are undefined: value None, status ``not_run``, reason given. The pooled means and
-    the leaderboard total are corpus-level (:meth:`corpus`)."""
+    """The record-count metrics of one question and the pooled means of a model (corpus level)."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         if not response.ok:
@@ -424,14 +401,14 @@ class AnswerCountMetrics(Metric):
             return _score(item.id, response.model, spec, value, rationale=rationale, details={**flag, **extra})
 
         th = response.metadata.get("thresholds") or {}
-        tau_c, tau_n = float(th.get("coherence", README_TAU_C)), float(th.get("embedding", README_TAU_N))
+        tau_c, tau_n = float(th.get("coherence", TAU_C)), float(th.get("embedding", TAU_N))
         readme = sum(readme_score(recs, tau_c, tau_n) for _t, recs in lists)
         by_temp = _by_temperature(lists)
         best_t = max(by_temp, key=lambda t: by_temp[t]) if by_temp else ""
         board = by_temp.get(best_t, 0)
         n_lists = f" over {len(lists)} stored lists" if len(lists) > 1 else ""
-        marks = answer_marks(lists, tau_c, tau_n, float(th.get("llm", README_TAU_LLM)))
-        below = f"answers before the first with novelty < {LEADERBOARD_TAU_N:g} or coherence < {LEADERBOARD_TAU_C:g}"
+        marks = answer_marks(lists, tau_c, tau_n, float(th.get("llm", TAU_LLM)))
+        below = f"answers before the first with novelty < {TAU_N:g} or coherence < {TAU_C:g}"
         out = [
             ok(ACCEPTED, float(len(acc)), why, answers=marks),
             ok(PUBLISHED, float(len(records)), f"len(list) = {len(records)} (includes the rejected terminating answer)"),
@@ -453,11 +430,7 @@ class AnswerCountMetrics(Metric):
         return out if ev is None else [o.model_copy(update={"evidence": [*o.evidence, ev]}) for o in out]
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each model over its ok responses with records
-        for items in ``items``. Each pooled mean's ``details``: ``n`` (questions contributing a value), ``n_answers``
-        (values pooled), ``n_questions`` (questions with records), ``failed`` (responses left out, D.7) and, from 2
-        questions on, ``ci_low``/``ci_high`` (:func:`pooled_ci`, resampling questions). A model with no value gets a
-        ``not_run`` score with the reason."""
+        """The pooled means (D.6, D.15) and the leaderboard total (B.6) of each model."""
         by_model: dict[str, list[Response]] = defaultdict(list)
         failed: dict[str, int] = defaultdict(int)
         for r in responses:

@@ -1,9 +1,6 @@
-"""AidanBench / SciAidanBench generation protocol as a runnable evaluation (METRICS.md B.1-B.5, C.6, D.6): per question
-the target is asked for new answers until the stop rule, each scored for coherence (judge, 0-100), embedding novelty
-and optionally LLM novelty (0-1); one :class:`Response` with the B.7 records in ``metadata["records"]``, so
-:mod:`.aidanbench` counts generated and replayed runs alike.  A target failing after retries ends the question
-``infra_error``, an unparsable judge ``judge_error`` (records kept, nothing scored 0); ``max_answers`` ends it
-``"answer_cap"``."""
+"""AidanBench / SciAidanBench generation protocol (METRICS.md B.1-B.5, C.6, D.6): per question the target is asked for
+new answers until the stop rule, each scored for coherence (judge, 0-100), embedding novelty and optionally LLM novelty
+(0-1); one :class:`Response` with the B.7 records in ``metadata["records"]``, which :mod:`.aidanbench` counts."""
 
 from __future__ import annotations
 
@@ -21,23 +18,16 @@ from ..models import NamedModel
 from ..models import ainvoke, read_reply
 from ..models import ask_structured
 from ..models import current_prompt_scope, prompt_scope
+from .aidanbench import TAU_C, TAU_LLM, TAU_N, stopping_condition
 from .judge import as_data, injection_flags
 from .embeddings import cosine_matrix
 
 Variant = Literal["sciaidanbench", "sciaidanbench_code", "aidanbench"]
-"""Protocol variants (METRICS.md B.1, B.2, D.18): ``sciaidanbench`` (default): the first ``<answer>`` tag and the
-judge's own LAST ``<coherence_score>`` / ``<similarity_score>`` (D.4, D.14: a tag the judge quotes from the answer
-never beats its own final one); ``sciaidanbench_code``: the published SciAidanBench code, the first answer tag and
-the FIRST score tag; ``aidanbench``: the last answer tag and the last score tag."""
+"""Which answer and score tags are read (METRICS.md B.1, B.2, D.18): ``sciaidanbench``: the first answer tag and the
+judge's LAST score tag (D.14); ``sciaidanbench_code`` (the published code): first and FIRST; ``aidanbench``: last and
+last."""
 VARIANTS = ("sciaidanbench", "sciaidanbench_code", "aidanbench")
 
-TAU_C = 15
-TAU_N = 0.15
-TAU_LLM = 0.15
-
-COHERENCE_STOP = "coherence_threshold"
-EMBEDDING_STOP = "embedding_dissimilarity_threshold"
-LLM_STOP = "llm_dissimilarity_threshold"
 CONTENT_ERROR = "content_error"
 ANSWER_CAP = "answer_cap"
 
@@ -103,9 +93,8 @@ Second answer (data, between the markers):
 
 
 def generation_prompt(question: str, previous_answers: Sequence[str], *, cot: bool = False) -> str:
-    """The B.1 prompt: (1) the question in ``<question>`` tags and the reply format ``<answer>``; (2) optional
-    chain-of-thought block; (3) one concise answer, not a list; (4) with previous answers, a do-not-repeat warning
-    and each answer as ``<previous_answer id='k'>`` (k = 1..) in ``<previous_answers>``."""
+    """The B.1 prompt: the question and answer format, optional chain of thought, one concise answer, and the previous
+    answers as ``<previous_answer id='k'>`` (k = 1..) with a do-not-repeat warning."""
     p = GEN_HEAD.format(question=question)
     if cot:
         p += GEN_COT
@@ -128,18 +117,16 @@ CANDIDATE_TAGS = (
     "previous_answer",
     "previous_answers",
 )
-"""Tags of the AidanBench prompts that are neutralised inside a candidate answer besides the judge tags (D.14)."""
+"""Tags neutralised inside a candidate answer besides the judge tags (D.14)."""
 
 
 def candidate(text: str, label: str = "ANSWER") -> str:
-    """A candidate answer for the coherence/similarity prompt: delimited and with the judge's tags
-    (``<coherence_score>``, ``</answer>``...) neutralised (D.14)."""
+    """A candidate answer for the coherence/similarity prompt, delimited and with the judge's tags neutralised (D.14)."""
     return as_data(text, label, extra_tags=CANDIDATE_TAGS)
 
 
 def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
-    """Content of ``<tag>...</tag>`` (case-sensitive, D.1), stripped; the last match when ``last`` (AidanBench) else
-    the first (SciAidanBench); None when there is no tag.  An empty tag gives "" (D.1: no fallback)."""
+    """Content of the first (or ``last``) ``<tag>...</tag>`` (case-sensitive, D.1), stripped; None without a tag."""
     matches = re.findall(rf"<{tag}>(.*?)</{tag}>", text, flags=re.S)
     if not matches:
         return None
@@ -147,17 +134,14 @@ def extract_tag(text: str, tag: str, *, last: bool) -> str | None:
 
 
 def extract_answer(text: str, variant: Variant = "sciaidanbench") -> str:
-    """B.1 answer extraction: the ``<answer>`` tag content (first in SciAidanBench, last in AidanBench), stripped;
-    the whole reply when there is no tag."""
+    """B.1 answer extraction: the ``<answer>`` tag content (last in AidanBench), else the whole reply."""
     got = extract_tag(text, "answer", last=(variant == "aidanbench"))
     return text if got is None else got
 
 
 def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 100) -> int:
-    """B.2/B.4 parsing: ``int()`` of the ``<tag>`` content (first or last match), or of the whole reply when there is
-    no tag; the integer must lie in ``lo..hi``.  Raises ValueError with the reason, which says what was received
-    (D.4: one integer; a decimal ``85.5``, a fraction ``85/100`` or words are parse errors, not rounded or rescaled;
-    out of range likewise)."""
+    """B.2/B.4 parsing: ``int()`` of the ``<tag>`` content, or of the whole reply without a tag, in ``lo..hi``; else
+    ValueError saying what was received (D.4: a decimal, fraction or words are not rounded or rescaled)."""
     got = extract_tag(text, tag, last=last)
     raw = text.strip() if got is None else got
     where = f"in <{tag}>" if got is not None else f"as the whole reply (no <{tag}> tag)"
@@ -180,30 +164,8 @@ def parse_score_tag(text: str, tag: str, *, last: bool, lo: int = 0, hi: int = 1
     return v
 
 
-def stopping_condition(
-    coherence: float,
-    novelty: float,
-    llm_novelty: float | None = None,
-    *,
-    tau_c: float = TAU_C,
-    tau_n: float = TAU_N,
-    tau_llm: float = TAU_LLM,
-) -> str | None:
-    """B.5 stop rule, checked in this order: coherence <= ``tau_c`` -> ``coherence_threshold``; embedding novelty <
-    ``tau_n`` (strict) -> ``embedding_dissimilarity_threshold``; LLM novelty (when not None) < ``tau_llm`` (strict)
-    -> ``llm_dissimilarity_threshold``; else None."""
-    if coherence <= tau_c:
-        return COHERENCE_STOP
-    if novelty < tau_n:
-        return EMBEDDING_STOP
-    if llm_novelty is not None and llm_novelty < tau_llm:
-        return LLM_STOP
-    return None
-
-
 def _encode(embedder: Any, texts: list[str]) -> np.ndarray:
-    """``embedder.encode(texts, normalize=True)`` (metric_pool.embeddings.Embedder) or ``embedder(texts)`` for a
-    plain callable -> (n, d) array."""
+    """``embedder.encode(texts, normalize=True)``, or ``embedder(texts)`` for a plain callable -> (n, d) array."""
     if hasattr(embedder, "encode"):
         out = embedder.encode(texts, normalize=True)
     elif callable(embedder):
@@ -225,9 +187,8 @@ def novelty_against(new: np.ndarray, previous: np.ndarray) -> float:
 
 
 def recompute_novelty(records: Sequence[dict[str, Any]], embedder: Any) -> list[float]:
-    """Embedding novelty of stored answer records recomputed with ``embedder`` (B.3): for record i, 1 - max cosine of
-    its ``answer`` against records 0..i-1; the first gets 1.0.  Returns one float (0-2, normally 0-1) per record, in
-    order.  Raises InputError when a record lacks a string ``answer``."""
+    """Embedding novelty of stored answer records recomputed with ``embedder`` (B.3), one float per record; InputError
+    when a record lacks a string ``answer``."""
     texts = []
     for k, r in enumerate(records):
         a = r.get("answer") if isinstance(r, dict) else None
@@ -261,8 +222,7 @@ async def _judge_int(
     flags: list[str] | None = None,
     prompts: dict[str, dict[str, Any]] | None = None,
 ) -> int:
-    """The integer in ``<tag>`` of ``judge``'s reply (:func:`~sgieval.models.structured.ask_structured`, D.8), every
-    reply logged in ``raw_log`` with flags and prompt hash; _JudgeFailure with the reason."""
+    """The integer in ``<tag>`` of ``judge``'s reply, every reply logged in ``raw_log``; _JudgeFailure with the reason."""
     with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
         r = await ask_structured(
             judge,
@@ -306,14 +266,14 @@ def _is_content_filter(err: ModelCallError) -> bool:
     return any(t in err.message.lower() for t in CONTENT_FILTER_TERMS)
 
 
-def records_text(records: Sequence[dict[str, Any]]) -> str:
+def _records_text(records: Sequence[dict[str, Any]]) -> str:
     """All answers of a question as numbered text blocks ``[k] answer``."""
     return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
 
 
 @dataclass
 class _Judging:
-    """The judge of one question's loop, with its raw replies and the prompts they answered."""
+    """The judge of one question's loop, with its raw replies and their prompts."""
 
     judge: NamedModel
     question: str
@@ -366,8 +326,7 @@ class _Stop(Exception):
 async def _target_answer(
     target: NamedModel, runnable: Any, prompt: str, n: int, records: list[dict[str, Any]]
 ) -> tuple[str, str] | None:
-    """The n-th reply's final text and reasoning; None when a content filter ends the question after a stored answer
-    (B.5: that answer becomes ``content_error``); raises _Stop."""
+    """The n-th reply's final text and reasoning; None when a content filter ends the question (B.5); raises _Stop."""
     try:
         out = await ainvoke(target, [HumanMessage(content=prompt)], runnable=runnable)
     except ModelCallError as e:
@@ -411,8 +370,7 @@ async def _scores(
 def _runnable(
     item: Item, target: NamedModel, judge: NamedModel | None, variant: str, max_answers: int, temperature: float
 ) -> Any:
-    """The target's chat model at ``temperature`` (as configured for a family that rejects it, or without bind());
-    raises InputError for a run :func:`run_generation` cannot make."""
+    """The target's chat model at ``temperature``; InputError for a run :func:`run_generation` cannot make."""
     if judge is None:
         raise InputError(
             "the AidanBench/SciAidanBench generation protocol needs a coherence judge "
@@ -509,7 +467,7 @@ async def run_generation(
         item: the question.
         target: the model asked for answers.
         judge: the coherence judge (B.2) and, with ``llm_novelty``, the similarity judge (B.4).
-        embedder: an ``Embedder`` or a callable list[str] -> (n, d) array; embedding novelty (B.3).
+        embedder: an ``Embedder`` or a callable list[str] -> (n, d) array (B.3).
         variant: which answer and score tags are read (:data:`Variant`).
         llm_novelty: use the LLM novelty judge (B.4).
         tau_c, tau_n, tau_llm: the coherence (0-100), embedding and LLM novelty (0-1) thresholds.
@@ -520,8 +478,8 @@ async def run_generation(
         clock: the clock of ``processing_time`` (s).
 
     Returns:
-        One Response: B.7 ``metadata["records"]``, the accepted ``answer``, all answers numbered in ``text``,
-        ``metadata["judge_raw"]`` and ``["judge_prompts"]``; on failure ``infra_error``/``judge_error``, records kept.
+        One Response with the B.7 ``metadata["records"]`` and the accepted ``answer``; on failure
+        ``infra_error``/``judge_error``, records kept.
 
     Raises:
         InputError: no judge, a target without a chat model, or a bad ``variant`` or ``max_answers``.
@@ -543,6 +501,6 @@ async def run_generation(
     }  # fmt: skip
     accepted = [r["answer"] for r in records if r.get("stopping_condition") is None]
     return Response(
-        item_id=item.id, model=target.name, text=records_text(records), answer=accepted, latency_s=clock() - t0,
+        item_id=item.id, model=target.name, text=_records_text(records), answer=accepted, latency_s=clock() - t0,
         status=status, error=error, metadata=meta,
     )  # type: ignore[arg-type]  # fmt: skip

@@ -1,8 +1,7 @@
-"""Judge reliability of a judge panel, per judged metric over units (item, target model) scored by two or more judges:
-Krippendorff's alpha with a bootstrap CI over units (Hayes & Krippendorff 2007), per-judge offset from the panel mean,
-leave-one-judge-out rankings, self-preference (judge identity equal to the target's), position bias of swapped
-pairwise votes (METRICS.md A.2) and test-retest alpha of ``--judge-repeats``.  Verdicts use Krippendorff's (2004,
-*Content Analysis*, 2nd ed., 11.3.4) thresholds: >= 0.800 reliable, >= 0.667 tentative, below not reliable."""
+"""Judge reliability per judged metric over units (item, target model) scored by two or more judges: Krippendorff's
+alpha with a bootstrap CI over units (Hayes & Krippendorff 2007), judge offsets, leave-one-judge-out rankings,
+self-preference, position bias of swapped votes (METRICS.md A.2) and test-retest alpha of ``--judge-repeats``.
+Verdicts: Krippendorff (2004, *Content Analysis*, 2nd ed., 11.3.4): >= 0.800 reliable, >= 0.667 tentative."""
 
 from __future__ import annotations
 
@@ -18,20 +17,17 @@ from .stats import sign_flip_p, summarize, unit_resamples
 
 ALPHA_RELIABLE = 0.800
 ALPHA_TENTATIVE = 0.667
-"""Krippendorff (2004), section 11.3.4: rely on data with alpha >= .800; consider variables with
-.667 <= alpha < .800 only for tentative conclusions."""
 
 
 def judge_values(score: Score) -> dict[str, float]:
-    """{judge: that judge's value on the metric's own scale} of one judged Score ({} when it holds none).
+    """{judge: that judge's value on the metric's own scale} of one judged Score.
 
     Args:
-        score: a judged Score: ``details["judge_values"]``, else ``details["per_judge"]`` (a rubric's criterion
-            scores give the weighted mean x 10 as :meth:`sgieval.core.Rubric.aggregate`; ``{"sla": v}`` or
-            ``{"score": v}`` give v).
+        score: a judged Score (``details["judge_values"]``, else ``details["per_judge"]``; rubric criteria give the
+            weighted mean x 10).
 
     Returns:
-        The per-judge values.
+        The per-judge values ({} when none).
     """
     d = score.details or {}
     if isinstance(d.get("judge_values"), dict):
@@ -57,15 +53,15 @@ def judge_values(score: Score) -> dict[str, float]:
 
 
 def with_added_judges(scores: Sequence[Score], added: Sequence[Score]) -> list[Score]:
-    """Copies of the run's ``scores`` with the added judges' values beside their own in ``details["judge_values"]``
-    (for the reliability statistics); the run's values, and so its ranking, are unchanged.
+    """The run's ``scores`` with the added judges' values beside their own in ``details["judge_values"]``; values
+    and ranking unchanged.
 
     Args:
-        scores: the run's scores (``scores.jsonl``: its own judges).
-        added: the added judges' scores (``added_judge_scores.jsonl``), each naming its judge.
+        scores: the run's scores.
+        added: the added judges' scores, each naming its judge.
 
     Returns:
-        ``scores``, in order, those an added judge also scored (ok, same item, model and metric) replaced by copies.
+        ``scores``, in order, those an added judge also scored replaced by copies.
     """
     by_key: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for a in added:
@@ -90,8 +86,7 @@ def _finite(v: Any) -> bool:
 
 
 def alpha(matrix: np.ndarray, level: str = "interval") -> float | None:
-    """Krippendorff's alpha of a (judges x units) matrix (NaN = not rated), via the ``krippendorff``
-    package.  None when undefined: fewer than 2 units rated by 2 judges, or no variation at all."""
+    """Krippendorff's alpha of a (judges x units) matrix (NaN = not rated); None when undefined."""
     import krippendorff
 
     m = np.asarray(matrix, dtype=float)
@@ -109,9 +104,7 @@ def alpha(matrix: np.ndarray, level: str = "interval") -> float | None:
 def alpha_ci(
     matrix: np.ndarray, level: str = "interval", *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of :func:`alpha`, resampling units (columns) with replacement; resamples where
-    alpha is undefined are left out (:func:`~sgieval.metric_pool.stats.unit_resamples`).  (NaN, NaN) when fewer
-    than 2 units or no resample is defined."""
+    """Percentile bootstrap CI of :func:`alpha` over units (columns); (NaN, NaN) when undefined."""
     m = np.asarray(matrix, dtype=float)
     m = m[:, np.sum(~np.isnan(m), axis=0) >= 2]
     if m.shape[1] < 2:
@@ -123,19 +116,16 @@ def alpha_ci(
     return float(np.percentile(stats, tail)), float(np.percentile(stats, 100 - tail))
 
 
-def no_variation(lo: float, hi: float) -> bool:
-    """Whether a bootstrap CI ``[lo, hi]`` has zero width: every resample gave the same statistic, so the
-    interval shows no variation and says nothing about the statistic's uncertainty (it supports no verdict)."""
+def _no_variation(lo: float, hi: float) -> bool:
+    """Whether a bootstrap CI has zero width (it supports no verdict)."""
     return math.isfinite(lo) and math.isfinite(hi) and math.isclose(lo, hi, rel_tol=0.0, abs_tol=1e-12)
 
 
-def ci_cell(lo: float, hi: float, n: int, unit: str = "units") -> str:
-    """A CI as the report prints it: ``"0.12 to 0.80"``, ``"no variation over 6 units"`` for a zero-width
-    bootstrap interval (:func:`no_variation`), ``"n/a to n/a"`` when unavailable."""
-    if no_variation(lo, hi):
+def _ci_cell(lo: float, hi: float, n: int, unit: str = "units") -> str:
+    """A CI as the report prints it."""
+    if _no_variation(lo, hi):
         return f"no variation over {n} {unit}"
-    f = lambda x: "n/a" if not math.isfinite(x) else f"{x:.2f}"  # noqa: E731
-    return f"{f(lo)} to {f(hi)}"
+    return f"{_f(lo)} to {_f(hi)}"
 
 
 @dataclass(frozen=True)
@@ -151,8 +141,7 @@ class Offset:
 
 @dataclass(frozen=True)
 class LeaveOneOut:
-    """The ranking without ``dropped``: ``order`` best first; ``top_changed`` / ``order_changed`` against the
-    full panel's ranking."""
+    """The ranking without ``dropped``, best first, and whether it changed against the full panel's."""
 
     dropped: str
     order: list[str]
@@ -162,9 +151,8 @@ class LeaveOneOut:
 
 @dataclass(frozen=True)
 class SelfPreference:
-    """``judge`` scoring ``target``, the same model (``model``: their identity): mean over ``n`` units of (judge - other judges' mean),
-    metric's scale, with its 95% CI; ``significant`` when the CI excludes 0 (for a CI without variation: when the
-    sign-flip permutation test of the differences gives p < 0.05)."""
+    """``judge`` scoring ``target``, the same model: mean over ``n`` units of (judge - other judges' mean) with its 95%
+    CI; ``significant`` when the CI excludes 0 (without variation: sign-flip test p < 0.05)."""
 
     judge: str
     target: str
@@ -178,9 +166,8 @@ class SelfPreference:
 
 @dataclass(frozen=True)
 class Reliability:
-    """Judge reliability of one judged metric (module docstring), values on the metric's scale; ``retest``
-    {judge: test-retest alpha between its repeats (None: undefined)}, ``retest_ci`` {judge: its bootstrap 95% CI},
-    ``retest_units`` {judge: (units rated by two or more of its repeats, k)}."""
+    """Judge reliability of one judged metric; ``retest*``: per judge, the alpha between its repeats, its CI and
+    (units rated by two or more repeats, k)."""
 
     metric: str
     level: str
@@ -200,7 +187,7 @@ class Reliability:
 
     @property
     def verdict(self) -> str:
-        """One sentence: do the judges agree enough for the ranking to stand (Krippendorff 2004 thresholds)?"""
+        """One sentence: do the judges agree enough for the ranking to stand?"""
         m, n, k = self.metric, self.n_units, len(self.judges)
         if k < 2:
             return (
@@ -214,7 +201,7 @@ class Reliability:
             )
         lo, hi = self.alpha_ci
         head = f"On {m}, Krippendorff's alpha across {k} judges is {self.alpha:.2f}"
-        if no_variation(lo, hi):  # a degenerate bootstrap CI: it measures no uncertainty, so it supports no verdict
+        if _no_variation(lo, hi):  # a degenerate bootstrap CI: it measures no uncertainty, so it supports no verdict
             why = f"bootstrap 95% CI is degenerate (every resample of the {n} units gives alpha {self.alpha:.2f})"
             if self.alpha == 1.0:  # D_o = 0 with D_e > 0: equal values within each unit, varying between units
                 head += f" over {n} units: the judges gave equal values on every unit, while the values vary between units. Its {why}"
@@ -267,10 +254,8 @@ def _mean_ci(values: Sequence[float], seed: int, n_resamples: int) -> tuple[floa
 
 
 def position_flips(scores: Sequence[Score], dims: set[str] | None = None) -> tuple[float | None, int]:
-    """(share of (judge, item, model, dimension) vote pairs whose verdict differs between the two presentation
-    orders, number of such pairs), from idea-generation evidence (records with ``judge``, ``order`` and
-    ``votes`` already oriented generated-vs-reference, METRICS.md A.2).  ``dims``: only these dimensions
-    (None: every dimension).  (None, 0) when there are none."""
+    """(share of (judge, item, model, dimension) vote pairs whose verdict differs between the two presentation orders,
+    number of pairs) from idea-generation evidence (METRICS.md A.2), in ``dims`` only when given; (None, 0) if none."""
     pairs: dict[tuple[str, str, str, str], dict[str, str]] = {}
     for s in scores:
         for e in s.evidence or []:
@@ -317,7 +302,7 @@ def _self_preferences(units: dict, keys: list, judges: list[str], seed: int, n_r
             ]
             if diffs:
                 mean, lo, hi = _mean_ci(diffs, seed, n_resamples)
-                if no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
+                if _no_variation(lo, hi):  # a CI without variation decides nothing: the sign-flip test does
                     sig = bool(mean) and sign_flip_p(diffs, n_resamples=n_resamples, seed=seed) < 0.05
                 else:
                     sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
@@ -344,16 +329,15 @@ def _retest(repeats: dict, level: str, seed: int, n_resamples: int) -> tuple[dic
 def reliability(
     scores: Sequence[Score], spec: MetricSpec | None = None, *, n_resamples: int = 1000, seed: int = 0
 ) -> Reliability | None:
-    """Judge reliability of one metric's per-item ``scores`` scored by a panel (module docstring).
+    """Judge reliability of one metric's per-item ``scores`` scored by a panel.
 
     Args:
-        scores: the metric's per-item Scores (only status ``ok`` count); details holding ``judge_repeats``
-            ({judge: [values of the k repeats]}) feed the test-retest alphas.
-        spec: the metric's spec: its direction and measurement level (0/1 metrics are nominal).
+        scores: the metric's per-item Scores (status ``ok`` only count; ``judge_repeats`` feed test-retest).
+        spec: the metric's spec (direction; 0/1 metrics are nominal).
         n_resamples: resamples of the bootstrap CIs and sign-flip tests.
 
     Returns:
-        The :class:`Reliability`, or None when fewer than two judges gave values (and no repeat or vote pair).
+        The :class:`Reliability`, or None with fewer than two judges (and no repeat or vote pair).
     """
     units: dict[tuple[str, str], dict[str, float]] = {}
     repeats: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(dict)
@@ -413,14 +397,13 @@ def _yes(b: bool) -> str:
 
 
 def reliability_rows(rel: Reliability) -> dict[str, Any]:
-    """Plain data for the report (reports/ imports core only): formatted table rows and sentences.
+    """Plain data for the report: formatted table rows and sentences.
 
     Args:
         rel: the judge-reliability statistics.
 
     Returns:
-        ``metric``, ``verdict``, ``n_judges``, the formatted rows (``agreement``, ``offsets``, ``leave_one_out``,
-        ``self_preference``, ``position``, ``retest``) and sentences, as the judge-reliability section reads them.
+        The rows and sentences the judge-reliability section reads.
     """
     nan2 = (math.nan, math.nan)
     units = {j: rel.retest_units.get(j, (0, 0)) for j in rel.retest}
@@ -434,33 +417,33 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
                 ", ".join(rel.judges),
                 str(rel.n_units),
                 _f(rel.alpha),
-                ci_cell(*rel.alpha_ci, rel.n_units),
+                _ci_cell(*rel.alpha_ci, rel.n_units),
             ]
         ],
-        "offsets": [[o.judge, _f(o.mean), ci_cell(o.ci_low, o.ci_high, o.n), str(o.n)] for o in rel.offsets],
+        "offsets": [[o.judge, _f(o.mean), _ci_cell(o.ci_low, o.ci_high, o.n), str(o.n)] for o in rel.offsets],
         "leave_one_out": [
             [lo.dropped, " > ".join(lo.order), _yes(lo.top_changed), _yes(lo.order_changed)] for lo in rel.leave_one_out
         ],
         "self_preference": [
-            [p.judge, p.target, p.model, _f(p.diff), ci_cell(p.ci_low, p.ci_high, p.n), str(p.n), _yes(p.significant)]
+            [p.judge, p.target, p.model, _f(p.diff), _ci_cell(p.ci_low, p.ci_high, p.n), str(p.n), _yes(p.significant)]
             for p in rel.self_preference
         ],
         "n_judges": len(rel.judges),
-        "retest_sentence": retest_sentence(rel),
+        "retest_sentence": _retest_sentence(rel),
         "position": (
             None
             if rel.position_flip_share is None
             else f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"
         ),
         "retest": [
-            [j, str(units[j][1]), str(units[j][0]), _f(a), ci_cell(*rel.retest_ci.get(j, nan2), units[j][0])]
+            [j, str(units[j][1]), str(units[j][0]), _f(a), _ci_cell(*rel.retest_ci.get(j, nan2), units[j][0])]
             for j, a in rel.retest.items()
         ],
         "significant_self_preference": [
             f"{p.judge} scores {p.target} (the same model: {p.model}) {_f(p.diff)} above the other judges ("
             + (
                 f"the same on all {p.n} units: no variation, so the sign-flip test decides"
-                if no_variation(p.ci_low, p.ci_high)
+                if _no_variation(p.ci_low, p.ci_high)
                 else f"95% CI {_f(p.ci_low)} to {_f(p.ci_high)}"
             )
             + ")"
@@ -474,22 +457,15 @@ def _read(a: float | None, lo: float, hi: float) -> str:
     """The Krippendorff (2004) reading of a test-retest alpha and its CI."""
     if a is None:
         return "undefined"
-    if no_variation(lo, hi):
+    if _no_variation(lo, hi):
         return "not established (no variation over the resampled units)"
     if a >= ALPHA_RELIABLE and math.isfinite(lo) and lo < ALPHA_TENTATIVE:
         return "not established (its CI reaches below 0.667)"
     return "reliable" if a >= ALPHA_RELIABLE else "tentative only" if a >= ALPHA_TENTATIVE else "not reliable"
 
 
-def retest_sentence(rel: Reliability) -> str:
-    """One sentence on the judges' test-retest agreement with the Krippendorff (2004) reading of each alpha.
-
-    Args:
-        rel: the judge-reliability statistics.
-
-    Returns:
-        The sentence; "" without repeats.
-    """
+def _retest_sentence(rel: Reliability) -> str:
+    """One sentence on the judges' test-retest agreement ("" without repeats)."""
     if not rel.retest:
         return ""
     parts = []
@@ -498,7 +474,7 @@ def retest_sentence(rel: Reliability) -> str:
         n_units, k = rel.retest_units.get(j, (0, 0))
         ci = (
             f" (no variation over {n_units} units)"
-            if no_variation(lo, hi)
+            if _no_variation(lo, hi)
             else f" (95% CI {lo:.2f} to {hi:.2f})"
             if math.isfinite(lo) and math.isfinite(hi)
             else ""

@@ -1,6 +1,5 @@
-"""The statistics of sgieval's reports, each formula once, with its source: CIs of a mean (:func:`summarize`),
-paired tests (:func:`paired_test`, :func:`holm`), bootstrap over units, power (:func:`items_to_separate`) and the
-anytime-valid confidence sequences of ``--until-settled``.  ``scipy.stats`` is imported on first use."""
+"""The statistics of the reports, each formula once with its source: CIs of a mean, paired tests, bootstrap over
+units, power, and the anytime-valid confidence sequences of ``--until-settled``."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Summary:
-    """``n`` values, their ``mean``, ``total`` and population ``std`` (the values' scale), the 95% CI of the mean;
-    ``method`` ``"wilson"``, ``"bca"``, ``"percentile"``, ``"degenerate"`` (all equal, not 0/1: zero width) or
-    ``"none"`` (NaN: fewer than 2 values); ``note`` why an interval is degenerate, unavailable or not BCa."""
+    """``n`` values, their mean, total, population std and the 95% CI of the mean; ``method`` ``"wilson"``, ``"bca"``,
+    ``"percentile"``, ``"degenerate"`` (all equal: zero width) or ``"none"`` (fewer than 2 values: NaN)."""
 
     n: int
     mean: float
@@ -42,7 +40,7 @@ def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
         confidence: the level, in (0, 1).
 
     Returns:
-        (low, high) in [0, 1]; 8 of 8 at 95% gives (0.6756, 1.0).
+        (low, high) in [0, 1].
 
     Raises:
         ValueError: n < 1 or k outside 0..n.
@@ -83,17 +81,17 @@ def summarize(
     confidence: float = 0.95,
     binary: bool | None = None,
 ) -> Summary:
-    """Mean, total and CI of ``values``: 0/1 values get the Wilson interval (8 of 8 gives 0.68 to 1, not "1 to 1"),
-    others the BCa bootstrap over items (Efron & Tibshirani 1993), percentile where BCa is undefined.
+    """Mean, total and CI of ``values``: 0/1 values get the Wilson interval, others the BCa bootstrap over items (Efron
+    & Tibshirani 1993), percentile where BCa is undefined.
 
     Args:
         values: per-item scores on the metric's scale.
         n_resamples: bootstrap resamples (>= 1).
         confidence: the CI level, in (0, 1).
-        binary: the values are 0/1 (Wilson interval, also for one value); None: decided by :func:`is_binary`.
+        binary: the values are 0/1 (Wilson interval); None: decided from the values.
 
     Returns:
-        The Summary; fewer than 2 non-0/1 values give a NaN CI, equal values a zero-width one.
+        The Summary.
 
     Raises:
         ValueError: no value.
@@ -123,8 +121,8 @@ def summarize(
 
 @dataclass(frozen=True)
 class PairedResult:
-    """Paired comparison on ``n`` common items: ``mean_diff`` = mean(a - b), its 95% paired bootstrap CI (NaN when
-    n < 2, zero width for equal differences), two-sided ``p_value``, ``method`` and ``ci_note`` as in Summary."""
+    """Paired comparison on ``n`` common items: ``mean_diff`` = mean(a - b), its 95% paired bootstrap CI, two-sided
+    ``p_value``."""
 
     n: int
     mean_a: float
@@ -156,14 +154,14 @@ def paired_test(
     n_resamples) (Efron & Tibshirani 1993, 16.4). CI: ``scipy.stats.bootstrap(paired=True)``, BCa.
 
     Args:
-        a: model A's item id -> score (the metric's scale).
+        a: model A's item id -> score.
         b: model B's per-item scores.
         method: ``"permutation"`` or ``"bootstrap"``.
         n_resamples: resamples (>= 1).
         confidence: the CI level, in (0, 1).
 
     Returns:
-        The PairedResult: mean difference, its CI, p value, n.
+        The PairedResult.
 
     Raises:
         ValueError: an unknown ``method``, or no common item.
@@ -218,11 +216,11 @@ def paired_test(
 
 
 def sign_flip_p(diffs: Sequence[float], *, n_resamples: int = 10000, seed: int = 0) -> float:
-    """Two-sided p of the sign-flip test that the mean of ``diffs`` is 0 (:func:`paired_test` against zeros).
+    """Two-sided p of the sign-flip test that the mean of ``diffs`` is 0.
 
     Args:
         diffs: paired differences (finite).
-        n_resamples: resamples (exact enumeration when 2**n <= ``n_resamples``).
+        n_resamples: resamples.
 
     Returns:
         p in (0, 1].
@@ -236,7 +234,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
     max over j <= i of min(1, (m - j + 1) p_(j)); controls the family-wise error rate.
 
     Args:
-        p_values: the unadjusted p-values (0-1), in any order.
+        p_values: the unadjusted p-values (0-1).
 
     Returns:
         The adjusted p-values, in the order given.
@@ -252,15 +250,15 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 def unit_resamples(stat: Callable[[np.ndarray], float | None], n: int, *, n_resamples: int, seed: int) -> list[float]:
     """Percentile-bootstrap distribution over ``n`` units of a statistic undefined on some resamples (Krippendorff's
-    alpha, Hayes & Krippendorff 2007; kappa), which ``scipy.stats.bootstrap`` cannot leave out.
+    alpha, Hayes & Krippendorff 2007; kappa).
 
     Args:
-        stat: the statistic of the units at the given indices (None or NaN when undefined there).
+        stat: the statistic of the units at the given indices (None or NaN when undefined).
         n: units.
-        n_resamples: resamples, each ``numpy.random.default_rng(seed).integers(0, n, size=n)`` in turn.
+        n_resamples: resamples.
 
     Returns:
-        The defined (finite) values of the statistic, in resample order; the caller takes the percentiles.
+        The finite values of the statistic, in resample order.
     """
     rng = np.random.default_rng(seed)
     out = []
@@ -272,13 +270,13 @@ def unit_resamples(stat: Callable[[np.ndarray], float | None], n: int, *, n_resa
 
 
 def z_quantile(alpha: float) -> float:
-    """z_{1 - alpha/2}, the two-sided normal quantile (``scipy.stats.norm.ppf``) of the PPI intervals.
+    """z_{1 - alpha/2}, the two-sided normal quantile.
 
     Args:
         alpha: the error level, in (0, 1).
 
     Returns:
-        The quantile (1.96 for alpha 0.05).
+        The quantile.
 
     Raises:
         ValueError: alpha outside (0, 1).
@@ -295,8 +293,8 @@ METHOD = "normal-approximation power of the paired test, n = ((z_0.975 + z_0.80)
 
 @dataclass(frozen=True)
 class ItemsNeeded:
-    """:func:`items_to_separate`'s outcome: mean and sample SD (n - 1; 0 for one item) of ``n_used`` differences,
-    ``n_total`` items needed and ``more`` = max(0, n_total - n_used) (None when no number would do: ``reason``)."""
+    """:func:`items_to_separate`'s outcome: mean and sample SD of ``n_used`` differences, ``n_total`` items needed and
+    ``more`` = max(0, n_total - n_used) (None when no number would do: ``reason``)."""
 
     n_used: int
     mean_diff: float
@@ -313,9 +311,9 @@ def items_to_separate(diffs: Sequence[float], *, alpha: float = 0.05, power: flo
     Wang, *Sample Size Calculations in Clinical Research*, 2nd ed., 2008, 3.1.1); none when mean 0 or sd 0.
 
     Args:
-        diffs: per-item differences a - b (finite numbers, at least 1).
-        alpha: the level, 0 < alpha < 1 (two-sided).
-        power: the power, 0 < power < 1.
+        diffs: per-item differences a - b (at least 1).
+        alpha: the two-sided level, in (0, 1).
+        power: the power, in (0, 1).
 
     Returns:
         :class:`ItemsNeeded`.
@@ -392,7 +390,7 @@ class HedgedCapitalCS:
             values: numbers in [0, 1].
 
         Raises:
-            ValueError: a value outside [0, 1] or not finite, or more values than the population holds.
+            ValueError: a value outside [0, 1], or more values than the population holds.
         """
         for x in np.asarray(values, dtype=float).ravel():
             self._step(float(x))
@@ -434,14 +432,14 @@ class HedgedCapitalCS:
 
     @property
     def interval(self) -> tuple[float, float]:
-        """The running CS ``(low, high)`` on the [0, 1] scale ((0, 1) before any value)."""
+        """The running CS ``(low, high)`` on the [0, 1] scale."""
         return self._lo, self._hi
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """The leader minus ``model`` (> 0 favours the leader, native scale) on ``n`` items: ``mean``, its CS
-    ``[low, high]`` at level alpha / (K - 1); ``left_out`` drawn items where either model had no value."""
+    """The leader minus ``model`` (> 0 favours the leader, native scale) on ``n`` items, its CS at level alpha / (K - 1);
+    ``left_out``: drawn items where either model had no value."""
 
     model: str
     n: int
@@ -453,8 +451,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Settlement:
-    """After ``items``: ``settled`` when the leader's every CS lies above 0; ``leader`` the best mean so far (None
-    before any value); ``comparisons`` the leader against each other model."""
+    """After ``items``: ``settled`` when the leader's every CS lies above 0; ``leader`` the best mean so far."""
 
     settled: bool
     leader: str | None
@@ -473,10 +470,10 @@ class SettleRule:
 
     Args:
         models: the target models (K >= 2).
-        value_range: the metric's (min, max) native range, both finite.
+        value_range: the metric's finite (min, max).
         higher_is_better: the metric's direction.
-        population: N, the items of the full selection (sampled without replacement); None for independent draws.
-        alpha: family-wise miscoverage (default 0.05).
+        population: N, the items of the full selection; None for independent draws.
+        alpha: family-wise miscoverage.
         grid: grid resolution of each CS.
 
     Raises:
@@ -516,8 +513,7 @@ class SettleRule:
         """Add one item.
 
         Args:
-            values: model -> its value on the item (None or missing: no valid value, which leaves the item out of
-                that model's comparisons and its mean).
+            values: model -> its value on the item (None or missing: left out of that model's comparisons).
 
         Raises:
             ValueError: a value outside the metric's range.
@@ -557,8 +553,7 @@ class SettleRule:
         """Whether the items so far settle the ranking.
 
         Returns:
-            The Settlement: settled when one model's CSs against every other lie above 0 (at most one can); else the
-            leader is the best mean so far (ties: the first given).
+            The Settlement; unsettled, the leader is the best mean so far (ties: the first given).
         """
         seen = [m for m in self.models if self._model_n[m]]
         if not seen:
@@ -568,7 +563,5 @@ class SettleRule:
             comps = [self._diff(leader, m) for m in self.models if m != leader]
             if all(c.n > 0 and c.low > 0.0 for c in comps):
                 return Settlement(True, leader, self.items, self.alpha, comps)
-        leader = by_mean[0]
-        return Settlement(
-            False, leader, self.items, self.alpha, [self._diff(leader, m) for m in self.models if m != leader]
-        )
+        comps = [self._diff(by_mean[0], m) for m in self.models if m != by_mean[0]]
+        return Settlement(False, by_mean[0], self.items, self.alpha, comps)
