@@ -1,29 +1,10 @@
 """Model references: a model string parsed once into provider, name, base URL and key variable.
 
-Model strings follow LangChain's ``init_chat_model`` convention, ``<provider>:<model>`` (DESIGN.md "Models and
-roles"), with two sgieval forms beside it:
-
-=================================== ============================ ================================================
-string                              provider / name              base URL / key variable
-=================================== ============================ ================================================
-``openai:gpt-4.1``                  ``openai`` / ``gpt-4.1``     ``--base-url``, else ``OPENAI_BASE_URL``, else
-                                                                 api.openai.com / ``OPENAI_API_KEY``
-``openai-api:vllm/Qwen2.5-7B``      ``openai-api`` /             ``VLLM_BASE_URL`` (required) / ``VLLM_API_KEY``
-                                    ``Qwen2.5-7B``, service      (optional): any OpenAI-compatible server, one
-                                    ``vllm``                     service name per server (inspect_ai's
-                                                                 ``openai-api/<service>/<model>``)
-``anthropic:claude-opus-4``         ``anthropic`` / ...          the provider package's own / ``ANTHROPIC_API_KEY``
-``replay:o1-mini``, ``local:smollm2`` ``replay``, ``local``      none
-``o1-mini``, ``phi4:latest``        ``""`` / the whole string    none (a stored model name, Ollama tag kept)
-=================================== ============================ ================================================
-
-A model's *identity* (:attr:`ModelRef.identity`) is what "the same model" means for judge hygiene and
-self-preference: the model name, lower case, without a router path (``openai/gpt-4o`` is ``gpt-4o``) and without
-Ollama's default tag ``:latest``.  The provider never enters it: ``anthropic:claude-opus-4`` and
-``anthropic:claude-sonnet-4`` are two models; ``replay:o1-mini`` and ``openai:o1-mini`` are one.
-
-The provider registry (prefix -> factory) lives in :mod:`sgieval.models.providers`; it adds each registered
-prefix here (:func:`add_prefix`) so that parsing knows it.
+Forms (LangChain's ``<provider>:<model>``, DESIGN.md "Models and roles"): ``openai:gpt-4.1`` (``--base-url``, else
+``OPENAI_BASE_URL``), ``openai-api:<service>/<model>`` (any OpenAI-compatible server: ``<SERVICE>_BASE_URL`` required,
+``<SERVICE>_API_KEY`` optional), ``anthropic:...`` and the other providers, ``replay:``/``local:`` (no service), and a
+bare stored model name (``o1-mini``, ``phi4:latest``). A model's :attr:`ModelRef.identity` is what "the same model"
+means for judge hygiene: the name, lower case, without router path and ``:latest``; the provider never enters it.
 """
 
 from __future__ import annotations
@@ -34,42 +15,10 @@ from dataclasses import dataclass, replace
 __all__ = ["ModelRef", "add_prefix", "known_prefixes", "same_model"]
 
 BUILTIN_PREFIXES: frozenset[str] = frozenset(
-    {
-        "replay",
-        "local",
-        "openai",
-        "openai-api",
-        # LangChain init_chat_model's providers
-        "azure_openai",
-        "anthropic",
-        "google_genai",
-        "google_vertexai",
-        "google_anthropic_vertex",
-        "bedrock",
-        "bedrock_converse",
-        "cohere",
-        "fireworks",
-        "together",
-        "mistralai",
-        "huggingface",
-        "groq",
-        "ollama",
-        "deepseek",
-        "xai",
-        "perplexity",
-        "ibm",
-        "nvidia",
-        "azure_ai",
-        "upstage",
-        "anthropic_bedrock",
-        "baseten",
-        "bedrock_mantle_anthropic",
-        "bedrock_mantle_openai",
-        "langsmith",
-        "litellm",
-        "meta",
-        "openrouter",
-    }
+    """replay local openai openai-api
+    azure_openai anthropic google_genai google_vertexai google_anthropic_vertex bedrock bedrock_converse cohere
+    fireworks together mistralai huggingface groq ollama deepseek xai perplexity ibm nvidia azure_ai upstage
+    anthropic_bedrock baseten bedrock_mantle_anthropic bedrock_mantle_openai langsmith litellm meta openrouter""".split()
 )
 """Prefixes known without any registration: sgieval's own and LangChain ``init_chat_model``'s providers."""
 
@@ -95,8 +44,7 @@ _prefixes: set[str] = set(BUILTIN_PREFIXES)
 
 _SERVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _TAG = re.compile(r"^(latest|\d|q\d)", re.IGNORECASE)
-"""An Ollama-style tag after a model name (``phi4:latest``, ``llama3.1:8b``, ``qwen2.5:q4_0``): the string is a
-stored model name, not ``<provider>:<model>``."""
+"""An Ollama-style tag after a model name (``phi4:latest``, ``llama3.1:8b``): a stored model name, no provider."""
 _PROVIDER_LIKE = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 
@@ -128,13 +76,12 @@ class ModelRef:
 
     Attributes:
         spec: the string as given (stripped), what records and reports show.
-        provider: the registry prefix (``openai``, ``openai-api``, ``anthropic``, ``replay``, ``local``...), or
-            ``""`` for a stored model name without one.
-        name: the model id the provider is asked for (``gpt-4.1``, ``Qwen2.5-7B``, ``llama3.3:latest``).
+        provider: the registry prefix, or ``""`` for a stored model name without one.
+        name: the model id the provider is asked for.
         service: the server name of an ``openai-api:<service>/<model>`` string, else ``""``.
-        base_url: the server's base URL once resolved (:func:`sgieval.models.providers.resolve_endpoint`).
-        base_url_var: the variable holding the base URL (``OPENAI_BASE_URL``, ``VLLM_BASE_URL``), or None.
-        key_var: the variable holding the API key (``OPENAI_API_KEY``), None when no key is needed.
+        base_url: the server's base URL once resolved.
+        base_url_var: the variable holding the base URL, or None.
+        key_var: the variable holding the API key, None when no key is needed.
     """
 
     spec: str
@@ -154,10 +101,7 @@ class ModelRef:
             strict: False: a string that does not parse is a stored model name (provider ``""``), no error.
 
         Returns:
-            The ModelRef; ``base_url`` is None.  A head before the first ``:`` that is not a known prefix
-            (:func:`known_prefixes`) is an unknown provider (``scripted:judge-1``) unless what follows is an
-            Ollama-style tag (``latest``, ``8b``, ``q4_0``): then ``provider`` is empty and ``name`` is the whole
-            string.
+            The ModelRef (``base_url`` None); an unknown head is an unknown provider unless an Ollama-style tag follows.
 
         Raises:
             ValueError: an ``openai-api:`` string without ``<service>/<model>`` (with ``strict``).
@@ -189,8 +133,7 @@ class ModelRef:
 
     @staticmethod
     def identity_of(spec: str) -> str:
-        """The :attr:`identity` of model string ``spec``; a string that does not parse is its own identity
-        (stripped, lower case).
+        """The :attr:`identity` of model string ``spec`` (a string that does not parse: itself, lower case).
 
         Args:
             spec: a model string.
@@ -205,8 +148,7 @@ class ModelRef:
 
     @property
     def identity(self) -> str:
-        """The model's identity (module doc): ``openai:gpt-4o`` -> ``gpt-4o``, ``replay:llama3.3:latest`` ->
-        ``llama3.3``, ``replay:openai/4o`` -> ``4o``."""
+        """The model's identity (module doc): ``replay:llama3.3:latest`` -> ``llama3.3``, ``replay:openai/4o`` -> ``4o``."""
         return self.name.strip().lower().removesuffix(":latest").rsplit("/", 1)[-1]
 
     @property
@@ -243,10 +185,7 @@ class ModelRef:
             The copy.
         """
         return replace(
-            self,
-            base_url=base_url,
-            base_url_var=base_url_var or self.base_url_var,
-            key_var=key_var or self.key_var,
+            self, base_url=base_url, base_url_var=base_url_var or self.base_url_var, key_var=key_var or self.key_var
         )
 
 

@@ -15,16 +15,9 @@ TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "model_length"})
 
 
 def split_reasoning(text: str | None) -> tuple[str | None, str]:
-    """``(reasoning, final)`` of a reply (METRICS.md D.8); tags matched case-sensitively, ``None`` -> ``(None, "")``.
-
-    - ``</think>`` present: ``final`` is the text after the LAST ``</think>``, leading whitespace removed; ``reasoning``
-      everything before it without one opening ``<think>``, stripped.
-    - only ``<think>`` (stopped while reasoning): ``final`` is ``""``, ``reasoning`` the text after the last
-      ``<think>``, stripped.
-    - neither tag: ``(None, text)`` unchanged.
-
-    >>> split_reasoning("<think>B? Wait, no... so D.\\n</think>\\n\\nD")
-    ('B? Wait, no... so D.', 'D')
+    """``(reasoning, final)`` of a reply (METRICS.md D.8): ``final`` is the text after the last ``</think>`` (``""``
+    with only ``<think>``: stopped while reasoning), ``reasoning`` the text before it without its ``<think>``; neither
+    tag: ``(None, text)``.
 
     Args:
         text: a reply text.
@@ -60,7 +53,7 @@ def final_text(text: str | None) -> str:
 
 
 def join_reasoning(*parts: str | None) -> str | None:
-    """The non-empty parts (a server's ``reasoning_content`` first, then the ``<think>`` text) joined by a blank line.
+    """The non-empty reasoning parts joined by a blank line.
 
     Args:
         parts: reasoning texts.
@@ -81,8 +74,7 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
         has_tool_calls: the reply calls tools.
 
     Returns:
-        ``"truncated"`` when ``finish_reason`` is in :data:`TRUNCATED_FINISH_REASONS`, else ``"empty"`` for a blank
-        final text without tool calls, else ``"ok"``.
+        ``"truncated"`` (cut by the token limit), ``"empty"`` (blank final text, no tool calls) or ``"ok"``.
     """
     if finish_reason is not None and str(finish_reason).lower() in TRUNCATED_FINISH_REASONS:
         return "truncated"
@@ -92,9 +84,8 @@ def reply_status(finish_reason: str | None, final: str, *, has_tool_calls: bool 
 
 
 def refusal_text(msg: object) -> str | None:
-    """The refusal a provider returned instead of an answer (METRICS.md D.17): ``additional_kwargs["refusal"]`` (OpenAI
-    Chat Completions), a ``refusal`` content block (Responses API), or a ``refusal`` stop/finish reason (Anthropic; the
-    text then the content, "" when none).
+    """The refusal a provider returned instead of an answer (METRICS.md D.17): OpenAI's ``refusal`` field or content
+    block, or a ``refusal`` stop/finish reason (Anthropic: the content).
 
     Args:
         msg: a reply message.
@@ -124,7 +115,7 @@ def verdict_word(value: object) -> object:
         value: the judge's verdict field.
 
     Returns:
-        Stripped, case-folded, trailing punctuation removed (``" Incorrect."`` -> ``"incorrect"``); else as it is.
+        Stripped, case-folded, trailing punctuation removed; a non-string as it is.
     """
     if not isinstance(value, str):
         return value
@@ -138,8 +129,7 @@ _NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def judge_number(value: object, *, integer: bool, what: str = "score") -> int | float:
-    """A judge's score field, strictly (METRICS.md D.4, D.17): an int or float (integral for ``integer``) or a string
-    that is exactly one (``"7"``); never coerced, so anything else is a parse error.
+    """A judge's score field, strictly (METRICS.md D.4, D.17): a number or a string that is exactly one; never coerced.
 
     Args:
         value: the judge's field.
@@ -150,7 +140,7 @@ def judge_number(value: object, *, integer: bool, what: str = "score") -> int | 
         The number.
 
     Raises:
-        ValueError: a bool, None, words (``"7/10"``), a list or a non-finite value, naming ``what`` and the value.
+        ValueError: anything else, naming ``what`` and the value.
     """
     v = value
     if isinstance(v, bool) or v is None or not isinstance(v, (int, float, str)):

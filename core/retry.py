@@ -1,11 +1,9 @@
-"""One retry policy (on tenacity) for every call that may fail for a while: model calls
-(:func:`sgieval.models.calls.ainvoke`) and web search (:mod:`sgieval.tools.search`).
+"""One retry policy (on tenacity) for every call that may fail for a while (model calls, web search).
 
 A failure ``retryable(exc)`` accepts is retried after ``min(max_delay_s, base_delay_s * 2**(attempt-1))`` seconds times
 ``U(0.5, 1.5)`` ("equal jitter", default) or ``U(0, 1)`` (``jitter="full"``), and at least a ``Retry-After`` /
-``retry-after-ms`` the error carries (capped at ``max_retry_after_s``); ``on_retry(attempt, exc, wait_s)`` runs before
-each wait. At most ``max_attempts`` tries; whatever ends the loop is raised as :class:`RetriesExhausted` with the last
-exception and the number of attempts.
+``retry-after-ms`` the error carries (capped at ``max_retry_after_s``). At most ``max_attempts`` tries; whatever ends
+the loop is raised as :class:`RetriesExhausted`.
 """
 
 from __future__ import annotations
@@ -82,8 +80,8 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """``max_attempts`` (>= 1, else ValueError) tries, the module's backoff; the server's wait (``retry_after(exc)``,
-    default :func:`retry_after_s`) is honoured up to ``max_retry_after_s`` s."""
+    """``max_attempts`` (>= 1) tries, the module's backoff; the server's wait (``retry_after(exc)``, default
+    :func:`retry_after_s`) is honoured up to ``max_retry_after_s`` s."""
 
     max_attempts: int = 4
     base_delay_s: float = 0.5
@@ -96,17 +94,6 @@ class RetryPolicy:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
 
-    def server_wait_s(self, exc: BaseException) -> float | None:
-        """Seconds the server asked to wait before the next try after ``exc`` (uncapped), or None.
-
-        Args:
-            exc: the failure.
-
-        Returns:
-            Seconds, or None.
-        """
-        return (self.retry_after or retry_after_s)(exc)
-
     def wait_s(self, attempt: int, exc: BaseException | None) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based) that raised ``exc``.
 
@@ -118,15 +105,14 @@ class RetryPolicy:
             Seconds.
         """
         wait = backoff_s(attempt, self.base_delay_s, self.max_delay_s, jitter=self.jitter)
-        ra = self.server_wait_s(exc) if exc is not None else None
+        ra = (self.retry_after or retry_after_s)(exc) if exc is not None else None
         if ra is not None:
             wait = max(wait, min(ra, self.max_retry_after_s))
         return wait
 
 
 class RetriesExhausted(Exception):
-    """The loop ended without a result: ``last`` is the last exception, ``attempts`` the number of tries made (fewer
-    than the policy's maximum when ``last`` was not retryable)."""
+    """The loop ended without a result: ``last`` is the last exception, ``attempts`` the number of tries made."""
 
     def __init__(self, last: BaseException, attempts: int):
         super().__init__(f"failed after {attempts} attempt(s): {type(last).__name__}: {last}")
@@ -135,8 +121,7 @@ class RetriesExhausted(Exception):
 
 
 OnRetry = Callable[[int, BaseException, float], None]
-"""``on_retry(attempt, exc, wait_s)``: called after failed attempt ``attempt`` (1-based) raised ``exc``, before
-waiting ``wait_s`` seconds for the next one."""
+"""``on_retry(attempt, exc, wait_s)``: called after failed attempt ``attempt`` (1-based), before waiting ``wait_s``."""
 
 
 def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
@@ -175,17 +160,15 @@ async def aretry(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     on_retry: OnRetry | None = None,
 ) -> tuple[T, int]:
-    """``(await fn(), attempts)`` under ``policy``, ``fn`` called once per attempt; ``CancelledError`` is never retried.
-
-    The first attempt runs outside tenacity: a call that succeeds at once builds no retry state (whose reference cycles
-    cost the garbage collector ~60 objects per call).
+    """``(await fn(), attempts)`` under ``policy``; ``CancelledError`` is never retried. The first attempt runs outside
+    tenacity, so a call that succeeds at once builds no retry state (reference cycles).
 
     Args:
         fn: the attempt.
         policy: the retry policy.
         retryable: whether an exception is retried.
         sleep: the sleep function.
-        on_retry: called before each retry (:data:`OnRetry`).
+        on_retry: called before each retry.
 
     Returns:
         ``(result, attempts)``.

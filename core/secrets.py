@@ -1,11 +1,6 @@
-"""Keeping keys out of run folders, logs and reports.
-
-:func:`redact_url` drops a URL's user-info and masks secret-looking query values; :func:`redact_secrets` does so for
-URLs in free text and masks bare OpenAI-style keys (``sk-...``). Patterns miss a key of another shape a server echoes
-back, so a run also masks by value: :class:`SecretValues` (built per run, ``RunContext.secrets``, handed to the run
-store and log) holds the keys the run sends (model API keys, keys in base URLs, provider and sandbox key variables) and
-masks each wherever it appears, also JSON- or URL-escaped.
-"""
+"""Keeping keys out of run folders, logs and reports: by pattern (:func:`redact_url`, :func:`redact_secrets`: URL
+credentials, secret-looking query values, bare ``sk-...`` keys) and by value (:class:`SecretValues`: the keys a run
+sends, masked wherever they appear, also JSON- or URL-escaped)."""
 
 from __future__ import annotations
 
@@ -24,8 +19,7 @@ MASK = "***"
 
 
 def redact_url(url: str | None) -> str | None:
-    """``url`` without credentials: ``user:password@`` removed, query values named like keys (``api_key``, ``key``,
-    ``token``...) replaced by ``***``; a non-URL gets :func:`redact_secrets`.
+    """``url`` without credentials: ``user:password@`` removed, query values named like keys replaced by ``***``.
 
     Args:
         url: a URL.
@@ -98,8 +92,7 @@ def url_secrets(url: str | None) -> list[str]:
 
 class SecretValues:
     """The secret values one run sends, masked by value, also JSON-escaped and URL-encoded; ``a | b`` joins two sets.
-    Values shorter than :attr:`MIN_LENGTH` after stripping are left out (a 3-letter "key" would mask ordinary words);
-    ``repr`` shows only the count."""
+    Values shorter than :attr:`MIN_LENGTH` are left out (a 3-letter "key" would mask ordinary words)."""
 
     MIN_LENGTH = 8
 

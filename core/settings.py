@@ -1,38 +1,8 @@
-"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place.
+"""Settings: every ``SGIEVAL_*`` environment variable, read and validated in one place (:class:`Settings`).
 
-One pydantic-settings object, :class:`Settings`.  A run reads it once when it starts (its run context keeps that copy,
-prints it in the run header and stores it, secrets masked, in ``config.json``); code running outside a run reads the
-environment afresh with :func:`current_settings`.
-
-=========================== ======================================= ===================
-variable                    meaning                                 default
-=========================== ======================================= ===================
-``SGIEVAL_CACHE_DIR``       folder of the model-call cache          user cache dir
-``SGIEVAL_NO_CACHE``        1/true/yes: call cache off              off (cache on)
-``SGIEVAL_DATA``            benchmark data folder                   ../shared/data, user data dir
-``SGIEVAL_RUBRIC_DIR``      folder of the user's rubric YAML files  user config dir/rubrics
-``SGIEVAL_OPENAI_TRANSPORT`` ``direct`` (aiohttp) or ``sdk``        direct
-                            (ChatOpenAI) for ``openai:`` models
-``SGIEVAL_LOCAL_THREADS``   CPU threads of the embedded model (>=1) 1
-``SGIEVAL_NETWORK``         ``auto`` (probe), ``online``, ``offline`` auto
-``SGIEVAL_PROGRESS_EVERY``  seconds between progress lines on a     10
-                            stderr that is no terminal (0: none)
-``SGIEVAL_FAST_START``      0/false: the console script's start-up  on
-                            and exit tricks off (core.startup)
-``SGIEVAL_BATCH_WINDOW``    ``--batch``: seconds without a new      2
-                            request before a batch is submitted
-``SGIEVAL_BATCH_POLL``      ``--batch``: seconds between two polls  30
-                            of a pending batch
-=========================== ======================================= ===================
-
-Read by ``install.sh`` only (not by Python): ``SGIEVAL_SKIP_LOCAL``, ``SGIEVAL_LLAMA_CPP_SPEC``,
-``SGIEVAL_WHEEL_CACHE``, ``SGIEVAL_SMOLLM``. Secrets the run header names but never shows: ``OPENAI_API_KEY``,
-``E2B_API_KEY`` (``"set"`` / ``"not set"``).  Model endpoints: ``OPENAI_BASE_URL`` (shown without credentials) and, for
-``openai-api:<service>/<model>`` strings and registered providers, ``<SERVICE>_BASE_URL`` / ``<SERVICE>_API_KEY``
-(:meth:`Settings.env_value`; :mod:`sgieval.core.modelref`).
-
-A bad value raises :class:`~sgieval.core.errors.InputError` naming the variable and the fix, e.g.
-``SGIEVAL_LOCAL_THREADS: must be a positive integer. Fix: unset it or set e.g. SGIEVAL_LOCAL_THREADS=2``.
+A run reads it once when it starts (kept in its run context, printed in the run header and stored, secrets masked, in
+``config.json``); code outside a run reads the environment afresh (:func:`current_settings`). A bad value raises
+InputError naming the variable and the fix. ``install.sh`` reads a few more variables of its own.
 """
 
 from __future__ import annotations
@@ -62,8 +32,7 @@ def _truthy(v: Any) -> bool:
 
 
 def _one_of(v: Any, allowed: Sequence[str], what: str, fix: str) -> str:
-    """``v`` case-folded and stripped, or ``allowed[0]`` (the default) when empty; FieldProblem
-    "unknown <what> 'v'" with ``fix`` when it is not one of ``allowed``."""
+    """``v`` case-folded and stripped (empty: ``allowed[0]``); FieldProblem when it is not one of ``allowed``."""
     t = str(v).strip().lower() or allowed[0]
     if t not in allowed:
         raise FieldProblem(f"unknown {what} {v!r}", fix)
@@ -71,7 +40,11 @@ def _one_of(v: Any, allowed: Sequence[str], what: str, fix: str) -> str:
 
 
 class Settings(BaseSettings):
-    """The ``SGIEVAL_*`` variables (module doc).  Paths are expanded (``~``); empty strings count as unset."""
+    """The ``SGIEVAL_*`` variables (paths expanded; empty strings count as unset), and the keys and endpoints the run
+    header names. ``network``: ``auto`` probes; ``progress_every``: seconds between progress lines on a stderr that is
+    no terminal (0: none); ``fast_start``: the console script's start-up and exit tricks (:mod:`.startup`);
+    ``batch_window``: ``--batch`` seconds without a new request before a batch is submitted; ``batch_poll``: seconds
+    between two polls of a pending batch."""
 
     model_config = SettingsConfigDict(
         env_prefix="SGIEVAL_", extra="ignore", case_sensitive=False, env_ignore_empty=True, frozen=True
@@ -95,15 +68,11 @@ class Settings(BaseSettings):
     _endpoints: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def model_post_init(self, context: Any) -> None:
-        """Snapshot the endpoint variables (``<NAME>_BASE_URL``, ``<NAME>_API_KEY``): a run sees those it started with.
-
-        Args:
-            context: pydantic's validation context (unused).
-        """
+        """Snapshot the endpoint variables (``<NAME>_BASE_URL``, ``<NAME>_API_KEY``): a run sees those it started with."""
         self._endpoints.update({k: v for k, v in os.environ.items() if _ENDPOINT_VAR.match(k) and v.strip()})
 
     def env_value(self, name: str) -> str | None:
-        """The endpoint variable ``name`` (``VLLM_BASE_URL``, ``OPENAI_*`` from their fields) as read by these settings.
+        """The endpoint variable ``name`` (``VLLM_BASE_URL``, ``OPENAI_*``) as read by these settings.
 
         Args:
             name: the variable name.
@@ -233,8 +202,7 @@ def current_settings() -> Settings:
 
 
 class use_settings:  # noqa: N801 - used as a context manager, like contextlib helpers
-    """``with use_settings(s): ...`` makes ``s`` what :func:`current_settings`
-    returns in this context (and the asyncio tasks it starts); restored on exit."""
+    """``with use_settings(s): ...`` makes ``s`` what :func:`current_settings` returns in this context (and its tasks)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
