@@ -1,33 +1,33 @@
-"""Shared SGI-Bench machinery: answer-tag extraction, the "empty or none" rule, and spec helpers.
-
-Sources: METRICS.md A.0 (answer-tag extraction, empty/failed model output) and D.1 (tag matching is case-sensitive; an
-empty ``<answer></answer>`` is an empty answer, not a fallback; the "empty or none" test looks at the raw reply).
-"""
+"""Shared SGI-Bench machinery: answer-tag extraction and the "empty or none" rule (METRICS.md A.0, D.1), the spec
+helper, the reference-field reader and the judge-panel scoring of the judged metrics."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from ...core import InputError, Item, MetricKind, MetricSpec, final_text
+from pydantic import BaseModel
+
+from ...core import InputError, Item, MetricKind, MetricSpec, Response, Score, final_text
+from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
+
+if TYPE_CHECKING:
+    from ..base import Metric, ScoringContext
 
 BENCHMARK = "sgi-bench"
 PAPER = "paper arXiv 2512.16969"
 
 ANSWER_OPEN = "<answer>"
 ANSWER_CLOSE = "</answer>"
-NONE_ANSWER = "None"
-"""The string SGI-Bench stores as response, answer and parsed answer for an empty or "none" reply (METRICS.md A.0)."""
+NONE_ANSWER = "None"  # stored as response, answer and parsed answer for an empty or "none" reply (A.0)
 
 
 def extract_answer_tag(text: str) -> str | None:
     """Text between the last ``<answer>`` and the first ``</answer>`` after it, stripped, in the text after the last
-    ``</think>`` (METRICS.md D.8). METRICS.md A.0 + D.1: tags are matched case-sensitively (``<ANSWER>`` is not a tag);
-    an empty pair ``<answer></answer>`` (or whitespace only) gives ``""`` (an empty answer, no fallback); a missing
-    opening tag, or no closing tag after the last opening tag, gives ``None`` so the caller falls back to the whole
-    response (:func:`model_answer`)."""
+    ``</think>`` (METRICS.md A.0, D.1, D.8): case-sensitive tags; an empty pair gives ``""``; a missing tag None (the
+    caller falls back to the whole response)."""
     if text is None:
         return None
-    text = final_text(text)  # D.8: only the text after the last </think> holds the answer
+    text = final_text(text)
     start = text.rfind(ANSWER_OPEN)
     if start < 0:
         return None
@@ -39,14 +39,13 @@ def extract_answer_tag(text: str) -> str | None:
 
 
 def is_empty_or_none(text: str | None) -> bool:
-    """METRICS.md A.0/D.1: the reply is empty or equals "none" case-insensitively, tested on the raw reply without
-    stripping (so ``"none\\n"`` and ``" "`` are not empty-or-none)."""
+    """Whether the raw reply (not stripped: ``"none\\n"`` is not) is None, empty or "none" in any case (A.0, D.1)."""
     return text is None or len(text) == 0 or text.lower() == "none"
 
 
 def model_answer(text: str | None) -> str:
-    """SGI-Bench ``model_answer``: ``"None"`` for an empty-or-none reply (:func:`is_empty_or_none`), else the tag
-    extraction, falling back to the whole (unstripped) response when a tag is missing (METRICS.md A.0, A.1 step 1)."""
+    """SGI-Bench ``model_answer`` (A.0, A.1 step 1): ``"None"`` for an empty-or-none reply, else the tagged answer,
+    else the whole (unstripped) response."""
     if is_empty_or_none(text):
         return NONE_ANSWER
     text = final_text(text)  # D.8
@@ -69,8 +68,7 @@ def spec(
     unit: str = "",
     qualities: list[str] | None = None,
 ) -> MetricSpec:
-    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969";
-    ``qualities``: the qualities it measures (MetricSpec.qualities)."""
+    """A SGI-Bench :class:`MetricSpec` with ``source`` "METRICS.md <section> / paper arXiv 2512.16969"."""
     return MetricSpec(
         name=name,
         tasks=[task],
@@ -96,3 +94,54 @@ def reference_field(item: Item, key: str) -> Any:
             fix=f"load the item with the SGI item contract for task {item.task!r}",
         )
     return ref[key]
+
+
+async def judge_panel(
+    metric: Metric,
+    item: Item,
+    response: Response,
+    ctx: ScoringContext,
+    messages: Callable[[], list],
+    reply: type[BaseModel],
+    *,
+    candidate: str,
+    value: Callable[[Any], float],
+    evidence_fields: Callable[[Any], dict[str, Any]],
+    per_judge: Callable[[Any], dict[str, Any]],
+    key: str,
+    rationale: Callable[[dict[str, Any], int], str],
+    extra: Callable[[dict[str, Any]], dict[str, Any]] = lambda per: {},
+) -> list[Score]:
+    """The one Score of a judged metric: every judge allowed for the target asked ``--judge-repeats`` times; the value
+    is the mean of the judges' means (``per_judge(parsed)[key]``); ``not_run`` without a judge, ``input_error`` when
+    ``messages()`` raises InputError, ``judge_error`` when no reply parsed."""
+    name = metric.specs[0].name
+    judges, failed = metric.judges_or_failed(item, response, ctx, name)
+    if failed is not None:
+        return failed
+    try:
+        msgs = messages()
+    except InputError as e:
+        return metric.failed(item, response, "input_error", str(e))
+    k = judge_repeats(ctx)
+    asked = await ask_repeats(judges, k, msgs, reply, candidate=candidate, value=value, evidence_fields=evidence_fields)
+    per = {n: per_judge(p) for n, p in asked.parsed.items()}  # the judge's last repeat that parsed
+    names = ",".join(j.name for j in judges)
+    means = judge_means(asked.draws)  # each judge's mean over its repeats that parsed (k = 1: its one value)
+    if not means:
+        return metric.failed(
+            item, response, "judge_error", "; ".join(asked.errors), judge=names, evidence=asked.evidence
+        )
+    for n, m in means.items():
+        per[n][key] = m
+    return panel_score(
+        item,
+        response,
+        name,
+        sum(means.values()) / len(means),
+        judges=names,
+        evidence=asked.evidence,
+        rationale=rationale(per, k),
+        errors=asked.errors,
+        details={"per_judge": per, "judge_errors": asked.errors, **extra(per), **repeat_details(asked.draws, k)},
+    )

@@ -1,5 +1,5 @@
-"""SGI-Bench Deep Research metrics (METRICS.md A.1, A.0, D.1): ``em`` (string equality with the extracted or parsed
-answer), ``em_normalised`` beside it (never instead) and ``sla`` (the judge's per-step correct proportion)."""
+"""SGI-Bench Deep Research metrics (METRICS.md A.1, A.0, D.1): ``em``, ``em_normalised`` beside it (never instead)
+and ``sla`` (the judge's per-step correct proportion)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from ..base import Metric, ScoringContext
 from ..registry import metric
 from ..answers import normalised_match
 from ..judge import as_data
-from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
-from .common import BENCHMARK, NONE_ANSWER, is_empty_or_none, model_answer, reference_field, spec
+from .common import BENCHMARK, NONE_ANSWER, is_empty_or_none, judge_panel, model_answer, reference_field, spec
 
 EM = spec(
     "em",
@@ -58,8 +57,7 @@ PHRASE_EXAMPLE = "T cell and B cell"
 
 
 def is_numeric_reference(answer: str) -> bool:
-    """A.1 step 2: the reference counts as numeric when Python ``float(answer)`` succeeds (so "1e5", "inf" and
-    surrounding spaces count)."""
+    """A.1 step 2: numeric when Python ``float(answer)`` succeeds ("1e5", "inf", surrounding spaces)."""
     try:
         float(answer)
     except (TypeError, ValueError):
@@ -73,22 +71,15 @@ def parser_example(answer: str) -> str:
 
 
 def exact_match(answer: str, extracted: str, parsed: str | None = None) -> int:
-    """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``), else 0. ``parsed`` None means
-    no parser output (never equal)."""
+    """A.1 step 3: 1 if ``answer == extracted`` or ``answer == parsed`` (plain ``==``; None never equal), else 0."""
     return int(answer == extracted or (parsed is not None and answer == parsed))
 
 
 def normalised_equal(reference: str, prediction: str) -> bool:
-    """True when ``prediction`` matches ``reference`` under METRICS.md D.11, the normalisation every normalised metric
-    of sgieval shares (:func:`sgieval.metric_pool.answers.normalised_match`).
-
-    1. Unicode NFKC, every dash or minus sign to ``-``, whitespace runs to one space, stripped, case-folded; equal ->
-       True (``"\u22120.76"`` matches ``"-0.76"``, a decomposed ``a`` + combining ring matches ``"\u00e5"``).
-    2. If both then read as numbers (currency symbols and thousands separators removed; ``1/2`` and ``6.02 x 10^23``
-       forms read), round both half-up to the reference's decimal places as written ("0.25" -> 2, "0.250" -> 3, "3" ->
-       0, "1e5" -> -5, i.e. to the hundred-thousand) and compare; a fraction reference must be matched exactly.  Units
-       are not handled ("0.25 mg" vs "0.25" is False).
-    """
+    """Whether ``prediction`` matches ``reference`` under METRICS.md D.11
+    (:func:`sgieval.metric_pool.answers.normalised_match`): NFKC, dashes to ``-``, whitespace collapsed, casefold; or,
+    when both read as numbers, equal after rounding half-up to the reference's written decimal places. Units are not
+    handled."""
     return normalised_match(reference, prediction)
 
 
@@ -117,8 +108,7 @@ PARSER_USER = """
 
 
 def parser_messages(extracted: str, example: str) -> list:
-    """Messages for the LLM answer parser (A.0): system prompt with the example and its type, user message with the
-    extracted answer."""
+    """Messages for the LLM answer parser (A.0): the example and its type, then the extracted answer."""
     typ = "One letter" if len(example) == 1 else str(type(example))
     return [
         SystemMessage(content=PARSER_SYSTEM.format(example=example, type=typ)),
@@ -127,9 +117,8 @@ def parser_messages(extracted: str, example: str) -> list:
 
 
 async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tuple[str, Any]:
-    """Run the LLM answer parser on ``extracted``. Returns (parsed answer, evidence). The parsed answer is the parser's
-    raw, unstripped output; when the call fails after its retries it is ``extracted`` (A.0). Evidence: {"tool":
-    "answer_parser", "judge", "input", "example", "raw", "error"}."""
+    """(parsed answer, evidence) of the LLM answer parser (A.0): its raw, unstripped output, or ``extracted`` when
+    the call fails after its retries."""
     example = parser_example(reference)
     ev: dict[str, Any] = {
         "tool": "answer_parser",
@@ -151,17 +140,15 @@ async def parse_answer(parser: NamedModel, extracted: str, reference: str) -> tu
 
 @metric(EM, EM_NORMALISED, scope=BENCHMARK)
 class ExactMatchMetric(Metric):
-    """``em`` (primary, A.1) and ``em_normalised`` (beside it), both 0/1 per item. The LLM answer parser runs when
-    ``ctx`` has a judge allowed for the target model (the first one) and ``use_parser`` is True; otherwise only the
-    extracted answer is compared. An empty or "none" reply scores against the string "None" with no parser call (A.0).
-    Raises nothing: a missing reference answer gives ``input_error`` Scores."""
+    """``em`` (primary, A.1) and ``em_normalised``, 0/1. The LLM answer parser is the first judge allowed for the
+    target (when ``use_parser``); an empty or "none" reply scores against "None" with no parser call (A.0)."""
 
     def __init__(self, use_parser: bool = True):
         self.use_parser = use_parser
 
     @classmethod
     def from_options(cls, options: dict) -> "ExactMatchMetric":
-        """With ``options["dr_use_parser"]`` (default True): the LLM answer parser on or off."""
+        """With ``options["dr_use_parser"]`` (default True)."""
         return cls(use_parser=bool(options.get("dr_use_parser", True)))
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
@@ -267,8 +254,8 @@ SLA_USER = """## Question
 
 
 def sla_messages(item: Item, response_text: str, extracted: str) -> list:
-    """Judge messages for SLA (A.1): question, reference steps joined by newlines, reference answer, the full
-    response and ``model_answer`` (both as delimited data)."""
+    """Judge messages for SLA (A.1): question, reference steps, reference answer, then the response and
+    ``model_answer`` as delimited data."""
     steps = reference_field(item, "steps")
     steps_text = "\n".join(str(s) for s in steps) if isinstance(steps, list) else str(steps)
     question = item.metadata.get("question") or item.prompt
@@ -287,7 +274,7 @@ def sla_messages(item: Item, response_text: str, extracted: str) -> list:
 
 
 def step_level_accuracy(steps: list[StepJudgement]) -> float:
-    """SLA = #steps judged "correct" / #steps (A.1); raises ValueError for an empty list."""
+    """SLA = #steps judged "correct" / #steps (A.1); ValueError for an empty list."""
     if not steps:
         raise ValueError("the judge returned an empty step list")
     return sum(s.judge == "correct" for s in steps) / len(steps)
@@ -295,54 +282,25 @@ def step_level_accuracy(steps: list[StepJudgement]) -> float:
 
 @metric(SLA, scope=BENCHMARK)
 class StepLevelAccuracyMetric(Metric):
-    """``sla``: 0-1 per item, judge metric (A.1). Every judge allowed for the target model is asked (structured output,
-    parse retries in :func:`ask_judge`); the value is the mean of the per-judge SLAs that parsed. No judge ->
-    ``not_run``; no judge reply parsed (or only empty lists) -> ``judge_error``. Raw replies are in ``evidence``."""
+    """``sla``, 0-1 (A.1): the mean of the judges' SLAs (:func:`judge_panel`)."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        judges, failed = self.judges_or_failed(item, response, ctx, "sla")
-        if failed is not None:
-            return failed
         text = NONE_ANSWER if is_empty_or_none(response.text) else response.text
-        try:
-            messages = sla_messages(item, text, model_answer(response.text))
-        except InputError as e:
-            return self.failed(item, response, "input_error", str(e))
-        k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        asked = await ask_repeats(
-            judges,
-            k,
-            messages,
+        return await judge_panel(
+            self,
+            item,
+            response,
+            ctx,
+            lambda: sla_messages(item, text, model_answer(response.text)),
             StepJudgements,
             candidate=text,
             value=lambda p: step_level_accuracy(p.steps),
             evidence_fields=lambda p: {"steps": [s.model_dump() for s in p.steps]},
-        )
-        got, evidence, errors = asked.draws, asked.evidence, asked.errors
-        per_judge: dict[str, Any] = {  # steps: the judge's last repeat that parsed
-            n: {"sla": step_level_accuracy(p.steps), "steps": [s.model_dump() for s in p.steps]}
-            for n, p in asked.parsed.items()
-        }
-        names = ",".join(j.name for j in judges)
-        means = judge_means(got)  # each judge's mean SLA over its repeats that parsed (k = 1: its one value)
-        if not means:
-            return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
-        for n, m in means.items():
-            per_judge[n]["sla"] = m
-        value = sum(means.values()) / len(means)
-        n_ok = sum(len(p["steps"]) for p in per_judge.values())
-        rationale = "; ".join(
-            f"{name}: {sum(s['judge'] == 'correct' for s in p['steps'])}/{len(p['steps'])} steps correct"
-            for name, p in per_judge.items()
-        )
-        return panel_score(
-            item,
-            response,
-            SLA.name,
-            value,
-            judges=names,
-            evidence=evidence,
-            rationale=rationale,
-            errors=errors,
-            details={"per_judge": per_judge, "judge_errors": errors, "n_steps": n_ok, **repeat_details(got, k)},
+            per_judge=lambda p: {"sla": step_level_accuracy(p.steps), "steps": [s.model_dump() for s in p.steps]},
+            key="sla",
+            rationale=lambda per, k: "; ".join(
+                f"{name}: {sum(s['judge'] == 'correct' for s in p['steps'])}/{len(p['steps'])} steps correct"
+                for name, p in per.items()
+            ),
+            extra=lambda per: {"n_steps": sum(len(p["steps"]) for p in per.values())},
         )

@@ -1,7 +1,5 @@
-"""SGI-Bench Experimental Reasoning metrics (METRICS.md A.5, D.3, D.4, D.8, D.9): ``mca`` (primary, the ER term: the
-last ``\boxed{letter}`` or final ``Answer: X`` line, the later counts), ``mca_lenient`` (also ``\text{B}``, ``(B)``,
-lower case, 0-based indices, "answer is X"), ``mca_code`` (the published code's first ``\boxed{X}``) and
-``reasoning_validity`` (judge, 0-10)."""
+"""SGI-Bench Experimental Reasoning metrics (METRICS.md A.5, D.3, D.4, D.8, D.9): ``mca`` (primary, the ER term),
+``mca_lenient``, ``mca_code`` (the published code's reading) and ``reasoning_validity`` (judge, 0-10)."""
 
 from __future__ import annotations
 
@@ -15,15 +13,13 @@ from ...core import EXPERIMENTAL_REASONING, InputError, Item, Response, Score, f
 from ..answers import answer_line_letter, boxed_spans, final_line, unwrap_letter
 from ..base import FunctionMetric, Metric, ScoringContext
 from ..judge import as_data
-from ..repeats import ask_repeats, judge_means, judge_repeats, panel_score, repeat_details
 from ..base import MetricResult
 from ..registry import metric
-from .common import BENCHMARK, reference_field, spec
+from .common import BENCHMARK, judge_panel, reference_field, spec
 
 
 def boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` in ``text``, in order, with balanced braces (``\\boxed{\\text{B}}`` ->
-    ``\\text{B}``); an unclosed box is skipped."""
+    """Contents of every balanced ``\\boxed{...}`` in ``text``, in order (an unclosed box is skipped)."""
     return [c for _pos, c in boxed_spans(text)]
 
 
@@ -31,10 +27,8 @@ _D3_WRAPPERS = re.compile(r"\\(?:text|mathrm)\s*\{([^{}]*)\}")
 
 
 def option_letter(box: str) -> str | None:
-    """The option letter a box holds (METRICS.md D.3), or None. Removes every space, ``$`` and ``**``, unwraps
-    ``\\text{...}`` and ``\\mathrm{...}`` and surrounding parentheses; what is left must be one ASCII letter, returned
-    as written (``\\boxed{ D }``, ``\\text{D}``, ``(D)`` -> "D"; ``b`` -> "b"; ``\\langle H\\rangle``, ``B.``, ``2x`` ->
-    None)."""
+    """The option letter a box holds (METRICS.md D.3), or None: spaces, ``$`` and ``**`` removed, ``\\text{}`` /
+    ``\\mathrm{}`` and surrounding parentheses unwrapped; one ASCII letter must be left, returned as written."""
     t = box
     for _ in range(3):
         t = _D3_WRAPPERS.sub(r"\1", t)
@@ -61,22 +55,16 @@ def _last_option_box(text: str, allowed: set[str] | None) -> tuple[int, str] | N
 
 
 def extract_option(text: str, n_options: "int | Collection[str] | None" = None) -> str | None:
-    """D.3: the option letter of the LAST ``\\boxed{...}`` that holds one (:func:`option_letter`), in the text after
-    the last ``</think>`` (D.8). Boxes holding anything else are skipped; with ``n_options`` known, so are letters
-    past the last option (``H`` with options A-D), compared ignoring case; ``n_options`` may also be the option
-    letters themselves.  None when no box holds an option letter."""
+    """D.3: the option letter of the LAST ``\\boxed{...}`` holding one (:func:`option_letter`) after the last
+    ``</think>`` (D.8); letters past ``n_options`` (a count or the letters) are skipped, ignoring case. None if none."""
     got = _last_option_box(final_text(text or ""), _allowed(n_options))
     return None if got is None else got[1]
 
 
 def final_option(text: str, n_options: "int | Collection[str] | None" = None) -> tuple[str | None, str]:
-    """``(letter or None, how it was found)``: the final option letter of a reply (METRICS.md D.3 with the D.9 answer
-    line), in the text after the last ``</think>`` (D.8). Candidates: the last ``\\boxed{...}`` holding an option letter
-    (:func:`extract_option`) and a final ``Answer: X`` line (:func:`sgieval.metric_pool.answers.answer_line_letter`: any
-    case of ``answer``, ``**Answer: D**``, ``$X$`` / ``**X**`` / ``*X*`` / ``_X_`` / ``(X)`` wrappers and a trailing
-    period unwrapped; the letter must stand alone). When both exist the later one in the reply counts; letters past the
-    options are skipped. ``(None, "no answer found")`` when neither exists: the item has no answer (counted as "no
-    answer found", not as a wrong answer)."""
+    """``(letter or None, how it was found)`` (METRICS.md D.3, D.8, D.9): the later of the last ``\\boxed{...}`` holding
+    an option letter and a final ``Answer: X`` line (:func:`sgieval.metric_pool.answers.answer_line_letter`); letters
+    past the options are skipped. ``(None, "no answer found")`` when neither exists (no answer, not a wrong answer)."""
     t = final_text(text or "")
     allowed = _allowed(n_options)
     box = _last_option_box(t, allowed)
@@ -93,14 +81,12 @@ def final_option(text: str, n_options: "int | Collection[str] | None" = None) ->
 
 
 def n_options_of(item: Item) -> int | None:
-    """Number of options in ``item.reference["options"]`` (list or dict), or None."""
     opts = item.reference.get("options") if isinstance(item.reference, dict) else None
     return len(opts) if isinstance(opts, (list, dict)) and opts else None
 
 
 def gold_letter(item: Item) -> str:
-    """``chr(65 + reference["answer"])`` (A.5: the answer is a 0-based int). Raises InputError when the field is
-    missing or not a non-negative int."""
+    """``chr(65 + reference["answer"])`` (A.5: a 0-based int); InputError when missing or not an index 0..25."""
     ans = reference_field(item, "answer")
     try:
         idx = int(ans)
@@ -116,9 +102,8 @@ def gold_letter(item: Item) -> str:
 
 
 def mca(text: str, gold: str, n_options: int | None = None) -> int:
-    """Multi-choice accuracy (A.5 with D.3 and the D.9 answer line): 1 if :func:`final_option` == ``gold`` exactly
-    (case-sensitive, so ``\\boxed{b}`` is wrong for "B"; ``\\boxed{\\text{B}}``, ``$\\boxed{ B }$`` and a final
-    ``ANSWER: *B*.`` are right), else 0 (also when no answer is found)."""
+    """Multi-choice accuracy (A.5, D.3, D.9): 1 if :func:`final_option` equals ``gold`` exactly (case-sensitive),
+    else 0 (also when no answer is found)."""
     return int(final_option(text, n_options)[0] == gold)
 
 
@@ -154,8 +139,7 @@ def _lenient_letter(token: str, n_options: int) -> str | None:
 
 
 def _phrase_letter(value: str, n_options: int) -> str | None:
-    """The option an "Answer: ..." phrase gives when its letter (or 0-based index) stands alone (``(B) because``, ``B.``);
-    ``I don't know`` and ``a mixture`` are no answer."""
+    """The option an "Answer: ..." phrase gives when its letter (or 0-based index) stands alone (D.9)."""
     v = value
     for _ in range(3):
         v = _WRAPPERS.sub(r"\1", v)
@@ -172,17 +156,10 @@ def _phrase_letter(value: str, n_options: int) -> str | None:
 
 
 def extract_option_lenient(text: str, n_options: int = 26) -> str | None:
-    """Lenient option extraction (``mca_lenient`` only, not the benchmark's rule).
-
-    Candidates, the later one in the reply wins:
-
-    1. The last ``\\boxed{...}``: unwrap ``\\text{}``/``\\textbf{}``/``\\mathrm{}``..., drop spaces and surrounding
-       ``()[].:*$``; one letter (any case) -> upper case; a number < ``n_options`` -> 0-based index (``\\boxed{1}`` ->
-       "B"); "B. text" -> "B".
-    2. The last "Answer: X" / "answer is X" whose letter or index stands alone (:func:`_phrase_letter`, the rule of D.9:
-       ``ANSWER: I don't know`` is no answer, also when option I exists).
-
-    Letters past ``n_options`` are skipped.  Returns the letter or None."""
+    """Lenient option extraction (``mca_lenient`` only): the later of the last ``\\boxed{...}``
+    (wrappers and ``()[].:*$`` dropped; a letter in any case, a 0-based index, or "B. text") and the last "Answer: X" /
+    "answer is X" whose letter or index stands alone (:func:`_phrase_letter`); letters past ``n_options`` are
+    skipped."""
     text = final_text(text or "")
     allowed = {chr(65 + k) for k in range(max(1, min(n_options, 26)))}
     cands: list[tuple[int, str]] = []
@@ -275,8 +252,6 @@ def _mca_code_fn(item: Item, response: Response):
 
 @metric(MCA, MCA_LENIENT, MCA_CODE, scope=BENCHMARK)
 class MultiChoiceMetric(FunctionMetric):
-    """``mca`` (primary), ``mca_lenient``, ``mca_code``: 0/1 per item each."""
-
     def __init__(self) -> None:
         super().__init__(self.specs, [_mca_fn, _mca_lenient_fn, _mca_code_fn])
 
@@ -332,9 +307,8 @@ MCQ_INSTRUCTION = (
 
 
 def question_block(item: Item) -> str:
-    """The question-and-options prompt the RV judge sees (A.5): the instruction, "Question:" + the raw question,
-    "Options:" labelled "A. ...", "B. ..." (falls back to ``item.prompt`` when the raw question or options are
-    absent)."""
+    """The question the RV judge sees (A.5): the instruction, the raw question and the options "A. ...";
+    ``item.prompt`` when the raw question or options are absent."""
     ref = item.reference if isinstance(item.reference, dict) else {}
     q, opts = item.metadata.get("question"), ref.get("options")
     if not q or not isinstance(opts, list):
@@ -344,8 +318,8 @@ def question_block(item: Item) -> str:
 
 
 def rv_messages(item: Item, response_text: str, images: bool = True) -> list:
-    """Judge messages for RV: question images first (base64 PNG from ``metadata["images"]``, not the step images),
-    then the question block, the numbered reference steps and the full model output as delimited data."""
+    """Judge messages for RV: the question images (not the step images), then the question block, the numbered
+    reference steps and the model output as delimited data."""
     steps = reference_field(item, "steps")
     steps_text = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)) if isinstance(steps, list) else str(steps)
     text = RV_USER.format(question=question_block(item), steps=steps_text, prediction=as_data(response_text))
@@ -359,58 +333,32 @@ def rv_messages(item: Item, response_text: str, images: bool = True) -> list:
 
 @metric(RV, scope=BENCHMARK)
 class ReasoningValidityMetric(Metric):
-    """``reasoning_validity``: 0-10 per item, judge metric (A.5 with D.4). Each judge allowed for the target model
-    returns a :class:`ReasoningValidityJudgement`; the value is the mean of the parsed scores. No judge -> ``not_run``;
-    no judge parsed after retries -> ``judge_error`` (never 0, unlike the published code). ``images``: send the question
-    images (default True)."""
+    """``reasoning_validity``, 0-10 (A.5, D.4): the mean of the judges' parsed scores; no parsed reply ->
+    ``judge_error`` (never 0, unlike the published code). ``images``: send the question images."""
 
     def __init__(self, images: bool = True):
         self.images = images
 
     @classmethod
     def from_options(cls, options: dict) -> "ReasoningValidityMetric":
-        """With ``options["rv_images"]`` (default True): the item's images shown to the judge."""
+        """With ``options["rv_images"]`` (default True)."""
         return cls(images=bool(options.get("rv_images", True)))
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
-        judges, failed = self.judges_or_failed(item, response, ctx, "reasoning_validity")
-        if failed is not None:
-            return failed
-        try:
-            messages = rv_messages(item, response.text, self.images)
-        except InputError as e:
-            return self.failed(item, response, "input_error", str(e))
-        k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
-        asked = await ask_repeats(
-            judges,
-            k,
-            messages,
+        return await judge_panel(
+            self,
+            item,
+            response,
+            ctx,
+            lambda: rv_messages(item, response.text, self.images),
             ReasoningValidityJudgement,
             candidate=response.text,
             value=lambda p: float(p.score),
             evidence_fields=lambda p: {"score": p.score},
-        )
-        got, evidence, errors = asked.draws, asked.evidence, asked.errors
-        per_judge: dict[str, Any] = {n: p.model_dump() for n, p in asked.parsed.items()}
-        names = ",".join(j.name for j in judges)
-        means = judge_means(got)  # each judge's mean over its repeats that parsed (k = 1: its one score)
-        if not means:
-            return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
-        for n, m in means.items():
-            per_judge[n]["score"] = m
-        value = sum(means.values()) / len(means)
-        rationale = "; ".join(
-            f"{n}: {p['score']:g}/10{f' (mean of {k} repeats)' if k > 1 else ''} ({p['rationale']})"
-            for n, p in per_judge.items()
-        )
-        return panel_score(
-            item,
-            response,
-            RV.name,
-            value,
-            judges=names,
-            evidence=evidence,
-            rationale=rationale,
-            errors=errors,
-            details={"per_judge": per_judge, "judge_errors": errors, **repeat_details(got, k)},
+            per_judge=lambda p: p.model_dump(),
+            key="score",
+            rationale=lambda per, k: "; ".join(
+                f"{n}: {p['score']:g}/10{f' (mean of {k} repeats)' if k > 1 else ''} ({p['rationale']})"
+                for n, p in per.items()
+            ),
         )
