@@ -1,7 +1,5 @@
-"""Human labels (:class:`~sgieval.core.Label`, ``labels.jsonl``) against the judges: which units to label, validation,
-judge-label agreement (:mod:`.agreement`) and PPI++ means and paired differences (:mod:`.ppi`).  PPI's guarantee needs
-a uniform random sample, so :func:`sample_units` draws the same random items for every model (each its own stratum);
-other selections (``disagreement``) are marked as not covered."""
+"""Human labels (``labels.jsonl``) against the judges: which units to label, validation, judge-label agreement and
+PPI++ means and paired differences (PPI's guarantee needs a uniform random sample of the labelled units)."""
 
 from __future__ import annotations
 
@@ -14,18 +12,16 @@ from .agreement import Agreement, agreement
 from .ppi import PPIEstimate, classical_mean, ppi_mean
 from .reliability import judge_values
 
-MIN_LABELS = 10
-"""Fewer labels than this for a model: its judge-only figure stands (a PPI interval on so few labels is unreliable
-and its normal approximation unjustified)."""
+MIN_LABELS = 10  # fewer labels for a model: its judge-only figure stands
 
 Selection = Literal["random", "disagreement"]
 
 
 def latest_labels(labels: Iterable[Label]) -> list[Label]:
-    """One label per (item, model, metric, criterion, labeller): the last one given, in file order.
+    """One label per (item, model, metric, criterion, labeller): the last one given.
 
     Args:
-        labels: labels as read from ``labels.jsonl`` (file order = time order).
+        labels: labels in file (time) order.
 
     Returns:
         The labels that count, in the order of their first appearance.
@@ -81,20 +77,18 @@ def validate_labels(
     source: str,
     positions: Sequence[str] | None = None,
 ) -> None:
-    """Refuse labels that cannot be matched or lie outside the declared range; every bad label is named at once.
+    """Refuse labels that cannot be matched or lie outside the declared range.
 
     Args:
         labels: the labels to check.
-        specs: the run's metric specs (rubrics carry their criteria, each scored 0-10).
+        specs: the run's metric specs (rubric criteria are scored 0-10).
         item_ids: the run's item ids.
         models: the run's target model names.
         source: the file the labels come from (named in the error).
-        positions: where each label stands in ``source`` (e.g. ``"line 3"``); default ``"label <n>"``.
+        positions: where each label stands in ``source`` (default ``"label <n>"``).
 
     Raises:
-        InputError: naming the first offending label (its position in ``source``), the field and the fix (an
-            unknown item, model, metric or criterion, or a value outside the range of the metric, its declared
-            ``range``, or of the criterion, 0-10), and after it the positions and reasons of up to 5 more.
+        InputError: naming the first offending label, its field and the fix, then up to 5 more.
     """
     by_name = {s.name: s for s in specs}
     ids, names = set(item_ids), set(models)
@@ -148,13 +142,13 @@ def sample_units(
         scores: the run's scores.
         metric: the metric to label.
         n: labels wanted per target model (>= 1).
-        seed: the seed of the random draw (the same seed gives the same units, so a session continues).
-        selection: ``random`` (the same uniform random items for each model, as PPI needs) or ``disagreement``
-            (widest judge spread first: NOT a random sample, not covered by PPI's guarantee).
-        done: units already labelled; left out of the result but counted toward ``n``.
+        seed: the seed of the random draw.
+        selection: ``random`` (the same random items for each model, as PPI needs) or ``disagreement`` (widest judge
+            spread first: not covered by PPI's guarantee).
+        done: units already labelled; left out but counted toward ``n``.
 
     Returns:
-        Up to ``n`` units per model not in ``done``, item-major (every model's answer to one item, then the next).
+        Up to ``n`` units per model not in ``done``, item-major.
 
     Raises:
         ValueError: ``n`` < 1 or an unknown ``selection``.
@@ -196,10 +190,8 @@ def sample_units(
 
 @dataclass(frozen=True)
 class ModelEstimate:
-    """The mean of one target model on one labelled metric, three ways: ``judge`` (over its ``n_scored`` units with a
-    valid score, normal interval), ``labels`` (over its ``n_labels`` labelled ones; None with fewer than 2) and
-    ``ppi`` (PPI++; None with fewer than :data:`MIN_LABELS` labels or no unlabelled unit); ``note`` says why the PPI
-    estimate is absent or not covered by the guarantee ("" otherwise)."""
+    """The mean of one target model on one labelled metric three ways (judge only, labels only, PPI++); ``note`` says
+    why the PPI estimate is absent or not covered by the guarantee."""
 
     model: str
     n_labels: int
@@ -217,8 +209,7 @@ class ModelEstimate:
 
 @dataclass(frozen=True)
 class AgreementResult:
-    """How the judges agree with ``n_labels`` labels on one metric (``sgieval.agreement``): ``agreements`` per judge
-    (and ``panel``) and per criterion (None: the metric itself)."""
+    """How the judges (and the panel) agree with ``n_labels`` labels on one metric, per criterion."""
 
     metric: str
     agreements: list[Agreement]
@@ -239,11 +230,8 @@ class AgreementResult:
 
 @dataclass
 class LabelEstimates:
-    """Agreement and prediction-powered estimates of one metric (``sgieval.agreement`` / ``sgieval.ppi``):
-    ``agreements`` per judge and panel, for the metric and each labelled criterion; ``models`` the three means per
-    target model; ``differences`` {(a, b): the PPI++ mean of a - b over the items both scored, from those labelled
-    for both (labels-only when all are), for pairs with at least :data:`MIN_LABELS` of them}; ``selection`` how the
-    labelled units were chosen; ``n_labels`` labels used (the latest per unit and labeller)."""
+    """Agreement and prediction-powered estimates of one metric; ``differences`` {(a, b): the PPI++ mean of a - b, for
+    pairs with at least :data:`MIN_LABELS` items labelled for both}."""
 
     metric: str
     higher_is_better: bool
@@ -276,7 +264,7 @@ class LabelEstimates:
         return pd.DataFrame(rows)
 
     def agreement(self) -> AgreementResult:
-        """The agreement statistics alone (:class:`AgreementResult`, its own ``to_pandas()``)."""
+        """The agreement statistics alone."""
         return AgreementResult(self.metric, list(self.agreements), self.n_labels)
 
 
@@ -340,19 +328,18 @@ def label_estimates(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> LabelEstimates:
-    """Agreement with the labels and prediction-powered means of one metric (module docstring).
+    """Agreement with the labels and prediction-powered means of one metric.
 
     Args:
-        scores: the run's scores (all metrics; those of ``spec`` are used).
-        labels: the run's labels (the latest per unit and labeller counts; several labellers are averaged).
-        spec: the metric (a rubric carries its criteria).
-        selection: how the labelled units were chosen (``random``: covered by PPI's guarantee); None: the first
-            ``sample`` field of the metric's labels other than ``random`` or "" (``disagreement``, ``user``).
+        scores: the run's scores (those of ``spec`` are used).
+        labels: the run's labels (the latest per unit and labeller; several labellers are averaged).
+        spec: the metric.
+        selection: how the labelled units were chosen; None: from the labels' ``sample`` field.
         alpha: error level of every interval.
         seed: seed of the bootstrap intervals of the agreement statistics.
 
     Returns:
-        A :class:`LabelEstimates` (empty lists when no label matches a valid score).
+        A :class:`LabelEstimates`.
     """
     mine = [s for s in scores if s.metric == spec.name and s.item_id != "*"]
     labs = [lab for lab in latest_labels(labels) if lab.metric == spec.name]

@@ -19,9 +19,8 @@ from .rubric import RubricMetric
 
 @dataclass(frozen=True)
 class Disagreement:
-    """One labelled unit: ``judge`` (``"panel"`` for the panel mean) gave ``judge_value`` to ``model``'s response on
-    ``criterion`` (0-10; None: the metric's own value, 0-100), the labels average ``label``; ``rationale`` the
-    judge's."""
+    """One labelled unit: ``judge`` (or ``"panel"``) gave ``judge_value`` on ``criterion`` (0-10; None: the metric,
+    0-100), the labels average ``label``."""
 
     item_id: str
     model: str
@@ -33,12 +32,12 @@ class Disagreement:
 
     @property
     def gap(self) -> float:
-        """Judge minus label, on the scale of the criterion (0-10) or the metric (0-100)."""
+        """Judge minus label."""
         return self.judge_value - self.label
 
     @property
     def relative_gap(self) -> float:
-        """``|gap|`` as a share of the scale's width (0-1), so criterion and metric gaps compare."""
+        """``|gap|`` as a share of the scale's width (0-1)."""
         return abs(self.gap) / (10.0 if self.criterion is not None else 100.0)
 
 
@@ -59,13 +58,13 @@ def labelled_units(labels: Sequence[Label], metric: str) -> list[tuple[str, str]
         metric: the rubric's name.
 
     Returns:
-        Sorted unique (item_id, model) pairs with at least one label of ``metric`` (any criterion).
+        Sorted unique (item_id, model) pairs with a label of ``metric``.
     """
     return sorted({(i, m) for i, m, _ in _labels_by_unit(labels, metric)})
 
 
 def _judge_view(score: Score, rubric: Rubric, criterion: str | None, judge: str | None) -> tuple[str, float] | None:
-    """(judge name, value) of ``score`` for one judge (its own per-criterion scores) or the panel (judge None)."""
+    """(judge name, value) of ``score`` for one judge or the panel (judge None)."""
     if not score.ok or score.value is None:
         return None
     details = score.details or {}
@@ -100,13 +99,12 @@ def disagreements(
     """Every labelled unit of ``rubric`` with a valid score, the largest disagreement first.
 
     Args:
-        scores: scores of the rubric (other metrics are ignored).
-        labels: the run's labels (the latest per unit and labeller; several labellers are averaged).
-        judge: a judge whose own scores (``details["per_judge"]``) are compared; None: the panel mean.
+        scores: scores of the rubric.
+        labels: the run's labels.
+        judge: a judge whose own scores are compared; None: the panel mean.
 
     Returns:
-        One :class:`Disagreement` per (item, model, criterion) label with a score, by ``relative_gap`` descending
-        (ties: item, model, criterion).
+        One :class:`Disagreement` per (item, model, criterion) label with a score, by ``relative_gap`` descending.
     """
     by_unit = {(s.item_id, s.model): s for s in scores if s.metric == rubric.name and s.item_id != "*"}
     out = []
@@ -132,7 +130,7 @@ def scored_by(scores: Sequence[Score], rubric: Rubric, units: Sequence[tuple[str
         units: (item_id, model) pairs.
 
     Returns:
-        Every judge that scored at least one of the units (``details["per_judge"]`` keys).
+        Every judge that scored at least one of the units.
     """
     want = set(units)
     names: set[str] = set()
@@ -162,11 +160,11 @@ async def rescore_units(
         units: the (item_id, target model) pairs to score.
         judges: the judge panel.
         tools: a ToolPool for the judges, or None.
-        options: scoring options (``tool_budget``, ``judge_repeats``).
+        options: scoring options.
         concurrency: units scored at once.
 
     Returns:
-        One Score per unit in the run, in ``units`` order (a failed judge call is a failed Score, never a number).
+        One Score per unit in the run, in ``units`` order.
     """
     by_item = {i.id: i for i in items}
     by_response = {(r.item_id, r.model): r for r in responses}
@@ -186,8 +184,7 @@ async def rescore_units(
 
 @dataclass(frozen=True)
 class AgreementChange:
-    """One agreement ``statistic`` of ``criterion`` (None: the metric's own value) with the scores ``before`` and
-    ``after`` a revision (None where the criterion had no paired unit)."""
+    """One agreement ``statistic`` of ``criterion`` (None: the metric) before and after a revision."""
 
     criterion: str | None
     statistic: str
@@ -215,19 +212,18 @@ def compare_agreement(
     judge: str | None = None,
     seed: int = 0,
 ) -> list[AgreementChange]:
-    """The agreement with the labels (:func:`sgieval.metric_pool.labels.label_estimates`) of two sets of scores of one
-    rubric on the same labelled units.
+    """The agreement with the labels of two sets of scores of one rubric on the same labelled units.
 
     Args:
         before: scores before the revision.
         after: scores of the revised rubric.
         labels: the run's labels.
-        rubric: the rubric (its name and criteria are the same before and after).
-        judge: the judge compared (its own entry in a panel's scores); None: the panel.
-        seed: seed of the bootstrap intervals (the same for both sides).
+        rubric: the rubric (same name and criteria before and after).
+        judge: the judge compared; None: the panel.
+        seed: seed of the bootstrap intervals.
 
     Returns:
-        One :class:`AgreementChange` per (criterion, statistic), the metric's own value first, then the criteria.
+        One :class:`AgreementChange` per (criterion, statistic), the metric's own value first.
     """
     a = _pick(label_estimates(before, labels, rubric, seed=seed).agreements, judge)
     b = _pick(label_estimates(after, labels, rubric, seed=seed).agreements, judge)
@@ -238,9 +234,6 @@ def compare_agreement(
             continue
         names = dict.fromkeys(s.name for side in (a, b) if crit in side for s in side[crit].statistics)
         for name in names:
-            out.append(
-                AgreementChange(
-                    crit, name, a[crit].get(name) if crit in a else None, b[crit].get(name) if crit in b else None
-                )
-            )
+            sides = [side[crit].get(name) if crit in side else None for side in (a, b)]
+            out.append(AgreementChange(crit, name, *sides))
     return out

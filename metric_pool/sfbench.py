@@ -1,7 +1,5 @@
 """SFBench metrics (DATASETS.md "SFBench"; METRICS.md D.5, D.7) of a reply giving a Likert feasibility -2..2 and an
-explanation: :class:`SFBenchLikert` (per item absolute error and exact match; per model quadratic weighted kappa,
-primary, accuracy and MAE with the 5x5 confusion matrix) and :class:`SFBenchExplanation` (judged correctness and
-completeness on 1-5 against the gold explanation, normalised, with their harmonic mean F1)."""
+explanation: the Likert score's errors and kappa, and the judged correctness and completeness of the explanation."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, verdict_word
 from .answers import normalise_text
-from .base import CORPUS, Metric, ScoringContext
+from .base import CORPUS, Metric, ScoringContext, score_for
 from .judge import as_data, ask_judge, parse_json_object
 from .registry import metric
 from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
@@ -121,19 +119,10 @@ def _likert(value: Any, where: str) -> int:
 
 
 def parse_feasibility_reply(text: str) -> tuple[int, str]:
-    """Parse a target reply into ``(likert score -2..2, explanation)``.
-
-    Accepted forms, tried in order:
-
-    1. a JSON object (code fences and surrounding text allowed) with a ``score`` key (or ``feasibility_score`` /
-       ``feasibility`` / ``likert``) and an optional ``explanation``;
-    2. a line ``Feasibility: +1`` (also ``Feasibility score:``, ``Score:``, ``Likert:``, ``Rating:``; ``=`` allowed; the
-       **last** such line counts); the explanation is the text after an ``Explanation:`` line marker if present, else
-       the reply without the score line, stripped.
-
-    Values may be ints, integral floats ("1.0") or signed strings ("+1"). Raises ValueError: no score found, a
-    non-integer, or a value outside -2..2 (METRICS.md D.5).
-    """
+    """Parse a target reply into ``(likert score -2..2, explanation)``: a JSON object with a ``score`` key (or
+    ``feasibility_score`` / ``feasibility`` / ``likert``) and an optional ``explanation``, else the last line like
+    ``Feasibility: +1`` and the text after an ``Explanation:`` marker (else the reply without the score line).
+    ValueError: no score, a non-integer, or a value outside -2..2 (METRICS.md D.5)."""
     text = text or ""
     try:
         obj = parse_json_object(text)
@@ -169,8 +158,7 @@ def parse_feasibility_reply(text: str) -> tuple[int, str]:
 
 
 def gold_likert(item: Item) -> int:
-    """The gold Likert score ``item.reference["score"]``; raises ValueError naming the item and field when missing or
-    outside -2..2 (D.5)."""
+    """The gold Likert score ``item.reference["score"]``; ValueError when missing or outside -2..2 (D.5)."""
     ref = item.reference
     if not isinstance(ref, dict) or "score" not in ref:
         raise ValueError(
@@ -190,8 +178,7 @@ def _not_run(model: str, specs: Sequence[MetricSpec], error: str) -> list[Score]
 
 
 def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
-    """Quadratic weighted Cohen's kappa over labels -2..2 (scikit-learn), or None when undefined: both sides use
-    fewer than two distinct labels (METRICS.md D.5), or scikit-learn returns NaN."""
+    """Quadratic weighted Cohen's kappa over labels -2..2, or None when undefined (METRICS.md D.5)."""
     from sklearn.metrics import cohen_kappa_score  # kept off the start-up path (the registry imports this module)
 
     if len(set(gold)) < 2 and len(set(pred)) < 2:
@@ -203,8 +190,7 @@ def quadratic_kappa(gold: Sequence[int], pred: Sequence[int]) -> float | None:
 
 
 def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int, int, str] | list[Score]:
-    """(gold Likert, predicted Likert, explanation), or the failed Scores of ``metric``: ``input_error`` for a bad
-    gold value (D.5), the response's own status when the call failed, ``parse_error`` for an unparsable reply."""
+    """(gold Likert, predicted Likert, explanation), or the failed Scores of ``metric``."""
     try:
         gold = gold_likert(item)
     except ValueError as e:
@@ -220,10 +206,7 @@ def _gold_and_reply(metric: Metric, item: Item, response: Response) -> tuple[int
 
 @metric(ABS_ERROR, EXACT, corpus=(QWK, ACCURACY, MAE), scope=BENCHMARK)
 class SFBenchLikert(Metric):
-    """Likert-score metrics of SFBench (module docstring). Per item ``sfbench_abs_error`` and ``sfbench_exact``
-    (details: ``pred``, ``gold``, ``explanation``); :meth:`corpus` gives ``sfbench_qwk``, ``sfbench_accuracy`` and
-    ``sfbench_mae`` (:attr:`corpus_specs`) from the ok per-item scores. Failed responses keep their status; an
-    unparsable or out-of-range reply is ``parse_error``; a bad gold value ``input_error``."""
+    """Likert-score metrics of SFBench: per item the absolute error and exact match, per model kappa, accuracy, MAE."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         parsed = _gold_and_reply(self, item, response)
@@ -236,14 +219,10 @@ class SFBenchLikert(Metric):
             (ABS_ERROR, err, f"|{pred} - ({gold})| = {err}"),
             (EXACT, pred == gold, f"predicted {pred}, gold {gold}"),
         )
-        return [
-            Score(item_id=item.id, model=response.model, metric=s.name, value=float(v), rationale=r, details=details)
-            for s, v, r in values
-        ]
+        return [score_for(item, response, s.name, float(v), rationale=r, details=details) for s, v, r in values]
 
     def corpus(self, items: dict[str, Item], responses: Sequence[Response], scores: Sequence[Score]) -> list[Score]:
-        """Corpus scores per model from the ok ``sfbench_abs_error`` Scores (details ``pred``/``gold``).  A model
-        with no ok score gets ``not_run`` Scores saying so."""
+        """Corpus scores per model from the ok ``sfbench_abs_error`` Scores."""
         pairs: dict[str, list[tuple[int, int]]] = defaultdict(list)
         models = list(dict.fromkeys([r.model for r in responses] + [s.model for s in scores]))
         for s in scores:
@@ -258,19 +237,12 @@ class SFBenchLikert(Metric):
             gold = [g for g, _ in pp]
             pred = [p for _, p in pp]
             cm = [[sum(1 for g, p in pp if (g, p) == (a, b)) for b in LABELS] for a in LABELS]
-            details = {
-                "n": len(pp),
-                "labels": LABELS,
-                "confusion_matrix": cm,
-                "confusion_matrix_axes": "rows gold -2..2, columns predicted -2..2",
-            }
+            details = {"n": len(pp), "labels": LABELS, "confusion_matrix": cm}
+            details["confusion_matrix_axes"] = "rows gold -2..2, columns predicted -2..2"
             k = quadratic_kappa(gold, pred)
             if k is None:
-                out.append(
-                    _corpus_score(
-                        model, QWK, None, "", {**details, "undefined": True}, status="not_run", error=KAPPA_UNDEFINED
-                    )
-                )
+                undefined = {**details, "undefined": True}
+                out.append(_corpus_score(model, QWK, None, "", undefined, status="not_run", error=KAPPA_UNDEFINED))
             else:
                 out.append(_corpus_score(model, QWK, k, f"quadratic weighted kappa over {len(pp)} claims", details))
             acc = sum(g == p for g, p in pp) / len(pp)
@@ -345,10 +317,8 @@ def judge_messages(item: Item, pred: int, explanation: str) -> list:
         explanation: the system's explanation (wrapped with :func:`as_data`).
 
     Returns:
-        ``[SystemMessage, HumanMessage]``: the system message holds the scales and both completeness rules, the
-        same for every claim (a prefix a provider's prompt cache can serve); the human message the claim, the gold
-        score with the completeness rule that applies to it, the expert explanation and the delimited system
-        output.  Needs no model.
+        ``[SystemMessage, HumanMessage]``: the same system message for every claim, then the claim, the gold score
+        and its completeness rule, the expert explanation and the delimited system output.
     """
     gold = gold_likert(item)
     ref = item.reference or {}
@@ -364,13 +334,8 @@ def judge_messages(item: Item, pred: int, explanation: str) -> list:
 
 @metric(CORRECTNESS, COMPLETENESS, corpus=(CORRECTNESS_NORM, COMPLETENESS_NORM, EXPL_F1), scope=BENCHMARK)
 class SFBenchExplanation(Metric):
-    """Explanation correctness and completeness judge (module docstring). Per item: each allowed judge
-    (``ctx.judges_for(model)``) is asked once (``--judge-repeats k``: k times, :mod:`sgieval.metric_pool.repeats`)
-    through :func:`ask_judge` (structured :class:`ExplanationVerdict`, parse retries); the value is the mean over the
-    judges that answered of each judge's level (1-5; with repeats its mean level over the repeats that parsed), kept per
-    judge in ``details["judge_values"]``; every raw reply is kept in ``evidence``. No judge -> ``not_run``; every judge
-    failing -> ``judge_error``; an unparsable target reply -> ``parse_error``. :meth:`corpus` gives the normalised
-    scores and the F1."""
+    """Explanation correctness and completeness judge: the value is the mean over the judges that answered of each
+    judge's level (1-5; with repeats, its mean over the repeats that parsed)."""
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges = ctx.judges_for(response.model)
@@ -413,22 +378,12 @@ class SFBenchExplanation(Metric):
             per = judge_means(got[field_])  # each judge's mean level over its repeats that parsed (k = 1: its level)
             labels = {n: getattr(v, field_).title() for n, v in verdicts.items()}
             value = sum(per.values()) / len(per)
+            why = " | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items())
+            details = {"labels": labels, "levels": per, "judge_values": per, "judge_errors": errors}
+            details |= repeat_details(got[field_], k)
             out.append(
-                Score(
-                    item_id=item.id,
-                    model=response.model,
-                    metric=spec.name,
-                    value=value,
-                    rationale=" | ".join(f"{n}: {labels[n]}. {v.rationale}" for n, v in verdicts.items()),
-                    judge=names,
-                    evidence=evidence,
-                    details={
-                        "labels": labels,
-                        "levels": per,
-                        "judge_values": per,
-                        "judge_errors": errors,
-                        **repeat_details(got[field_], k),
-                    },
+                score_for(
+                    item, response, spec.name, value, rationale=why, judge=names, evidence=evidence, details=details
                 )
             )
         return out

@@ -14,16 +14,14 @@ STARTER_DIR = Path(__file__).resolve().parent
 CUSTOM_DIR = STARTER_DIR.parent / "custom"
 
 MATCH_THRESHOLD = 0.5
-"""Minimum MiniLM cosine (in [-1, 1]) between a quality phrase and a rubric's :func:`match_texts` for
-:func:`find_rubric`.  Measured on the starter library: "rigour" -> rigor 0.80, "how rigorous" -> rigor 0.65,
-"hazards" -> safety 0.66, "reproducible results" -> reproducibility 0.85; rejected: "correctness" (best 0.47),
-"accuracy" (0.42), "cost awareness" (0.32), "banana bread" (0.23)."""
+"""Minimum MiniLM cosine (in [-1, 1]) between a quality phrase and a rubric's :func:`match_texts` for :func:`find_rubric`
+(on the starter library "how rigorous" -> rigor 0.65; "correctness" best 0.47)."""
 
 Origin = Literal["starter", "custom", "user"]
 
 
 def slug(name: str) -> str:
-    """A rubric or metric name as used in file names and metric columns (:func:`sgieval.core.files.slug_name`).
+    """A rubric or metric name as used in file names and metric columns.
 
     Args:
         name: any name ("Risk Awareness!").
@@ -82,8 +80,7 @@ def _bytes(p: Path) -> bytes | None:
         return None  # Rubric.from_yaml names the file and the fault
 
 
-_LOADED: dict[tuple[str, bytes], Rubric] = {}
-"""Rubrics parsed by :func:`list_rubrics`, by (file, its bytes): a run lists the library more than once."""
+_LOADED: dict[tuple[str, bytes], Rubric] = {}  # parsed rubrics by (file, its bytes)
 
 
 def _parsed(p: Path) -> Rubric:
@@ -188,9 +185,8 @@ def semantic_scores(query: str, texts: list[str]) -> list[float]:
 def find_rubric(
     quality: str, *, threshold: float = MATCH_THRESHOLD, rubrics: list[Rubric] | None = None
 ) -> Rubric | None:
-    """The rubric that measures ``quality``: an exact (case- and punctuation-insensitive) name match, else the one
-    with the highest MiniLM cosine between ``quality`` and any of its :func:`match_texts` when >= ``threshold``
-    (ties: the alphabetically first).
+    """The rubric that measures ``quality``: an exact (case- and punctuation-insensitive) name match, else the one with
+    the highest MiniLM cosine to any of its :func:`match_texts` when >= ``threshold``.
 
     Args:
         quality: the quality word or phrase.
@@ -219,8 +215,7 @@ def match_texts(rubric: Rubric) -> list[str]:
         rubric: the rubric.
 
     Returns:
-        The name, ``"<name>: <first clause of the description>"`` (up to the first ``;`` or ``.``) and
-        ``"<name>: <description>"`` (each only when it adds something).
+        The name, ``"<name>: <first clause of the description>"`` and ``"<name>: <description>"``.
     """
     name = rubric.name.replace("_", " ")
     first = re.split(r"[;.]", rubric.description or "", maxsplit=1)[0].strip()
