@@ -1,11 +1,11 @@
 """Metric customisation agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 2): request + items + metric pool
--> a :class:`MetricPlan`: the benchmark's predefined metrics (always kept), custom rubrics for qualities the pool lacks,
-registered metrics the request asks for, and the ranking metric.  Offline: :func:`offline_metric_plan`; with an agent
-model: :func:`run_customisation` (rubrics grounded in named PDFs and, with a ToolPool, its own tool calls)."""
+-> a :class:`MetricPlan` (predefined metrics always kept, custom rubrics, asked-for registered metrics, the ranking
+metric); offline :func:`offline_metric_plan`, with an agent model :func:`run_customisation`."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,9 @@ from .vocabulary import QUALITY_WORDS
 
 
 def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] | None = None) -> str | None:
-    """Name of the spec measuring ``quality`` best for ``items`` (the ``Benchmark.prefer`` of the benchmark holding most
-    items first, else the first spec declaring it), None when none does."""
+    """The spec measuring ``quality`` best for ``items`` (``Benchmark.prefer`` first), or None."""
     names = [s.name for s in specs]
-    counts: dict[str, int] = {}
-    for i in items or []:
-        counts[i.benchmark] = counts.get(i.benchmark, 0) + 1
-    for b in sorted(counts, key=lambda b: -counts[b]):
+    for b, _n in Counter(i.benchmark for i in items or []).most_common():
         defn = benchmark_registry.find(b)
         for name in defn.prefer.get(quality, ()) if defn is not None else ():
             if name in names:
@@ -47,7 +43,7 @@ def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] 
 
 
 def declared_primaries(items: list[Item]) -> set[str]:
-    """Names of the primary metrics the items' benchmarks declare for their tasks (``Benchmark.primary``)."""
+    """The primary metrics the items' benchmarks declare for their tasks."""
     out: set[str] = set()
     for b, task in dict.fromkeys((i.benchmark, i.task) for i in items):
         defn = benchmark_registry.find(b)
@@ -88,23 +84,18 @@ class MetricPlan(BaseModel):
     notes: list[str] = Field(default_factory=list)
     planner: str = "offline"
     added: list[str] = Field(default_factory=list, validation_alias=AliasChoices("added", "pool"))
-    """Registered metrics the plan adds to the benchmarks' predefined ones, by name (e.g. ``retrieval_novelty`` for
-    "novel compared with the literature"), reported beside them.  A stored plan's ``pool`` key is read as this."""
+    """Registered metrics added to the predefined ones, by name (a stored plan's ``pool`` key reads as this)."""
     stand_in: str = ""
-    """When ``primary`` stands in for the asked quality (:data:`STAND_INS`): which metric was used instead and why."""
+    """Why ``primary`` stands in for the asked quality (:data:`STAND_INS`), if it does."""
     metrics: list[tuple[str, str]] = Field(default_factory=list)
-    """Every predefined and registered metric the run scores, by key ``(scope, name)``: the scope is the item
-    benchmark whose items it scores (``"jsonl:qa"``) or ``"*"`` (:mod:`sgieval.metric_pool.registry`).  Two
-    benchmarks' metrics of the same name are two entries, never merged."""
+    """Every predefined and registered metric scored, by key ``(scope, name)``: scope an item benchmark or ``"*"``."""
 
 
 def detect_qualities(request: str) -> list[str]:
     """Qualities named in ``request`` (vocabulary order)."""
-    out = []
-    for q, pats in QUALITY_WORDS.items():
-        if any(re.search(rf"\b{p}\b", request or "", flags=re.I) for p in pats):
-            out.append(q)
-    return out
+    return [
+        q for q, pats in QUALITY_WORDS.items() if any(re.search(rf"\b{p}\b", request or "", flags=re.I) for p in pats)
+    ]
 
 
 _ASKED_QUALITY = re.compile(r"\b(?:most|least)\s+([a-z][a-z-]{2,})(?:\s+([a-z][a-z-]*))?", re.I)
@@ -123,11 +114,6 @@ def unrecognised_qualities(request: str) -> list[str]:
             continue
         out.append(w)
     return out
-
-
-def starter_rubric(quality: str) -> Rubric | None:
-    """The library rubric for ``quality``, or None."""
-    return find_rubric(quality)
 
 
 def registered_offers(
@@ -187,7 +173,7 @@ def offline_metric_plan(
                 reason.append(f"'{q}' is measured by the predefined metric {hit}")
             primary = primary or hit
             continue
-        rub = starter_rubric(q)
+        rub = find_rubric(q)
         if rub is not None:
             custom.append(rub)
             primary = primary or rub.name
@@ -198,7 +184,7 @@ def offline_metric_plan(
     for w in unrecognised_qualities(request):
         if any(e.asked(w) for e, _m in offers):
             continue
-        rub = starter_rubric(w)
+        rub = find_rubric(w)
         if rub is not None and all(r.name != rub.name for r in custom):
             custom.append(rub)
             primary = primary or rub.name
@@ -255,8 +241,7 @@ def named_pdfs(request: str) -> list[str]:
 
 
 def read_named_pdfs(request: str, tools: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read the PDFs named in ``request`` (20 pages each, through the tool pool when it has ``read_pdf``): (documents
-    {"path", "title", "text" (<= PDF_CHARS), "pages", "partial"}, notes on PDFs that could not be read)."""
+    """(documents read from the PDFs ``request`` names (20 pages, ``PDF_CHARS`` of text), notes on failures)."""
     docs: list[dict[str, Any]] = []
     notes: list[str] = []
     for raw in named_pdfs(request):
@@ -293,9 +278,8 @@ def _urls(evidence: list[Any]) -> list[str]:
 async def run_customisation(
     request: str, items: list[Item], *, agent: NamedModel | None = None, options: dict | None = None, tools: Any = None
 ) -> tuple[MetricPlan, list[Metric], dict[str, Any]]:
-    """(plan, Metric objects, trace).  ``agent`` proposes the ranking metric and custom rubrics (citing named PDFs and,
-    with ``tools``, up to ``options["agent_tool_budget"]`` (3) web_search/read_pdf calls) but never drops a predefined
-    metric; an unmeasured quality gets a :func:`draft_rubric`.  Offline: :func:`offline_metric_plan`."""
+    """(plan, Metric objects, trace): ``agent`` proposes the ranking metric and custom rubrics (grounded in
+    named PDFs and up to ``agent_tool_budget`` tool calls) but never drops a predefined metric."""
     benchmarks = list(dict.fromkeys(i.benchmark for i in items))
     metrics = benchmark_registry.predefined_metrics(benchmarks, items, options)
     offers = registered_offers(items, metrics, options)

@@ -1,10 +1,6 @@
 """Questioning agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 1): request + catalog + K -> a
-:class:`SelectionPlan` -> selected item ids (``Catalog.sample``: the same plan and seed select the same ids).
-
-Offline, the request is mapped onto facets with the benchmarks' vocabulary.  An agent model with tool calling explores
-the catalog (:func:`catalog_tools`) and calls ``submit_selection_plan``; one without proposes the plan as JSON.  Values
-absent from the catalog are dropped, the run's seed and ``--k`` win, and a failed plan falls back to the offline one.
-The plan also names the question's kind (:mod:`.question_kind`)."""
+:class:`SelectionPlan` -> selected item ids: offline through the benchmarks' vocabulary, or by an agent model (with
+catalog tools, else as JSON) whose plan is cleaned against the catalog; a failed plan falls back to the offline one."""
 
 from __future__ import annotations
 
@@ -60,16 +56,11 @@ class SelectionPlan(BaseModel):
 
 
 def _find(patterns: list[str], text: str) -> str | None:
-    for p in patterns:
-        m = re.search(rf"\b{p}\b", text, flags=re.I)
-        if m:
-            return m.group(0)
-    return None
+    return next((m.group(0) for p in patterns if (m := re.search(rf"\b{p}\b", text, flags=re.I))), None)
 
 
 def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int = 0) -> SelectionPlan:
-    """Map ``request`` onto catalog facets with the vocabulary (disciplines, then directions); K from ``k``, else the
-    request ("10 questions", "k=10"), else all matches."""
+    """Map ``request`` onto catalog facets with the vocabulary; K from ``k``, else the request, else all matches."""
     text = request or ""
     filters: dict[str, list[str]] = {}
     matched: dict[str, str] = {}
@@ -140,8 +131,7 @@ def _instead_request(request: str, plan: SelectionPlan) -> str:
 
 
 def missing_task_data(plan: SelectionPlan, catalog: Catalog, request: str = "") -> InputError | None:
-    """The error for a plan whose tasks come from a benchmark that is not loaded: how to get it, and the command that
-    judges stored SciAidanBench answers for the asked quality instead; None when the emptiness has another cause."""
+    """The error for a plan whose tasks' benchmark is not loaded (how to get it, an alternative), or None."""
     from ..benchmarks import how_to_get
 
     tasks = plan.filters.get("task") or []
@@ -282,8 +272,7 @@ def _filters_arg(filters: Any) -> dict[str, list[str]]:
 
 
 def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
-    """The questioning agent's tools over ``catalog`` (``facet_counts``, ``search_items``, ``sample_items``; JSON out,
-    bad arguments give an ``"error: ..."`` string, never an exception)."""
+    """The questioning agent's tools over ``catalog``; JSON out, bad arguments give an ``"error: ..."`` string."""
 
     def _safe(fn):
         @functools.wraps(fn)
@@ -353,16 +342,11 @@ with the filters (facet -> values, only values that exist in the catalog), k (on
 items), a one-sentence reason and the question_kind. Leave a facet out when the request does not constrain it."""
 
 
-def bind_catalog_tools(agent: NamedModel, tools: list[BaseTool]) -> Any | None:
-    """``agent.chat.bind_tools(tools)``, or None when the chat model has no tool calling."""
-    return bind_tools(agent, tools)
-
-
 async def tool_plan(
     request: str, catalog: Catalog, agent: NamedModel, bound: Any, k: int | None, seed: int, *, max_steps: int = 8
 ) -> tuple[SelectionPlan, list[dict[str, Any]]]:
-    """The model calls catalog tools until it calls ``submit_selection_plan`` (or replies a JSON plan): (cleaned plan,
-    trace of ``{"tool", "args", "result"}``).  ValueError after ``max_steps`` turns, ModelCallError on a failed call."""
+    """(cleaned plan, trace) once the model calls ``submit_selection_plan`` or replies a JSON plan; ValueError after
+    ``max_steps`` turns."""
     tools = {t.name: t for t in catalog_tools(catalog, seed)}
     msgs: list[Any] = [SystemMessage(content=TOOL_SYSTEM), _request_message(request, catalog)]
     trace: list[dict[str, Any]] = []
@@ -410,17 +394,15 @@ async def run_questioning(
     metrics: list[str] | None = None, models: list[str] | None = None, rank_all: bool = False,
     names: Mapping[str, str] | None = None,
 ) -> tuple[SelectionPlan, list[Item], dict[str, Any]]:  # fmt: skip
-    """The questioning step: (plan, selected items, trace).  ``trace`` keeps ``"path"`` (tools, structured, offline),
-    ``"tool_calls"`` or ``"agent_raw"``, ``"fallback"`` and offline the request's ``"reading"``.
+    """The questioning step: (plan, selected items, trace of the path taken).
 
     Raises:
-        UnclearRequest: offline, when a word is a near miss or names nothing (:func:`request_unclear`); with
-            ``rank_all`` (``--all``) the understood words select instead and the reason names those left out.
+        UnclearRequest: offline, a word is a near miss or names nothing (with ``rank_all`` the rest selects instead).
     """
     trace: dict[str, Any] = {}
     if agent is not None:
         try:
-            bound = bind_catalog_tools(agent, [*catalog_tools(catalog, seed), submit_tool()])
+            bound = bind_tools(agent, [*catalog_tools(catalog, seed), submit_tool()])
             if bound is not None:
                 trace["path"] = "tools"
                 plan, calls = await tool_plan(request, catalog, agent, bound, k, seed)

@@ -1,13 +1,7 @@
-"""Reporting agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 4): the statistics and the narrative.
-
-scores + rationales + metrics -> ``report.md``.  This agent computes what needs the metric pool -- the ranking
-metric's mean, total and 95% bootstrap CI per target model (``metric_pool.summarize``), a paired permutation test
-of every adjacent pair of the ranking over the items both models scored (``metric_pool.paired_test``), the
-SGI-Score per target model, judge reliability -- sets it on the :class:`~sgieval.reports.ReportContext`, and
-``reports/`` builds the sections, the limitations, the failures and the Answer from it.  With an agent model, its
-summary follows the Answer's fixed verdict only when every number, model name, metric name and facet value it
-cites is in the report (checked in code); a summary that fails is regenerated once, then left out.
-"""
+"""Reporting agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 4): scores + rationales + metrics ->
+``report.md``.  It sets on the :class:`~sgieval.reports.ReportContext` what needs the metric pool (ranking statistics,
+paired tests, SGI-Score, judge reliability), ``reports/`` builds the sections from it, and an agent model's summary
+follows the fixed verdict only when everything it cites is in the report (checked in code, regenerated once)."""
 
 from __future__ import annotations
 
@@ -77,13 +71,8 @@ __all__ = [
 
 
 def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resamples: int, seed: int) -> list[ModelStat]:
-    """One :class:`ModelStat` per model in ``models`` order: the summary
-    (metric_pool.stats.summarize: mean, total, 95% BCa bootstrap CI with
-    ``n_resamples`` resamples and ``seed``) of its ok item-level ``metric``
-    scores, or of its corpus-level value when it has only that (with the CI
-    the metric put in its details as ``ci_low``/``ci_high``, else none), or
-    None with the reason (:func:`~sgieval.reports.build.unscored_reason`); ``failed`` counts its failed scores
-    (not-applicable ones excluded)."""
+    """One :class:`ModelStat` per model: the summary (metric_pool.stats.summarize: mean, total, 95% BCa bootstrap CI)
+    of its ok item-level ``metric`` scores, else its corpus-level value, else None with the reason."""
     mine: dict[str, list[Score]] = {m: [] for m in models}
     for s in scores:  # one pass (scores may hold other metrics' too)
         if s.metric == metric and s.model in mine:
@@ -94,19 +83,11 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
         failed = sum(1 for s in mine[m] if not s.ok and not not_applicable(s))
         corpus = [s for s in mine[m] if s.ok and s.value is not None and s.item_id == CORPUS]
         if not vals and corpus:  # a corpus-level metric (e.g. kappa): one value, no per-item CI
-            v = float(corpus[0].value or 0.0)  # not None: filtered above
-            d = corpus[0].details
-            n = int(d.get("n", 0) or 0)
+            v, d = float(corpus[0].value or 0.0), corpus[0].details
             # a CI the metric computed itself (a pooled mean's bootstrap over questions), else none
             lo, hi = float(d.get("ci_low", math.nan)), float(d.get("ci_high", math.nan))
-            out.append(
-                ModelStat(
-                    m,
-                    Summary(n=n, mean=v, total=v, std=math.nan, ci_low=lo, ci_high=hi),
-                    failed,
-                    corpus=True,
-                )
-            )
+            summary = Summary(n=int(d.get("n", 0) or 0), mean=v, total=v, std=math.nan, ci_low=lo, ci_high=hi)
+            out.append(ModelStat(m, summary, failed, corpus=True))
             continue
         if not vals:
             out.append(ModelStat(m, None, failed, reason=unscored_reason(mine[m])))
@@ -115,57 +96,34 @@ def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resampl
     return out
 
 
+def _pair_test(scores: list[Score], metric: str, hi: ModelStat, lo: ModelStat, n_resamples: int, seed: int) -> Any:
+    """The ``pair_entry`` of ``hi`` against ``lo`` over the items both scored (``p`` None under 2 shared items)."""
+    a, b = item_values(scores, hi.model, metric), item_values(scores, lo.model, metric)
+    shared = len(set(a) & set(b))
+    pr = call_in_worker(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
+    return pair_entry(hi, lo, shared, pr)
+
+
 def adjacent_pair_tests(
     scores: list[Score], metric: str, ranked: list[ModelStat], *, n_resamples: int, seed: int
 ) -> list[dict[str, Any]]:
-    """Paired test (metric_pool.stats.paired_test, permutation, two-sided)
-    of each adjacent pair of ``ranked`` (rank i vs rank i+1) over the items
-    both have an ok item-level ``metric`` score for; one
-    :func:`sgieval.reports.build.pair_entry` dict per pair (``p`` None when
-    fewer than 2 items are shared).  p-values are not adjusted for multiple
-    comparisons."""
-    out = []
-    for hi, lo in zip(ranked, ranked[1:]):
-        a, b = item_values(scores, hi.model, metric), item_values(scores, lo.model, metric)
-        shared = len(set(a) & set(b))
-        pr = call_in_worker(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
-        out.append(pair_entry(hi, lo, shared, pr))
-    return out
+    """Paired test (metric_pool.stats.paired_test, permutation, two-sided, p not adjusted) of each adjacent pair of
+    ``ranked`` over the items both scored: one ``pair_entry`` dict per pair."""
+    return [_pair_test(scores, metric, hi, lo, n_resamples, seed) for hi, lo in zip(ranked, ranked[1:])]
 
 
 def leader_tests(
     scores: list[Score], metric: str, groups: list[list[ModelStat]], *, n_resamples: int, seed: int
 ) -> dict[str, dict[str, Any]]:
-    """The paired tests of a leader alone in first place against each model tied for second ({} otherwise).
-
-    Args:
-        scores: the ranking metric's scores.
-        metric: the ranking metric.
-        groups: the ranked models in tie groups, best first.
-        n_resamples: the permutation test's resamples.
-        seed: its seed.
-
-    Returns:
-        ``{model tied for second: pair_entry of the leader against it}``.
-    """
+    """``{model tied for second: pair_entry of the leader alone in first place against it}`` ({} otherwise)."""
     if not (len(groups) > 1 and len(groups[0]) == 1 and len(groups[1]) > 1):
         return {}
-    best = groups[0][0]
-    a = item_values(scores, best.model, metric)
-    out = {}
-    for other in groups[1]:
-        b = item_values(scores, other.model, metric)
-        shared = len(set(a) & set(b))
-        pr = call_in_worker(paired_test, a, b, n_resamples=n_resamples, seed=seed) if shared >= 2 else None
-        out[other.model] = pair_entry(best, other, shared, pr)
-    return out
+    return {o.model: _pair_test(scores, metric, groups[0][0], o, n_resamples, seed) for o in groups[1]}
 
 
 def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[SgiRow] | None:
-    """One SGI-Score computation per target model (METRICS.md A.6,
-    metric_pool/sgi/sgi_score.py) as report rows; None when no item is from
-    SGI-Bench.  ``missing`` names each missing term with its reason, e.g.
-    "DE (no dry_passall_5 scores), WE (all 2 wet_final_score scores failed)"."""
+    """One SGI-Score row per target model (METRICS.md A.6), ``missing`` naming each missing term and why; None without
+    SGI-Bench items."""
     if not any(i.benchmark == "sgi-bench" for i in items):
         return None
     by_id = {i.id: i for i in items}
@@ -184,8 +142,7 @@ def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[
 def judge_reliability(
     scores: list[Score], specs: list[MetricSpec], *, seed: int = 0, n_resamples: int = 1000
 ) -> list[dict[str, Any]]:
-    """Judge-reliability rows (:func:`sgieval.metric_pool.reliability.reliability_rows`) of every judged metric
-    (kind ``judge`` or ``rubric``) that a panel of two or more judges scored; [] when none."""
+    """Judge-reliability rows of every judge or rubric metric a panel of two or more judges scored."""
     out = []
     grouped = by_metric(scores)
     for sp in specs:
@@ -213,32 +170,14 @@ class PoolStatistics:
 
     @staticmethod
     def label_estimates(scores: list[Score], labels: list[Any], spec: MetricSpec) -> Any:
-        """``metric_pool.labels.label_estimates``.
-
-        Args:
-            scores: the run's scores.
-            labels: the researcher's labels.
-            spec: a labelled metric.
-
-        Returns:
-            Its LabelEstimates.
-        """
+        """``metric_pool.labels.label_estimates`` (scipy loads only for a run with labels)."""
         from ..metric_pool import label_estimates  # loads scipy.stats: only for a run with labels
 
         return label_estimates(scores, labels, spec)
 
     @staticmethod
     def recheck(responses: list[Response], embedding_model: str) -> RecheckResult | None:
-        """The stored judgements re-decided with ``embedding_model`` (``--recheck``).
-
-        Args:
-            responses: the target models' responses.
-            embedding_model: the embedder's name.
-
-        Returns:
-            The rows and the ranking by accepted answers, stored and re-decided; None without stored SciAidanBench
-            records.
-        """
+        """The stored judgements re-decided with ``embedding_model`` (``--recheck``), or None."""
         embedder = get_embedder(embedding_model)
         rows = recheck(responses, embedder)
         if not rows:
@@ -252,14 +191,7 @@ POOL = PoolStatistics()
 
 
 def usage_estimate(usage: Mapping[str, Any] | None) -> list[Block]:
-    """The "Cost and usage" blocks of the estimate made before any call, beside the ledger's figures.
-
-    Args:
-        usage: the ledger summary (``rows``, ``estimate``), or None.
-
-    Returns:
-        The blocks (``agents.estimate.estimate_blocks``).
-    """
+    """The "Cost and usage" blocks of the estimate made before any call, beside the ledger's figures."""
     if not usage:
         return []
     if usage.get("rows"):
@@ -269,16 +201,8 @@ def usage_estimate(usage: Mapping[str, Any] | None) -> list[Block]:
 
 
 def add_statistics(ctx: ReportContext) -> ReportContext:
-    """Set on ``ctx`` the statistics its sections and Answer read: the ranking (compared on the items every scored
-    model has when coverage differs, METRICS.md D.16), its adjacent-pair tests, the leader against each model tied
-    for second, SGI-Score rows, judge reliability (with the added judges), the usage estimate and :data:`POOL`.
-
-    Args:
-        ctx: the report context with the run's records and settings.
-
-    Returns:
-        ``ctx``.
-    """
+    """Set on ``ctx`` (returned) the statistics its sections and Answer read; the ranking compares on the items every
+    scored model has when coverage differs (METRICS.md D.16)."""
     spec, models = ctx.spec, ctx.models
     of_spec = [s for s in ctx.scores if s.metric == spec.name]
     ctx.coverage = cov = coverage(of_spec, spec, models, len(ctx.items))
@@ -307,25 +231,9 @@ async def llm_narrative(
     models: Iterable[str] = (),
     winner: str | None = None,
 ) -> tuple[str | None, list[str]]:
-    """A summary from ``agent`` that passes the fact check: every number (:func:`numbers_supported`) and every
-    name (:func:`names_supported`: models, metrics, facet values) it cites appears in ``tables_text``,
-    ``header_text``, ``request`` or ``known``.  A failing text is regenerated once with what failed; after the
-    second failure, or a failed call, the result is None.
-
-    Args:
-        agent: the agent model.
-        request: the researcher's request ("" for none).
-        tables_text: every section's text (``ReportDraft.tables_text``).
-        header_text: the run facts (:func:`header_facts`).
-        verdict: the Answer's fixed first item, shown to the agent so its text follows it.
-        known: names the text may use (target models, metrics, facet values).
-        models: the target models, whose order the text may claim only as the paired tests establish it
-            (:func:`order_claims_supported`).
-        winner: the leader the verdict's paired test separates from the runner-up, None when none is.
-
-    Returns:
-        ``(text or None, notes)``: notes say why each attempt failed.
-    """
+    """(summary or None, notes): ``agent``'s text once every number and name it cites is in ``tables_text``,
+    ``header_text``, ``request`` or ``known`` and its order claims match the paired tests (``winner``); a failing
+    text is regenerated once with what failed."""
     notes = []
     known = list(known)
     facts = f"\n\nRun facts:\n{header_text}" if header_text else ""

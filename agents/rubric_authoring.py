@@ -1,6 +1,5 @@
 """Rubric authoring: :func:`draft_rubric` (a rubric for one quality) and the dialogue of ``sgieval metric define``
-(:func:`propose_rubric`, :func:`revise_rubric`, :func:`save_defined_rubric`), each with an LLM path (structured output)
-and a deterministic offline one (library match or generic rubric; revisions read by small regexes)."""
+(propose, revise, save), each with an LLM path and a deterministic offline one."""
 
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ __all__ = [
     "DONE_RE",
     "PHRASINGS",
     "REVISION_HELP",
-    "best_library_match",
     "draft_rubric",
     "drafted_criterion",
     "generic_rubric",
@@ -159,7 +157,7 @@ def drafted_criterion(phrase: str, weight_note: str = "") -> Criterion:
             5: f"{art.capitalize()} {p} is present but vague, partial or unsupported.",
             10: f"{art.capitalize()} {p} is explicit, specific and well supported.",
         }
-    return Criterion(name=p, description=desc + weight_note, anchors=anchors, needs=criterion_needs(p))
+    return Criterion(name=p, description=desc + weight_note, anchors=anchors, needs=_criterion_needs(p))
 
 
 _NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
@@ -174,15 +172,8 @@ _NEEDS_WORDS: tuple[tuple[CriterionTool, re.Pattern[str]], ...] = (
 )
 
 
-def criterion_needs(phrase: str) -> list[CriterionTool]:
-    """The tools an offline-drafted criterion needs.
-
-    Args:
-        phrase: the criterion's phrase, e.g. "correct citations" or "reproducible calculation".
-
-    Returns:
-        ``["web_search"]``, ``["run_python"]``, both (in that order) or [].
-    """
+def _criterion_needs(phrase: str) -> list[CriterionTool]:
+    """The tools an offline-drafted criterion's phrase needs: ``web_search``, ``run_python``, both or none."""
     return [tool for tool, words in _NEEDS_WORDS if words.search(phrase or "")]
 
 
@@ -200,7 +191,7 @@ def generic_rubric(description: str, name: str | None = None) -> Rubric:
     return Rubric(name=metric, tasks=["*"], description=(description or metric).strip(), criteria=crits, source=source)
 
 
-def best_library_match(description: str) -> tuple[Rubric | None, float]:
+def _best_library_match(description: str) -> tuple[Rubric | None, float]:
     """(library rubric, cosine) best matching ``description`` or a key phrase; (None, cosine) below MATCH_THRESHOLD."""
     library = list_rubrics()
     exact = find_rubric(description, threshold=2.0, rubrics=library)
@@ -261,7 +252,7 @@ async def propose_rubric(
                 r = r.model_copy(update={"name": slug(name)})
             return r, f"{agent.name} drafted the rubric {r.name} with {len(r.criteria)} criteria."
         fallback = f"{agent.name} gave no usable rubric ({reply.error}); "
-    hit, sim = best_library_match(description)
+    hit, sim = _best_library_match(description)
     if hit is not None:
         r = hit.model_copy(update={"name": slug(name) if name else hit.name}, deep=True)
         return (

@@ -60,7 +60,6 @@ __all__ = [
     "State",
     "Update",
     "attach_tools",
-    "check_budget_prices",
     "check_request_models",
     "load_ledger",
     "make_runtime",
@@ -71,7 +70,6 @@ __all__ = [
     "record_sampling",
     "run_prices",
     "run_scope",
-    "start_invocation",
     "unique_models",
 ]
 
@@ -125,17 +123,8 @@ def run_secrets(rt: RunContext) -> SecretValues:
     return SecretValues.from_environment(values)
 
 
-def start_invocation(rt: RunContext, kind: str) -> str:
-    """Append this invocation's row to ``invocations.jsonl`` (``id``, UTC ``time``, ``kind``, ``argv``, ``options``)
-    and make its id the one every Response and Score it appends carries (``RunStore.invocation``).
-
-    Args:
-        rt: the run context (its store is held by this process).
-        kind: ``ask``, ``resume`` or ``into``.
-
-    Returns:
-        The invocation id (``YYYYmmddTHHMMSS-<6 hex digits>``).
-    """
+def _start_invocation(rt: RunContext, kind: str) -> str:
+    """Append this invocation's row to ``invocations.jsonl``; its id (returned) tags every record it appends."""
     now = _dt.datetime.now(_dt.timezone.utc)
     inv = f"{now:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
     options = rt.config.model_dump(mode="json", exclude={"settings", "sent_params", "dropped_params"})
@@ -160,16 +149,8 @@ def new_run_id(request: str) -> str:
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{slug or 'all'}-{secrets.token_hex(4)}"
 
 
-def recorded_settings(shown: Mapping[str, Any] | None) -> Any:
-    """The settings a run recorded in ``config.json`` (``Settings.shown()``) as a settings object; a recorded key
-    becomes the stand-in ``"set"`` (such settings resolve models that are never called).
-
-    Args:
-        shown: the recorded settings (``RunConfig.settings``), or None/{} when none were recorded.
-
-    Returns:
-        The :class:`sgieval.core.settings.Settings`, or None when nothing recorded validates.
-    """
+def _recorded_settings(shown: Mapping[str, Any] | None) -> Any:
+    """The settings ``config.json`` recorded (a key becomes the stand-in ``"set"``), or None."""
     if not shown or not isinstance(shown, Mapping):
         return None
     aliased = {"openai_api_key", "openai_base_url", "e2b_api_key"}
@@ -192,21 +173,20 @@ def make_runtime(
     judges: list[NamedModel] | None = None, agent: NamedModel | None = None, run_dir: str | Path | None = None,
     added_judges: list[NamedModel] | None = None, read_only: bool = False, calls: bool = True, **kw: Any,
 ) -> RunContext:  # fmt: skip
-    """The run context of ``config``: model strings resolved and catalog loaded unless given.  A run folder that holds
-    ``items.jsonl`` uses those items, not the benchmark files as they are now.
+    """The run context of ``config``; a run folder holding ``items.jsonl`` uses those items.
 
     Args:
         config: the run's options.
-        catalog: the items to select from (default: the benchmarks the config names).
-        targets: the models under test (default: resolved from ``config.models``).
-        judges: the judges (default: resolved from ``config.judges``).
-        agent: the agent model (default: resolved from ``config.agent_model``; None: offline agent paths).
+        catalog: the items to select from (default: the config's benchmarks).
+        targets: the models under test (default: from ``config.models``).
+        judges: the judges (default: from ``config.judges``).
+        agent: the agent model (default: from ``config.agent_model``; None: offline agent paths).
         run_dir: the run folder (default ``<out_dir>/<run_id>``).
-        added_judges: the judges added to the finished run (default: resolved from ``config.added_judges``).
-        read_only: open the run folder for reading only (nothing in it is made or changed).
+        added_judges: the judges added to the finished run (default: from ``config.added_judges``).
+        read_only: open the run folder for reading only.
         calls: False when no target or judge is called (implied by ``read_only``): they resolve as under
-            ``--dry-run`` and one that cannot be built here is named only; the agent model resolves as usual.
-        kw: further :class:`RunContext` fields (``tools``, ``sandbox``, ``on_progress``, ``metric_options``, ...).
+            ``--dry-run``, one that cannot be built is named only.
+        kw: further :class:`RunContext` fields.
 
     Returns:
         The run context; nothing is written yet.
@@ -219,7 +199,7 @@ def make_runtime(
     catalog = _run_catalog(config, run_dir, existing.read("items") if existing else [], catalog)
     calls = calls and not read_only
     # a re-render states the settings the run recorded when it started (config.json), not this shell's
-    recorded = None if calls or "settings" in kw else recorded_settings(config.settings)
+    recorded = None if calls or "settings" in kw else _recorded_settings(config.settings)
     if recorded is not None:
         kw["settings"] = recorded
     targets, judges, added, agent = _run_models(config, calls, recorded, targets, judges, added_judges, agent)
@@ -319,40 +299,17 @@ def unique_models(models: list[NamedModel]) -> list[NamedModel]:
 
 
 def plan_items(rt: RunContext, ids: list[str]) -> list[Item]:
-    """The run's items of ``ids``.
-
-    Args:
-        rt: the run context.
-        ids: item ids the selection holds.
-
-    Returns:
-        The catalog's items, in ``ids`` order.
-    """
+    """The catalog's items of ``ids``, in order."""
     return [rt.catalog.by_id[i] for i in ids]
 
 
 def plan_metrics(rt: RunContext, items: list[Item], plan: MetricPlan) -> list[Metric]:
-    """The Metric objects of ``plan`` for ``items`` with the run's metric options.
-
-    Args:
-        rt: the run context.
-        items: the items scored.
-        plan: the metric plan.
-
-    Returns:
-        The metrics.
-    """
+    """The Metric objects of ``plan`` for ``items`` with the run's metric options."""
     return planned_metrics(plan, items, rt.metric_options)
 
 
 def attach_tools(rt: RunContext, items: list[Item]) -> None:
-    """Give the run its metric options, a sandbox (for dry-experiment items) and its tool pool (for judges with tools).
-    A sandbox that cannot start is logged, and those scores record ``infra_error``.
-
-    Args:
-        rt: the run context (filled in place: ``metric_options``, ``sandbox``, ``tools``).
-        items: the selected items.
-    """
+    """Give ``rt`` its metric options, a sandbox (dry-experiment items) and tool pool; a failing one is logged."""
     rt.metric_options.setdefault("unsafe_local_exec", rt.config.unsafe_local_exec)
     if rt.config.judge_repeats > 1:
         rt.metric_options.setdefault("judge_repeats", rt.config.judge_repeats)
@@ -423,8 +380,8 @@ def run_prices(rt: RunContext) -> Prices:
     return table
 
 
-def check_budget_prices(rt: RunContext) -> None:
-    """Raise InputError when the run has a ``--budget`` and a model it calls has no known price (it costs 0 USD)."""
+def _check_budget_prices(rt: RunContext) -> None:
+    """Raise InputError when the run has a ``--budget`` and a model it calls has no known price."""
     if rt.config.budget_usd is None:
         return
     missing = unpriced_models([m.name for m in rt.models() if not m.is_replay], run_prices(rt))
@@ -479,21 +436,20 @@ def _run_defaults(rt: RunContext) -> tuple[CallContext, SecretValues]:
 
 @contextlib.contextmanager
 def reading_scope(rt: RunContext) -> Iterator[RunContext]:
-    """Activate run ``rt`` for reading it, as :func:`run_scope` does, with nothing written (no lock, log, invocation
-    row or ledger journal); the ledger holds the calls ``ledger.jsonl`` records.
+    """Activate run ``rt`` for reading, as :func:`run_scope` does, writing nothing.
 
     Args:
         rt: the run context (its store is read-only).
 
     Yields:
-        ``rt``, active.
+        ``rt``, active, its ledger holding the calls of ``ledger.jsonl``.
 
     Raises:
-        InputError: ``--budget`` with a model whose price is unknown (:func:`check_budget_prices`).
+        InputError: ``--budget`` with a model whose price is unknown.
     """
     calls, _ = _run_defaults(rt)
     with use_settings(rt.settings), call_context(calls):
-        check_budget_prices(rt)
+        _check_budget_prices(rt)
         rt.ledger = Ledger(budget_usd=rt.config.budget_usd, prices=run_prices(rt))
         rt.ledger.merge(rt.store.read_rows("ledger"))
         yield rt
@@ -501,9 +457,9 @@ def reading_scope(rt: RunContext) -> Iterator[RunContext]:
 
 @contextlib.contextmanager
 def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
-    """Make run ``rt``'s settings, model-call context, log sink and ledger current (contextvars) for the body.  A new
-    run first checks the models its request names and writes ``config.json``; a SgievalError leaving a new run's body
-    removes a folder this call created when no response was computed.
+    """Make run ``rt``'s settings, call context, log sink and ledger current for the body.  A new run first
+    checks the models its request names and writes ``config.json``; a SgievalError removes a folder it created
+    when no response was computed.
 
     Args:
         rt: the run context.
@@ -521,7 +477,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             call_context(calls),
             run_logging(rt.store.root, rt.config.run_id, secrets=secrets),
         ):
-            check_budget_prices(rt)
+            _check_budget_prices(rt)
             if rt.config.batch:
                 from ..models import BatchCollector, batch_settings, check_batch_models
 
@@ -537,7 +493,7 @@ def run_scope(rt: RunContext, *, resume: bool = False) -> Iterator[RunContext]:
             elif rt.invocation_kind == "into" and not rt.config.dry_run:
                 rt.store.write_config(rt.config)  # the run's targets, judges and metric now include the added ones
             if not (rt.invocation_kind == "into" and rt.config.dry_run):  # an estimate of an --into adds nothing
-                start_invocation(rt, rt.invocation_kind or ("resume" if resume else "ask"))
+                _start_invocation(rt, rt.invocation_kind or ("resume" if resume else "ask"))
             rt.ledger = load_ledger(rt)
             with rt.ledger.activate():
                 yield rt
