@@ -43,8 +43,7 @@ class DataNotFoundError(InputError):
 
 
 class TamperedFileError(InputError):
-    """A file of a run folder holds what sgieval never writes (a checkpoint value of a type outside the
-    allowlist): the folder may have been tampered with, so nothing of it is used."""
+    """A file of a run folder holds what sgieval never writes (e.g. a checkpoint value outside the allowlist)."""
 
 
 class OfflineError(SgievalError):
@@ -66,8 +65,7 @@ class SandboxUnavailableError(ToolError):
 
 
 def validation_errors_text(e: BaseException) -> str | None:
-    """The problems of a pydantic ``ValidationError`` (or anything with an ``errors()`` list of ``loc``/``msg``) as
-    one line, ``"field.sub: message; ..."``.
+    """The problems of a pydantic ``ValidationError`` as one line, ``"field.sub: message; ..."``.
 
     Args:
         e: the exception.
@@ -87,9 +85,8 @@ def validation_errors_text(e: BaseException) -> str | None:
 
 
 class FieldProblem(ValueError):
-    """A pydantic validator's complaint with its fix; :func:`problem_to_input_error` turns it into an InputError naming
-    the option as the user spelled it: ``{field}`` placeholders in ``fix`` (``"pass {max_concurrency} 1 or more"``) get
-    the caller's spelling; ``field`` overrides the field reported on; ``value`` follows the option name."""
+    """A pydantic validator's complaint with its fix (``{field}`` placeholders get the caller's spelling of the option);
+    ``field`` overrides the field reported on; ``value`` follows the option name."""
 
     def __init__(self, reason: str, fix: str, *, field: str | None = None, value: str | None = None):
         self.reason, self.fix, self.field, self.value = reason, fix, field, value
@@ -102,8 +99,8 @@ class _OptionNames(dict):
 
 
 def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_what: str = "settings") -> InputError:
-    """The first error of ``e`` as one InputError: ``what`` = ``names[field]`` (``"--max-concurrency"``,
-    ``"SGIEVAL_LOCAL_THREADS"``) or the field name; reason and fix from a FieldProblem, else pydantic's, generic fix.
+    """The first error of ``e`` as one InputError naming ``names[field]`` (or the field); reason and fix from a
+    FieldProblem, else pydantic's message with a generic fix.
 
     Args:
         e: a pydantic ValidationError (or a FieldProblem).
@@ -132,15 +129,13 @@ def problem_to_input_error(e: Any, names: dict[str, str] | None = None, default_
 
 
 class RunStoppedError(SgievalError):
-    """A fault that stops the whole run at its first occurrence instead of being recorded item by item (credentials
-    refused, a corrupted call cache): metrics and agents re-raise it.  CLI exit code 2."""
+    """A fault that stops the whole run at its first occurrence instead of being recorded item by item; exit code 2."""
 
     exit_code = 2
 
 
 class CredentialsError(RunStoppedError):
-    """An endpoint answered 401/403: the key is missing, wrong or not allowed
-    for the model.  Names the provider, the model string and the variable to set."""
+    """An endpoint answered 401/403: the key is missing, wrong or not allowed for the model."""
 
 
 class CacheCorruptError(RunStoppedError):

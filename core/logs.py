@@ -1,9 +1,6 @@
-"""Run-scoped logging (DESIGN.md "Conventions": structlog, JSON to the run folder, human lines to stderr).
-
-sgieval never configures structlog or ``logging`` of its host process. A run opens its own sink (:class:`run_logging`:
-a :func:`structlog.wrap_logger` logger with its own processors, the run id bound for the run's context only);
-:func:`get_logger` sends events to that sink inside a run, else to ``structlog.get_logger("sgieval")``.
-"""
+"""Run-scoped logging (DESIGN.md "Conventions"): a run opens its own structlog sink (:class:`run_logging`: JSON to the
+run folder, human lines to stderr); :func:`get_logger` sends events there inside a run, else to the host's
+``structlog.get_logger("sgieval")``. The host process's logging configuration is never touched."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ import datetime as _dt
 import json
 import sys
 import traceback
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, MutableMapping, Callable
 
@@ -27,8 +25,7 @@ _sink: contextvars.ContextVar[Any] = contextvars.ContextVar("sgieval_run_log", d
 
 
 class _RunLogger:
-    """Forwards ``log.info(event, **kw)`` (and debug, warning, error, exception, ...) to the
-    current run's logger, else to the host's ``structlog.get_logger(name)``."""
+    """Forwards each log call to the current run's logger, else to the host's ``structlog.get_logger(name)``."""
 
     def __init__(self, name: str):
         self._name = name
@@ -44,7 +41,7 @@ class _RunLogger:
 
 
 def get_logger(name: str = "sgieval") -> Any:
-    """A logger for sgieval modules (see module doc); safe to create at import time.
+    """A logger for sgieval modules; safe to create at import time.
 
     Args:
         name: the logger name.
@@ -73,11 +70,9 @@ def _to_file(
         # no key in the log: the file line and the terminal line are masked alike
         for k, v in list(event.items()):
             event[k] = _redacted(v, mask)
-        try:
+        with suppress(InputError):  # a link planted as log.jsonl: never written through (the stderr line stays)
             with open_append_in(path.parent, path) as f:
                 f.write((mask(json.dumps(event, default=str)) + "\n").encode("utf-8"))
-        except InputError:  # a link planted as log.jsonl: never written through (the stderr line stays)
-            pass
         return event
 
     return to_file
@@ -86,9 +81,7 @@ def _to_file(
 def log_traceback(
     run_dir: str | Path, run_id: str, exc: BaseException, event: str = "unexpected error", secrets: Any = None
 ) -> None:
-    """Append ``exc`` with its full traceback to ``run_dir/log.jsonl`` as one JSON line (``event``, ``level`` "error",
-    ``timestamp``, ``run_id``, ``error``, ``traceback``), that the one-line error points at. Best effort:
-    a missing folder or a full disk writes nothing.
+    """Append ``exc`` with its full traceback to ``run_dir/log.jsonl`` as one JSON line (best effort).
 
     Args:
         run_dir: the run folder.
@@ -106,13 +99,11 @@ def log_traceback(
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
     }
     mask = (secrets or SecretValues.from_environment()).mask
-    try:
+    with suppress(OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
         p = Path(run_dir)
         if p.is_dir():
             with open_append_in(p, p / "log.jsonl") as f:
                 f.write((mask(json.dumps(line, default=str)) + "\n").encode("utf-8"))
-    except (OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
-        pass
 
 
 def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -122,10 +113,8 @@ def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> 
 
 
 class run_logging:  # noqa: N801 - a context manager, used like contextlib helpers
-    """``with run_logging(run_dir, run_id): ...``: this context's (and its tasks') sgieval log events go to
-    ``run_dir/log.jsonl`` (``event``, ``level``, ``timestamp`` ISO-8601 UTC, ``run_id``, the event's fields) and as a
-    human line to ``stream`` (default ``sys.stderr``); the previous sink is restored on exit. ``secrets``: the run's
-    SecretValues, masked in both (without: :func:`~sgieval.core.secrets.redact_secrets`)."""
+    """``with run_logging(run_dir, run_id): ...``: this context's sgieval log events go to ``run_dir/log.jsonl`` and as
+    a human line to ``stream`` (default ``sys.stderr``), ``secrets`` masked in both."""
 
     def __init__(self, run_dir: str | Path, run_id: str, *, stream: Any = None, secrets: Any = None):
         self.path = Path(run_dir) / "log.jsonl"

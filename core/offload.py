@@ -1,12 +1,7 @@
-"""A warm helper process for the report's heavy computations (start fast).
-
-``scipy.stats`` (~0.6 s to import) and ``matplotlib`` (~0.35 s) load in a worker the ``sgieval`` command forks at start
-(:func:`warm_worker`) while the run goes on; the report hands bootstraps, paired tests and charts to it
-(:func:`call_in_worker`): the same functions on the same arguments (seeds included), so the same numbers. Without a
-worker (the Python API, tests, no ``fork``) or with a dead one, calls run in the calling process. The worker is bound
-to the run by a context variable, ignores SIGINT, and exits when its parent is gone (``PR_SET_PDEATHSIG`` on Linux, a
-parent-pid watchdog everywhere).
-"""
+"""A warm helper process for the report's heavy computations: ``scipy.stats`` and ``matplotlib`` load in a worker the
+``sgieval`` command forks at start (:func:`warm_worker`) while the run goes on, and the report's bootstraps, tests and
+charts run there (:func:`call_in_worker`; the same functions on the same arguments, so the same numbers). Without a
+live worker, calls run in the calling process."""
 
 from __future__ import annotations
 
@@ -31,7 +26,7 @@ T = TypeVar("T")
 REPORT_MODULES: tuple[str, ...] = ("scipy.stats", "matplotlib.pyplot")
 
 _ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-"""Thread-pool sizes the worker sets to 1 unless the user set them (a BLAS pool per core took CPU from the run)."""
+"""Thread-pool sizes the worker sets to 1 unless the user set them (a BLAS pool per core takes CPU from the run)."""
 
 _WORKER: ContextVar[Executor | None] = ContextVar("sgieval_warm_worker", default=None)
 
@@ -39,13 +34,11 @@ _WORKER: ContextVar[Executor | None] = ContextVar("sgieval_warm_worker", default
 def _exit_with_parent(parent: int) -> None:
     """Worker side: die with the parent process (never an orphan holding memory)."""
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -56,22 +49,19 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _prepare(parent: int, modules: tuple[str, ...]) -> None:
-    """Worker initializer: ignore Ctrl-C, die with the parent, import ``modules`` (matplotlib on the headless Agg
-    backend).  An import that fails here is not an error: the function that needs it raises in the worker, and the
-    exception reaches the caller as it would in-process."""
+    """Worker initializer: ignore Ctrl-C, die with the parent, import ``modules`` (matplotlib on Agg); a failed import
+    here is no error (the function that needs it raises as it would in-process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent)
     for var in _ONE_THREAD:  # before numpy loads: its BLAS would start a thread per core
         os.environ.setdefault(var, "1")
     for name in modules:
-        try:
+        with contextlib.suppress(Exception):  # a warm-up only
             if name.startswith("matplotlib"):
                 import matplotlib
 
                 matplotlib.use("Agg")
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a warm-up only
-            pass
 
 
 def _ready() -> int:
@@ -80,9 +70,8 @@ def _ready() -> int:
 
 @contextlib.contextmanager
 def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | None]:
-    """Fork one worker process that imports ``modules`` and bind it to the current context for the block (asyncio tasks
-    and threads started in it copy the context). Yields the executor, or None without ``fork``. Fork before the process
-    starts threads; the worker is shut down without waiting when the block ends."""
+    """Fork one worker process that imports ``modules``, bound to the current context for the block; yields the
+    executor, or None without ``fork``. Fork before the process starts threads."""
     if not hasattr(os, "fork"):
         yield None
         return
@@ -113,11 +102,10 @@ def worker_active() -> bool:
 
 
 def call_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` in the warm worker bound to the current context, else here (also when it died); ``fn``'s
-    exception is raised here as in-process.
+    """``fn(*args, **kwargs)`` in the warm worker bound to the current context, else here (also when it died).
 
     Args:
-        fn: a module-level function (it and its arguments and result picklable).
+        fn: a module-level function (picklable, as its arguments and result).
         args: its arguments.
         kwargs: its keyword arguments.
 
@@ -136,7 +124,7 @@ def submit_to_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Call
         kwargs: its keyword arguments.
 
     Returns:
-        A function that waits for the result as :func:`call_in_worker` (computing it here without a live worker).
+        A function that waits for the result as :func:`call_in_worker`.
     """
     pool = _WORKER.get()
     if pool is None:

@@ -1,6 +1,5 @@
-"""The judge prompts of a run, kept once per distinct prompt (``prompts.jsonl``): a judge reply's evidence names its
-prompt by ``prompt_hash``; the run store writes the prompt as sent (messages, tool definitions, response format) once
-per hash, however many judges or resumes ask it."""
+"""The judge prompts of a run, kept once per distinct prompt (``prompts.jsonl``) and named by ``prompt_hash`` in a
+judge reply's evidence."""
 
 from __future__ import annotations
 
@@ -24,16 +23,13 @@ def prompt_hash(
     :data:`PROMPT_HASH_CHARS` hex characters; ``tools`` and ``tool_choice`` count only when given.
 
     Args:
-        messages: the messages as sent, ``[{"role": "system"|"user"|"assistant"|"tool", "content": str | list,
-            ...}, ...]`` (an assistant turn with its ``tool_calls``, a tool turn with its ``tool_call_id``).
-        response_format: the ``response_format`` of a native structured-output call as sent (``{"type":
-            "json_schema", "json_schema": {"name", "schema", ...}}``), or None for a plain prompt.
-        tools: the tool definitions as the provider received them (OpenAI: ``[{"type": "function", "function":
-            {"name", "description", "parameters"}}, ...]``); None or [] without tools.
-        tool_choice: the ``tool_choice`` as sent (``{"type": "function", "function": {"name": ...}}``), or None.
+        messages: the messages as sent (OpenAI chat format).
+        response_format: the ``response_format`` of a native structured-output call as sent, or None.
+        tools: the tool definitions as the provider received them; None or [] without tools.
+        tool_choice: the ``tool_choice`` as sent, or None.
 
     Returns:
-        A lower-case hex string of :data:`PROMPT_HASH_CHARS` characters; equal prompts give equal hashes.
+        A lower-case hex string; equal prompts give equal hashes.
     """
     body: dict[str, Any] = {"messages": list(messages), "response_format": response_format}
     if tools:
@@ -50,8 +46,7 @@ def prompt_record(
     tools: Sequence[dict[str, Any]] | None = None,
     tool_choice: Any = None,
 ) -> dict[str, Any]:
-    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format", "tools", "tool_choice"}`` (the last
-    three only when given or non-empty), hashed by :func:`prompt_hash`.
+    """One line of ``prompts.jsonl``: ``{"hash", "messages", "response_format"?, "tools"?, "tool_choice"?}``.
 
     Args:
         messages: as :func:`prompt_hash`.

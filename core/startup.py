@@ -1,17 +1,8 @@
-"""The console script's process start-up and exit, in one place: only the ``sgieval`` console script enters
-:class:`ConsoleProcess` (never the Python API, ``app([...])`` or agent code).
-
-For ``ask``, ``resume`` and ``report`` (timings: ``python -m sgieval.bench.e2e``, README performance section):
-
-- the garbage collector is paused while the command imports LangGraph, LangChain and ours (~300,000 long-lived objects
-  that hundreds of collections would not free); at :meth:`ConsoleProcess.run_begins` (called by the CLI command) all
-  alive is frozen (:func:`gc.freeze`) and the collector re-enabled with a young-generation threshold of 10,000;
-- a warm worker (:func:`sgieval.core.offload.warm_worker`), forked before any thread, imports scipy.stats and
-  matplotlib on the second core for the report's bootstrap, paired tests and charts.
-
-Every command then ends promptly (:meth:`ConsoleProcess.exit`): non-daemon threads joined, ``atexit`` run, open JSONL
-files synced, stdout and stderr flushed, ``os._exit`` skipping only module teardown. ``SGIEVAL_FAST_START=0`` switches
-all of it off (a plain program exiting through ``sys.exit``).
+"""The console script's process start-up and exit, in one place (only the ``sgieval`` console script enters
+:class:`ConsoleProcess`). For ``ask``, ``resume`` and ``report`` the garbage collector is paused while the command
+imports, then what is alive is frozen (:meth:`ConsoleProcess.run_begins`), and a warm worker is forked
+(:func:`sgieval.core.offload.warm_worker`); every command ends promptly (:meth:`ConsoleProcess.exit`: threads joined,
+``atexit`` run, JSONL files synced, streams flushed, ``os._exit``). ``SGIEVAL_FAST_START=0`` switches it all off.
 """
 
 from __future__ import annotations
@@ -33,8 +24,7 @@ YOUNG_THRESHOLD = 10_000
 
 
 def exit_status(code: Any) -> int:
-    """The process exit status of a ``SystemExit`` code: None -> 0, an int as it is, anything else (a message,
-    which is printed to stderr) -> 1."""
+    """The process exit status of a ``SystemExit`` code: None -> 0, an int as it is, a message (printed) -> 1."""
     if code is None:
         return 0
     if isinstance(code, int):
@@ -47,8 +37,7 @@ class ConsoleProcess:
     """The start-up and exit of the ``sgieval`` process (module doc).
 
     Args:
-        heavy: whether the command runs an evaluation or writes a report (the collector pause and the warm
-            worker are for those only; a long-lived command such as ``view --serve`` keeps the collector on).
+        heavy: whether the command runs an evaluation or writes a report (the pause and the worker are for those).
         enabled: the tricks on (None: ``SGIEVAL_FAST_START``, default on).
     """
 
@@ -84,8 +73,7 @@ class ConsoleProcess:
         self._stack.close()
 
     def run_begins(self) -> None:
-        """End the collector pause (idempotent; a no-op when nothing was paused): freeze what is alive, enable
-        the collector with the young threshold of :data:`YOUNG_THRESHOLD`."""
+        """End the collector pause (idempotent): freeze what is alive, enable the collector (:data:`YOUNG_THRESHOLD`)."""
         with self._lock:
             if not self.paused:
                 return
@@ -113,10 +101,8 @@ class ConsoleProcess:
             sync_open_stores()
         finally:
             for stream in (sys.stdout, sys.stderr):
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     stream.flush()
-                except (OSError, ValueError):
-                    pass
             os._exit(status)
 
 

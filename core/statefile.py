@@ -17,11 +17,9 @@ from .store import run_holder
 
 @contextlib.contextmanager
 def read_sqlite(path: str | Path) -> Iterator[Any]:
-    """A read-only ``sqlite3`` connection to ``path`` (a run's ``state.sqlite``) that creates, modifies and leaves no
-    file in its folder. ``mode=ro`` still leaves ``-wal``/``-shm`` files beside a WAL database
-    (https://www.sqlite.org/wal.html, "Read-Only Databases"), so: ``mode=ro`` while another process runs the run (holds
-    :data:`RUN_LOCK`; the files are its own); with a non-empty ``-wal`` (a run killed before its last checkpoint) the
-    database and ``-wal`` are read from a temporary copy; else ``immutable=1`` (https://www.sqlite.org/uri.html).
+    """A read-only ``sqlite3`` connection to a run's ``state.sqlite`` that creates, modifies and leaves no file in its
+    folder (``mode=ro`` alone leaves ``-wal``/``-shm`` files, https://www.sqlite.org/wal.html): ``mode=ro`` while
+    another process runs the run, a temporary copy with a non-empty ``-wal``, else ``immutable=1``.
 
     Args:
         path: the database file.

@@ -1,16 +1,13 @@
-"""Which settings of a run's ``config.json`` may be used with the user's credentials.
-
-A run folder can come from someone else: its settings that send data or run code elsewhere and its models billed to the
-user's key are used by ``resume``/``report``/``view`` only when given again on the command line (or
-``--trust-config``), confirmed at the prompt, or recorded as the user's own (a SHA-256 per line in
-``$XDG_STATE_HOME/sgieval/trusted-settings``, outside any run folder, so a folder cannot vouch for itself). Its
-``"yes": true`` holds only for a run this machine started (:func:`is_own_run`).
-"""
+"""Which settings of a run's ``config.json`` may be used with the user's credentials: a received folder's settings that
+send data or run code elsewhere, and its billed models, are used only when given again, confirmed, or recorded as the
+user's own (a SHA-256 per line in the user's state folder, outside any run folder, so a folder cannot vouch for
+itself). Its ``"yes": true`` holds only for a run this machine started (:func:`is_own_run`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +31,11 @@ FLAGS: dict[str, str | None] = {
     "added_judges": None,
     "agent_model": None,
 }
-"""How each sensitive setting is passed again on the command line (None: it cannot be; only the prompt or
-``--trust-config`` accept it)."""
+"""How each sensitive setting is passed again on the command line (None: only the prompt or ``--trust-config``)."""
 
 
 def live_models(names: Any) -> list[str]:
-    """The model strings of ``names`` (a list, a string or None) that call a model service, i.e. may cost
-    money with the user's key: every one whose provider is not offline (:attr:`sgieval.core.ModelRef.offline`)."""
+    """The model strings of ``names`` (a list, a string or None) that call a model service (may cost money)."""
     if not names:
         return []
     if isinstance(names, str):
@@ -49,9 +44,8 @@ def live_models(names: Any) -> list[str]:
 
 
 def sensitive_settings(config: Any) -> dict[str, Any]:
-    """The settings of ``config`` that send data or run code elsewhere, in :data:`FLAGS` order: ``base_url`` when set,
-    ``unsafe_local_exec`` when true, ``sandbox`` outside :data:`SAFE_SANDBOXES`, ``tools`` when non-empty with a judge
-    or agent model; and the models that call a model service (:func:`live_models`: billed to the user's key).
+    """The settings of ``config`` that send data or run code elsewhere, and its models that call a model service
+    (:func:`live_models`), in :data:`FLAGS` order.
 
     Args:
         config: a RunConfig.
@@ -89,14 +83,12 @@ def fingerprint(config: Any) -> str:
 
 
 def trust_file() -> Path:
-    """``platformdirs.user_state_dir("sgieval")/trusted-settings`` (Linux: ``$XDG_STATE_HOME/sgieval/...``)."""
+    """``platformdirs.user_state_dir("sgieval")/trusted-settings``."""
     return Path(platformdirs.user_state_dir("sgieval")) / "trusted-settings"
 
 
 def run_fingerprint(config: Any) -> str:
-    """SHA-256 (64 hex digits) of the run id with :func:`fingerprint`'s data: the mark of a run this machine
-    started (:func:`remember_run`).  A received folder cannot match it unless it is a copy of one of the
-    user's own runs with the same settings and models."""
+    """SHA-256 (64 hex digits) of the run id with :func:`fingerprint`: the mark of a run this machine started."""
     data = {"run_id": config.run_id, "fingerprint": fingerprint(config)}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -137,12 +129,10 @@ def is_own_run(config: Any) -> bool:
 
 def _append(line: str) -> None:
     p = trust_file()
-    try:
+    with suppress(OSError):
         p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(p, "a", encoding="utf-8") as f:
             f.write(line + "\n")
-    except OSError:
-        pass
 
 
 def remember(config: Any) -> None:
@@ -157,7 +147,6 @@ def remember(config: Any) -> None:
 
 
 def remember_run(config: Any) -> None:
-    """Record the run of ``config`` as started on this machine (:func:`run_fingerprint`), so its own
-    ``yes`` and settings hold when it is resumed here (best effort, as :func:`remember`)."""
+    """Record the run of ``config`` as started on this machine, so its ``yes`` and settings hold on resume here."""
     if not is_own_run(config):
         _append(run_fingerprint(config))

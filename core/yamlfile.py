@@ -1,7 +1,5 @@
-"""The one YAML loader of sgieval: every YAML file it reads is someone else's data, so PyYAML's safe loader plus three
-refusals, each one InputError naming the file and line before anything is built: aliases and merge keys ("billion
-laughs"), a mapping repeating a key, and a file over :data:`MAX_YAML_BYTES` or nested deeper than the recursion limit.
-"""
+"""The one YAML loader of sgieval: PyYAML's safe loader refusing aliases and merge keys ("billion laughs"), repeated
+keys, and files over :data:`MAX_YAML_BYTES` or nested too deeply, each with an InputError naming the file and line."""
 
 from __future__ import annotations
 
@@ -70,8 +68,7 @@ def load_yaml(
         The document's value (None for an empty document).
 
     Raises:
-        InputError: unreadable, over :data:`MAX_YAML_BYTES`, invalid YAML (line and column), an alias (its line), a
-            repeated key (the key and both lines) or too deep; one line each, nothing half-built.
+        InputError: unreadable, too large, invalid YAML, an alias, a repeated key or too deep (with the line).
     """
     where = what or str(source)
     if text is None:
