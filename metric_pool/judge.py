@@ -27,25 +27,18 @@ __all__ += ["protect_latex_escapes", "schema_instruction", "split_reasoning", "L
 
 T = TypeVar("T", bound=BaseModel)
 
+# Output tags (and any ``*_score`` tag) and JSON keys of the judges, neutralised and flagged in candidate text (D.14).
 JUDGE_TAGS = ("coherence_score", "similarity_score", "score", "judgment", "verdict")
-"""Output tags of sgieval's judges (and any tag ending in ``_score``): inside candidate text they are neutralised, and
-their presence flags the response (METRICS.md D.14)."""
-
 JUDGE_KEYS = ("score", "scores", "judgment", "judge", "verdict", "criterion", "correctness", "completeness")
-"""JSON keys of judge replies (the verdict fields of sgieval's judge schemas), neutralised inside candidate text and
-flagged there (D.14)."""
 
 INJECTION_FLAG = "injection_suspected"
 
 _TAG = re.compile(r"<(\s*/?\s*)([A-Za-z_][\w-]*)(\s*[^<>]{0,200}?)>")
 _DELIM = re.compile(r"<<<|>>>")
 
-# The judge-reply parser (sgieval.models.structured.parse_json_object: json.loads, then json_repair) reads a key
-# through JSON string escapes ("\u0073core" is "score"), between any of these quote marks, one of them missing,
-# doubled or backslash-escaped ('score', “score”, score", \"score\"), bare after "{" or "," ({score: 7}, also with
-# punctuation between, which json_repair skips: {*score: 7}, {_score: 7}), and followed by a colon in any
-# compatibility form (NFKC ":": fullwidth, small, vertical), a ratio sign, a modifier colon or "=".  It decodes
-# no HTML entity (so "&quot;" disarms a key) and does not NFKC-normalise keys ("ｓｃｏｒｅ" is no key "score").
+# The judge-reply parser (parse_json_object: json.loads, then json_repair) reads a key through JSON string escapes,
+# between any of these quote marks (one missing, doubled or escaped) or bare after "{" or ",", followed by any of these
+# colons or "="; it decodes no HTML entity, so "&quot;" disarms a key.
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019"
 _SEPARATORS = ":=\ufe13\ufe55\uff1a\u2236\u02d0"
 _KEY = re.compile(
@@ -59,8 +52,7 @@ _SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
 def _parser_view(text: str) -> tuple[str, list[int]]:
-    """``text`` with its JSON string escapes decoded as the reply parser reads a key, and the offset in ``text`` of each
-    character of the view (one more for the end)."""
+    """``text`` with its JSON string escapes decoded, and the offset in ``text`` of each character of the view."""
     if "\\" not in text:
         return text, list(range(len(text) + 1))
     out: list[str] = []
@@ -78,9 +70,7 @@ def _parser_view(text: str) -> tuple[str, list[int]]:
 
 
 def _judge_keys(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, disarmed form) of each judge JSON key the reply parser would read in ``text``: a key of
-    :data:`JUDGE_KEYS` followed by a separator, seen through JSON escapes, quoted or bare after ``{`` or ``,``; the span
-    runs from its opening quote (else the key) to the separator, the disarmed form is ``&quot;key&quot;sep``."""
+    """(start, end, ``&quot;key&quot;sep``) of each judge JSON key the reply parser would read in ``text``."""
     if not text:
         return []
     view, starts = _parser_view(text)
@@ -109,10 +99,8 @@ def _is_judge_tag(name: str, extra: Sequence[str]) -> bool:
 
 
 def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
-    """``text`` with the judge's own output format disarmed (METRICS.md D.14): the ``<`` of every judge tag
-    (:data:`JUDGE_TAGS`, ``*_score``, ``extra_tags``) becomes ``&lt;``, and every judge JSON key the reply parser would
-    read, in any spelling it accepts (``"score":``, ``"\\u0073core":``, ``'score':``, ``{score:``), is written between
-    ``&quot;`` marks instead of its quotes, which the parser does not read as a key."""
+    """``text`` with the judge's own output format disarmed (METRICS.md D.14): the ``<`` of every judge tag becomes
+    ``&lt;``, and every judge JSON key the reply parser would read is written between ``&quot;`` marks."""
     extra = tuple(t.lower() for t in extra_tags)
     out = _TAG.sub(
         lambda m: (
@@ -128,8 +116,7 @@ def neutralise(text: str, extra_tags: Sequence[str] = ()) -> str:
 
 
 def injection_signals(text: str, extra_tags: Sequence[str] = ()) -> list[str]:
-    """The judge-format pieces in candidate ``text`` (D.14), in order, without repeats: judge tags, judge JSON keys as
-    the reply parser reads them (as written in ``text``) and data delimiters; empty for ordinary text."""
+    """The judge-format pieces in candidate ``text`` (D.14), without repeats: judge tags, JSON keys and delimiters."""
     text = text or ""
     extra = tuple(t.lower() for t in extra_tags)
     found = [m.group(0).strip() for m in _TAG.finditer(text) if _is_judge_tag(m.group(2), extra)]
@@ -139,14 +126,13 @@ def injection_signals(text: str, extra_tags: Sequence[str] = ()) -> list[str]:
 
 
 def injection_flags(*texts: str, extra_tags: Sequence[str] = ()) -> list[str]:
-    """``[INJECTION_FLAG]`` when any of ``texts`` carries judge-format pieces (:func:`injection_signals`), else []."""
+    """``[INJECTION_FLAG]`` when any of ``texts`` carries judge-format pieces, else []."""
     return [INJECTION_FLAG] if any(injection_signals(t, extra_tags) for t in texts) else []
 
 
 def as_data(text: str, label: str = "RESPONSE_UNDER_REVIEW", extra_tags: Sequence[str] = ()) -> str:
-    """Wrap untrusted text as delimited data for a judge prompt (METRICS.md D.14): the delimiters are escaped inside it
-    (``<<<`` -> ``<\u200b<<``) so it cannot close the block early, and the judge's own tags and keys are neutralised
-    (:func:`neutralise`); the prompt states that the block is data, not instructions.
+    """Wrap untrusted text as delimited data for a judge prompt (METRICS.md D.14): delimiters inside it are escaped and
+    the judge's own tags and keys neutralised.
 
     Args:
         text: the untrusted text (a response, a document).
@@ -169,11 +155,8 @@ DATA_NOTICE = (
 
 @dataclass
 class JudgeReply(Generic[T]):
-    """Outcome of one judge call: ``parsed`` (None on failure), ``raw`` reply texts (one per attempt), ``attempts``,
-    ``error``, ``mode`` (``json_schema``, ``function_calling``, ``prompt`` or ``text``), ``note`` (why the native path
-    was left), ``reasoning`` per attempt, ``flags`` (``injection_suspected``, D.14); ``refused``:
-    the provider refused (D.17, asked once); ``prompt``/``prompts``: the first / every attempt's prompt as sent
-    (:func:`sgieval.core.prompt_record`; [] means ``[prompt]``)."""
+    """Outcome of one judge call: ``parsed`` (None on failure), one ``raw`` reply per attempt, ``mode`` (structured
+    output path), ``flags`` (D.14), ``refused`` (D.17); ``prompts``: every attempt's prompt as sent ([]: ``[prompt]``)."""
 
     judge: str
     parsed: T | None
@@ -206,7 +189,7 @@ class JudgeReply(Generic[T]):
             error=self.error,
             structured=self.mode,
             note=self.note,
-            reasoning=[r for r in self.reasoning] if any(self.reasoning) else [],
+            reasoning=list(self.reasoning) if any(self.reasoning) else [],
             flags=list(self.flags),
             details=details,
             prompt_hash=(self.prompt or {}).get("hash", ""),
@@ -225,36 +208,23 @@ async def ask_judge(
     candidate: str | Sequence[str] | None = None,
     as_given: bool = False,
 ) -> JudgeReply[T]:
-    """Ask ``judge`` for a ``schema`` object (:func:`~sgieval.models.structured.ask_structured`, with
-    :data:`DATA_NOTICE`), retried with the validation error shown; failures are in ``JudgeReply.error``, never raised.
+    """Ask ``judge`` for a ``schema`` object with :data:`DATA_NOTICE`, retried with the validation error shown;
+    failures are in ``JudgeReply.error``, never raised.
 
     Args:
         messages: the judge prompt.
         schema: the pydantic model of the verdict.
         max_attempts: most tries (>= 1).
-        candidate: the judged text(s): judge-format pieces in them flag the reply ``injection_suspected`` (D.14).
-        as_given: ``messages`` continue a conversation whose system message already holds the notice and schema (a
-            judge's tool loop): sent unchanged.
+        candidate: the judged text(s), whose judge-format pieces flag the reply (D.14).
+        as_given: send ``messages`` unchanged (they already hold the notice and schema).
 
     Returns:
-        The JudgeReply: ``parsed`` (None on failure), raw replies, ``error``, flags.
+        The JudgeReply.
     """
     r: StructuredReply[Any] = await ask_structured(
         judge, messages, schema, max_attempts=max_attempts, system_note=DATA_NOTICE, label="judge", as_given=as_given
     )
     texts = [candidate] if isinstance(candidate, str) else list(candidate or [])
-    return JudgeReply(
-        judge=judge.name,
-        parsed=r.parsed,
-        raw=r.raw,
-        attempts=r.attempts,
-        error=r.error,
-        mode=r.mode,
-        note=r.note,
-        reasoning=r.reasoning,
-        call_failed=r.call_failed,
-        refused=r.refused,
-        flags=injection_flags(*texts) + (["refused"] if r.refused else []),
-        prompt=r.prompt,
-        prompts=r.prompts,
-    )
+    same = ("parsed", "raw", "attempts", "error", "mode", "note", "reasoning", "call_failed", "refused", "prompt")
+    flags = injection_flags(*texts) + (["refused"] if r.refused else [])
+    return JudgeReply(judge.name, flags=flags, prompts=r.prompts, **{k: getattr(r, k) for k in same})
