@@ -1,15 +1,10 @@
-"""A comparison of runs (``sgieval compare``): its data model, its Markdown report and its viewer page.
-
-The statistics are made in ``agents.compare`` (paired permutation tests and paired bootstrap CIs, the report's
-ranking rules); this module states their result.  A change of a model between two runs is called real only when its
-paired test gives p < 0.05.  Files (:func:`write_comparison`): ``compare.md``, ``compare.json``
-(:meth:`Comparison.to_dict`) and ``index.html`` (static, no script).  Stable names of the page
-(``compare.html.j2``): ``#compare-runs`` (``tr.compare-run``, ``data-run-id``, ``a.run-viewer-link``),
-``#compare-answer``, ``#compare-changes`` (``tr.change-row`` with ``data-model``, ``data-metric``, ``data-real`` =
-``yes`` | ``no`` | ``untested``), ``#compare-ranking`` (``tr.ranking-row``, ``data-entry``), ``#compare-pairs``
-(``tr.pair-row``), ``#compare-other``, ``#compare-not-shared`` (``li.not-shared``, ``data-kind``), ``#compare-config``
-(``tr.config-row``, ``data-field``), ``#compare-limits``.
-"""
+"""A comparison of runs (``sgieval compare``): its data model, its Markdown report and its viewer page; the statistics
+are made in ``agents.compare``.  Stable names of the page (``compare.html.j2``): ``#compare-runs``
+(``tr.compare-run``, ``data-run-id``, ``a.run-viewer-link``), ``#compare-answer``, ``#compare-changes``
+(``tr.change-row`` with ``data-model``, ``data-metric``, ``data-real`` = ``yes`` | ``no`` | ``untested``),
+``#compare-ranking`` (``tr.ranking-row``, ``data-entry``), ``#compare-pairs`` (``tr.pair-row``), ``#compare-other``,
+``#compare-not-shared`` (``li.not-shared``, ``data-kind``), ``#compare-config`` (``tr.config-row``,
+``data-field``), ``#compare-limits``."""
 
 from __future__ import annotations
 
@@ -26,14 +21,13 @@ from .format import count_phrase, fmt2, fmt_p
 from .render import jsonable, render_html
 
 SIGNIFICANCE = 0.05
-"""A change (or an adjacent pair of the joint ranking) is real when its two-sided paired test gives p below this."""
+"""A change (or an adjacent pair) is real when its two-sided paired test gives p below this."""
 
 
 @dataclass
 class RunSide:
-    """One compared run: ``run_id`` (as labelled in the comparison), ``path``, ``request``, ``started`` (ISO UTC,
-    "" unknown), ``models`` (target models as its records name them), ``judges``, ``primary`` (its ranking metric),
-    ``n_items`` (its selected items)."""
+    """One compared run: ``started`` ISO UTC ("" unknown), ``primary`` its ranking metric, ``added`` / ``added_judges``
+    what ``ask --into`` added (``reports.runs.additions_text``)."""
 
     run_id: str
     path: str
@@ -44,20 +38,15 @@ class RunSide:
     n_items: int
     started: str = ""
     added: str = ""
-    """The target models and ranking metric ``ask --into`` added to the run, and when
-    (``reports.runs.additions_text(..., judges=False)``; "" for nothing)."""
     added_judges: str = ""
-    """The judges ``ask --into`` added beside the run's, and when (``additions_text(..., judges=True)``)."""
 
 
 @dataclass
 class Change:
     """One model's change between two runs on one metric, on the items both runs share and both scored.
 
-    ``run_a`` -> ``run_b`` (earlier given first); ``n`` paired items; ``mean_a``, ``mean_b`` the means there and
-    ``mean_diff`` = mean(b - a) on the metric's scale; ``[ci_low, ci_high]`` the 95% paired bootstrap CI of it (NaN
-    when n < 2); ``p`` the two-sided paired permutation test (None: fewer than 2 paired items); ``identical``: the
-    same value on every paired item; ``ci_note`` why a CI is degenerate or missing."""
+    ``mean_diff`` = mean(b - a) on the metric's scale with its 95% paired bootstrap CI (NaN when n < 2); ``p`` the
+    two-sided paired permutation test (None: fewer than 2 paired items); ``identical``: the same value on every item."""
 
     model: str
     metric: str
@@ -121,10 +110,10 @@ class Change:
         return what + "not a real change at the 5% level (the test does not separate the two runs)."
 
     def row(self) -> list[Any]:
-        """The change as a row of the comparison's changes table.
+        """The change as a row of the changes table.
 
         Returns:
-            The cells, in the table's column order.
+            The cells, in :data:`CHANGE_HEADERS` order.
         """
         return [
             self.model,
@@ -148,9 +137,8 @@ CHANGE_HEADERS = (
 
 @dataclass
 class RankRow:
-    """One entry of the joint ranking on the shared items: ``entry`` (the model's name, or ``model [run]`` when its
-    values differ between the runs that have it), ``model``, ``runs`` (where its values come from), ``rank`` (the
-    report's rank label: ``1``, ``2=``...), ``mean``, ``ci`` (the report's CI cell), ``n`` items, ``total``."""
+    """One entry of the joint ranking on the shared items: ``entry`` is ``model [run]`` when its values differ between
+    runs; ``rank`` and ``ci`` as the report prints them."""
 
     entry: str
     model: str
@@ -166,16 +154,9 @@ class RankRow:
 class Comparison:
     """What ``sgieval compare`` found; every list is JSON-ready.
 
-    ``runs``: the compared runs in the order given; ``metric`` (the ranking metric), ``scale``,
-    ``higher_is_better``; ``shared_items``: item ids every run selected with the same prompt; ``items_only``: run
-    id -> its item ids the others lack; ``items_changed``: shared ids whose prompt differs between runs (left
-    out); ``models_shared``: models in two or more runs; ``models_only``: run id -> models only it has;
-    ``metrics_shared`` (item-level metrics every run scored); ``metrics_only``: run id -> its other metrics;
-    ``changes``: the same model between runs on the ranking metric; ``other_changes``: on the other shared
-    metrics; ``ranking``: every model ranked together on the shared items (:class:`RankRow`) and ``pairs`` the
-    paired tests of adjacent entries (``reports.build.pair_entry`` dicts); ``config_diff``: (setting, value per
-    run) for the settings that differ; ``answer``: the findings as sentences; ``limits``: what the comparison does
-    not settle; ``notes``: how the comparison was made (metric choice, entries split by run)."""
+    ``*_only``: run id -> what only it has; ``items_changed``: shared ids whose prompt differs (left out); ``changes``
+    on the ranking metric, ``other_changes`` on the other shared metrics; ``ranking`` on the shared items with
+    ``pairs`` the paired tests of adjacent entries; ``config_diff``: (setting, value per run) that differ."""
 
     runs: list[RunSide]
     metric: str
@@ -194,7 +175,6 @@ class Comparison:
     pairs: list[dict[str, Any]]
     config_diff: list[tuple[str, list[str]]]
     metrics_corpus: list[str] = field(default_factory=list)
-    """Corpus-level metrics (one value per model and run: no items to pair), not compared."""
     answer: list[str] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -207,15 +187,36 @@ class Comparison:
         return [r.run_id for r in self.runs]
 
     def write(self, folder: str | Path) -> dict[str, Path]:
-        """Write the comparison's files (:func:`write_comparison`).
+        """Write ``compare.md``, ``compare.json`` and ``index.html`` in ``folder`` (no link followed).
 
         Args:
-            folder: the destination folder (created when missing).
+            folder: the destination folder.
 
         Returns:
             The written paths by kind (``"markdown"``, ``"json"``, ``"page"``).
         """
-        return write_comparison(self, folder)
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        md = write_text_in(folder, folder / "compare.md", self.to_markdown())
+        js = write_text_in(
+            folder, folder / "compare.json", json.dumps(jsonable(self.to_dict()), indent=2, ensure_ascii=False)
+        )
+        viewers = {}
+        for r in self.runs:
+            page = Path(r.path) / "viewer" / "index.html"
+            if page.is_file() and not page.is_symlink():
+                viewers[r.run_id] = Path(os.path.relpath(page, folder)).as_posix()
+        html = render_html(
+            "compare.html.j2",
+            c=self,
+            viewers=viewers,
+            change_headers=CHANGE_HEADERS,
+            pair_headers=PAIR_HEADERS,
+            pair_rows=[(p, _pair_row(p)) for p in self.pairs],
+            fmt2=fmt2,
+        )
+        page = write_text_in(folder, folder / "index.html", html)
+        return {"markdown": md, "json": js, "page": page}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form of the comparison (what ``compare.json`` holds).
@@ -234,8 +235,7 @@ class Comparison:
         """One table of the comparison as a ``pandas.DataFrame``.
 
         Args:
-            table: ``"changes"`` (default; the same model between runs, every shared metric, with ``real``),
-                ``"ranking"`` (the joint ranking) or ``"pairs"`` (its adjacent paired tests).
+            table: ``"changes"`` (default, every shared metric), ``"ranking"`` or ``"pairs"``.
 
         Returns:
             The table, one row per change, ranked model or adjacent pair.
@@ -254,7 +254,6 @@ class Comparison:
             return pd.DataFrame(self.pairs)
         raise ValueError(f"unknown table {table!r}: use 'changes', 'ranking' or 'pairs'")
 
-    # ------------------------------------------------------------------ Markdown
     def to_markdown(self) -> str:
         """The comparison report in Markdown.
 
@@ -310,14 +309,14 @@ class Comparison:
             )
             if self.pairs:
                 out += ["", "Paired permutation tests of adjacent ranks (items both scored; two-sided):", ""]
-                out.append(markdown_table(PAIR_HEADERS, [pair_row(p) for p in self.pairs]))
+                out.append(markdown_table(PAIR_HEADERS, [_pair_row(p) for p in self.pairs]))
         else:
             out.append("Fewer than two models to rank on the shared items.")
         if self.other_changes:
             out += ["", "## The same model across runs: the other shared metrics", ""]
             out.append(markdown_table(CHANGE_HEADERS, [c.row() for c in self.other_changes]))
         out += ["", "## Not shared", ""]
-        out += [f"- {s}" for s in self.not_shared_sentences()]
+        out += [f"- {s}" for _, s in self.not_shared()]
         out += ["", "## What differs between the runs' settings", ""]
         if self.config_diff:
             out.append(markdown_table(["setting", *ids], [[k, *v] for k, v in self.config_diff]))
@@ -329,14 +328,6 @@ class Comparison:
             out += ["", "## How it was made", ""]
             out += [f"- {s}" for s in self.notes]
         return "\n".join(out) + "\n"
-
-    def not_shared_sentences(self) -> list[str]:
-        """What is not shared, counted and named (:meth:`not_shared`'s sentences).
-
-        Returns:
-            One sentence each for items, models and metrics.
-        """
-        return [s for _, s in self.not_shared()]
 
     def not_shared(self) -> list[tuple[str, str]]:
         """What the compared runs do not share.
@@ -389,8 +380,8 @@ PAIR_HEADERS = (
 )
 
 
-def pair_row(p: dict[str, Any]) -> list[Any]:
-    """A row of the adjacent-pairs table from a ``reports.build.pair_entry`` dict."""
+def _pair_row(p: dict[str, Any]) -> list[Any]:
+    """A row of the adjacent-pairs table from a ``ranking.pair_entry`` dict."""
     tested = p.get("p") is not None
     return [
         f"{p['a']} vs {p['b']}",
@@ -400,34 +391,3 @@ def pair_row(p: dict[str, Any]) -> list[Any]:
         p.get("p_value", "n/a") if tested else "not tested (fewer than 2 shared items)",
         ("separated" if p.get("significant") else "not separated") if tested else "not tested",
     ]
-
-
-def write_comparison(comparison: Comparison, folder: str | Path) -> dict[str, Path]:
-    """Write ``folder/compare.md``, ``folder/compare.json`` and ``folder/index.html`` (created as needed, no link
-    followed below ``folder``).
-
-    Returns:
-        {"markdown": path, "json": path, "page": path}.
-    """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    md = write_text_in(folder, folder / "compare.md", comparison.to_markdown())
-    js = write_text_in(
-        folder, folder / "compare.json", json.dumps(jsonable(comparison.to_dict()), indent=2, ensure_ascii=False)
-    )
-    viewers = {}
-    for r in comparison.runs:
-        page = Path(r.path) / "viewer" / "index.html"
-        if page.is_file() and not page.is_symlink():
-            viewers[r.run_id] = Path(os.path.relpath(page, folder)).as_posix()
-    html = render_html(
-        "compare.html.j2",
-        c=comparison,
-        viewers=viewers,
-        change_headers=CHANGE_HEADERS,
-        pair_headers=PAIR_HEADERS,
-        pair_rows=[(p, pair_row(p)) for p in comparison.pairs],
-        fmt2=fmt2,
-    )
-    page = write_text_in(folder, folder / "index.html", html)
-    return {"markdown": md, "json": js, "page": page}

@@ -1,8 +1,5 @@
 """The ranking's data model and rules: per-model summaries, CI cells, tie groups and shared ranks (METRICS.md
-D.16), the adjacent-pair entries, coverage of the scored items, and why a model is unscored.
-
-The reporting agent (``agents/reporting.py``) computes the statistics that need the metric pool (summaries, paired
-tests) and hands them here as plain values (:class:`ModelStat`, :func:`pair_entry`).
+D.16), adjacent-pair entries, coverage of the scored items, and why a model is unscored.
 """
 
 from __future__ import annotations
@@ -30,8 +27,7 @@ class _Interval(Protocol):
 
 
 class SummaryLike(_Interval, Protocol):
-    """What the report reads of a per-model summary (``metric_pool.stats.Summary``): ``mean`` and ``total`` on the
-    metric's scale."""
+    """A per-model summary (``metric_pool.stats.Summary``): ``mean`` and ``total`` on the metric's scale."""
 
     @property
     def mean(self) -> float: ...
@@ -40,8 +36,7 @@ class SummaryLike(_Interval, Protocol):
 
 
 class PairStat(_Interval, Protocol):
-    """What the report reads of a paired test (``metric_pool.stats.PairedResult``): ``method``, ``mean_diff``
-    (a minus b) with its CI, and ``p_value`` (0-1)."""
+    """A paired test (``metric_pool.stats.PairedResult``): ``mean_diff`` is a minus b, ``p_value`` 0-1."""
 
     @property
     def method(self) -> str: ...
@@ -53,15 +48,13 @@ class PairStat(_Interval, Protocol):
 
 @dataclass
 class ModelStat:
-    """One target model's row of the ranking: ``summary`` None when it has no ok score; ``corpus`` True for a
-    corpus-level metric (one value over ``summary.n`` items, e.g. quadratic weighted kappa: no per-item CI)."""
+    """One target model's ranking row: ``summary`` None without an ok score; ``corpus`` for a corpus-level metric."""
 
     model: str
     summary: SummaryLike | None
     failed: int
     corpus: bool = False
     reason: str = ""
-    """Why a model without a valid score is unscored (:func:`unscored_reason`; "" for a ranked model)."""
 
     @property
     def stats(self) -> SummaryLike:
@@ -73,8 +66,7 @@ class ModelStat:
 
 @dataclass
 class SgiRow:
-    """One target model's SGI-Score (0-100, METRICS.md A.6) or None, its per-task terms and the missing terms as
-    text ("" when complete)."""
+    """One target model's SGI-Score (0-100, METRICS.md A.6) or None, its per-task terms and missing terms."""
 
     model: str
     sgi_score: float | None
@@ -83,8 +75,7 @@ class SgiRow:
 
 
 def ci_text(a: SummaryLike) -> str:
-    """A ranking row's CI cell: ``"lo to hi"``, marked ``(Wilson score, 0/1 metric)`` for a Wilson interval, and
-    saying why for a degenerate or missing one (``Summary.method`` / ``Summary.note``).
+    """A ranking row's CI cell: ``"lo to hi"``, with the method's mark or why it is degenerate or missing.
 
     Args:
         a: a summary.
@@ -106,7 +97,7 @@ def ci_text(a: SummaryLike) -> str:
 
 
 def no_variation(a: Any) -> bool:
-    """Whether a CI (``ci_low``/``ci_high``) has zero width: it shows no variation and supports no verdict.
+    """Whether a CI has zero width: it shows no variation and supports no verdict.
 
     Args:
         a: a summary.
@@ -131,14 +122,14 @@ def has_ci(a: SummaryLike) -> bool:
 
 
 def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
-    """Whether the two 95% CIs overlap (not a significance test); None when either CI is unavailable (NaN).
+    """Whether the two 95% CIs overlap (not a significance test).
 
     Args:
         a: one summary.
         b: the other.
 
     Returns:
-        True, False, or None.
+        True, False, or None when either CI is unavailable.
     """
     if not (has_ci(a) and has_ci(b)):
         return None
@@ -146,8 +137,7 @@ def ci_overlap(a: SummaryLike, b: SummaryLike) -> bool | None:
 
 
 def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelStat]:
-    """Models with a summary by mean (best first; equal means in name order, a listing order only: ties are
-    :func:`tie_groups`' decision), then those without.
+    """Models with a summary by mean (best first, equal means in name order), then those without.
 
     Args:
         stats: per-model summaries.
@@ -164,21 +154,19 @@ def order_stats(stats: list[ModelStat], higher_is_better: bool) -> list[ModelSta
 
 
 def tied(a: ModelStat, b: ModelStat, pair: dict[str, Any] | None) -> bool:
-    """Whether ``a`` and ``b`` (adjacent in the ranking) share a rank (METRICS.md D.16): their means are equal at
-    the precision the report prints (:func:`fmt2`) and the paired test ``pair`` (:func:`pair_entry`, None or
-    ``p`` None when not tested) does not separate them at the 5% level."""
+    """Whether adjacent ``a`` and ``b`` share a rank (METRICS.md D.16): equal printed means, ``pair`` not separating."""
     return fmt2(a.stats.mean) == fmt2(b.stats.mean) and not pair_separates(pair)
 
 
 def tie_groups(ranked: list[ModelStat], pairs: list[dict[str, Any]]) -> list[list[ModelStat]]:
-    """The ranked models in groups that share a rank: consecutive models joined by :func:`tied`.
+    """The ranked models in groups that share a rank (consecutive models joined by :func:`tied`).
 
     Args:
         ranked: the ranked models, best first.
-        pairs: ``pairs[k]`` is the paired test of ``ranked[k]`` and ``ranked[k + 1]`` (:func:`pair_entry`).
+        pairs: ``pairs[k]`` is the :func:`pair_entry` of ``ranked[k]`` and ``ranked[k + 1]``.
 
     Returns:
-        One list per rank, best first; a list of one model when it is not tied.
+        One list per rank, best first.
     """
     groups: list[list[ModelStat]] = []
     for k, s in enumerate(ranked):
@@ -208,11 +196,10 @@ def rank_labels(groups: list[list[ModelStat]]) -> dict[str, str]:
 
 
 def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> str:
-    """The full order with shared ranks: ``"alpha > beta = gamma > delta"`` (``<`` when lower is better); each
-    group's members are model names or :class:`ModelStat`.
+    """The full order with shared ranks: ``"alpha > beta = gamma > delta"`` (``<`` when lower is better).
 
     Args:
-        groups: the rank groups, best first.
+        groups: the rank groups, best first (model names or :class:`ModelStat`).
         higher_is_better: the metric's direction.
 
     Returns:
@@ -223,8 +210,7 @@ def order_with_ties(groups: list[list[Any]], higher_is_better: bool = True) -> s
 
 
 def unscored_reason(mine: list[Score]) -> str:
-    """Why a model has no valid score for a metric: e.g. "2 not applicable: no related works found", "3 failed
-    (judge_error): timeout", "no score recorded".
+    """Why a model has no valid score for a metric, e.g. "3 failed (judge_error): timeout".
 
     Args:
         mine: one model's scores of one metric.
@@ -252,10 +238,10 @@ def unscored_reason(mine: list[Score]) -> str:
 class Coverage:
     """How the models' scored item sets of the ranking metric compare (METRICS.md D.16).
 
-    ``selected``: items selected; ``shared``: ids every scored model has a valid score for; ``own``:
-    ``{model: (n, mean)}`` over each model's own valid items; ``wrong``: ``{model: (n, mean)}`` over every item
-    any scored model attempted (valid or failed, not-applicable ones left out), a failure or a missing score
-    counted as the metric's worst value (``worst``); ``shared_means``: ``{model: mean}`` on the shared items."""
+    ``shared``: ids every scored model has a valid score for; ``own``/``wrong``: ``{model: (n, mean)}`` over its own
+    valid items / over every attempted item with a failure or missing score counted as ``worst``; ``shared_means``:
+    ``{model: mean}`` on the shared items.
+    """
 
     selected: int
     shared: set[str]
@@ -271,18 +257,16 @@ class Coverage:
 
 
 def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected: int) -> Coverage | None:
-    """The :class:`Coverage` of ``spec`` (item-level, ok scores) over ``models``; None for a corpus-level
-    metric or when fewer than two models have a valid score.
+    """The :class:`Coverage` of ``spec`` over ``models``.
 
     Args:
-        scores: the scores (any metric; only ``spec``'s are read).
-        spec: the ranking metric; its worst value is ``range[0]`` when higher is better, else ``range[1]``
-            (None when that end is infinite: then ``wrong`` is empty).
+        scores: the scores (any metric).
+        spec: the ranking metric; its worst value is the worse end of ``range`` (None when infinite).
         models: the target models.
         selected: the number of selected items.
 
     Returns:
-        The Coverage, or None.
+        The Coverage; None for a corpus-level metric or fewer than two scored models.
     """
     own: dict[str, dict[str, float]] = {m: {} for m in models}
     tried: set[str] = set()
@@ -320,7 +304,7 @@ def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected:
 
 
 def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list[str]]:
-    """Models by mean, best first, grouped where the means print the same (:func:`fmt2`; no paired test)."""
+    """Models by mean, best first, grouped where the means print the same (no paired test)."""
     return _grouped(ordered_by_mean(means, higher_is_better), lambda m: fmt2(means[m]))
 
 
@@ -350,13 +334,12 @@ def item_values(scores: list[Score], model: str, metric: str) -> dict[str, float
 
 
 def _item_scores(scores: Iterable[Score], metric: str) -> Iterable[Score]:
-    """The ok item-level (not corpus-level) scores of ``metric`` with a value."""
+    """The ok item-level scores of ``metric`` with a value."""
     return (s for s in scores if s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS)
 
 
 def pair_separates(pair: dict[str, Any] | None) -> bool:
-    """Whether the paired test of an adjacent-pair entry (:func:`pair_entry`) ran and separates its two models
-    (p < 0.05).
+    """Whether the paired test of a :func:`pair_entry` ran and separates its two models (p < 0.05).
 
     Args:
         pair: the entry, or None.
@@ -377,10 +360,8 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
         result: their paired test (None: none run).
 
     Returns:
-        ``a``, ``b`` (model names), ``n`` shared items, ``overlap`` (whether the marginal 95% CIs overlap; None when
-        a CI is unavailable) and ``p`` (None when not tested); with a ``result``: ``method``, ``mean_diff`` (a
-        minus b, formatted), ``ci`` (95% paired bootstrap CI of the difference), ``p_value`` (:func:`fmt_p`),
-        ``p`` (float 0-1), ``significant`` (p < 0.05).
+        ``a``, ``b``, ``n``, ``overlap`` (marginal 95% CIs overlap, None when unavailable), ``p`` (None when not
+        tested); with a ``result`` also ``method``, ``mean_diff``, ``ci``, ``p_value`` (text) and ``significant``.
     """
     d: dict[str, Any] = {
         "a": hi.model,
@@ -407,13 +388,11 @@ def pair_entry(hi: ModelStat, lo: ModelStat, shared: int, result: PairStat | Non
 
 
 NOT_APPLICABLE_REASONS = (re.compile(r"^no accepted answers\b"),)
-"""``not_run`` reasons that mean "nothing to score", not a failure: SciAidanBench coherence / novelty means over a
-question with 0 accepted answers (metric_pool/aidanbench.py)."""
+"""``not_run`` reasons meaning "nothing to score": SciAidanBench over 0 accepted answers (metric_pool/aidanbench.py)."""
 
 
 def not_applicable(s: Score) -> bool:
-    """Whether ``s`` is not applicable rather than failed: status ``not_run`` with ``details["not_applicable"]`` or
-    a reason matching :data:`NOT_APPLICABLE_REASONS`.
+    """Whether ``s`` is not applicable rather than failed (``not_run`` with that flag or reason).
 
     Args:
         s: a Score.
@@ -427,7 +406,6 @@ def not_applicable(s: Score) -> bool:
 
 
 RANKING_HEADERS = ["rank", "target model", "mean per item", "95% CI (bootstrap)", "total", "n items", "failed"]
-"""The ranking table's columns (the keys of :func:`ranking_rows`' dicts, in order)."""
 
 RANKING_KEYS = ("rank", "model", "mean", "ci", "total", "n", "failed")
 
@@ -435,10 +413,7 @@ RANKING_KEYS = ("rank", "model", "mean", "ci", "total", "n", "failed")
 def ranking_rows(
     stats: list[ModelStat], spec: MetricSpec, pairs: list[dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
-    """The ranking table's rows as printed, one per model of ``stats`` (ranking order): ``rank`` (``"1"``,
-    ``"2="`` for a shared rank, :func:`rank_labels` over :func:`tie_groups` with ``pairs``; ``"unscored"`` for
-    a model without a valid score), ``model``, ``mean``, ``ci``, ``total``, ``n`` (items with a valid score
-    in the comparison), ``failed`` (failed scores; for an unscored model, why it is unscored)."""
+    """The ranking table's rows as printed, in ``stats`` order (keys :data:`RANKING_KEYS`; ``pairs`` decide ties)."""
     ranked = [s for s in stats if s.summary is not None]
     labels = rank_labels(tie_groups(ranked, pairs or []))
     rows = []
@@ -463,7 +438,7 @@ def ranking_rows(
 
 
 def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
-    """``scores`` grouped by metric name in one pass, each group in the given order.
+    """``scores`` grouped by metric name, each group in the given order.
 
     Args:
         scores: any scores.
@@ -480,17 +455,7 @@ def by_metric(scores: Iterable[Score]) -> dict[str, list[Score]]:
 def model_means(
     scores: Iterable[Score], metric: str, models: list[str], leave_out: Collection[str] = frozenset()
 ) -> dict[str, float]:
-    """Each model's mean of its ok item-level ``metric`` values, leaving out the items ``leave_out``.
-
-    Args:
-        scores: the scores (any metric).
-        metric: a metric name.
-        models: the models (one without a value is left out).
-        leave_out: item ids not counted.
-
-    Returns:
-        model -> mean.
-    """
+    """Each model's mean of its ok item-level ``metric`` values, leaving out the items ``leave_out``."""
     vals: dict[str, list[float]] = {m: [] for m in models}
     for s in _item_scores(scores, metric):
         if s.model in vals and s.item_id not in leave_out:
@@ -499,21 +464,12 @@ def model_means(
 
 
 def ordered_by_mean(means: dict[str, float], higher_is_better: bool) -> list[str]:
-    """The models of ``means`` best first, equal means in name order.
-
-    Args:
-        means: model -> mean.
-        higher_is_better: the metric's direction.
-
-    Returns:
-        The models.
-    """
+    """The models of ``means`` best first, equal means in name order."""
     return sorted(means, key=lambda m: (-means[m] if higher_is_better else means[m], m))
 
 
 def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: int = 2) -> list[list[str]]:
-    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals (a tie is one
-    group, in name order).
+    """The models of ``means`` best first, grouped where their means are equal at ``digits`` decimals.
 
     Args:
         means: model -> mean.

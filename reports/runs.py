@@ -1,15 +1,9 @@
-"""The runs index: one entry per run folder below a runs folder (``sgieval runs``, the viewer's home page
-``<runs folder>/index.html``), read as data and never through a link, from ``config.json``, ``report.json`` (the
-ranking metric, rank labels and the paired test of the top two: the report's own rules, no winner decided here), the
-checkpoint through the caller's allowlisted reader for a run without a report (``read_state``, never for a run
-another process holds), ``invocations.jsonl``, ``items.jsonl``, ``ledger.jsonl``, ``log.jsonl``, ``report.md`` (a
-budget stop) and the run lock.  A folder that cannot be read is an entry with its ``problem``; listing never raises
-for one folder and never writes to a run folder.
+"""The runs index: one entry per run folder below a runs folder (``sgieval runs``, the home page ``index.html``), read
+as data and never through a link; a folder that cannot be read is an entry with its ``problem``.
 
 Stable names of the home page (``runs.html.j2``): ``#runs-index``, ``tr.run-row`` (``data-run-id``,
 ``data-status``), ``td.col-<key>`` per :data:`COLUMNS` key, ``a.run-link``, ``tr.run-broken`` / ``td.run-problem``,
-and ``#compare-index`` with ``a.compare-link``.
-"""
+and ``#compare-index`` with ``a.compare-link``."""
 
 from __future__ import annotations
 
@@ -27,11 +21,10 @@ from .render import render_html
 from .serve import viewer_files
 
 COMPARE_PREFIX = "compare-"
-"""Name prefix of the folders ``sgieval compare`` writes in a runs folder (``compare-<run a>-<run b>``)."""
+"""Name prefix of the folders ``sgieval compare`` writes (``compare-<run a>-<run b>``)."""
 
 StateReader = Callable[[Path, str], dict[str, Any]]
-"""``read_state(state.sqlite path, run id) -> graph state`` (``{}`` without a checkpoint); raises SgievalError for
-a checkpoint it refuses."""
+"""``read_state(state.sqlite path, run id) -> graph state`` (``{}`` without a checkpoint)."""
 
 COLUMNS = (
     ("run", "run"),
@@ -44,14 +37,12 @@ COLUMNS = (
     ("status", "status"),
     ("cost", "cost (USD)"),
 )
-"""(key, heading) of the index's columns, in order (``td.col-<key>`` on the home page)."""
 
 
 @dataclass
 class Winner:
-    """The ranking metric's first place as the run's report states it: ``models`` ranked first (several for a
-    ``1=`` tie), ``runner_up`` (the next rank), ``p`` (the report's paired test of the first two, two-sided; None
-    when not tested), ``separated`` (p < 0.05), ``text`` (the index's cell)."""
+    """The ranking metric's first place as the run's report states it (several models for a ``1=`` tie); ``p`` is the
+    report's paired test of the first two, ``text`` the index's cell."""
 
     metric: str
     models: list[str]
@@ -68,20 +59,8 @@ class Winner:
 
 @dataclass
 class RunEntry:
-    """One run of the index.
-
-    ``folder``: the run folder's name; ``path``; ``run_id`` (config.json's, "" when unreadable); ``started``: when
-    the run began (ISO 8601 UTC; its log's first event, else the run id's time stamp, else config.json's
-    modification time; "" when unknown); ``request``; ``benchmarks``: of the selected items; ``n_items``: the
-    selected items (None when unknown); ``models``: the target models (as named in the records once the run has
-    started, else as asked); ``judges``; ``winner`` (None without a report or a ranked model); ``status``
-    (``complete``: report written; ``running``: another process holds the run; ``incomplete``: no report yet;
-    ``stopped``: at its budget or at the metric confirmation; ``failed``: an unexpected error ended it before its
-    report; ``broken``: the folder cannot be read, see ``problem``) and ``status_detail`` (what to do); ``cost_usd``: known cost of the run's model calls in USD
-    (0 with no calls, None without a ledger or when no call had a price) and ``cost_note`` (unpriced calls, no
-    calls); ``responses``/``scores``: lines in responses.jsonl / scores.jsonl; ``problem``: why the folder (or a
-    part of it) could not be read ("" when it could); ``viewer``: path of its viewer page relative to the runs
-    folder ("" when not written)."""
+    """One run of the index: ``started`` ISO 8601 UTC, ``cost_usd`` None without a ledger or a priced call, ``status``
+    complete, running, incomplete, stopped, failed or broken (see ``problem``), ``viewer`` relative to ``--out``."""
 
     folder: str
     path: str
@@ -93,7 +72,6 @@ class RunEntry:
     models: list[str] = field(default_factory=list)
     judges: list[str] = field(default_factory=list)
     added_judges: list[str] = field(default_factory=list)
-    """Judges added to the finished run by ``ask --into RUN --judge J`` (scored beside ``judges``)."""
     winner: Winner | None = None
     status: str = "broken"
     status_detail: str = ""
@@ -104,12 +82,10 @@ class RunEntry:
     problem: str = ""
     viewer: str = ""
     added: list[dict[str, Any]] = field(default_factory=list)
-    """What each ``ask --into`` added (:func:`into_additions`)."""
     reported: bool = False
-    """Whether the run has a report (report.md and report.json)."""
 
     def cells(self) -> dict[str, str]:
-        """The index's cells as text, by :data:`COLUMNS` key (what ``ask --into`` added beside its field).
+        """The index's cells as text, by :data:`COLUMNS` key.
 
         Returns:
             key -> cell text.
@@ -167,7 +143,7 @@ def _read_json(root: Path, name: str) -> Any:
 
 
 def _count_lines(root: Path, name: str) -> int:
-    """Lines of a JSONL file as ``split_jsonl`` counts them (a torn last line counted); 0 without the file."""
+    """Lines of a JSONL file as ``split_jsonl`` counts them; 0 without the file."""
     try:
         data = read_bytes_in(root, root / name)
     except FileNotFoundError:
@@ -176,7 +152,7 @@ def _count_lines(root: Path, name: str) -> int:
 
 
 def _rows(root: Path, name: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL file (lines that are no JSON object are skipped); [] without the file."""
+    """The JSON objects of a JSONL file; [] without the file."""
     try:
         lines = split_jsonl(read_bytes_in(root, root / name).decode("utf-8", "replace"))
     except FileNotFoundError:
@@ -219,7 +195,7 @@ def _started(root: Path, run_id: str, log: list[dict[str, Any]]) -> str:
 
 
 def _cost(root: Path) -> tuple[float | None, str]:
-    """(known cost in USD of the ledger's calls, note) from ``ledger.jsonl`` (``CallRecord`` rows)."""
+    """(known cost in USD of ``ledger.jsonl``'s calls, note)."""
     try:
         read_bytes_in(root, root / "ledger.jsonl")
     except FileNotFoundError:
@@ -245,18 +221,8 @@ def _cost(root: Path) -> tuple[float | None, str]:
     return float(sum(known)), "; ".join(notes)
 
 
-def into_additions(root: str | Path) -> list[dict[str, Any]]:
-    """What each ``ask --into`` invocation added to a run, from its ``invocations.jsonl`` (read as data).
-
-    Args:
-        root: the run folder.
-
-    Returns:
-        One ``{"invocation": id, "time": ISO UTC, "models": [models added], "judges": [judges added beside the
-        run's], "metric": the new ranking metric or ""}`` per ``into`` row, in file order; [] without the file or such rows. The models are named
-        as the records name them (the responses the invocation made: ``replay:mistral:latest`` for
-        ``--models replay:mistral``), else as the invocation's model strings.
-    """
+def _into_additions(root: str | Path) -> list[dict[str, Any]]:
+    """What each ``ask --into`` added to the run ``root`` (its models, judges and new ranking metric), in file order."""
     root = Path(root)
     out: list[dict[str, Any]] = []
     before: list[str] = []
@@ -293,17 +259,14 @@ def into_additions(root: str | Path) -> list[dict[str, Any]]:
 
 
 def additions_text(added: list[dict[str, Any]], *, judges: bool | None = None) -> str:
-    """``"replay:openai/4o added by ask --into at 2026-12-01 20:08 UTC"`` for :func:`into_additions`' rows
-    ("" for none).
+    """``"replay:openai/4o added by ask --into at 2026-12-01 20:08 UTC"`` for :func:`_into_additions`' rows.
 
     Args:
-        added: :func:`into_additions` rows.
-        judges: None: everything each --into added; False: the target models and ranking metrics only (the text
-            of a target-models field); True: the judges added only (``"openai:j2 added by ask --into at ..."``, the
-            text of a judge field).
+        added: :func:`_into_additions` rows.
+        judges: None: everything; False: the target models and ranking metrics only; True: the judges only.
 
     Returns:
-        The text.
+        The text ("" for none).
     """
     parts = []
     for a in added:
@@ -324,8 +287,7 @@ def additions_text(added: list[dict[str, Any]], *, judges: bool | None = None) -
 
 
 def _winner(report: dict[str, Any]) -> Winner | None:
-    """The first rank of ``report.json``'s ranking (rank labels ``1`` / ``1=``) and the report's paired test of
-    the first two (``comparison``)."""
+    """The first rank of ``report.json``'s ranking and the report's paired test of the first two."""
     ranking = report.get("ranking")
     if not isinstance(ranking, dict):
         return None
@@ -382,8 +344,7 @@ def _status(root: Path, state: dict[str, Any], log: list[dict[str, Any]]) -> tup
 def _checkpoint(
     root: Path, run_id: str, read_state: StateReader | None, report: dict[str, Any], problems: list[str]
 ) -> dict[str, Any]:
-    """The run's checkpointed state, read only for a run without a report and never one another process holds
-    (SQLite would open its journal files beside it); a checkpoint not read is noted in ``problems``."""
+    """The checkpoint of a run without a report that no other process holds; one not read is noted in ``problems``."""
     if read_state is None or report or run_holder(root) is not None or not (root / "state.sqlite").is_file():
         return {}
     try:
@@ -420,13 +381,12 @@ def _selection(root: Path, e: RunEntry, state: dict[str, Any], report: dict[str,
 
 
 def read_run(root: str | Path, *, read_state: StateReader | None = None, base: str | Path | None = None) -> RunEntry:
-    """The index entry of the run folder ``root``; never raises for a folder that cannot be read (the entry says
-    why in ``problem``, status ``broken``).
+    """The index entry of the run folder ``root``; never raises for a folder that cannot be read.
 
     Args:
-        root: a run folder (holding ``config.json``).
-        read_state: the checkpoint reader (``(state.sqlite path, run id) -> state``); None: no checkpoint read.
-        base: the runs folder, for ``viewer`` (the viewer page's path relative to it); default ``root``'s parent.
+        root: a run folder.
+        read_state: the checkpoint reader; None: no checkpoint read.
+        base: the runs folder ``viewer`` is relative to; default ``root``'s parent.
 
     Returns:
         The :class:`RunEntry`.
@@ -467,7 +427,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
         problems.append(f"report.json not read: {_reason(x)}")
     state = _checkpoint(root, config.run_id, read_state, report, problems)
     _selection(root, e, state, report, list(config.benchmarks))
-    e.added = into_additions(root)
+    e.added = _into_additions(root)
     e.reported = bool(report) and (root / "report.md").is_file()
     e.winner = _winner(report) if report else None
     e.status, e.status_detail = _status(root, state, log)
@@ -498,21 +458,18 @@ def _entries(folder: Path) -> list[os.DirEntry]:
 
 
 def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> list[RunEntry]:
-    """Every run folder of the runs folder ``out_dir`` (its entries holding a ``config.json``, or a link named
-    like a run), by start time, newest first (folders with no known start time last, by name).
+    """Every run folder of the runs folder ``out_dir``, newest first (no known start time last, by name).
 
     Args:
         out_dir: the runs folder (``--out``).
         read_state: the checkpoint reader (see :func:`read_run`).
 
     Returns:
-        One :class:`RunEntry` per folder ([] when ``out_dir`` does not exist); a folder that cannot be read is an
-        entry with its ``problem``.
+        One :class:`RunEntry` per folder ([] when ``out_dir`` does not exist).
     """
     out_dir = Path(out_dir)
-    entries = _entries(out_dir)
     runs = []
-    for d in entries:
+    for d in _entries(out_dir):
         if d.is_symlink():
             if os.path.lexists(os.path.join(d.path, "config.json")):
                 runs.append(RunEntry(folder=d.name, path=d.path, problem="a symbolic link to a folder (not followed)"))
@@ -528,7 +485,7 @@ def list_runs(out_dir: str | Path, *, read_state: StateReader | None = None) -> 
 
 
 def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
-    """The comparison pages ``compare-*/index.html`` written in the runs folder (no link followed), by folder name.
+    """The comparison pages ``compare-*/index.html`` in the runs folder (no link followed), by folder name.
 
     Args:
         out_dir: the runs folder.
@@ -536,10 +493,8 @@ def list_comparisons(out_dir: str | Path) -> list[tuple[str, str]]:
     Returns:
         ``(title, path relative to out_dir)`` pairs; the title is the compared run ids joined by ``-``.
     """
-    out_dir = Path(out_dir)
-    entries = _entries(out_dir)
     out = []
-    for d in entries:
+    for d in _entries(Path(out_dir)):
         if not d.name.startswith(COMPARE_PREFIX) or d.is_symlink() or not d.is_dir(follow_symlinks=False):
             continue
         page = Path(d.path) / "index.html"
@@ -553,13 +508,11 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
 
     Args:
         out_dir: the runs folder.
-        runs: :func:`list_runs`'s entries (a broken one's viewer is not served).
-        comparisons: :func:`list_comparisons`' (title, page path) pairs.
+        runs: :func:`list_runs`'s entries.
+        comparisons: :func:`list_comparisons`' pairs.
 
     Returns:
-        Path below the session root -> file: ``index.html`` (the home page), each listed run's viewer files
-        (``<run>/viewer/...``: :func:`sgieval.reports.viewer.viewer_files`, regular files only) and each comparison
-        page.  Nothing else of the runs folder (records, configs, logs) is served.
+        Path below the session root -> file: the home page, each run's viewer files and each comparison page.
     """
     out_dir = Path(out_dir)
     files: dict[str, Path] = {}
@@ -581,13 +534,12 @@ def home_files(out_dir: str | Path, runs: list[RunEntry], comparisons: list[tupl
 def write_runs_page(
     out_dir: str | Path, runs: list[RunEntry], comparisons: list[tuple[str, str]] | None = None
 ) -> Path:
-    """Write the home page ``out_dir/index.html`` (static, every value escaped, no link followed): the runs index
-    with a link to each run's viewer page, then the comparisons written in ``out_dir``.
+    """Write the home page ``out_dir/index.html`` (static, every value escaped): the runs index, then the comparisons.
 
     Args:
         out_dir: the runs folder.
-        runs: :func:`list_runs`'s entries (their ``viewer`` paths relative to ``out_dir``).
-        comparisons: (title, path of its page relative to ``out_dir``) per comparison.
+        runs: :func:`list_runs`'s entries.
+        comparisons: :func:`list_comparisons`' pairs.
 
     Returns:
         The page's path.

@@ -1,10 +1,7 @@
-"""The HTML viewer of a run: ``runs/<id>/viewer/``, one folder that opens with no network and can be shared as is:
-``index.html`` (the page, its CSS and JavaScript inlined from ``templates/viewer.*``), ``data.js`` (the index,
-``window.SGV_DATA``: run header, the report's data, and per (item, target model) row the facets, statuses, flags and
-score values), ``text.js`` (the long texts, ``window.SGV_TEXT``, loaded after the first paint so a 10,000-item run
-paints from the index alone) and ``figures/`` (the report's PNG charts).  Model-written text is inserted as text,
-never as HTML; the data files are JavaScript assignments so the viewer works from ``file://``.
-"""
+"""The HTML viewer of a run: ``runs/<id>/viewer/``, one folder that opens with no network: ``index.html`` (CSS and
+JavaScript inlined), ``data.js`` (the index, ``window.SGV_DATA``), ``text.js`` (the long texts, ``window.SGV_TEXT``,
+loaded after the first paint) and ``figures/`` (the report's PNG charts).  Model-written text is inserted as text,
+never as HTML."""
 
 from __future__ import annotations
 
@@ -18,11 +15,9 @@ from ..core import read_bytes_in, replace_dir_in, write_bytes_in, write_text_in
 from .ranking import not_applicable
 from .render import TEMPLATES, js_assign, jsonable, render_html
 
-PAGE_SIZE = 50
-"""Rows per page of the item table."""
+PAGE_SIZE = 50  # rows per page of the item table
 
 NOT_APPLICABLE = "not_applicable"
-"""Viewer status of a score that is not applicable rather than failed (:func:`.ranking.not_applicable`)."""
 
 
 def score_status(s: Score) -> str:
@@ -44,9 +39,8 @@ def record_flags(rec: Response | Score) -> list[str]:
         rec: a response or score.
 
     Returns:
-        ``truncated`` (finish reason ``length``), ``empty``, ``censored`` / ``missing`` (a stored record stopped by an
-        error or empty), ``injection_suspected``, and the names under ``metadata``/``details`` ``"flags"``; no
-        duplicates.
+        ``truncated``, ``empty``, ``censored`` / ``missing``, ``injection_suspected`` and the record's own
+        ``"flags"``; no duplicates.
     """
     data = rec.model_dump()
     extra = data.get("metadata") or data.get("details") or {}
@@ -74,13 +68,8 @@ def record_flags(rec: Response | Score) -> list[str]:
 
 
 def judge_panel(s: Score) -> dict[str, float]:
-    """Each judge's own value of a judge-panel score ({judge: value}; empty
-    when the score has no per-judge values).
-
-    Read from ``details["per_judge"]`` ({judge: number} or, for a rubric,
-    {judge: {criterion: 0-10}} -> that judge's weighted mean x10 with
-    ``details["weights"]``, the rubric aggregation of ``core.Rubric.aggregate``)
-    or ``details["levels"]`` ({judge: level}, SFBench explanation judges)."""
+    """Each judge's own value of a judge-panel score (``details["per_judge"]``, a rubric's as its weighted mean x10 as
+    ``core.Rubric.aggregate``, or ``details["levels"]``); {} without per-judge values."""
     d = s.details or {}
     out: dict[str, float] = {}
     pj = d.get("per_judge")
@@ -135,25 +124,20 @@ def build_viewer_data(
         items: the run's items.
         responses: its responses (a later record of one (item, model) replaces an earlier one).
         scores: its scores.
-        report: the report's data (``report.json``; None when the run has no report).
+        report: ``report.json``'s data (None without a report).
         config: the run's config.
         specs: ``[{name, scale, hib, kind}]`` per metric.
-        labelling: what the item pages' labelling form needs, ``{"metrics": [{name, kind, range: [low, high],
-            description, criteria: [{name, description, anchors: {value: text}}], weights: {criterion: weight}}],
-            "default": metric name, "sample": {metric: [[item_id, model], ...]}}`` (None: no labelling form).
-        prompts: the run's judge prompts by hash (``RunStore.prompts()``: {hash: {hash, messages,
-            response_format}}; None or {}: the judge replies show no prompt).
+        labelling: what the labelling form needs (``cli/labels.py``; None: no form).
+        prompts: the run's judge prompts by hash (``RunStore.prompts()``; None: no prompt shown).
 
     Returns:
-        index: ``run`` (config), ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id,
-        benchmark, task, discipline, direction, type, question] per item; question: :func:`question_text`),
-        ``answer_links`` (:func:`answer_links`), ``rows`` ([item index, model index, response status, flags, [score
-        indices]] per (item, target model); item index -1 for corpus-level scores), ``scores`` ([row index, metric
-        index, value or None, status, flags, judge, {judge: value}] per score) and ``labelling``.  texts: ``items``
-        ([prompt, reference, metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens, cost,
-        answers, metadata}]; ``answers``: one text per stored record of ``metadata["records"]``), ``scores``
-        ([rationale, evidence, error, details]), aligned with the index, and ``prompts`` ({hash: {messages,
-        response_format}} of the hashes the judge replies and ``metadata["judge_raw"]`` entries name).
+        index: ``run``, ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id,
+        benchmark, task, discipline, direction, type, question] per item), ``answer_links``, ``rows`` ([item index,
+        model index, response status, flags, [score indices]] per (item, target model); item index -1 for
+        corpus-level scores), ``scores`` ([row index, metric index, value or None, status, flags, judge, {judge:
+        value}] per score) and ``labelling``.  texts: ``items`` ([prompt, reference, metadata]), ``rows`` ([text,
+        answer, reasoning, error, {latency_s, tokens, cost, answers, metadata}]), ``scores`` ([rationale, evidence,
+        error, details]), aligned with the index, and ``prompts`` ({hash: {messages, response_format}}).
     """
     items = list(items)
     model_idx: dict[str, int] = {}
@@ -220,8 +204,7 @@ def _records(
     specs: list[dict[str, Any]] | None,
     model_idx: dict[str, int],
 ) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]], list[list[Any]], list[dict[str, Any]]]:
-    """(rows, row texts, scores, score texts, metrics) of :func:`build_viewer_data`, rows in item then model order;
-    ``model_idx`` gains every model met."""
+    """(rows, row texts, scores, score texts, metrics) of :func:`build_viewer_data`; ``model_idx`` gains every model."""
     item_idx = {it.id: n for n, it in enumerate(items)}
     rows: list[list[Any]] = []
     row_text: list[list[Any]] = []
@@ -272,12 +255,10 @@ def _records(
 
 
 QUESTION_CHARS = 160
-"""Characters of an item's question the item table shows (the full text on hover and on click)."""
 
 
 def question_text(prompt: str) -> str:
-    """``prompt`` on one line (whitespace collapsed), cut to :data:`QUESTION_CHARS` characters with a final
-    "…" when longer."""
+    """``prompt`` on one line, cut to :data:`QUESTION_CHARS` characters with a final "…" when longer."""
     one = " ".join(str(prompt or "").split())
     return one if len(one) <= QUESTION_CHARS else one[: QUESTION_CHARS - 1].rstrip() + "…"
 
@@ -285,7 +266,7 @@ def question_text(prompt: str) -> str:
 def scores_by_item(
     sc: list[list[Any]], rows: list[list[Any]], models: list[str], metrics: list[dict[str, Any]], items: list[Item]
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """{metric: {model: {item id: (value or None, flags)}}} of the per-item scores of the viewer index."""
+    """{metric: {model: {item id: (value or None, flags)}}} of the viewer index's per-item scores."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for s in sc:
         r = rows[s[0]]
@@ -299,14 +280,11 @@ def scores_by_item(
 
 
 FACET_FIELDS = ("discipline", "direction", "task", "type", "benchmark")
-"""Item facets a sentence of the Answer can name (in this order of preference)."""
 ITEM_FLAGS = ("censored", "missing", "truncated", "empty", "injection_suspected")
-"""Record flags a sentence of the Answer can name ("1 censored ... and 1 missing ... stored lists")."""
 
 
 def _mentions(text: str, names: Iterable[str]) -> list[str]:
-    """The ``names`` that occur in ``text`` as whole words, in the order they first occur; a name inside a
-    longer matching name (``replay:phi4`` in ``replay:phi4:latest``) is not counted."""
+    """The ``names`` that occur in ``text`` as whole words (not inside a longer name), in order of first occurrence."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for name in sorted({n for n in names if n and n in text}, key=len, reverse=True):
@@ -322,23 +300,19 @@ def _mentions(text: str, names: Iterable[str]) -> list[str]:
 def answer_links(
     report: dict[str, Any] | None, items: list[Item], values: dict[str, dict[str, dict[str, Any]]]
 ) -> dict[str, dict[str, Any]]:
-    """The items behind each sentence of the report's Answer (verdict, how sure, where it differs, caveats).
+    """The items behind each sentence of the report's Answer.
 
-    A sentence names target models, a metric, a facet value (a discipline, direction, task, type or
-    benchmark of the run's items), record flags (:data:`ITEM_FLAGS`) and item ids; its items are the run's
-    items with that facet value (every item when it names none) that the metric scored for every model it
-    names (any model when it names none), restricted to the items carrying a named flag.  The metric is
-    the first one it names, else the ranking's metric.
+    A sentence's items are those with the facet value it names that the metric it names (else the ranking's) scored
+    for every model it names, restricted to the items carrying a flag it names (:data:`ITEM_FLAGS`).
 
     Args:
-        report: ``report.json`` data (None: no Answer, no links).
+        report: ``report.json`` data (None: no links).
         items: the run's items.
         values: :func:`scores_by_item` of the index.
 
     Returns:
-        ``{sentence: {"models": [names, in the sentence's order], "metric": name, "facet": field or None,
-        "value": facet value or None, "flags": [flags], "ids": [item ids the sentence names], "items":
-        [item ids behind it, in the run's order]}}`` for each sentence with at least one item behind it.
+        ``{sentence: {"models", "metric", "facet", "value", "flags", "ids" (item ids it names), "items" (the
+        items behind it, in the run's order)}}`` for each sentence with an item behind it.
     """
     ans = (report or {}).get("answer") or {}
     sentences = [ans.get("verdict") or "", *(ans.get("how_sure") or []), *(ans.get("where") or [])]
@@ -401,8 +375,7 @@ def write_viewer(
     prompts: dict[str, dict[str, Any]] | None = None,
     dest: str | Path | None = None,
 ) -> Path:
-    """Write ``run_dir/viewer/`` (index.html, data.js, text.js, figures/ with the report's PNG charts), or the folder
-    ``dest``, replacing an existing one (links in it removed, never followed; nothing written through a link).
+    """Write ``run_dir/viewer/`` (or ``dest``), replacing an existing one; nothing written through a link.
 
     Args:
         run_dir: the run folder.
@@ -414,7 +387,7 @@ def write_viewer(
         specs: as :func:`build_viewer_data`.
         labelling: as :func:`build_viewer_data`.
         prompts: as :func:`build_viewer_data`.
-        dest: the viewer folder to write instead of ``run_dir/viewer``; the run folder is then only read.
+        dest: the viewer folder to write instead of ``run_dir/viewer`` (the run folder is then only read).
 
     Returns:
         The path of ``index.html``.
@@ -452,9 +425,7 @@ _FIGURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}\.png")
 
 
 def _report_figures(run_dir: Path) -> dict[str, bytes]:
-    """The report's figures to copy into the viewer: ``run_dir/figures/*.png`` that are PNG images (their
-    signature) and regular files, read without following a link (a link anywhere, or a file with other hard
-    links, is refused with InputError); name -> bytes."""
+    """The PNG files of ``run_dir/figures/`` by name, read without following a link (InputError for one)."""
     folder = run_dir / "figures"
     try:
         names = sorted(e.name for e in os.scandir(folder) if _FIGURE_NAME.fullmatch(e.name))
