@@ -9,21 +9,16 @@ from typing import Mapping, Sequence
 
 from .stats import PairedResult, paired_test
 
-FACETS = ("discipline", "direction", "task", "type")
-"""The facets a "who wins where" table is made for (each with at least two values among the scored items)."""
-
-DIGITS = 2  # The precision the report prints means at: models whose means are equal at it are tied (one group).
-
-SIGNIFICANCE = 0.05  # The level below which a paired test separates two models (two-sided).
+FACETS = ("discipline", "direction", "task", "type")  # the facets of the "who wins where" tables
+DIGITS = 2  # the precision the report prints means at: models whose means are equal at it are tied
+SIGNIFICANCE = 0.05  # the two-sided level below which a paired test separates two models
 
 
 @dataclass(frozen=True)
 class FacetValue:
-    """One facet value's row of the "who wins where" table: ``order`` (model, mean, n items) best first; ``groups`` the
-    models in tie groups (means equal at 2 decimals, never ordered by name), ``first`` the first group; ``lead`` its
-    mean minus the second group's (None with one group); ``test`` the paired test of the first model against the
-    second-group member it is least separated from (largest p; None under two shared items or without a second group);
-    ``rank_of`` model -> place (tied models share the smaller)."""
+    """One facet value's row of the "who wins where" table: ``order`` (model, mean, n items) best first, tie ``groups``,
+    the ``lead`` of the first group over the second, and the paired ``test`` of the first model against the second-group
+    member it is least separated from (largest p)."""
 
     facet: str
     value: str
@@ -37,7 +32,7 @@ class FacetValue:
 
     @property
     def second(self) -> list[str]:
-        """The models of the group after the first; empty when every model shares first place."""
+        """The models of the group after the first."""
         return self.groups[1] if len(self.groups) > 1 else []
 
     @property
@@ -48,8 +43,8 @@ class FacetValue:
 
 @dataclass(frozen=True)
 class LeadShare:
-    """The part of the lead of first over second one facet value holds: ``diff`` the summed per-item difference on its
-    ``n`` shared items, ``share`` = diff / the summed difference over all shared items (None when that is 0)."""
+    """The part of the lead of first over second one facet value holds: ``diff`` summed over its ``n`` shared items,
+    ``share`` = diff / the summed difference over all shared items (None when that is 0)."""
 
     facet: str
     value: str
@@ -60,7 +55,7 @@ class LeadShare:
 
 @dataclass(frozen=True)
 class ItemDeparture:
-    """One item's Spearman footrule ``distance`` from the overall order, with each model's rank and value there."""
+    """One item's Spearman footrule ``distance`` from the overall order."""
 
     item_id: str
     distance: float
@@ -75,7 +70,7 @@ def _mean(xs: Sequence[float]) -> float:
 def _groups(
     means: Mapping[str, float], higher_is_better: bool, digits: int = DIGITS, order: Sequence[str] | None = None
 ) -> list[list[str]]:
-    """The models best first, grouped where their means are equal at ``digits`` decimals (a tie keeps ``order``)."""
+    """The models best first, grouped where their means are equal at ``digits`` decimals."""
     keys = list(order if order is not None else means)
     sign = -1.0 if higher_is_better else 1.0
     ranked = sorted(keys, key=lambda m: sign * round(means[m], digits))  # stable: a tie keeps the given order
@@ -100,14 +95,14 @@ def facet_winners(
     """The "who wins where" rows of one facet.
 
     Args:
-        values: model -> item id -> value (the ranking metric's ok item-level values).
+        values: model -> item id -> value.
         facet_of: item id -> the item's value of ``facet``.
         facet: the facet's name.
         higher_is_better: the metric's direction.
         n_resamples: resamples of the paired permutation tests.
 
     Returns:
-        One :class:`FacetValue` per facet value in value order; [] with fewer than two values among the scored items.
+        One :class:`FacetValue` per facet value; [] with fewer than two values among the scored items.
     """
     scored = {i for per in values.values() for i in per if i in facet_of}
     groups = sorted({facet_of[i] for i in scored})
@@ -136,19 +131,8 @@ def facet_winners(
                     t = paired_test(shared, {i: values[b][i] for i in shared}, n_resamples=n_resamples, seed=seed)
                     if test is None or t.p_value > test.p_value:
                         test = t
-        rows.append(
-            FacetValue(
-                facet=facet,
-                value=g,
-                n_items=len(ids),
-                order=order,
-                first=first,
-                lead=lead,
-                test=test,
-                rank_of={m: 1 + sum(map(len, tiers[:k])) for k, g in enumerate(tiers) for m in g},
-                groups=tiers,
-            )
-        )
+        rank_of = {m: 1 + sum(map(len, tiers[:k])) for k, g in enumerate(tiers) for m in g}
+        rows.append(FacetValue(facet, g, len(ids), order, first, lead, test, rank_of, tiers))
     return rows
 
 
@@ -165,7 +149,7 @@ def lead_sources(
         second: the model behind (first minus second).
 
     Returns:
-        One :class:`LeadShare` per facet value of the shared items, the largest ``diff`` first (ties in value order).
+        One :class:`LeadShare` per facet value of the shared items, the largest ``diff`` first.
     """
     a, b = values.get(first, {}), values.get(second, {})
     shared = [i for i in a if i in b and i in facet_of]
@@ -187,7 +171,7 @@ def order_departures(
     higher_is_better: bool = True,
     limit: int | None = 10,
 ) -> list[ItemDeparture]:
-    """The items on which the models' order departs most from their overall order (module docstring).
+    """The items on which the models' order departs most from their overall order.
 
     Args:
         values: model -> item id -> value.
@@ -196,8 +180,7 @@ def order_departures(
         limit: how many items to return (None: all).
 
     Returns:
-        :class:`ItemDeparture` rows of the items at least two models scored, largest distance first (ties by item id),
-        distance 0 left out.
+        :class:`ItemDeparture` rows of the items at least two models scored, largest distance first (none at 0).
     """
     from scipy.stats import rankdata
 
@@ -216,13 +199,7 @@ def order_departures(
         overall_ranks = rankdata([sign * round(overall[m], DIGITS) for m in here], method="average")
         distance = float(sum(abs(r - o) for r, o in zip(item_ranks, overall_ranks)))
         if distance > 0:
-            out.append(
-                ItemDeparture(
-                    item_id=item,
-                    distance=distance,
-                    ranks={m: float(r) for m, r in zip(here, item_ranks)},
-                    values={m: float(values[m][item]) for m in here},
-                )
-            )
+            ranks = {m: float(r) for m, r in zip(here, item_ranks)}
+            out.append(ItemDeparture(item, distance, ranks, {m: float(values[m][item]) for m in here}))
     out.sort(key=lambda d: (-d.distance, d.item_id))
     return out if limit is None else out[:limit]

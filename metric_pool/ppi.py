@@ -14,14 +14,13 @@ import numpy as np
 
 from .stats import z_quantile
 
-Values = Union[Sequence[float], np.ndarray]  # A 1-d sequence of numbers (a list or a numpy array).
+Values = Union[Sequence[float], np.ndarray]
 
 
 @dataclass(frozen=True)
 class PPIEstimate:
-    """A ``mean`` (on the labels' scale) with its two-sided ``1 - alpha`` interval ``[low, high]``, from ``n_labelled``
-    labelled units and ``n_unlabelled`` with a judge score only; ``lam`` the power-tuning parameter (1: classic PPI, 0:
-    labels only, None: not a PPI estimate); ``method`` ``"ppi++"``, ``"ppi"``, ``"labels"`` or ``"judge"``."""
+    """A ``mean`` (labels' scale) with its two-sided ``1 - alpha`` interval; ``lam`` the power-tuning parameter (None:
+    not a PPI estimate); ``method`` ``"ppi++"``, ``"ppi"``, ``"labels"`` or ``"judge"``."""
 
     mean: float
     low: float
@@ -58,14 +57,14 @@ def power_tuning(labels: Values, judged: Values, unlabelled: Values) -> float:
 
     Args:
         labels: ``Y``, the n human labels (n >= 2).
-        judged: ``Ŷ``, the judge's scores on the same n units, in the same order.
+        judged: ``Ŷ``, the judge's scores on the same n units.
         unlabelled: ``Ŷ'``, the judge's scores on the N units without a label (N >= 1).
 
     Returns:
         λ̂ in [0, 1] (0 when the judge scores do not vary).
 
     Raises:
-        ValueError: on mismatched lengths, fewer than 2 labels, no unlabelled unit or non-finite values.
+        ValueError: mismatched lengths, fewer than 2 labels, no unlabelled unit or non-finite values.
     """
     y, yhat, yu = _as_arrays(labels, judged, unlabelled)
     n, big_n = y.size, yu.size
@@ -82,11 +81,11 @@ def ppi_mean(
     """The prediction-powered mean of the labels and its ``1 - alpha`` interval (module docstring, PPI++).
 
     Args:
-        labels: ``Y``, n human labels (n >= 2), any real scale.
-        judged: ``Ŷ``, the judge's scores on the labelled units, same order and scale.
+        labels: ``Y``, n human labels (n >= 2).
+        judged: ``Ŷ``, the judge's scores on the labelled units.
         unlabelled: ``Ŷ'``, the judge's scores on the N other units (N >= 1).
-        alpha: error level in (0, 1); 0.05 gives a 95% interval.
-        lam: a fixed tuning parameter (1: classic PPI); None tunes it (:func:`power_tuning`).
+        alpha: error level in (0, 1).
+        lam: a fixed tuning parameter (1: classic PPI); None tunes it.
 
     Returns:
         A :class:`PPIEstimate` (method ``"ppi++"``, or ``"ppi"`` for a fixed λ).
@@ -104,13 +103,13 @@ def ppi_mean(
 
 
 def classical_mean(values: Values, *, alpha: float = 0.05, method: str = "labels") -> PPIEstimate:
-    """The plain mean of ``values`` with its normal-approximation interval (z · population sd / sqrt(n)), the baseline
-    PPI is compared with (``ppi_py.classical_mean_ci``).
+    """The plain mean of ``values`` with its normal-approximation interval (z · population sd / sqrt(n)), as
+    ``ppi_py.classical_mean_ci``.
 
     Args:
         values: n >= 2 finite numbers.
         alpha: error level in (0, 1).
-        method: the label of the estimate (``"labels"`` for the labels alone, ``"judge"`` for the judge alone).
+        method: ``"labels"`` (the labels alone) or ``"judge"`` (the judge alone).
 
     Returns:
         A :class:`PPIEstimate` with ``lam`` None.
@@ -123,6 +122,5 @@ def classical_mean(values: Values, *, alpha: float = 0.05, method: str = "labels
         raise ValueError("a mean interval needs at least 2 finite values")
     m = float(x.mean())
     half = z_quantile(alpha) * float(x.std()) / math.sqrt(x.size)
-    return PPIEstimate(
-        m, m - half, m + half, x.size if method == "labels" else 0, 0 if method == "labels" else x.size, None, method
-    )
+    n_lab, n_unl = (x.size, 0) if method == "labels" else (0, x.size)
+    return PPIEstimate(m, m - half, m + half, n_lab, n_unl, None, method)
