@@ -1,10 +1,6 @@
 """sgieval: an agentic evaluation orchestrator for scientific LLMs.
 
-Public API (lazy imports, so ``import sgieval`` stays light): :func:`evaluate`/:func:`aevaluate` (the four-agent graph
-on a request -> :class:`RunRecords`), :func:`score`/:func:`ascore` (texts scored with one metric, no run folder),
-:func:`load_run`, :func:`compare` (:class:`Comparison`); the records :class:`Item`, :class:`Response`, :class:`Score`,
-:class:`MetricSpec`, :class:`Rubric`, :class:`RunConfig`; :class:`Metric`; and the benchmark registry
-(:class:`Benchmark`, :class:`Vocabulary`, :func:`register_benchmark`, :func:`get_benchmark`, :func:`list_benchmarks`).
+The public API (DESIGN.md "Public Python API") loads lazily, so ``import sgieval`` stays light.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import inspect
 import os
 import shutil
 import typing
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence, TypedDict, Union, Unpack
@@ -137,10 +138,8 @@ class RunRecords:
         Returns:
             Target model -> mean, on the metric's native scale (``MetricSpec.range``).
         """
-        tot, n = self.totals(metric), dict[str, int]()
-        for s in self.values(metric):
-            n[s.model] = n.get(s.model, 0) + 1
-        return {m: tot[m] / n[m] for m in tot}
+        n = Counter(s.model for s in self.values(metric))
+        return {m: t / n[m] for m, t in self.totals(metric).items()}
 
     def to_pandas(self, records: Literal["scores", "responses", "items"] = "scores"):
         """The records as a ``pandas.DataFrame``, one row per record.
@@ -166,12 +165,7 @@ class RunRecords:
         rows_of = self.scores if records == "scores" else self.responses
         cls = Score if records == "scores" else Response
         by_id = {i.id: i for i in self.items}
-        rows = []
-        for r in rows_of:
-            row = r.model_dump()
-            it = by_id.get(r.item_id)
-            row.update({f: getattr(it, f) if it is not None else "" for f in facets})
-            rows.append(row)
+        rows = [{**r.model_dump(), **{f: getattr(by_id.get(r.item_id), f, "") for f in facets}} for r in rows_of]
         return pd.DataFrame(rows, columns=[*cls.model_fields, *facets])
 
 

@@ -7,8 +7,7 @@ from typing import Any, Callable
 
 
 def lazy_exports(package: str, public: dict[str, str]) -> Callable[[str], Any]:
-    """A module-level ``__getattr__`` for ``package`` loading each public name from its module on first use, so
-    importing one module of a folder does not import the others.
+    """A module-level ``__getattr__`` for ``package`` loading each public name from its module on first use.
 
     Args:
         package: the folder's package name.

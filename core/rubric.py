@@ -16,8 +16,7 @@ from .records import MetricKind, MetricSpec, _Record
 from .yamlfile import load_yaml
 
 CriterionTool = Literal["web_search", "run_python"]
-"""Tools a rubric criterion may need (``Criterion.needs``): ``web_search`` to check a cited fact or reference,
-``run_python`` to re-run a claimed computation or submitted code."""
+"""Tools a rubric criterion may need (``Criterion.needs``)."""
 CRITERION_TOOLS: tuple[str, ...] = ("web_search", "run_python")
 """The values of :data:`CriterionTool`, in the order a judge is offered them."""
 
@@ -36,11 +35,7 @@ class Criterion(_Record):
     @field_validator("needs", mode="before")
     @classmethod
     def _tool_list(cls, v: Any) -> Any:
-        if v is None:
-            return []
-        if isinstance(v, str):  # `needs: web_search` in a hand-written YAML file
-            return [v]
-        return v
+        return [] if v is None else [v] if isinstance(v, str) else v  # `needs: web_search` in a hand-written file
 
     @field_validator("needs")
     @classmethod
@@ -57,8 +52,7 @@ class Criterion(_Record):
 
 
 def criterion_key(name: str) -> str:
-    """The identity of a criterion name: NFKC, case-folded, only letters, digits and combining marks kept (``"Logical
-    rigor"`` == ``"LOGICAL_RIGOR"``; ``"逻辑严谨性"`` != ``"可行性"``).
+    """The identity of a criterion name: NFKC, case-folded, only letters, digits and combining marks kept.
 
     Args:
         name: a criterion name.
@@ -66,7 +60,6 @@ def criterion_key(name: str) -> str:
     Returns:
         The key.
     """
-
     folded = unicodedata.normalize("NFKC", name or "").casefold()
     return "".join(ch for ch in folded if unicodedata.category(ch)[0] in "LNM")
 
@@ -86,9 +79,7 @@ class Rubric(MetricSpec):
     weights: dict[str, float] = Field(default_factory=dict)
     aggregation: Literal["weighted_mean_x10"] = "weighted_mean_x10"
     version: int = Field(default=1, ge=1)
-    """Revision number: 1 for a new rubric (and a YAML file without the field); each saved revision of a criterion's
-    description or anchors is the next version (:meth:`revised`), and every rubric score records the version that
-    produced it (``Score.details["rubric_version"]``)."""
+    """Revision number (:meth:`revised`), recorded with every rubric score (``Score.details["rubric_version"]``)."""
 
     @model_validator(mode="after")
     def _weights(self) -> "Rubric":
@@ -137,8 +128,7 @@ class Rubric(MetricSpec):
 
     @property
     def tools_needed(self) -> list[str]:
-        """The tools some criterion needs (``Criterion.needs``), in :data:`CRITERION_TOOLS` order; [] when the
-        rubric is judged from the response alone (one judge call per response)."""
+        """The tools some criterion needs, in :data:`CRITERION_TOOLS` order."""
         wanted = {t for c in self.criteria for t in c.needs}
         return [t for t in CRITERION_TOOLS if t in wanted]
 
@@ -150,13 +140,13 @@ class Rubric(MetricSpec):
         Args:
             criterion: the criterion's name (matched by :func:`criterion_key`).
             description: the new description (None keeps it).
-            anchors: {level 0-10: text} merged over the criterion's anchors; "" removes a level (None keeps them all).
+            anchors: {level 0-10: text} merged over the criterion's anchors; "" removes a level.
 
         Returns:
             The revised rubric, ``version`` one higher; ``self`` is unchanged.
 
         Raises:
-            KeyError: naming the criterion when the rubric has none of that name.
+            KeyError: no criterion of that name.
             ValueError: an empty description, or an anchor level outside 0-10.
         """
         key = criterion_key(criterion)
