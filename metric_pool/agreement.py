@@ -18,10 +18,8 @@ Scale = Literal["ordinal", "continuous", "binary"]
 
 @dataclass(frozen=True)
 class Statistic:
-    """One agreement statistic: ``name`` (``weighted_kappa``, ``kappa``, ``spearman``, ``tpr``, ``tnr``,
-    ``mean_difference``), ``value`` on all labelled units (None when undefined, e.g. kappa with one category on both
-    sides), its 95% bootstrap interval ``[low, high]`` (None when undefined or without variation) and ``n`` units (for
-    tpr / tnr: those labelled 1 / 0)."""
+    """One agreement statistic on all labelled units (None when undefined) with its 95% bootstrap interval (None when
+    undefined or without variation); ``n`` units (for tpr / tnr: those labelled 1 / 0)."""
 
     name: str
     value: float | None
@@ -32,8 +30,7 @@ class Statistic:
 
 @dataclass(frozen=True)
 class Agreement:
-    """How ``judge`` (or ``"panel"``) agrees with the labels on ``metric`` (``criterion`` None: its own value) over
-    ``n`` units: the ``statistics`` of its ``scale`` (:func:`scale_of`), ``mean_difference`` last."""
+    """How ``judge`` (or ``"panel"``) agrees with the labels on ``metric`` (``criterion`` None: its own value)."""
 
     judge: str
     metric: str
@@ -51,13 +48,12 @@ def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
     """The scale of a metric or criterion.
 
     Args:
-        low: the declared minimum (e.g. 0 for a criterion, -2 for Likert).
+        low: the declared minimum.
         high: the declared maximum.
         values: labels and judge scores seen.
 
     Returns:
-        ``binary`` for range 0..1 with only 0/1 values; ``ordinal`` for an integer range of at most 21 points with
-        integer values; otherwise ``continuous``.
+        ``binary`` (range 0..1, 0/1 values), ``ordinal`` (integers on a range of at most 21 points) or ``continuous``.
     """
     ints = all(float(v).is_integer() for v in values)
     if (low, high) == (0, 1) and all(v in (0, 1) for v in values):
@@ -68,9 +64,8 @@ def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
 
 
 def _kappa(weights: str | None, labels: Sequence[int]) -> Callable[[np.ndarray, np.ndarray], float]:
-    """Cohen's kappa over the categories ``labels`` (quadratic weights, or none): 1 - sum(w O) / sum(w E), with O the
-    observed confusion proportions and E the product of the marginals (Cohen 1968). The same value as
-    ``sklearn.metrics.cohen_kappa_score`` (the tests compare them), computed with numpy so the bootstrap stays fast."""
+    """Cohen's kappa over the categories ``labels`` (quadratic weights, or none): 1 - sum(w O) / sum(w E), O the observed
+    confusion proportions, E the product of the marginals (Cohen 1968; as sklearn's ``cohen_kappa_score``)."""
     cats = np.asarray(list(labels), dtype=float)
     k = cats.size
     idx = np.arange(k)
@@ -136,10 +131,10 @@ def agreement(
     criterion: str | None = None,
     seed: int = 0,
 ) -> Agreement:
-    """Agreement statistics of one judge with the labels on paired units (module docstring).
+    """Agreement statistics of one judge with the labels on paired units.
 
     Args:
-        judge_scores: the judge's value per labelled unit, on the metric's (or criterion's) own scale.
+        judge_scores: the judge's value per labelled unit.
         labels: the human label per unit, same order and scale.
         value_range: the declared (min, max) of the scale.
         judge: the judge's name (``"panel"`` for the panel aggregate).
@@ -147,10 +142,10 @@ def agreement(
         seed: seed of the bootstrap resampling.
 
     Returns:
-        An :class:`Agreement`; statistics that are undefined on these units have value None.
+        An :class:`Agreement`.
 
     Raises:
-        ValueError: when the two sequences differ in length or hold non-finite values.
+        ValueError: the two sequences differ in length or hold non-finite values.
     """
     j = np.asarray(judge_scores, dtype=float)
     h = np.asarray(labels, dtype=float)

@@ -1,5 +1,5 @@
-"""Reading answers out of final reply text (callers pass the text after the reasoning, D.8): :func:`normalised_match`
-(METRICS.md D.11), :func:`parse_number` / :func:`last_number` (``numeric_match``) and :func:`answer_line_letter` (D.9)."""
+"""Reading answers out of final reply text (after the reasoning, D.8): normalised text and numbers (METRICS.md D.11),
+the final numeric answer (``numeric_match``) and the option letter of an answer line (D.9)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ _WS = re.compile(r"\s+")
 
 
 def normalise_text(text: str) -> str:
-    """D.11 text normalisation: Unicode NFKC (a decomposed ``A`` + combining ring and the angstrom sign both become
-    ``Å``; full-width digits become ASCII), every dash or minus sign to ``-``, whitespace runs to one space, stripped,
+    """D.11 text normalisation: Unicode NFKC, every dash or minus sign to ``-``, whitespace runs to one space, stripped,
     case-folded."""
     t = unicodedata.normalize("NFKC", text or "").translate(_DASHES)
     return _WS.sub(" ", t).strip().casefold()
@@ -35,10 +34,8 @@ _POWER_OF_TEN = re.compile(r"([+-]?)10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?")
 
 
 def parse_number(text: str) -> Decimal | Fraction | None:
-    """The number ``text`` writes, or None (D.11). After :func:`normalise_text` and removing currency symbols: a plain
-    decimal (``29.00``, ``-1e5``, ``.5``), one with thousands separators (``1,250``, ``1 250``, ``12,345.6``), ``m ×
-    10^e`` (also ``x``, ``*``, ``\\times``, ``^{e}``, ``**e``) and a bare ``10^e`` -> Decimal; ``p/q`` -> Fraction
-    (``q`` > 0). The whole text must be the number (``0.25 mg`` is None). Non-finite values are None."""
+    """The number the whole ``text`` writes, or None (D.11): a decimal (also with thousands separators, ``m × 10^e`` or
+    ``10^e``) -> Decimal; ``p/q`` -> Fraction (``q`` > 0).  Currency symbols are dropped; ``0.25 mg`` is None."""
     t = _strip_currency(normalise_text(text))
     if not t:
         return None
@@ -75,10 +72,9 @@ def _to_decimal(x: Decimal | Fraction) -> Decimal:
         return Decimal(x.numerator) / Decimal(x.denominator)
 
 
-def numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction) -> bool:
-    """D.11 number equality: a decimal reference rounds both numbers half-up to the reference's decimal places as
-    written (``29`` -> 0 places, so ``29.00`` and ``29.4`` match, ``29.5`` does not; ``1e5`` -> to the
-    hundred-thousand); a fraction reference must equal the prediction exactly."""
+def _numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction) -> bool:
+    """D.11 number equality: a decimal reference rounds both numbers half-up to its decimal places as written; a
+    fraction reference must equal the prediction exactly."""
     if isinstance(reference, Fraction):
         p = prediction if isinstance(prediction, Fraction) else Fraction(prediction)
         return p == reference
@@ -94,14 +90,13 @@ def numbers_equal(reference: Decimal | Fraction, prediction: Decimal | Fraction)
 
 
 def normalised_match(reference: str, prediction: str) -> bool:
-    """True when ``prediction`` matches ``reference`` under D.11: equal after :func:`normalise_text`, or both are
-    numbers (:func:`parse_number`) that are equal under :func:`numbers_equal`.  Units are not converted (``0.25 mg`` vs
-    ``0.25`` is False)."""
+    """True when ``prediction`` matches ``reference`` under D.11: equal normalised text, or equal numbers (units are
+    not converted)."""
     r, p = normalise_text(reference), normalise_text(prediction)
     if r == p:
         return True
     rn, pn = parse_number(reference), parse_number(prediction)
-    return rn is not None and pn is not None and numbers_equal(rn, pn)
+    return rn is not None and pn is not None and _numbers_equal(rn, pn)
 
 
 _NUMBER_IN_TEXT = re.compile(
@@ -114,8 +109,7 @@ _EXPONENT_BEFORE = re.compile(r"(?:\^|\^\{|\^\(|(?<=[\w)\]])\s*\*\*)\s*$")
 
 
 def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
-    """(position, value) of every number in normalised ``t``, skipping exponents (``^``, ``10**5``) and numbers glued to
-    a letter (``s^-1``, ``km2``, ``CO2``)."""
+    """(position, value) of every number in normalised ``t``, skipping exponents and numbers glued to a letter."""
     out = []
     for m in _NUMBER_IN_TEXT.finditer(t):
         before = t[: m.start()]
@@ -127,12 +121,9 @@ def _numbers_in(t: str) -> list[tuple[int, Decimal | Fraction]]:
     return out
 
 
-def last_number(text: str) -> Decimal | Fraction | None:
-    """The last number written in ``text``, or None. Scans the normalised text without currency symbols for decimals
-    (with thousands commas, exponents, ``× 10^e`` forms) and fractions ``p/q`` (``i.e. 1/2.`` reads 1/2: a sentence's
-    full stop is not a decimal point); exponents and numbers glued to a unit or symbol are not values
-    (:func:`_numbers_in`: ``3.0e-4 s^-1`` -> 3.0e-4, ``6.02 × 10^23 mol⁻¹`` -> 6.02e23); returns the value of the last
-    one (``"about $1,250.5 in total"`` -> 1250.5; ``"x = 3, so 2x = 6"`` -> 6)."""
+def _last_number(text: str) -> Decimal | Fraction | None:
+    """The last number written in ``text`` (decimals, ``× 10^e`` forms, fractions; not exponents or numbers glued to
+    a unit), or None."""
     found = _numbers_in(_strip_currency(normalise_text(text)))
     return found[-1][1] if found else None
 
@@ -149,16 +140,15 @@ def _marker_number(content: str, *, leading_only: bool = False) -> Decimal | Fra
     return None if leading_only else found[-1][1]
 
 
-BOXED = "\\boxed{"
+_BOXED = "\\boxed{"
 
 
 def boxed_spans(text: str) -> list[tuple[int, str]]:
-    """``(position, content)`` of every ``\\boxed{...}`` in ``text``, in order, with balanced braces
-    (``\\boxed{\\text{B}}`` -> ``\\text{B}``); an unclosed box is skipped."""
+    """``(position, content)`` of every closed ``\\boxed{...}`` in ``text``, with balanced braces."""
     out = []
-    start = text.find(BOXED)
+    start = text.find(_BOXED)
     while start >= 0:
-        k = start + len(BOXED)
+        k = start + len(_BOXED)
         depth = 1
         j = k
         while j < len(text) and depth:
@@ -169,31 +159,25 @@ def boxed_spans(text: str) -> list[tuple[int, str]]:
             j += 1
         if depth == 0:
             out.append((start, text[k : j - 1]))
-        start = text.find(BOXED, start + 1)
+        start = text.find(_BOXED, start + 1)
     return out
 
 
-NEXT_TURN = re.compile(
+_NEXT_TURN = re.compile(
     r"^[ \t>*#]*(?:question|q|problem|human|user)\s*\d*\s*(?:\*\*)?\s*[:：]", re.IGNORECASE | re.MULTILINE
 )
-"""A line that opens a new turn the model wrote for itself (``Question:``, ``Q:``, ``Problem 2:``, ``Human:``,
-``User:``)."""
 _HASHES = re.compile(r"####[ \t]*(.*)$", re.MULTILINE)
 _ANSWER_LINE_MARK = re.compile(
     r"^[ \t>*#-]*(?:\*\*)?(?:final\s+)?answer\s*(?:\*\*)?\s*[:：]\s*(.*)$", re.IGNORECASE | re.MULTILINE
 )
-"""A line that starts with ``Answer:`` / ``Final answer:`` (after list or emphasis marks)."""
 _ANSWER_PHRASE = re.compile(r"(?:final\s+answer|the\s+answer)(?:\s+is)?\s*[:：]?\s*(.*)$", re.IGNORECASE | re.MULTILINE)
-"""``the answer is N`` / ``final answer: N`` inside a sentence: a marker only when a number follows at once."""
 
 
 def cut_next_turn(text: str) -> str:
-    """``text`` up to a turn the model went on to write for itself. Cut at the first :data:`NEXT_TURN` line that follows
-    a number (a ``Question:`` restating the question before any number is kept), and right after the line of the first
-    ``####`` answer (a later ``####`` belongs to a new turn): ``"... #### 1000\n\nQuestion: ...\n#### 37.5"`` -> ``"...
-    #### 1000"``."""
+    """``text`` up to a turn the model went on to write for itself: cut at the first ``Question:``-like line after a
+    number, and right after the line of the first ``####`` answer."""
     t = text or ""
-    for m in NEXT_TURN.finditer(t):
+    for m in _NEXT_TURN.finditer(t):
         if _numbers_in(_strip_currency(normalise_text(t[: m.start()]))):
             t = t[: m.start()]
             break
@@ -204,12 +188,9 @@ def cut_next_turn(text: str) -> str:
 
 
 def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
-    """``(number, how it was found)`` of a reply's final answer (``numeric_match``). The reply is cut at a
-    self-generated next turn (:func:`cut_next_turn`). An explicit final-answer marker then wins: the last of
-    ``<answer>...</answer>``, ``#### N``, a ``\\boxed{...}``, a line starting ``Answer:`` / ``Final answer:``, whose
-    content holds a number (:func:`_marker_number`), or a ``the answer is N`` / ``final answer: N`` phrase followed at
-    once by a number. Without a marker holding a number, the last number of the cut text (:func:`last_number`). ``(None,
-    reason)`` when there is none; a marker without any number (``Answer: I don't know``) is no answer."""
+    """``(number, how it was found)`` of a reply's final answer (``numeric_match``), the reply cut at a self-written
+    next turn: the last final-answer marker holding a number (``<answer>``, ``####``, ``\\boxed{}``, an ``Answer:``
+    line, a ``the answer is N`` phrase), else the last number; ``(None, reason)`` when there is none."""
     from .sgi.common import extract_answer_tag
 
     t = cut_next_turn(text or "")
@@ -232,7 +213,7 @@ def numeric_answer(text: str) -> tuple[Decimal | Fraction | None, str]:
             if n is not None:
                 return n, kind
         return None, "a final-answer marker without a number"
-    n = last_number(t)
+    n = _last_number(t)
     return (n, "last number") if n is not None else (None, "no number found")
 
 
@@ -252,9 +233,8 @@ _TEX_LETTER = re.compile(r"^\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}$")
 
 
 def unwrap_letter(value: str) -> str | None:
-    """One option letter from ``value`` after removing a trailing period and ``$X$``, ``**X**``, ``*X*``, ``_X_``,
-    ``(X)``, ``[X]``, ``\\text{X}`` wrappers (in any nesting: ``*B*.`` -> B), or None when anything else is left
-    (``I don't know``, ``B and C``): the letter must stand alone (D.9)."""
+    """One option letter from ``value`` after removing a trailing period and wrappers (``$X$``, ``**X**``, ``(X)``,
+    ``\\text{X}``...), or None when anything else is left (D.9)."""
     t = value.strip()
     for _ in range(6):
         t = t.rstrip(".").strip()
@@ -279,9 +259,8 @@ def final_line(text: str) -> tuple[int, str] | None:
 
 
 def answer_line_letter(text: str) -> str | None:
-    """D.9: the letter of a final ``ANSWER: X`` line (the last non-empty line; any case of ``answer``, optional ``**``
-    around it, ``$X$`` / ``**X**`` / ``*X*`` / ``_X_`` / ``(X)`` wrappers, trailing period).  The letter must stand
-    alone: ``ANSWER: I don't know`` is no answer (None), not option I."""
+    """D.9: the letter of a final ``ANSWER: X`` line (any case, optional ``**``, wrappers); None unless it stands
+    alone."""
     last = final_line(text)
     if last is None:
         return None
