@@ -1,8 +1,6 @@
-"""SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5 (@5 primary), SER, AET.  The completed functions
-are swapped into ``incomplete_main_code`` (:func:`assemble`) and run once per unit test in ``ctx.sandbox`` (or, with
-``unsafe_local_exec``, :class:`SubprocessSandbox`, NO isolation) after its ``data_en.py`` setup (failing: infra_error).
-Pass rule: D.12, D.13 (``dry_pass_order``).  Code comes from the answer's fenced blocks; an unparsable judge reply
-makes PassAll@k ``judge_error`` while SER and AET are reported."""
+"""SGI-Bench Dry Experiment metrics (METRICS.md A.3): PassAll@1/3/5 (@5 primary), SER, AET. The completed functions are
+swapped into ``incomplete_main_code`` (:func:`assemble`) and run once per unit test in ``ctx.sandbox`` (or, with
+``unsafe_local_exec``, :class:`SubprocessSandbox`, NO isolation); pass rule: D.12, D.13 (``dry_pass_order``)."""
 
 from __future__ import annotations
 
@@ -84,9 +82,9 @@ SPECS = [PASSALL_1, PASSALL_3, PASSALL_5, SER, AET]
 
 
 def aggregate_aet(values: Sequence[float], convention: str = "step4") -> float:
-    """Task-level AET (seconds) from per-item AET values (METRICS.md A.3, C.4). ``"step4"`` (step_4_score.py): mean over
-    items with AET > 0 (NaN when none); ``"sgi_score"`` (sgi_score.py): mean over every item, -1 values included. Raises
-    ValueError for an unknown convention or no values."""
+    """Task-level AET (seconds) from per-item values (METRICS.md A.3, C.4): ``"step4"`` (step_4_score.py) the mean over
+    items with AET > 0 (NaN when none); ``"sgi_score"`` (sgi_score.py) the mean over every item. ValueError for an
+    unknown convention or no values."""
     vals = [float(v) for v in values]
     if not vals:
         raise ValueError("aggregate_aet needs at least one value")
@@ -107,9 +105,8 @@ def _compiles(src: str) -> bool:
 
 
 def function_lines(src: str) -> dict[str, tuple[int, int]]:
-    """{name: (def line, end line)} (1-based, inclusive) of the top-level ``ast.FunctionDef`` nodes of ``src``; with
-    duplicate names the last wins. Decorator lines are not included; async defs, classes and nested functions are
-    ignored.  Raises SyntaxError when ``src`` does not parse."""
+    """{name: (def line, end line)} (1-based, inclusive, no decorators) of the top-level ``def``s of ``src`` (the last
+    of a name wins); SyntaxError when ``src`` does not parse."""
     out: dict[str, tuple[int, int]] = {}
     for node in ast.parse(src).body:
         if isinstance(node, ast.FunctionDef):
@@ -119,8 +116,7 @@ def function_lines(src: str) -> dict[str, tuple[int, int]]:
 
 def replace_function(main_code: str, new_code: str, name: str) -> str:
     """Replace top-level function ``name`` of ``main_code`` by the same-named one of ``new_code`` (METRICS.md A.3
-    "Assembly"): lines from the ``def`` line to the end line are swapped.  Raises ValueError when either source (or
-    the result) does not compile, or KeyError when ``name`` is missing on either side."""
+    "Assembly"). ValueError when a source or the result does not compile; KeyError when ``name`` is missing."""
     if not _compiles(main_code):
         raise ValueError("main code does not compile")
     if not _compiles(new_code):
@@ -146,9 +142,8 @@ _FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | 
 
 
 def answer_candidates(text: str) -> list[tuple[str, str]]:
-    """Sources to take the completed functions from, in order: ("answer", the ``<answer>`` extraction, else the whole
-    response) and ("fenced", its fenced code blocks joined by blank lines, sgieval's stand-in for the LLM-parsed
-    answer) when there are any."""
+    """Sources of the completed functions, in order: ("answer", the ``<answer>`` extraction or the whole response) and
+    ("fenced", its fenced code blocks joined, sgieval's stand-in for the LLM-parsed answer) if any."""
     tagged = extract_answer_tag(text)
     answer = text if tagged is None else tagged
     out = [("answer", answer)]
@@ -159,9 +154,8 @@ def answer_candidates(text: str) -> list[tuple[str, str]]:
 
 
 def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[str]) -> tuple[str, dict[str, str]]:
-    """The program to run: for each name in ``functions`` in order, replace it in the code with the same-named function
-    from the first candidate of :func:`answer_candidates` that works; otherwise leave it unchanged. Returns (code,
-    {name: "answer" | "fenced" | "unchanged: <last error>"})."""
+    """The program to run: each function of ``functions`` replaced from the first candidate of :func:`answer_candidates`
+    that works, else left unchanged. Returns (code, {name: "answer" | "fenced" | "unchanged: <last error>"})."""
     code = incomplete_main_code
     report: dict[str, str] = {}
     cands = answer_candidates(response_text)
@@ -181,9 +175,8 @@ def assemble(incomplete_main_code: str, response_text: str, functions: Sequence[
 
 class SubprocessSandbox:
     """FALLBACK ONLY, NO ISOLATION: a plain ``python`` subprocess in a temporary directory with a wall-clock timeout
-    (the process group is killed). Implements the :class:`sgieval.tools.base.Sandbox` protocol for the dry experiment
-    metric when ``ctx.sandbox`` is None and the options explicitly allow ``unsafe_local_exec``.
-    ``PYTHONIOENCODING=utf-8`` as A.3."""
+    (its process group killed), for ``unsafe_local_exec`` when ``ctx.sandbox`` is None (a
+    :class:`sgieval.tools.base.Sandbox`)."""
 
     name = "subprocess-fallback (unsafe)"
 
@@ -271,11 +264,6 @@ def program_output(res: ExecResult) -> str:
     return (res.stderr + "\n" + res.stdout).strip()
 
 
-def unit_test_passed_exact(output: str, reference: str) -> bool:
-    """A.3 pass rule 1: exact equality with the (unstripped) reference output."""
-    return output == reference
-
-
 class DryJudgement(BaseModel):
     """The dry-experiment judge's reply (A.3): judgment "correct" | "incorrect" and a reason.
 
@@ -295,27 +283,23 @@ class DryJudgement(BaseModel):
         return verdict_word(v)  # D.17: "Incorrect." is incorrect
 
 
-PASS_ORDERS = ("paper", "code")
-"""Unit-test pass rule orders: ``"paper"`` (METRICS.md D.13, default) checks the exit first, ``"code"`` is the
-upstream order (exact output first), the named code variant (option ``dry_pass_order``)."""
+PASS_ORDERS = ("paper", "code")  # option dry_pass_order: exit status first (D.13), or exact output first (upstream)
 
 
 def unit_test_verdict(
     output: str, reference: str, returncode: int, timed_out: bool, order: str = "paper", killed: str | None = None
 ) -> tuple[bool | None, str]:
-    """(passed, how) of one unit test before the judge; ``passed`` None means the judge decides. ``"paper"`` (D.13): a
-    program that timed out or exited non-zero fails, whatever it printed; only then is the output compared exactly.
-    ``"code"`` (A.3, the upstream order): an exact output match passes even after a non-zero exit; else a timeout or
-    non-zero exit fails. ``killed``: how a sandbox limit ended the program (:attr:`ExecResult.outcome
-    <sgieval.tools.base.ExecResult.outcome>`, e.g. ``"killed: memory limit"``), which ``how`` then says instead of the
-    return code. Raises ValueError for another ``order``."""
+    """(passed, how) of one unit test before the judge (None: the judge decides). ``"paper"`` (D.13): a timeout or
+    non-zero exit fails, then the output is compared exactly; ``"code"`` (A.3, upstream order): an exact match passes
+    even after a non-zero exit. ``killed``: the sandbox limit that ended the program, said in ``how``. ValueError for
+    another ``order``."""
     if order not in PASS_ORDERS:
         raise ValueError(f"unknown dry_pass_order {order!r}: use 'paper' or 'code'")
     failed_exit = timed_out or returncode != 0
     how_exit = "timeout" if timed_out else (killed or f"return code {returncode}")
     if order == "paper" and failed_exit:
         return False, how_exit
-    if unit_test_passed_exact(output, reference):
+    if output == reference:  # A.3 pass rule 1: exact equality with the unstripped reference
         return True, "exact match"
     if failed_exit:
         return False, how_exit
@@ -341,15 +325,12 @@ Rules:
 
 @metric(*SPECS, scope=BENCHMARK)
 class DryExperimentMetric(Metric):
-    """PassAll@1/3/5, SER and AET for one item (:data:`SPECS`). Options (shared dict of all SGI metrics, hence the
-    ``dry_`` prefix): ``dry_timeout_s`` (wall seconds per program, default 300), ``unsafe_local_exec`` (allow
-    :class:`SubprocessSandbox` when ``ctx.sandbox`` is None; also read from ``ctx.options``), ``dry_parallel_tests``
-    (run the 5 unit tests concurrently; default True), ``dry_judge_attempts`` (3), ``dry_pass_order`` ("paper": exit
-    status first, D.13; "code": the upstream order, exact output first; see :func:`unit_test_verdict`)."""
+    """PassAll@1/3/5, SER and AET of one item. Options: ``dry_timeout_s`` (300), ``unsafe_local_exec`` (also read from
+    ``ctx.options``), ``dry_parallel_tests`` (True), ``dry_judge_attempts`` (3), ``dry_pass_order`` ("paper" | "code",
+    :func:`unit_test_verdict`)."""
 
     @classmethod
     def from_options(cls, options: dict) -> "DryExperimentMetric":
-        """Built with the run's options (class docstring)."""
         return cls(options)
 
     def __init__(self, options: dict | None = None):
@@ -463,7 +444,7 @@ class DryExperimentMetric(Metric):
     async def _test_row(
         self, i: int, reference: str, res: ExecResult, backend: str, judge: Any, evidence: list[Any]
     ) -> tuple[dict[str, Any], str | None]:
-        """Unit test ``i``'s row (returncode, runtime, passed, how) and its judge error; appends its evidence."""
+        """Unit test ``i``'s row and its judge error; appends its evidence."""
         out = program_output(res)
         if res.exit_code is None and not res.timed_out:  # never started: launch exception
             runtime, rc = -1.0, 1

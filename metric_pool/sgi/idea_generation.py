@@ -1,9 +1,7 @@
-"""SGI-Bench Idea Generation metrics (METRICS.md A.2): four objective scores on 0-10 (effectiveness, novelty,
-detailedness, feasibility), a judged win per dimension (:func:`decide`), dim = (10 x obj + judged) / 2 on 0-100 and
-``idea_final_score`` their mean (the IG term); without a judge the judged ones are ``not_run``.  Beyond the spec
-(tested; ``idea_parser="code"``, ``code_text_errors``, ``code_empty_b`` give the code's readings): trailing prose after
-the JSON is ignored, non-string step texts give feasibility 0, an empty ``related_work_test`` B = 0, a reply that is
-not a JSON idea ``idea_final_score`` 0 and ``parse_error`` elsewhere."""
+"""SGI-Bench Idea Generation metrics (METRICS.md A.2): four objective scores on 0-10, a judged win per dimension
+(:func:`decide`), dim = (10 x obj + judged) / 2 on 0-100 and ``idea_final_score`` their mean (the IG term); without a
+judge the judged ones are ``not_run``. ``idea_parser="code"``, ``code_text_errors`` and ``code_empty_b`` give the
+published code's readings where sgieval's differ."""
 
 from __future__ import annotations
 
@@ -182,14 +180,10 @@ def _regex_fallback(text: str) -> dict[str, Any]:
 
 
 def parse_idea(text: str, *, tolerant: bool = True) -> Any:
-    """Parse a generated idea (METRICS.md A.2 "Generation and parsing"). Order: (1) ``json.loads`` of the first fenced
-    code block (optionally tagged json); (2) ``json.loads`` of the whole text; (tolerant only, sgieval extension)
-    ``raw_decode`` of the first JSON value starting at the first "{" of the fenced block, then of the whole text,
-    ignoring trailing text; (3) the per-field regex fallback (quoted ``"Key": "value"`` forms where the value ends at
-    the first quote; numbered headings "1. Idea" ... "6. Expected Outcome" running to the next heading; steps and
-    metrics need quoted pairs inside ``{...}``; the order collects quoted strings inside ``[...]``); (4) ``{"full_text":
-    text}``. Returns whatever JSON decodes to (a dict normally; a list or number is returned as is, and the caller
-    treats it as an evaluator error, as the code does)."""
+    """Parse a generated idea (METRICS.md A.2 "Generation and parsing"): ``json.loads`` of the first fenced block,
+    then of the whole text; (``tolerant``, sgieval extension) the first JSON value from the first "{" of each, ignoring
+    trailing text; then the per-field regex fallback; else ``{"full_text": text}``. Returns whatever JSON decodes to (a
+    non-dict is an evaluator error for the caller, as in the code)."""
     text = text if isinstance(text, str) else str(text)
     m = _FENCE.search(text)
     block = m.group(1).strip() if m else None
@@ -227,11 +221,9 @@ def _literal(item_id: str, ref: dict, key: str, default: str) -> Any:
 
 
 def reference_idea(item: Item) -> dict[str, Any]:
-    """The reference idea in the generated idea's keys (METRICS.md A.2 "Inputs"). ``Idea`` = core_idea,
-    ``ImplementationSteps`` = literal_eval(implementation_steps), ``ImplementationOrder`` = list(implementation_order),
-    ``Dataset`` = data, ``EvaluationMetrics`` = literal_eval(evaluation_metrics), ``ExpectedOutcome``, plus
-    ``RelatedWork``/``ExistingSolutions`` (literal_eval), ``related_work_test`` (raw string, parsed later inside the
-    novelty block), ``keywords`` and the raw context strings. Raises InputError naming the item and field."""
+    """The reference idea in the generated idea's keys, plus the context fields, ``related_work_test`` (raw),
+    ``keywords``, ``RelatedWork`` and ``ExistingSolutions`` (METRICS.md A.2 "Inputs"); InputError naming item and
+    field."""
     ref = item.reference
     if not isinstance(ref, dict):
         raise InputError(
@@ -254,7 +246,7 @@ def reference_idea(item: Item) -> dict[str, Any]:
 
 
 def generated_fields(parsed: dict[str, Any]) -> dict[str, Any]:
-    """The six idea fields of a parsed reply with the code's defaults ({} for the steps and the order, else "")."""
+    """The six idea fields of a parsed reply, defaulting as the code does ({} for steps and order, else "")."""
     return {f: parsed.get(f, {} if f in ("ImplementationSteps", "ImplementationOrder") else "") for f in IDEA_FIELDS}
 
 
@@ -264,10 +256,8 @@ def _clip10(x: float) -> float:
 
 
 def effectiveness_obj(idea: Any, keywords: Sequence[Any], encode: Encode) -> tuple[float, dict[str, Any]]:
-    """Effectiveness_obj, 0-10 (METRICS.md A.2, C.1): clip(10 x cos(keywords joined with ", ", idea), 0, 10) with
-    normalised embeddings.  If encoding raises (e.g. ``idea`` is not a string) -> 10 x (fraction of keywords whose
-    ``str(k).lower()`` is a substring of the lowercased idea; "" when the idea is not a string), 0 with no keywords.
-    Returns (value, details)."""
+    """Effectiveness_obj, 0-10 (A.2, C.1): clip(10 x cos(", ".join(keywords), idea), 0, 10); when encoding
+    raises, 10 x the fraction of keywords found (lower-cased) in the idea. Returns (value, details)."""
     from ..embeddings import cosine_matrix  # numpy: loaded on first use, not at start-up
 
     terms = ", ".join(str(t) for t in keywords)
@@ -300,11 +290,9 @@ def _mean_distance_score(idea_vec: np.ndarray, vecs: np.ndarray) -> float:
 def novelty_obj(
     idea: Any, ref: dict[str, Any], encode: Encode, *, code_empty_b: bool = False
 ) -> tuple[float, dict[str, Any]]:
-    """Novelty_obj, 0-10 = 0.5 A + 0.5 B (METRICS.md A.2). A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values
-    of ``ref["RelatedWork"]`` and ``ref["ExistingSolutions"]`` (0 if none); B = the same over "k: v" for the pairs of
-    ``literal_eval(ref["related_work_test"])`` (0 when the dict is empty, like A; ``code_empty_b=True``: 10, the
-    published code's NaN behaviour). Any exception (non-string idea or values, unparsable related_work_test) sets A = B
-    = 0. Returns (value, {"A", "B", ...})."""
+    """Novelty_obj, 0-10 = 0.5 A + 0.5 B (A.2): A = clip(10 (1 - mean cos(idea, v)), 0, 10) over the values of
+    RelatedWork and ExistingSolutions (0 if none); B the same over "k: v" of ``related_work_test`` (0 if empty;
+    ``code_empty_b``: 10, the code's NaN reading). Any error sets A = B = 0. Returns (value, {"A", "B", ...})."""
     try:
         existing = list(ref["RelatedWork"].values()) + list(ref["ExistingSolutions"].values())
         if existing:
@@ -331,8 +319,8 @@ def completeness(gen: dict[str, Any]) -> float:
 
 
 def length_penalty(idea: Any) -> float:
-    """Length penalty, 0-10 (A.2), L = len(idea): (L-700)/100 if L > 700, (300-L)/100 if L < 300, else 0; capped at
-    10; 0 for an empty (falsy) idea. Raises TypeError when a truthy idea has no length (e.g. an int)."""
+    """Length penalty, 0-10 (A.2), L = len(idea): (L-700)/100 above 700, (300-L)/100 below 300, capped at 10; 0
+    for a falsy idea. TypeError when a truthy idea has no length."""
     if not idea:
         return 0.0
     n = len(idea)
@@ -344,9 +332,8 @@ _SENT_SPLIT = re.compile(r"[.!?。！？]")
 
 
 def repetition_penalty(idea: Any, encode: Encode) -> float:
-    """Repetition penalty, 0-10 (A.2): split on . ! ? 。 ！ ？, keep stripped segments longer than 10 characters; 0 with
-    fewer than 2 (or a non-string idea); else min(10, max(0, 10 x (mean_{i<j} cos(s_i, s_j) - 0.2))).  Encoding
-    errors give 0."""
+    """Repetition penalty, 0-10 (A.2): sentences (split on . ! ? 。 ！ ？) longer than 10 characters; 0 with fewer
+    than 2, a non-string idea or an encoding error; else min(10, max(0, 10 x (mean pairwise cos - 0.2)))."""
     if not isinstance(idea, str):
         return 0.0
     sents = [s.strip() for s in _SENT_SPLIT.split(idea) if len(s.strip()) > 10]
@@ -367,8 +354,8 @@ def repetition_penalty(idea: Any, encode: Encode) -> float:
 
 
 def detailedness_obj(gen: dict[str, Any], encode: Encode) -> tuple[float, dict[str, Any]]:
-    """Detailedness_obj, 0-10 = 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length) (A.2).  Raises TypeError
-    for an idea without a length (evaluator error)."""
+    """Detailedness_obj, 0-10 = 0.2 completeness + 0.4 (10 - repetition) + 0.4 (10 - length) (A.2); TypeError for
+    an idea without a length."""
     idea = gen.get("Idea", "")
     comp = completeness(gen)
     lp = length_penalty(idea)
@@ -408,7 +395,7 @@ def _edge_jaccard(g1: Graph, g2: Graph) -> float:
 
 
 def _order_edges(order: Any, keys: list[str]) -> set[tuple[str, str]]:
-    """The edges an ImplementationOrder gives: digit keys chained in string order, else valid "a-b" items."""
+    """Edges of an ImplementationOrder: digit keys chained in string order, else valid "a-b" items."""
     if all(o.isdigit() for o in order):
         nodes = sorted(o for o in order if o in keys)
         return set(zip(nodes, nodes[1:]))
@@ -419,14 +406,11 @@ def _order_edges(order: Any, keys: list[str]) -> set[tuple[str, str]]:
 def graph_similarity(
     gen: dict[str, Any], ref: dict[str, Any], alpha: float = ALPHA, *, code_text_errors: bool = False
 ) -> tuple[float, dict[str, Any]]:
-    """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7). Nodes: ``str(step key)`` with
-    the step text; edges from the order (all digit strings: chain the valid keys in string-sorted order, "10" before
-    "2"; else "a-b" items splitting into exactly two keys); a graph with no edges gets its nodes chained in
-    string-sorted order; if one still has none (single node) the result is the node-text similarity alone. Result =
-    alpha x edge Jaccard + (1 - alpha) x token Jaccard of the joined lowercased node texts (0 when either joined text is
-    shorter than 3 characters). Missing or empty steps/order on either side, and any exception (e.g. non-string step
-    texts), give 0; ``code_text_errors=True`` gives the published code's reading instead, where a text-join error zeroes
-    only the text part. Returns (value, {"edge", "text", ...})."""
+    """Implementation-graph similarity, 0-1 (METRICS.md A.2 Feasibility_obj steps 1-7): alpha x edge Jaccard +
+    (1 - alpha) x token Jaccard of the joined node texts; a graph without edges gets its nodes chained in string order,
+    and a single-node graph gives the text similarity alone. Missing or empty steps/order and any error give 0
+    (``code_text_errors``: a text-join error zeroes only the text part, as the code). Returns (value, {"edge", "text",
+    ...})."""
     for d in (gen, ref):
         if not all(k in d for k in ("ImplementationSteps", "ImplementationOrder")):
             return 0.0, {"reason": "missing ImplementationSteps or ImplementationOrder"}
@@ -492,15 +476,11 @@ class _EncodeCache:
 
 @metric(*SPECS, scope=BENCHMARK)
 class IdeaGenerationMetric(Metric):
-    """All SGI Idea Generation metrics for one item (:data:`SPECS`, 13 Scores). Options (shared dict of all SGI
-    metrics): ``embedding_model`` ("minilm" default, or "openai:<model>"), ``idea_parser`` ("tolerant" default |
-    "code"), ``idea_judge_attempts`` (5, the spec's attempts per judge and order). ``ctx.embedder`` (a callable
-    list[str] -> (n, d) array), when set, is used instead of the named embedder. Judges come from
-    ``ctx.judges_for(target)``."""
+    """All SGI Idea Generation metrics of one item (:data:`SPECS`). Options: ``embedding_model`` ("minilm" or
+    "openai:<model>"; ``ctx.embedder`` wins), ``idea_parser`` ("tolerant" | "code"), ``idea_judge_attempts`` (5)."""
 
     @classmethod
     def from_options(cls, options: dict) -> "IdeaGenerationMetric":
-        """Built with the run's options (class docstring)."""
         return cls(options)
 
     def __init__(self, options: dict | None = None):
@@ -525,8 +505,7 @@ class IdeaGenerationMetric(Metric):
         return self._encoders[key]
 
     def objective(self, gen: dict[str, Any], ref: dict[str, Any], encode: Encode) -> dict[str, tuple[float, dict]]:
-        """The four objective parts (0-10) with details; raises TypeError when the evaluator would error (e.g.
-        ``Idea`` is null)."""
+        """The four objective parts (0-10) with details; TypeError when the evaluator would error."""
         idea = gen["Idea"]
         return {
             "effectiveness": effectiveness_obj(idea, ref["keywords"], encode),
@@ -595,7 +574,7 @@ class IdeaGenerationMetric(Metric):
 def _judged_scores(
     item: Item, response: Response, obj: dict, results: dict, jname: str, evidence: list
 ) -> dict[str, Score]:
-    """The win, dim and final Scores from the objective parts and the judges' per-dimension results (A.2)."""
+    """The win, dim and final Scores from the objective parts and the judges' results (A.2)."""
     out: dict[str, Score] = {}
     dims = []
     for d in SCORED_DIMS:

@@ -59,7 +59,7 @@ def format_idea(idea: dict[str, Any]) -> str:
 
 
 def format_context(ref: dict[str, Any]) -> str:
-    """The six raw context strings as "name: value" with truthy values, separated by blank lines (A.2)."""
+    """The truthy context fields as "name: value", separated by blank lines (A.2)."""
     return "\n\n".join(f"{f}: {ref[f]}" for f in CONTEXT_FIELDS if f in ref and ref[f])
 
 
@@ -77,17 +77,9 @@ def _verdict(m: re.Match) -> str:
 
 
 def vote_match(text: str, dim: str) -> re.Match[str] | None:
-    """The vote for dimension ``dim`` that :func:`parse_votes` reads in ``text`` (A.2), case-insensitive, first match in
-    the whole text: (1) ``Name : [Win A|B]``; (2) ``Name : Win A|B`` followed by whitespace; (3) the first "Win A|B"
-    later on the name's line.  Group 1 holds the verdict; None when there is no vote.
-
-    Args:
-        text: a judge reply, or a candidate idea checked for vote lines.
-        dim: one of :data:`DIMENSIONS`.
-
-    Returns:
-        The match, or None.
-    """
+    """The vote on ``dim`` that :func:`parse_votes` reads in ``text`` (A.2), first match, case-insensitive: (1) ``Name :
+    [Win A|B]``; (2) ``Name : Win A|B`` and whitespace; (3) the first "Win A|B" later on the name's line. Group 1 holds
+    the verdict; None when there is no vote."""
     name = dim.capitalize()
     return (
         re.search(rf"{name}\s*:\s*\[\s*(Win\s*A|Win\s*B)\s*\]", text, re.IGNORECASE)
@@ -97,10 +89,8 @@ def vote_match(text: str, dim: str) -> re.Match[str] | None:
 
 
 def parse_votes(reply: str) -> dict[str, dict[str, str]] | None:
-    """Parse a five-line judge reply (A.2).  Per dimension, case-insensitive, first match in the whole reply: (1)
-    ``Name : [Win A|B]`` (spaces allowed, "Win\\s*A"); (2) ``Name : Win A|B`` followed by whitespace; (3) the first
-    "Win A|B" later on the name's line.  Returns {dim: {"judgment": "win_A"|"win_B", "reason"}} for all five
-    dimensions, or None when any dimension fails (the call is retried)."""
+    """Parse a five-line judge reply (A.2, :func:`vote_match`): {dim: {"judgment": "win_A"|"win_B", "reason"}} for all
+    five dimensions, or None when any fails (the call is retried)."""
     out: dict[str, dict[str, str]] = {}
     for dim in DIMENSIONS:
         name = dim.capitalize()
@@ -119,9 +109,8 @@ def flip_votes(votes: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
 
 
 def decide(g: int, n_judges: int, dim: str) -> str:
-    """ "win" / "tie" / "lose" for g votes for the generated idea out of 2N. sgieval's generalisation of A.2 (thresholds
-    stated for N = 3): win if g/2N > 1/2 (novelty g/2N > 2/3), lose if g/2N <= 1/3, else tie. Integer form: win if g > N
-    (novelty 3g > 4N); lose if 3g <= 2N. N = 3 gives the spec's g > 3 (novelty g > 4) and g <= 2."""
+    """ "win" / "tie" / "lose" for g votes for the generated idea out of 2N (sgieval's generalisation of A.2, stated for
+    N = 3): win if g > N (novelty 3g > 4N), lose if 3g <= 2N, else tie."""
     win = 3 * g > 4 * n_judges if dim == "novelty" else g > n_judges
     if win:
         return "win"
@@ -131,9 +120,8 @@ def decide(g: int, n_judges: int, dim: str) -> str:
 
 
 def vote_injection_flags(candidate: str) -> list[str]:
-    """``["injection_suspected"]`` when the generated idea carries a vote that :func:`parse_votes` would read in a judge
-    reply echoing it (any of its forms: "Novelty: [Win B]", "Novelty: Win B because", "Novelty is Win B",
-    :func:`vote_match`) or other judge-format pieces (D.14)."""
+    """``["injection_suspected"]`` when the generated idea carries a vote :func:`vote_match` would read, or other
+    judge-format pieces (D.14)."""
     text = candidate or ""
     return [INJECTION_FLAG] if (any(vote_match(text, d) for d in DIMENSIONS) or injection_flags(text)) else []
 
@@ -141,13 +129,10 @@ def vote_injection_flags(candidate: str) -> list[str]:
 async def judge_call(
     judge: NamedModel, prompt: str, *, swapped: bool, max_attempts: int = MAX_JUDGE_ATTEMPTS, candidate: str = ""
 ) -> dict[str, Any]:
-    """One (judge, order) call with up to ``max_attempts`` attempts through
-    :func:`sgieval.models.structured.ask_structured` (the one parse-and-retry
-    loop; the five vote lines are a text format read by :func:`parse_votes`); an unparsable reply is retried with the
-    parse problem shown to the judge. Returns an evidence dict: tool, judge, order, raw (every reply), attempts,
-    votes (generated-vs-reference orientation: swapped verdicts already flipped; None when no attempt parsed), error,
-    call_failed (True when the model could not be reached), flags (``injection_suspected`` when ``candidate``, the
-    generated idea, carries vote lines, D.14)."""
+    """One (judge, order) call with up to ``max_attempts`` attempts (:func:`sgieval.models.structured.ask_structured`,
+    replies read by :func:`parse_votes`). Returns its evidence dict: raw replies, attempts, votes
+    (generated-vs-reference orientation; None when no attempt parsed), error, call_failed, flags (D.14) and the
+    prompts."""
 
     def votes_of(text: str) -> dict[str, dict[str, str]]:
         votes = parse_votes(text)
@@ -191,8 +176,8 @@ async def judge_call(
 async def judged(
     ref: dict[str, Any], gen: dict[str, Any], judges: list[NamedModel], attempts: int = MAX_JUDGE_ATTEMPTS
 ) -> tuple[dict[str, dict] | None, list[dict], str | None]:
-    """(per-dimension results, evidence, None), (None, [], None) without judges, or (None, evidence, reason) when a
-    judge could not be reached."""
+    """(per-dimension results, evidence, None); (None, [], None) without judges; (None, evidence, reason) when a judge
+    could not be reached."""
     if not judges:
         return None, [], None
     ref_text, gen_text = format_idea(ref), format_idea(gen)
@@ -229,8 +214,7 @@ async def judged(
 
 
 def _judge_win_shares(evidence: list[dict[str, Any]], dim: str) -> dict[str, float]:
-    """{judge: 100 x its votes for the generated idea on ``dim`` / its calls that cast votes} (0, 50 or 100 with both
-    orders parsed): each panel member's own verdict on the metric's 0-100 scale, read by the judge-reliability
+    """{judge: 100 x its votes for the generated idea on ``dim`` / its calls that voted}, for the judge-reliability
     statistics; judges whose calls all failed are left out."""
     out: dict[str, list[int]] = {}
     for e in evidence:

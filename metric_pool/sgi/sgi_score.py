@@ -1,8 +1,7 @@
-"""SGI-Score (METRICS.md A.6): SGI = (DR + IG + DE + WE + ER) / 5 on 0-100, each term ``round(mean x scale, 2)`` of
-em, idea final score (scale 1), PassAll@5, wet_final_score and mca (scale 100), with per-task and per-discipline
-breakdowns.  Only ``ok`` scores enter a mean (D.7); a task without one is missing, never zero: the SGI-Score is then
-None and ``partial`` the labelled mean of the present terms.  GPT-4.1 (README): (11.32 + 36.49 + 34.32 + 36.63 + 38.49)/5
-= 31.45."""
+"""SGI-Score (METRICS.md A.6): SGI = (DR + IG + DE + WE + ER) / 5 on 0-100, each term ``round(mean x scale, 2)`` of em,
+idea final score (scale 1), PassAll@5, wet_final_score and mca (scale 100), per task and per discipline. Only ``ok``
+scores enter a mean (D.7); a task without one is missing, never zero: the SGI-Score is then None and ``partial`` the
+labelled mean of the present terms."""
 
 from __future__ import annotations
 
@@ -38,8 +37,8 @@ def _scale(s: MetricSpec) -> float:
 
 
 def default_components() -> dict[str, tuple[str, float]]:
-    """task -> (metric name, scale) of each SGI-Score term: the ``primary`` spec of each task among the declared
-    SGI-Bench metrics (scale 100 when its range tops at 1, else 1), in the order DR, IG, DE, WE, ER."""
+    """task -> (metric name, scale) of each term: the ``primary`` SGI-Bench spec of each task (scale 100 when its range
+    tops at 1), in the order DR, IG, DE, WE, ER."""
     found = {
         t: (s.name, _scale(s)) for e in entries() if e.scope == BENCHMARK for s in e.specs if s.primary for t in s.tasks
     }
@@ -48,8 +47,8 @@ def default_components() -> dict[str, tuple[str, float]]:
 
 @dataclass
 class TaskTerm:
-    """One SGI-Score term: ``task``, ``label`` (DR, IG, ...), ``metric``, ``value`` (round(mean x scale, 2), 0-100;
-    None when missing), ``n`` ok scores, ``n_failed`` non-ok scores, ``reason`` when missing."""
+    """One SGI-Score term: ``value`` round(mean x scale, 2) on 0-100 (None when missing, with ``reason``), ``n`` ok and
+    ``n_failed`` non-ok scores."""
 
     task: str
     label: str
@@ -66,11 +65,8 @@ class TaskTerm:
 
 @dataclass
 class SGIScoreResult:
-    """SGI-Score of one target model (0-100). ``sgi_score``: round(sum of the 5 terms / 5, 2), None when a task is
-    missing. ``missing``: tasks with no ok score. ``partial``: round(mean of present terms, 2) -- labelled "partial mean
-    over present tasks", not comparable with published SGI-Scores; None when every task is present or none is.
-    ``terms``: task -> TaskTerm. ``by_discipline``: discipline -> SGIScoreResult over that discipline's items (their own
-    ``by_discipline`` is empty)."""
+    """SGI-Score of one target model (0-100): ``sgi_score`` None when a task is ``missing``; ``partial`` the mean of the
+    present terms (labelled, not comparable with published SGI-Scores); ``by_discipline`` the same per discipline."""
 
     model: str
     sgi_score: float | None

@@ -1,9 +1,7 @@
 """SGI-Bench Wet Experiment metrics (METRICS.md A.4, A.4b, C.2, D.2): Sequence Similarity (SS), Parameter Accuracy (PA)
-and the final score (the SGI-Score WE term), all 0-1 per item, on protocols of steps ``out = <Action>(key=value, ...)``
-parsed from the reference and the ``<answer>`` of the reply.  Variants: ``*_perm`` (the paper's permutation-equivalent
-reading, :func:`independent_groups`), ``*_code`` (the published code's parser, :func:`parse_protocol_code`) and
-``wet_soft_*`` (the upstream soft scores).
-"""
+and the final score (the SGI-Score WE term), 0-1 per item, on protocols of steps ``out = <Action>(key=value, ...)``.
+Variants: ``*_perm`` (the paper's permutation-equivalent reading), ``*_code`` (the published code's parser) and
+``wet_soft_*`` (the upstream soft scores)."""
 
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ from .common import BENCHMARK, model_answer, reference_field, spec
 
 @dataclass(frozen=True)
 class Step:
-    """One protocol step: ``action`` (name between ``<`` and ``>``, stripped), ``params`` (key -> value string, one
-    pair of surrounding double quotes removed), ``output`` (the output variable name)."""
+    """One protocol step: ``action`` (stripped), ``params`` (key -> value, one pair of double quotes removed),
+    ``output``."""
 
     action: str
     params: dict[str, str] = field(default_factory=dict)
@@ -39,10 +37,8 @@ _OPEN, _CLOSE = "([{", ")]}"
 
 
 def split_pairs(line: str) -> list[str]:
-    """Split one parameter line into ``key = value`` pieces (METRICS.md D.2 as amended): at commas outside quotes
-    (``"`` or ``'``) and outside ``()[]{}`` brackets, and only where the next piece starts a ``key =`` pair, so a
-    value that holds a comma (``"37 °C, 5% CO2"``, ``37 C, 5% CO2``) stays whole. ``"a=1, b=[2, 3]"`` -> ``["a=1", "
-    b=[2, 3]"]``."""
+    """Split one parameter line into ``key = value`` pieces (METRICS.md D.2 as amended): at commas outside quotes and
+    brackets that start a ``key =`` pair, so a value holding a comma stays whole."""
     pieces: list[str] = []
     depth, quote, start = 0, "", 0
     for k, ch in enumerate(line):
@@ -63,12 +59,10 @@ def split_pairs(line: str) -> list[str]:
 
 
 def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
-    """Parameter block -> dict (A.4): every non-empty line other than a bare ``)`` must be ``key = value`` with an
-    optional trailing comma; other lines are ignored; one pair of surrounding double quotes is removed (single quotes
-    are kept); a repeated key keeps its last value. ``split_commas`` False (the published code, A.4): two parameters on
-    one line (``a=1, b=2``) become one key ``a`` with value ``1, b=2``. True (D.2 as amended, the default parser): the
-    line is split by :func:`split_pairs`, so ``a=1, b=2`` gives ``a`` and ``b``, as the same call over several lines
-    does."""
+    """Parameter block -> dict (A.4): ``key = value`` lines with an optional trailing comma, other lines ignored, one
+    pair of double quotes removed, a repeated key keeps its last value. ``split_commas``: split each line with
+    :func:`split_pairs` (D.2 as amended); else ``a=1, b=2`` is one key ``a`` with value ``1, b=2`` (the published
+    code)."""
     params: dict[str, str] = {}
     lines = block.split("\n")
     if split_commas:
@@ -89,10 +83,8 @@ def parse_params(block: str, *, split_commas: bool = False) -> dict[str, str]:
 
 @lru_cache(maxsize=4096)
 def parse_protocol_code(text: str) -> tuple[Step, ...]:
-    """The published code's parser (A.4), kept as the ``*_code`` variant. Multiline regex
-    ``(\\w+)\\s*=\\s*<([^>]+)>\\(\\s*([\\s\\S]*?)(?=\\n\\s*\\)\\s*$)``: the parameter block runs lazily to the first
-    line holding only ``)``, so a one-line call ``x = <A>(k=1)`` or an empty call swallows the following step (A.4 edge
-    cases)."""
+    """The published code's parser (A.4), the ``*_code`` variant: a lazy regex whose parameter block runs to the first
+    line holding only ``)``, so a one-line or empty call swallows the following step (A.4 edge cases)."""
     steps = []
     for m in _CODE_STEP_RE.finditer(text):
         steps.append(
@@ -102,8 +94,7 @@ def parse_protocol_code(text: str) -> tuple[Step, ...]:
 
 
 def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
-    """Scan ``segment`` starting at paren depth ``depth`` (parentheses inside double quotes are ignored); return
-    (index where depth reaches 0 or None, depth)."""
+    """(index where depth reaches 0 or None, depth), scanning from ``depth``; parentheses in double quotes ignored."""
     in_quote = False
     for k, ch in enumerate(segment):
         if ch == '"':
@@ -120,14 +111,9 @@ def _close_paren(segment: str, depth: int) -> tuple[int | None, int]:
 
 @lru_cache(maxsize=4096)
 def parse_protocol(text: str) -> tuple[Step, ...]:
-    """The default protocol parser (A.4 with the D.2 decisions), line by line. A step starts at a line containing
-    ``output_var = <Action name>(`` (spaces around ``=`` allowed). Its parameters may start on that line after ``(``.
-    The call ends at the first of: the parenthesis that closes the opening ``(`` (balanced count, parentheses inside
-    double quotes ignored), so a one-line call ``x = <A>(k=1)`` is one complete step; a line holding only ``)``; the
-    next step's header line (which starts a new step); the end of the text. Parameter lines follow :func:`parse_params`
-    with the D.2 amendment: several pairs on one line are split on commas outside quotes and brackets, so ``a = <X>(p=1,
-    q=2)`` and the same call written over four lines have the same parameters. Returns the steps in order (empty tuple
-    if none)."""
+    """The default protocol parser (A.4 with the D.2 decisions): a step starts at an ``output = <Action>(`` line and
+    ends at its balanced closing parenthesis, a line holding only ``)``, the next step's header or the end; several
+    pairs on one line are split (:func:`parse_params` with ``split_commas``)."""
     lines = text.split("\n")
     steps: list[Step] = []
     i = 0
@@ -160,34 +146,32 @@ def parse_protocol(text: str) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _inversions(gt: list[str], pred: list[str], exempt: Callable[[int, int], bool] | None = None) -> int:
-    return sum(
+def _names(steps: tuple[Step, ...]) -> list[str]:
+    return [s.action for s in steps]
+
+
+def sequence_similarity(gt: list[str], pred: list[str], exempt: Callable[[int, int], bool] | None = None) -> float:
+    """Action-sequence similarity SS (A.4), 0-1: 0 if the lengths differ, 1 if n <= 1, else 1 - inversions / (n(n-1)/2),
+    a pair i < j being an inversion when the lists order their names oppositely (string comparison) and ``exempt(i,
+    j)`` does not hold."""
+    n = len(gt)
+    if n != len(pred):
+        return 0.0
+    if n <= 1:
+        return 1.0
+    inv = sum(
         1
-        for i, j in combinations(range(len(gt)), 2)
+        for i, j in combinations(range(n), 2)
         if not (exempt and exempt(i, j))
         and ((gt[i] < gt[j] and pred[i] > pred[j]) or (gt[i] > gt[j] and pred[i] < pred[j]))
     )
-
-
-def sequence_similarity(gt: list[str], pred: list[str]) -> float:
-    """Action-sequence similarity SS (A.4), 0-1. SS = 0 if the lengths differ, 1 if n <= 1, else 1 - inversions /
-    (n(n-1)/2), where pair i < j is an inversion when the two lists order their names oppositely under Python string
-    comparison (equal names never count), so a prediction repeating one name n times scores 1."""
-    if len(gt) != len(pred):
-        return 0.0
-    n = len(gt)
-    if n <= 1:
-        return 1.0
-    return 1.0 - _inversions(gt, pred) / (n * (n - 1) / 2)
+    return 1.0 - inv / (n * (n - 1) / 2)
 
 
 def independent_groups(steps: tuple[Step, ...] | list[Step]) -> list[tuple[int, int]]:
-    """Permutation-equivalent step groups of a reference protocol (paper reading). Definition used by sgieval (the code
-    has none, C.2): scan the steps in order and keep extending the current group [start, end) while the next step uses
-    none of the current group's output variables as a parameter value; a step that consumes an output of a step in the
-    current group starts a new group. So a group is a maximal run of consecutive steps with no data dependency among
-    them through generated variables, whose relative order does not matter. Returns half-open index ranges covering
-    0..len(steps)."""
+    """Permutation-equivalent step groups of a reference protocol (sgieval's definition, C.2): maximal runs of
+    consecutive steps none of which uses an output of an earlier step of the run. Half-open ranges covering all
+    steps."""
     groups: list[tuple[int, int]] = []
     start = 0
     outs: set[str] = set()
@@ -202,19 +186,10 @@ def independent_groups(steps: tuple[Step, ...] | list[Step]) -> list[tuple[int, 
 
 
 def sequence_similarity_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> float:
-    """Permutation-equivalent SS: as :func:`sequence_similarity`, but a pair of positions i < j that lie in the same
-    reference group (:func:`independent_groups`) never counts as an inversion.  The denominator stays n(n-1)/2, so
-    SS_perm >= SS and equals it when every group is a single step."""
-    gt = [s.action for s in gt_steps]
-    pred = [s.action for s in pred_steps]
-    if len(gt) != len(pred):
-        return 0.0
-    n = len(gt)
-    if n <= 1:
-        return 1.0
+    """Permutation-equivalent SS: as :func:`sequence_similarity`, but pairs inside one reference group
+    (:func:`independent_groups`) never count as inversions (same denominator, so SS_perm >= SS)."""
     group_of = {k: g for g, (a, b) in enumerate(independent_groups(gt_steps)) for k in range(a, b)}
-    inv = _inversions(gt, pred, lambda i, j: group_of[i] == group_of[j])
-    return 1.0 - inv / (n * (n - 1) / 2)
+    return sequence_similarity(_names(gt_steps), _names(pred_steps), lambda i, j: group_of[i] == group_of[j])
 
 
 def _outputs(steps: tuple[Step, ...]) -> set[str]:
@@ -222,10 +197,8 @@ def _outputs(steps: tuple[Step, ...]) -> set[str]:
 
 
 def step_error(g: Step, p: Step, gen_gt: set[str], gen_pred: set[str], mapping: dict[str, str]) -> str | None:
-    """Why the aligned pair (reference step ``g``, predicted step ``p``) is an error, or None (A.4 PA step 1): action
-    names differ; parameter-key sets differ; or some key's wiring is wrong (both values generated: the predicted one
-    must map through ``mapping`` (pred output -> ref output) to the reference value; neither generated: any literal
-    is fine; exactly one generated: error)."""
+    """Why the aligned pair (reference ``g``, predicted ``p``) is an error, or None (A.4 PA step 1): actions differ, key
+    sets differ, or a key's wiring is wrong (generated values must map through ``mapping``, pred -> ref output)."""
     if g.action != p.action:
         return f"action mismatch: expected {g.action!r}, got {p.action!r}"
     if set(g.params) != set(p.params):
@@ -253,11 +226,19 @@ def _check_nonempty(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) ->
         )
 
 
+def _with_gap(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...], errors: list[str]) -> tuple[float, list[str]]:
+    """(PA, errors) with the |len gt - len pred| unmatched steps added as errors."""
+    gap = abs(len(gt_steps) - len(pred_steps))
+    n_err = len(errors) + gap
+    if gap:
+        errors.append(f"{gap} {'extra' if len(pred_steps) > len(gt_steps) else 'missing'} step(s)")
+    return 1.0 - n_err / max(len(gt_steps), len(pred_steps)), errors
+
+
 def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
-    """Parameter accuracy PA (A.4), 0-1, with strictly positional alignment. For each i < min(len gt, len pred) count at
-    most one error (:func:`step_error`); after an error-free step record (pred output -> ref output). Add |len gt - len
-    pred| errors. PA = 1 - errors / max(len gt, len pred). Returns (PA, per-error messages). Raises ValueError when both
-    protocols have 0 steps (D.2)."""
+    """Parameter accuracy PA (A.4), 0-1, positional: at most one error per aligned step (:func:`step_error`), plus |len
+    gt - len pred|; PA = 1 - errors / max(len gt, len pred). Returns (PA, error messages); ValueError when both have 0
+    steps (D.2)."""
     _check_nonempty(gt_steps, pred_steps)
     gen_gt, gen_pred = _outputs(gt_steps), _outputs(pred_steps)
     mapping: dict[str, str] = {}
@@ -268,26 +249,12 @@ def parameter_accuracy(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...])
             mapping[pred_steps[i].output] = gt_steps[i].output
         else:
             errors.append(f"step {i + 1}: {err}")
-    gap = abs(len(gt_steps) - len(pred_steps))
-    n_err = len(errors) + gap
-    if gap:
-        errors.append(f"{gap} {'extra' if len(pred_steps) > len(gt_steps) else 'missing'} step(s)")
-    return 1.0 - n_err / max(len(gt_steps), len(pred_steps)), errors
+    return _with_gap(gt_steps, pred_steps, errors)
 
 
 def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, list[str]]:
-    """Permutation-equivalent PA (the paper's reading; C.2 says the code has none).
-
-    Positions 0..m-1 (m = min(len gt, len pred)) are split by the reference's
-    :func:`independent_groups`.  Inside a group, the reference steps and the
-    predicted steps at the same positions are matched one-to-one so as to minimise the number of erroneous pairs
-    (:func:`step_error` with the variable mapping as of the group's start; Hungarian algorithm,
-    ``scipy.optimize.linear_sum_assignment``; ties keep the positional pairing). Error-free pairs then record (pred
-    output -> ref output).  The
-    |len gt - len pred| unmatched steps are errors, and
-    PA = 1 - errors / max(len gt, len pred).  With single-step groups this is exactly :func:`parameter_accuracy`. Raises
-    ValueError when both have 0 steps.
-    """
+    """Permutation-equivalent PA (the paper's reading, C.2): inside each reference group the steps are matched to
+    minimise errors (Hungarian algorithm, ties positional), else as :func:`parameter_accuracy`."""
     from scipy.optimize import linear_sum_assignment  # scipy: loaded on first use, not at start-up
 
     _check_nonempty(gt_steps, pred_steps)
@@ -311,11 +278,7 @@ def parameter_accuracy_perm(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, 
             else:
                 errors.append(f"step {idx[r] + 1} (matched to predicted step {idx[c] + 1}): {err}")
         mapping.update(updates)
-    gap = abs(len(gt_steps) - len(pred_steps))
-    n_err = len(errors) + gap
-    if gap:
-        errors.append(f"{gap} {'extra' if len(pred_steps) > len(gt_steps) else 'missing'} step(s)")
-    return 1.0 - n_err / max(len(gt_steps), len(pred_steps)), errors
+    return _with_gap(gt_steps, pred_steps, errors)
 
 
 def _norm_action(a: str) -> str:
@@ -323,10 +286,8 @@ def _norm_action(a: str) -> str:
 
 
 def align_actions(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> list[tuple[int, int]]:
-    """Longest-common-subsequence alignment of normalised action names (A.4b: stripped, lower-cased, whitespace
-    collapsed).  Backtracking from the end takes a diagonal match when possible, else moves up (drops a reference
-    step) when dp[i-1][j] >= dp[i][j-1], else left -- the upstream tie-break. Returns (gt index, pred index) pairs in
-    increasing order."""
+    """LCS alignment of normalised action names (A.4b: stripped, lower-cased, whitespace collapsed) with the upstream
+    tie-break (move up when dp[i-1][j] >= dp[i][j-1]). Returns (gt index, pred index) pairs in order."""
     g = [_norm_action(s.action) for s in gt_steps]
     p = [_norm_action(s.action) for s in pred_steps]
     n, m = len(g), len(p)
@@ -348,13 +309,9 @@ def align_actions(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> l
 
 
 def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tuple[float, float, dict]:
-    """A.4b soft SS and soft PA, both 0-1. With M aligned pairs (:func:`align_actions`): soft SS = (M/len gt) x (M/len
-    pred). Each pair scores key_score x value_score, key_score = 2|shared keys| / (|gt keys| + |pred keys|) (1 if both
-    empty), value_score = fraction of shared keys whose wiring is consistent (both generated and the predicted maps to
-    the reference through earlier pairs, or neither generated; 1 if both have no keys, 0 if no shared keys otherwise);
-    every pair records (pred output -> ref output). soft PA = (sum of pair scores)^2 / (len gt x len pred). One side
-    empty: both 0; both empty: soft SS = 1 and soft PA raises ValueError (D.2). Returns (soft SS, soft PA or NaN when
-    undefined, details)."""
+    """A.4b soft SS and soft PA, 0-1: soft SS = (M/len gt) x (M/len pred) over the M aligned pairs; soft PA = (sum of
+    key_score x value_score)^2 / (len gt x len pred). One side empty: both 0; both empty: soft SS 1 and soft PA NaN
+    (undefined, D.2). Returns (soft SS, soft PA, details)."""
     if not gt_steps and not pred_steps:
         return 1.0, float("nan"), {"aligned": []}
     if not gt_steps or not pred_steps:
@@ -388,8 +345,7 @@ def soft_scores(gt_steps: tuple[Step, ...], pred_steps: tuple[Step, ...]) -> tup
 def protocols(
     item: Item, response: Response, parser: Callable[[str], tuple[Step, ...]] = parse_protocol
 ) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
-    """(reference steps, predicted steps) of an item, parsed with ``parser``. The prediction is
-    ``model_answer(response.text)`` (A.4 Inputs)."""
+    """(reference steps, predicted steps of ``model_answer(response.text)``) parsed with ``parser`` (A.4 Inputs)."""
     ref = reference_field(item, "answer")
     return parser(str(ref)), parser(model_answer(response.text))
 
@@ -490,10 +446,6 @@ SOFT_PA = spec(
 )
 
 
-def _names(steps: tuple[Step, ...]) -> list[str]:
-    return [s.action for s in steps]
-
-
 def _ss(parser):
     def fn(item: Item, response: Response):
         g, p = protocols(item, response, parser)
@@ -550,10 +502,19 @@ def _soft_pa(item: Item, response: Response):
     return MetricResult(pa, f"soft PA {pa:.4f} over {len(d['aligned'])} aligned pairs", d)
 
 
+def _perm_ss(item: Item, response: Response):
+    g, p = protocols(item, response)
+    v = sequence_similarity_perm(g, p)
+    return MetricResult(
+        v,
+        f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}",
+        {"groups": independent_groups(g)},
+    )
+
+
 @metric(SS, PA, FINAL, SS_PERM, PA_PERM, FINAL_PERM, SS_CODE, PA_CODE, FINAL_CODE, SOFT_SS, SOFT_PA, scope=BENCHMARK)
 class WetExperimentMetric(FunctionMetric):
-    """All wet-experiment metrics of one item (each spec computed independently, so an undefined PA does not hide
-    SS).  Specs in order: default SS, PA, final (primary); ``_perm``; ``_code``; soft SS, soft PA."""
+    """All wet-experiment metrics of one item, each spec computed on its own (an undefined PA does not hide SS)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -562,7 +523,7 @@ class WetExperimentMetric(FunctionMetric):
                 _ss(parse_protocol),
                 _pa(parse_protocol, parameter_accuracy),
                 _final(parse_protocol, _ss_plain, parameter_accuracy),
-                lambda i, r: _perm_ss(i, r),
+                _perm_ss,
                 _pa(parse_protocol, parameter_accuracy_perm),
                 _final(parse_protocol, sequence_similarity_perm, parameter_accuracy_perm),
                 _ss(parse_protocol_code),
@@ -572,13 +533,3 @@ class WetExperimentMetric(FunctionMetric):
                 _soft_pa,
             ],
         )
-
-
-def _perm_ss(item: Item, response: Response):
-    g, p = protocols(item, response)
-    v = sequence_similarity_perm(g, p)
-    return MetricResult(
-        v,
-        f"{len(g)} reference vs {len(p)} predicted steps, groups {independent_groups(g)}: SS_perm {v:.4f}",
-        {"groups": independent_groups(g)},
-    )
