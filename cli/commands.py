@@ -48,17 +48,8 @@ RUN_ARG = "Run id, run folder, or its report.md."
 OUT_HELP = "Folder holding run folders (for a run id)."
 
 
-def run_flag(field: str, help: str | None = None, default: Any = None) -> Any:
-    """A typer option for the RunConfig field ``field`` outside ``ask``.
-
-    Args:
-        field: a RunConfig field name (``budget_usd``, ``data_dir``).
-        help: the help text here (default: the field's).
-        default: the option's default (None: not given).
-
-    Returns:
-        The ``typer.Option``.
-    """
+def _run_flag(field: str, help: str | None = None, default: Any = None) -> Any:
+    """The typer option of RunConfig field ``field`` outside ``ask`` (``help``: instead of the field's)."""
     o = _OPTIONS[field]
     return typer.Option(default, o.flag, *[o.short] * bool(o.short), help=help or o.cli_help)
 
@@ -332,25 +323,25 @@ async def _reopen_budget_stopped(config: RunConfig, d: Path) -> bool:
 def resume(
     run: str = typer.Argument(..., metavar="RUN", help=RUN_ARG),
     out_dir: Path = typer.Option(Path("runs"), "--out", help=OUT_HELP),
-    budget: Optional[float] = run_flag(
+    budget: Optional[float] = _run_flag(
         "budget_usd",
         "New budget in USD (total for the run, including what was already spent). A run stopped at its budget "
         "continues with the items it did not reach.",
     ),
-    yes: bool = run_flag("yes", default=False),
-    base_url: Optional[str] = run_flag(
+    yes: bool = _run_flag("yes", default=False),
+    base_url: Optional[str] = _run_flag(
         "base_url",
         "Base URL of the OpenAI-compatible server to use (instead of the one in the run's config.json, which is "
         "used only once confirmed; '' for none).",
     ),
-    sandbox: Optional[str] = run_flag("sandbox", "Sandbox backend (as for `ask`)."),
-    tools: Optional[str] = run_flag("tools", "Tool pool (as for `ask`; '' for none)."),
+    sandbox: Optional[str] = _run_flag("sandbox", "Sandbox backend (as for `ask`)."),
+    tools: Optional[str] = _run_flag("tools", "Tool pool (as for `ask`; '' for none)."),
     unsafe_local_exec: Optional[bool] = typer.Option(
         None,
         "--unsafe-local-exec/--no-unsafe-local-exec",
         help="Allow (or refuse) running model code without a sandbox.",
     ),
-    price: Optional[list[str]] = run_flag(
+    price: Optional[list[str]] = _run_flag(
         "prices",
         "Price of a model as MODEL=IN,OUT, USD per 1M input and output tokens (repeatable; as for `ask`), "
         "added to the run's.",
@@ -403,7 +394,7 @@ def resume(
 def report(
     run: str = typer.Argument(..., metavar="RUN", help=RUN_ARG),
     out_dir: Path = typer.Option(Path("runs"), "--out", help=OUT_HELP),
-    base_url: Optional[str] = run_flag(
+    base_url: Optional[str] = _run_flag(
         "base_url",
         "Base URL for the agent model that writes the narrative (instead of the one in the run's config.json, "
         "which is used only once confirmed).",
@@ -541,8 +532,8 @@ def compare(
 
 @app.command()
 def catalog(
-    benchmark: Optional[list[str]] = run_flag("benchmarks"),
-    data_dir: Optional[Path] = run_flag("data_dir"),
+    benchmark: Optional[list[str]] = _run_flag("benchmarks"),
+    data_dir: Optional[Path] = _run_flag("data_dir"),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as one JSON object."),
 ) -> None:
     """Print item counts per facet (benchmark, task, discipline, direction, type) and the models with stored

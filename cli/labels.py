@@ -69,20 +69,9 @@ def _append(root: Path, labels: list[Label]) -> None:
         fail(e)
 
 
-def read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[str]]:
-    """The labels of a JSONL or CSV file (by suffix: ``.csv`` is CSV, anything else JSONL split on ``\n`` only).
-
-    Args:
-        path: the file.
-        labeller: the labeller for rows that name none.
-
-    Returns:
-        The labels in file order (``created_at`` set to now where empty) and the line of each (``"line 3"``).
-
-    Raises:
-        InputError: naming the file, the line and the field of the first row that is not a label, and the lines
-            and reasons of up to 5 more.
-    """
+def _read_label_file(path: Path, *, labeller: str) -> tuple[list[Label], list[str]]:
+    """The labels of a JSONL (split on ``\n`` only) or ``.csv`` file and the line of each (``"line 3"``), ``labeller``
+    and now filled in where empty; InputError naming the first bad row's line and field, and up to 5 more."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -149,7 +138,7 @@ def import_labels(
     """Add labels from FILE to the run's labels.jsonl; nothing is added when one row is bad."""
     records, specs = _run(run, out_dir)
     try:
-        labels, positions = read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
+        labels, positions = _read_label_file(file, labeller=labeller or os.environ.get("USER", ""))
         from ..metric_pool import validate_labels
 
         validate_labels(

@@ -1,7 +1,6 @@
-"""``sgieval metric``: define (the chat of :mod:`sgieval.graphs.metric_chat`, user turns read with ``typer.prompt``,
-so pipeable; the YAML saved in the user rubric folder, $SGIEVAL_RUBRIC_DIR or ``user_config_dir("sgieval")/rubrics``;
-with ``--run`` then the rubric loop), list, show and test rubric metrics (one response: per-criterion 0-10 and total
-0-100; ``--run``: :func:`rubric_loop`). Exit codes as ``sgieval``: 2 bad input, 1 a judge failure, 3 cancelled.
+"""``sgieval metric``: define (the chat of :mod:`sgieval.graphs.metric_chat`), list, show and test rubric metrics (one
+response: per-criterion 0-10 and total 0-100; ``--run``: :func:`rubric_loop`). Exit codes: 2 bad input, 1 a judge
+failure, 3 cancelled.
 """
 
 from __future__ import annotations
@@ -34,15 +33,11 @@ def rubric_table(r: Rubric, scores: dict[str, float] | None = None, rationales: 
         t.add_column("score (0-10)", justify="right")
         t.add_column("rationale")
     for c in r.criteria:
+        w = f"{r.weights[c.name]:g}"
         if scores is None:
-            t.add_row(safe(c.name), f"{r.weights[c.name]:g}", safe(c.description))
+            t.add_row(safe(c.name), w, safe(c.description))
         else:
-            t.add_row(
-                safe(c.name),
-                f"{r.weights[c.name]:g}",
-                f"{scores[c.name]:.3g}",
-                safe((rationales or {}).get(c.name, "")),
-            )
+            t.add_row(safe(c.name), w, f"{scores[c.name]:.3g}", safe((rationales or {}).get(c.name, "")))
     return t
 
 
@@ -85,17 +80,15 @@ def define(
     def answer(payload: dict[str, Any]) -> str:
         if payload.get("message"):
             err.print(f"[bold]agent:[/] {safe(payload['message'])}", highlight=False)
+        question = "Describe the metric (what quality should it measure?)"
         if payload["kind"] == "review":
             err.print(rubric_table(Rubric.model_validate(payload["rubric"])))
             if not shown["phrasings"]:
                 err.print(PHRASINGS, highlight=False, markup=False)
                 shown["phrasings"] = True
-            try:
-                return typer.prompt("changes (or 'done' / 'cancel')", err=True)
-            except typer.Abort:
-                return "cancel"
+            question = "changes (or 'done' / 'cancel')"
         try:
-            return typer.prompt("Describe the metric (what quality should it measure?)", err=True)
+            return typer.prompt(question, err=True)
         except typer.Abort:
             return "cancel"
 
@@ -347,12 +340,9 @@ def rubric_loop(
     top: int = 10,
     out_dir: Path | None = None,
 ) -> None:
-    """The rubric loop on a run's labels (:mod:`sgieval.metric_pool.rubric_loop`), driven by typer prompts.
-
-    Shows the largest judge-label disagreements; asks which criterion to revise, its description and anchors; re-scores
-    the labelled units with the revision through ``judges``; prints agreement before and after; on confirmation saves
-    the next version. An empty answer (or end of input) stops. "Before" is the run's own scores when ``judges`` scored
-    it with this text, else the labelled units are first scored with it, so only the rubric changes.
+    """The rubric loop on a run's labels (:mod:`sgieval.metric_pool.rubric_loop`), driven by typer prompts: show the
+    largest judge-label disagreements, revise a criterion, re-score the labelled units through ``judges``, compare the
+    agreement before and after, save the version on confirmation; an empty answer (or end of input) stops.
 
     Args:
         name: the rubric's metric name in the run (or a rubric YAML path of the same name: its text is the start).

@@ -1,7 +1,5 @@
 """The ``sgieval`` process around a command (:mod:`.commands`): start-up, the last-resort handler, exit codes (0
-success, 1 internal failure, 2 bad input, 3 stopped at the metric confirmation). :class:`CommandLine` runs the command
-inside :class:`sgieval.core.ConsoleProcess` and turns an exception no command caught into a line (:func:`last_resort`).
-"""
+success, 1 internal failure, 2 bad input, 3 stopped at the metric confirmation)."""
 
 from __future__ import annotations
 
@@ -16,49 +14,34 @@ import typer
 from ..core import ConsoleProcess, SgievalError, disk_error, is_disk_full, redact_secrets
 from .output import err, safe
 
-__all__ = ["CommandLine", "last_resort", "writes_a_report"]
+__all__ = ["CommandLine"]
 
 
 class CommandLine(typer.Typer):
-    """The ``sgieval`` app.  Called with no arguments (the console script, ``python -m sgieval.cli``) it reads
-    ``sys.argv`` and runs inside the start-up context, an exception no command handled becoming one line
-    (:func:`last_resort`); called with arguments (``app(["ask", ...])``) it is a plain Typer app."""
+    """The ``sgieval`` app: called without arguments it runs ``sys.argv`` inside :class:`sgieval.core.ConsoleProcess`,
+    an exception no command handled becoming one line; called with arguments it is a plain Typer app."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return super().__call__(*args, **kwargs)
-        with ConsoleProcess(heavy=writes_a_report(sys.argv[1:])) as process:
+        with ConsoleProcess(heavy=_writes_a_report(sys.argv[1:])) as process:
             try:
                 super().__call__()
             except SystemExit as e:
                 process.exit(e.code)
             except Exception as e:  # noqa: BLE001 - the last resort: one line, the traceback in a log file
-                process.exit(last_resort(e))
+                process.exit(_last_resort(e))
             process.exit(0)
 
 
-def writes_a_report(argv: list[str]) -> bool:
-    """Whether ``argv`` runs ``ask``, ``resume`` or ``report`` (not their ``--help``): start-ups sped up.
-
-    Args:
-        argv: the arguments after the program name.
-
-    Returns:
-        True for those commands.
-    """
+def _writes_a_report(argv: list[str]) -> bool:
+    """Whether ``argv`` runs ``ask``, ``resume`` or ``report`` (not their ``--help``): start-ups sped up."""
     return bool(argv) and argv[0] in ("ask", "resume", "report") and "--help" not in argv
 
 
-def last_resort(e: BaseException) -> int:
-    """Print one line for an exception that escaped every command, naming ``<user log dir>/last-error.log`` where the
-    full traceback goes.
-
-    Args:
-        e: the exception.
-
-    Returns:
-        The exit code: the error's own for an SgievalError (2 for bad input), 2 for a full disk, else 1.
-    """
+def _last_resort(e: BaseException) -> int:
+    """Print one line for an exception that escaped every command (the traceback in ``<user log dir>/last-error.log``);
+    the exit code: an SgievalError's own, 2 for a full disk, else 1."""
     if is_disk_full(e) and not isinstance(e, SgievalError):
         e = disk_error(e, getattr(e, "filename", None) or Path.cwd())  # type: ignore[arg-type]
     if isinstance(e, SgievalError):

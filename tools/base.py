@@ -21,13 +21,9 @@ KILLED_TEXT: dict[str, str] = {
 
 
 class ExecResult(BaseModel):
-    """Outcome of one sandboxed run.
-
-    ``stdout``/``stderr`` are decoded text, truncated to the output limit with a marker line; ``exit_code`` is the
-    process return code (negative: killed by a signal; None: never started); ``wall_time_s`` seconds of the main program
-    (setup scripts excluded); ``peak_memory_mb`` when known; ``timed_out`` True when the wall-time limit fired;
-    ``killed_reason`` names the limit that ended the run; ``files`` holds requested output files (name -> text);
-    ``backend`` names the sandbox that ran it.
+    """Outcome of one sandboxed run: ``stdout``/``stderr`` decoded and cut at the output limit with a marker line;
+    ``exit_code`` negative for a signal, None when never started; ``wall_time_s`` seconds of the main program (setup
+    scripts excluded); ``killed_reason`` the limit that ended it; ``files`` the requested output files (name -> text).
     """
 
     stdout: str = ""

@@ -7,6 +7,7 @@ layer (no OCR here) give ``partial=True`` with ``warnings``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
@@ -43,12 +44,8 @@ class PdfChunk(BaseModel):
 
 
 class PdfDocument(BaseModel):
-    """Result of :func:`read_pdf`.
-
-    ``n_pages`` is the page count of the whole file; ``pages`` holds the pages actually read (selected by ``pages``,
-    capped by ``max_pages``); ``partial`` is True when anything selected was not read (limits, time, failing pages, no
-    text layer), with the reasons in ``warnings``.
-    """
+    """Result of :func:`read_pdf`: ``n_pages`` of the whole file, the ``pages`` read; ``partial`` when anything selected
+    was not read (limits, time, failing pages, no text layer), with the reasons in ``warnings``."""
 
     source: str
     title: str | None = None
@@ -82,30 +79,21 @@ def parse_page_ranges(spec: str | None, n_pages: int) -> list[int]:
     if spec is None or not str(spec).strip() or str(spec).strip().lower() == "all":
         return list(range(1, n_pages + 1))
     out: list[int] = []
-    seen: set[int] = set()
+    fix = "use forms like '3', '1-5', '2,4-6' or '10-'"
     for part in str(spec).split(","):
         part = part.strip()
         m = re.fullmatch(r"(\d*)\s*-\s*(\d*)|(\d+)", part)
         if not m or part == "-":
-            raise InputError(
-                f"bad page range {part!r}", what="pages", fix="use forms like '3', '1-5', '2,4-6' or '10-'"
-            )
+            raise InputError(f"bad page range {part!r}", what="pages", fix=fix)
         if m.group(3):
             lo = hi = int(m.group(3))
         else:
             lo = int(m.group(1)) if m.group(1) else 1
             hi = int(m.group(2)) if m.group(2) else max(n_pages, lo)
         if lo < 1 or lo > hi:
-            raise InputError(
-                f"bad page range {part!r} (start must be >= 1 and <= end)",
-                what="pages",
-                fix="use forms like '3', '1-5', '2,4-6' or '10-'",
-            )
-        for p in range(lo, min(hi, n_pages) + 1):
-            if p not in seen:
-                seen.add(p)
-                out.append(p)
-    return out
+            raise InputError(f"bad page range {part!r} (start must be >= 1 and <= end)", what="pages", fix=fix)
+        out += range(lo, min(hi, n_pages) + 1)
+    return list(dict.fromkeys(out))
 
 
 def _split_authors(author: str | None) -> list[str]:
@@ -119,10 +107,9 @@ def _split_authors(author: str | None) -> list[str]:
 
 def _year(meta: Any) -> int | None:
     for attr in ("creation_date", "modification_date"):
-        try:
+        d = None
+        with contextlib.suppress(Exception):  # malformed dates raise in pypdf
             d = getattr(meta, attr, None)
-        except Exception:  # noqa: BLE001 - malformed dates raise in pypdf
-            d = None
         if isinstance(d, datetime):
             return d.year
     for key in ("/CreationDate", "/ModDate"):
@@ -139,7 +126,7 @@ def _chunks(pages: list[PdfPage], chunk_chars: int) -> list[PdfChunk]:
 
     def flush() -> None:
         nonlocal buf, first, last
-        if buf.strip() and first is not None and last is not None:  # text always comes with its pages
+        if buf.strip() and first is not None and last is not None:
             chunks.append(PdfChunk(index=len(chunks), first_page=first, last_page=last, text=buf.strip()))
         buf, first, last = "", None, None
 

@@ -1,12 +1,8 @@
-"""Offline retrieval that ranks every work of a corpus (METRICS.md E.1), so the n nearest works exist when the corpus
-has n (BM25 alone returns only works sharing a word with the query).
+"""Offline retrieval that ranks every work of a corpus (METRICS.md E.1; BM25 alone returns only works sharing a word).
 
-- ``dense``: works cut into passages of at most ``passage_words`` words, each embedded once (any ``texts -> (n, d)``
-  callable); a work's similarity is the cosine of its best passage with the query; ties in corpus order.
-- ``hybrid`` (default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense and BM25
-  rankings, ``RRF(d) = sum_r 1 / (rrf_k + rank_r(d))``, ``rrf_k = 60``; ties by dense similarity, then corpus order.
-
-A hit's snippet is its best passage; ``score`` the fused score (``hybrid``) or the cosine (``dense``).
+``dense``: a work's similarity is the cosine of its best passage with the query. ``hybrid`` (default): reciprocal
+rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009) of the dense and BM25 rankings, ``RRF(d) = sum_r 1 / (rrf_k +
+rank_r(d))``, ``rrf_k = 60``; ties by dense similarity, then corpus order.
 """
 
 from __future__ import annotations
@@ -46,19 +42,9 @@ def rrf_scores(rankings: list[list[int]], n: int, k: int = RRF_K) -> list[float]
 
 
 class CorpusRetriever:
-    """Rank every document of a corpus for a query (module docstring).
-
-    Args:
-        documents: the corpus (:class:`~.search.Document`, strings, dicts or Items, as for BM25Index).
-        embed: ``embed(texts) -> array (len(texts), d)``; once for every passage (on the first search), once per query.
-        mode: ``"hybrid"`` or ``"dense"``.
-        passage_words: passage length in words.
-        warnings: notes about the corpus (skipped files), kept on every result.
-        embedder_name: how the embedder is named in results.
-
-    Raises:
-        InputError: an unknown ``mode``.
-    """
+    """Rank every document of a corpus (as for BM25Index) for a query (module docstring); ``embed(texts) -> array
+    (len(texts), d)`` runs once over every passage, then once per query; ``warnings`` (skipped files) go on every
+    result; InputError for an unknown ``mode``."""
 
     def __init__(
         self,
@@ -87,7 +73,7 @@ class CorpusRetriever:
 
         Args:
             folder: the corpus folder.
-            embed: ``embed(texts) -> vectors`` (one row per text).
+            embed: as for :class:`CorpusRetriever`.
             mode: ``"hybrid"`` or ``"dense"``.
             kw: further :class:`CorpusRetriever` options.
 

@@ -1,9 +1,6 @@
-"""Web search and page fetching.
-
-:class:`WebSearch` backends: ``ddgs`` (online metasearch: title, URL, snippet; region, safesearch and time filters;
-backoff on rate limits and timeouts), ``bm25`` (offline: a ``bm25s`` index over a corpus folder of Markdown, text,
-JSONL and PDFs, plus documents handed in) and ``auto`` (ddgs when online, else bm25); each :class:`SearchHit` names its
-backend. :func:`visit_webpage` fetches a URL to clean text (httpx + a small HTML-to-text converter).
+"""Web search and page fetching: :class:`WebSearch` backends ``ddgs`` (online metasearch, backoff on rate limits),
+``bm25`` (offline: a ``bm25s`` index over a corpus folder and documents handed in) and ``auto`` (ddgs when online, else
+bm25); :func:`visit_webpage` fetches a URL to clean text.
 """
 
 from __future__ import annotations
@@ -77,11 +74,9 @@ class _HTMLText(HTMLParser):
 def html_to_text(html: str) -> tuple[str, str]:
     """(title, text) of an HTML page: scripts, styles, navigation and forms dropped, block lines, spaces squeezed."""
     p = _HTMLText()
-    try:
+    with contextlib.suppress(Exception):  # HTMLParser is lenient; be safe anyway
         p.feed(html)
         p.close()
-    except Exception:  # noqa: BLE001 - HTMLParser is lenient; be safe anyway
-        pass
     text = "".join(p.parts)
     lines = [re.sub(r"[ \t\r\f\v\xa0]+", " ", ln).strip() for ln in text.split("\n")]
     text = "\n".join(ln for ln in lines if ln)
@@ -108,7 +103,7 @@ def visit_webpage(url: str, *, max_chars: int = 20_000, timeout_s: float = 15.0,
         transport: an httpx transport (see :func:`fetch_url`; tests pass a mock).
 
     Returns:
-        The page: URL, title, text, ``partial``.
+        The page: URL, title, text, ``truncated``.
 
     Raises:
         OfflineError: offline, within a second (:func:`is_online`).
@@ -213,11 +208,8 @@ def load_corpus(folder: str | Path, *, pdf_max_pages: int = 50) -> tuple[list[Do
                         warnings.append(f"{rel}:{n}: not JSON ({e.msg}); skipped")
                         continue
                     d = _as_document(obj if isinstance(obj, dict) else {"text": str(obj)}, n)
-                    docs.append(
-                        d.model_copy(
-                            update={"id": f"{rel}:{d.id}", "source": d.source if "://" in d.source else f"{path}:{n}"}
-                        )
-                    )
+                    src = d.source if "://" in d.source else f"{path}:{n}"
+                    docs.append(d.model_copy(update={"id": f"{rel}:{d.id}", "source": src}))
             elif ext == ".pdf":
                 doc = read_pdf(path, max_pages=pdf_max_pages)
                 docs.append(Document(id=rel, title=doc.title or path.stem, text=doc.text, source=str(path)))
@@ -262,7 +254,7 @@ class BM25Index:
         """Index a corpus folder (:func:`load_corpus`) plus ``documents``.
 
         Args:
-            folder: the corpus folder (Markdown, text, JSONL, PDF).
+            folder: the corpus folder.
             documents: further documents to index.
             pdf_max_pages: most pages read per PDF.
             passage_words: words per indexed passage.
@@ -344,10 +336,10 @@ class SearchLimiter:
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
-        """Hold one request slot: wait for a free slot, then for the next allowed start time.
+        """Hold one request slot for the body: wait for a free slot, then for the next allowed start time.
 
         Yields:
-            Nothing; the slot is held for the body.
+            Nothing.
         """
         with self._slots:
             while True:
@@ -388,9 +380,8 @@ def retry_after_s(exc: BaseException) -> float | None:
 class WebSearch:
     """Web search with an online (ddgs) and an offline (bm25) backend.
 
-    ``backend``: ``auto`` | ``ddgs`` | ``bm25``; ``corpus_dir``/``documents`` build the BM25 index on the first offline
-    query; ``region`` (``us-en``, ``wt-wt``), ``safesearch`` (on/moderate/off): ddgs defaults; ``max_retries``/
-    ``backoff_s``: retries on rate limits and timeouts after a random 0..``backoff_s * 2**attempt`` s, or the longer
+    ``corpus_dir``/``documents`` build the BM25 index on the first offline query; ``region``, ``safesearch``: ddgs
+    defaults; ``max_retries``/``backoff_s``: retries after a random 0..``backoff_s * 2**attempt`` s, or the longer
     Retry-After (held for every search of the process); ``limiter``: default :data:`SEARCH_LIMITER`.
     """
 
@@ -472,16 +463,12 @@ class WebSearch:
                     fix="use the offline backend 'bm25' over a local corpus (--corpus DIR)",
                 )
             self._need_corpus(f"offline ({why}) and the ")
-            res = self._bm25(query, max_results)
-            res.warnings.insert(0, f"offline ({why}): answered by the local BM25 index")
-            return res
+            return self._bm25(query, max_results, f"offline ({why}): answered by the local BM25 index")
         try:
             return self._ddgs(query, max_results, region or self.region, timelimit)
         except ToolError as e:
             if self.backend == "auto" and self.has_local_corpus:
-                res = self._bm25(query, max_results)
-                res.warnings.insert(0, f"ddgs failed ({e}); answered by the local BM25 index")
-                return res
+                return self._bm25(query, max_results, f"ddgs failed ({e}); answered by the local BM25 index")
             raise
 
     def _need_corpus(self, why: str) -> None:
@@ -492,9 +479,10 @@ class WebSearch:
                 fix="pass a corpus folder (--corpus DIR) or documents, or run online for the 'ddgs' backend",
             )
 
-    def _bm25(self, query: str, k: int) -> SearchResults:
+    def _bm25(self, query: str, k: int, note: str = "") -> SearchResults:
         idx = self.index()
-        return SearchResults(query=query, backend="bm25", hits=idx.search(query, k), warnings=list(idx.warnings))
+        notes = [note] * bool(note) + idx.warnings
+        return SearchResults(query=query, backend="bm25", hits=idx.search(query, k), warnings=notes)
 
     def _ddgs(self, query: str, k: int, region: str, timelimit: str | None) -> SearchResults:
         from ddgs import DDGS
@@ -523,8 +511,8 @@ class WebSearch:
             if ra is not None:
                 limiter.hold_off(ra)  # every search of the process waits, not only this one
 
-        # the one retry loop (core/retry.py): full jitter 0..backoff_s * 2**(attempt-1) s, or the backend's
-        # Retry-After (header or message) when longer; time.sleep looked up at call time (tests replace it)
+        # full jitter 0..backoff_s * 2**(attempt-1) s, or the backend's Retry-After when longer; time.sleep looked up
+        # at call time (tests replace it)
         policy = RetryPolicy(
             max_attempts=self.max_retries + 1,
             base_delay_s=self.backoff_s,

@@ -17,13 +17,8 @@ __all__ = ["E2BSandbox"]
 
 
 class E2BSandbox(_BaseSandbox):
-    """E2B cloud sandbox (``e2b-code-interpreter``): one fresh microVM per run.
-
-    Needs ``E2B_API_KEY`` (or ``api_key``).  Files are uploaded to the sandbox home, setup scripts and ``main.py`` run
-    with ``python``; wall time is enforced by E2B (``timeout_s``); output is truncated to ``output_bytes``.
-    ``peak_memory_mb`` is not known (None).  Raises SandboxUnavailableError without a key or when the service cannot be
-    reached.
-    """
+    """E2B cloud sandbox: files uploaded to the sandbox home, wall time enforced by E2B, output cut at ``output_bytes``,
+    ``peak_memory_mb`` unknown. Needs ``E2B_API_KEY`` (or ``api_key``), else SandboxUnavailableError."""
 
     name = "e2b"
 
