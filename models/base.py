@@ -12,16 +12,9 @@ Role = Literal["target", "judge", "agent"]
 
 @dataclass
 class NamedModel:
-    """A chat model bound to a role.
-
-    ``name``: the model string the user gave (what records and reports show); ``chat``: a LangChain chat model
-    (None for a replay target, served by ``replay``); ``provider``: the per-provider concurrency key;
-    ``smoke_test``: smoke-test quality (the embedded SmolLM2; the report says so); ``params``: the sampling
-    parameters sent; ``dropped``: parameter -> why it is not sent (:mod:`sgieval.models.params`); ``repeat``: the
-    draw of a repeated judge (``--judge-repeats``; part of the cache key from 1 on); ``ref``: the parsed model
-    string (:class:`~sgieval.core.ModelRef`, derived from ``name`` when not given); ``max_in_flight``: the most
-    calls this model serves at once (the embedded model: 1), None for the run's per-provider limit only.
-    """
+    """A chat model bound to a role: ``name`` is the model string the user gave, ``chat`` None for a replay,
+    ``provider`` the concurrency key, ``dropped`` parameter -> why it is not sent, ``repeat`` a repeated judge's
+    draw, ``max_in_flight`` this model's own concurrency limit."""
 
     name: str
     role: Role
@@ -51,9 +44,7 @@ class NamedModel:
 
 
 def repeat_of(model: NamedModel, index: int) -> NamedModel:
-    """``model`` as its ``index``-th repeated draw (0-based; 0 returns ``model`` itself): the same name, chat
-    model, provider and parameter dicts (a parameter a server rejects is dropped for every draw), with
-    ``repeat = index`` so the call cache keeps the draws apart.
+    """``model`` as its ``index``-th repeated draw (sharing its parameter dicts; apart in the call cache).
 
     Args:
         model: the model.

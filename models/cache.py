@@ -1,14 +1,7 @@
 """Content-addressed cache of model calls: a reply is stored under ``sha256(canonical JSON of {"model",
 "params", "messages"})`` in ``$SGIEVAL_CACHE_DIR/calls.sqlite`` (else ``platformdirs.user_cache_dir("sgieval")``),
-so re-rendering a report or adding a metric calls no model again.
-
-:func:`should_cache`: on by default for deterministic calls only (temperature 0).  The switch and the file belong
-to the current call context (:mod:`sgieval.models.context`): a run's ``--no-cache`` holds for that run only;
-outside a run ``SGIEVAL_NO_CACHE=1`` switches it off.  Replies round-trip through LangChain's ``message_to_dict``
-/ ``messages_from_dict``.  A lookup is one indexed SELECT (WAL); a reply is kept in memory and committed by a
-background thread every :attr:`CallCache.BATCH` (64) replies or :attr:`CallCache.WINDOW_S` (0.2 s), so a SIGKILL
-loses at most the last 0.2 s of replies (asked again on resume, only for records not yet in the run folder); an
-orderly exit (``close``, ``atexit``) commits everything.
+so re-rendering a report or adding a metric calls no model again.  On by default for temperature-0 calls; the
+switch and the file belong to the current call context.
 """
 
 from __future__ import annotations
@@ -37,8 +30,7 @@ def cache_dir() -> Path:
 
 
 def configure(*, enabled: bool | None = None, path: str | Path | None = None) -> None:
-    """Switch the cache on/off (``enabled``; None leaves it) and/or point it at another SQLite file (``path``) in
-    the current call context (the running run's, else the process default)."""
+    """Switch the cache on/off and/or point it at another SQLite file in the current call context."""
     current_call_context().configure_cache(enabled=enabled, path=path)
 
 
@@ -71,14 +63,14 @@ def temperature_of(model: NamedModel) -> float | None:
 
 
 def should_cache(model: NamedModel, use_cache: bool | None = None) -> bool:
-    """``use_cache`` True/False wins; None -> cache on and temperature == 0.
+    """Whether the call is cached: ``use_cache`` when given, else cache on and temperature 0.
 
     Args:
         model: the model.
         use_cache: the caller's choice.
 
     Returns:
-        Whether the call is cached.
+        The answer.
     """
     if use_cache is not None:
         return bool(use_cache)
@@ -89,8 +81,7 @@ _DROP = object()
 
 
 def _plain(v: Any) -> Any:
-    """JSON-safe copy keeping only plain data (values that are not plain data,
-    e.g. clients whose repr holds a memory address, are dropped)."""
+    """JSON-safe copy keeping only plain data (other values are dropped)."""
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, dict):
@@ -107,10 +98,8 @@ def _plain(v: Any) -> Any:
 
 
 def model_params(model: NamedModel) -> dict[str, Any]:
-    """Parameters that change a reply: the chat model's identifying params, its base URL, bound kwargs (tools)
-    and ``model.params`` (which win); a repeated judge draw r >= 1 (``--judge-repeats``) adds ``"repeat": r`` so
-    each draw is its own entry while the first keeps the key of a run that asks once.  Kept on the NamedModel per
-    (chat model, ``params``, ``dropped``); do not mutate the result."""
+    """Parameters that change a reply (``model.params`` win; a repeated judge draw adds ``"repeat"``), memoised on
+    the NamedModel: do not mutate the result."""
     dropped = getattr(model, "dropped", None) or {}
     repeat = getattr(model, "repeat", 0) or 0
     memo = model.__dict__.get("_sgieval_key_params")
@@ -165,8 +154,7 @@ def _message_payload(messages: Sequence[BaseMessage] | str) -> Any:
 
 
 def cache_key(model_name: str, params: dict[str, Any], messages: Sequence[BaseMessage] | str) -> str:
-    """sha256 hex of the canonical JSON of {"model", "params", "messages"}
-    (keys sorted; message ids and response/usage metadata excluded)."""
+    """sha256 hex of the canonical JSON of {"model", "params", "messages"} (message ids and metadata excluded)."""
     return _key(model_name, _plain(params), messages)
 
 
@@ -201,9 +189,8 @@ def _commit_all() -> None:
 
 
 class CallCache:
-    """SQLite store ``key -> serialised reply``, safe across threads and processes (WAL, 30 s busy timeout).
-    :meth:`put` keeps the reply in memory for :meth:`get` and a writer thread commits it in a batch (module
-    doc); :meth:`flush` commits now, :meth:`close` commits and closes."""
+    """SQLite store ``key -> serialised reply``, safe across threads and processes (WAL); a writer thread commits
+    replies every :attr:`BATCH` replies or :attr:`WINDOW_S` seconds."""
 
     BATCH = 64
     """Pending replies that trigger a commit at once."""
@@ -228,8 +215,7 @@ class CallCache:
         self._closed = False
         self._writer: threading.Thread | None = None
         self._wdb: sqlite3.Connection | None = None  # the committing connection (one batch at a time)
-        self.error: str | None = None
-        """The last failed commit (its replies were dropped), or None."""
+        self.error: str | None = None  # the last failed commit (its replies were dropped)
         _OPEN.add(self)
 
     def _connect(self) -> sqlite3.Connection:
@@ -238,9 +224,7 @@ class CallCache:
         return db
 
     def corrupt(self, e: Exception) -> CacheCorruptError:
-        """The one-line error for a cache file SQLite cannot read:
-        it stops the run before any score becomes a ``parse_error``, naming the
-        file and the fix (delete it, or run with ``--no-cache``)."""
+        """The one-line error for a cache file SQLite cannot read."""
         return CacheCorruptError(
             f"the call cache is corrupted ({e})",
             what=str(self.path),
@@ -248,8 +232,7 @@ class CallCache:
         )
 
     def _read(self, sql: str, args: tuple = ()) -> Any:
-        """First row of ``sql`` on the read connection (reopened after :meth:`close`).
-        Raises CacheCorruptError when the file is not a readable database."""
+        """First row of ``sql`` on the read connection (CacheCorruptError for an unreadable file)."""
         try:
             with self._lock:
                 if self._db is None:
@@ -259,9 +242,7 @@ class CallCache:
             raise self.corrupt(e) from None
 
     def get(self, key: str) -> BaseMessage | None:
-        """The stored reply for ``key`` (a fresh message object) or None; an
-        entry that does not decode is a miss (the new reply replaces it).
-        Raises CacheCorruptError when the file is not a readable database."""
+        """The stored reply for ``key`` (a fresh message) or None (also for an entry that does not decode)."""
         with self._cond:
             row = self._pending.get(key) or self._writing.get(key)
         if row is not None:
@@ -277,8 +258,7 @@ class CallCache:
             return None
 
     def put(self, key: str, reply: BaseMessage, *, model: str = "") -> None:
-        """Store ``reply`` under ``key`` (replaces an existing entry); committed
-        within :attr:`WINDOW_S` seconds (see the class doc)."""
+        """Store ``reply`` under ``key``; committed within :attr:`WINDOW_S` seconds."""
         d = message_to_dict(reply)
         meta = d["data"].get("response_metadata")
         if isinstance(meta, dict) and "sgieval" in meta:
@@ -287,11 +267,10 @@ class CallCache:
         if lone_surrogate(blob) is not None:  # a reply holding "\\ud800": kept as the JSON escape (SQLite needs UTF-8)
             blob = json.dumps(d, default=str)
         with self._cond:
+            self._pending[key] = (model, blob, time.time())
             if self._closed:  # closed (e.g. at exit): write through
-                self._pending[key] = (model, blob, time.time())
                 self._commit_pending()
                 return
-            self._pending[key] = (model, blob, time.time())
             if self._writer is None:
                 self._writer = threading.Thread(target=self._write_loop, name="sgieval-call-cache", daemon=True)
                 self._writer.start()
@@ -315,8 +294,7 @@ class CallCache:
                 self._commit_pending()
 
     def _commit_pending(self) -> None:
-        """Commit ``_pending`` in one transaction (called with ``_cond`` held; one batch at a time; the lock is released
-        while SQLite writes, so :meth:`put` never waits for the disk)."""
+        """Commit ``_pending`` in one transaction (``_cond`` held, released while SQLite writes)."""
         while self._writing:  # another thread's batch first
             self._cond.wait()
         if not self._pending:

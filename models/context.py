@@ -1,16 +1,5 @@
-"""The run-scoped settings of model calls: cache switch and file, concurrency limits.
-
-A :class:`CallContext` holds what a run configures for its model calls and
-the resources that follow from it (its semaphores, its open cache file).
-:func:`sgieval.models.calls.ainvoke` reads the *current* context: the one a
-run activated with ``with call_context(ctx): ...`` (a contextvar, so it is
-inherited by the asyncio tasks the run starts and invisible to every other
-run in the process), else the process's default context (calls made outside
-any run, e.g. from a notebook cell or a test).
-
-Two runs in one process (``asyncio.gather(sgieval.aevaluate(...), ...)``)
-therefore each see their own cache switch and limits, and a finished run
-leaves nothing behind: the default context is never changed by a run.
+"""The run-scoped settings of model calls (cache switch and file, concurrency limits): the :class:`CallContext` a
+run activates with :func:`call_context` (a contextvar: invisible to other runs), else the process default.
 """
 
 from __future__ import annotations
@@ -40,28 +29,17 @@ __all__ = [
 
 @dataclass(eq=False)
 class CallContext:
-    """What one run configures for its model calls.
-
-    ``use_cache``: True/False switches the call cache on/off for the run; None
-    follows ``SGIEVAL_NO_CACHE`` (read when asked).  ``cache_path``: the cache's
-    SQLite file (None: ``<SGIEVAL_CACHE_DIR or user cache dir>/calls.sqlite``).
-    ``limits``: in-flight calls per provider key, ``"*"`` for any provider not
-    listed (>= 1 each).  ``timeout_s``: seconds per attempt of a model call
-    (None: :func:`sgieval.models.calls.ainvoke`'s default, 300 s); all the
-    attempts of one call get at most twice this.  The context owns one ``asyncio.Semaphore`` per
-    (event loop, provider) and its opened cache; :meth:`close` releases them.
-    """
+    """What one run configures for its model calls: ``use_cache`` (None: ``SGIEVAL_NO_CACHE``), ``limits`` (in-flight
+    calls per provider, ``"*"`` for the rest), ``timeout_s`` (per attempt); it owns its semaphores and cache."""
 
     use_cache: bool | None = None
     cache_path: Path | None = None
     limits: dict[str, int] = field(default_factory=lambda: {"*": DEFAULT_MAX_CONCURRENCY})
     timeout_s: float | None = None
     secrets: Any = None
-    """The run's :class:`~sgieval.core.SecretValues`: a reply holding one is masked before the call cache
-    keeps it (None: nothing masked by value)."""
+    """The run's :class:`~sgieval.core.SecretValues`, masked in replies before the call cache keeps them."""
     batches: Any = None
-    """The run's :class:`~sgieval.models.batch.BatchCollector` (``--batch``; None: made on first use by a batch
-    chat model, without a run folder to resume from)."""
+    """The run's :class:`~sgieval.models.batch.BatchCollector` (None: made on first use)."""
     _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]]" = field(
         default_factory=weakref.WeakKeyDictionary, repr=False
     )
@@ -71,14 +49,11 @@ class CallContext:
 
     # ------------------------------------------------------------ concurrency
     def set_limit(self, provider: str, n: int) -> None:
-        """Bound in-flight calls to ``n`` (>= 1) for ``provider``, or for every
-        provider when ``provider`` is ``"*"``/``"all"`` (also dropping
-        per-provider overrides).  Applies to calls that start afterwards.
-        Raises ValueError for ``n < 1``.
+        """Bound in-flight calls that start afterwards.
 
         Args:
-            provider: a provider name, or ``"*"``/``"all"``.
-            n: most calls in flight (>= 1).
+            provider: a provider name, or ``"*"``/``"all"`` (every provider, dropping the overrides).
+            n: most calls in flight (>= 1, else ValueError).
         """
         n = int(n)
         if n < 1:
@@ -94,8 +69,7 @@ class CallContext:
                     sems.pop(provider, None)
 
     def limit(self, provider: str, default: int | None = None) -> int:
-        """The in-flight limit for ``provider``: the one set for it (:meth:`set_limit`), else ``default`` (a
-        model's own limit, e.g. 1 for the embedded model) when given, else the limit for every provider.
+        """The in-flight limit for ``provider``: its own, else ``default``, else the limit for every provider.
 
         Args:
             provider: a provider name.
@@ -109,8 +83,7 @@ class CallContext:
         return default if default is not None else self.limits.get("*", DEFAULT_MAX_CONCURRENCY)
 
     def semaphore(self, provider: str, default: int | None = None) -> asyncio.Semaphore:
-        """This context's semaphore for ``provider`` on the running event loop (limit: :meth:`limit` with
-        ``default``, fixed when the semaphore is first made).
+        """This context's semaphore for ``provider`` on the running event loop (its limit fixed when made).
 
         Args:
             provider: a provider name.
@@ -131,18 +104,17 @@ class CallContext:
 
     # ------------------------------------------------------------------ cache
     def cache_enabled(self) -> bool:
-        """Whether the call cache is on: ``use_cache`` when set, else not ``SGIEVAL_NO_CACHE``.
+        """Whether the call cache is on.
 
         Returns:
-            True when the cache is on.
+            ``use_cache`` when set, else not ``SGIEVAL_NO_CACHE``.
         """
         if self.use_cache is not None:
             return bool(self.use_cache)
         return not current_settings().no_cache
 
     def configure_cache(self, *, enabled: bool | None = None, path: str | Path | None = None) -> None:
-        """Switch this context's cache on/off (``enabled``; None leaves it) and/or
-        point it at another SQLite file (``path``; the open one is closed).
+        """Switch this context's cache on/off and/or point it at another SQLite file.
 
         Args:
             enabled: True/False switches the cache; None leaves it.
@@ -192,7 +164,6 @@ class CallContext:
 
 
 _DEFAULT = CallContext()
-"""The context of calls made outside any run (never changed by a run)."""
 
 _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("sgieval_call_context", default=None)
 
@@ -209,8 +180,7 @@ def current_call_context() -> CallContext:
 
 @contextlib.contextmanager
 def call_context(ctx: CallContext) -> Iterator[CallContext]:
-    """``with call_context(ctx): ...`` makes ``ctx`` current here and in the asyncio tasks started inside; on exit
-    the previous one is restored and ``ctx``'s cache file is closed.
+    """Make ``ctx`` current here and in the asyncio tasks started inside; on exit close its cache file.
 
     Args:
         ctx: the run's call context.
@@ -240,14 +210,11 @@ def current_prompt_scope() -> str | None:
 
 @contextlib.contextmanager
 def prompt_scope(key: str | None) -> Iterator[str | None]:
-    """``with prompt_scope("sgieval:*/rigor"): ...``: the model calls made inside (and in the asyncio tasks started
-    inside) belong to one family of prompts that share their start, e.g. every judge prompt of one metric.
-    :func:`sgieval.models.calls.ainvoke` sends it to OpenAI chat models as ``prompt_cache_key`` and marks an
-    Anthropic chat model's system message for caching.  Context-local: two runs or metrics each see their own.
+    """The model calls made inside belong to one family of prompts sharing their start (the provider's prompt
+    cache is asked for them).
 
     Args:
-        key: the family's name, e.g. ``sgieval:<scope>/<metric>`` or ``sgieval:agent/<step>``; None or "" sets no
-            scope inside the block.
+        key: the family's name, e.g. ``sgieval:<scope>/<metric>``; None or "" sets no scope.
 
     Yields:
         The scope key, or None.

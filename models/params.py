@@ -1,11 +1,5 @@
-"""Sampling parameters per role and per model family (DESIGN.md "Models and roles").
-
-:func:`sampling_params` removes what a model family rejects: ``temperature`` and ``top_p`` for the o-series,
-``gpt-5*`` (but ``gpt-5*-chat*``), ``deepseek-reasoner`` and ``deepseek-r1*``; ``reasoning_effort`` for models
-that do not reason (``gpt-4*``, ``gpt-3.5*``, ``chatgpt-*``) and every model that is not OpenAI-compatible.  A
-server that still answers HTTP 400 naming a parameter sent gets the call once more without it
-(:func:`rejected_param`, :func:`drop_param`, recorded in ``NamedModel.dropped``); ``NamedModel.params`` holds
-what is sent.
+"""Sampling parameters per role and per model family (DESIGN.md "Models and roles"): what a family rejects is not
+sent, and a parameter an HTTP 400 names is dropped (recorded in ``NamedModel.dropped``).
 """
 
 from __future__ import annotations
@@ -17,16 +11,12 @@ from ..core import ModelRef
 from .base import NamedModel
 
 
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
-"""Values of ``--reasoning-effort`` (OpenAI's ``reasoning_effort``)."""
-
 _NO_SAMPLING = (
     (re.compile(r"^o\d"), "OpenAI o-series models reject it"),
     (re.compile(r"^gpt-5(?!.*chat)"), "gpt-5 reasoning models reject it"),
     (re.compile(r"^deepseek-(reasoner|r1)"), "deepseek-reasoner ignores it"),
 )
 _NON_REASONING = re.compile(r"^(gpt-4|gpt-3\.5|chatgpt-)")
-SAMPLING = ("temperature", "top_p")
 
 CHAT_ATTRIBUTES = {
     "temperature": "temperature",
@@ -42,11 +32,8 @@ CHAT_ATTRIBUTES = {
 def sampling_params(
     spec: str, *, temperature: float | None = None, reasoning_effort: str | None = None, openai_compatible: bool = True
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """``(sent, dropped)`` for model string ``spec``: the parameters to send
-    (``temperature`` 0-2 and ``reasoning_effort``, each only when not None)
-    and, for each one its family does not get, the reason (table above).
-    ``openai_compatible`` False: ``reasoning_effort`` is never sent (only the
-    OpenAI chat-completions API has it)."""
+    """``(sent, dropped)`` for model string ``spec``: the parameters to send (those not None) and, for each one its
+    family does not get, the reason; ``reasoning_effort`` goes to OpenAI-compatible models only."""
     name = ModelRef.identity_of(spec)
     sent: dict[str, Any] = {}
     dropped: dict[str, str] = {}
@@ -74,10 +61,7 @@ _REJECT_WORDS = re.compile(
 
 
 def rejected_param(exc: BaseException, sent: Iterable[str]) -> str | None:
-    """The parameter an HTTP 400 reply says the model rejects, when it is one of
-    ``sent``; else None.  Reads the OpenAI error object's ``param`` field, then
-    the message (a sent name quoted or named beside words such as
-    "Unsupported", "not supported", "Unrecognized", "Extra inputs")."""
+    """The parameter of ``sent`` an HTTP 400 reply says the model rejects (its ``param`` field, else the message)."""
     sent = [p for p in sent]
     body = getattr(exc, "body", None)
     err = body.get("error", body) if isinstance(body, dict) else None
@@ -95,10 +79,7 @@ def rejected_param(exc: BaseException, sent: Iterable[str]) -> str | None:
 
 
 def drop_param(model: NamedModel, param: str, reason: str) -> bool:
-    """Stop sending ``param`` to ``model``: set the chat model's attribute to
-    None (runnables bound to it follow), remove it from ``model.params`` and
-    record ``model.dropped[param] = reason``.  Returns False when the chat
-    model has no such attribute (nothing changed)."""
+    """Stop sending ``param`` to ``model`` (recorded in ``model.dropped``); False when nothing changed."""
     attr = CHAT_ATTRIBUTES.get(param, param)
     chat = model.chat
     if chat is None or not hasattr(chat, attr) or getattr(chat, attr) is None:

@@ -1,19 +1,7 @@
 """The provider registry: a model-string prefix -> a factory that builds the chat model (DESIGN.md "Adding things").
 
-A model string is parsed once into a :class:`~sgieval.core.ModelRef` (:mod:`sgieval.core.modelref`); its
-``provider`` selects the entry here, whose factory gets the reference, the role and the
-:class:`ModelOptions` of the run and returns a :class:`~sgieval.models.base.NamedModel`.
-
-Built-in entries: ``replay``, ``local``, ``openai`` (base URL ``--base-url`` / ``OPENAI_BASE_URL``, key
-``OPENAI_API_KEY``), ``openai-api`` (``openai-api:<service>/<model>``: base URL ``<SERVICE>_BASE_URL``, key
-``<SERVICE>_API_KEY``) and every LangChain ``init_chat_model`` provider (``anthropic``, ``google_genai``...).
-A new provider is one line::
-
-    register_provider("together", openai_compatible(base_url_var="TOGETHER_BASE_URL",
-                                                    key_var="TOGETHER_API_KEY",
-                                                    default_base_url="https://api.together.xyz/v1"))
-
-Keys and base URLs are read through the run's settings object (:meth:`sgieval.core.Settings.env_value`).
+Built-in entries: ``replay``, ``local``, ``openai``, ``openai-api`` (``openai-api:<service>/<model>``), then every
+LangChain ``init_chat_model`` provider; docs/models.md shows how to register another.
 """
 
 from __future__ import annotations
@@ -44,18 +32,8 @@ OFFICIAL_OPENAI_URL = "https://api.openai.com/v1"
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """What a run passes to every provider factory.
-
-    Attributes:
-        base_url: the run's ``--base-url`` (used by ``openai:`` strings only; a per-model server is an
-            ``openai-api:<service>/<model>`` string), None for none.
-        stored: where ``replay:`` strings find stored responses (``StoredResponses``), None for JSONL files only.
-        temperature: sampling temperature 0-2 (None: the provider's default).
-        reasoning_effort: OpenAI ``reasoning_effort`` (None: not sent).
-        settings: the settings object keys and base URLs come from (None: read the environment now).
-        dry_run: the model is built for ``--dry-run`` only (its prompts are counted, never sent): a missing
-            API key is not an error then.
-    """
+    """What a run passes to every provider factory; ``base_url`` applies to ``openai:`` strings only, ``dry_run``
+    accepts a missing API key, ``temperature`` 0-2 (None: the provider's default)."""
 
     base_url: str | None = None
     stored: Any = None
@@ -65,7 +43,7 @@ class ModelOptions:
     dry_run: bool = False
 
     def env(self, name: str | None) -> str | None:
-        """The value of variable ``name`` through the settings object (None when unset or ``name`` is None)."""
+        """The value of variable ``name`` through the settings object, or None."""
         if not name:
             return None
         return (self.settings if self.settings is not None else current_settings()).env_value(name)
@@ -88,8 +66,7 @@ def register_provider(prefix: str, factory: Factory) -> Provider:
 
     Args:
         prefix: the model-string prefix, e.g. ``"together"`` (letters, digits, ``_`` and ``-``).
-        factory: builds the model (:data:`Factory`); :func:`openai_compatible` makes one for an
-            OpenAI-compatible server.
+        factory: builds the model, e.g. :func:`openai_compatible`'s.
 
     Returns:
         The registered :class:`Provider`.
@@ -106,7 +83,7 @@ def register_provider(prefix: str, factory: Factory) -> Provider:
 
 
 def provider_for(prefix: str) -> Provider | None:
-    """The registered provider of ``prefix`` (:data:`PROVIDERS`), or None.
+    """The registered provider of ``prefix``.
 
     Args:
         prefix: a model-string prefix.
@@ -118,8 +95,7 @@ def provider_for(prefix: str) -> Provider | None:
 
 
 def _split_key(url: str) -> tuple[str, str | None]:
-    """``(url without credentials, the key in its user-info part or None)``: a key embedded in the URL
-    (``http://user:sk-...@host/v1``) is sent as the API key, never kept in the URL."""
+    """``(url without credentials, the key in its user-info part or None)``."""
     parts = urlsplit(url)
     key = parts.password or parts.username
     return (redact_url(url) or url), key
@@ -138,15 +114,14 @@ def resolve_endpoint(
 
     Args:
         ref: the parsed model string.
-        options: the run's options (its settings object is read for the variables).
+        options: the run's options.
         base_url_var: the variable holding the base URL (default ``ref.base_url_var``).
         key_var: the variable holding the key (default ``ref.key_var``).
         default_base_url: the URL when the variable is unset (None: the variable is required).
         run_base_url: whether the run's ``--base-url`` applies (``openai:`` strings only).
 
     Returns:
-        ``(ref with base_url and the variables filled in, key)``; the key is ``"not-needed"`` for a server
-        other than api.openai.com when no key is set, and for any server under ``options.dry_run``.
+        ``(ref with base_url and the variables filled in, key)`` (``"not-needed"`` when none is needed).
 
     Raises:
         InputError: no base URL (naming the variable to set), or no key for api.openai.com.
@@ -173,9 +148,7 @@ def resolve_endpoint(
 
 
 def openai_chat_class() -> type:
-    """The chat-model class for OpenAI-compatible servers: sgieval's
-    :class:`~sgieval.models.openai_direct.ChatOpenAIDirect` (default) or, with ``SGIEVAL_OPENAI_TRANSPORT=sdk``,
-    langchain-openai's ``ChatOpenAI`` (each loaded when first asked for)."""
+    """``ChatOpenAIDirect``, or ``ChatOpenAI`` with ``SGIEVAL_OPENAI_TRANSPORT=sdk``."""
     if current_settings().openai_transport == "sdk":
         from langchain_openai import ChatOpenAI
 
@@ -195,9 +168,8 @@ def openai_compatible(
     """A factory for an OpenAI-compatible chat-completions server.
 
     Args:
-        base_url_var: the variable holding the server's base URL (default: the reference's, e.g.
-            ``VLLM_BASE_URL`` for ``openai-api:vllm/<model>``).
-        key_var: the variable holding the key (default: ``<PREFIX>_API_KEY`` or ``<SERVICE>_API_KEY``).
+        base_url_var: the variable holding the server's base URL (default: the reference's).
+        key_var: the variable holding the key (default: the reference's).
         default_base_url: the URL when the variable is unset (None: it must be set).
         run_base_url: whether the run's ``--base-url`` applies to these models.
 
@@ -251,8 +223,7 @@ def _local(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
 
 
 def langchain_provider(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
-    """A factory for LangChain ``init_chat_model`` providers (``anthropic:...``, ``google_genai:...``): the
-    provider package reads its own key variable (``ref.key_var``)."""
+    """A factory for LangChain ``init_chat_model`` providers (``anthropic:...``, ``google_genai:...``)."""
     sent, dropped = sampling_params(
         ref.spec,
         temperature=options.temperature,
@@ -291,5 +262,4 @@ PROVIDERS: dict[str, Provider] = {
         Provider("openai-api", openai_compatible()),
     )
 }
-"""Prefix -> provider: the built-in entries (their prefixes are :data:`sgieval.core.modelref.BUILTIN_PREFIXES`),
-then every :func:`register_provider` call."""
+"""Prefix -> provider: the built-in entries, then every :func:`register_provider` call."""

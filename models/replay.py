@@ -1,11 +1,5 @@
-"""Replay of stored responses: evaluate published outputs without calling a model.
-
-Two stored formats:
-- a SciAidanBench ``responses/<model>.json`` file (METRICS.md B.7): the answer
-  records of each question are served whole, with their stored judge scores
-  (coherence, embedding and LLM dissimilarity) in ``Response.metadata``;
-- a JSONL file of ``{"item_id": ..., "text": ...}`` lines (optional
-  ``"model"``), for any other benchmark.
+"""Replay of stored responses: evaluate published outputs without calling a model, from a SciAidanBench
+``responses/<model>.json`` file (METRICS.md B.7) or a JSONL file of ``{"item_id", "text"}`` lines.
 """
 
 from __future__ import annotations
@@ -41,12 +35,7 @@ class UnmatchedReplayError(InputError):
 
 @dataclass
 class ReplayStore:
-    """Stored responses of one model.
-
-    ``model`` is the stored model name, ``source`` the file; ``by_question``
-    (SciAidanBench) maps question text -> stored entry; ``by_item`` (JSONL)
-    maps item id -> text.
-    """
+    """Stored responses of one model: ``by_question`` (SciAidanBench) or ``by_item`` (JSONL: item id -> text)."""
 
     model: str
     source: Path
@@ -57,18 +46,14 @@ class ReplayStore:
     unmatched: list[str] = field(default_factory=list)
 
     def match_items(self, items: list[Item]) -> None:
-        """Match the stored item ids (JSONL replays) to ``items`` (the items of the selected benchmarks).
-
-        An id that is an item's id matches it; a bare id that is the local id (the part after
-        ``<benchmark>/``) of exactly one item is mapped to that item (``aliases``: item id -> stored id).
-        The rest are kept in ``unmatched`` (stored ids, in file order).  Recomputed on each call.
+        """Match the stored item ids (JSONL) to ``items``: a full id, or the local id of exactly one item
+        (``aliases``); the rest go to ``unmatched``.
 
         Args:
             items: the items the stored replies may answer.
 
         Raises:
-            UnmatchedReplayError: none of the stored ids matches an item (naming the file, a few of its ids and the
-                expected form).
+            UnmatchedReplayError: none of the stored ids matches an item.
         """
         if not self.by_item:
             return
@@ -99,16 +84,15 @@ class ReplayStore:
             )
 
     def unmatched_lines(self) -> str:
-        """The lines whose ids match no item, e.g. ``line 4 ('q9'), line 7 ('x')`` ("" when none).
+        """The lines whose ids match no item.
 
         Returns:
-            The line list, or "".
+            e.g. ``line 4 ('q9'), line 7 ('x')``, or "".
         """
         return ", ".join(f"line {self.lines.get(s, '?')} ({s!r})" for s in self.unmatched)
 
     def respond(self, item: Item, model_name: str) -> Response:
-        """The stored Response for ``item``, or a failed Response (status
-        ``not_run``) saying the replay has no stored answer for it.
+        """The stored Response for ``item``, or a ``not_run`` Response saying there is none.
 
         Args:
             item: the item.
@@ -173,8 +157,7 @@ class ReplayStore:
 
 
 def load_jsonl_replay(path: Path) -> ReplayStore:
-    """A ReplayStore from a JSONL file of {"item_id", "text"} lines.
-    Raises InputError naming file:line and field."""
+    """A ReplayStore from a JSONL file of {"item_id", "text"} lines (InputError naming file, line and field)."""
     store = ReplayStore(model=path.stem, source=path)
     first_line: dict[str, int] = {}
     model_line: tuple[str, int] | None = None
@@ -233,13 +216,8 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
 
 @dataclass(frozen=True)
 class StoredResponses:
-    """Where ``replay:`` model strings find stored responses.  The caller builds it from the benchmark that
-    stores them (:func:`sgieval.agents.stored_responses.stored_responses`): models/ reads no benchmark's data (DESIGN.md
-    layers: models imports core only).
-
-    ``stores()``: every stored model, for ``replay:<name>`` (called only when a name is resolved);
-    ``read_file(path)``: the models of one stored-answers ``.json`` file, for ``replay:<file.json>`` (None:
-    such files are not understood here).  Both raise InputError for malformed files."""
+    """Where ``replay:`` model strings find stored responses (built by the caller: models/ reads no benchmark):
+    ``stores()`` every stored model, ``read_file(path)`` the models of one stored-answers ``.json`` file."""
 
     stores: Callable[[], list[ReplayStore]] = list
     read_file: Callable[[Path], list[ReplayStore]] | None = None
@@ -259,9 +237,7 @@ def _match(name: str, store: ReplayStore) -> bool:
 def resolve_replay(
     spec: str, stored: StoredResponses | None = None, _stores: list[ReplayStore] | None = None
 ) -> NamedModel:
-    """A replay target for ``replay:<name or path>``: a JSONL replay file, a stored-answers ``.json`` file
-    (read by ``stored.read_file``) or the name of one of ``stored.stores()``.  Raises InputError listing the
-    stored models when the name matches none, and for a ``.json`` file that is not one model's answers.
+    """A replay target for ``replay:<name or path>``: a JSONL file, a stored-answers ``.json`` file or a stored name.
 
     Args:
         spec: ``replay:<name or path>``.
@@ -272,7 +248,7 @@ def resolve_replay(
         The replay model.
 
     Raises:
-        InputError: as above.
+        InputError: an unknown name (listing the stored models) or a file that is not one model's answers.
     """
     ref = ModelRef.parse(spec).name
     p = Path(ref).expanduser()

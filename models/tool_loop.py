@@ -1,13 +1,5 @@
-"""The one tool-calling loop of sgieval: rubric judges
-(:func:`sgieval.metric_pool.rubric.tool_loop`, web search / Python checks),
-the customisation agent (the same, with ``read_pdf``) and the questioning
-agent (catalog tools and a ``submit_selection_plan`` tool) all run through
-:func:`run_tool_loop`.
-
-Every model turn goes through :func:`sgieval.models.calls.ainvoke` (budget,
-concurrency, retries, ledger).  What a tool does is the caller's
-``execute(name, args)``; the loop only keeps the conversation, the call
-budget and the refusals.
+"""The one tool-calling loop of sgieval (:func:`run_tool_loop`), for rubric judges and agents: every model turn goes
+through :func:`sgieval.models.calls.ainvoke`; the caller's ``execute(name, args)`` runs the tools.
 """
 
 from __future__ import annotations
@@ -26,9 +18,7 @@ __all__ = ["run_tool_loop", "ToolLoopOutcome", "ToolCallRecord", "bind_tools", "
 
 @dataclass
 class ToolCallRecord:
-    """One tool call the model asked for: ``name``, ``args``, ``content`` (what
-    the model was told), ``refused`` (not run: budget used up or tool not
-    offered)."""
+    """One tool call the model asked for: ``content`` is what the model was told; ``refused``: not run."""
 
     name: str
     args: dict[str, Any]
@@ -38,12 +28,8 @@ class ToolCallRecord:
 
 @dataclass
 class ToolLoopOutcome:
-    """``messages`` (the conversation, ending with the model's last reply),
-    ``calls`` (every tool call, in order), ``last`` (the model's last reply),
-    ``stopped`` (why the loop ended: ``"answered"`` (a reply without tool
-    calls that ``on_text`` accepted), ``"finished"`` (``done()`` became true),
-    ``"budget"`` (``max_calls`` calls attempted) or ``"turns"`` (``max_turns``
-    model turns))."""
+    """The conversation, every tool call, the last reply and why the loop ended (``stopped``: ``"answered"``,
+    ``"finished"``, ``"budget"`` or ``"turns"``)."""
 
     messages: list[BaseMessage]
     calls: list[ToolCallRecord] = field(default_factory=list)
@@ -52,9 +38,7 @@ class ToolLoopOutcome:
 
 
 def bind_tools(model: NamedModel, tools: Sequence[Any]) -> Any | None:
-    """``model.chat.bind_tools(tools)``, or None when the chat model has no
-    tool calling (``bind_tools`` missing or raising NotImplementedError /
-    TypeError / ValueError).
+    """``model.chat.bind_tools(tools)``, or None when the chat model has no tool calling.
 
     Args:
         model: the model.
@@ -73,11 +57,8 @@ def bind_tools(model: NamedModel, tools: Sequence[Any]) -> Any | None:
 
 
 def tool_definitions(bound: Any, tools: Sequence[Any]) -> list[dict[str, Any]]:
-    """The definitions of ``tools`` as a call through ``bound`` sends them: the ``tools`` keyword the chat
-    model's ``bind_tools`` bound (a ``RunnableBinding``'s ``kwargs``: for an OpenAI-compatible model
-    ``[{"type": "function", "function": {"name", "description", "parameters"}}, ...]``, for Anthropic its
-    ``{"name", "description", "input_schema"}`` form), else LangChain's OpenAI form of each tool
-    (``convert_to_openai_tool``) for a model that keeps its tools elsewhere.
+    """The definitions of ``tools`` as a call through ``bound`` sends them (its bound ``tools`` keyword, else the
+    OpenAI form of each tool).
 
     Args:
         bound: what ``bind_tools`` returned.
@@ -106,13 +87,8 @@ async def run_tool_loop(
     done: Callable[[], bool] | None = None,
     unknown_tool: Callable[[str, dict[str, Any]], str] | None = None,
 ) -> ToolLoopOutcome:
-    """Let ``model`` (its chat model bound to the tools: ``bound``) call tools.
-
-    Each turn invokes the model; each tool call of its reply is run by ``execute(name, args)`` (the result goes
-    back as a ToolMessage) unless ``max_calls`` calls were already attempted or ``name`` is not ``offered``: both
-    are refused and count toward ``max_calls``, so a model cannot loop for ever.  The loop ends when ``done()`` is
-    true after a turn, at ``max_calls`` calls, after ``max_turns`` turns, or at a reply without tool calls, for
-    which ``on_text(reply)`` (default: stop) returns None to stop or a message to send back and go on.
+    """Let ``model`` call tools until it answers, ``done()``, ``max_calls`` calls or ``max_turns`` turns; a call
+    over the budget or of a tool not offered is refused (and counted).
 
     Args:
         model: the model.
@@ -122,9 +98,9 @@ async def run_tool_loop(
         offered: the tool names the model may call.
         max_calls: most tool calls (None: no limit).
         max_turns: most model turns (>= 1).
-        on_text: see above.
-        done: see above.
-        unknown_tool: see above.
+        on_text: for a reply without tool calls: None to stop, or a message to send back (default: stop).
+        done: stops the loop after a turn when true.
+        unknown_tool: the refusal text for a tool not offered.
 
     Returns:
         The outcome: the conversation, every tool call, the last reply and why the loop stopped.
