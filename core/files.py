@@ -15,7 +15,7 @@ import stat
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePath
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterator
 
 from .errors import InputError
 
@@ -213,19 +213,12 @@ MAX_JSON_DEPTH = 100
 
 def json_depth(value: object) -> int:
     """Levels of nested lists/dicts in ``value`` (a scalar: 0, ``[]``: 1, ``[[1]]``: 2), counted without recursion."""
-    deepest = 0
-    stack = [(value, 1)]
+    deepest, stack = 0, [(value, 1)]
     while stack:
         v, d = stack.pop()
-        children: Iterable[Any]
-        if isinstance(v, dict):
-            children = v.values()
-        elif isinstance(v, list):
-            children = v
-        else:
-            continue
-        deepest = max(deepest, d)
-        stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v) if isinstance(c, (dict, list)))
     return deepest
 
 

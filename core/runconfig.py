@@ -92,15 +92,8 @@ class RunOption:
         """Whether the ``ask`` flag sets a bool field whose default is True to False (``--no-cache``)."""
         return self.scalar is bool and self.default is True
 
-    def error_name(self, side: Literal["cli", "api"]) -> str:
-        """How an error names this option: the flag, else the keyword (``unsafe_local_exec=True`` for an off bool).
-
-        Args:
-            side: ``"cli"`` or ``"api"``.
-
-        Returns:
-            The flag or keyword.
-        """
+    def _error_name(self, side: Literal["cli", "api"]) -> str:
+        """How an error names this option: the flag, else the keyword (``unsafe_local_exec=True`` for an off bool)."""
         if side == "cli":
             return self.flag
         return f"{self.keyword}=True" if self.scalar is bool and self.default is False else self.keyword
@@ -178,7 +171,7 @@ def option_names(config_cls: type[BaseModel], side: Literal["cli", "api"]) -> di
     Returns:
         field -> option name.
     """
-    return {o.field: o.error_name(side) for o in run_options(config_cls) if (o.cli if side == "cli" else o.api)}
+    return {o.field: o._error_name(side) for o in run_options(config_cls) if (o.cli if side == "cli" else o.api)}
 
 
 MAX_JUDGE_REPEATS = 20

@@ -31,11 +31,8 @@ def redact_url(url: str | None) -> str | None:
         return None
     try:
         parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.port is not None:
-            host = f"{host}:{parts.port}"
-        if ":" in (parts.hostname or "") and parts.hostname and not host.startswith("["):
-            host = f"[{parts.hostname}]" + (f":{parts.port}" if parts.port is not None else "")
+        name = parts.hostname or ""  # an IPv6 address goes back in brackets
+        host = (f"[{name}]" if ":" in name else name) + (f":{parts.port}" if parts.port is not None else "")
     except ValueError:
         return _BARE_KEY.sub(lambda m: f"{m.group(1)}-{MASK}", url)
     netloc = host if ("@" in parts.netloc) else parts.netloc

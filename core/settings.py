@@ -109,30 +109,19 @@ class Settings(BaseSettings):
         except ValueError:
             raise FieldProblem("must be a positive integer", "unset it or set e.g. SGIEVAL_LOCAL_THREADS=2") from None
 
-    @field_validator("progress_every", mode="before")
+    @field_validator("progress_every", "batch_window", "batch_poll", mode="before")
     @classmethod
-    def _every(cls, v: Any) -> float:
+    def _seconds(cls, v: Any, info: Any) -> float:
         try:
             t = float(str(v).strip())
         except ValueError:
             t = -1.0
-        if not t >= 0 or t == float("inf"):
-            raise FieldProblem(
-                "must be a number of seconds >= 0", "unset it (a line every 10 s) or set e.g. SGIEVAL_PROGRESS_EVERY=30"
-            )
-        return t
-
-    @field_validator("batch_window", "batch_poll", mode="before")
-    @classmethod
-    def _batch_seconds(cls, v: Any, info: Any) -> float:
-        try:
-            t = float(str(v).strip())
-        except ValueError:
-            t = -1.0
-        least = 0.0 if info.field_name == "batch_window" else 0.01
+        least = 0.01 if info.field_name == "batch_poll" else 0.0
         if not t >= least or t == float("inf"):
-            var = f"SGIEVAL_{info.field_name.upper()}"
-            raise FieldProblem(f"must be a number of seconds >= {least:g}", f"unset it or set e.g. {var}=5")
+            fix = f"unset it or set e.g. SGIEVAL_{info.field_name.upper()}=5"
+            if info.field_name == "progress_every":
+                fix = "unset it (a line every 10 s) or set e.g. SGIEVAL_PROGRESS_EVERY=30"
+            raise FieldProblem(f"must be a number of seconds >= {least:g}", fix)
         return t
 
     @field_validator("network", mode="before")
