@@ -147,8 +147,7 @@ def _run(config: RunConfig, *, resume: bool, run_dir: Path | None = None, kind: 
         try:
             check_request_models(rt)  # before the progress bar: the error is the only line printed
         except SgievalError as e:
-            if rt.store.created and not rt.store.read("responses"):
-                shutil.rmtree(rt.store.root, ignore_errors=True)
+            _drop_new_folder(rt, resume)
             fail(e)
     state = _execute(rt, config, resume, ref)
     if config.dry_run and state.get("estimate") is not None:

@@ -279,11 +279,7 @@ def label(
         console.print(Panel(safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
         new, stop = _ask_labels(console, spec, crits, item_id, model, who, select)
         if new and len(new) == len(crits or [None]):
-            if crits and isinstance(spec, Rubric):  # the rubric's own value from the criteria (weighted mean x 10)
-                total = spec.aggregate({x.criterion or "": x.value for x in new})
-                new.append(
-                    new[0].model_copy(update={"criterion": None, "value": round(total, 4), "note": "from criteria"})
-                )
+            new = _with_totals({spec.name: spec}, new)
             _append(records.run_dir, new)
             saved += len(new)
             s = scores.get((item_id, model))
@@ -299,13 +295,10 @@ def label(
                 )
         if stop:
             break
+    agree = "the judges" if spec.kind != "objective" else "the run's scores"
     console.print(
         f"{saved} label(s) saved to {safe(records.run_dir / 'labels.jsonl')}; `sgieval report {safe(records.run_dir)}` "
-        + (
-            "shows how the judges agree with them"
-            if spec.kind != "objective"
-            else "shows how the run's scores agree with them"
-        ),
+        f"shows how {agree} agree with them",
         highlight=False,
     )
 
@@ -338,6 +331,22 @@ def _ask_labels(
             )
         )
     return new, False
+
+
+def _with_totals(specs: dict[str, MetricSpec], labels: list[Label]) -> list[Label]:
+    """``labels`` plus, per unit of a rubric whose every criterion is labelled, the rubric's value (weighted mean x 10)."""
+    out = list(labels)
+    units: dict[tuple[str, str, str], dict[str, Label]] = {}
+    for lab in labels:
+        if lab.criterion is not None:
+            units.setdefault((lab.item_id, lab.model, lab.metric), {})[lab.criterion] = lab
+    for (_, _, metric), crits in units.items():
+        spec = specs[metric]
+        if isinstance(spec, Rubric) and {c.name for c in spec.criteria} <= set(crits):
+            total = spec.aggregate({c: lab.value for c, lab in crits.items()})
+            first = next(iter(crits.values()))
+            out.append(first.model_copy(update={"criterion": None, "value": round(total, 4), "note": "from criteria"}))
+    return out
 
 
 # ------------------------------------------------------------------ the viewer's labelling form
@@ -457,23 +466,6 @@ class ViewerLabels:
                 ) from None
         return labels
 
-    def _with_totals(self, labels: list[Label]) -> list[Label]:
-        """``labels`` plus, per unit of a rubric whose every criterion is labelled here, the rubric's value."""
-        out = list(labels)
-        units: dict[tuple[str, str, str], dict[str, Label]] = {}
-        for lab in labels:
-            if lab.criterion is not None:
-                units.setdefault((lab.item_id, lab.model, lab.metric), {})[lab.criterion] = lab
-        for (_, _, metric), crits in units.items():
-            spec = self.specs[metric]
-            if isinstance(spec, Rubric) and {c.name for c in spec.criteria} <= set(crits):
-                total = spec.aggregate({c: lab.value for c, lab in crits.items()})
-                first = next(iter(crits.values()))
-                out.append(
-                    first.model_copy(update={"criterion": None, "value": round(total, 4), "note": "from criteria"})
-                )
-        return out
-
     def save(self, body: Any) -> tuple[int, dict[str, Any]]:
         """Validate and append the labels of a POST body (:meth:`_parse`).
 
@@ -493,7 +485,7 @@ class ViewerLabels:
                 models=self.models,
                 source="POST labels",
             )
-            labels = self._with_totals(labels)
+            labels = _with_totals(self.specs, labels)
         except InputError as e:
             return 400, {"error": e.one_line()}
         with self._lock:

@@ -1,10 +1,6 @@
-"""Progress of a run on stderr: on a terminal a live rich bar ((item, target model) pairs done, model calls, failed
-calls, elapsed time); otherwise the same facts as one line every ``SGIEVAL_PROGRESS_EVERY`` s (default 10; 0: none)::
-
-    progress: evaluating, 12/150 (item, target model) pairs done, 30 model calls, 1 failed, 0:00:20 elapsed
-
-With ``--batch``, pending batches follow (``, batch batch_abc in_progress 40/150``). The first line comes after one
-interval; a run that printed lines prints one more at its end, so a log's last line has the final counts.
+"""Progress of a run on stderr: on a terminal a live rich bar; otherwise the same facts (pairs done, model calls,
+failed calls, elapsed time, pending batches) as one line every ``SGIEVAL_PROGRESS_EVERY`` s (default 10; 0: none),
+the first after one interval and, when any was printed, one more at the end with the final counts.
 """
 
 from __future__ import annotations
@@ -41,15 +37,9 @@ class _CallsColumn(ProgressColumn):
 
 
 class RunProgress:
-    """Progress display of one run (module doc): a context manager; :meth:`update` is the run's ``on_progress(done,
-    total)``; :meth:`pause`/:meth:`resume` around a prompt.
-
-    Args:
-        console: the stderr console.
-        ledger_of: returns the run's Ledger (None before the run starts): its ``calls_made`` and ``calls_failed``.
-        every_s: seconds between lines when ``console`` is no terminal (0: no lines).
-        batches_of: returns the run's BatchCollector (``--batch``) or None; its pending batches are shown.
-    """
+    """Progress display of one run (module doc), a context manager: :meth:`update` is the run's ``on_progress(done,
+    total)``; :meth:`pause`/:meth:`resume` around a prompt; ``ledger_of`` and ``batches_of`` return the run's Ledger and
+    BatchCollector (or None); ``every_s``: seconds between lines when ``console`` is no terminal."""
 
     def __init__(
         self,
@@ -73,7 +63,6 @@ class RunProgress:
         self.bar: Progress | None = None
         self._task: Any = None
 
-    # -- what is shown -----------------------------------------------------
     def counts(self) -> tuple[int, int]:
         """(model calls made, calls failed) so far."""
         ledger = self.ledger_of()
@@ -102,7 +91,6 @@ class RunProgress:
             + (f", {pending}" if pending else "")
         )
 
-    # -- run hooks -----------------------------------------------------------
     def update(self, done: int, total: int) -> None:
         """The run's ``on_progress``: ``done`` of ``total`` (item, target model) pairs are evaluated."""
         self.done, self.total = done, total
@@ -127,7 +115,6 @@ class RunProgress:
         if self.bar is not None:
             self.bar.stop()
 
-    # -- context -------------------------------------------------------------
     def __enter__(self) -> "RunProgress":
         self.started = time.monotonic()
         if self.live:

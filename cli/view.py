@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -183,12 +184,8 @@ def _write_run_viewer(
             raise InputError(f"unreadable report data ({e})", what=str(d / "report.json"), fix=fix) from None
     labelling, receiver = _labelling(d, serve, labeller)
     store = RunStore(d, read_only=True)  # a link planted in the folder, two different records of one key: one line
-    items, responses, scores, prompts = (
-        store.read("items"),
-        store.read("responses"),
-        store.read("scores"),
-        store.prompts(),
-    )
+    items, responses, scores = (store.read(kind) for kind in ("items", "responses", "scores"))
+    prompts = store.prompts()
     try:
         path = write_viewer(
             d,
@@ -220,11 +217,9 @@ def _viewer_stale(d: Path) -> bool:
     except OSError:
         return True
     for name in ("report.json", "scores.jsonl", "responses.jsonl", "labels.jsonl"):
-        try:
+        with contextlib.suppress(OSError):
             if os.stat(d / name, follow_symlinks=False).st_mtime > made:
                 return True
-        except OSError:
-            continue
     return False
 
 

@@ -134,8 +134,6 @@ def _clip_input(kwargs: dict[str, Any]) -> dict[str, Any]:
             out[k] = _clip(v, INPUT_STR_CHARS)
         elif isinstance(v, dict):
             out[k] = {kk: _clip(vv, 500) if isinstance(vv, str) else vv for kk, vv in v.items()}
-        elif isinstance(v, Path):
-            out[k] = str(v)
         else:
             out[k] = v
     return out

@@ -132,8 +132,7 @@ def _bind_args(paths: list[str], made: set[str] | None = None) -> list[str]:
     made = set(made or ()) | {"/"}
     top_links = {"/bin", "/lib", "/lib64", "/sbin", "/lib32", "/libx32"}
     for p in uniq:
-        parents = list(reversed(PurePosixPath(p).parents))
-        for parent in parents:
+        for parent in reversed(PurePosixPath(p).parents):
             s = str(parent)
             if s in made or s in top_links:
                 continue

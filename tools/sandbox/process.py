@@ -81,11 +81,7 @@ class TreeWatch:
         parent: dict[int, int] = {}
         rss: dict[int, int] = {}
         members: set[int] = {self.root}
-        try:
-            entries = os.listdir("/proc")
-        except OSError:  # pragma: no cover - no /proc
-            return {}
-        for d in entries:
+        for d in os.listdir("/proc"):
             if not d.isdigit():
                 continue
             pid = int(d)
@@ -354,11 +350,9 @@ class Follow:
 
 def _reap(proc: subprocess.Popen) -> int | None:
     """Wait for ``proc`` and set its ``returncode`` (a signal as its negative number); returns it."""
-    try:
+    with contextlib.suppress(ChildProcessError):  # already reaped by a poll
         _, status = os.waitpid(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    except ChildProcessError:  # pragma: no cover - already reaped
-        pass
     return proc.returncode
 
 
