@@ -28,23 +28,22 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 """A run id: letters, digits, ``.``, ``_``, ``-``; starts with a letter or digit; at most 200 characters."""
 
 
-def plain_name(value: str, what: str = "run_id") -> str:
+def plain_name(value: str) -> str:
     """``value`` when it is a plain folder name (:data:`PLAIN_NAME`, no ``..``).
 
     Args:
-        value: the name.
-        what: what it names, in the error.
+        value: the run id.
 
     Returns:
         ``value``.
 
     Raises:
-        InputError: naming ``what`` otherwise (``"../victim"`` would move a run out of its folder).
+        InputError: otherwise (``"../victim"`` would move a run out of its folder).
     """
     if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value) or ".." in value:
         raise InputError(
             f"{value!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or '..')",
-            what=what,
+            what="run_id",
             fix="use a run id such as 20260101-120000-chemistry-ab12",
         )
     return value
@@ -121,13 +120,12 @@ def disk_error(e: OSError, path: str | Path) -> InputError:
     return InputError(f"cannot write: {e.strerror or e}", what=str(p), fix="check the folder's permissions")
 
 
-def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", root: str | Path | None = None) -> Path:
+def atomic_write_text(path: str | Path, text: str, *, root: str | Path | None = None) -> Path:
     """Write ``text`` to ``path`` whole or not at all (a fsync'ed temporary file renamed over it).
 
     Args:
         path: the file.
-        text: the text.
-        encoding: the text encoding.
+        text: the text (written as UTF-8).
         root: the run folder ``path`` lies in; then no link below it is followed (:func:`write_text_in`).
 
     Returns:
@@ -137,13 +135,13 @@ def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8", r
         InputError: a full disk (:func:`disk_error`) or another OS error; the old file is then untouched.
     """
     if root is not None:
-        return write_text_in(root, path, text, encoding=encoding)
+        return write_text_in(root, path, text)
     text = repair_text(text)[0]  # a lone surrogate (from a model's reply) becomes U+FFFD, never a failed write
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        with os.fdopen(fd, "w", encoding=encoding) as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -379,19 +377,18 @@ def write_bytes_in(root: str | Path, path: str | Path, data: bytes) -> Path:
     return target
 
 
-def write_text_in(root: str | Path, path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """:func:`write_bytes_in` of ``text``; a lone surrogate is written as U+FFFD (:func:`repair_text`).
+def write_text_in(root: str | Path, path: str | Path, text: str) -> Path:
+    """:func:`write_bytes_in` of ``text`` as UTF-8; a lone surrogate is written as U+FFFD (:func:`repair_text`).
 
     Args:
         root: the run folder.
         path: the file.
         text: the text.
-        encoding: the text encoding.
 
     Returns:
         The path written.
     """
-    return write_bytes_in(root, path, repair_text(text)[0].encode(encoding))
+    return write_bytes_in(root, path, repair_text(text)[0].encode("utf-8"))
 
 
 def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = False) -> bytes:
@@ -424,19 +421,17 @@ def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = Fal
             return f.read()
 
 
-def read_text_in(root: str | Path, path: str | Path, *, encoding: str = "utf-8", errors: str = "strict") -> str:
-    """:func:`read_bytes_in` decoded.
+def read_text_in(root: str | Path, path: str | Path) -> str:
+    """:func:`read_bytes_in` decoded as UTF-8.
 
     Args:
         root: the run folder.
         path: the file.
-        encoding: the text encoding.
-        errors: the decoding error handler.
 
     Returns:
         The text.
     """
-    return read_bytes_in(root, path).decode(encoding, errors)
+    return read_bytes_in(root, path).decode("utf-8")
 
 
 def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> BinaryIO:

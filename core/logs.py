@@ -78,27 +78,23 @@ def _to_file(
     return to_file
 
 
-def log_traceback(
-    run_dir: str | Path, run_id: str, exc: BaseException, event: str = "unexpected error", secrets: Any = None
-) -> None:
-    """Append ``exc`` with its full traceback to ``run_dir/log.jsonl`` as one JSON line (best effort).
+def log_traceback(run_dir: str | Path, run_id: str, exc: BaseException) -> None:
+    """Append ``exc`` with its full traceback to ``run_dir/log.jsonl`` as one JSON line, keys masked (best effort).
 
     Args:
         run_dir: the run folder.
         run_id: the run id.
         exc: the exception.
-        event: the log event.
-        secrets: the values masked (default: the key variables of the environment).
     """
     line = {
-        "event": event,
+        "event": "unexpected error",
         "level": "error",
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "run_id": run_id,
         "error": f"{type(exc).__name__}: {exc}",
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
     }
-    mask = (secrets or SecretValues.from_environment()).mask
+    mask = SecretValues.from_environment().mask
     with suppress(OSError, InputError):  # best effort: a link planted as log.jsonl is not written through
         p = Path(run_dir)
         if p.is_dir():

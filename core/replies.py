@@ -128,34 +128,33 @@ def verdict_word(value: object) -> object:
 _NUMERIC_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
-def judge_number(value: object, *, integer: bool, what: str = "score") -> int | float:
+def judge_number(value: object, *, integer: bool) -> int | float:
     """A judge's score field, strictly (METRICS.md D.4, D.17): a number or a string that is exactly one; never coerced.
 
     Args:
         value: the judge's field.
         integer: an integer is required.
-        what: the field, named in the error.
 
     Returns:
         The number.
 
     Raises:
-        ValueError: anything else, naming ``what`` and the value.
+        ValueError: anything else, naming the value.
     """
     v = value
     if isinstance(v, bool) or v is None or not isinstance(v, (int, float, str)):
-        raise ValueError(f"{what} must be a number, got {_kind(value)} {value!r}")
+        raise ValueError(f"score must be a number, got {_kind(value)} {value!r}")
     if isinstance(v, str):
         t = v.strip()
         if not _NUMERIC_TEXT.fullmatch(t):
-            raise ValueError(f"{what} must be a number, got the string {value!r}")
+            raise ValueError(f"score must be a number, got the string {value!r}")
         v = float(t) if any(c in t for c in ".eE") else int(t)
     if isinstance(v, float):
         if not math.isfinite(v):
-            raise ValueError(f"{what} must be a finite number, got {value!r}")
+            raise ValueError(f"score must be a finite number, got {value!r}")
         if integer:
             if not v.is_integer():
-                raise ValueError(f"{what} must be an integer, got the decimal {value!r}")
+                raise ValueError(f"score must be an integer, got the decimal {value!r}")
             return int(v)
     return v
 

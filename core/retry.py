@@ -158,7 +158,6 @@ async def aretry(
     retryable: Callable[[BaseException], bool],
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    on_retry: OnRetry | None = None,
 ) -> tuple[T, int]:
     """``(await fn(), attempts)`` under ``policy``; ``CancelledError`` is never retried. The first attempt runs outside
     tenacity, so a call that succeeds at once builds no retry state (reference cycles).
@@ -168,7 +167,6 @@ async def aretry(
         policy: the retry policy.
         retryable: whether an exception is retried.
         sleep: the sleep function.
-        on_retry: called before each retry.
 
     Returns:
         ``(result, attempts)``.
@@ -182,8 +180,6 @@ async def aretry(
         raise
     except Exception as e:  # noqa: BLE001 - retried below or handed to the caller with the attempt count
         wait = _after_first(policy, retryable, e)
-        if on_retry is not None:
-            on_retry(1, e, wait)
     await sleep(wait)
     attempts = 1
     try:
@@ -191,7 +187,6 @@ async def aretry(
             stop=tenacity.stop_after_attempt(policy.max_attempts - 1),
             wait=_wait(policy),
             sleep=sleep,
-            before_sleep=_before_sleep(on_retry),
             retry=tenacity.retry_if_exception(lambda e: not isinstance(e, asyncio.CancelledError) and retryable(e)),
             reraise=True,
         ):

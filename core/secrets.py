@@ -104,18 +104,16 @@ class SecretValues:
         self._re = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     @classmethod
-    def from_environment(cls, extra: Iterable[str | None] = (), environ: Any = None) -> "SecretValues":
-        """The values of :data:`KEY_ENV_VARIABLES` in ``environ`` (default ``os.environ``) and ``extra``.
+    def from_environment(cls, extra: Iterable[str | None] = ()) -> "SecretValues":
+        """The values of :data:`KEY_ENV_VARIABLES` in ``os.environ`` and ``extra``.
 
         Args:
             extra: further secret values.
-            environ: the environment.
 
         Returns:
             The SecretValues.
         """
-        env = os.environ if environ is None else environ
-        return cls([*(env.get(k) for k in KEY_ENV_VARIABLES), *extra])
+        return cls([*(os.environ.get(k) for k in KEY_ENV_VARIABLES), *extra])
 
     def __or__(self, other: "SecretValues") -> "SecretValues":
         return SecretValues([*self._values, *other._values])
