@@ -1,9 +1,5 @@
-"""Benchmarks: one module per benchmark, each ending with its :class:`Benchmark` definition; the registry; the catalog.
-
-``load_benchmark(name, data_dir)`` -> (items, source description) for a registered benchmark (``sciaidanbench``,
-``sgi-bench``, ``sfbench``, or one added with ``registry.register``), a path to a JSONL file, or a path to a YAML
-benchmark definition (:mod:`.user`).
-"""
+"""Benchmarks: one module per benchmark, each ending with its :class:`Benchmark` definition; the registry; the catalog;
+:func:`load_benchmark` for a registered name, a JSONL file or a YAML benchmark definition (:mod:`.user`)."""
 
 from __future__ import annotations
 
@@ -35,9 +31,9 @@ def load_benchmark(name: str, data_dir: str | Path | None = None) -> tuple[list[
     """Items of benchmark ``name`` and where they came from.
 
     Args:
-        name: a registered benchmark (its data folder is found with :func:`find_benchmark_dir`), a path to a file whose
-            suffix a definition loads (``.jsonl``: the generic JSONL benchmark), or a path to a YAML benchmark
-            definition (registered, replacing an earlier one of its name, then loaded).
+        name: a registered benchmark (its folder found with :func:`find_benchmark_dir`), a path to a file whose suffix a
+            definition loads (``.jsonl``), or a path to a YAML benchmark definition (registered, replacing one of its
+            name).
         data_dir: the data folder to look in first.
 
     Returns:

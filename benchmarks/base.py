@@ -1,5 +1,5 @@
-"""The definition of a benchmark in one object: a module ends with one :class:`Benchmark` and ``register(defn)``
-(:mod:`.registry`) makes its data layout, facets, vocabulary, prompts and metrics known to the CLI and the agents."""
+"""The definition of a benchmark in one object: a module ends with one :class:`Benchmark`, and ``register(defn)``
+(:mod:`.registry`) makes its data layout, facets, vocabulary, prompts and metrics known."""
 
 from __future__ import annotations
 
@@ -32,20 +32,15 @@ SCIENCE_WORDS: dict[str, tuple[str, ...]] = {
     "condensed matter": (r"condensed[- ]matter",),
     "synchrotron": (r"synchrotron", r"x-ray"),
 }
-"""Science concepts -> the request words naming them (regular expressions, matched case-insensitively on word
-boundaries).  Plain English shared by every benchmark; a benchmark maps a concept to its own facet values in
-:class:`Vocabulary`, and may add words for a concept of its own (``Vocabulary.words``)."""
+"""Science concept -> the request words naming it, shared by every benchmark (:class:`Vocabulary` maps concepts)."""
 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Request words the offline questioning agent maps onto this benchmark's facet values. ``disciplines``: concept ->
-    the discipline or direction values (lower case) it stands for in this benchmark, e.g. ``{"life": ("biology",)}``;
-    the concept's words are :data:`SCIENCE_WORDS` plus ``words``. ``words``: concept -> extra patterns (for a concept
-    not in :data:`SCIENCE_WORDS`, or more words for one that is). ``tasks``: (task, patterns), checked in order, more
-    specific phrases first. ``names``: patterns naming the benchmark itself ("sgi bench"). Patterns are regular
-    expressions matched case-insensitively on word boundaries. Several benchmarks' vocabularies are joined in registry
-    order (:func:`sgieval.benchmarks.registry.vocabulary`)."""
+    """Request words the offline questioning agent maps onto this benchmark's facet values (patterns: regular
+    expressions matched case-insensitively on word boundaries). ``disciplines``: concept -> discipline or direction
+    values (lower case), named by :data:`SCIENCE_WORDS` plus ``words`` (concept -> extra patterns). ``tasks``: (task,
+    patterns), more specific first. ``names``: patterns naming the benchmark."""
 
     disciplines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -58,26 +53,25 @@ class Benchmark:
     """One benchmark, as sgieval uses it.
 
     Fields:
-        name: the benchmark name, ``Item.benchmark`` of its items and the ``-b`` value (``"sgi-bench"``).
+        name: ``Item.benchmark`` of its items and the ``-b`` value (``"sgi-bench"``).
         description: one line for listings.
-        loader: ``loader(folder: Path) -> list[Item]``; raises InputError / DataNotFoundError naming file and fix.
+        loader: ``loader(folder) -> list[Item]``; raises InputError / DataNotFoundError naming file and fix.
         folder: the sub-folder of a data root holding the data (default ``name``).
         markers: file names that mark a folder as holding the data; empty: any ``*.jsonl``/``.parquet``/``.json``.
-        pull: ``pull(dest: Path) -> Path`` downloads the public data into ``dest``; None: no public download.
-        skipped: ``skipped(folder: Path) -> list[str]``: files the loader leaves out, as ``<file> (<why>)``.
-        source: where the data comes from (URL, dataset, paper), shown by ``sgieval data``.
+        pull: ``pull(dest) -> dest`` downloads the public data; None: no public download.
+        skipped: ``skipped(folder) -> list[str]``: files the loader leaves out, as ``<file> (<why>)``.
+        source: where the data comes from, shown by ``sgieval data``.
         tasks: the task names its items use.
-        facets: facet -> what it means here (e.g. ``{"direction": "subdomain"}``).
-        vocabulary: the offline request vocabulary (:class:`Vocabulary`).
-        prompts: task -> a ``str.format`` template over the record's fields (:func:`literal`), filled into ``Item.prompt``.
-        metrics: the metrics scored on every run over its items, in order (``@metric`` in this scope, else ``"*"``).
-        primary: task -> name of the metric the ranking uses by default (its ``MetricSpec.primary`` is True).
-        prefer: quality -> metric names measuring it here, best first (``{"accuracy": ("em", "mca")}``); unlisted
-            qualities fall back to ``MetricSpec.qualities`` in metric-pool order.
-        owns: ``owns(item_benchmark: str) -> bool`` for derived item names (``jsonl:<stem>``); None: only ``name``.
+        facets: facet -> what it means here.
+        vocabulary: the offline request vocabulary.
+        prompts: task -> a ``str.format`` template over the record's fields (:func:`literal`).
+        metrics: the metrics scored on every run over its items (``@metric`` in this scope, else ``"*"``).
+        primary: task -> the metric the ranking uses by default.
+        prefer: quality -> metric names measuring it here, best first; else ``MetricSpec.qualities`` in pool order.
+        owns: ``owns(item_benchmark) -> bool`` for derived item names (``jsonl:<stem>``); None: only ``name``.
         data_root: True when the data is a folder in the data roots; False when the loader gets a file path or knows
             its own files (a YAML benchmark).
-        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by this loader (JSONL: ``.jsonl``).
+        path_suffixes: ``-b <path>`` with one of these suffixes is loaded by this loader.
     """
 
     name: str
@@ -101,7 +95,6 @@ class Benchmark:
 
     @property
     def data_folder(self) -> str:
-        """The sub-folder of a data root that holds this benchmark (``folder`` or ``name``)."""
         return self.folder or self.name
 
     def holds(self, folder: Path) -> bool:
@@ -111,8 +104,7 @@ class Benchmark:
             folder: a candidate data folder.
 
         Returns:
-            True when every marker file is there, or (no markers) at least one ``.jsonl``/``.parquet``/``.json``
-            file is.
+            True when every marker file is there, or (no markers) any ``.jsonl``/``.parquet``/``.json`` file is.
         """
         if not folder.is_dir():
             return False

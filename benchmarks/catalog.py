@@ -15,9 +15,8 @@ from .base import FACET_NAMES as FACETS
 
 @dataclass
 class Catalog:
-    """All items of the loaded benchmarks. ``unavailable`` maps a benchmark name to why it is not loaded (e.g. no local
-    data), so the questioning agent and ``sgieval catalog`` can say so; ``sources`` maps it to where its items came
-    from, ``skipped`` to the files of its data folder its loader left out (``<file> (<why>)``)."""
+    """All items of the loaded benchmarks; per benchmark, ``unavailable`` why it is not loaded, ``sources`` where its
+    items came from, ``skipped`` the files of its data folder its loader left out."""
 
     items: list[Item]
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -34,7 +33,7 @@ class Catalog:
         """How many items have each value of ``facet``.
 
         Args:
-            facet: a facet name (:data:`FACETS`: ``benchmark``, ``task``, ``discipline``, ``direction``, ``type``).
+            facet: a facet name (:data:`FACETS`).
             items: the items counted (default: the whole catalog).
 
         Returns:
@@ -48,7 +47,7 @@ class Catalog:
         """The values ``facet`` takes in the catalog.
 
         Args:
-            facet: a facet name (:data:`FACETS`).
+            facet: a facet name.
 
         Returns:
             The distinct non-empty values, sorted.
@@ -77,10 +76,10 @@ class Catalog:
         Args:
             text: the words looked for.
             items: the items searched (default: the whole catalog).
-            limit: most items returned (>= 0).
+            limit: most items returned.
 
         Returns:
-            The matching items, most word hits in the prompt first.
+            The matching items, most word hits first.
         """
         words = [w for w in re.findall(r"\w+", text.lower()) if len(w) > 2]
         scored = []
@@ -92,12 +91,12 @@ class Catalog:
         return [i for _, _, i in sorted(scored)[:limit]]
 
     def sample(self, items: list[Item], k: int | None, seed: int = 0) -> list[Item]:
-        """``k`` items stratified by (discipline, task), deterministic for a seed. Proportional allocation (largest
+        """``k`` items stratified by (discipline, task), deterministic for a seed: proportional allocation (largest
         remainder), at least one per stratum while ``k`` allows.
 
         Args:
             items: the items sampled from.
-            k: how many (>= 0); None: all.
+            k: how many; None: all.
 
         Returns:
             The sample; all of ``items`` when ``k`` is None or >= ``len(items)``.
@@ -126,10 +125,9 @@ def load_catalog(benchmarks: list[str] | None = None, data_dir: str | Path | Non
     """Load the named benchmarks into one catalog.
 
     Args:
-        benchmarks: benchmark names, or paths to a JSONL file or a YAML benchmark definition (a user benchmark); None:
-            every registered benchmark whose data is found in a data root, in registry order.
-        data_dir: the data folder to look in first (``--data-dir``; default the lookup order of
-            :func:`~sgieval.benchmarks.data_roots`).
+        benchmarks: benchmark names, or paths to a JSONL file or a YAML definition; None: every registered benchmark
+            whose data is found, in registry order.
+        data_dir: the data folder to look in first (``--data-dir``).
 
     Returns:
         The catalog: its items, where each benchmark's came from, and the files it could not read.
@@ -202,9 +200,8 @@ def _folders() -> str:
 def stored_responses(
     catalog: Catalog, data_dir: str | Path | None = None
 ) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
-    """Which models have stored responses, per benchmark (what ``replay:<name>`` can serve without a call). Only
-    SciAidanBench ships stored responses (``<data>/sciaidanbench/responses/<model>.json``); replay JSONL files of other
-    benchmarks are given with ``--models replay:<file>``.
+    """Which models have stored responses, per benchmark (what ``replay:<name>`` serves without a call); only
+    SciAidanBench ships them (``<data>/sciaidanbench/responses/<model>.json``).
 
     Args:
         catalog: the catalog whose items are counted.

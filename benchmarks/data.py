@@ -1,6 +1,5 @@
 """Where benchmark data lives, and how to fetch it: a named folder (``--data-dir``, else ``$SGIEVAL_DATA``) is the only
-place looked in; else ``../shared/data`` (beside the checkout and the working directory), then the user cache.  A root
-holds one folder per benchmark (``Benchmark.data_folder``) with its markers, or an upstream layout (:mod:`.layouts`)."""
+place looked in; else ``../shared/data`` (beside the checkout and the working directory), then the user cache."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from .registry import find
 
 
 def pullable(benchmark: str) -> bool:
-    """Whether ``sgieval data pull <benchmark>`` can fetch it (its definition has a public source)."""
     defn = find(benchmark)
     return defn is not None and defn.pull is not None
 
@@ -27,8 +25,7 @@ def how_to_get(benchmark: str) -> str:
         benchmark: a registered benchmark name.
 
     Returns:
-        ``sgieval data pull <b>`` for a benchmark whose definition has a public source (``Benchmark.pull``), else
-        where to put the files (``--data-dir``).
+        ``sgieval data pull <b>`` when it has a public source, else where to put the files.
     """
     defn = find(benchmark)
     sub = getattr(defn, "data_folder", None) or benchmark
@@ -46,8 +43,8 @@ def user_data_dir() -> Path:
 
 
 def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
-    """The data folder the user named and how it was named: (``data_dir``, ``"--data-dir <path>"``), else
-    (``$SGIEVAL_DATA``, ``"SGIEVAL_DATA=<path>"``), else None (the default roots are searched)."""
+    """(folder, how it was named) for ``--data-dir`` or ``$SGIEVAL_DATA``, else None (the default roots are
+    searched)."""
     if data_dir:
         d = Path(data_dir).expanduser()
         return d, f"--data-dir {d}"
@@ -59,8 +56,7 @@ def named_root(data_dir: str | Path | None = None) -> tuple[Path, str] | None:
 
 
 def default_roots() -> list[Path]:
-    """The roots searched when no folder is named: ``../shared/data`` beside the checkout and beside the working
-    directory, then the user cache."""
+    """``../shared/data`` beside the checkout and beside the working directory, then the user cache."""
     here = Path(__file__).resolve().parents[1]
     return [here.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", user_data_dir()]
 
@@ -69,7 +65,7 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
     """The data roots looked in, in order, without duplicates (existing or not).
 
     Args:
-        data_dir: a named data folder (``--data-dir`` or ``$SGIEVAL_DATA``); None: none named.
+        data_dir: a named data folder; None: none named.
 
     Returns:
         Only the named folder (:func:`named_root`) when there is one, else :func:`default_roots`.
@@ -85,23 +81,21 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
 
 
 def _definition(benchmark: str) -> Benchmark:
-    """The registered definition of ``benchmark``; an unregistered name is looked up as a folder of that name holding
-    any data file."""
+    """The definition of ``benchmark``, or a folder of that name holding any data file."""
     return find(benchmark) or Benchmark(name=benchmark, loader=lambda folder: [])
 
 
 def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, required: bool = True) -> Path | None:
-    """The folder holding ``benchmark``'s data: in a named folder (:func:`named_root`) only it, its ``<benchmark>/``
-    sub-folder or an upstream layout (:mod:`.layouts`); else :func:`default_roots` in order.
+    """The folder holding ``benchmark``'s data: in a named folder only it, its ``<benchmark>/`` sub-folder or an
+    upstream layout (:mod:`.layouts`); else :func:`default_roots` in order.
 
     Args:
-        benchmark: a registered benchmark name (``sciaidanbench``, ``sgi-bench``, ...); another name is looked up as a
-            folder of that name holding any data file.
+        benchmark: a benchmark name; an unregistered one is a folder of that name holding any data file.
         data_dir: the ``--data-dir`` folder, or None.
         required: raise when nothing is found (else return None).
 
     Returns:
-        The folder the benchmark's loader reads, or None (not ``required``, nothing found).
+        The folder the benchmark's loader reads, or None.
 
     Raises:
         DataNotFoundError: nothing found and ``required``, or a named folder missing or without the files.
@@ -167,8 +161,8 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
 
 
 def describe_folder(folder: Path, limit: int = 8) -> str:
-    """What ``folder`` holds, for an error line: ``nothing (an empty folder)``, or up to ``limit`` entry names
-    (folders with a trailing ``/``) and how many more, with a note when it looks like a partial clone."""
+    """What ``folder`` holds, for an error line: up to ``limit`` entry names (folders with ``/``) and how many more,
+    noting a partial clone."""
     if not folder.exists():
         return "nothing: it does not exist"
     if not folder.is_dir():
@@ -191,8 +185,7 @@ def describe_folder(folder: Path, limit: int = 8) -> str:
 
 
 def pull(benchmark: str, dest_root: Path | None = None) -> Path:
-    """Download ``benchmark``'s public data with its definition's ``pull`` (``Benchmark.pull``). E.g. SciAidanBench from
-    GitHub at aaa03c4, SGI-Bench from the HuggingFace hub.
+    """Download ``benchmark``'s public data with its definition's ``pull``.
 
     Args:
         benchmark: a registered benchmark name.
@@ -202,8 +195,7 @@ def pull(benchmark: str, dest_root: Path | None = None) -> Path:
         The folder ``<dest_root>/<its data folder>``.
 
     Raises:
-        OfflineError: the benchmark has no public download, or (within a few seconds) the source is unreachable; the
-            message says where to put the files.
+        OfflineError: no public download, or (within a few seconds) the source is unreachable.
     """
     dest_root = dest_root or user_data_dir()
     defn = find(benchmark)

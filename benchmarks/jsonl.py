@@ -1,7 +1,5 @@
-"""Generic JSONL benchmark loader (``-b <file.jsonl>``, docs/data.md), the replay format (``{"item_id", "text"}`` lines,
-optional ``"model"``, else the file stem) and the record readers the SGI-Bench and SFBench loaders share
-(:func:`iter_records`, :func:`input_error_from_validation`).  Items: ``benchmark = "jsonl:<file stem>"``, ``id =
-"<benchmark>/<id>"``."""
+"""Generic JSONL benchmark loader (``-b <file.jsonl>``, docs/data.md): items ``jsonl:<file stem>/<id>``; and the record
+readers the SGI-Bench and SFBench loaders share (:func:`iter_records`, :func:`input_error_from_validation`)."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from .base import Benchmark
 
 
 def _plain(value: Any) -> Any:
-    """Convert numpy / pyarrow scalars (e.g. float16 ``runtime``) to Python values."""
+    """Numpy / pyarrow scalars (e.g. float16 ``runtime``) as Python values."""
     if isinstance(value, (str, bytes, int, float, bool)) or value is None:
         return value
     if isinstance(value, dict):
@@ -33,7 +31,7 @@ def _plain(value: Any) -> Any:
 
 
 def _parquet_rows(p: Path) -> Iterator[tuple[str, dict]]:
-    """``(location, row)`` of a parquet file's rows (pyarrow); raises InputError for an unreadable file."""
+    """``(location, row)`` of a parquet file's rows; InputError for an unreadable file."""
     try:
         import pyarrow.parquet as pq
 
@@ -49,10 +47,9 @@ def _parquet_rows(p: Path) -> Iterator[tuple[str, dict]]:
 
 
 def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[str, dict]]:
-    """Yield ``(location, record)`` for every record of a data file. Formats by suffix: ``.jsonl`` (location ``"<path>
-    line N"``, blank lines skipped), ``.json`` (a list of objects, ``"<path> record N"``), ``.parquet`` (pyarrow,
-    ``"<path> row N"``); N counts from 1. Raises :class:`DataNotFoundError` for a missing file and :class:`InputError`
-    for an unreadable file, a bad JSON line or a non-object record, naming the file, the line and the fix."""
+    """``(location, record)`` for every record of a ``.jsonl`` (``"<path> line N"``, blank lines skipped), ``.json`` (a
+    list of objects, ``"<path> record N"``) or ``.parquet`` (``"<path> row N"``) file. DataNotFoundError for a missing
+    file; InputError naming file, line and fix for an unreadable file, a bad JSON line or a non-object record."""
     p = Path(path)
     if not p.is_file():
         raise DataNotFoundError(
@@ -83,42 +80,35 @@ def iter_records(path: str | Path, *, kind: str = "record") -> Iterator[tuple[st
                 what=str(p),
                 fix="write a JSON list of objects ([{...}, {...}])",
             )
-        for n, rec in enumerate(data, 1):
-            where = f"{p} record {n}"
-            if not isinstance(rec, dict):
-                raise InputError(
-                    f"{kind} is a {type(rec).__name__}, expected a JSON object",
-                    what=where,
-                    fix="make every element of the list a JSON object {...}",
-                )
-            _refuse_lone_surrogates(rec, where)
-            yield where, rec
-        return
-    # JSONL (any other suffix is read as JSONL)
+        records: Iterator[tuple[str, Any]] = ((f"{p} record {n}", rec) for n, rec in enumerate(data, 1))
+        fix = "make every element of the list a JSON object {...}"
+    else:  # JSONL (any other suffix is read as JSONL)
+        records = _jsonl_records(p, text)
+        fix = "write exactly one JSON object {...} per line (JSONL)"
+    for where, rec in records:
+        if not isinstance(rec, dict):
+            raise InputError(f"{kind} is a {type(rec).__name__}, expected a JSON object", what=where, fix=fix)
+        _refuse_lone_surrogates(rec, where)
+        yield where, rec
+
+
+def _jsonl_records(p: Path, text: str) -> Iterator[tuple[str, Any]]:
     for n, line in enumerate(split_jsonl(text), 1):  # on "\n" only: U+2028 inside a string stays in it
         if not line.strip():
             continue
-        where = f"{p} line {n}"
         try:
             rec = json_loads_strict(line)
         except json.JSONDecodeError as e:
             raise InputError(
                 f"is not valid JSON: {e.msg} (column {e.colno})",
-                what=where,
+                what=f"{p} line {n}",
                 fix="write exactly one complete JSON object per line (JSONL)",
             ) from e
-        if not isinstance(rec, dict):
-            raise InputError(
-                f"{kind} is a {type(rec).__name__}, expected a JSON object",
-                what=where,
-                fix="write exactly one JSON object {...} per line (JSONL)",
-            )
-        _refuse_lone_surrogates(rec, where)
-        yield where, rec
+        yield f"{p} line {n}", rec
 
 
 def _lone_surrogate_at(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(field path, the code point as ``\\uXXXX``) of the first string in ``value`` holding a lone surrogate."""
+    """(field path, ``\\uXXXX``) of the first string in ``value`` holding a lone surrogate."""
     if isinstance(value, str):
         at = lone_surrogate(value)
         return (path, f"\\u{ord(value[at]):04x}") if at is not None else None
@@ -136,8 +126,8 @@ def _lone_surrogate_at(value: Any, path: str = "") -> tuple[str, str] | None:
 
 
 def _refuse_lone_surrogates(rec: dict, where: str) -> None:
-    """Raise InputError naming ``where`` and the field when a string of ``rec`` holds a lone surrogate
-    (``"\\ud800"``: valid JSON, but no character; the model would be sent a different prompt)."""
+    """InputError naming ``where`` and the field when a string of ``rec`` holds a lone surrogate (valid JSON, but no
+    character)."""
     hit = _lone_surrogate_at(rec)
     if hit:
         raise InputError(
@@ -174,10 +164,8 @@ def input_error_from_validation(
     schema_ref: str,
     hint: Callable[[str], str | None] | None = None,
 ) -> InputError:
-    """One-line :class:`InputError` for the first problem in ``err``. ``where`` names the file and line/row, ``label``
-    the record (e.g. ``"SGI-Bench deep_research record 'SGI_DeepResearch_0001'"``), ``schema_ref`` the document defining
-    the schema (quoted in the fix). ``hint(field)`` may return a field-specific fix. Message shape: ``"<where>: <label>:
-    field 'answer' is missing. Fix: ..."``."""
+    """One-line :class:`InputError` for the first problem in ``err``: ``where`` the file and line, ``label`` the record,
+    ``schema_ref`` the schema document quoted in the fix; ``hint(field)`` may give a field-specific fix."""
     errors = err.errors()
     e = errors[0]
     loc = [str(x) for x in e.get("loc", ())]
@@ -221,7 +209,7 @@ def input_error_from_validation(
 
 
 class GenericRecord(BaseModel):
-    """One record of a generic JSONL benchmark (see the module docstring)."""
+    """One record of a generic JSONL benchmark."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -266,12 +254,10 @@ class GenericRecord(BaseModel):
 
 
 def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
-    """Load a generic JSONL benchmark into Items (field table in the module docstring). ``benchmark`` defaults to
-    ``"jsonl:<file stem>"``; ``Item.id`` is ``"<benchmark>/<id>"``; ``reference`` becomes ``{"answer": reference}``
-    (None when the record has none); ``metadata`` gets the record's ``metadata`` plus ``source`` (the file) and
-    ``native_id``, and ``metadata["question"]`` = the prompt unless the record's metadata sets it. Raises
-    :class:`DataNotFoundError` when the file does not exist and :class:`InputError` naming ``<file> line N``, the field
-    and the fix for a bad JSON line, a missing/ill-typed/unknown field, a duplicate id or an empty file."""
+    """Items of a generic JSONL benchmark: ``benchmark`` (default ``"jsonl:<file stem>"``), id ``"<benchmark>/<id>"``,
+    reference ``{"answer": reference}`` (None without one), metadata the record's plus ``source``, ``native_id`` and
+    ``question`` (the prompt unless set). DataNotFoundError for a missing file; InputError naming ``<file> line N``, the
+    field and the fix for a bad line or field, a duplicate id or an empty file."""
     p = Path(path)
     bench = benchmark or f"jsonl:{p.stem}"
     items: list[Item] = []
@@ -312,15 +298,13 @@ def load_jsonl(path: str | Path, benchmark: str | None = None) -> list[Item]:
     return items
 
 
+# added under options the prompt does not show (what the generic metrics read, README)
 MCQ_ANSWER_FORMAT = "Answer with the letter of the correct option as \\boxed{X} or on a final line 'ANSWER: X'."
-"""The answer format added under options the prompt does not show (what the generic metrics read, README)."""
 
 
 def shown_prompt(prompt: str, options: list[str] | dict[str, str] | None) -> str:
-    """What the target model sees for a generic JSONL record: ``prompt`` as written, unless ``options`` are given and
-    some option text is not in it; then the prompt, a blank line, one ``"A. <text>"`` line per option (list: A, B, ...
-    in order; object: its letters, sorted) and :data:`MCQ_ANSWER_FORMAT`. A prompt that already lists every option is
-    left alone (no option shown twice)."""
+    """What the target sees for a generic record: ``prompt``, plus (when some option is not in it) a blank line, one
+    ``"A. <text>"`` line per option (list order, or the object's sorted letters) and :data:`MCQ_ANSWER_FORMAT`."""
     if not options:
         return prompt
     labelled = (

@@ -1,7 +1,6 @@
-"""Upstream data layouts ``--data-dir`` may point at besides ``<root>/<benchmark>/``: a SciAidanBench clone
-(``results/per_model/model_*.json``; the question list read with :mod:`ast`, never run), an AidanBench clone
-(``benchmark/question_list.py``, ``results/*.json``) or an SGI-Bench HuggingFace snapshot.  A clone is read through a
-view in the user cache (:func:`sciaidanbench_view`), rebuilt when the clone changes."""
+"""Upstream data layouts ``--data-dir`` may point at besides ``<root>/<benchmark>/``: a SciAidanBench or AidanBench
+clone (read through a view in the user cache, rebuilt when the clone changes; question lists read with :mod:`ast`, never
+run) or an SGI-Bench HuggingFace snapshot."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from typing import Any
 import platformdirs
 
 from ..core import DataNotFoundError
-from .sciaidanbench import PSEUDO_MODEL, load_stored_answers
+from .sciaidanbench import PSEUDO_MODEL, load_stored_answers, questions_from_results
 from .sgi import task_of_name
 
 SCIAIDAN_CLONE = "SciAidanBench clone (results/per_model/model_*.json, benchmark/sciaidanbench_questions*.py)"
@@ -29,10 +28,8 @@ LAYOUTS = (SGIEVAL_LAYOUT, SCIAIDAN_CLONE, AIDAN_CLONE, SGI_SNAPSHOT)  # Every l
 
 
 def literal_strings(path: Path) -> dict[str, Any]:
-    """Module-level assignments of ``path`` whose value is a literal list of strings or a (nested) dict whose leaves are
-    such lists: {name: value}. The file is parsed with :func:`ast.parse` and each value evaluated with
-    :func:`ast.literal_eval`; nothing is imported or executed. Other statements are ignored. Raises DataNotFoundError
-    naming the file when it is not valid Python."""
+    """{name: value} of the module-level assignments of ``path`` whose value is a literal list of strings or a nested
+    dict of such lists (:func:`ast.literal_eval`; nothing is run). DataNotFoundError when it is not valid Python."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError, OSError) as e:
@@ -69,8 +66,8 @@ def _string_tree(v: Any) -> bool:
 
 
 def question_groups(files: list[Path]) -> list[tuple[str, str | None, list[str]]]:
-    """(domain, subdomain or None, questions) from the dicts of SciAidanBench question-list files (``{domain:
-    [q...]}`` or ``{domain: {subdomain: [q...]}}``), in file order; the first dict of that shape wins."""
+    """(domain, subdomain or None, questions) of the first ``{domain: [q...]}`` or ``{domain: {subdomain: [q...]}}``
+    dict in the question-list files."""
     for f in files:
         for val in literal_strings(f).values():
             if not isinstance(val, dict):
@@ -97,8 +94,8 @@ def _clone_root(folder: Path) -> Path | None:
 @dataclass
 class CloneView:
     """The sgieval-layout view of an upstream clone: ``folder`` (what the loaders read), ``source`` (the clone),
-    ``layout`` (one of :data:`LAYOUTS`), ``models`` (real model names), ``pseudo_models`` (ensembles/routers: {name:
-    file}), ``notes`` (e.g. files that could not be read)."""
+    ``layout``, real ``models``, ``pseudo_models`` (ensembles/routers: {name: file}) and ``notes`` (unreadable
+    files)."""
 
     folder: Path
     source: Path
@@ -125,9 +122,8 @@ def _is_pseudo(name: str) -> bool:
 
 
 def _open_view(root: Path, layout: str, files: list[Path], dest_root: Path | None) -> tuple[CloneView, str, bool]:
-    """(view, fingerprint, cached) of the sgieval-layout view of the clone at ``root``: the view stored in
-    ``layout.json`` when its fingerprint of ``files`` still holds (cached True), else an empty view whose
-    ``responses/`` folders were emptied, to be filled and closed with :func:`_close_view`."""
+    """(view, fingerprint, cached): the view stored in ``layout.json`` while its fingerprint of ``files`` holds, else an
+    empty view to fill and close with :func:`_close_view`."""
     key = _fingerprint(files)
     dest = (dest_root or _cache_root()) / hashlib.sha256(str(root).encode()).hexdigest()[:12] / "sciaidanbench"
     manifest = dest / "layout.json"
@@ -145,7 +141,7 @@ def _open_view(root: Path, layout: str, files: list[Path], dest_root: Path | Non
 
 
 def _close_view(view: CloneView, key: str, questions: list[dict[str, Any]]) -> CloneView:
-    """Write the view's ``questions.json`` and its ``layout.json`` manifest (fingerprint ``key``); return it."""
+    """Write the view's ``questions.json`` and ``layout.json`` (fingerprint ``key``); return it."""
     (view.folder / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False), encoding="utf-8")
     (view.folder / "layout.json").write_text(
         json.dumps(
@@ -165,13 +161,10 @@ def _close_view(view: CloneView, key: str, questions: list[dict[str, Any]]) -> C
 
 
 def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
-    """The sgieval-layout view of the SciAidanBench clone holding ``folder``, or None when ``folder`` is not in one.
-    ``questions.json``: the question-list dict of ``benchmark/sciaidanbench_questions*.py`` when there is one (domain,
-    subdomain, index in its list; ``in_published_results``: whether the results files hold the question), else the
-    questions of the first real model's results file in file order (as ``sgieval data pull`` builds it). ``responses/``:
-    a symlink per real model's file (its name inside the file); pseudo-models go to ``responses/pseudo/`` (not targets).
-    Written under ``dest_root`` (default: the user cache, ``$SGIEVAL_LAYOUT_CACHE``) and reused while the clone's files
-    are unchanged."""
+    """The sgieval-layout view of the SciAidanBench clone holding ``folder``, or None. Questions: the question-list dict
+    of ``benchmark/sciaidanbench_questions*.py`` (``in_published_results`` when a results file holds it), else those of
+    the first real model's results file; ``responses/`` links each real model's file, pseudo-models go to
+    ``responses/pseudo/``. Written under ``dest_root`` (default the user cache, ``$SGIEVAL_LAYOUT_CACHE``)."""
     root = _clone_root(Path(folder).expanduser().resolve())
     if root is None:
         return None
@@ -181,7 +174,7 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
     if cached:
         return view
     dest = view.folder
-    results_questions: list[tuple[str, str | None, str]] = []
+    results_questions: list[dict[str, Any]] = []
     for f in files:
         try:
             stores = load_stored_answers(f)
@@ -196,59 +189,26 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
         view.models += names
         (dest / "responses" / f.name).symlink_to(f)
         if not results_questions:
-            results_questions = _questions_in_results(f)
-    published = {q for _, _, q in results_questions}
+            results_questions = questions_from_results(json.loads(f.read_text(encoding="utf-8")))
+    published = {q["question"] for q in results_questions}
     groups = question_groups(qfiles)
-    questions = []
-    if groups:
-        for domain, sub, qs in groups:
-            for i, q in enumerate(qs):
-                questions.append(
-                    {
-                        "domain": domain,
-                        "subdomain": sub,
-                        "index_in_list": i,
-                        "question": q,
-                        "in_published_results": q in published,
-                    }
-                )
-    else:
-        counters: dict[tuple[str, str | None], int] = {}
-        for domain, sub, q in results_questions:
-            i = counters.get((domain, sub), 0)
-            counters[(domain, sub)] = i + 1
-            questions.append(
-                {"domain": domain, "subdomain": sub, "index_in_list": i, "question": q, "in_published_results": True}
-            )
-    return _close_view(view, key, questions)
+    questions = [
+        {"domain": domain, "subdomain": sub, "index_in_list": i, "question": q, "in_published_results": q in published}
+        for domain, sub, qs in groups
+        for i, q in enumerate(qs)
+    ]
+    return _close_view(view, key, questions or results_questions)
 
 
-def _questions_in_results(path: Path) -> list[tuple[str, str | None, str]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    out: list[tuple[str, str | None, str]] = []
-    for domain, dv in (data.get("domains") or {}).items():
-        subs = {None: dv} if "models" in dv else dv
-        for sub, sv in subs.items():
-            for temps in (sv.get("models") or {}).values():
-                for qs in temps.values():
-                    out += [(domain, sub, q) for q in qs]
-                    break
-                break
-    return out
-
-
-AIDAN_DOMAIN = "AidanBench"
-"""Discipline (SciAidanBench ``domain``) given to the general questions of an AidanBench clone."""
+AIDAN_DOMAIN = "AidanBench"  # the discipline (``domain``) of an AidanBench clone's questions
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 
 
 def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneView | None:
-    """The sgieval-layout view of an AidanBench clone at ``folder`` (or None). Questions: ``questions = [...]`` of
-    ``benchmark/question_list.py`` (read with :mod:`ast`), domain :data:`AIDAN_DOMAIN`, index = position in the list.
-    Stored answers: each ``results/*.json`` (``models -> <model> -> "<temperature>" -> question -> [records]``)
-    rewritten under ``domains -> AidanBench``; a Git LFS pointer or an unreadable file is named in ``notes`` (and
-    ``layout.json``) instead of failing the run."""
+    """The sgieval-layout view of an AidanBench clone at ``folder``, or None: the ``questions`` list of
+    ``benchmark/question_list.py`` (domain :data:`AIDAN_DOMAIN`) and each ``results/*.json`` rewritten under ``domains
+    -> AidanBench``; a Git LFS pointer or an unreadable file is named in ``notes`` instead of failing the run."""
     root = Path(folder).expanduser().resolve()
     qfile = root / "benchmark" / "question_list.py"
     if not qfile.is_file():
@@ -301,9 +261,7 @@ def upstream_view(folder: str | Path) -> CloneView | None:
 
 
 def looks_sgi_snapshot(folder: Path) -> bool:
-    """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset (``SGI-DeepResearch``,
-    ``datasets--InternScience--SGI-DeepResearch``, ...) with a parquet file somewhere below it (a hub snapshot, one
-    file per split)."""
+    """Whether ``folder`` holds a sub-folder named after an SGI-Bench dataset with a parquet file below it."""
     if not folder.is_dir():
         return False
     for sub in folder.iterdir():
@@ -313,9 +271,7 @@ def looks_sgi_snapshot(folder: Path) -> bool:
 
 
 def detect(folder: str | Path) -> str:
-    """The layout (one of :data:`LAYOUTS`) of ``folder``. Raises DataNotFoundError naming every layout tried and what
-    each looked for when none fits (a SciAidanBench or AidanBench clone is recognised before any benchmark's own loader
-    reads a file, so it is never reported as another benchmark's bad data)."""
+    """The layout (one of :data:`LAYOUTS`) of ``folder``; DataNotFoundError naming every layout tried when none fits."""
     d = Path(folder).expanduser()
     if not d.is_dir():
         raise DataNotFoundError("folder does not exist", what=str(d), fix="point --data-dir at a data folder")

@@ -1,8 +1,5 @@
 """Prompt templates: what the target model sees for each SGI-Bench task (METRICS.md A.1-A.5 "Prompt") and SFBench
-(DATASETS.md), as module-level strings; the structure (question, instruction, example in the format the scorer parses:
-``<answer>`` tags, the six-key idea JSON, protocol lines, a ``\\boxed{}`` letter, the SFBench JSON) is the benchmark's,
-the wording sgieval's.
-"""
+(DATASETS.md). The structure (the format the scorer parses) is the benchmark's, the wording sgieval's."""
 
 from __future__ import annotations
 
@@ -18,13 +15,11 @@ Step 1. ...
 Step 2. ...
 <answer>0.25</answer>
 """
-"""Appended to the deep-research question (METRICS.md A.1 "Prompt": reason step by step, final answer inside
-``<answer>...</answer>``, one-line numeric example)."""
+"""Appended to the deep-research question (METRICS.md A.1 "Prompt")."""
 
 
 def deep_research_prompt(question: str) -> str:
-    """Deep-research prompt: the raw question followed by
-    :data:`DEEP_RESEARCH_INSTRUCTIONS` (METRICS.md A.1)."""
+    """The raw question and :data:`DEEP_RESEARCH_INSTRUCTIONS` (METRICS.md A.1)."""
     return question + DEEP_RESEARCH_INSTRUCTIONS
 
 
@@ -59,9 +54,7 @@ IDEA_GENERATION_EXAMPLE: dict = {
         "coordination to selectivity."
     ),
 }
-"""The six-key example idea shown to the target (METRICS.md A.2 "Generation and parsing": ``Idea``,
-``ImplementationSteps`` (step id -> text), ``ImplementationOrder`` ("a-b" edges), ``Dataset``, ``EvaluationMetrics``
-(dict), ``ExpectedOutcome``).  Content is sgieval's own."""
+"""The six-key example idea shown to the target (METRICS.md A.2 "Generation and parsing"); content sgieval's own."""
 
 IDEA_GENERATION_INSTRUCTIONS = (
     "\n\nAnswer with one JSON object with exactly these six keys, in a ```json code block:\n"
@@ -74,8 +67,7 @@ IDEA_GENERATION_INSTRUCTIONS = (
 
 
 def idea_generation_prompt(question: str) -> str:
-    """Idea-generation prompt: the raw question (which already holds the research context) followed by
-    :data:`IDEA_GENERATION_INSTRUCTIONS` with the six-key JSON example (METRICS.md A.2)."""
+    """The raw question (with its research context) and :data:`IDEA_GENERATION_INSTRUCTIONS` (METRICS.md A.2)."""
     return question + IDEA_GENERATION_INSTRUCTIONS
 
 
@@ -99,13 +91,11 @@ def minus(a, b):
     return a - b
 </answer>
 """
-"""Appended to the dry-experiment question (METRICS.md A.3 "Assembly": the prompt asks for the completed function(s)
-inside answer tags; only top-level ``def`` blocks of the answer replace the masked functions)."""
+"""Appended to the dry-experiment question (METRICS.md A.3 "Assembly")."""
 
 
 def dry_experiment_prompt(question: str) -> str:
-    """Dry-experiment prompt: the raw question (background + incomplete code) followed by
-    :data:`DRY_EXPERIMENT_INSTRUCTIONS` (METRICS.md A.3)."""
+    """The raw question (background and incomplete code) and :data:`DRY_EXPERIMENT_INSTRUCTIONS` (METRICS.md A.3)."""
     return question + DRY_EXPERIMENT_INSTRUCTIONS
 
 
@@ -132,14 +122,11 @@ result = <Measure signal>(
 )
 </answer>
 """
-"""Appended to the wet-experiment question, which already contains the action pool in ``<action>...</action>``
-(METRICS.md A.4 "Protocol parsing": steps are ``output_var = <Action name>(`` + ``key=value`` lines + a line holding
-only ``)``)."""
+"""Appended to the wet-experiment question, which holds the action pool (METRICS.md A.4 "Protocol parsing")."""
 
 
 def wet_experiment_prompt(question: str) -> str:
-    """Wet-experiment prompt: the raw question followed by
-    :data:`WET_EXPERIMENT_INSTRUCTIONS` (METRICS.md A.4)."""
+    """The raw question (with the action pool) and :data:`WET_EXPERIMENT_INSTRUCTIONS` (METRICS.md A.4)."""
     return question + WET_EXPERIMENT_INSTRUCTIONS
 
 
@@ -150,21 +137,17 @@ EXPERIMENTAL_REASONING_INSTRUCTIONS = (
     "Your reply must contain your reasoning and, at the end, the final answer: only the letter of the "
     "chosen option, inside \\boxed{}. Example: \\boxed{C}"
 )
-"""Placed before the question (METRICS.md A.5 "Prompt": images first, then an instruction to reason step by step and
-give one option letter in ``\\boxed{}``, the question, and the options labelled "A. ...", "B. ...")."""
+"""Placed before the question (METRICS.md A.5 "Prompt")."""
 
 
 def option_label(i: int) -> str:
-    """Letter of the 0-based option index ``i``: ``chr(ord('A') + i)`` (A.5)."""
+    """Letter of the 0-based option index ``i`` (A.5)."""
     return chr(ord("A") + i)
 
 
 def experimental_reasoning_prompt(question: str, options: list[str]) -> str:
-    """Experimental-reasoning text prompt: instruction, ``Question:`` block and ``Options:`` block with one "A. ..."
-    line per option (METRICS.md A.5).
-
-    The question images are not part of this string: they are in ``Item.metadata["images"]`` (base64 PNG) and the
-    target call must send them before the text."""
+    """The instruction, ``Question:`` and ``Options:`` with one "A. ..." line per option (METRICS.md A.5); the images,
+    in ``Item.metadata["images"]``, are sent before this text."""
     lines = [EXPERIMENTAL_REASONING_INSTRUCTIONS, "", "Question:", question, "", "Options:"]
     lines += [f"{option_label(i)}. {opt}" for i, opt in enumerate(options)]
     return "\n".join(lines) + "\n"
@@ -188,8 +171,7 @@ Then explain the rating: for an infeasible claim give the decisive reason; for a
 Reply with one JSON object and nothing else:
 {{"score": <integer from -2 to 2>, "explanation": "<your explanation>"}}
 """
-"""SFBench prompt (DATASETS.md "SFBench": a system outputs, per claim, a Likert score -2..2 and an explanation, using
-only information available before the claim's assessment date).  Placeholders: ``{claim}``, ``{assessment_date}``."""
+"""SFBench prompt (DATASETS.md "SFBench"), over ``{claim}`` and ``{assessment_date}``."""
 
 
 def sfbench_prompt(claim: str, assessment_date: str) -> str:

@@ -1,6 +1,5 @@
 """The benchmark registry: every :class:`~sgieval.benchmarks.base.Benchmark` sgieval knows; the built-ins are the
-definitions ending the modules of :data:`BUILTIN_MODULES` (lazily, in catalog order); a new one is a module and
-``register(MY_BENCHMARK)``.  Per-benchmark tables (data folders, ``data pull``, vocabulary, metrics) read it from here."""
+definitions ending the modules of :data:`BUILTIN_MODULES` (loaded lazily); a new one is ``register(MY_BENCHMARK)``."""
 
 from __future__ import annotations
 
@@ -35,19 +34,17 @@ def _ensure_builtins() -> None:
 
 
 def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
-    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents). Registering the same definition again
-    is a no-op.
+    """Make ``defn`` known (``sgieval ask -b <name>``, the catalog, the agents); registering it again is a no-op.
 
     Args:
         defn: the definition.
-        replace: replace a user definition of the same name (e.g. a reloaded YAML benchmark).
+        replace: replace a user definition of the same name (a reloaded YAML benchmark).
 
     Returns:
         ``defn``.
 
     Raises:
-        InputError: when the name is a built-in benchmark's, or another definition already has it and ``replace`` is
-            False.
+        InputError: the name is a built-in's, or another definition has it and ``replace`` is False.
     """
     if not isinstance(defn, Benchmark):
         raise InputError(
@@ -79,7 +76,7 @@ def register(defn: Benchmark, *, replace: bool = False) -> Benchmark:
 
 
 def builtin_names() -> list[str]:
-    """Names of the built-in benchmarks (:data:`BUILTIN_MODULES`), which no user benchmark may take."""
+    """Names of the built-in benchmarks, which no user benchmark may take."""
     _ensure_builtins()
     return list(_builtin)
 
@@ -100,12 +97,11 @@ def definitions() -> list[Benchmark]:
 
 
 def names() -> list[str]:
-    """Names of :func:`definitions`."""
     return [d.name for d in definitions()]
 
 
 def find(name: str) -> Benchmark | None:
-    """The definition named ``name``, or owning items named ``name`` (``jsonl:qa`` -> the JSONL benchmark); None if none."""
+    """The definition named ``name``, or owning items named ``name`` (``jsonl:qa``); None if none."""
     defs = definitions()
     return next((d for d in defs if d.name == name), None) or next((d for d in defs if d.matches(name)), None)
 
@@ -114,7 +110,7 @@ def get(name: str) -> Benchmark:
     """The definition named ``name`` (:func:`find`).
 
     Args:
-        name: a benchmark name, or the benchmark of items (``jsonl:qa`` -> the JSONL benchmark).
+        name: a benchmark name, or the benchmark of items (``jsonl:qa``).
 
     Returns:
         The definition.
@@ -133,13 +129,12 @@ def get(name: str) -> Benchmark:
 
 
 def with_data() -> list[Benchmark]:
-    """Definitions whose data is a folder in the data roots (``Benchmark.data_root``), in registry order: the
-    benchmarks a catalog loads when none is named."""
+    """Definitions whose data is a folder in the data roots: the benchmarks a catalog loads when none is named."""
     return [d for d in definitions() if d.data_root]
 
 
 def for_path(path: str) -> Benchmark | None:
-    """The definition that loads ``-b <path>`` by its suffix (``.jsonl`` -> the JSONL benchmark), else None."""
+    """The definition that loads ``-b <path>`` by its suffix (``.jsonl``), else None."""
     suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
     return next((d for d in definitions() if suffix and suffix in d.path_suffixes), None)
 
@@ -147,17 +142,16 @@ def for_path(path: str) -> Benchmark | None:
 def predefined_metrics(
     benchmarks: Iterable[str], items: Iterable[Item] = (), options: dict | None = None
 ) -> list[Metric]:
-    """The metrics ``benchmarks`` score on every run (``Benchmark.metrics``), each built once per owned item benchmark
-    of ``items`` and :class:`~sgieval.metric_pool.registry.Scoped` to its items (two benchmarks naming ``exact_match``
-    give two metrics); kept when it applies to one of them.  Without ``items``: all, scoped to the name given.
+    """The metrics ``benchmarks`` score on every run (``Benchmark.metrics``), each built once per item benchmark of
+    ``items`` and scoped to its items, kept when it applies to one of them; without ``items``, all, scoped to the name.
 
     Args:
-        benchmarks: benchmark names (``"sgi-bench"``) or item benchmark names (``"jsonl:qa"``).
-        items: the run's items (empty: no filtering by item).
-        options: the run's metric options (``{"dr_use_parser": False}``), handed to each metric.
+        benchmarks: benchmark names or item benchmark names (``"jsonl:qa"``).
+        items: the run's items (empty: no filtering).
+        options: the run's metric options, handed to each metric.
 
     Returns:
-        The Metrics, benchmark by benchmark, each benchmark's in the order it names them.
+        The Metrics, benchmark by benchmark, each in the order it names them.
 
     Raises:
         InputError: an unknown benchmark, or a metric name no declared metric has.
@@ -188,7 +182,7 @@ def predefined_metrics(
 
 
 def _named(defn: Benchmark, name: str, declared: dict[tuple[str, str], MetricEntry]) -> MetricEntry:
-    """The declared metric ``name`` that ``defn`` names: in its scope, else in every benchmark's."""
+    """The declared metric ``name``: in ``defn``'s scope, else in every benchmark's."""
     entry = declared.get((defn.name, name)) or declared.get((ALL, name))
     if entry is None:
         raise InputError(
@@ -201,9 +195,8 @@ def _named(defn: Benchmark, name: str, declared: dict[tuple[str, str], MetricEnt
 
 @dataclass(frozen=True)
 class MergedVocabulary:
-    """Every registered benchmark's :class:`~sgieval.benchmarks.base.Vocabulary`, joined. ``disciplines``: concept ->
-    (patterns, facet values), patterns and values of a shared concept joined without repeats; ``tasks``: (task,
-    patterns); ``benchmarks``: benchmark name -> patterns naming it. Order: registry order, first appearance."""
+    """Every registered benchmark's vocabulary, joined in registry order: ``disciplines`` concept -> (patterns, facet
+    values), ``tasks`` (task, patterns), ``benchmarks`` name -> patterns."""
 
     disciplines: dict[str, tuple[list[str], list[str]]]
     tasks: list[tuple[str, list[str]]]
@@ -211,11 +204,9 @@ class MergedVocabulary:
 
 
 def vocabulary() -> MergedVocabulary:
-    """The offline request vocabulary of every registered benchmark (:class:`MergedVocabulary`). Concepts come in
-    :data:`~sgieval.benchmarks.base.SCIENCE_WORDS` order, then new ones in registry order; a concept's patterns are its
-    science words plus every benchmark's extra ``words``; its values, tasks and patterns are joined in registry order
-    without repeats. A concept no registered benchmark maps to a value is still listed (the questioning agent then says
-    it is not in the loaded catalog)."""
+    """The offline request vocabulary of every registered benchmark: :data:`~sgieval.benchmarks.base.SCIENCE_WORDS`
+    concepts first, then new ones; patterns, values and tasks joined in registry order without repeats. A concept no
+    benchmark maps to a value is still listed (the questioning agent then says it is not in the catalog)."""
     from .base import SCIENCE_WORDS
 
     disc: dict[str, tuple[list[str], list[str]]] = {c: (list(w), []) for c, w in SCIENCE_WORDS.items()}

@@ -1,6 +1,6 @@
 """SciAidanBench loader (DATASETS.md "SciAidanBench"; METRICS.md B.7): ``questions.json`` -> Items (task
 ``open_creativity``, discipline = domain, direction = subdomain or domain); ``responses/<model>.json`` -> stored answer
-records kept whole with their judge scores, for replay."""
+records with their judge scores, for replay."""
 
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ PROMPT_NOTE = (
     "answers shown (METRICS.md B.1)."
 )
 RECORD_FIELDS = ("answer_num", "answer")
+# model names (or ``model_<name>`` file stems) of ensembles and routers (``top-5-parallel__<Domain>``), not one model
 PSEUDO_MODEL = re.compile(r"^(top-\d+|ensemble|router)", re.I)
-"""Model names (or ``model_<name>`` file stems) of SciAidanBench configurations that are not one model: ``top-5``
-ensembles, ``top-5-parallel__<Domain>`` routers."""
 
 
 def _slug(s: str) -> str:
@@ -36,9 +35,8 @@ def item_id(domain: str, subdomain: str | None, index: int) -> str:
 
 
 def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
-    """Items from ``folder/questions.json``. ``published_only`` keeps the 155 questions of the published results
-    (``in_published_results``), the default so that totals compare with the published tables; False gives all 157.
-    Raises InputError naming the file and field on malformed input."""
+    """Items from ``folder/questions.json``; ``published_only`` keeps the 155 questions of the published results (False:
+    all 157). InputError naming the file and field on malformed input."""
     path = folder / "questions.json"
     try:
         raw = json_loads_strict(path.read_text(encoding="utf-8"))
@@ -98,12 +96,10 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
 
 @dataclass
 class StoredAnswers:
-    """One model's stored SciAidanBench answers. ``model`` is the stored model name (e.g. ``phi4:latest``), ``path`` the
-    file, ``by_question`` maps question text -> {"lists": [{"records": [...], "temperature": "0.7", "domain",
-    "subdomain"}, ...], "records": the lists' records one after the other, "temperature": the lists' temperatures joined
-    by ",", "domain", "subdomain" (of the first list)}. Every stored list is kept: the same question under another
-    temperature or subdomain is another list, never an overwrite (METRICS.md B.6: the published ``total_responses`` sums
-    over domains, subdomains, temperatures and questions)."""
+    """One model's stored SciAidanBench answers. ``by_question``: question -> {"lists": [{"records", "temperature",
+    "domain", "subdomain"}, ...], and the lists' records one after the other, temperatures joined by ",", the first
+    list's domain and subdomain}. Another temperature or subdomain is another list, never an overwrite (METRICS.md B.6:
+    the published ``total_responses`` sums over them)."""
 
     model: str
     path: Path
@@ -111,8 +107,8 @@ class StoredAnswers:
 
 
 def load_stored_answers(path: Path) -> list[StoredAnswers]:
-    """Parse ``responses/<model>.json`` (METRICS.md B.7). The layout is ``domains -> domain -> (subdomain ->)? models ->
-    model -> temperature -> question -> [records]``.
+    """Parse ``responses/<model>.json`` (METRICS.md B.7): ``domains -> domain -> (subdomain ->)? models -> model ->
+    temperature -> question -> [records]``.
 
     Args:
         path: the file.
@@ -121,8 +117,7 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
         One StoredAnswers per model found in the file.
 
     Raises:
-        InputError: naming the file and the JSON path of the first malformed part (bad JSON, wrong nesting, a record
-            lacking ``answer_num``/``answer``).
+        InputError: naming the file and the JSON path of the first malformed part.
     """
     fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout in the README's \"Data\" section"
     try:
@@ -170,18 +165,14 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
                                     what=str(path),
                                     fix=fix,
                                 )
-                        add_list(
-                            store.by_question,
-                            question,
-                            {"records": recs, "temperature": temp, "domain": domain, "subdomain": sub},
-                        )
+                        lst = {"records": recs, "temperature": temp, "domain": domain, "subdomain": sub}
+                        old = store.by_question.get(question, {"lists": []})
+                        store.by_question[question] = _merge_lists(old["lists"] + [lst])
     return list(out.values())
 
 
-def merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
-    """One entry for several stored lists of a question: ``records`` one list after the other (so counts sum over
-    lists, B.6), ``temperature`` the temperatures joined by ",", ``domain``/``subdomain`` of the first list, and
-    ``lists`` the lists themselves."""
+def _merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
+    """One entry for several stored lists of a question (:class:`StoredAnswers`; counts sum over lists, B.6)."""
     return {
         "records": [r for lst in lists for r in lst["records"]],
         "temperature": ",".join(dict.fromkeys(str(lst["temperature"]) for lst in lists)),
@@ -191,21 +182,14 @@ def merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def add_list(by_question: dict[str, dict[str, Any]], question: str, lst: dict[str, Any]) -> None:
-    """Add one stored list of ``question`` to ``by_question`` beside the lists already there (:func:`merge_lists`)."""
-    old = by_question.get(question)
-    by_question[question] = merge_lists((old["lists"] if old else []) + [lst])
-
-
 def _pseudo_file(path: Path) -> bool:
-    """Whether ``path`` (``model_top-5-parallel__Neuroscience.json``, ``top-5.json``) holds a configuration of
-    several models (an ensemble or a router, :data:`PSEUDO_MODEL`), not one model."""
+    """Whether ``path`` holds an ensemble's or router's results (:data:`PSEUDO_MODEL`), not one model's."""
     return bool(PSEUDO_MODEL.match(path.stem.removeprefix("model_")))
 
 
 def list_response_files(folder: Path) -> list[Path]:
-    """The stored per-model response files of a SciAidanBench folder (``responses/*.json``). An ensemble's or router's
-    file is not one model's and is left out (:func:`skipped_files` names it).
+    """The per-model response files of a SciAidanBench folder (``responses/*.json``), without ensembles'
+    and routers' (:func:`skipped_files` names them).
 
     Args:
         folder: the SciAidanBench data folder.
@@ -217,10 +201,9 @@ def list_response_files(folder: Path) -> list[Path]:
 
 
 def skipped_files(folder: Path) -> list[str]:
-    """The upstream files of a SciAidanBench folder that the loader leaves out, each as ``<file> (<why>)``: the
-    ensemble and router results (``top-5-parallel__<domain>``: several models, not a target), kept in
-    ``responses/pseudo/`` or found in ``responses/``, and the files an upstream view could not read (its
-    ``layout.json`` notes).  A file is named by its upstream path when it is a link to the clone."""
+    """The upstream files of a SciAidanBench folder the loader leaves out, as ``<file> (<why>)``: ensemble and router
+    results (in ``responses/pseudo/`` or ``responses/``, by their upstream path when linked) and the files an upstream
+    view could not read (its ``layout.json`` notes)."""
     why = "an ensemble of several models, not one model: not a target"
     found = sorted({*(folder / "responses" / "pseudo").glob("*.json"), *(folder / "responses").glob("*.json")})
     out = [f"{p.resolve() if p.is_symlink() else p} ({why})" for p in found if _pseudo_file(p)]
@@ -239,8 +222,8 @@ TARBALL = f"https://codeload.github.com/CFN-softbio/SciAidanBench/tar.gz/{COMMIT
 
 
 def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) -> bool:
-    """True when a TCP connection to ``host:port`` opens within ``timeout_s``; False without trying under
-    ``SGIEVAL_NETWORK=offline`` (True without trying under ``online``)."""
+    """True when a TCP connection to ``host:port`` opens within ``timeout_s``; ``SGIEVAL_NETWORK=offline`` / ``online``
+    decide without trying."""
     mode = current_settings().network
     if mode != "auto":
         return mode == "online"
@@ -252,11 +235,9 @@ def online(host: str = "github.com", port: int = 443, timeout_s: float = 2.0) ->
 
 
 def pull_sciaidanbench(dest: Path) -> Path:
-    """Download the public SciAidanBench data into ``dest``; returns ``dest``. The per-model results of github
-    CFN-softbio/SciAidanBench at commit aaa03c4 -> ``responses/<model>.json`` (an ensemble's results, e.g.
-    ``model_top-5-parallel__Neuroscience.json``, -> ``responses/pseudo/``), and ``questions.json`` rebuilt from them
-    (domain, subdomain, index_in_list, question, in_published_results=True). Raises OfflineError within a few seconds
-    when codeload.github.com is unreachable, saying where to put the files."""
+    """Download the per-model results of github CFN-softbio/SciAidanBench at aaa03c4 into ``dest/responses/`` (ensembles
+    to ``responses/pseudo/``) and ``questions.json`` rebuilt from them; returns ``dest``. OfflineError within a few
+    seconds when codeload.github.com is unreachable."""
     import io
     import tarfile
 
@@ -286,12 +267,14 @@ def pull_sciaidanbench(dest: Path) -> Path:
                     continue
                 (dest / "responses" / name).write_text(json.dumps(data), encoding="utf-8")
                 if not questions:
-                    questions = _questions_from_results(data)
+                    questions = questions_from_results(data)
     (dest / "questions.json").write_text(json.dumps(questions, indent=1), encoding="utf-8")
     return dest
 
 
-def _questions_from_results(data: dict) -> list[dict]:
+def questions_from_results(data: dict) -> list[dict]:
+    """The question records (domain, subdomain, index_in_list, question) of a per-model results file's first model and
+    temperature."""
     out = []
     for domain, dv in data.get("domains", {}).items():
         subs = {None: dv} if "models" in dv else dv

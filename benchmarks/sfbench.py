@@ -1,6 +1,6 @@
 """SFBench loader ("SFBench: The SciFy Scientific Feasibility Benchmark", JHU APL, 2026; DATASETS.md "SFBench"): claim
-records (``id``, ``claim``, ``score`` -2..2, ``explanation``, ``subdomain``, ``assessment_date`` or the spellings of
-:data:`FIELD_ALIASES`) as Items ``sfbench/<id>``, task ``feasibility``, direction = subdomain."""
+records (fields or the spellings of :data:`FIELD_ALIASES`) as Items ``sfbench/<id>``, task ``feasibility``, direction =
+subdomain."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _pick(rec: dict, field: str) -> tuple[bool, Any, str]:
 
 
 def _likert(value: Any) -> int:
-    """Integer Likert value from an int, an integral float or a string like "+2"; ValueError otherwise."""
+    """Integer Likert value of an int, an integral float or a string like "+2"; ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError("is a boolean")
     if isinstance(value, int):
@@ -69,7 +69,7 @@ def _likert(value: Any) -> int:
 
 
 def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
-    """A record's id, its fields by canonical name, its Likert score and its explanation; raises InputError."""
+    """A record's id, fields by canonical name, Likert score and explanation; InputError naming the field."""
     vals: dict[str, Any] = {}
     keys: dict[str, str] = {}
     for field in FIELD_ALIASES:
@@ -117,11 +117,9 @@ def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
 
 
 def load_sfbench(path: str | Path) -> list[Item]:
-    """Load SFBench claims from a JSON list (``.json``) or JSONL file. Returns one Item per claim, in file order
-    (mapping in the module docstring). Raises :class:`~sgieval.core.DataNotFoundError` for a missing file and
-    :class:`~sgieval.core.InputError` naming the file, the record (``line N`` for JSONL, ``record N`` for a JSON list),
-    the field and the fix for: a missing field, a non-string text field, a score that is not an integer or lies outside
-    -2..2 (METRICS.md D.5), a duplicate id, or an empty file."""
+    """Claims of a JSON list (``.json``) or JSONL file as Items, in file order. DataNotFoundError for a missing file;
+    InputError naming file, record, field and fix for a missing or ill-typed field, a score outside -2..2 (METRICS.md
+    D.5), a duplicate id or an empty file."""
     p = Path(path)
     items: list[Item] = []
     seen: dict[str, str] = {}
@@ -155,7 +153,7 @@ def load_sfbench(path: str | Path) -> list[Item]:
 
 
 def load_sfbench_folder(folder: str | Path) -> list[Item]:
-    """Every claim of the ``.json``/``.jsonl`` files of ``folder`` (sorted by name), with :func:`load_sfbench`."""
+    """Every claim of the ``.json``/``.jsonl`` files of ``folder``, sorted by name."""
     items: list[Item] = []
     for f in sorted(p for p in Path(folder).iterdir() if p.suffix in (".json", ".jsonl")):
         items += load_sfbench(f)

@@ -1,12 +1,7 @@
-"""SGI-Bench: the five tasks as :class:`~sgieval.core.Item` records (schema: DATASETS.md "SGI-Bench", one pydantic model
-per task; prompts: :mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5).
-
-Sources (``load_sgi_bench(source=...)``): a folder with one file per task (``.jsonl``, ``.parquet`` or ``.json``) named
-after the task or its HuggingFace dataset (``deep_research.jsonl``, ``SGI-Reasoning.parquet``), or a sub-folder so named
-(a hub snapshot), or an ``sgi-bench/`` sub-folder holding them; one task file (its task from its name, else from its
-first ``idx``); or None: the HuggingFace hub (probed first, so offline it fails within seconds).  Images (parquet
-``{"bytes", "path"}`` dicts, PIL images, base64 strings or ``data:`` URIs) become base64 PNG strings.
-"""
+"""SGI-Bench: the five tasks as :class:`~sgieval.core.Item` records (schema: DATASETS.md "SGI-Bench"; prompts:
+:mod:`sgieval.benchmarks.prompts`, METRICS.md A.1-A.5). Sources: a folder with one file per task (``.jsonl``,
+``.parquet`` or ``.json``, named after the task or its HuggingFace dataset), a sub-folder so named (a hub snapshot), an
+``sgi-bench/`` sub-folder, one task file, or None: the HuggingFace hub. Images become base64 PNG strings."""
 
 from __future__ import annotations
 
@@ -69,18 +64,12 @@ def _norm(name: str) -> str:
     return s[3:] if s.startswith("sgi") else s
 
 
-_NAME_TO_TASK: dict[str, str] = {}
-for _t, _names in FILE_NAMES.items():
-    for _n in _names:
-        _NAME_TO_TASK[_norm(_n)] = _t
-_NAME_TO_TASK["experimentalreasoning"] = EXPERIMENTAL_REASONING
-_NAME_TO_TASK["reasoning"] = EXPERIMENTAL_REASONING
+_NAME_TO_TASK = {_norm(n): t for t, names in FILE_NAMES.items() for n in names}
 
 
 def task_of_name(name: str) -> str | None:
-    """The SGI task a file/folder stem, ``idx`` prefix or hub cache folder names (``"SGI-DeepResearch"``,
-    ``"deep_research"``, ``"datasets--InternScience--SGI-Reasoning"``; case, ``-``/``_`` and ``SGI`` ignored), else
-    None."""
+    """The SGI task a file/folder stem, ``idx`` prefix or hub cache folder names (case, ``-``/``_`` and ``SGI``
+    ignored), else None."""
     if name.startswith("datasets--"):
         name = name.rsplit("--", 1)[-1]
     return _NAME_TO_TASK.get(_norm(name))
@@ -104,8 +93,8 @@ def _png_b64_from_bytes(data: bytes) -> str:
 
 
 def to_png_base64(image: Any) -> str:
-    """One image (base64 string or ``data:`` URI, bytes, ``{"bytes", "path"}`` dict, PIL image) as a base64 PNG
-    string; ValueError for anything that is not a decodable image."""
+    """One image (base64 string or ``data:`` URI, bytes, ``{"bytes", "path"}`` dict, PIL image) as a base64 PNG string;
+    ValueError for anything that is not a decodable image."""
     if isinstance(image, str):
         s = image.strip()
         if s.startswith("data:"):
@@ -135,8 +124,7 @@ def to_png_base64(image: Any) -> str:
 
 
 class _SgiRecord(BaseModel):
-    """Fields common to all SGI-Bench tasks.  Unknown extra columns are ignored;
-    ``discipline``/``direction`` may be absent or null ("")."""
+    """Fields common to all SGI-Bench tasks; extra columns are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -152,15 +140,13 @@ class _SgiRecord(BaseModel):
 
 
 class DeepResearchRecord(_SgiRecord):
-    """DATASETS.md ``deep_research`` row."""
-
     steps: list[str] = Field(description="a list of strings (reference reasoning steps)")
     answer: str = Field(description="a string (numeric answers stored as strings, e.g. \"0.25\")")
     type: str = Field(default="", description="a string (Data / Properties / Micro-Experiments / Macro-Experiments)")
 
 
 class IdeaGenerationRecord(_SgiRecord):
-    """DATASETS.md ``idea_generation`` row (stringified dicts stay raw strings)."""
+    """(stringified dicts stay raw strings)"""
 
     related_work: str = Field(description="a string holding a Python-literal dict")
     challenge: str = Field(description="a string")
@@ -179,8 +165,6 @@ class IdeaGenerationRecord(_SgiRecord):
 
 
 class DryExperimentRecord(_SgiRecord):
-    """DATASETS.md ``dry_experiment`` row (five unit tests, i = 0..4)."""
-
     data_code: str = Field(description="a string (python)")
     main_code: str = Field(description="a string (complete reference python)")
     incomplete_main_code: str = Field(description="a string (python with masked functions)")
@@ -200,8 +184,6 @@ class DryExperimentRecord(_SgiRecord):
 
 
 class WetExperimentRecord(_SgiRecord):
-    """DATASETS.md ``wet_experiment`` row."""
-
     action_pool: str = Field(min_length=1, description="a non-empty string (the atomic actions)")
     answer: str = Field(
         min_length=1, description="a non-empty string (reference protocol, 'var = <Action>(...)' lines)"
@@ -209,7 +191,7 @@ class WetExperimentRecord(_SgiRecord):
 
 
 class ExperimentalReasoningRecord(_SgiRecord):
-    """DATASETS.md ``experimental_reasoning`` row; images normalised to base64 PNG."""
+    """(images normalised to base64 PNG)"""
 
     images: list[str] = Field(
         min_length=1, description="a non-empty list of images (base64 PNG strings or {'bytes','path'} dicts)"
@@ -277,23 +259,20 @@ def _hint(task: str):
 
 
 def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
-    """One validated row as an Item: id ``sgi-bench/<idx>``, the task's prompt and reference,
-    ``metadata["question"]`` (the raw question) and ``metadata["source"]`` (file or hub dataset)."""
+    """One validated row as an Item: id ``sgi-bench/<idx>``, the task's prompt and reference, the raw question and the
+    source in ``metadata``."""
     meta: dict[str, Any] = {"question": rec.question, "idx": rec.idx, "source": source}
     type_ = ""
-    if task == DEEP_RESEARCH:
-        assert isinstance(rec, DeepResearchRecord)
+    if isinstance(rec, DeepResearchRecord):
         prompt = prompts.deep_research_prompt(rec.question)
         reference: Any = {"answer": rec.answer, "steps": list(rec.steps)}
         type_ = rec.type
-    elif task == IDEA_GENERATION:
-        assert isinstance(rec, IdeaGenerationRecord)
+    elif isinstance(rec, IdeaGenerationRecord):
         prompt = prompts.idea_generation_prompt(rec.question)
         reference = {k: getattr(rec, k) for k in IDEA_REFERENCE}
         reference["keywords"] = list(rec.keywords)
         reference["implementation_order"] = list(rec.implementation_order)
-    elif task == DRY_EXPERIMENT:
-        assert isinstance(rec, DryExperimentRecord)
+    elif isinstance(rec, DryExperimentRecord):
         prompt = prompts.dry_experiment_prompt(rec.question)
         reference = {
             "data_code": rec.data_code,
@@ -307,18 +286,15 @@ def record_to_item(task: str, rec: _SgiRecord, source: str = "") -> Item:
             "runtime": None if rec.runtime is None else float(rec.runtime),
         }
         type_ = rec.function_type
-    elif task == WET_EXPERIMENT:
-        assert isinstance(rec, WetExperimentRecord)
+    elif isinstance(rec, WetExperimentRecord):
         prompt = prompts.wet_experiment_prompt(rec.question)
         reference = {"answer": rec.answer, "action_pool": rec.action_pool}
-    elif task == EXPERIMENTAL_REASONING:
+    else:
         assert isinstance(rec, ExperimentalReasoningRecord)
         prompt = prompts.experimental_reasoning_prompt(rec.question, rec.options)
         reference = {"answer": rec.answer, "options": list(rec.options), "steps": list(rec.steps)}
         type_ = rec.type
         meta.update(image_type=rec.image_type, images=list(rec.images), n_step_images=len(rec.step_images))
-    else:  # pragma: no cover - guarded by callers
-        raise InputError(f"unknown SGI-Bench task {task!r}", what="task", fix=f"use one of {list(SGI_TASKS)}")
     return Item(
         id=f"{BENCHMARK}/{rec.idx}",
         benchmark=BENCHMARK,
@@ -339,7 +315,7 @@ IDEA_REFERENCE = (  # The idea_generation fields kept in ``Item.reference``, in 
 
 
 def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -> list[tuple[str, Item]]:
-    """Validate rows and map them to ``(location, Item)`` pairs; InputError on the first bad row."""
+    """(location, Item) pairs of validated rows; InputError on the first bad row."""
     model = RECORD_MODELS[task]
     items: list[tuple[str, Item]] = []
     for where, row in rows:
@@ -356,7 +332,7 @@ def _items_from_rows(task: str, rows: Iterable[tuple[str, dict]], source: str) -
 
 
 def _task_files(folder: Path, task: str) -> list[Path]:
-    """Data files for ``task`` in ``folder`` (see module docstring), [] if none."""
+    """Data files for ``task`` in ``folder`` (module docstring), [] if none."""
     direct = sorted(
         p
         for p in folder.iterdir()
@@ -398,7 +374,6 @@ def _check_tasks(tasks: list[str] | None) -> list[str]:
 
 
 def _hub_probe(timeout_s: float) -> str | None:
-    """None when the hub answers within ``timeout_s``; else the reason."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
             return f"{var} is set"
@@ -413,7 +388,7 @@ def _hub_probe(timeout_s: float) -> str | None:
 
 
 def _check_hub(timeout_s: float, what: str) -> None:
-    """Raise :class:`HubUnavailableError` (``what``: where) when the hub does not answer within ``timeout_s``."""
+    """Raise :class:`HubUnavailableError` when the hub does not answer within ``timeout_s``."""
     reason = _hub_probe(timeout_s)
     if reason is not None:
         raise HubUnavailableError(
@@ -422,8 +397,8 @@ def _check_hub(timeout_s: float, what: str) -> None:
 
 
 def _hub(task: str, then: Any = None) -> Any:
-    """``then(datasets.load_dataset(HUB_DATASETS[task], split="test"))`` (the dataset itself without ``then``);
-    :class:`HubUnavailableError` naming the dataset when it fails."""
+    """``then(load_dataset(HUB_DATASETS[task], split="test"))`` (the dataset without ``then``), or
+    :class:`HubUnavailableError`."""
     name = HUB_DATASETS[task]
     try:
         import datasets
@@ -469,7 +444,6 @@ def _file_pairs(src: Path, wanted: list[str], filtered: bool) -> list[tuple[str,
 
 
 def _folder_pairs(folder: Path, wanted: list[str], filtered: bool) -> list[tuple[str, Item]]:
-    """The items of the task files of ``folder`` (or of its ``sgi-bench/`` sub-folder)."""
     if not any(_task_files(folder, t) for t in SGI_TASKS):
         folder = next((folder / s for s in ("sgi-bench", "sgi_bench", "SGI-Bench") if (folder / s).is_dir()), folder)
     pairs: list[tuple[str, Item]] = []
@@ -506,8 +480,7 @@ def load_sgi_bench(
     Raises:
         DataNotFoundError: ``source`` does not exist, holds no task file, or a requested task has no file.
         HubUnavailableError: no ``source`` and the hub is unreachable or the download failed.
-        InputError: a bad record (file, line, field and fix), an unknown task, a file of no telling task, or a duplicate
-            ``idx``.
+        InputError: a bad record, an unknown task, a file of no telling task, or a duplicate ``idx``.
     """
     wanted = _check_tasks(tasks)
     pairs: list[tuple[str, Item]] = []
@@ -538,8 +511,7 @@ def load_sgi_bench(
 
 
 def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_timeout_s: float = 3.0) -> Path:
-    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task (images as ``{"bytes",
-    "path"}`` structs).
+    """Download SGI-Bench from the HuggingFace hub into ``dest``, one ``<task>.parquet`` per task.
 
     Args:
         dest: the folder.
@@ -550,8 +522,7 @@ def pull_sgi_bench(dest: str | Path, tasks: list[str] | None = None, *, hub_time
         ``dest``.
 
     Raises:
-        HubUnavailableError: the hub is unreachable (or ``HF_HUB_OFFLINE`` is set), or a download fails (files already
-            downloaded are kept).
+        HubUnavailableError: the hub is unreachable or a download fails (files already downloaded are kept).
     """
     dest = Path(dest).expanduser()
     wanted = _check_tasks(tasks)

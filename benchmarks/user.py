@@ -30,7 +30,7 @@ REFERENCE_METRICS = ("exact_match", "exact_match_normalised", "numeric_match")
 
 
 class VocabularySpec(BaseModel):
-    """The ``vocabulary`` block (:class:`~sgieval.benchmarks.base.Vocabulary`, lists instead of tuples)."""
+    """The ``vocabulary`` block (:class:`~sgieval.benchmarks.base.Vocabulary`, lists for tuples)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,8 +118,8 @@ def _items(spec: BenchmarkSpec, base: Path, where: str) -> list[Item]:
 
 
 def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
-    """Declare the definition's reference metrics, then rubrics, scoped to its name (an earlier load's dropped); their
-    names for ``Benchmark.metrics``; InputError for a rubric not in the library."""
+    """Declare the reference metrics, then rubrics, scoped to the benchmark (an earlier load's dropped); their names.
+    InputError for a rubric not in the library."""
     reference = [m for m in spec.metrics if m in DEFAULT_METRICS]
     rubrics = []
     for name in (m for m in spec.metrics if m not in REFERENCE_METRICS):
@@ -142,10 +142,9 @@ def _register_metrics(spec: BenchmarkSpec, where: str) -> tuple[str, ...]:
 
 
 def load_yaml_benchmark(path: str | Path) -> Benchmark:
-    """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring). Its loader reads the
-    listed JSONL files (the folder argument is ignored: the files are named by the YAML). Raises InputError naming the
-    file, the field and the fix for unreadable YAML, a missing/unknown field or a bad value, and DataNotFoundError when
-    the YAML file does not exist; errors in the JSONL files surface when the items are loaded."""
+    """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring); its loader reads the
+    listed JSONL files. InputError naming file, field and fix for bad YAML or a bad field; DataNotFoundError for a
+    missing file."""
     from ..core import DataNotFoundError
 
     p = Path(path).expanduser()
