@@ -1,9 +1,5 @@
-"""What a report section is made of: a :class:`Section` (title, then an ordered list of blocks: sentences,
-sub-headings, typed tables, figures) and the sentences it adds to the Answer.
-
-A section is data, rendered elsewhere (the Markdown template, ``report.json``, the HTML viewer, the narrative's fact
-check); the anchor is pydantic_evals' ``ReportEvaluator`` / ``TableResult``.
-"""
+"""What a report section is made of: a :class:`Section` (title, then blocks: sentences, sub-headings, typed tables,
+figures) and the sentences it adds to the Answer; rendered elsewhere (Markdown, ``report.json``, the viewer)."""
 
 from __future__ import annotations
 
@@ -56,8 +52,7 @@ class Heading:
 
 @dataclass
 class Table:
-    """A typed table: ``headers`` (column names) and ``rows`` (one list of cells per row, each cell the text the
-    report prints, e.g. ``"0.60"``, ``"2="``, ``"n/a"``); ``name`` a stable id for tests and the viewer."""
+    """A typed table; each cell is the text the report prints; ``name`` a stable id for tests and the viewer."""
 
     headers: list[str]
     rows: list[list[Any]]
@@ -91,18 +86,13 @@ class Figure:
 
 Block = Union[Text, Heading, Table, Figure]
 
-ANSWER_PARTS = ("how_sure", "where", "caveats")
-"""The Answer's list items a section may add sentences to (besides the fixed verdict)."""
+ANSWER_PARTS = ("how_sure", "where", "caveats")  # the Answer's parts a section may add sentences to
 
 
 @dataclass
 class Section:
-    """One section of the report.
-
-    ``key``: stable id (``"ranking"``, ``"metrics"``, ``"usage"``...); ``title``: the ``##`` heading;
-    ``blocks``: its content in order; ``answer``: sentences the section adds to the Answer, by part of
-    :data:`ANSWER_PARTS` (``{"caveats": ["..."]}``); ``leads``: the request asked what this section answers, so
-    its "where" sentences come right after the Answer's verdict."""
+    """One section of the report: ``key`` a stable id, ``title`` the ``##`` heading, ``answer`` the sentences it adds to
+    the Answer by part of :data:`ANSWER_PARTS`, ``leads`` its "where" sentences come right after the verdict."""
 
     key: str
     title: str
@@ -150,7 +140,7 @@ class Section:
         return "\n\n".join([f"## {self.title}", *(b.markdown() for b in self.blocks)])
 
     def text(self) -> str:
-        """Everything the section states (title, sentences, tables; not the figures), for the fact check.
+        """Everything the section states but its figures, for the fact check.
 
         Returns:
             The text.
@@ -158,11 +148,10 @@ class Section:
         return "\n".join([self.title, *(b.markdown() for b in self.blocks if not isinstance(b, Figure))])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``report.json``, the template, the viewer): ``{"key", "title", "blocks": [{"kind",
-        ...fields}], "answer"}``.
+        """JSON-ready form (``report.json``, the template, the viewer).
 
         Returns:
-            The dict.
+            ``{"key", "title", "blocks": [{"kind", ...fields}], "answer", "leads"}``.
         """
         blocks = []
         for b in self.blocks:

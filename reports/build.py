@@ -1,9 +1,5 @@
 """Build the report: every section, the limitations and the failures (:func:`assemble`), then ``report.md`` and
-``report.json`` with the Answer (:func:`write_report_files`).
-
-The reporting agent (``agents/reporting.py``) fills the :class:`~.context.ReportContext` with the statistics that
-need the metric pool; everything here imports only ``core`` (DESIGN.md "Layout").
-"""
+``report.json`` with the Answer (:func:`write_report_files`)."""
 
 from __future__ import annotations
 
@@ -24,14 +20,10 @@ from .sections.sgi import sgi_table
 
 
 @dataclass
-@dataclass
 class ReportDraft:
-    """Everything of the report but its narrative: ``data`` (the template's
-    keys except ``narrative``), ``stats`` (ranking order), ``spec`` (the
-    ranking metric), ``top`` (paired test of the top two, or None),
-    ``tables_text`` (every section's text as one: what a narrative may cite),
-    ``sgi_missing`` (why an SGI-Score is unavailable, one line per group),
-    ``sections`` (the registered sections, in order)."""
+    """Everything of the report but its narrative: ``data`` (the template's keys but ``narrative``), ``top`` (paired
+    test of the top two, or None), ``tables_text`` (every section's text: what a narrative may cite), ``sgi_missing``
+    (why an SGI-Score is unavailable)."""
 
     data: dict[str, Any]
     stats: list[ModelStat]
@@ -48,14 +40,13 @@ class ReportDraft:
 
 
 def assemble(ctx: ReportContext) -> ReportDraft:
-    """Every part of the report but the Answer: the sections (:func:`~.sections.build_sections`, in their order,
-    drawing their figures under ``ctx.run_dir``), the limitations and the failures.
+    """Every part of the report but the Answer: the sections (drawing their figures), the limitations and the failures.
 
     Args:
         ctx: the report context, its statistics set.
 
     Returns:
-        The ReportDraft (sections, data for ``report.json``).
+        The ReportDraft.
     """
     spec, scores, pairs = ctx.spec, ctx.scores, ctx.pairs
     _, sgi_missing = sgi_table(ctx.sgi)
@@ -103,19 +94,9 @@ def assemble(ctx: ReportContext) -> ReportDraft:
 
 
 def write_report_files(run_dir: Path, draft: ReportDraft, narrative: str) -> Path:
-    """Render ``draft`` with ``narrative`` (the Answer section) to ``run_dir/report.md`` and ``report.json``; returns
-    the path of ``report.md``.
-
-    The same data goes to ``run_dir/report.json`` for the HTML viewer
-    (:mod:`.viewer`), with ``ranking["values"]``: the numbers behind the ranking
-    rows ({model, mean, ci_low, ci_high, total, n} per ranked model; NaN as null).
-
-    Both files are written whole or not at all (:func:`~sgieval.core.atomic_write_text`:
-    a full disk raises InputError naming the disk and leaves the old report), with
-    keys inside URLs masked (:func:`~sgieval.core.redact_secrets`).  While they are
-    written, ``run_dir/.report-pending`` (:data:`~sgieval.core.REPORT_PENDING`) marks
-    the run as incomplete for ``sgieval runs``; it is removed once both are in place
-    and stays when a write fails.
+    """Render ``draft`` with ``narrative`` to ``run_dir/report.md``, and its data to ``report.json`` with
+    ``ranking["values"]`` (the numbers behind the ranking rows).  Each file is written whole with keys inside URLs
+    masked; ``REPORT_PENDING`` marks the run incomplete until both are in place.
 
     Args:
         run_dir: the run folder.

@@ -1,6 +1,4 @@
-"""Matplotlib charts for the report (PNG, headless Agg backend).
-
-matplotlib and numpy are imported on the first chart, not with this module (starting a run does not pay for them)."""
+"""Matplotlib charts for the report (PNG, headless Agg backend); matplotlib and numpy load on the first chart."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from ..core import write_bytes_in
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the headless Agg backend (imported once, on first use).
+    """``matplotlib.pyplot`` on the headless Agg backend (imported on first use).
 
     Returns:
         The module.
@@ -26,8 +24,7 @@ def pyplot() -> Any:
 
 
 def _save(plt: Any, fig: Any, path: Path, root: Path | None) -> Path:
-    """Write ``fig`` as PNG to ``path`` whole or not at all, following no link below the run folder ``root``
-    (default: ``path``'s folder; :func:`~sgieval.core.files.write_bytes_in`)."""
+    """Write ``fig`` as PNG to ``path`` whole, following no link below ``root`` (default: ``path``'s folder)."""
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=110)
@@ -47,8 +44,7 @@ def ranking_chart(
     scale: str,
     root: Path | None = None,
 ) -> Path:
-    """Horizontal bar chart of per-model means with 95% CI error bars.
-    NaN CI bounds draw no error bar.  Returns ``path``.
+    """Horizontal bar chart of per-model means with 95% CI error bars (none for NaN bounds).
 
     Args:
         path: the PNG file written.
@@ -95,8 +91,8 @@ def heatmap(
 
     Args:
         path: the PNG file written.
-        rows: the row labels (e.g. models).
-        cols: the column labels (e.g. criteria).
+        rows: the row labels.
+        cols: the column labels.
         values: one row of values per row label.
         title: the chart title.
         vmin: the colour scale's low end.

@@ -1,10 +1,6 @@
-"""What a report is built from: one typed :class:`ReportContext` (the run's records, the run's report settings and
-the statistics the reporting agent computed), read by every section builder and by the Answer.
-
-``reports/`` imports only ``core``: the statistics that need the metric pool are computed by the reporting agent
-(``agents/reporting.py``) and set on the context as plain values, or reached through :class:`Statistics`, the
-metric-pool functions a section calls while it is built (so a failing computation loses only its section).
-"""
+"""What a report is built from: one :class:`ReportContext` (the run's records and report settings, and the statistics
+the reporting agent computed), read by every section builder and the Answer; metric-pool functions a section
+calls are reached through :class:`Statistics`, so ``reports/`` imports only ``core``."""
 
 from __future__ import annotations
 
@@ -15,13 +11,13 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ..core import Item, MetricSpec, Response, Score, submit_to_worker
 from .blocks import Block, Figure
-from .ranking import Coverage, ModelStat, SgiRow, tie_groups
+from .ranking import Coverage, ModelStat, SgiRow, by_metric, tie_groups
 
 
 @dataclass
 class RecheckResult:
-    """Stored judgements re-decided (``--recheck``): the embedder's name, one row per target model
-    (``metric_pool.recheck.RecheckRow``) and the ranking by accepted answers, stored and re-decided."""
+    """Stored judgements re-decided (``--recheck``): one ``metric_pool.recheck.RecheckRow`` per target model and the
+    ranking by accepted answers, stored and re-decided."""
 
     embedder: str
     rows: list[Any]
@@ -33,10 +29,8 @@ class RecheckResult:
 class Statistics(Protocol):
     """The metric-pool computations a section or the Answer calls (``agents.reporting.POOL`` provides them)."""
 
-    facets: Sequence[str]
-    """The facets a "Who wins where" table may split by (``metric_pool.differences.FACETS``)."""
-    power_method: str
-    """How :meth:`items_to_separate` counts (``metric_pool.stats.METHOD``)."""
+    facets: Sequence[str]  # metric_pool.differences.FACETS
+    power_method: str  # metric_pool.stats.METHOD
 
     def facet_winners(
         self,
@@ -73,29 +67,19 @@ class Statistics(Protocol):
         """``metric_pool.labels.label_estimates``."""
 
     def recheck(self, responses: list[Response], embedding_model: str) -> RecheckResult | None:
-        """The stored judgements re-decided with ``embedding_model`` (``metric_pool.recheck``), None without
-        stored SciAidanBench records."""
+        """The stored judgements re-decided with ``embedding_model``; None without stored SciAidanBench records."""
 
 
 @dataclass
 class ReportContext:
     """Everything a report is built from.
 
-    The run's records and settings are given by the caller: ``header`` (the Run table), ``primary`` (the ranking
-    metric, else the first of ``specs``), ``models`` (target models in the run's order), ``custom`` (custom rubric
-    metrics), ``judges``, ``allow_self_judge``, ``warnings`` (stated at the report's top), ``n_resamples`` and
-    ``seed`` (bootstrap and permutation tests), ``usage`` (the ledger summary of "Cost and usage"), ``focus`` (the
-    one model the request asks about), ``stand_in`` (why the ranking metric stands in for the asked quality),
-    ``recheck`` and ``embedding_model`` (``--recheck``), ``settled`` (the stop record of ``--until-settled``),
-    ``added_judges`` and ``added_scores`` (judges added to the finished run and their scores).
-
-    The reporting agent then sets the statistics: ``stats`` (the ranking, in order), ``pairs`` (one
-    :func:`~.ranking.pair_entry` per adjacent pair), ``leader_tests`` (the leader against each model tied for
-    second), ``coverage``, ``ranking_scores`` (the ranking metric's scores the ranking compares), ``sgi``
-    (SGI-Score rows, None without SGI-Bench items), ``reliability`` (judge-reliability rows), ``usage_estimate``
-    (the estimate's blocks of "Cost and usage") and ``pool`` (:class:`Statistics`).  ``notes`` collects the
-    Limitations lines a builder adds (a figure that could not be drawn, a section that failed).
-    """
+    The caller gives the run's records and settings: ``header`` (the Run table), ``primary`` (the ranking metric),
+    ``custom`` (custom rubric metrics), ``warnings`` (stated at the top), ``focus`` (the one model asked about),
+    ``stand_in`` (why the ranking metric stands in for the asked quality), ``settled`` (``--until-settled``'s stop).
+    The reporting agent then sets the statistics: ``stats`` (ranking order), ``pairs`` (adjacent
+    :func:`~.ranking.pair_entry`), ``leader_tests`` (the leader against each model tied for second), ``sgi`` (None
+    without SGI-Bench items) and ``pool``.  ``notes`` collects Limitations lines builders add."""
 
     run_dir: Path
     header: dict[str, Any]
@@ -148,7 +132,7 @@ class ReportContext:
 
     @property
     def groups(self) -> list[list[ModelStat]]:
-        """The ranked models in groups that share a rank (:func:`~.ranking.tie_groups`), best first."""
+        """The ranked models in groups that share a rank, best first."""
         return tie_groups(self.ranked, self.pairs)
 
     @property
@@ -158,7 +142,7 @@ class ReportContext:
 
     @property
     def one_model(self) -> bool:
-        """Whether the Answer is about one model (``focus``, or one target model): an absolute answer."""
+        """Whether the Answer is about one model (``focus``, or one target model)."""
         return self.focus is not None or len(self.stats) == 1
 
     @functools.cached_property
@@ -168,16 +152,11 @@ class ReportContext:
 
     @functools.cached_property
     def grouped(self) -> dict[str, list[Score]]:
-        """The scores grouped by metric name (one pass)."""
-        out: dict[str, list[Score]] = {}
-        for s in self.scores:
-            out.setdefault(s.metric, []).append(s)
-        return out
+        """The scores grouped by metric name."""
+        return dict(by_metric(self.scores))
 
     def figure(self, rel: str, alt: str, draw: Callable[..., Any], *args: Any, **kw: Any) -> Figure:
-        """Start drawing ``draw(run_dir / rel, *args, root=run_dir, **kw)`` (in the warm worker when there is one,
-        so it draws while the other sections are built) and return its :class:`~.blocks.Figure` block.
-        :meth:`finish_figures` waits for it; a failed chart must not lose the report.
+        """Start drawing ``draw(run_dir / rel, *args, root=run_dir, **kw)`` (in the warm worker when there is one).
 
         Args:
             rel: the figure's path below the run folder.
@@ -187,7 +166,7 @@ class ReportContext:
             kw: its keyword arguments.
 
         Returns:
-            The Figure block.
+            The Figure block (:meth:`finish_figures` waits for its file).
         """
         fig = Figure(rel, alt)
         try:
@@ -198,8 +177,7 @@ class ReportContext:
         return fig
 
     def finish_figures(self) -> set[int]:
-        """Wait for the figures started with :meth:`figure` (in start order), noting each one whose drawing
-        raised.
+        """Wait for the figures of :meth:`figure` in start order, noting each one whose drawing raised.
 
         Returns:
             The ids of the Figure blocks whose file was not written.

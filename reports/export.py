@@ -1,15 +1,7 @@
-"""Export a run's records as tables (``sgieval export``): ``items``, ``responses`` and ``scores`` (columns:
-:data:`COLUMNS`; every row carries its item's facets, empty for a corpus-level score), one file each in parquet, JSONL
-or CSV, for pandas, a notebook or a HuggingFace dataset.
-
-Nested values (``reference``, ``metadata``, ``answer``, ``evidence``, ``details``) are JSON text in every format
-(``null`` when absent, a non-finite number inside them ``null``), so the formats hold the same rows; missing numbers
-are null (empty in CSV).  Safe to open: a CSV text cell beginning with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-return gets a leading apostrophe (OWASP "CSV injection"); every JSONL line is valid JSON (a NaN or infinite number is
-``null`` and the row's ``nonfinite`` names the column and what it held); a value a parquet column cannot hold stops the
-export with one line naming the table, column and row, before anything is written.  Every file is written whole or
-not at all, following no link inside the run folder (or ``--dest``).
-"""
+"""Export a run's records as tables (``sgieval export``): ``items``, ``responses`` and ``scores`` (:data:`COLUMNS`,
+with each row's item facets), one file each in parquet, JSONL or CSV.  Nested values are JSON text in every format;
+a CSV text cell that a spreadsheet would evaluate gets a leading apostrophe (OWASP "CSV injection"); a non-finite
+number is JSONL ``null`` named in ``nonfinite``; files are written whole or not at all, following no link."""
 
 from __future__ import annotations
 
@@ -51,14 +43,11 @@ def _json(x: Any) -> str:
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-"""What a CSV text cell may not begin with: a spreadsheet would evaluate it (written with a leading ``'``)."""
 
 
 def csv_cell(v: Any) -> Any:
-    """A CSV cell: None -> ``""``; text beginning with one of :data:`FORMULA_START` gets a leading apostrophe
-    (a spreadsheet shows it as text), and its terminal escapes and other control characters are shown as
-    ``\\xNN`` (:func:`~sgieval.core.escape_control_chars`: a CSV printed on a terminal cannot rewrite it);
-    numbers as they are.
+    """A CSV cell: None -> ``""``; text starting with :data:`FORMULA_START` gets a leading apostrophe, its control
+    characters shown as ``\\xNN``; numbers as they are.
 
     Args:
         v: a value.
@@ -75,9 +64,8 @@ def csv_cell(v: Any) -> Any:
     return v
 
 
-def jsonl_row(row: dict[str, Any]) -> str:
-    """One JSONL line (valid JSON, with its newline) for ``row``: a NaN or infinite number becomes null and the
-    row gets ``nonfinite``: {column: "NaN" | "Infinity" | "-Infinity"}."""
+def _jsonl_row(row: dict[str, Any]) -> str:
+    """One JSONL line for ``row``: a NaN or infinite number is null and named in the row's ``nonfinite``."""
     flags = {}
     out = dict(row)
     for k, v in row.items():
@@ -90,8 +78,7 @@ def jsonl_row(row: dict[str, Any]) -> str:
 
 
 def _row(table: str, rec: Item | Response | Score, by_id: dict[str, Item], **special: Any) -> dict[str, Any]:
-    """One row of ``table``: each column's attribute of ``rec`` (or ``special[column]``), JSON text for a nested
-    value, with the facets of its item (empty for a corpus-level score)."""
+    """One row of ``table`` from ``rec`` (or ``special[column]``), nested values as JSON, with its item's facets."""
     item_id = rec.id if isinstance(rec, Item) else rec.item_id
     it = by_id.get(item_id)
     out = {"item_id": item_id, **{f: (getattr(it, f) if it is not None else "") for f in FACETS}}
@@ -101,19 +88,10 @@ def _row(table: str, rec: Item | Response | Score, by_id: dict[str, Item], **spe
     return out
 
 
-def run_tables(
+def _run_tables(
     items: Iterable[Item], responses: Iterable[Response], scores: Iterable[Score]
 ) -> dict[str, list[dict[str, Any]]]:
-    """The three tables as lists of row dicts (columns: :data:`COLUMNS`), rows in record order.
-
-    Args:
-        items: the run's items.
-        responses: its responses.
-        scores: its scores.
-
-    Returns:
-        table name -> rows.
-    """
+    """The three tables as lists of row dicts, rows in record order."""
     items = list(items)
     by_id = {i.id: i for i in items}
     return {
@@ -133,8 +111,7 @@ def run_tables(
 
 
 def _arrow_table(name: str, rows: list[dict[str, Any]]) -> Any:
-    """The table ``name`` as a pyarrow Table; raises InputError naming the column and the row of the first
-    value its column cannot hold."""
+    """The table ``name`` as a pyarrow Table; InputError naming the column and row of a value it cannot hold."""
     import pyarrow as pa  # loaded for a parquet export only
 
     types = {"string": pa.string(), "json": pa.string(), "float": pa.float64(), "int": pa.int64()}
@@ -165,7 +142,7 @@ def _encode(name: str, fmt: str, rows: list[dict[str, Any]]) -> bytes:
     """The file content of table ``name`` with ``rows`` in ``fmt``."""
     cols = [c for c, _ in COLUMNS[name]]
     if fmt == "jsonl":
-        return "".join(jsonl_row(r) for r in rows).encode("utf-8")
+        return "".join(_jsonl_row(r) for r in rows).encode("utf-8")
     if fmt == "csv":
         buf = io.StringIO(newline="")
         w = csv.DictWriter(buf, fieldnames=cols)
@@ -182,32 +159,24 @@ def _encode(name: str, fmt: str, rows: list[dict[str, Any]]) -> bytes:
 
 
 def export_run(run_dir: str | Path, fmt: str, dest: str | Path | None = None) -> list[Path]:
-    """Write ``items``, ``responses`` and ``scores`` of the run folder
-    ``run_dir`` as ``<dest>/<table>.<fmt>`` (default dest: ``run_dir/export``).
-
-    The records are those the report counts (:meth:`~sgieval.core.RunStore.read`:
-    a repeated identical record once).  All three files are encoded before the
-    first is written; each is written whole, following no link below the run
-    folder (or below ``dest`` when it lies outside the run).
+    """Write the run's ``items``, ``responses`` and ``scores`` as ``<dest>/<table>.<fmt>``, encoded before any write.
 
     Args:
         run_dir: the run folder.
         fmt: ``parquet``, ``jsonl`` or ``csv``.
-        dest: the output folder (created when missing).
+        dest: the output folder (default ``run_dir/export``; created when missing).
 
     Returns:
         The three paths, in the order items, responses, scores.
 
     Raises:
-        InputError: an unknown ``fmt``; a link in the run folder or on the
-            way; a value parquet cannot type (nothing written); two different
-            records of one key in the run.
+        InputError: an unknown ``fmt``; a link on the way; a value parquet cannot type; conflicting records.
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", what="--format", fix=f"use one of {', '.join(FORMATS)}")
     run_dir = Path(run_dir)
     store = RunStore(run_dir, read_only=True)  # read as data: only the export folder is written
-    tables = run_tables(store.read("items"), store.read("responses"), store.read("scores"))
+    tables = _run_tables(store.read("items"), store.read("responses"), store.read("scores"))
     dest = Path(dest) if dest is not None else run_dir / "export"
     root = dest
     if dest == run_dir or run_dir in dest.parents:

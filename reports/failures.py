@@ -1,6 +1,5 @@
-"""The Failures section's data: failed responses and scores, the not-applicable ones kept apart, flagged
-scores (injection suspected, METRICS.md D.14), truncated and empty replies (D.10), and the stored records that
-ended without a normal stop (censored or missing)."""
+"""The Failures section's data: failed responses and scores, the not-applicable ones kept apart, flagged scores
+(injection suspected, METRICS.md D.14), truncated and empty replies (D.10), and censored or missing stored records."""
 
 from __future__ import annotations
 
@@ -12,13 +11,11 @@ from ..core import Response, Score
 from .ranking import not_applicable
 
 
-REPLY_STATUSES = ("truncated", "empty")
-"""Response statuses that come from the target's reply itself (METRICS.md D.10), counted apart from errors."""
+REPLY_STATUSES = ("truncated", "empty")  # from the target's reply itself (METRICS.md D.10), not errors
 
 
 def injection_suspected(s: Score) -> bool:
-    """Whether a score's evidence (or details) flags judge-format tags inside the
-    scored text (METRICS.md D.14: ``injection_suspected``)."""
+    """Whether a score's evidence or details flag judge-format tags in the scored text (METRICS.md D.14)."""
     if s.details.get("injection_suspected") or "injection_suspected" in (getattr(s, "flags", None) or ()):
         return True
     return any(
@@ -44,8 +41,7 @@ class _Tally:
 
 
 def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
-    """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`failures`
-    (a 10,000-item run has 30,000 scores, and each pass over the scores of a finished run costs ~10 ms)."""
+    """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`failures`."""
     t = _Tally()
     for r in responses:
         if r.status == "ok":
@@ -108,21 +104,14 @@ def _apart(t: _Tally) -> dict[str, Any]:
 
 
 def reply_flags(responses: list[Response], scores: list[Score]) -> dict[str, Any]:
-    """The Failures section's counts, each apart from the others:
-    ``truncated`` and ``empty`` target replies (D.10), ``no_answer`` ok scores
-    whose reply held no answer (``details["no_answer"]``, scored 0 but not a
-    wrong answer; ``no_answer_by_metric`` per metric), ``injection`` scores
-    flagged ``injection_suspected`` (D.14), and ``errors``: failed responses
-    and failed, applicable scores with any other status (``errors_by_status``: ``"infra_error 2, not_run 4"``)."""
+    """The Failures section's counts, each apart: ``truncated`` and ``empty`` replies (D.10), ``no_answer`` ok scores
+    (``details["no_answer"]``), ``injection`` (D.14) and ``errors`` (failed responses and applicable scores)."""
     return _apart(_tally(responses, scores))
 
 
 def failures(responses: list[Response], scores: list[Score], limit: int = 30) -> dict[str, Any]:
-    """Failed responses and scores (status != ok) for the Failures section;
-    not-applicable scores (:func:`not_applicable`) are kept apart in
-    ``not_applicable`` ({total, by_metric, rows, more}) and not counted as failures;
-    scores whose evidence raises a flag (``injection_suspected``, METRICS.md
-    D.14) are counted in ``flags`` ({total, by_flag, rows, more}), whatever their status."""
+    """Failed responses and scores for the Failures section, not-applicable scores apart in ``not_applicable`` and
+    flagged scores (D.14) counted in ``flags`` whatever their status."""
     t = _tally(responses, scores)
     by_status = Counter(r["status"] for r in t.rows)
     by_metric = Counter(r["metric"] for r in t.na)
@@ -153,9 +142,7 @@ def _flag(s: Score) -> str | None:
 
 
 def flag_rows(scores: Iterable[Score], models: list[str] | None = None) -> list[dict[str, str]]:
-    """One row per flagged (item, target model) pair, whatever the metric:
-    ``{"item", "model", "flag" ("censored" | "missing"), "reason", "error"}``
-    sorted by model then item id; ``models`` limits the target models."""
+    """One row ``{"item", "model", "flag", "reason", "error"}`` per censored or missing (item, target model), sorted."""
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for s in scores:
         f = _flag(s)

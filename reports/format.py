@@ -10,8 +10,7 @@ if TYPE_CHECKING:
 
 
 def fmt(x: float | None, digits: int = 2) -> str:
-    """Numbers as the report prints them: integers without decimals, others with ``digits`` decimals; None/NaN
-    as "n/a".
+    """Numbers as the report prints them: integers without decimals, others with ``digits`` decimals; None/NaN "n/a".
 
     Args:
         x: a number.
@@ -28,8 +27,7 @@ def fmt(x: float | None, digits: int = 2) -> str:
 
 
 def fmt2(x: float | None) -> str:
-    """A statistic (mean, CI bound, difference) as the report's tables print it: always 2 decimals ("8.00"
-    beside "7.76"); None/NaN as "n/a".
+    """A statistic (mean, CI bound, difference) as the tables print it: always 2 decimals; None/NaN as "n/a".
 
     Args:
         x: a number.
@@ -43,8 +41,7 @@ def fmt2(x: float | None) -> str:
 
 
 def fmt_total(x: float | None, spec: MetricSpec) -> str:
-    """A total: an integer for a count metric (unbounded range, e.g. accepted answers), else 2 decimals like the
-    means.
+    """A total: an integer for a count metric (unbounded range), else 2 decimals like the means.
 
     Args:
         x: a total.
@@ -71,7 +68,7 @@ def fmt_p(p: float | None) -> str:
 
 
 def count_phrase(n: int, noun: str = "item") -> str:
-    """``"1 item"``, ``"3 items"`` (English plural of ``noun`` by count).
+    """``"1 item"``, ``"3 items"``.
 
     Args:
         n: the count.
@@ -84,34 +81,17 @@ def count_phrase(n: int, noun: str = "item") -> str:
 
 
 def ordinal(n: int) -> str:
-    """``"1st"``, ``"2nd"``, ``"11th"``, ``"23rd"``.
-
-    Args:
-        n: a rank (>= 1).
-
-    Returns:
-        The ordinal.
-    """
+    """``"1st"``, ``"2nd"``, ``"11th"``, ``"23rd"`` for a rank ``n`` >= 1."""
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 REASON_CHARS = 160
-"""The most characters of a failure reason quoted in a table cell or a sentence (:func:`clip_reason`)."""
 
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 
 def clip_reason(text: str, width: int = REASON_CHARS) -> str:
-    """A failure reason short enough for a table cell: whole when it fits in ``width`` characters, else cut at
-    the last word boundary before ``width``, ending in "…" and closing every parenthesis or bracket left open.
-
-    Args:
-        text: the reason (one line; whitespace runs count as one space).
-        width: the most characters of the reason kept before the "…" (>= 1).
-
-    Returns:
-        The reason, e.g. ``"no judge gave a valid reply (openai:gpt-4.1: unparsable…)"``.
-    """
+    """A failure reason cut at a word boundary to ``width`` characters, ending in "…" and closing open brackets."""
     one = " ".join(str(text).split())
     if len(one) <= width:
         return one

@@ -9,9 +9,8 @@ from ..core import Score, same_model
 
 
 def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[str, str]]:
-    """The distinct ``details["judged_by"]`` records (who decided acceptance:
-    ``coherence``, ``novelty``, ``origin`` stored|live, ``source``) of the
-    target models' scores, in first-seen order.
+    """The distinct ``details["judged_by"]`` records (who decided acceptance) of the target models' scores, first seen
+    first.
 
     Args:
         scores: the run's scores.
@@ -29,10 +28,7 @@ def judgement_sources(scores: Iterable[Score], models: list[str]) -> list[dict[s
 
 
 def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_metrics_scored: bool) -> str:
-    """The Run table's judge row: the live judges (or none) and every stored
-    judgement source, e.g. "none called in this run; stored judgements (SciAidanBench
-    published run): coherence by o1-mini, novelty by text-embedding-3-large embeddings
-    (from the SciAidanBench definition ...)"."""
+    """The Run table's judge row: the live judges (or none) and every stored judgement source."""
     if live_judges:
         parts = [", ".join(live_judges)]
     else:
@@ -52,11 +48,8 @@ def judge_summary(sources: list[dict[str, str]], live_judges: list[str], judge_m
 def self_preference(
     models: list[str], sources: list[dict[str, str]], live_judges: list[str], allow_self_judge: bool
 ) -> list[str]:
-    """Sentences naming every ranked target that is the same model as a judge
-    that decided its scores (stored coherence judge of a replay, or a live
-    judge allowed to score its own responses), e.g. "replay:o1-mini is ranked
-    while o1-mini judged the coherence that decided its accepted answers
-    (stored judgements): a judge may favour its own answers (self-preference)".
+    """Sentences naming every ranked target that is the same model as a judge that decided its scores (a stored
+    coherence judge of a replay, or a live judge under ``--allow-self-judge``).
 
     Args:
         models: the ranked target models.

@@ -1,5 +1,5 @@
-"""The report's Limitations: sample size and CI method, who decided acceptance (stored or live), self-preference,
-the judge, self-judging, metric aggregations, the adjacent-pair tests and why an SGI-Score is unavailable."""
+"""The report's Limitations: sample size and CI method, who decided acceptance, self-preference, the judge,
+self-judging, metric aggregations, the adjacent-pair tests and why an SGI-Score is unavailable."""
 
 from __future__ import annotations
 
@@ -80,10 +80,7 @@ def _judge_lines(
 
 
 def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
-    """One Limitations line about the adjacent-pair tests (the table beside the
-    ranking has the numbers): which adjacent pairs the
-    paired test does not separate or cannot test, that overlapping CIs are not
-    a test, and that the p-values are not adjusted for multiple comparisons."""
+    """One line on the adjacent-pair tests: pairs not separated or not tested, CI overlap, no multiplicity adjustment."""
     if not pairs:
         return []
     loose = [f"{d['a']} vs {d['b']}" for d in pairs if d["p"] is not None and not d["significant"]]

@@ -305,10 +305,10 @@ def coverage(scores: list[Score], spec: MetricSpec, models: list[str], selected:
 
 def groups_by_mean(means: dict[str, float], higher_is_better: bool) -> list[list[str]]:
     """Models by mean, best first, grouped where the means print the same (no paired test)."""
-    return _grouped(ordered_by_mean(means, higher_is_better), lambda m: fmt2(means[m]))
+    return runs_of_equal(ordered_by_mean(means, higher_is_better), lambda m: fmt2(means[m]))
 
 
-def _grouped(ordered: list[str], key: Callable[[str], Any]) -> list[list[str]]:
+def runs_of_equal(ordered: list[str], key: Callable[[str], Any]) -> list[list[str]]:
     """``ordered`` in runs of equal ``key``."""
     out: list[list[str]] = []
     for m in ordered:
@@ -479,4 +479,4 @@ def printed_tie_groups(means: dict[str, float], higher_is_better: bool, digits: 
     Returns:
         The groups, best first.
     """
-    return _grouped(ordered_by_mean(means, higher_is_better), lambda m: round(means[m], digits))
+    return runs_of_equal(ordered_by_mean(means, higher_is_better), lambda m: round(means[m], digits))

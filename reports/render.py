@@ -17,17 +17,10 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
-    """Fill ``template`` with ``data`` (keys: header, narrative, sections (the
-    :meth:`~sgieval.reports.sections.Section.to_dict` of each section, in order;
-    default none), limitations, failures, warnings).
-
-    Each section is rendered as ``## title`` then its blocks (text, ``###``
-    heading, table, figure).  Optional: ``failures["not_applicable"]``
-    ({total, by_metric, rows, more}).  Raises jinja2.UndefinedError naming a
-    missing key.
+    """Fill ``template`` with ``data``; jinja2.UndefinedError names a missing key.
 
     Args:
-        data: see above.
+        data: header, narrative, sections (each :meth:`~.blocks.Section.to_dict`), limitations, failures, warnings.
         template: the template file name.
 
     Returns:
@@ -38,8 +31,7 @@ def render_report(data: dict[str, Any], template: str = "report.md.j2") -> str:
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> Environment:
-    """The report templates' Jinja2 environment, made once per process: it keeps each compiled template
-    (compiling report.md.j2 takes ~50 ms) and recompiles one whose file changed (``auto_reload``)."""
+    """The report templates' Jinja2 environment, made once per process (compiled templates kept, reloaded on change)."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         undefined=StrictUndefined,
@@ -56,7 +48,7 @@ def render_html(template: str, *, trim: bool = True, **values: Any) -> str:
 
     Args:
         template: the template file name.
-        trim: strip the newline after a block tag and the whitespace before it (``trim_blocks``, ``lstrip_blocks``).
+        trim: Jinja2's ``trim_blocks`` and ``lstrip_blocks``.
         values: the template's variables.
 
     Returns:
@@ -90,8 +82,7 @@ def jsonable(x: Any) -> Any:
 
 
 def js_assign(name: str, data: Any) -> str:
-    """``window.<name> = <data as JSON>;``: a data file the viewer loads with ``<script>`` (browsers refuse ``fetch``
-    from ``file://``); ``</`` is escaped so the text could also be inlined in a ``<script>``.
+    """``window.<name> = <data as JSON>;``, a data file the viewer loads from ``file://``; ``</`` escaped.
 
     Args:
         name: the global variable.
@@ -106,11 +97,7 @@ def js_assign(name: str, data: Any) -> str:
 
 
 def write_report_json(path: Path, data: dict[str, Any], *, root: Path | None = None) -> Path:
-    """Write the report's data (the dict :func:`render_report` fills the template
-    with) as JSON for the HTML viewer: NaN/inf become null, other objects their
-    ``str``; keys inside URLs masked.  Written whole or not at all
-    (:func:`~sgieval.core.atomic_write_text`), following no link below the run
-    folder ``root`` (default: ``path``'s folder).  Returns ``path``."""
+    """Write the report's data as JSON (:func:`jsonable`, keys in URLs masked), whole, following no link below ``root``."""
     text = redact_secrets(json.dumps(jsonable(data), ensure_ascii=False, indent=1))
     atomic_write_text(path, text, root=root if root is not None else Path(path).parent)
     return path

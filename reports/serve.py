@@ -14,8 +14,7 @@ from urllib.parse import unquote, urlsplit
 from .render import js_assign, jsonable
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-"""Host names the served viewer answers to (with its port); any other ``Host`` header is refused, so a page
-on another name that resolves to 127.0.0.1 (DNS rebinding) cannot read the run."""
+"""Host names the served viewer answers to (with its port): no DNS rebinding."""
 
 SERVED_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -26,17 +25,13 @@ SERVED_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-"""Headers of every reply of the served viewer: no framing (``X-Frame-Options``, CSP ``frame-ancestors``), no
-use from another origin (``Cross-Origin-Resource-Policy: same-origin``: a browser refuses a ``<script>`` or
-``<img>`` include from another page), no content sniffing, and no ``Referer`` that would carry the session
-path to another site."""
+"""Headers of every reply: no framing, no use from another origin, no sniffing, no ``Referer`` carrying the path."""
 
 TOKEN_HEADER = "X-Sgieval-Token"
-"""Header carrying the session token on a POST of the served viewer (the page reads the token from its own
-address).  A page of another origin cannot send it without a CORS preflight, which this server never grants."""
+"""Header carrying the session token on a POST (another origin needs a CORS preflight, never granted)."""
 
 MAX_POST_BYTES = 256 * 1024
-"""Largest POST body the served viewer reads (a page of labels is a few kilobytes)."""
+"""Largest POST body the served viewer reads."""
 
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".png": "image/png"}
 _TEXT = "text/plain; charset=utf-8"
@@ -51,8 +46,8 @@ def viewer_files(folder: str | Path) -> dict[str, Path]:
         folder: the viewer folder.
 
     Returns:
-        ``index.html``, ``data.js``, ``text.js`` and ``figures/<name>.png`` -- regular files only, never a symbolic
-        link ({path relative to the session root: file}).
+        {path relative to the session root: file} for ``index.html``, ``data.js``, ``text.js`` and
+        ``figures/<name>.png``, regular files only.
     """
     folder = Path(folder)
     names = ["index.html", "data.js", "text.js"]
@@ -63,13 +58,8 @@ def viewer_files(folder: str | Path) -> dict[str, Path]:
 
 
 class LabelReceiver(Protocol):
-    """What :class:`ViewerServer` calls to label a run from its page (the CLI builds one; see ``sgieval.cli.labels``).
-
-    ``session()`` returns what the page needs at start as JSON-able data (``labeller``: the default labeller,
-    ``labels``: the run's saved labels as objects); ``save(body)`` takes the parsed JSON body of a POST and
-    returns (HTTP status, JSON-able reply): 200 with ``{"saved": [labels]}``, or 400/409 with
-    ``{"error": reason}`` having saved nothing.
-    """
+    """Labels a run from its page (``sgieval.cli.labels``): ``session()`` gives the default ``labeller`` and saved
+    ``labels``; ``save(body)`` returns 200 ``{"saved": [labels]}``, or 400/409 ``{"error": reason}`` saving nothing."""
 
     def session(self) -> dict[str, Any]: ...
 
@@ -77,7 +67,7 @@ class LabelReceiver(Protocol):
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """Hands each request to the :class:`ViewerServer` of its server (``self.server.viewer``)."""
+    """Hands each request to the :class:`ViewerServer` of its server."""
 
     server_version = "sgieval-viewer"
     sys_version = ""
@@ -117,31 +107,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class ViewerServer:
-    """The viewer folder ``folder`` served on ``http://127.0.0.1:<port>/<token>/`` (``port`` 0: any free
-    port) for one session.
+    """The viewer folder ``folder`` served on ``http://127.0.0.1:<port>/<token>/`` (``port`` 0: any free port).
 
-    Only this session's own page can read the run:
+    Only this session's page can read the run: files are served only under a random ``/<token>/`` (192 bits); the
+    ``Host`` must be one of :data:`LOOPBACK_NAMES` with this port (else 421, against DNS rebinding); a request a
+    browser marks as from another site or origin is refused (403); every reply carries :data:`SERVED_HEADERS`.
 
-    - the files are served only under a random path ``/<token>/`` (``secrets.token_urlsafe(24)``, 192
-      bits, new per server): another origin cannot name them;
-    - the ``Host`` header must be one of :data:`LOOPBACK_NAMES` with this port (else HTTP 421), which
-      stops DNS rebinding;
-    - a request a browser marks as coming from another site or origin (``Sec-Fetch-Site`` other than
-      ``same-origin``/``none``, or an ``Origin`` other than this one) is refused (HTTP 403);
-    - every reply carries :data:`SERVED_HEADERS`.
-
-    With ``labels`` (a :class:`LabelReceiver`) the page can label the run: ``GET /<token>/session.js``
-    gives ``window.SGV_SESSION`` (``labels.session()``, plus ``post``: the address to POST to), and
-    ``POST /<token>/labels`` hands the JSON body to ``labels.save``.  A POST is refused, before the body is
-    read, unless it passes the checks above and carries the token again in the :data:`TOKEN_HEADER` header
-    (403; a form or ``no-cors`` request of another page cannot set it, and a CORS preflight (``OPTIONS``) is
-    always refused) with ``Content-Type: application/json`` (415) and at most :data:`MAX_POST_BYTES` (413).
-    Without ``labels`` there is no ``session.js`` (404) and every POST is 405.
-
-    Files: :func:`viewer_files`, listed once at start and opened without following links.  ``url`` is the
-    page's address.  Use :meth:`serve_forever` (blocks) or :meth:`start` (a daemon thread) and
-    :meth:`close`.  Raises OSError when the port cannot be bound.
-    """
+    With ``labels``, ``GET /<token>/session.js`` gives ``window.SGV_SESSION`` and ``POST /<token>/labels`` hands the
+    JSON body to ``labels.save``; a POST is refused before its body is read without the token in :data:`TOKEN_HEADER`
+    (403), ``Content-Type: application/json`` (415) or at most :data:`MAX_POST_BYTES` (413).  Without ``labels`` there
+    is no ``session.js`` (404) and every POST is 405.  Raises OSError when the port cannot be bound."""
 
     def __init__(
         self, folder: str | Path, port: int = 0, *, token: str | None = None, labels: LabelReceiver | None = None
@@ -170,8 +145,7 @@ class ViewerServer:
         return {f"{h}:{self.port}" for h in LOOPBACK_NAMES}
 
     def _route(self, path: str, headers: Any) -> str | Reply:
-        """The part of ``path`` below ``/<token>/``, or the refusal of a request whose Host is foreign (421), that
-        comes from another site or origin (403) or that is not under the session's path (404)."""
+        """The part of ``path`` below ``/<token>/``, or a refusal (421 foreign Host, 403 cross-site, 404 other path)."""
         host = (headers.get("Host") or "").strip().lower()
         if host not in self.allowed_hosts():
             return 421, _TEXT, b"this server answers only to 127.0.0.1, localhost and [::1] with its port\n"
@@ -184,11 +158,11 @@ class ViewerServer:
         return rel[len(prefix) :] if rel.startswith(prefix) else _NOT_FOUND
 
     def respond(self, path: str, headers: Any) -> Reply:
-        """(HTTP status, content type, body) for a GET of ``path`` by the rules of the class docstring.
+        """(HTTP status, content type, body) for a GET of ``path``.
 
         Args:
             path: the request path.
-            headers: the request headers (a mapping with case-insensitive ``get``).
+            headers: the request headers (case-insensitive ``get``).
 
         Returns:
             The response.
@@ -212,8 +186,7 @@ class ViewerServer:
         return 200, _TYPES.get(p.suffix, "application/octet-stream"), data
 
     def check_post(self, path: str, headers: Any) -> Reply:
-        """The refusal of a POST of ``path`` by the rules of the class docstring, or ``(0, "", b"")`` when its
-        body may be read and handed to :meth:`receive`.
+        """The refusal of a POST of ``path``, or ``(0, "", b"")`` when its body may be handed to :meth:`receive`.
 
         Args:
             path: the request path.
@@ -241,8 +214,7 @@ class ViewerServer:
         return 0, "", b""
 
     def receive(self, data: bytes) -> Reply:
-        """(HTTP status, content type, body) for a POST body that passed :meth:`check_post`: the JSON reply
-        of ``labels.save`` (400 when the body is not JSON).
+        """(HTTP status, content type, body) for a checked POST body: ``labels.save``'s JSON reply (400 for no JSON).
 
         Args:
             data: the request body.

@@ -1,7 +1,5 @@
 """The report's Answer: a short list of full sentences computed from the same formatted numbers as the tables, one
-module per part (:mod:`.verdict`, :mod:`.how_sure`, :mod:`.more_items`, :mod:`.where`, :mod:`.caveats`,
-:mod:`.summary`), merged here in one place (:func:`compose_answer`) with what the report's sections add.
-"""
+module per part, merged here (:func:`compose_answer`) with what the report's sections add."""
 
 from __future__ import annotations
 
@@ -24,12 +22,10 @@ __all__ = ["Answer", "compose_answer", "kind_lead"]
 
 @dataclass
 class Answer:
-    """The report's Answer as a short list of full sentences: ``verdict`` (the fixed first sentence: winner or
-    tie, scope, metric, full order), ``summary`` (an agent model's text that passed the fact check, "" without
-    one), ``how_sure`` (paired tests, CIs, judge agreement), ``where`` (where the models differ: facets, other
-    metrics), ``more_items`` (when the top two are not separated: how many more items the paired test would need,
-    and their cost), ``caveats`` (coverage, ties, unscored models, self-preference, stored judges...) and
-    ``stamp`` (what was checked in an agent's text, "" without one)."""
+    """The report's Answer as a short list of full sentences: ``verdict`` (the fixed first sentence), ``summary`` (an
+    agent's text that passed the fact check), ``how_sure``, ``where``, ``more_items`` (how many more items would
+    separate the top two), ``caveats``, ``stamp`` (what was checked in an agent's text); ``where_first`` puts "Where it
+    differs" first; ``lead`` is the first item of a question that is not a ranking (:func:`kind_lead`)."""
 
     verdict: str
     how_sure: list[str] = field(default_factory=list)
@@ -40,14 +36,11 @@ class Answer:
     summary_by: str = ""
     stamp: str = ""
     where_first: bool = False
-    """The request asked where the models differ: "Where it differs" is the Answer's first item."""
     lead: str = ""
-    """The first item's text for a question that is not a ranking (:func:`kind_lead`), before the verdict."""
     lead_label: str = ""
 
     def markdown(self) -> str:
-        """The Answer as a Markdown list (one item per part that has sentences; caveats one per sub-item when
-        there are several), then the stamp in italics.
+        """The Answer as a Markdown list (one item per part with sentences), then the stamp in italics.
 
         Returns:
             The Markdown text.
@@ -93,18 +86,16 @@ class Answer:
 
 
 def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[str], sgi_missing: list[str]) -> Answer:
-    """The Answer of a report: the verdict, how sure, more items, where it differs and the caveats, each part's
-    sentences followed by what the sections add to it (:attr:`~sgieval.reports.blocks.Section.answer`).
+    """The Answer of a report, each part's sentences followed by what the sections add to it.
 
     Args:
         ctx: the report context, its statistics set.
         sections: the report's sections, in order.
-        variants: the sentences on variants of the ranking metric that order the models differently (where it
-            differs, after the other metrics').
+        variants: the sentences on variants of the ranking metric that order the models differently.
         sgi_missing: why an SGI-Score is unavailable (the last caveats).
 
     Returns:
-        The Answer (no summary: an agent's summary is added once it passes the fact check).
+        The Answer (no summary yet).
     """
     spec, groups, pairs, stats, one = ctx.spec, ctx.groups, ctx.pairs, ctx.stats, ctx.one_model
     verdict = verdict_sentence(
@@ -152,18 +143,15 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
 
 
 def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -> tuple[str, str]:
-    """The Answer's first item for the question kind the questioning agent understood (``header["question_kind"]``;
-    without one, ``where`` when a section says the request asks where): ``yes_no`` (:func:`.kinds.yes_no`),
-    ``how_much`` (:func:`.kinds.how_much`), ``where`` (label only: the where sentences and :func:`.disagree.where_lead` go first) and ``why``
-    (:func:`.criteria.why`).
+    """The Answer's first item for the question kind (``header["question_kind"]``, else ``where`` when ``asked_where``).
 
     Args:
         ctx: the report context, its statistics set.
-        where: the "Where it differs" sentences of the sections, the other metrics and the variants.
+        where: the "Where it differs" sentences.
         asked_where: a section found the request asks where the models differ.
 
     Returns:
-        ``(label, text)``; ``("", "")`` for a ranking or a how-good question, or with fewer than two ranked models.
+        ``(label, text)``; ``("", "")`` for a ranking or how-good question, or fewer than two ranked models.
     """
     kind = str(ctx.header.get("question_kind", "") or ("where" if asked_where else ""))
     if len(ctx.ranked) < 2 or ctx.pool is None:

@@ -1,6 +1,5 @@
-"""The Answer's caveats: coverage (when the models' scored items differ), shared ranks below first place, unscored
-models, the stand-in metric, a mean dominated by one item, the sensitivity of the order to censored or missing
-stored records, who judged (stored or live) and self-preference."""
+"""The Answer's caveats: coverage, shared ranks below first place, unscored models, the stand-in metric, a mean
+dominated by one item, sensitivity to censored or missing stored records, who judged and self-preference."""
 
 from __future__ import annotations
 
@@ -24,15 +23,15 @@ __all__ = ["coverage_sentence", "fact_caveats", "ranking_caveats", "sensitivity_
 
 
 def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
-    """One Answer sentence with the numbers when the order on the shared items, on each model's own items and
-    with failures counted as wrong are not all the same; None when they agree (or coverage does not differ).
+    """The coverage sentence when the orders on the shared items, on each model's own items and with failures counted
+    as wrong are not all the same.
 
     Args:
         cov: the Coverage.
         spec: the ranking metric.
 
     Returns:
-        The sentence, or None.
+        The sentence, or None when they agree.
     """
     if not cov.differs:
         return None
@@ -67,8 +66,7 @@ def coverage_sentence(cov: Coverage, spec: MetricSpec) -> str | None:
 def ranking_caveats(
     stats: list[ModelStat], groups: list[list[ModelStat]], spec: MetricSpec, cov: Coverage | None
 ) -> list[str]:
-    """The Answer's caveats about the ranking itself: coverage (:func:`~sgieval.reports.build.coverage_sentence`
-    when the readings disagree, else how many items are compared), ties below first place, unscored models."""
+    """The caveats about the ranking itself: coverage, ties below first place, unscored models."""
     out: list[str] = []
     if cov is not None and cov.differs:
         counts = ", ".join(f"{m} {n}" for m, (n, _) in cov.own.items())
@@ -108,10 +106,7 @@ def ranking_caveats(
 
 
 def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]) -> str | None:
-    """The Answer's sensitivity line: leaving out the items
-    whose stored list of any ranked model is censored (ended by an error) or
-    missing (empty), does the order of ``order`` by ``spec`` change?  None
-    when no ranked model has a flagged ``spec`` score.
+    """Whether leaving out the items with a censored or missing stored list of a ranked model changes the order.
 
     Args:
         scores: the run's scores.
@@ -119,7 +114,7 @@ def sensitivity_sentence(scores: list[Score], spec: MetricSpec, order: list[str]
         order: the ranked models, best first.
 
     Returns:
-        The sentence, or None.
+        The sentence, or None when no ranked model has a flagged score.
     """
     bad = flagged_items(scores, spec.name, order)
     if not bad:
@@ -153,8 +148,7 @@ def fact_caveats(
     stand_in: str = "",
     focus: str | None = None,
 ) -> list[str]:
-    """The caveats computed from the scores: the stand-in metric and why, a mean dominated by one item, the
-    sensitivity of the order to censored or missing stored records, who judged (stored or live), self-preference.
+    """The caveats computed from the scores.
 
     Args:
         scores: the run's scores.

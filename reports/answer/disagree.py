@@ -1,9 +1,6 @@
-"""The Answer's "where" sentences for any run with two or more models, whether or not a leader is separated: the
-facet values (discipline, direction, task, type; a rubric's criteria) where the order of the two models the
-question is about (else the top two) flips or their gap is largest, each with its paired test and Holm's
-adjustment over every value tested (``metric_pool.stats.holm``); the items with the widest spread between the
-models (top 5) and the items where the overall order of the two flips, each linked to the viewer.
-"""
+"""The Answer's "where" sentences for any run of two or more models: the facet values (and a rubric's criteria)
+where the order of the two models asked about flips or their gap is largest, with Holm's adjustment
+(``metric_pool.stats.holm``); the items of widest spread and those where the order of the two flips."""
 
 from __future__ import annotations
 
@@ -18,14 +15,11 @@ from .where import item_link
 
 __all__ = ["facet_tests", "where_lead"]
 
-SPREAD_ITEMS = 5
-"""How many items of the widest spread the Answer names."""
+SPREAD_ITEMS = 5  # items of the widest spread the Answer names
 
 
 def facet_tests(ctx: ReportContext, a: str, b: str) -> list[tuple[str, str, Any]]:
-    """The paired test of ``a`` against ``b`` on each facet value's items (facets with two or more values among the
-    items both scored; a value whose items another facet's value already holds is left out), then on each
-    criterion of a rubric ranking metric.
+    """The paired test of ``a`` against ``b`` on each facet value's items (each item set once), then per criterion.
 
     Args:
         ctx: the report context, its statistics set.
@@ -132,8 +126,7 @@ def _flip_sentence(ctx: ReportContext, a: str, b: str, raw: float) -> str:
 
 
 def where_lead(ctx: ReportContext) -> list[str]:
-    """The Answer's "where" sentences (module doc): facet values with Holm-adjusted tests, widest-spread items and
-    items where the order flips; [] with fewer than two ranked models.
+    """The Answer's "where" sentences (module doc); [] with fewer than two ranked models.
 
     Args:
         ctx: the report context, its statistics set.

@@ -1,11 +1,7 @@
-"""The Answer's first item for a question that is not a ranking (the kind the questioning agent understood,
-``header["question_kind"]``): ``yes_no`` (**Yes**, **No** or **Not established**, with the difference, its 95% CI
-and the paired test), ``how_much`` (the difference, its CI, Cohen's d_z and what it means in the metric's units),
-``where`` (:mod:`.disagree`) and ``why`` (:mod:`.criteria`).  ``ranking`` and ``how_good`` keep the verdict first.
-
-Every number comes from the paired test of the metric pool (``metric_pool.stats.paired_test``: permutation
-test, two-sided; 95% paired BCa bootstrap CI of the mean difference) on the items both models scored.
-"""
+"""The Answer's first item for a question that is not a ranking (``header["question_kind"]``): ``yes_no`` and
+``how_much`` here, ``where`` in :mod:`.disagree`, ``why`` in :mod:`.criteria`.  Every number comes from the paired
+test on the items both models scored (``metric_pool.stats.paired_test``: permutation test, two-sided; 95% paired
+BCa bootstrap CI of the mean difference)."""
 
 from __future__ import annotations
 
@@ -25,15 +21,14 @@ _WORSE = re.compile(r"\b(?:worse|lower|weaker|less|behind|below)\b", re.I)
 
 
 def named_models(request: str, models: list[str]) -> list[str]:
-    """The model strings of ``models`` whose identity (``replay:o1-mini`` -> ``o1-mini``, ``replay:phi4:latest`` ->
-    ``phi4``) the request names, in the order the request names them.
+    """The ``models`` whose identity (``replay:phi4:latest`` -> ``phi4``) the request names, first named first.
 
     Args:
         request: the request.
         models: model strings.
 
     Returns:
-        The named ones, first named first.
+        The named ones.
     """
     at: dict[str, int] = {}
     for m in models:
@@ -45,8 +40,7 @@ def named_models(request: str, models: list[str]) -> list[str]:
 
 
 def question_pair(ctx: ReportContext) -> tuple[str, str] | None:
-    """The two models a comparison question is about: the two it names first, else the one it names and the best
-    other ranked model, else the top two of the ranking; None with fewer than two ranked models."""
+    """The two models a comparison question is about: those it names, then the best other ranked models."""
     ranked = [s.model for s in ctx.ranked]
     named = [m for m in named_models(ctx.request, ctx.models) if m in ranked]
     pair = (named + [m for m in ranked if m not in named])[:2]
@@ -54,8 +48,7 @@ def question_pair(ctx: ReportContext) -> tuple[str, str] | None:
 
 
 def compared(ctx: ReportContext) -> tuple[str, str, dict[str, float], dict[str, float], Any] | None:
-    """The two models a comparison question is about (:func:`question_pair`), their per-item values of the ranking
-    metric and their paired test (None when they share fewer than 2 items); None with fewer than two ranked models."""
+    """(a, b, their per-item values, their paired test or None) for :func:`question_pair`; None without a pair."""
     pair = question_pair(ctx)
     if pair is None:
         return None
@@ -64,8 +57,7 @@ def compared(ctx: ReportContext) -> tuple[str, str, dict[str, float], dict[str, 
 
 
 def pair_note(ctx: ReportContext, pair: tuple[str, str]) -> str:
-    """What the comparison stands in for when the request does not name both models of ``pair`` ("" when it
-    does)."""
+    """What the comparison stands in for when the request does not name both models of ``pair`` ("" when it does)."""
     named = [m for m in named_models(ctx.request, ctx.models) if m in pair]
     if len(named) == 2:
         return ""
@@ -75,16 +67,14 @@ def pair_note(ctx: ReportContext, pair: tuple[str, str]) -> str:
 
 
 def paired(ctx: ReportContext, a: dict[str, float], b: dict[str, float]) -> Any:
-    """The pool's paired test of ``a`` against ``b`` with the run's resamples and seed (None under 2 shared items)."""
+    """The pool's paired test of ``a`` against ``b`` (None under 2 shared items)."""
     if ctx.pool is None or len(set(a) & set(b)) < 2:
         return None
     return ctx.pool.paired_test(a, b, n_resamples=ctx.n_resamples, seed=ctx.seed)
 
 
 def units_phrase(diff: float, spec: MetricSpec) -> str:
-    """What a per-item difference means in the metric's units: for a count, ``about 7.5 more accepted answers per
-    question``; for a 0-1 metric, ``about 12 more items in 100 scored 1``; else its share of the scale's range
-    (``23% of the scale's range (0-100) more per item``).
+    """What a per-item difference means in the metric's units (a count, items in 100 for 0-1, else share of the range).
 
     Args:
         diff: the per-item difference on the metric's scale (positive: better).
@@ -107,7 +97,7 @@ def units_phrase(diff: float, spec: MetricSpec) -> str:
 
 
 def ci_of(r: Any) -> str:
-    """``95% CI a to b`` of a paired result's difference, or that it has no CI (equal differences on every item)."""
+    """``95% CI a to b`` of a paired result's difference, or that it has none."""
     if r.ci_low == r.ci_high or math.isnan(r.ci_low):
         return f"no CI: the difference is {fmt(r.mean_diff)} on every one of the {count_phrase(r.n)}"
     return f"95% CI {fmt2(r.ci_low)} to {fmt2(r.ci_high)}"
@@ -127,8 +117,7 @@ def _scope(ctx: ReportContext) -> str:
 
 
 def yes_no(ctx: ReportContext) -> str:
-    """**Yes**, **No** or **Not established** to "Is A better than B (at X)?": the difference with its 95% CI, the
-    paired test, the items both scored and what the data do not settle."""
+    """**Yes**, **No** or **Not established** to "Is A better than B?": the difference, its CI and the paired test."""
     got = compared(ctx)
     if got is None:
         return ""
@@ -164,8 +153,8 @@ def yes_no(ctx: ReportContext) -> str:
 
 
 def how_much(ctx: ReportContext) -> str:
-    """How much better: the difference and its CI on the metric's scale, Cohen's d_z of the paired differences
-    (their mean over their SD, Cohen 1988, section 2.3.5) and what it means in the metric's units."""
+    """How much better: the difference and its CI, Cohen's d_z (mean over SD of the differences, Cohen 1988, section
+    2.3.5) and what it means in the metric's units."""
     got = compared(ctx)
     if got is None:
         return ""

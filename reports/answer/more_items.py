@@ -15,23 +15,17 @@ __all__ = ["MIN_ITEMS_FOR_P05", "items_needed_sentence", "price_per_item", "smal
 
 
 def items_needed_sentence(ctx: ReportContext) -> str:
-    """The Answer's sentence on how many more items would separate the top two when the paired test does not
-    (p >= 0.05), and what they would cost; "" when the top two are separated, untested or corpus-level.
+    """How many more items would separate the top two when the paired test does not (p >= 0.05), and their cost.
 
-    The top two are the two models of a tie for first, or the leader and a runner-up alone in second place (a
-    shared second place has no one runner-up: no sentence).  The count is ``metric_pool.stats.items_to_separate``
-    (``ctx.pool``) on their paired per-item differences (level 5% two-sided, power 80%), raised to the fewest
-    items with which the paired permutation test can reach p < 0.05 at all when the run's items cannot
-    (:func:`smallest_permutation_p`: 4 items give at least p = 0.125), which the sentence then says.  The price
-    per item is :func:`price_per_item`; with ``header["n_matching"]`` (the catalog's items matching the run's
-    filters) the sentence says whether the catalog holds the items needed.
+    The count is ``metric_pool.stats.items_to_separate`` on the paired differences (5% two-sided, power 80%), raised
+    to :data:`MIN_ITEMS_FOR_P05` when the permutation test cannot reach p < 0.05 on the run's items; with
+    ``header["n_matching"]`` the sentence says whether the catalog holds the items needed.
 
     Args:
-        ctx: the report context (the ranking metric's scores the ranking compares, its tie groups and
-            adjacent-pair tests, the usage summary, the paired test's resamples).
+        ctx: the report context.
 
     Returns:
-        One sentence, or "".
+        One sentence, or "" when the top two are separated, untested, shared second place or corpus-level.
     """
     pool, spec, usage, n_items = ctx.pool, ctx.spec, ctx.usage, len(ctx.items)
     assert pool is not None, "the reporting agent sets ctx.pool"
@@ -86,8 +80,7 @@ def items_needed_sentence(ctx: ReportContext) -> str:
 
 
 def _top_two(groups: list[list[ModelStat]], pairs: list[dict[str, Any]]) -> tuple[ModelStat, ModelStat] | None:
-    """The top two the paired test did not separate (a tie for first, or a leader and a runner-up alone in second
-    place, tested as ``pairs[0]``, item-level), else None."""
+    """The top two the paired test did not separate (a tie for first, or leader and a lone runner-up), else None."""
     if not groups or not pairs or pairs[0].get("p") is None or pairs[0]["p"] < 0.05:
         return None
     if len(groups[0]) == 2:
@@ -102,8 +95,7 @@ def _top_two(groups: list[list[ModelStat]], pairs: list[dict[str, Any]]) -> tupl
 
 
 def _floor_sentence(n_used: int, zeros: int, p_min: float) -> str:
-    """Why the paired permutation test cannot reach p < 0.05 on ``n_used`` items (``zeros`` of them without a
-    difference) and how many items it needs at least."""
+    """Why the permutation test cannot reach p < 0.05 on ``n_used`` items and how many it needs at least."""
     return (
         f"With {count_phrase(n_used)} the paired permutation test cannot reach p < 0.05 at all: its "
         f"smallest attainable p is 2/2^{n_used - zeros} = {p_min:.4f} (every difference of one sign"
@@ -118,19 +110,13 @@ def _floor_sentence(n_used: int, zeros: int, p_min: float) -> str:
 
 
 MIN_ITEMS_FOR_P05 = 6
-"""The fewest items with a nonzero paired difference with which the exact two-sided sign-flip permutation test
-can give p < 0.05: its smallest p is 2/2^n (the observed signs and their full flip), 0.0625 at n = 5, 0.03125 at 6."""
+"""The fewest nonzero paired differences with which the sign-flip test can give p < 0.05 (2/2^6 = 0.03125)."""
 
 
 def smallest_permutation_p(diffs: Sequence[float], n_resamples: int = 10000) -> float:
-    """The smallest p the report's paired test (:func:`sgieval.metric_pool.stats.paired_test`, the two-sided
-    sign-flip permutation test of the mean difference, scipy ``permutation_test(permutation_type="samples")``)
-    can give on ``len(diffs)`` items, whatever their differences' magnitudes.
-
-    Exact enumeration (2**n <= ``n_resamples``): only the observed signs and their full flip reach the observed
-    |mean| when every nonzero difference has one sign, and flipping a difference of 0 changes nothing, so
-    p_min = 2 x 2^z / 2^n = 2/2^(n - z) for z differences of 0.  Randomised (2**n > ``n_resamples``): scipy's
-    p = 2 (1 + #resamples at least as extreme) / (n_resamples + 1) is at least 2/(n_resamples + 1).
+    """The smallest p the report's paired test (two-sided sign-flip permutation test, scipy ``permutation_test``) can
+    give on ``len(diffs)`` items: exact (2**n <= ``n_resamples``) 2/2^(n - z) for z differences of 0; randomised at
+    least 2/(n_resamples + 1).
 
     Args:
         diffs: the per-item paired differences (finite).
@@ -148,7 +134,7 @@ def smallest_permutation_p(diffs: Sequence[float], n_resamples: int = 10000) -> 
 
 
 def _cost_of(more: int, usage: dict[str, Any] | None, n_items: int) -> str:
-    """What ``more`` items of the run's kind would cost, for the items-needed sentence."""
+    """What ``more`` items of the run's kind would cost."""
     per_item, source = price_per_item(usage, n_items)
     if per_item is None:
         return f"their cost is not known: {source}"
@@ -156,7 +142,7 @@ def _cost_of(more: int, usage: dict[str, Any] | None, n_items: int) -> str:
 
 
 def _held(n_matching: int | None, n_items: int, more: int) -> str:
-    """Whether the catalog holds the ``more`` items, for the items-needed sentence ("" when not recorded)."""
+    """Whether the catalog holds the ``more`` items ("" when not recorded)."""
     if n_matching is None or n_matching < n_items:
         return ""
     unused = n_matching - n_items
@@ -170,8 +156,7 @@ def _held(n_matching: int | None, n_items: int, more: int) -> str:
 
 
 def price_per_item(usage: dict[str, Any] | None, n_items: int) -> tuple[float | None, str]:
-    """(USD per item, where it comes from): the estimate's USD over its items, else the actual cost over
-    ``n_items``; None when no priced call says."""
+    """(USD per item, where it comes from): the estimate's, else the actual cost over ``n_items``; None when unknown."""
     usage = usage or {}
     est = usage.get("estimate") or {}
     rows = est.get("rows") or []

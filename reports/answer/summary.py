@@ -1,6 +1,5 @@
-"""The Answer's summary: what an agent model's text may cite, and the checks it must pass before it is shown
-beside the fixed verdict (every number, model name, metric name and facet value it cites is in the report, and it
-claims no order of models the paired tests do not establish)."""
+"""The Answer's summary: what an agent model's text may cite, and the checks it must pass before it is shown beside
+the fixed verdict (every number and name it cites is in the report; it claims no order the tests do not establish)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,6 @@ NUMBER = re.compile(r"(?<![\w.])(?<!\w-)-?\d+(?:\.\d+)?(?![\w.]*\w)")
 """A number in text: not part of a word or hyphenated name ("o1-mini", "gpt-4o", "llama3.3")."""
 
 FIXED_NUMBERS_TEXT = "95% confidence intervals; the 5% significance level; rubric criteria 0-10; rubric scores 0-100"
-"""Numbers the report's own fixed wording uses (allowed in a narrative)."""
 
 
 def _as_float(x: str) -> float | None:
@@ -34,15 +32,8 @@ def _as_float(x: str) -> float | None:
 
 
 def numbers_supported(narrative: str, tables_text: str, header_text: str = "") -> list[str]:
-    """Numbers in ``narrative`` that appear neither in ``tables_text`` nor in
-    ``header_text`` (the run header: item counts, K, seed, ...); empty list =
-    the narrative passes the check.
-
-    A number matches when it is written the same way or has the same value
-    ("0.5" matches "0.50", "296" matches "296.0").  Digits inside words or
-    hyphenated names (the "1" of "o1-mini", the "4" of "gpt-4o") are not numbers.  Order of the returned list = order in
-    the narrative (every number of the narrative must be in the report).
-    """
+    """Numbers in ``narrative`` found neither in ``tables_text`` nor ``header_text``, written alike or of equal value
+    ("0.5" matches "0.50"), in narrative order; empty: the narrative passes."""
     present = NUMBER.findall(tables_text) + NUMBER.findall(header_text)
     exact = set(present)
     values = {v for v in (_as_float(x) for x in present) if v is not None}
@@ -55,28 +46,21 @@ def numbers_supported(narrative: str, tables_text: str, header_text: str = "") -
 
 
 NAME = re.compile(r"(?<![\w.:/-])[A-Za-z][\w.:/+-]*[\w+]|(?<![\w.:/-])[A-Za-z]\b")
-"""A word or a name-like token (letters, digits, ``_ . : / - +`` inside)."""
 
 PLAIN_CAPITALS = frozenset({"I", "CI", "CIs", "A", "The", "An"})
-"""Capitalised words a narrative may use mid-sentence without the report stating them."""
 
 
 def _name_like(tok: str) -> bool:
-    """A token that names something (a model, a metric, a benchmark id): it carries a digit, ``_``, ``:``, ``/``,
-    ``+``, an inner ``.``, or a hyphen joining a one-letter part (``gpt-4o``, ``o1-mini``, ``m-a``, ``exact_match``,
-    ``replay:phi4:latest``); hyphenated English words ("idea-generation", "self-preference") are not names."""
+    """A token naming something: a digit, ``_``, ``:``, ``/``, ``+``, ``.``, or a hyphen joining a one-letter part."""
     if any(c.isdigit() for c in tok) or any(c in tok for c in "_:/+") or "." in tok:
         return True
     return "-" in tok and any(len(p) == 1 for p in tok.split("-"))
 
 
 def names_supported(narrative: str, allowed_text: str, known: Iterable[str] = ()) -> list[str]:
-    """Names in ``narrative`` the report does not state: model-like or metric-like tokens (:func:`_name_like`),
-    ``**bold**`` names, and capitalised words inside a sentence (a facet value such as "Biology", a model such as
-    "Claude"), each checked case-insensitively against the words of ``allowed_text`` (the report's tables, run
-    facts and request) and the ``known`` names (target models, metrics, facet values; a model may also be named
-    without its provider prefix, "o1-mini" for "replay:o1-mini").  Returns them in narrative order, without
-    repeats; empty = the narrative passes."""
+    """Names in ``narrative`` the report does not state: name-like tokens, ``**bold**`` names and capitalised words
+    inside a sentence, checked case-insensitively against ``allowed_text`` and ``known`` (a model also without its
+    provider prefix); in narrative order without repeats, empty: the narrative passes."""
     words = {w.casefold() for w in NAME.findall(allowed_text)}
     for k in known:
         k = str(k)
@@ -106,9 +90,7 @@ def names_supported(narrative: str, allowed_text: str, known: Iterable[str] = ()
 
 
 def header_facts(header: dict[str, Any], n_items: int, models: list[str]) -> str:
-    """The run header's facts as one text (what a narrative may cite besides
-    the tables): items selected, K, seed, target models and their count,
-    judges, filters, plus :data:`FIXED_NUMBERS_TEXT`."""
+    """The run header's facts as one text (what a narrative may cite besides the tables)."""
     return (
         f"items selected: {n_items}; K: {header.get('k', 'all matches')}; seed: {header.get('seed', 0)}; "
         f"target models ({len(models)}): {', '.join(models)}; judge: {header.get('judges', 'none')}; "
@@ -128,14 +110,12 @@ NEGATION = re.compile(r"\b(?:not|no|cannot|can't|neither|nor|without|whether)\b"
 
 
 def order_claims_supported(narrative: str, winner: str | None, models: Iterable[str]) -> list[str]:
-    """Sentences of ``narrative`` that claim an order of the target models (:data:`ORDER_CLAIM`, not negated)
-    which the paired tests do not establish: the first model a claiming sentence names must be ``winner``, the
-    leader the verdict's paired test separates from the runner-up (None when no model is established as first, so
-    no sentence may claim one).  A model is named by its full name or without its provider prefix.
+    """Sentences of ``narrative`` claiming an order (:data:`ORDER_CLAIM`, not negated) whose first named model is not
+    ``winner``.
 
     Args:
         narrative: the agent's summary.
-        winner: the verdict's separated leader, or None.
+        winner: the verdict's separated leader, or None (then no sentence may claim an order).
         models: the target models.
 
     Returns:
@@ -173,4 +153,3 @@ difference significant or not significant only from the paired-test table (state
 intervals alone are not a test. Call a model best, first or better than another only where the fixed verdict does."""
 
 CHECKED = "every number, model name, metric name and facet value it cites was checked against the report's tables and run facts"
-"""What the fact check of an agent's narrative covers (the Answer's stamp)."""

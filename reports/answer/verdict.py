@@ -1,6 +1,5 @@
 """The Answer's verdict: the winner (only when the paired test separates it from the runner-up), the tie or no
-established winner, with its scope and metric and the full order grouped by the adjacent paired tests; for one
-model the absolute answer about it."""
+established winner, with its scope and metric and the full order; for one model the absolute answer about it."""
 
 from __future__ import annotations
 
@@ -38,12 +37,8 @@ def focus_narrative(
     groups: list[list[ModelStat]] | None = None,
     pairs: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The absolute answer about one model: its mean (95% CI)
-    and total on ``spec``, then where it stands among the other evaluated
-    models (its rank, shared when tied (``groups``: :func:`~sgieval.reports.build.tie_groups`), and the
-    leader), never "ranks first" of a one-model list; with ``pairs`` (the adjacent-rank entries of
-    :func:`~sgieval.reports.build.pair_entry`), whether the paired tests separate it from the models just above
-    and just below (p < 0.05, two-sided)."""
+    """The absolute answer about ``focus``: its mean (95% CI) and total on ``spec``, its rank among the other models
+    (shared by ``groups``) and the leader, and whether ``pairs``' tests separate it from its neighbours (p < 0.05)."""
     ranked = [s for s in ranking if s.summary is not None]
     groups = groups if groups is not None else [[s] for s in ranked]
     me = next((s for s in ranked if s.model == focus), None)
@@ -121,8 +116,8 @@ def _not_separated_text(tests: list[tuple[ModelStat, dict[str, Any] | None]], co
 def _leader_tests(
     groups: list[list[ModelStat]], pairs: list[dict[str, Any]], leader_tests: dict[str, dict[str, Any]] | None
 ) -> tuple[list[str], str]:
-    """For a leader alone in first place: one clause per model of second place the paired test does not
-    separate it from (none when it separates it from all of them), and whom it is separated from."""
+    """For a leader alone in first place: clauses for the second-place models the paired test does not separate it
+    from, and whom it is separated from."""
     best, second = groups[0][0], groups[1]
     by_pair = {(p.get("a"), p.get("b")): p for p in pairs}
     tests = [(s, (leader_tests or {}).get(s.model) or by_pair.get((best.model, s.model))) for s in second]
@@ -137,8 +132,7 @@ def _leader_tests(
 def separated_winner(
     groups: list[list[ModelStat]], pairs: list[dict[str, Any]], leader_tests: dict[str, dict[str, Any]] | None
 ) -> str | None:
-    """The verdict's winner: the model alone in first place that the paired test separates from every model of
-    second place (:func:`_leader_tests`), else None."""
+    """The model alone in first place that the paired test separates from every second-place model, else None."""
     if len(groups) < 2 or len(groups[0]) != 1:
         return None
     loose, _ = _leader_tests(groups, pairs or [], leader_tests)
@@ -146,14 +140,12 @@ def separated_winner(
 
 
 def separated_order(groups: list[list[ModelStat]], pairs: list[dict[str, Any]], higher_is_better: bool = True) -> str:
-    """The Answer's full order, grouped by the paired tests of adjacent models: ``>`` (``<`` when lower is
-    better) between adjacent models the paired test separates at the 5% level, ``≈`` between adjacent models it
-    does not separate or cannot test, ``=`` inside a shared rank (:func:`~sgieval.reports.build.tie_groups`), e.g.
-    ``"Full order (best first; '>': ...): a ≈ b = c > d."``.
+    """The full order by the adjacent paired tests: ``>`` (``<`` when lower is better) where the test separates at 5%,
+    ``≈`` where it does not or cannot, ``=`` inside a shared rank.
 
     Args:
         groups: the rank groups, best first.
-        pairs: the adjacent-rank tests (``pairs[k]``: rank k against rank k + 1, :func:`pair_entry`).
+        pairs: ``pairs[k]``: rank k against rank k + 1 (:func:`pair_entry`).
         higher_is_better: the metric's direction.
 
     Returns:
@@ -188,20 +180,12 @@ def verdict_sentence(
     leader_tests: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The Answer's fixed first item: the winner, the tie or no established winner, the scope, the metric and
-    the full order grouped by the adjacent paired tests ("alpha > beta = gamma ≈ delta"); for one model (``focus``, or one evaluated) the absolute answer of
-    :func:`focus_narrative`; for one scored model among several, its absolute score and no ranking.
+    :func:`separated_order`; for one model the :func:`focus_narrative`.
 
-    ``groups``: :func:`~sgieval.reports.build.tie_groups` of the ranked models (default: no ties);
-    ``cov``: the ranking metric's :class:`~sgieval.reports.build.Coverage` (None when the item sets agree);
-    ``pairs``: the adjacent-rank test entries (:func:`~sgieval.reports.build.pair_entry`, ``pairs[k]``: rank k
-    against rank k + 1); ``leader_tests``: ``{model: pair_entry}`` of the leader against each model tied for
-    second.
-
-    A leader alone in first place is named the winner (in bold) only when the paired test separates it at the 5%
-    level (p < 0.05, two-sided, unadjusted: the test of the Pairs table and "How sure") from the runner-up, or
-    from every model tied for second; otherwise the sentence says no model is established as first and names the
-    leader and the models it is not separated from (or not tested against, with why).  The full order is
-    :func:`separated_order`."""
+    A leader alone in first place is named the winner only when the paired test separates it at the 5% level
+    (two-sided, unadjusted) from the runner-up or from every model tied for second (``leader_tests``); otherwise the
+    sentence names the models it is not separated from (or not tested against, with why).  ``cov`` says which items
+    are compared when the models' item sets differ."""
     ranked = [s for s in ranking if s.summary is not None]
     groups = groups if groups is not None else [[s] for s in ranked]
     q = _q(request)
@@ -251,8 +235,7 @@ def _first_place(
     on: str,
     value: str,
 ) -> str:
-    """The verdict's sentence on first place (``on``: the items, ``value``: the leader's figure): a tie for first,
-    the winner the paired test separates, or no model established as first."""
+    """The verdict's sentence on first place: a tie, the separated winner, or no model established as first."""
     top, best = groups[0], groups[0][0]
     if len(top) > 1:
         each = (

@@ -1,11 +1,6 @@
-"""The Answer's "Where it differs": the facet values where the overall winner is not first, where its lead comes
-from, where the models differ most, the near-ties and ties (from the "Who wins where" tables), and the other metrics
-that put another model first.
-
-Models whose means are equal at the printed precision (2 decimals) are one group, written "a = b", never ordered by
-name.  A request that asks where the models differ ("where", "which topics", "in which fields") gets these sentences
-first.
-"""
+"""The Answer's "Where it differs": facet values where the overall winner is not first, where its lead comes from,
+where the models differ most, near-ties and ties (from the "Who wins where" tables), and the other metrics that put
+another model first.  Means equal at the printed precision are one group, "a = b"."""
 
 from __future__ import annotations
 
@@ -15,9 +10,9 @@ import statistics
 from typing import Any
 from urllib.parse import quote
 
-from ...core import CORPUS, MetricSpec, Score
+from ...core import MetricSpec, Score
 from ..format import fmt, fmt2, fmt_p, ordinal
-from ..ranking import by_metric, model_means, ordered_by_mean
+from ..ranking import by_metric, item_values, model_means, ordered_by_mean
 
 __all__ = [
     "DOMINANCE_SHARE",
@@ -39,7 +34,6 @@ WHERE_REQUEST = re.compile(
     r"disagree\w*|differ(?:s|ence|ences)?\s+(?:by|across|between)\s+(?:topics?|fields?|disciplines?))\b",
     re.I,
 )
-"""A request that asks where the models differ ("where do they disagree?", "which topics", "in which fields")."""
 
 FACET_WORDS = {
     "discipline": re.compile(r"\b(?:disciplines?|fields?|domains?|sciences?)\b", re.I),
@@ -47,21 +41,19 @@ FACET_WORDS = {
     "task": re.compile(r"\btasks?\b", re.I),
     "type": re.compile(r"\btypes?\b", re.I),
 }
-"""Request words naming a facet ("across disciplines" -> discipline; "which topics" -> direction)."""
 
 NEAR_TIE = 0.10
-"""A facet value is a near-tie when the paired test does not separate its first two models and the first's lead is
-at most this share of its mean (10%)."""
+"""Near-tie: the paired test does not separate the first two and the lead is at most this share of the mean."""
 
 
 def item_link(item_id: str) -> str:
-    """The item's page in the run's HTML viewer (``sgieval view`` writes ``viewer/index.html`` in the run folder).
+    """The item's page in the run's HTML viewer.
 
     Args:
         item_id: an item id.
 
     Returns:
-        The relative link.
+        The link, relative to the run folder.
     """
     return f"viewer/index.html#/item/{quote(item_id, safe='')}"
 
@@ -72,14 +64,11 @@ def asks_where(request: str) -> bool:
 
 
 DOMINANCE_SHARE = 0.4
-"""An item dominates a model's mean when it holds at least this share of the model's total and at least twice the
-next item's value (non-negative metric, 3 or more items)."""
+"""An item dominates a model's mean with this share of its total and twice the next item (values >= 0, 3+ items)."""
 
 
 def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str]) -> dict[str, tuple[list[str], float]]:
-    """Per metric of ``specs``: (the model(s) with the best mean per item over
-    ok item-level scores, that mean); metrics no model has a value for are
-    left out.
+    """Per metric of ``specs``: the model(s) with the best mean per item over ok item-level scores, and that mean.
 
     Args:
         scores: the run's scores.
@@ -87,7 +76,7 @@ def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str])
         models: the target models.
 
     Returns:
-        metric name -> (best models, best mean on the metric's scale).
+        metric name -> (best models, best mean); metrics without a value left out.
     """
     out = {}
     grouped = by_metric(scores)
@@ -102,9 +91,7 @@ def metric_tops(scores: list[Score], specs: list[MetricSpec], models: list[str])
 
 
 def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any] | None:
-    """When one item holds at least :data:`DOMINANCE_SHARE` of ``model``'s
-    total on ``metric`` (non-negative values, 3+ items): ``{"item", "value",
-    "total", "share", "n", "mean", "median"}``; else None.
+    """The item holding at least :data:`DOMINANCE_SHARE` of ``model``'s total on ``metric``, if one does.
 
     Args:
         scores: the run's scores.
@@ -112,13 +99,9 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
         model: a target model.
 
     Returns:
-        The dict, or None.
+        ``{"item", "value", "total", "share", "n", "mean", "median"}``, or None.
     """
-    vals = {
-        s.item_id: float(s.value)
-        for s in scores
-        if s.model == model and s.metric == metric and s.ok and s.value is not None and s.item_id != CORPUS
-    }
+    vals = item_values(scores, model, metric)
     if len(vals) < 3 or any(v < 0 for v in vals.values()):
         return None
     total = sum(vals.values())
@@ -141,11 +124,10 @@ def dominant_item(scores: list[Score], metric: str, model: str) -> dict[str, Any
 
 
 def group_text(r: Any, group: list[str], paren: bool = True) -> str:
-    """``a = b (0.50)`` (``a = b 0.50`` without ``paren``): a tie group of the facet value ``r``
-    (``metric_pool.differences.FacetValue``) with its mean, shared at the printed precision.
+    """``a = b (0.50)`` (``a = b 0.50`` without ``paren``): a tie group of the facet value ``r`` with its mean.
 
     Args:
-        r: the facet value's row.
+        r: the facet value's row (``metric_pool.differences.FacetValue``).
         group: models of one group.
         paren: the mean in parentheses.
 
@@ -157,13 +139,12 @@ def group_text(r: Any, group: list[str], paren: bool = True) -> str:
 
 
 def main_facet(tables: dict[str, list[Any]], request: str, facets: list[str]) -> str:
-    """The facet the Answer speaks of first: the one the request names, else the one with the most values (the
-    finest split; ties by the order of ``facets``).
+    """The facet the Answer speaks of first: the one the request names, else the one with the most values.
 
     Args:
         tables: facet -> its rows.
         request: the request.
-        facets: every facet, in order.
+        facets: every facet, in order (breaks ties).
 
     Returns:
         The facet.
@@ -186,20 +167,18 @@ def facet_sentences(
     """The Answer's sentences from the "Who wins where" tables.
 
     Args:
-        tables: facet -> its rows (``metric_pool.differences.FacetValue``), ``main`` first in the sentences.
-        main: the facet of :func:`main_facet`.
+        tables: facet -> its rows (``metric_pool.differences.FacetValue``).
+        main: the facet of :func:`main_facet`, first in the sentences.
         spec: the ranking metric.
         ranked: (model, overall mean), best first.
         winner: the single overall leader, None when first place is shared.
         separated: whether the paired test separates the leader from the runner-up.
-        lead: where the leader's lead over the second comes from, by value of ``main``
-            (``metric_pool.differences.lead_sources``).
+        lead: ``metric_pool.differences.lead_sources`` by value of ``main``.
         values: model -> item id -> value.
         facet_of: item id -> its value of ``main``.
 
     Returns:
-        The sentences: where the winner is not first, where its lead comes from, where the models differ most, the
-        near-ties and the ties.
+        Where the winner is not first, where its lead comes from, where the models differ most, near-ties and ties.
     """
     unit = f"{spec.name} per item"
     order = [main, *[f for f in tables if f != main]]
@@ -262,7 +241,6 @@ def _lead(
 ) -> list[str]:
     """Where the winner's lead over the second comes from, and that the second place is shared when it is."""
     second = ranked[1][0]
-    # the overall second place may be shared (equal at the printed precision): the lead is over each alike
     co_second = [m for m, mean in ranked[2:] if round(mean, 2) == round(ranked[1][1], 2)]
     total = sum(s.diff for s in shares)
     n_shared = sum(s.n for s in shares)
@@ -299,8 +277,7 @@ def _lead(
 
 
 def _differ_most(gapped: list[tuple[str, Any]], unit: str) -> list[str]:
-    """Where the models differ most: the facet values with the largest gap between the first and the second
-    group (a value named by two facets, a direction equal to its discipline, once)."""
+    """The facet values with the largest gap between the first and the second group (each value once)."""
     if not gapped:
         return []
 
@@ -342,8 +319,7 @@ def metric_disagreement(
     leaders: list[str],
     focus: str | None,
 ) -> list[str]:
-    """The sentence naming the other metrics that put another model first (with an item that dominates that
-    model's mean, and its median), [] when they agree.
+    """The sentence naming the other metrics that put another model first (with an item dominating its mean).
 
     Args:
         scores: the run's scores.
@@ -351,10 +327,10 @@ def metric_disagreement(
         spec: the ranking metric.
         names: the ranked models, best first.
         leaders: the models sharing first place.
-        focus: the one model the request asks about (its first-ranked model is then compared).
+        focus: the one model the request asks about.
 
     Returns:
-        One sentence, or none.
+        One sentence, or none when the metrics agree.
     """
     if len(names) < 2:
         return []

@@ -1,24 +1,12 @@
-"""The report's sections, one module per section in this package, each declaring its builder with
-:func:`section`::
-
-    from ..blocks import Section, Text
-    from ..context import ReportContext
-    from . import section
+"""The report's sections, one module per section in this package, each declaring its builder with :func:`section`::
 
     @section("my_section", title="My section", before="criteria")
     def my_section(ctx: ReportContext) -> Section | None:
         return Section("my_section", "My section", [Text("One sentence.")])
 
-Adding a section is adding its module here: :func:`builders` imports every module of the package and collects
-the builders they declare.  A builder returns a :class:`~sgieval.reports.blocks.Section`, a list of them, or None
-("nothing to show"); what it returns is rendered by the Markdown template, written to ``report.json``, shown by
-the HTML viewer and read by the narrative's fact check.  A builder that raises loses only its own section: the
-report says which one failed and why (:func:`build_sections`).
-
-Placement is by declared neighbours: a section names the section it comes directly ``after`` (or ``before``); a
-section that names none comes first.  Two sections cannot both be directly after (or directly before) the same
-one: to go between ``a`` and the ``b`` that comes after it, name ``before="b"``.
-"""
+A builder returns a Section, a list of them, or None; one that raises loses only its own section.  A section is
+placed directly ``after`` (or ``before``) the section it names, first when it names none; two sections cannot take
+the same place (to go between ``a`` and the ``b`` after it, name ``before="b"``)."""
 
 from __future__ import annotations
 
@@ -35,9 +23,7 @@ Built = Union[Section, Sequence[Section], None]
 
 @dataclass(frozen=True)
 class SectionBuilder:
-    """A declared section: ``name`` (unique), ``title`` (what it shows, for listings), ``build``
-    (``ReportContext -> Section | list[Section] | None``), and the neighbour it is placed directly ``after`` or
-    ``before`` ("" for none)."""
+    """A declared section, built from the context and placed directly ``after`` or ``before`` another."""
 
     name: str
     title: str
@@ -79,8 +65,7 @@ def builders() -> list[SectionBuilder]:
         The builders.
 
     Raises:
-        ValueError: two sections share a name or a place, a neighbour is not a section, or the neighbours form a
-            cycle.
+        ValueError: two sections share a name or a place, a neighbour is not a section, or the places form a cycle.
     """
     found: dict[str, SectionBuilder] = {}
     for info in pkgutil.iter_modules(__path__):
@@ -94,7 +79,7 @@ def builders() -> list[SectionBuilder]:
 
 
 def _placed(found: dict[str, SectionBuilder]) -> list[SectionBuilder]:
-    """``found`` in the order its neighbours declare (module docstring)."""
+    """``found`` in the order its neighbours declare."""
     next_to: dict[tuple[str, str], SectionBuilder] = {}
     roots = []
     for b in sorted(found.values(), key=lambda b: b.name):
@@ -127,10 +112,7 @@ def _placed(found: dict[str, SectionBuilder]) -> list[SectionBuilder]:
 
 
 def build_sections(ctx: ReportContext) -> list[Section]:
-    """Run every section's builder on ``ctx`` in report order and collect their sections.
-
-    A builder that raises adds a note to ``ctx.notes`` naming the section and the error, and the report goes on
-    without that section (a failed section must not lose the report).
+    """Run every section's builder on ``ctx`` in report order; one that raises adds a note to ``ctx.notes`` instead.
 
     Args:
         ctx: the report context.

@@ -1,5 +1,4 @@
-"""Rubric breakdowns: per rubric metric, the mean criterion score (0-10) per target model, as a table and a
-heatmap."""
+"""Rubric breakdowns: per rubric metric, the mean criterion score (0-10) per target model, as a table and a heatmap."""
 
 from __future__ import annotations
 
@@ -17,11 +16,8 @@ from . import section
 
 
 def criterion_scores(score: Score) -> dict[str, float]:
-    """Per-criterion values (0-10) of a rubric Score from ``details["criteria"]``.
-
-    Accepted shapes: ``{name: value}``, ``{name: {"score"|"value": v, ...}}``
-    or ``[{"criterion"|"name": name, "score"|"value": v, ...}, ...]``.
-    Entries without a numeric value (a failed criterion) are left out.
+    """Per-criterion values (0-10) of a rubric Score from ``details["criteria"]``: ``{name: value}``, ``{name:
+    {"score"|"value": v}}`` or ``[{"criterion"|"name": name, "score"|"value": v}]``; entries without a number left out.
 
     Args:
         score: a rubric Score.
@@ -47,21 +43,16 @@ def criterion_scores(score: Score) -> dict[str, float]:
 
 
 def rubric_breakdown(scores: list[Score], rubric: Any, models: list[str]) -> dict[str, Any] | None:
-    """Mean per-criterion score (0-10) per target model for one rubric metric.
-
-    ``rubric``: a spec with ``name``, ``criteria`` (each with ``name``) and
-    optional ``weights``.  Returns ``{"rubric", "criteria": [names],
-    "weights": [w], "means": {model: [mean or NaN per criterion]},
-    "n": {model: [count per criterion]}}`` over the ok item-level scores of
-    that metric, or None when no score carries criterion values.
+    """Mean per-criterion score (0-10) per target model for one rubric metric, over its item-level scores.
 
     Args:
         scores: the run's scores.
-        rubric: see above.
+        rubric: a spec with ``name``, ``criteria`` (each with ``name``) and optional ``weights``.
         models: the target models.
 
     Returns:
-        See above; None when no model has criterion scores.
+        ``{"rubric", "criteria", "weights", "means": {model: [mean or NaN]}, "n": {model: [count]}}``; None when no
+        model has criterion scores.
     """
     names = [c.name for c in rubric.criteria]
     weights = [float((getattr(rubric, "weights", None) or {}).get(n, 1.0)) for n in names]

@@ -1,4 +1,4 @@
-"""Agreement with your labels: how the judges agree with the researcher's own labels, and the prediction-powered
+"""Agreement with your labels: how the judges agree with the researcher's labels, and the prediction-powered
 estimates per target model, one section per labelled metric (``metric_pool.labels.LabelEstimates``)."""
 
 from __future__ import annotations
@@ -60,14 +60,12 @@ def _headline(est: Any, who: str) -> str:
 
 
 def labels_sections(found: list[Any], *, live_judges: bool = True) -> list[Section] | None:
-    """One section per labelled metric (``found``: LabelEstimates): agreement per judge and criterion, then the
-    judge-only, labels-only and PPI++ means per target model, the paired PPI++ differences, and the Answer's
-    sentences (how sure: the agreement and the PPI comparison; caveats: too few labels). ``live_judges``: whether
-    this run's judges made the scores (else they are stored or objective scores, and the text says "the scores").
+    """One section per labelled metric: agreement per judge and criterion, the judge-only, labels-only and PPI++ means
+    per target model, the paired PPI++ differences, and the Answer's sentences.
 
     Args:
-        found: see above.
-        live_judges: the run's judges were live (not stored).
+        found: the LabelEstimates.
+        live_judges: the run's judges made the scores (else "the scores" are stored or objective).
 
     Returns:
         The sections, or None when nothing is labelled.

@@ -1,6 +1,5 @@
-"""Cost and usage: calls, cached and failed calls, tokens, latency and cost per (model, role) from the run's
-ledger, prompt caching, where the prices come from, the estimate made before any call, interrupted calls and the
-budget."""
+"""Cost and usage: calls, cached and failed calls, tokens, latency and cost per (model, role) from the run's ledger,
+prompt caching, where the prices come from, the estimate made before any call, interrupted calls and the budget."""
 
 from __future__ import annotations
 
@@ -16,13 +15,10 @@ def cached_share_text(summ: dict[str, Any]) -> str:
     """The sentence on prompt caching of a ledger summary, "" when no provider reported cached input tokens.
 
     Args:
-        summ: ``Ledger.summary()``: ``rows`` and ``total`` with ``input_tokens`` and ``cache_read_tokens`` (the
-            input tokens a provider served from its prompt cache, part of ``input_tokens``).
+        summ: ``Ledger.summary()``, its ``input_tokens`` and ``cache_read_tokens`` per row and in ``total``.
 
     Returns:
-        E.g. "Prompt caching: 1,200 of 2,000 input tokens (60.0%) were served from the providers' prompt caches,
-        priced at the cached rate where the price is known (...); by model and role: openai:judge (judge) 75.0% of
-        1,600."
+        The sentence, with the cached share per (model, role).
     """
     total = summ.get("total") or {}
     cached, inp = int(total.get("cache_read_tokens") or 0), int(total.get("input_tokens") or 0)
@@ -40,20 +36,8 @@ def cached_share_text(summ: dict[str, Any]) -> str:
     )
 
 
-def usage_section(summ: dict[str, Any], estimate: list[Block]) -> Section:
-    """ "Cost and usage" from a ledger summary (``models.accounting.Ledger.summary()``: ``rows`` and ``total``
-    per (model, role) with calls, cached, failed, tokens, latency in s, cost in USD or None; ``budget_usd``,
-    ``spent_usd``, ``stopped``; ``prices``: where the prices come from; ``interrupted``: calls sent, never
-    answered); ``estimate``: the estimate made before any call, shown beside the actual figures, also when the
-    run made no call).  Unknown prices show as n/a, never 0.
-
-    Args:
-        summ: the ledger summary.
-        estimate: the blocks of the estimate beside the actual figures (``agents.estimate.estimate_blocks``).
-
-    Returns:
-        The section.
-    """
+def _usage_section(summ: dict[str, Any], estimate: list[Block]) -> Section:
+    """ "Cost and usage" from a ``Ledger.summary()`` and the estimate's blocks; unknown prices show as n/a, never 0."""
     if not summ.get("rows"):
         return Section("usage", "Cost and usage", _no_calls(summ, estimate))
 
@@ -112,4 +96,4 @@ def _no_calls(summ: dict[str, Any], estimate: list[Block]) -> list[Block]:
 @section("usage", title="Cost and usage", after="task")
 def usage_builder(ctx: ReportContext) -> Section | None:
     """The "Cost and usage" section of the run's ledger summary (None without one)."""
-    return usage_section(ctx.usage, ctx.usage_estimate) if ctx.usage is not None else None
+    return _usage_section(ctx.usage, ctx.usage_estimate) if ctx.usage is not None else None

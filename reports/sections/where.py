@@ -1,21 +1,18 @@
-"""Who wins where: from the ranking metric's ok item-level scores, one table per facet (discipline, direction, task,
-type) with at least two values among the scored items -- the first model per value, its lead over the second and
-whether the paired test on that value's items separates them (``metric_pool.differences.facet_winners``) --, and
-the items on which the models' order departs most from the overall order (``order_departures``), each linked to
-the item in the HTML viewer.  Its sentences go to the Answer's "Where it differs" (:mod:`..answer.where`).
-"""
+"""Who wins where: from the ranking metric's ok item-level scores, one table per facet with two or more values (the
+first model per value, its lead over the second and whether the paired test separates them), and the items on
+which the models' order departs most from the overall order; its sentences go to the Answer (:mod:`..answer.where`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core import CORPUS, Item, MetricSpec, Score
+from ...core import Item, MetricSpec, Score
 from ..answer.where import asks_where, facet_sentences, group_text, item_link, main_facet
 from ..blocks import Block, Heading, Section, Table, Text
 from ..context import ReportContext, Statistics
 from ..format import fmt2, fmt_p
-from ..ranking import ModelStat, pair_separates
+from ..ranking import ModelStat, item_values, pair_separates, runs_of_equal
 from . import section
 
 __all__ = ["WhereReport", "item_link", "where_report"]
@@ -23,8 +20,7 @@ __all__ = ["WhereReport", "item_link", "where_report"]
 
 @dataclass
 class WhereReport:
-    """The section's blocks (``blocks``) and the Answer's sentences (``sentences``); ``leads``: whether the request
-    asked where the models differ (the sentences then come first); ``tables``: facet -> rows."""
+    """The section's blocks and the Answer's sentences; ``leads``: the request asked where the models differ."""
 
     title: str = "Who wins where"
     blocks: list[Block] = field(default_factory=list)
@@ -36,14 +32,6 @@ class WhereReport:
     def section(self) -> Section:
         """The "Who wins where" report section, its sentences under the Answer's "where" part."""
         return Section("where", self.title, list(self.blocks), answer={"where": list(self.sentences)}, leads=self.leads)
-
-
-def _values(scores: list[Score], metric: str, models: list[str]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {m: {} for m in models}
-    for s in scores:
-        if s.metric == metric and s.model in out and s.ok and s.value is not None and s.item_id != CORPUS:
-            out[s.model][s.item_id] = float(s.value)
-    return {m: v for m, v in out.items() if v}
 
 
 def _row(r: Any, spec: MetricSpec) -> list[str]:
@@ -96,28 +84,24 @@ def where_report(
 
     Args:
         request: the request (whether it asks where, and which facet it names).
-        items: the selected items (their facets).
-        scores: the run's scores (only ``spec``'s ok item-level ones are read).
+        items: the selected items.
+        scores: the run's scores.
         spec: the ranking metric.
-        ranked: (model, overall mean) in ranking order, best first.
-        pool: the metric pool's facet statistics (``facet_winners``, ``lead_sources``, ``order_departures``).
+        ranked: (model, overall mean), best first.
+        pool: the metric pool's facet statistics.
         n_resamples: resamples of the paired tests.
         seed: their seed.
         limit: how many items the departures list shows.
-        leaders: the models sharing first place overall (default: those with the top mean exactly); with more
-            than one there is no single overall winner to place per facet value.
-        separated: whether the paired test separates the single leader from the runner-up (the Answer's
-            verdict test); when not, the leader is called the model with the highest overall mean, never "first
-            overall".
+        leaders: the models sharing first place (default: those with the top mean).
+        separated: whether the paired test separates the single leader from the runner-up.
 
     Returns:
-        A :class:`WhereReport`, or None when fewer than two models are ranked or no facet has two values among the
-        scored items (nothing differs by facet).
+        A :class:`WhereReport`, or None with fewer than two ranked models or no facet with two values.
     """
     if len(ranked) < 2:
         return None
     models = [m for m, _ in ranked]
-    values = _values(scores, spec.name, models)
+    values = {m: v for m in models if (v := item_values(scores, m, spec.name))}
     by_id = {i.id: i for i in items}
     tables: dict[str, list[Any]] = {}
     for facet in pool.facets:
@@ -153,12 +137,7 @@ def where_report(
 def _departures(departures: list[Any], models: list[str], spec: MetricSpec) -> Table:
     lines: list[list[str]] = []
     for d in departures:
-        groups: list[list[str]] = []
-        for m in sorted(d.ranks, key=lambda m: (d.ranks[m], models.index(m))):
-            if groups and d.ranks[m] == d.ranks[groups[-1][0]]:
-                groups[-1].append(m)
-            else:
-                groups.append([m])
+        groups = runs_of_equal(sorted(d.ranks, key=lambda m: (d.ranks[m], models.index(m))), d.ranks.__getitem__)
         shown = (" > " if spec.higher_is_better else " < ").join(
             f"{' = '.join(g)} {round(d.values[g[0]], 2):g}" for g in groups
         )
@@ -188,8 +167,7 @@ def where_section(ctx: ReportContext) -> Section | None:
 
 
 def _leader_separated(groups: list[list[ModelStat]], pairs: list[dict[str, Any]]) -> bool:
-    """Whether the adjacent-pair test of the first and second rank groups separates them at the 5% level, as the
-    Answer's verdict reads it."""
+    """Whether the adjacent-pair test of the first and second rank groups separates them at the 5% level."""
     if len(groups) < 2:
         return False
     first, second = groups[0][-1].model, groups[1][0].model
