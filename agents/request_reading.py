@@ -16,14 +16,9 @@ __all__ = ["RequestReading", "UnclearRequest", "request_unclear", "understand_re
 
 
 class RequestReading(BaseModel):
-    """What the offline path understood of a request.
-
-    ``understood``: request term -> what it names ("'chemistry' -> discipline=Chemistry", "'creative' ->
-    quality creativity", "'o1-mini' -> model", "'exact_match' -> metric").  ``near_misses``: word -> the known
-    term it is a typo of (casefolded optimal-string-alignment distance within
-    :func:`sgieval.agents.vocabulary.max_edits`; facet values first, then qualities, metrics, models).
-    ``unknown``: the other content words, which name nothing the run can measure or select.
-    """
+    """What the offline path understood of a request: ``understood`` (term -> what it names), ``near_misses``
+    (word -> the known term within :func:`~sgieval.agents.vocabulary.max_edits` edits it is a typo of) and ``unknown``
+    (the other content words)."""
 
     understood: dict[str, str] = Field(default_factory=dict)
     near_misses: dict[str, str] = Field(default_factory=dict)
@@ -142,19 +137,8 @@ def _nearest(candidates: list[tuple[str, str]]) -> Callable[[str], str | None]:
 def understand_request(
     request: str, catalog: Catalog, *, metrics: list[str] | None = None, models: list[str] | None = None
 ) -> RequestReading:
-    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use
-    (facet word or value, quality, metric or rubric name, model, number of items, request grammar), else a near miss
-    when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown.
-
-    Args:
-        request: the plain-language request.
-        catalog: the loaded catalog (its facet values).
-        metrics: metric and rubric names the run could rank by.
-        models: model names or strings of the run (targets, stored models).
-
-    Returns:
-        A :class:`RequestReading`.
-    """
+    """Read ``request`` word by word (offline, deterministic): a word is understood when part of a term the run can use,
+    a near miss when a known term is within :func:`max_edits` OSA edits ("chemsitry" -> "Chemistry"), else unknown."""
     from .customisation import _ASKED_QUALITY, _NOT_QUALITIES, detect_qualities
     from .vocabulary import REQUEST_WORDS
 

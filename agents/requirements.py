@@ -17,11 +17,8 @@ SANDBOX_FIX = (
 
 
 class MetricNeeds(BaseModel):
-    """One row of the confirmation: ``metric``, its ``kind`` (objective,
-    judge, rubric), whether it is the ranking metric (``primary``) or a
-    custom rubric (``custom``), ``needs`` (what it uses, e.g. ["judge",
-    "12 items"]), ``available`` (True when every need is met), ``missing``
-    (what is not, one phrase) and ``fix`` (a flag or command)."""
+    """One row of the confirmation: a metric, its kind, whether it ranks or is custom, its ``needs``, whether they are
+    ``available`` and else what is ``missing`` and the ``fix``."""
 
     metric: str
     kind: str = "objective"
@@ -32,8 +29,7 @@ class MetricNeeds(BaseModel):
     missing: str = ""
     fix: str = ""
     judge_missing: bool = False
-    """True when the metric needs a judge and no judge may score any target (no judge, or every target's only
-    judge is that target itself)."""
+    """The metric needs a judge and no judge may score any target."""
 
     def line(self) -> str:
         """The confirmation's line for this metric.
@@ -68,12 +64,8 @@ def metric_needs(
             if not judges:
                 problems.append(("no judge given", JUDGE_FIX))
             elif not allow_self_judge and targets and all(any(same_model(j, t) for t in targets) for j in judges):
-                problems.append(
-                    (
-                        f"the only judge ({', '.join(judges)}) is a target model",
-                        "pass another --judge, or --allow-self-judge",
-                    )
-                )
+                only = f"the only judge ({', '.join(judges)}) is a target model"
+                problems.append((only, "pass another --judge, or --allow-self-judge"))
         # no judge may score any target: none given, or each target's only judges are that target itself
         row.judge_missing = "judge" in row.needs and (
             not judges

@@ -85,17 +85,17 @@ def request_terms(rt: RunContext) -> tuple[list[str], list[str]]:
 
 
 async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], Any] | None = None) -> Update:
-    """Questioning agent: select the items the request asks about, store them in ``items.jsonl`` (once).  A misspelt
+    """Questioning agent: select the items the request asks about, stored in ``items.jsonl`` once.  A misspelt
     request outside ``--yes`` is asked about first (``ask`` payload ``kind`` ``"did_you_mean"``, ``question``,
-    corrected ``request``); a true answer runs the corrected request.
+    ``request``); a true answer runs the corrected request.
 
     Args:
-        state: the evaluation graph's state.
+        state: the graph state.
         rt: the run context.
         ask: the graph's interrupt (None: no question can be asked).
 
     Returns:
-        The state update: ``selection`` (the selection plan, with ``item_ids``).
+        ``selection``: the selection plan, with ``item_ids``.
 
     Raises:
         UnclearRequest: a request the offline path does not understand (``--all`` ranks every item anyway).
@@ -136,14 +136,14 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:
-    """Customisation agent: choose the metrics (predefined, registered, custom rubrics saved under ``rubrics/``).
+    """Customisation agent: choose the metrics (custom rubrics saved under ``rubrics/``).
 
     Args:
-        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        state: the graph state.
         rt: the run context.
 
     Returns:
-        The state update: ``metric_plan`` (a :class:`~sgieval.agents.customisation.MetricPlan` dump).
+        ``metric_plan``: a :class:`~sgieval.agents.customisation.MetricPlan` dump.
 
     Raises:
         InputError: no metric applies to the selected items.
@@ -170,10 +170,10 @@ async def customisation_step(state: State, rt: RunContext) -> Update:
 
 
 def check_until_settled(state: State, rt: RunContext) -> None:
-    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call (also under ``--dry-run``).
+    """Refuse an ``--until-settled`` run whose stopping rule cannot run, before any call.
 
     Args:
-        state: the evaluation graph's state (``selection``, ``metric_plan``).
+        state: the graph state (``selection``, ``metric_plan``).
         rt: the run context.
 
     Raises:
@@ -194,13 +194,13 @@ def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[st
     """The metric confirmation; with ``--yes`` the pre-checks run instead of a question.
 
     Args:
-        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        state: the graph state.
         rt: the run context.
         show: give the payload whatever ``--yes`` says, without the pre-checks (``--dry-run``).
 
     Returns:
-        None with ``--yes`` (confirmed); otherwise the question's payload (``question``, ``predefined``,
-        ``custom``, ``primary``, ``notes``, ``needs``) for the graph's interrupt.
+        None with ``--yes``; else the question's payload (``question``, ``predefined``, ``custom``, ``primary``,
+        ``notes``, ``needs``).
 
     Raises:
         InputError: with ``--yes``: a live open-creativity target without a judge, no metric can run, or the ranking
@@ -226,14 +226,14 @@ def confirmation(state: State, rt: RunContext, *, show: bool = False) -> dict[st
 
 async def evaluation_step(state: State, rt: RunContext) -> Update:
     """Evaluation: the targets answer the selected items and every metric scores them (done units skipped); with
-    ``--until-settled`` chunk by chunk until the ranking is settled (``evaluated["settled"]``).
+    ``--until-settled`` chunk by chunk until the ranking is settled.
 
     Args:
-        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        state: the graph state.
         rt: the run context.
 
     Returns:
-        The state update: ``targets`` (model names) and ``evaluated`` (the counts).
+        ``targets`` (model names) and ``evaluated`` (the counts).
     """
     items = plan_items(rt, state["selection"]["item_ids"])
     plan = MetricPlan.model_validate(state["metric_plan"])
@@ -318,11 +318,11 @@ async def reporting_step(state: State, rt: RunContext) -> Update:
     """Reporting: write ``report.md``.
 
     Args:
-        state: the evaluation graph's state (``selection``, ``metric_plan``, ...).
+        state: the graph state.
         rt: the run context.
 
     Returns:
-        The state update: ``report``, the path of ``report.md``.
+        ``report``: the path of ``report.md``.
     """
     from . import run_report
 
@@ -331,8 +331,7 @@ async def reporting_step(state: State, rt: RunContext) -> Update:
 
 
 def _warming_report_imports(on_progress: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
-    """``on_progress`` that, once the first unit is done, imports what the report needs in a daemon thread (overlapping
-    the model calls)."""
+    """``on_progress`` that, after the first unit, imports what the report needs in a daemon thread."""
     started = False
     warm = worker_active()  # the sgieval command's warm worker imports scipy and matplotlib itself
 

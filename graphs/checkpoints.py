@@ -40,15 +40,8 @@ _EXT_DELTA = 7
 
 
 class StrictSerializer(SerializerProtocol):
-    """A checkpoint serializer that writes as LangGraph's ``JsonPlusSerializer`` and reads only allowlisted types.
-
-    Args:
-        path: the checkpoint file this serializer reads (named in every refusal).
-
-    Raises:
-        TamperedFileError: from :meth:`loads_typed`, when a stored value is pickled or refers to a type outside
-            :data:`ALLOWED_TYPES` (the file may have been tampered with).
-    """
+    """A checkpoint serializer that writes as LangGraph's ``JsonPlusSerializer`` and reads only allowlisted types:
+    anything else (or pickle) raises TamperedFileError naming ``path``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -1,8 +1,6 @@
-"""The evaluation graph: questioning -> customisation -> [confirm] -> evaluation -> reporting.
-
-A LangGraph ``StateGraph`` over :class:`EvalState`, checkpointed in ``runs/<run_id>/state.sqlite`` (thread id = run id)
-so a killed run resumes; records live in the run folder's JSONL files.  Wiring only: each node calls an agent step of
-:mod:`sgieval.agents.run` with the run context, which travels as LangGraph's ``context``."""
+"""The evaluation graph: questioning -> customisation -> [confirm] -> evaluation -> reporting, a LangGraph
+``StateGraph`` over :class:`EvalState` checkpointed in ``runs/<run_id>/state.sqlite`` (thread id = run id); each node
+calls an agent step of :mod:`sgieval.agents.run` with the run context (LangGraph's ``context``)."""
 
 from __future__ import annotations
 
@@ -60,16 +58,7 @@ def after_confirm(state: EvalState) -> str:
 
 
 async def unattended_estimate(state: EvalState, rt: RunContext) -> dict[str, Any] | None:
-    """The estimate of a run confirmed with ``--yes``, for the report's cost section; one that fails is logged and the
-    run goes on.
-
-    Args:
-        state: the graph state after the customisation.
-        rt: the run context.
-
-    Returns:
-        The estimate, or None when it failed.
-    """
+    """The estimate of a run confirmed with ``--yes`` (for the report), or None when it failed (logged)."""
     try:
         return await estimate_step(state, rt)
     except Exception as e:  # noqa: BLE001 - the estimate informs the report; the run it describes goes on

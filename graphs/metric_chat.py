@@ -1,12 +1,7 @@
-"""The metric-definition chat behind ``sgieval metric define``: a ``StateGraph`` over :class:`MetricChatState` that
-pauses with ``interrupt`` whenever it needs the user:
-
-    describe --(user: what the metric measures)--> propose --> review
-    review --(user: "weigh risk awareness double")--> revise --> review
-    review --(user: "done")--> save --> END          review --("cancel")--> END
-
-Interrupt payloads: ``{"kind": "describe", "message"}`` and ``{"kind": "review", "message", "rubric", "yaml"}``; resume
-with ``Command(resume=<user text>)``."""
+"""The metric-definition chat behind ``sgieval metric define``: a ``StateGraph`` (describe -> propose -> review, then
+revise -> review until "done" saves or "cancel" ends) that pauses with ``interrupt`` for the user.  Payloads:
+``{"kind": "describe", "message"}`` and ``{"kind": "review", "message", "rubric", "yaml"}``; resume with
+``Command(resume=<user text>)``."""
 
 from __future__ import annotations
 
