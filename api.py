@@ -311,7 +311,7 @@ async def aevaluate(
         stopped="__interrupt__" in state or state.get("confirmed") is False or not state.get("report"),
         estimate=state.get("estimate") or rt.estimate,
     )
-    if config.dry_run and rt.store.created and not records.responses:
+    if config.dry_run and rt.store.created and not rt.store.read("responses"):
         rt.store.close()  # as `sgieval ask --dry-run`: no run folder kept (a folder this call did not make stays)
         shutil.rmtree(rt.store.root, ignore_errors=True)
     return records

@@ -406,19 +406,15 @@ def read_bytes_in(root: str | Path, path: str | Path, *, single_link: bool = Fal
         InputError: ``path`` or a folder on the way is a link; no regular file; ``single_link`` and other links.
         OSError: it cannot be read (FileNotFoundError: it does not exist).
     """
-    *dirs, name = _parts(root, path)
-    with _folder(root, dirs, create=False) as dfd:
-        fd = _open_at(root, [*dirs, name], os.O_RDONLY | _NONBLOCK, dfd)
-        _regular(fd, root, "/".join([*dirs, name]))
-        if single_link and os.fstat(fd).st_nlink > 1:
-            os.close(fd)
+    with _open_in(root, path, os.O_RDONLY, "rb") as f:
+        if single_link and os.fstat(f.fileno()).st_nlink > 1:
+            rel = "/".join(_parts(root, path))
             raise InputError(
-                f"{'/'.join([*dirs, name])} has other hard links: sgieval copies only files written in the run folder",
+                f"{rel} has other hard links: sgieval copies only files written in the run folder",
                 what=str(root),
                 fix="replace it by a copy of the file (cp, not ln), or remove it",
             )
-        with os.fdopen(fd, "rb") as f:
-            return f.read()
+        return f.read()
 
 
 def read_text_in(root: str | Path, path: str | Path) -> str:
