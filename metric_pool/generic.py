@@ -1,7 +1,5 @@
-"""Metrics of a JSONL benchmark (:mod:`sgieval.benchmarks.jsonl`), 0 or 1 per item: ``exact_match`` (primary),
-``exact_match_normalised`` (METRICS.md D.11) and ``numeric_match`` (within 1%).  The prediction is the last
-``<answer>`` of the final text (A.1, D.8), else the whole text; a non-string reference is compared as JSON;
-multiple-choice items compare option letters; no answer scores 0 with ``details["no_answer"]``."""
+"""Metrics of a JSONL benchmark, 0 or 1 per item: ``exact_match`` (primary), ``exact_match_normalised`` (METRICS.md
+D.11) and ``numeric_match`` (within 1%); multiple-choice items compare option letters."""
 
 from __future__ import annotations
 
@@ -40,7 +38,7 @@ NORMALISED = MetricSpec(
     "6.02 x 10^23 forms read) after rounding to the reference's decimal places, else 0 (METRICS.md D.11).",
     source=SRC + "; METRICS.md D.11",
 )
-NUMERIC_REL_TOL = 0.01  # Relative tolerance of ``numeric_match`` (declared in :data:`NUMERIC`'s description).
+NUMERIC_REL_TOL = 0.01
 NUMERIC = MetricSpec(
     name="numeric_match",
     tasks=["*"],
@@ -62,17 +60,14 @@ def reference_text(value: Any) -> str:
 
 
 def prediction_text(response_text: str) -> str:
-    """The content of the last ``<answer>...</answer>`` (stripped; the SGI-Bench tag rule,
-    :func:`sgieval.metric_pool.sgi.common.extract_answer_tag`), else the stripped response; both read only the text
-    after the last ``</think>`` (METRICS.md D.8)."""
+    """The content of the last ``<answer>...</answer>`` of the final text (METRICS.md D.8), else that text, stripped."""
     text = final_text(response_text or "")  # D.8: the reasoning before the last </think> is never scored
     tagged = extract_answer_tag(text)
     return (tagged if tagged is not None else text).strip()
 
 
-def choice_letters(item: Item) -> list[str] | None:
-    """Option letters of a multiple-choice JSONL item (``reference["options"]``: a list labelled A, B, ... or a dict
-    keyed by letter), or None."""
+def _choice_letters(item: Item) -> list[str] | None:
+    """Option letters of a multiple-choice item (``reference["options"]``: a list labelled A, B, ... or a dict)."""
     opts = (item.reference or {}).get("options") if isinstance(item.reference, dict) else None
     if isinstance(opts, dict) and opts:
         return [str(k) for k in opts]
@@ -81,9 +76,8 @@ def choice_letters(item: Item) -> list[str] | None:
     return None
 
 
-def reference_letter(item: Item, letters: list[str]) -> str:
-    """The gold option letter of a multiple-choice item: the reference itself when it is one of ``letters``; a
-    0-based int index; or the text of one option. Raises ValueError naming the item otherwise."""
+def _reference_letter(item: Item, letters: list[str]) -> str:
+    """The gold option letter of a multiple-choice item: a letter, a 0-based index or an option's text; else ValueError."""
     ref = (item.reference or {}).get("answer")
     opts = item.reference.get("options")
     if isinstance(ref, str) and ref.strip() in letters:
@@ -99,12 +93,9 @@ def reference_letter(item: Item, letters: list[str]) -> str:
     )
 
 
-def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
-    """(letter or None, how it was found) for a multiple-choice reply, reading the text after the last ``</think>``
-    (D.8): the later of the last ``\\boxed{}`` holding an option letter (D.3) and a final ``ANSWER: X`` line (D.9)
-    (:func:`sgieval.metric_pool.sgi.reasoning.final_option`); else the prediction text (:func:`prediction_text`) when
-    it is one letter, possibly wrapped (``<answer>(B)</answer>``, ``B.``).  Letters past the options are skipped;
-    None means no answer found."""
+def _choice_prediction(response_text: str, letters: list[str]) -> tuple[str | None, str]:
+    """(letter or None, how it was found) for a multiple-choice reply: a boxed letter or final ``ANSWER: X`` line (D.3,
+    D.9), else the prediction text when it is one (wrapped) letter."""
     text = final_text(response_text or "")
     got, how = final_option(text, letters)
     if got is not None:
@@ -116,7 +107,7 @@ def choice_prediction(response_text: str, letters: list[str]) -> tuple[str | Non
 
 
 def _score(item: Item, response: Response) -> dict[str, MetricResult]:
-    letters = choice_letters(item)
+    letters = _choice_letters(item)
     if letters:
         return _score_choice(item, response, letters)
     ref = reference_text((item.reference or {}).get("answer")).strip()
@@ -136,8 +127,8 @@ def _score(item: Item, response: Response) -> dict[str, MetricResult]:
 
 
 def _score_choice(item: Item, response: Response, letters: list[str]) -> dict[str, MetricResult]:
-    gold = reference_letter(item, letters)
-    got, how = choice_prediction(response.text, letters)
+    gold = _reference_letter(item, letters)
+    got, how = _choice_prediction(response.text, letters)
     details: dict[str, Any] = {"reference": gold, "prediction": got, "found_by": how}
     if got is None:
         details["no_answer"] = True
@@ -160,10 +151,8 @@ JSONL = "jsonl"
 
 @metric(EXACT, NORMALISED, scope=JSONL)
 class ReferenceMatch(FunctionMetric):
-    """``exact_match`` and ``exact_match_normalised`` (module docstring) for items that have a reference; scores are 0
-    or 1. ``benchmark``: the items scored are those of this benchmark (a YAML user benchmark's name); None: those of any
-    generic JSONL benchmark (``jsonl:<stem>``). ``names``: the specs to compute (default both). Raises InputError for an
-    unknown name."""
+    """``exact_match`` and ``exact_match_normalised`` for the items of ``benchmark`` (None: any ``jsonl:<stem>``) that
+    have a reference; ``names``: the specs to compute (default both)."""
 
     def __init__(self, benchmark: str | None = None, names: Sequence[str] | None = None) -> None:
         specs = [EXACT, NORMALISED]
@@ -184,10 +173,9 @@ class ReferenceMatch(FunctionMetric):
         return mine and item.reference is not None and "answer" in item.reference
 
 
-def numeric_reference(item: Item) -> Decimal | Fraction | None:
-    """The number a JSONL item's reference gives (an int/float, or a string that
-    :func:`sgieval.metric_pool.answers.parse_number` reads), or None; always None for multiple-choice items."""
-    if not isinstance(item.reference, dict) or choice_letters(item):
+def _numeric_reference(item: Item) -> Decimal | Fraction | None:
+    """The number a non-multiple-choice item's reference gives, or None."""
+    if not isinstance(item.reference, dict) or _choice_letters(item):
         return None
     ref = item.reference.get("answer")
     if isinstance(ref, bool) or ref is None:
@@ -198,33 +186,25 @@ def numeric_reference(item: Item) -> Decimal | Fraction | None:
 
 
 def _numeric(item: Item, response: Response) -> MetricResult:
-    ref = numeric_reference(item)
+    ref = _numeric_reference(item)
     if ref is None:
         raise ValueError(f"item {item.id}: the reference is not a number")
     text = final_text(response.text or "")  # D.8: the reasoning before the last </think> is never scored
     got, how = numeric_answer(text)
-    details: dict[str, Any] = {
-        "reference": str(ref),
-        "prediction": None if got is None else str(got),
-        "found_by": how,
-        "rel_tol": NUMERIC_REL_TOL,
-    }
+    details: dict[str, Any] = {"reference": str(ref), "prediction": None if got is None else str(got)}
+    details |= {"found_by": how, "rel_tol": NUMERIC_REL_TOL}
     if got is None:
         details["no_answer"] = True
         shown = cut_next_turn(text).strip()
         return MetricResult(0.0, f"no number found ({how}) in the answer {shown[-120:]!r}; reference {ref}", details)
     v = float(close_enough(ref, got, NUMERIC_REL_TOL))
-    return MetricResult(
-        v,
-        (f"{how}: {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance {NUMERIC_REL_TOL:g}"),
-        details,
-    )
+    why = f"{how}: {got} vs reference {ref}: {'within' if v else 'outside'} relative tolerance {NUMERIC_REL_TOL:g}"
+    return MetricResult(v, why, details)
 
 
 @metric(NUMERIC, scope=JSONL)
 class NumericMatch(FunctionMetric):
-    """``numeric_match`` (:data:`NUMERIC`) for items whose reference is a number: those of ``benchmark`` (a YAML user
-    benchmark's name), or of any generic JSONL benchmark when None."""
+    """``numeric_match`` for the items of ``benchmark`` (None: any generic JSONL one) whose reference is a number."""
 
     def __init__(self, benchmark: str | None = None) -> None:
         super().__init__(NUMERIC, _numeric)
@@ -232,4 +212,4 @@ class NumericMatch(FunctionMetric):
 
     def applies(self, item: Item) -> bool:
         mine = item.benchmark == self.benchmark if self.benchmark else item.benchmark.startswith("jsonl")
-        return mine and numeric_reference(item) is not None
+        return mine and _numeric_reference(item) is not None

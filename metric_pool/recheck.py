@@ -1,7 +1,6 @@
 """``--recheck``: re-decide stored SciAidanBench acceptances with the run's embedder (METRICS.md B.3, B.5): per target
-model, Spearman's rho of recomputed vs stored novelty, the share of same decisions at tau_n = 0.15, the accepted count
-re-walked with the stop rule on stored coherence (a lower bound where the recheck accepts what the run rejected), and
-whether the ranking changes.  Coherence decisions stay the stored judge's."""
+model, Spearman's rho of recomputed vs stored novelty, the share of same decisions, the accepted count re-walked with
+the stop rule on stored coherence, and whether the ranking changes."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from .aidanbench_protocol import TAU_N, _encode, novelty_against, stopping_condi
 
 @dataclass(frozen=True)
 class RecheckRow:
-    """One target model: ``n_answers`` non-first stored answers compared; ``rho`` Spearman (None when undefined);
-    ``same_share`` 0-1; accepted counts summed over ``n_questions`` lists (stored, re-decided)."""
+    """One target model: ``n_answers`` non-first stored answers compared; accepted counts over ``n_questions`` lists."""
 
     model: str
     n_questions: int
@@ -32,8 +30,8 @@ class RecheckRow:
 def recheck_lists(
     lists: Sequence[list[dict[str, Any]]], embedder: Any, *, tau_n: float = TAU_N
 ) -> tuple[list[float], list[float], int, int]:
-    """(recomputed novelties, stored novelties) of the non-first answers of ``lists`` with a stored
-    ``embedding_dissimilarity_score``, and the (stored, re-decided) accepted counts summed over the lists."""
+    """(recomputed, stored) novelties of the non-first answers of ``lists``, and the (stored, re-decided) accepted
+    counts."""
     ours: list[float] = []
     stored: list[float] = []
     n_stored = n_recheck = 0
@@ -59,8 +57,7 @@ def recheck_lists(
 
 
 def recheck(responses: Sequence[Response], embedder: Any, *, tau_n: float = TAU_N) -> list[RecheckRow]:
-    """One :class:`RecheckRow` per target model whose responses carry stored SciAidanBench records
-    (``metadata["records"]``); [] when none does."""
+    """One :class:`RecheckRow` per target model whose responses carry stored SciAidanBench records."""
     from scipy.stats import spearmanr
 
     by_model: dict[str, list[list[dict[str, Any]]]] = {}

@@ -1,7 +1,6 @@
-"""Repeated judge calls (``--judge-repeats k``): each judge is asked ``k`` times per judged item, the r-th draw
-:func:`sgieval.models.base.repeat_of` (judge, r) (cache key from r = 1 on); a judge's value is the mean of its
-successful repeats, the metric's the panel aggregate.  ``details``: ``judge_repeats`` {judge: [value or None]},
-``repeat_failures`` {judge: {repeat: reason}}, ``repeats`` = k; read by :func:`.reliability.reliability`."""
+"""Repeated judge calls (``--judge-repeats k``): each judge is asked ``k`` times per judged item; a judge's value is the
+mean of its successful repeats.  ``details``: ``judge_repeats`` {judge: [value or None]}, ``repeat_failures`` {judge:
+{repeat: reason}}, ``repeats`` = k."""
 
 from __future__ import annotations
 
@@ -14,10 +13,11 @@ from pydantic import BaseModel
 
 from ..core import Item, Response, Score
 from ..models import NamedModel, repeat_of
+from .base import score_for
 
 
 def judge_repeats(ctx: Any) -> int:
-    """``k``: times each judge is asked per item, from ``ctx.options["judge_repeats"]`` (default 1; at least 1)."""
+    """``k`` from ``ctx.options["judge_repeats"]`` (default and at least 1)."""
     opts = getattr(ctx, "options", None) or {}
     try:
         return max(1, int(opts.get("judge_repeats", 1) or 1))
@@ -41,7 +41,7 @@ class Draw:
 
 
 def judge_means(results: Sequence[Draw]) -> dict[str, float]:
-    """{judge: mean of its successful repeats' values}, judges in first-seen order; judges without one left out."""
+    """{judge: mean of its successful repeats' values}."""
     vals: dict[str, list[float]] = {}
     for d in results:
         vals.setdefault(d.judge, [])
@@ -65,11 +65,11 @@ def panel_score(
     """The one Score of a judge panel's verdict on ``response``; the rationale names the failed judges.
 
     Args:
-        value: the panel's value (the mean of the judges that answered).
+        value: the panel's value.
         judges: the panel's judge names, comma-separated.
         evidence: the judges' evidence records.
         rationale: one clause per judge that answered.
-        errors: why each failed judge failed (left out of ``value``).
+        errors: why each failed judge failed.
         details: the Score's details.
 
     Returns:
@@ -77,23 +77,12 @@ def panel_score(
     """
     if errors:
         rationale += f"; failed judges excluded: {'; '.join(errors)}"
-    return [
-        Score(
-            item_id=item.id,
-            model=response.model,
-            metric=metric,
-            value=value,
-            judge=judges,
-            evidence=evidence,
-            rationale=rationale,
-            details=details,
-        )
-    ]
+    fields = {"judge": judges, "evidence": evidence, "rationale": rationale, "details": details}
+    return [score_for(item, response, metric, value, **fields)]
 
 
 def repeat_details(results: Sequence[Draw], k: int) -> dict[str, Any]:
-    """The score's details for ``k`` > 1 (module docstring): ``judge_repeats``, ``repeats`` and, when any repeat failed,
-    ``repeat_failures``; {} when ``k`` is 1."""
+    """The score's details for ``k`` > 1 (module docstring); {} when ``k`` is 1."""
     if k <= 1:
         return {}
     per: dict[str, list[float | None]] = {}
@@ -111,8 +100,7 @@ def repeat_details(results: Sequence[Draw], k: int) -> dict[str, Any]:
 
 @dataclass
 class Repeats:
-    """What :func:`ask_repeats` gathered: one :class:`Draw` per call, every call's judge reply as evidence, the failed
-    calls' reasons and {judge: its last repeat that parsed}."""
+    """What :func:`ask_repeats` gathered; ``parsed``: {judge: its last repeat that parsed}."""
 
     draws: list[Draw] = field(default_factory=list)
     evidence: list[Any] = field(default_factory=list)
@@ -130,10 +118,8 @@ async def ask_repeats(
     value: Callable[[Any], float],
     evidence_fields: Callable[[Any], dict[str, Any]] = lambda parsed: {},
 ) -> Repeats:
-    """Ask every judge ``k`` times (:func:`draws`, one after the other) for a ``schema`` reply to ``messages`` through
-    :func:`sgieval.metric_pool.judge.ask_judge` (``candidate``: the judged text, for its injection flags);
-    ``value(parsed)`` is a parsed reply's value, ``evidence_fields(parsed)`` extra fields of its evidence record. A call
-    that fails is a Draw with value None and its reason (never a zero)."""
+    """Ask every judge ``k`` times, one after the other, for a ``schema`` reply; ``value(parsed)`` is a reply's value,
+    ``evidence_fields(parsed)`` extra fields of its evidence; a failed call is a Draw with value None."""
     from .judge import ask_judge
 
     out = Repeats()

@@ -1,7 +1,7 @@
 """Retrieval-augmented novelty (METRICS.md E; SGI-Bench paper, arXiv 2512.16969, 5.1.1, eqs. 3-5): ``n`` = 4 works
 retrieved (``--corpus``: :class:`sgieval.tools.retrieval.CorpusRetriever`, else ``web_search``), S_avg their mean cosine
 with the idea; ``retrieval_novelty`` = clip(10 (1 - S_avg), 0, 10), ``retrieval_novelty_reward`` = [S_inn > 5],
-``ttrl_reward`` = R_format + R_novelty (0-2).  No work found: ``not_run`` (never 10); a failure: ``infra_error``."""
+``ttrl_reward`` = R_format + R_novelty (0-2).  No work found: ``not_run`` (never 10)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def query_for(item: Item, idea: str) -> str:
 
 def format_reward(item: Item, response: Response) -> int | None:
     """R_format (E.4): 1 when the reply closed a reasoning block and gave a non-empty ``<answer>``; None when the
-    item's prompt did not ask for ``<answer>`` tags."""
+    prompt did not ask for ``<answer>`` tags."""
     if "<answer>" not in (item.prompt or ""):
         return None
     closed = bool(response.reasoning and response.reasoning.strip()) or "</think>" in (response.text or "")
@@ -85,15 +85,11 @@ LITERATURE = (
     r"(?:compared?\s+(?:with|to)|against|relative\s+to|versus|vs\.?)\s+(?:the\s+|these\s+|my\s+|our\s+|existing\s+|"
     r"prior\s+|published\s+)*(?:literature|papers?|publications?|prior\s+work|related\s+work|articles?)"
 )
-"""Words comparing with the literature ("compared with my papers", "against these papers", "relative to prior work");
-with :data:`NOVEL`, a request about novelty relative to the literature (either order)."""
-
-NOVEL = r"novel\w*|original\w*"  # Words naming novelty ("novel", "novelty", "original", "originality").
+NOVEL = r"novel\w*|original\w*"  # with LITERATURE: a request about novelty relative to the literature
 
 
 def searches(options: dict | None, tools: Any = None) -> str | None:
-    """Where retrieval novelty searches in a run, or None when it has nothing to search: the ``--corpus`` folder
-    (``options["corpus"]``: the works nearest by embedding similarity fused with BM25), else the tool pool's ``web_search`` (the web online; offline its own index)."""
+    """Where retrieval novelty searches in a run (the ``--corpus`` folder, else ``web_search``), or None."""
     corpus = (options or {}).get("corpus")
     if corpus:
         return f"searches the papers in {corpus} (nearest by embedding similarity, fused with BM25)"
@@ -111,19 +107,15 @@ def searches(options: dict | None, tools: Any = None) -> str | None:
     unavailable="retrieval novelty needs --corpus <folder> or the search tool",
 )
 class RetrievalNoveltyMetric(Metric):
-    """``retrieval_novelty``, ``retrieval_novelty_reward`` and ``ttrl_reward`` (module docstring).
-
-    ``search``: callable (query, n) -> list of hits with ``title``, ``url``/``source`` and ``snippet`` (default:
-    a BM25 :class:`sgieval.tools.search.WebSearch` over ``ctx.options["corpus"]`` when given, else
-    ``ctx.tools.call("web_search", ...)``, else an ``auto`` WebSearch); ``ctx.embedder`` (default MiniLM, ``ctx.options["embedding_model"]``)."""
+    """``retrieval_novelty``, ``retrieval_novelty_reward`` and ``ttrl_reward``; ``search``: (query, n) -> hits with
+    ``title``, ``url``/``source`` and ``snippet`` (default: the ``--corpus`` folder, else ``web_search``)."""
 
     def __init__(self, *, n: int = N_WORKS, tau: float = TAU, search: Callable[[str, int], Any] | None = None):
         self.n, self.tau, self._search = n, tau, search
 
     @classmethod
     def from_options(cls, options: dict) -> "RetrievalNoveltyMetric":
-        """With the run's ``options["retrieval_novelty"]`` ``n`` (works retrieved, default 4) and ``tau`` (the novelty
-        threshold, default 5).
+        """With the run's ``options["retrieval_novelty"]`` ``n`` and ``tau``.
 
         Args:
             options: the run's metric options.
@@ -137,32 +129,20 @@ class RetrievalNoveltyMetric(Metric):
     def applies(self, item: Item) -> bool:
         return True
 
-    def _corpus_search(self, corpus: str, ctx: ScoringContext) -> Any:
-        """The retriever of the ``corpus`` folder (:class:`sgieval.tools.retrieval.CorpusRetriever` with the run's
-        embedder), one per metric object and folder: the folder is read and its passages embedded once."""
+    def _retriever(self, attr: str, key: Any, ctx: ScoringContext, source: Callable[[], Any]) -> Any:
+        """A CorpusRetriever of ``source()`` (a folder or documents) with the run's embedder, kept in ``attr`` per
+        ``key`` and mode: its passages are embedded once."""
         from ..tools import CorpusRetriever
 
         mode = str(ctx.options.get("retrieval", "hybrid"))
-        cached = getattr(self, "_corpus", None)
-        if cached is None or cached[0] != (corpus, mode):
+        cached = getattr(self, attr, None)
+        if cached is None or cached[0] != (key, mode):
             embedder = self._embedder(ctx)
             name = str(getattr(embedder, "name", None) or ctx.options.get("embedding_model", "minilm"))
-            cached = ((corpus, mode), CorpusRetriever.from_folder(corpus, embedder, mode=mode, embedder_name=name))  # type: ignore[arg-type]
-            self._corpus = cached
-        return cached[1]
-
-    def _local_search(self, web: Any, ctx: ScoringContext) -> Any:
-        """The retriever of a tool pool's offline search index (its documents), one per metric object and index."""
-        from ..tools import CorpusRetriever
-
-        mode = str(ctx.options.get("retrieval", "hybrid"))
-        cached = getattr(self, "_local", None)
-        if cached is None or cached[0] != (id(web), mode):
-            embedder = self._embedder(ctx)
-            docs = web.index().documents
-            name = str(getattr(embedder, "name", None) or ctx.options.get("embedding_model", "minilm"))
-            cached = ((id(web), mode), CorpusRetriever(docs, embedder, mode=mode, embedder_name=name))  # type: ignore[arg-type]
-            self._local = cached
+            src = source()
+            make = CorpusRetriever.from_folder if isinstance(src, str) else CorpusRetriever
+            cached = ((key, mode), make(src, embedder, mode=mode, embedder_name=name))  # type: ignore[arg-type]
+            setattr(self, attr, cached)
         return cached[1]
 
     @staticmethod
@@ -179,7 +159,7 @@ class RetrievalNoveltyMetric(Metric):
         if self._search is not None:
             raw, backend = self._search(query, self.n), "custom"
         elif corpus:  # the user's papers only: never the web, nor the benchmark's own items in the pool's index
-            out = self._corpus_search(str(corpus), ctx).search(query, self.n)
+            out = self._retriever("_corpus", str(corpus), ctx, lambda: str(corpus)).search(query, self.n)
             raw, backend = out.hits, out.backend
         elif ctx.tools is not None and "web_search" in getattr(ctx.tools, "names", []):
             out, _ = ctx.tools.call("web_search", query=query, max_results=self.n)
@@ -187,7 +167,8 @@ class RetrievalNoveltyMetric(Metric):
             if out.backend == "bm25" and local is not None and local.has_local_corpus:
                 # offline: the pool's own texts (the catalog's, any corpus folder), every one ranked by embedding
                 # similarity fused with BM25, not only those sharing a word with the query (METRICS.md E.1)
-                out = self._local_search(local, ctx).search(query, self.n)
+                retriever = self._retriever("_local", id(local), ctx, lambda: local.index().documents)
+                out = retriever.search(query, self.n)
             raw, backend = out.hits, out.backend
         else:
             from ..tools import WebSearch
@@ -197,13 +178,8 @@ class RetrievalNoveltyMetric(Metric):
         hits = []
         for h in list(raw)[: self.n]:
             get = (lambda k, h=h: h.get(k)) if isinstance(h, dict) else (lambda k, h=h: getattr(h, k, None))
-            hits.append(
-                {
-                    "title": str(get("title") or ""),
-                    "source": str(get("url") or get("source") or ""),
-                    "snippet": str(get("snippet") or ""),
-                }
-            )
+            hit = {"title": str(get("title") or ""), "source": str(get("url") or get("source") or "")}
+            hits.append(hit | {"snippet": str(get("snippet") or "")})
         return hits, backend
 
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
@@ -218,16 +194,9 @@ class RetrievalNoveltyMetric(Metric):
         except Exception as e:  # noqa: BLE001 - any search failure is an infra_error with its reason (E.5)
             return self.failed(item, response, "infra_error", f"search failed: {type(e).__name__}: {e}")
         embedder_name = getattr(ctx.embedder, "name", None) or ctx.options.get("embedding_model", "minilm")
-        evidence: dict[str, Any] = {
-            "tool": "web_search",
-            "kind": "retrieval",
-            "query": query,
-            "backend": backend,
-            "embedder": str(embedder_name),
-            "n_requested": self.n,
-            "n_found": len(hits),
-            "works": [{"title": h["title"], "source": h["source"]} for h in hits],
-        }
+        evidence: dict[str, Any] = {"tool": "web_search", "kind": "retrieval", "query": query, "backend": backend}
+        evidence |= {"embedder": str(embedder_name), "n_requested": self.n, "n_found": len(hits)}
+        evidence["works"] = [{"title": h["title"], "source": h["source"]} for h in hits]
         if not hits:
             why = f"no related work found for the query {query!r} ({backend}); novelty not scored"
             fields = {"details": {"not_applicable": True}, "evidence": [as_evidence(evidence)]}
@@ -256,14 +225,14 @@ class RetrievalNoveltyMetric(Metric):
             REWARD.name: (r_nov, f"{base}; S_inn {'>' if r_nov else '<='} tau = {self.tau:g}"),
             TTRL.name: (float(ttrl), f"R = R_format + R_novelty = {ttrl:g} ({fmt_note}; R_novelty = {r_nov:g})"),
         }
+        ev = [as_evidence(evidence)]
         return [
-            Score(item_id=item.id, model=response.model, metric=name, value=value, rationale=why,
-                  evidence=[as_evidence(evidence)], details=details)
+            score_for(item, response, name, value, rationale=why, evidence=ev, details=details)
             for name, (value, why) in rationales.items()
-        ]  # fmt: skip
+        ]
 
     def _similarities(self, ctx: ScoringContext, idea: str, hits: list[dict], evidence: dict[str, Any]) -> list[float]:
-        """cos(idea, work) for each work found (title and snippet), with the run's embedder (named in ``evidence``)."""
+        """cos(idea, work) for each work found (title and snippet), with the run's embedder."""
         loaded = ctx.embedder is None
         embedder = self._embedder(ctx)
         if loaded:
