@@ -54,23 +54,17 @@ class Benchmark:
 
     Fields:
         name: ``Item.benchmark`` of its items and the ``-b`` value (``"sgi-bench"``).
-        description: one line for listings.
         loader: ``loader(folder) -> list[Item]``; raises InputError / DataNotFoundError naming file and fix.
         folder: the sub-folder of a data root holding the data (default ``name``).
         markers: file names that mark a folder as holding the data; empty: any ``*.jsonl``/``.parquet``/``.json``.
         pull: ``pull(dest) -> dest`` downloads the public data; None: no public download.
         skipped: ``skipped(folder) -> list[str]``: files the loader leaves out, as ``<file> (<why>)``.
-        source: where the data comes from, shown by ``sgieval data``.
-        tasks: the task names its items use.
-        facets: facet -> what it means here.
-        vocabulary: the offline request vocabulary.
         prompts: task -> a ``str.format`` template over the record's fields (:func:`literal`).
         metrics: the metrics scored on every run over its items (``@metric`` in this scope, else ``"*"``).
         primary: task -> the metric the ranking uses by default.
         prefer: quality -> metric names measuring it here, best first; else ``MetricSpec.qualities`` in pool order.
         owns: ``owns(item_benchmark) -> bool`` for derived item names (``jsonl:<stem>``); None: only ``name``.
-        data_root: True when the data is a folder in the data roots; False when the loader gets a file path or knows
-            its own files (a YAML benchmark).
+        data_root: False when the loader gets a file path or knows its own files (a YAML benchmark).
         path_suffixes: ``-b <path>`` with one of these suffixes is loaded by this loader.
     """
 
