@@ -12,6 +12,7 @@ import asyncio
 import email.utils
 import random
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal, TypeVar
 
@@ -67,10 +68,8 @@ def retry_after_s(exc: BaseException) -> float | None:
         return None
     if ra is None:
         return None
-    try:
+    with suppress(ValueError):
         return max(0.0, float(ra))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(ra)
         return max(0.0, when.timestamp() - time.time())

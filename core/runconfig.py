@@ -138,10 +138,8 @@ def run_options(config_cls: type[BaseModel]) -> list[RunOption]:
                 'Option an off_help saying what the flag does (e.g. "Do not use the model-call cache: ...")'
             )
         help_text = " ".join(info.description.split())  # type: ignore[union-attr]
-        if info.default_factory is not None:
-            default = info.default_factory()  # type: ignore[call-arg]
-        else:
-            default = None if info.default is PydanticUndefined else info.default
+        default = info.get_default(call_default_factory=True)
+        default = None if default is PydanticUndefined else default
         out.append(
             RunOption(
                 field=name,

@@ -45,10 +45,9 @@ class ConsoleProcess:
         if enabled is None:
             from .settings import load_settings
 
-            try:
+            enabled = True
+            with contextlib.suppress(Exception):  # a bad setting is reported by the command itself
                 enabled = load_settings().fast_start
-            except Exception:  # noqa: BLE001 - a bad setting is reported by the command itself
-                enabled = True
         self.enabled = bool(enabled)
         self.heavy = heavy
         self.paused = False

@@ -469,8 +469,7 @@ class RunStore:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            holder = run_holder(self.root)
-            raise _in_use(self.root, holder) from None
+            raise _in_use(self.root, run_holder(self.root)) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))
         self._lock.append(fd)
@@ -556,11 +555,8 @@ class RunStore:
 
 def _same_record(a: BaseModel, b: BaseModel) -> bool:
     """Whether two records of one key are the same record, whichever invocation wrote each."""
-    if a.model_dump_json() == b.model_dump_json():
-        return True
-    if not isinstance(a, (Response, Score)) or not isinstance(b, (Response, Score)):
-        return False
-    return a.model_dump_json(exclude={"invocation"}) == b.model_dump_json(exclude={"invocation"})
+    ex = {"invocation"} if isinstance(a, (Response, Score)) and isinstance(b, (Response, Score)) else None
+    return a.model_dump_json(exclude=ex) == b.model_dump_json(exclude=ex)
 
 
 def _reason(e: BaseException) -> str:
