@@ -72,17 +72,9 @@ def _env_name(service: str) -> str:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """One model string, parsed (module doc).
-
-    Attributes:
-        spec: the string as given (stripped), what records and reports show.
-        provider: the registry prefix, or ``""`` for a stored model name without one.
-        name: the model id the provider is asked for.
-        service: the server name of an ``openai-api:<service>/<model>`` string, else ``""``.
-        base_url: the server's base URL once resolved.
-        base_url_var: the variable holding the base URL, or None.
-        key_var: the variable holding the API key, None when no key is needed.
-    """
+    """One model string, parsed: ``spec`` as given (stripped), ``provider`` the registry prefix (``""`` for a stored
+    model name), ``name`` the model id the provider is asked for, ``service`` the server of an ``openai-api:`` string,
+    ``base_url`` once resolved, and the variables holding the base URL and the API key (None: not needed)."""
 
     spec: str
     provider: str

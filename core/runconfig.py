@@ -32,18 +32,9 @@ _UNSET: Any = object()
 
 @dataclass(frozen=True)
 class Option:
-    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; default: its own name).
-
-    Attributes:
-        flag: the ``ask`` long flag (default ``--<field-name>``); for a bool defaulting to True it switches it off.
-        short: the ``ask`` short flag, or "" for none.
-        keyword: the ``evaluate`` keyword (default: the field name).
-        cli: False: not an ``ask`` option.
-        api: False: not an ``evaluate`` keyword.
-        positional: the ``ask`` argument and ``evaluate``'s first positional parameter (``request``).
-        api_default: the keyword's default when it differs from the field's.
-        off_help: the help of an ``ask`` flag that switches a True bool off (``--no-cache``).
-    """
+    """How one RunConfig field is spelled as a run option (``Annotated`` metadata; default: ``--<field-name>`` and the
+    field name): a ``flag`` of a bool defaulting to True switches it off (``off_help`` is its help); ``cli``/``api``
+    False keep it off that side; ``positional``: the ``ask`` argument and ``evaluate``'s first parameter."""
 
     flag: str = ""
     short: str = ""
