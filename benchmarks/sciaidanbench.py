@@ -38,6 +38,7 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
     """Items from ``folder/questions.json``; ``published_only`` keeps the 155 questions of the published results (False:
     all 157). InputError naming the file and field on malformed input."""
     path = folder / "questions.json"
+    restore = "restore the file with `sgieval data pull sciaidanbench`"
     try:
         raw = json_loads_strict(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
@@ -49,17 +50,9 @@ def load_questions(folder: Path, *, published_only: bool = True) -> list[Item]:
     except FileNotFoundError as e:
         raise InputError("file not found", what=str(path), fix="point --data-dir at a SciAidanBench folder") from e
     except json.JSONDecodeError as e:
-        raise InputError(
-            f"invalid JSON at line {e.lineno}: {e.msg}",
-            what=str(path),
-            fix="restore the file with `sgieval data pull sciaidanbench`",
-        ) from e
+        raise InputError(f"invalid JSON at line {e.lineno}: {e.msg}", what=str(path), fix=restore) from e
     if not isinstance(raw, list):
-        raise InputError(
-            "expected a JSON list of question objects",
-            what=str(path),
-            fix="restore the file with `sgieval data pull sciaidanbench`",
-        )
+        raise InputError("expected a JSON list of question objects", what=str(path), fix=restore)
     items = []
     for n, q in enumerate(raw):
         for f in ("domain", "question"):
@@ -120,51 +113,44 @@ def load_stored_answers(path: Path) -> list[StoredAnswers]:
         InputError: naming the file and the JSON path of the first malformed part.
     """
     fix = "restore it with `sgieval data pull sciaidanbench`, or use the layout in the README's \"Data\" section"
+
+    def bad(problem: str) -> InputError:
+        return InputError(problem, what=str(path), fix=fix)
+
     try:
         data = json_loads_strict(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", what=str(path), fix=fix) from e
+        raise bad(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
     except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", what=str(path), fix=fix) from e
+        raise bad(f"not UTF-8 text ({e.reason} at byte {e.start})") from e
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", what=str(path), fix=fix) from e
+        raise bad(f"cannot read: {e.strerror}") from e
     if not isinstance(data, dict) or not isinstance(data.get("domains"), dict):
-        raise InputError("top level must be an object with a 'domains' object", what=str(path), fix=fix)
+        raise bad("top level must be an object with a 'domains' object")
     out: dict[str, StoredAnswers] = {}
     for domain, dv in data["domains"].items():
         if not isinstance(dv, dict):
-            raise InputError(f"domains.{domain} must be an object", what=str(path), fix=fix)
+            raise bad(f"domains.{domain} must be an object")
         subs = {domain: dv} if "models" in dv else dv
         for sub, sv in subs.items():
             where = f"domains.{domain}" + ("" if sub == domain else f".{sub}")
             if not isinstance(sv, dict) or not isinstance(sv.get("models"), dict):
-                raise InputError(f"{where} lacks a 'models' object", what=str(path), fix=fix)
+                raise bad(f"{where} lacks a 'models' object")
             for model, temps in sv["models"].items():
                 if not isinstance(temps, dict):
-                    raise InputError(
-                        f"{where}.models.{model} must map temperature -> questions", what=str(path), fix=fix
-                    )
+                    raise bad(f"{where}.models.{model} must map temperature -> questions")
                 store = out.setdefault(model, StoredAnswers(model=model, path=path))
                 for temp, qs in temps.items():
                     if not isinstance(qs, dict):
-                        raise InputError(
-                            f"{where}.models.{model}.{temp} must map question -> records", what=str(path), fix=fix
-                        )
+                        raise bad(f"{where}.models.{model}.{temp} must map question -> records")
                     for question, recs in qs.items():
+                        at = f"{where}.models.{model}.{temp}[{question[:40]!r}]"
                         if not isinstance(recs, list):
-                            raise InputError(
-                                f"{where}.models.{model}.{temp}[{question[:40]!r}] must be a list of records",
-                                what=str(path),
-                                fix=fix,
-                            )
+                            raise bad(f"{at} must be a list of records")
                         for k, r in enumerate(recs):
                             missing = [f for f in RECORD_FIELDS if not isinstance(r, dict) or f not in r]
                             if missing:
-                                raise InputError(
-                                    f"record {k} of {where}.models.{model}.{temp}[{question[:40]!r}] lacks field {missing[0]!r}",
-                                    what=str(path),
-                                    fix=fix,
-                                )
+                                raise bad(f"record {k} of {at} lacks field {missing[0]!r}")
                         lst = {"records": recs, "temperature": temp, "domain": domain, "subdomain": sub}
                         old = store.by_question.get(question, {"lists": []})
                         store.by_question[question] = _merge_lists(old["lists"] + [lst])

@@ -72,47 +72,35 @@ def _claim(where: str, rec: dict) -> tuple[str, dict[str, Any], int, str]:
     """A record's id, fields by canonical name, Likert score and explanation; InputError naming the field."""
     vals: dict[str, Any] = {}
     keys: dict[str, str] = {}
+
+    def bad(field: str, problem: str, label: str = "SFBench claim") -> InputError:
+        return InputError(f"{label}: field '{keys.get(field, field)}' {problem}", what=where, fix=_FIX[field])
+
     for field in FIELD_ALIASES:
         found, value, key = _pick(rec, field)
         if not found or value is None:
-            raise InputError(f"SFBench claim: field '{field}' is missing", what=where, fix=_FIX[field])
+            raise bad(field, "is missing")
         vals[field], keys[field] = value, key
     cid = vals["id"]
     if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
-        raise InputError(
-            f"SFBench claim: field '{keys['id']}' must be a non-empty string or integer (got {cid!r})",
-            what=where,
-            fix=_FIX["id"],
-        )
+        raise bad("id", f"must be a non-empty string or integer (got {cid!r})")
     cid = str(cid).strip()
     label = f"SFBench claim {cid!r}"
     try:
         score = _likert(vals["score"])
     except ValueError as e:
-        raise InputError(
-            f"{label}: field '{keys['score']}' {e} (got {vals['score']!r})", what=where, fix=_FIX["score"]
-        ) from None
+        raise bad("score", f"{e} (got {vals['score']!r})", label) from None
     if score not in LIKERT_LEVELS:
-        raise InputError(
-            f"{label}: field '{keys['score']}' = {score} is outside the Likert scale -2..2",
-            what=where,
-            fix=_FIX["score"],
-        )
+        raise bad("score", f"= {score} is outside the Likert scale -2..2", label)
     expl = vals["explanation"]
     if isinstance(expl, list) and all(isinstance(x, str) for x in expl):
         expl = "\n".join(expl)
     for field in ("claim", "subdomain", "assessment_date"):
         v = vals[field]
         if not isinstance(v, str) or not v.strip():
-            raise InputError(
-                f"{label}: field '{keys[field]}' must be a non-empty string (got {v!r})", what=where, fix=_FIX[field]
-            )
+            raise bad(field, f"must be a non-empty string (got {v!r})", label)
     if not isinstance(expl, str):
-        raise InputError(
-            f"{label}: field '{keys['explanation']}' must be a string or a list of strings (got {type(expl).__name__})",
-            what=where,
-            fix=_FIX["explanation"],
-        )
+        raise bad("explanation", f"must be a string or a list of strings (got {type(expl).__name__})", label)
     return cid, vals, score, expl
 
 

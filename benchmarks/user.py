@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..core import GENERIC, InputError, Item, load_yaml
+from ..core import GENERIC, DataNotFoundError, InputError, Item, load_yaml
 from ..metric_pool import Metric, NumericMatch, ReferenceMatch, RubricMetric, load_rubric, metric, unregister_scope
 from .base import Benchmark, Vocabulary
 from .jsonl import input_error_from_validation, load_jsonl
@@ -145,8 +145,6 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
     """The :class:`~sgieval.benchmarks.base.Benchmark` a YAML file defines (module docstring); its loader reads the
     listed JSONL files. InputError naming file, field and fix for bad YAML or a bad field; DataNotFoundError for a
     missing file."""
-    from ..core import DataNotFoundError
-
     p = Path(path).expanduser()
     where = str(p)
     if not p.is_file():
@@ -186,7 +184,7 @@ def load_yaml_benchmark(path: str | Path) -> Benchmark:
         )
     v = spec.vocabulary
     base = p.resolve().parent
-    tasks = tuple(dict.fromkeys([spec.facets.get("task", GENERIC)]))
+    tasks = (spec.facets.get("task", GENERIC),)
 
     def loader(_folder: Path | None = None) -> list[Item]:  # the definition knows its own files
         return _items(spec, base, where)
