@@ -9,9 +9,9 @@ import datetime as _dt
 import json
 import sys
 import traceback
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, MutableMapping, Callable
+from typing import Any, Callable, Iterator, MutableMapping
 
 import structlog
 
@@ -108,40 +108,36 @@ def _console_view(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> 
     return event
 
 
-class run_logging:  # noqa: N801 - a context manager, used like contextlib helpers
+@contextmanager
+def run_logging(run_dir: str | Path, run_id: str, *, stream: Any = None, secrets: Any = None) -> Iterator[Any]:
     """``with run_logging(run_dir, run_id): ...``: this context's sgieval log events go to ``run_dir/log.jsonl`` and as
-    a human line to ``stream`` (default ``sys.stderr``), ``secrets`` masked in both."""
+    a human line to ``stream``, ``secrets`` masked in both.
 
-    def __init__(self, run_dir: str | Path, run_id: str, *, stream: Any = None, secrets: Any = None):
-        self.path = Path(run_dir) / "log.jsonl"
-        self.run_id = run_id
-        self.stream = stream
-        self.mask: Callable[[str], str] = secrets.mask if secrets else redact_secrets
-        self._token: contextvars.Token | None = None
-        self._bound: Any = None
+    Args:
+        run_dir: the run folder.
+        run_id: the run id, bound to every event.
+        stream: the stream of the human lines (default ``sys.stderr``).
+        secrets: the run's SecretValues (default: masking by pattern only).
 
-    def __enter__(self) -> Any:
-        logger = structlog.wrap_logger(
-            structlog.PrintLogger(self.stream if self.stream is not None else sys.stderr),
-            processors=[
-                structlog.contextvars.merge_contextvars,
-                structlog.processors.add_log_level,
-                structlog.processors.TimeStamper(fmt="iso"),
-                _to_file(self.path, self.mask),
-                _console_view,
-                structlog.dev.ConsoleRenderer(colors=False),
-            ],
-            cache_logger_on_first_use=False,
-        )
-        self._bound = structlog.contextvars.bound_contextvars(run_id=self.run_id)
-        self._bound.__enter__()
-        self._token = _sink.set(logger)
-        return logger
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._token is not None:
-            _sink.reset(self._token)
-            self._token = None
-        if self._bound is not None:
-            self._bound.__exit__(*exc)
-            self._bound = None
+    Yields:
+        The run's logger.
+    """
+    mask: Callable[[str], str] = secrets.mask if secrets else redact_secrets
+    logger = structlog.wrap_logger(
+        structlog.PrintLogger(stream if stream is not None else sys.stderr),
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            _to_file(Path(run_dir) / "log.jsonl", mask),
+            _console_view,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        cache_logger_on_first_use=False,
+    )
+    with structlog.contextvars.bound_contextvars(run_id=run_id):
+        token = _sink.set(logger)
+        try:
+            yield logger
+        finally:
+            _sink.reset(token)

@@ -118,9 +118,6 @@ class SecretValues:
     def __or__(self, other: "SecretValues") -> "SecretValues":
         return SecretValues([*self._values, *other._values])
 
-    def __bool__(self) -> bool:
-        return bool(self._values)
-
     def __len__(self) -> int:
         return len(self._values)
 

@@ -7,9 +7,10 @@ InputError naming the variable and the fix. ``install.sh`` reads a few more vari
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 import os
 import re
@@ -190,18 +191,18 @@ def current_settings() -> Settings:
     return s if s is not None else load_settings()
 
 
-class use_settings:  # noqa: N801 - used as a context manager, like contextlib helpers
-    """``with use_settings(s): ...`` makes ``s`` what :func:`current_settings` returns in this context (and its tasks)."""
+@contextlib.contextmanager
+def use_settings(settings: Settings) -> Iterator[Settings]:
+    """``with use_settings(s): ...`` makes ``s`` what :func:`current_settings` returns in this context (and its tasks).
 
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self._token: contextvars.Token | None = None
+    Args:
+        settings: the run's settings.
 
-    def __enter__(self) -> Settings:
-        self._token = _run_settings.set(self.settings)
-        return self.settings
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._token is not None:
-            _run_settings.reset(self._token)
-            self._token = None
+    Yields:
+        ``settings``.
+    """
+    token = _run_settings.set(settings)
+    try:
+        yield settings
+    finally:
+        _run_settings.reset(token)
