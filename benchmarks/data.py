@@ -104,17 +104,15 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
     sub = defn.data_folder
     named = named_root(data_dir)
     if named is None:
-        looked: list[str] = []
-        for root in data_roots():
-            cand = root / sub
-            looked.append(str(cand))
-            if defn.holds(cand):
-                return cand
-        if required:
+        looked = [root / sub for root in data_roots()]
+        found = next((cand for cand in looked if defn.holds(cand)), None)
+        if found is None and required:
             raise DataNotFoundError(
-                f"no {benchmark} data found (looked in: {', '.join(looked)})", what=benchmark, fix=how_to_get(benchmark)
+                f"no {benchmark} data found (looked in: {', '.join(map(str, looked))})",
+                what=benchmark,
+                fix=how_to_get(benchmark),
             )
-        return None
+        return found
     root, label = named
     pull_fix = f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""
     if not root.exists():

@@ -247,12 +247,11 @@ def pull_sciaidanbench(dest: Path) -> Path:
             if "/results/per_model/" in m.name and m.name.endswith(".json") and m.isfile():
                 data = json.load(tar.extractfile(m))  # type: ignore[arg-type]
                 name = Path(m.name).name
-                if _pseudo_file(Path(name)):  # an ensemble's results: kept apart, never a target
-                    (dest / "responses" / "pseudo").mkdir(parents=True, exist_ok=True)
-                    (dest / "responses" / "pseudo" / name).write_text(json.dumps(data), encoding="utf-8")
-                    continue
-                (dest / "responses" / name).write_text(json.dumps(data), encoding="utf-8")
-                if not questions:
+                pseudo = _pseudo_file(Path(name))  # an ensemble's results: kept apart, never a target
+                folder = dest / "responses" / ("pseudo" if pseudo else "")
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(json.dumps(data), encoding="utf-8")
+                if not pseudo and not questions:
                     questions = questions_from_results(data)
     (dest / "questions.json").write_text(json.dumps(questions, indent=1), encoding="utf-8")
     return dest
@@ -261,24 +260,15 @@ def pull_sciaidanbench(dest: Path) -> Path:
 def questions_from_results(data: dict) -> list[dict]:
     """The question records (domain, subdomain, index_in_list, question) of a per-model results file's first model and
     temperature."""
-    out = []
+    out: list[dict] = []
     for domain, dv in data.get("domains", {}).items():
-        subs = {None: dv} if "models" in dv else dv
-        for sub, sv in subs.items():
-            for _model, temps in sv["models"].items():
-                for _t, qs in temps.items():
-                    for i, q in enumerate(qs):
-                        out.append(
-                            {
-                                "domain": domain,
-                                "subdomain": sub,
-                                "index_in_list": i,
-                                "question": q,
-                                "in_published_results": True,
-                            }
-                        )
-                    break
-                break
+        for sub, sv in ({None: dv} if "models" in dv else dv).items():
+            first = next(iter(sv["models"].values()), {})
+            qs = next(iter(first.values()), {})  # the first model's first temperature
+            out += [
+                dict(domain=domain, subdomain=sub, index_in_list=i, question=q, in_published_results=True)
+                for i, q in enumerate(qs)
+            ]
     return out
 
 
