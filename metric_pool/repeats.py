@@ -106,6 +106,7 @@ class Repeats:
     evidence: list[Any] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     parsed: dict[str, Any] = field(default_factory=dict)
+    replies: list[Any] = field(default_factory=list)  # each draw's parsed reply, None when it failed
 
 
 async def ask_repeats(
@@ -126,6 +127,7 @@ async def ask_repeats(
     for j, r in draws(judges, k):
         rep = {"repeat": r} if k > 1 else {}
         reply = await ask_judge(j, messages, schema, candidate=candidate)
+        out.replies.append(reply.parsed)
         if reply.parsed is None:
             out.errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
             out.evidence.append(reply.evidence(**rep))

@@ -12,12 +12,12 @@ from typing import Any, Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, field_validator
 
-from ..core import FEASIBILITY, Evidence, Item, MetricSpec, Response, Score, verdict_word
+from ..core import FEASIBILITY, Item, MetricSpec, Response, Score, verdict_word
 from .answers import normalise_text
 from .base import CORPUS, Metric, ScoringContext, score_for
-from .judge import as_data, ask_judge, parse_json_object
+from .judge import as_data, parse_json_object
 from .registry import metric
-from .repeats import Draw, draws, judge_means, judge_repeats, repeat_details
+from .repeats import Draw, ask_repeats, judge_means, judge_repeats, repeat_details
 
 BENCHMARK = "sfbench"
 LABELS = [-2, -1, 0, 1, 2]
@@ -340,12 +340,8 @@ class SFBenchExplanation(Metric):
     async def score(self, item: Item, response: Response, ctx: ScoringContext) -> list[Score]:
         judges = ctx.judges_for(response.model)
         if not judges:
-            return self.failed(
-                item,
-                response,
-                "not_run",
-                ctx.no_judge_reason(response.model, "SFBench explanation correctness/completeness"),
-            )
+            why = ctx.no_judge_reason(response.model, "SFBench explanation correctness/completeness")
+            return self.failed(item, response, "not_run", why)
         parsed = _gold_and_reply(self, item, response)
         if isinstance(parsed, list):
             return parsed
@@ -355,21 +351,16 @@ class SFBenchExplanation(Metric):
         msgs = judge_messages(item, pred, expl)
         k = judge_repeats(ctx)  # --judge-repeats: each judge asked k times (metric_pool.repeats)
         fields = ((CORRECTNESS, "correctness", CORRECTNESS_LEVELS), (COMPLETENESS, "completeness", COMPLETENESS_LEVELS))
-        evidence: list[Evidence] = []
-        verdicts: dict[str, ExplanationVerdict] = {}
-        errors: list[str] = []
-        got: dict[str, list[Draw]] = {f: [] for _, f, _ in fields}
-        for j, r in draws(judges, k):
-            reply = await ask_judge(j, msgs, ExplanationVerdict, candidate=response.text)
-            evidence.append(reply.evidence(**({"repeat": r} if k > 1 else {})))
-            if reply.parsed is None:
-                errors.append(f"{j.name}{f' (repeat {r + 1}/{k})' if k > 1 else ''}: {reply.error}")
-            else:
-                verdicts[j.name] = reply.parsed  # with repeats: the judge's last repeat that parsed
-            for _, f, levels in fields:
-                got[f].append(
-                    Draw(j.name, r, None if reply.parsed is None else levels[getattr(reply.parsed, f)], reply.error)
-                )
+        asked = await ask_repeats(judges, k, msgs, ExplanationVerdict, candidate=response.text, value=lambda p: 0.0)
+        evidence, errors = asked.evidence, asked.errors
+        verdicts: dict[str, ExplanationVerdict] = asked.parsed  # with repeats: each judge's last repeat that parsed
+        got = {
+            f: [
+                Draw(d.judge, d.repeat, None if p is None else levels[getattr(p, f)], d.error)
+                for d, p in zip(asked.draws, asked.replies)
+            ]
+            for _, f, levels in fields
+        }
         names = ",".join(j.name for j in judges)
         if not verdicts:
             return self.failed(item, response, "judge_error", "; ".join(errors), judge=names, evidence=evidence)
