@@ -41,7 +41,6 @@ class BudgetExceeded(SgievalError):
         )
 
 
-# ------------------------------------------------------------------ price table
 def _parse_prices(data: Any, where: str) -> Prices:
     if not isinstance(data, Mapping):
         raise InputError(
@@ -280,7 +279,6 @@ def unpriced_models(models: list[str], prices: Mapping[str, tuple[float, float]]
     return [m for m in dict.fromkeys(models) if price_source(m, prices) is None]
 
 
-# ----------------------------------------------------------------------- ledger
 @dataclass
 class CallRecord:
     """One model call: tokens (None when not reported), latency (s), cost (USD, None when unknown)."""
@@ -368,7 +366,6 @@ class Ledger:
         self.on_send: Callable[[dict[str, Any]], None] | None = None
         """Called with ``{"call_id", "model", "role"}`` before a request is sent (``inflight.jsonl``)."""
 
-    # -- recording -------------------------------------------------------
     def begin(self, model: str, role: str) -> str | None:
         """Note that a call is about to send its request (to :attr:`on_send`).
 
@@ -504,7 +501,6 @@ class Ledger:
                 }
         raise BudgetExceeded(self._spent, self.budget_usd, model=model, role=role)
 
-    # -- totals ----------------------------------------------------------
     def totals(self) -> dict[tuple[str, str], Totals]:
         """Totals per (model, role), in first-call order.
 
@@ -566,7 +562,6 @@ class Ledger:
             "stopped": self.stopped,
         }
 
-    # -- merging (Ray workers, resumed runs) -----------------------------
     def to_dicts(self) -> list[dict[str, Any]]:
         """Every CallRecord as a dict (to ship across processes).
 
@@ -586,7 +581,6 @@ class Ledger:
         recs = [CallRecord(**{k: v for k, v in d.items() if k in _RECORD_FIELDS}) for d in rows]
         self._add(recs, [dict(d) for d in rows])
 
-    # -- context ---------------------------------------------------------
     @contextlib.contextmanager
     def activate(self) -> Iterator["Ledger"]:
         """Make this the ledger :func:`ainvoke` records into within the block.

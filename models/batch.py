@@ -248,17 +248,19 @@ class ChatAnthropicBatch(BaseChatModel):
         return structured_runnable(self.bind_tools([schema], tool_choice=name, **kwargs), parser, include_raw)
 
 
-# ------------------------------------------------------------------ models of a --batch run
-def is_batched(model: NamedModel) -> bool:
-    """Whether ``model``'s chat model (or the model a binding wraps) is a batch chat model."""
+def _batch_chat(model: NamedModel) -> BatchChatOpenAI | ChatAnthropicBatch | None:
+    """``model``'s batch chat model (its chat model, or the model a binding wraps), else None."""
     chat = model.chat
     for _ in range(4):
         if isinstance(chat, (BatchChatOpenAI, ChatAnthropicBatch)):
-            return True
+            return chat
         chat = getattr(chat, "bound", None)
-        if chat is None:
-            return False
-    return False
+    return None
+
+
+def is_batched(model: NamedModel) -> bool:
+    """Whether ``model``'s calls go through the batch collector."""
+    return _batch_chat(model) is not None
 
 
 def refuse_batch(model: str, why: str) -> InputError:
@@ -337,11 +339,9 @@ def check_batch_models(models: Sequence[NamedModel]) -> None:
     for m in models:
         if m.is_replay:
             continue
-        if not is_batched(m):
+        chat = _batch_chat(m)
+        if chat is None:
             raise refuse_batch(m.name, "its chat model has no batch API")
-        chat = m.chat
-        while not isinstance(chat, (BatchChatOpenAI, ChatAnthropicBatch)):
-            chat = chat.bound
         if not isinstance(chat, BatchChatOpenAI) or "api.openai.com" in (chat.openai_api_base or OFFICIAL_BASE):
             continue
         ep = chat.endpoint()

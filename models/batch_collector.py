@@ -80,7 +80,6 @@ class BatchRequestError(OpenAIHTTPError):
     """A batched request that came back with an error (``status_code``: its HTTP status)."""
 
 
-# ----------------------------------------------------------------------- journal
 _PLAIN_ID = re.compile(r"(submission:)?[A-Za-z0-9_-]{1,200}")
 """A batch id or a submission's id as the journal may hold them."""
 
@@ -131,7 +130,6 @@ class BatchJournal:
         return self.root / RESULTS_DIR / f"{safe}.jsonl"
 
 
-# --------------------------------------------------------------------- collector
 @dataclass
 class _Waiting:
     custom_id: str
@@ -181,7 +179,6 @@ class BatchCollector:
         self._answered_by: dict[str, str] = {}  # custom_id -> the batch that last answered it (for error messages)
         self.submitted = 0
 
-    # -- what a progress display shows ---------------------------------------------
     def progress(self) -> list[dict[str, Any]]:
         """The batches not yet finished.
 
@@ -199,7 +196,6 @@ class BatchCollector:
         parts = [f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress()]
         return "; ".join(parts)
 
-    # -- a call ------------------------------------------------------------------------
     async def request(self, endpoint: Endpoint, body: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
         """Send ``body`` in a batch of ``endpoint``.
 
@@ -247,7 +243,6 @@ class BatchCollector:
             client = self._clients[endpoint] = _openai_client(endpoint)
         return client
 
-    # -- collecting ----------------------------------------------------------------------
     def _enqueue(self, endpoint: Endpoint, w: _Waiting) -> None:
         # OpenAI takes one model per batch ("each input file can only include requests to a single model");
         # Anthropic's requests each name their own model, so one batch per endpoint
@@ -289,7 +284,6 @@ class BatchCollector:
             if fut is not None and not fut.done():
                 fut.set_result((int(status) if isinstance(status, int) else 503, body))
 
-    # -- submitting ----------------------------------------------------------------------
     async def _submit(self, endpoint: Endpoint, waiting: list[_Waiting]) -> None:
         if not waiting:
             return
@@ -365,7 +359,6 @@ class BatchCollector:
         r = await _anthropic(endpoint, "/v1/messages/batches", body=body, timeout=300)
         return str(r.json()["id"])
 
-    # -- resuming a submission whose batch id was not written --------------------------------
     def _ensure_recovery(self, sub: str, endpoint: Endpoint) -> None:
         key = "recover:" + sub
         if key not in self._pollers or self._pollers[key].done():
@@ -398,7 +391,6 @@ class BatchCollector:
         self._adopt(sub, found)
         self._ensure_poller(found, endpoint)
 
-    # -- polling ---------------------------------------------------------------------------
     def _ensure_poller(self, batch_id: str, endpoint: Endpoint) -> None:
         task = self._pollers.get(batch_id)
         if task is None or task.done():

@@ -48,7 +48,6 @@ def get_cache() -> "CallCache":
     return current_call_context().cache(CallCache, lambda: cache_dir() / "calls.sqlite")
 
 
-# --------------------------------------------------------------------- keys
 def temperature_of(model: NamedModel) -> float | None:
     """``model.params["temperature"]``, else the chat model's (or bound model's) ``temperature``, else None."""
     if "temperature" in model.params:
@@ -177,7 +176,6 @@ def cache_key_for(model: NamedModel, messages: Sequence[BaseMessage] | str) -> s
     return _key(model.name, model_params(model), messages)  # model_params is plain data already
 
 
-# -------------------------------------------------------------------- store
 _OPEN: "weakref.WeakSet[CallCache]" = weakref.WeakSet()
 
 

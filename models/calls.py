@@ -62,7 +62,6 @@ def provider_key(model: NamedModel) -> str:
     return model.provider or model.name
 
 
-# ----------------------------------------------------------------- classification
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if status is None:
@@ -209,7 +208,6 @@ def _reason(exc: BaseException | None, timeout_s: float, model: NamedModel | Non
     return f"{prefix}{type(exc).__name__}: {text}"
 
 
-# ----------------------------------------------------------------------- ainvoke
 async def ainvoke(
     model: NamedModel,
     messages: Sequence[BaseMessage] | str,

@@ -47,7 +47,6 @@ class CallContext:
     _resolved: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    # ------------------------------------------------------------ concurrency
     def set_limit(self, provider: str, n: int) -> None:
         """Bound in-flight calls that start afterwards.
 
@@ -100,7 +99,6 @@ class CallContext:
                 sem = sems[provider] = asyncio.Semaphore(self.limit(provider, default))
             return sem
 
-    # ------------------------------------------------------------------ cache
     def cache_enabled(self) -> bool:
         """Whether the call cache is on.
 

@@ -69,7 +69,6 @@ REHEARSAL_TOOL = "rehearsal_tool_round"
 """The tool a rehearsal judge calls in each tool round: offered to no one, so the tool loop refuses it."""
 
 
-# ------------------------------------------------------------------ tokens
 @dataclass(frozen=True)
 class TokenCounter:
     """Counts tokens of a text: ``name`` says how (``tiktoken o200k_base`` or :data:`APPROXIMATION`)."""
@@ -153,7 +152,6 @@ def request_tokens(body: Mapping[str, Any], counter: TokenCounter) -> int:
     return counter.count(request_text(body))
 
 
-# ------------------------------------------------------------------ rehearsal
 class RehearsalStop(Exception):
     """Raised by a rehearsal judge call after it was recorded (never retried)."""
 
@@ -182,32 +180,16 @@ class Rehearsal:
     cache_key: Callable[[Any, Sequence[BaseMessage]], str] | None = None
     _fillers: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict, repr=False)
 
-    def filler_and_tokens(self, model: str, tokens: int) -> tuple[str, int]:
-        """:meth:`filler` and its token count, made once per (model, tokens).
-
-        Args:
-            model: the model whose token counter is used.
-            tokens: the answer's length in tokens (>= 0).
-
-        Returns:
-            (the stand-in text, its tokens).
-        """
+    def _filler_and_tokens(self, model: str, tokens: int) -> tuple[str, int]:
+        """A stand-in answer of about ``tokens`` tokens and its token count, made once per (model, tokens)."""
         key = (model, tokens)
         if key not in self._fillers:
-            text = self.filler(model, tokens)
+            text = self._filler(model, tokens)
             self._fillers[key] = (text, self.counter_for(model).count(text))
         return self._fillers[key]
 
-    def filler(self, model: str, tokens: int) -> str:
-        """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words).
-
-        Args:
-            model: the model whose token counter is used.
-            tokens: the answer's length in tokens (>= 0).
-
-        Returns:
-            The stand-in text.
-        """
+    def _filler(self, model: str, tokens: int) -> str:
+        """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words)."""
         counter = self.counter_for(model)
         words = max(1, tokens)
         text = " ".join(["result"] * words)
@@ -290,7 +272,7 @@ class RehearsalChat(BaseChatModel):
                 if hit is not None:
                     text, cached = _content_text(getattr(hit, "content", "")), True
             if text is None:
-                text, n_out = rh.filler_and_tokens(self.label, self.answer_tokens)
+                text, n_out = rh._filler_and_tokens(self.label, self.answer_tokens)
             else:
                 n_out = counter.count(text)
             rh.calls.append(CallPlan(self.label, self.role, body, n_in, n_out, self.max_tokens, cached, kind="answer"))
@@ -336,7 +318,6 @@ class RehearsalChat(BaseChatModel):
         return self._record(to_messages(input), kwargs).generations[0].message
 
 
-# ------------------------------------------------------------------ the estimate
 class RoleEstimate(BaseModel):
     """The estimate of one (model, role): ``output_bound`` at ``max_tokens`` (None: none sent); ``usd`` (None:
     price unknown) at the typical output, ``usd_bound`` at the bound; ``done_calls`` made before, in ``calls``."""

@@ -63,7 +63,6 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
 }
 
 
-# ----------------------------------------------------------------------------- loading
 def _require_llama_cpp() -> Any:
     """Import ``llama_cpp``; raises InputError with the install command when missing."""
     try:
@@ -142,7 +141,6 @@ def get_llama(path: str | Path, n_ctx: int = 8192, n_threads: int = 1) -> tuple[
         return _LLAMAS[key]
 
 
-# ----------------------------------------------------------------------------- schemas
 _SCHEMA_MARK = re.compile(r"JSON schema:\s*", re.I)
 
 
@@ -255,7 +253,6 @@ def _response_schema(response_format: Any) -> dict[str, Any] | None:
     raise ValueError(f"unsupported response_format type {kind!r}; use 'json_object' or 'json_schema'")
 
 
-# ----------------------------------------------------------------------------- messages
 def to_chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
     """LangChain messages -> ``[{"role", "content"}]`` for the GGUF chat template (no tool role: tool calls as
     their JSON, tool results as user turns)."""
@@ -323,7 +320,6 @@ def _tools_prompt(tools: list[dict[str, Any]], allow_answer: bool) -> str:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- chat model
 class ChatLocalLlama(BaseChatModel):
     """LangChain chat model over an in-process llama.cpp GGUF model (loaded once per process, calls serialised).
 
@@ -359,7 +355,6 @@ class ChatLocalLlama(BaseChatModel):
             "n_ctx": self.n_ctx,
         }
 
-    # -- core call -------------------------------------------------------------
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -434,7 +429,6 @@ class ChatLocalLlama(BaseChatModel):
     ) -> ChatResult:
         return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
 
-    # -- structured output and tools -------------------------------------------
     def with_structured_output(
         self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
@@ -496,7 +490,6 @@ def _tool_reply(text: str, meta: dict[str, Any], usage_md: dict[str, int]) -> AI
     return AIMessage(content=content, response_metadata=meta, usage_metadata=usage_md)
 
 
-# ----------------------------------------------------------------------------- resolve
 def load_local_model(
     name: str,
     role: Role,

@@ -98,7 +98,6 @@ async def aclose_sessions() -> None:
         await held[0].aclose()
 
 
-# ------------------------------------------------------------------ observation
 def observed(chat: BaseChatModel, config: Any, kwargs: Mapping[str, Any]) -> bool:
     """Whether LangChain's own ``ainvoke`` path must run for this call of ``chat``: a callback handler or tracer,
     debug/verbose, an LLM cache, a rate limiter or streaming."""
@@ -123,7 +122,6 @@ def observed(chat: BaseChatModel, config: Any, kwargs: Mapping[str, Any]) -> boo
 RUN_ID_PREFIX = "lc_run-"
 
 
-# ------------------------------------------------------------------ the model
 class ChatOpenAIDirect(BaseChatModel):
     """A chat model for any OpenAI-compatible chat-completions endpoint, taking ``ChatOpenAI``'s constructor
     arguments for what it supports (``max_retries`` unused: :func:`sgieval.models.calls.ainvoke` retries)."""
@@ -164,7 +162,6 @@ class ChatOpenAIDirect(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, **self.default_params()}
 
-    # -------------------------------------------------------------- request
     def default_params(self) -> dict[str, Any]:
         """The body's parameters before the messages (as ``ChatOpenAI``'s: None values are not sent)."""
         optional = {
@@ -274,7 +271,6 @@ class ChatOpenAIDirect(BaseChatModel):
                     pass  # the structured-output parser reports the reply as unparsable
         return result
 
-    # -------------------------------------------------------------- BaseChatModel extension points
     def _fallback(self, rf: Any, err: OpenAIHTTPError) -> dict[str, Any] | None:
         """The ``json_object`` format to repeat a call in when a stricter server rejected ``json_schema``."""
         fallback = json_object_format(rf) if isinstance(rf, dict) else None
@@ -403,7 +399,6 @@ class ChatOpenAIDirect(BaseChatModel):
             raise ValueError(f"unknown structured-output method {method!r}: json_schema, function_calling or json_mode")
         return structured_runnable(llm, parser, include_raw)
 
-    # -------------------------------------------------------------- HTTP
     async def _apost(self, url: str, headers: dict[str, str], payload: dict) -> Any:
         import aiohttp
 

@@ -107,7 +107,6 @@ def wire_body(payload: dict[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-# ------------------------------------------------------------------ request
 _SKIPPED_BLOCKS = ("tool_use", "thinking", "reasoning_content", "function_call", "code_interpreter_call")
 
 
@@ -187,7 +186,6 @@ def to_messages(input: LanguageModelInput) -> list[BaseMessage]:
     return convert_to_messages(input)  # type: ignore[arg-type]
 
 
-# ------------------------------------------------------------------ reply
 COMPLETION_FIELDS: dict[str, dict[str, Any]] = {
     part: dict.fromkeys(names.split())
     for part, names in (

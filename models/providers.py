@@ -24,7 +24,6 @@ __all__ = [
     "openai_compatible",
     "provider_for",
     "register_provider",
-    "resolve_endpoint",
 ]
 
 OFFICIAL_OPENAI_URL = "https://api.openai.com/v1"
@@ -94,59 +93,6 @@ def provider_for(prefix: str) -> Provider | None:
     return PROVIDERS.get(prefix)
 
 
-def _split_key(url: str) -> tuple[str, str | None]:
-    """``(url without credentials, the key in its user-info part or None)``."""
-    parts = urlsplit(url)
-    key = parts.password or parts.username
-    return (redact_url(url) or url), key
-
-
-def resolve_endpoint(
-    ref: ModelRef,
-    options: ModelOptions,
-    *,
-    base_url_var: str | None = None,
-    key_var: str | None = None,
-    default_base_url: str | None = None,
-    run_base_url: bool = False,
-) -> tuple[ModelRef, str]:
-    """The base URL and key of an OpenAI-compatible model.
-
-    Args:
-        ref: the parsed model string.
-        options: the run's options.
-        base_url_var: the variable holding the base URL (default ``ref.base_url_var``).
-        key_var: the variable holding the key (default ``ref.key_var``).
-        default_base_url: the URL when the variable is unset (None: the variable is required).
-        run_base_url: whether the run's ``--base-url`` applies (``openai:`` strings only).
-
-    Returns:
-        ``(ref with base_url and the variables filled in, key)`` (``"not-needed"`` when none is needed).
-
-    Raises:
-        InputError: no base URL (naming the variable to set), or no key for api.openai.com.
-    """
-    url_var = base_url_var or ref.base_url_var
-    kvar = key_var or ref.key_var
-    url = (options.base_url if run_base_url else None) or options.env(url_var) or default_base_url
-    if url is None:
-        raise InputError(
-            f"no base URL for {ref.spec}: {url_var} is not set",
-            what=ref.spec,
-            fix=f"export {url_var}=http://host:port/v1 (the server's OpenAI-compatible endpoint)",
-        )
-    url, url_key = _split_key(url)
-    official = url.rstrip("/") == OFFICIAL_OPENAI_URL
-    key = url_key or options.env(kvar) or (None if official and not options.dry_run else "not-needed")
-    if key is None:
-        raise InputError(
-            f"no {kvar} set and no base URL given",
-            what=ref.spec,
-            fix=f"export {kvar}, or pass --base-url / set {url_var} for an OpenAI-compatible server",
-        )
-    return ref.with_endpoint(url, base_url_var=url_var, key_var=kvar), key
-
-
 def openai_chat_class() -> type:
     """``ChatOpenAIDirect``, or ``ChatOpenAI`` with ``SGIEVAL_OPENAI_TRANSPORT=sdk``."""
     if current_settings().openai_transport == "sdk":
@@ -178,14 +124,27 @@ def openai_compatible(
     """
 
     def factory(ref: ModelRef, role: Role, options: ModelOptions) -> NamedModel:
-        ref, key = resolve_endpoint(
-            ref,
-            options,
-            base_url_var=base_url_var,
-            key_var=key_var,
-            default_base_url=default_base_url,
-            run_base_url=run_base_url,
-        )
+        url_var = base_url_var or ref.base_url_var
+        kvar = key_var or ref.key_var
+        url = (options.base_url if run_base_url else None) or options.env(url_var) or default_base_url
+        if url is None:
+            raise InputError(
+                f"no base URL for {ref.spec}: {url_var} is not set",
+                what=ref.spec,
+                fix=f"export {url_var}=http://host:port/v1 (the server's OpenAI-compatible endpoint)",
+            )
+        parts = urlsplit(url)
+        url_key = parts.password or parts.username  # sent as the key, never kept in the URL
+        url = redact_url(url) or url
+        official = url.rstrip("/") == OFFICIAL_OPENAI_URL
+        key = url_key or options.env(kvar) or (None if official and not options.dry_run else "not-needed")
+        if key is None:
+            raise InputError(
+                f"no {kvar} set and no base URL given",
+                what=ref.spec,
+                fix=f"export {kvar}, or pass --base-url / set {url_var} for an OpenAI-compatible server",
+            )
+        ref = ref.with_endpoint(url, base_url_var=url_var, key_var=kvar)
         sent, dropped = sampling_params(
             ref.spec, temperature=options.temperature, reasoning_effort=options.reasoning_effort
         )

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,9 +128,7 @@ class ReplayStore:
                 "stored_model": self.model,
             }
             if len(lists) > 1:  # B.6: counts sum over the lists; where each one starts in "records"
-                starts = [0]
-                for lst in lists[:-1]:
-                    starts.append(starts[-1] + len(lst["records"]))
+                starts = [0, *itertools.accumulate(len(lst["records"]) for lst in lists[:-1])]
                 meta["lists"] = [
                     {
                         "temperature": lst["temperature"],

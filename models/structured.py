@@ -135,7 +135,6 @@ def parse_json_object(text: str) -> Any:
     raise ValueError("no JSON object found in the reply")
 
 
-# ------------------------------------------------------------------ native structured output
 _REFUSAL_HINTS = (
     "http 400",
     "http 404",
@@ -191,7 +190,6 @@ def _native_text(out: Any, mode: StructuredMode) -> str:
     return message_text(out)
 
 
-# ------------------------------------------------------------------ the loop
 @dataclass
 class StructuredReply(Generic[T]):
     """Outcome of :func:`ask_structured`: ``parsed`` (None on failure, ``error`` says why), ``note`` (why the native
