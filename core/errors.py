@@ -23,13 +23,9 @@ class SgievalError(Exception):
         Returns:
             ``"<what>: <message>. Fix: <fix>"`` with the parts the error has.
         """
-        parts = []
-        if self.what:
-            parts.append(f"{self.what}: ")
-        parts.append(self.message.rstrip())
-        if self.fix:
-            parts.append(("" if self.message.rstrip().endswith((".", "!", "?")) else ".") + f" Fix: {self.fix}")
-        return "".join(parts)
+        msg = self.message.rstrip()
+        fix = ("" if msg.endswith((".", "!", "?")) else ".") + f" Fix: {self.fix}" if self.fix else ""
+        return (f"{self.what}: " if self.what else "") + msg + fix
 
 
 class InputError(SgievalError):

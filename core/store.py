@@ -162,7 +162,6 @@ class RunStore:
         if read_only:
             if not self.root.is_dir():
                 raise InputError("no such run folder", what=str(self.root), fix="give the folder of a run")
-            self.created = False
         else:
             self.root.mkdir(parents=True, exist_ok=True)
         holder = run_holder(self.root)
