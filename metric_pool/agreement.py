@@ -44,17 +44,8 @@ class Agreement:
         return next((s for s in self.statistics if s.name == name), None)
 
 
-def scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
-    """The scale of a metric or criterion.
-
-    Args:
-        low: the declared minimum.
-        high: the declared maximum.
-        values: labels and judge scores seen.
-
-    Returns:
-        ``binary`` (range 0..1, 0/1 values), ``ordinal`` (integers on a range of at most 21 points) or ``continuous``.
-    """
+def _scale_of(low: float, high: float, values: Sequence[float]) -> Scale:
+    """``binary`` (range 0..1, 0/1 values), ``ordinal`` (integers on a range of at most 21 points) or ``continuous``."""
     ints = all(float(v).is_integer() for v in values)
     if (low, high) == (0, 1) and all(v in (0, 1) for v in values):
         return "binary"
@@ -154,7 +145,7 @@ def agreement(
     if not (np.isfinite(j).all() and np.isfinite(h).all()):
         raise ValueError("judge scores and labels must be finite numbers")
     low, high = value_range
-    scale = scale_of(low, high, [*j.tolist(), *h.tolist()])
+    scale = _scale_of(low, high, [*j.tolist(), *h.tolist()])
     n = int(j.size)
     stats: list[Statistic] = []
     if scale == "ordinal":

@@ -269,23 +269,14 @@ def _stop_reason(stop: str) -> str:
     return next((what for key, what in STOP_REASONS.items() if key.split("_")[0] in stop.lower()), stop)
 
 
-def answer_marks(
+def _answer_marks(
     lists: Sequence[tuple[str, Sequence[dict[str, Any]]]],
     tau_c: float = TAU_C,
     tau_n: float = TAU_N,
     tau_llm: float = TAU_LLM,
 ) -> list[dict[str, Any]]:
-    """Each stored answer of one question with its coherence and novelty and whether the stop rule rejected it
-    (without ``stopping_condition``, the AidanBench layout: the last record if it fails the B.5 rule).
-
-    Args:
-        lists: ``(temperature, records)`` per stored list of the question.
-        tau_c, tau_n, tau_llm: the stop rule's thresholds.
-
-    Returns:
-        One dict per record: ``list``, ``temperature``, ``n``, ``coherence`` (0-100), ``novelty``, ``llm_novelty``
-        (0-1), ``accepted``, ``rejected`` and ``reason``.
-    """
+    """Each stored answer of one question (``n``, ``coherence``, ``novelty``, ``llm_novelty``, ``accepted``, ``rejected``,
+    ``reason``); without ``stopping_condition`` the last record is rejected if it fails the B.5 rule."""
     out: list[dict[str, Any]] = []
     for li, (temp, recs) in enumerate(lists):
         for k, r in enumerate(recs):
@@ -407,7 +398,7 @@ class AnswerCountMetrics(Metric):
         best_t = max(by_temp, key=lambda t: by_temp[t]) if by_temp else ""
         board = by_temp.get(best_t, 0)
         n_lists = f" over {len(lists)} stored lists" if len(lists) > 1 else ""
-        marks = answer_marks(lists, tau_c, tau_n, float(th.get("llm", TAU_LLM)))
+        marks = _answer_marks(lists, tau_c, tau_n, float(th.get("llm", TAU_LLM)))
         below = f"answers before the first with novelty < {TAU_N:g} or coherence < {TAU_C:g}"
         out = [
             ok(ACCEPTED, float(len(acc)), why, answers=marks),

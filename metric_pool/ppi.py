@@ -52,20 +52,8 @@ def _as_arrays(labels: Values, judged: Values, unlabelled: Values):
     return y, yhat, yu
 
 
-def power_tuning(labels: Values, judged: Values, unlabelled: Values) -> float:
-    """The PPI++ tuning parameter λ̂ for a mean (module docstring), clipped to [0, 1].
-
-    Args:
-        labels: ``Y``, the n human labels (n >= 2).
-        judged: ``Ŷ``, the judge's scores on the same n units.
-        unlabelled: ``Ŷ'``, the judge's scores on the N units without a label (N >= 1).
-
-    Returns:
-        λ̂ in [0, 1] (0 when the judge scores do not vary).
-
-    Raises:
-        ValueError: mismatched lengths, fewer than 2 labels, no unlabelled unit or non-finite values.
-    """
+def _power_tuning(labels: Values, judged: Values, unlabelled: Values) -> float:
+    """The PPI++ tuning parameter λ̂ for a mean (module docstring), clipped to [0, 1]; 0 when Ŷ does not vary."""
     y, yhat, yu = _as_arrays(labels, judged, unlabelled)
     n, big_n = y.size, yu.size
     cov = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
@@ -91,11 +79,11 @@ def ppi_mean(
         A :class:`PPIEstimate` (method ``"ppi++"``, or ``"ppi"`` for a fixed λ).
 
     Raises:
-        ValueError: as :func:`power_tuning`, or alpha outside (0, 1).
+        ValueError: as :func:`_power_tuning`, or alpha outside (0, 1).
     """
     y, yhat, yu = _as_arrays(labels, judged, unlabelled)
     tuned = lam is None
-    lam = power_tuning(y, yhat, yu) if lam is None else float(lam)
+    lam = _power_tuning(y, yhat, yu) if lam is None else float(lam)
     theta = lam * float(yu.mean()) + float(np.mean(y - lam * yhat))
     se = math.sqrt(float(np.var(lam * yu)) / yu.size + float(np.var(y - lam * yhat)) / y.size)
     z = z_quantile(alpha)

@@ -1,7 +1,7 @@
 """The metric registry: every metric, declared once where it is defined with ``@metric`` (a function ``(item, response)
 -> MetricResult``, a Metric subclass built per run with ``cls.from_options(options)``, or a built Metric).  Scope
 :data:`ALL` offers it to the customisation agent for any benchmark; a benchmark name restricts it to that benchmark's
-items (and ``"jsonl:qa"``'s for ``"jsonl"``).  :func:`discover` finds the declaring modules and entry points."""
+items (and ``"jsonl:qa"``'s for ``"jsonl"``).  :func:`_discover` finds the declaring modules and entry points."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ Offer = Callable[[dict | None, Any], str | None]
 
 ENTRY_POINTS = "sgieval.metrics"  # entry-point group of installed packages' metric modules
 
-DECLARES = "@metric("  # how :func:`discover` knows a module of this package declares a metric
+DECLARES = "@metric("  # how :func:`_discover` knows a module of this package declares a metric
 
 T = TypeVar("T")
 
@@ -226,12 +226,8 @@ def unregister_scope(scope: str) -> None:
             del _entries[key]
 
 
-def discover() -> None:
-    """Import every module of this package that declares a metric, then those of installed entry points.
-
-    Raises:
-        InputError: an installed package's metric module cannot be imported.
-    """
+def _discover() -> None:
+    """Import every module of this package that declares a metric, then those of installed entry points."""
     root = importlib.import_module(__package__)
     for info in pkgutil.walk_packages(root.__path__, f"{__package__}."):
         path = Path(getattr(info.module_finder, "path", "")) / info.name.rsplit(".", 1)[-1]
@@ -252,7 +248,7 @@ def discover() -> None:
 
 
 def entries() -> list[MetricEntry]:
-    """Every declared metric, in declaration order (:func:`discover` runs on the first call).
+    """Every declared metric, in declaration order (:func:`_discover` runs on the first call).
 
     Returns:
         The entries.
@@ -263,7 +259,7 @@ def entries() -> list[MetricEntry]:
     global _loaded
     with _lock:
         if not _loaded:
-            discover()
+            _discover()
             _loaded = True
         return list(_entries.values())
 

@@ -61,16 +61,8 @@ class RubricJudgement(BaseModel):
     scores: list[CriterionScore]
 
 
-def judgement_schema(rubric: Rubric) -> type[RubricJudgement]:
-    """A :class:`RubricJudgement` that requires exactly one score for every criterion of ``rubric`` (names matched by
-    :func:`~sgieval.core.criterion_key`); a missing, foreign or repeated criterion fails validation.
-
-    Args:
-        rubric: the rubric judged.
-
-    Returns:
-        The pydantic model of the judge's reply.
-    """
+def _judgement_schema(rubric: Rubric) -> type[RubricJudgement]:
+    """A :class:`RubricJudgement` requiring exactly one score per criterion of ``rubric`` (names by ``criterion_key``)."""
     names = [c.name for c in rubric.criteria]
     keys = {criterion_key(n): n for n in names}
 
@@ -151,7 +143,7 @@ def judge_messages(
     if tools and budget > 0:
         system += (
             f"\n\n{DATA_NOTICE}\n\n{TOOLS_NOTE.format(budget=budget, tools=', '.join(tools))}"
-            f"\n\n{schema_instruction(judgement_schema(rubric))}"
+            f"\n\n{schema_instruction(_judgement_schema(rubric))}"
         )
     task = (item.prompt or "").strip()
     if len(task) > TASK_CHARS:
@@ -319,7 +311,7 @@ class RubricMetric(Metric):
         return [t for t in wanted if t in have]
 
     async def _judge_one(self, judge: NamedModel, item: Item, response: Response, ctx: ScoringContext) -> _Verdict:
-        schema = judgement_schema(self.rubric)
+        schema = _judgement_schema(self.rubric)
         budget = int(ctx.options.get("tool_budget", self.tool_budget)) if ctx.options else self.tool_budget
         tools = self.offered(ctx)
         evidence: list[Evidence] = []

@@ -30,21 +30,9 @@ def is_binary(x: np.ndarray) -> bool:
     return bool(x.size) and bool(np.all((x == 0) | (x == 1)))
 
 
-def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (Wilson 1927): center (p + z²/2n)/(1 + z²/n), half-width
-    z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²), via ``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``.
-
-    Args:
-        k: successes, 0..n.
-        n: trials, >= 1.
-        confidence: the level, in (0, 1).
-
-    Returns:
-        (low, high) in [0, 1].
-
-    Raises:
-        ValueError: n < 1 or k outside 0..n.
-    """
+def _wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval (low, high) of k successes in n trials (Wilson 1927): center (p + z²/2n)/(1 + z²/n),
+    half-width z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²); ValueError unless 0 <= k <= n, n >= 1."""
     if n < 1 or not 0 <= k <= n:
         raise ValueError(f"wilson_interval needs 0 <= k <= n and n >= 1, got k={k}, n={n}")
     from scipy import stats
@@ -103,7 +91,7 @@ def summarize(
     method, note = "bca", ""
     if is_binary(x) if binary is None else binary:
         k = int(x.sum())
-        lo, hi = wilson_interval(k, int(x.size), confidence)
+        lo, hi = _wilson_interval(k, int(x.size), confidence)
         method, note = "wilson", f"Wilson score interval for {k} of {x.size} (a 0/1 metric)"
     elif x.size < 2:
         lo = hi = math.nan

@@ -9,9 +9,9 @@ import pytest
 
 from sgieval.core import InputError, Label, Rubric, Score
 from sgieval.core import Criterion
-from sgieval.metric_pool.agreement import agreement, scale_of
+from sgieval.metric_pool.agreement import agreement, _scale_of
 from sgieval.metric_pool.labels import MIN_LABELS, label_estimates, latest_labels, sample_units, validate_labels
-from sgieval.metric_pool.ppi import classical_mean, power_tuning, ppi_mean
+from sgieval.metric_pool.ppi import classical_mean, _power_tuning, ppi_mean
 
 
 @pytest.mark.slow
@@ -58,7 +58,7 @@ def test_no_interval_without_variation_and_undefined_kappa_is_none():
     assert same.get("weighted_kappa").value is None  # one category on both sides: undefined, never 0 or 1
     md = same.get("mean_difference")
     assert md.value == 0.0 and md.low is None and md.high is None
-    assert scale_of(0, 10, [3.5, 7]) == "continuous"
+    assert _scale_of(0, 10, [3.5, 7]) == "continuous"
 
 
 Y = [1, 0, 1, 1, 0, 1]
@@ -102,8 +102,8 @@ def test_ppi_plus_plus_equals_the_method_authors_package():
 
 
 def test_power_tuning_is_zero_for_a_useless_judge_and_clipped_at_one():
-    assert power_tuning([1, 2, 3, 4], [5, 5, 5, 5], [5, 5]) == 0.0
-    assert power_tuning([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4] * 100) == pytest.approx(1.0, abs=0.02)
+    assert _power_tuning([1, 2, 3, 4], [5, 5, 5, 5], [5, 5]) == 0.0
+    assert _power_tuning([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4] * 100) == pytest.approx(1.0, abs=0.02)
     with pytest.raises(ValueError, match="at least 2 labelled"):
         ppi_mean([1], [1], [1])
 

@@ -256,10 +256,10 @@ async def test_answer_marks_of_the_stored_list():
 
 
 def test_answer_marks_reasons_and_the_aidanbench_layout():
-    from sgieval.metric_pool.aidanbench import answer_marks
+    from sgieval.metric_pool.aidanbench import _answer_marks
 
     def marks(recs):
-        return [(m["n"], m["accepted"], m["rejected"], m["reason"]) for m in answer_marks([("0.7", recs)])]
+        return [(m["n"], m["accepted"], m["rejected"], m["reason"]) for m in _answer_marks([("0.7", recs)])]
 
     # the coherence threshold; an older file's short value names its threshold too
     assert marks(

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage
 
 from sgieval.core import InputError, Item, Response, Rubric
 from sgieval.metric_pool.base import ScoringContext
-from sgieval.metric_pool.rubric import RubricMetric, judgement_schema
+from sgieval.metric_pool.rubric import RubricMetric, _judgement_schema
 from sgieval.metric_pool.rubrics import (
     STARTER_DIR,
     find_rubric,
@@ -217,7 +217,7 @@ async def test_missing_criterion_fails_after_retries_as_judge_error():
 
 
 def test_schema_rejects_score_11_and_fills_exact_names():
-    schema = judgement_schema(load_rubric("rigor"))
+    schema = _judgement_schema(load_rubric("rigor"))
     with pytest.raises(ValueError, match="less than or equal to 10"):
         schema.model_validate(verdict([11, 5, 5, 5, 5, 5]))
     ok = schema.model_validate({"scores": [{"criterion": c.upper(), "score": 1} for c in RIGOR]})

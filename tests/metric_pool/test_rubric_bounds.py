@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sgieval.metric_pool.base import ScoringContext
-from sgieval.metric_pool.rubric import RubricMetric, judgement_schema
+from sgieval.metric_pool.rubric import RubricMetric, _judgement_schema
 from sgieval.metric_pool.rubrics import load_rubric
 from sgieval.tests.metric_pool.test_rubric import ITEM, RESP, judge, verdict
 
@@ -16,12 +16,12 @@ from sgieval.tests.metric_pool.test_rubric import ITEM, RESP, judge, verdict
 @pytest.mark.parametrize("bad", [-1, 11, -50, 10.5])
 def test_schema_rejects_a_criterion_score_outside_0_to_10(bad):
     with pytest.raises(ValueError):
-        judgement_schema(load_rubric("rigor")).model_validate(verdict([bad, 5, 5, 5, 5, 5]))
+        _judgement_schema(load_rubric("rigor")).model_validate(verdict([bad, 5, 5, 5, 5, 5]))
 
 
 @pytest.mark.parametrize("edge", [0, 10])
 def test_schema_accepts_the_ends_of_the_scale(edge):
-    ok = judgement_schema(load_rubric("rigor")).model_validate(verdict([edge, 5, 5, 5, 5, 5]))
+    ok = _judgement_schema(load_rubric("rigor")).model_validate(verdict([edge, 5, 5, 5, 5, 5]))
     assert ok.scores[0].score == edge
 
 

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 
 from sgieval.core import Criterion, InputError, Item, Response, Rubric, criterion_key
 from sgieval.metric_pool.base import ScoringContext
-from sgieval.metric_pool.rubric import RubricMetric, judgement_schema
+from sgieval.metric_pool.rubric import RubricMetric, _judgement_schema
 from sgieval.models.base import NamedModel
 
 ITEM = Item(id="t/1", benchmark="t", task="idea_generation", prompt="Propose a design.")
@@ -93,7 +93,7 @@ async def test_wrong_criterion_set_then_right_one_is_retried():
 
 
 def test_reply_names_match_up_to_case_and_punctuation():
-    schema = judgement_schema(rubric("Logical rigor", "可行性"))
+    schema = _judgement_schema(rubric("Logical rigor", "可行性"))
     parsed = schema.model_validate(scores(**{"LOGICAL-RIGOR!": 4, "可行性。": 6}))
     assert [(c.criterion, c.score) for c in parsed.scores] == [("Logical rigor", 4), ("可行性", 6)]
 
