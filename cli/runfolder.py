@@ -141,15 +141,12 @@ def given_settings(
     base_url: str | None, sandbox: str | None = None, tools: str | None = None, unsafe_local_exec: bool | None = None
 ) -> dict[str, Any]:
     """The sensitive settings passed on the command line (``--base-url ''``: no base URL)."""
-    given: dict[str, Any] = {}
+    raw = {"base_url": base_url, "sandbox": sandbox, "tools": tools, "unsafe_local_exec": unsafe_local_exec}
+    given: dict[str, Any] = {k: v for k, v in raw.items() if v is not None}
     if base_url is not None:
         given["base_url"] = base_url or None
-    if sandbox is not None:
-        given["sandbox"] = sandbox
     if tools is not None:
         given["tools"] = split([tools])
-    if unsafe_local_exec is not None:
-        given["unsafe_local_exec"] = unsafe_local_exec
     return given
 
 

@@ -287,8 +287,7 @@ class BM25Index:
         q = [[t for t in q[0] if t in vocab]]
         if not q[0]:
             return []
-        n = len(self.passages)
-        ids, scores = self._retriever.retrieve(q, k=n, show_progress=False)
+        ids, scores = self._retriever.retrieve(q, k=len(self.passages), show_progress=False)
         best: dict[int, tuple[float, int]] = {}
         for pi, sc in zip(ids[0].tolist(), scores[0].tolist()):
             if sc <= 0:

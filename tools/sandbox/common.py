@@ -160,7 +160,7 @@ def _read_outputs(workdir: Path, names: list[str] | None, limit: int) -> dict[st
 
 
 def _sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {
+    return {
         "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
         "HOME": SANDBOX_WORKDIR,
         "TMPDIR": "/tmp",
@@ -172,8 +172,8 @@ def _sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": "/tmp/matplotlib",
         **{f"{lib}_NUM_THREADS": "1" for lib in ("OPENBLAS", "OMP", "MKL", "NUMEXPR")},
+        **(extra or {}),
     }
-    return {**env, **(extra or {})}
 
 
 def _python() -> str:
