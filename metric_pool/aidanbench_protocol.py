@@ -14,10 +14,7 @@ import numpy as np
 from langchain_core.messages import HumanMessage
 
 from ..core import InputError, Item, ModelCallError, Response, Status
-from ..models import NamedModel
-from ..models import ainvoke, read_reply
-from ..models import ask_structured
-from ..models import current_prompt_scope, prompt_scope
+from ..models import NamedModel, ainvoke, ask_structured, current_prompt_scope, prompt_scope, read_reply
 from .aidanbench import TAU_C, TAU_LLM, TAU_N, stopping_condition
 from .judge import as_data, injection_flags
 from .embeddings import cosine_matrix
@@ -209,59 +206,6 @@ class _JudgeFailure(Exception):
     pass
 
 
-async def _judge_int(
-    judge: NamedModel,
-    prompt: str,
-    tag: str,
-    *,
-    last: bool,
-    attempts: int,
-    raw_log: list[dict[str, Any]],
-    answer_num: int,
-    kind: str,
-    flags: list[str] | None = None,
-    prompts: dict[str, dict[str, Any]] | None = None,
-) -> int:
-    """The integer in ``<tag>`` of ``judge``'s reply, every reply logged in ``raw_log``; _JudgeFailure with the reason."""
-    with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
-        r = await ask_structured(
-            judge,
-            [HumanMessage(content=prompt)],
-            parse=lambda t: parse_score_tag(t, tag, last=last),
-            max_attempts=attempts,
-            label=kind + " judge",
-            retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
-        )
-    sent = list(r.prompts) or ([r.prompt] if r.prompt is not None else [])
-    if prompts is not None:
-        for p in sent:
-            if p.get("hash"):
-                prompts.setdefault(p["hash"], p)
-    for i, text in enumerate(r.raw, 1):
-        h = (sent[i - 1] if i <= len(sent) else r.prompt or {}).get("hash")
-        raw_log.append(
-            {
-                "answer_num": answer_num,
-                "kind": kind,
-                "judge": judge.name,
-                "attempt": i,
-                "raw": text,
-                **({"flags": list(flags)} if flags else {}),
-                **({"prompt_hash": h} if h else {}),
-            }
-        )
-    if r.refused:  # D.17: recorded with its text, not asked again
-        raise _JudgeFailure(f"{kind} judge refused for answer {answer_num}: {(r.error or '').split(': ', 1)[-1]}")
-    if r.call_failed:
-        raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {(r.error or '').split(': ', 1)[-1]}")
-    if r.parsed is None:
-        err = (r.error or "").split(": ", 1)[-1]
-        raise _JudgeFailure(
-            f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}"
-        )
-    return int(r.parsed)
-
-
 def _is_content_filter(err: ModelCallError) -> bool:
     return any(t in err.message.lower() for t in CONTENT_FILTER_TERMS)
 
@@ -283,10 +227,34 @@ class _Judging:
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     async def ask(self, prompt: str, tag: str, answer_num: int, kind: str, flags: list[str]) -> int:
-        return await _judge_int(
-            self.judge, prompt, tag, last=self.last, attempts=self.attempts, raw_log=self.raw,
-            prompts=self.prompts, answer_num=answer_num, kind=kind, flags=flags,
-        )  # fmt: skip
+        """The integer in ``<tag>`` of the judge's reply, every reply logged in ``raw``; _JudgeFailure with the reason."""
+        with prompt_scope(current_prompt_scope() or f"sgieval:aidanbench/{kind}"):
+            r = await ask_structured(
+                self.judge,
+                [HumanMessage(content=prompt)],
+                parse=lambda t: parse_score_tag(t, tag, last=self.last),
+                max_attempts=self.attempts,
+                label=kind + " judge",
+                retry_hint=f"Reply again with only <{tag}>N</{tag}>, N an integer from 0 to 100.",
+            )
+        sent = list(r.prompts) or ([r.prompt] if r.prompt is not None else [])
+        for p in sent:
+            if p.get("hash"):
+                self.prompts.setdefault(p["hash"], p)
+        for i, text in enumerate(r.raw, 1):
+            h = (sent[i - 1] if i <= len(sent) else r.prompt or {}).get("hash")
+            entry = {"answer_num": answer_num, "kind": kind, "judge": self.judge.name, "attempt": i, "raw": text}
+            self.raw.append(entry | ({"flags": list(flags)} if flags else {}) | ({"prompt_hash": h} if h else {}))
+        err = (r.error or "").split(": ", 1)[-1]
+        if r.refused:  # D.17: recorded with its text, not asked again
+            raise _JudgeFailure(f"{kind} judge refused for answer {answer_num}: {err}")
+        if r.call_failed:
+            raise _JudgeFailure(f"{kind} judge call failed for answer {answer_num}: {err}")
+        if r.parsed is None:
+            raise _JudgeFailure(
+                f"unparsable {kind} judge reply for answer {answer_num} after {r.attempts} attempt(s): {err}"
+            )
+        return int(r.parsed)
 
     async def llm_novelty(self, answer: str, answers: list[str], answer_num: int, flags: list[str]) -> float:
         """1 - max(similarity / 100) against the earlier answers, 1.0 for the first (B.4); raises _JudgeFailure."""

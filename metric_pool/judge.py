@@ -11,16 +11,8 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 from ..core import JudgeReplyEvidence, split_reasoning
-from ..models import NamedModel
-from ..models import (
-    LATEX_COMMANDS_NRT,
-    StructuredMode,
-    StructuredReply,
-    ask_structured,
-    parse_json_object,
-    protect_latex_escapes,
-    schema_instruction,
-)
+from ..models import LATEX_COMMANDS_NRT, NamedModel, StructuredMode, StructuredReply, ask_structured
+from ..models import parse_json_object, protect_latex_escapes, schema_instruction
 
 __all__ = ["JUDGE_KEYS", "ask_judge", "as_data", "neutralise", "injection_signals", "parse_json_object"]
 __all__ += ["protect_latex_escapes", "schema_instruction", "split_reasoning", "LATEX_COMMANDS_NRT"]

@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..core import Item, MetricSpec, Response, Score, as_evidence
-from ..core import final_text
+from ..core import Item, MetricSpec, Response, Score, as_evidence, final_text
 from .base import Metric, ScoringContext, score_for
 from .registry import metric
 

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..core import Item, Label, Response, Rubric, Score
-from ..models import NamedModel
-from ..models import prompt_scope
+from ..models import NamedModel, prompt_scope
 from .agreement import Agreement, Statistic
 from .base import ScoringContext
 from .labels import label_estimates, latest_labels
