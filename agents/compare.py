@@ -62,8 +62,7 @@ def _change(model: str, metric: str, a: RunInput, b: RunInput, va: dict, vb: dic
     x, y = {k: vb[k] for k in keys}, {k: va[k] for k in keys}
     identical = all(x[k] == y[k] for k in keys)
     if len(keys) < 2:
-        k = keys[0]
-        note = "no CI: fewer than 2 paired items"
+        k, note = keys[0], "no CI: fewer than 2 paired items"
         return Change(
             model, metric, a.run_id, b.run_id, 1, y[k], x[k], x[k] - y[k], nan, nan, None, identical, ci_note=note
         )
@@ -118,9 +117,8 @@ def compare_runs(
     values = [_values(r.scores, keep) for r in runs]
     seen: dict[str, list[int]] = {}  # model -> the runs that have it
     for k, r in enumerate(runs):
-        for m in r.models:
-            if k not in seen.setdefault(m, []):
-                seen[m].append(k)
+        for m in dict.fromkeys(r.models):
+            seen.setdefault(m, []).append(k)
     models_shared = [m for m, ks in seen.items() if len(ks) > 1]
     changes: list[Change] = []
     other: list[Change] = []
@@ -166,10 +164,8 @@ def _shared_items(runs: list[RunInput]) -> tuple[list[str], list[str], dict[str,
     changed = sorted(i for i in common if len({p[i] for p in prompts}) > 1)
     shared = sorted(common - set(changed))
     if not shared:
-        what, fix = (
-            ", ".join(r.run_id for r in runs),
-            "compare runs of the same benchmark items (the same request or selection)",
-        )
+        fix = "compare runs of the same benchmark items (the same request or selection)"
+        what = ", ".join(r.run_id for r in runs)
         raise InputError(
             "the runs share no item (no item id selected in every run with the same prompt)", what=what, fix=fix
         )

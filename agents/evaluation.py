@@ -79,10 +79,10 @@ async def infer(item: Item, target: NamedModel, ctx: ScoringContext) -> Response
     except ModelCallError as e:
         latency = time.perf_counter() - t0
         return Response(item_id=item.id, model=target.name, status="infra_error", error=e.message, latency_s=latency)
-    return reply_response(item, target, msg, latency_s=time.perf_counter() - t0)
+    return _reply_response(item, target, msg, latency_s=time.perf_counter() - t0)
 
 
-def reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float | None = None) -> Response:
+def _reply_response(item: Item, target: NamedModel, msg: Any, *, latency_s: float | None = None) -> Response:
     """The Response of one target reply (METRICS.md D.8, D.10): final text after the last ``</think>``, reasoning apart;
     a reply cut by the token limit is ``truncated``, one without final text ``empty``."""
     r = read_reply(msg)
@@ -138,7 +138,7 @@ def _embedded_so_far() -> tuple[int, int]:
 _EMBEDDINGS = __name__.rsplit(".", 2)[0] + ".metric_pool.embeddings"
 
 
-async def check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
+async def _check_sandbox_once(ctx: ScoringContext, items: list[Item]) -> None:
     """Before a run with dry-experiment items, run the sandbox's ``check()`` once; one that cannot start is replaced
     in ``ctx`` by an ``UnavailableSandbox`` with the reason (those items are then ``infra_error``)."""
     sandbox = ctx.sandbox
@@ -163,7 +163,7 @@ async def run_evaluation(
     """Evaluate every (target, item) pair not complete in ``store`` (at most ``max_parallel`` target calls in flight),
     appending each Response and its Scores as they exist, then the corpus-level scores unless ``corpus`` is False;
     ``on_progress(done, total)`` is called before the first unit and after each."""
-    await check_sandbox_once(ctx, items)
+    await _check_sandbox_once(ctx, items)
     prog = EvalProgress()
     embedded_before = _embedded_so_far()
     try:

@@ -42,13 +42,8 @@ def shard(units: Sequence[U], n: int) -> list[list[U]]:
     """
     n = max(1, min(int(n), len(units)))
     q, r = divmod(len(units), n)
-    out, start = [], 0
-    for k in range(n):
-        size = q + (1 if k < r else 0)
-        if size:
-            out.append(list(units[start : start + size]))
-        start += size
-    return out
+    ends = [k * q + min(k, r) for k in range(n + 1)]
+    return [list(units[a:b]) for a, b in zip(ends, ends[1:]) if b > a]
 
 
 def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
@@ -193,17 +188,15 @@ async def run_units(
     remote = ray.remote(_run_in_task)
     fn_ref = ray.put(fn)
     refs = [remote.remote(fn_ref, p) for p in parts]
-    results: dict[int, list[R]] = {}
-    index = {r: k for k, r in enumerate(refs)}
+    results: dict[Any, list[R]] = {}
     pending = list(refs)
     while pending:
         ready, pending = await asyncio.to_thread(ray.wait, pending, num_returns=1)
         for r in ready:
-            res = list(await asyncio.to_thread(ray.get, r))
-            results[index[r]] = res
+            results[r] = list(await asyncio.to_thread(ray.get, r))
             if on_shard:
-                on_shard(res)
-    return [x for k in range(len(parts)) for x in results[k]]
+                on_shard(results[r])
+    return [x for r in refs for x in results[r]]
 
 
 def _pending_items(
@@ -211,15 +204,12 @@ def _pending_items(
 ) -> list[Item]:
     resp = {(r.item_id, r.model) for r in store.read("responses")}
     done = {(s.item_id, s.model, s.metric) for s in store.read("scores")}
-    out = []
-    for it in items:
-        for t in targets:
-            if (it.id, t.name) not in resp or any(
-                (it.id, t.name, s.name) not in done for m in metrics if m.applies(it) for s in m.specs
-            ):
-                out.append(it)
-                break
-    return out
+
+    def pending(it: Item, t: NamedModel) -> bool:
+        specs = (s for m in metrics if m.applies(it) for s in m.specs)
+        return (it.id, t.name) not in resp or any((it.id, t.name, s.name) not in done for s in specs)
+
+    return [it for it in items if any(pending(it, t) for t in targets)]
 
 
 def _shard_evaluator(

@@ -83,16 +83,11 @@ def offline_plan(request: str, catalog: Catalog, k: int | None = None, seed: int
         else:
             filters.setdefault("discipline", []).append(concept)
             matched[hit] = f"discipline={concept} (not in the loaded catalog)"
-    for task, patterns in vocab.tasks:
-        hit = _find(patterns, text)
-        if hit:
-            filters.setdefault("task", []).append(task)
-            matched[hit] = f"task={task}"
-    for bench, patterns in vocab.benchmarks.items():
-        hit = _find(patterns, text)
-        if hit:
-            filters.setdefault("benchmark", []).append(bench)
-            matched[hit] = f"benchmark={bench}"
+    for facet, terms in (("task", vocab.tasks), ("benchmark", vocab.benchmarks.items())):
+        for value, patterns in terms:
+            if hit := _find(patterns, text):
+                filters.setdefault(facet, []).append(value)
+                matched[hit] = f"{facet}={value}"
     if k is None:
         m = re.search(r"\b(?:k\s*=\s*(\d+)|(\d+)\s+(?:questions|items|samples|problems|tasks))\b", text, flags=re.I)
         if m:

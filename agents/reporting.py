@@ -63,10 +63,7 @@ __all__ = [
     "add_statistics",
     "adjacent_pair_tests",
     "build_report",
-    "judge_reliability",
-    "llm_narrative",
     "ranking_stats",
-    "sgi_rows",
 ]
 
 
@@ -112,7 +109,7 @@ def adjacent_pair_tests(
     return [_pair_test(scores, metric, hi, lo, n_resamples, seed) for hi, lo in zip(ranked, ranked[1:])]
 
 
-def leader_tests(
+def _leader_tests(
     scores: list[Score], metric: str, groups: list[list[ModelStat]], *, n_resamples: int, seed: int
 ) -> dict[str, dict[str, Any]]:
     """``{model tied for second: pair_entry of the leader alone in first place against it}`` ({} otherwise)."""
@@ -121,7 +118,7 @@ def leader_tests(
     return {o.model: _pair_test(scores, metric, groups[0][0], o, n_resamples, seed) for o in groups[1]}
 
 
-def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[SgiRow] | None:
+def _sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[SgiRow] | None:
     """One SGI-Score row per target model (METRICS.md A.6), ``missing`` naming each missing term and why; None without
     SGI-Bench items."""
     if not any(i.benchmark == "sgi-bench" for i in items):
@@ -139,7 +136,7 @@ def sgi_rows(scores: list[Score], items: list[Item], models: list[str]) -> list[
     return rows
 
 
-def judge_reliability(
+def _judge_reliability(
     scores: list[Score], specs: list[MetricSpec], *, seed: int = 0, n_resamples: int = 1000
 ) -> list[dict[str, Any]]:
     """Judge-reliability rows of every judge or rubric metric a panel of two or more judges scored."""
@@ -190,7 +187,7 @@ POOL = PoolStatistics()
 """The metric pool's computations, for :attr:`ReportContext.pool`."""
 
 
-def usage_estimate(usage: Mapping[str, Any] | None) -> list[Block]:
+def _usage_estimate(usage: Mapping[str, Any] | None) -> list[Block]:
     """The "Cost and usage" blocks of the estimate made before any call, beside the ledger's figures."""
     if not usage:
         return []
@@ -212,15 +209,15 @@ def add_statistics(ctx: ReportContext) -> ReportContext:
     n, seed = ctx.n_resamples, ctx.seed
     ctx.stats = order_stats(ranking_stats(of_spec, spec.name, models, n, seed), spec.higher_is_better)
     ctx.pairs = adjacent_pair_tests(of_spec, spec.name, ctx.ranked, n_resamples=n, seed=seed)
-    ctx.leader_tests = leader_tests(of_spec, spec.name, ctx.groups, n_resamples=n, seed=seed)
-    ctx.reliability = judge_reliability(with_added_judges(ctx.scores, ctx.added_scores), ctx.specs, seed=seed)
-    ctx.sgi = sgi_rows(ctx.scores, ctx.items, models)
-    ctx.usage_estimate = usage_estimate(ctx.usage)
+    ctx.leader_tests = _leader_tests(of_spec, spec.name, ctx.groups, n_resamples=n, seed=seed)
+    ctx.reliability = _judge_reliability(with_added_judges(ctx.scores, ctx.added_scores), ctx.specs, seed=seed)
+    ctx.sgi = _sgi_rows(ctx.scores, ctx.items, models)
+    ctx.usage_estimate = _usage_estimate(ctx.usage)
     ctx.pool = POOL
     return ctx
 
 
-async def llm_narrative(
+async def _llm_narrative(
     agent: NamedModel,
     request: str,
     tables_text: str,
@@ -308,7 +305,7 @@ async def build_report(ctx: ReportContext, agent: NamedModel | None = None) -> P
         known = [*models, *(sp.name for sp in ctx.specs)] + [
             str(v) for i in items for v in (i.discipline, i.direction, i.task, i.type, i.benchmark) if v
         ]
-        text, notes = await llm_narrative(
+        text, notes = await _llm_narrative(
             agent,
             ctx.request,
             draft.tables_text + (f"\n{answer.lead}" if answer.lead else ""),  # the kind's answer may be restated

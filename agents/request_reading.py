@@ -74,18 +74,15 @@ def _term_spans(
                 values.setdefault(form.casefold(), (v, facet))
                 cover(rf"(?<![\w-]){re.escape(form)}(?![\w-])", f"{facet}={v}")
     vocab = benchmark_registry.vocabulary()
-    for concept, (patterns, _vals) in vocab.disciplines.items():
+    worded = [
+        *((ps, f"facet {concept}") for concept, (ps, _vals) in vocab.disciplines.items()),
+        *((ps, f"task={task}") for task, ps in vocab.tasks),
+        *((ps, f"benchmark={bench}") for bench, ps in vocab.benchmarks.items()),
+        *((ps, f"quality {quality}") for quality, ps in QUALITY_WORDS.items()),
+    ]
+    for patterns, meaning in worded:
         for p in patterns:
-            cover(rf"\b(?:{p})\b", f"facet {concept}")
-    for task, patterns in vocab.tasks:
-        for p in patterns:
-            cover(rf"\b(?:{p})\b", f"task={task}")
-    for bench, patterns in vocab.benchmarks.items():
-        for p in patterns:
-            cover(rf"\b(?:{p})\b", f"benchmark={bench}")
-    for quality, patterns in QUALITY_WORDS.items():
-        for p in patterns:
-            cover(rf"\b(?:{p})\b", f"quality {quality}")
+            cover(rf"\b(?:{p})\b", meaning)
     metric_terms: dict[str, str] = {}
     name_words: dict[str, list[str]] = {}
     for name in metrics or []:

@@ -449,11 +449,8 @@ def _change_criterion(r: Rubric, kind: str, m: re.Match[str], last: str | None) 
             return r, f"cannot drop '{cname}': it is the only criterion", last
         criteria = [c.model_dump() for c in r.criteria if c.name != cname]
         weights = {k: v for k, v in r.weights.items() if k != cname}
-        return (
-            Rubric.model_validate({**r.model_dump(), "criteria": criteria, "weights": weights}),
-            f"dropped '{cname}'",
-            last,
-        )
+        r = Rubric.model_validate({**r.model_dump(), "criteria": criteria, "weights": weights})
+        return r, f"dropped '{cname}'", last
     old = r.weights[cname]
     if kind == "factor":
         f = m.group("f").lower()

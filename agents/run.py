@@ -124,15 +124,8 @@ async def questioning_step(state: State, rt: RunContext, ask: Callable[[dict], A
     log.info("questioning", n_items=len(items), filters=plan.filters, planner=plan.planner)
     n_matching = len(rt.catalog.filter(plan.filters))  # the catalog's items of this kind, sampled or not
     ids = [i.id for i in items]
-    return {
-        "selection": {
-            **plan.model_dump(),
-            "item_ids": ids,
-            "n_matching": n_matching,
-            "trace": trace,
-            "request": request,
-        }
-    }
+    selection = {**plan.model_dump(), "item_ids": ids, "n_matching": n_matching, "trace": trace, "request": request}
+    return {"selection": selection}
 
 
 async def customisation_step(state: State, rt: RunContext) -> Update:
@@ -267,18 +260,13 @@ async def evaluation_step(state: State, rt: RunContext) -> Update:
         "evaluation", new_responses=prog.responses_new, new_scores=prog.scores_new,
         new_added_judge_scores=added_new, budget_stopped=prog.budget_stopped,
     )  # fmt: skip
-    return {
-        "targets": [t.name for t in targets],
-        "evaluated": {
-            "responses_new": prog.responses_new,
-            "scores_new": prog.scores_new,
-            "texts_embedded": prog.texts_embedded,
-            "long_texts_embedded": prog.long_texts_embedded,
-            "budget_stopped": prog.budget_stopped,
-            **({"added_judge_scores_new": added_new} if rt.added_judges else {}),
-            **({"settled": settled} if settled is not None else {}),
-        },
-    }
+    counts = ("responses_new", "scores_new", "texts_embedded", "long_texts_embedded", "budget_stopped")
+    evaluated = {k: getattr(prog, k) for k in counts}
+    if rt.added_judges:
+        evaluated["added_judge_scores_new"] = added_new
+    if settled is not None:
+        evaluated["settled"] = settled
+    return {"targets": [t.name for t in targets], "evaluated": evaluated}
 
 
 async def _score_added_judges(

@@ -245,12 +245,10 @@ def additions_line(
     rt: RunContext, responses: Sequence[Any], scores: Sequence[Any] = (), added_scores: Sequence[Any] = ()
 ) -> str:
     """The Run table's "added to the run" line: per ``ask --into`` invocation, when and what it added ("" when none)."""
-    made: dict[str, list[str]] = {}
+    made: dict[str, dict[str, None]] = {}  # invocation -> its target models, in order
     for r in responses:
         if r.invocation:
-            made.setdefault(r.invocation, [])
-            if r.model not in made[r.invocation]:
-                made[r.invocation].append(r.model)
+            made.setdefault(r.invocation, {})[r.model] = None
     judged: dict[str, Counter[str]] = {}
     for s in added_scores:
         if s.invocation:

@@ -9,28 +9,23 @@ from typing import Any
 from ..benchmarks import find_benchmark_dir, list_response_files, load_stored_answers
 from ..models import NamedModel, ReplayStore, Role, StoredResponses, resolve_model
 
-__all__ = ["read_stored_file", "resolve_run_model", "sciaidanbench_stores", "stored_models", "stored_responses"]
+__all__ = ["resolve_run_model", "stored_models", "stored_responses"]
 
 
-def read_stored_file(path: Path) -> list[ReplayStore]:
+def _read_stored_file(path: Path) -> list[ReplayStore]:
     """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file; InputError when malformed."""
     return [ReplayStore(model=sa.model, source=path, by_question=sa.by_question) for sa in load_stored_answers(path)]
-
-
-def sciaidanbench_stores(folder: Path) -> list[ReplayStore]:
-    """One ReplayStore per model stored under ``folder/responses`` (files sorted by name)."""
-    return [store for f in list_response_files(folder) for store in read_stored_file(f)]
 
 
 def stored_models(data_dir: str | Path | None = None) -> list[ReplayStore]:
     """Every stored SciAidanBench model in the data lookup order (DataNotFoundError for a folder without its files)."""
     folder = find_benchmark_dir("sciaidanbench", data_dir, required=False)
-    return sciaidanbench_stores(folder) if folder else []
+    return [store for f in list_response_files(folder) for store in _read_stored_file(f)] if folder else []
 
 
 def stored_responses(data_dir: str | Path | None = None) -> StoredResponses:
     """What :func:`resolve_model` needs for ``replay:`` strings: ``data_dir``'s stored models and the file reader."""
-    return StoredResponses(stores=lambda: stored_models(data_dir), read_file=read_stored_file)
+    return StoredResponses(stores=lambda: stored_models(data_dir), read_file=_read_stored_file)
 
 
 def resolve_run_model(spec: str, role: Role, *, data_dir: str | Path | None = None, **kw: Any) -> NamedModel:

@@ -16,8 +16,7 @@ from ..agents import (
     into_config, into_update, questioning_step, reading_scope, reporting_step, run_scope,
 )  # fmt: skip
 from ..agents import (  # noqa: F401 - re-exported: callers of the graph use these names from here
-    RunContext, check_request_models, load_ledger, make_runtime, models_named_in, new_run_id, plan_needs,
-    record_sampling, unique_models, metric_specs, report_run, sampling_line,
+    RunContext, check_request_models, load_ledger, make_runtime, models_named_in, new_run_id, metric_specs, report_run,
 )  # fmt: skip
 from ..core import InputError, RunConfig, RunStore, SgievalError, check_state_file, get_logger
 from .checkpoints import open_saver, read_state
@@ -34,7 +33,6 @@ __all__ = [
     "models_named_in",
     "new_run_id",
     "report_run",
-    "unique_models",
 ]
 
 

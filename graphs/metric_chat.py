@@ -36,12 +36,9 @@ class MetricChatState(TypedDict, total=False):
 
 
 def build_metric_chat(
-    *,
-    agent: NamedModel | None = None,
-    name: str | None = None,
-    save_dir: str | Path | None = None,
+    *, agent: NamedModel | None = None, name: str | None = None, save_dir: str | Path | None = None,
     checkpointer: Any = None,
-):
+):  # fmt: skip
     """Compile the metric-definition chat graph behind ``sgieval metric define``.
 
     Args:
@@ -70,14 +67,8 @@ def build_metric_chat(
         return {"rubric": rubric.model_dump(mode="json"), "message": msg, "history": _hist(state, ("agent", msg))}
 
     async def review(state: MetricChatState) -> dict[str, Any]:
-        rubric = Rubric.model_validate(state["rubric"])
-        shown = {
-            "kind": "review",
-            "message": state.get("message", ""),
-            "rubric": state["rubric"],
-            "yaml": rubric.to_yaml(),
-        }
-        text = str(interrupt(shown)).strip()
+        shown = {"kind": "review", "message": state.get("message", ""), "rubric": state["rubric"]}
+        text = str(interrupt({**shown, "yaml": Rubric.model_validate(state["rubric"]).to_yaml()})).strip()
         status = "done" if DONE_RE.match(text) else "cancelled" if CANCEL_RE.match(text) else "open"
         return {"request": text, "status": status, "history": _hist(state, ("user", text))}
 
