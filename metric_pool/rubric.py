@@ -420,25 +420,17 @@ class RubricMetric(Metric):
         notes = dict.fromkeys(
             f"{v.judge}: {v.tools_note}" for v in verdicts if v.tools_note and v.tools_note != "no tools offered"
         )
-        agg = "weighted mean x10" + (
-            f"; each judge's criterion score is the mean of its {k} repeats that parsed, then the mean over judges"
-            if k > 1
-            else ""
-        )
-        rationale = (
-            f"{self.rubric.name} = {value:.1f}/100 ({agg}). "
-            + "; ".join(parts)
-            + f". Tools used: {tools_txt}"
-            + (f" ({'; '.join(notes)})" if notes else "")
-            + "."
-        )
+        agg = "weighted mean x10"
+        if k > 1:
+            agg += (
+                f"; each judge's criterion score is the mean of its {k} repeats that parsed, then the mean over judges"
+            )
+        tools_txt += f" ({'; '.join(notes)})" if notes else ""
+        rationale = f"{self.rubric.name} = {value:.1f}/100 ({agg}). {'; '.join(parts)}. Tools used: {tools_txt}."
         unparsed = [v for v in verdicts if v.parsed is None]
         if unparsed:
-            rationale += (
-                " Judges without a valid reply (left out of the mean): "
-                + "; ".join(f"{v.rep(k)}: {v.error}" for v in unparsed)
-                + "."
-            )
+            failed = "; ".join(f"{v.rep(k)}: {v.error}" for v in unparsed)
+            rationale += f" Judges without a valid reply (left out of the mean): {failed}."
         details: dict[str, Any] = {
             "criteria": means,
             "per_judge": per_judge,
@@ -451,10 +443,8 @@ class RubricMetric(Metric):
         if lost:
             details["failed_judges"] = {j: next(v.error for v in unparsed if v.judge == j) for j in lost}
         value_of = lambda v: self.rubric.aggregate({c: float(v.of(c).score) for c in crits})  # noqa: E731
-        details.update(
-            repeat_details(
-                [Draw(v.judge, v.repeat, None if v.parsed is None else value_of(v), v.error) for v in verdicts], k
-            )
+        details |= repeat_details(
+            [Draw(v.judge, v.repeat, None if v.parsed is None else value_of(v), v.error) for v in verdicts], k
         )
         details["rubric_version"] = self.rubric.version
         return value, rationale, details
