@@ -1,8 +1,5 @@
-"""metric_pool: every metric (objective, judge, rubric), the predefined-metric registry and the aggregations (CIs, paired tests, SGI-Score).
-
-What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
-lazily from their modules on first use, so importing one module of this folder does not import the others.
-"""
+"""metric_pool: every metric (objective, judge, rubric), the metric registry and the aggregations (CIs, paired tests,
+SGI-Score); the names other folders may use, loaded lazily from their modules."""
 
 from __future__ import annotations
 

@@ -370,13 +370,8 @@ class AnswerCountMetrics(Metric):
             return self.failed(item, response, response.status, f"no response: {response.error}")
         records = response.metadata.get("records")
         if not isinstance(records, list):
-            return self.failed(
-                item,
-                response,
-                "parse_error",
-                "response has no answer records (metadata['records']); the open-creativity "
-                "metrics need the generation protocol or a SciAidanBench replay",
-            )
+            why = "response has no answer records (metadata['records']); the open-creativity metrics need the "
+            return self.failed(item, response, "parse_error", why + "generation protocol or a SciAidanBench replay")
         try:
             lists = answer_lists(response.metadata)
         except (ValueError, TypeError) as e:
