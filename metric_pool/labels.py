@@ -281,18 +281,16 @@ def _agreements(
                 continue
             panel, per = _judged(score, criterion)
             human = sum(vals) / len(vals)
-            for name, v in ([("panel", panel)] if panel is not None else []) + (
-                list(per.items()) if len(per) > 1 else []
-            ):
-                pairs.setdefault(name, ([], []))
-                pairs[name][0].append(v)
-                pairs[name][1].append(human)
+            named = ([("panel", panel)] if panel is not None else []) + (list(per.items()) if len(per) > 1 else [])
+            for name, v in named:
+                js, hs = pairs.setdefault(name, ([], []))
+                js.append(v)
+                hs.append(human)
+        rng = (float(low), float(high))
         for judge, (j, h) in sorted(pairs.items(), key=lambda kv: (kv[0] != "panel", kv[0])):
-            if j:
-                rng = (float(low), float(high))
-                out.agreements.append(
-                    agreement(j, h, value_range=rng, judge=judge, metric=spec.name, criterion=criterion, seed=seed)
-                )
+            out.agreements.append(
+                agreement(j, h, value_range=rng, judge=judge, metric=spec.name, criterion=criterion, seed=seed)
+            )
 
 
 def _model_estimate(model: str, scored: dict[str, float], given: dict[str, float], selection: str, alpha: float):
