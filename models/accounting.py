@@ -593,23 +593,3 @@ class Ledger:
             yield self
         finally:
             _current.reset(token)
-
-
-__all__ = [
-    "BATCH_DISCOUNT",
-    "BudgetExceeded",
-    "CallRecord",
-    "Ledger",
-    "Prices",
-    "Totals",
-    "current_ledger",
-    "load_prices",
-    "parse_price_option",
-    "price_call",
-    "price_of",
-    "price_source",
-    "price_table",
-    "reset_prices",
-    "set_prices",
-    "unpriced_models",
-]

@@ -17,15 +17,6 @@ from ..core import current_settings
 
 DEFAULT_MAX_CONCURRENCY = 16
 
-__all__ = [
-    "DEFAULT_MAX_CONCURRENCY",
-    "CallContext",
-    "call_context",
-    "current_call_context",
-    "prompt_scope",
-    "current_prompt_scope",
-]
-
 
 @dataclass(eq=False)
 class CallContext:

@@ -25,24 +25,6 @@ from .accounting import price_call, price_source
 from .openai_wire import json_schema_format, message_dict, to_messages
 from .structured import native_structured
 
-__all__ = [
-    "APPROXIMATION",
-    "CallPlan",
-    "DEFAULT_TYPICAL_OUTPUT_TOKENS",
-    "Estimate",
-    "JUDGE_REPLY_TOKENS",
-    "RehearsalChat",
-    "RehearsalStop",
-    "Rehearsal",
-    "RoleEstimate",
-    "TOOL_RESULT_TOKENS",
-    "TOOL_TURN_TOKENS",
-    "TYPICAL_OUTPUT_TOKENS",
-    "TokenCounter",
-    "request_text",
-    "request_tokens",
-    "token_counter",
-]
 
 APPROXIMATION = "approximation: 1 token per 4 characters"
 """How tokens are counted when no tokenizer of the provider loads offline."""

@@ -16,15 +16,6 @@ from .local import load_local_model
 from .params import sampling_params
 from .replay import resolve_replay
 
-__all__ = [
-    "ModelOptions",
-    "Provider",
-    "PROVIDERS",
-    "OFFICIAL_OPENAI_URL",
-    "openai_compatible",
-    "provider_for",
-    "register_provider",
-]
 
 OFFICIAL_OPENAI_URL = "https://api.openai.com/v1"
 

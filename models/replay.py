@@ -158,7 +158,6 @@ class ReplayStore:
 def load_jsonl_replay(path: Path) -> ReplayStore:
     """A ReplayStore from a JSONL file of {"item_id", "text"} lines (InputError naming file, line and field)."""
     store = ReplayStore(model=path.stem, source=path)
-    first_line: dict[str, int] = {}
     model_line: tuple[str, int] | None = None
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -199,14 +198,13 @@ def load_jsonl_replay(path: Path) -> ReplayStore:
                 fix="split the file by model (one file per model) and pass each as replay:<file>",
             )
         iid = rec["item_id"]
-        if iid in first_line:
+        if iid in store.lines:
             raise InputError(
                 f"line {n}: a second reply for item {iid!r} of model {model!r} "
-                f"(the first is on line {first_line[iid]})",
+                f"(the first is on line {store.lines[iid]})",
                 what=str(path),
                 fix="keep one line per item_id and model",
             )
-        first_line[iid] = n
         store.lines[iid] = n
         store.model = model
         store.by_item[iid] = rec["text"]

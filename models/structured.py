@@ -19,17 +19,6 @@ from .base import NamedModel
 from .calls import ainvoke, message_text
 from .openai_wire import json_schema_format
 
-__all__ = [
-    "ask_structured",
-    "StructuredReply",
-    "native_structured",
-    "parse_json_object",
-    "protect_latex_escapes",
-    "schema_instruction",
-    "sent_prompt",
-    "StructuredMode",
-    "LATEX_COMMANDS_NRT",
-]
 
 T = TypeVar("T")
 
