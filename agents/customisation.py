@@ -7,23 +7,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from ..core import Item, MetricSpec, ModelCallError, Rubric, SgievalError
-from ..metric_pool import (
-    Metric,
-    MetricEntry,
-    RubricMetric,
-    applicable,
-    as_data,
-    find_rubric,
-    key_of,
-    parse_json_object,
-    tool_loop,
-)
+from ..metric_pool import Metric, MetricEntry, RubricMetric, applicable, as_data, find_rubric, key_of, parse_json_object
+from ..metric_pool import tool_loop
 from ..benchmarks import registry as benchmark_registry
 from ..models import NamedModel, StructuredReply, message_text
 from .asking import ask_agent
@@ -44,14 +35,8 @@ def metric_for_quality(quality: str, specs: list[MetricSpec], items: list[Item] 
 
 def declared_primaries(items: list[Item]) -> set[str]:
     """The primary metrics the items' benchmarks declare for their tasks."""
-    out: set[str] = set()
-    for b, task in dict.fromkeys((i.benchmark, i.task) for i in items):
-        defn = benchmark_registry.find(b)
-        if defn is not None:
-            name = defn.primary.get(task) or defn.primary.get("*")
-            if name:
-                out.add(name)
-    return out
+    found = [(benchmark_registry.find(b), task) for b, task in dict.fromkeys((i.benchmark, i.task) for i in items)]
+    return {n for d, task in found if d is not None and (n := d.primary.get(task) or d.primary.get("*"))}
 
 
 # (quality, metric) pairs where the metric is a stand-in, not a measure of the quality itself: the plan and the
@@ -149,10 +134,7 @@ def _add_asked(
 
 
 def offline_metric_plan(
-    request: str,
-    items: list[Item],
-    metrics: list[Metric],
-    offers: list[tuple[MetricEntry, Metric]] = (),  # type: ignore[assignment]
+    request: str, items: list[Item], metrics: list[Metric], offers: Sequence[tuple[MetricEntry, Metric]] = ()
 ) -> MetricPlan:
     """Deterministic plan: every predefined metric, ranking by the first asked quality's metric, else the primary."""
     specs = [s for m in metrics for s in m.all_specs]

@@ -13,28 +13,10 @@ from pydantic import ValidationError
 
 from ..core import OPEN_CREATIVITY, InputError, Item, Response, SandboxUnavailableError, get_logger
 from ..metric_pool import Metric, ScoringContext
-from ..models import (
-    CallContext,
-    Ledger,
-    NamedModel,
-    cache_key_for,
-    call_context,
-    get_cache,
-    should_cache,
-    APPROXIMATION,
-    DEFAULT_TYPICAL_OUTPUT_TOKENS,
-    JUDGE_REPLY_TOKENS,
-    TOOL_RESULT_TOKENS,
-    TOOL_TURN_TOKENS,
-    TYPICAL_OUTPUT_TOKENS,
-    Estimate,
-    Rehearsal,
-    RehearsalChat,
-    RoleEstimate,
-    priced,
-    summarise,
-    token_counter,
-)
+from ..models import CallContext, Ledger, NamedModel, cache_key_for, call_context, get_cache, should_cache
+from ..models import APPROXIMATION, DEFAULT_TYPICAL_OUTPUT_TOKENS, JUDGE_REPLY_TOKENS, TOOL_RESULT_TOKENS
+from ..models import TOOL_TURN_TOKENS, TYPICAL_OUTPUT_TOKENS, Estimate, Rehearsal, RehearsalChat, RoleEstimate, priced
+from ..models import summarise, token_counter
 from ..reports import Table, Text
 from .customisation import MetricPlan
 from .evaluation import ADDED_JUDGE_SCORES, JUDGED_KINDS, infer, judged_metrics, score_response

@@ -12,19 +12,8 @@ from typing import Any, Callable
 
 from langchain_core.messages import HumanMessage
 
-from ..core import (
-    DRY_EXPERIMENT,
-    OPEN_CREATIVITY,
-    InputError,
-    Item,
-    ModelCallError,
-    Response,
-    RunStoppedError,
-    RunStore,
-    SandboxUnavailableError,
-    Score,
-    get_logger,
-)
+from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, ModelCallError, Response, RunStoppedError
+from ..core import RunStore, SandboxUnavailableError, Score, get_logger
 from ..metric_pool import CORPUS, Metric, ScoringContext, key_of
 from ..models import BudgetExceeded, NamedModel, ainvoke, prompt_scope, read_reply, usage
 

@@ -239,11 +239,9 @@ def _paired(vals: dict[str, dict[str, float]], basis: set[str], a: str, b: str, 
 
 
 def _verdict(t: Any) -> str:
-    return (
-        "no paired test"
-        if t is None
-        else f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
-    )
+    if t is None:
+        return "no paired test"
+    return f"p = {t.p_value:.4f}, {'separated' if t.p_value < 0.05 else 'not separated'}"
 
 
 def _relation(x: float, y: float) -> int:

@@ -21,15 +21,8 @@ from .question_kind import KINDS, agent_kind, classify
 from .request_reading import UnclearRequest as UnclearRequest, request_unclear, understand_request
 from ..metric_pool import parse_json_object
 from ..models import NamedModel, bind_tools, message_text, prompt_scope, run_tool_loop
-from ..core import (
-    DEEP_RESEARCH,
-    DRY_EXPERIMENT,
-    EXPERIMENTAL_REASONING,
-    FEASIBILITY,
-    IDEA_GENERATION,
-    OPEN_CREATIVITY,
-    WET_EXPERIMENT,
-)
+from ..core import DEEP_RESEARCH, DRY_EXPERIMENT, EXPERIMENTAL_REASONING, FEASIBILITY, IDEA_GENERATION, OPEN_CREATIVITY
+from ..core import WET_EXPERIMENT
 
 
 class SelectionPlan(BaseModel):
@@ -288,16 +281,8 @@ def catalog_tools(catalog: Catalog, seed: int = 0) -> list[BaseTool]:
     def search_items(text: str, filters: dict[str, list[str]] | None = None, limit: int = 10) -> str:
         """Find catalog items whose prompt contains every word of `text` (optionally within filters: facet -> accepted values); returns id, benchmark, task, discipline and a snippet, best match first."""
         hits = catalog.search(text, catalog.filter(_filters_arg(filters)), limit=max(1, min(int(limit), 50)))
-        rows = [
-            {
-                "id": i.id,
-                "benchmark": i.benchmark,
-                "task": i.task,
-                "discipline": i.discipline,
-                "snippet": i.prompt[:160],
-            }
-            for i in hits
-        ]
+        keys = ("id", "benchmark", "task", "discipline")
+        rows = [{**{k: getattr(i, k) for k in keys}, "snippet": i.prompt[:160]} for i in hits]
         return json.dumps(rows, ensure_ascii=False)
 
     def sample_items(filters: dict[str, list[str]] | None = None, k: int | None = None) -> str:

@@ -12,49 +12,15 @@ from typing import Any, Iterable, Mapping
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..core import CORPUS, Item, MetricSpec, Response, Score, call_in_worker
-from ..metric_pool import (
-    FACETS,
-    METHOD,
-    Summary,
-    facet_winners,
-    get_embedder,
-    items_to_separate,
-    lead_sources,
-    order_departures,
-    holm,
-    paired_test,
-    sgi_score,
-    summarize,
-    with_added_judges,
-)
+from ..metric_pool import FACETS, METHOD, Summary, facet_winners, get_embedder, items_to_separate, lead_sources
+from ..metric_pool import order_departures, holm, paired_test, sgi_score, summarize, with_added_judges
 from ..metric_pool.recheck import ranking_changes, recheck
 from ..metric_pool.reliability import reliability, reliability_rows
 from ..models import NamedModel, ainvoke, message_text, prompt_scope
-from ..reports import (
-    CHECKED,
-    NARRATIVE_SYSTEM,
-    Block,
-    ModelStat,
-    RecheckResult,
-    ReportContext,
-    SgiRow,
-    assemble,
-    by_metric,
-    compose_answer,
-    count_phrase,
-    coverage,
-    header_facts,
-    item_values,
-    names_supported,
-    not_applicable,
-    numbers_supported,
-    order_claims_supported,
-    order_stats,
-    pair_entry,
-    separated_winner,
-    unscored_reason,
-    write_report_files,
-)
+from ..reports import CHECKED, NARRATIVE_SYSTEM, Block, ModelStat, RecheckResult, ReportContext, SgiRow, assemble
+from ..reports import by_metric, compose_answer, count_phrase, coverage, header_facts, item_values, names_supported
+from ..reports import not_applicable, numbers_supported, order_claims_supported, order_stats, pair_entry
+from ..reports import separated_winner, unscored_reason, write_report_files
 from .estimate import estimate_blocks
 from .metric_choice import variant_disagreements
 
@@ -218,16 +184,9 @@ def add_statistics(ctx: ReportContext) -> ReportContext:
 
 
 async def _llm_narrative(
-    agent: NamedModel,
-    request: str,
-    tables_text: str,
-    header_text: str = "",
-    *,
-    verdict: str = "",
-    known: Iterable[str] = (),
-    models: Iterable[str] = (),
-    winner: str | None = None,
-) -> tuple[str | None, list[str]]:
+    agent: NamedModel, request: str, tables_text: str, header_text: str = "", *, verdict: str = "",
+    known: Iterable[str] = (), models: Iterable[str] = (), winner: str | None = None,
+) -> tuple[str | None, list[str]]:  # fmt: skip
     """(summary or None, notes): ``agent``'s text once every number and name it cites is in ``tables_text``,
     ``header_text``, ``request`` or ``known`` and its order claims match the paired tests (``winner``); a failing
     text is regenerated once with what failed."""
@@ -235,12 +194,8 @@ async def _llm_narrative(
     known = list(known)
     facts = f"\n\nRun facts:\n{header_text}" if header_text else ""
     fixed = f"\n\nFixed verdict (shown before your text):\n{verdict}" if verdict else ""
-    msgs = [
-        SystemMessage(content=NARRATIVE_SYSTEM),
-        HumanMessage(
-            content=f"Question: {request or 'Which model is best overall?'}{fixed}\n\nTables:\n{tables_text}{facts}"
-        ),
-    ]
+    question = f"Question: {request or 'Which model is best overall?'}{fixed}\n\nTables:\n{tables_text}{facts}"
+    msgs = [SystemMessage(content=NARRATIVE_SYSTEM), HumanMessage(content=question)]
     for attempt in (1, 2):
         try:
             with prompt_scope("sgieval:agent/reporting"):
@@ -275,11 +230,8 @@ async def _llm_narrative(
                 "These sentences claim an order of models the paired tests do not establish (see the fixed "
                 f"verdict): {claims[:5]}."
             )
-        msgs = msgs + [
-            HumanMessage(
-                content=" ".join(fix or ["The text was empty."]) + " Rewrite using only the tables' numbers and names."
-            )
-        ]
+        again = " ".join(fix or ["The text was empty."]) + " Rewrite using only the tables' numbers and names."
+        msgs = [*msgs, HumanMessage(content=again)]
     return None, notes
 
 

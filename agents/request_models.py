@@ -29,12 +29,8 @@ _PROVIDER = {
 
 def model_mentions(request: str) -> list[str]:
     """Model names in ``request``, in order, lower-cased, once each: "How good is GPT-4.1?" -> ["gpt-4.1"]."""
-    out: list[str] = []
-    for m in MODEL_MENTION.finditer(request or ""):
-        name = m.group(1).rstrip(".-").lower().replace(" ", "-")
-        if name and name not in out:
-            out.append(name)
-    return out
+    names = (m.group(1).rstrip(".-").lower().replace(" ", "-") for m in MODEL_MENTION.finditer(request or ""))
+    return [n for n in dict.fromkeys(names) if n]
 
 
 def mention_covered(mention: str, names: list[str]) -> bool:

@@ -10,17 +10,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from ..core import Criterion, CriterionTool, InputError, Rubric
-from ..metric_pool import (
-    MATCH_THRESHOLD,
-    STARTER_DIR,
-    as_data,
-    find_rubric,
-    list_rubrics,
-    match_texts,
-    save_rubric,
-    semantic_scores,
-    slug,
-)
+from ..metric_pool import MATCH_THRESHOLD, STARTER_DIR, as_data, find_rubric, list_rubrics, match_texts, save_rubric
+from ..metric_pool import semantic_scores, slug
 from ..models import NamedModel
 from .asking import ask_agent
 

@@ -15,42 +15,13 @@ from typing import Any, Callable, Iterator, Mapping
 from pydantic import ValidationError
 
 from ..benchmarks import Catalog, load_catalog
-from ..core import (
-    DRY_EXPERIMENT,
-    ENV_NAMES,
-    InputError,
-    Item,
-    ModelRef,
-    RunConfig,
-    RunStore,
-    SandboxUnavailableError,
-    SecretValues,
-    Settings,
-    SgievalError,
-    get_logger,
-    load_settings,
-    redact_url,
-    run_logging,
-    url_secrets,
-    use_settings,
-)
+from ..core import DRY_EXPERIMENT, ENV_NAMES, InputError, Item, ModelRef, RunConfig, RunStore, SandboxUnavailableError
+from ..core import SecretValues, Settings, SgievalError, get_logger, load_settings, redact_url, run_logging, url_secrets
+from ..core import use_settings
 from ..core import option_names as run_option_names
 from ..metric_pool import Metric
-from ..models import (
-    CallContext,
-    Ledger,
-    NamedModel,
-    Prices,
-    Role,
-    call_context,
-    current_call_context,
-    load_prices,
-    model_secrets,
-    price_table,
-    resolve_model,
-    sampling_for_role,
-    unpriced_models,
-)
+from ..models import CallContext, Ledger, NamedModel, Prices, Role, call_context, current_call_context, load_prices
+from ..models import model_secrets, price_table, resolve_model, sampling_for_role, unpriced_models
 from .customisation import MetricPlan, planned_metrics
 from .request_models import check_named_models, model_mentions
 from .stored_responses import resolve_run_model, stored_models

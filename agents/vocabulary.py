@@ -46,9 +46,7 @@ def max_edits(word: str) -> int:
     """How many OSA edits (casefolded) a word may be from a known term and still be its typo: 0 below 4 letters, 1 up
     to 6 ("phisics"), else 2 ("chemsitry")."""
     n = len(word)
-    if n < MIN_FUZZY_LENGTH:
-        return 0
-    return 1 if n <= 6 else 2
+    return 0 if n < MIN_FUZZY_LENGTH else 1 if n <= 6 else 2
 
 
 # the plain words of QUALITY_WORDS, which a misspelt quality word is compared with ("creatve" -> "creative")
