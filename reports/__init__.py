@@ -1,9 +1,5 @@
-"""reports: build the report from records and statistics: its data model, sections, Answer, tables, figures
-(matplotlib), Markdown rendering (Jinja2), the HTML viewer, exports and run listings.
-
-What other folders may use (DESIGN.md "Adding things": each folder's ``__init__`` lists it); the names load
-lazily from their modules on first use, so importing one module of this folder does not import the others.
-"""
+"""reports: the report's data model, sections, Answer, tables, figures, Markdown rendering, the HTML viewer, exports
+and run listings; the public names below load lazily from their modules on first use."""
 
 from __future__ import annotations
 
@@ -44,7 +40,6 @@ _PUBLIC: dict[str, str] = {
     }.items()
     for name in names.split()
 }
-"""Public name -> the module of this folder that defines it."""
 
 __all__ = sorted(_PUBLIC)
 

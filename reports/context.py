@@ -27,7 +27,8 @@ class RecheckResult:
 
 
 class Statistics(Protocol):
-    """The metric-pool computations a section or the Answer calls (``agents.reporting.POOL`` provides them)."""
+    """The metric-pool computations a section or the Answer calls, each the ``metric_pool`` function of its name
+    (``agents.reporting.POOL`` provides them); ``recheck`` is None without stored SciAidanBench records."""
 
     facets: Sequence[str]  # metric_pool.differences.FACETS
     power_method: str  # metric_pool.stats.METHOD
@@ -41,33 +42,25 @@ class Statistics(Protocol):
         higher_is_better: bool,
         n_resamples: int,
         seed: int,
-    ) -> list[Any]:
-        """``metric_pool.differences.facet_winners``."""
+    ) -> list[Any]: ...
 
     def lead_sources(
         self, values: dict[str, dict[str, float]], facet_of: dict[str, str], facet: str, a: str, b: str
-    ) -> list[Any]:
-        """``metric_pool.differences.lead_sources``."""
+    ) -> list[Any]: ...
 
     def order_departures(
         self, values: dict[str, dict[str, float]], overall: dict[str, float], *, higher_is_better: bool, limit: int
-    ) -> list[Any]:
-        """``metric_pool.differences.order_departures``."""
+    ) -> list[Any]: ...
 
-    def items_to_separate(self, diffs: list[float]) -> Any:
-        """``metric_pool.stats.items_to_separate``."""
+    def items_to_separate(self, diffs: list[float]) -> Any: ...
 
-    def paired_test(self, a: dict[str, float], b: dict[str, float], *, n_resamples: int, seed: int) -> Any:
-        """``metric_pool.stats.paired_test`` (permutation, two-sided)."""
+    def paired_test(self, a: dict[str, float], b: dict[str, float], *, n_resamples: int, seed: int) -> Any: ...
 
-    def holm(self, p_values: Sequence[float]) -> list[float]:
-        """``metric_pool.stats.holm``."""
+    def holm(self, p_values: Sequence[float]) -> list[float]: ...
 
-    def label_estimates(self, scores: list[Score], labels: list[Any], spec: MetricSpec) -> Any:
-        """``metric_pool.labels.label_estimates``."""
+    def label_estimates(self, scores: list[Score], labels: list[Any], spec: MetricSpec) -> Any: ...
 
-    def recheck(self, responses: list[Response], embedding_model: str) -> RecheckResult | None:
-        """The stored judgements re-decided with ``embedding_model``; None without stored SciAidanBench records."""
+    def recheck(self, responses: list[Response], embedding_model: str) -> RecheckResult | None: ...
 
 
 @dataclass

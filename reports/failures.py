@@ -40,6 +40,11 @@ class _Tally:
     error_statuses: Counter = field(default_factory=Counter)  # the statuses counted in ``errors``
 
 
+def _row(kind: str, rec: Response | Score, metric: str) -> dict[str, Any]:
+    reason = (rec.error or "")[:200]
+    return dict(kind=kind, item=rec.item_id, model=rec.model, metric=metric, status=rec.status, reason=reason)
+
+
 def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
     """One pass over ``responses`` and one over ``scores`` for :func:`reply_flags` and :func:`failures`."""
     t = _Tally()
@@ -53,16 +58,7 @@ def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
         else:
             t.errors += 1
             t.error_statuses[r.status] += 1
-        t.rows.append(
-            {
-                "kind": "response",
-                "item": r.item_id,
-                "model": r.model,
-                "metric": "",
-                "status": r.status,
-                "reason": (r.error or "")[:200],
-            }
-        )
+        t.rows.append(_row("response", r, ""))
     for s in scores:
         if s.status == "ok":
             if s.details.get("no_answer"):
@@ -72,15 +68,7 @@ def _tally(responses: list[Response], scores: list[Score]) -> _Tally:
             if not apart and s.status not in REPLY_STATUSES:
                 t.errors += 1
                 t.error_statuses[s.status] += 1
-            row = {
-                "kind": "score",
-                "item": s.item_id,
-                "model": s.model,
-                "metric": s.metric,
-                "status": s.status,
-                "reason": (s.error or "")[:200],
-            }
-            (t.na if apart else t.rows).append(row)
+            (t.na if apart else t.rows).append(_row("score", s, s.metric))
         if s.evidence:  # flags come from the evidence only
             flags = s.flags
             if flags:

@@ -80,7 +80,7 @@ def _judge_lines(
 
 
 def _pair_limitations(pairs: list[dict[str, Any]], metric: str) -> list[str]:
-    """One line on the adjacent-pair tests: pairs not separated or not tested, CI overlap, no multiplicity adjustment."""
+    """One line on the adjacent-pair tests: pairs not separated or not tested, CI overlap, no adjustment."""
     if not pairs:
         return []
     loose = [f"{d['a']} vs {d['b']}" for d in pairs if d["p"] is not None and not d["significant"]]

@@ -77,16 +77,11 @@ def ranking_caveats(
                 f"Coverage differs (scored items: {counts}) and no item is scored by every model, so the means "
                 "are over each model's own items and not compared item by item."
             )
-        elif sentence:
-            out.append(
-                f"Coverage differs (scored items: {counts}): the ranking compares the "
-                f"{count_phrase(len(cov.shared))} {who} scored. {sentence}"
-            )
         else:
+            same = "; the order is the same on each model's own items and with failures counted as wrong."
             out.append(
                 f"Coverage differs (scored items: {counts}): the ranking compares the "
-                f"{count_phrase(len(cov.shared))} {who} scored; the order is the same on each model's own "
-                "items and with failures counted as wrong."
+                f"{count_phrase(len(cov.shared))} {who} scored" + (f". {sentence}" if sentence else same)
             )
     labels = rank_labels(groups)
     for g in groups[1:]:

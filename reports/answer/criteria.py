@@ -1,7 +1,5 @@
-"""The Answer's first item for a "why" question: which criteria carry the difference between the two models (for
-a rubric metric its criteria, 0-10; else the run's other item-level metrics), each with both means, the difference,
-its 95% CI and the paired test, then the rationales of two contrasting items.
-"""
+"""The Answer's first item for a "why" question: which criteria (a rubric's, else the other item-level metrics)
+carry the difference between the two models, each with its paired test, then two contrasting items' rationales."""
 
 from __future__ import annotations
 
@@ -17,9 +15,8 @@ __all__ = ["criterion_values", "why"]
 
 
 def criterion_values(ctx: ReportContext, spec: MetricSpec, model: str) -> dict[str, dict[str, float]]:
-    """What the difference between two models can be split into, for ``model``: for a rubric metric, criterion ->
-    item id -> its 0-10 score; else every other metric with item-level values (not a variant of ``spec``) ->
-    item id -> value.
+    """What the difference between two models can be split into, for ``model``: a rubric's criteria (0-10), else every
+    other item-level metric that is not a variant of ``spec``.
 
     Args:
         ctx: the report context.
@@ -53,9 +50,8 @@ def _quote(ctx: ReportContext, item: str, model: str, a: str, b: str, va: dict, 
 
 
 def why(ctx: ReportContext) -> str:
-    """Which criteria carry the difference between the two models the question is about (or the top two), largest
-    difference first, and the rationales of the item where the first model leads most and of the one where it
-    leads least."""
+    """Which criteria carry the difference between the two models asked about, largest first, and the rationales of the
+    items where the first model leads most and least."""
     got = compared(ctx)
     if got is None:
         return ""

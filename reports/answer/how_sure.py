@@ -19,10 +19,8 @@ def how_sure(
     leader_tests: dict[str, dict[str, Any]] | None = None,
     metric: str = "the ranking metric",
 ) -> list[str]:
-    """The Answer's "How sure" sentences: the paired test behind the verdict (leader against the runner-up;
-    against each model of a group tied for second, ``leader_tests``: ``{model: pair_entry}``; within a tie for
-    first), or why there is none.  Significance wording comes only from the paired test; CI overlap is named
-    only as overlap, and a CI without variation is never used."""
+    """The Answer's "How sure" sentences: the paired test behind the verdict (leader against the runner-up, against
+    each model tied for second (``leader_tests``), or within a tie for first), or why there is none."""
     ranked = [s for s in ranking if s.summary is not None]
     if len(ranked) < 2 or not groups:
         return []
@@ -83,15 +81,13 @@ def how_sure(
 
 
 def order_note(pairs: list[dict[str, Any]]) -> str:
-    """What the full order of :func:`separated_order` does not settle, for a ranking with more than one adjacent
-    pair: non-adjacent pairs are not tested, and the p-values are not adjusted for multiple comparisons ("" for
-    one pair or none).
+    """What the full order does not settle: non-adjacent pairs are untested, p-values are not adjusted.
 
     Args:
         pairs: the adjacent-rank tests (:func:`pair_entry`).
 
     Returns:
-        One sentence, or "".
+        One sentence, or "" for fewer than two pairs.
     """
     if len(pairs) < 2:
         return ""
@@ -102,8 +98,7 @@ def order_note(pairs: list[dict[str, Any]]) -> str:
 
 
 def reliability_sentences(rows: list[dict[str, Any]], primary: str) -> str:
-    """Sentences for the Answer: the verdict on the ranking metric's judges (else the first judged metric's),
-    and every significant self-preference."""
+    """The verdict on the ranking metric's judges (else the first judged metric's) and significant self-preferences."""
     if not rows:
         return ""
     # an idea-generation dimension (idea_novelty) is judged through its votes (idea_novelty_win)

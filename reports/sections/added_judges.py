@@ -38,30 +38,12 @@ def _mean_rows(
     return rows
 
 
-def added_judges_section(
-    scores: list[Score],
-    added: list[Score],
-    specs: list[MetricSpec],
-    models: list[str],
-    run_judges: list[str],
-    added_judges: list[str],
-    primary: str,
-) -> Section | None:
-    """The "Added judges" section.
-
-    Args:
-        scores: the run's own scores (``scores.jsonl``).
-        added: the added judges' scores (``added_judge_scores.jsonl``), each naming its judge.
-        specs: the run's metric specs (the judged ones, kind ``judge`` or ``rubric``, get a row per target model).
-        models: the target models, in the run's order.
-        run_judges: the run's own judges.
-        added_judges: the added judges, in the order they were added.
-        primary: the ranking metric.
-
-    Returns:
-        The section (text, one table of per-judge means: ``mean (n)`` on the metric's scale over the items each
-        judge scored, and a line per added judge on the scores it could not make), or None without added judges.
-    """
+@section("added_judges", title="Added judges", after="usage")
+def added_judges_builder(ctx: ReportContext) -> Section | None:
+    """The "Added judges" section: each judge's mean per judged metric and target model, and what an added judge
+    could not score; None when no judge was added to the finished run."""
+    scores, added, specs, models, primary = ctx.scores, ctx.added_scores, ctx.specs, ctx.models, ctx.spec.name
+    run_judges, added_judges = list(ctx.judges), list(ctx.added_judges)
     if not added_judges:
         return None
     own = ", ".join(run_judges) or "none"
@@ -109,11 +91,3 @@ def added_judges_section(
         "judge metrics stay not run in the ranking and the tables (see Added judges for the added judges' scores)."
     )
     return Section("added_judges", "Added judges", blocks, answer={"caveats": [caveat]})
-
-
-@section("added_judges", title="Added judges", after="usage")
-def added_judges_builder(ctx: ReportContext) -> Section | None:
-    """The "Added judges" section (None when no judge was added to the finished run)."""
-    return added_judges_section(
-        ctx.scores, ctx.added_scores, ctx.specs, ctx.models, list(ctx.judges), list(ctx.added_judges), ctx.spec.name
-    )

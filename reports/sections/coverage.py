@@ -13,8 +13,8 @@ from . import section
 
 @section("coverage", title="Coverage", after="settled")
 def coverage_section(ctx: ReportContext) -> Section | None:
-    """When the models' scored item sets of the ranking metric differ (``ctx.coverage``): each model's items and mean on the shared items, on its own items, and with a failed or
-    missing score counted as the metric's worst value; None when they agree."""
+    """When the models' scored items of the ranking metric differ: each model's items and mean on the shared items, on
+    its own items, and with a failed or missing score counted as the metric's worst value; None when they agree."""
     cov = ctx.coverage
     if cov is None or not cov.differs:
         return None

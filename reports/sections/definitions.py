@@ -3,18 +3,17 @@ where the definition comes from."""
 
 from __future__ import annotations
 
-from ...core import CORPUS, MetricSpec, Score
+from ...core import CORPUS
 from ..blocks import Section, Table, Text
 from ..context import ReportContext
 from . import section
 
 
-def definitions_section(specs: list[MetricSpec], scores: list[Score]) -> Section | None:
-    """ "Metric definitions" section: for every metric of ``specs`` with a score in this run, which definition
-    its figures use (the spec's description), how a model's figure is formed (per item: the mean and total of
-    the per-item values; corpus level: one value per model, e.g. a mean pooled over answers) and its source
-    (paper, spec section or upstream file: AidanBench's README S(q) or plot.py count, SciAidanBench's accepted
-    or published count).  None when no metric has a score."""
+@section("definitions", title="Metric definitions", after="recheck")
+def definitions_builder(ctx: ReportContext) -> Section | None:
+    """The "Metric definitions" section: every scored metric's definition, how a model's figure is formed (per
+    item or corpus level) and its source; None when no metric has a score."""
+    specs, scores = ctx.specs, ctx.scores
     corpus = {s.metric for s in scores if s.item_id == CORPUS}
     used = {s.metric for s in scores}
     rows = []
@@ -34,9 +33,3 @@ def definitions_section(specs: list[MetricSpec], scores: list[Score]) -> Section
             Table(["metric", "figure per model", "definition", "source"], rows, name="definitions"),
         ],
     )
-
-
-@section("definitions", title="Metric definitions", after="recheck")
-def definitions_builder(ctx: ReportContext) -> Section | None:
-    """The "Metric definitions" section (None when no metric has a score)."""
-    return definitions_section(ctx.specs, ctx.scores)

@@ -1,7 +1,5 @@
-"""The "Where the models disagree" section, in every report that ranks two or more models, whether or not a leader is
-separated: per facet value (and per criterion of a rubric ranking metric) the paired test of the two models the
-question is about (else the top two) with Holm's adjustment over every value tested, then the items of widest spread
-and the items where the overall order flips, linked to the viewer (:mod:`..answer.disagree`)."""
+""" "Where the models disagree", in every report ranking two or more models: the where sentences of
+:mod:`..answer.disagree` and the per-value paired tests of the two models asked about, Holm-adjusted."""
 
 from __future__ import annotations
 
@@ -15,9 +13,8 @@ from . import section
 
 @section("disagreement", title="Where the models disagree", before="sgi")
 def disagreement_section(ctx: ReportContext) -> Section | None:
-    """The section: the where sentences and the table of the per-value paired tests with their Holm-adjusted
-    p-values (paired permutation test, two-sided; Holm 1979 step-down, ``metric_pool.stats.holm``); None with fewer
-    than two ranked models."""
+    """The where sentences and the per-value paired tests with Holm-adjusted p-values (Holm 1979 step-down); None with
+    fewer than two ranked models."""
     pair = question_pair(ctx)
     sentences = where_lead(ctx)
     if pair is None or ctx.pool is None or not sentences:

@@ -1,6 +1,5 @@
-"""The ranking: the ranking metric's mean, 95% CI, total and n per target model with shared ranks ("2=" for ties,
-METRICS.md D.16), unscored models with their reason, a bar chart, and the paired permutation test of every adjacent
-pair."""
+"""The ranking: the ranking metric's mean, 95% CI, total and n per target model with shared ranks ("2=", METRICS.md
+D.16), unscored models with their reason, a bar chart, and the paired permutation test of every adjacent pair."""
 
 from __future__ import annotations
 
@@ -20,25 +19,6 @@ PAIR_HEADERS = [
     "p",
     "at the 5% level",
 ]
-
-
-def pairs_table(pairs: list[dict[str, Any]]) -> Table:
-    """The adjacent-pair tests as a table.
-
-    Args:
-        pairs: one :func:`~sgieval.reports.ranking.pair_entry` per adjacent pair.
-
-    Returns:
-        The table (name ``pairs``).
-    """
-    rows = []
-    for d in pairs:
-        if d["p"] is None:
-            rows.append([f"{d['a']} vs {d['b']}", d["n"], "n/a", "n/a", "n/a", "not tested (needs 2 shared items)"])
-        else:
-            verdict = "significant" if d["significant"] else "not significant"
-            rows.append([f"{d['a']} vs {d['b']}", d["n"], d["mean_diff"], d["ci"], d["p_value"], verdict])
-    return Table(PAIR_HEADERS, rows, name="pairs")
 
 
 @section("ranking", title="Ranking")
@@ -67,11 +47,19 @@ def ranking_section(ctx: ReportContext) -> Section:
             )
         )
     if ctx.pairs:
+        pair_rows: list[list[Any]] = []
+        for d in ctx.pairs:
+            pair = f"{d['a']} vs {d['b']}"
+            if d["p"] is None:
+                pair_rows.append([pair, d["n"], "n/a", "n/a", "n/a", "not tested (needs 2 shared items)"])
+            else:
+                verdict = "significant" if d["significant"] else "not significant"
+                pair_rows.append([pair, d["n"], d["mean_diff"], d["ci"], d["p_value"], verdict])
         sec.blocks += [
             Text(
                 f"Paired permutation tests of adjacent ranks on {spec.name} (items both target models scored; "
                 "two-sided; not adjusted for multiple comparisons):"
             ),
-            pairs_table(ctx.pairs),
+            Table(PAIR_HEADERS, pair_rows, name="pairs"),
         ]
     return sec

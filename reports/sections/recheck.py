@@ -4,21 +4,16 @@ and the accepted answers re-decided (METRICS.md B.3, B.5), and whether the ranki
 from __future__ import annotations
 
 from ..blocks import Section, Table, Text
-from ..context import RecheckResult, ReportContext
+from ..context import ReportContext
 from . import section
 
 
-def recheck_section(found: RecheckResult | None) -> Section | None:
-    """``--recheck``: the "Stored judgements rechecked" section, with its Answer sentence under
-    ``answer["caveats"]``.
-
-    Args:
-        found: the stored judgements re-decided (``ctx.pool.recheck``), None when no response carries stored
-            SciAidanBench records.
-
-    Returns:
-        The section, or None.
-    """
+@section("recheck", title="Stored judgements rechecked", after="retrieval")
+def recheck_builder(ctx: ReportContext) -> Section | None:
+    """The "Stored judgements rechecked" section of a ``--recheck`` run, its sentence under the Answer's caveats."""
+    if not ctx.recheck or ctx.pool is None:
+        return None
+    found = ctx.pool.recheck(ctx.responses, ctx.embedding_model)
     if found is None:
         return None
     rows, stored, ours, changed, name = found.rows, found.stored, found.ours, found.changed, found.embedder
@@ -69,11 +64,3 @@ def recheck_section(found: RecheckResult | None) -> Section | None:
         ],
         answer={"caveats": [sentence]},
     )
-
-
-@section("recheck", title="Stored judgements rechecked", after="retrieval")
-def recheck_builder(ctx: ReportContext) -> Section | None:
-    """The "Stored judgements rechecked" section of a ``--recheck`` run."""
-    if not ctx.recheck or ctx.pool is None:
-        return None
-    return recheck_section(ctx.pool.recheck(ctx.responses, ctx.embedding_model))

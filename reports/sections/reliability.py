@@ -10,15 +10,12 @@ from ..context import ReportContext
 from . import section
 
 
-def reliability_section(rows: list[dict[str, Any]]) -> Section:
-    """The report's "Judge reliability" section.
-
-    Args:
-        rows: ``metric_pool.reliability.reliability_rows`` of each judged metric.
-
-    Returns:
-        The section.
-    """
+@section("reliability", title="Judge reliability", after="added_judges")
+def reliability_builder(ctx: ReportContext) -> Section | None:
+    """The "Judge reliability" section (None when no judged metric has reliability rows)."""
+    rows = ctx.reliability
+    if not rows:
+        return None
     blocks: list[Any] = [
         Text(
             "Krippendorff's alpha (interval level for 0-10 and 0-100 scores, nominal for 0/1 labels) with a "
@@ -75,9 +72,3 @@ def reliability_section(rows: list[dict[str, Any]]) -> Section:
         if r["retest"]:
             blocks += [Text(retest_caption), Table(retest_headers, r["retest"], name="retest")]
     return Section("reliability", "Judge reliability", blocks)
-
-
-@section("reliability", title="Judge reliability", after="added_judges")
-def reliability_builder(ctx: ReportContext) -> Section | None:
-    """The "Judge reliability" section (None when no judged metric has reliability rows)."""
-    return reliability_section(ctx.reliability) if ctx.reliability else None

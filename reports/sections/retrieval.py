@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core import RetrievalEvidence, Score
+from ...core import RetrievalEvidence
 from ..blocks import Section, Table, Text
 from ..context import ReportContext
 from ..format import fmt
 from . import section
 
 
-def retrieval_section(scores: list[Score], limit: int = 40) -> Section | None:
-    """ "Retrieved works" section: for each ``retrieval_novelty`` score (METRICS.md E), the item, the target
-    model, S_inn and the works retrieved with their cosine similarity to the idea (at most ``limit`` rows; the
-    rest are in scores.jsonl).  None when the run has no such score."""
+@section("retrieval", title="Retrieved works", after="labels")
+def retrieval_builder(ctx: ReportContext) -> Section | None:
+    """The "Retrieved works" section: per ``retrieval_novelty`` score (METRICS.md E), S_inn and the works retrieved
+    with their similarity to the idea (at most ``limit`` rows); None without such evidence."""
+    limit = 40
     rows = []
-    for s in scores:
-        if s.metric != "retrieval_novelty":
-            continue
+    for s in ctx.grouped.get("retrieval_novelty", []):
         ev = next((e for e in (s.evidence or []) if isinstance(e, RetrievalEvidence)), None)
         if ev is None:
             continue
@@ -48,9 +47,3 @@ def retrieval_section(scores: list[Score], limit: int = 40) -> Section | None:
     if len(rows) > limit:
         blocks.append(Text(f"{len(rows) - limit} more rows in scores.jsonl (evidence of retrieval_novelty)."))
     return Section("retrieval", "Retrieved works", blocks)
-
-
-@section("retrieval", title="Retrieved works", after="labels")
-def retrieval_builder(ctx: ReportContext) -> Section | None:
-    """The "Retrieved works" section (None without retrieval_novelty evidence)."""
-    return retrieval_section(ctx.grouped.get("retrieval_novelty", []))

@@ -1,5 +1,4 @@
-"""``--until-settled``: the "Stopped when settled" section: items used of the selection, calls saved, and each
-comparison's anytime-valid interval (the stop record of ``agents.settle.evaluate_until_settled``)."""
+"""``--until-settled``: the "Stopped when settled" section (``agents.settle.evaluate_until_settled``'s stop record)."""
 
 from __future__ import annotations
 
@@ -17,9 +16,7 @@ def _num(v: float) -> str:
 
 @section("settled", title="Stopped when settled", after="ranking")
 def settle_section(ctx: ReportContext) -> Section | None:
-    """The "Stopped when settled" section of an ``--until-settled`` run (``ctx.settled``, the stop record
-    of ``evaluate_until_settled``): items used of the selection, calls saved, and each comparison's
-    anytime-valid interval."""
+    """Items used, calls saved, each comparison's anytime-valid interval; None without a stop record."""
     rec = ctx.settled
     if not rec:
         return None

@@ -10,14 +10,8 @@ from . import section
 
 
 def sgi_table(rows: list[SgiRow] | None) -> tuple[Table | None, list[str]]:
-    """The SGI-Score table and why it is unavailable (METRICS.md A.6).
-
-    Returns ``(table, unavailable)``: ``table`` is the :class:`~sgieval.reports.blocks.Table` of
-    SGI-Score (0-100) and per-task terms per target model (None when ``rows``
-    is None: no item is from SGI-Bench); ``unavailable`` has one line per
-    group of target models with the same missing terms, e.g. "SGI-Score not
-    available for m-a: missing DE (no dry_passall_5 scores), WE (all 2
-    wet_final_score scores failed)." (empty when every model has an SGI-Score)."""
+    """(the SGI-Score table, or None without SGI-Bench items; one "SGI-Score not available" line per group of models
+    with the same missing terms) (METRICS.md A.6)."""
     if rows is None:
         return None, []
     why: dict[str, list[str]] = {}

@@ -36,8 +36,12 @@ def cached_share_text(summ: dict[str, Any]) -> str:
     )
 
 
-def _usage_section(summ: dict[str, Any], estimate: list[Block]) -> Section:
-    """ "Cost and usage" from a ``Ledger.summary()`` and the estimate's blocks; unknown prices show as n/a, never 0."""
+@section("usage", title="Cost and usage", after="task")
+def usage_builder(ctx: ReportContext) -> Section | None:
+    """ "Cost and usage" of the run's ledger summary and the estimate; unknown prices show as n/a, never 0."""
+    if ctx.usage is None:
+        return None
+    summ, estimate = ctx.usage, ctx.usage_estimate
     if not summ.get("rows"):
         return Section("usage", "Cost and usage", _no_calls(summ, estimate))
 
@@ -91,9 +95,3 @@ def _no_calls(summ: dict[str, Any], estimate: list[Block]) -> list[Block]:
         if lines:
             blocks_none.append(Text(f"The estimate made before any call agrees: {'; '.join(lines)}."))
     return blocks_none
-
-
-@section("usage", title="Cost and usage", after="task")
-def usage_builder(ctx: ReportContext) -> Section | None:
-    """The "Cost and usage" section of the run's ledger summary (None without one)."""
-    return _usage_section(ctx.usage, ctx.usage_estimate) if ctx.usage is not None else None
