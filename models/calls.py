@@ -524,8 +524,6 @@ def message_text(msg: Any) -> str:
     Returns:
         The text.
     """
-    if isinstance(msg, str):
-        return msg
     content = getattr(msg, "content", msg)
     if isinstance(content, list):
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)

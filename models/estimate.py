@@ -60,8 +60,6 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (>= 0): the encoding's, else ``ceil(len(text) / 4)``."""
-        if not text:
-            return 0
         if self.encode is not None:
             return len(self.encode(text))
         return math.ceil(len(text) / 4)

@@ -140,8 +140,6 @@ def native_structured(model: NamedModel, schema: type[BaseModel]) -> tuple[Named
     """``model`` with its chat model bound to ``schema`` by ``with_structured_output``, and the mode it uses; None
     without native structured output."""
     chat = model.chat
-    if chat is None or not hasattr(chat, "with_structured_output"):
-        return None
     try:
         runnable = chat.with_structured_output(schema)
     except (NotImplementedError, TypeError, ValueError, AttributeError, ImportError):

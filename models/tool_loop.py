@@ -47,11 +47,8 @@ def bind_tools(model: NamedModel, tools: Sequence[Any]) -> Any | None:
     Returns:
         The bound chat model, or None.
     """
-    chat = model.chat
-    if chat is None or not hasattr(chat, "bind_tools"):
-        return None
     try:
-        return chat.bind_tools(list(tools))
+        return model.chat.bind_tools(list(tools))
     except (NotImplementedError, AttributeError, TypeError, ValueError):
         return None
 
