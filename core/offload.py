@@ -64,10 +64,6 @@ def _prepare(parent: int, modules: tuple[str, ...]) -> None:
             importlib.import_module(name)
 
 
-def _ready() -> int:
-    return os.getpid()
-
-
 @contextlib.contextmanager
 def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | None]:
     """Fork one worker process that imports ``modules``, bound to the current context for the block; yields the
@@ -83,7 +79,7 @@ def warm_worker(modules: Sequence[str] = REPORT_MODULES) -> Iterator[Executor | 
         initializer=_prepare,
         initargs=(os.getpid(), tuple(modules)),
     )
-    pool.submit(_ready)  # start the worker now: it imports while the run goes on
+    pool.submit(os.getpid)  # start the worker now: it imports while the run goes on
     token = _WORKER.set(pool)
     try:
         yield pool

@@ -28,10 +28,6 @@ _ENDPOINT_VAR = re.compile(r"^[A-Z][A-Z0-9_]*_(BASE_URL|API_KEY)$")
 NETWORK_MODES = ("auto", "online", "offline")
 
 
-def _truthy(v: Any) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
-
-
 def _one_of(v: Any, allowed: Sequence[str], what: str, fix: str) -> str:
     """``v`` case-folded and stripped (empty: ``allowed[0]``); FieldProblem when it is not one of ``allowed``."""
     t = str(v).strip().lower() or allowed[0]
@@ -95,7 +91,7 @@ class Settings(BaseSettings):
     @field_validator("no_cache", "fast_start", mode="before")
     @classmethod
     def _flag(cls, v: Any) -> bool:
-        return _truthy(v) if isinstance(v, str) else bool(v)
+        return v.strip().lower() in ("1", "true", "yes", "on") if isinstance(v, str) else bool(v)
 
     @field_validator("openai_transport", mode="before")
     @classmethod
