@@ -112,3 +112,29 @@ def test_relative_links_resolve(page: Path):
     text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)  # quoted output links into its run
     targets = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
     assert [t for t in targets if t and not (page.parent / t).exists()] == []
+
+
+def _module_map_names(text: str) -> set[str]:
+    """Every module the "Module map" of docs/development.md names, as a path from the repository root."""
+    section = text.split("#### Module map", 1)[1].split("\n### ", 1)[0]
+    found: set[str] = set()
+    for entry in re.split(r"\n- ", section)[1:]:
+        head, _, body = entry.partition(":")
+        folder = "" if head.strip() == "root" else head.strip().strip("`")
+        for part in re.split(r";\s*(?=`[\w/]+/`:)", body):
+            sub = re.match(r"\s*`([\w/]+/)`:", part)
+            base = folder + (sub.group(1) if sub else "")
+            found |= {base + m for m in re.findall(r"`([\w/]+\.py)`", part)}
+    return found
+
+
+def test_the_module_map_names_every_product_module():
+    """docs/development.md's module map lists each product module once, and none that does not exist."""
+    on_disk = {
+        p.relative_to(REPO).as_posix()
+        for p in REPO.rglob("*.py")
+        if p.relative_to(REPO).parts[0] not in ("tests", "bench", ".venv", "install", "build")
+        and not any(part.startswith(".") for part in p.relative_to(REPO).parts)
+    }
+    named = _module_map_names((REPO / "docs" / "development.md").read_text(encoding="utf-8"))
+    assert sorted(on_disk - named) == [] and sorted(named - on_disk) == []
