@@ -44,16 +44,7 @@ def _environment() -> Environment:
 
 
 def render_html(template: str, *, trim: bool = True, **values: Any) -> str:
-    """Fill the HTML template ``template`` with ``values``, every value escaped (Jinja2 autoescape).
-
-    Args:
-        template: the template file name.
-        trim: Jinja2's ``trim_blocks`` and ``lstrip_blocks``.
-        values: the template's variables.
-
-    Returns:
-        The HTML text.
-    """
+    """Fill the HTML template with ``values``, each escaped; ``trim``: Jinja2's trim_blocks and lstrip_blocks."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(["html", "j2"]),
@@ -82,22 +73,14 @@ def jsonable(x: Any) -> Any:
 
 
 def js_assign(name: str, data: Any) -> str:
-    """``window.<name> = <data as JSON>;``, a data file the viewer loads from ``file://``; ``</`` escaped.
-
-    Args:
-        name: the global variable.
-        data: JSON-able data.
-
-    Returns:
-        The JavaScript line.
-    """
+    """``window.<name> = <data as JSON>;``, a data file the viewer loads from ``file://``; ``</`` escaped."""
     return (
         f"window.{name} = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/") + ";\n"
     )
 
 
 def write_report_json(path: Path, data: dict[str, Any], *, root: Path | None = None) -> Path:
-    """Write the report's data as JSON (:func:`jsonable`, keys in URLs masked), whole, following no link below ``root``."""
+    """Write the report's data as JSON (:func:`jsonable`, keys in URLs masked), whole, no link followed in ``root``."""
     text = redact_secrets(json.dumps(jsonable(data), ensure_ascii=False, indent=1))
     atomic_write_text(path, text, root=root if root is not None else Path(path).parent)
     return path

@@ -85,11 +85,7 @@ class RunEntry:
     reported: bool = False
 
     def cells(self) -> dict[str, str]:
-        """The index's cells as text, by :data:`COLUMNS` key.
-
-        Returns:
-            key -> cell text.
-        """
+        """The index's cells as text, by :data:`COLUMNS` key."""
         models_added = additions_text(self.added, judges=False)
         judges_added = additions_text(self.added, judges=True)
         if self.added_judges and not judges_added:  # a folder without invocations.jsonl rows naming them
@@ -115,11 +111,7 @@ class RunEntry:
         return "no report"
 
     def cost_text(self) -> str:
-        """The cost cell.
-
-        Returns:
-            ``0.0123`` (with its note), or ``n/a`` and why.
-        """
+        """The cost cell: ``0.0123`` (with its note), or ``n/a`` and why."""
         if self.cost_usd is None:
             return f"n/a ({self.cost_note})" if self.cost_note else "n/a"
         if self.cost_usd == 0 and self.cost_note == "no model calls":
@@ -127,11 +119,7 @@ class RunEntry:
         return f"{self.cost_usd:.4f}" + (f" ({self.cost_note})" if self.cost_note else "")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``sgieval runs --json``).
-
-        Returns:
-            Every field, ``winner`` with its ``tie``.
-        """
+        """JSON-ready form (``sgieval runs --json``): every field, ``winner`` with its ``tie``."""
         d = asdict(self)
         if self.winner is not None:
             d["winner"]["tie"] = self.winner.tie

@@ -40,15 +40,7 @@ Reply = tuple[int, str, bytes]
 
 
 def viewer_files(folder: str | Path) -> dict[str, Path]:
-    """The files of a viewer folder that :class:`ViewerServer` serves.
-
-    Args:
-        folder: the viewer folder.
-
-    Returns:
-        {path relative to the session root: file} for ``index.html``, ``data.js``, ``text.js`` and
-        ``figures/<name>.png``, regular files only.
-    """
+    """{path below the session root: file} of the viewer folder's files :class:`ViewerServer` serves (regular only)."""
     folder = Path(folder)
     names = ["index.html", "data.js", "text.js"]
     figs = folder / "figures"

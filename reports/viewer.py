@@ -21,27 +21,12 @@ NOT_APPLICABLE = "not_applicable"
 
 
 def score_status(s: Score) -> str:
-    """The status the viewer shows for ``s``: its ``status``, or :data:`NOT_APPLICABLE`.
-
-    Args:
-        s: a score.
-
-    Returns:
-        The status.
-    """
+    """The status the viewer shows for ``s``: its ``status``, or :data:`NOT_APPLICABLE`."""
     return NOT_APPLICABLE if not_applicable(s) else s.status
 
 
 def record_flags(rec: Response | Score) -> list[str]:
-    """Flags of a response or score beyond its status.
-
-    Args:
-        rec: a response or score.
-
-    Returns:
-        ``truncated``, ``empty``, ``censored`` / ``missing``, ``injection_suspected`` and the record's own
-        ``"flags"``; no duplicates.
-    """
+    """A record's flags beyond its status: truncated, empty, censored / missing, injection_suspected, its own flags."""
     data = rec.model_dump()
     extra = data.get("metadata") or data.get("details") or {}
     out: list[str] = []
@@ -118,27 +103,16 @@ def build_viewer_data(
     labelling: dict[str, Any] | None = None,
     prompts: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(index, texts) for ``data.js`` and ``text.js``.
+    """(index, texts) for ``data.js`` and ``text.js`` from the run's records (a later record of one (item, model)
+    replaces an earlier one), ``report.json``'s data, the metric specs, the labelling form's needs (``cli/labels.py``)
+    and the judge prompts by hash (``RunStore.prompts()``).
 
-    Args:
-        items: the run's items.
-        responses: its responses (a later record of one (item, model) replaces an earlier one).
-        scores: its scores.
-        report: ``report.json``'s data (None without a report).
-        config: the run's config.
-        specs: ``[{name, scale, hib, kind}]`` per metric.
-        labelling: what the labelling form needs (``cli/labels.py``; None: no form).
-        prompts: the run's judge prompts by hash (``RunStore.prompts()``; None: no prompt shown).
-
-    Returns:
-        index: ``run``, ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id,
-        benchmark, task, discipline, direction, type, question] per item), ``answer_links``, ``rows`` ([item index,
-        model index, response status, flags, [score indices]] per (item, target model); item index -1 for
-        corpus-level scores), ``scores`` ([row index, metric index, value or None, status, flags, judge, {judge:
-        value}] per score) and ``labelling``.  texts: ``items`` ([prompt, reference, metadata]), ``rows`` ([text,
-        answer, reasoning, error, {latency_s, tokens, cost, answers, metadata}]), ``scores`` ([rationale, evidence,
-        error, details]), aligned with the index, and ``prompts`` ({hash: {messages, response_format}}).
-    """
+    index: ``run``, ``report``, ``models`` (the ranking's order first), ``metrics``, ``items`` ([id, benchmark, task,
+    discipline, direction, type, question] per item), ``answer_links``, ``rows`` ([item index, model index, response
+    status, flags, [score indices]] per (item, target model); item index -1 for corpus-level scores), ``scores`` ([row
+    index, metric index, value or None, status, flags, judge, {judge: value}] per score) and ``labelling``.  texts:
+    ``items`` ([prompt, reference, metadata]), ``rows`` ([text, answer, reasoning, error, {latency_s, tokens, cost,
+    answers, metadata}]), ``scores`` ([rationale, evidence, error, details]), aligned with the index; ``prompts``."""
     items = list(items)
     model_idx: dict[str, int] = {}
     for row in ((report or {}).get("ranking") or {}).get("rows") or []:  # the ranking's order first
@@ -300,20 +274,8 @@ def _mentions(text: str, names: Iterable[str]) -> list[str]:
 def answer_links(
     report: dict[str, Any] | None, items: list[Item], values: dict[str, dict[str, dict[str, Any]]]
 ) -> dict[str, dict[str, Any]]:
-    """The items behind each sentence of the report's Answer.
-
-    A sentence's items are those with the facet value it names that the metric it names (else the ranking's) scored
-    for every model it names, restricted to the items carrying a flag it names (:data:`ITEM_FLAGS`).
-
-    Args:
-        report: ``report.json`` data (None: no links).
-        items: the run's items.
-        values: :func:`scores_by_item` of the index.
-
-    Returns:
-        ``{sentence: {"models", "metric", "facet", "value", "flags", "ids" (item ids it names), "items" (the
-        items behind it, in the run's order)}}`` for each sentence with an item behind it.
-    """
+    """``{sentence: {"models", "metric", "facet", "value", "flags", "ids", "items"}}``: the items behind each sentence
+    of the report's Answer (of the facet value, metric, models and flags it names; ``ids`` the item ids it names)."""
     ans = (report or {}).get("answer") or {}
     sentences = [ans.get("verdict") or "", *(ans.get("how_sure") or []), *(ans.get("where") or [])]
     sentences += list(ans.get("caveats") or [])

@@ -143,16 +143,8 @@ def compose_answer(ctx: ReportContext, sections: list[Section], variants: list[s
 
 
 def kind_lead(ctx: ReportContext, where: list[str], asked_where: bool = False) -> tuple[str, str]:
-    """The Answer's first item for the question kind (``header["question_kind"]``, else ``where`` when ``asked_where``).
-
-    Args:
-        ctx: the report context, its statistics set.
-        where: the "Where it differs" sentences.
-        asked_where: a section found the request asks where the models differ.
-
-    Returns:
-        ``(label, text)``; ``("", "")`` for a ranking or how-good question, or fewer than two ranked models.
-    """
+    """``(label, text)`` of the Answer's first item for the question kind (``header["question_kind"]``, else ``where``
+    when ``asked_where``); ``("", "")`` for a ranking or how-good question, or fewer than two ranked models."""
     kind = str(ctx.header.get("question_kind", "") or ("where" if asked_where else ""))
     if len(ctx.ranked) < 2 or ctx.pool is None:
         return "", ""

@@ -19,16 +19,8 @@ SPREAD_ITEMS = 5  # items of the widest spread the Answer names
 
 
 def facet_tests(ctx: ReportContext, a: str, b: str) -> list[tuple[str, str, Any]]:
-    """The paired test of ``a`` against ``b`` on each facet value's items (each item set once), then per criterion.
-
-    Args:
-        ctx: the report context, its statistics set.
-        a: a ranked model.
-        b: another.
-
-    Returns:
-        ``(facet, value, PairedResult)`` per value with at least 2 shared items.
-    """
+    """``(facet, value, PairedResult)`` of ``a`` against ``b`` per facet value's items (each item set once, 2+ items),
+    then per rubric criterion."""
     spec = ctx.spec
     va, vb = (item_values(ctx.ranking_scores, m, spec.name) for m in (a, b))
     out: list[tuple[str, str, Any]] = []
@@ -126,14 +118,7 @@ def _flip_sentence(ctx: ReportContext, a: str, b: str, raw: float) -> str:
 
 
 def where_lead(ctx: ReportContext) -> list[str]:
-    """The Answer's "where" sentences (module doc); [] with fewer than two ranked models.
-
-    Args:
-        ctx: the report context, its statistics set.
-
-    Returns:
-        The sentences.
-    """
+    """The Answer's "where" sentences (module doc); [] with fewer than two ranked models."""
     pair = question_pair(ctx)
     if pair is None or ctx.pool is None:
         return []

@@ -81,14 +81,7 @@ def how_sure(
 
 
 def order_note(pairs: list[dict[str, Any]]) -> str:
-    """What the full order does not settle: non-adjacent pairs are untested, p-values are not adjusted.
-
-    Args:
-        pairs: the adjacent-rank tests (:func:`pair_entry`).
-
-    Returns:
-        One sentence, or "" for fewer than two pairs.
-    """
+    """What the full order does not settle: non-adjacent pairs untested, p-values unadjusted ("" under two pairs)."""
     if len(pairs) < 2:
         return ""
     n_tests = sum(1 for p in pairs if p.get("p") is not None)

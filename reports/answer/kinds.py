@@ -74,15 +74,8 @@ def paired(ctx: ReportContext, a: dict[str, float], b: dict[str, float]) -> Any:
 
 
 def units_phrase(diff: float, spec: MetricSpec) -> str:
-    """What a per-item difference means in the metric's units (a count, items in 100 for 0-1, else share of the range).
-
-    Args:
-        diff: the per-item difference on the metric's scale (positive: better).
-        spec: the metric.
-
-    Returns:
-        The phrase.
-    """
+    """What a per-item difference (positive: better) means in the metric's units: a count, items in 100 for a 0-1
+    metric, else its share of the scale's range."""
     lo, hi = spec.range
     more = "more" if diff >= 0 else "fewer"
     if math.isinf(hi):

@@ -15,18 +15,8 @@ __all__ = ["MIN_ITEMS_FOR_P05", "items_needed_sentence", "price_per_item", "smal
 
 
 def items_needed_sentence(ctx: ReportContext) -> str:
-    """How many more items would separate the top two when the paired test does not (p >= 0.05), and their cost.
-
-    The count is ``metric_pool.stats.items_to_separate`` on the paired differences (5% two-sided, power 80%), raised
-    to :data:`MIN_ITEMS_FOR_P05` when the permutation test cannot reach p < 0.05 on the run's items; with
-    ``header["n_matching"]`` the sentence says whether the catalog holds the items needed.
-
-    Args:
-        ctx: the report context.
-
-    Returns:
-        One sentence, or "" when the top two are separated, untested, shared second place or corpus-level.
-    """
+    """How many more items would let the paired test separate the top two (``items_to_separate``: 5% two-sided, power
+    80%, at least :data:`MIN_ITEMS_FOR_P05`), their cost and whether the catalog holds them; "" when not needed."""
     pool, spec, usage, n_items = ctx.pool, ctx.spec, ctx.usage, len(ctx.items)
     assert pool is not None, "the reporting agent sets ctx.pool"
     n_matching = ctx.header.get("n_matching")
@@ -114,17 +104,8 @@ MIN_ITEMS_FOR_P05 = 6
 
 
 def smallest_permutation_p(diffs: Sequence[float], n_resamples: int = 10000) -> float:
-    """The smallest p the report's paired test (two-sided sign-flip permutation test, scipy ``permutation_test``) can
-    give on ``len(diffs)`` items: exact (2**n <= ``n_resamples``) 2/2^(n - z) for z differences of 0; randomised at
-    least 2/(n_resamples + 1).
-
-    Args:
-        diffs: the per-item paired differences (finite).
-        n_resamples: the test's resamples (>= 1).
-
-    Returns:
-        The smallest attainable p, in (0, 1]; 1.0 when every difference is 0 or there is one item.
-    """
+    """The smallest p, in (0, 1], the two-sided sign-flip permutation test can give on ``diffs``: exact (2**n <=
+    ``n_resamples``) 2/2^(n - z) for z zero differences, else 2/(n_resamples + 1); 1.0 for all zeros or one item."""
     n, z = len(diffs), sum(1 for d in diffs if d == 0)
     if n - z == 0 or n == 1:
         return 1.0

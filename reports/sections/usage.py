@@ -12,14 +12,7 @@ from . import section
 
 
 def cached_share_text(summ: dict[str, Any]) -> str:
-    """The sentence on prompt caching of a ledger summary, "" when no provider reported cached input tokens.
-
-    Args:
-        summ: ``Ledger.summary()``, its ``input_tokens`` and ``cache_read_tokens`` per row and in ``total``.
-
-    Returns:
-        The sentence, with the cached share per (model, role).
-    """
+    """The prompt-caching sentence of a ``Ledger.summary()``; "" when no provider reported cached input tokens."""
     total = summ.get("total") or {}
     cached, inp = int(total.get("cache_read_tokens") or 0), int(total.get("input_tokens") or 0)
     if not cached or not inp:

@@ -80,24 +80,8 @@ def where_report(
     leaders: list[str] | None = None,
     separated: bool = True,
 ) -> WhereReport | None:
-    """The "Who wins where" section and sentences for the ranking metric ``spec``.
-
-    Args:
-        request: the request (whether it asks where, and which facet it names).
-        items: the selected items.
-        scores: the run's scores.
-        spec: the ranking metric.
-        ranked: (model, overall mean), best first.
-        pool: the metric pool's facet statistics.
-        n_resamples: resamples of the paired tests.
-        seed: their seed.
-        limit: how many items the departures list shows.
-        leaders: the models sharing first place (default: those with the top mean).
-        separated: whether the paired test separates the single leader from the runner-up.
-
-    Returns:
-        A :class:`WhereReport`, or None with fewer than two ranked models or no facet with two values.
-    """
+    """The "Who wins where" section and sentences for ``spec``; ``separated``: whether the paired test separates the
+    single leader from the runner-up; None with fewer than two ranked models or no facet with two values."""
     if len(ranked) < 2:
         return None
     models = [m for m, _ in ranked]
