@@ -10,8 +10,6 @@ from pydantic import BaseModel
 from ..metric_pool import DATA_NOTICE
 from ..models import NamedModel, StructuredReply, ask_structured, current_prompt_scope, prompt_scope
 
-__all__ = ["ask_agent"]
-
 T = TypeVar("T", bound=BaseModel)
 
 

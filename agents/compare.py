@@ -17,8 +17,6 @@ from ..reports import Change, Comparison, RankRow, RunSide
 from ..reports import ci_text, count_phrase, fmt2, fmt_p, order_stats, rank_labels, separated_order, tie_groups
 from .reporting import adjacent_pair_tests, ranking_stats
 
-__all__ = ["CONFIG_FIELDS", "RunInput", "compare_runs"]
-
 # the config.json settings a comparison lists when they differ between runs
 CONFIG_FIELDS = tuple(
     "judges added_judges agent_model benchmarks k seed metric temperature judge_temperature reasoning_effort "

@@ -23,8 +23,6 @@ from .evaluation import ADDED_JUDGE_SCORES, JUDGED_KINDS, infer, judged_metrics,
 from .runtime import RunContext, State, attach_tools, plan_items, plan_metrics, run_prices
 from .targets import default_targets
 
-__all__ = ["estimate_run", "estimate_step", "run_estimate", "NARRATIVE_INPUT_TOKENS", "NARRATIVE_OUTPUT_TOKENS"]
-
 log = get_logger("sgieval")
 
 NARRATIVE_INPUT_TOKENS = 3000  # stated: the report's tables it reads are not known before the run

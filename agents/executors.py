@@ -311,6 +311,3 @@ async def _ray_shards(
             on_progress(min(done_units[0], total), total)
 
     await run_units(todo, fn, "ray", on_shard=on_shard, **ray_kw)
-
-
-__all__ = ["EXECUTORS", "ensure_ray", "evaluate_with_executor", "pack_models", "run_units", "shard", "unpack_models"]

@@ -11,8 +11,6 @@ from .evaluation import judged_metrics
 from .metric_choice import ranking_metric
 from .runtime import RunContext, State, Update, plan_items, plan_metrics
 
-__all__ = ["INTO_FIXED", "check_added_judges", "into_config", "into_update"]
-
 INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")  # chose the run's items: an --into keeps the run's
 
 

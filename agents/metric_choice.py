@@ -13,8 +13,6 @@ from ..metric_pool import list_rubrics
 from .customisation import MetricPlan, planned_metrics, registered_offers
 from .vocabulary import REQUEST_WORDS, max_edits
 
-__all__ = ["choose_ranking_metric", "named_metric", "ranking_metric", "variant_disagreements", "variants_of"]
-
 _STOP = REQUEST_WORDS | {"by", "metric", "metrics", "rubric", "rubrics", "using", "use", "rank", "ranked"}
 
 

@@ -8,8 +8,6 @@ import re
 
 from ..reports import WHERE_REQUEST, named_models
 
-__all__ = ["KINDS", "NOT_RECOGNISED", "agent_kind", "classify", "kind_line"]
-
 KINDS = {  # label -> what the question asks (the Run table's words)
     "ranking": "which model is best",
     "where": "where the models disagree",

@@ -24,14 +24,6 @@ from ..reports import separated_winner, unscored_reason, write_report_files
 from .estimate import estimate_blocks
 from .metric_choice import variant_disagreements
 
-__all__ = [
-    "POOL",
-    "add_statistics",
-    "adjacent_pair_tests",
-    "build_report",
-    "ranking_stats",
-]
-
 
 def ranking_stats(scores: list[Score], metric: str, models: list[str], n_resamples: int, seed: int) -> list[ModelStat]:
     """One :class:`ModelStat` per model: the summary (metric_pool.stats.summarize: mean, total, 95% BCa bootstrap CI)

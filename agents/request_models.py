@@ -7,8 +7,6 @@ import re
 
 from ..core import InputError, ModelRef
 
-__all__ = ["MODEL_MENTION", "model_mentions", "mention_covered", "check_named_models", "live_model_string"]
-
 # a model name of a common family in free text (gpt-4.1, o3-mini, claude-3.5-sonnet, llama3.3, ...), as a word
 MODEL_MENTION = re.compile(
     r"(?<![\w./:-])("

@@ -12,8 +12,6 @@ from ..benchmarks import Catalog
 from ..benchmarks import registry as benchmark_registry
 from ..core import InputError, ModelRef
 
-__all__ = ["RequestReading", "UnclearRequest", "request_unclear", "understand_request"]
-
 
 class RequestReading(BaseModel):
     """What the offline path understood of a request: ``understood`` (term -> what it names), ``near_misses``

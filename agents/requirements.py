@@ -7,8 +7,6 @@ from pydantic import BaseModel, Field
 
 from ..core import DRY_EXPERIMENT, OPEN_CREATIVITY, InputError, Item, MetricSpec, same_model
 
-__all__ = ["MetricNeeds", "metric_needs", "none_can_run", "ranking_cannot_run", "JUDGE_FIX", "SANDBOX_FIX"]
-
 JUDGE_FIX = "pass --judge <model> (e.g. --judge openai:gpt-4.1; --judge local:smollm2 offline, smoke-test quality)"
 SANDBOX_FIX = (
     "install bubblewrap (`apt-get install bubblewrap`), or pass --sandbox e2b with E2B_API_KEY set, "

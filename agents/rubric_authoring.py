@@ -15,24 +15,6 @@ from ..metric_pool import semantic_scores, slug
 from ..models import NamedModel
 from .asking import ask_agent
 
-__all__ = [
-    "CANCEL_RE",
-    "DONE_RE",
-    "PHRASINGS",
-    "REVISION_HELP",
-    "draft_rubric",
-    "drafted_criterion",
-    "generic_rubric",
-    "key_phrases",
-    "match_criterion",
-    "propose_rubric",
-    "revise_offline",
-    "revise_rubric",
-    "save_defined_rubric",
-    "split_revisions",
-    "tidy_rubric",
-]
-
 
 def tidy_rubric(r: Rubric, *, taken: set[str], default_source: str, cite: list[str]) -> Rubric:
     """Rubric from an agent made safe to run: slug name not in ``taken``, tasks ["*"] if none, a source citing ``cite``

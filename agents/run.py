@@ -22,16 +22,6 @@ from .runtime import RunContext, State, Update, attach_tools, plan_items, plan_m
 from .stored_responses import stored_models
 from .targets import default_targets
 
-__all__ = [
-    "check_until_settled",
-    "confirmation",
-    "customisation_step",
-    "evaluation_step",
-    "plan_needs",
-    "questioning_step",
-    "reporting_step",
-]
-
 log = get_logger("sgieval")
 
 

@@ -17,8 +17,6 @@ from .questioning import SelectionPlan
 from .runtime import RunContext, State, load_ledger, plan_items, plan_metrics, run_prices
 from .targets import models_named_in, replay_notes
 
-__all__ = ["judges_line", "metric_specs", "model_servers", "report_run", "sampling_line", "usage_summary"]
-
 
 def model_servers(rt: RunContext) -> str:
     """The report's "model servers" line.

@@ -26,24 +26,6 @@ from .customisation import MetricPlan, planned_metrics
 from .request_models import check_named_models, model_mentions
 from .stored_responses import resolve_run_model, stored_models
 
-__all__ = [
-    "RunContext",
-    "State",
-    "Update",
-    "attach_tools",
-    "check_request_models",
-    "load_ledger",
-    "make_runtime",
-    "new_run_id",
-    "plan_items",
-    "plan_metrics",
-    "reading_scope",
-    "record_sampling",
-    "run_prices",
-    "run_scope",
-    "unique_models",
-]
-
 log = get_logger("sgieval")
 
 State = Mapping[str, Any]  # the evaluation graph's state (sgieval.graphs.evaluate.EvalState)

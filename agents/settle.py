@@ -15,8 +15,6 @@ from ..models import NamedModel, current_ledger
 from .evaluation import EvalProgress
 from .executors import evaluate_with_executor
 
-__all__ = ["ALPHA", "chunk_size", "evaluate_until_settled", "settle_order", "settle_problem"]
-
 ALPHA = 0.05  # family-wise level: the declared leader is the selection's best model with probability >= 0.95
 
 

@@ -9,8 +9,6 @@ from typing import Any
 from ..benchmarks import find_benchmark_dir, list_response_files, load_stored_answers
 from ..models import NamedModel, ReplayStore, Role, StoredResponses, resolve_model
 
-__all__ = ["resolve_run_model", "stored_models", "stored_responses"]
-
 
 def _read_stored_file(path: Path) -> list[ReplayStore]:
     """One ReplayStore per model of a SciAidanBench ``responses/<model>.json`` file; InputError when malformed."""

@@ -11,8 +11,6 @@ from ..models import NamedModel, sampling_for_role
 from .runtime import RunContext, unique_models
 from .stored_responses import resolve_run_model, stored_models
 
-__all__ = ["default_targets", "match_replays", "models_named_in", "replay_notes"]
-
 log = get_logger("sgieval")
 
 

@@ -20,8 +20,6 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from ..core import TamperedFileError, read_sqlite
 
-__all__ = ["ALLOWED_TYPES", "StrictSerializer", "open_saver", "read_state"]
-
 # the (module, name) types sgieval's graphs write into a checkpoint: the confirmation interrupt and its resume command,
 # checkpoint metadata timestamps, the metric-definition chat's messages
 ALLOWED_TYPES: frozenset[tuple[str, str]] = frozenset(

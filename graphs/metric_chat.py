@@ -16,8 +16,6 @@ from langgraph.types import Command, interrupt
 from ..agents import CANCEL_RE, DONE_RE, REVISION_HELP, NamedModel, propose_rubric, revise_rubric, save_defined_rubric
 from ..core import InputError, Rubric
 
-__all__ = ["MetricChatState", "build_metric_chat", "run_metric_chat", "DESCRIBE_PROMPT", "REVIEW_PROMPT"]
-
 DESCRIBE_PROMPT = "Describe the metric: what quality of a response should it measure?"
 REVIEW_PROMPT = f"Changes? {REVISION_HELP} ('cancel' to quit without saving.)"
 MAX_TURNS = 50
