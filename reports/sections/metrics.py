@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from ...core import CORPUS, MetricSpec, Score
+from ...core import CORPUS, Score
 from ..blocks import Section, Table
 from ..context import ReportContext
 from ..format import fmt2
@@ -15,9 +15,7 @@ from . import section
 
 
 def _cell_without_value(mine: list[Score]) -> str:
-    """The "All metrics" cell of one (metric, model) without an ok value:
-    "n/a" (no score), "not run", "not applicable (N)" or "all N failed (status[ k, status k])" with
-    "; M not applicable" when some of the scores were not applicable."""
+    """An "All metrics" cell without an ok value: "n/a", "not run", "not applicable (N)" or "all N failed (...)"."""
     if not mine:
         return "n/a"
     if all(s.status == "not_run" and not not_applicable(s) for s in mine):
@@ -31,16 +29,16 @@ def _cell_without_value(mine: list[Score]) -> str:
     return f"all {len(failed)} failed ({what})" + (f"; {na} not applicable" if na else "")
 
 
-def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[str], custom: set[str]) -> Table:
-    """One row per metric of the run's metric list (``specs``), never dropped:
-    the mean per item of the ok scores per target model, "x (corpus)" for a
-    corpus-level value, else :func:`_cell_without_value` (e.g. "all 3 failed
-    (judge_error)", "not run")."""
+@section("metrics", title="All metrics", after="sgi")
+def metrics_section(ctx: ReportContext) -> Section:
+    """One row per metric of the run's list, never dropped: the mean per item of each target model's ok scores,
+    "x (corpus)" for a corpus-level value, else :func:`_cell_without_value`."""
+    scores, models, custom = ctx.scores, ctx.model_order, ctx.custom
     rows = []
     by_pair: defaultdict[tuple[str, str], list[Score]] = defaultdict(list)  # one pass over the scores
     for s in scores:
         by_pair[(s.model, s.metric)].append(s)
-    for spec in specs:
+    for spec in ctx.specs:
         row: list[Any] = [spec.name + (" *custom*" if spec.name in custom else ""), spec.kind, spec.scale_label]
         for m in models:
             mine = by_pair.get((m, spec.name), [])
@@ -53,14 +51,8 @@ def _metrics_table(scores: list[Score], specs: list[MetricSpec], models: list[st
             else:
                 row.append(_cell_without_value(mine))
         rows.append(row)
-    return Table(["metric", "kind", "scale"] + models, rows, name="metrics")
-
-
-@section("metrics", title="All metrics", after="sgi")
-def metrics_section(ctx: ReportContext) -> Section:
-    """Every metric of the run's list, mean per item per target model."""
     return Section(
         "metrics",
         "All metrics (mean per item; custom metrics marked *custom*)",
-        [_metrics_table(ctx.scores, ctx.specs, ctx.model_order, ctx.custom)],
+        [Table(["metric", "kind", "scale"] + models, rows, name="metrics")],
     )
