@@ -174,17 +174,11 @@ def input_error_from_validation(
     others = [
         f"'{'.'.join(str(x) for x in o.get('loc', ())) or 'record'}' {o.get('type', 'invalid')}" for o in errors[1:4]
     ]
+    n = len(errors)
     more = (
-        (
-            f" (and {len(errors) - 1} more problem(s) in this record: {', '.join(others)}"
-            f"{', ...' if len(errors) > 4 else ''})"
-        )
-        if len(errors) > 1
-        else ""
+        f" (and {n - 1} more problem(s) in this record: {', '.join(others)}{', ...' if n > 4 else ''})" if n > 1 else ""
     )
-    text = e.get("msg", "invalid value")
-    if text.startswith("Value error, "):
-        text = text[len("Value error, ") :]
+    text = e.get("msg", "invalid value").removeprefix("Value error, ")
     if not loc:  # a whole-record check (model validator)
         msg = f"{label}: {text}{more}"
     elif e.get("type") == "missing":
