@@ -378,15 +378,14 @@ class BatchCollector:
             elif endpoint.api == "anthropic":
                 found = await _find_anthropic_batch(endpoint, float(entry.get("created_after") or 0), len(cids))
         except Exception as e:  # noqa: BLE001
-            self._fail([c for c in cids if c in self._futures], e)
+            self._fail(cids, e)
             return
         if found is None:  # never created: the requests are submitted as new ones
             self.journal.submissions.pop(sub, None)
             for cid in cids:
                 self.journal.requests.pop(cid, None)
             self.journal.save()
-            waiting = [cid for cid in cids if cid in self._futures]
-            self._fail(waiting, _Resubmit("the batch of this request was never created; it is submitted again"))
+            self._fail(cids, _Resubmit("the batch of this request was never created; it is submitted again"))
             return
         self._adopt(sub, found)
         self._ensure_poller(found, endpoint)
@@ -406,7 +405,7 @@ class BatchCollector:
                 self._save(batch_id, results)
         except Exception as e:  # noqa: BLE001 - the waiting calls get the error
             log.warning("batch polling failed", batch_id=batch_id, error=str(e)[:300])
-            self._fail([c for c in cids if c in self._futures], e)
+            self._fail(cids, e)
             return
         finally:
             if batch_id in self._status:
@@ -418,8 +417,7 @@ class BatchCollector:
                 del self.journal.requests[cid]
         done = self.journal.batches.get(batch_id)
         if done is not None:
-            done["status"] = "done"
-            done["failed"] = len(failed)
+            done.update(status="done", failed=len(failed))
         self.journal.save()
         for cid in cids:
             self._answered_by[cid] = batch_id

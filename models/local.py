@@ -288,8 +288,9 @@ def _tools_schema(tools: list[dict[str, Any]], tool_choice: Any) -> tuple[dict[s
     if isinstance(tool_choice, str) and tool_choice in names:
         tools = [t for t in tools if t["function"]["name"] == tool_choice]
     allow_answer = tool_choice in (None, "auto", "none") or (isinstance(tool_choice, bool) and not tool_choice)
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
     if tool_choice == "none":
-        return {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}, True
+        return answer, True
     options = [
         {
             "type": "object",
@@ -302,7 +303,7 @@ def _tools_schema(tools: list[dict[str, Any]], tool_choice: Any) -> tuple[dict[s
         for t in tools
     ]
     if allow_answer:
-        options.append({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]})
+        options.append(answer)
     return ({"anyOf": options} if len(options) > 1 else options[0]), allow_answer
 
 

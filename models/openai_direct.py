@@ -383,15 +383,14 @@ class ChatOpenAIDirect(BaseChatModel):
             ValueError: an unknown ``method``, or no ``schema`` for a method that needs one.
         """
         is_model = isinstance(schema, type) and issubclass(schema, BaseModel)
+        parser: Runnable = PydanticOutputParser(pydantic_object=schema) if is_model else JsonOutputParser()  # type: ignore[arg-type]
         llm: Runnable
         if method == "json_mode":
             llm = self.bind(response_format={"type": "json_object"}, **kwargs)
-            parser: Runnable = PydanticOutputParser(pydantic_object=schema) if is_model else JsonOutputParser()  # type: ignore[arg-type]
         elif schema is None:
             raise ValueError(f"with_structured_output(method={method!r}) needs a schema")
         elif method == "json_schema":
             llm = self.bind(response_format=json_schema_format(schema, strict=strict), **kwargs)
-            parser = PydanticOutputParser(pydantic_object=schema) if is_model else JsonOutputParser()  # type: ignore[arg-type]
         elif method == "function_calling":
             name, parser = tool_parser(schema)
             llm = self.bind_tools([schema], tool_choice=name, parallel_tool_calls=False, strict=strict, **kwargs)
