@@ -499,10 +499,7 @@ class IdeaGenerationMetric(Metric):
         from ..embeddings import get_embedder
 
         embed = ctx.embedder if ctx.embedder is not None else get_embedder(self.embedding_model)
-        key = id(embed)
-        if key not in self._encoders:
-            self._encoders[key] = _EncodeCache(embed)
-        return self._encoders[key]
+        return self._encoders.setdefault(id(embed), _EncodeCache(embed))
 
     def objective(self, gen: dict[str, Any], ref: dict[str, Any], encode: Encode) -> dict[str, tuple[float, dict]]:
         """The four objective parts (0-10) with details; TypeError when the evaluator would error."""
@@ -511,10 +508,7 @@ class IdeaGenerationMetric(Metric):
             "effectiveness": effectiveness_obj(idea, ref["keywords"], encode),
             "novelty": novelty_obj(idea, ref, encode),
             "detailedness": detailedness_obj(gen, encode),
-            "feasibility": feasibility_obj(
-                {"ImplementationSteps": gen["ImplementationSteps"], "ImplementationOrder": gen["ImplementationOrder"]},
-                ref,
-            ),
+            "feasibility": feasibility_obj(gen, ref),  # reads only the steps and the order
         }
 
     def _evaluator_error(self, item: Item, response: Response, reason: str) -> list[Score]:

@@ -8,28 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ...core import (
-    DEEP_RESEARCH,
-    DRY_EXPERIMENT,
-    EXPERIMENTAL_REASONING,
-    IDEA_GENERATION,
-    SGI_TASKS,
-    WET_EXPERIMENT,
-    InputError,
-    Item,
-    MetricSpec,
-    Score,
-)
+from ...core import SGI_TASKS, InputError, Item, MetricSpec, Score
 from ..registry import entries
 from .common import BENCHMARK
 
-TERM_LABELS = {
-    DEEP_RESEARCH: "DR",
-    IDEA_GENERATION: "IG",
-    DRY_EXPERIMENT: "DE",
-    WET_EXPERIMENT: "WE",
-    EXPERIMENTAL_REASONING: "ER",
-}
+TERM_LABELS = dict(zip(SGI_TASKS, ("DR", "IG", "DE", "WE", "ER")))
 
 
 def _scale(s: MetricSpec) -> float:
