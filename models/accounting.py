@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 
-from ..core import FieldProblem, InputError, ModelRef, SgievalError, load_yaml, parse_price
+from ..core import InputError, ModelRef, SgievalError, load_yaml
 
 Prices = dict[str, tuple[float, float]]
 """A user price table: model -> (USD per 1M input tokens, USD per 1M output tokens)."""
@@ -84,24 +84,6 @@ def load_prices(source: str | Path | Mapping[str, Any]) -> Prices:
     p = Path(source)
     data = load_yaml(p, fix="write the price table as YAML: model: {input: USD, output: USD} per 1M tokens")
     return _parse_prices(data, str(p))
-
-
-def parse_price_option(value: str) -> tuple[str, tuple[float, float]]:
-    """One ``--price MODEL=IN,OUT`` value (:func:`sgieval.core.runconfig.parse_price`).
-
-    Args:
-        value: ``MODEL=IN,OUT`` with IN and OUT in USD per 1M input and output tokens (>= 0).
-
-    Returns:
-        (MODEL, (IN, OUT)).
-
-    Raises:
-        InputError: naming ``--price``, the value and the expected form.
-    """
-    try:
-        return parse_price(value)
-    except FieldProblem as e:
-        raise InputError(e.reason, what="--price", fix=e.fix) from None
 
 
 def set_prices(source: str | Path | Mapping[str, Any], *, replace: bool = False) -> None:

@@ -64,24 +64,6 @@ def test_user_prices_take_precedence_exactly():
     assert accounting.unpriced_models(["openai:llama3.3"], {"llama3.3": (0.0, 0.0)}) == []
 
 
-@pytest.mark.parametrize(
-    "value, want",
-    [
-        ("openai:o1-pro=150,600", ("openai:o1-pro", (150.0, 600.0))),
-        ("my=model=0.5,1.5", ("my=model", (0.5, 1.5))),
-    ],
-)
-def test_price_option(value, want):
-    assert accounting.parse_price_option(value) == want
-
-
-@pytest.mark.parametrize("value", ["o1-pro", "o1-pro=1", "=1,2", "o1-pro=a,2", "o1-pro=-1,2", "o1-pro=1,2,3"])
-def test_bad_price_option_names_the_form(value):
-    with pytest.raises(InputError) as ei:
-        accounting.parse_price_option(value)
-    assert ei.value.one_line().startswith("--price: ") and "Fix: give --price MODEL=IN,OUT" in ei.value.one_line()
-
-
 def test_price_table_override_from_yaml(tmp_path):
     p = tmp_path / "prices.yaml"
     p.write_text("my-model: {input: 1.0, output: 2.0}\nopenai:gpt-4o: [5, 20]\n")
