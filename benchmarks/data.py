@@ -13,11 +13,6 @@ from .layouts import looks_sgi_snapshot, upstream_view
 from .registry import find
 
 
-def pullable(benchmark: str) -> bool:
-    defn = find(benchmark)
-    return defn is not None and defn.pull is not None
-
-
 def how_to_get(benchmark: str) -> str:
     """The fix that gets ``benchmark``'s data, naming only commands that work.
 
@@ -114,7 +109,7 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
             )
         return found
     root, label = named
-    pull_fix = f", or run `sgieval data pull {benchmark}`" if pullable(benchmark) else ""
+    pull_fix = f", or run `sgieval data pull {benchmark}`" if defn.pull is not None else ""
     if not root.exists():
         raise DataNotFoundError(
             "folder does not exist",

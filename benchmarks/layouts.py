@@ -15,7 +15,7 @@ from typing import Any
 import platformdirs
 
 from ..core import DataNotFoundError
-from .sciaidanbench import PSEUDO_MODEL, load_stored_answers, questions_from_results
+from .sciaidanbench import is_pseudo, load_stored_answers, questions_from_results
 from .sgi import task_of_name
 
 SCIAIDAN_CLONE = "SciAidanBench clone (results/per_model/model_*.json, benchmark/sciaidanbench_questions*.py)"
@@ -117,10 +117,6 @@ def _fingerprint(files: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
-def _is_pseudo(name: str) -> bool:
-    return bool(PSEUDO_MODEL.match(name.removeprefix("model_")))
-
-
 def _open_view(root: Path, layout: str, files: list[Path], dest_root: Path | None) -> tuple[CloneView, str, bool]:
     """(view, fingerprint, cached): the view stored in ``layout.json`` while its fingerprint of ``files`` holds, else an
     empty view to fill and close with :func:`_close_view`."""
@@ -182,7 +178,7 @@ def sciaidanbench_view(folder: str | Path, dest_root: Path | None = None) -> Clo
             view.notes.append(f"{f.name}: {e}")
             continue
         names = [s.model for s in stores] or [f.stem.removeprefix("model_")]
-        if any(_is_pseudo(n) for n in names) or _is_pseudo(f.stem):
+        if any(is_pseudo(n) for n in names) or is_pseudo(f.stem):
             view.pseudo_models.update({n: f.name for n in names})
             (dest / "responses" / "pseudo" / f.name).symlink_to(f)
             continue
@@ -244,7 +240,7 @@ def aidanbench_view(folder: str | Path, dest_root: Path | None = None) -> CloneV
             view.notes.append(f"{f.name}: not an AidanBench results file ({e})")
             continue
         names = list(models)
-        pseudo = [n for n in names if _is_pseudo(n)]
+        pseudo = [n for n in names if is_pseudo(n)]
         real = {n: v for n, v in models.items() if n not in pseudo}
         view.pseudo_models.update({n: f.name for n in pseudo})
         view.models += list(real)

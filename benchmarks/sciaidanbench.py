@@ -168,9 +168,9 @@ def _merge_lists(lists: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _pseudo_file(path: Path) -> bool:
-    """Whether ``path`` holds an ensemble's or router's results (:data:`PSEUDO_MODEL`), not one model's."""
-    return bool(PSEUDO_MODEL.match(path.stem.removeprefix("model_")))
+def is_pseudo(name: str) -> bool:
+    """Whether a model name or ``model_<name>`` file stem is an ensemble's or router's (:data:`PSEUDO_MODEL`)."""
+    return bool(PSEUDO_MODEL.match(name.removeprefix("model_")))
 
 
 def list_response_files(folder: Path) -> list[Path]:
@@ -183,7 +183,7 @@ def list_response_files(folder: Path) -> list[Path]:
     Returns:
         The files, sorted by name.
     """
-    return sorted(p for p in (folder / "responses").glob("*.json") if not _pseudo_file(p))
+    return sorted(p for p in (folder / "responses").glob("*.json") if not is_pseudo(p.stem))
 
 
 def skipped_files(folder: Path) -> list[str]:
@@ -192,7 +192,7 @@ def skipped_files(folder: Path) -> list[str]:
     view could not read (its ``layout.json`` notes)."""
     why = "an ensemble of several models, not one model: not a target"
     found = sorted({*(folder / "responses" / "pseudo").glob("*.json"), *(folder / "responses").glob("*.json")})
-    out = [f"{p.resolve() if p.is_symlink() else p} ({why})" for p in found if _pseudo_file(p)]
+    out = [f"{p.resolve() if p.is_symlink() else p} ({why})" for p in found if is_pseudo(p.stem)]
     manifest = folder / "layout.json"
     if manifest.is_file():
         try:
@@ -247,7 +247,7 @@ def pull_sciaidanbench(dest: Path) -> Path:
             if "/results/per_model/" in m.name and m.name.endswith(".json") and m.isfile():
                 data = json.load(tar.extractfile(m))  # type: ignore[arg-type]
                 name = Path(m.name).name
-                pseudo = _pseudo_file(Path(name))  # an ensemble's results: kept apart, never a target
+                pseudo = is_pseudo(Path(name).stem)  # an ensemble's results: kept apart, never a target
                 folder = dest / "responses" / ("pseudo" if pseudo else "")
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / name).write_text(json.dumps(data), encoding="utf-8")
