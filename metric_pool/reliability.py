@@ -407,19 +407,15 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
     """
     nan2 = (math.nan, math.nan)
     units = {j: rel.retest_units.get(j, (0, 0)) for j in rel.retest}
+    head = [rel.metric, rel.level, ", ".join(rel.judges), str(rel.n_units)]
+    share = rel.position_flip_share
+    position = (
+        None if share is None else f"{share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"
+    )
     return {
         "metric": rel.metric,
         "verdict": rel.verdict,
-        "agreement": [
-            [
-                rel.metric,
-                rel.level,
-                ", ".join(rel.judges),
-                str(rel.n_units),
-                _f(rel.alpha),
-                _ci_cell(*rel.alpha_ci, rel.n_units),
-            ]
-        ],
+        "agreement": [[*head, _f(rel.alpha), _ci_cell(*rel.alpha_ci, rel.n_units)]],
         "offsets": [[o.judge, _f(o.mean), _ci_cell(o.ci_low, o.ci_high, o.n), str(o.n)] for o in rel.offsets],
         "leave_one_out": [
             [lo.dropped, " > ".join(lo.order), _yes(lo.top_changed), _yes(lo.order_changed)] for lo in rel.leave_one_out
@@ -430,11 +426,7 @@ def reliability_rows(rel: Reliability) -> dict[str, Any]:
         ],
         "n_judges": len(rel.judges),
         "retest_sentence": _retest_sentence(rel),
-        "position": (
-            None
-            if rel.position_flip_share is None
-            else f"{rel.position_flip_share:.1%} of {rel.position_pairs} order-swapped vote pairs changed verdict"
-        ),
+        "position": position,
         "retest": [
             [j, str(units[j][1]), str(units[j][0]), _f(a), _ci_cell(*rel.retest_ci.get(j, nan2), units[j][0])]
             for j, a in rel.retest.items()
