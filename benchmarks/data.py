@@ -75,11 +75,6 @@ def data_roots(data_dir: str | Path | None = None) -> list[Path]:
     return out
 
 
-def _definition(benchmark: str) -> Benchmark:
-    """The definition of ``benchmark``, or a folder of that name holding any data file."""
-    return find(benchmark) or Benchmark(name=benchmark, loader=lambda folder: [])
-
-
 def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, required: bool = True) -> Path | None:
     """The folder holding ``benchmark``'s data: in a named folder only it, its ``<benchmark>/`` sub-folder or an
     upstream layout (:mod:`.layouts`); else :func:`default_roots` in order.
@@ -95,7 +90,7 @@ def find_benchmark_dir(benchmark: str, data_dir: str | Path | None = None, *, re
     Raises:
         DataNotFoundError: nothing found and ``required``, or a named folder missing or without the files.
     """
-    defn = _definition(benchmark)
+    defn = find(benchmark) or Benchmark(name=benchmark, loader=lambda folder: [])  # unregistered: any data file
     sub = defn.data_folder
     named = named_root(data_dir)
     if named is None:

@@ -45,6 +45,7 @@ HUB_DATASETS: dict[str, str] = {  # Task -> HuggingFace dataset name (DATASETS.m
 FILE_NAMES: dict[str, tuple[str, ...]] = {t: (t, HUB_DATASETS[t].split("/", 1)[1]) for t in SGI_TASKS}
 """Task -> accepted file stems (task constant, HF dataset name)."""
 
+DISCIPLINES = "chemistry physics astronomy life neuroscience earth material energy information mathematics".split()
 DATA_SUFFIXES = (".jsonl", ".parquet", ".json")
 SCHEMA_REF = "fields of the SGI-Bench {task} dataset card on HuggingFace"
 _FIX_DATA_DIR = (
@@ -354,13 +355,6 @@ def _task_files(folder: Path, task: str) -> list[Path]:
     return []
 
 
-def _first_idx(path: Path) -> str | None:
-    for _, row in iter_records(path):
-        idx = row.get("idx")
-        return idx.rsplit("_", 1)[0] if isinstance(idx, str) else None
-    return None
-
-
 def _check_tasks(tasks: list[str] | None) -> list[str]:
     if tasks is None:
         return list(SGI_TASKS)
@@ -424,9 +418,9 @@ def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
 def _file_pairs(src: Path, wanted: list[str], filtered: bool) -> list[tuple[str, Item]]:
     """The items of one task file (its task from its name, else its first ``idx``)."""
     task = task_of_name(src.stem)
-    if task is None:
-        prefix = _first_idx(src)
-        task = task_of_name(prefix) if prefix else None
+    if task is None:  # the prefix of its first idx
+        idx = next(iter_records(src), ("", {}))[1].get("idx")
+        task = task_of_name(idx.rsplit("_", 1)[0]) if isinstance(idx, str) else None
     if task is None:
         raise InputError(
             "cannot tell which SGI-Bench task this file holds (neither the file name nor the "
@@ -525,10 +519,7 @@ DEFINITION = Benchmark(
         "type": "target category / function type / reasoning type",
     },
     vocabulary=Vocabulary(
-        disciplines={
-            c: (c,)
-            for c in "chemistry physics astronomy life neuroscience earth material energy information mathematics".split()
-        },
+        disciplines={c: (c,) for c in DISCIPLINES},
         tasks=(
             (
                 IDEA_GENERATION,
