@@ -126,10 +126,6 @@ class RunEntry:
         return d
 
 
-def _read_json(root: Path, name: str) -> Any:
-    return json_loads_strict(read_bytes_in(root, root / name).decode("utf-8"))
-
-
 def _count_lines(root: Path, name: str) -> int:
     """Lines of a JSONL file as ``split_jsonl`` counts them; 0 without the file."""
     try:
@@ -407,7 +403,7 @@ def read_run(root: str | Path, *, read_state: StateReader | None = None, base: s
     e.started = _started(root, config.run_id, log)
     report: dict[str, Any] = {}
     try:
-        r = _read_json(root, "report.json")
+        r = json_loads_strict(read_bytes_in(root, root / "report.json").decode("utf-8"))
         report = r if isinstance(r, dict) else {}
     except FileNotFoundError:
         pass

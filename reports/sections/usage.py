@@ -31,7 +31,7 @@ def cached_share_text(summ: dict[str, Any]) -> str:
 
 @section("usage", title="Cost and usage", after="task")
 def usage_builder(ctx: ReportContext) -> Section | None:
-    """ "Cost and usage" of the run's ledger summary and the estimate; unknown prices show as n/a, never 0."""
+    """The "Cost and usage" section of the ledger summary and the estimate; unknown prices show as n/a, never 0."""
     if ctx.usage is None:
         return None
     summ, estimate = ctx.usage, ctx.usage_estimate

@@ -12,7 +12,7 @@ from ..answer.where import asks_where, facet_sentences, group_text, item_link, m
 from ..blocks import Block, Heading, Section, Table, Text
 from ..context import ReportContext, Statistics
 from ..format import fmt2, fmt_p
-from ..ranking import ModelStat, item_values, pair_separates, runs_of_equal
+from ..ranking import item_values, pair_separates, runs_of_equal
 from . import section
 
 __all__ = ["WhereReport", "item_link", "where_report"]
@@ -135,6 +135,8 @@ def where_section(ctx: ReportContext) -> Section | None:
     if ctx.pool is None:
         return None
     groups = ctx.groups
+    top2 = (groups[0][-1].model, groups[1][0].model) if len(groups) > 1 else None
+    top_pair = next((p for p in ctx.pairs if (p.get("a"), p.get("b")) == top2), None) if top2 else None
     rep = where_report(
         ctx.request,
         ctx.items,
@@ -145,14 +147,6 @@ def where_section(ctx: ReportContext) -> Section | None:
         n_resamples=ctx.n_resamples,
         seed=ctx.seed,
         leaders=[s.model for s in groups[0]] if groups else [],
-        separated=_leader_separated(groups, ctx.pairs),
+        separated=pair_separates(top_pair),
     )
     return rep.section if rep is not None else None
-
-
-def _leader_separated(groups: list[list[ModelStat]], pairs: list[dict[str, Any]]) -> bool:
-    """Whether the adjacent-pair test of the first and second rank groups separates them at the 5% level."""
-    if len(groups) < 2:
-        return False
-    first, second = groups[0][-1].model, groups[1][0].model
-    return pair_separates(next((p for p in pairs if (p.get("a"), p.get("b")) == (first, second)), None))
