@@ -57,11 +57,6 @@ def max_concurrency(provider: str) -> int:
     return current_call_context().limit(provider)
 
 
-def provider_key(model: NamedModel) -> str:
-    """The concurrency key of ``model``: its ``provider``, else its name."""
-    return model.provider or model.name
-
-
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if status is None:
@@ -285,7 +280,9 @@ class _Call:
         self.call_id = book.begin(model.name, who) if book is not None and not self.batched else None
         # a batched call waits for its batch, not for a connection: no semaphore slot, the batch window as timeout
         self.sem: Any = (
-            _NO_LIMIT if self.batched else current_call_context().semaphore(provider_key(model), model.max_in_flight)
+            _NO_LIMIT
+            if self.batched
+            else current_call_context().semaphore(model.provider or model.name, model.max_in_flight)
         )
         self.started = time.perf_counter()
         self.timeout_s = timeout_s if timeout_s is not None else current_call_context().timeout_s or DEFAULT_TIMEOUT_S
@@ -405,15 +402,6 @@ ANTHROPIC_CHAT_CLASSES = frozenset(
 CACHE_CONTROL = {"type": "ephemeral"}
 
 
-def prompt_family(model: NamedModel) -> str | None:
-    """Which provider's prompt-cache options ``model`` takes: ``"openai"``, ``"anthropic"`` or None."""
-    cls = type(getattr(model.chat, "bound", model.chat)).__name__  # a binding (tools, structured output) or not
-    if cls in OPENAI_CHAT_CLASSES:
-        return "openai"
-    anthropic = cls in ANTHROPIC_CHAT_CLASSES or (model.ref is not None and model.ref.provider == "anthropic")
-    return "anthropic" if anthropic else None
-
-
 def prompt_cache_options(
     model: NamedModel, messages: Sequence[BaseMessage] | str, scope: str | None
 ) -> tuple[Sequence[BaseMessage] | str, dict[str, Any]]:
@@ -429,10 +417,11 @@ def prompt_cache_options(
     """
     if not scope:
         return messages, {}
-    family = prompt_family(model)
-    if family == "openai":
+    cls = type(getattr(model.chat, "bound", model.chat)).__name__  # a binding (tools, structured output) or not
+    if cls in OPENAI_CHAT_CLASSES:
         return messages, {"prompt_cache_key": scope}
-    if family == "anthropic" and not isinstance(messages, str):
+    anthropic = cls in ANTHROPIC_CHAT_CLASSES or (model.ref is not None and model.ref.provider == "anthropic")
+    if anthropic and not isinstance(messages, str):
         out = list(messages)
         for i, m in enumerate(out):
             if m.type != "system":

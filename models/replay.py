@@ -25,11 +25,6 @@ def local_item_id(item: Item) -> str:
     return item.id[len(prefix) :] if item.id.startswith(prefix) else item.id
 
 
-def sciaidanbench_text(records: list[dict[str, Any]]) -> str:
-    """All stored answers of a question as numbered text blocks."""
-    return "\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in records)
-
-
 class UnmatchedReplayError(InputError):
     """None of a replay file's item ids matches an item of the selected benchmark (exit code 2)."""
 
@@ -142,7 +137,7 @@ class ReplayStore:
             return Response(
                 item_id=item.id,
                 model=model_name,
-                text=sciaidanbench_text(recs),
+                text="\n\n".join(f"[{r.get('answer_num')}] {r.get('answer', '')}" for r in recs),
                 answer=accepted,
                 latency_s=0.0,
                 metadata=meta,
