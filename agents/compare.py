@@ -1,8 +1,6 @@
-"""Compare finished runs (``sgieval compare``).  Items are matched by id (one whose prompt differs is left out), models
-by name: the same model in two runs gets, per shared item-level metric, a paired test on the items both scored
-(:func:`paired_test`: sign-flip permutation, two-sided, 95% bootstrap CI of second minus first); every model is ranked
-together on the shared items with the report's own rules (one entry per run when its values differ between runs); what
-is not shared is named, and the settings that differ are listed."""
+"""Compare finished runs (``sgieval compare``): items matched by id and prompt, models by name; the same model in two
+runs gets a paired test per shared item-level metric (:func:`paired_test`: sign-flip permutation, two-sided, 95%
+bootstrap CI of second minus first), and every model is ranked together on the shared items by the report's rules."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The run's estimate before any call: every target and judge prompt the run will send, built by the run's own code
-(:func:`infer`, :func:`score_response`) against a :class:`~sgieval.models.estimate.RehearsalChat` per live model, under
-a call context and ledger of its own, then counted and priced: nothing is sent, stored or billed.  Replay targets answer
-with their stored responses; a live target's answer stands in at the typical answer length."""
+"""The run's estimate before any call: every target and judge prompt the run will send, built by its own code against a
+rehearsal chat model per live model, then counted and priced; nothing is sent, stored or billed."""
 
 from __future__ import annotations
 

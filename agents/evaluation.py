@@ -178,14 +178,6 @@ async def _run_evaluation(
     stopped: list[RunStoppedError] = []
 
     async def unit(target: NamedModel, item: Item) -> None:
-        try:
-            await _unit(target, item)
-        except BudgetExceeded as e:  # units not started are skipped, the report says where
-            prog.budget_stopped = prog.budget_stopped or e.one_line()
-        except RunStoppedError as e:  # e.g. a refused key: no other unit starts
-            stopped.append(e)
-
-    async def _unit(target: NamedModel, item: Item) -> None:
         nonlocal finished
         if prog.budget_stopped or stopped:
             return
@@ -219,7 +211,12 @@ async def _run_evaluation(
 
     async def worker() -> None:
         for t, i in pending:
-            await unit(t, i)
+            try:
+                await unit(t, i)
+            except BudgetExceeded as e:  # units not started are skipped, the report says where
+                prog.budget_stopped = prog.budget_stopped or e.one_line()
+            except RunStoppedError as e:  # e.g. a refused key: no other unit starts
+                stopped.append(e)
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(2 * max_parallel, len(units))))))
     if stopped:

@@ -1,8 +1,6 @@
-"""Executors: ``local`` (default) runs every (target, item) unit in this event loop; ``ray`` shards the items across
-Ray tasks (the ``[ray]`` extra), each running :func:`run_evaluation` on a scratch run folder, the driver appending each
-shard's records as it finishes and computing the corpus-level scores.  Every node needs sgieval and its own call cache;
-in-flight calls are at most ``shards x --max-concurrency`` per provider; ``--budget`` is checked between shards.  Chat
-models holding live HTTP clients are rebuilt in the task from their pydantic fields."""
+"""Executors: ``local`` runs every (target, item) unit in this event loop; ``ray`` shards the items across Ray tasks
+(the ``[ray]`` extra) on scratch run folders, the driver appending each shard's records and computing the corpus-level
+scores; in flight at most ``shards x --max-concurrency`` calls per provider, ``--budget`` checked between shards."""
 
 from __future__ import annotations
 
@@ -250,11 +248,8 @@ async def evaluate_with_executor(
     the unfinished items in Ray shards (records appended, ledgers merged as each finishes), then runs it locally.
 
     Args:
-        store: the run folder.
-        items: the selected items.
-        targets: the models under test.
-        metrics: the metrics of the plan.
-        ctx: the scoring context (judges, options).
+        store, items, targets, metrics, ctx: the run folder, selected items, models under test, the plan's metrics
+            and the scoring context.
         executor: ``"local"`` or ``"ray"``.
         max_parallel: most (item, target model) units in flight (>= 1).
         on_progress: ``on_progress(done, total)`` as units finish.

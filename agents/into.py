@@ -17,9 +17,8 @@ INTO_FIXED = ("request", "benchmarks", "k", "seed", "rank_all")  # chose the run
 def into_config(
     base: RunConfig, given: RunConfig, fields: Iterable[str], run_targets: list[str], *, side: str = "cli"
 ) -> RunConfig:
-    """The config of an ``ask --into RUN``: the run's with the given targets, judges and ranking metric added and the
-    other given options replacing the run's.  A new judge joins ``added_judges``: it scores beside the run's judges,
-    whose scores the ranking keeps using.
+    """The config of an ``ask --into RUN``: the run's with the given targets, judges (as ``added_judges``, scoring
+    beside the run's own) and ranking metric added, the other given options replacing the run's.
 
     Args:
         base: the run's ``config.json``.

@@ -1,6 +1,5 @@
 """Choosing the ranking metric (``--metric``, else one the request names, else the customisation agent's), and saying
-when a variant of it (``MetricSpec.variant_of``) orders the models differently or separates the first two where it
-does not (:func:`variant_disagreements`)."""
+when a variant of it (``MetricSpec.variant_of``) disagrees with it (:func:`variant_disagreements`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The kind of question a request asks (:data:`KINDS`), which decides the Answer's first item: offline by
-:data:`RULES` (:func:`classify`), else the questioning agent's label (:func:`agent_kind`); a question none recognises
-is answered as a ranking and the Run table says so (:data:`NOT_RECOGNISED`)."""
+"""The kind of question a request asks (:data:`KINDS`), which decides the Answer's first item: by the offline
+:data:`RULES` or the questioning agent's label; one none recognises is a ranking (:data:`NOT_RECOGNISED`)."""
 
 from __future__ import annotations
 

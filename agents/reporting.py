@@ -1,7 +1,5 @@
-"""Reporting agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 4): scores + rationales + metrics ->
-``report.md``.  It sets on the :class:`~sgieval.reports.ReportContext` what needs the metric pool (ranking statistics,
-paired tests, SGI-Score, judge reliability), ``reports/`` builds the sections from it, and an agent model's summary
-follows the fixed verdict only when everything it cites is in the report (checked in code, regenerated once)."""
+"""Reporting agent (SGI-Bench paper, arXiv 2512.16969, section 3, agent 4): sets on the report context the statistics
+that need the metric pool, and checks an agent model's summary against the report (:func:`build_report`)."""
 
 from __future__ import annotations
 

@@ -228,10 +228,8 @@ async def propose_rubric(
     hit, sim = _best_library_match(description)
     if hit is not None:
         r = hit.model_copy(update={"name": slug(name) if name else hit.name}, deep=True)
-        return (
-            r,
-            f"{fallback}Starting from the library rubric {hit.name} (match {sim:.2f}) with {len(r.criteria)} criteria.",
-        )
+        start = f"Starting from the library rubric {hit.name} (match {sim:.2f}) with {len(r.criteria)} criteria."
+        return r, fallback + start
     r = generic_rubric(description, name)
     return r, (
         f"{fallback}No library rubric matches (best {sim:.2f}); a generic rubric with "

@@ -1,6 +1,5 @@
 """The agent steps the evaluation graph (:mod:`sgieval.graphs.evaluate`) wires together, each ``(state, run context)
--> state update``: :func:`questioning_step`, :func:`customisation_step`, :func:`confirmation`, :func:`evaluation_step`
-and :func:`reporting_step`."""
+-> state update``."""
 
 from __future__ import annotations
 

@@ -25,8 +25,7 @@ def model_servers(rt: RunContext) -> str:
         rt: the run context.
 
     Returns:
-        Each OpenAI-compatible model with its server (credentials removed), e.g.
-        ``openai-api:vllm/qwen: http://gpu:8000/v1 (VLLM_BASE_URL)``; "" when none.
+        Each OpenAI-compatible model with its server (credentials removed); "" when none.
     """
     parts = []
     for m in rt.models():
@@ -275,8 +274,7 @@ def usage_summary(rt: RunContext) -> dict[str, Any]:
         rt: the run context.
 
     Returns:
-        The ledger's summary (calls, tokens, latency, USD per (model, role), total, budget), ``prices`` (where each
-        price comes from), ``interrupted`` (calls never answered) and ``estimate`` when one was made.
+        The ledger's summary with ``prices`` (where each comes from), ``interrupted`` calls and any ``estimate``.
     """
     ledger = rt.ledger or load_ledger(rt)
     summ = dict(ledger.summary())

@@ -15,8 +15,7 @@ log = get_logger("sgieval")
 
 
 def models_named_in(request: str, models: list[str]) -> list[str]:
-    """The stored models the request names by name, bare name ("GPT-4o" names ``openai/4o``; "phi4" not "phi45") or
-    family (4+ leading letters: "llama" names ``llama3.3:latest``), case-insensitive.
+    """The stored models the request names by name, bare name ("GPT-4o" names ``openai/4o``) or 4+ letter family.
 
     Args:
         request: the request.

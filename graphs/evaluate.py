@@ -160,14 +160,12 @@ async def into_run(config: RunConfig, fields: Any, *, side: str = "cli") -> tupl
 async def execute(
     rt: RunContext, *, resume: bool = False, confirm: Callable[[dict], bool] | None = None
 ) -> dict[str, Any]:
-    """Run (or resume) the graph for ``rt`` to the end inside :func:`run_scope`; an ``ask --into`` goes back to the
-    metric confirmation with the run's plan, so the evaluation adds what is missing and the report is rewritten.
+    """Run (or resume) the graph for ``rt`` to the end inside :func:`run_scope` (``ask --into``: from the confirmation).
 
     Args:
         rt: the run context (:func:`make_runtime`).
         resume: continue the run from its last checkpoint instead of starting it.
-        confirm: ``confirm(payload) -> bool`` answers the metric confirmation interrupt; None: the run stops at
-            the interrupt and can be resumed.
+        confirm: ``confirm(payload) -> bool`` answers the metric confirmation; None: the run stops there, resumable.
 
     Returns:
         The final graph state (:class:`EvalState` keys).
