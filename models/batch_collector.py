@@ -240,7 +240,12 @@ class BatchCollector:
         """The openai SDK's ``AsyncOpenAI`` for ``endpoint`` (one per endpoint)."""
         client = self._clients.get(endpoint)
         if client is None:
-            client = self._clients[endpoint] = _openai_client(endpoint)
+            from openai import AsyncOpenAI
+
+            key = endpoint.key or "not-needed"
+            client = self._clients[endpoint] = AsyncOpenAI(
+                base_url=endpoint.base_url, api_key=key, max_retries=3, timeout=600
+            )
         return client
 
     def _enqueue(self, endpoint: Endpoint, w: _Waiting) -> None:
@@ -536,13 +541,10 @@ class _Resubmit(Exception):
     status_code = 503
 
 
-def _missing(batch_id: str) -> Outcome:
-    return (502, {"error": {"message": f"no result for this request in batch {batch_id}"}})
-
-
 def _outcome(results: dict[str, Outcome], cid: str, batch_id: str) -> Outcome:
     """The outcome of request ``cid`` in a finished batch: its own, else the batch's, else "no result" (502)."""
-    return results.get(cid) or results.get("*") or _missing(batch_id)
+    missing = (502, {"error": {"message": f"no result for this request in batch {batch_id}"}})
+    return results.get(cid) or results.get("*") or missing
 
 
 def _rows(text: str) -> Iterator[dict[str, Any]]:
@@ -554,12 +556,6 @@ def _rows(text: str) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(row, dict) and isinstance(row.get("custom_id"), str):
             yield row
-
-
-def _openai_client(endpoint: Endpoint) -> Any:
-    from openai import AsyncOpenAI
-
-    return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.key or "not-needed", max_retries=3, timeout=600)
 
 
 async def _find_openai_batch(client: Any, file_id: str) -> str | None:

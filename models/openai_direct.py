@@ -214,11 +214,10 @@ class ChatOpenAIDirect(BaseChatModel):
         """
         return self._prepare(list(messages), None, dict(kwargs))
 
-    def _official(self) -> bool:
-        return "api.openai.com" in (self.openai_api_base or OFFICIAL_BASE).lower()
-
     def _compat(self) -> bool:
-        return (not self._official()) if self.server_compat is None else self.server_compat
+        if self.server_compat is None:
+            return "api.openai.com" not in (self.openai_api_base or OFFICIAL_BASE).lower()
+        return self.server_compat
 
     def url_and_headers(self) -> tuple[str, dict[str, str]]:
         """The chat-completions URL and the request headers."""

@@ -14,17 +14,6 @@ from ..core import InputError, Item, ModelRef, Response, json_loads_strict, spli
 from .base import NamedModel
 
 
-def local_item_id_of(item_id: str) -> str:
-    """The local part of an item id (after the first ``/``: ``"jsonl:qa/q1"`` -> ``"q1"``)."""
-    return item_id.split("/", 1)[1] if "/" in item_id else item_id
-
-
-def local_item_id(item: Item) -> str:
-    """The item's id within its benchmark (``item.id`` without the ``<benchmark>/`` prefix)."""
-    prefix = f"{item.benchmark}/"
-    return item.id[len(prefix) :] if item.id.startswith(prefix) else item.id
-
-
 class UnmatchedReplayError(InputError):
     """None of a replay file's item ids matches an item of the selected benchmark (exit code 2)."""
 
@@ -56,7 +45,7 @@ class ReplayStore:
         ids = {i.id for i in items}
         local: dict[str, list[str]] = {}
         for i in items:
-            local.setdefault(local_item_id(i), []).append(i.id)
+            local.setdefault(i.id.removeprefix(f"{i.benchmark}/"), []).append(i.id)  # its id within its benchmark
         self.aliases, self.unmatched = {}, []
         for sid in self.by_item:
             if sid in ids:
@@ -76,7 +65,7 @@ class ReplayStore:
                 f"({benches}): {shown}{more}",
                 what=str(self.source),
                 fix=f'write each "item_id" as the full item id, e.g. "{example}" '
-                f'(or its local id, e.g. "{local_item_id_of(example)}", when only one item has it)',
+                f'(or its local id, e.g. "{example.split("/", 1)[-1]}", when only one item has it)',
             )
 
     def unmatched_lines(self) -> str:
