@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import json
 import time
+import traceback
 from typing import Any, Sequence
 
 from langchain_core.exceptions import OutputParserException
@@ -107,15 +108,6 @@ TRANSPORT_MODULES = (
 """Modules whose ValueError/KeyError/IndexError/TypeError means the reply could not be read."""
 
 
-def _raised_in(exc: BaseException) -> str:
-    tb = exc.__traceback__
-    name = ""
-    while tb is not None:
-        name = str(tb.tb_frame.f_globals.get("__name__", ""))
-        tb = tb.tb_next
-    return name
-
-
 def malformed_reply(exc: BaseException) -> str | None:
     """Why ``exc`` (from a chat model's ``ainvoke``) means the server's reply was unusable, as a short phrase, or
     None for another error (a parser's OutputParserException included); decided by type and origin."""
@@ -130,8 +122,8 @@ def malformed_reply(exc: BaseException) -> str | None:
         e = e.__cause__ or e.__context__
     if isinstance(exc, ValueError) and exc.args and isinstance(exc.args[0], dict):
         return "an error object in an HTTP 200 reply"
-    where = _raised_in(exc)
-    if not where.startswith(TRANSPORT_MODULES):
+    frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]  # the module that raised it: the last
+    if not (str(frames[-1].f_globals.get("__name__", "")) if frames else "").startswith(TRANSPORT_MODULES):
         return None
     if isinstance(exc, (KeyError, IndexError)) or (isinstance(exc, TypeError) and "choices" in str(exc)):
         return "no choices in the reply"

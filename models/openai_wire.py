@@ -110,13 +110,6 @@ def wire_body(payload: dict[str, Any]) -> bytes:
 _SKIPPED_BLOCKS = ("tool_use", "thinking", "reasoning_content", "function_call", "code_interpreter_call")
 
 
-def _content(content: Any) -> Any:
-    """Message content as chat completions takes it: block lists without the block types it rejects."""
-    if isinstance(content, list) and content:
-        return [b for b in content if not (isinstance(b, dict) and b.get("type") in _SKIPPED_BLOCKS)]
-    return content
-
-
 def _tool_call_dict(tc: Mapping[str, Any], valid: bool) -> dict[str, Any]:
     args = json.dumps(tc["args"], ensure_ascii=False) if valid else tc.get("args")
     return {"type": "function", "id": tc.get("id"), "function": {"name": tc.get("name"), "arguments": args}}
@@ -134,7 +127,10 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
     Raises:
         TypeError: another message type.
     """
-    out: dict[str, Any] = {"content": _content(message.content)}
+    content = message.content  # block lists without the block types chat completions rejects
+    if isinstance(content, list) and content:
+        content = [b for b in content if not (isinstance(b, dict) and b.get("type") in _SKIPPED_BLOCKS)]
+    out: dict[str, Any] = {"content": content}
     name = message.name or message.additional_kwargs.get("name")
     if name is not None:
         out["name"] = name
