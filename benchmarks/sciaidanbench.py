@@ -263,8 +263,8 @@ def questions_from_results(data: dict) -> list[dict]:
     out: list[dict] = []
     for domain, dv in data.get("domains", {}).items():
         for sub, sv in ({None: dv} if "models" in dv else dv).items():
-            first = next(iter(sv["models"].values()), {})
-            qs = next(iter(first.values()), {})  # the first model's first temperature
+            first: dict = next(iter(sv["models"].values()), {})
+            qs: dict = next(iter(first.values()), {})  # the first model's first temperature
             out += [
                 dict(domain=domain, subdomain=sub, index_in_list=i, question=q, in_published_results=True)
                 for i, q in enumerate(qs)
