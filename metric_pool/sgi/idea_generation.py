@@ -152,14 +152,6 @@ _PAIRS = {  # The quoted key-value pairs the regex fallback reads inside the bra
 }
 
 
-def _raw_decode_first_object(text: str) -> Any:
-    start = text.find("{")
-    if start < 0:
-        raise ValueError("no '{'")
-    obj, _ = json.JSONDecoder().raw_decode(text[start:])
-    return obj
-
-
 def _regex_fallback(text: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for field, patterns in _FIELD_PATTERNS.items():
@@ -199,7 +191,7 @@ def parse_idea(text: str, *, tolerant: bool = True) -> Any:
     if tolerant:
         for candidate in ([block] if block is not None else []) + [text]:
             try:
-                return _raw_decode_first_object(candidate)
+                return json.JSONDecoder().raw_decode(candidate[candidate.index("{") :])[0]
             except ValueError:
                 continue
     result = _regex_fallback(text)
@@ -387,13 +379,6 @@ def _node_text_similarity(g1: Graph, g2: Graph, code_text_errors: bool = False) 
     return len(w1 & w2) / len(w1 | w2)
 
 
-def _edge_jaccard(g1: Graph, g2: Graph) -> float:
-    e1, e2 = g1[1], g2[1]
-    if not e1 and not e2:
-        return 1.0
-    return len(e1 & e2) / len(e1 | e2)
-
-
 def _order_edges(order: Any, keys: list[str]) -> set[tuple[str, str]]:
     """Edges of an ImplementationOrder: digit keys chained in string order, else valid "a-b" items."""
     if all(o.isdigit() for o in order):
@@ -429,7 +414,7 @@ def graph_similarity(
         text = _node_text_similarity(g1, g2, code_text_errors)
         if not g1[1] or not g2[1]:
             return text, {"edge": None, "text": text, "reason": "a graph has no edges: text similarity only"}
-        edge = _edge_jaccard(g1, g2)
+        edge = len(g1[1] & g2[1]) / len(g1[1] | g2[1])
         return alpha * edge + (1 - alpha) * text, {"edge": edge, "text": text}
     except Exception as e:  # noqa: BLE001 - the code returns 0 on any error
         return 0.0, {"reason": f"{type(e).__name__}: {e}"}
@@ -455,23 +440,20 @@ class _EncodeCache:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} is {type(t).__name__}, not str")
-        with self.lock:
-            return self._encode(texts)
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
-        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if missing:
-            vecs = np.asarray(self.embed(missing), dtype=np.float32)
-            for t, v in zip(missing, vecs):
-                self.cache[t] = v
-        out = np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
-        for t in texts:
-            self.cache.move_to_end(t)
-        while len(self.cache) > self.maxsize:
-            self.cache.popitem(last=False)
-        return out
+        with self.lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
+            if missing:
+                vecs = np.asarray(self.embed(missing), dtype=np.float32)
+                for t, v in zip(missing, vecs):
+                    self.cache[t] = v
+            out = np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+            for t in texts:
+                self.cache.move_to_end(t)
+            while len(self.cache) > self.maxsize:
+                self.cache.popitem(last=False)
+            return out
 
 
 @metric(*SPECS, scope=BENCHMARK)
