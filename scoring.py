@@ -88,11 +88,24 @@ def synchronous(afn: Callable[P, Coroutine[Any, Any, R]], name: str) -> Callable
     return run
 
 
-def _named_metric(metric: str) -> tuple[Any, str | None, str]:
-    """A predefined or registered metric of that name, else the library rubric of that name."""
+def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
+    """(Metric object, spec name to keep or None for all, benchmark name for built items)."""
     from .benchmarks import registry
-    from .metric_pool import ALL, RubricMetric, Scoped, entries, load_rubric
+    from .metric_pool import ALL, Metric, RubricMetric, Scoped, entries, load_rubric
 
+    if isinstance(metric, Metric):
+        return metric, None, ""
+    if isinstance(metric, Rubric):
+        return RubricMetric(metric), metric.name, ""
+    if isinstance(metric, MetricSpec):
+        metric = metric.name
+    if not isinstance(metric, str) or not metric.strip():
+        raise InputError(
+            f"metric {metric!r} is not a metric",
+            what="sgieval.score",
+            fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric",
+        )
+    # a predefined or registered metric of that name, else the library rubric of that name
     for defn in registry.definitions():  # the benchmarks' predefined metrics, then the other registered ones
         for m in registry.predefined_metrics([defn.name]):
             if any(s.name == metric for s in m.all_specs):
@@ -115,25 +128,6 @@ def _named_metric(metric: str) -> tuple[Any, str | None, str]:
             fix=f"use a predefined metric ({', '.join(known[:12])}, ...) or a rubric (`sgieval metric list`)",
         ) from None
     return RubricMetric(rubric), rubric.name, ""
-
-
-def _metric_of(metric: MetricArg) -> tuple[Any, str | None, str]:
-    """(Metric object, spec name to keep or None for all, benchmark name for built items)."""
-    from .metric_pool import Metric, RubricMetric
-
-    if isinstance(metric, Metric):
-        return metric, None, ""
-    if isinstance(metric, Rubric):
-        return RubricMetric(metric), metric.name, ""
-    if isinstance(metric, MetricSpec):
-        metric = metric.name
-    if not isinstance(metric, str) or not metric.strip():
-        raise InputError(
-            f"metric {metric!r} is not a metric",
-            what="sgieval.score",
-            fix="pass a metric name (exact_match, em, rigor, ...), a Rubric or a Metric",
-        )
-    return _named_metric(metric)
 
 
 def _pairs(

@@ -243,15 +243,6 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted in a run folder must not hang a read
 
 
-def _regular(fd: int, root: str | Path, rel: str) -> None:
-    """Raise InputError (closing ``fd``) when ``fd`` is not a regular file (a FIFO, a device, a socket)."""
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise InputError(
-            f"{rel} is not a regular file", what=str(root), fix="replace it by the file sgieval wrote, or remove it"
-        )
-
-
 def link_error(root: str | Path, links: list[str]) -> InputError:
     """The one-line error for symbolic links ``links`` (paths relative to the run folder ``root``)."""
     return InputError(
@@ -434,7 +425,13 @@ def _open_in(root: str | Path, path: str | Path, flags: int, mode: str) -> Binar
     *dirs, name = _parts(root, path)
     with _folder(root, dirs, create=bool(flags & os.O_CREAT)) as dfd:
         fd = _open_at(root, [*dirs, name], flags | _NONBLOCK, dfd)
-        _regular(fd, root, "/".join([*dirs, name]))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a device, a socket
+            os.close(fd)
+            raise InputError(
+                f"{'/'.join([*dirs, name])} is not a regular file",
+                what=str(root),
+                fix="replace it by the file sgieval wrote, or remove it",
+            )
     return os.fdopen(fd, mode)  # type: ignore[return-value]
 
 
