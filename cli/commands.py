@@ -615,8 +615,7 @@ def data_pull(
 @data_app.command("where")
 def data_where() -> None:
     """Show the data lookup order and what each location holds."""
-    from ..benchmarks import registry
-    from ..benchmarks import data_roots
+    from ..benchmarks import data_roots, registry
 
     for root in data_roots(os.environ.get("SGIEVAL_DATA")):
         held = [d.name for d in registry.with_data() if (root / d.data_folder).is_dir()]

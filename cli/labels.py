@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
@@ -217,20 +216,20 @@ def _choose_metric(records: Any, specs: dict[str, MetricSpec], metric: str | Non
     return custom[0] if custom else specs.get(primary) or next(iter(specs.values()))
 
 
-def _ask(console: Console, what: str, low: float, high: float) -> float | str:
+def _ask(what: str, low: float, high: float) -> float | str:
     """One value in [low, high], or ``"s"`` (skip) / ``"q"`` (quit); asks again on anything else."""
     while True:
-        answer = console.input(Text(f"{what} ({low:g}-{high:g}, s skip, q quit): ")).strip().lower()
+        answer = out.input(Text(f"{what} ({low:g}-{high:g}, s skip, q quit): ")).strip().lower()
         if answer in ("s", "q"):
             return answer
         try:
             v = float(answer)
         except ValueError:
-            console.print(f"  not a number: {safe(answer)}", highlight=False)
+            out.print(f"  not a number: {safe(answer)}", highlight=False)
             continue
         if low <= v <= high:
             return v
-        console.print(f"  outside {low:g}-{high:g}", highlight=False)
+        out.print(f"  outside {low:g}-{high:g}", highlight=False)
 
 
 def label(
@@ -262,8 +261,7 @@ def label(
     responses = {(r.item_id, r.model): r for r in records.responses}
     scores = {(s.item_id, s.model): s for s in records.scores if s.metric == spec.name}
     crits: list[Criterion | None] = list(spec.criteria) if isinstance(spec, Rubric) else []
-    console = out
-    console.print(
+    out.print(
         f"labelling {safe(spec.name)}: {len(units)} unit(s) to go (--n {n} per target model; {len(done)} already "
         f"labelled by {safe(who or 'you')})"
         + ("" if select == "random" else "; units chosen by disagreement: PPI's guarantee does not cover them"),
@@ -272,12 +270,12 @@ def label(
     saved = 0
     for k, (item_id, model) in enumerate(units, 1):
         item, resp = items.get(item_id), responses.get((item_id, model))
-        console.rule(f"{k}/{len(units)}  item {safe(item_id)}  target model {safe(model)}")
-        console.print(Panel(safe(item.prompt if item else "(item text not stored)"), title="item"), highlight=False)
+        out.rule(f"{k}/{len(units)}  item {safe(item_id)}  target model {safe(model)}")
+        out.print(Panel(safe(item.prompt if item else "(item text not stored)"), title="item"), highlight=False)
         if resp is not None and resp.reasoning:
-            console.print(Panel(safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
-        console.print(Panel(safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
-        new, stop = _ask_labels(console, spec, crits, item_id, model, who, select)
+            out.print(Panel(safe(resp.reasoning), title="reasoning (shown apart)"), highlight=False)
+        out.print(Panel(safe(resp.text if resp else "(no stored response)"), title="response"), highlight=False)
+        new, stop = _ask_labels(spec, crits, item_id, model, who, select)
         if new and len(new) == len(crits or [None]):
             new = _with_totals({spec.name: spec}, new)
             _append(records.run_dir, new)
@@ -289,14 +287,14 @@ def label(
                     if s.judge and spec.kind != "objective"
                     else "the run's score (objective metric, no judge)"
                 )
-                console.print(
+                out.print(
                     f"saved. {by}: {s.value if s.value is not None else s.status} -- {safe(s.rationale[:600])}",
                     highlight=False,
                 )
         if stop:
             break
     agree = "the judges" if spec.kind != "objective" else "the run's scores"
-    console.print(
+    out.print(
         f"{saved} label(s) saved to {safe(records.run_dir / 'labels.jsonl')}; `sgieval report {safe(records.run_dir)}` "
         f"shows how {agree} agree with them",
         highlight=False,
@@ -304,18 +302,16 @@ def label(
 
 
 def _ask_labels(
-    console: Console, spec: MetricSpec, crits: list[Criterion | None], item_id: str, model: str, who: str, select: str
+    spec: MetricSpec, crits: list[Criterion | None], item_id: str, model: str, who: str, select: str
 ) -> tuple[list[Label], bool]:
     """One unit's labels as typed (one per criterion, or one for the metric; none when skipped), and whether quit."""
     new: list[Label] = []
     for c in crits or [None]:
         if c is not None:
             anchors = "; ".join(f"{v}: {t}" for v, t in sorted(c.anchors.items()))
-            console.print(
-                f"[bold]{safe(c.name)}[/]: {safe(c.description)}" + (f"  [{safe(anchors)}]" if anchors else "")
-            )
+            out.print(f"[bold]{safe(c.name)}[/]: {safe(c.description)}" + (f"  [{safe(anchors)}]" if anchors else ""))
         low, high = (0.0, 10.0) if c is not None else spec.range
-        answer = _ask(console, c.name if c is not None else spec.name, low, high)
+        answer = _ask(c.name if c is not None else spec.name, low, high)
         if answer in ("q", "s"):
             return ([] if answer == "s" else new), answer == "q"
         new.append(
@@ -372,7 +368,6 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
     metrics = []
     for s in chosen:
         criteria = list(s.criteria) if isinstance(s, Rubric) else []
-        weights = dict(s.weights) if isinstance(s, Rubric) else {}
         metrics.append(
             {
                 "name": s.name,
@@ -383,7 +378,7 @@ def viewer_labelling(records: Any, specs: dict[str, MetricSpec], *, seed: int = 
                     {"name": c.name, "description": c.description, "anchors": {str(k): v for k, v in c.anchors.items()}}
                     for c in criteria
                 ],
-                "weights": weights,
+                "weights": dict(s.weights) if isinstance(s, Rubric) else {},
             }
         )
     default = _choose_metric(records, {s.name: s for s in chosen}, None).name
