@@ -420,11 +420,7 @@ class Ledger:
         Returns:
             The record, with its cost in USD (None when the price is unknown).
         """
-        cost = None
-        if not cached and error is None:
-            cost = price_call(model, usage, self.prices, batch=batch)
-        elif cached:
-            cost = 0.0
+        cost = 0.0 if cached else None if error is not None else price_call(model, usage, self.prices, batch=batch)
         rec = CallRecord(
             model=model,
             role=role,
@@ -535,9 +531,8 @@ class Ledger:
         Returns:
             JSON-ready ``{"rows", "total", "budget_usd", "spent_usd", "stopped"}``.
         """
-        rows = [asdict(t) for t in self.totals().values()]
         return {
-            "rows": rows,
+            "rows": [asdict(t) for t in self.totals().values()],
             "total": asdict(self.total()),
             "budget_usd": self.budget_usd,
             "spent_usd": self._spent,

@@ -164,20 +164,14 @@ class Rehearsal:
         """A stand-in answer of about ``tokens`` tokens and its token count, made once per (model, tokens)."""
         key = (model, tokens)
         if key not in self._fillers:
-            text = self._filler(model, tokens)
-            self._fillers[key] = (text, self.counter_for(model).count(text))
-        return self._fillers[key]
-
-    def _filler(self, model: str, tokens: int) -> str:
-        """A stand-in answer of about ``tokens`` tokens with ``model``'s counter (plain words)."""
-        counter = self.counter_for(model)
-        words = max(1, tokens)
-        text = " ".join(["result"] * words)
-        n = counter.count(text)
-        if n and n != tokens:
-            words = max(1, round(words * tokens / n))
+            counter = self.counter_for(model)
+            words = max(1, tokens)
             text = " ".join(["result"] * words)
-        return text
+            n = counter.count(text)
+            if n and n != tokens:
+                text = " ".join(["result"] * max(1, round(words * tokens / n)))
+            self._fillers[key] = (text, counter.count(text))
+        return self._fillers[key]
 
 
 class RehearsalChat(BaseChatModel):
@@ -221,7 +215,7 @@ class RehearsalChat(BaseChatModel):
 
         Args:
             schema: the pydantic model (or JSON schema) of the reply.
-            kwargs: further options (ignored).
+            kwargs: ignored.
 
         Returns:
             The runnable.
