@@ -367,23 +367,21 @@ def _check_tasks(tasks: list[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _hub_probe(timeout_s: float) -> str | None:
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
-            return f"{var} is set"
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    try:
-        import httpx
-
-        httpx.head(endpoint, timeout=timeout_s, follow_redirects=False)
-    except Exception as e:  # any transport error means: not reachable
-        return f"{endpoint} is unreachable ({type(e).__name__})"
-    return None
+_ON = ("1", "true", "yes", "on")
 
 
 def _check_hub(timeout_s: float, what: str) -> None:
-    """Raise :class:`HubUnavailableError` when the hub does not answer within ``timeout_s``."""
-    reason = _hub_probe(timeout_s)
+    """Raise :class:`HubUnavailableError` when the hub is set offline or does not answer within ``timeout_s``."""
+    flags = [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if os.environ.get(v, "").strip().lower() in _ON]
+    reason = f"{flags[0]} is set" if flags else None
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    if reason is None:
+        try:
+            import httpx
+
+            httpx.head(endpoint, timeout=timeout_s, follow_redirects=False)
+        except Exception as e:  # any transport error means: not reachable
+            reason = f"{endpoint} is unreachable ({type(e).__name__})"
     if reason is not None:
         raise HubUnavailableError(
             f"cannot download SGI-Bench from the HuggingFace hub: {reason}", what=what, fix=_FIX_DATA_DIR
@@ -406,13 +404,6 @@ def _hub(task: str, then: Any = None) -> Any:
             what=f"HuggingFace dataset {name}",
             fix=_FIX_DATA_DIR,
         ) from e
-
-
-def _load_from_hub(task: str, timeout_s: float) -> list[Item]:
-    name = HUB_DATASETS[task]
-    _check_hub(timeout_s, f"HuggingFace dataset {name}")
-    rows = ((f"HuggingFace dataset {name} row {n}", dict(r)) for n, r in enumerate(_hub(task), 1))
-    return [it for _, it in _items_from_rows(task, rows, source=f"hf:{name}")]
 
 
 def _file_pairs(src: Path, wanted: list[str], filtered: bool) -> list[tuple[str, Item]]:
@@ -469,7 +460,10 @@ def load_sgi_bench(
     pairs: list[tuple[str, Item]] = []
     if source is None:
         for t in wanted:
-            pairs += [(f"hub {HUB_DATASETS[t]}", it) for it in _load_from_hub(t, hub_timeout_s)]
+            name = HUB_DATASETS[t]
+            _check_hub(hub_timeout_s, f"HuggingFace dataset {name}")
+            rows = ((f"HuggingFace dataset {name} row {n}", dict(r)) for n, r in enumerate(_hub(t), 1))
+            pairs += [(f"hub {name}", it) for _, it in _items_from_rows(t, rows, source=f"hf:{name}")]
     else:
         src = Path(source).expanduser()
         if not src.exists():
