@@ -112,9 +112,8 @@ class RunStore:
     }
     """The record files; ``added_judge_scores`` holds the scores of judges added to a finished run (``ask --into``)."""
     JOURNALS = ("ledger", "inflight", "invocations", "prompts")
-    """Plain-dict JSONL files (:meth:`append_rows` / :meth:`read_rows`): ``ledger`` (one model call per line),
-    ``inflight`` (a call about to send), ``invocations`` (one per ``ask``/``resume``/``ask --into``), ``prompts`` (one
-    judge prompt per hash)."""
+    """Plain-dict JSONL files (:meth:`append_rows`): ``ledger`` (one model call per line), ``inflight`` (a call about
+    to send), ``invocations`` (one per ``ask``/``resume``/``ask --into``), ``prompts`` (one judge prompt per hash)."""
 
     WRITTEN = (
         "items.jsonl",
@@ -278,8 +277,8 @@ class RunStore:
         known = self._records.get(name)
         if known is not None:
             if known[0] + len(data) == end:  # nobody else wrote in between: the kept records stay exact
-                known[1].extend(records)  # in place (the list is never handed out: read() returns copies);
-                self._records[name] = (end, known[1])  # a new list per append was quadratic over a run
+                known[1].extend(records)  # in place: read() hands out copies only
+                self._records[name] = (end, known[1])
             else:
                 del self._records[name]
 
