@@ -172,16 +172,13 @@ def test(
             )
         )
     try:
+        r = load_rubric(name) if response is not None else None
+        judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
+        text = _response_text(response) if response is not None else ""
+        tool_pool = _tool_pool(tools)
         if run is not None:
-            judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
-            tool_pool = _tool_pool(tools)
             rubric_loop(name, run, judges, tools=tool_pool, tool_budget=tool_budget, top=top, out_dir=out_dir)
             return
-        assert response is not None
-        r = load_rubric(name)
-        judges = [resolve_model(j, "judge", base_url=base_url) for j in judge]
-        text = _response_text(response)
-        tool_pool = _tool_pool(tools)
     except SgievalError as e:
         fail(e)
     except OSError as e:
@@ -189,6 +186,7 @@ def test(
             raise
         err.print(f"[bold red]error:[/] --response: {safe(e)}", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
+    assert r is not None
     item = Item(id="metric-test/1", benchmark="metric-test", task="generic", prompt=question)
     resp = Response(item_id=item.id, model="response-under-test", text=text)
     ctx = ScoringContext(judges=judges, tools=tool_pool, options={"tool_budget": tool_budget})
