@@ -193,8 +193,7 @@ class BatchCollector:
         Returns:
             ``"batch batch_abc in_progress 3/10"`` per pending batch, or "".
         """
-        parts = [f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress()]
-        return "; ".join(parts)
+        return "; ".join(f"batch {s['id']} {s['status']} {s['done']}/{s['total']}" for s in self.progress())
 
     async def request(self, endpoint: Endpoint, body: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
         """Send ``body`` in a batch of ``endpoint``.
@@ -523,7 +522,7 @@ class BatchCollector:
             return None
         try:
             text = read_text_in(self.journal.root, path)
-        except (FileNotFoundError, OSError):
+        except OSError:
             return None
         out: dict[str, Outcome] = {}
         for row in _rows(text):

@@ -415,13 +415,10 @@ def prompt_cache_options(
     anthropic = cls in ANTHROPIC_CHAT_CLASSES or (model.ref is not None and model.ref.provider == "anthropic")
     if anthropic and not isinstance(messages, str):
         out = list(messages)
-        for i, m in enumerate(out):
-            if m.type != "system":
-                continue
-            if isinstance(m.content, str) and m.content:
-                block = {"type": "text", "text": m.content, "cache_control": dict(CACHE_CONTROL)}
-                out[i] = m.model_copy(update={"content": [block]})
-            break
+        i = next((i for i, m in enumerate(out) if m.type == "system"), None)
+        if i is not None and isinstance(out[i].content, str) and out[i].content:
+            block = {"type": "text", "text": out[i].content, "cache_control": dict(CACHE_CONTROL)}
+            out[i] = out[i].model_copy(update={"content": [block]})
         return out, {}
     return messages, {}
 
@@ -491,9 +488,7 @@ def call_info(msg: Any) -> dict[str, Any]:
         ``{"latency_s", "attempts", "cached", "cost" (USD), "finish_reason"}``, or {}.
     """
     meta = getattr(msg, "response_metadata", None)
-    if isinstance(meta, dict):
-        return dict(meta.get("sgieval") or {})
-    return {}
+    return dict(meta.get("sgieval") or {}) if isinstance(meta, dict) else {}
 
 
 def message_text(msg: Any) -> str:
