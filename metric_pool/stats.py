@@ -25,11 +25,6 @@ class Summary:
     note: str = ""
 
 
-def is_binary(x: np.ndarray) -> bool:
-    """True when every value is exactly 0 or 1."""
-    return bool(x.size) and bool(np.all((x == 0) | (x == 1)))
-
-
 def _wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval (low, high) of k successes in n trials (Wilson 1927): center (p + z²/2n)/(1 + z²/n),
     half-width z/(1 + z²/n)·sqrt(p(1-p)/n + z²/4n²); ValueError unless 0 <= k <= n, n >= 1."""
@@ -89,7 +84,7 @@ def summarize(
         raise ValueError("summarize() needs at least one value")
     mean = float(x.mean())
     method, note = "bca", ""
-    if is_binary(x) if binary is None else binary:
+    if np.all((x == 0) | (x == 1)) if binary is None else binary:
         k = int(x.sum())
         lo, hi = _wilson_interval(k, int(x.size), confidence)
         method, note = "wilson", f"Wilson score interval for {k} of {x.size} (a 0/1 metric)"
